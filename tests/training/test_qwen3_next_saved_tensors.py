@@ -1,0 +1,76 @@
+"""Qwen3-Next training activations (formulas/training_activations.py ``gated_deltanet_saved_terms``, eq. G2; the
+gated attention's eq. G4; the shared-expert gate's eq. G5; Qwen3NextRMSNorm's eq. N3) against what autograd saves.
+
+Independent truth: the distinct non-parameter storages autograd saves (``torch.autograd.graph.saved_tensors_hooks``,
+as tests/training/test_gemma3n_saved_tensors.py) while each decoder layer of a small Qwen3-Next runs its training
+forward: hidden 256, 4 layers (3 Gated DeltaNet with 4 key heads of 32 and 8 value heads of 48, conv kernel 4; 1
+gated attention with 4 query / 2 K/V heads of 64, partial rotary), an MoE block of 8 experts (top 2, intermediate 64)
+with a gated shared expert of 96 on every layer; pure bf16 on the CPU (transformers 5.24 runs the torch fallback
+``torch_chunk_gated_delta_rule`` and ``causal_conv1d_fn`` there: recurrent_kernel "torch"), SDPA, every weight
+trained. A layer's count takes each storage once, at the first layer that saves it (the rotary cos/sin, a shared
+term, lands on the attention layer: 16 KiB of its 7.7 MiB).
+
+Measured (torch 2.13 CPU): B=2, T=256: Gated DeltaNet layer 22,121,312 B saved, 22,108,928 counted (0.9994);
+attention layer 8,097,312 / 8,068,608 (0.9965). B=1, T=200 (the rule pads to 256): 9,871,536 / 9,984,912 (1.011)
+and 3,170,992 / 3,153,360 (0.994). Before these terms a Gated DeltaNet layer was counted as an attention layer:
+6,098,944 B (0.28 of what it saves) and the attention layer 6,098,944 (0.75).
+Not covered: fp32 (several ``.float()`` casts become no-ops and the count reads 6% low there) and
+flash-linear-attention's kernel (eq. G3, a GPU path, counted from its ``save_for_backward``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from llmsizer.formulas.training_activations import ActivationSetup, layer_saved_terms
+from llmsizer.readers.hf_config import spec_from_config
+from oracle_utils import build, random_ids, saved_storage_hooks, torch
+
+pytestmark = pytest.mark.slow
+
+CONFIG: dict[str, Any] = dict(
+    model_type="qwen3_next", vocab_size=512, hidden_size=256, num_hidden_layers=4, intermediate_size=384,
+    num_attention_heads=4, num_key_value_heads=2, head_dim=64, linear_num_key_heads=4, linear_num_value_heads=8,
+    linear_key_head_dim=32, linear_value_head_dim=48, linear_conv_kernel_dim=4, full_attention_interval=4,
+    num_experts=8, num_experts_per_tok=2, moe_intermediate_size=64, shared_expert_intermediate_size=96,
+    decoder_sparse_step=1, max_position_embeddings=4096, tie_word_embeddings=False, partial_rotary_factor=0.25)
+GDN_LAYER, ATTENTION_LAYER = 0, 3
+
+
+def _saved_by_layer(batch: int, tokens: int) -> dict[int, int]:
+    torch.manual_seed(0)
+    model = build(CONFIG, device="cpu", dtype=torch.bfloat16, attn="sdpa")
+    model.train()
+    saved, hooks = saved_storage_hooks(model)
+    by_layer: dict[int, int] = {}
+    for i, layer in enumerate(model.model.layers):
+        def enter(mod: Any, args: Any) -> None:
+            hooks.__enter__()
+
+        def leave(mod: Any, args: Any, out: Any, i: int = i) -> None:
+            hooks.__exit__(None, None, None)
+            by_layer[i] = sum(saved.values()) - sum(by_layer.values())
+
+        layer.register_forward_pre_hook(enter)
+        layer.register_forward_hook(leave)
+    assert type(model.model.layers[GDN_LAYER].linear_attn).__name__ == "Qwen3NextGatedDeltaNet"
+    assert type(model.model.layers[ATTENTION_LAYER].self_attn).__name__ == "Qwen3NextAttention"
+    ids = random_ids(CONFIG["vocab_size"], batch, tokens)
+    model(input_ids=ids, labels=ids, use_cache=False)
+    return by_layer
+
+
+@pytest.mark.parametrize(("batch", "tokens"), [(2, 256), (1, 200)])
+def test_qwen3_next_layer_saved_tensors(batch: int, tokens: int, capsys: Any) -> None:
+    measured = _saved_by_layer(batch, tokens)
+    spec = spec_from_config(CONFIG, name="tiny-qwen3-next")
+    st = ActivationSetup(batch=batch, seq=tokens, residual=2, compute=2, expert=2, full=True, attention="sdpa",
+                         recurrent_kernel="torch")
+    for layer in (GDN_LAYER, ATTENTION_LAYER):
+        predicted = sum(t.bytes for t in layer_saved_terms(spec, layer, st))
+        with capsys.disabled():
+            print(f"\n[qwen3-next layer {layer}, B={batch} T={tokens}] saved {measured[layer]:,} B, counted "
+                  f"{predicted:,} B (ratio {predicted / measured[layer]:.4f})")
+        assert predicted == pytest.approx(measured[layer], rel=0.02)
