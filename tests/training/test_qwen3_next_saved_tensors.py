@@ -1,5 +1,5 @@
-"""Qwen3-Next training activations (formulas/training_activations.py ``gated_deltanet_saved_terms``, eq. G2; the
-gated attention's eq. G4; the shared-expert gate's eq. G5; Qwen3NextRMSNorm's eq. N3) against what autograd saves.
+"""Qwen3-Next training activations (formulas/training_activations.py ``gated_deltanet_saved_terms``, eq. DN2; the
+gated attention's eq. DN4; the shared-expert gate's eq. DN5; Qwen3NextRMSNorm's eq. N3) against what autograd saves.
 
 Independent truth: the distinct non-parameter storages autograd saves (``torch.autograd.graph.saved_tensors_hooks``,
 as tests/training/test_gemma3n_saved_tensors.py) while each decoder layer of a small Qwen3-Next runs its training
@@ -12,10 +12,12 @@ term, lands on the attention layer: 16 KiB of its 7.7 MiB).
 
 Measured (torch 2.13 CPU): B=2, T=256: Gated DeltaNet layer 22,121,312 B saved, 22,108,928 counted (0.9994);
 attention layer 8,097,312 / 8,068,608 (0.9965). B=1, T=200 (the rule pads to 256): 9,871,536 / 9,984,912 (1.011)
-and 3,170,992 / 3,153,360 (0.994). Before these terms a Gated DeltaNet layer was counted as an attention layer:
-6,098,944 B (0.28 of what it saves) and the attention layer 6,098,944 (0.75).
+and 3,170,992 / 3,153,360 (0.994). PEFT LoRA (r 8 on q, k, v, o and the fused experts; the Gated DeltaNet linears
+frozen), B=2, T=256: 20,433,728 / 20,437,760 (1.0002) and 6,721,056 / 6,708,736 (0.998). Before these terms a Gated
+DeltaNet layer was counted as an attention layer (6,098,944 B full, 0.28 of what it saves) and the attention layer
+missed its output gate and fp32 norm outputs (0.75); all three cases failed.
 Not covered: fp32 (several ``.float()`` casts become no-ops and the count reads 6% low there) and
-flash-linear-attention's kernel (eq. G3, a GPU path, counted from its ``save_for_backward``).
+flash-linear-attention's kernel (eq. DN3, a GPU path, counted from its ``save_for_backward``).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from typing import Any
 
 import pytest
 
+from llmsizer.formulas.lora import adapted_roles
 from llmsizer.formulas.training_activations import ActivationSetup, layer_saved_terms
 from llmsizer.readers.hf_config import spec_from_config
 from oracle_utils import build, random_ids, saved_storage_hooks, torch
@@ -36,16 +39,24 @@ CONFIG: dict[str, Any] = dict(
     linear_key_head_dim=32, linear_value_head_dim=48, linear_conv_kernel_dim=4, full_attention_interval=4,
     num_experts=8, num_experts_per_tok=2, moe_intermediate_size=64, shared_expert_intermediate_size=96,
     decoder_sparse_step=1, max_position_embeddings=4096, tie_word_embeddings=False, partial_rotary_factor=0.25)
-GDN_LAYER, ATTENTION_LAYER = 0, 3
+GDN_LAYER, ATTENTION_LAYER = 1, 3  # (under LoRA layer 0 keeps nothing before its first adapter: its input
+# needs no gradient)
+RANK = 8
 
 
-def _saved_by_layer(batch: int, tokens: int) -> dict[int, int]:
+def _saved_by_layer(batch: int, tokens: int, lora: bool = False) -> dict[int, int]:
     torch.manual_seed(0)
     model = build(CONFIG, device="cpu", dtype=torch.bfloat16, attn="sdpa")
+    layers = model.model.layers
+    if lora:  # PEFT moves gate/up/down onto the fused experts (target_parameters); bf16 adapters: no fp32 casts
+        peft = pytest.importorskip("peft")
+        conf = peft.LoraConfig(r=RANK, lora_alpha=16, lora_dropout=0.0, target_modules=[
+            "q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"])
+        model = peft.get_peft_model(model, conf, autocast_adapter_dtype=False)
     model.train()
     saved, hooks = saved_storage_hooks(model)
     by_layer: dict[int, int] = {}
-    for i, layer in enumerate(model.model.layers):
+    for i, layer in enumerate(layers):
         def enter(mod: Any, args: Any) -> None:
             hooks.__enter__()
 
@@ -55,22 +66,23 @@ def _saved_by_layer(batch: int, tokens: int) -> dict[int, int]:
 
         layer.register_forward_pre_hook(enter)
         layer.register_forward_hook(leave)
-    assert type(model.model.layers[GDN_LAYER].linear_attn).__name__ == "Qwen3NextGatedDeltaNet"
-    assert type(model.model.layers[ATTENTION_LAYER].self_attn).__name__ == "Qwen3NextAttention"
+    assert type(layers[GDN_LAYER].linear_attn).__name__ == "Qwen3NextGatedDeltaNet"
+    assert type(layers[ATTENTION_LAYER].self_attn).__name__ == "Qwen3NextAttention"
     ids = random_ids(CONFIG["vocab_size"], batch, tokens)
     model(input_ids=ids, labels=ids, use_cache=False)
     return by_layer
 
 
-@pytest.mark.parametrize(("batch", "tokens"), [(2, 256), (1, 200)])
-def test_qwen3_next_layer_saved_tensors(batch: int, tokens: int, capsys: Any) -> None:
-    measured = _saved_by_layer(batch, tokens)
+@pytest.mark.parametrize(("batch", "tokens", "lora"), [(2, 256, False), (1, 200, False), (2, 256, True)])
+def test_qwen3_next_layer_saved_tensors(batch: int, tokens: int, lora: bool, capsys: Any) -> None:
+    measured = _saved_by_layer(batch, tokens, lora)
     spec = spec_from_config(CONFIG, name="tiny-qwen3-next")
-    st = ActivationSetup(batch=batch, seq=tokens, residual=2, compute=2, expert=2, full=True, attention="sdpa",
-                         recurrent_kernel="torch")
+    adapted = adapted_roles(spec, ("q", "k", "v", "o", "gate", "up", "down")) if lora else frozenset()
+    st = ActivationSetup(batch=batch, seq=tokens, residual=2, compute=2, expert=2, full=not lora, adapted=adapted,
+                         rank=RANK if lora else 0, attention="sdpa", recurrent_kernel="torch")
     for layer in (GDN_LAYER, ATTENTION_LAYER):
         predicted = sum(t.bytes for t in layer_saved_terms(spec, layer, st))
         with capsys.disabled():
-            print(f"\n[qwen3-next layer {layer}, B={batch} T={tokens}] saved {measured[layer]:,} B, counted "
+            print(f"\n[qwen3-next layer {layer}, B={batch} T={tokens}{' LoRA' if lora else ''}] saved {measured[layer]:,} B, counted "
                   f"{predicted:,} B (ratio {predicted / measured[layer]:.4f})")
         assert predicted == pytest.approx(measured[layer], rel=0.02)

@@ -40,6 +40,18 @@ r = residual-stream element size (the embedding's dtype):
   Nemotron-H's ``moe_latent_size`` L the experts read and write L-wide tensors, and fc2_latent_proj keeps its
   L-wide input; a router that upcasts its input (DeepSeek, GLM-4.5, Nemotron-H) keeps that fp32 copy (4 t h);
   the block input is one tensor shared by the router, the shared expert and fc1_latent_proj (``moe_saved_terms``).
+- Qwen3-Next (transformers 5.24 modeling_qwen3_next.py; measured in tests/training/test_qwen3_next_saved_tensors.py):
+  its Gated DeltaNet layers keep what :func:`gated_deltanet_saved_terms` lists (eqs. DN1-DN3: flash-linear-attention
+  on a GPU, the fp32 torch fallback on a CPU) instead of attention tensors. Its gated attention
+  (``Qwen3NextAttention.forward``, lines 259-304: q_proj makes the query and a gate, ``attn_output * sigmoid(gate)``
+  before o_proj) keeps three more [t, q_w] tensors: the reshaped attention output, the sigmoid and their product,
+  o_proj's input::
+
+      3 t q_w c                                                                                           (DN4)
+
+  and its MoE block scales the shared expert by ``sigmoid(shared_expert_gate(x))`` (line 865; Qwen2-MoE too), whose
+  product keeps the shared expert's output and the sigmoid: t (h + 1) c (DN5). Qwen3NextRMSNorm multiplies by
+  ``1 + weight`` in fp32 before its cast (lines 135-140): eq. N3, for the q/k norms too.
 - Parallel blocks (``spec.parallel_block``: Falcon, Phi, GPT-NeoX; transformers 5.24 modeling_falcon.py,
   modeling_phi.py, modeling_gpt_neox.py, traced with saved_tensors_hooks): both branches read the layer input x.
   With one norm (Falcon-7B, Phi-2) attention and MLP share its output (one saved tensor for q/k/v and fc1); with two
@@ -147,7 +159,7 @@ class ActivationSetup:
     lm_head_keeps_input: bool = False
     # an encoder-decoder's target (decoder) length; ``seq`` is then its source (encoder) length. 0: ``seq``
     target: int = 0
-    # what runs a Gated DeltaNet layer's chunked delta rule and causal conv (eqs. G1-G3): flash-linear-attention's
+    # what runs a Gated DeltaNet layer's chunked delta rule and causal conv (eqs. DN1-DN3): flash-linear-attention's
     # Triton kernel + causal-conv1d ("fla", a GPU with both installed) or transformers' torch fallback ("torch": a
     # CPU, or neither package installed)
     recurrent_kernel: str = "fla"
@@ -293,7 +305,7 @@ def layer_saved_terms(spec: ModelSpec, layer: int, st: ActivationSetup,
     f32n = spec.norm_fp32_normalised
     out += _norm_terms("attention norm", t, h, norm_out, norm_trained, st, kind=kind, fp32_normalised=f32n)
     gdn = _gated_deltanet_layer(spec, layer)
-    if gdn:  # a Gated DeltaNet layer: no attention, the linear-attention mixer (eqs. G1-G3)
+    if gdn:  # a Gated DeltaNet layer: no attention, the linear-attention mixer (eqs. DN1-DN3)
         present: set[str] = set()
         n_in = 0
         out += gated_deltanet_saved_terms(spec, st)
@@ -383,7 +395,7 @@ def layer_saved_terms(spec: ModelSpec, layer: int, st: ActivationSetup,
         # dropout, eq. D1 counts the adapter's copy instead)
         if st.autocast and st.adapter_cast_copy and not st.full and "attn_output" in st.adapted and st.dropout == "none":
             out.append(Term("o adapter input copy", t * o_w * c, f"{t} x {o_w} x {c} B"))
-        if spec.attention_output_gate:  # eq. G4
+        if spec.attention_output_gate:  # eq. DN4
             out.append(Term("attention output gate: output copy, sigmoid(gate), gated product", 3 * t * o_w * c,
                             f"3 x {t} x {o_w} x {c} B (Qwen3NextAttention: attn_output * torch.sigmoid(gate))"))
     # MLP
@@ -675,7 +687,7 @@ def moe_saved_terms(spec: ModelSpec, st: ActivationSetup) -> list[Term]:
                                 ("ffn_shexp_gate", "ffn_shexp_up", "ffn_shexp_down"), input_counted=n_in > 0)
     if moe.shared_expert_gate:
         # Qwen2-MoE / Qwen3-Next ``F.sigmoid(self.shared_expert_gate(x)) * shared_expert_output``
-        # (modeling_qwen3_next.py line 865): the product keeps the shared expert's output and the sigmoid (eq. G5)
+        # (modeling_qwen3_next.py line 865): the product keeps the shared expert's output and the sigmoid (eq. DN5)
         out.append(Term("shared expert output + sigmoid gate (kept by their product)", t * (h + 1) * c,
                         f"{t} x ({h} + 1) x {c} B"))
     return out
@@ -704,7 +716,7 @@ def gated_deltanet_saved_terms(spec: ModelSpec, st: ActivationSetup) -> list[Ter
         g = -exp(A_log) softplus(a + dt_bias)   t Hv 4 (+ t Hv 4 with A_log trained)      (line 732, fp32)
         Qwen3NextRMSNormGated (lines 66-75)     t V (4 + 4 + 4 + c (+ c weight trained)) + t Hv 4
                                                 (fp32 input, silu(z.float()) input and output, weight x normed; 1/rms)
-        out_proj input                          t V c          (when it keeps its input)             (G1)
+        out_proj input                          t V c          (when it keeps its input)            (DN1)
 
     The torch fallback (``torch_chunk_gated_delta_rule``, lines 371-510) also keeps the silu input of
     ``causal_conv1d_fn`` (line 357: the padded conv output, b (s + K - 1) conv c) and works in fp32 over
@@ -714,7 +726,7 @@ def gated_deltanet_saved_terms(spec: ModelSpec, st: ActivationSetup) -> list[Ter
         3 P dv 4   v, new_values (solve_triangular), v_new of each chunk
         5 P C 4    pairwise decay, k_beta k^T, q k^T and their decayed products (ut_system, intra_chunk_attn)
         6 P 4      2 l2norm 1/norm, beta, 3 decay exponentials
-        N b Hv dk dv 4 + b Hv N 4 + C^2     the state entering each chunk (the Python loop), chunk decays, mask  (G2)
+        N b Hv dk dv 4 + b Hv N 4 + C^2     the state entering each chunk (the Python loop), chunk decays, mask (DN2)
 
     flash-linear-attention 0.5.2 (``ChunkGatedDeltaRuleFunction.forward``, fla/ops/gated_delta_rule/chunk.py lines
     281-283 and 310-326; ``A`` is allocated [b, s, Hv, 64] in k's dtype, chunk_fwd.py line 382; ``g`` is the fp32
@@ -722,7 +734,7 @@ def gated_deltanet_saved_terms(spec: ModelSpec, st: ActivationSetup) -> list[Ter
     of v its ``input_guard`` makes, the fp32 cumulative gate and the WY matrix A; the chunk states h are recomputed
     in the backward, beta is the sigmoid output counted above, and causal-conv1d fuses the silu (no conv output)::
 
-        t (2 Hk dk c + 2 Hk 4 + V c + Hv 4 + Hv C c)                                                         (G3)
+        t (2 Hk dk c + 2 Hk 4 + V c + Hv 4 + Hv C c)                                                        (DN3)
     """
     r = spec.recurrent
     assert r is not None
@@ -750,12 +762,12 @@ def gated_deltanet_saved_terms(spec: ModelSpec, st: ActivationSetup) -> list[Ter
         core = 4 * p * (8 * dk + 3 * dv + 5 * cc + 6) + 4 * n * b * hv * dk * dv + 4 * b * hv * n + cc * cc
         out.append(Term("chunked delta rule, torch fallback (fp32)", core,
                         f"4 B x {p} positions x (8 x {dk} + 3 x {dv} + 5 x {cc} + 6) + {n} chunk states "
-                        f"x {b} x {hv} x {dk} x {dv} x 4 B (eq. G2)"))
+                        f"x {b} x {hv} x {dk} x {dv} x 4 B (eq. DN2)"))
     else:
         core = t * (2 * hk * dk * c + 2 * hk * 4 + v_w * c + hv * 4 + hv * GDN_CHUNK * c)
         out.append(Term("chunked delta rule, flash-linear-attention", core,
                         f"{t} x (2 x {hk} x {dk} x {c} + 2 x {hk} x 4 + {v_w} x {c} + {hv} x 4 + {hv} x "
-                        f"{GDN_CHUNK} x {c}) B (eq. G3)"))
+                        f"{GDN_CHUNK} x {c}) B (eq. DN3)"))
     return out
 
 
