@@ -29,7 +29,7 @@ import pytest
 from llmsizer.formulas.lora import adapted_roles
 from llmsizer.formulas.training_activations import ActivationSetup, layer_saved_terms
 from llmsizer.readers.hf_config import spec_from_config
-from oracle_utils import build, random_ids, saved_storage_hooks, torch
+from oracle_utils import build, random_ids, saved_storages_by_layer, torch
 
 pytestmark = pytest.mark.slow
 
@@ -54,18 +54,7 @@ def _saved_by_layer(batch: int, tokens: int, lora: bool = False) -> dict[int, in
             "q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"])
         model = peft.get_peft_model(model, conf, autocast_adapter_dtype=False)
     model.train()
-    saved, hooks = saved_storage_hooks(model)
-    by_layer: dict[int, int] = {}
-    for i, layer in enumerate(layers):
-        def enter(mod: Any, args: Any) -> None:
-            hooks.__enter__()
-
-        def leave(mod: Any, args: Any, out: Any, i: int = i) -> None:
-            hooks.__exit__(None, None, None)
-            by_layer[i] = sum(saved.values()) - sum(by_layer.values())
-
-        layer.register_forward_pre_hook(enter)
-        layer.register_forward_hook(leave)
+    by_layer = saved_storages_by_layer(model, layers)
     assert type(layers[GDN_LAYER].linear_attn).__name__ == "Qwen3NextGatedDeltaNet"
     assert type(layers[ATTENTION_LAYER].self_attn).__name__ == "Qwen3NextAttention"
     ids = random_ids(CONFIG["vocab_size"], batch, tokens)

@@ -305,11 +305,16 @@ def layer_saved_terms(spec: ModelSpec, layer: int, st: ActivationSetup,
     f32n = spec.norm_fp32_normalised
     out += _norm_terms("attention norm", t, h, norm_out, norm_trained, st, kind=kind, fp32_normalised=f32n)
     gdn = _gated_deltanet_layer(spec, layer)
+    # a layer with no token mixer (Nemotron-H's MLP / MoE layers: layer_types "none", no recurrent mixer); a Mamba
+    # layer stays on the attention rules (estimate/training/compose.py warns that its scan is not modelled)
+    mixer_free = spec.layer_types[layer] == "none" and not spec.recurrent_layers[layer]
+    # a layer without a feed-forward block (Nemotron-H's attention layers); a Mamba layer keeps the stand-in rules
+    has_ffn = spec.ffn_layers[layer] or (spec.recurrent_layers[layer] and not gdn)
+    present: set[str] = set()
+    n_in = 0
     if gdn:  # a Gated DeltaNet layer: no attention, the linear-attention mixer (eqs. DN1-DN3)
-        present: set[str] = set()
-        n_in = 0
         out += gated_deltanet_saved_terms(spec, st)
-    else:
+    elif not mixer_free:
         present = {"attn_q", "attn_k", "attn_v"} if spec.mla is None and not kv_shared else {"attn_q"}
         n_in = _input_copies(ATTN_INPUTS, present, st, input_is_compute=(r == c))
         if spec.fused_qkv and n_in:  # one query_key_value linear: one input (one autocast copy)
@@ -415,18 +420,19 @@ def layer_saved_terms(spec: ModelSpec, layer: int, st: ActivationSetup,
             out += _norm_terms("mlp norm" if j == 0 else f"extra norm {j}", t, h,
                                norm_out if g3n else r if j == 0 else c, norm_trained, st, kind=kind,
                                fp32_normalised=f32n)
-    if spec.moe_layers[layer] and spec.moe is not None:
+    if has_ffn and spec.moe_layers[layer] and spec.moe is not None:
         out += moe_saved_terms(spec, st)
-    else:
+    elif has_ffn:
         out += _dense_mlp_terms(spec, st, spec.intermediate_size, "mlp", ("ffn_gate", "ffn_up", "ffn_down"),
                                 input_counted=mlp_input_counted)
     if g3n:
         out += gemma3n_saved_terms(spec, st, kv_shared)
     if st.adapted and not st.full and st.dropout != "none":
-        out += _dropout_terms(spec, st, present)
+        out += _dropout_terms(spec, st, present, has_ffn)
     if st.adapted and not st.full:
         out += _qkv_zero_pad_terms(spec, st, (q_w, k_w, v_w))
-        n_adapt = sum(1 for role in st.adapted if role.startswith(("ffn_",) if gdn else ("attn_", "ffn_")))
+        kinds = (("attn_",) if present else ()) + (("ffn_",) if has_ffn else ())
+        n_adapt = sum(1 for role in st.adapted if role.startswith(kinds)) if kinds else 0
         if spec.fused_qkv:  # one adapter on the fused query_key_value stands for attn_q/k/v (formulas/lora.py)
             n_adapt -= max(0, len(st.adapted & set(ATTN_INPUTS)) - 1)
         out.append(Term("LoRA rank-r intermediates", n_adapt * t * st.rank * c, f"{n_adapt} adapters x {t} x r={st.rank} x {c} B"))
@@ -441,9 +447,10 @@ def layer_saved_terms(spec: ModelSpec, layer: int, st: ActivationSetup,
     return tuple(out)
 
 
-def _dropout_terms(spec: ModelSpec, st: ActivationSetup, present: set[str]) -> list[Term]:
+def _dropout_terms(spec: ModelSpec, st: ActivationSetup, present: set[str], ffn: bool = True) -> list[Term]:
     """Eq. (D1): each adapter module's dropped-out input copy and its mask, per decoder layer (module docstring,
-    'LoRA dropout'); litgpt's fused q/k/v adapter ('fused-qkv') drops out their shared input once."""
+    'LoRA dropout'); litgpt's fused q/k/v adapter ('fused-qkv') drops out their shared input once. ``present``: the
+    layer's attention projections (none in a layer without attention); ``ffn``: whether it has a feed-forward block."""
     t, c, tp = st.tokens, st.compute, st.tp
     h = spec.hidden_size
     ts = _div(t, tp) if st.sp else t
@@ -452,13 +459,13 @@ def _dropout_terms(spec: ModelSpec, st: ActivationSetup, present: set[str]) -> l
     per = c + st.dropout_mask
     qkv = [r for r in ATTN_INPUTS if r in st.adapted and r in present]
     n_qkv = min(1, len(qkv)) if st.dropout == "fused-qkv" else len(qkv)
-    n_mlp = sum(1 for r in MLP_INPUTS if r in st.adapted)
+    n_mlp = sum(1 for r in MLP_INPUTS if r in st.adapted) if ffn else 0
     elems = (n_qkv + n_mlp) * ts * h
     parts = [f"{n_qkv + n_mlp} x {ts} x {h}"] if n_qkv + n_mlp else []
-    if "attn_output" in st.adapted:
+    if "attn_output" in st.adapted and present:
         elems += t * o_w
         parts.append(f"{t} x {o_w}")
-    if "ffn_down" in st.adapted:
+    if "ffn_down" in st.adapted and ffn:
         elems += t * i_w
         parts.append(f"{t} x {i_w}")
     if not elems:
