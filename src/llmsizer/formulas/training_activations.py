@@ -722,6 +722,7 @@ def gated_deltanet_saved_terms(spec: ModelSpec, st: ActivationSetup) -> list[Ter
         beta = b.sigmoid()                      t Hv c         (line 730, sigmoid keeps its output)
         g = -exp(A_log) softplus(a + dt_bias)   t Hv 4 (+ t Hv 4 with A_log trained)      (line 732, fp32)
         Qwen3NextRMSNormGated (lines 66-75)     t V (4 + 4 + 4 + c (+ c weight trained)) + t Hv 4
+                                                (the torch module: the hub's FusedRMSNormGated only with use_kernels)
                                                 (fp32 input, silu(z.float()) input and output, weight x normed; 1/rms)
         out_proj input                          t V c          (when it keeps its input)            (DN1)
 
