@@ -638,8 +638,9 @@ def _dense_mlp_terms(spec: ModelSpec, st: ActivationSetup, width: int, name: str
 def moe_saved_terms(spec: ModelSpec, st: ActivationSetup) -> list[Term]:
     """Bytes an MoE block keeps for its backward (module docstring, 'MoE'), as named terms.
 
-    - The block input (c t h), saved once: the router, the shared expert and Nemotron-H's fc1_latent_proj all read
-      the same tensor (under autocast each trained consumer casts its own copy).
+    - The block input (c t h), saved once: the router, the shared expert, Qwen2-MoE / Qwen3-Next's
+      shared_expert_gate and Nemotron-H's fc1_latent_proj all read the same tensor (under autocast each trained
+      consumer casts its own copy).
     - A router that upcasts (``MoESpec.router_fp32``, e.g. ``NemotronHTopkRouter.forward``: ``F.linear(
       hidden_states.type(torch.float32), ...)``, modeling_nemotron_h.py line 774) keeps that fp32 copy (4 t h) for
       its weight gradient when it is trained.
@@ -660,7 +661,7 @@ def moe_saved_terms(spec: ModelSpec, st: ActivationSetup) -> list[Term]:
     i_w = _div(moe.expert_intermediate_size, st.tp)
     out: list[Term] = []
     consumers = ["router"] + (["ffn_shexp_gate", "ffn_shexp_up"] if moe.shared_intermediate_size else []) \
-        + (["ffn_latent_in"] if moe.latent_size else [])
+        + (["ffn_latent_in"] if moe.latent_size else []) + (["ffn_gate_inp_shexp"] if moe.shared_expert_gate else [])
     n_in = len(consumers) if (st.autocast and st.residual != c and st.full) else (1 if st.full else 0)
     if n_in:
         out.append(Term("MoE block input (router, shared expert" + (", fc1_latent_proj)" if moe.latent_size else ")"),
