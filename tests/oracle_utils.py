@@ -214,6 +214,24 @@ def saved_storage_hooks(model: Any) -> tuple[dict[int, int], Any]:
     return saved_storages({p.untyped_storage()._cdata for p in model.parameters()})
 
 
+def saved_storages_by_layer(model: Any, layers: Any) -> dict[int, int]:
+    """Bytes of the non-parameter storages autograd saves while each of ``layers`` (decoder layers of ``model``) runs
+    its forward, each storage counted once, at the first layer that saves it; filled in as the forward runs."""
+    saved, hooks = saved_storage_hooks(model)
+    by_layer: dict[int, int] = {}
+    for i, layer in enumerate(layers):
+        def enter(mod: Any, args: Any) -> None:
+            hooks.__enter__()
+
+        def leave(mod: Any, args: Any, out: Any, i: int = i) -> None:
+            hooks.__exit__(None, None, None)
+            by_layer[i] = sum(saved.values()) - sum(by_layer.values())
+
+        layer.register_forward_pre_hook(enter)
+        layer.register_forward_hook(leave)
+    return by_layer
+
+
 def random_ids(vocab: int, batch: int, tokens: int, seed: int = 0) -> Any:
     g = torch.Generator().manual_seed(seed)
     return torch.randint(0, vocab, (batch, tokens), generator=g)

@@ -40,6 +40,18 @@ r = residual-stream element size (the embedding's dtype):
   Nemotron-H's ``moe_latent_size`` L the experts read and write L-wide tensors, and fc2_latent_proj keeps its
   L-wide input; a router that upcasts its input (DeepSeek, GLM-4.5, Nemotron-H) keeps that fp32 copy (4 t h);
   the block input is one tensor shared by the router, the shared expert and fc1_latent_proj (``moe_saved_terms``).
+- Qwen3-Next (transformers 5.24 modeling_qwen3_next.py; measured in tests/training/test_qwen3_next_saved_tensors.py):
+  its Gated DeltaNet layers keep what :func:`gated_deltanet_saved_terms` lists (eqs. DN1-DN3: flash-linear-attention
+  on a GPU, the fp32 torch fallback on a CPU) instead of attention tensors. Its gated attention
+  (``Qwen3NextAttention.forward``, lines 259-304: q_proj makes the query and a gate, ``attn_output * sigmoid(gate)``
+  before o_proj) keeps three more [t, q_w] tensors: the reshaped attention output, the sigmoid and their product,
+  o_proj's input::
+
+      3 t q_w c                                                                                           (DN4)
+
+  and its MoE block scales the shared expert by ``sigmoid(shared_expert_gate(x))`` (line 865; Qwen2-MoE too), whose
+  product keeps the shared expert's output and the sigmoid: t (h + 1) c (DN5). Qwen3NextRMSNorm multiplies by
+  ``1 + weight`` in fp32 before its cast (lines 135-140): eq. N3, for the q/k norms too.
 - Parallel blocks (``spec.parallel_block``: Falcon, Phi, GPT-NeoX; transformers 5.24 modeling_falcon.py,
   modeling_phi.py, modeling_gpt_neox.py, traced with saved_tensors_hooks): both branches read the layer input x.
   With one norm (Falcon-7B, Phi-2) attention and MLP share its output (one saved tensor for q/k/v and fc1); with two
@@ -147,6 +159,10 @@ class ActivationSetup:
     lm_head_keeps_input: bool = False
     # an encoder-decoder's target (decoder) length; ``seq`` is then its source (encoder) length. 0: ``seq``
     target: int = 0
+    # what runs a Gated DeltaNet layer's chunked delta rule and causal conv (eqs. DN1-DN3): flash-linear-attention's
+    # Triton kernel + causal-conv1d ("fla", a GPU with both installed) or transformers' torch fallback ("torch": a
+    # CPU, or neither package installed)
+    recurrent_kernel: str = "fla"
 
     @property
     def tokens(self) -> int:
@@ -288,89 +304,105 @@ def layer_saved_terms(spec: ModelSpec, layer: int, st: ActivationSetup,
     kv_shared = bool(spec.kv_shared_layers) and spec.kv_shared_layers[layer]
     f32n = spec.norm_fp32_normalised
     out += _norm_terms("attention norm", t, h, norm_out, norm_trained, st, kind=kind, fp32_normalised=f32n)
-    present = {"attn_q", "attn_k", "attn_v"} if spec.mla is None and not kv_shared else {"attn_q"}
-    n_in = _input_copies(ATTN_INPUTS, present, st, input_is_compute=(r == c))
-    if spec.fused_qkv and n_in:  # one query_key_value linear: one input (one autocast copy)
-        n_in = 1
-    ts = _div(t, tp) if st.sp else t
-    if n_in:
-        out.append(Term("q/k/v projection inputs", n_in * ts * h * c,
-                        f"{n_in} x {ts} tokens x {h} x {c} B" + (" (one autocast copy per projection)" if n_in > 1 else "")))
-    if spec.mla is not None:
-        m = spec.mla
-        lat = m.kv_lora_rank + m.qk_rope_head_dim
-        extra = t * (lat + (m.q_lora_rank or 0)) * c * (2 if st.full else 1)
-        out.append(Term("MLA latents (kv_a, q_a and their norms)", extra + t * 4 * 2,
-                        f"{t} x ({lat} + {m.q_lora_rank or 0}) x {c} B x {'2' if st.full else '1'}"))
-    if spec.qk_norm == "each_head":
-        # StableLmLayerNormPerHead (transformers v5.24.0 modeling_stablelm.py l.156-168): torch.split into heads (views),
-        # one native_layer_norm per head over head_dim, torch.cat. Each keeps its input -- together the q_proj and
-        # k_proj outputs, at the compute size (an fp32 copy under autocast: layer_norm runs in fp32) -- and a mean and
-        # rstd per token and head; cat keeps nothing and the normalised heads reach attention through rotary, whose
-        # products keep only cos/sin. Measured (tests/training/test_parallel_block_saved_tensors.py): with minus
-        # without qk_layernorm = t (q_w + k_w) c + 2 t (heads + kv heads) x 4 B (2 B stats on the CPU in bf16)
-        kn_w, kn_h = (0, 0) if kv_shared else (k_w, max(1, spec.num_kv_heads // tp))
-        ib = 4 if st.autocast else c
-        out.append(Term("q/k per-head LayerNorm inputs + mean/rstd", t * (q_w + kn_w) * ib + 2 * t * (heads + kn_h) * 4,
-                        f"{t} x ({q_w} + {kn_w}) x {ib} B + 2 x 4 B per token and head (native_layer_norm per head)"))
-    elif spec.qk_norm != "none":
-        kn_w, kn_h = (0, 0) if kv_shared else (k_w, max(1, spec.num_kv_heads // tp))  # shared K: no k_norm
-        out.append(Term("q/k norms fp32 inputs", t * (q_w + kn_w) * 4 + t * (heads + kn_h) * 4,
-                        f"{t} x ({q_w} + {kn_w}) x 4 B + 1/rms per head"))
-        if st.full:
-            qk_c = 4 if g3n else c
-            out.append(Term("q/k norms normalised", t * (q_w + kn_w) * qk_c, f"{t} x ({q_w} + {kn_w}) x {qk_c} B"))
-    mask = needs_mask(spec, layer, st)
-    if spec.math_attention and st.attention != "flash":
-        # torch's math kernel upcasts 16-bit q, k, v to fp32 unless allow_fp16_bf16_reduction_math_sdp (default
-        # off): ATen attention.cpp _scaled_dot_product_attention_math (query_.to(at::kFloat))
-        out.append(Term("attention q, K^T, V expanded to every head (fp32, SDPA math kernel), output",
-                        3 * t * q_w * 4 + t * q_w * c,
-                        f"3 x {t} x {q_w} x 4 B + {t} x {q_w} x {c} B (fused kernels refuse {spec.num_kv_heads} "
-                        f"K/V heads for {spec.num_heads} query heads without enable_gqa)"))
-        if st.checkpointing != "selective":
-            out.append(Term("attention probabilities (fp32 softmax, SDPA math kernel)",
-                            st.batch * heads * st.seq * st.seq * 4,
-                            f"{st.batch} x {heads} heads x {st.seq}^2 x 4 B"))
-    elif st.attention == "eager":
-        kv_len = st.seq
-        out.append(Term("attention q, K^T copy, repeated V, output copy", 4 * t * q_w * c,
-                        f"4 x {t} x {q_w} x {c} B (eager_attention_forward: repeat_kv, matmul copies)"))
-        score_b = 4 + (c if c != 4 else 0) + (c if spec.attention_softcapping else 0)  # + the kept tanh output
-        if st.checkpointing != "selective":
-            out.append(Term("attention scores (softmax)", st.batch * heads * st.seq * kv_len * score_b,
-                            f"{st.batch} x {heads} heads x {st.seq} x {kv_len} x ({score_b} B: fp32 softmax"
-                            + (f" + {c} B cast" if c != 4 else "")
-                            + (f" + {c} B tanh soft-capping output)" if spec.attention_softcapping else ")")))
-    else:
-        kv_rep = mask and spec.num_kv_heads != spec.num_heads and spec.mla is None
-        # a K/V-sharing layer (Gemma 3n) reads the K/V storages an earlier layer saved, unless SDPA repeats them
-        kk, vv = (q_w, q_w) if kv_rep else (0, 0) if kv_shared else (k_w, v_w)
-        if spec.value_view_of_qkv:  # the saved V is a chunk of the fused q/k/v output: it keeps all of it alive
-            vv = q_w + k_w + v_w
-        if spec.kv_expanded_in_attention:  # K/V expanded to every query head (a copy) before SDPA; with one K/V
-            # head the expanded V reshapes to a stride-0 view of the fused output instead (litgpt MQA: value_view)
-            kk, vv = q_w, vv if spec.value_view_of_qkv else q_w
-        mask = mask or spec.attention_mask_materialised
-        out.append(Term("attention q, k, v, output", t * (q_w + kk + vv + o_w) * c,
-                        f"{t} x ({q_w} + {kk} + {vv} + {o_w}) x {c} B"
-                        + (" (K/V repeated to every head: SDPA with a mask)" if kv_rep else "")))
-        out.append(Term("attention log-sum-exp", st.batch * heads * st.seq * 4, f"{st.batch} x {heads} x {st.seq} x 4 B"))
-        if mask:
-            out.append(Term("attention mask (per layer)", st.batch * st.seq * st.seq * c,
-                            f"{st.batch} x {st.seq}^2 x {c} B (bool mask converted to float by SDPA)"))
-    # the copy is what o_proj's matmul (or its LoRA A, without dropout) saves; with LoRA dropout A saves the dropped-out
-    # copy instead (eq. D1) and the frozen base keeps nothing
-    # (the eager and math terms count the output copy already)
-    fused_kernel = not (spec.math_attention and st.attention != "flash") and st.attention != "eager"
-    if spec.attention_output_copy and fused_kernel and (st.full or ("attn_output" in st.adapted
-                                                                    and st.dropout == "none")):
-        out.append(Term("o_proj input (copy of the head-major attention output)", t * o_w * c,
-                        f"{t} x {o_w} x {c} B (transpose(1, 2) before the output projection copies)"))
-    # o_proj input: the attention output is already saved; a LoRA adapter under autocast makes its own copy (with
-    # dropout, eq. D1 counts the adapter's copy instead)
-    if st.autocast and st.adapter_cast_copy and not st.full and "attn_output" in st.adapted and st.dropout == "none":
-        out.append(Term("o adapter input copy", t * o_w * c, f"{t} x {o_w} x {c} B"))
+    gdn = _gated_deltanet_layer(spec, layer)
+    # a layer with no token mixer (Nemotron-H's MLP / MoE layers: layer_types "none", no recurrent mixer); a Mamba
+    # layer stays on the attention rules (estimate/training/compose.py warns that its scan is not modelled)
+    mixer_free = spec.layer_types[layer] == "none" and not spec.recurrent_layers[layer]
+    # a layer without a feed-forward block (Nemotron-H's attention layers); a Mamba layer keeps the stand-in rules
+    has_ffn = spec.ffn_layers[layer] or (spec.recurrent_layers[layer] and not gdn)
+    present: set[str] = set()
+    n_in = 0
+    if gdn:  # a Gated DeltaNet layer: no attention, the linear-attention mixer (eqs. DN1-DN3)
+        out += gated_deltanet_saved_terms(spec, st)
+    elif not mixer_free:
+        present = {"attn_q", "attn_k", "attn_v"} if spec.mla is None and not kv_shared else {"attn_q"}
+        n_in = _input_copies(ATTN_INPUTS, present, st, input_is_compute=(r == c))
+        if spec.fused_qkv and n_in:  # one query_key_value linear: one input (one autocast copy)
+            n_in = 1
+        ts = _div(t, tp) if st.sp else t
+        if n_in:
+            out.append(Term("q/k/v projection inputs", n_in * ts * h * c,
+                            f"{n_in} x {ts} tokens x {h} x {c} B" + (" (one autocast copy per projection)" if n_in > 1 else "")))
+        if spec.mla is not None:
+            m = spec.mla
+            lat = m.kv_lora_rank + m.qk_rope_head_dim
+            extra = t * (lat + (m.q_lora_rank or 0)) * c * (2 if st.full else 1)
+            out.append(Term("MLA latents (kv_a, q_a and their norms)", extra + t * 4 * 2,
+                            f"{t} x ({lat} + {m.q_lora_rank or 0}) x {c} B x {'2' if st.full else '1'}"))
+        if spec.qk_norm == "each_head":
+            # StableLmLayerNormPerHead (transformers v5.24.0 modeling_stablelm.py l.156-168): torch.split into heads (views),
+            # one native_layer_norm per head over head_dim, torch.cat. Each keeps its input -- together the q_proj and
+            # k_proj outputs, at the compute size (an fp32 copy under autocast: layer_norm runs in fp32) -- and a mean and
+            # rstd per token and head; cat keeps nothing and the normalised heads reach attention through rotary, whose
+            # products keep only cos/sin. Measured (tests/training/test_parallel_block_saved_tensors.py): with minus
+            # without qk_layernorm = t (q_w + k_w) c + 2 t (heads + kv heads) x 4 B (2 B stats on the CPU in bf16)
+            kn_w, kn_h = (0, 0) if kv_shared else (k_w, max(1, spec.num_kv_heads // tp))
+            ib = 4 if st.autocast else c
+            out.append(Term("q/k per-head LayerNorm inputs + mean/rstd", t * (q_w + kn_w) * ib + 2 * t * (heads + kn_h) * 4,
+                            f"{t} x ({q_w} + {kn_w}) x {ib} B + 2 x 4 B per token and head (native_layer_norm per head)"))
+        elif spec.qk_norm != "none":
+            kn_w, kn_h = (0, 0) if kv_shared else (k_w, max(1, spec.num_kv_heads // tp))  # shared K: no k_norm
+            out.append(Term("q/k norms fp32 inputs", t * (q_w + kn_w) * 4 + t * (heads + kn_h) * 4,
+                            f"{t} x ({q_w} + {kn_w}) x 4 B + 1/rms per head"))
+            if f32n:  # the per-head norms are the same class: their fp32 weight copies (eq. N3)
+                out.append(Term("q/k norms fp32 weight copies", 2 * spec.head_dim * 4, f"2 x {spec.head_dim} x 4 B"))
+            if st.full:
+                qk_c = 4 if g3n or f32n else c
+                out.append(Term("q/k norms normalised", t * (q_w + kn_w) * qk_c, f"{t} x ({q_w} + {kn_w}) x {qk_c} B"))
+        mask = needs_mask(spec, layer, st)
+        if spec.math_attention and st.attention != "flash":
+            # torch's math kernel upcasts 16-bit q, k, v to fp32 unless allow_fp16_bf16_reduction_math_sdp (default
+            # off): ATen attention.cpp _scaled_dot_product_attention_math (query_.to(at::kFloat))
+            out.append(Term("attention q, K^T, V expanded to every head (fp32, SDPA math kernel), output",
+                            3 * t * q_w * 4 + t * q_w * c,
+                            f"3 x {t} x {q_w} x 4 B + {t} x {q_w} x {c} B (fused kernels refuse {spec.num_kv_heads} "
+                            f"K/V heads for {spec.num_heads} query heads without enable_gqa)"))
+            if st.checkpointing != "selective":
+                out.append(Term("attention probabilities (fp32 softmax, SDPA math kernel)",
+                                st.batch * heads * st.seq * st.seq * 4,
+                                f"{st.batch} x {heads} heads x {st.seq}^2 x 4 B"))
+        elif st.attention == "eager":
+            kv_len = st.seq
+            out.append(Term("attention q, K^T copy, repeated V, output copy", 4 * t * q_w * c,
+                            f"4 x {t} x {q_w} x {c} B (eager_attention_forward: repeat_kv, matmul copies)"))
+            score_b = 4 + (c if c != 4 else 0) + (c if spec.attention_softcapping else 0)  # + the kept tanh output
+            if st.checkpointing != "selective":
+                out.append(Term("attention scores (softmax)", st.batch * heads * st.seq * kv_len * score_b,
+                                f"{st.batch} x {heads} heads x {st.seq} x {kv_len} x ({score_b} B: fp32 softmax"
+                                + (f" + {c} B cast" if c != 4 else "")
+                                + (f" + {c} B tanh soft-capping output)" if spec.attention_softcapping else ")")))
+        else:
+            kv_rep = mask and spec.num_kv_heads != spec.num_heads and spec.mla is None
+            # a K/V-sharing layer (Gemma 3n) reads the K/V storages an earlier layer saved, unless SDPA repeats them
+            kk, vv = (q_w, q_w) if kv_rep else (0, 0) if kv_shared else (k_w, v_w)
+            if spec.value_view_of_qkv:  # the saved V is a chunk of the fused q/k/v output: it keeps all of it alive
+                vv = q_w + k_w + v_w
+            if spec.kv_expanded_in_attention:  # K/V expanded to every query head (a copy) before SDPA; with one K/V
+                # head the expanded V reshapes to a stride-0 view of the fused output instead (litgpt MQA: value_view)
+                kk, vv = q_w, vv if spec.value_view_of_qkv else q_w
+            mask = mask or spec.attention_mask_materialised
+            out.append(Term("attention q, k, v, output", t * (q_w + kk + vv + o_w) * c,
+                            f"{t} x ({q_w} + {kk} + {vv} + {o_w}) x {c} B"
+                            + (" (K/V repeated to every head: SDPA with a mask)" if kv_rep else "")))
+            out.append(Term("attention log-sum-exp", st.batch * heads * st.seq * 4, f"{st.batch} x {heads} x {st.seq} x 4 B"))
+            if mask:
+                out.append(Term("attention mask (per layer)", st.batch * st.seq * st.seq * c,
+                                f"{st.batch} x {st.seq}^2 x {c} B (bool mask converted to float by SDPA)"))
+        # the copy is what o_proj's matmul (or its LoRA A, without dropout) saves; with LoRA dropout A saves the dropped-out
+        # copy instead (eq. D1) and the frozen base keeps nothing
+        # (the eager and math terms count the output copy already)
+        fused_kernel = not (spec.math_attention and st.attention != "flash") and st.attention != "eager"
+        if spec.attention_output_copy and fused_kernel and (st.full or ("attn_output" in st.adapted
+                                                                        and st.dropout == "none")):
+            out.append(Term("o_proj input (copy of the head-major attention output)", t * o_w * c,
+                            f"{t} x {o_w} x {c} B (transpose(1, 2) before the output projection copies)"))
+        # o_proj input: the attention output is already saved; a LoRA adapter under autocast makes its own copy (with
+        # dropout, eq. D1 counts the adapter's copy instead)
+        if st.autocast and st.adapter_cast_copy and not st.full and "attn_output" in st.adapted and st.dropout == "none":
+            out.append(Term("o adapter input copy", t * o_w * c, f"{t} x {o_w} x {c} B"))
+        if spec.attention_output_gate:  # eq. DN4
+            out.append(Term("attention output gate: output copy, sigmoid(gate), gated product", 3 * t * o_w * c,
+                            f"3 x {t} x {o_w} x {c} B (Qwen3NextAttention: attn_output * torch.sigmoid(gate))"))
     # MLP
     mlp_input_counted = False
     if spec.parallel_block:
@@ -388,18 +420,19 @@ def layer_saved_terms(spec: ModelSpec, layer: int, st: ActivationSetup,
             out += _norm_terms("mlp norm" if j == 0 else f"extra norm {j}", t, h,
                                norm_out if g3n else r if j == 0 else c, norm_trained, st, kind=kind,
                                fp32_normalised=f32n)
-    if spec.moe_layers[layer] and spec.moe is not None:
+    if has_ffn and spec.moe_layers[layer] and spec.moe is not None:
         out += moe_saved_terms(spec, st)
-    else:
+    elif has_ffn:
         out += _dense_mlp_terms(spec, st, spec.intermediate_size, "mlp", ("ffn_gate", "ffn_up", "ffn_down"),
                                 input_counted=mlp_input_counted)
     if g3n:
         out += gemma3n_saved_terms(spec, st, kv_shared)
     if st.adapted and not st.full and st.dropout != "none":
-        out += _dropout_terms(spec, st, present)
+        out += _dropout_terms(spec, st, present, has_ffn)
     if st.adapted and not st.full:
         out += _qkv_zero_pad_terms(spec, st, (q_w, k_w, v_w))
-        n_adapt = sum(1 for role in st.adapted if role.startswith(("attn_", "ffn_")))
+        kinds = (("attn_",) if present else ()) + (("ffn_",) if has_ffn else ())
+        n_adapt = sum(1 for role in st.adapted if role.startswith(kinds)) if kinds else 0
         if spec.fused_qkv:  # one adapter on the fused query_key_value stands for attn_q/k/v (formulas/lora.py)
             n_adapt -= max(0, len(st.adapted & set(ATTN_INPUTS)) - 1)
         out.append(Term("LoRA rank-r intermediates", n_adapt * t * st.rank * c, f"{n_adapt} adapters x {t} x r={st.rank} x {c} B"))
@@ -414,9 +447,10 @@ def layer_saved_terms(spec: ModelSpec, layer: int, st: ActivationSetup,
     return tuple(out)
 
 
-def _dropout_terms(spec: ModelSpec, st: ActivationSetup, present: set[str]) -> list[Term]:
+def _dropout_terms(spec: ModelSpec, st: ActivationSetup, present: set[str], ffn: bool = True) -> list[Term]:
     """Eq. (D1): each adapter module's dropped-out input copy and its mask, per decoder layer (module docstring,
-    'LoRA dropout'); litgpt's fused q/k/v adapter ('fused-qkv') drops out their shared input once."""
+    'LoRA dropout'); litgpt's fused q/k/v adapter ('fused-qkv') drops out their shared input once. ``present``: the
+    layer's attention projections (none in a layer without attention); ``ffn``: whether it has a feed-forward block."""
     t, c, tp = st.tokens, st.compute, st.tp
     h = spec.hidden_size
     ts = _div(t, tp) if st.sp else t
@@ -425,13 +459,13 @@ def _dropout_terms(spec: ModelSpec, st: ActivationSetup, present: set[str]) -> l
     per = c + st.dropout_mask
     qkv = [r for r in ATTN_INPUTS if r in st.adapted and r in present]
     n_qkv = min(1, len(qkv)) if st.dropout == "fused-qkv" else len(qkv)
-    n_mlp = sum(1 for r in MLP_INPUTS if r in st.adapted)
+    n_mlp = sum(1 for r in MLP_INPUTS if r in st.adapted) if ffn else 0
     elems = (n_qkv + n_mlp) * ts * h
     parts = [f"{n_qkv + n_mlp} x {ts} x {h}"] if n_qkv + n_mlp else []
-    if "attn_output" in st.adapted:
+    if "attn_output" in st.adapted and present:
         elems += t * o_w
         parts.append(f"{t} x {o_w}")
-    if "ffn_down" in st.adapted:
+    if "ffn_down" in st.adapted and ffn:
         elems += t * i_w
         parts.append(f"{t} x {i_w}")
     if not elems:
@@ -604,8 +638,9 @@ def _dense_mlp_terms(spec: ModelSpec, st: ActivationSetup, width: int, name: str
 def moe_saved_terms(spec: ModelSpec, st: ActivationSetup) -> list[Term]:
     """Bytes an MoE block keeps for its backward (module docstring, 'MoE'), as named terms.
 
-    - The block input (c t h), saved once: the router, the shared expert and Nemotron-H's fc1_latent_proj all read
-      the same tensor (under autocast each trained consumer casts its own copy).
+    - The block input (c t h), saved once: the router, the shared expert, Qwen2-MoE / Qwen3-Next's
+      shared_expert_gate and Nemotron-H's fc1_latent_proj all read the same tensor (under autocast each trained
+      consumer casts its own copy).
     - A router that upcasts (``MoESpec.router_fp32``, e.g. ``NemotronHTopkRouter.forward``: ``F.linear(
       hidden_states.type(torch.float32), ...)``, modeling_nemotron_h.py line 774) keeps that fp32 copy (4 t h) for
       its weight gradient when it is trained.
@@ -626,7 +661,7 @@ def moe_saved_terms(spec: ModelSpec, st: ActivationSetup) -> list[Term]:
     i_w = _div(moe.expert_intermediate_size, st.tp)
     out: list[Term] = []
     consumers = ["router"] + (["ffn_shexp_gate", "ffn_shexp_up"] if moe.shared_intermediate_size else []) \
-        + (["ffn_latent_in"] if moe.latent_size else [])
+        + (["ffn_latent_in"] if moe.latent_size else []) + (["ffn_gate_inp_shexp"] if moe.shared_expert_gate else [])
     n_in = len(consumers) if (st.autocast and st.residual != c and st.full) else (1 if st.full else 0)
     if n_in:
         out.append(Term("MoE block input (router, shared expert" + (", fc1_latent_proj)" if moe.latent_size else ")"),
@@ -658,6 +693,90 @@ def moe_saved_terms(spec: ModelSpec, st: ActivationSetup) -> list[Term]:
     if moe.shared_intermediate_size:
         out += _dense_mlp_terms(spec, st, moe.shared_intermediate_size, "shared expert",
                                 ("ffn_shexp_gate", "ffn_shexp_up", "ffn_shexp_down"), input_counted=n_in > 0)
+    if moe.shared_expert_gate:
+        # Qwen2-MoE / Qwen3-Next ``F.sigmoid(self.shared_expert_gate(x)) * shared_expert_output``
+        # (modeling_qwen3_next.py line 865): the product keeps the shared expert's output and the sigmoid (eq. DN5)
+        out.append(Term("shared expert output + sigmoid gate (kept by their product)", t * (h + 1) * c,
+                        f"{t} x ({h} + 1) x {c} B"))
+    return out
+
+
+def _gated_deltanet_layer(spec: ModelSpec, layer: int) -> bool:
+    """Layer ``layer`` mixes tokens with Gated DeltaNet instead of attention (Qwen3-Next ``linear_attention``)."""
+    r = spec.recurrent
+    return (r is not None and r.kind == "gated_deltanet" and spec.recurrent_layers[layer]
+            and spec.layer_types[layer] == "none")
+
+
+GDN_CHUNK = 64  # chunk_size of torch_chunk_gated_delta_rule and of fla's chunk_gated_delta_rule (BT)
+
+
+def gated_deltanet_saved_terms(spec: ModelSpec, st: ActivationSetup) -> list[Term]:
+    """What a Gated DeltaNet mixer (transformers v5.24.0 ``Qwen3NextGatedDeltaNet.forward``, modeling_qwen3_next.py
+    lines 660-769) keeps for its backward, after the attention norm. t = b s tokens, Hk key heads of dk, Hv value
+    heads of dv (V = Hv dv), conv = 2 Hk dk + V channels, c the compute element size.
+
+    Around the delta rule, either kernel (measured: tests/training/test_qwen3_next_saved_tensors.py)::
+
+        in_proj_qkvz / in_proj_ba input        t h c          (when they keep inputs: trained, adapted, QLoRA)
+        causal conv input (the q/k/v cat)       t conv c       (ConvolutionBackward / CausalConv1dFn keep x)
+        beta = b.sigmoid()                      t Hv c         (line 730, sigmoid keeps its output)
+        g = -exp(A_log) softplus(a + dt_bias)   t Hv 4 (+ t Hv 4 with A_log trained)      (line 732, fp32)
+        Qwen3NextRMSNormGated (lines 66-75)     t V (4 + 4 + 4 + c (+ c weight trained)) + t Hv 4
+                                                (the torch module: the hub's FusedRMSNormGated only with use_kernels)
+                                                (fp32 input, silu(z.float()) input and output, weight x normed; 1/rms)
+        out_proj input                          t V c          (when it keeps its input)            (DN1)
+
+    The torch fallback (``torch_chunk_gated_delta_rule``, lines 371-510) also keeps the silu input of
+    ``causal_conv1d_fn`` (line 357: the padded conv output, b (s + K - 1) conv c) and works in fp32 over
+    P = b Hv s' positions (s' = s rounded up to the chunk C = 64, q/k repeated to Hv heads, N = s'/C chunks)::
+
+        8 P dk 4   q and k before l2norm, normed k, k_beta, scaled q, k_cumdecay, decayed q and k
+        3 P dv 4   v, new_values (solve_triangular), v_new of each chunk
+        5 P C 4    pairwise decay, k_beta k^T, q k^T and their decayed products (ut_system, intra_chunk_attn)
+        6 P 4      2 l2norm 1/norm, beta, 3 decay exponentials
+        N b Hv dk dv 4 + b Hv N 4 + C^2     the state entering each chunk (the Python loop), chunk decays, mask (DN2)
+
+    flash-linear-attention 0.5.2 (``ChunkGatedDeltaRuleFunction.forward``, fla/ops/gated_delta_rule/chunk.py lines
+    281-283 and 310-326; ``A`` is allocated [b, s, Hv, 64] in k's dtype, chunk_fwd.py line 382; ``g`` is the fp32
+    chunk-local cumsum) keeps per token the l2-normalised q and k at Hk heads, their fp32 rstd, the contiguous copy
+    of v its ``input_guard`` makes, the fp32 cumulative gate and the WY matrix A; the chunk states h are recomputed
+    in the backward, beta is the sigmoid output counted above, and causal-conv1d fuses the silu (no conv output)::
+
+        t (2 Hk dk c + 2 Hk 4 + V c + Hv 4 + Hv C c)                                                        (DN3)
+    """
+    r = spec.recurrent
+    assert r is not None
+    t, c, h, b = st.tokens, st.compute, spec.hidden_size, st.batch
+    hk, dk, hv, dv = r.n_groups, r.d_state, r.num_heads, r.head_dim
+    v_w, conv = r.d_inner, r.conv_channels
+    out: list[Term] = []
+    n_in = _input_copies(("ssm_in", "ssm_ba"), {"ssm_in", "ssm_ba"}, st, input_is_compute=(st.residual == c))
+    if n_in:
+        out.append(Term("in_proj_qkvz/ba input", n_in * t * h * c, f"{n_in} x {t} x {h} x {c} B"))
+    out.append(Term("causal conv input (q/k/v)", t * conv * c, f"{t} x {conv} x {c} B"))
+    gate_b = 4 + (4 if st.full else 0)
+    out.append(Term("beta sigmoid output, fp32 decay gate", t * hv * (c + gate_b), f"{t} x {hv} x ({c} + {gate_b}) B"))
+    norm_b = 12 + c + (c if st.full else 0)
+    out.append(Term("gated RMSNorm (fp32 input, silu(z) input/output, weight x normed; 1/rms)",
+                    t * v_w * norm_b + t * hv * 4, f"{t} x {v_w} x {norm_b} B + {t} x {hv} x 4 B"))
+    if _saves_input("ssm_out", st):
+        out.append(Term("out_proj input", t * v_w * c, f"{t} x {v_w} x {c} B"))
+    if st.recurrent_kernel == "torch":
+        cc = GDN_CHUNK
+        n = -(-st.seq // cc)
+        p = b * hv * n * cc
+        out.append(Term("causal_conv1d_fn silu input (padded conv output)", b * (st.seq + r.d_conv - 1) * conv * c,
+                        f"{b} x ({st.seq} + {r.d_conv} - 1) x {conv} x {c} B"))
+        core = 4 * p * (8 * dk + 3 * dv + 5 * cc + 6) + 4 * n * b * hv * dk * dv + 4 * b * hv * n + cc * cc
+        out.append(Term("chunked delta rule, torch fallback (fp32)", core,
+                        f"4 B x {p} positions x (8 x {dk} + 3 x {dv} + 5 x {cc} + 6) + {n} chunk states "
+                        f"x {b} x {hv} x {dk} x {dv} x 4 B (eq. DN2)"))
+    else:
+        core = t * (2 * hk * dk * c + 2 * hk * 4 + v_w * c + hv * 4 + hv * GDN_CHUNK * c)
+        out.append(Term("chunked delta rule, flash-linear-attention", core,
+                        f"{t} x (2 x {hk} x {dk} x {c} + 2 x {hk} x 4 + {v_w} x {c} + {hv} x 4 + {hv} x "
+                        f"{GDN_CHUNK} x {c}) B (eq. DN3)"))
     return out
 
 

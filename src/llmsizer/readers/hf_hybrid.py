@@ -116,6 +116,9 @@ def hybrid_spec(cfg: dict[str, Any], mt: str, *, name: str, where: str, source: 
             num_heads=heads, num_kv_heads=c.get("num_key_value_heads") or heads, head_dim=c.req("head_dim"),
             intermediate_size=c.get("intermediate_size") or 0, mlp_gated=False, mlp_bias=bool(c.get("mlp_bias")),
             norms_per_layer=1, recurrent=rec, moe=moe,
+            # NemotronHRMSNorm (modeling_nemotron_h.py lines 626-633): ``(weight.to(float32) * x).to(dtype)`` keeps
+            # the fp32 normalised tensor and the fp32 weight copy (training_activations.py eq. N3)
+            norm_fp32_normalised=True,
             layer_types=tuple("full" if k == "full_attention" else "none" for k in kinds),
             recurrent_layers=tuple(k == "linear_attention" for k in kinds),
             ffn_layers=tuple(k in ("mlp", "moe") for k in kinds), moe_layers=tuple(k == "moe" for k in kinds))
@@ -149,6 +152,9 @@ def hybrid_spec(cfg: dict[str, Any], mt: str, *, name: str, where: str, source: 
         fields.update(num_heads=heads, num_kv_heads=c.get("num_key_value_heads") or heads, head_dim=c.req("head_dim"),
                       intermediate_size=c.get("intermediate_size") or 0, qk_norm="per_head",
                       attention_qkv_bias=bias, attention_out_bias=bias, attention_output_gate=True,
+                      # Qwen3NextRMSNorm (modeling_qwen3_next.py lines 135-140): ``(x * (1 + w)).to(dtype)`` keeps
+                      # the fp32 normalised tensor and the fp32 1 + w (training_activations.py eq. N3)
+                      norm_fp32_normalised=True,
                       recurrent=rec, moe=moe, moe_layers=moe_layers,
                       layer_types=tuple("full" if k == "full_attention" else "none" for k in kinds),
                       recurrent_layers=tuple(k == "linear_attention" for k in kinds))

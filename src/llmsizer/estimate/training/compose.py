@@ -751,7 +751,13 @@ def _warnings(ctx: TrainingContext, st: StageStates, tl: StageTimeline, acc: Acc
         if w.grad_accumulation < w.pp:
             acc.warnings.append(f"pipeline with {w.grad_accumulation} micro-batches < {w.pp} stages leaves bubbles; "
                                 "set grad_accumulation >= pp")
-    if spec.recurrent_layer_count:
+    if spec.recurrent_layer_count and spec.recurrent is not None and spec.recurrent.kind == "gated_deltanet":
+        kernel = ("transformers' torch fallback (torch_chunk_gated_delta_rule, fp32 chunk intermediates)"
+                  if ctx.act.recurrent_kernel == "torch" else
+                  "flash-linear-attention's chunk_gated_delta_rule and causal-conv1d installed (without them "
+                  "transformers falls back to its torch path, which keeps several times more)")
+        acc.warnings.append(f"{spec.recurrent_layer_count} Gated DeltaNet layers: saved activations as {kernel}")
+    elif spec.recurrent_layer_count:
         acc.warnings.append(f"{spec.recurrent_layer_count} {spec.recurrent.kind if spec.recurrent else ''} layers: "
                             "their saved activations (chunked scan / delta-rule intermediates) are not modelled; "
                             "they are counted with the attention-layer rules")

@@ -291,6 +291,8 @@ def resolve(spec: ModelSpec, w: TrainingWorkload, acc: Acc) -> TrainingContext:
         dropout=w.lora_dropout if w.adapters else "none",
         # a dropout mask: bool on CUDA (native_dropout), the scaled noise in the input dtype on a CPU (_dropout_impl)
         dropout_mask=compute if w.device == "cpu" else 1,
+        # Gated DeltaNet: fla's Triton kernels need a GPU; a CPU runs transformers' torch fallback (eqs. DN2, DN3)
+        recurrent_kernel="torch" if w.device == "cpu" else "fla",
         frozen_keeps_input=qlora_nf4 and matmul_keeps_input(w.nf4_quantizer),
         lm_head_keeps_input=(qlora_nf4 and matmul_keeps_input(w.nf4_quantizer) and quantizes_lm_head(w.nf4_quantizer)
                              and not spec.tie_word_embeddings))

@@ -255,8 +255,12 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
     lce = st.layer_copy_elements
     # (an encoder-decoder's encoder and decoder blocks are two kinds: formulas/encoder_decoder_activations.py E4)
     n_enc = spec.encoder_decoder.encoder_layers if spec.encoder_decoder is not None else 0
+    # (a hybrid's mixer and feed-forward decide a layer's tensors too: Nemotron-H's Mamba and MLP layers are both
+    # layer_types "none")
     kinds = list(zip(map(spec.layer_types.__getitem__, layers), map(spec.moe_layers.__getitem__, layers),
-                     map(lce.get, layers, repeat(0)), map(n_enc.__le__, layers), strict=True))
+                     map(lce.get, layers, repeat(0)), map(n_enc.__le__, layers),
+                     map(spec.recurrent_layers.__getitem__, layers), map(spec.ffn_layers.__getitem__, layers),
+                     strict=True))
     for k in dict.fromkeys(kinds):
         i = layers[kinds.index(k)]  # the first layer of this kind
         t_i = (unsloth_kernels.saved_terms(spec, act) if w.kernels == "unsloth"
