@@ -58,6 +58,12 @@ def memory_budget(usable: int, headroom: float) -> int:
     return int(usable * (1 - headroom))
 
 
+def fits_budget(need: int, usable: int, headroom: float) -> bool:
+    """Eq. (2): whether an expected need [bytes per device] fits a device of ``usable`` bytes: ``memory_verdict``'s
+    ``fits`` without its words (a search that only compares stages)."""
+    return need <= memory_budget(usable, headroom)
+
+
 @fast_init
 @dataclass(frozen=True)
 class Verdict:
@@ -90,7 +96,7 @@ def memory_verdict(need: int, need_high: int, usable: int, headroom: float,
     calibrated range of the need, estimate/allocator.py ``calibrated_need``) the high end is the larger of the
     components' high end and the calibrated high, and the reason names which one it is."""
     budget = memory_budget(usable, headroom)
-    fits = need <= budget
+    fits = fits_budget(need, usable, headroom)
     bound = "high end"
     if calibrated is not None and int(calibrated["high"]) > need_high:  # type: ignore[call-overload]
         need_high, bound = int(calibrated["high"]), "calibrated high end"  # type: ignore[call-overload]
