@@ -12,7 +12,6 @@ from __future__ import annotations
 import marshal
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 from functools import lru_cache
 from operator import itemgetter
 from typing import Any, NamedTuple
@@ -24,6 +23,7 @@ from ...formulas.selective_checkpointing import op_sac_saved_terms
 from ...formulas.tensors import layer_keys
 from ...formulas.training_activations import checkpoint_input_bytes, korthikanti_layer_bytes
 from ...formulas.training_states import optimizer_info, recipe, state_bytes_per_param
+from ...frozen import replace_checked
 from ...result import Assumption, Estimate, Item, KindedWarning, Notes
 from ...specs import ModelSpec, TrainingWorkload
 from ...units import format_bytes, format_count
@@ -197,7 +197,7 @@ def sharded_workload(spec: ModelSpec | str, w: TrainingWorkload) -> TrainingWork
     # assumptions' explanation, warnings, details, verdict) composed only for the stage taken (``_finish``)
     tried = []
     for stage in (0, 1, 2, 3):
-        staged = replace(w, zero=stage)
+        staged = replace_checked(w, zero=stage)
         need, measured, key = _need(spec, staged)
         if fits_budget(need, w.memory, headroom):
             _keep(spec, staged, measured, key)
