@@ -104,6 +104,14 @@ PIPELINE_CASES: list[tuple[str, str, str, int | None, dict[str, Any]]] = [
 ]
 
 
+# a full fine-tune on 8 GPUs with no sharding given: fit_training takes the least-sharded ZeRO stage that fits
+# (training/compose.py sharded_workload: ZeRO-0 does not fit an 80 GB H100, ZeRO-1 does; bench/count_instructions.py
+# fit5)
+SEARCH_CASES: list[tuple[str, str, str, int | None, dict[str, Any]]] = [
+    ("llama-3.1-8b full, 8 x h100-sxm, ZeRO stage chosen", "llama-3.1-8b", "h100-sxm", 8, dict(method="full")),
+]
+
+
 def duration_in_process(repeat: int) -> dict[str, float]:
     """Median ms of one training duration, ``fit_training(model, device, count, tokens=1e9, **fields)``: the memory
     estimate on the device and the run's wall clock (estimate/duration.py: step time with GEMM shapes, elementwise
@@ -112,7 +120,7 @@ def duration_in_process(repeat: int) -> dict[str, float]:
     from llmsizer.estimate.fit import fit_training
 
     out = {}
-    for label, name, hw, count, kw in DURATION_CASES:
+    for label, name, hw, count, kw in DURATION_CASES + SEARCH_CASES:
         spec = find(name).spec()
         for cold in (True, False):
             fit_training(spec, hw, count, tokens=1e9, **kw)

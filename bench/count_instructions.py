@@ -9,8 +9,8 @@ The estimate runs inside ``functools.reduce`` and callgrind collects only there 
 clearing before each run (``clear_caches(estimates_only=True)``, the warm bench's) runs inside a nested ``reduce``,
 which toggles collection off again. Cases: ``fit0``-``fit4`` (``bench_inference.DURATION_CASES``: warm
 ``fit_training(..., tokens=1e9)``; ``fit3``/``fit4``: ``PIPELINE_CASES``, Llama 3.1 405B FSDP + TP 8 + PP 8, 1F1B and
-interleaved), ``train0``/``train1`` (``bench_inference.training_in_process``'s estimates),
-``infer`` (llama-3.1-8b 8k x 4), ``fit`` (llama-3.1-8b on h100-sxm, 8k x 8).
+interleaved; ``fit5``: ``SEARCH_CASES``, a full fine-tune on 8 x H100 whose ZeRO stage is chosen), ``train0``/``train1``
+(``bench_inference.training_in_process``'s estimates), ``infer`` (llama-3.1-8b 8k x 4), ``fit`` (llama-3.1-8b on h100-sxm, 8k x 8).
 
     PYTHONPATH=src python bench/count_instructions.py [CASE ...] [--runs 20]
 
@@ -32,12 +32,12 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-CASES = ("fit0", "fit1", "fit2", "fit3", "fit4", "train0", "train1", "infer", "fit")
+CASES = ("fit0", "fit1", "fit2", "fit3", "fit4", "fit5", "train0", "train1", "infer", "fit")
 
 
 def estimate(case: str) -> Callable[[], Any]:
     sys.path.insert(0, str(ROOT / "bench"))
-    from bench_inference import DURATION_CASES, PIPELINE_CASES
+    from bench_inference import DURATION_CASES, PIPELINE_CASES, SEARCH_CASES
 
     from llmsizer import estimate_inference
     from llmsizer.catalog.models import find
@@ -45,7 +45,7 @@ def estimate(case: str) -> Callable[[], Any]:
     from llmsizer.estimate.training import estimate_training
 
     if case.startswith("fit") and case != "fit":
-        _, name, hw, n, kw = (DURATION_CASES + PIPELINE_CASES)[int(case[3:])]
+        _, name, hw, n, kw = (DURATION_CASES + PIPELINE_CASES + SEARCH_CASES)[int(case[3:])]
         spec = find(name).spec()
         return lambda: fit_training(spec, hw, n, tokens=1e9, **kw)
     if case.startswith("train"):

@@ -157,3 +157,40 @@ def test_workloads_store_every_field_in_order() -> None:
     assert w.targets == ("q", "v") and w.given == {"method", "targets", "seq_len"}
     assert dataclasses.replace(w, seq_len=2048).given == w.given
     assert InferenceWorkload(context=8192, engine="vLLM").engine == "vllm"
+
+
+def test_replace_checked_is_dataclasses_replace() -> None:
+    """The class rebuilt from every field, as ``dataclasses.replace`` does: the same stored values in the same order,
+    ``given`` kept (specs/given.py), ``__post_init__`` run (its normalisation and its refusals)."""
+    from llmsizer.errors import InputError
+    from llmsizer.frozen import replace_checked
+    from llmsizer.result import Item
+    from llmsizer.specs import TrainingWorkload
+
+    workloads = (TrainingWorkload(method="full", gpus=8, memory=80 * 2**30),
+                 TrainingWorkload(method="lora", gpus=4, seq_len=2048.0, memory=24 * 2**30, headroom=0.2),
+                 TrainingWorkload(method="full", gpus=16, zero=3, offload="params", gpus_per_node=8))
+    for w in workloads:
+        for kw in ({}, {"zero": 1}, {"zero": 3, "micro_batch": 4}, {"seq_len": 4096.0}):
+            try:
+                ref = dataclasses.replace(w, **kw)
+            except InputError as e:  # a stage the workload refuses: the same refusal
+                with pytest.raises(InputError, match=re.escape(str(e))):
+                    replace_checked(w, **kw)
+                continue
+            new = replace_checked(w, **kw)
+            assert new is not w and new == ref and new.given == ref.given == w.given
+            assert list(new.__dict__.items()) == list(ref.__dict__.items())
+    assert any(w.offload == "params" for w in workloads)  # (zero 1 with offloaded params: refused above)
+    with pytest.raises(TypeError):
+        replace_checked(workloads[0], colour="red")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        replace_checked(workloads[0]).zero = 2  # type: ignore[misc]
+
+    @dataclasses.dataclass(frozen=True)
+    class Plain:
+        a: int = 1
+
+    with pytest.raises(TypeError, match="fast_init"):
+        replace_checked(Plain())
+    assert replace_checked(Item("weights", 10), bytes=11) == dataclasses.replace(Item("weights", 10), bytes=11)

@@ -44,8 +44,10 @@ def clear_caches(estimates_only: bool = False) -> None:
         g.cache_clear()
     if estimates_only:
         return
-    for f in (tensors.model_layout, tensors.layer_groups, tensors.layer_keys, params.count_params, weight_formats.normalize_format,
-              weight_formats.weight_bytes, tensor_parallel.replicated_elements, tensor_parallel.replicated_by_place, lora.adapted_layout, lora.adapted_modules,
+    for f in (tensors.model_layout, tensors.layer_groups, tensors.layer_keys, tensors.layer_kind_firsts,
+              params.count_params, weight_formats.normalize_format, weight_formats.weight_bytes,
+              tensor_parallel.replicated_elements, tensor_parallel.replicated_by_place, lora.adapted_layout,
+              lora.adapted_modules,
               lora._alike_modules, lora.adapted_roles, duration._adapted_linears,
               lora._role_target, kv_cache.kv_cache, format_bytes, llamacpp_split._layer_devices,
               training_states._layer_stages, parallelism.pipeline_stage_layers, model_parallel._layer_kind_loads,

@@ -63,7 +63,7 @@ from ..formulas.selective_checkpointing import (
     op_sac_recompute_flops,
     whole_layer_recompute_flops,
 )
-from ..formulas.tensors import layer_keys
+from ..formulas.tensors import layer_keys, layer_kind_firsts
 from ..formulas.training_activations import ActivationSetup
 from ..formulas.training_states import recipe, training_recipe_name
 from ..formulas.training_time import (
@@ -223,7 +223,7 @@ def _sum_by_kind(spec: ModelSpec, layers: list[int], per_layer: Callable[[ModelS
                  st: ActivationSetup) -> int:
     """sum(per_layer(spec, i, st) for i in layers), evaluated once per layer kind (ModelSpec.layer_key: a layer's
     matmuls depend on it only through its kind); integers, so the sum is the same in any grouping."""
-    keys = layer_keys(spec)
+    keys = layer_kind_firsts(spec)  # (each kind an int)
     kinds = tally(map(keys.__getitem__, layers))
     first = dict(zip(map(keys.__getitem__, reversed(layers)), reversed(layers), strict=True))  # each kind's first
     return sum(n * per_layer(spec, first[kind], st) for kind, n in kinds.items())
@@ -239,10 +239,9 @@ def step_linear_blocks(spec: ModelSpec, method: str, rank: int, targets: tuple[s
     as its tensors do: formulas/tensors.py model_layout), so the layers of one kind share one block object;
     memoized on its immutable arguments (the same for every device of a catalog search)."""
     st = _matmul_setup(spec, method, rank, targets, tp, dora)
-    by_kind: dict[Any, tuple[tuple[int, int, bool], ...]] = {}
-    keys = layer_keys(spec)
-    for kind in dict.fromkeys(keys):
-        i = keys.index(kind)  # the first layer of this kind
+    by_kind: dict[int, tuple[tuple[int, int, bool], ...]] = {}
+    keys = layer_kind_firsts(spec)
+    for i in dict.fromkeys(keys):  # the first layer of each kind
         lin = [(w_in, w_out, st.full or "lora_" in name) for name, w_in, w_out, _ in layer_matmul_shapes(spec, i, st)]
         if spec.moe_layers[i] and spec.moe is not None:
             m = spec.moe
@@ -251,7 +250,7 @@ def step_linear_blocks(spec: ModelSpec, method: str, rank: int, targets: tuple[s
             for _ in range(m.experts_per_token):
                 lin.extend([(x, i_e, st.full)] * (2 if m.expert_gated else 1))
                 lin.append((i_e, x, st.full))
-        by_kind[kind] = tuple(lin)
+        by_kind[i] = tuple(lin)
     return (*map(by_kind.__getitem__, keys), ((spec.hidden_size, spec.vocab_size, st.full),))
 
 

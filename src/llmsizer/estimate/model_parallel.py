@@ -20,7 +20,7 @@ from ..formulas.model_parallel_time import (
 from ..formulas.network import allreduce_bytes, device_share_of_node_bandwidth, ring_bus_bandwidth
 from ..formulas.parallelism import pipeline_stage_layers
 from ..formulas.selective_checkpointing import layer_matmul_shapes
-from ..formulas.tensors import layer_keys
+from ..formulas.tensors import layer_kind_firsts
 from ..formulas.training_activations import ActivationSetup
 from ..formulas.training_time import data_parallel_comm
 from ..result import Assumption
@@ -165,7 +165,7 @@ def model_parallel_time(spec: ModelSpec, w: TrainingWorkload, stage_seconds: flo
     hidden_s = regather = 0.0
     if tp > 1 and w.tp_backward_overlap and intra != inf and gemm_rate > 0:
         # eq. (T4): each layer of the busiest stage, once per layer kind (ModelSpec.layer_key: its linears)
-        keys = layer_keys(spec)
+        keys = layer_kind_firsts(spec)  # (each kind an int)
         kinds = tally(map(keys.__getitem__, busiest))
         first = {keys[i]: i for i in reversed(busiest)}
         for kind, count in kinds.items():

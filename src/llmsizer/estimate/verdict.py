@@ -151,6 +151,14 @@ def memory_budget(usable: int, headroom: float) -> int:
     return int(usable * (1 - headroom))
 
 
+def fits_budget(need: int, usable: int, headroom: float | Margin) -> bool:
+    """Eq. (2): whether an expected need [bytes per device] fits a device of ``usable`` bytes under ``headroom`` (a
+    share, eq. 1, or a Margin, eq. 1 or 1'): ``memory_verdict``'s ``fits`` without its words (a search that only
+    compares stages)."""
+    budget = headroom.budget(usable) if isinstance(headroom, Margin) else memory_budget(usable, headroom)
+    return need <= budget
+
+
 @fast_init
 @dataclass(frozen=True)
 class Verdict:
@@ -190,7 +198,7 @@ def memory_verdict(need: int, need_high: int, usable: int, headroom: float | Mar
     calibrated high, and the reason names which one it is."""
     margin = headroom if isinstance(headroom, Margin) else Margin(headroom, None, False)
     budget, words = margin.budget(usable), margin.words(usable)
-    fits = need <= budget
+    fits = fits_budget(need, usable, margin)
     bound = "high end"
     if calibrated is not None and int(calibrated["high"]) > need_high:  # type: ignore[call-overload]
         need_high, bound = int(calibrated["high"]), "calibrated high end"  # type: ignore[call-overload]

@@ -118,7 +118,7 @@ from ..errors import InputError
 from ..frozen import fast_init
 from ..specs import ModelSpec
 from .gemm_shapes import running_sum
-from .tensors import layer_keys
+from .tensors import layer_kind_firsts
 from .training_activations import _head_dims
 
 F32 = 4.0
@@ -267,7 +267,7 @@ def step_bytes_per_token(spec: ModelSpec, c: float, compiled: bool, norms_traine
         raise InputError("recomputed layers must not be negative")
     # a layer's widths depend on it only through its kind (ModelSpec.layer_key): its bytes once per (kind, adapters);
     # the sums still run layer by layer, in order (running_sum: the same floats as a += loop)
-    kinds = list(zip(layer_keys(spec), map(adapters.get, range(spec.num_layers), repeat(())), strict=True))
+    kinds = list(zip(layer_kind_firsts(spec), map(adapters.get, range(spec.num_layers), repeat(())), strict=True))
     per_kind: dict[tuple[object, ...], tuple[float, float, float]] = {}
     for key in dict.fromkeys(kinds):
         n = kinds.index(key)  # the first layer of this kind

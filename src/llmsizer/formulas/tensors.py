@@ -487,6 +487,15 @@ def layer_keys(spec: ModelSpec) -> tuple[LayerKey, ...]:
 
 
 @lru_cache(maxsize=256)
+def layer_kind_firsts(spec: ModelSpec) -> tuple[int, ...]:
+    """Each decoder layer's kind (``layer_keys``) named by the index of the first layer of that kind: layers alike
+    share one int, so the per-kind loops over every layer (the duration's, once per estimate) hash ints, not the
+    key tuples (a tuple's hash is not kept: each lookup hashes its seven fields again); once per model."""
+    first: dict[LayerKey, int] = {}
+    return tuple(first.setdefault(k, i) for i, k in enumerate(layer_keys(spec)))
+
+
+@lru_cache(maxsize=256)
 def layer_groups(spec: ModelSpec) -> Groups:
     """The inventory grouped: (tensors before the decoder layers, one :data:`LayerGroup` per kind of layer in the
     order the kinds first appear, the :data:`Segment` s after the layers: final norm and lm_head, then the vision

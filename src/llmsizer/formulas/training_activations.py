@@ -956,7 +956,7 @@ def head_activations(spec: ModelSpec, st: ActivationSetup, lm_head_trained: bool
         if not lm_head_trained:
             saved.append(Term("lm_head input", t * h * c, f"{t} x {h} x {c} B (kept by the fused loss)"))
         saved.append(Term("loss log-sum-exp (fp32)", t * 4 + t * 8, f"{t} tokens x 4 B + int64 labels (Cut CE)"))
-        return HeadActivations(tuple(saved), 0, 0, tuple(_shared_terms(spec, st, t, r)))
+        return HeadActivations(tuple(saved), 0, 0, shared_activations(spec, st))
     chunk = -(-t // max(1, loss_chunks))
     if compiled_loss and not linear_loss and not kept_logits:
         kept_b = c if loss_chunks > 1 or upcast_in_loss else 4
@@ -965,7 +965,7 @@ def head_activations(spec: ModelSpec, st: ActivationSetup, lm_head_trained: bool
                           "labels + 2 fp32 per-token statistics (eqs. C1-C3)"))
         fwd = 0 if loss_chunks > 1 or c == 4 or upcast_in_loss else t * v * c
         bwd = chunk * v * (c if loss_chunks > 1 or upcast_in_loss else 4)
-        return HeadActivations(tuple(saved), fwd, bwd, tuple(_shared_terms(spec, st, t, r)))
+        return HeadActivations(tuple(saved), fwd, bwd, shared_activations(spec, st))
     saved.append(Term("loss log-softmax (fp32)", t * v * 4 + t * 8,
                       f"{t} tokens x {v} vocab x 4 B (cross_entropy keeps fp32 log_softmax) + int64 labels"))
     logits_fwd = (chunk if linear_loss else t) * v * c + (chunk * v * 4 if c != 4 else 0)
@@ -974,7 +974,7 @@ def head_activations(spec: ModelSpec, st: ActivationSetup, lm_head_trained: bool
         logits_fwd += t * v * 4
         loss_bwd += t * v * 4
     kept = st.batch * max(0, st.seq - 1) * v * 4 if kept_logits else 0  # eq. K1
-    return HeadActivations(tuple(saved), logits_fwd, loss_bwd, tuple(_shared_terms(spec, st, t, r)), kept)
+    return HeadActivations(tuple(saved), logits_fwd, loss_bwd, shared_activations(spec, st), kept)
 
 
 def lm_head_backward_bytes(loss_chunks: int, tokens: int, vocab: int, compute: int, head_grad: int) -> tuple[int, int]:
@@ -1091,6 +1091,15 @@ def layer_fresh_gradient_bytes(spec: ModelSpec, st: ActivationSetup, grad_bytes:
     """
     t, h, i = st.tokens, spec.hidden_size, _div(spec.intermediate_size, st.tp)
     return accumulate_grad_transient_bytes(i * h * grad_bytes, True) + st.compute * t * i + 2 * st.residual * t * h
+
+
+def shared_activations(spec: ModelSpec, st: ActivationSetup) -> tuple[Term, ...]:
+    """The terms every pipeline stage holds for the whole step, the head's or not (``HeadActivations.shared``):
+    rotary tables and shared attention masks; none for an encoder-decoder (eq. (E5) counts what lies outside its
+    blocks)."""
+    if spec.encoder_decoder is not None:
+        return ()
+    return tuple(_shared_terms(spec, st, st.tokens, st.residual))
 
 
 def _shared_terms(spec: ModelSpec, st: ActivationSetup, t: int, r: int) -> list[Term]:

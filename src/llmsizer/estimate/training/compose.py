@@ -11,11 +11,10 @@ from __future__ import annotations
 
 import marshal
 import math
-from collections.abc import Callable
-from dataclasses import replace
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 from operator import itemgetter
-from typing import Any
+from typing import Any, NamedTuple
 
 from ...errors import InputError
 from ...formulas.parallelism import DDP_BUCKET_CAP_BYTES, MOE_CAPACITY_FACTOR, pipeline_stage_layers, zero_shards
@@ -24,6 +23,7 @@ from ...formulas.selective_checkpointing import op_sac_saved_terms
 from ...formulas.tensors import layer_keys
 from ...formulas.training_activations import checkpoint_input_bytes, korthikanti_layer_bytes
 from ...formulas.training_states import optimizer_info, recipe, state_bytes_per_param
+from ...frozen import replace_checked
 from ...result import Assumption, Estimate, Item, KindedWarning, Notes
 from ...specs import ModelSpec, TrainingWorkload
 from ...units import format_bytes, format_count
@@ -34,7 +34,7 @@ from ..inference import inference_sized, inference_sized_floor
 from ..inference.common import Acc
 from ..model_warnings import model_warnings, refuse_unmodelled
 from ..ranges import PYTORCH_TRAINING, TRAINING_MEMORY
-from ..verdict import check_headroom, headroom_assumption, memory_verdict
+from ..verdict import check_headroom, fits_budget, headroom_assumption, memory_verdict
 from .gather_units import float8_all_gather
 from .setup import TrainingContext, compile_partitions_layers, record_workload, resolve
 from .states import StageStates, stage_states
@@ -191,14 +191,54 @@ def sharded_workload(spec: ModelSpec | str, w: TrainingWorkload) -> TrainingWork
     if not chooses_zero(w):
         return w
     spec = _load(spec)
+    assert w.memory is not None  # (chooses_zero)
+    headroom = check_headroom(w.headroom)
+    # a stage is compared by its expected device need alone (eq. 2, ``fits_budget``): measured, its words (the
+    # assumptions' explanation, warnings, details, verdict) composed only for the stage taken (``_finish``)
     tried = []
     for stage in (0, 1, 2, 3):
-        staged = replace(w, zero=stage)
-        est = _memoized(spec, staged)
-        if est.details["fits"]:
+        staged = replace_checked(w, zero=stage)
+        need, measured, key = _need(spec, staged)
+        if fits_budget(need, w.memory, headroom):
+            _keep(spec, staged, measured, key)
             return staged
-        tried.append((est.total("device")[1], stage, staged))
-    return min(tried, key=itemgetter(0, 1))[2]
+        tried.append((need, stage, staged, measured, key))
+    _, _, staged, measured, key = min(tried, key=itemgetter(0, 1))
+    _keep(spec, staged, measured, key)
+    return staged
+
+
+def _need(spec: ModelSpec, w: TrainingWorkload) -> tuple[int, _Measured | None, tuple[Any, ...] | None]:
+    """The expected device bytes of ``w``'s estimate (``est.total("device")[1]``), its measurement when it was
+    measured now (None: read from an estimate or items already made for ``w``) and ``_MEMO``'s key of ``w`` (None:
+    a field value cannot be hashed, no memo)."""
+    key = _memo_key(spec, w)
+    try:
+        hit = _MEMO.get(key)
+    except TypeError:
+        measured = _measure(spec, w, None)
+        return _device_need(measured.acc.items), measured, None
+    if hit is not None and hit[0] is spec:
+        return hit[1].total("device")[1], None, key
+    items_key = _items_key(spec, w, key)
+    made = _ITEMS.get(items_key)
+    if made is not None and made[0] is spec:
+        return _device_need(made[1]), None, key
+    measured = _measure(spec, w, items_key)
+    _remember_items(items_key, spec, tuple(measured.acc.items))
+    return _device_need(measured.acc.items), measured, key
+
+
+def _keep(spec: ModelSpec, w: TrainingWorkload, measured: _Measured | None, key: tuple[Any, ...] | None) -> None:
+    """The estimate of the stage a search took, finished from its measurement into the memo (``_memoized`` answers
+    it from there, as when the search made every stage's whole estimate)."""
+    if measured is not None and key is not None and measured.items_key is not None:
+        _remember(spec, key, measured.items_key, _finish(spec, w, measured))
+
+
+def _device_need(items: Sequence[Item]) -> int:
+    """The expected device total of ``items`` (``Estimate.total("device")[1]``: the device items' bytes)."""
+    return sum(i.bytes for i in items if i.location == "device")
 
 
 def _least_sharded(spec: ModelSpec, w: TrainingWorkload) -> Estimate:
@@ -227,8 +267,7 @@ def _memoized(spec: ModelSpec, w: TrainingWorkload) -> Estimate:
     # memoized on exactly what the estimate reads: the spec (by identity; the memo keeps it alive) and every
     # workload field with its type. Each caller gets its own ``details`` (the one mutable part): the memo keeps a
     # marshal snapshot of them (dicts, lists and scalars, bit for bit), the first caller the estimate itself.
-    vals = tuple(w.__dict__.values())
-    key = (id(spec), vals, tuple(map(type, vals)))
+    key = _memo_key(spec, w)
     try:
         hit = _MEMO.get(key)
     except TypeError:  # an unhashable field value: no memo
@@ -237,13 +276,29 @@ def _memoized(spec: ModelSpec, w: TrainingWorkload) -> Estimate:
         return _copy(hit[1], hit[2])
     items_key = _items_key(spec, w, key)
     est = _estimate(spec, w, items_key)
+    _remember(spec, key, items_key, est)
+    return est
+
+
+def _memo_key(spec: ModelSpec, w: TrainingWorkload) -> tuple[Any, ...]:
+    """``_MEMO``'s key of ``w``: the spec's identity, every workload field and its type (unhashable when a field
+    value is)."""
+    vals = tuple(w.__dict__.values())
+    return (id(spec), vals, tuple(map(type, vals)))
+
+
+def _remember(spec: ModelSpec, key: tuple[Any, ...], items_key: tuple[Any, ...], est: Estimate) -> None:
+    """``est`` into the estimates' memo (with a snapshot of its details) and its items into the items memo."""
     if len(_MEMO) >= 1024:
         _MEMO.clear()
     _MEMO[key] = (spec, est, _snapshot(est.details))
+    _remember_items(items_key, spec, est.items)
+
+
+def _remember_items(items_key: tuple[Any, ...], spec: ModelSpec, items: tuple[Item, ...]) -> None:
     if len(_ITEMS) >= 1024:
         _ITEMS.clear()
-    _ITEMS[items_key] = (spec, est.items)
-    return est
+    _ITEMS[items_key] = (spec, items)
 
 
 _MEMO: dict[tuple[Any, ...], tuple[ModelSpec, Estimate, bytes | None]] = {}
@@ -343,7 +398,26 @@ def _copy(est: Estimate, snapshot: bytes | None = None) -> Estimate:
     return est.but(details=details)
 
 
+class _Measured(NamedTuple):
+    """An estimate's measurement (``_measure``): its context, the accumulator holding every item (and the
+    assumptions and warnings so far), the most loaded stage and its timeline, every stage evaluated, the items memo's
+    key (None: no memo)."""
+
+    ctx: TrainingContext
+    acc: Acc
+    st: StageStates
+    tl: StageTimeline
+    results: list[tuple[StageStates, StageTimeline]]
+    items_key: tuple[Any, ...] | None
+
+
 def _estimate(spec: ModelSpec, w: TrainingWorkload, items_key: tuple[Any, ...] | None = None) -> Estimate:
+    return _finish(spec, w, _measure(spec, w, items_key))
+
+
+def _measure(spec: ModelSpec, w: TrainingWorkload, items_key: tuple[Any, ...] | None) -> _Measured:
+    """The first part of an estimate: the stages' states and timelines and the items of the most loaded stage
+    (every item: what follows adds only words and the verdict)."""
     acc = Acc()
     for note in spec.notes:
         acc.assumptions.append(Assumption("model." + note.split("=")[0], note.split("=", 1)[-1], True,
@@ -372,6 +446,12 @@ def _estimate(spec: ModelSpec, w: TrainingWorkload, items_key: tuple[Any, ...] |
     else:
         st, tl = max(results, key=lambda r: r[1].peak.total)
     acc.assumptions.append(_metric_items(ctx, st, tl, acc))
+    return _Measured(ctx, acc, st, tl, results, items_key)
+
+
+def _finish(spec: ModelSpec, w: TrainingWorkload, measured: _Measured) -> Estimate:
+    """The estimate from its measurement: the explanation, the warnings, the details and the verdict."""
+    ctx, acc, st, tl, results, _ = measured
     _explain(ctx, acc, tl)
     _warnings(ctx, st, tl, acc)
     details = _details(ctx, st, tl, results)

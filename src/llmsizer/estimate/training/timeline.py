@@ -77,6 +77,7 @@ from ...formulas.training_activations import (
     layer_saved_terms,
     lm_head_backward_bytes,
     reentrant_recompute_bytes,
+    shared_activations,
     tied_embedding_backward_end_bytes,
 )
 from ...formulas.training_states import autocast_cache_holds, step_temporary_bytes
@@ -314,8 +315,7 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
     shared_saved = sum(t.bytes for t in head.shared if "mask" not in t.name) if head else 0
     shared_fwd = sum(t.bytes for t in head.shared) if head else 0
     if not head:  # rotary tables exist on every stage
-        from ...formulas.training_activations import head_activations as _h
-        shared_terms = _h(spec, act, False).shared
+        shared_terms = shared_activations(spec, act)
         shared_saved = sum(t.bytes for t in shared_terms if "mask" not in t.name)
         shared_fwd = sum(t.bytes for t in shared_terms)
     else:
