@@ -123,9 +123,14 @@ def test_recommend_and_fits_on_do_not_list_it_on_vllm(capsys: pytest.CaptureFixt
     code, out = answer(["models", "llama-3.1-8b", "--fits-on", "h200", "--engine", "vllm", "--context",
                         str(LIMIT + 1), "--allow-long-context"], capsys)
     assert code == 0 and out["models"][0]["status"] == "meets"
-    code, out = answer(["recommend", "llama-3.1-8b", "--engine", "vllm", "--context", str(LIMIT + 1), "--top", "500"],
-                       capsys)
-    assert code == 1 and not [o for o in out["options"] if o.get("status") == "meets"]
+    argv = ["recommend", "llama-3.1-8b", "--engine", "vllm", "--context", str(LIMIT + 1), "--top", "500"]
+    code, out = answer(argv, capsys)
+    assert code == 1 and out["options"] == []
+    # an 80 GB A100 holds the weights and one such sequence's KV (what the override's answer shows)
+    a100 = [r for r in out["rejected"] if r["device"] == "a100-sxm-80gb" and r["count"] == 1]
+    assert a100 and all(any("will not start" in why for why in r["reasons"]) for r in a100)
+    code, out = answer([*argv, "--allow-long-context"], capsys)
+    assert code == 0 and any(o["device"] == "a100-sxm-80gb" and o["count"] == 1 for o in out["options"])
 
 
 REQUEST = f"""jobs:
