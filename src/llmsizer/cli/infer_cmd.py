@@ -81,7 +81,9 @@ def infer_answer(spec: ModelSpec, args: argparse.Namespace) -> tuple[dict[str, A
                                                          **{k: v for k, v in rest.items() if k != "concurrency"})
         data["reverse"] = reverse
         data["reverse_notes"] = reverse_notes(spec, est, reverse)
-    return data, exit_code(est.details.get("fits")), est, workload
+    # the engine's refusal of the context (estimate/context_window.py) is an answer that it will not run, with or
+    # without a memory to check: exit 1, as a verdict that it does not fit
+    return data, exit_code(False if est.details.get("engine_refusal") else est.details.get("fits")), est, workload
 
 
 def cmd_infer(args: argparse.Namespace) -> int:

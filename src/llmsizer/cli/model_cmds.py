@@ -27,7 +27,14 @@ from .common import (
     tokens_arg,
     tokens_in,
 )
-from .workload_args import add_engine_version_arg, add_headroom_arg, add_media_args, kv_dtype_arg, media_fields
+from .workload_args import (
+    add_allow_long_context_arg,
+    add_engine_version_arg,
+    add_headroom_arg,
+    add_media_args,
+    kv_dtype_arg,
+    media_fields,
+)
 
 
 def register(sub: Any) -> None:
@@ -58,6 +65,7 @@ def register(sub: Any) -> None:
     p.add_argument("--engine", choices=ENGINES, help="serving engine, with --fits-on (default: each model's on that "
                    f"hardware: {engine_rule_text('--fits-on gpu')})")
     add_engine_version_arg(p)
+    add_allow_long_context_arg(p)
     add_media_args(p.add_argument_group("images and video, with --fits-on (as `fit`; only models with a vision "
                                         "encoder are listed)"))
     p.add_argument("--memory", type=bytes_arg, help="memory per device, with --fits-on, overriding the catalog (RAM "
@@ -121,7 +129,7 @@ def _fits_on_flags_need_fits_on(args: argparse.Namespace) -> None:
     given = [f for f, v in (("--count", args.count), ("--context", args.context), ("--concurrency", args.concurrency),
                             ("--output-tokens", args.output_tokens), ("--kv-dtype", args.kv_dtype),
                             ("--engine", args.engine), ("--engine-version", args.engine_version),
-                            ("--memory", args.memory), ("--headroom", args.headroom),
+                            ("--allow-long-context", args.allow_long_context), ("--memory", args.memory), ("--headroom", args.headroom),
                             *(("--" + k.replace("_", "-"), v) for k, v in media_fields(args).items())) if v is not None]
     if given:
         raise InputError(f"{', '.join(given)} need{'s' if len(given) == 1 else ''} --fits-on DEVICE (the hardware the "
@@ -147,9 +155,11 @@ def fits_on_answer(found: list[Any], args: argparse.Namespace) -> tuple[dict[str
     opts = [(e, best_option_on(e.spec(), args.fits_on, args.count, context=context, concurrency=concurrency,
                                output_tokens=args.output_tokens, hardware_files=args.hardware_file, engine=engine,
                                memory=args.memory, constraints=constraints, engine_version=args.engine_version,
-                               kv_dtype=args.kv_dtype, **media)) for e in found]
+                               kv_dtype=args.kv_dtype, allow_long_context=args.allow_long_context, **media))
+            for e in found]
     given = {k: v for k, v in (("output_tokens", args.output_tokens), ("kv_dtype", args.kv_dtype), ("engine", engine),
-                               ("engine_version", args.engine_version), ("memory", args.memory),
+                               ("engine_version", args.engine_version),
+                               ("allow_long_context", args.allow_long_context), ("memory", args.memory),
                                ("headroom", args.headroom), *media.items()) if v is not None}
     if text_only:
         given["text_only_left_out"] = text_only

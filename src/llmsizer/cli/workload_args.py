@@ -196,6 +196,7 @@ def add_inference_args(p: argparse.ArgumentParser, *, engine: bool = True, tenso
                    help="llama.cpp layers offloaded, the output layer counting as the last (default: all)")
     g.add_argument("--ubatch", type=int_arg(TOKENS), dest="n_ubatch", help="llama.cpp n_ubatch (default 512)")
     add_kv_unified_arg(g)
+    add_allow_long_context_arg(g)
     if speed:
         g.add_argument("--identical-sequences", action="store_true", default=None,
                        help="every sequence carries the same tokens, as benchmarks such as llama-batched-bench feed "
@@ -221,6 +222,16 @@ def add_engine_version_arg(g: Any) -> None:
                    "warning)")
 
 
+def add_allow_long_context_arg(g: Any) -> None:
+    """The pool engines' override of the model's window (InferenceWorkload.allow_long_context): infer, fit,
+    recommend, models --fits-on."""
+    g.add_argument("--allow-long-context", action="store_true", default=None,
+                   help="assume vLLM / SGLang are started with their override of the model's window "
+                        "(VLLM_ALLOW_LONG_MAX_MODEL_LEN=1, SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1): a --context "
+                        "past the model's max_position_embeddings (as the engine derives it) is sized with a warning "
+                        "instead of refused (default: refused, as the engines do)")
+
+
 def add_kv_unified_arg(g: Any) -> None:
     """llama.cpp's KV layout for several sequences (InferenceWorkload.kv_unified): infer, fit and recommend."""
     g.add_argument("--kv-unified", action=argparse.BooleanOptionalAction, default=None,
@@ -232,7 +243,7 @@ INFERENCE_FIELDS = ("weights", "context", "concurrency", "output_tokens", "kv_dt
                     "attention", "dtype",
                     "group_size", "paged_block_size", "gpu_memory_utilization", "mem_fraction_static", "max_num_seqs",
                     "max_num_batched_tokens", "tensor_parallel", "n_gpu_layers", "n_ubatch", "kv_unified",
-                    "identical_sequences", "gpus",
+                    "identical_sequences", "allow_long_context", "gpus",
                     "split_mode",
                     "tensor_split", "n_cpu_moe", "metric") + MEDIA_FIELDS
 

@@ -198,7 +198,7 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
                          hardware_files=ctx.hardware_files, catalog=ctx.cat(), quantization_advice=False,
                          media=job.media.fields(), engine=job.engine,
                          **{k: v for k, v in engine_settings(job, job.engine).items()
-                            if k in ("kv_unified", "engine_version", "max_num_seqs")})
+                            if k in ("kv_unified", "engine_version", "max_num_seqs", "allow_long_context")})
     except _Skip:
         pass
     except LlmsizerError as e:

@@ -31,7 +31,7 @@ from ..numbers import (
     Range,
     check_number,
 )
-from ..specs import MLASpec, ModelSpec, MoESpec, VisionSpec
+from ..specs import MLASpec, ModelSpec, MoESpec, RopeScaling, VisionSpec
 from .safe_io import MAX_JSON_FILE_BYTES, loads_bounded, read_regular, shown
 
 CONV_KERNEL = Range(1, 1024, True, "a causal conv kernel width")
@@ -174,6 +174,44 @@ class _Cfg:
             raise ModelFileError(f"{self.where}: '{key}' must be a list of at most {n_layers} entries (one per layer), "
                                  f"got {type(v).__name__}" + (f" of {len(v)}" if isinstance(v, list) else ""))
         return v
+
+
+ROPE_FACTOR = Range(1e-6, 2**20, False, "a RoPE scaling factor")
+# legacy rope types the engines rename before reading them (vLLM transformers_utils/config.py
+# patch_rope_parameters_dict: 'su' -> 'longrope', 'mrope' -> 'default')
+_ROPE_TYPE_RENAMES = {"su": "longrope", "mrope": "default"}
+
+
+def rope_scaling_of(c: _Cfg) -> tuple[RopeScaling, ...]:
+    """The config's ``rope_scaling`` (transformers v5: ``rope_parameters``) as RopeScaling entries: one, or one per
+    layer type when the object is keyed by layer type (transformers v5's nested form); () when it has none. Each
+    entry's type is ``rope_type``, else the legacy ``type`` ('default' when neither: a rotary without scaling), with
+    vLLM's renames of legacy names; ``factor`` and ``original_max_position_embeddings`` range-checked as read."""
+    raw = c.cfg.get("rope_scaling")
+    if raw is None:
+        raw = c.cfg.get("rope_parameters")
+    if raw is None:
+        return ()
+    if not isinstance(raw, dict):
+        raise ModelFileError(f"{c.where}: rope_scaling must be an object, got {shown(raw)}")
+    nested = bool(raw) and all(isinstance(v, dict) for v in raw.values())
+    entries = []
+    for entry in (raw.values() if nested else (raw,)):
+        kind = entry.get("rope_type", entry.get("type", "default"))
+        if not isinstance(kind, str) or len(kind) > 64:
+            raise ModelFileError(f"{c.where}: rope_scaling rope_type must be a name such as 'yarn', got {shown(kind)}")
+        factor, original = entry.get("factor"), entry.get("original_max_position_embeddings")
+        if factor is not None:
+            if isinstance(factor, bool) or not isinstance(factor, (int, float)):
+                raise ModelFileError(f"{c.where}: rope_scaling factor must be a number, got {shown(factor)}")
+            factor = float(check_number(factor, "rope_scaling factor", ROPE_FACTOR, c.where))
+        if original is not None:
+            if isinstance(original, bool) or not isinstance(original, int):
+                raise ModelFileError(f"{c.where}: rope_scaling original_max_position_embeddings must be an integer, "
+                                     f"got {shown(original)}")
+            original = int(check_number(original, "rope_scaling original_max_position_embeddings", TOKENS, c.where))
+        entries.append(RopeScaling(_ROPE_TYPE_RENAMES.get(kind, kind), factor, original))
+    return tuple(entries)
 
 
 def load_config_file(path: str | Path) -> dict[str, Any]:
@@ -543,7 +581,7 @@ def spec_from_config(cfg: dict[str, Any], *, name: str, source: str = "",
         attention_sinks=mt == "gpt_oss",
         mla=mla, moe=moe, moe_layers=moe_layers,
         layer_types=layer_types, sliding_window=window,  # type: ignore[arg-type]
-        max_position_embeddings=c.get("max_position_embeddings"),
+        max_position_embeddings=c.get("max_position_embeddings"), rope_scaling=rope_scaling_of(c),
         torch_dtype=cfg.get("torch_dtype") or cfg.get("dtype") or full_cfg.get("torch_dtype") or full_cfg.get("dtype"),
         quantization=tuple(sorted(quant.items())),
         vision=vision,

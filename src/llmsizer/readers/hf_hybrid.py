@@ -31,7 +31,7 @@ from typing import Any
 from ..errors import InputError, ModelFileError
 from ..numbers import EXPERTS_OR_ZERO, LAYER_INDEX, LAYERS, check_number
 from ..specs import ModelSpec, MoESpec, RecurrentSpec
-from .hf_config import _Cfg, _moe
+from .hf_config import _Cfg, _moe, rope_scaling_of
 from .safe_io import shown
 
 # legacy layer names -> the current ones (transformers configuration_utils._LEGACY_LAYER_TYPE_REMAP)
@@ -234,7 +234,7 @@ def hybrid_spec(cfg: dict[str, Any], mt: str, *, name: str, where: str, source: 
     return ModelSpec(
         name=name, model_type=mt, vocab_size=c.req("vocab_size"), hidden_size=hidden, num_layers=n_layers,
         tie_word_embeddings=bool(c.get("tie_word_embeddings", False)),
-        max_position_embeddings=c.get("max_position_embeddings"),
+        max_position_embeddings=c.get("max_position_embeddings"), rope_scaling=rope_scaling_of(c),
         torch_dtype=cfg.get("torch_dtype") or cfg.get("dtype"), quantization=tuple(sorted(quant.items())),
         published_params=published_params, published_active_params=published_active_params,
         source=source, notes=tuple(dict.fromkeys(c.used_defaults)), **fields)

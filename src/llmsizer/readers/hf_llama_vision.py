@@ -27,7 +27,7 @@ from typing import Any
 from ..errors import InputError, ModelFileError
 from ..numbers import LAYER_INDEX, Range, check_number
 from ..specs import ModelSpec, VisionSpec
-from .hf_config import _Cfg
+from .hf_config import _Cfg, rope_scaling_of
 from .safe_io import shown
 
 # Llama4ImageProcessor's max_patches default (transformers models/llama4/image_processing_llama4.py): at most 16
@@ -80,7 +80,7 @@ def mllama_spec(cfg: dict[str, Any], *, name: str, where: str, source: str, publ
         intermediate_size=t.req("intermediate_size"), tie_word_embeddings=False,
         layer_types=tuple("none" if i in cross else "full" for i in range(n_layers)),
         cross_attention_layers=tuple(i in cross for i in range(n_layers)), extra_embedding_rows=MLLAMA_EXTRA_ROWS,
-        max_position_embeddings=t.get("max_position_embeddings"),
+        max_position_embeddings=t.get("max_position_embeddings"), rope_scaling=rope_scaling_of(t),
         torch_dtype=cfg.get("torch_dtype") or cfg.get("dtype") or t.get("torch_dtype") or t.get("dtype"),
         vision=vision, published_params=published_params, published_active_params=published_active_params,
         source=source, notes=tuple(dict.fromkeys(t.used_defaults + v.used_defaults)))

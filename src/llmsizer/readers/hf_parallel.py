@@ -42,7 +42,7 @@ from typing import Any
 from ..errors import InputError, UnsupportedArchitectureError
 from ..numbers import Range, check_number
 from ..specs import ModelSpec
-from .hf_config import _Cfg
+from .hf_config import _Cfg, rope_scaling_of
 
 FRACTION = Range(0.0, 1.0, False, "a fraction")
 
@@ -183,6 +183,6 @@ def parallel_spec(cfg: dict[str, Any], model_type: str, *, name: str, where: str
     heads, hd = _heads(c, hidden)
     fields = layout(c, hidden, heads, hd)
     return ModelSpec(name=name, model_type=model_type, hidden_size=hidden, num_heads=heads, head_dim=hd, **fields,
-                     max_position_embeddings=c.get("max_position_embeddings"),
+                     max_position_embeddings=c.get("max_position_embeddings"), rope_scaling=rope_scaling_of(c),
                      torch_dtype=cfg.get("torch_dtype") or cfg.get("dtype"),
                      published_params=published_params, source=source, notes=tuple(c.used_defaults))

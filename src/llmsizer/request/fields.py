@@ -350,6 +350,9 @@ INFERENCE = (
         F("max_num_seqs", "int", "vLLM --max-num-seqs / SGLang --max-running-requests: sequences run at once, the "
           "other requests wait in the engine's queue (default: the engine's)", 256, bounds=CONCURRENCY,
           template=False),
+        F("allow_long_context", "bool", "vLLM / SGLang started with their override of the model's window "
+          "(VLLM_ALLOW_LONG_MAX_MODEL_LEN=1, SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1): a context past it is "
+          "sized with a warning instead of refused (default: refused, as the engines do)", True, template=False),
     )),
     F("adapters", "section", "LoRA adapters on the served model", kinds=("inference",), template=False, fields=(
         F("mode", "enum", "merged into the weights, or loaded dynamically by the server", "merged",

@@ -640,7 +640,7 @@ class _Reader:
         """Each engine setting applies to the engine it belongs to (InferenceWorkload refuses the others the same
         way on the CLI); -ts gives one share per GPU of the job."""
         for name in j.engine_settings.fields():
-            if name == "max_num_seqs":  # vLLM's and SGLang's running cap (one workload field, as on the CLI)
+            if name in ("max_num_seqs", "allow_long_context"):  # vLLM's and SGLang's (one workload field each)
                 if j.engine not in ("vllm", "sglang"):
                     self.jerr(i, j, f"engine_settings.{name}", "applies to engine vllm or sglang, not "
                               f"{j.engine if j.engine else 'the default engine'}; set engine: vllm or sglang")

@@ -209,6 +209,8 @@ class EngineSettings:
     mem_fraction_static: float | None = None  # SGLang --mem-fraction-static
     max_num_seqs: int | None = None  # vLLM --max-num-seqs / SGLang --max-running-requests: the rest queue
     kv_unified: bool | None = None  # llama.cpp -kvu: one KV buffer for all sequences; None: llama-server's with -np N
+    # vLLM / SGLang started with their override of the model's window (InferenceWorkload.allow_long_context)
+    allow_long_context: bool | None = None
 
     def fields(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items() if v is not None}

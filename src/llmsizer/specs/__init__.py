@@ -11,11 +11,12 @@ from .model import (
     ModelSpec,
     MoESpec,
     RecurrentSpec,
+    RopeScaling,
     VisionSpec,
 )
 
 __all__ = ["VISION_TOKEN_RULES", "EncoderDecoderSpec", "FileWeights", "Gemma3nSpec", "LayerKey", "LayerKind", "MLASpec", "ModelSpec", "MoESpec", "RecurrentSpec",
-           "VisionSpec"]
+           "RopeScaling", "VisionSpec"]
 from .training import METHODS, OPTIMIZERS, PRECISIONS, TrainingWorkload
 from .workload import (
     ATTENTION_IMPLS,

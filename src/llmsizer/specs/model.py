@@ -215,6 +215,19 @@ class FileWeights:
 
 
 @dataclass(frozen=True)
+class RopeScaling:
+    """One entry of the config's ``rope_scaling`` (transformers v5: ``rope_parameters``; a per-layer-type dict gives
+    one entry per layer type), the fields the serving engines read to derive the longest context they accept
+    (estimate/context_window.py): ``rope_type`` (the legacy ``type`` key when ``rope_type`` is absent, as vLLM's
+    transformers_utils/config.py ``patch_rope_parameters_dict`` and transformers read it), ``factor`` and
+    ``original_max_position_embeddings`` as written (None: absent)."""
+
+    rope_type: str
+    factor: float | None = None
+    original_max_position_embeddings: int | None = None
+
+
+@dataclass(frozen=True)
 class EncoderDecoderSpec:
     """A T5-style encoder-decoder (Raffel et al. 2020, "Exploring the Limits of Transfer Learning with a Unified
     Text-to-Text Transformer", JMLR 21, arXiv 1910.10683, section 2.1; T5 v1.1 / mT5: Xue et al. 2021, arXiv
@@ -378,6 +391,8 @@ class ModelSpec:
     encoder_decoder: EncoderDecoderSpec | None = None
     sliding_window: int | None = None
     max_position_embeddings: int | None = None
+    # the config's rope_scaling entries (one per layer type when nested); () when it has none
+    rope_scaling: tuple[RopeScaling, ...] = ()
     torch_dtype: str | None = None
     quantization: tuple[tuple[str, Any], ...] = ()
     vision: VisionSpec | None = None

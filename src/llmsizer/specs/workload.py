@@ -194,6 +194,10 @@ class InferenceWorkload:
     identical_sequences: every sequence carries the same tokens (benchmarks such as llama-batched-bench feed token 0
         to all); changes which MoE experts a decode step reads (formulas/speed.py eqs. 5, 11), not the memory.
         False (a server's distinct prompts) by default.
+    allow_long_context: the pool engine (vLLM, SGLang) is started with its override of the model's window
+        (VLLM_ALLOW_LONG_MAX_MODEL_LEN=1, SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1), so a context past the
+        window is estimated with a warning instead of refused (estimate/context_window.py); llama.cpp and
+        transformers refuse none and need no override. False by default.
     given: the names of the fields the caller passed (set by the constructor, specs/given.py).
     """
 
@@ -227,6 +231,8 @@ class InferenceWorkload:
     n_ubatch: int | None = None
     kv_unified: bool | None = None  # llama.cpp -kvu / -no-kvu: one KV buffer for all sequences; None: llama-server's
     identical_sequences: bool = False  # every sequence carries the same tokens (a benchmark); MoE routing at decode
+    # vLLM / SGLang started with the env var that lets them run past the model's window (estimate/context_window.py)
+    allow_long_context: bool = False
     tensor_parallel: int = 1  # devices one model replica is sharded over (Megatron-style TP); memory is per device
     gpus: int = 1  # llama.cpp: GPUs one model is split over (layer or row split); memory is per GPU
     split_mode: str | None = None  # llama.cpp -sm: none | layer | row; None: layer
@@ -305,6 +311,8 @@ class InferenceWorkload:
             raise InputError(f"kv_unified must be true or false, got {self.kv_unified!r}")
         if not isinstance(self.identical_sequences, bool):
             raise InputError(f"identical_sequences must be true or false, got {self.identical_sequences!r}")
+        if not isinstance(self.allow_long_context, bool):
+            raise InputError(f"allow_long_context must be true or false, got {self.allow_long_context!r}")
         # (the loop only when an engine is named and one of its settings is given: every value read at once, in C)
         settings = () if self.engine is None or all(map(is_, _ENGINE_SETTING_VALUES(self), repeat(None))) else \
             ENGINE_SETTINGS.items()

@@ -23,6 +23,15 @@ from ...specs.workload import ENGINE_NAMES, check_pool_shares
 from .. import engines as E
 from .. import ranges as R
 from ..allocator import INFERENCE, apply_metric, calibrated_need
+from ..context_window import (
+    Window,
+    engine_window,
+    refusal_reason,
+    unchecked_warning,
+    window_allowed,
+    window_details,
+    window_refusal,
+)
 from ..device import (
     check_engine_on_device,
     engine_assumption,
@@ -320,9 +329,8 @@ def _estimate(spec: ModelSpec, w: InferenceWorkload) -> Estimate:
         wb = shard_weights(spec, wb, w.tensor_parallel, act_bytes)
         acc.warnings.append(f"memory is per device, for each of {w.tensor_parallel} tensor-parallel devices")
     kvd = _kv_dtype(w, profile, dtype, acc)
-    if spec.max_position_embeddings and w.context > spec.max_position_embeddings:
-        acc.warnings.append(f"context {w.context} exceeds the model's max_position_embeddings "
-                            f"{spec.max_position_embeddings}")
+    window = engine_window(spec, str(w.engine))
+    refusal = _window_notes(spec, w, window, acc)
     if spec.recurrent_layer_count:
         acc.warnings.append(f"{spec.recurrent_layer_count} of {spec.num_layers} layers are recurrent "
                             f"({spec.attention_kind}): their conv + SSM state is a fixed size per sequence "
@@ -337,6 +345,11 @@ def _estimate(spec: ModelSpec, w: InferenceWorkload) -> Estimate:
                   dtype=dtype, media=media)
     if media is not None:
         ctx.details.update(media.details)
+    if window is not None:
+        ctx.details["context_window"] = window_details(window)
+    if refusal is not None and window is not None:  # the engine will not start: no memory makes it fit (_check_fit)
+        ctx.details["engine_refusal"] = refusal
+        ctx.details["engine_refusal_reason"] = refusal_reason(window, w.context)
     if w.engine == "vllm":
         from .vllm import compose_vllm
         compose_vllm(ctx)
@@ -400,6 +413,29 @@ def _estimate(spec: ModelSpec, w: InferenceWorkload) -> Estimate:
         _check_fit(est, w, acc)
         est = Estimate("inference", spec.name, tuple(acc.items), tuple(acc.assumptions), tuple(acc.warnings), details)
     return est
+
+
+def _window_notes(spec: ModelSpec, w: InferenceWorkload, window: Window | None, acc: Acc) -> str | None:
+    """The model's window as the engine sees it (estimate/context_window.py), for ``w.context`` (prompt + output +
+    image/video tokens): a pool engine (vLLM, SGLang) refuses a longer one, returned (and warned) as the refusal,
+    unless ``w.allow_long_context`` (its override, named as an assumption, with a warning); llama.cpp and
+    transformers warn only."""
+    if window is None:
+        note = unchecked_warning(spec, str(w.engine), w.context)
+        if note is not None:
+            acc.warnings.append(note)
+        return None
+    if w.context <= window.tokens:
+        return None
+    if w.allow_long_context:
+        acc.assumptions.append(Assumption("allow_long_context", True, False, f"{window.override}: "
+                                          f"{ENGINE_NAMES[window.engine]} starts past the model's window "
+                                          f"({window.check})"))
+        acc.warnings.append(window_allowed(window, w.context))
+        return None
+    refusal = window_refusal(window, w.context)
+    acc.warnings.append(refusal)
+    return refusal
 
 
 def _pool_admits(est: Estimate) -> int:
@@ -466,5 +502,8 @@ def _check_fit(est: Estimate, w: InferenceWorkload, acc: Acc) -> None:
         loc = "host" if w.device == "cpu" else "device"
         lo, mid, hi = est.total(loc)  # type: ignore[arg-type]
         v = memory_verdict(mid, hi, mem, margin, est.details.get("calibrated_range"))
+    refusal = est.details.get("engine_refusal_reason")
+    if refusal is not None:  # the engine will not start (warned already): whatever the memory, it does not fit
+        v = dataclasses.replace(v, fits=False, reason=f"{refusal}; the memory alone: {v.reason}", warnings=())
     est.details.update(v.details())
     acc.warnings.extend(v.warnings)

@@ -16,6 +16,8 @@ from ...models import load_model
 from ...numbers import CONCURRENCY, DEVICE_MEMORY, TOKENS, check_number
 from ...result import Estimate
 from ...specs import InferenceWorkload, ModelSpec
+from ...specs.workload import ENGINE_NAMES
+from ..context_window import engine_window
 from ..search import largest_true
 from . import estimate_inference
 from .compose import inference_workload
@@ -67,9 +69,17 @@ def max_context(model: ModelSpec | str, memory: int | None = None, *, level: str
     """
     spec, w = _prepare(model, memory, kwargs)
     # the search runs up to the largest context any input may state (numbers.TOKENS), so the answer is the memory's
-    # limit, never a search ceiling; past max_position_embeddings the CLI says so
+    # limit, never a search ceiling; past max_position_embeddings the CLI says so. A pool engine refuses a context
+    # past the model's window (estimate/context_window.py, the estimate's verdict): the search stops there, unless
+    # its override is assumed (allow_long_context)
     lowest = max(1, w.output_tokens or 0)
-    return _largest(spec, w, "context", max(int(TOKENS.high), lowest), _level(level), lowest)
+    upper = int(TOKENS.high)
+    window = engine_window(spec, str(w.engine))
+    if window is not None and not w.allow_long_context:
+        if window.tokens < lowest:
+            return 0
+        upper = window.tokens
+    return _largest(spec, w, "context", max(upper, lowest), _level(level), lowest)
 
 
 def max_concurrency(model: ModelSpec | str, memory: int | None = None, *, level: str = "expected",
@@ -79,6 +89,11 @@ def max_concurrency(model: ModelSpec | str, memory: int | None = None, *, level:
     max_running_requests more requests fit only as a queue (estimate/inference/common.py eq. R1)."""
     spec, w = _prepare(model, memory, kwargs)
     return _largest(spec, w, "concurrency", int(CONCURRENCY.high), _level(level))
+
+
+def _allowed(est: Estimate) -> bool:
+    """Whether the estimate assumed the engine's override of the model's window (allow_long_context)."""
+    return any(a.name == "allow_long_context" and a.value for a in est.assumptions)
 
 
 def _level(level: str) -> int:
@@ -98,6 +113,12 @@ def reverse_notes(spec: ModelSpec, est: Estimate, reverse: dict[str, int]) -> li
         if context >= TOKENS.high:  # the search's upper end (the largest context an input may state), not memory's
             notes.append(f"the largest context that fits ({context:,} tokens) is the largest context an input may "
                          f"state ({int(TOKENS.high):,}, numbers.TOKENS): memory would allow more")
+        refused = est.details.get("context_window")
+        if isinstance(refused, dict) and context == refused["tokens"] and not _allowed(est):
+            notes.append(f"the largest context that fits ({context:,} tokens) is the model's window, "
+                         f"{ENGINE_NAMES[str(refused['engine'])]}'s derived {refused['setting']} "
+                         f"({refused['derivation']}): the engine refuses a longer one unless {refused['override']} is "
+                         "set (--allow-long-context)")
         window = spec.max_position_embeddings
         if window and context > window:
             notes.append(f"the largest context that fits ({context:,} tokens) is past the model's "

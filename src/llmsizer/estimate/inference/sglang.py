@@ -44,6 +44,7 @@ from ...result import Item
 from ...units import MiB, format_bytes
 from .. import engines as E
 from ..allocator import context_span, device_context
+from ..context_window import engine_window
 from .common import Context, kv_item, running_sequences, weights_item
 
 
@@ -122,7 +123,12 @@ def compose_sglang(ctx: Context) -> None:
     pool = max(int(mfs * pre) - ctx.wb.total, 0)
     page = 1
     tokens = pool // cell // page * page if cell else 0
-    context_len = spec.max_position_embeddings or w.context
+    # eq. (4)'s context_len: the window SGLang derives (estimate/context_window.py eq. W3), or the context itself past
+    # it under the override (model_config.py:1291-1318: context_len = the given --context-length); no window known:
+    # the context, as before
+    window = engine_window(spec, "sglang")
+    context_len = (w.context if window is None or (w.allow_long_context and w.context > window.tokens)
+                   else window.tokens)
     est_reqs = max(min(int(tokens / context_len * 512), 4096), 2048)
     max_running = min(w.max_num_seqs, tokens // 2) if w.max_num_seqs is not None else min(est_reqs, tokens // 2)
     fits_one = tokens // w.context
