@@ -1,0 +1,43 @@
+"""One answer across surfaces, from a new user's second consistency probe (issues #12/#16): the same question asked
+through two surfaces gets the same numbers, the same notes and the same refusals. Each test failed before its fix.
+The truths are the other surface's answer (``fit`` on the chosen target, the command line's refusal), never a
+number copied from our output."""
+
+from __future__ import annotations
+
+import pytest
+
+from cli_capture import run_json
+
+
+@pytest.mark.parametrize("flags", [
+    # an MoE model whose hybrid (Gated DeltaNet) layers carry fit's approximation warnings
+    ("qwen3-next-80b-a3b", "--context", "200k", "--concurrency", "2", "--provider", "aws"),
+    # training: the chosen run fits at the expected value but not at the range's high end (fit's warning)
+    ("qwen3-30b-a3b", "--train", "--method", "lora", "--tokens", "100M", "--provider", "aws"),
+])
+def test_recommend_says_the_warnings_fit_says_of_its_choice(flags: tuple[str, ...]) -> None:
+    """Before, `recommend` printed no warning about the option it chose, while `fit` on that target (and `plan`)
+    printed them: for Qwen3-Next on aws-m7a.8xlarge that its 36 Gated DeltaNet layers' activation peak is
+    approximated and that every expert must be resident; for a LoRA run of Qwen3-30B-A3B on aws-p5en.48xlarge that it
+    fits at the expected 85 GiB per device but not at the high end of the range (158 GiB of a 126 GiB budget). The
+    chosen option's warnings are now fit's for it (``FitResult.all_warnings``), each once."""
+    code, rec = run_json("recommend", *flags)
+    assert code == 0 and rec["options"], rec
+    chosen = rec["options"][0]
+    assert chosen["status"] == "chosen"
+    training = "--train" in flags
+    model = flags[0]
+    fit_flags = ["fit", model, "--device", chosen["target"]]
+    if training:
+        fit_flags += ["--train", *flags[2:flags.index("--provider")]]
+    else:
+        fit_flags += ["--weights", chosen["weights_format"].removeprefix("gguf:"),
+                      *flags[1:flags.index("--provider")]]
+    code, fit = run_json(*fit_flags)
+    assert code == 0 and fit["fits"], fit
+    said = [*((fit["speed"] or {}).get("warnings", ())), *fit["warnings"],
+            *((fit["training_time"] or {}).get("warnings", ()) if training else ())]
+    said = list(dict.fromkeys(said))
+    assert said, "the premise: fit warns about this choice"
+    assert rec["warnings"] == said
