@@ -69,7 +69,7 @@ from .formulas.params import count_params
 from .formulas.training_time import device_hours
 from .frozen import fast_init
 from .models import load_model
-from .numbers import CONCURRENCY, check_number
+from .numbers import CONCURRENCY, TRAIN_TOKENS, check_number
 from .result import Assumption, Notes
 from .specs import InferenceWorkload, ModelSpec, TrainingWorkload
 from .specs.workload import ENGINE_SETTINGS, check_pool_shares, normalize_engine
@@ -803,8 +803,7 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
     its own in ``fit --train --tokens``; the first timed would make the answer depend on the listing order)."""
     spec = load_model(model) if isinstance(model, str) else model
     refuse_unmodelled(spec, training=True)
-    if tokens <= 0:
-        raise InputError(f"tokens must be positive, got {tokens}")
+    tokens = check_number(tokens, "tokens", TRAIN_TOKENS)  # the range and line of `--tokens` (fit_training's)
     wl = {**(training_fields or {}), **{k: v for k, v in fields.items() if v is not None}}
     training_fields = wl
     c = (constraints or Constraints()).for_mode("training")

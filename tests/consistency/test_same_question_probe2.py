@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from cli_capture import run_json
+from cli_capture import run, run_json
 
 
 @pytest.mark.parametrize("flags", [
@@ -41,3 +41,41 @@ def test_recommend_says_the_warnings_fit_says_of_its_choice(flags: tuple[str, ..
     said = list(dict.fromkeys(said))
     assert said, "the premise: fit warns about this choice"
     assert rec["warnings"] == said
+
+
+@pytest.mark.parametrize("argv, call, kwargs, field", [
+    # `--utilization`, `--gpu-memory-utilization` and `--mem-fraction-static` take [0.001, 1] (numbers.UTILIZATION);
+    # Python took (0, 1] with a line of its own: 0.0005 was answered there and refused on the command line
+    (("fit", "llama-3.1-8b", "--train", "--device", "h100-sxm", "--tokens", "1e8", "--utilization", "0.0005"),
+     "fit_training", {"hardware": "h100-sxm", "tokens": 10**8, "utilization": 0.0005}, "utilization"),
+    (("recommend", "llama-3.1-8b", "--train", "--tokens", "1e8", "--utilization", "0.0005"),
+     "recommend_training", {"tokens": 10**8, "utilization": 0.0005}, "utilization"),
+    (("infer", "llama-3.1-8b", "--engine", "vllm", "--memory", "80GiB", "--gpu-memory-utilization", "0.0005"),
+     "estimate_inference", {"engine": "vllm", "memory": 80 * 2**30, "gpu_memory_utilization": 0.0005},
+     "gpu_memory_utilization"),
+    (("infer", "llama-3.1-8b", "--engine", "sglang", "--memory", "80GiB", "--mem-fraction-static", "0.0005"),
+     "estimate_inference", {"engine": "sglang", "memory": 80 * 2**30, "mem_fraction_static": 0.0005},
+     "mem_fraction_static"),
+    # `recommend --train --tokens 0` gave the range of `--tokens`, recommend_training(tokens=0) "tokens must be
+    # positive, got 0" and tokens='1B' a TypeError (fit_training(tokens=0) gave the range's line)
+    (("recommend", "llama-3.1-8b", "--train", "--tokens", "0"), "recommend_training", {"tokens": 0}, "tokens"),
+])
+def test_a_number_the_command_line_refuses_is_refused_from_python_with_its_line(argv: tuple[str, ...], call: str,
+                                                                               kwargs: dict, field: str) -> None:
+    import llmsizer
+
+    code, _, err = run(*argv)
+    assert code == 2, err
+    words = err.strip().removesuffix(" (see --help)").partition(" is out of range; ")[2]
+    assert words.startswith("expected "), err
+    hardware = kwargs.pop("hardware", None)
+    with pytest.raises(llmsizer.InputError) as e:
+        getattr(llmsizer, call)("llama-3.1-8b", *((hardware,) if hardware else ()), **kwargs)
+    assert str(e.value) == f"{field}: {kwargs[field]:g} is out of range; {words}"
+
+
+def test_training_tokens_written_as_text_are_refused_from_python_with_a_line() -> None:
+    import llmsizer
+
+    with pytest.raises(llmsizer.InputError, match=r"^tokens: expected an integer in \[1, "):
+        llmsizer.recommend_training("llama-3.1-8b", tokens="1B")  # type: ignore[arg-type]
