@@ -79,3 +79,37 @@ def test_training_tokens_written_as_text_are_refused_from_python_with_a_line() -
 
     with pytest.raises(llmsizer.InputError, match=r"^tokens: expected an integer in \[1, "):
         llmsizer.recommend_training("llama-3.1-8b", tokens="1B")  # type: ignore[arg-type]
+
+
+def test_the_plans_time_to_first_token_is_the_one_fit_times(tmp_path) -> None:
+    """A 7B model at Q4_K_M on an aws-m7i.4xlarge (llama.cpp on its CPU share): `fit` times the prefill of 4 prompts
+    of 8192 - 600 tokens at 90.05 s, and the plan's text said "TTFT ... / 2 min peak" for the same peak load, a third
+    more: units.format_seconds said every duration from 90 s to 90 min in whole minutes. Below 10 min it keeps one
+    decimal now ("1.5 min")."""
+    import re
+
+    req = tmp_path / "cpu.yaml"
+    req.write_text("""version: 1
+title: probe
+jobs:
+  - name: serve-cpu
+    kind: inference
+    model: {name: qwen2.5-7b-instruct}
+    quantization: q4_k_m
+    traffic:
+      concurrency: {typical: 2, peak: 4}
+      context: {typical: 4k, peak: 8k}
+      output: {typical: 300, peak: 600}
+    resources:
+      instance: aws-m7i.4xlarge
+""")
+    code, fit = run_json("fit", "qwen2.5-7b-instruct", "--device", "aws-m7i.4xlarge", "--weights", "q4_k_m",
+                         "--context", "8k", "--concurrency", "4", "--output-tokens", "600")
+    assert code == 0
+    ttft = fit["speed"]["ttft_seconds"]
+    assert 90 <= ttft < 600, ttft  # the premise: past 90 s, where minutes start
+    code, out, err = run("plan", str(req), "--no-alternatives")
+    m = re.search(r"TTFT \S+ \S+ typical / ([0-9.]+) (s|min) peak", out)
+    assert m, out
+    said = float(m.group(1)) * (60 if m.group(2) == "min" else 1)
+    assert abs(said - ttft) <= 0.05 * 60 / 2 + 1e-9, (m.group(0), ttft)  # within the rounding of one decimal
