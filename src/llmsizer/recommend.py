@@ -848,8 +848,8 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
                               headroom=c.headroom, memory=cand.memory, hardware_files=hardware_files,
                               tokens=tokens, utilization=utilization, **(training_fields or {}))
         except InputError as e:
-            if dev.kind != "cpu":  # bad input for every device: exit 2 as before
-                raise
+            if dev.kind not in ("cpu", "apple"):  # bad input for every device: exit 2 as before (a CPU or an
+                raise                              # Apple chip refuses the CUDA-only settings: offload, paging)
             rejected.append(Option(**stub, replicas=1, status="rejected", reasons=(str(e),)))
             continue
         if not fr.fits:

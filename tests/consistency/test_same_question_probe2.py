@@ -113,3 +113,26 @@ jobs:
     assert m, out
     said = float(m.group(1)) * (60 if m.group(2) == "min" else 1)
     assert abs(said - ttft) <= 0.05 * 60 / 2 + 1e-9, (m.group(0), ttft)  # within the rounding of one decimal
+
+
+@pytest.mark.parametrize("device", ["aws-m7i.4xlarge", "apple-m3-max-48gb"])
+def test_qlora_without_cuda_takes_adamw_on_a_cpu_and_on_an_apple_chip_alike(device: str) -> None:
+    """bitsandbytes' paged optimizers allocate CUDA unified memory (csrc/pythonInterface.cpp cget_managed_ptr:
+    cudaMallocManaged, built only with BUILD_CUDA). QLoRA on a CPU took AdamW for it (and refused paged-adamw);
+    on an Apple chip (Metal) it took paged AdamW and warned that its states are "in CUDA unified memory". Both now
+    follow one rule, in `train` as in Python."""
+    import llmsizer
+
+    code, data = run_json("train", "llama-3.1-8b", "--method", "qlora", "--device", device)
+    assert code in (0, 1), data
+    optimizer = next(a for a in data["assumptions"] if a["name"] == "optimizer")
+    assert optimizer["value"] == "adamw" and "CUDA unified memory" in optimizer["why"], optimizer
+    assert not any(i["name"] == "paged_optimizer_states" for i in data["items"])
+    assert not any("CUDA unified memory" in w for w in data["warnings"])
+    est = llmsizer.estimate_training("llama-3.1-8b", method="qlora", device=device)
+    assert est.total("device")[1] == data["totals"]["device"]["bytes"]
+    code, _, err = run("train", "llama-3.1-8b", "--method", "qlora", "--device", device, "--optimizer", "paged-adamw")
+    assert code == 2 and err.count("\n") == 1 and "pages CUDA unified memory" in err, err
+    with pytest.raises(llmsizer.InputError) as e:
+        llmsizer.estimate_training("llama-3.1-8b", method="qlora", device=device, optimizer="paged-adamw")
+    assert err.strip() == f"llmsizer: error: {e.value}"
