@@ -136,3 +136,22 @@ def test_qlora_without_cuda_takes_adamw_on_a_cpu_and_on_an_apple_chip_alike(devi
     with pytest.raises(llmsizer.InputError) as e:
         llmsizer.estimate_training("llama-3.1-8b", method="qlora", device=device, optimizer="paged-adamw")
     assert err.strip() == f"llmsizer: error: {e.value}"
+
+
+@pytest.mark.parametrize("metric", ["allocated", "nvidia-smi"])
+def test_what_fits_is_sized_for_the_metric_fit_and_recommend_take(metric: str) -> None:
+    """`fit --metric` and `recommend --metric` size the memory as the number the user compares it with
+    (torch.cuda.max_memory_allocated, nvidia-smi); `models --fits-on` (and the web's /models/fits-on) refused the
+    flag ("unrecognized arguments: --metric"), so "which models fit my L40S as nvidia-smi shows it" had no answer.
+    It takes it now, and each row is fit's answer with it."""
+    flags = ("--engine", "transformers", "--metric", metric)
+    code, fit = run_json("fit", "qwen2.5-7b", "--device", "l40s", *flags)
+    assert code == 0
+    _, plain = run_json("fit", "qwen2.5-7b", "--device", "l40s", "--engine", "transformers")
+    assert fit["memory_per_device"] != plain["memory_per_device"]  # the premise: the metric moves the number
+    code, rows = run_json("models", "qwen2.5-7b", "--fits-on", "l40s", *flags)
+    assert code == 0 and rows["metric"] == metric
+    row = rows["models"][0]
+    assert (row["weights_format"], row["memory_per_device"]) == (fit["weights_format"], fit["memory_per_device"])
+    code, _, err = run("models", "qwen2.5-7b", "--metric", metric)
+    assert code == 2 and "--metric needs --fits-on DEVICE" in err

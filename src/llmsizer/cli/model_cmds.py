@@ -27,7 +27,14 @@ from .common import (
     tokens_arg,
     tokens_in,
 )
-from .workload_args import add_engine_version_arg, add_headroom_arg, add_media_args, kv_dtype_arg, media_fields
+from .workload_args import (
+    add_engine_version_arg,
+    add_headroom_arg,
+    add_media_args,
+    add_metric_arg,
+    kv_dtype_arg,
+    media_fields,
+)
 
 
 def register(sub: Any) -> None:
@@ -63,6 +70,7 @@ def register(sub: Any) -> None:
     p.add_argument("--memory", type=bytes_arg, help="memory per device, with --fits-on, overriding the catalog (RAM "
                    "for a CPU), as `fit --memory`")
     add_headroom_arg(p, engines="defaults")
+    add_metric_arg(p)  # with --fits-on, as `fit --metric` and `recommend --metric`
     p.add_argument("--hardware-file", action="append", default=[], metavar="FILE", help="extra hardware (JSON/YAML)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_models)
@@ -121,7 +129,7 @@ def _fits_on_flags_need_fits_on(args: argparse.Namespace) -> None:
     given = [f for f, v in (("--count", args.count), ("--context", args.context), ("--concurrency", args.concurrency),
                             ("--output-tokens", args.output_tokens), ("--kv-dtype", args.kv_dtype),
                             ("--engine", args.engine), ("--engine-version", args.engine_version),
-                            ("--memory", args.memory), ("--headroom", args.headroom),
+                            ("--memory", args.memory), ("--headroom", args.headroom), ("--metric", args.metric),
                             *(("--" + k.replace("_", "-"), v) for k, v in media_fields(args).items())) if v is not None]
     if given:
         raise InputError(f"{', '.join(given)} need{'s' if len(given) == 1 else ''} --fits-on DEVICE (the hardware the "
@@ -147,10 +155,11 @@ def fits_on_answer(found: list[Any], args: argparse.Namespace) -> tuple[dict[str
     opts = [(e, best_option_on(e.spec(), args.fits_on, args.count, context=context, concurrency=concurrency,
                                output_tokens=args.output_tokens, hardware_files=args.hardware_file, engine=engine,
                                memory=args.memory, constraints=constraints, engine_version=args.engine_version,
-                               kv_dtype=args.kv_dtype, **media)) for e in found]
+                               kv_dtype=args.kv_dtype, metric=args.metric, **media)) for e in found]
     given = {k: v for k, v in (("output_tokens", args.output_tokens), ("kv_dtype", args.kv_dtype), ("engine", engine),
                                ("engine_version", args.engine_version), ("memory", args.memory),
-                               ("headroom", args.headroom), *media.items()) if v is not None}
+                               ("headroom", args.headroom), ("metric", args.metric), *media.items())
+             if v is not None}
     if text_only:
         given["text_only_left_out"] = text_only
     newer = newer_release_note(engine, args.engine_version) if engine else None  # fit's warning, as recommend's
