@@ -42,7 +42,8 @@ def test_format_bytes_never_mixes_units():
 
 
 @pytest.mark.parametrize("typed, shown", [
-    ("500 ms", "500 ms"), ("30 s", "30.0 s"), ("60 min", "60 min"), ("12h", "12.0 h"), ("3 days", "3.0 days"),
+    ("500 ms", "500 ms"), ("30 s", "30.0 s"), ("90 s", "1.5 min"), ("150 s", "2.5 min"), ("60 min", "60 min"),
+    ("12h", "12.0 h"), ("3 days", "3.0 days"),
     ("6 months", "6.0 months"), ("1 year", "12.0 months"),
 ])
 def test_format_seconds_says_back_what_a_request_file_typed(typed, shown):

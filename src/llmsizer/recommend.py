@@ -76,7 +76,7 @@ from .formulas.params import count_params
 from .formulas.training_time import device_hours
 from .frozen import fast_init
 from .models import load_model
-from .numbers import CONCURRENCY, check_number
+from .numbers import CONCURRENCY, TRAIN_TOKENS, check_number
 from .result import Assumption, Notes
 from .specs import InferenceWorkload, ModelSpec, TrainingWorkload
 from .specs.workload import ENGINE_SETTINGS, check_pool_shares, normalize_engine
@@ -335,8 +335,8 @@ def best_option_on(model: ModelSpec | str, hardware: str | Device | Instance, co
         cand.memory = int(memory)
     check_headroom(c.headroom)  # checked once; each option's margin is its engine's (estimate/verdict.py margin_rule)
     hr = c.headroom
-    base = _evaluate(spec, cand, context, concurrency, output_tokens, weights, c, hr, cat, hardware_files, engine,
-                     fields)
+    base, _ = _evaluate(spec, cand, context, concurrency, output_tokens, weights, c, hr, cat, hardware_files, engine,
+                        fields)
     opt = _priced(base, cand, c, concurrency, context, output_tokens, spec, hardware_files, hr, fields)
     if unchecked is not None and opt.status == "meets":
         opt = _replace(opt, reasons=(*opt.reasons, unchecked))
@@ -417,20 +417,26 @@ def recommend_inference(model: ModelSpec | str, *, context: int = InferenceWorkl
     hr = c.headroom
     cands, rejected = _candidates(cat, c, training=False)
     meets: list[Option] = []
-    memo: dict[tuple[Any, ...], Option] = {}
+    memo: dict[tuple[Any, ...], tuple[Option, tuple[str, ...]]] = {}
+    said: dict[int, tuple[str, ...]] = {}  # a meeting option (by id) -> the warnings of the fit behind it
     for cand in cands:
         inst = cand.instance  # the key holds everything the evaluation reads (the VM share needs vCPUs and SMT)
         key = (cand.device.id, cand.count, cand.memory, inst.interconnect if inst else None,
                inst.vcpus.raw if inst and inst.vcpus else None,
                inst.threads_per_core.raw if inst and inst.threads_per_core else None)
-        base = memo.get(key)
-        if base is None:
-            base = _evaluate(spec, cand, context, concurrency, output_tokens, weights, c, hr, cat, hardware_files,
-                             engine, fields)
-            memo[key] = base
-        opt = _priced(base, cand, c, concurrency, context, output_tokens, spec, hardware_files, hr, fields)
+        evaluated = memo.get(key)
+        if evaluated is None:
+            evaluated = _evaluate(spec, cand, context, concurrency, output_tokens, weights, c, hr, cat,
+                                  hardware_files, engine, fields)
+            memo[key] = evaluated
+        opt = _priced(evaluated[0], cand, c, concurrency, context, output_tokens, spec, hardware_files, hr, fields)
+        if opt.status == "meets":
+            said[id(opt)] = evaluated[1]
         (meets if opt.status == "meets" else rejected).append(opt)
     meets.sort(key=lambda o: (o.price_per_hour is None, o.price_per_hour or 0.0, -(o.tokens_per_second or 0.0)))
+    # the chosen option's warnings are fit's for it (an MoE's, a recurrent layer's approximation, the high end of
+    # the range past the budget...): `fit` on the chosen target says them; none chosen: none
+    chosen_said = said.get(id(meets[0]), ()) if meets else ()
     if meets:
         first = meets[0]
         why = (f"cheapest option that fits and meets every constraint ({_price_text(first.price_per_hour, first.cost_basis)})"
@@ -454,7 +460,7 @@ def recommend_inference(model: ModelSpec | str, *, context: int = InferenceWorkl
             "x 4/3 tokens per word)"))
     advice = _cpu_gpu_advice(spec, meets, rejected, c, concurrency)
     quant = _quantization_advice(spec, cat, context, concurrency, hr, fields) if quantization_advice else ()
-    warnings = [file_skipped] if file_skipped else []
+    warnings = [*chosen_said, file_skipped] if file_skipped else list(chosen_said)
     if not any(o.price_per_hour is not None for o in meets + rejected):
         warnings.append("no candidate has an hourly price; ranking is by throughput")
     newer = newer_release_note(normalize_engine(engine), fields.get("engine_version")) if engine else None
@@ -462,7 +468,7 @@ def recommend_inference(model: ModelSpec | str, *, context: int = InferenceWorkl
         warnings.append(newer)
     return Recommendation("inference", spec.name, {"context": context, "concurrency": concurrency,
                           "output_tokens": output_tokens, "weights": weights}, c, tuple(meets), tuple(rejected),
-                          tuple(advice), tuple(quant), tuple(assumptions), tuple(warnings))
+                          tuple(advice), tuple(quant), tuple(assumptions), tuple(dict.fromkeys(warnings)))
 
 
 def _check_workload(fields: Mapping[str, Any], context: int, concurrency: int, output_tokens: int | None,
@@ -504,8 +510,9 @@ def _replace(o: Option, **kw: Any) -> Option:
 def _evaluate(spec: ModelSpec, cand: _Candidate, context: int, concurrency: int, output_tokens: int | None,
               weights: str | None, c: Constraints, hr: float | None, cat: HardwareCatalog,
               hardware_files: Sequence[str | Path], engine_given: str | None = None,
-              fields: Mapping[str, Any] | None = None) -> Option:
-    """Best weight format for one device x count (price-independent part); status meets/rejected."""
+              fields: Mapping[str, Any] | None = None) -> tuple[Option, tuple[str, ...]]:
+    """Best weight format for one device x count (price-independent part); status meets/rejected; with the
+    warnings of the fit a meeting option is (``FitResult.all_warnings``; none for a rejection)."""
     dev, n = cand.device, cand.count
     engine = normalize_engine(engine_given) if engine_given else default_engine(dev, n, weights, spec)
     ladder = _ladder(spec, engine, dev, weights)
@@ -518,12 +525,12 @@ def _evaluate(spec: ModelSpec, cand: _Candidate, context: int, concurrency: int,
     stub: dict[str, Any] = dict(target=cand.target, name=cand.name, provider=cand.provider, device=dev.id,
                                 device_kind=dev.kind, count=n, tensor_parallel=tp, replicas=1, engine=engine)
     if usable is None:
-        return Option(**stub, weights_format="", status="rejected", reasons=("device memory unknown",))
+        return Option(**stub, weights_format="", status="rejected", reasons=("device memory unknown",)), ()
     kind = workload_device_kind(dev)
     try:  # the margin fit keeps on this candidate (estimate/verdict.py margin_rule: llama.cpp on a GPU its --fit-target)
         budget = margin_rule(engine, kind, hr, (fields or {}).get("fit_target")).budget(usable)
     except InputError as e:
-        return Option(**stub, weights_format="", status="rejected", reasons=(str(e),))
+        return Option(**stub, weights_format="", status="rejected", reasons=(str(e),)), ()
     # llama.cpp keeping layers or experts in host memory (-ngl, --n-cpu-moe): the device need not hold every weight
     given = fields or {}
     offloaded = engine == "llamacpp" and (given.get("n_gpu_layers") is not None or given.get("n_cpu_moe") is not None)
@@ -558,7 +565,7 @@ def _evaluate(spec: ModelSpec, cand: _Candidate, context: int, concurrency: int,
         try:  # the margin fit keeps for this rung's engine (a rung may name another engine)
             margin = margin_rule(eng, kind, hr, (fields or {}).get("fit_target"))
         except InputError as e:
-            return Option(**stub, weights_format=fmt, status="rejected", reasons=(str(e),))
+            return Option(**stub, weights_format=fmt, status="rejected", reasons=(str(e),)), ()
         weights_limit = usable if own_share else margin.budget(usable)
         if wb / spread > weights_limit and not offloaded:  # the weights alone cannot fit (not asked; fit decides
             smallest = (int(wb / spread), fmt, None, margin)  # every rung that passes)
@@ -572,7 +579,7 @@ def _evaluate(spec: ModelSpec, cand: _Candidate, context: int, concurrency: int,
         try:  # memory decides the rung; the speed is computed only for a rung that fits (fit's two stages, once)
             sized = fit_memory(spec, target, count, **args)
         except InputError as e:
-            return Option(**stub, weights_format=fmt, status="rejected", reasons=(str(e),))
+            return Option(**stub, weights_format=fmt, status="rejected", reasons=(str(e),)), ()
         if not sized.fits:
             smallest = (int(wb / spread), fmt, sized, margin)
             continue
@@ -580,13 +587,13 @@ def _evaluate(spec: ModelSpec, cand: _Candidate, context: int, concurrency: int,
         sp = r.speed
         bad = _latency_failures(sp, c, r.details.get("queue_wait_seconds"))
         if not bad:
-            return _option_from_fit(stub, r, "meets", [f"fits at {_fmt_name(fmt)}: {r.reasons[0]}"])
+            return _option_from_fit(stub, r, "meets", [f"fits at {_fmt_name(fmt)}: {r.reasons[0]}"]), r.all_warnings
         if first_fit is None:  # a rejection reports the highest-quality format that fits, with its own reason
             first_fit = r
             first_reasons = [f"at {_fmt_name(fmt)}: " + "; ".join(bad) + " (smaller formats on the ladder "
                              "fall short too)"]
     if first_fit is not None:
-        return _option_from_fit(stub, first_fit, "rejected", first_reasons or ["fails a latency limit"])
+        return _option_from_fit(stub, first_fit, "rejected", first_reasons or ["fails a latency limit"]), ()
     why = "does not fit"
     need: int | None = None
     budget_shown: int | None = budget
@@ -604,7 +611,7 @@ def _evaluate(spec: ModelSpec, cand: _Candidate, context: int, concurrency: int,
     if refused is not None:
         why = refused if smallest is None else f"{why}; {refused}"
     return Option(**stub, weights_format="", status="rejected", reasons=(why,), memory_per_device=need,
-                  budget_per_device=budget_shown)
+                  budget_per_device=budget_shown), ()
 
 
 def _fmt_name(fmt: str) -> str:
@@ -811,14 +818,13 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
     same flags), nodes added until the deadline is met, cost from the hourly price. With the workload's ``gpus``
     (``--gpus N``) every candidate is N devices: a bare device N times, an instance as the whole instances that make
     N (``fit.not_whole_instances``, the rule ``fit --train --count`` applies), one that cannot listed as rejected
-    with the reason; N is then fixed (no instances added for a deadline). The assumptions and warnings are the
-    chosen option's duration's (its device's utilisation, collective bandwidth...); with none chosen, none (each
-    option timed states its own in ``fit --train --tokens``; the first timed would make the answer depend on the
-    listing order)."""
+    with the reason; N is then fixed (no instances added for a deadline). The assumptions are the
+    chosen option's duration's (its device's utilisation, collective bandwidth...), the warnings all that
+    ``fit --train --tokens`` says of it (memory and duration); with none chosen, none (each option timed states
+    its own in ``fit --train --tokens``; the first timed would make the answer depend on the listing order)."""
     spec = load_model(model) if isinstance(model, str) else model
     refuse_unmodelled(spec, training=True)
-    if tokens <= 0:
-        raise InputError(f"tokens must be positive, got {tokens}")
+    tokens = check_number(tokens, "tokens", TRAIN_TOKENS)  # the range and line of `--tokens` (fit_training's)
     wl = {**(training_fields or {}), **{k: v for k, v in fields.items() if v is not None}}
     training_fields = wl
     c = (constraints or Constraints()).for_mode("training")
@@ -863,8 +869,8 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
                               headroom=c.headroom, memory=cand.memory, hardware_files=hardware_files,
                               tokens=tokens, utilization=utilization, **(training_fields or {}))
         except InputError as e:
-            if dev.kind != "cpu":  # bad input for every device: exit 2 as before
-                raise
+            if dev.kind not in ("cpu", "apple"):  # bad input for every device: exit 2 as before (a CPU or an
+                raise                              # Apple chip refuses the CUDA-only settings: offload, paging)
             rejected.append(Option(**stub, replicas=1, status="rejected", reasons=(str(e),)))
             continue
         if not fr.fits:
@@ -881,7 +887,7 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
                               "communication timed as one machine's link, a lower bound (fit --train --count's "
                               "warning; --network to give one)"))
         dur = fr.duration  # fit --train --tokens's own duration (duration.training_time_on, every field)
-        timed.setdefault(cand.target, (dur.assumptions, dur.warnings))
+        timed.setdefault(cand.target, (dur.assumptions, fr.all_warnings))
         one = float(dur.seconds or 0.0)
         nodes, secs = 1, one
         if c.deadline is not None and one > c.deadline:
@@ -916,7 +922,7 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
                 continue
             fr = many
             if many.duration is not None:  # the run the option is: several instances' collectives
-                timed[cand.target] = (many.duration.assumptions, many.duration.warnings)
+                timed[cand.target] = (many.duration.assumptions, many.all_warnings)
             reasons.append(f"{nodes} instances to meet the deadline (collectives over the instance's network)")
         devices = cand.count * nodes
         price = cand.price * nodes if cand.price is not None else None
@@ -940,8 +946,9 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
             f"cheapest run that meets every constraint (${f0.run_cost:,.0f}, {format_seconds(f0.training_seconds or 0)})"
             if f0.run_cost is not None else "meets every constraint; no priced option does", *f0.reasons))
     rejected.sort(key=lambda o: (o.run_cost is None, o.run_cost or 0.0, o.target, o.count))
-    # the chosen option's duration notes (another device's collective bandwidth or utilisation would not describe
-    # it); none chosen: none (the first option timed would depend on the listing order)
+    # the chosen option's duration assumptions and fit's warnings for it, memory and duration (another device's
+    # collective bandwidth or utilisation would not describe it); none chosen: none (the first option timed would
+    # depend on the listing order)
     assumptions, warnings = timed.get(meets[0].target, ((), ())) if meets else ((), ())
     workload = {"tokens": tokens, **{k: (list(v) if isinstance(v, tuple) else v) for k, v in wl.items()},
                 "flops_per_token": fpt, "flops_formula": fl.formula, "total_flops": fpt * tokens}

@@ -189,6 +189,8 @@ def _seconds_unit(seconds: float) -> tuple[float, str, int]:
         return 0.001, "ms", 0
     if s < 90:
         return 1.0, "s", 1
+    if s < 600:  # one decimal below 10 min: 90 s is "1.5 min" (whole minutes said "2 min", a third more)
+        return 60.0, "min", 1
     if s < 5400:
         return 60.0, "min", 0
     if s < 2 * 86400:
@@ -200,7 +202,8 @@ def _seconds_unit(seconds: float) -> tuple[float, str, int]:
 
 def format_seconds(seconds: float) -> str:
     """Format a duration for people, the one way every renderer and message says one: ms below 1 s, s (one
-    decimal) below 90 s, min below 90 min, h below 2 days, days below 120 days, then months of ``HOURS_PER_MONTH``."""
+    decimal) below 90 s, min (one decimal below 10 min, whole above) below 90 min, h below 2 days, days below 120
+    days, then months of ``HOURS_PER_MONTH``. The pages' ``formatSeconds`` (web/static/js/format.js) is the same."""
     size, name, places = _seconds_unit(seconds)
     return f"{float(seconds) / size:.{places}f} {name}"
 

@@ -136,9 +136,12 @@ def test_a_newer_release_is_warned_on_recommend_and_fits_on_as_on_fit_and_once()
     flags = ("--engine", "vllm", "--engine-version", "99.0")
     for argv in (("recommend", "llama-3.1-8b", *flags), ("models", "qwen2.5", "--fits-on", "h100-sxm", *flags)):
         code, out, err = run(*argv)
-        assert code == 0 and f"warning: {warning}\n" in out, (argv, err)
+        assert code == 0 and out.count(f"warning: {warning}\n") == 1, (argv, err)
         code, out, err = run(*argv, "--json")
-        assert code == 0 and json.loads(out)["warnings"] == [warning], (argv, err)
+        # once; recommend also says the other warnings fit says of its choice (a T4: bf16 run as fp16)
+        assert code == 0 and json.loads(out)["warnings"].count(warning) == 1, (argv, err)
+        if argv[0] == "models":
+            assert json.loads(out)["warnings"] == [warning], (argv, err)
 
 
 @pytest.mark.parametrize("setting", [("--engine-version", "0.4"), ("--mem-fraction-static", "0.8")])

@@ -83,7 +83,7 @@ from ..formulas.training_time import (
 )
 from ..formulas.weight_formats import weight_bytes
 from ..frozen import fast_init
-from ..numbers import TRAIN_TOKENS, check_number
+from ..numbers import TRAIN_TOKENS, UTILIZATION, check_number
 from ..request.quantities import parse_bandwidth
 from ..result import Assumption
 from ..specs import ModelSpec, TrainingWorkload
@@ -1107,9 +1107,8 @@ def training_duration(spec: ModelSpec, device: Device, devices: int, tokens: flo
         factor = E.TRAINING_UTILIZATION_CPU_VECTOR if cpu_vector else E.TRAINING_UTILIZATION_CPU_AMX
     else:
         factor, own = E.training_utilization(device.architecture)
-    u = utilization if utilization is not None else factor.expected
-    if not 0 < u <= 1:
-        raise InputError(f"utilization must be in (0, 1], got {u}")
+    # a given utilisation in the range `--utilization` and a request file's take (numbers.UTILIZATION), one line
+    u = check_number(utilization, "utilization", UTILIZATION) if utilization is not None else factor.expected
     u_source = factor.source if utilization is None else "given"  # a calibration row does not stand behind a given u
     notes = [Assumption("utilization", u, utilization is None, u_source),
              Assumption("flops_per_token", round(fl.per_token), True, f"{fl.formula} ({fl.source})")]

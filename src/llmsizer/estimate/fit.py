@@ -211,6 +211,14 @@ class FitResult:
         return tuple(out)
 
     @property
+    def all_warnings(self) -> tuple[str, ...]:
+        """Every warning behind the answer, each once, in the order ``fit`` prints them: the speed estimate's
+        (serving), the fit's own with its memory estimate's, then the training duration's (``fit --train
+        --tokens``). What a search that chose this answer (``recommend``) says of its choice."""
+        dur = self.duration.warnings if self.duration is not None else ()
+        return tuple(dict.fromkeys((*(self.speed.warnings if self.speed else ()), *self.warnings, *dur)))
+
+    @property
     def budget_left_bytes(self) -> int | None:
         """The budget per device the memory per device leaves, budget - need [bytes] (negative: does not fit); None
         when either is unknown. (Not the headroom, the share of the device kept free before the budget.)"""

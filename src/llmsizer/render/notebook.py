@@ -110,15 +110,13 @@ def fit_html(r: FitResult) -> str:
     parts = [f"<h4>{escape(head)}</h4>", _lines(r.reasons)]
     if r.memory_per_device is not None and r.budget_per_device is not None:
         parts.append(_lines([memory_line(r)]))
-    warnings = list(r.warnings)
     if r.speed is not None:
         rows = speed_rows(r.speed)
         if rows:
             parts.append("<h4>Speed</h4>" + _table(SPEED_HEADER, rows, num=(1,), table_class="speed"))
-        warnings = [*r.speed.warnings, *warnings]
     if r.estimate is not None:
         parts.append("<h4>Memory per device</h4>" + estimate_breakdown(r.estimate))
-    parts += [_assumptions(r.all_assumptions), _warnings(warnings)]
+    parts += [_assumptions(r.all_assumptions), _warnings(r.all_warnings)]
     return _wrap("fit", parts)
 
 

@@ -387,8 +387,10 @@ class TrainingWorkload:
         if self.device == "cpu" and self.offload != "none":
             raise InputError(f"offload {self.offload} moves states from a GPU to host RAM; on device cpu they are "
                              "there already (use offload none)")
-        if self.device == "cpu" and self.optimizer is not None and self.optimizer.startswith("paged-"):
-            raise InputError(f"optimizer {self.optimizer} pages CUDA unified memory; on device cpu use "
+        if (self.device == "cpu" or self.gpu_runtime == "metal") and self.optimizer is not None \
+                and self.optimizer.startswith("paged-"):  # bitsandbytes cget_managed_ptr: cudaMallocManaged
+            where = "device cpu" if self.device == "cpu" else "an Apple chip (metal)"
+            raise InputError(f"optimizer {self.optimizer} pages CUDA unified memory; on {where} use "
                              f"{self.optimizer[len('paged-'):]}")
         optional = (("optimizer", self.optimizer, OPTIMIZERS),
                     ("optimizer_state_dtype", self.optimizer_state_dtype, STATE_DTYPES),

@@ -14,7 +14,6 @@ from ..numbers import (
     COUNT,
     CPU_MOE_LAYERS,
     DEVICE_MEMORY,
-    FRACTION,
     GPU_LAYERS,
     GROUP_SIZE,
     HEADROOM,
@@ -23,6 +22,7 @@ from ..numbers import (
     PIXELS,
     SIZE,
     TOKENS,
+    UTILIZATION,
     VIDEO_FRAMES,
     Range,
     check_number,
@@ -155,7 +155,7 @@ def check_memory_target(memory: int | None, headroom: float | None, metric: str 
 # the numeric fields of InferenceWorkload and their ranges (the CLI flags' and request fields' ranges)
 INFERENCE_NUMBERS: tuple[tuple[str, Range], ...] = (
     ("context", TOKENS), ("concurrency", CONCURRENCY), ("output_tokens", OUTPUT_TOKENS), ("memory", DEVICE_MEMORY),
-    ("headroom", HEADROOM), ("gpu_memory_utilization", FRACTION), ("mem_fraction_static", FRACTION),
+    ("headroom", HEADROOM), ("gpu_memory_utilization", UTILIZATION), ("mem_fraction_static", UTILIZATION),
     ("group_size", GROUP_SIZE), ("paged_block_size", COUNT), ("max_num_seqs", COUNT), ("max_num_batched_tokens", TOKENS),
     ("n_gpu_layers", GPU_LAYERS), ("n_ubatch", TOKENS), ("tensor_parallel", COUNT), ("gpus", LLAMACPP_GPUS),
     ("n_cpu_moe", CPU_MOE_LAYERS), ("fit_target", SIZE))

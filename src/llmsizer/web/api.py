@@ -120,8 +120,9 @@ async def models(request: Request, query: str | None = Query(None, description="
                  count: str | None = None, context: str | None = None, concurrency: str | None = None,
                  output_tokens: str | None = None, kv_dtype: str | None = None,
                  engine: str | None = None, engine_version: str | None = None, memory: str | None = None,
-                 headroom: str | None = None, images: str | None = None, image_size: str | None = None,
-                 video_frames: str | None = None, video_size: str | None = None) -> Response:
+                 headroom: str | None = None, metric: str | None = None, images: str | None = None,
+                 image_size: str | None = None, video_frames: str | None = None,
+                 video_size: str | None = None) -> Response:
     from ..cli.model_cmds import models_answer
     # all of them, to the CLI's parser (the arguments above document them); one value per field
     params = bridge.query_fields(("models",), request.query_params.multi_items())
@@ -142,8 +143,9 @@ async def models_fits_on(request: Request,
                          concurrency: str | None = None, output_tokens: str | None = None,
                          kv_dtype: str | None = None, engine: str | None = None,
                          engine_version: str | None = None, memory: str | None = None,
-                         headroom: str | None = None, images: str | None = None, image_size: str | None = None,
-                         video_frames: str | None = None, video_size: str | None = None) -> Response:
+                         headroom: str | None = None, metric: str | None = None, images: str | None = None,
+                         image_size: str | None = None, video_frames: str | None = None,
+                         video_size: str | None = None) -> Response:
     """`models [QUERY] --fits-on DEVICE --json`: the CLI's own answer function (`models_answer`), byte for byte."""
     from ..cli.model_cmds import models_answer
     # all of them, to the CLI's parser (the arguments above document them); one value per field

@@ -117,8 +117,12 @@ def compiled_loss(w: TrainingWorkload) -> bool:
 
 
 def _default_optimizer(w: TrainingWorkload) -> tuple[str, str]:
-    if w.method == "qlora" and w.device == "cpu":  # paged states live in CUDA unified memory: none on a CPU
+    # paged states live in CUDA unified memory (bitsandbytes csrc/pythonInterface.cpp cget_managed_ptr:
+    # cudaMallocManaged, built only with BUILD_CUDA): none on a CPU, none on an Apple chip (Metal)
+    if w.method == "qlora" and w.device == "cpu":
         return "adamw", "QLoRA on a CPU: AdamW (bitsandbytes paged optimizers page CUDA unified memory)"
+    if w.method == "qlora" and w.gpu_runtime == "metal":
+        return "adamw", "QLoRA on an Apple chip: AdamW (bitsandbytes paged optimizers page CUDA unified memory)"
     if w.method == "qlora":
         return "paged-adamw", "QLoRA recipe: paged AdamW (Dettmers et al. 2023, arXiv 2305.14314, section 3)"
     return "adamw", "AdamW, the default of HF Trainer, torchtune and Megatron-LM"

@@ -47,12 +47,13 @@ export function formatRate(x) {
 /** A round axis tick (1, 2, 5 x 10^k): "0.5", "20", "1,000". */
 export function formatTick(v) { return Number(v.toPrecision(3)).toLocaleString("en-US", { maximumFractionDigits: 3 }); }
 
-/** units.format_seconds: ms below 1 s, s below 90 s, min below 90 min, h below 2 days, days below 120 days, then
+/** units.format_seconds: ms below 1 s, s below 90 s, min below 90 min (one decimal below 10 min), h below 2 days, days below 120 days, then
  * months of 730 h (units.HOURS_PER_MONTH); tests/web/test_format_js.py compares the two. */
 export function formatSeconds(s) {
   if (s === null || s === undefined) return "-";
   if (s < 1) return `${(s * 1000).toFixed(0)} ms`;
   if (s < 90) return `${s.toFixed(1)} s`;
+  if (s < 600) return `${(s / 60).toFixed(1)} min`;
   if (s < 5400) return `${(s / 60).toFixed(0)} min`;
   if (s < 2 * 86400) return `${(s / 3600).toFixed(1)} h`;
   if (s < 120 * 86400) return `${(s / 86400).toFixed(1)} days`;
