@@ -120,16 +120,18 @@ def normalize_format(name: str) -> str:
 
 
 @lru_cache(maxsize=256)
-def largest_quantized_matrix(spec: ModelSpec, fmt: str) -> int:
+def largest_quantized_matrix(spec: ModelSpec, fmt: str, fused_experts: bool = False) -> int:
     """Elements of the largest single matrix a format quantizes (its dequantization buffer size); memoized per
-    model."""
+    model. ``fused_experts``: routed experts and router are not quantized (``bnb_quantizes``)."""
     best = 0
+    skip = FUSED_KEPT if fused_experts else frozenset()
     head, groups, tail = layer_groups(spec)  # a layer's tensors are its kind's (the first layer's, re-stamped)
     for _role, comp, shape, count, _layer, numel in chain(head, chain.from_iterable(g[1] for g in groups),
                                                           chain.from_iterable(s[0] for s in tail)):
         if len(shape) == 2 and min(shape) > 1 and comp not in ("embedding", "lm_head", "vision",
                                                                      "per_layer_embedding"):  # Tensor.matrix
-            best = max(best, numel // count)
+            if comp not in skip:
+                best = max(best, numel // count)
     return best
 
 
