@@ -101,7 +101,7 @@ from .training.gather_units import (
     deepspeed_zero3_volume,
     fsdp_collective_volume,
 )
-from .training.setup import compiled_loss, qlora_base_format
+from .training.setup import compiled_loss, qlora_base_format, qlora_fused_experts
 from .training.states import stage_states
 from .training.timeline import pipeline_fsdp2
 
@@ -510,6 +510,11 @@ class StepTime:
                 "model_parallel": self.model_parallel._asdict() if self.model_parallel is not None else None}
 
 
+def _base_weight_bytes(w: TrainingWorkload, spec: ModelSpec) -> int:
+    """Bytes of the frozen/trained base as it is held (estimate/training/setup.py decides format and fused experts)."""
+    return weight_bytes(spec, _weight_format(w, spec), fused_experts=qlora_fused_experts(spec, w)).total
+
+
 def _weight_format(w: TrainingWorkload, spec: ModelSpec) -> str:
     if w.method == "qlora":
         return qlora_base_format(spec, w.nf4_format)
@@ -838,7 +843,7 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
             wb, wb_again, after = float(ds3.forward), float(ds3.backward), float(ds3.persistent)
             gb = float(ds3.reduced) * reduced_grad_bytes(w)
         else:
-            wb = float(weight_bytes(spec, _weight_format(w, spec)).total)
+            wb = float(_base_weight_bytes(w, spec))
             gb = float(fl.trained_params) * reduced_grad_bytes(w)
         host = device.kind == "gpu" and not peer_to_peer(device)
         bw = E.HOST_STAGED_COLLECTIVE_BANDWIDTH.expected if host else link_bandwidth
@@ -940,7 +945,7 @@ def _offload_copies(spec: ModelSpec, w: TrainingWorkload, comm: DataParallelComm
     device's host link, folded into the phases of ``comm``."""
     ctx = training_context(spec, w)
     if w.adapters:  # the frozen base as stored (the adapters' own bytes are a rounding error)
-        stored = float(weight_bytes(spec, _weight_format(w, spec)).total)
+        stored = float(_base_weight_bytes(w, spec))
     else:
         stored = float(count_params(spec).total) * ctx.recipe.model_bytes
     shards = min(w.gpus, w.gpus_per_node) if mode == "hybrid" else w.gpus

@@ -63,6 +63,19 @@ Lightning Fabric replaces every ``torch.nn.Linear`` built under ``fabric.init_mo
 ({"torch.nn.Linear": ...})``, bitsandbytes.py line 140; ``_convert_layers`` lines 415-436 with no ``ignore_modules``):
 litgpt's lm_head is an ``nn.Linear`` (litgpt/model.py @ 00af8b0d line 25; lora.py line 509 wraps one in LoRALinear), so
 it is quantized too, unlike transformers' (``get_keys_to_not_convert`` keeps lm_head in bf16).
+
+**Fused MoE experts stay in the model dtype** under ``bitsandbytes`` (transformers 5 ``load_in_4bit``, which needs
+bitsandbytes >= 0.46.1: utils/import_utils.py line 166). transformers replaces only modules whose type *is*
+``nn.Linear`` (or GPT-2's ``Conv1D``): ``replace_with_bnb_linear``, integrations/bitsandbytes.py @ 5.24.0 line 189
+``if isinstance(module, Conv1D) or type(module) is nn.Linear``; ``param_needs_quantization`` takes only
+``Linear4bit`` weights (quantizers/quantizer_bnb_4bit.py line 87). Transformers 5 stores the routed experts of every
+MoE family as fused 3-D ``nn.Parameter``s (``gate_up_proj`` [E, 2I, H], ``down_proj`` [E, H, I]: e.g.
+models/qwen3_next/modeling_qwen3_next.py lines 797-798, mixtral, qwen3_moe, deepseek_v3, gpt_oss, jamba, llama4,
+nemotron_h's ``up_proj``) and the router as an ``nn.Parameter`` [E, H] (qwen3_next line 835; Llama4Router subclasses
+``nn.Linear``, which the ``type(...) is`` test also skips), so both stay bf16/fp16 beside the NF4 attention and
+shared-expert linears; bitsandbytes 0.50 has no expert module and PEFT only wraps such parameters
+(``target_parameters``). The bitsandbytes-0.42 era (transformers 4.x) built experts and router as ``nn.Linear``s,
+Lightning/litgpt's LLaMAMoE too: there they are quantized. torchao (torchtune) is left as before.
 """
 
 from __future__ import annotations
@@ -77,6 +90,7 @@ SOURCE = ("bitsandbytes nn/modules.py Params4bit._quantize; torchao dtypes/nf4te
 
 KEEPS_INPUT = frozenset({"bitsandbytes-0.42", "lightning-bnb-0.42"})  # eq. (4)
 QUANTIZES_LM_HEAD = frozenset({"lightning-bnb-0.42"})  # Lightning's nn.Linear replacement
+KEEPS_FUSED_EXPERTS = frozenset({"bitsandbytes"})  # transformers 5: experts/router are nn.Parameters
 FP16_QUANTIZED = frozenset({"bitsandbytes-0.42", "lightning-bnb-0.42"})  # eq. (5): the fp16 source of 0.42
 
 
@@ -96,6 +110,18 @@ def quantizes_lm_head(quantizer: str) -> bool:
     torchtune keep it in bf16)."""
     _check(quantizer)
     return quantizer in QUANTIZES_LM_HEAD
+
+
+def keeps_fused_experts(quantizer: str) -> bool:
+    """Whether the quantizer leaves routed experts and router in the model dtype (transformers 5 stores them as fused
+    ``nn.Parameter``s, which ``replace_with_bnb_linear`` does not replace; see the module docstring)."""
+    _check(quantizer)
+    return quantizer in KEEPS_FUSED_EXPERTS
+
+
+FUSED_EXPERTS_SOURCE = ("transformers 5.24.0 integrations/bitsandbytes.py line 189 (replace_with_bnb_linear: only "
+                        "type(module) is nn.Linear); models/qwen3_next/modeling_qwen3_next.py lines 797-798, 835 "
+                        "(fused expert and router nn.Parameters)")
 
 
 def dequant_bytes(numel: int, quantizer: str, compute: int, compute_fp16: bool = False) -> int:

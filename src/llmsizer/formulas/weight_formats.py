@@ -24,7 +24,9 @@ awq-int4          packed ``qweight`` 0.5 B/elem, ``qzeros`` packed (0.5 B per gr
 nf4/fp4 (-dq)     bitsandbytes ``Linear4bit``: 0.5 B/elem + fp32 absmax per 64-element block; with double
                   quantization (``-dq``) absmax becomes uint8 plus one fp32 absmax per 256 blocks and a
                   256-entry fp32 code (Dettmers et al. 2023, QLoRA, arXiv 2305.14314, section 3
-                  "Double Quantization": 0.5 -> 0.127 bits/param). Every Linear except lm_head.
+                  "Double Quantization": 0.5 -> 0.127 bits/param). Every Linear except lm_head; with
+                  ``fused_experts`` (transformers 5, formulas/nf4_quantization.py) routed experts and router
+                  stay in the unquantized dtype too (fused nn.Parameters, not nn.Linear).
 mxfp4             OCP MX FP4: 32 elements share an E8M0 scale, 17 B/32 elem (gpt-oss ``modules_to_not_convert``:
                   attention, router, embeddings, lm_head stay bf16; experts only).
 gguf:<ftype>      llama.cpp file types (q8_0, q6_k, q5_k_m, q4_k_m, q4_0, q3_k_m, q2_k, iq4_xs, ...): the
@@ -118,16 +120,18 @@ def normalize_format(name: str) -> str:
 
 
 @lru_cache(maxsize=256)
-def largest_quantized_matrix(spec: ModelSpec, fmt: str) -> int:
+def largest_quantized_matrix(spec: ModelSpec, fmt: str, fused_experts: bool = False) -> int:
     """Elements of the largest single matrix a format quantizes (its dequantization buffer size); memoized per
-    model."""
+    model. ``fused_experts``: routed experts and router are not quantized (``bnb_quantizes``)."""
     best = 0
+    skip = FUSED_KEPT if fused_experts else frozenset()
     head, groups, tail = layer_groups(spec)  # a layer's tensors are its kind's (the first layer's, re-stamped)
     for _role, comp, shape, count, _layer, numel in chain(head, chain.from_iterable(g[1] for g in groups),
                                                           chain.from_iterable(s[0] for s in tail)):
         if len(shape) == 2 and min(shape) > 1 and comp not in ("embedding", "lm_head", "vision",
                                                                      "per_layer_embedding"):  # Tensor.matrix
-            best = max(best, numel // count)
+            if comp not in skip:
+                best = max(best, numel // count)
     return best
 
 
@@ -172,7 +176,21 @@ def bnb4_matrix_bytes(numel: int, fmt: str) -> int:
     return _bnb4(numel, fmt.endswith("-dq"))
 
 
-def _tensor_bytes_simple(fmt: str, t: Tensor, group_size: int, other_bytes: int = 2) -> tuple[int, str]:
+BNB_KEPT = frozenset({"embedding", "lm_head", "per_layer_embedding"})  # get_keys_to_not_convert; not nn.Linear
+FUSED_KEPT = frozenset({"experts", "router"})  # transformers 5 nn.Parameters (formulas/nf4_quantization.py)
+
+
+def bnb_quantizes(t: Tensor, fused_experts: bool = False) -> bool:
+    """Whether bitsandbytes' 4-bit/8-bit replacement takes tensor ``t``: every 2-D linear weight except the
+    embeddings and lm_head; with ``fused_experts`` (transformers 5 ``replace_with_bnb_linear``) not the routed
+    experts and router either, which are fused ``nn.Parameter``s there. Qwen2-MoE/Qwen3-Next's
+    ``shared_expert_gate`` is an ``nn.Linear(H, 1)``: a 1-row matrix, quantized too."""
+    linear = t.matrix or t.role == "ffn_gate_inp_shexp"
+    return linear and t.component not in BNB_KEPT and not (fused_experts and t.component in FUSED_KEPT)
+
+
+def _tensor_bytes_simple(fmt: str, t: Tensor, group_size: int, other_bytes: int = 2,
+                         fused_experts: bool = False) -> tuple[int, str]:
     """Bytes of one tensor group under a non-GGUF format, and the storage label."""
     out_f = t.shape[0]
     in_f = t.shape[1] if len(t.shape) == 2 else 1
@@ -182,7 +200,7 @@ def _tensor_bytes_simple(fmt: str, t: Tensor, group_size: int, other_bytes: int 
         return n * DTYPE_BYTES[fmt], fmt
     quantizable = t.matrix and t.component in QUANT_COMPONENTS
     if fmt in ("llm.int8", "nf4", "nf4-dq", "fp4", "fp4-dq"):
-        quantizable = t.matrix and t.component not in ("embedding", "lm_head", "per_layer_embedding")
+        quantizable = bnb_quantizes(t, fused_experts)
     if fmt == "mxfp4":
         quantizable = t.matrix and t.component == "experts"
     if not quantizable:
@@ -361,11 +379,12 @@ def gguf_tensor_type(spec: ModelSpec, ftype: str, t: Tensor) -> str:
 
 @lru_cache(maxsize=512)
 def weight_bytes(spec: ModelSpec, fmt: str, group_size: int = GROUP_SIZE_DEFAULT,
-                 other_bytes: int = OTHER_BYTES_DEFAULT) -> WeightBytes:
+                 other_bytes: int = OTHER_BYTES_DEFAULT, fused_experts: bool = False) -> WeightBytes:
     """Weight memory of ``spec`` stored in format ``fmt`` (see the module table for each rule).
 
     ``other_bytes`` is the element size of the tensors a quantized format leaves unquantized (embeddings,
     lm_head, norms, router): 2 when loaded in bf16/fp16, 4 when loaded without a torch_dtype (fp32).
+    ``fused_experts``: bitsandbytes formats leave routed experts and router unquantized (``bnb_quantizes``).
     ``fmt`` "file": the bytes stored in the model file the spec was read from (``file_weight_bytes``).
     """
     if fmt == "file":
@@ -395,7 +414,7 @@ def weight_bytes(spec: ModelSpec, fmt: str, group_size: int = GROUP_SIZE_DEFAULT
                 gtype = gguf_tensor_type(spec, fmt[5:], t)
                 hit = (ggml_tensor_bytes(gtype, numel // count) * count, gtype)
             else:
-                hit = _tensor_bytes_simple(fmt, t, group_size, other_bytes)
+                hit = _tensor_bytes_simple(fmt, t, group_size, other_bytes, fused_experts)
             memo[key] = hit
         return hit
 

@@ -767,6 +767,7 @@ def _explain(ctx: TrainingContext, acc: Acc, tl: StageTimeline) -> None:
     if ctx.w.adapters:
         a = ctx.adapter_bytes
         base = "NF4 (~0.5 B)" if ctx.base_format in ("nf4", "nf4-dq") else f"{ctx.base_bytes} B"
+        base += f" (routed experts and router {ctx.base_bytes} B)" if ctx.fused_experts else ""
         value = (f"adapters: {a + a + sb:g} B per trained param = {a} weights + {a} grads + {sb:g} {opt.name}; "
                  f"frozen base {base} per param, no gradients or states")
         acc.assumptions.append(Assumption("bytes_per_param", value, True, WHY_16_VS_18))

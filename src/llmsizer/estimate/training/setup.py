@@ -13,7 +13,12 @@ from ...formulas import unsloth_kernels
 from ...formulas.context_parallel import local_tokens
 from ...formulas.dtypes import DTYPE_BYTES
 from ...formulas.lora import LoraParams, adapted_roles, any_quantizable, lora_params, rank_ceiling
-from ...formulas.nf4_quantization import matmul_keeps_input, quantizes_lm_head
+from ...formulas.nf4_quantization import (
+    FUSED_EXPERTS_SOURCE,
+    keeps_fused_experts,
+    matmul_keeps_input,
+    quantizes_lm_head,
+)
 from ...formulas.tensor_parallel import check_tensor_parallel
 from ...formulas.training_activations import ActivationSetup
 from ...formulas.training_states import (
@@ -100,6 +105,7 @@ class TrainingContext:
     lora: LoraParams | None
     act: ActivationSetup
     weight_copy_bytes: int  # autocast half copies of fp32 linear weights (0: none)
+    fused_experts: bool = False  # QLoRA base: routed experts + router left in base_bytes (qlora_fused_experts)
 
 
 def compile_partitions_layers(w: TrainingWorkload) -> bool:
@@ -134,6 +140,13 @@ def qlora_base_format(spec: ModelSpec, nf4_format: str = "nf4-dq") -> str:
     quantization)."""
     q = spec.quantization_config
     return "gptq-int4" if q.get("quant_method") == "gptq" and q.get("bits", 4) == 4 else nf4_format
+
+
+def qlora_fused_experts(spec: ModelSpec, w: TrainingWorkload) -> bool:
+    """Whether the QLoRA base keeps its routed experts and router in the base dtype: a bitsandbytes NF4 base of an
+    MoE model under transformers 5, which stores them as fused nn.Parameters (formulas/nf4_quantization.py)."""
+    return (w.method == "qlora" and spec.moe is not None and qlora_base_format(spec, w.nf4_format) != "gptq-int4"
+            and keeps_fused_experts(w.nf4_quantizer))
 
 
 def resolve(spec: ModelSpec, w: TrainingWorkload, acc: Acc) -> TrainingContext:
@@ -212,6 +225,11 @@ def resolve(spec: ModelSpec, w: TrainingWorkload, acc: Acc) -> TrainingContext:
                                               "QLoRA: NF4 with double quantization (Dettmers et al. 2023 section 3), "
                                               "bitsandbytes Linear4bit" if w.nf4_format == "nf4-dq" else
                                               "given: NF4 with fp32 block scales, bitsandbytes Linear4bit"))
+            if qlora_fused_experts(spec, w):
+                acc.assumptions.append(Assumption(
+                    "fused_experts", str(other), True, "routed experts and router stay unquantized: transformers 5 "
+                    "stores them as fused nn.Parameters and bitsandbytes replaces only nn.Linear (" +
+                    FUSED_EXPERTS_SOURCE + ")"))
     else:
         default = "fp32" if w.precision == "fp32" else "bf16"
         bd = str(acc.assume("base_dtype", default, w.base_dtype,
@@ -304,4 +322,5 @@ def resolve(spec: ModelSpec, w: TrainingWorkload, acc: Acc) -> TrainingContext:
         unsloth_kernels.check(spec, act)
     return TrainingContext(spec=spec, w=w, recipe=rec, optimizer=opt, state_bytes=DTYPE_BYTES[sd],
                            optimizer_impl=impl, base_bytes=base_bytes, base_format=base_format,
-                           adapter_bytes=adapter_bytes, lora=lora, act=act, weight_copy_bytes=copies)
+                           adapter_bytes=adapter_bytes, lora=lora, act=act, weight_copy_bytes=copies,
+                           fused_experts=qlora_fused_experts(spec, w))

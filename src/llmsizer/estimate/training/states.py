@@ -99,7 +99,7 @@ def stage_states(ctx: TrainingContext, stage: int) -> StageStates:
     tied_copy = spec.tie_word_embeddings and w.pp > 1 and stage == last
 
     # ---- base weights (format-aware, TP-sharded by weight_formats/tensor_parallel) ----
-    wb = weight_bytes(spec, ctx.base_format, GROUP_SIZE_DEFAULT, ctx.base_bytes)
+    wb = weight_bytes(spec, ctx.base_format, GROUP_SIZE_DEFAULT, ctx.base_bytes, ctx.fused_experts)
     wb = shard_weights(spec, wb, tp, ctx.base_bytes) if tp > 1 else wb
     expert_elems = _expert_elements(spec)
     total_expert = sum(expert_elems.values())

@@ -452,7 +452,7 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
         layers_held = 1 if w.grad_checkpointing == "full" else len(st.layers)
         dequant = largest_quantized_layer(spec) * 2 * layers_held // max(1, w.tp)
     elif w.method == "qlora":  # one matrix dequantized for its GEMM (nf4_quantization.py eq. 5)
-        largest = largest_quantized_matrix(spec, "nf4-dq")
+        largest = largest_quantized_matrix(spec, "nf4-dq", ctx.fused_experts)
         if quantizes_lm_head(w.nf4_quantizer) and not spec.tie_word_embeddings:
             largest = max(largest, spec.vocab_size * spec.hidden_size)
         dequant = dequant_bytes(largest, w.nf4_quantizer, act.compute,
@@ -483,7 +483,7 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
     if w.method == "qlora" and not gptq:  # the model is built: the base quantized matrix by matrix (nf4_quantization.py)
         init = Phase("model init", {k: v for k, v in base.items() if k in ("weights", "adapter_weights")})
         init.parts["quantization_transient"] = quantize_transient_bytes(
-            largest_quantized_matrix(spec, "nf4-dq") // max(1, w.tp), w.nf4_quantizer)
+            largest_quantized_matrix(spec, "nf4-dq", ctx.fused_experts) // max(1, w.tp), w.nf4_quantizer)
         phases.append(init)
     all_kept = sum(act_kept)
     fwd_kept = m * all_kept  # saved activations on the device at forward end

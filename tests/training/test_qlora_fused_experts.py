@@ -1,0 +1,102 @@
+"""QLoRA on MoE models: which parameters bitsandbytes quantizes (issue #12).
+
+Independent truth: transformers' own bitsandbytes 4-bit quantizer run on the model transformers builds (tiny
+configs, meta device): ``Bnb4BitHfQuantizer._process_model_before_weight_loading`` swaps modules through
+``replace_with_bnb_linear`` (integrations/bitsandbytes.py @ 5.24.0 line 189: only ``type(module) is nn.Linear``),
+and ``param_needs_quantization`` (quantizers/quantizer_bnb_4bit.py line 87) names each parameter the load
+quantizes. In transformers 5 the routed experts are fused 3-D ``nn.Parameter``s and the router an ``nn.Parameter``,
+so they stay in the model dtype. llmsizer's per-tensor decision (``weight_formats.bnb_quantizes``) must quantize
+exactly the same elements.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from llmsizer.formulas.tensors import model_tensors
+from llmsizer.formulas.weight_formats import bnb_quantizes, weight_bytes
+from llmsizer.readers.hf_config import spec_from_config
+from oracle_utils import TINY_CONFIGS, build, torch
+
+pytestmark = pytest.mark.slow
+
+bnb = pytest.importorskip("bitsandbytes")
+
+_QWEN3_NEXT = {"model_type": "qwen3_next", "vocab_size": 128, "hidden_size": 64, "num_hidden_layers": 4,
+               "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "intermediate_size": 96,
+               "linear_num_key_heads": 2, "linear_num_value_heads": 4, "linear_key_head_dim": 8,
+               "linear_value_head_dim": 12, "num_experts": 8, "num_experts_per_tok": 2, "moe_intermediate_size": 32,
+               "shared_expert_intermediate_size": 48}
+_JAMBA = {"model_type": "jamba", "vocab_size": 128, "hidden_size": 64, "num_hidden_layers": 8,
+          "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 96, "num_experts": 4,
+          "num_experts_per_tok": 2, "attn_layer_period": 4, "attn_layer_offset": 1, "expert_layer_period": 2,
+          "expert_layer_offset": 1, "mamba_d_state": 8}
+
+_NEMOTRON_H = {"model_type": "nemotron_h", "vocab_size": 128, "hidden_size": 64, "hybrid_override_pattern": "M-M*ME",
+               "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "intermediate_size": 96,
+               "mamba_num_heads": 8, "mamba_head_dim": 16, "ssm_state_size": 16, "n_groups": 2,
+               "n_routed_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32,
+               "moe_shared_expert_intermediate_size": 48}
+_LLAMA4 = {"model_type": "llama4_text", "vocab_size": 128, "hidden_size": 64, "num_hidden_layers": 8,
+           "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "intermediate_size": 32,
+           "intermediate_size_mlp": 96, "num_local_experts": 4, "num_experts_per_tok": 1,
+           "attention_chunk_size": 16}
+
+CASES: list[tuple[str, dict[str, Any]]] = [
+    ("qwen3_next", _QWEN3_NEXT),
+    ("jamba", _JAMBA),
+    ("nemotron_h", _NEMOTRON_H),
+    ("llama4", _LLAMA4),
+    *((k, TINY_CONFIGS[k]) for k in ("mixtral-moe", "qwen3-moe", "qwen2-moe-shared", "deepseek-v3-mla",
+                                     "gpt-oss-layer-types")),
+]
+
+
+def _bnb_split(cfg: dict[str, Any]) -> tuple[int, int]:
+    """(quantized, kept) weight elements of 2-D-or-more parameters when transformers loads ``cfg`` in 4 bits."""
+    from transformers import BitsAndBytesConfig
+    from transformers.quantizers.quantizer_bnb_4bit import Bnb4BitHfQuantizer
+
+    model = build(cfg, dtype=torch.bfloat16)
+    q = Bnb4BitHfQuantizer(BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4",
+                                              bnb_4bit_use_double_quant=True))
+    q._process_model_before_weight_loading(model, device_map=None)
+    quantized = kept = 0
+    for name, p in model.named_parameters():
+        if q.param_needs_quantization(model, name):
+            quantized += p.numel()
+        elif p.dim() >= 2 and min(p.shape[-2:]) > 1 and "embed" not in name and "lm_head" not in name:
+            kept += p.numel()  # matrices left in bf16 (norms, biases, convs' depth-1 and embeddings aside)
+    return quantized, kept
+
+
+def _ours(cfg: dict[str, Any], fused: bool) -> tuple[int, int]:
+    spec = spec_from_config(cfg, name="tiny")
+    quantized = kept = 0
+    for t in model_tensors(spec):
+        if bnb_quantizes(t, fused):
+            quantized += t.numel
+        elif t.matrix and t.component in ("experts", "router"):
+            kept += t.numel
+    return quantized, kept
+
+
+@pytest.mark.parametrize(("label", "cfg"), CASES, ids=[c[0] for c in CASES])
+def test_bnb_quantizes_what_transformers_quantizes(label: str, cfg: dict[str, Any]) -> None:
+    real_q, real_kept = _bnb_split(cfg)
+    ours_q, ours_kept = _ours(cfg, fused=True)
+    assert ours_q == real_q, f"{label}: quantized elements {ours_q} vs transformers {real_q}"
+    assert ours_kept <= real_kept, f"{label}: experts/router kept {ours_kept} > bf16 matrices {real_kept}"
+    # counting the fused experts as NF4 (the rule before issue #12) would not match transformers
+    assert _ours(cfg, fused=False)[0] != real_q
+
+
+def test_weight_bytes_keep_fused_experts_in_base_dtype() -> None:
+    spec = spec_from_config(TINY_CONFIGS["mixtral-moe"], name="tiny")
+    nf4 = weight_bytes(spec, "nf4-dq", other_bytes=2)
+    kept = weight_bytes(spec, "nf4-dq", other_bytes=2, fused_experts=True)
+    experts = sum(t.numel for t in model_tensors(spec) if t.component == "experts")
+    assert kept.by_component["experts"] == 2 * experts
+    assert nf4.by_component["experts"] < kept.by_component["experts"]
