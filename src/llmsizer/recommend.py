@@ -443,7 +443,7 @@ def recommend_inference(model: ModelSpec | str, *, context: int = InferenceWorkl
                if first.price_per_hour is not None else "fits and meets every constraint; no option with a price does")
         meets[0] = _replace(first, status="chosen", reasons=(why, *first.reasons))
     rejected.sort(key=lambda o: (o.price_per_hour is None, o.price_per_hour or 0.0))
-    assumptions = [search_margin_assumption(c.headroom),
+    assumptions = [search_margin_assumption(c.headroom, fields.get("fit_target")),
                    Assumption("context", context, False, "tokens per sequence (prompt + output)"),
                    Assumption("concurrency", concurrency, False, "sequences served at once")]
     if found is not None:

@@ -30,6 +30,7 @@ from .common import (
 from .workload_args import (
     add_allow_long_context_arg,
     add_engine_version_arg,
+    add_fit_target_arg,
     add_headroom_arg,
     add_media_args,
     add_metric_arg,
@@ -73,6 +74,7 @@ def register(sub: Any) -> None:
                    "for a CPU), as `fit --memory`")
     add_headroom_arg(p, engines="defaults")
     add_metric_arg(p)  # with --fits-on, as `fit --metric` and `recommend --metric`
+    add_fit_target_arg(p)
     p.add_argument("--hardware-file", action="append", default=[], metavar="FILE", help="extra hardware (JSON/YAML)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_models)
@@ -132,7 +134,7 @@ def _fits_on_flags_need_fits_on(args: argparse.Namespace) -> None:
                             ("--output-tokens", args.output_tokens), ("--kv-dtype", args.kv_dtype),
                             ("--engine", args.engine), ("--engine-version", args.engine_version),
                             ("--allow-long-context", args.allow_long_context), ("--memory", args.memory),
-                            ("--headroom", args.headroom), ("--metric", args.metric),
+                            ("--headroom", args.headroom), ("--metric", args.metric), ("--fit-target", args.fit_target),
                             *(("--" + k.replace("_", "-"), v) for k, v in media_fields(args).items())) if v is not None]
     if given:
         raise InputError(f"{', '.join(given)} need{'s' if len(given) == 1 else ''} --fits-on DEVICE (the hardware the "
@@ -159,12 +161,13 @@ def fits_on_answer(found: list[Any], args: argparse.Namespace) -> tuple[dict[str
                                output_tokens=args.output_tokens, hardware_files=args.hardware_file, engine=engine,
                                memory=args.memory, constraints=constraints, engine_version=args.engine_version,
                                kv_dtype=args.kv_dtype, allow_long_context=args.allow_long_context, metric=args.metric,
-                               **media))
+                               fit_target=args.fit_target, **media))
             for e in found]
     given = {k: v for k, v in (("output_tokens", args.output_tokens), ("kv_dtype", args.kv_dtype), ("engine", engine),
                                ("engine_version", args.engine_version),
                                ("allow_long_context", args.allow_long_context), ("memory", args.memory),
-                               ("headroom", args.headroom), ("metric", args.metric), *media.items()) if v is not None}
+                               ("headroom", args.headroom), ("metric", args.metric), ("fit_target", args.fit_target),
+                               *media.items()) if v is not None}
     if text_only:
         given["text_only_left_out"] = text_only
     newer = newer_release_note(engine, args.engine_version) if engine else None  # fit's warning, as recommend's
@@ -195,6 +198,7 @@ def _fits_on(found: list[Any], args: argparse.Namespace) -> int:
     on = "".join(f", {k} {v}" for k, v in (("engine", args.engine), ("release", args.engine_version),
                                             ("memory", args.memory and format_bytes(args.memory)),
                                             ("headroom", args.headroom),
+                                            ("fit target", args.fit_target and format_bytes(args.fit_target)),
                                             *((k.replace("_", " "), "x".join(map(str, v)) if isinstance(v, tuple) else v)
                                               for k, v in media_fields(args).items())) if v is not None)
     floor = "in memory (decode speed unknown: see the warning)" if unchecked else "at reading speed or faster"

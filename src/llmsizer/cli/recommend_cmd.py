@@ -14,6 +14,7 @@ from ..specs import InferenceWorkload, ModelSpec, normalize_engine
 from .commands import COMMAND_HELP
 from .common import add_model_args, duration_arg, emit_json, exit_code, float_arg, int_arg, resolve_model
 from .workload_args import (
+    add_fit_target_arg,
     add_headroom_arg,
     add_inference_args,
     add_metric_arg,
@@ -66,6 +67,7 @@ def register(sub: Any) -> None:
     c.add_argument("--provider", action="append", default=[], help="aws, gcp, azure (repeatable)")
     c.add_argument("--kwh-price", type=float_arg(MONEY), help="USD per kWh, to price owned hardware by its power draw")
     add_headroom_arg(c)
+    add_fit_target_arg(c)  # the margin fit keeps for llama.cpp (estimate/verdict.py margin_rule), as fit's flag
     p.add_argument("--hardware-file", action="append", default=[], metavar="FILE", help="extra hardware (JSON/YAML)")
     p.add_argument("--top", type=int_arg(TOP), default=8, help="options and rejections to show (default 8)")
     p.add_argument("--json", action="store_true", help="machine-readable output (everything)")
@@ -91,6 +93,8 @@ def recommend_answer(spec: ModelSpec, args: argparse.Namespace) -> tuple[dict[st
         fields = inference_fields(args)  # every serving field given, as `fit` takes them
         for name in ("gpus", "weights", "context", "concurrency", "output_tokens", "engine"):
             fields.pop(name, None)  # --gpus is the training flag here; the others are recommend_inference's own
+        if args.fit_target is not None:  # a workload field (InferenceWorkload.fit_target), as fit passes it
+            fields["fit_target"] = args.fit_target
         rec = recommend_inference(spec, context=args.context or InferenceWorkload.context,
                                   concurrency=args.concurrency or InferenceWorkload.concurrency,
                                   output_tokens=args.output_tokens, weights=args.weights, constraints=cons,

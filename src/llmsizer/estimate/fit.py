@@ -27,7 +27,7 @@ from ..formulas.weight_formats import GROUP_SIZE_DEFAULT, OTHER_BYTES_DEFAULT
 from ..frozen import fast_init
 from ..models import load_model
 from ..numbers import CONCURRENCY, COUNT, LLAMACPP_GPUS, check_number
-from ..result import Assumption, Estimate
+from ..result import Assumption, Estimate, Notes
 from ..specs import InferenceWorkload, ModelSpec, TrainingWorkload
 from ..specs.workload import normalize_engine, prompt_and_output
 from . import efficiency as E
@@ -824,6 +824,15 @@ def training_on_memory(spec: ModelSpec, fields: dict[str, Any], memory: int, hea
     return _training_estimate(spec, dict(fields, memory=memory, headroom=headroom))
 
 
+def training_on_device(spec: ModelSpec, fields: dict[str, Any], memory: int, headroom: float | None, device: Device,
+                       notes: Notes) -> Estimate:
+    """``training_on_memory`` on ``device`` (``memory``: its usable bytes, ``notes``: ``target_memory``'s notes behind
+    them), with the device's named notes first (estimate/device.py ``named_device_notes``: the device, a runtime
+    stand-in, where its memory came from, and their warnings): the one path of `fit --train` (``fit_training``) and
+    the training plan, so both say the same assumptions."""
+    return with_device_notes(training_on_memory(spec, fields, memory, headroom), named_device_notes(device, notes))
+
+
 def zero_chosen(est: Estimate) -> Assumption | None:
     """The ZeRO stage ``training_on_memory`` chose for ``est`` (its ``zero`` assumption with ``ZERO_WHY`` or
     ``ZERO_NONE_FITS_WHY``); None where the stage was given, or none was needed. The one reading of "the stage the
@@ -864,7 +873,7 @@ def fit_training(model: ModelSpec | str, hardware: str | Device | Instance, coun
         fields.setdefault(k, v)
     # the device and its memory named by the estimate (which `train --device` renders), its warnings first, as
     # estimate_training(device=) names and says them
-    est = with_device_notes(training_on_memory(spec, fields, usable, headroom), named_device_notes(device, notes))
+    est = training_on_device(spec, fields, usable, headroom, device, notes)
     taken = zero_chosen(est)
     chosen = [taken] if taken is not None else []
     assumptions += chosen

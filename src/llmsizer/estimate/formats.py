@@ -255,6 +255,8 @@ def engine_weights(spec: ModelSpec, engine: str, weights: str | None, group_size
     else:
         fmt = normalize_format(weights)
         out.assumptions.append(Assumption("weights", fmt, False, "given"))
+        if not group_size_given:  # the checkpoint's own group at its own format, as the format ladder sizes it
+            out.group_size = rung_group_size(spec, fmt, group_size)
         if engine == "llamacpp" and not fmt.startswith("gguf:"):
             if fmt not in ("fp32", "fp16", "bf16"):
                 raise InputError(f"engine llamacpp runs GGUF formats (e.g. q4_k_m, q8_0), not {fmt!r}")

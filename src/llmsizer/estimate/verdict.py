@@ -102,9 +102,12 @@ class Margin:
                           f"given: memory left free on each GPU, as llama.cpp --fit-target ({FIT_TARGET_SOURCE})")
 
 
-def search_margin_assumption(headroom: float | None) -> Assumption:
-    """The margin a search over engines and devices states once (``recommend``): the headroom given, or the
-    default share with llama.cpp's own margin named (each option's verdict keeps its engine's, ``margin_rule``)."""
+def search_margin_assumption(headroom: float | None, fit_target: int | None = None) -> Assumption:
+    """The margin a search over engines and devices states once (``recommend``): the headroom or llama.cpp
+    ``fit_target`` given, or the default share with llama.cpp's own margin named (each option's verdict keeps its
+    engine's, ``margin_rule``)."""
+    if fit_target is not None:
+        return margin_rule("llamacpp", "gpu", headroom, fit_target).assumption()
     if headroom is not None:
         return headroom_assumption(headroom)
     return Assumption("headroom", DEFAULT_HEADROOM, True,

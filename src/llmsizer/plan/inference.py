@@ -62,12 +62,14 @@ def _fit(spec: ModelSpec, target: Any, count: int | None, job: InferenceJob, fmt
 
 
 def engine_settings(job: InferenceJob, engine: str | None) -> dict[str, Any]:
-    """The job's engine_settings and engine_version when ``engine`` is the job's own engine (the reader refuses a
-    setting of another engine); none for hardware sized on another engine."""
+    """The job's engine_settings, engine_version and ``resources.fit_target`` (llama.cpp's margin, as `fit
+    --fit-target`) when ``engine`` is the job's own engine (the reader refuses a setting of another engine); none
+    for hardware sized on another engine."""
     if engine is None or engine != job.engine:
         return {}
     return {**job.engine_settings.fields(),
-            **({"engine_version": job.engine_version} if job.engine_version is not None else {})}
+            **({"engine_version": job.engine_version} if job.engine_version is not None else {}),
+            **({"fit_target": job.resources.fit_target} if job.resources.fit_target is not None else {})}
 
 
 def pinned_weights(job: InferenceJob, spec: ModelSpec, notes: JobNotes) -> str | None:
@@ -198,7 +200,7 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
                          hardware_files=ctx.hardware_files, catalog=ctx.cat(), quantization_advice=False,
                          media=job.media.fields(), engine=job.engine,
                          **{k: v for k, v in engine_settings(job, job.engine).items()
-                            if k in ("kv_unified", "engine_version", "max_num_seqs", "allow_long_context")})
+                            if k in ("kv_unified", "engine_version", "max_num_seqs", "allow_long_context", "fit_target")})
     except _Skip:
         pass
     except LlmsizerError as e:
@@ -295,7 +297,8 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
             _workload_need(f_typ, need_typ) if engine == "sglang" else need_typ, "B")
     usable = hw.memory_per_device
     # the margin the verdict keeps (estimate/verdict.py margin_rule: llama.cpp on a GPU its --fit-target)
-    margin = margin_rule(engine, "cpu" if on_cpu else "gpu", job.resources.headroom)
+    margin = margin_rule(engine, "cpu" if on_cpu else "gpu", job.resources.headroom,
+                         engine_settings(job, engine).get("fit_target"))
     budget_dev = f_peak.budget_per_device if f_peak else (margin.budget(usable) if usable else None)
     mem.add("usable", "memory of one device", usable, "B", "resources.memory" if job.resources.memory else "catalog")
     pool = f_peak is not None and f_peak.estimate is not None and \

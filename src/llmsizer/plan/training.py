@@ -12,9 +12,9 @@ from typing import Any
 
 from ..catalog.hardware import Device
 from ..errors import InputError, LlmsizerError
-from ..estimate.device import device_fields
+from ..estimate.device import device_fields, target_memory
 from ..estimate.duration import Duration, training_duration_for
-from ..estimate.fit import FitResult, fit_training, training_on_memory, vm_share_device, zero_chosen
+from ..estimate.fit import FitResult, fit_training, training_on_device, training_on_memory, vm_share_device, zero_chosen
 from ..estimate.inference import inference_sized
 from ..estimate.training.compose import INFERENCE_SIZED
 from ..estimate.verdict import DEFAULT_HEADROOM
@@ -162,9 +162,13 @@ def plan_training(job: TrainingJob, req: Request, ctx: PlanContext) -> JobPlan:
     if device is not None:
         fields.update(device_fields(device))
     usable = hw.memory_per_device
-    # the one rule (estimate/fit.py training_on_memory): on several devices with no sharding named, the
-    # least-sharded ZeRO stage that fits, as train --device and fit --train take it
-    est = training_on_memory(spec, fields, usable, job.resources.headroom) if usable else _estimate(spec, fields)
+    # the one rule (estimate/fit.py training_on_device): on several devices with no sharding named, the
+    # least-sharded ZeRO stage that fits, as train --device and fit --train take it, with the device's named notes
+    if usable and device is not None:
+        _, device_notes = target_memory(device, instance, job.resources.memory)
+        est = training_on_device(spec, fields, usable, job.resources.headroom, device, device_notes)
+    else:
+        est = training_on_memory(spec, fields, usable, job.resources.headroom) if usable else _estimate(spec, fields)
     if usable:
         taken = zero_chosen(est) if "fsdp" not in fields else None
         fields = dict(fields, zero=taken.value) if taken is not None else fields

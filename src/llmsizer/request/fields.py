@@ -148,6 +148,9 @@ RESOURCES = F("resources", "section", "the resources you have in mind (optional:
                   F("headroom", "share", "share of each device's memory kept free, as `fit --headroom` (default: "
                     "fit's; vLLM: gpu_memory_utilization = 1 - headroom; SGLang keeps none: engine_settings."
                     "mem_fraction_static)", 0.2, bounds=HEADROOM, template=False),
+                  F("fit_target", "size", "llama.cpp (engine: llamacpp): memory kept free on each GPU instead of a "
+                    "headroom share, as `fit --fit-target` / llama.cpp --fit-target (default: llama.cpp's own "
+                    "when no headroom is given); inference jobs only", template=False),
                   F("storage", "size", "disk space requested for the job (datasets, checkpoints, models, logs)",
                     "2 TB"),
                   F("pool", "str", "name of the machines or cluster the job runs on; jobs naming the same pool share "

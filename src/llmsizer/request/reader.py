@@ -565,6 +565,9 @@ class _Reader:
         return name
 
     def training_checks(self, i: int, j: TrainingJob) -> None:
+        if j.resources.fit_target is not None:
+            self.jerr(i, j, "resources.fit_target", "applies to inference jobs served by llama.cpp, not to training "
+                      "(use resources.headroom)")
         peft_given = any(v is not None for v in vars(j.peft).values())
         if j.method == "full" and peft_given:
             self.jerr(i, j, "peft", "parameter-efficient settings are given but method is 'full'; set method "
@@ -631,6 +634,13 @@ class _Reader:
                 InferenceWorkload(engine=j.engine, headroom=j.resources.headroom)
             except InputError as e:
                 self.jerr(i, j, "resources.headroom", str(e).removeprefix("headroom "))
+        if j.resources.fit_target is not None:  # the workload's own rules (llama.cpp's margin; not with a headroom)
+            try:
+                if j.engine is None:
+                    raise InputError("applies to engine llamacpp, not the default engine; set engine: llamacpp")
+                InferenceWorkload(engine=j.engine, headroom=j.resources.headroom, fit_target=j.resources.fit_target)
+            except InputError as e:
+                self.jerr(i, j, "resources.fit_target", str(e).removeprefix("fit_target "))
         if (j.adapters.mode is not None or j.adapters.count is not None) and j.model.from_job is None \
                 and j.adapters.rank is None:
             self.jerr(i, j, "adapters.rank", "is required when the adapters do not come from a training job of "

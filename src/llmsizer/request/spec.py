@@ -29,6 +29,7 @@ class Resources:
     nodes: int | None = None
     memory: int | None = None  # bytes per device
     headroom: float | None = None  # share of each device's memory kept free (estimate/verdict.py; None: its default)
+    fit_target: int | None = None  # llama.cpp: bytes kept free on each GPU instead of a headroom (estimate/verdict.py)
     storage: int | None = None  # bytes
     pool: str | None = None
     jurisdiction: str | None = None
