@@ -375,3 +375,24 @@ HYBRID_TINY: dict[str, dict[str, Any]] = {
     "mamba2": {"model_type": "mamba2", "vocab_size": 128, "hidden_size": 64, "num_hidden_layers": 3, "num_heads": 8,
                "head_dim": 16, "state_size": 16, "n_groups": 2, "conv_kernel": 5},
 }
+
+
+# Tiny configs of the hybrid (linear attention / state-space) and MoE families, shared by the parameter-count,
+# saved-tensor and QLoRA-quantization tests.
+TINY_QWEN3_NEXT = {"model_type": "qwen3_next", "vocab_size": 128, "hidden_size": 64, "num_hidden_layers": 4,
+                   "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "intermediate_size": 96,
+                   "linear_num_key_heads": 2, "linear_num_value_heads": 4, "linear_key_head_dim": 8,
+                   "linear_value_head_dim": 12, "num_experts": 8, "num_experts_per_tok": 2, "moe_intermediate_size": 32,
+                   "shared_expert_intermediate_size": 48}
+TINY_JAMBA = {"model_type": "jamba", "vocab_size": 128, "hidden_size": 64, "num_hidden_layers": 8,
+              "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 96, "num_experts": 4,
+              "num_experts_per_tok": 2, "attn_layer_period": 4, "attn_layer_offset": 1, "expert_layer_period": 2,
+              "expert_layer_offset": 1, "mamba_d_state": 8}
+TINY_FALCON_H1 = {"model_type": "falcon_h1", "vocab_size": 128, "hidden_size": 64, "num_hidden_layers": 3,
+                  "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 96, "mamba_d_ssm": 128,
+                  "mamba_n_heads": 8, "mamba_d_state": 16, "mamba_n_groups": 2}
+TINY_NEMOTRON_H = {"model_type": "nemotron_h", "vocab_size": 128, "hidden_size": 64, "hybrid_override_pattern": "M-M*ME",
+                   "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "intermediate_size": 96,
+                   "mamba_num_heads": 8, "mamba_head_dim": 16, "ssm_state_size": 16, "n_groups": 2,
+                   "n_routed_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32,
+                   "moe_shared_expert_intermediate_size": 48}

@@ -17,27 +17,14 @@ import pytest
 from llmsizer.errors import InputError, ModelFileError
 from llmsizer.formulas.params import count_params
 from llmsizer.readers.hf_config import spec_from_config
+from oracle_utils import TINY_FALCON_H1 as _FALCON_H1
+from oracle_utils import TINY_JAMBA as _JAMBA
+from oracle_utils import TINY_NEMOTRON_H as _NEMOTRON_H
+from oracle_utils import TINY_QWEN3_NEXT as _QWEN3_NEXT
 from oracle_utils import assert_params_equal, build, transformers
 
 pytestmark = pytest.mark.slow
 
-_QWEN3_NEXT = {"model_type": "qwen3_next", "vocab_size": 128, "hidden_size": 64, "num_hidden_layers": 4,
-               "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "intermediate_size": 96,
-               "linear_num_key_heads": 2, "linear_num_value_heads": 4, "linear_key_head_dim": 8,
-               "linear_value_head_dim": 12, "num_experts": 8, "num_experts_per_tok": 2, "moe_intermediate_size": 32,
-               "shared_expert_intermediate_size": 48}
-_JAMBA = {"model_type": "jamba", "vocab_size": 128, "hidden_size": 64, "num_hidden_layers": 8,
-          "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 96, "num_experts": 4,
-          "num_experts_per_tok": 2, "attn_layer_period": 4, "attn_layer_offset": 1, "expert_layer_period": 2,
-          "expert_layer_offset": 1, "mamba_d_state": 8}
-_FALCON_H1 = {"model_type": "falcon_h1", "vocab_size": 128, "hidden_size": 64, "num_hidden_layers": 3,
-              "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 96, "mamba_d_ssm": 128,
-              "mamba_n_heads": 8, "mamba_d_state": 16, "mamba_n_groups": 2}
-_NEMOTRON_H = {"model_type": "nemotron_h", "vocab_size": 128, "hidden_size": 64, "hybrid_override_pattern": "M-M*ME",
-               "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "intermediate_size": 96,
-               "mamba_num_heads": 8, "mamba_head_dim": 16, "ssm_state_size": 16, "n_groups": 2,
-               "n_routed_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32,
-               "moe_shared_expert_intermediate_size": 48}
 _GRANITE = {"model_type": "granitemoehybrid", "vocab_size": 128, "hidden_size": 64, "num_hidden_layers": 4,
             "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 32,
             "shared_intermediate_size": 96, "num_local_experts": 4, "num_experts_per_tok": 2,

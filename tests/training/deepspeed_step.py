@@ -27,27 +27,43 @@ import sys
 from typing import Any
 
 
-def main(case: dict[str, Any]) -> dict[str, Any]:
+def default_rank_env() -> None:
+    """One rank on this host unless the launcher set them (RANK / WORLD_SIZE / MASTER_PORT ...)."""
     for key, value in (("MASTER_ADDR", "127.0.0.1"), ("MASTER_PORT", "29533"), ("RANK", "0"), ("WORLD_SIZE", "1"),
                        ("LOCAL_RANK", "0")):
         os.environ.setdefault(key, value)
-    import deepspeed
+
+
+def zero3_setup(case: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+    """The transformers config and the DeepSpeed ZeRO-3 config of ``case`` (``precision`` 'bf16', the default, or
+    'fp32'; ``zero``: extra ``zero_optimization`` keys), with DeepSpeed's CPU shared-memory extension switched off
+    (gloo does the collectives), transformers quiet and one torch thread."""
     import torch
     import transformers
 
     importlib.import_module("deepspeed.comm.torch")
     sys.modules["deepspeed.comm.torch"].build_shm_op = lambda: None  # type: ignore[attr-defined]
-    from measure_step import LiveTensorBytes
-
     transformers.logging.set_verbosity_error()
     torch.set_num_threads(1)
     conf = transformers.AutoConfig.for_model(**case["config"])
     conf._attn_implementation = "sdpa"
-    zero: dict[str, Any] = {"stage": 3}
-    zero.update(case.get("zero", {}))
-    ds_config = {"train_micro_batch_size_per_gpu": case["batch"], "bf16": {"enabled": True},
-                 "zero_optimization": zero,
-                 "optimizer": {"type": "AdamW", "params": {"lr": 1e-4, "torch_adam": True, "fused": False}}}
+    zero: dict[str, Any] = {"stage": 3, **case.get("zero", {})}
+    ds_config: dict[str, Any] = {"train_micro_batch_size_per_gpu": case["batch"], "zero_optimization": zero,
+                                 "optimizer": {"type": "AdamW",
+                                               "params": {"lr": 1e-4, "torch_adam": True, "fused": False}}}
+    if case.get("precision", "bf16") == "bf16":
+        ds_config["bf16"] = {"enabled": True}
+    return conf, ds_config
+
+
+def main(case: dict[str, Any]) -> dict[str, Any]:
+    default_rank_env()
+    import deepspeed
+    import torch
+    import transformers
+    from measure_step import LiveTensorBytes
+
+    conf, ds_config = zero3_setup(case)
     deepspeed.init_distributed(dist_backend="gloo")
     torch.manual_seed(0)
     model = transformers.AutoModelForCausalLM.from_config(conf)

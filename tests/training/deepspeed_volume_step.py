@@ -17,17 +17,14 @@ DeepSpeed's CPU shared-memory extension is switched off as in deepspeed_step.py:
 
 from __future__ import annotations
 
-import importlib
-import os
-import sys
 from collections import defaultdict
 from typing import Any
 
+from deepspeed_step import default_rank_env, zero3_setup
+
 
 def main(case: dict[str, Any]) -> dict[str, Any] | None:
-    for key, value in (("MASTER_ADDR", "127.0.0.1"), ("MASTER_PORT", "29533"), ("RANK", "0"), ("WORLD_SIZE", "1"),
-                       ("LOCAL_RANK", "0")):
-        os.environ.setdefault(key, value)
+    default_rank_env()
     import torch
     import torch.distributed as dist
     import transformers
@@ -44,19 +41,7 @@ def main(case: dict[str, Any]) -> dict[str, Any] | None:
 
     import deepspeed
 
-    importlib.import_module("deepspeed.comm.torch")
-    sys.modules["deepspeed.comm.torch"].build_shm_op = lambda: None  # type: ignore[attr-defined]
-    transformers.logging.set_verbosity_error()
-    torch.set_num_threads(1)
-    conf = transformers.AutoConfig.for_model(**case["config"])
-    conf._attn_implementation = "sdpa"
-    zero: dict[str, Any] = {"stage": 3}
-    zero.update(case.get("zero", {}))
-    ds_config: dict[str, Any] = {"train_micro_batch_size_per_gpu": case["batch"], "zero_optimization": zero,
-                                 "optimizer": {"type": "AdamW",
-                                               "params": {"lr": 1e-4, "torch_adam": True, "fused": False}}}
-    if case.get("precision", "bf16") == "bf16":
-        ds_config["bf16"] = {"enabled": True}
+    conf, ds_config = zero3_setup(case)
     deepspeed.init_distributed(dist_backend="gloo")
     torch.manual_seed(0)
     model = transformers.AutoModelForCausalLM.from_config(conf)
