@@ -79,7 +79,7 @@ from .models import load_model
 from .numbers import CONCURRENCY, TRAIN_TOKENS, check_number
 from .result import Assumption, Notes
 from .specs import InferenceWorkload, ModelSpec, TrainingWorkload
-from .specs.workload import ENGINE_SETTINGS, check_pool_shares, normalize_engine
+from .specs.workload import ENGINE_SETTINGS, check_pool_shares, engine_setting_given, normalize_engine
 from .suggest import did_you_mean
 from .units import format_bytes, format_count, format_seconds
 
@@ -483,7 +483,7 @@ def _check_workload(fields: Mapping[str, Any], context: int, concurrency: int, o
     check_number(concurrency, "concurrency", CONCURRENCY)  # -5 was taken as 1 (max(1, concurrency) below)
     eng = normalize_engine(engine) if engine else None
     for name, owners in ENGINE_SETTINGS.items():  # a stated engine: InferenceWorkload's own message, as fit's
-        if fields.get(name) is not None and eng is None:
+        if engine_setting_given(fields.get(name)) and eng is None:
             raise InputError(f"{name} applies to engine {' or '.join(owners)}; give engine {owners[0]} "
                              f"(--engine {owners[0]})")
     if fields.get("kv_dtype") is not None:

@@ -65,9 +65,18 @@ ENGINE_SETTINGS: dict[str, tuple[str, ...]] = {
     "split_mode": ("llamacpp",), "tensor_split": ("llamacpp",), "n_cpu_moe": ("llamacpp",),
     "engine_version": ("vllm", "sglang"),  # the releases of estimate/engines.py STEP_HOST
     "fit_target": ("llamacpp",),  # llama.cpp --fit-target: bytes kept free per GPU (estimate/verdict.py eq. 1')
+    # the pool engines' override of the model's window (estimate/context_window.py); a flag, unset when False
+    "allow_long_context": ("vllm", "sglang"),
 }
 LLAMACPP_SPLIT_FIELDS = ("split_mode", "tensor_split", "n_cpu_moe")
-_ENGINE_SETTING_VALUES = attrgetter(*(n for n in ENGINE_SETTINGS if n not in LLAMACPP_SPLIT_FIELDS))
+ENGINE_FLAGS = ("allow_long_context",)  # engine settings that are flags: unset is None or False
+_ENGINE_SETTING_VALUES = attrgetter(*(n for n in ENGINE_SETTINGS if n not in LLAMACPP_SPLIT_FIELDS + ENGINE_FLAGS))
+
+
+def engine_setting_given(value: object) -> bool:
+    """Whether an ENGINE_SETTINGS value is set: not None, and for a flag (ENGINE_FLAGS) not False either (0 is a
+    value: n_gpu_layers 0)."""
+    return value is not None and value is not False
 SPLIT_MODES = ("none", "layer", "row")  # llama.cpp -sm (common/arg.cpp:2807-2829; "tensor" is experimental, not modelled)
 
 
@@ -314,12 +323,12 @@ class InferenceWorkload:
         if not isinstance(self.allow_long_context, bool):
             raise InputError(f"allow_long_context must be true or false, got {self.allow_long_context!r}")
         # (the loop only when an engine is named and one of its settings is given: every value read at once, in C)
-        settings = () if self.engine is None or all(map(is_, _ENGINE_SETTING_VALUES(self), repeat(None))) else \
-            ENGINE_SETTINGS.items()
+        settings = () if self.engine is None or (all(map(is_, _ENGINE_SETTING_VALUES(self), repeat(None)))
+                                                 and not self.allow_long_context) else ENGINE_SETTINGS.items()
         for name, owners in settings:
             if name in LLAMACPP_SPLIT_FIELDS:
                 continue  # refused below with the split's own message
-            if getattr(self, name) is not None and self.engine is not None and self.engine not in owners:  # read by these
+            if engine_setting_given(getattr(self, name)) and self.engine not in owners:  # read by these
                 # profiles only: refused, not ignored (engine None: checked once the estimate has chosen it)
                 raise InputError(f"{name} applies to engine {' or '.join(owners)}, not {self.engine}")
         if self.headroom is not None and self.fit_target is not None:  # two margins for one device: refused
