@@ -604,7 +604,8 @@ def fsdp_volume(spec: ModelSpec, w: TrainingWorkload, stage: int = 0) -> Collect
 
 def fsdp_stage(spec: ModelSpec, w: TrainingWorkload) -> FsdpStage | None:
     """FSDP's payloads beside tensor / pipeline parallelism (formulas/model_parallel_time.py eq. (P7)), of the stage
-    that moves the most: FULL_SHARD / SHARD_GRAD_OP without pipeline parallelism (each micro-batch as plain FSDP),
+    that moves the most: FULL_SHARD / SHARD_GRAD_OP without pipeline parallelism (each micro-batch as plain FSDP;
+    SHARD_GRAD_OP keeps the units gathered after their forward: no backward re-gather),
     FSDP2 fully sharded inside torch's pipeline stages (timeline.py ``pipeline_fsdp2``: gathered once per step, no
     re-gather in the backward); None for what eq. (P7) does not time (HSDP, parameter offload, FSDP1 under PP,
     DeepSpeed ZeRO-3) or without data parallelism."""
@@ -616,7 +617,7 @@ def fsdp_stage(spec: ModelSpec, w: TrainingWorkload) -> FsdpStage | None:
     best: FsdpStage | None = None
     for stage, layers in enumerate(ranges):
         vol = fsdp_volume(spec, w, stage)
-        one = FsdpStage(float(vol.forward), float(vol.backward) if w.pp == 1 else 0.0,
+        one = FsdpStage(float(vol.forward), float(vol.backward) if w.pp == 1 and w.fsdp != "grad_op" else 0.0,
                         float(vol.reduced_elements) * per, len(layers))
         if best is None or one.forward + one.backward + one.reduced > best.forward + best.backward + best.reduced:
             best = one
