@@ -20,6 +20,7 @@ import pytest
 
 from cli_capture import run, run_json
 from llmsizer import fit
+from llmsizer.errors import InputError
 
 MiB, GiB = 2**20, 2**30
 LLAMACPP_FIT_TARGET = 1024 * MiB  # llama.cpp common/common.h:483 (ggml-org/llama.cpp@0c1e57098): 1024 * 1024*1024 B
@@ -133,6 +134,18 @@ def test_headroom_and_fit_target_together_are_refused_alike() -> None:
 def test_a_fit_target_for_another_engine_is_refused() -> None:
     code, _, err = run("fit", "llama-3.1-8b", "--engine", "vllm", "--device", "h100-sxm", "--fit-target", "2GiB")
     assert code == 2 and "fit_target applies to engine llamacpp, not vllm" in err
+
+
+def test_a_fit_target_on_a_cpu_is_refused_everywhere() -> None:
+    """llama.cpp's --fit-target is kept free on each GPU (common/fit.cpp:353/361/650 compare each GPU's free memory
+    with it); a CPU's RAM has no such margin in llama.cpp, so on a CPU it is refused, not applied to RAM (fit said
+    "64.00 GiB - 1.00 GiB fit_target")."""
+    why = "fit_target applies to a GPU (llama.cpp --fit-target keeps memory free on each GPU); on a CPU give headroom"
+    for cmd in (("fit", "qwen2.5-7b", "--device", "intel-xeon-spr-8ch"), ("infer", "qwen2.5-7b", "--device", "cpu")):
+        code, _, err = run(*cmd, "--memory", "64GiB", "--engine", "llamacpp", "--fit-target", "1GiB")
+        assert code == 2 and err.strip() == f"llmsizer: error: {why}"
+    with pytest.raises(InputError, match="fit_target applies to a GPU"):
+        fit("qwen2.5-7b", "intel-xeon-spr-8ch", memory=64 * GiB, engine="llamacpp", fit_target=GiB)
 
 
 @pytest.mark.parametrize("margin", [{}, {"fit_target": 2 * GiB}, {"headroom": 0.2}], ids=["default", "fit-target",

@@ -125,12 +125,15 @@ def margin_rule(engine: str | None, device: str, headroom: float | None = None,
     """The one rule for the memory a serving verdict keeps free on each device (module docstring): a ``headroom``
     given (a share) or a ``fit_target`` given (bytes, llama.cpp's) applies as given; none given, llama.cpp on a GPU
     keeps LLAMACPP_FIT_TARGET (eq. 1') and every other engine and device DEFAULT_HEADROOM (eq. 1). Both given is a
-    conflict; a fit_target for another engine is refused (it is llama.cpp's flag)."""
+    conflict; a fit_target for another engine, or on a CPU (llama.cpp keeps it free on each GPU), is refused."""
     if fit_target is not None:
         if headroom is not None:
             raise InputError(MARGIN_CONFLICT)
         if engine is not None and engine != "llamacpp":
             raise InputError(f"fit_target applies to engine llamacpp, not {engine}")  # the workload's words
+        if device == "cpu":  # llama.cpp's margin is per GPU (common/fit.cpp: each device's free memory)
+            raise InputError("fit_target applies to a GPU (llama.cpp --fit-target keeps memory free on each GPU); "
+                             "on a CPU give headroom")
         return Margin(None, int(check_number(fit_target, "fit_target", SIZE)), False)
     if headroom is None and engine == "llamacpp" and device == "gpu":
         return Margin(None, LLAMACPP_FIT_TARGET, True)
