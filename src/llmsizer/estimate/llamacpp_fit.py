@@ -145,6 +145,9 @@ def fit_llamacpp(model: ModelSpec | str, free: Sequence[int], *, fit_target: int
     every llama.cpp verdict (estimate/verdict.py ``margin_rule``): ``fit_target`` bytes, or a ``headroom`` share of its
     free memory; neither: llama.cpp's --fit-target default. ``context`` None: the largest that fits, from the model's
     training context down to ``min_context``; given: kept."""
+    if "margin" in workload:  # the name before fit_target (one margin rule for fit and fit --auto)
+        raise InputError("margin is now fit_target (bytes kept free on each GPU, llama.cpp's --fit-target) or "
+                         "headroom (a share)")
     spec = load_model(model) if isinstance(model, str) else model
     if not free or any(f <= 0 for f in free):
         raise InputError(f"free memory must be given for each GPU and be positive, got {list(free)}")
