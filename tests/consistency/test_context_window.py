@@ -233,3 +233,16 @@ def test_the_override_is_refused_where_no_engine_reads_it(engine: str, capsys: p
     with pytest.raises(InputError, match="engine_settings.allow_long_context: applies to engine vllm or sglang"):
         parse_request(REQUEST.replace("    engine: vllm\n", f"    engine: {engine}\n    engine_settings: "
                                       "{allow_long_context: true}\n"))
+
+
+def test_max_concurrency_names_the_refusal_not_memory(capsys: pytest.CaptureFixture[str]) -> None:
+    """Past the window, no concurrency runs on vLLM whatever the memory: the reverse answer's note says why (it read
+    "one sequence does not" fit, a memory reason, on 80 GiB where the memory alone holds 2)."""
+    flags = ["infer", "llama-3.1-8b", "--engine", "vllm", "--context", str(LIMIT + 1), "--max-concurrency",
+             "--memory", "80GiB"]
+    code, out = answer(flags, capsys)
+    assert code == 1 and out["reverse"]["max_concurrency"] == 0
+    assert any("whatever the memory: vLLM will not start" in n for n in out["reverse_notes"])
+    code, allowed = answer([*flags, "--allow-long-context"], capsys)
+    assert code == 0 and allowed["reverse"]["max_concurrency"] >= 1
+    assert not any("will not start" in n for n in allowed["reverse_notes"])

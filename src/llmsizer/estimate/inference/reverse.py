@@ -123,6 +123,9 @@ def reverse_notes(spec: ModelSpec, est: Estimate, reverse: dict[str, int]) -> li
         if window and context > window:
             notes.append(f"the largest context that fits ({context:,} tokens) is past the model's "
                          f"max_position_embeddings ({window:,}): memory allows it, the model was not trained for it")
+    refusal = est.details.get("engine_refusal_reason")
+    if refusal is not None and reverse.get("max_concurrency") == 0:  # the engine's refusal, not memory, says no
+        notes.append(f"no concurrency runs at this context, whatever the memory: {refusal}")
     cap = est.details.get("running_cap")
     if cap is not None and reverse.get("max_concurrency") == cap:
         notes.append(f"the largest concurrency that fits ({cap:,}) is the engine's {est.details.get('running_cap_name')}"
