@@ -176,6 +176,7 @@ def bnb4_matrix_bytes(numel: int, fmt: str) -> int:
     return _bnb4(numel, fmt.endswith("-dq"))
 
 
+BNB_FORMATS = ("llm.int8", "nf4", "nf4-dq", "fp4", "fp4-dq")  # bitsandbytes Linear8bitLt / Linear4bit
 BNB_KEPT = frozenset({"embedding", "lm_head", "per_layer_embedding"})  # get_keys_to_not_convert; not nn.Linear
 FUSED_KEPT = frozenset({"experts", "router"})  # transformers 5 nn.Parameters (formulas/nf4_quantization.py)
 
@@ -199,7 +200,7 @@ def _tensor_bytes_simple(fmt: str, t: Tensor, group_size: int, other_bytes: int 
     if fmt in DTYPE_BYTES:
         return n * DTYPE_BYTES[fmt], fmt
     quantizable = t.matrix and t.component in QUANT_COMPONENTS
-    if fmt in ("llm.int8", "nf4", "nf4-dq", "fp4", "fp4-dq"):
+    if fmt in BNB_FORMATS:
         quantizable = bnb_quantizes(t, fused_experts)
     if fmt == "mxfp4":
         quantizable = t.matrix and t.component == "experts"
