@@ -48,7 +48,7 @@ CASES: list[tuple[str, dict[str, Any]]] = [
 
 def _bnb_split(cfg: dict[str, Any], totals: dict[str, int] | None = None) -> tuple[int, int]:
     """(quantized, kept) weight elements of 2-D-or-more parameters when transformers loads ``cfg`` in 4 bits;
-    ``totals`` gets the model's parameter elements under "all"."""
+    ``totals`` gets the model's parameter elements under "all", the largest quantized parameter's under "largest"."""
     from transformers import BitsAndBytesConfig
     from transformers.quantizers.quantizer_bnb_4bit import Bnb4BitHfQuantizer
 
@@ -62,6 +62,8 @@ def _bnb_split(cfg: dict[str, Any], totals: dict[str, int] | None = None) -> tup
     for name, p in model.named_parameters():
         if q.param_needs_quantization(model, name):
             quantized += p.numel()
+            if totals is not None:
+                totals["largest"] = max(totals.get("largest", 0), p.numel())
         elif p.dim() >= 2 and min(p.shape[-2:]) > 1 and "embed" not in name and "lm_head" not in name:
             kept += p.numel()  # matrices left in bf16 (norms, biases, convs' depth-1 and embeddings aside)
     return quantized, kept
@@ -100,12 +102,15 @@ def test_weight_bytes_keep_fused_experts_in_base_dtype() -> None:
 @pytest.mark.parametrize(("label", "cfg"), CASES, ids=[c[0] for c in CASES])
 def test_transformers_serving_quantizes_what_transformers_quantizes(label: str, cfg: dict[str, Any]) -> None:
     """``infer --engine transformers --weights nf4-dq``: the elements its weights hold in bf16 are exactly those
-    transformers' quantizer leaves unquantized (every parameter but the ones ``param_needs_quantization`` names)."""
+    transformers' quantizer leaves unquantized (every parameter but the ones ``param_needs_quantization`` names), and
+    its prefill dequantization buffer is the largest parameter that quantizer takes, in bf16."""
     totals: dict[str, int] = {}
     real_q, _ = _bnb_split(cfg, totals)
     est = estimate_inference(spec_from_config(cfg, name="tiny"), engine="transformers", weights="nf4-dq",
-                             dtype="bf16", context=64)
+                             dtype="bf16", context=64, output_tokens=1)
     assert est.details["weights_by_storage"]["bf16/fp16"] == 2 * (totals["all"] - real_q), label
+    # prefill dequantizes one Linear4bit weight at a time (hf_transformers.py): the largest the quantizer made
+    assert est.item("dequant_buffer").bytes == 2 * totals["largest"], label
     assert any(a.name == "fused_experts" and a.value == "bf16" for a in est.assumptions), label
 
 
