@@ -6,7 +6,8 @@ configs, meta device): ``Bnb4BitHfQuantizer._process_model_before_weight_loading
 and ``param_needs_quantization`` (quantizers/quantizer_bnb_4bit.py line 87) names each parameter the load
 quantizes. In transformers 5 the routed experts are fused 3-D ``nn.Parameter``s and the router an ``nn.Parameter``,
 so they stay in the model dtype. llmsizer's per-tensor decision (``weight_formats.bnb_quantizes``) must quantize
-exactly the same elements.
+exactly the same elements -- for training's QLoRA base and for serving on transformers (``--weights nf4`` etc.: the
+same ``replace_with_bnb_linear``), one rule (``nf4_quantization.fused_experts_kept``).
 """
 
 from __future__ import annotations
@@ -15,6 +16,9 @@ from typing import Any
 
 import pytest
 
+from llmsizer import estimate_inference, estimate_training
+from llmsizer.catalog.models import find
+from llmsizer.formulas.params import count_params
 from llmsizer.formulas.tensors import model_tensors
 from llmsizer.formulas.weight_formats import bnb_quantizes, weight_bytes
 from llmsizer.readers.hf_config import spec_from_config
@@ -42,8 +46,9 @@ CASES: list[tuple[str, dict[str, Any]]] = [
 ]
 
 
-def _bnb_split(cfg: dict[str, Any]) -> tuple[int, int]:
-    """(quantized, kept) weight elements of 2-D-or-more parameters when transformers loads ``cfg`` in 4 bits."""
+def _bnb_split(cfg: dict[str, Any], totals: dict[str, int] | None = None) -> tuple[int, int]:
+    """(quantized, kept) weight elements of 2-D-or-more parameters when transformers loads ``cfg`` in 4 bits;
+    ``totals`` gets the model's parameter elements under "all", the largest quantized parameter's under "largest"."""
     from transformers import BitsAndBytesConfig
     from transformers.quantizers.quantizer_bnb_4bit import Bnb4BitHfQuantizer
 
@@ -52,9 +57,13 @@ def _bnb_split(cfg: dict[str, Any]) -> tuple[int, int]:
                                               bnb_4bit_use_double_quant=True))
     q._process_model_before_weight_loading(model, device_map=None)
     quantized = kept = 0
+    if totals is not None:
+        totals["all"] = sum(p.numel() for p in model.parameters())
     for name, p in model.named_parameters():
         if q.param_needs_quantization(model, name):
             quantized += p.numel()
+            if totals is not None:
+                totals["largest"] = max(totals.get("largest", 0), p.numel())
         elif p.dim() >= 2 and min(p.shape[-2:]) > 1 and "embed" not in name and "lm_head" not in name:
             kept += p.numel()  # matrices left in bf16 (norms, biases, convs' depth-1 and embeddings aside)
     return quantized, kept
@@ -88,3 +97,34 @@ def test_weight_bytes_keep_fused_experts_in_base_dtype() -> None:
     experts = sum(t.numel for t in model_tensors(spec) if t.component == "experts")
     assert kept.by_component["experts"] == 2 * experts
     assert nf4.by_component["experts"] < kept.by_component["experts"]
+
+
+@pytest.mark.parametrize(("label", "cfg"), CASES, ids=[c[0] for c in CASES])
+def test_transformers_serving_quantizes_what_transformers_quantizes(label: str, cfg: dict[str, Any]) -> None:
+    """``infer --engine transformers --weights nf4-dq``: the elements its weights hold in bf16 are exactly those
+    transformers' quantizer leaves unquantized (every parameter but the ones ``param_needs_quantization`` names), and
+    its prefill dequantization buffer is the largest parameter that quantizer takes, in bf16."""
+    totals: dict[str, int] = {}
+    real_q, _ = _bnb_split(cfg, totals)
+    est = estimate_inference(spec_from_config(cfg, name="tiny"), engine="transformers", weights="nf4-dq",
+                             dtype="bf16", context=64, output_tokens=1)
+    assert est.details["weights_by_storage"]["bf16/fp16"] == 2 * (totals["all"] - real_q), label
+    # prefill dequantizes one Linear4bit weight at a time (hf_transformers.py): the largest the quantizer made
+    assert est.item("dequant_buffer").bytes == 2 * totals["largest"], label
+    assert any(a.name == "fused_experts" and a.value == "bf16" for a in est.assumptions), label
+
+
+def test_serving_and_qlora_agree_on_an_moe_base() -> None:
+    """Qwen3-30B-A3B: serving it in NF4 on transformers holds the same base weights as QLoRA training counts (the
+    same load), its routed experts in bf16 (2 B x the expert parameters, counted by formulas/params.py); vLLM's
+    bitsandbytes MoE method quantizes them (estimate/formats.py serving_fused_experts), so its weights are smaller."""
+    serve = estimate_inference("qwen3-30b-a3b", engine="transformers", weights="nf4-dq", dtype="bf16")
+    train = estimate_training("qwen3-30b-a3b", method="qlora")
+    assert serve.item("weights").bytes == train.item("weights").bytes
+    experts = count_params(find("qwen3-30b-a3b").spec()).by_component["experts"]
+    assert serve.details["weights_by_storage"]["bf16/fp16"] > 2 * experts
+    nf4 = estimate_inference("qwen3-30b-a3b", engine="transformers", weights="nf4", dtype="bf16")
+    assert nf4.details["weights_by_storage"]["bf16/fp16"] > 2 * experts
+    vllm = estimate_inference("qwen3-30b-a3b", engine="vllm", weights="nf4", dtype="bf16")
+    assert vllm.details["weights_by_storage"]["bf16/fp16"] < experts
+    assert not any(a.name == "fused_experts" for a in vllm.assumptions)

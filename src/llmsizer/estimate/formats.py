@@ -30,6 +30,7 @@ from functools import lru_cache
 
 from ..catalog.hardware import Device
 from ..errors import InputError
+from ..formulas.nf4_quantization import fused_experts_kept
 from ..formulas.weight_formats import (
     GGUF_FTYPES,
     GROUP_SIZE_DEFAULT,
@@ -89,6 +90,20 @@ def keeps_gguf(engine: str) -> bool:
     """True when ``engine`` runs GGUF weights in their GGML types (llama.cpp, vLLM, SGLang); transformers
     dequantizes them on load."""
     return engine == "llamacpp" or engine in GGUF_ENGINES
+
+
+def serving_fused_experts(spec: ModelSpec, engine: str | None, fmt: str) -> bool:
+    """Whether serving ``spec`` in format ``fmt`` on ``engine`` keeps its routed experts and router unquantized (the
+    ``fused_experts`` flag of ``weight_bytes`` and ``largest_quantized_matrix``): a bitsandbytes format (nf4, fp4,
+    their -dq, llm.int8) of an MoE model on transformers 5, whose ``replace_with_bnb_linear`` replaces only
+    ``nn.Linear`` while the experts and router are fused ``nn.Parameter``s -- the rule training's QLoRA base takes
+    (formulas/nf4_quantization.py ``fused_experts_kept``, quantizer "bitsandbytes": transformers' own).
+
+    vLLM's bitsandbytes path does quantize them: ``BitsAndBytesConfig.get_quant_method`` gives a ``FusedMoE`` layer
+    ``BitsAndBytesMoEMethod`` (vllm model_executor/layers/quantization/bitsandbytes.py @ 01f5395f lines 135-136,
+    whose ``_create_weights_4bit`` registers packed uint8 ``w13_weight``/``w2_weight`` per expert; its 8-bit path
+    raises NotImplementedError), so every other engine keeps the default (False)."""
+    return engine == "transformers" and fused_experts_kept(spec, fmt, "bitsandbytes")
 
 
 def engine_kernel_format(engine: str | None, fmt: str) -> str:

@@ -53,7 +53,7 @@ from . import efficiency as E
 from . import engines as ENG
 from . import ranges as R
 from .device import nvlink_mesh_for, peer_to_peer, peer_to_peer_why
-from .formats import engine_kernel_format, file_kernel_format
+from .formats import engine_kernel_format, file_kernel_format, serving_fused_experts
 
 # llama.cpp cache types (-ctk/-ctv) as the speed estimate names them -> whether ggml-cuda's flash attention sees a
 # quantized K/V type (fattn.cu L253-268: F32, F16, Q4_0, Q8_0 have kernels; BF16 and the others none at @7b6abb2)
@@ -480,8 +480,10 @@ def speed_model(spec: ModelSpec, device: Any, *, weights_format: str = "bf16", p
             host_step = float(rule.seconds or 0.0)
 
     pc = count_params(spec)
-    wb = file_weight_bytes(spec) if weights_format == "file" else weight_bytes(spec, bytes_fmt, group_size,
-                                                                                   other_bytes)
+    # the bytes held, as the memory estimate sizes them (transformers keeps fused experts unquantized under
+    # bitsandbytes: formats.serving_fused_experts)
+    wb = file_weight_bytes(spec) if weights_format == "file" else weight_bytes(
+        spec, bytes_fmt, group_size, other_bytes, serving_fused_experts(spec, engine, bytes_fmt))
     emb_params = pc.by_component.get("embedding", 0)
     emb_bytes = wb.by_component.get("embedding", 0)
     # decode reads the embedding row only; a tied embedding is read in full as the lm_head. A vision tower

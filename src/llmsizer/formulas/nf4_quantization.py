@@ -81,7 +81,9 @@ Lightning/litgpt's LLaMAMoE too: there they are quantized. torchao (torchtune) i
 from __future__ import annotations
 
 from ..errors import InputError
+from ..specs import ModelSpec
 from ..specs.training import NF4_QUANTIZERS as QUANTIZERS
+from .weight_formats import BNB_FORMATS
 
 TORCHAO_CHUNK = 1024**2  # torchao nf4tensor.py CHUNK_SIZE (v0.2.0 line 33; 0.18 line 84)
 SOURCE = ("bitsandbytes nn/modules.py Params4bit._quantize; torchao dtypes/nf4tensor.py @ v0.1 lines 394-398, 444 "
@@ -119,9 +121,22 @@ def keeps_fused_experts(quantizer: str) -> bool:
     return quantizer in KEEPS_FUSED_EXPERTS
 
 
+def fused_experts_kept(spec: ModelSpec, fmt: str, quantizer: str) -> bool:
+    """The one rule for the ``fused_experts`` flag of ``weight_formats.bnb_quantizes`` / ``weight_bytes`` /
+    ``largest_quantized_matrix``: whether loading ``spec`` in the bitsandbytes format ``fmt`` through ``quantizer``
+    leaves its routed experts and router in the model dtype (an MoE model, a bitsandbytes format, a quantizer that
+    keeps fused experts: :func:`keeps_fused_experts`). Training's QLoRA base (estimate/training/setup.py
+    ``qlora_fused_experts``) and serving on transformers (estimate/formats.py ``serving_fused_experts``) both ask
+    it."""
+    return spec.moe is not None and fmt in BNB_FORMATS and keeps_fused_experts(quantizer)
+
+
 FUSED_EXPERTS_SOURCE = ("transformers 5.24.0 integrations/bitsandbytes.py line 189 (replace_with_bnb_linear: only "
                         "type(module) is nn.Linear); models/qwen3_next/modeling_qwen3_next.py lines 797-798, 835 "
                         "(fused expert and router nn.Parameters)")
+# the assumption training's QLoRA base and transformers serving name (value: the dtype the experts stay in)
+FUSED_EXPERTS_WHY = ("routed experts and router stay unquantized: transformers 5 stores them as fused nn.Parameters "
+                     "and bitsandbytes replaces only nn.Linear (" + FUSED_EXPERTS_SOURCE + ")")
 
 
 def dequant_bytes(numel: int, quantizer: str, compute: int, compute_fp16: bool = False) -> int:

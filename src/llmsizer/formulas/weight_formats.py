@@ -15,7 +15,7 @@ fp8-block         e4m3 with one fp32 scale per 128x128 block (DeepSeek-V3 ``weig
 int8              weight-only int8, one fp16 scale per output channel (compressed-tensors W8A16).
 llm.int8          bitsandbytes ``Linear8bitLt``: int8 ``CB`` + fp32 ``SCB`` per output row (Dettmers et al.
                   2022, arXiv 2208.07339); every ``nn.Linear`` except ``lm_head`` (transformers
-                  ``get_keys_to_not_convert``).
+                  ``get_keys_to_not_convert``); ``fused_experts`` as for nf4/fp4.
 gptq-int4/int8    packed ``qweight`` (bits/8 B/elem), ``qzeros`` packed int32 (bits/8 B per group x out),
                   fp16 ``scales`` per group x out, int32 ``g_idx`` per input feature (AutoGPTQ/GPTQModel
                   ``QuantLinear``); decoder-layer linears only (not router, embeddings, lm_head, vision).
@@ -26,7 +26,8 @@ nf4/fp4 (-dq)     bitsandbytes ``Linear4bit``: 0.5 B/elem + fp32 absmax per 64-e
                   256-entry fp32 code (Dettmers et al. 2023, QLoRA, arXiv 2305.14314, section 3
                   "Double Quantization": 0.5 -> 0.127 bits/param). Every Linear except lm_head; with
                   ``fused_experts`` (transformers 5, formulas/nf4_quantization.py) routed experts and router
-                  stay in the unquantized dtype too (fused nn.Parameters, not nn.Linear).
+                  stay in the unquantized dtype too (fused nn.Parameters, not nn.Linear); the flag is set by
+                  ``nf4_quantization.fused_experts_kept`` alone (QLoRA bases, serving on transformers).
 mxfp4             OCP MX FP4: 32 elements share an E8M0 scale, 17 B/32 elem (gpt-oss ``modules_to_not_convert``:
                   attention, router, embeddings, lm_head stay bf16; experts only).
 gguf:<ftype>      llama.cpp file types (q8_0, q6_k, q5_k_m, q4_k_m, q4_0, q3_k_m, q2_k, iq4_xs, ...): the
@@ -176,6 +177,7 @@ def bnb4_matrix_bytes(numel: int, fmt: str) -> int:
     return _bnb4(numel, fmt.endswith("-dq"))
 
 
+BNB_FORMATS = ("llm.int8", "nf4", "nf4-dq", "fp4", "fp4-dq")  # bitsandbytes Linear8bitLt / Linear4bit
 BNB_KEPT = frozenset({"embedding", "lm_head", "per_layer_embedding"})  # get_keys_to_not_convert; not nn.Linear
 FUSED_KEPT = frozenset({"experts", "router"})  # transformers 5 nn.Parameters (formulas/nf4_quantization.py)
 
@@ -199,7 +201,7 @@ def _tensor_bytes_simple(fmt: str, t: Tensor, group_size: int, other_bytes: int 
     if fmt in DTYPE_BYTES:
         return n * DTYPE_BYTES[fmt], fmt
     quantizable = t.matrix and t.component in QUANT_COMPONENTS
-    if fmt in ("llm.int8", "nf4", "nf4-dq", "fp4", "fp4-dq"):
+    if fmt in BNB_FORMATS:
         quantizable = bnb_quantizes(t, fused_experts)
     if fmt == "mxfp4":
         quantizable = t.matrix and t.component == "experts"

@@ -14,6 +14,7 @@ from ...catalog.hardware import Device
 from ...errors import InputError
 from ...formulas.dtypes import DTYPE_BYTES
 from ...formulas.kv_cache import KV_DTYPE_AUTO, KV_DTYPE_NAMES, kv_cache, kv_dtype_name, resolve_kv_dtype
+from ...formulas.nf4_quantization import FUSED_EXPERTS_WHY
 from ...formulas.params import count_params
 from ...formulas.tensor_parallel import check_tensor_parallel, serving_tensor_parallel_refusal, shard_weights
 from ...formulas.weight_formats import GROUP_SIZE_DEFAULT, weight_bytes
@@ -38,7 +39,7 @@ from ..device import (
     generic_device,
     workload_on_device,
 )
-from ..formats import GROUPED, check_engine_runs, engine_dtype_note, engine_weights
+from ..formats import GROUPED, check_engine_runs, engine_dtype_note, engine_weights, serving_fused_experts
 from ..model_warnings import model_warnings, refuse_serving, refuse_unmodelled
 from ..verdict import admission_verdict, check_headroom, margin_rule, memory_verdict
 from .common import Acc, Context, running_and_queued, running_sequences, state_dtypes, state_of
@@ -317,7 +318,10 @@ def _estimate(spec: ModelSpec, w: InferenceWorkload) -> Estimate:
     refuse_serving(spec, str(w.engine), fmt, w.tensor_parallel, media is not None)
     dtype = _compute_dtype(spec, w, fmt, acc)
     act_bytes = DTYPE_BYTES[dtype]
-    wb = weight_bytes(spec, fmt, group, act_bytes)  # "file": the file's exact bytes
+    fused = serving_fused_experts(spec, str(w.engine), fmt)
+    wb = weight_bytes(spec, fmt, group, act_bytes, fused)  # "file": the file's exact bytes
+    if fused:  # transformers leaves the fused experts and router in the compute dtype (formats.serving_fused_experts)
+        acc.assumptions.append(Assumption("fused_experts", dtype, True, FUSED_EXPERTS_WHY))
     if w.tensor_parallel > 1:
         check_tensor_parallel(spec, w.tensor_parallel)
         kv_refusal = serving_tensor_parallel_refusal(spec, w.tensor_parallel)

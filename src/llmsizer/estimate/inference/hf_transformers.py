@@ -21,6 +21,7 @@ from ...specs.workload import default_output_tokens, prompt_and_output
 from ...units import format_bytes
 from .. import engines as E
 from ..allocator import device_context
+from ..formats import serving_fused_experts
 from ..model_warnings import source_length_warning
 from .common import Context, kv_item, state_item, weights_item
 
@@ -46,7 +47,8 @@ def compose_transformers(ctx: Context) -> None:
     kv_end = kv_item(ctx, w.context, w.concurrency, loc)
     dequant = 0
     if ctx.fmt in ("nf4", "nf4-dq", "fp4", "fp4-dq") and prompt > 1:
-        dequant = largest_quantized_matrix(spec, ctx.fmt) * ctx.act_bytes
+        fused = serving_fused_experts(spec, "transformers", ctx.fmt)  # fused experts are not 4-bit: not dequantized
+        dequant = largest_quantized_matrix(spec, ctx.fmt, fused) * ctx.act_bytes
     if kv_prompt.bytes + pre.peak_bytes + dequant >= kv_end.bytes + dec.peak_bytes:
         kv, act, phase, deq = kv_prompt, pre, f"end of prefill ({prompt} prompt tokens)", dequant
     else:

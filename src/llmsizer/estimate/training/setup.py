@@ -14,8 +14,8 @@ from ...formulas.context_parallel import local_tokens
 from ...formulas.dtypes import DTYPE_BYTES
 from ...formulas.lora import LoraParams, adapted_roles, any_quantizable, lora_params, rank_ceiling
 from ...formulas.nf4_quantization import (
-    FUSED_EXPERTS_SOURCE,
-    keeps_fused_experts,
+    FUSED_EXPERTS_WHY,
+    fused_experts_kept,
     matmul_keeps_input,
     quantizes_lm_head,
 )
@@ -145,8 +145,7 @@ def qlora_base_format(spec: ModelSpec, nf4_format: str = "nf4-dq") -> str:
 def qlora_fused_experts(spec: ModelSpec, w: TrainingWorkload) -> bool:
     """Whether the QLoRA base keeps its routed experts and router in the base dtype: a bitsandbytes NF4 base of an
     MoE model under transformers 5, which stores them as fused nn.Parameters (formulas/nf4_quantization.py)."""
-    return (w.method == "qlora" and spec.moe is not None and qlora_base_format(spec, w.nf4_format) != "gptq-int4"
-            and keeps_fused_experts(w.nf4_quantizer))
+    return w.method == "qlora" and fused_experts_kept(spec, qlora_base_format(spec, w.nf4_format), w.nf4_quantizer)
 
 
 def resolve(spec: ModelSpec, w: TrainingWorkload, acc: Acc) -> TrainingContext:
@@ -227,9 +226,7 @@ def resolve(spec: ModelSpec, w: TrainingWorkload, acc: Acc) -> TrainingContext:
                                               "given: NF4 with fp32 block scales, bitsandbytes Linear4bit"))
             if qlora_fused_experts(spec, w):
                 acc.assumptions.append(Assumption(
-                    "fused_experts", str(other), True, "routed experts and router stay unquantized: transformers 5 "
-                    "stores them as fused nn.Parameters and bitsandbytes replaces only nn.Linear (" +
-                    FUSED_EXPERTS_SOURCE + ")"))
+                    "fused_experts", str(other), True, FUSED_EXPERTS_WHY))
     else:
         default = "fp32" if w.precision == "fp32" else "bf16"
         bd = str(acc.assume("base_dtype", default, w.base_dtype,
