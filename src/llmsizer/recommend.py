@@ -483,7 +483,7 @@ def _check_workload(fields: Mapping[str, Any], context: int, concurrency: int, o
     check_number(concurrency, "concurrency", CONCURRENCY)  # -5 was taken as 1 (max(1, concurrency) below)
     eng = normalize_engine(engine) if engine else None
     for name, owners in ENGINE_SETTINGS.items():  # a stated engine: InferenceWorkload's own message, as fit's
-        if engine_setting_given(fields.get(name)) and eng is None:
+        if engine_setting_given(name, fields.get(name)) and eng is None:
             raise InputError(f"{name} applies to engine {' or '.join(owners)}; give engine {owners[0]} "
                              f"(--engine {owners[0]})")
     if fields.get("kv_dtype") is not None:

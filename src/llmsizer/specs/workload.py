@@ -73,10 +73,10 @@ ENGINE_FLAGS = ("allow_long_context",)  # engine settings that are flags: unset 
 _ENGINE_SETTING_VALUES = attrgetter(*(n for n in ENGINE_SETTINGS if n not in LLAMACPP_SPLIT_FIELDS + ENGINE_FLAGS))
 
 
-def engine_setting_given(value: object) -> bool:
-    """Whether an ENGINE_SETTINGS value is set: not None, and for a flag (ENGINE_FLAGS) not False either (0 is a
-    value: n_gpu_layers 0)."""
-    return value is not None and value is not False
+def engine_setting_given(name: str, value: object) -> bool:
+    """Whether the ENGINE_SETTINGS value of ``name`` is set: not None, and for a flag (ENGINE_FLAGS) not False either
+    (kv_unified False is a setting: --no-kv-unified)."""
+    return value is not None and not (value is False and name in ENGINE_FLAGS)
 SPLIT_MODES = ("none", "layer", "row")  # llama.cpp -sm (common/arg.cpp:2807-2829; "tensor" is experimental, not modelled)
 
 
@@ -328,7 +328,7 @@ class InferenceWorkload:
         for name, owners in settings:
             if name in LLAMACPP_SPLIT_FIELDS:
                 continue  # refused below with the split's own message
-            if engine_setting_given(getattr(self, name)) and self.engine not in owners:  # read by these
+            if engine_setting_given(name, getattr(self, name)) and self.engine not in owners:  # read by these
                 # profiles only: refused, not ignored (engine None: checked once the estimate has chosen it)
                 raise InputError(f"{name} applies to engine {' or '.join(owners)}, not {self.engine}")
         if self.headroom is not None and self.fit_target is not None:  # two margins for one device: refused
