@@ -18,7 +18,6 @@ ranks' elements), and ``grad_elements`` (the trained parameters). Nothing here i
 from __future__ import annotations
 
 import importlib
-import json
 import sys
 from typing import Any
 
@@ -117,8 +116,6 @@ def main(case: dict[str, Any]) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    out = main(json.loads(sys.argv[1]))
-    import torch.distributed as dist
+    from ranks import rank_main
 
-    dist.barrier()
-    print(json.dumps(out))
+    rank_main(main)

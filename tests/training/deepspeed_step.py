@@ -21,7 +21,6 @@ speed path only, so it is switched off and gloo does the collectives.
 from __future__ import annotations
 
 import importlib
-import json
 import os
 import sys
 from typing import Any
@@ -92,4 +91,6 @@ def main(case: dict[str, Any]) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    print(json.dumps(main(json.loads(sys.argv[1]))))
+    from ranks import rank_main
+
+    rank_main(main)

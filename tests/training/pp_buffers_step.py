@@ -23,6 +23,7 @@ def _nbytes(tensors: Any) -> int:
 def main(case: dict[str, Any]) -> dict[str, Any] | None:
     import torch
     import torch.distributed as dist
+    from ranks import end_rank
     from torch import nn
     from torch.distributed.pipelining import PipelineStage, Schedule1F1B, ScheduleInterleaved1F1B
 
@@ -80,8 +81,7 @@ def main(case: dict[str, Any]) -> dict[str, Any] | None:
     seen["boundary_bytes"] = batch // m * seq * width * 4  # one micro-batch's [b / m, s, h] fp32 stage output
     every: list[Any] = [None] * pp
     dist.all_gather_object(every, seen)
-    dist.destroy_process_group()
-    return {"ranks": every} if rank == 0 else None
+    return end_rank({"ranks": every})
 
 
 if __name__ == "__main__":

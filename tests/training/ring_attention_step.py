@@ -25,8 +25,6 @@ for the whole step (the slowest worker thread there can be): the measurement mus
 
 from __future__ import annotations
 
-import json
-import sys
 from typing import Any
 
 
@@ -89,6 +87,7 @@ def _extra_at_peak(tracker: Any, known: list[Any]) -> list[int]:
 def main(case: dict[str, Any]) -> dict[str, Any] | None:
     import torch
     import torch.distributed as dist
+    from ranks import end_rank
     from torch.distributed.tensor.experimental._context_parallel._attention import (
         _templated_ring_attention,
         _templated_ring_attention_backward,
@@ -122,12 +121,10 @@ def main(case: dict[str, Any]) -> dict[str, Any] | None:
     bwd = _extra_at_peak(tracker, inputs + [dq, dk, dv])
     ranks: list[Any] = [None] * dist.get_world_size()
     dist.all_gather_object(ranks, {"forward_extra_at_peak": fwd, "backward_extra_at_peak": bwd})
-    rank = dist.get_rank()
-    dist.destroy_process_group()
-    return {"ranks": ranks} if rank == 0 else None
+    return end_rank({"ranks": ranks})
 
 
 if __name__ == "__main__":
-    result = main(json.loads(sys.argv[1]))
-    if result is not None:
-        print(json.dumps(result))
+    from ranks import rank_main
+
+    rank_main(main)
