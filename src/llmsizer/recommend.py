@@ -461,6 +461,9 @@ def recommend_inference(model: ModelSpec | str, *, context: int = InferenceWorkl
     advice = _cpu_gpu_advice(spec, meets, rejected, c, concurrency)
     quant = _quantization_advice(spec, cat, context, concurrency, hr, fields) if quantization_advice else ()
     warnings = [*chosen_said, file_skipped] if file_skipped else list(chosen_said)
+    slow = slow_first_token_warning(meets, c)
+    if slow:
+        warnings.append(slow)
     if not any(o.price_per_hour is not None for o in meets + rejected):
         warnings.append("no candidate has an hourly price; ranking is by throughput")
     newer = newer_release_note(normalize_engine(engine), fields.get("engine_version")) if engine else None
@@ -620,6 +623,30 @@ def _fmt_name(fmt: str) -> str:
     return fmt.removeprefix("gguf:").upper() if fmt.startswith("gguf:") else fmt
 
 
+def _first_token_seconds(o: Option) -> float | None:
+    """An option's time to the first token of a request: its TTFT plus the mean wait for a running slot (eq. Q3)."""
+    return None if o.ttft_seconds is None else o.ttft_seconds + (o.queue_wait_seconds or 0.0)
+
+
+def slow_first_token_warning(meets: Sequence[Option], c: Constraints) -> str | None:
+    """When no latency limit was given (``max_ttft``) and the chosen option (``meets[0]``) keeps a user waiting longer
+    than ``efficiency.ATTENTION_LIMIT_SECONDS`` for the first token, say so, with the cheapest meeting option that
+    answers within it (none: said). Not a constraint: the choice stands, the user decides with ``--max-ttft``."""
+    if c.max_ttft is not None or not meets:
+        return None
+    first = _first_token_seconds(meets[0])
+    limit = E.ATTENTION_LIMIT_SECONDS
+    if first is None or first <= limit:
+        return None
+    quick = next((o for o in meets[1:] if (_first_token_seconds(o) or math.inf) <= limit), None)
+    alt = (f"the cheapest option within it: {quick.target} ({_price_text(quick.price_per_hour, quick.cost_basis)}, "
+           f"first token in {format_seconds(_first_token_seconds(quick) or 0.0)})" if quick is not None
+           else "no option found here answers within it")
+    return (f"the chosen {meets[0].target} answers a request's first token after {format_seconds(first)}, past the "
+            f"{limit:g} s a user's attention stays on a dialogue (Nielsen 1993, sec. 5.5); no latency limit was "
+            f"given (--max-ttft), so none was applied; {alt}")
+
+
 def _latency_failures(sp: Any, c: Constraints, wait: float | None = None) -> list[str]:
     """The latency limits ``sp`` misses; the time to first token of a queued request counts its ``wait`` for a
     running slot (formulas/serving_queue.py eq. Q3)."""
@@ -723,7 +750,7 @@ def _cpu_gpu_advice(spec: ModelSpec, meets: list[Option], rejected: list[Option]
         return pool[0] if pool else None
 
     def speed(o: Option) -> str:
-        ttft = f", TTFT {o.ttft_seconds:.2f} s" if o.ttft_seconds is not None else ""
+        ttft = f", TTFT {format_seconds(o.ttft_seconds)}" if o.ttft_seconds is not None else ""
         return (f"{o.name} at {_fmt_name(o.weights_format)}: {o.tokens_per_second_per_user:.1f} tokens/s per user, "
                 f"{o.tokens_per_second or 0:.0f} tokens/s in total at concurrency {concurrency}{ttft}, "
                 f"{_price_text(o.price_per_hour, o.cost_basis)}")

@@ -699,6 +699,13 @@ def vm_bandwidth_share(vcpus: float, socket_cores: float, threads_per_core: floa
 # English word (OpenAI tokenizer rule of thumb: 1 token ~ 0.75 words) = 238 / 60 x 4 / 3 = 5.29 tokens/s.
 READING_RATE_TOKENS_PER_SECOND = 238 / 60 * 4 / 3
 
+# How long a user waits for an answer before their attention leaves the dialogue: 10 s, the third of the three
+# response-time limits of Nielsen, "Usability Engineering" (Academic Press 1993), sec. 5.5 "Response Times: The 3
+# Important Limits" (after Miller 1968, "Response time in man-computer conversational transactions", AFIPS Fall
+# Joint Computer Conference 33:267-277). Not a constraint: a search given no latency limit says when its choice keeps
+# the user waiting longer for the first token (recommend.py ``slow_first_token_warning``).
+ATTENTION_LIMIT_SECONDS = 10.0
+
 
 def decode_bandwidth_factor(device_kind: str, weights_format: str, engine: str | None = None) -> Factor:
     """The bandwidth factor for a device kind (gpu/apple/cpu...), weight format and serving engine (see the module

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..recommend import Option, Recommendation
-from ..units import format_bytes, format_count
+from ..units import format_bytes, format_count, format_seconds
 from .text import table
 
 
@@ -20,7 +20,8 @@ def option_rows(rec: Recommendation, top: int = 8) -> tuple[list[list[str]], lis
 
     if rec.kind == "inference":
         rows = [[o.status, o.target, hw(o), o.weights_format.removeprefix("gguf:"), _price(o),
-                 (f"{o.ttft_seconds:.2f} s" + (f" (+{o.queue_wait_seconds:.2f} s queue)" if o.queue_wait_seconds else ""))
+                 (format_seconds(o.ttft_seconds)
+                  + (f" (+{format_seconds(o.queue_wait_seconds)} queue)" if o.queue_wait_seconds else ""))
                  if o.ttft_seconds is not None else "?",
                  f"{o.tokens_per_second_per_user:.1f}" if o.tokens_per_second_per_user else "?",
                  f"{o.tokens_per_second:,.0f}" if o.tokens_per_second else "?",
