@@ -151,7 +151,7 @@ def test_an_apple_gpu_is_timed_at_the_fallback_not_adas_share() -> None:
     92 % of the Metal peak."""
     d = training_duration_for(find("llama-3.2-1b").spec(), builtin_catalog().devices["apple-m3-max-128gb"], 1, 1e7,
                               dict(method="lora"))
-    assert d.utilization == E.TRAINING_UTILIZATION_UNCALIBRATED.expected < 0.5
+    assert d.utilization == E.TRAINING_UTILIZATION_UNCALIBRATED.expected < 0.6 < E.TRAINING_DEVICE_UTILIZATION.expected
     assert any("no training calibration row" in w for w in d.warnings)
 
 
@@ -349,8 +349,9 @@ def test_host_seconds_per_kernel_follows_from_its_row(monkeypatch: pytest.Monkey
 def test_float8_gemm_share_follows_from_its_row() -> None:
     """FLOAT8_GEMM_SHARE from PM0503 (torchtitan Llama 3.1 8B FSDP + compile + Float8, 8 x H100, 8532 tokens/s per
     GPU), Hopper's u fixed by its BF16 twin PM0501: the share of the FP8 peak the float8 GEMMs reach over the BF16
-    GEMMs' share, solved by bisection through the one duration rule. At share 1 (the BF16 utilisation at the FP8
-    peak, as before) the row is over-predicted."""
+    GEMMs' share, solved by bisection through the one duration rule. Since the attention kernel runs on its mma.sync
+    ceiling on Hopper (efficiency.flash_attention_peak_share) the share is 1.027: at share 1 the row is under-predicted
+    by about 1 %, at the 0.9191 fitted before by about 8 %."""
     from llmsizer.validation_cases import TORCHTITAN_FSDP, TORCHTITAN_SETTINGS, TRAINING_SPEED_CALIBRATION
 
     assert TRAINING_SPEED_CALIBRATION["PM0503"] == "FLOAT8_GEMM_SHARE"
@@ -367,8 +368,8 @@ def test_float8_gemm_share_follows_from_its_row() -> None:
         assert d.tokens_per_second is not None
         return d.tokens_per_second / n
 
-    assert per_gpu(1.0) > 1.03 * target
-    lo, hi = 0.3, 1.0  # tokens/s rise with the share
+    assert per_gpu(1.0) < target < per_gpu(1.5)
+    lo, hi = 0.3, 1.5  # tokens/s rise with the share
     for _ in range(40):
         mid = (lo + hi) / 2
         lo, hi = (lo, mid) if per_gpu(mid) > target else (mid, hi)

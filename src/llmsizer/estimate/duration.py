@@ -794,16 +794,20 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
     t_attn = 0.0
     if device.kind == "gpu" and fl.attention > 0 and w.attention != "eager":
         # the fused attention kernel apart from the GEMMs (formulas/training_time.py eq. (10)): what it executes,
-        # at its own share of the GEMM utilisation (efficiency.FLASH_ATTENTION_SHARE); not shape-quantised
+        # at its own share of the GEMM utilisation (efficiency.FLASH_ATTENTION_SHARE), on Hopper of its mma.sync
+        # ceiling (efficiency.flash_attention_peak_share); not shape-quantised
         rho = E.FLASH_ATTENTION_SHARE
         executed = fl.attention_executed("flash")
-        t_attn = tokens * executed / (peak * u * rho.expected)
+        attn_share, attn_why = E.flash_attention_peak_share(device.architecture, u)
+        t_attn = tokens * executed / (peak * attn_share)
         flops_eff -= fl.attention
         notes.append(Assumption("attention_flops_per_token", round(executed), True,
                                 "formulas/training_time.py eq. (10): the causal flash-attention kernel's executed "
                                 "FLOPs (tiles above the diagonal skipped, backward 2.5 x forward, recomputed forward "
                                 "of checkpointed layers), in place of the 12 L d s of the FLOP count"))
         notes.append(Assumption(rho.name, rho.expected, True, rho.source))
+        if attn_why is not None:
+            notes.append(Assumption("flash_attention_peak_share", round(attn_share, 4), True, attn_why))
     elif device.kind == "gpu" and fl.attention > 0 and w.attention == "eager" and bw_mem:
         # eager attention's batched score GEMMs apart from the projections' GEMMs (formulas/eager_attention_traffic.py
         # eq. (A3)): their s x s matrix's traffic, not overlapped with their math, in place of the 12 L d s term

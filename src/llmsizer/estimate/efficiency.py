@@ -274,13 +274,20 @@ LLAMACPP_SYNC_MMA_SHARE = {
 }
 
 
+def sync_mma_share(architecture: str) -> Factor | None:
+    """The share of the catalog's dense tensor peak that a kernel issuing warp-level mma.sync (and no wgmma) can
+    reach on a GPU architecture (LLAMACPP_SYNC_MMA_SHARE: a ratio of per-SM rates, whoever issues the instruction);
+    None where such a kernel reaches the whole peak (Volta .. Ada; GeForce / RTX PRO Blackwell, compute capability
+    12.x, where mma.sync is the tensor path there is, CUTLASS's "Blackwell SM120 GEMMs"). Not established: datacenter
+    Blackwell (10.x: B200, B300, GB200), whose dense peak is tcgen05's; no published per-SM mma.sync rate was found
+    for it, so it gets no cap (an open gap, not a measured 1.0)."""
+    return LLAMACPP_SYNC_MMA_SHARE.get(architecture)
+
+
 def llamacpp_sync_mma_share(architecture: str) -> Factor | None:
     """The share of the catalog's dense tensor peak that llama.cpp's warp-level mma.sync kernels can issue on a GPU
-    architecture (LLAMACPP_SYNC_MMA_SHARE); None where they reach the whole peak (Volta .. Ada; GeForce / RTX PRO
-    Blackwell, compute capability 12.x, where mma.sync is the tensor path there is, CUTLASS's "Blackwell SM120
-    GEMMs"). Not established: datacenter Blackwell (10.x: B200, B300, GB200), whose dense peak is tcgen05's; no
-    published per-SM mma.sync rate was found for it, so it gets no cap (an open gap, not a measured 1.0)."""
-    return LLAMACPP_SYNC_MMA_SHARE.get(architecture)
+    architecture: sync_mma_share (ggml-cuda has no wgmma)."""
+    return sync_mma_share(architecture)
 
 
 # Routings whose experts a llama.cpp batched step of b >= 2 sequences fed identical tokens (llama-batched-bench)
@@ -433,7 +440,8 @@ TRAINING_DEVICE_UTILIZATION = Factor(
 # timed apart (formulas/elementwise_traffic.py eq. E7, the op-level policy re-running every pointwise op), as is
 # the optimizer step (formulas/optimizer_step.py): 0.4737 (0.3853 before these terms); 0.4743 since the collectives
 # overlap by phase with the first all-gather and last reduce-scatter exposed (formulas/training_time.py eq. (8'));
-# 0.4998 since the flash-attention kernel is timed apart (eq. (10), FLASH_ATTENTION_SHARE).
+# 0.4998 since the flash-attention kernel is timed apart (eq. (10), FLASH_ATTENTION_SHARE); 0.5633 since that kernel
+# (SDPA's FlashAttention-2 backend) is timed on its mma.sync ceiling (flash_attention_peak_share, #12).
 # Ampere: CALIBRATED on seven named rows, the MPT-7B rows of llm-foundry's A100 80GB benchmark table on one node
 # (validation_cases.AMPERE_CALIBRATION, PM0890-PM0896: FSDP FULL_SHARD on 8 x A100 SXM 80GB, 1k-64k tokens, with and
 # without activation checkpointing, scripts/train/benchmarking/README.md @4952183): per row the u at which the
@@ -449,7 +457,7 @@ TRAINING_UTILIZATION_BY_ARCH = {
     "ampere": Factor("training_device_utilization_ampere", 0.7332, 0.7332, 0.7332,
                      "calibrated: llm-foundry MPT-7B FSDP 8 x A100 80GB, median of 7 rows (PM0890-PM0896), executed "
                      "FLOPs / (A100 SXM peak x time)"),
-    "hopper": Factor("training_device_utilization_hopper", 0.4998, 0.4998, 0.4998,
+    "hopper": Factor("training_device_utilization_hopper", 0.5633, 0.5633, 0.5633,
                      "calibrated: torchtitan Llama 3.1 8B FSDP 8 x H100 5762 tokens/s/GPU (PM0501), executed FLOPs / "
                      "(H100 SXM peak x time)"),
 }
@@ -470,22 +478,71 @@ TRAINING_UTILIZATION_BY_ARCH = {
 # sm >= 80; half of Hopper's dense rate, LLAMACPP_SYNC_MMA_SHARE): fitted the same way (a 0.329, u_ampere 0.756) it
 # brings the H100 32k-64k rows to -10 .. +7 % but Hopper's u refitted on PM0501 (0.568) over-predicts the H100
 # 2k-token rows, and the summary median rises to 8.9 % (9.2 % with torchtitan's SDPA taken at the full rate).
+# Taken instead (#12): rho and u_ampere as fitted, their product as the share of the mma.sync ceiling on Hopper
+# (flash_attention_peak_share below): Ampere's rows do not move, the median falls to 7.7 %.
 FLASH_ATTENTION_SHARE = Factor(
     "flash_attention_share_of_gemm_utilization", 0.4571, 0.4571, 0.4571,
     "calibrated with training_device_utilization_ampere: llm-foundry MPT-7B FSDP 8 x A100 80GB, 1k-64k tokens "
     "(PM0890-PM0896); the attention kernel's share of peak over the GEMMs'")
 
+# On Hopper the training step's attention kernels issue warp-level mma.sync, not wgmma, so their ceiling is
+# sync_mma_share x the dense peak (0.5: the per-SM rates of LLAMACPP_SYNC_MMA_SHARE), while Hopper's GEMM utilisation u
+# is a share of the wgmma peak cuBLAS reaches: rho x u_hopper x peak (the rule before, #12) timed them 2.2x their A100
+# rate for a 1.6x larger instruction ceiling, and the held-out H100 rows' error grew with the sequence (MPT 760M-3B at
+# 16k-64k tokens +15 .. +25 %, at 1k-2k tokens -5 .. +1 %). Which kernels: FlashAttention-2 (csrc/flash_attn/src/
+# kernel_traits.h: MMA_Atom<SM80_16x8x16_...> for every sm >= 80), which PyTorch's SDPA flash backend vendors and which
+# torch's nightlies of December 2024 still chose on H100 over cuDNN's wgmma kernel (pytorch/pytorch#142132, torch
+# 2.6.0.dev20241204, (1, 24, 4608, 128): SDPA 329.5 TFLOP/s against cuDNN 631.3 and FlashAttention-3 631.8, the
+# ratio 0.52; cuDNN made opt-in by pytorch/pytorch#138522): torchtitan's PM0501; and llm-foundry's attn_impl triton
+# (llmfoundry/models/layers/flash_attn_triton.py: 'import triton_pre_mlir as triton', setup.py's
+# triton-pre-mlir@...vchiley/triton.git@triton_pre_mlir_sm90, a Triton from before Hopper support, whose tl.dot
+# lowers to mma.sync): the MPT H100 table. So the kernel is timed at the share of its OWN instruction ceiling that it
+# reaches where that ceiling is the dense peak and where rho was fitted: Ampere, rho x u_ampere (0.335; FA2 and the
+# Triton kernel issue the same instruction at the same per-SM rate there). NOT FITTED: a transfer of the Ampere fit
+# through the ratio of published per-SM rates; Hopper's u is re-derived on PM0501 with it (0.5633). A cross-check,
+# not an input: FlashAttention-2's own H100 / A100 speed, 35 % of 989 TFLOP/s (Shah et al. 2024, arXiv 2407.08608,
+# abstract) over up to 73 % of 312 (Dao 2023, arXiv 2307.08691, abstract), 1.5x, against the 1.59x this rule gives.
+FLASH_ATTENTION_REFERENCE_ARCHITECTURE = "ampere"
+
+
+def _attention_share_of(architecture: str, u: float) -> tuple[float, str | None]:
+    rho = FLASH_ATTENTION_SHARE.expected
+    sync = sync_mma_share(architecture)
+    if sync is None:
+        return rho * u, None
+    ref = FLASH_ATTENTION_REFERENCE_ARCHITECTURE
+    return (sync.expected * rho * TRAINING_UTILIZATION_BY_ARCH[ref].expected,
+            f"the attention kernel issues warp-level mma.sync (FlashAttention-2, SDPA's flash backend, pre-Hopper "
+            f"Triton): {sync.expected:g} x the dense peak on {architecture} ({sync.name}) x "
+            f"{FLASH_ATTENTION_SHARE.name} x the {ref} utilisation, the share of its instruction ceiling it reaches "
+            "there (estimate/efficiency.py flash_attention_peak_share)")
+
+
+def flash_attention_peak_share(architecture: str, u: float) -> tuple[float, str | None]:
+    """The share of the dense BF16 peak a training step's fused attention kernel reaches on a GPU ``architecture``
+    whose GEMMs reach ``u``: rho x u (FLASH_ATTENTION_SHARE); where warp-level mma.sync cannot reach the dense peak
+    (sync_mma_share: Hopper), sync x rho x u_ampere, the share of its instruction ceiling the kernel reaches on
+    Ampere (see above); an architecture without a calibration row, the lowest share of the calibrated ones (the rule
+    of TRAINING_UTILIZATION_UNCALIBRATED). Returns the share and why it is not rho x u (None: it is)."""
+    if architecture in TRAINING_UTILIZATION_BY_ARCH:
+        return _attention_share_of(architecture, u)
+    arch, (share, _) = min(((a, _attention_share_of(a, f.expected)) for a, f in TRAINING_UTILIZATION_BY_ARCH.items()),
+                           key=lambda x: x[1][0])
+    return share, (f"no calibration row for this GPU architecture: the lowest attention share of the calibrated "
+                   f"architectures, {arch}'s (estimate/efficiency.py flash_attention_peak_share)")
+
 # Float8 training (formulas/float8_training.py): the converted linears' GEMMs (torch._scaled_mm, TransformerEngine's
 # cuBLASLt FP8 GEMMs) run at the dense FP8 peak times rho8 x the BF16 GEMM utilisation u: an FP8 GEMM of the same
-# shape does half the bytes per FLOP but its scaling epilogue and the smaller K-tile per pipeline stage keep it short
-# of twice the BF16 rate. CALIBRATED on one named row: torchtitan Llama 3.1 8B FSDP + torch.compile + Float8
+# shape does half the bytes per FLOP, against a scaling epilogue and a smaller K-tile per pipeline stage (0.9191 when
+# the attention ran at rho x u_hopper; 1.0272 since it runs on its mma.sync ceiling, flash_attention_peak_share: the
+# FP8 GEMMs at the BF16 GEMMs' share of their own peak). CALIBRATED on one named row: torchtitan Llama 3.1 8B FSDP + torch.compile + Float8
 # (torchao tensorwise dynamic scaling, float8 all-gather) on 8 x H100, 8532 tokens/s per GPU (PM0503,
 # benchmarks/llama3_h100_202412_torchtitan.md Table 1), with Hopper's u from its BF16 twin PM0501 and the casts timed
 # apart (formulas/float8_training.py eq. F2): the rho8 at which the duration rule meets the row; re-derived by
 # tests/hardware/test_training_calibration.py. Held out: the same table's 128-GPU float8 row (PM0506) and llm-foundry's
 # seven TransformerEngine FP8 rows on H100 (PM0870-PM0876).
 FLOAT8_GEMM_SHARE = Factor(
-    "float8_gemm_share_of_gemm_utilization", 0.9191, 0.9191, 0.9191,
+    "float8_gemm_share_of_gemm_utilization", 1.0272, 1.0272, 1.0272,
     "calibrated: torchtitan Llama 3.1 8B FSDP + compile + Float8 8 x H100 8532 tokens/s/GPU (PM0503); the FP8 "
     "GEMMs' share of the FP8 peak over the BF16 GEMMs' share of the BF16 peak")
 
@@ -528,7 +585,7 @@ TRAINING_UTILIZATION_CPU_VECTOR = Factor(
 # A GPU architecture without a calibration row of its own (Blackwell, Apple GPUs, Volta/Turing, AMD, a hardware
 # file's GPU without 'architecture'): the LOWEST of the fitted architectures' shares (today Hopper's), a rule, not a
 # fit. Why the minimum: the fitted share falls as the tensor peak grows (Ada 165 TFLOP/s -> 0.92, Ampere 312 -> 0.68,
-# Hopper 989 -> 0.47), because the eager step's memory-bound kernels, launches and host work do not speed up with
+# Hopper 989 -> 0.56), because the eager step's memory-bound kernels, launches and host work do not speed up with
 # the tensor cores; an unknown part is either faster than Hopper (Blackwell) or its software stack is less
 # tuned (Apple MPS, older or other vendors' parts), and for both the least share any calibrated architecture
 # reached is the one that does not promise a step faster than one measured per peak FLOP/s. Ada's share applied
