@@ -61,7 +61,7 @@ from ...formulas.float8_training import float8_gathered_bytes, float8_weight_ele
 from ...formulas.fsdp2_units import backward_gathers_of
 from ...formulas.tensors import model_tensors
 from ...specs.training import TrainingWorkload
-from .setup import TrainingContext
+from .setup import TrainingContext, embedding_output_needs_grad, embedding_trained
 from .states import StageStates
 
 
@@ -146,8 +146,8 @@ def fsdp_collective_volume(ctx: TrainingContext, st: StageStates) -> CollectiveV
     return CollectiveVolume(sum(units.units) + apart, sum(again) + apart, st.reduced_elements)
 
 
-# the layer-0 tensors that read only the embedding's output: with a frozen embedding their modules' outputs need no
-# gradient, so their backward (and its re-gather) never runs (measured: tests/training/test_deepspeed_zero3_volume.py)
+# the layer-0 tensors that read only the embedding's output: when it needs no gradient (setup.py
+# embedding_output_needs_grad) their modules' outputs need none, so their backward (and its re-gather) never runs (measured: tests/training/test_deepspeed_zero3_volume.py)
 _READ_EMBEDDING = frozenset({"layer_norm_0", "layer_norm_0.bias", "attn_q", "attn_k", "attn_v", "attn_qkv",
                              "attn_q.bias", "attn_k.bias", "attn_v.bias", "attn_qkv.bias"})
 
@@ -173,12 +173,14 @@ def deepspeed_zero3_uses(ctx: TrainingContext) -> list[Zero3Use]:
                         n *= d
                     adapters.setdefault((m.role, m.layer), []).append(
                         Zero3Use(("adapter", m.role, m.layer, j, s), n, ctx.adapter_bytes))
-    embed_trained = not w.adapters or "embed" in saved or ("token_embd", -1) in adapters
+    embed_trained = embedding_trained(w, ctx.lora)
+    first_grad = embedding_output_needs_grad(w, ctx.lora)
     uses: list[Zero3Use] = []
     for t in model_tensors(spec):
         trained = not w.adapters or (t.component == "embedding" and "embed" in saved) or (
             t.component == "lm_head" and "lm_head" in saved)
-        backward = embed_trained or not (t.component == "embedding" or (t.layer == 0 and t.role in _READ_EMBEDDING))
+        backward = (embed_trained if t.component == "embedding" else
+                    first_grad or not (t.layer == 0 and t.role in _READ_EMBEDDING))
         each = t.numel // max(1, t.count)
         for j in range(t.count):
             uses.append(Zero3Use((t.role, t.layer, j), each, ctx.base_bytes, trained, backward))
