@@ -261,10 +261,12 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
     # (the first decoder layer's input, the embedding's output, may need no gradient: eq. F1)
     first_grad = not st.has_embedding or embedding_output_needs_grad(w, ctx.lora)
     input_grad = [first_grad or i != 0 for i in layers]
+    # (and an encoder-decoder's first block of each stack is a kind of its own: eq. E6 counts it apart)
+    stack_first = [spec.encoder_decoder is not None and i in (0, n_enc) for i in layers]
     kinds = list(zip(map(spec.layer_types.__getitem__, layers), map(spec.moe_layers.__getitem__, layers),
                      map(lce.get, layers, repeat(0)), map(n_enc.__le__, layers),
                      map(spec.recurrent_layers.__getitem__, layers), map(spec.ffn_layers.__getitem__, layers),
-                     input_grad, strict=True))
+                     input_grad, stack_first, strict=True))
     for k in dict.fromkeys(kinds):
         i = layers[kinds.index(k)]  # the first layer of this kind
         g_i = bool(k[6])
