@@ -93,6 +93,9 @@ r = residual-stream element size (the embedding's dtype):
   PEFT adapts q, k and v as three modules (three copies); litgpt's ``LoRAQKVLinear`` is one module over the fused
   q/k/v linear (one copy, ``lora_dropout`` 'fused-qkv'); gate and up are two modules in both. The input itself is
   then saved only by something else.
+- LoRA's first decoder layer (eq. F1, ``layer_saved_terms`` ``input_grad``): with a frozen embedding its input needs
+  no gradient, and autograd saves nothing for an operator none of whose inputs needs one, so that layer keeps only
+  what follows its first adapted projection (no attention norm; no attention without a q/k/v adapter; ...).
 - QLoRA on bitsandbytes before 0.43.2 (``formulas/nf4_quantization.py`` eq. 4): every quantized (frozen) linear keeps
   its input, as a trained linear does; inputs shared by several linears are one tensor.
 - Gradient checkpointing (Chen et al. 2016, arXiv 1604.06174; transformers non-reentrant

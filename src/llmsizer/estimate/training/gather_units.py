@@ -56,9 +56,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from itertools import repeat
 
-from ...formulas.deepspeed_zero import Zero3Use, Zero3Volume, zero3_collective_elements
+from ...formulas.deepspeed_zero import (
+    Zero3Use,
+    Zero3Volume,
+    persistent_param_bytes,
+    persists,
+    zero3_collective_elements,
+)
 from ...formulas.float8_training import float8_gathered_bytes, float8_weight_elements
 from ...formulas.fsdp2_units import backward_gathers_of
+from ...formulas.parallelism import zero_shards
 from ...formulas.tensors import model_tensors
 from ...specs.training import TrainingWorkload
 from .setup import TrainingContext, embedding_output_needs_grad, embedding_trained
@@ -190,6 +197,32 @@ def deepspeed_zero3_uses(ctx: TrainingContext) -> list[Zero3Use]:
     for rest in adapters.values():
         uses += rest
     return uses
+
+
+def deepspeed_zero3_persistent(ctx: TrainingContext, st: StageStates) -> tuple[int, dict[int, int]]:
+    """Stage ``st``'s DeepSpeed ZeRO-3 persistent parameters (formulas/deepspeed_zero.py ``persistent_param_bytes``,
+    eq. Z4: whole on each rank beyond their partitions) [bytes], and the base weights' part of it per gather unit
+    (decoder layers; -1 the embedding, -2 the other non-layer modules, as ``StageStates.layer_weights``), which the
+    gather windows then leave out. The same uses and the same rule (``persists``) as the collective volume."""
+    ranks = zero_shards(ctx.w.shard_stage, ctx.w.shard_group)[0]
+    units: dict[int, int] = {}
+    mine: list[Zero3Use] = []
+    seen: set[object] = set()
+    for u in deepspeed_zero3_uses(ctx):
+        if u.key in seen:  # a tied lm_head's second use of the embedding
+            continue
+        seen.add(u.key)
+        adapter = isinstance(u.key, tuple) and u.key[0] == "adapter"
+        layer = u.key[2] if adapter else u.key[1]  # type: ignore[index]
+        unit = layer if layer >= 0 else -1 if u.key[0] == "token_embd" else -2  # type: ignore[index]
+        if (unit >= 0 and unit not in st.layers) or (unit == -1 and not st.has_embedding) or (
+                unit == -2 and not st.has_head):
+            continue
+        mine.append(u)
+        if not adapter and persists(u.numel):
+            units[unit] = units.get(unit, 0) + u.numel * u.elem
+    total = persistent_param_bytes(mine, ranks)
+    return total, (units if total else {})
 
 
 def deepspeed_zero3_volume(ctx: TrainingContext) -> Zero3Volume:

@@ -83,7 +83,7 @@ from ...formulas.training_activations import (
 from ...formulas.training_states import autocast_cache_holds, step_temporary_bytes
 from ...formulas.weight_formats import largest_quantized_layer, largest_quantized_matrix
 from ...specs.training import TrainingWorkload
-from .gather_units import float8_all_gather, fsdp_gather_units
+from .gather_units import deepspeed_zero3_persistent, float8_all_gather, fsdp_gather_units
 from .setup import TrainingContext, compile_partitions_layers, compiled_loss, embedding_output_needs_grad
 from .states import StageStates
 
@@ -417,9 +417,13 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
         gather_fwd = {}
     window_reach: tuple[int, int] | None = None  # ZeRO-3: (gathered bytes, layers ahead) when the lm_head is prefetched
     if ds3:
+        # the persistent parameters, whole on every rank (eq. Z4); the gather windows below leave them out
+        ds_persistent, persistent_units = deepspeed_zero3_persistent(ctx, st)
+        if ds_persistent:
+            base["persistent_params"] = ds_persistent
         elt = max(1, ctx.base_bytes)
         keys = ([-1] if -1 in st.layer_weights else []) + sorted(st.layers) + ([-2] if -2 in st.layer_weights else [])
-        units = [st.layer_weights[k] for k in keys]
+        units = [st.layer_weights[k] - persistent_units.get(k, 0) for k in keys]
         if spec.tie_word_embeddings and keys and keys[0] == -1 and keys[-1] == -2 and w.pp == 1:
             units[-1] += units[0]  # a tied lm_head runs on the embedding's parameter: gathered again for the loss
         held = held_after_forward([b // elt for b in units])
