@@ -87,7 +87,8 @@ def main(case: dict[str, Any]) -> dict[str, Any]:
             tracker.peak = max(peak, tracker.peak)
             engine.step()
             del loss
-    return {"init_bytes": init, "peak_bytes": tracker.peak, "fb_peak_bytes": fb_peak}
+    # end_bytes: live after the last optimizer step (its _post_step has gathered the persistent parameters again)
+    return {"init_bytes": init, "peak_bytes": tracker.peak, "fb_peak_bytes": fb_peak, "end_bytes": tracker.current}
 
 
 if __name__ == "__main__":

@@ -6,7 +6,9 @@ small random-weight Llama, one process per rank over gloo, and follows every liv
 - the IPG bucket (``formulas/deepspeed_zero.ipg_bucket_bytes``): the live bytes after initialisation differ, between
   the default ``reduce_bucket_size`` (5e8) and 1e6, by the difference in elements x 2 B (bf16 gradients);
 - the whole step's peak on one and on two ranks within 5%, and on two ranks the part beside the bucket within 10%
-  (the gradient partition buffer held through the forward, modules held gathered through the loss).
+  (the gradient partition buffer held through the forward, modules held gathered through the loss);
+- the persistent parameters (``persistent_param_bytes``, eq. Z4): on two ranks the live bytes after the last step,
+  default ``stage3_param_persistence_threshold`` minus 0 (nothing persists), are the persistent parameters whole.
 """
 
 from __future__ import annotations
@@ -109,3 +111,19 @@ def test_prefetch_keeps_max_live_parameters_gathered() -> None:
     predicted = (windows[8_000_000] - windows[4_000_000]) * 2
     print(f"\nlive window 4e6 -> 8e6: peak +{measured / MiB:.2f} MiB measured, +{predicted / MiB:.2f} MiB predicted")
     assert abs(measured - predicted) / predicted <= 0.05
+
+
+def test_persistent_parameters_stay_whole_on_every_rank() -> None:
+    """Eq. Z4: parameters of at most stage3_param_persistence_threshold (1e5) elements stay gathered on every rank
+    beside their partitions: in the tiny Llama (hidden 256) the norms, q/k/v/o (256 x 256, 128 x 256) persist, the
+    MLP (512 x 256), embedding and lm_head do not. The difference in live bytes after the step between the default
+    threshold and 0 equals the estimate's persistent_params, which reads the same rule as the collective volume."""
+    base = dict(CASE, zero={"reduce_bucket_size": 1_000_000})
+    kept = _run(base, ranks=2)["end_bytes"]
+    none = _run(dict(base, zero={"reduce_bucket_size": 1_000_000, "stage3_param_persistence_threshold": 0}),
+                ranks=2)["end_bytes"]
+    spec = spec_from_config(LLAMA, name="llama-tiny")
+    est = estimate_training(spec, gpus=2, **FIELDS)
+    predicted = next(i.bytes for i in est.items if i.name == "persistent_params")
+    print(f"\npersistent parameters: measured {(kept - none) / MiB:.3f} MiB, predicted {predicted / MiB:.3f} MiB")
+    assert kept - none == predicted

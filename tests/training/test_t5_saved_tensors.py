@@ -123,6 +123,11 @@ def test_lora_q_v_whole_model_saved_bytes_equal_what_autograd_saves(name, source
     layers = sum(t.bytes for i in range(spec.num_layers) for t in layer_saved_terms(spec, i, ctx.act))
     outside = sum(t.bytes for t in head_activations(spec, ctx.act, lm_head_trained=False).saved)
     assert layers + outside == sum(saved.values())
+    # the estimate composes the same per-block terms: each stack's first block (eq. E6, g = 0) apart from the others
+    # (before, the first block's terms stood for every block of its stack)
+    from llmsizer.estimate.training import estimate_training
+
+    assert estimate_training(spec, w).details["saved_activations_bytes"] == layers
     assert ctx.lora is not None
     assert ctx.lora.total == sum(p.numel() for p in model.parameters() if p.requires_grad)
 

@@ -93,6 +93,9 @@ r = residual-stream element size (the embedding's dtype):
   PEFT adapts q, k and v as three modules (three copies); litgpt's ``LoRAQKVLinear`` is one module over the fused
   q/k/v linear (one copy, ``lora_dropout`` 'fused-qkv'); gate and up are two modules in both. The input itself is
   then saved only by something else.
+- LoRA's first decoder layer (eq. F1, ``layer_saved_terms`` ``input_grad``): with a frozen embedding its input needs
+  no gradient, and autograd saves nothing for an operator none of whose inputs needs one, so that layer keeps only
+  what follows its first adapted projection (no attention norm; no attention without a q/k/v adapter; ...).
 - QLoRA on bitsandbytes before 0.43.2 (``formulas/nf4_quantization.py`` eq. 4): every quantized (frozen) linear keeps
   its input, as a trained linear does; inputs shared by several linears are one tensor.
 - Gradient checkpointing (Chen et al. 2016, arXiv 1604.06174; transformers non-reentrant
@@ -249,15 +252,18 @@ def needs_mask(spec: ModelSpec, layer: int, st: ActivationSetup) -> bool:
     return sliding or st.packing
 
 
-def _saves_input(role: str, st: ActivationSetup) -> bool:
+def _saves_input(role: str, st: ActivationSetup, input_grad: bool = True) -> bool:
     """Whether the linear of ``role`` keeps its own input for the backward: trained, adapted without dropout (lora_A
-    reads the input itself), or frozen and quantized on bitsandbytes before 0.43.2 (nf4_quantization.py eq. 4)."""
-    return st.full or (role in st.adapted and st.dropout == "none") or st.frozen_keeps_input
+    reads the input itself), or frozen and quantized on bitsandbytes before 0.43.2 (nf4_quantization.py eq. 4) when
+    its input needs a gradient (``input_grad``; eq. F1: ``MatMul4Bit.apply`` on inputs none of which needs one makes
+    no graph node, so its ``ctx`` goes with the call)."""
+    return st.full or (role in st.adapted and st.dropout == "none") or (st.frozen_keeps_input and input_grad)
 
 
-def _input_copies(consumers: tuple[str, ...], present: set[str], st: ActivationSetup, input_is_compute: bool) -> int:
+def _input_copies(consumers: tuple[str, ...], present: set[str], st: ActivationSetup, input_is_compute: bool,
+                  input_grad: bool = True) -> int:
     """How many copies of a shared projection input are saved (see module docstring, 'Projection inputs')."""
-    saving = [c for c in consumers if c in present and _saves_input(c, st)]
+    saving = [c for c in consumers if c in present and _saves_input(c, st, input_grad)]
     if not saving:
         return 0
     if st.autocast and not input_is_compute:
@@ -267,12 +273,42 @@ def _input_copies(consumers: tuple[str, ...], present: set[str], st: ActivationS
     return 1
 
 
+def layer_grads(spec: ModelSpec, layer: int, st: ActivationSetup, input_grad: bool) -> tuple[bool, bool, bool]:
+    """Eq. F1: which of a decoder layer's tensors need a gradient when its input may not, as (the layer input, the
+    token mixer's output, the residual after it): (input_grad, q/k/v adapted, that or o adapted) for a sequential
+    attention layer; a full-training layer, a parallel block, Gemma 3n and any other mixer (MLA, Gated DeltaNet,
+    Mamba, none) are taken as needing them all (what they save is then counted as in a layer whose input needs one:
+    at most what they keep, the norm apart, which ``layer_saved_terms`` drops for every layer)."""
+    if input_grad or st.full:
+        return True, True, True
+    if spec.gemma3n is not None or spec.parallel_block or spec.mla is not None or _gated_deltanet_layer(spec, layer) \
+            or spec.layer_types[layer] == "none" or spec.recurrent_layers[layer]:
+        return False, True, True
+    mix = bool(st.adapted & set(ATTN_INPUTS))
+    return False, mix, mix or "attn_output" in st.adapted
+
+
 def layer_saved_terms(spec: ModelSpec, layer: int, st: ActivationSetup,
-                      layer_weight_elements: int = 0) -> tuple[Term, ...]:
+                      layer_weight_elements: int = 0, input_grad: bool = True) -> tuple[Term, ...]:
     """Bytes decoder layer ``layer`` keeps for its backward on one device, as named terms (module docstring).
 
     ``layer_weight_elements``: elements of this layer's linear weights that autocast copies (0 when weights are
     already half precision or quantized); their copies are a term of their own.
+
+    ``input_grad``: whether the layer's input needs a gradient. Not so for the first decoder layer when the
+    embedding is frozen (LoRA; estimate/training/setup.py ``embedding_output_needs_grad``): autograd records an
+    operator, and saves its tensors, only when one of its differentiable inputs requires grad (pytorch
+    tools/autograd/gen_variable_type.py @ v2.13.0: ``_any_requires_grad = compute_requires_grad(...)`` guards the
+    node and its ``SavedVariable`` set-up; torch/autograd/function.py ``Function.apply`` likewise builds no node for
+    a custom Function, bitsandbytes' ``MatMul4Bit`` among them). So until the first LoRA adapter of that layer, in
+    execution order, every operator sees inputs that need no gradient and keeps nothing: the attention norm always;
+    with no q/k/v adapter the whole attention (SDPA saves its inputs only when one needs a gradient); with no o
+    adapter either the MLP norm; in the MLP ``down(act(gate(x)) * up(x))`` only what the adapted branches need
+    (act keeps the gate output when gate is adapted, the product keeps the up output when gate is and the act output
+    when up is); a dropout whose input needs no gradient keeps no mask; lora_A still keeps its input and lora_B the
+    rank-r intermediate. Measured per layer with PEFT on a CPU (tests/training/test_lora_first_layer.py)::
+
+        a layer whose input needs no gradient keeps only what follows its first adapted projection     (F1)
 
     An encoder-decoder (``spec.encoder_decoder``, T5): one term, its block's eq. (E4) of
     formulas/encoder_decoder_activations.py over ``st.seq`` source and ``st.target`` target tokens.
@@ -303,7 +339,9 @@ def layer_saved_terms(spec: ModelSpec, layer: int, st: ActivationSetup,
     norm_out = 4 if g3n else r  # Gemma3nRMSNorm keeps its fp32 normalised tensor (gemma3n_saved_terms)
     kv_shared = bool(spec.kv_shared_layers) and spec.kv_shared_layers[layer]
     f32n = spec.norm_fp32_normalised
-    out += _norm_terms("attention norm", t, h, norm_out, norm_trained, st, kind=kind, fp32_normalised=f32n)
+    in_grad, mix_grad, res_grad = layer_grads(spec, layer, st, input_grad)
+    if in_grad:  # (eq. F1: a norm over an input that needs no gradient, with a frozen weight, keeps nothing)
+        out += _norm_terms("attention norm", t, h, norm_out, norm_trained, st, kind=kind, fp32_normalised=f32n)
     gdn = _gated_deltanet_layer(spec, layer)
     # a layer with no token mixer (Nemotron-H's MLP / MoE layers: layer_types "none", no recurrent mixer); a Mamba
     # layer stays on the attention rules (estimate/training/compose.py warns that its scan is not modelled)
@@ -316,7 +354,7 @@ def layer_saved_terms(spec: ModelSpec, layer: int, st: ActivationSetup,
         out += gated_deltanet_saved_terms(spec, st)
     elif not mixer_free:
         present = {"attn_q", "attn_k", "attn_v"} if spec.mla is None and not kv_shared else {"attn_q"}
-        n_in = _input_copies(ATTN_INPUTS, present, st, input_is_compute=(r == c))
+        n_in = _input_copies(ATTN_INPUTS, present, st, input_is_compute=(r == c), input_grad=in_grad)
         if spec.fused_qkv and n_in:  # one query_key_value linear: one input (one autocast copy)
             n_in = 1
         ts = _div(t, tp) if st.sp else t
@@ -329,28 +367,38 @@ def layer_saved_terms(spec: ModelSpec, layer: int, st: ActivationSetup,
             extra = t * (lat + (m.q_lora_rank or 0)) * c * (2 if st.full else 1)
             out.append(Term("MLA latents (kv_a, q_a and their norms)", extra + t * 4 * 2,
                             f"{t} x ({lat} + {m.q_lora_rank or 0}) x {c} B x {'2' if st.full else '1'}"))
-        if spec.qk_norm == "each_head":
+        # eq. F1: the q (k) norm keeps its input only when q (k) needs a gradient (one fused adapter: all three)
+        q_on = in_grad or "attn_q" in st.adapted or (spec.fused_qkv and mix_grad)
+        k_on = in_grad or "attn_k" in st.adapted or (spec.fused_qkv and mix_grad)
+        if not (q_on or k_on):
+            pass
+        elif spec.qk_norm == "each_head":
             # StableLmLayerNormPerHead (transformers v5.24.0 modeling_stablelm.py l.156-168): torch.split into heads (views),
             # one native_layer_norm per head over head_dim, torch.cat. Each keeps its input -- together the q_proj and
             # k_proj outputs, at the compute size (an fp32 copy under autocast: layer_norm runs in fp32) -- and a mean and
             # rstd per token and head; cat keeps nothing and the normalised heads reach attention through rotary, whose
             # products keep only cos/sin. Measured (tests/training/test_parallel_block_saved_tensors.py): with minus
             # without qk_layernorm = t (q_w + k_w) c + 2 t (heads + kv heads) x 4 B (2 B stats on the CPU in bf16)
-            kn_w, kn_h = (0, 0) if kv_shared else (k_w, max(1, spec.num_kv_heads // tp))
+            kn_w, kn_h = (0, 0) if kv_shared or not k_on else (k_w, max(1, spec.num_kv_heads // tp))
+            qn_w, qn_h = (q_w, heads) if q_on else (0, 0)
             ib = 4 if st.autocast else c
-            out.append(Term("q/k per-head LayerNorm inputs + mean/rstd", t * (q_w + kn_w) * ib + 2 * t * (heads + kn_h) * 4,
-                            f"{t} x ({q_w} + {kn_w}) x {ib} B + 2 x 4 B per token and head (native_layer_norm per head)"))
+            out.append(Term("q/k per-head LayerNorm inputs + mean/rstd", t * (qn_w + kn_w) * ib + 2 * t * (qn_h + kn_h) * 4,
+                            f"{t} x ({qn_w} + {kn_w}) x {ib} B + 2 x 4 B per token and head (native_layer_norm per head)"))
         elif spec.qk_norm != "none":
-            kn_w, kn_h = (0, 0) if kv_shared else (k_w, max(1, spec.num_kv_heads // tp))  # shared K: no k_norm
-            out.append(Term("q/k norms fp32 inputs", t * (q_w + kn_w) * 4 + t * (heads + kn_h) * 4,
-                            f"{t} x ({q_w} + {kn_w}) x 4 B + 1/rms per head"))
+            # shared K: no k_norm
+            kn_w, kn_h = (0, 0) if kv_shared or not k_on else (k_w, max(1, spec.num_kv_heads // tp))
+            qn_w, qn_h = (q_w, heads) if q_on else (0, 0)
+            out.append(Term("q/k norms fp32 inputs", t * (qn_w + kn_w) * 4 + t * (qn_h + kn_h) * 4,
+                            f"{t} x ({qn_w} + {kn_w}) x 4 B + 1/rms per head"))
             if f32n:  # the per-head norms are the same class: their fp32 weight copies (eq. N3)
                 out.append(Term("q/k norms fp32 weight copies", 2 * spec.head_dim * 4, f"2 x {spec.head_dim} x 4 B"))
             if st.full:
                 qk_c = 4 if g3n or f32n else c
                 out.append(Term("q/k norms normalised", t * (q_w + kn_w) * qk_c, f"{t} x ({q_w} + {kn_w}) x {qk_c} B"))
         mask = needs_mask(spec, layer, st)
-        if spec.math_attention and st.attention != "flash":
+        if not mix_grad:  # eq. F1: no q/k/v adapter, none of the attention's inputs needs a gradient
+            pass
+        elif spec.math_attention and st.attention != "flash":
             # torch's math kernel upcasts 16-bit q, k, v to fp32 unless allow_fp16_bf16_reduction_math_sdp (default
             # off): ATen attention.cpp _scaled_dot_product_attention_math (query_.to(at::kFloat))
             out.append(Term("attention q, K^T, V expanded to every head (fp32, SDPA math kernel), output",
@@ -392,15 +440,19 @@ def layer_saved_terms(spec: ModelSpec, layer: int, st: ActivationSetup,
         # copy instead (eq. D1) and the frozen base keeps nothing
         # (the eager and math terms count the output copy already)
         fused_kernel = not (spec.math_attention and st.attention != "flash") and st.attention != "eager"
-        if spec.attention_output_copy and fused_kernel and (st.full or ("attn_output" in st.adapted
-                                                                        and st.dropout == "none")):
+        copied = spec.attention_output_copy and fused_kernel
+        if not mix_grad and not copied and "attn_output" in st.adapted and st.dropout == "none" and not (
+                st.autocast and st.adapter_cast_copy):  # eq. F1: SDPA kept no output, the o adapter's lora_A does
+            out.append(Term("o adapter input (the attention output)", t * o_w * c,
+                            f"{t} x {o_w} x {c} B (the layer's input needs no gradient: eq. F1)"))
+        if copied and (st.full or ("attn_output" in st.adapted and st.dropout == "none")):
             out.append(Term("o_proj input (copy of the head-major attention output)", t * o_w * c,
                             f"{t} x {o_w} x {c} B (transpose(1, 2) before the output projection copies)"))
         # o_proj input: the attention output is already saved; a LoRA adapter under autocast makes its own copy (with
         # dropout, eq. D1 counts the adapter's copy instead)
         if st.autocast and st.adapter_cast_copy and not st.full and "attn_output" in st.adapted and st.dropout == "none":
             out.append(Term("o adapter input copy", t * o_w * c, f"{t} x {o_w} x {c} B"))
-        if spec.attention_output_gate:  # eq. DN4
+        if spec.attention_output_gate and mix_grad:  # eq. DN4
             out.append(Term("attention output gate: output copy, sigmoid(gate), gated product", 3 * t * o_w * c,
                             f"3 x {t} x {o_w} x {c} B (Qwen3NextAttention: attn_output * torch.sigmoid(gate))"))
     # MLP
@@ -417,6 +469,8 @@ def layer_saved_terms(spec: ModelSpec, layer: int, st: ActivationSetup,
                             f"2 x {t} x {h} x {st.dropout_mask} B"))
     else:
         for j in range(spec.norms_per_layer - 1):
+            if j == 0 and not res_grad and spec.norms_per_layer == 2:  # eq. F1: the residual needs no gradient yet
+                continue
             out += _norm_terms("mlp norm" if j == 0 else f"extra norm {j}", t, h,
                                norm_out if g3n else r if j == 0 else c, norm_trained, st, kind=kind,
                                fp32_normalised=f32n)
@@ -424,11 +478,11 @@ def layer_saved_terms(spec: ModelSpec, layer: int, st: ActivationSetup,
         out += moe_saved_terms(spec, st)
     elif has_ffn:
         out += _dense_mlp_terms(spec, st, spec.intermediate_size, "mlp", ("ffn_gate", "ffn_up", "ffn_down"),
-                                input_counted=mlp_input_counted)
+                                input_counted=mlp_input_counted, input_grad=res_grad)
     if g3n:
         out += gemma3n_saved_terms(spec, st, kv_shared)
     if st.adapted and not st.full and st.dropout != "none":
-        out += _dropout_terms(spec, st, present, has_ffn)
+        out += _dropout_terms(spec, st, present, has_ffn, (in_grad, mix_grad, res_grad))
     if st.adapted and not st.full:
         out += _qkv_zero_pad_terms(spec, st, (q_w, k_w, v_w))
         kinds = (("attn_",) if present else ()) + (("ffn_",) if has_ffn else ())
@@ -447,44 +501,51 @@ def layer_saved_terms(spec: ModelSpec, layer: int, st: ActivationSetup,
     return tuple(out)
 
 
-def _dropout_terms(spec: ModelSpec, st: ActivationSetup, present: set[str], ffn: bool = True) -> list[Term]:
+def _dropout_terms(spec: ModelSpec, st: ActivationSetup, present: set[str], ffn: bool = True,
+                   grads: tuple[bool, bool, bool] = (True, True, True)) -> list[Term]:
     """Eq. (D1): each adapter module's dropped-out input copy and its mask, per decoder layer (module docstring,
     'LoRA dropout'); litgpt's fused q/k/v adapter ('fused-qkv') drops out their shared input once. ``present``: the
-    layer's attention projections (none in a layer without attention); ``ffn``: whether it has a feed-forward block."""
+    layer's attention projections (none in a layer without attention); ``ffn``: whether it has a feed-forward block;
+    ``grads``: :func:`layer_grads` (a dropout over an input that needs no gradient keeps no mask, eq. F1)."""
     t, c, tp = st.tokens, st.compute, st.tp
     h = spec.hidden_size
     ts = _div(t, tp) if st.sp else t
     _, _, _, o_w = (_div(x, tp) for x in _head_dims(spec))
     i_w = _div(spec.intermediate_size, tp)
-    per = c + st.dropout_mask
+    in_grad, mix_grad, res_grad = grads
     qkv = [r for r in ATTN_INPUTS if r in st.adapted and r in present]
     n_qkv = min(1, len(qkv)) if st.dropout == "fused-qkv" else len(qkv)
-    n_mlp = sum(1 for r in MLP_INPUTS if r in st.adapted) if ffn else 0
-    elems = (n_qkv + n_mlp) * ts * h
-    parts = [f"{n_qkv + n_mlp} x {ts} x {h}"] if n_qkv + n_mlp else []
+    mlp = [r for r in MLP_INPUTS if r in st.adapted] if ffn else []
+    # (elements, whether the dropout's input needs a gradient, so that its mask is kept) per adapter input
+    groups = [(n_qkv * ts * h, in_grad, f"{n_qkv} x {ts} x {h}"), (len(mlp) * ts * h, res_grad, f"{len(mlp)} x {ts} x {h}")]
     if "attn_output" in st.adapted and present:
-        elems += t * o_w
-        parts.append(f"{t} x {o_w}")
+        groups.append((t * o_w, mix_grad, f"{t} x {o_w}"))
     if "ffn_down" in st.adapted and ffn:
-        elems += t * i_w
-        parts.append(f"{t} x {i_w}")
-    if not elems:
+        groups.append((t * i_w, res_grad or bool(mlp), f"{t} x {i_w}"))
+    groups = [g for g in groups if g[0]]
+    if not groups:
         return []
-    return [Term("LoRA dropout copies + masks", elems * per,
-                 f"({' + '.join(parts)}) x ({c} + {st.dropout_mask}) B (eq. D1"
-                 + (", q/k/v one fused adapter)" if st.dropout == "fused-qkv" else ")"))]
+    total = sum(e * (c + (st.dropout_mask if masked else 0)) for e, masked, _ in groups)
+    text = " + ".join(f"{p} x ({c}{f' + {st.dropout_mask}' if masked else ''})" for _, masked, p in groups)
+    return [Term("LoRA dropout copies + masks", total, f"({text}) B (eq. D1"
+                 + (", q/k/v one fused adapter" if st.dropout == "fused-qkv" else "")
+                 + (", no mask where the input needs no gradient: eq. F1)" if not all(m for _, m, _ in groups) else ")"))]
 
 
-def kept_matmul_input_bytes(spec: ModelSpec, st: ActivationSetup, layer: int) -> int:
-    """Eq. G1 for one decoder layer: the inputs its bitsandbytes 0.42 ``MatMul4Bit`` nodes hold (0 otherwise)."""
+def kept_matmul_input_bytes(spec: ModelSpec, st: ActivationSetup, layer: int, input_grad: bool = True) -> int:
+    """Eq. G1 for one decoder layer: the inputs its bitsandbytes 0.42 ``MatMul4Bit`` nodes hold (0 otherwise); a
+    matmul whose input needs no gradient makes no node (``input_grad``: the layer's input's, eq. F1)."""
     if not st.frozen_keeps_input:
         return 0
     t, c, tp = st.tokens, st.compute, st.tp
     h = spec.hidden_size
     o_w = _div(_head_dims(spec)[3], tp)
+    in_g, mix_g, res_g = layer_grads(spec, layer, st, input_grad)
+    attn = h * in_g + o_w * mix_g
     if spec.moe_layers[layer]:
-        return t * c * (h + o_w)
-    return t * c * (h + o_w + h + _div(spec.intermediate_size, tp))
+        return t * c * attn
+    down = res_g or bool(st.adapted & set(MLP_INPUTS))
+    return t * c * (attn + h * res_g + _div(spec.intermediate_size, tp) * down)
 
 
 def kept_lm_head_input_bytes(st: ActivationSetup, hidden: int) -> int:
@@ -608,28 +669,41 @@ def gemma3n_model_terms(spec: ModelSpec, st: ActivationSetup) -> list[Term]:
 
 
 def _dense_mlp_terms(spec: ModelSpec, st: ActivationSetup, width: int, name: str,
-                     roles: tuple[str, str, str], input_counted: bool = False) -> list[Term]:
+                     roles: tuple[str, str, str], input_counted: bool = False, input_grad: bool = True) -> list[Term]:
     """``input_counted``: the MLP's input is saved under another term (an MoE layer's shared expert reads the
-    tensor the router and the routed experts read: :func:`moe_saved_terms` counts it once)."""
+    tensor the router and the routed experts read: :func:`moe_saved_terms` counts it once). ``input_grad``: whether
+    the MLP's input needs a gradient (eq. F1: if not, only the adapted branches' tensors are kept)."""
     t, c, h = st.tokens, st.compute, spec.hidden_size
     i_w = _div(width, st.tp)
     ts = _div(t, st.tp) if st.sp else t
     out: list[Term] = []
     gated = spec.mlp_gated
     consumers = roles[:2] if gated else roles[1:2]
-    n_in = 0 if input_counted else _input_copies(consumers, set(consumers), st, input_is_compute=(st.residual == c))
+    n_in = 0 if input_counted else _input_copies(consumers, set(consumers), st, input_is_compute=(st.residual == c),
+                                                 input_grad=input_grad)
     if n_in:
         out.append(Term(f"{name} input", n_in * ts * h * c, f"{n_in} x {ts} x {h} x {c} B"))
-    down_saves = _saves_input(roles[2], st)
+    gate_on = input_grad or roles[0] in st.adapted
+    up_on = input_grad or roles[1] in st.adapted
     if gated:
-        n = 3 + (1 if down_saves else 0)
-        out.append(Term(f"{name} act input, act output, up output" + (", product" if down_saves else ""),
-                        n * t * i_w * c, f"{n} x {t} x {i_w} x {c} B (SwiGLU)"))
+        down_saves = _saves_input(roles[2], st, gate_on or up_on)
+        if input_grad:
+            n, what = 3, "act input, act output, up output"
+        else:  # eq. F1: act keeps gate's output and the product up's when gate needs a gradient, act's when up does
+            n = (2 if gate_on else 0) + (1 if up_on else 0)
+            what = ", ".join((["act input", "up output"] if gate_on else []) + (["act output"] if up_on else []))
+        n += 1 if down_saves else 0
+        if n:
+            out.append(Term(f"{name} " + ", ".join(x for x in (what, "product" if down_saves else "") if x),
+                            n * t * i_w * c, f"{n} x {t} x {i_w} x {c} B (SwiGLU" + (")" if input_grad else ", eq. F1)")))
     else:
-        n = 1 + (1 if down_saves else 0)
-        out.append(Term(f"{name} act input" + (", act output" if down_saves else ""), n * t * i_w * c,
-                        f"{n} x {t} x {i_w} x {c} B (GeLU MLP)"))
-        if spec.mlp_act_python:
+        down_saves = _saves_input(roles[2], st, up_on)
+        n = (1 if up_on else 0) + (1 if down_saves else 0)
+        if n:
+            out.append(Term(f"{name} " + ", ".join((["act input"] if up_on else []) + (["act output"] if down_saves
+                                                                                        else [])),
+                            n * t * i_w * c, f"{n} x {t} x {i_w} x {c} B (GeLU MLP" + (")" if input_grad else ", eq. F1)")))
+        if spec.mlp_act_python and up_on:
             out.append(Term(f"{name} gelu_new intermediates (tanh output, 0.5 x, 1 + tanh)", 3 * t * i_w * c,
                             f"3 x {t} x {i_w} x {c} B (NewGELUActivation in Python ops)"))
     return out

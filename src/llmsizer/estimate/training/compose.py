@@ -96,6 +96,12 @@ COMPONENT_FORMULA = {
     "gradient_buckets": ("data-parallel gradient buckets (DDP flat buckets / ZeRO reduce buffer / FSDP unit grads)",
                          PAR_SRC),
     "gathered_params": ("ZeRO-3/FSDP layer parameters gathered whole (current + prefetched layer)", PAR_SRC),
+    "persistent_params": ("DeepSpeed ZeRO-3 persistent parameters (at most stage3_param_persistence_threshold = 1e5 "
+                          "elements: norms, biases, small projections and LoRA matrices) kept whole on every rank "
+                          "beside their partitions; their gradients and optimizer states are partitioned",
+                          "formulas/deepspeed_zero.py persistent_param_bytes, eq. Z4 (deepspeed/runtime/zero/"
+                          "partition_parameters.py @ 0.19.8 lines 1292-1297, 1828-1830; "
+                          "partitioned_param_coordinator.py line 640; stage3.py lines 2839-2841)"),
     "quantization_transient": ("the largest base matrix being quantized to NF4 while the model is built (bf16 source "
                                "and the quantizer's temporaries)", "formulas/nf4_quantization.py"),
     "dequant_buffer": ("one 4-bit matrix dequantized for the matmul (forward and backward; bitsandbytes 0.42: in "
@@ -577,7 +583,8 @@ def _items(ctx: TrainingContext, st: StageStates, tl: StageTimeline, acc: Acc) -
     for name in ("activations", "autocast_weight_copies", "head_activations", "logits_and_loss", "kept_logits",
                  "kept_graph_inputs", "rotary_and_masks", "backward_transient", "ring_attention_forward",
                  "tied_embedding_gradients",
-                 "embedding_gradient_accumulation", "gradient_buckets", "gathered_params", "pipeline_buffers",
+                 "embedding_gradient_accumulation", "gradient_buckets", "gathered_params", "persistent_params",
+                 "pipeline_buffers",
                  "dequant_buffer",
                  "quantization_transient"):
         if name not in parts:

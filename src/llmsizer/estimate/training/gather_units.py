@@ -56,12 +56,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from itertools import repeat
 
-from ...formulas.deepspeed_zero import Zero3Use, Zero3Volume, zero3_collective_elements
+from ...formulas.deepspeed_zero import (
+    Zero3Use,
+    Zero3Volume,
+    persistent_param_bytes,
+    persists,
+    zero3_collective_elements,
+)
 from ...formulas.float8_training import float8_gathered_bytes, float8_weight_elements
 from ...formulas.fsdp2_units import backward_gathers_of
+from ...formulas.parallelism import zero_shards
 from ...formulas.tensors import model_tensors
 from ...specs.training import TrainingWorkload
-from .setup import TrainingContext
+from .setup import TrainingContext, embedding_output_needs_grad, embedding_trained
 from .states import StageStates
 
 
@@ -146,8 +153,8 @@ def fsdp_collective_volume(ctx: TrainingContext, st: StageStates) -> CollectiveV
     return CollectiveVolume(sum(units.units) + apart, sum(again) + apart, st.reduced_elements)
 
 
-# the layer-0 tensors that read only the embedding's output: with a frozen embedding their modules' outputs need no
-# gradient, so their backward (and its re-gather) never runs (measured: tests/training/test_deepspeed_zero3_volume.py)
+# the layer-0 tensors that read only the embedding's output: when it needs no gradient (setup.py
+# embedding_output_needs_grad) their modules' outputs need none, so their backward (and its re-gather) never runs (measured: tests/training/test_deepspeed_zero3_volume.py)
 _READ_EMBEDDING = frozenset({"layer_norm_0", "layer_norm_0.bias", "attn_q", "attn_k", "attn_v", "attn_qkv",
                              "attn_q.bias", "attn_k.bias", "attn_v.bias", "attn_qkv.bias"})
 
@@ -173,12 +180,14 @@ def deepspeed_zero3_uses(ctx: TrainingContext) -> list[Zero3Use]:
                         n *= d
                     adapters.setdefault((m.role, m.layer), []).append(
                         Zero3Use(("adapter", m.role, m.layer, j, s), n, ctx.adapter_bytes))
-    embed_trained = not w.adapters or "embed" in saved or ("token_embd", -1) in adapters
+    embed_trained = embedding_trained(w, ctx.lora)
+    first_grad = embedding_output_needs_grad(w, ctx.lora)
     uses: list[Zero3Use] = []
     for t in model_tensors(spec):
         trained = not w.adapters or (t.component == "embedding" and "embed" in saved) or (
             t.component == "lm_head" and "lm_head" in saved)
-        backward = embed_trained or not (t.component == "embedding" or (t.layer == 0 and t.role in _READ_EMBEDDING))
+        backward = (embed_trained if t.component == "embedding" else
+                    first_grad or not (t.layer == 0 and t.role in _READ_EMBEDDING))
         each = t.numel // max(1, t.count)
         for j in range(t.count):
             uses.append(Zero3Use((t.role, t.layer, j), each, ctx.base_bytes, trained, backward))
@@ -188,6 +197,32 @@ def deepspeed_zero3_uses(ctx: TrainingContext) -> list[Zero3Use]:
     for rest in adapters.values():
         uses += rest
     return uses
+
+
+def deepspeed_zero3_persistent(ctx: TrainingContext, st: StageStates) -> tuple[int, dict[int, int]]:
+    """Stage ``st``'s DeepSpeed ZeRO-3 persistent parameters (formulas/deepspeed_zero.py ``persistent_param_bytes``,
+    eq. Z4: whole on each rank beyond their partitions) [bytes], and the base weights' part of it per gather unit
+    (decoder layers; -1 the embedding, -2 the other non-layer modules, as ``StageStates.layer_weights``), which the
+    gather windows then leave out. The same uses and the same rule (``persists``) as the collective volume."""
+    ranks = zero_shards(ctx.w.shard_stage, ctx.w.shard_group)[0]
+    units: dict[int, int] = {}
+    mine: list[Zero3Use] = []
+    seen: set[object] = set()
+    for u in deepspeed_zero3_uses(ctx):
+        if u.key in seen:  # a tied lm_head's second use of the embedding
+            continue
+        seen.add(u.key)
+        adapter = isinstance(u.key, tuple) and u.key[0] == "adapter"
+        layer = u.key[2] if adapter else u.key[1]  # type: ignore[index]
+        unit = layer if layer >= 0 else -1 if u.key[0] == "token_embd" else -2  # type: ignore[index]
+        if (unit >= 0 and unit not in st.layers) or (unit == -1 and not st.has_embedding) or (
+                unit == -2 and not st.has_head):
+            continue
+        mine.append(u)
+        if not adapter and persists(u.numel):
+            units[unit] = units.get(unit, 0) + u.numel * u.elem
+    total = persistent_param_bytes(mine, ranks)
+    return total, (units if total else {})
 
 
 def deepspeed_zero3_volume(ctx: TrainingContext) -> Zero3Volume:

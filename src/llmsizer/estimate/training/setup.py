@@ -122,6 +122,30 @@ def compiled_loss(w: TrainingWorkload) -> bool:
     return w.compile and w.compile_scope != "layers" and w.loss == "ce" and w.kernels != "unsloth"
 
 
+def embedding_trained(w: TrainingWorkload, lora: LoraParams | None) -> bool:
+    """Whether the token embedding trains, so that its backward runs: full training, PEFT ``modules_to_save``
+    'embed', or a LoRA adapter on it (an adapter's output needs a gradient)."""
+    return not w.adapters or "embed" in w.modules_to_save or (
+        lora is not None and any(m.role == "token_embd" for m in lora.modules))
+
+
+def embedding_output_needs_grad(w: TrainingWorkload, lora: LoraParams | None) -> bool:
+    """Whether the embedding's output needs a gradient, so that the first decoder layer keeps for its backward what
+    every other layer keeps (formulas/training_activations.py eq. F1) and the backward of the modules reading that
+    output runs (DeepSpeed ZeRO-3 re-gathers them: gather_units.py ``deepspeed_zero3_uses``).
+
+    Yes when the embedding trains (:func:`embedding_trained`) and under full (per-layer) gradient checkpointing:
+    transformers' ``_activation_checkpointing_enable`` calls ``enable_input_require_grads`` (a forward hook that sets
+    ``requires_grad`` on the embedding's output) for every model whose main input is ``input_ids``
+    (transformers 5.24.0 modeling_utils.py lines 3190-3198), as PEFT does when it wraps a model with checkpointing
+    on (peft 0.21.2 peft_model.py lines 184-185, 728-735) and in ``prepare_model_for_kbit_training`` (utils/other.py
+    lines 224-233). torchtune's and litgpt's checkpointing set nothing, but a checkpointed layer keeps its input
+    whether or not it needs a gradient (torch.utils.checkpoint's ``_NoopSaveInputs`` saves it beside a dummy that
+    requires grad), so only the first layer's recompute would be smaller there: not modelled. 'selective' (the
+    attention core recomputed: Megatron's, not transformers') sets nothing either: its first layer follows eq. F1."""
+    return embedding_trained(w, lora) or w.grad_checkpointing == "full"
+
+
 def _default_optimizer(w: TrainingWorkload) -> tuple[str, str]:
     # paged states live in CUDA unified memory (bitsandbytes csrc/pythonInterface.cpp cget_managed_ptr:
     # cudaMallocManaged, built only with BUILD_CUDA): none on a CPU, none on an Apple chip (Metal)

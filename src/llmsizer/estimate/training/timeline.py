@@ -83,8 +83,8 @@ from ...formulas.training_activations import (
 from ...formulas.training_states import autocast_cache_holds, step_temporary_bytes
 from ...formulas.weight_formats import largest_quantized_layer, largest_quantized_matrix
 from ...specs.training import TrainingWorkload
-from .gather_units import float8_all_gather, fsdp_gather_units
-from .setup import TrainingContext, compile_partitions_layers, compiled_loss
+from .gather_units import deepspeed_zero3_persistent, float8_all_gather, fsdp_gather_units
+from .setup import TrainingContext, compile_partitions_layers, compiled_loss, embedding_output_needs_grad
 from .states import StageStates
 
 
@@ -258,18 +258,25 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
     n_enc = spec.encoder_decoder.encoder_layers if spec.encoder_decoder is not None else 0
     # (a hybrid's mixer and feed-forward decide a layer's tensors too: Nemotron-H's Mamba and MLP layers are both
     # layer_types "none")
+    # (the first decoder layer's input, the embedding's output, may need no gradient: eq. F1)
+    first_grad = not st.has_embedding or embedding_output_needs_grad(w, ctx.lora)
+    input_grad = [first_grad or i != 0 for i in layers]
+    # (and an encoder-decoder's first block of each stack is a kind of its own: eq. E6 counts it apart)
+    stack_first = [spec.encoder_decoder is not None and i in (0, n_enc) for i in layers]
     kinds = list(zip(map(spec.layer_types.__getitem__, layers), map(spec.moe_layers.__getitem__, layers),
                      map(lce.get, layers, repeat(0)), map(n_enc.__le__, layers),
                      map(spec.recurrent_layers.__getitem__, layers), map(spec.ffn_layers.__getitem__, layers),
-                     strict=True))
+                     input_grad, stack_first, strict=True))
     for k in dict.fromkeys(kinds):
         i = layers[kinds.index(k)]  # the first layer of this kind
+        g_i = bool(k[6])
         t_i = (unsloth_kernels.saved_terms(spec, act) if w.kernels == "unsloth"
-               else layer_saved_terms(spec, i, act, k[2]))  # type: ignore[arg-type]
+               else layer_saved_terms(spec, i, act, k[2], input_grad=g_i))  # type: ignore[arg-type]
         if compile_partitions_layers(w):  # the min-cut partitioner's set (formulas/compiled_activations.py)
             t_i = compiled_layer_terms(spec, i, act, t_i)
         full_i = _sum(t_i)
-        drop_i = _sum(layer_saved_terms(spec, i, none, k[2])) - full_i if none is not None else 0  # type: ignore[arg-type]
+        drop_i = (_sum(layer_saved_terms(spec, i, none, k[2], input_grad=g_i))  # type: ignore[arg-type]
+                  - full_i if none is not None else 0)
         copies_i = int(k[2]) * copy_b  # type: ignore[call-overload]
         if mode == "selective-op":
             keep_i = _sum(op_sac_saved_terms(spec, i, act, compiled=compile_partitions_layers(w)))
@@ -410,9 +417,13 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
         gather_fwd = {}
     window_reach: tuple[int, int] | None = None  # ZeRO-3: (gathered bytes, layers ahead) when the lm_head is prefetched
     if ds3:
+        # the persistent parameters, whole on every rank (eq. Z4); the gather windows below leave them out
+        ds_persistent, persistent_units = deepspeed_zero3_persistent(ctx, st)
+        if ds_persistent:
+            base["persistent_params"] = ds_persistent
         elt = max(1, ctx.base_bytes)
         keys = ([-1] if -1 in st.layer_weights else []) + sorted(st.layers) + ([-2] if -2 in st.layer_weights else [])
-        units = [st.layer_weights[k] for k in keys]
+        units = [st.layer_weights[k] - persistent_units.get(k, 0) for k in keys]
         if spec.tie_word_embeddings and keys and keys[0] == -1 and keys[-1] == -2 and w.pp == 1:
             units[-1] += units[0]  # a tied lm_head runs on the embedding's parameter: gathered again for the loss
         held = held_after_forward([b // elt for b in units])
@@ -681,7 +692,7 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
     gather_at = list(map(gather_bwd.get, layers, repeat(gather))) if live_gather else [0] * n_layers
     # bitsandbytes 0.42: a layer whose backward has run keeps its matmul inputs while the graph lives (eq. G1)
     if act.frozen_keeps_input:
-        kept_l = [kept_matmul_input_bytes(spec, act, i) for i in layers]
+        kept_l = [kept_matmul_input_bytes(spec, act, i, g) for i, g in zip(layers, input_grad, strict=True)]
         kept_head = kept_lm_head_input_bytes(act, spec.hidden_size) if head else 0
         kept_at = [kept_head + x for x in accumulate(kept_l[:0:-1], initial=0)][::-1]
         kept_all = kept_head + sum(kept_l)
