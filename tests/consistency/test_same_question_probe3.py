@@ -1,0 +1,72 @@
+"""One answer across surfaces, from a new user's third consistency probe (issues #12/#16): request files and the
+provider check, SGLang's options, hardware files. Each test failed before its fix. The truths are the other
+surface's answer, a published parameter count and the device's own memory, never a number copied from our output."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from cli_capture import run_json
+
+# meta-llama/Llama-3.1-70B-Instruct: 70,553,706,496 parameters (model.safetensors.index.json total_size / 2, bf16)
+LLAMA_70B_PARAMS = 70_553_706_496
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+@pytest.fixture(scope="module")
+def client():
+    from fastapi.testclient import TestClient
+
+    from llmsizer.web.app import create_app
+    with TestClient(create_app(), raise_server_exceptions=False) as c:
+        yield c
+
+
+def test_sglang_whose_weights_leave_no_token_pool_does_not_fit_on_any_surface(client) -> None:
+    """Before, SGLang's default running cap (max_running_requests = tokens // 2, sglang.py eq. 4) was 0 for an empty
+    pool, so the pool's 0 sequences were 'enough' for the 0 it would run: `infer --tp 2` said 'fits: yes (SGLang
+    token pool (0 tokens) holds 0 sequence(s))' for Llama-3.1-70B bf16 on 2 x H100, and `fit --count 2` said FITS
+    with TP 1 x 2 replicas at 145 GiB per 80 GiB device. SGLang refuses to start there ("Loaded weights leave no GPU
+    memory for the KV cache"): every surface now says it does not fit, and why."""
+    code, est = run_json("infer", "llama-3.1-70b-instruct", "--engine", "sglang", "--device", "h100-sxm", "--tp", "2",
+                         "--context", "8k", "--concurrency", "8")
+    # the premise: half of the published bf16 weights and the pool SGLang's fraction gives are what the estimate holds
+    weights = next(i["bytes"] for i in est["items"] if i["name"] == "weights")
+    assert weights >= LLAMA_70B_PARAMS * 2 // 2
+    assert est["details"]["max_total_num_tokens"] == 0
+    assert code == 1 and est["details"]["fits"] is False
+    assert "would fail at start-up" in est["details"]["verdict"]
+    code_f, fit = run_json("fit", "llama-3.1-70b-instruct", "--engine", "sglang", "--device", "h100-sxm",
+                           "--count", "2", "--tp", "2", "--context", "8k", "--concurrency", "8")
+    assert (code_f, fit["fits"]) == (1, False)
+    assert fit["memory"]["details"]["verdict"] == est["details"]["verdict"]
+    # without --tp, fit never takes a layout whose replica holds more than its device
+    _, auto = run_json("fit", "llama-3.1-70b-instruct", "--engine", "sglang", "--device", "h100-sxm",
+                            "--count", "2", "--context", "8k", "--concurrency", "8")
+    assert not auto["fits"] or auto["memory_per_device"] <= auto["memory"]["details"]["device_memory"]
+    r = client.post("/api/v1/infer", json={"model": "llama-3.1-70b-instruct", "engine": "sglang",
+                                           "device": "h100-sxm", "tp": 2, "context": "8k", "concurrency": 8})
+    assert r.status_code == 200 and r.headers["x-llmsizer-exit-code"] == "1"
+    assert r.json()["details"]["verdict"] == est["details"]["verdict"]
+
+
+def test_sglang_options_recommend_and_models_fits_on_offer_can_start() -> None:
+    """Before, `models --fits-on rtx-4090 --engine sglang` listed Mixtral-8x7B at 30.40 GiB per device as fitting the
+    24 GB card, and `recommend llama-3.1-70b-instruct --engine sglang` chose 2 x L4 whose token pool holds 0 tokens.
+    Every model listed as fitting now needs at most the card's memory, and the chosen option is one `fit` says SGLang
+    starts on."""
+    _, card = run_json("hardware", "show", "rtx-4090")  # the driver-reported 24564 MiB
+    _, fo = run_json("models", "--fits-on", "rtx-4090", "--engine", "sglang")
+    listed = [m for m in fo["models"] if m["status"] != "rejected"]
+    assert listed, "the premise: some model fits the card on SGLang"
+    for m in listed:
+        assert m["memory_per_device"] <= card["memory_bytes"], m["id"]
+    _, rec = run_json("recommend", "llama-3.1-70b-instruct", "--engine", "sglang", "--context", "8k",
+                         "--concurrency", "8")
+    chosen = rec["options"][0]
+    assert chosen["status"] == "chosen"
+    _, fit = run_json("fit", "llama-3.1-70b-instruct", "--device", chosen["target"], "--engine", "sglang",
+                           "--weights", chosen["weights_format"], "--context", "8k", "--concurrency", "8")
+    assert fit["fits"] and fit["memory"]["details"]["max_total_num_tokens"] > 0
