@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from cli_capture import run_json
+from cli_capture import run, run_json
 
 # meta-llama/Llama-3.1-70B-Instruct: 70,553,706,496 parameters (model.safetensors.index.json total_size / 2, bf16)
 LLAMA_70B_PARAMS = 70_553_706_496
@@ -70,3 +70,26 @@ def test_sglang_options_recommend_and_models_fits_on_offer_can_start() -> None:
     _, fit = run_json("fit", "llama-3.1-70b-instruct", "--device", chosen["target"], "--engine", "sglang",
                            "--weights", chosen["weights_format"], "--context", "8k", "--concurrency", "8")
     assert fit["fits"] and fit["memory"]["details"]["max_total_num_tokens"] > 0
+
+
+@pytest.mark.parametrize("edit, says", [
+    # media on a text-only model: `infer --images 2` refuses it, the plan's check is 'Cannot be fitted'
+    (("    engine: llamacpp\n", "    engine: llamacpp\n    media:\n      images: 2\n"), "has no vision encoder"),
+    # an engine the estimate does not run on a CPU
+    (("    engine: llamacpp\n", "    engine: sglang\n"), "models GPU serving"),
+])
+def test_capacity_check_does_not_place_a_job_the_plan_cannot_size(tmp_path: Path, edit: tuple[str, str],
+                                                                  says: str) -> None:
+    """Before, `capacity check` said FITS (exit 0) and would book a job whose plan is an error ('Cannot be fitted':
+    the estimate refused the workload, so its memory on the devices is unknown), while `plan` exited 1 on the same
+    file. The provider check now refuses it with the plan's reason."""
+    text = (EXAMPLES / "cpu-internal-tool.yaml").read_text()
+    assert edit[0] in text
+    req = tmp_path / "request.yaml"
+    req.write_text(text.replace(edit[0], edit[1], 1))
+    code_p, plan = run_json("plan", str(req))
+    errors = [c for c in plan["checks"] if c["severity"] == "error"]
+    assert code_p == 1 and [c["title"] for c in errors] == ["Cannot be fitted"] and says in errors[0]["message"]
+    code, out, err = run("capacity", "check", str(req), "--inventory", str(EXAMPLES / "provider" / "inventory.yaml"))
+    assert code == 1, out + err
+    assert "DOES NOT FIT" in out and errors[0]["message"] in out
