@@ -93,3 +93,26 @@ def test_capacity_check_does_not_place_a_job_the_plan_cannot_size(tmp_path: Path
     code, out, err = run("capacity", "check", str(req), "--inventory", str(EXAMPLES / "provider" / "inventory.yaml"))
     assert code == 1, out + err
     assert "DOES NOT FIT" in out and errors[0]["message"] in out
+
+
+def test_request_check_refuses_what_plan_refuses_once_the_model_is_known(tmp_path: Path, client) -> None:
+    """Before, `request check` said 'valid request' (exit 0) of a training job with `tp: 3` on Llama-3.1-8B, whose 32
+    attention heads 3 does not divide, while `plan` and `capacity check` refused the same file as bad input (exit 2),
+    as `fit --train --tp 3` refuses it. `request check` (and the web's /request/check) now gives plan's line."""
+    text = (EXAMPLES / "lora-finetune-and-chat.yaml").read_text()
+    text = text.replace("      device: h100-sxm\n      count: 1\n", "      device: h100-sxm\n      count: 3\n", 1)
+    text = text.replace("      grad_checkpointing: full\n", "      grad_checkpointing: full\n      tp: 3\n", 1)
+    req = tmp_path / "request.yaml"
+    req.write_text(text)
+    code_fit, _, err_fit = run("fit", "llama-3.1-8b", "--train", "--method", "lora", "--device", "h100-sxm",
+                               "--count", "3", "--tp", "3")
+    assert code_fit == 2 and "does not divide the 32 attention heads" in err_fit  # the premise: bad input to fit
+    answers = [run(*cmd, str(req)) for cmd in (("plan",), ("request", "check"))]
+    answers.append(run("capacity", "check", str(req), "--inventory", str(EXAMPLES / "provider" / "inventory.yaml")))
+    assert [a[0] for a in answers] == [2, 2, 2]
+    lines = {a[2] for a in answers}
+    assert len(lines) == 1 and len(next(iter(lines)).splitlines()) == 1, lines
+    said = next(iter(lines)).strip().removeprefix("llmsizer: error: ").replace(str(req), "request.yaml")
+    for route in ("request/check", "plan"):
+        r = client.post(f"/api/v1/{route}", json={"request": text, "filename": "request.yaml"})
+        assert r.status_code == 400 and r.json()["detail"] == said, route
