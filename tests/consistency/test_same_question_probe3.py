@@ -116,3 +116,25 @@ def test_request_check_refuses_what_plan_refuses_once_the_model_is_known(tmp_pat
     for route in ("request/check", "plan"):
         r = client.post(f"/api/v1/{route}", json={"request": text, "filename": "request.yaml"})
         assert r.status_code == 400 and r.json()["detail"] == said, route
+
+
+def test_an_encoder_decoder_on_several_gpus_is_laid_out_as_replicas_by_fit_and_models_fits_on(client) -> None:
+    """Before, `fit t0_3b --device rtx-3090 --count 2` refused the question (exit 2: 'not tensor-parallel (2
+    devices)') because its layout search tried TP 2 first and took the estimate's refusal as the answer, while
+    `fit ... --count 2 --tp 1` answered it (FITS, TP 1 x 2 replicas), and `models --fits-on rtx-3090 --count 2`
+    listed T0_3B as not fitting with that refusal. An encoder-decoder is served on one device each
+    (model_warnings.refuse_serving), so fit lays the devices out as replicas: the same answer as --tp 1."""
+    flags = ("t0_3b", "--device", "rtx-3090", "--count", "2")
+    code_tp1, tp1 = run_json("fit", *flags, "--tp", "1")
+    assert code_tp1 == 0 and tp1["fits"] and tp1["replicas"] == 2  # the premise: one device holds it
+    code, chosen = run_json("fit", *flags)
+    assert code == 0
+    for key in ("fits", "tensor_parallel", "replicas", "memory_per_device", "tokens_per_second_total"):
+        assert chosen[key] == tp1[key], key
+    code_tp2, _, err = run("fit", *flags, "--tp", "2")
+    assert code_tp2 == 2 and "not tensor-parallel (2 devices)" in err  # a degree given is still refused
+    _, fo = run_json("models", "t0_3b", "--fits-on", "rtx-3090", "--count", "2")
+    (m,) = fo["models"]
+    assert m["status"] != "rejected" and m["memory_per_device"] == tp1["memory_per_device"], m
+    r = client.post("/api/v1/fit", json={"model": "t0_3b", "device": "rtx-3090", "count": 2})
+    assert r.status_code == 200 and r.json()["memory_per_device"] == tp1["memory_per_device"]

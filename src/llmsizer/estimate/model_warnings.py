@@ -110,6 +110,12 @@ _ENGINE_REASON = {
 }
 
 
+def one_device_serving(spec: ModelSpec) -> bool:
+    """Whether ``spec``'s serving is modelled on one device only (an encoder-decoder: ``refuse_serving`` refuses
+    tensor parallelism), so that ``fit`` lays several devices out as replicas of one device each."""
+    return spec.encoder_decoder is not None
+
+
 def refuse_serving(spec: ModelSpec, engine: str, fmt: str, tensor_parallel: int, media: bool) -> None:
     """Raise one ``InputError`` line when serving the encoder-decoder ``spec`` asks for what is not modelled
     (module docstring): another engine than transformers, a quantized format, tensor parallelism, images."""
@@ -123,7 +129,7 @@ def refuse_serving(spec: ModelSpec, engine: str, fmt: str, tensor_parallel: int,
     if fmt not in SERVING_FORMATS:
         raise InputError(f"{what}; not {fmt} (its quantized layers, e.g. bitsandbytes skipping the fp32-kept wo, "
                          "are not modelled)")
-    if tensor_parallel > 1:
+    if tensor_parallel > 1 and one_device_serving(spec):
         raise InputError(f"{what}; not tensor-parallel ({tensor_parallel} devices)")
     if media:
         raise InputError(f"{what}; it takes no images or video")
