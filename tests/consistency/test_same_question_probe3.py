@@ -138,3 +138,25 @@ def test_an_encoder_decoder_on_several_gpus_is_laid_out_as_replicas_by_fit_and_m
     assert m["status"] != "rejected" and m["memory_per_device"] == tp1["memory_per_device"], m
     r = client.post("/api/v1/fit", json={"model": "t0_3b", "device": "rtx-3090", "count": 2})
     assert r.status_code == 200 and r.json()["memory_per_device"] == tp1["memory_per_device"]
+
+
+@pytest.mark.parametrize("device", ["rtx-4090", "aws-m7i.4xlarge"])
+def test_models_fits_on_rejects_an_encoder_decoder_for_the_reason_fit_gives(device: str) -> None:
+    """Before, the search's format ladder went on from bf16 to fp8 / awq-int4, which the estimate refuses for an
+    encoder-decoder (model_warnings.refuse_serving), so `models --fits-on` rejected mt0-xxl with 'not fp8 (its
+    quantized layers ... are not modelled)' on an RTX 4090 and 'not awq-int4' on a CPU instance, where `fit` says
+    why: bf16 does not fit the card's memory, fp32 is below reading speed on the CPU. The ladder now holds only the
+    formats the estimate serves the model in, and the reason is fit's."""
+    _, fo = run_json("models", "mt0-xxl", "--fits-on", device)
+    (m,) = fo["models"]
+    assert m["status"] == "rejected"
+    assert not any("encoder-decoder" in r for r in m["reasons"]), m["reasons"]
+    fmt = m["weights_format"] or "bf16"  # the weights-alone pre-check names the smallest format it tried
+    assert f"({fmt})" in m["reasons"][0] or m["reasons"][0].startswith(f"at {fmt}:"), m["reasons"]
+    code, fit = run_json("fit", "mt0-xxl", "--device", device, "--weights", fmt)
+    assert code in (0, 1), fit
+    if fit["fits"]:  # fits the memory: rejected for its speed, below reading speed
+        assert fit["speed"]["tokens_per_second_per_user"] < 5.29
+        assert f"{fit['speed']['tokens_per_second_per_user']:.1f} tokens/s per user" in m["reasons"][0]
+    else:
+        assert m["memory_per_device"] is None and not fit["fits"]
