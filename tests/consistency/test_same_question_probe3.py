@@ -160,3 +160,31 @@ def test_models_fits_on_rejects_an_encoder_decoder_for_the_reason_fit_gives(devi
         assert f"{fit['speed']['tokens_per_second_per_user']:.1f} tokens/s per user" in m["reasons"][0]
     else:
         assert m["memory_per_device"] is None and not fit["fits"]
+
+
+def test_a_request_without_a_start_is_checked_and_booked_at_one_now(tmp_path: Path, monkeypatch) -> None:
+    """Before, `capacity check` and `book` read the clock twice: once for the start of a job without one (now) and
+    again for 'is the window in the past'. When the plan took past a second boundary, `check` printed 'the requested
+    window starts before now: capacity book refuses it' and `book` refused the request ('starts ..., before now;
+    give a later start or use --earliest') for the very start it had given the job. A clock that moves a minute per
+    reading shows it; the command now reads it once."""
+    import datetime as real
+    import types
+
+    from llmsizer.cli import capacity_cmd
+
+    ticks = iter(range(10**6))
+
+    class Clock(real.datetime):
+        @classmethod
+        def now(cls, tz=None):  # type: ignore[override]
+            return real.datetime(2030, 1, 7, 9, 0, tzinfo=tz) + real.timedelta(minutes=next(ticks))
+
+    monkeypatch.setattr(capacity_cmd, "_dt", types.SimpleNamespace(
+        datetime=Clock, timezone=real.timezone, date=real.date, timedelta=real.timedelta))
+    req = str(EXAMPLES / "cpu-internal-tool.yaml")  # no start: the job starts when the check is made
+    inventory = str(EXAMPLES / "provider" / "inventory.yaml")
+    code, out, err = run("capacity", "check", req, "--inventory", inventory, "--no-db")
+    assert code == 0 and "FITS" in out and "starts before now" not in out, out + err
+    code, out, err = run("capacity", "book", req, "--inventory", inventory, "--db", str(tmp_path / "b.db"))
+    assert code == 0 and "booked" in out + err, out + err
