@@ -188,3 +188,30 @@ def test_a_request_without_a_start_is_checked_and_booked_at_one_now(tmp_path: Pa
     assert code == 0 and "FITS" in out and "starts before now" not in out, out + err
     code, out, err = run("capacity", "book", req, "--inventory", inventory, "--db", str(tmp_path / "b.db"))
     assert code == 0 and "booked" in out + err, out + err
+
+
+@pytest.mark.parametrize("argv, call, kwargs, field", [
+    # `fit --auto --free 24` is a forgotten unit on the command line; fit_llamacpp(free=[24]) sized 24-byte GPUs
+    # (fits False, -ngl 0) and host_memory=24 a 24-byte host
+    (("fit", "llama-3.1-8b", "--device", "rtx-3090", "--auto", "--free", "24"),
+     "fit_llamacpp", {"free": [24]}, "free"),
+    (("fit", "llama-3.1-8b", "--device", "rtx-3090", "--auto", "--host-memory", "24"),
+     "fit_llamacpp", {"free": [24 * 2**30], "host_memory": 24}, "host_memory"),
+    # tensor_split="3,1" (the command line's spelling) and ("a", 1) were a ValueError "could not convert string to
+    # float: ','" (not an InputError: a traceback, not one line)
+    (None, "estimate_inference", {"engine": "llamacpp", "gpus": 2, "tensor_split": "3,1"}, "tensor_split"),
+    (("infer", "llama-3.1-8b", "--engine", "llamacpp", "--gpus", "2", "-ts", "a,1"),
+     "estimate_inference", {"engine": "llamacpp", "gpus": 2, "tensor_split": ("a", 1)}, "tensor_split"),
+])
+def test_llamacpp_values_the_command_line_refuses_are_refused_from_python(argv, call, kwargs, field) -> None:
+    import llmsizer
+
+    if argv is not None:
+        code, _, err = run(*argv)
+        assert code == 2 and len(err.strip().splitlines()) == 1, err
+    with pytest.raises(llmsizer.InputError) as e:
+        getattr(llmsizer, call)("llama-3.1-8b", **kwargs)
+    assert str(e.value).startswith(f"{field}: ") and len(str(e.value).splitlines()) == 1
+    if argv is not None and "out of range" in err:  # the same range, in the same words
+        assert str(e.value).partition("out of range; ")[2] == err.strip().removesuffix(" (see --help)").partition(
+            "out of range; ")[2]
