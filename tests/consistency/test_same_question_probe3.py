@@ -215,3 +215,19 @@ def test_llamacpp_values_the_command_line_refuses_are_refused_from_python(argv, 
     if argv is not None and "out of range" in err:  # the same range, in the same words
         assert str(e.value).partition("out of range; ")[2] == err.strip().removesuffix(" (see --help)").partition(
             "out of range; ")[2]
+
+
+def test_max_concurrency_with_no_sglang_pool_says_why_not_a_running_cap(client) -> None:
+    """Before, `infer ... --engine sglang --max-concurrency` on memory that leaves SGLang no token pool noted 'the
+    largest concurrency that fits (0) is the engine's max_running_requests ...; more requests wait in its queue
+    (--max-num-seqs raises it)': its default cap, tokens // 2, is 0 for an empty pool, and raising it does nothing.
+    The note now gives the fit verdict's reason (SGLang does not start), on the command line and the web alike."""
+    flags = ("llama-3.1-8b", "--engine", "sglang", "--memory", "16GiB")
+    code_fit, est = run_json("infer", *flags)
+    assert code_fit == 1 and est["details"]["max_total_num_tokens"] == 0  # the premise: no pool at all
+    code, rev = run_json("infer", *flags, "--max-concurrency")
+    assert code == 1 and rev["reverse"]["max_concurrency"] == 0
+    assert rev["reverse_notes"] == [f"no concurrency runs on this memory: {est['details']['verdict']}"]
+    r = client.post("/api/v1/infer", json={"model": "llama-3.1-8b", "engine": "sglang", "memory": "16GiB",
+                                           "max_concurrency": True})
+    assert r.status_code == 200 and r.json()["reverse_notes"] == rev["reverse_notes"]
