@@ -312,7 +312,14 @@ def _now(text: str | None) -> _dt.datetime | None:
 
 
 def _utcnow(args: argparse.Namespace) -> _dt.datetime:
-    return _now(getattr(args, "now", None)) or _dt.datetime.now(_dt.timezone.utc).replace(tzinfo=None, microsecond=0)
+    """The time of the command: --now, else the clock read once per command and kept on ``args``, so the start a job
+    without one takes (now) is never 'before now' when a later step (the note of `check`, the refusal of `book`)
+    asks the clock again a second later."""
+    kept = getattr(args, "_clock", None)
+    if kept is None:
+        kept = _now(getattr(args, "now", None)) or _dt.datetime.now(_dt.timezone.utc).replace(tzinfo=None, microsecond=0)
+        args._clock = kept
+    return kept
 
 
 def _needs(args: argparse.Namespace) -> tuple[Any, Any, list[Any]]:

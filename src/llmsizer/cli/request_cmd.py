@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
 from ..render.safe import say
-from ..request import Request, RequestError, load_request
+from ..request import Request, load_request
 from ..request.spec import TrainingJob
 from .commands import COMMAND_HELP
 from .common import json_text, needs_subcommand, write_atomic
@@ -66,21 +66,23 @@ def cmd_new(args: argparse.Namespace) -> int:
     return 0
 
 
-def check_answer(load: Callable[[], Request]) -> tuple[dict[str, Any], int, Request]:
+def check_answer(load: Callable[[], Request], hardware_files: Sequence[str] = ()) -> tuple[dict[str, Any], int, Request]:
     """`request check --json` data and exit code for the request ``load`` reads (the web API returns the same). An
     invalid request raises its RequestError: bad input, exit 2 with one line per problem (a 400 problem with the
-    lines on the web), as `plan` and `capacity check` answer the same file (README "Exit codes")."""
-    from ..plan.checks import engine_rule_errors  # the core's rules: loaded by check and plan only
+    lines on the web), as `plan` and `capacity check` answer the same file (README "Exit codes"). What only the
+    estimate finds once the model is known (the engine's rules, a TP degree that does not divide the model's heads)
+    is found by planning the request as `plan` does (without the search for alternatives): the same InputError, one
+    line naming the file, line and job."""
+    from ..plan.compose import make_plan  # the core: loaded by check and plan only
 
     req = load()
-    errors = engine_rule_errors(req)  # the estimate's engine rules (infer's), which the reader cannot reach
-    if errors:
-        raise RequestError(errors)
+    make_plan(req, hardware_files=hardware_files, alternatives=False)
     return {"valid": True, "request": req.to_dict()}, 0, req
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    data, code, req = check_answer(lambda: load_request(args.request, hardware_files=args.hardware_file))
+    data, code, req = check_answer(lambda: load_request(args.request, hardware_files=args.hardware_file),
+                                   args.hardware_file)
     if args.json:
         sys.stdout.write(json_text(data))
         return code

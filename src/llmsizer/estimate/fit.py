@@ -49,6 +49,7 @@ from .formats import check_engine_runs, engine_dtype_note
 from .inference import estimate_inference
 from .inference.common import running_and_queued
 from .inference.compose import with_serving_notes
+from .model_warnings import one_device_serving
 from .speed import SpeedEstimate, SpeedLayout, estimate_speed, for_device, speed_model, split_decode
 from .training import estimate_training
 from .training.compose import ZERO_NONE_FITS_WHY, ZERO_WHY, with_device_notes
@@ -66,7 +67,10 @@ def tensor_parallel_options(spec: ModelSpec, count: int, per_node: int) -> list[
     the KV heads split or replicate evenly). First those within one machine of ``per_node`` devices, largest first
     (the largest needs the least memory per device of those on one machine's links; ``fit`` takes the fastest of
     them that fits, ``fastest_first``); then those spanning machines, smallest first (their all-reduces cross the
-    network every layer), for a model one machine does not hold: ``fit`` takes the first of them that fits."""
+    network every layer), for a model one machine does not hold: ``fit`` takes the first of them that fits. A model
+    served on one device only (an encoder-decoder, ``model_warnings.one_device_serving``): 1, replicas."""
+    if one_device_serving(spec):
+        return [1]
     ways = [t for t in range(1, min(count, spec.num_heads) + 1)
             if count % t == 0 and serving_tensor_parallel_refusal(spec, t) is None] or [1]
     return [t for t in reversed(ways) if t <= per_node] + [t for t in ways if t > per_node]

@@ -42,6 +42,7 @@ from ..formulas.weight_formats import (
 )
 from ..result import Assumption
 from ..specs import ModelSpec
+from .model_warnings import serving_formats
 
 GGUF_FROM_STORED = {"fp32": "gguf:f32", "fp16": "gguf:f16", "bf16": "gguf:bf16", "mxfp4": "gguf:mxfp4_moe"}
 GROUPED = ("gptq-int4", "gptq-int8", "awq-int4")
@@ -361,12 +362,14 @@ def rung_group_size(spec: ModelSpec, fmt: str, group_size: int | None) -> int:
 def format_ladder(spec: ModelSpec, engine: str, weights: str | None = None, fp8: bool = True) -> tuple[str, ...]:
     """The weight formats to try on ``engine``, best first (module rule): a given format alone; else the default
     (``engine_weights``; "file" for a GGUF file the engine keeps as it is), then the engine's rungs smaller than it
-    (``fp8``: the device runs FP8 kernels). Memoized
+    (``fp8``: the device runs FP8 kernels); of a model served in a closed set of formats (an encoder-decoder,
+    ``model_warnings.serving_formats``) only those: a rung the estimate refuses is no answer to a search. Memoized
     on its arguments (the spec by identity): a catalog search asks it once per candidate device, with the same
     answer for every device of one FP8 support."""
     if weights:
         return (normalize_format(weights),)
     rungs = GGUF_LADDER if engine == "llamacpp" else tuple(f for f in VLLM_LADDER if fp8 or f != "fp8")
+    rungs = tuple(f for f in rungs if f in (serving_formats(spec) or (f,)))
     fw = spec.file_weights
     if fw is not None and fw.gguf and keeps_gguf(engine):
         # a GGUF file is its own format (per-tensor types no ladder rung names): first its exact bytes, then the

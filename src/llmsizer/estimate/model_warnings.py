@@ -110,6 +110,18 @@ _ENGINE_REASON = {
 }
 
 
+def serving_formats(spec: ModelSpec) -> tuple[str, ...] | None:
+    """The weight formats ``spec``'s serving is modelled with where that is a closed set (an encoder-decoder:
+    ``SERVING_FORMATS``, the others ``refuse_serving`` refuses), else None: every format of the engine."""
+    return SERVING_FORMATS if spec.encoder_decoder is not None else None
+
+
+def one_device_serving(spec: ModelSpec) -> bool:
+    """Whether ``spec``'s serving is modelled on one device only (an encoder-decoder: ``refuse_serving`` refuses
+    tensor parallelism), so that ``fit`` lays several devices out as replicas of one device each."""
+    return spec.encoder_decoder is not None
+
+
 def refuse_serving(spec: ModelSpec, engine: str, fmt: str, tensor_parallel: int, media: bool) -> None:
     """Raise one ``InputError`` line when serving the encoder-decoder ``spec`` asks for what is not modelled
     (module docstring): another engine than transformers, a quantized format, tensor parallelism, images."""
@@ -120,10 +132,10 @@ def refuse_serving(spec: ModelSpec, engine: str, fmt: str, tensor_parallel: int,
            f"--engine {SERVING_ENGINE} with weights {', '.join(SERVING_FORMATS)} on one device"
     if engine != SERVING_ENGINE:
         raise InputError(f"{what}; not on {engine}: {_ENGINE_REASON.get(engine, 'not modelled')}")
-    if fmt not in SERVING_FORMATS:
+    if fmt not in (serving_formats(spec) or (fmt,)):
         raise InputError(f"{what}; not {fmt} (its quantized layers, e.g. bitsandbytes skipping the fp32-kept wo, "
                          "are not modelled)")
-    if tensor_parallel > 1:
+    if tensor_parallel > 1 and one_device_serving(spec):
         raise InputError(f"{what}; not tensor-parallel ({tensor_parallel} devices)")
     if media:
         raise InputError(f"{what}; it takes no images or video")

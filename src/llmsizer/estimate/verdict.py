@@ -225,8 +225,9 @@ def admission_verdict(admitted: int, concurrency: int, context: int, need: int, 
                       knob: str = "gpu_memory_utilization", requested: int | None = None) -> Verdict:
     """Eq. (3): a pool engine (vLLM; SGLang with its token pool and mem_fraction_static) fits when its pool admits
     ``concurrency`` sequences of ``context`` tokens: those it runs at once (``requested`` more are asked, the others
-    wait in its queue: estimate/inference/common.py eq. R1)."""
-    fits = admitted >= concurrency
+    wait in its queue: estimate/inference/common.py eq. R1). A pool that admits no sequence serves nothing, whatever
+    the engine's running cap (SGLang's default cap is tokens // 2, 0 for an empty pool: sglang.py eq. 4)."""
+    fits = admitted >= max(concurrency, 1)
     asked = ("requested" if requested is None or requested == concurrency
              else f"would run at once (its running cap) of {requested} requested")
     budget = usable  # the engine sizes its pool from the whole device (utilization x memory)

@@ -154,8 +154,13 @@ def need_of(jp: JobPlan, job: Any, request: Request, now: _dt.datetime,
 
 def _memory_verdict(jp: JobPlan) -> str:
     """The plan's answer when the job does not fit its devices' memory (its facts ``fits``, ``memory_need``,
-    ``memory_budget``: plan/inference.py and plan/training.py), as one line; '' otherwise."""
+    ``memory_budget``: plan/inference.py and plan/training.py), or when the plan could not size it there at all (its
+    ``fit_error``: the plan's error check 'Cannot be fitted'), as one line; '' otherwise. A job the plan cannot size
+    is not placed: its memory on the devices is unknown."""
     f = jp.facts
+    if f.get("fit_error"):
+        return (f"{jp.hardware.label} cannot be sized for the job: {f['fit_error']} (`llmsizer plan`: Cannot be "
+                "fitted)")
     need, budget = f.get("memory_need"), f.get("memory_budget")
     if f.get("fits") is not False or not need or not budget:
         return ""

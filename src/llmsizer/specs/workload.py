@@ -309,9 +309,17 @@ class InferenceWorkload:
         if self.split_mode is not None and self.split_mode not in SPLIT_MODES:
             raise InputError(f"unknown split_mode {self.split_mode!r}; choose one of: {', '.join(SPLIT_MODES)}")
         if self.tensor_split is not None:
+            if isinstance(self.tensor_split, (str, bytes)) or not hasattr(self.tensor_split, "__iter__"):
+                # the command line's "3,1" is one proportion per GPU here, as a tuple (a string would be its characters)
+                raise InputError(f"tensor_split: expected one proportion per GPU, e.g. (3, 1) (the command line's "
+                                 f"-ts 3,1), got {self.tensor_split!r}")
+            # proportions of any scale (fit passes free bytes), so no range here: the command line's is SPLIT_SHARE
+            bad = next((x for x in self.tensor_split if isinstance(x, bool) or not isinstance(x, (int, float))), None)
+            if bad is not None:
+                raise InputError(f"tensor_split: expected a number per GPU, got {bad!r}")
             ts = tuple(float(x) for x in self.tensor_split)
             if not ts or any(not x >= 0 or x == float("inf") for x in ts) or not sum(ts) > 0:
-                raise InputError(f"tensor_split must be non-negative proportions with a positive sum, got {list(ts)}")
+                raise InputError(f"tensor_split: expected non-negative proportions with a positive sum, got {list(ts)}")
             object.__setattr__(self, "tensor_split", ts)
         llamacpp_only = [name for name, v in (("gpus", self.gpus > 1), ("split_mode", self.split_mode),
                                               ("tensor_split", self.tensor_split), ("n_cpu_moe", self.n_cpu_moe))

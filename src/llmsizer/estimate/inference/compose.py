@@ -489,9 +489,9 @@ def _check_fit(est: Estimate, w: InferenceWorkload, acc: Acc) -> None:
                               est.total("device")[1], mem, mfs, engine="SGLang",
                               pool=f"token pool ({int(est.details.get('max_total_num_tokens', 0)):,} tokens)",
                               knob="mem_fraction_static", requested=w.concurrency)
-        if est.details.get("sglang_too_small"):  # no pool at all: say why, not "0 tokens at a fraction"
-            v = dataclasses.replace(v, reason=str(est.details["sglang_too_small"]),
-                                    warnings=(f"does not fit: {est.details['sglang_too_small']}",))
+        no_pool = est.details.get("sglang_too_small") or est.details.get("sglang_no_pool")
+        if no_pool:  # no pool at all (SGLang does not start): say why, not "0 tokens at a fraction"
+            v = dataclasses.replace(v, fits=False, reason=str(no_pool), warnings=(f"does not fit: {no_pool}",))
     elif E.llamacpp_layer_split(w.engine, w.gpus) and w.device == "gpu":
         # a split: each GPU holds its own part, the verdict is the fullest GPU's (estimate/inference/llamacpp.py)
         margin = margin_rule(w.engine, w.device, w.headroom, w.fit_target)  # llama.cpp's own: --fit-target

@@ -126,8 +126,11 @@ def reverse_notes(spec: ModelSpec, est: Estimate, reverse: dict[str, int]) -> li
     refusal = est.details.get("engine_refusal_reason")
     if refusal is not None and reverse.get("max_concurrency") == 0:  # the engine's refusal, not memory, says no
         notes.append(f"no concurrency runs at this context, whatever the memory: {refusal}")
+    no_pool = est.details.get("sglang_too_small") or est.details.get("sglang_no_pool")
+    if no_pool and reverse.get("max_concurrency") == 0:  # no token pool: not a running cap of 0 (sglang.py eq. 4)
+        notes.append(f"no concurrency runs on this memory: {no_pool}")
     cap = est.details.get("running_cap")
-    if cap is not None and reverse.get("max_concurrency") == cap:
+    if cap and reverse.get("max_concurrency") == cap:
         notes.append(f"the largest concurrency that fits ({cap:,}) is the engine's {est.details.get('running_cap_name')}"
                      ", the sequences it runs at once; more requests wait in its queue (--max-num-seqs / "
                      "--max-running-requests raises it)")

@@ -156,9 +156,11 @@ def compose_sglang(ctx: Context) -> None:
         "workload_bytes": ctx.wb.total + need.bytes + reserve + context_span(w.gpu_runtime).expected + comm,
         "workload_budget_bytes": w.memory,  # workload_bytes <= memory exactly when the need fits the token pool
         "kv_needed_bytes": need.bytes})
-    if pool <= 0:
-        acc.warnings.append("SGLang would fail at start-up (\"Loaded weights leave no GPU memory for the KV cache\", "
-                            "kv_cache_configurator.py:3043-3058): raise --mem-fraction-static or use more memory")
+    if pool <= 0:  # no pool: SGLang refuses to start, nothing is served whatever the cap (compose.py's verdict says it)
+        ctx.details["sglang_no_pool"] = (
+            f"SGLang would fail at start-up: mem_fraction_static {mfs} x {format_bytes(pre)} leaves nothing for the "
+            f"token pool after {format_bytes(ctx.wb.total)} of weights (\"Loaded weights leave no GPU memory for the "
+            "KV cache\", kv_cache_configurator.py:3043-3058); raise --mem-fraction-static or use more memory")
     elif fits_one < 1:
         acc.warnings.append(f"one sequence of {w.context} tokens needs more than the {tokens:,} tokens SGLang's pool "
                             "holds")
