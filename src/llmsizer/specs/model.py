@@ -100,6 +100,7 @@ class RecurrentSpec:
     gated_norm: bool = True  # mamba2: RMSNormGated over d_inner; gated_deltanet: over head_dim
     bcdt_norms: bool = False  # Jamba: RMSNorms on dt, B and C
     ssm_cache_dtype: str | None = None  # the config's mamba_ssm_cache_dtype (vLLM honours it for Nemotron-H)
+    chunk_size: int = 256  # mamba2: the SSD chunk length of the chunked scan (config chunk_size / mamba_chunk_size)
 
     @property
     def head_dim(self) -> int:

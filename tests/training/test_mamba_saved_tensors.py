@@ -1,0 +1,87 @@
+"""Mamba layers in the training formulas (formulas/mamba_activations.py eqs. M1 and J1, the torch path) against what
+autograd saves.
+
+Independent truth: the distinct non-parameter storages autograd saves (``saved_storages_by_layer``, as
+tests/training/test_qwen3_next_saved_tensors.py) while each decoder layer of a small model runs a pure-bf16 training
+forward on the CPU, where transformers 5.24 runs its torch reference functions (``mamba2_chunk_scan``,
+``causal_conv1d_fn``, ``mamba_selective_scan``'s sequential loop: neither mamba_ssm nor causal-conv1d is installed).
+A whole layer is compared: its norms, the Mamba mixer, and the attention and feed-forward blocks it has (Falcon-H1
+runs attention and Mamba-2 side by side, Jamba and Granite-4.0-H have an MLP / MoE after the mixer).
+
+Measured (transformers 5.24, torch 2.13 CPU) and counted to the byte, all but Falcon-H1's ``mup_vector`` buffer (in_proj width x 2 B, 656 B here, kept by
+``projected_states * mup_vector``), which the test adds. Before, a
+Mamba layer was counted with the attention (and MLP) rules: Nemotron-H 0.165, Falcon-H1 0.235, Jamba 0.064 of what
+it saves (issues #12, #16).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from llmsizer.formulas.training_activations import ActivationSetup, layer_saved_terms
+from llmsizer.readers.hf_config import spec_from_config
+from oracle_utils import build, random_ids, saved_storages_by_layer, torch
+
+pytestmark = pytest.mark.slow
+
+_M2 = dict(vocab_size=128, hidden_size=64, num_hidden_layers=2, num_heads=8, head_dim=16, n_groups=2, conv_kernel=4)
+CASES: dict[str, tuple[dict[str, Any], int]] = {
+    # name: (config, layer compared)
+    "mamba2": ({**_M2, "model_type": "mamba2", "state_size": 24, "chunk_size": 64}, 1),
+    "nemotron_h": ({"model_type": "nemotron_h", "vocab_size": 128, "hidden_size": 64, "hybrid_override_pattern": "M-M*",
+                    "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "intermediate_size": 96,
+                    "mamba_num_heads": 8, "mamba_head_dim": 16, "ssm_state_size": 16, "n_groups": 2,
+                    "chunk_size": 64}, 2),
+    "falcon_h1": ({"model_type": "falcon_h1", "vocab_size": 128, "hidden_size": 64, "num_hidden_layers": 3,
+                   "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 96, "mamba_d_ssm": 128,
+                   "mamba_n_heads": 8, "mamba_d_state": 16, "mamba_n_groups": 2, "mamba_d_conv": 3,
+                   "mamba_chunk_size": 64}, 1),
+    "falcon_h1_rms_norm": ({"model_type": "falcon_h1", "vocab_size": 128, "hidden_size": 64, "num_hidden_layers": 3,
+                            "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 96,
+                            "mamba_d_ssm": 128, "mamba_n_heads": 8, "mamba_d_state": 16, "mamba_n_groups": 2,
+                            "mamba_chunk_size": 64, "mamba_rms_norm": True}, 1),
+    "granitemoehybrid": ({"model_type": "granitemoehybrid", "vocab_size": 128, "hidden_size": 64,
+                          "num_hidden_layers": 3, "num_attention_heads": 4, "num_key_value_heads": 2,
+                          "intermediate_size": 32, "shared_intermediate_size": 96, "num_local_experts": 0,
+                          "num_experts_per_tok": 2, "layer_types": ["mamba", "mamba", "attention"],
+                          "mamba_n_heads": 8, "mamba_d_state": 16, "mamba_chunk_size": 64}, 1),
+    "jamba": ({"model_type": "jamba", "vocab_size": 128, "hidden_size": 64, "num_hidden_layers": 4,
+               "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 96, "num_experts": 1,
+               "attn_layer_period": 4, "attn_layer_offset": 3, "expert_layer_period": 2, "expert_layer_offset": 1,
+               "mamba_d_state": 8}, 1),
+}
+
+
+def _measure(cfg: dict[str, Any], batch: int, tokens: int) -> dict[int, int]:
+    torch.manual_seed(0)
+    model = build(cfg, device="cpu", dtype=torch.bfloat16, attn=None if cfg["model_type"] == "mamba2" else "sdpa")
+    model.train()
+    layers = model.backbone.layers if hasattr(model, "backbone") else model.model.layers
+    by_layer = saved_storages_by_layer(model, layers)
+    ids = random_ids(cfg["vocab_size"], batch, tokens)
+    model(input_ids=ids, labels=ids, use_cache=False)
+    return by_layer
+
+
+@pytest.mark.parametrize("name", list(CASES))
+@pytest.mark.parametrize(("batch", "tokens"), [(2, 256), (1, 200), (2, 48), (1, 48)])
+def test_mamba_layer_saved_tensors_torch_path(name: str, batch: int, tokens: int, capsys: Any) -> None:
+    """Several chunks (256 = 4 x 64), a padded last chunk (200) and one chunk (48 < 64: einsum views, more of them
+    with one sequence)."""
+    cfg, layer = CASES[name]
+    measured = _measure(cfg, batch, tokens)[layer]
+    spec = spec_from_config(cfg, name=f"tiny-{name}")
+    assert spec.recurrent_layers[layer]
+    st = ActivationSetup(batch=batch, seq=tokens, residual=2, compute=2, expert=2, full=True, attention="sdpa",
+                         mamba_path="torch")
+    predicted = sum(t.bytes for t in layer_saved_terms(spec, layer, st))
+    with capsys.disabled():
+        print(f"\n[{name} layer {layer}, B={batch} T={tokens}] saved {measured:,} B, counted {predicted:,} B "
+              f"(ratio {predicted / measured:.5f})")
+    r = spec.recurrent
+    assert r is not None
+    # Falcon-H1's mup_vector buffer, [1, 1, in_proj width] in bf16 (module docstring), is the only storage not counted
+    mup = 2 * (r.d_inner + r.conv_channels + r.num_heads) if name.startswith("falcon_h1") else 0
+    assert measured - predicted == mup
