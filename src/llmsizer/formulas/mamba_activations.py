@@ -78,7 +78,8 @@ contiguous::
 
 from __future__ import annotations
 
-MAMBA_PATHS = ("cuda-kernels", "torch")
+from ..specs.training import MAMBA_PATHS
+
 SCAN_CHUNK_MAMBA1 = 2048  # selective_scan.cpp: n_chunks = (seqlen + 2048 - 1) / 2048
 
 Terms = list[tuple[str, int, str]]
