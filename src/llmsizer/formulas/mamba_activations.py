@@ -37,6 +37,14 @@ all four files, modeling_mamba2.py lines 258-372)::
   more copies, of B- or C-wide operands, are views (8 Q n less); measured. Falcon-H1 without ``mamba_rms_norm`` (its default) gates
   with ``scan_output * silu(gate)`` instead of the norm: silu output (t d c) and the scan output (4 b s' d).
 
+  Under torch.autocast (fp32 weights, 16-bit compute; measured on the CPU) conv1d keeps its own 16-bit copy of
+  the conv channels (t conv c instead of the whole in_proj output: ``causal_conv1d_fn`` first casts to the fp32
+  weight's dtype), and bmm autocasts, so the einsums' operand copies and outputs are 16-bit: of the chunked SSD
+  only L, the two decays and the padded B stay fp32, and the chunk-decay matrix gains a 16-bit copy::
+
+    4 Q (C + n + 2) + c Q (2 C + 4 n + 3 P) + 4 b H (N + 1)^2 + c (b H (N + 1) P n + b N H P n + b H (N + 1)^2)
+                                                                                                          (M1a)
+
 **Mamba-2, kernels** (mamba_ssm ``MambaSplitConv1dScanCombinedFn``, mamba_ssm/ops/triton/ssd_combined.py @
 e9594ce lines 820-899, taken in training with no cache, modeling_mamba2.py lines 482-505): the Function runs the
 conv, the chunked scan, the gated RMSNorm and out_proj inside one forward and keeps (``ctx.save_for_backward``,
@@ -87,10 +95,10 @@ Terms = list[tuple[str, int, str]]
 
 def mamba2_saved_terms(batch: int, seq: int, hidden: int, heads: int, head_dim: int, d_state: int, groups: int,
                        d_conv: int, chunk: int, compute: int, path: str, gated_norm: bool = True,
-                       in_input: bool = True, out_input: bool = True) -> Terms:
+                       in_input: bool = True, out_input: bool = True, autocast: bool = False) -> Terms:
     """Eq. (M1) (``path`` 'torch') or (M2) ('cuda-kernels'): a Mamba-2 mixer's saved tensors, as (name, bytes,
     arithmetic). heads / groups are this device's (TP-split) counts; ``gated_norm``: the RMSNormGated (False:
-    Falcon-H1's ``scan_output * silu(gate)``)."""
+    Falcon-H1's ``scan_output * silu(gate)``); ``autocast``: under torch.autocast (eq. M1a)."""
     if path not in MAMBA_PATHS:
         raise ValueError(f"mamba path {path!r}: expected one of {', '.join(MAMBA_PATHS)}")
     b, s, c, n, p_, g = batch, seq, compute, d_state, head_dim, groups
@@ -109,18 +117,21 @@ def mamba2_saved_terms(batch: int, seq: int, hidden: int, heads: int, head_dim: 
     n_ch = -(-s // chunk)
     sp = n_ch * chunk
     q = b * heads * sp
-    pre = (t * proj * c + b * (s + d_conv - 1) * conv * c + 2 * t * heads * c + 2 * heads * 4
+    conv_in = conv if autocast else proj  # M1a: conv1d keeps its own autocast copy, not the in_proj output
+    pre = (t * conv_in * c + b * (s + d_conv - 1) * conv * c + 2 * t * heads * c + 2 * heads * 4
            + 4 * (b * sp * d + t * d + 2 * t * heads))
     out.append(("Mamba conv input, silu input, dt, fp32 x / dt copies", pre,
-                f"{t} x {proj} x {c} + {b} x ({s} + {d_conv} - 1) x {conv} x {c} + 2 x {t} x {heads} x {c} + "
+                f"{t} x {conv_in} x {c} + {b} x ({s} + {d_conv} - 1) x {conv} x {c} + 2 x {t} x {heads} x {c} + "
                 f"4 x ({b} x {sp} x {d} + {t} x {d} + 2 x {t} x {heads}) + 2 x {heads} x 4 B (eq. M1)"))
-    per_q = 3 * chunk + 5 * n + 3 * p_ + 2
-    states = b * heads * (n_ch + 1) ** 2 + b * heads * (n_ch + 1) * p_ * n + b * n_ch * heads * p_ * n
-    core = 2 * chunk * chunk + 2 * (n_ch + 1) ** 2 + 4 * q * per_q + 4 * states
-    how = (f"4 B x {q} positions x (3 x {chunk} + 5 x {n} + 3 x {p_} + 2) + 4 B x {states} chunk decays / states "
-           f"+ masks")
+    e = c if autocast else 4  # the einsums' operand copies and outputs (bmm autocasts: eq. M1a)
+    per_q = 4 * (chunk + n + 2) + e * (2 * chunk + 4 * n + 3 * p_)
+    decays, st_elems = b * heads * (n_ch + 1) ** 2, b * heads * (n_ch + 1) * p_ * n + b * n_ch * heads * p_ * n
+    states = 4 * decays + e * st_elems + (c * decays if autocast else 0)
+    core = 2 * chunk * chunk + 2 * (n_ch + 1) ** 2 + q * per_q + states
+    how = (f"{q} positions x (4 x ({chunk} + {n} + 2) + {e} x (2 x {chunk} + 4 x {n} + 3 x {p_})) B + {states} B "
+           f"chunk decays / states + masks")
     if n_ch == 1:  # one chunk: torch's einsum reads some operands as views (module docstring)
-        core += 4 * b * heads * p_ * n - 4 * q * p_ - (4 * q * 2 * n if b == 1 else 0)
+        core += e * (b * heads * p_ * n - q * p_ - (q * 2 * n if b == 1 else 0))
         how += " (one chunk: einsum views)"
     out.append(("Mamba-2 chunked scan, torch fallback (fp32)", core, how + " (eq. M1)"))
     if gated_norm:
