@@ -45,6 +45,12 @@ all four files, modeling_mamba2.py lines 258-372)::
     4 Q (C + n + 2) + c Q (2 C + 4 n + 3 P) + 4 b H (N + 1)^2 + c (b H (N + 1) P n + b N H P n + b H (N + 1)^2)
                                                                                                           (M1a)
 
+  Falcon-H1 multiplies the in_proj output by its ``mup_vector`` buffer (modeling_falcon_h1.py line 690), which the
+  product keeps (proj elements of the weights' dtype, either path). Under autocast with fp32 weights that product is
+  fp32, and so are the conv output (x.float() becomes a view of all t conv of it, 4 t conv instead of 4 t d), the
+  gate (silu keeps the whole fp32 product, 4 t proj, instead of a gate copy of 4 t d) and, without the norm, the
+  silu output (4 t d instead of c t d)                                                                   (M1b)
+
 **Mamba-2, kernels** (mamba_ssm ``MambaSplitConv1dScanCombinedFn``, mamba_ssm/ops/triton/ssd_combined.py @
 e9594ce lines 820-899, taken in training with no cache, modeling_mamba2.py lines 482-505): the Function runs the
 conv, the chunked scan, the gated RMSNorm and out_proj inside one forward and keeps (``ctx.save_for_backward``,
@@ -95,10 +101,12 @@ Terms = list[tuple[str, int, str]]
 
 def mamba2_saved_terms(batch: int, seq: int, hidden: int, heads: int, head_dim: int, d_state: int, groups: int,
                        d_conv: int, chunk: int, compute: int, path: str, gated_norm: bool = True,
-                       in_input: bool = True, out_input: bool = True, autocast: bool = False) -> Terms:
+                       in_input: bool = True, out_input: bool = True, autocast: bool = False,
+                       multiplier: bool = False) -> Terms:
     """Eq. (M1) (``path`` 'torch') or (M2) ('cuda-kernels'): a Mamba-2 mixer's saved tensors, as (name, bytes,
     arithmetic). heads / groups are this device's (TP-split) counts; ``gated_norm``: the RMSNormGated (False:
-    Falcon-H1's ``scan_output * silu(gate)``); ``autocast``: under torch.autocast (eq. M1a)."""
+    Falcon-H1's ``scan_output * silu(gate)``); ``autocast``: under torch.autocast (eq. M1a); ``multiplier``:
+    Falcon-H1's in_proj output times its ``mup_vector`` buffer (eq. M1b)."""
     if path not in MAMBA_PATHS:
         raise ValueError(f"mamba path {path!r}: expected one of {', '.join(MAMBA_PATHS)}")
     b, s, c, n, p_, g = batch, seq, compute, d_state, head_dim, groups
@@ -108,6 +116,11 @@ def mamba2_saved_terms(batch: int, seq: int, hidden: int, heads: int, head_dim: 
     out: Terms = []
     if in_input:
         out.append(("Mamba in_proj input", t * hidden * c, f"{t} x {hidden} x {c} B"))
+    wb = 4 if autocast else c  # the weights' (and so the mup_vector buffer's) element size
+    # M1b: under autocast, the product with the fp32 buffer is fp32, and so is what the mixer takes from it
+    f32_proj = multiplier and autocast
+    if multiplier:
+        out.append(("Falcon-H1 mup_vector (kept by projected_states * mup_vector)", proj * wb, f"{proj} x {wb} B"))
     if path == "cuda-kernels":
         kept = t * proj * c + t * d * c + (4 * t * g if gated_norm else 0) + 2 * heads * 4
         out.append(("MambaSplitConv1dScanCombinedFn: zxbcdt, out_x, rstd, A", kept,
@@ -118,11 +131,12 @@ def mamba2_saved_terms(batch: int, seq: int, hidden: int, heads: int, head_dim: 
     sp = n_ch * chunk
     q = b * heads * sp
     conv_in = conv if autocast else proj  # M1a: conv1d keeps its own autocast copy, not the in_proj output
+    x_w = conv if f32_proj else d  # M1b: x.float() is a view of the fp32 conv output (all conv channels)
     pre = (t * conv_in * c + b * (s + d_conv - 1) * conv * c + 2 * t * heads * c + 2 * heads * 4
-           + 4 * (b * sp * d + t * d + 2 * t * heads))
+           + 4 * (b * sp * d + t * x_w + 2 * t * heads))
     out.append(("Mamba conv input, silu input, dt, fp32 x / dt copies", pre,
                 f"{t} x {conv_in} x {c} + {b} x ({s} + {d_conv} - 1) x {conv} x {c} + 2 x {t} x {heads} x {c} + "
-                f"4 x ({b} x {sp} x {d} + {t} x {d} + 2 x {t} x {heads}) + 2 x {heads} x 4 B (eq. M1)"))
+                f"4 x ({b} x {sp} x {d} + {t} x {x_w} + 2 x {t} x {heads}) + 2 x {heads} x 4 B (eq. M1)"))
     e = c if autocast else 4  # the einsums' operand copies and outputs (bmm autocasts: eq. M1a)
     per_q = 4 * (chunk + n + 2) + e * (2 * chunk + 4 * n + 3 * p_)
     decays, st_elems = b * heads * (n_ch + 1) ** 2, b * heads * (n_ch + 1) * p_ * n + b * n_ch * heads * p_ * n
@@ -134,12 +148,15 @@ def mamba2_saved_terms(batch: int, seq: int, hidden: int, heads: int, head_dim: 
         core += e * (b * heads * p_ * n - q * p_ - (q * 2 * n if b == 1 else 0))
         how += " (one chunk: einsum views)"
     out.append(("Mamba-2 chunked scan, torch fallback (fp32)", core, how + " (eq. M1)"))
-    if gated_norm:
-        out.append(("Mamba gated RMSNorm (fp32)", 4 * (4 * t * d + b * sp * d + t * g),
-                    f"4 B x (4 x {t} x {d} + {b} x {sp} x {d} + {t} x {g})"))
+    gate_in = t * proj * 4 if f32_proj else 0  # M1b: silu keeps the fp32 product its gate is a view of
+    if gated_norm:  # M1b: gate.to(float32) is then a no-op, so the gate's fp32 copy is that product
+        out.append(("Mamba gated RMSNorm (fp32)", 4 * ((3 if f32_proj else 4) * t * d + b * sp * d + t * g) + gate_in,
+                    f"4 B x ({3 if f32_proj else 4} x {t} x {d} + {b} x {sp} x {d} + {t} x {g})"
+                    + (f" + {t} x {proj} x 4 B" if f32_proj else "")))
     else:
-        out.append(("Mamba output gate: silu(gate), fp32 scan output", t * d * c + 4 * b * sp * d,
-                    f"{t} x {d} x {c} B + 4 B x {b} x {sp} x {d}"))
+        sb = 4 if f32_proj else c
+        out.append(("Mamba output gate: silu(gate), fp32 scan output", t * d * sb + 4 * b * sp * d + gate_in,
+                    f"{t} x {d} x {sb} B + 4 B x {b} x {sp} x {d}" + (f" + {t} x {proj} x 4 B" if f32_proj else "")))
     if out_input:
         out.append(("Mamba out_proj input", t * d * c, f"{t} x {d} x {c} B"))
     return out

@@ -194,6 +194,8 @@ def hybrid_spec(cfg: dict[str, Any], mt: str, *, name: str, where: str, source: 
         rec = _mamba2(c, d_inner, mheads, d_state="mamba_d_state", d_conv="mamba_d_conv", n_groups="mamba_n_groups",
                       conv_bias="mamba_conv_bias", in_bias="mamba_proj_bias", out_bias="projectors_bias",
                       norm="mamba_rms_norm", chunk="mamba_chunk_size")
+        # FalconH1Mixer.forward: ``projected_states * self.mup_vector`` (modeling_falcon_h1.py line 690)
+        rec = dataclasses.replace(rec, in_proj_multiplier=True)
         bias = bool(c.get("attention_bias", False))
         fields.update(num_heads=heads, num_kv_heads=c.get("num_key_value_heads") or heads,
                       head_dim=c.get("head_dim") or hidden // heads, intermediate_size=c.req("intermediate_size"),
