@@ -377,6 +377,37 @@ HYBRID_TINY: dict[str, dict[str, Any]] = {
 }
 
 
+# Small Mamba models, one per family, and the Mamba layer whose saved tensors tests/training/test_mamba_saved_tensors.py
+# (transformers' torch path) and test_mamba_kernel_saved_tensors.py (mamba_ssm's kernels) compare: chunk 64 so that
+# a few hundred tokens make several chunks; state 24 != head_dim 16 in the Mamba-2 model tells their terms apart.
+_M2 = dict(vocab_size=128, hidden_size=64, num_hidden_layers=2, num_heads=8, head_dim=16, n_groups=2, conv_kernel=4)
+MAMBA_LAYER_CASES: dict[str, tuple[dict[str, Any], int]] = {
+    # name: (config, Mamba layer compared)
+    "mamba2": ({**_M2, "model_type": "mamba2", "state_size": 24, "chunk_size": 64}, 1),
+    "nemotron_h": ({"model_type": "nemotron_h", "vocab_size": 128, "hidden_size": 64, "hybrid_override_pattern": "M-M*",
+                    "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "intermediate_size": 96,
+                    "mamba_num_heads": 8, "mamba_head_dim": 16, "ssm_state_size": 16, "n_groups": 2,
+                    "chunk_size": 64}, 2),
+    "falcon_h1": ({"model_type": "falcon_h1", "vocab_size": 128, "hidden_size": 64, "num_hidden_layers": 3,
+                   "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 96, "mamba_d_ssm": 128,
+                   "mamba_n_heads": 8, "mamba_d_state": 16, "mamba_n_groups": 2, "mamba_d_conv": 3,
+                   "mamba_chunk_size": 64}, 1),
+    "falcon_h1_rms_norm": ({"model_type": "falcon_h1", "vocab_size": 128, "hidden_size": 64, "num_hidden_layers": 3,
+                            "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 96,
+                            "mamba_d_ssm": 128, "mamba_n_heads": 8, "mamba_d_state": 16, "mamba_n_groups": 2,
+                            "mamba_chunk_size": 64, "mamba_rms_norm": True}, 1),
+    "granitemoehybrid": ({"model_type": "granitemoehybrid", "vocab_size": 128, "hidden_size": 64,
+                          "num_hidden_layers": 3, "num_attention_heads": 4, "num_key_value_heads": 2,
+                          "intermediate_size": 32, "shared_intermediate_size": 96, "num_local_experts": 0,
+                          "num_experts_per_tok": 2, "layer_types": ["mamba", "mamba", "attention"],
+                          "mamba_n_heads": 8, "mamba_d_state": 16, "mamba_chunk_size": 64}, 1),
+    "jamba": ({"model_type": "jamba", "vocab_size": 128, "hidden_size": 64, "num_hidden_layers": 4,
+               "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 96, "num_experts": 1,
+               "attn_layer_period": 4, "attn_layer_offset": 3, "expert_layer_period": 2, "expert_layer_offset": 1,
+               "mamba_d_state": 8}, 1),
+}
+
+
 # Tiny configs of the hybrid (linear attention / state-space) and MoE families, shared by the parameter-count,
 # saved-tensor and QLoRA-quantization tests.
 TINY_QWEN3_NEXT = {"model_type": "qwen3_next", "vocab_size": 128, "hidden_size": 64, "num_hidden_layers": 4,

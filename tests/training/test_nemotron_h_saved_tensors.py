@@ -6,8 +6,7 @@ Nemotron-H (pattern "M-*-", hidden 256, 4 query / 2 K/V heads of 64, relu^2 MLP 
 forward on the CPU (``saved_storages_by_layer``, as tests/training/test_qwen3_next_saved_tensors.py), B=2, T=256.
 Measured (transformers 5.24, torch 2.13): MLP layer 2,100,224 B, attention layer 2,108,416 B; counted to the byte.
 Before, each was counted as attention + MLP with a half-precision normalised tensor: 2,893,824 B (1.38). The
-Mamba-2 layer ("M") is not compared: its scan stays on the attention rules (the estimate warns; the torch fallback
-keeps ~6 x more there).
+Mamba-2 layer ("M") is compared in tests/training/test_mamba_saved_tensors.py (eq. M1).
 """
 
 from __future__ import annotations

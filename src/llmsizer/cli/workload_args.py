@@ -52,6 +52,7 @@ from ..specs.training import (
     KERNELS,
     LORA_DROPOUTS,
     LOSSES,
+    MAMBA_PATHS,
     METHODS,
     NF4_FORMATS,
     NF4_QUANTIZERS,
@@ -301,6 +302,9 @@ def add_training_args(p: argparse.ArgumentParser, *, attention: bool = True,
     g.add_argument("--kernels", choices=KERNELS, help="layer implementation: pytorch (transformers/PEFT/torchtune "
                    "modules) or unsloth (Unsloth's fused LoRA kernels; Unsloth's recipe: --kernels unsloth --loss cut-ce "
                    f"--grad-checkpointing full --checkpoint-offload) (default {TW.kernels})")
+    g.add_argument("--mamba-path", choices=MAMBA_PATHS, help="what runs the Mamba layers: cuda-kernels (mamba_ssm + "
+                   "causal-conv1d installed on a CUDA GPU) or torch (transformers' reference functions, which keep "
+                   "several times more for the backward) (default: cuda-kernels on a CUDA GPU, torch elsewhere)")
     g.add_argument("--checkpoint-impl", choices=CHECKPOINT_IMPLS, help="with --grad-checkpointing full: torch.utils."
                    "checkpoint use_reentrant=False (non-reentrant: transformers >= 5, torchtune) or True (reentrant: "
                    f"transformers 4.35-4.x; recomputes each layer's output too) (default {TW.checkpoint_impl})")
@@ -412,7 +416,7 @@ def add_framework_args(g: argparse._ArgumentGroup) -> None:
 
 TRAINING_FIELDS = ("method", "rank", "alpha", "targets", "modules_to_save", "adapter_dtype", "base_dtype", "optimizer",
                    "optimizer_state_dtype", "optimizer_impl", "precision", "micro_batch", "seq_len",
-                   "target_len", "grad_accumulation", "grad_checkpointing", "checkpoint_every", "attention", "packing", "loss_chunks", "loss", "checkpoint_offload", "checkpoint_impl", "kernels", "nf4_quantizer", "lora_dropout", "nf4_format", "loop_keeps_graph", "deepspeed_gather",
+                   "target_len", "grad_accumulation", "grad_checkpointing", "checkpoint_every", "attention", "packing", "loss_chunks", "loss", "checkpoint_offload", "checkpoint_impl", "kernels", "mamba_path", "nf4_quantizer", "lora_dropout", "nf4_format", "loop_keeps_graph", "deepspeed_gather",
                    "optimizer_in_backward", "gpus", "zero", "fsdp", "tp", "pp", "virtual_stages", "pipeline_split", "tp_comm_overlap", "tp_backward_overlap", "ep", "sequence_parallel",
                    "offload", "gpus_per_node", "network", "grad_sync", "metric", "fsdp_version", "fsdp2_units",
                    "fsdp1_lora_wrap", "context_parallel",

@@ -52,6 +52,10 @@ r = residual-stream element size (the embedding's dtype):
   and its MoE block scales the shared expert by ``sigmoid(shared_expert_gate(x))`` (line 865; Qwen2-MoE too), whose
   product keeps the shared expert's output and the sigmoid: t (h + 1) c (DN5). Qwen3NextRMSNorm multiplies by
   ``1 + weight`` in fp32 before its cast (lines 135-140): eq. N3, for the q/k norms too.
+- Mamba layers (Nemotron-H, Falcon-H1, Granite-4.0-H, Mamba-2 models; Jamba's Mamba-1): the mixer keeps what
+  :func:`mamba_layer_terms` lists (formulas/mamba_activations.py, eqs. M1/M2 and J1/J2: mamba_ssm's fused kernels on
+  a CUDA GPU, ``st.mamba_path`` 'cuda-kernels'; transformers' torch reference functions elsewhere, 'torch'; measured
+  in tests/training/test_mamba_saved_tensors.py); attention only where the layer also attends (Falcon-H1).
 - Parallel blocks (``spec.parallel_block``: Falcon, Phi, GPT-NeoX; transformers 5.24 modeling_falcon.py,
   modeling_phi.py, modeling_gpt_neox.py, traced with saved_tensors_hooks): both branches read the layer input x.
   With one norm (Falcon-7B, Phi-2) attention and MLP share its output (one saved tensor for q/k/v and fc1); with two
@@ -120,6 +124,7 @@ from .encoder_decoder_activations import (
     t5_lora_outside_blocks_saved_terms,
     t5_outside_blocks_saved_terms,
 )
+from .mamba_activations import jamba_mamba_saved_terms, mamba2_saved_terms
 
 ATTN_INPUTS = ("attn_q", "attn_k", "attn_v")
 MLP_INPUTS = ("ffn_gate", "ffn_up")
@@ -166,6 +171,9 @@ class ActivationSetup:
     # Triton kernel + causal-conv1d ("fla", a GPU with both installed) or transformers' torch fallback ("torch": a
     # CPU, or neither package installed)
     recurrent_kernel: str = "fla"
+    # what runs a Mamba layer (formulas/mamba_activations.py eqs. M1/M2, J1/J2): mamba_ssm + causal-conv1d
+    # ("cuda-kernels", a CUDA GPU with both installed) or transformers' torch reference functions ("torch")
+    mamba_path: str = "cuda-kernels"
 
     @property
     def tokens(self) -> int:
@@ -343,11 +351,14 @@ def layer_saved_terms(spec: ModelSpec, layer: int, st: ActivationSetup,
     if in_grad:  # (eq. F1: a norm over an input that needs no gradient, with a frozen weight, keeps nothing)
         out += _norm_terms("attention norm", t, h, norm_out, norm_trained, st, kind=kind, fp32_normalised=f32n)
     gdn = _gated_deltanet_layer(spec, layer)
-    # a layer with no token mixer (Nemotron-H's MLP / MoE layers: layer_types "none", no recurrent mixer); a Mamba
-    # layer stays on the attention rules (estimate/training/compose.py warns that its scan is not modelled)
-    mixer_free = spec.layer_types[layer] == "none" and not spec.recurrent_layers[layer]
-    # a layer without a feed-forward block (Nemotron-H's attention layers); a Mamba layer keeps the stand-in rules
-    has_ffn = spec.ffn_layers[layer] or (spec.recurrent_layers[layer] and not gdn)
+    # a Mamba layer: its mixer's terms (eqs. M1/M2, J1/J2); attention too only where the layer also attends
+    # (Falcon-H1 runs both side by side)
+    if spec.recurrent_layers[layer] and not gdn:
+        out += mamba_layer_terms(spec, st)
+    # a layer with no attention: Nemotron-H's MLP / MoE layers, and the Gated DeltaNet / Mamba-only layers
+    mixer_free = spec.layer_types[layer] == "none"
+    # a layer without a feed-forward block (Nemotron-H's attention and Mamba layers, Mamba-2 models)
+    has_ffn = spec.ffn_layers[layer]
     present: set[str] = set()
     n_in = 0
     if gdn:  # a Gated DeltaNet layer: no attention, the linear-attention mixer (eqs. DN1-DN3)
@@ -851,6 +862,32 @@ def gated_deltanet_saved_terms(spec: ModelSpec, st: ActivationSetup) -> list[Ter
         out.append(Term("chunked delta rule, flash-linear-attention", core,
                         f"{t} x (2 x {hk} x {dk} x {c} + 2 x {hk} x 4 + {v_w} x {c} + {hv} x 4 + {hv} x "
                         f"{GDN_CHUNK} x {c}) B (eq. DN3)"))
+    return out
+
+
+def mamba_layer_terms(spec: ModelSpec, st: ActivationSetup) -> list[Term]:
+    """A Mamba layer's mixer (formulas/mamba_activations.py): eqs. M1/M2 for Mamba-2 (Nemotron-H, Falcon-H1,
+    Granite-4.0-H, Mamba-2 models), J1/J2 for Jamba's Mamba-1, on ``st.mamba_path``. Tensor parallelism splits the
+    heads / channels and the B/C groups over the ranks (Megatron-LM megatron/core/ssm/mamba_mixer.py:
+    ``nheads_local_tp``, ``ngroups_local_tp``); the in_proj input stays whole (split by SP)."""
+    r = spec.recurrent
+    assert r is not None
+    tp = st.tp
+    ts_in = st.tokens * spec.hidden_size * st.compute
+    if r.kind == "mamba2":
+        terms = mamba2_saved_terms(st.batch, st.seq, spec.hidden_size, _div(r.num_heads, tp), r.head_dim,
+                                   r.d_state, _div(r.n_groups, tp), r.d_conv, r.chunk_size, st.compute, st.mamba_path,
+                                   gated_norm=r.gated_norm, in_input=_saves_input("ssm_in", st),
+                                   out_input=_saves_input("ssm_out", st), autocast=st.autocast,
+                                   multiplier=r.in_proj_multiplier)
+    else:
+        terms = jamba_mamba_saved_terms(st.batch, st.seq, spec.hidden_size, _div(r.d_inner, tp), r.d_state,
+                                        r.dt_rank, r.d_conv, st.compute, st.mamba_path,
+                                        in_input=_saves_input("ssm_in", st), x_input=_saves_input("ssm_x", st),
+                                        dt_input=_saves_input("ssm_dt", st), out_input=_saves_input("ssm_out", st))
+    out = [Term(name, b, how) for name, b, how in terms]
+    if st.sp and tp > 1 and out and out[0].name == "Mamba in_proj input":
+        out[0] = Term(out[0].name, _div(ts_in, tp), f"{out[0].formula} / {tp} (sequence parallel)")
     return out
 
 

@@ -107,7 +107,7 @@ NUMERIC_KEYS: dict[str, Range] = {
     "expert_layer_period": LAYERS, "expert_layer_offset": LAYER_INDEX, "shared_intermediate_size": WIDTH_OR_ZERO,
     "moe_shared_expert_intermediate_size": WIDTH_OR_ZERO, "moe_latent_size": WIDTH,
     "intermediate_size_mlp": WIDTH, "attention_chunk_size": TOKENS, "interleave_moe_layer_step": LAYERS,
-    "no_rope_layer_interval": LAYERS,
+    "no_rope_layer_interval": LAYERS, "chunk_size": TOKENS, "mamba_chunk_size": TOKENS,
     # Llama vision towers (readers/hf_llama_vision.py)
     "num_global_layers": LAYERS, "attention_heads": HEADS, "vision_output_dim": WIDTH, "max_num_tiles": PIXELS,
     "projector_input_dim": WIDTH, "projector_output_dim": WIDTH, "window_size": PIXELS,

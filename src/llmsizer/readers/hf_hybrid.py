@@ -70,7 +70,7 @@ def _mamba2(c: _Cfg, d_inner: int, heads: int, **keys: str) -> RecurrentSpec:
         kind="mamba2", d_inner=d_inner, d_state=c.req(keys["d_state"]), d_conv=c.req(keys["d_conv"]),
         num_heads=heads, n_groups=c.req(keys["n_groups"]), conv_bias=bool(c.get(keys["conv_bias"], True)),
         in_proj_bias=bool(c.get(keys["in_bias"], False)), out_proj_bias=bool(c.get(keys["out_bias"], False)),
-        gated_norm=bool(c.get(keys["norm"], True)) if "norm" in keys else True)
+        gated_norm=bool(c.get(keys["norm"], True)) if "norm" in keys else True, chunk_size=c.req(keys["chunk"]))
 
 
 def hybrid_spec(cfg: dict[str, Any], mt: str, *, name: str, where: str, source: str,
@@ -98,7 +98,9 @@ def hybrid_spec(cfg: dict[str, Any], mt: str, *, name: str, where: str, source: 
                       d_conv="mamba_d_conv" if "mamba_d_conv" in cfg else "conv_kernel",
                       n_groups="mamba_n_groups" if "mamba_n_groups" in cfg else "n_groups",
                       conv_bias="mamba_conv_bias" if "mamba_conv_bias" in cfg else "use_conv_bias",
-                      in_bias="use_bias", out_bias="use_bias")
+                      in_bias="use_bias", out_bias="use_bias",
+                      # NemotronHConfig.__post_init__ takes mamba_chunk_size for chunk_size (configuration line 166)
+                      chunk="mamba_chunk_size" if "mamba_chunk_size" in cfg else "chunk_size")
         # vLLM NemotronHForCausalLMConfig keeps the SSM state in the config's mamba_ssm_cache_dtype, float32 when absent
         ssm_dtype = cfg.get("mamba_ssm_cache_dtype", "float32")
         if ssm_dtype not in ("float32", "bfloat16", "float16"):
@@ -130,7 +132,7 @@ def hybrid_spec(cfg: dict[str, Any], mt: str, *, name: str, where: str, source: 
         if heads * hd != d_inner:  # Mamba2Config.validate_architecture
             raise InputError(f"{where}: hidden_size x expand ({d_inner}) must equal num_heads x head_dim ({heads * hd})")
         rec = _mamba2(c, d_inner, heads, d_state="state_size", d_conv="conv_kernel", n_groups="n_groups",
-                      conv_bias="use_conv_bias", in_bias="use_bias", out_bias="use_bias")
+                      conv_bias="use_conv_bias", in_bias="use_bias", out_bias="use_bias", chunk="chunk_size")
         # no attention: the attention fields describe the SSM heads (activation and speed formulas read them)
         fields.update(num_heads=heads, num_kv_heads=heads, head_dim=hd, intermediate_size=0, norms_per_layer=1,
                       recurrent=rec, layer_types=("none",) * n_layers, recurrent_layers=(True,) * n_layers,
@@ -191,7 +193,9 @@ def hybrid_spec(cfg: dict[str, Any], mt: str, *, name: str, where: str, source: 
                              f"width ({d_inner})")
         rec = _mamba2(c, d_inner, mheads, d_state="mamba_d_state", d_conv="mamba_d_conv", n_groups="mamba_n_groups",
                       conv_bias="mamba_conv_bias", in_bias="mamba_proj_bias", out_bias="projectors_bias",
-                      norm="mamba_rms_norm")
+                      norm="mamba_rms_norm", chunk="mamba_chunk_size")
+        # FalconH1Mixer.forward: ``projected_states * self.mup_vector`` (modeling_falcon_h1.py line 690)
+        rec = dataclasses.replace(rec, in_proj_multiplier=True)
         bias = bool(c.get("attention_bias", False))
         fields.update(num_heads=heads, num_kv_heads=c.get("num_key_value_heads") or heads,
                       head_dim=c.get("head_dim") or hidden // heads, intermediate_size=c.req("intermediate_size"),
@@ -209,7 +213,8 @@ def hybrid_spec(cfg: dict[str, Any], mt: str, *, name: str, where: str, source: 
             raise InputError(f"{where}: mamba_d_head x mamba_n_heads ({head} x {mheads}) must equal "
                              f"mamba_expand x hidden_size ({d_inner})")
         rec = _mamba2(c, d_inner, mheads, d_state="mamba_d_state", d_conv="mamba_d_conv", n_groups="mamba_n_groups",
-                      conv_bias="mamba_conv_bias", in_bias="mamba_proj_bias", out_bias="mamba_proj_bias")
+                      conv_bias="mamba_conv_bias", in_bias="mamba_proj_bias", out_bias="mamba_proj_bias",
+                      chunk="mamba_chunk_size")
         # 0 experts is a dense Granite-4.0-H (GraniteMoeHybridDecoderLayer: "Accept 0 experts")
         raw = cfg["num_local_experts"] if "num_local_experts" in cfg else c.get("num_local_experts")
         n_local = int(check_number(raw if raw is not None else 0, "num_local_experts", EXPERTS_OR_ZERO, where))

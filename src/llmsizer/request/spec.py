@@ -88,6 +88,7 @@ class TrainingSettings:
     checkpoint_offload: bool | None = None
     checkpoint_impl: str | None = None
     kernels: str | None = None
+    mamba_path: str | None = None
     nf4_quantizer: str | None = None
     lora_dropout: str | None = None
     nf4_format: str | None = None

@@ -61,6 +61,9 @@ NF4_FORMATS = ("nf4-dq", "nf4")
 DEEPSPEED_GATHERS = ("current", "pre-0.9")
 # the layer implementation: PyTorch modules (transformers / PEFT / torchtune) or Unsloth's fused LoRA kernels
 KERNELS = ("pytorch", "unsloth")
+# what runs a Mamba layer: mamba_ssm + causal-conv1d's kernels (a CUDA GPU with both installed) or transformers'
+# torch reference functions (formulas/mamba_activations.py)
+MAMBA_PATHS = ("cuda-kernels", "torch")
 FLOAT8_RECIPES = ("torchao", "transformer-engine")  # formulas/float8_training.py RECIPES
 # what torch.compile covers: the decoder layers and the loss (torchtune compile_model + compile_loss) or the decoder
 # layers alone, the loss eager (torchtitan @ 9dec370 apply_compile; its train.py lines 137-138 leave loss_fn eager)
@@ -213,6 +216,9 @@ class TrainingWorkload:
     kernels: 'pytorch' (the framework's modules) or 'unsloth' (Unsloth's fused LoRA kernels keep fewer tensors per
         layer, formulas/unsloth_kernels.py). Unsloth's recipe is kernels='unsloth', loss='cut-ce',
         grad_checkpointing='full' with checkpoint_offload.
+    mamba_path: what runs the Mamba layers of a Mamba / hybrid model: 'cuda-kernels' (mamba_ssm and causal-conv1d
+        installed on a CUDA GPU) or 'torch' (transformers' reference functions: a CPU, Apple, or neither package
+        installed), formulas/mamba_activations.py; None: cuda-kernels on a CUDA GPU, torch elsewhere.
     optimizer_in_backward: each parameter is updated as soon as its gradient is ready and the gradient freed
         (torchtune ``optimizer_in_bwd``; PyTorch ``register_post_accumulate_grad_hook`` tutorial).
     gpus [devices], zero (DeepSpeed ZeRO stage 0-3) or fsdp ('full' | 'grad_op' | 'hybrid'), tp, pp, ep,
@@ -333,6 +339,7 @@ class TrainingWorkload:
     checkpoint_offload: bool = False
     checkpoint_impl: str = "non-reentrant"
     kernels: str = "pytorch"
+    mamba_path: str | None = None
     nf4_quantizer: str = "bitsandbytes"
     lora_dropout: str = "none"
     nf4_format: str = "nf4-dq"
@@ -395,6 +402,7 @@ class TrainingWorkload:
         optional = (("optimizer", self.optimizer, OPTIMIZERS),
                     ("optimizer_state_dtype", self.optimizer_state_dtype, STATE_DTYPES),
                     ("optimizer_impl", self.optimizer_impl, OPTIMIZER_IMPLS),
+                    ("mamba_path", self.mamba_path, MAMBA_PATHS),
                     ("adapter_dtype", self.adapter_dtype, ADAPTER_DTYPES),
                     ("base_dtype", self.base_dtype, ADAPTER_DTYPES), ("fsdp", self.fsdp, FSDP_MODES))
         for opt_name, opt_value, opt_allowed in optional:

@@ -845,10 +845,6 @@ def _warnings(ctx: TrainingContext, st: StageStates, tl: StageTimeline, acc: Acc
                   "flash-linear-attention's chunk_gated_delta_rule and causal-conv1d installed (without them "
                   "transformers falls back to its torch path, which keeps several times more)")
         acc.warnings.append(f"{spec.recurrent_layer_count} Gated DeltaNet layers: saved activations as {kernel}")
-    elif spec.recurrent_layer_count:
-        acc.warnings.append(f"{spec.recurrent_layer_count} {spec.recurrent.kind if spec.recurrent else ''} layers: "
-                            "their saved activations (chunked scan / delta-rule intermediates) are not modelled; "
-                            "they are counted with the attention-layer rules")
     if spec.is_moe:
         acc.warnings.append("MoE: routed-expert activations assume balanced routing; the range's high end allows "
                             "a 1.25 capacity factor (Switch Transformer section 2.2)")

@@ -325,8 +325,25 @@ def resolve(spec: ModelSpec, w: TrainingWorkload, acc: Acc) -> TrainingContext:
     elif w.target_len is not None:
         raise FieldError("target_len", f"target_len applies to encoder-decoder models; {spec.name!r} is decoder-only "
                          "(drop it)")
+    mamba_path = "torch"
+    cuda = w.device != "cpu" and w.gpu_runtime == "cuda"
+    if spec.recurrent is not None and spec.recurrent.kind in ("mamba", "mamba2") and spec.recurrent_layer_count:
+        # transformers 5.24 takes mamba_ssm / causal-conv1d whenever they import (integrations/hub_kernels.py lines
+        # 990-1055); they need a CUDA GPU, so elsewhere the torch reference functions run (mamba_activations.py)
+        if w.mamba_path == "cuda-kernels" and not cuda:
+            raise FieldError("mamba_path", "mamba_path cuda-kernels needs a CUDA GPU (mamba_ssm and causal-conv1d "
+                             f"are CUDA extensions); this job runs on {'cpu' if w.device == 'cpu' else w.gpu_runtime}")
+        mamba_path = str(acc.assume(
+            "mamba_path", "cuda-kernels" if cuda else "torch", w.mamba_path,
+            "CUDA GPU: mamba_ssm and causal-conv1d installed (MambaSplitConv1dScanCombinedFn / SelectiveScanFn, eqs. "
+            "M2, J2); without them transformers runs its torch reference functions, which keep several times more"
+            if cuda else f"no CUDA GPU ({'cpu' if w.device == 'cpu' else w.gpu_runtime}): transformers' torch "
+            "reference functions (chunked scan / sequential loop in fp32, eqs. M1, J1)"))
+    elif w.mamba_path is not None:
+        raise FieldError("mamba_path", f"mamba_path applies to models with Mamba layers; {spec.name!r} has none "
+                         "(drop it)")
     act = ActivationSetup(
-        target=target, batch=w.micro_batch, seq=local_tokens(w.seq_len, w.context_parallel), residual=residual, compute=compute, expert=base_bytes if w.method != "qlora" else 2,
+        target=target, mamba_path=mamba_path, batch=w.micro_batch, seq=local_tokens(w.seq_len, w.context_parallel), residual=residual, compute=compute, expert=base_bytes if w.method != "qlora" else 2,
         weight_copy=copies, autocast=rec.autocast, full=w.method == "full", adapted=adapted,
         adapter_cast_copy=bool(w.adapters and rec.autocast and adapter_bytes != compute),
         rank=w.rank if w.adapters else 0, dora=w.dora, attention=w.attention, packing=w.packing,

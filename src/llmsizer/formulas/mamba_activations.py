@@ -1,0 +1,199 @@
+"""What a Mamba layer's mixer keeps for its backward in training, by the code that runs it.
+
+transformers v5.24.0 picks the implementation when a modeling module is imported
+(``integrations/hub_kernels.py`` ``use_kernel_func_from_hub_with_fallback``, lines 990-1055): the ``mamba_ssm`` and
+``causal_conv1d`` packages when they import, else the torch reference functions of the modeling file. The packages
+need a CUDA GPU, so the two paths are named (``MAMBA_PATHS``) and the estimate takes the kernels on CUDA and the
+torch path elsewhere (``estimate/training/setup.py``, the ``mamba_path`` assumption).
+
+Notation (bytes per layer and device): b sequences of s tokens, t = b s; h hidden; c compute element size (the
+activations' dtype); Mamba-2: H heads of P channels (d = H P), G groups of state n, conv kernel K,
+conv = d + 2 G n channels, in_proj output proj = d + conv + H, chunk C, N = ceil(s / C) chunks, s' = N C (the
+torch path pads), Q = b H s' chunk positions; Mamba-1 (Jamba): d channels, state n, dt rank R. Inputs of the
+in/out projections are counted only when those linears keep them (``in_input`` / ``out_input``: weight trained,
+or adapted without dropout).
+
+**Mamba-2, torch path** (``Mamba2Mixer.forward``, modeling_mamba2.py lines 461-606; ``NemotronHMamba2Mixer``,
+``FalconH1Mixer`` and ``GraniteMoeHybridMambaLayer`` are copies, and ``mamba2_chunk_scan`` is the same function in
+all four files, modeling_mamba2.py lines 258-372)::
+
+    in_proj input                                     t h c
+    conv input: a transposed view of the in_proj output, which keeps all of it    t proj c
+    silu input: conv1d's padded output (causal_conv1d_fn, lines 148-168)           b (s + K - 1) conv c
+    dt + dt_bias and its softplus                     2 t H c
+    A = -exp(A_log.float()) and its copy in A * dt    2 H 4
+    fp32 copies: x padded for the D residual (b s' d), x and dt (t d + 2 t H)        4 (b s' d + t d + 2 t H)
+    segment_sum's two masks, twice                    2 C^2 + 2 (N + 1)^2 bytes
+    chunked SSD, fp32: L, G and the einsum copy of G L (3 C); the einsum copies of C and B (2 n), of x (P), of
+    B decayed (n) and of x again (P); B and C padded and repeated to H heads (2 n); C times the states (P);
+    two decay exponentials (2)                        4 Q (3 C + 5 n + 3 P + 2)
+    chunk-boundary decays and states, fp32            4 b H (N + 1)^2 + 4 b H (N + 1) P n + 4 b N H P n
+    gated RMSNorm (fp32: silu(gate) input and output, the scan output -- a view of the padded output --, their
+    product, 1/rms per group, the normalised tensor)  4 (4 t d + b s' d + t G)
+    out_proj input                                    t d c                                               (M1)
+
+  With one chunk (s <= C) torch's einsum reads some operands as views: with b > 1 the second copy of x is not
+  made and the states operand is a view of all N + 1 chunk states (4 b H P n more, 4 Q P less); with b = 1 two
+  more copies, of B- or C-wide operands, are views (8 Q n less); measured. Falcon-H1 without ``mamba_rms_norm`` (its default) gates
+  with ``scan_output * silu(gate)`` instead of the norm: silu output (t d c) and the scan output (4 b s' d).
+
+  Under torch.autocast (fp32 weights, 16-bit compute; measured on the CPU) conv1d keeps its own 16-bit copy of
+  the conv channels (t conv c instead of the whole in_proj output: ``causal_conv1d_fn`` first casts to the fp32
+  weight's dtype), and bmm autocasts, so the einsums' operand copies and outputs are 16-bit: of the chunked SSD
+  only L, the two decays and the padded B stay fp32, and the chunk-decay matrix gains a 16-bit copy::
+
+    4 Q (C + n + 2) + c Q (2 C + 4 n + 3 P) + 4 b H (N + 1)^2 + c (b H (N + 1) P n + b N H P n + b H (N + 1)^2)
+                                                                                                          (M1a)
+
+  Falcon-H1 multiplies the in_proj output by its ``mup_vector`` buffer (modeling_falcon_h1.py line 690), which the
+  product keeps (proj elements of the weights' dtype, either path). Under autocast with fp32 weights that product is
+  fp32, and so are the conv output (x.float() becomes a view of all t conv of it, 4 t conv instead of 4 t d), the
+  gate (silu keeps the whole fp32 product, 4 t proj, instead of a gate copy of 4 t d) and, without the norm, the
+  silu output (4 t d instead of c t d)                                                                   (M1b)
+
+**Mamba-2, kernels** (mamba_ssm ``MambaSplitConv1dScanCombinedFn``, mamba_ssm/ops/triton/ssd_combined.py @
+e9594ce lines 820-899, taken in training with no cache, modeling_mamba2.py lines 482-505): the Function runs the
+conv, the chunked scan, the gated RMSNorm and out_proj inside one forward and keeps (``ctx.save_for_backward``,
+lines 888-889) the in_proj output ``zxbcdt``, the scan output ``out_x`` (in x's dtype), the norm's fp32 ``rstd``
+(one per token and group, ``_layer_norm_fwd``) and A; the norm output and out_proj's input are recomputed::
+
+    in_proj input + zxbcdt + out_x + rstd + A (exp output, and A itself)     t h c + t proj c + t d c + 4 t G + 2 H 4
+                                                                                                           (M2)
+
+**Jamba (Mamba-1 with RMSNorms on dt, B and C), torch path** (``JambaMambaMixer.forward``, modeling_jamba.py lines
+508-628, ``mamba_selective_scan`` lines 337-437: on a CPU the sequential loop; the associative scan only under
+torch.compile)::
+
+    in_proj input t h c; A = -exp(A_log.float()) and its broadcast in A dt, fp32      2 d n 4
+    conv input (a view of the in_proj output) t 2 d c; silu input (padded conv output) b (s + K - 1) d c
+    x_proj input (a copy of the transposed conv output; with b = 1 a view, which x D keeps anyway) t d c
+    dt / B / C RMSNorms: fp32 input, 1/rms, normalised; dt_proj's matmul keeps the dt norm output; the scan's
+    matmuls keep the C norm output           t R (4 + 2 c) + 2 t n (4 + c) + 3 t 4 + t n c
+    softplus input and output                 2 t d c
+    exp(A dt), fp32 B, fp32 x, dt B           t d n 4 + t n 4 + t d 4 + t d n 4
+    the loop: the zero state, each step's state cast for the matmul (c) and, but the last, its fp32 state
+                                              b d n (c (s + 1) + 4 (s - 1))
+    D.float(), the silu output x (kept by x D), the fp32 sum y, silu(z)       d 4 + t d c + t d 4 + t d c
+    out_proj input                            t d c                                                      (J1)
+
+**Jamba, kernels** (mamba_ssm ``SelectiveScanFn``, mamba_ssm/ops/selective_scan_interface.py @ e9594ce lines 34-68,
+and causal-conv1d ``CausalConv1dFn``, causal_conv1d/causal_conv1d_interface.py @ 0d2252d lines 9-64; transformers
+5.24 calls ``selective_scan_fn``, not ``mamba_inner_fn``, from this mixer). CausalConv1dFn keeps x (a view of the
+in_proj output); its output is channel-last (``torch.empty_like`` of the strided x), so x_proj keeps it without a
+copy and SelectiveScanFn makes ``u.contiguous()``; with z it saves u, delta, A, B, C, D, z, delta_bias, the chunk
+states x (``[b, d, ceil(s / 2048), 2 n]`` fp32, csrc/selective_scan/selective_scan.cpp lines 307-313) and its
+output (delta's dtype); B and C (a transposed view of the norm outputs) and z (a strided chunk) are made
+contiguous::
+
+    in_proj input t h c; 2 d n 4 (A); t 2 d c (conv input); t d c (conv output); dt / B / C norms as (J1)
+    less the C norm output; u, delta, z, out copies 4 t d c; B, C copies 2 t n c; D, delta_bias 2 d 4;
+    chunk states b d ceil(s / 2048) 2 n 4; out_proj input t d c                                           (J2)
+"""
+
+from __future__ import annotations
+
+from ..specs.training import MAMBA_PATHS
+
+SCAN_CHUNK_MAMBA1 = 2048  # selective_scan.cpp: n_chunks = (seqlen + 2048 - 1) / 2048
+
+Terms = list[tuple[str, int, str]]
+
+
+def mamba2_saved_terms(batch: int, seq: int, hidden: int, heads: int, head_dim: int, d_state: int, groups: int,
+                       d_conv: int, chunk: int, compute: int, path: str, gated_norm: bool = True,
+                       in_input: bool = True, out_input: bool = True, autocast: bool = False,
+                       multiplier: bool = False) -> Terms:
+    """Eq. (M1) (``path`` 'torch') or (M2) ('cuda-kernels'): a Mamba-2 mixer's saved tensors, as (name, bytes,
+    arithmetic). heads / groups are this device's (TP-split) counts; ``gated_norm``: the RMSNormGated (False:
+    Falcon-H1's ``scan_output * silu(gate)``); ``autocast``: under torch.autocast (eq. M1a); ``multiplier``:
+    Falcon-H1's in_proj output times its ``mup_vector`` buffer (eq. M1b)."""
+    if path not in MAMBA_PATHS:
+        raise ValueError(f"mamba path {path!r}: expected one of {', '.join(MAMBA_PATHS)}")
+    b, s, c, n, p_, g = batch, seq, compute, d_state, head_dim, groups
+    t, d = b * s, heads * head_dim
+    conv = d + 2 * g * n
+    proj = d + conv + heads
+    out: Terms = []
+    if in_input:
+        out.append(("Mamba in_proj input", t * hidden * c, f"{t} x {hidden} x {c} B"))
+    wb = 4 if autocast else c  # the weights' (and so the mup_vector buffer's) element size
+    # M1b: under autocast, the product with the fp32 buffer is fp32, and so is what the mixer takes from it
+    f32_proj = multiplier and autocast
+    if multiplier:
+        out.append(("Falcon-H1 mup_vector (kept by projected_states * mup_vector)", proj * wb, f"{proj} x {wb} B"))
+    if path == "cuda-kernels":
+        kept = t * proj * c + t * d * c + (4 * t * g if gated_norm else 0) + 2 * heads * 4
+        out.append(("MambaSplitConv1dScanCombinedFn: zxbcdt, out_x, rstd, A", kept,
+                    f"{t} x ({proj} + {d}) x {c} B" + (f" + {t} x {g} x 4 B" if gated_norm else "")
+                    + f" + 2 x {heads} x 4 B (eq. M2)"))
+        return out
+    n_ch = -(-s // chunk)
+    sp = n_ch * chunk
+    q = b * heads * sp
+    conv_in = conv if autocast else proj  # M1a: conv1d keeps its own autocast copy, not the in_proj output
+    x_w = conv if f32_proj else d  # M1b: x.float() is a view of the fp32 conv output (all conv channels)
+    pre = (t * conv_in * c + b * (s + d_conv - 1) * conv * c + 2 * t * heads * c + 2 * heads * 4
+           + 4 * (b * sp * d + t * x_w + 2 * t * heads))
+    out.append(("Mamba conv input, silu input, dt, fp32 x / dt copies", pre,
+                f"{t} x {conv_in} x {c} + {b} x ({s} + {d_conv} - 1) x {conv} x {c} + 2 x {t} x {heads} x {c} + "
+                f"4 x ({b} x {sp} x {d} + {t} x {x_w} + 2 x {t} x {heads}) + 2 x {heads} x 4 B (eq. M1)"))
+    e = c if autocast else 4  # the einsums' operand copies and outputs (bmm autocasts: eq. M1a)
+    per_q = 4 * (chunk + n + 2) + e * (2 * chunk + 4 * n + 3 * p_)
+    decays, st_elems = b * heads * (n_ch + 1) ** 2, b * heads * (n_ch + 1) * p_ * n + b * n_ch * heads * p_ * n
+    states = 4 * decays + e * st_elems + (c * decays if autocast else 0)
+    core = 2 * chunk * chunk + 2 * (n_ch + 1) ** 2 + q * per_q + states
+    how = (f"{q} positions x (4 x ({chunk} + {n} + 2) + {e} x (2 x {chunk} + 4 x {n} + 3 x {p_})) B + {states} B "
+           f"chunk decays / states + masks")
+    if n_ch == 1:  # one chunk: torch's einsum reads some operands as views (module docstring)
+        core += e * (b * heads * p_ * n - q * p_ - (q * 2 * n if b == 1 else 0))
+        how += " (one chunk: einsum views)"
+    out.append(("Mamba-2 chunked scan, torch fallback (fp32)", core, how + " (eq. M1)"))
+    gate_in = t * proj * 4 if f32_proj else 0  # M1b: silu keeps the fp32 product its gate is a view of
+    if gated_norm:  # M1b: gate.to(float32) is then a no-op, so the gate's fp32 copy is that product
+        out.append(("Mamba gated RMSNorm (fp32)", 4 * ((3 if f32_proj else 4) * t * d + b * sp * d + t * g) + gate_in,
+                    f"4 B x ({3 if f32_proj else 4} x {t} x {d} + {b} x {sp} x {d} + {t} x {g})"
+                    + (f" + {t} x {proj} x 4 B" if f32_proj else "")))
+    else:
+        sb = 4 if f32_proj else c
+        out.append(("Mamba output gate: silu(gate), fp32 scan output", t * d * sb + 4 * b * sp * d + gate_in,
+                    f"{t} x {d} x {sb} B + 4 B x {b} x {sp} x {d}" + (f" + {t} x {proj} x 4 B" if f32_proj else "")))
+    if out_input:
+        out.append(("Mamba out_proj input", t * d * c, f"{t} x {d} x {c} B"))
+    return out
+
+
+def jamba_mamba_saved_terms(batch: int, seq: int, hidden: int, d_inner: int, d_state: int, dt_rank: int,
+                            d_conv: int, compute: int, path: str, in_input: bool = True, x_input: bool = True,
+                            dt_input: bool = True, out_input: bool = True) -> Terms:
+    """Eq. (J1) (``path`` 'torch') or (J2) ('cuda-kernels'): Jamba's Mamba-1 mixer, as (name, bytes, arithmetic).
+    ``x_input`` / ``dt_input``: x_proj / dt_proj keep their inputs (weights trained)."""
+    if path not in MAMBA_PATHS:
+        raise ValueError(f"mamba path {path!r}: expected one of {', '.join(MAMBA_PATHS)}")
+    b, s, c, d, n, r = batch, seq, compute, d_inner, d_state, dt_rank
+    t = b * s
+    out: Terms = []
+    if in_input:
+        out.append(("Mamba in_proj input", t * hidden * c, f"{t} x {hidden} x {c} B"))
+    norms = t * r * (4 + c) + 2 * t * n * (4 + c) + 3 * t * 4 + (t * r * c if dt_input else 0)
+    out.append(("Mamba A, conv input, dt / B / C RMSNorms", 2 * d * n * 4 + t * 2 * d * c + norms,
+                f"2 x {d} x {n} x 4 + {t} x 2 x {d} x {c} + {t} x ({r} + 2 x {n}) x (4 + {c}) + 3 x {t} x 4 B"
+                + (f" + {t} x {r} x {c} B (dt_proj input)" if dt_input else "")))
+    if path == "cuda-kernels":
+        n_sc = -(-s // SCAN_CHUNK_MAMBA1)
+        kept = (t * d * c if x_input else 0) + 4 * t * d * c + 2 * t * n * c + 2 * d * 4 + b * d * n_sc * 2 * n * 4
+        out.append(("CausalConv1dFn output, SelectiveScanFn u / delta / z / out / B / C / D / states", kept,
+                    f"{4 + x_input} x {t} x {d} x {c} + 2 x {t} x {n} x {c} + 2 x {d} x 4 + {b} x {d} x {n_sc} x 2 x {n} x 4 B"
+                    " (eq. J2)"))
+    else:
+        # x_proj reads the transposed conv output: a copy for b > 1; with b = 1 a view of it, kept anyway by x D
+        x_copy = t * d * c if x_input and b > 1 else 0
+        kept = (b * (s + d_conv - 1) * d * c + x_copy + t * n * c + 2 * t * d * c
+                + 2 * t * d * n * 4 + t * n * 4 + t * d * 4 + b * d * n * (c * (s + 1) + 4 * (s - 1))
+                + d * 4 + 2 * t * d * c + t * d * 4)
+        out.append(("Mamba selective scan, torch fallback (sequential loop)", kept,
+                    f"{b} x ({s} + {d_conv} - 1) x {d} x {c} + {t} x {d} x ({4 + bool(x_copy)} x {c} + 2 x {n} x 4 + 8) "
+                    f"+ {t} x {n} x ({c} + 4) + {b} x {d} x {n} x ({c} x {s + 1} + 4 x {s - 1}) + {d} x 4 B "
+                    "(eq. J1)"))
+    if out_input:
+        out.append(("Mamba out_proj input", t * d * c, f"{t} x {d} x {c} B"))
+    return out

@@ -1,0 +1,74 @@
+"""Mamba layers on mamba_ssm's kernels (formulas/mamba_activations.py eqs. M2 and J2, ``mamba_path`` 'cuda-kernels')
+against what autograd and the packages' ``save_for_backward`` keep.
+
+Independent truth: the published Python of mamba_ssm (state-spaces/mamba @ e9594ce1c732d97440f0332fdc43170a2294dbfa,
+2.3.2.post1) and causal-conv1d (Dao-AILab/causal-conv1d @ 0d2252d161f25f7907bbd05985c08ab98d255874, 1.6.1), imported
+by transformers 5.24 as it would on a GPU (``use_kernel_func_from_hub_with_fallback`` takes them whenever they
+import) and run on the CPU in a fresh interpreter (tests/training/mamba_kernel_step.py): the autograd Functions'
+forwards and the wrappers that allocate their outputs run as published, the Triton kernels and CUDA extensions are
+stood in for (launches do nothing; ``selective_scan_cuda.fwd`` allocates its outputs as selective_scan.cpp does).
+The step script also checks which Functions ran: MambaSplitConv1dScanCombinedFn for the Mamba-2 families,
+SelectiveScanFn + CausalConv1dFn for Jamba (transformers 5.24's JambaMambaMixer does not call mamba_inner_fn).
+A whole layer is compared, as in tests/training/test_mamba_saved_tensors.py, pure bf16, every weight trained.
+
+The packages need a CUDA toolchain to install, so this test runs only where their sources are given:
+LLMSIZER_MAMBA_SSM_SRC and LLMSIZER_CAUSAL_CONV1D_SRC, the folders holding the ``mamba_ssm`` and ``causal_conv1d``
+packages (``git archive`` of the commits above). Measured: every case counted to the byte.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from llmsizer.formulas.training_activations import ActivationSetup, layer_saved_terms
+from llmsizer.readers.hf_config import spec_from_config
+from oracle_utils import MAMBA_LAYER_CASES
+
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(
+    not (os.environ.get("LLMSIZER_MAMBA_SSM_SRC") and os.environ.get("LLMSIZER_CAUSAL_CONV1D_SRC")),
+    reason="mamba_ssm / causal-conv1d sources not given (LLMSIZER_MAMBA_SSM_SRC, LLMSIZER_CAUSAL_CONV1D_SRC)")]
+
+SHAPES = ((2, 256), (1, 200), (1, 4100))  # 4100 > 2048: SelectiveScanFn keeps 3 chunk states per channel
+
+
+@pytest.fixture(scope="module")
+def measured() -> dict[str, dict[str, Any]]:
+    cases = {f"{name}|{b}|{s}": (cfg, b, s) for name, (cfg, _) in MAMBA_LAYER_CASES.items() for b, s in SHAPES
+             if s < 2048 or name == "jamba"}
+    step = Path(__file__).with_name("mamba_kernel_step.py")
+    run = subprocess.run([sys.executable, str(step), os.environ["LLMSIZER_MAMBA_SSM_SRC"],
+                          os.environ["LLMSIZER_CAUSAL_CONV1D_SRC"], json.dumps(cases)],
+                         capture_output=True, text=True, timeout=900, check=False)
+    assert run.returncode == 0, run.stderr[-3000:]
+    out: dict[str, dict[str, Any]] = json.loads(run.stdout.strip().splitlines()[-1])
+    return out
+
+
+@pytest.mark.parametrize("name", list(MAMBA_LAYER_CASES))
+@pytest.mark.parametrize(("batch", "tokens"), SHAPES)
+def test_mamba_layer_saved_tensors_kernel_path(measured: dict[str, dict[str, Any]], name: str, batch: int,
+                                               tokens: int, capsys: Any) -> None:
+    if tokens > 2048 and name != "jamba":
+        pytest.skip("the long case is for SelectiveScanFn's chunk states")
+    cfg, layer = MAMBA_LAYER_CASES[name]
+    got = measured[f"{name}|{batch}|{tokens}"]
+    ran = set(got["-1"])
+    assert ran == ({"SelectiveScanFn", "CausalConv1dFn"} if name == "jamba" else {"MambaSplitConv1dScanCombinedFn"})
+    spec = spec_from_config(cfg, name=f"tiny-{name}")
+    r = spec.recurrent
+    assert r is not None
+    st = ActivationSetup(batch=batch, seq=tokens, residual=2, compute=2, expert=2, full=True, attention="sdpa",
+                         mamba_path="cuda-kernels")
+    predicted = sum(t.bytes for t in layer_saved_terms(spec, layer, st))
+    saved = int(got[str(layer)])
+    with capsys.disabled():
+        print(f"\n[{name} layer {layer}, B={batch} T={tokens}, kernels] saved {saved:,} B, counted {predicted:,} B "
+              f"(ratio {predicted / saved:.5f})")
+    assert predicted == saved

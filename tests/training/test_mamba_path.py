@@ -1,0 +1,58 @@
+"""Which code the estimate assumes runs a model's Mamba layers (estimate/training/setup.py, the ``mamba_path``
+assumption; formulas/mamba_activations.py): mamba_ssm's kernels on a CUDA GPU, transformers' torch reference
+functions elsewhere; ``mamba_path`` overrides, and is refused where it cannot apply."""
+
+from __future__ import annotations
+
+import pytest
+
+from cli.cli_run import run
+from llmsizer.errors import InputError
+from llmsizer.estimate.training import estimate_training
+from llmsizer.readers.hf_config import spec_from_config
+from oracle_utils import MAMBA_LAYER_CASES
+
+NEMOTRON = spec_from_config(MAMBA_LAYER_CASES["nemotron_h"][0], name="tiny-nemotron-h")
+LLAMA = spec_from_config({"model_type": "llama", "vocab_size": 128, "hidden_size": 64, "intermediate_size": 96,
+                          "num_hidden_layers": 2, "num_attention_heads": 4}, name="tiny-llama")
+
+
+def _path(**fields: object) -> tuple[str, bool, int]:
+    est = estimate_training(NEMOTRON, micro_batch=2, seq_len=512, **fields)  # type: ignore[arg-type]
+    a = next(a for a in est.assumptions if a.name == "mamba_path")
+    return str(a.value), a.default, est.total()[1]
+
+
+def test_the_device_picks_the_path_and_the_torch_path_keeps_more() -> None:
+    gpu, default_gpu, gpu_bytes = _path()
+    cpu, default_cpu, _ = _path(device="cpu")
+    metal, _, _ = _path(gpu_runtime="metal")
+    assert (gpu, default_gpu, cpu, default_cpu, metal) == ("cuda-kernels", True, "torch", True, "torch")
+    torch_path, given, torch_bytes = _path(mamba_path="torch")
+    assert (torch_path, given) == ("torch", False)
+    assert torch_bytes > gpu_bytes  # the torch path's fp32 chunk intermediates (eq. M1) against eq. M2
+
+
+def test_a_model_without_mamba_layers_records_no_path() -> None:
+    assert all(a.name != "mamba_path" for a in estimate_training(LLAMA).assumptions)
+
+
+@pytest.mark.parametrize(("spec", "fields", "words"), [
+    (NEMOTRON, dict(mamba_path="triton"), ["mamba_path", "cuda-kernels, torch"]),
+    (NEMOTRON, dict(mamba_path="cuda-kernels", device="cpu"), ["mamba_path", "CUDA GPU", "cpu"]),
+    (LLAMA, dict(mamba_path="torch"), ["mamba_path", "no", "drop it"]),
+])
+def test_bad_mamba_path_is_one_line(spec: object, fields: dict[str, object], words: list[str]) -> None:
+    with pytest.raises(InputError) as e:
+        estimate_training(spec, **fields)  # type: ignore[arg-type]
+    text = str(e.value)
+    assert "\n" not in text and all(w in text for w in words), text
+
+
+def test_cli_flag(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(["train", "mamba-codestral-7b-v0.1", "--mamba-path", "torch", "--json"], capsys)
+    assert code in (0, 1), err
+    assert '"mamba_path"' in out
+    code, _, err = run(["train", "mamba-codestral-7b-v0.1", "--device", "cpu", "--mamba-path", "cuda-kernels"],
+                       capsys)
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "mamba_path" in err
