@@ -8,6 +8,8 @@ if [ "${1:-}" = "test" ]; then
   # torch pinned exactly: 2.13.0 is the CPU build; any other spec pulls a multi-GB CUDA build
   .venv/bin/python -m pip install -q torch==2.13.0
   .venv/bin/python -m pip install -q -e ".[test]"
+  # mamba_ssm / causal-conv1d sources (pinned sdists, unpacked only) for the Mamba kernel-path test
+  .venv/bin/python scripts/fetch_kernel_sources.py
 else
   .venv/bin/python -m pip install -q -e .
 fi

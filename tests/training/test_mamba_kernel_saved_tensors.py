@@ -11,9 +11,10 @@ The step script also checks which Functions ran: MambaSplitConv1dScanCombinedFn 
 SelectiveScanFn + CausalConv1dFn for Jamba (transformers 5.24's JambaMambaMixer does not call mamba_inner_fn).
 A whole layer is compared, as in tests/training/test_mamba_saved_tensors.py, pure bf16, every weight trained.
 
-The packages need a CUDA toolchain to install, so this test runs only where their sources are given:
-LLMSIZER_MAMBA_SSM_SRC and LLMSIZER_CAUSAL_CONV1D_SRC, the folders holding the ``mamba_ssm`` and ``causal_conv1d``
-packages (``git archive`` of the commits above). Measured: every case counted to the byte.
+The packages need a CUDA toolchain to install, so their sources are only unpacked: ``scripts/setup.sh test`` fetches
+the pinned PyPI sdists of those versions (scripts/fetch_kernel_sources.py, sha256-checked) into .venv/kernel-sources/;
+LLMSIZER_MAMBA_SSM_SRC and LLMSIZER_CAUSAL_CONV1D_SRC name other folders holding the ``mamba_ssm`` and
+``causal_conv1d`` packages. Without them the test skips. Measured: every case counted to the byte.
 """
 
 from __future__ import annotations
@@ -31,9 +32,16 @@ from llmsizer.formulas.training_activations import ActivationSetup, layer_saved_
 from llmsizer.readers.hf_config import spec_from_config
 from oracle_utils import MAMBA_LAYER_CASES
 
+# the sources: where the environment says, else where scripts/setup.sh test unpacks the pinned sdists
+# (scripts/fetch_kernel_sources.py)
+KERNEL_SOURCES = Path(__file__).resolve().parents[2] / ".venv" / "kernel-sources"
+MAMBA_SSM_SRC = os.environ.get("LLMSIZER_MAMBA_SSM_SRC") or str(KERNEL_SOURCES / "mamba_ssm-2.3.2.post1")
+CAUSAL_CONV1D_SRC = os.environ.get("LLMSIZER_CAUSAL_CONV1D_SRC") or str(KERNEL_SOURCES / "causal_conv1d-1.6.1")
+
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(
-    not (os.environ.get("LLMSIZER_MAMBA_SSM_SRC") and os.environ.get("LLMSIZER_CAUSAL_CONV1D_SRC")),
-    reason="mamba_ssm / causal-conv1d sources not given (LLMSIZER_MAMBA_SSM_SRC, LLMSIZER_CAUSAL_CONV1D_SRC)")]
+    not (Path(MAMBA_SSM_SRC, "mamba_ssm").is_dir() and Path(CAUSAL_CONV1D_SRC, "causal_conv1d").is_dir()),
+    reason="mamba_ssm / causal-conv1d sources not found (scripts/fetch_kernel_sources.py, or "
+           "LLMSIZER_MAMBA_SSM_SRC / LLMSIZER_CAUSAL_CONV1D_SRC)")]
 
 SHAPES = ((2, 256), (1, 200), (1, 4100))  # 4100 > 2048: SelectiveScanFn keeps 3 chunk states per channel
 
@@ -43,8 +51,7 @@ def measured() -> dict[str, dict[str, Any]]:
     cases = {f"{name}|{b}|{s}": (cfg, b, s) for name, (cfg, _) in MAMBA_LAYER_CASES.items() for b, s in SHAPES
              if s < 2048 or name == "jamba"}
     step = Path(__file__).with_name("mamba_kernel_step.py")
-    run = subprocess.run([sys.executable, str(step), os.environ["LLMSIZER_MAMBA_SSM_SRC"],
-                          os.environ["LLMSIZER_CAUSAL_CONV1D_SRC"], json.dumps(cases)],
+    run = subprocess.run([sys.executable, str(step), MAMBA_SSM_SRC, CAUSAL_CONV1D_SRC, json.dumps(cases)],
                          capture_output=True, text=True, timeout=900, check=False)
     assert run.returncode == 0, run.stderr[-3000:]
     out: dict[str, dict[str, Any]] = json.loads(run.stdout.strip().splitlines()[-1])
