@@ -36,6 +36,7 @@ from ..formulas.weight_formats import (
     GROUP_SIZE_DEFAULT,
     OTHER_BYTES_DEFAULT,
     dtype_format,
+    format_alias,
     normalize_format,
     stored_format,
     weight_bytes,
@@ -233,6 +234,15 @@ def check_engine_runs(engine: str, fmt: str, device: Device, spec: ModelSpec | N
         raise InputError(f"{refused}; name another format (--weights), engine (--engine) or device")
 
 
+def given_format_why(weights: str) -> str:
+    """The ``why`` of a format the user named: "given", or the alias it resolved from ("alias 'int4' -> gptq-int4:
+    ..."), which every face shows beside the format (``Assumption.mark``), so 'int4' never silently means GPTQ."""
+    fmt = format_alias(weights)
+    if fmt is None:
+        return "given"
+    return f"alias {weights.strip()!r} -> {fmt}, as llmsizer reads that name; name the format to size another"
+
+
 @dataclass
 class FormatChoice:
     """The format an estimate uses ('file' for a model file's exact bytes), its group size, and why."""
@@ -269,7 +279,7 @@ def engine_weights(spec: ModelSpec, engine: str, weights: str | None, group_size
         out.assumptions.append(Assumption("weights", fmt, True, f"checkpoint's stored format ({why})"))
     else:
         fmt = normalize_format(weights)
-        out.assumptions.append(Assumption("weights", fmt, False, "given"))
+        out.assumptions.append(Assumption("weights", fmt, False, given_format_why(weights)))
         if not group_size_given:  # the checkpoint's own group at its own format, as the format ladder sizes it
             out.group_size = rung_group_size(spec, fmt, group_size)
         if engine == "llamacpp" and not fmt.startswith("gguf:"):

@@ -312,8 +312,10 @@ class _Reader:
         if t == "weights":
             if text.lower() in ("none", "no", "false", "off"):
                 return UNQUANTIZED  # unquantized, pinned; an absent key stays None (the plan may search)
-            from ..formulas.weight_formats import normalize_format
-            return normalize_format(text)
+            from ..formulas.weight_formats import format_alias, normalize_format
+            fmt = normalize_format(text)  # an unknown name refused here, naming the key
+            # an alias kept as written: the plan names what it resolves to (plan/inference.py pinned_weights)
+            return text.strip() if format_alias(text) else fmt
         raise InputError(f"field type {t} is not readable here")  # pragma: no cover - table error
 
     def ratios(self, items: list[Any]) -> tuple[float, ...]:
