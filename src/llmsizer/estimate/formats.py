@@ -107,6 +107,24 @@ def serving_fused_experts(spec: ModelSpec, engine: str | None, fmt: str) -> bool
     return engine == "transformers" and fused_experts_kept(spec, fmt, "bitsandbytes")
 
 
+# vLLM has no 8-bit bitsandbytes MoE: a FusedMoE layer's quant method is BitsAndBytesMoEMethod (get_quant_method,
+# vllm model_executor/layers/quantization/bitsandbytes.py @ 01f5395f L135-136), whose create_weights (L442-453) calls
+# _create_weights_8bit when load_in_8bit, and that raises NotImplementedError (L591-600); so an MoE model in
+# llm.int8 does not load on vLLM, whatever the device.
+VLLM_BNB_MOE_SOURCE = ("vllm model_executor/layers/quantization/bitsandbytes.py @ 01f5395f L591-600: "
+                       "BitsAndBytesMoEMethod._create_weights_8bit raises NotImplementedError")
+
+
+def bnb_moe_refused(engine: str, fmt: str, spec: ModelSpec | None) -> str | None:
+    """Why ``engine`` will not load ``spec`` in ``fmt``: vLLM and an MoE model in llm.int8 (its bitsandbytes MoE
+    method has no 8-bit path, ``VLLM_BNB_MOE_SOURCE``); None otherwise. Asked through ``engine_refuses`` and, with no
+    device, ``engine_weights``."""
+    if engine != "vllm" or fmt != "llm.int8" or spec is None or spec.moe is None:
+        return None
+    return (f"vLLM does not load the MoE model {spec.name} in llm.int8: its bitsandbytes MoE method has no 8-bit "
+            "experts (quantization/bitsandbytes.py BitsAndBytesMoEMethod._create_weights_8bit)")
+
+
 def engine_kernel_format(engine: str | None, fmt: str) -> str:
     """The format whose kernel class (bandwidth share, per-layer overhead, KV layout, compute dtype) the speed
     estimate uses for weights ``fmt`` on ``engine``: ``fmt`` itself, except a GGUF format on vLLM or SGLang, which
@@ -167,11 +185,15 @@ def gguf_file_skipped(spec: ModelSpec, engine: str, weights: str | None) -> str 
 
 def engine_refuses(engine: str, fmt: str, device: Device | None, spec: ModelSpec | None = None) -> str | None:
     """Why ``engine`` will not run weights in ``fmt`` on ``device`` (None: it runs them, or its compute capability
-    is not known): a GGUF type vLLM's or SGLang's GGUF method lacks (``GGUF_ENGINES``), and vLLM's and SGLang's
+    is not known): vLLM and an MoE model in llm.int8 (``bnb_moe_refused``), a GGUF type vLLM's or SGLang's GGUF
+    method lacks (``GGUF_ENGINES``), and vLLM's and SGLang's
     compute-capability gates (``VLLM_MIN_CAPABILITY``, ``SGLANG_MIN_CAPABILITY``, ``GGUF_MIN_CAPABILITY``).
     ``fmt`` "file" with ``spec`` a .gguf file: the same GGUF checks, over the file's own tensor types. The one home
     of these checks: ``check_engine_runs`` (fit, estimate_inference), the engine rule and recommend's ladder ask it
     with their device; ``engine_weights`` with ``device`` None, the GGUF types alone, which need no device."""
+    bnb_moe = bnb_moe_refused(engine, fmt, spec)
+    if bnb_moe is not None:  # on any device
+        return bnb_moe
     name, gate = _MIN_CAPABILITY.get(engine, ("", {}))
     need = gate.get(fmt)
     gguf_file = fmt == "file" and spec is not None and spec.file_weights is not None and spec.file_weights.gguf
@@ -287,6 +309,9 @@ def engine_weights(spec: ModelSpec, engine: str, weights: str | None, group_size
                 raise InputError(f"engine llamacpp runs GGUF formats (e.g. q4_k_m, q8_0), not {fmt!r}")
             fmt = GGUF_FROM_STORED[fmt]
             out.warnings.append(f"llama.cpp runs GGUF files: weights taken as {fmt}")
+    bnb_moe = bnb_moe_refused(engine, fmt, spec)
+    if bnb_moe is not None:
+        raise InputError(f"{bnb_moe}; name another format (--weights) or engine (--engine)")
     if fmt.startswith("gguf:") and engine in GGUF_ENGINES:
         _refuse_gguf_types(engine, fmt, spec)
         out.assumptions.append(Assumption(

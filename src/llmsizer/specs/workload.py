@@ -43,7 +43,8 @@ def engine_rule_text(generic: str = "no --device") -> str:
     return ("the engine of the requested format (GGUF: llama.cpp), else vLLM on data-center GPUs and several devices, "
             f"llama.cpp on Apple, CPUs and single consumer cards, transformers on a GPU known only by its kind "
             f"({generic}); where that engine refuses the checkpoint's format on the GPU (vLLM: MXFP4 below compute "
-            "capability 8.0) and llama.cpp has its GGUF counterpart, llama.cpp")
+            "capability 8.0) and llama.cpp has its GGUF counterpart, llama.cpp; an MoE model in llm.int8, which vLLM "
+            "does not load: transformers")
 
 
 ENGINE_RULE_TEXT = engine_rule_text()
