@@ -563,7 +563,7 @@ def _evaluate(spec: ModelSpec, cand: _Candidate, context: int, concurrency: int,
         if asked is None:
             asked = InferenceWorkload.group_size  # what the estimate takes when none is passed
         try:
-            wb = rung_bytes(spec, fmt, group)
+            wb = rung_bytes(spec, fmt, group, eng)  # the experts a bitsandbytes format keeps on eng, as fit counts
         except InputError:
             continue
         try:  # the margin fit keeps for this rung's engine (a rung may name another engine)

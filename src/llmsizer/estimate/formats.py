@@ -414,15 +414,19 @@ def format_ladder(spec: ModelSpec, engine: str, weights: str | None = None, fp8:
         first = engine_weights(spec if spec.file_weights is None else replace(spec, file_weights=None), engine, None)
     except InputError:  # no counterpart of the shipped format on this engine: rungs no larger than the checkpoint
         stored, group, _ = stored_format(spec)
-        limit = rung_bytes(spec, stored, group)
-        return tuple(f for f in rungs if rung_bytes(spec, f) <= limit)
-    top = rung_bytes(spec, first.fmt, first.group_size)
-    return (first.fmt, *(f for f in rungs if f != first.fmt and rung_bytes(spec, f) < top))
+        limit = rung_bytes(spec, stored, group, engine)
+        return tuple(f for f in rungs if rung_bytes(spec, f, engine=engine) <= limit)
+    top = rung_bytes(spec, first.fmt, first.group_size, engine)
+    return (first.fmt, *(f for f in rungs if f != first.fmt and rung_bytes(spec, f, engine=engine) < top))
 
 
-def rung_bytes(spec: ModelSpec, fmt: str, group_size: int = GROUP_SIZE_DEFAULT) -> int:
+def rung_bytes(spec: ModelSpec, fmt: str, group_size: int = GROUP_SIZE_DEFAULT, engine: str | None = None) -> int:
     """The weight bytes a format is ranked by in a search (``format_ladder``, recommend's weights-alone check):
     ``weight_bytes`` at the format catalog's defaults (formulas/weight_formats.py ``GROUP_SIZE_DEFAULT``, unless a
     group size is known; ``OTHER_BYTES_DEFAULT``), what an estimate of that format with no group size or compute
-    dtype given holds, so a rung is never ranked by other sizes than the estimate's."""
-    return weight_bytes(spec, fmt, group_size, OTHER_BYTES_DEFAULT).total
+    dtype given holds, so a rung is never ranked by other sizes than the estimate's. ``engine``: the engine the rung
+    runs on, whose fused MoE experts a bitsandbytes format may keep in the compute dtype (``serving_fused_experts``,
+    as the estimate's weights count them); None: experts quantized, the smaller size (a bound that rejects nothing
+    an engine could fit)."""
+    kept = engine is not None and serving_fused_experts(spec, engine, fmt)
+    return weight_bytes(spec, fmt, group_size, OTHER_BYTES_DEFAULT, fused_experts=kept).total
