@@ -61,6 +61,7 @@ from .estimate.formats import (
     engine_weights,
     format_ladder,
     gguf_file_skipped,
+    given_format_why,
     rung_bytes,
     rung_group_size,
     weights_asked,
@@ -74,6 +75,7 @@ from .formulas.cost import cost_per_million_tokens
 from .formulas.kv_cache import kv_dtype_name
 from .formulas.params import count_params
 from .formulas.training_time import device_hours
+from .formulas.weight_formats import normalize_format
 from .frozen import fast_init
 from .models import load_model
 from .numbers import CONCURRENCY, TRAIN_TOKENS, check_number
@@ -446,6 +448,8 @@ def recommend_inference(model: ModelSpec | str, *, context: int = InferenceWorkl
     assumptions = [search_margin_assumption(c.headroom, fields.get("fit_target")),
                    Assumption("context", context, False, "tokens per sequence (prompt + output)"),
                    Assumption("concurrency", concurrency, False, "sequences served at once")]
+    if weights is not None:  # a given format, and the alias it resolved from ('int4' -> gptq-int4)
+        assumptions.append(Assumption("weights", normalize_format(weights), False, given_format_why(weights)))
     if found is not None:
         assumptions.append(Assumption("media_tokens", found.tokens, False, "image/video tokens per sequence, added "
                                       "to the context and the prompt (estimate/inference/media.py)"))
@@ -562,7 +566,7 @@ def _evaluate(spec: ModelSpec, cand: _Candidate, context: int, concurrency: int,
         if asked is None:
             asked = InferenceWorkload.group_size  # what the estimate takes when none is passed
         try:
-            wb = rung_bytes(spec, fmt, group)
+            wb = rung_bytes(spec, fmt, group, eng)  # the experts a bitsandbytes format keeps on eng, as fit counts
         except InputError:
             continue
         try:  # the margin fit keeps for this rung's engine (a rung may name another engine)

@@ -77,9 +77,10 @@ class Assumption:
     def mark(self) -> str:
         """How a rendered line marks it after ``name=value``: '' when given, ' (default)', or, for a default chosen
         for the device (its ``why`` begins 'default for'), that reason: ' (default for rtx-4090: llama.cpp ...)'; a
-        given ``auto`` resolved to ``value`` (its ``why`` begins 'auto -> '), that: ' (auto -> fp16: the model's ...)'."""
+        given ``auto`` or alias resolved to ``value`` (its ``why`` begins 'auto -> ' or 'alias '), that: ' (auto ->
+        fp16: the model's ...)', ' (alias 'int4' -> gptq-int4: ...)'."""
         if not self.default:
-            return f" ({self.why})" if self.why.startswith("auto -> ") else ""
+            return f" ({self.why})" if self.why.startswith(("auto -> ", "alias ")) else ""
         return f" ({self.why})" if self.why.startswith("default for ") else " (default)"
 
 

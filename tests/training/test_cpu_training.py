@@ -45,7 +45,7 @@ def test_fit_train_on_a_catalog_cpu_is_a_host_memory_fit() -> None:
 
 
 def test_a_training_device_outside_the_closed_set_is_refused() -> None:
-    with pytest.raises(InputError, match="unknown device 'tpu'; choose one of: gpu, cpu"):
+    with pytest.raises(InputError, match=r"unknown device 'tpu'; did you mean 'gpu' or 'cpu'\? \(choose one of: gpu, cpu\)"):
         TrainingWorkload(device="tpu")
 
 

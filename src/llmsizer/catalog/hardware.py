@@ -34,6 +34,7 @@ from typing import Any
 from ..errors import InputError, ModelFileError, UnknownNameError
 from ..frozen import fast_init
 from ..numbers import BANDWIDTH, BYTES, MONEY, POSITIVE, SIZE, NumberError, Range, check_number
+from ..suggest import unknown_choice
 from ..units import GiB
 
 KINDS = ("gpu", "tpu", "accelerator", "apple", "cpu")
@@ -574,10 +575,10 @@ def _device(raw: dict[str, Any], where: str, ctx: _Ctx) -> list[Device]:
         if not raw.get(k):
             raise ctx.fail(f"{where}.{k}", "is required")
     if raw["kind"] not in KINDS:
-        raise ctx.fail(f"{where}.kind", f"unknown kind {raw['kind']!r}; choose one of: {', '.join(KINDS)}")
+        raise ctx.fail(f"{where}.kind", unknown_choice("kind", raw['kind'], KINDS))
     ff = raw.get("form_factor", "unknown")  # not guessed: memory or vendor do not tell a data-centre card
     if ff not in FORM_FACTORS:
-        raise ctx.fail(f"{where}.form_factor", f"unknown {ff!r}; choose one of: {', '.join(FORM_FACTORS)}")
+        raise ctx.fail(f"{where}.form_factor", unknown_choice("form_factor", ff, FORM_FACTORS))
     missing: dict[str, str] = {}
     vals: dict[str, Any] = {}
     for name in ("memory", "memory_usable", "memory_bandwidth", "tdp", "interconnect_bandwidth", "launch_price",

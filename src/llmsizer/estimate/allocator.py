@@ -75,6 +75,7 @@ from ..formulas.caching_allocator import (
 )
 from ..result import Assumption, Item
 from ..specs.workload import MEMORY_METRICS
+from ..suggest import unknown_choice
 from ..units import format_bytes
 from . import engines as E
 from . import ranges as R
@@ -166,7 +167,7 @@ def device_context(items: list[Item], assumptions: list[Assumption], gpu_runtime
 
 def check_metric(metric: str | None) -> str | None:
     if metric is not None and metric not in METRICS:
-        raise InputError(f"unknown metric {metric!r}; choose one of: {', '.join(METRICS)}")
+        raise InputError(unknown_choice("metric", metric, METRICS))
     return metric
 
 

@@ -23,7 +23,7 @@ from ..result import Assumption, Notes
 from ..specs import ModelSpec
 from ..units import format_bytes
 from . import efficiency as E
-from .formats import engine_refuses, requested_format, runs_on_llamacpp_instead
+from .formats import bnb_moe_refused, engine_refuses, requested_format, runs_on_llamacpp_instead
 from .model_warnings import SERVING_ENGINE, SERVING_ENGINE_WHY
 
 # what a form names as the default engine (InferenceWorkload.engine None: engine_rule's for the device)
@@ -32,7 +32,8 @@ def engine_rule(device: Device, count: int, weights: str | None, spec: ModelSpec
     """``_device_engine_rule``'s engine unless it refuses the requested format on this GPU (``engine_refuses``: vLLM
     gates MXFP4 at compute capability 8.0, AWQ/FP8 at 7.5): then the next engine that runs it there, llama.cpp,
     when the checkpoint (``spec``, no format named) has a GGUF counterpart (gpt-oss MXFP4 -> MXFP4_MOE), with the
-    refusal in the reason. Without a counterpart the first choice stays and ``check_engine_runs`` says why it
+    refusal in the reason; an MoE model in llm.int8, which vLLM does not load (``bnb_moe_refused``), runs on
+    transformers. Without a counterpart the first choice stays and ``check_engine_runs`` says why it
     cannot run (exit 2). Every argument is required: ``spec`` is the model being served (None only where there is
     none, e.g. a hardware question with no model), so no caller can skip the fallback by leaving it out. An
     encoder-decoder (T5) is served on transformers, the one engine it is modelled on (model_warnings.refuse_serving).
@@ -46,9 +47,11 @@ def engine_rule(device: Device, count: int, weights: str | None, spec: ModelSpec
         return "llamacpp", "a GGUF file runs on llama.cpp"
     eng, why = _device_engine_rule(device, count, weights)
     fmt = requested_format(spec, weights)
-    refused = engine_refuses(eng, fmt, device) if fmt is not None else None
+    refused = engine_refuses(eng, fmt, device, spec) if fmt is not None else None
     if refused is None:
         return eng, why
+    if bnb_moe_refused(eng, fmt or "", spec) is not None:  # transformers loads bitsandbytes MoE models in 8-bit
+        return "transformers", f"{refused}, so transformers, the engine that loads it"
     gguf = runs_on_llamacpp_instead(spec, weights)
     if gguf is None:
         return eng, why

@@ -88,6 +88,7 @@ from ..request.quantities import parse_bandwidth
 from ..result import Assumption
 from ..specs import ModelSpec, TrainingWorkload
 from ..specs.training import normalize_targets
+from ..suggest import unknown_choice
 from . import efficiency as E
 from . import ranges as R
 from .device import device_fields, peer_to_peer, peer_to_peer_why, resolve_target
@@ -196,7 +197,7 @@ def flops_per_token(spec: ModelSpec, method: str = "full", seq_len: int = 2048, 
         fwd = f / 3.0  # 2N + 4 L d s
         base, source, trained = "6N + 12 L d s", "eqs. (1)-(2)", n
     else:
-        raise InputError(f"unknown method {method!r}; choose one of: full, {', '.join(ADAPTER_METHODS)}")
+        raise InputError(unknown_choice("method", method, ("full", *ADAPTER_METHODS)))
     st = _matmul_setup(spec, method, rank, targets, dora=method == "dora")
     if recompute == "full":
         r = partial_recompute_flops(_sum_by_kind(spec, ckpt, whole_layer_recompute_flops if reentrant

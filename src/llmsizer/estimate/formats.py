@@ -36,6 +36,7 @@ from ..formulas.weight_formats import (
     GROUP_SIZE_DEFAULT,
     OTHER_BYTES_DEFAULT,
     dtype_format,
+    format_alias,
     normalize_format,
     stored_format,
     weight_bytes,
@@ -107,6 +108,24 @@ def serving_fused_experts(spec: ModelSpec, engine: str | None, fmt: str) -> bool
     return engine == "transformers" and fused_experts_kept(spec, fmt, "bitsandbytes")
 
 
+# vLLM has no 8-bit bitsandbytes MoE: a FusedMoE layer's quant method is BitsAndBytesMoEMethod (get_quant_method,
+# vllm model_executor/layers/quantization/bitsandbytes.py @ 01f5395f L135-136), whose create_weights (L442-453) calls
+# _create_weights_8bit when load_in_8bit, and that raises NotImplementedError (L591-600); so an MoE model in
+# llm.int8 does not load on vLLM, whatever the device.
+VLLM_BNB_MOE_SOURCE = ("vllm model_executor/layers/quantization/bitsandbytes.py @ 01f5395f L591-600: "
+                       "BitsAndBytesMoEMethod._create_weights_8bit raises NotImplementedError")
+
+
+def bnb_moe_refused(engine: str, fmt: str, spec: ModelSpec | None) -> str | None:
+    """Why ``engine`` will not load ``spec`` in ``fmt``: vLLM and an MoE model in llm.int8 (its bitsandbytes MoE
+    method has no 8-bit path, ``VLLM_BNB_MOE_SOURCE``); None otherwise. Asked through ``engine_refuses`` and, with no
+    device, ``engine_weights``."""
+    if engine != "vllm" or fmt != "llm.int8" or spec is None or spec.moe is None:
+        return None
+    return (f"vLLM does not load the MoE model {spec.name} in llm.int8: its bitsandbytes MoE method has no 8-bit "
+            "experts (quantization/bitsandbytes.py BitsAndBytesMoEMethod._create_weights_8bit)")
+
+
 def engine_kernel_format(engine: str | None, fmt: str) -> str:
     """The format whose kernel class (bandwidth share, per-layer overhead, KV layout, compute dtype) the speed
     estimate uses for weights ``fmt`` on ``engine``: ``fmt`` itself, except a GGUF format on vLLM or SGLang, which
@@ -167,11 +186,15 @@ def gguf_file_skipped(spec: ModelSpec, engine: str, weights: str | None) -> str 
 
 def engine_refuses(engine: str, fmt: str, device: Device | None, spec: ModelSpec | None = None) -> str | None:
     """Why ``engine`` will not run weights in ``fmt`` on ``device`` (None: it runs them, or its compute capability
-    is not known): a GGUF type vLLM's or SGLang's GGUF method lacks (``GGUF_ENGINES``), and vLLM's and SGLang's
+    is not known): vLLM and an MoE model in llm.int8 (``bnb_moe_refused``), a GGUF type vLLM's or SGLang's GGUF
+    method lacks (``GGUF_ENGINES``), and vLLM's and SGLang's
     compute-capability gates (``VLLM_MIN_CAPABILITY``, ``SGLANG_MIN_CAPABILITY``, ``GGUF_MIN_CAPABILITY``).
     ``fmt`` "file" with ``spec`` a .gguf file: the same GGUF checks, over the file's own tensor types. The one home
     of these checks: ``check_engine_runs`` (fit, estimate_inference), the engine rule and recommend's ladder ask it
     with their device; ``engine_weights`` with ``device`` None, the GGUF types alone, which need no device."""
+    bnb_moe = bnb_moe_refused(engine, fmt, spec)
+    if bnb_moe is not None:  # on any device
+        return bnb_moe
     name, gate = _MIN_CAPABILITY.get(engine, ("", {}))
     need = gate.get(fmt)
     gguf_file = fmt == "file" and spec is not None and spec.file_weights is not None and spec.file_weights.gguf
@@ -234,6 +257,15 @@ def check_engine_runs(engine: str, fmt: str, device: Device, spec: ModelSpec | N
         raise InputError(f"{refused}; name another format (--weights), engine (--engine) or device")
 
 
+def given_format_why(weights: str) -> str:
+    """The ``why`` of a format the user named: "given", or the alias it resolved from ("alias 'int4' -> gptq-int4:
+    ..."), which every face shows beside the format (``Assumption.mark``), so 'int4' never silently means GPTQ."""
+    fmt = format_alias(weights)
+    if fmt is None:
+        return "given"
+    return f"alias {weights.strip()!r} -> {fmt}, as llmsizer reads that name; name the format to size another"
+
+
 @dataclass
 class FormatChoice:
     """The format an estimate uses ('file' for a model file's exact bytes), its group size, and why."""
@@ -270,7 +302,7 @@ def engine_weights(spec: ModelSpec, engine: str, weights: str | None, group_size
         out.assumptions.append(Assumption("weights", fmt, True, f"checkpoint's stored format ({why})"))
     else:
         fmt = normalize_format(weights)
-        out.assumptions.append(Assumption("weights", fmt, False, "given"))
+        out.assumptions.append(Assumption("weights", fmt, False, given_format_why(weights)))
         if not group_size_given:  # the checkpoint's own group at its own format, as the format ladder sizes it
             out.group_size = rung_group_size(spec, fmt, group_size)
         if engine == "llamacpp" and not fmt.startswith("gguf:"):
@@ -278,6 +310,9 @@ def engine_weights(spec: ModelSpec, engine: str, weights: str | None, group_size
                 raise InputError(f"engine llamacpp runs GGUF formats (e.g. q4_k_m, q8_0), not {fmt!r}")
             fmt = GGUF_FROM_STORED[fmt]
             out.warnings.append(f"llama.cpp runs GGUF files: weights taken as {fmt}")
+    bnb_moe = bnb_moe_refused(engine, fmt, spec)
+    if bnb_moe is not None:
+        raise InputError(f"{bnb_moe}; name another format (--weights) or engine (--engine)")
     if fmt.startswith("gguf:") and engine in GGUF_ENGINES:
         _refuse_gguf_types(engine, fmt, spec)
         out.assumptions.append(Assumption(
@@ -382,15 +417,19 @@ def format_ladder(spec: ModelSpec, engine: str, weights: str | None = None, fp8:
         first = engine_weights(spec if spec.file_weights is None else replace(spec, file_weights=None), engine, None)
     except InputError:  # no counterpart of the shipped format on this engine: rungs no larger than the checkpoint
         stored, group, _ = stored_format(spec)
-        limit = rung_bytes(spec, stored, group)
-        return tuple(f for f in rungs if rung_bytes(spec, f) <= limit)
-    top = rung_bytes(spec, first.fmt, first.group_size)
-    return (first.fmt, *(f for f in rungs if f != first.fmt and rung_bytes(spec, f) < top))
+        limit = rung_bytes(spec, stored, group, engine)
+        return tuple(f for f in rungs if rung_bytes(spec, f, engine=engine) <= limit)
+    top = rung_bytes(spec, first.fmt, first.group_size, engine)
+    return (first.fmt, *(f for f in rungs if f != first.fmt and rung_bytes(spec, f, engine=engine) < top))
 
 
-def rung_bytes(spec: ModelSpec, fmt: str, group_size: int = GROUP_SIZE_DEFAULT) -> int:
+def rung_bytes(spec: ModelSpec, fmt: str, group_size: int = GROUP_SIZE_DEFAULT, engine: str | None = None) -> int:
     """The weight bytes a format is ranked by in a search (``format_ladder``, recommend's weights-alone check):
     ``weight_bytes`` at the format catalog's defaults (formulas/weight_formats.py ``GROUP_SIZE_DEFAULT``, unless a
     group size is known; ``OTHER_BYTES_DEFAULT``), what an estimate of that format with no group size or compute
-    dtype given holds, so a rung is never ranked by other sizes than the estimate's."""
-    return weight_bytes(spec, fmt, group_size, OTHER_BYTES_DEFAULT).total
+    dtype given holds, so a rung is never ranked by other sizes than the estimate's. ``engine``: the engine the rung
+    runs on, whose fused MoE experts a bitsandbytes format may keep in the compute dtype (``serving_fused_experts``,
+    as the estimate's weights count them); None: experts quantized, the smaller size (a bound that rejects nothing
+    an engine could fit)."""
+    kept = engine is not None and serving_fused_experts(spec, engine, fmt)
+    return weight_bytes(spec, fmt, group_size, OTHER_BYTES_DEFAULT, fused_experts=kept).total

@@ -79,6 +79,7 @@ from functools import lru_cache
 
 from ..errors import InputError
 from ..specs import ModelSpec
+from ..suggest import unknown_choice
 from .training_activations import _head_dims
 
 FLOAT8_BYTES = 1
@@ -152,7 +153,7 @@ def float8_cast_bytes(tokens: int, in_features: int, out_features: int, compute_
     if recipe == "transformer-engine":
         return (c + 2) * (t * i + w * weight_share), (c + 2) * t * o
     if recipe != "torchao":
-        raise InputError(f"unknown float8 recipe {recipe!r}; choose one of: {', '.join(RECIPES)}")
+        raise InputError(unknown_choice("float8 recipe", recipe, RECIPES))
     if compiled:
         x = (c + 1 + (0.0 if shared_input else c)) * t * i
         wc = (2 * c + 1) * w * weight_share

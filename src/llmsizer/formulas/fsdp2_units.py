@@ -53,6 +53,7 @@ from __future__ import annotations
 
 from ..errors import InputError
 from ..specs.training import FSDP2_UNITS  # 'largest-two' (formulas/parallelism.py gathered_layer_bytes, not traced)
+from ..suggest import unknown_choice
 
 MOMENTS = ("forward", "loss", "lm_head backward", "backward")
 
@@ -63,7 +64,7 @@ def unsharded_bytes(units: str, moment: str, root: int, block: int) -> int:
     if units not in FSDP2_UNITS[1:]:
         raise InputError(f"no traced FSDP2 layout {units!r}; choose one of: {', '.join(FSDP2_UNITS[1:])}")
     if moment not in MOMENTS:
-        raise InputError(f"unknown moment {moment!r}; choose one of: {', '.join(MOMENTS)}")
+        raise InputError(unknown_choice("moment", moment, MOMENTS))
     root_kept = units in ("torchtitan", "torchtune")
     last_kept = units != "torchtune"  # torchtitan keeps the last block after the forward, torchtune does not
     if moment == "loss":

@@ -83,6 +83,7 @@ from __future__ import annotations
 from ..errors import InputError
 from ..specs import ModelSpec
 from ..specs.training import NF4_QUANTIZERS as QUANTIZERS
+from ..suggest import unknown_choice
 from .weight_formats import BNB_FORMATS
 
 TORCHAO_CHUNK = 1024**2  # torchao nf4tensor.py CHUNK_SIZE (v0.2.0 line 33; 0.18 line 84)
@@ -98,7 +99,7 @@ FP16_QUANTIZED = frozenset({"bitsandbytes-0.42", "lightning-bnb-0.42"})  # eq. (
 
 def _check(quantizer: str) -> None:
     if quantizer not in QUANTIZERS:
-        raise InputError(f"unknown nf4_quantizer {quantizer!r}; choose one of: {', '.join(QUANTIZERS)}")
+        raise InputError(unknown_choice("nf4_quantizer", quantizer, QUANTIZERS))
 
 
 def matmul_keeps_input(quantizer: str) -> bool:

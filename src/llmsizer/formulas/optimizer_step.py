@@ -45,6 +45,7 @@ gradients: / data-parallel degree).
 from __future__ import annotations
 
 from ..errors import InputError
+from ..suggest import unknown_choice
 
 ADAM_IMPLS = ("fused", "foreach", "for-loop")
 BNB_OPTIMIZERS = ("paged-adamw", "paged-adamw-8bit", "adamw-8bit")
@@ -55,7 +56,7 @@ def adam_step_bytes(impl: str, param: float, grad: float, state: float, master: 
     """Bytes per trained element of one Adam/AdamW step: (O1) foreach / for-loop, (O2) fused, (O4) with a
     master copy of ``master`` bytes (the update runs on the master)."""
     if impl not in ADAM_IMPLS:
-        raise InputError(f"unknown optimizer implementation {impl!r}; choose one of: {', '.join(ADAM_IMPLS)}")
+        raise InputError(unknown_choice("optimizer implementation", impl, ADAM_IMPLS))
     if min(param, grad, state, master) < 0:
         raise InputError("element sizes must not be negative")
     p = master or param

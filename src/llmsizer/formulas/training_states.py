@@ -69,6 +69,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from ..errors import InputError
+from ..suggest import unknown_choice
 
 ADAM_STEP_BYTES = 4  # torch keeps ``state["step"]`` as a float32 scalar tensor (``_get_scalar_dtype()``)
 BNB_MIN_8BIT_SIZE = 4096  # bitsandbytes Optimizer8bit default min_8bit_size
@@ -191,7 +192,7 @@ def autocast_cache_holds(requires_grad: bool, weights_are_views: bool) -> bool:
 
 def recipe(name: str) -> Recipe:
     if name not in RECIPES:
-        raise InputError(f"unknown precision {name!r}; choose one of: {', '.join(RECIPES)}")
+        raise InputError(unknown_choice("precision", name, RECIPES))
     return RECIPES[name]
 
 
@@ -231,7 +232,7 @@ OPTIMIZER_INFO: dict[str, OptimizerInfo] = {
 
 def optimizer_info(name: str) -> OptimizerInfo:
     if name not in OPTIMIZER_INFO:
-        raise InputError(f"unknown optimizer {name!r}; choose one of: {', '.join(OPTIMIZER_INFO)}")
+        raise InputError(unknown_choice("optimizer", name, OPTIMIZER_INFO))
     return OPTIMIZER_INFO[name]
 
 

@@ -176,6 +176,7 @@ from typing import Literal, NamedTuple
 
 from ..errors import InputError
 from ..specs.training import GRAD_SYNC
+from ..suggest import unknown_choice
 from .network import (
     all_gather_bytes,
     allreduce_bytes,
@@ -192,7 +193,7 @@ def training_flops_per_token(params: float, num_layers: int, attn_width: int, se
                              recompute: str = "none") -> float:
     """Eqs. (1)-(2): training FLOPs per token [FLOP]."""
     if recompute not in RECOMPUTE_MODES:
-        raise InputError(f"unknown recompute {recompute!r}; choose one of: {', '.join(RECOMPUTE_MODES)}")
+        raise InputError(unknown_choice("recompute", recompute, RECOMPUTE_MODES))
     if params <= 0 or seq_len <= 0:
         raise InputError("params and seq_len must be positive")
     if recompute == "full":
@@ -204,7 +205,7 @@ def adapter_flops_per_token(params: float, adapter_params: float, num_layers: in
                             recompute: str = "none") -> float:
     """Eqs. (4)-(5): FLOPs per token [FLOP] when only ``adapter_params`` train over a frozen base of ``params``."""
     if recompute not in RECOMPUTE_MODES:
-        raise InputError(f"unknown recompute {recompute!r}; choose one of: {', '.join(RECOMPUTE_MODES)}")
+        raise InputError(unknown_choice("recompute", recompute, RECOMPUTE_MODES))
     if params <= 0 or seq_len <= 0 or adapter_params < 0:
         raise InputError("params and seq_len must be positive, adapter_params not negative")
     if recompute == "full":
@@ -245,7 +246,7 @@ def attention_core_flops(num_layers: int, attn_width: int, seq_len: int, recompu
     True
     """
     if kernel not in ATTENTION_KERNELS:
-        raise InputError(f"unknown attention kernel {kernel!r}; choose one of: {', '.join(ATTENTION_KERNELS)}")
+        raise InputError(unknown_choice("attention kernel", kernel, ATTENTION_KERNELS))
     if num_layers < 0 or recomputed_layers < 0 or attn_width < 0 or seq_len <= 0:
         raise InputError("layer counts and widths must not be negative, seq_len positive")
     d, s = float(attn_width), float(seq_len)
@@ -372,9 +373,9 @@ def data_parallel_comm(devices: int, devices_per_node: int, weight_bytes: float,
     (0.0, 25.0, 25.0)
     """
     if mode not in SHARDING_MODES:
-        raise InputError(f"unknown sharding {mode!r}; choose one of: {', '.join(SHARDING_MODES)}")
+        raise InputError(unknown_choice("sharding", mode, SHARDING_MODES))
     if grad_sync not in GRAD_SYNC:
-        raise InputError(f"unknown grad_sync {grad_sync!r}; choose one of: {', '.join(GRAD_SYNC)}")
+        raise InputError(unknown_choice("grad_sync", grad_sync, GRAD_SYNC))
     if (devices < 1 or devices_per_node < 1 or units < 1 or weight_bytes < 0 or grad_bytes < 0
             or (regathered_bytes or 0.0) < 0):
         raise InputError("devices, devices per node and units must be >= 1, byte counts not negative")

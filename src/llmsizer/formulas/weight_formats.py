@@ -103,14 +103,31 @@ def format_names() -> list[str]:
     return sorted(FORMAT_BITS_HINT) + [f"gguf:{k}" for k in sorted(GGUF_FTYPES)]
 
 
+# other names a user writes for a format: each resolves to one format, and an estimate names the resolution
+# (estimate/formats.py engine_weights: "alias 'int4' -> gptq-int4"), since 'int4' could as well mean AWQ or nf4
+FORMAT_ALIASES = {"float32": "fp32", "float16": "fp16", "half": "fp16", "bfloat16": "bf16", "int4": "gptq-int4",
+                  "gptq": "gptq-int4", "awq": "awq-int4", "bnb-nf4": "nf4", "bnb-4bit": "nf4", "qlora": "nf4-dq",
+                  "bnb-8bit": "llm.int8", "llm-int8": "llm.int8", "fp8-e4m3": "fp8", "e4m3": "fp8", "int8-wo": "int8"}
+
+
+def _spelling(name: str) -> str:
+    """``name`` lower-cased, '_' as '-' outside the GGUF names (their types keep '_')."""
+    n = name.strip().lower()
+    return n if n.startswith(("gguf", "q", "iq")) else n.replace("_", "-")
+
+
+def format_alias(name: str) -> str | None:
+    """The format ``name`` is an alias of (``FORMAT_ALIASES``: 'int4' -> 'gptq-int4'), or None when it is a format's
+    own name (in any case, or 'gguf-q4_k_m' for 'gguf:q4_k_m')."""
+    return FORMAT_ALIASES.get(_spelling(name))
+
+
 @lru_cache(maxsize=1024)  # a pure function of the name (unknown names raise, and are not cached)
 def normalize_format(name: str) -> str:
-    """Canonical format name; accepts 'Q4_K_M', 'gguf-q4_k_m', 'int4' aliases. Unknown -> InputError."""
-    n = name.strip().lower().replace("_", "-") if not name.lower().startswith(("gguf", "q", "iq")) else name.strip().lower()
-    aliases = {"float32": "fp32", "float16": "fp16", "half": "fp16", "bfloat16": "bf16", "int4": "gptq-int4",
-               "gptq": "gptq-int4", "awq": "awq-int4", "bnb-nf4": "nf4", "bnb-4bit": "nf4", "qlora": "nf4-dq",
-               "bnb-8bit": "llm.int8", "llm-int8": "llm.int8", "fp8-e4m3": "fp8", "e4m3": "fp8", "int8-wo": "int8"}
-    n = aliases.get(n, n)
+    """Canonical format name; accepts 'Q4_K_M', 'gguf-q4_k_m' and the ``FORMAT_ALIASES`` ('int4'). Unknown ->
+    InputError."""
+    n = _spelling(name)
+    n = FORMAT_ALIASES.get(n, n)
     if n in FORMAT_BITS_HINT:
         return n
     g = n.removeprefix("gguf:").removeprefix("gguf-").replace("-", "_")

@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
 from ..errors import InputError, LlmsizerError
+from ..suggest import unknown_choice
 
 KINDS = ("inference", "training")
 DEVICES = ("auto", "cpu", "cuda")
@@ -97,13 +98,13 @@ class MeasureSettings:
                   ("grad_checkpointing", self.grad_checkpointing, GRAD_CHECKPOINTING))
         for name, value, allowed in closed:
             if value not in allowed:
-                raise InputError(f"unknown {name} {value!r}; choose one of: {', '.join(allowed)}")
+                raise InputError(unknown_choice(name, value, allowed))
         if self.dtype is not None and self.dtype not in DTYPES:
-            raise InputError(f"unknown dtype {self.dtype!r}; choose one of: {', '.join(DTYPES)}")
+            raise InputError(unknown_choice("dtype", self.dtype, DTYPES))
         for opt_name, opt_value, opt_allowed in (("base_dtype", self.base_dtype, DTYPES),
                                                  ("optimizer_impl", self.optimizer_impl, OPTIMIZER_IMPLS)):
             if opt_value is not None and opt_value not in opt_allowed:
-                raise InputError(f"unknown {opt_name} {opt_value!r}; choose one of: {', '.join(opt_allowed)}")
+                raise InputError(unknown_choice(opt_name, opt_value, opt_allowed))
         if self.base_dtype is not None and self.method == "full":
             raise InputError("base_dtype applies to lora/dora/qlora (a frozen base); full training stores weights "
                              "in the precision's dtype")

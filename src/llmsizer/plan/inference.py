@@ -14,7 +14,7 @@ from ..errors import InputError, LlmsizerError
 from ..estimate.device import default_engine, generic_device, one_replica_per_device
 from ..estimate.engines import llamacpp_layer_split, step_host
 from ..estimate.fit import FitResult, fit, need_per_device, per_replica
-from ..estimate.formats import rung_bytes, rung_group_size, unquantized_format, weights_asked
+from ..estimate.formats import given_format_why, rung_bytes, rung_group_size, unquantized_format, weights_asked
 from ..estimate.inference import estimate_inference
 from ..estimate.inference.common import running_and_queued
 from ..estimate.verdict import margin_rule, pool_budget_words
@@ -23,7 +23,7 @@ from ..formulas import storage as S
 from ..formulas.cost import cost_per_million_tokens
 from ..formulas.lora import lora_params
 from ..formulas.params import count_params
-from ..formulas.weight_formats import normalize_format, stored_format, weight_bytes
+from ..formulas.weight_formats import format_alias, normalize_format, stored_format, weight_bytes
 from ..models import load_model
 from ..recommend import Constraints, best_option_on, recommend_inference
 from ..request.quantities import HOURS_PER_MONTH
@@ -76,6 +76,10 @@ def pinned_weights(job: InferenceJob, spec: ModelSpec, notes: JobNotes) -> str |
     """The weight format the job pins, or None when the plan may choose one (no ``quantization`` key: the search
     ranges over formats). ``quantization: none`` means unquantized: the precision given, else the checkpoint's dtype
     (``estimate/formats.py`` ``unquantized_format``); a model file is served as its own bytes."""
+    if job.quantization is not None and format_alias(job.quantization):  # 'int4': the format it resolves to, named
+        fmt = normalize_format(job.quantization)
+        notes.assumptions.append(Assumption("weights", fmt, False, given_format_why(job.quantization)))
+        return fmt
     if job.quantization != UNQUANTIZED:
         return job.quantization
     if spec.file_weights is not None:

@@ -30,7 +30,6 @@ Times are UTC, written ``2025-10-01`` or ``2025-10-01 06:00``.
 from __future__ import annotations
 
 import datetime as _dt
-import difflib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,6 +39,7 @@ from ..errors import InputError, LlmsizerError
 from ..inputs import foreign_tag, read_small_text, short, yaml_problem
 from ..numbers import Range, check_number
 from ..request import quantities as Q
+from ..suggest import did_you_mean
 
 TRAINING = "training"
 SERVING = "serving"
@@ -158,10 +158,8 @@ class Inventory:
 # ------------------------------------------------------------------------------------------ reading
 
 def _closest(word: str, options: Sequence[str]) -> str:
-    if len(word) > 100:  # no name is that long; difflib on a 1 MB key would take seconds
-        return ""
-    hit = difflib.get_close_matches(word, list(options), n=1, cutoff=0.6)
-    return f"; did you mean {hit[0]!r}?" if hit else ""
+    """The one closest name, as every "did you mean" words it (suggest.py)."""
+    return did_you_mean(word, options, n=1)
 
 
 SITE_KEYS = ("id", "name", "operator", "jurisdiction", "regions", "max_sensitivity", "public_addresses",

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..estimate.verdict import budget_term
 from ..units import format_bytes
-from .text import pool_and_need, table
+from .text import pool_and_need, room_left, table
 
 if TYPE_CHECKING:
     from ..estimate.fit import FitResult
@@ -110,7 +110,7 @@ def memory_line(r: FitResult) -> str:
     term = budget_term(str(details.get("verdict_basis", "expected")))  # a pool engine's is the device memory
     of = f"a {format_bytes(r.budget_per_device or 0)} {term}" if term == "budget" else \
         f"{format_bytes(r.budget_per_device or 0)} {term}"
-    line = f"memory per device {format_bytes(r.memory_per_device or 0)} of {of}, {format_bytes(r.budget_left_bytes or 0)} left"
+    line = f"memory per device {format_bytes(r.memory_per_device or 0)} of {of}, {room_left(r.budget_left_bytes or 0)}"
     need, offered = details.get("workload_bytes"), details.get("workload_budget_bytes")
     if need is not None:  # vLLM and SGLang reserve their pool whatever the load: say what this workload needs of it
         line += "; " + pool_and_need(r.engine, r.memory_per_device or 0, int(need), offered)
@@ -162,7 +162,7 @@ def render_llamacpp_fit(r: Any) -> str:
     for d in r.devices():
         rows.append([d["device"], d["layers"], format_bytes(d["weights"]), format_bytes(d["kv_cache"]),
                      format_bytes(d["compute_buffer"]), format_bytes(d["total"]),
-                     format_bytes(d["free"]) if "free" in d else "", format_bytes(d["left"]) if "left" in d else ""])
+                     format_bytes(d["free"]) if "free" in d else "", room_left(d["left"]).removesuffix(" left") if "left" in d else ""])
     out.append(table(rows, ["device", "holds", "weights", "KV", "compute", "total", "free", "left"]))
     kept = sorted(set(r.margins))
     out.append("margin kept free on each GPU: " + (format_bytes(kept[0]) if len(kept) == 1 else

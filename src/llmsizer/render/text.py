@@ -115,6 +115,12 @@ def estimate_facts(est: Estimate) -> list[str]:
     return out
 
 
+def room_left(left: int) -> str:
+    """Room left of a budget in words: "1.20 GiB left", or for an overshoot (a negative room) "over by 8.99 GiB"
+    (before, "-8.99 GiB left")."""
+    return f"{format_bytes(left)} left" if left >= 0 else f"over by {format_bytes(-left)}"
+
+
 def pool_and_need(engine: str, reserved: int, need: int, offered: int | None = None) -> str:
     """The one wording of what a pool-reserving engine (vLLM, SGLang) takes of a device and what the workload needs of
     it (``estimate/inference/vllm.py`` / ``sglang.py`` ``workload_bytes``, compared with ``workload_budget_bytes``,

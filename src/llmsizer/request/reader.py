@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
-import difflib
 import math
 import re
 import sys
@@ -30,6 +29,7 @@ from ..inputs import short as _short
 from ..numbers import AMOUNT, COUNT, MAX_GPUS, POSITIVE, SPLIT_SHARE, TOKENS, Range, check_number, exactly_whole
 from ..specs.training import TrainingWorkload
 from ..specs.workload import ENGINE_SETTINGS, ENGINES, InferenceWorkload, normalize_engine, parse_engine_version
+from ..suggest import did_you_mean
 from . import quantities as Q
 from .fields import JOB_FIELDS, TOP, Field, job_fields
 from .spec import (
@@ -94,10 +94,8 @@ _PLAIN_COUNT_WORDS = ("examples", "documents", "docs", "users", "requests", "seq
 
 
 def _closest(word: str, options: Sequence[str]) -> str:
-    if len(word) > 100:  # no name is that long; difflib on a 1 MB key would take seconds
-        return ""
-    hit = difflib.get_close_matches(word, list(options), n=1, cutoff=0.6)
-    return f"; did you mean {hit[0]!r}?" if hit else ""
+    """The one closest name, as every "did you mean" words it (suggest.py)."""
+    return did_you_mean(word, options, n=1)
 
 
 class _Reader:
@@ -314,8 +312,10 @@ class _Reader:
         if t == "weights":
             if text.lower() in ("none", "no", "false", "off"):
                 return UNQUANTIZED  # unquantized, pinned; an absent key stays None (the plan may search)
-            from ..formulas.weight_formats import normalize_format
-            return normalize_format(text)
+            from ..formulas.weight_formats import format_alias, normalize_format
+            fmt = normalize_format(text)  # an unknown name refused here, naming the key
+            # an alias kept as written: the plan names what it resolves to (plan/inference.py pinned_weights)
+            return text.strip() if format_alias(text) else fmt
         raise InputError(f"field type {t} is not readable here")  # pragma: no cover - table error
 
     def ratios(self, items: list[Any]) -> tuple[float, ...]:

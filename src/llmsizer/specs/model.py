@@ -25,6 +25,7 @@ from ..numbers import (
     Range,
     check_number,
 )
+from ..suggest import unknown_choice
 
 LayerKind = Literal["full", "sliding", "none"]  # the attention of a layer; "none": no attention (no KV cache)
 RecurrentKind = Literal["mamba", "mamba2", "gated_deltanet"]
@@ -297,8 +298,7 @@ def _check_sub(sub: MoESpec | MLASpec | VisionSpec | RecurrentSpec | Gemma3nSpec
         if v is not None:
             check_number(v, f"{type(sub).__name__}.{fname}", rng, where)
     if isinstance(sub, VisionSpec) and sub.token_rule not in VISION_TOKEN_RULES:
-        raise InputError(f"{where}: unknown vision token rule {sub.token_rule!r}; choose one of: "
-                         f"{', '.join(VISION_TOKEN_RULES)}")
+        raise InputError(f"{where}: {unknown_choice('vision token rule', sub.token_rule, VISION_TOKEN_RULES)}")
 
 
 @dataclass(frozen=True, eq=False)

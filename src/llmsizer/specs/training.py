@@ -14,6 +14,7 @@ from typing import Any
 from ..errors import InputError
 from ..frozen import fast_init
 from ..numbers import COUNT, DEVICE_MEMORY, HEADROOM, LORA_ALPHA, LORA_RANK, TOKENS, check_number
+from ..suggest import unknown_choice
 from .given import tracks_given
 from .workload import DEVICES, GPU_RUNTIMES, check_memory_target, check_numbers
 
@@ -386,7 +387,7 @@ class TrainingWorkload:
         if not all(map(contains, _CLOSED_ALLOWED, closed)):  # (the common case answered in C; the loop names the first)
             for (name, allowed), value in zip(_CLOSED, closed, strict=True):
                 if value not in allowed:
-                    raise InputError(f"unknown {name} {value!r}; choose one of: {', '.join(allowed)}")
+                    raise InputError(unknown_choice(name, value, allowed))
         if self.device == "cpu" and (self.activation_offload or self.float8):
             raise InputError(("activation_offload copies saved activations from a GPU to host memory"
                               if self.activation_offload else "float8 training runs torch._scaled_mm on GPU tensor "
@@ -407,7 +408,7 @@ class TrainingWorkload:
                     ("base_dtype", self.base_dtype, ADAPTER_DTYPES), ("fsdp", self.fsdp, FSDP_MODES))
         for opt_name, opt_value, opt_allowed in optional:
             if opt_value is not None and opt_value not in opt_allowed:
-                raise InputError(f"unknown {opt_name} {opt_value!r}; choose one of: {', '.join(opt_allowed)}")
+                raise InputError(unknown_choice(opt_name, opt_value, opt_allowed))
         counts = _COUNT_VALUES(self)
         if not (set(map(type, counts)) == {int} and min(counts) >= 1 and max(counts) <= COUNT.high):  # (in C)
             # each through its flag's range (numbers.py: COUNT, seq_len TOKENS), so micro_batch=0 or 2e6 from Python
@@ -473,7 +474,7 @@ class TrainingWorkload:
                              "checkpoint_offload (Unsloth: the checkpointed layer inputs), not both")
         if self.grad_sync is not None:
             if self.grad_sync not in GRAD_SYNC:
-                raise InputError(f"unknown grad_sync {self.grad_sync!r}; choose one of: {', '.join(GRAD_SYNC)}")
+                raise InputError(unknown_choice("grad_sync", self.grad_sync, GRAD_SYNC))
             fsdp1_no_sync = self.fsdp is not None and self.fsdp_version == 1 and self.grad_sync == "optimizer-step"
             if self.zero or (self.fsdp is not None and not fsdp1_no_sync):
                 raise InputError("grad_sync applies to DDP (zero 0, no fsdp) and, as 'optimizer-step', to FSDP1 "

@@ -27,6 +27,7 @@ from ..numbers import (
     Range,
     check_number,
 )
+from ..suggest import unknown_choice
 from .given import tracks_given
 
 ENGINES = ("transformers", "vllm", "llamacpp", "sglang")
@@ -42,7 +43,8 @@ def engine_rule_text(generic: str = "no --device") -> str:
     return ("the engine of the requested format (GGUF: llama.cpp), else vLLM on data-center GPUs and several devices, "
             f"llama.cpp on Apple, CPUs and single consumer cards, transformers on a GPU known only by its kind "
             f"({generic}); where that engine refuses the checkpoint's format on the GPU (vLLM: MXFP4 below compute "
-            "capability 8.0) and llama.cpp has its GGUF counterpart, llama.cpp")
+            "capability 8.0) and llama.cpp has its GGUF counterpart, llama.cpp; an MoE model in llm.int8, which vLLM "
+            "does not load: transformers")
 
 
 ENGINE_RULE_TEXT = engine_rule_text()
@@ -158,7 +160,7 @@ def check_memory_target(memory: int | None, headroom: float | None, metric: str 
     if memory is not None and memory <= 0:
         raise InputError(f"memory must be positive, got {memory}")
     if metric is not None and metric not in MEMORY_METRICS:
-        raise InputError(f"unknown metric {metric!r}; choose one of: {', '.join(MEMORY_METRICS)}")
+        raise InputError(unknown_choice("metric", metric, MEMORY_METRICS))
 
 
 # the numeric fields of InferenceWorkload and their ranges (the CLI flags' and request fields' ranges)
@@ -271,9 +273,9 @@ class InferenceWorkload:
                                      ("attention", self.attention, ATTENTION_IMPLS),
                                      ("gpu_runtime", self.gpu_runtime, GPU_RUNTIMES)):
             if value not in allowed and not (name == "engine" and value is None):
-                raise InputError(f"unknown {name} {value!r}; choose one of: {', '.join(allowed)}")
+                raise InputError(unknown_choice(name, value, allowed))
         if self.dtype is not None and self.dtype not in DTYPES:
-            raise InputError(f"unknown dtype {self.dtype!r}; choose one of: {', '.join(DTYPES)}")
+            raise InputError(unknown_choice("dtype", self.dtype, DTYPES))
         check_memory_target(self.memory, self.headroom, self.metric)
         if self.gpu_memory_utilization is not None and not 0 < self.gpu_memory_utilization <= 1:
             raise InputError(f"gpu_memory_utilization must be in (0, 1], got {self.gpu_memory_utilization}")
@@ -307,7 +309,7 @@ class InferenceWorkload:
         if self.n_cpu_moe is not None and self.n_cpu_moe < 0:
             raise InputError(f"n_cpu_moe must not be negative, got {self.n_cpu_moe}")
         if self.split_mode is not None and self.split_mode not in SPLIT_MODES:
-            raise InputError(f"unknown split_mode {self.split_mode!r}; choose one of: {', '.join(SPLIT_MODES)}")
+            raise InputError(unknown_choice("split_mode", self.split_mode, SPLIT_MODES))
         if self.tensor_split is not None:
             if isinstance(self.tensor_split, (str, bytes)) or not hasattr(self.tensor_split, "__iter__"):
                 # the command line's "3,1" is one proportion per GPU here, as a tuple (a string would be its characters)
