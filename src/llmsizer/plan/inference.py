@@ -127,7 +127,7 @@ def quantized_fit(job: InferenceJob, plan_format: str, device: str, count: int, 
                          headroom=job.resources.headroom)
     try:
         option = best_option_on(spec, device, count, constraints=limits, engine=job.engine, **fields)
-        if option.status != "meets" or not _smaller(spec, option.weights_format, plan_format):
+        if option.status != "meets" or not _smaller(spec, option.weights_format, plan_format, option.engine):
             return None
         return fit(spec, device, count, weights=weights_asked(option.weights_format), engine=option.engine,
                    headroom=job.resources.headroom, **fields)
@@ -157,15 +157,17 @@ def device_fit(job: InferenceJob, device: str, count: int, *, memory: int | None
         return None
 
 
-def _smaller(spec: ModelSpec, fmt: str, than: str) -> bool:
-    """Whether format ``fmt`` holds fewer weight bytes than ``than``: the measure the format ladder and recommend
-    rank rungs by (``rung_bytes`` at ``rung_group_size``: the checkpoint's own GPTQ/AWQ group for its stored format,
-    the default group for any other; a model file's own bytes for "file")."""
+def _smaller(spec: ModelSpec, fmt: str, than: str, engine: str | None) -> bool:
+    """Whether format ``fmt`` holds fewer weight bytes than ``than`` on ``engine`` (the one the option runs on: the
+    job's, else the device's default): the measure the format ladder and recommend rank rungs by (``rung_bytes`` at
+    ``rung_group_size`` on the engine, whose fused MoE experts a bitsandbytes format may keep in the compute dtype,
+    ``serving_fused_experts``; the group is the checkpoint's own GPTQ/AWQ group for its stored format, the default
+    group for any other; a model file's own bytes for "file")."""
     def size(f: str) -> int:
         fw = spec.file_weights
         if f == "file" and fw is not None:
             return fw.total_bytes
-        return rung_bytes(spec, f, rung_group_size(spec, f, None))
+        return rung_bytes(spec, f, rung_group_size(spec, f, None), engine)
     return fmt != than and size(fmt) < size(than)
 
 
