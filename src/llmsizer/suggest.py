@@ -1,7 +1,9 @@
 """Close-match suggestions for names the user mistyped: one helper, used by every "did you mean" message.
 
 Similarity is :func:`difflib.get_close_matches` (Ratcliff/Obershelp ratio of matching characters), compared
-case-insensitively; the original spelling of each option is returned.
+case-insensitively; the original spelling of each option is returned. A name the serving engines or training
+frameworks give one of our keys (``OTHER_PROGRAMS_NAMES``: vLLM's ``tensor_parallel_size`` for ``tp``) is offered that
+key first, however unlike the spellings look.
 """
 
 from __future__ import annotations
@@ -12,10 +14,62 @@ MAX_SUGGESTIONS = 3  # names offered at most in one "did you mean"
 SUGGESTION_CUTOFF = 0.6  # difflib ratio below which a name is not offered (difflib's own default)
 LONGEST_NAME = 100  # a word longer than any name is offered nothing (difflib on a 1 MB key would take seconds)
 
+# The engines' and frameworks' own names for one setting, one group each (snake_case; a flag's dashes read as
+# underscores): a word of a group is offered the names of its group the place asks for (a request section, a Python
+# field, a command's options), whichever of our spellings that place uses ("tp" in a training request's settings,
+# "tensor_parallel" in InferenceWorkload, --tp/--tensor-parallel on the command line). The one alias table of every
+# "did you mean"; the flags as each program's argument parser declares them.
+OTHER_PROGRAMS_NAMES: tuple[frozenset[str], ...] = tuple(frozenset(g) for g in (
+    # vLLM --tensor-parallel-size; SGLang --tp-size; Megatron --tensor-model-parallel-size; torchtitan
+    # parallelism.tensor_parallel_degree
+    ("tp", "tensor_parallel", "tensor_parallel_size", "tp_size", "tensor_model_parallel_size",
+     "tensor_parallel_degree"),
+    ("pp", "pipeline_parallel", "pipeline_parallel_size", "pp_size", "pipeline_model_parallel_size",
+     "pipeline_parallel_degree"),
+    ("ep", "expert_parallel", "expert_parallel_size", "ep_size", "expert_model_parallel_size",
+     "expert_parallel_degree"),
+    ("cp", "context_parallel", "context_parallel_size", "context_parallel_degree"),
+    ("max_num_seqs", "max_running_requests"),  # vLLM --max-num-seqs; SGLang --max-running-requests
+    ("max_num_batched_tokens", "chunked_prefill_size"),  # vLLM --max-num-batched-tokens; SGLang --chunked-prefill-size
+    ("paged_block_size", "block_size", "page_size"),  # vLLM --block-size; SGLang --page-size
+    ("kv_dtype", "kv_cache_dtype"),  # vLLM and SGLang --kv-cache-dtype
+    ("context", "max_model_len", "context_length", "ctx_size", "n_ctx"),  # vLLM; SGLang; llama.cpp -c/--ctx-size
+    ("n_gpu_layers", "ngl", "gpu_layers"),  # llama.cpp -ngl/--gpu-layers/--n-gpu-layers
+    ("n_ubatch", "ubatch", "ubatch_size"),  # llama.cpp -ub/--ubatch-size
+    ("split_mode", "sm"),  # llama.cpp -sm/--split-mode
+    ("tensor_split", "ts"),  # llama.cpp -ts/--tensor-split
+    # transformers TrainingArguments per_device_train_batch_size, gradient_accumulation_steps,
+    # gradient_checkpointing; Megatron --micro-batch-size, --seq-length; TRL SFTConfig max_seq_length
+    ("micro_batch", "per_device_train_batch_size", "micro_batch_size"),
+    ("grad_accumulation", "gradient_accumulation_steps"),
+    ("grad_checkpointing", "gradient_checkpointing", "activation_checkpointing"),
+    ("seq_len", "seq_length", "max_seq_length", "max_seq_len"),
+))
+
+
+def _plain(name: str) -> str:
+    """A name as ``OTHER_PROGRAMS_NAMES`` spells it: lower case, no leading dashes, dashes as underscores."""
+    return name.lstrip("-").replace("-", "_").lower()
+
+
+def same_setting(word: str, options: Iterable[str]) -> list[str]:
+    """The ``options`` that name the setting ``word`` names in another program (``OTHER_PROGRAMS_NAMES``), the most
+    alike first; none when ``word`` is no other program's name or already one of ``options``."""
+    import difflib
+
+    plain = _plain(word)
+    group = next((g for g in OTHER_PROGRAMS_NAMES if plain in g), None)
+    opts = list(dict.fromkeys(options))
+    if group is None or any(_plain(o) == plain for o in opts):
+        return []
+    hits = [o for o in opts if _plain(o) in group]
+    return sorted(hits, key=lambda o: -difflib.SequenceMatcher(None, plain, _plain(o)).ratio())
+
 
 def close_matches(word: str, options: Iterable[str], n: int = MAX_SUGGESTIONS,
                   cutoff: float = SUGGESTION_CUTOFF) -> list[str]:
-    """Up to ``n`` of ``options`` closest to ``word`` (case-insensitive), best first, without duplicates."""
+    """Up to ``n`` of ``options`` closest to ``word`` (case-insensitive), best first, without duplicates: first those
+    naming the setting ``word`` names in another program (``same_setting``), then the most alike spellings."""
     import difflib  # a miss only: kept off the start-up of every command
 
     if len(word) > LONGEST_NAME:
@@ -23,8 +77,9 @@ def close_matches(word: str, options: Iterable[str], n: int = MAX_SUGGESTIONS,
     by_key: dict[str, str] = {}
     for o in options:
         by_key.setdefault(o.lower(), o)
-    hits = difflib.get_close_matches(word.lower(), list(by_key), n=n, cutoff=cutoff)
-    return [by_key[h] for h in hits]
+    same = same_setting(word, by_key.values())
+    hits = difflib.get_close_matches(word.lower(), [k for k in by_key if by_key[k] not in same], n=n, cutoff=cutoff)
+    return [*same, *(by_key[h] for h in hits)][:n]
 
 
 def did_you_mean(word: str, options: Iterable[str], n: int = MAX_SUGGESTIONS,
