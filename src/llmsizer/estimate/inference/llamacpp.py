@@ -164,17 +164,26 @@ def _state_items(ctx: Context, gpu_parts: list[DevicePart]) -> dict[str, int]:
     return by_part
 
 
+# -sm row asks every GPU llama.cpp uses for its backend's split buffer type, one GPU as well as several:
+# llama_model::load_tensors calls make_gpu_buft_list(dev, split_mode, tensor_split) for each device whatever their
+# number, and make_gpu_buft_list throws "device ... does not support split buffers" when split_mode is ROW and the
+# backend exports no ggml_backend_split_buffer_type (src/llama-model.cpp:1140-1165 at llama.cpp@0c1e57098).
+ROW_SPLIT_WARNING = ("-sm row needs a backend with split buffers: at llama.cpp@0c1e57098 SYCL and Hexagon; CUDA builds "
+                     "of that commit refuse it (src/llama-model.cpp:1163), older ones accept it")
+
+
 def _split_settings(ctx: Context, gpus: int) -> tuple[str, list[float]]:
     """(split mode, tensor-split shares) in force, recorded as assumptions when several GPUs are used."""
     w, acc = ctx.w, ctx.acc
     if gpus <= 1:
         if w.tensor_split is not None and len(w.tensor_split) > 1:
             raise InputError(f"tensor_split gives {len(w.tensor_split)} shares for one GPU; set gpus (--gpus/--count)")
+        if gpus == 1 and w.split_mode == "row":
+            acc.warnings.append(ROW_SPLIT_WARNING)
         return (w.split_mode or "layer"), [1.0] * gpus
     mode = str(acc.assume("split_mode", "layer", w.split_mode, "llama.cpp default -sm layer (common/common.h:485)"))
     if mode == "row":
-        acc.warnings.append("-sm row needs a backend with split buffers: at llama.cpp@0c1e57098 SYCL and Hexagon; "
-                            "CUDA builds of that commit refuse it (src/llama-model.cpp:1163), older ones accept it")
+        acc.warnings.append(ROW_SPLIT_WARNING)
     if mode == "none":
         raise InputError("split_mode none runs on one GPU (src/llama.cpp:289-301); use gpus 1 or split_mode layer/row")
     if w.tensor_split is None:
