@@ -32,7 +32,7 @@ def engine_rule(device: Device, count: int, weights: str | None, spec: ModelSpec
     """``_device_engine_rule``'s engine unless it refuses the requested format on this GPU (``engine_refuses``: vLLM
     gates MXFP4 at compute capability 8.0, AWQ/FP8 at 7.5): then the next engine that runs it there, llama.cpp,
     when the checkpoint (``spec``, no format named) has a GGUF counterpart (gpt-oss MXFP4 -> MXFP4_MOE), with the
-    refusal in the reason; an MoE model in llm.int8, which vLLM does not load (``bnb_moe_refused``), runs on
+    refusal in the reason; an MoE model in llm.int8, which vLLM and SGLang do not load (``bnb_moe_refused``), runs on
     transformers. Without a counterpart the first choice stays and ``check_engine_runs`` says why it
     cannot run (exit 2). Every argument is required: ``spec`` is the model being served (None only where there is
     none, e.g. a hardware question with no model), so no caller can skip the fallback by leaving it out. An

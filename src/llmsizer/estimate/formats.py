@@ -116,14 +116,24 @@ VLLM_BNB_MOE_SOURCE = ("vllm model_executor/layers/quantization/bitsandbytes.py 
                        "BitsAndBytesMoEMethod._create_weights_8bit raises NotImplementedError")
 
 
+# SGLang's bitsandbytes method is adapted from vLLM's and has the same gap (sglang 0.5.23, its PyPI wheel,
+# sglang/srt/layers/quantization/bitsandbytes.py: get_quant_method gives a FusedMoE layer BitsAndBytesMoEMethod
+# (L165-166), whose create_weights calls _create_weights_8bit when load_in_8bit (L459-460), which raises
+# NotImplementedError (L571-580)).
+SGLANG_BNB_MOE_SOURCE = ("sglang 0.5.23 srt/layers/quantization/bitsandbytes.py L571-580: "
+                         "BitsAndBytesMoEMethod._create_weights_8bit raises NotImplementedError")
+# the engines that do not load an MoE model in llm.int8: (name, where their code says so)
+BNB_MOE_8BIT_GAP = {"vllm": ("vLLM", VLLM_BNB_MOE_SOURCE), "sglang": ("SGLang", SGLANG_BNB_MOE_SOURCE)}
+
+
 def bnb_moe_refused(engine: str, fmt: str, spec: ModelSpec | None) -> str | None:
-    """Why ``engine`` will not load ``spec`` in ``fmt``: vLLM and an MoE model in llm.int8 (its bitsandbytes MoE
-    method has no 8-bit path, ``VLLM_BNB_MOE_SOURCE``); None otherwise. Asked through ``engine_refuses`` and, with no
-    device, ``engine_weights``."""
-    if engine != "vllm" or fmt != "llm.int8" or spec is None or spec.moe is None:
+    """Why ``engine`` will not load ``spec`` in ``fmt``: vLLM or SGLang and an MoE model in llm.int8 (their
+    bitsandbytes MoE method has no 8-bit path, ``BNB_MOE_8BIT_GAP``); None otherwise. Asked through
+    ``engine_refuses`` and, with no device, ``engine_weights``."""
+    if engine not in BNB_MOE_8BIT_GAP or fmt != "llm.int8" or spec is None or spec.moe is None:
         return None
-    return (f"vLLM does not load the MoE model {spec.name} in llm.int8: its bitsandbytes MoE method has no 8-bit "
-            "experts (quantization/bitsandbytes.py BitsAndBytesMoEMethod._create_weights_8bit)")
+    return (f"{BNB_MOE_8BIT_GAP[engine][0]} does not load the MoE model {spec.name} in llm.int8: its bitsandbytes "
+            "MoE method has no 8-bit experts (quantization/bitsandbytes.py BitsAndBytesMoEMethod._create_weights_8bit)")
 
 
 def engine_kernel_format(engine: str | None, fmt: str) -> str:
@@ -186,7 +196,7 @@ def gguf_file_skipped(spec: ModelSpec, engine: str, weights: str | None) -> str 
 
 def engine_refuses(engine: str, fmt: str, device: Device | None, spec: ModelSpec | None = None) -> str | None:
     """Why ``engine`` will not run weights in ``fmt`` on ``device`` (None: it runs them, or its compute capability
-    is not known): vLLM and an MoE model in llm.int8 (``bnb_moe_refused``), a GGUF type vLLM's or SGLang's GGUF
+    is not known): vLLM or SGLang and an MoE model in llm.int8 (``bnb_moe_refused``), a GGUF type vLLM's or SGLang's GGUF
     method lacks (``GGUF_ENGINES``), and vLLM's and SGLang's
     compute-capability gates (``VLLM_MIN_CAPABILITY``, ``SGLANG_MIN_CAPABILITY``, ``GGUF_MIN_CAPABILITY``).
     ``fmt`` "file" with ``spec`` a .gguf file: the same GGUF checks, over the file's own tensor types. The one home
