@@ -28,6 +28,7 @@ def test_the_rule_by_architecture() -> None:
     assert why is not None and "mma.sync" in why
     assert E.flash_attention_peak_share("hopper", 0.1)[0] == share
     # an architecture without a row: the lowest calibrated share (today Hopper's), as its GEMM utilisation is
+    # (TRAINING_UTILIZATION_UNCALIBRATED): nothing measured says an uncalibrated GPU's attention kernel reaches more
     low, why = E.flash_attention_peak_share("blackwell", E.TRAINING_UTILIZATION_UNCALIBRATED.expected)
     assert low == share and why is not None and "lowest" in why
 
@@ -60,7 +61,8 @@ def test_held_out_h100_rows_no_longer_drift_with_the_sequence() -> None:
     """The MPT H100 BF16 rows on one node (held out): under rho x u_hopper the 12 rows of 16k-64k tokens were
     +0.6 .. +24.1 % (median +15.0 %) while the 20 of 1k-4k tokens had a median of +0.2 %; on the mma.sync ceiling
     the long rows are -9.4 .. +1 % (median -7.5 %, worst 9.4 %) and the short ones' median is +5.2 % (Hopper's u,
-    re-derived on PM0501 with the slower kernel, rose 0.4998 -> 0.5633): the drift is halved and its sign turned."""
+    re-derived on PM0501 with the slower kernel, rose 0.4998 -> 0.5633): the long rows' error is bounded and its
+    sign turned; the gap between the medians only narrows, 14.8 -> 12.7 points."""
     from llmsizer.validation_cases import Case, mpt_row, public_rows, speed_case
 
     rows = [r for r in public_rows().values() if r["framework"].startswith("llm-foundry")]
@@ -75,7 +77,7 @@ def test_held_out_h100_rows_no_longer_drift_with_the_sequence() -> None:
     assert len(long_) >= 10 and len(short) >= 15
     assert max(abs(e) for e in long_) < 0.12  # 0.241 before
     assert statistics.median(abs(e) for e in long_) < 0.10  # 0.150 before
-    assert abs(statistics.median(long_) - statistics.median(short)) < 0.14  # 0.148 before
+    assert abs(statistics.median(long_) - statistics.median(short)) < 0.135  # 0.148 before, 0.127 now
 
 
 def test_the_duration_names_the_rule_on_hopper_only() -> None:
