@@ -37,10 +37,12 @@ all four files, modeling_mamba2.py lines 258-372)::
   more copies, of B- or C-wide operands, are views (8 Q n less); measured. Falcon-H1 without ``mamba_rms_norm`` (its default) gates
   with ``scan_output * silu(gate)`` instead of the norm: silu output (t d c) and the scan output (4 b s' d).
 
-  Under torch.autocast (fp32 weights, 16-bit compute; measured on the CPU) conv1d keeps its own 16-bit copy of
-  the conv channels (t conv c instead of the whole in_proj output: ``causal_conv1d_fn`` first casts to the fp32
-  weight's dtype), and bmm autocasts, so the einsums' operand copies and outputs are 16-bit: of the chunked SSD
-  only L, the two decays and the padded B stay fp32, and the chunk-decay matrix gains a 16-bit copy::
+  Under torch.autocast (16-bit compute; measured on the CPU) bmm autocasts, so the einsums' operand copies and
+  outputs are 16-bit: of the chunked SSD only L, the two decays and the padded B stay fp32, and the chunk-decay
+  matrix gains a 16-bit copy. With fp32 weights conv1d also keeps its own 16-bit copy of the conv channels (t conv c
+  instead of the whole in_proj output: ``causal_conv1d_fn`` first casts to the weight's dtype, modeling_mamba2.py
+  lines 148-168); with 16-bit weights (bf16-mixed over bf16 weights, as LoRA's default) that cast copies nothing and
+  conv1d keeps the whole in_proj output, as without autocast (measured)::
 
     4 Q (C + n + 2) + c Q (2 C + 4 n + 3 P) + 4 b H (N + 1)^2 + c (b H (N + 1) P n + b N H P n + b H (N + 1)^2)
                                                                                                           (M1a)
@@ -49,7 +51,8 @@ all four files, modeling_mamba2.py lines 258-372)::
   product keeps (proj elements of the weights' dtype, either path). Under autocast with fp32 weights that product is
   fp32, and so are the conv output (x.float() becomes a view of all t conv of it, 4 t conv instead of 4 t d), the
   gate (silu keeps the whole fp32 product, 4 t proj, instead of a gate copy of 4 t d) and, without the norm, the
-  silu output (4 t d instead of c t d)                                                                   (M1b)
+  silu output (4 t d instead of c t d); with 16-bit weights the buffer and the product are 16-bit, and none of
+  this applies                                                                                           (M1b)
 
 **Mamba-2, kernels** (mamba_ssm ``MambaSplitConv1dScanCombinedFn``, mamba_ssm/ops/triton/ssd_combined.py @
 e9594ce lines 820-899, taken in training with no cache, modeling_mamba2.py lines 482-505): the Function runs the
@@ -102,11 +105,12 @@ Terms = list[tuple[str, int, str]]
 def mamba2_saved_terms(batch: int, seq: int, hidden: int, heads: int, head_dim: int, d_state: int, groups: int,
                        d_conv: int, chunk: int, compute: int, path: str, gated_norm: bool = True,
                        in_input: bool = True, out_input: bool = True, autocast: bool = False,
-                       multiplier: bool = False) -> Terms:
+                       multiplier: bool = False, fp32_weights: bool = False) -> Terms:
     """Eq. (M1) (``path`` 'torch') or (M2) ('cuda-kernels'): a Mamba-2 mixer's saved tensors, as (name, bytes,
     arithmetic). heads / groups are this device's (TP-split) counts; ``gated_norm``: the RMSNormGated (False:
-    Falcon-H1's ``scan_output * silu(gate)``); ``autocast``: under torch.autocast (eq. M1a); ``multiplier``:
-    Falcon-H1's in_proj output times its ``mup_vector`` buffer (eq. M1b)."""
+    Falcon-H1's ``scan_output * silu(gate)``); ``autocast``: under torch.autocast (eq. M1a: the einsums);
+    ``fp32_weights``: the weights (and buffers) are fp32 under that autocast (eq. M1a's conv copy, M1b; with 16-bit
+    weights neither happens); ``multiplier``: Falcon-H1's in_proj output times its ``mup_vector`` buffer (eq. M1b)."""
     if path not in MAMBA_PATHS:
         raise ValueError(f"mamba path {path!r}: expected one of {', '.join(MAMBA_PATHS)}")
     b, s, c, n, p_, g = batch, seq, compute, d_state, head_dim, groups
@@ -116,9 +120,10 @@ def mamba2_saved_terms(batch: int, seq: int, hidden: int, heads: int, head_dim: 
     out: Terms = []
     if in_input:
         out.append(("Mamba in_proj input", t * hidden * c, f"{t} x {hidden} x {c} B"))
-    wb = 4 if autocast else c  # the weights' (and so the mup_vector buffer's) element size
+    mixed32 = autocast and fp32_weights  # fp32 weights, 16-bit compute
+    wb = 4 if mixed32 else c  # the weights' (and so the mup_vector buffer's) element size
     # M1b: under autocast, the product with the fp32 buffer is fp32, and so is what the mixer takes from it
-    f32_proj = multiplier and autocast
+    f32_proj = multiplier and mixed32
     if multiplier:
         out.append(("Falcon-H1 mup_vector (kept by projected_states * mup_vector)", proj * wb, f"{proj} x {wb} B"))
     if path == "cuda-kernels":
@@ -130,7 +135,7 @@ def mamba2_saved_terms(batch: int, seq: int, hidden: int, heads: int, head_dim: 
     n_ch = -(-s // chunk)
     sp = n_ch * chunk
     q = b * heads * sp
-    conv_in = conv if autocast else proj  # M1a: conv1d keeps its own autocast copy, not the in_proj output
+    conv_in = conv if mixed32 else proj  # M1a: conv1d keeps its own copy cast to the fp32 weight's dtype
     x_w = conv if f32_proj else d  # M1b: x.float() is a view of the fp32 conv output (all conv channels)
     pre = (t * conv_in * c + b * (s + d_conv - 1) * conv * c + 2 * t * heads * c + 2 * heads * 4
            + 4 * (b * sp * d + t * x_w + 2 * t * heads))
