@@ -63,6 +63,11 @@ lines 888-889) the in_proj output ``zxbcdt``, the scan output ``out_x`` (in x's 
     in_proj input + zxbcdt + out_x + rstd + A (exp output, and A itself)     t h c + t proj c + t d c + 4 t G + 2 H 4
                                                                                                            (M2)
 
+  The Function is ``@custom_fwd`` without ``cast_inputs`` (ssd_combined.py line 818), so it takes ``zxbcdt`` as it
+  comes: Falcon-H1's fp32 ``projected_states * mup_vector`` under autocast with fp32 weights
+  (modeling_falcon_h1.py line 690), whose conv output, and so ``out_x``, is fp32 too (``torch.empty_like``):
+  4 t proj + 4 t d instead of c t proj + c t d (measured).
+
 **Jamba (Mamba-1 with RMSNorms on dt, B and C), torch path** (``JambaMambaMixer.forward``, modeling_jamba.py lines
 508-628, ``mamba_selective_scan`` lines 337-437: on a CPU the sequential loop; the associative scan only under
 torch.compile)::
@@ -127,9 +132,10 @@ def mamba2_saved_terms(batch: int, seq: int, hidden: int, heads: int, head_dim: 
     if multiplier:
         out.append(("Falcon-H1 mup_vector (kept by projected_states * mup_vector)", proj * wb, f"{proj} x {wb} B"))
     if path == "cuda-kernels":
-        kept = t * proj * c + t * d * c + (4 * t * g if gated_norm else 0) + 2 * heads * 4
+        zb = 4 if f32_proj else c  # M2: the Function takes the fp32 product as it comes (custom_fwd, no cast_inputs)
+        kept = t * proj * zb + t * d * zb + (4 * t * g if gated_norm else 0) + 2 * heads * 4
         out.append(("MambaSplitConv1dScanCombinedFn: zxbcdt, out_x, rstd, A", kept,
-                    f"{t} x ({proj} + {d}) x {c} B" + (f" + {t} x {g} x 4 B" if gated_norm else "")
+                    f"{t} x ({proj} + {d}) x {zb} B" + (f" + {t} x {g} x 4 B" if gated_norm else "")
                     + f" + 2 x {heads} x 4 B (eq. M2)"))
         return out
     n_ch = -(-s // chunk)
