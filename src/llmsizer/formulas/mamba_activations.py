@@ -3,8 +3,9 @@
 transformers v5.24.0 picks the implementation when a modeling module is imported
 (``integrations/hub_kernels.py`` ``use_kernel_func_from_hub_with_fallback``, lines 990-1055): the ``mamba_ssm`` and
 ``causal_conv1d`` packages when they import, else the torch reference functions of the modeling file. The packages
-need a CUDA GPU, so the two paths are named (``MAMBA_PATHS``) and the estimate takes the kernels on CUDA and the
-torch path elsewhere (``estimate/training/setup.py``, the ``mamba_path`` assumption).
+need a CUDA GPU (or a ROCm one, built from source with HIP), so the two paths are named (``MAMBA_PATHS``) and the
+estimate takes the kernels on CUDA and the torch path elsewhere, ROCm included unless asked
+(``estimate/training/setup.py``, the ``mamba_path`` assumption).
 
 Notation (bytes per layer and device): b sequences of s tokens, t = b s; h hidden; c compute element size (the
 activations' dtype); Mamba-2: H heads of P channels (d = H P), G groups of state n, conv kernel K,
