@@ -1,7 +1,8 @@
 """Run by tests/training/test_mamba_kernel_saved_tensors.py in a fresh interpreter: the saved storages of each decoder
 layer of the tiny models when transformers 5.24 dispatches to mamba_ssm / causal-conv1d, on the CPU.
 
-Usage: python mamba_kernel_step.py MAMBA_SSM_SRC CAUSAL_CONV1D_SRC CASES_JSON -> JSON {case: {layer: bytes}} on stdout.
+Usage: python mamba_kernel_step.py MAMBA_SSM_SRC CAUSAL_CONV1D_SRC CASES_JSON -> JSON {case: {layer: bytes}} on stdout;
+a case is [config, batch, tokens] (pure bf16) or [config, batch, tokens, "autocast"] (fp32 weights, CPU bf16 autocast).
 
 The packages' Python code (their ``torch.autograd.Function`` forwards and the wrappers that allocate the outputs) runs
 as published; what needs a GPU is stood in for: ``triton`` (every ``@triton.jit`` kernel launch does nothing, so the
@@ -94,16 +95,25 @@ def main() -> None:
     from oracle_utils import build, random_ids, saved_storages_by_layer, torch
 
     out: dict[str, dict[str, Any]] = {}
-    for name, (cfg, batch, tokens) in json.loads(cases_json).items():
+    for name, (cfg, batch, tokens, *mode) in json.loads(cases_json).items():
+        autocast = mode == ["autocast"]  # fp32 weights under CPU bf16 autocast; else pure bf16
         torch.manual_seed(0)
-        model = build(cfg, device="cpu", dtype=torch.bfloat16, attn=None if cfg["model_type"] == "mamba2" else "sdpa")
+        model = build(cfg, device="cpu", dtype=torch.float32 if autocast else torch.bfloat16,
+                      attn=None if cfg["model_type"] == "mamba2" else "sdpa")
         model.train()
         layers = model.backbone.layers if hasattr(model, "backbone") else model.model.layers
         by_layer = saved_storages_by_layer(model, layers)
         ids = random_ids(cfg["vocab_size"], batch, tokens)
         calls.clear()
-        model(input_ids=ids, labels=ids, use_cache=False)
-        out[name] = {**{str(i): v for i, v in by_layer.items()}, "-1": sorted(set(calls))}
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
+            model(input_ids=ids, labels=ids, use_cache=False)
+        # the weights whose autocast copies autograd keeps, per layer (the autocast cases' weight copies): those of
+        # two or more dimensions but the Mamba-2 mixer's conv1d weight (CausalConv1d takes it as it is) and out_proj
+        # weight (cast with .to() inside MambaSplitConv1dScanCombinedFn's forward, which autograd does not record)
+        casts = {f"cast{i}": sum(p.numel() for n, p in lay.named_parameters() if p.ndim >= 2 and not (
+            n.split(".")[0] in ("mixer", "mamba") and n.split(".", 1)[1] in ("conv1d.weight", "out_proj.weight")))
+            for i, lay in enumerate(layers)}
+        out[name] = {**{str(i): v for i, v in by_layer.items()}, "-1": sorted(set(calls)), **casts}
     print(json.dumps(out))
 
 

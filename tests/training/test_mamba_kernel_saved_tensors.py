@@ -14,7 +14,9 @@ A whole layer is compared, as in tests/training/test_mamba_saved_tensors.py, pur
 The packages need a CUDA toolchain to install, so their sources are only unpacked: ``scripts/setup.sh test`` fetches
 the pinned PyPI sdists of those versions (scripts/fetch_kernel_sources.py, sha256-checked) into .venv/kernel-sources/;
 LLMSIZER_MAMBA_SSM_SRC and LLMSIZER_CAUSAL_CONV1D_SRC name other folders holding the ``mamba_ssm`` and
-``causal_conv1d`` packages. Without them the test skips. Measured: every case counted to the byte.
+``causal_conv1d`` packages. Without them the test skips. Measured: every case counted to the byte. Under bf16
+autocast with fp32 weights (last test) Falcon-H1 read 0.817-0.829 before eq. M2 counted its fp32 ``zxbcdt`` and
+``out_x``; now to the byte.
 """
 
 from __future__ import annotations
@@ -44,12 +46,20 @@ pytestmark = [pytest.mark.slow, pytest.mark.skipif(
            "LLMSIZER_MAMBA_SSM_SRC / LLMSIZER_CAUSAL_CONV1D_SRC)")]
 
 SHAPES = ((2, 256), (1, 200), (1, 4100))  # 4100 > 2048: SelectiveScanFn keeps 3 chunk states per channel
+AUTOCAST_SHAPES = ((2, 256), (1, 200))
+# fp32 weights under bf16 autocast, the Mamba-2 families (Jamba's J2 is not derived for autocast); beside the mixer,
+# what tests/training/test_mamba_saved_tensors.py's autocast test reads off, a larger share of these smaller layers:
+# Nemotron-H's norm weight copy (256 B, 0.0007), Granite-4.0-H's one [t, h] 16-bit copy too many (0.042)
+AUTOCAST_TOLERANCE = {"mamba2": 0.0, "nemotron_h": 1e-3, "falcon_h1": 0.0, "falcon_h1_rms_norm": 0.0,
+                      "granitemoehybrid": 0.045}
 
 
 @pytest.fixture(scope="module")
 def measured() -> dict[str, dict[str, Any]]:
-    cases = {f"{name}|{b}|{s}": (cfg, b, s) for name, (cfg, _) in MAMBA_LAYER_CASES.items() for b, s in SHAPES
-             if s < 2048 or name == "jamba"}
+    cases: dict[str, tuple[Any, ...]] = {f"{name}|{b}|{s}": (cfg, b, s) for name, (cfg, _) in MAMBA_LAYER_CASES.items()
+                                         for b, s in SHAPES if s < 2048 or name == "jamba"}
+    cases |= {f"{name}|{b}|{s}|autocast": (MAMBA_LAYER_CASES[name][0], b, s, "autocast") for name in AUTOCAST_TOLERANCE
+              for b, s in AUTOCAST_SHAPES}
     step = Path(__file__).with_name("mamba_kernel_step.py")
     run = subprocess.run([sys.executable, str(step), MAMBA_SSM_SRC, CAUSAL_CONV1D_SRC, json.dumps(cases)],
                          capture_output=True, text=True, timeout=900, check=False)
@@ -79,3 +89,25 @@ def test_mamba_layer_saved_tensors_kernel_path(measured: dict[str, dict[str, Any
         print(f"\n[{name} layer {layer}, B={batch} T={tokens}, kernels] saved {saved:,} B, counted {predicted:,} B "
               f"(ratio {predicted / saved:.5f})")
     assert predicted == saved
+
+
+@pytest.mark.parametrize("name", list(AUTOCAST_TOLERANCE))
+@pytest.mark.parametrize(("batch", "tokens"), AUTOCAST_SHAPES)
+def test_mamba2_layer_kernel_path_under_autocast(measured: dict[str, dict[str, Any]], name: str, batch: int,
+                                                 tokens: int, capsys: Any) -> None:
+    """fp32 weights under bf16 autocast: MambaSplitConv1dScanCombinedFn is @custom_fwd without cast_inputs
+    (ssd_combined.py line 818), so Falcon-H1's fp32 ``projected_states * mup_vector`` is saved as it comes, and
+    out_x with it (eq. M2); the others' in_proj output is bf16. Weight copies counted as in the torch-path test."""
+    cfg, layer = MAMBA_LAYER_CASES[name]
+    got = measured[f"{name}|{batch}|{tokens}|autocast"]
+    assert set(got["-1"]) == {"MambaSplitConv1dScanCombinedFn"}
+    spec = spec_from_config(cfg, name=f"tiny-{name}")
+    cast = int(got[f"cast{layer}"])
+    st = ActivationSetup(batch=batch, seq=tokens, residual=4, compute=2, expert=4, autocast=True, weight_copy=2,
+                         full=True, attention="sdpa", mamba_path="cuda-kernels")
+    predicted = sum(t.bytes for t in layer_saved_terms(spec, layer, st, cast))
+    saved = int(got[str(layer)])
+    with capsys.disabled():
+        print(f"\n[{name} layer {layer}, B={batch} T={tokens}, kernels, autocast] saved {saved:,} B, counted "
+              f"{predicted:,} B (ratio {predicted / saved:.5f})")
+    assert predicted == pytest.approx(saved, rel=AUTOCAST_TOLERANCE[name], abs=0)

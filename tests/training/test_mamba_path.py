@@ -27,10 +27,23 @@ def test_the_device_picks_the_path_and_the_torch_path_keeps_more() -> None:
     gpu, default_gpu, gpu_bytes = _path()
     cpu, default_cpu, _ = _path(device="cpu")
     metal, _, _ = _path(gpu_runtime="metal")
-    assert (gpu, default_gpu, cpu, default_cpu, metal) == ("cuda-kernels", True, "torch", True, "torch")
+    rocm, default_rocm, _ = _path(gpu_runtime="rocm")
+    assert (gpu, default_gpu, cpu, default_cpu, metal, rocm, default_rocm) == (
+        "cuda-kernels", True, "torch", True, "torch", "torch", True)
     torch_path, given, torch_bytes = _path(mamba_path="torch")
     assert (torch_path, given) == ("torch", False)
     assert torch_bytes > gpu_bytes  # the torch path's fp32 chunk intermediates (eq. M1) against eq. M2
+
+
+def test_rocm_takes_the_kernels_when_asked() -> None:
+    """Both packages build on ROCm (mamba_ssm and causal-conv1d setup.py: ``HIP_BUILD = bool(torch.version.hip)``;
+    READMEs' 'Patching ROCm'), so the flag is accepted there; the default stays torch (a source build), and says so."""
+    path, default, kernel_bytes = _path(gpu_runtime="rocm", mamba_path="cuda-kernels")
+    assert (path, default) == ("cuda-kernels", False)
+    assert kernel_bytes < _path(gpu_runtime="rocm")[2]
+    est = estimate_training(NEMOTRON, micro_batch=2, seq_len=512, gpu_runtime="rocm")
+    why = next(a for a in est.assumptions if a.name == "mamba_path")
+    assert "ROCm" in str(why) and "hipcc" in str(why), why
 
 
 def test_a_model_without_mamba_layers_records_no_path() -> None:
@@ -39,7 +52,8 @@ def test_a_model_without_mamba_layers_records_no_path() -> None:
 
 @pytest.mark.parametrize(("spec", "fields", "words"), [
     (NEMOTRON, dict(mamba_path="triton"), ["mamba_path", "cuda-kernels, torch"]),
-    (NEMOTRON, dict(mamba_path="cuda-kernels", device="cpu"), ["mamba_path", "CUDA GPU", "cpu"]),
+    (NEMOTRON, dict(mamba_path="cuda-kernels", device="cpu"), ["mamba_path", "CUDA or ROCm GPU", "cpu"]),
+    (NEMOTRON, dict(mamba_path="cuda-kernels", gpu_runtime="metal"), ["mamba_path", "CUDA or ROCm GPU", "metal"]),
     (LLAMA, dict(mamba_path="torch"), ["mamba_path", "no", "drop it"]),
 ])
 def test_bad_mamba_path_is_one_line(spec: object, fields: dict[str, object], words: list[str]) -> None:

@@ -61,16 +61,23 @@ def test_mamba_layer_saved_tensors_torch_path(name: str, batch: int, tokens: int
 # reads 1.2 % low, both beside the scan. Before eq. M1b Falcon-H1 read 0.87 (0.93 with mamba_rms_norm).
 AUTOCAST_TOLERANCE = {"mamba2": 0.0, "nemotron_h": 1e-4, "falcon_h1": 0.0, "falcon_h1_rms_norm": 0.0,
                       "granitemoehybrid": 0.01, "jamba": 0.013}
+BF16_AUTOCAST_TOLERANCE = {"mamba2": 0.0, "nemotron_h": 0.0, "falcon_h1": 0.0, "falcon_h1_rms_norm": 0.0,
+                           "granitemoehybrid": 0.0, "jamba": 0.0}
 
 
 @pytest.mark.parametrize("name", list(AUTOCAST_TOLERANCE))
 @pytest.mark.parametrize(("batch", "tokens"), [(2, 256), (1, 200)])
-def test_mamba_layer_under_autocast(name: str, batch: int, tokens: int, capsys: Any) -> None:
-    """fp32 weights under CPU bf16 autocast (the estimate's bf16-mixed), eq. M1a; the autocast weight copies are
-    counted from the real layer's weights of two or more dimensions (in_proj, conv1d, out_proj, attention, MLP)."""
+@pytest.mark.parametrize("weights", ["fp32", "bf16"])
+def test_mamba_layer_under_autocast(name: str, batch: int, tokens: int, weights: str, capsys: Any) -> None:
+    """CPU bf16 autocast (the estimate's bf16-mixed) over fp32 weights, eq. M1a, and over bf16 weights (LoRA's
+    default), where conv1d's cast to the weight's dtype copies nothing and Falcon-H1's mup_vector product is bf16
+    (no M1a conv copy, no M1b). The autocast weight copies (fp32 weights only) are counted from the real layer's
+    weights of two or more dimensions (in_proj, conv1d, out_proj, attention, MLP)."""
     cfg, layer = CASES[name]
     torch.manual_seed(0)
-    model = build(cfg, device="cpu", dtype=torch.float32, attn=None if cfg["model_type"] == "mamba2" else "sdpa")
+    fp32 = weights == "fp32"
+    model = build(cfg, device="cpu", dtype=torch.float32 if fp32 else torch.bfloat16,
+                  attn=None if cfg["model_type"] == "mamba2" else "sdpa")
     model.train()
     layers = model.backbone.layers if hasattr(model, "backbone") else model.model.layers
     by_layer = saved_storages_by_layer(model, layers)
@@ -78,11 +85,13 @@ def test_mamba_layer_under_autocast(name: str, batch: int, tokens: int, capsys: 
     with torch.autocast("cpu", dtype=torch.bfloat16):
         model(input_ids=ids, labels=ids, use_cache=False)
     spec = spec_from_config(cfg, name=f"tiny-{name}")
-    cast = sum(p.numel() for p in layers[layer].parameters() if p.ndim >= 2)
-    st = ActivationSetup(batch=batch, seq=tokens, residual=4, compute=2, expert=4, autocast=True, weight_copy=2,
-                         full=True, attention="sdpa", mamba_path="torch")
+    cast = sum(p.numel() for p in layers[layer].parameters() if p.ndim >= 2) if fp32 else 0
+    wb = 4 if fp32 else 2
+    st = ActivationSetup(batch=batch, seq=tokens, residual=wb, compute=2, expert=wb, autocast=True,
+                         weight_copy=2 if fp32 else 0, full=True, attention="sdpa", mamba_path="torch")
     predicted = sum(t.bytes for t in layer_saved_terms(spec, layer, st, cast))
     with capsys.disabled():
-        print(f"\n[{name} layer {layer}, B={batch} T={tokens}, autocast] saved {by_layer[layer]:,} B, counted "
-              f"{predicted:,} B (ratio {predicted / by_layer[layer]:.5f})")
-    assert predicted == pytest.approx(by_layer[layer], rel=AUTOCAST_TOLERANCE[name], abs=0)
+        print(f"\n[{name} layer {layer}, B={batch} T={tokens}, autocast, {weights} weights] saved "
+              f"{by_layer[layer]:,} B, counted {predicted:,} B (ratio {predicted / by_layer[layer]:.5f})")
+    tolerance = AUTOCAST_TOLERANCE[name] if fp32 else BF16_AUTOCAST_TOLERANCE[name]
+    assert predicted == pytest.approx(by_layer[layer], rel=tolerance, abs=0)

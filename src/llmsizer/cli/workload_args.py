@@ -303,8 +303,9 @@ def add_training_args(p: argparse.ArgumentParser, *, attention: bool = True,
                    "modules) or unsloth (Unsloth's fused LoRA kernels; Unsloth's recipe: --kernels unsloth --loss cut-ce "
                    f"--grad-checkpointing full --checkpoint-offload) (default {TW.kernels})")
     g.add_argument("--mamba-path", choices=MAMBA_PATHS, help="what runs the Mamba layers: cuda-kernels (mamba_ssm + "
-                   "causal-conv1d installed on a CUDA GPU) or torch (transformers' reference functions, which keep "
-                   "several times more for the backward) (default: cuda-kernels on a CUDA GPU, torch elsewhere)")
+                   "causal-conv1d installed on a CUDA GPU, or built from source on ROCm) or torch (transformers' reference "
+                   "functions, which keep several times more for the backward) (default: cuda-kernels on a CUDA GPU, "
+                   "torch elsewhere, ROCm included)")
     g.add_argument("--checkpoint-impl", choices=CHECKPOINT_IMPLS, help="with --grad-checkpointing full: torch.utils."
                    "checkpoint use_reentrant=False (non-reentrant: transformers >= 5, torchtune) or True (reentrant: "
                    f"transformers 4.35-4.x; recomputes each layer's output too) (default {TW.checkpoint_impl})")

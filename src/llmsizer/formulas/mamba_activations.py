@@ -3,8 +3,9 @@
 transformers v5.24.0 picks the implementation when a modeling module is imported
 (``integrations/hub_kernels.py`` ``use_kernel_func_from_hub_with_fallback``, lines 990-1055): the ``mamba_ssm`` and
 ``causal_conv1d`` packages when they import, else the torch reference functions of the modeling file. The packages
-need a CUDA GPU, so the two paths are named (``MAMBA_PATHS``) and the estimate takes the kernels on CUDA and the
-torch path elsewhere (``estimate/training/setup.py``, the ``mamba_path`` assumption).
+need a CUDA GPU (or a ROCm one, built from source with HIP), so the two paths are named (``MAMBA_PATHS``) and the
+estimate takes the kernels on CUDA and the torch path elsewhere, ROCm included unless asked
+(``estimate/training/setup.py``, the ``mamba_path`` assumption).
 
 Notation (bytes per layer and device): b sequences of s tokens, t = b s; h hidden; c compute element size (the
 activations' dtype); Mamba-2: H heads of P channels (d = H P), G groups of state n, conv kernel K,
@@ -37,10 +38,12 @@ all four files, modeling_mamba2.py lines 258-372)::
   more copies, of B- or C-wide operands, are views (8 Q n less); measured. Falcon-H1 without ``mamba_rms_norm`` (its default) gates
   with ``scan_output * silu(gate)`` instead of the norm: silu output (t d c) and the scan output (4 b s' d).
 
-  Under torch.autocast (fp32 weights, 16-bit compute; measured on the CPU) conv1d keeps its own 16-bit copy of
-  the conv channels (t conv c instead of the whole in_proj output: ``causal_conv1d_fn`` first casts to the fp32
-  weight's dtype), and bmm autocasts, so the einsums' operand copies and outputs are 16-bit: of the chunked SSD
-  only L, the two decays and the padded B stay fp32, and the chunk-decay matrix gains a 16-bit copy::
+  Under torch.autocast (16-bit compute; measured on the CPU) bmm autocasts, so the einsums' operand copies and
+  outputs are 16-bit: of the chunked SSD only L, the two decays and the padded B stay fp32, and the chunk-decay
+  matrix gains a 16-bit copy. With fp32 weights conv1d also keeps its own 16-bit copy of the conv channels (t conv c
+  instead of the whole in_proj output: ``causal_conv1d_fn`` first casts to the weight's dtype, modeling_mamba2.py
+  lines 148-168); with 16-bit weights (bf16-mixed over bf16 weights, as LoRA's default) that cast copies nothing and
+  conv1d keeps the whole in_proj output, as without autocast (measured)::
 
     4 Q (C + n + 2) + c Q (2 C + 4 n + 3 P) + 4 b H (N + 1)^2 + c (b H (N + 1) P n + b N H P n + b H (N + 1)^2)
                                                                                                           (M1a)
@@ -49,7 +52,8 @@ all four files, modeling_mamba2.py lines 258-372)::
   product keeps (proj elements of the weights' dtype, either path). Under autocast with fp32 weights that product is
   fp32, and so are the conv output (x.float() becomes a view of all t conv of it, 4 t conv instead of 4 t d), the
   gate (silu keeps the whole fp32 product, 4 t proj, instead of a gate copy of 4 t d) and, without the norm, the
-  silu output (4 t d instead of c t d)                                                                   (M1b)
+  silu output (4 t d instead of c t d); with 16-bit weights the buffer and the product are 16-bit, and none of
+  this applies                                                                                           (M1b)
 
 **Mamba-2, kernels** (mamba_ssm ``MambaSplitConv1dScanCombinedFn``, mamba_ssm/ops/triton/ssd_combined.py @
 e9594ce lines 820-899, taken in training with no cache, modeling_mamba2.py lines 482-505): the Function runs the
@@ -59,6 +63,11 @@ lines 888-889) the in_proj output ``zxbcdt``, the scan output ``out_x`` (in x's 
 
     in_proj input + zxbcdt + out_x + rstd + A (exp output, and A itself)     t h c + t proj c + t d c + 4 t G + 2 H 4
                                                                                                            (M2)
+
+  The Function is ``@custom_fwd`` without ``cast_inputs`` (ssd_combined.py line 818), so it takes ``zxbcdt`` as it
+  comes: Falcon-H1's fp32 ``projected_states * mup_vector`` under autocast with fp32 weights
+  (modeling_falcon_h1.py line 690), whose conv output, and so ``out_x``, is fp32 too (``torch.empty_like``):
+  4 t proj + 4 t d instead of c t proj + c t d (measured).
 
 **Jamba (Mamba-1 with RMSNorms on dt, B and C), torch path** (``JambaMambaMixer.forward``, modeling_jamba.py lines
 508-628, ``mamba_selective_scan`` lines 337-437: on a CPU the sequential loop; the associative scan only under
@@ -102,11 +111,12 @@ Terms = list[tuple[str, int, str]]
 def mamba2_saved_terms(batch: int, seq: int, hidden: int, heads: int, head_dim: int, d_state: int, groups: int,
                        d_conv: int, chunk: int, compute: int, path: str, gated_norm: bool = True,
                        in_input: bool = True, out_input: bool = True, autocast: bool = False,
-                       multiplier: bool = False) -> Terms:
+                       multiplier: bool = False, fp32_weights: bool = False) -> Terms:
     """Eq. (M1) (``path`` 'torch') or (M2) ('cuda-kernels'): a Mamba-2 mixer's saved tensors, as (name, bytes,
     arithmetic). heads / groups are this device's (TP-split) counts; ``gated_norm``: the RMSNormGated (False:
-    Falcon-H1's ``scan_output * silu(gate)``); ``autocast``: under torch.autocast (eq. M1a); ``multiplier``:
-    Falcon-H1's in_proj output times its ``mup_vector`` buffer (eq. M1b)."""
+    Falcon-H1's ``scan_output * silu(gate)``); ``autocast``: under torch.autocast (eq. M1a: the einsums);
+    ``fp32_weights``: the weights (and buffers) are fp32 under that autocast (eq. M1a's conv copy, M1b; with 16-bit
+    weights neither happens); ``multiplier``: Falcon-H1's in_proj output times its ``mup_vector`` buffer (eq. M1b)."""
     if path not in MAMBA_PATHS:
         raise ValueError(f"mamba path {path!r}: expected one of {', '.join(MAMBA_PATHS)}")
     b, s, c, n, p_, g = batch, seq, compute, d_state, head_dim, groups
@@ -116,21 +126,23 @@ def mamba2_saved_terms(batch: int, seq: int, hidden: int, heads: int, head_dim: 
     out: Terms = []
     if in_input:
         out.append(("Mamba in_proj input", t * hidden * c, f"{t} x {hidden} x {c} B"))
-    wb = 4 if autocast else c  # the weights' (and so the mup_vector buffer's) element size
+    mixed32 = autocast and fp32_weights  # fp32 weights, 16-bit compute
+    wb = 4 if mixed32 else c  # the weights' (and so the mup_vector buffer's) element size
     # M1b: under autocast, the product with the fp32 buffer is fp32, and so is what the mixer takes from it
-    f32_proj = multiplier and autocast
+    f32_proj = multiplier and mixed32
     if multiplier:
         out.append(("Falcon-H1 mup_vector (kept by projected_states * mup_vector)", proj * wb, f"{proj} x {wb} B"))
     if path == "cuda-kernels":
-        kept = t * proj * c + t * d * c + (4 * t * g if gated_norm else 0) + 2 * heads * 4
+        zb = 4 if f32_proj else c  # M2: the Function takes the fp32 product as it comes (custom_fwd, no cast_inputs)
+        kept = t * proj * zb + t * d * zb + (4 * t * g if gated_norm else 0) + 2 * heads * 4
         out.append(("MambaSplitConv1dScanCombinedFn: zxbcdt, out_x, rstd, A", kept,
-                    f"{t} x ({proj} + {d}) x {c} B" + (f" + {t} x {g} x 4 B" if gated_norm else "")
+                    f"{t} x ({proj} + {d}) x {zb} B" + (f" + {t} x {g} x 4 B" if gated_norm else "")
                     + f" + 2 x {heads} x 4 B (eq. M2)"))
         return out
     n_ch = -(-s // chunk)
     sp = n_ch * chunk
     q = b * heads * sp
-    conv_in = conv if autocast else proj  # M1a: conv1d keeps its own autocast copy, not the in_proj output
+    conv_in = conv if mixed32 else proj  # M1a: conv1d keeps its own copy cast to the fp32 weight's dtype
     x_w = conv if f32_proj else d  # M1b: x.float() is a view of the fp32 conv output (all conv channels)
     pre = (t * conv_in * c + b * (s + d_conv - 1) * conv * c + 2 * t * heads * c + 2 * heads * 4
            + 4 * (b * sp * d + t * x_w + 2 * t * heads))

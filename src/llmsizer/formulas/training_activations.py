@@ -879,7 +879,8 @@ def mamba_layer_terms(spec: ModelSpec, st: ActivationSetup) -> list[Term]:
                                    r.d_state, _div(r.n_groups, tp), r.d_conv, r.chunk_size, st.compute, st.mamba_path,
                                    gated_norm=r.gated_norm, in_input=_saves_input("ssm_in", st),
                                    out_input=_saves_input("ssm_out", st), autocast=st.autocast,
-                                   multiplier=r.in_proj_multiplier)
+                                   # fp32 weights under autocast: exactly when autocast copies the weights
+                                   fp32_weights=st.autocast and st.weight_copy > 0, multiplier=r.in_proj_multiplier)
     else:
         terms = jamba_mamba_saved_terms(st.batch, st.seq, spec.hidden_size, _div(r.d_inner, tp), r.d_state,
                                         r.dt_rank, r.d_conv, st.compute, st.mamba_path,

@@ -242,8 +242,8 @@ TRAINING = (
             "so its autograd graph) referenced into the next forward (litgpt)", template=False),
           F("kernels", "enum", "layer implementation: pytorch or unsloth (fused LoRA kernels)", template=False,
             choices=_KERNELS),
-          F("mamba_path", "enum", "what runs Mamba layers: cuda-kernels (mamba_ssm + causal-conv1d on a CUDA GPU) or "
-            "torch (transformers' reference functions); default by device", template=False, choices=MAMBA_PATHS),
+          F("mamba_path", "enum", "what runs Mamba layers: cuda-kernels (mamba_ssm + causal-conv1d on a CUDA GPU, "
+            "or built on ROCm) or torch (transformers' reference functions); default by device", template=False, choices=MAMBA_PATHS),
           F("zero", "int", "DeepSpeed ZeRO stage 0-3", template=False, minimum=0, maximum=3),
           F("fsdp", "enum", "PyTorch FSDP sharding", template=False, choices=_FSDP),
           F("tp", "int", "tensor-parallel degree", template=False, minimum=1),

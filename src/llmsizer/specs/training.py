@@ -218,8 +218,9 @@ class TrainingWorkload:
         layer, formulas/unsloth_kernels.py). Unsloth's recipe is kernels='unsloth', loss='cut-ce',
         grad_checkpointing='full' with checkpoint_offload.
     mamba_path: what runs the Mamba layers of a Mamba / hybrid model: 'cuda-kernels' (mamba_ssm and causal-conv1d
-        installed on a CUDA GPU) or 'torch' (transformers' reference functions: a CPU, Apple, or neither package
-        installed), formulas/mamba_activations.py; None: cuda-kernels on a CUDA GPU, torch elsewhere.
+        installed on a CUDA GPU, or built from source on ROCm) or 'torch' (transformers' reference functions: a
+        CPU, Apple, or neither package installed), formulas/mamba_activations.py; None: cuda-kernels on a CUDA GPU,
+        torch elsewhere (ROCm included: the packages are a source build there).
     optimizer_in_backward: each parameter is updated as soon as its gradient is ready and the gradient freed
         (torchtune ``optimizer_in_bwd``; PyTorch ``register_post_accumulate_grad_hook`` tutorial).
     gpus [devices], zero (DeepSpeed ZeRO stage 0-3) or fsdp ('full' | 'grad_op' | 'hybrid'), tp, pp, ep,

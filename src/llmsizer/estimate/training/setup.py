@@ -327,18 +327,24 @@ def resolve(spec: ModelSpec, w: TrainingWorkload, acc: Acc) -> TrainingContext:
                          "(drop it)")
     mamba_path = "torch"
     cuda = w.device != "cpu" and w.gpu_runtime == "cuda"
+    rocm = w.device != "cpu" and w.gpu_runtime == "rocm"
     if spec.recurrent is not None and spec.recurrent.kind in ("mamba", "mamba2") and spec.recurrent_layer_count:
         # transformers 5.24 takes mamba_ssm / causal-conv1d whenever they import (integrations/hub_kernels.py lines
-        # 990-1055); they need a CUDA GPU, so elsewhere the torch reference functions run (mamba_activations.py)
-        if w.mamba_path == "cuda-kernels" and not cuda:
-            raise FieldError("mamba_path", "mamba_path cuda-kernels needs a CUDA GPU (mamba_ssm and causal-conv1d "
-                             f"are CUDA extensions); this job runs on {'cpu' if w.device == 'cpu' else w.gpu_runtime}")
+        # 990-1055); they build for CUDA and, from source, for ROCm (both setup.py: HIP_BUILD = torch.version.hip),
+        # so elsewhere the torch reference functions run (mamba_activations.py)
+        if w.mamba_path == "cuda-kernels" and not (cuda or rocm):
+            raise FieldError("mamba_path", "mamba_path cuda-kernels needs a CUDA or ROCm GPU (mamba_ssm and "
+                             "causal-conv1d are CUDA / HIP extensions); this job runs on "
+                             f"{'cpu' if w.device == 'cpu' else w.gpu_runtime}")
         mamba_path = str(acc.assume(
             "mamba_path", "cuda-kernels" if cuda else "torch", w.mamba_path,
             "CUDA GPU: mamba_ssm and causal-conv1d installed (MambaSplitConv1dScanCombinedFn / SelectiveScanFn, eqs. "
             "M2, J2); without them transformers runs its torch reference functions, which keep several times more"
-            if cuda else f"no CUDA GPU ({'cpu' if w.device == 'cpu' else w.gpu_runtime}): transformers' torch "
-            "reference functions (chunked scan / sequential loop in fp32, eqs. M1, J1)"))
+            if cuda else "ROCm GPU: mamba_ssm and causal-conv1d build there from source with hipcc (setup.py "
+            "HIP_BUILD; on ROCm 6.0 after a header patch, their READMEs' 'Patching ROCm'), which a plain install does "
+            "not do, so transformers' torch reference functions (eqs. M1, J1); mamba_path cuda-kernels where built"
+            if rocm else f"no CUDA or ROCm GPU ({'cpu' if w.device == 'cpu' else w.gpu_runtime}): transformers' "
+            "torch reference functions (chunked scan / sequential loop in fp32, eqs. M1, J1)"))
     elif w.mamba_path is not None:
         raise FieldError("mamba_path", f"mamba_path applies to models with Mamba layers; {spec.name!r} has none "
                          "(drop it)")
