@@ -232,6 +232,25 @@ def saved_storages_by_layer(model: Any, layers: Any) -> dict[int, int]:
     return by_layer
 
 
+def mamba_saved_by_layer(cfg: dict[str, Any], batch: int, tokens: int, dtype: Any, autocast: bool = False,
+                         before: Any = None) -> tuple[Any, dict[int, int]]:
+    """Build the tiny hybrid/Mamba model of ``cfg`` (seed 0, CPU, ``dtype`` weights; SDPA where it has attention),
+    run one training forward of ``batch`` random sequences of ``tokens`` (under CPU bf16 autocast if ``autocast``;
+    ``before()`` called just before it) and return its decoder layers and ``saved_storages_by_layer`` of them: the
+    measurement the Mamba saved-tensor tests share, on transformers' torch path or on the kernels' stand-ins."""
+    torch.manual_seed(0)
+    model = build(cfg, device="cpu", dtype=dtype, attn=None if cfg["model_type"] == "mamba2" else "sdpa")
+    model.train()
+    layers = model.backbone.layers if hasattr(model, "backbone") else model.model.layers
+    by_layer = saved_storages_by_layer(model, layers)
+    ids = random_ids(cfg["vocab_size"], batch, tokens)
+    if before is not None:
+        before()
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
+        model(input_ids=ids, labels=ids, use_cache=False)
+    return layers, by_layer
+
+
 def random_ids(vocab: int, batch: int, tokens: int, seed: int = 0) -> Any:
     g = torch.Generator().manual_seed(seed)
     return torch.randint(0, vocab, (batch, tokens), generator=g)

@@ -92,21 +92,13 @@ def main() -> None:
     _stub_modules()
     calls: list[str] = []
     _record_calls(calls)  # fails loudly if the stand-ins miss something the packages import
-    from oracle_utils import build, random_ids, saved_storages_by_layer, torch
+    from oracle_utils import mamba_saved_by_layer, torch
 
     out: dict[str, dict[str, Any]] = {}
     for name, (cfg, batch, tokens, *mode) in json.loads(cases_json).items():
         autocast = mode == ["autocast"]  # fp32 weights under CPU bf16 autocast; else pure bf16
-        torch.manual_seed(0)
-        model = build(cfg, device="cpu", dtype=torch.float32 if autocast else torch.bfloat16,
-                      attn=None if cfg["model_type"] == "mamba2" else "sdpa")
-        model.train()
-        layers = model.backbone.layers if hasattr(model, "backbone") else model.model.layers
-        by_layer = saved_storages_by_layer(model, layers)
-        ids = random_ids(cfg["vocab_size"], batch, tokens)
-        calls.clear()
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
-            model(input_ids=ids, labels=ids, use_cache=False)
+        layers, by_layer = mamba_saved_by_layer(cfg, batch, tokens, torch.float32 if autocast else torch.bfloat16,
+                                                autocast=autocast, before=calls.clear)
         # the weights whose autocast copies autograd keeps, per layer (the autocast cases' weight copies): those of
         # two or more dimensions but the Mamba-2 mixer's conv1d weight (CausalConv1d takes it as it is) and out_proj
         # weight (cast with .to() inside MambaSplitConv1dScanCombinedFn's forward, which autograd does not record)

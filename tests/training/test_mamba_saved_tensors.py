@@ -23,19 +23,12 @@ import pytest
 from llmsizer.formulas.training_activations import ActivationSetup, layer_saved_terms
 from llmsizer.readers.hf_config import spec_from_config
 from oracle_utils import MAMBA_LAYER_CASES as CASES
-from oracle_utils import build, random_ids, saved_storages_by_layer, torch
+from oracle_utils import mamba_saved_by_layer, torch
 
 pytestmark = pytest.mark.slow
 
 def _measure(cfg: dict[str, Any], batch: int, tokens: int) -> dict[int, int]:
-    torch.manual_seed(0)
-    model = build(cfg, device="cpu", dtype=torch.bfloat16, attn=None if cfg["model_type"] == "mamba2" else "sdpa")
-    model.train()
-    layers = model.backbone.layers if hasattr(model, "backbone") else model.model.layers
-    by_layer = saved_storages_by_layer(model, layers)
-    ids = random_ids(cfg["vocab_size"], batch, tokens)
-    model(input_ids=ids, labels=ids, use_cache=False)
-    return by_layer
+    return mamba_saved_by_layer(cfg, batch, tokens, torch.bfloat16)[1]
 
 
 @pytest.mark.parametrize("name", list(CASES))
@@ -74,16 +67,9 @@ def test_mamba_layer_under_autocast(name: str, batch: int, tokens: int, weights:
     (no M1a conv copy, no M1b). The autocast weight copies (fp32 weights only) are counted from the real layer's
     weights of two or more dimensions (in_proj, conv1d, out_proj, attention, MLP)."""
     cfg, layer = CASES[name]
-    torch.manual_seed(0)
     fp32 = weights == "fp32"
-    model = build(cfg, device="cpu", dtype=torch.float32 if fp32 else torch.bfloat16,
-                  attn=None if cfg["model_type"] == "mamba2" else "sdpa")
-    model.train()
-    layers = model.backbone.layers if hasattr(model, "backbone") else model.model.layers
-    by_layer = saved_storages_by_layer(model, layers)
-    ids = random_ids(cfg["vocab_size"], batch, tokens)
-    with torch.autocast("cpu", dtype=torch.bfloat16):
-        model(input_ids=ids, labels=ids, use_cache=False)
+    layers, by_layer = mamba_saved_by_layer(cfg, batch, tokens, torch.float32 if fp32 else torch.bfloat16,
+                                            autocast=True)
     spec = spec_from_config(cfg, name=f"tiny-{name}")
     cast = sum(p.numel() for p in layers[layer].parameters() if p.ndim >= 2) if fp32 else 0
     wb = 4 if fp32 else 2
