@@ -351,3 +351,27 @@ def test_a_detected_gpu_keeps_its_catalog_peer_to_peer(tmp_path: Path) -> None:
     path.write_text(json.dumps({"devices": [entry], "sources": {"nccl-1127": cat.sources["nccl-1127"]}}),
                     encoding="utf-8")
     assert peer_to_peer(load_catalog([path]).device("detected-rtx-4090")) is False
+
+
+def test_a_consumer_brand_gpu_not_in_the_catalog_gets_its_form_factor(tmp_path: Path) -> None:
+    """A GeForce or Radeon RX card the catalog lacks was 'form factor unknown', so fit served it on transformers
+    ("no form_factor in its hardware file") where the same question on a catalog consumer card (rtx-4090) takes
+    llama.cpp. The driver's name carries the maker's consumer brand (detect.CONSUMER_GPU_BRANDS): the detected
+    entry says desktop (laptop for NVIDIA's "Laptop GPU"), and the default engine is the consumer card's."""
+    from llmsizer.catalog.detect import gpu_form_factor_from_name
+    from llmsizer.estimate.device import default_engine
+
+    for rel, name in (("nvidia-smi-query-gpu/rtx-4080-super-allfields.csv", "nvidia-smi-query-gpu.csv"),
+                      ("rocm-smi-json/rx7800xt-navi32-gpustack.json", "rocm-smi-json.json")):
+        (tmp_path / name).write_text(text(rel), "utf-8")
+    det = detect(read_outputs(tmp_path))
+    f = tmp_path / "hw.json"
+    f.write_text(json.dumps(det.document), "utf-8")
+    cat = load_catalog([f])
+    catalog_card = builtin_catalog().devices["rtx-4090"]
+    for ident in ("detected-nvidia-geforce-rtx-4080-super", "detected-navi-32-radeon-rx-7700-xt-7800-xt"):
+        dev = cat.devices[ident]
+        assert dev.form_factor == "desktop" and dev.bandwidth is None  # nothing else taken from the name
+        assert default_engine(dev, 1, None, None) == default_engine(catalog_card, 1, None, None) == "llamacpp"
+    assert gpu_form_factor_from_name("NVIDIA GeForce RTX 4090 Laptop GPU") == "laptop"
+    assert gpu_form_factor_from_name("NVIDIA H20") is None  # not guessed

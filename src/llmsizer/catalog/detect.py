@@ -275,6 +275,22 @@ def _from_catalog(entry: dict[str, Any], dev: Device, cat: HardwareCatalog, cpu:
             entry[name] = {"value": None, "note": f"catalog {dev.id}: {why}"}
 
 
+# Consumer GPU brands, read from the driver-reported name (nvidia-smi's name, rocm-smi's "Card Series"): NVIDIA's
+# GeForce line and AMD's Radeon RX line are its makers' consumer cards (nvidia.com/en-us/geforce, amd.com/en/products/
+# graphics/desktops/radeon.html); "Laptop GPU" is how NVIDIA's driver names a GeForce mobile part. Only the form
+# factor comes from the name (it chooses the default serving engine, estimate/device.py _device_engine_rule);
+# bandwidth and FLOP/s stay unknown.
+CONSUMER_GPU_BRANDS = ("GeForce", "Radeon RX")
+
+
+def gpu_form_factor_from_name(name: str) -> str | None:
+    """'laptop' or 'desktop' for a GPU whose driver name carries a consumer brand (CONSUMER_GPU_BRANDS), else None
+    (not guessed: a data-centre or workstation name does not tell the form factor the catalog means)."""
+    if not any(brand in name for brand in CONSUMER_GPU_BRANDS):
+        return None
+    return "laptop" if "Laptop" in name else "desktop"
+
+
 def _unknown(entry: dict[str, Any], what: str, flops_key: str) -> None:
     why = f"{what} is not in the catalog: no source for its {{}}; not guessed (add it to this file)"
     entry["memory_bandwidth"] = {"value": None, "note": why.format("memory bandwidth")}
@@ -324,6 +340,10 @@ class _Builder:
                 note += f"; bandwidth, FLOP/s and TDP from catalog {dev.id}"
             else:
                 _unknown(entry, f"GPU {name!r}", "bf16")
+                form = gpu_form_factor_from_name(name)
+                if form is not None:  # the default engine reads it (llama.cpp on one consumer card)
+                    entry["form_factor"] = form
+                    note += f"; form factor {form} from the consumer brand in its name (detect.CONSUMER_GPU_BRANDS)"
             entry["note"] = note
             self.add(entry, name, len(same), mem, o.source_key, dev)
 
