@@ -19,7 +19,6 @@ from ..numbers import (
     HEADROOM,
     IMAGES,
     LLAMACPP_GPUS,
-    PIXELS,
     SIZE,
     TOKENS,
     UTILIZATION,
@@ -28,6 +27,7 @@ from ..numbers import (
     check_number,
 )
 from ..suggest import unknown_choice
+from ..units import parse_image_size
 from .given import tracks_given
 
 ENGINES = ("transformers", "vllm", "llamacpp", "sglang")
@@ -290,10 +290,10 @@ class InferenceWorkload:
         object.__setattr__(self, "video_frames", check_number(self.video_frames, "video_frames", VIDEO_FRAMES))
         for name in ("image_size", "video_size"):
             v = getattr(self, name)
-            if v is not None:
-                if not isinstance(v, tuple) or len(v) != 2:
-                    raise InputError(f"{name} must be (width, height) in pixels, got {v!r}")
-                object.__setattr__(self, name, tuple(int(check_number(x, name, PIXELS)) for x in v))
+            if v is not None:  # the one reader the CLI, web and request files use: (w, h), [w, h] or "WxH"
+                if not isinstance(v, (tuple, list, str)):
+                    raise InputError(f"{name} must be (width, height) in pixels or 'WIDTHxHEIGHT', got {v!r}")
+                object.__setattr__(self, name, parse_image_size(v, what=name))
         if self.image_size is not None and not self.images:
             raise InputError("image_size is given but images is 0; give the number of images per sequence")
         if not isinstance(self.pan_and_scan, bool):
