@@ -72,10 +72,25 @@ def test_sglang_options_recommend_and_models_fits_on_offer_can_start() -> None:
     assert fit["fits"] and fit["memory"]["details"]["max_total_num_tokens"] > 0
 
 
+def test_media_on_a_text_model_is_bad_input_on_every_surface(tmp_path: Path) -> None:
+    """Images on a text-only model do not apply on any hardware: `infer --images 2` exits 2, but `plan` made it an
+    error check ('Cannot be fitted', exit 1) and `capacity check` a DOES NOT FIT (exit 1). The plan now refuses it
+    before any hardware is fitted (plan/inference.py, estimate/inference/media.py media_in_context): plan, request
+    check and capacity check exit 2 with infer's line, at the job's place in the file."""
+    text = (EXAMPLES / "cpu-internal-tool.yaml").read_text()
+    req = tmp_path / "request.yaml"
+    req.write_text(text.replace("    engine: llamacpp\n", "    engine: llamacpp\n    media:\n      images: 2\n", 1))
+    code, _, err = run("infer", "qwen2.5-1.5b-instruct", "--images", "2")
+    assert code == 2 and "has no vision encoder" in err
+    line = err.strip().split(": error: ", 1)[1]
+    for cmd in (("plan",), ("request", "check"), ("capacity", "check")):
+        extra = ("--inventory", str(EXAMPLES / "provider" / "inventory.yaml")) if cmd[0] == "capacity" else ()
+        code, out, err2 = run(*cmd, str(req), *extra)
+        assert code == 2 and line in err2 and "job 'drafting-helper'" in err2 and not out, cmd
+
+
 @pytest.mark.parametrize("edit, says", [
-    # media on a text-only model: `infer --images 2` refuses it, the plan's check is 'Cannot be fitted'
-    (("    engine: llamacpp\n", "    engine: llamacpp\n    media:\n      images: 2\n"), "has no vision encoder"),
-    # an engine the estimate does not run on a CPU
+    # an engine the estimate does not run on a CPU: a fact of the hardware asked for, the plan's error check
     (("    engine: llamacpp\n", "    engine: sglang\n"), "models GPU serving"),
 ])
 def test_capacity_check_does_not_place_a_job_the_plan_cannot_size(tmp_path: Path, edit: tuple[str, str],

@@ -17,6 +17,7 @@ from ..estimate.fit import FitResult, fit, need_per_device, per_replica
 from ..estimate.formats import given_format_why, rung_bytes, rung_group_size, unquantized_format, weights_asked
 from ..estimate.inference import estimate_inference
 from ..estimate.inference.common import running_and_queued
+from ..estimate.inference.media import media_in_context
 from ..estimate.verdict import margin_rule, pool_budget_words
 from ..formulas import network as N
 from ..formulas import storage as S
@@ -28,7 +29,7 @@ from ..models import load_model
 from ..recommend import Constraints, best_option_on, recommend_inference
 from ..request.quantities import HOURS_PER_MONTH
 from ..request.spec import UNQUANTIZED, InferenceJob, Request, TrainingJob
-from ..result import Assumption, Estimate
+from ..result import Assumption, Estimate, Notes
 from ..specs import InferenceWorkload, ModelSpec
 from ..specs.training import ALL_LINEAR
 from ..specs.workload import ENGINE_NAMES, prompt_and_output
@@ -185,6 +186,8 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
     pc = count_params(spec)
     t = job.traffic
     ctx_peak, conc_peak, out_peak = peak_load(job, notes)
+    if job.media.fields():  # images on a text-only model: bad input on any hardware, refused as `infer` refuses it
+        media_in_context(spec, InferenceWorkload(context=ctx_peak, **job.media.fields()), Notes())
     conc_typ = int(t.concurrency.typical or conc_peak)
     ctx_typ = int(t.context.typical or ctx_peak)
     out_typ = int(t.output.typical or min(out_peak, ctx_typ // 2))
