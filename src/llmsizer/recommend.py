@@ -642,7 +642,7 @@ def slow_first_token_warning(meets: Sequence[Option], c: Constraints) -> str | N
     limit = E.ATTENTION_LIMIT_SECONDS
     if first is None or first <= limit:
         return None
-    quick = next((o for o in meets[1:] if (_first_token_seconds(o) or math.inf) <= limit), None)
+    quick = next((o for o in meets[1:] if (s := _first_token_seconds(o)) is not None and s <= limit), None)
     alt = (f"the cheapest option within it: {quick.target} ({_price_text(quick.price_per_hour, quick.cost_basis)}, "
            f"first token in {format_seconds(_first_token_seconds(quick) or 0.0)})" if quick is not None
            else "no option found here answers within it")

@@ -243,16 +243,24 @@ def test_early_big_sur_sysctl_alone_detects_nothing() -> None:
         detect([out("sysctl-macos", "sysctl-macos/apple-m1-bigsur-early-brand-archspec.txt")])
 
 
-def test_the_document_loads_as_a_hardware_file(tmp_path: Path) -> None:
-    for rel, name in (("nvidia-smi-query-gpu/rtx-4080-super-allfields.csv", "nvidia-smi-query-gpu.csv"),
-                      ("rocm-smi-json/rx7800xt-navi32-gpustack.json", "rocm-smi-json.json"),
-                      ("lscpu/intel-xeon-gold-6326-2s-truncated.txt", "lscpu"),
-                      ("proc-meminfo/1gb-vm-node-procfs-stats.txt", "proc-meminfo.txt")):
+GPU_FIXTURES = (("nvidia-smi-query-gpu/rtx-4080-super-allfields.csv", "nvidia-smi-query-gpu.csv"),
+                ("rocm-smi-json/rx7800xt-navi32-gpustack.json", "rocm-smi-json.json"))
+
+
+def _detected_file(tmp_path: Path, fixtures: tuple[tuple[str, str], ...]) -> tuple[Any, Path, Any]:
+    """The saved ``fixtures`` (fixture path, file name ``--from`` reads) detected, written as a hardware file and
+    loaded back: (detection, file, catalog with it)."""
+    for rel, name in fixtures:
         (tmp_path / name).write_text(text(rel), "utf-8")
     det = detect(read_outputs(tmp_path))
     f = tmp_path / "hw.json"
     f.write_text(json.dumps(det.document), "utf-8")
-    cat = load_catalog([f])
+    return det, f, load_catalog([f])
+
+
+def test_the_document_loads_as_a_hardware_file(tmp_path: Path) -> None:
+    det, f, cat = _detected_file(tmp_path, (*GPU_FIXTURES, ("lscpu/intel-xeon-gold-6326-2s-truncated.txt", "lscpu"),
+                                            ("proc-meminfo/1gb-vm-node-procfs-stats.txt", "proc-meminfo.txt")))
     got = {d.id: cat.devices[d.id] for d in det.devices}
     assert set(got) == {"detected-nvidia-geforce-rtx-4080-super", "detected-navi-32-radeon-rx-7700-xt-7800-xt",
                         "detected-cpu"}
@@ -361,13 +369,7 @@ def test_a_consumer_brand_gpu_not_in_the_catalog_gets_its_form_factor(tmp_path: 
     from llmsizer.catalog.detect import gpu_form_factor_from_name
     from llmsizer.estimate.device import default_engine
 
-    for rel, name in (("nvidia-smi-query-gpu/rtx-4080-super-allfields.csv", "nvidia-smi-query-gpu.csv"),
-                      ("rocm-smi-json/rx7800xt-navi32-gpustack.json", "rocm-smi-json.json")):
-        (tmp_path / name).write_text(text(rel), "utf-8")
-    det = detect(read_outputs(tmp_path))
-    f = tmp_path / "hw.json"
-    f.write_text(json.dumps(det.document), "utf-8")
-    cat = load_catalog([f])
+    _, _, cat = _detected_file(tmp_path, GPU_FIXTURES)
     catalog_card = builtin_catalog().devices["rtx-4090"]
     for ident in ("detected-nvidia-geforce-rtx-4080-super", "detected-navi-32-radeon-rx-7700-xt-7800-xt"):
         dev = cat.devices[ident]
