@@ -29,6 +29,7 @@ from ..formulas.speed import (
     gemm_time,
     host_overlapped_step,
     identical_sequence_routings,
+    metal_dequant_share,
     mmq_tile_reads,
     moe_expert_fraction,
     moe_expert_tiles,
@@ -40,9 +41,11 @@ from ..formulas.speed import (
 )
 from ..formulas.tensor_parallel import kv_fraction_per_device, shard_weights
 from ..formulas.weight_formats import (
+    GGUF_FTYPES,
     GROUP_SIZE_DEFAULT,
     OTHER_BYTES_DEFAULT,
     file_weight_bytes,
+    gguf_product_weights,
     normalize_format,
     weight_bytes,
 )
@@ -312,6 +315,39 @@ def _llamacpp_prefill_efficiency(spec: ModelSpec, device: Any, path: str, pc: An
     assumptions.append(Assumption("llamacpp_ubatch", int(cols), True,
                                   "llama.cpp n_ubatch (common/common.h default 512), capped at the prompt"))
     return flops / (peak * t)
+
+
+def _metal_prefill_efficiency(spec: ModelSpec, fmt: str, efficiency: float, flops: float, product_flops: float,
+                              assumptions: list[Assumption]) -> float:
+    """llama.cpp prefill on Apple silicon (Metal): the ``product_flops`` of the layer stack's matrix products pay the
+    dequantization of their weight tiles on the same shader ALUs (formulas/speed.py eq. 9m, w_q per GGML type from
+    efficiency.LLAMACPP_METAL_DEQUANT_OPS, weighted over the products' tensors of the file type); returned as the
+    share of the peak the prefill's ``flops`` reach so that eq. (3) keeps one form. F16 pays nothing (its tiles are
+    copied); a type without a count leaves eq. (9m) out, named."""
+    ftype = fmt[5:]
+    if ftype not in GGUF_FTYPES:
+        return efficiency
+    mix = gguf_product_weights(spec, ftype)
+    total = sum(w for _, w in mix)
+    ops_by_type = E.LLAMACPP_METAL_DEQUANT_OPS
+    missing = [g for g, _ in mix if g not in ops_by_type]
+    if missing or total <= 0:
+        assumptions.append(Assumption(
+            "llamacpp_metal_dequant_share", "not counted", True,
+            f"no dequantization count for {', '.join(missing) or 'these products'}: formulas/speed.py eq. (9m) left "
+            "out, the products timed as F16's (prefill may be faster than estimated)"))
+        return efficiency
+    ops = sum(w * ops_by_type[g] for g, w in mix) / total
+    share = metal_dequant_share(ops)
+    if share <= 0.0:
+        return efficiency
+    types = ", ".join(f"{g} {w / total:.0%}" for g, w in mix)
+    assumptions.append(Assumption(
+        "llamacpp_metal_dequant_share", round(share, 4), True,
+        f"{ops:.2f} shader operations per weight ({types} of the products' weights) x 16 weights dequantized per "
+        f"512 simdgroup-matrix FMAs per thread: the products take {1 + share:.3f} x their F16 time; "
+        + E.LLAMACPP_METAL_DEQUANT_SOURCE))
+    return efficiency * flops / (flops + product_flops * share)
 
 
 def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_format: str = "bf16",
@@ -660,6 +696,10 @@ def speed_model(spec: ModelSpec, device: Any, *, weights_format: str = "bf16", p
                                                   expert_quantized_bytes=float(expert_bytes)
                                                   if spec.moe is not None else 0.0,
                                                   stream_rate=bw * be if bw else None)
+            elif llamacpp and engine is None and device.kind == "apple" and peak is not None \
+                    and compute_efficiency is None:
+                ce_p = _metal_prefill_efficiency(spec, fmt, ce, p_flops,
+                                                 2.0 * (matmul_params - head_params) * prompt_tokens, assumptions)
 
             p_bytes = read_bytes * shard + kv_cache(spec, prompt_tokens, 1, kv_dtype, mla_mode=mla_mode, window_extra=0,
                                                     repeated_kv=repeated_kv).total_bytes * kv_share + state_bytes(1)

@@ -106,6 +106,24 @@ columns in a ubatch of n tokens are m ~ Binomial(n, k / E), so per expert the pr
 tile width, e_id the share the mul_mat_id tiles reach of the int8 rate on executed columns). Real routing is not
 uniform; a skewed load fills more partial tiles than (9''') counts.
 
+On Apple silicon llama.cpp's Metal backend runs every product of more than one column (ne11 > ne11_mm_min = 1) as
+``kernel_mul_mm`` (ggml-org/ggml src/ggml-metal.m @8c44bc9 L1474-1505; src/ggml-metal.metal @8c44bc9 L6147-6262,
+kernel_mul_mm_impl): a threadgroup of 128 threads computes a 64-row x 32-column output tile; for each 32-wide step
+along the reduction every thread first dequantizes 16 weights of the 64 x 32 weight tile (``dequantize_func(x, il,
+temp_a)``, one 4x4, into threadgroup memory as half), then each simdgroup issues 4 x 8 ``simdgroup_multiply_accumulate``
+of 8 x 8 x 8, i.e. 64 x 32 x 32 / 128 = 512 FMAs per thread. The weights are dequantized again for every 32-column
+tile (each threadgroup loads its own). Apple's GPUs before M5 have no separate matrix units: the simdgroup matrix
+instructions and the dequantization issue on the same shader ALUs whose rate is the catalog's FP16 peak. With w_q the
+shader operations the type's dequantize function spends per weight (estimate/efficiency.py
+LLAMACPP_METAL_DEQUANT_OPS, counted from the source) and the kernel issuing both at the same efficiency, the products
+take::
+
+    t = 2 P T / (R e) x (1 + w_q n_w / n_fma),     n_w = 16, n_fma = 512                   (9m)
+
+independent of the column count once the 32-column tiles are full (a ubatch of 512 tokens: 16 of them); an F16
+product's dequantize_f16 only copies (w_q = 0), so F16 keeps eq. (3) alone. w_q of a file type mixing GGML types
+(Q4_K_M: Q4_K and Q6_K) is the weight-weighted mean over the products' tensors.
+
 When all b sequences carry the same tokens (llama.cpp's llama-batched-bench feeds token 0 to every sequence:
 tools/batched-bench/batched-bench.cpp), they would route to the same k experts and (5) would take b = 1; measured
 on DGX Spark they do not (see eq. 11), so the batched form takes the routings of (11).
@@ -319,6 +337,22 @@ def dequantize_time(quantized_bytes: float, params: float, tokens: int, ubatch: 
         raise InputError("tokens and ubatch must be >= 1")
     _positive("stream_rate", stream_rate)
     return -(-tokens // ubatch) * (quantized_bytes + 2.0 * params) / stream_rate
+
+
+METAL_MM_WEIGHTS_PER_THREAD = 16  # kernel_mul_mm: one half4x4 dequantized per thread per 32-wide K step
+METAL_MM_FMA_PER_THREAD = 512  # 64 x 32 x 32 FMAs of a K step over the threadgroup's 128 threads
+
+
+def metal_dequant_share(ops_per_weight: float, weights_per_thread: int = METAL_MM_WEIGHTS_PER_THREAD,
+                        fma_per_thread: int = METAL_MM_FMA_PER_THREAD) -> float:
+    """Eq. (9m): the issue time a Metal ``kernel_mul_mm`` product spends dequantizing its weight tiles, as a share of
+    its simdgroup-matrix FMAs: ``ops_per_weight`` shader operations on each of ``weights_per_thread`` weights per
+    ``fma_per_thread`` FMAs."""
+    if ops_per_weight < 0:
+        raise InputError(f"ops_per_weight must not be negative, got {ops_per_weight}")
+    if weights_per_thread < 1 or fma_per_thread < 1:
+        raise InputError("weights_per_thread and fma_per_thread must be >= 1")
+    return ops_per_weight * weights_per_thread / fma_per_thread
 
 
 def mmq_tile_reads(tokens: int, ubatch: int, tile_columns: int) -> int:

@@ -523,6 +523,27 @@ def weight_bytes(spec: ModelSpec, fmt: str, group_size: int = GROUP_SIZE_DEFAULT
                        tuple(matrices))
 
 
+_NOT_PRODUCTS = frozenset({"embedding", "lm_head", "vision", "per_layer_embedding"})
+
+
+@lru_cache(maxsize=256)
+def gguf_product_weights(spec: ModelSpec, ftype: str) -> tuple[tuple[str, float], ...]:
+    """The weights a prompt token multiplies in the layer stack's matrix products, by the GGML type llama.cpp's
+    quantizer gives them for file type ``ftype`` (``gguf_tensor_type``): every 2-D weight but the embedding lookup,
+    the lm_head (run for the last token only), the vision tower and a per-layer embedding table; routed experts at the
+    share k / E a token runs. Sorted by type."""
+    if ftype not in GGUF_FTYPES:
+        raise InputError(f"unknown GGUF file type {ftype!r}")
+    share = spec.moe.experts_per_token / spec.moe.num_experts if spec.moe is not None else 1.0
+    out: dict[str, float] = {}
+    for t in model_tensors(spec):
+        if not t.matrix or t.component in _NOT_PRODUCTS:
+            continue
+        g = gguf_tensor_type(spec, ftype, t)
+        out[g] = out.get(g, 0.0) + t.numel * (share if t.component == "experts" else 1.0)
+    return tuple(sorted(out.items()))
+
+
 def file_weight_bytes(spec: ModelSpec) -> WeightBytes:
     """Weight bytes exactly as stored in the files the spec was read from (safetensors/GGUF)."""
     fw = spec.file_weights
