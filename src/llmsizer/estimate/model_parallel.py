@@ -45,7 +45,10 @@ FSDP_BESIDE_MP_WHY = {
            "(torchtitan reshard_after_forward_policy 'default' = not pp_enabled, @b5bcd76 "
            "torchtitan/distributed/fsdp.py lines 129-132; torch 2.13 pipelining/stage.py lines 844-847: no reshard "
            "after backward, no gradient sync), one reduce-scatter after the last micro-batch's backward "
-           "(perform_reduce_grad, stage.py lines 1164-1191), not hidden"),
+           "(perform_reduce_grad, stage.py lines 1164-1191), not hidden; the fill waits for each stage's first-forward "
+           "gathers in turn under 1F1B (eq. (P7): schedules.py lines 1064-1075, no unshard before the forward "
+           "receive), for rank 0's first chunk's under Interleaved1F1B, which unshards every local stage at the "
+           "step's start (eq. (P7'): _add_unshard_reshard, schedules.py lines 1285-1366)"),
 }
 DP_GRAD_OVERLAP_WHY = ("Megatron's default: gradients all-reduced once per optimizer step after the last micro-batch's "
                        "backward, not overlapped (SC21 megatron/training.py @6985e58 lines 369-374; Megatron-Core "
@@ -235,6 +238,10 @@ def model_parallel_time(spec: ModelSpec, w: TrainingWorkload, stage_seconds: flo
                                 + f", {mp.dp_exposed_seconds * 1e3:.4g} ms of it not hidden"))
     elif dp > 1:
         notes.append(Assumption("dp_grad_overlap", False, True, DP_GRAD_OVERLAP_WHY))
+    if fsdp_comm is not None and pp > 1 and v > 3:
+        warnings.append(f"{v} interleaved stages a rank: torch's runtime keeps at most 3 stages unsharded "
+                        "(_add_unshard_reshard max_active_stages = 3) and gathers the evicted ones again within the "
+                        "step; their FSDP all-gathers are counted once")
     if pp > 1 and w.grad_accumulation < pp:
         warnings.append(f"{w.grad_accumulation} micro-batches per step on {pp} pipeline stages: the bubble "
                         f"(p - 1)/(v m) = {mp.bubble:.2g} of the step (give grad_accumulation = micro-batches per "

@@ -114,13 +114,38 @@ formulas/training_time.py eq. (7c)'s W, W_b and G for the units of the stage (es
   ``distributed/pipelining/stage.py`` ``backward_maybe_with_nosync`` lines 844-847), and ``perform_reduce_grad``
   (lines 1164-1191), which the schedule calls after the last micro-batch's backward (``schedules.py`` line 960,
   1177; 2607 for the multi-stage schedules), turns both on and runs every unit's ``post_backward``: the one
-  reduce-scatter of the step, after the last compute. The first micro-batch's forward hides the gathers as the
-  forward of eq. (8'); the reduce-scatter is not hidden::
+  reduce-scatter of the step, after the last compute; the reduce-scatter is not hidden (the first stage's is the
+  step's last collective). When the gathers run decides what the pipeline fill waits for (torch 2.13, read in
+  ``distributed/pipelining/schedules.py``, ``distributed/fsdp/_fully_shard/``):
 
-      c_fsdp = max(phi t_micro + a_1, c_f + phi t_micro / U) - phi t_micro + c_b,   W_b = 0       (P7)
-      t_step = t_pipe + c_fsdp
+  * ``Schedule1F1B`` and ``ScheduleGPipe`` (one stage a rank) issue no unshard of their own: a stage's all-gathers
+    run in FSDP2's pre-forward hooks of its first forward, which starts only once that micro-batch's activations
+    have arrived (``schedules.py`` lines 1064-1075: ``_wait_batch_p2p`` of the forward receive, then
+    ``forward_one_chunk``; GPipe lines 905-915); on a GPU the root pre-forward makes the all-gather streams wait for
+    the current stream, which holds that receive (``_fsdp_state.py`` ``_root_pre_forward`` lines 151-154). So
+    stage s gathers only after stage s - 1's first forward, each stage hides its gathers behind its own first
+    forward as the forward of eq. (8') and no more, and the waits add up along the fill: the last stage starts
+    its first micro-batch sum_s e_s late, every stage's e_s on the critical path (P7)::
 
-  (each stage's first forward waits for its own gathers; the stage with the longest c_fsdp is taken, once).
+        e_s = max(phi t_micro + a_1, c_f + phi t_micro / U) - phi t_micro,    c_fsdp = p e_s + c_b,   W_b = 0
+
+  * ``ScheduleInterleaved1F1B`` (v stages a rank, run by ``_PipelineScheduleRuntime``) lowers its schedule with
+    ``_add_unshard_reshard`` (lines 1285-1366): before a rank's first action it issues an UNSHARD of each of the
+    next ``max_active_stages`` = 3 local stages it will run (every local stage when v <= 3), each an
+    ``unshard(async_op=True)`` of every FSDP module of the stage (lines 2489-2500), on the current stream
+    (``_fsdp_param_group.py`` ``get_all_gather_streams`` lines 116-126), and a FORWARD first waits for its stage's
+    handles (``_assert_unsharded``, lines 2394-2405, 2516-2517). Every rank's all-gathers thus start with the step,
+    one after the other on its data-parallel link, and run while the rank waits for the fill: rank r > 0 has its
+    first chunk's by the time its input arrives, rank 0 waits for the whole of its first chunk's (c_f / v, none
+    of it hidden behind compute), and its chunk j must be gathered ((j + 1) c_f / v after the start) by the time
+    micro-batch 0 comes round to it, after j p chunk forwards of phi t_micro / v::
+
+        c_fsdp = max(c_f / v, c_f - (v - 1) p phi t_micro / v) + c_b                                    (P7')
+
+  Measured on 4 gloo ranks (PP 2 x FSDP 2, a slowed all-gather and a slowed forward):
+  tests/training/test_pipeline_fsdp_gather_fill.py. The stage with the most FSDP bytes is taken for every stage
+  (p e_s: an upper bound of the sum when stages differ). With v > 3 the runtime re-gathers evicted stages within
+  the step (more all-gathers than counted here).
 
 Ring latency (the alpha term) is not counted: per-layer messages are T h a = tens to hundreds of MB at the
 micro-batch sizes of these runs (formulas/network.py, bandwidth term dominant).
@@ -228,6 +253,27 @@ def data_parallel_bus_bandwidth(intra: float, network: float | None, devices_per
     return min(intra, per_group * network / devices_per_node)
 
 
+def pipeline_fill_gather_seconds(stages: int, virtual: int, forward_seconds: float, fsdp: DataParallelComm) -> float:
+    """Eqs. (P7), (P7'): the seconds of FSDP2's all-gathers the pipeline fill waits for in a step of ``stages`` ranks,
+    ``virtual`` stages a rank (1: ``Schedule1F1B`` / ``ScheduleGPipe``; more: ``ScheduleInterleaved1F1B``), from a
+    rank's forward per micro-batch phi t_micro [s] (all its stages) and its gathers (``fsdp``: c_f the forward's
+    all-gathers of all its stages, a_1 the first unit's, U its units).
+
+    >>> from llmsizer.formulas.training_time import data_parallel_comm
+    >>> c = data_parallel_comm(2, 2, 100.0, 0.0, "full", 1, 200.0, regathered_bytes=0.0)   # c_f = a_1 = 0.25 s
+    >>> pipeline_fill_gather_seconds(4, 1, 1.0, c)   # each of the 4 stages waits for its own, one after the other
+    1.0
+    >>> pipeline_fill_gather_seconds(4, 2, 1.0, c)   # prefetched at the step's start: rank 0's first chunk's only
+    0.125
+    """
+    if stages < 1 or virtual < 1 or forward_seconds < 0:
+        raise InputError("stages and virtual stages must be >= 1, forward seconds not negative")
+    t_f, c_f = forward_seconds, fsdp.forward_seconds
+    if virtual == 1:
+        return stages * (max(t_f + fsdp.first_seconds, c_f + t_f / fsdp.units) - t_f)
+    return max(c_f / virtual, c_f - (virtual - 1) * stages * t_f / virtual)
+
+
 class ModelParallelStep(NamedTuple):
     """Eqs. (T1)-(P6) for one device: per micro-batch and per optimizer step [s, B]."""
 
@@ -304,9 +350,10 @@ def model_parallel_step(stage_seconds: float, micro_batches: int, stages: int, v
     (12.1, 3.3)
     >>> from llmsizer.formulas.training_time import data_parallel_comm
     >>> c = data_parallel_comm(2, 2, 100.0, 200.0, "full", 4, 100.0, regathered_bytes=0.0)  # c_f 0.5 s, c_b 1 s
-    >>> f = model_parallel_step(3.0, 8, 4, 1, 0.0, 1.0, 0.0, 1.0, 0.0, 1.0, fsdp=c)  # (8 + 3) x 3 s + a_1 + c_b
-    >>> f.step_seconds, f.dp_exposed_seconds   # the gathers (0.5 s) hide behind the first forward (1 s) but a_1
-    (34.125, 1.125)
+    >>> f = model_parallel_step(3.0, 8, 4, 1, 0.0, 1.0, 0.0, 1.0, 0.0, 1.0, fsdp=c)  # (8 + 3) x 3 s + 4 a_1 + c_b
+    >>> f.step_seconds, f.dp_exposed_seconds   # each stage's gathers (0.5 s) hide behind its first forward (1 s)
+    (34.5, 1.5)
+    >>> # but its a_1 (0.125 s), and the 4 stages' first forwards run one after the other (eq. (P7))
     """
     if stage_seconds < 0 or micro_batches < 1 or stages < 1 or virtual < 1:
         raise InputError("stage seconds must not be negative; micro-batches, stages, virtual stages >= 1")
@@ -325,9 +372,8 @@ def model_parallel_step(stage_seconds: float, micro_batches: int, stages: int, v
         with_fsdp = micro_step_seconds(micro, forward_share, fsdp)
         exposed, micro = micro_batches * (with_fsdp - micro), with_fsdp
         c_dp, dp_bytes = micro_batches * (fsdp.forward_seconds + fsdp.backward_seconds), micro_batches * fsdp.bytes
-    elif fsdp is not None:  # once per step: the first forward's gathers, the reduce-scatter after the last backward
-        t_f = forward_share * micro
-        exposed = max(t_f + fsdp.first_seconds, fsdp.forward_seconds + t_f / fsdp.units) - t_f + fsdp.backward_seconds
+    elif fsdp is not None:  # once per step: the gathers the fill waits for, the reduce-scatter after the last backward
+        exposed = pipeline_fill_gather_seconds(stages, virtual, forward_share * micro, fsdp) + fsdp.backward_seconds
         c_dp, dp_bytes = fsdp.forward_seconds + fsdp.backward_seconds, fsdp.bytes
     bubble = (stages - 1) / virtual * micro
     pipe = micro_batches * micro + bubble
