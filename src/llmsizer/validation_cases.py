@@ -476,7 +476,8 @@ NETWORK_NOT_STATED = "network between nodes not stated"
 # tables were measured again for b2a43a147 / 5e85bd62d ('amp_bf16 | DEFAULT', new values), whose sweep.sh line 5
 # sets IMAGE="mosaicml/pytorch:2.1.0_cu121-python3.10-ubuntu20.04". Composer's activation checkpointing is
 # use_reentrant=False (submit_benchmarks.py @300cc5c58 mod_parameters: activation_checkpointing_reentrant False),
-# which on torch 1.13 re-runs each checkpointed block whole (specs/training.py CHECKPOINT_IMPLS), on 2.1 stops early.
+# which on torch 1.13 re-runs each checkpointed block whole (specs/training.py CHECKPOINT_IMPLS); the 2.1.0 tables
+# keep the early-stopping count the Ampere calibration rows (PM0890-PM0896, A100 80GB) were fitted with.
 MPT_CHECKPOINT_IMPL = {"a100_40gb": "non-reentrant-no-early-stop"}
 # The Ampere utilisation's calibration rows (estimate/efficiency.py TRAINING_UTILIZATION_BY_ARCH['ampere']): the
 # MPT-7B rows of the A100 80GB table on one node (7 rows, 1k-64k tokens, with and without checkpointing), chosen
