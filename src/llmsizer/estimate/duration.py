@@ -205,7 +205,7 @@ def flops_per_token(spec: ModelSpec, method: str = "full", seq_len: int = 2048, 
                                                  else full_recompute_flops, st), width, seq_len, ckpt_attn)
         f += r
         formula = (f"{base} + {r:.4g} (full recomputation of {len(ckpt)} decoder layers{every}, "
-                   + ("reentrant: each layer's whole forward again)" if reentrant
+                   + ("each layer's whole forward again: reentrant, or non-reentrant without early stop)" if reentrant
                       else "early stop before each layer's last matmul)"))
         source += ", (2')"
     elif recompute == "selective-op":
