@@ -81,6 +81,7 @@ from .models import load_model
 from .numbers import CONCURRENCY, TRAIN_TOKENS, check_number
 from .result import Assumption, Notes
 from .specs import InferenceWorkload, ModelSpec, TrainingWorkload
+from .specs.training import recomputes_whole_layer
 from .specs.workload import ENGINE_SETTINGS, check_pool_shares, engine_setting_given, normalize_engine
 from .suggest import did_you_mean
 from .units import format_bytes, format_count, format_seconds
@@ -864,7 +865,7 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
     w = TrainingWorkload(**{k: v for k, v in wl.items() if k in TrainingWorkload.__dataclass_fields__})
     method = w.method
     fl = flops_per_token(spec, w.method, w.seq_len, recompute_mode(w.grad_checkpointing), w.rank, w.targets,
-                         w.checkpoint_every, w.checkpoint_impl == "reentrant")
+                         w.checkpoint_every, recomputes_whole_layer(w.checkpoint_impl))
     fpt = fl.per_token
     timed: dict[str, tuple[tuple[Assumption, ...], tuple[str, ...]]] = {}  # each timed option's duration notes
     cands, rejected = _candidates(cat, c, training=True)

@@ -470,6 +470,15 @@ MPT_SHARDING = {"FULL_SHARD": "full", "SHARD_GRAD_OP": "grad_op"}
 # (RoCE)', '## A100 80GB with 1600 Gbps node-node interconnect (RoCE)'; the H100 headings name none)
 MPT_NETWORK = {"a100_40gb": "1600 Gb/s", "a100_80gb": "1600 Gb/s"}
 NETWORK_NOT_STATED = "network between nodes not stated"
+# The torch that ran each table, by its GPU: the A100 40GB table is unchanged since the README's first version
+# (300cc5c58, 2023-05-03: identical rows at 4952183, 'bf16 | PURE'), whose sweep.sh ran every line with
+# IMAGE="mosaicml/pytorch:1.13.1_cu117-python3.10-ubuntu20.04" (line 5, passed as --image); the A100 80GB and H100
+# tables were measured again for b2a43a147 / 5e85bd62d ('amp_bf16 | DEFAULT', new values), whose sweep.sh line 5
+# sets IMAGE="mosaicml/pytorch:2.1.0_cu121-python3.10-ubuntu20.04". Composer's activation checkpointing is
+# use_reentrant=False (submit_benchmarks.py @300cc5c58 mod_parameters: activation_checkpointing_reentrant False),
+# which on torch 1.13 re-runs each checkpointed block whole (specs/training.py CHECKPOINT_IMPLS); the 2.1.0 tables
+# keep the early-stopping count the Ampere calibration rows (PM0890-PM0896, A100 80GB) were fitted with.
+MPT_CHECKPOINT_IMPL = {"a100_40gb": "non-reentrant-no-early-stop"}
 # The Ampere utilisation's calibration rows (estimate/efficiency.py TRAINING_UTILIZATION_BY_ARCH['ampere']): the
 # MPT-7B rows of the A100 80GB table on one node (7 rows, 1k-64k tokens, with and without checkpointing), chosen
 # before looking at errors as the model size of the Ada calibration row (Llama2-7B); every other A100 row is held out.
@@ -606,10 +615,12 @@ def mpt_config(model: str, seq_len: int) -> dict[str, Any]:
 def mpt_fields(m: MptRow) -> dict[str, Any]:
     """TrainingWorkload fields of one benchmark row."""
     fp8: dict[str, Any] = dict(float8=True, float8_recipe="transformer-engine") if "fp8" in m.precision else {}
+    impl: dict[str, Any] = ({"checkpoint_impl": MPT_CHECKPOINT_IMPL[m.gpu]}
+                            if m.checkpointing and m.gpu in MPT_CHECKPOINT_IMPL else {})
     return dict(method="full", precision="bf16-mixed", micro_batch=m.micro_batch, seq_len=m.seq_len,
                 grad_accumulation=m.grad_accumulation, grad_checkpointing="full" if m.checkpointing else "none",
                 fsdp=MPT_SHARDING[m.sharding], fsdp_version=1, optimizer="adamw", attention="flash", gpus=m.gpus,
-                **fp8)
+                **fp8, **impl)
 
 
 def mpt_case(r: dict[str, str]) -> Case | NotExpressed:
@@ -628,7 +639,9 @@ def mpt_case(r: dict[str, str]) -> Case | NotExpressed:
     excluded = CALIBRATION if calib else (NETWORK_NOT_STATED if nodes and network is None else "")
     note = (("calibration row of efficiency." + TRAINING_SPEED_CALIBRATION[rid] + "; " if calib else "")
             + f"{m.gpus} x {dev.id}, utilisation {d.utilization:.3f}; {m.sharding}, "
-            + ("non-reentrant activation checkpointing" if m.checkpointing else "no checkpointing")
+            + (("non-reentrant activation checkpointing"
+                + (" (torch 1.13: whole-block recomputation, no early stop)" if m.gpu in MPT_CHECKPOINT_IMPL else ""))
+               if m.checkpointing else "no checkpointing")
             + f"; micro-batch {m.micro_batch} x {m.seq_len}, accumulation {m.grad_accumulation}"
             + ("; TransformerEngine FP8 linears (amp_fp8, fc_type te)" if "fp8" in m.precision else "")
             + (f"; GEMM shape efficiency {st.shape_efficiency:.3f}; per micro-step compute {st.compute_seconds:.2f} s"

@@ -66,3 +66,17 @@ def test_reentrant_recompute_holds_the_layer_output() -> None:
 def test_reentrant_needs_full_checkpointing() -> None:
     with pytest.raises(InputError, match="reentrant"):
         estimate_training("llama-3.1-8b", grad_checkpointing="selective-op", checkpoint_impl="reentrant")
+
+
+def test_torch_1_13_checkpoint_needs_full_checkpointing() -> None:
+    """'non-reentrant-no-early-stop' is torch 1.13's checkpoint around whole layers: refused with a selective policy
+    or without checkpointing (one-line bad input), its memory the non-reentrant one's (the recomputed output is
+    dropped where it is made)."""
+    spec = spec_from_config(CONFIG, name="tiny-llama")
+    fields = dict(precision="bf16", micro_batch=B, seq_len=S, optimizer="sgd")
+    for ckpt in ("none", "selective-op"):
+        with pytest.raises(InputError, match="non-reentrant-no-early-stop"):
+            estimate_training(spec, **fields, grad_checkpointing=ckpt, checkpoint_impl="non-reentrant-no-early-stop")
+    old = estimate_training(spec, **fields, grad_checkpointing="full", checkpoint_impl="non-reentrant-no-early-stop")
+    new = estimate_training(spec, **fields, grad_checkpointing="full")
+    assert old.details["phases"] == new.details["phases"]

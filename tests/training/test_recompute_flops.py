@@ -133,3 +133,35 @@ def test_reentrant_checkpoint_reruns_the_whole_layer() -> None:
     # one down projection (i -> h, 2 i h FLOPs per token) per layer more than the early stop's count
     assert whole - sum(full_recompute_flops(spec, i, st) for i in range(spec.num_layers)) \
         == LLAMA["num_hidden_layers"] * 2 * LLAMA["intermediate_size"] * LLAMA["hidden_size"]
+
+
+def test_non_reentrant_checkpoint_without_early_stop_reruns_the_whole_layer() -> None:
+    """torch 1.13's non-reentrant checkpoint re-ran the whole checkpointed function when the backward first unpacked
+    a saved tensor (torch v1.13.1 torch/utils/checkpoint.py ``_checkpoint_without_reentrant``), as today's does with
+    its early stop turned off (``set_checkpoint_early_stop(False)``, torch 2.13.0 torch/utils/checkpoint.py lines
+    773-804). PyTorch's FLOP counter over a real CPU step of transformers' non-reentrant gradient checkpointing under
+    that switch must give the recompute that checkpoint_impl 'non-reentrant-no-early-stop' times (the duration's
+    ``flops_per_token`` with ``recomputes_whole_layer``), less the attention core's 4 L d s, which the counter does
+    not see in the CPU SDPA kernel (module docstring)."""
+    from torch.utils.checkpoint import set_checkpoint_early_stop
+
+    from llmsizer.estimate.duration import flops_per_token
+    from llmsizer.specs.training import recomputes_whole_layer
+
+    def count(checkpointing: bool) -> int:
+        model = _llama()
+        if checkpointing:
+            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        with set_checkpoint_early_stop(False):
+            return _step_flops(model)
+
+    spec = spec_from_config(LLAMA, name="tiny-llama")
+    impl = "non-reentrant-no-early-stop"
+    plain = flops_per_token(spec, "full", TOKENS, "none").per_token
+    rerun = flops_per_token(spec, "full", TOKENS, "full", reentrant=recomputes_whole_layer(impl)).per_token
+    attention = 4 * LLAMA["num_hidden_layers"] * LLAMA["hidden_size"] * TOKENS  # d = 10 heads x 32 = hidden
+    assert count(True) - count(False) == (rerun - plain - attention) * TOKENS
+    # and not the early-stopping count: one down projection per layer more
+    early = flops_per_token(spec, "full", TOKENS, "full").per_token
+    assert rerun - early == LLAMA["num_hidden_layers"] * 2 * LLAMA["intermediate_size"] * LLAMA["hidden_size"]
+    assert not recomputes_whole_layer("non-reentrant") and recomputes_whole_layer("reentrant")

@@ -308,7 +308,9 @@ def add_training_args(p: argparse.ArgumentParser, *, attention: bool = True,
                    "torch elsewhere, ROCm included)")
     g.add_argument("--checkpoint-impl", choices=CHECKPOINT_IMPLS, help="with --grad-checkpointing full: torch.utils."
                    "checkpoint use_reentrant=False (non-reentrant: transformers >= 5, torchtune) or True (reentrant: "
-                   f"transformers 4.35-4.x; recomputes each layer's output too) (default {TW.checkpoint_impl})")
+                   "transformers 4.35-4.x; recomputes each layer's output too), or use_reentrant=False on torch 1.13 "
+                   "(non-reentrant-no-early-stop: its recomputation re-runs each layer's last matmul too) "
+                   f"(default {TW.checkpoint_impl})")
     g.add_argument("--nf4-quantizer", choices=NF4_QUANTIZERS, help="with --method qlora: what quantizes the base on "
                    "the device and runs its matmuls: bitsandbytes (>= 0.43.2: PEFT/transformers), bitsandbytes-0.42 "
                    "(before 0.43.2: each 4-bit matmul keeps its input for the backward), lightning-bnb-0.42 (litgpt: "

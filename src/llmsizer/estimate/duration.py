@@ -87,7 +87,7 @@ from ..numbers import TRAIN_TOKENS, UTILIZATION, check_number
 from ..request.quantities import parse_bandwidth
 from ..result import Assumption
 from ..specs import ModelSpec, TrainingWorkload
-from ..specs.training import normalize_targets
+from ..specs.training import normalize_targets, recomputes_whole_layer
 from ..suggest import unknown_choice
 from . import efficiency as E
 from . import ranges as R
@@ -178,7 +178,8 @@ def flops_per_token(spec: ModelSpec, method: str = "full", seq_len: int = 2048, 
     """Training FLOPs per token for ``method`` (full, lora, dora, qlora) and ``recompute`` ('none', 'full',
     'selective-op'; see :func:`recompute_mode`) on every ``checkpoint_every``-th layer; ``reentrant``: a full
     recomputation re-runs each layer's last matmul too (``checkpoint_impl`` 'reentrant', Megatron-LM's
-    CheckpointFunction); memoized on its immutable arguments (the same for every device of a catalog search)."""
+    CheckpointFunction, or 'non-reentrant-no-early-stop': specs/training.py ``recomputes_whole_layer``); memoized
+    on its immutable arguments (the same for every device of a catalog search)."""
     n = count_params(spec).active
     width = attention_width(spec)
     # L of the attention-core term: the layers that attend to the sequence (a hybrid's per-layer schedule,
@@ -204,7 +205,7 @@ def flops_per_token(spec: ModelSpec, method: str = "full", seq_len: int = 2048, 
                                                  else full_recompute_flops, st), width, seq_len, ckpt_attn)
         f += r
         formula = (f"{base} + {r:.4g} (full recomputation of {len(ckpt)} decoder layers{every}, "
-                   + ("reentrant: each layer's whole forward again)" if reentrant
+                   + ("each layer's whole forward again: reentrant, or non-reentrant without early stop)" if reentrant
                       else "early stop before each layer's last matmul)"))
         source += ", (2')"
     elif recompute == "selective-op":
@@ -1111,7 +1112,7 @@ def training_duration(spec: ModelSpec, device: Device, devices: int, tokens: flo
                                      rank=rank, targets=normalize_targets(targets), gpus=devices)
     recompute = recompute_mode(w.grad_checkpointing)
     fl = flops or flops_per_token(spec, w.method, w.seq_len, recompute, w.rank, w.targets, w.checkpoint_every,
-                                  w.checkpoint_impl == "reentrant")
+                                  recomputes_whole_layer(w.checkpoint_impl))
     own = True
     peak, key, cpu_vector = training_peak(device, w.precision)
     if device.kind == "cpu":

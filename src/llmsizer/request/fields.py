@@ -229,7 +229,8 @@ TRAINING = (
             "with tp > 1)", template=False, choices=_LOSSES),
           F("loss_chunks", "int", "cross-entropy chunks (torchtune: 8)", template=False, minimum=1),
           F("checkpoint_offload", "bool", "checkpointed layer inputs in host RAM (Unsloth)", template=False),
-          F("checkpoint_impl", "enum", "torch.utils.checkpoint implementation: non-reentrant or reentrant",
+          F("checkpoint_impl", "enum", "torch.utils.checkpoint implementation: non-reentrant, reentrant or "
+            "non-reentrant-no-early-stop (torch 1.13's)",
             template=False, choices=CHECKPOINT_IMPLS),
           F("nf4_quantizer", "enum", "QLoRA: the code quantizing the base on the device and running its matmuls "
             "(bitsandbytes, bitsandbytes-0.42, lightning-bnb-0.42, torchao, torchao-0.1)", template=False,

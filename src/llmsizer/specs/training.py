@@ -26,9 +26,19 @@ PRECISIONS = ("fp32", "bf16-mixed", "fp16-mixed", "fsdp-bf16-mixed", "bf16", "fp
 STATE_DTYPES = ("fp32", "bf16", "fp16")
 OPTIMIZER_IMPLS = ("fused", "foreach", "for-loop")
 GRAD_CHECKPOINTING = ("none", "full", "selective", "selective-op")
-# torch.utils.checkpoint's two implementations (use_reentrant=False | True; formulas/training_activations.py
-# reentrant_recompute_bytes)
-CHECKPOINT_IMPLS = ("non-reentrant", "reentrant")
+# torch.utils.checkpoint's implementations (use_reentrant=False | True; formulas/training_activations.py
+# reentrant_recompute_bytes), and use_reentrant=False as torch 1.13 ran it: its saved-tensor unpack hook re-ran the
+# whole checkpointed function (torch v1.13.1 torch/utils/checkpoint.py ``_checkpoint_without_reentrant``: ``_unused =
+# function(*args, **kwargs)``), where later releases stop the recomputation once the backward's tensors are rebuilt
+# (``early_stop``, default True: torch 2.13.0 torch/utils/checkpoint.py lines 773-804, raised at lines 1128-1131)
+CHECKPOINT_IMPLS = ("non-reentrant", "reentrant", "non-reentrant-no-early-stop")
+
+
+def recomputes_whole_layer(checkpoint_impl: str) -> bool:
+    """Whether a full recomputation under ``checkpoint_impl`` re-runs each layer's last matmul too
+    (formulas/selective_checkpointing.py ``full_recompute_flops`` early_stop False): the reentrant
+    ``CheckpointFunction`` and the non-reentrant checkpoint without early stop do; the early-stopping one does not."""
+    return checkpoint_impl in ("reentrant", "non-reentrant-no-early-stop")
 TRAIN_ATTENTION = ("sdpa", "flash", "eager")
 FSDP_MODES = ("full", "grad_op", "hybrid")
 OFFLOAD = ("none", "optimizer", "params")
@@ -192,7 +202,10 @@ class TrainingWorkload:
         ``F.cross_entropy`` in the forward and in the backward; ``formulas/training_activations.py`` eqs. LP1/LP2).
     checkpoint_impl: with grad_checkpointing 'full', torch.utils.checkpoint's 'non-reentrant' (use_reentrant=False,
         transformers' default since 5.0, torchtune's) or 'reentrant' (use_reentrant=True: transformers 4.35-4.x's
-        default): the reentrant backward recomputes the layer's output too (one hidden state per recompute).
+        default): the reentrant backward recomputes the layer's output too (one hidden state per recompute);
+        'non-reentrant-no-early-stop': use_reentrant=False on torch 1.13, whose recomputation re-runs the layer's
+        last matmul too (timed as the reentrant one; its memory as the non-reentrant one: the recomputed output is
+        dropped as soon as it is made).
     nf4_quantizer: with method 'qlora', the code that quantizes the base on the device when the model is built and
         runs its matmuls: 'bitsandbytes' (>= 0.43.2: PEFT / transformers), 'bitsandbytes-0.42' (before 0.43.2: each
         4-bit matmul keeps its input for the backward), 'lightning-bnb-0.42' (litgpt: Lightning Fabric's
@@ -436,6 +449,11 @@ class TrainingWorkload:
             raise InputError("checkpoint_impl 'reentrant' is torch's CheckpointFunction around whole layers: it needs "
                              "grad_checkpointing 'full' without checkpoint_offload (selective policies and Unsloth's "
                              "offload are non-reentrant)")
+        if self.checkpoint_impl == "non-reentrant-no-early-stop" and (self.grad_checkpointing != "full"
+                                                                      or self.checkpoint_offload):
+            raise InputError("checkpoint_impl 'non-reentrant-no-early-stop' is torch 1.13's checkpoint around whole "
+                             "layers: it needs grad_checkpointing 'full' without checkpoint_offload (selective "
+                             "policies and Unsloth's offload are later code)")
         if self.compile_scope != "layers+loss" and not self.compile:
             raise InputError(f"compile_scope {self.compile_scope!r} says what torch.compile covers; give compile too")
         if self.float8_recipe != "torchao" and not self.float8:
