@@ -459,6 +459,23 @@ QWEN7B_INT4 = dict(QWEN7B_V1, quantization_config={"quant_method": "gptq", "bits
 # and kept out of the summary (NETWORK_NOT_STATED). FP8 rows (amp_fp8: submit_benchmarks.py lines 469-470 set
 # model.fc_type 'te' on h100_80gb, TransformerEngine te.Linear for every linear) are float8 with float8_recipe
 # 'transformer-engine' (formulas/float8_training.py eq. F3).
+# The attention each framework of the training-speed rows runs, read from its code (tests/hardware/
+# test_attention_kernels.py cites each line): TrainingWorkload (attention, attention_kernel), the kernel None where it
+# is the attention's default (specs/training.py DEFAULT_ATTENTION_KERNEL). torchtitan @9dec370 and torchtune call
+# F.scaled_dot_product_attention (SDPA's dispatch); VectorLM loads the model with attn_implementation
+# "flash_attention_2" (the flash-attn package); llm-foundry's benchmark yamls set attn_impl: triton (its
+# flash_attn_triton.py on triton_pre_mlir); Megatron-LM 2021-2022 runs the unfused attention.
+FRAMEWORK_ATTENTION: dict[str, tuple[str, str | None]] = {
+    "torchtitan": ("sdpa", None), "torchtune": ("sdpa", None), "vectorlm": ("flash", None),
+    "llm-foundry": ("flash", "triton-flash"), "megatron-lm": ("eager", None)}
+
+
+def framework_attention(framework: str) -> dict[str, Any]:
+    """The TrainingWorkload attention fields of a framework's rows (FRAMEWORK_ATTENTION)."""
+    attention, kernel = FRAMEWORK_ATTENTION[framework]
+    return dict(attention=attention, **({} if kernel is None else {"attention_kernel": kernel}))
+
+
 MPT_SHAPES = {"125m": (768, 12, 12), "350m": (1024, 16, 24), "760m": (1536, 12, 24), "1b": (2048, 16, 24),
               "3b": (2560, 20, 32), "7b": (4096, 32, 32), "13b": (5120, 40, 40), "30b": (7168, 56, 48),
               "70b": (8192, 64, 80)}
@@ -547,7 +564,7 @@ def vectorlm_fields(r: dict[str, str]) -> dict[str, Any]:
     fields: dict[str, Any] = dict(method="full" if r["method"] == "full" else "lora", precision="bf16",
                                   micro_batch=int(r["batch_size"]), seq_len=int(r["seq_len"]), grad_accumulation=4,
                                   grad_checkpointing="full", fsdp="full", fsdp_version=1, optimizer="adamw",
-                                  attention="flash", gpus=int(r["num_gpus"]))
+                                  **framework_attention("vectorlm"), gpus=int(r["num_gpus"]))
     if fields["method"] == "lora":
         fields.update(rank=8, targets="q,v", adapter_dtype="bf16")
     return fields
@@ -619,8 +636,8 @@ def mpt_fields(m: MptRow) -> dict[str, Any]:
                             if m.checkpointing and m.gpu in MPT_CHECKPOINT_IMPL else {})
     return dict(method="full", precision="bf16-mixed", micro_batch=m.micro_batch, seq_len=m.seq_len,
                 grad_accumulation=m.grad_accumulation, grad_checkpointing="full" if m.checkpointing else "none",
-                fsdp=MPT_SHARDING[m.sharding], fsdp_version=1, optimizer="adamw", attention="flash", gpus=m.gpus,
-                **fp8, **impl)
+                fsdp=MPT_SHARDING[m.sharding], fsdp_version=1, optimizer="adamw",
+                **framework_attention("llm-foundry"), gpus=m.gpus, **fp8, **impl)
 
 
 def mpt_case(r: dict[str, str]) -> Case | NotExpressed:
@@ -692,7 +709,8 @@ MEGATRON_NETWORK = "ib-hdr"
 # attention (no fused attention kernel in Megatron-LM 2021-2022: formulas/eager_attention_traffic.py), DGX A100 nodes
 # of 8 over HDR InfiniBand
 MEGATRON_SELENE: dict[str, Any] = dict(method="full", precision="megatron-fp16", seq_len=2048, gpus_per_node=8,
-                                       network=MEGATRON_NETWORK, optimizer="adamw", attention="eager")
+                                       network=MEGATRON_NETWORK, optimizer="adamw",
+                                       **framework_attention("megatron-lm"))
 
 
 # Megatron-LM's full recomputation is its own reentrant CheckpointFunction around each layer (megatron/mpu/random.py

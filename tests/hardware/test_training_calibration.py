@@ -349,9 +349,10 @@ def test_host_seconds_per_kernel_follows_from_its_row(monkeypatch: pytest.Monkey
 def test_float8_gemm_share_follows_from_its_row() -> None:
     """FLOAT8_GEMM_SHARE from PM0503 (torchtitan Llama 3.1 8B FSDP + compile + Float8, 8 x H100, 8532 tokens/s per
     GPU), Hopper's u fixed by its BF16 twin PM0501: the share of the FP8 peak the float8 GEMMs reach over the BF16
-    GEMMs' share, solved by bisection through the one duration rule. Since the attention kernel runs on its mma.sync
-    ceiling on Hopper (efficiency.flash_attention_peak_share) the share is 1.027: at share 1 the row is under-predicted
-    by about 1 %, at the 0.9191 fitted before by about 8 %."""
+    GEMMs' share, solved by bisection through the one duration rule. 1.027 while SDPA's FlashAttention-2 was timed at
+    the Triton kernel's rate on its mma.sync ceiling (#12: above 1, which reads as a miss elsewhere); 0.865 since it
+    runs at FlashAttention-2's own speed (efficiency.attention_kernel_share, Dao 2023 section 4.1): below 1 again.
+    """
     from llmsizer.validation_cases import TORCHTITAN_FSDP, TORCHTITAN_SETTINGS, TRAINING_SPEED_CALIBRATION
 
     assert TRAINING_SPEED_CALIBRATION["PM0503"] == "FLOAT8_GEMM_SHARE"
@@ -368,7 +369,7 @@ def test_float8_gemm_share_follows_from_its_row() -> None:
         assert d.tokens_per_second is not None
         return d.tokens_per_second / n
 
-    assert per_gpu(1.0) < target < per_gpu(1.5)
+    assert per_gpu(0.5) < target < per_gpu(1.0)
     lo, hi = 0.3, 1.5  # tokens/s rise with the share
     for _ in range(40):
         mid = (lo + hi) / 2

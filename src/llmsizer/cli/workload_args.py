@@ -62,6 +62,7 @@ from ..specs.training import (
     PIPELINE_SPLITS,
     PRECISIONS,
     STATE_DTYPES,
+    TRAIN_ATTENTION_KERNELS,
 )
 from ..specs.workload import ENGINE_RULE_TEXT, MEMORY_METRICS, OUTPUT_TOKENS
 from ..units import MiB, parse_image_size
@@ -290,6 +291,12 @@ def add_training_args(p: argparse.ArgumentParser, *, attention: bool = True,
                    "selective-op; torchtitan selective_ac_option N; default 1)")
     if attention:
         add_attention_arg(g)
+    g.add_argument("--attention-kernel", choices=TRAIN_ATTENTION_KERNELS,
+                   help="the kernel that runs the attention, for the duration: with --attention sdpa: sdpa (torch's "
+                        "dispatch: FlashAttention-2 on sm80+, else mem-efficient), flash-attn-2, cudnn or "
+                        "mem-efficient; with flash: flash-attn-2, flash-attn-3 (Hopper) or triton-flash "
+                        "(llm-foundry attn_impl triton); with eager: eager (default: sdpa for sdpa, flash-attn-2 for "
+                        "flash)")
     g.add_argument("--packing", action="store_true", default=None,
                    help="several documents per row (block-diagonal mask)")
     g.add_argument("--loss-chunks", type=int_arg(COUNT), help="cross-entropy chunks (torchtune: 8; default 1)")
@@ -419,7 +426,7 @@ def add_framework_args(g: argparse._ArgumentGroup) -> None:
 
 TRAINING_FIELDS = ("method", "rank", "alpha", "targets", "modules_to_save", "adapter_dtype", "base_dtype", "optimizer",
                    "optimizer_state_dtype", "optimizer_impl", "precision", "micro_batch", "seq_len",
-                   "target_len", "grad_accumulation", "grad_checkpointing", "checkpoint_every", "attention", "packing", "loss_chunks", "loss", "checkpoint_offload", "checkpoint_impl", "kernels", "mamba_path", "nf4_quantizer", "lora_dropout", "nf4_format", "loop_keeps_graph", "deepspeed_gather",
+                   "target_len", "grad_accumulation", "grad_checkpointing", "checkpoint_every", "attention", "attention_kernel", "packing", "loss_chunks", "loss", "checkpoint_offload", "checkpoint_impl", "kernels", "mamba_path", "nf4_quantizer", "lora_dropout", "nf4_format", "loop_keeps_graph", "deepspeed_gather",
                    "optimizer_in_backward", "gpus", "zero", "fsdp", "tp", "pp", "virtual_stages", "pipeline_split", "tp_comm_overlap", "tp_backward_overlap", "ep", "sequence_parallel",
                    "offload", "gpus_per_node", "network", "grad_sync", "metric", "fsdp_version", "fsdp2_units",
                    "fsdp1_lora_wrap", "context_parallel",

@@ -87,7 +87,7 @@ from ..numbers import TRAIN_TOKENS, UTILIZATION, check_number
 from ..request.quantities import parse_bandwidth
 from ..result import Assumption
 from ..specs import ModelSpec, TrainingWorkload
-from ..specs.training import normalize_targets, recomputes_whole_layer
+from ..specs.training import attention_kernel_of, normalize_targets, recomputes_whole_layer
 from ..suggest import unknown_choice
 from . import efficiency as E
 from . import ranges as R
@@ -795,21 +795,31 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
     share, tp_div = (stage_share(spec, w), w.tp) if w.tp * w.pp > 1 else (1.0, 1)
     t_attn = 0.0
     if device.kind == "gpu" and fl.attention > 0 and w.attention != "eager":
-        # the fused attention kernel apart from the GEMMs (formulas/training_time.py eq. (10)): what it executes,
-        # at its own share of the GEMM utilisation (efficiency.FLASH_ATTENTION_SHARE), on Hopper of its mma.sync
-        # ceiling (efficiency.flash_attention_peak_share); not shape-quantised
+        # the fused attention kernel apart from the GEMMs (formulas/training_time.py eq. (10)): what it executes, at
+        # the share of the peak the kernel that runs it reaches (efficiency.attention_kernel_share: its speed over the
+        # Triton kernel FLASH_ATTENTION_SHARE was fitted on, on Hopper of its mma.sync ceiling); not shape-quantised
         rho = E.FLASH_ATTENTION_SHARE
         executed = fl.attention_executed("flash")
-        attn_share, attn_why = E.flash_attention_peak_share(device.architecture, u)
+        kernel, kernel_why, kernel_warning = E.timed_attention_kernel(
+            attention_kernel_of(w.attention, w.attention_kernel), device.architecture)
+        attn_share, attn_why = E.attention_kernel_share(kernel, device.architecture, u)
         t_attn = tokens * executed / (peak * attn_share)
         flops_eff -= fl.attention
         notes.append(Assumption("attention_flops_per_token", round(executed), True,
                                 "formulas/training_time.py eq. (10): the causal flash-attention kernel's executed "
                                 "FLOPs (tiles above the diagonal skipped, backward 2.5 x forward, recomputed forward "
                                 "of checkpointed layers), in place of the 12 L d s of the FLOP count"))
+        notes.append(Assumption("attention_kernel_timed", kernel, w.attention_kernel is None or kernel_why != "given",
+                                kernel_why if kernel_why != "given" else "the kernel given"))
+        if kernel in E.ATTENTION_KERNEL_SPEED:
+            speed = E.ATTENTION_KERNEL_SPEED[kernel]
+            notes.append(Assumption(speed.name, round(speed.expected, 4), True, speed.source))
         notes.append(Assumption(rho.name, rho.expected, True, rho.source))
-        if attn_why is not None:
-            notes.append(Assumption("flash_attention_peak_share", round(attn_share, 4), True, attn_why))
+        notes.append(Assumption("attention_kernel_share", round(attn_share, 4), True,
+                                attn_why or f"{kernel}'s speed x {rho.name} x the GEMM utilisation "
+                                "(estimate/efficiency.py attention_kernel_share)"))
+        if kernel_warning is not None:
+            warnings.append(kernel_warning)
     elif device.kind == "gpu" and fl.attention > 0 and w.attention == "eager" and bw_mem:
         # eager attention's batched score GEMMs apart from the projections' GEMMs (formulas/eager_attention_traffic.py
         # eq. (A3)): their s x s matrix's traffic, not overlapped with their math, in place of the 12 L d s term

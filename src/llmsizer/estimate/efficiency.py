@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..formulas.speed import sm_streaming_bandwidth
+from ..formulas.training_time import fwd_bwd_speed_ratio
 from .ranges import SERVING_ENGINES
 
 
@@ -438,8 +439,9 @@ def llamacpp_gemm_path(weights_format: str, device_kind: str, vendor: str, int8_
 # SwiGLU, residual adds and the fp32 loss: 89.6 MB per token, 0.91 s of the 3.17 s micro-step at 0.8 x 1008 GB/s,
 # formulas/elementwise_traffic.py eq. E7; the per-step optimizer work of formulas/optimizer_step.py is negligible
 # here; before these terms the fit was 0.6539; 0.9218 before the flash-attention kernel was timed apart at its
-# executed FLOPs, formulas/training_time.py eq. (10), FLASH_ATTENTION_SHARE below); re-derived by
-# tests/hardware/test_training_calibration.py.
+# executed FLOPs, formulas/training_time.py eq. (10), FLASH_ATTENTION_SHARE below; 0.9422 before that kernel, the row's
+# torchtune SDPA, was timed as FlashAttention-2, ATTENTION_KERNEL_SPEED, not at the Triton kernel's rate); re-derived
+# by tests/hardware/test_training_calibration.py.
 # Replaces PaLM's 46.2 % MFU (a 6144-chip run with its communication inside), which under-predicted single-device
 # runs and over-predicted data-parallel runs over PCIe by up to +404 %.
 # Checked (#12, "suspiciously high, one row"): the held-out compiled 4090 rows PM0702 / PM0704 (memory-bound kernels
@@ -452,7 +454,7 @@ def llamacpp_gemm_path(weights_format: str, device_kind: str, vendor: str, int8_
 # PM0024 (paged fp32 AdamW, 54 GB) is +59 % with the same bound: no one paging rule fits both. Re-checked by
 # tests/hardware/test_training_calibration.py test_held_out_ada_rows_imply_the_same_utilization.
 TRAINING_DEVICE_UTILIZATION = Factor(
-    "training_device_utilization", 0.9422, 0.9422, 0.9422,
+    "training_device_utilization", 0.8882, 0.8882, 0.8882,
     "calibrated: torchtune Llama2-7B LoRA 1 x RTX 4090 2582 tokens/s (PM0020), executed FLOPs / (peak x time)")
 # The same share differs by GPU architecture: a Hopper part runs the same eager PyTorch step at a much smaller
 # share of its 6x larger tensor peak (torchtitan's own note: 33-39 % MFU for Llama 3.1 8B FSDP on H100). CALIBRATED
@@ -465,7 +467,10 @@ TRAINING_DEVICE_UTILIZATION = Factor(
 # the optimizer step (formulas/optimizer_step.py): 0.4737 (0.3853 before these terms); 0.4743 since the collectives
 # overlap by phase with the first all-gather and last reduce-scatter exposed (formulas/training_time.py eq. (8'));
 # 0.4998 since the flash-attention kernel is timed apart (eq. (10), FLASH_ATTENTION_SHARE); 0.5633 since that kernel
-# (SDPA's FlashAttention-2 backend) is timed on its mma.sync ceiling (flash_attention_peak_share, #12).
+# (SDPA's FlashAttention-2 backend) is timed on its mma.sync ceiling (#12); 0.4627 since it runs at FlashAttention-2's
+# own speed, 1.85 x the Triton kernel's (ATTENTION_KERNEL_SPEED, attention_kernel_share): the held-out MPT H100 rows,
+# whose Triton attention did not speed up, then fall to -20 .. +10 % (their MPT-7B rows imply u 0.53-0.63; PM0501's
+# GPUs are power-limited to 500 W: an open miss, #12).
 # Ampere: CALIBRATED on seven named rows, the MPT-7B rows of llm-foundry's A100 80GB benchmark table on one node
 # (validation_cases.AMPERE_CALIBRATION, PM0890-PM0896: FSDP FULL_SHARD on 8 x A100 SXM 80GB, 1k-64k tokens, with and
 # without activation checkpointing, scripts/train/benchmarking/README.md @4952183): per row the u at which the
@@ -481,7 +486,7 @@ TRAINING_UTILIZATION_BY_ARCH = {
     "ampere": Factor("training_device_utilization_ampere", 0.7332, 0.7332, 0.7332,
                      "calibrated: llm-foundry MPT-7B FSDP 8 x A100 80GB, median of 7 rows (PM0890-PM0896), executed "
                      "FLOPs / (A100 SXM peak x time)"),
-    "hopper": Factor("training_device_utilization_hopper", 0.5633, 0.5633, 0.5633,
+    "hopper": Factor("training_device_utilization_hopper", 0.4627, 0.4627, 0.4627,
                      "calibrated: torchtitan Llama 3.1 8B FSDP 8 x H100 5762 tokens/s/GPU (PM0501), executed FLOPs / "
                      "(H100 SXM peak x time)"),
 }
@@ -503,7 +508,8 @@ TRAINING_UTILIZATION_BY_ARCH = {
 # brings the H100 32k-64k rows to -10 .. +7 % but Hopper's u refitted on PM0501 (0.568) over-predicts the H100
 # 2k-token rows, and the summary median rises to 8.9 % (9.2 % with torchtitan's SDPA taken at the full rate).
 # Taken instead (#12): rho and u_ampere as fitted, their product as the share of the mma.sync ceiling on Hopper
-# (flash_attention_peak_share below): Ampere's rows do not move, the median falls to 7.7 %.
+# (attention_kernel_share below): Ampere's rows do not move, the median falls to 7.7 %. Every kernel but this one is
+# timed at its published speed over it (ATTENTION_KERNEL_SPEED below).
 FLASH_ATTENTION_SHARE = Factor(
     "flash_attention_share_of_gemm_utilization", 0.4571, 0.4571, 0.4571,
     "calibrated with training_device_utilization_ampere: llm-foundry MPT-7B FSDP 8 x A100 80GB, 1k-64k tokens "
@@ -523,50 +529,150 @@ FLASH_ATTENTION_SHARE = Factor(
 # lowers to mma.sync): the MPT H100 table. So the kernel is timed at the share of its OWN instruction ceiling that it
 # reaches where that ceiling is the dense peak and where rho was fitted: Ampere, rho x u_ampere (0.335; FA2 and the
 # Triton kernel issue the same instruction at the same per-SM rate there). NOT FITTED: a transfer of the Ampere fit
-# through the ratio of published per-SM rates; Hopper's u is re-derived on PM0501 with it (0.5633). A cross-check,
+# through the ratio of published per-SM rates; Hopper's u is re-derived on PM0501 with it (0.4627). A cross-check,
 # not an input: FlashAttention-2's own H100 / A100 speed, 35 % of 989 TFLOP/s (Shah et al. 2024, arXiv 2407.08608,
 # abstract) over up to 73 % of 312 (Dao 2023, arXiv 2307.08691, abstract), 1.5x, against the 1.59x this rule gives.
 FLASH_ATTENTION_REFERENCE_ARCHITECTURE = "ampere"
 
 
-def _attention_share_of(architecture: str, u: float) -> tuple[float, str | None]:
+# Which kernel runs the attention (specs/training.py TRAIN_ATTENTION_KERNELS, --attention-kernel) and how fast, as a
+# ratio to llm-foundry's Triton kernel (attn_impl 'triton': flash_attn_triton.py on triton_pre_mlir), the kernel
+# FLASH_ATTENTION_SHARE was fitted on, on the same instruction ceiling (every kernel here but cuDNN's and
+# FlashAttention-3's issues warp-level mma.sync). NOT FITTED: read from the FlashAttention-2 paper (Dao 2023, arXiv
+# 2307.08691, A100 80GB SXM4, head dims 64/128, 512-16k tokens): section 4.1, "FlashAttention-2 is around 1.3-1.5x
+# faster than FlashAttention in Triton in the forward pass and around 2x faster in the backward pass" and "around 2x
+# faster than FlashAttention and FlashAttention in xformers (the 'cutlass' implementation)"; section 1, FlashAttention-2
+# reaches "up to 73% of the theoretical max throughput in the forward pass, and up to 63% ... in the backward pass".
+# Over eq. (10)'s forward + backward (the backward 2.5 x the forward's FLOPs) that is FlashAttention-2 at 1.846 x the
+# Triton kernel (formulas/training_time.py eq. (10'); 1.820 .. 1.872 over the forward's 1.3 .. 1.5), and xformers'
+# cutlass kernel (torch SDPA's mem-efficient backend) at half FlashAttention-2's. The paper's Triton kernel is
+# Tillet's (triton.ops.flash_attention), llm-foundry's is Dao's Triton port of it (flash_attn_triton.py @eff9fe6b, the
+# file llm-foundry copied): an assumption that they run alike, named in the duration. Re-derived by
+# tests/hardware/test_attention_kernels.py. Cross-checks, not inputs: FlashAttention-2 on Ampere at 1.846 x rho x
+# u_ampere = 0.619 of 312 TFLOP/s, the paper's forward + backward maximum at 73 % / 63 % being 0.656; on Hopper
+# (half the dense peak for mma.sync, below) 0.309 of 989.4 = 306 TFLOP/s, against the paper's "up to 335 TFLOPs/s"
+# on H100 (section 4.1, Fig. 7) and FlashAttention-3's "FlashAttention-2 achieving only 35% utilization on the H100"
+# (Shah et al. 2024, arXiv 2407.08608, abstract).
+FA2_FORWARD_OVER_TRITON = (1.3, 1.5)
+FA2_BACKWARD_OVER_TRITON = 2.0
+FA2_PEAK_SHARES = (0.73, 0.63)  # forward, backward
+FA2_OVER_CUTLASS = 2.0
+_FA2_LOW, _FA2_MID, _FA2_HIGH = (fwd_bwd_speed_ratio(r, FA2_BACKWARD_OVER_TRITON, *FA2_PEAK_SHARES)
+                                 for r in (FA2_FORWARD_OVER_TRITON[0], sum(FA2_FORWARD_OVER_TRITON) / 2,
+                                           FA2_FORWARD_OVER_TRITON[1]))
+_DAO = "Dao 2023 (arXiv 2307.08691) section 4.1"
+ATTENTION_KERNEL_SPEED = {
+    "triton-flash": Factor("attention_kernel_speed_triton_flash", 1.0, 1.0, 1.0,
+                           "the reference: llm-foundry's Triton FlashAttention, on which flash_attention_share_of_gemm_"
+                           "utilization is fitted"),
+    "flash-attn-2": Factor("attention_kernel_speed_flash_attn_2", _FA2_LOW, _FA2_MID, _FA2_HIGH,
+                           f"{_DAO}: FlashAttention-2 1.3-1.5x FlashAttention-in-Triton forward, 2x backward; its "
+                           "73 % / 63 % peak shares weight the passes (formulas/training_time.py eq. (10'))"),
+    "mem-efficient": Factor("attention_kernel_speed_mem_efficient", _FA2_LOW / FA2_OVER_CUTLASS,
+                            _FA2_MID / FA2_OVER_CUTLASS, _FA2_HIGH / FA2_OVER_CUTLASS,
+                            f"{_DAO}: FlashAttention-2 2x xformers' cutlass kernel (torch SDPA's mem-efficient "
+                            "backend)"),
+}
+# Hopper's warpgroup (wgmma) kernels, cuDNN's SDPA and FlashAttention-3 (hopper/ of flash-attn, built for sm90 only):
+# FlashAttention-2's Hopper share times their speed over it in pytorch/pytorch#142132 (torch 2.6.0.dev20241204, H100,
+# (1, 24, 4608, 128) bf16 causal: SDPA's flash backend 329.483 TFLOP/s, cuDNN 631.338, FlashAttention-3 631.827). NOT
+# FITTED. Cross-check: FlashAttention-3's "speedup on H100 GPUs by 1.5-2.0x" over FlashAttention-2 (Shah et al. 2024,
+# abstract). Elsewhere no published ratio: cuDNN off Hopper and FlashAttention-3 anywhere else are timed as
+# FlashAttention-2, with a warning.
+SDPA_FLASH_TFLOPS_H100 = 329.483
+WGMMA_KERNEL_OVER_FA2 = {
+    "cudnn": Factor("attention_kernel_speed_cudnn_over_fa2_hopper", 631.338 / SDPA_FLASH_TFLOPS_H100,
+                    631.338 / SDPA_FLASH_TFLOPS_H100, 631.338 / SDPA_FLASH_TFLOPS_H100,
+                    "pytorch/pytorch#142132: cuDNN 631.338 vs SDPA flash 329.483 TFLOP/s on H100"),
+    "flash-attn-3": Factor("attention_kernel_speed_fa3_over_fa2_hopper", 631.827 / SDPA_FLASH_TFLOPS_H100,
+                           631.827 / SDPA_FLASH_TFLOPS_H100, 631.827 / SDPA_FLASH_TFLOPS_H100,
+                           "pytorch/pytorch#142132: FlashAttention-3 631.827 vs SDPA flash 329.483 TFLOP/s on H100"),
+}
+WGMMA_ARCHITECTURES = ("hopper",)
+# torch SDPA's dispatch (aten/src/ATen/native/transformers/cuda/sdp_utils.cpp @001f694a): the first backend of the
+# priority order whose checks pass; the order is flash, mem-efficient, math, cuDNN (at::Context's default; cuDNN
+# opt-in since pytorch/pytorch#138522, torch 2.5.1) except that current torch with cuDNN > 9.15 puts cuDNN first on
+# sm90/sm100 (check_prefer_cudnn_attention): that torch is --attention-kernel cudnn. The flash backend
+# (FlashAttention-2) needs sm80-sm121 (check_flash_attention_hardware_support), mem-efficient sm50-sm121.
+SDPA_FLASH_ARCHITECTURES = ("ampere", "ada", "hopper", "blackwell")
+SDPA_MEM_EFFICIENT_ARCHITECTURES = ("volta", "turing")
+SDPA_SOURCE = "torch SDPA's priority order flash, mem-efficient, math, cuDNN (sdp_utils.cpp @001f694a)"
+
+
+def sdpa_backend(architecture: str) -> tuple[str, str]:
+    """The kernel torch SDPA's dispatcher runs a training step's attention with on a GPU ``architecture``, and why."""
+    if architecture in SDPA_MEM_EFFICIENT_ARCHITECTURES:
+        return "mem-efficient", (f"{SDPA_SOURCE}: the flash backend needs sm80 or newer, so on {architecture} the "
+                                 "mem-efficient (xformers cutlass) kernel")
+    if architecture in SDPA_FLASH_ARCHITECTURES:
+        return "flash-attn-2", (f"{SDPA_SOURCE}: its flash backend, FlashAttention-2, on sm80-sm121 ({architecture}); "
+                                "cuDNN only where named (--attention-kernel cudnn; torch with cuDNN > 9.15 on "
+                                "sm90/sm100)")
+    return "flash-attn-2", (f"{SDPA_SOURCE}; no published kernel speed for {architecture or 'this GPU'}: timed as "
+                            "FlashAttention-2")
+
+
+def timed_attention_kernel(kernel: str, architecture: str) -> tuple[str, str, str | None]:
+    """The kernel whose speed times a fused attention ``kernel`` (TRAIN_ATTENTION_KERNELS, not eager) on a GPU
+    ``architecture``: SDPA's choice for 'sdpa' (sdpa_backend), FlashAttention-2 for a wgmma kernel off Hopper. Returns
+    (kernel, why, a warning or None)."""
+    if kernel == "sdpa":
+        chosen, why = sdpa_backend(architecture)
+        return chosen, why, None
+    if kernel in WGMMA_KERNEL_OVER_FA2 and architecture not in WGMMA_ARCHITECTURES:
+        return "flash-attn-2", "given", (f"attention kernel {kernel} has no published speed on "
+                                         f"{architecture or 'this GPU'} (FlashAttention-3 builds for sm90 only; "
+                                         "cuDNN's ratio is Hopper's, pytorch/pytorch#142132): timed as FlashAttention-2")
+    return kernel, "given", None
+
+
+def _attention_share_of(kernel: str, architecture: str, u: float) -> tuple[float, str | None]:
     rho = FLASH_ATTENTION_SHARE.expected
+    if kernel in WGMMA_KERNEL_OVER_FA2:  # Hopper only (timed_attention_kernel)
+        fa2, _ = _attention_share_of("flash-attn-2", architecture, u)
+        ratio = WGMMA_KERNEL_OVER_FA2[kernel]
+        return fa2 * ratio.expected, (f"{kernel} issues wgmma: {ratio.expected:.4g} x FlashAttention-2's share on "
+                                      f"{architecture} ({ratio.source})")
+    speed = ATTENTION_KERNEL_SPEED[kernel].expected
     sync = sync_mma_share(architecture)
     if sync is None:
-        return rho * u, None
+        return speed * rho * u, None
     ref = FLASH_ATTENTION_REFERENCE_ARCHITECTURE
-    return (sync.expected * rho * TRAINING_UTILIZATION_BY_ARCH[ref].expected,
-            f"the attention kernel issues warp-level mma.sync (FlashAttention-2, SDPA's flash backend, pre-Hopper "
-            f"Triton): {sync.expected:g} x the dense peak on {architecture} ({sync.name}) x "
+    return (sync.expected * speed * rho * TRAINING_UTILIZATION_BY_ARCH[ref].expected,
+            f"the attention kernel issues warp-level mma.sync ({kernel}): {sync.expected:g} x the dense peak on "
+            f"{architecture} ({sync.name}) x {speed:.4g} ({kernel} over the Triton kernel) x "
             f"{FLASH_ATTENTION_SHARE.name} x the {ref} utilisation, the share of its instruction ceiling it reaches "
-            "there (estimate/efficiency.py flash_attention_peak_share)")
+            "there (estimate/efficiency.py attention_kernel_share)")
 
 
-def flash_attention_peak_share(architecture: str, u: float) -> tuple[float, str | None]:
-    """The share of the dense BF16 peak a training step's fused attention kernel reaches on a GPU ``architecture``
-    whose GEMMs reach ``u``: rho x u (FLASH_ATTENTION_SHARE); where warp-level mma.sync cannot reach the dense peak
-    (sync_mma_share: Hopper), sync x rho x u_ampere, the share of its instruction ceiling the kernel reaches on
-    Ampere (see above); an architecture without a calibration row, the lowest share of the calibrated ones (the rule
-    of TRAINING_UTILIZATION_UNCALIBRATED). Returns the share and why it is not rho x u (None: it is)."""
+def attention_kernel_share(kernel: str, architecture: str, u: float) -> tuple[float, str | None]:
+    """The share of the dense BF16 peak a training step's fused attention ``kernel`` (a timed kernel:
+    timed_attention_kernel) reaches on a GPU ``architecture`` whose GEMMs reach ``u``: speed x rho x u
+    (ATTENTION_KERNEL_SPEED, FLASH_ATTENTION_SHARE); where warp-level mma.sync cannot reach the dense peak
+    (sync_mma_share: Hopper), sync x speed x rho x u_ampere, the share of its instruction ceiling the kernel reaches on
+    Ampere (see above); Hopper's wgmma kernels, FlashAttention-2's share times WGMMA_KERNEL_OVER_FA2; an architecture
+    without a calibration row, the lowest share of the calibrated ones (the rule of TRAINING_UTILIZATION_UNCALIBRATED).
+    Returns the share and why it is not speed x rho x u (None: it is)."""
     if architecture in TRAINING_UTILIZATION_BY_ARCH:
-        return _attention_share_of(architecture, u)
-    arch, (share, _) = min(((a, _attention_share_of(a, f.expected)) for a, f in TRAINING_UTILIZATION_BY_ARCH.items()),
-                           key=lambda x: x[1][0])
-    return share, (f"no calibration row for this GPU architecture: the lowest attention share of the calibrated "
-                   f"architectures, {arch}'s (estimate/efficiency.py flash_attention_peak_share)")
+        return _attention_share_of(kernel, architecture, u)
+    arch, (share, _) = min(((a, _attention_share_of(kernel if a in WGMMA_ARCHITECTURES or kernel not in
+                                                              WGMMA_KERNEL_OVER_FA2 else "flash-attn-2", a, f.expected))
+                            for a, f in TRAINING_UTILIZATION_BY_ARCH.items()), key=lambda x: x[1][0])
+    return share, (f"no calibration row for this GPU architecture: the lowest {kernel} share of the calibrated "
+                   f"architectures, {arch}'s (estimate/efficiency.py attention_kernel_share)")
 
 # Float8 training (formulas/float8_training.py): the converted linears' GEMMs (torch._scaled_mm, TransformerEngine's
 # cuBLASLt FP8 GEMMs) run at the dense FP8 peak times rho8 x the BF16 GEMM utilisation u: an FP8 GEMM of the same
 # shape does half the bytes per FLOP, against a scaling epilogue and a smaller K-tile per pipeline stage (0.9191 when
-# the attention ran at rho x u_hopper; 1.0272 since it runs on its mma.sync ceiling, flash_attention_peak_share: the
-# FP8 GEMMs at the BF16 GEMMs' share of their own peak). CALIBRATED on one named row: torchtitan Llama 3.1 8B FSDP + torch.compile + Float8
+# the attention ran at rho x u_hopper; 1.0272 on its mma.sync ceiling at the Triton kernel's rate; 0.8646 since the
+# row's SDPA attention runs at FlashAttention-2's speed, attention_kernel_share). CALIBRATED on one named row: torchtitan Llama 3.1 8B FSDP + torch.compile + Float8
 # (torchao tensorwise dynamic scaling, float8 all-gather) on 8 x H100, 8532 tokens/s per GPU (PM0503,
 # benchmarks/llama3_h100_202412_torchtitan.md Table 1), with Hopper's u from its BF16 twin PM0501 and the casts timed
 # apart (formulas/float8_training.py eq. F2): the rho8 at which the duration rule meets the row; re-derived by
 # tests/hardware/test_training_calibration.py. Held out: the same table's 128-GPU float8 row (PM0506) and llm-foundry's
 # seven TransformerEngine FP8 rows on H100 (PM0870-PM0876).
 FLOAT8_GEMM_SHARE = Factor(
-    "float8_gemm_share_of_gemm_utilization", 1.0272, 1.0272, 1.0272,
+    "float8_gemm_share_of_gemm_utilization", 0.8646, 0.8646, 0.8646,
     "calibrated: torchtitan Llama 3.1 8B FSDP + compile + Float8 8 x H100 8532 tokens/s/GPU (PM0503); the FP8 "
     "GEMMs' share of the FP8 peak over the BF16 GEMMs' share of the BF16 peak")
 

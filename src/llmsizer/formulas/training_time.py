@@ -162,6 +162,12 @@ Attention, which requires including an extra recompute factor ... the attention 
     flash:   A = a (3.5 L + c),   a = 4 d s / (2 if causal else 1)                                   (10)
     eager:   A = 12 L d s + 4 c d s   (materialised scores: every tile, the backward reads them: (1)/(2'))
 
+Two flash kernels compared pass by pass (a paper's forward and backward speed-ups r_f, r_b of kernel 1 over kernel 2,
+and kernel 1's shares S_f, S_b of the peak in each pass): over eq. (10)'s forward + backward, whose backward runs 2.5 x
+the forward's FLOPs, kernel 1 is faster by the ratio of the two passes' summed times::
+
+    R = (r_f / S_f + 2.5 r_b / S_b) / (1 / S_f + 2.5 / S_b)                                      (10')
+
 Optimizer states in CUDA unified memory (bitsandbytes paged optimizers) that do not stay on the device page in and
 out once per optimizer step over the host link of bandwidth B_pcie: t_page = 2 S_paged / B_pcie (upper bound: all
 pages move). The optimizer update t_opt and the gradient accumulation t_acc of each micro-step after the first are
@@ -254,6 +260,21 @@ def attention_core_flops(num_layers: int, attn_width: int, seq_len: int, recompu
         return 12.0 * num_layers * d * s + 4.0 * recomputed_layers * d * s
     a = 4.0 * d * s / (2.0 if causal else 1.0)
     return a * (3.5 * num_layers + recomputed_layers)
+
+
+def fwd_bwd_speed_ratio(forward_ratio: float, backward_ratio: float, forward_share: float,
+                        backward_share: float) -> float:
+    """Eq. (10'): how much faster one flash kernel runs eq. (10)'s forward + backward (the backward 2.5 x the
+    forward's FLOPs) than another that it beats by ``forward_ratio`` in the forward and ``backward_ratio`` in the
+    backward, the faster kernel reaching ``forward_share`` / ``backward_share`` of the peak in each pass.
+
+    >>> fwd_bwd_speed_ratio(2.0, 2.0, 0.7, 0.6)
+    2.0
+    """
+    if min(forward_ratio, backward_ratio, forward_share, backward_share) <= 0:
+        raise InputError("speed ratios and shares must be positive")
+    t_fwd, t_bwd = 1.0 / forward_share, 2.5 / backward_share
+    return (forward_ratio * t_fwd + backward_ratio * t_bwd) / (t_fwd + t_bwd)
 
 
 def partial_recompute_flops(matmul_flops: float, attn_width: int, seq_len: int, checkpointed_layers: int) -> float:

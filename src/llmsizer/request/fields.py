@@ -27,6 +27,7 @@ from ..specs.training import (
     NF4_FORMATS,
     NF4_QUANTIZERS,
     PIPELINE_SPLITS,
+    TRAIN_ATTENTION_KERNELS,
 )
 from ..specs.workload import ENGINE_RULE_TEXT, ENGINES, OUTPUT_TOKENS, SPLIT_MODES
 
@@ -222,6 +223,10 @@ TRAINING = (
           F("checkpoint_every", "int", "checkpoint only every N-th layer (torchtitan selective_ac_option N)",
             template=False, minimum=1),
           F("attention", "enum", "attention kernel", template=False, choices=_ATTN),
+          F("attention_kernel", "enum", "the kernel that runs the attention, for the duration: sdpa (torch's "
+            "dispatch), flash-attn-2, flash-attn-3, triton-flash, cudnn, mem-efficient or eager, one the attention "
+            "runs (default: sdpa for sdpa, flash-attn-2 for flash; `train --attention-kernel`)", template=False,
+            choices=TRAIN_ATTENTION_KERNELS),
           F("packing", "bool", "several documents packed per sequence", template=False),
           F("loss", "enum", "loss head: ce (the model returns logits), linear-ce (torchtune LinearCrossEntropyLoss), "
             "cut-ce (Cut Cross-Entropy, Unsloth), ce-kept-logits (ce, the loop keeps the shifted fp32 logits: "

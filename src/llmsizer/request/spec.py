@@ -82,6 +82,7 @@ class TrainingSettings:
     grad_checkpointing: str | None = None
     checkpoint_every: int | None = None
     attention: str | None = None
+    attention_kernel: str | None = None
     packing: bool | None = None
     loss: str | None = None
     loss_chunks: int | None = None

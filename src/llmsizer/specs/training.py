@@ -40,6 +40,31 @@ def recomputes_whole_layer(checkpoint_impl: str) -> bool:
     ``CheckpointFunction`` and the non-reentrant checkpoint without early stop do; the early-stopping one does not."""
     return checkpoint_impl in ("reentrant", "non-reentrant-no-early-stop")
 TRAIN_ATTENTION = ("sdpa", "flash", "eager")
+# the kernel that runs a training step's attention (estimate/efficiency.py attention_kernel_share: its speed): the
+# attention API the model calls (``attention``) decides which kernels it can be. sdpa: torch's
+# F.scaled_dot_product_attention, whose dispatcher picks a backend per GPU (estimate/efficiency.py sdpa_backend), or
+# one backend forced (flash-attn-2: its flash backend, FlashAttention-2 vendored; cudnn; mem-efficient: xformers'
+# cutlass kernel); flash: the flash-attn package (flash-attn-2: flash_attn_func, HF attn_implementation
+# "flash_attention_2"; flash-attn-3: its hopper/ build) or a Triton FlashAttention (triton-flash: llm-foundry's
+# attn_impl 'triton', flash_attn_triton.py on triton_pre_mlir); eager: the unfused matmul-softmax-matmul
+TRAIN_ATTENTION_KERNELS = ("sdpa", "flash-attn-2", "flash-attn-3", "triton-flash", "cudnn", "mem-efficient", "eager")
+KERNELS_OF_ATTENTION = {"sdpa": ("sdpa", "flash-attn-2", "cudnn", "mem-efficient"),
+                        "flash": ("flash-attn-2", "flash-attn-3", "triton-flash"), "eager": ("eager",)}
+# the kernel each attention API runs when none is named (one home: the estimate's assumption, the duration's speed)
+DEFAULT_ATTENTION_KERNEL = {"sdpa": "sdpa", "flash": "flash-attn-2", "eager": "eager"}
+DEFAULT_ATTENTION_KERNEL_WHY = {
+    "sdpa": "torch SDPA's dispatch (torchtitan, torchtune and transformers' default attn_implementation 'sdpa'): "
+            "its flash backend, FlashAttention-2, on sm80-sm121 (aten/src/ATen/native/transformers/cuda/"
+            "sdp_utils.cpp check_flash_attention_hardware_support), else mem-efficient",
+    "flash": "the flash-attn package's FlashAttention-2 CUDA kernels (flash_attn_func; transformers "
+             "attn_implementation 'flash_attention_2')",
+    "eager": "the unfused matmul, softmax, matmul (formulas/eager_attention_traffic.py)",
+}
+
+
+def attention_kernel_of(attention: str, kernel: str | None) -> str:
+    """The kernel a step with attention API ``attention`` runs: ``kernel`` when named, else the API's default."""
+    return kernel if kernel is not None else DEFAULT_ATTENTION_KERNEL[attention]
 FSDP_MODES = ("full", "grad_op", "hybrid")
 OFFLOAD = ("none", "optimizer", "params")
 FSDP_VERSIONS = (1, 2)
@@ -185,7 +210,9 @@ class TrainingWorkload:
         ``formulas/selective_checkpointing.py``).
     checkpoint_every: with 'full' or 'selective-op', only every N-th decoder layer is checkpointed, the others
         keep all their activations (torchtitan ``selective_ac_option = "N"``; 1: every layer).
-    attention: 'sdpa' | 'flash' | 'eager'.  packing: several documents per row (a block-diagonal mask for
+    attention: 'sdpa' | 'flash' | 'eager'.  attention_kernel: the kernel that runs it, one of KERNELS_OF_ATTENTION[
+        attention] (None: DEFAULT_ATTENTION_KERNEL[attention]); it changes the duration only (estimate/efficiency.py
+        attention_kernel_share).  packing: several documents per row (a block-diagonal mask for
         sdpa/eager; varlen kernels for flash).
     target_len: an encoder-decoder's (T5) target tokens per sequence, the decoder's length (``seq_len`` is then
         the source length, the encoder's); None: ``seq_len``. Decoder-only models refuse it.
@@ -348,6 +375,7 @@ class TrainingWorkload:
     grad_checkpointing: str = "none"
     checkpoint_every: int = 1
     attention: str = "sdpa"
+    attention_kernel: str | None = None
     packing: bool = False
     loss_chunks: int = 1
     loss: str = "ce"
@@ -419,10 +447,15 @@ class TrainingWorkload:
                     ("optimizer_impl", self.optimizer_impl, OPTIMIZER_IMPLS),
                     ("mamba_path", self.mamba_path, MAMBA_PATHS),
                     ("adapter_dtype", self.adapter_dtype, ADAPTER_DTYPES),
+                    ("attention_kernel", self.attention_kernel, TRAIN_ATTENTION_KERNELS),
                     ("base_dtype", self.base_dtype, ADAPTER_DTYPES), ("fsdp", self.fsdp, FSDP_MODES))
         for opt_name, opt_value, opt_allowed in optional:
             if opt_value is not None and opt_value not in opt_allowed:
                 raise InputError(unknown_choice(opt_name, opt_value, opt_allowed))
+        if self.attention_kernel is not None and self.attention_kernel not in KERNELS_OF_ATTENTION[self.attention]:
+            raise InputError(f"attention_kernel {self.attention_kernel!r} does not run attention {self.attention!r}; "
+                             f"with attention {self.attention!r} choose from: "
+                             f"{', '.join(KERNELS_OF_ATTENTION[self.attention])}")
         counts = _COUNT_VALUES(self)
         if not (set(map(type, counts)) == {int} and min(counts) >= 1 and max(counts) <= COUNT.high):  # (in C)
             # each through its flag's range (numbers.py: COUNT, seq_len TOKENS), so micro_batch=0 or 2e6 from Python

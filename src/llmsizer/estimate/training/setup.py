@@ -32,6 +32,7 @@ from ...formulas.training_states import (
 )
 from ...result import Assumption
 from ...specs import ModelSpec, TrainingWorkload
+from ...specs.training import DEFAULT_ATTENTION_KERNEL_WHY, attention_kernel_of
 from ..inference.common import Acc
 from ..model_warnings import source_length_warning
 
@@ -177,6 +178,10 @@ def resolve(spec: ModelSpec, w: TrainingWorkload, acc: Acc) -> TrainingContext:
     rec = recipe(training_recipe_name(w.precision, w.zero, w.method))
     record_workload(w, acc, ("method", "precision", "micro_batch", "seq_len", "grad_accumulation",
                              "grad_checkpointing", "attention", "packing", "loss", "loss_chunks", "kernels"))
+    kernel_given = given(w, "attention_kernel")
+    acc.assumptions.append(Assumption("attention_kernel", attention_kernel_of(w.attention, w.attention_kernel),
+                                      not kernel_given, "given" if kernel_given
+                                      else DEFAULT_ATTENTION_KERNEL_WHY[w.attention]))
     if rec.name != w.precision:
         acc.assumptions.append(Assumption("precision_semantics", rec.name, True,
                                           f"{w.precision} under ZeRO-{w.zero} is {DEEPSPEED_PRECISION_SOURCE}"))

@@ -1,0 +1,137 @@
+"""Which kernel runs a training step's attention (--attention-kernel, specs/training.py TRAIN_ATTENTION_KERNELS) and
+how fast (estimate/efficiency.py ATTENTION_KERNEL_SPEED, WGMMA_KERNEL_OVER_FA2, sdpa_backend): each ratio re-derived
+from the published numbers typed here with their place, torch SDPA's dispatch against torch's own checks, and the
+attention each validation row's framework runs against that framework's code (file and line cited per entry).
+
+Independent truth: Dao 2023 (FlashAttention-2, arXiv 2307.08691), Shah et al. 2024 (FlashAttention-3, arXiv
+2407.08608), pytorch/pytorch#142132, torch's aten/src/ATen/native/transformers/cuda/sdp_utils.cpp, and the
+frameworks' sources."""
+
+from __future__ import annotations
+
+import pytest
+
+from llmsizer.catalog.hardware import builtin_catalog
+from llmsizer.estimate import efficiency as E
+from llmsizer.specs.training import DEFAULT_ATTENTION_KERNEL, KERNELS_OF_ATTENTION, TrainingWorkload
+
+# Dao 2023 section 4.1: "FlashAttention-2 is around 1.3-1.5x faster than FlashAttention in Triton in the forward
+# pass and around 2x faster in the backward pass"; "around 2x faster than FlashAttention and FlashAttention in
+# xformers (the 'cutlass' implementation)"; backward FLOPs = 2.5 x forward ("2 matmuls in the forward pass and 5
+# matmuls in the backward pass"). Section 1: "up to 73% of the theoretical max throughput in the forward pass, and up
+# to 63% of the theoretical max throughput in the backward pass".
+DAO_FWD_OVER_TRITON, DAO_BWD_OVER_TRITON, DAO_OVER_CUTLASS = (1.3, 1.5), 2.0, 2.0
+DAO_FWD_SHARE, DAO_BWD_SHARE, DAO_BWD_FLOPS = 0.73, 0.63, 2.5
+# Dao 2023 section 4.1 (Fig. 7): the same FlashAttention-2 on H100 "up to 335 TFLOPs/s"; Shah et al. 2024 abstract:
+# "FlashAttention-2 achieving only 35% utilization on the H100 GPU", FlashAttention-3 "speedup on H100 GPUs by
+# 1.5-2.0x with FP16"; pytorch/pytorch#142132 (torch 2.6.0.dev20241204, H100, (1, 24, 4608, 128)): SDPA (its
+# FlashAttention-2 backend) 329.483 TFLOP/s, cuDNN 631.338, FlashAttention-3 631.827
+H100_FA2_MAX_TFLOPS, FA3_PAPER_FA2_UTILIZATION, FA3_PAPER_SPEEDUP = 335.0, 0.35, (1.5, 2.0)
+ISSUE_SDPA, ISSUE_CUDNN, ISSUE_FA3 = 329.483, 631.338, 631.827
+
+
+def _dao_fwd_bwd(forward_ratio: float) -> float:
+    fwd, bwd = 1.0 / DAO_FWD_SHARE, DAO_BWD_FLOPS / DAO_BWD_SHARE  # FlashAttention-2's seconds per forward FLOP
+    return (forward_ratio * fwd + DAO_BWD_OVER_TRITON * bwd) / (fwd + bwd)
+
+
+def test_flashattention2_over_triton_is_dao_2023_section_4_1() -> None:
+    fa2 = E.ATTENTION_KERNEL_SPEED["flash-attn-2"]
+    assert (fa2.low, fa2.expected, fa2.high) == pytest.approx(
+        (_dao_fwd_bwd(1.3), _dao_fwd_bwd(1.4), _dao_fwd_bwd(1.5)), rel=1e-12)
+    assert fa2.expected == pytest.approx(1.846, abs=0.001)
+    cutlass = E.ATTENTION_KERNEL_SPEED["mem-efficient"]  # torch SDPA's mem-efficient backend: xformers' cutlass kernel
+    assert cutlass.expected == pytest.approx(_dao_fwd_bwd(1.4) / DAO_OVER_CUTLASS, rel=1e-12)
+    assert E.ATTENTION_KERNEL_SPEED["triton-flash"].expected == 1.0  # the kernel FLASH_ATTENTION_SHARE is fitted on
+
+
+def test_hopper_wgmma_kernels_are_pytorch_142132() -> None:
+    assert E.WGMMA_KERNEL_OVER_FA2["cudnn"].expected == pytest.approx(ISSUE_CUDNN / ISSUE_SDPA, rel=1e-12)
+    assert E.WGMMA_KERNEL_OVER_FA2["flash-attn-3"].expected == pytest.approx(ISSUE_FA3 / ISSUE_SDPA, rel=1e-12)
+    # cross-check, not an input: FlashAttention-3's own 1.5-2.0x over FlashAttention-2
+    lo, hi = FA3_PAPER_SPEEDUP
+    assert lo <= E.WGMMA_KERNEL_OVER_FA2["flash-attn-3"].expected <= hi
+
+
+def test_flashattention2_absolute_rates_agree_with_the_papers() -> None:
+    """Cross-checks, not inputs: with the Triton-fitted rho x u_ampere, FlashAttention-2 on an A100 reaches 94 % of the
+    forward + backward maximum Dao 2023's 73 % / 63 % allow, and on an H100 (its mma.sync at half the dense peak)
+    306 TFLOP/s, against the paper's 'up to 335' and FlashAttention-3's '35% utilization' (346)."""
+    devs = builtin_catalog().devices
+    a100, h100 = devs["a100-sxm-80gb"], devs["h100-sxm"]
+    u_a = E.TRAINING_UTILIZATION_BY_ARCH["ampere"].expected
+    ampere = E.attention_kernel_share("flash-attn-2", "ampere", u_a)[0]
+    paper_max = (1 + DAO_BWD_FLOPS) / (1 / DAO_FWD_SHARE + DAO_BWD_FLOPS / DAO_BWD_SHARE)
+    assert 0.85 * paper_max < ampere <= paper_max
+    assert a100.peak_flops("bf16")[0] == pytest.approx(312e12)
+    hopper = E.attention_kernel_share("flash-attn-2", "hopper", E.TRAINING_UTILIZATION_BY_ARCH["hopper"].expected)[0]
+    peak = h100.peak_flops("bf16")[0]
+    assert peak is not None
+    assert hopper * peak / 1e12 == pytest.approx(H100_FA2_MAX_TFLOPS, rel=0.12)
+    assert hopper == pytest.approx(FA3_PAPER_FA2_UTILIZATION, rel=0.13)
+    assert hopper * peak / 1e12 == pytest.approx(ISSUE_SDPA, rel=0.08)
+
+
+def test_sdpa_dispatch_follows_torchs_checks() -> None:
+    """sdp_utils.cpp @001f694a: check_flash_attention_hardware_support runs the flash backend (FlashAttention-2) on
+    check_sm_version<sm80, sm121>; check_mem_efficient_hardware_support on <sm50, sm121>; the priority order is flash,
+    mem-efficient, math, cuDNN unless cuDNN is preferred (check_prefer_cudnn_attention: cuDNN > 9.15 on sm90/sm100,
+    not the torch of the validation rows, pytorch/pytorch#142132). Checked on every catalog GPU with a capability."""
+    seen = set()
+    for dev in builtin_catalog().devices.values():
+        cc = dev.capability
+        if dev.kind != "gpu" or cc is None:
+            continue
+        kernel, why = E.sdpa_backend(dev.architecture)
+        assert kernel == ("flash-attn-2" if 80 <= cc <= 121 else "mem-efficient" if 50 <= cc else None), dev.id
+        assert "sdp_utils.cpp" in why
+        seen.add(kernel)
+    assert seen == {"flash-attn-2", "mem-efficient"}
+
+
+def test_kernels_and_their_attention() -> None:
+    assert DEFAULT_ATTENTION_KERNEL == {"sdpa": "sdpa", "flash": "flash-attn-2", "eager": "eager"}
+    for attention, kernels in KERNELS_OF_ATTENTION.items():
+        for kernel in kernels:
+            assert TrainingWorkload(attention=attention, attention_kernel=kernel).attention_kernel == kernel
+    with pytest.raises(ValueError, match="attention_kernel 'triton-flash' does not run attention 'sdpa'"):
+        TrainingWorkload(attention_kernel="triton-flash")
+    with pytest.raises(ValueError, match="unknown attention_kernel"):
+        TrainingWorkload(attention_kernel="fa9")
+    # off Hopper a wgmma kernel has no published speed: timed as FlashAttention-2, with a warning
+    kernel, _, warning = E.timed_attention_kernel("flash-attn-3", "ampere")
+    assert kernel == "flash-attn-2" and warning is not None and "sm90" in warning
+
+
+def test_validation_rows_run_their_frameworks_attention() -> None:
+    """The attention each framework's rows are given (validation_cases.FRAMEWORK_ATTENTION), from the code of the run:
+    - torchtitan @9dec370 torchtitan/models/llama/model.py line 209:
+      ``output = F.scaled_dot_product_attention(xq, xk, xv, is_causal=True)`` -> sdpa, torch's dispatch;
+    - torchtune @bd2a0fc torchtune/modules/attention.py line 140 ``self._attention_call = _sdpa_or_flex_attention()``,
+      attention_utils.py line 209 ``return nn.functional.scaled_dot_product_attention(`` (flex only for packed
+      BlockMasks) -> sdpa;
+    - VectorLM @9045f08 vectorlm/utils/model_utils.py line 116 ``model_args["attn_implementation"] =
+      "flash_attention_2"`` (profiling/benchmark.py line 329 passes get_is_flash_attention_supported()) -> flash,
+      the flash-attn package's FlashAttention-2;
+    - llm-foundry scripts/train/yamls/pretrain/mpt-7b.yaml @15fb4ffa line 20 ``attn_impl: triton`` -> triton-flash;
+    - Megatron-LM 2021-2022: no fused attention kernel -> eager."""
+    from llmsizer.validation_cases import (
+        FRAMEWORK_ATTENTION,
+        MEGATRON_SELENE,
+        TORCHTITAN_FSDP,
+        mpt_fields,
+        mpt_row,
+        public_rows,
+        vectorlm_fields,
+    )
+
+    assert FRAMEWORK_ATTENTION == {"torchtitan": ("sdpa", None), "torchtune": ("sdpa", None),
+                                   "vectorlm": ("flash", None), "llm-foundry": ("flash", "triton-flash"),
+                                   "megatron-lm": ("eager", None)}
+    rows = public_rows()
+    w = TrainingWorkload(**{k: v for k, v in vectorlm_fields(rows["PM1031"]).items()})
+    assert (w.attention, w.attention_kernel) == ("flash", None)  # the default: flash-attn-2
+    w = TrainingWorkload(**mpt_fields(mpt_row(rows["PM0890"]["quote"])))
+    assert (w.attention, w.attention_kernel) == ("flash", "triton-flash")
+    assert MEGATRON_SELENE["attention"] == "eager"
+    assert "attention" not in TORCHTITAN_FSDP and TrainingWorkload().attention == "sdpa"  # torchtitan: the default

@@ -1,0 +1,80 @@
+"""``attention_kernel`` (specs/training.py; estimate/efficiency.py attention_kernel_share) reaches the one duration the
+same way from the CLI, the Python API and the web API, is named as an assumption in every training estimate (the
+memory estimate: the kernel; the duration: the kernel timed after torch SDPA's dispatch and its share of the peak),
+and a kernel the attention does not run is one line (exit 2, a 4xx on the web)."""
+
+from __future__ import annotations
+
+import pytest
+from web_api_helpers import run_cli, run_cli_json
+
+from llmsizer.catalog.hardware import builtin_catalog
+from llmsizer.estimate.duration import training_duration_for
+from llmsizer.estimate.training import estimate_training
+from llmsizer.models import load_model
+
+pytest.importorskip("httpx")
+pytest.importorskip("fastapi")
+
+RUN = {"method": "lora", "seq_len": 8192, "micro_batch": 1, "grad_checkpointing": "full"}
+FLAGS = ["--method", "lora", "--grad-checkpointing", "full", "--seq", "8192", "--batch", "1", "--device", "h100-sxm", "--tokens", "1B"]
+
+
+def _named(assumptions: list[dict]) -> dict[str, dict]:
+    return {a["name"]: a for a in assumptions}
+
+
+def test_the_kernel_through_cli_api_and_web(client) -> None:
+    spec = load_model("llama-3.1-8b")
+    dev = builtin_catalog().devices["h100-sxm"]
+    seconds = {}
+    for kernel in (None, "cudnn", "flash-attn-2"):
+        fields = dict(RUN, **({} if kernel is None else {"attention_kernel": kernel}))
+        api = training_duration_for(spec, dev, 1, 1e9, fields).seconds
+        cli = run_cli_json("train", "llama-3.1-8b", *FLAGS, *(() if kernel is None else ("--attention-kernel", kernel)))
+        web = client.post("/api/v1/train", json={"model": "llama-3.1-8b", **RUN, "device": "h100-sxm", "tokens": "1B",
+                                                 **({} if kernel is None else {"attention_kernel": kernel})})
+        assert web.status_code == 200, web.text
+        assert api == pytest.approx(cli["duration"]["seconds"], rel=1e-12) == web.json()["duration"]["seconds"]
+        seconds[kernel] = api
+        memory = _named(cli["assumptions"])["attention_kernel"]
+        assert memory["value"] == (kernel or "sdpa") and memory["default"] == (kernel is None)
+        assert _named(cli["duration"]["assumptions"])["attention_kernel_timed"]["value"] == (kernel or "flash-attn-2")
+    # SDPA on an H100 runs its FlashAttention-2 backend (the torch of the validation rows): the same seconds as naming
+    # it; cuDNN's wgmma kernel is faster (pytorch/pytorch#142132)
+    assert seconds[None] == pytest.approx(seconds["flash-attn-2"], rel=1e-12)
+    assert seconds["cudnn"] < seconds[None]
+
+
+def test_the_duration_names_the_timed_kernel() -> None:
+    spec = load_model("llama-3.1-8b")
+    devs = builtin_catalog().devices
+    for device, kernel, timed in (("h100-sxm", None, "flash-attn-2"), ("v100-sxm2-16gb", None, "mem-efficient"),
+                                  ("a100-sxm-80gb", "flash-attn-3", "flash-attn-2")):
+        if device not in devs:
+            pytest.skip(f"{device} not in the catalog")
+        d = training_duration_for(spec, devs[device], 1, 1e9,
+                                  dict(RUN, seq_len=2048, **({} if kernel is None else {"attention_kernel": kernel,
+                                                                                        "attention": "flash"})))
+        named = {a.name: a for a in d.assumptions}
+        assert named["attention_kernel_timed"].value == timed
+        assert 0 < named["attention_kernel_share"].value < 1
+        if kernel == "flash-attn-3":
+            assert any("sm90" in w for w in d.warnings)
+
+
+def test_every_training_estimate_names_the_kernel() -> None:
+    for attention, kernel in (("sdpa", "sdpa"), ("flash", "flash-attn-2"), ("eager", "eager")):
+        named = {a.name: a for a in estimate_training("llama-3.2-1b", attention=attention).assumptions}
+        assert named["attention_kernel"].value == kernel and named["attention_kernel"].default
+
+
+def test_a_kernel_the_attention_does_not_run_is_one_line(client) -> None:
+    done = run_cli("train", "llama-3.1-8b", "--attention", "flash", "--attention-kernel", "cudnn")
+    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1
+    assert "attention_kernel 'cudnn' does not run attention 'flash'" in done.stderr
+    web = client.post("/api/v1/train", json={"model": "llama-3.1-8b", "attention": "flash",
+                                             "attention_kernel": "cudnn"})
+    assert 400 <= web.status_code < 500 and "does not run attention" in web.text
+    done = run_cli("train", "llama-3.1-8b", "--attention-kernel", "fa9")
+    assert done.returncode == 2 and "--attention-kernel" in done.stderr
