@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import pytest
 
+from cli_capture import run_json
 from llmsizer.estimate import efficiency as E
 from llmsizer.formulas.speed import METAL_MM_FMA_PER_THREAD, METAL_MM_WEIGHTS_PER_THREAD, metal_dequant_share
 from llmsizer.validation_cases import _speed, llamacpp_bench_rows
@@ -70,3 +71,16 @@ def test_f16_and_uncounted_types() -> None:
     q4 = _speed("llama-3.1-8b", CHIPS[0], "gguf:q4_k_m", 512, 1, flash=False)
     share = [a.value for a in q4.assumptions if a.name == "llamacpp_metal_dequant_share"]
     assert share and 0.1 < float(share[0]) < 0.3
+
+
+
+def test_every_surface_pays_it() -> None:
+    """The term lives in the one speed estimate, so fit (which names the engine 'llamacpp') gives the measured ratio as
+    the validation rows do (it was applied only where no engine was named, so fit printed equal prefill for both)."""
+    def fit_prefill(weights: str) -> float:
+        code, doc = run_json("fit", "llama-3.1-8b", "--weights", weights, "--device", CHIPS[1], "--context", "1024")
+        assert code == 0
+        return float(doc["speed"]["prefill_tokens_per_second"])
+
+    measured = _pp512(CHIPS[1], "gguf:f16") / _pp512(CHIPS[1], "gguf:q4_k_m")
+    assert fit_prefill("gguf:f16") / fit_prefill("gguf:q4_k_m") == pytest.approx(measured, rel=0.10)

@@ -696,7 +696,7 @@ def speed_model(spec: ModelSpec, device: Any, *, weights_format: str = "bf16", p
                                                   expert_quantized_bytes=float(expert_bytes)
                                                   if spec.moe is not None else 0.0,
                                                   stream_rate=bw * be if bw else None)
-            elif llamacpp and engine is None and device.kind == "apple" and peak is not None \
+            elif llamacpp and device.kind == "apple" and peak is not None \
                     and compute_efficiency is None:
                 ce_p = _metal_prefill_efficiency(spec, fmt, ce, p_flops,
                                                  2.0 * (matmul_params - head_params) * prompt_tokens, assumptions)
