@@ -1554,47 +1554,57 @@ TRAINING_ROWS: dict[str, tuple[str, dict[str, Any], str, bool, str]] = {
                False, "peak"),
 }
 # PEFT README @ 0032f32a, 'GPU memory required for adapting LLMs' (T0_3B, mt0-xxl rows PM0066-PM0076) and its
-# ZeRO-3 offload log (PM0082). The settings are those of the example script the t5 helper read at 0032f32a,
-# examples/conditional_generation/peft_lora_seq2seq_accelerate_ds_zero3_offload.py (today's file keeps the loop and
-# the tokenization: lines 103-105 LoraConfig r=8, lora_alpha=32, lora_dropout=0.1, PEFT's T5 default targets q and
-# v; batch_size 8; torch.optim.AdamW; fp32, mixed_precision 'no'): the full fine-tuning and plain-LoRA columns
-# taken as the same script without DeepSpeed. transformers of early 2023 had only eager attention for T5. ASSUMED,
-# so every row is reported, not summarised:
-# - source length 128: ``tokenizer(inputs, truncation=True)`` with no max_length, padded to the longest row of each
-#   batch (``tokenizer.pad(padding="longest")``); the peak is the batch with the longest tweet of the train split
-#   (280 characters at most, about 2.2 characters per SentencePiece token for handles and URLs: ~128) - not
-#   measured here (the dataset is not available): at 64 every row falls, T0_3B LoRA 17.5 -> 14.3 GB;
-# - target length 3: labels padded to ``target_max_length`` = the longest tokenized class label ('no complaint':
-#   two pieces + </s>, read, not tokenized here);
-# - the loop keeps ``outputs`` (its fp32 logits, b t V 4 = 3 MiB at t = 3) through the backward: not counted;
+# ZeRO-3 offload log (PM0082); the table appears @ 5de17518 and the log @ f16750af (both 2022-12-29). The settings are
+# those of the example script of those commits, examples/conditional_generation/pet_lora_seq2seq_accelerate_ds_zero3_offload.py
+# (@ 0032f32a peft_lora_seq2seq_accelerate_ds_zero3_offload.py, same loop and tokenization: LoraConfig r=8,
+# lora_alpha=32, lora_dropout=0.1, PEFT's T5 default targets q and v; batch_size 8; torch.optim.AdamW; fp32,
+# mixed_precision 'no'): the full fine-tuning and plain-LoRA columns taken as the same script without DeepSpeed.
+# transformers of early 2023 had only eager attention for T5. ASSUMED (which script the plain columns ran), so every
+# row is reported, not summarised. The shapes:
+# - source length: ``tokenizer(inputs, truncation=True)`` with no max_length, each batch padded to its longest row
+#   (``tokenizer.pad(padding="longest")``), so the peak is the batch holding the longest tweet of the 50-row train
+#   split (7 batches, 6 of them of 8 rows: the longest row lands in a full batch with probability 48/50 an epoch). T0_3B: MEASURED,
+#   56 tokens (RAFT twitter_complaints tweet 2 under T5's SentencePiece tokenizer, </s> included; next 55, 54, 51;
+#   mean 29) - tests/validation/test_peft_t0_lengths.py tokenizes the split (tests/fixtures/raft_twitter_complaints).
+#   Was 128 assumed (~2.2 characters a piece), which put 8 x 128 source activations in PM0068/PM0070/PM0082
+#   (+25-28 %). mt0-xxl: mT5's 250k-piece tokenizer is not at hand, so 128 stays ASSUMED there;
+# - target length: labels padded to ``target_max_length``, the longest tokenized class label over the dataset's
+#   three class names ['Unlabeled', 'complaint', 'no complaint'] (printed by examples/causal_language_modeling/
+#   peft_prefix_tuning_clm.ipynb @ 0032f32a line 77): T0_3B MEASURED 5 ('▁Un lab ele d </s>'; was 3 from 'no
+#   complaint' alone); mt0-xxl 3 ASSUMED;
+# - the loop keeps ``outputs`` (its fp32 logits, b t V 4 = 5 MiB at t = 5) through the backward: not counted;
 # - ZeRO-3 rows: the existing DeepSpeed ZeRO-3 path (formulas/deepspeed_zero.py) with parameters and optimizer
 #   offloaded, pre-0.9 gathering as PM0080 (same README, same era); its units are the stack's layers in order
 #   (encoder, then decoder), and the shared embedding that the decoder uses again is counted as one unit, once.
 _T5_PEFT = dict(precision="fp32", attention="eager", micro_batch=8, seq_len=128, target_len=3)
 _T5_LORA = dict(_T5_PEFT, method="lora", rank=8, alpha=32, targets=("q", "v"), lora_dropout="per-module")
 _T5_Z3 = dict(_T5_LORA, zero=3, offload="params", deepspeed_gather="pre-0.9")
+T0_PEFT_LENGTHS = dict(seq_len=56, target_len=5)  # measured: test_peft_t0_lengths.py
 _T5_NOTE = ("PEFT example scripts @ 0032f32a: fp32, AdamW, batch 8; source 128 tokens and target 3 ASSUMED "
             "(padded per batch; longest class label)")
+_T0_NOTE = ("PEFT example scripts @ 0032f32a: fp32, AdamW, batch 8; source 56 tokens (the train split's longest "
+            "tweet, T5 tokenizer) and target 5 (longest class label 'Unlabeled') measured")
 
 
-def _t5_lora_rows(model: str, lora: str, zero3: str) -> dict[str, tuple[str, dict[str, Any], str, bool, str]]:
+def _t5_lora_rows(model: str, lora: str, zero3: str, lengths: dict[str, int] | None = None,
+                  note: str = _T5_NOTE) -> dict[str, tuple[str, dict[str, Any], str, bool, str]]:
     """The README's LoRA row of ``model`` and its run of the same LoRA under ZeRO-3 offload."""
     return {
-        lora: (model, dict(_T5_LORA), _T5_NOTE + "; LoRA r8 on q, v (self- and cross-attention), dropout 0.1", False,
-               "peak"),
-        zero3: (model, dict(_T5_Z3), _T5_NOTE + f"; LoRA as {lora} under DeepSpeed ZeRO-3, parameters and optimizer "
-                "offloaded (pre-0.9 gathering, as PM0080)", False, "peak"),
+        lora: (model, dict(_T5_LORA, **(lengths or {})), note + "; LoRA r8 on q, v (self- and cross-attention), "
+               "dropout 0.1", False, "peak"),
+        zero3: (model, dict(_T5_Z3, **(lengths or {})), note + f"; LoRA as {lora} under DeepSpeed ZeRO-3, parameters "
+                "and optimizer offloaded (pre-0.9 gathering, as PM0080)", False, "peak"),
     }
 
 
 TRAINING_ROWS.update({
-    "PM0066": ("t0_3b", dict(_T5_PEFT), _T5_NOTE + "; full fine-tuning", False, "peak"),
-    **_t5_lora_rows("t0_3b", "PM0068", "PM0070"),
+    "PM0066": ("t0_3b", dict(_T5_PEFT, **T0_PEFT_LENGTHS), _T0_NOTE + "; full fine-tuning", False, "peak"),
+    **_t5_lora_rows("t0_3b", "PM0068", "PM0070", T0_PEFT_LENGTHS, _T0_NOTE),
     "PM0072": ("mt0-xxl", dict(_T5_PEFT), _T5_NOTE + "; full fine-tuning: the OOM row is a lower bound (> 80 GB on "
                "the A100 80GB)", True, "oom"),
     **_t5_lora_rows("mt0-xxl", "PM0073", "PM0075"),
-    "PM0082": ("t0_3b", dict(_T5_Z3), _T5_NOTE + "; the README's log of the ZeRO-3 offload script (max_memory_"
-               "allocated >> 20); as PM0070", False, "peak"),
+    "PM0082": ("t0_3b", dict(_T5_Z3, **T0_PEFT_LENGTHS), _T0_NOTE + "; the README's log of the ZeRO-3 offload script "
+               "(max_memory_allocated >> 20); as PM0070", False, "peak"),
 })
 # The same README's CPU column for its ZeRO-3 offload runs (PM0071 T0_3B, PM0076 mt0-xxl, PM0081 bloomz-7b1): host RAM
 # predicted as the estimate's host items (the offloaded fp32 parameters, the trainable parameters' gradients and AdamW
@@ -1603,8 +1613,8 @@ TRAINING_ROWS.update({
 # libraries' kernel images, data loading, DeepSpeed's pinned staging buffers). The README's runs without offload
 # show that RSS alone at 2.96-3.8 GB (PM0067/69/74/79, kept unexpressed for that reason).
 TRAINING_ROWS.update({
-    "PM0071": ("t0_3b", dict(_T5_Z3), _T5_NOTE + "; host RAM of PM0070's run (ZeRO-3, parameters and optimizer "
-               "offloaded)", False, "host"),
+    "PM0071": ("t0_3b", dict(_T5_Z3, **T0_PEFT_LENGTHS), _T0_NOTE + "; host RAM of PM0070's run (ZeRO-3, "
+               "parameters and optimizer offloaded)", False, "host"),
     "PM0076": ("mt0-xxl", dict(_T5_Z3), _T5_NOTE + "; host RAM of PM0075's run (ZeRO-3, parameters and optimizer "
                "offloaded)", False, "host"),
     "PM0081": (_BLOOM, dict(TRAINING_ROWS["PM0080"][1]), "host RAM of PM0080's run (ZeRO-3, parameters and optimizer "
