@@ -98,3 +98,16 @@ def test_a_size_in_bits_is_refused_naming_what_it_was_read_as(typed, said):
 def test_a_duration_range_is_said_in_one_unit(low, high, shown):
     from llmsizer.units import format_seconds_range
     assert format_seconds_range(low, high) == shown
+
+
+# A unit prefix without its B, as other programs write sizes: Docker's `--memory 24g` / `512m` (binary; docs.docker.com
+# "Runtime options with Memory, CPUs, and GPUs": b, k, m, g), Kubernetes' `24Gi` (binary) and `24G` (decimal)
+# (kubernetes.io "Resource Management for Pods and Containers", memory units). Before, '24G' got no hint at all while
+# '24gb' got one (probe4).
+@pytest.mark.parametrize("text, meant", [
+    ("24G", "24GiB or 24GB"), ("24g", "24GiB or 24GB"), ("512m", "512MiB or 512MB"), ("1T", "1TiB or 1TB"),
+    ("24Gi", "24GiB"), ("512Mi", "512MiB"),
+])
+def test_a_unit_prefix_without_its_b_is_offered_both_readings(text: str, meant: str) -> None:
+    with pytest.raises(InputError, match=f"did you mean {meant}\\?"):
+        parse_bytes(text, what="memory")

@@ -464,7 +464,11 @@ def recommend_inference(model: ModelSpec | str, *, context: int = InferenceWorkl
             "no speed or latency limit given: at least human reading speed per user (Brysbaert 2019: 238 words/min "
             "x 4/3 tokens per word)"))
     advice = _cpu_gpu_advice(spec, meets, rejected, c, concurrency)
-    quant = _quantization_advice(spec, cat, context, concurrency, hr, fields) if quantization_advice else ()
+    # GGUF formats on llama.cpp: advice for a request that names no engine or llama.cpp, none for one that pinned
+    # vLLM, SGLang or transformers (whose formats are not GGUF files)
+    gguf_engine = engine is None or normalize_engine(engine) == "llamacpp"
+    quant = _quantization_advice(spec, cat, context, concurrency, hr, fields) \
+        if quantization_advice and gguf_engine else ()
     warnings = [*chosen_said, file_skipped] if file_skipped else list(chosen_said)
     slow = slow_first_token_warning(meets, c)
     if slow:

@@ -44,6 +44,9 @@ OTHER_PROGRAMS_NAMES: tuple[frozenset[str], ...] = tuple(frozenset(g) for g in (
     ("grad_accumulation", "gradient_accumulation_steps"),
     ("grad_checkpointing", "gradient_checkpointing", "activation_checkpointing"),
     ("seq_len", "seq_length", "max_seq_length", "max_seq_len"),
+    # the devices a job runs on: DeepSpeed's launcher --num_gpus; our fit/train --count beside infer/train --gpus
+    # (infer's device count is --gpus for a llama.cpp split, --tp for a sharded replica)
+    ("gpus", "count", "num_gpus"),
 ))
 
 

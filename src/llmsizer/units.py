@@ -104,12 +104,20 @@ def _in_bits(written: str, number: str, unit: str, value: float, what: str) -> N
                           f"did you mean {meant}?")
 
 
+# the units other programs write without the B: Docker's '24g' and '512m' (binary), Kubernetes' '24Gi' (binary)
+# and '24G' (decimal); ours need the B, so both readings are offered for the bare prefix
+_PREFIX_UNITS = {"k": ("KiB", "kB"), "m": ("MiB", "MB"), "g": ("GiB", "GB"), "t": ("TiB", "TB"), "p": ("PiB", "PB"),
+                 "ki": ("KiB",), "mi": ("MiB",), "gi": ("GiB",), "ti": ("TiB",), "pi": ("PiB",)}
+
+
 def size_unit_hint(text: str) -> str:
-    """' (did you mean 80GiB?)' for a size whose unit is a known byte unit in the wrong case ('80gib', '80gb'),
-    else ''."""
+    """' (did you mean 80GiB?)' for a size whose unit is a known byte unit in the wrong case ('80gib', '80gb'), or
+    a unit prefix without its B ('24G': 24GiB or 24GB; '24Gi': 24GiB), else ''."""
     m = re.fullmatch(_NUM + r"\s*([A-Za-z]+)", text.strip())
     # a size in bits is refused (_in_bits): only the byte units are offered
     near = [u for u in _BYTE_UNITS if m and u.lower() == m.group(2).lower() and u not in _BIT_AS_BYTES] if m else []
+    if m and not near:
+        near = list(_PREFIX_UNITS.get(m.group(2).lower(), ()))
     if not m or not near or m.group(2) in _BYTE_UNITS:
         return ""
     return " (did you mean " + " or ".join(m.group(1) + u for u in near) + "?)"

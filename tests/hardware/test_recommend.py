@@ -136,3 +136,15 @@ def test_durations() -> None:
             duration_arg(bad)
     with pytest.raises(InputError):
         parse_duration("soon")
+
+
+@pytest.mark.parametrize("engine, advised", [(None, True), ("llamacpp", True), ("llama.cpp", True),
+                                             ("vllm", False), ("sglang", False)])
+def test_gguf_quantization_advice_only_where_gguf_runs(engine: str | None, advised: bool) -> None:
+    """The quantization lines name GGUF formats on llama.cpp ('fits a 24 GB card at Q4_K_M on llama.cpp'): advice
+    for a request that pinned vLLM or SGLang, which serve no GGUF file, it was not (probe4: `recommend qwen3-8b
+    --engine sglang` printed two llama.cpp lines under an SGLang answer)."""
+    rec = recommend_inference("qwen3-8b", context=32768, concurrency=16, engine=engine,
+                              constraints=Constraints(providers=("azure",)))
+    assert bool(rec.quantization) is advised, rec.quantization
+    assert all("on llama.cpp" in line for line in rec.quantization)

@@ -56,3 +56,24 @@ def test_a_python_field_named_as_another_program_names_it_is_offered_ours(cls: t
 def test_a_flag_named_as_another_program_names_it_is_offered_ours(argv: tuple[str, ...], flag: str) -> None:
     code, out, err = run(*argv)
     assert code == 2 and f"did you mean {flag!r}?" in err, (code, err)
+
+
+# The devices a job runs on have three spellings across our own commands: fit and train take --count, infer and
+# train take --gpus (llama.cpp's split; infer shards a replica with --tp), and DeepSpeed's launcher takes
+# --num_gpus (deepspeed/launcher/runner.py parse_args). Before, `infer --device h100-sxm --count 2` was offered
+# '--context' (the most alike spelling) and a request's `resources: {gpus: 2}` nothing.
+@pytest.mark.parametrize("argv", [
+    ("infer", "llama-3.1-8b", "--device", "h100-sxm", "--count", "2"),
+    ("infer", "llama-3.1-8b", "--num-gpus", "2"),
+])
+def test_a_device_count_under_another_commands_name_is_offered_infers(argv: tuple[str, ...]) -> None:
+    code, _, err = run(*argv)
+    assert code == 2 and "did you mean '--gpus'?" in err, (code, err)
+
+
+def test_a_device_count_under_another_name_is_offered_ours_in_python_and_requests() -> None:
+    with pytest.raises(InputError, match="did you mean 'gpus'"):
+        InferenceWorkload(count=2)  # type: ignore[call-arg]
+    with pytest.raises(RequestError) as exc:
+        parse_request(job_yaml("training", "resources: {device: h100-sxm, gpus: 2}  #<"), source="r.yaml")
+    assert len(exc.value.errors) == 1 and "did you mean 'count'?" in exc.value.errors[0], exc.value.errors

@@ -359,7 +359,7 @@ def _bookings(args: argparse.Namespace) -> list[Any]:
 def _checks(args: argparse.Namespace) -> tuple[Any, list[Any]]:
     from ..provider.placement import check_needs
     inv, _, needs = _needs(args)
-    return inv, check_needs(needs, inv, _bookings(args))
+    return inv, check_needs(needs, inv, _bookings(args), _utcnow(args))  # no earlier window than now
 
 
 def request_key(req: Any, job: str) -> str:

@@ -329,7 +329,8 @@ def _speed_cached(spec: ModelSpec, device: Device, tp: int, fmt: str, prompt: in
                   identical: bool = False, engine: str | None = None,
                   engine_version: str | None = None, nvlink_mesh: bool | None = None,
                   model: Callable[[], SpeedLayout] | None = None,
-                  group_size: int = GROUP_SIZE_DEFAULT, other_bytes: int = OTHER_BYTES_DEFAULT) -> SpeedEstimate:
+                  group_size: int = GROUP_SIZE_DEFAULT, other_bytes: int = OTHER_BYTES_DEFAULT,
+                  encoder_flops: float = 0.0) -> SpeedEstimate:
     """estimate_speed memoized on what it reads: speed does not depend on memory size, so the memory
     configurations of one Apple chip (and instances sharing a device) share one estimate. ``model``: the
     ``speed.speed_model`` of these arguments but the layout (tp, conc, link, nvlink_mesh), which answers a miss
@@ -342,7 +343,8 @@ def _speed_cached(spec: ModelSpec, device: Device, tp: int, fmt: str, prompt: in
     # source its assumption quotes): two devices alike in the numbers above but not in these are two estimates
     p2p = device.peer_to_peer
     key = (spec, device.kind, device.bandwidth, peaks, tp, fmt, prompt, out, conc, kvd, mla, link, states, ubatch,
-           kv_unified, identical, engine, engine_version, scope, nvlink_mesh, group_size, other_bytes, device.vendor,
+           kv_unified, identical, engine, engine_version, scope, nvlink_mesh, group_size, other_bytes, encoder_flops,
+           device.vendor,
            device.architecture, device.capability, device.sm_cycles_per_second, peer_to_peer(device),
            (p2p.source, p2p.date) if p2p is not None else None)
     hit = _SPEED_MEMO.get(key)
@@ -354,7 +356,7 @@ def _speed_cached(spec: ModelSpec, device: Device, tp: int, fmt: str, prompt: in
                 spec, device, tp, weights_format=fmt, prompt_tokens=prompt, output_tokens=out, concurrency=conc,
                 kv_dtype=kvd, mla_mode=mla, link_bandwidth=link, state_dtypes=states, ubatch=ubatch,
                 kv_unified=kv_unified, identical_sequences=identical, engine=engine, engine_version=engine_version,
-                nvlink_mesh=nvlink_mesh, group_size=group_size, other_bytes=other_bytes)
+                nvlink_mesh=nvlink_mesh, group_size=group_size, other_bytes=other_bytes, encoder_flops=encoder_flops)
             _SPEED_MEMO[key] = hit
         else:  # the texts that name the device (peak_dtype, the stream limits, warnings) name this one
             hit = for_device(hit, device.id)
@@ -567,13 +569,14 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
                 str(det.get("kv_dtype", "bf16")), (str(conv_d), str(ssm_d)), det.get("n_ubatch"),
                 det.get("kv_unified"), bool(det.get("identical_sequences", False)),
                 int(det.get("group_size", GROUP_SIZE_DEFAULT)),  # a grouped format's group, as the memory sized it
-                int(det.get("other_bytes", OTHER_BYTES_DEFAULT)))  # its unquantized tensors' bytes, likewise
+                int(det.get("other_bytes", OTHER_BYTES_DEFAULT)),  # its unquantized tensors' bytes, likewise
+                float(det.get("vision_encoder_flops", 0.0)))  # the vision tower's work on a prompt's media
 
     def speed_at(t: int, work: tuple[Any, ...], decode_only: bool = False, running: int | None = None) -> SpeedEstimate:
         """One replica's speed at tensor parallelism ``t`` of the workload ``work`` (speed_work), at the sequences it
         runs at once (``running``: at most its share of the load; the others queue); ``decode_only``: its decode alone
         (speed.speed_model), to rank the degrees by."""
-        wf, pr, kvd, states, ub, kvu, same, group, other = work
+        wf, pr, kvd, states, ub, kvu, same, group, other, enc = work
 
         def model() -> SpeedLayout:
             m = models.get(work)
@@ -581,7 +584,8 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
                 m = models[work] = speed_model(spec, device, weights_format=wf, prompt_tokens=pr, output_tokens=out,
                                                kv_dtype=kvd, mla_mode="latent", state_dtypes=states, ubatch=ub,
                                                kv_unified=kvu, identical_sequences=same, engine=eng,
-                                               engine_version=engine_version, group_size=group, other_bytes=other)
+                                               engine_version=engine_version, group_size=group, other_bytes=other,
+                                               encoder_flops=enc)
             return m
 
         if t > 1 and not links:
@@ -593,7 +597,7 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
         if decode_only:
             return model()(t, None, per, link, mesh, True)
         return _speed_cached(spec, device, t, wf, pr, out, per, kvd, "latent", link, states, ub, kvu, same, eng,
-                             engine_version, mesh, model, group, other)
+                             engine_version, mesh, model, group, other, enc)
 
     # within one machine: the fastest layout that fits at this load; across machines only when none within fits,
     # the smallest that fits. The largest within is sized first (the least memory per device). When it fits, every

@@ -361,7 +361,8 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
                    engine_step_seconds: float | None = None, engine: str | None = None,
                    engine_version: str | None = None, nvlink_mesh: bool | None = None,
                    allreduce_latency: float | None = None, llamacpp_int8_mmq: bool = True,
-                   group_size: int = GROUP_SIZE_DEFAULT, other_bytes: int = OTHER_BYTES_DEFAULT) -> SpeedEstimate:
+                   group_size: int = GROUP_SIZE_DEFAULT, other_bytes: int = OTHER_BYTES_DEFAULT,
+                   encoder_flops: float = 0.0) -> SpeedEstimate:
     """Speed of ``spec`` on ``count`` x ``device`` (a catalog ``Device``) serving ``concurrency`` sequences of
     ``prompt_tokens`` + ``output_tokens``. Decode is evaluated mid-generation (context = prompt + output/2).
 
@@ -394,7 +395,9 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
     estimate's (its details' ``other_bytes``, from its dtype), not the compute dtype: transformers 5.24 loads them in
     the checkpoint's dtype on a CPU too (modeling_utils.py 4186-4187 ``dtype = "auto"``, 830-831 ``config.dtype``,
     883 ``hf_quantizer.update_dtype``, which quantizer_gptq.py 75-78, quantizer_awq.py 54-62 off CUDA/XPU and bnb's
-    quantizers/base.py 100-110 leave as it is), while the matmuls run in fp32."""
+    quantizers/base.py 100-110 leave as it is), while the matmuls run in fp32. ``encoder_flops``: the vision
+    encoder's work on one prompt's images and video (formulas/vision_compute.py; the inference estimate's details
+    ``vision_encoder_flops``), run before the language model's prefill and part of the TTFT."""
     if count < 1 or concurrency < 1 or prompt_tokens < 1 or output_tokens < 0:
         raise InputError("count, concurrency and prompt_tokens must be >= 1; output_tokens >= 0")
     return speed_model(spec, device, weights_format=weights_format, prompt_tokens=prompt_tokens,
@@ -405,7 +408,7 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
                        kv_unified=kv_unified, engine_step_seconds=engine_step_seconds, engine=engine,
                        engine_version=engine_version, allreduce_latency=allreduce_latency,
                        llamacpp_int8_mmq=llamacpp_int8_mmq, group_size=group_size,
-                       other_bytes=other_bytes)(count, tensor_parallel, concurrency, link_bandwidth,
+                       other_bytes=other_bytes, encoder_flops=encoder_flops)(count, tensor_parallel, concurrency, link_bandwidth,
                                                                 nvlink_mesh, False)
 
 
@@ -421,7 +424,7 @@ def speed_model(spec: ModelSpec, device: Any, *, weights_format: str = "bf16", p
                 engine_step_seconds: float | None = None, engine: str | None = None,
                 engine_version: str | None = None, allreduce_latency: float | None = None,
                 llamacpp_int8_mmq: bool = True, group_size: int = GROUP_SIZE_DEFAULT,
-                other_bytes: int = OTHER_BYTES_DEFAULT) -> SpeedLayout:
+                other_bytes: int = OTHER_BYTES_DEFAULT, encoder_flops: float = 0.0) -> SpeedLayout:
     """``estimate_speed`` in two stages: what no layout changes (the weight format's kernels and bytes, the
     device's peak, bandwidth and efficiencies, the engine's step, the model's parameters and bytes), computed once
     here; then the returned ``layout(count, tensor_parallel, concurrency, link_bandwidth, nvlink_mesh,
@@ -431,6 +434,8 @@ def speed_model(spec: ModelSpec, device: Any, *, weights_format: str = "bf16", p
     same ``decode`` the full answer carries."""
     if prompt_tokens < 1 or output_tokens < 0:
         raise InputError("count, concurrency and prompt_tokens must be >= 1; output_tokens >= 0")
+    if encoder_flops < 0:
+        raise InputError(f"encoder_flops must not be negative, got {encoder_flops}")
     assumptions: list[Assumption] = []  # those before the load's identical_sequences
     # a model file: exact bytes, kernels of its dominant type
     fmt, why = file_kernel_format(spec) if weights_format == "file" else (normalize_format(weights_format), "")
@@ -705,10 +710,20 @@ def speed_model(spec: ModelSpec, device: Any, *, weights_format: str = "bf16", p
                                                     repeated_kv=repeated_kv).total_bytes * kv_share + state_bytes(1)
             if t5 is not None:  # every weight once, and the cross K/V written
                 p_bytes = wb.total + cross_attention_kv(spec, prompt_tokens, 1, kv_dtype)
+            # the vision encoder runs first, its products at the compute efficiency of the dtype's peak (ce), not a
+            # llama.cpp quantized-kernel rate (ce_p): its FLOPs enter eq. (3) scaled to take ce's time at ce_p, and
+            # its weights (left out of read_bytes) are read once
+            enc_flops = encoder_flops * ce_p / ce if encoder_flops else 0.0
+            if encoder_flops:
+                p_bytes += wb.by_component.get("vision", 0) * shard
+                assumptions.append(Assumption(
+                    "vision_encoder_flops", f"{encoder_flops:.3g}", False,
+                    "the vision encoder over one prompt's images/video, before the language model's prefill and "
+                    f"part of the TTFT, at compute efficiency {ce:g} (formulas/vision_compute.py eqs. V1-V4)"))
             if peak is not None or bw is not None:
-                prefill = phase_time(p_flops / tp, p_bytes, peak, bw, ce_p, be, comm(prompt_tokens))
+                prefill = phase_time((p_flops + enc_flops) / tp, p_bytes, peak, bw, ce_p, be, comm(prompt_tokens))
                 if peak and bw:
-                    roof_p = roofline(p_flops / tp, p_bytes, peak, bw)
+                    roof_p = roofline((p_flops + encoder_flops) / tp, p_bytes, peak, bw)
 
         def _fattn_assumptions(kernel: str, batch: int, unified: bool) -> None:
             fa = E.LLAMACPP_FA_STREAM_SHARE

@@ -13,7 +13,7 @@ import math
 from dataclasses import replace
 from functools import lru_cache
 
-from ..errors import InputError
+from ..errors import FieldError, InputError
 from ..specs import ModelSpec
 from .tensors import model_tensors
 from .weight_formats import WeightBytes
@@ -24,7 +24,8 @@ def check_tensor_parallel(spec: ModelSpec, tp: int) -> None:
     if tp < 1:
         raise InputError(f"tensor_parallel must be >= 1, got {tp}")
     if spec.num_heads % tp:
-        raise InputError(f"tensor_parallel {tp} does not divide the {spec.num_heads} attention heads of {spec.name}")
+        raise FieldError("tensor_parallel",
+                         f"tensor_parallel {tp} does not divide the {spec.num_heads} attention heads of {spec.name}")
 
 
 def serving_tensor_parallel_refusal(spec: ModelSpec, tp: int) -> str | None:

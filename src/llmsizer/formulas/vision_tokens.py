@@ -66,6 +66,7 @@ class MediaTokens:
     encoder_sequences: int
     encoder_patches: int
     detail: str
+    encoder_grid: tuple[int, int] = (0, 0)  # rows x columns of patches of each sequence (Qwen rules; (0, 0) else)
 
 
 def smart_resize(height: int, width: int, factor: int, min_pixels: int, max_pixels: int) -> tuple[int, int]:
@@ -177,7 +178,7 @@ def image_tokens(v: VisionSpec, width: int, height: int, pan_and_scan: bool = Fa
         grid = (h // v.patch_size) * (w // v.patch_size)
         return MediaTokens(grid // (m * m) + DELIMITERS[rule], 0, 1, grid,
                            f"resized to {w}x{h}: {w // v.patch_size}x{h // v.patch_size} patches / {m}x{m} merge "
-                           f"= {grid // (m * m)} tokens")
+                           f"= {grid // (m * m)} tokens", (h // v.patch_size, w // v.patch_size))
     if rule == "llama4":
         rows, cols = llama4_canvas(height, width, v.image_size, v.max_tiles)
         tiles = rows * cols
@@ -211,4 +212,4 @@ def video_tokens(v: VisionSpec, frames: int, width: int, height: int) -> MediaTo
     # each temporal group is its own attention sequence in the tower (vision_utils.get_vision_cu_seqlens)
     return MediaTokens(n + DELIMITERS[rule], 0, groups, grid,
                        f"{frames} frames -> {groups} groups of {t}, each resized to {w}x{h}: "
-                       f"{groups} x {grid // (m * m)} = {n} tokens")
+                       f"{groups} x {grid // (m * m)} = {n} tokens", (h // p, w // p))

@@ -658,9 +658,12 @@ def earliest(need: JobNeed, inv: Inventory, bookings: Sequence[Booking] | Held,
     return None, first
 
 
-def check_job(need: JobNeed, inv: Inventory, bookings: Sequence[Booking] | Held) -> JobCheck:
+def check_job(need: JobNeed, inv: Inventory, bookings: Sequence[Booking] | Held,
+              not_before: _dt.datetime | None = None) -> JobCheck:
     """Does ``need`` fit in its requested window (from its start, ending by its deadline)? If not: the binding
-    constraint, the earliest window, and alternatives that fit."""
+    constraint, the earliest window, and alternatives that fit. The earliest window starts at ``not_before`` at the
+    earliest (the command's now: a window that has passed is no window to wait for; `capacity book --earliest`
+    searches from now too)."""
     bookings = as_held(bookings)
     try:
         p = try_window(need, inv, bookings, need.start)
@@ -669,7 +672,8 @@ def check_job(need: JobNeed, inv: Inventory, bookings: Sequence[Booking] | Held)
         reason = NoFit("deadline", f"the run ends {p.end:%Y-%m-%d %H:%M}, after the deadline {need.deadline:%Y-%m-%d}")
     except NoFit as e:
         reason = e
-    later, _ = earliest(need, inv, bookings)
+    later, _ = earliest(replace(need, start=not_before) if not_before is not None and not_before > need.start
+                        else need, inv, bookings)
     alts: list[str] = []
     if later is not None and later.start > need.start:
         late = need.deadline is not None and later.end > need.deadline
@@ -798,13 +802,14 @@ def _quantized(need: JobNeed, inv: Inventory, bookings: Sequence[Booking] | Held
     return out
 
 
-def check_needs(needs: Sequence[JobNeed], inv: Inventory, bookings: Sequence[Booking] | Held) -> list[JobCheck]:
+def check_needs(needs: Sequence[JobNeed], inv: Inventory, bookings: Sequence[Booking] | Held,
+                not_before: _dt.datetime | None = None) -> list[JobCheck]:
     """Check the jobs of one request in order; each placement found is held while checking the next ones, so two
-    jobs of the same request do not count on the same devices."""
+    jobs of the same request do not count on the same devices. ``not_before``: check_job's."""
     held = Held(bookings.bookings if isinstance(bookings, Held) else bookings)
     out = []
     for need in needs:
-        c = check_job(need, inv, held)
+        c = check_job(need, inv, held, not_before)
         out.append(c)
         if c.placement is not None:
             held.add(Booking(f"pending:{need.name}", need.name, need.kind, c.placement.items, "tentative"))

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from itertools import compress, repeat
 from operator import attrgetter, is_, is_not, itemgetter
 
-from ..errors import InputError
+from ..errors import FieldError, InputError
 from ..frozen import fast_init
 from ..numbers import (
     CONCURRENCY,
@@ -268,7 +268,8 @@ class InferenceWorkload:
         if self.concurrency <= 0:
             raise InputError(f"concurrency must be a positive number of sequences, got {self.concurrency}")
         if self.output_tokens is not None and not 0 <= self.output_tokens <= self.context:
-            raise InputError(f"output_tokens must be between 0 and context ({self.context}), got {self.output_tokens}")
+            raise FieldError("output_tokens", f"output_tokens must be between 0 and context ({self.context}), got "
+                             f"{self.output_tokens}")
         for name, value, allowed in (("engine", self.engine, ENGINES), ("device", self.device, DEVICES),
                                      ("attention", self.attention, ATTENTION_IMPLS),
                                      ("gpu_runtime", self.gpu_runtime, GPU_RUNTIMES)):
@@ -278,14 +279,15 @@ class InferenceWorkload:
             raise InputError(unknown_choice("dtype", self.dtype, DTYPES))
         check_memory_target(self.memory, self.headroom, self.metric)
         if self.gpu_memory_utilization is not None and not 0 < self.gpu_memory_utilization <= 1:
-            raise InputError(f"gpu_memory_utilization must be in (0, 1], got {self.gpu_memory_utilization}")
+            raise FieldError("gpu_memory_utilization",
+                             f"gpu_memory_utilization must be in (0, 1], got {self.gpu_memory_utilization}")
         if self.mem_fraction_static is not None and not 0 < self.mem_fraction_static <= 1:
-            raise InputError(f"mem_fraction_static must be in (0, 1], got {self.mem_fraction_static}")
+            raise FieldError("mem_fraction_static", f"mem_fraction_static must be in (0, 1], got {self.mem_fraction_static}")
         for name in ("paged_block_size", "max_num_seqs", "max_num_batched_tokens", "n_ubatch", "group_size",
                      "tensor_parallel"):
             v = getattr(self, name)
             if v is not None and v <= 0:
-                raise InputError(f"{name} must be positive, got {v}")
+                raise FieldError(name, f"{name} must be positive, got {v}")
         object.__setattr__(self, "images", check_number(self.images, "images", IMAGES))
         object.__setattr__(self, "video_frames", check_number(self.video_frames, "video_frames", VIDEO_FRAMES))
         for name in ("image_size", "video_size"):
@@ -295,19 +297,19 @@ class InferenceWorkload:
                     raise InputError(f"{name} must be (width, height) in pixels or 'WIDTHxHEIGHT', got {v!r}")
                 object.__setattr__(self, name, parse_image_size(v, what=name))
         if self.image_size is not None and not self.images:
-            raise InputError("image_size is given but images is 0; give the number of images per sequence")
+            raise FieldError("image_size", "image_size is given but images is 0; give the number of images per sequence")
         if not isinstance(self.pan_and_scan, bool):
             raise InputError(f"pan_and_scan must be true or false, got {self.pan_and_scan!r}")
         if self.pan_and_scan and not self.images:
-            raise InputError("pan_and_scan is set but images is 0; give the number of images per sequence")
+            raise FieldError("pan_and_scan", "pan_and_scan is set but images is 0; give the number of images per sequence")
         if self.video_size is not None and not self.video_frames:
-            raise InputError("video_size is given but video_frames is 0; give the sampled frames per video")
+            raise FieldError("video_size", "video_size is given but video_frames is 0; give the sampled frames per video")
         if self.n_gpu_layers is not None and self.n_gpu_layers < 0:
-            raise InputError(f"n_gpu_layers must not be negative, got {self.n_gpu_layers}")
+            raise FieldError("n_gpu_layers", f"n_gpu_layers must not be negative, got {self.n_gpu_layers}")
         if self.gpus <= 0:
-            raise InputError(f"gpus must be positive, got {self.gpus}")
+            raise FieldError("gpus", f"gpus must be positive, got {self.gpus}")
         if self.n_cpu_moe is not None and self.n_cpu_moe < 0:
-            raise InputError(f"n_cpu_moe must not be negative, got {self.n_cpu_moe}")
+            raise FieldError("n_cpu_moe", f"n_cpu_moe must not be negative, got {self.n_cpu_moe}")
         if self.split_mode is not None and self.split_mode not in SPLIT_MODES:
             raise InputError(unknown_choice("split_mode", self.split_mode, SPLIT_MODES))
         if self.tensor_split is not None:
@@ -340,7 +342,7 @@ class InferenceWorkload:
                 continue  # refused below with the split's own message
             if engine_setting_given(name, getattr(self, name)) and self.engine not in owners:  # read by these
                 # profiles only: refused, not ignored (engine None: checked once the estimate has chosen it)
-                raise InputError(f"{name} applies to engine {' or '.join(owners)}, not {self.engine}")
+                raise FieldError(name, f"{name} applies to engine {' or '.join(owners)}, not {self.engine}")
         if self.headroom is not None and self.fit_target is not None:  # two margins for one device: refused
             raise InputError(MARGIN_CONFLICT)
         if self.headroom is not None and self.engine == "sglang":  # its pool takes a fraction of the memory: no
@@ -348,14 +350,14 @@ class InferenceWorkload:
                              "the memory; give mem_fraction_static instead")  # margin to keep free (refused, not ignored)
         if llamacpp_only and self.engine is not None and self.engine != "llamacpp":
             verb = "apply" if len(llamacpp_only) > 1 else "applies"
-            raise InputError(f"{', '.join(llamacpp_only)} {verb} to engine llamacpp; {self.engine} shards a model "
-                             "with tensor_parallel (--tp N; `fit --count N` places it over N devices)")
+            raise FieldError(llamacpp_only[0], f"{', '.join(llamacpp_only)} {verb} to engine llamacpp; {self.engine} "
+                             "shards a model with tensor_parallel (--tp N; `fit --count N` places it over N devices)")
         offload = [name for name, v in (("gpus", self.gpus > 1), ("split_mode", self.split_mode),
                                         ("tensor_split", self.tensor_split), ("n_cpu_moe", self.n_cpu_moe),
                                         ("n_gpu_layers", bool(self.n_gpu_layers))) if v not in (None, False)]
         if offload and self.device == "cpu":  # were ignored (exit 0, the CPU answer) or refused with a wrong hint
-            raise InputError(f"{', '.join(offload)} apply to GPU offload; on device cpu every tensor is in host "
-                             "memory (use device gpu)")
+            raise FieldError(offload[0], f"{', '.join(offload)} apply to GPU offload; on device cpu every tensor is "
+                             "in host memory (use device gpu)")
 
     def without_memory(self) -> InferenceWorkload:
         """``dataclasses.replace(self, memory=None)`` (``given`` kept) without running ``__post_init__`` again: no

@@ -10,7 +10,7 @@ from typing import Any
 
 from starlette.responses import Response
 
-from ..errors import HubUnavailableError, LlmsizerError, UnknownNameError
+from ..errors import FieldError, HubUnavailableError, LlmsizerError, UnknownNameError
 from ..render.safe import term
 
 PROBLEM_JSON = "application/problem+json"
@@ -67,6 +67,8 @@ def from_error(e: LlmsizerError, *, not_found: bool = False) -> Problem:
     m = _FLAG.search(detail)
     if isinstance(e, HubUnavailableError):
         field: str | None = "hub"
+    elif isinstance(e, FieldError):  # about one workload field, named by the error (not a flag its advice names)
+        field = e.field
     elif detail.startswith(("model ", "unknown model ", "give a MODEL")):
         field = "model"
     else:

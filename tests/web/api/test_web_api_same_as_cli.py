@@ -280,7 +280,8 @@ ERRORS = [
     ("/api/v1/fit", {"model": "qwen3-0.6b", "device": "h100-sxm", "engine": "vllm", "engine_version": "0.5e3"},
      ["fit", "qwen3-0.6b", "--device", "h100-sxm", "--engine", "vllm", "--engine-version", "0.5e3"], None),
     ("/api/v1/fit", {"model": "qwen3-0.6b", "device": "rtx-4090", "engine": "llamacpp", "engine_version": "0.19"},
-     ["fit", "qwen3-0.6b", "--device", "rtx-4090", "--engine", "llamacpp", "--engine-version", "0.19"], None),
+     ["fit", "qwen3-0.6b", "--device", "rtx-4090", "--engine", "llamacpp", "--engine-version", "0.19"],
+     "engine_version"),  # the field at fault (errors.FieldError; was None: the message names no --flag)
 ]
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...errors import InputError
+from ...errors import FieldError, InputError
 from ...formulas.activations import prefill_activation_bytes
 from ...formulas.kv_cache import kv_cache
 from ...result import DEVICES_SUMMED, Item
@@ -202,7 +202,7 @@ def _n_cpu_moe(ctx: Context) -> int:
     if w.n_cpu_moe is None:
         return 0
     if not spec.is_moe:
-        raise InputError(f"n_cpu_moe keeps MoE expert tensors in host memory; {spec.name} has no experts")
+        raise FieldError("n_cpu_moe", f"n_cpu_moe keeps MoE expert tensors in host memory; {spec.name} has no experts")
     if w.device != "gpu":
         raise InputError("n_cpu_moe applies to GPU offload; on device cpu every tensor is in host memory")
     return int(ctx.acc.assume("n_cpu_moe", w.n_cpu_moe, w.n_cpu_moe, "given (common/arg.cpp:2766-2775)"))

@@ -17,6 +17,7 @@ from ...formulas.vision_activations import (
     mllama_encoder_activation_bytes,
     qwen_encoder_activation_bytes,
 )
+from ...formulas.vision_compute import media_encoder_flops
 from ...formulas.vision_tokens import MediaTokens, image_tokens, video_tokens
 from ...numbers import TOKENS
 from ...result import Assumption, Notes
@@ -28,7 +29,7 @@ class Media:
     tokens: int  # context tokens the media add to each sequence
     encoder_sequences: int  # encoder sequences per request (images, tiles, crops, video)
     encoder_patches: int  # patches of the largest of them
-    details: dict[str, int]
+    details: dict[str, float]
     cross_tokens: int = 0  # image states each sequence's cross-attention layers hold (Llama-3.2-Vision)
     encoder_tokens: int = 0  # patches of all encoder sequences of one request (images, crops, video groups)
 
@@ -73,7 +74,7 @@ def media_in_context(spec: ModelSpec, w: InferenceWorkload, notes: Notes) -> Med
     if v is None:
         raise InputError(f"model {spec.name!r} has no vision encoder (text only): images and video do not apply")
     tokens, sequences, patches, cross, enc_tokens = 0, 0, 0, 0, 0
-    details: dict[str, int] = {}
+    details: dict[str, float] = {}
     parts: list[tuple[str, int, MediaTokens]] = []
     if w.images:
         iw, ih = _size(spec, w.image_size, "image", "--image-size", notes)
@@ -92,7 +93,9 @@ def media_in_context(spec: ModelSpec, w: InferenceWorkload, notes: Notes) -> Med
         per = video_tokens(v, w.video_frames, fw, fh)
         parts.append((f"1 video of {w.video_frames} frames of {fw}x{fh}", 1, per))
         details["video_tokens"] = per.tokens
+    flops = 0.0
     for label, count, per in parts:
+        flops += count * media_encoder_flops(v, per)  # the tower's work on them (formulas/vision_compute.py)
         tokens += count * per.tokens
         cross += count * per.cross_tokens
         sequences += count * per.encoder_sequences
@@ -108,7 +111,8 @@ def media_in_context(spec: ModelSpec, w: InferenceWorkload, notes: Notes) -> Med
     notes.assumptions.append(Assumption(
         "media_tokens", tokens, False, f"image/video tokens per sequence, added to the {w.context} text tokens of "
         f"the context: the KV cache and the prefill hold {w.context + tokens} tokens per sequence"))
-    details.update({"media_tokens": tokens, "text_context": w.context, "context_with_media": w.context + tokens})
+    details.update({"media_tokens": tokens, "text_context": w.context, "context_with_media": w.context + tokens,
+                    "vision_encoder_flops": flops})
     if cross:
         details["cross_attention_tokens"] = cross
         notes.assumptions.append(Assumption(
