@@ -60,6 +60,8 @@ def measured() -> dict[str, dict[str, Any]]:
                                          for b, s in SHAPES if s < 2048 or name == "jamba"}
     cases |= {f"{name}|{b}|{s}|autocast": (MAMBA_LAYER_CASES[name][0], b, s, "autocast") for name in AUTOCAST_TOLERANCE
               for b, s in AUTOCAST_SHAPES}
+    cases |= {f"{name}|{b}|{s}|frozen": (cfg, b, s, "frozen") for name, (cfg, _) in MAMBA_LAYER_CASES.items()
+              for b, s in AUTOCAST_SHAPES}
     step = Path(__file__).with_name("mamba_kernel_step.py")
     run = subprocess.run([sys.executable, str(step), MAMBA_SSM_SRC, CAUSAL_CONV1D_SRC, json.dumps(cases)],
                          capture_output=True, text=True, timeout=900, check=False)
@@ -111,3 +113,23 @@ def test_mamba2_layer_kernel_path_under_autocast(measured: dict[str, dict[str, A
         print(f"\n[{name} layer {layer}, B={batch} T={tokens}, kernels, autocast] saved {saved:,} B, counted "
               f"{predicted:,} B (ratio {predicted / saved:.5f})")
     assert predicted == pytest.approx(saved, rel=AUTOCAST_TOLERANCE[name], abs=0)
+
+
+@pytest.mark.parametrize("name", list(MAMBA_LAYER_CASES))
+@pytest.mark.parametrize(("batch", "tokens"), AUTOCAST_SHAPES)
+def test_mamba_layer_kernel_path_frozen(measured: dict[str, dict[str, Any]], name: str, batch: int, tokens: int,
+                                        capsys: Any) -> None:
+    """Every weight but the embedding frozen (pure bf16): a LoRA layer past its first adapter, the mixer's
+    projections unadapted (eqs. M3, J3): the Functions save what they save, A_log's exp output and the norm outputs
+    of frozen weights are not kept, and no linear keeps its input."""
+    cfg, layer = MAMBA_LAYER_CASES[name]
+    got = measured[f"{name}|{batch}|{tokens}|frozen"]
+    spec = spec_from_config(cfg, name=f"tiny-{name}")
+    st = ActivationSetup(batch=batch, seq=tokens, residual=2, compute=2, expert=2, full=False, attention="sdpa",
+                         mamba_path="cuda-kernels")
+    predicted = sum(t.bytes for t in layer_saved_terms(spec, layer, st))
+    saved = int(got[str(layer)])
+    with capsys.disabled():
+        print(f"\n[{name} layer {layer}, B={batch} T={tokens}, kernels, frozen] saved {saved:,} B, counted "
+              f"{predicted:,} B (ratio {predicted / saved:.5f})")
+    assert predicted == saved

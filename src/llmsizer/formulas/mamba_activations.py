@@ -113,8 +113,8 @@ C norms' normalised tensors (JambaRMSNorm ``self.weight * hidden_states.to(input
 
     J1 less  d n 4 + t d c + t (R + 2 n) c;  J2 less  d n 4 + t (R + 2 n) c                              (J3)
 
-  (J2's and M2's frozen readings follow from the same operators outside the kernels' Functions; the kernels' own
-  ``save_for_backward`` is unconditional. Not measured on the kernels' stand-ins.)
+  (J2's and M2's follow from the same operators outside the kernels' Functions, whose own ``save_for_backward`` is
+  unconditional; measured on the kernels' stand-ins too: tests/training/test_mamba_kernel_saved_tensors.py.)
 """
 
 from __future__ import annotations
