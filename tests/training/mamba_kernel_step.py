@@ -103,8 +103,10 @@ def main() -> None:
         # the weights whose autocast copies autograd keeps, per layer (the autocast cases' weight copies): those of
         # two or more dimensions but the Mamba-2 mixer's conv1d weight (CausalConv1d takes it as it is) and out_proj
         # weight (cast with .to() inside MambaSplitConv1dScanCombinedFn's forward, which autograd does not record)
+        # (Jamba's out_proj is a plain nn.Linear after SelectiveScanFn: autocast copies its weight)
+        fused = ("conv1d.weight",) if cfg["model_type"] == "jamba" else ("conv1d.weight", "out_proj.weight")
         casts = {f"cast{i}": sum(p.numel() for n, p in lay.named_parameters() if p.ndim >= 2 and not (
-            n.split(".")[0] in ("mixer", "mamba") and n.split(".", 1)[1] in ("conv1d.weight", "out_proj.weight")))
+            n.split(".")[0] in ("mixer", "mamba") and n.split(".", 1)[1] in fused))
             for i, lay in enumerate(layers)}
         out[name] = {**{str(i): v for i, v in by_layer.items()}, "-1": sorted(set(calls)), **casts}
     print(json.dumps(out))

@@ -98,6 +98,11 @@ contiguous::
     less the C norm output; u, delta, z, out copies 4 t d c; B, C copies 2 t n c; D, delta_bias 2 d 4;
     chunk states b d ceil(s / 2048) 2 n 4; out_proj input t d c                                           (J2)
 
+  Under torch.autocast with fp32 weights (measured on the stand-ins) JambaRMSNorm's ``weight * hidden.to(bf16)`` is
+  fp32, so SelectiveScanFn's contiguous B and C copies are fp32, and D / delta_bias need no fp32 copy::
+
+    J2 with 2 t n 4 for the B, C copies and no 2 d 4                                                     (J2a)
+
 **Frozen mixer parameters (LoRA, QLoRA)**: A_log, D, dt_bias, the conv and the norm weights are no linears, so no
 LoRA target adapts them; autograd then saves only what the other operands' gradients need (pytorch
 tools/autograd/gen_variable_type.py: a saved operand used only by a frozen input's derivative is not saved). Measured
@@ -201,10 +206,12 @@ def mamba2_saved_terms(batch: int, seq: int, hidden: int, heads: int, head_dim: 
 
 def jamba_mamba_saved_terms(batch: int, seq: int, hidden: int, d_inner: int, d_state: int, dt_rank: int,
                             d_conv: int, compute: int, path: str, in_input: bool = True, x_input: bool = True,
-                            dt_input: bool = True, out_input: bool = True, params_trained: bool = True) -> Terms:
+                            dt_input: bool = True, out_input: bool = True, params_trained: bool = True,
+                            fp32_weights: bool = False) -> Terms:
     """Eq. (J1) (``path`` 'torch') or (J2) ('cuda-kernels'): Jamba's Mamba-1 mixer, as (name, bytes, arithmetic).
     ``x_input`` / ``dt_input``: x_proj / dt_proj keep their inputs (weights trained); ``params_trained``: A_log, D
-    and the dt / B / C norm weights are trained (False under LoRA: eq. J3)."""
+    and the dt / B / C norm weights are trained (False under LoRA: eq. J3); ``fp32_weights``: fp32 weights under
+    torch.autocast (eq. J2a, kernels only)."""
     if path not in MAMBA_PATHS:
         raise ValueError(f"mamba path {path!r}: expected one of {', '.join(MAMBA_PATHS)}")
     b, s, c, d, n, r = batch, seq, compute, d_inner, d_state, dt_rank
@@ -221,10 +228,13 @@ def jamba_mamba_saved_terms(batch: int, seq: int, hidden: int, d_inner: int, d_s
                 + ("" if params_trained else " (eq. J3)")))
     if path == "cuda-kernels":
         n_sc = -(-s // SCAN_CHUNK_MAMBA1)
-        kept = (t * d * c if x_input else 0) + 4 * t * d * c + 2 * t * n * c + 2 * d * 4 + b * d * n_sc * 2 * n * 4
+        # eq. J2a: with fp32 norm weights the B / C norm outputs are fp32, and D.float() / delta_bias.float() are the
+        # parameters themselves
+        bc, dd = (4, 0) if fp32_weights else (c, 2 * d * 4)
+        kept = (t * d * c if x_input else 0) + 4 * t * d * c + 2 * t * n * bc + dd + b * d * n_sc * 2 * n * 4
         out.append(("CausalConv1dFn output, SelectiveScanFn u / delta / z / out / B / C / D / states", kept,
-                    f"{4 + x_input} x {t} x {d} x {c} + 2 x {t} x {n} x {c} + 2 x {d} x 4 + {b} x {d} x {n_sc} x 2 x {n} x 4 B"
-                    " (eq. J2)"))
+                    f"{4 + x_input} x {t} x {d} x {c} + 2 x {t} x {n} x {bc} + {dd} + {b} x {d} x {n_sc} x 2 x {n} x 4 B"
+                    f" (eq. J2{'a' if fp32_weights else ''})"))
     else:
         # x_proj reads the transposed conv output: a copy for b > 1; with b = 1 a view of it, kept anyway by x D
         x_copy = t * d * c if x_input and b > 1 else 0

@@ -900,7 +900,7 @@ def mamba_layer_terms(spec: ModelSpec, st: ActivationSetup) -> list[Term]:
                                         r.dt_rank, r.d_conv, st.compute, st.mamba_path,
                                         in_input=_saves_input("ssm_in", st), x_input=_saves_input("ssm_x", st),
                                         dt_input=_saves_input("ssm_dt", st), out_input=_saves_input("ssm_out", st),
-                                        params_trained=st.full)
+                                        params_trained=st.full, fp32_weights=st.autocast and st.weight_copy > 0)
     out = [Term(name, b, how) for name, b, how in terms]
     if st.sp and tp > 1 and out and out[0].name == "Mamba in_proj input":
         out[0] = Term(out[0].name, _div(ts_in, tp), f"{out[0].formula} / {tp} (sequence parallel)")
