@@ -18,6 +18,9 @@ the whole mixer (Nemotron-H layer 0: 0 B against 3.94 MB); the other Mamba layer
 fp32 dt for A's, no exp(A_log) output and no normalised tensor of a frozen norm weight (Nemotron-H 1.072, Falcon-H1 1.036,
 Jamba 1.017 of the saved bytes counted). Now to the byte.
 
+QLoRA: bitsandbytes 0.50.2 runs NF4 on the CPU in this venv, so the last test quantizes the decoder layers' linears and
+measures the same way: the same bytes as LoRA, to the byte (Nemotron-H, Falcon-H1, Jamba).
+
 Rotary cos/sin (Falcon-H1: [1, T, head_dim] each, bf16) are counted apart by the estimate (``shared_activations``) and
 saved by the first layer whose q or k needs a gradient: added to that layer here.
 """
@@ -115,3 +118,57 @@ def test_mamba_layers_under_lora_and_autocast(name: str, capsys: Any) -> None:
     for i in range(spec.num_layers):
         if spec.recurrent_layers[i] and i > 0:
             assert counted[i] == pytest.approx(measured[i], rel=AUTOCAST_TOLERANCE[name], abs=0), i
+
+
+def _quantize_layers(model: Any) -> None:
+    """Every nn.Linear of the decoder layers made a bitsandbytes NF4 Linear4bit over its own weight, quantized on the
+    CPU (what transformers' bnb integration does on loading; lm_head stays), with ``config._is_quantized`` set as
+    loading sets it (Jamba's mixer then calls dt_proj as a module instead of reading its weight, modeling_jamba.py
+    lines 577-580)."""
+    import bitsandbytes as bnb
+
+    model.config._is_quantized = True
+    for layer in model.model.layers:
+        for mod in list(layer.modules()):
+            for cname, child in list(mod.named_children()):
+                if type(child) is torch.nn.Linear:
+                    q = bnb.nn.Linear4bit(child.in_features, child.out_features, bias=child.bias is not None,
+                                          compute_dtype=torch.bfloat16, quant_type="nf4")
+                    q.weight = bnb.nn.Params4bit(child.weight.data, requires_grad=False,
+                                                 quant_type="nf4")._quantize("cpu")
+                    if child.bias is not None:
+                        q.bias = child.bias
+                    setattr(mod, cname, q)
+
+
+@pytest.mark.parametrize("name", ["nemotron_h", "falcon_h1", "jamba"])
+def test_mamba_hybrid_layers_under_qlora(name: str, capsys: Any) -> None:
+    """QLoRA (bitsandbytes 0.50.2 runs NF4 on the CPU): the quantized frozen linears' ``MatMul4Bit`` keeps no input
+    (0.43.2 and later, formulas/nf4_quantization.py eq. 4), so every layer keeps what it keeps under LoRA: the
+    estimate's qlora workload, pure bf16, counted to the byte."""
+    pytest.importorskip("bitsandbytes")
+    case, targets, rotary = CASES[name]
+    cfg = MAMBA_LAYER_CASES[case][0]
+    batch, tokens = 2, 256
+    torch.manual_seed(0)
+    model = build(cfg, device="cpu", dtype=torch.bfloat16, attn="sdpa")
+    _quantize_layers(model)
+    model = peft.get_peft_model(model, peft.LoraConfig(r=8, target_modules=[PEFT_NAMES[x] for x in targets.split(",")]),
+                                autocast_adapter_dtype=False)
+    model.train()
+    by_layer = saved_storages_by_layer(model, model.base_model.model.model.layers)
+    ids = random_ids(cfg["vocab_size"], batch, tokens)
+    model(input_ids=ids, labels=ids, use_cache=False)
+    spec = spec_from_config(cfg, name=f"tiny-{name}")
+    w = training_workload(dict(method="qlora", rank=8, targets=targets, micro_batch=batch, seq_len=tokens, device="cpu",
+                               precision="bf16", adapter_dtype="bf16"))
+    ctx = training_context(spec, w)
+    assert not ctx.act.frozen_keeps_input
+    grads = layer_inputs_need_grad(w, ctx.lora, list(range(spec.num_layers)))
+    counted = [sum(t.bytes for t in layer_saved_terms(spec, i, ctx.act, input_grad=g)) for i, g in enumerate(grads)]
+    if rotary:
+        counted[next(i for i, kind in enumerate(spec.layer_types) if kind != "none")] += 2 * tokens * spec.head_dim * 2
+    measured = [by_layer[i] for i in range(spec.num_layers)]
+    with capsys.disabled():
+        print(f"\n[{name} QLoRA {targets}] saved per layer {measured}, counted {counted}")
+    assert counted == measured
