@@ -99,7 +99,11 @@ r = residual-stream element size (the embedding's dtype):
   then saved only by something else.
 - LoRA's first decoder layer (eq. F1, ``layer_saved_terms`` ``input_grad``): with a frozen embedding its input needs
   no gradient, and autograd saves nothing for an operator none of whose inputs needs one, so that layer keeps only
-  what follows its first adapted projection (no attention norm; no attention without a q/k/v adapter; ...).
+  what follows its first adapted projection (no attention norm; no attention without a q/k/v adapter; ...). A
+  layer without an adapter then outputs nothing that needs a gradient, so the layers before the first adapted one
+  keep nothing (estimate/training/setup.py ``layer_inputs_need_grad``): a hybrid's leading Mamba layers, whose mixer
+  has no target among q/k/v/o/gate/up/down; a Mamba mixer over such an input keeps nothing unless one of its
+  projections is adapted (``_mamba_mixer_grad``; measured: tests/training/test_mamba_lora_saved_tensors.py).
 - QLoRA on bitsandbytes before 0.43.2 (``formulas/nf4_quantization.py`` eq. 4): every quantized (frozen) linear keeps
   its input, as a trained linear does; inputs shared by several linears are one tensor.
 - Gradient checkpointing (Chen et al. 2016, arXiv 1604.06174; transformers non-reentrant
