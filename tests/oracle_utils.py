@@ -233,14 +233,20 @@ def saved_storages_by_layer(model: Any, layers: Any) -> dict[int, int]:
 
 
 def mamba_saved_by_layer(cfg: dict[str, Any], batch: int, tokens: int, dtype: Any, autocast: bool = False,
-                         before: Any = None) -> tuple[Any, dict[int, int]]:
+                         before: Any = None, frozen: bool = False) -> tuple[Any, dict[int, int]]:
     """Build the tiny hybrid/Mamba model of ``cfg`` (seed 0, CPU, ``dtype`` weights; SDPA where it has attention),
     run one training forward of ``batch`` random sequences of ``tokens`` (under CPU bf16 autocast if ``autocast``;
     ``before()`` called just before it) and return its decoder layers and ``saved_storages_by_layer`` of them: the
-    measurement the Mamba saved-tensor tests share, on transformers' torch path or on the kernels' stand-ins."""
+    measurement the Mamba saved-tensor tests share, on transformers' torch path or on the kernels' stand-ins.
+    ``frozen``: every parameter but the input embedding's frozen, so that each layer's input needs a gradient and no
+    layer weight does (a LoRA layer's frozen base past its first adapter, without the adapters)."""
     torch.manual_seed(0)
     model = build(cfg, device="cpu", dtype=dtype, attn=None if cfg["model_type"] == "mamba2" else "sdpa")
     model.train()
+    if frozen:
+        for p in model.parameters():
+            p.requires_grad_(False)
+        model.get_input_embeddings().weight.requires_grad_(True)
     layers = model.backbone.layers if hasattr(model, "backbone") else model.model.layers
     by_layer = saved_storages_by_layer(model, layers)
     ids = random_ids(cfg["vocab_size"], batch, tokens)

@@ -2,7 +2,8 @@
 layer of the tiny models when transformers 5.24 dispatches to mamba_ssm / causal-conv1d, on the CPU.
 
 Usage: python mamba_kernel_step.py MAMBA_SSM_SRC CAUSAL_CONV1D_SRC CASES_JSON -> JSON {case: {layer: bytes}} on stdout;
-a case is [config, batch, tokens] (pure bf16) or [config, batch, tokens, "autocast"] (fp32 weights, CPU bf16 autocast).
+a case is [config, batch, tokens] (pure bf16), [config, batch, tokens, "autocast"] (fp32 weights, CPU bf16 autocast) or
+[config, batch, tokens, "frozen"] (pure bf16, every weight but the embedding frozen: oracle_utils.mamba_saved_by_layer).
 
 The packages' Python code (their ``torch.autograd.Function`` forwards and the wrappers that allocate the outputs) runs
 as published; what needs a GPU is stood in for: ``triton`` (every ``@triton.jit`` kernel launch does nothing, so the
@@ -98,12 +99,14 @@ def main() -> None:
     for name, (cfg, batch, tokens, *mode) in json.loads(cases_json).items():
         autocast = mode == ["autocast"]  # fp32 weights under CPU bf16 autocast; else pure bf16
         layers, by_layer = mamba_saved_by_layer(cfg, batch, tokens, torch.float32 if autocast else torch.bfloat16,
-                                                autocast=autocast, before=calls.clear)
+                                                autocast=autocast, before=calls.clear, frozen=mode == ["frozen"])
         # the weights whose autocast copies autograd keeps, per layer (the autocast cases' weight copies): those of
         # two or more dimensions but the Mamba-2 mixer's conv1d weight (CausalConv1d takes it as it is) and out_proj
         # weight (cast with .to() inside MambaSplitConv1dScanCombinedFn's forward, which autograd does not record)
+        # (Jamba's out_proj is a plain nn.Linear after SelectiveScanFn: autocast copies its weight)
+        fused = ("conv1d.weight",) if cfg["model_type"] == "jamba" else ("conv1d.weight", "out_proj.weight")
         casts = {f"cast{i}": sum(p.numel() for n, p in lay.named_parameters() if p.ndim >= 2 and not (
-            n.split(".")[0] in ("mixer", "mamba") and n.split(".", 1)[1] in ("conv1d.weight", "out_proj.weight")))
+            n.split(".")[0] in ("mixer", "mamba") and n.split(".", 1)[1] in fused))
             for i, lay in enumerate(layers)}
         out[name] = {**{str(i): v for i, v in by_layer.items()}, "-1": sorted(set(calls)), **casts}
     print(json.dumps(out))

@@ -97,6 +97,29 @@ contiguous::
     in_proj input t h c; 2 d n 4 (A); t 2 d c (conv input); t d c (conv output); dt / B / C norms as (J1)
     less the C norm output; u, delta, z, out copies 4 t d c; B, C copies 2 t n c; D, delta_bias 2 d 4;
     chunk states b d ceil(s / 2048) 2 n 4; out_proj input t d c                                           (J2)
+
+  Under torch.autocast with fp32 weights (measured on the stand-ins) JambaRMSNorm's ``weight * hidden.to(bf16)`` is
+  fp32, so SelectiveScanFn's contiguous B and C copies are fp32, and D / delta_bias need no fp32 copy::
+
+    J2 with 2 t n 4 for the B, C copies and no 2 d 4                                                     (J2a)
+
+**Frozen mixer parameters (LoRA, QLoRA)**: A_log, D, dt_bias, the conv and the norm weights are no linears, so no
+LoRA target adapts them; autograd then saves only what the other operands' gradients need (pytorch
+tools/autograd/gen_variable_type.py: a saved operand used only by a frozen input's derivative is not saved). Measured
+against a PEFT LoRA layer (tests/training/test_mamba_lora_saved_tensors.py): Mamba-2 loses ``A = -exp(A_log.float())``'s
+output (modeling_mamba2.py line 481), the padded x of ``D[..., None] * pad_tensor_by_size(x)`` (line 289), the fp32 dt
+of ``A.to(x.dtype) * dt.float()`` (line 293) and, with the gated norm, its normalised tensor of
+``self.weight * hidden_states.to(input_dtype)`` (line 124)::
+
+    M1 less  4 H + 4 b s' d + 4 t H (+ 4 t d gated norm);  M2 less 4 H (the Function saves the rest)      (M3)
+
+and Jamba loses exp(A_log)'s output (modeling_jamba.py line 530), x of ``hidden_states * D`` (line 432) and the dt / B /
+C norms' normalised tensors (JambaRMSNorm ``self.weight * hidden_states.to(input_dtype)``, line 78)::
+
+    J1 less  d n 4 + t d c + t (R + 2 n) c;  J2 less  d n 4 + t (R + 2 n) c                              (J3)
+
+  (J2's and M2's follow from the same operators outside the kernels' Functions, whose own ``save_for_backward`` is
+  unconditional; measured on the kernels' stand-ins too: tests/training/test_mamba_kernel_saved_tensors.py.)
 """
 
 from __future__ import annotations
@@ -111,12 +134,13 @@ Terms = list[tuple[str, int, str]]
 def mamba2_saved_terms(batch: int, seq: int, hidden: int, heads: int, head_dim: int, d_state: int, groups: int,
                        d_conv: int, chunk: int, compute: int, path: str, gated_norm: bool = True,
                        in_input: bool = True, out_input: bool = True, autocast: bool = False,
-                       multiplier: bool = False, fp32_weights: bool = False) -> Terms:
+                       multiplier: bool = False, fp32_weights: bool = False, params_trained: bool = True) -> Terms:
     """Eq. (M1) (``path`` 'torch') or (M2) ('cuda-kernels'): a Mamba-2 mixer's saved tensors, as (name, bytes,
     arithmetic). heads / groups are this device's (TP-split) counts; ``gated_norm``: the RMSNormGated (False:
     Falcon-H1's ``scan_output * silu(gate)``); ``autocast``: under torch.autocast (eq. M1a: the einsums);
     ``fp32_weights``: the weights (and buffers) are fp32 under that autocast (eq. M1a's conv copy, M1b; with 16-bit
-    weights neither happens); ``multiplier``: Falcon-H1's in_proj output times its ``mup_vector`` buffer (eq. M1b)."""
+    weights neither happens); ``multiplier``: Falcon-H1's in_proj output times its ``mup_vector`` buffer (eq. M1b);
+    ``params_trained``: A_log, D and the gated norm's weight are trained (False under LoRA: eq. M3)."""
     if path not in MAMBA_PATHS:
         raise ValueError(f"mamba path {path!r}: expected one of {', '.join(MAMBA_PATHS)}")
     b, s, c, n, p_, g = batch, seq, compute, d_state, head_dim, groups
@@ -134,21 +158,25 @@ def mamba2_saved_terms(batch: int, seq: int, hidden: int, heads: int, head_dim: 
         out.append(("Falcon-H1 mup_vector (kept by projected_states * mup_vector)", proj * wb, f"{proj} x {wb} B"))
     if path == "cuda-kernels":
         zb = 4 if f32_proj else c  # M2: the Function takes the fp32 product as it comes (custom_fwd, no cast_inputs)
-        kept = t * proj * zb + t * d * zb + (4 * t * g if gated_norm else 0) + 2 * heads * 4
+        a_n = 2 if params_trained else 1  # eq. M3: exp(A_log) keeps its output only for A_log's gradient
+        kept = t * proj * zb + t * d * zb + (4 * t * g if gated_norm else 0) + a_n * heads * 4
         out.append(("MambaSplitConv1dScanCombinedFn: zxbcdt, out_x, rstd, A", kept,
                     f"{t} x ({proj} + {d}) x {zb} B" + (f" + {t} x {g} x 4 B" if gated_norm else "")
-                    + f" + 2 x {heads} x 4 B (eq. M2)"))
+                    + f" + {a_n} x {heads} x 4 B (eq. M2{'' if params_trained else ', M3'})"))
         return out
     n_ch = -(-s // chunk)
     sp = n_ch * chunk
     q = b * heads * sp
     conv_in = conv if mixed32 else proj  # M1a: conv1d keeps its own copy cast to the fp32 weight's dtype
     x_w = conv if f32_proj else d  # M1b: x.float() is a view of the fp32 conv output (all conv channels)
-    pre = (t * conv_in * c + b * (s + d_conv - 1) * conv * c + 2 * t * heads * c + 2 * heads * 4
-           + 4 * (b * sp * d + t * x_w + 2 * t * heads))
+    # eq. M3 (A_log, D frozen): no padded x for D's gradient, no fp32 dt for A's, no exp(A_log) output
+    d_pad, dt_n, a_n = (b * sp * d, 2, 2) if params_trained else (0, 1, 1)
+    pre = (t * conv_in * c + b * (s + d_conv - 1) * conv * c + 2 * t * heads * c + a_n * heads * 4
+           + 4 * (d_pad + t * x_w + dt_n * t * heads))
     out.append(("Mamba conv input, silu input, dt, fp32 x / dt copies", pre,
                 f"{t} x {conv_in} x {c} + {b} x ({s} + {d_conv} - 1) x {conv} x {c} + 2 x {t} x {heads} x {c} + "
-                f"4 x ({b} x {sp} x {d} + {t} x {x_w} + 2 x {t} x {heads}) + 2 x {heads} x 4 B (eq. M1)"))
+                f"4 x ({d_pad} + {t} x {x_w} + {dt_n} x {t} x {heads}) + {a_n} x {heads} x 4 B "
+                f"(eq. M1{'' if params_trained else ', M3'})"))
     e = c if autocast else 4  # the einsums' operand copies and outputs (bmm autocasts: eq. M1a)
     per_q = 4 * (chunk + n + 2) + e * (2 * chunk + 4 * n + 3 * p_)
     decays, st_elems = b * heads * (n_ch + 1) ** 2, b * heads * (n_ch + 1) * p_ * n + b * n_ch * heads * p_ * n
@@ -162,8 +190,10 @@ def mamba2_saved_terms(batch: int, seq: int, hidden: int, heads: int, head_dim: 
     out.append(("Mamba-2 chunked scan, torch fallback (fp32)", core, how + " (eq. M1)"))
     gate_in = t * proj * 4 if f32_proj else 0  # M1b: silu keeps the fp32 product its gate is a view of
     if gated_norm:  # M1b: gate.to(float32) is then a no-op, so the gate's fp32 copy is that product
-        out.append(("Mamba gated RMSNorm (fp32)", 4 * ((3 if f32_proj else 4) * t * d + b * sp * d + t * g) + gate_in,
-                    f"4 B x ({3 if f32_proj else 4} x {t} x {d} + {b} x {sp} x {d} + {t} x {g})"
+        # (eq. M3: a frozen norm weight keeps no normalised tensor)
+        k_td = (3 if f32_proj else 4) - (0 if params_trained else 1)
+        out.append(("Mamba gated RMSNorm (fp32)", 4 * (k_td * t * d + b * sp * d + t * g) + gate_in,
+                    f"4 B x ({k_td} x {t} x {d} + {b} x {sp} x {d} + {t} x {g})"
                     + (f" + {t} x {proj} x 4 B" if f32_proj else "")))
     else:
         sb = 4 if f32_proj else c
@@ -176,9 +206,12 @@ def mamba2_saved_terms(batch: int, seq: int, hidden: int, heads: int, head_dim: 
 
 def jamba_mamba_saved_terms(batch: int, seq: int, hidden: int, d_inner: int, d_state: int, dt_rank: int,
                             d_conv: int, compute: int, path: str, in_input: bool = True, x_input: bool = True,
-                            dt_input: bool = True, out_input: bool = True) -> Terms:
+                            dt_input: bool = True, out_input: bool = True, params_trained: bool = True,
+                            fp32_weights: bool = False) -> Terms:
     """Eq. (J1) (``path`` 'torch') or (J2) ('cuda-kernels'): Jamba's Mamba-1 mixer, as (name, bytes, arithmetic).
-    ``x_input`` / ``dt_input``: x_proj / dt_proj keep their inputs (weights trained)."""
+    ``x_input`` / ``dt_input``: x_proj / dt_proj keep their inputs (weights trained); ``params_trained``: A_log, D
+    and the dt / B / C norm weights are trained (False under LoRA: eq. J3); ``fp32_weights``: fp32 weights under
+    torch.autocast (eq. J2a, kernels only)."""
     if path not in MAMBA_PATHS:
         raise ValueError(f"mamba path {path!r}: expected one of {', '.join(MAMBA_PATHS)}")
     b, s, c, d, n, r = batch, seq, compute, d_inner, d_state, dt_rank
@@ -186,24 +219,31 @@ def jamba_mamba_saved_terms(batch: int, seq: int, hidden: int, d_inner: int, d_s
     out: Terms = []
     if in_input:
         out.append(("Mamba in_proj input", t * hidden * c, f"{t} x {hidden} x {c} B"))
-    norms = t * r * (4 + c) + 2 * t * n * (4 + c) + 3 * t * 4 + (t * r * c if dt_input else 0)
-    out.append(("Mamba A, conv input, dt / B / C RMSNorms", 2 * d * n * 4 + t * 2 * d * c + norms,
-                f"2 x {d} x {n} x 4 + {t} x 2 x {d} x {c} + {t} x ({r} + 2 x {n}) x (4 + {c}) + 3 x {t} x 4 B"
-                + (f" + {t} x {r} x {c} B (dt_proj input)" if dt_input else "")))
+    # eq. J3: frozen norm weights keep no normalised tensors, a frozen A_log no exp output
+    nc, a_n = (c, 2) if params_trained else (0, 1)
+    norms = t * r * (4 + nc) + 2 * t * n * (4 + nc) + 3 * t * 4 + (t * r * c if dt_input else 0)
+    out.append(("Mamba A, conv input, dt / B / C RMSNorms", a_n * d * n * 4 + t * 2 * d * c + norms,
+                f"{a_n} x {d} x {n} x 4 + {t} x 2 x {d} x {c} + {t} x ({r} + 2 x {n}) x (4 + {nc}) + 3 x {t} x 4 B"
+                + (f" + {t} x {r} x {c} B (dt_proj input)" if dt_input else "")
+                + ("" if params_trained else " (eq. J3)")))
     if path == "cuda-kernels":
         n_sc = -(-s // SCAN_CHUNK_MAMBA1)
-        kept = (t * d * c if x_input else 0) + 4 * t * d * c + 2 * t * n * c + 2 * d * 4 + b * d * n_sc * 2 * n * 4
+        # eq. J2a: with fp32 norm weights the B / C norm outputs are fp32, and D.float() / delta_bias.float() are the
+        # parameters themselves
+        bc, dd = (4, 0) if fp32_weights else (c, 2 * d * 4)
+        kept = (t * d * c if x_input else 0) + 4 * t * d * c + 2 * t * n * bc + dd + b * d * n_sc * 2 * n * 4
         out.append(("CausalConv1dFn output, SelectiveScanFn u / delta / z / out / B / C / D / states", kept,
-                    f"{4 + x_input} x {t} x {d} x {c} + 2 x {t} x {n} x {c} + 2 x {d} x 4 + {b} x {d} x {n_sc} x 2 x {n} x 4 B"
-                    " (eq. J2)"))
+                    f"{4 + x_input} x {t} x {d} x {c} + 2 x {t} x {n} x {bc} + {dd} + {b} x {d} x {n_sc} x 2 x {n} x 4 B"
+                    f" (eq. J2{'a' if fp32_weights else ''})"))
     else:
         # x_proj reads the transposed conv output: a copy for b > 1; with b = 1 a view of it, kept anyway by x D
         x_copy = t * d * c if x_input and b > 1 else 0
+        x_d = 2 if params_trained else 1  # eq. J3: x D keeps the silu output x only for D's gradient
         kept = (b * (s + d_conv - 1) * d * c + x_copy + t * n * c + 2 * t * d * c
                 + 2 * t * d * n * 4 + t * n * 4 + t * d * 4 + b * d * n * (c * (s + 1) + 4 * (s - 1))
-                + d * 4 + 2 * t * d * c + t * d * 4)
+                + d * 4 + x_d * t * d * c + t * d * 4)
         out.append(("Mamba selective scan, torch fallback (sequential loop)", kept,
-                    f"{b} x ({s} + {d_conv} - 1) x {d} x {c} + {t} x {d} x ({4 + bool(x_copy)} x {c} + 2 x {n} x 4 + 8) "
+                    f"{b} x ({s} + {d_conv} - 1) x {d} x {c} + {t} x {d} x ({2 + x_d + bool(x_copy)} x {c} + 2 x {n} x 4 + 8) "
                     f"+ {t} x {n} x ({c} + 4) + {b} x {d} x {n} x ({c} x {s + 1} + 4 x {s - 1}) + {d} x 4 B "
                     "(eq. J1)"))
     if out_input:

@@ -99,7 +99,11 @@ r = residual-stream element size (the embedding's dtype):
   then saved only by something else.
 - LoRA's first decoder layer (eq. F1, ``layer_saved_terms`` ``input_grad``): with a frozen embedding its input needs
   no gradient, and autograd saves nothing for an operator none of whose inputs needs one, so that layer keeps only
-  what follows its first adapted projection (no attention norm; no attention without a q/k/v adapter; ...).
+  what follows its first adapted projection (no attention norm; no attention without a q/k/v adapter; ...). A
+  layer without an adapter then outputs nothing that needs a gradient, so the layers before the first adapted one
+  keep nothing (estimate/training/setup.py ``layer_inputs_need_grad``): a hybrid's leading Mamba layers, whose mixer
+  has no target among q/k/v/o/gate/up/down; a Mamba mixer over such an input keeps nothing unless one of its
+  projections is adapted (``_mamba_mixer_grad``; measured: tests/training/test_mamba_lora_saved_tensors.py).
 - QLoRA on bitsandbytes before 0.43.2 (``formulas/nf4_quantization.py`` eq. 4): every quantized (frozen) linear keeps
   its input, as a trained linear does; inputs shared by several linears are one tensor.
 - Gradient checkpointing (Chen et al. 2016, arXiv 1604.06174; transformers non-reentrant
@@ -128,6 +132,7 @@ from .mamba_activations import jamba_mamba_saved_terms, mamba2_saved_terms
 
 ATTN_INPUTS = ("attn_q", "attn_k", "attn_v")
 MLP_INPUTS = ("ffn_gate", "ffn_up")
+MAMBA_ROLES = ("ssm_in", "ssm_x", "ssm_dt", "ssm_out")  # a Mamba mixer's linears (formulas/tensors.py)
 
 
 @fast_init
@@ -289,11 +294,23 @@ def layer_grads(spec: ModelSpec, layer: int, st: ActivationSetup, input_grad: bo
     at most what they keep, the norm apart, which ``layer_saved_terms`` drops for every layer)."""
     if input_grad or st.full:
         return True, True, True
-    if spec.gemma3n is not None or spec.parallel_block or spec.mla is not None or _gated_deltanet_layer(spec, layer) \
-            or spec.layer_types[layer] == "none" or spec.recurrent_layers[layer]:
+    if spec.gemma3n is not None or spec.parallel_block or spec.mla is not None or _gated_deltanet_layer(spec, layer):
         return False, True, True
-    mix = bool(st.adapted & set(ATTN_INPUTS))
-    return False, mix, mix or "attn_output" in st.adapted
+    attends = spec.layer_types[layer] != "none"
+    mix = attends and bool(st.adapted & set(ATTN_INPUTS))
+    if spec.recurrent_layers[layer]:  # a Mamba mixer (beside attention in Falcon-H1): eq. M3's F1 reading
+        mix = mix or _mamba_mixer_grad(st)
+    return False, mix, mix or (attends and "attn_output" in st.adapted)
+
+
+def _mamba_mixer_grad(st: ActivationSetup) -> bool:
+    """Eq. F1 for a Mamba mixer whose input needs no gradient: its output needs one only when one of its projections
+    is adapted. With none (the estimate's targets name none of in_proj / x_proj / dt_proj / out_proj) the mixer keeps
+    nothing: its conv, scan and norm see no input that needs a gradient (A_log, D and the norm weights are frozen
+    under LoRA). Measured per layer with PEFT (tests/training/test_mamba_lora_saved_tensors.py). An adapted
+    projection is taken as making the whole mixer keep what it keeps over an input that needs a gradient (at most
+    that)."""
+    return bool(st.adapted & set(MAMBA_ROLES))
 
 
 def layer_saved_terms(spec: ModelSpec, layer: int, st: ActivationSetup,
@@ -353,7 +370,7 @@ def layer_saved_terms(spec: ModelSpec, layer: int, st: ActivationSetup,
     gdn = _gated_deltanet_layer(spec, layer)
     # a Mamba layer: its mixer's terms (eqs. M1/M2, J1/J2); attention too only where the layer also attends
     # (Falcon-H1 runs both side by side)
-    if spec.recurrent_layers[layer] and not gdn:
+    if spec.recurrent_layers[layer] and not gdn and (in_grad or _mamba_mixer_grad(st)):
         out += mamba_layer_terms(spec, st)
     # a layer with no attention: Nemotron-H's MLP / MoE layers, and the Gated DeltaNet / Mamba-only layers
     mixer_free = spec.layer_types[layer] == "none"
@@ -880,12 +897,14 @@ def mamba_layer_terms(spec: ModelSpec, st: ActivationSetup) -> list[Term]:
                                    gated_norm=r.gated_norm, in_input=_saves_input("ssm_in", st),
                                    out_input=_saves_input("ssm_out", st), autocast=st.autocast,
                                    # fp32 weights under autocast: exactly when autocast copies the weights
-                                   fp32_weights=st.autocast and st.weight_copy > 0, multiplier=r.in_proj_multiplier)
+                                   fp32_weights=st.autocast and st.weight_copy > 0, multiplier=r.in_proj_multiplier,
+                                   params_trained=st.full)
     else:
         terms = jamba_mamba_saved_terms(st.batch, st.seq, spec.hidden_size, _div(r.d_inner, tp), r.d_state,
                                         r.dt_rank, r.d_conv, st.compute, st.mamba_path,
                                         in_input=_saves_input("ssm_in", st), x_input=_saves_input("ssm_x", st),
-                                        dt_input=_saves_input("ssm_dt", st), out_input=_saves_input("ssm_out", st))
+                                        dt_input=_saves_input("ssm_dt", st), out_input=_saves_input("ssm_out", st),
+                                        params_trained=st.full, fp32_weights=st.autocast and st.weight_copy > 0)
     out = [Term(name, b, how) for name, b, how in terms]
     if st.sp and tp > 1 and out and out[0].name == "Mamba in_proj input":
         out[0] = Term(out[0].name, _div(ts_in, tp), f"{out[0].formula} / {tp} (sequence parallel)")

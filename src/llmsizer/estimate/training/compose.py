@@ -735,11 +735,16 @@ def _layout_text(w: TrainingWorkload) -> str:
 
 def _activation_formula(ctx: TrainingContext, tl: StageTimeline) -> str:
     w = ctx.w
-    first = min(tl.layer_terms)
-    per_layer = sum(t.bytes for t in tl.layer_terms[first])
+    sums = {i: sum(t.bytes for t in terms) for i, terms in tl.layer_terms.items()}
     n = len(tl.layer_terms)
-    text = (f"{n} layers x {format_bytes(per_layer)} (layer {first}: "
-            + ", ".join(f"{t.name} {format_bytes(t.bytes)}" for t in tl.layer_terms[first] if t.bytes) + ")")
+    if len(set(sums.values())) == 1:
+        first = min(tl.layer_terms)
+        text = f"{n} layers x {format_bytes(sums[first])} (layer {first}: "
+    else:  # layers of several kinds (a hybrid's, or those before the first adapter: eq. F1): the largest shown
+        first = max(sums, key=lambda i: (sums[i], -i))
+        text = (f"{n} layers, {format_bytes(min(sums.values()))} to {format_bytes(sums[first])} each "
+                f"(the largest, layer {first}: ")
+    text += ", ".join(f"{t.name} {format_bytes(t.bytes)}" for t in tl.layer_terms[first] if t.bytes) + ")"
     if ctx.spec.encoder_decoder is not None:  # two kinds of block (formulas/encoder_decoder_activations.py E4)
         text = " + ".join(f"{sum(1 for x in tl.layer_terms.values() if x is terms)} x {format_bytes(sum(t.bytes for t in terms))} "
                           f"({terms[0].name}: {terms[0].formula})" for terms in {id(x): x for x in tl.layer_terms.values()}.values())

@@ -147,6 +147,20 @@ def embedding_output_needs_grad(w: TrainingWorkload, lora: LoraParams | None) ->
     return embedding_trained(w, lora) or w.grad_checkpointing == "full"
 
 
+def layer_inputs_need_grad(w: TrainingWorkload, lora: LoraParams | None, layers: list[int],
+                           has_embedding: bool = True) -> list[bool]:
+    """Whether each of ``layers`` (decoder layer indices) gets an input that needs a gradient (eq. F1 of
+    formulas/training_activations.py): every layer when the embedding's output needs one
+    (:func:`embedding_output_needs_grad`, or no embedding on this pipeline stage), else only the layers after the
+    first one holding an adapter: a decoder layer without an adapter over an input that needs no gradient outputs
+    none either (a hybrid's leading frozen Mamba layers; Granite-4.0-H's Mamba layers before its first attention
+    layer when only q/k/v/o are adapted; measured: tests/training/test_mamba_lora_saved_tensors.py)."""
+    if not has_embedding or embedding_output_needs_grad(w, lora):
+        return [True] * len(layers)
+    first = min((m.layer for m in lora.modules if m.layer >= 0), default=None) if lora is not None else None
+    return [first is not None and i > first for i in layers]
+
+
 def _default_optimizer(w: TrainingWorkload) -> tuple[str, str]:
     # paged states live in CUDA unified memory (bitsandbytes csrc/pythonInterface.cpp cget_managed_ptr:
     # cudaMallocManaged, built only with BUILD_CUDA): none on a CPU, none on an Apple chip (Metal)

@@ -84,7 +84,7 @@ from ...formulas.training_states import autocast_cache_holds, step_temporary_byt
 from ...formulas.weight_formats import largest_quantized_layer, largest_quantized_matrix
 from ...specs.training import TrainingWorkload
 from .gather_units import deepspeed_zero3_persistent, float8_all_gather, fsdp_gather_units
-from .setup import TrainingContext, compile_partitions_layers, compiled_loss, embedding_output_needs_grad
+from .setup import TrainingContext, compile_partitions_layers, compiled_loss, layer_inputs_need_grad
 from .states import StageStates
 
 
@@ -258,9 +258,9 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
     n_enc = spec.encoder_decoder.encoder_layers if spec.encoder_decoder is not None else 0
     # (a hybrid's mixer and feed-forward decide a layer's tensors too: Nemotron-H's Mamba and MLP layers are both
     # layer_types "none")
-    # (the first decoder layer's input, the embedding's output, may need no gradient: eq. F1)
-    first_grad = not st.has_embedding or embedding_output_needs_grad(w, ctx.lora)
-    input_grad = [first_grad or i != 0 for i in layers]
+    # (the first decoder layer's input, the embedding's output, may need no gradient, and so the next layers' until
+    # one holds an adapter: eq. F1)
+    input_grad = layer_inputs_need_grad(w, ctx.lora, layers, st.has_embedding)
     # (and an encoder-decoder's first block of each stack is a kind of its own: eq. E6 counts it apart)
     stack_first = [spec.encoder_decoder is not None and i in (0, n_enc) for i in layers]
     kinds = list(zip(map(spec.layer_types.__getitem__, layers), map(spec.moe_layers.__getitem__, layers),
