@@ -102,7 +102,7 @@ def test_mamba2_layer_kernel_path_under_autocast(measured: dict[str, dict[str, A
     (estimate/training/states.py ``recurrent_copied``): in_proj's (nn.Linear) and out_proj's, which the Function
     casts with .to() and saves (ssd_combined.py lines 876-879, 883; the step makes the CPU autocast the one the
     Function asks about, as CUDA's on a GPU), not conv1d's. Before the estimate counted the mixer's copies it left
-    both out (Mamba-2 layer, B=2 T=256: 846,912 counted of 896,064 saved, 0.945); the step read 16,384 B (out_proj's
+    both out (Mamba-2 layer, B=2 T=256: 833,600 counted of 896,064 saved, 0.930); the step read 16,384 B (out_proj's
     copy) less before it stood CPU autocast in for CUDA's."""
     cfg, layer = MAMBA_LAYER_CASES[name]
     got = measured[f"{name}|{batch}|{tokens}|autocast"]
