@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from cli_capture import run_json
 from llmsizer.catalog.detect import Output, apple_configuration, detect, read_outputs
 from llmsizer.catalog.hardware import builtin_catalog, load_catalog
 from llmsizer.errors import InputError
@@ -377,3 +378,32 @@ def test_a_consumer_brand_gpu_not_in_the_catalog_gets_its_form_factor(tmp_path: 
         assert default_engine(dev, 1, None, None) == default_engine(catalog_card, 1, None, None) == "llamacpp"
     assert gpu_form_factor_from_name("NVIDIA GeForce RTX 4090 Laptop GPU") == "laptop"
     assert gpu_form_factor_from_name("NVIDIA H20") is None  # not guessed
+
+
+@pytest.mark.parametrize("rel", ["lscpu/intel-xeon-platinum-8488c-2s-c7i-metal-truncated.txt",
+                                 "lscpu/intel-xeon-gold-6326-2s-truncated.txt", "lscpu/amd-epyc-7451-2s-util-linux.txt"])
+def test_a_two_socket_cpu_is_one_device_of_both_sockets(tmp_path: Path, rel: str) -> None:
+    """lscpu says Socket(s): 2 on each of these real machines. A catalog CPU is one socket (``--count N``: N sockets,
+    each a replica), while the detected entry's cores and MemTotal are the whole machine's: so its bandwidth and
+    FLOP/s are the catalog's per-socket values times the sockets, and a bandwidth-bound decode step takes half the
+    time of one catalog socket (the 8488C; the other two are not in the catalog: unknown, never guessed). Before,
+    the detected machine was timed as one socket (101.7 ms per Qwen2.5-7B bf16 decode step, as the catalog's)."""
+    det, f, cat = _detected_file(tmp_path, ((rel, "lscpu"),
+                                            ("proc-meminfo/566gib-server-hugepages-htop-truncated.txt", "proc-meminfo")))
+    (d,) = det.devices
+    got = cat.devices[d.id]
+    assert so.parse_lscpu(text(rel)).sockets == 2 and got.cores is not None
+    per_socket = builtin_catalog().devices.get(d.catalog_id or "")
+    if per_socket is None:
+        assert got.memory_bandwidth is None or got.memory_bandwidth.base is None
+        return
+    assert got.cores.base == 2 * per_socket.cores.base  # type: ignore[union-attr]
+    assert got.memory_bandwidth.base == pytest.approx(2 * per_socket.memory_bandwidth.base)  # type: ignore[union-attr]
+    for k, v in per_socket.flops.items():
+        assert got.flops[k].base == pytest.approx(2 * v.base)
+    assert "2 sockets" in (got.memory_bandwidth.derived or "")  # type: ignore[union-attr]
+    code, both = run_json("fit", "qwen2.5-7b", "--device", d.id, "--hardware-file", str(f), "--weights", "bf16")
+    code1, one = run_json("fit", "qwen2.5-7b", "--device", per_socket.id, "--memory", "565GiB", "--weights", "bf16")
+    assert code == code1 == 0 and both["speed"]["roofline"] and one["speed"]["roofline"]
+    step = [1 / r["speed"]["single_stream_tokens_per_second"] for r in (both, one)]
+    assert step[0] == pytest.approx(step[1] / 2, rel=0.01)

@@ -48,7 +48,8 @@ def test_detect_from_saved_outputs_writes_a_file_fit_and_recommend_use(h100_serv
     assert "nvidia-smi --query-gpu" in cat.sources["detected:nvidia-smi-query-gpu"]["command"]
     assert gpu.bandwidth == cat.devices["h100-sxm"].bandwidth
     cpu = cat.devices["detected-intel-xeon-platinum-8488c"]
-    assert cpu.memory_bytes == 593026380 * KiB and cpu.bandwidth == cat.devices["intel-xeon-platinum-8488c"].bandwidth
+    # lscpu Socket(s): 2: the catalog's one-socket bandwidth x 2 (catalog/detect.py _all_sockets)
+    assert cpu.memory_bytes == 593026380 * KiB and cpu.bandwidth == 2 * cat.devices["intel-xeon-platinum-8488c"].bandwidth
 
     fit = run_cli("fit", "qwen2.5-0.5b", "--device", "detected-h100-sxm", "--hardware-file", str(f), "--json")
     assert fit.returncode == 0, fit.stderr

@@ -167,12 +167,14 @@ def test_recommend_refuses_an_engine_setting_the_engine_never_takes_as_fit_does(
 def test_a_plan_with_no_hardware_says_why_the_search_could_not_run(tmp_path: Path) -> None:
     """A service on llama.cpp pinned to AWQ weights, with no resources: recommend now refuses the pair up front (as
     fit does), and the plan's ERROR says so, where it said "no catalog option fits the peak load and latency
-    limits" (every option had been rejected for the same pair)."""
+    limits" (every option had been rejected for the same pair). The pair is refused on any hardware, so the plan
+    now refuses it before searching, as `infer` does (exit 2, infer's line at the job's place: plan/inference.py
+    refuse_bad_input, tests/consistency/test_plan_bad_input_one_rule.py); it was this ERROR, exit 1."""
     req = tmp_path / "req.yaml"
     req.write_text("version: 1\njobs:\n  - name: x\n    kind: inference\n    model: {name: llama-3.1-8b}\n"
                    "    engine: llamacpp\n    quantization: awq-int4\n"
                    "    traffic: {concurrency: {typical: 1, peak: 2}, context: {typical: 1k, peak: 2k}}\n")
-    code, out, _ = run("plan", str(req))
-    assert code == 1
-    assert (f"ERROR   {req}:3: job 'x': No hardware for this service: no resources are named and no catalog option "
-            "could be searched: engine llamacpp runs GGUF formats (e.g. q4_k_m, q8_0), not 'awq-int4'") in out
+    code, out, err = run("plan", str(req))
+    assert code == 2 and not out
+    assert (f"{req}:3: job 'x' (inference): engine llamacpp runs GGUF formats (e.g. q4_k_m, q8_0), not 'awq-int4'"
+            in err), err

@@ -65,6 +65,12 @@ def _stub_modules() -> None:
         return [out, x] + ([torch.empty_like(z)] if z is not None else [])
 
     torch.cuda.device = lambda index: contextlib.nullcontext()  # the wrappers' `with torch.cuda.device(x.device.index)`
+    # the Functions ask the GPU's autocast state without naming a device (ssd_combined.py lines 876-879: under it,
+    # MambaSplitConv1dScanCombinedFn casts out_proj's weight with .to() and saves that copy, line 883): on a GPU that
+    # is CUDA's autocast; here the CPU autocast the step runs under stands for it
+    enabled = torch.is_autocast_enabled
+    torch.is_autocast_enabled = lambda *device: enabled(*device) if device else enabled("cpu")  # type: ignore[assignment]
+    torch.get_autocast_gpu_dtype = lambda: torch.get_autocast_dtype("cpu")  # type: ignore[assignment]
     sys.modules["selective_scan_cuda"] = types.SimpleNamespace(fwd=scan_fwd)  # type: ignore[assignment]
     sys.modules["causal_conv1d_cuda"] = mock.MagicMock(name="causal_conv1d_cuda")
 
@@ -100,13 +106,13 @@ def main() -> None:
         autocast = mode == ["autocast"]  # fp32 weights under CPU bf16 autocast; else pure bf16
         layers, by_layer = mamba_saved_by_layer(cfg, batch, tokens, torch.float32 if autocast else torch.bfloat16,
                                                 autocast=autocast, before=calls.clear, frozen=mode == ["frozen"])
-        # the weights whose autocast copies autograd keeps, per layer (the autocast cases' weight copies): those of
-        # two or more dimensions but the Mamba-2 mixer's conv1d weight (CausalConv1d takes it as it is) and out_proj
-        # weight (cast with .to() inside MambaSplitConv1dScanCombinedFn's forward, which autograd does not record)
-        # (Jamba's out_proj is a plain nn.Linear after SelectiveScanFn: autocast copies its weight)
-        fused = ("conv1d.weight",) if cfg["model_type"] == "jamba" else ("conv1d.weight", "out_proj.weight")
+        # the weights whose autocast copies are kept, per layer (the autocast cases' weight copies): those of two or
+        # more dimensions but the Mamba-2 mixer's conv1d weight (the Function passes it to causal-conv1d as it is);
+        # its out_proj weight is cast with .to() inside MambaSplitConv1dScanCombinedFn's forward and that copy saved
+        # (Jamba's out_proj is a plain nn.Linear after SelectiveScanFn: autocast copies its weight too); Mamba-1's
+        # 2-D A_log is no linear's weight: it enters as -exp(A_log.float()), no autocast op, no copy
         casts = {f"cast{i}": sum(p.numel() for n, p in lay.named_parameters() if p.ndim >= 2 and not (
-            n.split(".")[0] in ("mixer", "mamba") and n.split(".", 1)[1] in fused))
+            n.split(".")[0] in ("mixer", "mamba") and n.split(".", 1)[1] in ("conv1d.weight", "A_log")))
             for i, lay in enumerate(layers)}
         out[name] = {**{str(i): v for i, v in by_layer.items()}, "-1": sorted(set(calls)), **casts}
     print(json.dumps(out))

@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from llmsizer.estimate.training.states import _autocast_copies
 from llmsizer.formulas.training_activations import ActivationSetup, layer_saved_terms
 from llmsizer.readers.hf_config import spec_from_config
 from oracle_utils import MAMBA_LAYER_CASES as CASES
@@ -71,7 +72,8 @@ def test_mamba_layer_under_autocast(name: str, batch: int, tokens: int, weights:
     layers, by_layer = mamba_saved_by_layer(cfg, batch, tokens, torch.float32 if fp32 else torch.bfloat16,
                                             autocast=True)
     spec = spec_from_config(cfg, name=f"tiny-{name}")
-    cast = sum(p.numel() for p in layers[layer].parameters() if p.ndim >= 2) if fp32 else 0
+    # the estimate's weight copies (estimate/training/states.py recurrent_copied: on the torch path conv1d's too)
+    cast = dict(_autocast_copies(spec, 1, 0, 1, torch_conv=True)[1]).get(layer, 0) if fp32 else 0
     wb = 4 if fp32 else 2
     st = ActivationSetup(batch=batch, seq=tokens, residual=wb, compute=2, expert=wb, autocast=True,
                          weight_copy=2 if fp32 else 0, full=True, attention="sdpa", mamba_path="torch")

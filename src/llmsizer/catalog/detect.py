@@ -7,8 +7,9 @@ to catalog devices with the catalog's own ``find`` (ids, names, aliases):
 - a GPU whose driver name is a catalog name or alias ('NVIDIA H100 80GB HBM3' -> h100-sxm) takes the catalog's
   bandwidth, FLOP/s and TDP (with their catalog sources) and the driver-reported memory (``memory_usable``: the
   catalog's own convention, MEMORY_CONVENTION);
-- a CPU (``lscpu`` model name, cleaned of (R), CPU, @ GHz) found in the catalog takes its bandwidth and FLOP/s; the
-  memory is ``/proc/meminfo`` MemTotal;
+- a CPU (``lscpu`` model name, cleaned of (R), CPU, @ GHz) found in the catalog takes its bandwidth and FLOP/s, per
+  socket in the catalog, times lscpu's Socket(s): the machine is one device, as its cores (Socket(s) x Core(s) per
+  socket) and its memory, ``/proc/meminfo`` MemTotal, are;
 - an Apple chip and memory size (``system_profiler``/``sysctl``) map to the catalog configuration ('Apple M1' +
   16 GiB -> apple-m1-16gb); the GPU-core count ``system_profiler SPDisplaysDataType`` prints picks the GPU-core bin
   when the catalog lists one by that count ('Apple M1' + 8 GiB + 7 GPU cores -> apple-m1-7c-8gb);
@@ -251,6 +252,19 @@ def _catalog_value(v: Value, cat: HardwareCatalog) -> dict[str, Any]:
     return d
 
 
+def _all_sockets(entry: dict[str, Any], sockets: int, catalog_id: str) -> None:
+    """A detected CPU machine of ``sockets`` sockets as one device: the catalog's per-socket bandwidth, TDP and FLOP/s
+    (a catalog CPU is one socket; ``--count N`` is N of them, each a replica: estimate/device.py) times the sockets
+    lscpu reports, as its cores (Socket(s) x Core(s) per socket) and MemTotal already cover the whole machine."""
+    values = [entry[k] for k in ("memory_bandwidth", "tdp") if k in entry] + list(entry.get("flops", {}).values())
+    for v in values:
+        if isinstance(v.get("value"), (int, float)) and not isinstance(v["value"], bool):
+            per = v["value"]
+            v["value"] = per * sockets
+            v["derived"] = (f"{sockets} sockets (lscpu Socket(s)) x {per:g} {v.get('unit', '')} per socket (catalog "
+                            f"{catalog_id})" + (f"; per socket: {v['derived']}" if v.get("derived") else ""))
+
+
 def _from_catalog(entry: dict[str, Any], dev: Device, cat: HardwareCatalog, cpu: bool = False) -> None:
     entry["vendor"] = dev.vendor
     entry["form_factor"] = dev.form_factor
@@ -367,8 +381,13 @@ class _Builder:
             entry["memory"] = {"value": None, "note": "/proc/meminfo not read"}
         if dev is not None:
             _from_catalog(entry, dev, self.cat, cpu=True)
+            sockets = cpu.sockets if cpu is not None else 1
+            if sockets > 1:
+                _all_sockets(entry, sockets, dev.id)
             parts.append(f"bandwidth and FLOP/s from catalog {dev.id}"
-                         + (f" (one socket; this machine has {cpu.sockets})" if cpu and cpu.sockets > 1 else ""))
+                         + (f", per socket x {sockets} sockets: the machine is one device, as its cores and "
+                            "MemTotal are (--count would make each socket a replica with all of the RAM)"
+                            if sockets > 1 else ""))
         else:
             _unknown(entry, f"CPU {model!r}", "fp32")
         entry["note"] = "; ".join(parts)

@@ -31,6 +31,7 @@ reports for the same flags.
 
 from __future__ import annotations
 
+import warnings as _warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -72,6 +73,18 @@ class LlamaCppFit:
     warnings: tuple[str, ...] = ()
     host_memory: int | None = None
     details: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def margin(self) -> int:
+        """Deprecated (since the one llama.cpp margin rule, dc1227b3): the one margin every GPU keeps [bytes], the
+        former field's meaning; read ``margins`` (one per GPU). Margins that differ by GPU (a headroom share of
+        unequal free memory, which the former field could not hold) have no one number: refused."""
+        _warnings.warn("LlamaCppFit.margin is deprecated: read LlamaCppFit.margins, the margin of each GPU",
+                       DeprecationWarning, stacklevel=2)
+        if len(set(self.margins)) != 1:
+            raise InputError("LlamaCppFit.margin: the GPUs keep different margins "
+                             f"({', '.join(map(str, self.margins))} bytes); read LlamaCppFit.margins")
+        return self.margins[0]
 
     @property
     def full_offload(self) -> bool:

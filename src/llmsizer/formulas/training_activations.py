@@ -78,7 +78,11 @@ r = residual-stream element size (the embedding's dtype):
 - Gemma 3n (``spec.gemma3n``): AltUp's n streams, the per-layer inputs, LAuReL and the fp32 normalised tensor of
   every Gemma3nRMSNorm (``gemma3n_saved_terms`` per layer, ``gemma3n_model_terms`` around the layers); a K/V-sharing
   layer keeps no k/v of its own (it reads the storages an earlier layer saved) and has no k_norm.
-- Rotary cos/sin (2 r b s head_dim, shared by all layers); no dropout masks; residual adds keep nothing.
+- Rotary cos/sin (2 r s head_dim, shared by all layers: with no position_ids LlamaModel.forward makes
+  ``arange(s).unsqueeze(0)``, and LlamaRotaryEmbedding.forward returns tables of ``position_ids.shape + (head_dim,)``,
+  transformers 5.24 models/llama/modeling_llama.py L110-116, L379-380; packed rows carry their own position_ids:
+  2 r b s head_dim; measured, tests/training/test_rotary_tables_training.py); no dropout masks; residual adds keep
+  nothing.
 - Head: the final norm, the lm_head input, and the loss: ``ForCausalLMLoss`` upcasts logits to fp32
   (``logits.float()``) and cross-entropy keeps the fp32 log-softmax (4 t V): large for 150k vocabularies.
   During the loss backward two more fp32 [t, V] tensors exist (the NLL gradient and the log-softmax input
@@ -1238,7 +1242,10 @@ def _shared_terms(spec: ModelSpec, st: ActivationSetup, t: int, r: int) -> list[
     shared: list[Term] = []
     if spec.position_embeddings == 0:
         hd = spec.mla.qk_rope_head_dim if spec.mla is not None else (spec.rotary_dim or spec.head_dim)
-        shared.append(Term("rotary cos/sin", 2 * t * hd * r, f"2 x {t} x {hd} x {r} B (shared by all layers)"))
+        # one [1, s, hd] table each unless the rows carry their own position_ids (packing): module docstring
+        rows = t if st.packing else st.seq
+        shared.append(Term("rotary cos/sin", 2 * rows * hd * r, f"2 x {rows} x {hd} x {r} B (shared by all layers"
+                           + (", per-row position_ids)" if st.packing and st.batch > 1 else ")")))
     if st.attention == "eager":
         shared.append(Term("eager attention mask", st.batch * st.seq * st.seq * r,
                            f"{st.batch} x {st.seq}^2 x {r} B (4-D float mask, forward only)"))

@@ -17,7 +17,6 @@ from ..estimate.fit import FitResult, fit, need_per_device, per_replica
 from ..estimate.formats import given_format_why, rung_bytes, rung_group_size, unquantized_format, weights_asked
 from ..estimate.inference import estimate_inference
 from ..estimate.inference.common import running_and_queued
-from ..estimate.inference.media import media_in_context
 from ..estimate.verdict import margin_rule, pool_budget_words
 from ..formulas import network as N
 from ..formulas import storage as S
@@ -29,10 +28,10 @@ from ..models import load_model
 from ..recommend import Constraints, best_option_on, recommend_inference
 from ..request.quantities import HOURS_PER_MONTH
 from ..request.spec import UNQUANTIZED, InferenceJob, Request, TrainingJob
-from ..result import Assumption, Estimate, Notes
+from ..result import Assumption, Estimate
 from ..specs import InferenceWorkload, ModelSpec
 from ..specs.training import ALL_LINEAR
-from ..specs.workload import ENGINE_NAMES, prompt_and_output
+from ..specs.workload import ENGINE_NAMES, LLAMACPP_SPLIT_FIELDS, prompt_and_output
 from ..units import format_bytes, format_count
 from . import pricing as P
 from .common import JobNotes, Sec, deadline_seconds, geometric_points
@@ -60,6 +59,21 @@ def _fit(spec: ModelSpec, target: Any, count: int | None, job: InferenceJob, fmt
                output_tokens=output, memory=memory, headroom=job.resources.headroom, kv_dtype=job.kv_cache_dtype,
                dtype=job.precision, tensor_parallel=pinned, speed=speed,
                hardware_files=hardware_files, **job.media.fields(), **engine_settings(job, engine))
+
+
+def refuse_bad_input(spec: ModelSpec, job: InferenceJob, fmt: str | None, context: int, concurrency: int,
+                     output: int) -> None:
+    """The one rule for a job's bad input: what the estimate refuses with no hardware named -- ``infer`` of the
+    job's workload at peak, on its engine, without ``--device`` (images on a text-only model, a format the engine
+    runs on no device, a setting of another engine...) -- is refused on any hardware, so the plan raises it before
+    fitting: exit 2 with infer's line, at the job's place (plan/compose.py). What only the hardware refuses (SGLang
+    on a CPU, a device without sourced memory) stays the fit's refusal, the plan's error check 'Cannot be fitted'.
+    A job naming no engine is checked on the engine ``infer`` takes without a device; llama.cpp's placement over
+    the GPUs (``LLAMACPP_SPLIT_FIELDS``: -sm, -ts, --n-cpu-moe) is checked by the fit against the GPUs it gets."""
+    settings = {k: v for k, v in engine_settings(job, job.engine).items() if k not in LLAMACPP_SPLIT_FIELDS}
+    estimate_inference(spec, engine=job.engine, weights=fmt, context=context, concurrency=max(1, concurrency),
+                       output_tokens=output, kv_dtype=job.kv_cache_dtype, dtype=job.precision, **job.media.fields(),
+                       **settings)
 
 
 def engine_settings(job: InferenceJob, engine: str | None) -> dict[str, Any]:
@@ -186,13 +200,12 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
     pc = count_params(spec)
     t = job.traffic
     ctx_peak, conc_peak, out_peak = peak_load(job, notes)
-    if job.media.fields():  # images on a text-only model: bad input on any hardware, refused as `infer` refuses it
-        media_in_context(spec, InferenceWorkload(context=ctx_peak, **job.media.fields()), Notes())
     conc_typ = int(t.concurrency.typical or conc_peak)
     ctx_typ = int(t.context.typical or ctx_peak)
     out_typ = int(t.output.typical or min(out_peak, ctx_typ // 2))
     pinned = pinned_weights(job, spec, notes)
     fmt = pinned or job.precision
+    refuse_bad_input(spec, job, fmt, ctx_peak, conc_peak, out_peak)
     src = sources.get(job.model.from_job or "")
     deadline_seconds(job, req, ctx.today, notes)
 

@@ -2,7 +2,7 @@
 BitsAndBytesMoEMethod, whose ``_create_weights_8bit`` raises NotImplementedError (vllm
 model_executor/layers/quantization/bitsandbytes.py @ 01f5395f L591-600). Before, llmsizer answered it (exit 0, and
 vLLM was even the default engine for llm.int8 on a GPU). Now every surface refuses it as llmsizer refuses other
-formats an engine does not load (exit 2, one line; the web's 400 carries the same line; a plan's job an error), and
+formats an engine does not load (exit 2, one line; the web's 400 carries the same line; a plan's job bad input), and
 with no engine named the engine rule picks transformers, which loads it. A dense model in llm.int8 still runs on
 vLLM (BitsAndBytesLinearMethod has an 8-bit path)."""
 
@@ -61,6 +61,7 @@ def test_a_dense_model_in_llm_int8_still_runs_on_vllm() -> None:
 def test_a_request_file_job_is_an_error() -> None:
     text = (f"jobs:\n  - name: chat\n    kind: inference\n    model: {{name: {MOE}}}\n    quantization: llm.int8\n"
             "    engine: vllm\n    traffic: {concurrency: 4}\n    resources: {device: h100-sxm, count: 1}\n")
-    plan = make_plan(parse_request(text, source="t.yaml"))
-    errors = [c for c in plan.to_dict()["checks"] if c["severity"] == "error"]
-    assert any("vLLM does not load the MoE model" in json.dumps(c) for c in errors), errors
+    # refused on any hardware: bad input before fitting, at the job's place (plan/inference.py refuse_bad_input);
+    # it was the plan's error check 'Cannot be fitted'
+    with pytest.raises(InputError, match=r"t\.yaml:2: job 'chat' \(inference\): .*vLLM does not load the MoE model"):
+        make_plan(parse_request(text, source="t.yaml"))

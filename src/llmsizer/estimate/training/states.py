@@ -21,7 +21,7 @@ from ...formulas.lora import AdaptedModule, adapted_layout
 from ...formulas.nf4_quantization import quantizes_lm_head
 from ...formulas.parallelism import pipeline_stage_layers, shard, zero_shards
 from ...formulas.tensor_parallel import shard_weights
-from ...formulas.tensors import Tensor, at_layer, expand, layer_groups, layer_keys, model_tensors
+from ...formulas.tensors import RECURRENT_LINEARS, Tensor, at_layer, expand, layer_groups, layer_keys, model_tensors
 from ...formulas.training_states import optimizer_state_bytes, optimizer_state_bytes_counted
 from ...formulas.weight_formats import GROUP_SIZE_DEFAULT, bnb4_matrix_bytes, weight_bytes
 from ...specs import ModelSpec
@@ -29,6 +29,21 @@ from ...specs.training import MODULES_TO_SAVE
 from .setup import TrainingContext
 
 AUTOCAST_COMPONENTS = {"attention", "mlp", "router", "shared_experts", "lm_head"}  # F.linear under autocast
+
+
+def recurrent_copied(role: str, ndim: int, torch_conv: bool) -> bool:
+    """Whether autocast keeps a 16-bit copy of the recurrent mixer's (Mamba-1/-2, Gated DeltaNet) weight ``role`` of
+    ``ndim`` dimensions; ``torch_conv``: the causal conv runs as torch's ``nn.Conv1d`` (Mamba's torch path, Gated
+    DeltaNet's torch fallback), not causal-conv1d's ``CausalConv1dFn``.
+
+    Every linear's weight (formulas/tensors.py ``RECURRENT_LINEARS``, 2-D): it runs under autocast (``nn.Linear``),
+    or, on the kernel path, the Function casts it itself and saves that copy (mamba_ssm 2.3.2.post1
+    ops/triton/ssd_combined.py lines 876-879 and 883: MambaSplitConv1dScanCombinedFn's out_proj weight under
+    ``torch.is_autocast_enabled()``). The conv weight [c, 1, k] only where ``F.conv1d`` casts it; causal-conv1d takes
+    it as it is. Not Mamba-1's A_log [d, n] (``-exp(A_log.float())``: no cast). Measured per layer on the torch path
+    (tests/training/test_mamba_saved_tensors.py) and on the kernels' stand-ins
+    (tests/training/test_mamba_kernel_saved_tensors.py)."""
+    return (role in RECURRENT_LINEARS and ndim == 2) or (role == "ssm_conv1d" and torch_conv)
 
 
 def torch_param_shapes(spec: ModelSpec, tensors: list[Tensor] | None = None) -> list[tuple[int, ...]]:
@@ -237,7 +252,10 @@ def stage_states(ctx: TrainingContext, stage: int) -> StageStates:
 
     # ---- autocast half copies of fp32 linear weights ----
     if ctx.weight_copy_bytes:
-        head_copy, layer_copy = _autocast_copies(spec, w.pp, stage, tp, w.pipeline_split, w.virtual_stages)
+        torch_conv = ctx.act.mamba_path == "torch" if spec.recurrent is not None and spec.recurrent.kind != \
+            "gated_deltanet" else ctx.act.recurrent_kernel == "torch"
+        head_copy, layer_copy = _autocast_copies(spec, w.pp, stage, tp, w.pipeline_split, w.virtual_stages,
+                                                 torch_conv)
         st.lm_head_copy_elements += head_copy
         st.layer_copy_elements.update(layer_copy)
         if spec.tie_word_embeddings and stage == last:
@@ -492,9 +510,10 @@ def _trained_base(spec: ModelSpec, pp: int, stage: int, tp: int, ep: int, full: 
 
 @lru_cache(maxsize=256)
 def _autocast_copies(spec: ModelSpec, pp: int, stage: int, tp: int, split: str = "even",
-                     virtual: int = 1) -> tuple[int, tuple[tuple[int, int], ...]]:
+                     virtual: int = 1, torch_conv: bool = False) -> tuple[int, tuple[tuple[int, int], ...]]:
     """(lm_head elements, elements per decoder layer) of the linear weights autocast copies to half precision on
-    pipeline stage ``stage`` of ``pp`` (a tied lm_head is added by the caller); each kind of decoder layer once."""
+    pipeline stage ``stage`` of ``pp`` (a tied lm_head is added by the caller); each kind of decoder layer once.
+    A recurrent mixer's weights as :func:`recurrent_copied` says (``torch_conv``: its conv runs as ``nn.Conv1d``)."""
     stages = pipeline_stage_layers(spec.num_layers, pp, split, virtual)
     last = len(stages) - 1
     layer_stage = _layer_stages(spec.num_layers, pp, split, virtual)
@@ -503,8 +522,10 @@ def _autocast_copies(spec: ModelSpec, pp: int, stage: int, tp: int, split: str =
     layers: dict[int, int] = {}
 
     def copied(t: Tensor) -> int:
-        _, comp, shape, _, _, numel = t  # Tensor is a tuple: unpacking is the fast path
-        return math.ceil(numel / tp) if len(shape) == 2 and comp in AUTOCAST_COMPONENTS else 0
+        role, comp, shape, _, _, numel = t  # Tensor is a tuple: unpacking is the fast path
+        kept = (recurrent_copied(role, len(shape), torch_conv) if comp == "recurrent"
+                else len(shape) == 2 and comp in AUTOCAST_COMPONENTS)
+        return math.ceil(numel / tp) if kept else 0
 
     for alike in kinds.values():
         mine = [i for i in alike if layer_stage.get(i) == stage] if pp > 1 else alike
