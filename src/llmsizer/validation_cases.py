@@ -465,9 +465,14 @@ QWEN7B_INT4 = dict(QWEN7B_V1, quantization_config={"quant_method": "gptq", "bits
 # F.scaled_dot_product_attention (SDPA's dispatch); VectorLM loads the model with attn_implementation
 # "flash_attention_2" (the flash-attn package); llm-foundry's benchmark yamls set attn_impl: triton (its
 # flash_attn_triton.py on triton_pre_mlir); Megatron-LM 2021-2022 runs the unfused attention.
+# fms-fsdp @5805ace builds fms.models.llama.LLaMA (main_training.py line 7; ibm-fms), whose MultiHeadAttention calls
+# F.scaled_dot_product_attention with K/V expanded to every head (foundation-model-stack @b85a0d8
+# fms/modules/attention.py line 217): sdpa. Qwen's README "Profiling of Memory and Speed": "Flash attention 2 is
+# applied" (the flash-attn package, modeling_qwen.py use_flash_attn): flash.
 FRAMEWORK_ATTENTION: dict[str, tuple[str, str | None]] = {
     "torchtitan": ("sdpa", None), "torchtune": ("sdpa", None), "vectorlm": ("flash", None),
-    "llm-foundry": ("flash", "triton-flash"), "megatron-lm": ("eager", None)}
+    "llm-foundry": ("flash", "triton-flash"), "megatron-lm": ("eager", None), "fms-fsdp": ("sdpa", None),
+    "qwen": ("flash", None)}
 
 
 def framework_attention(framework: str) -> dict[str, Any]:
@@ -535,7 +540,7 @@ def fms_case(r: dict[str, str]) -> Case:
     dev = builtin_catalog().devices[FMS_DEVICE[r["hardware"]]]
     fields = dict(method="full", precision="bf16-mixed", micro_batch=batch, seq_len=4096,
                   grad_checkpointing="full" if ac else "none", fsdp="hybrid" if sharding == "HSDP" else "full",
-                  fsdp_version=1, optimizer="adamw", attention="flash", gpus=n)
+                  fsdp_version=1, optimizer="adamw", **framework_attention("fms-fsdp"), gpus=n)
     d = training_duration_for(spec, dev, n, 1e6, fields)
     pred = None if d.tokens_per_second is None else d.tokens_per_second / n
     st, value = d.step, float(r["value"])
@@ -969,7 +974,7 @@ def speed_case(r: dict[str, str]) -> Case | NotExpressed:
         seq = QWEN_QLORA_ROWS[rid] if qlora else QWEN_SPEED_ROWS[rid]
         fields = dict(method="qlora" if qlora else "lora", rank=64, targets="all-linear",
                       precision="fp16-mixed" if qlora else "bf16-mixed", micro_batch=1, seq_len=seq,
-                      grad_accumulation=8, grad_checkpointing="full", attention="flash")
+                      grad_accumulation=8, grad_checkpointing="full", **framework_attention("qwen"))
         spec = (spec_from_config(QWEN7B_INT4, name="Qwen-7B-Chat-Int4") if qlora
                 else spec_from_config(QWEN7B_V1, name="Qwen-7B"))
         d = training_duration_for(spec, builtin_catalog().devices["a100-sxm-80gb"], 1, 1e6, fields)

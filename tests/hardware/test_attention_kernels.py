@@ -149,7 +149,10 @@ def test_validation_rows_run_their_frameworks_attention() -> None:
       "flash_attention_2"`` (profiling/benchmark.py line 329 passes get_is_flash_attention_supported()) -> flash,
       the flash-attn package's FlashAttention-2;
     - llm-foundry scripts/train/yamls/pretrain/mpt-7b.yaml @15fb4ffa line 20 ``attn_impl: triton`` -> triton-flash;
-    - Megatron-LM 2021-2022: no fused attention kernel -> eager."""
+    - Megatron-LM 2021-2022: no fused attention kernel -> eager;
+    - fms-fsdp @5805ace main_training.py line 7 ``from fms.models.llama import LLaMA``; foundation-model-stack
+      @b85a0d8 fms/modules/attention.py line 217 ``attn = F.scaled_dot_product_attention(`` -> sdpa;
+    - Qwen README "Profiling of Memory and Speed": "Flash attention 2 is applied" -> flash."""
     from llmsizer.validation_cases import (
         FRAMEWORK_ATTENTION,
         MEGATRON_SELENE,
@@ -162,7 +165,14 @@ def test_validation_rows_run_their_frameworks_attention() -> None:
 
     assert FRAMEWORK_ATTENTION == {"torchtitan": ("sdpa", None), "torchtune": ("sdpa", None),
                                    "vectorlm": ("flash", None), "llm-foundry": ("flash", "triton-flash"),
-                                   "megatron-lm": ("eager", None)}
+                                   "megatron-lm": ("eager", None), "fms-fsdp": ("sdpa", None),
+                                   "qwen": ("flash", None)}
+    # every row builds its attention fields from that table: no validation case spells its own attention
+    import inspect
+
+    import llmsizer.validation_cases as vc
+    for fn in (vc.fms_case, vc.vectorlm_fields, vc.mpt_fields):
+        assert 'attention="' not in inspect.getsource(fn), fn.__name__
     rows = public_rows()
     w = TrainingWorkload(**{k: v for k, v in vectorlm_fields(rows["PM1031"]).items()})
     assert (w.attention, w.attention_kernel) == ("flash", None)  # the default: flash-attn-2

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..errors import FieldError
+from ..errors import DeviceCannotRunError
 from ..formulas.sdpa_dispatch import flash_attn_refusal, sdpa_backend, sdpa_refusal
 from ..formulas.speed import sm_streaming_bandwidth
 from ..formulas.training_time import fwd_bwd_speed_ratio
@@ -613,7 +613,7 @@ def timed_attention_kernel(attention: str, kernel: str, architecture: str, capab
         refused = None
     if refused is not None:
         field = "attention_kernel" if named else "attention"
-        raise FieldError(field, f"{field} {kernel if named else 'flash (its kernel flash-attn-2)'} cannot run "
+        raise DeviceCannotRunError(field, f"{field} {kernel if named else 'flash (its kernel flash-attn-2)'} cannot run "
                          f"on {architecture or 'this GPU'}: {refused}")
     if kernel in WGMMA_KERNEL_OVER_FA2 and architecture not in WGMMA_ARCHITECTURES:
         return "flash-attn-2", (f"{kernel} {'given' if named else 'by default'}; timed as flash-attn-2: no published "

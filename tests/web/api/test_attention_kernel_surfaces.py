@@ -111,3 +111,13 @@ def test_a_swapped_or_named_kernel_says_so() -> None:
     named = {a.name: a for a in training_duration_for(spec, a100, 1, 1e9,
                                                       dict(RUN, attention_kernel="sdpa")).assumptions}
     assert named["attention_kernel_timed"].value == "flash-attn-2" and not named["attention_kernel_timed"].default
+
+
+def test_a_search_rejects_the_gpus_that_cannot_run_the_kernel() -> None:
+    """recommend --train tries every catalog GPU: one the named attention cannot run on (flash-attn on sm75) is a
+    rejected option with the reason, not an error for the whole search, and not a faster option."""
+    out = run_cli_json("recommend", "llama-3.1-8b", "--train", "--method", "lora", "--attention", "flash",
+                       "--tokens", "1B")
+    rejected = {o["device"]: o["reasons"] for o in out["rejected"]}
+    assert "t4" in rejected and any("Ampere GPUs or newer" in r for r in rejected["t4"])
+    assert all(o["device"] != "t4" for o in out["options"])
