@@ -180,3 +180,33 @@ def test_validation_rows_run_their_frameworks_attention() -> None:
     assert (w.attention, w.attention_kernel) == ("flash", "triton-flash")
     assert MEGATRON_SELENE["attention"] == "eager"
     assert "attention" not in TORCHTITAN_FSDP and TrainingWorkload().attention == "sdpa"  # torchtitan: the default
+
+
+# llm-foundry sweep.py @5e85bd62d lines 40-83, the script of the README's 'H100 80GB BF16 (Large Scale, >= 128 GPUs)'
+# table: ('--model_yamls 1b.yaml', ..., '--attn_impl flash'), 3b flash, 7b flash, 13b triton, 30b triton, 70b flash;
+# llm-foundry installed as '.[gpu-flash2]' (flash-attn==2.4.2). Every other table: submit_benchmarks.py's default
+# '--attn_impl' 'triton' (line 144), which sweep.sh @b2a43a147 never overrides.
+SWEEP_PY_ATTN_IMPL = {"1b": "flash", "3b": "flash", "7b": "flash", "13b": "triton", "30b": "triton", "70b": "flash"}
+
+
+def test_llm_foundry_rows_run_the_attention_of_their_sweep() -> None:
+    from llmsizer.validation_cases import SPEED_NOT_EXPRESSIBLE, mpt_attn_impl, mpt_fields, mpt_row, public_rows
+
+    large = other = 0
+    for r in public_rows().values():
+        if not r["framework"].startswith("llm-foundry") or r["id"] in SPEED_NOT_EXPRESSIBLE:
+            continue
+        m = mpt_row(r["quote"])
+        impl = mpt_attn_impl(m, r["source_location"])
+        if "Large Scale" in r["source_location"]:
+            large += 1
+            assert impl == SWEEP_PY_ATTN_IMPL[m.model], r["id"]
+            assert f"attn_impl {impl} (sweep.py @5e85bd62d" in r["other_settings"], r["id"]
+            assert "<insert_image_name>" in r["other_settings"] and "sweep.sh" not in r["other_settings"], r["id"]
+        else:
+            other += 1
+            assert impl == "triton", r["id"]
+        w = TrainingWorkload(**mpt_fields(m, impl))
+        assert (w.attention, w.attention_kernel) == (("flash", "flash-attn-2") if impl == "flash"
+                                                     else ("flash", "triton-flash"))
+    assert large == 18 and other > 50
