@@ -25,6 +25,12 @@ class FieldError(InputError):
         self.field = field
 
 
+class DeviceCannotRunError(FieldError):
+    """A setting the chosen device cannot run (a kernel its compute capability lacks): bad input for that device, so
+    exit 2 when the device is given, and a rejected option, with this message, where a search tries many
+    (recommend)."""
+
+
 class MissingUnitError(InputError):
     """A size written as a bare number too small to be meant as bytes ('--memory 24'): a forgotten unit."""
 

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from .catalog.hardware import Device, HardwareCatalog, Instance, load_catalog
-from .errors import InputError
+from .errors import DeviceCannotRunError, InputError
 from .estimate import efficiency as E
 from .estimate.device import (
     check_engine_on_device,
@@ -905,8 +905,10 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
                               headroom=c.headroom, memory=cand.memory, hardware_files=hardware_files,
                               tokens=tokens, utilization=utilization, **(training_fields or {}))
         except InputError as e:
-            if dev.kind not in ("cpu", "apple"):  # bad input for every device: exit 2 as before (a CPU or an
-                raise                              # Apple chip refuses the CUDA-only settings: offload, paging)
+            # bad input for every device: exit 2 as before (a CPU or an Apple chip refuses the CUDA-only settings:
+            # offload, paging; a GPU the kernel a setting names, DeviceCannotRunError: rejected)
+            if dev.kind not in ("cpu", "apple") and not isinstance(e, DeviceCannotRunError):
+                raise
             rejected.append(Option(**stub, replicas=1, status="rejected", reasons=(str(e),)))
             continue
         if not fr.fits:

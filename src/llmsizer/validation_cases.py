@@ -430,7 +430,8 @@ QWEN_QLORA_ROWS = {f"PM07{26 + i}": 256 * 2 ** i for i in range(6)}
 QWEN7B_INT4 = dict(QWEN7B_V1, quantization_config={"quant_method": "gptq", "bits": 4, "group_size": 128,
                                                    "desc_act": False})
 # llm-foundry scripts/train/benchmarking/README.md (PM0800-PM1015): MPT pre-training on the MosaicML platform,
-# Composer FSDP (no torch.compile), llm-foundry's Triton flash attention, low-precision LayerNorm, decoupled AdamW.
+# Composer FSDP (no torch.compile), llm-foundry's Triton flash attention (FlashAttention-2 in the 'Large Scale' table's
+# 1b/3b/7b/70b rows: mpt_attn_impl), low-precision LayerNorm, decoupled AdamW.
 # Two software stacks (read from the repository's history): the A100 40GB table is in the README since llm-foundry's
 # first commit 300cc5c (2023-05-03), measured with submit_benchmarks.py's default image
 # mosaicml/pytorch:1.13.1_cu117 (line 50 there), fsdp mixed_precision PURE, limit_all_gathers True, attn_impl
@@ -465,9 +466,14 @@ QWEN7B_INT4 = dict(QWEN7B_V1, quantization_config={"quant_method": "gptq", "bits
 # F.scaled_dot_product_attention (SDPA's dispatch); VectorLM loads the model with attn_implementation
 # "flash_attention_2" (the flash-attn package); llm-foundry's benchmark yamls set attn_impl: triton (its
 # flash_attn_triton.py on triton_pre_mlir); Megatron-LM 2021-2022 runs the unfused attention.
+# fms-fsdp @5805ace builds fms.models.llama.LLaMA (main_training.py line 7; ibm-fms), whose MultiHeadAttention calls
+# F.scaled_dot_product_attention with K/V expanded to every head (foundation-model-stack @b85a0d8
+# fms/modules/attention.py line 217): sdpa. Qwen's README "Profiling of Memory and Speed": "Flash attention 2 is
+# applied" (the flash-attn package, modeling_qwen.py use_flash_attn): flash.
 FRAMEWORK_ATTENTION: dict[str, tuple[str, str | None]] = {
     "torchtitan": ("sdpa", None), "torchtune": ("sdpa", None), "vectorlm": ("flash", None),
-    "llm-foundry": ("flash", "triton-flash"), "megatron-lm": ("eager", None)}
+    "llm-foundry": ("flash", "triton-flash"), "megatron-lm": ("eager", None), "fms-fsdp": ("sdpa", None),
+    "qwen": ("flash", None)}
 
 
 def framework_attention(framework: str) -> dict[str, Any]:
@@ -535,7 +541,7 @@ def fms_case(r: dict[str, str]) -> Case:
     dev = builtin_catalog().devices[FMS_DEVICE[r["hardware"]]]
     fields = dict(method="full", precision="bf16-mixed", micro_batch=batch, seq_len=4096,
                   grad_checkpointing="full" if ac else "none", fsdp="hybrid" if sharding == "HSDP" else "full",
-                  fsdp_version=1, optimizer="adamw", attention="flash", gpus=n)
+                  fsdp_version=1, optimizer="adamw", **framework_attention("fms-fsdp"), gpus=n)
     d = training_duration_for(spec, dev, n, 1e6, fields)
     pred = None if d.tokens_per_second is None else d.tokens_per_second / n
     st, value = d.step, float(r["value"])
@@ -629,15 +635,36 @@ def mpt_config(model: str, seq_len: int) -> dict[str, Any]:
             "n_positions": seq_len, "vocab_size": MPT_VOCAB, "multi_query": False, "tie_word_embeddings": True}
 
 
-def mpt_fields(m: MptRow) -> dict[str, Any]:
-    """TrainingWorkload fields of one benchmark row."""
+# llm-foundry's attn_impl per benchmark table, read from the scripts that ran it: submit_benchmarks.py sets the yaml's
+# attn_config.attn_impl from --attn_impl (@b2a43a147 and @5e85bd62d line 305), default 'triton' (line 144), which
+# sweep.sh @b2a43a147 never passes: every table but one ran llm-foundry's Triton kernel. The 'H100 80GB BF16 (Large
+# Scale, >= 128 GPUs)' table was run by sweep.py @5e85bd62d (lines 40-83): '--attn_impl flash' for 1b, 3b, 7b and
+# 70b, '--attn_impl triton' for 13b and 30b, with llm-foundry installed as '.[gpu-flash2]' (submit_benchmarks.py
+# @5e85bd62d lines 379 and 402: flash-attn==2.4.2, setup.py @5e85bd62d line 101): attn_impl 'flash' is the flash-attn
+# package's FlashAttention-2. The table is named in each row's source_location.
+LLMFOUNDRY_LARGE_SCALE_TABLE = "Large Scale, >= 128 GPUs"
+LLMFOUNDRY_LARGE_SCALE_ATTN_IMPL = {"1b": "flash", "3b": "flash", "7b": "flash", "70b": "flash", "13b": "triton",
+                                    "30b": "triton"}
+LLMFOUNDRY_ATTN_IMPL: dict[str, dict[str, Any]] = {
+    "triton": framework_attention("llm-foundry"), "flash": dict(attention="flash", attention_kernel="flash-attn-2")}
+
+
+def mpt_attn_impl(m: MptRow, source_location: str) -> str:
+    """The attn_impl an llm-foundry benchmark row ran (LLMFOUNDRY_LARGE_SCALE_ATTN_IMPL; 'triton' elsewhere)."""
+    if LLMFOUNDRY_LARGE_SCALE_TABLE in source_location:
+        return LLMFOUNDRY_LARGE_SCALE_ATTN_IMPL[m.model]
+    return "triton"
+
+
+def mpt_fields(m: MptRow, attn_impl: str = "triton") -> dict[str, Any]:
+    """TrainingWorkload fields of one benchmark row, its attention llm-foundry's ``attn_impl`` (mpt_attn_impl)."""
     fp8: dict[str, Any] = dict(float8=True, float8_recipe="transformer-engine") if "fp8" in m.precision else {}
     impl: dict[str, Any] = ({"checkpoint_impl": MPT_CHECKPOINT_IMPL[m.gpu]}
                             if m.checkpointing and m.gpu in MPT_CHECKPOINT_IMPL else {})
     return dict(method="full", precision="bf16-mixed", micro_batch=m.micro_batch, seq_len=m.seq_len,
                 grad_accumulation=m.grad_accumulation, grad_checkpointing="full" if m.checkpointing else "none",
                 fsdp=MPT_SHARDING[m.sharding], fsdp_version=1, optimizer="adamw",
-                **framework_attention("llm-foundry"), gpus=m.gpus, **fp8, **impl)
+                **LLMFOUNDRY_ATTN_IMPL[attn_impl], gpus=m.gpus, **fp8, **impl)
 
 
 def mpt_case(r: dict[str, str]) -> Case | NotExpressed:
@@ -650,7 +677,8 @@ def mpt_case(r: dict[str, str]) -> Case | NotExpressed:
     spec = spec_from_config(mpt_config(m.model, m.seq_len), name=f"MPT-{m.model}")
     nodes = m.gpus > MPT_NODE_GPUS
     network = MPT_NETWORK.get(m.gpu) if nodes else None
-    d = training_duration_for(spec, dev, m.gpus, 1e6, dict(mpt_fields(m), network=network))
+    attn_impl = mpt_attn_impl(m, r["source_location"])
+    d = training_duration_for(spec, dev, m.gpus, 1e6, dict(mpt_fields(m, attn_impl), network=network))
     pred, st = d.tokens_per_second, d.step
     calib = rid in TRAINING_SPEED_CALIBRATION
     excluded = CALIBRATION if calib else (NETWORK_NOT_STATED if nodes and network is None else "")
@@ -659,7 +687,7 @@ def mpt_case(r: dict[str, str]) -> Case | NotExpressed:
             + (("non-reentrant activation checkpointing"
                 + (" (torch 1.13: whole-block recomputation, no early stop)" if m.gpu in MPT_CHECKPOINT_IMPL else ""))
                if m.checkpointing else "no checkpointing")
-            + f"; micro-batch {m.micro_batch} x {m.seq_len}, accumulation {m.grad_accumulation}"
+            + f"; micro-batch {m.micro_batch} x {m.seq_len}, accumulation {m.grad_accumulation}; attn_impl {attn_impl}"
             + ("; TransformerEngine FP8 linears (amp_fp8, fc_type te)" if "fp8" in m.precision else "")
             + (f"; GEMM shape efficiency {st.shape_efficiency:.3f}; per micro-step compute {st.compute_seconds:.2f} s"
                + (f" (float8 casts {st.float8_cast_seconds:.3f} s)" if st.float8_cast_seconds else "")
@@ -969,7 +997,7 @@ def speed_case(r: dict[str, str]) -> Case | NotExpressed:
         seq = QWEN_QLORA_ROWS[rid] if qlora else QWEN_SPEED_ROWS[rid]
         fields = dict(method="qlora" if qlora else "lora", rank=64, targets="all-linear",
                       precision="fp16-mixed" if qlora else "bf16-mixed", micro_batch=1, seq_len=seq,
-                      grad_accumulation=8, grad_checkpointing="full", attention="flash")
+                      grad_accumulation=8, grad_checkpointing="full", **framework_attention("qwen"))
         spec = (spec_from_config(QWEN7B_INT4, name="Qwen-7B-Chat-Int4") if qlora
                 else spec_from_config(QWEN7B_V1, name="Qwen-7B"))
         d = training_duration_for(spec, builtin_catalog().devices["a100-sxm-80gb"], 1, 1e6, fields)

@@ -13,6 +13,7 @@ import pytest
 
 from llmsizer.catalog.hardware import builtin_catalog
 from llmsizer.estimate import efficiency as E
+from llmsizer.formulas.sdpa_dispatch import sdpa_backend
 from llmsizer.specs.training import DEFAULT_ATTENTION_KERNEL, KERNELS_OF_ATTENTION, TrainingWorkload
 
 # Dao 2023 section 4.1: "FlashAttention-2 is around 1.3-1.5x faster than FlashAttention in Triton in the forward
@@ -82,11 +83,45 @@ def test_sdpa_dispatch_follows_torchs_checks() -> None:
         cc = dev.capability
         if dev.kind != "gpu" or cc is None:
             continue
-        kernel, why = E.sdpa_backend(dev.architecture)
+        kernel, why = sdpa_backend(cc, "fp16", False, False)
         assert kernel == ("flash-attn-2" if 80 <= cc <= 121 else "mem-efficient" if 50 <= cc else None), dev.id
         assert "sdp_utils.cpp" in why
         seen.add(kernel)
     assert seen == {"flash-attn-2", "mem-efficient"}
+
+
+# sdp_utils.cpp @001f694a, can_use_flash_attention: check_for_attn_mask, check_dtypes_flash_attention ->
+# check_dtypes_low_precision (sm80_dtypes {kHalf, kBFloat16}); can_use_mem_efficient_attention:
+# greater_than_or_equal_sm80_mem_efficient_dtypes {kHalf, kFloat, kBFloat16}, less_than_sm80_mem_efficient_dtypes
+# {kHalf, kFloat}; both: check_batch_size_and_num_heads_dense (unequal heads only with enable_gqa); math always.
+TORCH_CASES = [  # (capability, dtype, unequal heads, mask) -> backend
+    (90, "fp32", False, False, "mem-efficient"), (80, "bf16", False, True, "mem-efficient"),
+    (80, "bf16", True, False, "math"), (70, "bf16", False, False, "math"), (70, "fp16", False, False, "mem-efficient"),
+    (70, "fp32", False, True, "mem-efficient"), (89, "fp16", False, False, "flash-attn-2"),
+]
+
+
+@pytest.mark.parametrize(("cc", "dtype", "heads", "mask", "backend"), TORCH_CASES)
+def test_sdpa_backend_reads_dtype_mask_and_heads(cc: int, dtype: str, heads: bool, mask: bool, backend: str) -> None:
+    assert sdpa_backend(cc, dtype, heads, mask)[0] == backend
+
+
+def test_memory_and_duration_read_one_backend() -> None:
+    """#12 'one answer': Falcon-7B's multi-query SDPA call (71 query heads, 1 K/V head, no enable_gqa) runs the math
+    kernel: the memory counts its fp32 probabilities and the duration times the math kernel, not FlashAttention-2;
+    Llama in fp32 on an H100 is timed as mem-efficient (flash takes fp16/bf16 only)."""
+    from llmsizer.estimate.duration import training_duration_for
+    from llmsizer.estimate.training import estimate_training
+    from llmsizer.models import load_model
+
+    devs = builtin_catalog().devices
+    run = {"method": "lora", "seq_len": 2048, "micro_batch": 1}
+    falcon = estimate_training("falcon-7b", **run)
+    assert "SDPA math kernel" in repr(falcon)  # the memory's math-kernel terms (training_activations.sdpa_runs_math)
+    d = training_duration_for(load_model("falcon-7b"), devs["a100-sxm-80gb"], 1, 1e9, run)
+    assert {a.name: a for a in d.assumptions}["attention_kernel_timed"].value == "math"
+    d = training_duration_for(load_model("llama-3.1-8b"), devs["h100-sxm"], 1, 1e9, dict(run, precision="fp32"))
+    assert {a.name: a for a in d.assumptions}["attention_kernel_timed"].value == "mem-efficient"
 
 
 def test_kernels_and_their_attention() -> None:
@@ -99,7 +134,7 @@ def test_kernels_and_their_attention() -> None:
     with pytest.raises(ValueError, match="unknown attention_kernel"):
         TrainingWorkload(attention_kernel="fa9")
     # off Hopper a wgmma kernel has no published speed: timed as FlashAttention-2, with a warning
-    kernel, _, warning = E.timed_attention_kernel("flash-attn-3", "ampere")
+    kernel, _, warning = E.timed_attention_kernel("flash", "flash-attn-3", "ampere", 80, "bf16", False, False, True)
     assert kernel == "flash-attn-2" and warning is not None and "sm90" in warning
 
 
@@ -114,7 +149,10 @@ def test_validation_rows_run_their_frameworks_attention() -> None:
       "flash_attention_2"`` (profiling/benchmark.py line 329 passes get_is_flash_attention_supported()) -> flash,
       the flash-attn package's FlashAttention-2;
     - llm-foundry scripts/train/yamls/pretrain/mpt-7b.yaml @15fb4ffa line 20 ``attn_impl: triton`` -> triton-flash;
-    - Megatron-LM 2021-2022: no fused attention kernel -> eager."""
+    - Megatron-LM 2021-2022: no fused attention kernel -> eager;
+    - fms-fsdp @5805ace main_training.py line 7 ``from fms.models.llama import LLaMA``; foundation-model-stack
+      @b85a0d8 fms/modules/attention.py line 217 ``attn = F.scaled_dot_product_attention(`` -> sdpa;
+    - Qwen README "Profiling of Memory and Speed": "Flash attention 2 is applied" -> flash."""
     from llmsizer.validation_cases import (
         FRAMEWORK_ATTENTION,
         MEGATRON_SELENE,
@@ -127,7 +165,14 @@ def test_validation_rows_run_their_frameworks_attention() -> None:
 
     assert FRAMEWORK_ATTENTION == {"torchtitan": ("sdpa", None), "torchtune": ("sdpa", None),
                                    "vectorlm": ("flash", None), "llm-foundry": ("flash", "triton-flash"),
-                                   "megatron-lm": ("eager", None)}
+                                   "megatron-lm": ("eager", None), "fms-fsdp": ("sdpa", None),
+                                   "qwen": ("flash", None)}
+    # every row builds its attention fields from that table: no validation case spells its own attention
+    import inspect
+
+    import llmsizer.validation_cases as vc
+    for fn in (vc.fms_case, vc.vectorlm_fields, vc.mpt_fields):
+        assert 'attention="' not in inspect.getsource(fn), fn.__name__
     rows = public_rows()
     w = TrainingWorkload(**{k: v for k, v in vectorlm_fields(rows["PM1031"]).items()})
     assert (w.attention, w.attention_kernel) == ("flash", None)  # the default: flash-attn-2
@@ -135,3 +180,33 @@ def test_validation_rows_run_their_frameworks_attention() -> None:
     assert (w.attention, w.attention_kernel) == ("flash", "triton-flash")
     assert MEGATRON_SELENE["attention"] == "eager"
     assert "attention" not in TORCHTITAN_FSDP and TrainingWorkload().attention == "sdpa"  # torchtitan: the default
+
+
+# llm-foundry sweep.py @5e85bd62d lines 40-83, the script of the README's 'H100 80GB BF16 (Large Scale, >= 128 GPUs)'
+# table: ('--model_yamls 1b.yaml', ..., '--attn_impl flash'), 3b flash, 7b flash, 13b triton, 30b triton, 70b flash;
+# llm-foundry installed as '.[gpu-flash2]' (flash-attn==2.4.2). Every other table: submit_benchmarks.py's default
+# '--attn_impl' 'triton' (line 144), which sweep.sh @b2a43a147 never overrides.
+SWEEP_PY_ATTN_IMPL = {"1b": "flash", "3b": "flash", "7b": "flash", "13b": "triton", "30b": "triton", "70b": "flash"}
+
+
+def test_llm_foundry_rows_run_the_attention_of_their_sweep() -> None:
+    from llmsizer.validation_cases import SPEED_NOT_EXPRESSIBLE, mpt_attn_impl, mpt_fields, mpt_row, public_rows
+
+    large = other = 0
+    for r in public_rows().values():
+        if not r["framework"].startswith("llm-foundry") or r["id"] in SPEED_NOT_EXPRESSIBLE:
+            continue
+        m = mpt_row(r["quote"])
+        impl = mpt_attn_impl(m, r["source_location"])
+        if "Large Scale" in r["source_location"]:
+            large += 1
+            assert impl == SWEEP_PY_ATTN_IMPL[m.model], r["id"]
+            assert f"attn_impl {impl} (sweep.py @5e85bd62d" in r["other_settings"], r["id"]
+            assert "<insert_image_name>" in r["other_settings"] and "sweep.sh" not in r["other_settings"], r["id"]
+        else:
+            other += 1
+            assert impl == "triton", r["id"]
+        w = TrainingWorkload(**mpt_fields(m, impl))
+        assert (w.attention, w.attention_kernel) == (("flash", "flash-attn-2") if impl == "flash"
+                                                     else ("flash", "triton-flash"))
+    assert large == 18 and other > 50

@@ -293,10 +293,11 @@ def add_training_args(p: argparse.ArgumentParser, *, attention: bool = True,
         add_attention_arg(g)
     g.add_argument("--attention-kernel", choices=TRAIN_ATTENTION_KERNELS,
                    help="the kernel that runs the attention, for the duration: with --attention sdpa: sdpa (torch's "
-                        "dispatch: FlashAttention-2 on sm80+, else mem-efficient), flash-attn-2, cudnn or "
+                        "dispatch by GPU, dtype, mask and head counts: FlashAttention-2 on sm80+ in fp16/bf16, else "
+                        "mem-efficient or math), flash-attn-2, cudnn or "
                         "mem-efficient; with flash: flash-attn-2, flash-attn-3 (Hopper) or triton-flash "
                         "(llm-foundry attn_impl triton); with eager: eager (default: sdpa for sdpa, flash-attn-2 for "
-                        "flash)")
+                        "flash); one the GPU cannot run is refused")
     g.add_argument("--packing", action="store_true", default=None,
                    help="several documents per row (block-diagonal mask)")
     g.add_argument("--loss-chunks", type=int_arg(COUNT), help="cross-entropy chunks (torchtune: 8; default 1)")

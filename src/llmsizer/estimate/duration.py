@@ -57,6 +57,7 @@ from ..formulas.optimizer_step import SOURCE as OPTIMIZER_STEP_SOURCE
 from ..formulas.optimizer_step import accumulation_bytes, optimizer_step_bytes
 from ..formulas.parallelism import pipeline_stage_layers, zero_shards
 from ..formulas.params import count_params
+from ..formulas.sdpa_dispatch import attention_dtype
 from ..formulas.selective_checkpointing import (
     full_recompute_flops,
     layer_matmul_shapes,
@@ -102,7 +103,7 @@ from .training.gather_units import (
     deepspeed_zero3_volume,
     fsdp_collective_volume,
 )
-from .training.setup import compiled_loss, qlora_base_format, qlora_fused_experts
+from .training.setup import compiled_loss, compute_bytes, qlora_base_format, qlora_fused_experts
 from .training.states import stage_states
 from .training.timeline import pipeline_fsdp2
 
@@ -794,14 +795,23 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
                         "settings validates it; the offloaded checkpoint copies (non_blocking) are taken as overlapped")
     share, tp_div = (stage_share(spec, w), w.tp) if w.tp * w.pp > 1 else (1.0, 1)
     t_attn = 0.0
+    kernel = kernel_why = ""
+    kernel_warning: str | None = None
     if device.kind == "gpu" and fl.attention > 0 and w.attention != "eager":
+        # which kernel runs it: formulas/sdpa_dispatch.py via efficiency.timed_attention_kernel (the memory's math
+        # kernel terms read the same rule, training_activations.sdpa_runs_math). The mask: a module that always hands
+        # SDPA one (spec.attention_mask_materialised, Falcon); packed documents are taken as running a kernel of their
+        # own at the unmasked speed (torchtune: FlexAttention on a BlockMask, attention_utils.py; flash: varlen)
+        kernel, kernel_why, kernel_warning = E.timed_attention_kernel(
+            w.attention, attention_kernel_of(w.attention, w.attention_kernel), device.architecture,
+            device.capability, attention_dtype(w.precision, compute_bytes(w)), spec.math_attention,
+            spec.attention_mask_materialised, w.attention_kernel is not None)
+    if kernel and kernel != "math":
         # the fused attention kernel apart from the GEMMs (formulas/training_time.py eq. (10)): what it executes, at
         # the share of the peak the kernel that runs it reaches (efficiency.attention_kernel_share: its speed over the
         # Triton kernel FLASH_ATTENTION_SHARE was fitted on, on Hopper of its mma.sync ceiling); not shape-quantised
         rho = E.FLASH_ATTENTION_SHARE
         executed = fl.attention_executed("flash")
-        kernel, kernel_why, kernel_warning = E.timed_attention_kernel(
-            attention_kernel_of(w.attention, w.attention_kernel), device.architecture)
         attn_share, attn_why = E.attention_kernel_share(kernel, device.architecture, u)
         t_attn = tokens * executed / (peak * attn_share)
         flops_eff -= fl.attention
@@ -809,8 +819,6 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
                                 "formulas/training_time.py eq. (10): the causal flash-attention kernel's executed "
                                 "FLOPs (tiles above the diagonal skipped, backward 2.5 x forward, recomputed forward "
                                 "of checkpointed layers), in place of the 12 L d s of the FLOP count"))
-        notes.append(Assumption("attention_kernel_timed", kernel, w.attention_kernel is None or kernel_why != "given",
-                                kernel_why if kernel_why != "given" else "the kernel given"))
         if kernel in E.ATTENTION_KERNEL_SPEED:
             speed = E.ATTENTION_KERNEL_SPEED[kernel]
             notes.append(Assumption(speed.name, round(speed.expected, 4), True, speed.source))
@@ -818,18 +826,27 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
         notes.append(Assumption("attention_kernel_share", round(attn_share, 4), True,
                                 attn_why or f"{kernel}'s speed x {rho.name} x the GEMM utilisation "
                                 "(estimate/efficiency.py attention_kernel_share)"))
-        if kernel_warning is not None:
-            warnings.append(kernel_warning)
-    elif device.kind == "gpu" and fl.attention > 0 and w.attention == "eager" and bw_mem:
+    elif device.kind == "gpu" and fl.attention > 0 and bw_mem:
         # eager attention's batched score GEMMs apart from the projections' GEMMs (formulas/eager_attention_traffic.py
-        # eq. (A3)): their s x s matrix's traffic, not overlapped with their math, in place of the 12 L d s term
-        t_attn = tokens * eager_score_seconds_per_token(spec, w, fl, 4.0 if w.precision == "fp32" else 2.0,
-                                                        peak * u, bw_mem * eta.expected)
+        # eq. (A3)): their s x s matrix's traffic, not overlapped with their math, in place of the 12 L d s term; SDPA's
+        # math kernel runs the same matmul-softmax-matmul on q/k/v upcast to fp32 (ATen attention.cpp
+        # _scaled_dot_product_attention_math: 4-byte scores), its fp32 matmuls taken at the GEMM rate
+        score_bytes = 4.0 if w.precision == "fp32" or kernel == "math" else 2.0
+        t_attn = tokens * eager_score_seconds_per_token(spec, w, fl, score_bytes, peak * u, bw_mem * eta.expected)
         flops_eff -= fl.attention
         notes.append(Assumption("eager_score_gemm_seconds_per_token", t_attn / tokens, True,
                                 "formulas/eager_attention_traffic.py eq. (A3): the QK^T, PV and four backward batched "
                                 "GEMMs (s x s x d_h per head; again for recomputed layers) at the GEMM rate plus their "
                                 "s x s matrix's traffic at the memory-bound kernel bandwidth, not overlapped"))
+    if kernel:
+        # a default where none is named, or where the named kernel is timed as another (swapped); a named 'sdpa'
+        # timed as the backend its dispatch picks is the user's choice
+        swapped = w.attention_kernel not in (None, "sdpa", kernel)
+        notes.append(Assumption("attention_kernel_timed", kernel, w.attention_kernel is None or swapped,
+                                f"sdpa given: {kernel_why}" if w.attention_kernel == "sdpa"
+                                else "the kernel given" if kernel_why == "given" else kernel_why))
+        if kernel_warning is not None:
+            warnings.append(kernel_warning)
     # a tensor/pipeline-parallel device runs 1/tp of each GEMM (shapes above at hidden/tp) and of the attention heads
     # of its stage's layers; its memory-bound kernels above are already per device (widths / tp), for its stage's
     # share of the layers

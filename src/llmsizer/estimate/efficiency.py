@@ -19,6 +19,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..errors import DeviceCannotRunError
+from ..formulas.sdpa_dispatch import flash_attn_refusal, sdpa_backend, sdpa_refusal
 from ..formulas.speed import sm_streaming_bandwidth
 from ..formulas.training_time import fwd_bwd_speed_ratio
 from .ranges import SERVING_ENGINES
@@ -589,41 +591,38 @@ WGMMA_KERNEL_OVER_FA2 = {
                            "pytorch/pytorch#142132: FlashAttention-3 631.827 vs SDPA flash 329.483 TFLOP/s on H100"),
 }
 WGMMA_ARCHITECTURES = ("hopper",)
-# torch SDPA's dispatch (aten/src/ATen/native/transformers/cuda/sdp_utils.cpp @001f694a): the first backend of the
-# priority order whose checks pass; the order is flash, mem-efficient, math, cuDNN (at::Context's default; cuDNN
-# opt-in since pytorch/pytorch#138522, torch 2.5.1) except that current torch with cuDNN > 9.15 puts cuDNN first on
-# sm90/sm100 (check_prefer_cudnn_attention): that torch is --attention-kernel cudnn. The flash backend
-# (FlashAttention-2) needs sm80-sm121 (check_flash_attention_hardware_support), mem-efficient sm50-sm121.
-SDPA_FLASH_ARCHITECTURES = ("ampere", "ada", "hopper", "blackwell")
-SDPA_MEM_EFFICIENT_ARCHITECTURES = ("volta", "turing")
-SDPA_SOURCE = "torch SDPA's priority order flash, mem-efficient, math, cuDNN (sdp_utils.cpp @001f694a)"
 
 
-def sdpa_backend(architecture: str) -> tuple[str, str]:
-    """The kernel torch SDPA's dispatcher runs a training step's attention with on a GPU ``architecture``, and why."""
-    if architecture in SDPA_MEM_EFFICIENT_ARCHITECTURES:
-        return "mem-efficient", (f"{SDPA_SOURCE}: the flash backend needs sm80 or newer, so on {architecture} the "
-                                 "mem-efficient (xformers cutlass) kernel")
-    if architecture in SDPA_FLASH_ARCHITECTURES:
-        return "flash-attn-2", (f"{SDPA_SOURCE}: its flash backend, FlashAttention-2, on sm80-sm121 ({architecture}); "
-                                "cuDNN only where named (--attention-kernel cudnn; torch with cuDNN > 9.15 on "
-                                "sm90/sm100)")
-    return "flash-attn-2", (f"{SDPA_SOURCE}; no published kernel speed for {architecture or 'this GPU'}: timed as "
-                            "FlashAttention-2")
-
-
-def timed_attention_kernel(kernel: str, architecture: str) -> tuple[str, str, str | None]:
-    """The kernel whose speed times a fused attention ``kernel`` (TRAIN_ATTENTION_KERNELS, not eager) on a GPU
-    ``architecture``: SDPA's choice for 'sdpa' (sdpa_backend), FlashAttention-2 for a wgmma kernel off Hopper. Returns
-    (kernel, why, a warning or None)."""
+def timed_attention_kernel(attention: str, kernel: str, architecture: str, capability: int | None, dtype: str,
+                           heads_unmatched: bool, mask: bool, named: bool) -> tuple[str, str, str | None]:
+    """The kernel whose speed times a fused attention ``kernel`` (TRAIN_ATTENTION_KERNELS, not eager) of the
+    attention API ``attention`` ('sdpa': torch's SDPA backends; 'flash': the flash-attn package or Triton) on a GPU of
+    ``architecture`` / ``capability`` with q/k/v in ``dtype`` (formulas/sdpa_dispatch.py, one home): for 'sdpa' the
+    backend torch's dispatcher picks (flash, mem-efficient or math: 'math' is timed as eager attention's score GEMMs);
+    a kernel that cannot run there is refused (FieldError on ``attention_kernel`` when ``named``, else on
+    ``attention``: torch raises 'No available kernel' for a forced backend, flash-attn 'FlashAttention only supports
+    Ampere GPUs or newer.'); a wgmma kernel off Hopper runs but has no published speed: timed as FlashAttention-2,
+    with a warning. Returns (kernel, why, a warning or None)."""
     if kernel == "sdpa":
-        chosen, why = sdpa_backend(architecture)
-        return chosen, why, None
+        return (*sdpa_backend(capability, dtype, heads_unmatched, mask), None)
+    if kernel in ("mem-efficient", "cudnn") or (kernel == "flash-attn-2" and attention == "sdpa"):
+        refused = sdpa_refusal(kernel, capability, dtype, heads_unmatched, mask)
+    elif kernel in ("flash-attn-2", "flash-attn-3"):
+        refused = flash_attn_refusal(kernel, capability, dtype)
+    else:  # triton-flash: no capability check in llm-foundry's kernel
+        refused = None
+    if refused is not None:
+        field = "attention_kernel" if named else "attention"
+        raise DeviceCannotRunError(field, f"{field} {kernel if named else 'flash (its kernel flash-attn-2)'} cannot run "
+                         f"on {architecture or 'this GPU'}: {refused}")
     if kernel in WGMMA_KERNEL_OVER_FA2 and architecture not in WGMMA_ARCHITECTURES:
-        return "flash-attn-2", "given", (f"attention kernel {kernel} has no published speed on "
-                                         f"{architecture or 'this GPU'} (FlashAttention-3 builds for sm90 only; "
-                                         "cuDNN's ratio is Hopper's, pytorch/pytorch#142132): timed as FlashAttention-2")
-    return kernel, "given", None
+        return "flash-attn-2", (f"{kernel} {'given' if named else 'by default'}; timed as flash-attn-2: no published "
+                                f"{kernel} speed on {architecture or 'this GPU'} (WGMMA_KERNEL_OVER_FA2 is Hopper's, "
+                                "pytorch/pytorch#142132)"), (
+            f"attention kernel {kernel} has no published speed on {architecture or 'this GPU'} "
+            "(its ratio over FlashAttention-2 is measured on Hopper, sm90, pytorch/pytorch#142132): timed as "
+            "FlashAttention-2")
+    return kernel, "given" if named else "the attention's default kernel", None
 
 
 def _attention_share_of(kernel: str, architecture: str, u: float) -> tuple[float, str | None]:

@@ -133,6 +133,7 @@ from .encoder_decoder_activations import (
     t5_outside_blocks_saved_terms,
 )
 from .mamba_activations import jamba_mamba_saved_terms, mamba2_saved_terms
+from .sdpa_dispatch import sdpa_backend
 
 ATTN_INPUTS = ("attn_q", "attn_k", "attn_v")
 MLP_INPUTS = ("ffn_gate", "ffn_up")
@@ -267,6 +268,19 @@ def needs_mask(spec: ModelSpec, layer: int, st: ActivationSetup) -> bool:
         return False
     sliding = spec.layer_types[layer] == "sliding" and spec.sliding_window is not None and st.seq > spec.sliding_window
     return sliding or st.packing
+
+
+def sdpa_runs_math(spec: ModelSpec, st: ActivationSetup) -> bool:
+    """True when the attention runs torch's math kernel (its fp32 q/K^T/V copies and softmax probabilities kept):
+    the backend formulas/sdpa_dispatch.py ``sdpa_backend`` picks, the one rule the duration times too. The memory is
+    device-agnostic (no compute capability): math exactly where no fused backend takes the call, fewer K/V heads
+    than query heads without enable_gqa (``spec.math_attention``); eager attention of such a module counts the same."""
+    if st.attention == "flash":
+        return False
+    if st.attention == "eager":
+        return spec.math_attention
+    return sdpa_backend(None, "fp32" if st.compute >= 4 else "bf16", spec.math_attention,
+                        spec.attention_mask_materialised)[0] == "math"
 
 
 def _saves_input(role: str, st: ActivationSetup, input_grad: bool = True) -> bool:
@@ -430,7 +444,7 @@ def layer_saved_terms(spec: ModelSpec, layer: int, st: ActivationSetup,
         mask = needs_mask(spec, layer, st)
         if not mix_grad:  # eq. F1: no q/k/v adapter, none of the attention's inputs needs a gradient
             pass
-        elif spec.math_attention and st.attention != "flash":
+        elif sdpa_runs_math(spec, st):
             # torch's math kernel upcasts 16-bit q, k, v to fp32 unless allow_fp16_bf16_reduction_math_sdp (default
             # off): ATen attention.cpp _scaled_dot_product_attention_math (query_.to(at::kFloat))
             out.append(Term("attention q, K^T, V expanded to every head (fp32, SDPA math kernel), output",
@@ -471,7 +485,7 @@ def layer_saved_terms(spec: ModelSpec, layer: int, st: ActivationSetup,
         # the copy is what o_proj's matmul (or its LoRA A, without dropout) saves; with LoRA dropout A saves the dropped-out
         # copy instead (eq. D1) and the frozen base keeps nothing
         # (the eager and math terms count the output copy already)
-        fused_kernel = not (spec.math_attention and st.attention != "flash") and st.attention != "eager"
+        fused_kernel = not sdpa_runs_math(spec, st) and st.attention != "eager"
         copied = spec.attention_output_copy and fused_kernel
         if not mix_grad and not copied and "attn_output" in st.adapted and st.dropout == "none" and not (
                 st.autocast and st.adapter_cast_copy):  # eq. F1: SDPA kept no output, the o adapter's lora_A does

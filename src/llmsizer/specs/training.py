@@ -42,7 +42,7 @@ def recomputes_whole_layer(checkpoint_impl: str) -> bool:
 TRAIN_ATTENTION = ("sdpa", "flash", "eager")
 # the kernel that runs a training step's attention (estimate/efficiency.py attention_kernel_share: its speed): the
 # attention API the model calls (``attention``) decides which kernels it can be. sdpa: torch's
-# F.scaled_dot_product_attention, whose dispatcher picks a backend per GPU (estimate/efficiency.py sdpa_backend), or
+# F.scaled_dot_product_attention, whose dispatcher picks a backend per GPU, dtype and mask (formulas/sdpa_dispatch.py sdpa_backend), or
 # one backend forced (flash-attn-2: its flash backend, FlashAttention-2 vendored; cudnn; mem-efficient: xformers'
 # cutlass kernel); flash: the flash-attn package (flash-attn-2: flash_attn_func, HF attn_implementation
 # "flash_attention_2"; flash-attn-3: its hopper/ build) or a Triton FlashAttention (triton-flash: llm-foundry's
@@ -54,8 +54,8 @@ KERNELS_OF_ATTENTION = {"sdpa": ("sdpa", "flash-attn-2", "cudnn", "mem-efficient
 DEFAULT_ATTENTION_KERNEL = {"sdpa": "sdpa", "flash": "flash-attn-2", "eager": "eager"}
 DEFAULT_ATTENTION_KERNEL_WHY = {
     "sdpa": "torch SDPA's dispatch (torchtitan, torchtune and transformers' default attn_implementation 'sdpa'): "
-            "its flash backend, FlashAttention-2, on sm80-sm121 (aten/src/ATen/native/transformers/cuda/"
-            "sdp_utils.cpp check_flash_attention_hardware_support), else mem-efficient",
+            "the first of its flash backend (FlashAttention-2), mem-efficient and math that takes the GPU, dtype, "
+            "mask and head counts (formulas/sdpa_dispatch.py, from sdp_utils.cpp; attention_kernel_timed names it)",
     "flash": "the flash-attn package's FlashAttention-2 CUDA kernels (flash_attn_func; transformers "
              "attn_implementation 'flash_attention_2')",
     "eager": "the unfused matmul, softmax, matmul (formulas/eager_attention_traffic.py)",

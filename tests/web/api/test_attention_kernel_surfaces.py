@@ -49,13 +49,14 @@ def test_the_kernel_through_cli_api_and_web(client) -> None:
 def test_the_duration_names_the_timed_kernel() -> None:
     spec = load_model("llama-3.1-8b")
     devs = builtin_catalog().devices
+    # V100 in fp16: torch SDPA's mem-efficient backend (sdp_utils.cpp less_than_sm80_mem_efficient_dtypes: fp16/fp32)
     for device, kernel, timed in (("h100-sxm", None, "flash-attn-2"), ("v100-sxm2-16gb", None, "mem-efficient"),
                                   ("a100-sxm-80gb", "flash-attn-3", "flash-attn-2")):
         if device not in devs:
             pytest.skip(f"{device} not in the catalog")
         d = training_duration_for(spec, devs[device], 1, 1e9,
-                                  dict(RUN, seq_len=2048, **({} if kernel is None else {"attention_kernel": kernel,
-                                                                                        "attention": "flash"})))
+                                  dict(RUN, seq_len=2048, precision="fp16-mixed",
+                                       **({} if kernel is None else {"attention_kernel": kernel, "attention": "flash"})))
         named = {a.name: a for a in d.assumptions}
         assert named["attention_kernel_timed"].value == timed
         assert 0 < named["attention_kernel_share"].value < 1
@@ -78,3 +79,45 @@ def test_a_kernel_the_attention_does_not_run_is_one_line(client) -> None:
     assert 400 <= web.status_code < 500 and "does not run attention" in web.text
     done = run_cli("train", "llama-3.1-8b", "--attention-kernel", "fa9")
     assert done.returncode == 2 and "--attention-kernel" in done.stderr
+
+
+def test_a_kernel_that_cannot_run_on_the_gpu_is_refused_everywhere(client) -> None:
+    """flash-attn's mha_fwd: 'FlashAttention only supports Ampere GPUs or newer.' (csrc/flash_attn/flash_api.cpp); torch
+    forcing its cuDNN backend on sm70 finds no available kernel (sdp_utils.cpp check_cudnn_hardware_support sm80-sm121):
+    neither is timed (as anything faster) on a V100; one line, exit 2, the same 4xx on the web, InputError in Python."""
+    spec = load_model("llama-3.1-8b")
+    v100 = builtin_catalog().devices["v100-sxm2-32gb"]
+    for extra, flags, needle in (({"attention_kernel": "cudnn"}, ("--attention-kernel", "cudnn"), "sm80-sm121"),
+                                 ({"attention": "flash"}, ("--attention", "flash"), "Ampere GPUs or newer")):
+        with pytest.raises(ValueError, match=needle):
+            training_duration_for(spec, v100, 1, 1e9, dict(RUN, **extra))
+        done = run_cli("train", "llama-3.1-8b", "--method", "lora", "--device", "v100-sxm2-32gb", "--tokens", "1B",
+                       *flags)
+        assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1 and needle in done.stderr
+        web = client.post("/api/v1/train", json={"model": "llama-3.1-8b", "method": "lora", "device": "v100-sxm2-32gb",
+                                                 "tokens": "1B", **extra})
+        assert 400 <= web.status_code < 500 and needle in web.text
+
+
+def test_a_swapped_or_named_kernel_says_so() -> None:
+    """cuDNN on an A100 runs (sm80+) but has no published speed there: the duration says it times FlashAttention-2
+    instead; a named 'sdpa' is the user's choice, not a default."""
+    spec = load_model("llama-3.1-8b")
+    a100 = builtin_catalog().devices["a100-sxm-80gb"]
+    named = {a.name: a for a in training_duration_for(spec, a100, 1, 1e9,
+                                                      dict(RUN, attention_kernel="cudnn")).assumptions}
+    timed = named["attention_kernel_timed"]
+    assert timed.value == "flash-attn-2" and timed.why.startswith("cudnn given; timed as flash-attn-2")
+    named = {a.name: a for a in training_duration_for(spec, a100, 1, 1e9,
+                                                      dict(RUN, attention_kernel="sdpa")).assumptions}
+    assert named["attention_kernel_timed"].value == "flash-attn-2" and not named["attention_kernel_timed"].default
+
+
+def test_a_search_rejects_the_gpus_that_cannot_run_the_kernel() -> None:
+    """recommend --train tries every catalog GPU: one the named attention cannot run on (flash-attn on sm75) is a
+    rejected option with the reason, not an error for the whole search, and not a faster option."""
+    out = run_cli_json("recommend", "llama-3.1-8b", "--train", "--method", "lora", "--attention", "flash",
+                       "--tokens", "1B")
+    rejected = {o["device"]: o["reasons"] for o in out["rejected"]}
+    assert "t4" in rejected and any("Ampere GPUs or newer" in r for r in rejected["t4"])
+    assert all(o["device"] != "t4" for o in out["options"])

@@ -187,6 +187,13 @@ def qlora_fused_experts(spec: ModelSpec, w: TrainingWorkload) -> bool:
     return w.method == "qlora" and fused_experts_kept(spec, qlora_base_format(spec, w.nf4_format), w.nf4_quantizer)
 
 
+def compute_bytes(w: TrainingWorkload) -> int:
+    """Bytes per element of the step's activations (matmul inputs/outputs, the attention's q/k/v): the precision
+    recipe's, 2 under QLoRA (bitsandbytes' 16-bit compute dtype)."""
+    rec = recipe(training_recipe_name(w.precision, w.zero, w.method))
+    return rec.compute_bytes if w.method != "qlora" else 2
+
+
 def resolve(spec: ModelSpec, w: TrainingWorkload, acc: Acc) -> TrainingContext:
     """Apply the workload's defaults for ``spec`` and validate what needs the model (see module docstring)."""
     rec = recipe(training_recipe_name(w.precision, w.zero, w.method))
@@ -327,7 +334,7 @@ def resolve(spec: ModelSpec, w: TrainingWorkload, acc: Acc) -> TrainingContext:
                           "CUDA uses foreach, which adds one state-sized temporary at the step"))
 
     copies = 2 if (rec.autocast and base_bytes == 4 and w.method != "qlora") else 0
-    compute = rec.compute_bytes if w.method != "qlora" else 2
+    compute = compute_bytes(w)
     # FSDP's MixedPrecisionPolicy casts the forward inputs and gathers bf16 parameters: the residual stream is bf16
     residual = rec.compute_bytes if w.precision == "fsdp-bf16-mixed" else base_bytes
     # bitsandbytes' own MatMul4Bit autograd runs the 4-bit linears (Unsloth's kernels replace it with their own)

@@ -1,0 +1,109 @@
+"""Which kernel runs a training step's attention: torch SDPA's dispatch, and whether a named kernel can run at all.
+
+One home for the rule (issue #12, "one answer"): the duration times the kernel :func:`sdpa_backend` picks
+(estimate/duration.py, estimate/efficiency.py attention_kernel_share) and the memory counts the math kernel's saved
+tensors exactly where it picks 'math' (formulas/training_activations.py).
+
+torch's dispatcher (aten/src/ATen/native/transformers/cuda/sdp_utils.cpp @001f694a, ``select_sdp_backend``) runs the
+first backend of its priority order flash, mem-efficient, math (cuDNN last unless ``check_prefer_cudnn_attention``)
+whose checks pass; the checks that depend on a training step's shape::
+
+    flash (can_use_flash_attention):  check_for_attn_mask (no explicit mask), check_flash_attention_hardware_support
+        (check_sm_version<sm80, sm121>), check_dtypes_flash_attention -> check_dtypes_low_precision (fp16/bf16 on
+        sm80+), check_batch_size_and_num_heads_dense (as many K/V heads as query heads unless enable_gqa)
+    mem-efficient (can_use_mem_efficient_attention):  check_mem_efficient_hardware_support (sm50-sm121), dtypes
+        fp16/fp32/bf16 on sm80+ (greater_than_or_equal_sm80_mem_efficient_dtypes), fp16/fp32 below
+        (less_than_sm80_mem_efficient_dtypes), check_batch_size_and_num_heads_dense as flash; takes a mask
+    cuDNN (can_use_cudnn_attention, only when named):  check_cudnn_hardware_support (sm80-sm121),
+        check_dtypes_low_precision; takes a mask and unequal head counts (supports_gqa / supports_mqa)
+    math:  always (``_scaled_dot_product_attention_math``)
+
+The flash-attn package (attention 'flash'): csrc/flash_attn/flash_api.cpp @765fbd9 ``mha_fwd``: ``TORCH_CHECK(is_sm90
+|| is_sm8x, "FlashAttention only supports Ampere GPUs or newer.")`` and ``q_dtype == torch::kFloat16 || q_dtype ==
+torch::kBFloat16``; its README: "FlashAttention-2 with CUDA currently supports: Ampere, Ada, or Hopper GPUs".
+FlashAttention-3 (hopper/) needs sm80 or newer as well. llm-foundry's Triton kernel has no such check.
+
+Capabilities are NVIDIA's major x 10 + minor (catalog Device.capability); None: a GPU without one (AMD, Apple, a
+hardware file's entry without an NVIDIA architecture), for which no check here applies.
+"""
+
+from __future__ import annotations
+
+SDPA_SOURCE = "torch sdp_utils.cpp @001f694a select_sdp_backend"
+FLASH_ATTN_SOURCE = "flash-attn csrc/flash_attn/flash_api.cpp @765fbd9 mha_fwd"
+SM80, SM121, SM50 = 80, 121, 50
+
+
+def attention_dtype(precision: str, compute_bytes: int) -> str:
+    """The dtype the attention's q/k/v arrive in under a training ``precision`` recipe whose activations take
+    ``compute_bytes`` per element: 'fp32', 'fp16' (an fp16 recipe) or 'bf16'."""
+    if compute_bytes >= 4:
+        return "fp32"
+    return "fp16" if "fp16" in precision else "bf16"
+
+
+def sdpa_refusal(backend: str, capability: int | None, dtype: str, heads_unmatched: bool, mask: bool) -> str | None:
+    """Why torch SDPA's ``backend`` ('flash-attn-2': its flash backend, 'mem-efficient', 'cudnn') does not run this
+    attention (the first failing check of sdp_utils.cpp, module docstring), or None when it does. ``heads_unmatched``:
+    fewer K/V heads than query heads handed over without enable_gqa; ``mask``: an explicit attn_mask."""
+    if capability is None:
+        return None
+    if backend == "flash-attn-2":
+        if mask:
+            return "its flash backend takes no explicit mask (check_for_attn_mask)"
+        if not SM80 <= capability <= SM121:
+            return f"its flash backend needs sm80-sm121 (check_flash_attention_hardware_support), this GPU is sm{capability}"
+        if dtype not in ("fp16", "bf16"):
+            return f"its flash backend takes fp16/bf16 only (check_dtypes_low_precision), not {dtype}"
+        if heads_unmatched:
+            return "its flash backend needs as many K/V heads as query heads without enable_gqa " \
+                   "(check_batch_size_and_num_heads_dense)"
+        return None
+    if backend == "mem-efficient":
+        if not SM50 <= capability <= SM121:
+            return f"mem-efficient needs sm50-sm121 (check_mem_efficient_hardware_support), this GPU is sm{capability}"
+        if dtype == "bf16" and capability < SM80:
+            return "mem-efficient takes fp16/fp32 below sm80 (less_than_sm80_mem_efficient_dtypes), not bf16"
+        if heads_unmatched:
+            return "mem-efficient needs as many K/V heads as query heads without enable_gqa " \
+                   "(check_batch_size_and_num_heads_dense)"
+        return None
+    if backend == "cudnn":
+        if not SM80 <= capability <= SM121:
+            return f"cuDNN attention needs sm80-sm121 (check_cudnn_hardware_support), this GPU is sm{capability}"
+        if dtype not in ("fp16", "bf16"):
+            return f"cuDNN attention takes fp16/bf16 only (check_dtypes_low_precision), not {dtype}"
+        return None
+    raise ValueError(f"not an SDPA backend: {backend!r}")
+
+
+def flash_attn_refusal(kernel: str, capability: int | None, dtype: str) -> str | None:
+    """Why the flash-attn package's ``kernel`` ('flash-attn-2', 'flash-attn-3') does not run on a GPU of
+    ``capability`` with q/k/v in ``dtype`` (module docstring), or None when it does."""
+    if capability is None:
+        return None
+    if capability < SM80:
+        return (f"{kernel} needs an Ampere GPU or newer, sm80+ ({FLASH_ATTN_SOURCE}: 'FlashAttention only supports "
+                f"Ampere GPUs or newer.'), this GPU is sm{capability}")
+    if dtype not in ("fp16", "bf16"):
+        return f"{kernel} takes fp16/bf16 only ({FLASH_ATTN_SOURCE}), not {dtype}"
+    return None
+
+
+def sdpa_backend(capability: int | None, dtype: str, heads_unmatched: bool, mask: bool) -> tuple[str, str]:
+    """The backend torch SDPA's dispatcher runs ('flash-attn-2', 'mem-efficient' or 'math'), and why: the first of
+    flash, mem-efficient, math whose checks pass (:func:`sdpa_refusal`). ``capability`` None (no NVIDIA capability):
+    'math' only where no fused kernel takes the call (unequal heads without enable_gqa), else 'flash-attn-2'."""
+    if capability is None:
+        if heads_unmatched:
+            return "math", (f"{SDPA_SOURCE}: fewer K/V heads than query heads without enable_gqa: no fused backend "
+                            "takes the call (check_batch_size_and_num_heads_dense), the math kernel runs")
+        return "flash-attn-2", f"{SDPA_SOURCE}: no NVIDIA compute capability, taken as its flash backend"
+    why: list[str] = []
+    for backend in ("flash-attn-2", "mem-efficient"):
+        refused = sdpa_refusal(backend, capability, dtype, heads_unmatched, mask)
+        if refused is None:
+            lead = f"{SDPA_SOURCE} on sm{capability}, {dtype}"
+            return backend, lead + (f": {'; '.join(why)}" if why else ": its flash backend, FlashAttention-2")
+        why.append(refused)
+    return "math", f"{SDPA_SOURCE} on sm{capability}, {dtype}: {'; '.join(why)}: the math kernel runs"
