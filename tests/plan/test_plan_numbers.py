@@ -82,7 +82,7 @@ def test_lora_duration_and_cost(lora_plan):
     gemms = [g for i, o, tr in linears * 24 + [(896, 151936, False)]
              for g in [(t, o, i), (t, i, o)] + ([(o, i, t)] if tr else [])]
     flops = sum(2 * m * n_ * k for m, n_, k in gemms)
-    u = 0.4627  # Hopper (efficiency.py TRAINING_UTILIZATION_BY_ARCH, calibrated on torchtitan row PM0501)
+    u = 0.4705  # Hopper (efficiency.py TRAINING_UTILIZATION_BY_ARCH, calibrated on torchtitan row PM0501)
     time = sum(max(2 * m * n_ * k / (peak * u), 2 * (m * k + k * n_ + m * n_) / bw) for m, n_, k in gemms)
     e = flops / (peak * u) / time
     assert 0.6 < e < 0.9  # the rank-16 adapter GEMMs of a 896-wide model are memory-bound on an H100
@@ -95,11 +95,11 @@ def test_lora_duration_and_cost(lora_plan):
     # and token instead of PaLM's 12 d s; the default SDPA runs FlashAttention-2 on an H100, whose mma.sync issues at
     # half the dense peak, at the share of that ceiling it reaches on an A100: its speed over llm-foundry's Triton
     # kernel (Dao 2023 section 4.1: 1.3-1.5x forward, 2x backward; 73 % / 63 % of the peak; backward 2.5 x the
-    # forward's FLOPs) x 0.4571 x 0.7332 (efficiency.FLASH_ATTENTION_SHARE and Ampere's u, calibrated together on
+    # forward's FLOPs) x 0.4225 x 0.7356 (efficiency.FLASH_ATTENTION_SHARE and Ampere's u, calibrated together on
     # the Triton rows PM0890-0896; efficiency.attention_kernel_share)
     fa2 = (1.4 / 0.73 + 2.5 * 2.0 / 0.63) / (1 / 0.73 + 2.5 / 0.63)
     attn_counted, attn_run = 12 * 24 * (14 * 64) * 1024, 7 * 24 * (14 * 64) * 1024
-    t_micro = (t * (fpt - attn_counted) / (peak * u * e) + t * attn_run / (peak * 0.5 * fa2 * 0.4571 * 0.7332)
+    t_micro = (t * (fpt - attn_counted) / (peak * u * e) + t * attn_run / (peak * 0.5 * fa2 * 0.4225 * 0.7356)
                + t * per_token / (0.8 * bw))
     # per optimizer step: fused AdamW over the fp32 adapters (2 x 4 + 4 + 4 x 4 = 28 B each, optimizer_step.py O2)
     # and three gradient accumulations (3 x 4 B each, O3)
