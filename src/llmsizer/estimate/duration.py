@@ -79,6 +79,7 @@ from ..formulas.training_time import (
     device_hours,
     optimizer_step_seconds,
     partial_recompute_flops,
+    recompute_pass_weight,
     step_tokens_per_second,
     training_flops_per_token,
 )
@@ -146,12 +147,13 @@ class TrainingFlops:
     attention_width: int = 0
     seq_len: int = 0
 
-    def attention_executed(self, kernel: str) -> float:
-        """Eq. (10): the attention core's FLOPs per token as ``kernel`` ('flash' | 'eager') executes them."""
+    def attention_executed(self, kernel: str, recompute_weight: float = 1.0) -> float:
+        """Eq. (10): the attention core's FLOPs per token as ``kernel`` ('flash' | 'eager') executes them; with a
+        flash kernel's ``recompute_weight`` (eq. (10'')), the FLOPs that time them at its forward + backward rate."""
         if not self.attention_layers or not self.seq_len:
             return 0.0
         return attention_core_flops(self.attention_layers, self.attention_width, self.seq_len,
-                                    self.attention_recomputed, kernel)
+                                    self.attention_recomputed, kernel, recompute_weight=recompute_weight)
 
     @property
     def forward_share(self) -> float:
@@ -813,7 +815,15 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
         rho = E.FLASH_ATTENTION_SHARE
         executed = fl.attention_executed("flash")
         attn_share, attn_why = E.attention_kernel_share(kernel, device.architecture, u)
-        t_attn = tokens * executed / (peak * attn_share)
+        timed = executed
+        if fl.attention_recomputed:  # the recomputed forwards at the forward's rate (eq. (10''))
+            (s_f, s_b), pass_why = E.attention_pass_shares(kernel)
+            w_c = recompute_pass_weight(s_f, s_b)
+            timed = fl.attention_executed("flash", w_c)
+            notes.append(Assumption("attention_recompute_pass_weight", round(w_c, 4), True,
+                                    "formulas/training_time.py eq. (10''): a recomputed forward at the kernel's "
+                                    f"forward rate, {s_b / s_f:.3g} x its backward's per FLOP ({pass_why})"))
+        t_attn = tokens * timed / (peak * attn_share)
         flops_eff -= fl.attention
         notes.append(Assumption("attention_flops_per_token", round(executed), True,
                                 "formulas/training_time.py eq. (10): the causal flash-attention kernel's executed "

@@ -442,8 +442,9 @@ def llamacpp_gemm_path(weights_format: str, device_kind: str, vendor: str, int8_
 # formulas/elementwise_traffic.py eq. E7; the per-step optimizer work of formulas/optimizer_step.py is negligible
 # here; before these terms the fit was 0.6539; 0.9218 before the flash-attention kernel was timed apart at its
 # executed FLOPs, formulas/training_time.py eq. (10), FLASH_ATTENTION_SHARE below; 0.9422 before that kernel, the row's
-# torchtune SDPA, was timed as FlashAttention-2, ATTENTION_KERNEL_SPEED, not at the Triton kernel's rate); re-derived
-# by tests/hardware/test_training_calibration.py.
+# torchtune SDPA, was timed as FlashAttention-2, ATTENTION_KERNEL_SPEED, not at the Triton kernel's rate; 0.8882 before
+# a recomputed attention forward was timed at the kernel's forward rate, formulas/training_time.py eq. (10''), and
+# FLASH_ATTENTION_SHARE re-derived with it); re-derived by tests/hardware/test_training_calibration.py.
 # Replaces PaLM's 46.2 % MFU (a 6144-chip run with its communication inside), which under-predicted single-device
 # runs and over-predicted data-parallel runs over PCIe by up to +404 %.
 # Checked (#12, "suspiciously high, one row"): the held-out compiled 4090 rows PM0702 / PM0704 (memory-bound kernels
@@ -456,7 +457,7 @@ def llamacpp_gemm_path(weights_format: str, device_kind: str, vendor: str, int8_
 # PM0024 (paged fp32 AdamW, 54 GB) is +59 % with the same bound: no one paging rule fits both. Re-checked by
 # tests/hardware/test_training_calibration.py test_held_out_ada_rows_imply_the_same_utilization.
 TRAINING_DEVICE_UTILIZATION = Factor(
-    "training_device_utilization", 0.8882, 0.8882, 0.8882,
+    "training_device_utilization", 0.8919, 0.8919, 0.8919,
     "calibrated: torchtune Llama2-7B LoRA 1 x RTX 4090 2582 tokens/s (PM0020), executed FLOPs / (peak x time)")
 # The same share differs by GPU architecture: a Hopper part runs the same eager PyTorch step at a much smaller
 # share of its 6x larger tensor peak (torchtitan's own note: 33-39 % MFU for Llama 3.1 8B FSDP on H100). CALIBRATED
@@ -470,9 +471,11 @@ TRAINING_DEVICE_UTILIZATION = Factor(
 # overlap by phase with the first all-gather and last reduce-scatter exposed (formulas/training_time.py eq. (8'));
 # 0.4998 since the flash-attention kernel is timed apart (eq. (10), FLASH_ATTENTION_SHARE); 0.5633 since that kernel
 # (SDPA's FlashAttention-2 backend) is timed on its mma.sync ceiling (#12); 0.4627 since it runs at FlashAttention-2's
-# own speed, 1.85 x the Triton kernel's (ATTENTION_KERNEL_SPEED, attention_kernel_share): the held-out MPT H100 rows,
-# whose Triton attention did not speed up, then fall to -20 .. +10 % (their MPT-7B rows imply u 0.53-0.63; PM0501's
-# GPUs are power-limited to 500 W: an open miss, #12).
+# own speed, 1.85 x the Triton kernel's (ATTENTION_KERNEL_SPEED, attention_kernel_share); 0.4705 since a recomputed
+# attention forward runs at the kernel's forward rate (eq. (10'')) and rho x u_ampere was re-derived with it (the row
+# itself recomputes no attention: the op-level policy saves SDPA's output). The held-out MPT H100 rows, whose Triton
+# attention did not speed up, lean slow (-20 .. +10 %; their MPT-7B rows imply u 0.53-0.63; PM0501's GPUs are
+# power-limited to 500 W: an open miss, #12).
 # Ampere: CALIBRATED on seven named rows, the MPT-7B rows of llm-foundry's A100 80GB benchmark table on one node
 # (validation_cases.AMPERE_CALIBRATION, PM0890-PM0896: FSDP FULL_SHARD on 8 x A100 SXM 80GB, 1k-64k tokens, with and
 # without activation checkpointing, scripts/train/benchmarking/README.md @4952183): per row the u at which the
@@ -481,14 +484,15 @@ TRAINING_DEVICE_UTILIZATION = Factor(
 # 0.6756 (0.6758 with the collectives overlapped by phase, formulas/training_time.py eq. (8')). Since the
 # flash-attention kernel is timed apart (eq. (10)), these rows fit it jointly with FLASH_ATTENTION_SHARE: per-row u
 # 0.690-0.756 (0.617-0.749 before: u fell with the sequence, the attention kernel's slowness showing in the GEMMs'
-# share), median 0.7332; re-derived by tests/hardware/test_training_calibration.py. Every other A100 row (the rest of both MPT A100 tables, torchtune,
+# share), median 0.7332; 0.695-0.756, median 0.7356, since each checkpointed row's recomputed attention forward runs
+# at the Triton kernel's forward rate (formulas/training_time.py eq. (10''), ATTENTION_PASS_SHARES); re-derived by tests/hardware/test_training_calibration.py. Every other A100 row (the rest of both MPT A100 tables, torchtune,
 # Qwen) is held out. Architectures without a row of their own: TRAINING_UTILIZATION_UNCALIBRATED below.
 TRAINING_UTILIZATION_BY_ARCH = {
     "ada": TRAINING_DEVICE_UTILIZATION,
-    "ampere": Factor("training_device_utilization_ampere", 0.7332, 0.7332, 0.7332,
+    "ampere": Factor("training_device_utilization_ampere", 0.7356, 0.7356, 0.7356,
                      "calibrated: llm-foundry MPT-7B FSDP 8 x A100 80GB, median of 7 rows (PM0890-PM0896), executed "
                      "FLOPs / (A100 SXM peak x time)"),
-    "hopper": Factor("training_device_utilization_hopper", 0.4627, 0.4627, 0.4627,
+    "hopper": Factor("training_device_utilization_hopper", 0.4705, 0.4705, 0.4705,
                      "calibrated: torchtitan Llama 3.1 8B FSDP 8 x H100 5762 tokens/s/GPU (PM0501), executed FLOPs / "
                      "(H100 SXM peak x time)"),
 }
@@ -511,9 +515,11 @@ TRAINING_UTILIZATION_BY_ARCH = {
 # 2k-token rows, and the summary median rises to 8.9 % (9.2 % with torchtitan's SDPA taken at the full rate).
 # Taken instead (#12): rho and u_ampere as fitted, their product as the share of the mma.sync ceiling on Hopper
 # (attention_kernel_share below): Ampere's rows do not move, the median falls to 7.7 %. Every kernel but this one is
-# timed at its published speed over it (ATTENTION_KERNEL_SPEED below).
+# timed at its published speed over it (ATTENTION_KERNEL_SPEED below). rho is the kernel's forward + backward share;
+# a checkpointed layer's recomputed forward is timed at the forward's rate (eq. (10''), ATTENTION_PASS_SHARES): 0.4571
+# before, when six of the seven rows (checkpointed) charged it the backward's rate.
 FLASH_ATTENTION_SHARE = Factor(
-    "flash_attention_share_of_gemm_utilization", 0.4571, 0.4571, 0.4571,
+    "flash_attention_share_of_gemm_utilization", 0.4225, 0.4225, 0.4225,
     "calibrated with training_device_utilization_ampere: llm-foundry MPT-7B FSDP 8 x A100 80GB, 1k-64k tokens "
     "(PM0890-PM0896); the attention kernel's share of peak over the GEMMs'")
 
@@ -529,9 +535,9 @@ FLASH_ATTENTION_SHARE = Factor(
 # (llmfoundry/models/layers/flash_attn_triton.py: 'import triton_pre_mlir as triton', setup.py's
 # triton-pre-mlir@...vchiley/triton.git@triton_pre_mlir_sm90, a Triton from before Hopper support, whose tl.dot
 # lowers to mma.sync): the MPT H100 table. So the kernel is timed at the share of its OWN instruction ceiling that it
-# reaches where that ceiling is the dense peak and where rho was fitted: Ampere, rho x u_ampere (0.335; FA2 and the
+# reaches where that ceiling is the dense peak and where rho was fitted: Ampere, rho x u_ampere (0.311; FA2 and the
 # Triton kernel issue the same instruction at the same per-SM rate there). NOT FITTED: a transfer of the Ampere fit
-# through the ratio of published per-SM rates; Hopper's u is re-derived on PM0501 with it (0.4627). A cross-check,
+# through the ratio of published per-SM rates; Hopper's u is re-derived on PM0501 with it (0.4705). A cross-check,
 # not an input: FlashAttention-2's own H100 / A100 speed, 35 % of 989 TFLOP/s (Shah et al. 2024, arXiv 2407.08608,
 # abstract) over up to 73 % of 312 (Dao 2023, arXiv 2307.08691, abstract), 1.5x, against the 1.59x this rule gives.
 FLASH_ATTENTION_REFERENCE_ARCHITECTURE = "ampere"
@@ -551,10 +557,12 @@ FLASH_ATTENTION_REFERENCE_ARCHITECTURE = "ampere"
 # Tillet's (triton.ops.flash_attention), llm-foundry's is Dao's Triton port of it (flash_attn_triton.py @eff9fe6b, the
 # file llm-foundry copied): an assumption that they run alike, named in the duration. Re-derived by
 # tests/hardware/test_attention_kernels.py. Cross-checks, not inputs: FlashAttention-2 on Ampere at 1.846 x rho x
-# u_ampere = 0.619 of 312 TFLOP/s, the paper's forward + backward maximum at 73 % / 63 % being 0.656; on Hopper
-# (half the dense peak for mma.sync, below) 0.309 of 989.4 = 306 TFLOP/s, against the paper's "up to 335 TFLOPs/s"
-# on H100 (section 4.1, Fig. 7) and FlashAttention-3's "FlashAttention-2 achieving only 35% utilization on the H100"
-# (Shah et al. 2024, arXiv 2407.08608, abstract).
+# u_ampere = 0.574 of 312 TFLOP/s, the paper's forward + backward maximum at 73 % / 63 % being 0.656; on Hopper
+# (half the dense peak for mma.sync, below) 0.287 of 989.4 = 284 TFLOP/s forward + backward, against the paper's
+# "up to 335 TFLOPs/s" on H100 (section 4.1, Fig. 7, forward + backward), and 316 TFLOP/s (0.32) in its forward
+# (ATTENTION_PASS_SHARES: 73 / 65.6 of the average) against FlashAttention-3's "FlashAttention-2 achieving only 35%
+# utilization on the H100" (Shah et al. 2024, arXiv 2407.08608, abstract) and tritonbench's forward-only 329.5 TFLOP/s
+# (pytorch/pytorch#142132; tritonbench's flash_attention operator times the forward unless --mode says otherwise).
 FA2_FORWARD_OVER_TRITON = (1.3, 1.5)
 FA2_BACKWARD_OVER_TRITON = 2.0
 FA2_PEAK_SHARES = (0.73, 0.63)  # forward, backward
@@ -575,6 +583,31 @@ ATTENTION_KERNEL_SPEED = {
                             f"{_DAO}: FlashAttention-2 2x xformers' cutlass kernel (torch SDPA's mem-efficient "
                             "backend)"),
 }
+# Each kernel's shares of the peak by pass (forward, backward), for the recomputed forward of a checkpointed layer
+# (formulas/training_time.py eq. (10''): timed at its forward's rate, not at the kernel's forward + backward rate).
+# NOT FITTED, from the same paper lines as ATTENTION_KERNEL_SPEED (Dao 2023 sections 1 and 4.1): FlashAttention-2 at 73 %
+# forward and 63 % backward; the Triton kernel 1.3-1.5x (mid 1.4x) slower forward and 2x slower backward, so its
+# backward runs 0.60x its forward's rate per FLOP (FlashAttention-2's 0.86x). xformers' cutlass kernel has only its
+# overall ratio published, and cuDNN / FlashAttention-3 no per-pass one: FlashAttention-2's split (named below).
+# Only the ratio S_b / S_f enters eq. (10'').
+ATTENTION_PASS_SHARES = {
+    "triton-flash": (FA2_PEAK_SHARES[0] / (sum(FA2_FORWARD_OVER_TRITON) / 2),
+                     FA2_PEAK_SHARES[1] / FA2_BACKWARD_OVER_TRITON),
+    "flash-attn-2": FA2_PEAK_SHARES,
+}
+ATTENTION_PASS_SOURCE = (f"{_DAO}: FlashAttention-2 73 % / 63 % of the peak forward / backward, the Triton kernel 1.4x "
+                         "slower forward and 2x slower backward")
+
+
+def attention_pass_shares(kernel: str) -> tuple[tuple[float, float], str]:
+    """(forward, backward) shares of the peak of a timed flash ``kernel`` (timed_attention_kernel) by pass, for eq.
+    (10'') (only their ratio is used), and where they come from."""
+    if kernel in ATTENTION_PASS_SHARES:
+        return ATTENTION_PASS_SHARES[kernel], ATTENTION_PASS_SOURCE
+    return FA2_PEAK_SHARES, (f"{ATTENTION_PASS_SOURCE}; no per-pass speed published for {kernel}: FlashAttention-2's "
+                             "split taken")
+
+
 # Hopper's warpgroup (wgmma) kernels, cuDNN's SDPA and FlashAttention-3 (hopper/ of flash-attn, built for sm90 only):
 # FlashAttention-2's Hopper share times their speed over it in pytorch/pytorch#142132 (torch 2.6.0.dev20241204, H100,
 # (1, 24, 4608, 128) bf16 causal: SDPA's flash backend 329.483 TFLOP/s, cuDNN 631.338, FlashAttention-3 631.827). NOT
@@ -664,14 +697,15 @@ def attention_kernel_share(kernel: str, architecture: str, u: float) -> tuple[fl
 # cuBLASLt FP8 GEMMs) run at the dense FP8 peak times rho8 x the BF16 GEMM utilisation u: an FP8 GEMM of the same
 # shape does half the bytes per FLOP, against a scaling epilogue and a smaller K-tile per pipeline stage (0.9191 when
 # the attention ran at rho x u_hopper; 1.0272 on its mma.sync ceiling at the Triton kernel's rate; 0.8646 since the
-# row's SDPA attention runs at FlashAttention-2's speed, attention_kernel_share). CALIBRATED on one named row: torchtitan Llama 3.1 8B FSDP + torch.compile + Float8
+# row's SDPA attention runs at FlashAttention-2's speed, attention_kernel_share; 0.8752 with rho and u_hopper re-derived
+# for eq. (10'')). CALIBRATED on one named row: torchtitan Llama 3.1 8B FSDP + torch.compile + Float8
 # (torchao tensorwise dynamic scaling, float8 all-gather) on 8 x H100, 8532 tokens/s per GPU (PM0503,
 # benchmarks/llama3_h100_202412_torchtitan.md Table 1), with Hopper's u from its BF16 twin PM0501 and the casts timed
 # apart (formulas/float8_training.py eq. F2): the rho8 at which the duration rule meets the row; re-derived by
 # tests/hardware/test_training_calibration.py. Held out: the same table's 128-GPU float8 row (PM0506) and llm-foundry's
 # seven TransformerEngine FP8 rows on H100 (PM0870-PM0876).
 FLOAT8_GEMM_SHARE = Factor(
-    "float8_gemm_share_of_gemm_utilization", 0.8646, 0.8646, 0.8646,
+    "float8_gemm_share_of_gemm_utilization", 0.8752, 0.8752, 0.8752,
     "calibrated: torchtitan Llama 3.1 8B FSDP + compile + Float8 8 x H100 8532 tokens/s/GPU (PM0503); the FP8 "
     "GEMMs' share of the FP8 peak over the BF16 GEMMs' share of the BF16 peak")
 

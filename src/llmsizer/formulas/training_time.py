@@ -168,6 +168,15 @@ the forward's FLOPs, kernel 1 is faster by the ratio of the two passes' summed t
 
     R = (r_f / S_f + 2.5 r_b / S_b) / (1 / S_f + 2.5 / S_b)                                      (10')
 
+One kernel's two passes do not run at one rate: its share of the peak is S_f in the forward and S_b in the backward.
+Timed at its forward + backward rate (what eq. (10)'s A over one speed does), a recomputed forward (c layers) is
+charged the backward's slowness it does not have; at its own pass's rate its a c FLOPs cost what w_c a c FLOPs cost at
+the forward + backward rate (3.5 a per layer in 1 / S_f + 2.5 / S_b units of a / peak)::
+
+    A_t = a (3.5 L + w_c c),   w_c = 3.5 S_b / (S_b + 2.5 S_f)                                     (10'')
+
+(w_c = 1 when S_f = S_b; the executed FLOPs stay (10)'s A.)
+
 Optimizer states in CUDA unified memory (bitsandbytes paged optimizers) that do not stay on the device page in and
 out once per optimizer step over the host link of bandwidth B_pcie: t_page = 2 S_paged / B_pcie (upper bound: all
 pages move). The optimizer update t_opt and the gradient accumulation t_acc of each micro-step after the first are
@@ -240,11 +249,12 @@ ATTENTION_KERNELS = ("flash", "eager")
 
 
 def attention_core_flops(num_layers: int, attn_width: int, seq_len: int, recomputed_layers: int = 0,
-                         kernel: str = "flash", causal: bool = True) -> float:
+                         kernel: str = "flash", causal: bool = True, recompute_weight: float = 1.0) -> float:
     """Eq. (10): FLOPs per token the attention core executes over ``num_layers`` attention layers of width d =
     ``attn_width`` at sequence ``seq_len``, ``recomputed_layers`` of them running their forward again (full
     activation checkpointing); ``kernel`` 'flash' (tiles above a causal diagonal skipped, the backward recomputing
-    the scores: flash-attn's own count) or 'eager' (materialised scores, PaLM's 12 L d s).
+    the scores: flash-attn's own count) or 'eager' (materialised scores, PaLM's 12 L d s); ``recompute_weight``: w_c of
+    eq. (10'') for a flash kernel's recomputed forwards (1: the executed FLOPs; below 1: the FLOPs that time them).
 
     >>> attention_core_flops(1, 128, 1024)   # causal flash: 2 d s forward + 5 d s backward
     917504.0
@@ -259,7 +269,7 @@ def attention_core_flops(num_layers: int, attn_width: int, seq_len: int, recompu
     if kernel == "eager":
         return 12.0 * num_layers * d * s + 4.0 * recomputed_layers * d * s
     a = 4.0 * d * s / (2.0 if causal else 1.0)
-    return a * (3.5 * num_layers + recomputed_layers)
+    return a * (3.5 * num_layers + recompute_weight * recomputed_layers)
 
 
 def fwd_bwd_speed_ratio(forward_ratio: float, backward_ratio: float, forward_share: float,
@@ -275,6 +285,20 @@ def fwd_bwd_speed_ratio(forward_ratio: float, backward_ratio: float, forward_sha
         raise InputError("speed ratios and shares must be positive")
     t_fwd, t_bwd = 1.0 / forward_share, 2.5 / backward_share
     return (forward_ratio * t_fwd + backward_ratio * t_bwd) / (t_fwd + t_bwd)
+
+
+def recompute_pass_weight(forward_share: float, backward_share: float) -> float:
+    """Eq. (10''): w_c, what one recomputed forward FLOP of a flash kernel costs in FLOPs timed at its forward +
+    backward rate, the kernel reaching ``forward_share`` / ``backward_share`` of the peak in each pass.
+
+    >>> recompute_pass_weight(0.6, 0.6)
+    1.0
+    >>> round(recompute_pass_weight(0.73 / 1.4, 0.63 / 2.0), 4)   # llm-foundry's Triton kernel (Dao 2023 sec. 4.1)
+    0.6811
+    """
+    if forward_share <= 0 or backward_share <= 0:
+        raise InputError("pass shares must be positive")
+    return 3.5 * backward_share / (backward_share + 2.5 * forward_share)
 
 
 def partial_recompute_flops(matmul_flops: float, attn_width: int, seq_len: int, checkpointed_layers: int) -> float:
