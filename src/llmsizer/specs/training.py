@@ -152,6 +152,8 @@ _TARGET_ALIASES = {
     "output": "lm_head", "w1": "gate", "w3": "up", "w2": "down",
 }
 ALL_LINEAR = ("q", "k", "v", "o", "gate", "up", "down", "in_proj", "linear")  # PEFT's target_modules="all-linear"
+# the decoder's attention and MLP projections (what all-linear meant before it followed PEFT)
+DECODER_LINEAR = ("q", "k", "v", "o", "gate", "up", "down")
 _CANONICAL_TARGETS = frozenset(LORA_TARGETS)  # canonical names: none is an alias or needs strip/lower
 # PEFT ``modules_to_save``: whole modules trained beside the adapters -> tensor role of ``formulas/tensors.py``
 MODULES_TO_SAVE = {"embed": "token_embd", "lm_head": "output"}
