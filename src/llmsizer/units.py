@@ -14,7 +14,7 @@ from functools import lru_cache
 
 from .errors import InputError, MissingUnitError, SizeInBitsError
 from .inputs import short
-from .numbers import AMOUNT, PIXELS, SIZE, TOKENS, NumberError, Range, check_number
+from .numbers import AMOUNT, FRACTION, PIXELS, SIZE, TOKENS, NumberError, Range, check_number
 
 KiB = 1024
 MiB = 1024**2
@@ -154,6 +154,34 @@ def parse_tokens(text: str | int | float, *, what: str = "context", rng: Range =
     _not_negative(m.group(1), s, what, rng)
     factor = {"": 1, "k": 1024, "K": 1024, "m": 1024**2, "M": 1024**2}[m.group(2)]
     return _checked(float(m.group(1)) * factor, what, rng, scaled=bool(m.group(2)))
+
+
+def parse_share(value: object, bounds: Range | None = None) -> float:
+    """A share in [0, 1] from 0.4 or "40%"; ``bounds``: a narrower range of its own (a CLI flag's, e.g. the
+    headroom's), checked with that range's message."""
+    if isinstance(value, bool):
+        raise InputError(f"cannot read {short(value)} as a share; write e.g. 0.4 or '40%'")
+    if isinstance(value, str):
+        s = value.strip()
+        if s.endswith("%"):
+            try:
+                v = float(s[:-1]) / 100
+            except ValueError:
+                raise InputError(f"cannot read {short(value)} as a percentage") from None
+        else:
+            try:
+                v = float(s)
+            except ValueError:
+                raise InputError(f"cannot read {short(value)} as a share; write e.g. 0.4 or '40%'") from None
+    elif isinstance(value, (int, float)):
+        v = float(value)
+    else:
+        raise InputError(f"cannot read {short(value)} as a share")
+    if bounds is not None:
+        return float(check_number(v, "", bounds))
+    if not 0 <= v <= 1:
+        raise InputError(f"share {short(value)} must be between 0 and 1 (0% and 100%)")
+    return float(check_number(v, "", FRACTION))
 
 
 def parse_image_size(text: str | list[int] | tuple[int, ...], *, what: str = "image size") -> tuple[int, int]:

@@ -118,7 +118,7 @@ def share_in(rng: Range) -> Callable[[str], float]:
     """argparse type: a share ('0.1' or '10%') in ``rng``, read as request files read one (request/quantities.py
     ``parse_share``: ``--headroom 10%`` and a request's ``headroom: 10%`` are the same number)."""
     def parse(text: str) -> float:
-        from ..request.quantities import parse_share  # only the share flags need it
+        from ..units import parse_share
 
         return parse_share(text, rng)
 

@@ -263,8 +263,8 @@ def add_training_args(p: argparse.ArgumentParser, *, attention: bool = True,
     g.add_argument("--method", choices=METHODS, help=f"full fine-tuning or adapters (default {TW.method})")
     g.add_argument("--rank", type=int_arg(LORA_RANK), help=f"LoRA rank r (default {TW.rank})")
     g.add_argument("--alpha", type=float_arg(LORA_ALPHA), help="LoRA alpha (recorded; no memory effect)")
-    g.add_argument("--targets", help="LoRA target modules: q,k,v,o,gate,up,down,embed,lm_head or all-linear "
-                   f"(default {','.join(TW.targets)})")
+    g.add_argument("--targets", help="LoRA target modules: q,k,v,o,gate,up,down,in_proj,embed,lm_head,linear (every "
+                   "other nn.Linear) or all-linear (PEFT's: every nn.Linear but the output head); default q,k,v,o,gate,up,down")
     g.add_argument("--modules-to-save", help="whole modules trained beside LoRA: embed,lm_head (PEFT "
                    "modules_to_save)")
     g.add_argument("--adapter-dtype", choices=STATE_DTYPES, help="LoRA weight dtype (default fp32 under mixed "

@@ -18,9 +18,10 @@ from typing import Any
 from ..catalog.hardware import GENERIC_DEVICES, Device, Instance, load_catalog
 from ..errors import InputError
 from ..formulas.weight_formats import normalize_format
-from ..numbers import DEVICE_MEMORY, check_number
+from ..numbers import DEVICE_MEMORY
 from ..result import Assumption, Notes
 from ..specs import ModelSpec
+from ..specs.workload import read_number
 from ..units import format_bytes
 from . import efficiency as E
 from .formats import bnb_moe_refused, engine_refuses, requested_format, runs_on_llamacpp_instead
@@ -176,7 +177,7 @@ def usable_memory(device: Device, memory: int | None = None, source: str = "give
     caller that reads only the number: a catalog search's candidates)."""
     notes: list[Assumption] = []
     if memory is not None:
-        memory = int(check_number(memory, "memory", DEVICE_MEMORY))  # a Python caller's "24GiB": one line naming it
+        memory = int(read_number(memory, "memory", DEVICE_MEMORY))  # a Python caller's "24GiB": one line naming it
         if record:
             notes.append(Assumption("device_memory", format_bytes(memory), source != "given", source))
         base = memory
@@ -214,7 +215,7 @@ def memory_above_device(device: Device, memory: int | str | None) -> str | None:
     figures = [int(v.base) for v in (device.memory, device.memory_usable) if v is not None and v.base]
     if not figures:
         return None
-    given = int(check_number(memory, "memory", DEVICE_MEMORY))
+    given = int(read_number(memory, "memory", DEVICE_MEMORY))
     held = max(figures)
     if given <= held * (1 + MEMORY_ABOVE_DEVICE_TOLERANCE):
         return None

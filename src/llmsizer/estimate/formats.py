@@ -286,6 +286,29 @@ class FormatChoice:
     warnings: list[str] = field(default_factory=list)
 
 
+# Perplexity increase over the unquantized model of llama.cpp's file types, as llama.cpp's own quantize help lists
+# them (tools/quantize/quantize.cpp ``QUANT_OPTIONS`` @ 03161a4e: "+3.5199 ppl @ Llama-3-8B" for Q2_K, ...).
+GGUF_PPL_INCREASE = {
+    "gguf:q2_k": 3.5199, "gguf:q2_k_s": 3.1836, "gguf:q3_k_s": 1.6321, "gguf:q3_k_m": 0.6569, "gguf:q3_k_l": 0.5562,
+    "gguf:q4_0": 0.4685, "gguf:q4_1": 0.4511, "gguf:q4_k_s": 0.2689, "gguf:q4_k_m": 0.1754, "gguf:q5_0": 0.1316,
+    "gguf:q5_1": 0.1062, "gguf:q5_k_s": 0.1049, "gguf:q5_k_m": 0.0569, "gguf:q6_k": 0.0217, "gguf:q8_0": 0.0026,
+}
+# the quality line: a format losing more perplexity than Q4_0, the plain 4-bit type, in that same table
+QUALITY_PPL_LIMIT = GGUF_PPL_INCREASE["gguf:q4_0"]
+
+
+def quality_warning(fmt: str) -> str | None:
+    """A warning when weight format ``fmt`` costs more quality than :data:`QUALITY_PPL_LIMIT` (the one home of that
+    rule: every estimate carries it, so fit, fit --auto, recommend and plan show it); None otherwise."""
+    ppl = GGUF_PPL_INCREASE.get(fmt)
+    if ppl is None or ppl <= QUALITY_PPL_LIMIT:
+        return None
+    name = fmt.removeprefix("gguf:").upper()
+    return (f"{name} costs quality: +{ppl:.2f} perplexity on Llama-3-8B, more than Q4_0's +{QUALITY_PPL_LIMIT:.2f} "
+            "(llama.cpp tools/quantize/quantize.cpp QUANT_OPTIONS); a larger format (Q4_K_M: "
+            f"+{GGUF_PPL_INCREASE['gguf:q4_k_m']:.2f}) keeps more of the model")
+
+
 def engine_weights(spec: ModelSpec, engine: str, weights: str | None, group_size: int = GROUP_SIZE_DEFAULT,
                    group_size_given: bool = False) -> FormatChoice:
     """The weight format ``engine`` runs for ``spec`` when the user asks for ``weights`` (None: the default);
@@ -341,6 +364,9 @@ def engine_weights(spec: ModelSpec, engine: str, weights: str | None, group_size
     if fmt == "mxfp4" and engine == "transformers":
         out.warnings.append("transformers keeps MXFP4 experts packed only with the triton/kernels MXFP4 path on "
                             "recent GPUs; otherwise it dequantizes them to bf16 (pass --weights bf16 to size that)")
+    quality = quality_warning(fmt)
+    if quality is not None:
+        out.warnings.append(quality)
     out.fmt = fmt
     return out
 

@@ -39,9 +39,10 @@ from typing import Any
 from ..catalog.hardware import Device
 from ..errors import InputError
 from ..models import load_model
-from ..numbers import DEVICE_MEMORY, check_number
+from ..numbers import DEVICE_MEMORY
 from ..result import Assumption, Estimate
 from ..specs import ModelSpec
+from ..specs.workload import read_number
 from ..units import format_bytes
 from .device import usable_memory
 from .inference import estimate_inference
@@ -166,9 +167,9 @@ def fit_llamacpp(model: ModelSpec | str, free: Sequence[int], *, fit_target: int
     if not free:
         raise InputError(f"free memory must be given for each GPU, got {list(free)}")
     # bytes, as memory= everywhere in Python (numbers.DEVICE_MEMORY): 24 is a forgotten unit, as --free 24 is
-    free = [int(check_number(f, "free", DEVICE_MEMORY)) for f in free]
+    free = [int(read_number(f, "free", DEVICE_MEMORY)) for f in free]
     if host_memory is not None:
-        host_memory = int(check_number(host_memory, "host_memory", DEVICE_MEMORY))
+        host_memory = int(read_number(host_memory, "host_memory", DEVICE_MEMORY))
     for key in ("gpus", "n_gpu_layers", "tensor_split", "n_cpu_moe", "split_mode", "tensor_parallel", "memory"):
         if workload.get(key) is not None:
             raise InputError(f"{key} is what the auto-fit chooses; drop it (or size those flags with infer/fit)")

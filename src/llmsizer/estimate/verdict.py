@@ -30,9 +30,9 @@ from dataclasses import dataclass
 
 from ..errors import InputError
 from ..frozen import fast_init
-from ..numbers import HEADROOM, SIZE, check_number
+from ..numbers import HEADROOM, SIZE
 from ..result import Assumption
-from ..specs.workload import MARGIN_CONFLICT
+from ..specs.workload import MARGIN_CONFLICT, read_number
 from ..units import MiB, format_bytes
 
 # Memory kept free on top of the estimate (allocator fragmentation, other processes, swap-free margin for RAM).
@@ -46,7 +46,7 @@ def check_headroom(headroom: float | None) -> float:
     if headroom is None:
         return DEFAULT_HEADROOM
     # the range the command line and request files take (numbers.HEADROOM), with their words
-    return float(check_number(headroom, "headroom", HEADROOM))
+    return float(read_number(headroom, "headroom", HEADROOM))
 
 
 def headroom_assumption(headroom: float | None) -> Assumption:
@@ -134,7 +134,7 @@ def margin_rule(engine: str | None, device: str, headroom: float | None = None,
         if device == "cpu":  # llama.cpp's margin is per GPU (common/fit.cpp: each device's free memory)
             raise InputError("fit_target applies to a GPU (llama.cpp --fit-target keeps memory free on each GPU); "
                              "on a CPU give headroom")
-        return Margin(None, int(check_number(fit_target, "fit_target", SIZE)), False)
+        return Margin(None, int(read_number(fit_target, "fit_target", SIZE)), False)
     if headroom is None and engine == "llamacpp" and device == "gpu":
         return Margin(None, LLAMACPP_FIT_TARGET, True)
     return share_margin(headroom)

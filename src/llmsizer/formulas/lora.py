@@ -13,7 +13,10 @@ for a linear, embedding_dim for an embedding). The alpha scaling has no memory e
 
 Target names map onto tensor roles of ``formulas/tensors.py`` (``specs.training.LORA_TARGETS``): q/k/v/o ->
 attn_q/attn_k/attn_v/attn_output; gate/up/down -> the dense MLP and shared-expert projections; embed ->
-token_embd; lm_head -> output. Vision-tower linears are never matched by these names.
+token_embd; lm_head -> output; in_proj -> a recurrent mixer's ssm_in; 'linear' -> every other nn.Linear PEFT's
+'all-linear' adapts (routers, MLA and indexer projections, recurrent x/dt/out projections, the vision tower and
+Qwen2.5-VL's patch merger). 'all-linear' names them all (``specs.training.ALL_LINEAR``); PEFT refuses it on the
+Mamba model types of :data:`PEFT_MAMBA_REFUSED`, and so do we, naming the targets that work.
 
 Routed experts: transformers 5 stores them as fused 3-D parameters (``gate_up_proj`` [E, 2I, H], ``down_proj``
 [E, H, I]). For the model types transformers converts with the 'qwen2_moe' or 'mixtral' pattern
@@ -52,6 +55,28 @@ PEFT_EXPERT_CONVERSION = frozenset({
     "qwen3_moe", "deepseek_v2", "deepseek_v3", "olmoe", "glm4_moe", "ernie4_5_moe", "dots1", "hunyuan_v1_moe",
     "qwen3_next", "flex_olmo", "mixtral", "minimax",
 })
+
+
+# model types whose MoE router is an nn.Parameter, not an nn.Linear, so 'all-linear' leaves it alone
+# (transformers v5.24.0 modeling_gpt_oss.py GptOssTopKRouter line 123, modeling_qwen2_moe.py Qwen2MoeTopKRouter
+# line 318, modeling_jamba.py JambaTopKRouter line 692, modeling_granitemoehybrid.py GraniteMoeHybridTopKRouter
+# line 832: ``self.weight = nn.Parameter(...)``)
+PARAMETER_ROUTERS = frozenset({"gpt_oss", "qwen2_moe", "jamba", "granitemoehybrid"})
+# model types on which PEFT refuses LoRA on a Mamba layer's out_proj and conv1d, so on 'all-linear' (peft 0.21.2
+# tuners/tuners_utils.py ``_check_lora_target_modules_mamba``, lines 145-165: ``mamba_model_types``)
+PEFT_MAMBA_REFUSED = frozenset({"falcon_h1", "mamba", "mamba2", "falcon_mamba", "nemotron_h"})
+
+
+def _refuse_mamba_all_linear(spec: ModelSpec) -> None:
+    """InputError for 'all-linear' on a model type PEFT refuses it for (:data:`PEFT_MAMBA_REFUSED`), naming the
+    targets that work: the attention/MLP projections the model has and the Mamba layers' in_proj."""
+    if spec.model_type not in PEFT_MAMBA_REFUSED:
+        return
+    roles = {t.role for t in model_tensors(spec)}
+    works = [n for n in ("q", "k", "v", "o", "gate", "up", "down", "in_proj") if roles & set(LORA_TARGETS[n])]
+    raise InputError(f"{spec.name}: PEFT refuses target_modules='all-linear' on {spec.model_type} (a Mamba layer's "
+                     f"out_proj cannot take LoRA: peft tuners_utils.py _check_lora_target_modules_mamba); name the "
+                     f"targets instead, e.g. --targets {','.join(works)}")
 
 
 @dataclass(frozen=True)
@@ -176,6 +201,10 @@ def adapted_layout(spec: ModelSpec, targets: tuple[str, ...] | str) -> AdaptedLa
     # one adapter on a fused query_key_value (module docstring): its out features, 0 when q/k/v are apart
     fused = (spec.num_heads + 2 * spec.num_kv_heads) * spec.head_dim \
         if spec.fused_qkv and wanted & {"q", "k", "v"} else 0
+    if "linear" in wanted:
+        _refuse_mamba_all_linear(spec)
+        if spec.model_type in PARAMETER_ROUTERS:
+            wanted = wanted - {"linear"} | {"linear-no-router"}
     head, groups, tail = layer_groups(spec)
     layers: list[tuple[AdaptedModule, ...]] = [()] * spec.num_layers
     for _kind, tensors, idx in groups:
@@ -183,6 +212,11 @@ def adapted_layout(spec: ModelSpec, targets: tuple[str, ...] | str) -> AdaptedLa
         for i in idx:
             layers[i] = mods_k
     after = _matched(expand(tail), wanted)
+    if wanted & {"linear", "linear-no-router"} and spec.vision is not None and spec.vision.encoder == "qwen2_5_vl":
+        # Qwen2.5-VL's patch merger (modeling_qwen2_5_vl.py Qwen2_5_VLPatchMerger): Linear(d m^2, d m^2), GELU,
+        # Linear(d m^2, H); held as one count in the inventory's v_projector
+        dm = spec.vision.hidden_size * spec.vision.spatial_merge_size ** 2
+        after += [AdaptedModule("v_projector", -1, dm, dm), AdaptedModule("v_projector", -1, dm, spec.hidden_size)]
     if "lm_head" in wanted and spec.tie_word_embeddings:
         # a tied lm_head is still a Linear module PEFT can wrap (its weight is the embedding)
         after.append(AdaptedModule("output", -1, spec.hidden_size, spec.vocab_size))
@@ -203,13 +237,17 @@ def _matched(tensors: Iterable[Tensor], wanted: set[str], fused_qkv: int = 0, cr
     ``cross``: a T5 decoder's cross-attention answers to q/k/v/o (``T5_CROSS_TARGET``)."""
     out: list[AdaptedModule] = []
     for role, comp, shape, count, layer, _ in tensors:
-        if len(shape) != 2 or comp in ("vision", "experts") or role.endswith(".bias"):
+        if len(shape) != 2 or comp == "experts" or role.endswith(".bias"):
+            continue
+        if "linear-no-router" in wanted and role == "ffn_gate_inp":
             continue
         if fused_qkv and role in FUSED_QKV_ROLES:  # one adapter on query_key_value (module docstring)
             if role == "attn_q":
                 out.append(AdaptedModule("attn_qkv", layer, shape[1], fused_qkv, count))
             continue
         name = _role_target(role) or (T5_CROSS_TARGET.get(role) if cross else None)
+        if name == "linear" and "linear-no-router" in wanted:
+            name = "linear-no-router"
         if name is None or name not in wanted:
             continue
         if role == "token_embd":  # nn.Embedding(V, h): weight [V, h] = (num_embeddings, embedding_dim)

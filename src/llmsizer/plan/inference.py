@@ -30,7 +30,7 @@ from ..request.quantities import HOURS_PER_MONTH
 from ..request.spec import UNQUANTIZED, InferenceJob, Request, TrainingJob
 from ..result import Assumption, Estimate
 from ..specs import InferenceWorkload, ModelSpec
-from ..specs.training import ALL_LINEAR
+from ..specs.training import DECODER_LINEAR
 from ..specs.workload import ENGINE_NAMES, LLAMACPP_SPLIT_FIELDS, prompt_and_output
 from ..units import format_bytes, format_count
 from . import pricing as P
@@ -187,10 +187,10 @@ def _smaller(spec: ModelSpec, fmt: str, than: str, engine: str | None) -> bool:
 
 
 def lora_slot_bytes(spec: ModelSpec, rank: int, slots: int, tp: int = 1) -> int:
-    """Device memory a server reserves for ``slots`` LoRA adapters of rank ``rank`` on every linear layer it can
-    adapt (vLLM ``LoRAModelManager``: stacked A/B buffers of max_loras x max_lora_rank per supported module), in
+    """Device memory a server reserves for ``slots`` LoRA adapters of rank ``rank`` on the decoder's attention and
+    MLP projections (``DECODER_LINEAR``; vLLM ``LoRAModelManager``: stacked A/B buffers of max_loras x max_lora_rank per supported module), in
     the model dtype, split over ``tp`` tensor-parallel devices. Eq. (1) of formulas/lora.py per module."""
-    per_adapter = lora_params(spec, rank, ALL_LINEAR).total * LORA_DTYPE_BYTES
+    per_adapter = lora_params(spec, rank, DECODER_LINEAR).total * LORA_DTYPE_BYTES
     return math.ceil(slots * per_adapter / max(1, tp))
 
 

@@ -204,7 +204,7 @@ TRAINING = (
     F("peft", "section", "parameter-efficient settings (lora, dora, qlora)", kinds=("training",), fields=(
         F("rank", "int", "LoRA rank r", 16, bounds=LORA_RANK),
         F("alpha", "number", "LoRA alpha (scaling; no memory effect)", 32, bounds=LORA_ALPHA),
-        F("targets", "targets", "adapted modules", "all-linear"),
+        F("targets", "targets", "adapted modules", "q,k,v,o,gate,up,down"),
         F("modules_to_save", "str_list", "whole modules trained beside the adapters: embed, lm_head (PEFT "
           "modules_to_save)", template=False),
         F("dropout", "share", "LoRA dropout", template=False),

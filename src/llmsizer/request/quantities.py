@@ -21,7 +21,6 @@ from ..inputs import short
 from ..numbers import (
     AMOUNT,
     BANDWIDTH,
-    FRACTION,
     MONEY,
     RATE,
     SECONDS,
@@ -33,6 +32,7 @@ from ..numbers import (
     check_number,
 )
 from ..units import HOURS_PER_MONTH, parse_bytes, parse_count, parse_tokens, size_unit_hint
+from ..units import parse_share as parse_share  # the one share reader (units.py), read here by request fields
 
 HOURS_PER_YEAR = 8760.0
 
@@ -214,34 +214,6 @@ def parse_rate(value: object) -> float:
     if unit not in _RATE_UNITS:
         raise InputError(f"rate {short(value)}: unknown period {unit!r}; use /s, /min, /h or /day")
     return float(check_number(_number(m.group(1)) * _RATE_UNITS[unit], "", RATE))
-
-
-def parse_share(value: object, bounds: Range | None = None) -> float:
-    """A share in [0, 1] from 0.4 or "40%"; ``bounds``: a narrower range of its own (a CLI flag's, e.g. the
-    headroom's), checked with that range's message."""
-    if isinstance(value, bool):
-        raise InputError(f"cannot read {short(value)} as a share; write e.g. 0.4 or '40%'")
-    if isinstance(value, str):
-        s = value.strip()
-        if s.endswith("%"):
-            try:
-                v = float(s[:-1]) / 100
-            except ValueError:
-                raise InputError(f"cannot read {short(value)} as a percentage") from None
-        else:
-            try:
-                v = float(s)
-            except ValueError:
-                raise InputError(f"cannot read {short(value)} as a share; write e.g. 0.4 or '40%'") from None
-    elif isinstance(value, (int, float)):
-        v = float(value)
-    else:
-        raise InputError(f"cannot read {short(value)} as a share")
-    if bounds is not None:
-        return float(check_number(v, "", bounds))
-    if not 0 <= v <= 1:
-        raise InputError(f"share {short(value)} must be between 0 and 1 (0% and 100%)")
-    return float(check_number(v, "", FRACTION))
 
 
 def parse_date(value: object) -> _dt.date:

@@ -137,14 +137,25 @@ GRAD_SYNC = ("optimizer-step", "micro-step")
 LORA_TARGETS: dict[str, tuple[str, ...]] = {
     "q": ("attn_q",), "k": ("attn_k",), "v": ("attn_v",), "o": ("attn_output",),
     "gate": ("ffn_gate", "ffn_shexp_gate"), "up": ("ffn_up", "ffn_shexp_up"), "down": ("ffn_down", "ffn_shexp_down"),
-    "embed": ("token_embd",), "lm_head": ("output",),
+    "embed": ("token_embd",), "lm_head": ("output",), "in_proj": ("ssm_in",),
+    # every other nn.Linear PEFT's 'all-linear' adapts (peft/tuners/tuners_utils.py ``_maybe_include_all_linear_layers``,
+    # PEFT 0.21.2 lines 2430-2489: each torch.nn.Linear / Conv1D but the output embeddings): MoE routers and the shared
+    # expert's gate, MLA and DSA-indexer projections, the recurrent mixers' in/x/dt/out projections, the vision tower's
+    "linear": ("ffn_gate_inp", "ffn_gate_inp_shexp", "attn_q_a", "attn_q_b", "attn_kv_a_mqa", "attn_kv_b",
+               "indexer_q_b", "indexer_k", "indexer_proj", "ssm_x", "ssm_dt", "ssm_ba", "ssm_out",
+               "v_attn_q", "v_attn_k", "v_attn_v", "v_attn_o", "v_attn_qkv", "v_ffn_gate", "v_ffn_up", "v_ffn_down",
+               "v_projector"),
 }
 _TARGET_ALIASES = {
     "q_proj": "q", "k_proj": "k", "v_proj": "v", "o_proj": "o", "out_proj": "o", "output_proj": "o",
     "gate_proj": "gate", "up_proj": "up", "down_proj": "down", "embed_tokens": "embed", "embeddings": "embed",
     "output": "lm_head", "w1": "gate", "w3": "up", "w2": "down",
 }
-ALL_LINEAR = ("q", "k", "v", "o", "gate", "up", "down")
+ALL_LINEAR = ("q", "k", "v", "o", "gate", "up", "down", "in_proj", "linear")  # PEFT's target_modules="all-linear"
+# the decoder's attention and MLP projections (what all-linear meant before it followed PEFT): the default targets,
+# which every decoder family takes (PEFT refuses all-linear on the Mamba model types, formulas/lora.py
+# PEFT_MAMBA_REFUSED, and all-linear adapts routers and vision towers a recipe usually leaves frozen)
+DECODER_LINEAR = ("q", "k", "v", "o", "gate", "up", "down")
 _CANONICAL_TARGETS = frozenset(LORA_TARGETS)  # canonical names: none is an alias or needs strip/lower
 # PEFT ``modules_to_save``: whole modules trained beside the adapters -> tensor role of ``formulas/tensors.py``
 MODULES_TO_SAVE = {"embed": "token_embd", "lm_head": "output"}
@@ -360,7 +371,7 @@ class TrainingWorkload:
     method: str = "full"
     rank: int = 16
     alpha: float | None = None
-    targets: tuple[str, ...] = ALL_LINEAR
+    targets: tuple[str, ...] = DECODER_LINEAR
     adapter_dtype: str | None = None
     modules_to_save: tuple[str, ...] = ()
     base_dtype: str | None = None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import compress, repeat
 from operator import attrgetter, is_, is_not, itemgetter
@@ -23,11 +24,12 @@ from ..numbers import (
     TOKENS,
     UTILIZATION,
     VIDEO_FRAMES,
+    NumberError,
     Range,
     check_number,
 )
 from ..suggest import unknown_choice
-from ..units import parse_image_size
+from ..units import parse_bytes, parse_count, parse_image_size, parse_share, parse_tokens
 from .given import tracks_given
 
 ENGINES = ("transformers", "vllm", "llamacpp", "sglang")
@@ -142,15 +144,43 @@ def prompt_and_output(context: int, output_tokens: int | None) -> tuple[int, int
     return prompt, context - prompt
 
 
+# how a workload field given as text is read: the CLI flag's and the request field's reader (units.py), so Python's
+# memory="24GiB", context="128K", headroom="10%" are the numbers --memory 24GiB, --context 128K, --headroom 10% are;
+# every other numeric field is a count (parse_count: "32k", "8")
+TEXT_READERS: dict[str, Callable[[str, str, Range], float | int]] = {
+    **dict.fromkeys(("memory", "fit_target", "free", "host_memory"), lambda t, n, r: parse_bytes(t, what=n, rng=r)),
+    **dict.fromkeys(("context", "output_tokens", "max_num_batched_tokens", "n_ubatch", "seq_len", "target_len"),
+                    lambda t, n, r: parse_tokens(t, what=n, rng=r)),
+    **dict.fromkeys(("headroom", "gpu_memory_utilization", "mem_fraction_static"), lambda t, n, r: _share(t, n, r)),
+}
+
+
+def _share(text: str, name: str, rng: Range) -> float:
+    try:
+        return parse_share(text, rng)
+    except InputError as e:  # parse_share's message has no field name (argparse and the request reader add it)
+        raise NumberError(f"{name}: {e}") from None
+
+
+def read_number(value: object, name: str, rng: Range) -> float | int:
+    """``value`` of the numeric field ``name`` in ``rng``: a number as it is, text through the field's reader
+    (:data:`TEXT_READERS`, else ``parse_count``); a one-line InputError naming the field otherwise."""
+    if isinstance(value, str):
+        reader = TEXT_READERS.get(name)
+        return reader(value, name, rng) if reader is not None else parse_count(value, what=name, rng=rng)
+    return check_number(value, name, rng)
+
+
 def check_numbers(workload: object, fields: tuple[tuple[str, Range], ...]) -> None:
-    """Each named numeric field of a workload (None: not given) through the one number check (numbers.py), so a
-    Python caller's ``context="8k"``, ``memory="24GiB"``, ``concurrency=2.5`` or NaN gets one line naming the field
-    and the allowed range, as the CLI's flags and request files do, instead of a TypeError deep in a formula."""
+    """Each named numeric field of a workload (None: not given) through the one number check (numbers.py): a Python
+    caller's ``context="8k"`` or ``memory="24GiB"`` is read as the CLI's flags and request files read it
+    (:func:`read_number`); ``concurrency=2.5``, NaN or unreadable text gets one line naming the field and the allowed
+    range, instead of a TypeError deep in a formula."""
     values = list(map(getattr, repeat(workload), map(itemgetter(0), fields)))
     # only the fields given a value (None: not given) reach the Python loop; a frozen dataclass's fields are stored
     # in its instance dict (frozen.fast_init does the same), written there directly
     for (name, rng), value in compress(zip(fields, values, strict=True), map(is_not, values, repeat(None))):
-        workload.__dict__[name] = check_number(value, name, rng)
+        workload.__dict__[name] = read_number(value, name, rng)
 
 
 def check_memory_target(memory: int | None, headroom: float | None, metric: str | None) -> None:

@@ -13,10 +13,10 @@ from typing import Any
 
 from ...errors import InputError
 from ...models import load_model
-from ...numbers import CONCURRENCY, DEVICE_MEMORY, TOKENS, check_number
+from ...numbers import CONCURRENCY, DEVICE_MEMORY, TOKENS
 from ...result import Estimate
 from ...specs import InferenceWorkload, ModelSpec
-from ...specs.workload import ENGINE_NAMES
+from ...specs.workload import ENGINE_NAMES, read_number
 from ..context_window import engine_window
 from ..search import largest_true
 from . import estimate_inference
@@ -49,7 +49,7 @@ def _prepare(model: ModelSpec | str, memory: int | None, kwargs: dict[str, Any])
     estimate would choose there."""
     fields = dict(kwargs)
     if memory is not None:
-        fields["memory"] = int(check_number(memory, "memory", DEVICE_MEMORY))  # "24GiB" from Python: one line, not a TypeError
+        fields["memory"] = int(read_number(memory, "memory", DEVICE_MEMORY))  # "24GiB" from Python: one line, not a TypeError
     elif fields.get("device") in (None, "gpu", "cpu"):
         raise InputError("a memory budget is needed: memory=... in bytes or a device=... of known memory (on the "
                          "command line --memory 24GiB or --device NAME)")

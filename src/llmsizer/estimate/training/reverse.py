@@ -13,8 +13,9 @@ from dataclasses import replace
 from typing import Any
 
 from ...errors import InputError
-from ...numbers import COUNT, DEVICE_MEMORY, TOKENS, check_number
+from ...numbers import COUNT, DEVICE_MEMORY, TOKENS
 from ...specs import ModelSpec, TrainingWorkload
+from ...specs.workload import read_number
 from ..device import workload_on_device
 from ..search import largest_true
 from ..verdict import check_headroom, memory_budget
@@ -45,7 +46,7 @@ def _prepare(model: ModelSpec | str, memory: int | None, level: str,
     if level not in LEVELS:
         raise InputError(f"level must be one of {', '.join(LEVELS)}, got {level!r}")
     if memory is not None:  # "24GiB" or 24 from Python: one line naming the field, as the estimate's own check
-        memory = int(check_number(memory, "memory", DEVICE_MEMORY))
+        memory = int(read_number(memory, "memory", DEVICE_MEMORY))
     if kwargs.get("device") is not None:
         kwargs, _, _, _ = workload_on_device({**kwargs, "memory": memory}, "estimate_training")
         memory = kwargs.get("memory")

@@ -32,7 +32,7 @@ from ...formulas.training_states import (
 )
 from ...result import Assumption
 from ...specs import ModelSpec, TrainingWorkload
-from ...specs.training import DEFAULT_ATTENTION_KERNEL_WHY, attention_kernel_of
+from ...specs.training import ALL_LINEAR, DEFAULT_ATTENTION_KERNEL_WHY, attention_kernel_of
 from ..inference.common import Acc
 from ..model_warnings import source_length_warning
 
@@ -322,7 +322,7 @@ def resolve(spec: ModelSpec, w: TrainingWorkload, acc: Acc) -> TrainingContext:
             acc.assumptions.append(Assumption("modules_to_save", ",".join(w.modules_to_save), False,
                                               "trained copies beside the frozen originals (PEFT ModulesToSaveWrapper)"))
         record_workload(w, acc, ("lora_dropout",))
-        acc.assumptions.append(Assumption("lora", f"rank {w.rank}, targets {','.join(w.targets)}"
+        acc.assumptions.append(Assumption("lora", f"rank {w.rank}, targets {'all-linear' if w.targets == ALL_LINEAR else ','.join(w.targets)}"
                                           + (", DoRA" if w.dora else ""), not given(w, "rank", "targets"),
                                           "LoRA rank and adapted modules (Hu et al. 2021)"))
     sd_default = rec.default_state_dtype if not w.adapters else (
