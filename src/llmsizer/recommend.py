@@ -992,3 +992,18 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
                           tuple(assumptions), tuple(warnings))
 
 
+
+
+def format_that_fits(spec: ModelSpec, hardware: str | Device | Instance, count: int | None = None, *,
+                     headroom: float | None = None, **kwargs: Any) -> Option | None:
+    """What ``fit`` names when its default weight format (none given) does not fit: ``best_option_on``'s pick on the
+    same hardware and workload (the engine's format ladder, ``estimate/formats.py`` ``format_ladder``, best first;
+    the first that fits and meets reading speed), or None when no rung does or the device cannot be searched.
+    ``kwargs``: ``best_option_on``'s own (context, concurrency, output_tokens, engine, memory, hardware_files and
+    any InferenceWorkload field)."""
+    kwargs.pop("weights", None)
+    try:
+        opt = best_option_on(spec, hardware, count, constraints=Constraints(headroom=headroom), **kwargs)
+    except InputError:  # a workload the search refuses (fit answered it): no hint rather than a second error
+        return None
+    return opt if opt.status == "meets" else None
