@@ -7,6 +7,8 @@ stderr and exit code 2.
 
 from __future__ import annotations
 
+import re
+
 
 class LlmsizerError(Exception):
     """Base class of every error llmsizer raises on purpose."""
@@ -23,6 +25,11 @@ class FieldError(InputError):
     def __init__(self, field: str, message: str) -> None:
         super().__init__(message)
         self.field = field
+
+    def renamed(self, name: str) -> str:
+        """The message with the field written as ``name`` where it names it: the flag on the CLI (``--tp``), the
+        body's key on the web (``tp``); ``str(self)`` keeps the Python name (``tensor_parallel``)."""
+        return re.sub(rf"(?<![\w-]){re.escape(self.field)}(?![\w-])", lambda _: name, str(self))
 
 
 class MissingUnitError(InputError):

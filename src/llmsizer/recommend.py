@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from .catalog.hardware import Device, HardwareCatalog, Instance, load_catalog
-from .errors import InputError
+from .errors import FieldError, InputError
 from .estimate import efficiency as E
 from .estimate.device import (
     check_engine_on_device,
@@ -496,7 +496,7 @@ def _check_workload(fields: Mapping[str, Any], context: int, concurrency: int, o
     eng = normalize_engine(engine) if engine else None
     for name, owners in ENGINE_SETTINGS.items():  # a stated engine: InferenceWorkload's own message, as fit's
         if engine_setting_given(name, fields.get(name)) and eng is None:
-            raise InputError(f"{name} applies to engine {' or '.join(owners)}; give engine {owners[0]} "
+            raise FieldError(name, f"{name} applies to engine {' or '.join(owners)}; give engine {owners[0]} "
                              f"(--engine {owners[0]})")
     if fields.get("kv_dtype") is not None:
         kv_dtype_name(str(fields["kv_dtype"]))  # an unknown name: the KV table's own message
