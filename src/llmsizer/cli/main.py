@@ -165,8 +165,7 @@ def cli_message(e: LlmsizerError, parser: argparse.ArgumentParser, args: argpars
     from .workload_args import flag_of
     sub = next((a.choices.get(args.command) for a in parser._actions
                 if isinstance(a, argparse._SubParsersAction)), None)
-    flag = flag_of(e.field, sub) if sub is not None else None
-    return e.renamed(flag) if flag else str(e)
+    return e.renamed(lambda f: (flag_of(f, sub) if sub is not None else None) or f)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

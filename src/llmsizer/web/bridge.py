@@ -206,10 +206,13 @@ def field_problem(command: tuple[str, ...], e: FieldError, fields: Mapping[str, 
     and in ``field``; a field the body did not give keeps the Python name."""
     from ..cli.workload_args import flag_of
     p = subparser(command)
-    flag = flag_of(e.field, p)
-    action = next((a for a in p._actions if flag in a.option_strings), None) if flag else None
-    key = next((k for k in fields if action is not None and _option(str(k)) in action.option_strings), e.field)
-    return Problem(400, term(e.renamed(key)).splitlines()[0], key)
+
+    def key(field: str) -> str:
+        flag = flag_of(field, p)
+        action = next((a for a in p._actions if flag in a.option_strings), None) if flag else None
+        return next((str(k) for k in fields if action is not None and _option(str(k)) in action.option_strings),
+                    field)
+    return Problem(400, term(e.renamed(key)).splitlines()[0], key(e.field))
 
 
 _ARGUMENT = re.compile(r"^(?:argument |unrecognized arguments: |the following arguments are required: )(--[a-z0-9-]+)")
