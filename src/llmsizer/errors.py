@@ -7,6 +7,9 @@ stderr and exit code 2.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
+
 
 class LlmsizerError(Exception):
     """Base class of every error llmsizer raises on purpose."""
@@ -20,9 +23,18 @@ class FieldError(InputError):
     """An input error about one workload field (``field``: its name, e.g. 'target_len'), found only once the model
     is known: a request file's plan points at that field's line, not the job's (plan/compose.py ``_about``)."""
 
-    def __init__(self, field: str, message: str) -> None:
+    def __init__(self, field: str, message: str, also: tuple[str, ...] = ()) -> None:
         super().__init__(message)
         self.field = field
+        self.fields = (field, *also)  # every field the message names (``also``: the others refused with it)
+
+    def renamed(self, name_of: Callable[[str], str]) -> str:
+        """The message with each of its fields written as ``name_of(field)``: the flag on the CLI (``--tp``), the
+        body's key on the web (``tp``); ``str(self)`` keeps the Python name (``tensor_parallel``)."""
+        out = str(self)
+        for f in self.fields:
+            out = re.sub(rf"(?<![\w-]){re.escape(f)}(?![\w-])", lambda _, f=f: name_of(f), out)  # type: ignore[misc]
+        return out
 
 
 class DeviceCannotRunError(FieldError):

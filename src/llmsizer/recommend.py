@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from .catalog.hardware import Device, HardwareCatalog, Instance, load_catalog
-from .errors import DeviceCannotRunError, InputError
+from .errors import DeviceCannotRunError, FieldError, InputError
 from .estimate import efficiency as E
 from .estimate.device import (
     check_engine_on_device,
@@ -496,7 +496,7 @@ def _check_workload(fields: Mapping[str, Any], context: int, concurrency: int, o
     eng = normalize_engine(engine) if engine else None
     for name, owners in ENGINE_SETTINGS.items():  # a stated engine: InferenceWorkload's own message, as fit's
         if engine_setting_given(name, fields.get(name)) and eng is None:
-            raise InputError(f"{name} applies to engine {' or '.join(owners)}; give engine {owners[0]} "
+            raise FieldError(name, f"{name} applies to engine {' or '.join(owners)}; give engine {owners[0]} "
                              f"(--engine {owners[0]})")
     if fields.get("kv_dtype") is not None:
         kv_dtype_name(str(fields["kv_dtype"]))  # an unknown name: the KV table's own message
@@ -994,3 +994,56 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
                           tuple(assumptions), tuple(warnings))
 
 
+
+
+def format_that_fits(spec: ModelSpec, hardware: str | Device | Instance, count: int | None = None, *,
+                     headroom: float | None = None, **kwargs: Any) -> Option | None:
+    """What ``fit`` names when its default weight format (none given) does not fit: ``best_option_on``'s pick on the
+    same hardware and workload (the engine's format ladder, ``estimate/formats.py`` ``format_ladder``, best first;
+    the first that fits and meets reading speed), or None when no rung does or the device cannot be searched.
+    ``kwargs``: ``best_option_on``'s own (context, concurrency, output_tokens, engine, memory, hardware_files and
+    any InferenceWorkload field)."""
+    kwargs.pop("weights", None)
+    try:
+        opt = best_option_on(spec, hardware, count, constraints=Constraints(headroom=headroom), **kwargs)
+    except InputError:  # a workload the search refuses (fit answered it): no hint rather than a second error
+        return None
+    return opt if opt.status == "meets" else None
+
+
+def experts_in_host(spec: ModelSpec, option: Option, hardware: str | Device | Instance, count: int | None = None, *,
+                    context: int = InferenceWorkload.context, concurrency: int = InferenceWorkload.concurrency,
+                    memory: int | None = None, headroom: float | None = None, fit_target: int | None = None,
+                    host_memory: int | None = None, hardware_files: Sequence[str | Path] = (),
+                    **workload: Any) -> dict[str, Any] | None:
+    """Where ``best_option_on`` rejects an MoE model on llama.cpp GPUs for memory (every expert on the GPUs), what
+    ``fit --auto`` answers at the same context: with ``host_memory``, the first format on llama.cpp's ladder
+    (``format_ladder``, best first), else its smallest (the least host RAM), that llama.cpp's auto-fit (``estimate/llamacpp_fit.py`` ``fit_llamacpp``, steps 1-4) fits with the
+    routed experts of some layers in host memory (``--n-cpu-moe``), its flags and the bytes each side holds; None
+    when the option is not such a rejection or no rung fits so. Host RAM is checked only when ``host_memory`` is
+    given (fit --auto --host-memory); the decode speed of the split is not judged. One rule: fit --auto's."""
+    from .estimate.llamacpp_fit import fit_llamacpp, gpu_free
+
+    if (option.status != "rejected" or option.engine != "llamacpp" or option.device_kind != "gpu" or spec.moe is None
+            or not option.reasons or not option.reasons[0].startswith("does not fit")):
+        return None
+    device, n, _, instance = target_and_count(hardware, count, hardware_files)
+    if instance is not None and instance.device_count != n:  # several instances: one auto-fit is one machine
+        return None
+    fields = {k: v for k, v in workload.items() if v is not None and k not in ("engine", "weights")}
+    try:
+        free = gpu_free(device, n, None, memory)
+        ladder = format_ladder(spec, "llamacpp", None, fp8="fp8" in device.flops)
+        # host RAM given: the best rung that fits both sides; not given: the smallest rung, the least host RAM
+        for fmt in ladder if host_memory is not None else reversed(ladder):
+            r = fit_llamacpp(spec, free, fit_target=fit_target, headroom=headroom, context=context,
+                             host_memory=host_memory, concurrency=concurrency, weights=weights_asked(fmt), **fields)
+            if r.fits and r.n_cpu_moe > 0:
+                rows = r.devices()
+                return {"weights": fmt, "n_cpu_moe": r.n_cpu_moe, "flags": r.flags(),
+                        "memory_per_device": max(d["total"] for d in rows if d["device"] != "host"),
+                        "host_bytes": sum(d["total"] for d in rows if d["device"] == "host"),
+                        "host_memory_checked": host_memory is not None}
+    except InputError:  # a workload the auto-fit refuses: no claim rather than a second error
+        return None
+    return None

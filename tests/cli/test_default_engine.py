@@ -113,7 +113,7 @@ def test_engine_settings_are_checked_against_the_chosen_engine(capsys):
         code, out, err = run([cmd, MODEL, "--device", "h100-sxm", "--ubatch", "256"], capsys)
         assert code == 2 and out == ""
         lines.append(err.strip().splitlines())
-    assert lines[0] == lines[1] == ["llmsizer: error: n_ubatch applies to engine llamacpp, not vllm"]
+    assert lines[0] == lines[1] == ["llmsizer: error: --ubatch applies to engine llamacpp, not vllm"]  # the flag (errors.FieldError)
 
 
 def test_a_cpu_instances_ram_is_named_as_the_budgets_source(capsys):

@@ -51,6 +51,6 @@ def test_bad_input_is_one_line_exit_2(extra: list[str], says: str) -> None:
 
 def test_an_engine_without_releases_is_refused() -> None:
     r = run_cli("fit", "qwen3-0.6b", "--device", "rtx-4090", "--engine", "llamacpp", "--engine-version", "0.19")
-    assert r.returncode == 2 and "engine_version applies to engine vllm or sglang, not llamacpp" in r.stderr and r.stderr.count("\n") == 1, r.stderr
+    assert r.returncode == 2 and "--engine-version applies to engine vllm or sglang, not llamacpp" in r.stderr and r.stderr.count("\n") == 1, r.stderr
     r = run_cli("fit", "qwen3-0.6b", "--device", "rtx-4090", "--engine", "llamacpp", "--auto", "--engine-version", "0.19")
     assert r.returncode == 2 and "--engine-version" in r.stderr and r.stderr.count("\n") == 1, r.stderr

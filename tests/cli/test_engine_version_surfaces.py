@@ -159,9 +159,9 @@ def test_a_bad_version_in_python_and_a_request_file(tmp_path: Path) -> None:
 
 
 def test_another_engine_is_refused_on_every_command() -> None:
-    line = "llmsizer: error: engine_version applies to engine vllm or sglang, not llamacpp\n"
+    line = "llmsizer: error: --engine-version applies to engine vllm or sglang, not llamacpp\n"
     for command in (["fit", MODEL, "--device", "rtx-4090"], ["infer", MODEL]):
         r = run_cli(*command, "--engine", "llamacpp", "--engine-version", VERSION)
         assert r.returncode == 2 and r.stderr == line, r.stderr
     r = run_cli("recommend", MODEL, "--engine-version", VERSION)  # each option may run another engine: named up front
-    assert r.returncode == 2 and "engine_version applies to engine vllm or sglang; give engine vllm" in r.stderr
+    assert r.returncode == 2 and "--engine-version applies to engine vllm or sglang; give engine vllm" in r.stderr

@@ -224,12 +224,12 @@ def test_the_override_is_refused_where_no_engine_reads_it(engine: str, capsys: p
     """The override belongs to vLLM and SGLang (specs/workload.py ENGINE_SETTINGS): on another engine it is refused on
     every surface, as the request file refuses it, not ignored on the CLI and Python (the CLI answered exit 0)."""
     code, _, err = run(["infer", "llama-3.1-8b", "--engine", engine, "--allow-long-context"], capsys)
-    assert code == 2 and err.strip() == f"llmsizer: error: allow_long_context applies to engine vllm or sglang, not {engine}"
+    assert code == 2 and err.strip() == f"llmsizer: error: --allow-long-context applies to engine vllm or sglang, not {engine}"
     with pytest.raises(InputError, match=f"allow_long_context applies to engine vllm or sglang, not {engine}"):
         estimate_inference("llama-3.1-8b", engine=engine, allow_long_context=True)
     estimate_inference("llama-3.1-8b", engine=engine, allow_long_context=False)  # unset: nothing to refuse
     code, _, err = run(["recommend", "llama-3.1-8b", "--allow-long-context"], capsys)  # no engine: which one?
-    assert code == 2 and "allow_long_context applies to engine vllm or sglang; give engine vllm" in err
+    assert code == 2 and "--allow-long-context applies to engine vllm or sglang; give engine vllm" in err
     with pytest.raises(InputError, match="engine_settings.allow_long_context: applies to engine vllm or sglang"):
         parse_request(REQUEST.replace("    engine: vllm\n", f"    engine: {engine}\n    engine_settings: "
                                       "{allow_long_context: true}\n"))

@@ -10,6 +10,7 @@ Before the rule, an engine given a format it runs on no device (llama.cpp given 
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -79,7 +80,8 @@ def test_a_training_refusal_on_any_hardware_is_bad_input(tmp_path: Path, model: 
                                                         settings: str, count: int) -> None:
     code, _, err = run("train", model, *train_args)
     assert code == 2, err
-    line = err.strip().split(": error: ", 1)[1]
+    # the request file's own key where the CLI names its flag ('--tp 5' -> 'tp 5': the file says 'tp: 5')
+    line = re.sub(r"--([a-z][a-z-]*)", lambda m: m.group(1).replace("-", "_"), err.strip().split(": error: ", 1)[1])
     for cmd, (code, out, err2) in zip(SURFACES, _surfaces(tmp_path, TRAINING.format(
             model=model, settings=settings, count=count)), strict=True):
         assert code == 2 and line in err2 and "job 'tune'" in err2 and not out, (cmd, err2, out[-500:])

@@ -72,8 +72,8 @@ def test_recommend_chosen_training_option_equals_fit_train_and_train(flags: list
 
 @pytest.mark.parametrize("args, said", [
     (["recommend", "llama-3.1-8b", "--gpu-memory-utilization", "0.8"],
-     "gpu_memory_utilization applies to engine vllm; give engine vllm (--engine vllm)"),
-    (["recommend", "llama-3.1-8b", "-ngl", "20"], "n_gpu_layers applies to engine llamacpp"),
+     "--gpu-memory-utilization applies to engine vllm; give engine vllm (--engine vllm)"),
+    (["recommend", "llama-3.1-8b", "-ngl", "20"], "--n-gpu-layers applies to engine llamacpp"),
     (["recommend", "llama-3.1-8b", "--kv-dtype", "fp7"], "fp7"),
     (["recommend", "llama-3.1-8b", "--train", "--tokens", "1B", "--kv-dtype", "fp8"], "--kv-dtype applies to serving"),
 ])

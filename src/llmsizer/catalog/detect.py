@@ -99,17 +99,22 @@ class Detection:
 # --------------------------------------------------------------------------------------------- gathering
 
 def read_outputs(folder: str | Path) -> list[Output]:
-    """Saved outputs from ``folder``: a file named as the output (``lscpu``) or with one extension
-    (``lscpu.txt``, ``nvidia-smi-query-gpu.csv``). Their date is the file's modification date."""
+    """Saved outputs of one machine from ``folder``: a file named as the output (``lscpu``) or with one extension
+    (``lscpu.txt``, ``nvidia-smi-query-gpu.csv``), or a subfolder named as the output holding that one file
+    (``lscpu/node7.txt``; a ``NAME.cmd.txt`` beside it holds the command that printed it). Their date is the file's
+    modification date; the command is the one the file holds (``_saved_command``)."""
     d = Path(folder).expanduser()
     if not d.is_dir():
         raise InputError(f"--from {folder}: not a folder")
     out = []
     for name, argv in COMMANDS.items():
         hits = sorted(p for p in d.iterdir() if p.is_file() and (p.name == name or p.stem == name))
+        sub = d / name
+        if sub.is_dir():
+            hits += sorted(p for p in sub.iterdir() if p.is_file() and not p.name.endswith(CMD_SUFFIX))
         if len(hits) > 1:
             raise InputError(f"--from {folder}: {len(hits)} files for {name} ({', '.join(p.name for p in hits)}); "
-                             "keep one")
+                             "--from reads one machine: keep one file per output, DIR/NAME(.ext) or DIR/NAME/FILE")
         if hits:
             p = hits[0]
             try:
@@ -117,10 +122,35 @@ def read_outputs(folder: str | Path) -> list[Output]:
             except (OSError, UnicodeDecodeError) as e:
                 raise InputError(f"--from {folder}: cannot read {p.name} ({e})") from None
             date = _dt.datetime.fromtimestamp(p.stat().st_mtime, _dt.timezone.utc).date().isoformat()
-            out.append(Output(name, text, " ".join(argv), str(p), date))
+            out.append(Output(name, text, _saved_command(name, argv, text, p), str(p), date))
     if not out:
-        raise InputError(f"--from {folder}: no saved output found; name the files {', '.join(COMMANDS)}")
+        raise InputError(f"--from {folder}: no saved output found; name the files {', '.join(COMMANDS)} (a file "
+                         "DIR/NAME or DIR/NAME.ext, or one file in a folder DIR/NAME/)")
     return out
+
+
+CMD_SUFFIX = ".cmd.txt"  # beside a saved output: the command line that printed it
+_SHOWN_FIELDS = 8  # a --query-gpu longer than this is shown as its first fields and its count
+
+
+def _saved_command(name: str, argv: tuple[str, ...], text: str, path: Path) -> str:
+    """The command a saved output was printed by: the ``.cmd.txt`` beside it, else, for an nvidia-smi --query-gpu
+    CSV, the fields its header names (the query may hold any fields, e.g. all 212), else the output's command."""
+    cmd_file = path.with_name(path.name.removesuffix(path.suffix) + CMD_SUFFIX)
+    command = " ".join(argv)
+    if cmd_file.is_file():
+        try:
+            command = cmd_file.read_text("utf-8").strip().splitlines()[0]
+        except (OSError, UnicodeDecodeError, IndexError):
+            pass
+    elif name == "nvidia-smi-query-gpu" and text.strip():
+        header = [re.sub(r"\s*\[[^]]*\]$", "", f.strip()) for f in text.strip().splitlines()[0].split(",")]
+        command = f"nvidia-smi --query-gpu={','.join(header)} --format=csv"
+    m = re.search(r"--query-gpu=(\S+)", command)
+    if m and m.group(1).count(",") >= _SHOWN_FIELDS:
+        fields = m.group(1).split(",")
+        command = command.replace(m.group(1), ",".join(fields[:3]) + f",... ({len(fields)} fields)")
+    return command
 
 
 Runner = Callable[[tuple[str, ...]], "subprocess.CompletedProcess[str]"]

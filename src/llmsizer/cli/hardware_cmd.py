@@ -30,7 +30,8 @@ EPILOG = """examples:
   llmsizer hardware detect -o my-hardware.json
 """
 
-DETECT_EPILOG = f"""outputs read (under --from DIR: files with these names, an extension allowed):
+DETECT_EPILOG = f"""outputs read (under --from DIR, one machine's: a file with one of these names, an extension
+allowed, or a folder of that name holding one file, with the command that printed it in FILE.cmd.txt beside it):
 {chr(10).join(f"  {name:36} {' '.join(argv)}" for name, argv in COMMANDS.items())}
 
 examples:

@@ -11,7 +11,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
-from ..errors import LlmsizerError
+from ..errors import FieldError, LlmsizerError
 from .commands import COMMAND_HELP, COMMANDS
 
 EPILOG = """examples:
@@ -157,6 +157,17 @@ def _values_may_start_with_minus(parser: argparse.ArgumentParser) -> None:
                 _values_may_start_with_minus(child)
 
 
+def cli_message(e: LlmsizerError, parser: argparse.ArgumentParser, args: argparse.Namespace) -> str:
+    """The error as the CLI says it: a FieldError names its field by the command's flag (``--tp``, not
+    ``tensor_parallel``; workload_args.flag_of), where the command has one."""
+    if not isinstance(e, FieldError):
+        return str(e)
+    from .workload_args import flag_of
+    sub = next((a.choices.get(args.command) for a in parser._actions
+                if isinstance(a, argparse._SubParsersAction)), None)
+    return e.renamed(lambda f: (flag_of(f, sub) if sub is not None else None) or f)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser(argv)
     args = parser.parse_args(argv)
@@ -169,7 +180,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.func(args) or 0)
     except LlmsizerError as e:
         from ..render.safe import term
-        for line in str(e).splitlines() or [""]:  # a file with several problems: one prefixed line each
+        for line in cli_message(e, parser, args).splitlines() or [""]:  # a file with several problems: one prefixed line each
             print(term(f"llmsizer: error: {line}"), file=sys.stderr)
         return 2
     except KeyboardInterrupt:

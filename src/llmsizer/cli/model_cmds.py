@@ -145,7 +145,7 @@ def fits_on_answer(found: list[Any], args: argparse.Namespace) -> tuple[dict[str
     """Which catalog models fit the hardware: recommend's evaluation of that one candidate, per model."""
     from ..estimate.engines import newer_release_note
     from ..estimate.fit import target_and_count
-    from ..recommend import Constraints, best_option_on, reading_floor_unchecked
+    from ..recommend import Constraints, best_option_on, experts_in_host, reading_floor_unchecked
 
     context = args.context or InferenceWorkload.context
     concurrency = args.concurrency or InferenceWorkload.concurrency
@@ -174,7 +174,10 @@ def fits_on_answer(found: list[Any], args: argparse.Namespace) -> tuple[dict[str
     # a device of unknown bandwidth: judged on memory only, said once (each fitting model's reasons say it too)
     unchecked = reading_floor_unchecked(target_and_count(args.fits_on, args.count, args.hardware_file)[0])
     data = {"hardware": args.fits_on, "context": context, "concurrency": concurrency, **given,
-            "models": [{"id": e.id, **o.to_dict()} for e, o in opts],
+            "models": [{"id": e.id, **o.to_dict(), "experts_in_host": experts_in_host(
+                e.spec(), o, args.fits_on, args.count, context=context, concurrency=concurrency, memory=args.memory,
+                headroom=args.headroom, fit_target=args.fit_target, hardware_files=args.hardware_file,
+                kv_dtype=args.kv_dtype, output_tokens=args.output_tokens, **media)} for e, o in opts],
             "warnings": [w for w in (unchecked, newer) if w]}
     return data, exit_code(any(o.status == "meets" for _, o in opts)), opts
 
@@ -186,15 +189,23 @@ def _fits_on(found: list[Any], args: argparse.Namespace) -> int:
     unchecked = any(w.startswith(FLOOR_UNCHECKED) for w in data["warnings"])
     context = args.context or InferenceWorkload.context
     concurrency = args.concurrency or InferenceWorkload.concurrency
-    rows = []
+    rows, host_lines = [], []
+    host = {m["id"]: m["experts_in_host"] for m in data["models"]}
     for e, o in sorted(opts, key=lambda p: (p[1].status != "meets", -count_params(p[0].spec()).total)):
         ok = o.status == "meets"
+        h = host.get(e.id)
+        if h:  # fit --auto's answer: the GPUs alone cannot hold it, the experts of some layers in host memory can
+            host_lines.append(f"{e.name}: fits with experts in host memory ({format_bytes(h['memory_per_device'])} "
+                              f"per GPU, {format_bytes(h['host_bytes'])} of host RAM, unchecked): llmsizer fit "
+                              f"{e.name} --device {args.fits_on}" + (f" --count {args.count}" if args.count else "")
+                              + f" --engine llamacpp --weights {h['weights'].removeprefix('gguf:')} --context "
+                              f"{context} --auto  (llama.cpp {' '.join(h['flags'])})")
         rows.append([e.name, format_count(count_params(e.spec()).total),
                      o.weights_format.removeprefix("gguf:") if ok else "-",
                      format_bytes(o.memory_per_device) if ok and o.memory_per_device else "-",
                      "-" if not ok else f"{o.tokens_per_second_per_user:.1f}" if o.tokens_per_second_per_user
                      else "unknown",
-                     "yes" if ok else "no: " + "; ".join(o.reasons)[:90]])
+                     "yes" if ok else "experts in host memory (below)" if h else "no: " + "; ".join(o.reasons)[:90]])
     on = "".join(f", {k} {v}" for k, v in (("engine", args.engine), ("release", args.engine_version),
                                             ("memory", args.memory and format_bytes(args.memory)),
                                             ("headroom", args.headroom),
@@ -207,6 +218,8 @@ def _fits_on(found: list[Any], args: argparse.Namespace) -> int:
     say(table(rows, ["name", "params", "format", "memory/device", "tok/s/user", "fits"]))
     n = sum(o.status == "meets" for _, o in opts)
     say(f"{n} of {len(opts)} models fit")
+    for line in host_lines:
+        say(line)
     if data.get("text_only_left_out"):
         say(f"{data['text_only_left_out']} text-only model(s) left out: images and video do not apply to them")
     for w in data["warnings"]:

@@ -455,6 +455,15 @@ def refuse_training_flags(args: argparse.Namespace) -> None:
 # flags of serving that are not InferenceWorkload fields: fit's llama.cpp auto-fit and host CPU
 SERVING_ONLY = ("auto", "free", "fit_target", "host_memory", "host_device")
 SERVING_FLAG = {"paged_block_size": "--block-size", "n_ubatch": "--ubatch", "tensor_parallel": "--tp"}
+
+
+def flag_of(field: str, parser: argparse.ArgumentParser) -> str | None:
+    """The option of ``parser`` that sets workload field ``field`` (TRAINING_FLAG / SERVING_FLAG, else --field-name),
+    or None where the command has none: what a FieldError names on the CLI, and whose web key names it there."""
+    flag = TRAINING_FLAG.get(field) or SERVING_FLAG.get(field) or "--" + field.replace("_", "-")
+    return flag if any(flag in a.option_strings for a in parser._actions) else None
+
+
 SHARED = ("attention", "gpus", "metric")  # --attention and --metric serve both modes; fit's and recommend's --gpus is
 # the training flag
 

@@ -29,7 +29,7 @@ from ..models import load_model
 from ..numbers import CONCURRENCY, COUNT, LLAMACPP_GPUS, check_number
 from ..result import Assumption, Estimate, Notes
 from ..specs import InferenceWorkload, ModelSpec, TrainingWorkload
-from ..specs.workload import normalize_engine, prompt_and_output
+from ..specs.workload import INFERENCE_NUMBERS, normalize_engine, prompt_and_output, read_number
 from . import efficiency as E
 from . import ranges as R
 from .device import (
@@ -476,6 +476,10 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
     ``concurrency`` that fits (each degree's replicas at their share of the load, ``replicas_tokens_per_second``;
     a tie to the smaller degree, ``fastest_first``), else the smallest across machines that fits."""
     spec = load_model(model) if isinstance(model, str) else model
+    # text quantities ('8k', '24GiB') read as the CLI reads them, by the workload's one reader (specs/workload.py)
+    ranges = dict(INFERENCE_NUMBERS)
+    context, output_tokens, memory = (v if v is None else int(read_number(v, n, ranges[n])) for v, n in
+                                      ((context, "context"), (output_tokens, "output_tokens"), (memory, "memory")))
     # context and concurrency reach the estimate only when given, so that a default is named there as one
     given: dict[str, Any] = {}
     if context is not None:

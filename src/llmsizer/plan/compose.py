@@ -13,6 +13,7 @@ from ..errors import FieldError, InputError
 from ..request.reader import RequestError, load_request
 from ..request.spec import InferenceJob, Job, Request, TrainingJob
 from ..result import Assumption
+from ..specs import InferenceWorkload, TrainingWorkload
 from .checks import engine_rule_errors, run_checks
 from .common import Sec
 from .hardware import PlanContext
@@ -72,13 +73,27 @@ def _about(request: Request, job: Job) -> Iterator[None]:
     divide the model's heads, found only once the model is known)."""
     try:
         yield
-    except FieldError as e:  # about one field: its own line and key path, as the reader's field errors say
-        path = field_path(request, job, e.field)
+    except FieldError as e:  # about one field: its own line and key path, as the reader's field errors say, each
+        # field written as the file's own key for it (``tp`` where the file says ``tp``; the CLI writes ``--tp``)
+        def key_path(field: str) -> str | None:
+            return next((p for p in map(lambda n: field_path(request, job, n), _spellings(field)) if p), None)
+
+        path = key_path(e.field)
         line = request.line_of(job, path) if path else job.line
+        message = e.renamed(lambda f: (key_path(f) or f).rsplit(".", 1)[-1])
         raise InputError(f"{request.source}:{line}: job '{job.name}' ({job.kind}): "
-                         f"{f'{path}: ' if path else ''}{e}") from None
+                         f"{f'{path}: ' if path else ''}{message}") from None
     except InputError as e:
         raise InputError(f"{request.source}:{job.line}: job '{job.name}' ({job.kind}): {e}") from None
+
+
+def _spellings(field: str) -> tuple[str, ...]:
+    """``field`` and the other names the workloads read for it (``OTHER_NAMES``: tensor_parallel / tp)."""
+    names = [field]
+    for cls in (InferenceWorkload, TrainingWorkload):
+        for a, b in cls.OTHER_NAMES.items():
+            names += [b] if a == field else [a] if b == field else []
+    return tuple(dict.fromkeys(names))
 
 
 def field_path(request: Request, job: Job, field: str) -> str | None:

@@ -36,6 +36,8 @@ def render_fit(r: FitResult) -> str:
     s = r.speed
     if s is not None:
         rows = speed_rows(s)
+        if rows and not r.fits:  # a setup that cannot run: its speed is labelled so, never read as an answer
+            out.append(f"speed if it fit (it does not, at {r.weights_format}; memory permitting):")
         if rows:
             out.append(table(rows, SPEED_HEADER))
         sd = s.details.get("split_decode")

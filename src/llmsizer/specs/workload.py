@@ -380,13 +380,15 @@ class InferenceWorkload:
                              "the memory; give mem_fraction_static instead")  # margin to keep free (refused, not ignored)
         if llamacpp_only and self.engine is not None and self.engine != "llamacpp":
             verb = "apply" if len(llamacpp_only) > 1 else "applies"
-            raise FieldError(llamacpp_only[0], f"{', '.join(llamacpp_only)} {verb} to engine llamacpp; {self.engine} "
+            raise FieldError(llamacpp_only[0], also=tuple(llamacpp_only[1:]),
+                             message=f"{', '.join(llamacpp_only)} {verb} to engine llamacpp; {self.engine} "
                              "shards a model with tensor_parallel (--tp N; `fit --count N` places it over N devices)")
         offload = [name for name, v in (("gpus", self.gpus > 1), ("split_mode", self.split_mode),
                                         ("tensor_split", self.tensor_split), ("n_cpu_moe", self.n_cpu_moe),
                                         ("n_gpu_layers", bool(self.n_gpu_layers))) if v not in (None, False)]
         if offload and self.device == "cpu":  # were ignored (exit 0, the CPU answer) or refused with a wrong hint
-            raise FieldError(offload[0], f"{', '.join(offload)} apply to GPU offload; on device cpu every tensor is "
+            raise FieldError(offload[0], also=tuple(offload[1:]),
+                             message=f"{', '.join(offload)} apply to GPU offload; on device cpu every tensor is "
                              "in host memory (use device gpu)")
 
     def without_memory(self) -> InferenceWorkload:

@@ -16,7 +16,7 @@ from starlette.responses import Response
 
 from .._version import __version__
 from ..cli.common import json_text
-from ..errors import InputError, LlmsizerError
+from ..errors import FieldError, InputError, LlmsizerError
 from ..models import names_only
 from ..readers.safe_io import loads_bounded
 from ..request import RequestError
@@ -271,7 +271,10 @@ def _estimate_route(command: str, answer: Callable[..., Any]) -> Callable[[Reque
         def work() -> Response:
             args = bridge.parse((command,), fields, skip=MODEL_FIELDS)
             spec = resolve(args, fields, uploads)
-            data, code, *_ = answer(spec, args)
+            try:
+                data, code, *_ = answer(spec, args)
+            except FieldError as e:  # the field as the body named it (bridge.field_problem)
+                raise bridge.field_problem((command,), e, fields) from None
             return json_answer(data, code)
         return await run(request, work)
     route.__name__ = command

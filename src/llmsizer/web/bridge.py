@@ -18,7 +18,9 @@ from collections.abc import Iterable, Mapping
 from typing import Any, NoReturn
 
 from ..cli.main import _Parser, build_parser, usage_message
+from ..errors import FieldError
 from ..inputs import short
+from ..render.safe import term
 from .problems import Problem
 
 # flags a web request may not set, and why (the rest of each command's flags are fields)
@@ -196,6 +198,21 @@ def parse(command: tuple[str, ...], fields: Mapping[str, Any], *, skip: Iterable
             raise Problem(400, f"field '{action.dest}' is not accepted by the web API: {DENIED[action.dest]}",
                           action.dest)
     return args
+
+
+def field_problem(command: tuple[str, ...], e: FieldError, fields: Mapping[str, Any]) -> Problem:
+    """A FieldError as the web says it: the field named by the body's own key for it (``tp`` where the body said
+    ``tp``, ``tensor_parallel`` where it said that; the option is the CLI's, workload_args.flag_of), in the detail
+    and in ``field``; a field the body did not give keeps the Python name."""
+    from ..cli.workload_args import flag_of
+    p = subparser(command)
+
+    def key(field: str) -> str:
+        flag = flag_of(field, p)
+        action = next((a for a in p._actions if flag in a.option_strings), None) if flag else None
+        return next((str(k) for k in fields if action is not None and _option(str(k)) in action.option_strings),
+                    field)
+    return Problem(400, term(e.renamed(key)).splitlines()[0], key(e.field))
 
 
 _ARGUMENT = re.compile(r"^(?:argument |unrecognized arguments: |the following arguments are required: )(--[a-z0-9-]+)")

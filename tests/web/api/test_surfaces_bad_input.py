@@ -55,21 +55,22 @@ def test_a_bad_duration_names_its_flag(flag: str, value: str, words: str, client
 
 
 @pytest.mark.parametrize("call,field", [
-    (lambda: llmsizer.estimate_inference("llama-3.1-8b", context="8k"), "context"),
+    (lambda: llmsizer.estimate_inference("llama-3.1-8b", context="eight"), "context"),
     (lambda: llmsizer.estimate_inference("llama-3.1-8b", concurrency=2.5), "concurrency"),
     (lambda: llmsizer.estimate_inference("llama-3.1-8b", context=float("nan")), "context"),
     (lambda: llmsizer.estimate_inference("llama-3.1-8b", context=10**40), "context"),
-    (lambda: llmsizer.estimate_inference("llama-3.1-8b", memory="24GiB"), "memory"),
-    (lambda: llmsizer.estimate_inference("llama-3.1-8b", memory=24 * 2**30, headroom="0.1"), "headroom"),
-    (lambda: llmsizer.estimate_training("llama-3.1-8b", memory="80GiB"), "memory"),
+    (lambda: llmsizer.estimate_inference("llama-3.1-8b", memory="24"), "memory"),
+    (lambda: llmsizer.estimate_inference("llama-3.1-8b", memory=24 * 2**30, headroom="lots"), "headroom"),
+    (lambda: llmsizer.estimate_training("llama-3.1-8b", memory="80"), "memory"),
     (lambda: llmsizer.fit("llama-3.1-8b", "h100-sxm", "2"), "count"),
-    (lambda: llmsizer.fit("llama-3.1-8b", "h100-sxm", context="8k"), "context"),
-    (lambda: llmsizer.max_context("qwen2.5-7b", "24GiB"), "memory"),
+    (lambda: llmsizer.fit("llama-3.1-8b", "h100-sxm", context="eight"), "context"),
+    (lambda: llmsizer.max_context("qwen2.5-7b", "24"), "memory"),
     (lambda: llmsizer.fit_training("llama-3.1-8b", "h100-sxm", tokens="1B"), "tokens"),
 ], ids=lambda x: x if isinstance(x, str) else "")
 def test_python_api_bad_numbers_name_the_field(call, field: str) -> None:
     """Before: TypeError ('<=' not supported between 'str' and 'int'), ValueError (could not convert string to
-    float), or an answer (10^40 tokens, 2.5 sequences)."""
+    float), or an answer (10^40 tokens, 2.5 sequences). Text the CLI reads ('8k', '24GiB') is read since probe4a;
+    text it refuses (no unit, no number) is refused with the field's name."""
     with pytest.raises(InputError) as e:
         call()
     msg = str(e.value)
@@ -113,3 +114,11 @@ def test_a_comma_separated_option_takes_a_json_list(client) -> None:
                    "q4_k_m", "--free", "22GiB,11GiB", "--json")
     import json
     assert json.loads(done.stdout) == as_list.json()
+
+
+def test_python_fit_reads_the_clis_spellings() -> None:
+    """fit(context='8k') raised TypeError (str // int in prompt_and_output) where estimate_inference read it: the
+    same answer as context=8192, as the CLI's --context 8k."""
+    a = llmsizer.fit("llama-3.1-8b", "h100-sxm", context="8k", memory="80GB", speed=False)
+    b = llmsizer.fit("llama-3.1-8b", "h100-sxm", context=8192, memory=80 * 10**9, speed=False)
+    assert a.to_dict() == b.to_dict()

@@ -218,6 +218,7 @@ async function grid() {
       if (r.tokens_per_second_total != null) cell.dataset.tokensPerSecond = String(r.tokens_per_second_total);
       const lines = [el("b", {}, r.fits ? "fits" : "does not fit"),
         `${formatBytes(r.memory_per_device)} of ${formatBytes(r.budget_per_device)}`];
+      if (!r.fits && r.fits_at) lines.push(el("br"), `fits at ${r.fits_at.weights.replace(/^gguf:/, "")}`);
       if (r.fits && r.speed) lines.push(el("br"), `${formatRate(r.tokens_per_second_total)} tok/s, TTFT ${formatSeconds(r.speed.ttft_seconds)}`);
       const price = r.cost?.price_per_hour ?? (inst ? inst.price_per_hour : null);
       if (price !== null && price !== undefined) lines.push(el("br"), `${formatUsd(price)}/h ${inst ? inst.name : ""}`);
