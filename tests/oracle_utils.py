@@ -435,6 +435,13 @@ MAMBA_LAYER_CASES: dict[str, tuple[dict[str, Any], int]] = {
 
 # Tiny configs of the hybrid (linear attention / state-space) and MoE families, shared by the parameter-count,
 # saved-tensor and QLoRA-quantization tests.
+# Gemma 3's text config and a SigLIP tower small enough for a CPU (the multimodal tests build Gemma3 from both)
+TINY_GEMMA3_TEXT = {"model_type": "gemma3_text", "vocab_size": 128, "hidden_size": 64, "intermediate_size": 96,
+                    "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16,
+                    "sliding_window": 8}
+TINY_SIGLIP_VISION = {"model_type": "siglip_vision_model", "hidden_size": 32, "intermediate_size": 64,
+                      "num_hidden_layers": 1, "num_attention_heads": 2, "image_size": 28, "patch_size": 14,
+                      "vision_use_head": False}
 TINY_QWEN3_NEXT = {"model_type": "qwen3_next", "vocab_size": 128, "hidden_size": 64, "num_hidden_layers": 4,
                    "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "intermediate_size": 96,
                    "linear_num_key_heads": 2, "linear_num_value_heads": 4, "linear_key_head_dim": 8,

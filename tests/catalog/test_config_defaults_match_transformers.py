@@ -17,7 +17,7 @@ import pytest
 from llmsizer.errors import InputError
 from llmsizer.formulas.params import count_params
 from llmsizer.readers.hf_config import HYBRID_TYPES, SUPPORTED_MODEL_TYPES, spec_from_config
-from oracle_utils import assert_params_equal, build, transformers
+from oracle_utils import TINY_GEMMA3_TEXT, TINY_SIGLIP_VISION, assert_params_equal, build, transformers
 
 pytestmark = pytest.mark.slow
 
@@ -194,20 +194,14 @@ def test_sparse_config_builds_the_model_transformers_builds(model_type, variant)
 
 # --- Gemma 3 multimodal: which flag ties the LM head, and the SigLIP tower ----------------------------------
 
-_G3_TEXT = {"model_type": "gemma3_text", "vocab_size": 128, "hidden_size": 64, "intermediate_size": 96,
-            "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16,
-            "sliding_window": 8}
-_G3_VISION = {"model_type": "siglip_vision_model", "hidden_size": 32, "intermediate_size": 64,
-              "num_hidden_layers": 1, "num_attention_heads": 2, "image_size": 28, "patch_size": 14,
-              "vision_use_head": False}
 
 
 @pytest.mark.parametrize("top_tie", [OMIT, True, False])
 @pytest.mark.parametrize("text_tie", [OMIT, True, False])
 def test_gemma3_multimodal_builds_the_model_transformers_builds(top_tie, text_tie):
-    text = {**_G3_TEXT, "tie_word_embeddings": text_tie}
+    text = {**TINY_GEMMA3_TEXT, "tie_word_embeddings": text_tie}
     cfg = {"model_type": "gemma3", "text_config": {k: v for k, v in text.items() if v is not OMIT},
-           "vision_config": _G3_VISION, "mm_tokens_per_image": 4, "tie_word_embeddings": top_tie}
+           "vision_config": TINY_SIGLIP_VISION, "mm_tokens_per_image": 4, "tie_word_embeddings": top_tie}
     cfg = {k: v for k, v in cfg.items() if v is not OMIT}
     model = build(cfg)
     ours = count_params(spec_from_config(cfg, name="gemma3-tiny"))
@@ -216,8 +210,8 @@ def test_gemma3_multimodal_builds_the_model_transformers_builds(top_tie, text_ti
 
 def test_siglip_attention_pooling_head_is_refused_not_undercounted():
     from llmsizer.errors import UnsupportedArchitectureError
-    vision = {k: v for k, v in _G3_VISION.items() if k != "vision_use_head"}  # SiglipVisionConfig default: True
-    cfg = {"model_type": "gemma3", "text_config": _G3_TEXT, "vision_config": vision, "mm_tokens_per_image": 4}
+    vision = {k: v for k, v in TINY_SIGLIP_VISION.items() if k != "vision_use_head"}  # SiglipVisionConfig default: True
+    cfg = {"model_type": "gemma3", "text_config": TINY_GEMMA3_TEXT, "vision_config": vision, "mm_tokens_per_image": 4}
     model = build(cfg)
     assert any(".head." in n for n, _ in model.named_parameters())  # transformers builds the pooling head
     with pytest.raises(UnsupportedArchitectureError, match="vision_use_head"):

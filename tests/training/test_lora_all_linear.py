@@ -16,21 +16,15 @@ import pytest
 from llmsizer.errors import InputError
 from llmsizer.formulas.lora import lora_params
 from llmsizer.readers.hf_config import spec_from_config
-from oracle_utils import HYBRID_TINY, TINY_CONFIGS, build
+from oracle_utils import HYBRID_TINY, TINY_CONFIGS, TINY_GEMMA3_TEXT, TINY_SIGLIP_VISION, build
 
 peft = pytest.importorskip("peft")
 
-_G3_TEXT = {"model_type": "gemma3_text", "vocab_size": 128, "hidden_size": 64, "intermediate_size": 96,
-            "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16,
-            "sliding_window": 8}
-_G3_VISION = {"model_type": "siglip_vision_model", "hidden_size": 32, "intermediate_size": 64,
-              "num_hidden_layers": 1, "num_attention_heads": 2, "image_size": 28, "patch_size": 14,
-              "vision_use_head": False}
 _Q25_VISION = {"model_type": "qwen2_5_vl", "depth": 2, "hidden_size": 32, "intermediate_size": 48, "num_heads": 4,
                "in_chans": 3, "out_hidden_size": 64, "patch_size": 14, "spatial_merge_size": 2,
                "temporal_patch_size": 2, "window_size": 112, "fullatt_block_indexes": [1]}
 MULTIMODAL = {
-    "gemma3-siglip": {"model_type": "gemma3", "text_config": _G3_TEXT, "vision_config": _G3_VISION,
+    "gemma3-siglip": {"model_type": "gemma3", "text_config": TINY_GEMMA3_TEXT, "vision_config": TINY_SIGLIP_VISION,
                       "mm_tokens_per_image": 4},
     "qwen2.5-vl": {"model_type": "qwen2_5_vl", "vocab_size": 128, "hidden_size": 64, "intermediate_size": 96,
                    "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
