@@ -82,7 +82,7 @@ from .numbers import CONCURRENCY, TRAIN_TOKENS, check_number
 from .result import Assumption, Notes
 from .specs import InferenceWorkload, ModelSpec, TrainingWorkload
 from .specs.training import recomputes_whole_layer
-from .specs.workload import ENGINE_SETTINGS, check_pool_shares, engine_setting_given, normalize_engine
+from .specs.workload import ENGINE_SETTINGS, check_pool_shares, engine_setting_given, normalize_engine, read_number
 from .suggest import did_you_mean
 from .units import format_bytes, format_count, format_seconds
 
@@ -860,7 +860,7 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
     its own in ``fit --train --tokens``; the first timed would make the answer depend on the listing order)."""
     spec = load_model(model) if isinstance(model, str) else model
     refuse_unmodelled(spec, training=True)
-    tokens = check_number(tokens, "tokens", TRAIN_TOKENS)  # the range and line of `--tokens` (fit_training's)
+    tokens = read_number(tokens, "tokens", TRAIN_TOKENS)  # the range and line of `--tokens` (fit_training's)
     wl = {**(training_fields or {}), **{k: v for k, v in fields.items() if v is not None}}
     training_fields = wl
     c = (constraints or Constraints()).for_mode("training")

@@ -152,11 +152,12 @@ def test_missing_request_file(monkeypatch, capsys):
 
 
 def test_model_dependent_errors_name_the_job(tmp_path, monkeypatch, capsys):
-    """TP must divide the heads: known only once the model is read, at plan time; still one line with the job."""
+    """TP must divide the heads: known only once the model is read, at plan time; still one line with the job, at
+    the line of the key that sets it, which the message writes as the file does ('tp', not the Python name)."""
     req = tmp_path / "tp.yaml"
     req.write_text("jobs:\n  - name: big\n    kind: training\n    model: {name: qwen2.5-0.5b}\n    method: full\n"
                    "    settings: {tp: 4}\n    dataset: {tokens: 1M}\n    resources: {instance: aws-p5.48xlarge}\n")
     assert run_cli(["plan", str(req), "--no-alternatives"], monkeypatch) == 2
     err = capsys.readouterr().err
-    assert err == (f"llmsizer: error: {req}:2: job 'big' (training): tensor_parallel 4 does not divide the 14 "
+    assert err == (f"llmsizer: error: {req}:6: job 'big' (training): settings.tp: tp 4 does not divide the 14 "
                    "attention heads of Qwen/Qwen2.5-0.5B\n")

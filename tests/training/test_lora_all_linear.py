@@ -63,9 +63,9 @@ def test_mamba_all_linear_refused_with_a_list_that_works(name: str) -> None:
     with pytest.raises(ValueError, match="incompatible with Mamba"):
         _peft_count(cfg, "all-linear", 8)
     spec = spec_from_config(cfg, name=name)
-    with pytest.raises(InputError, match="--targets ") as err:
+    with pytest.raises(InputError, match="e.g. targets ") as err:
         lora_params(spec, 8, "all-linear")
-    m = re.search(r"--targets (\S+)", str(err.value))
+    m = re.search(r"e.g. targets (\S+)", str(err.value))
     assert m is not None
     named = m.group(1)
     assert lora_params(spec, 8, named).total == _peft_count(cfg, [PEFT_NAMES[t] for t in named.split(",")], 8)

@@ -46,6 +46,7 @@ def clear_caches(estimates_only: bool = False) -> None:
         return
     for f in (tensors.model_layout, tensors.layer_groups, tensors.layer_keys, tensors.layer_kind_firsts,
               params.count_params, weight_formats.normalize_format, weight_formats.weight_bytes,
+              weight_formats.gguf_product_weights,
               tensor_parallel.replicated_elements, tensor_parallel.replicated_by_place, lora.adapted_layout,
               lora.adapted_modules,
               lora._alike_modules, lora.adapted_roles, duration._adapted_linears,

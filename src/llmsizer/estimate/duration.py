@@ -90,6 +90,7 @@ from ..request.quantities import parse_bandwidth
 from ..result import Assumption
 from ..specs import ModelSpec, TrainingWorkload
 from ..specs.training import attention_kernel_of, normalize_targets, recomputes_whole_layer
+from ..specs.workload import read_number
 from ..suggest import unknown_choice
 from . import efficiency as E
 from . import ranges as R
@@ -1144,7 +1145,7 @@ def training_duration(spec: ModelSpec, device: Device, devices: int, tokens: flo
     runs: each device's share of the GEMMs at the same utilisation, plus formulas/model_parallel_time.py's
     tensor-parallel collectives, point-to-point transfers, bubble and gradient all-reduce (estimate/model_parallel.py).
     ``flops``: the FLOP count of these same settings when the caller already has it."""
-    tokens = float(check_number(tokens, "tokens", TRAIN_TOKENS))  # a Python caller's "1B": one line, not a TypeError
+    tokens = float(read_number(tokens, "tokens", TRAIN_TOKENS))  # a Python caller's "1B": one line, not a TypeError
     w = workload or TrainingWorkload(method=method, seq_len=seq_len, grad_checkpointing=grad_checkpointing or "none",
                                      rank=rank, targets=normalize_targets(targets), gpus=devices)
     recompute = recompute_mode(w.grad_checkpointing)

@@ -273,7 +273,7 @@ def target_and_count(hardware: str | Device | Instance, count: int | None,
     multiple of it is that many instances (:func:`instances_for`)."""
     device, inst_count, target, instance = resolve_target(hardware, hardware_files)
     if count is not None:
-        count = int(check_number(count, "count", COUNT))
+        count = int(read_number(count, "count", COUNT))
     n = count or inst_count or 1
     if n < 1:
         raise InputError(f"count must be at least 1, got {n}")
@@ -488,9 +488,9 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
         given["concurrency"] = concurrency
     context = InferenceWorkload.context if context is None else context
     # checked here: the estimate sees only one replica's share (max 1), so concurrency=-1 was taken as 1
-    concurrency = InferenceWorkload.concurrency if concurrency is None else int(check_number(concurrency,
-                                                                                               "concurrency",
-                                                                                               CONCURRENCY))
+    concurrency = InferenceWorkload.concurrency if concurrency is None else int(read_number(concurrency,
+                                                                                              "concurrency",
+                                                                                              CONCURRENCY))
     device, n, target, instance = target_and_count(hardware, count, hardware_files, instances=True)
     hr = check_headroom(headroom)
     warnings: list[str] = []

@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from functools import cache, cached_property, lru_cache
 from itertools import chain
 
-from ..errors import InputError
+from ..errors import FieldError, InputError
 from ..specs import ModelSpec
 from ..specs.training import LORA_TARGETS, normalize_targets
 from .tensors import Tensor, expand, layer_groups, model_tensors
@@ -74,9 +74,10 @@ def _refuse_mamba_all_linear(spec: ModelSpec) -> None:
         return
     roles = {t.role for t in model_tensors(spec)}
     works = [n for n in ("q", "k", "v", "o", "gate", "up", "down", "in_proj") if roles & set(LORA_TARGETS[n])]
-    raise InputError(f"{spec.name}: PEFT refuses target_modules='all-linear' on {spec.model_type} (a Mamba layer's "
-                     f"out_proj cannot take LoRA: peft tuners_utils.py _check_lora_target_modules_mamba); name the "
-                     f"targets instead, e.g. --targets {','.join(works)}")
+    raise FieldError("targets", f"{spec.name}: PEFT refuses target_modules='all-linear' on {spec.model_type} (a "
+                     f"Mamba layer's out_proj cannot take LoRA: peft tuners_utils.py "
+                     f"_check_lora_target_modules_mamba); name the modules instead, e.g. targets "
+                     f"{','.join(works)}")
 
 
 @dataclass(frozen=True)

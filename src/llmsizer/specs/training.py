@@ -13,10 +13,10 @@ from typing import Any
 
 from ..errors import InputError
 from ..frozen import fast_init
-from ..numbers import COUNT, DEVICE_MEMORY, HEADROOM, LORA_ALPHA, LORA_RANK, TOKENS, check_number
+from ..numbers import COUNT, DEVICE_MEMORY, HEADROOM, LORA_ALPHA, LORA_RANK, TOKENS
 from ..suggest import unknown_choice
 from .given import tracks_given
-from .workload import DEVICES, GPU_RUNTIMES, check_memory_target, check_numbers
+from .workload import DEVICES, GPU_RUNTIMES, check_memory_target, check_numbers, read_number
 
 METHODS = ("full", "lora", "dora", "qlora")
 OPTIMIZERS = ("adamw", "adam", "adamw-8bit", "paged-adamw", "paged-adamw-8bit", "sgd", "sgd-momentum",
@@ -470,11 +470,14 @@ class TrainingWorkload:
         counts = _COUNT_VALUES(self)
         if not (set(map(type, counts)) == {int} and min(counts) >= 1 and max(counts) <= COUNT.high):  # (in C)
             # each through its flag's range (numbers.py: COUNT, seq_len TOKENS), so micro_batch=0 or 2e6 from Python
-            # is the CLI's line: one rule for the command line, the request file and the Python API
+            # is the CLI's line, and text ('4k') is read as the CLI reads it (specs/workload.py read_number): one rule
+            # for the command line, the request file and the Python API
             for name, v in zip(_COUNTS, counts, strict=True):
                 if isinstance(v, bool):
                     raise InputError(f"{name} must be a positive integer, got {v!r}")
-                self.__dict__[name] = check_number(v, name, TOKENS if name == "seq_len" else COUNT)  # 2.0 -> 2
+                self.__dict__[name] = int(read_number(v, name, TOKENS if name == "seq_len" else COUNT))  # 2.0 -> 2
+        if isinstance(self.target_len, str):
+            self.__dict__["target_len"] = int(read_number(self.target_len, "target_len", TOKENS))
         if self.target_len is not None and (not isinstance(self.target_len, int) or isinstance(self.target_len, bool)
                                             or self.target_len < 1):
             raise InputError(f"target_len must be a positive integer, got {self.target_len!r}")

@@ -388,8 +388,8 @@ class InferenceWorkload:
                                         ("n_gpu_layers", bool(self.n_gpu_layers))) if v not in (None, False)]
         if offload and self.device == "cpu":  # were ignored (exit 0, the CPU answer) or refused with a wrong hint
             raise FieldError(offload[0], also=tuple(offload[1:]),
-                             message=f"{', '.join(offload)} apply to GPU offload; on device cpu every tensor is "
-                             "in host memory (use device gpu)")
+                             message=f"{', '.join(offload)} appl{'ies' if len(offload) == 1 else 'y'} to GPU "
+                             "offload; on device cpu every tensor is in host memory (use device gpu)")
 
     def without_memory(self) -> InferenceWorkload:
         """``dataclasses.replace(self, memory=None)`` (``given`` kept) without running ``__post_init__`` again: no

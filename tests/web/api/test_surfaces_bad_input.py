@@ -62,10 +62,10 @@ def test_a_bad_duration_names_its_flag(flag: str, value: str, words: str, client
     (lambda: llmsizer.estimate_inference("llama-3.1-8b", memory="24"), "memory"),
     (lambda: llmsizer.estimate_inference("llama-3.1-8b", memory=24 * 2**30, headroom="lots"), "headroom"),
     (lambda: llmsizer.estimate_training("llama-3.1-8b", memory="80"), "memory"),
-    (lambda: llmsizer.fit("llama-3.1-8b", "h100-sxm", "2"), "count"),
+    (lambda: llmsizer.fit("llama-3.1-8b", "h100-sxm", "two"), "count"),
     (lambda: llmsizer.fit("llama-3.1-8b", "h100-sxm", context="eight"), "context"),
     (lambda: llmsizer.max_context("qwen2.5-7b", "24"), "memory"),
-    (lambda: llmsizer.fit_training("llama-3.1-8b", "h100-sxm", tokens="1B"), "tokens"),
+    (lambda: llmsizer.fit_training("llama-3.1-8b", "h100-sxm", tokens="lots"), "tokens"),
 ], ids=lambda x: x if isinstance(x, str) else "")
 def test_python_api_bad_numbers_name_the_field(call, field: str) -> None:
     """Before: TypeError ('<=' not supported between 'str' and 'int'), ValueError (could not convert string to
@@ -122,3 +122,27 @@ def test_python_fit_reads_the_clis_spellings() -> None:
     a = llmsizer.fit("llama-3.1-8b", "h100-sxm", context="8k", memory="80GB", speed=False)
     b = llmsizer.fit("llama-3.1-8b", "h100-sxm", context=8192, memory=80 * 10**9, speed=False)
     assert a.to_dict() == b.to_dict()
+
+
+def test_python_reads_the_clis_spellings_everywhere() -> None:
+    """review19: fit(count='2', concurrency='4'), estimate_training(seq_len='4k') and fit_training(tokens='1B') were
+    refused where the CLI (and estimate_inference) read them: each now gives the answer of the number."""
+    import dataclasses
+    a = llmsizer.fit("llama-3.1-8b", "h100-sxm", "2", concurrency="4", speed=False)
+    b = llmsizer.fit("llama-3.1-8b", "h100-sxm", 2, concurrency=4, speed=False)
+    assert a.to_dict() == b.to_dict()
+    t1 = llmsizer.estimate_training("llama-3.1-8b", seq_len="4k", micro_batch="2")
+    t2 = llmsizer.estimate_training("llama-3.1-8b", seq_len=4096, micro_batch=2)
+    assert t1.total("device") == t2.total("device")
+    f1 = llmsizer.fit_training("llama-3.1-8b", "h100-sxm", tokens="1B")
+    f2 = llmsizer.fit_training("llama-3.1-8b", "h100-sxm", tokens=10**9)
+    assert repr(f1) == repr(f2) and dataclasses.is_dataclass(f1)
+
+
+def test_pefts_all_linear_refusal_names_the_field() -> None:
+    """PEFT refuses all-linear on Mamba model types: a FieldError on 'targets', so the CLI says --targets, a request
+    file its own key at its line, the web the body's key."""
+    from llmsizer.errors import FieldError
+    with pytest.raises(FieldError) as e:
+        llmsizer.estimate_training("nemotron-h-56b-base-8k", method="lora", targets="all-linear")
+    assert e.value.field == "targets" and "e.g. targets q,k,v,o,up,down,in_proj" in str(e.value)
