@@ -62,6 +62,7 @@ from .estimate.formats import (
     format_ladder,
     gguf_file_skipped,
     given_format_why,
+    quality_warning,
     rung_bytes,
     rung_group_size,
     weights_asked,
@@ -1021,7 +1022,8 @@ def experts_in_host(spec: ModelSpec, option: Option, hardware: str | Device | In
     (``format_ladder``, best first), else its smallest (the least host RAM), that llama.cpp's auto-fit (``estimate/llamacpp_fit.py`` ``fit_llamacpp``, steps 1-4) fits with the
     routed experts of some layers in host memory (``--n-cpu-moe``), its flags and the bytes each side holds; None
     when the option is not such a rejection or no rung fits so. Host RAM is checked only when ``host_memory`` is
-    given (fit --auto --host-memory); the decode speed of the split is not judged. One rule: fit --auto's."""
+    given (fit --auto --host-memory); the decode speed of the split is not judged. One rule: fit --auto's. The answer
+    names its ``format_rule`` and carries fit --auto's ``warnings`` (``quality_warning``: the format's own, if any)."""
     from .estimate.llamacpp_fit import fit_llamacpp, gpu_free
 
     if (option.status != "rejected" or option.engine != "llamacpp" or option.device_kind != "gpu" or spec.moe is None
@@ -1040,7 +1042,10 @@ def experts_in_host(spec: ModelSpec, option: Option, hardware: str | Device | In
                              host_memory=host_memory, concurrency=concurrency, weights=weights_asked(fmt), **fields)
             if r.fits and r.n_cpu_moe > 0:
                 rows = r.devices()
-                return {"weights": fmt, "n_cpu_moe": r.n_cpu_moe, "flags": r.flags(),
+                return {"weights": fmt, "format_rule": "highest-quality format that fits both sides"
+                        if host_memory is not None else "smallest format: least host RAM",
+                        "quality_warning": quality_warning(fmt), "warnings": list(r.warnings),
+                        "n_cpu_moe": r.n_cpu_moe, "flags": r.flags(),
                         "memory_per_device": max(d["total"] for d in rows if d["device"] != "host"),
                         "host_bytes": sum(d["total"] for d in rows if d["device"] == "host"),
                         "host_memory_checked": host_memory is not None}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 from typing import Any
 
 from ..catalog import models as catalog
@@ -141,6 +142,33 @@ def _fits_on_flags_need_fits_on(args: argparse.Namespace) -> None:
                          "models are sized on)")
 
 
+def _experts_in_host_args(args: argparse.Namespace, context: int, concurrency: int) -> dict[str, Any]:
+    """The workload ``recommend.experts_in_host`` is asked for: the one source of its answer and of the
+    ``fit ... --auto`` command printed with it (``_fit_auto_command``), so running that command gives the same flags."""
+    return {"context": context, "concurrency": concurrency, "memory": args.memory, "headroom": args.headroom,
+            "fit_target": args.fit_target, "hardware_files": args.hardware_file, "kv_dtype": args.kv_dtype,
+            "output_tokens": args.output_tokens, **media_fields(args)}
+
+
+def _fit_auto_command(name: str, args: argparse.Namespace, weights: str) -> str:
+    """``llmsizer fit ... --auto`` with every argument ``_experts_in_host_args`` passes (None: not given)."""
+    host_args = _experts_in_host_args(args, args.context or InferenceWorkload.context,
+                                      args.concurrency or InferenceWorkload.concurrency)
+    words = ["llmsizer", "fit", name, "--device", args.fits_on] + (["--count", str(args.count)] if args.count else [])
+    words += ["--engine", "llamacpp", "--weights", weights.removeprefix("gguf:")]
+    for f in args.hardware_file:
+        words += ["--hardware-file", f]
+    for k, v in host_args.items():
+        if k == "hardware_files" or v is None or (k == "concurrency" and args.concurrency is None):
+            continue
+        flag = "--" + k.replace("_", "-")
+        if v is True:  # --pan-and-scan
+            words.append(flag)
+        else:
+            words += [flag, "x".join(map(str, v)) if isinstance(v, tuple) else str(v)]
+    return shlex.join([*words, "--auto"])
+
+
 def fits_on_answer(found: list[Any], args: argparse.Namespace) -> tuple[dict[str, Any], int, list[tuple[Any, Any]]]:
     """Which catalog models fit the hardware: recommend's evaluation of that one candidate, per model."""
     from ..estimate.engines import newer_release_note
@@ -173,11 +201,10 @@ def fits_on_answer(found: list[Any], args: argparse.Namespace) -> tuple[dict[str
     newer = newer_release_note(engine, args.engine_version) if engine else None  # fit's warning, as recommend's
     # a device of unknown bandwidth: judged on memory only, said once (each fitting model's reasons say it too)
     unchecked = reading_floor_unchecked(target_and_count(args.fits_on, args.count, args.hardware_file)[0])
+    host_args = _experts_in_host_args(args, context, concurrency)
     data = {"hardware": args.fits_on, "context": context, "concurrency": concurrency, **given,
             "models": [{"id": e.id, **o.to_dict(), "experts_in_host": experts_in_host(
-                e.spec(), o, args.fits_on, args.count, context=context, concurrency=concurrency, memory=args.memory,
-                headroom=args.headroom, fit_target=args.fit_target, hardware_files=args.hardware_file,
-                kv_dtype=args.kv_dtype, output_tokens=args.output_tokens, **media)} for e, o in opts],
+                e.spec(), o, args.fits_on, args.count, **host_args)} for e, o in opts],
             "warnings": [w for w in (unchecked, newer) if w]}
     return data, exit_code(any(o.status == "meets" for _, o in opts)), opts
 
@@ -195,11 +222,13 @@ def _fits_on(found: list[Any], args: argparse.Namespace) -> int:
         ok = o.status == "meets"
         h = host.get(e.id)
         if h:  # fit --auto's answer: the GPUs alone cannot hold it, the experts of some layers in host memory can
-            host_lines.append(f"{e.name}: fits with experts in host memory ({format_bytes(h['memory_per_device'])} "
-                              f"per GPU, {format_bytes(h['host_bytes'])} of host RAM, unchecked): llmsizer fit "
-                              f"{e.name} --device {args.fits_on}" + (f" --count {args.count}" if args.count else "")
-                              + f" --engine llamacpp --weights {h['weights'].removeprefix('gguf:')} --context "
-                              f"{context} --auto  (llama.cpp {' '.join(h['flags'])})")
+            fmt = h["weights"].removeprefix("gguf:").upper()
+            host_lines.append(f"{e.name}: fits with experts in host memory in {fmt} ({h['format_rule']}; "
+                              f"{format_bytes(h['memory_per_device'])} per GPU, {format_bytes(h['host_bytes'])} of "
+                              f"host RAM, unchecked): {_fit_auto_command(e.name, args, h['weights'])}  "
+                              f"(llama.cpp {' '.join(h['flags'])})")
+            if h["quality_warning"]:
+                host_lines.append(f"  warning: {h['quality_warning']}")
         rows.append([e.name, format_count(count_params(e.spec()).total),
                      o.weights_format.removeprefix("gguf:") if ok else "-",
                      format_bytes(o.memory_per_device) if ok and o.memory_per_device else "-",
