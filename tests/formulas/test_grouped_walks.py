@@ -19,6 +19,9 @@ from llmsizer.specs.training import normalize_targets
 
 MODELS = sorted(entries())
 TARGETS = ("q,v", "all-linear", "q,k,v,o,gate,up,down,embed,lm_head", "embed,lm_head", "down")
+# the plain walk below knows the decoder's projections by name; all-linear (PEFT's: routers, vision towers, Mamba
+# projections too) is checked against PEFT's own models in tests/training/test_lora_all_linear.py
+WALKED_TARGETS = tuple(t for t in TARGETS if t != "all-linear") + ("q,k,v,o,gate,up,down",)
 QUANT_SKIP = ("embedding", "lm_head", "vision", "per_layer_embedding")
 
 
@@ -73,7 +76,7 @@ def test_grouped_walks_equal_the_tensor_walk(name: str) -> None:
     assert sorted(i for v in kinds.values() for i in v) == list(range(spec.num_layers))
     for i, (a, z) in enumerate(ranges):
         assert states._layer_tensors(spec, i) == tensors[a:z], i
-    for targets in TARGETS:
+    for targets in WALKED_TARGETS:
         try:
             expected = _adapted_by_tensor(spec, targets)
         except InputError:
@@ -111,8 +114,10 @@ def _stage_by_module(spec: Any, mods: tuple[lora.AdaptedModule, ...], pp: int, s
     for m in mods:
         if m.count < 1:
             continue
+        tower = m.role.startswith("v_")  # a vision tower's block (all-linear): beside the head, on stage 0
         if pp > 1:
-            m_stage = 0 if m.layer < 0 and m.role != "output" else (last if m.layer < 0 else layer_stage[m.layer])
+            m_stage = 0 if (m.layer < 0 or tower) and m.role != "output" else (
+                last if m.layer < 0 else layer_stage[m.layer])
             if m_stage != stage:
                 continue
         elif stage != 0:
@@ -121,7 +126,7 @@ def _stage_by_module(spec: Any, mods: tuple[lora.AdaptedModule, ...], pp: int, s
         if g == len(modules):
             modules.append([m, 0])
         modules[g][1] += 1
-        if m.layer >= 0:
+        if m.layer >= 0 and not tower:
             per_layer.setdefault(m.layer, []).append(g)
         elif m.role == "token_embd":
             embedding.append(g)

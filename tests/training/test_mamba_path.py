@@ -69,4 +69,4 @@ def test_cli_flag(capsys: pytest.CaptureFixture[str]) -> None:
     assert '"mamba_path"' in out
     code, _, err = run(["train", "mamba-codestral-7b-v0.1", "--device", "cpu", "--mamba-path", "cuda-kernels"],
                        capsys)
-    assert code == 2 and len(err.strip().splitlines()) == 1 and "mamba_path" in err
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "--mamba-path" in err  # the flag, as typed

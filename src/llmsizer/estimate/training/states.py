@@ -399,14 +399,18 @@ def _stage_adapters(spec: ModelSpec, targets: tuple[str, ...] | str, pp: int, st
         for m in mods:
             if m.count < 1:
                 continue
+            # a vision tower's module (all-linear) carries its block's index, not a decoder layer's: it is held
+            # beside the head, on the first stage, which the tower feeds
+            tower = m.role.startswith("v_")
             if pp > 1:
-                m_stage = 0 if m.layer < 0 and m.role != "output" else (last if m.layer < 0 else layer_stage[m.layer])
+                m_stage = 0 if (m.layer < 0 or tower) and m.role != "output" else (
+                    last if m.layer < 0 else layer_stage[m.layer])
                 if m_stage != stage:
                     continue
             elif stage != 0:
                 continue
             g = kind(m, m.layer)
-            if m.layer >= 0:
+            if m.layer >= 0 and not tower:
                 per_layer.setdefault(m.layer, []).append(g)
             elif m.role == "token_embd":
                 embedding.append(g)
