@@ -83,17 +83,7 @@ def test_mamba_layer_saved_tensors_kernel_path(measured: dict[str, dict[str, Any
     got = measured[f"{name}|{batch}|{tokens}"]
     ran = set(got["-1"])
     assert ran == ({"SelectiveScanFn", "CausalConv1dFn"} if name == "jamba" else {"MambaSplitConv1dScanCombinedFn"})
-    spec = spec_from_config(cfg, name=f"tiny-{name}")
-    r = spec.recurrent
-    assert r is not None
-    st = ActivationSetup(batch=batch, seq=tokens, residual=2, compute=2, expert=2, full=True, attention="sdpa",
-                         mamba_path="cuda-kernels")
-    predicted = sum(t.bytes for t in layer_saved_terms(spec, layer, st))
-    saved = int(got[str(layer)])
-    with capsys.disabled():
-        print(f"\n[{name} layer {layer}, B={batch} T={tokens}, kernels] saved {saved:,} B, counted {predicted:,} B "
-              f"(ratio {predicted / saved:.5f})")
-    assert predicted == saved
+    _counted_and_saved(cfg, name, layer, got, batch, tokens, True, "", capsys)
 
 
 @pytest.mark.parametrize("name", list(AUTOCAST_TOLERANCE))
@@ -134,12 +124,20 @@ def test_mamba_layer_kernel_path_frozen(measured: dict[str, dict[str, Any]], nam
     of frozen weights are not kept, and no linear keeps its input."""
     cfg, layer = MAMBA_LAYER_CASES[name]
     got = measured[f"{name}|{batch}|{tokens}|frozen"]
+    _counted_and_saved(cfg, name, layer, got, batch, tokens, False, ", frozen", capsys)
+
+
+def _counted_and_saved(cfg: dict[str, Any], name: str, layer: int, got: dict[str, Any], batch: int, tokens: int,
+                       full: bool, label: str, capsys: Any) -> None:
+    """The estimate's bytes for ``layer`` on the kernel path (pure bf16; ``full``: every weight trained) asserted
+    equal to the bytes the real Functions saved (``got``), both printed."""
     spec = spec_from_config(cfg, name=f"tiny-{name}")
-    st = ActivationSetup(batch=batch, seq=tokens, residual=2, compute=2, expert=2, full=False, attention="sdpa",
+    assert spec.recurrent is not None
+    st = ActivationSetup(batch=batch, seq=tokens, residual=2, compute=2, expert=2, full=full, attention="sdpa",
                          mamba_path="cuda-kernels")
     predicted = sum(t.bytes for t in layer_saved_terms(spec, layer, st))
     saved = int(got[str(layer)])
     with capsys.disabled():
-        print(f"\n[{name} layer {layer}, B={batch} T={tokens}, kernels, frozen] saved {saved:,} B, counted "
+        print(f"\n[{name} layer {layer}, B={batch} T={tokens}, kernels{label}] saved {saved:,} B, counted "
               f"{predicted:,} B (ratio {predicted / saved:.5f})")
     assert predicted == saved
