@@ -33,9 +33,10 @@ frozen; DoRA is not available on experts (``ParamWrapper`` rejects use_dora).
 
 Fused linears (``ModelSpec.fused_qkv``: Falcon's and GPT-NeoX's ``query_key_value``, Phi-3's ``qkv_proj``,
 GPT-BigCode's ``c_attn``; ``ModelSpec.fused_gate_up``: Phi-3's ``gate_up_proj``, Granite-4.0-H's
-``shared_mlp.input_linear``): PEFT can only wrap the whole nn.Linear (peft tuners/lora/model.py
-``_create_and_replace`` wraps the matched module; its dispatchers in tuners/lora/layer.py ``dispatch_default`` take
-any torch.nn.Linear whole), so targeting any of its parts adapts it once, with in = hidden and out = the sum of its
+``shared_mlp.input_linear``): PEFT can only wrap the whole nn.Linear (peft 0.21.2 tuners/lora/model.py
+``_create_new_module``, lines 499-560, hands the matched module to its dispatchers and raises "Target module ... is
+not supported" for one none takes; tuners/lora/layer.py ``dispatch_default``, lines 2724-2767, wraps a torch.nn.Linear
+whole in ``lora.Linear``), so targeting any of its parts adapts it once, with in = hidden and out = the sum of its
 parts' out features in eq. (1): (heads + 2 kv_heads) x head_dim for q/k/v, 2 I for gate/up (roles ``attn_qkv``,
 ``ffn_gate_up``, ``ffn_shexp_gate_up``; each stands for its parts in :func:`adapted_roles`). Our target names are
 roles: q, k, v (and gate, up) name the fused linear that holds them on such a model, as
@@ -44,9 +45,10 @@ adapts Phi-3's qkv_proj, o_proj, gate_up_proj and down_proj (:func:`fused_target
 
 Granite-4.0-H's routed experts (transformers v5.24.0 modeling_granitemoehybrid.py ``GraniteMoeHybridExperts``,
 lines 842-851: 3-D nn.Parameters ``gate_up_proj`` / ``down_proj``, no ParallelExperts module any more) are not
-nn.Linear, and PEFT's v5 conversion (peft utils/transformers_weight_conversion.py ``_MOE_TARGET_MODULE_MAPPING``)
-knows only the 'mixtral' and 'qwen2_moe' patterns, not transformers' 'granitemoe' one: they stay frozen under every
-target list, 'all-linear' included.
+nn.Linear, so no dispatcher takes them (an explicit 'input_linear' suffix-matches only the shared MLP's, the experts
+holding no such module), and PEFT's v5 conversion (peft utils/transformers_weight_conversion.py
+``_MOE_TARGET_MODULE_MAPPING``, lines 332-345) knows only the 'mixtral' and 'qwen2_moe' patterns, not transformers'
+'granitemoe' one: they stay frozen under every target list, 'all-linear' included.
 """
 
 
