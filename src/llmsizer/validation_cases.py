@@ -2013,7 +2013,11 @@ def litgpt_attention_layout(spec: Any) -> Any:
       its ``reshape`` before ``proj`` (line 294) copies (``attention_output_copy``);
     - RMSNorm keeps the fp32 weight copy and the fp32 normalised tensor (lines 564-571, ``norm_fp32_normalised``);
     - LoRAQKVLinear's zero_pad keeps the adapter output (litgpt/lora.py lines 329-346, ``lora_qkv_zero_pad``);
-    - Gemma 2 (attention soft-capping): the eager path keeps the tanh output as well (``attention_softcapping``)."""
+    - Gemma 2 (attention soft-capping): the eager path keeps the tanh output as well (``attention_softcapping``);
+    - no fused-linear adapters: LoRAQKVLinear keeps one adapter per enabled q/k/v part (lora_A [r x enabled, in],
+      litgpt/lora.py lines 233, 244) and litgpt runs Phi-3's MLP as LLaMAMLP with fc_1 and fc_2 apart
+      (litgpt/scripts/convert_hf_checkpoint.py ``copy_weights_phi``: ``gate_up_proj`` chunked in two), so
+      ``fused_qkv`` and ``fused_gate_up`` (transformers' Phi-3 modules) do not apply."""
     from dataclasses import replace
 
     mha = spec.num_kv_heads == spec.num_heads
@@ -2021,7 +2025,7 @@ def litgpt_attention_layout(spec: Any) -> Any:
                    attention_output_copy=True, norm_fp32_normalised=True, lora_qkv_zero_pad=True,
                    # Gemma 2's attention_logit_softcapping (litgpt config.py lines 1068, 1096, 1126): litgpt's eager
                    # path (model.py lines 305-316) keeps the tanh output; the rows state attention='eager'
-                   attention_softcapping=spec.model_type == "gemma2")
+                   attention_softcapping=spec.model_type == "gemma2", fused_qkv=False, fused_gate_up=False)
 _LIT_CATALOG = {"falcon-7b": "falcon-7b-instruct", "phi-2": "phi-2", "stablelm-base-alpha-3b": "stablelm-base-alpha-3b"}
 _LIT = dict(precision="bf16", seq_len=512, optimizer="adamw", grad_checkpointing="none", loss_chunks=4)
 _LIT_QV = dict(rank=32, targets="q,v")

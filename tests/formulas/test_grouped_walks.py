@@ -38,8 +38,10 @@ def _adapted_by_tensor(spec: Any, targets: str) -> tuple[lora.AdaptedModule, ...
             if is_moe and "down" in exp:
                 out.append(lora.AdaptedModule("ffn_exps_down", layer, i_e, h, experts=e))
         wanted -= exp
-    # PEFT wraps a fused query_key_value (Falcon, GPT-NeoX) as one module: one adapter in attn_q's place
+    # PEFT wraps a fused query_key_value (Falcon, GPT-NeoX, Phi-3's qkv_proj, GPT-BigCode's c_attn) as one module: one
+    # adapter in attn_q's place; a fused gate_up (Phi-3, Granite-4.0-H's shared MLP) one in the gate's place
     fused = spec.fused_qkv and bool(wanted & {"q", "k", "v"})
+    fused_mlp = spec.fused_gate_up and bool(wanted & {"gate", "up"})
     for t in T.model_tensors(spec):
         if len(t.shape) != 2 or t.component in ("vision", "experts") or t.role.endswith(".bias"):
             continue
@@ -47,6 +49,10 @@ def _adapted_by_tensor(spec: Any, targets: str) -> tuple[lora.AdaptedModule, ...
             if t.role == "attn_q":
                 qkv = (spec.num_heads + 2 * spec.num_kv_heads) * spec.head_dim
                 out.append(lora.AdaptedModule("attn_qkv", t.layer, t.shape[1], qkv, t.count))
+            continue
+        if fused_mlp and t.role in ("ffn_gate", "ffn_up", "ffn_shexp_gate", "ffn_shexp_up"):
+            if t.role.endswith("_gate"):  # gate then up, each I wide: 2 I out
+                out.append(lora.AdaptedModule(t.role + "_up", t.layer, t.shape[1], 2 * t.shape[0], t.count))
             continue
         name = lora._role_target(t.role)
         if name is None and spec.encoder_decoder is not None:  # PEFT matches T5's cross-attention q/k/v/o by name

@@ -7,6 +7,9 @@ first layer that saves it), a small Llama / Qwen3 (transformers 5.24, peft 0.21,
 for target sets whose first adapter comes at different points of the layer. Measured, in [t, h] fp32 units, layer 0 /
 the others (Llama fp32): q,v 12.22 / 13.10; all-linear 15.88 / 16.76; o 9.54 / 12.07; gate,up,down 11.09 / 15.63;
 up 3.53 / 13.07; down 2.53 / 14.57; gate 6.03 / 13.07 (before eq. F1 every layer was counted as the others).
+Phi-3 (fused qkv_proj / gate_up_proj, one PEFT adapter each): q,k,v,o,gate,up,down 18.035 / 18.914, the estimate
+15.785 / 16.664 before its transformers layout (hf_config.py TRANSFORMERS_LAYOUT: V a slice of the qkv output, the
+head-major attention output copied) was read.
 
 The rotary cos/sin (``LlamaRotaryEmbedding``: [1, T, head_dim] each, in the embedding's dtype, made once before the
 layers; the estimate counts them apart, ``shared_activations``) are saved by the first layer whose q or k needs a
@@ -44,8 +47,14 @@ LLAMA = {"model_type": "llama", "vocab_size": 3000, "hidden_size": 256, "interme
 QWEN3 = {"model_type": "qwen3", "vocab_size": 3000, "hidden_size": 256, "intermediate_size": 640,
          "num_hidden_layers": 3, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 64,
          "max_position_embeddings": 1024, "tie_word_embeddings": False}
+# Phi-3: one fused qkv_proj and one gate_up_proj (modeling_phi3.py Phi3Attention, Phi3MLP): one adapter, one input
+PHI3 = {"model_type": "phi3", "vocab_size": 3000, "hidden_size": 256, "intermediate_size": 640, "num_hidden_layers": 3,
+        "num_attention_heads": 8, "num_key_value_heads": 2, "max_position_embeddings": 1024,
+        "tie_word_embeddings": False, "pad_token_id": 0}
 PEFT_NAMES = {"q": "q_proj", "k": "k_proj", "v": "v_proj", "o": "o_proj", "gate": "gate_proj", "up": "up_proj",
               "down": "down_proj"}
+FAMILY_NAMES = {"phi3": {**PEFT_NAMES, "q": "qkv_proj", "k": "qkv_proj", "v": "qkv_proj", "gate": "gate_up_proj",
+                         "up": "gate_up_proj"}}
 ATTN = {"q", "k", "v"}
 
 # id: (config, targets, autocast bf16 over fp32 weights, lora dropout 0.1)
@@ -59,6 +68,9 @@ CASES: dict[str, tuple[dict[str, Any], str, bool, bool]] = {
     "gate fp32": (LLAMA, "gate", False, False),
     "o,up dropout fp32 (CPU noise)": (LLAMA, "o,up", False, True),
     "qwen3 q only (q_norm keeps, k_norm not)": (QWEN3, "q", False, False),
+    "phi3 fused all fp32": (PHI3, "q,k,v,o,gate,up,down", False, False),
+    "phi3 fused v,up dropout fp32 (one dropout per fused linear)": (PHI3, "v,up", False, True),
+    "phi3 fused up,down fp32": (PHI3, "up,down", False, False),
 }
 
 
@@ -67,7 +79,7 @@ def test_first_layer_keeps_only_what_follows_its_first_adapter(name: str) -> Non
     cfg, targets, autocast, dropout = CASES[name]
     torch.manual_seed(0)
     model = build(cfg, device="cpu", dtype=torch.float32, attn="sdpa")
-    names = [PEFT_NAMES[x] for x in targets.split(",")]
+    names = list(dict.fromkeys(FAMILY_NAMES.get(cfg["model_type"], PEFT_NAMES)[x] for x in targets.split(",")))
     model = peft.get_peft_model(model, peft.LoraConfig(r=8, target_modules=names, lora_dropout=0.1 if dropout else 0.0))
     model.train()
     by_layer = saved_storages_by_layer(model, model.base_model.model.model.layers)

@@ -13,7 +13,7 @@ import pytest
 
 from llmsizer.formulas.lora import lora_params
 from llmsizer.readers.hf_config import spec_from_config
-from oracle_utils import TINY_CONFIGS, build
+from oracle_utils import HYBRID_TINY, TINY_CONFIGS, build
 
 peft = pytest.importorskip("peft")
 
@@ -25,7 +25,15 @@ MIXTRAL_NAMES = {"gate": "w1", "up": "w3", "down": "w2"}  # Mixtral's v4 expert 
 # dense_4h_to_h; Phi (modeling_phi.py): q/k/v_proj, dense, fc1, fc2
 FUSED_NAMES = {"q": "query_key_value", "k": "query_key_value", "v": "query_key_value", "o": "dense",
                "up": "dense_h_to_4h", "down": "dense_4h_to_h"}
-FAMILY_NAMES = {"falcon": FUSED_NAMES, "gpt_neox": FUSED_NAMES, "phi": {"o": "dense", "up": "fc1", "down": "fc2"}}
+# Phi-3 (modeling_phi3.py Phi3Attention.qkv_proj, Phi3MLP.gate_up_proj), GPT-BigCode (modeling_gpt_bigcode.py
+# attn.c_attn / attn.c_proj, mlp.c_fc / mlp.c_proj: PEFT's suffix match on c_proj takes both), Granite-4.0-H
+# (modeling_granitemoehybrid.py shared_mlp.input_linear / output_linear): fused linears, one adapter each
+PHI3_NAMES = {"q": "qkv_proj", "k": "qkv_proj", "v": "qkv_proj", "gate": "gate_up_proj", "up": "gate_up_proj"}
+BIGCODE_NAMES = {"q": "c_attn", "k": "c_attn", "v": "c_attn", "o": "c_proj", "up": "c_fc", "down": "c_proj"}
+GRANITE_H_NAMES = {"gate": "input_linear", "up": "input_linear", "down": "output_linear"}
+FAMILY_NAMES = {"falcon": FUSED_NAMES, "gpt_neox": FUSED_NAMES, "phi": {"o": "dense", "up": "fc1", "down": "fc2"},
+                "phi3": PHI3_NAMES, "gpt_bigcode": BIGCODE_NAMES, "granitemoehybrid": GRANITE_H_NAMES}
+CONFIGS = {**TINY_CONFIGS, "granitemoehybrid": HYBRID_TINY["granitemoehybrid"]}
 
 CASES: list[tuple[str, str, int, bool]] = [
     ("llama-gqa", "q,v", 8, False),
@@ -50,6 +58,15 @@ CASES: list[tuple[str, str, int, bool]] = [
     ("falcon-new-arch", "k", 8, False),
     ("gpt-neox-parallel", "q,v,o,up,down", 8, False),
     ("phi-partial-rotary", "q,k,v,o,up,down", 8, True),
+    # fused linears: a target naming any part adapts the whole nn.Linear once (formulas/lora.py 'Fused linears')
+    ("phi3-sliding", "q,k,v,o,gate,up,down", 8, False),
+    ("phi3-sliding", "v,up", 4, True),
+    ("phi3-sliding", "q,down", 8, False),
+    ("gpt-bigcode-mqa", "q,k,v,o,up,down", 8, True),
+    ("gpt-bigcode-mqa", "k", 8, False),
+    ("granitemoehybrid", "q,k,v,o,gate,up,down", 8, False),
+    ("granitemoehybrid", "up,down", 4, True),
+    ("deepseek-v32-dsa", "o,gate,up,down", 4, False),
 ]
 
 
@@ -69,7 +86,7 @@ def _peft_count(cfg: dict[str, Any], targets: str, rank: int, dora: bool) -> int
 
 @pytest.mark.parametrize(("config", "targets", "rank", "dora"), CASES)
 def test_trainable_params_match_peft(config: str, targets: str, rank: int, dora: bool) -> None:
-    cfg = TINY_CONFIGS[config]
+    cfg = CONFIGS[config]
     spec = spec_from_config(cfg, name=config)
     ours = lora_params(spec, rank, targets, dora=dora).total
     assert ours == _peft_count(cfg, targets, rank, dora)
@@ -85,3 +102,50 @@ def test_shapes_cover_every_trainable_tensor() -> None:
         pm = peft.get_peft_model(model, peft.LoraConfig(r=4, target_modules=["q_proj", "v_proj"], use_dora=True))
     real = sorted(tuple(p.shape) for p in pm.parameters() if p.requires_grad)
     assert sorted(lp.shapes()) == real
+
+
+# the fused linears' own module names as targets (specs/training.py aliases): what PEFT adapts for those names
+MODULE_NAME_CASES = [("phi3-sliding", "qkv_proj,gate_up_proj"), ("phi3-sliding", "gate_up_proj,o_proj"),
+                     ("gpt-bigcode-mqa", "c_attn,c_proj,c_fc"), ("gpt-bigcode-mqa", "c_proj"),
+                     ("granitemoehybrid", "input_linear,output_linear"), ("falcon-mqa", "query_key_value")]
+
+
+@pytest.mark.parametrize(("config", "targets"), MODULE_NAME_CASES)
+def test_fused_module_names_adapt_what_peft_adapts(config: str, targets: str) -> None:
+    cfg = CONFIGS[config]
+    ours = lora_params(spec_from_config(cfg, name=config), 8, targets).total
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pm = peft.get_peft_model(build(cfg), peft.LoraConfig(r=8, target_modules=targets.split(","), lora_dropout=0.0))
+    assert ours == int(pm.get_nb_trainable_parameters()[0])
+
+
+@pytest.mark.parametrize("config", ["phi3-sliding", "gpt-bigcode-mqa"])
+def test_fused_shapes_cover_every_trainable_tensor(config: str) -> None:
+    """The adapter tensors the optimizer states and gradients are counted from (LoraParams.shapes) are PEFT's."""
+    cfg = CONFIGS[config]
+    lp = lora_params(spec_from_config(cfg, name=config), 4, "q,k,v,o,gate,up,down", dora=True)
+    names = list(dict.fromkeys({**PEFT_NAMES, **FAMILY_NAMES[cfg["model_type"]]}[t]
+                               for t in ("q", "k", "v", "o", "up", "down")))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pm = peft.get_peft_model(build(cfg), peft.LoraConfig(r=4, target_modules=names, use_dora=True))
+    real = sorted(tuple(p.shape) for p in pm.parameters() if p.requires_grad)
+    assert sorted(lp.shapes()) == real
+
+
+def test_the_default_targets_on_a_fused_model_adapt_its_fused_linears_and_say_so() -> None:
+    """The default q,k,v,o,gate,up,down on Phi-3 (no q_proj, no gate_proj) adapts qkv_proj, o_proj, gate_up_proj and
+    down_proj, as PEFT's target_modules naming them does, not zero modules; the estimate's assumption names them."""
+    from llmsizer.estimate.training import estimate_training
+
+    cfg = CONFIGS["phi3-sliding"]
+    spec = spec_from_config(cfg, name="phi3-sliding")
+    est = estimate_training(spec, method="lora", rank=8, micro_batch=1, seq_len=64)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pm = peft.get_peft_model(build(cfg), peft.LoraConfig(
+            r=8, target_modules=["qkv_proj", "o_proj", "gate_up_proj", "down_proj"], lora_dropout=0.0))
+    assert est.details["params_trainable"] == int(pm.get_nb_trainable_parameters()[0])
+    why = next(a.why for a in est.assumptions if a.name == "lora")
+    assert "the fused qkv_proj" in why and "the fused gate_up_proj" in why

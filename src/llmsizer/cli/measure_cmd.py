@@ -68,7 +68,9 @@ def register(sub: Any) -> None:
     pt.add_argument("--method", choices=("full", "lora", "dora", "qlora"), default="full")
     pt.add_argument("--rank", type=int_arg(LORA_RANK), default=16, help="LoRA rank (default 16)")
     pt.add_argument("--alpha", type=int_arg(WIDTH), help="LoRA alpha (default 2 x rank)")
-    pt.add_argument("--targets", default="all-linear", help="LoRA targets: q_proj,v_proj or all-linear (default)")
+    pt.add_argument("--targets", default="all-linear",
+                    help="LoRA targets: PEFT module names (q_proj,v_proj; qkv_proj,gate_up_proj on Phi-3) or "
+                         "all-linear (default: PEFT's, every nn.Linear but the output head)")
     pt.add_argument("--optimizer", default="adamw",
                     choices=("adamw", "adam", "adamw-8bit", "paged-adamw", "paged-adamw-8bit", "sgd", "sgd-momentum",
                              "adafactor", "lion"))

@@ -264,7 +264,9 @@ def add_training_args(p: argparse.ArgumentParser, *, attention: bool = True,
     g.add_argument("--rank", type=int_arg(LORA_RANK), help=f"LoRA rank r (default {TW.rank})")
     g.add_argument("--alpha", type=float_arg(LORA_ALPHA), help="LoRA alpha (recorded; no memory effect)")
     g.add_argument("--targets", help="LoRA target modules: q,k,v,o,gate,up,down,in_proj,embed,lm_head,linear (every "
-                   "other nn.Linear) or all-linear (PEFT's: every nn.Linear but the output head); default q,k,v,o,gate,up,down")
+                   "other nn.Linear) or all-linear (PEFT's: every nn.Linear but the output head); default q,k,v,o,gate,up,down. "
+                   "On a fused linear (Phi-3 qkv_proj/gate_up_proj, GPT-BigCode c_attn) a part names the whole "
+                   "module, adapted once, as PEFT does")
     g.add_argument("--modules-to-save", help="whole modules trained beside LoRA: embed,lm_head (PEFT "
                    "modules_to_save)")
     g.add_argument("--adapter-dtype", choices=STATE_DTYPES, help="LoRA weight dtype (default fp32 under mixed "

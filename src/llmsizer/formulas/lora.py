@@ -31,9 +31,24 @@ stores lora_A [r' E, in] and lora_B [out, r' E]:
 The rewritten names no longer match the dense MLP layers or shared experts of those models, which then stay
 frozen; DoRA is not available on experts (``ParamWrapper`` rejects use_dora).
 
-Fused q/k/v (``ModelSpec.fused_qkv``: Falcon's and GPT-NeoX's ``query_key_value``): PEFT can only wrap the whole
-linear, so targeting any of q, k, v adapts it once, with in = hidden and out = (heads + 2 kv_heads) x head_dim in
-eq. (1) (role ``attn_qkv``; it stands for attn_q, attn_k and attn_v in :func:`adapted_roles`).
+Fused linears (``ModelSpec.fused_qkv``: Falcon's and GPT-NeoX's ``query_key_value``, Phi-3's ``qkv_proj``,
+GPT-BigCode's ``c_attn``; ``ModelSpec.fused_gate_up``: Phi-3's ``gate_up_proj``, Granite-4.0-H's
+``shared_mlp.input_linear``): PEFT can only wrap the whole nn.Linear (peft 0.21.2 tuners/lora/model.py
+``_create_new_module``, lines 499-560, hands the matched module to its dispatchers and raises "Target module ... is
+not supported" for one none takes; tuners/lora/layer.py ``dispatch_default``, lines 2724-2767, wraps a torch.nn.Linear
+whole in ``lora.Linear``), so targeting any of its parts adapts it once, with in = hidden and out = the sum of its
+parts' out features in eq. (1): (heads + 2 kv_heads) x head_dim for q/k/v, 2 I for gate/up (roles ``attn_qkv``,
+``ffn_gate_up``, ``ffn_shexp_gate_up``; each stands for its parts in :func:`adapted_roles`). Our target names are
+roles: q, k, v (and gate, up) name the fused linear that holds them on such a model, as
+``target_modules=['qkv_proj']`` (``['gate_up_proj']``) does in PEFT; the default q,k,v,o,gate,up,down therefore
+adapts Phi-3's qkv_proj, o_proj, gate_up_proj and down_proj (:func:`fused_targets` names them in the estimate).
+
+Granite-4.0-H's routed experts (transformers v5.24.0 modeling_granitemoehybrid.py ``GraniteMoeHybridExperts``,
+lines 842-851: 3-D nn.Parameters ``gate_up_proj`` / ``down_proj``, no ParallelExperts module any more) are not
+nn.Linear, so no dispatcher takes them (an explicit 'input_linear' suffix-matches only the shared MLP's, the experts
+holding no such module), and PEFT's v5 conversion (peft utils/transformers_weight_conversion.py
+``_MOE_TARGET_MODULE_MAPPING``, lines 332-345) knows only the 'mixtral' and 'qwen2_moe' patterns, not transformers'
+'granitemoe' one: they stay frozen under every target list, 'all-linear' included.
 """
 
 
@@ -51,9 +66,13 @@ from ..specs.training import LORA_TARGETS, normalize_targets
 from .tensors import Tensor, expand, layer_groups, model_tensors
 
 # model types whose experts PEFT targets through the transformers v5 conversion (see module docstring)
+# (transformers v5.24.0 conversion_mapping.py ``_MODEL_TO_CONVERSION_PATTERN``, lines 48-78: the model types mapped to
+# 'mixtral' or 'qwen2_moe', deepseek_v32 among them; mixtral itself)
 PEFT_EXPERT_CONVERSION = frozenset({
-    "qwen3_moe", "deepseek_v2", "deepseek_v3", "olmoe", "glm4_moe", "ernie4_5_moe", "dots1", "hunyuan_v1_moe",
-    "qwen3_next", "flex_olmo", "mixtral", "minimax",
+    "qwen3_moe", "deepseek_v2", "deepseek_v3", "deepseek_v32", "olmoe", "glm4_moe", "glm4_moe_lite", "glm_moe_dsa",
+    "glm4v_moe", "ernie4_5_moe", "dots1", "hunyuan_v1_moe", "qwen3_next", "flex_olmo", "mixtral", "minimax",
+    "minimax_m2", "afmoe", "longcat_flash", "solar_open", "mellum", "beam", "qwen3_omni_moe", "qwen3_omni_moe_thinker",
+    "qwen3_omni_moe_text", "sarvam_mla", "exaone_moe", "cohere2_moe",
 })
 
 
@@ -132,6 +151,53 @@ class LoraParams:
 
 
 FUSED_QKV_ROLES = ("attn_q", "attn_k", "attn_v")
+
+
+@dataclass(frozen=True)
+class FusedLinear:
+    """One nn.Linear of transformers' module holding several tensor roles of ``formulas/tensors.py`` (module
+    docstring, 'Fused linears'): its adapter's role, the roles it holds (their out features add up) and the module
+    name PEFT matches."""
+
+    role: str
+    parts: tuple[str, ...]
+    module: str
+
+
+# the module name of each model type's fused linears (transformers v5.24.0: modeling_phi3.py Phi3Attention /
+# Phi3MLP, modeling_gpt_bigcode.py GPTBigCodeAttention, modeling_falcon.py / modeling_gpt_neox.py / modeling_bloom.py
+# query_key_value, modeling_granitemoehybrid.py GraniteMoeHybridMLP lines 762-763)
+_QKV_MODULE = {"phi3": "qkv_proj", "gpt_bigcode": "c_attn"}  # else query_key_value
+_GATE_UP_MODULE = {"phi3": "gate_up_proj", "granitemoehybrid": "shared_mlp.input_linear"}
+
+
+def fused_linears(spec: ModelSpec) -> tuple[FusedLinear, ...]:
+    """The fused linears of ``spec`` (``ModelSpec.fused_qkv`` / ``fused_gate_up``) that PEFT adapts whole."""
+    out: list[FusedLinear] = []
+    if spec.fused_qkv:
+        out.append(FusedLinear("attn_qkv", FUSED_QKV_ROLES, _QKV_MODULE.get(spec.model_type, "query_key_value")))
+    if spec.fused_gate_up:
+        name = _GATE_UP_MODULE.get(spec.model_type, "gate_up_proj")
+        out += [FusedLinear("ffn_gate_up", ("ffn_gate", "ffn_up"), name),
+                FusedLinear("ffn_shexp_gate_up", ("ffn_shexp_gate", "ffn_shexp_up"), name)]
+    return tuple(out)
+
+
+FUSED_PARTS = {"attn_qkv": FUSED_QKV_ROLES, "ffn_gate_up": ("ffn_gate", "ffn_up"),
+               "ffn_shexp_gate_up": ("ffn_shexp_gate", "ffn_shexp_up")}
+
+
+def fused_targets(spec: ModelSpec, targets: tuple[str, ...] | str) -> tuple[tuple[str, str], ...]:
+    """(target names, module name) of each fused linear ``targets`` adapt whole on ``spec`` (('q,k,v', 'qkv_proj'),
+    ...): what the estimate's LoRA assumption says about them."""
+    roles = {m.role for m, _ in _alike_modules(spec, targets)}
+    seen: dict[str, str] = {}
+    for f in fused_linears(spec):
+        if f.role in roles:
+            seen.setdefault(f.module, _role_target(f.role) or f.role)
+    return tuple((t, mod) for mod, t in seen.items())
+
+
 # a T5 decoder layer's cross-attention (EncDecAttention) has modules named q, k, v, o like its self-attention: PEFT
 # matches a target by the module name's last part (peft tuners/tuners_utils.py ``check_target_module_exists``; T5's
 # default targets q and v, utils/constants.py), so it adapts both attentions (measured, PEFT 0.21.2:
@@ -143,6 +209,8 @@ T5_CROSS_TARGET = {"cross_attn_q": "q", "cross_attn_k": "k", "cross_attn_v": "v"
 def _role_target(role: str) -> str | None:
     if role in ("ffn_exps_gate_up", "ffn_exps_down"):  # the fused-expert adapters of eq. (2)
         return "gate_up" if role.endswith("gate_up") else "down"
+    if role in FUSED_PARTS:  # a fused linear's adapter (module docstring): the targets of its parts
+        return ",".join(dict.fromkeys(t for p in FUSED_PARTS[role] if (t := _role_target(p)) is not None))
     for name, roles in LORA_TARGETS.items():
         if role in roles:
             return name
@@ -199,9 +267,8 @@ def adapted_layout(spec: ModelSpec, targets: tuple[str, ...] | str) -> AdaptedLa
                 first = tuple(mods)
             experts[layer] = first
         wanted -= exp  # PEFT moves these names to target_parameters: dense MLPs / shared experts stay frozen
-    # one adapter on a fused query_key_value (module docstring): its out features, 0 when q/k/v are apart
-    fused = (spec.num_heads + 2 * spec.num_kv_heads) * spec.head_dim \
-        if spec.fused_qkv and wanted & {"q", "k", "v"} else 0
+    # one adapter on each fused linear a target names (module docstring)
+    fused = tuple(f for f in fused_linears(spec) if any(_role_target(p) in wanted for p in f.parts))
     if "linear" in wanted:
         _refuse_mamba_all_linear(spec)
         if spec.model_type in PARAMETER_ROUTERS:
@@ -232,19 +299,31 @@ def adapted_modules(spec: ModelSpec, targets: tuple[str, ...] | str) -> tuple[Ad
     return tuple(adapted_layout(spec, targets).flat())
 
 
-def _matched(tensors: Iterable[Tensor], wanted: set[str], fused_qkv: int = 0, cross: bool = False) -> list[AdaptedModule]:
+def _matched(tensors: Iterable[Tensor], wanted: set[str], fused: tuple[FusedLinear, ...] = (),
+             cross: bool = False) -> list[AdaptedModule]:
     """The adapted modules of ``tensors`` whose target name is in ``wanted`` (2-D weights outside the vision tower
-    and the fused experts); ``fused_qkv``: the out features of one adapter standing for attn_q/k/v (0: none);
-    ``cross``: a T5 decoder's cross-attention answers to q/k/v/o (``T5_CROSS_TARGET``)."""
+    and the fused experts); ``fused``: the fused linears a target names, one adapter each in place of their parts
+    (in = their shared input, out = the sum of theirs); ``cross``: a T5 decoder's cross-attention answers to q/k/v/o
+    (``T5_CROSS_TARGET``)."""
+    part_of = {p: f for f in fused for p in f.parts}
+    if part_of:  # the out features of each fused linear, per layer: its parts' summed
+        tensors = list(tensors)
+        width: Counter[tuple[str, int]] = Counter()
+        for role, comp, shape, _, layer, _ in tensors:
+            if role in part_of and len(shape) == 2 and comp != "experts":
+                width[part_of[role].role, layer] += shape[0]
+        done: set[tuple[str, int]] = set()
     out: list[AdaptedModule] = []
     for role, comp, shape, count, layer, _ in tensors:
         if len(shape) != 2 or comp == "experts" or role.endswith(".bias"):
             continue
         if "linear-no-router" in wanted and role == "ffn_gate_inp":
             continue
-        if fused_qkv and role in FUSED_QKV_ROLES:  # one adapter on query_key_value (module docstring)
-            if role == "attn_q":
-                out.append(AdaptedModule("attn_qkv", layer, shape[1], fused_qkv, count))
+        f = part_of.get(role)
+        if f is not None:  # one adapter on the fused linear, where its first part is met (module docstring)
+            if (f.role, layer) not in done:
+                done.add((f.role, layer))
+                out.append(AdaptedModule(f.role, layer, shape[1], width[f.role, layer], count))
             continue
         name = _role_target(role) or (T5_CROSS_TARGET.get(role) if cross else None)
         if name == "linear" and "linear-no-router" in wanted:
@@ -330,10 +409,11 @@ def _alike_modules(spec: ModelSpec, targets: tuple[str, ...] | str) -> tuple[tup
 @lru_cache(maxsize=256, typed=True)
 def adapted_roles(spec: ModelSpec, targets: tuple[str, ...] | str) -> frozenset[str]:
     """The roles of the modules LoRA adapts for ``targets`` (:func:`adapted_modules`; per model and target set); a
-    fused q/k/v adapter stands for the three roles it covers."""
+    fused linear's adapter stands for the roles it covers (``FUSED_PARTS``)."""
     roles = {m.role for m, _ in _alike_modules(spec, targets)}
-    if "attn_qkv" in roles:
-        roles = (roles - {"attn_qkv"}) | set(FUSED_QKV_ROLES)
+    for fused, parts in FUSED_PARTS.items():
+        if fused in roles:
+            roles = (roles - {fused}) | set(parts)
     return frozenset(roles)
 
 

@@ -535,6 +535,9 @@ def layer_saved_terms(spec: ModelSpec, layer: int, st: ActivationSetup,
         n_adapt = sum(1 for role in st.adapted if role.startswith(kinds)) if kinds else 0
         if spec.fused_qkv:  # one adapter on the fused query_key_value stands for attn_q/k/v (formulas/lora.py)
             n_adapt -= max(0, len(st.adapted & set(ATTN_INPUTS)) - 1)
+        if spec.fused_gate_up and has_ffn:  # one on the fused gate_up linear stands for its gate and up
+            for pair in (("ffn_gate", "ffn_up"), ("ffn_shexp_gate", "ffn_shexp_up")):
+                n_adapt -= max(0, len(st.adapted & set(pair)) - 1)
         out.append(Term("LoRA rank-r intermediates", n_adapt * t * st.rank * c, f"{n_adapt} adapters x {t} x r={st.rank} x {c} B"))
         if st.dora:
             widths = {"attn_q": q_w, "attn_k": k_w, "attn_v": v_w, "attn_output": h, "ffn_gate": spec.intermediate_size,
@@ -560,10 +563,13 @@ def _dropout_terms(spec: ModelSpec, st: ActivationSetup, present: set[str], ffn:
     i_w = _div(spec.intermediate_size, tp)
     in_grad, mix_grad, res_grad = grads
     qkv = [r for r in ATTN_INPUTS if r in st.adapted and r in present]
-    n_qkv = min(1, len(qkv)) if st.dropout == "fused-qkv" else len(qkv)
+    # one adapter (one dropout) on a fused linear: PEFT's on Falcon's query_key_value, Phi-3's qkv_proj and
+    # gate_up_proj (formulas/lora.py 'Fused linears'), litgpt's fused q/k/v adapter
+    n_qkv = min(1, len(qkv)) if st.dropout == "fused-qkv" or spec.fused_qkv else len(qkv)
     mlp = [r for r in MLP_INPUTS if r in st.adapted] if ffn else []
+    n_mlp = min(1, len(mlp)) if spec.fused_gate_up else len(mlp)
     # (elements, whether the dropout's input needs a gradient, so that its mask is kept) per adapter input
-    groups = [(n_qkv * ts * h, in_grad, f"{n_qkv} x {ts} x {h}"), (len(mlp) * ts * h, res_grad, f"{len(mlp)} x {ts} x {h}")]
+    groups = [(n_qkv * ts * h, in_grad, f"{n_qkv} x {ts} x {h}"), (n_mlp * ts * h, res_grad, f"{n_mlp} x {ts} x {h}")]
     if "attn_output" in st.adapted and present:
         groups.append((t * o_w, mix_grad, f"{t} x {o_w}"))
     if "ffn_down" in st.adapted and ffn:
@@ -727,6 +733,8 @@ def _dense_mlp_terms(spec: ModelSpec, st: ActivationSetup, width: int, name: str
     consumers = roles[:2] if gated else roles[1:2]
     n_in = 0 if input_counted else _input_copies(consumers, set(consumers), st, input_is_compute=(st.residual == c),
                                                  input_grad=input_grad)
+    if spec.fused_gate_up and n_in:  # one gate_up linear (Phi-3, Granite-4.0-H's shared MLP): one input copy
+        n_in = 1
     if n_in:
         out.append(Term(f"{name} input", n_in * ts * h * c, f"{n_in} x {ts} x {h} x {c} B"))
     gate_on = input_grad or roles[0] in st.adapted

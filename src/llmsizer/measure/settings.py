@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
 from ..errors import InputError, LlmsizerError
+from ..specs.training import normalize_targets as estimate_targets
 from ..suggest import unknown_choice
 
 KINDS = ("inference", "training")
@@ -28,7 +29,9 @@ BNB_OPTIMIZERS = ("adamw-8bit", "paged-adamw", "paged-adamw-8bit", "lion")
 PRECISIONS = ("fp32", "bf16-mixed", "fp16-mixed", "bf16", "fp16")
 GRAD_CHECKPOINTING = ("none", "full")
 OPTIMIZER_IMPLS = ("fused", "foreach", "for-loop")
-ALL_LINEAR = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+# PEFT's own shorthand, passed to it as is (every nn.Linear but the output head: peft tuners/tuners_utils.py
+# ``_maybe_include_all_linear_layers``): the rule the estimate follows for 'all-linear' (specs/training.py ALL_LINEAR)
+ALL_LINEAR = ("all-linear",)
 
 class MeasureUnavailableError(LlmsizerError, RuntimeError):
     """The optional 'measure' extra (torch, transformers, peft) is not installed."""
@@ -192,13 +195,29 @@ class MeasureSettings:
 
 
 def normalize_targets(targets: str | list[str] | tuple[str, ...]) -> tuple[str, ...]:
-    """PEFT module names from 'q_proj,v_proj', ['q', 'v'] or 'all-linear' (short names q/k/v/o/gate/up/down)."""
+    """PEFT ``target_modules`` from 'q_proj,v_proj', ['q', 'v'] or 'all-linear': each name checked by the estimate's
+    rule (specs/training.py ``normalize_targets``: the same names are accepted, an unknown one refused the same way);
+    the short names q/k/v/o/gate/up/down become their transformers module names q_proj ... down_proj, embed
+    embed_tokens; 'all-linear' stays PEFT's shorthand, alone (PEFT takes it as the whole target_modules)."""
     items = [t.strip() for t in (targets.split(",") if isinstance(targets, str) else targets) if t.strip()]
+    if not items:
+        return ()
+    canonical = estimate_targets(items)  # raises InputError for a name the estimate does not know
+    if any(t.lower() in ("all-linear", "all_linear", "all") for t in items):
+        if len(items) > 1:
+            raise InputError("targets: 'all-linear' stands alone (PEFT reads it as the whole target_modules); "
+                             f"got {', '.join(items)}")
+        return ALL_LINEAR
+    if "linear" in canonical:
+        raise InputError("targets: 'linear' names the linears only PEFT's 'all-linear' reaches; use all-linear")
     out: list[str] = []
     for t in items:
-        names = ALL_LINEAR if t.lower() in ("all-linear", "all_linear", "all") else (
-            t if t.endswith("_proj") or t not in ("q", "k", "v", "o", "gate", "up", "down") else f"{t}_proj",)
-        for n in names:
-            if n not in out:
-                out.append(n)
+        n = _PEFT_MODULE.get(t, t)
+        if n not in out:
+            out.append(n)
     return tuple(out)
+
+
+# the estimate's short target names as transformers names the modules (llama-style families)
+_PEFT_MODULE = {"q": "q_proj", "k": "k_proj", "v": "v_proj", "o": "o_proj", "gate": "gate_proj", "up": "up_proj",
+                "down": "down_proj", "embed": "embed_tokens"}

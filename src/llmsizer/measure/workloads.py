@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from .settings import MeasureSettings
+from .settings import ALL_LINEAR, MeasureSettings
 
 
 class Where:
@@ -185,7 +185,9 @@ def prepare_training(model: Any, s: MeasureSettings) -> Any:
     if s.method in ("lora", "dora", "qlora"):
         import peft
 
-        cfg = peft.LoraConfig(r=s.rank, lora_alpha=s.alpha or 2 * s.rank, target_modules=list(s.targets),
+        # 'all-linear' goes to PEFT as its own shorthand (settings.ALL_LINEAR)
+        modules: Any = s.targets[0] if s.targets == ALL_LINEAR else list(s.targets)
+        cfg = peft.LoraConfig(r=s.rank, lora_alpha=s.alpha or 2 * s.rank, target_modules=modules,
                               lora_dropout=0.0, bias="none", use_dora=s.method == "dora", task_type="CAUSAL_LM")
         # PEFT keeps adapters in fp32 under a half-precision base unless told otherwise (autocast_adapter_dtype);
         # pure bf16/fp16 recipes keep them in the base dtype.

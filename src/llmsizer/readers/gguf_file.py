@@ -39,6 +39,7 @@ from ..numbers import (
 from ..specs import MLASpec, ModelSpec, MoESpec
 from . import gguf_parallel
 from .gguf_header import GGUFHeader, LongArray, StringArray, read_gguf_header
+from .hf_config import TRANSFORMERS_LAYOUT
 from .hf_parallel import parallel_spec
 from .safe_io import shown
 from .safetensors_header import Role, TensorInfo, summarize
@@ -387,9 +388,10 @@ def _build_spec(path: Path, meta: _Meta, t: _Table) -> ModelSpec:
     if tie:
         notes.append("tie_word_embeddings=True (no output.weight tensor)")
     ftype = meta.int_("general.file_type")
+    arch_type = _model_type(meta, t, moe, mistral)
     try:
         return ModelSpec(
-            name=path.stem, model_type=_model_type(meta, t, moe, mistral),
+            name=path.stem, model_type=arch_type,
             vocab_size=_vocab(meta, t, hidden, notes), hidden_size=hidden, num_layers=n_layers,
             num_heads=n_heads, num_kv_heads=n_kv, head_dim=head_dim, intermediate_size=inter,
             tie_word_embeddings=tie, mlp_gated=gated, mlp_bias=mlp_bias,
@@ -403,7 +405,7 @@ def _build_spec(path: Path, meta: _Meta, t: _Table) -> ModelSpec:
             mla=mla, moe=moe, moe_layers=moe_layers,
             layer_types=kinds, sliding_window=window,  # type: ignore[arg-type]
             max_position_embeddings=context, torch_dtype=FILE_TYPE_DTYPE.get(ftype) if ftype is not None else None,
-            source=str(path), notes=tuple(notes),
+            source=str(path), notes=tuple(notes), **TRANSFORMERS_LAYOUT.get(arch_type, {}),
         )
     except InputError as e:
         raise ModelFileError(f"{path}: inconsistent metadata ({e})") from None

@@ -37,6 +37,16 @@ from .safe_io import MAX_JSON_FILE_BYTES, loads_bounded, read_regular, shown
 CONV_KERNEL = Range(1, 1024, True, "a causal conv kernel width")
 EXPAND = Range(1, 64, True, "a Mamba expansion factor")
 
+# how transformers' module of a llama-like model type keeps its tensors, where it differs from LlamaDecoderLayer's
+# (ModelSpec flags; the GGUF reader applies them too). Phi-3 (transformers v5.24.0 modeling_phi3.py): Phi3Attention
+# ``qkv_proj`` = Linear(H, (heads + 2 kv_heads) x head_dim) and Phi3MLP ``gate_up_proj`` = Linear(H, 2 I) are one
+# nn.Linear each (fused_qkv, fused_gate_up); V is a slice of the qkv output (``qkv[..., query_pos + kv:]``, line
+# 223: value_view_of_qkv); apply_rotary_pos_emb's ``torch.cat([rotated, q_pass])`` (line 184) makes q head-major
+# even at full rotary, so the output projection keeps a copy (attention_output_copy). Measured:
+# tests/training/test_lora_first_layer.py (phi3 cases)
+TRANSFORMERS_LAYOUT: dict[str, dict[str, Any]] = {
+    "phi3": dict(fused_qkv=True, fused_gate_up=True, value_view_of_qkv=True, attention_output_copy=True),
+}
 LLAMA_LIKE = {"llama", "mistral", "qwen2", "qwen3", "granite", "phi3", "gemma", "gemma2", "gemma3_text", "olmo2",
               "qwen2_5_vl_text", "qwen3_vl_text"}  # *_vl_text: only as the language model of a *_vl config
 MOE_TYPES = {"mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v2", "deepseek_v3", "deepseek_v32", "gpt_oss", "glm4_moe",
@@ -586,7 +596,7 @@ def spec_from_config(cfg: dict[str, Any], *, name: str, source: str = "",
         quantization=tuple(sorted(quant.items())),
         vision=vision,
         published_params=published_params, published_active_params=published_active_params,
-        source=source, notes=tuple(c.used_defaults),
+        source=source, notes=tuple(c.used_defaults), **TRANSFORMERS_LAYOUT.get(mt, {}),
     )
     return spec
 
@@ -594,7 +604,8 @@ def spec_from_config(cfg: dict[str, Any], *, name: str, source: str = "",
 def _gpt_bigcode(cfg: dict[str, Any], name: str, where: str, published: int | None) -> ModelSpec:
     """GPT-BigCode (StarCoder): MQA, LayerNorm with bias, GELU MLP with bias, learned positions.
 
-    transformers models/gpt_bigcode/modeling_gpt_bigcode.py: c_attn = Linear(H, H + 2*head_dim) (MQA),
+    transformers models/gpt_bigcode/modeling_gpt_bigcode.py: c_attn = Linear(H, H + 2*head_dim) (MQA; one fused q/k/v
+    linear: fused_qkv),
     c_proj, mlp.c_fc/c_proj with bias, ln_1/ln_2/ln_f LayerNorm, wte/wpe embeddings, lm_head tied.
     """
     c = _Cfg(cfg, "gpt_bigcode", where)
@@ -608,7 +619,7 @@ def _gpt_bigcode(cfg: dict[str, Any], name: str, where: str, published: int | No
         num_layers=c.req("n_layer", "num_hidden_layers"), num_heads=heads,
         num_kv_heads=1 if c.get("multi_query", True) else heads, head_dim=hidden // heads,
         intermediate_size=inner, tie_word_embeddings=bool(c.get("tie_word_embeddings", True)),
-        mlp_gated=False, mlp_bias=True, attention_qkv_bias=True, attention_out_bias=True,
+        mlp_gated=False, mlp_bias=True, attention_qkv_bias=True, attention_out_bias=True, fused_qkv=True,
         norm_kind="layernorm", position_embeddings=c.req("n_positions", "max_position_embeddings"),
         max_position_embeddings=c.get("n_positions"), torch_dtype=cfg.get("torch_dtype"),
         published_params=published, source=where, notes=tuple(c.used_defaults),

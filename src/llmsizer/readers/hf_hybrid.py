@@ -226,8 +226,10 @@ def hybrid_spec(cfg: dict[str, Any], mt: str, *, name: str, where: str, source: 
             fields.update(moe=moe, moe_layers=(True,) * n_layers, intermediate_size=0)
         else:  # no experts: the shared MLP is the layer's only feed-forward block
             fields.update(intermediate_size=shared)
+        # GraniteMoeHybridMLP (the shared MLP): input_linear = Linear(H, 2 x shared I) holds gate and up
+        # (modeling_granitemoehybrid.py lines 762-763): fused_gate_up
         fields.update(num_heads=heads, num_kv_heads=c.get("num_key_value_heads") or heads, head_dim=hidden // heads,
-                      attention_qkv_bias=bias, attention_out_bias=bias, recurrent=rec,
+                      attention_qkv_bias=bias, attention_out_bias=bias, recurrent=rec, fused_gate_up=True,
                       layer_types=tuple("full" if k == "full_attention" else "none" for k in kinds),
                       recurrent_layers=tuple(k == "linear_attention" for k in kinds))
     heads, kv = fields["num_heads"], fields["num_kv_heads"]

@@ -359,7 +359,12 @@ class ModelSpec:
     # use_parallel_residual, Falcon-40B ln_attn/ln_mlp). False: the sequential pre-norm block.
     parallel_block: bool = False
     rotary_dim: int = 0  # rotary channels per head (partial rotary: Phi-2, GPT-NeoX); 0 = head_dim (or none)
-    fused_qkv: bool = False  # q, k and v come from one linear (Falcon / GPT-NeoX query_key_value): one input copy
+    # q, k and v come from one linear (Falcon / GPT-NeoX query_key_value, Phi-3 qkv_proj, GPT-BigCode c_attn): one
+    # input copy; PEFT adapts the whole linear once (formulas/lora.py)
+    fused_qkv: bool = False
+    # gate and up come from one linear (Phi-3 mlp.gate_up_proj, Granite-4.0-H shared_mlp.input_linear): PEFT adapts
+    # the whole linear once (formulas/lora.py)
+    fused_gate_up: bool = False
     lm_head_bias: bool = False  # the output projection has a bias (PhiForCausalLM lm_head)
     # the MLP activation is transformers' NewGELUActivation (hidden_act 'gelu_new'), a chain of Python tensor ops
     # that keeps its own intermediates for the backward (formulas/training_activations.py), not one fused op

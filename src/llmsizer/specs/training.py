@@ -146,10 +146,17 @@ LORA_TARGETS: dict[str, tuple[str, ...]] = {
                "v_attn_q", "v_attn_k", "v_attn_v", "v_attn_o", "v_attn_qkv", "v_ffn_gate", "v_ffn_up", "v_ffn_down",
                "v_projector"),
 }
-_TARGET_ALIASES = {
-    "q_proj": "q", "k_proj": "k", "v_proj": "v", "o_proj": "o", "out_proj": "o", "output_proj": "o",
-    "gate_proj": "gate", "up_proj": "up", "down_proj": "down", "embed_tokens": "embed", "embeddings": "embed",
-    "output": "lm_head", "w1": "gate", "w3": "up", "w2": "down",
+_TARGET_ALIASES: dict[str, tuple[str, ...]] = {
+    "q_proj": ("q",), "k_proj": ("k",), "v_proj": ("v",), "o_proj": ("o",), "out_proj": ("o",),
+    "output_proj": ("o",), "gate_proj": ("gate",), "up_proj": ("up",), "down_proj": ("down",),
+    "embed_tokens": ("embed",), "embeddings": ("embed",), "output": ("lm_head",), "w1": ("gate",), "w3": ("up",),
+    "w2": ("down",),
+    # the fused linears' module names (formulas/lora.py, 'Fused linears'): Phi-3 qkv_proj / gate_up_proj, Falcon and
+    # GPT-NeoX query_key_value, GPT-BigCode c_attn / c_fc / c_proj (attention output and MLP down share that name, and
+    # PEFT's suffix match takes both), Granite-4.0-H's shared MLP input_linear / output_linear
+    "qkv_proj": ("q", "k", "v"), "query_key_value": ("q", "k", "v"), "c_attn": ("q", "k", "v"),
+    "gate_up_proj": ("gate", "up"), "input_linear": ("gate", "up"), "output_linear": ("down",), "c_fc": ("up",),
+    "c_proj": ("o", "down"),
 }
 ALL_LINEAR = ("q", "k", "v", "o", "gate", "up", "down", "in_proj", "linear")  # PEFT's target_modules="all-linear"
 # the decoder's attention and MLP projections (what all-linear meant before it followed PEFT): the default targets,
@@ -184,11 +191,11 @@ def normalize_targets(targets: str | tuple[str, ...] | list[str]) -> tuple[str, 
     items = [t.strip().lower() for t in (targets.split(",") if isinstance(targets, str) else targets) if t.strip()]
     out: list[str] = []
     for t in items:
-        names = ALL_LINEAR if t in ("all-linear", "all_linear", "all") else (_TARGET_ALIASES.get(t, t),)
+        names = ALL_LINEAR if t in ("all-linear", "all_linear", "all") else _TARGET_ALIASES.get(t, (t,))
         for n in names:
             if n not in LORA_TARGETS:
                 raise InputError(f"unknown LoRA target {t!r}; choose from: {', '.join(LORA_TARGETS)} "
-                                 "(or their module names q_proj, gate_proj, ...; 'all-linear')")
+                                 "(or their module names q_proj, gate_proj, qkv_proj, gate_up_proj, ...; 'all-linear')")
             if n not in out:
                 out.append(n)
     if not out:

@@ -12,7 +12,7 @@ from ...errors import FieldError, InputError
 from ...formulas import unsloth_kernels
 from ...formulas.context_parallel import local_tokens
 from ...formulas.dtypes import DTYPE_BYTES
-from ...formulas.lora import LoraParams, adapted_roles, any_quantizable, lora_params, rank_ceiling
+from ...formulas.lora import LoraParams, adapted_roles, any_quantizable, fused_targets, lora_params, rank_ceiling
 from ...formulas.nf4_quantization import (
     FUSED_EXPERTS_WHY,
     fused_experts_kept,
@@ -322,9 +322,14 @@ def resolve(spec: ModelSpec, w: TrainingWorkload, acc: Acc) -> TrainingContext:
             acc.assumptions.append(Assumption("modules_to_save", ",".join(w.modules_to_save), False,
                                               "trained copies beside the frozen originals (PEFT ModulesToSaveWrapper)"))
         record_workload(w, acc, ("lora_dropout",))
+        fused = fused_targets(spec, w.targets)  # the targets that name a fused linear on this model (one adapter)
         acc.assumptions.append(Assumption("lora", f"rank {w.rank}, targets {'all-linear' if w.targets == ALL_LINEAR else ','.join(w.targets)}"
+                                          + (f" (one adapter on each fused {', '.join(m for _, m in fused)})"
+                                             if fused else "")
                                           + (", DoRA" if w.dora else ""), not given(w, "rank", "targets"),
-                                          "LoRA rank and adapted modules (Hu et al. 2021)"))
+                                          "LoRA rank and adapted modules (Hu et al. 2021)" + "".join(
+                                              f"; {t} name the fused {m}: PEFT adapts the whole linear once"
+                                              for t, m in fused)))
     sd_default = rec.default_state_dtype if not w.adapters else (
         "fp32" if adapter_bytes == 4 or rec.master_bytes else rec.default_state_dtype)
     sd = str(acc.assume("optimizer_state_dtype", sd_default, w.optimizer_state_dtype,
