@@ -100,6 +100,13 @@ torch.compile)::
 
     J1 with the loop 4 b d n (s + 1), x once (4 t d: no t d c for x D) and no d 4 for D.float()          (J1a)
 
+  Under torch.autocast with fp32 weights ``causal_conv1d_fn``'s ``x.to(weight.dtype)`` (line 254) is an fp32
+  copy that autocast's conv1d casts back to 16 bits and keeps (convolution_backward saves its input whatever needs
+  a gradient), while ``F.silu(z)`` still keeps the whole in_proj output z is a view of; D.float() is the parameter.
+  Measured (before, 0.988)::
+
+    J1 + t d c (conv1d's copy) - d 4                                                                       (J1b)
+
 **Jamba, kernels** (mamba_ssm ``SelectiveScanFn``, mamba_ssm/ops/selective_scan_interface.py @ e9594ce lines 34-68,
 and causal-conv1d ``CausalConv1dFn``, causal_conv1d/causal_conv1d_interface.py @ 0d2252d lines 9-64; transformers
 5.24 calls ``selective_scan_fn``, not ``mamba_inner_fn``, from this mixer). CausalConv1dFn keeps x (a view of the
@@ -265,14 +272,18 @@ def jamba_mamba_saved_terms(batch: int, seq: int, hidden: int, d_inner: int, d_s
         x_d = 1 if f32 or not params_trained else 2
         # the loop's states: J1 casts each for the matmul and keeps the fp32 one too; J1a keeps each once
         loop = b * d * n * 4 * (s + 1) if f32 else b * d * n * (c * (s + 1) + 4 * (s - 1))
-        d_f = 0 if f32 else d * 4  # J1a: D.float() is the parameter
-        kept = (b * (s + d_conv - 1) * d * c + x_copy + t * n * c + 2 * t * d * c
+        d_f = 0 if fp32_weights else d * 4  # J1a, J1b: D.float() is the parameter
+        # eq. J1b (fp32 weights under autocast): conv1d keeps its own 16-bit copy of x (convolution_backward saves
+        # its input whatever needs a gradient: measured with every weight frozen too)
+        conv_copy = t * d * c if fp32_weights and not f32 else 0
+        kept = (b * (s + d_conv - 1) * d * c + x_copy + conv_copy + t * n * c + 2 * t * d * c
                 + 2 * t * d * n * 4 + t * n * 4 + t * d * 4 + loop + d_f + x_d * t * d * c + t * d * 4)
         loop_how = f"4 x {s + 1}" if f32 else f"{c} x {s + 1} + 4 x {s - 1}"
+        n_td = 2 + x_d + bool(x_copy) + bool(conv_copy)
+        eq = "J1a" if f32 else "J1b" if fp32_weights else "J1"
         out.append(("Mamba selective scan, torch fallback (sequential loop)", kept,
-                    f"{b} x ({s} + {d_conv} - 1) x {d} x {c} + {t} x {d} x ({2 + x_d + bool(x_copy)} x {c} + 2 x {n} x 4 + 8) "
-                    f"+ {t} x {n} x ({c} + 4) + {b} x {d} x {n} x ({loop_how}) + {d_f} B "
-                    f"(eq. J1{'a' if f32 else ''})"))
+                    f"{b} x ({s} + {d_conv} - 1) x {d} x {c} + {t} x {d} x ({n_td} x {c} + 2 x {n} x 4 + 8) "
+                    f"+ {t} x {n} x ({c} + 4) + {b} x {d} x {n} x ({loop_how}) + {d_f} B (eq. {eq})"))
     if out_input:
         out.append(("Mamba out_proj input", t * d * c, f"{t} x {d} x {c} B"))
     return out

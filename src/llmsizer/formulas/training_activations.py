@@ -744,6 +744,8 @@ def _dense_mlp_terms(spec: ModelSpec, st: ActivationSetup, width: int, name: str
     consumers = roles[:2] if gated else roles[1:2]
     n_in = 0 if input_counted else _input_copies(consumers, set(consumers), st, input_is_compute=(st.residual == c),
                                                  input_grad=input_grad)
+    if gated and spec.mlp_fused_gate_up:  # one linear reads it: one input copy (measured under autocast over fp32
+        n_in = min(n_in, 1)  # weights, tests/training/test_mamba_saved_tensors.py, Granite-4.0-H: one t h c over before)
     if n_in:
         out.append(Term(f"{name} input", n_in * ts * h * c, f"{n_in} x {ts} x {h} x {c} B"))
     gate_on = input_grad or roles[0] in st.adapted

@@ -224,8 +224,8 @@ def hybrid_spec(cfg: dict[str, Any], mt: str, *, name: str, where: str, source: 
             moe = MoESpec(n_local, c.req("num_experts_per_tok"), c.req("intermediate_size"),
                           shared_intermediate_size=shared)
             fields.update(moe=moe, moe_layers=(True,) * n_layers, intermediate_size=0)
-        else:  # no experts: the shared MLP is the layer's only feed-forward block
-            fields.update(intermediate_size=shared)
+        else:  # no experts: the shared MLP (one fused input_linear) is the layer's only feed-forward block
+            fields.update(intermediate_size=shared, mlp_fused_gate_up=True)
         fields.update(num_heads=heads, num_kv_heads=c.get("num_key_value_heads") or heads, head_dim=hidden // heads,
                       attention_qkv_bias=bias, attention_out_bias=bias, recurrent=rec,
                       layer_types=tuple("full" if k == "full_attention" else "none" for k in kinds),

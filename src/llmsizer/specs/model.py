@@ -360,6 +360,9 @@ class ModelSpec:
     parallel_block: bool = False
     rotary_dim: int = 0  # rotary channels per head (partial rotary: Phi-2, GPT-NeoX); 0 = head_dim (or none)
     fused_qkv: bool = False  # q, k and v come from one linear (Falcon / GPT-NeoX query_key_value): one input copy
+    # a gated MLP's gate and up come from one linear (GraniteMoeHybridMLP.input_linear, chunked in two,
+    # modeling_granitemoehybrid.py lines 765-767): one input, one autocast copy of it
+    mlp_fused_gate_up: bool = False
     lm_head_bias: bool = False  # the output projection has a bias (PhiForCausalLM lm_head)
     # the MLP activation is transformers' NewGELUActivation (hidden_act 'gelu_new'), a chain of Python tensor ops
     # that keeps its own intermediates for the backward (formulas/training_activations.py), not one fused op
