@@ -2,8 +2,9 @@
 layer of the tiny models when transformers 5.24 dispatches to mamba_ssm / causal-conv1d, on the CPU.
 
 Usage: python mamba_kernel_step.py MAMBA_SSM_SRC CAUSAL_CONV1D_SRC CASES_JSON -> JSON {case: {layer: bytes}} on stdout;
-a case is [config, batch, tokens] (pure bf16), [config, batch, tokens, "autocast"] (fp32 weights, CPU bf16 autocast) or
-[config, batch, tokens, "frozen"] (pure bf16, every weight but the embedding frozen: oracle_utils.mamba_saved_by_layer).
+a case is [config, batch, tokens] (pure bf16), [config, batch, tokens, "autocast"] (fp32 weights, CPU bf16 autocast),
+[config, batch, tokens, "fp32"] (pure fp32, no autocast) or [config, batch, tokens, "frozen"] (pure bf16, every weight
+but the embedding frozen: oracle_utils.mamba_saved_by_layer).
 
 The packages' Python code (their ``torch.autograd.Function`` forwards and the wrappers that allocate the outputs) runs
 as published; what needs a GPU is stood in for: ``triton`` (every ``@triton.jit`` kernel launch does nothing, so the
@@ -103,8 +104,9 @@ def main() -> None:
 
     out: dict[str, dict[str, Any]] = {}
     for name, (cfg, batch, tokens, *mode) in json.loads(cases_json).items():
-        autocast = mode == ["autocast"]  # fp32 weights under CPU bf16 autocast; else pure bf16
-        layers, by_layer = mamba_saved_by_layer(cfg, batch, tokens, torch.float32 if autocast else torch.bfloat16,
+        autocast = mode == ["autocast"]  # fp32 weights under CPU bf16 autocast; else pure bf16 or pure fp32
+        dtype = torch.float32 if mode in (["autocast"], ["fp32"]) else torch.bfloat16
+        layers, by_layer = mamba_saved_by_layer(cfg, batch, tokens, dtype,
                                                 autocast=autocast, before=calls.clear, frozen=mode == ["frozen"])
         # the weights whose autocast copies are kept, per layer (the autocast cases' weight copies): those of two or
         # more dimensions but the Mamba-2 mixer's conv1d weight (the Function passes it to causal-conv1d as it is);

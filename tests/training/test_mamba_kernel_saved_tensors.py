@@ -9,7 +9,8 @@ forwards and the wrappers that allocate their outputs run as published, the Trit
 stood in for (launches do nothing; ``selective_scan_cuda.fwd`` allocates its outputs as selective_scan.cpp does).
 The step script also checks which Functions ran: MambaSplitConv1dScanCombinedFn for the Mamba-2 families,
 SelectiveScanFn + CausalConv1dFn for Jamba (transformers 5.24's JambaMambaMixer does not call mamba_inner_fn).
-A whole layer is compared, as in tests/training/test_mamba_saved_tensors.py, pure bf16, every weight trained.
+A whole layer is compared, as in tests/training/test_mamba_saved_tensors.py, pure bf16 or pure fp32, every weight
+trained.
 
 The packages need a CUDA toolchain to install, so their sources are only unpacked: ``scripts/setup.sh test`` fetches
 the pinned PyPI sdists of those versions (scripts/fetch_kernel_sources.py, sha256-checked) into .venv/kernel-sources/;
@@ -48,13 +49,14 @@ pytestmark = [pytest.mark.slow, pytest.mark.skipif(
 
 SHAPES = ((2, 256), (1, 200), (1, 4100))  # 4100 > 2048: SelectiveScanFn keeps 3 chunk states per channel
 AUTOCAST_SHAPES = ((2, 256), (1, 200))
-# fp32 weights under bf16 autocast; Jamba's J2 read 0.980-0.988 before eq. J2a (fp32 B / C copies, no D / delta_bias
-# copies) and the step's count of its out_proj weight copy; its mixer is now counted to the byte, the layer 2 KiB over
-# outside it (0.0009-0.0021: its norms / MLP under autocast, as in the torch-path test). Beside the mixer,
-# what tests/training/test_mamba_saved_tensors.py's autocast test reads off, a larger share of these smaller layers:
-# Nemotron-H's norm weight copy (256 B, 0.0007), Granite-4.0-H's one [t, h] 16-bit copy too many (0.042)
-AUTOCAST_TOLERANCE = {"mamba2": 0.0, "nemotron_h": 1e-3, "falcon_h1": 0.0, "falcon_h1_rms_norm": 0.0,
-                      "granitemoehybrid": 0.045, "jamba": 0.0025}
+# fp32 weights under bf16 autocast, every case now to the byte; before: Jamba's J2 read 0.980-0.988 before eq. J2a
+# (fp32 B / C copies, no D / delta_bias copies) and the step's count of its out_proj weight copy, then 1.0009-1.0021
+# (2 KiB over outside the mixer; to the byte already at fc84198e, the tolerance left over); beside the mixer, what
+# tests/training/test_mamba_saved_tensors.py's autocast test read off, a larger share of these smaller layers:
+# Granite-4.0-H's one [t, h] 16-bit copy too many (1.042, before ``ModelSpec.fused_gate_up``); Nemotron-H's
+# norm weight copy (256 B, 1.0007), which fp32 weights do not make
+AUTOCAST_TOLERANCE = {"mamba2": 0.0, "nemotron_h": 0.0, "falcon_h1": 0.0, "falcon_h1_rms_norm": 0.0,
+                      "granitemoehybrid": 0.0, "jamba": 0.0}
 
 
 @pytest.fixture(scope="module")
@@ -65,6 +67,8 @@ def measured() -> dict[str, dict[str, Any]]:
               for b, s in AUTOCAST_SHAPES}
     cases |= {f"{name}|{b}|{s}|frozen": (cfg, b, s, "frozen") for name, (cfg, _) in MAMBA_LAYER_CASES.items()
               for b, s in AUTOCAST_SHAPES}
+    cases |= {f"{name}|{b}|{s}|fp32": (cfg, b, s, "fp32") for name, (cfg, _) in MAMBA_LAYER_CASES.items()
+              for b, s in SHAPES if s < 2048 or name == "jamba"}
     step = Path(__file__).with_name("mamba_kernel_step.py")
     run = subprocess.run([sys.executable, str(step), MAMBA_SSM_SRC, CAUSAL_CONV1D_SRC, json.dumps(cases)],
                          capture_output=True, text=True, timeout=900, check=False)
@@ -84,6 +88,22 @@ def test_mamba_layer_saved_tensors_kernel_path(measured: dict[str, dict[str, Any
     ran = set(got["-1"])
     assert ran == ({"SelectiveScanFn", "CausalConv1dFn"} if name == "jamba" else {"MambaSplitConv1dScanCombinedFn"})
     _counted_and_saved(cfg, name, layer, got, batch, tokens, True, "", capsys)
+
+
+@pytest.mark.parametrize("name", list(MAMBA_LAYER_CASES))
+@pytest.mark.parametrize(("batch", "tokens"), SHAPES)
+def test_mamba_layer_kernel_path_fp32(measured: dict[str, dict[str, Any]], name: str, batch: int, tokens: int,
+                                      capsys: Any) -> None:
+    """Pure fp32 (no autocast): Jamba's ``self.D.float()`` and ``dt_proj.bias.float()`` are the parameters themselves,
+    so SelectiveScanFn saves no D / delta_bias copies (eq. J2a; 1,024 B over before), and NemotronHRMSNorm's
+    ``weight.to(float32)`` copies nothing (256 B over before)."""
+    if tokens > 2048 and name != "jamba":
+        pytest.skip("the long case is for SelectiveScanFn's chunk states")
+    cfg, layer = MAMBA_LAYER_CASES[name]
+    got = measured[f"{name}|{batch}|{tokens}|fp32"]
+    assert set(got["-1"]) == ({"SelectiveScanFn", "CausalConv1dFn"} if name == "jamba"
+                              else {"MambaSplitConv1dScanCombinedFn"})
+    _counted_and_saved(cfg, name, layer, got, batch, tokens, True, ", fp32", capsys, element=4)
 
 
 @pytest.mark.parametrize("name", list(AUTOCAST_TOLERANCE))
@@ -128,13 +148,13 @@ def test_mamba_layer_kernel_path_frozen(measured: dict[str, dict[str, Any]], nam
 
 
 def _counted_and_saved(cfg: dict[str, Any], name: str, layer: int, got: dict[str, Any], batch: int, tokens: int,
-                       full: bool, label: str, capsys: Any) -> None:
-    """The estimate's bytes for ``layer`` on the kernel path (pure bf16; ``full``: every weight trained) asserted
-    equal to the bytes the real Functions saved (``got``), both printed."""
+                       full: bool, label: str, capsys: Any, element: int = 2) -> None:
+    """The estimate's bytes for ``layer`` on the kernel path (pure bf16, or pure fp32 with ``element`` 4; ``full``:
+    every weight trained) asserted equal to the bytes the real Functions saved (``got``), both printed."""
     spec = spec_from_config(cfg, name=f"tiny-{name}")
     assert spec.recurrent is not None
-    st = ActivationSetup(batch=batch, seq=tokens, residual=2, compute=2, expert=2, full=full, attention="sdpa",
-                         mamba_path="cuda-kernels")
+    st = ActivationSetup(batch=batch, seq=tokens, residual=element, compute=element, expert=element, full=full,
+                         attention="sdpa", mamba_path="cuda-kernels")
     predicted = sum(t.bytes for t in layer_saved_terms(spec, layer, st))
     saved = int(got[str(layer)])
     with capsys.disabled():

@@ -55,6 +55,14 @@ all four files, modeling_mamba2.py lines 258-372)::
   silu output (4 t d instead of c t d); with 16-bit weights the buffer and the product are 16-bit, and none of
   this applies                                                                                           (M1b)
 
+  In pure fp32 (no autocast, c = 4) every ``.float()`` / ``.to(torch.float32)`` of the mixer returns its input, so
+  three of M1's fp32 copies are tensors kept anyway: x.float() is a view of the silu output, all conv channels
+  (4 t conv instead of 4 t d: ``mamba2_chunk_scan``, modeling_mamba2.py line 282); ``A.to(x.dtype) * dt.float()``
+  (line 293) keeps the clamped dt that ``x * dt[..., None].float()`` (line 292) keeps (4 t H less); the gated norm's
+  ``silu(gate.to(torch.float32))`` (line 117) keeps the gate, a view of the in_proj output conv1d keeps (4 t d
+  less). Measured, every weight trained and all frozen (tests/training/test_mamba_saved_tensors.py; before, pure
+  fp32 read 1.0083 Mamba-2, 1.0139-1.0215 the gated-norm copies, 0.9887 Falcon-H1 without the norm)       (M1c)
+
 **Mamba-2, kernels** (mamba_ssm ``MambaSplitConv1dScanCombinedFn``, mamba_ssm/ops/triton/ssd_combined.py @
 e9594ce lines 820-899, taken in training with no cache, modeling_mamba2.py lines 482-505): the Function runs the
 conv, the chunked scan, the gated RMSNorm and out_proj inside one forward and keeps (``ctx.save_for_backward``,
@@ -85,6 +93,20 @@ torch.compile)::
     D.float(), the silu output x (kept by x D), the fp32 sum y, silu(z)       d 4 + t d c + t d 4 + t d c
     out_proj input                            t d c                                                      (J1)
 
+  In pure fp32 (c = 4, no autocast) the casts are no-ops: the zero state is fp32 and each step's
+  ``ssm_state.to(input_dtype)`` (line 427) is the state the next step's product keeps, so the loop keeps s + 1 fp32
+  states, not 2 s; ``hidden_states[..., None].float()`` (line 377) is x itself, which ``hidden_states * D`` keeps
+  (line 432), and ``self.D.float()`` (line 607) is the parameter. Measured: before, pure fp32 read 1.22::
+
+    J1 with the loop 4 b d n (s + 1), x once (4 t d: no t d c for x D) and no d 4 for D.float()          (J1a)
+
+  Under torch.autocast with fp32 weights ``causal_conv1d_fn``'s ``x.to(weight.dtype)`` (line 254) is an fp32
+  copy that autocast's conv1d casts back to 16 bits and keeps (convolution_backward saves its input whatever needs
+  a gradient), while ``F.silu(z)`` still keeps the whole in_proj output z is a view of; D.float() is the parameter.
+  Measured (before, 0.988)::
+
+    J1 + t d c (conv1d's copy) - d 4                                                                       (J1b)
+
 **Jamba, kernels** (mamba_ssm ``SelectiveScanFn``, mamba_ssm/ops/selective_scan_interface.py @ e9594ce lines 34-68,
 and causal-conv1d ``CausalConv1dFn``, causal_conv1d/causal_conv1d_interface.py @ 0d2252d lines 9-64; transformers
 5.24 calls ``selective_scan_fn``, not ``mamba_inner_fn``, from this mixer). CausalConv1dFn keeps x (a view of the
@@ -99,7 +121,8 @@ contiguous::
     chunk states b d ceil(s / 2048) 2 n 4; out_proj input t d c                                           (J2)
 
   Under torch.autocast with fp32 weights (measured on the stand-ins) JambaRMSNorm's ``weight * hidden.to(bf16)`` is
-  fp32, so SelectiveScanFn's contiguous B and C copies are fp32, and D / delta_bias need no fp32 copy::
+  fp32, so SelectiveScanFn's contiguous B and C copies are fp32, and D / delta_bias need no fp32 copy (so too in
+  pure fp32, where c = 4 already: measured on the stand-ins)::
 
     J2 with 2 t n 4 for the B, C copies and no 2 d 4                                                     (J2a)
 
@@ -139,7 +162,8 @@ def mamba2_saved_terms(batch: int, seq: int, hidden: int, heads: int, head_dim: 
     arithmetic). heads / groups are this device's (TP-split) counts; ``gated_norm``: the RMSNormGated (False:
     Falcon-H1's ``scan_output * silu(gate)``); ``autocast``: under torch.autocast (eq. M1a: the einsums);
     ``fp32_weights``: the weights (and buffers) are fp32 under that autocast (eq. M1a's conv copy, M1b; with 16-bit
-    weights neither happens); ``multiplier``: Falcon-H1's in_proj output times its ``mup_vector`` buffer (eq. M1b);
+    weights neither happens); ``compute`` 4 without autocast: pure fp32 (eq. M1c); ``multiplier``: Falcon-H1's
+    in_proj output times its ``mup_vector`` buffer (eq. M1b);
     ``params_trained``: A_log, D and the gated norm's weight are trained (False under LoRA: eq. M3)."""
     if path not in MAMBA_PATHS:
         raise ValueError(f"mamba path {path!r}: expected one of {', '.join(MAMBA_PATHS)}")
@@ -168,9 +192,12 @@ def mamba2_saved_terms(batch: int, seq: int, hidden: int, heads: int, head_dim: 
     sp = n_ch * chunk
     q = b * heads * sp
     conv_in = conv if mixed32 else proj  # M1a: conv1d keeps its own copy cast to the fp32 weight's dtype
-    x_w = conv if f32_proj else d  # M1b: x.float() is a view of the fp32 conv output (all conv channels)
-    # eq. M3 (A_log, D frozen): no padded x for D's gradient, no fp32 dt for A's, no exp(A_log) output
-    d_pad, dt_n, a_n = (b * sp * d, 2, 2) if params_trained else (0, 1, 1)
+    f32 = not autocast and c == 4  # eq. M1c: pure fp32, every .float() / .to(float32) of the mixer a no-op
+    # M1b, M1c: x.float() is a view of the fp32 conv output (all conv channels)
+    x_w = conv if f32_proj or f32 else d
+    # eq. M3 (A_log, D frozen): no padded x for D's gradient, no fp32 dt for A's, no exp(A_log) output; eq. M1c: the
+    # fp32 dt of A * dt.float() is the clamped dt that x * dt keeps
+    d_pad, dt_n, a_n = (b * sp * d, 1 if f32 else 2, 2) if params_trained else (0, 1, 1)
     pre = (t * conv_in * c + b * (s + d_conv - 1) * conv * c + 2 * t * heads * c + a_n * heads * 4
            + 4 * (d_pad + t * x_w + dt_n * t * heads))
     out.append(("Mamba conv input, silu input, dt, fp32 x / dt copies", pre,
@@ -189,9 +216,9 @@ def mamba2_saved_terms(batch: int, seq: int, hidden: int, heads: int, head_dim: 
         how += " (one chunk: einsum views)"
     out.append(("Mamba-2 chunked scan, torch fallback (fp32)", core, how + " (eq. M1)"))
     gate_in = t * proj * 4 if f32_proj else 0  # M1b: silu keeps the fp32 product its gate is a view of
-    if gated_norm:  # M1b: gate.to(float32) is then a no-op, so the gate's fp32 copy is that product
-        # (eq. M3: a frozen norm weight keeps no normalised tensor)
-        k_td = (3 if f32_proj else 4) - (0 if params_trained else 1)
+    if gated_norm:  # M1b: gate.to(float32) is then a no-op, so the gate's fp32 copy is that product; M1c: the gate
+        # is a view of the in_proj output conv1d keeps (eq. M3: a frozen norm weight keeps no normalised tensor)
+        k_td = (3 if f32_proj or f32 else 4) - (0 if params_trained else 1)
         out.append(("Mamba gated RMSNorm (fp32)", 4 * (k_td * t * d + b * sp * d + t * g) + gate_in,
                     f"4 B x ({k_td} x {t} x {d} + {b} x {sp} x {d} + {t} x {g})"
                     + (f" + {t} x {proj} x 4 B" if f32_proj else "")))
@@ -210,12 +237,14 @@ def jamba_mamba_saved_terms(batch: int, seq: int, hidden: int, d_inner: int, d_s
                             fp32_weights: bool = False) -> Terms:
     """Eq. (J1) (``path`` 'torch') or (J2) ('cuda-kernels'): Jamba's Mamba-1 mixer, as (name, bytes, arithmetic).
     ``x_input`` / ``dt_input``: x_proj / dt_proj keep their inputs (weights trained); ``params_trained``: A_log, D
-    and the dt / B / C norm weights are trained (False under LoRA: eq. J3); ``fp32_weights``: fp32 weights under
-    torch.autocast (eq. J2a, kernels only)."""
+    and the dt / B / C norm weights are trained (False under LoRA: eq. J3); ``fp32_weights``: fp32 weights, under
+    torch.autocast or pure fp32 (eq. J2a, kernels only); ``compute`` 4: pure fp32 (eq. J1a; under autocast the
+    activations are 16-bit)."""
     if path not in MAMBA_PATHS:
         raise ValueError(f"mamba path {path!r}: expected one of {', '.join(MAMBA_PATHS)}")
     b, s, c, d, n, r = batch, seq, compute, d_inner, d_state, dt_rank
     t = b * s
+    f32 = c == 4  # pure fp32 (under autocast the activations are 16-bit): eq. J1a
     out: Terms = []
     if in_input:
         out.append(("Mamba in_proj input", t * hidden * c, f"{t} x {hidden} x {c} B"))
@@ -228,8 +257,8 @@ def jamba_mamba_saved_terms(batch: int, seq: int, hidden: int, d_inner: int, d_s
                 + ("" if params_trained else " (eq. J3)")))
     if path == "cuda-kernels":
         n_sc = -(-s // SCAN_CHUNK_MAMBA1)
-        # eq. J2a: with fp32 norm weights the B / C norm outputs are fp32, and D.float() / delta_bias.float() are the
-        # parameters themselves
+        # eq. J2a: with fp32 norm weights (under autocast, or pure fp32) the B / C norm outputs are fp32, and
+        # D.float() / delta_bias.float() are the parameters themselves
         bc, dd = (4, 0) if fp32_weights else (c, 2 * d * 4)
         kept = (t * d * c if x_input else 0) + 4 * t * d * c + 2 * t * n * bc + dd + b * d * n_sc * 2 * n * 4
         out.append(("CausalConv1dFn output, SelectiveScanFn u / delta / z / out / B / C / D / states", kept,
@@ -238,14 +267,23 @@ def jamba_mamba_saved_terms(batch: int, seq: int, hidden: int, d_inner: int, d_s
     else:
         # x_proj reads the transposed conv output: a copy for b > 1; with b = 1 a view of it, kept anyway by x D
         x_copy = t * d * c if x_input and b > 1 else 0
-        x_d = 2 if params_trained else 1  # eq. J3: x D keeps the silu output x only for D's gradient
-        kept = (b * (s + d_conv - 1) * d * c + x_copy + t * n * c + 2 * t * d * c
-                + 2 * t * d * n * 4 + t * n * 4 + t * d * 4 + b * d * n * (c * (s + 1) + 4 * (s - 1))
-                + d * 4 + x_d * t * d * c + t * d * 4)
+        # x D and silu(z)'s product keep x and silu(z); eq. J3: x only for D's gradient; eq. J1a (pure fp32): x is
+        # the fp32 x of dt B x (x.float() a no-op), counted there
+        x_d = 1 if f32 or not params_trained else 2
+        # the loop's states: J1 casts each for the matmul and keeps the fp32 one too; J1a keeps each once
+        loop = b * d * n * 4 * (s + 1) if f32 else b * d * n * (c * (s + 1) + 4 * (s - 1))
+        d_f = 0 if fp32_weights else d * 4  # J1a, J1b: D.float() is the parameter
+        # eq. J1b (fp32 weights under autocast): conv1d keeps its own 16-bit copy of x (convolution_backward saves
+        # its input whatever needs a gradient: measured with every weight frozen too)
+        conv_copy = t * d * c if fp32_weights and not f32 else 0
+        kept = (b * (s + d_conv - 1) * d * c + x_copy + conv_copy + t * n * c + 2 * t * d * c
+                + 2 * t * d * n * 4 + t * n * 4 + t * d * 4 + loop + d_f + x_d * t * d * c + t * d * 4)
+        loop_how = f"4 x {s + 1}" if f32 else f"{c} x {s + 1} + 4 x {s - 1}"
+        n_td = 2 + x_d + bool(x_copy) + bool(conv_copy)
+        eq = "J1a" if f32 else "J1b" if fp32_weights else "J1"
         out.append(("Mamba selective scan, torch fallback (sequential loop)", kept,
-                    f"{b} x ({s} + {d_conv} - 1) x {d} x {c} + {t} x {d} x ({2 + x_d + bool(x_copy)} x {c} + 2 x {n} x 4 + 8) "
-                    f"+ {t} x {n} x ({c} + 4) + {b} x {d} x {n} x ({c} x {s + 1} + 4 x {s - 1}) + {d} x 4 B "
-                    "(eq. J1)"))
+                    f"{b} x ({s} + {d_conv} - 1) x {d} x {c} + {t} x {d} x ({n_td} x {c} + 2 x {n} x 4 + 8) "
+                    f"+ {t} x {n} x ({c} + 4) + {b} x {d} x {n} x ({loop_how}) + {d_f} B (eq. {eq})"))
     if out_input:
         out.append(("Mamba out_proj input", t * d * c, f"{t} x {d} x {c} B"))
     return out

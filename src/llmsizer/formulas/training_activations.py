@@ -190,6 +190,12 @@ class ActivationSetup:
         return self.batch * self.seq
 
     @property
+    def fp32_weights(self) -> bool:
+        """The layers' weights (norms, Mamba's A_log / D, buffers) are fp32: under autocast exactly when it copies
+        the linears' weights to 16 bits (``weight_copy``), else when the activations are fp32 (pure fp32)."""
+        return self.weight_copy > 0 if self.autocast else self.compute == 4
+
+    @property
     def head_tokens(self) -> int:
         """Tokens the lm_head and the loss see: the target's of an encoder-decoder, else ``tokens``."""
         return self.batch * (self.target or self.seq)
@@ -209,20 +215,29 @@ def _div(x: int, tp: int) -> int:
     return -(-x // tp)
 
 
+def _norm_weight_copied(spec: ModelSpec, st: ActivationSetup) -> bool:
+    """Eq. N3's fp32 weight copy is made: ``weight.float()`` / ``weight.to(float32)`` copies a 16-bit weight and is
+    the fp32 weight itself (nothing saved beside the parameter: measured, pure fp32 and fp32 weights under autocast,
+    tests/training/test_mamba_saved_tensors.py, Nemotron-H); ``1 + weight`` (``spec.norm_unit_offset``) is a new
+    tensor from any weight."""
+    return spec.norm_fp32_normalised and (spec.norm_unit_offset or not st.fp32_weights)
+
+
 def _norm_terms(name: str, tokens: int, width: int, input_bytes: int, trained: bool, st: ActivationSetup,
-                kind: str = "rmsnorm", fp32_normalised: bool = False) -> list[Term]:
+                kind: str = "rmsnorm", fp32_normalised: bool = False, weight_copy: bool = True) -> list[Term]:
     """A norm's saved tensors: RMSNorm keeps its fp32 input, 1/rms and (weight trained) the normalised tensor;
     LayerNorm (``native_layer_norm``) keeps its input, mean and rstd. Split by SP (outside the TP region).
 
     ``fp32_normalised`` (litgpt's RMSNorm, ``spec.norm_fp32_normalised``): ``(x_normed * weight.float())`` keeps the
-    fp32 weight copy (width x 4 B) and, with the weight trained, the fp32 normalised tensor (t width 4 B)    (N3)"""
+    fp32 weight copy (width x 4 B; ``weight_copy``: one is made, ``_norm_weight_copied``) and, with the weight
+    trained, the fp32 normalised tensor (t width 4 B)                                                        (N3)"""
     t = _div(tokens, st.tp) if st.sp else tokens
     if kind == "layernorm":
         return [Term(f"{name} input + mean/rstd", t * width * input_bytes + 2 * t * 4,
                      f"{t} tokens x {width} x {input_bytes} B + 2 x 4 B per token (native_layer_norm)")]
     out = [Term(f"{name} fp32 input + 1/rms", t * width * 4 + t * 4,
                 f"{t} tokens x {width} x 4 B (hidden.to(float32)) + 4 B per token")]
-    if fp32_normalised:
+    if fp32_normalised and weight_copy:
         out.append(Term(f"{name} fp32 weight copy", width * 4, f"{width} x 4 B (weight.float(), eq. N3)"))
     if trained:
         nb = 4 if fp32_normalised else input_bytes
@@ -382,9 +397,11 @@ def layer_saved_terms(spec: ModelSpec, layer: int, st: ActivationSetup,
     norm_out = 4 if g3n else r  # Gemma3nRMSNorm keeps its fp32 normalised tensor (gemma3n_saved_terms)
     kv_shared = bool(spec.kv_shared_layers) and spec.kv_shared_layers[layer]
     f32n = spec.norm_fp32_normalised
+    w32 = _norm_weight_copied(spec, st)
     in_grad, mix_grad, res_grad = layer_grads(spec, layer, st, input_grad)
     if in_grad:  # (eq. F1: a norm over an input that needs no gradient, with a frozen weight, keeps nothing)
-        out += _norm_terms("attention norm", t, h, norm_out, norm_trained, st, kind=kind, fp32_normalised=f32n)
+        out += _norm_terms("attention norm", t, h, norm_out, norm_trained, st, kind=kind, fp32_normalised=f32n,
+                           weight_copy=w32)
     gdn = _gated_deltanet_layer(spec, layer)
     # a Mamba layer: its mixer's terms (eqs. M1/M2, J1/J2); attention too only where the layer also attends
     # (Falcon-H1 runs both side by side)
@@ -436,7 +453,7 @@ def layer_saved_terms(spec: ModelSpec, layer: int, st: ActivationSetup,
             qn_w, qn_h = (q_w, heads) if q_on else (0, 0)
             out.append(Term("q/k norms fp32 inputs", t * (qn_w + kn_w) * 4 + t * (qn_h + kn_h) * 4,
                             f"{t} x ({qn_w} + {kn_w}) x 4 B + 1/rms per head"))
-            if f32n:  # the per-head norms are the same class: their fp32 weight copies (eq. N3)
+            if w32:  # the per-head norms are the same class: their fp32 weight copies (eq. N3)
                 out.append(Term("q/k norms fp32 weight copies", 2 * spec.head_dim * 4, f"2 x {spec.head_dim} x 4 B"))
             if st.full:
                 qk_c = 4 if g3n or f32n else c
@@ -519,7 +536,7 @@ def layer_saved_terms(spec: ModelSpec, layer: int, st: ActivationSetup,
                 continue
             out += _norm_terms("mlp norm" if j == 0 else f"extra norm {j}", t, h,
                                norm_out if g3n else r if j == 0 else c, norm_trained, st, kind=kind,
-                               fp32_normalised=f32n)
+                               fp32_normalised=f32n, weight_copy=w32)
     if has_ffn and spec.moe_layers[layer] and spec.moe is not None:
         out += moe_saved_terms(spec, st)
     elif has_ffn:
@@ -930,7 +947,7 @@ def mamba_layer_terms(spec: ModelSpec, st: ActivationSetup) -> list[Term]:
                                         r.dt_rank, r.d_conv, st.compute, st.mamba_path,
                                         in_input=_saves_input("ssm_in", st), x_input=_saves_input("ssm_x", st),
                                         dt_input=_saves_input("ssm_dt", st), out_input=_saves_input("ssm_out", st),
-                                        params_trained=st.full, fp32_weights=st.autocast and st.weight_copy > 0)
+                                        params_trained=st.full, fp32_weights=st.fp32_weights)
     out = [Term(name, b, how) for name, b, how in terms]
     if st.sp and tp > 1 and out and out[0].name == "Mamba in_proj input":
         out[0] = Term(out[0].name, _div(ts_in, tp), f"{out[0].formula} / {tp} (sequence parallel)")
@@ -1093,7 +1110,8 @@ def head_activations(spec: ModelSpec, st: ActivationSetup, lm_head_trained: bool
                                2 * tt * v * 4, ())
     kind = "layernorm" if spec.norm_kind == "layernorm" else "rmsnorm"
     saved: list[Term] = list(_norm_terms("final norm", t, h, r, st.full, st, kind=kind,
-                                         fp32_normalised=spec.norm_fp32_normalised))
+                                         fp32_normalised=spec.norm_fp32_normalised,
+                                         weight_copy=_norm_weight_copied(spec, st)))
     adapted_head = "output" in st.adapted and not st.full
     if lm_head_trained and not (adapted_head and st.dropout != "none") or st.lm_head_keeps_input:
         n = 1

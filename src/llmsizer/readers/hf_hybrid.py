@@ -156,7 +156,7 @@ def hybrid_spec(cfg: dict[str, Any], mt: str, *, name: str, where: str, source: 
                       attention_qkv_bias=bias, attention_out_bias=bias, attention_output_gate=True,
                       # Qwen3NextRMSNorm (modeling_qwen3_next.py lines 135-140): ``(x * (1 + w)).to(dtype)`` keeps
                       # the fp32 normalised tensor and the fp32 1 + w (training_activations.py eq. N3)
-                      norm_fp32_normalised=True,
+                      norm_fp32_normalised=True, norm_unit_offset=True,
                       recurrent=rec, moe=moe, moe_layers=moe_layers,
                       layer_types=tuple("full" if k == "full_attention" else "none" for k in kinds),
                       recurrent_layers=tuple(k == "linear_attention" for k in kinds))

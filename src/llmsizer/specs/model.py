@@ -388,6 +388,9 @@ class ModelSpec:
     # ``weight.float()``: the fp32 weight copy is saved, and with the weight trained the fp32 normalised tensor (not a
     # half-precision one as in transformers' RMSNorm)
     norm_fp32_normalised: bool = False
+    # with norm_fp32_normalised: the norm multiplies by ``1 + weight`` (Qwen3NextRMSNorm, modeling_qwen3_next.py lines
+    # 135-140), a new fp32 tensor kept even from fp32 weights (``weight.float()`` of an fp32 weight is the weight)
+    norm_unit_offset: bool = False
     # litgpt's LoRAQKVLinear with some but not all of q/k/v adapted pads the adapter output to the fused width with
     # ``index_copy_`` (litgpt/lora.py @ 00af8b0d lines 329-346, called at line 434), whose backward keeps that output
     lora_qkv_zero_pad: bool = False
