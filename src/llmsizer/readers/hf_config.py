@@ -595,7 +595,9 @@ def _gpt_bigcode(cfg: dict[str, Any], name: str, where: str, published: int | No
     """GPT-BigCode (StarCoder): MQA, LayerNorm with bias, GELU MLP with bias, learned positions.
 
     transformers models/gpt_bigcode/modeling_gpt_bigcode.py: c_attn = Linear(H, H + 2*head_dim) (MQA),
-    c_proj, mlp.c_fc/c_proj with bias, ln_1/ln_2/ln_f LayerNorm, wte/wpe embeddings, lm_head tied.
+    c_proj, mlp.c_fc/c_proj with bias, ln_1/ln_2/ln_f LayerNorm, wte/wpe embeddings, lm_head tied. q, k and v come
+    from the one c_attn linear (``fused_qkv``: one input, so one autocast copy of it in training, and PEFT's
+    ``c_attn`` target adapts all three).
     """
     c = _Cfg(cfg, "gpt_bigcode", where)
     hidden = c.req("n_embd", "hidden_size")
@@ -611,5 +613,5 @@ def _gpt_bigcode(cfg: dict[str, Any], name: str, where: str, published: int | No
         mlp_gated=False, mlp_bias=True, attention_qkv_bias=True, attention_out_bias=True,
         norm_kind="layernorm", position_embeddings=c.req("n_positions", "max_position_embeddings"),
         max_position_embeddings=c.get("n_positions"), torch_dtype=cfg.get("torch_dtype"),
-        published_params=published, source=where, notes=tuple(c.used_defaults),
+        published_params=published, source=where, notes=tuple(c.used_defaults), fused_qkv=True,
     )
