@@ -604,9 +604,10 @@ def spec_from_config(cfg: dict[str, Any], *, name: str, source: str = "",
 def _gpt_bigcode(cfg: dict[str, Any], name: str, where: str, published: int | None) -> ModelSpec:
     """GPT-BigCode (StarCoder): MQA, LayerNorm with bias, GELU MLP with bias, learned positions.
 
-    transformers models/gpt_bigcode/modeling_gpt_bigcode.py: c_attn = Linear(H, H + 2*head_dim) (MQA; one fused q/k/v
-    linear: fused_qkv),
-    c_proj, mlp.c_fc/c_proj with bias, ln_1/ln_2/ln_f LayerNorm, wte/wpe embeddings, lm_head tied.
+    transformers models/gpt_bigcode/modeling_gpt_bigcode.py: c_attn = Linear(H, H + 2*head_dim) (MQA),
+    c_proj, mlp.c_fc/c_proj with bias, ln_1/ln_2/ln_f LayerNorm, wte/wpe embeddings, lm_head tied. q, k and v come
+    from the one c_attn linear (``fused_qkv``: one input, so one autocast copy of it in training, and PEFT's
+    ``c_attn`` target adapts all three).
     """
     c = _Cfg(cfg, "gpt_bigcode", where)
     hidden = c.req("n_embd", "hidden_size")
