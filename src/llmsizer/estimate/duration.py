@@ -721,6 +721,26 @@ class Network:
     given: bool = True
 
 
+def math_kernel_rate(device: Device, peak: float, u: float, notes: list[Assumption],
+                     warnings: list[str]) -> tuple[float, str]:
+    """The rate [FLOP/s] torch SDPA's math kernel runs its score matmuls at, and the peak's key: they take q/k/v
+    upcast to fp32 (ATen attention.cpp ``_scaled_dot_product_attention_math``), so the device's dense FP32 peak at the
+    GEMMs' utilisation ``u``; TF32 is off for fp32 matmuls by default (torch.backends.cuda.matmul.allow_tf32 False
+    since torch 1.12). A device without a sourced FP32 peak keeps ``peak`` (its BF16 one), with a warning."""
+    p32, key = device.peak_flops("fp32")
+    if p32 is None:
+        warnings.append(f"{device.id} has no sourced FP32 peak: SDPA's math kernel's fp32 score matmuls are timed "
+                        "at its BF16 peak")
+        return peak * u, ""
+    notes.append(Assumption("math_kernel_matmul_peak", p32, True,
+                            "torch SDPA's math kernel upcasts bf16/fp16 q/k/v to fp32 (ATen attention.cpp "
+                            "_scaled_dot_product_attention_math: query_.to(at::kFloat) unless "
+                            "allowFP16BF16ReductionMathSDP, off by default); its six score bmm run in fp32 at the "
+                            "dense FP32 peak (TF32 off: torch.backends.cuda.matmul.allow_tf32 False by default) x "
+                            "the GEMM utilisation"))
+    return p32 * u, key
+
+
 def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: TrainingFlops, peak: float, u: float,
               link_bandwidth: float | None, paged_bytes: float, notes: list[Assumption],
               warnings: list[str], network: Network | None = None) -> StepTime:
@@ -841,13 +861,19 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
         # eager attention's batched score GEMMs apart from the projections' GEMMs (formulas/eager_attention_traffic.py
         # eq. (A3)): their s x s matrix's traffic, not overlapped with their math, in place of the 12 L d s term; SDPA's
         # math kernel runs the same matmul-softmax-matmul on q/k/v upcast to fp32 (ATen attention.cpp
-        # _scaled_dot_product_attention_math: 4-byte scores), its fp32 matmuls taken at the GEMM rate
+        # _scaled_dot_product_attention_math: ``query_.to(at::kFloat)`` unless allowFP16BF16ReductionMathSDP, off by
+        # default: 4-byte scores, six fp32 bmm), and an fp32 matmul runs at the FP32 rate, not the BF16 tensor rate
+        # (torch.backends.cuda.matmul.allow_tf32 False by default since torch 1.12)
         score_bytes = 4.0 if w.precision == "fp32" or kernel == "math" else 2.0
-        t_attn = tokens * eager_score_seconds_per_token(spec, w, fl, score_bytes, peak * u, bw_mem * eta.expected)
+        math_rate, rate_key = peak * u, ""
+        if kernel == "math":
+            math_rate, rate_key = math_kernel_rate(device, peak, u, notes, warnings)
+        t_attn = tokens * eager_score_seconds_per_token(spec, w, fl, score_bytes, math_rate, bw_mem * eta.expected)
         flops_eff -= fl.attention
         notes.append(Assumption("eager_score_gemm_seconds_per_token", t_attn / tokens, True,
                                 "formulas/eager_attention_traffic.py eq. (A3): the QK^T, PV and four backward batched "
-                                "GEMMs (s x s x d_h per head; again for recomputed layers) at the GEMM rate plus their "
+                                "GEMMs (s x s x d_h per head; again for recomputed layers) at the "
+                                + (f"{rate_key} rate" if rate_key else "GEMM rate") + " plus their "
                                 "s x s matrix's traffic at the memory-bound kernel bandwidth, not overlapped"))
     if kernel:
         # a default where none is named, or where the named kernel is timed as another (swapped); a named 'sdpa'
