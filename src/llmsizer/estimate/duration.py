@@ -29,6 +29,7 @@ from typing import Any
 
 from ..catalog.hardware import Device, Instance, load_catalog
 from ..errors import InputError
+from ..formulas.attention_mask import mean_attended
 from ..formulas.cost import run_cost
 from ..formulas.cpu_offload_time import SOURCE as OFFLOAD_SOURCE
 from ..formulas.cpu_offload_time import host_link_traffic, host_step_seconds, offloaded_comm
@@ -148,13 +149,18 @@ class TrainingFlops:
     attention_width: int = 0
     seq_len: int = 0
 
-    def attention_executed(self, kernel: str, recompute_weight: float = 1.0) -> float:
+    def attention_executed(self, kernel: str, recompute_weight: float = 1.0,
+                           attended: tuple[float, float] | None = None) -> float:
         """Eq. (10): the attention core's FLOPs per token as ``kernel`` ('flash' | 'eager') executes them; with a
-        flash kernel's ``recompute_weight`` (eq. (10'')), the FLOPs that time them at its forward + backward rate."""
+        flash kernel's ``recompute_weight`` (eq. (10'')), the FLOPs that time them at its forward + backward rate;
+        ``attended``: the mean keys per query over the attention layers and over the recomputed ones where the
+        kernel skips what a mask empties (:func:`masked_attended`; None: causal over the row)."""
         if not self.attention_layers or not self.seq_len:
             return 0.0
+        a, a_c = attended if attended is not None else (None, None)
         return attention_core_flops(self.attention_layers, self.attention_width, self.seq_len,
-                                    self.attention_recomputed, kernel, recompute_weight=recompute_weight)
+                                    self.attention_recomputed, kernel, recompute_weight=recompute_weight,
+                                    attended=a, recomputed_attended=a_c)
 
     @property
     def forward_share(self) -> float:
@@ -721,6 +727,46 @@ class Network:
     given: bool = True
 
 
+# the flash-attn package's kernels: a sliding layer's window_size and packed documents' varlen rows are skipped
+# (formulas/attention_mask.py); llm-foundry's Triton kernel takes neither
+FLASH_ATTN_PACKAGE_KERNELS = ("flash-attn-2", "flash-attn-3")
+
+
+def masked_attended(spec: ModelSpec, w: TrainingWorkload, kernel: str,
+                    notes: list[Assumption]) -> tuple[float, float] | None:
+    """The mean keys per query (formulas/attention_mask.py eqs. (M1)-(M4)) over the model's attention layers and
+    over its fully recomputed ones, for a fused ``kernel`` that skips what the mask empties: a sliding layer's
+    window with the flash-attn package (SDPA takes a window only as an explicit mask, training_activations.needs_mask:
+    nothing skipped; flash-attn has no chunk mask: Llama 4's chunked layers run causal), packed documents of
+    ``w.doc_len`` with any fused kernel but llm-foundry's Triton one (flash-attn varlen, torchtune's FlexAttention
+    block mask). None: every layer causal over the row (eq. (10)'s s / 2). Packing without ``doc_len`` is recorded
+    as one document per row."""
+    if w.packing and w.doc_len is None:
+        notes.append(Assumption("doc_len", w.seq_len, True, "packing without doc_len: one document fills each row, "
+                                "the attention timed causal over the whole row (an upper bound where the kernel "
+                                "masks per document; give doc_len)"))
+    docs = w.doc_len if w.packing and kernel != "triton-flash" else None
+    window = (spec.sliding_window if w.attention == "flash" and kernel in FLASH_ATTN_PACKAGE_KERNELS
+              and not spec.chunked_attention and "sliding" in spec.layer_types else None)
+    if docs is None and window is None:
+        return None
+    per_kind = {kind: mean_attended(w.seq_len, window if kind == "sliding" else None, None, docs)
+                for kind in set(spec.layer_types) - {"none"}}
+    attending = [t for t in spec.layer_types if t != "none"]
+    again = ([spec.layer_types[i] for i in checkpointed_layers(spec.num_layers, w.checkpoint_every)
+              if spec.layer_types[i] != "none"] if recompute_mode(w.grad_checkpointing) == "full" else [])
+    mean = sum(map(per_kind.__getitem__, attending)) / len(attending)
+    mean_c = sum(map(per_kind.__getitem__, again)) / len(again) if again else mean
+    notes.append(Assumption("attention_keys_per_query", round(mean, 1), False,
+                            f"formulas/attention_mask.py: {kernel} skips the tiles "
+                            + " and ".join(([f"outside the {window}-token window of the sliding layers "
+                                             "(flash-attn window_size)"] if window else [])
+                                           + ([f"across the {docs}-token packed documents (flash-attn varlen, "
+                                               "torchtune FlexAttention block mask)"] if docs else []))
+                            + f", mean over the attention layers (causal over the row: {w.seq_len / 2:g})"))
+    return mean, mean_c
+
+
 def math_kernel_rate(device: Device, peak: float, u: float, notes: list[Assumption],
                      warnings: list[str]) -> tuple[float, str]:
     """The rate [FLOP/s] torch SDPA's math kernel runs its score matmuls at, and the peak's key: they take q/k/v
@@ -834,13 +880,14 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
         # the share of the peak the kernel that runs it reaches (efficiency.attention_kernel_share: its speed over the
         # Triton kernel FLASH_ATTENTION_SHARE was fitted on, on Hopper of its mma.sync ceiling); not shape-quantised
         rho = E.FLASH_ATTENTION_SHARE
-        executed = fl.attention_executed("flash")
+        attended = masked_attended(spec, w, kernel, notes)
+        executed = fl.attention_executed("flash", attended=attended)
         attn_share, attn_why = E.attention_kernel_share(kernel, device.architecture, u)
         timed = executed
         if fl.attention_recomputed:  # the recomputed forwards at the forward's rate (eq. (10''))
             (s_f, s_b), pass_why = E.attention_pass_shares(kernel)
             w_c = recompute_pass_weight(s_f, s_b)
-            timed = fl.attention_executed("flash", w_c)
+            timed = fl.attention_executed("flash", w_c, attended)
             notes.append(Assumption("attention_recompute_pass_weight", round(w_c, 4), True,
                                     "formulas/training_time.py eq. (10''): a recomputed forward at the kernel's "
                                     f"forward rate, {s_b / s_f:.3g} x its backward's per FLOP ({pass_why})"))
@@ -849,7 +896,10 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
         notes.append(Assumption("attention_flops_per_token", round(executed), True,
                                 "formulas/training_time.py eq. (10): the causal flash-attention kernel's executed "
                                 "FLOPs (tiles above the diagonal skipped, backward 2.5 x forward, recomputed forward "
-                                "of checkpointed layers), in place of the 12 L d s of the FLOP count"))
+                                "of checkpointed layers"
+                                + (", the tiles a window or document boundary masks skipped: formulas/attention_mask.py"
+                                   if attended is not None else "")
+                                + "), in place of the 12 L d s of the FLOP count"))
         if kernel in E.ATTENTION_KERNEL_SPEED:
             speed = E.ATTENTION_KERNEL_SPEED[kernel]
             notes.append(Assumption(speed.name, round(speed.expected, 4), True, speed.source))
