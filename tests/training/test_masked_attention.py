@@ -150,3 +150,4 @@ def test_doc_len_needs_packing_and_fits_the_row() -> None:
     with pytest.raises(InputError, match="exceeds seq_len"):
         TrainingWorkload(packing=True, seq_len=1024, doc_len=2048)
     assert TrainingWorkload(packing=True, doc_len="1k").doc_len == 1024  # read as --seq reads it (4k = 4096)
+
