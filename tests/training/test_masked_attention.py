@@ -117,7 +117,8 @@ def _attention_flops(model: str, fields: dict[str, object]) -> dict[str, object]
 def test_sliding_layers_are_timed_at_their_window_with_flash_attn() -> None:
     """Mistral 7B v0.1 (sliding_window 4096 on every layer) at 32k tokens: flash-attn's window_size skips the tiles
     outside the window (a = 4096 - 4096^2 / 65536 = 3840 keys per query, not 16384); SDPA gets the window as an
-    explicit mask and skips nothing (training_activations.needs_mask), so it stays causal over the row."""
+    explicit mask (training_activations.needs_mask), which its flash backend refuses (torch sdp_utils.cpp
+    check_for_attn_mask): mem-efficient runs every tile of the bias-masked scores, s keys per query."""
     spec = load_model("mistral-7b-v0.1")
     assert set(spec.layer_types) == {"sliding"} and spec.sliding_window == 4096
     fl = flops_per_token(spec, "full", 32768)
@@ -126,8 +127,22 @@ def test_sliding_layers_are_timed_at_their_window_with_flash_attn() -> None:
     assert flash["attention_keys_per_query"] == 3840.0
     assert flash["attention_flops_per_token"] == round(14 * spec.num_layers * fl.attention_width * 3840)
     sdpa = _attention_flops("mistral-7b-v0.1", dict(base, attention="sdpa"))
-    assert "attention_keys_per_query" not in sdpa
-    assert sdpa["attention_flops_per_token"] == round(fl.attention_executed("flash"))
+    assert "attention_keys_per_query" not in sdpa and sdpa["attention_masked_layers"] == spec.num_layers
+    assert sdpa["attention_flops_per_token"] == round(2 * fl.attention_executed("flash"))  # non-causal: every tile
+    short = _attention_flops("mistral-7b-v0.1", dict(base, attention="sdpa", seq_len=4096))  # within the window
+    assert "attention_masked_layers" not in short
+
+
+def test_sdpa_masks_only_the_sliding_layers() -> None:
+    """Gemma 3 1B (5 sliding layers of window 512 to 1 global): at 4096 tokens under SDPA the sliding layers get a
+    mask and run every tile; the global ones stay causal on the flash backend."""
+    spec = load_model("gemma-3-1b-it")
+    n_sliding, window = spec.layer_types.count("sliding"), spec.sliding_window
+    assert n_sliding and window is not None and window < 4096
+    got = _attention_flops("gemma-3-1b-it", dict(method="full", micro_batch=1, seq_len=4096, attention="sdpa"))
+    assert got["attention_masked_layers"] == n_sliding
+    d, s, n_full = flops_per_token(spec, "full", 4096).attention_width, 4096, spec.attention_layers - n_sliding
+    assert got["attention_flops_per_token"] == round(14 * d * (n_full * s / 2 + n_sliding * s))
 
 
 def test_packed_documents_are_timed_per_document_when_given() -> None:

@@ -58,7 +58,7 @@ from ..formulas.optimizer_step import SOURCE as OPTIMIZER_STEP_SOURCE
 from ..formulas.optimizer_step import accumulation_bytes, optimizer_step_bytes
 from ..formulas.parallelism import pipeline_stage_layers, zero_shards
 from ..formulas.params import count_params
-from ..formulas.sdpa_dispatch import attention_dtype
+from ..formulas.sdpa_dispatch import attention_dtype, sdpa_backend
 from ..formulas.selective_checkpointing import (
     full_recompute_flops,
     layer_matmul_shapes,
@@ -66,7 +66,7 @@ from ..formulas.selective_checkpointing import (
     whole_layer_recompute_flops,
 )
 from ..formulas.tensors import layer_keys, layer_kind_firsts
-from ..formulas.training_activations import ActivationSetup
+from ..formulas.training_activations import ActivationSetup, needs_mask
 from ..formulas.training_states import recipe, training_recipe_name
 from ..formulas.training_time import (
     DEQUANT_BYTES_PER_WEIGHT,
@@ -767,6 +767,36 @@ def masked_attended(spec: ModelSpec, w: TrainingWorkload, kernel: str,
     return mean, mean_c
 
 
+def sdpa_window_masked(spec: ModelSpec, w: TrainingWorkload, kernel: str, device: Device,
+                       notes: list[Assumption]) -> tuple[int, int, str]:
+    """(attention layers, of them fully recomputed, the kernel) of torch SDPA's sliding layers that transformers
+    hands an explicit mask (training_activations.needs_mask, the memory's rule: a window shorter than the sequence),
+    where SDPA's own dispatch (``kernel`` 'sdpa' resolved to a fused backend) picks another fused backend for a mask
+    (formulas/sdpa_dispatch.py: its flash backend takes no mask, check_for_attn_mask): that backend runs every tile
+    of the s x s scores (mem-efficient iterates every key block of an additive bias: no causal or window skipping),
+    so they are timed at s keys per query. (0, 0, kernel) where nothing changes: attention 'flash' or a named kernel,
+    a module that masks every layer already (spec.attention_mask_materialised), no capability, or a mask that only
+    the math kernel takes. Packed documents are taken as torchtune's FlexAttention block mask (masked_attended)."""
+    if (w.attention != "sdpa" or w.attention_kernel not in (None, "sdpa") or spec.attention_mask_materialised
+            or device.capability is None or spec.sliding_window is None or w.seq_len <= spec.sliding_window):
+        return 0, 0, kernel
+    kernel_m, why = sdpa_backend(device.capability, attention_dtype(w.precision, compute_bytes(w)),
+                                 spec.math_attention, True)
+    if kernel_m == "math":
+        return 0, 0, kernel
+    st = ActivationSetup(batch=1, seq=w.seq_len, attention=w.attention)
+    masked = [i for i, t in enumerate(spec.layer_types) if t != "none" and needs_mask(spec, i, st)]
+    if not masked:
+        return 0, 0, kernel
+    again = (len(set(masked) & set(checkpointed_layers(spec.num_layers, w.checkpoint_every)))
+             if recompute_mode(w.grad_checkpointing) == "full" else 0)
+    notes.append(Assumption("attention_masked_layers", len(masked), True,
+                            f"the {len(masked)} sliding layers get SDPA an explicit mask (seq_len {w.seq_len} > window "
+                            f"{spec.sliding_window}; training_activations.needs_mask): {why}; timed as {kernel_m} over "
+                            "every tile of the s x s scores (a bias: no causal or window tiles skipped)"))
+    return len(masked), again, kernel_m
+
+
 def math_kernel_rate(device: Device, peak: float, u: float, notes: list[Assumption],
                      warnings: list[str]) -> tuple[float, str]:
     """The rate [FLOP/s] torch SDPA's math kernel runs its score matmuls at, and the peak's key: they take q/k/v
@@ -881,17 +911,35 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
         # Triton kernel FLASH_ATTENTION_SHARE was fitted on, on Hopper of its mma.sync ceiling); not shape-quantised
         rho = E.FLASH_ATTENTION_SHARE
         attended = masked_attended(spec, w, kernel, notes)
-        executed = fl.attention_executed("flash", attended=attended)
         attn_share, attn_why = E.attention_kernel_share(kernel, device.architecture, u)
-        timed = executed
+        # SDPA's sliding layers handed an explicit mask run the backend the dispatch picks for a mask, every tile
+        m_layers, m_again, kernel_m = sdpa_window_masked(spec, w, kernel, device, notes)
+        a, a_c = attended if attended is not None else (None, None)
+        s_row = float(fl.seq_len)
+
+        def core(w_c: float, masked: bool) -> float:  # eq. (10) of the unmasked layers, or of the masked ones
+            if not masked:
+                return attention_core_flops(fl.attention_layers - m_layers, fl.attention_width, fl.seq_len,
+                                            fl.attention_recomputed - m_again, "flash", recompute_weight=w_c,
+                                            attended=a, recomputed_attended=a_c)
+            return attention_core_flops(m_layers, fl.attention_width, fl.seq_len, m_again, "flash",
+                                        recompute_weight=w_c, attended=s_row, recomputed_attended=s_row)
+
+        groups = ((kernel, False), (kernel_m, True)) if m_layers else ((kernel, False),)
+        executed = sum(core(1.0, masked) for _, masked in groups)
+        weights = dict.fromkeys((kk for kk, _ in groups), 1.0)
         if fl.attention_recomputed:  # the recomputed forwards at the forward's rate (eq. (10''))
+            for kk, _ in groups:
+                (s_f, s_b), pass_why = E.attention_pass_shares(kk)
+                weights[kk] = recompute_pass_weight(s_f, s_b)
             (s_f, s_b), pass_why = E.attention_pass_shares(kernel)
-            w_c = recompute_pass_weight(s_f, s_b)
-            timed = fl.attention_executed("flash", w_c, attended)
-            notes.append(Assumption("attention_recompute_pass_weight", round(w_c, 4), True,
+            notes.append(Assumption("attention_recompute_pass_weight", round(weights[kernel], 4), True,
                                     "formulas/training_time.py eq. (10''): a recomputed forward at the kernel's "
                                     f"forward rate, {s_b / s_f:.3g} x its backward's per FLOP ({pass_why})"))
-        t_attn = tokens * timed / (peak * attn_share)
+        shares = {kernel: attn_share}
+        if m_layers:
+            shares[kernel_m] = E.attention_kernel_share(kernel_m, device.architecture, u)[0]
+        t_attn = tokens * sum(core(weights[kk], masked) / (peak * shares[kk]) for kk, masked in groups)
         flops_eff -= fl.attention
         notes.append(Assumption("attention_flops_per_token", round(executed), True,
                                 "formulas/training_time.py eq. (10): the causal flash-attention kernel's executed "
