@@ -302,6 +302,10 @@ def add_training_args(p: argparse.ArgumentParser, *, attention: bool = True,
                         "flash); one the GPU cannot run is refused")
     g.add_argument("--packing", action="store_true", default=None,
                    help="several documents per row (block-diagonal mask)")
+    g.add_argument("--doc-len", type=tokens_arg, dest="doc_len",
+                   help="with --packing, tokens per packed document: attention masked per document (flash-attn "
+                        "varlen, torchtune's FlexAttention) is timed over documents of this length (default: one "
+                        "document fills the row)")
     g.add_argument("--loss-chunks", type=int_arg(COUNT), help="cross-entropy chunks (torchtune: 8; default 1)")
     g.add_argument("--loss", choices=LOSSES, help="ce: the model returns the logits (transformers; torchtune "
                    "CEWithChunkedOutputLoss with --loss-chunks 8); linear-ce: lm_head inside the loss per chunk "
@@ -429,7 +433,7 @@ def add_framework_args(g: argparse._ArgumentGroup) -> None:
 
 TRAINING_FIELDS = ("method", "rank", "alpha", "targets", "modules_to_save", "adapter_dtype", "base_dtype", "optimizer",
                    "optimizer_state_dtype", "optimizer_impl", "precision", "micro_batch", "seq_len",
-                   "target_len", "grad_accumulation", "grad_checkpointing", "checkpoint_every", "attention", "attention_kernel", "packing", "loss_chunks", "loss", "checkpoint_offload", "checkpoint_impl", "kernels", "mamba_path", "nf4_quantizer", "lora_dropout", "nf4_format", "loop_keeps_graph", "deepspeed_gather",
+                   "target_len", "grad_accumulation", "grad_checkpointing", "checkpoint_every", "attention", "attention_kernel", "packing", "doc_len", "loss_chunks", "loss", "checkpoint_offload", "checkpoint_impl", "kernels", "mamba_path", "nf4_quantizer", "lora_dropout", "nf4_format", "loop_keeps_graph", "deepspeed_gather",
                    "optimizer_in_backward", "gpus", "zero", "fsdp", "tp", "pp", "virtual_stages", "pipeline_split", "tp_comm_overlap", "tp_backward_overlap", "ep", "sequence_parallel",
                    "offload", "gpus_per_node", "network", "grad_sync", "metric", "fsdp_version", "fsdp2_units",
                    "fsdp1_lora_wrap", "context_parallel",

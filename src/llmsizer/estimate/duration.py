@@ -29,6 +29,7 @@ from typing import Any
 
 from ..catalog.hardware import Device, Instance, load_catalog
 from ..errors import InputError
+from ..formulas.attention_mask import mean_attended
 from ..formulas.cost import run_cost
 from ..formulas.cpu_offload_time import SOURCE as OFFLOAD_SOURCE
 from ..formulas.cpu_offload_time import host_link_traffic, host_step_seconds, offloaded_comm
@@ -57,7 +58,7 @@ from ..formulas.optimizer_step import SOURCE as OPTIMIZER_STEP_SOURCE
 from ..formulas.optimizer_step import accumulation_bytes, optimizer_step_bytes
 from ..formulas.parallelism import pipeline_stage_layers, zero_shards
 from ..formulas.params import count_params
-from ..formulas.sdpa_dispatch import attention_dtype
+from ..formulas.sdpa_dispatch import attention_dtype, sdpa_backend
 from ..formulas.selective_checkpointing import (
     full_recompute_flops,
     layer_matmul_shapes,
@@ -65,7 +66,7 @@ from ..formulas.selective_checkpointing import (
     whole_layer_recompute_flops,
 )
 from ..formulas.tensors import layer_keys, layer_kind_firsts
-from ..formulas.training_activations import ActivationSetup
+from ..formulas.training_activations import ActivationSetup, needs_mask
 from ..formulas.training_states import recipe, training_recipe_name
 from ..formulas.training_time import (
     DEQUANT_BYTES_PER_WEIGHT,
@@ -148,13 +149,18 @@ class TrainingFlops:
     attention_width: int = 0
     seq_len: int = 0
 
-    def attention_executed(self, kernel: str, recompute_weight: float = 1.0) -> float:
+    def attention_executed(self, kernel: str, recompute_weight: float = 1.0,
+                           attended: tuple[float, float] | None = None) -> float:
         """Eq. (10): the attention core's FLOPs per token as ``kernel`` ('flash' | 'eager') executes them; with a
-        flash kernel's ``recompute_weight`` (eq. (10'')), the FLOPs that time them at its forward + backward rate."""
+        flash kernel's ``recompute_weight`` (eq. (10'')), the FLOPs that time them at its forward + backward rate;
+        ``attended``: the mean keys per query over the attention layers and over the recomputed ones where the
+        kernel skips what a mask empties (:func:`masked_attended`; None: causal over the row)."""
         if not self.attention_layers or not self.seq_len:
             return 0.0
+        a, a_c = attended if attended is not None else (None, None)
         return attention_core_flops(self.attention_layers, self.attention_width, self.seq_len,
-                                    self.attention_recomputed, kernel, recompute_weight=recompute_weight)
+                                    self.attention_recomputed, kernel, recompute_weight=recompute_weight,
+                                    attended=a, recomputed_attended=a_c)
 
     @property
     def forward_share(self) -> float:
@@ -721,6 +727,96 @@ class Network:
     given: bool = True
 
 
+# the flash-attn package's kernels: a sliding layer's window_size and packed documents' varlen rows are skipped
+# (formulas/attention_mask.py); llm-foundry's Triton kernel takes neither
+FLASH_ATTN_PACKAGE_KERNELS = ("flash-attn-2", "flash-attn-3")
+
+
+def masked_attended(spec: ModelSpec, w: TrainingWorkload, kernel: str,
+                    notes: list[Assumption]) -> tuple[float, float] | None:
+    """The mean keys per query (formulas/attention_mask.py eqs. (M1)-(M4)) over the model's attention layers and
+    over its fully recomputed ones, for a fused ``kernel`` that skips what the mask empties: a sliding layer's
+    window with the flash-attn package (SDPA takes a window only as an explicit mask, training_activations.needs_mask:
+    nothing skipped; flash-attn has no chunk mask: Llama 4's chunked layers run causal), packed documents of
+    ``w.doc_len`` with any fused kernel but llm-foundry's Triton one (flash-attn varlen, torchtune's FlexAttention
+    block mask). None: every layer causal over the row (eq. (10)'s s / 2). Packing without ``doc_len`` is recorded
+    as one document per row."""
+    if w.packing and w.doc_len is None:
+        notes.append(Assumption("doc_len", w.seq_len, True, "packing without doc_len: one document fills each row, "
+                                "the attention timed causal over the whole row (an upper bound where the kernel "
+                                "masks per document; give doc_len)"))
+    docs = w.doc_len if w.packing and kernel != "triton-flash" else None
+    window = (spec.sliding_window if w.attention == "flash" and kernel in FLASH_ATTN_PACKAGE_KERNELS
+              and not spec.chunked_attention and "sliding" in spec.layer_types else None)
+    if docs is None and window is None:
+        return None
+    per_kind = {kind: mean_attended(w.seq_len, window if kind == "sliding" else None, None, docs)
+                for kind in set(spec.layer_types) - {"none"}}
+    attending = [t for t in spec.layer_types if t != "none"]
+    again = ([spec.layer_types[i] for i in checkpointed_layers(spec.num_layers, w.checkpoint_every)
+              if spec.layer_types[i] != "none"] if recompute_mode(w.grad_checkpointing) == "full" else [])
+    mean = sum(map(per_kind.__getitem__, attending)) / len(attending)
+    mean_c = sum(map(per_kind.__getitem__, again)) / len(again) if again else mean
+    notes.append(Assumption("attention_keys_per_query", round(mean, 1), False,
+                            f"formulas/attention_mask.py: {kernel} skips the tiles "
+                            + " and ".join(([f"outside the {window}-token window of the sliding layers "
+                                             "(flash-attn window_size)"] if window else [])
+                                           + ([f"across the {docs}-token packed documents (flash-attn varlen, "
+                                               "torchtune FlexAttention block mask)"] if docs else []))
+                            + f", mean over the attention layers (causal over the row: {w.seq_len / 2:g})"))
+    return mean, mean_c
+
+
+def sdpa_window_masked(spec: ModelSpec, w: TrainingWorkload, kernel: str, device: Device,
+                       notes: list[Assumption]) -> tuple[int, int, str]:
+    """(attention layers, of them fully recomputed, the kernel) of torch SDPA's sliding layers that transformers
+    hands an explicit mask (training_activations.needs_mask, the memory's rule: a window shorter than the sequence),
+    where SDPA's own dispatch (``kernel`` 'sdpa' resolved to a fused backend) picks another fused backend for a mask
+    (formulas/sdpa_dispatch.py: its flash backend takes no mask, check_for_attn_mask): that backend runs every tile
+    of the s x s scores (mem-efficient iterates every key block of an additive bias: no causal or window skipping),
+    so they are timed at s keys per query. (0, 0, kernel) where nothing changes: attention 'flash' or a named kernel,
+    a module that masks every layer already (spec.attention_mask_materialised), no capability, or a mask that only
+    the math kernel takes. Packed documents are taken as torchtune's FlexAttention block mask (masked_attended)."""
+    if (w.attention != "sdpa" or w.attention_kernel not in (None, "sdpa") or spec.attention_mask_materialised
+            or device.capability is None or spec.sliding_window is None or w.seq_len <= spec.sliding_window):
+        return 0, 0, kernel
+    kernel_m, why = sdpa_backend(device.capability, attention_dtype(w.precision, compute_bytes(w)),
+                                 spec.math_attention, True)
+    if kernel_m == "math":
+        return 0, 0, kernel
+    st = ActivationSetup(batch=1, seq=w.seq_len, attention=w.attention)
+    masked = [i for i, t in enumerate(spec.layer_types) if t != "none" and needs_mask(spec, i, st)]
+    if not masked:
+        return 0, 0, kernel
+    again = (len(set(masked) & set(checkpointed_layers(spec.num_layers, w.checkpoint_every)))
+             if recompute_mode(w.grad_checkpointing) == "full" else 0)
+    notes.append(Assumption("attention_masked_layers", len(masked), True,
+                            f"the {len(masked)} sliding layers get SDPA an explicit mask (seq_len {w.seq_len} > window "
+                            f"{spec.sliding_window}; training_activations.needs_mask): {why}; timed as {kernel_m} over "
+                            "every tile of the s x s scores (a bias: no causal or window tiles skipped)"))
+    return len(masked), again, kernel_m
+
+
+def math_kernel_rate(device: Device, peak: float, u: float, notes: list[Assumption],
+                     warnings: list[str]) -> tuple[float, str]:
+    """The rate [FLOP/s] torch SDPA's math kernel runs its score matmuls at, and the peak's key: they take q/k/v
+    upcast to fp32 (ATen attention.cpp ``_scaled_dot_product_attention_math``), so the device's dense FP32 peak at the
+    GEMMs' utilisation ``u``; TF32 is off for fp32 matmuls by default (torch.backends.cuda.matmul.allow_tf32 False
+    since torch 1.12). A device without a sourced FP32 peak keeps ``peak`` (its BF16 one), with a warning."""
+    p32, key = device.peak_flops("fp32")
+    if p32 is None:
+        warnings.append(f"{device.id} has no sourced FP32 peak: SDPA's math kernel's fp32 score matmuls are timed "
+                        "at its BF16 peak")
+        return peak * u, ""
+    notes.append(Assumption("math_kernel_matmul_peak", p32, True,
+                            "torch SDPA's math kernel upcasts bf16/fp16 q/k/v to fp32 (ATen attention.cpp "
+                            "_scaled_dot_product_attention_math: query_.to(at::kFloat) unless "
+                            "allowFP16BF16ReductionMathSDP, off by default); its six score bmm run in fp32 at the "
+                            "dense FP32 peak (TF32 off: torch.backends.cuda.matmul.allow_tf32 False by default) x "
+                            "the GEMM utilisation"))
+    return p32 * u, key
+
+
 def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: TrainingFlops, peak: float, u: float,
               link_bandwidth: float | None, paged_bytes: float, notes: list[Assumption],
               warnings: list[str], network: Network | None = None) -> StepTime:
@@ -814,22 +910,44 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
         # the share of the peak the kernel that runs it reaches (efficiency.attention_kernel_share: its speed over the
         # Triton kernel FLASH_ATTENTION_SHARE was fitted on, on Hopper of its mma.sync ceiling); not shape-quantised
         rho = E.FLASH_ATTENTION_SHARE
-        executed = fl.attention_executed("flash")
+        attended = masked_attended(spec, w, kernel, notes)
         attn_share, attn_why = E.attention_kernel_share(kernel, device.architecture, u)
-        timed = executed
+        # SDPA's sliding layers handed an explicit mask run the backend the dispatch picks for a mask, every tile
+        m_layers, m_again, kernel_m = sdpa_window_masked(spec, w, kernel, device, notes)
+        a, a_c = attended if attended is not None else (None, None)
+        s_row = float(fl.seq_len)
+
+        def core(w_c: float, masked: bool) -> float:  # eq. (10) of the unmasked layers, or of the masked ones
+            if not masked:
+                return attention_core_flops(fl.attention_layers - m_layers, fl.attention_width, fl.seq_len,
+                                            fl.attention_recomputed - m_again, "flash", recompute_weight=w_c,
+                                            attended=a, recomputed_attended=a_c)
+            return attention_core_flops(m_layers, fl.attention_width, fl.seq_len, m_again, "flash",
+                                        recompute_weight=w_c, attended=s_row, recomputed_attended=s_row)
+
+        groups = ((kernel, False), (kernel_m, True)) if m_layers else ((kernel, False),)
+        executed = sum(core(1.0, masked) for _, masked in groups)
+        weights = dict.fromkeys((kk for kk, _ in groups), 1.0)
         if fl.attention_recomputed:  # the recomputed forwards at the forward's rate (eq. (10''))
+            for kk, _ in groups:
+                (s_f, s_b), pass_why = E.attention_pass_shares(kk)
+                weights[kk] = recompute_pass_weight(s_f, s_b)
             (s_f, s_b), pass_why = E.attention_pass_shares(kernel)
-            w_c = recompute_pass_weight(s_f, s_b)
-            timed = fl.attention_executed("flash", w_c)
-            notes.append(Assumption("attention_recompute_pass_weight", round(w_c, 4), True,
+            notes.append(Assumption("attention_recompute_pass_weight", round(weights[kernel], 4), True,
                                     "formulas/training_time.py eq. (10''): a recomputed forward at the kernel's "
                                     f"forward rate, {s_b / s_f:.3g} x its backward's per FLOP ({pass_why})"))
-        t_attn = tokens * timed / (peak * attn_share)
+        shares = {kernel: attn_share}
+        if m_layers:
+            shares[kernel_m] = E.attention_kernel_share(kernel_m, device.architecture, u)[0]
+        t_attn = tokens * sum(core(weights[kk], masked) / (peak * shares[kk]) for kk, masked in groups)
         flops_eff -= fl.attention
         notes.append(Assumption("attention_flops_per_token", round(executed), True,
                                 "formulas/training_time.py eq. (10): the causal flash-attention kernel's executed "
                                 "FLOPs (tiles above the diagonal skipped, backward 2.5 x forward, recomputed forward "
-                                "of checkpointed layers), in place of the 12 L d s of the FLOP count"))
+                                "of checkpointed layers"
+                                + (", the tiles a window or document boundary masks skipped: formulas/attention_mask.py"
+                                   if attended is not None else "")
+                                + "), in place of the 12 L d s of the FLOP count"))
         if kernel in E.ATTENTION_KERNEL_SPEED:
             speed = E.ATTENTION_KERNEL_SPEED[kernel]
             notes.append(Assumption(speed.name, round(speed.expected, 4), True, speed.source))
@@ -841,13 +959,19 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
         # eager attention's batched score GEMMs apart from the projections' GEMMs (formulas/eager_attention_traffic.py
         # eq. (A3)): their s x s matrix's traffic, not overlapped with their math, in place of the 12 L d s term; SDPA's
         # math kernel runs the same matmul-softmax-matmul on q/k/v upcast to fp32 (ATen attention.cpp
-        # _scaled_dot_product_attention_math: 4-byte scores), its fp32 matmuls taken at the GEMM rate
+        # _scaled_dot_product_attention_math: ``query_.to(at::kFloat)`` unless allowFP16BF16ReductionMathSDP, off by
+        # default: 4-byte scores, six fp32 bmm), and an fp32 matmul runs at the FP32 rate, not the BF16 tensor rate
+        # (torch.backends.cuda.matmul.allow_tf32 False by default since torch 1.12)
         score_bytes = 4.0 if w.precision == "fp32" or kernel == "math" else 2.0
-        t_attn = tokens * eager_score_seconds_per_token(spec, w, fl, score_bytes, peak * u, bw_mem * eta.expected)
+        math_rate, rate_key = peak * u, ""
+        if kernel == "math":
+            math_rate, rate_key = math_kernel_rate(device, peak, u, notes, warnings)
+        t_attn = tokens * eager_score_seconds_per_token(spec, w, fl, score_bytes, math_rate, bw_mem * eta.expected)
         flops_eff -= fl.attention
         notes.append(Assumption("eager_score_gemm_seconds_per_token", t_attn / tokens, True,
                                 "formulas/eager_attention_traffic.py eq. (A3): the QK^T, PV and four backward batched "
-                                "GEMMs (s x s x d_h per head; again for recomputed layers) at the GEMM rate plus their "
+                                "GEMMs (s x s x d_h per head; again for recomputed layers) at the "
+                                + (f"{rate_key} rate" if rate_key else "GEMM rate") + " plus their "
                                 "s x s matrix's traffic at the memory-bound kernel bandwidth, not overlapped"))
     if kernel:
         # a default where none is named, or where the named kernel is timed as another (swapped); a named 'sdpa'

@@ -25,6 +25,7 @@ from ..formulas.speed import (
     allreduce_time,
     attended_tokens,
     batched_decode_time,
+    chunked_attended_tokens,
     dequantize_time,
     gemm_time,
     host_overlapped_step,
@@ -218,11 +219,14 @@ class SpeedEstimate:
 
 
 def _attended_all_layers(spec: ModelSpec, tokens: int, past: int) -> float:
-    """Sum over layers of the tokens each new token attends, sliding layers capped at their window."""
+    """Sum over layers of the tokens each new token attends, sliding layers capped at their window, chunked ones
+    (Llama 4: spec.chunked_attention) within their chunk (formulas/speed.py chunked_attended_tokens)."""
     n_sliding = spec.layer_types.count("sliding")
     n_full = spec.layer_types.count("full")  # layers without attention ("none") attend to nothing
     total = n_full * attended_tokens(tokens, past)
-    if n_sliding:
+    if n_sliding and spec.chunked_attention and spec.sliding_window:
+        total += n_sliding * chunked_attended_tokens(tokens, past, spec.sliding_window)
+    elif n_sliding:
         total += n_sliding * attended_tokens(tokens, past, spec.sliding_window)
     return total
 

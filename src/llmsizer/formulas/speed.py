@@ -285,6 +285,25 @@ def attended_tokens(tokens: int, past_tokens: int = 0, window: int | None = None
     return below * (first + past_tokens + below) / 2 + (tokens - below) * window
 
 
+def chunked_attended_tokens(tokens: int, past_tokens: int, chunk: int) -> float:
+    """Sum over ``tokens`` new causal tokens after ``past_tokens`` of the tokens each attends in a chunked-attention
+    layer (Llama 4: a token sees only the earlier tokens of its own ``chunk``-token chunk, counted from position 0;
+    transformers ``masking_utils.chunked_overlay``, vLLM's local-attention virtual batches): sum_{t=P+1..P+T}
+    ((t - 1) mod C + 1), not eq. (2)'s min(P + t, W) of a sliding window.
+
+    >>> chunked_attended_tokens(10, 0, 4)   # 1+2+3+4 + 1+2+3+4 + 1+2
+    23.0
+    """
+    if tokens < 0 or past_tokens < 0 or chunk < 1:
+        raise InputError("tokens and past_tokens must not be negative, chunk positive")
+
+    def upto(n: int) -> float:  # sum_{t=1..n} ((t - 1) mod C + 1)
+        k, r = divmod(n, chunk)
+        return k * chunk * (chunk + 1) / 2 + r * (r + 1) / 2
+
+    return upto(past_tokens + tokens) - upto(past_tokens)
+
+
 def attention_flops(num_layers: int, attn_width: int, tokens: int, past_tokens: int = 0,
                     window: int | None = None) -> float:
     """Causal attention FLOPs (QK^T and AV) of ``tokens`` new tokens after ``past_tokens`` cached: the context

@@ -162,6 +162,10 @@ Attention, which requires including an extra recompute factor ... the attention 
     flash:   A = a (3.5 L + c),   a = 4 d s / (2 if causal else 1)                                   (10)
     eager:   A = 12 L d s + 4 c d s   (materialised scores: every tile, the backward reads them: (1)/(2'))
 
+A flash kernel that skips what a sliding window, a chunk or a packed document's boundary masks attends a = P / s keys
+per query instead of s / 2 (formulas/attention_mask.py eqs. (M1)-(M4)): A = 4 d (3.5 L a + c a_c), a the mean over
+the attention layers, a_c over the recomputed ones.
+
 Two flash kernels compared pass by pass (a paper's forward and backward speed-ups r_f, r_b of kernel 1 over kernel 2,
 and kernel 1's shares S_f, S_b of the peak in each pass): over eq. (10)'s forward + backward, whose backward runs 2.5 x
 the forward's FLOPs, kernel 1 is faster by the ratio of the two passes' summed times::
@@ -249,12 +253,15 @@ ATTENTION_KERNELS = ("flash", "eager")
 
 
 def attention_core_flops(num_layers: int, attn_width: int, seq_len: int, recomputed_layers: int = 0,
-                         kernel: str = "flash", causal: bool = True, recompute_weight: float = 1.0) -> float:
+                         kernel: str = "flash", causal: bool = True, recompute_weight: float = 1.0,
+                         attended: float | None = None, recomputed_attended: float | None = None) -> float:
     """Eq. (10): FLOPs per token the attention core executes over ``num_layers`` attention layers of width d =
     ``attn_width`` at sequence ``seq_len``, ``recomputed_layers`` of them running their forward again (full
     activation checkpointing); ``kernel`` 'flash' (tiles above a causal diagonal skipped, the backward recomputing
     the scores: flash-attn's own count) or 'eager' (materialised scores, PaLM's 12 L d s); ``recompute_weight``: w_c of
-    eq. (10'') for a flash kernel's recomputed forwards (1: the executed FLOPs; below 1: the FLOPs that time them).
+    eq. (10'') for a flash kernel's recomputed forwards (1: the executed FLOPs; below 1: the FLOPs that time them);
+    ``attended`` / ``recomputed_attended``: a flash kernel's mean keys per query over the layers / the recomputed
+    layers when it skips what a mask empties (formulas/attention_mask.py: a = P / s; None: s / 2 causal, s not).
 
     >>> attention_core_flops(1, 128, 1024)   # causal flash: 2 d s forward + 5 d s backward
     917504.0
@@ -268,8 +275,12 @@ def attention_core_flops(num_layers: int, attn_width: int, seq_len: int, recompu
     d, s = float(attn_width), float(seq_len)
     if kernel == "eager":
         return 12.0 * num_layers * d * s + 4.0 * recomputed_layers * d * s
-    a = 4.0 * d * s / (2.0 if causal else 1.0)
-    return a * (3.5 * num_layers + recompute_weight * recomputed_layers)
+    full = s / (2.0 if causal else 1.0)
+    a = full if attended is None else attended
+    a_c = a if recomputed_attended is None else recomputed_attended
+    if a < 0 or a_c < 0:
+        raise InputError("attended keys per query must not be negative")
+    return 4.0 * d * (3.5 * num_layers * a + recompute_weight * recomputed_layers * a_c)
 
 
 def fwd_bwd_speed_ratio(forward_ratio: float, backward_ratio: float, forward_share: float,

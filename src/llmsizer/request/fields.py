@@ -228,6 +228,9 @@ TRAINING = (
             "runs (default: sdpa for sdpa, flash-attn-2 for flash; `train --attention-kernel`)", template=False,
             choices=TRAIN_ATTENTION_KERNELS),
           F("packing", "bool", "several documents packed per sequence", template=False),
+          F("doc_len", "context", "with packing, the tokens of each packed document; the attention of a kernel "
+            "that masks per document is timed over documents of this length (default: one document fills the row; "
+            "`train --doc-len`)", template=False),
           F("loss", "enum", "loss head: ce (the model returns logits), linear-ce (torchtune LinearCrossEntropyLoss), "
             "cut-ce (Cut Cross-Entropy, Unsloth), ce-kept-logits (ce, the loop keeps the shifted fp32 logits: "
             "torchtune 2024-05), ce-loss-parallel (ce under torch loss_parallel over the tp vocabulary shards: torchtitan "

@@ -84,6 +84,7 @@ class TrainingSettings:
     attention: str | None = None
     attention_kernel: str | None = None
     packing: bool | None = None
+    doc_len: int | None = None  # tokens per packed document (TrainingWorkload.doc_len)
     loss: str | None = None
     loss_chunks: int | None = None
     checkpoint_offload: bool | None = None

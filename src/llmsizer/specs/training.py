@@ -231,7 +231,9 @@ class TrainingWorkload:
     attention: 'sdpa' | 'flash' | 'eager'.  attention_kernel: the kernel that runs it, one of KERNELS_OF_ATTENTION[
         attention] (None: DEFAULT_ATTENTION_KERNEL[attention]); it changes the duration only (estimate/efficiency.py
         attention_kernel_share).  packing: several documents per row (a block-diagonal mask for
-        sdpa/eager; varlen kernels for flash).
+        sdpa/eager; varlen kernels for flash).  doc_len: with packing, the tokens of each packed document
+        [tokens] (None: one document fills the row); a kernel that masks per document times attention over
+        documents of this length (formulas/attention_mask.py eq. (M4)).
     target_len: an encoder-decoder's (T5) target tokens per sequence, the decoder's length (``seq_len`` is then
         the source length, the encoder's); None: ``seq_len``. Decoder-only models refuse it.
     loss_chunks: the cross-entropy computed over this many chunks of the sequence (1: transformers
@@ -395,6 +397,7 @@ class TrainingWorkload:
     attention: str = "sdpa"
     attention_kernel: str | None = None
     packing: bool = False
+    doc_len: int | None = None
     loss_chunks: int = 1
     loss: str = "ce"
     checkpoint_offload: bool = False
@@ -488,6 +491,16 @@ class TrainingWorkload:
         if self.target_len is not None and (not isinstance(self.target_len, int) or isinstance(self.target_len, bool)
                                             or self.target_len < 1):
             raise InputError(f"target_len must be a positive integer, got {self.target_len!r}")
+        if isinstance(self.doc_len, str):
+            self.__dict__["doc_len"] = int(read_number(self.doc_len, "doc_len", TOKENS))
+        if self.doc_len is not None:
+            if not isinstance(self.doc_len, int) or isinstance(self.doc_len, bool) or self.doc_len < 1:
+                raise InputError(f"doc_len must be a positive integer, got {self.doc_len!r}")
+            if not self.packing:
+                raise InputError("doc_len is the length of each packed document: it needs packing")
+            if self.doc_len > self.seq_len:
+                raise InputError(f"doc_len {self.doc_len} exceeds seq_len {self.seq_len}: a packed document "
+                                 "fills at most one row")
         if self.method != "full":
             object.__setattr__(self, "targets", normalize_targets(self.targets))
         object.__setattr__(self, "modules_to_save", normalize_modules_to_save(self.modules_to_save))

@@ -149,7 +149,8 @@ def prompt_and_output(context: int, output_tokens: int | None) -> tuple[int, int
 # every other numeric field is a count (parse_count: "32k", "8")
 TEXT_READERS: dict[str, Callable[[str, str, Range], float | int]] = {
     **dict.fromkeys(("memory", "fit_target", "free", "host_memory"), lambda t, n, r: parse_bytes(t, what=n, rng=r)),
-    **dict.fromkeys(("context", "output_tokens", "max_num_batched_tokens", "n_ubatch", "seq_len", "target_len"),
+    **dict.fromkeys(("context", "output_tokens", "max_num_batched_tokens", "n_ubatch", "seq_len", "target_len",
+                     "doc_len"),
                     lambda t, n, r: parse_tokens(t, what=n, rng=r)),
     **dict.fromkeys(("headroom", "gpu_memory_utilization", "mem_fraction_static"), lambda t, n, r: _share(t, n, r)),
 }
