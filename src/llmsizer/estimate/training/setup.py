@@ -55,6 +55,8 @@ _WHY = {
     "lora_dropout": "adapters read their input (PEFT and torchtune default lora_dropout 0)",
     "loop_keeps_graph": "the loop drops the step's graph with the step (HF Trainer, torchtune)",
     "deepspeed_gather": "DeepSpeed >= 0.9: a single rank uses its partition in place (no gather buffer)",
+    "zero_grad": ("optimizer.zero_grad(set_to_none=True) frees the gradients before the next forward (torch >= 2.0, "
+                  "HF Trainer, accelerate >= 0.28)"),
     "gpus": "one device",
     "zero": "no ZeRO sharding",
     "tp": "no tensor parallelism", "pp": "no pipeline parallelism", "ep": "no expert parallelism",
@@ -224,6 +226,8 @@ def resolve(spec: ModelSpec, w: TrainingWorkload, acc: Acc) -> TrainingContext:
                                 "--nf4-quantizer bitsandbytes-0.42 or lightning-bnb-0.42)")
     if w.zero == 3 and w.fsdp is None:
         record_workload(w, acc, ("deepspeed_gather",))
+    if not w.zero and w.fsdp is None and not w.optimizer_in_backward:
+        record_workload(w, acc, ("zero_grad",))
     if w.grad_checkpointing in ("full", "selective-op"):
         record_workload(w, acc, ("checkpoint_every",))
     if w.grad_checkpointing == "full":
