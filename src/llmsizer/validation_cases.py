@@ -1488,6 +1488,10 @@ TT_CFG_NOTE = "; batch 2 (config), alpaca max_seq_len 512 (dataset default), pad
 TT_FSDP1 = dict(fsdp="full", fsdp_version=1)
 TT_FSDP1_NOTE = " (FSDP1: recipes @ 0217d44c2)"
 _BLOOM = "bigscience/bloomz-7b1"
+# the PEFT README's runs without DeepSpeed (bloomz PM0077-PM0078, T0_3B / mt0-xxl below): accelerate's zero_grad kept
+# the gradients between steps (see the T5 rows' notes below)
+_ACCELERATE_ZERO_GRAD = dict(zero_grad="zeros")
+_KEPT = "; gradients kept between steps (accelerate's zero_grad: set_to_none=False)"
 # row id -> (catalog model or _BLOOM, TrainingWorkload fields, assumptions, fully specified?, what is compared)
 TRAINING_ROWS: dict[str, tuple[str, dict[str, Any], str, bool, str]] = {
     "PM0017": ("llama-2-7b-hf", dict(TT, method="qlora", rank=8, targets="q,k,v,o,gate,up,down", optimizer="adamw",
@@ -1563,14 +1567,14 @@ TRAINING_ROWS: dict[str, tuple[str, dict[str, Any], str, bool, str]] = {
                TT_NOTE + "; 7B_full_low_memory" + TT_CFG_NOTE + TT_RESERVED, False, "reserved"),
     "PM0065": ("llama-2-7b-hf", dict(TT_CFG, method="full", gpus=4, **TT_FSDP1),
                TT_NOTE + "; 7B_full" + TT_CFG_NOTE + ", FSDP over 4" + TT_FSDP1_NOTE + TT_RESERVED, False, "reserved"),
-    "PM0077": (_BLOOM, dict(precision="fp32", micro_batch=1, seq_len=64),
+    "PM0077": (_BLOOM, dict(precision="fp32", micro_batch=1, seq_len=64, **_ACCELERATE_ZERO_GRAD),
                "PEFT example scripts train in fp32; AdamW; smallest batch: the OOM row is a lower bound (> 80 GB on "
-               "the A100 80GB)", True, "oom"),
+               "the A100 80GB)" + _KEPT, True, "oom"),
     "PM0078": (_BLOOM, dict(precision="fp32", method="lora", rank=8, targets="q,k,v", micro_batch=8, seq_len=64,
-                            base_dtype="fp32", loss="ce-kept-logits"),
+                            base_dtype="fp32", loss="ce-kept-logits", **_ACCELERATE_ZERO_GRAD),
                "fp32 base, LoRA r8 on the fused query_key_value (targets q,k,v: one adapter, h x r and r x 3h); batch 8 x 64 tokens (the "
                "example script @ 0032f32a lines 113-120: batch_size = 8, max_length = 64, every row padded to 64); "
-               "the loop keeps outputs (its fp32 logits) through accelerator.backward(loss) (lines 243-247)",
+               "the loop keeps outputs (its fp32 logits) through accelerator.backward(loss) (lines 243-247)" + _KEPT,
                False, "peak"),
     "PM0080": (_BLOOM, dict(precision="fp32", method="lora", rank=8, targets="q,k,v", micro_batch=8, seq_len=64,
                             base_dtype="fp32", zero=3, offload="params", loss="ce-kept-logits",
@@ -1604,9 +1608,17 @@ TRAINING_ROWS: dict[str, tuple[str, dict[str, Any], str, bool, str]] = {
 # - ZeRO-3 rows: the existing DeepSpeed ZeRO-3 path (formulas/deepspeed_zero.py) with parameters and optimizer
 #   offloaded, pre-0.9 gathering as PM0080 (same README, same era); its units are the stack's layers in order
 #   (encoder, then decoder), and the shared embedding that the decoder uses again is counted as one unit, once.
-_T5_PEFT = dict(precision="fp32", attention="eager", micro_batch=8, seq_len=128, target_len=3)
+# - the rows without DeepSpeed keep their gradients between steps: the loop's ``optimizer.zero_grad()`` (the script @
+#   0032f32a lines 198-201, after ``optimizer.step()``; the optimizer from ``accelerator.prepare``, line 181) is
+#   accelerate's AcceleratedOptimizer.zero_grad, which passes set_to_none=False when not told (accelerate optimizer.py @ v0.15.0
+#   lines 119-121, @ v0.16.0 the same: the releases of the README's months, Dec 2022 / Jan 2023; torch 1.13's own
+#   default was False too), so every step after the first runs its forward beside the last step's zeroed
+#   gradients (zero_grad 'zeros'); under DeepSpeed accelerate's DeepSpeedOptimizerWrapper.zero_grad does nothing
+#   (utils/deepspeed.py @ v0.15.0 lines 180-181) and the engine frees each gradient once reduced (DeepSpeed v0.8.0
+#   stage3.py lines 1223, 1320: ``param.grad = None``), so the ZeRO-3 rows keep none.
+_T5_PEFT = dict(precision="fp32", attention="eager", micro_batch=8, seq_len=128, target_len=3, **_ACCELERATE_ZERO_GRAD)
 _T5_LORA = dict(_T5_PEFT, method="lora", rank=8, alpha=32, targets=("q", "v"), lora_dropout="per-module")
-_T5_Z3 = dict(_T5_LORA, zero=3, offload="params", deepspeed_gather="pre-0.9")
+_T5_Z3 = dict(_T5_LORA, zero=3, offload="params", deepspeed_gather="pre-0.9", zero_grad="set-to-none")
 T0_PEFT_LENGTHS = dict(seq_len=56, target_len=5)  # measured: test_peft_t0_lengths.py
 _T5_NOTE = ("PEFT example scripts @ 0032f32a: fp32, AdamW, batch 8; source 128 tokens and target 3 ASSUMED "
             "(padded per batch; longest class label)")
@@ -1619,17 +1631,17 @@ def _t5_lora_rows(model: str, lora: str, zero3: str, lengths: dict[str, int] | N
     """The README's LoRA row of ``model`` and its run of the same LoRA under ZeRO-3 offload."""
     return {
         lora: (model, dict(_T5_LORA, **(lengths or {})), note + "; LoRA r8 on q, v (self- and cross-attention), "
-               "dropout 0.1", False, "peak"),
+               "dropout 0.1" + _KEPT, False, "peak"),
         zero3: (model, dict(_T5_Z3, **(lengths or {})), note + f"; LoRA as {lora} under DeepSpeed ZeRO-3, parameters "
                 "and optimizer offloaded (pre-0.9 gathering, as PM0080)", False, "peak"),
     }
 
 
 TRAINING_ROWS.update({
-    "PM0066": ("t0_3b", dict(_T5_PEFT, **T0_PEFT_LENGTHS), _T0_NOTE + "; full fine-tuning", False, "peak"),
+    "PM0066": ("t0_3b", dict(_T5_PEFT, **T0_PEFT_LENGTHS), _T0_NOTE + "; full fine-tuning" + _KEPT, False, "peak"),
     **_t5_lora_rows("t0_3b", "PM0068", "PM0070", T0_PEFT_LENGTHS, _T0_NOTE),
     "PM0072": ("mt0-xxl", dict(_T5_PEFT), _T5_NOTE + "; full fine-tuning: the OOM row is a lower bound (> 80 GB on "
-               "the A100 80GB)", True, "oom"),
+               "the A100 80GB)" + _KEPT, True, "oom"),
     **_t5_lora_rows("mt0-xxl", "PM0073", "PM0075"),
     "PM0082": ("t0_3b", dict(_T5_Z3, **T0_PEFT_LENGTHS), _T0_NOTE + "; the README's log of the ZeRO-3 offload script "
                "(max_memory_allocated >> 20); as PM0070", False, "peak"),

@@ -31,6 +31,7 @@ pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 from ranks import TINY_LLAMA, run_step  # noqa: E402
+from test_deepspeed_zero3_volume import HYBRID  # noqa: E402
 
 from llmsizer.catalog.hardware import builtin_catalog  # noqa: E402
 from llmsizer.estimate.duration import Duration, training_duration_for  # noqa: E402
@@ -53,18 +54,35 @@ CASES: dict[str, tuple[str, dict[str, Any], dict[str, Any]]] = {
     "FSDP2 full, torchtitan layout (root resharded)": (
         "fsdp_rs_output_step.py", dict(dtype="bf16", mp=False, last_kept=True, root_reshard=True),
         dict(precision="bf16", fsdp2_units="torchtitan-resharded")),
+    # eq. (B2): the blocks whose output needs no gradient are not gathered again, but the one before the first that
+    # does is, by the backward prefetch of the unit after it (the root, last in FSDP2's post-forward order)
+    "FSDP2 LoRA r8 on the lm_head only": (
+        "fsdp_rs_output_step.py", dict(lora=dict(r=8, targets=["lm_head"])),
+        dict(LORA, targets="lm_head", precision="fsdp-bf16-mixed")),
+    "FSDP2 LoRA r8 on q, v of a hybrid (a Mamba and an MLP layer before the attention layer)": (
+        "fsdp_rs_output_step.py", dict(config=HYBRID, lora=dict(r=8, targets=["q_proj", "v_proj"])),
+        dict(LORA, targets="q,v", precision="fsdp-bf16-mixed")),
     "FSDP1 full, pure bf16": ("fsdp1_lora_step.py", {}, dict(precision="bf16", fsdp_version=1)),
     "FSDP1 LoRA r8, adapters apart": (
         "fsdp1_lora_step.py", dict(lora=dict(r=8, targets=TARGETS)), dict(FSDP1_LORA)),
     "FSDP1 LoRA r8, adapters in their layer's unit": (
         "fsdp1_lora_step.py", dict(lora=dict(r=8, targets=TARGETS), wrap="layers"),
         dict(FSDP1_LORA, fsdp1_lora_wrap="with-layers")),
+    # FSDP1 prefetches in the reverse pre-forward order, the root first: the root's pre-backward prefetches nothing
+    "FSDP1 LoRA r8 on the lm_head only, adapters apart": (
+        "fsdp1_lora_step.py", dict(lora=dict(r=8, targets=["lm_head"])), dict(FSDP1_LORA, targets="lm_head")),
+    # ... but with the adapters in their unit the root's flat parameter requires grad, the embedding's view too
+    # (setup.py embedding_output_needs_grad): every block runs its backward
+    "FSDP1 LoRA r8 on the lm_head only, adapters in their unit": (
+        "fsdp1_lora_step.py", dict(lora=dict(r=8, targets=["lm_head"]), wrap="layers"),
+        dict(FSDP1_LORA, targets="lm_head", fsdp1_lora_wrap="with-layers")),
 }
 
 
-def duration(fields: dict[str, Any]) -> Duration:
-    """The one duration rule for the tiny Llama on two devices (any GPU with a link: only the bytes are read)."""
-    spec = spec_from_config(TINY_LLAMA, name="llama-tiny")
+def duration(fields: dict[str, Any], config: dict[str, Any] = TINY_LLAMA) -> Duration:
+    """The one duration rule for the tiny model (the Llama unless told) on two devices (any GPU with a link: only
+    the bytes are read)."""
+    spec = spec_from_config(config, name="llama-tiny")
     dev = builtin_catalog().devices["h100-sxm"]
     return training_duration_for(spec, dev, N, 1e6, dict(micro_batch=2, seq_len=64, fsdp="full", **fields))
 
@@ -90,9 +108,9 @@ def test_step_time_collectives_carry_what_torch_sends(name: str) -> None:
     script, case, fields = CASES[name]
     if fields.get("float8") and not HAS_TORCHAO:
         pytest.skip("torchao is not installed")
-    m = run_step(script, dict(config=TINY_LLAMA, batch=2, seq=64, **case), N)
+    m = run_step(script, dict(dict(config=TINY_LLAMA, batch=2, seq=64), **case), N)
     measured = payloads(m["collectives"])
-    d = duration(fields)
+    d = duration(fields, case.get("config", TINY_LLAMA))
     predicted = volume(d)
     print(f"\n{name}: torch sent {measured}; llmsizer {predicted}")
     assert predicted == measured

@@ -63,6 +63,7 @@ from ..specs.training import (
     PRECISIONS,
     STATE_DTYPES,
     TRAIN_ATTENTION_KERNELS,
+    ZERO_GRADS,
 )
 from ..specs.workload import ENGINE_RULE_TEXT, MEMORY_METRICS, OUTPUT_TOKENS
 from ..units import MiB, parse_image_size
@@ -343,6 +344,9 @@ def add_training_args(p: argparse.ArgumentParser, *, attention: bool = True,
     g.add_argument("--deepspeed-gather", choices=DEEPSPEED_GATHERS, help="with --zero 3: DeepSpeed's parameter "
                    "gather: current (>= 0.9: one rank uses its partition in place) or pre-0.9 (one rank gathers too: "
                    f"a buffer beside the partition's device copy) (default {TW.deepspeed_gather})")
+    g.add_argument("--zero-grad", choices=ZERO_GRADS, help="what the loop's optimizer.zero_grad does between steps: "
+                   "set-to-none (frees the gradients) or zeros (set_to_none=False: they stay allocated into the next "
+                   f"forward; accelerate <= 0.27, torch < 2.0) (default {TW.zero_grad})")
     g.add_argument("--checkpoint-offload", action="store_true", default=None,
                    help="with --grad-checkpointing full: the kept layer inputs wait in host RAM (Unsloth "
                         "use_gradient_checkpointing='unsloth')")
@@ -433,7 +437,7 @@ def add_framework_args(g: argparse._ArgumentGroup) -> None:
 
 TRAINING_FIELDS = ("method", "rank", "alpha", "targets", "modules_to_save", "adapter_dtype", "base_dtype", "optimizer",
                    "optimizer_state_dtype", "optimizer_impl", "precision", "micro_batch", "seq_len",
-                   "target_len", "grad_accumulation", "grad_checkpointing", "checkpoint_every", "attention", "attention_kernel", "packing", "doc_len", "loss_chunks", "loss", "checkpoint_offload", "checkpoint_impl", "kernels", "mamba_path", "nf4_quantizer", "lora_dropout", "nf4_format", "loop_keeps_graph", "deepspeed_gather",
+                   "target_len", "grad_accumulation", "grad_checkpointing", "checkpoint_every", "attention", "attention_kernel", "packing", "doc_len", "loss_chunks", "loss", "checkpoint_offload", "checkpoint_impl", "kernels", "mamba_path", "nf4_quantizer", "lora_dropout", "nf4_format", "loop_keeps_graph", "deepspeed_gather", "zero_grad",
                    "optimizer_in_backward", "gpus", "zero", "fsdp", "tp", "pp", "virtual_stages", "pipeline_split", "tp_comm_overlap", "tp_backward_overlap", "ep", "sequence_parallel",
                    "offload", "gpus_per_node", "network", "grad_sync", "metric", "fsdp_version", "fsdp2_units",
                    "fsdp1_lora_wrap", "context_parallel",

@@ -28,6 +28,7 @@ from ..specs.training import (
     NF4_QUANTIZERS,
     PIPELINE_SPLITS,
     TRAIN_ATTENTION_KERNELS,
+    ZERO_GRADS,
 )
 from ..specs.workload import ENGINE_RULE_TEXT, ENGINES, OUTPUT_TOKENS, SPLIT_MODES
 
@@ -249,6 +250,9 @@ TRAINING = (
             "nf4 (transformers' default, litgpt bnb.nf4)", template=False, choices=NF4_FORMATS),
           F("loop_keeps_graph", "bool", "with method qlora: the training loop keeps the step's loss and logits (and "
             "so its autograd graph) referenced into the next forward (litgpt)", template=False),
+          F("zero_grad", "enum", "what the loop's optimizer.zero_grad does between steps: set-to-none (frees the "
+            "gradients) or zeros (set_to_none=False: kept into the next forward; accelerate <= 0.27, torch < 2.0)",
+            template=False, choices=ZERO_GRADS),
           F("kernels", "enum", "layer implementation: pytorch or unsloth (fused LoRA kernels)", template=False,
             choices=_KERNELS),
           F("mamba_path", "enum", "what runs Mamba layers: cuda-kernels (mamba_ssm + causal-conv1d on a CUDA GPU, "

@@ -95,6 +95,7 @@ class TrainingSettings:
     lora_dropout: str | None = None
     nf4_format: str | None = None
     loop_keeps_graph: bool | None = None
+    zero_grad: str | None = None
     zero: int | None = None
     fsdp: str | None = None
     tp: int | None = None

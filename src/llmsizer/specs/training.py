@@ -95,6 +95,11 @@ LORA_DROPOUTS = ("none", "per-module", "fused-qkv")
 NF4_FORMATS = ("nf4-dq", "nf4")
 # DeepSpeed ZeRO-3 parameter gather: today's, or before v0.9.0, when a single rank gathered too (formulas/deepspeed_zero.py)
 DEEPSPEED_GATHERS = ("current", "pre-0.9")
+# what the loop's optimizer.zero_grad does with the gradients: frees them (set_to_none=True: torch >= 2.0's default,
+# HF Trainer, accelerate >= 0.28) or fills them with zeros, so they stay allocated into the next step's forward
+# (set_to_none=False: accelerate <= 0.27's AcceleratedOptimizer.zero_grad default, optimizer.py @ v0.15.0 lines
+# 119-121, @ v0.27.0 lines 116-118; torch < 2.0's Optimizer.zero_grad default)
+ZERO_GRADS = ("set-to-none", "zeros")
 # the layer implementation: PyTorch modules (transformers / PEFT / torchtune) or Unsloth's fused LoRA kernels
 KERNELS = ("pytorch", "unsloth")
 # what runs a Mamba layer: mamba_ssm + causal-conv1d's kernels (a CUDA GPU with both installed) or transformers'
@@ -272,6 +277,10 @@ class TrainingWorkload:
     deepspeed_gather: with zero 3, DeepSpeed's parameter gather: 'current' (since v0.9.0 a single rank uses its
         partition in place) or 'pre-0.9' (a single rank gathers too: a parameter buffer beside the partition's
         device copy, DeepSpeed v0.8.1 partition_parameters.py lines 839-856), formulas/deepspeed_zero.py.
+    zero_grad: what the loop's ``optimizer.zero_grad`` does between steps: 'set-to-none' (the gradients are freed
+        before the next forward) or 'zeros' (``set_to_none=False``: they stay allocated, zero-filled, through the next
+        step's forward, as under gradient accumulation: accelerate <= 0.27, torch < 2.0). Modelled for a loop
+        whose torch optimizer owns the gradients (no DeepSpeed ZeRO, no FSDP, not optimizer_in_backward).
     checkpoint_offload: the inputs that full checkpointing keeps go to host RAM, each brought back for its layer's
         recompute (Unsloth ``use_gradient_checkpointing="unsloth"``, axolotl ``gradient_checkpointing: offload``).
     kernels: 'pytorch' (the framework's modules) or 'unsloth' (Unsloth's fused LoRA kernels keep fewer tensors per
@@ -409,6 +418,7 @@ class TrainingWorkload:
     nf4_format: str = "nf4-dq"
     loop_keeps_graph: bool = False
     deepspeed_gather: str = "current"
+    zero_grad: str = "set-to-none"
     optimizer_in_backward: bool = False
     gpus: int = 1
     zero: int = 0
@@ -528,6 +538,12 @@ class TrainingWorkload:
         if self.deepspeed_gather != "current" and self.zero != 3:
             raise InputError(f"deepspeed_gather {self.deepspeed_gather!r} is DeepSpeed ZeRO-3's parameter gather; "
                              f"zero is {self.zero}")
+        if self.zero_grad != "set-to-none" and (self.zero or self.fsdp is not None or self.optimizer_in_backward):
+            raise InputError(f"zero_grad {self.zero_grad!r} keeps a torch optimizer's gradients between steps; "
+                             + ("DeepSpeed's engine frees them (stage3.py param.grad = None; accelerate's "
+                                "DeepSpeedOptimizerWrapper.zero_grad does nothing)" if self.zero and self.fsdp is None
+                                else "FSDP is not modelled with kept gradients" if self.fsdp is not None
+                                else "optimizer_in_backward frees each gradient at its update"))
         if self.nf4_quantizer != "bitsandbytes" and self.method != "qlora":
             raise InputError(f"nf4_quantizer {self.nf4_quantizer!r} quantizes a QLoRA base; method is {self.method!r}")
         if self.nf4_format != "nf4-dq" and self.method != "qlora":
@@ -667,7 +683,7 @@ _CLOSED: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("method", METHODS), ("precision", PRECISIONS), ("grad_checkpointing", GRAD_CHECKPOINTING),
     ("attention", TRAIN_ATTENTION), ("offload", OFFLOAD), ("loss", LOSSES), ("kernels", KERNELS),
     ("nf4_quantizer", NF4_QUANTIZERS), ("lora_dropout", LORA_DROPOUTS), ("nf4_format", NF4_FORMATS),
-    ("deepspeed_gather", DEEPSPEED_GATHERS), ("checkpoint_impl", CHECKPOINT_IMPLS), ("float8_recipe", FLOAT8_RECIPES),
+    ("deepspeed_gather", DEEPSPEED_GATHERS), ("zero_grad", ZERO_GRADS), ("checkpoint_impl", CHECKPOINT_IMPLS), ("float8_recipe", FLOAT8_RECIPES),
     ("compile_scope", COMPILE_SCOPES), ("batch_shapes", BATCH_SHAPES), ("fsdp2_units", FSDP2_UNITS), ("pipeline_split", PIPELINE_SPLITS),
     ("fsdp1_lora_wrap", FSDP1_LORA_WRAPS), ("device", DEVICES),
     ("gpu_runtime", GPU_RUNTIMES))

@@ -49,6 +49,42 @@ elements (the ring moves (s-1)/s of each per device, formulas/network.py):
   every parameter but the adapters' and modules_to_save's).
   FSDP1 with the adapters in their layer's unit reduce-scatters each unit's whole flat gradient, frozen elements
   included (torch ``_flat_param.py`` lines 804-836; ``StageStates.reduced_elements``, the memory's own count).
+
+**Backward-free modules** (which parameters are gathered once, in the forward only, and which twice). A module's
+backward runs, and DeepSpeed ZeRO-3 / FSDP gather its parameters for it, only when its output needs a gradient:
+autograd builds no node for an operator none of whose inputs requires grad (formulas/training_activations.py eq. F1),
+DeepSpeed's pre-backward hook is an autograd Function on the module's outputs (``PreBackwardFunctionForModule``,
+runtime/zero/parameter_offload.py lines 466-483 at 0.19.8, whose ``backward`` fetches the module's parameters), FSDP2
+registers its pre-backward only on outputs that require grad (torch 2.13.0 ``_fsdp_state.py``
+``_register_pre_backward_hook`` lines 434-452), FSDP1 likewise (``_runtime_utils.py`` ``_register_pre_backward_hooks`` line 1370).
+Under LoRA with a frozen embedding (setup.py ``embedding_output_needs_grad``) a decoder layer's input needs a gradient
+only after the first layer holding an adapter (setup.py ``layer_inputs_need_grad``); its output, the next layer's
+input, from that layer on. So, per tensor of a decoder layer:
+
+    runs = input needs a gradient                                  (every layer after the first adapted one)
+           or [output needs one and the tensor's module reads something that does]                     (B1)
+
+where, in the first adapted layer (its input needing none): the attention norm and the q/k/v (MLA q_a / kv_a, Mamba
+in_proj) read the layer input: never; the attention output projection, q/k norms and the Mamba mixer's other tensors
+read the mixer's output: when a q/k/v (Mamba) projection is adapted (eq. F1's ``mix``); the MLP's norm, router,
+gate and up read the residual after the mixer: when that or the o projection is adapted (F1's residual); down reads
+act(gate) x up: that, or gate or up adapted. Every layer before it runs nothing; the final norm runs when the last
+layer's output needs a gradient, the lm_head too or when it trains. A LoRA adapter's A and B train: they always run.
+DeepSpeed gathers per parameter (``zero3_collective_elements`` over these uses); FSDP per unit, and its backward
+prefetch gathers the unit before each one whose pre-backward fires, whether its backward runs or not ("Prefetch
+naively using the reverse post-forward order, which may have mistargetted prefetches", ``_fsdp_param_group.py``
+``_backward_prefetch`` lines 795-830; FSDP1's BACKWARD_PRE in the reverse pre-forward order, ``_exec_order_utils.py``
+``get_handle_to_backward_prefetch`` line 88), the root last in FSDP2's post-forward order and first in FSDP1's pre-forward
+order::
+
+    block i gathered again  <=>  resharded after its forward and (fires(i) or fires(i + 1))             (B2)
+
+with fires(i) = block i's output needs a gradient, fires(U) = the root's (FSDP2: the logits, always; FSDP1: never
+prefetching). Measured to the byte on two gloo ranks: DeepSpeed 0.19.8 with LoRA on o only, down only, the lm_head
+only and a hybrid's q/v (tests/training/test_deepspeed_zero3_volume.py); FSDP2 and FSDP1 with the lm_head alone
+adapted and FSDP2 on the hybrid (tests/training/test_fsdp_collective_volume.py). Not modelled: a parameter read by
+a parent module's forward (NemotronHBlock reads ``self.norm.weight``) is a DeepSpeed "external parameter" of that
+module and gathered with it (parameter_offload.py lines 80-89): one norm weight more.
 """
 
 from __future__ import annotations
@@ -67,8 +103,9 @@ from ...formulas.float8_training import float8_gathered_bytes, float8_weight_ele
 from ...formulas.fsdp2_units import backward_gathers_of
 from ...formulas.parallelism import zero_shards
 from ...formulas.tensors import model_tensors
+from ...formulas.training_activations import MLP_INPUTS, layer_grads
 from ...specs.training import TrainingWorkload
-from .setup import TrainingContext, embedding_output_needs_grad, embedding_trained
+from .setup import TrainingContext, embedding_output_needs_grad, embedding_trained, layer_inputs_need_grad
 from .states import StageStates
 
 
@@ -149,14 +186,50 @@ def fsdp_collective_volume(ctx: TrainingContext, st: StageStates) -> CollectiveV
     if w.adapters and w.fsdp_version == 1 and w.fsdp1_lora_wrap == "adapters-apart":
         mixed = ctx.recipe.compute_bytes if w.precision == "fsdp-bf16-mixed" else 0
         apart = (sum(st.layer_adapter_elements.values()) * mixed if mixed else sum(st.layer_adapters.values()))
-    again = backward_gathers_of(backward_layout(w), units.root, list(units.blocks))
+    # eq. (B2): a block is gathered in the backward when its own pre-backward fires (its output needs a gradient)
+    # or when the unit after it in the prefetch order fires (the root last under FSDP2, first under FSDP1)
+    fires = backward_layers(ctx, list(st.layers), st.has_embedding)[1]
+    fires.append(w.fsdp_version == 2 and (st.has_head or bool(fires) and fires[-1]))  # the logits always need one
+    blocks = [b if fires[k] or fires[k + 1] else 0 for k, b in enumerate(units.blocks)]
+    again = backward_gathers_of(backward_layout(w), units.root, blocks)
     return CollectiveVolume(sum(units.units) + apart, sum(again) + apart, st.reduced_elements)
 
 
-# the layer-0 tensors that read only the embedding's output: when it needs no gradient (setup.py
-# embedding_output_needs_grad) their modules' outputs need none, so their backward (and its re-gather) never runs (measured: tests/training/test_deepspeed_zero3_volume.py)
-_READ_EMBEDDING = frozenset({"layer_norm_0", "layer_norm_0.bias", "attn_q", "attn_k", "attn_v", "attn_qkv",
-                             "attn_q.bias", "attn_k.bias", "attn_v.bias", "attn_qkv.bias"})
+# eq. (B1): a module's backward runs when its output needs a gradient (module doc, "Backward-free modules"); in
+# the first decoder layer holding an adapter, over an input that needs none, by what each tensor's module reads:
+_READS_LAYER_INPUT = frozenset({"layer_norm_0", "attn_q", "attn_k", "attn_v", "attn_qkv", "attn_q_a",
+                                "attn_kv_a_mqa", "ssm_in", "ssm_ba"})  # never (only its weight could need one)
+_READS_MIXER = frozenset({"attn_output", "attn_q_norm", "attn_k_norm", "attn_sinks", "ssm_conv1d", "ssm_x",
+                          "ssm_dt", "ssm_a", "ssm_d", "ssm_norm", "ssm_dt_norm", "ssm_b_norm", "ssm_c_norm",
+                          "ssm_out"})  # the token mixer's output: when it needs one (F1's ``mix``)
+
+
+def _backward_of(ctx: TrainingContext, layer: int, role: str, out_grad: bool, in_grad: bool) -> bool:
+    """Eq. (B1) for one tensor of decoder layer ``layer`` whose output needs a gradient (``out_grad``) or not, and
+    whose input does (``in_grad``) or not: whether its module's backward runs (module doc)."""
+    if in_grad or not out_grad:
+        return in_grad
+    base = role.removesuffix(".bias")
+    if base in _READS_LAYER_INPUT:
+        return False
+    _, mix, resid = layer_grads(ctx.spec, layer, ctx.act, False)
+    if base in _READS_MIXER:
+        return mix
+    if base.startswith(("ffn_down", "ffn_latent_out")):  # reads act(gate) * up
+        return resid or bool(ctx.act.adapted & set(MLP_INPUTS))
+    if base.startswith(("ffn_", "layer_norm_")):  # the residual after the mixer, or what reads it
+        return resid
+    return True  # anything else (cross-attention, Gemma 3n's AltUp): taken as running (at most what it gathers)
+
+
+def backward_layers(ctx: TrainingContext, layers: list[int], has_embedding: bool = True) -> tuple[list[bool],
+                                                                                                     list[bool]]:
+    """For decoder ``layers``: whether each one's input needs a gradient and whether its output does (eq. F1 of
+    formulas/training_activations.py, setup.py ``layer_inputs_need_grad``: a layer's output is the next layer's
+    input), the two readings of eq. (B1)."""
+    w, lora = ctx.w, ctx.lora
+    return (layer_inputs_need_grad(w, lora, layers, has_embedding),
+            layer_inputs_need_grad(w, lora, [i + 1 for i in layers], has_embedding))
 
 
 def deepspeed_zero3_uses(ctx: TrainingContext) -> list[Zero3Use]:
@@ -181,13 +254,19 @@ def deepspeed_zero3_uses(ctx: TrainingContext) -> list[Zero3Use]:
                     adapters.setdefault((m.role, m.layer), []).append(
                         Zero3Use(("adapter", m.role, m.layer, j, s), n, ctx.adapter_bytes))
     embed_trained = embedding_trained(w, ctx.lora)
-    first_grad = embedding_output_needs_grad(w, ctx.lora)
+    n = spec.num_layers
+    in_grad, out_grad = backward_layers(ctx, list(range(n)))
+    final = out_grad[-1] if n else embedding_output_needs_grad(w, ctx.lora)  # the last layer's output: the head's input
     uses: list[Zero3Use] = []
     for t in model_tensors(spec):
         trained = not w.adapters or (t.component == "embedding" and "embed" in saved) or (
             t.component == "lm_head" and "lm_head" in saved)
-        backward = (embed_trained if t.component == "embedding" else
-                    first_grad or not (t.layer == 0 and t.role in _READ_EMBEDDING))
+        if t.component == "embedding":
+            backward = embed_trained
+        elif 0 <= t.layer < n:
+            backward = _backward_of(ctx, t.layer, t.role, out_grad[t.layer], in_grad[t.layer])
+        else:  # the final norm reads the last layer's output; the lm_head that too, or trains itself
+            backward = final or (t.role == "output" and trained) or t.component == "vision"
         each = t.numel // max(1, t.count)
         for j in range(t.count):
             uses.append(Zero3Use((t.role, t.layer, j), each, ctx.base_bytes, trained, backward))

@@ -55,6 +55,8 @@ _WHY = {
     "lora_dropout": "adapters read their input (PEFT and torchtune default lora_dropout 0)",
     "loop_keeps_graph": "the loop drops the step's graph with the step (HF Trainer, torchtune)",
     "deepspeed_gather": "DeepSpeed >= 0.9: a single rank uses its partition in place (no gather buffer)",
+    "zero_grad": ("optimizer.zero_grad(set_to_none=True) frees the gradients before the next forward (torch >= 2.0, "
+                  "HF Trainer, accelerate >= 0.28)"),
     "gpus": "one device",
     "zero": "no ZeRO sharding",
     "tp": "no tensor parallelism", "pp": "no pipeline parallelism", "ep": "no expert parallelism",
@@ -143,8 +145,18 @@ def embedding_output_needs_grad(w: TrainingWorkload, lora: LoraParams | None) ->
     lines 224-233). torchtune's and litgpt's checkpointing set nothing, but a checkpointed layer keeps its input
     whether or not it needs a gradient (torch.utils.checkpoint's ``_NoopSaveInputs`` saves it beside a dummy that
     requires grad), so only the first layer's recompute would be smaller there: not modelled. 'selective' (the
-    attention core recomputed: Megatron's, not transformers') sets nothing either: its first layer follows eq. F1."""
-    return embedding_trained(w, lora) or w.grad_checkpointing == "full"
+    attention core recomputed: Megatron's, not transformers') sets nothing either: its first layer follows eq. F1.
+
+    Yes too under FSDP1 with the adapters in their layer's unit when the root unit (the embedding, final norm and
+    lm_head) holds a trained parameter (an lm_head adapter, or the lm_head in modules_to_save): with
+    ``use_orig_params`` a flat parameter requires grad when any of its tensors does (torch 2.13
+    ``distributed/fsdp/_flat_param.py`` lines 804-836) and its unsharded views are parameters with the flat
+    parameter's ``requires_grad`` (lines 1982-1992), the embedding's among them. Measured: every block gathered
+    again and reduce-scattered (tests/training/test_fsdp_collective_volume.py, the lm_head adapted alone)."""
+    root_grad = (w.fsdp is not None and w.fsdp_version == 1 and w.adapters and w.fsdp1_lora_wrap == "with-layers"
+                 and ("lm_head" in w.modules_to_save or (lora is not None and any(m.role == "output"
+                                                                                    for m in lora.modules))))
+    return embedding_trained(w, lora) or w.grad_checkpointing == "full" or root_grad
 
 
 def layer_inputs_need_grad(w: TrainingWorkload, lora: LoraParams | None, layers: list[int],
@@ -214,6 +226,8 @@ def resolve(spec: ModelSpec, w: TrainingWorkload, acc: Acc) -> TrainingContext:
                                 "--nf4-quantizer bitsandbytes-0.42 or lightning-bnb-0.42)")
     if w.zero == 3 and w.fsdp is None:
         record_workload(w, acc, ("deepspeed_gather",))
+    if not w.zero and w.fsdp is None and not w.optimizer_in_backward:
+        record_workload(w, acc, ("zero_grad",))
     if w.grad_checkpointing in ("full", "selective-op"):
         record_workload(w, acc, ("checkpoint_every",))
     if w.grad_checkpointing == "full":

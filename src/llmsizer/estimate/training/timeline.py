@@ -251,7 +251,7 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
     layers = list(st.layers)  # ascending; the lists below are by position in it
     # unsharded full training whose .grads persist across micro-batches: each new gradient is added to its kept one
     fresh_grads = (w.method == "full" and w.shard_stage == 0 and w.fsdp is None and w.tp == 1 and w.offload == "none"
-                   and not w.optimizer_in_backward and (w.grad_accumulation > 1 or w.pp > 1))
+                   and not w.optimizer_in_backward and (w.grad_accumulation > 1 or w.pp > 1 or w.zero_grad == "zeros"))
     n_layers = len(layers)
     lce = st.layer_copy_elements
     # (an encoder-decoder's encoder and decoder blocks are two kinds: formulas/encoder_decoder_activations.py E4)
@@ -335,7 +335,8 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
         base["master_weights"] = st.master
     if st.optimizer:
         base["optimizer_states"] = st.optimizer
-    persist = w.grad_accumulation > 1 or w.pp > 1
+    # the gradients live through the forward: accumulated over micro-batches, or kept by zero_grad(set_to_none=False)
+    persist = w.grad_accumulation > 1 or w.pp > 1 or w.zero_grad == "zeros"
     w_shard, g_shard, _ = zero_shards(w.shard_stage, w.shard_group)
     grads_all = st.grads + st.main_grads
     if w.shard_stage == 0 and w.dp > 1 and st.trained_elements:
