@@ -49,8 +49,11 @@ adamw-8bit           uint8 state1 + state2 (2 B) + fp32 absmax per   Dettmers et
                      256-element block each; tensors under 4096      2; bitsandbytes optim/optimizer.py
                      elements keep 32-bit states; two 256-entry      ``Optimizer2State.init_state``
                      fp32 quantization maps shared by all tensors    (min_8bit_size=4096, blocksize 256)
-paged-adamw(-8bit)   same bytes, allocated as CUDA unified memory    bitsandbytes ``get_paged``; QLoRA paper
-                     the driver pages to host RAM under pressure     (Dettmers et al. 2023) sec. 3 "Paged Optimizers"
+paged-adamw(-8bit)   same bytes; state1 + state2 of tensors of 1e5   bitsandbytes ``get_paged``; QLoRA paper
+                     elements and more in CUDA unified memory (the   (Dettmers et al. 2023) sec. 3 "Paged Optimizers";
+                     driver pages them to host RAM under pressure),  optim/optimizer.py @0.43.1 lines 319-327
+                     absmax, qmaps and smaller tensors' states on    (``get_state_buffer``), 461-462 (absmax
+                     the device                                      ``device=p.device``)
 sgd                  none                                            torch/optim/sgd.py
 sgd-momentum         momentum_buffer = s                             torch/optim/sgd.py (clone of the gradient)
 adafactor            factored second moment: rows + columns of each  Shazeer & Stern 2018 (arXiv 1804.04235)
@@ -74,6 +77,7 @@ from ..suggest import unknown_choice
 ADAM_STEP_BYTES = 4  # torch keeps ``state["step"]`` as a float32 scalar tensor (``_get_scalar_dtype()``)
 BNB_MIN_8BIT_SIZE = 4096  # bitsandbytes Optimizer8bit default min_8bit_size
 BNB_BLOCKSIZE = 256  # bitsandbytes blockwise 8-bit optimizer state block
+BNB_PAGED_MIN_ELEMENTS = 100_000  # get_state_buffer: a tensor under 1e5 elements gets device states (@0.43.1 l. 320)
 BNB_QMAP_BYTES = 2 * 256 * 4  # the 'dynamic' and 'udynamic' 256-entry fp32 maps, shared by every tensor
 
 
@@ -286,6 +290,27 @@ def optimizer_state_bytes_counted(counts: Mapping[tuple[int, ...], int], optimiz
         total = before + (total - before) * k
     if any_8bit:
         total += BNB_QMAP_BYTES
+    return total
+
+
+def paged_state_bytes_counted(counts: Mapping[tuple[int, ...], int], optimizer: str) -> int:
+    """The part of :func:`optimizer_state_bytes_counted` a paged optimizer keeps in CUDA unified memory: state1 and
+    state2 of each tensor of at least ``BNB_PAGED_MIN_ELEMENTS`` elements (uint8 for the 8-bit optimizers' tensors
+    of ``BNB_MIN_8BIT_SIZE`` and more, else fp32); 0 for an optimizer that is not paged. The rest (block absmax,
+    quantization maps, smaller tensors' states) is allocated on the device (bitsandbytes optim/optimizer.py @0.43.1
+    ``get_state_buffer`` lines 319-327, ``Optimizer2State.init_state`` lines 440-462).
+
+    >>> paged_state_bytes_counted({(4096, 4096): 2, (4096,): 3}, "paged-adamw-8bit")
+    67108864
+    """
+    info = optimizer_info(optimizer)
+    if not info.paged:
+        return 0
+    total = 0
+    for shape, k in counts.items():
+        n = _numel(shape)
+        if n >= BNB_PAGED_MIN_ELEMENTS:
+            total += k * round(info.states) * (n if info.eight_bit and n >= BNB_MIN_8BIT_SIZE else 4 * n)
     return total
 
 
