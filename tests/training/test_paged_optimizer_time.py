@@ -45,3 +45,26 @@ def test_paged_step_bytes_is_all_or_nothing() -> None:
     assert paged_step_bytes(1e9, -5e9) == 2e9  # the step alone overfills the device: the states still all move
     with pytest.raises(InputError):
         paged_step_bytes(-1.0, 0.0)
+
+
+def test_bitsandbytes_state_layout_of_the_paged_optimizers() -> None:
+    """Bytes from bitsandbytes 0.43.1's own allocations (optim/optimizer.py): Optimizer2State (PagedAdamW*) keeps
+    state1 + state2, Optimizer1State (PagedLion*) state1 alone; 8-bit: uint8 states for tensors of 4096 elements and
+    more, an fp32 absmax per block (256 elements in bitsandbytes >= 0.44) and one 256-entry fp32 map per state on the
+    device; 32-bit: fp32 states; get_state_buffer pages only tensors of 1e5 elements and more."""
+    from llmsizer.formulas.training_states import optimizer_state_bytes_counted, paged_state_bytes_counted
+
+    big, small = (4096, 4096), (4096,)
+    n = 4096 * 4096
+    counts = {big: 1, small: 1}
+    absmax = 4 * n // 256
+    expected = {  # (total, paged)
+        "paged-adamw": (2 * 4 * n + 2 * 4 * 4096, 2 * 4 * n),
+        "paged-adamw-8bit": (2 * (n + absmax) + 2 * (4096 + 4 * 16) + 2 * 1024, 2 * n),
+        "paged-lion": (4 * n + 4 * 4096, 4 * n),
+        "paged-lion-8bit": ((n + absmax) + (4096 + 4 * 16) + 1024, n),
+    }
+    for name, (total, paged) in expected.items():
+        assert optimizer_state_bytes_counted(counts, name, 2) == total, name
+        assert paged_state_bytes_counted(counts, name) == paged, name
+    assert paged_state_bytes_counted(counts, "adamw-8bit") == 0

@@ -61,6 +61,9 @@ adafactor            factored second moment: rows + columns of each  Shazeer & S
                      vector for 1-D tensors; no first moment; a 4 B  (row_var, col_var, variance, step)
                      ``step``
 lion                 exp_avg = s (one momentum)                      Chen et al. 2023 (arXiv 2302.06675) Alg. 2
+paged-lion(-8bit)    one fp32 state1 (8-bit: uint8 + fp32 absmax     bitsandbytes optim/lion.py @0.43.1
+                     per block, one 256-entry map); paged as         ``PagedLion``, ``PagedLion8bit``
+                     paged-adamw                                     (Optimizer1State)
 ===================  ==============================================  ==========================================
 """
 
@@ -231,6 +234,12 @@ OPTIMIZER_INFO: dict[str, OptimizerInfo] = {
                                "Shazeer & Stern 2018 (arXiv 1804.04235) section 3; torch/optim/_adafactor.py"),
     "lion": OptimizerInfo("lion", 1, False, False, "Lion: one momentum buffer (sign update)",
                           "Chen et al. 2023 (arXiv 2302.06675) Algorithm 2"),
+    "paged-lion": OptimizerInfo("paged-lion", 1, True, False,
+                                "bitsandbytes PagedLion (one 32-bit momentum in CUDA unified memory)",
+                                "bitsandbytes optim/lion.py @0.43.1 PagedLion (Optimizer1State, is_paged=True)"),
+    "paged-lion-8bit": OptimizerInfo("paged-lion-8bit", 1, True, True,
+                                     "bitsandbytes PagedLion8bit (one 8-bit momentum in CUDA unified memory)",
+                                     "bitsandbytes optim/lion.py @0.43.1 PagedLion8bit; Optimizer1State.init_state"),
 }
 
 
@@ -271,12 +280,13 @@ def optimizer_state_bytes_counted(counts: Mapping[tuple[int, ...], int], optimiz
         n = _numel(shape)
         if info.name in ("adamw", "adam"):
             total += 2 * n * state_bytes + ADAM_STEP_BYTES
-        elif info.eight_bit or info.name == "paged-adamw":
+        elif info.eight_bit or info.paged:  # bitsandbytes: Optimizer2State (Adam) or Optimizer1State (Lion)
+            m = round(info.states)
             if info.eight_bit and n >= BNB_MIN_8BIT_SIZE:
-                total += 2 * n + 2 * 4 * math.ceil(n / BNB_BLOCKSIZE)
+                total += m * (n + 4 * math.ceil(n / BNB_BLOCKSIZE))
                 any_8bit = True
             else:
-                total += 2 * n * 4  # bitsandbytes 32-bit states are always fp32
+                total += m * n * 4  # bitsandbytes 32-bit states are always fp32
         elif info.name == "sgd-momentum":
             total += n * state_bytes
         elif info.name == "lion":
@@ -288,8 +298,8 @@ def optimizer_state_bytes_counted(counts: Mapping[tuple[int, ...], int], optimiz
                 total += n * state_bytes
             total += ADAM_STEP_BYTES
         total = before + (total - before) * k
-    if any_8bit:
-        total += BNB_QMAP_BYTES
+    if any_8bit:  # one map per state ('dynamic'; Adam's second 'udynamic')
+        total += round(info.states) * BNB_QMAP_BYTES // 2
     return total
 
 
@@ -318,9 +328,9 @@ def state_bytes_per_param(optimizer: str, state_bytes: int) -> float:
     """Optimizer-state bytes per trained element for a large matrix (the asymptotic rate, for explanations)."""
     info = optimizer_info(optimizer)
     if info.eight_bit:
-        return 2 + 8 / BNB_BLOCKSIZE
-    if info.name == "paged-adamw":
-        return 8
+        return info.states * (1 + 4 / BNB_BLOCKSIZE)
+    if info.paged:
+        return info.states * 4
     return info.states * state_bytes
 
 
