@@ -23,7 +23,9 @@ import pytest
 from llmsizer.catalog.hardware import builtin_catalog
 from llmsizer.catalog.models import find
 from llmsizer.estimate import efficiency as E
+from llmsizer.estimate.device import device_fields
 from llmsizer.estimate.duration import training_duration_for
+from llmsizer.estimate.training.compose import estimate_items, training_workload
 from llmsizer.validation_cases import TORCHTUNE_SPEED_TWIN, TRAINING_ROWS, public_rows
 
 
@@ -396,17 +398,22 @@ def test_pm0018_miss_is_not_the_nf4_or_paging_term() -> None:
 
 
 def test_paging_bound_brackets_the_two_paged_4090_rows() -> None:
-    """Paged optimizer states (bitsandbytes: prefetch_state -> cudaMemPrefetchAsync before each update, eviction
-    left to the CUDA driver) are timed as all states in and out over PCIe Gen4 at 32 GB/s per step. PM0700 (8-bit
-    paged AdamW, 16.3 GB of states, Llama 3.1 8B) leaves less than that bound for paging in its measured step, so
-    the bound over-counts there (the row needs u > 1); PM0024 (fp32 paged AdamW, 54 GB, Llama2-7B) needs more
-    than the bound. No single paging rate or resident share fits both rows, so the bound is kept (#12)."""
+    """Paged optimizer states (bitsandbytes 0.43: prefetch_state -> cudaMemPrefetchAsync before each update, then
+    torch.cuda.synchronize; eviction left to the CUDA driver, which evicts in arrival order) that do not fit what the
+    step leaves free all move in and out each step (formulas/training_time.py eq. (12)), over PCIe Gen4 at 32 GB/s.
+    Neither row's states fit (15.2 GiB beside 3.8 GiB free; 50.2 GiB beside 4.8 GiB). PM0700 (8-bit paged AdamW,
+    Llama 3.1 8B) leaves less than that time for paging in its measured step (the row needs u > 1, or less
+    traffic than the eviction order allows); PM0024 (fp32 paged AdamW, Llama2-7B) needs more than twice it (an
+    effective rate of ~14 GB/s per direction). No single rate fits both rows, so the link's rate is kept (#12)."""
     from llmsizer.validation_cases import TORCHTUNE_SPEED_ROWS
 
     model, fields = TORCHTUNE_SPEED_ROWS["PM0700"]  # type: ignore[misc]
     spec, dev = find(model).spec(), builtin_catalog().devices["rtx-4090"]
     st = training_duration_for(spec, dev, 1, 1e6, fields).step
     assert st is not None and st.micro_steps == 1 and st.paging_seconds > 0
+    paged = sum(i.bytes for i in estimate_items(spec, training_workload(dict(fields, **device_fields(dev))))
+                if i.name == "paged_optimizer_states")
+    assert st.paging_seconds == pytest.approx(2 * paged / E.HOST_LINK_BANDWIDTH, rel=1e-12)  # all move
     measured = fields["micro_batch"] * fields["seq_len"] / float(public_rows()["PM0700"]["value"])
     left_for_paging = measured - (st.step_seconds - st.paging_seconds)
     assert 0 < left_for_paging < 0.6 * st.paging_seconds

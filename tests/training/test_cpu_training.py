@@ -208,25 +208,42 @@ def test_cpu_time_is_the_binding_limit_in_every_command() -> None:
     assert cpu.seconds > 50 * gdata["training_time"]["seconds"]
 
 
-def test_qlora_on_a_cpu_pays_no_paging_and_on_a_gpu_pages_its_adamw_states() -> None:
+def test_qlora_on_a_cpu_pays_no_paging_and_on_a_gpu_pages_its_adamw_states_only_when_they_do_not_fit() -> None:
     """bitsandbytes' paged optimizers put their states in CUDA unified memory (functional.get_paged,
     cudaMallocManaged), which pages between a GPU and its host; a CPU run has no such memory, its AdamW states stay
     in RAM (estimate/training/setup.py), so its step has no paging term (formulas/training_time.py t_page). On a GPU
-    the term is t_page = 2 S_paged / B_pcie per optimizer step, S_paged being paged AdamW's two fp32 states (8 B) of
-    each LoRA parameter: r (d_in + d_out) per adapted linear, counted here from Qwen2.5-0.5B's config.json (24
-    layers, hidden 896, intermediate 4864, 14 query heads and 2 key/value heads of 64)."""
+    only the states of tensors of 1e5 elements and more are paged (get_state_buffer, optim/optimizer.py @0.43.1
+    line 320): at rank 16 every LoRA matrix of Qwen2.5-0.5B is smaller (the largest 16 x 4864 = 77,824), so nothing
+    is paged; at rank 32 the MLP's 4864-wide matrices (155,648) are, two fp32 moments each (8 B). Eq. (12): they
+    stay resident when they fit in what the step leaves free and move nothing after the first step; when they do
+    not, every byte moves in and out each step: t_page = 2 S_paged / B_pcie. Shapes from Qwen2.5-0.5B's config.json
+    (24 layers, hidden 896, intermediate 4864)."""
     spec = load_model("qwen2.5-0.5b")
     cat = builtin_catalog().devices
     qlora = dict(LORA, method="qlora")
-    r, h, i, kv = 16, 896, 4864, 2 * 64
-    per_layer = r * ((h + h) * 2 + (h + kv) * 2 + (h + i) * 3)  # q, o; k, v; gate, up, down
-    paged_bytes = 24 * per_layer * 8
-    assert paged_bytes == 70_385_664
+    h, i, kv = 896, 4864, 2 * 64
+    assert max(16 * i, 16 * h) < 100_000 <= 32 * i and 32 * h < 100_000
+    r16_states = 24 * 16 * ((h + h) * 2 + (h + kv) * 2 + (h + i) * 3) * 8  # q, o; k, v; gate, up, down: 8 B each
+    assert r16_states == 70_385_664
+    small = estimate_training(spec, TrainingWorkload(**qlora, device="gpu"))
+    assert "paged_optimizer_states" not in _names(small)
+    assert training_duration_for(spec, cat["rtx-4090"], 1, 1e6, qlora).step.paging_seconds == 0.0  # type: ignore[union-attr]
 
-    gpu = training_duration_for(spec, cat["rtx-4090"], 1, 1e6, qlora)
-    assert gpu.step is not None
-    assert gpu.step.paging_seconds == pytest.approx(2 * paged_bytes / E.HOST_LINK_BANDWIDTH, rel=1e-12)
-    assert any(a.name == "host_link_bandwidth" for a in gpu.assumptions)
+    r32 = dict(qlora, rank=32)
+    paged_bytes = 24 * 3 * 32 * i * 8  # gate B, up B, down A per layer
+    assert paged_bytes == 89_653_248
+    big = estimate_training(spec, TrainingWorkload(**r32, device="gpu"))
+    assert big.item("paged_optimizer_states").bytes == paged_bytes
+    gpu = training_duration_for(spec, cat["rtx-4090"], 1, 1e6, r32)  # 86 MiB of states beside ~2 GiB: they fit
+    assert gpu.step is not None and gpu.step.paging_seconds == 0.0
+    notes = {a.name: a.value for a in gpu.assumptions}
+    assert notes["paged_bytes_per_step"] == 0 and "host_link_bandwidth" not in notes
+    device_total = big.total("device")[1]
+    for room, moved in ((paged_bytes, 0), (paged_bytes - 1, 2 * paged_bytes)):  # free = memory - the step's tensors
+        tight = training_duration_for(spec, cat["rtx-4090"], 1, 1e6, dict(r32, memory=device_total + room))
+        assert tight.step is not None
+        assert tight.step.paging_seconds == pytest.approx(moved / E.HOST_LINK_BANDWIDTH, rel=1e-12)
+        assert {a.name: a.value for a in tight.assumptions}["paged_bytes_per_step"] == moved
 
     for name in ("intel-xeon-spr-8ch", "intel-xeon-platinum-8488c"):
         d = training_duration_for(spec, cat[name], 1, 1e6, qlora)
@@ -240,4 +257,4 @@ def test_qlora_on_a_cpu_pays_no_paging_and_on_a_gpu_pages_its_adamw_states() -> 
         # states, plus torch's fp32 scalar `step` tensor per parameter: 24 layers x 7 linears x A and B)
         names = _names(estimate_training(spec, TrainingWorkload(device="cpu", **qlora)))
         assert "paged_optimizer_states" not in names
-        assert names["optimizer_states"].bytes == paged_bytes + 24 * 7 * 2 * 4
+        assert names["optimizer_states"].bytes == r16_states + 24 * 7 * 2 * 4

@@ -8,6 +8,7 @@ from typing import Any
 
 from ..numbers import CONCURRENCY, COUNT, LORA_RANK, SECONDS, SEED, WIDTH
 from ..render.safe import say
+from ..specs.training import OPTIMIZERS
 from ..specs.workload import OUTPUT_TOKENS
 from .commands import COMMAND_HELP
 from .common import bytes_arg, count_in, emit_json, float_arg, int_arg, needs_subcommand, tokens_arg, tokens_in
@@ -72,8 +73,7 @@ def register(sub: Any) -> None:
                     help="LoRA targets: PEFT module names (q_proj,v_proj; qkv_proj,gate_up_proj on Phi-3) or "
                          "all-linear (default: PEFT's, every nn.Linear but the output head)")
     pt.add_argument("--optimizer", default="adamw",
-                    choices=("adamw", "adam", "adamw-8bit", "paged-adamw", "paged-adamw-8bit", "sgd", "sgd-momentum",
-                             "adafactor", "lion"))
+                    choices=OPTIMIZERS)
     pt.add_argument("--precision", choices=("fp32", "bf16-mixed", "fp16-mixed", "bf16", "fp16"),
                     help="default: bf16-mixed on CUDA (bf16 for QLoRA), fp32 on CPU")
     pt.add_argument("--optimizer-impl", choices=("fused", "foreach", "for-loop"),

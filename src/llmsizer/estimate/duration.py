@@ -79,6 +79,7 @@ from ..formulas.training_time import (
     dequantization_seconds,
     device_hours,
     optimizer_step_seconds,
+    paged_step_bytes,
     partial_recompute_flops,
     recompute_pass_weight,
     step_tokens_per_second,
@@ -95,7 +96,7 @@ from ..specs.workload import read_number
 from ..suggest import unknown_choice
 from . import efficiency as E
 from . import ranges as R
-from .device import device_fields, peer_to_peer, peer_to_peer_why, resolve_target
+from .device import device_fields, peer_to_peer, peer_to_peer_why, resolve_target, usable_memory
 from .fit import hourly_price, link_bandwidth_for, vm_share_device
 from .model_parallel import FsdpStage, model_parallel_time, stage_share
 from .speed import attention_width
@@ -819,9 +820,11 @@ def math_kernel_rate(device: Device, peak: float, u: float, notes: list[Assumpti
 
 def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: TrainingFlops, peak: float, u: float,
               link_bandwidth: float | None, paged_bytes: float, notes: list[Assumption],
-              warnings: list[str], network: Network | None = None) -> StepTime:
+              warnings: list[str], network: Network | None = None,
+              paged_free_bytes: float | None = None) -> StepTime:
     """Eqs. (6)-(8) of formulas/training_time.py for workload ``w`` (its gpus, sharding, micro-batch, grad
-    accumulation) on ``device``; ``paged_bytes``: optimizer states in unified memory (the memory estimate's)."""
+    accumulation) on ``device``; ``paged_bytes``: optimizer states in unified memory (the memory estimate's);
+    ``paged_free_bytes``: the device memory the step's tensors leave them (eq. (12); None: not known, all move)."""
     n = w.gpus
     tokens = float(w.micro_batch * w.seq_len)
     e, t_dq, t_ew = 1.0, 0.0, 0.0
@@ -1080,8 +1083,7 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
         topology = "cpu"
     t_p = 0.0
     if paged_bytes:
-        t_p = 2.0 * paged_bytes / E.HOST_LINK_BANDWIDTH
-        notes.append(Assumption("host_link_bandwidth", E.HOST_LINK_BANDWIDTH, True, E.HOST_LINK_SOURCE))
+        t_p = _paging_seconds(paged_bytes, paged_free_bytes, notes)
     t_opt = t_acc = 0.0
     if w.offload != "none" and device.kind == "gpu":
         t_opt, t_acc = _host_step_seconds(spec, w, fl.trained_params, notes, warnings)
@@ -1105,6 +1107,24 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
                     t_f8, t_steps / k - t_c, t_launch, mode, grad_sync_of(w, mode) if mode else "",
                     attention_seconds=t_attn, tokens_per_device_micro=tokens, devices=n,
                     bus_bandwidth=comm.bus_bandwidth if comm is not None else 0.0)
+
+
+def _paging_seconds(paged_bytes: float, free_bytes: float | None, notes: list[Assumption]) -> float:
+    """Eq. (12) of formulas/training_time.py: the paged optimizer states' traffic per optimizer step over the host
+    link, none when they fit in the ``free_bytes`` the step leaves on the device (None: not known, every byte
+    moves), timed at the link's bandwidth."""
+    moved = paged_step_bytes(paged_bytes, 0.0 if free_bytes is None else free_bytes)
+    fits = free_bytes is not None and moved == 0.0
+    where = ("device memory not known: every byte taken to move" if free_bytes is None
+             else f"{free_bytes / 2**30:.3g} GiB left free on the device by the step's tensors")
+    notes.append(Assumption("paged_bytes_per_step", round(moved), True,
+                            f"formulas/training_time.py eq. (12): {paged_bytes / 2**30:.3g} GiB of paged states, "
+                            + where + ("; they stay resident after the first step" if fits
+                                       else "; each step moves them in and out (eviction in arrival order)")))
+    if not moved:
+        return 0.0
+    notes.append(Assumption("host_link_bandwidth", E.HOST_LINK_BANDWIDTH, True, E.HOST_LINK_SOURCE))
+    return moved / E.HOST_LINK_BANDWIDTH
 
 
 def _offload_copies(spec: ModelSpec, w: TrainingWorkload, comm: DataParallelComm, mode: str, trained: float,
@@ -1261,10 +1281,11 @@ def training_duration(spec: ModelSpec, device: Device, devices: int, tokens: flo
                       rank: int = 16, targets: tuple[str, ...] | str = TrainingWorkload.targets,
                       flops: TrainingFlops | None = None, workload: TrainingWorkload | None = None,
                       link_bandwidth: float | None = None, paged_bytes: float = 0.0,
-                      network: Network | None = None) -> Duration:
+                      network: Network | None = None, paged_free_bytes: float | None = None) -> Duration:
     """Eqs. (6)-(8) of formulas/training_time.py for this model, method and device: per-device compute at the
     achieved utilisation of the executed FLOPs, data-parallel communication over the interconnect (overlapped),
-    optimizer paging. ``workload`` gives the full settings (devices, sharding, micro-batch, grad accumulation);
+    optimizer paging (``paged_bytes`` of states, ``paged_free_bytes`` the device memory the step leaves them, eq.
+    (12); None: not known, every byte moves). ``workload`` gives the full settings (devices, sharding, micro-batch, grad accumulation);
     without it one data-parallel replica per device with the method/sequence given here. Tensor/pipeline-parallel
     runs: each device's share of the GEMMs at the same utilisation, plus formulas/model_parallel_time.py's
     tensor-parallel collectives, point-to-point transfers, bubble and gradient all-reduce (estimate/model_parallel.py).
@@ -1308,7 +1329,8 @@ def training_duration(spec: ModelSpec, device: Device, devices: int, tokens: flo
                            "CPU entry with flops.fp32, and flops.bf16 for an AMX part: cores x all-core clock x FLOP "
                            "per cycle)" if device.kind == "cpu" else ""))
         return Duration(tokens, devices, fl, None, key, u, u_source, None, tuple(notes), tuple(warnings))
-    st = step_time(spec, device, w, fl, peak, u, link_bandwidth, paged_bytes, notes, warnings, network)
+    st = step_time(spec, device, w, fl, peak, u, link_bandwidth, paged_bytes, notes, warnings, network,
+                   paged_free_bytes)
     secs = tokens / st.tokens_per_second
     return Duration(tokens, devices, fl, peak, key, u, u_source, secs, tuple(notes), tuple(warnings), st)
 
@@ -1328,11 +1350,18 @@ def training_duration_for(spec: ModelSpec, device: Device, devices: int, tokens:
     if instance is not None and "gpus_per_node" not in kw:
         kw["gpus_per_node"] = instance.device_count  # an instance is one machine
     w = training_workload(kw)  # one object per fields: the same for every device of a catalog search
-    paged = sum(i.bytes for i in estimate_items(spec, w) if i.name == "paged_optimizer_states")
+    items = estimate_items(spec, w)
+    paged = sum(i.bytes for i in items if i.name == "paged_optimizer_states")
+    free = None
+    if paged:  # eq. (12): what the step's device tensors (the memory estimate's expected total) leave the states
+        usable, _ = usable_memory(device, w.memory, record=False)
+        if usable is not None:
+            free = float(usable - sum(i.bytes for i in items if i.location == "device"))
     return training_duration(spec, device, devices, tokens, utilization=utilization, workload=w,
                              link_bandwidth=(link_bandwidth or link_bandwidth_for(device, instance, hardware_files)
                                              if devices > 1 else None),
-                             paged_bytes=paged, network=network_for(w, instance, hardware_files))
+                             paged_bytes=paged, network=network_for(w, instance, hardware_files),
+                             paged_free_bytes=free)
 
 
 def training_time_on(spec: ModelSpec, hardware: str | Device | Instance, devices: int, tokens: float,

@@ -452,9 +452,11 @@ def llamacpp_gemm_path(weights_format: str, device_kind: str, vendor: str, int8_
 # attention kernel was timed apart), so PM0020's eager memory-bound term does not over-count on the 4090 and the row
 # is not an outlier. PM0018 (compiled QLoRA, Llama2-7B, same README as PM0020) would need u > 1: its NF4
 # dequantization is 0.05 s of a 2.97 s micro-step and it pages nothing, so neither term explains it (PM0704, the
-# 2024-09 compiled QLoRA row, implies 0.937); PM0700 (full, paged 8-bit AdamW) needs u > 1 because the paging bound
-# (all 16.3 GB of states in and out at 32 GB/s, 1.02 s per step) exceeds the 0.58 s its measured step leaves, while
-# PM0024 (paged fp32 AdamW, 54 GB) is +59 % with the same bound: no one paging rule fits both. Re-checked by
+# 2024-09 compiled QLoRA row, implies 0.937); PM0700 (full, paged 8-bit AdamW) needs u > 1 because its paging (all
+# 16.1 GB of paged states in and out at 32 GB/s, 1.0 s per step: they do not fit the 3.5 GiB the step leaves free,
+# and eviction in arrival order moves every byte, formulas/training_time.py eq. (12)) exceeds the 0.58 s its measured
+# step leaves, while PM0024 (paged fp32 AdamW, 54 GB beside 4.8 GiB free) is +58 % with the same rule and would need
+# ~14 GB/s per direction: no one paging rate fits both (bitsandbytes 0.43.1 to 0.43.3 page alike). Re-checked by
 # tests/hardware/test_training_calibration.py test_held_out_ada_rows_imply_the_same_utilization.
 TRAINING_DEVICE_UTILIZATION = Factor(
     "training_device_utilization", 0.8919, 0.8919, 0.8919,

@@ -49,8 +49,11 @@ adamw-8bit           uint8 state1 + state2 (2 B) + fp32 absmax per   Dettmers et
                      256-element block each; tensors under 4096      2; bitsandbytes optim/optimizer.py
                      elements keep 32-bit states; two 256-entry      ``Optimizer2State.init_state``
                      fp32 quantization maps shared by all tensors    (min_8bit_size=4096, blocksize 256)
-paged-adamw(-8bit)   same bytes, allocated as CUDA unified memory    bitsandbytes ``get_paged``; QLoRA paper
-                     the driver pages to host RAM under pressure     (Dettmers et al. 2023) sec. 3 "Paged Optimizers"
+paged-adamw(-8bit)   same bytes; state1 + state2 of tensors of 1e5   bitsandbytes ``get_paged``; QLoRA paper
+                     elements and more in CUDA unified memory (the   (Dettmers et al. 2023) sec. 3 "Paged Optimizers";
+                     driver pages them to host RAM under pressure),  optim/optimizer.py @0.43.1 lines 319-327
+                     absmax, qmaps and smaller tensors' states on    (``get_state_buffer``), 461-462 (absmax
+                     the device                                      ``device=p.device``)
 sgd                  none                                            torch/optim/sgd.py
 sgd-momentum         momentum_buffer = s                             torch/optim/sgd.py (clone of the gradient)
 adafactor            factored second moment: rows + columns of each  Shazeer & Stern 2018 (arXiv 1804.04235)
@@ -58,6 +61,9 @@ adafactor            factored second moment: rows + columns of each  Shazeer & S
                      vector for 1-D tensors; no first moment; a 4 B  (row_var, col_var, variance, step)
                      ``step``
 lion                 exp_avg = s (one momentum)                      Chen et al. 2023 (arXiv 2302.06675) Alg. 2
+paged-lion(-8bit)    one fp32 state1 (8-bit: uint8 + fp32 absmax     bitsandbytes optim/lion.py @0.43.1
+                     per block, one 256-entry map); paged as         ``PagedLion``, ``PagedLion8bit``
+                     paged-adamw                                     (Optimizer1State)
 ===================  ==============================================  ==========================================
 """
 
@@ -74,6 +80,7 @@ from ..suggest import unknown_choice
 ADAM_STEP_BYTES = 4  # torch keeps ``state["step"]`` as a float32 scalar tensor (``_get_scalar_dtype()``)
 BNB_MIN_8BIT_SIZE = 4096  # bitsandbytes Optimizer8bit default min_8bit_size
 BNB_BLOCKSIZE = 256  # bitsandbytes blockwise 8-bit optimizer state block
+BNB_PAGED_MIN_ELEMENTS = 100_000  # get_state_buffer: a tensor under 1e5 elements gets device states (@0.43.1 l. 320)
 BNB_QMAP_BYTES = 2 * 256 * 4  # the 'dynamic' and 'udynamic' 256-entry fp32 maps, shared by every tensor
 
 
@@ -227,6 +234,12 @@ OPTIMIZER_INFO: dict[str, OptimizerInfo] = {
                                "Shazeer & Stern 2018 (arXiv 1804.04235) section 3; torch/optim/_adafactor.py"),
     "lion": OptimizerInfo("lion", 1, False, False, "Lion: one momentum buffer (sign update)",
                           "Chen et al. 2023 (arXiv 2302.06675) Algorithm 2"),
+    "paged-lion": OptimizerInfo("paged-lion", 1, True, False,
+                                "bitsandbytes PagedLion (one 32-bit momentum in CUDA unified memory)",
+                                "bitsandbytes optim/lion.py @0.43.1 PagedLion (Optimizer1State, is_paged=True)"),
+    "paged-lion-8bit": OptimizerInfo("paged-lion-8bit", 1, True, True,
+                                     "bitsandbytes PagedLion8bit (one 8-bit momentum in CUDA unified memory)",
+                                     "bitsandbytes optim/lion.py @0.43.1 PagedLion8bit; Optimizer1State.init_state"),
 }
 
 
@@ -267,12 +280,13 @@ def optimizer_state_bytes_counted(counts: Mapping[tuple[int, ...], int], optimiz
         n = _numel(shape)
         if info.name in ("adamw", "adam"):
             total += 2 * n * state_bytes + ADAM_STEP_BYTES
-        elif info.eight_bit or info.name == "paged-adamw":
+        elif info.eight_bit or info.paged:  # bitsandbytes: Optimizer2State (Adam) or Optimizer1State (Lion)
+            m = round(info.states)
             if info.eight_bit and n >= BNB_MIN_8BIT_SIZE:
-                total += 2 * n + 2 * 4 * math.ceil(n / BNB_BLOCKSIZE)
+                total += m * (n + 4 * math.ceil(n / BNB_BLOCKSIZE))
                 any_8bit = True
             else:
-                total += 2 * n * 4  # bitsandbytes 32-bit states are always fp32
+                total += m * n * 4  # bitsandbytes 32-bit states are always fp32
         elif info.name == "sgd-momentum":
             total += n * state_bytes
         elif info.name == "lion":
@@ -284,8 +298,29 @@ def optimizer_state_bytes_counted(counts: Mapping[tuple[int, ...], int], optimiz
                 total += n * state_bytes
             total += ADAM_STEP_BYTES
         total = before + (total - before) * k
-    if any_8bit:
-        total += BNB_QMAP_BYTES
+    if any_8bit:  # one map per state ('dynamic'; Adam's second 'udynamic')
+        total += round(info.states) * BNB_QMAP_BYTES // 2
+    return total
+
+
+def paged_state_bytes_counted(counts: Mapping[tuple[int, ...], int], optimizer: str) -> int:
+    """The part of :func:`optimizer_state_bytes_counted` a paged optimizer keeps in CUDA unified memory: state1 and
+    state2 of each tensor of at least ``BNB_PAGED_MIN_ELEMENTS`` elements (uint8 for the 8-bit optimizers' tensors
+    of ``BNB_MIN_8BIT_SIZE`` and more, else fp32); 0 for an optimizer that is not paged. The rest (block absmax,
+    quantization maps, smaller tensors' states) is allocated on the device (bitsandbytes optim/optimizer.py @0.43.1
+    ``get_state_buffer`` lines 319-327, ``Optimizer2State.init_state`` lines 440-462).
+
+    >>> paged_state_bytes_counted({(4096, 4096): 2, (4096,): 3}, "paged-adamw-8bit")
+    67108864
+    """
+    info = optimizer_info(optimizer)
+    if not info.paged:
+        return 0
+    total = 0
+    for shape, k in counts.items():
+        n = _numel(shape)
+        if n >= BNB_PAGED_MIN_ELEMENTS:
+            total += k * round(info.states) * (n if info.eight_bit and n >= BNB_MIN_8BIT_SIZE else 4 * n)
     return total
 
 
@@ -293,9 +328,9 @@ def state_bytes_per_param(optimizer: str, state_bytes: int) -> float:
     """Optimizer-state bytes per trained element for a large matrix (the asymptotic rate, for explanations)."""
     info = optimizer_info(optimizer)
     if info.eight_bit:
-        return 2 + 8 / BNB_BLOCKSIZE
-    if info.name == "paged-adamw":
-        return 8
+        return info.states * (1 + 4 / BNB_BLOCKSIZE)
+    if info.paged:
+        return info.states * 4
     return info.states * state_bytes
 
 

@@ -181,9 +181,20 @@ the forward + backward rate (3.5 a per layer in 1 / S_f + 2.5 / S_b units of a /
 
 (w_c = 1 when S_f = S_b; the executed FLOPs stay (10)'s A.)
 
-Optimizer states in CUDA unified memory (bitsandbytes paged optimizers) that do not stay on the device page in and
-out once per optimizer step over the host link of bandwidth B_pcie: t_page = 2 S_paged / B_pcie (upper bound: all
-pages move). The optimizer update t_opt and the gradient accumulation t_acc of each micro-step after the first are
+Optimizer states in CUDA unified memory (bitsandbytes paged optimizers: ``get_paged`` = ``cudaMallocManaged``,
+functional.py @0.43.1 lines 183-191, pythonInterface.cpp lines 380-387) are touched once per optimizer step, each
+parameter's in the same order: ``Optimizer8bit.step`` prefetches a parameter's states to the device
+(``cudaMemPrefetchAsync`` on stream 0, ``prefetch_state``), updates it and synchronizes before the next one
+(optim/optimizer.py @0.43.1 lines 278-292), so the paging is not overlapped with compute. The driver evicts the
+states' 2 MiB root chunks in the order they were brought to the device (NVIDIA open-gpu-kernel-modules
+kernel-open/nvidia-uvm/uvm_pmm_gpu.c, header: the LRU list ``root_chunks.va_block_used``, a chunk moved to its
+tail when a VA block allocates it). A sweep in one order over S_paged bytes that do not fit the F bytes the
+device leaves free therefore evicts every chunk before its next use: all S_paged move in, and out again, each step;
+states that fit stay resident after the first step and move nothing::
+
+    D_page = 0 if S_paged <= F, else 2 S_paged;   t_page = D_page / B_pcie                           (12)
+
+The optimizer update t_opt and the gradient accumulation t_acc of each micro-step after the first are
 memory-bound and token-independent (formulas/optimizer_step.py). Tokens per second over a step of k micro-steps:
 n k T / (t_step + t_page + t_opt + (k - 1) t_acc).
 """
@@ -359,6 +370,22 @@ def achieved_utilization(tokens_per_second_measured: float, flops_per_token: flo
                          peak_flops: float) -> float:
     """The utilisation a measured throughput implies: tokens/s x F / (n R)."""
     return tokens_per_second_measured * flops_per_token / (devices * peak_flops)
+
+
+def paged_step_bytes(paged_bytes: float, free_device_bytes: float) -> float:
+    """Eq. (12): bytes of paged optimizer states [B] that cross the host link per optimizer step, given the states'
+    bytes ``paged_bytes`` and the device memory the step's tensors leave free ``free_device_bytes`` [B]: none when
+    the states fit (resident after the first step), else every byte in and out (eviction in arrival order under a
+    sweep in one order: no chunk survives to its next use).
+
+    >>> paged_step_bytes(4e9, 6e9)
+    0.0
+    >>> paged_step_bytes(16e9, 4e9)
+    32000000000.0
+    """
+    if paged_bytes < 0:
+        raise InputError("paged bytes must not be negative")
+    return 0.0 if paged_bytes <= max(free_device_bytes, 0.0) else 2.0 * float(paged_bytes)
 
 
 def step_tokens_per_second(devices: int, tokens_per_micro: float, micro_steps: int, micro_steps_seconds: float,

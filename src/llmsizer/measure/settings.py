@@ -15,6 +15,7 @@ from typing import Any
 
 from ..errors import InputError, LlmsizerError
 from ..specs.training import normalize_targets as estimate_targets
+from ..specs.training import OPTIMIZERS  # every one of them runs: torch or bitsandbytes (workloads.py)
 from ..suggest import unknown_choice
 
 KINDS = ("inference", "training")
@@ -23,9 +24,7 @@ DTYPES = ("bf16", "fp16", "fp32")
 INFER_WEIGHTS = ("nf4", "nf4-dq")  # besides the compute dtype itself: bitsandbytes 4-bit (CUDA)
 ATTENTION = ("sdpa", "eager", "flash")
 METHODS = ("full", "lora", "dora", "qlora")
-OPTIMIZERS = ("adamw", "adam", "adamw-8bit", "paged-adamw", "paged-adamw-8bit", "sgd", "sgd-momentum",
-              "adafactor", "lion")
-BNB_OPTIMIZERS = ("adamw-8bit", "paged-adamw", "paged-adamw-8bit", "lion")
+BNB_OPTIMIZERS = ("adamw-8bit", "paged-adamw", "paged-adamw-8bit", "lion", "paged-lion", "paged-lion-8bit")
 PRECISIONS = ("fp32", "bf16-mixed", "fp16-mixed", "bf16", "fp16")
 GRAD_CHECKPOINTING = ("none", "full")
 OPTIMIZER_IMPLS = ("fused", "foreach", "for-loop")

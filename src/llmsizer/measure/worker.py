@@ -37,7 +37,7 @@ import traceback
 from typing import Any
 
 from . import probe
-from .settings import INFER_WEIGHTS, MeasureSettings
+from .settings import BNB_OPTIMIZERS, INFER_WEIGHTS, MeasureSettings
 from .workloads import Where, progress
 
 
@@ -101,8 +101,7 @@ def _imports(s: MeasureSettings) -> None:
 
     if s.kind == "training" and s.method != "full":
         import peft  # noqa: F401
-    if (s.kind == "training" and (s.method == "qlora" or s.optimizer in ("adamw-8bit", "paged-adamw",
-                                                                         "paged-adamw-8bit", "lion"))) or \
+    if (s.kind == "training" and (s.method == "qlora" or s.optimizer in BNB_OPTIMIZERS)) or \
             (s.kind == "inference" and s.weights in INFER_WEIGHTS):
         import bitsandbytes  # noqa: F401
 

@@ -26,6 +26,7 @@ from ..specs.training import (
     MAMBA_PATHS,
     NF4_FORMATS,
     NF4_QUANTIZERS,
+    OPTIMIZERS,
     PIPELINE_SPLITS,
     TRAIN_ATTENTION_KERNELS,
     ZERO_GRADS,
@@ -116,8 +117,7 @@ INFER_PRECISIONS = ("bf16", "fp16", "fp32")
 _METHODS = ("full", "lora", "dora", "qlora")
 _PRECISIONS = ("fp32", "bf16-mixed", "fp16-mixed", "fsdp-bf16-mixed", "bf16", "fp16", "deepspeed-bf16", "deepspeed-fp16",
                "megatron-bf16", "megatron-fp16")
-_OPTIMIZERS = ("adamw", "adam", "adamw-8bit", "paged-adamw", "paged-adamw-8bit", "sgd", "sgd-momentum",
-               "adafactor", "lion")
+_OPTIMIZERS = OPTIMIZERS
 _GC = ("none", "full", "selective", "selective-op")
 _LOSSES = LOSSES
 _KERNELS = KERNELS

@@ -575,7 +575,8 @@ def _items(ctx: TrainingContext, st: StageStates, tl: StageTimeline, acc: Acc) -
     if w.offload != "none":
         where = " - offloaded to host"
     elif opt.paged:
-        where = " - paged: in unified memory, see the host item"
+        where = (" - paged: the large tensors' moments in unified memory (see the host item); on the device the "
+                 "8-bit block absmax, quantization maps and tensors under 1e5 elements")
     acc.items.append(Item("optimizer_states", parts.get("optimizer_states", 0), "device",
                           formula=f"{opt.name}: {state_bytes_per_param(opt.name, ctx.state_bytes):g} B per trained "
                                   f"param ({opt.description}){where}",

@@ -22,7 +22,7 @@ from ...formulas.nf4_quantization import quantizes_lm_head
 from ...formulas.parallelism import pipeline_stage_layers, shard, zero_shards
 from ...formulas.tensor_parallel import shard_weights
 from ...formulas.tensors import RECURRENT_LINEARS, Tensor, at_layer, expand, layer_groups, layer_keys, model_tensors
-from ...formulas.training_states import optimizer_state_bytes, optimizer_state_bytes_counted
+from ...formulas.training_states import optimizer_state_bytes, optimizer_state_bytes_counted, paged_state_bytes_counted
 from ...formulas.weight_formats import GROUP_SIZE_DEFAULT, bnb4_matrix_bytes, weight_bytes
 from ...specs import ModelSpec
 from ...specs.training import MODULES_TO_SAVE
@@ -221,8 +221,12 @@ def stage_states(ctx: TrainingContext, stage: int) -> StageStates:
     if save_shapes:  # torch optimizers keep states in the dtype of the parameter (torch/optim/adamw.py zeros_like)
         states += optimizer_state_bytes(save_shapes, ctx.optimizer.name, save_b)
     states = shard(states, o_shard)
-    if ctx.optimizer.paged:
-        st.paged_optimizer = states
+    if ctx.optimizer.paged:  # the large tensors' moments in unified memory; absmax, maps, small tensors' on device
+        paged = paged_state_bytes_counted(counts, ctx.optimizer.name)
+        if save_shapes:
+            paged += paged_state_bytes_counted(Counter(tuple(sp) for sp in save_shapes), ctx.optimizer.name)
+        st.paged_optimizer = min(states, shard(paged, o_shard))
+        st.optimizer = states - st.paged_optimizer
     else:
         st.optimizer = states
     st.layer_grads = dict(zip(per_layer_elems, map(mul, per_layer_elems.values(), repeat(grad_b)), strict=True))
