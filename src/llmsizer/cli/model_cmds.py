@@ -73,10 +73,9 @@ def register(sub: Any) -> None:
                                         "encoder are listed)"))
     p.add_argument("--memory", type=bytes_arg, help="memory per device, with --fits-on, overriding the catalog (RAM "
                    "for a CPU), as `fit --memory`")
-    p.add_argument("--host-memory", type=bytes_arg, help="host RAM, with --fits-on, as `fit --auto --host-memory`: "
-                   "a model that fits only with experts in host memory (llama.cpp --n-cpu-moe) is named at the "
-                   "highest-quality format whose host share fits it, checked (default: not checked, the smallest "
-                   "format)")
+    p.add_argument("--host-memory", type=bytes_arg, help="host RAM beside the GPUs, with --fits-on, as fit's "
+                   "llama.cpp auto-fit checks it: a model that fits only with experts in host memory is named at the "
+                   "highest-quality format whose host share fits it (default: not checked, the smallest format)")
     add_headroom_arg(p, engines="defaults")
     add_metric_arg(p)  # with --fits-on, as `fit --metric` and `recommend --metric`
     add_fit_target_arg(p)
