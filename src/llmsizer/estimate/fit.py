@@ -925,8 +925,8 @@ def fit_training(model: ModelSpec | str, hardware: str | Device | Instance, coun
 
 
 # The settings fit --train tries when a training run does not fit, least change to the run first: the same training
-# recomputing each decoder layer's activations in the backward (the same result, about a third more compute:
-# Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer Models", sec. 4.1), then LoRA
+# recomputing each decoder layer's forward in the backward (the same result; one more forward, 4/3 of the step's
+# FLOPs at forward:backward = 1:2: Chen et al. 2016, "Training Deep Nets with Sublinear Memory Cost"), then LoRA
 # adapters on a frozen base (Hu et al. 2021), then QLoRA's 4-bit base (Dettmers et al. 2023), each still
 # checkpointing. A setting the caller gave is never changed (a step that would change it keeps the caller's).
 TRAINING_LADDER: tuple[dict[str, str], ...] = (
