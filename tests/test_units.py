@@ -111,3 +111,13 @@ def test_a_duration_range_is_said_in_one_unit(low, high, shown):
 def test_a_unit_prefix_without_its_b_is_offered_both_readings(text: str, meant: str) -> None:
     with pytest.raises(InputError, match=f"did you mean {meant}\\?"):
         parse_bytes(text, what="memory")
+
+
+def test_bytes_text_reads_back_exactly() -> None:
+    # a size printed into a command for the user to re-run (models --fits-on's fit --auto line) parses back to the
+    # same bytes, in the unit a person writes (before: the raw byte count)
+    from llmsizer.units import bytes_text, parse_bytes
+    assert bytes_text(24 * 2**30) == "24GiB" and bytes_text(64 * 10**9) == "64GB"
+    assert bytes_text(512 * 2**20) == "512MiB" and bytes_text(int(23.5 * 2**30)) == "24064MiB"
+    for n in (24 * 2**30, 64 * 10**9, 1536 * 2**20, 12_345_678_901, 3 * 2**40, 7 * 10**12 + 2**20):
+        assert parse_bytes(bytes_text(n)) == n

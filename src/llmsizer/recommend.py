@@ -904,7 +904,7 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
             fr = fit_training(spec, cand.instance or dev,
                               None if cand.instance is not None and gpus is None else cand.count,
                               headroom=c.headroom, memory=cand.memory, hardware_files=hardware_files,
-                              tokens=tokens, utilization=utilization, **(training_fields or {}))
+                              tokens=tokens, utilization=utilization, fits_at=False, **(training_fields or {}))
         except InputError as e:
             # bad input for every device: exit 2 as before (a CPU or an Apple chip refuses the CUDA-only settings:
             # offload, paging; a GPU the kernel a setting names, DeviceCannotRunError: rejected)
@@ -947,7 +947,7 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
             while True:
                 many = fit_training(spec, cand.instance, cand.count * nodes, headroom=c.headroom, memory=cand.memory,
                                     hardware_files=hardware_files, tokens=tokens, utilization=utilization,
-                                    **{k: v for k, v in (training_fields or {}).items() if k != "gpus"})
+                                    fits_at=False, **{k: v for k, v in (training_fields or {}).items() if k != "gpus"})
                 secs = float(many.duration.seconds or 0.0) if many.duration is not None else one / nodes
                 if secs <= c.deadline or nodes >= MAX_NODES or not many.fits:
                     break
@@ -999,17 +999,61 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
 
 def format_that_fits(spec: ModelSpec, hardware: str | Device | Instance, count: int | None = None, *,
                      headroom: float | None = None, **kwargs: Any) -> Option | None:
-    """What ``fit`` names when its default weight format (none given) does not fit: ``best_option_on``'s pick on the
-    same hardware and workload (the engine's format ladder, ``estimate/formats.py`` ``format_ladder``, best first;
-    the first that fits and meets reading speed), or None when no rung does or the device cannot be searched.
-    ``kwargs``: ``best_option_on``'s own (context, concurrency, output_tokens, engine, memory, hardware_files and
-    any InferenceWorkload field)."""
-    kwargs.pop("weights", None)
+    """``best_option_on``'s pick on the same hardware and workload with no weight format given (the engine's format
+    ladder, ``estimate/formats.py`` ``format_ladder``, best first; the first that fits and meets reading speed), or
+    None when no rung does or the device cannot be searched. ``kwargs``: ``best_option_on``'s own (context,
+    concurrency, output_tokens, engine, memory, hardware_files and any InferenceWorkload field)."""
+    opt = _ladder_pick(spec, hardware, count, headroom, kwargs)
+    return opt if opt is not None and opt.status == "meets" else None
+
+
+def _ladder_pick(spec: ModelSpec, hardware: str | Device | Instance, count: int | None, headroom: float | None,
+                 kwargs: dict[str, Any]) -> Option | None:
+    """``best_option_on`` with no weight format (met or rejected), None where the search refuses the workload."""
+    kwargs = {k: v for k, v in kwargs.items() if k != "weights" and v is not None}  # None: the default
     try:
-        opt = best_option_on(spec, hardware, count, constraints=Constraints(headroom=headroom), **kwargs)
+        return best_option_on(spec, hardware, count, constraints=Constraints(headroom=headroom), **kwargs)
     except InputError:  # a workload the search refuses (fit answered it): no hint rather than a second error
         return None
-    return opt if opt.status == "meets" else None
+
+
+# the engine whose ladder goes furthest down (GGUF's 2- to 8-bit formats) when the asked engine's ladder ends
+# higher (vLLM's and SGLang's smallest rung is a 4-bit AWQ checkpoint): where fits_at looks next
+SMALLEST_LADDER_ENGINE = "llamacpp"
+
+
+def fits_at(spec: ModelSpec, hardware: str | Device | Instance, count: int | None = None, *,
+            headroom: float | None = None, engine: str | None = None, **kwargs: Any) -> dict[str, Any] | None:
+    """The one rule for "does not fit; fits at format X" (``FitResult.fits_at``: fit's answer on every surface, the
+    CLI text and JSON, Python, the web and the plan), asked when the default weight format (none given) does not fit.
+
+    First the same engine (``engine``, None: the device's default, as fit takes it): the highest-quality rung of
+    its format ladder that fits and meets reading speed (``format_that_fits``), ``same_engine`` True. A user who
+    named vLLM or SGLang wants that engine's formats first. When none does, on a GPU: the same search on llama.cpp
+    (``SMALLEST_LADDER_ENGINE``), whose GGUF ladder continues below the smallest vLLM/SGLang rung (awq-int4, about
+    4.25 bits per weight, to Q3_K_M and Q2_K), ``same_engine`` False and ``none_on`` naming the engine whose ladder
+    had no rung that fits and why. Settings of the asked engine that llama.cpp has no counterpart for
+    (``ENGINE_SETTINGS``: gpu_memory_utilization, max_num_seqs...) are left out of that search. None: no rung of
+    either ladder fits (or the search refuses the workload). ``kwargs``: ``best_option_on``'s own."""
+    asked = _ladder_pick(spec, hardware, count, headroom, {**kwargs, "engine": engine})
+    if asked is None:
+        return None
+    if asked.status == "meets":
+        return _fits_at_dict(asked, True)
+    if asked.engine == SMALLEST_LADDER_ENGINE or asked.device_kind != "gpu":
+        return None
+    other_fields = {k: v for k, v in kwargs.items()
+                    if SMALLEST_LADDER_ENGINE in ENGINE_SETTINGS.get(k, (SMALLEST_LADDER_ENGINE,))}
+    other = _ladder_pick(spec, hardware, count, headroom, {**other_fields, "engine": SMALLEST_LADDER_ENGINE})
+    if other is None or other.status != "meets":
+        return None
+    return {**_fits_at_dict(other, False),
+            "none_on": {"engine": asked.engine, "why": asked.reasons[0] if asked.reasons else ""}}
+
+
+def _fits_at_dict(opt: Option, same_engine: bool) -> dict[str, Any]:
+    return {"weights": opt.weights_format, "engine": opt.engine, "same_engine": same_engine,
+            "memory_per_device": opt.memory_per_device, "budget_per_device": opt.budget_per_device}
 
 
 def experts_in_host(spec: ModelSpec, option: Option, hardware: str | Device | Instance, count: int | None = None, *,

@@ -201,6 +201,21 @@ def parse_image_size(text: str | list[int] | tuple[int, ...], *, what: str = "im
             int(check_number(h, f"{what} height" if what else "height", PIXELS)))
 
 
+# the units a size is written back in for a command line, largest first, binary before decimal (24GiB, not 25.77GB)
+_EXACT_UNITS = (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("TB", 10**12), ("GB", 10**9), ("MB", 10**6))
+
+
+def bytes_text(n: int) -> str:
+    """``n`` bytes as a flag's text that ``parse_bytes`` reads back to exactly ``n``: the largest unit of
+    ``_EXACT_UNITS`` that divides it (24GiB for 25769803776, 64GB for 64000000000), else the plain byte count. For
+    a command printed for the user to re-run (models --fits-on's ``fit --auto`` line)."""
+    n = int(n)
+    for unit, size in _EXACT_UNITS:
+        if n and n % size == 0:
+            return f"{n // size}{unit}"
+    return str(n)
+
+
 @lru_cache(maxsize=8192)  # a pure function; a catalog-wide search formats the same budgets over and over
 def format_bytes(n: float, *, binary: bool = True) -> str:
     """Format bytes for people: GiB/MiB (binary, default) or GB/MB (decimal). Never mixes the two."""

@@ -248,12 +248,12 @@ GPU_FIXTURES = (("nvidia-smi-query-gpu/rtx-4080-super-allfields.csv", "nvidia-sm
                 ("rocm-smi-json/rx7800xt-navi32-gpustack.json", "rocm-smi-json.json"))
 
 
-def _detected_file(tmp_path: Path, fixtures: tuple[tuple[str, str], ...]) -> tuple[Any, Path, Any]:
+def _detected_file(tmp_path: Path, fixtures: tuple[tuple[str, str], ...], numa: str = "off") -> tuple[Any, Path, Any]:
     """The saved ``fixtures`` (fixture path, file name ``--from`` reads) detected, written as a hardware file and
     loaded back: (detection, file, catalog with it)."""
     for rel, name in fixtures:
         (tmp_path / name).write_text(text(rel), "utf-8")
-    det = detect(read_outputs(tmp_path))
+    det = detect(read_outputs(tmp_path), numa=numa)
     f = tmp_path / "hw.json"
     f.write_text(json.dumps(det.document), "utf-8")
     return det, f, load_catalog([f])
@@ -382,14 +382,19 @@ def test_a_consumer_brand_gpu_not_in_the_catalog_gets_its_form_factor(tmp_path: 
 
 @pytest.mark.parametrize("rel", ["lscpu/intel-xeon-platinum-8488c-2s-c7i-metal-truncated.txt",
                                  "lscpu/intel-xeon-gold-6326-2s-truncated.txt", "lscpu/amd-epyc-7451-2s-util-linux.txt"])
-def test_a_two_socket_cpu_is_one_device_of_both_sockets(tmp_path: Path, rel: str) -> None:
+@pytest.mark.parametrize("numa", ["off", "distribute"])
+def test_a_two_socket_cpu_is_one_device_of_both_sockets(tmp_path: Path, rel: str, numa: str) -> None:
     """lscpu says Socket(s): 2 on each of these real machines. A catalog CPU is one socket (``--count N``: N sockets,
-    each a replica), while the detected entry's cores and MemTotal are the whole machine's: so its bandwidth and
-    FLOP/s are the catalog's per-socket values times the sockets, and a bandwidth-bound decode step takes half the
-    time of one catalog socket (the 8488C; the other two are not in the catalog: unknown, never guessed). Before,
-    the detected machine was timed as one socket (101.7 ms per Qwen2.5-7B bf16 decode step, as the catalog's)."""
+    each a replica), while the detected entry's cores and MemTotal are the whole machine's: so its FLOP/s are the
+    catalog's per-socket values times the sockets. Its memory bandwidth is the one llama.cpp's decode reads the
+    weights at: by default (no --numa: common/common.h GGML_NUMA_STRATEGY_DISABLED, ggml-cpu.c
+    set_numa_thread_affinity pins nothing) one socket's, so a bandwidth-bound decode step takes the time of one
+    catalog socket (101.7 ms per Qwen2.5-7B bf16 step, as the catalog's), said in a warning and an assumption; with
+    ``--numa distribute`` both sockets', half that time (the 8488C; the other two are not in the catalog: unknown,
+    never guessed). Before, both sockets' bandwidth was summed with no caveat."""
     det, f, cat = _detected_file(tmp_path, ((rel, "lscpu"),
-                                            ("proc-meminfo/566gib-server-hugepages-htop-truncated.txt", "proc-meminfo")))
+                                            ("proc-meminfo/566gib-server-hugepages-htop-truncated.txt", "proc-meminfo")),
+                                 numa)
     (d,) = det.devices
     got = cat.devices[d.id]
     assert so.parse_lscpu(text(rel)).sockets == 2 and got.cores is not None
@@ -397,13 +402,19 @@ def test_a_two_socket_cpu_is_one_device_of_both_sockets(tmp_path: Path, rel: str
     if per_socket is None:
         assert got.memory_bandwidth is None or got.memory_bandwidth.base is None
         return
+    sockets = 2 if numa == "distribute" else 1  # the sockets whose bandwidth one llama.cpp process reads at
     assert got.cores.base == 2 * per_socket.cores.base  # type: ignore[union-attr]
-    assert got.memory_bandwidth.base == pytest.approx(2 * per_socket.memory_bandwidth.base)  # type: ignore[union-attr]
+    assert got.memory_bandwidth.base == pytest.approx(sockets * per_socket.memory_bandwidth.base)  # type: ignore[union-attr]
     for k, v in per_socket.flops.items():
         assert got.flops[k].base == pytest.approx(2 * v.base)
     assert "2 sockets" in (got.memory_bandwidth.derived or "")  # type: ignore[union-attr]
+    (warning,) = det.warnings
+    assert ("memory bandwidth is one socket's" in warning) == (numa == "off") and "--numa distribute" in warning
     code, both = run_json("fit", "qwen2.5-7b", "--device", d.id, "--hardware-file", str(f), "--weights", "bf16")
     code1, one = run_json("fit", "qwen2.5-7b", "--device", per_socket.id, "--memory", "565GiB", "--weights", "bf16")
     assert code == code1 == 0 and both["speed"]["roofline"] and one["speed"]["roofline"]
     step = [1 / r["speed"]["single_stream_tokens_per_second"] for r in (both, one)]
-    assert step[0] == pytest.approx(step[1] / 2, rel=0.01)
+    assert step[0] == pytest.approx(step[1] / sockets, rel=0.01)
+    named = [a for a in both["speed"]["assumptions"] if a["name"] == "memory_bandwidth"]
+    assert len(named) == 1 and f"llama.cpp --numa {numa}" in named[0]["value"]
+    assert not [a for a in one["speed"]["assumptions"] if a["name"] == "memory_bandwidth"]  # one catalog socket

@@ -48,8 +48,17 @@ def test_detect_from_saved_outputs_writes_a_file_fit_and_recommend_use(h100_serv
     assert "nvidia-smi --query-gpu" in cat.sources["detected:nvidia-smi-query-gpu"]["command"]
     assert gpu.bandwidth == cat.devices["h100-sxm"].bandwidth
     cpu = cat.devices["detected-intel-xeon-platinum-8488c"]
-    # lscpu Socket(s): 2: the catalog's one-socket bandwidth x 2 (catalog/detect.py _all_sockets)
-    assert cpu.memory_bytes == 593026380 * KiB and cpu.bandwidth == 2 * cat.devices["intel-xeon-platinum-8488c"].bandwidth
+    # lscpu Socket(s): 2: one socket's bandwidth, llama.cpp's default (no --numa; catalog/detect.py _all_sockets),
+    # said in a warning; --numa distribute: both sockets'
+    one = cat.devices["intel-xeon-platinum-8488c"].bandwidth
+    assert cpu.memory_bytes == 593026380 * KiB and cpu.bandwidth == one
+    assert "warning: detected-intel-xeon-platinum-8488c: memory bandwidth is one socket's" in r.stdout
+    both = tmp_path / "numa.json"
+    r = run_cli("hardware", "detect", "--from", str(h100_server), "-o", str(both), "--numa", "distribute")
+    assert r.returncode == 0, r.stderr
+    assert load_catalog([both]).devices["detected-intel-xeon-platinum-8488c"].bandwidth == 2 * one
+    r = run_cli("hardware", "detect", "--from", str(h100_server), "--numa", "interleave")
+    assert r.returncode == 2 and "--numa" in r.stderr and len(r.stderr.strip().splitlines()) <= 2
 
     fit = run_cli("fit", "qwen2.5-0.5b", "--device", "detected-h100-sxm", "--hardware-file", str(f), "--json")
     assert fit.returncode == 0, fit.stderr

@@ -8,8 +8,10 @@ to catalog devices with the catalog's own ``find`` (ids, names, aliases):
   bandwidth, FLOP/s and TDP (with their catalog sources) and the driver-reported memory (``memory_usable``: the
   catalog's own convention, MEMORY_CONVENTION);
 - a CPU (``lscpu`` model name, cleaned of (R), CPU, @ GHz) found in the catalog takes its bandwidth and FLOP/s, per
-  socket in the catalog, times lscpu's Socket(s): the machine is one device, as its cores (Socket(s) x Core(s) per
-  socket) and its memory, ``/proc/meminfo`` MemTotal, are;
+  socket in the catalog; its FLOP/s and TDP times lscpu's Socket(s): the machine is one device, as its cores
+  (Socket(s) x Core(s) per socket) and its memory, ``/proc/meminfo`` MemTotal, are. Its memory bandwidth is the
+  one a single llama.cpp process reads its weights at (``NUMA_MODES``, ``numa_bandwidth_note``): one socket's
+  unless ``numa`` is 'distribute', with a warning on a machine of several sockets;
 - an Apple chip and memory size (``system_profiler``/``sysctl``) map to the catalog configuration ('Apple M1' +
   16 GiB -> apple-m1-16gb); the GPU-core count ``system_profiler SPDisplaysDataType`` prints picks the GPU-core bin
   when the catalog lists one by that count ('Apple M1' + 8 GiB + 7 GPU cores -> apple-m1-7c-8gb);
@@ -94,6 +96,36 @@ class Detection:
     devices: list[DetectedDevice] = field(default_factory=list)
     outputs: list[Output] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)  # what was not read, and why
+    warnings: list[str] = field(default_factory=list)  # what the file's values assume (several sockets)
+
+
+# How llama.cpp places a CPU process on a machine of several sockets (NUMA nodes), as its --numa option names it
+# (common/arg.cpp "--numa TYPE": distribute | isolate | numactl), and the memory bandwidth its decode reads weights
+# at. llama.cpp's default is no NUMA strategy (common/common.h, common_params: numa = GGML_NUMA_STRATEGY_DISABLED):
+# ggml/src/ggml-cpu/ggml-cpu.c set_numa_thread_affinity returns without pinning a thread unless the strategy is
+# DISTRIBUTE (thread n on node n % nodes), ISOLATE (every thread on the starting node) or NUMACTL (numactl's cpuset)
+# (read at ggml-org/llama.cpp 005913fd). Unpinned, the weights' pages sit on the node that first touched them (Linux
+# first-touch placement of the mmap'd file), so the decode streams them from one socket's memory, the other socket's
+# threads over the inter-socket link: one socket's bandwidth. 'distribute' spreads the threads, and with them the
+# pages they first touch (llama.cpp's help: drop the page cache before the first such run), over every node: all the
+# sockets' bandwidth. 'isolate' keeps one node: one socket's.
+NUMA_MODES = ("off", "distribute", "isolate")
+NUMA_SOURCE = ("llama.cpp common/common.h (numa = GGML_NUMA_STRATEGY_DISABLED), common/arg.cpp (--numa), "
+               "ggml/src/ggml-cpu/ggml-cpu.c set_numa_thread_affinity")
+
+
+def numa_bandwidth_note(sockets: int, per_socket: float, unit: str, numa: str) -> str:
+    """What a detected machine of ``sockets`` sockets states about its memory bandwidth under llama.cpp's ``numa``
+    mode (``NUMA_MODES``): which bandwidth its CPU decode is sized with, and how to get the other."""
+    if numa == "distribute":
+        return (f"{sockets} sockets x {per_socket:g} {unit}: llama.cpp run with --numa distribute spreads its threads "
+                f"and the pages they first touch over every socket; without it one process reads its weights from one "
+                f"socket's memory ({per_socket:g} {unit}) ({NUMA_SOURCE})")
+    return (f"one socket's {per_socket:g} {unit} of {sockets} sockets: llama.cpp's default (no --numa, or --numa "
+            f"{numa if numa != 'off' else 'isolate'}) does not place the weights on every socket, so one process reads "
+            f"them from one socket's memory; with llama.cpp --numa distribute (page cache dropped first) all "
+            f"{sockets} sockets' {sockets * per_socket:g} {unit}: `hardware detect --numa distribute` writes that "
+            f"({NUMA_SOURCE})")
 
 
 # --------------------------------------------------------------------------------------------- gathering
@@ -282,17 +314,30 @@ def _catalog_value(v: Value, cat: HardwareCatalog) -> dict[str, Any]:
     return d
 
 
-def _all_sockets(entry: dict[str, Any], sockets: int, catalog_id: str) -> None:
-    """A detected CPU machine of ``sockets`` sockets as one device: the catalog's per-socket bandwidth, TDP and FLOP/s
-    (a catalog CPU is one socket; ``--count N`` is N of them, each a replica: estimate/device.py) times the sockets
-    lscpu reports, as its cores (Socket(s) x Core(s) per socket) and MemTotal already cover the whole machine."""
-    values = [entry[k] for k in ("memory_bandwidth", "tdp") if k in entry] + list(entry.get("flops", {}).values())
+def _all_sockets(entry: dict[str, Any], sockets: int, catalog_id: str, numa: str = "off") -> str | None:
+    """A detected CPU machine of ``sockets`` sockets as one device: the catalog's per-socket TDP and FLOP/s (a catalog
+    CPU is one socket; ``--count N`` is N of them, each a replica: estimate/device.py) times the sockets lscpu
+    reports, as its cores (Socket(s) x Core(s) per socket) and MemTotal already cover the whole machine. Its memory
+    bandwidth: times the sockets only with llama.cpp's ``numa`` 'distribute', else one socket's
+    (``numa_bandwidth_note``), the value marked with ``sockets`` and ``numa`` (estimate/device.py
+    ``numa_bandwidth_assumption`` names it in every speed estimate). Returns the note (None: no bandwidth)."""
+    bw = entry.get("memory_bandwidth")
+    note = None
+    if bw is not None and isinstance(bw.get("value"), (int, float)) and not isinstance(bw["value"], bool):
+        per = bw["value"]
+        note = numa_bandwidth_note(sockets, per, bw.get("unit", ""), numa)
+        if numa == "distribute":
+            bw["value"] = per * sockets
+        bw["derived"] = note + (f"; per socket: {bw['derived']}" if bw.get("derived") else "")
+        bw["sockets"], bw["numa"] = sockets, numa
+    values = [entry[k] for k in ("tdp",) if k in entry] + list(entry.get("flops", {}).values())
     for v in values:
         if isinstance(v.get("value"), (int, float)) and not isinstance(v["value"], bool):
             per = v["value"]
             v["value"] = per * sockets
             v["derived"] = (f"{sockets} sockets (lscpu Socket(s)) x {per:g} {v.get('unit', '')} per socket (catalog "
                             f"{catalog_id})" + (f"; per socket: {v['derived']}" if v.get("derived") else ""))
+    return note
 
 
 def _from_catalog(entry: dict[str, Any], dev: Device, cat: HardwareCatalog, cpu: bool = False) -> None:
@@ -352,9 +397,10 @@ def _unique(ident: str, used: set[str]) -> str:
 class _Builder:
     """Hardware-file device entries and their summaries, with unique ids."""
 
-    def __init__(self, cat: HardwareCatalog, det: Detection) -> None:
+    def __init__(self, cat: HardwareCatalog, det: Detection, numa: str = "off") -> None:
         self.cat = cat
         self.det = det
+        self.numa = numa
         self.entries: list[dict[str, Any]] = []
         self.used: set[str] = set()
 
@@ -412,12 +458,14 @@ class _Builder:
         if dev is not None:
             _from_catalog(entry, dev, self.cat, cpu=True)
             sockets = cpu.sockets if cpu is not None else 1
-            if sockets > 1:
-                _all_sockets(entry, sockets, dev.id)
+            note = _all_sockets(entry, sockets, dev.id, self.numa) if sockets > 1 else None
             parts.append(f"bandwidth and FLOP/s from catalog {dev.id}"
-                         + (f", per socket x {sockets} sockets: the machine is one device, as its cores and "
-                            "MemTotal are (--count would make each socket a replica with all of the RAM)"
-                            if sockets > 1 else ""))
+                         + (f", FLOP/s per socket x {sockets} sockets: the machine is one device, as its cores and "
+                            "MemTotal are (--count would make each socket a replica with all of the RAM); memory "
+                            f"bandwidth {'of every socket' if self.numa == 'distribute' else 'of one socket'} "
+                            f"(llama.cpp --numa {self.numa})" if sockets > 1 else ""))
+            if note is not None:
+                self.det.warnings.append(f"{entry['id']}: memory bandwidth is {note}")
         else:
             _unknown(entry, f"CPU {model!r}", "fp32")
         entry["note"] = "; ".join(parts)
@@ -458,11 +506,14 @@ class _Builder:
 
 
 def detect(outputs: list[Output], skipped: list[str] | None = None,
-           catalog: HardwareCatalog | None = None) -> Detection:
-    """The hardware file describing the machine whose ``outputs`` these are."""
+           catalog: HardwareCatalog | None = None, numa: str = "off") -> Detection:
+    """The hardware file describing the machine whose ``outputs`` these are. ``numa``: how llama.cpp runs on a
+    machine of several sockets (``NUMA_MODES``), which decides the CPU's memory bandwidth (``_all_sockets``)."""
+    if numa not in NUMA_MODES:
+        raise InputError(f"numa: {numa!r} is not one of {', '.join(NUMA_MODES)} (llama.cpp's --numa)")
     by = {o.name: o for o in outputs}
     det = Detection(document={}, outputs=list(outputs), skipped=list(skipped or []))
-    b = _Builder(catalog or builtin_catalog(), det)
+    b = _Builder(catalog or builtin_catalog(), det, numa)
     if "nvidia-smi-query-gpu" in by:  # the CSV query is preferred over -q
         o = by["nvidia-smi-query-gpu"]
         b.gpus(o, so.parse_nvidia_smi_csv(o.text, o.what), "NVIDIA")
@@ -501,13 +552,14 @@ def _sources_of(obj: Any) -> set[str]:
     return set()
 
 
-def detect_machine(from_dir: str | Path | None = None) -> Detection:
-    """Detect this machine (running the commands that exist) or the one whose outputs are saved in ``from_dir``."""
+def detect_machine(from_dir: str | Path | None = None, numa: str = "off") -> Detection:
+    """Detect this machine (running the commands that exist) or the one whose outputs are saved in ``from_dir``;
+    ``numa``: llama.cpp's NUMA mode there (``NUMA_MODES``)."""
     if from_dir is not None:
-        return detect(read_outputs(from_dir))
+        return detect(read_outputs(from_dir), numa=numa)
     outputs, skipped = run_commands()
-    return detect(outputs, skipped)
+    return detect(outputs, skipped, numa=numa)
 
 
-__all__ = ["COMMANDS", "DetectedDevice", "Detection", "Output", "apple_configuration", "detect", "detect_machine",
-           "read_outputs", "run_commands"]
+__all__ = ["COMMANDS", "NUMA_MODES", "DetectedDevice", "Detection", "Output", "apple_configuration", "detect",
+           "detect_machine", "numa_bandwidth_note", "read_outputs", "run_commands"]

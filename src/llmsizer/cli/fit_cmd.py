@@ -14,7 +14,7 @@ from ..render.fit_text import render_fit
 from ..render.safe import say
 from ..specs import ModelSpec
 from ..specs.workload import engine_rule_text, normalize_engine
-from ..units import format_bytes, format_usd
+from ..units import format_usd
 from .commands import COMMAND_HELP
 from .common import (
     add_model_args,
@@ -133,16 +133,7 @@ def fit_answer(spec: ModelSpec, args: argparse.Namespace
     r = fit(spec, args.device, args.count, headroom=args.headroom, memory=args.memory,
             hardware_files=args.hardware_file, host_device=args.host_device,
             kwh_price=args.kwh_price, tensor_parallel=pinned_tp, **fields)
-    data = r.to_dict()
-    if not r.fits and fields.get("weights") is None and pinned_tp is None:
-        # the default format does not fit: name the best one that does (recommend's search, one home)
-        from ..recommend import format_that_fits
-        opt = format_that_fits(spec, args.device, args.count, headroom=args.headroom, memory=args.memory,
-                               hardware_files=args.hardware_file, **fields)
-        data["fits_at"] = None if opt is None else {
-            "weights": opt.weights_format, "engine": opt.engine, "memory_per_device": opt.memory_per_device,
-            "budget_per_device": opt.budget_per_device}
-    return data, exit_code(r.fits), r, None
+    return r.to_dict(), exit_code(r.fits), r, None
 
 
 def cmd_fit(args: argparse.Namespace) -> int:
@@ -154,10 +145,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
     if isinstance(r, LlamaCppFit):
         say(str(r))
         return code
-    say(render_fit(r))
-    hint = fits_at_line(data.get("fits_at"))
-    if hint:
-        say(hint)
+    say(render_fit(r))  # with the fits_at hint (FitResult.fits_at, estimate/fit.py)
     if args.train:
         if dur is not None:
             say(render_duration(dur))
@@ -182,14 +170,3 @@ def _auto(spec: Any, args: argparse.Namespace, fields: dict[str, Any]) -> LlamaC
     context = fields.pop("context", None)
     return fit_llamacpp(spec, free, fit_target=args.fit_target, headroom=args.headroom, context=context,
                         host_memory=args.host_memory, **fields)
-
-
-def fits_at_line(at: dict[str, Any] | None) -> str | None:
-    """The hint under a default format that does not fit: the best format that does (``fit_answer``'s fits_at)."""
-    if not at:
-        return None
-    fmt = at["weights"].removeprefix("gguf:")
-    mem = (f" ({format_bytes(at['memory_per_device'])} per device of a {format_bytes(at['budget_per_device'])} "
-           "budget)" if at.get("memory_per_device") and at.get("budget_per_device") else "")
-    return (f"hint: it fits at --weights {fmt}{mem}, the best format on {at['engine']}'s ladder that does "
-            f"(rerun with --weights {fmt})")

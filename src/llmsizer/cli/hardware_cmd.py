@@ -9,7 +9,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from ..catalog.detect import COMMANDS, detect_machine
+from ..catalog.detect import COMMANDS, NUMA_MODES, detect_machine
 from ..catalog.hardware import MEMORY_CONVENTION, Device, Instance, load_catalog, search
 from ..errors import InputError
 from ..estimate.device import target_memory
@@ -74,6 +74,10 @@ def register(sub: Any) -> None:
                     help="read saved command outputs from DIR instead of running the commands")
     dp.add_argument("-o", "--output", metavar="FILE", help="write the hardware file here (JSON)")
     dp.add_argument("--force", action="store_true", help="overwrite an existing -o file (as `request new`)")
+    dp.add_argument("--numa", choices=NUMA_MODES, default="off",
+                    help="how llama.cpp runs on a machine of several sockets (its --numa): 'distribute' gives the CPU "
+                         "every socket's memory bandwidth; 'off' (llama.cpp's default) and 'isolate' one socket's, "
+                         "what one process without NUMA placement reads its weights at (default: off)")
     dp.add_argument("--json", action="store_true", help="machine-readable output (the file and what was read)")
     _common(p)
     p.set_defaults(func=cmd_hardware, query="", kind=None, provider=None)
@@ -216,7 +220,7 @@ def cmd_detect(args: argparse.Namespace) -> int:
     if args.output and Path(args.output).exists() and not args.force:  # the user may have filled in its nulls
         raise InputError(f"{args.output} exists (a hardware file may hold values added by hand: bandwidth, "
                          "FLOP/s); use --force to overwrite it")
-    det = detect_machine(args.from_dir)
+    det = detect_machine(args.from_dir, args.numa)
     text = json.dumps(det.document, indent=2) + "\n"
     with tempfile.TemporaryDirectory() as tmp:  # it must load as every command will read it, before it is written
         check = Path(tmp) / "detected.json"
@@ -228,7 +232,7 @@ def cmd_detect(args: argparse.Namespace) -> int:
         emit_json({"written": args.output, "hardware_file": det.document,
                    "read": [{"output": o.name, "command": o.command, "from": o.origin, "date": o.date}
                             for o in det.outputs],
-                   "skipped": det.skipped})
+                   "skipped": det.skipped, "warnings": det.warnings})
         return 0
     rows = [[d.id, d.kind, str(d.count), format_bytes(d.memory_bytes) if d.memory_bytes else "unknown",
              d.catalog_id or "not in catalog", d.note] for d in det.devices]
@@ -237,6 +241,8 @@ def cmd_detect(args: argparse.Namespace) -> int:
         say(f"read: {o.command}  [{o.origin}, {o.date}]")
     for s in det.skipped:
         say(f"skipped: {s}")
+    for w in det.warnings:
+        say(f"warning: {w}")
     if args.output:
         say(f"wrote {args.output}; use it with --hardware-file {args.output}, e.g. "
               f"`llmsizer fit MODEL --device {det.devices[0].id}"

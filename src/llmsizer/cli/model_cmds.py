@@ -15,7 +15,7 @@ from ..render.safe import say
 from ..render.text import table
 from ..specs import ENGINES, InferenceWorkload, ModelSpec, normalize_engine
 from ..specs.workload import OUTPUT_TOKENS, engine_rule_text
-from ..units import format_bytes, format_count
+from ..units import bytes_text, format_bytes, format_count
 from .commands import COMMAND_HELP
 from .common import (
     add_model_args,
@@ -73,6 +73,9 @@ def register(sub: Any) -> None:
                                         "encoder are listed)"))
     p.add_argument("--memory", type=bytes_arg, help="memory per device, with --fits-on, overriding the catalog (RAM "
                    "for a CPU), as `fit --memory`")
+    p.add_argument("--host-memory", type=bytes_arg, help="host RAM beside the GPUs, with --fits-on, as fit's "
+                   "llama.cpp auto-fit checks it: a model that fits only with experts in host memory is named at the "
+                   "highest-quality format whose host share fits it (default: not checked, the smallest format)")
     add_headroom_arg(p, engines="defaults")
     add_metric_arg(p)  # with --fits-on, as `fit --metric` and `recommend --metric`
     add_fit_target_arg(p)
@@ -135,7 +138,7 @@ def _fits_on_flags_need_fits_on(args: argparse.Namespace) -> None:
                             ("--output-tokens", args.output_tokens), ("--kv-dtype", args.kv_dtype),
                             ("--engine", args.engine), ("--engine-version", args.engine_version),
                             ("--allow-long-context", args.allow_long_context), ("--memory", args.memory),
-                            ("--headroom", args.headroom), ("--metric", args.metric), ("--fit-target", args.fit_target),
+                            ("--host-memory", args.host_memory), ("--headroom", args.headroom), ("--metric", args.metric), ("--fit-target", args.fit_target),
                             *(("--" + k.replace("_", "-"), v) for k, v in media_fields(args).items())) if v is not None]
     if given:
         raise InputError(f"{', '.join(given)} need{'s' if len(given) == 1 else ''} --fits-on DEVICE (the hardware the "
@@ -146,8 +149,11 @@ def _experts_in_host_args(args: argparse.Namespace, context: int, concurrency: i
     """The workload ``recommend.experts_in_host`` is asked for: the one source of its answer and of the
     ``fit ... --auto`` command printed with it (``_fit_auto_command``), so running that command gives the same flags."""
     return {"context": context, "concurrency": concurrency, "memory": args.memory, "headroom": args.headroom,
-            "fit_target": args.fit_target, "hardware_files": args.hardware_file, "kv_dtype": args.kv_dtype,
+            "fit_target": args.fit_target, "host_memory": args.host_memory, "hardware_files": args.hardware_file, "kv_dtype": args.kv_dtype,
             "output_tokens": args.output_tokens, **media_fields(args)}
+
+
+_SIZES = ("memory", "fit_target", "host_memory")  # the byte-valued arguments of ``_experts_in_host_args``
 
 
 def _fit_auto_command(name: str, args: argparse.Namespace, weights: str) -> str:
@@ -164,6 +170,8 @@ def _fit_auto_command(name: str, args: argparse.Namespace, weights: str) -> str:
         flag = "--" + k.replace("_", "-")
         if v is True:  # --pan-and-scan
             words.append(flag)
+        elif k in _SIZES:  # a size as text that reads back to the same bytes (24GiB, not 25769803776)
+            words += [flag, bytes_text(v)]
         else:
             words += [flag, "x".join(map(str, v)) if isinstance(v, tuple) else str(v)]
     return shlex.join([*words, "--auto"])
@@ -178,6 +186,11 @@ def fits_on_answer(found: list[Any], args: argparse.Namespace) -> tuple[dict[str
     context = args.context or InferenceWorkload.context
     concurrency = args.concurrency or InferenceWorkload.concurrency
     engine = normalize_engine(args.engine) if args.engine else None
+    if args.host_memory is not None:
+        device = target_and_count(args.fits_on, args.count, args.hardware_file)[0]
+        if device.kind != "gpu":  # host RAM beside GPUs; a CPU's or Apple chip's own memory is --memory
+            raise InputError(f"--host-memory is the host RAM beside GPUs (llama.cpp's experts in host memory); "
+                             f"{device.id} is {device.kind}: give its memory with --memory")
     constraints = Constraints(headroom=args.headroom)
     media = media_fields(args)
     text_only = 0
@@ -194,7 +207,7 @@ def fits_on_answer(found: list[Any], args: argparse.Namespace) -> tuple[dict[str
     given = {k: v for k, v in (("output_tokens", args.output_tokens), ("kv_dtype", args.kv_dtype), ("engine", engine),
                                ("engine_version", args.engine_version),
                                ("allow_long_context", args.allow_long_context), ("memory", args.memory),
-                               ("headroom", args.headroom), ("metric", args.metric), ("fit_target", args.fit_target),
+                               ("host_memory", args.host_memory), ("headroom", args.headroom), ("metric", args.metric), ("fit_target", args.fit_target),
                                *media.items()) if v is not None}
     if text_only:
         given["text_only_left_out"] = text_only
@@ -225,7 +238,7 @@ def _fits_on(found: list[Any], args: argparse.Namespace) -> int:
             fmt = h["weights"].removeprefix("gguf:").upper()
             host_lines.append(f"{e.name}: fits with experts in host memory in {fmt} ({h['format_rule']}; "
                               f"{format_bytes(h['memory_per_device'])} per GPU, {format_bytes(h['host_bytes'])} of "
-                              f"host RAM, unchecked): {_fit_auto_command(e.name, args, h['weights'])}  "
+                              f"host RAM, {'checked' if h['host_memory_checked'] else 'unchecked'}): {_fit_auto_command(e.name, args, h['weights'])}  "
                               f"(llama.cpp {' '.join(h['flags'])})")
             if h["quality_warning"]:
                 host_lines.append(f"  warning: {h['quality_warning']}")
@@ -237,6 +250,7 @@ def _fits_on(found: list[Any], args: argparse.Namespace) -> int:
                      "yes" if ok else "experts in host memory (below)" if h else "no: " + "; ".join(o.reasons)[:90]])
     on = "".join(f", {k} {v}" for k, v in (("engine", args.engine), ("release", args.engine_version),
                                             ("memory", args.memory and format_bytes(args.memory)),
+                                            ("host memory", args.host_memory and format_bytes(args.host_memory)),
                                             ("headroom", args.headroom),
                                             ("fit target", args.fit_target and format_bytes(args.fit_target)),
                                             *((k.replace("_", " "), "x".join(map(str, v)) if isinstance(v, tuple) else v)

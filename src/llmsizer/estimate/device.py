@@ -320,6 +320,20 @@ def named_device_notes(device: Device, notes: Notes) -> Notes:
     return notes
 
 
+def numa_bandwidth_assumption(device: Device) -> Assumption | None:
+    """Which memory bandwidth a CPU of several sockets decodes at, as its hardware file states it: the value
+    ``hardware detect`` marks with ``sockets`` and llama.cpp's ``numa`` mode (catalog/detect.py ``_all_sockets``:
+    one socket's unless --numa distribute); None for any other device. The speed estimate names it."""
+    v = device.memory_bandwidth
+    extra = dict(v.extra) if v is not None and device.kind == "cpu" else {}
+    sockets, numa = extra.get("sockets"), extra.get("numa")
+    if v is None or not isinstance(sockets, int) or sockets < 2 or not isinstance(numa, str):
+        return None
+    share = "every socket's" if numa == "distribute" else "one socket's"
+    return Assumption("memory_bandwidth", f"{float(v.base) / 1e9:,.1f} GB/s ({share}, llama.cpp --numa {numa})",
+                      numa == "off", v.derived)
+
+
 def generic_device(kind: str) -> Device:
     """The device a workload's ``device`` kind ('gpu', 'cpu') names when no catalog device is given."""
     return GENERIC_DEVICES[kind]

@@ -183,6 +183,9 @@ class FitResult:
     # serving: the target's hourly price and its cost per million output tokens (``serving_cost``); training's
     # price and cost are in ``training_time``
     cost: dict[str, Any] | None = None
+    # what does fit when this does not: serving, the weight format (recommend.py ``fits_at``); training, the
+    # settings changed (``training_fits_at``). None: it fits, a format or the settings were given, or nothing fits
+    fits_at: dict[str, Any] | None = None
 
     @property
     def layer_split(self) -> bool:
@@ -250,7 +253,7 @@ class FitResult:
             "memory": self.estimate.to_dict() if self.estimate else None,
             "speed": self.speed.to_dict() if self.speed else None, "training_time": self.training_time,
             "assumptions": [a.to_dict() for a in self.assumptions], "warnings": list(self.warnings),
-            "details": self.details,
+            "details": self.details, "fits_at": self.fits_at,
             **({"cost": self.cost, "running_sequences": self.details.get("running_sequences")}
                if self.kind == "inference" else {}),
         }
@@ -432,7 +435,7 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
         memory: int | None = None,
         kv_dtype: str | None = None, hardware_files: Sequence[str | Path] = (), speed: bool = True,
         host_device: str | Device | None = None, engine_version: str | None = None, kwh_price: float | None = None,
-        tensor_parallel: int | None = None, **workload: Any) -> FitResult:
+        tensor_parallel: int | None = None, fits_at: bool | None = None, **workload: Any) -> FitResult:
     """Fit an inference workload on ``count`` x ``hardware`` (a device or instance name; an instance brings its
     own count). ``memory`` overrides the device memory (e.g. the RAM of a CPU machine). The memory, the weight
     format and the verdict are the inference estimate's (``estimate_inference`` with ``memory`` and ``headroom``),
@@ -442,11 +445,22 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
     step the speed follows (``engines.step_host``; None: the current release). ``speed`` False: no speed estimate
     (``FitResult.speed`` None). ``tensor_parallel``: the degree each replica runs (None: fit's choice, the fastest
     layout that fits at ``concurrency``, ``fit_memory``). The two stages are ``fit_memory`` (the verdict) and its
-    ``result`` (the speed)."""
-    return fit_memory(model, hardware, count, headroom=headroom, engine=engine, weights=weights, context=context,
-                      concurrency=concurrency, output_tokens=output_tokens, memory=memory, kv_dtype=kv_dtype,
-                      hardware_files=hardware_files, host_device=host_device, engine_version=engine_version,
-                      kwh_price=kwh_price, tensor_parallel=tensor_parallel, **workload).result(speed)
+    ``result`` (the speed). When the answer does not fit, ``FitResult.fits_at`` names the format that does
+    (recommend.py ``fits_at``, the one rule), searched when ``fits_at`` is None (the default) and neither ``weights``
+    nor ``tensor_parallel`` was given (a format the user named is answered as asked); True: searched whatever the
+    weights (a plan whose format is not pinned); False: not searched (a caller that sizes many candidates)."""
+    r = fit_memory(model, hardware, count, headroom=headroom, engine=engine, weights=weights, context=context,
+                   concurrency=concurrency, output_tokens=output_tokens, memory=memory, kv_dtype=kv_dtype,
+                   hardware_files=hardware_files, host_device=host_device, engine_version=engine_version,
+                   kwh_price=kwh_price, tensor_parallel=tensor_parallel, **workload).result(speed)
+    if r.fits or not (fits_at if fits_at is not None else weights is None and tensor_parallel is None):
+        return r
+    from ..recommend import fits_at as format_fits_at  # recommend's ladder search imports this module
+    spec = load_model(model) if isinstance(model, str) else model
+    return replace(r, fits_at=format_fits_at(
+        spec, hardware, count, headroom=headroom, engine=engine, context=context, concurrency=concurrency,
+        output_tokens=output_tokens, memory=memory, kv_dtype=kv_dtype, hardware_files=hardware_files,
+        engine_version=engine_version, **workload))
 
 
 class MemoryFit(NamedTuple):
@@ -856,14 +870,15 @@ def zero_chosen(est: Estimate) -> Assumption | None:
 def fit_training(model: ModelSpec | str, hardware: str | Device | Instance, count: int | None = None, *,
                  headroom: float | None = None, memory: int | None = None,
                  hardware_files: Sequence[str | Path] = (), tokens: float | None = None,
-                 utilization: float | None = None, kwh_price: float | None = None,
+                 utilization: float | None = None, kwh_price: float | None = None, fits_at: bool = True,
                  **training_fields: Any) -> FitResult:
     """Fit a training workload (keyword fields of TrainingWorkload) on ``count`` x ``hardware``: the per-device
     memory and verdict are ``estimate_training``'s with the device's memory and the headroom, so ``fit --train``
     and ``train --memory`` give one answer. With several devices and no sharding given, the least-sharded ZeRO
     stage that fits is taken (less communication first: 0 -> 1 -> 2 -> 3) and recorded. With ``tokens``, the
     run's wall clock, hourly price and cost (``training_time``: ``duration.training_time_on``, the rule
-    ``fit --train --tokens`` and ``train --device --tokens`` print)."""
+    ``fit --train --tokens`` and ``train --device --tokens`` print). When it does not fit, ``FitResult.fits_at``
+    names the settings that do (``training_fits_at``); ``fits_at`` False: not searched (a search over candidates)."""
     spec = load_model(model) if isinstance(model, str) else model
     gpus = training_fields.get("gpus")
     if count is not None and gpus is not None and gpus != count:
@@ -900,6 +915,47 @@ def fit_training(model: ModelSpec | str, hardware: str | Device | Instance, coun
             timed["zero"] = chosen[0].value
         dur, price, cost = training_time_on(spec, hardware, n, tokens, timed, utilization, kwh_price, hardware_files)
         timing = {**dur.to_dict(), "price_per_hour": price, "cost": cost}
+    at = None
+    if fits_at and not d["fits"]:
+        at = training_fits_at(spec, hardware, count, training_fields, headroom=headroom, memory=memory,
+                              hardware_files=hardware_files)
     return FitResult("training", spec.name, target, device.id, n, tp, n // tp, "", "", bool(d["fits"]), need, hi,
                      int(d["memory_budget"]), hr, est, None, timing, (str(d["verdict"]),), tuple(assumptions),
-                     tuple(est.warnings), {"usable_memory_per_device": usable}, dur)
+                     tuple(est.warnings), {"usable_memory_per_device": usable}, dur, fits_at=at)
+
+
+# The settings fit --train tries when a training run does not fit, least change to the run first: the same training
+# recomputing each decoder layer's forward in the backward (the same result; one more forward, 4/3 of the step's
+# FLOPs at forward:backward = 1:2: Chen et al. 2016, "Training Deep Nets with Sublinear Memory Cost"), then LoRA
+# adapters on a frozen base (Hu et al. 2021), then QLoRA's 4-bit base (Dettmers et al. 2023), each still
+# checkpointing. A setting the caller gave is never changed (a step that would change it keeps the caller's).
+TRAINING_LADDER: tuple[dict[str, str], ...] = (
+    {"grad_checkpointing": "full"},
+    {"method": "lora", "grad_checkpointing": "full"},
+    {"method": "qlora", "grad_checkpointing": "full"},
+)
+
+
+def training_fits_at(spec: ModelSpec, hardware: str | Device | Instance, count: int | None,
+                     training_fields: dict[str, Any], *, headroom: float | None = None, memory: int | None = None,
+                     hardware_files: Sequence[str | Path] = ()) -> dict[str, Any] | None:
+    """What ``fit_training`` names when the run does not fit: the first step of ``TRAINING_LADDER`` (the caller's own
+    settings kept) whose run fits the same devices, its ``changes`` (field -> value) and memory per device against
+    the budget; None when no step changes anything or none fits. Each step is ``fit_training`` itself, so the
+    ZeRO stage it takes on several devices is its own."""
+    given = {k for k, v in training_fields.items() if v is not None}
+    tried: list[dict[str, str]] = []
+    for step in TRAINING_LADDER:
+        changes = {k: v for k, v in step.items() if k not in given}
+        if not changes or changes in tried:
+            continue
+        tried.append(changes)
+        try:
+            r = fit_training(spec, hardware, count, headroom=headroom, memory=memory, hardware_files=hardware_files,
+                             fits_at=False, **{**training_fields, **changes})
+        except InputError:  # a step the workload refuses (QLoRA under fp32 precision): the next one
+            continue
+        if r.fits:
+            return {"changes": changes, "memory_per_device": r.memory_per_device,
+                    "budget_per_device": r.budget_per_device}
+    return None

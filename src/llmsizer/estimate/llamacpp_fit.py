@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import warnings as _warnings
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..catalog.hardware import Device
@@ -74,6 +74,8 @@ class LlamaCppFit:
     warnings: tuple[str, ...] = ()
     host_memory: int | None = None
     details: dict[str, Any] = field(default_factory=dict)
+    # the default format does not fit: the best rung of llama.cpp's ladder whose auto-fit does (``auto_fits_at``)
+    fits_at: dict[str, Any] | None = None
 
     @property
     def margin(self) -> int:
@@ -127,7 +129,7 @@ class LlamaCppFit:
                 "n_cpu_moe": self.n_cpu_moe, "margin": list(self.margins), "free": list(self.free),
                 "host_memory": self.host_memory, "devices": self.devices(), "steps": list(self.steps),
                 "assumptions": [a.to_dict() for a in self.assumptions], "warnings": list(self.warnings),
-                "memory": self.estimate.to_dict(), "details": self.details}
+                "memory": self.estimate.to_dict(), "details": self.details, "fits_at": self.fits_at}
 
     def __str__(self) -> str:
         from ..render.fit_text import render_llamacpp_fit
@@ -155,11 +157,43 @@ def gpu_free(device: Device, count: int, free: Sequence[int] | None = None, memo
 
 def fit_llamacpp(model: ModelSpec | str, free: Sequence[int], *, fit_target: int | None = None,
                  headroom: float | None = None, context: int | None = None, min_context: int = FIT_MIN_CTX,
-                 host_memory: int | None = None, **workload: Any) -> LlamaCppFit:
+                 host_memory: int | None = None, fits_at: bool = True, **workload: Any) -> LlamaCppFit:
     """Auto-fit llama.cpp on GPUs with ``free`` bytes each (module docstring, steps 1-4), each keeping the margin of
     every llama.cpp verdict (estimate/verdict.py ``margin_rule``): ``fit_target`` bytes, or a ``headroom`` share of its
     free memory; neither: llama.cpp's --fit-target default. ``context`` None: the largest that fits, from the model's
-    training context down to ``min_context``; given: kept."""
+    training context down to ``min_context``; given: kept. When the default format (no ``weights``) does not fit,
+    ``LlamaCppFit.fits_at`` names the format that does (``auto_fits_at``; ``fits_at`` False: not searched)."""
+    r = _auto_fit(model, free, fit_target=fit_target, headroom=headroom, context=context, min_context=min_context,
+                  host_memory=host_memory, **workload)
+    if r.fits or not fits_at or workload.get("weights") is not None:
+        return r
+    return replace(r, fits_at=auto_fits_at(model, free, fit_target=fit_target, headroom=headroom, context=context,
+                                           min_context=min_context, host_memory=host_memory, **workload))
+
+
+def auto_fits_at(model: ModelSpec | str, free: Sequence[int], **kwargs: Any) -> dict[str, Any] | None:
+    """The best rung of llama.cpp's format ladder (estimate/formats.py ``format_ladder``, best first) whose auto-fit
+    (``fit_llamacpp`` with ``kwargs``) fits, as fit's ``fits_at`` names a format (recommend.py ``fits_at``): the
+    weights, the flags and the memory of the fullest GPU and of the host; None when no rung fits (a GPU too small
+    for even the CUDA context and compute buffer, or host RAM too small for the smallest format's CPU share)."""
+    from .formats import format_ladder, weights_asked
+
+    spec = load_model(model) if isinstance(model, str) else model
+    for fmt in format_ladder(spec, "llamacpp", None):
+        r = fit_llamacpp(spec, free, fits_at=False, **{**kwargs, "weights": weights_asked(fmt)})
+        if r.fits:
+            rows = r.devices()
+            fullest = max((d for d in rows if d["device"] != "host"), key=lambda d: d["total"])
+            return {"weights": fmt, "engine": "llamacpp", "same_engine": True, "flags": r.flags(),
+                    "memory_per_device": fullest["total"], "budget_per_device": fullest["target"],
+                    "host_bytes": sum(d["total"] for d in rows if d["device"] == "host")}
+    return None
+
+
+def _auto_fit(model: ModelSpec | str, free: Sequence[int], *, fit_target: int | None = None,
+              headroom: float | None = None, context: int | None = None, min_context: int = FIT_MIN_CTX,
+              host_memory: int | None = None, **workload: Any) -> LlamaCppFit:
+    """``fit_llamacpp`` at the format asked (none: llama.cpp's default), steps 1-4."""
     if "margin" in workload:  # the name before fit_target (one margin rule for fit and fit --auto)
         raise InputError("margin is now fit_target (bytes kept free on each GPU, llama.cpp's --fit-target) or "
                          "headroom (a share)")

@@ -56,7 +56,7 @@ from ..specs import ModelSpec
 from . import efficiency as E
 from . import engines as ENG
 from . import ranges as R
-from .device import nvlink_mesh_for, peer_to_peer, peer_to_peer_why
+from .device import numa_bandwidth_assumption, nvlink_mesh_for, peer_to_peer, peer_to_peer_why
 from .formats import engine_kernel_format, file_kernel_format, serving_fused_experts
 
 # llama.cpp cache types (-ctk/-ctv) as the speed estimate names them -> whether ggml-cuda's flash attention sees a
@@ -460,6 +460,9 @@ def speed_model(spec: ModelSpec, device: Any, *, weights_format: str = "bf16", p
                                       f"{device.id} lists no {dtype} rate; the {peak_key} tensor rate is used "
                                       "(equal on Ampere and later, NVIDIA Ampere whitepaper)"))
     bw = device.bandwidth
+    numa = numa_bandwidth_assumption(device)  # a detected machine of several sockets: which bandwidth decodes
+    if numa is not None and bw is not None:
+        assumptions.append(numa)
     if peak is None:
         warnings.append(f"{device.id}: no sourced {dtype} peak FLOP/s; prefill/TTFT cannot be estimated")
     if bw is None:

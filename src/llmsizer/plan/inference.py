@@ -50,14 +50,15 @@ VLLM_DEFAULT_MAX_LORA_RANK = 16  # vLLM EngineArgs --max-lora-rank default
 
 def _fit(spec: ModelSpec, target: Any, count: int | None, job: InferenceJob, fmt: str | None, engine: str | None,
          context: int, concurrency: int, output: int, hardware_files: Sequence[str | Path], memory: int | None,
-         layout: FitResult | None = None, speed: bool = True) -> FitResult:
+         layout: FitResult | None = None, speed: bool = True, fits_at: bool | None = False) -> FitResult:
     """``fit`` of one machine at this load; with ``layout`` (the peak load's fit) on that fit's tensor parallelism:
-    one deployment serves every load, so the typical load is timed on the layout fit chose for the peak."""
+    one deployment serves every load, so the typical load is timed on the layout fit chose for the peak.
+    ``fits_at``: fit's hint when it does not fit (``FitResult.fits_at``), asked for the peak load only."""
     pinned = (layout.tensor_parallel  # (not a llama.cpp split: one replica over every GPU, no tensor parallelism)
               if layout is not None and layout.count > 1 and not layout.layer_split else None)
     return fit(spec, target, count, engine=engine, weights=fmt, context=context, concurrency=concurrency,
                output_tokens=output, memory=memory, headroom=job.resources.headroom, kv_dtype=job.kv_cache_dtype,
-               dtype=job.precision, tensor_parallel=pinned, speed=speed,
+               dtype=job.precision, tensor_parallel=pinned, speed=speed, fits_at=fits_at,
                hardware_files=hardware_files, **job.media.fields(), **engine_settings(job, engine))
 
 
@@ -252,8 +253,9 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
             fit_target, fit_count = device, 1 if one_each else hw.per_node
         machines = hw.nodes * (hw.per_node if one_each else 1)
         try:
+            # no format pinned (the plan may choose one): what fits when the default does not, fit's hint
             f_peak = _fit(spec, fit_target, fit_count, job, fmt, job.engine, ctx_peak, per_replica(conc_peak, machines),
-                          out_peak, ctx.hardware_files, job.resources.memory)
+                          out_peak, ctx.hardware_files, job.resources.memory, fits_at=pinned is None)
             f_typ = _fit(spec, fit_target, fit_count, job, fmt, job.engine, ctx_typ, per_replica(conc_typ, machines), out_typ,
                          ctx.hardware_files, job.resources.memory, f_peak)
         except InputError as e:
@@ -359,6 +361,12 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
     mem.add("weights", "weights per device", w_dev, "B",
             f"{fmt_used}" + ((f", the fullest GPU of a {tp}-GPU split" if split else f", / TP {tp}") if tp > 1 else ""))
     notes.facts.update({"fits": fits, "memory_need": need, "memory_budget": budget_dev, "weights_format": fmt_used})
+    if not fits and f_peak is not None and f_peak.fits_at:  # fit's hint, the one rule (recommend.py fits_at)
+        from ..render.fit_text import fits_at_line
+        notes.facts["fits_at"] = f_peak.fits_at
+        notes.advice.append(f"{fits_at_line(f_peak.fits_at, rerun=False)}; in the request: quantization: "
+                            f"{f_peak.fits_at['weights'].removeprefix('gguf:')}"
+                            + (f", engine: {f_peak.fits_at['engine']}" if not f_peak.fits_at["same_engine"] else ""))
 
     # ---- speed ----
     spd = Sec("speed", "Speed")

@@ -10,11 +10,19 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..catalog.hardware import Device
+from ..catalog.hardware import Device, Instance
 from ..errors import InputError, LlmsizerError
 from ..estimate.device import device_fields, target_memory
 from ..estimate.duration import Duration, training_duration_for
-from ..estimate.fit import FitResult, fit_training, training_on_device, training_on_memory, vm_share_device, zero_chosen
+from ..estimate.fit import (
+    FitResult,
+    fit_training,
+    training_fits_at,
+    training_on_device,
+    training_on_memory,
+    vm_share_device,
+    zero_chosen,
+)
 from ..estimate.inference import inference_sized
 from ..estimate.training.compose import INFERENCE_SIZED
 from ..estimate.verdict import DEFAULT_HEADROOM
@@ -117,9 +125,26 @@ def device_fit(job: TrainingJob, device: str | Device, devices: int, nodes: int 
     fields = workload_fields(job, devices, math.ceil(devices / max(1, nodes)))
     try:
         return fit_training(spec, device, devices, headroom=job.resources.headroom, memory=memory,
-                            hardware_files=hardware_files, **fields)
+                            hardware_files=hardware_files, fits_at=False, **fields)
     except InputError:
         return None
+
+
+def _fits_at(job: TrainingJob, spec: ModelSpec, target: Device | Instance, gpus: int, per_node: int,
+             ctx: PlanContext, notes: JobNotes) -> None:
+    """The settings ``fit --train`` names when the run does not fit (``training_fits_at``: the request's own kept),
+    as a fact and a line of advice with the request keys to set."""
+    from ..render.fit_text import fits_at_line
+    try:
+        at = training_fits_at(spec, target, gpus, workload_fields(job, gpus, per_node),
+                              headroom=job.resources.headroom, memory=job.resources.memory,
+                              hardware_files=ctx.hardware_files)
+    except InputError:  # the devices refuse the workload: the fit's own error says so
+        return
+    if at is not None:
+        notes.facts["fits_at"] = at
+        keys = ", ".join(f"{'method' if k == 'method' else 'settings.' + k}: {v}" for k, v in at["changes"].items())
+        notes.advice.append(f"{fits_at_line(at, rerun=False)}; in the request: {keys}")
 
 
 def plan_training(job: TrainingJob, req: Request, ctx: PlanContext) -> JobPlan:
@@ -205,6 +230,8 @@ def plan_training(job: TrainingJob, req: Request, ctx: PlanContext) -> JobPlan:
     if est.details.get("peak_phase"):
         mem.note(f"peak at: {est.details['peak_phase']}")
     notes.facts.update({"memory_need": need, "memory_budget": budget_dev, "inference_need": inf_need, "fits": fits})
+    if fits is False and device is not None:  # fit --train's hint, the one rule (estimate/fit.py training_fits_at)
+        _fits_at(job, spec, instance or device, gpus, hw.per_node, ctx, notes)
 
     # ---- duration ----
     dur = Sec("duration", "Duration")

@@ -24,7 +24,8 @@ def render_fit(r: FitResult) -> str:
         lines.append("assumptions: " + "; ".join(f"{a.name}={a.value}{a.mark}"
                                                  for a in r.all_assumptions))
         lines += [f"warning: {w}" for w in r.warnings]
-        return "\n".join(lines)
+        hint = fits_at_line(r.fits_at)
+        return "\n".join(lines + ([hint] if hint else []))
     out = [fit_headline(r)]
     for why in r.reasons:
         out.append(f"  {why}")
@@ -76,7 +77,33 @@ def render_fit(r: FitResult) -> str:
             line += (f", ${c['per_million_tokens']:,.2f} per million output tokens at concurrency "
                      f"{r.details['concurrency']}")
         out.append(line)
+    hint = fits_at_line(r.fits_at)
+    if hint:
+        out.append(hint)
     return "\n".join(out)
+
+
+def fits_at_line(at: dict[str, Any] | None, rerun: bool = True) -> str | None:
+    """The hint under an answer that does not fit: what does (``FitResult.fits_at`` / ``LlamaCppFit.fits_at``).
+    Serving: the best format on the engine's ladder (recommend.py ``fits_at``), or, when none of that engine's fits,
+    the engine and format that do; training: the settings changed (estimate/fit.py ``training_fits_at``).
+    ``rerun``: end with the flags to rerun with (the CLI); False: without (a plan says its request keys)."""
+    if not at:
+        return None
+    mem = (f" ({format_bytes(at['memory_per_device'])} per device of a {format_bytes(at['budget_per_device'])} "
+           "budget)" if at.get("memory_per_device") and at.get("budget_per_device") else "")
+    if "changes" in at:
+        flags = " ".join(f"--{k.replace('_', '-')} {v}" for k, v in at["changes"].items())
+        return (f"hint: it fits with {flags}{mem}, the least change to the run that does"
+                + (f" (rerun with {flags})" if rerun else ""))
+    fmt = at["weights"].removeprefix("gguf:")
+    if at.get("same_engine", True):
+        return (f"hint: it fits at --weights {fmt}{mem}, the best format on {at['engine']}'s ladder that does"
+                + (f" (rerun with --weights {fmt})" if rerun else ""))
+    none = at.get("none_on") or {}
+    return (f"hint: no format on {none.get('engine')}'s ladder fits; it fits on {at['engine']} at --weights {fmt}"
+            f"{mem}, the best format on {at['engine']}'s ladder that does"
+            + (f" (rerun with --engine {at['engine']} --weights {fmt})" if rerun else ""))
 
 
 SPEED_HEADER = ["phase", "time", "rate", "bound", "roofline (intensity / ridge FLOP/B)"]
@@ -173,4 +200,5 @@ def render_llamacpp_fit(r: Any) -> str:
     out.append("assumptions: " + "; ".join(f"{a.name}={a.value}{a.mark}"
                                            for a in r.assumptions))
     out += [f"warning: {w}" for w in r.warnings]
-    return "\n".join(out)
+    hint = fits_at_line(r.fits_at)
+    return "\n".join(out + ([hint] if hint else []))

@@ -23,6 +23,8 @@ CASES = [
      ["qwen3", "--fits-on", "rtx-4090", "--memory", "12GiB", "--headroom", "0.3"]),
     ({"fits_on": "intel-xeon-spr-8ch", "query": "qwen2.5-0", "memory": "16GiB"},  # no sourced memory: given
      ["qwen2.5-0", "--fits-on", "intel-xeon-spr-8ch", "--memory", "16GiB"]),
+    ({"fits_on": "rtx-4090", "query": "qwen3-next", "host_memory": "64 GB"},  # fit --auto --host-memory
+     ["qwen3-next", "--fits-on", "rtx-4090", "--host-memory", "64 GB"]),
 ]
 
 

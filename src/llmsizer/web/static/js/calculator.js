@@ -182,6 +182,14 @@ function render(d) {
 
 // ---------------------------------------------------------------------------------------------- fits-on grid
 
+/** A cell's short form of fit's hint (render/fit_text.py fits_at_line): the format, on another engine when the
+ * asked one has none that fits; for training, the settings changed. */
+export function fitsAtText(at) {
+  if (at.changes) return `fits with ${Object.entries(at.changes).map(([k, v]) => `${k.replace(/_/g, " ")} ${v}`).join(", ")}`;
+  const fmt = at.weights.replace(/^gguf:/, "");
+  return at.same_engine === false ? `fits on ${at.engine} at ${fmt}` : `fits at ${fmt}`;
+}
+
 function cheapestInstance(device, count) {
   const found = instances.filter((i) => i.device === device && i.device_count === count && i.price_per_hour !== null);
   return found.sort((a, b) => a.price_per_hour - b.price_per_hour)[0] || null;
@@ -218,7 +226,7 @@ async function grid() {
       if (r.tokens_per_second_total != null) cell.dataset.tokensPerSecond = String(r.tokens_per_second_total);
       const lines = [el("b", {}, r.fits ? "fits" : "does not fit"),
         `${formatBytes(r.memory_per_device)} of ${formatBytes(r.budget_per_device)}`];
-      if (!r.fits && r.fits_at) lines.push(el("br"), `fits at ${r.fits_at.weights.replace(/^gguf:/, "")}`);
+      if (!r.fits && r.fits_at) lines.push(el("br"), fitsAtText(r.fits_at));
       if (r.fits && r.speed) lines.push(el("br"), `${formatRate(r.tokens_per_second_total)} tok/s, TTFT ${formatSeconds(r.speed.ttft_seconds)}`);
       const price = r.cost?.price_per_hour ?? (inst ? inst.price_per_hour : null);
       if (price !== null && price !== undefined) lines.push(el("br"), `${formatUsd(price)}/h ${inst ? inst.name : ""}`);

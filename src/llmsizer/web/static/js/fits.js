@@ -7,7 +7,7 @@ import { el, formatBytes, formatCount, formatRate } from "./format.js";
 import { cliCommand, formValues, loadFromUrl, saveToUrl } from "./state.js";
 import { copyButton } from "./ui.js";
 
-export const FIELDS = ["fits_on", "count", "memory", "headroom", "context", "concurrency", "engine", "engine_version",
+export const FIELDS = ["fits_on", "count", "memory", "host_memory", "headroom", "context", "concurrency", "engine", "engine_version",
   "query", "hardware"];
 const PASTED = "hardware.yaml"; // how the CLI command and the server's messages name the pasted entry
 
@@ -68,6 +68,13 @@ async function compute() {
   }
 }
 
+/** The CLI's line for a model that fits only with experts in host memory (cli/model_cmds.py _fits_on). */
+export function hostLine(h) {
+  return `fits with experts in host memory in ${h.weights.replace(/^gguf:/, "").toUpperCase()} (${h.format_rule}; ` +
+    `${formatBytes(h.memory_per_device)} per GPU, ${formatBytes(h.host_bytes)} of host RAM, ` +
+    `${h.host_memory_checked ? "checked" : "unchecked"}): llama.cpp ${h.flags.join(" ")}`;
+}
+
 function render(d) {
   const rows = ranked(d.models, (id) => params.get(id));
   const n = rows.filter((m) => m.status === "meets").length;
@@ -79,7 +86,8 @@ function render(d) {
     return el("tr", { "data-id": m.id, "data-status": m.status },
       el("td", {}, String(i + 1)),
       el("th", { scope: "row", title: `${m.id}: ${m.reasons.join("; ")}` }, names.get(m.id) || m.id,
-        ...(ok ? [] : [el("div", { class: "small muted reason" }, m.reasons.join("; "))])), // a fit's reason: the columns
+        ...(ok ? [] : [el("div", { class: "small muted reason" }, m.reasons.join("; "))]), // a fit's reason: the columns
+        ...(m.experts_in_host ? [el("div", { class: "small experts-in-host" }, hostLine(m.experts_in_host))] : [])),
       el("td", { class: "num" }, params.has(m.id) ? formatCount(params.get(m.id)) : ""),
       el("td", {}, ok ? m.weights_format.replace(/^gguf:/, "") : "–"), el("td", {}, ok ? m.engine : ""),
       el("td", { class: "num", "data-bytes": m.memory_per_device ?? "" }, ok && m.memory_per_device ? formatBytes(m.memory_per_device) : "–"),
