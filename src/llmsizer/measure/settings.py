@@ -14,8 +14,8 @@ from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
 from ..errors import InputError, LlmsizerError
-from ..specs.training import normalize_targets as estimate_targets
 from ..specs.training import OPTIMIZERS  # every one of them runs: torch or bitsandbytes (workloads.py)
+from ..specs.training import normalize_targets as estimate_targets
 from ..suggest import unknown_choice
 
 KINDS = ("inference", "training")
