@@ -40,18 +40,7 @@ def test_mamba_layer_saved_tensors_torch_path(name: str, batch: int, tokens: int
     Pure fp32 read before eqs. M1c / J1a (B=2 T=256): Mamba-2 1.0083, Nemotron-H 1.0166 (with its norm's weight copy,
     256 B, that fp32 weights do not make), Falcon-H1 0.9887, Falcon-H1 with the gated norm 1.0139, Granite-4.0-H
     1.0215, Jamba 1.2211 (its loop's states counted twice, x and D.float() once too many)."""
-    cfg, layer = CASES[name]
-    torch_dtype, c = DTYPES[dtype]
-    measured = mamba_saved_by_layer(cfg, batch, tokens, torch_dtype)[1][layer]
-    spec = spec_from_config(cfg, name=f"tiny-{name}")
-    assert spec.recurrent_layers[layer]
-    st = ActivationSetup(batch=batch, seq=tokens, residual=c, compute=c, expert=c, full=True, attention="sdpa",
-                         mamba_path="torch")
-    predicted = sum(t.bytes for t in layer_saved_terms(spec, layer, st))
-    with capsys.disabled():
-        print(f"\n[{name} layer {layer}, B={batch} T={tokens}, {dtype}] saved {measured:,} B, counted {predicted:,} B "
-              f"(ratio {predicted / measured:.5f})")
-    assert predicted == measured
+    _torch_path_layer_exact(name, batch, tokens, dtype, capsys, frozen=False)
 
 
 @pytest.mark.parametrize("name", list(CASES))
@@ -60,17 +49,7 @@ def test_mamba_layer_saved_tensors_torch_path(name: str, batch: int, tokens: int
 def test_mamba_layer_torch_path_frozen(name: str, batch: int, tokens: int, dtype: str, capsys: Any) -> None:
     """Every weight but the embedding frozen (a LoRA layer past its first adapter, the mixer unadapted: eqs. M3, J3),
     pure bf16 and pure fp32 (eqs. M1c, J1a with M3, J3)."""
-    cfg, layer = CASES[name]
-    torch_dtype, c = DTYPES[dtype]
-    measured = mamba_saved_by_layer(cfg, batch, tokens, torch_dtype, frozen=True)[1][layer]
-    spec = spec_from_config(cfg, name=f"tiny-{name}")
-    st = ActivationSetup(batch=batch, seq=tokens, residual=c, compute=c, expert=c, full=False, attention="sdpa",
-                         mamba_path="torch")
-    predicted = sum(t.bytes for t in layer_saved_terms(spec, layer, st))
-    with capsys.disabled():
-        print(f"\n[{name} layer {layer}, B={batch} T={tokens}, {dtype}, frozen] saved {measured:,} B, counted "
-              f"{predicted:,} B (ratio {predicted / measured:.5f})")
-    assert predicted == measured
+    _torch_path_layer_exact(name, batch, tokens, dtype, capsys, frozen=True)
 
 
 # under autocast with fp32 weights, before: Falcon-H1 0.87 (0.93 with mamba_rms_norm) before eq. M1b; Nemotron-H
@@ -104,3 +83,19 @@ def test_mamba_layer_under_autocast(name: str, batch: int, tokens: int, weights:
         print(f"\n[{name} layer {layer}, B={batch} T={tokens}, autocast, {weights} weights] saved "
               f"{by_layer[layer]:,} B, counted {predicted:,} B (ratio {predicted / by_layer[layer]:.5f})")
     assert predicted == by_layer[layer]
+
+
+def _torch_path_layer_exact(name: str, batch: int, tokens: int, dtype: str, capsys: Any, *, frozen: bool) -> None:
+    """The recurrent layer's saved bytes, measured in a real forward on the torch path, equal the counted terms."""
+    cfg, layer = CASES[name]
+    torch_dtype, c = DTYPES[dtype]
+    measured = mamba_saved_by_layer(cfg, batch, tokens, torch_dtype, frozen=frozen)[1][layer]
+    spec = spec_from_config(cfg, name=f"tiny-{name}")
+    assert spec.recurrent_layers[layer]
+    st = ActivationSetup(batch=batch, seq=tokens, residual=c, compute=c, expert=c, full=not frozen, attention="sdpa",
+                         mamba_path="torch")
+    predicted = sum(t.bytes for t in layer_saved_terms(spec, layer, st))
+    with capsys.disabled():
+        print(f"\n[{name} layer {layer}, B={batch} T={tokens}, {dtype}{', frozen' if frozen else ''}] saved "
+              f"{measured:,} B, counted {predicted:,} B (ratio {predicted / measured:.5f})")
+    assert predicted == measured
