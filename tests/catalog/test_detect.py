@@ -416,5 +416,11 @@ def test_a_two_socket_cpu_is_one_device_of_both_sockets(tmp_path: Path, rel: str
     step = [1 / r["speed"]["single_stream_tokens_per_second"] for r in (both, one)]
     assert step[0] == pytest.approx(step[1] / sockets, rel=0.01)
     named = [a for a in both["speed"]["assumptions"] if a["name"] == "memory_bandwidth"]
-    assert len(named) == 1 and f"llama.cpp --numa {numa}" in named[0]["value"]
+    assert len(named) == 1 and f"numa {numa}, as hardware detect --numa states it" in named[0]["value"]
     assert not [a for a in one["speed"]["assumptions"] if a["name"] == "memory_bandwidth"]  # one catalog socket
+    # training on the detected machine reads the same bandwidth for its memory-bound kernels and names it too
+    code_t, trained = run_json("train", "qwen2.5-0.5b", "--method", "lora", "--device", d.id, "--hardware-file",
+                               str(f), "--tokens", "1e6")
+    assert code_t == 0
+    named_t = [a for a in trained["duration"]["assumptions"] if a["name"] == "memory_bandwidth"]
+    assert len(named_t) == 1 and f"numa {numa}," in named_t[0]["value"]

@@ -159,6 +159,15 @@ def test_packed_documents_are_timed_per_document_when_given() -> None:
     assert ckpt["attention_flops_per_token"] == round(fl.attention_executed("flash", attended=(512.0, 512.0)))
 
 
+def test_packed_documents_under_sdpa_are_not_skipped() -> None:
+    """transformers' SDPA path gives packed rows one causal mask (no varlen): doc_len changes nothing, and says so."""
+    base = dict(method="full", micro_batch=1, seq_len=8192, packing=True, attention="sdpa")
+    unstated = _attention_flops("llama-3.1-8b", base)
+    given = _attention_flops("llama-3.1-8b", dict(base, doc_len=1024))
+    assert "attention_keys_per_query" not in given and given["doc_len_masked"] is False
+    assert given["attention_flops_per_token"] == unstated["attention_flops_per_token"]
+
+
 def test_doc_len_needs_packing_and_fits_the_row() -> None:
     with pytest.raises(InputError, match="needs packing"):
         TrainingWorkload(doc_len=512)

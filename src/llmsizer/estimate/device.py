@@ -323,14 +323,16 @@ def named_device_notes(device: Device, notes: Notes) -> Notes:
 def numa_bandwidth_assumption(device: Device) -> Assumption | None:
     """Which memory bandwidth a CPU of several sockets decodes at, as its hardware file states it: the value
     ``hardware detect`` marks with ``sockets`` and llama.cpp's ``numa`` mode (catalog/detect.py ``_all_sockets``:
-    one socket's unless --numa distribute); None for any other device. The speed estimate names it."""
+    one socket's unless --numa distribute); None for any other device. The speed and training-duration
+    estimates name it."""
     v = device.memory_bandwidth
     extra = dict(v.extra) if v is not None and device.kind == "cpu" else {}
     sockets, numa = extra.get("sockets"), extra.get("numa")
     if v is None or not isinstance(sockets, int) or sockets < 2 or not isinstance(numa, str):
         return None
     share = "every socket's" if numa == "distribute" else "one socket's"
-    return Assumption("memory_bandwidth", f"{float(v.base) / 1e9:,.1f} GB/s ({share}, llama.cpp --numa {numa})",
+    return Assumption("memory_bandwidth", f"{float(v.base) / 1e9:,.1f} GB/s ({share}: numa {numa}, as hardware "
+                      "detect --numa states it; a process without NUMA pinning reads one socket's memory)",
                       numa == "off", v.derived)
 
 

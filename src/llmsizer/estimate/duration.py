@@ -96,7 +96,14 @@ from ..specs.workload import read_number
 from ..suggest import unknown_choice
 from . import efficiency as E
 from . import ranges as R
-from .device import device_fields, peer_to_peer, peer_to_peer_why, resolve_target, usable_memory
+from .device import (
+    device_fields,
+    numa_bandwidth_assumption,
+    peer_to_peer,
+    peer_to_peer_why,
+    resolve_target,
+    usable_memory,
+)
 from .fit import hourly_price, link_bandwidth_for, vm_share_device
 from .model_parallel import FsdpStage, model_parallel_time, stage_share
 from .speed import attention_width
@@ -739,14 +746,20 @@ def masked_attended(spec: ModelSpec, w: TrainingWorkload, kernel: str,
     over its fully recomputed ones, for a fused ``kernel`` that skips what the mask empties: a sliding layer's
     window with the flash-attn package (SDPA takes a window only as an explicit mask, training_activations.needs_mask:
     nothing skipped; flash-attn has no chunk mask: Llama 4's chunked layers run causal), packed documents of
-    ``w.doc_len`` with any fused kernel but llm-foundry's Triton one (flash-attn varlen, torchtune's FlexAttention
-    block mask). None: every layer causal over the row (eq. (10)'s s / 2). Packing without ``doc_len`` is recorded
+    ``w.doc_len`` with the flash-attn package's varlen kernels (attention flash; SDPA and eager attend across
+    documents under one causal mask, named as ``doc_len_masked``). None: every layer causal over the row (eq. (10)'s s / 2). Packing without ``doc_len`` is recorded
     as one document per row."""
     if w.packing and w.doc_len is None:
         notes.append(Assumption("doc_len", w.seq_len, True, "packing without doc_len: one document fills each row, "
                                 "the attention timed causal over the whole row (an upper bound where the kernel "
                                 "masks per document; give doc_len)"))
-    docs = w.doc_len if w.packing and kernel != "triton-flash" else None
+    # per document only on the flash-attn package's varlen path; transformers' SDPA and eager paths attend across the
+    # packed documents under one causal mask (formulas/attention_mask.py): doc_len is then not skipped, and said so
+    docs = w.doc_len if w.packing and w.attention == "flash" and kernel in FLASH_ATTN_PACKAGE_KERNELS else None
+    if w.packing and w.doc_len is not None and docs is None:
+        notes.append(Assumption("doc_len_masked", False, True, f"attention {w.attention} ({kernel}): the packed "
+                                "documents share one causal mask over the row, timed unmasked (transformers' "
+                                "SDPA/eager path); attention flash (flash-attn varlen) skips across documents"))
     window = (spec.sliding_window if w.attention == "flash" and kernel in FLASH_ATTN_PACKAGE_KERNELS
               and not spec.chunked_attention and "sliding" in spec.layer_types else None)
     if docs is None and window is None:
@@ -762,8 +775,8 @@ def masked_attended(spec: ModelSpec, w: TrainingWorkload, kernel: str,
                             f"formulas/attention_mask.py: {kernel} skips the tiles "
                             + " and ".join(([f"outside the {window}-token window of the sliding layers "
                                              "(flash-attn window_size)"] if window else [])
-                                           + ([f"across the {docs}-token packed documents (flash-attn varlen, "
-                                               "torchtune FlexAttention block mask)"] if docs else []))
+                                           + ([f"across the {docs}-token packed documents (flash-attn varlen)"]
+                                              if docs else []))
                             + f", mean over the attention layers (causal over the row: {w.seq_len / 2:g})"))
     return mean, mean_c
 
@@ -1307,6 +1320,9 @@ def training_duration(spec: ModelSpec, device: Device, devices: int, tokens: flo
     u_source = factor.source if utilization is None else "given"  # a calibration row does not stand behind a given u
     notes = [Assumption("utilization", u, utilization is None, u_source),
              Assumption("flops_per_token", round(fl.per_token), True, f"{fl.formula} ({fl.source})")]
+    numa = numa_bandwidth_assumption(device)  # a detected machine of several sockets: its memory-bound kernels' rate
+    if numa is not None:
+        notes.append(numa)
     warnings: list[str] = []
     if not own and utilization is None:
         arch = device.architecture or (device.kind if device.kind not in ("gpu", "") else "unknown")
