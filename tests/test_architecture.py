@@ -18,8 +18,6 @@ FLOORS = {
 # upward imports made inside a function on purpose, each with its reason
 LAZY_UPWARD = {
     ("result", "render"): "Estimate.__str__ / _repr_html_ render on demand (notebook API)",
-    ("estimate", "recommend"): "FitResult.fits_at: fit asks recommend's format-ladder search (recommend.fits_at, the "
-                                 "one rule) only when the asked format does not fit",
     ("estimate", "render"): "FitResult.__str__ / _repr_html_",
     ("recommend", "render"): "Recommendation.__str__ / _repr_html_",
     ("plan", "render"): "Plan.__str__ / _repr_html_",

@@ -31,59 +31,58 @@ from pathlib import Path
 from typing import Any
 
 from .catalog.hardware import Device, HardwareCatalog, Instance, load_catalog
-from .errors import DeviceCannotRunError, FieldError, InputError
+from .errors import DeviceCannotRunError, InputError
 from .estimate import efficiency as E
-from .estimate.device import (
-    check_engine_on_device,
-    default_engine,
-    target_memory,
-    usable_memory,
-    workload_device_kind,
-)
 from .estimate.duration import flops_per_token, recompute_mode, training_peak
 from .estimate.engines import newer_release_note
 from .estimate.fit import (
-    SERVING_GPUS_PER_NODE,
     FitResult,
-    MemoryFit,
     fit,
-    fit_memory,
     fit_training,
     hourly_price,
     instances_for,
     not_whole_instances,
     per_replica,
-    serving_layout,
     target_and_count,
 )
+
+# the format-ladder search's public names (fits_at, the reading-speed floor), at home in estimate/format_search.py
+from .estimate.format_search import FLOOR_UNCHECKED as FLOOR_UNCHECKED
+from .estimate.format_search import (
+    FormatPick,
+    LatencyLimits,
+    check_search_workload,
+    format_name,
+    format_on,
+    pick_format,
+    reading_floor_applies,
+)
+from .estimate.format_search import fits_at as fits_at
+from .estimate.format_search import reading_floor_unchecked as reading_floor_unchecked
 from .estimate.formats import (
-    engine_refuses,
     engine_weights,
     format_ladder,
     gguf_file_skipped,
     given_format_why,
     quality_warning,
     rung_bytes,
-    rung_group_size,
     weights_asked,
 )
 from .estimate.inference.common import running_and_queued
-from .estimate.inference.compose import check_engine_kv_dtype
 from .estimate.inference.media import media_in_context
 from .estimate.model_warnings import refuse_unmodelled
 from .estimate.verdict import check_headroom, margin_rule, search_margin_assumption
 from .formulas.cost import cost_per_million_tokens
-from .formulas.kv_cache import kv_dtype_name
 from .formulas.params import count_params
 from .formulas.training_time import device_hours
 from .formulas.weight_formats import normalize_format
 from .frozen import fast_init
 from .models import load_model
-from .numbers import CONCURRENCY, TRAIN_TOKENS, check_number
+from .numbers import TRAIN_TOKENS
 from .result import Assumption, Notes
 from .specs import InferenceWorkload, ModelSpec, TrainingWorkload
 from .specs.training import recomputes_whole_layer
-from .specs.workload import ENGINE_SETTINGS, check_pool_shares, engine_setting_given, normalize_engine, read_number
+from .specs.workload import normalize_engine, read_number
 from .suggest import did_you_mean
 from .units import format_bytes, format_count, format_seconds
 
@@ -118,6 +117,10 @@ class Constraints:
 
     def to_dict(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__ if getattr(self, k) not in (None, False, ())}
+
+    def latency(self) -> LatencyLimits:
+        """The serving limits a weight format must meet (``estimate/format_search.py`` ``latency_failures``)."""
+        return LatencyLimits(self.max_ttft, self.user_tokens_per_second, self.tokens_per_second)
 
     def for_mode(self, mode: str) -> Constraints:
         """These constraints for a ``serving`` or ``training`` search: a constraint only the other mode checks is
@@ -309,76 +312,25 @@ def best_option_on(model: ModelSpec | str, hardware: str | Device | Instance, co
     ``fit`` as its ``memory`` and ``headroom`` (``fit --memory --headroom``).
     ``llmsizer models --fits-on`` asks it for every catalog model."""
     spec = load_model(model) if isinstance(model, str) else model
-    fields: dict[str, Any] = {k: v for k, v in workload.items() if v is not None}
     c = (constraints or Constraints()).for_mode("serving")
-    _check_workload(fields, context, concurrency, output_tokens, engine, c.headroom)
-    cat = load_catalog(hardware_files)
-    # fit's rule for a target and a count (an instance brings its own: another count is refused; `fit` takes a
-    # whole multiple of it as that many instances, replicas, which one candidate is not)
+    # the ladder walk with the search's checks and the reading-speed floor (estimate/format_search.py format_on)
+    pick, unchecked = format_on(spec, hardware, count, context=context, concurrency=concurrency,
+                                output_tokens=output_tokens, weights=weights, limits=c.latency(), headroom=c.headroom,
+                                hardware_files=hardware_files, engine=engine, memory=memory, **workload)
     device, n, _, instance = target_and_count(hardware, count, hardware_files)
-    # fit's memory rule (estimate/device.py): ``memory`` checked as fit checks it, else a CPU instance's RAM, else
-    # the catalog's
-    if target_memory(device, instance, memory)[0] is None:  # fit refuses it too: no model can be said to fit or not
-        raise InputError(f"{device.id} has no sourced memory size, so no model can be said to fit on it; give it "
-                         "with --memory (e.g. 64GiB; memory= in Python) or in a hardware file (--hardware-file; "
-                         "`llmsizer hardware detect -o FILE` writes one for this machine)")
-    if device.bandwidth is None and (c.user_tokens_per_second or c.tokens_per_second):
-        # a decode speed the caller asked for: no bandwidth can answer it (each model would be "no: speed unknown")
-        raise InputError(f"{device.id} has no sourced memory bandwidth, so no model's decode speed can be checked "
-                         f"against {c.user_tokens_per_second or c.tokens_per_second:g} tokens/s; give its "
-                         "memory_bandwidth in a hardware file (--hardware-file; `llmsizer hardware detect -o FILE` "
-                         "writes one for this machine) or name a catalog device")
-    if engine is not None:  # fit's refusal (a GPU-serving engine on a CPU or Apple), once, not once per model
-        check_engine_on_device(normalize_engine(engine), device)
-    unchecked = reading_floor_unchecked(device) if output_tokens != 0 else None
-    if unchecked is None and reading_floor_applies(c, output_tokens):
-        # the same floor as recommend; a device of unknown bandwidth is judged on memory only (the note says so)
-        c = dataclasses.replace(c, user_tokens_per_second=round(E.READING_RATE_TOKENS_PER_SECOND, 2))
     cand = _instance_candidate(instance) if instance is not None else _device_candidate(device, c, n)
     if memory is not None:  # what fit(memory=...) is given: the same number, so the same usable memory and verdict
         cand.memory = int(memory)
-    check_headroom(c.headroom)  # checked once; each option's margin is its engine's (estimate/verdict.py margin_rule)
-    hr = c.headroom
-    base, _ = _evaluate(spec, cand, context, concurrency, output_tokens, weights, c, hr, cat, hardware_files, engine,
-                        fields)
-    opt = _priced(base, cand, c, concurrency, context, output_tokens, spec, hardware_files, hr, fields)
+    fields: dict[str, Any] = {k: v for k, v in workload.items() if v is not None}
+    opt = _priced(_option_from_pick(cand, pick), cand, c, concurrency, context, output_tokens, spec, hardware_files,
+                  c.headroom, fields)
     if unchecked is not None and opt.status == "meets":
         opt = _replace(opt, reasons=(*opt.reasons, unchecked))
     return opt
 
 
-# how reading_floor_unchecked's reason starts: `models --fits-on`'s text reads its warnings for it (one wording)
-FLOOR_UNCHECKED = "decode speed unknown"
-
-
-def reading_floor_applies(c: Constraints, output_tokens: int | None) -> bool:
-    """Whether a serving search holds each user to reading speed (efficiency.py READING_RATE_TOKENS_PER_SECOND): when
-    no speed or latency limit is given and tokens are generated. A prefill-only workload (``output_tokens`` 0:
-    embeddings, scoring) decodes nothing, so a decode-speed limit on it is refused as contradictory input."""
-    if output_tokens == 0 and (c.user_tokens_per_second or c.tokens_per_second):
-        raise InputError("output_tokens 0 generates no token (prefill only), so no decode speed can be asked of it: "
-                         "drop the tokens-per-second limit, or give max_ttft (--max-ttft) to limit the prefill")
-    return output_tokens != 0 and not (c.user_tokens_per_second or c.tokens_per_second or c.max_ttft)
-
-
-def reading_floor_unchecked(device: Device) -> str | None:
-    """Why ``best_option_on`` (``models --fits-on``) judges ``device`` on memory only, or None when it checks the
-    reading-speed floor: a device with no sourced memory bandwidth (``gpu``, ``cpu``, a detected machine) has no decode
-    speed to compare with the floor (efficiency.READING_RATE_TOKENS_PER_SECOND), which the caller did not ask for."""
-    if device.bandwidth is not None:
-        return None
-    return (f"{FLOOR_UNCHECKED}: {device.id} has no sourced memory bandwidth, so the reading-speed floor "
-            f"({E.READING_RATE_TOKENS_PER_SECOND:.2f} tokens/s per user) is not checked and fit is judged on memory "
-            "only; give memory_bandwidth in a hardware file (--hardware-file; `llmsizer hardware detect -o FILE` "
-            "writes one for this machine) or name a catalog device")
-
-
 def _rejected_stub(d: Device, why: str) -> Option:
     return Option(d.id, d.name, "local", d.id, d.kind, 1, 1, 1, "", "", "rejected", (why,))
-
-
-def _ladder(spec: ModelSpec, engine: str, device: Device, weights: str | None) -> tuple[str, ...]:
-    return format_ladder(spec, engine, weights, fp8="fp8" in device.flops)
 
 
 def _price_text(p: float | None, basis: str) -> str:
@@ -407,13 +359,13 @@ def recommend_inference(model: ModelSpec | str, *, context: int = InferenceWorkl
     if kv_unified is not None:
         fields["kv_unified"] = kv_unified
     c = (constraints or Constraints()).for_mode("serving")
-    found = media_in_context(spec, _check_workload(fields, context, concurrency, output_tokens, engine, c.headroom),
+    found = media_in_context(spec, check_search_workload(fields, context, concurrency, output_tokens, engine, c.headroom),
                              Notes())
     if engine is not None and weights is not None:  # a format the stated engine does not run, on any hardware
         engine_weights(spec, normalize_engine(engine), weights)
     # a .gguf file the stated engine will not load on any device: said once (or refused when no rung is left)
     file_skipped = gguf_file_skipped(spec, normalize_engine(engine), weights) if engine is not None else None
-    reading_floor = reading_floor_applies(c, output_tokens)
+    reading_floor = reading_floor_applies(c.latency(), output_tokens)
     if reading_floor:  # no speed limit given: each user gets at least reading speed (efficiency.py)
         c = dataclasses.replace(c, user_tokens_per_second=round(E.READING_RATE_TOKENS_PER_SECOND, 2))
     cat = catalog or load_catalog(hardware_files)
@@ -430,8 +382,8 @@ def recommend_inference(model: ModelSpec | str, *, context: int = InferenceWorkl
                inst.threads_per_core.raw if inst and inst.threads_per_core else None)
         evaluated = memo.get(key)
         if evaluated is None:
-            evaluated = _evaluate(spec, cand, context, concurrency, output_tokens, weights, c, hr, cat,
-                                  hardware_files, engine, fields)
+            evaluated = _evaluate(spec, cand, context, concurrency, output_tokens, weights, c, hr, hardware_files,
+                                  engine, fields)
             memo[key] = evaluated
         opt = _priced(evaluated[0], cand, c, concurrency, context, output_tokens, spec, hardware_files, hr, fields)
         if opt.status == "meets":
@@ -484,31 +436,6 @@ def recommend_inference(model: ModelSpec | str, *, context: int = InferenceWorkl
                           tuple(advice), tuple(quant), tuple(assumptions), tuple(dict.fromkeys(warnings)))
 
 
-def _check_workload(fields: Mapping[str, Any], context: int, concurrency: int, output_tokens: int | None,
-                    engine: str | None, headroom: float | None = None) -> InferenceWorkload:
-    """Bad input is refused once, up front (exit 2), not as a rejection of every option: the fields a serving
-    workload takes (InferenceWorkload's own checks, the KV dtype's name; a headroom SGLang refuses, or given with
-    vLLM's gpu_memory_utilization), and an engine setting needs its engine stated, since candidates may each run
-    another engine (ENGINE_SETTINGS, refused, not ignored)."""
-    unknown = sorted(set(fields) - set(InferenceWorkload.__dataclass_fields__))
-    if unknown:
-        raise InputError(f"not a serving workload field: {', '.join(unknown)}")
-    check_number(concurrency, "concurrency", CONCURRENCY)  # -5 was taken as 1 (max(1, concurrency) below)
-    eng = normalize_engine(engine) if engine else None
-    for name, owners in ENGINE_SETTINGS.items():  # a stated engine: InferenceWorkload's own message, as fit's
-        if engine_setting_given(name, fields.get(name)) and eng is None:
-            raise FieldError(name, f"{name} applies to engine {' or '.join(owners)}; give engine {owners[0]} "
-                             f"(--engine {owners[0]})")
-    if fields.get("kv_dtype") is not None:
-        kv_dtype_name(str(fields["kv_dtype"]))  # an unknown name: the KV table's own message
-    check_pool_shares(eng, headroom, fields.get("gpu_memory_utilization"))
-    if eng is not None and fields.get("kv_dtype") is not None:  # a KV dtype the stated engine cannot store
-        check_engine_kv_dtype(eng, str(fields["kv_dtype"]))
-    given: dict[str, Any] = {**fields, **({"engine": eng} if eng else {}),
-                             **({"headroom": headroom} if headroom is not None else {})}
-    return InferenceWorkload(context=context, concurrency=max(1, concurrency), output_tokens=output_tokens, **given)
-
-
 def _replace(o: Option, **kw: Any) -> Option:
     """``dataclasses.replace(o, **kw)`` without rebuilding every field through ``__init__``: an Option is a frozen
     record with no ``__post_init__``, so the copy of its fields with ``kw`` changed is the same object; a name that
@@ -521,116 +448,28 @@ def _replace(o: Option, **kw: Any) -> Option:
 
 
 def _evaluate(spec: ModelSpec, cand: _Candidate, context: int, concurrency: int, output_tokens: int | None,
-              weights: str | None, c: Constraints, hr: float | None, cat: HardwareCatalog,
-              hardware_files: Sequence[str | Path], engine_given: str | None = None,
+              weights: str | None, c: Constraints, hr: float | None, hardware_files: Sequence[str | Path],
+              engine_given: str | None = None,
               fields: Mapping[str, Any] | None = None) -> tuple[Option, tuple[str, ...]]:
-    """Best weight format for one device x count (price-independent part); status meets/rejected; with the
-    warnings of the fit a meeting option is (``FitResult.all_warnings``; none for a rejection)."""
-    dev, n = cand.device, cand.count
-    engine = normalize_engine(engine_given) if engine_given else default_engine(dev, n, weights, spec)
-    ladder = _ladder(spec, engine, dev, weights)
-    # fit's layout (fit.serving_layout): several CPUs or Apple chips are replicas, one whole model each; llama.cpp
-    # spreads one model over several GPUs (layer split); the others shard it (TP, the widest fit may take)
-    layout = serving_layout(engine, dev, n)
-    tp = max(layout.tensor_parallel_options(spec, n, SERVING_GPUS_PER_NODE))
-    spread = n if layout.split else tp
-    usable, _ = usable_memory(dev, cand.memory, record=False)
+    """Best weight format for one device x count (price-independent part; estimate/format_search.py
+    ``pick_format``, the ladder walk ``fit``'s hint asks too); status meets/rejected; with the warnings of the fit a
+    meeting option is (``FitResult.all_warnings``; none for a rejection)."""
+    pick = pick_format(spec, cand.device, cand.count, cand.instance, cand.memory, context=context,
+                       concurrency=concurrency, output_tokens=output_tokens, weights=weights, limits=c.latency(),
+                       headroom=hr, hardware_files=hardware_files, engine_given=engine_given, fields=fields)
+    return _option_from_pick(cand, pick), pick.warnings
+
+
+def _option_from_pick(cand: _Candidate, pick: FormatPick) -> Option:
+    """``cand``'s option from the ladder walk's pick: fit's answer behind it where a rung fits, else the rejection."""
+    dev = cand.device
     stub: dict[str, Any] = dict(target=cand.target, name=cand.name, provider=cand.provider, device=dev.id,
-                                device_kind=dev.kind, count=n, tensor_parallel=tp, replicas=1, engine=engine)
-    if usable is None:
-        return Option(**stub, weights_format="", status="rejected", reasons=("device memory unknown",)), ()
-    kind = workload_device_kind(dev)
-    try:  # the margin fit keeps on this candidate (estimate/verdict.py margin_rule: llama.cpp on a GPU its --fit-target)
-        budget = margin_rule(engine, kind, hr, (fields or {}).get("fit_target")).budget(usable)
-    except InputError as e:
-        return Option(**stub, weights_format="", status="rejected", reasons=(str(e),)), ()
-    # llama.cpp keeping layers or experts in host memory (-ngl, --n-cpu-moe): the device need not hold every weight
-    given = fields or {}
-    offloaded = engine == "llamacpp" and (given.get("n_gpu_layers") is not None or given.get("n_cpu_moe") is not None)
-    # a necessary condition only: eq. (1)'s budget bounds the weights of every engine at its default share (vLLM's
-    # pool is 1 - headroom of the card); a share given (gpu_memory_utilization, mem_fraction_static) or SGLang's
-    # default (above 0.9 on large cards, estimate/inference/sglang.py eq. 1) may hold more, up to the whole device
-    own_share = (engine == "sglang" or given.get("gpu_memory_utilization") is not None
-                 or given.get("mem_fraction_static") is not None)
-    first_fit: FitResult | None = None
-    first_reasons: list[str] = []
-    # the smallest format tried that does not fit: (the weights' bytes per device, format, fit's memory stage when
-    # fit was asked: its answer is built only for the one reported)
-    smallest: tuple[int, str, MemoryFit | None, Any] | None = None
-    refused: str | None = None
-    for fmt in ladder:
-        # each rung on the engine `fit --weights RUNG` runs it on (estimate/device.py engine_rule): a smaller rung
-        # may name its own engine (AWQ on vLLM where the device's rule for bf16 is transformers: a hardware file's GPU
-        # without form_factor, a GPU known only by its kind), so the option is the answer fit gives for its format
-        eng = engine if engine_given or fmt == ladder[0] else default_engine(dev, n, weights_asked(fmt), spec)
-        why_not = engine_refuses(eng, fmt, dev, spec)
-        if why_not is not None:  # the engine will not load this format on this GPU: the next rung may do
-            refused = refused or why_not
-            continue
-        asked = (fields or {}).get("group_size")
-        group = rung_group_size(spec, fmt, asked)  # the checkpoint's own at its own format (infer's and fit's)
-        if asked is None:
-            asked = InferenceWorkload.group_size  # what the estimate takes when none is passed
-        try:
-            wb = rung_bytes(spec, fmt, group, eng)  # the experts a bitsandbytes format keeps on eng, as fit counts
-        except InputError:
-            continue
-        try:  # the margin fit keeps for this rung's engine (a rung may name another engine)
-            margin = margin_rule(eng, kind, hr, (fields or {}).get("fit_target"))
-        except InputError as e:
-            return Option(**stub, weights_format=fmt, status="rejected", reasons=(str(e),)), ()
-        weights_limit = usable if own_share else margin.budget(usable)
-        if wb / spread > weights_limit and not offloaded:  # the weights alone cannot fit (not asked; fit decides
-            smallest = (int(wb / spread), fmt, None, margin)  # every rung that passes)
-            continue
-        # the user's headroom (None: the default, which every engine accepts; an explicit one SGLang refuses)
-        args: dict[str, Any] = dict(headroom=c.headroom, engine=eng, weights=weights_asked(fmt), context=context,
-                                    concurrency=max(1, concurrency), output_tokens=output_tokens,
-                                    memory=cand.memory, hardware_files=hardware_files,
-                                    **{**(fields or {}), **({"group_size": group} if group != asked else {})})
-        target, count = cand.instance or dev, None if cand.instance else n
-        try:  # memory decides the rung; the speed is computed only for a rung that fits (fit's two stages, once)
-            sized = fit_memory(spec, target, count, **args)
-        except InputError as e:
-            return Option(**stub, weights_format=fmt, status="rejected", reasons=(str(e),)), ()
-        if not sized.fits:
-            smallest = (int(wb / spread), fmt, sized, margin)
-            continue
-        r = sized.result(True)
-        sp = r.speed
-        bad = _latency_failures(sp, c, r.details.get("queue_wait_seconds"))
-        if not bad:
-            return _option_from_fit(stub, r, "meets", [f"fits at {_fmt_name(fmt)}: {r.reasons[0]}"]), r.all_warnings
-        if first_fit is None:  # a rejection reports the highest-quality format that fits, with its own reason
-            first_fit = r
-            first_reasons = [f"at {_fmt_name(fmt)}: " + "; ".join(bad) + " (smaller formats on the ladder "
-                             "fall short too)"]
-    if first_fit is not None:
-        return _option_from_fit(stub, first_fit, "rejected", first_reasons or ["fails a latency limit"]), ()
-    why = "does not fit"
-    need: int | None = None
-    budget_shown: int | None = budget
-    if smallest is not None and smallest[2] is not None:  # fit's own verdict, reason and numbers (one answer)
-        failed = smallest[2].result(False)
-        why = f"does not fit at the smallest format tried ({_fmt_name(smallest[1])}): {failed.reasons[0]}"
-        need, budget_shown = failed.memory_per_device, failed.budget_per_device
-        stub = {**stub, "engine": failed.engine}  # the rung's engine, whose numbers these are
-    elif smallest is not None:
-        budget_shown = usable if own_share else smallest[3].budget(usable)
-        limit = (f"the device's {format_bytes(usable)}" if own_share else
-                 f"the {format_bytes(budget_shown)} budget ({smallest[3].words(usable)})")
-        why = (f"does not fit: the weights alone at the smallest format tried ({_fmt_name(smallest[1])}) need "
-               f"{format_bytes(smallest[0])} per device, more than {limit}")
-    if refused is not None:
-        why = refused if smallest is None else f"{why}; {refused}"
-    return Option(**stub, weights_format="", status="rejected", reasons=(why,), memory_per_device=need,
-                  budget_per_device=budget_shown), ()
-
-
-def _fmt_name(fmt: str) -> str:
-    if fmt == "file":
-        return "the file's own format"
-    return fmt.removeprefix("gguf:").upper() if fmt.startswith("gguf:") else fmt
+                                device_kind=dev.kind, count=cand.count, tensor_parallel=pick.tensor_parallel,
+                                replicas=1, engine=pick.engine)
+    if pick.fit is not None:
+        return _option_from_fit(stub, pick.fit, pick.status, list(pick.reasons))
+    return Option(**stub, weights_format=pick.weights_format, status=pick.status, reasons=pick.reasons,
+                  memory_per_device=pick.memory_per_device, budget_per_device=pick.budget_per_device)
 
 
 def _first_token_seconds(o: Option) -> float | None:
@@ -655,28 +494,6 @@ def slow_first_token_warning(meets: Sequence[Option], c: Constraints) -> str | N
     return (f"the chosen {meets[0].target} answers a request's first token after {format_seconds(first)}, past the "
             f"{limit:g} s a user's attention stays on a dialogue (Nielsen 1993, sec. 5.5); no latency limit was "
             f"given (--max-ttft), so none was applied; {alt}")
-
-
-def _latency_failures(sp: Any, c: Constraints, wait: float | None = None) -> list[str]:
-    """The latency limits ``sp`` misses; the time to first token of a queued request counts its ``wait`` for a
-    running slot (formulas/serving_queue.py eq. Q3)."""
-    bad = []
-    if sp is None:
-        return ["speed unknown"] if (c.max_ttft or c.user_tokens_per_second or c.tokens_per_second) else []
-    if c.max_ttft is not None:
-        if sp.ttft_seconds is None:
-            bad.append("TTFT unknown (no sourced peak FLOP/s)")
-        elif sp.ttft_seconds + (wait or 0.0) > c.max_ttft:
-            bad.append(f"TTFT {sp.ttft_seconds + (wait or 0.0):.2f} s > {c.max_ttft:g} s"
-                       + (f" ({wait:.2f} s of it waiting in the engine's queue)" if wait else ""))
-    if c.user_tokens_per_second is not None:
-        if sp.tokens_per_second_per_user is None:
-            bad.append("decode speed unknown (no sourced bandwidth)")
-        elif sp.tokens_per_second_per_user < c.user_tokens_per_second:
-            bad.append(f"{sp.tokens_per_second_per_user:.1f} tokens/s per user < {c.user_tokens_per_second:g}")
-    if c.tokens_per_second is not None and sp.tokens_per_second is None:
-        bad.append("decode speed unknown (no sourced bandwidth)")
-    return bad
 
 
 def _option_from_fit(stub: dict[str, Any], r: FitResult, status: str, reasons: list[str]) -> Option:
@@ -761,7 +578,7 @@ def _cpu_gpu_advice(spec: ModelSpec, meets: list[Option], rejected: list[Option]
 
     def speed(o: Option) -> str:
         ttft = f", TTFT {format_seconds(o.ttft_seconds)}" if o.ttft_seconds is not None else ""
-        return (f"{o.name} at {_fmt_name(o.weights_format)}: {o.tokens_per_second_per_user:.1f} tokens/s per user, "
+        return (f"{o.name} at {format_name(o.weights_format)}: {o.tokens_per_second_per_user:.1f} tokens/s per user, "
                 f"{o.tokens_per_second or 0:.0f} tokens/s in total at concurrency {concurrency}{ttft}, "
                 f"{_price_text(o.price_per_hour, o.cost_basis)}")
 
@@ -834,7 +651,7 @@ def _quantization_advice(spec: ModelSpec, cat: HardwareCatalog, context: int, co
         if found is None or found[0] == last:
             continue
         last = found[0]
-        out.append(f"fits a {gb} GB card at {_fmt_name(found[0])} on llama.cpp with {ctx_txt} context x "
+        out.append(f"fits a {gb} GB card at {format_name(found[0])} on llama.cpp with {ctx_txt} context x "
                    f"{concurrency} "
                    f"(needs {format_bytes(found[1])} of a {format_bytes(found[3])} budget: {margin.words(found[2])})")
         if found[0] == ladder[0]:
@@ -1015,45 +832,6 @@ def _ladder_pick(spec: ModelSpec, hardware: str | Device | Instance, count: int 
         return best_option_on(spec, hardware, count, constraints=Constraints(headroom=headroom), **kwargs)
     except InputError:  # a workload the search refuses (fit answered it): no hint rather than a second error
         return None
-
-
-# the engine whose ladder goes furthest down (GGUF's 2- to 8-bit formats) when the asked engine's ladder ends
-# higher (vLLM's and SGLang's smallest rung is a 4-bit AWQ checkpoint): where fits_at looks next
-SMALLEST_LADDER_ENGINE = "llamacpp"
-
-
-def fits_at(spec: ModelSpec, hardware: str | Device | Instance, count: int | None = None, *,
-            headroom: float | None = None, engine: str | None = None, **kwargs: Any) -> dict[str, Any] | None:
-    """The one rule for "does not fit; fits at format X" (``FitResult.fits_at``: fit's answer on every surface, the
-    CLI text and JSON, Python, the web and the plan), asked when the default weight format (none given) does not fit.
-
-    First the same engine (``engine``, None: the device's default, as fit takes it): the highest-quality rung of
-    its format ladder that fits and meets reading speed (``format_that_fits``), ``same_engine`` True. A user who
-    named vLLM or SGLang wants that engine's formats first. When none does, on a GPU: the same search on llama.cpp
-    (``SMALLEST_LADDER_ENGINE``), whose GGUF ladder continues below the smallest vLLM/SGLang rung (awq-int4, about
-    4.25 bits per weight, to Q3_K_M and Q2_K), ``same_engine`` False and ``none_on`` naming the engine whose ladder
-    had no rung that fits and why. Settings of the asked engine that llama.cpp has no counterpart for
-    (``ENGINE_SETTINGS``: gpu_memory_utilization, max_num_seqs...) are left out of that search. None: no rung of
-    either ladder fits (or the search refuses the workload). ``kwargs``: ``best_option_on``'s own."""
-    asked = _ladder_pick(spec, hardware, count, headroom, {**kwargs, "engine": engine})
-    if asked is None:
-        return None
-    if asked.status == "meets":
-        return _fits_at_dict(asked, True)
-    if asked.engine == SMALLEST_LADDER_ENGINE or asked.device_kind != "gpu":
-        return None
-    other_fields = {k: v for k, v in kwargs.items()
-                    if SMALLEST_LADDER_ENGINE in ENGINE_SETTINGS.get(k, (SMALLEST_LADDER_ENGINE,))}
-    other = _ladder_pick(spec, hardware, count, headroom, {**other_fields, "engine": SMALLEST_LADDER_ENGINE})
-    if other is None or other.status != "meets":
-        return None
-    return {**_fits_at_dict(other, False),
-            "none_on": {"engine": asked.engine, "why": asked.reasons[0] if asked.reasons else ""}}
-
-
-def _fits_at_dict(opt: Option, same_engine: bool) -> dict[str, Any]:
-    return {"weights": opt.weights_format, "engine": opt.engine, "same_engine": same_engine,
-            "memory_per_device": opt.memory_per_device, "budget_per_device": opt.budget_per_device}
 
 
 def experts_in_host(spec: ModelSpec, option: Option, hardware: str | Device | Instance, count: int | None = None, *,

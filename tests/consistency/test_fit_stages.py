@@ -10,6 +10,7 @@ import pytest
 
 from llmsizer import recommend as recommend_module
 from llmsizer.estimate import fit as fit_module
+from llmsizer.estimate import format_search
 from llmsizer.estimate.fit import fit, fit_memory
 from llmsizer.recommend import recommend_inference
 
@@ -48,7 +49,7 @@ def test_recommend_sizes_each_rung_once(monkeypatch: pytest.MonkeyPatch) -> None
     def no_fit(*args: Any, **kw: Any) -> Any:
         raise AssertionError("recommend's search called fit")
 
-    monkeypatch.setattr(recommend_module, "fit_memory", counting)
+    monkeypatch.setattr(format_search, "fit_memory", counting)  # the ladder walk recommend asks (pick_format)
     monkeypatch.setattr(recommend_module, "fit", no_fit)
     rec = recommend_inference("llama-3.1-8b", context=8192, concurrency=8, quantization_advice=False)
     assert rec.options and asked

@@ -183,7 +183,7 @@ class FitResult:
     # serving: the target's hourly price and its cost per million output tokens (``serving_cost``); training's
     # price and cost are in ``training_time``
     cost: dict[str, Any] | None = None
-    # what does fit when this does not: serving, the weight format (recommend.py ``fits_at``); training, the
+    # what does fit when this does not: serving, the weight format (format_search.py ``fits_at``); training, the
     # settings changed (``training_fits_at``). None: it fits, a format or the settings were given, or nothing fits
     fits_at: dict[str, Any] | None = None
 
@@ -446,7 +446,7 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
     (``FitResult.speed`` None). ``tensor_parallel``: the degree each replica runs (None: fit's choice, the fastest
     layout that fits at ``concurrency``, ``fit_memory``). The two stages are ``fit_memory`` (the verdict) and its
     ``result`` (the speed). When the answer does not fit, ``FitResult.fits_at`` names the format that does
-    (recommend.py ``fits_at``, the one rule), searched when ``fits_at`` is None (the default) and neither ``weights``
+    (estimate/format_search.py ``fits_at``, the one rule), searched when ``fits_at`` is None (the default) and neither ``weights``
     nor ``tensor_parallel`` was given (a format the user named is answered as asked); True: searched whatever the
     weights (a plan whose format is not pinned); False: not searched (a caller that sizes many candidates)."""
     r = fit_memory(model, hardware, count, headroom=headroom, engine=engine, weights=weights, context=context,
@@ -455,7 +455,7 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
                    kwh_price=kwh_price, tensor_parallel=tensor_parallel, **workload).result(speed)
     if r.fits or not (fits_at if fits_at is not None else weights is None and tensor_parallel is None):
         return r
-    from ..recommend import fits_at as format_fits_at  # recommend's ladder search imports this module
+    from .format_search import fits_at as format_fits_at  # the ladder search sizes each rung by this module's fit
     spec = load_model(model) if isinstance(model, str) else model
     return replace(r, fits_at=format_fits_at(
         spec, hardware, count, headroom=headroom, engine=engine, context=context, concurrency=concurrency,

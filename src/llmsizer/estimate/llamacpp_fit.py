@@ -173,7 +173,7 @@ def fit_llamacpp(model: ModelSpec | str, free: Sequence[int], *, fit_target: int
 
 def auto_fits_at(model: ModelSpec | str, free: Sequence[int], **kwargs: Any) -> dict[str, Any] | None:
     """The best rung of llama.cpp's format ladder (estimate/formats.py ``format_ladder``, best first) whose auto-fit
-    (``fit_llamacpp`` with ``kwargs``) fits, as fit's ``fits_at`` names a format (recommend.py ``fits_at``): the
+    (``fit_llamacpp`` with ``kwargs``) fits, as fit's ``fits_at`` names a format (format_search.py ``fits_at``): the
     weights, the flags and the memory of the fullest GPU and of the host; None when no rung fits (a GPU too small
     for even the CUDA context and compute buffer, or host RAM too small for the smallest format's CPU share)."""
     from .formats import format_ladder, weights_asked

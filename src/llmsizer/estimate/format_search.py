@@ -1,0 +1,366 @@
+"""The format-ladder search: on one target (a device x count, or an instance), the highest-quality weight format of
+the engine's ladder (``formats.format_ladder``, best first) that ``fit`` fits and that meets the latency limits, or
+why none does; and ``fits_at``, the one rule for "does not fit; fits at format X" that ``fit`` names when the format
+it was asked (none given) does not fit. ``recommend`` walks the same ladder on each candidate of its catalog search
+(``recommend._evaluate``, ``best_option_on``) and prices the pick; it sits above this module, which sits beside
+``fit`` so that ``fit`` asks it without an upward import.
+
+Each rung runs on the engine ``fit --weights RUNG`` takes for it when none is given (``device.engine_rule``), is
+sized by ``fit_memory`` (the memory stage; the speed only for a rung that fits, ``MemoryFit.result``) and checked
+against the limits (``latency_failures``); a rung whose weights alone exceed the budget is not sized (a necessary
+condition, ``rung_bytes``)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..catalog.hardware import Device, Instance
+from ..errors import FieldError, InputError
+from ..formulas.kv_cache import kv_dtype_name
+from ..models import load_model
+from ..numbers import CONCURRENCY, check_number
+from ..specs import InferenceWorkload, ModelSpec
+from ..specs.workload import ENGINE_SETTINGS, check_pool_shares, engine_setting_given, normalize_engine
+from ..units import format_bytes
+from . import efficiency as E
+from .device import (
+    check_engine_on_device,
+    default_engine,
+    instance_memory,
+    target_memory,
+    usable_memory,
+    workload_device_kind,
+)
+from .fit import SERVING_GPUS_PER_NODE, FitResult, MemoryFit, fit_memory, serving_layout, target_and_count
+from .formats import engine_refuses, format_ladder, rung_bytes, rung_group_size, weights_asked
+from .inference.compose import check_engine_kv_dtype
+from .verdict import check_headroom, margin_rule
+
+
+@dataclass(frozen=True)
+class LatencyLimits:
+    """The latency limits a rung must meet (``recommend.Constraints``' serving limits): the time to first token
+    [s], each user's decode speed and the aggregate decode throughput [tokens/s]; None: not limited."""
+
+    max_ttft: float | None = None
+    user_tokens_per_second: float | None = None
+    tokens_per_second: float | None = None
+
+
+# how reading_floor_unchecked's reason starts: `models --fits-on`'s text reads its warnings for it (one wording)
+FLOOR_UNCHECKED = "decode speed unknown"
+
+
+def reading_floor_applies(limits: LatencyLimits, output_tokens: int | None) -> bool:
+    """Whether a serving search holds each user to reading speed (efficiency.py READING_RATE_TOKENS_PER_SECOND): when
+    no speed or latency limit is given and tokens are generated. A prefill-only workload (``output_tokens`` 0:
+    embeddings, scoring) decodes nothing, so a decode-speed limit on it is refused as contradictory input."""
+    if output_tokens == 0 and (limits.user_tokens_per_second or limits.tokens_per_second):
+        raise InputError("output_tokens 0 generates no token (prefill only), so no decode speed can be asked of it: "
+                         "drop the tokens-per-second limit, or give max_ttft (--max-ttft) to limit the prefill")
+    return output_tokens != 0 and not (limits.user_tokens_per_second or limits.tokens_per_second or limits.max_ttft)
+
+
+def reading_floor_unchecked(device: Device) -> str | None:
+    """Why ``best_option_on`` (``models --fits-on``) judges ``device`` on memory only, or None when it checks the
+    reading-speed floor: a device with no sourced memory bandwidth (``gpu``, ``cpu``, a detected machine) has no decode
+    speed to compare with the floor (efficiency.READING_RATE_TOKENS_PER_SECOND), which the caller did not ask for."""
+    if device.bandwidth is not None:
+        return None
+    return (f"{FLOOR_UNCHECKED}: {device.id} has no sourced memory bandwidth, so the reading-speed floor "
+            f"({E.READING_RATE_TOKENS_PER_SECOND:.2f} tokens/s per user) is not checked and fit is judged on memory "
+            "only; give memory_bandwidth in a hardware file (--hardware-file; `llmsizer hardware detect -o FILE` "
+            "writes one for this machine) or name a catalog device")
+
+
+def check_search_workload(fields: Mapping[str, Any], context: int, concurrency: int, output_tokens: int | None,
+                          engine: str | None, headroom: float | None = None) -> InferenceWorkload:
+    """Bad input is refused once, up front (exit 2), not as a rejection of every option: the fields a serving
+    workload takes (InferenceWorkload's own checks, the KV dtype's name; a headroom SGLang refuses, or given with
+    vLLM's gpu_memory_utilization), and an engine setting needs its engine stated, since candidates may each run
+    another engine (ENGINE_SETTINGS, refused, not ignored)."""
+    unknown = sorted(set(fields) - set(InferenceWorkload.__dataclass_fields__))
+    if unknown:
+        raise InputError(f"not a serving workload field: {', '.join(unknown)}")
+    check_number(concurrency, "concurrency", CONCURRENCY)  # -5 was taken as 1 (max(1, concurrency) below)
+    eng = normalize_engine(engine) if engine else None
+    for name, owners in ENGINE_SETTINGS.items():  # a stated engine: InferenceWorkload's own message, as fit's
+        if engine_setting_given(name, fields.get(name)) and eng is None:
+            raise FieldError(name, f"{name} applies to engine {' or '.join(owners)}; give engine {owners[0]} "
+                             f"(--engine {owners[0]})")
+    if fields.get("kv_dtype") is not None:
+        kv_dtype_name(str(fields["kv_dtype"]))  # an unknown name: the KV table's own message
+    check_pool_shares(eng, headroom, fields.get("gpu_memory_utilization"))
+    if eng is not None and fields.get("kv_dtype") is not None:  # a KV dtype the stated engine cannot store
+        check_engine_kv_dtype(eng, str(fields["kv_dtype"]))
+    given: dict[str, Any] = {**fields, **({"engine": eng} if eng else {}),
+                             **({"headroom": headroom} if headroom is not None else {})}
+    return InferenceWorkload(context=context, concurrency=max(1, concurrency), output_tokens=output_tokens, **given)
+
+
+def format_name(fmt: str) -> str:
+    """A rung as a reason names it: 'the file's own format' for a .gguf file as it is, a GGUF type in capitals."""
+    if fmt == "file":
+        return "the file's own format"
+    return fmt.removeprefix("gguf:").upper() if fmt.startswith("gguf:") else fmt
+
+
+def latency_failures(sp: Any, limits: LatencyLimits, wait: float | None = None) -> list[str]:
+    """The latency limits ``sp`` misses; the time to first token of a queued request counts its ``wait`` for a
+    running slot (formulas/serving_queue.py eq. Q3)."""
+    bad = []
+    if sp is None:
+        return ["speed unknown"] if (limits.max_ttft or limits.user_tokens_per_second or limits.tokens_per_second) \
+            else []
+    if limits.max_ttft is not None:
+        if sp.ttft_seconds is None:
+            bad.append("TTFT unknown (no sourced peak FLOP/s)")
+        elif sp.ttft_seconds + (wait or 0.0) > limits.max_ttft:
+            bad.append(f"TTFT {sp.ttft_seconds + (wait or 0.0):.2f} s > {limits.max_ttft:g} s"
+                       + (f" ({wait:.2f} s of it waiting in the engine's queue)" if wait else ""))
+    if limits.user_tokens_per_second is not None:
+        if sp.tokens_per_second_per_user is None:
+            bad.append("decode speed unknown (no sourced bandwidth)")
+        elif sp.tokens_per_second_per_user < limits.user_tokens_per_second:
+            bad.append(f"{sp.tokens_per_second_per_user:.1f} tokens/s per user < {limits.user_tokens_per_second:g}")
+    if limits.tokens_per_second is not None and sp.tokens_per_second is None:
+        bad.append("decode speed unknown (no sourced bandwidth)")
+    return bad
+
+
+@dataclass(frozen=True)
+class FormatPick:
+    """What the ladder walk (``pick_format``) answers for one target: ``status`` ``meets`` (the rung ``weights_format``
+    fits and meets the limits) or ``rejected`` (why in ``reasons``); ``fit``: fit's answer behind a rung that fits
+    (met, or the highest-quality one that fits but misses a limit), whose engine, layout, memory and speed an option
+    reports; else the engine and tensor parallelism of the layout tried, and the memory and budget per device of
+    the smallest rung tried (None where not sized). ``warnings``: fit's for a met rung (``FitResult.all_warnings``)."""
+
+    status: str
+    engine: str
+    tensor_parallel: int
+    weights_format: str
+    reasons: tuple[str, ...]
+    fit: FitResult | None = None
+    memory_per_device: int | None = None
+    budget_per_device: int | None = None
+    warnings: tuple[str, ...] = ()
+
+
+def pick_format(spec: ModelSpec, device: Device, count: int, instance: Instance | None, memory: int | None, *,
+                context: int, concurrency: int, output_tokens: int | None, weights: str | None,
+                limits: LatencyLimits, headroom: float | None, hardware_files: Sequence[str | Path] = (),
+                engine_given: str | None = None, fields: Mapping[str, Any] | None = None,
+                host_device: str | Device | None = None) -> FormatPick:
+    """The highest-quality weight format on the engine's ladder that fits ``count`` x ``device`` (``instance``: the
+    instance they are, sized as one by fit; ``memory``: fit's ``memory``) and meets ``limits``, or why none does.
+    ``engine_given`` None: the device's default engine (``device.default_engine``), each smaller rung on the engine
+    fit takes it on; ``host_device`` reaches fit for the rungs llama.cpp runs (its split's decode speed with layers or
+    experts on the CPU, which the limits read)."""
+    dev, n = device, count
+    engine = normalize_engine(engine_given) if engine_given else default_engine(dev, n, weights, spec)
+    ladder = format_ladder(spec, engine, weights, fp8="fp8" in dev.flops)
+    # fit's layout (fit.serving_layout): several CPUs or Apple chips are replicas, one whole model each; llama.cpp
+    # spreads one model over several GPUs (layer split); the others shard it (TP, the widest fit may take)
+    layout = serving_layout(engine, dev, n)
+    tp = max(layout.tensor_parallel_options(spec, n, SERVING_GPUS_PER_NODE))
+    spread = n if layout.split else tp
+    usable, _ = usable_memory(dev, memory, record=False)
+
+    def rejected(why: str, fmt: str = "") -> FormatPick:
+        return FormatPick("rejected", engine, tp, fmt, (why,))
+
+    if usable is None:
+        return rejected("device memory unknown")
+    kind = workload_device_kind(dev)
+    given = fields or {}
+    try:  # the margin fit keeps on this candidate (estimate/verdict.py margin_rule: llama.cpp on a GPU its --fit-target)
+        budget = margin_rule(engine, kind, headroom, given.get("fit_target")).budget(usable)
+    except InputError as e:
+        return rejected(str(e))
+    # llama.cpp keeping layers or experts in host memory (-ngl, --n-cpu-moe): the device need not hold every weight
+    offloaded = engine == "llamacpp" and (given.get("n_gpu_layers") is not None or given.get("n_cpu_moe") is not None)
+    # a necessary condition only: eq. (1)'s budget bounds the weights of every engine at its default share (vLLM's
+    # pool is 1 - headroom of the card); a share given (gpu_memory_utilization, mem_fraction_static) or SGLang's
+    # default (above 0.9 on large cards, estimate/inference/sglang.py eq. 1) may hold more, up to the whole device
+    own_share = (engine == "sglang" or given.get("gpu_memory_utilization") is not None
+                 or given.get("mem_fraction_static") is not None)
+    first_fit: FitResult | None = None
+    first_reasons: list[str] = []
+    # the smallest format tried that does not fit: (the weights' bytes per device, format, fit's memory stage when
+    # fit was asked: its answer is built only for the one reported)
+    smallest: tuple[int, str, MemoryFit | None, Any] | None = None
+    refused: str | None = None
+    for fmt in ladder:
+        # each rung on the engine `fit --weights RUNG` runs it on (estimate/device.py engine_rule): a smaller rung
+        # may name its own engine (AWQ on vLLM where the device's rule for bf16 is transformers: a hardware file's GPU
+        # without form_factor, a GPU known only by its kind), so the option is the answer fit gives for its format
+        eng = engine if engine_given or fmt == ladder[0] else default_engine(dev, n, weights_asked(fmt), spec)
+        why_not = engine_refuses(eng, fmt, dev, spec)
+        if why_not is not None:  # the engine will not load this format on this GPU: the next rung may do
+            refused = refused or why_not
+            continue
+        asked = given.get("group_size")
+        group = rung_group_size(spec, fmt, asked)  # the checkpoint's own at its own format (infer's and fit's)
+        if asked is None:
+            asked = InferenceWorkload.group_size  # what the estimate takes when none is passed
+        try:
+            wb = rung_bytes(spec, fmt, group, eng)  # the experts a bitsandbytes format keeps on eng, as fit counts
+        except InputError:
+            continue
+        try:  # the margin fit keeps for this rung's engine (a rung may name another engine)
+            margin = margin_rule(eng, kind, headroom, given.get("fit_target"))
+        except InputError as e:
+            return rejected(str(e), fmt)
+        weights_limit = usable if own_share else margin.budget(usable)
+        if wb / spread > weights_limit and not offloaded:  # the weights alone cannot fit (not asked; fit decides
+            smallest = (int(wb / spread), fmt, None, margin)  # every rung that passes)
+            continue
+        # the user's headroom (None: the default, which every engine accepts; an explicit one SGLang refuses); the
+        # host CPU to the rungs llama.cpp runs (fit refuses it on another engine)
+        args: dict[str, Any] = dict(headroom=headroom, engine=eng, weights=weights_asked(fmt), context=context,
+                                    concurrency=max(1, concurrency), output_tokens=output_tokens,
+                                    memory=memory, hardware_files=hardware_files,
+                                    host_device=host_device if eng == "llamacpp" else None,
+                                    **{**given, **({"group_size": group} if group != asked else {})})
+        target, cnt = instance or dev, None if instance else n
+        try:  # memory decides the rung; the speed is computed only for a rung that fits (fit's two stages, once)
+            sized = fit_memory(spec, target, cnt, **args)
+        except InputError as e:
+            return rejected(str(e), fmt)
+        if not sized.fits:
+            smallest = (int(wb / spread), fmt, sized, margin)
+            continue
+        r = sized.result(True)
+        bad = latency_failures(r.speed, limits, r.details.get("queue_wait_seconds"))
+        if not bad:
+            return FormatPick("meets", r.engine, r.tensor_parallel, r.weights_format,
+                              (f"fits at {format_name(fmt)}: {r.reasons[0]}",), r, warnings=r.all_warnings)
+        if first_fit is None:  # a rejection reports the highest-quality format that fits, with its own reason
+            first_fit = r
+            first_reasons = [f"at {format_name(fmt)}: " + "; ".join(bad) + " (smaller formats on the ladder "
+                             "fall short too)"]
+    if first_fit is not None:
+        return FormatPick("rejected", first_fit.engine, first_fit.tensor_parallel, first_fit.weights_format,
+                          tuple(first_reasons or ["fails a latency limit"]), first_fit)
+    why = "does not fit"
+    need: int | None = None
+    budget_shown: int | None = budget
+    shown_engine = engine
+    if smallest is not None and smallest[2] is not None:  # fit's own verdict, reason and numbers (one answer)
+        failed = smallest[2].result(False)
+        why = f"does not fit at the smallest format tried ({format_name(smallest[1])}): {failed.reasons[0]}"
+        need, budget_shown = failed.memory_per_device, failed.budget_per_device
+        shown_engine = failed.engine  # the rung's engine, whose numbers these are
+    elif smallest is not None:
+        budget_shown = usable if own_share else smallest[3].budget(usable)
+        limit = (f"the device's {format_bytes(usable)}" if own_share else
+                 f"the {format_bytes(budget_shown)} budget ({smallest[3].words(usable)})")
+        why = (f"does not fit: the weights alone at the smallest format tried ({format_name(smallest[1])}) need "
+               f"{format_bytes(smallest[0])} per device, more than {limit}")
+    if refused is not None:
+        why = refused if smallest is None else f"{why}; {refused}"
+    return FormatPick("rejected", shown_engine, tp, "", (why,), None, need, budget_shown)
+
+
+def format_on(spec: ModelSpec, hardware: str | Device | Instance, count: int | None = None, *,
+              context: int = InferenceWorkload.context, concurrency: int = InferenceWorkload.concurrency,
+              output_tokens: int | None = None, weights: str | None = None, limits: LatencyLimits = LatencyLimits(),
+              headroom: float | None = None, hardware_files: Sequence[str | Path] = (), engine: str | None = None,
+              memory: int | None = None, host_device: str | Device | None = None,
+              **workload: Any) -> tuple[FormatPick, str | None]:
+    """``pick_format`` on one named target as ``best_option_on`` (``models --fits-on``, the plan) and ``fits_at`` ask
+    it, with the search's checks first (bad input raises ``InputError``: ``check_search_workload``, fit's target and
+    count rule, a device of no known memory, a speed limit on a device of no known bandwidth, an engine the device
+    cannot run) and the reading-speed floor (``reading_floor_applies``) where no limit is given. Returns the pick and,
+    for a device of no sourced bandwidth, why the floor was not checked (``reading_floor_unchecked``)."""
+    fields: dict[str, Any] = {k: v for k, v in workload.items() if v is not None}
+    check_search_workload(fields, context, concurrency, output_tokens, engine, headroom)
+    # fit's rule for a target and a count (an instance brings its own: another count is refused; `fit` takes a
+    # whole multiple of it as that many instances, replicas, which one candidate is not)
+    device, n, _, instance = target_and_count(hardware, count, hardware_files)
+    # fit's memory rule (estimate/device.py): ``memory`` checked as fit checks it, else a CPU instance's RAM, else
+    # the catalog's
+    if target_memory(device, instance, memory)[0] is None:  # fit refuses it too: no model can be said to fit or not
+        raise InputError(f"{device.id} has no sourced memory size, so no model can be said to fit on it; give it "
+                         "with --memory (e.g. 64GiB; memory= in Python) or in a hardware file (--hardware-file; "
+                         "`llmsizer hardware detect -o FILE` writes one for this machine)")
+    if device.bandwidth is None and (limits.user_tokens_per_second or limits.tokens_per_second):
+        # a decode speed the caller asked for: no bandwidth can answer it (each model would be "no: speed unknown")
+        raise InputError(f"{device.id} has no sourced memory bandwidth, so no model's decode speed can be checked "
+                         f"against {limits.user_tokens_per_second or limits.tokens_per_second:g} tokens/s; give its "
+                         "memory_bandwidth in a hardware file (--hardware-file; `llmsizer hardware detect -o FILE` "
+                         "writes one for this machine) or name a catalog device")
+    if engine is not None:  # fit's refusal (a GPU-serving engine on a CPU or Apple), once, not once per model
+        check_engine_on_device(normalize_engine(engine), device)
+    unchecked = reading_floor_unchecked(device) if output_tokens != 0 else None
+    if unchecked is None and reading_floor_applies(limits, output_tokens):
+        # the same floor as recommend; a device of unknown bandwidth is judged on memory only (the note says so)
+        limits = dataclasses.replace(limits, user_tokens_per_second=round(E.READING_RATE_TOKENS_PER_SECOND, 2))
+    check_headroom(headroom)  # checked once; each rung's margin is its engine's (estimate/verdict.py margin_rule)
+    # a memory given is fit's memory; else a CPU instance's RAM, as recommend sizes its candidates
+    mem = instance_memory(device, instance, int(memory) if memory is not None else None)
+    pick = pick_format(spec, device, n, instance, mem, context=context, concurrency=concurrency,
+                       output_tokens=output_tokens, weights=weights, limits=limits, headroom=headroom,
+                       hardware_files=hardware_files, engine_given=engine, fields=fields, host_device=host_device)
+    return pick, unchecked
+
+
+# the engine whose ladder goes furthest down (GGUF's 2- to 8-bit formats) when the asked engine's ladder ends
+# higher (vLLM's and SGLang's smallest rung is a 4-bit AWQ checkpoint): where fits_at looks next
+SMALLEST_LADDER_ENGINE = "llamacpp"
+
+
+def _pick_or_none(spec: ModelSpec, hardware: str | Device | Instance, count: int | None, headroom: float | None,
+                  kwargs: dict[str, Any]) -> FormatPick | None:
+    """``format_on`` with no weight format (met or rejected), None where the search refuses the workload."""
+    kwargs = {k: v for k, v in kwargs.items() if k != "weights" and v is not None}  # None: the default
+    try:
+        return format_on(spec, hardware, count, headroom=headroom, **kwargs)[0]
+    except InputError:  # a workload the search refuses (fit answered it): no hint rather than a second error
+        return None
+
+
+def fits_at(spec: ModelSpec | str, hardware: str | Device | Instance, count: int | None = None, *,
+            headroom: float | None = None, engine: str | None = None, host_device: str | Device | None = None,
+            **kwargs: Any) -> dict[str, Any] | None:
+    """The one rule for "does not fit; fits at format X" (``FitResult.fits_at``: fit's answer on every surface, the
+    CLI text and JSON, Python, the web and the plan), asked when the default weight format (none given) does not fit.
+
+    First the same engine (``engine``, None: the device's default, as fit takes it): the highest-quality rung of
+    its format ladder that fits and meets reading speed (``format_on``), ``same_engine`` True; ``host_device``: fit's
+    host CPU, whose bandwidth times a llama.cpp split with layers or experts on it. A user who named vLLM or SGLang
+    wants that engine's formats first. When none does, on a GPU: the same search on llama.cpp
+    (``SMALLEST_LADDER_ENGINE``), whose GGUF ladder continues below the smallest vLLM/SGLang rung (awq-int4, about
+    4.25 bits per weight, to Q3_K_M and Q2_K), ``same_engine`` False and ``none_on`` naming the engine whose ladder
+    had no rung that fits and why. Settings of the asked engine that llama.cpp has no counterpart for
+    (``ENGINE_SETTINGS``: gpu_memory_utilization, max_num_seqs...) are left out of that search. None: no rung of
+    either ladder fits (or the search refuses the workload). ``kwargs``: ``format_on``'s own."""
+    spec = load_model(spec) if isinstance(spec, str) else spec
+    asked = _pick_or_none(spec, hardware, count, headroom, {**kwargs, "engine": engine, "host_device": host_device})
+    if asked is None:
+        return None
+    if asked.status == "meets":
+        return _fits_at_dict(asked, True)
+    kind = target_and_count(hardware, count, kwargs.get("hardware_files", ()))[0].kind
+    if asked.engine == SMALLEST_LADDER_ENGINE or kind != "gpu":
+        return None
+    other_fields = {k: v for k, v in kwargs.items()
+                    if SMALLEST_LADDER_ENGINE in ENGINE_SETTINGS.get(k, (SMALLEST_LADDER_ENGINE,))}
+    other = _pick_or_none(spec, hardware, count, headroom, {**other_fields, "engine": SMALLEST_LADDER_ENGINE})
+    if other is None or other.status != "meets":
+        return None
+    return {**_fits_at_dict(other, False),
+            "none_on": {"engine": asked.engine, "why": asked.reasons[0] if asked.reasons else ""}}
+
+
+def _fits_at_dict(pick: FormatPick, same_engine: bool) -> dict[str, Any]:
+    """``fits_at``'s answer for a met rung: its format, engine and fit's memory and budget per device."""
+    r = pick.fit
+    return {"weights": pick.weights_format, "engine": pick.engine, "same_engine": same_engine,
+            "memory_per_device": r.memory_per_device if r is not None else pick.memory_per_device,
+            "budget_per_device": r.budget_per_device if r is not None else pick.budget_per_device}
