@@ -446,9 +446,11 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
     (``FitResult.speed`` None). ``tensor_parallel``: the degree each replica runs (None: fit's choice, the fastest
     layout that fits at ``concurrency``, ``fit_memory``). The two stages are ``fit_memory`` (the verdict) and its
     ``result`` (the speed). When the answer does not fit, ``FitResult.fits_at`` names the format that does
-    (estimate/format_search.py ``fits_at``, the one rule), searched when ``fits_at`` is None (the default) and neither ``weights``
-    nor ``tensor_parallel`` was given (a format the user named is answered as asked); True: searched whatever the
-    weights (a plan whose format is not pinned); False: not searched (a caller that sizes many candidates)."""
+    (estimate/format_search.py ``fits_at``, the one rule, with this fit's workload and ``host_device``: a llama.cpp
+    rung with layers on the CPU is timed at that host's bandwidth, as ``fit --weights RUNG`` times it), searched
+    when ``fits_at`` is None (the default) and neither ``weights`` nor ``tensor_parallel`` was given (a format the
+    user named is answered as asked); True: searched whatever the weights (a plan whose format is not pinned);
+    False: not searched (a caller that sizes many candidates)."""
     r = fit_memory(model, hardware, count, headroom=headroom, engine=engine, weights=weights, context=context,
                    concurrency=concurrency, output_tokens=output_tokens, memory=memory, kv_dtype=kv_dtype,
                    hardware_files=hardware_files, host_device=host_device, engine_version=engine_version,
@@ -460,7 +462,7 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
     return replace(r, fits_at=format_fits_at(
         spec, hardware, count, headroom=headroom, engine=engine, context=context, concurrency=concurrency,
         output_tokens=output_tokens, memory=memory, kv_dtype=kv_dtype, hardware_files=hardware_files,
-        engine_version=engine_version, **workload))
+        engine_version=engine_version, host_device=host_device, **workload))
 
 
 class MemoryFit(NamedTuple):
