@@ -424,3 +424,54 @@ def test_a_two_socket_cpu_is_one_device_of_both_sockets(tmp_path: Path, rel: str
     assert code_t == 0
     named_t = [a for a in trained["duration"]["assumptions"] if a["name"] == "memory_bandwidth"]
     assert len(named_t) == 1 and f"numa {numa}," in named_t[0]["value"]
+
+
+ISOLATE_CASES = [  # (fixture, the real output's Model name kept or renamed, the catalog row it maps to)
+    ("lscpu/intel-xeon-platinum-8488c-2s-c7i-metal-truncated.txt", None, "intel-xeon-platinum-8488c"),
+    ("lscpu/intel-xeon-gold-6326-2s-truncated.txt", None, None),
+    ("lscpu/amd-epyc-7451-2s-util-linux.txt", None, None),
+    # the same real 2-socket output named as a catalog CPU with a sourced TDP (360 W per socket): TDP is checked too
+    ("lscpu/amd-epyc-7451-2s-util-linux.txt", "AMD EPYC 9654 96-Core Processor", "amd-epyc-9654"),
+]
+
+
+@pytest.mark.parametrize(("rel", "renamed", "catalog_id"), ISOLATE_CASES)
+def test_numa_isolate_is_one_socket_of_a_two_socket_cpu(tmp_path: Path, rel: str, renamed: str | None,
+                                                         catalog_id: str | None) -> None:
+    """llama.cpp --numa isolate pins every thread to the node the process started on (ggml-cpu.c
+    set_numa_thread_affinity, GGML_NUMA_STRATEGY_ISOLATE: node_num = current_node; then the node's CPUs as the
+    affinity), so the machine it computes on is one socket: cores, FLOP/s and TDP one socket's, as its bandwidth
+    already was. Before, isolate kept both sockets' cores, FLOP/s and TDP beside one socket's bandwidth. The truth:
+    lscpu's Core(s) per socket (read by eye, test_lscpu) and the catalog's per-socket row; MemTotal stays the
+    machine's (the affinity pins threads, not memory)."""
+    lscpu = _replace(rel, so.parse_lscpu(text(rel)).model, renamed) if renamed else text(rel)
+    (tmp_path / "lscpu").write_text(lscpu, "utf-8")
+    (tmp_path / "proc-meminfo").write_text(text("proc-meminfo/566gib-server-hugepages-htop-truncated.txt"), "utf-8")
+    cpu = so.parse_lscpu(lscpu)
+    assert cpu.sockets == 2
+    got = {}
+    for numa in ("off", "isolate"):
+        det = detect(read_outputs(tmp_path), numa=numa)
+        (d,) = det.devices
+        assert d.catalog_id == catalog_id
+        f = tmp_path / f"hw-{numa}.json"
+        f.write_text(json.dumps(det.document), "utf-8")
+        got[numa] = load_catalog([f]).devices[d.id]
+    off, iso = got["off"], got["isolate"]
+    assert iso.cores is not None and off.cores is not None
+    assert iso.cores.base == cpu.cores_per_socket and off.cores.base == 2 * cpu.cores_per_socket
+    assert iso.memory_bytes == off.memory_bytes  # MemTotal: the machine's
+    per_socket = builtin_catalog().devices.get(catalog_id or "")
+    if per_socket is None:  # not in the catalog: no FLOP/s or TDP to scale (unknown, never guessed)
+        assert not any(v.base for v in iso.flops.values()) and iso.tdp is None
+        return
+    assert per_socket.flops and iso.flops.keys() == per_socket.flops.keys()
+    for k, v in per_socket.flops.items():
+        assert iso.flops[k].base == v.base and off.flops[k].base == 2 * v.base
+    if per_socket.tdp is not None:
+        assert iso.tdp is not None and off.tdp is not None
+        assert iso.tdp.base == per_socket.tdp.base and off.tdp.base == 2 * per_socket.tdp.base
+    else:
+        assert catalog_id == "intel-xeon-platinum-8488c" and iso.tdp is None
+    assert iso.memory_bandwidth is not None and per_socket.memory_bandwidth is not None
+    assert iso.memory_bandwidth.base == off.memory_bandwidth.base == per_socket.memory_bandwidth.base  # type: ignore[union-attr]

@@ -11,7 +11,8 @@ to catalog devices with the catalog's own ``find`` (ids, names, aliases):
   socket in the catalog; its FLOP/s and TDP times lscpu's Socket(s): the machine is one device, as its cores
   (Socket(s) x Core(s) per socket) and its memory, ``/proc/meminfo`` MemTotal, are. Its memory bandwidth is the
   one a single llama.cpp process reads its weights at (``NUMA_MODES``, ``numa_bandwidth_note``): one socket's
-  unless ``numa`` is 'distribute', with a warning on a machine of several sockets;
+  unless ``numa`` is 'distribute', with a warning on a machine of several sockets. Under ``numa`` 'isolate' every
+  llama.cpp thread runs on one node, so the cores, FLOP/s and TDP are one socket's too (``sockets_used``);
 - an Apple chip and memory size (``system_profiler``/``sysctl``) map to the catalog configuration ('Apple M1' +
   16 GiB -> apple-m1-16gb); the GPU-core count ``system_profiler SPDisplaysDataType`` prints picks the GPU-core bin
   when the catalog lists one by that count ('Apple M1' + 8 GiB + 7 GPU cores -> apple-m1-7c-8gb);
@@ -108,10 +109,24 @@ class Detection:
 # first-touch placement of the mmap'd file), so the decode streams them from one socket's memory, the other socket's
 # threads over the inter-socket link: one socket's bandwidth. 'distribute' spreads the threads, and with them the
 # pages they first touch (llama.cpp's help: drop the page cache before the first such run), over every node: all the
-# sockets' bandwidth. 'isolate' keeps one node: one socket's.
+# sockets' bandwidth. 'isolate' keeps one node: one socket's bandwidth, and its compute too: every thread's affinity
+# is the CPUs of the node the process started on (set_numa_thread_affinity, case GGML_NUMA_STRATEGY_ISOLATE:
+# node_num = g_state.numa.current_node, then pthread_setaffinity_np to that node's CPUs; ggml-org/ggml d99724f2
+# src/ggml-cpu/ggml-cpu.c:2148-2185, the file llama.cpp vendors as ggml/src/ggml-cpu/ggml-cpu.c), so the machine it
+# runs on is one socket: its cores, FLOP/s and TDP (``ISOLATED_SOCKETS``). The memory stays the machine's (the
+# affinity pins threads, not allocations).
 NUMA_MODES = ("off", "distribute", "isolate")
 NUMA_SOURCE = ("llama.cpp common/common.h (numa = GGML_NUMA_STRATEGY_DISABLED), common/arg.cpp (--numa), "
                "ggml/src/ggml-cpu/ggml-cpu.c set_numa_thread_affinity")
+ISOLATE_SOURCE = ("llama.cpp --numa isolate: every thread on the node the process started on (ggml/src/ggml-cpu/"
+                  "ggml-cpu.c set_numa_thread_affinity, GGML_NUMA_STRATEGY_ISOLATE: node_num = current_node; "
+                  "ggml-org/ggml d99724f2 src/ggml-cpu/ggml-cpu.c:2162-2185)")
+
+
+def sockets_used(sockets: int, numa: str) -> int:
+    """The sockets whose cores, FLOP/s and TDP a llama.cpp process under ``numa`` computes with on a machine of
+    ``sockets``: one under 'isolate' (``ISOLATE_SOURCE``), else every socket (its threads are spread, or unpinned)."""
+    return 1 if numa == "isolate" else sockets
 
 
 def numa_bandwidth_note(sockets: int, per_socket: float, unit: str, numa: str) -> str:
@@ -317,10 +332,11 @@ def _catalog_value(v: Value, cat: HardwareCatalog) -> dict[str, Any]:
 def _all_sockets(entry: dict[str, Any], sockets: int, catalog_id: str, numa: str = "off") -> str | None:
     """A detected CPU machine of ``sockets`` sockets as one device: the catalog's per-socket TDP and FLOP/s (a catalog
     CPU is one socket; ``--count N`` is N of them, each a replica: estimate/device.py) times the sockets lscpu
-    reports, as its cores (Socket(s) x Core(s) per socket) and MemTotal already cover the whole machine. Its memory
-    bandwidth: times the sockets only with llama.cpp's ``numa`` 'distribute', else one socket's
-    (``numa_bandwidth_note``), the value marked with ``sockets`` and ``numa`` (estimate/device.py
-    ``numa_bandwidth_assumption`` names it in every speed estimate). Returns the note (None: no bandwidth)."""
+    reports, as its cores (Socket(s) x Core(s) per socket) and MemTotal already cover the whole machine; under
+    llama.cpp's ``numa`` 'isolate' one socket's (``sockets_used``: its threads run on one node), as its cores are.
+    Its memory bandwidth: times the sockets only with 'distribute', else one socket's (``numa_bandwidth_note``), the
+    value marked with ``sockets`` and ``numa`` (estimate/device.py ``numa_bandwidth_assumption`` names it in every
+    speed estimate). Returns the note (None: no bandwidth)."""
     bw = entry.get("memory_bandwidth")
     note = None
     if bw is not None and isinstance(bw.get("value"), (int, float)) and not isinstance(bw["value"], bool):
@@ -331,12 +347,15 @@ def _all_sockets(entry: dict[str, Any], sockets: int, catalog_id: str, numa: str
         bw["derived"] = note + (f"; per socket: {bw['derived']}" if bw.get("derived") else "")
         bw["sockets"], bw["numa"] = sockets, numa
     values = [entry[k] for k in ("tdp",) if k in entry] + list(entry.get("flops", {}).values())
+    used = sockets_used(sockets, numa)
     for v in values:
         if isinstance(v.get("value"), (int, float)) and not isinstance(v["value"], bool):
             per = v["value"]
-            v["value"] = per * sockets
-            v["derived"] = (f"{sockets} sockets (lscpu Socket(s)) x {per:g} {v.get('unit', '')} per socket (catalog "
-                            f"{catalog_id})" + (f"; per socket: {v['derived']}" if v.get("derived") else ""))
+            v["value"] = per * used
+            how = (f"one socket of {sockets} (lscpu Socket(s)): {ISOLATE_SOURCE}" if used == 1 else
+                   f"{sockets} sockets (lscpu Socket(s))")
+            v["derived"] = (f"{how} x {per:g} {v.get('unit', '')} per socket (catalog {catalog_id})"
+                            + (f"; per socket: {v['derived']}" if v.get("derived") else ""))
     return note
 
 
@@ -446,8 +465,13 @@ class _Builder:
                                  "kind": "cpu", "owned": True}
         parts = []
         if cpu is not None and lscpu is not None:
-            entry["cores"] = {"value": cpu.cores, "unit": "cores", "source": lscpu.source_key,
-                              "where": f"Socket(s): {cpu.sockets} x Core(s) per socket: {cpu.cores_per_socket}"}
+            one = sockets_used(cpu.sockets, self.numa) == 1 and cpu.sockets > 1  # --numa isolate: one node's
+            entry["cores"] = {"value": cpu.cores_per_socket if one else cpu.cores, "unit": "cores",
+                              "source": lscpu.source_key,
+                              "where": f"Core(s) per socket: {cpu.cores_per_socket}, one of Socket(s): {cpu.sockets}"
+                              if one else f"Socket(s): {cpu.sockets} x Core(s) per socket: {cpu.cores_per_socket}"}
+            if one:
+                entry["cores"]["note"] = ISOLATE_SOURCE
             parts.append(f"{cpu.sockets} socket(s) x {cpu.cores_per_socket} cores x {cpu.threads_per_core} "
                          f"threads/core = {cpu.cpus} CPUs")
         if ram is not None and meminfo is not None:
@@ -459,11 +483,16 @@ class _Builder:
             _from_catalog(entry, dev, self.cat, cpu=True)
             sockets = cpu.sockets if cpu is not None else 1
             note = _all_sockets(entry, sockets, dev.id, self.numa) if sockets > 1 else None
+            isolated = sockets_used(sockets, self.numa) == 1
             parts.append(f"bandwidth and FLOP/s from catalog {dev.id}"
-                         + (f", FLOP/s per socket x {sockets} sockets: the machine is one device, as its cores and "
+                         + ("" if sockets < 2 else
+                            f", cores, FLOP/s and TDP of one socket of {sockets} and memory bandwidth of one socket "
+                            "(llama.cpp --numa isolate runs every thread on the node it started on); MemTotal the "
+                            "machine's" if isolated else
+                            f", FLOP/s per socket x {sockets} sockets: the machine is one device, as its cores and "
                             "MemTotal are (--count would make each socket a replica with all of the RAM); memory "
                             f"bandwidth {'of every socket' if self.numa == 'distribute' else 'of one socket'} "
-                            f"(llama.cpp --numa {self.numa})" if sockets > 1 else ""))
+                            f"(llama.cpp --numa {self.numa})"))
             if note is not None:
                 self.det.warnings.append(f"{entry['id']}: memory bandwidth is {note}")
         else:

@@ -77,7 +77,8 @@ def register(sub: Any) -> None:
     dp.add_argument("--numa", choices=NUMA_MODES, default="off",
                     help="how llama.cpp runs on a machine of several sockets (its --numa): 'distribute' gives the CPU "
                          "every socket's memory bandwidth; 'off' (llama.cpp's default) and 'isolate' one socket's, "
-                         "what one process without NUMA placement reads its weights at (default: off)")
+                         "what one process without NUMA placement reads its weights at; 'isolate' also one socket's "
+                         "cores, FLOP/s and TDP (its threads on one node) (default: off)")
     dp.add_argument("--json", action="store_true", help="machine-readable output (the file and what was read)")
     _common(p)
     p.set_defaults(func=cmd_hardware, query="", kind=None, provider=None)
