@@ -353,14 +353,25 @@ TORCHTITAN_SETTINGS: dict[str, dict[str, Any]] = {
 # the summary.
 TORCHTUNE_SPEED_ASSUMED = {"PM0705": "the host machine is not stated: its DRAM bandwidth, which times the CPU "
                                      "optimizer step, is the DGX A100's (2 x EPYC 7742, 409.6 GB/s) assumed"}
+# torchtune's attention on packed rows: its layers get a FlexAttention BlockMask where _SUPPORTS_FLEX_ATTENTION holds,
+# else SDPA with the [b, s, s] bool mask of create_block_causal_mask (modules/attention_utils.py
+# packed_block_causal_mask, @bd2a0fc lines 133-182; _sdpa_or_flex_attention lines 185-252). The guard at @30b8519
+# (utils/_import_guard.py lines 10-15): torch >= 2.5.0, CUDA, capability >= sm75; at @1814feb (lines 9-12): CUDA and
+# sm75 only (the A100 is sm80, the RTX 4090 sm89). The README tables name no torch release. ASSUMED flex for both:
+# @1814feb (2024-11-18) the latest stable torch is 2.5.1; the Llama 3.1 table @30b8519 (2024-09-24, before torch
+# 2.5.0's release on 2024-10-17) was written two weeks after flex attention for packed data was integrated
+# (torchtune #1193, 8451b0d, 2024-09-10) by the team whose README installs the torch nightlies (2.5.0.dev) with
+# torchtune's; on the stable 2.4.1 the SDPA fallback would run (mem-efficient over every tile of its mask: PM0700 /
+# PM0702 / PM0704 1284 / 2476 / 2094 tokens/s against 1386 / 2884 / 2378 with flex; measured 1650 / 3083 / 2413).
+TORCHTUNE_PACKED_ATTENTION = dict(attention="flex")
 _TT31 = dict(precision="bf16", micro_batch=2, seq_len=2048, packing=True, grad_checkpointing="full", compile=True,
-             loss_chunks=8, optimizer_impl="fused")
+             loss_chunks=8, optimizer_impl="fused", **TORCHTUNE_PACKED_ATTENTION)
 _A6000_SETTINGS = ("the same recipe peaks at 37.4 / 30.3 GiB on the A6000 against 18.9 / 16.2 GiB on the 4090 (same "
                    "README table): the A6000 runs used settings the README does not give; even without activation "
                    "checkpointing (the lightest FLOP count of the recipe) the full row would run at 86 % and the "
                    "LoRA row at 107 % of the A6000's 154.8 TFLOP/s dense peak, so no stated setting reproduces them")
 _TT32 = dict(method="full", precision="bf16", micro_batch=2, seq_len=4096, packing=True, grad_checkpointing="none",
-             optimizer="adamw", compile=True)
+             optimizer="adamw", compile=True, **TORCHTUNE_PACKED_ATTENTION)
 TORCHTUNE_SPEED_ROWS: dict[str, tuple[str, dict[str, Any]] | str] = {
     # the Llama 3.1 table (README @30b8519: 'batch size 2 (without gradient accumulation), a dataset packed to
     # sequence length 2048, and torch compile enabled') with the recipes' configs of the same commit
@@ -391,7 +402,8 @@ TORCHTUNE_SPEED_ROWS: dict[str, tuple[str, dict[str, Any]] | str] = {
     # "+ Packed Dataset": the baseline (no activation checkpointing, optimizer step outside the backward, AdamW,
     # plain cross-entropy: each is a later row) with packing to 4096 tokens
     "PM0711": ("llama-3.2-3b", dict(method="full", precision="bf16", micro_batch=2, seq_len=4096, packing=True,
-                                    grad_checkpointing="none", optimizer="adamw")),
+                                    grad_checkpointing="none", optimizer="adamw",
+                                    **TORCHTUNE_PACKED_ATTENTION)),
     # "+ Compile" and the techniques added after it, each on top of the previous row: chunked cross-entropy
     # (CEWithChunkedOutputLoss, 8 chunks), activation checkpointing, the optimizer step fused into the backward,
     # activation offloading, 8-bit AdamW; then LoRA and QLoRA with 3B_lora_single_device's adapters (rank 64 on

@@ -132,7 +132,8 @@ def test_memory_and_duration_read_one_backend() -> None:
 
 
 def test_kernels_and_their_attention() -> None:
-    assert DEFAULT_ATTENTION_KERNEL == {"sdpa": "sdpa", "flash": "flash-attn-2", "eager": "eager"}
+    assert DEFAULT_ATTENTION_KERNEL == {"sdpa": "sdpa", "flash": "flash-attn-2", "eager": "eager",
+                                        "flex": "flex-attention"}
     for attention, kernels in KERNELS_OF_ATTENTION.items():
         for kernel in kernels:
             assert TrainingWorkload(attention=attention, attention_kernel=kernel).attention_kernel == kernel

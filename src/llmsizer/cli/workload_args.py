@@ -37,7 +37,7 @@ from ..numbers import (
     VIDEO_FRAMES,
     ZERO_STAGE,
 )
-from ..specs import ATTENTION_IMPLS, DTYPES, ENGINES, SPLIT_MODES, InferenceWorkload, TrainingWorkload
+from ..specs import DTYPES, ENGINES, SPLIT_MODES, InferenceWorkload, TrainingWorkload
 from ..specs.training import (
     BATCH_SHAPES,
     CHECKPOINT_IMPLS,
@@ -62,6 +62,7 @@ from ..specs.training import (
     PIPELINE_SPLITS,
     PRECISIONS,
     STATE_DTYPES,
+    TRAIN_ATTENTION,
     TRAIN_ATTENTION_KERNELS,
     ZERO_GRADS,
 )
@@ -129,7 +130,9 @@ def add_metric_arg(p: argparse.ArgumentParser | Any) -> None:
 
 
 def add_attention_arg(p: argparse.ArgumentParser | Any) -> None:
-    p.add_argument("--attention", choices=ATTENTION_IMPLS, help=f"attention kernel (default {IW.attention})")
+    p.add_argument("--attention", choices=TRAIN_ATTENTION,
+                   help=f"attention kernel (default {IW.attention}); flex (torch FlexAttention on a BlockMask, "
+                        "torchtune's packed path) with --train only, on a GPU")
 
 
 image_size_arg = argtype(lambda t: parse_image_size(t, what=""), "WxH")
@@ -299,7 +302,7 @@ def add_training_args(p: argparse.ArgumentParser, *, attention: bool = True,
                         "dispatch by GPU, dtype, mask and head counts: FlashAttention-2 on sm80+ in fp16/bf16, else "
                         "mem-efficient or math), flash-attn-2, cudnn or "
                         "mem-efficient; with flash: flash-attn-2, flash-attn-3 (Hopper) or triton-flash "
-                        "(llm-foundry attn_impl triton); with eager: eager (default: sdpa for sdpa, flash-attn-2 for "
+                        "(llm-foundry attn_impl triton); with eager: eager; with flex: flex-attention (default: sdpa for sdpa, flash-attn-2 for "
                         "flash); one the GPU cannot run is refused")
     g.add_argument("--packing", action="store_true", default=None,
                    help="several documents per row (block-diagonal mask)")

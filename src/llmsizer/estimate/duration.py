@@ -29,7 +29,7 @@ from typing import Any
 
 from ..catalog.hardware import Device, Instance, load_catalog
 from ..errors import InputError
-from ..formulas.attention_mask import mean_attended
+from ..formulas.attention_mask import FLEX_BLOCK, flex_pairs, mean_attended
 from ..formulas.cost import run_cost
 from ..formulas.cpu_offload_time import SOURCE as OFFLOAD_SOURCE
 from ..formulas.cpu_offload_time import host_link_traffic, host_step_seconds, offloaded_comm
@@ -747,19 +747,34 @@ def masked_attended(spec: ModelSpec, w: TrainingWorkload, kernel: str,
     window with the flash-attn package (SDPA takes a window only as an explicit mask, training_activations.needs_mask:
     nothing skipped; flash-attn has no chunk mask: Llama 4's chunked layers run causal), packed documents of
     ``w.doc_len`` with the flash-attn package's varlen kernels (attention flash; SDPA and eager attend across
-    documents under one causal mask, named as ``doc_len_masked``). None: every layer causal over the row (eq. (10)'s s / 2). Packing without ``doc_len`` is recorded
-    as one document per row."""
+    documents under one explicit mask, named as ``doc_len_masked``); attention flex: every attention layer over the
+    BlockMask's tiles, eq. (M5), with or without documents. None: every layer causal over the row (eq. (10)'s
+    s / 2). Packing without ``doc_len`` is recorded as one document per row."""
     if w.packing and w.doc_len is None:
         notes.append(Assumption("doc_len", w.seq_len, True, "packing without doc_len: one document fills each row, "
                                 "the attention timed causal over the whole row (an upper bound where the kernel "
                                 "masks per document; give doc_len)"))
     # per document only on the flash-attn package's varlen path; transformers' SDPA and eager paths attend across the
     # packed documents under one causal mask (formulas/attention_mask.py): doc_len is then not skipped, and said so
-    docs = w.doc_len if w.packing and w.attention == "flash" and kernel in FLASH_ATTN_PACKAGE_KERNELS else None
+    flex = w.attention == "flex"
+    docs = (w.doc_len if w.packing and (flex or w.attention == "flash" and kernel in FLASH_ATTN_PACKAGE_KERNELS)
+            else None)
     if w.packing and w.doc_len is not None and docs is None:
         notes.append(Assumption("doc_len_masked", False, True, f"attention {w.attention} ({kernel}): the packed "
                                 "documents share one causal mask over the row, timed unmasked (transformers' "
-                                "SDPA/eager path); attention flash (flash-attn varlen) skips across documents"))
+                                "SDPA/eager path); attention flash (flash-attn varlen) or flex (FlexAttention's "
+                                "BlockMask) skip across documents"))
+    if flex:  # eq. (M5): every attention layer over the BlockMask's tiles, B^2 pairs each (the tiles a document
+        # boundary or the diagonal cuts computed whole); sliding windows not read (formulas/attention_mask.py)
+        a = flex_pairs(w.seq_len, docs) / w.seq_len
+        notes.append(Assumption("attention_keys_per_query", round(a, 1), False,
+                                f"formulas/attention_mask.py eq. (M5): FlexAttention visits the {FLEX_BLOCK} x "
+                                f"{FLEX_BLOCK} tiles of its BlockMask (torch flex_attention.py "
+                                "_DEFAULT_SPARSE_BLOCK_SIZE) holding a causal pair "
+                                + (f"of the {docs}-token packed documents (torchtune packed_block_causal_mask)"
+                                   if docs else "of the row")
+                                + f", each whole (causal over the row: {w.seq_len / 2:g})"))
+        return a, a
     window = (spec.sliding_window if w.attention == "flash" and kernel in FLASH_ATTN_PACKAGE_KERNELS
               and not spec.chunked_attention and "sliding" in spec.layer_types else None)
     if docs is None and window is None:
@@ -781,33 +796,39 @@ def masked_attended(spec: ModelSpec, w: TrainingWorkload, kernel: str,
     return mean, mean_c
 
 
-def sdpa_window_masked(spec: ModelSpec, w: TrainingWorkload, kernel: str, device: Device,
+def sdpa_masked_layers(spec: ModelSpec, w: TrainingWorkload, kernel: str, device: Device,
                        notes: list[Assumption]) -> tuple[int, int, str]:
-    """(attention layers, of them fully recomputed, the kernel) of torch SDPA's sliding layers that transformers
-    hands an explicit mask (training_activations.needs_mask, the memory's rule: a window shorter than the sequence),
-    where SDPA's own dispatch (``kernel`` 'sdpa' resolved to a fused backend) picks another fused backend for a mask
-    (formulas/sdpa_dispatch.py: its flash backend takes no mask, check_for_attn_mask): that backend runs every tile
-    of the s x s scores (mem-efficient iterates every key block of an additive bias: no causal or window skipping),
-    so they are timed at s keys per query. (0, 0, kernel) where nothing changes: attention 'flash' or a named kernel,
-    a module that masks every layer already (spec.attention_mask_materialised), no capability, or a mask that only
-    the math kernel takes. Packed documents are taken as torchtune's FlexAttention block mask (masked_attended)."""
+    """(attention layers, of them fully recomputed, the kernel) of the layers transformers hands torch SDPA an explicit
+    mask (training_activations.needs_mask, the memory's rule, which counts that mask and the K/V repeated for it: a
+    sliding window shorter than the sequence, or packed documents' block-diagonal mask, torchtune's
+    ``create_block_causal_mask`` [b, s, s] bool mask without flex too), where SDPA's own dispatch (``kernel`` 'sdpa'
+    resolved to a fused backend) picks another fused backend for a mask (formulas/sdpa_dispatch.py: its flash backend
+    takes no mask, check_for_attn_mask): that backend runs every tile of the s x s scores (mem-efficient iterates every
+    key block of an additive bias: no causal, window or document tiles skipped), so they are timed at s keys per
+    query. (0, 0, kernel) where nothing changes: attention 'flash' / 'flex' or a named kernel, a module that masks
+    every layer already (spec.attention_mask_materialised), no capability, or a mask that only the math kernel
+    takes."""
     if (w.attention != "sdpa" or w.attention_kernel not in (None, "sdpa") or spec.attention_mask_materialised
-            or device.capability is None or spec.sliding_window is None or w.seq_len <= spec.sliding_window):
+            or device.capability is None):
+        return 0, 0, kernel
+    st = ActivationSetup(batch=1, seq=w.seq_len, attention=w.attention, packing=w.packing)
+    masked = [i for i, t in enumerate(spec.layer_types) if t != "none" and needs_mask(spec, i, st)]
+    if not masked:
         return 0, 0, kernel
     kernel_m, why = sdpa_backend(device.capability, attention_dtype(w.precision, compute_bytes(w)),
                                  spec.math_attention, True)
     if kernel_m == "math":
         return 0, 0, kernel
-    st = ActivationSetup(batch=1, seq=w.seq_len, attention=w.attention)
-    masked = [i for i, t in enumerate(spec.layer_types) if t != "none" and needs_mask(spec, i, st)]
-    if not masked:
-        return 0, 0, kernel
     again = (len(set(masked) & set(checkpointed_layers(spec.num_layers, w.checkpoint_every)))
              if recompute_mode(w.grad_checkpointing) == "full" else 0)
+    cause = ("packed documents' block-diagonal mask (packing under SDPA: transformers' find_packed_sequence_indices, "
+             "torchtune's create_block_causal_mask without flex)" if w.packing
+             else f"seq_len {w.seq_len} > window {spec.sliding_window}")
     notes.append(Assumption("attention_masked_layers", len(masked), True,
-                            f"the {len(masked)} sliding layers get SDPA an explicit mask (seq_len {w.seq_len} > window "
-                            f"{spec.sliding_window}; training_activations.needs_mask): {why}; timed as {kernel_m} over "
-                            "every tile of the s x s scores (a bias: no causal or window tiles skipped)"))
+                            f"{len(masked)} {'attention' if w.packing else 'sliding'} layers get SDPA an explicit "
+                            f"mask ({cause}; training_activations.needs_mask, the memory's rule): {why}; timed as "
+                            f"{kernel_m} over every tile of the s x s scores (a bias: no causal, window or document "
+                            "tiles skipped)"))
     return len(masked), again, kernel_m
 
 
@@ -915,8 +936,8 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
     if device.kind == "gpu" and fl.attention > 0 and w.attention != "eager":
         # which kernel runs it: formulas/sdpa_dispatch.py via efficiency.timed_attention_kernel (the memory's math
         # kernel terms read the same rule, training_activations.sdpa_runs_math). The mask: a module that always hands
-        # SDPA one (spec.attention_mask_materialised, Falcon); packed documents are taken as running a kernel of their
-        # own at the unmasked speed (torchtune: FlexAttention on a BlockMask, attention_utils.py; flash: varlen)
+        # SDPA one (spec.attention_mask_materialised, Falcon); packed documents' and sliding layers' masks:
+        # sdpa_masked_layers below (the same rule as the memory's); flex and flash take their masks natively
         kernel, kernel_why, kernel_warning = E.timed_attention_kernel(
             w.attention, attention_kernel_of(w.attention, w.attention_kernel), device.architecture,
             device.capability, attention_dtype(w.precision, compute_bytes(w)), spec.math_attention,
@@ -928,8 +949,8 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
         rho = E.FLASH_ATTENTION_SHARE
         attended = masked_attended(spec, w, kernel, notes)
         attn_share, attn_why = E.attention_kernel_share(kernel, device.architecture, u)
-        # SDPA's sliding layers handed an explicit mask run the backend the dispatch picks for a mask, every tile
-        m_layers, m_again, kernel_m = sdpa_window_masked(spec, w, kernel, device, notes)
+        # SDPA's layers handed an explicit mask (sliding, packed) run the backend the dispatch picks for a mask, every tile
+        m_layers, m_again, kernel_m = sdpa_masked_layers(spec, w, kernel, device, notes)
         a, a_c = attended if attended is not None else (None, None)
         s_row = float(fl.seq_len)
 

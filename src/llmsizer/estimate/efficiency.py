@@ -573,6 +573,13 @@ _FA2_LOW, _FA2_MID, _FA2_HIGH = (fwd_bwd_speed_ratio(r, FA2_BACKWARD_OVER_TRITON
                                  for r in (FA2_FORWARD_OVER_TRITON[0], sum(FA2_FORWARD_OVER_TRITON) / 2,
                                            FA2_FORWARD_OVER_TRITON[1]))
 _DAO = "Dao 2023 (arXiv 2307.08691) section 4.1"
+# torch FlexAttention's compiled Triton kernel against FlashAttention-2, per pass: 90 % of its forward and 85 % of its
+# backward (PyTorch blog "FlexAttention: The Flexibility of PyTorch with the Performance of FlashAttention",
+# pytorch.org/blog/flexattention, 2024-08-07, Performance section: "FlexAttention achieves 90% of FlashAttention2's
+# performance in the forward pass and 85% in the backward pass"). NOT FITTED; weighted into one speed by eq. (10').
+FLEX_OVER_FA2_BY_PASS = (0.90, 0.85)
+_FLEX_SOURCE = "pytorch.org/blog/flexattention (2024-08-07): 90 % of FlashAttention-2's forward, 85 % of its backward"
+_FA2_OVER_FLEX = fwd_bwd_speed_ratio(1 / FLEX_OVER_FA2_BY_PASS[0], 1 / FLEX_OVER_FA2_BY_PASS[1], *FA2_PEAK_SHARES)
 ATTENTION_KERNEL_SPEED = {
     "triton-flash": Factor("attention_kernel_speed_triton_flash", 1.0, 1.0, 1.0,
                            "the reference: llm-foundry's Triton FlashAttention, on which flash_attention_share_of_gemm_"
@@ -584,6 +591,10 @@ ATTENTION_KERNEL_SPEED = {
                             _FA2_MID / FA2_OVER_CUTLASS, _FA2_HIGH / FA2_OVER_CUTLASS,
                             f"{_DAO}: FlashAttention-2 2x xformers' cutlass kernel (torch SDPA's mem-efficient "
                             "backend)"),
+    "flex-attention": Factor("attention_kernel_speed_flex_attention", _FA2_LOW / _FA2_OVER_FLEX,
+                             _FA2_MID / _FA2_OVER_FLEX, _FA2_HIGH / _FA2_OVER_FLEX,
+                             f"FlashAttention-2's speed / {_FA2_OVER_FLEX:.4g} ({_FLEX_SOURCE}, weighted by "
+                             "formulas/training_time.py eq. (10'))"),
 }
 # Each kernel's shares of the peak by pass (forward, backward), for the recomputed forward of a checkpointed layer
 # (formulas/training_time.py eq. (10''): timed at its forward's rate, not at the kernel's forward + backward rate).
@@ -596,9 +607,10 @@ ATTENTION_PASS_SHARES = {
     "triton-flash": (FA2_PEAK_SHARES[0] / (sum(FA2_FORWARD_OVER_TRITON) / 2),
                      FA2_PEAK_SHARES[1] / FA2_BACKWARD_OVER_TRITON),
     "flash-attn-2": FA2_PEAK_SHARES,
+    "flex-attention": (FA2_PEAK_SHARES[0] * FLEX_OVER_FA2_BY_PASS[0], FA2_PEAK_SHARES[1] * FLEX_OVER_FA2_BY_PASS[1]),
 }
 ATTENTION_PASS_SOURCE = (f"{_DAO}: FlashAttention-2 73 % / 63 % of the peak forward / backward, the Triton kernel 1.4x "
-                         "slower forward and 2x slower backward")
+                         f"slower forward and 2x slower backward; FlexAttention: {_FLEX_SOURCE}")
 
 
 def attention_pass_shares(kernel: str) -> tuple[tuple[float, float], str]:
@@ -644,7 +656,7 @@ def timed_attention_kernel(attention: str, kernel: str, architecture: str, capab
         refused = sdpa_refusal(kernel, capability, dtype, heads_unmatched, mask)
     elif kernel in ("flash-attn-2", "flash-attn-3"):
         refused = flash_attn_refusal(kernel, capability, dtype)
-    else:  # triton-flash: no capability check in llm-foundry's kernel
+    else:  # triton-flash: no capability check in llm-foundry's kernel; flex-attention: Triton (no CPU: specs/training.py)
         refused = None
     if refused is not None:
         field = "attention_kernel" if named else "attention"

@@ -11,6 +11,20 @@ formulas/training_time.py eq. (10). A kernel that skips the tiles a mask empties
     chunked attention, chunk C (keys of the query's chunk):  P_C(n) = k P(C) + P(n - k C),  k = floor(n / C)   (M3)
     packed documents of d tokens filling a row of S:         P_d(S) = j P(d) + P(S - j d),  j = floor(S / d)    (M4)
 
+FlexAttention (torch.nn.attention.flex_attention, attention 'flex') skips at the granularity of its BlockMask: tiles
+of B x B (query block, key block), B = 128 (torch 2.13.0 ``flex_attention.py`` line 388 ``_DEFAULT_SPARSE_BLOCK_SIZE
+= 128``; the ``BlockMask`` docstring, lines 790-795: a block is skipped only if every element in it is masked), and a
+tile it visits computes all B^2 pairs (partial tiles apply the mask_mod inside the tile, lines 831-837). Documents of d
+tokens packed into a row of S, causal within each (torchtune ``packed_block_causal_mask``'s mask_mod, modules/
+attention_utils.py @bd2a0fc lines 161-171): query block i visits key blocks floor(a_i / B) .. i, where a_i is the
+first token of the document holding block i's first token (documents are contiguous, so that one reaches furthest
+back)::
+
+    P_flex(S, d, B) = B^2 sum_{i=0}^{ceil(S/B)-1} (i - floor(a_i / B) + 1),  a_i = d floor(i B / d)              (M5)
+
+(the last block of a row S not divisible by B counted whole, as the kernel pads it). One document (d >= S) gives the
+causal row's ceil(S/B) (ceil(S/B) + 1) / 2 tiles.
+
 (M2) is the integral of min(t, W) over the row; with documents, (M2)/(M3) apply inside each document (a chunk's
 boundaries are taken from the document's start). The mean keys each query attends, a = P / S, replaces s / 2 in
 eq. (10) (``attended`` of ``training_time.attention_core_flops``).
@@ -26,11 +40,14 @@ Which kernels skip (the duration reads this with the kernel formulas/sdpa_dispat
   layer is timed causal over the row.
 - torch SDPA's backends take a sliding window only as an explicit mask (training_activations.needs_mask, the memory's
   rule): its flash backend refuses a mask and mem-efficient runs every key block of a bias, so no window is skipped.
-  Packed documents under SDPA are taken as torchtune runs them: ``packed_block_causal_mask`` builds a FlexAttention
-  ``BlockMask`` (torchtune ``modules/attention_utils.py``) whose empty blocks are skipped, so documents are timed
-  per document. transformers' SDPA path (masking_utils.py line 870 ``find_packed_sequence_indices``: a
-  block-diagonal mask from position_ids) skips nothing; torchtitan's
+  Packed documents under SDPA get an explicit block-diagonal mask (torchtune without flex: ``create_block_causal_mask``,
+  a [b, s, s] bool tensor, attention_utils.py @bd2a0fc lines 95-130 and 181-182; transformers' SDPA path (masking_utils.py line 870 ``find_packed_sequence_indices``: a
+  block-diagonal mask from position_ids): torch SDPA's flash backend refuses a mask, mem-efficient runs every tile of
+  it (estimate/duration.py sdpa_masked_layers), nothing skipped. torchtitan's
   default ``attn_mask_type = "causal"`` attends across documents (its ``block_causal`` with flex masks them).
+- FlexAttention (attention 'flex', torchtune's path for packed documents on CUDA): per document at tile granularity,
+  eq. (M5) (the tiles of ``create_block_mask``: kv_num_blocks + full_kv_num_blocks per query block). Sliding windows
+  are not read here: a sliding layer under flex is timed over its documents' tiles, an upper bound.
 - eager attention and SDPA's math kernel materialise every score (formulas/eager_attention_traffic.py): no skipping.
 """
 
@@ -88,6 +105,35 @@ def row_pairs(seq_len: int, window: int | None = None, chunk: int | None = None,
         return chunked_pairs(n, chunk) if chunk is not None else causal_pairs(n, window)
 
     return j * one(d) + (one(rest) if rest else 0.0)
+
+
+FLEX_BLOCK = 128  # torch 2.13.0 torch/nn/attention/flex_attention.py line 388: _DEFAULT_SPARSE_BLOCK_SIZE
+
+
+def flex_tiles(seq_len: int, doc_len: int | None = None, block: int = FLEX_BLOCK) -> int:
+    """Eq. (M5): the B x B tiles FlexAttention visits in one row of ``seq_len`` tokens holding documents of ``doc_len``
+    tokens (None: one document fills the row), causal within each, ``block`` = B [tokens].
+
+    >>> flex_tiles(8192)            # causal: 64 x 65 / 2
+    2080
+    >>> flex_tiles(8192, 1024)      # 8 documents of 8 blocks: 8 x 36
+    288
+    """
+    if seq_len < 1 or block < 1:
+        raise InputError("seq_len and the block size must be positive")
+    if doc_len is not None and doc_len < 1:
+        raise InputError("doc_len must be positive")
+    d = seq_len if doc_len is None else min(doc_len, seq_len)
+    return sum(i - (d * (i * block // d)) // block + 1 for i in range(-(-seq_len // block)))
+
+
+def flex_pairs(seq_len: int, doc_len: int | None = None, block: int = FLEX_BLOCK) -> float:
+    """Eq. (M5): the score pairs FlexAttention computes in one row, B^2 per visited tile.
+
+    >>> flex_pairs(8192, 1024) / 8192   # keys per query: 288 tiles x 128^2 / 8192
+    576.0
+    """
+    return float(flex_tiles(seq_len, doc_len, block) * block * block)
 
 
 def mean_attended(seq_len: int, window: int | None = None, chunk: int | None = None,

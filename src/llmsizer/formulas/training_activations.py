@@ -28,6 +28,16 @@ r = residual-stream element size (the embedding's dtype):
   smaller K/V, K1 assumes MHA), the output (c t q_w) and the fp32 log-sum-exp (4 b heads s); no s^2 term
   (Dao et al. 2022, FlashAttention, section 3.1). With a mask (sliding window shorter than the sequence,
   packing) transformers repeats K/V to every head and SDPA keeps the float mask per layer (c b s^2).
+  FlexAttention (attention 'flex'; torch 2.13.0 ``_higher_order_ops/flex_attention.py`` lines 797-810,
+  ``FlexAttentionAutogradOp.forward``: ``save_values_for_backward`` of query, key, value, out, logsumexp, max_scores,
+  the block mask's tensors and the mask_mod's buffers): the flash terms (K/V at their own width: enable_gqa) plus the
+  fp32 row maxima, and no s^2 term::
+
+      flex per layer:  c t (q_w + 2 kv_w + o_w) + 4 b heads s (log-sum-exp) + 4 b heads s (max_scores)         (FX1)
+      shared:  4 b (n + n^2) x 4 B (kv_num_blocks, kv_indices, full_kv_*, q_*, full_q_*: int32 [b, 1, n(, n)],
+               n = ceil(s / 128)) + 8 b s (torchtune's int64 document ids, with packing)                   (FX2)
+
+  (measured in tests/training/test_flex_attention.py on a real CPU forward of ``flex_attention``).
   Eager: q, the transposed K copy, the repeated V and the output copy (4 c t q_w) plus the fp32 softmax
   (4 b heads s^2) and its cast to the compute dtype (c b heads s^2); K1's 5 a s^2 b also has the dropout mask
   (LLMs train with attention_dropout 0: no mask is made).
@@ -126,6 +136,7 @@ from dataclasses import dataclass, field
 
 from ..frozen import fast_init
 from ..specs import ModelSpec
+from .attention_mask import FLEX_BLOCK
 from .encoder_decoder_activations import (
     t5_block_saved_bytes,
     t5_lora_block_saved_bytes,
@@ -278,8 +289,9 @@ def _head_dims(spec: ModelSpec) -> tuple[int, int, int, int]:
 
 def needs_mask(spec: ModelSpec, layer: int, st: ActivationSetup) -> bool:
     """True when transformers hands SDPA an explicit mask: a sliding window shorter than the sequence, or packed
-    documents (block-diagonal mask). Flash kernels take windows and varlen offsets natively."""
-    if st.attention == "flash":
+    documents (block-diagonal mask). Flash kernels take windows and varlen offsets natively, FlexAttention its
+    BlockMask (torchtune's packed path)."""
+    if st.attention in ("flash", "flex"):
         return False
     sliding = spec.layer_types[layer] == "sliding" and spec.sliding_window is not None and st.seq > spec.sliding_window
     return sliding or st.packing
@@ -289,8 +301,9 @@ def sdpa_runs_math(spec: ModelSpec, st: ActivationSetup) -> bool:
     """True when the attention runs torch's math kernel (its fp32 q/K^T/V copies and softmax probabilities kept):
     the backend formulas/sdpa_dispatch.py ``sdpa_backend`` picks, the one rule the duration times too. The memory is
     device-agnostic (no compute capability): math exactly where no fused backend takes the call, fewer K/V heads
-    than query heads without enable_gqa (``spec.math_attention``); eager attention of such a module counts the same."""
-    if st.attention == "flash":
+    than query heads without enable_gqa (``spec.math_attention``); eager attention of such a module counts the same.
+    FlexAttention takes unequal heads (enable_gqa) in its own kernel."""
+    if st.attention in ("flash", "flex"):
         return False
     if st.attention == "eager":
         return spec.math_attention
@@ -496,6 +509,9 @@ def layer_saved_terms(spec: ModelSpec, layer: int, st: ActivationSetup,
                             f"{t} x ({q_w} + {kk} + {vv} + {o_w}) x {c} B"
                             + (" (K/V repeated to every head: SDPA with a mask)" if kv_rep else "")))
             out.append(Term("attention log-sum-exp", st.batch * heads * st.seq * 4, f"{st.batch} x {heads} x {st.seq} x 4 B"))
+            if st.attention == "flex":  # eq. (FX1): FlexAttentionAutogradOp saves max_scores beside the log-sum-exp
+                out.append(Term("attention max scores (FlexAttention)", st.batch * heads * st.seq * 4,
+                                f"{st.batch} x {heads} x {st.seq} x 4 B (flex_attention's fp32 max_scores, saved)"))
             if mask:
                 out.append(Term("attention mask (per layer)", st.batch * st.seq * st.seq * c,
                                 f"{st.batch} x {st.seq}^2 x {c} B (bool mask converted to float by SDPA)"))
@@ -1289,6 +1305,13 @@ def _shared_terms(spec: ModelSpec, st: ActivationSetup, t: int, r: int) -> list[
     if st.attention == "eager":
         shared.append(Term("eager attention mask", st.batch * st.seq * st.seq * r,
                            f"{st.batch} x {st.seq}^2 x {r} B (4-D float mask, forward only)"))
+    elif st.attention == "flex":  # eq. (FX2): one BlockMask shared by every layer, saved by each layer's flex call
+        nb = -(-st.seq // FLEX_BLOCK)
+        shared.append(Term("FlexAttention BlockMask", st.batch * 4 * nb * (nb + 1) * 4,
+                           f"{st.batch} x 4 x ({nb} + {nb}^2) x 4 B (kv/full_kv/q/full_q counts and indices, int32)"))
+        if st.packing:
+            shared.append(Term("packed document ids (mask_mod buffer)", st.batch * st.seq * 8,
+                               f"{st.batch} x {st.seq} x 8 B (torchtune _get_document_ids_from_seq_lens, int64)"))
     elif any(needs_mask(spec, spec.layer_types.index(k), st) for k in dict.fromkeys(spec.layer_types)):
         # (a layer needs a mask only through its type: one layer of each type asked)
         shared.append(Term("boolean attention mask", st.batch * st.seq * st.seq,

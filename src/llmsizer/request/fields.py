@@ -28,6 +28,7 @@ from ..specs.training import (
     NF4_QUANTIZERS,
     OPTIMIZERS,
     PIPELINE_SPLITS,
+    TRAIN_ATTENTION,
     TRAIN_ATTENTION_KERNELS,
     ZERO_GRADS,
 )
@@ -121,7 +122,7 @@ _OPTIMIZERS = OPTIMIZERS
 _GC = ("none", "full", "selective", "selective-op")
 _LOSSES = LOSSES
 _KERNELS = KERNELS
-_ATTN = ("sdpa", "flash", "eager")
+_ATTN = TRAIN_ATTENTION
 _FSDP = ("full", "grad_op", "hybrid")
 _OFFLOAD = ("none", "optimizer", "params")
 
@@ -225,8 +226,8 @@ TRAINING = (
             template=False, minimum=1),
           F("attention", "enum", "attention kernel", template=False, choices=_ATTN),
           F("attention_kernel", "enum", "the kernel that runs the attention, for the duration: sdpa (torch's "
-            "dispatch), flash-attn-2, flash-attn-3, triton-flash, cudnn, mem-efficient or eager, one the attention "
-            "runs (default: sdpa for sdpa, flash-attn-2 for flash; `train --attention-kernel`)", template=False,
+            "dispatch), flash-attn-2, flash-attn-3, triton-flash, cudnn, mem-efficient, eager or flex-attention, one "
+            "the attention runs (default: sdpa for sdpa, flash-attn-2 for flash; `train --attention-kernel`)", template=False,
             choices=TRAIN_ATTENTION_KERNELS),
           F("packing", "bool", "several documents packed per sequence", template=False),
           F("doc_len", "context", "with packing, the tokens of each packed document; the attention of a kernel "

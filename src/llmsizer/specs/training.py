@@ -39,19 +39,23 @@ def recomputes_whole_layer(checkpoint_impl: str) -> bool:
     (formulas/selective_checkpointing.py ``full_recompute_flops`` early_stop False): the reentrant
     ``CheckpointFunction`` and the non-reentrant checkpoint without early stop do; the early-stopping one does not."""
     return checkpoint_impl in ("reentrant", "non-reentrant-no-early-stop")
-TRAIN_ATTENTION = ("sdpa", "flash", "eager")
+TRAIN_ATTENTION = ("sdpa", "flash", "eager", "flex")
 # the kernel that runs a training step's attention (estimate/efficiency.py attention_kernel_share: its speed): the
 # attention API the model calls (``attention``) decides which kernels it can be. sdpa: torch's
 # F.scaled_dot_product_attention, whose dispatcher picks a backend per GPU, dtype and mask (formulas/sdpa_dispatch.py sdpa_backend), or
 # one backend forced (flash-attn-2: its flash backend, FlashAttention-2 vendored; cudnn; mem-efficient: xformers'
 # cutlass kernel); flash: the flash-attn package (flash-attn-2: flash_attn_func, HF attn_implementation
 # "flash_attention_2"; flash-attn-3: its hopper/ build) or a Triton FlashAttention (triton-flash: llm-foundry's
-# attn_impl 'triton', flash_attn_triton.py on triton_pre_mlir); eager: the unfused matmul-softmax-matmul
-TRAIN_ATTENTION_KERNELS = ("sdpa", "flash-attn-2", "flash-attn-3", "triton-flash", "cudnn", "mem-efficient", "eager")
+# attn_impl 'triton', flash_attn_triton.py on triton_pre_mlir); eager: the unfused matmul-softmax-matmul; flex: torch's
+# FlexAttention (torch.nn.attention.flex_attention, compiled to a Triton kernel over a BlockMask: torchtune's path for
+# packed documents, modules/attention_utils.py @bd2a0fc ``_sdpa_or_flex_attention``, lines 185-252)
+TRAIN_ATTENTION_KERNELS = ("sdpa", "flash-attn-2", "flash-attn-3", "triton-flash", "cudnn", "mem-efficient", "eager",
+                           "flex-attention")
 KERNELS_OF_ATTENTION = {"sdpa": ("sdpa", "flash-attn-2", "cudnn", "mem-efficient"),
-                        "flash": ("flash-attn-2", "flash-attn-3", "triton-flash"), "eager": ("eager",)}
+                        "flash": ("flash-attn-2", "flash-attn-3", "triton-flash"), "eager": ("eager",),
+                        "flex": ("flex-attention",)}
 # the kernel each attention API runs when none is named (one home: the estimate's assumption, the duration's speed)
-DEFAULT_ATTENTION_KERNEL = {"sdpa": "sdpa", "flash": "flash-attn-2", "eager": "eager"}
+DEFAULT_ATTENTION_KERNEL = {"sdpa": "sdpa", "flash": "flash-attn-2", "eager": "eager", "flex": "flex-attention"}
 DEFAULT_ATTENTION_KERNEL_WHY = {
     "sdpa": "torch SDPA's dispatch (torchtitan, torchtune and transformers' default attn_implementation 'sdpa'): "
             "the first of its flash backend (FlashAttention-2), mem-efficient and math that takes the GPU, dtype, "
@@ -59,6 +63,8 @@ DEFAULT_ATTENTION_KERNEL_WHY = {
     "flash": "the flash-attn package's FlashAttention-2 CUDA kernels (flash_attn_func; transformers "
              "attn_implementation 'flash_attention_2')",
     "eager": "the unfused matmul, softmax, matmul (formulas/eager_attention_traffic.py)",
+    "flex": "torch FlexAttention's compiled Triton kernel over a BlockMask of 128 x 128 tiles (torchtune's packed "
+            "path, modules/attention_utils.py; formulas/attention_mask.py eq. (M5))",
 }
 
 
@@ -233,10 +239,11 @@ class TrainingWorkload:
         ``formulas/selective_checkpointing.py``).
     checkpoint_every: with 'full' or 'selective-op', only every N-th decoder layer is checkpointed, the others
         keep all their activations (torchtitan ``selective_ac_option = "N"``; 1: every layer).
-    attention: 'sdpa' | 'flash' | 'eager'.  attention_kernel: the kernel that runs it, one of KERNELS_OF_ATTENTION[
+    attention: 'sdpa' | 'flash' | 'eager' | 'flex' (torch FlexAttention on a BlockMask: torchtune's packed path; a
+        GPU only, torch runs no FlexAttention backward on a CPU).  attention_kernel: the kernel that runs it, one of KERNELS_OF_ATTENTION[
         attention] (None: DEFAULT_ATTENTION_KERNEL[attention]); it changes the duration only (estimate/efficiency.py
         attention_kernel_share).  packing: several documents per row (a block-diagonal mask for
-        sdpa/eager; varlen kernels for flash).  doc_len: with packing, the tokens of each packed document
+        sdpa/eager; varlen kernels for flash; a BlockMask for flex).  doc_len: with packing, the tokens of each packed document
         [tokens] (None: one document fills the row); a kernel that masks per document times attention over
         documents of this length (formulas/attention_mask.py eq. (M4)).
     target_len: an encoder-decoder's (T5) target tokens per sequence, the decoder's length (``seq_len`` is then
@@ -468,6 +475,11 @@ class TrainingWorkload:
         if self.device == "cpu" and self.offload != "none":
             raise InputError(f"offload {self.offload} moves states from a GPU to host RAM; on device cpu they are "
                              "there already (use offload none)")
+        if self.attention == "flex" and (self.device == "cpu" or self.gpu_runtime == "metal"):
+            # torch 2.13.0 torch/nn/attention/flex_attention.py lines 2075-2088 (_validate_device)
+            raise InputError("attention flex: torch's FlexAttention has no backward on "
+                             + ("a CPU" if self.device == "cpu" else "MPS (Apple)")
+                             + " (flex_attention _validate_device raises NotImplementedError); use sdpa")
         if (self.device == "cpu" or self.gpu_runtime == "metal") and self.optimizer is not None \
                 and self.optimizer.startswith("paged-"):  # bitsandbytes cget_managed_ptr: cudaMallocManaged
             where = "device cpu" if self.device == "cpu" else "an Apple chip (metal)"

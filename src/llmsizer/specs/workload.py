@@ -301,6 +301,9 @@ class InferenceWorkload:
         if self.output_tokens is not None and not 0 <= self.output_tokens <= self.context:
             raise FieldError("output_tokens", f"output_tokens must be between 0 and context ({self.context}), got "
                              f"{self.output_tokens}")
+        if self.attention == "flex":
+            raise FieldError("attention", "attention 'flex' (torch FlexAttention, torchtune's packed path) is sized "
+                             "for training only; serving takes sdpa, flash or eager")
         for name, value, allowed in (("engine", self.engine, ENGINES), ("device", self.device, DEVICES),
                                      ("attention", self.attention, ATTENTION_IMPLS),
                                      ("gpu_runtime", self.gpu_runtime, GPU_RUNTIMES)):
