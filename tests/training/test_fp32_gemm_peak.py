@@ -128,3 +128,21 @@ jobs:
     assert next(f.value for f in sec.figures if f.key == "seconds") == pytest.approx(on["duration"]["seconds"],
                                                                                    rel=1e-12)
     assert run("train", "qwen2.5-0.5b", "--tf32", "--precision", "fp32", "--memory", "80GiB")[0] == 0
+
+
+def test_sdpa_math_kernel_reads_the_same_rule() -> None:
+    """Falcon-7B's SDPA call runs the math kernel, whose score bmm are fp32 matmuls (test_math_kernel_rate.py): with
+    tf32 they run at the TF32 tensor peak, the same rule as the GEMMs of precision fp32."""
+    dev = builtin_catalog().devices["a100-sxm-80gb"]
+    fields = {"method": "lora", "seq_len": 2048, "micro_batch": 1}
+    off, on = (training_duration_for(load_model("falcon-7b"), dev, 1, 1e9, {**fields, "tf32": t}) for t in (False, True))
+    peak = {d: {a.name: a.value for a in d.assumptions}["math_kernel_matmul_peak"] for d in (off, on)}
+    assert (peak[off], peak[on]) == (A100_FP32, A100_TF32)
+    assert off.step is not None and on.step is not None and on.step.attention_seconds < off.step.attention_seconds
+
+
+def test_an_fp32_prefill_is_timed_at_the_fp32_peak_tf32_off() -> None:
+    code, out = run_json("fit", "qwen2.5-0.5b", "--device", "a100-sxm-80gb", "--weights", "fp32")
+    assert code == 0 and out["speed"]["details"]["peak_flops"] == A100_FP32
+    tf32 = [a for a in out["speed"]["assumptions"] if a["name"] == "tf32"]
+    assert len(tf32) == 1 and tf32[0]["value"] is False and tf32[0]["default"] is True
