@@ -709,7 +709,8 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
         # an option's count is its devices per instance and its instances the instances, as a deadline's scale-out
         per_option = instances_for(cand.count, cand.instance) if cand.instance is not None else 1
         stub["count"] = cand.count // per_option
-        peak, key, _ = training_peak(dev, str(wl.get("precision", TrainingWorkload.precision)))
+        peak, key, _, _ = training_peak(dev, str(wl.get("precision", TrainingWorkload.precision)),
+                                        bool(wl.get("tf32", False)))
         if peak is None:
             rejected.append(Option(**stub, replicas=1, status="rejected", reasons=(f"no sourced {key} peak FLOP/s",)))
             continue

@@ -281,6 +281,10 @@ def add_training_args(p: argparse.ArgumentParser, *, attention: bool = True,
     g.add_argument("--optimizer-impl", choices=OPTIMIZER_IMPLS, help="torch optimizer kernel (default fused)")
     g.add_argument("--precision", choices=PRECISIONS,
                    help=f"precision recipe (default {TW.precision}: PyTorch AMP / HF Trainer --bf16)")
+    g.add_argument("--tf32", action="store_true", default=None,
+                   help="fp32 matmuls on the TF32 tensor cores (torch.backends.cuda.matmul.allow_tf32 = True, "
+                        "HF Trainer --tf32): --precision fp32's GEMMs and SDPA's math kernel timed at the device's "
+                        "TF32 peak (default: off, PyTorch's default since 1.12: the FP32 peak)")
     g.add_argument("--batch", "--micro-batch", type=count_in(COUNT), dest="micro_batch",
                    help=f"sequences per device per forward (default {TW.micro_batch})")
     g.add_argument("--seq", "--seq-len", type=tokens_arg, dest="seq_len",
@@ -439,7 +443,7 @@ def add_framework_args(g: argparse._ArgumentGroup) -> None:
 
 
 TRAINING_FIELDS = ("method", "rank", "alpha", "targets", "modules_to_save", "adapter_dtype", "base_dtype", "optimizer",
-                   "optimizer_state_dtype", "optimizer_impl", "precision", "micro_batch", "seq_len",
+                   "optimizer_state_dtype", "optimizer_impl", "precision", "tf32", "micro_batch", "seq_len",
                    "target_len", "grad_accumulation", "grad_checkpointing", "checkpoint_every", "attention", "attention_kernel", "packing", "doc_len", "loss_chunks", "loss", "checkpoint_offload", "checkpoint_impl", "kernels", "mamba_path", "nf4_quantizer", "lora_dropout", "nf4_format", "loop_keeps_graph", "deepspeed_gather", "zero_grad",
                    "optimizer_in_backward", "gpus", "zero", "fsdp", "tp", "pp", "virtual_stages", "pipeline_split", "tp_comm_overlap", "tp_backward_overlap", "ep", "sequence_parallel",
                    "offload", "gpus_per_node", "network", "grad_sync", "metric", "fsdp_version", "fsdp2_units",

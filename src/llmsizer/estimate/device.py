@@ -375,3 +375,37 @@ def nvlink_mesh_for(device: Device, instance: Instance | None, count: int,
     if ic is None:
         return None
     return ic.kind == "nvlink" and (ident not in PAIR_ONLY_LINKS or count <= 2)
+
+
+# What an fp32 matmul (cuBLAS sgemm / bmm) runs at on a CUDA GPU: IEEE fp32 on the CUDA cores by default, since
+# PyTorch 1.12: torch 2.13.0 include/ATen/Context.h lines 496-499 (float32_matmul_precision HIGHEST unless
+# TORCH_ALLOW_TF32_CUBLAS_OVERRIDE), torch/backends/cuda/__init__.py lines 159-189 (matmul.allow_tf32 reads and sets
+# it); TF32 tensor cores only where the run turns them on (allow_tf32 = True, torch.set_float32_matmul_precision
+# ("high"), torch/__init__.py line 1618; HF Trainer --tf32). TF32 tensor cores exist from compute capability 8.0
+# (NVIDIA Ampere architecture whitepaper); below it allow_tf32 changes nothing.
+TF32_DEFAULT_WHY = ("PyTorch's default since 1.12: fp32 matmuls in IEEE fp32 (torch.backends.cuda.matmul.allow_tf32 "
+                    "False, float32_matmul_precision 'highest': torch 2.13.0 ATen/Context.h lines 496-499)")
+TF32_MIN_CAPABILITY = 80
+
+
+def fp32_matmul_peak(device: Device, tf32: bool = False) -> tuple[float | None, str, str | None]:
+    """(dense peak FLOP/s, its key, a warning or None) an fp32 matmul is timed at on ``device``: the one rule the
+    training GEMMs of precision 'fp32', SDPA's math kernel's fp32 score matmuls (estimate/duration.py) and an fp32
+    prefill (estimate/speed.py) read. ``tf32`` on a GPU: its sourced TF32 tensor peak; none sourced: the FP32 peak
+    with a warning (below compute capability 8.0 there are no TF32 tensor cores: allow_tf32 changes nothing). Else
+    the FP32 peak; None where it is unsourced (the caller warns what it cannot time)."""
+    warning = None
+    if tf32 and device.kind == "gpu":
+        p, key = device.peak_flops("tf32")
+        if p is not None:
+            return p, key, None
+        cap = device.capability
+        warning = (f"{device.id} has no TF32 tensor cores (compute capability {cap // 10}.{cap % 10} < 8.0): tf32 changes "
+                   "nothing, its fp32 matmuls are timed at the FP32 peak" if cap is not None and
+                   cap < TF32_MIN_CAPABILITY else
+                   f"{device.id} has no sourced TF32 peak: its fp32 matmuls under tf32 are timed at its FP32 peak "
+                   "(a lower bound on their speed)")
+    elif tf32:
+        warning = f"tf32 is a CUDA GPU setting (cuBLAS): it changes nothing on {device.id} ({device.kind})"
+    p, key = device.peak_flops("fp32")
+    return p, key, warning

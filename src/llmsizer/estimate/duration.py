@@ -97,7 +97,10 @@ from ..suggest import unknown_choice
 from . import efficiency as E
 from . import ranges as R
 from .device import (
+    TF32_DEFAULT_WHY,
+    TF32_MIN_CAPABILITY,
     device_fields,
+    fp32_matmul_peak,
     numa_bandwidth_assumption,
     peer_to_peer,
     peer_to_peer_why,
@@ -833,12 +836,14 @@ def sdpa_masked_layers(spec: ModelSpec, w: TrainingWorkload, kernel: str, device
 
 
 def math_kernel_rate(device: Device, peak: float, u: float, notes: list[Assumption],
-                     warnings: list[str]) -> tuple[float, str]:
+                     warnings: list[str], tf32: bool = False) -> tuple[float, str]:
     """The rate [FLOP/s] torch SDPA's math kernel runs its score matmuls at, and the peak's key: they take q/k/v
-    upcast to fp32 (ATen attention.cpp ``_scaled_dot_product_attention_math``), so the device's dense FP32 peak at the
-    GEMMs' utilisation ``u``; TF32 is off for fp32 matmuls by default (torch.backends.cuda.matmul.allow_tf32 False
-    since torch 1.12). A device without a sourced FP32 peak keeps ``peak`` (its BF16 one), with a warning."""
-    p32, key = device.peak_flops("fp32")
+    upcast to fp32 (ATen attention.cpp ``_scaled_dot_product_attention_math``), so an fp32 matmul's peak
+    (device.fp32_matmul_peak: FP32, TF32 with ``tf32``) at the GEMMs' utilisation ``u``. A device without a sourced
+    FP32 peak keeps ``peak`` (its BF16 one), with a warning."""
+    p32, key, warning = fp32_matmul_peak(device, tf32)
+    if warning and warning not in warnings:
+        warnings.append(warning)
     if p32 is None:
         warnings.append(f"{device.id} has no sourced FP32 peak: SDPA's math kernel's fp32 score matmuls are timed "
                         "at its BF16 peak")
@@ -847,9 +852,29 @@ def math_kernel_rate(device: Device, peak: float, u: float, notes: list[Assumpti
                             "torch SDPA's math kernel upcasts bf16/fp16 q/k/v to fp32 (ATen attention.cpp "
                             "_scaled_dot_product_attention_math: query_.to(at::kFloat) unless "
                             "allowFP16BF16ReductionMathSDP, off by default); its six score bmm run in fp32 at the "
-                            "dense FP32 peak (TF32 off: torch.backends.cuda.matmul.allow_tf32 False by default) x "
-                            "the GEMM utilisation"))
+                            f"dense {key.upper()} peak (estimate/device.py fp32_matmul_peak: tf32 "
+                            f"{'on' if tf32 else 'off'}) x the GEMM utilisation"))
     return p32 * u, key
+
+
+def fp32_attention_peak(device: Device, w: TrainingWorkload, kernel: str, peak: float,
+                        notes: list[Assumption]) -> float:
+    """The dense peak [FLOP/s] a fused attention kernel's share is taken of: the GEMMs' ``peak``, but for torch's
+    memory-efficient kernel on fp32 q/k/v at compute capability >= 8.0, which runs its two matmuls on the tensor
+    cores as 3xTF32 whatever allow_tf32 says (pytorch @ a60dd4b aten/src/ATen/native/transformers/cuda/
+    mem_eff_attention/gemm_kernel_utils.h: ``DefaultGemmType<ArchTag, float>`` for kMinComputeCapability >= 80,
+    OpClassTensorOp with cutlass::arch::OpMultiplyAddFastF32, three TF32 MMAs per fp32 product): a third of the
+    device's dense TF32 peak where sourced. Below 8.0 it runs on the CUDA cores (the SIMT fallback): the FP32 peak."""
+    cap = device.capability
+    p_tf32 = device.peak_flops("tf32")[0]
+    if (w.precision != "fp32" or kernel != "mem-efficient" or cap is None or cap < TF32_MIN_CAPABILITY
+            or p_tf32 is None):
+        return peak
+    notes.append(Assumption("fp32_attention_peak", p_tf32 / 3, True,
+                            "torch's memory-efficient attention on fp32 at compute capability >= 8.0: 3xTF32 "
+                            "tensor-core MMAs (gemm_kernel_utils.h DefaultGemmType<float>: OpMultiplyAddFastF32, "
+                            "whatever allow_tf32), a third of the dense TF32 peak"))
+    return p_tf32 / 3
 
 
 def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: TrainingFlops, peak: float, u: float,
@@ -869,9 +894,12 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
         # one GEMM block per layer kind (the layers of a kind share their linears' block object)
         gemms = {k: tuple(training_gemms(int(tokens), b))
                  for k, b in dict(zip(map(id, blocks), blocks, strict=True)).items()}
-        e = block_shape_efficiency(list(map(gemms.__getitem__, map(id, blocks))), peak * u, bw_mem or float("inf"))
+        elem = 4.0 if w.precision == "fp32" else 2.0  # the GEMMs' operand bytes b of eq. (1)
+        e = block_shape_efficiency(list(map(gemms.__getitem__, map(id, blocks))), peak * u, bw_mem or float("inf"),
+                                   elem)
         notes.append(Assumption("gemm_shape_efficiency", round(e, 4), True,
-                                f"formulas/gemm_shapes.py eq. (4): {int(tokens)} tokens per GEMM, roofline at "
+                                f"formulas/gemm_shapes.py eq. (4): {int(tokens)} tokens per GEMM, {elem:g}-byte "
+                                f"operands, roofline at "
                                 f"{'the device memory bandwidth' if bw_mem else 'no sourced bandwidth (roofline off)'}"
                                 f", tile quantization T = 128 (NVIDIA Matrix Multiplication Background guide)"))
         if w.method == "qlora" and bw_mem:
@@ -976,7 +1004,8 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
         shares = {kernel: attn_share}
         if m_layers:
             shares[kernel_m] = E.attention_kernel_share(kernel_m, device.architecture, u)[0]
-        t_attn = tokens * sum(core(weights[kk], masked) / (peak * shares[kk]) for kk, masked in groups)
+        attn_peak = fp32_attention_peak(device, w, kernel, peak, notes)
+        t_attn = tokens * sum(core(weights[kk], masked) / (attn_peak * shares[kk]) for kk, masked in groups)
         flops_eff -= fl.attention
         notes.append(Assumption("attention_flops_per_token", round(executed), True,
                                 "formulas/training_time.py eq. (10): the causal flash-attention kernel's executed "
@@ -998,11 +1027,11 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
         # math kernel runs the same matmul-softmax-matmul on q/k/v upcast to fp32 (ATen attention.cpp
         # _scaled_dot_product_attention_math: ``query_.to(at::kFloat)`` unless allowFP16BF16ReductionMathSDP, off by
         # default: 4-byte scores, six fp32 bmm), and an fp32 matmul runs at the FP32 rate, not the BF16 tensor rate
-        # (torch.backends.cuda.matmul.allow_tf32 False by default since torch 1.12)
+        # (TF32 off by default since torch 1.12; device.fp32_matmul_peak)
         score_bytes = 4.0 if w.precision == "fp32" or kernel == "math" else 2.0
         math_rate, rate_key = peak * u, ""
         if kernel == "math":
-            math_rate, rate_key = math_kernel_rate(device, peak, u, notes, warnings)
+            math_rate, rate_key = math_kernel_rate(device, peak, u, notes, warnings, w.tf32)
         t_attn = tokens * eager_score_seconds_per_token(spec, w, fl, score_bytes, math_rate, bw_mem * eta.expected)
         flops_eff -= fl.attention
         notes.append(Assumption("eager_score_gemm_seconds_per_token", t_attn / tokens, True,
@@ -1297,17 +1326,40 @@ def network_for(w: TrainingWorkload, instance: Instance | None = None,
     return Network(bw, f"{text} per machine (given)")
 
 
-def training_peak(device: Device, precision: str = TrainingWorkload.precision) -> tuple[float | None, str, bool]:
-    """(peak FLOP/s, its key, timed at the whole peak) a training run with ``precision`` is timed against: a GPU's
-    dense BF16 peak; a CPU's BF16 matrix peak (AMX, derived in the catalog) for a bf16 recipe where sourced, else its
-    FP32 vector peak (True: timed with efficiency.TRAINING_UTILIZATION_CPU_VECTOR)."""
+def training_peak(device: Device, precision: str = TrainingWorkload.precision, tf32: bool = False
+                  ) -> tuple[float | None, str, bool, str | None]:
+    """(peak FLOP/s, its key, timed with the CPU vector utilisation, a warning or None) a training run with
+    ``precision`` is timed against, by the dtype its GEMMs run in: precision 'fp32' runs fp32 matmuls, at the FP32
+    peak, or the TF32 tensor peak with ``tf32`` (device.fp32_matmul_peak, the one rule of an fp32 matmul; None where
+    unsourced: not timed); every other recipe's GEMMs are 16-bit (autocast, or 16-bit weights): a GPU's dense BF16
+    peak (FP16 where only it is listed, equal on Ampere and later). A CPU: its BF16 matrix peak (AMX, derived in the
+    catalog) for a bf16 recipe where sourced, else its FP32 vector peak (True: timed with
+    efficiency.TRAINING_UTILIZATION_CPU_VECTOR)."""
     peak, key = device.peak_flops("bf16")
-    if device.kind != "cpu":
-        return peak, key, False
-    if "bf16" in precision and peak is not None:
-        return peak, key, False
-    peak, key = device.peak_flops("fp32")
-    return peak, key, True
+    if device.kind == "cpu" and "bf16" in precision and peak is not None:
+        return peak, key, False, None
+    if device.kind == "cpu" or precision == "fp32":
+        p32, key32, warning = fp32_matmul_peak(device, tf32)
+        return p32, key32, device.kind == "cpu", warning
+    return peak, key, False, None
+
+
+def gemm_dtype_notes(device: Device, w: TrainingWorkload, key: str) -> list[Assumption]:
+    """The assumptions of the dtype a GPU run's GEMMs are timed in (``key``: training_peak's): the tf32 setting, and
+    for fp32 / tf32 GEMMs that the utilisation calibrated on BF16 runs (efficiency.TRAINING_UTILIZATION_BY_ARCH:
+    no fp32 or tf32 training row is calibrated) is applied to them, as is the fused attention kernel's share."""
+    if device.kind == "cpu":
+        return []
+    out = [Assumption("tf32", w.tf32, "tf32" not in (w.given or ()),
+                      "given" if "tf32" in (w.given or ()) else TF32_DEFAULT_WHY)]
+    if key in ("fp32", "tf32"):
+        out.append(Assumption("gemm_peak_dtype", key, True,
+                              f"precision fp32: every GEMM in fp32 operands, at the dense {key.upper()} peak"
+                              + (" (TF32 tensor cores: tf32 on)" if key == "tf32" else " (CUDA cores: TF32 off)")
+                              + "; the utilisation and the attention kernel's share are the BF16 runs' "
+                              "(efficiency.TRAINING_UTILIZATION_BY_ARCH, no fp32/tf32 calibration row), applied "
+                              "to the fp32 rates uncalibrated"))
+    return out
 
 
 def training_duration(spec: ModelSpec, device: Device, devices: int, tokens: float, *, method: str = "full",
@@ -1331,7 +1383,7 @@ def training_duration(spec: ModelSpec, device: Device, devices: int, tokens: flo
     fl = flops or flops_per_token(spec, w.method, w.seq_len, recompute, w.rank, w.targets, w.checkpoint_every,
                                   recomputes_whole_layer(w.checkpoint_impl))
     own = True
-    peak, key, cpu_vector = training_peak(device, w.precision)
+    peak, key, cpu_vector, peak_warning = training_peak(device, w.precision, w.tf32)
     if device.kind == "cpu":
         factor = E.TRAINING_UTILIZATION_CPU_VECTOR if cpu_vector else E.TRAINING_UTILIZATION_CPU_AMX
     else:
@@ -1344,7 +1396,8 @@ def training_duration(spec: ModelSpec, device: Device, devices: int, tokens: flo
     numa = numa_bandwidth_assumption(device)  # a detected machine of several sockets: its memory-bound kernels' rate
     if numa is not None:
         notes.append(numa)
-    warnings: list[str] = []
+    warnings: list[str] = [peak_warning] if peak_warning else []
+    notes.extend(gemm_dtype_notes(device, w, key))
     if not own and utilization is None:
         arch = device.architecture or (device.kind if device.kind not in ("gpu", "") else "unknown")
         notes.append(Assumption("utilization_architecture", arch, True, factor.source))

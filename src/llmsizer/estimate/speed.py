@@ -56,7 +56,14 @@ from ..specs import ModelSpec
 from . import efficiency as E
 from . import engines as ENG
 from . import ranges as R
-from .device import numa_bandwidth_assumption, nvlink_mesh_for, peer_to_peer, peer_to_peer_why
+from .device import (
+    TF32_DEFAULT_WHY,
+    fp32_matmul_peak,
+    numa_bandwidth_assumption,
+    nvlink_mesh_for,
+    peer_to_peer,
+    peer_to_peer_why,
+)
 from .formats import engine_kernel_format, file_kernel_format, serving_fused_experts
 
 # llama.cpp cache types (-ctk/-ctv) as the speed estimate names them -> whether ggml-cuda's flash attention sees a
@@ -454,7 +461,10 @@ def speed_model(spec: ModelSpec, device: Any, *, weights_format: str = "bf16", p
     has_fp8 = "fp8" in device.flops
     dtype = compute_dtype_for(fmt, device.kind, has_fp8)
     act_bytes = DTYPE_BYTES.get(dtype, 2)
-    peak, peak_key = device.peak_flops(dtype)
+    # an fp32 prefill's matmuls: the one rule of an fp32 matmul (device.fp32_matmul_peak), TF32 off
+    peak, peak_key = fp32_matmul_peak(device)[:2] if dtype == "fp32" else device.peak_flops(dtype)
+    if dtype == "fp32" and device.kind == "gpu":
+        assumptions.append(Assumption("tf32", False, True, TF32_DEFAULT_WHY + ": the FP32 peak"))
     if peak is not None and peak_key != dtype:
         assumptions.append(Assumption("peak_dtype", peak_key, True,
                                       f"{device.id} lists no {dtype} rate; the {peak_key} tensor rate is used "

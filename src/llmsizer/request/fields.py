@@ -214,6 +214,9 @@ TRAINING = (
     F("settings", "section", "training settings (each optional; defaults are stated in the plan)",
       kinds=("training",), fields=(
           F("precision", "enum", "precision recipe", "bf16-mixed", choices=_PRECISIONS),
+          F("tf32", "bool", "fp32 matmuls on the TF32 tensor cores (torch.backends.cuda.matmul.allow_tf32, HF "
+            "Trainer --tf32): precision fp32's GEMMs timed at the TF32 peak; default off (PyTorch's default)",
+            template=False),
           F("optimizer", "enum", "optimizer", "adamw", choices=_OPTIMIZERS),
           F("micro_batch", "int", "sequences per device per forward pass", 4, minimum=1),
           F("seq_len", "context", "tokens per training sequence", "4k"),

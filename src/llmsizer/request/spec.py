@@ -74,6 +74,7 @@ class Peft:
 @dataclass(frozen=True)
 class TrainingSettings:
     precision: str | None = None
+    tf32: bool | None = None
     optimizer: str | None = None
     micro_batch: int | None = None
     seq_len: int | None = None

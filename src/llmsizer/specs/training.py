@@ -231,6 +231,10 @@ class TrainingWorkload:
         non-quantized tensors for qlora.
     optimizer / optimizer_state_dtype / optimizer_impl: see ``formulas/training_states.py``; None = defaults.
     precision: the recipe deciding the dtype of weights, master weights, gradients and activations.
+    tf32: fp32 matmuls run on the TF32 tensor cores (``torch.backends.cuda.matmul.allow_tf32 = True``,
+        ``torch.set_float32_matmul_precision("high")``, HF Trainer ``--tf32``); False: PyTorch's default since 1.12,
+        IEEE fp32 matmuls. It times precision 'fp32' runs' GEMMs and SDPA's math kernel's fp32 score matmuls at the
+        device's TF32 peak instead of its FP32 one (estimate/device.py ``fp32_matmul_peak``); the memory is the same.
     micro_batch [sequences per device per forward], seq_len [tokens per sequence], grad_accumulation [micro-
         batches per optimizer step; the pipeline's micro-batch count].
     grad_checkpointing: 'none' | 'full' (each decoder layer recomputed) | 'selective' (attention core only,
@@ -404,6 +408,7 @@ class TrainingWorkload:
     optimizer_state_dtype: str | None = None
     optimizer_impl: str | None = None
     precision: str = "bf16-mixed"
+    tf32: bool = False
     micro_batch: int = 1
     seq_len: int = 2048
     target_len: int | None = None
@@ -580,7 +585,7 @@ class TrainingWorkload:
             raise InputError(f"zero must be a ZeRO stage 0, 1, 2 or 3, got {self.zero!r}")
         if self.fsdp is not None and self.zero:
             raise InputError("give ZeRO (zero=1..3) or FSDP (fsdp=full|grad_op|hybrid), not both")
-        for flag in ("activation_offload", "float8", "compile", "loop_keeps_graph"):
+        for flag in ("activation_offload", "float8", "compile", "loop_keeps_graph", "tf32"):
             if not isinstance(getattr(self, flag), bool):
                 raise InputError(f"{flag} must be true or false, got {getattr(self, flag)!r}")
         if self.activation_offload and self.checkpoint_offload:

@@ -86,6 +86,11 @@ def test_the_downloaded_request_plans_to_the_calculators_answer(page: Page, serv
      ("--method", "full", "--batch", "1", "--seq", "2048", "--grad-accumulation", "2", "--gpus", "16",
       "--gpus-per-node", "8", "--network", "100 Gb/s", "--grad-sync", "micro-step", "--device", "h100-sxm",
       "--tokens", "10M"), "h100-sxm"),
+    # fp32 with TF32 on (the checkbox): the request's settings.tf32, timed at the TF32 peak as train --tf32
+    ("tab=train&model=qwen2.5-0.5b&method=full&precision=fp32&tf32=1&micro_batch=1&seq_len=2048"
+     "&train_device=a100-sxm-80gb&tokens=10M&memory=",
+     ("--method", "full", "--precision", "fp32", "--tf32", "--batch", "1", "--seq", "2048", "--device",
+      "a100-sxm-80gb", "--tokens", "10M"), "a100-sxm-80gb"),
 ])
 def test_the_downloaded_training_request_plans_to_the_calculators_answer(page: Page, server: str, tmp_path: Path,
                                                                          query: str, args: tuple[str, ...],

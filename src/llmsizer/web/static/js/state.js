@@ -1,7 +1,7 @@
 // Page state <-> URL (a link reproduces the page), and the same state as a CLI command or a request YAML.
 
 export const INFER_FIELDS = ["engine", "engine_version", "weights", "context", "concurrency", "output_tokens", "kv_dtype", "device"];
-export const TRAIN_FIELDS = ["method", "rank", "optimizer", "precision", "micro_batch", "seq_len", "grad_accumulation",
+export const TRAIN_FIELDS = ["method", "rank", "optimizer", "precision", "tf32", "micro_batch", "seq_len", "grad_accumulation",
   "grad_checkpointing", "gpus", "zero", "fsdp", "tp", "pp", "offload", "gpus_per_node", "network", "grad_sync",
   "train_device", "count", "tokens"];
 export const COMMON_FIELDS = ["model", "memory", "headroom"];
@@ -83,9 +83,9 @@ export function requestYaml(kind, model, f, common, defaults = {}, answered = {}
     L.push("  - name: training", "    kind: training", "    model:", `      name: ${yq(model)}`,
       `    method: ${yq(f.method || defaults.method)}`);
     if (f.rank) L.push("    peft:", `      rank: ${yq(f.rank)}`);
-    const keys = ["precision", "optimizer", "micro_batch", "seq_len", "grad_accumulation", "grad_checkpointing", "zero",
-      "fsdp", "tp", "pp", "offload", "grad_sync"].filter((k) => f[k]);
-    const settings = keys.map((k) => `      ${k}: ${yq(f[k])}`);
+    const keys = ["precision", "tf32", "optimizer", "micro_batch", "seq_len", "grad_accumulation", "grad_checkpointing",
+      "zero", "fsdp", "tp", "pp", "offload", "grad_sync"].filter((k) => f[k]);
+    const settings = keys.map((k) => `      ${k}: ${f[k] === true ? "true" : yq(f[k])}`);
     if (f.tokens) settings.push(`      train_tokens: ${yq(f.tokens)}`);
     if (settings.length) L.push("    settings:", ...settings);
     L.push("    dataset:", "      tokens: 100M tokens  # fill in: tokens in one pass of your data");
