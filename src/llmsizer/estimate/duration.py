@@ -54,8 +54,7 @@ from ..formulas.launch_overhead import SOURCE as LAUNCH_SOURCE
 from ..formulas.launch_overhead import head_kernels, host_seconds, overlapped_seconds, step_kernels
 from ..formulas.lora import AdaptedModule, adapted_layout, adapted_roles, lora_params
 from ..formulas.model_parallel_time import ModelParallelStep
-from ..formulas.optimizer_step import SOURCE as OPTIMIZER_STEP_SOURCE
-from ..formulas.optimizer_step import accumulation_bytes, optimizer_step_bytes
+from ..formulas.optimizer_step import accumulation_bytes, optimizer_step_bytes, step_source
 from ..formulas.parallelism import pipeline_stage_layers, zero_shards
 from ..formulas.params import count_params
 from ..formulas.sdpa_dispatch import attention_dtype, sdpa_backend
@@ -1229,7 +1228,7 @@ def _host_step_seconds(spec: ModelSpec, w: TrainingWorkload, trained: int, notes
     t_acc = host_step_seconds(machine, accumulation_bytes(grad), host.expected, eta.expected)
     if per is not None:
         notes.append(Assumption("optimizer_step_bytes_per_element", per, True,
-                                f"formulas/optimizer_step.py: {optimizer} {impl}, {OPTIMIZER_STEP_SOURCE}; on the "
+                                f"formulas/optimizer_step.py: {step_source(optimizer, impl)}; on the "
                                 "host (CPU offload): formulas/cpu_offload_time.py eq. (H4), all ranks of a machine "
                                 "at once, not overlapped"))
     notes.append(Assumption(host.name, host.expected, True, host.source))
@@ -1261,8 +1260,8 @@ def _per_step_seconds(spec: ModelSpec, w: TrainingWorkload, trained: int, eta: f
     if per is not None:
         t_opt = local * per / eta
         notes.append(Assumption("optimizer_step_bytes_per_element", per, True,
-                                f"formulas/optimizer_step.py: {optimizer} {impl}, "
-                                f"{OPTIMIZER_STEP_SOURCE}; at the memory-bound kernel bandwidth"))
+                                f"formulas/optimizer_step.py: {step_source(optimizer, impl)}; at the memory-bound "
+                                "kernel bandwidth"))
     t_acc = local_g * accumulation_bytes(grad) / eta
     return t_opt, t_acc
 

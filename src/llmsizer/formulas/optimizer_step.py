@@ -26,9 +26,23 @@ each of the two moments (the default, non-capturable, no-amsgrad path):
 
       b_fused = 2p + g + 4s                                                                (O2)
 
-- bitsandbytes optimizers (paged or not; ``functional.optimizer_update_32bit`` /
-  ``optimizer_update_8bit_blockwise``: one kernel per tensor, fp32 or uint8 + block absmax moments): (O2) with
-  s = 4, or s = 1 for the 8-bit states (their 1 absmax per 256 elements left out).
+**bitsandbytes optimizers** (paged or not; csrc/kernels.cu and csrc/ops.cu at tag 0.50.1, commit 37d2a93): one
+kernel per tensor that loads the gradient, the states and the parameter and stores the parameter and the states.
+With k states (2 Adam, 1 Lion) of s bytes (4: fp32 whatever the parameter dtype; 1: the uint8 8-bit states) and,
+for the 8-bit states, one fp32 absmax per block of ``BNB_BLOCKSIZE`` = 256 elements loaded and stored per state::
+
+      b_bnb = 2p + g + k (2s + 8 a / 256),  a = 1 for the 8-bit states, else 0                (O5)
+
+- 32-bit (``kOptimizer32bit2State`` for Adam; ``kOptimizer32bit1State``, kernels.cu lines 805-909, for Lion:
+  ``Load(g)``, ``LoadFloat(state1)``, ``Load(p)``, then ``Store(p)``, ``StoreFloat(state1)``; ops.cu lines 136-149
+  launch it alone for LION unless ``max_unorm > 0``, bitsandbytes' default 0): Lion 2p + g + 8.
+- 8-bit blockwise (``kOptimizerStatic8bit2StateBlockwise``; ``kOptimizerStatic8bit1StateBlockwise``, kernels.cu
+  lines 1152-1324, for Lion: ``LoadT(g)``, ``LoadChar(state1)``, ``LoadT(p)``, ``absmax1[i / BLOCK_SIZE]`` read
+  and written once per block, ``StoreT(p)``, ``StoreChar(state1)``; ops.cu lines 154-189 ``BLOCKSIZE_1STATE`` /
+  ``BLOCKSIZE_2STATE`` 256): Lion 2p + g + 2 + 1/32.
+- the 256-entry quantization map is read once per thread block into shared memory (not per element) and left
+  out; tensors under ``min_8bit_size`` (4096 elements) run the 32-bit kernel, a share of the elements too small
+  to count (left out).
 
 **Gradient accumulation**: from the second micro-step of an optimizer step on, autograd's ``AccumulateGrad`` adds
 each new gradient into ``.grad`` in place (torch/csrc/autograd/functions/accumulate_grad.h: ``variable_grad +=
@@ -46,10 +60,12 @@ from __future__ import annotations
 
 from ..errors import InputError
 from ..suggest import unknown_choice
+from .training_states import BNB_BLOCKSIZE, optimizer_info
 
 ADAM_IMPLS = ("fused", "foreach", "for-loop")
-BNB_OPTIMIZERS = ("paged-adamw", "paged-adamw-8bit", "adamw-8bit")
 SOURCE = "torch/optim/adam.py _multi_tensor_adam L691-799, _single_tensor_adam L419-546, _fused_adam L877"
+BNB_SOURCE = ("eq. (O5): bitsandbytes @0.50.1 csrc/kernels.cu kOptimizer32bit1State L805-909, "
+              "kOptimizerStatic8bit1StateBlockwise L1152-1324 (and the 2-state kernels); csrc/ops.cu L136-189")
 
 
 def adam_step_bytes(impl: str, param: float, grad: float, state: float, master: float = 0.0) -> float:
@@ -64,15 +80,35 @@ def adam_step_bytes(impl: str, param: float, grad: float, state: float, master: 
     return b + (master + param if master else 0.0)
 
 
+def bnb_step_bytes(states: int, eight_bit: bool, param: float, grad: float, master: float = 0.0) -> float:
+    """Eq. (O5): bytes per trained element of one bitsandbytes optimizer step with ``states`` states (2 Adam, 1
+    Lion), uint8 block-wise states when ``eight_bit`` else fp32; (O4) with a master copy of ``master`` bytes."""
+    if min(param, grad, master) < 0 or states < 0:
+        raise InputError("element sizes and state counts must not be negative")
+    p = master or param
+    per_state = 2 * 1 + 2 * 4 / BNB_BLOCKSIZE if eight_bit else 2 * 4
+    return 2 * p + grad + states * per_state + (master + param if master else 0.0)
+
+
 def optimizer_step_bytes(optimizer: str, impl: str, param: float, grad: float, state: float,
                          master: float = 0.0) -> float | None:
     """Bytes per trained element of one step of ``optimizer`` (None: no sourced kernel count, e.g. Adafactor,
-    Lion, SGD)."""
+    SGD). A bitsandbytes optimizer (``OptimizerInfo.library``) runs its own kernel, whatever ``impl`` and
+    ``state``: eq. (O5)."""
+    info = optimizer_info(optimizer)
+    if info.bnb:
+        return bnb_step_bytes(round(info.states), info.eight_bit, param, grad, master)
     if optimizer in ("adamw", "adam"):
         return adam_step_bytes(impl, param, grad, state, master)
-    if optimizer in BNB_OPTIMIZERS:
-        return adam_step_bytes("fused", param, grad, 1.0 if optimizer.endswith("8bit") else 4.0, master)
     return None
+
+
+def step_source(optimizer: str, impl: str) -> str:
+    """What :func:`optimizer_step_bytes` counted for ``optimizer`` and its kernel source (``impl`` names torch's
+    implementation; a bitsandbytes optimizer has its own kernel)."""
+    if optimizer_info(optimizer).bnb:
+        return f"{optimizer} (bitsandbytes' own kernel), {BNB_SOURCE}"
+    return f"{optimizer} {impl}, {SOURCE}"
 
 
 def accumulation_bytes(grad: float) -> float:

@@ -60,11 +60,20 @@ adafactor            factored second moment: rows + columns of each  Shazeer & S
                      matrix (n/cols + n/rows elements), a full       sec. 3; torch/optim/_adafactor.py
                      vector for 1-D tensors; no first moment; a 4 B  (row_var, col_var, variance, step)
                      ``step``
-lion                 exp_avg = s (one momentum)                      Chen et al. 2023 (arXiv 2302.06675) Alg. 2
-paged-lion(-8bit)    one fp32 state1 (8-bit: uint8 + fp32 absmax     bitsandbytes optim/lion.py @0.43.1
-                     per block, one 256-entry map); paged as         ``PagedLion``, ``PagedLion8bit``
-                     paged-adamw                                     (Optimizer1State)
+lion                 bitsandbytes Lion (torch has none): one fp32    Chen et al. 2023 (arXiv 2302.06675) Alg. 2;
+                     state1 = 4 B whatever the parameter dtype       bitsandbytes optim/lion.py @0.50.1 ``Lion``
+                                                                     (optim_bits=32), optim/optimizer.py
+                                                                     ``Optimizer1State.init_state`` lines 667-681
+lion-8bit            uint8 state1 + fp32 absmax per 256-element      bitsandbytes optim/lion.py @0.50.1
+                     block, one 256-entry map; tensors under 4096    ``Lion8bit``
+                     elements keep the fp32 state
+paged-lion(-8bit)    as lion(-8bit); paged as paged-adamw            bitsandbytes optim/lion.py @0.50.1
+                                                                     ``PagedLion``, ``PagedLion8bit``
 ===================  ==============================================  ==========================================
+
+Which library implements each optimizer is one field of its record (``OptimizerInfo.library``): the bitsandbytes
+ones keep their 32-bit-class states in fp32 whatever the parameter dtype (``get_state_buffer(p,
+dtype=torch.float32)``), the torch ones in the state dtype the recipe gives (``torch.zeros_like(p)``).
 """
 
 from __future__ import annotations
@@ -79,7 +88,11 @@ from ..suggest import unknown_choice
 
 ADAM_STEP_BYTES = 4  # torch keeps ``state["step"]`` as a float32 scalar tensor (``_get_scalar_dtype()``)
 BNB_MIN_8BIT_SIZE = 4096  # bitsandbytes Optimizer8bit default min_8bit_size
-BNB_BLOCKSIZE = 256  # bitsandbytes blockwise 8-bit optimizer state block
+BNB_BLOCKSIZE = 256  # bitsandbytes blockwise 8-bit optimizer state block (BNB_BLOCKSIZE_SOURCE)
+BNB_BLOCKSIZE_SOURCE = (
+    "bitsandbytes >= 0.44.0: one fp32 absmax per 256 elements of each 8-bit state (csrc/ops.cu BLOCKSIZE_2STATE / "
+    "BLOCKSIZE_1STATE 256 and optim/optimizer.py ``blocks = n // 256`` at tags 0.44.0 and 0.50.1; 0.43.x used "
+    "2048-element blocks, 1/8 of the absmax bytes)")
 BNB_PAGED_MIN_ELEMENTS = 100_000  # get_state_buffer: a tensor under 1e5 elements gets device states (@0.43.1 l. 320)
 BNB_QMAP_BYTES = 2 * 256 * 4  # the 'dynamic' and 'udynamic' 256-entry fp32 maps, shared by every tensor
 
@@ -207,40 +220,55 @@ def recipe(name: str) -> Recipe:
 class OptimizerInfo:
     name: str
     states: float  # state elements per trained element (2 for Adam)
+    library: str  # whose implementation the estimate sizes and ``llmsizer measure`` runs: 'torch' or 'bitsandbytes'
     paged: bool  # states live in CUDA unified memory (bitsandbytes paged optimizers)
     eight_bit: bool
     description: str
     source: str
 
+    @property
+    def bnb(self) -> bool:
+        """A bitsandbytes optimizer: its 32-bit-class states are fp32 whatever the parameter dtype (module table)."""
+        return self.library == BNB
 
-OPTIMIZER_INFO: dict[str, OptimizerInfo] = {
-    "adamw": OptimizerInfo("adamw", 2, False, False, "AdamW: first and second moment (Loshchilov & Hutter 2019)",
-                           "torch/optim/adamw.py; Kingma & Ba 2015 Algorithm 1"),
-    "adam": OptimizerInfo("adam", 2, False, False, "Adam: first and second moment", "Kingma & Ba 2015 Algorithm 1"),
-    "adamw-8bit": OptimizerInfo("adamw-8bit", 2, False, True,
-                                "bitsandbytes 8-bit AdamW: block-wise quantized moments (uint8 + fp32 absmax / 256)",
-                                "Dettmers et al. 2022 (arXiv 2110.02861); bitsandbytes Optimizer2State.init_state"),
-    "paged-adamw": OptimizerInfo("paged-adamw", 2, True, False,
-                                 "bitsandbytes PagedAdamW (32-bit states in CUDA unified memory)",
-                                 "QLoRA (Dettmers et al. 2023, arXiv 2305.14314) section 3; bitsandbytes get_paged"),
-    "paged-adamw-8bit": OptimizerInfo("paged-adamw-8bit", 2, True, True,
-                                      "bitsandbytes PagedAdamW8bit (8-bit states in CUDA unified memory)",
-                                      "bitsandbytes optim/adamw.py PagedAdamW8bit"),
-    "sgd": OptimizerInfo("sgd", 0, False, False, "SGD without momentum: no state", "torch/optim/sgd.py"),
-    "sgd-momentum": OptimizerInfo("sgd-momentum", 1, False, False, "SGD with momentum: one buffer",
-                                  "torch/optim/sgd.py (momentum_buffer)"),
-    "adafactor": OptimizerInfo("adafactor", 0, False, False,
-                               "Adafactor: factored second moment (row and column statistics), no first moment",
-                               "Shazeer & Stern 2018 (arXiv 1804.04235) section 3; torch/optim/_adafactor.py"),
-    "lion": OptimizerInfo("lion", 1, False, False, "Lion: one momentum buffer (sign update)",
-                          "Chen et al. 2023 (arXiv 2302.06675) Algorithm 2"),
-    "paged-lion": OptimizerInfo("paged-lion", 1, True, False,
-                                "bitsandbytes PagedLion (one 32-bit momentum in CUDA unified memory)",
-                                "bitsandbytes optim/lion.py @0.43.1 PagedLion (Optimizer1State, is_paged=True)"),
-    "paged-lion-8bit": OptimizerInfo("paged-lion-8bit", 1, True, True,
-                                     "bitsandbytes PagedLion8bit (one 8-bit momentum in CUDA unified memory)",
-                                     "bitsandbytes optim/lion.py @0.43.1 PagedLion8bit; Optimizer1State.init_state"),
-}
+
+TORCH, BNB = "torch", "bitsandbytes"
+_BNB_OPTIM = "bitsandbytes @0.50.1 optim/optimizer.py"
+_BNB_1STATE = f"{_BNB_OPTIM} Optimizer1State.init_state lines 664-695"
+OPTIMIZER_INFO: dict[str, OptimizerInfo] = {i.name: i for i in (
+    OptimizerInfo("adamw", 2, TORCH, False, False, "AdamW: first and second moment (Loshchilov & Hutter 2019)",
+                  "torch/optim/adamw.py; Kingma & Ba 2015 Algorithm 1"),
+    OptimizerInfo("adam", 2, TORCH, False, False, "Adam: first and second moment", "Kingma & Ba 2015 Algorithm 1"),
+    OptimizerInfo("adamw-8bit", 2, BNB, False, True,
+                  "bitsandbytes 8-bit AdamW: block-wise quantized moments (uint8 + fp32 absmax / 256)",
+                  "Dettmers et al. 2022 (arXiv 2110.02861); bitsandbytes Optimizer2State.init_state"),
+    OptimizerInfo("paged-adamw", 2, BNB, True, False, "bitsandbytes PagedAdamW (32-bit states in CUDA unified memory)",
+                  "QLoRA (Dettmers et al. 2023, arXiv 2305.14314) section 3; bitsandbytes get_paged"),
+    OptimizerInfo("paged-adamw-8bit", 2, BNB, True, True,
+                  "bitsandbytes PagedAdamW8bit (8-bit states in CUDA unified memory)",
+                  "bitsandbytes optim/adamw.py PagedAdamW8bit"),
+    OptimizerInfo("sgd", 0, TORCH, False, False, "SGD without momentum: no state", "torch/optim/sgd.py"),
+    OptimizerInfo("sgd-momentum", 1, TORCH, False, False, "SGD with momentum: one buffer",
+                  "torch/optim/sgd.py (momentum_buffer)"),
+    OptimizerInfo("adafactor", 0, TORCH, False, False,
+                  "Adafactor: factored second moment (row and column statistics), no first moment",
+                  "Shazeer & Stern 2018 (arXiv 1804.04235) section 3; torch/optim/_adafactor.py"),
+    OptimizerInfo("lion", 1, BNB, False, False,
+                  "bitsandbytes Lion: one momentum buffer (sign update), fp32 whatever the parameter dtype",
+                  "Chen et al. 2023 (arXiv 2302.06675) Algorithm 2; bitsandbytes @0.50.1 optim/lion.py Lion "
+                  f"(Optimizer1State, optim_bits=32; torch has no Lion); {_BNB_1STATE}"),
+    OptimizerInfo("lion-8bit", 1, BNB, False, True,
+                  "bitsandbytes Lion8bit: one block-wise quantized momentum (uint8 + fp32 absmax / 256)",
+                  f"bitsandbytes @0.50.1 optim/lion.py Lion8bit (Optimizer1State, optim_bits=8); {_BNB_1STATE}"),
+    OptimizerInfo("paged-lion", 1, BNB, True, False,
+                  "bitsandbytes PagedLion (one 32-bit momentum in CUDA unified memory)",
+                  f"bitsandbytes @0.50.1 optim/lion.py PagedLion (Optimizer1State, is_paged=True); {_BNB_1STATE}"),
+    OptimizerInfo("paged-lion-8bit", 1, BNB, True, True,
+                  "bitsandbytes PagedLion8bit (one 8-bit momentum in CUDA unified memory)",
+                  f"bitsandbytes @0.50.1 optim/lion.py PagedLion8bit; {_BNB_1STATE}"),
+)}
+# the optimizers bitsandbytes implements (CUDA kernels; ``llmsizer measure`` imports it for them)
+BNB_OPTIMIZERS = tuple(name for name, info in OPTIMIZER_INFO.items() if info.bnb)
 
 
 def optimizer_info(name: str) -> OptimizerInfo:
@@ -280,7 +308,7 @@ def optimizer_state_bytes_counted(counts: Mapping[tuple[int, ...], int], optimiz
         n = _numel(shape)
         if info.name in ("adamw", "adam"):
             total += 2 * n * state_bytes + ADAM_STEP_BYTES
-        elif info.eight_bit or info.paged:  # bitsandbytes: Optimizer2State (Adam) or Optimizer1State (Lion)
+        elif info.bnb:  # bitsandbytes: Optimizer2State (Adam) or Optimizer1State (Lion)
             m = round(info.states)
             if info.eight_bit and n >= BNB_MIN_8BIT_SIZE:
                 total += m * (n + 4 * math.ceil(n / BNB_BLOCKSIZE))
@@ -288,8 +316,6 @@ def optimizer_state_bytes_counted(counts: Mapping[tuple[int, ...], int], optimiz
             else:
                 total += m * n * 4  # bitsandbytes 32-bit states are always fp32
         elif info.name == "sgd-momentum":
-            total += n * state_bytes
-        elif info.name == "lion":
             total += n * state_bytes
         elif info.name == "adafactor":
             if len(shape) >= 2:
@@ -329,7 +355,7 @@ def state_bytes_per_param(optimizer: str, state_bytes: int) -> float:
     info = optimizer_info(optimizer)
     if info.eight_bit:
         return info.states * (1 + 4 / BNB_BLOCKSIZE)
-    if info.paged:
+    if info.bnb:
         return info.states * 4
     return info.states * state_bytes
 

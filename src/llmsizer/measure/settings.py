@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
 from ..errors import InputError, LlmsizerError
+from ..formulas.training_states import BNB_OPTIMIZERS  # the bitsandbytes ones: one field of each optimizer's record
 from ..specs.training import OPTIMIZERS  # every one of them runs: torch or bitsandbytes (workloads.py)
 from ..specs.training import normalize_targets as estimate_targets
 from ..suggest import unknown_choice
@@ -24,7 +25,6 @@ DTYPES = ("bf16", "fp16", "fp32")
 INFER_WEIGHTS = ("nf4", "nf4-dq")  # besides the compute dtype itself: bitsandbytes 4-bit (CUDA)
 ATTENTION = ("sdpa", "eager", "flash")
 METHODS = ("full", "lora", "dora", "qlora")
-BNB_OPTIMIZERS = ("adamw-8bit", "paged-adamw", "paged-adamw-8bit", "lion", "paged-lion", "paged-lion-8bit")
 PRECISIONS = ("fp32", "bf16-mixed", "fp16-mixed", "bf16", "fp16")
 GRAD_CHECKPOINTING = ("none", "full")
 OPTIMIZER_IMPLS = ("fused", "foreach", "for-loop")

@@ -36,8 +36,9 @@ import time
 import traceback
 from typing import Any
 
+from ..formulas.training_states import BNB_OPTIMIZERS
 from . import probe
-from .settings import BNB_OPTIMIZERS, INFER_WEIGHTS, MeasureSettings
+from .settings import INFER_WEIGHTS, MeasureSettings
 from .workloads import Where, progress
 
 

@@ -172,7 +172,8 @@ def make_optimizer(name: str, params: list[Any], impl: str | None = None) -> Any
     import bitsandbytes as bnb
 
     return {"adamw-8bit": bnb.optim.AdamW8bit, "paged-adamw": bnb.optim.PagedAdamW,
-            "paged-adamw-8bit": bnb.optim.PagedAdamW8bit, "lion": bnb.optim.Lion, "paged-lion": bnb.optim.PagedLion,
+            "paged-adamw-8bit": bnb.optim.PagedAdamW8bit, "lion": bnb.optim.Lion, "lion-8bit": bnb.optim.Lion8bit,
+            "paged-lion": bnb.optim.PagedLion,
             "paged-lion-8bit": bnb.optim.PagedLion8bit}[name](params, lr=1e-5)
 
 

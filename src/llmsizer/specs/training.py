@@ -20,7 +20,7 @@ from .workload import DEVICES, GPU_RUNTIMES, check_memory_target, check_numbers,
 
 METHODS = ("full", "lora", "dora", "qlora")
 OPTIMIZERS = ("adamw", "adam", "adamw-8bit", "paged-adamw", "paged-adamw-8bit", "sgd", "sgd-momentum",
-              "adafactor", "lion", "paged-lion", "paged-lion-8bit")
+              "adafactor", "lion", "lion-8bit", "paged-lion", "paged-lion-8bit")
 PRECISIONS = ("fp32", "bf16-mixed", "fp16-mixed", "fsdp-bf16-mixed", "bf16", "fp16", "deepspeed-bf16", "deepspeed-fp16",
               "megatron-bf16", "megatron-fp16")
 STATE_DTYPES = ("fp32", "bf16", "fp16")

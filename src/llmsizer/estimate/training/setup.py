@@ -22,6 +22,8 @@ from ...formulas.nf4_quantization import (
 from ...formulas.tensor_parallel import check_tensor_parallel
 from ...formulas.training_activations import ActivationSetup
 from ...formulas.training_states import (
+    BNB_BLOCKSIZE,
+    BNB_BLOCKSIZE_SOURCE,
     DEEPSPEED_PRECISION,
     DEEPSPEED_PRECISION_SOURCE,
     OptimizerInfo,
@@ -344,10 +346,20 @@ def resolve(spec: ModelSpec, w: TrainingWorkload, acc: Acc) -> TrainingContext:
                                           "LoRA rank and adapted modules (Hu et al. 2021)" + "".join(
                                               f"; {t} name the fused {m}: PEFT adapts the whole linear once"
                                               for t, m in fused)))
-    sd_default = rec.default_state_dtype if not w.adapters else (
-        "fp32" if adapter_bytes == 4 or rec.master_bytes else rec.default_state_dtype)
-    sd = str(acc.assume("optimizer_state_dtype", sd_default, w.optimizer_state_dtype,
-                        "torch optimizers keep states in the dtype of the parameters they update"))
+    if opt.bnb:  # bitsandbytes' 32-bit-class states are fp32 whatever the parameters (formulas/training_states.py)
+        if w.optimizer_state_dtype not in (None, "fp32"):
+            raise InputError(f"optimizer {opt.name} (bitsandbytes) keeps its states in fp32 (8-bit: uint8 + fp32 "
+                             f"absmax); optimizer_state_dtype {w.optimizer_state_dtype} applies to torch optimizers")
+        sd = str(acc.assume("optimizer_state_dtype", "fp32", w.optimizer_state_dtype,
+                            "bitsandbytes allocates its 32-bit states as fp32 whatever the parameter dtype "
+                            "(optim/optimizer.py @0.50.1 get_state_buffer(p, dtype=torch.float32), init_state)"))
+        if opt.eight_bit:
+            acc.assumptions.append(Assumption("bnb_blocksize", BNB_BLOCKSIZE, True, BNB_BLOCKSIZE_SOURCE))
+    else:
+        sd_default = rec.default_state_dtype if not w.adapters else (
+            "fp32" if adapter_bytes == 4 or rec.master_bytes else rec.default_state_dtype)
+        sd = str(acc.assume("optimizer_state_dtype", sd_default, w.optimizer_state_dtype,
+                            "torch optimizers keep states in the dtype of the parameters they update"))
     impl = str(acc.assume("optimizer_impl", "fused", w.optimizer_impl,
                           "HF Trainer default optim adamw_torch_fused (torch >= 2.8); plain torch.optim.AdamW on "
                           "CUDA uses foreach, which adds one state-sized temporary at the step"))

@@ -1,0 +1,206 @@
+"""One record per optimizer (formulas/training_states.py ``OPTIMIZER_INFO``, issue #12): every name the CLI and
+``llmsizer measure`` accept has exactly one, its ``library`` field is the implementation ``measure`` runs, and the
+state bytes and step traffic the estimator derives from it equal what that implementation does.
+
+Independent truth: the optimizers themselves on the CPU (torch 2.13.0 and bitsandbytes, whose CPU backend runs the
+same ``bitsandbytes::optimizer_update_*`` ops the CUDA kernels implement): their state tensors after a step, and
+which tensors each bitsandbytes update op reads and writes (compared before and after the op). The per-element
+bytes of the CUDA kernels are also counted here from their source (bitsandbytes tag 0.50.1, csrc/kernels.cu
+``kOptimizer32bit1State`` lines 805-909: ``Load(g)``, ``LoadFloat(state1)``, ``Load(p)``, ``Store(p)``,
+``StoreFloat(state1)``; ``kOptimizerStatic8bit1StateBlockwise`` lines 1152-1324: the same with uint8 state1 and
+one fp32 ``absmax1`` per 256-element block loaded and stored).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import pytest
+
+torch = pytest.importorskip("torch")
+bnb = pytest.importorskip("bitsandbytes")
+
+from llmsizer.cli.main import build_parser  # noqa: E402
+from llmsizer.errors import InputError  # noqa: E402
+from llmsizer.estimate.duration import training_duration_for  # noqa: E402
+from llmsizer.estimate.training import estimate_training  # noqa: E402
+from llmsizer.formulas.dtypes import DTYPE_BYTES  # noqa: E402
+from llmsizer.formulas.optimizer_step import optimizer_step_bytes  # noqa: E402
+from llmsizer.formulas.training_states import (  # noqa: E402
+    BNB_OPTIMIZERS,
+    OPTIMIZER_INFO,
+    optimizer_state_bytes_counted,
+)
+from llmsizer.measure.settings import MeasureSettings  # noqa: E402
+from llmsizer.measure.workloads import make_optimizer, optimizer_state_tensors, tensor_bytes  # noqa: E402
+from llmsizer.models import load_model  # noqa: E402
+from llmsizer.specs.training import OPTIMIZERS  # noqa: E402
+
+# a matrix over bitsandbytes' 8-bit threshold (4096 elements), one under it, a vector, an odd-sized matrix
+SHAPES = [(256, 512), (48, 64), (1024,), (96, 100)]
+TORCH_DT = {"bf16": torch.bfloat16, "fp32": torch.float32}
+
+
+def _choices(argv: list[str]) -> tuple[str, ...]:
+    parser = build_parser()
+    sub = parser._subparsers._group_actions[0].choices  # type: ignore[union-attr]
+    cmd = sub[argv[0]]
+    if len(argv) > 1:
+        cmd = cmd._subparsers._group_actions[0].choices[argv[1]]  # type: ignore[union-attr]
+    (action,) = [a for a in cmd._actions if "--optimizer" in a.option_strings]
+    return tuple(action.choices)
+
+
+def test_every_accepted_optimizer_has_exactly_one_record() -> None:
+    assert tuple(OPTIMIZER_INFO) == OPTIMIZERS  # one record per name, no record without a name
+    assert all(name == info.name for name, info in OPTIMIZER_INFO.items())
+    assert {info.library for info in OPTIMIZER_INFO.values()} == {"torch", "bitsandbytes"}
+    for argv in (["train"], ["fit"], ["measure", "train"]):
+        assert _choices(argv) == OPTIMIZERS, argv
+
+
+@pytest.mark.parametrize("name", OPTIMIZERS)
+def test_measure_runs_the_library_the_record_names(name: str) -> None:
+    """``measure`` builds the optimizer of the record's library, and refuses exactly the bitsandbytes ones on a CPU
+    (no CUDA kernels there): the one field decides both."""
+    info = OPTIMIZER_INFO[name]
+    params = [torch.nn.Parameter(torch.randn(64, 64))]
+    opt = make_optimizer(name, params)
+    assert type(opt).__module__.split(".")[0] == info.library, name
+    assert (name in BNB_OPTIMIZERS) == info.bnb
+    settings = dict(kind="training", model="tiny", device="cpu", optimizer=name)
+    if info.bnb:
+        with pytest.raises(InputError, match="bitsandbytes"):
+            MeasureSettings(**settings)
+    else:
+        MeasureSettings(**settings)
+
+
+def _stepped(name: str, dtype: str) -> Any:
+    torch.manual_seed(0)
+    params = [torch.nn.Parameter(torch.randn(s, dtype=TORCH_DT[dtype])) for s in SHAPES]
+    opt = make_optimizer(name, params)  # measure's own choice of class and implementation
+    for _ in range(2):
+        for p in params:
+            p.grad = torch.randn_like(p)
+        opt.step()
+    return opt
+
+
+@pytest.mark.filterwarnings("ignore:Paged optimizers are not supported on CPU")
+@pytest.mark.parametrize("precision", ["bf16", "fp32"])
+@pytest.mark.parametrize("name", OPTIMIZERS)
+def test_state_bytes_after_a_step_equal_the_estimate(name: str, precision: str) -> None:
+    """Pure bf16 (and fp32) training: the state dtype the estimator resolves for the optimizer (its
+    ``optimizer_state_dtype`` assumption) gives exactly the bytes of the state tensors ``measure`` counts after a real
+    step. bitsandbytes' Lion keeps fp32 momentum under bf16 parameters (optim/optimizer.py @0.50.1
+    ``Optimizer1State.init_state``: ``get_state_buffer(p, dtype=torch.float32)``); the estimate said 2 B before."""
+    est = estimate_training(load_model("llama-3.2-1b"), optimizer=name, precision=precision)
+    sd = str({a.name: a.value for a in est.assumptions}["optimizer_state_dtype"])
+    opt = _stepped(name, precision)
+    measured = tensor_bytes(optimizer_state_tensors(opt))
+    assert optimizer_state_bytes_counted(Counter(SHAPES), name, DTYPE_BYTES[sd]) == measured, (name, sd)
+
+
+def test_a_bitsandbytes_optimizer_refuses_a_half_state_dtype() -> None:
+    with pytest.raises(InputError, match="fp32"):
+        estimate_training(load_model("llama-3.2-1b"), optimizer="lion", precision="bf16",
+                          optimizer_state_dtype="bf16")
+
+
+def _update_traffic(opt: Any, params: list[Any]) -> int:
+    """Bytes the bitsandbytes update ops of one step read (every tensor argument) and write (the arguments whose
+    contents the op changed)."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+    from torch.utils._pytree import tree_flatten
+
+    total = [0]
+
+    class Count(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+            kwargs = kwargs or {}
+            if func.namespace != "bitsandbytes":
+                return func(*args, **kwargs)
+            ts = [t for t in tree_flatten((args, kwargs))[0] if isinstance(t, torch.Tensor)]
+            before = [t.clone() for t in ts]
+            out = func(*args, **kwargs)
+            for t, b in zip(ts, before, strict=True):
+                size = t.numel() * t.element_size()
+                total[0] += size + (size if not torch.equal(t, b) else 0)
+            return out
+
+    for p in params:
+        p.grad = torch.randn_like(p)
+    with Count():
+        opt.step()
+    return total[0]
+
+
+@pytest.mark.filterwarnings("ignore:Paged optimizers are not supported on CPU")
+@pytest.mark.parametrize("dtype", ["bf16", "fp32"])
+@pytest.mark.parametrize("name", BNB_OPTIMIZERS)
+def test_bitsandbytes_step_bytes_equal_its_update_op(name: str, dtype: str) -> None:
+    """Eq. (O5) against the tensors bitsandbytes' own update op reads and writes in a real step (the second: the
+    first creates the states), over one matrix large enough that the 256-entry fp32 quantization map each 8-bit
+    state also reads (1 KiB, loaded once per thread block into shared memory on CUDA; left out of eq. O5) is under
+    0.1 % of the traffic, while the block absmax (8 B per 256 elements and state, 0.4 % of Lion 8-bit's) counts."""
+    torch.manual_seed(0)
+    params = [torch.nn.Parameter(torch.randn(512, 512, dtype=TORCH_DT[dtype]))]
+    opt = bnb_class(name)(params, lr=0.1)
+    for p in params:
+        p.grad = torch.randn_like(p)
+    opt.step()
+    measured = _update_traffic(opt, params)
+    e = params[0].element_size()
+    per = optimizer_step_bytes(name, "fused", e, e, e)
+    assert per is not None
+    assert per * params[0].numel() == pytest.approx(measured, rel=1e-3)
+
+
+def bnb_class(name: str) -> Any:
+    return {"adamw-8bit": bnb.optim.AdamW8bit, "paged-adamw": bnb.optim.PagedAdamW,
+            "paged-adamw-8bit": bnb.optim.PagedAdamW8bit, "lion": bnb.optim.Lion, "lion-8bit": bnb.optim.Lion8bit,
+            "paged-lion": bnb.optim.PagedLion,
+            "paged-lion-8bit": bnb.optim.PagedLion8bit}[name]
+
+
+def test_lion_step_bytes_from_the_kernel_source() -> None:
+    """Counted from the CUDA kernels (module docstring): 32-bit Lion loads g, the fp32 state1 and p and stores p and
+    state1; 8-bit loads the uint8 state1 and its block absmax and stores both. Before, Lion had no count (None:
+    its step took 0 s)."""
+    for p, g in ((2, 2), (4, 4)):
+        assert optimizer_step_bytes("lion", "fused", p, g, p) == 2 * p + g + 2 * 4
+        assert optimizer_step_bytes("paged-lion", "fused", p, g, p) == 2 * p + g + 2 * 4
+        assert optimizer_step_bytes("paged-lion-8bit", "fused", p, g, p) == 2 * p + g + 2 * 1 + 2 * 4 / 256
+    # a master copy (DeepSpeed/Megatron: the update runs on the fp32 master, then the model is copied from it)
+    assert optimizer_step_bytes("lion", "fused", 2, 2, 4, master=4) == 2 * 4 + 2 + 8 + (4 + 2)
+
+
+def test_lion_step_is_timed() -> None:
+    """A full bf16 fine-tune of Llama 3.2 1B with Lion on an H100: the step moves 14 B per parameter (2 x 2 B
+    weight + 2 B gradient + 2 x 4 B fp32 momentum), timed at the memory-bound bandwidth like AdamW's."""
+    from llmsizer.catalog.hardware import builtin_catalog
+
+    dev = builtin_catalog().devices["h100-sxm"]
+    spec = load_model("llama-3.2-1b")
+    w = dict(method="full", precision="bf16", micro_batch=1, seq_len=2048)
+    lion = training_duration_for(spec, dev, 1, 1e6, dict(w, optimizer="lion"))
+    sgd = training_duration_for(spec, dev, 1, 1e6, dict(w, optimizer="sgd"))
+    assert {a.name: a.value for a in lion.assumptions}["optimizer_step_bytes_per_element"] == 14.0
+    assert lion.tokens_per_second < sgd.tokens_per_second  # sgd (no sourced count) steps in 0 s
+
+
+@pytest.mark.parametrize("name", [n for n in OPTIMIZERS if OPTIMIZER_INFO[n].paged])
+def test_a_paged_optimizer_refused_on_a_cpu_names_an_accepted_one(name: str) -> None:
+    """A paged optimizer on a CPU is refused with its unpaged twin named (specs/training.py); that twin must be an
+    optimizer llmsizer accepts, with the same states and bits (paged-adamw's twin is torch's AdamW: bitsandbytes'
+    32-bit AdamW has no name of its own here). Before, paged-lion-8bit named 'lion-8bit', which was not one
+    (bitsandbytes' Lion8bit, the HF Trainer's lion_8bit, had no record)."""
+    with pytest.raises(InputError) as err:
+        estimate_training(load_model("llama-3.2-1b"), optimizer=name, device="cpu")
+    twin = str(err.value).rsplit(" ", 1)[-1]
+    assert twin in OPTIMIZERS, str(err.value)
+    a, b = OPTIMIZER_INFO[name], OPTIMIZER_INFO[twin]
+    assert (b.paged, b.states, b.eight_bit) == (False, a.states, a.eight_bit)
+    assert name.startswith("paged-")
