@@ -1823,6 +1823,27 @@ TRAINING_ROWS["PM0757"] = (_m, dict(_f, gpus=8, **TT_LORA_FSDP2), "the settings 
                            "as allocated; its 'GB' read as GiB (torchtune logs GiB); the measured figure is below the "
                            "NF4 shard + the checkpointed layer inputs + the root FSDP2 keeps unsharded at the stated "
                            "batch 2 x 2048", False, "peak")
+# torchtune's own MultiHeadAttention expands K and V to every query head before SDPA / FlexAttention at every
+# commit the torchtune rows cite: @0217d44c2 (torchtune/modules/attention.py lines 182-191: ``expand`` then
+# ``reshape``, RoPE on the expanded k, lines 194-195; also @20747cd87, @ff594c231, @0914d5cfb, @7d05579), @30b8519
+# (lines 277-283: RoPE at the K/V width, then expand and reshape) and @1814feb / @0cd8bc4ca / @bd2a0fc (lines 287-290:
+# ``unsqueeze(2).expand(...).flatten(1, 2)``). Merging the stride-0 dim with n_kv is a copy, which SDPA (or
+# flex_attention) saves at num_heads width: ``kv_expanded_in_attention`` (measured on a CPU forward of each commit's
+# lines: tests/training/test_torchtune_kv_expand.py). With one K/V head the merge is a stride-0 view and nothing is
+# copied @30b8519 and later (no torchtune row is MQA). No KV cache is set up in training (``setup_caches`` is called
+# by the generation recipes only), so ``kv_cache.update`` (lines 280-282 @bd2a0fc) does not run. MHA rows (Llama 2
+# 7B) are unchanged; GQA: PM0027 / PM0029 (Llama 2 70B), PM0059, PM0741-PM0749 (Llama 3.2 3B), PM0750-PM0757.
+TORCHTUNE_ATTENTION_ROWS = frozenset(TORCHTUNE_MEMORY_ROWS)
+
+
+def torchtune_attention_layout(spec: Any) -> Any:
+    """torchtune's MultiHeadAttention (attention.py @bd2a0fc lines 284-290, the same at every cited commit): K/V
+    copied to every query head before SDPA (``kv_expanded_in_attention`` for GQA; MQA's expand is a view)."""
+    from dataclasses import replace
+
+    return replace(spec, kv_expanded_in_attention=1 < spec.num_kv_heads < spec.num_heads)
+
+
 # the memory cells whose speed twin is not expressible either, for the same reason
 TRAINING_NOT_EXPRESSED_ROWS = {rid: str(TORCHTUNE_SPEED_ROWS[twin]) for rid, twin in (
     ("PM0740", "PM0710"), ("PM0753", "PM0701"), ("PM0754", "PM0703"))}
@@ -2202,6 +2223,8 @@ def training_prediction(row_id: str) -> int:
         spec = litgpt_attention_layout(spec)
     if row_id in TORCHTITAN_9DEC370_ROWS:  # torchtitan's own Llama: K/V repeated before SDPA
         spec = torchtitan_attention_layout(spec)
+    if row_id in TORCHTUNE_ATTENTION_ROWS:  # torchtune's MultiHeadAttention: K/V expanded before SDPA
+        spec = torchtune_attention_layout(spec)
     est = estimate_training(spec, **fields)
     if what == "weights":
         return int(est.item("weights").bytes + sum(i.bytes for i in est.items if i.name == "adapter_weights"))

@@ -223,7 +223,7 @@ _add("decode throughput", "vllm >= 0.14", 0.9098, 1.0560, 6, ('a10g',))
 _add("inference memory", "transformers", 0.9229, 1.1814, 11)
 _add("inference memory", "vllm", 0.9635, 1.0931, 13)
 _add("prefill throughput", "llama.cpp", 0.6257, 1.1420, 27)
-_add("training memory", "pytorch training", 0.9085, 1.0950, 22)
+_add("training memory", "pytorch training", 0.9085, 1.0873, 22)
 _add("training throughput", "pytorch training", 0.8500, 1.1524, 237)
 
 
