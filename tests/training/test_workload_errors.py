@@ -21,7 +21,7 @@ def _one_line(exc: BaseException) -> str:
 
 @pytest.mark.parametrize(("fields", "words"), [
     (dict(method="lora", rank=0), ["rank", "out of range", "[1, "]),
-    (dict(zero=4), ["zero", "0, 1, 2 or 3"]),
+    (dict(zero=4), ["zero", "[0, 3]", "ZeRO stages are 0, 1, 2 and 3"]),
     (dict(method="sft"), ["method", "full, lora, dora, qlora"]),
     (dict(precision="bf32"), ["precision", "bf16-mixed"]),
     (dict(optimizer="adamax"), ["optimizer", "adamw"]),

@@ -163,6 +163,8 @@ def _base_format(d: Duration) -> str:
 
 
 def render_duration(d: Duration) -> str:
+    from ..render.markdown import format_value  # a count as the plan shows it (one spelling)
+
     if d.seconds is None:
         return "duration: " + "; ".join(d.warnings)
     line = (f"duration: {format_count(d.tokens)} tokens x {d.flops.per_token:.3g} FLOP/token ({d.flops.formula}) "
@@ -204,5 +206,5 @@ def render_duration(d: Duration) -> str:
     rng = d.seconds_range
     line += (f" = {format_seconds(d.seconds)} wall clock"
              + (f" ({format_seconds_range(rng[0], rng[1])} calibrated range)" if rng else "")
-             + f", {d.device_hours or 0:,.1f} device-hours")
+             + f", {format_value(d.device_hours or 0, 'count')} device-hours")  # the plan's spelling of it
     return "\n".join([line, *(f"warning: {w}" for w in d.warnings)])

@@ -310,9 +310,12 @@ def quality_warning(fmt: str) -> str | None:
 
 
 def engine_weights(spec: ModelSpec, engine: str, weights: str | None, group_size: int = GROUP_SIZE_DEFAULT,
-                   group_size_given: bool = False) -> FormatChoice:
+                   group_size_given: bool = False, dtype: str | None = None) -> FormatChoice:
     """The weight format ``engine`` runs for ``spec`` when the user asks for ``weights`` (None: the default);
-    ``group_size_given``: the user gave ``group_size`` (a given 128 is not the default)."""
+    ``group_size_given``: the user gave ``group_size`` (a given 128 is not the default); ``dtype``: the compute dtype
+    the user gave (None: not given). With no ``weights``, an unquantized checkpoint (bf16, fp16, fp32) is loaded in a
+    given ``dtype`` by the engines that take one (``cast_to_dtype``), as a request's ``precision`` pins it
+    (``unquantized_format``)."""
     out = FormatChoice("", group_size)
     fw = spec.file_weights
     if weights is None and fw is not None:
@@ -332,6 +335,9 @@ def engine_weights(spec: ModelSpec, engine: str, weights: str | None, group_size
                 raise InputError(f"engine llamacpp runs GGUF formats; {spec.name} is stored as {fmt!r}, which has no "
                                  "GGUF counterpart: name one (e.g. --weights q4_k_m or q8_0)")
             fmt, why = GGUF_FROM_STORED[fmt], f"the GGUF llama.cpp converts the checkpoint to ({why} -> {fmt})"
+        cast = cast_to_dtype(engine, fmt, dtype)
+        if cast is not None:
+            fmt, why = cast, f"{why}, loaded in the dtype given ({cast}): {CAST_SOURCE}"
         out.assumptions.append(Assumption("weights", fmt, True, f"checkpoint's stored format ({why})"))
     else:
         fmt = normalize_format(weights)
@@ -391,6 +397,25 @@ def unquantized_format(spec: ModelSpec, precision: str | None = None) -> tuple[s
         return normalize_format(precision), "quantization: none at the precision given"
     fmt, why = dtype_format(spec)
     return fmt, f"quantization: none at the checkpoint's dtype ({why})"
+
+
+# The engines whose dtype casts an unquantized checkpoint's weights on load: transformers' from_pretrained(dtype=...)
+# (modeling_utils.py PreTrainedModel.from_pretrained: "load the model under a specific dtype"), vLLM's --dtype
+# (vllm/config/model.py @ 0052a5b8, ModelConfig.dtype "Data type for model weights and activations"; .quantization:
+# with none "use dtype to determine the data type of the weights") and SGLang's --dtype (server_args.py, the same
+# words). llama.cpp runs the GGUF file's own types: no dtype applies.
+CAST_SOURCE = ("transformers from_pretrained(dtype=...), vLLM and SGLang --dtype: the data type of the model weights "
+               "and activations")
+UNQUANTIZED_DTYPES = ("fp32", "fp16", "bf16")
+
+
+def cast_to_dtype(engine: str, fmt: str, dtype: str | None) -> str | None:
+    """The format an unquantized checkpoint stored as ``fmt`` is loaded in when the user gives the compute ``dtype``
+    (None: not given) on ``engine``: ``dtype`` where it differs from ``fmt`` and the engine casts (see
+    ``CAST_SOURCE``), else None (kept as stored: a quantized format, llama.cpp's GGUF, no dtype given)."""
+    if dtype is None or engine == "llamacpp" or fmt not in UNQUANTIZED_DTYPES or dtype == fmt:
+        return None
+    return normalize_format(dtype) if dtype in UNQUANTIZED_DTYPES else None
 
 
 def file_kernel_format(spec: ModelSpec) -> tuple[str, str]:

@@ -13,7 +13,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..frozen import fast_init
-from ..numbers import COUNT, DEVICE_MEMORY, HEADROOM, LORA_ALPHA, LORA_RANK, TOKENS
+from ..numbers import COUNT, DEVICE_MEMORY, HEADROOM, LORA_ALPHA, LORA_RANK, TOKENS, ZERO_STAGE
 from ..suggest import unknown_choice
 from .given import tracks_given
 from .workload import DEVICES, GPU_RUNTIMES, check_memory_target, check_numbers, read_number
@@ -513,6 +513,10 @@ class TrainingWorkload:
                 if isinstance(v, bool):
                     raise InputError(f"{name} must be a positive integer, got {v!r}")
                 self.__dict__[name] = int(read_number(v, name, TOKENS if name == "seq_len" else COUNT))  # 2.0 -> 2
+        if type(self.zero) is not int or not 0 <= self.zero <= 3:  # the CLI's --zero range and line (ZERO_STAGE)
+            if isinstance(self.zero, bool):
+                raise InputError(f"zero must be a ZeRO stage 0, 1, 2 or 3, got {self.zero!r}")
+            self.__dict__["zero"] = int(read_number(self.zero, "zero", ZERO_STAGE))  # '2' or 2.0 -> 2, as the CLI
         if isinstance(self.target_len, str):
             self.__dict__["target_len"] = int(read_number(self.target_len, "target_len", TOKENS))
         if self.target_len is not None and (not isinstance(self.target_len, int) or isinstance(self.target_len, bool)
@@ -581,8 +585,6 @@ class TrainingWorkload:
             if why:
                 raise InputError("loss 'ce-loss-parallel' is the eager, unchunked cross-entropy over tensor "
                                  f"parallelism's vocabulary shards (torch loss_parallel, torchtitan): {why}")
-        if self.zero not in (0, 1, 2, 3):
-            raise InputError(f"zero must be a ZeRO stage 0, 1, 2 or 3, got {self.zero!r}")
         if self.fsdp is not None and self.zero:
             raise InputError("give ZeRO (zero=1..3) or FSDP (fsdp=full|grad_op|hybrid), not both")
         for flag in ("activation_offload", "float8", "compile", "loop_keeps_graph", "tf32"):

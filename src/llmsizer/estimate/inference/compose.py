@@ -47,7 +47,9 @@ from .media import media_in_context
 
 
 def _resolve_weights(spec: ModelSpec, w: InferenceWorkload, acc: Acc) -> tuple[str, int]:
-    choice = engine_weights(spec, str(w.engine), w.weights, w.group_size, "group_size" in (w.given or ()))
+    given = w.given or ()
+    choice = engine_weights(spec, str(w.engine), w.weights, w.group_size, "group_size" in given,
+                            w.dtype if "dtype" in given else None)
     acc.assumptions.extend(choice.assumptions)
     acc.warnings.extend(choice.warnings)
     return choice.fmt, choice.group_size
