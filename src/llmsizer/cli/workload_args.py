@@ -132,7 +132,7 @@ def add_metric_arg(p: argparse.ArgumentParser | Any) -> None:
 def add_attention_arg(p: argparse.ArgumentParser | Any) -> None:
     p.add_argument("--attention", choices=TRAIN_ATTENTION,
                    help=f"attention kernel (default {IW.attention}); flex (torch FlexAttention on a BlockMask, "
-                        "torchtune's packed path) with --train only, on a GPU")
+                        "torchtune's packed path) for training only, on a GPU")
 
 
 image_size_arg = argtype(lambda t: parse_image_size(t, what=""), "WxH")
