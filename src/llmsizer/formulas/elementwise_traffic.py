@@ -96,6 +96,18 @@ them backward (kernels/cross_entropy_loss.py lines 78, 246 and 276: 3c V)::
     forward   F_u = 10c h + 8 + 2c (q_w + k_w) + 3c I + 2c sum(adapter out)                       (E8)
     backward  B_u = 18c h + 8 + 2c (q_w + k_w) + 6c I + 2c sum(adapter in)                        (E9)
 
+**flash-attn's fused cross-entropy** (``loss='fused-xentropy'``: llm-foundry's default ``loss_fn``): the forward
+kernel ``cunn_SoftMaxXEntropyForward`` reads each row of the half-precision logits twice (the max-and-sum pass and
+the exp-sum pass: flash-attn v1.0.9 csrc/xentropy/xentropy_kernel.cu lines 452 and 466) and writes two fp32
+numbers per token; the backward kernel reads the logits once and writes their gradient once (``apply``, lines
+503-513), in the logits' dtype::
+
+    loss = 4c V per token                                                                          (E11)
+
+(the upcast, log-softmax and their fp32 gradients of (E3) are never written). flash-attn 2.x's Triton kernel reads
+the row once in the forward, 3c V; of the llm-foundry tables only the 'Large Scale' H100 one ran it (llm-foundry
+5e85bd62d installs '.[gpu-flash2]', flash-attn 2.4.2), counted as (E11) too: c V per token more.
+
 No Unsloth throughput row with its settings is published in a form the validation can use, and the kernels need
 Triton on a CUDA device, so E8/E9 are read from the code, not measured.
 
@@ -221,10 +233,12 @@ def _layer_terms(w: LayerWidths, c: float, compiled: bool, norms_trained: bool,
              (sum(2 * c * o + 3 * c * n for n, o in adapters), False)))
 
 
-def loss_bytes(vocab: int, c: float, compiled: bool, unsloth: bool = False) -> float:
+def loss_bytes(vocab: int, c: float, compiled: bool, unsloth: bool = False, fused_xentropy: bool = False) -> float:
     """Bytes per token of the cross-entropy over ``vocab`` logits, forward and backward: (E3) eager, (E6)
-    compiled, Unsloth's ``fast_cross_entropy_loss`` 3c V (module docstring)."""
+    compiled, Unsloth's ``fast_cross_entropy_loss`` 3c V, flash-attn's fused kernel 4c V (E11) (module docstring)."""
     _check(c, vocab)
+    if fused_xentropy:
+        return 4 * c * vocab
     if unsloth:
         return 3 * c * vocab
     return (4 * c if compiled else 2 * c + 10 * F32) * vocab
@@ -259,7 +273,7 @@ def step_bytes_per_token(spec: ModelSpec, c: float, compiled: bool, norms_traine
                          loss: str = "ce", tp: int = 1, unsloth: bool = False,
                          loss_compiled: bool | None = None, sequence_parallel: bool = False) -> float:
     """Eq. (E7)'s numerator per token: every decoder layer's forward and backward (E1/E2 or E4/E5), the forward
-    again for ``recomputed_layers`` checkpointed layers, and the loss (E3/E6; none for 'cut-ce', which never
+    again for ``recomputed_layers`` checkpointed layers, and the loss (E3/E6/E11; none for 'cut-ce', which never
     materialises the logits). ``adapters``: per layer, (in, out) of each LoRA-adapted linear. ``loss_compiled``:
     whether the loss is compiled too (None: as the layers; torchtitan @ 9dec370 compiles the blocks only).
     ``sequence_parallel``: the layers' hidden-width kernels run on 1/``tp`` of the tokens (eq. (E10))."""
@@ -280,5 +294,5 @@ def step_bytes_per_token(spec: ModelSpec, c: float, compiled: bool, norms_traine
     total += fwd_sum * recomputed_layers / spec.num_layers
     if loss != "cut-ce":
         total += loss_bytes(-(-spec.vocab_size // tp), c, compiled if loss_compiled is None else loss_compiled,
-                            unsloth)
+                            unsloth, fused_xentropy=loss == "fused-xentropy")
     return total
