@@ -663,8 +663,12 @@ def mpt_attn_impl(m: MptRow, source_location: str) -> str:
 # extra, submit_benchmarks.py @ b2a43a147 line 379 and @ 300cc5c58 line 327, '.[gpu-flash2]' @ 5e85bd62d line 379)
 # and the norms are LPLayerNorm (submit_benchmarks.py @ b2a43a147 / 5e85bd62d line 307: model.norm_type
 # 'low_precision_layernorm'; @ 300cc5c58 line 270: model.low_precision_layernorm True). The settings:
-# formulas/training_activations.py eqs. X1 and N4, formulas/elementwise_traffic.py eq. (E11).
-LLMFOUNDRY_DEFAULTS: dict[str, Any] = {"loss": "fused-xentropy", "layernorm": "low-precision"}
+# formulas/training_activations.py eqs. X1 and N4, formulas/elementwise_traffic.py eq. (E11). Composer's training
+# metrics: llm-foundry's MPT registers LanguageCrossEntropy and LanguagePerplexity (modeling_mpt.py @ b2a43a147 lines
+# 698-700, use_train_metrics default True) and Composer updates both after each micro-batch's backward (composer
+# v0.16.4 trainer.py lines 2472-2475): two eager cross-entropies over the logits (eq. (E12)).
+LLMFOUNDRY_DEFAULTS: dict[str, Any] = {"loss": "fused-xentropy", "layernorm": "low-precision",
+                                       "train_metric_passes": 2}
 
 
 def mpt_fields(m: MptRow, attn_impl: str = "triton") -> dict[str, Any]:

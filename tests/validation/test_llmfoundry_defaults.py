@@ -37,11 +37,11 @@ def _rows() -> dict[str, dict[str, str]]:
 
 
 def test_every_llmfoundry_row_runs_the_fused_loss_and_low_precision_norm() -> None:
-    assert LLMFOUNDRY_DEFAULTS == {"loss": "fused-xentropy", "layernorm": "low-precision"}
+    assert LLMFOUNDRY_DEFAULTS == {"loss": "fused-xentropy", "layernorm": "low-precision", "train_metric_passes": 2}
     for rid, r in _rows().items():
         m = mpt_row(r["quote"])
         f = mpt_fields(m, mpt_attn_impl(m, r["source_location"]))
-        assert (f["loss"], f["layernorm"]) == ("fused-xentropy", "low-precision"), rid
+        assert (f["loss"], f["layernorm"], f["train_metric_passes"]) == ("fused-xentropy", "low-precision", 2), rid
 
 
 def _share(rid: str) -> float:

@@ -268,6 +268,14 @@ class TrainingWorkload:
         fp32 list: it keeps its fp32 input) or 'low-precision' (llm-foundry's ``LPLayerNorm``, its default
         ``norm_type``: the input, weight and bias cast to the autocast dtype first, so it keeps those copies;
         eq. N4). Without autocast, or on an RMSNorm model, it changes nothing.
+    train_metric_passes: eager cross-entropy passes the training loop runs over each micro-batch's logits after its
+        backward, under no_grad, for its training metrics (default 0: none). Composer (v0.16.4 trainer.py lines
+        2472-2475, ``_eval_train_metrics`` lines 2166-2175) updates every train metric after each micro-batch's
+        backward; llm-foundry's MPT registers LanguageCrossEntropy and LanguagePerplexity (modeling_mpt.py @
+        b2a43a147 lines 698-700), each a ``torch.nn.CrossEntropyLoss`` over the whole logits (composer
+        metrics/nlp.py @ v0.16.4 lines 100, 119-121, 188): 2. Their memory-bound traffic is
+        formulas/elementwise_traffic.py eq. (E12); no Python-only setting beyond this field (no CLI flag or request
+        field: the llm-foundry validation rows set it, validation_cases.LLMFOUNDRY_DEFAULTS).
     checkpoint_impl: with grad_checkpointing 'full', torch.utils.checkpoint's 'non-reentrant' (use_reentrant=False,
         transformers' default since 5.0, torchtune's) or 'reentrant' (use_reentrant=True: transformers 4.35-4.x's
         default): the reentrant backward recomputes the layer's output too (one hidden state per recompute);
@@ -426,6 +434,7 @@ class TrainingWorkload:
     loss_chunks: int = 1
     loss: str = "ce"
     layernorm: str = "torch"
+    train_metric_passes: int = 0
     checkpoint_offload: bool = False
     checkpoint_impl: str = "non-reentrant"
     kernels: str = "pytorch"
@@ -573,6 +582,8 @@ class TrainingWorkload:
         if self.loss == "ce-kept-logits" and self.loss_chunks > 1:
             raise InputError("loss 'ce-kept-logits' is the unchunked cross-entropy of torchtune's 2024-05 loop (the "
                              f"whole shifted logits kept); it does not take loss_chunks {self.loss_chunks}")
+        if self.train_metric_passes < 0:
+            raise InputError(f"train_metric_passes must not be negative, got {self.train_metric_passes}")
         if self.loss == "fused-xentropy" and (self.loss_chunks > 1 or self.compile):
             raise InputError("loss 'fused-xentropy' is flash-attn's one fused cross-entropy kernel over all the "
                              "logits (llm-foundry, eager): it does not take "

@@ -49,6 +49,8 @@ _WHY = {
     "loss": "the model returns the logits, the loss upcasts them (transformers ForCausalLMLoss)",
     "loss_chunks": "the whole sequence's cross-entropy at once",
     "layernorm": "torch nn.LayerNorm: under autocast it runs in fp32 (autocast's fp32 op list) and keeps its fp32 input",
+    "train_metric_passes": ("eager no-grad cross-entropies over each micro-batch's logits after its backward "
+                            "(Composer's train metrics; formulas/elementwise_traffic.py eq. (E12))"),
     "checkpoint_offload": "the checkpointed layer inputs stay on the device",
     "checkpoint_impl": "torch.utils.checkpoint use_reentrant=False (transformers >= 5.0, torchtune)",
     "kernels": "the framework's PyTorch modules (transformers, PEFT, torchtune)",
@@ -216,6 +218,8 @@ def resolve(spec: ModelSpec, w: TrainingWorkload, acc: Acc) -> TrainingContext:
         record_workload(w, acc, ("layernorm",))
     elif w.layernorm != "torch":
         acc.warnings.append(f"layernorm {w.layernorm!r} changes nothing: {spec.name} has RMSNorm, not LayerNorm")
+    if w.train_metric_passes:
+        record_workload(w, acc, ("train_metric_passes",))
     kernel_given = given(w, "attention_kernel")
     acc.assumptions.append(Assumption("attention_kernel", attention_kernel_of(w.attention, w.attention_kernel),
                                       not kernel_given, "given" if kernel_given
