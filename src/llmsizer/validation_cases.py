@@ -668,6 +668,21 @@ def mpt_attn_impl(m: MptRow, source_location: str) -> str:
     return "triton"
 
 
+# What llm-foundry runs by default that changes the memory and the loss's traffic (the benchmark tables' runs: default
+# yamls, submit_benchmarks.py never sets loss_fn): the loss is flash-attn's fused cross-entropy (ComposerMPTCausalLM:
+# ``om_model_config.get('loss_fn', 'fused_crossentropy')``, llmfoundry/models/mpt/modeling_mpt.py @ b2a43a147 lines
+# 724-730; @ 300cc5c58 llmfoundry/models/mosaic_gpt/mosaic_gpt.py lines 510-515; flash-attn installed by the '.[gpu]'
+# extra, submit_benchmarks.py @ b2a43a147 line 379 and @ 300cc5c58 line 327, '.[gpu-flash2]' @ 5e85bd62d line 379)
+# and the norms are LPLayerNorm (submit_benchmarks.py @ b2a43a147 / 5e85bd62d line 307: model.norm_type
+# 'low_precision_layernorm'; @ 300cc5c58 line 270: model.low_precision_layernorm True). The settings:
+# formulas/training_activations.py eqs. X1 and N4, formulas/elementwise_traffic.py eq. (E11). Composer's training
+# metrics: llm-foundry's MPT registers LanguageCrossEntropy and LanguagePerplexity (modeling_mpt.py @ b2a43a147 lines
+# 698-700, use_train_metrics default True) and Composer updates both after each micro-batch's backward (composer
+# v0.16.4 trainer.py lines 2472-2475): two eager cross-entropies over the logits (eq. (E12)).
+LLMFOUNDRY_DEFAULTS: dict[str, Any] = {"loss": "fused-xentropy", "layernorm": "low-precision",
+                                       "train_metric_passes": 2}
+
+
 def mpt_fields(m: MptRow, attn_impl: str = "triton") -> dict[str, Any]:
     """TrainingWorkload fields of one benchmark row, its attention llm-foundry's ``attn_impl`` (mpt_attn_impl)."""
     fp8: dict[str, Any] = dict(float8=True, float8_recipe="transformer-engine") if "fp8" in m.precision else {}
@@ -676,7 +691,7 @@ def mpt_fields(m: MptRow, attn_impl: str = "triton") -> dict[str, Any]:
     return dict(method="full", precision="bf16-mixed", micro_batch=m.micro_batch, seq_len=m.seq_len,
                 grad_accumulation=m.grad_accumulation, grad_checkpointing="full" if m.checkpointing else "none",
                 fsdp=MPT_SHARDING[m.sharding], fsdp_version=1, optimizer="adamw",
-                **LLMFOUNDRY_ATTN_IMPL[attn_impl], gpus=m.gpus, **fp8, **impl)
+                **LLMFOUNDRY_ATTN_IMPL[attn_impl], **LLMFOUNDRY_DEFAULTS, gpus=m.gpus, **fp8, **impl)
 
 
 def mpt_case(r: dict[str, str]) -> Case | NotExpressed:

@@ -96,7 +96,11 @@ def test_held_out_a100_rows() -> None:
     -4 .. +59 % (PM0939), most rows +5 .. +10 % (8.0 %, -11 .. +48 % before: the long-sequence rows gained, the
     2048-token rows took Ampere's refitted u, 0.676 -> 0.733). 5.8 %, -4 .. +47 %, since a checkpointed layer's recomputed
     attention forward runs at the kernel's forward rate (formulas/training_time.py eq. (10'')): the rows without
-    checkpointing, over-predicted 7.3 points more than the checkpointed ones, 5.1-5.4 points more."""
+    checkpointing, over-predicted 7.3 points more than the checkpointed ones, 5.1-5.4 points more. 9.4 %, -4 .. +47 %,
+    since the rows run llm-foundry's fused cross-entropy (eq. (E11), 8 B per logit where the eager loss moved 44): the
+    small models' over-prediction grew (760M at 512 tokens +37 -> +42 %); with Composer's two eager train-metric
+    cross-entropies per micro-batch (composer v0.16.4 trainer.py line 2475; forward only, 2 x 14 B per logit) counted
+    it would be 6.5 % -- not modelled yet."""
     errs = _held_out("a100")
     assert len(errs) == 98 + 34
     assert statistics.median(abs(e) for e in errs) < 0.25
@@ -111,7 +115,8 @@ def test_held_out_h100_rows() -> None:
     4.1) and Hopper's u re-derived on it fell 0.5633 -> 0.4627: an open miss, every row now slow (the MPT-7B rows
     imply u 0.53-0.63); PM0501 ran on 500 W-limited H100s, this table presumably on 700 W parts). 10.3 %, -19 .. +12 %,
     since a checkpointed layer's recomputed attention forward runs at the kernel's forward rate (formulas/
-    training_time.py eq. (10'')): rho x u_ampere fell 7 %, these rows' Triton attention with it (Hopper's u 0.4705)."""
+    training_time.py eq. (10'')): rho x u_ampere fell 7 %, these rows' Triton attention with it (Hopper's u 0.4705).
+    9.4 %, -19 .. +12 %, since the rows run llm-foundry's fused cross-entropy (eq. (E11))."""
     errs = _held_out("h100")
     assert len(errs) == 37
     assert statistics.median(abs(e) for e in errs) < 0.12
@@ -157,7 +162,10 @@ def test_760m_short_sequence_misses_are_the_re_measurement() -> None:
     """PM0919/PM0920 (760M at 512/1024 tokens on 8 x A100 80GB) are predicted within the same few percent of the
     publisher's earlier measurement of the identical configuration as their 2048/4096-token twins are of both
     publications: the prediction orders the four sequence lengths as the earlier table does (more tokens per second
-    at shorter sequences), which the re-measured table reverses (seq 512 slower than seq 2048)."""
+    at shorter sequences), which the re-measured table reverses (seq 512 slower than seq 2048). Since the rows run
+    llm-foundry's fused cross-entropy (eq. (E11): 8 B per logit where the eager loss moved 44) the four are predicted
+    +10.6 .. +14.0 % above the earlier figures (+5.8 .. +9.7 % before): Composer's two eager train-metric
+    cross-entropies per micro-batch (LanguageCrossEntropy, LanguagePerplexity) are not in the time model."""
     rows, cases = _mpt_rows(), _cases()
     err = {}
     for rid, earlier in MPT_760M_EARLIER.items():
@@ -169,7 +177,7 @@ def test_760m_short_sequence_misses_are_the_re_measurement() -> None:
             assert abs(m.tokens_per_second / earlier - 1) < 0.03, rid
         else:  # the re-measurement is far slower than the earlier publication
             assert m.tokens_per_second / earlier - 1 < -0.14, rid
-    assert all(0 < e < 0.12 for e in err.values()), err
+    assert all(0 < e < 0.15 for e in err.values()), err
     assert max(err.values()) - min(err.values()) < 0.04, err
     p = [cases[rid].predicted for rid in ("PM0920", "PM0919", "PM0918", "PM0917")]
     assert p == sorted(p, reverse=True)
@@ -226,29 +234,31 @@ def _reserved_share(rid: str) -> float:
 def test_the_predicted_peak_does_not_mark_the_near_full_misses() -> None:
     """Decided from the data: no slowdown term and no wider range keyed on the predicted headroom, because the
     predicted reserved peak / device memory does not separate the over-predicted rows from the accurate ones.
+    Made again (as this test asked) once the rows ran llm-foundry's own loss and norms (validation_cases.
+    LLMFOUNDRY_DEFAULTS: flash-attn's fused cross-entropy, eq. X1, and LPLayerNorm, eq. N4), which moved every
+    share down (median 1.044 -> 0.804); the decision stands:
 
     - MPT-13B on A100 40GB (the same table, software and per-GPU model shape): the 8-GPU rows PM0942/0943/0948/0949/
-      0950 (+14 .. +18 %) are predicted at 0.944-0.949 of the device, their 16-128-GPU twins PM0944-PM0947 (-1.3 ..
-      +0.0 %) at 1.00-1.28: a term keyed on the share would slow the accurate rows at least as much.
-    - MPT-70B on A100 40GB: PM0939 (64 GPUs, +47 %) at 0.89, PM0938 (128 GPUs, +8 %) at 1.04: the opposite order.
-    - Every summarised A100 row (132): Pearson r(share, error) = +0.10; by share bin the median error is +1.6 %
-      (< 0.8, 2 rows), +4.2 % (0.8-0.9), +14.2 % (0.9-1.0: the 13B rows), +5.0 % (1.0-1.1), +5.4 % (1.1-1.2),
-      +8.6 % (1.2-1.3), +8.5 % (>= 1.3) on A100 40GB; no trend on A100 80GB (r +0.08) or H100 (r -0.15).
-    - The share is above 1 for 88 of those 132 rows (127 of all 216), runs that ran: the memory model puts them
-      above their device (e.g. PM0920, 760M 96 x 512 tokens on an 80 GB A100: 92.0 GiB allocated predicted), so
-      its headroom cannot say which run thrashed. The test fails when that changes, and the decision is then to be made again."""
+      0950 (+14 .. +18 %) are predicted at 0.940-0.945 of the device, their 16-128-GPU twins PM0944-PM0947 (-1.5 ..
+      -0.1 %) at 0.891-1.044, below and above them: a term keyed on the share cannot tell them apart.
+    - MPT-70B on A100 40GB: PM0939 (64 GPUs, +47 %) at 0.88, PM0938 (128 GPUs, +8 %) at 1.04: the opposite order.
+    - Every summarised A100 row (132): Pearson r(share, error) = -0.09 (+0.10 before); A100 40GB -0.11, A100 80GB
+      -0.18, H100 +0.03.
+    - The share was above 1 for 88 of those 132 rows (127 of all 216) before the two settings, runs that ran; now
+      for 4 (5 of 216, each within 4.4 % of its device: tests/validation/test_llmfoundry_defaults.py)."""
     cases = _cases()
     share = {rid: _reserved_share(rid) for rid in _mpt_rows()}
     err = {rid: c.error for rid, c in cases.items() if isinstance(c, Case) and c.error is not None}
     eight, wide = ("PM0942", "PM0943", "PM0948", "PM0949", "PM0950"), ("PM0944", "PM0945", "PM0946", "PM0947")
     assert min(err[rid] for rid in eight) > 0.13 and max(abs(err[rid]) for rid in wide) < 0.02
-    assert min(share[rid] for rid in wide) >= max(share[rid] for rid in eight)
+    assert min(share[rid] for rid in wide) < min(share[rid] for rid in eight)
+    assert max(share[rid] for rid in wide) > max(share[rid] for rid in eight)
     assert err["PM0939"] > 0.4 > 0.1 > err["PM0938"] and share["PM0939"] < share["PM0938"]
     held = [rid for rid, c in cases.items() if isinstance(c, Case) and not c.excluded and c.error is not None
             and mpt_row(_mpt_rows()[rid]["quote"]).gpu.startswith("a100")]
     assert len(held) == 98 + 34
-    assert statistics.correlation([share[rid] for rid in held], [err[rid] for rid in held]) < 0.3
-    assert sum(share[rid] > 1 for rid in held) > len(held) / 2
+    assert abs(statistics.correlation([share[rid] for rid in held], [err[rid] for rid in held])) < 0.3
+    assert sum(share[rid] > 1 for rid in held) <= 4
 
 
 def test_composer_per_step_host_work_is_a_small_share_of_the_small_model_gaps() -> None:
@@ -279,7 +289,7 @@ def test_composer_per_step_host_work_is_a_small_share_of_the_small_model_gaps() 
     3.4-9.0 % of each predicted step (the DecoupledAdamW loop alone 69 ms; on the A100 40GB table's composer 0.13.4
     the step count is a Python int, decoupled_weight_decay.py lines 318/333, so no sync per parameter); and each
     row has a twin in the same table with the same per-step work (PM0918: the same 49152 tokens per micro-step and accumulation 2; PM0977/PM0976: the same micro-batch on 64 and
-    128 GPUs) predicted within +6 .. +13 %. So no fixed per-step cost is added: a sourced one is a few percent of
+    128 GPUs) predicted within +10 .. +16 % (+6 .. +13 % before the rows ran the fused cross-entropy). So no fixed per-step cost is added: a sourced one is a few percent of
     these misses and, being shared with the twins, cannot separate them."""
     from llmsizer.estimate.efficiency import HOST_SECONDS_PER_KERNEL
     from llmsizer.formulas.tensors import model_tensors
@@ -293,4 +303,4 @@ def test_composer_per_step_host_work_is_a_small_share_of_the_small_model_gaps() 
         params = len(model_tensors(spec_from_config(mpt_config(m.model, m.seq_len), name=rid)))
         bound = params * (9 + 2) * HOST_SECONDS_PER_KERNEL.high + 4 * 1e-3
         assert bound < 0.3 * gap and bound < 0.1 * tokens / c.predicted, (rid, bound, gap)
-        assert 0 < t.error < 0.13 < c.error, (rid, twin)
+        assert 0 < t.error < 0.16 < c.error, (rid, twin)

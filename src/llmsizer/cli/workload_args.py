@@ -50,6 +50,7 @@ from ..specs.training import (
     GRAD_CHECKPOINTING,
     GRAD_SYNC,
     KERNELS,
+    LAYERNORMS,
     LORA_DROPOUTS,
     LOSSES,
     MAMBA_PATHS,
@@ -320,7 +321,12 @@ def add_training_args(p: argparse.ArgumentParser, *, attention: bool = True,
                    f"(torchtune LinearCrossEntropyLoss, with --loss-chunks 8); cut-ce: no logits tensor at all (Cut "
                    f"Cross-Entropy, Unsloth's fused loss); ce-kept-logits: ce whose loop keeps the shifted fp32 logits through the "
                    f"backward (torchtune's recipes of 2024-05); ce-loss-parallel: ce under torch's loss_parallel over the --tp "
-                   f"vocabulary shards (torchtitan with --tp > 1) (default {TW.loss})")
+                   f"vocabulary shards (torchtitan with --tp > 1); fused-xentropy: flash-attn's fused cross-entropy "
+                   f"kernel, the half-precision logits kept, no fp32 copy (llm-foundry's default loss_fn) "
+                   f"(default {TW.loss})")
+    g.add_argument("--layernorm", choices=LAYERNORMS, help="a LayerNorm model's norms under autocast: torch "
+                   "(nn.LayerNorm runs in fp32 and keeps its fp32 input) or low-precision (llm-foundry's LPLayerNorm, "
+                   f"its default norm_type: cast to the autocast dtype first) (default {TW.layernorm})")
     g.add_argument("--kernels", choices=KERNELS, help="layer implementation: pytorch (transformers/PEFT/torchtune "
                    "modules) or unsloth (Unsloth's fused LoRA kernels; Unsloth's recipe: --kernels unsloth --loss cut-ce "
                    f"--grad-checkpointing full --checkpoint-offload) (default {TW.kernels})")
@@ -444,7 +450,7 @@ def add_framework_args(g: argparse._ArgumentGroup) -> None:
 
 TRAINING_FIELDS = ("method", "rank", "alpha", "targets", "modules_to_save", "adapter_dtype", "base_dtype", "optimizer",
                    "optimizer_state_dtype", "optimizer_impl", "precision", "tf32", "micro_batch", "seq_len",
-                   "target_len", "grad_accumulation", "grad_checkpointing", "checkpoint_every", "attention", "attention_kernel", "packing", "doc_len", "loss_chunks", "loss", "checkpoint_offload", "checkpoint_impl", "kernels", "mamba_path", "nf4_quantizer", "lora_dropout", "nf4_format", "loop_keeps_graph", "deepspeed_gather", "zero_grad",
+                   "target_len", "grad_accumulation", "grad_checkpointing", "checkpoint_every", "attention", "attention_kernel", "packing", "doc_len", "loss_chunks", "loss", "layernorm", "checkpoint_offload", "checkpoint_impl", "kernels", "mamba_path", "nf4_quantizer", "lora_dropout", "nf4_format", "loop_keeps_graph", "deepspeed_gather", "zero_grad",
                    "optimizer_in_backward", "gpus", "zero", "fsdp", "tp", "pp", "virtual_stages", "pipeline_split", "tp_comm_overlap", "tp_backward_overlap", "ep", "sequence_parallel",
                    "offload", "gpus_per_node", "network", "grad_sync", "metric", "fsdp_version", "fsdp2_units",
                    "fsdp1_lora_wrap", "context_parallel",

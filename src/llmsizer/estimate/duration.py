@@ -318,9 +318,16 @@ def elementwise_bytes_per_token(spec: ModelSpec, w: TrainingWorkload) -> float:
     recompute = recompute_mode(w.grad_checkpointing)
     ckpt = len(checkpointed_layers(spec.num_layers, w.checkpoint_every)) if recompute != "none" else 0
     c = 4.0 if w.precision == "fp32" else 2.0
+    # the training-metric passes (eq. (E12)) run under the loop's precision context: torch.autocast for an autocast
+    # recipe, except Composer's amp_fp8, which is transformer-engine's fp8_autocast alone (core/precision.py @
+    # v0.16.4 lines 69-81)
+    metric_autocast = (recipe(training_recipe_name(w.precision, w.zero, w.method)).autocast
+                       and not (w.float8 and w.float8_recipe == "transformer-engine"))
     total = step_bytes_per_token(spec, c, w.compile, w.method == "full", adapters, ckpt, w.loss, tp,
                                  w.kernels == "unsloth", loss_compiled=compiled_loss(w),
-                                 sequence_parallel=w.sequence_parallel and tp > 1)
+                                 sequence_parallel=w.sequence_parallel and tp > 1,
+                                 metric_passes=w.train_metric_passes, metric_autocast=metric_autocast,
+                                 fp16="fp16" in w.precision)
     if w.attention == "eager":  # formulas/eager_attention_traffic.py eqs. (A1)-(A2): the [b, heads, s, s] scores
         # the layers whose attention core runs its forward again: the checkpointed ones under full recomputation,
         # every layer under Megatron's selective recomputation (it re-runs exactly the attention core)

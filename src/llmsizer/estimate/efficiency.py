@@ -487,11 +487,15 @@ TRAINING_DEVICE_UTILIZATION = Factor(
 # flash-attention kernel is timed apart (eq. (10)), these rows fit it jointly with FLASH_ATTENTION_SHARE: per-row u
 # 0.690-0.756 (0.617-0.749 before: u fell with the sequence, the attention kernel's slowness showing in the GEMMs'
 # share), median 0.7332; 0.695-0.756, median 0.7356, since each checkpointed row's recomputed attention forward runs
-# at the Triton kernel's forward rate (formulas/training_time.py eq. (10''), ATTENTION_PASS_SHARES); re-derived by tests/hardware/test_training_calibration.py. Every other A100 row (the rest of both MPT A100 tables, torchtune,
+# at the Triton kernel's forward rate (formulas/training_time.py eq. (10''), ATTENTION_PASS_SHARES); 0.691-0.752,
+# median 0.7316 (rho 0.4225 -> 0.4250), since the rows' loss is flash-attn's fused cross-entropy that llm-foundry runs
+# (formulas/elementwise_traffic.py eq. (E11), 4c V per token, not the eager loss's 44 B per logit); 0.694-0.756,
+# median 0.7348 (rho 0.4250 -> 0.4230), since Composer's two train-metric cross-entropies per micro-batch are counted
+# (eq. (E12), 28 B per bf16 logit); re-derived by tests/hardware/test_training_calibration.py. Every other A100 row (the rest of both MPT A100 tables, torchtune,
 # Qwen) is held out. Architectures without a row of their own: TRAINING_UTILIZATION_UNCALIBRATED below.
 TRAINING_UTILIZATION_BY_ARCH = {
     "ada": TRAINING_DEVICE_UTILIZATION,
-    "ampere": Factor("training_device_utilization_ampere", 0.7356, 0.7356, 0.7356,
+    "ampere": Factor("training_device_utilization_ampere", 0.7348, 0.7348, 0.7348,
                      "calibrated: llm-foundry MPT-7B FSDP 8 x A100 80GB, median of 7 rows (PM0890-PM0896), executed "
                      "FLOPs / (A100 SXM peak x time)"),
     "hopper": Factor("training_device_utilization_hopper", 0.4705, 0.4705, 0.4705,
@@ -521,7 +525,7 @@ TRAINING_UTILIZATION_BY_ARCH = {
 # a checkpointed layer's recomputed forward is timed at the forward's rate (eq. (10''), ATTENTION_PASS_SHARES): 0.4571
 # before, when six of the seven rows (checkpointed) charged it the backward's rate.
 FLASH_ATTENTION_SHARE = Factor(
-    "flash_attention_share_of_gemm_utilization", 0.4225, 0.4225, 0.4225,
+    "flash_attention_share_of_gemm_utilization", 0.4230, 0.4230, 0.4230,
     "calibrated with training_device_utilization_ampere: llm-foundry MPT-7B FSDP 8 x A100 80GB, 1k-64k tokens "
     "(PM0890-PM0896); the attention kernel's share of peak over the GEMMs'")
 

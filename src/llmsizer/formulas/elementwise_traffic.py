@@ -96,6 +96,37 @@ them backward (kernels/cross_entropy_loss.py lines 78, 246 and 276: 3c V)::
     forward   F_u = 10c h + 8 + 2c (q_w + k_w) + 3c I + 2c sum(adapter out)                       (E8)
     backward  B_u = 18c h + 8 + 2c (q_w + k_w) + 6c I + 2c sum(adapter in)                        (E9)
 
+**flash-attn's fused cross-entropy** (``loss='fused-xentropy'``: llm-foundry's default ``loss_fn``): the forward
+kernel ``cunn_SoftMaxXEntropyForward`` reads each row of the half-precision logits twice (the max-and-sum pass and
+the exp-sum pass: flash-attn v1.0.9 csrc/xentropy/xentropy_kernel.cu lines 452 and 466) and writes two fp32
+numbers per token; the backward kernel reads the logits once and writes their gradient once (``apply``, lines
+503-513), in the logits' dtype::
+
+    loss = 4c V per token                                                                          (E11)
+
+(the upcast, log-softmax and their fp32 gradients of (E3) are never written). flash-attn 2.x's Triton kernel reads
+the row once in the forward, 3c V; of the llm-foundry tables only the 'Large Scale' H100 one ran it (llm-foundry
+5e85bd62d installs '.[gpu-flash2]', flash-attn 2.4.2), counted as (E11) too: c V per token more.
+
+**Training-metric passes** (``train_metric_passes``: Composer's train metrics, 2 for llm-foundry's MPT): after
+each micro-batch's backward Composer runs ``_eval_train_metrics`` under ``torch.no_grad()`` and the run's precision
+context (composer v0.16.4 trainer/trainer.py lines 2166-2175, called at lines 2472-2475), which hands the kept
+logits (``state.outputs``, line 2403) to each metric; LanguageCrossEntropy and LanguagePerplexity (the latter
+inherits ``update``) each run ``torch.nn.CrossEntropyLoss(reduction='sum')`` over all of them (metrics/nlp.py
+lines 100, 119-121, 188). Under ``torch.autocast`` (Composer's amp_bf16 / amp_fp16 context, core/precision.py
+lines 58-65) ``log_softmax`` runs with dtype fp32 (autocast's fp32_set_opt_dtype policy); aten's
+``log_softmax(input, dim, dtype)`` (aten/src/ATen/native/SoftMax.cpp) fuses the upcast into the kernel
+(``half_to_float``) for fp16 on CUDA only: bf16 logits are copied to fp32 first (``toType``). ``nll_loss`` then
+gathers one log-probability per token. No backward. Per pass and token, c the logits' element size::
+
+    metric pass = (c + 3f) V  [bf16 under autocast: c read + f written (copy), f read + f written (log_softmax)]
+                = (c + f) V   [fp16 under autocast: the fused half_to_float kernel]
+                = 2c V        [no torch autocast: Composer's amp_fp8 context is transformer-engine's fp8_autocast
+                               only, lines 69-81, so log_softmax runs on the bf16 logits]                 (E12)
+
+28 B per logit for llm-foundry's two passes in bf16, beside the fused loss's 8 B (E11). Measured on a real CPU
+no_grad cross-entropy of bf16 logits under autocast (tests/formulas/test_train_metric_traffic.py).
+
 No Unsloth throughput row with its settings is published in a form the validation can use, and the kernels need
 Triton on a CUDA device, so E8/E9 are read from the code, not measured.
 
@@ -221,13 +252,25 @@ def _layer_terms(w: LayerWidths, c: float, compiled: bool, norms_trained: bool,
              (sum(2 * c * o + 3 * c * n for n, o in adapters), False)))
 
 
-def loss_bytes(vocab: int, c: float, compiled: bool, unsloth: bool = False) -> float:
+def loss_bytes(vocab: int, c: float, compiled: bool, unsloth: bool = False, fused_xentropy: bool = False) -> float:
     """Bytes per token of the cross-entropy over ``vocab`` logits, forward and backward: (E3) eager, (E6)
-    compiled, Unsloth's ``fast_cross_entropy_loss`` 3c V (module docstring)."""
+    compiled, Unsloth's ``fast_cross_entropy_loss`` 3c V, flash-attn's fused kernel 4c V (E11) (module docstring)."""
     _check(c, vocab)
+    if fused_xentropy:
+        return 4 * c * vocab
     if unsloth:
         return 3 * c * vocab
     return (4 * c if compiled else 2 * c + 10 * F32) * vocab
+
+
+def metric_pass_bytes(vocab: int, c: float, autocast: bool, fp16: bool = False) -> float:
+    """Eq. (E12): bytes per token of one eager no-grad cross-entropy (a training-metric pass) over ``vocab``
+    logits of element size ``c``: under autocast the fp32 copy and the fp32 log-softmax (bf16), or the fused
+    half-to-float log-softmax (``fp16``); without autocast, or on fp32 logits, the log-softmax in their dtype."""
+    _check(c, vocab)
+    if not autocast or c >= F32:
+        return 2 * c * vocab
+    return ((c + F32) if fp16 else (c + 3 * F32)) * vocab
 
 
 def elementwise_seconds(total_bytes: float, memory_bandwidth: float, efficiency: float) -> float:
@@ -257,12 +300,15 @@ def model_layer_widths(spec: ModelSpec, layer: int, tp: int = 1) -> LayerWidths:
 def step_bytes_per_token(spec: ModelSpec, c: float, compiled: bool, norms_trained: bool,
                          adapters: dict[int, tuple[tuple[int, int], ...]], recomputed_layers: int,
                          loss: str = "ce", tp: int = 1, unsloth: bool = False,
-                         loss_compiled: bool | None = None, sequence_parallel: bool = False) -> float:
+                         loss_compiled: bool | None = None, sequence_parallel: bool = False,
+                         metric_passes: int = 0, metric_autocast: bool = True, fp16: bool = False) -> float:
     """Eq. (E7)'s numerator per token: every decoder layer's forward and backward (E1/E2 or E4/E5), the forward
-    again for ``recomputed_layers`` checkpointed layers, and the loss (E3/E6; none for 'cut-ce', which never
+    again for ``recomputed_layers`` checkpointed layers, and the loss (E3/E6/E11; none for 'cut-ce', which never
     materialises the logits). ``adapters``: per layer, (in, out) of each LoRA-adapted linear. ``loss_compiled``:
     whether the loss is compiled too (None: as the layers; torchtitan @ 9dec370 compiles the blocks only).
-    ``sequence_parallel``: the layers' hidden-width kernels run on 1/``tp`` of the tokens (eq. (E10))."""
+    ``sequence_parallel``: the layers' hidden-width kernels run on 1/``tp`` of the tokens (eq. (E10)).
+    ``metric_passes``: the loop's no-grad training-metric cross-entropies over the logits, each eq. (E12)
+    (``metric_autocast``: under torch.autocast; ``fp16``: fp16 logits)."""
     if recomputed_layers < 0:
         raise InputError("recomputed layers must not be negative")
     # a layer's widths depend on it only through its kind (ModelSpec.layer_key): its bytes once per (kind, adapters);
@@ -280,5 +326,9 @@ def step_bytes_per_token(spec: ModelSpec, c: float, compiled: bool, norms_traine
     total += fwd_sum * recomputed_layers / spec.num_layers
     if loss != "cut-ce":
         total += loss_bytes(-(-spec.vocab_size // tp), c, compiled if loss_compiled is None else loss_compiled,
-                            unsloth)
+                            unsloth, fused_xentropy=loss == "fused-xentropy")
+    if metric_passes < 0:
+        raise InputError("training-metric passes must not be negative")
+    if metric_passes:
+        total += metric_passes * metric_pass_bytes(-(-spec.vocab_size // tp), c, metric_autocast, fp16)
     return total

@@ -109,7 +109,8 @@ def head_kernels(compiled: bool, head_trained: bool, embedding_trained: bool, la
     GEMM (dX, and dW when it trains) and the loss (eager ``ForCausalLMLoss``: the logits' fp32 cast, the labels'
     ``pad``, ``_log_softmax``, ``nll_loss``; backward two ``zeros`` fills, ``nll_loss_backward``,
     ``_log_softmax_backward_data`` and the cast back: 9; compiled: one fused kernel each way; 'cut-ce' fuses head
-    and loss into one kernel each way). ``loss_compiled``: whether the loss is compiled too (None: as the rest)."""
+    and loss into one kernel each way; 'fused-xentropy' is counted as the eager loss's 9: flash-attn's kernel each way
+    with its ignore-index masks and the mean's reductions are about as many). ``loss_compiled``: whether the loss is compiled too (None: as the rest)."""
     n = 1 + (1 if embedding_trained else 0) + (14 if rotary else 0)
     if compiled:
         n += 2

@@ -195,6 +195,8 @@ class ActivationSetup:
     # what runs a Mamba layer (formulas/mamba_activations.py eqs. M1/M2, J1/J2): mamba_ssm + causal-conv1d
     # ("cuda-kernels", a CUDA GPU with both installed) or transformers' torch reference functions ("torch")
     mamba_path: str = "cuda-kernels"
+    # LayerNorms run in the autocast dtype (llm-foundry's LPLayerNorm, eq. N4) instead of autocast's fp32
+    lp_layernorm: bool = False
 
     @property
     def tokens(self) -> int:
@@ -241,9 +243,26 @@ def _norm_terms(name: str, tokens: int, width: int, input_bytes: int, trained: b
 
     ``fp32_normalised`` (litgpt's RMSNorm, ``spec.norm_fp32_normalised``): ``(x_normed * weight.float())`` keeps the
     fp32 weight copy (width x 4 B; ``weight_copy``: one is made, ``_norm_weight_copied``) and, with the weight
-    trained, the fp32 normalised tensor (t width 4 B)                                                        (N3)"""
+    trained, the fp32 normalised tensor (t width 4 B)                                                        (N3)
+
+    A low-precision LayerNorm (``st.lp_layernorm`` under autocast: llm-foundry's ``LPLayerNorm``,
+    llmfoundry/models/layers/norm.py @ b2a43a147 lines 39-53, its MPTConfig default ``norm_type``
+    'low_precision_layernorm', llmfoundry/models/mpt/configuration_mpt.py line 60) casts the input, weight and bias
+    to the autocast dtype c (``_cast_if_autocast_enabled``, lines 9-18: ``tensor.to(dtype=...)``, a copy of an fp32
+    tensor, the tensor itself when it is already c) and runs ``layer_norm`` with autocast off, so
+    ``native_layer_norm`` keeps the c copies (its backward takes input, weight and bias: torch
+    tools/autograd/derivatives.yaml) with its fp32 mean and rstd (CUDA: the accumulate type):
+
+        t width min(r, c) + 2 t 4 + 2 width c   (the weight and bias copies only when the weights are fp32)   (N4)
+
+    and its output is c, the next linear's input without autocast's copy (the same c bytes, counted there)."""
     t = _div(tokens, st.tp) if st.sp else tokens
     if kind == "layernorm":
+        if st.lp_layernorm and st.autocast:
+            ib = min(input_bytes, st.compute)
+            wb = 2 * width * st.compute if st.fp32_weights else 0
+            return [Term(f"{name} input + mean/rstd (low-precision LayerNorm)", t * width * ib + 2 * t * 4 + wb,
+                         f"{t} tokens x {width} x {ib} B + 2 x 4 B per token + {wb} B weight/bias copies (eq. N4)")]
         return [Term(f"{name} input + mean/rstd", t * width * input_bytes + 2 * t * 4,
                      f"{t} tokens x {width} x {input_bytes} B + 2 x 4 B per token (native_layer_norm)")]
     out = [Term(f"{name} fp32 input + 1/rms", t * width * 4 + t * 4,
@@ -1023,7 +1042,8 @@ def head_activations(spec: ModelSpec, st: ActivationSetup, lm_head_trained: bool
                      lm_head_weight_copy: int = 0, loss_chunks: int = 1,
                      linear_loss: bool = False, cut_loss: bool = False,
                      kept_logits: bool = False, compiled_loss: bool = False,
-                     loss_parallel: bool = False, upcast_in_loss: bool = False) -> HeadActivations:
+                     loss_parallel: bool = False, upcast_in_loss: bool = False,
+                     fused_xentropy: bool = False) -> HeadActivations:
     """Final norm, lm_head input, loss tensors (module docstring, 'Head'), vocabulary split by TP.
 
     ``loss_chunks`` > 1 (torchtune ``CEWithChunkedOutputLoss``): the fp32 upcast and the two fp32 loss
@@ -1115,6 +1135,23 @@ def head_activations(spec: ModelSpec, st: ActivationSetup, lm_head_trained: bool
     input: a trained lm_head keeps t h c, where Megatron's sequence-parallel linear keeps its t / tp shard and
     gathers again in its backward. Measured on a live allocation trace of the real loss_parallel on two gloo ranks
     (tests/training/test_loss_parallel.py).
+
+    ``fused_xentropy`` (flash-attn's ``CrossEntropyLoss``: llm-foundry's default ``loss_fn`` 'fused_crossentropy',
+    llmfoundry/models/mpt/modeling_mpt.py @ b2a43a147 lines 724-730, built as ``FusedCrossEntropyLoss(ignore_index=
+    -100)`` and called on ``outputs.logits.view(-1, V)``, line 766; llm-foundry 300cc5c58 the same in
+    llmfoundry/models/mosaic_gpt/mosaic_gpt.py lines 510-515). flash-attn v1.0.9 (llm-foundry b2a43a147's ``gpu``
+    extra, setup.py line 89) runs ``xentropy_cuda_lib``: flash_attn/losses/cross_entropy.py line 36 computes the
+    per-token losses and log-sum-exp in fp32 (csrc/xentropy/xentropy_kernel.cu lines 638-639: two fp32 [t]
+    tensors) straight from the half-precision logits, line 89 ``ctx.save_for_backward(logits, lse, labels)``, and the
+    backward (lines 100-102) writes the gradient into ``inplace ? logits_ : at::empty_like(logits_)``
+    (xentropy_kernel.cu line 697), with ``inplace_backward`` False by default (cross_entropy.py line 109) and not
+    set by llm-foundry. flash-attn 2.x (its Triton kernel, flash_attn/ops/triton/cross_entropy.py @ v2.4.2 lines
+    173-174, 225 and 238) keeps and allocates the same. So, with c the logits' dtype (no fp32 upcast anywhere)::
+
+        kept: the logits t V c + lse t 4 + int64 labels t 8     backward: the logits' gradient t V c        (X1)
+
+    beside the per-token fp32 losses in the forward (t 4). The logits are freed with the loss node once its
+    backward has run (the lm_head backward then holds their gradient only, ``lm_head_backward_bytes``).
     """
     t, c, r, h = st.tokens, st.compute, st.residual, spec.hidden_size
     v = _div(spec.vocab_size, st.tp)
@@ -1148,6 +1185,11 @@ def head_activations(spec: ModelSpec, st: ActivationSetup, lm_head_trained: bool
             saved.append(Term("lm_head input", t * h * c, f"{t} x {h} x {c} B (kept by the fused loss)"))
         saved.append(Term("loss log-sum-exp (fp32)", t * 4 + t * 8, f"{t} tokens x 4 B + int64 labels (Cut CE)"))
         return HeadActivations(tuple(saved), 0, 0, shared_activations(spec, st))
+    if fused_xentropy:  # eq. X1
+        saved.append(Term("loss input logits (fused cross-entropy)", t * v * c + t * 4 + t * 8,
+                          f"{t} tokens x {v} vocab x {c} B (flash-attn's kernel keeps the logits) + fp32 log-sum-exp "
+                          "+ int64 labels (eq. X1)"))
+        return HeadActivations(tuple(saved), t * 4, t * v * c, shared_activations(spec, st))
     chunk = -(-t // max(1, loss_chunks))
     if compiled_loss and not linear_loss and not kept_logits:
         kept_b = c if loss_chunks > 1 or upcast_in_loss else 4

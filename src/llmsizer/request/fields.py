@@ -21,6 +21,7 @@ from ..specs.training import (
     FSDP2_UNITS,
     GRAD_SYNC,
     KERNELS,
+    LAYERNORMS,
     LORA_DROPOUTS,
     LOSSES,
     MAMBA_PATHS,
@@ -239,7 +240,10 @@ TRAINING = (
           F("loss", "enum", "loss head: ce (the model returns logits), linear-ce (torchtune LinearCrossEntropyLoss), "
             "cut-ce (Cut Cross-Entropy, Unsloth), ce-kept-logits (ce, the loop keeps the shifted fp32 logits: "
             "torchtune 2024-05), ce-loss-parallel (ce under torch loss_parallel over the tp vocabulary shards: torchtitan "
-            "with tp > 1)", template=False, choices=_LOSSES),
+            "with tp > 1), fused-xentropy (flash-attn's fused cross-entropy kernel: llm-foundry's default)",
+            template=False, choices=_LOSSES),
+          F("layernorm", "enum", "LayerNorm precision under autocast: torch (nn.LayerNorm, in fp32) or low-precision "
+            "(llm-foundry's LPLayerNorm, in the autocast dtype)", template=False, choices=LAYERNORMS),
           F("loss_chunks", "int", "cross-entropy chunks (torchtune: 8)", template=False, minimum=1),
           F("checkpoint_offload", "bool", "checkpointed layer inputs in host RAM (Unsloth)", template=False),
           F("checkpoint_impl", "enum", "torch.utils.checkpoint implementation: non-reentrant, reentrant or "

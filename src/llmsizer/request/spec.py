@@ -87,6 +87,7 @@ class TrainingSettings:
     packing: bool | None = None
     doc_len: int | None = None  # tokens per packed document (TrainingWorkload.doc_len)
     loss: str | None = None
+    layernorm: str | None = None
     loss_chunks: int | None = None
     checkpoint_offload: bool | None = None
     checkpoint_impl: str | None = None

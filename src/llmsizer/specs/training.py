@@ -85,7 +85,16 @@ FSDP_VERSIONS = (1, 2)
 # ce-loss-parallel: ce under PyTorch's ``loss_parallel()`` (torch.distributed.tensor.parallel.loss): the lm_head's
 # logits stay sharded on the vocabulary over the tp ranks (a DTensor) and torch's own distributed log-softmax and
 # NLL backward run on each shard; torchtitan whenever tp > 1 (parallel_dims.py @ 9dec370 lines 119-120)
-LOSSES = ("ce", "linear-ce", "cut-ce", "ce-kept-logits", "ce-loss-parallel")
+# fused-xentropy: flash-attn's CrossEntropyLoss (llm-foundry's default loss_fn 'fused_crossentropy'): one kernel
+# reads the half-precision logits and saves them with the fp32 log-sum-exp per token; its backward writes the
+# logits' gradient into a fresh tensor of their dtype (inplace_backward False, as llm-foundry builds it): no fp32
+# [t, V] tensor at all (formulas/training_activations.py eq. X1)
+LOSSES = ("ce", "linear-ce", "cut-ce", "ce-kept-logits", "ce-loss-parallel", "fused-xentropy")
+# the LayerNorm's precision under torch.autocast: torch (nn.LayerNorm: layer_norm is on autocast's fp32 list, so it
+# keeps its fp32 input) or low-precision (llm-foundry's LPLayerNorm, its default norm_type
+# 'low_precision_layernorm': input, weight and bias cast to the autocast dtype and the norm run with autocast off,
+# so it keeps the half-precision copy; formulas/training_activations.py eq. N4)
+LAYERNORMS = ("torch", "low-precision")
 # the code that quantizes a QLoRA base to NF4 on the device and runs its matmuls (formulas/nf4_quantization.py):
 # bitsandbytes (>= 0.43.2: PEFT, transformers), bitsandbytes-0.42 (before 0.43.2: MatMul4Bit keeps each input),
 # lightning-bnb-0.42 (Lightning Fabric's BitsandbytesPrecision over bitsandbytes 0.42.0, litgpt's pin: every
@@ -262,7 +271,22 @@ class TrainingWorkload:
         loss to the next step's forward: torchtune's recipes of 2024-05) or 'ce-loss-parallel' (ce under PyTorch's
         ``loss_parallel()`` with tp > 1, torchtitan's default: the vocabulary-sharded logits go through torch's
         distributed log-softmax and NLL backward, which hold one more fp32 [tokens, vocab / tp] tensor than
-        ``F.cross_entropy`` in the forward and in the backward; ``formulas/training_activations.py`` eqs. LP1/LP2).
+        ``F.cross_entropy`` in the forward and in the backward; ``formulas/training_activations.py`` eqs. LP1/LP2)
+        or 'fused-xentropy' (flash-attn's fused cross-entropy kernel, llm-foundry's default ``loss_fn``: it keeps
+        the half-precision logits and an fp32 log-sum-exp per token, and its backward makes one gradient of the
+        logits' dtype: eq. X1).
+    layernorm: what a LayerNorm model's norms run in under torch.autocast: 'torch' (``nn.LayerNorm``, on autocast's
+        fp32 list: it keeps its fp32 input) or 'low-precision' (llm-foundry's ``LPLayerNorm``, its default
+        ``norm_type``: the input, weight and bias cast to the autocast dtype first, so it keeps those copies;
+        eq. N4). Without autocast, or on an RMSNorm model, it changes nothing.
+    train_metric_passes: eager cross-entropy passes the training loop runs over each micro-batch's logits after its
+        backward, under no_grad, for its training metrics (default 0: none). Composer (v0.16.4 trainer.py lines
+        2472-2475, ``_eval_train_metrics`` lines 2166-2175) updates every train metric after each micro-batch's
+        backward; llm-foundry's MPT registers LanguageCrossEntropy and LanguagePerplexity (modeling_mpt.py @
+        b2a43a147 lines 698-700), each a ``torch.nn.CrossEntropyLoss`` over the whole logits (composer
+        metrics/nlp.py @ v0.16.4 lines 100, 119-121, 188): 2. Their memory-bound traffic is
+        formulas/elementwise_traffic.py eq. (E12); no Python-only setting beyond this field (no CLI flag or request
+        field: the llm-foundry validation rows set it, validation_cases.LLMFOUNDRY_DEFAULTS).
     checkpoint_impl: with grad_checkpointing 'full', torch.utils.checkpoint's 'non-reentrant' (use_reentrant=False,
         transformers' default since 5.0, torchtune's) or 'reentrant' (use_reentrant=True: transformers 4.35-4.x's
         default): the reentrant backward recomputes the layer's output too (one hidden state per recompute);
@@ -421,6 +445,8 @@ class TrainingWorkload:
     doc_len: int | None = None
     loss_chunks: int = 1
     loss: str = "ce"
+    layernorm: str = "torch"
+    train_metric_passes: int = 0
     checkpoint_offload: bool = False
     checkpoint_impl: str = "non-reentrant"
     kernels: str = "pytorch"
@@ -577,6 +603,13 @@ class TrainingWorkload:
         if self.loss == "ce-kept-logits" and self.loss_chunks > 1:
             raise InputError("loss 'ce-kept-logits' is the unchunked cross-entropy of torchtune's 2024-05 loop (the "
                              f"whole shifted logits kept); it does not take loss_chunks {self.loss_chunks}")
+        if self.train_metric_passes < 0:
+            raise InputError(f"train_metric_passes must not be negative, got {self.train_metric_passes}")
+        if self.loss == "fused-xentropy" and (self.loss_chunks > 1 or self.compile):
+            raise InputError("loss 'fused-xentropy' is flash-attn's one fused cross-entropy kernel over all the "
+                             "logits (llm-foundry, eager): it does not take "
+                             + (f"loss_chunks {self.loss_chunks}" if self.loss_chunks > 1 else "compile (a compiled "
+                                "model around it is not modelled)"))
         if self.loss == "ce-loss-parallel":
             why = ("it needs tp > 1" if self.tp == 1 else
                    f"it does not take loss_chunks {self.loss_chunks}" if self.loss_chunks > 1 else
@@ -700,7 +733,7 @@ class TrainingWorkload:
 # ``__post_init__`` (operator.attrgetter), which names the first one out of its set
 _CLOSED: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("method", METHODS), ("precision", PRECISIONS), ("grad_checkpointing", GRAD_CHECKPOINTING),
-    ("attention", TRAIN_ATTENTION), ("offload", OFFLOAD), ("loss", LOSSES), ("kernels", KERNELS),
+    ("attention", TRAIN_ATTENTION), ("offload", OFFLOAD), ("loss", LOSSES), ("layernorm", LAYERNORMS), ("kernels", KERNELS),
     ("nf4_quantizer", NF4_QUANTIZERS), ("lora_dropout", LORA_DROPOUTS), ("nf4_format", NF4_FORMATS),
     ("deepspeed_gather", DEEPSPEED_GATHERS), ("zero_grad", ZERO_GRADS), ("checkpoint_impl", CHECKPOINT_IMPLS), ("float8_recipe", FLOAT8_RECIPES),
     ("compile_scope", COMPILE_SCOPES), ("batch_shapes", BATCH_SHAPES), ("fsdp2_units", FSDP2_UNITS), ("pipeline_split", PIPELINE_SPLITS),

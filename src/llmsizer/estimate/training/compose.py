@@ -652,6 +652,13 @@ def _items(ctx: TrainingContext, st: StageStates, tl: StageTimeline, acc: Acc) -
             src = ("formulas/fsdp_flat_param.py eq. W3 (torch 2.13 _runtime_utils.py lines 494-499, 673-693; "
                    "_exec_order_utils.py lines 88-107; torchtune recipes/full_finetune_distributed.py @ 0217d44c2 "
                    "lines 293-303)")
+        if name in ("head_activations", "logits_and_loss") and w.loss == "fused-xentropy":
+            formula = ("final norm, lm_head input, the half-precision logits and fp32 log-sum-exp the fused loss keeps"
+                       if name == "head_activations" else
+                       "the fused loss's fp32 per-token losses (forward) or the logits' gradient in their dtype "
+                       "(backward): no fp32 [tokens, vocab] tensor (eq. X1)")
+            src = ("flash-attn v1.0.9 flash_attn/losses/cross_entropy.py lines 36, 89, 100-102, 109; "
+                   "csrc/xentropy/xentropy_kernel.cu lines 638-639, 697 (formulas/training_activations.py eq. X1)")
         if name == "gathered_params" and float8_all_gather(w):
             formula += ("; the blocks' Float8Linear weights all-gathered in float8 (1 B per element, torchao "
                         "enable_fsdp_float8_all_gather), their norms, the embedding and the output in param_dtype")

@@ -50,6 +50,9 @@ _WHY = {
     "packing": "one document per row, causal mask only",
     "loss": "the model returns the logits, the loss upcasts them (transformers ForCausalLMLoss)",
     "loss_chunks": "the whole sequence's cross-entropy at once",
+    "layernorm": "torch nn.LayerNorm: under autocast it runs in fp32 (autocast's fp32 op list) and keeps its fp32 input",
+    "train_metric_passes": ("eager no-grad cross-entropies over each micro-batch's logits after its backward "
+                            "(Composer's train metrics; formulas/elementwise_traffic.py eq. (E12))"),
     "checkpoint_offload": "the checkpointed layer inputs stay on the device",
     "checkpoint_impl": "torch.utils.checkpoint use_reentrant=False (transformers >= 5.0, torchtune)",
     "kernels": "the framework's PyTorch modules (transformers, PEFT, torchtune)",
@@ -213,6 +216,12 @@ def resolve(spec: ModelSpec, w: TrainingWorkload, acc: Acc) -> TrainingContext:
     rec = recipe(training_recipe_name(w.precision, w.zero, w.method))
     record_workload(w, acc, ("method", "precision", "micro_batch", "seq_len", "grad_accumulation",
                              "grad_checkpointing", "attention", "packing", "loss", "loss_chunks", "kernels"))
+    if spec.norm_kind == "layernorm":
+        record_workload(w, acc, ("layernorm",))
+    elif w.layernorm != "torch":
+        acc.warnings.append(f"layernorm {w.layernorm!r} changes nothing: {spec.name} has RMSNorm, not LayerNorm")
+    if w.train_metric_passes:
+        record_workload(w, acc, ("train_metric_passes",))
     kernel_given = given(w, "attention_kernel")
     acc.assumptions.append(Assumption("attention_kernel", attention_kernel_of(w.attention, w.attention_kernel),
                                       not kernel_given, "given" if kernel_given
@@ -417,6 +426,7 @@ def resolve(spec: ModelSpec, w: TrainingWorkload, acc: Acc) -> TrainingContext:
         # Gated DeltaNet: fla's Triton kernels need a GPU; a CPU runs transformers' torch fallback (eqs. DN2, DN3)
         recurrent_kernel="torch" if w.device == "cpu" else "fla",
         frozen_keeps_input=qlora_nf4 and matmul_keeps_input(w.nf4_quantizer),
+        lp_layernorm=w.layernorm == "low-precision",
         lm_head_keeps_input=(qlora_nf4 and matmul_keeps_input(w.nf4_quantizer) and quantizes_lm_head(w.nf4_quantizer)
                              and not spec.tie_word_embeddings))
     if w.kernels == "unsloth":

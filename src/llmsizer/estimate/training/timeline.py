@@ -318,7 +318,8 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
                             loss_chunks=w.loss_chunks, linear_loss=w.loss == "linear-ce",
                             cut_loss=w.loss == "cut-ce", kept_logits=w.loss == "ce-kept-logits",
                             compiled_loss=compiled_loss(w), upcast_in_loss=w.compile_scope == "layers+loss+upcast",
-                            loss_parallel=w.loss == "ce-loss-parallel") if st.has_head else None
+                            loss_parallel=w.loss == "ce-loss-parallel",
+                            fused_xentropy=w.loss == "fused-xentropy") if st.has_head else None
     shared_saved = sum(t.bytes for t in head.shared if "mask" not in t.name) if head else 0
     shared_fwd = sum(t.bytes for t in head.shared) if head else 0
     if not head:  # rotary tables exist on every stage
