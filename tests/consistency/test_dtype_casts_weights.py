@@ -74,3 +74,18 @@ def test_llamacpp_runs_the_gguf_whatever_the_dtype() -> None:
     _, a = run_json("infer", "qwen2.5-7b", "--engine", "llamacpp", "--dtype", "fp32")
     _, b = run_json("infer", "qwen2.5-7b", "--engine", "llamacpp")
     assert _weights(a) == _weights(b)
+
+
+@pytest.mark.parametrize("engine", ["transformers", "vllm"])
+def test_a_named_unquantized_format_beside_a_dtype_is_loaded_in_the_dtype(engine: str) -> None:
+    """Review finding: ``--weights bf16 --dtype fp32`` kept 2 B per parameter beside fp32 activations, and fit's
+    "fits at bf16" hint for ``--dtype fp32`` pointed at that mix. vLLM's --dtype float32 and transformers'
+    from_pretrained(dtype=torch.float32) load the bf16 checkpoint in fp32: 4 B per parameter, as with no --weights."""
+    _, named = run_json("infer", "qwen2.5-7b", "--engine", engine, "--memory", "40GiB", "--weights", "bf16",
+                        "--dtype", "fp32")
+    _, stored = run_json("infer", "qwen2.5-7b", "--engine", engine, "--memory", "40GiB", "--dtype", "fp32")
+    assert _weights(named) >= 4 * QWEN25_7B_PARAMS and _weights(named) == _weights(stored)
+    weights = next(a for a in named["assumptions"] if a["name"] == "weights")
+    assert weights["value"] == "fp32" and weights["default"] is False
+    _, hint = run_json("fit", "qwen2.5-7b", "--engine", engine, "--device", "l4", "--dtype", "fp32")
+    assert hint["fits_at"] is None or hint["fits_at"]["weights"] not in ("bf16", "fp16")  # no rung the dtype undoes

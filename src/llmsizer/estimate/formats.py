@@ -313,8 +313,8 @@ def engine_weights(spec: ModelSpec, engine: str, weights: str | None, group_size
                    group_size_given: bool = False, dtype: str | None = None) -> FormatChoice:
     """The weight format ``engine`` runs for ``spec`` when the user asks for ``weights`` (None: the default);
     ``group_size_given``: the user gave ``group_size`` (a given 128 is not the default); ``dtype``: the compute dtype
-    the user gave (None: not given). With no ``weights``, an unquantized checkpoint (bf16, fp16, fp32) is loaded in a
-    given ``dtype`` by the engines that take one (``cast_to_dtype``), as a request's ``precision`` pins it
+    the user gave (None: not given). An unquantized checkpoint (bf16, fp16, fp32), stored or named in ``weights``, is
+    loaded in a given ``dtype`` by the engines that take one (``cast_to_dtype``), as a request's ``precision`` pins it
     (``unquantized_format``)."""
     out = FormatChoice("", group_size)
     fw = spec.file_weights
@@ -341,7 +341,13 @@ def engine_weights(spec: ModelSpec, engine: str, weights: str | None, group_size
         out.assumptions.append(Assumption("weights", fmt, True, f"checkpoint's stored format ({why})"))
     else:
         fmt = normalize_format(weights)
-        out.assumptions.append(Assumption("weights", fmt, False, given_format_why(weights)))
+        cast = cast_to_dtype(engine, fmt, dtype)  # an unquantized format named beside a dtype: loaded in the dtype
+        if cast is not None:
+            out.assumptions.append(Assumption("weights", cast, False, f"{given_format_why(weights)}, loaded in the "
+                                              f"dtype given ({cast}): {CAST_SOURCE}"))
+            fmt = cast
+        else:
+            out.assumptions.append(Assumption("weights", fmt, False, given_format_why(weights)))
         if not group_size_given:  # the checkpoint's own group at its own format, as the format ladder sizes it
             out.group_size = rung_group_size(spec, fmt, group_size)
         if engine == "llamacpp" and not fmt.startswith("gguf:"):
