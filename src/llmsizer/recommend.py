@@ -305,7 +305,9 @@ def best_option_on(model: ModelSpec | str, hardware: str | Device | Instance, co
                    constraints: Constraints | None = None, hardware_files: Sequence[str | Path] = (),
                    engine: str | None = None, memory: int | None = None, **workload: Any) -> Option:
     """The evaluation ``recommend`` makes of one candidate: the highest-quality weight format on the engine's ladder
-    that fits ``count`` x ``hardware`` (an instance brings its count) and meets the constraints, or why none does.
+    that fits ``count`` x ``hardware`` (an instance brings its count; a whole multiple of it is that many instances,
+    as ``fit`` takes it: the option is fit's answer, its count the devices, priced as the instances) and meets the
+    constraints, or why none does.
     ``engine`` (None: the candidate's default engine) and ``**workload`` (any other InferenceWorkload field, e.g.
     engine_version, kv_dtype) reach ``fit`` as in ``recommend_inference``, checked up front the same way;
     ``memory`` (bytes per device, None: the catalog's, or a CPU instance's RAM) and ``constraints.headroom`` reach
@@ -317,8 +319,16 @@ def best_option_on(model: ModelSpec | str, hardware: str | Device | Instance, co
     pick, unchecked = format_on(spec, hardware, count, context=context, concurrency=concurrency,
                                 output_tokens=output_tokens, weights=weights, limits=c.latency(), headroom=c.headroom,
                                 hardware_files=hardware_files, engine=engine, memory=memory, **workload)
-    device, n, _, instance = target_and_count(hardware, count, hardware_files)
+    device, n, _, instance = target_and_count(hardware, count, hardware_files, instances=True)
     cand = _instance_candidate(instance) if instance is not None else _device_candidate(device, c, n)
+    if instance is not None and n != instance.device_count:  # whole instances (fit's rule), priced as that many
+        k = instances_for(n, instance)
+        many = _with_devices(cand, n, c)
+        if isinstance(many, str):  # (target_and_count refuses it first, with fit's line)
+            raise InputError(many)
+        cand = many
+        cand.notes.insert(0, f"{k} instances of {instance.device_count} device"
+                             f"{'s' if instance.device_count > 1 else ''} (count {n}), priced as {k}")
     if memory is not None:  # what fit(memory=...) is given: the same number, so the same usable memory and verdict
         cand.memory = int(memory)
     fields: dict[str, Any] = {k: v for k, v in workload.items() if v is not None}
@@ -550,7 +560,9 @@ def _replicas_for(spec: ModelSpec, cand: _Candidate, opt: Option, target: float,
     Each replica's speed is ``fit``'s, with the option's engine and format and the same workload (KV dtype,
     media, link, engine settings): one answer with ``fit`` at the per-replica concurrency."""
     guess = max(2, math.ceil(target / (opt.tokens_per_second or 1.0)))
-    fit_target, count = cand.instance or cand.device, None if cand.instance else cand.count
+    # an instance as fit takes it: its own count (None), or the whole instances the candidate's count is
+    fit_target = cand.instance or cand.device
+    count = None if cand.instance is not None and cand.count == cand.instance.device_count else cand.count
     for r in range(guess, MAX_REPLICAS + 1):
         per = per_replica(concurrency, r)
         one = fit(spec, fit_target, count, headroom=hr, engine=opt.engine, weights=opt.weights_format,
@@ -852,7 +864,7 @@ def experts_in_host(spec: ModelSpec, option: Option, hardware: str | Device | In
     if (option.status != "rejected" or option.engine != "llamacpp" or option.device_kind != "gpu" or spec.moe is None
             or not option.reasons or not option.reasons[0].startswith("does not fit")):
         return None
-    device, n, _, instance = target_and_count(hardware, count, hardware_files)
+    device, n, _, instance = target_and_count(hardware, count, hardware_files, instances=True)
     if instance is not None and instance.device_count != n:  # several instances: one auto-fit is one machine
         return None
     fields = {k: v for k, v in workload.items() if v is not None and k not in ("engine", "weights")}

@@ -56,7 +56,8 @@ def register(sub: Any) -> None:
     p.add_argument("query", nargs="?", default="", help="text to search in ids and names")
     p.add_argument("--fits-on", metavar="DEVICE", help="a device or instance: which models fit it, at which format "
                    "and speed")
-    p.add_argument("--count", type=int_arg(COUNT), help="devices, with --fits-on (default: the instance's count, else 1)")
+    p.add_argument("--count", type=int_arg(COUNT), help="devices, with --fits-on (default: the instance's count, else 1; a "
+                   "multiple of an instance's: that many instances, as `fit --count`)")
     p.add_argument("--context", type=tokens_arg, help=f"tokens per sequence, with --fits-on (default "
                    f"{InferenceWorkload.context})")
     p.add_argument("--concurrency", type=count_in(CONCURRENCY), help=f"sequences at once, with --fits-on (default "
@@ -186,8 +187,9 @@ def fits_on_answer(found: list[Any], args: argparse.Namespace) -> tuple[dict[str
     context = args.context or InferenceWorkload.context
     concurrency = args.concurrency or InferenceWorkload.concurrency
     engine = normalize_engine(args.engine) if args.engine else None
+    # fit's rule for the target and count: an instance's own, or the whole instances a multiple of it is
+    device, n, _, instance = target_and_count(args.fits_on, args.count, args.hardware_file, instances=True)
     if args.host_memory is not None:
-        device = target_and_count(args.fits_on, args.count, args.hardware_file)[0]
         if device.kind != "gpu":  # host RAM beside GPUs; a CPU's or Apple chip's own memory is --memory
             raise InputError(f"--host-memory is the host RAM beside GPUs (llama.cpp's experts in host memory); "
                              f"{device.id} is {device.kind}: give its memory with --memory")
@@ -213,9 +215,11 @@ def fits_on_answer(found: list[Any], args: argparse.Namespace) -> tuple[dict[str
         given["text_only_left_out"] = text_only
     newer = newer_release_note(engine, args.engine_version) if engine else None  # fit's warning, as recommend's
     # a device of unknown bandwidth: judged on memory only, said once (each fitting model's reasons say it too)
-    unchecked = reading_floor_unchecked(target_and_count(args.fits_on, args.count, args.hardware_file)[0])
+    unchecked = reading_floor_unchecked(device)
     host_args = _experts_in_host_args(args, context, concurrency)
-    data = {"hardware": args.fits_on, "context": context, "concurrency": concurrency, **given,
+    # the devices the models are sized on, fit's count (an instance: its devices, count / them the instances it is)
+    on = {"device": device.id, "count": n, **({"devices_per_instance": instance.device_count} if instance else {})}
+    data = {"hardware": args.fits_on, **on, "context": context, "concurrency": concurrency, **given,
             "models": [{"id": e.id, **o.to_dict(), "experts_in_host": experts_in_host(
                 e.spec(), o, args.fits_on, args.count, **host_args)} for e, o in opts],
             "warnings": [w for w in (unchecked, newer) if w]}
@@ -256,7 +260,7 @@ def _fits_on(found: list[Any], args: argparse.Namespace) -> int:
                                             *((k.replace("_", " "), "x".join(map(str, v)) if isinstance(v, tuple) else v)
                                               for k, v in media_fields(args).items())) if v is not None)
     floor = "in memory (decode speed unknown: see the warning)" if unchecked else "at reading speed or faster"
-    say(f"models on {args.fits_on}{on}: {context:,} tokens x {concurrency} sequence(s), the highest-quality format "
+    say(f"models on {_devices_text(data)}{on}: {context:,} tokens x {concurrency} sequence(s), the highest-quality format "
         f"that fits {floor}")
     say(table(rows, ["name", "params", "format", "memory/device", "tok/s/user", "fits"]))
     n = sum(o.status == "meets" for _, o in opts)
@@ -268,6 +272,16 @@ def _fits_on(found: list[Any], args: argparse.Namespace) -> int:
     for w in data["warnings"]:
         say(f"warning: {w}")
     return exit_code(n > 0)
+
+
+def _devices_text(data: dict[str, Any]) -> str:
+    """The hardware of a fits-on answer as fit's text names it: '16 x h100-sxm (aws-p5.48xlarge, 2 instances)', a
+    single device by its name alone."""
+    each = data.get("devices_per_instance")
+    if each is None:
+        return data["hardware"] if data["count"] == 1 else f"{data['count']} x {data['hardware']}"
+    k = data["count"] // each
+    return f"{data['count']} x {data['device']} ({data['hardware']}" + (f", {k} instances)" if k > 1 else ")")
 
 
 def inspect_data(spec: ModelSpec) -> dict[str, Any]:

@@ -473,6 +473,9 @@ class MemoryFit(NamedTuple):
 
     fits: bool
     result: Callable[[bool], FitResult]
+    # the engine's refusal to start whatever the weights (a context past the model's window, vLLM/SGLang:
+    # estimate/context_window.py ``refusal_reason``), None where it starts; a format search stops on it
+    refusal: str | None = None
 
 
 _NAME = attrgetter("name")
@@ -718,7 +721,7 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
                           **({"tensor_parallel_layouts": layouts} if layouts else {})},
                          cost=serving_cost(device, n, instance, kwh_price, replicas_tokens_per_second(sp, replicas, concurrency)))
 
-    return MemoryFit(fits, result)
+    return MemoryFit(fits, result, d.get("engine_refusal_reason"))
 
 
 def running_per_replica(per: int, details: dict[str, Any]) -> int:

@@ -157,7 +157,8 @@ def pick_format(spec: ModelSpec, device: Device, count: int, instance: Instance 
                 engine_given: str | None = None, fields: Mapping[str, Any] | None = None,
                 host_device: str | Device | None = None) -> FormatPick:
     """The highest-quality weight format on the engine's ladder that fits ``count`` x ``device`` (``instance``: the
-    instance they are, sized as one by fit; ``memory``: fit's ``memory``) and meets ``limits``, or why none does.
+    instance, or the whole instances, they are, sized as fit sizes them; ``memory``: fit's ``memory``) and meets
+    ``limits``, or why none does.
     ``engine_given`` None: the device's default engine (``device.default_engine``), each smaller rung on the engine
     fit takes it on; ``host_device`` reaches fit for the rungs llama.cpp runs (its split's decode speed with layers or
     experts on the CPU, which the limits read)."""
@@ -195,11 +196,17 @@ def pick_format(spec: ModelSpec, device: Device, count: int, instance: Instance 
     # fit was asked: its answer is built only for the one reported)
     smallest: tuple[int, str, MemoryFit | None, Any] | None = None
     refused: str | None = None
+    # a context past the model's window: the first rung's engine refusal (fit's memory stage, whose answer it is), and
+    # the engines that refused it (vLLM, SGLang refuse it at every format: estimate/context_window.py W2, W4)
+    window: MemoryFit | None = None
+    past_window: set[str] = set()
     for fmt in ladder:
         # each rung on the engine `fit --weights RUNG` runs it on (estimate/device.py engine_rule): a smaller rung
         # may name its own engine (AWQ on vLLM where the device's rule for bf16 is transformers: a hardware file's GPU
         # without form_factor, a GPU known only by its kind), so the option is the answer fit gives for its format
         eng = engine if engine_given or fmt == ladder[0] else default_engine(dev, n, weights_asked(fmt), spec)
+        if eng in past_window:  # the same engine refuses the same context at a smaller format
+            continue
         why_not = engine_refuses(eng, fmt, dev, spec)
         if why_not is not None:  # the engine will not load this format on this GPU: the next rung may do
             refused = refused or why_not
@@ -227,11 +234,17 @@ def pick_format(spec: ModelSpec, device: Device, count: int, instance: Instance 
                                     memory=memory, hardware_files=hardware_files,
                                     host_device=host_device if eng == "llamacpp" else None,
                                     **{**given, **({"group_size": group} if group != asked else {})})
-        target, cnt = instance or dev, None if instance else n
+        # an instance as fit takes it: its own count (None), or the whole instances ``n`` devices are
+        # (fit.target_and_count with instances)
+        target, cnt = instance or dev, None if instance is not None and n == instance.device_count else n
         try:  # memory decides the rung; the speed is computed only for a rung that fits (fit's two stages, once)
             sized = fit_memory(spec, target, cnt, **args)
         except InputError as e:
             return rejected(str(e), fmt)
+        if sized.refusal is not None:  # the engine will not start at this context: not a matter of the format
+            window = window or sized
+            past_window.add(eng)
+            continue
         if not sized.fits:
             smallest = (int(wb / spread), fmt, sized, margin)
             continue
@@ -251,7 +264,11 @@ def pick_format(spec: ModelSpec, device: Device, count: int, instance: Instance 
     need: int | None = None
     budget_shown: int | None = budget
     shown_engine = engine
-    if smallest is not None and smallest[2] is not None:  # fit's own verdict, reason and numbers (one answer)
+    if window is not None:  # fit's refusal of the context past the model's window, whatever the format (its numbers)
+        failed = window.result(False)
+        why = str(window.refusal)
+        need, budget_shown, shown_engine = failed.memory_per_device, failed.budget_per_device, failed.engine
+    elif smallest is not None and smallest[2] is not None:  # fit's own verdict, reason and numbers (one answer)
         failed = smallest[2].result(False)
         why = f"does not fit at the smallest format tried ({format_name(smallest[1])}): {failed.reasons[0]}"
         need, budget_shown = failed.memory_per_device, failed.budget_per_device
@@ -263,7 +280,7 @@ def pick_format(spec: ModelSpec, device: Device, count: int, instance: Instance 
         why = (f"does not fit: the weights alone at the smallest format tried ({format_name(smallest[1])}) need "
                f"{format_bytes(smallest[0])} per device, more than {limit}")
     if refused is not None:
-        why = refused if smallest is None else f"{why}; {refused}"
+        why = refused if smallest is None and window is None else f"{why}; {refused}"
     return FormatPick("rejected", shown_engine, tp, "", (why,), None, need, budget_shown)
 
 
@@ -280,9 +297,9 @@ def format_on(spec: ModelSpec, hardware: str | Device | Instance, count: int | N
     for a device of no sourced bandwidth, why the floor was not checked (``reading_floor_unchecked``)."""
     fields: dict[str, Any] = {k: v for k, v in workload.items() if v is not None}
     check_search_workload(fields, context, concurrency, output_tokens, engine, headroom)
-    # fit's rule for a target and a count (an instance brings its own: another count is refused; `fit` takes a
-    # whole multiple of it as that many instances, replicas, which one candidate is not)
-    device, n, _, instance = target_and_count(hardware, count, hardware_files)
+    # fit's rule for a target and a count (an instance brings its own; a whole multiple of it is that many instances,
+    # the model's replicas over them, as `fit --count` takes it; another count is refused with fit's line)
+    device, n, _, instance = target_and_count(hardware, count, hardware_files, instances=True)
     # fit's memory rule (estimate/device.py): ``memory`` checked as fit checks it, else a CPU instance's RAM, else
     # the catalog's
     if target_memory(device, instance, memory)[0] is None:  # fit refuses it too: no model can be said to fit or not
@@ -346,7 +363,7 @@ def fits_at(spec: ModelSpec | str, hardware: str | Device | Instance, count: int
         return None
     if asked.status == "meets":
         return _fits_at_dict(asked, True)
-    kind = target_and_count(hardware, count, kwargs.get("hardware_files", ()))[0].kind
+    kind = target_and_count(hardware, count, kwargs.get("hardware_files", ()), instances=True)[0].kind
     if asked.engine == SMALLEST_LADDER_ENGINE or kind != "gpu":
         return None
     other_fields = {k: v for k, v in kwargs.items()

@@ -17,6 +17,9 @@ CASES = [
     ({"fits_on": "g6.xlarge", "context": "32k", "concurrency": "4"},  # an instance: its device and count
      ["--fits-on", "g6.xlarge", "--context", "32k", "--concurrency", "4"]),
     ({"fits_on": "rtx-3090", "count": "2", "query": "70b"}, ["70b", "--fits-on", "rtx-3090", "--count", "2"]),
+    # two whole instances, as fit --count 16 takes them (refused, exit 2, before)
+    ({"fits_on": "aws-p5.48xlarge", "count": "16", "query": "llama-3.1-70b"},
+     ["llama-3.1-70b", "--fits-on", "aws-p5.48xlarge", "--count", "16"]),
     ({"fits_on": "h100-sxm", "query": "qwen3-0", "engine": "vllm", "engine_version": "0.5"},
      ["qwen3-0", "--fits-on", "h100-sxm", "--engine", "vllm", "--engine-version", "0.5"]),
     ({"fits_on": "rtx-4090", "query": "qwen3", "memory": "12GiB", "headroom": "0.3"},  # fit --memory --headroom
@@ -54,7 +57,8 @@ def test_fits_on_answers_ranked_information_the_page_needs(client):
     ({"fits_on": "rtx-4090", "memory": "12"}, "memory", ["--fits-on", "rtx-4090", "--memory", "12"]),
     ({"fits_on": "rtx-4090", "memory": "1KiB"}, None, ["--fits-on", "rtx-4090", "--memory", "1KiB"]),
     ({"fits_on": "rtx-4090", "headroom": "1"}, "headroom", ["--fits-on", "rtx-4090", "--headroom", "1"]),
-    # an instance brings its own count, as `fit --device` says: answered on all 8 GPUs (exit 0) before
+    # an instance brings its own count, or whole instances of it, as `fit --device` says: answered on all 8 GPUs
+    # (exit 0) before
     ({"fits_on": "aws-p5.48xlarge", "count": 2}, None, ["--fits-on", "aws-p5.48xlarge", "--count", "2"]),
 ])
 def test_bad_input_is_the_cli_line(client, params, field, cli_argv):
