@@ -31,7 +31,16 @@ from ..estimate.verdict import DEFAULT_HEADROOM, LLAMACPP_FIT_TARGET
 from ..formulas.weight_formats import format_names
 from ..numbers import ZERO_STAGE
 from ..specs import ATTENTION_IMPLS, DEVICES, DTYPES, ENGINES, InferenceWorkload, TrainingWorkload
-from ..specs.training import FSDP_MODES, GRAD_CHECKPOINTING, GRAD_SYNC, METHODS, OFFLOAD, OPTIMIZERS, PRECISIONS
+from ..specs.training import (
+    FSDP_MODES,
+    GRAD_CHECKPOINTING,
+    GRAD_SYNC,
+    METHODS,
+    OFFLOAD,
+    OPTIMIZERS,
+    PRECISIONS,
+    TRAIN_ATTENTION,
+)
 from ..specs.workload import DEFAULT_OUTPUT_TOKENS, ENGINE_NAMES
 
 STATIC = Path(__file__).resolve().parent / "static"
@@ -154,9 +163,14 @@ def choices() -> dict[str, Any]:
     defaults["fit_target"] = LLAMACPP_FIT_TARGET  # llama.cpp on a GPU keeps it instead (estimate/verdict.py margin_rule)
     defaults["engine"] = ENGINE_DEFAULT_NAME  # the device's (estimate/device.py engine_rule), as infer and fit choose
     defaults["output_tokens"] = f"min({DEFAULT_OUTPUT_TOKENS}, context / 2)"  # specs/workload.py default_output_tokens
+    # the training tab's attention select (a name of its own: the serving list has no flex), TrainingWorkload's default
+    defaults["train_attention"] = next(f.default for f in dataclasses.fields(TrainingWorkload) if f.name == "attention")
     return {
         "choices": {
-            "engines": list(ENGINES), "devices": list(DEVICES), "dtypes": list(DTYPES), "attention": list(ATTENTION_IMPLS),
+            "engines": list(ENGINES), "devices": list(DEVICES), "dtypes": list(DTYPES),
+            # serving's attention (specs/workload.py) and training's, which adds flex (specs/training.py), as
+            # `infer` and `train` accept them (a flex infer is refused: training only)
+            "attention": list(ATTENTION_IMPLS), "train_attention": list(TRAIN_ATTENTION),
             "methods": list(METHODS), "optimizers": list(OPTIMIZERS), "precisions": list(PRECISIONS),
             "grad_checkpointing": list(GRAD_CHECKPOINTING), "fsdp": list(FSDP_MODES), "offload": list(OFFLOAD),
             "grad_sync": list(GRAD_SYNC),

@@ -2,20 +2,25 @@
 
 export const INFER_FIELDS = ["engine", "engine_version", "weights", "context", "concurrency", "output_tokens", "kv_dtype", "device"];
 export const TRAIN_FIELDS = ["method", "rank", "optimizer", "precision", "tf32", "micro_batch", "seq_len", "grad_accumulation",
-  "grad_checkpointing", "gpus", "zero", "fsdp", "tp", "pp", "offload", "gpus_per_node", "network", "grad_sync",
+  "grad_checkpointing", "train_attention", "gpus", "zero", "fsdp", "tp", "pp", "offload", "gpus_per_node", "network", "grad_sync",
   "train_device", "count", "tokens"];
 export const COMMON_FIELDS = ["model", "memory", "headroom"];
 // images and video in each prompt (infer --images ...): offered only for a model with a vision encoder
 export const MEDIA_FIELDS = ["images", "image_size", "video_frames", "video_size", "pan_and_scan"];
 
 // API field -> CLI flag where the flag's name differs from the field's (workload_args.py: dest=...)
-// (train_device: the training tab's catalog device, `train --device`; the inference tab's device is gpu/cpu)
-const FLAG = { micro_batch: "--batch", seq_len: "--seq", train_device: "--device" };
+// (train_device: the training tab's catalog device, `train --device`; the inference tab's device is gpu/cpu;
+// train_attention: the training tab's attention, `train --attention`, whose list has flex where serving's has not)
+const FLAG = { micro_batch: "--batch", seq_len: "--seq", train_device: "--device", train_attention: "--attention" };
 
-/** The form's fields as the API names them (the training tab's device is the API's ``device``). */
+// the training tab's fields named apart from the serving tab's (one form holds both), with the API field of each
+const TRAIN_AS = { train_device: "device", train_attention: "attention" };
+
+/** The form's fields as the API names them (the training tab's device is the API's ``device``, its attention
+ * ``attention``). */
 export function apiFields(fields) {
   const out = { ...fields };
-  if ("train_device" in out) { out.device = out.train_device; delete out.train_device; }
+  for (const [k, api] of Object.entries(TRAIN_AS)) if (k in out) { out[api] = out[k]; delete out[k]; }
   return out;
 }
 
@@ -84,8 +89,8 @@ export function requestYaml(kind, model, f, common, defaults = {}, answered = {}
       `    method: ${yq(f.method || defaults.method)}`);
     if (f.rank) L.push("    peft:", `      rank: ${yq(f.rank)}`);
     const keys = ["precision", "tf32", "optimizer", "micro_batch", "seq_len", "grad_accumulation", "grad_checkpointing",
-      "zero", "fsdp", "tp", "pp", "offload", "grad_sync"].filter((k) => f[k]);
-    const settings = keys.map((k) => `      ${k}: ${f[k] === true ? "true" : yq(f[k])}`);
+      "train_attention", "zero", "fsdp", "tp", "pp", "offload", "grad_sync"].filter((k) => f[k]);
+    const settings = keys.map((k) => `      ${TRAIN_AS[k] || k}: ${f[k] === true ? "true" : yq(f[k])}`);
     if (f.tokens) settings.push(`      train_tokens: ${yq(f.tokens)}`);
     if (settings.length) L.push("    settings:", ...settings);
     L.push("    dataset:", "      tokens: 100M tokens  # fill in: tokens in one pass of your data");
