@@ -106,9 +106,10 @@ from .training_states import BNB_BLOCKSIZE, optimizer_info
 
 ADAM_IMPLS = ("fused", "foreach", "for-loop")
 SOURCE = "torch/optim/adam.py _multi_tensor_adam L691-799, _single_tensor_adam L419-546, _fused_adam L877"
-SGD_SOURCE = ("eqs. (O6)-(O8): torch/optim/sgd.py _multi_tensor_sgd L445-472, _single_tensor_sgd L364-379, "
-              "_fused_sgd L529; aten/src/ATen/native/cuda/FusedSgdKernel.cu @064f50b L88-112")
-ADAFACTOR_SOURCE = ("eqs. (O9)/(O10): torch/optim/_adafactor.py _single_tensor_adafactor L381-416, "
+SGD_SOURCE = ("eqs. (O6)-(O8), weight decay 0 and no Nesterov (torch's defaults): torch/optim/sgd.py "
+              "_multi_tensor_sgd L445-472, _single_tensor_sgd L364-379, _fused_sgd L529; aten/src/ATen/native/cuda/FusedSgdKernel.cu @064f50b L88-112")
+ADAFACTOR_SOURCE = ("eqs. (O9)/(O10), weight decay 0 (torch's default), 1-D tensors at the matrix rate: "
+                    "torch/optim/_adafactor.py _single_tensor_adafactor L381-416, "
                     "_multi_tensor_adafactor L530-599, adafactor() L636-639")
 BNB_SOURCE = ("eq. (O5): bitsandbytes @0.50.1 csrc/kernels.cu kOptimizer32bit1State L805-909, "
               "kOptimizerStatic8bit1StateBlockwise L1152-1324 (and the 2-state kernels); csrc/ops.cu L136-189")
