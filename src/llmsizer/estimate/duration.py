@@ -1231,13 +1231,12 @@ def _host_step_seconds(spec: ModelSpec, w: TrainingWorkload, trained: int, notes
     optimizer, impl, grad, per = _optimizer_step_setup(spec, w)
     local = _trained_per_device(w, trained)[0]
     machine = local * min(w.gpus, w.gpus_per_node)  # every rank of one machine steps at once
-    t_opt = host_step_seconds(machine, per, host.expected, eta.expected) if per is not None else 0.0
+    t_opt = host_step_seconds(machine, per, host.expected, eta.expected)
     t_acc = host_step_seconds(machine, accumulation_bytes(grad), host.expected, eta.expected)
-    if per is not None:
-        notes.append(Assumption("optimizer_step_bytes_per_element", per, True,
-                                f"formulas/optimizer_step.py: {step_source(optimizer, impl)}; on the "
-                                "host (CPU offload): formulas/cpu_offload_time.py eq. (H4), all ranks of a machine "
-                                "at once, not overlapped"))
+    notes.append(Assumption("optimizer_step_bytes_per_element", per, True,
+                            f"formulas/optimizer_step.py: {step_source(optimizer, impl)}; on the "
+                            "host (CPU offload): formulas/cpu_offload_time.py eq. (H4), all ranks of a machine "
+                            "at once, not overlapped"))
     notes.append(Assumption(host.name, host.expected, True, host.source))
     notes.append(Assumption(eta.name, eta.expected, True, eta.source))
     if w.fsdp is not None and w.grad_accumulation > 1:
@@ -1263,12 +1262,10 @@ def _per_step_seconds(spec: ModelSpec, w: TrainingWorkload, trained: int, eta: f
     FSDP)."""
     optimizer, impl, grad, per = _optimizer_step_setup(spec, w)
     local, local_g = _trained_per_device(w, trained)
-    t_opt = 0.0
-    if per is not None:
-        t_opt = local * per / eta
-        notes.append(Assumption("optimizer_step_bytes_per_element", per, True,
-                                f"formulas/optimizer_step.py: {step_source(optimizer, impl)}; at the memory-bound "
-                                "kernel bandwidth"))
+    t_opt = local * per / eta
+    notes.append(Assumption("optimizer_step_bytes_per_element", per, True,
+                            f"formulas/optimizer_step.py: {step_source(optimizer, impl)}; at the memory-bound "
+                            "kernel bandwidth"))
     t_acc = local_g * accumulation_bytes(grad) / eta
     return t_opt, t_acc
 
@@ -1283,7 +1280,7 @@ def _trained_per_device(w: TrainingWorkload, trained: int) -> tuple[float, float
 
 
 @lru_cache(maxsize=1024)
-def _optimizer_step_setup(spec: ModelSpec, w: TrainingWorkload) -> tuple[str, str, float, float | None]:
+def _optimizer_step_setup(spec: ModelSpec, w: TrainingWorkload) -> tuple[str, str, float, float]:
     """(optimizer, implementation, gradient element size, optimizer-step bytes per trained element) as the memory
     estimate resolves them (estimate/training/setup.py ``resolve``); memoized on its immutable arguments (the same for every device of a catalog search)."""
     ctx = training_context(spec, w)

@@ -44,6 +44,48 @@ for the 8-bit states, one fp32 absmax per block of ``BNB_BLOCKSIZE`` = 256 eleme
   out; tensors under ``min_8bit_size`` (4096 elements) run the 32-bit kernel, a share of the elements too small
   to count (left out).
 
+**SGD** (torch/optim/sgd.py, torch 2.13.0; weight decay 0, no Nesterov, torch's defaults; a step after the first,
+whose momentum buffer exists), per trained element with s the momentum buffer's element size:
+
+- without momentum, every implementation: ``param += -lr grad`` (``_multi_tensor_sgd`` line 472
+  ``_foreach_add_(params, grads)``; ``_single_tensor_sgd`` line 379 ``param.add_``; fused: the depth-2 kernel,
+  aten/src/ATen/native/cuda/FusedSgdKernel.cu @064f50b lines 88-112, loads parameter and gradient, stores the
+  parameter)::
+
+      b_sgd = 2p + g                                                                       (O6)
+
+- with momentum, ``foreach`` (lines 445-446 ``_foreach_mul_(bufs)``, 2s; ``_foreach_add_(bufs, grads)``, 2s + g;
+  line 472 ``_foreach_add_(params, bufs)``, 2p + s) and ``for-loop`` (line 364 ``buf.mul_().add_()``, line 379
+  ``param.add_(buf)``: the same ops one tensor at a time)::
+
+      b_sgdm = 2p + g + 5s                                                                 (O7)
+
+- with momentum, ``fused`` (``_fused_sgd`` line 529 ``torch._fused_sgd_``: the depth-3 kernel of
+  FusedSgdKernel.cu lines 88-112 loads parameter, gradient and buffer and stores parameter and buffer, the gradient
+  only under a GradScaler's ``grad_scale``)::
+
+      b_sgdm_fused = 2p + g + 2s                                                           (O8)
+
+**Adafactor** (torch.optim.Adafactor, torch/optim/_adafactor.py, torch 2.13.0: the implementation llmsizer sizes
+and ``llmsizer measure`` runs, ``OPTIMIZER_INFO``; weight decay 0, its default). Per element of a matrix, with v
+the size of the full-size temporaries (``row_var @ col_var``, in the states' dtype s): ``p.norm()`` for the step
+size (p); the row and column statistics ``torch.norm(grad, dim=-1)`` and ``dim=-2`` (2g; their updates touch
+rows + columns elements, left out); ``var_estimate = row_var @ col_var`` (writes s), ``div_`` (2s),
+``clamp_min_`` (2s), ``rsqrt_`` (2s), ``mul_(grad)`` (2s + g), ``update.norm()`` (s), then
+
+- ``for-loop`` (``_single_tensor_adafactor`` lines 381-416): ``param.add_(update, alpha)`` (2p + s)::
+
+      b_adafactor = 3p + 3g + 11s                                                          (O9)
+
+- ``foreach`` (``_multi_tensor_adafactor`` lines 530-599): the same, with the step size applied by its own
+  ``_foreach_mul_(updates, alphas)`` (2s) before ``_foreach_add_(params, updates)``: 3p + 3g + 13s (O10).
+
+torch's Adafactor has no fused implementation (its constructor takes ``foreach`` only, line 33), and ``foreach``
+unset runs ``_single_tensor_adafactor`` on every device (``adafactor()`` lines 636-639: ``if foreach:``, no
+``_default_to_fused_or_foreach``): ``fused`` counts (O9). 1-D tensors (norm weights, biases) keep a full-size
+``variance`` instead of the factored statistics (lines 407-410); they are counted at the matrix rate, a share of a
+model's elements under 0.1 %.
+
 **Gradient accumulation**: from the second micro-step of an optimizer step on, autograd's ``AccumulateGrad`` adds
 each new gradient into ``.grad`` in place (torch/csrc/autograd/functions/accumulate_grad.h: ``variable_grad +=
 new_grad``): 3g per trained element and micro-step (O3).
@@ -64,6 +106,11 @@ from .training_states import BNB_BLOCKSIZE, optimizer_info
 
 ADAM_IMPLS = ("fused", "foreach", "for-loop")
 SOURCE = "torch/optim/adam.py _multi_tensor_adam L691-799, _single_tensor_adam L419-546, _fused_adam L877"
+SGD_SOURCE = ("eqs. (O6)-(O8), weight decay 0 and no Nesterov (torch's defaults): torch/optim/sgd.py "
+              "_multi_tensor_sgd L445-472, _single_tensor_sgd L364-379, _fused_sgd L529; aten/src/ATen/native/cuda/FusedSgdKernel.cu @064f50b L88-112")
+ADAFACTOR_SOURCE = ("eqs. (O9)/(O10), weight decay 0 (torch's default), 1-D tensors at the matrix rate: "
+                    "torch/optim/_adafactor.py _single_tensor_adafactor L381-416, "
+                    "_multi_tensor_adafactor L530-599, adafactor() L636-639")
 BNB_SOURCE = ("eq. (O5): bitsandbytes @0.50.1 csrc/kernels.cu kOptimizer32bit1State L805-909, "
               "kOptimizerStatic8bit1StateBlockwise L1152-1324 (and the 2-state kernels); csrc/ops.cu L136-189")
 
@@ -71,10 +118,7 @@ BNB_SOURCE = ("eq. (O5): bitsandbytes @0.50.1 csrc/kernels.cu kOptimizer32bit1St
 def adam_step_bytes(impl: str, param: float, grad: float, state: float, master: float = 0.0) -> float:
     """Bytes per trained element of one Adam/AdamW step: (O1) foreach / for-loop, (O2) fused, (O4) with a
     master copy of ``master`` bytes (the update runs on the master)."""
-    if impl not in ADAM_IMPLS:
-        raise InputError(unknown_choice("optimizer implementation", impl, ADAM_IMPLS))
-    if min(param, grad, state, master) < 0:
-        raise InputError("element sizes must not be negative")
+    _check(impl, param, grad, state, master)
     p = master or param
     b = 2 * p + grad + 4 * state if impl == "fused" else 4 * p + 2 * grad + 14 * state
     return b + (master + param if master else 0.0)
@@ -90,17 +134,47 @@ def bnb_step_bytes(states: int, eight_bit: bool, param: float, grad: float, mast
     return 2 * p + grad + states * per_state + (master + param if master else 0.0)
 
 
+def sgd_step_bytes(impl: str, momentum: bool, param: float, grad: float, state: float,
+                   master: float = 0.0) -> float:
+    """Bytes per trained element of one torch SGD step: (O6) without momentum, (O7) with momentum ``foreach`` /
+    ``for-loop``, (O8) with momentum ``fused``; (O4) with a master copy of ``master`` bytes."""
+    _check(impl, param, grad, state, master)
+    p = master or param
+    b = 2 * p + grad
+    if momentum:
+        b += 2 * state if impl == "fused" else 5 * state
+    return b + (master + param if master else 0.0)
+
+
+def adafactor_step_bytes(impl: str, param: float, grad: float, state: float, master: float = 0.0) -> float:
+    """Bytes per trained element of one torch Adafactor step: (O10) ``foreach``, (O9) otherwise (``for-loop``, and
+    ``fused``, which torch's Adafactor lacks: it runs the for-loop); (O4) with a master copy of ``master`` bytes."""
+    _check(impl, param, grad, state, master)
+    p = master or param
+    b = 3 * p + 3 * grad + (13 if impl == "foreach" else 11) * state
+    return b + (master + param if master else 0.0)
+
+
+def _check(impl: str, *sizes: float) -> None:
+    if impl not in ADAM_IMPLS:
+        raise InputError(unknown_choice("optimizer implementation", impl, ADAM_IMPLS))
+    if min(sizes) < 0:
+        raise InputError("element sizes must not be negative")
+
+
 def optimizer_step_bytes(optimizer: str, impl: str, param: float, grad: float, state: float,
-                         master: float = 0.0) -> float | None:
-    """Bytes per trained element of one step of ``optimizer`` (None: no sourced kernel count, e.g. Adafactor,
-    SGD). A bitsandbytes optimizer (``OptimizerInfo.library``) runs its own kernel, whatever ``impl`` and
-    ``state``: eq. (O5)."""
+                         master: float = 0.0) -> float:
+    """Bytes per trained element of one step of ``optimizer``. A bitsandbytes optimizer (``OptimizerInfo.library``)
+    runs its own kernel, whatever ``impl`` and ``state``: eq. (O5); torch's: (O1)/(O2) Adam, (O6)-(O8) SGD,
+    (O9)/(O10) Adafactor."""
     info = optimizer_info(optimizer)
     if info.bnb:
         return bnb_step_bytes(round(info.states), info.eight_bit, param, grad, master)
-    if optimizer in ("adamw", "adam"):
-        return adam_step_bytes(impl, param, grad, state, master)
-    return None
+    if optimizer in ("sgd", "sgd-momentum"):
+        return sgd_step_bytes(impl, optimizer == "sgd-momentum", param, grad, state, master)
+    if optimizer == "adafactor":
+        return adafactor_step_bytes(impl, param, grad, state, master)
+    return adam_step_bytes(impl, param, grad, state, master)
 
 
 def step_source(optimizer: str, impl: str) -> str:
@@ -108,6 +182,12 @@ def step_source(optimizer: str, impl: str) -> str:
     implementation; a bitsandbytes optimizer has its own kernel)."""
     if optimizer_info(optimizer).bnb:
         return f"{optimizer} (bitsandbytes' own kernel), {BNB_SOURCE}"
+    if optimizer in ("sgd", "sgd-momentum"):
+        return f"{optimizer} {impl}, {SGD_SOURCE}"
+    if optimizer == "adafactor":
+        ran = "foreach" if impl == "foreach" else "for-loop" + (" (torch's Adafactor has no fused path)"
+                                                                  if impl == "fused" else "")
+        return f"{optimizer} {ran}, {ADAFACTOR_SOURCE}"
     return f"{optimizer} {impl}, {SOURCE}"
 
 

@@ -368,14 +368,16 @@ def step_temporary_bytes(optimizer: str, impl: str, trained_elements: int, large
     state-sized list of temporaries over the whole parameter group -> n x s (torch/optim/adam.py
     ``_multi_tensor_adam``); ``for-loop`` computes ``denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt)``
     one tensor at a time, the sqrt and the quotient coexisting -> 2 x largest tensor x s
-    (``_single_tensor_adam``); ``fused`` kernels update in place -> 0. Adafactor ``foreach`` keeps row/column
-    temporaries (counted as the largest tensor). bitsandbytes optimizers update in place (0). SGD and Lion
-    update in place.
+    (``_single_tensor_adam``); ``fused`` kernels update in place -> 0. Adafactor ``foreach`` makes one full-size
+    ``row_var @ col_var`` estimate per matrix of the group and keeps them all as the updates until the parameters
+    are added (torch 2.13 torch/optim/_adafactor.py ``_multi_tensor_adafactor`` lines 564-599) -> n x s; its
+    for-loop (and 'fused', which torch's Adafactor lacks: it runs the for-loop) one tensor's at a time -> largest
+    tensor x s. bitsandbytes optimizers update in place (0). SGD and Lion update in place.
     """
     info = optimizer_info(optimizer)
     if info.name in ("adamw", "adam"):
         return {"fused": 0, "foreach": trained_elements * state_bytes,
                 "for-loop": 2 * largest_tensor * state_bytes}[impl]
     if info.name == "adafactor":
-        return largest_tensor * state_bytes
+        return (trained_elements if impl == "foreach" else largest_tensor) * state_bytes
     return 0

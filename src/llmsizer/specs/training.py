@@ -223,6 +223,20 @@ def normalize_targets(targets: str | tuple[str, ...] | list[str]) -> tuple[str, 
     return tuple(out)
 
 
+def _paged_off_cuda(optimizer: str, cpu: bool) -> str:
+    """The refusal of a bitsandbytes paged optimizer off CUDA, naming the unpaged optimizer that keeps the same
+    states: bitsandbytes' own unpaged class (``adamw-8bit``, ``lion``, ``lion-8bit``); for ``paged-adamw`` there is
+    no unpaged bitsandbytes record, and llmsizer's ``adamw`` is torch's, whose states follow the parameters' dtype
+    unless ``optimizer_state_dtype`` says fp32 (bitsandbytes' 32-bit states are fp32 whatever the parameters)."""
+    twin = optimizer[len("paged-"):]
+    same = (f"{twin} with optimizer_state_dtype fp32 (the same two fp32 moments as bitsandbytes' AdamW)"
+            if twin == "adamw" else twin)
+    if cpu:  # bitsandbytes 0.50.2 optim/optimizer.py get_state_buffer lines 374-382
+        return (f"optimizer {optimizer} pages CUDA unified memory, which device cpu lacks: bitsandbytes allocates "
+                f"its states unpaged in RAM there (a warning), so size the run as optimizer {same}")
+    return f"optimizer {optimizer} pages CUDA unified memory, which an Apple chip (metal) lacks; use {same}"
+
+
 @tracks_given
 @fast_init
 @dataclass(frozen=True)
@@ -513,9 +527,7 @@ class TrainingWorkload:
                              + " (flex_attention _validate_device raises NotImplementedError); use sdpa")
         if (self.device == "cpu" or self.gpu_runtime == "metal") and self.optimizer is not None \
                 and self.optimizer.startswith("paged-"):  # bitsandbytes cget_managed_ptr: cudaMallocManaged
-            where = "device cpu" if self.device == "cpu" else "an Apple chip (metal)"
-            raise InputError(f"optimizer {self.optimizer} pages CUDA unified memory; on {where} use "
-                             f"{self.optimizer[len('paged-'):]}")
+            raise InputError(_paged_off_cuda(self.optimizer, self.device == "cpu"))
         optional = (("optimizer", self.optimizer, OPTIMIZERS),
                     ("optimizer_state_dtype", self.optimizer_state_dtype, STATE_DTYPES),
                     ("optimizer_impl", self.optimizer_impl, OPTIMIZER_IMPLS),

@@ -686,9 +686,10 @@ def _items(ctx: TrainingContext, st: StageStates, tl: StageTimeline, acc: Acc) -
     if "optimizer_step_temporaries" in parts:
         acc.items.append(Item("optimizer_step_temporaries", parts["optimizer_step_temporaries"], "device", 0,
                               max(parts["optimizer_step_temporaries"], tl.step_temporaries_foreach),
-                              formula=f"optimizer_impl {ctx.optimizer_impl}: fused 0; foreach one state-sized "
-                                      f"temporary ({format_bytes(tl.step_temporaries_foreach)})",
-                              source="formulas/training_states.py step_temporary_bytes (torch/optim/adam.py)"))
+                              formula=f"{ctx.optimizer.name} {ctx.optimizer_impl}: the step's transient tensors "
+                                      f"(foreach: {format_bytes(tl.step_temporaries_foreach)})",
+                              source="formulas/training_states.py step_temporary_bytes (torch/optim/adam.py, "
+                                     "_adafactor.py)"))
     if w.device == "gpu":
         device_context(acc.items, acc.assumptions, w.gpu_runtime)
         acc.items.append(Item("allocator_reserve", 0, "device", 0, parts.get("activations", 0),
