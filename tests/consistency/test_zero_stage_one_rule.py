@@ -26,3 +26,15 @@ def test_a_stage_given_as_text_is_read_as_the_cli_reads_it() -> None:
     assert py.total("device") == llmsizer.estimate_training("llama-3.1-8b", zero=2, gpus=2).total("device")
     with pytest.raises(llmsizer.InputError):
         llmsizer.estimate_training("llama-3.1-8b", zero=True)
+
+
+@pytest.mark.parametrize("value", [True, False])
+def test_a_stage_given_as_a_boolean_is_the_clis_range_line(value: bool) -> None:
+    """``zero=True`` said "zero must be a ZeRO stage 0, 1, 2 or 3, got True", a wording of its own, where every
+    other bad stage gets the CLI's --zero line (the range and why, numbers.ZERO_STAGE)."""
+    code, _, err = run("train", "llama-3.1-8b", "--zero", "4")
+    assert code == 2
+    expected = err.strip().removesuffix(" (see --help)").split("is out of range; ", 1)[1]  # "expected ... (why)"
+    with pytest.raises(llmsizer.InputError) as e:
+        llmsizer.estimate_training("llama-3.1-8b", zero=value)
+    assert str(e.value) == f"zero: {expected}, got {value!r}"

@@ -551,9 +551,8 @@ class TrainingWorkload:
                 if isinstance(v, bool):
                     raise InputError(f"{name} must be a positive integer, got {v!r}")
                 self.__dict__[name] = int(read_number(v, name, TOKENS if name == "seq_len" else COUNT))  # 2.0 -> 2
-        if type(self.zero) is not int or not 0 <= self.zero <= 3:  # the CLI's --zero range and line (ZERO_STAGE)
-            if isinstance(self.zero, bool):
-                raise InputError(f"zero must be a ZeRO stage 0, 1, 2 or 3, got {self.zero!r}")
+        if type(self.zero) is not int or not 0 <= self.zero <= 3:  # the CLI's --zero range and line (ZERO_STAGE);
+            # a bool too: the one number check refuses it with the range (numbers.check_number)
             self.__dict__["zero"] = int(read_number(self.zero, "zero", ZERO_STAGE))  # '2' or 2.0 -> 2, as the CLI
         if isinstance(self.target_len, str):
             self.__dict__["target_len"] = int(read_number(self.target_len, "target_len", TOKENS))
