@@ -415,15 +415,17 @@ def test_a_two_socket_cpu_is_one_device_of_both_sockets(tmp_path: Path, rel: str
     assert code == code1 == 0 and both["speed"]["roofline"] and one["speed"]["roofline"]
     step = [1 / r["speed"]["single_stream_tokens_per_second"] for r in (both, one)]
     assert step[0] == pytest.approx(step[1] / sockets, rel=0.01)
-    named = [a for a in both["speed"]["assumptions"] if a["name"] == "memory_bandwidth"]
+    named = [a for a in both["speed"]["assumptions"] if a["name"] == "numa"]
     assert len(named) == 1 and f"numa {numa}, as hardware detect --numa states it" in named[0]["value"]
-    assert not [a for a in one["speed"]["assumptions"] if a["name"] == "memory_bandwidth"]  # one catalog socket
+    assert not [a for a in one["speed"]["assumptions"] if a["name"] == "numa"]  # one catalog socket
     # training on the detected machine reads the same bandwidth for its memory-bound kernels and names it too
     code_t, trained = run_json("train", "qwen2.5-0.5b", "--method", "lora", "--device", d.id, "--hardware-file",
                                str(f), "--tokens", "1e6")
     assert code_t == 0
-    named_t = [a for a in trained["duration"]["assumptions"] if a["name"] == "memory_bandwidth"]
+    named_t = [a for a in trained["duration"]["assumptions"] if a["name"] == "numa"]
     assert len(named_t) == 1 and f"numa {numa}," in named_t[0]["value"]
+    # the compute is both sockets' and says so (numa isolate: one socket's, test_numa_isolate_...)
+    assert f"{got.cores.base:g} cores, FLOP/s" in named_t[0]["value"] and "all 2 sockets'" in named_t[0]["value"]
 
 
 ISOLATE_CASES = [  # (fixture, the real output's Model name kept or renamed, the catalog row it maps to)
@@ -475,3 +477,20 @@ def test_numa_isolate_is_one_socket_of_a_two_socket_cpu(tmp_path: Path, rel: str
         assert catalog_id == "intel-xeon-platinum-8488c" and iso.tdp is None
     assert iso.memory_bandwidth is not None and per_socket.memory_bandwidth is not None
     assert iso.memory_bandwidth.base == off.memory_bandwidth.base == per_socket.memory_bandwidth.base  # type: ignore[union-attr]
+    # the estimates timed on the isolated socket say so: cores, FLOP/s and TDP one socket's, beside the bandwidth, and
+    # the TDP's choice (the idle socket still draws power); before, only the bandwidth was named (reviewer, rnuma)
+    code, trained = run_json("train", "qwen2.5-0.5b", "--method", "lora", "--device", iso.id, "--hardware-file",
+                             str(tmp_path / "hw-isolate.json"), "--tokens", "1e6")
+    code_f, served = run_json("fit", "qwen2.5-0.5b", "--device", iso.id, "--hardware-file",
+                              str(tmp_path / "hw-isolate.json"), "--weights", "bf16")
+    assert code == code_f == 0
+    for named in ([a for a in trained["duration"]["assumptions"] if a["name"] == "numa"],
+                  [a for a in served["speed"]["assumptions"] if a["name"] == "numa"]):
+        assert len(named) == 1
+        value = named[0]["value"]
+        assert f"{cpu.cores_per_socket} cores, FLOP/s" in value and "one socket's of 2 (numa isolate" in value
+        if per_socket.tdp is not None:  # the 9654's 360 W: one socket's, and the idle one named
+            assert f"TDP ({per_socket.tdp.base:g} W) one socket's" in value
+            assert "the 1 idle socket(s) still draw power, not counted" in value
+        else:  # the 8488C: no sourced TDP, none said
+            assert "TDP" not in value

@@ -335,8 +335,8 @@ def _all_sockets(entry: dict[str, Any], sockets: int, catalog_id: str, numa: str
     reports, as its cores (Socket(s) x Core(s) per socket) and MemTotal already cover the whole machine; under
     llama.cpp's ``numa`` 'isolate' one socket's (``sockets_used``: its threads run on one node), as its cores are.
     Its memory bandwidth: times the sockets only with 'distribute', else one socket's (``numa_bandwidth_note``), the
-    value marked with ``sockets`` and ``numa`` (estimate/device.py ``numa_bandwidth_assumption`` names it in every
-    speed estimate). Returns the note (None: no bandwidth)."""
+    value marked with ``sockets`` and ``numa`` (estimate/device.py ``numa_assumption`` names it, with the sockets
+    that compute, in every speed and training-duration estimate). Returns the note (None: no bandwidth)."""
     bw = entry.get("memory_bandwidth")
     note = None
     if bw is not None and isinstance(bw.get("value"), (int, float)) and not isinstance(bw["value"], bool):

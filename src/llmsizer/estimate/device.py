@@ -320,20 +320,32 @@ def named_device_notes(device: Device, notes: Notes) -> Notes:
     return notes
 
 
-def numa_bandwidth_assumption(device: Device) -> Assumption | None:
-    """Which memory bandwidth a CPU of several sockets decodes at, as its hardware file states it: the value
-    ``hardware detect`` marks with ``sockets`` and llama.cpp's ``numa`` mode (catalog/detect.py ``_all_sockets``:
-    one socket's unless --numa distribute); None for any other device. The speed and training-duration
-    estimates name it."""
+def numa_assumption(device: Device) -> Assumption | None:
+    """What a detected CPU machine of several sockets computes and reads memory with, as its hardware file states it
+    (``hardware detect --numa``; the bandwidth marked with ``sockets`` and llama.cpp's ``numa`` mode,
+    catalog/detect.py ``_all_sockets``): the memory bandwidth (one socket's unless 'distribute') and the sockets whose
+    cores, FLOP/s and TDP the file counts (``sockets_used``: one under 'isolate', where every thread runs on one node;
+    the idle sockets still draw power, which that TDP leaves out). None for any other device. The speed and
+    training-duration estimates name it, so a time at one socket's FLOP/s says so."""
     v = device.memory_bandwidth
     extra = dict(v.extra) if v is not None and device.kind == "cpu" else {}
     sockets, numa = extra.get("sockets"), extra.get("numa")
     if v is None or not isinstance(sockets, int) or sockets < 2 or not isinstance(numa, str):
         return None
+    from ..catalog.detect import sockets_used  # the detect rule (subprocess and readers: loaded only here)
+
     share = "every socket's" if numa == "distribute" else "one socket's"
-    return Assumption("memory_bandwidth", f"{float(v.base) / 1e9:,.1f} GB/s ({share}: numa {numa}, as hardware "
-                      "detect --numa states it; a process without NUMA pinning reads one socket's memory)",
-                      numa == "off", v.derived)
+    used = sockets_used(sockets, numa)
+    cores = f"{device.cores.base:g} cores, " if device.cores is not None and device.cores.base else ""
+    watts = device.tdp.base if device.tdp is not None else None
+    tdp = f" and TDP ({float(watts):g} W)" if watts else ""
+    idle = (f"; the TDP counts the socket that computes, the {sockets - 1} idle socket(s) still draw power, not "
+            "counted" if watts else "")
+    compute = (f"{cores}FLOP/s{tdp} one socket's of {sockets} (numa isolate: every llama.cpp thread on one node"
+               f"{idle})" if used == 1 else f"{cores}FLOP/s{tdp} all {sockets} sockets'")
+    return Assumption("numa", f"memory bandwidth {float(v.base) / 1e9:,.1f} GB/s ({share}: numa {numa}, as hardware "
+                      "detect --numa states it; a process without NUMA pinning reads one socket's memory); "
+                      + compute, numa == "off", v.derived)
 
 
 def generic_device(kind: str) -> Device:

@@ -100,7 +100,7 @@ from .device import (
     TF32_MIN_CAPABILITY,
     device_fields,
     fp32_matmul_peak,
-    numa_bandwidth_assumption,
+    numa_assumption,
     peer_to_peer,
     peer_to_peer_why,
     resolve_target,
@@ -1396,7 +1396,7 @@ def training_duration(spec: ModelSpec, device: Device, devices: int, tokens: flo
     u_source = factor.source if utilization is None else "given"  # a calibration row does not stand behind a given u
     notes = [Assumption("utilization", u, utilization is None, u_source),
              Assumption("flops_per_token", round(fl.per_token), True, f"{fl.formula} ({fl.source})")]
-    numa = numa_bandwidth_assumption(device)  # a detected machine of several sockets: its memory-bound kernels' rate
+    numa = numa_assumption(device)  # a detected machine of several sockets: its bandwidth and compute sockets
     if numa is not None:
         notes.append(numa)
     warnings: list[str] = [peak_warning] if peak_warning else []

@@ -59,7 +59,7 @@ from . import ranges as R
 from .device import (
     TF32_DEFAULT_WHY,
     fp32_matmul_peak,
-    numa_bandwidth_assumption,
+    numa_assumption,
     nvlink_mesh_for,
     peer_to_peer,
     peer_to_peer_why,
@@ -470,7 +470,7 @@ def speed_model(spec: ModelSpec, device: Any, *, weights_format: str = "bf16", p
                                       f"{device.id} lists no {dtype} rate; the {peak_key} tensor rate is used "
                                       "(equal on Ampere and later, NVIDIA Ampere whitepaper)"))
     bw = device.bandwidth
-    numa = numa_bandwidth_assumption(device)  # a detected machine of several sockets: which bandwidth decodes
+    numa = numa_assumption(device)  # a detected machine of several sockets: its bandwidth and compute sockets
     if numa is not None and bw is not None:
         assumptions.append(numa)
     if peak is None:
