@@ -24,6 +24,13 @@ def short(value: object, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+def not_true_or_false(value: object) -> str:
+    """The one message of an on/off value that is not a boolean (``"yes"``, 1), after the name of its field: the
+    Python API (``tf32: ...``), a request file (``settings.tf32: ...``) and the web API (``field 'tf32': ...``) say
+    the same."""
+    return f"must be true or false, got {short(value, 40)}"
+
+
 def regular_file(path: str | Path, what: str) -> os.stat_result:
     """The stat of ``path`` when it is a regular file, else a one-line InputError: a folder, a named pipe (opening
     it waits for a writer forever) or a device (never ends) is refused before anything opens it."""

@@ -100,7 +100,7 @@ def test_python_api_says_the_same() -> None:
     assert fit("llama-3.1-8b", "h200", engine="vllm", context=LIMIT + 1, speed=False).fits is False
     assert fit("llama-3.1-8b", "h200", engine="vllm", context=LIMIT + 1, speed=False,
                allow_long_context=True).fits is True
-    with pytest.raises(InputError, match="allow_long_context must be true or false"):
+    with pytest.raises(InputError, match="allow_long_context: must be true or false"):
         estimate_inference("llama-3.1-8b", engine="vllm", allow_long_context="yes")
 
 

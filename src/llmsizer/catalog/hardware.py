@@ -33,6 +33,7 @@ from typing import Any
 
 from ..errors import InputError, ModelFileError, UnknownNameError
 from ..frozen import fast_init
+from ..inputs import not_true_or_false
 from ..numbers import BANDWIDTH, BYTES, MONEY, POSITIVE, SIZE, NumberError, Range, check_number
 from ..suggest import unknown_choice
 from ..units import GiB
@@ -552,7 +553,7 @@ def _flag(raw: Any, where: str, ctx: _Ctx, missing: dict[str, str]) -> Value | N
         return None
     obj = raw if isinstance(raw, dict) else {"value": raw}
     if obj.get("value") is not None and not isinstance(obj.get("value"), bool):
-        raise ctx.fail(where, f"must be true or false, got {obj.get('value')!r}")
+        raise ctx.fail(where, not_true_or_false(obj.get('value')))
     if obj.get("unit", "flag") != "flag":
         raise ctx.fail(where, f"unit {obj.get('unit')!r} is not 'flag' (a true/false field)")
     val, why = _parse_value({**obj, "unit": "flag"}, "count", where, ctx)

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError, LlmsizerError
-from ..inputs import check_model_name, foreign_tag, read_small_text, yaml_problem
+from ..inputs import check_model_name, foreign_tag, not_true_or_false, read_small_text, yaml_problem
 from ..inputs import short as _short
 from ..numbers import AMOUNT, COUNT, MAX_GPUS, POSITIVE, SPLIT_SHARE, TOKENS, Range, check_number, exactly_whole
 from ..specs.training import TrainingWorkload
@@ -253,7 +253,7 @@ class _Reader:
         if t == "bool":
             v = self.construct(node)
             if not isinstance(v, bool):
-                raise InputError(f"must be true or false, got {text!r}")
+                raise InputError(not_true_or_false(v))
             return v
         v = self.construct(node)
         if t == "int":

@@ -13,6 +13,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..frozen import fast_init
+from ..inputs import not_true_or_false
 from ..numbers import COUNT, DEVICE_MEMORY, HEADROOM, LORA_ALPHA, LORA_RANK, TOKENS, ZERO_STAGE
 from ..suggest import unknown_choice
 from .given import tracks_given
@@ -633,7 +634,7 @@ class TrainingWorkload:
             raise InputError("give ZeRO (zero=1..3) or FSDP (fsdp=full|grad_op|hybrid), not both")
         for flag in ("activation_offload", "float8", "compile", "loop_keeps_graph", "tf32"):
             if not isinstance(getattr(self, flag), bool):
-                raise InputError(f"{flag} must be true or false, got {getattr(self, flag)!r}")
+                raise InputError(f"{flag}: {not_true_or_false(getattr(self, flag))}")
         if self.activation_offload and self.checkpoint_offload:
             raise InputError("give activation_offload (torchtune: every saved activation to host memory) or "
                              "checkpoint_offload (Unsloth: the checkpointed layer inputs), not both")

@@ -10,6 +10,7 @@ from operator import attrgetter, is_, is_not, itemgetter
 
 from ..errors import FieldError, InputError
 from ..frozen import fast_init
+from ..inputs import not_true_or_false
 from ..numbers import (
     CONCURRENCY,
     COUNT,
@@ -333,7 +334,7 @@ class InferenceWorkload:
         if self.image_size is not None and not self.images:
             raise FieldError("image_size", "image_size is given but images is 0; give the number of images per sequence")
         if not isinstance(self.pan_and_scan, bool):
-            raise InputError(f"pan_and_scan must be true or false, got {self.pan_and_scan!r}")
+            raise InputError(f"pan_and_scan: {not_true_or_false(self.pan_and_scan)}")
         if self.pan_and_scan and not self.images:
             raise FieldError("pan_and_scan", "pan_and_scan is set but images is 0; give the number of images per sequence")
         if self.video_size is not None and not self.video_frames:
@@ -363,11 +364,11 @@ class InferenceWorkload:
                                               ("tensor_split", self.tensor_split), ("n_cpu_moe", self.n_cpu_moe))
                          if v not in (None, False)]
         if self.kv_unified is not None and not isinstance(self.kv_unified, bool):
-            raise InputError(f"kv_unified must be true or false, got {self.kv_unified!r}")
+            raise InputError(f"kv_unified: {not_true_or_false(self.kv_unified)}")
         if not isinstance(self.identical_sequences, bool):
-            raise InputError(f"identical_sequences must be true or false, got {self.identical_sequences!r}")
+            raise InputError(f"identical_sequences: {not_true_or_false(self.identical_sequences)}")
         if not isinstance(self.allow_long_context, bool):
-            raise InputError(f"allow_long_context must be true or false, got {self.allow_long_context!r}")
+            raise InputError(f"allow_long_context: {not_true_or_false(self.allow_long_context)}")
         # (the loop only when an engine is named and one of its settings is given: every value read at once, in C)
         settings = () if self.engine is None or (all(map(is_, _ENGINE_SETTING_VALUES(self), repeat(None)))
                                                  and not self.allow_long_context) else ENGINE_SETTINGS.items()

@@ -19,7 +19,7 @@ from typing import Any, NoReturn
 
 from ..cli.main import _Parser, build_parser, usage_message
 from ..errors import FieldError
-from ..inputs import short
+from ..inputs import not_true_or_false, short
 from ..render.safe import term
 from .problems import Problem
 
@@ -120,7 +120,7 @@ def _check_shape(key: str, value: Any, action: argparse.Action | None) -> None:
                            "command line), got true; true/false are for on/off options", key)
     if not takes_value and value is not None and not isinstance(value, bool):  # before: argparse's "ignored
         # explicit argument 'yes'", a command-line message for a JSON field
-        raise Problem(400, f"field '{key}': true or false expected (an on/off option), got {short(value, 40)}", key)
+        raise Problem(400, f"field '{key}': {not_true_or_false(value)}", key)
 
 
 def given_twice(key: str) -> Problem:

@@ -92,8 +92,8 @@ def test_a_request_file_given_as_the_model_says_where_it_goes(tmp_path) -> None:
     ({"images": [1]}, "one value expected, got a list"),
     ({"context": True}, "a value expected"),  # said 'argument --context: expected one argument' before
     # said "argument --max-context: ignored explicit argument 'yes'" (argparse's words for a command line) before
-    ({"max_context": "yes"}, "true or false expected (an on/off option), got 'yes'"),
-    ({"max_context": 1}, "true or false expected (an on/off option), got 1"),
+    ({"max_context": "yes"}, "field 'max_context': must be true or false, got 'yes'"),
+    ({"max_context": 1}, "field 'max_context': must be true or false, got 1"),
 ])
 def test_the_web_api_refuses_a_field_shaped_for_another_option(body: dict, words: str, client) -> None:
     r = client.post("/api/v1/infer", json={"model": "llama-3.1-8b", **body})
