@@ -157,3 +157,21 @@ def test_cli_accepts_flex_and_refuses_bad_combinations() -> None:
         r = _cli(*args)
         assert r.returncode == 2, (args, r.stderr)
         assert len(r.stderr.strip().splitlines()) == 1 and "flex" in r.stderr, r.stderr
+
+
+def test_estimate_keeps_the_document_ids_the_backward_reads(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Review: the timeline took every shared term named "mask" as forward-only, so a backward peak dropped the
+    document ids, which flex's backward reads (measured saved here); forward-only is the Term's field now."""
+    from llmsizer.estimate.training.compose import estimate_training
+
+    spec = load_model("llama-3.2-1b")
+    batch, seq, doc = 2, 512, 100
+    measured = _measured_flex_saved(batch, spec.num_heads, spec.num_kv_heads, seq, spec.head_dim, doc, monkeypatch)
+    assert measured["document ids"] == batch * seq * 8 and measured["block mask"] > 0  # both saved for backward
+    est = estimate_training(spec, method="full", micro_batch=batch, seq_len=seq, packing=True, doc_len=doc,
+                            attention="flex")
+    assert "backward" in est.details["peak_phase"], est.details["peak_phase"]
+    # bf16-mixed: the rotary tables in the fp32 residual dtype (residual=4)
+    st = ActivationSetup(batch=batch, seq=seq, compute=2, residual=4, attention="flex", packing=True)
+    rotary = {t.name: t.bytes for t in shared_activations(spec, st)}["rotary cos/sin"]
+    assert est.item("rotary_and_masks").bytes == rotary + measured["block mask"] + measured["document ids"]
