@@ -175,3 +175,19 @@ def test_estimate_keeps_the_document_ids_the_backward_reads(monkeypatch: pytest.
     st = ActivationSetup(batch=batch, seq=seq, compute=2, residual=4, attention="flex", packing=True)
     rotary = {t.name: t.bytes for t in shared_activations(spec, st)}["rotary cos/sin"]
     assert est.item("rotary_and_masks").bytes == rotary + measured["block mask"] + measured["document ids"]
+
+
+def test_flex_is_refused_below_tritons_floor() -> None:
+    """torch compiles flex to Triton, which inductor refuses below CUDA capability 7.0 (GPUTooOldForTriton, read in
+    torch's own source here); sm70 (V100) runs it."""
+    import inspect
+
+    from llmsizer.errors import DeviceCannotRunError
+    from llmsizer.estimate.efficiency import timed_attention_kernel
+
+    src = inspect.getsource(__import__("torch._dynamo.device_interface", fromlist=["CudaInterface"]).CudaInterface)
+    assert ".major >= 7" in src and "GPUTooOldForTriton" in src
+    assert timed_attention_kernel("flex", "flex-attention", "volta", 70, "bf16", True, True, False)[0] == \
+        "flex-attention"
+    with pytest.raises(DeviceCannotRunError, match="sm70"):
+        timed_attention_kernel("flex", "flex-attention", "pascal", 60, "bf16", True, True, False)

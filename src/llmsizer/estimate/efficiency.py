@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import DeviceCannotRunError
-from ..formulas.sdpa_dispatch import flash_attn_refusal, sdpa_backend, sdpa_refusal
+from ..formulas.sdpa_dispatch import flash_attn_refusal, flex_refusal, sdpa_backend, sdpa_refusal
 from ..formulas.speed import sm_streaming_bandwidth
 from ..formulas.training_time import fwd_bwd_speed_ratio
 from .ranges import SERVING_ENGINES
@@ -660,11 +660,13 @@ def timed_attention_kernel(attention: str, kernel: str, architecture: str, capab
         refused = sdpa_refusal(kernel, capability, dtype, heads_unmatched, mask)
     elif kernel in ("flash-attn-2", "flash-attn-3"):
         refused = flash_attn_refusal(kernel, capability, dtype)
-    else:  # triton-flash: no capability check in llm-foundry's kernel; flex-attention: Triton (no CPU: specs/training.py)
+    elif kernel == "flex-attention":  # inductor's Triton kernels (no CPU or Apple: specs/training.py)
+        refused = flex_refusal(capability)
+    else:  # triton-flash: no capability check in llm-foundry's kernel
         refused = None
     if refused is not None:
         field = "attention_kernel" if named else "attention"
-        raise DeviceCannotRunError(field, f"{field} {kernel if named else 'flash (its kernel flash-attn-2)'} cannot run "
+        raise DeviceCannotRunError(field, f"{field} {kernel if named else f'{attention} (its kernel {kernel})'} cannot run "
                          f"on {architecture or 'this GPU'}: {refused}")
     if kernel in WGMMA_KERNEL_OVER_FA2 and architecture not in WGMMA_ARCHITECTURES:
         return "flash-attn-2", (f"{kernel} {'given' if named else 'by default'}; timed as flash-attn-2: no published "
