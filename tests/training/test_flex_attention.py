@@ -191,3 +191,22 @@ def test_flex_is_refused_below_tritons_floor() -> None:
         "flex-attention"
     with pytest.raises(DeviceCannotRunError, match="sm70"):
         timed_attention_kernel("flex", "flex-attention", "pascal", 60, "bf16", True, True, False)
+
+
+def test_torchtune_rows_flag_flex_where_the_table_predates_its_torch() -> None:
+    """The Llama 3.1 table (README @30b8519, 2024-09-24) predates torch 2.5.0 (2024-10-17), which torchtune's guard at
+    that commit asks for flex: those speed rows say flex is assumed and leave the summary; the Llama 3.2 table
+    (@1814feb, guard without a torch version) keeps its rows in."""
+    from llmsizer.validation_cases import ASSUMED, Case, public_rows, speed_case
+
+    rows = public_rows()
+    for rid in ("PM0700", "PM0702", "PM0704", "PM0705", "PM0706", "PM0707"):
+        assert "30b8519" in rows[rid]["source"]
+        c = speed_case(rows[rid])
+        assert isinstance(c, Case) and c.excluded == ASSUMED, rid
+        assert "flex attention assumed" in c.note and "(settings assumed)" in c.note, c.note
+    for rid in ("PM0711", "PM0712"):
+        assert "1814feb" in rows[rid]["source"]
+        c = speed_case(rows[rid])
+        assert isinstance(c, Case) and c.excluded != ASSUMED and "flex attention assumed" not in c.note, rid
+
