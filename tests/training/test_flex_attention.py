@@ -210,3 +210,17 @@ def test_torchtune_rows_flag_flex_where_the_table_predates_its_torch() -> None:
         c = speed_case(rows[rid])
         assert isinstance(c, Case) and c.excluded != ASSUMED and "flex attention assumed" not in c.note, rid
 
+
+def test_flex_over_sliding_layers_says_the_window_is_not_read() -> None:
+    """Gemma 2 alternates 4096-token sliding layers with global ones; flex is timed over the whole row for both (the
+    BlockMask's causal tiles: no window), which the assumption must say is an upper bound."""
+    spec = load_model("gemma-2-2b")
+    assert "sliding" in spec.layer_types and spec.sliding_window == 4096
+    d = training_duration_for(spec, builtin_catalog().devices[H100], 1, 1e9,
+                              dict(method="full", micro_batch=1, seq_len=8192, attention="flex"))
+    why = next(a.why for a in d.assumptions if a.name == "attention_keys_per_query")
+    assert "4096-token window is not read" in why and "upper bound" in why
+    plain = training_duration_for(load_model("llama-3.2-1b"), builtin_catalog().devices[H100], 1, 1e9,
+                                  dict(method="full", micro_batch=1, seq_len=8192, attention="flex"))
+    assert "window" not in next(a.why for a in plain.assumptions if a.name == "attention_keys_per_query")
+
