@@ -224,3 +224,9 @@ def test_flex_over_sliding_layers_says_the_window_is_not_read() -> None:
                                   dict(method="full", micro_batch=1, seq_len=8192, attention="flex"))
     assert "window" not in next(a.why for a in plain.assumptions if a.name == "attention_keys_per_query")
 
+
+def test_train_names_the_attention_kernel_it_times() -> None:
+    """Review: flex's attention seconds were labelled 'flash attention'; the line names the kernel timed."""
+    r = _cli("train", "qwen2.5-0.5b", "--attention", "flex", "--device", H100, "--tokens", "1B")
+    assert r.returncode == 0, r.stderr
+    assert "s attention in flex-attention at its executed FLOPs" in r.stdout and "flash attention" not in r.stdout

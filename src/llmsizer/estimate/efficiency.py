@@ -580,9 +580,12 @@ _DAO = "Dao 2023 (arXiv 2307.08691) section 4.1"
 # torch FlexAttention's compiled Triton kernel against FlashAttention-2, per pass: 90 % of its forward and 85 % of its
 # backward (PyTorch blog "FlexAttention: The Flexibility of PyTorch with the Performance of FlashAttention",
 # pytorch.org/blog/flexattention, 2024-08-07, Performance section: "FlexAttention achieves 90% of FlashAttention2's
-# performance in the forward pass and 85% in the backward pass"). NOT FITTED; weighted into one speed by eq. (10').
+# performance in the forward pass and 85% in the backward pass"), measured on an A100 against FlashAttention-2. NOT
+# FITTED; weighted into one speed by eq. (10'). On every GPU, Hopper too, the same ratios over FlashAttention-2's
+# speed: no published flex ratio over the wgmma kernels (WGMMA_KERNEL_OVER_FA2 is not applied to flex).
 FLEX_OVER_FA2_BY_PASS = (0.90, 0.85)
-_FLEX_SOURCE = "pytorch.org/blog/flexattention (2024-08-07): 90 % of FlashAttention-2's forward, 85 % of its backward"
+_FLEX_SOURCE = ("pytorch.org/blog/flexattention (2024-08-07): 90 % of FlashAttention-2's forward, 85 % of its backward, "
+                "on an A100; on Hopper the same ratios over FlashAttention-2")
 _FA2_OVER_FLEX = fwd_bwd_speed_ratio(1 / FLEX_OVER_FA2_BY_PASS[0], 1 / FLEX_OVER_FA2_BY_PASS[1], *FA2_PEAK_SHARES)
 ATTENTION_KERNEL_SPEED = {
     "triton-flash": Factor("attention_kernel_speed_triton_flash", 1.0, 1.0, 1.0,
