@@ -157,3 +157,76 @@ def test_cli_accepts_flex_and_refuses_bad_combinations() -> None:
         r = _cli(*args)
         assert r.returncode == 2, (args, r.stderr)
         assert len(r.stderr.strip().splitlines()) == 1 and "flex" in r.stderr, r.stderr
+
+
+def test_estimate_keeps_the_document_ids_the_backward_reads(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Review: the timeline took every shared term named "mask" as forward-only, so a backward peak dropped the
+    document ids, which flex's backward reads (measured saved here); forward-only is the Term's field now."""
+    from llmsizer.estimate.training.compose import estimate_training
+
+    spec = load_model("llama-3.2-1b")
+    batch, seq, doc = 2, 512, 100
+    measured = _measured_flex_saved(batch, spec.num_heads, spec.num_kv_heads, seq, spec.head_dim, doc, monkeypatch)
+    assert measured["document ids"] == batch * seq * 8 and measured["block mask"] > 0  # both saved for backward
+    est = estimate_training(spec, method="full", micro_batch=batch, seq_len=seq, packing=True, doc_len=doc,
+                            attention="flex")
+    assert "backward" in est.details["peak_phase"], est.details["peak_phase"]
+    # bf16-mixed: the rotary tables in the fp32 residual dtype (residual=4)
+    st = ActivationSetup(batch=batch, seq=seq, compute=2, residual=4, attention="flex", packing=True)
+    rotary = {t.name: t.bytes for t in shared_activations(spec, st)}["rotary cos/sin"]
+    assert est.item("rotary_and_masks").bytes == rotary + measured["block mask"] + measured["document ids"]
+
+
+def test_flex_is_refused_below_tritons_floor() -> None:
+    """torch compiles flex to Triton, which inductor refuses below CUDA capability 7.0 (GPUTooOldForTriton, read in
+    torch's own source here); sm70 (V100) runs it."""
+    import inspect
+
+    from llmsizer.errors import DeviceCannotRunError
+    from llmsizer.estimate.efficiency import timed_attention_kernel
+
+    src = inspect.getsource(__import__("torch._dynamo.device_interface", fromlist=["CudaInterface"]).CudaInterface)
+    assert ".major >= 7" in src and "GPUTooOldForTriton" in src
+    assert timed_attention_kernel("flex", "flex-attention", "volta", 70, "bf16", True, True, False)[0] == \
+        "flex-attention"
+    with pytest.raises(DeviceCannotRunError, match="sm70"):
+        timed_attention_kernel("flex", "flex-attention", "pascal", 60, "bf16", True, True, False)
+
+
+def test_torchtune_rows_flag_flex_where_the_table_predates_its_torch() -> None:
+    """The Llama 3.1 table (README @30b8519, 2024-09-24) predates torch 2.5.0 (2024-10-17), which torchtune's guard at
+    that commit asks for flex: those speed rows say flex is assumed and leave the summary; the Llama 3.2 table
+    (@1814feb, guard without a torch version) keeps its rows in."""
+    from llmsizer.validation_cases import ASSUMED, Case, public_rows, speed_case
+
+    rows = public_rows()
+    for rid in ("PM0700", "PM0702", "PM0704", "PM0705", "PM0706", "PM0707"):
+        assert "30b8519" in rows[rid]["source"]
+        c = speed_case(rows[rid])
+        assert isinstance(c, Case) and c.excluded == ASSUMED, rid
+        assert "flex attention assumed" in c.note and "(settings assumed)" in c.note, c.note
+    for rid in ("PM0711", "PM0712"):
+        assert "1814feb" in rows[rid]["source"]
+        c = speed_case(rows[rid])
+        assert isinstance(c, Case) and c.excluded != ASSUMED and "flex attention assumed" not in c.note, rid
+
+
+def test_flex_over_sliding_layers_says_the_window_is_not_read() -> None:
+    """Gemma 2 alternates 4096-token sliding layers with global ones; flex is timed over the whole row for both (the
+    BlockMask's causal tiles: no window), which the assumption must say is an upper bound."""
+    spec = load_model("gemma-2-2b")
+    assert "sliding" in spec.layer_types and spec.sliding_window == 4096
+    d = training_duration_for(spec, builtin_catalog().devices[H100], 1, 1e9,
+                              dict(method="full", micro_batch=1, seq_len=8192, attention="flex"))
+    why = next(a.why for a in d.assumptions if a.name == "attention_keys_per_query")
+    assert "4096-token window is not read" in why and "upper bound" in why
+    plain = training_duration_for(load_model("llama-3.2-1b"), builtin_catalog().devices[H100], 1, 1e9,
+                                  dict(method="full", micro_batch=1, seq_len=8192, attention="flex"))
+    assert "window" not in next(a.why for a in plain.assumptions if a.name == "attention_keys_per_query")
+
+
+def test_train_names_the_attention_kernel_it_times() -> None:
+    """Review: flex's attention seconds were labelled 'flash attention'; the line names the kernel timed."""
+    r = _cli("train", "qwen2.5-0.5b", "--attention", "flex", "--device", H100, "--tokens", "1B")
+    assert r.returncode == 0, r.stderr
+    assert "s attention in flex-attention at its executed FLOPs" in r.stdout and "flash attention" not in r.stdout

@@ -162,6 +162,12 @@ def _base_format(d: Duration) -> str:
     return "GPTQ" if any(a.name == "gptq_dequant_bytes_per_weight" for a in d.assumptions) else "NF4"
 
 
+def _timed_kernel(d: Duration) -> str:
+    """The fused attention kernel the duration times (its ``attention_kernel_timed`` assumption), 'fused' without
+    one."""
+    return next((str(a.value) for a in d.assumptions if a.name == "attention_kernel_timed"), "fused")
+
+
 def render_duration(d: Duration) -> str:
     from ..render.markdown import format_value  # a count as the plan shows it (one spelling)
 
@@ -179,7 +185,7 @@ def render_duration(d: Duration) -> str:
                  + (f" (of it {st.attention_seconds:.3g} s "
                     + ("eager attention's score GEMMs with their s x s traffic)"
                        if any(a.name == "eager_score_gemm_seconds_per_token" for a in d.assumptions)
-                       else "flash attention at its executed FLOPs)") if st.attention_seconds else "")
+                       else f"attention in {_timed_kernel(d)} at its executed FLOPs)") if st.attention_seconds else "")
                  + (f" (of it {st.float8_cast_seconds:.3g} s float8 casts; the float8 linears at the FP8 peak)"
                     if st.float8_cast_seconds else "")
                  + (" (host-bound: the kernel launches take longer than the device's work)"

@@ -782,7 +782,11 @@ def masked_attended(spec: ModelSpec, w: TrainingWorkload, kernel: str,
                                 "_DEFAULT_SPARSE_BLOCK_SIZE) holding a causal pair "
                                 + (f"of the {docs}-token packed documents (torchtune packed_block_causal_mask)"
                                    if docs else "of the row")
-                                + f", each whole (causal over the row: {w.seq_len / 2:g})"))
+                                + f", each whole (causal over the row: {w.seq_len / 2:g})"
+                                + (f"; the sliding layers' {spec.sliding_window}-token window is not read here: "
+                                   "they are timed over the whole row, an upper bound where a window mask_mod "
+                                   "skips the tiles outside it" if "sliding" in spec.layer_types
+                                   and spec.sliding_window else "")))
         return a, a
     window = (spec.sliding_window if w.attention == "flash" and kernel in FLASH_ATTN_PACKAGE_KERNELS
               and not spec.chunked_attention and "sliding" in spec.layer_types else None)

@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import DeviceCannotRunError
-from ..formulas.sdpa_dispatch import flash_attn_refusal, sdpa_backend, sdpa_refusal
+from ..formulas.sdpa_dispatch import flash_attn_refusal, flex_refusal, sdpa_backend, sdpa_refusal
 from ..formulas.speed import sm_streaming_bandwidth
 from ..formulas.training_time import fwd_bwd_speed_ratio
 from .ranges import SERVING_ENGINES
@@ -580,9 +580,12 @@ _DAO = "Dao 2023 (arXiv 2307.08691) section 4.1"
 # torch FlexAttention's compiled Triton kernel against FlashAttention-2, per pass: 90 % of its forward and 85 % of its
 # backward (PyTorch blog "FlexAttention: The Flexibility of PyTorch with the Performance of FlashAttention",
 # pytorch.org/blog/flexattention, 2024-08-07, Performance section: "FlexAttention achieves 90% of FlashAttention2's
-# performance in the forward pass and 85% in the backward pass"). NOT FITTED; weighted into one speed by eq. (10').
+# performance in the forward pass and 85% in the backward pass"), measured on an A100 against FlashAttention-2. NOT
+# FITTED; weighted into one speed by eq. (10'). On every GPU, Hopper too, the same ratios over FlashAttention-2's
+# speed: no published flex ratio over the wgmma kernels (WGMMA_KERNEL_OVER_FA2 is not applied to flex).
 FLEX_OVER_FA2_BY_PASS = (0.90, 0.85)
-_FLEX_SOURCE = "pytorch.org/blog/flexattention (2024-08-07): 90 % of FlashAttention-2's forward, 85 % of its backward"
+_FLEX_SOURCE = ("pytorch.org/blog/flexattention (2024-08-07): 90 % of FlashAttention-2's forward, 85 % of its backward, "
+                "on an A100; on Hopper the same ratios over FlashAttention-2")
 _FA2_OVER_FLEX = fwd_bwd_speed_ratio(1 / FLEX_OVER_FA2_BY_PASS[0], 1 / FLEX_OVER_FA2_BY_PASS[1], *FA2_PEAK_SHARES)
 ATTENTION_KERNEL_SPEED = {
     "triton-flash": Factor("attention_kernel_speed_triton_flash", 1.0, 1.0, 1.0,
@@ -660,11 +663,13 @@ def timed_attention_kernel(attention: str, kernel: str, architecture: str, capab
         refused = sdpa_refusal(kernel, capability, dtype, heads_unmatched, mask)
     elif kernel in ("flash-attn-2", "flash-attn-3"):
         refused = flash_attn_refusal(kernel, capability, dtype)
-    else:  # triton-flash: no capability check in llm-foundry's kernel; flex-attention: Triton (no CPU: specs/training.py)
+    elif kernel == "flex-attention":  # inductor's Triton kernels (no CPU or Apple: specs/training.py)
+        refused = flex_refusal(capability)
+    else:  # triton-flash: no capability check in llm-foundry's kernel
         refused = None
     if refused is not None:
         field = "attention_kernel" if named else "attention"
-        raise DeviceCannotRunError(field, f"{field} {kernel if named else 'flash (its kernel flash-attn-2)'} cannot run "
+        raise DeviceCannotRunError(field, f"{field} {kernel if named else f'{attention} (its kernel {kernel})'} cannot run "
                          f"on {architecture or 'this GPU'}: {refused}")
     if kernel in WGMMA_KERNEL_OVER_FA2 and architecture not in WGMMA_ARCHITECTURES:
         return "flash-attn-2", (f"{kernel} {'given' if named else 'by default'}; timed as flash-attn-2: no published "

@@ -224,7 +224,7 @@ _add("inference memory", "transformers", 0.9229, 1.1814, 11)
 _add("inference memory", "vllm", 0.9635, 1.0931, 13)
 _add("prefill throughput", "llama.cpp", 0.6257, 1.1420, 27)
 _add("training memory", "pytorch training", 0.9085, 1.0873, 22)
-_add("training throughput", "pytorch training", 0.8502, 1.1518, 237)
+_add("training throughput", "pytorch training", 0.8507, 1.1472, 232)
 
 
 def band_for(kind: str, engine: str) -> Band | None:

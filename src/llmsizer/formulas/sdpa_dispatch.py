@@ -32,6 +32,13 @@ from __future__ import annotations
 SDPA_SOURCE = "torch sdp_utils.cpp @001f694a select_sdp_backend"
 FLASH_ATTN_SOURCE = "flash-attn csrc/flash_attn/flash_api.cpp @765fbd9 mha_fwd"
 SM80, SM121, SM50 = 80, 121, 50
+# torch 2.13.0's FlexAttention on CUDA is compiled by inductor into Triton kernels; inductor refuses a GPU below
+# capability 7.0 (torch/_dynamo/device_interface.py lines 275-285 CudaInterface.is_triton_capable: major >= 7, raising
+# GPUTooOldForTriton, torch/_inductor/exc.py lines 151-152: 'Triton only supports devices of CUDA Capability >= 7.0').
+# torchtune's sm75 guard (validation_cases.TORCHTUNE_PACKED_ATTENTION) is its own choice to fall back to SDPA, not torch's
+# floor: torch runs flex on an sm70 V100.
+FLEX_TRITON_SOURCE = "torch 2.13.0 _dynamo/device_interface.py lines 275-285, _inductor/exc.py lines 151-152"
+SM70 = 70
 
 
 def attention_dtype(precision: str, compute_bytes: int) -> str:
@@ -88,6 +95,14 @@ def flash_attn_refusal(kernel: str, capability: int | None, dtype: str) -> str |
     if dtype not in ("fp16", "bf16"):
         return f"{kernel} takes fp16/bf16 only ({FLASH_ATTN_SOURCE}), not {dtype}"
     return None
+
+
+def flex_refusal(capability: int | None) -> str | None:
+    """Why torch's FlexAttention (inductor's Triton kernels) does not run on a GPU of ``capability``, or None."""
+    if capability is None or capability >= SM70:
+        return None
+    return (f"flex-attention is compiled to Triton kernels, which need CUDA capability 7.0 or newer, sm70+ "
+            f"({FLEX_TRITON_SOURCE}: GPUTooOldForTriton), this GPU is sm{capability}")
 
 
 def sdpa_backend(capability: int | None, dtype: str, heads_unmatched: bool, mask: bool) -> tuple[str, str]:

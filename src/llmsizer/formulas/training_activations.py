@@ -217,11 +217,14 @@ class ActivationSetup:
 @fast_init
 @dataclass(frozen=True)
 class Term:
-    """One group of saved tensors: ``bytes`` on one device, with the arithmetic that produced it."""
+    """One group of saved tensors: ``bytes`` on one device, with the arithmetic that produced it. ``forward_only``:
+    held through the forward and freed before the backward (no layer's backward keeps it: a mask materialised for
+    the forward's kernels), so a peak in the backward leaves it out."""
 
     name: str
     bytes: int
     formula: str
+    forward_only: bool = False
 
 
 def _div(x: int, tp: int) -> int:
@@ -1346,7 +1349,7 @@ def _shared_terms(spec: ModelSpec, st: ActivationSetup, t: int, r: int) -> list[
                            + (", per-row position_ids)" if st.packing and st.batch > 1 else ")")))
     if st.attention == "eager":
         shared.append(Term("eager attention mask", st.batch * st.seq * st.seq * r,
-                           f"{st.batch} x {st.seq}^2 x {r} B (4-D float mask, forward only)"))
+                           f"{st.batch} x {st.seq}^2 x {r} B (4-D float mask, forward only)", forward_only=True))
     elif st.attention == "flex":  # eq. (FX2): one BlockMask shared by every layer, saved by each layer's flex call
         nb = -(-st.seq // FLEX_BLOCK)
         shared.append(Term("FlexAttention BlockMask", st.batch * 4 * nb * (nb + 1) * 4,
@@ -1357,7 +1360,7 @@ def _shared_terms(spec: ModelSpec, st: ActivationSetup, t: int, r: int) -> list[
     elif any(needs_mask(spec, spec.layer_types.index(k), st) for k in dict.fromkeys(spec.layer_types)):
         # (a layer needs a mask only through its type: one layer of each type asked)
         shared.append(Term("boolean attention mask", st.batch * st.seq * st.seq,
-                           f"{st.batch} x {st.seq}^2 x 1 B (shared, forward only)"))
+                           f"{st.batch} x {st.seq}^2 x 1 B (shared, forward only)", forward_only=True))
     return shared
 
 

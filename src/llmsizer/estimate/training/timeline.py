@@ -320,11 +320,11 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
                             compiled_loss=compiled_loss(w), upcast_in_loss=w.compile_scope == "layers+loss+upcast",
                             loss_parallel=w.loss == "ce-loss-parallel",
                             fused_xentropy=w.loss == "fused-xentropy") if st.has_head else None
-    shared_saved = sum(t.bytes for t in head.shared if "mask" not in t.name) if head else 0
+    shared_saved = sum(t.bytes for t in head.shared if not t.forward_only) if head else 0
     shared_fwd = sum(t.bytes for t in head.shared) if head else 0
     if not head:  # rotary tables exist on every stage
         shared_terms = shared_activations(spec, act)
-        shared_saved = sum(t.bytes for t in shared_terms if "mask" not in t.name)
+        shared_saved = sum(t.bytes for t in shared_terms if not t.forward_only)
         shared_fwd = sum(t.bytes for t in shared_terms)
     else:
         shared_terms = head.shared
