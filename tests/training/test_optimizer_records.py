@@ -44,7 +44,7 @@ TORCH_DT = {"bf16": torch.bfloat16, "fp32": torch.float32}
 
 
 def _choices(argv: list[str]) -> tuple[str, ...]:
-    parser = build_parser()
+    parser = build_parser(all_commands=True)  # not sys.argv's: pytest's own arguments pick no command
     sub = parser._subparsers._group_actions[0].choices  # type: ignore[union-attr]
     cmd = sub[argv[0]]
     if len(argv) > 1:
