@@ -89,3 +89,16 @@ def test_a_named_unquantized_format_beside_a_dtype_is_loaded_in_the_dtype(engine
     assert weights["value"] == "fp32" and weights["default"] is False
     _, hint = run_json("fit", "qwen2.5-7b", "--engine", engine, "--device", "l4", "--dtype", "fp32")
     assert hint["fits_at"] is None or hint["fits_at"]["weights"] not in ("bf16", "fp16")  # no rung the dtype undoes
+
+
+def test_a_plan_with_no_hardware_fits_on_the_hardware_it_picks_for_a_precision(tmp_path: Path) -> None:
+    """Review finding: the plan's hardware search ran at the checkpoint's bf16 while the plan then sized the job at
+    its ``precision: fp32`` on that hardware, and failed its own pick ("Peak load does not fit: 1 x t4"). The search
+    and the plan read the same dtype, so the pick fits."""
+    req = tmp_path / "fp32-nohw.yaml"
+    req.write_text(REQUEST.replace("qwen2.5-7b", "qwen2.5-3b").replace("engine: transformers", "engine: vllm")
+                   .replace("    quantization: none\n", "").replace("    resources: {device: a100-sxm-80gb, count: 1}\n",
+                                                                        ""))
+    code, plan = run_json("plan", str(req))
+    job = plan["jobs"][0]
+    assert code == 0, [c for c in job.get("checks", []) if c.get("level") == "error"]

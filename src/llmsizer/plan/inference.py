@@ -221,7 +221,7 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
         rec = ctx.search(recommend_inference, spec, context=ctx_peak, concurrency=conc_peak,  # once per question
                          output_tokens=out_peak, weights=pinned, constraints=cons,
                          hardware_files=ctx.hardware_files, catalog=ctx.cat(), quantization_advice=False,
-                         media=job.media.fields(), engine=job.engine,
+                         media=job.media.fields(), engine=job.engine, dtype=job.precision,
                          **{k: v for k, v in engine_settings(job, job.engine).items()
                             if k in ("kv_unified", "engine_version", "max_num_seqs", "allow_long_context", "fit_target")})
     except _Skip:
