@@ -19,6 +19,7 @@ torch = pytest.importorskip("torch")
 from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
 from torch.utils._pytree import tree_leaves  # noqa: E402
 
+from llmsizer.errors import InputError  # noqa: E402
 from llmsizer.estimate.duration import elementwise_bytes_per_token  # noqa: E402
 from llmsizer.formulas.elementwise_traffic import metric_pass_bytes  # noqa: E402
 from llmsizer.readers.hf_config import spec_from_config  # noqa: E402
@@ -109,5 +110,6 @@ def test_the_passes_are_a_named_assumption() -> None:
     assert got["train_metric_passes"] == 2
     plain = {a.name for a in estimate_training(spec, **dict(fields, train_metric_passes=0)).assumptions}  # type: ignore[arg-type]
     assert "train_metric_passes" not in plain
-    with pytest.raises(Exception, match="train_metric_passes"):
-        TrainingWorkload(train_metric_passes=-1)
+    for bad in (-1, "2", None, True, 2.5):  # one line naming the field, never a TypeError from a comparison
+        with pytest.raises(InputError, match="train_metric_passes must be a whole number"):
+            TrainingWorkload(train_metric_passes=bad)  # type: ignore[arg-type]

@@ -615,8 +615,9 @@ class TrainingWorkload:
         if self.loss == "ce-kept-logits" and self.loss_chunks > 1:
             raise InputError("loss 'ce-kept-logits' is the unchunked cross-entropy of torchtune's 2024-05 loop (the "
                              f"whole shifted logits kept); it does not take loss_chunks {self.loss_chunks}")
-        if self.train_metric_passes < 0:
-            raise InputError(f"train_metric_passes must not be negative, got {self.train_metric_passes}")
+        if type(self.train_metric_passes) is not int or self.train_metric_passes < 0:  # a bool, text, None: refused
+            raise InputError("train_metric_passes must be a whole number >= 0 (eager cross-entropy passes over the "
+                             f"logits), got {self.train_metric_passes!r}")
         if self.loss == "fused-xentropy" and (self.loss_chunks > 1 or self.compile):
             raise InputError("loss 'fused-xentropy' is flash-attn's one fused cross-entropy kernel over all the "
                              "logits (llm-foundry, eager): it does not take "
