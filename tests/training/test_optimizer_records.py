@@ -191,12 +191,12 @@ def test_lion_step_is_timed() -> None:
     assert lion.tokens_per_second < sgd.tokens_per_second  # sgd's step moves 6 B per parameter (eq. O6)
 
 
-@pytest.mark.parametrize(("name", "per"), [("sgd", 2 * 2 + 2), ("sgd-momentum", 2 * 2 + 2 + 2 * 2),
+@pytest.mark.parametrize(("name", "per"), [("sgd", 2 * 2 + 2), ("sgd-momentum", 2 * 2 + 2 + 5 * 2),
                                            ("adafactor", 3 * 2 + 3 * 2 + 11 * 2)])
 def test_every_torch_optimizer_step_is_timed(name: str, per: float) -> None:
-    """A pure bf16 fine-tune of Llama 3.2 1B on an H100 (2 B weights, gradients and states, the estimate's default
-    fused implementation): SGD's step reads the weight and gradient and writes the weight (eq. O6), SGD with momentum
-    also loads and stores its buffer (O8), torch's Adafactor, which has no fused path, runs its for-loop (O9); each
+    """A pure bf16 fine-tune of Llama 3.2 1B on an H100 (2 B weights, gradients and states, each optimizer's default
+    implementation): SGD's step reads the weight and gradient and writes the weight (eq. O6), SGD with momentum on
+    torch's CUDA default foreach also moves its buffer five times (O7), torch's Adafactor, which has no fused path, runs its for-loop (O9); each
     timed at the memory-bound bandwidth AdamW's fused step (2 x 2 + 2 + 4 x 2 = 14 B) is timed at. Before, all three
     took 0 s (no byte count)."""
     from llmsizer.catalog.hardware import builtin_catalog
@@ -248,3 +248,23 @@ def test_a_paged_optimizer_refused_on_an_apple_chip_names_an_accepted_one(name: 
     a, b = OPTIMIZER_INFO[name], OPTIMIZER_INFO[twin]
     assert (b.paged, b.states, b.eight_bit) == (False, a.states, a.eight_bit)
     assert (named[1:4] == ["with", "optimizer_state_dtype", "fp32"]) == (not b.bnb), msg
+
+
+@pytest.mark.parametrize(("name", "device", "impl"), [("sgd", "gpu", "foreach"), ("sgd-momentum", "gpu", "foreach"),
+                                                      ("sgd-momentum", "cpu", "for-loop"), ("adafactor", "gpu", "for-loop"),
+                                                      ("adamw", "gpu", "fused")])
+def test_an_optimizer_with_no_implementation_given_runs_torchs_default(name: str, device: str, impl: str) -> None:
+    """Review finding: SGD and Adafactor took AdamW's "fused" default (HF's adamw_torch_fused) and its reason. torch's
+    own defaults, read off the installed torch: SGD asks _default_to_fused_or_foreach with use_fused=False (foreach
+    where every parameter is on CUDA, else the for-loop); Adafactor keeps foreach=None, which runs the for-loop."""
+    from torch.optim.optimizer import _default_to_fused_or_foreach
+
+    from llmsizer.estimate.training.compose import estimate_training
+
+    p = [torch.nn.Parameter(torch.randn(4, 4))]
+    assert torch.optim.SGD(p, lr=0.1).defaults["foreach"] is None and torch.optim.SGD(p, lr=0.1).defaults["fused"] is None
+    assert _default_to_fused_or_foreach(p, differentiable=False, use_fused=False) == (False, False)  # CPU: for-loop
+    assert torch.optim.Adafactor(p).defaults["foreach"] is None
+    dev = "h100-sxm" if device == "gpu" else "intel-xeon-spr-8ch"
+    est = estimate_training("qwen2.5-0.5b", optimizer=name, device=dev, micro_batch=1, seq_len=512)
+    assert {a.name: a.value for a in est.assumptions}["optimizer_impl"] == impl

@@ -369,9 +369,8 @@ def resolve(spec: ModelSpec, w: TrainingWorkload, acc: Acc) -> TrainingContext:
             "fp32" if adapter_bytes == 4 or rec.master_bytes else rec.default_state_dtype)
         sd = str(acc.assume("optimizer_state_dtype", sd_default, w.optimizer_state_dtype,
                             "torch optimizers keep states in the dtype of the parameters they update"))
-    impl = str(acc.assume("optimizer_impl", "fused", w.optimizer_impl,
-                          "HF Trainer default optim adamw_torch_fused (torch >= 2.8); plain torch.optim.AdamW on "
-                          "CUDA uses foreach, which adds one state-sized temporary at the step"))
+    impl_default, impl_why = default_optimizer_impl(opt.name, w.device)
+    impl = str(acc.assume("optimizer_impl", impl_default, w.optimizer_impl, impl_why))
 
     copies = 2 if (rec.autocast and base_bytes == 4 and w.method != "qlora") else 0
     compute = compute_bytes(w)
@@ -435,3 +434,20 @@ def resolve(spec: ModelSpec, w: TrainingWorkload, acc: Acc) -> TrainingContext:
                            optimizer_impl=impl, base_bytes=base_bytes, base_format=base_format,
                            adapter_bytes=adapter_bytes, lora=lora, act=act, weight_copy_bytes=copies,
                            fused_experts=qlora_fused_experts(spec, w))
+
+
+def default_optimizer_impl(optimizer: str, device: str) -> tuple[str, str]:
+    """(implementation, why) an optimizer runs when none is given: HF Trainer's fused AdamW for the Adam family;
+    torch's own default for the optimizers HF Trainer builds plainly (optim "sgd" is torch.optim.SGD, "adafactor"
+    torch.optim.Adafactor here): SGD passes use_fused=False to _default_to_fused_or_foreach, so foreach on CUDA and
+    the for-loop on a CPU (torch 2.13.0 torch/optim/sgd.py lines 279-292); Adafactor runs its for-loop unless
+    foreach=True is passed (torch/optim/_adafactor.py line 636, ``if foreach``)."""
+    if optimizer in ("sgd", "sgd-momentum"):
+        impl = "foreach" if device == "gpu" else "for-loop"
+        return impl, ("torch.optim.SGD's default: foreach on CUDA, the for-loop on a CPU (use_fused=False; torch "
+                      "2.13.0 torch/optim/sgd.py lines 279-292)")
+    if optimizer == "adafactor":
+        return "for-loop", ("torch.optim.Adafactor's default: the for-loop unless foreach=True (torch 2.13.0 "
+                            "torch/optim/_adafactor.py line 636)")
+    return "fused", ("HF Trainer default optim adamw_torch_fused (torch >= 2.8); plain torch.optim.AdamW on CUDA uses "
+                     "foreach, which adds one state-sized temporary at the step")
