@@ -371,13 +371,14 @@ def step_temporary_bytes(optimizer: str, impl: str, trained_elements: int, large
     (``_single_tensor_adam``); ``fused`` kernels update in place -> 0. Adafactor ``foreach`` makes one full-size
     ``row_var @ col_var`` estimate per matrix of the group and keeps them all as the updates until the parameters
     are added (torch 2.13 torch/optim/_adafactor.py ``_multi_tensor_adafactor`` lines 564-599) -> n x s; its
-    for-loop (and 'fused', which torch's Adafactor lacks: it runs the for-loop) one tensor's at a time -> largest
-    tensor x s. bitsandbytes optimizers update in place (0). SGD and Lion update in place.
+    for-loop (and 'fused', which torch's Adafactor lacks: it runs the for-loop) one tensor's at a time, the previous
+    tensor's estimate still bound to the loop's local variable while the next is made -> at most 2 x largest tensor
+    x s (an upper bound: the largest tensor and its predecessor, whose order the count does not know). bitsandbytes optimizers update in place (0). SGD and Lion update in place.
     """
     info = optimizer_info(optimizer)
     if info.name in ("adamw", "adam"):
         return {"fused": 0, "foreach": trained_elements * state_bytes,
                 "for-loop": 2 * largest_tensor * state_bytes}[impl]
     if info.name == "adafactor":
-        return (trained_elements if impl == "foreach" else largest_tensor) * state_bytes
+        return (trained_elements if impl == "foreach" else 2 * largest_tensor) * state_bytes
     return 0
