@@ -341,7 +341,7 @@ def numa_assumption(device: Device) -> Assumption | None:
     tdp = f" and TDP ({float(watts):g} W)" if watts else ""
     idle = (f"; the TDP counts the socket that computes, the {sockets - 1} idle socket(s) still draw power, not "
             "counted" if watts else "")
-    compute = (f"{cores}FLOP/s{tdp} one socket's of {sockets} (numa isolate: every llama.cpp thread on one node"
+    compute = (f"{cores}FLOP/s{tdp} one socket's of {sockets} (numa isolate, as the file was detected: every thread on one node"
                f"{idle})" if used == 1 else f"{cores}FLOP/s{tdp} all {sockets} sockets'")
     return Assumption("numa", f"memory bandwidth {float(v.base) / 1e9:,.1f} GB/s ({share}: numa {numa}, as hardware "
                       "detect --numa states it; a process without NUMA pinning reads one socket's memory); "
