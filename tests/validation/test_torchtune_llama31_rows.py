@@ -24,7 +24,8 @@ def test_the_8_gpu_rows_take_their_multi_device_configs(rid: str) -> None:
     r = public_rows()[rid]
     assert r["num_gpus"] == "8" and r["hardware"] == "A100"
     c = speed_case(r)
-    assert isinstance(c, Case) and not c.excluded and c.predicted is not None
+    # predicted, but out of the summary: the table names no torch release, and flex (torch >= 2.5) is assumed
+    assert isinstance(c, Case) and c.predicted is not None and "settings assumed" in str(c.excluded)
     assert abs(c.predicted / c.measured - 1) <= TOLERANCE[TRAINING_SPEED]
     model, fields = TORCHTUNE_SPEED_ROWS[rid]  # type: ignore[misc]
     # the README note's batch 2 without accumulation, packed to 2048, compiled; FSDP2 over the eight devices
