@@ -416,3 +416,38 @@ def test_rtx_6000_ada_tensor_peaks_are_its_datasheet_figure_and_the_ada_per_sm_r
     assert dev.peak_flops("fp16_acc16")[0] == bf16  # llama.cpp's cuBLAS F16 path: the same rate on this card
     assert dev.peak_flops("fp8")[0] == dev.peak_flops("int8")[0] == pytest.approx(2 * bf16)
     assert dev.flops_sparse["fp8"].base == pytest.approx(4 * bf16, rel=1e-3)
+
+
+# The TF32 / FP32 figures --tf32 and precision fp32 are timed at (estimate/device.py fp32_matmul_peak), as the
+# vendor's page prints them (typed here from the page, not from the catalog): each catalog row holds the number and
+# quotes it in its 'where'.
+PUBLISHED_FP32_TF32 = {
+    ("h200", "flops", "tf32"): 494.7,  # glennklockwood.com H100 SXM5 table 'TF32 | 494.7 | 989.4'; H200 = H100 part
+    ("h200", "flops_sparse", "tf32"): 989.4,  # same row, sparse
+    ("rtx-4090", "flops", "tf32"): 82.58,  # waredb: 'TF32: 82.58 TFLOPS, with sparsity: 165.15 TFLOPS'
+    ("rtx-4090", "flops_sparse", "tf32"): 165.15,
+    ("mi300x", "flops", "fp32"): 163.4,  # ROCm docs MI300 microarchitecture: 'Matrix FP32 | 256 | 163.4'
+    ("mi300x", "flops", "tf32"): 653.7,  # same table: TF32 '1024 | 653.7'
+}
+
+
+def _accelerator_rows() -> dict[str, Any]:
+    data = json.loads(DATA.joinpath("accelerators.json").read_text("utf-8"))
+    return {d["id"]: d for d in data["devices"]}
+
+
+@pytest.mark.parametrize(("dev", "group", "key"), sorted(PUBLISHED_FP32_TF32))
+def test_added_tf32_and_fp32_figures_are_the_published_ones(dev: str, group: str, key: str) -> None:
+    row = _accelerator_rows()[dev][group][key]
+    published = PUBLISHED_FP32_TF32[(dev, group, key)]
+    assert row["value"] == published and row["unit"] == "TFLOP/s"
+    assert str(published) in row["where"], f"{dev}.{group}.{key}: the quote holds the number"
+    assert builtin_catalog().devices[dev].values()[f"{group}.{key}"].base == pytest.approx(published * 1e12)
+
+
+def test_tf32_is_null_with_a_reason_where_the_architecture_has_none() -> None:
+    """CDNA 2 and CDNA 4 have no TF32 GEMM (rocprofiler-compute performance-model.rst datatype table); the catalog
+    says so with a null whose note starts 'no TF32' (the reason fp32_matmul_peak quotes)."""
+    for dev in ("mi250x", "mi355x"):
+        row = _accelerator_rows()[dev]["flops"]["tf32"]
+        assert row["value"] is None and row["note"].startswith("no TF32") and "rocprofiler-datatypes" in row["note"]

@@ -17,6 +17,7 @@ import pytest
 from cli_capture import run, run_json
 from llmsizer import fit_training
 from llmsizer.catalog.hardware import builtin_catalog
+from llmsizer.estimate.device import fp32_matmul_peak
 from llmsizer.estimate.duration import Duration, training_duration_for
 from llmsizer.models import load_model
 from llmsizer.plan import make_plan
@@ -25,6 +26,10 @@ from llmsizer.request import parse_request
 # NVIDIA A100 Tensor Core GPU datasheet (SXM4 80GB), dense, FLOP/s
 A100_FP32, A100_TF32, A100_BF16 = 19.5e12, 156e12, 312e12
 V100_SXM2_FP32 = 15.7e12  # NVIDIA Tesla V100 datasheet, SXM2: 15.7 TFLOPS single precision
+# NVIDIA H200 datasheet (H200 SXM): 'FP32 67 TFLOPS', 'TF32 Tensor Core 989 TFLOPS', 'BFLOAT16 Tensor Core 1,979
+# TFLOPS' (the tensor figures with sparsity)
+H200_FP32, H200_TF32_SPARSE, H200_BF16_SPARSE = 67e12, 989e12, 1979e12
+MI300X_TF32 = 653.7e12  # AMD ROCm docs, MI300 microarchitecture, MI300X peak table: TF32 653.7 TFLOPS
 
 RUN = {"method": "full", "seq_len": 2048, "micro_batch": 4}
 
@@ -81,14 +86,51 @@ def test_fp32_memory_efficient_attention_runs_3xtf32_on_ampere() -> None:
         assert notes["fp32_attention_peak"] == pytest.approx(A100_TF32 / 3)
 
 
-def test_devices_without_a_tf32_or_fp32_peak_are_warned() -> None:
+def test_devices_without_a_tf32_or_fp32_peak_are_warned_or_refused() -> None:
     v100 = _duration("v100-sxm2-32gb", model="qwen2.5-0.5b", precision="fp32", tf32=True)  # no TF32 below sm 8.0
     assert v100.peak_key == "fp32" and v100.peak_flops == V100_SXM2_FP32
     assert any("no TF32 tensor cores" in w for w in v100.warnings)
-    h200 = _duration("h200", model="qwen2.5-0.5b", precision="fp32", tf32=True)  # Hopper, no sourced TF32 figure
-    assert h200.peak_key == "fp32" and any("no sourced TF32 peak" in w for w in h200.warnings)
+    # TF32 tensor cores (sm 8.6) but no sourced TF32 figure: refused, not timed at a stand-in rate
+    rtx3090 = _duration("rtx-3090", model="qwen2.5-0.5b", precision="fp32", tf32=True)
+    assert rtx3090.seconds is None and rtx3090.peak_flops is None and rtx3090.peak_key == "tf32"
+    assert any("no sourced TF32 peak" in w and "not timed" in w for w in rtx3090.warnings)
+    assert _duration("rtx-3090", model="qwen2.5-0.5b", precision="fp32").seconds is not None  # tf32 off: FP32 peak
     b200 = _duration("b200", model="qwen2.5-0.5b", precision="fp32")  # no sourced FP32 figure: not timed
     assert b200.seconds is None and any("no sourced fp32 peak" in w for w in b200.warnings)
+
+
+def test_cdna2_and_cdna4_have_no_tf32_units() -> None:
+    """AMD's datatype table (rocprofiler-compute performance-model.rst: TF32 GEMM ❌ on CDNA2 and CDNA4) is the
+    catalog's null flops.tf32: tf32 changes nothing there, said as such (not 'unsourced')."""
+    for dev in ("mi250x", "mi355x"):
+        p, key, warning = fp32_matmul_peak(builtin_catalog().devices[dev], tf32=True)
+        assert key == "fp32" and warning is not None and "no TF32 matrix units" in warning, dev
+
+
+def test_rocm_tf32_names_the_environment_switch() -> None:
+    """ROCm torch ignores allow_tf32 unless HIPBLASLT_ALLOW_TF32=1 (pytorch ATen/Context.cpp setAllowTF32CuBLAS under
+    USE_ROCM): an MI300X run with tf32 is timed at its TF32 peak (AMD MI300 microarchitecture doc: 653.7) and says so."""
+    p, key, warning = fp32_matmul_peak(builtin_catalog().devices["mi300x"], tf32=True)
+    assert (p, key) == (MI300X_TF32, "tf32")
+    assert warning is not None and "HIPBLASLT_ALLOW_TF32=1" in warning
+
+
+def test_h200_tf32_sits_between_fp32_and_bf16_at_the_datasheet_ratio() -> None:
+    """--tf32 on an H200 (#12 tf32cat: the catalog had no H200 TF32 figure, so tf32 fell back to the FP32 peak): its
+    fp32 GEMMs run faster than without tf32 and slower than bf16, by NVIDIA's H200 datasheet ratios (sparse
+    figures, 'TF32 Tensor Core 989 TFLOPS', 'BFLOAT16 Tensor Core 1,979 TFLOPS', 'FP32 67 TFLOPS'; the dense
+    rates are half the sparse ones, so the tensor ratio is the same)."""
+    bf16 = _duration("h200")
+    fp32 = _duration("h200", precision="fp32")
+    tf32 = _duration("h200", precision="fp32", tf32=True)
+    assert (bf16.peak_key, fp32.peak_key, tf32.peak_key) == ("bf16", "fp32", "tf32")
+    assert not any("TF32" in w for w in tf32.warnings)
+    assert fp32.seconds is not None and tf32.seconds is not None and bf16.seconds is not None
+    assert fp32.seconds > tf32.seconds > bf16.seconds
+    assert tf32.peak_flops == pytest.approx(H200_TF32_SPARSE / 2, rel=1e-3)
+    tf32_over_bf16 = _gemm_seconds(tf32) / _gemm_seconds(bf16)
+    assert tf32_over_bf16 == pytest.approx(H200_BF16_SPARSE / H200_TF32_SPARSE, rel=2e-3)
+    assert _gemm_seconds(fp32) / _gemm_seconds(tf32) == pytest.approx(H200_TF32_SPARSE / 2 / H200_FP32, rel=2e-3)
 
 
 def test_the_cli_the_python_api_and_a_request_file_take_tf32() -> None:
@@ -139,6 +181,17 @@ def test_sdpa_math_kernel_reads_the_same_rule() -> None:
     peak = {d: {a.name: a.value for a in d.assumptions}["math_kernel_matmul_peak"] for d in (off, on)}
     assert (peak[off], peak[on]) == (A100_FP32, A100_TF32)
     assert off.step is not None and on.step is not None and on.step.attention_seconds < off.step.attention_seconds
+
+
+def test_an_unsourced_tf32_peak_leaves_a_16_bit_run_timed() -> None:
+    """tf32 on a bf16 run reaches only SDPA's math kernel (Falcon-7B's): on a card with TF32 units but no sourced
+    TF32 figure (RTX 3090) that kernel keeps the BF16 peak, said once; the run itself is still timed."""
+    dev = builtin_catalog().devices["rtx-3090"]
+    d = training_duration_for(load_model("falcon-7b"), dev, 1, 1e9,
+                              {"method": "lora", "seq_len": 2048, "micro_batch": 1, "tf32": True})
+    assert d.seconds is not None and d.peak_key in ("bf16", "fp16")
+    said = [w for w in d.warnings if "TF32" in w]
+    assert len(said) == 1 and "math kernel" in said[0] and "BF16 peak" in said[0]
 
 
 def test_an_fp32_prefill_is_timed_at_the_fp32_peak_tf32_off() -> None:

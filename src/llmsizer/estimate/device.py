@@ -400,23 +400,45 @@ TF32_DEFAULT_WHY = ("PyTorch's default since 1.12: fp32 matmuls in IEEE fp32 (to
 TF32_MIN_CAPABILITY = 80
 
 
+# On ROCm, torch's allow_tf32 is inert unless the process sets HIPBLASLT_ALLOW_TF32=1 (pytorch aten/src/ATen/
+# Context.cpp setAllowTF32CuBLAS / allowTF32CuBLAS under USE_ROCM: "torch.backends.cuda.matmul.allow_tf32 is not
+# supported on ROCm by default. Please set environment variable HIPBLASLT_ALLOW_TF32=1 to enable it."; test_linalg.py
+# _hip_allow_tf32: "tf32 is behind a flag because the TF32 support is new and only for MI300+").
+ROCM_TF32_ENV = "HIPBLASLT_ALLOW_TF32=1"
+
+
 def fp32_matmul_peak(device: Device, tf32: bool = False) -> tuple[float | None, str, str | None]:
-    """(dense peak FLOP/s, its key, a warning or None) an fp32 matmul is timed at on ``device``: the one rule the
+    """(dense peak FLOP/s, its key, a warning or None) an fp32 matmul is timed at on ``device``: the one rule of the
     training GEMMs of precision 'fp32', SDPA's math kernel's fp32 score matmuls (estimate/duration.py) and an fp32
-    prefill (estimate/speed.py) read. ``tf32`` on a GPU: its sourced TF32 tensor peak; none sourced: the FP32 peak
-    with a warning (below compute capability 8.0 there are no TF32 tensor cores: allow_tf32 changes nothing). Else
-    the FP32 peak; None where it is unsourced (the caller warns what it cannot time)."""
+    prefill (estimate/speed.py). Without ``tf32``, and on a non-GPU: the FP32 peak. ``tf32`` on a GPU:
+
+    - its sourced dense TF32 tensor peak (an AMD part: warned that ROCm torch needs ``HIPBLASLT_ALLOW_TF32=1``);
+    - no TF32 units (compute capability below 8.0, or a catalog ``flops.tf32`` of null whose note says the
+      architecture has none, e.g. CDNA 2 / CDNA 4): the FP32 peak, warned that tf32 changes nothing;
+    - TF32 units but no sourced figure: None, refused with a warning (the caller does not time it): the FP32 peak
+      would be a silent 2-8x under-rate on a data-centre part, the BF16 one a 2x over-rate.
+
+    None is also returned where the FP32 peak needed is unsourced (the caller warns what it cannot time)."""
     warning = None
     if tf32 and device.kind == "gpu":
         p, key = device.peak_flops("tf32")
         if p is not None:
-            return p, key, None
+            rocm = (f"{device.id} is an AMD GPU: ROCm torch applies allow_tf32 only with {ROCM_TF32_ENV} in the "
+                    "environment (pytorch ATen/Context.cpp setAllowTF32CuBLAS); without it its fp32 matmuls run at the "
+                    "FP32 peak" if device.vendor == "AMD" else None)
+            return p, key, rocm
         cap = device.capability
-        warning = (f"{device.id} has no TF32 tensor cores (compute capability {cap // 10}.{cap % 10} < 8.0): tf32 changes "
-                   "nothing, its fp32 matmuls are timed at the FP32 peak" if cap is not None and
-                   cap < TF32_MIN_CAPABILITY else
-                   f"{device.id} has no sourced TF32 peak: its fp32 matmuls under tf32 are timed at its FP32 peak "
-                   "(a lower bound on their speed)")
+        none_why = device.missing.get("flops.tf32")
+        if cap is not None and cap < TF32_MIN_CAPABILITY:
+            warning = (f"{device.id} has no TF32 tensor cores (compute capability {cap // 10}.{cap % 10} < 8.0): tf32 "
+                       "changes nothing, its fp32 matmuls are timed at the FP32 peak")
+        elif none_why is not None and none_why.startswith("no TF32"):
+            warning = (f"{device.id} has no TF32 matrix units ({none_why}): tf32 changes nothing, its fp32 matmuls "
+                       "are timed at the FP32 peak")
+        else:
+            return None, key, (f"{device.id} has no sourced TF32 peak: its fp32 matmuls under tf32 are not timed "
+                               "(the FP32 peak would under-rate them, the BF16 one over-rate them; give flops.tf32 in a "
+                               "--hardware-file entry)")
     elif tf32:
         warning = f"tf32 is a CUDA GPU setting (cuBLAS): it changes nothing on {device.id} ({device.kind})"
     p, key = device.peak_flops("fp32")

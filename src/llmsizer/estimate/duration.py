@@ -849,15 +849,15 @@ def math_kernel_rate(device: Device, peak: float, u: float, notes: list[Assumpti
                      warnings: list[str], tf32: bool = False) -> tuple[float, str]:
     """The rate [FLOP/s] torch SDPA's math kernel runs its score matmuls at, and the peak's key: they take q/k/v
     upcast to fp32 (ATen attention.cpp ``_scaled_dot_product_attention_math``), so an fp32 matmul's peak
-    (device.fp32_matmul_peak: FP32, TF32 with ``tf32``) at the GEMMs' utilisation ``u``. A device without a sourced
-    FP32 peak keeps ``peak`` (its BF16 one), with a warning."""
+    (device.fp32_matmul_peak: FP32, TF32 with ``tf32``) at the GEMMs' utilisation ``u``. A device without the sourced
+    FP32 peak (TF32 with ``tf32``) that rule needs keeps ``peak`` (its BF16 one), with a warning."""
     p32, key, warning = fp32_matmul_peak(device, tf32)
+    if p32 is None:  # the rule's refusal is this line: the kernel is still timed, at the BF16 peak
+        warnings.append(f"{device.id} has no sourced {key.upper()} peak: SDPA's math kernel's fp32 score matmuls are "
+                        "timed at its BF16 peak")
+        return peak * u, ""
     if warning and warning not in warnings:
         warnings.append(warning)
-    if p32 is None:
-        warnings.append(f"{device.id} has no sourced FP32 peak: SDPA's math kernel's fp32 score matmuls are timed "
-                        "at its BF16 peak")
-        return peak * u, ""
     notes.append(Assumption("math_kernel_matmul_peak", p32, True,
                             "torch SDPA's math kernel upcasts bf16/fp16 q/k/v to fp32 (ATen attention.cpp "
                             "_scaled_dot_product_attention_math: query_.to(at::kFloat) unless "
