@@ -426,8 +426,11 @@ PUBLISHED_FP32_TF32 = {
     ("h200", "flops_sparse", "tf32"): 989.4,  # same row, sparse
     ("rtx-4090", "flops", "tf32"): 82.58,  # waredb: 'TF32: 82.58 TFLOPS, with sparsity: 165.15 TFLOPS'
     ("rtx-4090", "flops_sparse", "tf32"): 165.15,
+    ("l40", "flops", "tf32"): 90.5,  # mullet.se L40/L40S datasheet table: 'TF32 Tensor Core TFLOPS | 90.5 | 181*'
+    ("l40", "flops_sparse", "tf32"): 181,
     ("mi300x", "flops", "fp32"): 163.4,  # ROCm docs MI300 microarchitecture: 'Matrix FP32 | 256 | 163.4'
     ("mi300x", "flops", "tf32"): 653.7,  # same table: TF32 '1024 | 653.7'
+    ("mi325x", "flops", "tf32"): 653.7,  # awesomeagents.ai MI325X Key Specifications: 'TF32 | 653.7 TFLOPS'
 }
 
 
@@ -451,3 +454,11 @@ def test_tf32_is_null_with_a_reason_where_the_architecture_has_none() -> None:
     for dev in ("mi250x", "mi355x"):
         row = _accelerator_rows()[dev]["flops"]["tf32"]
         assert row["value"] is None and row["note"].startswith("no TF32") and "rocprofiler-datatypes" in row["note"]
+
+
+def test_mi325x_fp32_is_the_mi300x_part_s() -> None:
+    """The MI325X keeps the MI300X's 304 CDNA 3 compute units and clock: its FP32 peak is derived as the MI300X's
+    published 163.4 TFLOPS (ROCm MI300 peak table), the arithmetic shown in the row."""
+    row = _accelerator_rows()["mi325x"]["flops"]["fp32"]
+    assert row["value"] == 163.4 and row["source"] == "derived" and "163.4" in row["derived"]
+    assert "304" in row["derived"] and "rocm-mi300-arch" in row["derived"]

@@ -99,6 +99,23 @@ def test_devices_without_a_tf32_or_fp32_peak_are_warned_or_refused() -> None:
     assert b200.seconds is None and any("no sourced fp32 peak" in w for w in b200.warnings)
 
 
+def test_tf32_on_any_catalog_gpu_is_its_tf32_peak_or_said() -> None:
+    """No silent stand-in rate: on every catalog GPU, tf32 gives the sourced TF32 peak, or a warning that says why
+    it does not (no TF32 units: the FP32 peak; TF32 units but no figure: not timed)."""
+    gpus = [d for d in builtin_catalog().devices.values() if d.kind == "gpu"]
+    assert len(gpus) >= 25
+    for d in gpus:
+        p, key, warning = fp32_matmul_peak(d, tf32=True)
+        tf32_figure = d.peak_flops("tf32")[0]
+        if tf32_figure is not None:
+            assert (p, key) == (tf32_figure, "tf32"), d.id
+        elif key == "tf32":  # TF32 units, no figure: refused
+            assert p is None and warning is not None and "not timed" in warning, d.id
+        else:  # no TF32 units: the FP32 peak (None where unsourced: the caller says it cannot time it)
+            assert key == "fp32" and p == d.peak_flops("fp32")[0], d.id
+            assert warning is not None and "changes nothing" in warning, d.id
+
+
 def test_cdna2_and_cdna4_have_no_tf32_units() -> None:
     """AMD's datatype table (rocprofiler-compute performance-model.rst: TF32 GEMM ❌ on CDNA2 and CDNA4) is the
     catalog's null flops.tf32: tf32 changes nothing there, said as such (not 'unsourced')."""
