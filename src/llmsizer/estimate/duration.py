@@ -90,7 +90,7 @@ from ..numbers import TRAIN_TOKENS, UTILIZATION, check_number
 from ..request.quantities import parse_bandwidth
 from ..result import Assumption
 from ..specs import ModelSpec, TrainingWorkload
-from ..specs.training import attention_kernel_of, normalize_targets, recomputes_whole_layer
+from ..specs.training import normalize_targets, recomputes_whole_layer
 from ..specs.workload import read_number
 from ..suggest import unknown_choice
 from . import efficiency as E
@@ -116,7 +116,13 @@ from .training.gather_units import (
     deepspeed_zero3_volume,
     fsdp_collective_volume,
 )
-from .training.setup import compiled_loss, compute_bytes, qlora_base_format, qlora_fused_experts
+from .training.setup import (
+    attention_kernel_call,
+    compiled_loss,
+    compute_bytes,
+    qlora_base_format,
+    qlora_fused_experts,
+)
 from .training.states import stage_states
 from .training.timeline import pipeline_fsdp2
 
@@ -971,15 +977,14 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
     t_attn = 0.0
     kernel = kernel_why = ""
     kernel_warning: str | None = None
-    if device.kind == "gpu" and fl.attention > 0 and w.attention != "eager":
+    call = attention_kernel_call(spec, w, device)
+    if call is not None and fl.attention > 0:
         # which kernel runs it: formulas/sdpa_dispatch.py via efficiency.timed_attention_kernel (the memory's math
-        # kernel terms read the same rule, training_activations.sdpa_runs_math). The mask: a module that always hands
-        # SDPA one (spec.attention_mask_materialised, Falcon); packed documents' and sliding layers' masks:
-        # sdpa_masked_layers below (the same rule as the memory's); flex and flash take their masks natively
-        kernel, kernel_why, kernel_warning = E.timed_attention_kernel(
-            w.attention, attention_kernel_of(w.attention, w.attention_kernel), device.architecture,
-            device.capability, attention_dtype(w.precision, compute_bytes(w)), spec.math_attention,
-            spec.attention_mask_materialised, w.attention_kernel is not None)
+        # kernel terms read the same rule, training_activations.sdpa_runs_math), with the arguments every training
+        # answer on this device refuses a kernel by (training/setup.py attention_kernel_call). The mask: a module that
+        # always hands SDPA one (spec.attention_mask_materialised, Falcon); packed documents' and sliding layers'
+        # masks: sdpa_masked_layers below (the same rule as the memory's); flex and flash take their masks natively
+        kernel, kernel_why, kernel_warning = E.timed_attention_kernel(*call)
     if kernel and kernel != "math":
         # the fused attention kernel apart from the GEMMs (formulas/training_time.py eq. (10)): what it executes, at
         # the share of the peak the kernel that runs it reaches (efficiency.attention_kernel_share: its speed over the

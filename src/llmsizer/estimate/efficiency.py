@@ -647,18 +647,20 @@ WGMMA_KERNEL_OVER_FA2 = {
 WGMMA_ARCHITECTURES = ("hopper",)
 
 
-def timed_attention_kernel(attention: str, kernel: str, architecture: str, capability: int | None, dtype: str,
-                           heads_unmatched: bool, mask: bool, named: bool) -> tuple[str, str, str | None]:
-    """The kernel whose speed times a fused attention ``kernel`` (TRAIN_ATTENTION_KERNELS, not eager) of the
-    attention API ``attention`` ('sdpa': torch's SDPA backends; 'flash': the flash-attn package or Triton) on a GPU of
-    ``architecture`` / ``capability`` with q/k/v in ``dtype`` (formulas/sdpa_dispatch.py, one home): for 'sdpa' the
-    backend torch's dispatcher picks (flash, mem-efficient or math: 'math' is timed as eager attention's score GEMMs);
-    a kernel that cannot run there is refused (FieldError on ``attention_kernel`` when ``named``, else on
-    ``attention``: torch raises 'No available kernel' for a forced backend, flash-attn 'FlashAttention only supports
-    Ampere GPUs or newer.'); a wgmma kernel off Hopper runs but has no published speed: timed as FlashAttention-2,
-    with a warning. Returns (kernel, why, a warning or None)."""
+def attention_kernel_refusal(attention: str, kernel: str, architecture: str, capability: int | None, dtype: str,
+                             heads_unmatched: bool, mask: bool, named: bool) -> DeviceCannotRunError | None:
+    """Why a fused attention ``kernel`` (TRAIN_ATTENTION_KERNELS, not eager) of the attention API ``attention``
+    ('sdpa': torch's SDPA backends; 'flash': the flash-attn package or Triton; 'flex': torch's FlexAttention) cannot
+    run on a GPU of ``architecture`` / ``capability`` with q/k/v in ``dtype``, as the error to raise (on
+    ``attention_kernel`` when ``named``, else on ``attention``), or None when it runs. The capability floors are
+    formulas/sdpa_dispatch.py's, each with its source (one home): torch raises 'No available kernel' for a forced SDPA
+    backend (sdp_utils.cpp, ``sdpa_refusal``), flash-attn 'FlashAttention only supports Ampere GPUs or newer.'
+    (flash_api.cpp mha_fwd, ``flash_attn_refusal``), inductor GPUTooOldForTriton below sm70 (``flex_refusal``); SDPA's
+    own dispatch ('sdpa') always finds a backend (math last). Read by every training answer on a named device
+    (estimate/training/setup.py ``refuse_attention_kernel``) and by the duration (:func:`timed_attention_kernel`), so
+    the memory, fit, recommend, plan and the duration refuse one workload with one message."""
     if kernel == "sdpa":
-        return (*sdpa_backend(capability, dtype, heads_unmatched, mask), None)
+        return None
     if kernel in ("mem-efficient", "cudnn") or (kernel == "flash-attn-2" and attention == "sdpa"):
         refused = sdpa_refusal(kernel, capability, dtype, heads_unmatched, mask)
     elif kernel in ("flash-attn-2", "flash-attn-3"):
@@ -667,10 +669,27 @@ def timed_attention_kernel(attention: str, kernel: str, architecture: str, capab
         refused = flex_refusal(capability)
     else:  # triton-flash: no capability check in llm-foundry's kernel
         refused = None
+    if refused is None:
+        return None
+    field = "attention_kernel" if named else "attention"
+    return DeviceCannotRunError(field, f"{field} {kernel if named else f'{attention} (its kernel {kernel})'} cannot run "
+                                f"on {architecture or 'this GPU'}: {refused}")
+
+
+def timed_attention_kernel(attention: str, kernel: str, architecture: str, capability: int | None, dtype: str,
+                           heads_unmatched: bool, mask: bool, named: bool) -> tuple[str, str, str | None]:
+    """The kernel whose speed times a fused attention ``kernel`` (TRAIN_ATTENTION_KERNELS, not eager) of the
+    attention API ``attention`` ('sdpa': torch's SDPA backends; 'flash': the flash-attn package or Triton) on a GPU of
+    ``architecture`` / ``capability`` with q/k/v in ``dtype`` (formulas/sdpa_dispatch.py, one home): for 'sdpa' the
+    backend torch's dispatcher picks (flash, mem-efficient or math: 'math' is timed as eager attention's score GEMMs);
+    a kernel that cannot run there is refused (:func:`attention_kernel_refusal`'s error); a wgmma kernel off Hopper
+    runs but has no published speed: timed as FlashAttention-2, with a warning. Returns (kernel, why, a warning or
+    None)."""
+    if kernel == "sdpa":
+        return (*sdpa_backend(capability, dtype, heads_unmatched, mask), None)
+    refused = attention_kernel_refusal(attention, kernel, architecture, capability, dtype, heads_unmatched, mask, named)
     if refused is not None:
-        field = "attention_kernel" if named else "attention"
-        raise DeviceCannotRunError(field, f"{field} {kernel if named else f'{attention} (its kernel {kernel})'} cannot run "
-                         f"on {architecture or 'this GPU'}: {refused}")
+        raise refused
     if kernel in WGMMA_KERNEL_OVER_FA2 and architecture not in WGMMA_ARCHITECTURES:
         return "flash-attn-2", (f"{kernel} {'given' if named else 'by default'}; timed as flash-attn-2: no published "
                                 f"{kernel} speed on {architecture or 'this GPU'} (WGMMA_KERNEL_OVER_FA2 is Hopper's, "

@@ -52,7 +52,8 @@ from .inference.compose import with_serving_notes
 from .model_warnings import one_device_serving
 from .speed import SpeedEstimate, SpeedLayout, estimate_speed, for_device, speed_model, split_decode
 from .training import estimate_training
-from .training.compose import ZERO_NONE_FITS_WHY, ZERO_WHY, with_device_notes
+from .training.compose import ZERO_NONE_FITS_WHY, ZERO_WHY, training_workload, with_device_notes
+from .training.setup import refuse_attention_kernel
 from .verdict import check_headroom, headroom_assumption, margin_rule
 
 # Devices of one machine when the target is a device name, not an instance (an instance is one machine of its own
@@ -860,7 +861,9 @@ def training_on_device(spec: ModelSpec, fields: dict[str, Any], memory: int, hea
     """``training_on_memory`` on ``device`` (``memory``: its usable bytes, ``notes``: ``target_memory``'s notes behind
     them), with the device's named notes first (estimate/device.py ``named_device_notes``: the device, a runtime
     stand-in, where its memory came from, and their warnings): the one path of `fit --train` (``fit_training``) and
-    the training plan, so both say the same assumptions."""
+    the training plan, so both say the same assumptions. An attention kernel ``device`` cannot run is refused here,
+    memory asked or not (training/setup.py ``refuse_attention_kernel``), as the duration refuses it."""
+    refuse_attention_kernel(spec, training_workload(fields), device)
     return with_device_notes(training_on_memory(spec, fields, memory, headroom), named_device_notes(device, notes))
 
 

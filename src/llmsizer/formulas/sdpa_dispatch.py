@@ -18,10 +18,15 @@ whose checks pass; the checks that depend on a training step's shape::
         check_dtypes_low_precision; takes a mask and unequal head counts (supports_gqa / supports_mqa)
     math:  always (``_scaled_dot_product_attention_math``)
 
-The flash-attn package (attention 'flash'): csrc/flash_attn/flash_api.cpp @765fbd9 ``mha_fwd``: ``TORCH_CHECK(is_sm90
-|| is_sm8x, "FlashAttention only supports Ampere GPUs or newer.")`` and ``q_dtype == torch::kFloat16 || q_dtype ==
-torch::kBFloat16``; its README: "FlashAttention-2 with CUDA currently supports: Ampere, Ada, or Hopper GPUs".
-FlashAttention-3 (hopper/) needs sm80 or newer as well. llm-foundry's Triton kernel has no such check.
+The flash-attn package (attention 'flash'), Dao-AILab/flash-attention @0251105a (2026-08-15):
+csrc/flash_attn/flash_api.cpp ``mha_fwd`` lines 392-393 ``bool is_sm8x_min = cc_major >= 8; TORCH_CHECK(is_sm8x_min,
+"FlashAttention only supports Ampere GPUs or newer.")`` and lines 396-397 ``q_dtype == torch::kFloat16 || q_dtype ==
+torch::kBFloat16`` ("FlashAttention only support fp16 and bf16 data type"; the same two checks in ``mha_varlen_fwd``
+lines 571-576 and ``mha_bwd`` lines 835-843); its README: "FlashAttention-2 with CUDA currently supports: Ampere, Ada,
+or Hopper GPUs". FlashAttention-3: hopper/flash_api.cpp ``mha_fwd`` lines 711-712 (``dprops->major >= 8``, the same
+message) and 715-719 (fp16/bf16, fp8_e4m3 on sm90+ only). (The older pin 765fbd9 checked ``is_sm90 || is_sm8x``; from
+0251105a any capability 8.0 or newer passes, as :func:`flash_attn_refusal` reads it.) llm-foundry's Triton kernel has
+no such check.
 
 Capabilities are NVIDIA's major x 10 + minor (catalog Device.capability); None: a GPU without one (AMD, Apple, a
 hardware file's entry without an NVIDIA architecture), for which no check here applies.
@@ -30,7 +35,8 @@ hardware file's entry without an NVIDIA architecture), for which no check here a
 from __future__ import annotations
 
 SDPA_SOURCE = "torch sdp_utils.cpp @001f694a select_sdp_backend"
-FLASH_ATTN_SOURCE = "flash-attn csrc/flash_attn/flash_api.cpp @765fbd9 mha_fwd"
+FLASH_ATTN_SOURCE = {"flash-attn-2": "flash-attn csrc/flash_attn/flash_api.cpp @0251105a mha_fwd lines 392-397",
+                     "flash-attn-3": "flash-attn hopper/flash_api.cpp @0251105a mha_fwd lines 711-719"}
 SM80, SM121, SM50 = 80, 121, 50
 # torch 2.13.0's FlexAttention on CUDA is compiled by inductor into Triton kernels; inductor refuses a GPU below
 # capability 7.0 (torch/_dynamo/device_interface.py lines 275-285 CudaInterface.is_triton_capable: major >= 7, raising
@@ -90,10 +96,10 @@ def flash_attn_refusal(kernel: str, capability: int | None, dtype: str) -> str |
     if capability is None:
         return None
     if capability < SM80:
-        return (f"{kernel} needs an Ampere GPU or newer, sm80+ ({FLASH_ATTN_SOURCE}: 'FlashAttention only supports "
+        return (f"{kernel} needs an Ampere GPU or newer, sm80+ ({FLASH_ATTN_SOURCE[kernel]}: 'FlashAttention only supports "
                 f"Ampere GPUs or newer.'), this GPU is sm{capability}")
     if dtype not in ("fp16", "bf16"):
-        return f"{kernel} takes fp16/bf16 only ({FLASH_ATTN_SOURCE}), not {dtype}"
+        return f"{kernel} takes fp16/bf16 only ({FLASH_ATTN_SOURCE[kernel]}), not {dtype}"
     return None
 
 

@@ -24,7 +24,8 @@ from ..estimate.fit import (
     zero_chosen,
 )
 from ..estimate.inference import inference_sized
-from ..estimate.training.compose import INFERENCE_SIZED
+from ..estimate.training.compose import INFERENCE_SIZED, training_workload
+from ..estimate.training.setup import refuse_attention_kernel
 from ..estimate.verdict import DEFAULT_HEADROOM
 from ..formulas import network as N
 from ..formulas import storage as S
@@ -193,6 +194,8 @@ def plan_training(job: TrainingJob, req: Request, ctx: PlanContext) -> JobPlan:
         _, device_notes = target_memory(device, instance, job.resources.memory)
         est = training_on_device(spec, fields, usable, job.resources.headroom, device, device_notes)
     else:
+        if device is not None:  # no memory known for it: the kernel its GPU cannot run is still refused (as fit's)
+            refuse_attention_kernel(spec, training_workload(fields), device)
         est = training_on_memory(spec, fields, usable, job.resources.headroom) if usable else _estimate(spec, fields)
     if usable:
         taken = zero_chosen(est) if "fsdp" not in fields else None

@@ -121,3 +121,36 @@ def test_a_search_rejects_the_gpus_that_cannot_run_the_kernel() -> None:
     rejected = {o["device"]: o["reasons"] for o in out["rejected"]}
     assert "t4" in rejected and any("Ampere GPUs or newer" in r for r in rejected["t4"])
     assert all(o["device"] != "t4" for o in out["options"])
+
+
+@pytest.mark.parametrize(("device", "extra", "words"), [
+    ("v100-sxm2-32gb", {"attention": "flash"}, "FlashAttention only supports Ampere GPUs or newer."),
+    ("h100-sxm", {"attention": "flash", "precision": "fp32"}, "takes fp16/bf16 only"),
+    ("v100-sxm2-32gb", {"attention_kernel": "cudnn"}, "check_cudnn_hardware_support"),
+])
+def test_a_kernel_the_gpu_cannot_run_is_the_same_4xx_on_every_form(client, device: str, extra: dict,
+                                                                   words: str) -> None:
+    """The web's training form (memory only, and with tokens), fit with train, a request file's plan and check: the
+    same 400 whose detail is the Python API's message (the body's keys are the fields' names), as the CLI's exit 2
+    (tests/consistency/test_attention_kernel_refused_everywhere.py); before, only the duration refused it."""
+    from llmsizer import fit_training
+    from llmsizer.errors import DeviceCannotRunError
+
+    with pytest.raises(DeviceCannotRunError) as e:
+        fit_training("llama-3.2-1b", device, method="lora", **extra)
+    message = str(e.value)
+    assert words in message
+    body = {"model": "llama-3.2-1b", "method": "lora", "device": device, **extra}
+    for path, fields in (("/api/v1/train", body), ("/api/v1/train", {**body, "tokens": "1B"}),
+                         ("/api/v1/fit", {**body, "train": True}), ("/api/v1/fit", {**body, "train": True,
+                                                                                     "tokens": "1B"})):
+        r = client.post(path, json=fields)
+        assert r.status_code == 400 and r.json()["detail"] == message, (path, r.text[:300])
+        assert r.json()["field"] == e.value.field
+    settings = "".join(f"\n      {k}: {v}" for k, v in extra.items())
+    text = (f"version: 1\njobs:\n  - name: tune\n    kind: training\n    model: {{name: llama-3.2-1b}}\n"
+            f"    method: lora\n    settings:{settings}\n    dataset: {{location: /data}}\n"
+            f"    resources: {{device: {device}, count: 1}}\n")
+    for path in ("/api/v1/plan", "/api/v1/request/check"):
+        r = client.post(path, json={"request": text, "filename": "req.yaml"})
+        assert r.status_code == 400 and r.json()["detail"].endswith(f"settings.{e.value.field}: {message}"), r.text

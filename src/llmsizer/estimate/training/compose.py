@@ -36,7 +36,7 @@ from ..model_warnings import model_warnings, refuse_unmodelled
 from ..ranges import PYTORCH_TRAINING, TRAINING_MEMORY
 from ..verdict import check_headroom, fits_budget, headroom_assumption, memory_verdict
 from .gather_units import float8_all_gather
-from .setup import TrainingContext, compile_partitions_layers, record_workload, resolve
+from .setup import TrainingContext, compile_partitions_layers, record_workload, refuse_attention_kernel, resolve
 from .states import StageStates, stage_states
 from .timeline import (
     StageTimeline,
@@ -145,12 +145,15 @@ def estimate_training(model: ModelSpec | str, workload: TrainingWorkload | None 
         raise InputError("give either a workload or keyword fields, not both")
     spec = _load(model)
     notes = Notes()
+    device = None
     if workload is None and kwargs.get("device") is not None:
         # a catalog device or instance, as `train --device` takes it (estimate/device.py, the one resolver): its kind,
         # its memory when none is given, the assumptions naming both and the memory's warning
-        kwargs, _, _, notes = workload_on_device(kwargs, "estimate_training")
+        kwargs, device, _, notes = workload_on_device(kwargs, "estimate_training")
     w = workload if workload is not None else TrainingWorkload(**kwargs)
     refuse_unmodelled(spec, training=True, w=w)
+    if device is not None:  # an attention kernel the device cannot run: refused as the duration refuses it
+        refuse_attention_kernel(spec, w, device)
     _refuse_adapter_fields_on_full(w)
     return with_device_notes(_least_sharded(spec, w), notes)
 

@@ -20,6 +20,7 @@ from ..device import workload_on_device
 from ..search import largest_true
 from ..verdict import check_headroom, memory_budget
 from .compose import _load, estimate_training, sharded_workload
+from .setup import refuse_attention_kernel
 
 LEVELS = {"low": 0, "expected": 1, "high": 2}
 
@@ -47,8 +48,9 @@ def _prepare(model: ModelSpec | str, memory: int | None, level: str,
         raise InputError(f"level must be one of {', '.join(LEVELS)}, got {level!r}")
     if memory is not None:  # "24GiB" or 24 from Python: one line naming the field, as the estimate's own check
         memory = int(read_number(memory, "memory", DEVICE_MEMORY))
+    device = None
     if kwargs.get("device") is not None:
-        kwargs, _, _, _ = workload_on_device({**kwargs, "memory": memory}, "estimate_training")
+        kwargs, device, _, _ = workload_on_device({**kwargs, "memory": memory}, "estimate_training")
         memory = kwargs.get("memory")
     if memory is None:
         raise InputError("a memory budget is needed: memory=... in bytes or a device=... of known memory (on the "
@@ -59,7 +61,10 @@ def _prepare(model: ModelSpec | str, memory: int | None, level: str,
     spec = _load(model)
     # the ZeRO stage estimate_training takes on this memory (compose.py sharded_workload, the one rule), then
     # held while the micro-batch or sequence grows (what `train --max-batch` does with the stage it reports)
-    w = sharded_workload(spec, TrainingWorkload(**kwargs, memory=memory, headroom=headroom))
+    given = TrainingWorkload(**kwargs, memory=memory, headroom=headroom)
+    if device is not None:  # an attention kernel the device cannot run (as estimate_training(device=) refuses it)
+        refuse_attention_kernel(spec, given, device)
+    w = sharded_workload(spec, given)
     return spec, replace(w, memory=None, headroom=None), budget, LEVELS[level]
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ...catalog.hardware import Device
 from ...errors import FieldError, InputError
 from ...formulas import unsloth_kernels
 from ...formulas.context_parallel import local_tokens
@@ -19,6 +20,7 @@ from ...formulas.nf4_quantization import (
     matmul_keeps_input,
     quantizes_lm_head,
 )
+from ...formulas.sdpa_dispatch import attention_dtype
 from ...formulas.tensor_parallel import check_tensor_parallel
 from ...formulas.training_activations import ActivationSetup
 from ...formulas.training_states import (
@@ -35,6 +37,7 @@ from ...formulas.training_states import (
 from ...result import Assumption
 from ...specs import ModelSpec, TrainingWorkload
 from ...specs.training import ALL_LINEAR, DEFAULT_ATTENTION_KERNEL_WHY, attention_kernel_of
+from .. import efficiency as E
 from ..inference.common import Acc
 from ..model_warnings import source_length_warning
 
@@ -209,6 +212,36 @@ def compute_bytes(w: TrainingWorkload) -> int:
     recipe's, 2 under QLoRA (bitsandbytes' 16-bit compute dtype)."""
     rec = recipe(training_recipe_name(w.precision, w.zero, w.method))
     return rec.compute_bytes if w.method != "qlora" else 2
+
+
+AttentionKernelCall = tuple[str, str, str, "int | None", str, bool, bool, bool]
+
+
+def attention_kernel_call(spec: ModelSpec, w: TrainingWorkload, device: Device) -> AttentionKernelCall | None:
+    """The arguments of ``efficiency.timed_attention_kernel`` / ``attention_kernel_refusal`` for the attention of
+    ``w`` on ``device`` (the attention API, the kernel it runs, the GPU's architecture and compute capability, the
+    q/k/v dtype of the precision recipe, fewer K/V heads than query heads handed to SDPA without enable_gqa, a mask the
+    module always materialises (Falcon), whether the kernel was named); None where no fused kernel runs: off a GPU
+    (a CPU's or Apple chip's attention; flex refused there by specs/training.py), eager attention, no attention
+    layer. The one reading the memory's device checks and the duration (estimate/duration.py) share."""
+    if device.kind != "gpu" or w.attention == "eager" or not spec.attention_layers:
+        return None
+    return (w.attention, attention_kernel_of(w.attention, w.attention_kernel), device.architecture, device.capability,
+            attention_dtype(w.precision, compute_bytes(w)), spec.math_attention, spec.attention_mask_materialised,
+            w.attention_kernel is not None)
+
+
+def refuse_attention_kernel(spec: ModelSpec, w: TrainingWorkload, device: Device) -> None:
+    """Refuse (``DeviceCannotRunError``: exit 2 where the device is given, a rejected option in a search) a training
+    workload whose attention kernel cannot run on ``device`` (``efficiency.attention_kernel_refusal``: flex-attention
+    below sm70, the flash-attn package below sm80 or in fp32, a forced SDPA backend its checks refuse). Called wherever
+    a training workload meets a named device, whatever is asked: ``estimate_training(device=)``, the reverse
+    questions, ``fit_training`` (fit --train, train --device, recommend, the plan) and the duration, so a memory-only
+    answer refuses it exactly as the duration does, with the same one-line message."""
+    call = attention_kernel_call(spec, w, device)
+    refused = E.attention_kernel_refusal(*call) if call is not None else None
+    if refused is not None:
+        raise refused
 
 
 def resolve(spec: ModelSpec, w: TrainingWorkload, acc: Acc) -> TrainingContext:
