@@ -432,6 +432,7 @@ def test_compare_is_recommend(page: Page, server: str, shots: Path) -> None:
     want = cli("recommend", "llama-3.1-8b", "--context", "8k", "--concurrency", "8")
     chosen = want["chosen"]
     assert chosen["name"] in page.locator("#chosen-title").inner_text()
+    assert chosen["devices_text"] in page.locator("#chosen-title").inner_text()  # the core's line, verbatim
     rows = page.locator("#options tbody tr")
     assert rows.count() == min(12, len(want["options"]))
     assert page.locator("#rejected tbody tr").count() == min(12, len(want["rejected"]))
