@@ -117,10 +117,11 @@ def test_serving_on_two_instances_is_one_answer() -> None:
     surfaces["fit"] = of_fit(fit(MODEL, INSTANCE, N, concurrency=64, engine="vllm", weights="bf16").to_dict())
     for name, got in surfaces.items():
         assert got == want, name
+    assert (fits_on["count"], fits_on["instances"]) == (want["count"], want["instances"])
     hw, _, _ = from_option(py_o, Resources(), PlanContext())
     assert (hw.count, hw.nodes, hw.price_per_hour) == (want["count"], want["instances"], want["price_per_hour"])
     line = f"{N} x h100-sxm ({INSTANCE}, {N // ROW['device_count']} instances)"
-    assert option(rec)["devices_text"] == fo["devices_text"] == line
+    assert option(rec)["devices_text"] == fo["devices_text"] == fits_on["devices_text"] == line
 
 
 def test_web_answers_the_same_counts() -> None:
