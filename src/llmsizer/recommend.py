@@ -37,6 +37,7 @@ from .estimate.duration import flops_per_token, recompute_mode, training_peak
 from .estimate.engines import newer_release_note
 from .estimate.fit import (
     FitResult,
+    devices_text,
     fit,
     fit_training,
     hourly_price,
@@ -172,19 +173,29 @@ class Option:
     # and a queued request's mean wait before its prefill (formulas/serving_queue.py eq. Q3), as fit gives them
     running_sequences: int | None = None
     queue_wait_seconds: float | None = None
-    # copies of the option (instances; local devices: copies of the group) added for a throughput target or a
-    # deadline, each of ``count`` devices; ``replicas`` is what fit calls replicas: the model copies over all the
-    # option's devices (tensor_parallel x replicas = count x instances for a serving option that is not a split)
+    # the machines the option's ``count`` devices are in (fit's ``FitResult.instances``, the one convention): ``count``
+    # is every device (fit's ``--count``, ``--gpus``), ``instances`` the catalog instances they make (count / the
+    # instance's devices), with those added for a throughput target or a deadline; local devices: the copies of the
+    # group, one machine each. ``replicas`` is fit's: the model copies over all ``count`` devices (tensor_parallel x
+    # replicas = count for a serving option that is not a split); ``price_per_hour`` is all ``instances``'
     instances: int = 1
 
     @property
     def is_cpu(self) -> bool:
         return self.device_kind == "cpu"
 
+    @property
+    def devices_text(self) -> str:
+        """The option's hardware as one line (``fit.devices_text``: '16 x b200 (gcp-a4-highgpu-8g, 2 instances)'),
+        what the CLI table, the web's compare page and a plan's alternatives show."""
+        return devices_text(self.count, self.device, self.instances,
+                            self.target if self.target != self.device else None)
+
     def to_dict(self) -> dict[str, Any]:
         # every field in order (picked in C: a search answers thousands of options), the reasons as a list
         d = dict(zip(_OPTION_FIELDS, _option_values(self.__dict__), strict=True))
         d["reasons"] = list(self.reasons)
+        d["devices_text"] = self.devices_text
         return d
 
 
@@ -475,7 +486,7 @@ def _option_from_pick(cand: _Candidate, pick: FormatPick) -> Option:
     dev = cand.device
     stub: dict[str, Any] = dict(target=cand.target, name=cand.name, provider=cand.provider, device=dev.id,
                                 device_kind=dev.kind, count=cand.count, tensor_parallel=pick.tensor_parallel,
-                                replicas=1, engine=pick.engine)
+                                replicas=1, engine=pick.engine, instances=instances_for(cand.count, cand.instance))
     if pick.fit is not None:
         return _option_from_fit(stub, pick.fit, pick.status, list(pick.reasons))
     return Option(**stub, weights_format=pick.weights_format, status=pick.status, reasons=pick.reasons,
@@ -508,7 +519,8 @@ def slow_first_token_warning(meets: Sequence[Option], c: Constraints) -> str | N
 
 def _option_from_fit(stub: dict[str, Any], r: FitResult, status: str, reasons: list[str]) -> Option:
     sp = r.speed
-    return Option(**{**stub, "tensor_parallel": r.tensor_parallel, "replicas": r.replicas, "engine": r.engine},
+    return Option(**{**stub, "tensor_parallel": r.tensor_parallel, "replicas": r.replicas, "engine": r.engine,
+                     "count": r.count, "instances": r.instances},
                   weights_format=r.weights_format,
                   status=status, reasons=tuple(reasons), memory_per_device=r.memory_per_device,
                   budget_per_device=r.budget_per_device,
@@ -528,7 +540,7 @@ def _priced(base: Option, cand: _Candidate, c: Constraints, concurrency: int, co
     if opt.status != "meets":
         return opt
     reasons = list(opt.reasons)
-    instances = 1
+    instances = 1  # copies of the candidate's devices added for the throughput target
     tps = opt.tokens_per_second
     if c.tokens_per_second is not None and tps is not None and tps < c.tokens_per_second:
         instances, tps, per_user, queue = _replicas_for(spec, cand, opt, c.tokens_per_second, concurrency, context,
@@ -541,7 +553,8 @@ def _priced(base: Option, cand: _Candidate, c: Constraints, concurrency: int, co
         opt = _replace(opt, tokens_per_second_per_user=per_user, **queue)
     price = cand.price * instances if cand.price is not None else None
     cpm = cost_per_million_tokens(price, tps) if price is not None and tps else None
-    opt = _replace(opt, instances=instances, replicas=opt.replicas * instances, tokens_per_second=tps,
+    opt = _replace(opt, count=opt.count * instances, instances=opt.instances * instances,
+                   replicas=opt.replicas * instances, tokens_per_second=tps,
                    price_per_hour=price, cost_per_million_tokens=cpm, reasons=tuple(reasons + cand.notes))
     if c.max_cost_per_hour is not None:
         if price is None:
@@ -718,9 +731,9 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
             continue
         cand = sized
         # the instances the option is (--gpus N over several whole instances), before any added for a deadline;
-        # an option's count is its devices per instance and its instances the instances, as a deadline's scale-out
-        per_option = instances_for(cand.count, cand.instance) if cand.instance is not None else 1
-        stub["count"] = cand.count // per_option
+        # an option's count is all its devices and its instances the machines they are (fit's FitResult.instances)
+        per_option = instances_for(cand.count, cand.instance)
+        stub.update(count=cand.count, instances=per_option)
         peak, key, _, _ = training_peak(dev, str(wl.get("precision", TrainingWorkload.precision)),
                                         bool(wl.get("tf32", False)))
         if peak is None:
@@ -762,7 +775,7 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
         if c.deadline is not None and one > c.deadline:
             nodes = math.ceil(one / c.deadline)
             if gpus is not None:  # the devices were given: no instances are added
-                rejected.append(Option(**stub, replicas=fr.replicas, instances=per_option, status="rejected",
+                rejected.append(Option(**stub, replicas=fr.replicas, status="rejected",
                                        training_seconds=one,
                                        reasons=(f"{format_seconds(one)} on {cand.count} devices (--gpus) misses the "
                                                 f"{format_seconds(c.deadline)} deadline",)))
@@ -783,7 +796,8 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
                     break
                 nodes = min(MAX_NODES, max(nodes + 1, math.ceil(nodes * secs / c.deadline)))
             if not many.fits or secs > c.deadline:
-                rejected.append(Option(**stub, replicas=many.replicas, instances=nodes, status="rejected",
+                rejected.append(Option(**{**stub, "count": many.count, "instances": many.instances},
+                                       replicas=many.replicas, status="rejected",
                                        training_seconds=secs,
                                        reasons=many.reasons if not many.fits else (
                                            f"{format_seconds(secs)} on {nodes} instances misses the "
@@ -796,7 +810,8 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
         devices = cand.count * nodes
         price = cand.price * nodes if cand.price is not None else None
         total = price * secs / 3600 if price is not None else None
-        opt = Option(**stub, replicas=fr.replicas, instances=nodes * per_option, status="meets", reasons=tuple(reasons),
+        opt = Option(**{**stub, "count": fr.count, "instances": fr.instances}, replicas=fr.replicas, status="meets",
+                     reasons=tuple(reasons),
                      price_per_hour=price,
                      cost_basis=cand.cost_basis, training_seconds=secs, device_hours=device_hours(secs, devices),
                      run_cost=total, memory_per_device=fr.memory_per_device, budget_per_device=fr.budget_per_device)

@@ -70,7 +70,8 @@ def test_recommend_scales_out_over_the_network_as_fit_times_it() -> None:
     many = [o for o in rec.options if o.instances > 1 and o.target == "aws-p5.48xlarge"]
     assert many
     o = many[0]
-    fr = fit_training("llama-3.1-8b", o.target, o.count * o.instances, tokens=20e9)
+    fr = fit_training("llama-3.1-8b", o.target, o.count, tokens=20e9)  # count: every device (fit's)
+    assert (o.count, o.instances) == (fr.count, fr.instances) == (o.instances * ROW["device_count"], o.instances)
     assert fr.duration is not None and o.training_seconds == pytest.approx(fr.duration.seconds, rel=1e-12)
     assert o.price_per_hour == pytest.approx(o.instances * ROW["price"]["value"])
     assert o.replicas == fr.replicas  # fit's model copies over all the devices (data parallelism), not the instances

@@ -25,9 +25,9 @@ def test_gpus_2_answers_with_two_device_options_and_skips_the_8_gpu_instances() 
     code, rec = run_json("recommend", *TRAIN, "--gpus", "2", "--provider", "aws")
     assert code == 0 and rec["chosen"] is not None
     cat = load_catalog()
-    for o in rec["options"]:  # each option is 2 devices: whole instances x their devices
+    for o in rec["options"]:  # each option is 2 devices (count, fit's), the whole instances they are
         inst = cat.instances[o["target"]]
-        assert o["count"] == inst.device_count and o["count"] * o["instances"] == 2, o
+        assert o["count"] == 2 and o["instances"] * inst.device_count == 2, o
     skipped = {o["target"]: o for o in rec["rejected"] if "not whole instances" in " ".join(o["reasons"])}
     eight = {i.id for i in cat.instances.values() if i.provider == "aws" and i.device_count == 8}
     assert "aws-p5.48xlarge" in eight and eight <= set(skipped)
@@ -52,7 +52,7 @@ def test_gpus_2_on_local_devices_and_one_gpu_instances(tmp_path: Path) -> None:
     code, rec = run_json("recommend", *TRAIN, "--gpus", "2", "--provider", "mybox", "--hardware-file", str(hw))
     assert code == 0
     (one,) = rec["options"]
-    assert (one["target"], one["count"], one["instances"], one["price_per_hour"]) == ("one-l40s", 1, 2, 2.0)
+    assert (one["target"], one["count"], one["instances"], one["price_per_hour"]) == ("one-l40s", 2, 2, 2.0)
     assert "2 instances of 1 device (--gpus 2), no network between them" in one["reasons"][-1]  # a lower bound
     (four,) = rec["rejected"]
     assert four["target"] == "four-l40s" and "4 devices: 2 devices are not whole instances" in four["reasons"][0]
@@ -75,7 +75,7 @@ def test_exit_codes() -> None:
     # a deadline no 2-device option meets: no instances are added (the devices were given) -> 1
     code, rec = run_json("recommend", *TRAIN, "--gpus", "2", "--provider", "aws", "--deadline", "1h")
     assert code == 1 and any("on 2 devices (--gpus) misses the" in " ".join(o["reasons"]) for o in rec["rejected"])
-    assert all(o["count"] * o["instances"] == 2 for o in rec["rejected"] if o["training_seconds"])
+    assert all(o["count"] == 2 for o in rec["rejected"] if o["training_seconds"])
 
 
 def _boxes(tmp_path: Path, first: int) -> Path:

@@ -39,6 +39,7 @@ def option_vs_fit(o: dict[str, Any], f: dict[str, Any]) -> dict[str, tuple[Any, 
     sp = f["speed"] or {}
     pairs = {
         "target": (o["target"], f["target"]), "device": (o["device"], f["device"]), "count": (o["count"], f["count"]),
+        "instances": (o["instances"], f["instances"]),
         "tensor_parallel": (o["tensor_parallel"], f["tensor_parallel"]), "replicas": (o["replicas"], f["replicas"]),
         "engine": (o["engine"], f["engine"]), "weights_format": (o["weights_format"], f["weights_format"]),
         "memory_per_device": (o["memory_per_device"], f["memory_per_device"]),
@@ -67,8 +68,9 @@ def test_cli_option_is_fits_answer_on_two_instances(conc: str) -> None:
     assert f.returncode == 0, f.stderr
     fj = json.loads(f.stdout)
     assert option_vs_fit(o, fj) == {}
-    # two instances: two replicas of TP 8 (fit's layout), the price of two p5.48xlarge
-    assert (o["count"], o["tensor_parallel"] * o["replicas"], o["instances"]) == (16, 16, 1)
+    # two instances: two replicas of TP 8 (fit's layout), the price of two p5.48xlarge; count every device and
+    # instances the machines they are (the one convention, fit's ``instances``)
+    assert (o["count"], o["tensor_parallel"] * o["replicas"], o["instances"]) == (16, 16, 2)
     assert "2 instances" in fj["cost"]["basis"]
     text = run("models", MODEL, "--fits-on", INSTANCE, "--count", "16", "--concurrency", conc)
     assert text.stdout.startswith(f"models on 16 x h100-sxm ({INSTANCE}, 2 instances): "), text.stdout

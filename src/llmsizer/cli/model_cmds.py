@@ -181,7 +181,7 @@ def _fit_auto_command(name: str, args: argparse.Namespace, weights: str) -> str:
 def fits_on_answer(found: list[Any], args: argparse.Namespace) -> tuple[dict[str, Any], int, list[tuple[Any, Any]]]:
     """Which catalog models fit the hardware: recommend's evaluation of that one candidate, per model."""
     from ..estimate.engines import newer_release_note
-    from ..estimate.fit import target_and_count
+    from ..estimate.fit import devices_text, instances_for, target_and_count
     from ..recommend import Constraints, best_option_on, experts_in_host, reading_floor_unchecked
 
     context = args.context or InferenceWorkload.context
@@ -217,8 +217,13 @@ def fits_on_answer(found: list[Any], args: argparse.Namespace) -> tuple[dict[str
     # a device of unknown bandwidth: judged on memory only, said once (each fitting model's reasons say it too)
     unchecked = reading_floor_unchecked(device)
     host_args = _experts_in_host_args(args, context, concurrency)
-    # the devices the models are sized on, fit's count (an instance: its devices, count / them the instances it is)
-    on = {"device": device.id, "count": n, **({"devices_per_instance": instance.device_count} if instance else {})}
+    # the devices the models are sized on, fit's count (an instance: its devices, count / them the instances it is),
+    # and the line that names them, the core's (estimate/fit.py devices_text): the CLI's header and the web page
+    # show it verbatim
+    k = instances_for(n, instance)
+    on = {"device": device.id, "count": n, "instances": k,
+          **({"devices_per_instance": instance.device_count} if instance else {}),
+          "devices_text": devices_text(n, device.id, k, instance.id if instance else None)}
     data = {"hardware": args.fits_on, **on, "context": context, "concurrency": concurrency, **given,
             "models": [{"id": e.id, **o.to_dict(), "experts_in_host": experts_in_host(
                 e.spec(), o, args.fits_on, args.count, **host_args)} for e, o in opts],
@@ -260,7 +265,7 @@ def _fits_on(found: list[Any], args: argparse.Namespace) -> int:
                                             *((k.replace("_", " "), "x".join(map(str, v)) if isinstance(v, tuple) else v)
                                               for k, v in media_fields(args).items())) if v is not None)
     floor = "in memory (decode speed unknown: see the warning)" if unchecked else "at reading speed or faster"
-    say(f"models on {_devices_text(data)}{on}: {context:,} tokens x {concurrency} sequence(s), the highest-quality format "
+    say(f"models on {data['devices_text']}{on}: {context:,} tokens x {concurrency} sequence(s), the highest-quality format "
         f"that fits {floor}")
     say(table(rows, ["name", "params", "format", "memory/device", "tok/s/user", "fits"]))
     n = sum(o.status == "meets" for _, o in opts)
@@ -272,16 +277,6 @@ def _fits_on(found: list[Any], args: argparse.Namespace) -> int:
     for w in data["warnings"]:
         say(f"warning: {w}")
     return exit_code(n > 0)
-
-
-def _devices_text(data: dict[str, Any]) -> str:
-    """The hardware of a fits-on answer as fit's text names it: '16 x h100-sxm (aws-p5.48xlarge, 2 instances)', a
-    single device by its name alone."""
-    each = data.get("devices_per_instance")
-    if each is None:
-        return data["hardware"] if data["count"] == 1 else f"{data['count']} x {data['hardware']}"
-    k = data["count"] // each
-    return f"{data['count']} x {data['device']} ({data['hardware']}" + (f", {k} instances)" if k > 1 else ")")
 
 
 def inspect_data(spec: ModelSpec) -> dict[str, Any]:

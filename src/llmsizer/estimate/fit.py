@@ -187,6 +187,10 @@ class FitResult:
     # what does fit when this does not: serving, the weight format (format_search.py ``fits_at``); training, the
     # settings changed (``training_fits_at``). None: it fits, a format or the settings were given, or nothing fits
     fits_at: dict[str, Any] | None = None
+    # the machines the ``count`` devices are in: count / an instance's devices (:func:`instances_for`: 2 for 16 on an
+    # 8-GPU instance), 1 for devices named bare. The one convention of fit, recommend and ``models --fits-on``:
+    # ``count`` every device, ``instances`` the machines they are, priced as that many (:func:`hourly_price`)
+    instances: int = 1
 
     @property
     def layer_split(self) -> bool:
@@ -243,7 +247,8 @@ class FitResult:
     def to_dict(self) -> dict[str, Any]:
         return {
             "schema_version": 1, "kind": f"fit-{self.kind}", "model": self.model, "target": self.target,
-            "device": self.device, "count": self.count, "tensor_parallel": self.tensor_parallel,
+            "device": self.device, "count": self.count, "instances": self.instances,
+            "tensor_parallel": self.tensor_parallel,
             "replicas": self.replicas, "engine": self.engine, "weights_format": self.weights_format,
             "tokens_per_second_total": self.tokens_per_second_total,
             "fits": self.fits, "memory_per_device": self.memory_per_device,
@@ -309,6 +314,18 @@ def instances_for(count: int, instance: Instance | None) -> int:
     if instance is None or not instance.device_count:
         return 1
     return max(1, -(-count // instance.device_count))
+
+
+def devices_text(count: int, device: str, instances: int = 1, instance: str | None = None) -> str:
+    """The devices of an answer as one line, the one text ``models --fits-on``'s header, the web's "what fits" page
+    and ``recommend``'s options (CLI, JSON, web, plan) name their hardware by: ``count`` every device, ``instances``
+    the machines they are (:func:`instances_for`; local devices: copies of the group), ``instance`` the catalog
+    instance id (None: devices named bare). '16 x h100-sxm (aws-p5.48xlarge, 2 instances)', '8 x h100-sxm
+    (aws-p5.48xlarge)', '4 x h100-sxm', '3 x rtx-4090 (3 copies)', a single device by its id alone."""
+    if instance is not None:
+        return f"{count} x {device} ({instance}" + (f", {instances} instances)" if instances > 1 else ")")
+    text = device if count == 1 else f"{count} x {device}"
+    return text + (f" ({instances} copies)" if instances > 1 else "")
 
 
 def link_bandwidth_for(device: Device, instance: Instance | None, hardware_files: Sequence[str | Path] = ()) -> float | None:
@@ -720,7 +737,8 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
                          {"usable_memory_per_device": usable, "context": context, "concurrency": concurrency,
                           "busy_replicas": busy_replicas(concurrency, replicas), **queue,
                           **({"tensor_parallel_layouts": layouts} if layouts else {})},
-                         cost=serving_cost(device, n, instance, kwh_price, replicas_tokens_per_second(sp, replicas, concurrency)))
+                         cost=serving_cost(device, n, instance, kwh_price, replicas_tokens_per_second(sp, replicas, concurrency)),
+                         instances=instances_for(n, instance))
 
     return MemoryFit(fits, result, d.get("engine_refusal_reason"))
 
@@ -929,7 +947,8 @@ def fit_training(model: ModelSpec | str, hardware: str | Device | Instance, coun
                               hardware_files=hardware_files)
     return FitResult("training", spec.name, target, device.id, n, tp, n // tp, "", "", bool(d["fits"]), need, hi,
                      int(d["memory_budget"]), hr, est, None, timing, (str(d["verdict"]),), tuple(assumptions),
-                     tuple(est.warnings), {"usable_memory_per_device": usable}, dur, fits_at=at)
+                     tuple(est.warnings), {"usable_memory_per_device": usable}, dur, fits_at=at,
+                     instances=instances_for(n, instance))
 
 
 # The settings fit --train tries when a training run does not fit, least change to the run first: the same training

@@ -121,16 +121,16 @@ def requested(res: Resources, ctx: PlanContext) -> tuple[Hardware | None, Device
 
 
 def from_option(o: Option, res: Resources, ctx: PlanContext) -> tuple[Hardware, Device, Instance | None]:
-    """The Hardware of a recommended option (its instances become nodes; its replicas are fit's, the model copies
-    over all its devices)."""
+    """The Hardware of a recommended option: its count (every device) and its instances (the machines they are,
+    ``recommend.Option``'s convention, fit's) become count and nodes; its replicas are fit's, the model copies over
+    all its devices."""
     cat = ctx.cat()
     hw = cat.find(o.target)
     instance = hw if isinstance(hw, Instance) else None
     device = instance.device if instance is not None else cat.device(o.device)
-    nodes = max(1, o.instances) if instance is not None else 1
-    count = o.count * nodes
+    nodes, count = max(1, o.instances), o.count
     usable, _ = usable_memory(device, res.memory)
-    link = link_bandwidth_for(device, instance, ctx.hardware_files) if o.count > 1 else None
+    link = link_bandwidth_for(device, instance, ctx.hardware_files) if count // nodes > 1 else None
     node_bw = float(instance.network.base) if instance is not None and instance.network is not None else None
     price = o.price_per_hour
     basis = ("on-demand, from `llmsizer recommend`" if price is not None else "unknown: no catalog price")
@@ -145,7 +145,6 @@ def none_hardware(res: Resources) -> Hardware:
 
 def option_dict(o: Option, basis: str) -> dict[str, Any]:
     """A compact record of one alternative (for the cost-per-option chart and tables)."""
-    return {"target": o.target, "name": o.name, "hardware": f"{o.count} x {o.device}" + (
-        f" x{o.instances}" if o.instances > 1 else ""), "status": o.status, "price_per_hour": o.price_per_hour,
+    return {"target": o.target, "name": o.name, "hardware": o.devices_text, "status": o.status, "price_per_hour": o.price_per_hour,
         "run_cost": o.run_cost, "training_seconds": o.training_seconds, "weights_format": o.weights_format,
         "tokens_per_second": o.tokens_per_second, "basis": basis, "reasons": list(o.reasons)}

@@ -16,7 +16,7 @@ def _price(o: Option) -> str:
 def option_rows(rec: Recommendation, top: int = 8) -> tuple[list[list[str]], list[str]]:
     """The options table (rows, header) the terminal and the notebook HTML both show."""
     def hw(o: Option) -> str:
-        return f"{o.count} x {o.device}" + (f" x{o.instances}" if o.instances > 1 else "")
+        return o.devices_text
 
     if rec.kind == "inference":
         rows = [[o.status, o.target, hw(o), o.weights_format.removeprefix("gguf:"), _price(o),

@@ -267,6 +267,18 @@ def test_fits_on_grid_shows_the_tokens_of_every_replica_as_compare_does(page: Pa
     assert f"{round(total):,} tok/s" in page.locator("#cell-h100-sxm-8").inner_text()
 
 
+def test_fits_on_summary_is_the_answers_devices_text(page: Page, server: str) -> None:
+    """The page's summary names the hardware with the answer's ``devices_text`` (estimate/fit.py ``devices_text``),
+    as the CLI's header does: 16 devices of an 8-GPU instance are 2 instances (the catalog row's device_count)."""
+    want = cli("models", "llama-3.1-8b", "--fits-on", "aws-p5.48xlarge", "--count", "16")
+    assert want["devices_text"] == "16 x h100-sxm (aws-p5.48xlarge, 2 instances)"
+    ready(page, "/fits?fits_on=aws-p5.48xlarge&count=16&query=llama-3.1-8b")
+    page.wait_for_selector("#fit-count")
+    assert f"fit {want['devices_text']} at " in page.locator("#summary").inner_text()
+    text = cli("models", "llama-3.1-8b", "--fits-on", "aws-p5.48xlarge", "--count", "16", json_out=False)
+    assert text.startswith(f"models on {want['devices_text']}: ")
+
+
 # ---------------------------------------------------------------------------------------------- model files
 
 def test_drop_a_gguf_file_and_see_its_exact_weight_bytes(page: Page, server: str, tmp_path: Path) -> None:
@@ -432,6 +444,7 @@ def test_compare_is_recommend(page: Page, server: str, shots: Path) -> None:
     want = cli("recommend", "llama-3.1-8b", "--context", "8k", "--concurrency", "8")
     chosen = want["chosen"]
     assert chosen["name"] in page.locator("#chosen-title").inner_text()
+    assert chosen["devices_text"] in page.locator("#chosen-title").inner_text()  # the core's line, verbatim
     rows = page.locator("#options tbody tr")
     assert rows.count() == min(12, len(want["options"]))
     assert page.locator("#rejected tbody tr").count() == min(12, len(want["rejected"]))

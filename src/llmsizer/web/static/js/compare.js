@@ -52,7 +52,9 @@ async function compute() {
   }
 }
 
-const label = (o) => `${o.count} × ${o.device}${o.name && o.name !== o.device ? ` (${o.provider ? `${o.provider} ` : ""}${o.name})` : ""}`;
+// the option's hardware as the core names it (recommend.Option.devices_text: count, device, instances), verbatim,
+// then the catalog's name of the device or instance where that line does not hold it (Standard_D2as_v5)
+const label = (o) => `${o.devices_text}${o.name && !o.devices_text.includes(o.name) ? ` — ${o.name}` : ""}`;
 const reasons = (o) => el("ul", { class: "reasons" }, o.reasons.map((r) => el("li", {}, r)));
 
 function render(rec, top) {

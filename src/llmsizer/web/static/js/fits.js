@@ -3,7 +3,7 @@
 // (by parameters, from the catalog list) first.
 
 import { ApiError, debounce, get, post } from "./api.js";
-import { el, fitsOnDevices, formatBytes, formatCount, formatRate } from "./format.js";
+import { el, formatBytes, formatCount, formatRate } from "./format.js";
 import { cliCommand, formValues, loadFromUrl, saveToUrl } from "./state.js";
 import { copyButton } from "./ui.js";
 
@@ -79,7 +79,7 @@ function render(d) {
   const rows = ranked(d.models, (id) => params.get(id));
   const n = rows.filter((m) => m.status === "meets").length;
   $("summary").replaceChildren(el("b", { id: "fit-count", "data-fits": n }, `${n} of ${rows.length}`),
-    ` catalog models fit ${fitsOnDevices(d)} at ${d.context.toLocaleString("en-US")} tokens × ${d.concurrency} sequence(s).`);
+    ` catalog models fit ${d.devices_text} at ${d.context.toLocaleString("en-US")} tokens × ${d.concurrency} sequence(s).`);
   $("fits-warnings").replaceChildren(...(d.warnings || []).map((w) => el("li", {}, `warning: ${w}`))); // as the CLI's
   $("fits-table").tBodies[0].replaceChildren(...rows.map((m, i) => {
     const ok = m.status === "meets";

@@ -60,15 +60,6 @@ export function formatSeconds(s) {
   return `${(s / 3600 / 730).toFixed(1)} months`;
 }
 
-/** The hardware of a `models --fits-on` answer as the CLI's header names it (cli/model_cmds.py _devices_text):
- * "16 x h100-sxm (aws-p5.48xlarge, 2 instances)", a single device by its name alone. */
-export function fitsOnDevices(d) {
-  const each = d.devices_per_instance;
-  if (each === undefined || each === null) return d.count === 1 ? d.hardware : `${d.count} x ${d.hardware}`;
-  const k = Math.floor(d.count / each);
-  return `${d.count} x ${d.device} (${d.hardware}` + (k > 1 ? `, ${k} instances)` : ")");
-}
-
 /** Element builder: el("td", {class: "num"}, "text", child...). Text is set as text, never parsed as HTML. */
 export function el(tag, attrs = {}, ...children) {
   const node = document.createElement(tag);
