@@ -103,7 +103,9 @@ def check_number(value: object, name: str, rng: Range, where: str = "") -> float
         return value  # the other common case (a catalog's values in base units), as the checks below answer it
     at = f" ({where})" if where else ""
     head = f"{name}{at}: " if name or at else ""  # no name: the caller (argparse, the request reader) adds it
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    if isinstance(value, bool):  # a JSON/YAML true/false or a Python True/False: one wording on every surface
+        raise NumberError(f"{head}{not_a_boolean(value, rng)}")
+    if not isinstance(value, (int, float)):
         raise NumberError(f"{head}expected {rng.describe()}, got {_shown(value)}")
     if isinstance(value, float) and not math.isfinite(value):
         raise NumberError(f"{head}must be finite, got {value!r}; expected {rng.describe()}")
@@ -112,6 +114,13 @@ def check_number(value: object, name: str, rng: Range, where: str = "") -> float
     if not rng.low <= value <= rng.high:
         raise NumberError(f"{head}{_shown(value)} is out of range; expected {rng.describe()}")
     return int(value) if rng.integral else float(value)
+
+
+def not_a_boolean(value: bool, rng: Range) -> str:
+    """The one message of a boolean given for a number (``zero: true`` in a request file, ``"zero": true`` on the
+    web, ``zero=True`` in Python), after the name of its field: the range and the value as JSON and YAML write it
+    (the Python API, the request reader and the web bridge all say this)."""
+    return f"expected {rng.describe()}, got the boolean {'true' if value else 'false'}"
 
 
 def _shown(value: object) -> str:

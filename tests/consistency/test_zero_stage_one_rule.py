@@ -37,4 +37,4 @@ def test_a_stage_given_as_a_boolean_is_the_clis_range_line(value: bool) -> None:
     expected = err.strip().removesuffix(" (see --help)").split("is out of range; ", 1)[1]  # "expected ... (why)"
     with pytest.raises(llmsizer.InputError) as e:
         llmsizer.estimate_training("llama-3.1-8b", zero=value)
-    assert str(e.value) == f"zero: {expected}, got {value!r}"
+    assert str(e.value) == f"zero: {expected}, got the boolean {str(value).lower()}"

@@ -36,7 +36,9 @@ from .json_out import dumps_indent2
 # flag ("argument --count: -1 is out of range; expected an integer in [1, 1,048,576] (...)"), exit 2.
 
 
-def _argtype(parse: Callable[[str], Any], name: str) -> Callable[[str], Any]:
+def _argtype(parse: Callable[[str], Any], name: str, rng: Range | None = None) -> Callable[[str], Any]:
+    """An argparse type reading text with ``parse``; ``rng``, the range of a numeric flag, is kept on it as
+    ``number_range`` (the web bridge says a JSON true/false given for the flag with it: numbers.not_a_boolean)."""
     def convert(text: str) -> Any:
         if len(text) > 200:  # no number is written in 200 characters; keep a 1 MB value out of the message
             raise argparse.ArgumentTypeError(f"a value of {len(text):,} characters is not a number")
@@ -45,6 +47,7 @@ def _argtype(parse: Callable[[str], Any], name: str) -> Callable[[str], Any]:
         except InputError as e:
             raise argparse.ArgumentTypeError(str(e)) from None
     convert.__name__ = name  # argparse names the type in some of its messages
+    convert.number_range = rng  # type: ignore[attr-defined]
     return convert
 
 
@@ -71,27 +74,27 @@ def _number(text: str, rng: Range) -> int | float:
 def int_arg(rng: Range) -> Callable[[str], int]:
     """argparse type: a whole number in ``rng`` (``--count``, ``--tp``, ``--layers``...)."""
     assert rng.integral
-    return _argtype(lambda t: int(_number(t, rng)), "int")
+    return _argtype(lambda t: int(_number(t, rng)), "int", rng)
 
 
 def float_arg(rng: Range) -> Callable[[str], float]:
     """argparse type: a number in ``rng`` (``--utilization``, ``--kwh-price``...)."""
-    return _argtype(lambda t: float(_number(t, rng)), "float")
+    return _argtype(lambda t: float(_number(t, rng)), "float", rng)
 
 
 def bytes_in(rng: Range) -> Callable[[str], int]:
     """argparse type: a size ('24GiB', '80GB') in ``rng``."""
-    return _argtype(lambda t: parse_bytes(t, what="", rng=rng), "size")
+    return _argtype(lambda t: parse_bytes(t, what="", rng=rng), "size", rng)
 
 
 def count_in(rng: Range) -> Callable[[str], int]:
     """argparse type: a count ('7B', '32k', '8') in ``rng``."""
-    return _argtype(lambda t: parse_count(t, what="", rng=rng), "count")
+    return _argtype(lambda t: parse_count(t, what="", rng=rng), "count", rng)
 
 
 def tokens_in(rng: Range) -> Callable[[str], int]:
     """argparse type: a token length ('8k' = 8192) in ``rng``."""
-    return _argtype(lambda t: parse_tokens(t, what="", rng=rng), "tokens")
+    return _argtype(lambda t: parse_tokens(t, what="", rng=rng), "tokens", rng)
 
 
 bytes_arg = bytes_in(BYTES)
@@ -122,7 +125,7 @@ def share_in(rng: Range) -> Callable[[str], float]:
 
         return parse_share(text, rng)
 
-    return _argtype(parse, "share")
+    return _argtype(parse, "share", rng)
 
 
 def needs_subcommand(p: argparse.ArgumentParser) -> Callable[[argparse.Namespace], int]:

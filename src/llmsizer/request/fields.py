@@ -11,7 +11,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..numbers import CONCURRENCY, CPU_MOE_LAYERS, HEADROOM, LORA_ALPHA, LORA_RANK, UTILIZATION, Range
+from ..numbers import (
+    CONCURRENCY,
+    CPU_MOE_LAYERS,
+    FSDP_VERSION,
+    HEADROOM,
+    IMAGES,
+    LORA_ALPHA,
+    LORA_RANK,
+    UTILIZATION,
+    VIDEO_FRAMES,
+    ZERO_STAGE,
+    Range,
+)
 from ..specs.training import (
     BATCH_SHAPES,
     CHECKPOINT_IMPLS,
@@ -265,7 +277,7 @@ TRAINING = (
             choices=_KERNELS),
           F("mamba_path", "enum", "what runs Mamba layers: cuda-kernels (mamba_ssm + causal-conv1d on a CUDA GPU, "
             "or built on ROCm) or torch (transformers' reference functions); default by device", template=False, choices=MAMBA_PATHS),
-          F("zero", "int", "DeepSpeed ZeRO stage 0-3", template=False, minimum=0, maximum=3),
+          F("zero", "int", "DeepSpeed ZeRO stage 0-3", template=False, bounds=ZERO_STAGE),
           F("fsdp", "enum", "PyTorch FSDP sharding", template=False, choices=_FSDP),
           F("tp", "int", "tensor-parallel degree", template=False, minimum=1),
           F("pp", "int", "pipeline-parallel degree", template=False, minimum=1),
@@ -284,7 +296,7 @@ TRAINING = (
             "HF accelerate / Trainer, the default) or every micro-step; FSDP1 optimizer-step: no_sync, unsharded "
             "gradients accumulate", template=False, choices=GRAD_SYNC),
           F("fsdp_version", "int", "FSDP implementation: 2 fully_shard (default), 1 FullyShardedDataParallel flat "
-            "parameters", template=False, minimum=1, maximum=2),
+            "parameters", template=False, bounds=FSDP_VERSION),
           F("fsdp2_units", "enum", "with FSDP2: which units are unsharded when (largest-two; torchtitan: the root "
             "unit kept unsharded from forward to backward; torchtitan-resharded: torch >= 2.8; torchtune: root kept, "
             "every block resharded)", template=False,
@@ -368,7 +380,7 @@ INFERENCE = (
         F("tensor_split", "ratios", "llama.cpp -ts: share of the model per GPU, one per device (default: by free "
           "memory, equal for identical GPUs)", [3, 1], template=False),
         F("n_cpu_moe", "int", "llama.cpp --n-cpu-moe: keep the MoE expert tensors of the first N layers in host "
-          "memory", 8, minimum=CPU_MOE_LAYERS.low, maximum=CPU_MOE_LAYERS.high, template=False),
+          "memory", 8, bounds=CPU_MOE_LAYERS, template=False),
         F("mem_fraction_static", "share", "SGLang --mem-fraction-static: share of the memory free before loading "
           "for weights + token pool (default: SGLang's, by GPU memory and TP)", 0.85, bounds=UTILIZATION,
           template=False),
@@ -390,11 +402,11 @@ INFERENCE = (
     )),
     F("media", "section", "images and video in each request's prompt (multimodal models): their tokens add to the "
       "context", kinds=("inference",), fields=(
-        F("images", "int", "images in each request's prompt (a multimodal model only)", 2, minimum=0, maximum=4096,
+        F("images", "int", "images in each request's prompt (a multimodal model only)", 2, bounds=IMAGES,
           template=False),
         F("image_size", "image_size", "width x height of each image (default: the vision encoder's input size)",
           "1024x768", template=False),
-        F("video_frames", "int", "sampled frames of one video in each prompt", 16, minimum=0, maximum=65536,
+        F("video_frames", "int", "sampled frames of one video in each prompt", 16, bounds=VIDEO_FRAMES,
           template=False),
         F("video_size", "image_size", "width x height of each video frame", "640x360", template=False),
         F("pan_and_scan", "bool", "Gemma 3: the processor also crops wide/tall images (more tokens; default off)",

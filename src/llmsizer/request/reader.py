@@ -26,7 +26,18 @@ from typing import Any
 from ..errors import InputError, LlmsizerError
 from ..inputs import check_model_name, foreign_tag, not_true_or_false, read_small_text, yaml_problem
 from ..inputs import short as _short
-from ..numbers import AMOUNT, COUNT, MAX_GPUS, POSITIVE, SPLIT_SHARE, TOKENS, Range, check_number, exactly_whole
+from ..numbers import (
+    AMOUNT,
+    COUNT,
+    MAX_GPUS,
+    POSITIVE,
+    SPLIT_SHARE,
+    TOKENS,
+    Range,
+    check_number,
+    exactly_whole,
+    not_a_boolean,
+)
 from ..specs.training import TrainingWorkload
 from ..specs.workload import ENGINE_SETTINGS, ENGINES, InferenceWorkload, normalize_engine, parse_engine_version
 from ..suggest import did_you_mean
@@ -256,9 +267,9 @@ class _Reader:
                 raise InputError(not_true_or_false(v))
             return v
         v = self.construct(node)
+        if t in ("int", "number") and isinstance(v, bool):  # the one wording of a boolean for a number (numbers.py)
+            raise InputError(not_a_boolean(v, self.range(f) or AMOUNT))
         if t == "int":
-            if isinstance(v, bool):
-                raise InputError(f"must be a whole number, got {_short(text)}")
             # a count written as text ('1e30', '40k') is read in the field's own range, so its message is the field's
             n = Q.parse_plain_count(v, _PLAIN_COUNT_WORDS, self.range(f) or AMOUNT) if isinstance(v, str) else v
             if not isinstance(n, (int, float)):
@@ -268,7 +279,7 @@ class _Reader:
                 raise InputError(f"must be a whole number, got {_short(text)}")
             return n
         if t == "number":
-            if isinstance(v, bool) or not isinstance(v, (int, float)):
+            if not isinstance(v, (int, float)):
                 try:
                     v = float(text)
                 except ValueError:

@@ -548,9 +548,7 @@ class TrainingWorkload:
             # each through its flag's range (numbers.py: COUNT, seq_len TOKENS), so micro_batch=0 or 2e6 from Python
             # is the CLI's line, and text ('4k') is read as the CLI reads it (specs/workload.py read_number): one rule
             # for the command line, the request file and the Python API
-            for name, v in zip(_COUNTS, counts, strict=True):
-                if isinstance(v, bool):
-                    raise InputError(f"{name} must be a positive integer, got {v!r}")
+            for name, v in zip(_COUNTS, counts, strict=True):  # a bool too: numbers.not_a_boolean's line
                 self.__dict__[name] = int(read_number(v, name, TOKENS if name == "seq_len" else COUNT))  # 2.0 -> 2
         if type(self.zero) is not int or not 0 <= self.zero <= 3:  # the CLI's --zero range and line (ZERO_STAGE);
             # a bool too: the one number check refuses it with the range (numbers.check_number)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import importlib.util
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import anyio
@@ -51,8 +51,11 @@ def json_answer(data: Any, code: int = 0) -> Response:
     return Response(json_text(data), media_type="application/json", headers={EXIT_HEADER: str(code)})
 
 
-async def run(request: Request, work: Callable[[], Response], *, not_found: bool = False) -> Response:
-    """``work`` in a worker thread under the time limit and ``names_only``; errors become problems."""
+async def run(request: Request, work: Callable[[], Response], *, fields: Mapping[str, Any], not_found: bool = False,
+              default: str = "body") -> Response:
+    """``work`` in a worker thread under the time limit and ``names_only``; errors become problems, each naming the
+    input at fault: ``fields`` are the call's inputs (body fields, query and path parameters) an error's message may
+    name, ``default`` the one named when it names none (problems.from_error)."""
     limit = request.app.state.time_limit
 
     def guarded() -> Response:
@@ -64,14 +67,14 @@ async def run(request: Request, work: Callable[[], Response], *, not_found: bool
             return await anyio.to_thread.run_sync(guarded, abandon_on_cancel=True)
     except TimeoutError:
         return Problem(503, f"no answer within {limit:g} s, the server's time limit per request; ask for less (a "
-                            "narrower search, fewer options) or start the server with a longer limit",
+                            "narrower search, fewer options) or start the server with a longer limit", None,
                        headers={"Retry-After": "1"}).response()
     except Problem as p:
         return p.response()
     except RequestError as e:
         return Problem(400, e.errors[0], "request", e.errors).response()
     except LlmsizerError as e:
-        return from_error(e, not_found=not_found).response()
+        return from_error(e, not_found=not_found, fields=fields, default=default).response()
     except Exception:
         log.exception("internal error answering %s", request.url.path)
         return internal_error()
@@ -81,14 +84,14 @@ async def body_of(request: Request) -> dict[str, Any]:
     """The JSON object of a POST (the guard has already capped its size)."""
     kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if kind != "application/json":  # also keeps other sites' plain form posts out (they cannot send this type)
-        raise Problem(415, f"send the request as JSON (Content-Type: application/json), not {kind or 'no type'}")
+        raise Problem(415, f"send the request as JSON (Content-Type: application/json), not {kind or 'no type'}", "Content-Type")
     raw = await request.body()
     try:
         data = loads_bounded(raw, "request body", "the body", object_pairs_hook=bridge.unique_pairs)
     except LlmsizerError as e:
-        raise Problem(400, str(e)) from None
+        raise Problem(400, str(e), "body") from None
     if not isinstance(data, dict):
-        raise Problem(400, "request body: expected a JSON object of fields (the command's long options)")
+        raise Problem(400, "request body: expected a JSON object of fields (the command's long options)", "body")
     return data
 
 
@@ -131,7 +134,7 @@ async def models(request: Request, query: str | None = Query(None, description="
     def work() -> Response:
         args = bridge.parse(("models",), params, positionals=[q] if q else [])
         return json_answer(*models_answer(args))
-    return await run(request, work)
+    return await run(request, work, fields={**params, "query": q})
 
 
 @router.get("/models/fits-on", summary="which catalog models fit a device or instance (models --fits-on --json)",
@@ -158,7 +161,7 @@ async def models_fits_on(request: Request,
     def work() -> Response:
         args = bridge.parse(("models",), params, positionals=[q] if q else [])
         return json_answer(*models_answer(args))
-    return await run(request, work)
+    return await run(request, work, fields={**params, "query": q})
 
 
 _HARDWARE_FIELDS = {
@@ -205,7 +208,7 @@ async def models_fits_on_with_hardware(request: Request) -> Response:
             if str(e).startswith(f"hardware file {label}:"):
                 raise Problem(400, str(e), "hardware") from None
             raise
-    return await run(request, work)
+    return await run(request, work, fields=fields)
 
 
 @router.get("/models/{model:path}", summary="one model: architecture and parameters (inspect --json)",
@@ -227,13 +230,13 @@ async def _inspect(request: Request, fields: dict[str, Any], not_found: bool = F
     def work() -> Response:
         args = bridge.parse(("inspect",), fields, skip=MODEL_FIELDS)
         return json_answer(inspect_data(resolve(args, fields, uploads)))
-    return await run(request, work, not_found=not_found)
+    return await run(request, work, fields=fields, not_found=not_found)
 
 
 @router.get("/formats", summary="weight formats (formats --json)", responses={200: _ANSWER})
 async def formats(request: Request) -> Response:
     from ..formulas.weight_formats import format_names
-    return await run(request, lambda: json_answer(format_names()))
+    return await run(request, lambda: json_answer(format_names()), fields={})
 
 
 @router.get("/hardware", summary="the hardware catalog (hardware list --json)", responses={200: _ANSWER, **_ERRORS})
@@ -247,7 +250,7 @@ async def hardware(request: Request, query: str | None = Query(None, description
 
     def work() -> Response:
         return json_answer(list_answer(bridge.parse(("hardware", "list"), params, positionals=[q] if q else [])))
-    return await run(request, work)
+    return await run(request, work, fields={**params, "query": q})
 
 
 @router.get("/hardware/{name:path}", summary="one device or instance, every value with source and date "
@@ -255,10 +258,11 @@ async def hardware(request: Request, query: str | None = Query(None, description
 async def hardware_one(request: Request, name: str) -> Response:
     from ..cli.hardware_cmd import show_answer
 
+    params = bridge.query_fields(("hardware", "show"), request.query_params.multi_items())
+
     def work() -> Response:
-        params = bridge.query_fields(("hardware", "show"), request.query_params.multi_items())
         return json_answer(show_answer(bridge.parse(("hardware", "show"), params, positionals=[name])))
-    return await run(request, work, not_found=True)
+    return await run(request, work, fields={"name": name, **params}, not_found=True)
 
 
 # ---------------------------------------------------------------------------------------------------- estimates
@@ -276,7 +280,7 @@ def _estimate_route(command: str, answer: Callable[..., Any]) -> Callable[[Reque
             except FieldError as e:  # the field as the body named it (bridge.field_problem)
                 raise bridge.field_problem((command,), e, fields) from None
             return json_answer(data, code)
-        return await run(request, work)
+        return await run(request, work, fields=fields)
     route.__name__ = command
     return route
 
@@ -341,7 +345,7 @@ async def plan(request: Request) -> Response:
         if fmt == "md":
             return Response(render(result, "md"), media_type="text/markdown", headers=headers)
         return Response(render(result, "json"), media_type="application/json", headers=headers)
-    return await run(request, work)
+    return await run(request, work, fields=fields, default="request")
 
 
 @router.post("/request/check", summary="validate a request (request check --json)",
@@ -357,21 +361,21 @@ async def request_check(request: Request) -> Response:
         text, name = request_text(fields)
         data, code, _ = check_answer(lambda: parse_request(text, source=name))
         return json_answer(data, code)
-    return await run(request, work)
+    return await run(request, work, fields=fields, default="request")
 
 
 @router.get("/request/template", summary="the commented request template (request new)",
             responses={200: {"description": "YAML", "content": {"text/yaml": {"schema": {"type": "string"}}}}})
 async def request_template(request: Request) -> Response:
     from ..request.template import template
-    return await run(request, lambda: Response(template(), media_type="text/yaml"))
+    return await run(request, lambda: Response(template(), media_type="text/yaml"), fields={})
 
 
 @router.get("/request/schema", summary="the JSON Schema of request files (request schema)",
             responses={200: _ANSWER})
 async def request_schema(request: Request) -> Response:
     from ..request.schema import schema_text
-    return await run(request, lambda: Response(schema_text(), media_type="application/json"))
+    return await run(request, lambda: Response(schema_text(), media_type="application/json"), fields={})
 
 
 # --------------------------------------------------------------------------------------------------- model files
@@ -390,7 +394,7 @@ async def model_files(request: Request, kind: str = Query(..., description="gguf
     content = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if content != "application/octet-stream":
         return Problem(415, "send the header bytes raw (Content-Type: application/octet-stream), not "
-                            f"{content or 'no type'}").response()
+                            f"{content or 'no type'}", "Content-Type").response()
     if kind not in KINDS:
         return Problem(400, f"kind {kind[:40]!r}: expected one of {', '.join(KINDS)}", "kind").response()
     data = await request.body()
@@ -398,4 +402,4 @@ async def model_files(request: Request, kind: str = Query(..., description="gguf
     def work() -> Response:
         label = check_label(name, "name")
         return json_answer(uploads.add(kind, label, size, data).to_dict())
-    return await run(request, work)
+    return await run(request, work, fields={"kind": kind, "name": name, "size": size})

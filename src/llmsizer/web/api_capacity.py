@@ -61,7 +61,7 @@ def config_of(request: Request) -> ProviderConfig:
     cfg: ProviderConfig | None = getattr(request.app.state, "provider", None)
     if cfg is None:
         raise Problem(503, "this server has no provider inventory: start it with `llmsizer serve --inventory FILE "
-                           "--db URL [--auth FILE]`")
+                           "--db URL [--auth FILE]`", None)
     return cfg
 
 
@@ -82,7 +82,7 @@ def namespace(http: Request, cfg: ProviderConfig, **fields: Any) -> argparse.Nam
             from ..cli.capacity_cmd import log_denied
             log_denied(argparse.Namespace(db=cfg.db, actor=who.name), "csrf", f"{http.method} {http.url.path}: "
                        f"{message}")
-            raise Problem(403, message)
+            raise Problem(403, message, "X-CSRF-Token")
         args.web_role = who
         return args
     args.web_token = None
@@ -96,7 +96,7 @@ def forbidden_as_403(work: Callable[[], Response]) -> Callable[[], Response]:
         try:
             return work()
         except Forbidden as e:
-            raise Problem(403, term(str(e))) from None
+            raise Problem(403, term(str(e)), "token") from None
     return guarded
 
 
@@ -148,7 +148,7 @@ async def check(request: Request) -> Response:
     def work() -> Response:
         data, code, _ = check_answer(_request_args(request, cfg, fields))
         return json_answer(data, code)
-    return await run(request, forbidden_as_403(work))
+    return await run(request, forbidden_as_403(work), fields=fields, default="request")
 
 
 _BOOK_FIELDS = (*_CHECK_FIELDS, "job", "earliest", "tentative", "state", "hold_hours")
@@ -182,7 +182,7 @@ async def book(request: Request) -> Response:
         if notes:
             response.headers[NOTES_HEADER] = json.dumps([term(n) for n in notes])
         return response
-    return await run(request, forbidden_as_403(work))
+    return await run(request, forbidden_as_403(work), fields=fields, default="request")
 
 
 def _state_route(action: str, state: str) -> Callable[[Request], Any]:
@@ -203,7 +203,7 @@ def _state_route(action: str, state: str) -> Callable[[Request], Any]:
             args = namespace(request, cfg, ids=ids, state=state)
             data, code = state_answer(args)
             return json_answer(data, code)
-        return await run(request, forbidden_as_403(work))
+        return await run(request, forbidden_as_403(work), fields=fields, default="ids")
     route.__name__ = action
     return route
 
@@ -227,13 +227,13 @@ def _show(request: Request, cfg: ProviderConfig, at: str | None, audit: bool) ->
             responses={**_ERRORS})
 async def show(request: Request, at: str | None = None) -> Response:
     cfg = config_of(request)
-    return await run(request, _show(request, cfg, at, False))
+    return await run(request, _show(request, cfg, at, False), fields={"at": at})
 
 
 @router.get("/audit", summary="reservations and the audit log (capacity show --audit --json)", responses={**_ERRORS})
 async def audit(request: Request) -> Response:
     cfg = config_of(request)
-    return await run(request, _show(request, cfg, None, True))
+    return await run(request, _show(request, cfg, None, True), fields={})
 
 
 @router.get("/export/{rid}", summary="a confirmed booking as the scheduler's input (capacity export ID --format F)",
@@ -247,10 +247,10 @@ async def export(request: Request, rid: str, format: str, user: str | None = Non
     def work() -> Response:
         text, code, message = export_answer(namespace(request, cfg, id=rid, format=format, user=user))
         if code:
-            raise Problem(409, message)
+            raise Problem(409, message, "rid")
         kind = "application/yaml" if format == "kueue" else "text/plain"
         return Response(text, media_type=kind, headers={EXIT_HEADER: "0"})
-    return await run(request, forbidden_as_403(work))
+    return await run(request, forbidden_as_403(work), fields={"rid": rid, "format": format, "user": user})
 
 
 @router.get("/inventory", summary="the server's inventory file (YAML)", responses={**_ERRORS})
@@ -264,7 +264,7 @@ async def inventory(request: Request) -> Response:
         _authorize(namespace(request, cfg), "show")
         return Response(read_small_text(Path(cfg.inventory), "inventory", MAX_INVENTORY_BYTES),
                         media_type="application/yaml", headers={EXIT_HEADER: "0"})
-    return await run(request, forbidden_as_403(work))
+    return await run(request, forbidden_as_403(work), fields={})
 
 
 @router.put("/inventory", summary="replace the inventory (operators): body {\"inventory\": \"<YAML>\"}, checked as "
@@ -301,7 +301,7 @@ async def edit_inventory(request: Request) -> Response:
                 store.close()
         return json_answer({"nodes": len(inv.nodes), "sites": len(inv.sites), "before": digest[0],
                             "after": digest[1]})
-    return await run(request, forbidden_as_403(work))
+    return await run(request, forbidden_as_403(work), fields=fields, default="inventory")
 
 
 # ------------------------------------------------------------------------------------------------------ console
@@ -322,7 +322,7 @@ async def login(request: Request) -> Response:
     token = _text(fields, "token")
     if cfg.auth is None:
         raise Problem(400, "this server has no auth file (serve --auth FILE): there is nothing to sign in to; "
-                           "every call is allowed")
+                           "every call is allowed", "token")
     auth_path = cfg.auth
     client = login_client(request)
 
@@ -336,7 +336,7 @@ async def login(request: Request) -> Response:
                 message = (f"too many failed sign-ins from this client ({LOGIN_FAILURES} within "
                            f"{LOGIN_WINDOW.total_seconds() / 60:g} min): try again in {wait:.0f} s")
                 log_denied(argparse.Namespace(db=cfg.db, actor=WEB_ACTOR), "login", message)
-                raise Problem(429, message, headers={"Retry-After": str(max(1, int(wait + 0.999)))})
+                raise Problem(429, message, "token", headers={"Retry-After": str(max(1, int(wait + 0.999)))})
             try:
                 who = authorize(token, "show", replace(load_auth(auth_path), source=WEB_AUTH_SOURCE))
             except Forbidden as e:
@@ -351,7 +351,7 @@ async def login(request: Request) -> Response:
         response.set_cookie(sessions.COOKIE, cookie, max_age=sessions.SESSION_S, httponly=True, samesite="strict",
                             secure=request.url.scheme == "https", path="/")
         return response
-    return await run(request, forbidden_as_403(work))
+    return await run(request, forbidden_as_403(work), fields=fields, default="token")
 
 
 def login_client(request: Request) -> str:
@@ -389,7 +389,7 @@ async def console(request: Request) -> Response:
 
     def work() -> Response:
         return json_answer(console_view(namespace(request, cfg, at=None, audit=True, svg=None, html=None)))
-    return await run(request, forbidden_as_403(work))
+    return await run(request, forbidden_as_403(work), fields={})
 
 
 def console_view(args: argparse.Namespace) -> dict[str, Any]:

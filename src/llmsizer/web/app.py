@@ -108,17 +108,20 @@ async def _problem(request: Request, exc: Any) -> Response:
 
 async def _http_problem(request: Request, exc: Any) -> Response:
     detail = exc.detail if isinstance(exc.detail, str) else "error"
+    field: str | None = "path"  # a 404: no such route, page or file
     if exc.status_code == 404 and detail == "Not Found":
         detail = f"no such page or API route: {request.url.path[:200]}"
     elif exc.status_code == 405:
-        detail = f"{request.method} is not allowed on {request.url.path[:200]}"
-    return problem_response(exc.status_code, detail, headers=getattr(exc, "headers", None))
+        detail, field = f"{request.method} is not allowed on {request.url.path[:200]}", "method"
+    elif exc.status_code != 404:
+        field = None if exc.status_code >= 500 else "body"
+    return problem_response(exc.status_code, detail, field, headers=getattr(exc, "headers", None))
 
 
 async def _validation_problem(request: Request, exc: Any) -> Response:
     errors = exc.errors()
     first = errors[0] if errors else {}
     loc = [str(x) for x in first.get("loc", ()) if x not in ("query", "path", "body")]
-    field = loc[-1] if loc else None
+    field = loc[-1] if loc else "body"
     msg = str(first.get("msg", "invalid value"))
-    return problem_response(400, f"{field or 'request'}: {msg}", field)
+    return problem_response(400, f"{field}: {msg}", field)

@@ -20,6 +20,7 @@ from typing import Any, NoReturn
 from ..cli.main import _Parser, build_parser, usage_message
 from ..errors import FieldError
 from ..inputs import not_true_or_false, short
+from ..numbers import not_a_boolean
 from ..render.safe import term
 from .problems import Problem
 
@@ -115,9 +116,13 @@ def _check_shape(key: str, value: Any, action: argparse.Action | None) -> None:
     if isinstance(value, list) and not isinstance(action, argparse._AppendAction):
         raise Problem(400, f"field '{key}': one value expected, got a list (a list is for a repeatable option, "
                            "such as provider)", key)
-    if value is True and takes_value:
+    if isinstance(value, bool) and takes_value:  # false too: before, it was left out and the default answered
+        rng = getattr(action.type, "number_range", None)
+        if rng is not None:  # a numeric option: the one wording of a boolean for a number, as a request file and
+            # the Python API say it (numbers.not_a_boolean)
+            raise Problem(400, f"field '{key}': {not_a_boolean(value, rng)}", key)
         raise Problem(400, f"field '{key}': a value expected (e.g. what --{key.replace('_', '-')} takes on the "
-                           "command line), got true; true/false are for on/off options", key)
+                           f"command line), got {str(value).lower()}; true/false are for on/off options", key)
     if not takes_value and value is not None and not isinstance(value, bool):  # before: argparse's "ignored
         # explicit argument 'yes'", a command-line message for a JSON field
         raise Problem(400, f"field '{key}': {not_true_or_false(value)}", key)

@@ -85,12 +85,12 @@ class Guard:
             host = host_name(dict(scope.get("headers") or []).get(b"host", b""))
             if host not in self.hosts:
                 await problem_response(400, f"host {host[:100]!r} is not this server's name (it answers "
-                                            f"{', '.join(sorted(self.hosts))})")(scope, receive, send_secured)
+                                            f"{', '.join(sorted(self.hosts))})", "Host")(scope, receive, send_secured)
                 return
         limit = self.limits.get(scope["path"], self.body_limit)
 
         def too_large() -> Any:
-            return problem_response(413, f"request body larger than {limit:,} bytes (the limit of {scope['path']})")
+            return problem_response(413, f"request body larger than {limit:,} bytes (the limit of {scope['path']})", "body")
         length = dict(scope.get("headers") or []).get(b"content-length")
         if length is not None:
             try:
@@ -98,7 +98,7 @@ class Guard:
             except ValueError:
                 declared = -1
             if declared < 0:
-                await problem_response(400, "Content-Length is not a number")(scope, receive, send_secured)
+                await problem_response(400, "Content-Length is not a number", "Content-Length")(scope, receive, send_secured)
                 return
             if declared > limit:
                 await too_large()(scope, receive, send_secured)
@@ -132,7 +132,7 @@ class Guard:
                 return None
             if self.buffered > self.buffered_limit:
                 await problem_response(503, "the server is reading too many large requests at once; try again",
-                                       headers={"Retry-After": "1"})(scope, receive, send)
+                                       None, headers={"Retry-After": "1"})(scope, receive, send)
                 return None
             body.append(chunk)
             more = message.get("more_body", False)
@@ -141,4 +141,4 @@ class Guard:
 
 def internal_error() -> Any:
     return problem_response(500, "internal error: the server could not answer this request (the server's log has "
-                                 "the details)")
+                                 "the details)", None)

@@ -90,7 +90,10 @@ def test_a_request_file_given_as_the_model_says_where_it_goes(tmp_path) -> None:
 @pytest.mark.parametrize("body,words", [
     ({"context": [1024, 65536]}, "one value expected, got a list"),  # answered for context 65536 before
     ({"images": [1]}, "one value expected, got a list"),
-    ({"context": True}, "a value expected"),  # said 'argument --context: expected one argument' before
+    # said 'argument --context: expected one argument' before; a numeric option names its range (numbers.py)
+    ({"context": True}, "field 'context': expected an integer in [1, "),
+    ({"context": False}, "got the boolean false"),  # before, false was left out and the default context answered
+    ({"engine": True}, "field 'engine': a value expected"),  # not a number: what the option takes
     # said "argument --max-context: ignored explicit argument 'yes'" (argparse's words for a command line) before
     ({"max_context": "yes"}, "field 'max_context': must be true or false, got 'yes'"),
     ({"max_context": 1}, "field 'max_context': must be true or false, got 1"),

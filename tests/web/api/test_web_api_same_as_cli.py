@@ -261,10 +261,10 @@ ERRORS = [
      "tokens"),
     ("/api/v1/train", {"model": "llama-3.1-8b", "batch": 0}, ["train", "llama-3.1-8b", "--batch", "0"], "batch"),
     ("/api/v1/train", {"model": "llama-3.1-8b", "fsdp_version": 1}, ["train", "llama-3.1-8b", "--fsdp-version", "1"],
-     None),
+     "fsdp_version"),  # the given field the message names (problems.named_field; was None)
     ("/api/v1/fit", {"model": "llama-3.1-8b"}, ["fit", "llama-3.1-8b"], "device"),
     ("/api/v1/fit", {"model": "llama-3.1-8b", "device": "h100-sxmm"}, ["fit", "llama-3.1-8b", "--device",
-                                                                      "h100-sxmm"], None),
+                                                                      "h100-sxmm"], "device"),  # its quoted value
     ("/api/v1/fit", {"model": "llama-3.1-8b", "device": "cpu"}, ["fit", "llama-3.1-8b", "--device", "cpu"],
      "memory"),
     ("/api/v1/infer", {"model": "llama-3.1-8b", "device": "aws-p5.48xlarge"},
@@ -273,12 +273,13 @@ ERRORS = [
      "train"),
     # a provider typo answered "0 options" with exit 1 (a constraint that fails) before it was refused
     ("/api/v1/recommend", {"model": "llama-3.1-8b", "provider": ["awz"]},
-     ["recommend", "llama-3.1-8b", "--provider", "awz"], None),
+     ["recommend", "llama-3.1-8b", "--provider", "awz"], "provider"),
     ("/api/v1/plan", {"request": EXAMPLE.read_text(), "today": "tomorrow"},
      ["plan", str(EXAMPLE), "--today", "tomorrow"], "today"),
     # a release tag that is no release (was read as 0.53), and a release for an engine without releases here
     ("/api/v1/fit", {"model": "qwen3-0.6b", "device": "h100-sxm", "engine": "vllm", "engine_version": "0.5e3"},
-     ["fit", "qwen3-0.6b", "--device", "h100-sxm", "--engine", "vllm", "--engine-version", "0.5e3"], None),
+     ["fit", "qwen3-0.6b", "--device", "h100-sxm", "--engine", "vllm", "--engine-version", "0.5e3"],
+     "engine_version"),
     ("/api/v1/fit", {"model": "qwen3-0.6b", "device": "rtx-4090", "engine": "llamacpp", "engine_version": "0.19"},
      ["fit", "qwen3-0.6b", "--device", "rtx-4090", "--engine", "llamacpp", "--engine-version", "0.19"],
      "engine_version"),  # the field at fault (errors.FieldError; was None: the message names no --flag)
