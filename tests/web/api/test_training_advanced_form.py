@@ -144,6 +144,19 @@ def test_the_advanced_section_is_collapsed_and_names_the_clis_defaults(client) -
             assert empty.startswith("default"), (name, empty)
 
 
+def test_the_page_names_each_default_once(client) -> None:
+    """The page's script names defaults too (ui.js fillChoices, from /pages/choices.json's defaults, serving's first):
+    for an Advanced select it must say what the server wrote, training's default; and every id is the page's once
+    (a generated control's id is its field name)."""
+    page = client.get("/").text
+    ids = re.findall(r'\sid="([^"]+)"', page)
+    assert len(ids) == len(set(ids)), sorted({i for i in ids if ids.count(i) > 1})
+    defaults = client.get("/pages/choices.json").json()["defaults"]
+    for name, c in _form(client).controls.items():
+        if c["advanced"] and c["kind"] == "select" and defaults.get(name) is not None:
+            assert c["options"][""] == f"default ({defaults[name]})", name
+
+
 def test_the_advanced_fields_are_the_python_apis_and_the_request_files(client) -> None:
     """Each Advanced control is named by the TrainingWorkload field the Python API takes; the request file's
     settings (served in /pages/choices.json for the calculator's YAML) take the same names."""
