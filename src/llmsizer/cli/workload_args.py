@@ -278,7 +278,9 @@ def add_training_args(p: argparse.ArgumentParser, *, attention: bool = True,
                    "precision)")
     g.add_argument("--base-dtype", choices=STATE_DTYPES, help="frozen base dtype for lora/dora (default bf16)")
     g.add_argument("--optimizer", choices=OPTIMIZERS, help="default adamw (qlora: paged-adamw)")
-    g.add_argument("--optimizer-state-dtype", choices=STATE_DTYPES)
+    g.add_argument("--optimizer-state-dtype", choices=STATE_DTYPES, help="dtype of the optimizer's states (default: "
+                   "the dtype of the parameters it updates, fp32 master weights included, as torch optimizers keep "
+                   "them; fp32 for bitsandbytes' optimizers)")
     g.add_argument("--optimizer-impl", choices=OPTIMIZER_IMPLS, help="torch optimizer kernel (default fused)")
     g.add_argument("--precision", choices=PRECISIONS,
                    help=f"precision recipe (default {TW.precision}: PyTorch AMP / HF Trainer --bf16)")

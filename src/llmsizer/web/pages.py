@@ -16,7 +16,9 @@ their relative name; a request names a key of that table or gets 404.
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
+import html
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -25,11 +27,13 @@ from typing import Any
 from fastapi import APIRouter, HTTPException
 from fastapi.responses import JSONResponse, Response
 
+from ..cli.main import build_parser
 from ..estimate.device import ENGINE_DEFAULT_NAME
 from ..estimate.inference.compose import engine_kv_dtypes
 from ..estimate.verdict import DEFAULT_HEADROOM, LLAMACPP_FIT_TARGET
 from ..formulas.weight_formats import format_names
 from ..numbers import ZERO_STAGE
+from ..request.fields import TRAINING as REQUEST_TRAINING
 from ..specs import ATTENTION_IMPLS, DEVICES, DTYPES, ENGINES, InferenceWorkload, TrainingWorkload
 from ..specs.training import (
     FSDP_MODES,
@@ -42,6 +46,7 @@ from ..specs.training import (
     TRAIN_ATTENTION,
 )
 from ..specs.workload import DEFAULT_OUTPUT_TOKENS, ENGINE_NAMES
+from .bridge import DENIED
 
 STATIC = Path(__file__).resolve().parent / "static"
 
@@ -94,13 +99,94 @@ NAV = (("/", "Calculator"), ("/compare", "Compare hardware"), ("/fits", "What fi
 NAV_ON_ITSELF_ONLY = frozenset({"/console"})
 
 _INCLUDE = re.compile(r"^<!-- include ([a-z0-9-]+\.html) -->$", re.MULTILINE)
+_GENERATE = re.compile(r"^ *<!-- generate ([a-z0-9-]+) -->$", re.MULTILINE)
+_NAME = re.compile(r'\sname="([a-z0-9_]+)"')
+
+# ------------------------------------------------------------------ the training tab's Advanced section (generated)
+
+# the training tab's controls named apart from the serving tab's (one form holds both; state.js TRAIN_AS): flag dest
+# -> form name
+TRAIN_FORM_NAME = {"attention": "train_attention", "device": "train_device"}
+# closed-choice flags of `train` the page itself sets: the reverse questions, asked whenever a budget is given (the
+# calculator's "Largest that fits" cards)
+PAGE_ASKS = {"max_batch": "the page asks it whenever a memory or a device is given (Largest that fits)",
+             "max_seq": "the page asks it whenever a memory or a device is given (Largest that fits)"}
+# closed-choice flags of `train` that are not workload settings of the form
+NOT_A_SETTING = {"tied": "a manual model's field (with --params, --layers ...): the page's model is a catalog name, "
+                         "Hub id or a dropped config.json / GGUF / safetensors header, which state it"}
+_DEFAULT = re.compile(r"\(default:? ([^()]*(?:\([^()]*\)[^()]*)*)\)|default: ([^()]*)$")
+
+
+def _train_parser() -> argparse.ArgumentParser:
+    """The parser of ``llmsizer train``: the one home of each training flag, its choices and its help."""
+    top = build_parser(["train"])
+    sub = next(a for a in top._actions if isinstance(a, argparse._SubParsersAction))
+    return sub.choices["train"]
+
+
+def closed_choice(action: argparse.Action) -> bool:
+    """A flag with a closed set of values: named choices, or on/off."""
+    return action.choices is not None or isinstance(action, (argparse._StoreTrueAction, argparse.BooleanOptionalAction))
+
+
+def default_text(field: str, help_text: str) -> str:
+    """What a setting's empty choice says: the default as the CLI names it, the workload dataclass's value (the one
+    `fillChoices` names too), else the rule its --help states ('(default ...)'), else plain 'default'."""
+    d = next((f.default for f in dataclasses.fields(TrainingWorkload) if f.name == field), None)
+    if d is not None and d is not dataclasses.MISSING and not isinstance(d, (tuple, bool)):
+        return f"default ({d})"
+    found = _DEFAULT.findall(help_text)
+    phrase = next((a or b for a, b in reversed(found)), "")
+    phrase = phrase.strip()
+    # a long rule stays in the hint under the select, which states it in full
+    return "default" if not phrase else f"default ({phrase})" if len(phrase) <= 24 else "default (see below)"
+
+
+def train_advanced(names_on_page: set[str]) -> tuple[list[argparse.Action], str]:
+    """The closed-choice flags of ``llmsizer train`` that the page has no control for (``names_on_page``) and that
+    are settings, in the parser's order, and the HTML of the Advanced section offering them: a select of the
+    parser's choices (the empty option names the CLI's default) or a checkbox, each labelled with its flag and
+    described by its --help, each named by its dest, the field the API, the request file's settings and the Python
+    API take. Generated at import, so a flag added to the CLI is offered here too."""
+    p = _train_parser()
+    fmt = p._get_formatter()
+    actions = [a for a in p._actions if closed_choice(a) and a.option_strings
+               and TRAIN_FORM_NAME.get(a.dest, a.dest) not in names_on_page
+               and a.dest not in DENIED and a.dest not in PAGE_ASKS and a.dest not in NOT_A_SETTING]
+    rows = []
+    for a in actions:
+        name, flag = a.dest, next(o for o in a.option_strings if o.startswith("--"))
+        if "--" + name.replace("_", "-") not in a.option_strings:  # state.js flagOf writes the field's flag so
+            raise ValueError(f"train {flag}: its dest {name} is not its flag's name; give state.js FLAG a row")
+        text = fmt._expand_help(a) if a.help else ""
+        hint = f'<span class="hint" id="{name}-hint">{html.escape(text)}</span>' if text else ""
+        described = f' aria-describedby="{name}-hint"' if text else ""
+        label = f'<label for="{name}"><code>{html.escape(flag)}</code></label>'
+        if a.choices is None:  # on/off
+            note = f' <span class="small muted" id="{name}-hint">{html.escape(text)}</span>' if text else ""
+            rows.append(f'<div class="field check">{label}<span><input type="checkbox" id="{name}" name="{name}"'
+                        f"{described}>{note}</span></div>")
+            continue
+        options = "".join(f'<option value="{html.escape(str(c))}">{html.escape(str(c))}</option>' for c in a.choices)
+        rows.append(f'<div class="field">{label}<select id="{name}" name="{name}"{described}><option value="">'
+                    f"{html.escape(default_text(name, text))}</option>{options}</select>{hint}</div>")
+    body = "\n".join(f"      {r}" for r in rows)
+    section = ('    <details id="train-advanced">\n'
+               f'      <summary>Advanced: {len(actions)} more <code>llmsizer train</code> settings (empty: the CLI\'s '
+               'default) <span id="train-advanced-set"></span></summary>\n'
+               '      <fieldset>\n      <legend class="sr-only">Advanced training settings</legend>\n'
+               f"{body}\n      </fieldset>\n    </details>")
+    return actions, section
 
 
 def render_page(path: str, templates: Path = TEMPLATES) -> bytes:
-    """The HTML of the page at ``path``: its body, with its shared parts included, in the one layout."""
+    """The HTML of the page at ``path``: its body, with its shared parts included and its generated parts
+    (``<!-- generate train-advanced -->``: ``train_advanced``) made, in the one layout."""
     page = PAGES[path]
     body = _INCLUDE.sub(lambda m: (templates / m.group(1)).read_text(encoding="utf-8").rstrip("\n"),
                         (templates / page.body).read_text(encoding="utf-8"))
+    generated = {"train-advanced": lambda: train_advanced(set(_NAME.findall(body)))[1]}
+    body = _GENERATE.sub(lambda m: generated[m.group(1)](), body)
     current = ' aria-current="page"'
     nav = "\n".join(f'    <li><a href="{href}"{current if href == path else ""}>{label}</a></li>'
                      for href, label in NAV if href not in NAV_ON_ITSELF_ONLY or href == path)
@@ -182,6 +268,9 @@ def choices() -> dict[str, Any]:
         "kv_dtypes_by_engine": {e: list(engine_kv_dtypes(e)) for e in ENGINES},
         "defaults": defaults,
         "engine_names": dict(ENGINE_NAMES),  # what the answers call each engine (render/text.py pool_and_need)
+        # the training settings a request file takes (request/fields.py): the calculator's request YAML writes the
+        # Advanced section's other settings as comments, with their flags
+        "request_settings": [f.name for f in next(f for f in REQUEST_TRAINING if f.name == "settings").fields],
     }
 
 

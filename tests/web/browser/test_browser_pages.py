@@ -154,7 +154,7 @@ def test_training_tab_by_keyboard_and_the_fits_on_grid(page: Page, server: str, 
     assert page.evaluate("document.activeElement.id") == "tab-train"
     page.get_by_label("Method").select_option("lora")
     page.get_by_label("Micro-batch").fill("4")
-    page.get_by_label("Sequence").fill("2k")
+    page.get_by_label("Sequence", exact=True).fill("2k")
     want = cli("train", "llama-3.1-8b", "--method", "lora", "--batch", "4", "--seq", "2k", "--memory", "24GiB",
                "--max-batch", "--max-seq")
     wait_attr(page, "#total", "bytes", want["totals"]["device"]["bytes"], "training total")

@@ -94,6 +94,11 @@ def test_the_downloaded_request_plans_to_the_calculators_answer(page: Page, serv
     # flex picked on the training tab (its own select, train_attention): the request's settings.attention
     ("tab=train&model=qwen2.5-0.5b&train_attention=flex&seq_len=4096&train_device=h100-sxm&tokens=10M&memory=",
      ("--attention", "flex", "--seq", "4096", "--device", "h100-sxm", "--tokens", "10M"), "h100-sxm"),
+    # settings of the Advanced section (generated from train's parser): the request's settings of the same names
+    ("tab=train&model=qwen2.5-0.5b&loss=cut-ce&compile=1&zero_grad=zeros&checkpoint_impl=reentrant"
+     "&grad_checkpointing=full&train_device=l4&tokens=10M&memory=",
+     ("--loss", "cut-ce", "--compile", "--zero-grad", "zeros", "--checkpoint-impl", "reentrant",
+      "--grad-checkpointing", "full", "--device", "l4", "--tokens", "10M"), "l4"),
 ])
 def test_the_downloaded_training_request_plans_to_the_calculators_answer(page: Page, server: str, tmp_path: Path,
                                                                          query: str, args: tuple[str, ...],

@@ -78,7 +78,7 @@ function yq(v) { return /^[\w.@/-]+$/.test(v) && !/^(true|false|null|yes|no|on|o
  * It is a request file that `llmsizer plan FILE` answers as the calculator did: the engine and
  * weight format the form names, else the shown answer's (`answered`: its `engine` and `weights` assumptions), the
  * device or the memory budget per device (a memory alone is planned as `infer --memory` answers it), the traffic. */
-export function requestYaml(kind, model, f, common, defaults = {}, answered = {}) {
+export function requestYaml(kind, model, f, common, defaults = {}, answered = {}, requestSettings = null) {
   const L = ["# written by the llmsizer calculator; check it: llmsizer request check FILE; plan it: llmsizer plan FILE",
     "version: 1", `title: ${yq(`${kind === "train" ? "Train" : "Serve"} ${model}`)}`, "jobs:"];
   const res = [];
@@ -88,11 +88,20 @@ export function requestYaml(kind, model, f, common, defaults = {}, answered = {}
     L.push("  - name: training", "    kind: training", "    model:", `      name: ${yq(model)}`,
       `    method: ${yq(f.method || defaults.method)}`);
     if (f.rank) L.push("    peft:", `      rank: ${yq(f.rank)}`);
+    // the settings: the tab's, then the Advanced section's (every other field); one a request file does not take
+    // (requestSettings: request/fields.py) is written as a comment with its flag
+    const notSettings = new Set(["method", "rank", "tokens", "train_device", "count", "gpus", "gpus_per_node", "network"]);
     const keys = ["precision", "tf32", "optimizer", "micro_batch", "seq_len", "grad_accumulation", "grad_checkpointing",
-      "train_attention", "zero", "fsdp", "tp", "pp", "offload", "grad_sync"].filter((k) => f[k]);
-    const settings = keys.map((k) => `      ${TRAIN_AS[k] || k}: ${f[k] === true ? "true" : yq(f[k])}`);
+      "train_attention", "zero", "fsdp", "tp", "pp", "offload", "grad_sync"];
+    const more = Object.keys(f).filter((k) => !keys.includes(k) && !notSettings.has(k));
+    const taken = (k) => requestSettings === null || requestSettings.includes(TRAIN_AS[k] || k);
+    const settings = [...keys, ...more].filter((k) => f[k] && taken(k))
+      .map((k) => `      ${TRAIN_AS[k] || k}: ${f[k] === true ? "true" : yq(f[k])}`);
+    const untaken = more.filter((k) => f[k] && !taken(k)).map((k) =>
+      `    # ${flagOf(k)}${f[k] === true ? "" : ` ${f[k]}`}: not a request setting (llmsizer train only)`);
     if (f.tokens) settings.push(`      train_tokens: ${yq(f.tokens)}`);
     if (settings.length) L.push("    settings:", ...settings);
+    L.push(...untaken);
     L.push("    dataset:", "      tokens: 100M tokens  # fill in: tokens in one pass of your data");
     if (f.train_device) res.push(`      device: ${yq(f.train_device)}`);
     if (f.count || f.gpus) res.push(`      count: ${yq(f.count || f.gpus)}`);

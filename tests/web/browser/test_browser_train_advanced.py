@@ -1,0 +1,44 @@
+"""The calculator's training tab in a real browser: the Advanced section (the rest of ``llmsizer train``'s
+closed-choice flags, generated from the CLI's parser) is collapsed at first; opened, picking ``--loss cut-ce`` gives
+the total ``train --loss cut-ce --json`` prints (a separate CLI process), the summary counts the setting, the copied
+command carries the flag and answers the same, and a link with the setting opens the section with it picked.
+Before, these flags had no control on the page."""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from pathlib import Path
+
+import pytest
+from browser_helpers import CHROMIUM, SKIP
+from playwright.sync_api import Page
+
+sys.path.insert(0, str(Path(__file__).parent))
+from test_browser_pages import cli, copy_command, ready, wait_attr  # noqa: E402
+
+pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason=SKIP)
+
+
+def test_an_advanced_setting_picked_on_the_form_is_trains_answer(page: Page) -> None:
+    want = cli("train", "qwen2.5-0.5b", "--loss", "cut-ce")
+    plain = cli("train", "qwen2.5-0.5b")
+    assert want["totals"]["device"]["bytes"] != plain["totals"]["device"]["bytes"]  # the setting changes the answer
+    ready(page, "/?model=qwen2.5-0.5b&tab=train&memory=")
+    wait_attr(page, "#total", "bytes", plain["totals"]["device"]["bytes"], "train's default answer")
+    section = page.locator("#train-advanced")
+    assert section.get_attribute("open") is None  # collapsed by default
+    loss = page.get_by_label("--loss", exact=True)
+    assert not loss.is_visible()
+    assert loss.locator("option").first.text_content() == "default (ce)"  # the CLI's default, as its --help names it
+    section.locator("summary").click()
+    loss.select_option("cut-ce")
+    wait_attr(page, "#total", "bytes", want["totals"]["device"]["bytes"], "train --loss cut-ce's total")
+    assert "(1 set)" in section.locator("summary").inner_text()
+    command = copy_command(page)
+    assert "--loss cut-ce" in command, command
+    assert cli(*shlex.split(command)[1:])["totals"] == want["totals"]  # the copied command answers the same
+    page.goto(page.url)  # the link: the section opens with the setting
+    page.wait_for_selector("body[data-ready='1']")
+    wait_attr(page, "#total", "bytes", want["totals"]["device"]["bytes"], "the link's answer")
+    assert section.get_attribute("open") is not None and loss.input_value() == "cut-ce"
