@@ -2,7 +2,7 @@
 
 export const INFER_FIELDS = ["engine", "engine_version", "weights", "context", "concurrency", "output_tokens", "kv_dtype", "device"];
 export const TRAIN_FIELDS = ["method", "rank", "optimizer", "precision", "tf32", "micro_batch", "seq_len", "grad_accumulation",
-  "grad_checkpointing", "train_attention", "gpus", "zero", "fsdp", "tp", "pp", "offload", "gpus_per_node", "network", "grad_sync",
+  "grad_checkpointing", "train_attention", "framework", "gpus", "zero", "fsdp", "tp", "pp", "offload", "gpus_per_node", "network", "grad_sync",
   "train_device", "count", "tokens"];
 export const COMMON_FIELDS = ["model", "memory", "headroom"];
 // images and video in each prompt (infer --images ...): offered only for a model with a vision encoder
@@ -89,7 +89,7 @@ export function requestYaml(kind, model, f, common, defaults = {}, answered = {}
       `    method: ${yq(f.method || defaults.method)}`);
     if (f.rank) L.push("    peft:", `      rank: ${yq(f.rank)}`);
     const keys = ["precision", "tf32", "optimizer", "micro_batch", "seq_len", "grad_accumulation", "grad_checkpointing",
-      "train_attention", "zero", "fsdp", "tp", "pp", "offload", "grad_sync"].filter((k) => f[k]);
+      "train_attention", "framework", "zero", "fsdp", "tp", "pp", "offload", "grad_sync"].filter((k) => f[k]);
     const settings = keys.map((k) => `      ${TRAIN_AS[k] || k}: ${f[k] === true ? "true" : yq(f[k])}`);
     if (f.tokens) settings.push(`      train_tokens: ${yq(f.tokens)}`);
     if (settings.length) L.push("    settings:", ...settings);
