@@ -63,6 +63,7 @@ def why_of(profile: FrameworkProfile, d: FrameworkDefault) -> str:
 
 
 _SPECS: dict[tuple[int, str], tuple[ModelSpec, ModelSpec]] = {}
+_APPLIED: dict[int, tuple[TrainingWorkload, TrainingWorkload]] = {}  # id(w) -> (w, w with its profile applied)
 
 
 def with_framework(spec: ModelSpec, w: TrainingWorkload) -> tuple[ModelSpec, TrainingWorkload]:
@@ -75,12 +76,20 @@ def with_framework(spec: ModelSpec, w: TrainingWorkload) -> tuple[ModelSpec, Tra
     changes: dict[str, Any] = {d.field: d.value for d in applied_workload_defaults(w)
                                if getattr(w, d.field) != d.value}
     if changes:
-        try:
-            w = replace(w, **changes)  # ``given`` travels with it: the profile's fields stay not-given
-        except InputError as e:
-            raise InputError(f"framework {profile.name!r}: its defaults "
-                             f"{', '.join(f'{k}={v!r}' for k, v in changes.items())} with the settings given: {e} "
-                             "(state the field to override the profile)") from None
+        made = _APPLIED.get(id(w))
+        if made is not None and made[0] is w:  # one applied object per workload object (the duration's memos)
+            w = made[1]
+        else:
+            try:
+                applied = replace(w, **changes)  # ``given`` travels with it: the profile's fields stay not-given
+            except InputError as e:
+                raise InputError(f"framework {profile.name!r}: its defaults "
+                                 f"{', '.join(f'{k}={v!r}' for k, v in changes.items())} with the settings given: "
+                                 f"{e} (state the field to override the profile)") from None
+            if len(_APPLIED) >= 1024:
+                _APPLIED.clear()
+            _APPLIED[id(w)] = (w, applied)
+            w = applied
     model: dict[str, Any] = {d.field: True for d in profile.model
              if model_rule_holds(d.value, spec) and getattr(spec, d.field) is not True}
     if model:
