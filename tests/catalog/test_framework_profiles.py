@@ -116,6 +116,20 @@ def test_an_explicit_setting_wins_over_the_profile() -> None:
     assert w.layernorm == "torch" and w.loss == "fused-xentropy"
 
 
+def test_the_reverse_questions_run_the_profile() -> None:
+    """``max_micro_batch`` / ``max_seq_len`` (``train --max-batch``) grow the workload the estimate answers for."""
+    from llmsizer.estimate.training import max_micro_batch, max_seq_len
+
+    spec = load_model("llama-3.1-8b")
+    kv = replace(spec, kv_expanded_in_attention=True)
+    run = dict(method="lora", seq_len=4096)
+    assert max_micro_batch(spec, 80 * 2**30, framework="torchtune", **run) == max_micro_batch(kv, 80 * 2**30, **run)
+    assert max_seq_len(spec, 80 * 2**30, framework="torchtune", method="lora") == max_seq_len(kv, 80 * 2**30,
+                                                                                               method="lora")
+    assert max_seq_len(spec, 80 * 2**30, framework="torchtune", method="lora") < max_seq_len(spec, 80 * 2**30,
+                                                                                              method="lora")
+
+
 def test_a_profile_default_the_given_settings_refuse_is_one_line() -> None:
     with pytest.raises(InputError, match=r"framework 'llm-foundry': its defaults .*loss='fused-xentropy'.*\(state "
                                          r"the field to override"):
