@@ -147,7 +147,7 @@ def _copies(layout: str, n_kv: int, n_rep: int) -> bool:
         e = k.unsqueeze(2).expand(b, n_kv, n_rep, s, hd).flatten(1, 2)
     else:  # torchtitan @9dec370 model.py lines 116-125 repeat_kv (n_rep 1: x itself)
         k = torch.randn(b, s, n_kv, hd)
-        e = k if n_rep == 1 else k[:, :, :, None, :].expand(b, s, n_kv, n_rep, hd).reshape(b, s, n_kv * n_rep, hd)
+        e = k if n_rep == 1 else torch.unsqueeze(k, dim=3).expand(b, s, n_kv, n_rep, hd).reshape(b, s, n_kv * n_rep, hd)
     return bool(e.untyped_storage().data_ptr() != k.untyped_storage().data_ptr())
 
 
