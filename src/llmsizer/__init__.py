@@ -38,9 +38,11 @@ _LAZY = {
     "find_hardware": "catalog.hardware", "make_plan": "plan", "plan_file": "plan", "load_request": "request",
     "FitResult": "estimate.fit", "Recommendation": "recommend", "Plan": "plan",
     "fit_llamacpp": "estimate.llamacpp_fit", "LlamaCppFit": "estimate.llamacpp_fit",
+    "framework_profiles": "catalog.frameworks",
 }
 
 if TYPE_CHECKING:  # what type checkers and IDEs see; at run time these load lazily through __getattr__
+    from .catalog.frameworks import framework_profiles
     from .catalog.hardware import find_hardware, load_catalog
     from .estimate.fit import FitResult, fit, fit_training
     from .estimate.inference import estimate_inference
@@ -66,7 +68,7 @@ __all__ = [
     "max_concurrency", "max_context", "InferenceWorkload", "ModelSpec", "TrainingWorkload", "estimate_training",
     "max_micro_batch", "max_seq_len", "fit", "fit_training", "estimate_speed", "Constraints", "recommend_inference",
     "recommend_training", "load_catalog", "find_hardware", "make_plan", "plan_file", "load_request",
-    "FitResult", "Recommendation", "Plan", "fit_llamacpp", "LlamaCppFit",
+    "FitResult", "Recommendation", "Plan", "fit_llamacpp", "LlamaCppFit", "framework_profiles",
 ]
 
 

@@ -47,6 +47,8 @@ EXPERTS = Range(1, 65_536, True, "MoE experts; published models have <= 512")
 TOKENS = Range(1, 2**31, True, "tokens per sequence; 2^31 is past every published context window")
 CONCURRENCY = Range(1, 2**24, True, "sequences at once")
 COUNT = Range(1, 2**20, True, "devices, nodes, batch or steps")
+# passes a training loop makes over a tensor per micro-batch beyond its forward and backward (train_metric_passes)
+PASSES = Range(0, 64, True, "passes per micro-batch; Composer's MPT runs 2")
 FRACTION = Range(0, 1, False, "a share of a whole")
 BYTES = Range(1, 2**60, True, "bytes; 2^60 B = 1 EiB")
 # a memory budget given as a number of bytes (the Python API's memory=): under 1 MiB it is a forgotten unit, as the

@@ -78,9 +78,13 @@ class Assumption:
         """How a rendered line marks it after ``name=value``: '' when given, ' (default)', or, for a default chosen
         for the device (its ``why`` begins 'default for'), that reason: ' (default for rtx-4090: llama.cpp ...)'; a
         given ``auto`` or alias resolved to ``value`` (its ``why`` begins 'auto -> ' or 'alias '), that: ' (auto ->
-        fp16: the model's ...)', ' (alias 'int4' -> gptq-int4: ...)'."""
+        fp16: the model's ...)', ' (alias 'int4' -> gptq-int4: ...)'; a framework profile's default (its ``why``
+        begins 'from framework profile NAME (source...)'), the profile without its source: ' (from framework profile
+        torchtune)'."""
         if not self.default:
             return f" ({self.why})" if self.why.startswith(("auto -> ", "alias ")) else ""
+        if self.why.startswith("from framework profile "):
+            return f" ({self.why.split(' (', 1)[0]})"
         return f" ({self.why})" if self.why.startswith("default for ") else " (default)"
 
 

@@ -492,8 +492,8 @@ QWEN7B_INT4 = dict(QWEN7B_V1, quantization_config={"quant_method": "gptq", "bits
 # applied" (the flash-attn package, modeling_qwen.py use_flash_attn): flash.
 FRAMEWORK_ATTENTION: dict[str, tuple[str, str | None]] = {
     "torchtitan": ("sdpa", None), "torchtune": ("sdpa", None), "vectorlm": ("flash", None),
-    "llm-foundry": ("flash", "triton-flash"), "megatron-lm": ("eager", None), "fms-fsdp": ("sdpa", None),
-    "qwen": ("flash", None)}
+    "megatron-lm": ("eager", None), "fms-fsdp": ("sdpa", None), "qwen": ("flash", None)}
+# (llm-foundry's: its framework profile, catalog/data/frameworks.json, which the llm-foundry rows run: mpt_fields)
 
 
 def framework_attention(framework: str) -> dict[str, Any]:
@@ -665,8 +665,9 @@ def mpt_config(model: str, seq_len: int) -> dict[str, Any]:
 LLMFOUNDRY_LARGE_SCALE_TABLE = "Large Scale, >= 128 GPUs"
 LLMFOUNDRY_LARGE_SCALE_ATTN_IMPL = {"1b": "flash", "3b": "flash", "7b": "flash", "70b": "flash", "13b": "triton",
                                     "30b": "triton"}
+# 'triton' is the llm-foundry framework profile's own attention (catalog/data/frameworks.json): nothing stated
 LLMFOUNDRY_ATTN_IMPL: dict[str, dict[str, Any]] = {
-    "triton": framework_attention("llm-foundry"), "flash": dict(attention="flash", attention_kernel="flash-attn-2")}
+    "triton": {}, "flash": dict(attention="flash", attention_kernel="flash-attn-2")}
 
 
 def mpt_attn_impl(m: MptRow, source_location: str) -> str:
@@ -676,19 +677,12 @@ def mpt_attn_impl(m: MptRow, source_location: str) -> str:
     return "triton"
 
 
-# What llm-foundry runs by default that changes the memory and the loss's traffic (the benchmark tables' runs: default
-# yamls, submit_benchmarks.py never sets loss_fn): the loss is flash-attn's fused cross-entropy (ComposerMPTCausalLM:
-# ``om_model_config.get('loss_fn', 'fused_crossentropy')``, llmfoundry/models/mpt/modeling_mpt.py @ b2a43a147 lines
-# 724-730; @ 300cc5c58 llmfoundry/models/mosaic_gpt/mosaic_gpt.py lines 510-515; flash-attn installed by the '.[gpu]'
-# extra, submit_benchmarks.py @ b2a43a147 line 379 and @ 300cc5c58 line 327, '.[gpu-flash2]' @ 5e85bd62d line 379)
-# and the norms are LPLayerNorm (submit_benchmarks.py @ b2a43a147 / 5e85bd62d line 307: model.norm_type
-# 'low_precision_layernorm'; @ 300cc5c58 line 270: model.low_precision_layernorm True). The settings:
-# formulas/training_activations.py eqs. X1 and N4, formulas/elementwise_traffic.py eq. (E11). Composer's training
-# metrics: llm-foundry's MPT registers LanguageCrossEntropy and LanguagePerplexity (modeling_mpt.py @ b2a43a147 lines
-# 698-700, use_train_metrics default True) and Composer updates both after each micro-batch's backward (composer
-# v0.16.4 trainer.py lines 2472-2475): two eager cross-entropies over the logits (eq. (E12)).
-LLMFOUNDRY_DEFAULTS: dict[str, Any] = {"loss": "fused-xentropy", "layernorm": "low-precision",
-                                       "train_metric_passes": 2}
+# What llm-foundry runs by default that changes the memory and the loss's traffic (flash-attn's fused cross-entropy,
+# LPLayerNorm, Composer's two training-metric cross-entropies, its Triton FlashAttention): the llm-foundry framework
+# profile (catalog/data/frameworks.json, each default with its file and line; applied by estimate/framework.py), which
+# the benchmark tables' runs used (default yamls, submit_benchmarks.py never sets loss_fn). The same at @ 300cc5c58:
+# llmfoundry/models/mosaic_gpt/mosaic_gpt.py lines 510-515 (the loss), submit_benchmarks.py line 270
+# (model.low_precision_layernorm True), line 327 ('.[gpu]'); '.[gpu-flash2]' @ 5e85bd62d line 379.
 
 
 def mpt_fields(m: MptRow, attn_impl: str = "triton") -> dict[str, Any]:
@@ -699,7 +693,7 @@ def mpt_fields(m: MptRow, attn_impl: str = "triton") -> dict[str, Any]:
     return dict(method="full", precision="bf16-mixed", micro_batch=m.micro_batch, seq_len=m.seq_len,
                 grad_accumulation=m.grad_accumulation, grad_checkpointing="full" if m.checkpointing else "none",
                 fsdp=MPT_SHARDING[m.sharding], fsdp_version=1, optimizer="adamw",
-                **LLMFOUNDRY_ATTN_IMPL[attn_impl], **LLMFOUNDRY_DEFAULTS, gpus=m.gpus, **fp8, **impl)
+                **LLMFOUNDRY_ATTN_IMPL[attn_impl], framework="llm-foundry", gpus=m.gpus, **fp8, **impl)
 
 
 def mpt_case(r: dict[str, str]) -> Case | NotExpressed:
@@ -1860,14 +1854,6 @@ TRAINING_ROWS["PM0757"] = (_m, dict(_f, gpus=8, **TT_LORA_FSDP2), "the settings 
 TORCHTUNE_ATTENTION_ROWS = frozenset(TORCHTUNE_MEMORY_ROWS)
 
 
-def torchtune_attention_layout(spec: Any) -> Any:
-    """torchtune's MultiHeadAttention (attention.py @bd2a0fc lines 284-290, the same at every cited commit): K/V
-    copied to every query head before SDPA (``kv_expanded_in_attention`` for GQA; MQA's expand is a view)."""
-    from dataclasses import replace
-
-    return replace(spec, kv_expanded_in_attention=1 < spec.num_kv_heads < spec.num_heads)
-
-
 # the memory cells whose speed twin is not expressible either, for the same reason
 TRAINING_NOT_EXPRESSED_ROWS = {rid: str(TORCHTUNE_SPEED_ROWS[twin]) for rid, twin in (
     ("PM0740", "PM0710"), ("PM0753", "PM0701"), ("PM0754", "PM0703"))}
@@ -1983,14 +1969,6 @@ for _i, _cp in enumerate((1, 2, 4, 8)):
 # expanded K/V exist in the recomputed layer only. PM1065-PM1067 (CP 2/4/8, 16 local query heads of 128 against one
 # K/V head) -> the ring's backward buffers 16x wider, +2.1 / +2.6 / +3.5 GiB.
 TORCHTITAN_9DEC370_ROWS = frozenset(f"PM{n}" for n in range(1060, 1068))
-
-
-def torchtitan_attention_layout(spec: Any) -> Any:
-    """torchtitan 9dec370's Llama attention (model.py lines 198-209): K/V repeated to every query head before SDPA
-    (``kv_expanded_in_attention`` for GQA)."""
-    from dataclasses import replace
-
-    return replace(spec, kv_expanded_in_attention=spec.num_kv_heads != spec.num_heads)
 
 
 # Trainy's torchtitan runs on H200 (PM1068-PM1069, benchmarks/llama3-8b_h200_202506_trainy-whitefiber.md): torchtitan
@@ -2245,10 +2223,10 @@ def training_prediction(row_id: str) -> int:
         spec = replace(spec, tie_word_embeddings=False)
     if row_id in TRAINING_UNTIED:  # the litgpt rows: litgpt's own modules
         spec = litgpt_attention_layout(spec)
-    if row_id in TORCHTITAN_9DEC370_ROWS:  # torchtitan's own Llama: K/V repeated before SDPA
-        spec = torchtitan_attention_layout(spec)
-    if row_id in TORCHTUNE_ATTENTION_ROWS:  # torchtune's MultiHeadAttention: K/V expanded before SDPA
-        spec = torchtune_attention_layout(spec)
+    if row_id in TORCHTITAN_9DEC370_ROWS:  # torchtitan's own Llama: K/V repeated before SDPA (its profile)
+        fields = dict(fields, framework="torchtitan")
+    if row_id in TORCHTUNE_ATTENTION_ROWS:  # torchtune's MultiHeadAttention: K/V expanded before SDPA (its profile)
+        fields = dict(fields, framework="torchtune")
     est = estimate_training(spec, **fields)
     if what == "weights":
         return int(est.item("weights").bytes + sum(i.bytes for i in est.items if i.name == "adapter_weights"))

@@ -21,6 +21,7 @@ from torch.utils._pytree import tree_leaves  # noqa: E402
 
 from llmsizer.errors import InputError  # noqa: E402
 from llmsizer.estimate.duration import elementwise_bytes_per_token  # noqa: E402
+from llmsizer.estimate.framework import with_framework  # noqa: E402
 from llmsizer.formulas.elementwise_traffic import metric_pass_bytes  # noqa: E402
 from llmsizer.readers.hf_config import spec_from_config  # noqa: E402
 from llmsizer.specs.training import TrainingWorkload  # noqa: E402
@@ -96,9 +97,11 @@ def test_llmfoundry_rows_count_two_metric_passes(rid: str, per_logit: float) -> 
     H100 FP8 row (PM0870, amp_fp8: transformer-engine's fp8_autocast only, composer core/precision.py lines 69-81)
     2 x 4 B, the log-softmax in bf16."""
     spec, fields = _row(rid)
-    assert fields["train_metric_passes"] == 2
-    with_metrics = elementwise_bytes_per_token(spec, TrainingWorkload(**fields))
-    without = elementwise_bytes_per_token(spec, TrainingWorkload(**dict(fields, train_metric_passes=0)))
+    assert fields["framework"] == "llm-foundry" and "train_metric_passes" not in fields  # the profile's default
+    spec, w = with_framework(spec, TrainingWorkload(**fields))  # type: ignore[arg-type]
+    assert w.train_metric_passes == 2
+    with_metrics = elementwise_bytes_per_token(spec, w)
+    without = elementwise_bytes_per_token(spec, with_framework(spec, TrainingWorkload(**dict(fields, train_metric_passes=0)))[1])  # type: ignore[arg-type]
     assert with_metrics - without == per_logit * spec.vocab_size  # type: ignore[attr-defined]
 
 

@@ -13,7 +13,9 @@ import pytest
 
 from llmsizer.catalog.hardware import builtin_catalog
 from llmsizer.estimate import efficiency as E
+from llmsizer.estimate.framework import with_framework
 from llmsizer.formulas.sdpa_dispatch import sdpa_backend
+from llmsizer.models import load_model
 from llmsizer.specs.training import DEFAULT_ATTENTION_KERNEL, KERNELS_OF_ATTENTION, TrainingWorkload
 
 # Dao 2023 section 4.1: "FlashAttention-2 is around 1.3-1.5x faster than FlashAttention in Triton in the forward
@@ -172,9 +174,15 @@ def test_validation_rows_run_their_frameworks_attention() -> None:
     )
 
     assert FRAMEWORK_ATTENTION == {"torchtitan": ("sdpa", None), "torchtune": ("sdpa", None),
-                                   "vectorlm": ("flash", None), "llm-foundry": ("flash", "triton-flash"),
+                                   "vectorlm": ("flash", None),
                                    "megatron-lm": ("eager", None), "fms-fsdp": ("sdpa", None),
                                    "qwen": ("flash", None)}
+    # llm-foundry's attention is its framework profile's (catalog/data/frameworks.json), as the rows run it
+    from llmsizer.catalog.frameworks import framework_profile
+
+    lf = framework_profile("llm-foundry")
+    assert (lf.default("attention").value, lf.default("attention_kernel").value) == ("flash", "triton-flash")  # type: ignore[union-attr]
+    assert "mpt-7b.yaml line 20: attn_impl: triton" in lf.default("attention").source  # type: ignore[union-attr]
     # every row builds its attention fields from that table: no validation case spells its own attention
     import inspect
 
@@ -184,7 +192,7 @@ def test_validation_rows_run_their_frameworks_attention() -> None:
     rows = public_rows()
     w = TrainingWorkload(**{k: v for k, v in vectorlm_fields(rows["PM1031"]).items()})
     assert (w.attention, w.attention_kernel) == ("flash", None)  # the default: flash-attn-2
-    w = TrainingWorkload(**mpt_fields(mpt_row(rows["PM0890"]["quote"])))
+    _, w = with_framework(load_model("qwen2.5-0.5b"), TrainingWorkload(**mpt_fields(mpt_row(rows["PM0890"]["quote"]))))
     assert (w.attention, w.attention_kernel) == ("flash", "triton-flash")
     assert MEGATRON_SELENE["attention"] == "eager"
     assert "attention" not in TORCHTITAN_FSDP and TrainingWorkload().attention == "sdpa"  # torchtitan: the default
@@ -214,7 +222,7 @@ def test_llm_foundry_rows_run_the_attention_of_their_sweep() -> None:
         else:
             other += 1
             assert impl == "triton", r["id"]
-        w = TrainingWorkload(**mpt_fields(m, impl))
+        _, w = with_framework(load_model("qwen2.5-0.5b"), TrainingWorkload(**mpt_fields(m, impl)))
         assert (w.attention, w.attention_kernel) == (("flash", "flash-attn-2") if impl == "flash"
                                                      else ("flash", "triton-flash"))
     assert large == 18 and other > 50

@@ -14,6 +14,7 @@ import pytest
 from llmsizer import validation_cases as V
 from llmsizer.catalog.models import find
 from llmsizer.errors import InputError
+from llmsizer.estimate.framework import with_framework
 from llmsizer.estimate.inference.common import Acc
 from llmsizer.estimate.training import estimate_training
 from llmsizer.estimate.training.setup import resolve
@@ -61,8 +62,8 @@ def test_torchtitan_split_peaks_on_a_middle_stage_of_the_405b_rows() -> None:
     """PM1062's settings (Llama 3.1 405B, PP 8 x TP 8, 8 micro-batches of 4 x 8192): stage 0 holds 15 layers under
     torchtitan 9dec370's split, stages 1-6 hold 16; stage 1 (16 layers, 7 micro-batches in flight) is the peak."""
     model, fields, *_ = V.TRAINING_ROWS["PM1062"]
-    spec = V.torchtitan_attention_layout(find(model).spec())
-    w = TrainingWorkload(**dict(fields, metric=None, batch_shapes="variable"))
+    spec, w = with_framework(find(model).spec(), TrainingWorkload(**dict(fields, metric=None, batch_shapes="variable",
+                                                                         framework="torchtitan")))
     peak, stage = _every_stage_peak(spec, w)
     assert stage == 1
     est = estimate_training(spec, w)

@@ -1,5 +1,6 @@
 """torchtune's MultiHeadAttention expands K and V to every query head before SDPA / FlexAttention
-(validation_cases.torchtune_attention_layout, ``kv_expanded_in_attention``), issue #12.
+(the torchtune framework profile's model rule 'gqa', catalog/data/frameworks.json, applied by
+estimate/framework.py: ``kv_expanded_in_attention``), issue #12.
 
 Independent truth: the distinct non-parameter, non-buffer storages autograd saves (``saved_tensors_hooks``) in the
 attention of one decoder layer (its input requiring a gradient, every weight trained) during a bf16 forward on the
@@ -36,9 +37,10 @@ import pytest
 torch = pytest.importorskip("torch")
 F = torch.nn.functional
 
+from llmsizer.estimate.framework import with_framework  # noqa: E402
 from llmsizer.formulas.training_activations import ActivationSetup, layer_saved_terms  # noqa: E402
 from llmsizer.readers.hf_config import spec_from_config  # noqa: E402
-from llmsizer.validation_cases import torchtune_attention_layout  # noqa: E402
+from llmsizer.specs import TrainingWorkload  # noqa: E402
 from oracle_utils import saved_storages  # noqa: E402
 
 B, T, H, HEADS, HD = 2, 128, 256, 8, 32
@@ -50,7 +52,7 @@ def _spec(kv: int, torchtune: bool) -> Any:
     cfg = dict(model_type="llama", hidden_size=H, intermediate_size=688, num_hidden_layers=3, num_attention_heads=HEADS,
                num_key_value_heads=kv, vocab_size=3000, max_position_embeddings=512)
     spec = spec_from_config(cfg, name="torchtune-tiny")
-    return torchtune_attention_layout(spec) if torchtune else spec
+    return with_framework(spec, TrainingWorkload(framework="torchtune"))[0] if torchtune else spec
 
 
 def _attention_terms(kv: int, torchtune: bool) -> int:

@@ -1,5 +1,6 @@
-"""The llm-foundry rows run llm-foundry's own defaults (validation_cases.LLMFOUNDRY_DEFAULTS): flash-attn's fused
-cross-entropy and the low-precision LayerNorm, named in each estimate's assumptions, and what the CLI answers with
+"""The llm-foundry rows run llm-foundry's own defaults (the llm-foundry framework profile, catalog/data/frameworks.json,
+applied by estimate/framework.py): flash-attn's fused cross-entropy and the low-precision LayerNorm, named in each
+estimate's assumptions as the profile's, and what the CLI answers with
 the same two flags is the estimate the rows are judged on.
 
 The assumption (named in validation_cases): the benchmark runs used the defaults, since their yamls and
@@ -21,7 +22,6 @@ from llmsizer.cli.main import main
 from llmsizer.estimate.training.compose import estimate_training
 from llmsizer.readers.hf_config import spec_from_config
 from llmsizer.validation_cases import (
-    LLMFOUNDRY_DEFAULTS,
     MPT_DEVICE,
     mpt_attn_impl,
     mpt_config,
@@ -37,11 +37,13 @@ def _rows() -> dict[str, dict[str, str]]:
 
 
 def test_every_llmfoundry_row_runs_the_fused_loss_and_low_precision_norm() -> None:
-    assert LLMFOUNDRY_DEFAULTS == {"loss": "fused-xentropy", "layernorm": "low-precision", "train_metric_passes": 2}
+    """Every row states the llm-foundry profile and none of the three settings, so the profile's defaults are what
+    the rows run (tests/catalog/test_framework_profiles.py checks them against llm-foundry's source)."""
     for rid, r in _rows().items():
         m = mpt_row(r["quote"])
         f = mpt_fields(m, mpt_attn_impl(m, r["source_location"]))
-        assert (f["loss"], f["layernorm"], f["train_metric_passes"]) == ("fused-xentropy", "low-precision", 2), rid
+        assert f["framework"] == "llm-foundry", rid
+        assert not {"loss", "layernorm", "train_metric_passes"} & set(f), rid
 
 
 def _share(rid: str) -> float:
@@ -50,8 +52,9 @@ def _share(rid: str) -> float:
     spec = spec_from_config(mpt_config(m.model, m.seq_len), name=f"MPT-{m.model}")
     est = estimate_training(spec, **mpt_fields(m, mpt_attn_impl(m, r["source_location"])), metric="reserved",
                             batch_shapes="fixed")
-    got = {a.name: a.value for a in est.assumptions}
-    assert (got["loss"], got["layernorm"]) == ("fused-xentropy", "low-precision"), rid
+    got = {a.name: a for a in est.assumptions}
+    assert (got["loss"].value, got["layernorm"].value) == ("fused-xentropy", "low-precision"), rid
+    assert got["loss"].why.startswith("from framework profile llm-foundry ("), rid
     return est.total("device")[1] / builtin_catalog().devices[MPT_DEVICE[m.gpu]].memory_bytes
 
 

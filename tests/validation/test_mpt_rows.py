@@ -234,8 +234,8 @@ def _reserved_share(rid: str) -> float:
 def test_the_predicted_peak_does_not_mark_the_near_full_misses() -> None:
     """Decided from the data: no slowdown term and no wider range keyed on the predicted headroom, because the
     predicted reserved peak / device memory does not separate the over-predicted rows from the accurate ones.
-    Made again (as this test asked) once the rows ran llm-foundry's own loss and norms (validation_cases.
-    LLMFOUNDRY_DEFAULTS: flash-attn's fused cross-entropy, eq. X1, and LPLayerNorm, eq. N4), which moved every
+    Made again (as this test asked) once the rows ran llm-foundry's own loss and norms (the llm-
+    foundry framework profile, catalog/data/frameworks.json: flash-attn's fused cross-entropy, eq. X1, and LPLayerNorm, eq. N4), which moved every
     share down (median 1.044 -> 0.804); the decision stands:
 
     - MPT-13B on A100 40GB (the same table, software and per-GPU model shape): the 8-GPU rows PM0942/0943/0948/0949/

@@ -93,12 +93,13 @@ def test_torchtitan_ring_attention_works_on_the_repeated_keys() -> None:
     context parallelism the ring attention gathers and differentiates q-wide K/V: its backward buffers are those of
     formulas/context_parallel.py at the query width (the formula is measured with K/V at every head on torch's own
     ring attention: tests/training/test_context_parallel.py)."""
+    from llmsizer.estimate.framework import with_framework
     from llmsizer.estimate.training import estimate_training
     from llmsizer.formulas.context_parallel import ring_attention_backward_bytes
-    from llmsizer.validation_cases import torchtitan_attention_layout
+    from llmsizer.specs import TrainingWorkload
 
     spec = load_model("llama-3.1-8b")
-    titan = torchtitan_attention_layout(spec)
+    titan = with_framework(spec, TrainingWorkload(framework="torchtitan"))[0]
     assert titan.kv_expanded_in_attention and not spec.kv_expanded_in_attention
 
     def transient(s: object, cp: int) -> int:

@@ -11,6 +11,7 @@ import argparse
 from collections.abc import Callable
 from typing import Any
 
+from ..catalog.frameworks import framework_profiles
 from ..errors import InputError
 from ..estimate.engines import CURRENT_VERSION
 from ..estimate.verdict import DEFAULT_HEADROOM, LLAMACPP_FIT_TARGET
@@ -29,6 +30,7 @@ from ..numbers import (
     LORA_ALPHA,
     LORA_RANK,
     MAX_GPUS,
+    PASSES,
     SIZE,
     SPLIT_SHARE,
     TOKENS,
@@ -329,6 +331,16 @@ def add_training_args(p: argparse.ArgumentParser, *, attention: bool = True,
     g.add_argument("--layernorm", choices=LAYERNORMS, help="a LayerNorm model's norms under autocast: torch "
                    "(nn.LayerNorm runs in fp32 and keeps its fp32 input) or low-precision (llm-foundry's LPLayerNorm, "
                    f"its default norm_type: cast to the autocast dtype first) (default {TW.layernorm})")
+    g.add_argument("--train-metric-passes", type=int_arg(PASSES), dest="train_metric_passes",
+                   help="eager cross-entropy passes the loop runs over each micro-batch's logits after its backward, "
+                        "for its training metrics (Composer: 2 for llm-foundry's MPT; eq. E12, the duration) "
+                        f"(default {TW.train_metric_passes}, or the --framework profile's)")
+    g.add_argument("--framework", choices=tuple(framework_profiles()),
+                   help="a training framework's defaults (catalog/data/frameworks.json, each with its source file "
+                        "and line): llm-foundry (fused cross-entropy, low-precision LayerNorm, 2 metric passes, "
+                        "Triton FlashAttention), torchtune and torchtitan (SDPA, K/V copied to every query head "
+                        "before it); applied only to the settings not given, each named in the assumptions "
+                        f"(default {TW.framework})")
     g.add_argument("--kernels", choices=KERNELS, help="layer implementation: pytorch (transformers/PEFT/torchtune "
                    "modules) or unsloth (Unsloth's fused LoRA kernels; Unsloth's recipe: --kernels unsloth --loss cut-ce "
                    f"--grad-checkpointing full --checkpoint-offload) (default {TW.kernels})")
@@ -452,7 +464,7 @@ def add_framework_args(g: argparse._ArgumentGroup) -> None:
 
 TRAINING_FIELDS = ("method", "rank", "alpha", "targets", "modules_to_save", "adapter_dtype", "base_dtype", "optimizer",
                    "optimizer_state_dtype", "optimizer_impl", "precision", "tf32", "micro_batch", "seq_len",
-                   "target_len", "grad_accumulation", "grad_checkpointing", "checkpoint_every", "attention", "attention_kernel", "packing", "doc_len", "loss_chunks", "loss", "layernorm", "checkpoint_offload", "checkpoint_impl", "kernels", "mamba_path", "nf4_quantizer", "lora_dropout", "nf4_format", "loop_keeps_graph", "deepspeed_gather", "zero_grad",
+                   "target_len", "grad_accumulation", "grad_checkpointing", "checkpoint_every", "attention", "attention_kernel", "packing", "doc_len", "loss_chunks", "loss", "layernorm", "train_metric_passes", "framework", "checkpoint_offload", "checkpoint_impl", "kernels", "mamba_path", "nf4_quantizer", "lora_dropout", "nf4_format", "loop_keeps_graph", "deepspeed_gather", "zero_grad",
                    "optimizer_in_backward", "gpus", "zero", "fsdp", "tp", "pp", "virtual_stages", "pipeline_split", "tp_comm_overlap", "tp_backward_overlap", "ep", "sequence_parallel",
                    "offload", "gpus_per_node", "network", "grad_sync", "metric", "fsdp_version", "fsdp2_units",
                    "fsdp1_lora_wrap", "context_parallel",

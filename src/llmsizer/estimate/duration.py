@@ -107,6 +107,7 @@ from .device import (
     usable_memory,
 )
 from .fit import hourly_price, link_bandwidth_for, vm_share_device
+from .framework import with_framework
 from .model_parallel import FsdpStage, model_parallel_time, stage_share
 from .speed import attention_width
 from .training.compose import estimate_items, training_context, training_workload
@@ -1391,6 +1392,7 @@ def training_duration(spec: ModelSpec, device: Device, devices: int, tokens: flo
     tokens = float(read_number(tokens, "tokens", TRAIN_TOKENS))  # a Python caller's "1B": one line, not a TypeError
     w = workload or TrainingWorkload(method=method, seq_len=seq_len, grad_checkpointing=grad_checkpointing or "none",
                                      rank=rank, targets=normalize_targets(targets), gpus=devices)
+    spec, w = with_framework(spec, w)  # the framework profile's defaults (estimate/framework.py)
     recompute = recompute_mode(w.grad_checkpointing)
     fl = flops or flops_per_token(spec, w.method, w.seq_len, recompute, w.rank, w.targets, w.checkpoint_every,
                                   recomputes_whole_layer(w.checkpoint_impl))

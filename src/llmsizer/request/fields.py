@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ..catalog.frameworks import framework_profiles
 from ..numbers import (
     CONCURRENCY,
     CPU_MOE_LAYERS,
@@ -19,6 +20,7 @@ from ..numbers import (
     IMAGES,
     LORA_ALPHA,
     LORA_RANK,
+    PASSES,
     UTILIZATION,
     VIDEO_FRAMES,
     ZERO_STAGE,
@@ -257,6 +259,12 @@ TRAINING = (
           F("layernorm", "enum", "LayerNorm precision under autocast: torch (nn.LayerNorm, in fp32) or low-precision "
             "(llm-foundry's LPLayerNorm, in the autocast dtype)", template=False, choices=LAYERNORMS),
           F("loss_chunks", "int", "cross-entropy chunks (torchtune: 8)", template=False, minimum=1),
+          F("train_metric_passes", "int", "eager cross-entropy passes over each micro-batch's logits after its "
+            "backward, for the loop's training metrics (Composer: 2 for llm-foundry's MPT; `train "
+            "--train-metric-passes`)", template=False, bounds=PASSES),
+          F("framework", "enum", "a training framework profile: its defaults (loss, norm, attention kernel, metric "
+            "passes, its model code's K/V layout; catalog/data/frameworks.json, each with its source) applied to the "
+            "settings not given here (`train --framework`)", template=False, choices=tuple(framework_profiles())),
           F("checkpoint_offload", "bool", "checkpointed layer inputs in host RAM (Unsloth)", template=False),
           F("checkpoint_impl", "enum", "torch.utils.checkpoint implementation: non-reentrant, reentrant or "
             "non-reentrant-no-early-stop (torch 1.13's)",

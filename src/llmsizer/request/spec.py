@@ -88,6 +88,8 @@ class TrainingSettings:
     doc_len: int | None = None  # tokens per packed document (TrainingWorkload.doc_len)
     loss: str | None = None
     layernorm: str | None = None
+    train_metric_passes: int | None = None
+    framework: str | None = None  # a training framework profile (catalog/data/frameworks.json)
     loss_chunks: int | None = None
     checkpoint_offload: bool | None = None
     checkpoint_impl: str | None = None

@@ -300,8 +300,12 @@ class TrainingWorkload:
         backward; llm-foundry's MPT registers LanguageCrossEntropy and LanguagePerplexity (modeling_mpt.py @
         b2a43a147 lines 698-700), each a ``torch.nn.CrossEntropyLoss`` over the whole logits (composer
         metrics/nlp.py @ v0.16.4 lines 100, 119-121, 188): 2. Their memory-bound traffic is
-        formulas/elementwise_traffic.py eq. (E12); no Python-only setting beyond this field (no CLI flag or request
-        field: the llm-foundry validation rows set it, validation_cases.LLMFOUNDRY_DEFAULTS).
+        formulas/elementwise_traffic.py eq. (E12); ``--train-metric-passes`` on the command line, and the
+        llm-foundry framework profile's default (``framework``).
+    framework: a training framework profile (catalog/data/frameworks.json: 'none', 'llm-foundry', 'torchtune',
+        'torchtitan'): the framework's defaults (its loss, norm, attention kernel, metric passes, its own model
+        code's K/V layout), each with its source file and line, applied by the composition core
+        (estimate/framework.py) to the fields the caller did not give; a given field wins. Default 'none'.
     checkpoint_impl: with grad_checkpointing 'full', torch.utils.checkpoint's 'non-reentrant' (use_reentrant=False,
         transformers' default since 5.0, torchtune's) or 'reentrant' (use_reentrant=True: transformers 4.35-4.x's
         default): the reentrant backward recomputes the layer's output too (one hidden state per recompute);
@@ -462,6 +466,7 @@ class TrainingWorkload:
     loss: str = "ce"
     layernorm: str = "torch"
     train_metric_passes: int = 0
+    framework: str = "none"
     checkpoint_offload: bool = False
     checkpoint_impl: str = "non-reentrant"
     kernels: str = "pytorch"
@@ -613,6 +618,8 @@ class TrainingWorkload:
         if self.loss == "ce-kept-logits" and self.loss_chunks > 1:
             raise InputError("loss 'ce-kept-logits' is the unchunked cross-entropy of torchtune's 2024-05 loop (the "
                              f"whole shifted logits kept); it does not take loss_chunks {self.loss_chunks}")
+        if not isinstance(self.framework, str):
+            raise InputError(f"framework must be a profile name (e.g. 'llm-foundry'), got {self.framework!r}")
         if type(self.train_metric_passes) is not int or self.train_metric_passes < 0:  # a bool, text, None: refused
             raise InputError("train_metric_passes must be a whole number >= 0 (eager cross-entropy passes over the "
                              f"logits), got {self.train_metric_passes!r}")

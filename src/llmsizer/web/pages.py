@@ -27,6 +27,7 @@ from typing import Any
 from fastapi import APIRouter, HTTPException
 from fastapi.responses import JSONResponse, Response
 
+from ..catalog.frameworks import framework_profiles
 from ..cli.main import build_parser
 from ..estimate.device import ENGINE_DEFAULT_NAME
 from ..estimate.inference.compose import engine_kv_dtypes
@@ -260,6 +261,8 @@ def choices() -> dict[str, Any]:
             "methods": list(METHODS), "optimizers": list(OPTIMIZERS), "precisions": list(PRECISIONS),
             "grad_checkpointing": list(GRAD_CHECKPOINTING), "fsdp": list(FSDP_MODES), "offload": list(OFFLOAD),
             "grad_sync": list(GRAD_SYNC),
+            # the training framework profiles (catalog/data/frameworks.json), as `train --framework` takes them
+            "frameworks": list(framework_profiles()),
             "zero_stages": list(range(int(ZERO_STAGE.low), int(ZERO_STAGE.high) + 1)),
             "kv_dtypes": list(engine_kv_dtypes(None)), "weight_formats": list(format_names()),
         },

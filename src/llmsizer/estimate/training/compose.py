@@ -30,6 +30,7 @@ from ...units import format_bytes, format_count
 from .. import engines as E
 from ..allocator import TRAINING, apply_metric, calibrated_need, device_context, training_side_streams
 from ..device import workload_on_device
+from ..framework import with_framework
 from ..inference import inference_sized, inference_sized_floor
 from ..inference.common import Acc
 from ..model_warnings import model_warnings, refuse_unmodelled
@@ -151,6 +152,7 @@ def estimate_training(model: ModelSpec | str, workload: TrainingWorkload | None 
         # its memory when none is given, the assumptions naming both and the memory's warning
         kwargs, device, _, notes = workload_on_device(kwargs, "estimate_training")
     w = workload if workload is not None else TrainingWorkload(**kwargs)
+    spec, w = with_framework(spec, w)  # the framework profile's defaults where the caller stated nothing
     refuse_unmodelled(spec, training=True, w=w)
     if device is not None:  # an attention kernel the device cannot run: refused as the duration refuses it
         refuse_attention_kernel(spec, w, device)
@@ -339,6 +341,7 @@ def estimate_items(spec: ModelSpec, w: TrainingWorkload) -> tuple[Item, ...]:
     """``estimate_training(spec, w).items``: those of an estimate already made for a workload that differs from ``w``
     only in memory, headroom or the fields named as given (fit's estimate on the device's memory, which passed the
     same checks), else a new estimate. A ``w`` whose ZeRO stage is chosen by its memory is always estimated."""
+    spec, w = with_framework(spec, w)
     refuse_unmodelled(spec, training=True, w=w)
     _refuse_adapter_fields_on_full(w)
     if not chooses_zero(w):

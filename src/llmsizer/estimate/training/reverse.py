@@ -17,6 +17,7 @@ from ...numbers import COUNT, DEVICE_MEMORY, TOKENS
 from ...specs import ModelSpec, TrainingWorkload
 from ...specs.workload import read_number
 from ..device import workload_on_device
+from ..framework import with_framework
 from ..search import largest_true
 from ..verdict import check_headroom, memory_budget
 from .compose import _load, estimate_training, sharded_workload
@@ -61,7 +62,8 @@ def _prepare(model: ModelSpec | str, memory: int | None, level: str,
     spec = _load(model)
     # the ZeRO stage estimate_training takes on this memory (compose.py sharded_workload, the one rule), then
     # held while the micro-batch or sequence grows (what `train --max-batch` does with the stage it reports)
-    given = TrainingWorkload(**kwargs, memory=memory, headroom=headroom)
+    # the framework profile's defaults first (estimate/framework.py), as estimate_training applies them
+    spec, given = with_framework(spec, TrainingWorkload(**kwargs, memory=memory, headroom=headroom))
     if device is not None:  # an attention kernel the device cannot run (as estimate_training(device=) refuses it)
         refuse_attention_kernel(spec, given, device)
     w = sharded_workload(spec, given)

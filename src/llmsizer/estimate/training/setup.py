@@ -38,6 +38,7 @@ from ...result import Assumption
 from ...specs import ModelSpec, TrainingWorkload
 from ...specs.training import ALL_LINEAR, DEFAULT_ATTENTION_KERNEL_WHY, attention_kernel_of
 from .. import efficiency as E
+from ..framework import model_defaults_applied, profile_why
 from ..inference.common import Acc
 from ..model_warnings import source_length_warning
 
@@ -54,6 +55,7 @@ _WHY = {
     "loss": "the model returns the logits, the loss upcasts them (transformers ForCausalLMLoss)",
     "loss_chunks": "the whole sequence's cross-entropy at once",
     "layernorm": "torch nn.LayerNorm: under autocast it runs in fp32 (autocast's fp32 op list) and keeps its fp32 input",
+    "framework": "no framework profile: llmsizer's own defaults",
     "train_metric_passes": ("eager no-grad cross-entropies over each micro-batch's logits after its backward "
                             "(Composer's train metrics; formulas/elementwise_traffic.py eq. (E12))"),
     "checkpoint_offload": "the checkpointed layer inputs stay on the device",
@@ -99,6 +101,8 @@ def record_workload(w: TrainingWorkload, acc: Acc, names: tuple[str, ...]) -> No
         why = _WHY.get(name, "") if default else "given"
         if name == "precision":
             why = recipe(w.precision).description
+        if default and w.framework != "none":  # a framework profile's default (estimate/framework.py)
+            why = profile_why(w, name) or why
         acc.assumptions.append(Assumption(name, value, default, why))
 
 
@@ -258,7 +262,12 @@ def resolve(spec: ModelSpec, w: TrainingWorkload, acc: Acc) -> TrainingContext:
     kernel_given = given(w, "attention_kernel")
     acc.assumptions.append(Assumption("attention_kernel", attention_kernel_of(w.attention, w.attention_kernel),
                                       not kernel_given, "given" if kernel_given
-                                      else DEFAULT_ATTENTION_KERNEL_WHY[w.attention]))
+                                      else profile_why(w, "attention_kernel")
+                                      or DEFAULT_ATTENTION_KERNEL_WHY[w.attention]))
+    if w.framework != "none":
+        record_workload(w, acc, ("framework",))
+        for field, why in model_defaults_applied(spec, w):  # the framework's own model code's layout
+            acc.assumptions.append(Assumption("model." + field, getattr(spec, field), True, why))
     if rec.name != w.precision:
         acc.assumptions.append(Assumption("precision_semantics", rec.name, True,
                                           f"{w.precision} under ZeRO-{w.zero} is {DEEPSPEED_PRECISION_SOURCE}"))

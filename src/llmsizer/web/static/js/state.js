@@ -2,7 +2,7 @@
 
 export const INFER_FIELDS = ["engine", "engine_version", "weights", "context", "concurrency", "output_tokens", "kv_dtype", "device"];
 export const TRAIN_FIELDS = ["method", "rank", "optimizer", "precision", "tf32", "micro_batch", "seq_len", "grad_accumulation",
-  "grad_checkpointing", "train_attention", "gpus", "zero", "fsdp", "tp", "pp", "offload", "gpus_per_node", "network", "grad_sync",
+  "grad_checkpointing", "train_attention", "framework", "gpus", "zero", "fsdp", "tp", "pp", "offload", "gpus_per_node", "network", "grad_sync",
   "train_device", "count", "tokens"];
 export const COMMON_FIELDS = ["model", "memory", "headroom"];
 // images and video in each prompt (infer --images ...): offered only for a model with a vision encoder
@@ -92,7 +92,7 @@ export function requestYaml(kind, model, f, common, defaults = {}, answered = {}
     // (requestSettings: request/fields.py) is written as a comment with its flag
     const notSettings = new Set(["method", "rank", "tokens", "train_device", "count", "gpus", "gpus_per_node", "network"]);
     const keys = ["precision", "tf32", "optimizer", "micro_batch", "seq_len", "grad_accumulation", "grad_checkpointing",
-      "train_attention", "zero", "fsdp", "tp", "pp", "offload", "grad_sync"];
+      "train_attention", "framework", "zero", "fsdp", "tp", "pp", "offload", "grad_sync"];
     const more = Object.keys(f).filter((k) => !keys.includes(k) && !notSettings.has(k));
     const taken = (k) => requestSettings === null || requestSettings.includes(TRAIN_AS[k] || k);
     const settings = [...keys, ...more].filter((k) => f[k] && taken(k))

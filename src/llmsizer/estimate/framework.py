@@ -1,0 +1,111 @@
+"""A training framework profile applied to a workload (``TrainingWorkload.framework``; the profiles are data:
+catalog/data/frameworks.json, each default with its source file, line and date).
+
+The one home of the rule "a profile's default applies only where the caller did not state the setting": a field in
+``w.given`` (specs/given.py: what the user wrote) keeps its value; every other field the profile names takes the
+profile's value, and the framework's own model code's layout (a ModelSpec field, by a named rule of
+catalog/frameworks.py ``MODEL_RULES``) is applied to the model. The estimate names each applied default
+"from framework profile NAME (source)" (estimate/training/setup.py ``resolve``). Idempotent: a workload and model the
+profile already holds come back as the same objects (the estimate's memos match them by identity).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from ..catalog.frameworks import FrameworkDefault, FrameworkProfile, framework_profile
+from ..errors import InputError
+from ..specs import ModelSpec, TrainingWorkload
+
+
+def model_rule_holds(rule: str, spec: ModelSpec) -> bool:
+    """Whether a profile's model rule (catalog/frameworks.py MODEL_RULES) applies to ``spec``."""
+    if rule == "gqa":  # torchtune's expand + merge copies for GQA only; MQA's merge is a stride-0 view
+        return 1 < spec.num_kv_heads < spec.num_heads
+    if rule == "fewer-kv-heads":  # torchtitan's repeat_kv copies whenever K/V heads are fewer
+        return spec.num_kv_heads != spec.num_heads
+    raise InputError(f"unknown framework model rule {rule!r}")  # (checked on load: catalog/frameworks.py)
+
+
+# a setting that qualifies another: the profile's value of it is the framework's choice for the profile's value of
+# the other, so it applies only where the other holds the profile's value (a given attention 'sdpa' under
+# llm-foundry runs SDPA's own kernel, not llm-foundry's Triton FlashAttention)
+QUALIFIES = {"attention_kernel": "attention"}
+
+
+def applied_workload_defaults(w: TrainingWorkload) -> tuple[FrameworkDefault, ...]:
+    """The defaults of ``w``'s profile that apply: those whose field the caller did not give (and, for a field that
+    qualifies another, :data:`QUALIFIES`, whose other field holds the profile's value)."""
+    given = w.given or frozenset()
+    profile = framework_profile(w.framework)
+
+    def applies(d: FrameworkDefault) -> bool:
+        other = QUALIFIES.get(d.field)
+        base = profile.default(other) if other is not None else None
+        return d.field not in given and (other is None or other not in given or base is None
+                                         or getattr(w, other) == base.value)
+
+    return tuple(d for d in profile.workload if applies(d))
+
+
+def profile_why(w: TrainingWorkload, field: str) -> str | None:
+    """The assumption's explanation of ``field`` when ``w``'s profile set it (not given by the caller): "from framework
+    profile NAME (source)"; None otherwise."""
+    if w.framework == "none" or field in (w.given or ()):
+        return None
+    d = next((d for d in applied_workload_defaults(w) if d.field == field), None)
+    return None if d is None else why_of(framework_profile(w.framework), d)
+
+
+def why_of(profile: FrameworkProfile, d: FrameworkDefault) -> str:
+    return f"from framework profile {profile.name} ({d.source}; read {d.date})"
+
+
+_SPECS: dict[tuple[int, str], tuple[ModelSpec, ModelSpec]] = {}
+_APPLIED: dict[int, tuple[TrainingWorkload, TrainingWorkload]] = {}  # id(w) -> (w, w with its profile applied)
+
+
+def with_framework(spec: ModelSpec, w: TrainingWorkload) -> tuple[ModelSpec, TrainingWorkload]:
+    """``spec`` and ``w`` with ``w.framework``'s defaults applied where the caller did not state them (module
+    docstring). An unknown profile name is bad input (one line with the choices); a profile default that the
+    caller's other settings refuse is one line naming the profile."""
+    profile = framework_profile(w.framework)
+    if profile.name == "none":
+        return spec, w
+    changes: dict[str, Any] = {d.field: d.value for d in applied_workload_defaults(w)
+                               if getattr(w, d.field) != d.value}
+    if changes:
+        made = _APPLIED.get(id(w))
+        if made is not None and made[0] is w:  # one applied object per workload object (the duration's memos)
+            w = made[1]
+        else:
+            try:
+                applied = replace(w, **changes)  # ``given`` travels with it: the profile's fields stay not-given
+            except InputError as e:
+                raise InputError(f"framework {profile.name!r}: its defaults "
+                                 f"{', '.join(f'{k}={v!r}' for k, v in changes.items())} with the settings given: "
+                                 f"{e} (state the field to override the profile)") from None
+            if len(_APPLIED) >= 1024:
+                _APPLIED.clear()
+            _APPLIED[id(w)] = (w, applied)
+            w = applied
+    model: dict[str, Any] = {d.field: True for d in profile.model
+             if model_rule_holds(d.value, spec) and getattr(spec, d.field) is not True}
+    if model:
+        key = (id(spec), profile.name)
+        hit = _SPECS.get(key)
+        if hit is None or hit[0] is not spec:
+            if len(_SPECS) >= 256:
+                _SPECS.clear()
+            hit = _SPECS[key] = (spec, replace(spec, **model))
+        spec = hit[1]
+    return spec, w
+
+
+def model_defaults_applied(spec: ModelSpec, w: TrainingWorkload) -> tuple[tuple[str, str], ...]:
+    """(field, why) of each model-layout default ``w``'s profile applies to ``spec`` (for the assumptions)."""
+    if w.framework == "none":
+        return ()
+    profile = framework_profile(w.framework)
+    return tuple((d.field, why_of(profile, d)) for d in profile.model if model_rule_holds(d.value, spec))
