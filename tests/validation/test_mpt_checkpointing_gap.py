@@ -22,8 +22,9 @@ What the rows show, predicted against measured only (no constant is fitted here)
 
 Not taken into the time: which mechanism hides less of the collectives than eq. (8') says (NCCL's kernels take SMs
 and memory bandwidth from the overlapped compute; Composer's FSDP default backward_prefetch BACKWARD_POST, composer
-v0.16.4 trainer/dist_strategy.py line 135 and v0.13.4 line 190, issues the backward's next all-gather only after the
-current unit's gradients; the A100 40GB table ran torch 1.13.1's FSDP) has no published rate for these GPUs and
+v0.16.4 trainer/dist_strategy.py line 135 and v0.13.4 line 190, "prefetches the next set of parameters *after* the
+current set of parameters' gradient computation", torch 2.13 distributed/fsdp/api.py lines 84-86; the A100 40GB table
+ran torch 1.13.1's FSDP) has no published rate for these GPUs and
 collectives, and a share fitted to these rows would be a constant tuned to them."""
 
 from __future__ import annotations
