@@ -95,3 +95,13 @@ def test_train_on_the_card_now_has_a_duration_at_its_fp32_accumulate_peak(dev: s
     dur = out["duration"]
     assert dur is not None and dur["peak_key"] == "bf16" and dur["peak_flops"] == pytest.approx(peak)
     assert dur["seconds"] > 0
+
+
+@pytest.mark.parametrize("dev", ["rtx-a6000", "rtx-6000-ada", "a100-sxm-80gb", "l40s"])
+def test_professional_tf32_is_half_the_fp32_accumulate_half_precision_rate(dev: str) -> None:
+    """On Ampere and Ada professional / data-centre parts TF32 runs at half the FP16/BF16 FP32-accumulate rate (A100
+    datasheet 156 vs 312; L40S 183 vs 362): the RTX A6000 and RTX 6000 Ada figures (gpumap-nvidia, rounded) keep it."""
+    d = builtin_catalog().devices[dev]
+    half = d.peak_flops("bf16")[0]
+    tf32 = d.peak_flops("tf32")[0]
+    assert half is not None and tf32 is not None and tf32 == pytest.approx(half / 2, rel=0.02)
