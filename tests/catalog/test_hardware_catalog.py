@@ -431,6 +431,8 @@ PUBLISHED_FP32_TF32 = {
     ("mi300x", "flops", "fp32"): 163.4,  # ROCm docs MI300 microarchitecture: 'Matrix FP32 | 256 | 163.4'
     ("mi300x", "flops", "tf32"): 653.7,  # same table: TF32 '1024 | 653.7'
     ("mi325x", "flops", "tf32"): 653.7,  # awesomeagents.ai MI325X Key Specifications: 'TF32 | 653.7 TFLOPS'
+    ("rtx-a6000", "flops", "tf32"): 77.4,  # lamonoai/gpumap nvidia/GPU.md RTX A6000: 'TF32 Tensor Core(TFLOPS) 77.4'
+    ("rtx-6000-ada", "flops", "tf32"): 182,  # same table, RTX 6000 Ada: 'TF32 Tensor Core(TFLOPS) 182'
 }
 
 

@@ -17,7 +17,7 @@ import pytest
 from cli_capture import run, run_json
 
 ROOT = Path(__file__).resolve().parents[2]
-DEVICE = "rtx-5070-ti"
+DEVICE = "rtx-5050"
 
 INVENTORY = f"""\
 version: 1
