@@ -101,10 +101,28 @@ def test_llama4_and_video_tokens_match_the_reference_code():
         cases += [[kind, f, h, w] for f, w, h in videos]
     real = _reference(cases)
     ours = [image_tokens(LLAMA4, w, h).tokens for w, h in SIZES]
-    for spec in (QWEN25, QWEN3):
-        # get_num_of_video_patches counts patches; the processor writes patches // merge^2 <|video_pad|> tokens
-        ours += [(video_tokens(spec, f, w, h).tokens - DELIMITERS["qwen2_vl"]) * 4 for f, w, h in videos]
+    # get_num_of_video_patches counts patches; Qwen2.5-VL's processor writes patches // merge^2 <|video_pad|>
+    ours += [(video_tokens(QWEN25, f, w, h).tokens - DELIMITERS["qwen2_vl"]) * 4 for f, w, h in videos]
+    ours += [video_tokens(QWEN3, f, w, h).encoder_sequences * video_tokens(QWEN3, f, w, h).encoder_patches
+             for f, w, h in videos]
     assert ours == real
+
+
+# Qwen3-VL's published video processor (catalog rows qwen3-vl-*: video_preprocessor_config size)
+QWEN3_PUBLISHED = {"shortest_edge": 4096, "longest_edge": 25165824}
+
+
+@pytest.mark.parametrize("size", [QWEN3_PUBLISHED, {"shortest_edge": 128 * 32 * 32, "longest_edge": 32 * 32 * 768}])
+def test_qwen3_video_prompt_tokens_match_the_processor_string(size):
+    """Placeholders, per-group timestamps and <|vision_start|>/<|vision_end|> against the string
+    Qwen3VLProcessor.replace_video_token builds, cut as the Qwen2 pre-tokenizer cuts it (vision_reference.py);
+    up to 300 frames, so timestamps of one, two and three integer digits."""
+    videos = [(32, 640, 360), (4, 640, 480), (7, 640, 360), (64, 1280, 720), (300, 1920, 1080), (2, 224, 224)]
+    spec = VisionSpec(1152, 4304, 27, 0, 16, token_rule="qwen3_vl", spatial_merge_size=2, temporal_patch_size=2,
+                      min_pixels=65536, max_pixels=16777216, video_min_pixels=size["shortest_edge"],
+                      video_max_pixels=size["longest_edge"])
+    real = _reference([["qwen3_vl_prompt", f, h, w, size] for f, w, h in videos])
+    assert [video_tokens(spec, f, w, h).tokens for f, w, h in videos] == real
 
 
 def test_llama4_one_tile_and_many():
@@ -133,3 +151,26 @@ def test_gemma3_pan_and_scan_crops_match_the_processor(w, h):
     assert got.encoder_sequences == 1 + crops
     with pytest.raises(InputError, match="pan-and-scan"):
         image_tokens(QWEN25, w, h, pan_and_scan=True)
+
+
+def test_a_folder_without_a_video_processor_file_uses_its_preprocessor_config(tmp_path):
+    """transformers builds the video processor from preprocessor_config.json when video_preprocessor_config.json is
+    absent (Qwen2.5-VL-7B-Instruct ships none): the bounds the reader takes against those of the processor that
+    transformers' own loader builds from the same folder; then with a video file of Qwen3-VL's published size."""
+    from llmsizer.catalog.models import entries
+    from llmsizer.readers.hf_folder import spec_from_folder
+
+    q25, q3 = tmp_path / "q25", tmp_path / "q3"
+    for folder, name, pre in ((q25, "qwen2.5-vl-7b-instruct", {"min_pixels": 3136, "max_pixels": 12845056}),
+                              (q3, "qwen3-vl-4b-instruct", entries()["qwen3-vl-4b-instruct"].preprocessor)):
+        folder.mkdir()
+        (folder / "config.json").write_text(json.dumps(entries()[name].config), encoding="utf-8")
+        (folder / "preprocessor_config.json").write_text(json.dumps(pre), encoding="utf-8")
+    (q3 / "video_preprocessor_config.json").write_text(json.dumps({"size": QWEN3_PUBLISHED}), encoding="utf-8")
+    real = _reference([["folder", "qwen2_vl", str(q25)], ["folder", "qwen3_vl", str(q3)]])
+    ours = []
+    for folder in (q25, q3):
+        v = spec_from_folder(folder).vision
+        assert v is not None
+        ours.append([v.video_min_pixels, v.video_max_pixels])
+    assert ours == real == [[3136, 12845056], [4096, 25165824]]

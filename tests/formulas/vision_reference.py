@@ -3,7 +3,8 @@ torchvision (the Llama 4 image processor and the Qwen video processors), which i
 
 torchvision is replaced by empty modules *in this process only*: the functions called below (llama4
 ``find_supported_resolutions`` / ``get_best_fit``, ``Llama4Processor._prompt_split_image``, the video processors'
-``get_num_of_video_patches``) are plain torch / Python and never touch it. Reads JSON cases on stdin, writes JSON.
+``get_num_of_video_patches`` and ``smart_resize``, ``Qwen3VLProcessor.replace_video_token``) are plain torch /
+Python and never touch it. Reads JSON cases on stdin, writes JSON.
 """
 
 from __future__ import annotations
@@ -27,12 +28,17 @@ for _name in ("torchvision", "torchvision.transforms", "torchvision.transforms.v
 sys.modules["torchvision.transforms.v2.functional"].InterpolationMode = object  # type: ignore[attr-defined]
 sys.modules["torchvision.transforms"].InterpolationMode = object  # type: ignore[attr-defined]
 
+import functools  # noqa: E402
 import importlib.util  # noqa: E402
 from pathlib import Path  # noqa: E402
 
+import regex  # noqa: E402
 import torch  # noqa: E402
 from transformers.image_processing_utils import SizeDict  # noqa: E402
 from transformers.models.llama4.processing_llama4 import Llama4Processor  # noqa: E402
+from transformers.models.qwen2.tokenization_qwen2 import PRETOKENIZE_REGEX  # noqa: E402
+from transformers.models.qwen3_vl.processing_qwen3_vl import Qwen3VLProcessor  # noqa: E402
+from transformers.video_utils import VideoMetadata  # noqa: E402
 
 
 def _load(module: str) -> types.ModuleType:
@@ -48,7 +54,8 @@ def _load(module: str) -> types.ModuleType:
 
 L = _load("models.llama4.image_processing_llama4")
 Qwen2VLVideoProcessor = _load("models.qwen2_vl.video_processing_qwen2_vl").Qwen2VLVideoProcessor
-Qwen3VLVideoProcessor = _load("models.qwen3_vl.video_processing_qwen3_vl").Qwen3VLVideoProcessor
+V3 = _load("models.qwen3_vl.video_processing_qwen3_vl")
+Qwen3VLVideoProcessor = V3.Qwen3VLVideoProcessor
 
 
 def llama4(height: int, width: int) -> int:
@@ -63,9 +70,47 @@ def llama4(height: int, width: int) -> int:
     return len(re.findall(r"<\|[a-z_]+\|>", text))
 
 
-def video(kind: str, frames: int, height: int, width: int) -> int:
-    proc = Qwen3VLVideoProcessor() if kind == "qwen3_vl" else Qwen2VLVideoProcessor()
+def video(kind: str, frames: int, height: int, width: int, size: dict[str, int] | None = None) -> int:
+    cls = Qwen3VLVideoProcessor if kind == "qwen3_vl" else Qwen2VLVideoProcessor
+    proc = cls(size=size) if size else cls()
     return int(proc.get_num_of_video_patches(frames, height, width, {"cap_pixels_per_frame": False}))
+
+
+def qwen3_prompt(frames: int, height: int, width: int, size: dict[str, int]) -> int:
+    """Context tokens of one Qwen3-VL video: the grid from Qwen3VLVideoProcessor's ``smart_resize`` (checked against
+    its ``get_num_of_video_patches``), the placeholder text from ``Qwen3VLProcessor.replace_video_token`` itself
+    (frames at the processor's fps, 2), put in the chat template's "<|vision_start|><|video_pad|><|vision_end|>"
+    the way ProcessorMixin replaces the video token only; then counted as the tokenizer splits it: each special token
+    one token, the text between them cut by the Qwen2 pre-tokenizer regex (``PRETOKENIZE_REGEX``)."""
+    vp = Qwen3VLVideoProcessor(size=size)
+    h, w = V3.smart_resize(frames, height, width, temporal_factor=vp.temporal_patch_size,
+                           factor=vp.patch_size * vp.merge_size, min_pixels=size["shortest_edge"],
+                           max_pixels=size["longest_edge"])
+    grid = [-(-frames // vp.temporal_patch_size), h // vp.patch_size, w // vp.patch_size]
+    assert grid[0] * grid[1] * grid[2] == video("qwen3_vl", frames, height, width, size)
+    fake = types.SimpleNamespace(video_processor=vp, video_token="<|video_pad|>",
+                                 vision_start_token="<|vision_start|>", vision_end_token="<|vision_end|>")
+    fake._calculate_timestamps = functools.partial(Qwen3VLProcessor._calculate_timestamps, fake)
+    meta = VideoMetadata(total_num_frames=frames, fps=2.0, frames_indices=list(range(frames)))
+    text = Qwen3VLProcessor.replace_video_token(
+        fake, {"video_grid_thw": torch.tensor([grid]), "video_metadata": [meta]}, 0)
+    prompt = "<|vision_start|><|video_pad|><|vision_end|>".replace("<|video_pad|>", text)
+    special = re.compile(r"<\|[a-z_]+\|>")
+    pieces = [p for chunk in special.split(prompt) for p in regex.findall(PRETOKENIZE_REGEX, chunk)]
+    return len(special.findall(prompt)) + len(pieces)
+
+
+def folder_video_bounds(kind: str, folder: str) -> list[int]:
+    """[shortest_edge, longest_edge] of the video processor transformers builds from a model folder: the dict
+    ``get_video_processor_dict`` loads (video_preprocessor_config.json, else preprocessor_config.json) given to the
+    family's video processor class."""
+    from transformers.video_processing_utils import BaseVideoProcessor
+
+    cls = Qwen3VLVideoProcessor if kind == "qwen3_vl" else Qwen2VLVideoProcessor
+    d, _ = BaseVideoProcessor.get_video_processor_dict(folder, local_files_only=True)
+    d = {k: v for k, v in d.items() if k not in ("image_processor_type", "video_processor_type", "processor_class")}
+    proc = cls(**d)
+    return [int(proc.size["shortest_edge"]), int(proc.size["longest_edge"])]
 
 
 def main() -> None:
@@ -74,6 +119,10 @@ def main() -> None:
     for c in cases:
         if c[0] == "llama4":
             out.append(llama4(c[1], c[2]))
+        elif c[0] == "folder":
+            out.append(folder_video_bounds(c[1], c[2]))
+        elif c[0] == "qwen3_vl_prompt":
+            out.append(qwen3_prompt(c[1], c[2], c[3], c[4]))
         else:
             out.append(video(c[0], c[1], c[2], c[3]))
     json.dump(out, sys.stdout)

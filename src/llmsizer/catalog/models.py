@@ -57,6 +57,8 @@ class CatalogEntry:
     config: dict[str, Any]
     # the image processor's own file (preprocessor_config.json), for models whose tokens per image depend on it
     preprocessor: dict[str, Any] = field(default_factory=dict)
+    # the video processor's file (video_preprocessor_config.json), where the family publishes one (Qwen3-VL)
+    video_preprocessor: dict[str, Any] = field(default_factory=dict)
 
     def spec(self) -> ModelSpec:
         return _spec(self.name)
@@ -113,6 +115,7 @@ def _entry(stem: str) -> CatalogEntry | None:
             published_active_params=d.get("published_active_params"),
             source=d["source"], retrieved=d["retrieved"], config=d["config"],
             preprocessor=d.get("preprocessor_config") or {},
+            video_preprocessor=d.get("video_preprocessor_config") or {},
         )
     except (KeyError, json.JSONDecodeError) as exc:
         raise ModelFileError(f"catalog file {f.name}: malformed ({exc})") from None
@@ -201,7 +204,11 @@ def _variant_spec(entry: str, asked: str) -> ModelSpec:
 @lru_cache(maxsize=128)
 def _spec(name: str) -> ModelSpec:
     e = _entry(name) or entries()[name]
-    cfg = {**e.config, "preprocessor_config": e.preprocessor} if e.preprocessor else e.config
+    cfg = dict(e.config)
+    if e.preprocessor:
+        cfg["preprocessor_config"] = e.preprocessor
+    if e.video_preprocessor:
+        cfg["video_preprocessor_config"] = e.video_preprocessor
     spec = spec_from_config(cfg, name=e.id, source=f"catalog: {e.public_source} (retrieved {e.retrieved})",
                             published_params=e.published_params,
                             published_active_params=e.published_active_params)

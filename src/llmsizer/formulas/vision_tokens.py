@@ -26,9 +26,16 @@ Rules (``VisionSpec.token_rule``):
 - Qwen2-VL video (Qwen2.5-VL): the same ``smart_resize`` per frame with the video processor's pixel bounds, the
   frames padded to a multiple of ``temporal_patch_size`` (``qwen2_vl/video_processing_qwen2_vl.py`` L44-70,
   L288-294): tokens = ceil(F / 2) x grid_h x grid_w / merge^2.
-- ``qwen3_vl`` video: ``smart_resize`` over t x h x w (``qwen3_vl/video_processing_qwen3_vl.py`` L75-109) with
-  patch 16; the grid as above. The processor also writes a "<t seconds>" timestamp in text before each temporal
-  group (``qwen3_vl/processing_qwen3_vl.py``): a few text tokens per group, not counted here.
+- ``qwen3_vl`` video: ``smart_resize`` over t x h x w (``qwen3_vl/video_processing_qwen3_vl.py`` L75-108) with
+  patch 16; the grid as above (the processor's optional ``cap_pixels_per_frame`` is off by default, L283-292, and
+  not modelled). ``Qwen3VLProcessor.replace_video_token`` (``qwen3_vl/processing_qwen3_vl.py`` L75-103) writes,
+  for each temporal group, a text timestamp ``f"<{t:.1f} seconds>"`` then <|vision_start|>, grid_h x grid_w / merge^2
+  <|video_pad|>, <|vision_end|>; it replaces only the prompt's <|video_pad|> (``processing_utils.py`` L941-975),
+  so the chat template's own <|vision_start|> ... <|vision_end|> around it stay (``DELIMITERS``). The timestamp is
+  the mean time of the group's first and last frame (``_calculate_timestamps`` L173-184); the Qwen2 tokenizer's
+  pre-tokenizer (``qwen2/tokenization_qwen2.py`` L33 ``PRETOKENIZE_REGEX``) splits it into "<", one piece per
+  digit, ".", " seconds", ">" (``qwen3_vl_timestamp_tokens``). The frame times are not an input: the frames are
+  taken as sampled at ``QWEN3_VL_VIDEO_FPS`` (the processor's ``fps``), recorded by the caller as an assumption.
 - ``llama4``: the image is fitted to the canvas of at most ``max_tiles`` (16) tiles of ``image_size`` (336) that
   needs the least up- or down-scaling (``llama4/image_processing_llama4.py`` L88-141 ``find_supported_resolutions``,
   L180-275 ``get_best_fit``), split into tiles, plus one global tile when there is more than one
@@ -109,6 +116,27 @@ def smart_resize_video(frames: int, height: int, width: int, temporal: int, fact
         h_bar = math.ceil(height * beta / factor) * factor
         w_bar = math.ceil(width * beta / factor) * factor
     return h_bar, w_bar
+
+
+# Qwen3VLVideoProcessor.fps (video_processing_qwen3_vl.py L134; Qwen3-VL's video_preprocessor_config "fps": 2):
+# frames per second it samples, so the frame times the timestamps are written from
+QWEN3_VL_VIDEO_FPS = 2
+
+
+def qwen3_vl_timestamp_tokens(seconds: float) -> int:
+    """Text tokens of Qwen3-VL's ``f"<{seconds:.1f} seconds>"`` timestamp: the Qwen2 pre-tokenizer
+    (``qwen2/tokenization_qwen2.py`` L33) makes "<", each digit, ".", " seconds" and ">" separate pieces, and each
+    piece is one vocabulary entry, so 4 + the number of digits (``<0.2 seconds>`` = 6, ``<12.2 seconds>`` = 7)."""
+    return 4 + sum(c.isdigit() for c in f"{seconds:.1f}")
+
+
+def qwen3_vl_timestamps(frames: int, temporal: int, fps: float = QWEN3_VL_VIDEO_FPS) -> list[float]:
+    """Seconds written before each temporal group [s]: frame i at i / fps, the index list padded with its last
+    entry to a multiple of ``temporal``, each group the mean of its first and last frame's time
+    (``Qwen3VLProcessor._calculate_timestamps``, processing_qwen3_vl.py L173-184)."""
+    idx = list(range(frames))
+    idx += [idx[-1]] * (-frames % temporal)
+    return [(idx[i] / fps + idx[i + temporal - 1] / fps) / 2 for i in range(0, len(idx), temporal)]
 
 
 def llama4_canvas(height: int, width: int, tile: int, max_tiles: int) -> tuple[int, int]:
@@ -209,7 +237,14 @@ def video_tokens(v: VisionSpec, frames: int, width: int, height: int) -> MediaTo
     groups = -(-frames // t)
     grid = (h // p) * (w // p)
     n = groups * grid // (m * m)
+    text = ""
+    extra = 0
+    if rule == "qwen3_vl":
+        # per group: "<t seconds>" + <|vision_start|> ... <|vision_end|> (processing_qwen3_vl.py L99-102)
+        stamps = sum(qwen3_vl_timestamp_tokens(s) for s in qwen3_vl_timestamps(frames, t))
+        extra = stamps + 2 * groups
+        text = f" + {stamps} timestamp + {2 * groups} start/end tokens"
     # each temporal group is its own attention sequence in the tower (vision_utils.get_vision_cu_seqlens)
-    return MediaTokens(n + DELIMITERS[rule], 0, groups, grid,
+    return MediaTokens(n + extra + DELIMITERS[rule], 0, groups, grid,
                        f"{frames} frames -> {groups} groups of {t}, each resized to {w}x{h}: "
-                       f"{groups} x {grid // (m * m)} = {n} tokens", (h // p, w // p))
+                       f"{groups} x {grid // (m * m)} = {n} tokens{text}", (h // p, w // p))

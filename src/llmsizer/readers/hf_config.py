@@ -434,7 +434,15 @@ def _qwen_vision(full_cfg: dict[str, Any], text_hidden: int, where: str, notes: 
         windowed = depth - len({i for i in full if isinstance(i, int) and 0 <= i < depth})
         window = (v.req("window_size") // merge // v.req("patch_size")) ** 2 * merge * merge
     pre = full_cfg.get("preprocessor_config") or {}
-    vid = full_cfg.get("video_preprocessor_config") or {}
+    vid = full_cfg.get("video_preprocessor_config")
+    if vid is None and pre:
+        # without video_preprocessor_config.json transformers builds the video processor from
+        # preprocessor_config.json (BaseVideoProcessor.get_video_processor_dict, video_processing_utils.py
+        # L366-387 tries [video_preprocessor_config.json, preprocessor_config.json] in that order, L411-412)
+        vid = pre
+        notes.append("no video_preprocessor_config: the video processor reads preprocessor_config (as "
+                     "transformers' get_video_processor_dict does)")
+    vid = vid or {}
     if not isinstance(pre, dict) or not isinstance(vid, dict):
         raise ModelFileError(f"{where}: preprocessor_config / video_preprocessor_config must be objects")
     pixels = []

@@ -18,7 +18,7 @@ from ...formulas.vision_activations import (
     qwen_encoder_activation_bytes,
 )
 from ...formulas.vision_compute import media_encoder_flops
-from ...formulas.vision_tokens import MediaTokens, image_tokens, video_tokens
+from ...formulas.vision_tokens import QWEN3_VL_VIDEO_FPS, MediaTokens, image_tokens, video_tokens
 from ...numbers import TOKENS
 from ...result import Assumption, Notes
 from ...specs import InferenceWorkload, ModelSpec
@@ -92,6 +92,11 @@ def media_in_context(spec: ModelSpec, w: InferenceWorkload, notes: Notes) -> Med
         fw, fh = _size(spec, w.video_size, "video", "--video-size", notes)
         per = video_tokens(v, w.video_frames, fw, fh)
         parts.append((f"1 video of {w.video_frames} frames of {fw}x{fh}", 1, per))
+        if v.token_rule == "qwen3_vl":
+            notes.assumptions.append(Assumption(
+                "video_fps", QWEN3_VL_VIDEO_FPS, True, "frames taken as sampled at the video processor's rate "
+                "(frames per second): the frame times its per-group \"<t seconds>\" timestamps are written from "
+                "(formulas/vision_tokens.py qwen3_vl_timestamps)"))
         details["video_tokens"] = per.tokens
     flops = 0.0
     for label, count, per in parts:
