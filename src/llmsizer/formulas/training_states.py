@@ -267,7 +267,7 @@ OPTIMIZER_INFO: dict[str, OptimizerInfo] = {i.name: i for i in (
                   "bitsandbytes PagedLion8bit (one 8-bit momentum in CUDA unified memory)",
                   f"bitsandbytes @0.50.1 optim/lion.py PagedLion8bit; {_BNB_1STATE}"),
 )}
-# the optimizers bitsandbytes implements (CUDA kernels; ``llmsizer measure`` imports it for them)
+# the optimizers bitsandbytes implements (CUDA kernels, and CPU ones in 0.50.2; ``llmsizer measure`` imports it for them)
 BNB_OPTIMIZERS = tuple(name for name, info in OPTIMIZER_INFO.items() if info.bnb)
 
 

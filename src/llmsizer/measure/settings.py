@@ -15,7 +15,7 @@ from typing import Any
 
 from ..errors import InputError, LlmsizerError
 from ..formulas.training_states import BNB_OPTIMIZERS  # the bitsandbytes ones: one field of each optimizer's record
-from ..specs.training import OPTIMIZERS  # every one of them runs: torch or bitsandbytes (workloads.py)
+from ..specs.training import OPTIMIZERS, paged_off_cuda  # every one of them runs: torch or bitsandbytes (workloads.py)
 from ..specs.training import normalize_targets as estimate_targets
 from ..suggest import unknown_choice
 
@@ -91,7 +91,7 @@ class MeasureSettings:
     threads: int | None = None
     memory_cap: int | None = None
     random_weights: bool = False
-    allow_cpu_bnb: bool = False  # bitsandbytes 4-bit/8-bit on CPU: for tests of the code path only
+    allow_cpu_bnb: bool = False  # bitsandbytes 4-bit weights (QLoRA, nf4) on CPU: for tests of the code path only
 
     def __post_init__(self) -> None:
         closed = (("kind", self.kind, KINDS), ("device", self.device, DEVICES),
@@ -131,13 +131,17 @@ class MeasureSettings:
         if self.method == "qlora" and self.precision in ("fp32", "fp16", "fp16-mixed"):
             raise InputError(f"qlora computes in bf16 on a 4-bit base; precision {self.precision!r} does not apply "
                              "(use bf16-mixed or bf16)")
+        # bitsandbytes 0.50.2 runs its optimizers on a CPU (its CPU backend: the 8-bit block-wise kernels and the
+        # 32-bit ones), so they are measured there; a paged one pages nothing there (optim/optimizer.py
+        # get_state_buffer lines 374-382 fall back to unpaged RAM with a warning) and the estimate refuses it on a
+        # CPU (specs/training.py paged_off_cuda): the same refusal and alternative here
+        if self.device == "cpu" and self.kind == "training" and self.optimizer.startswith("paged-"):
+            raise InputError(paged_off_cuda(self.optimizer, cpu=True, measure=True))
         if self.device == "cpu" and not self.allow_cpu_bnb:
             if self.kind == "training" and self.method == "qlora":
                 raise InputError("QLoRA needs CUDA (bitsandbytes 4-bit kernels); measure it on a GPU")
             if self.kind == "inference" and self.weights in INFER_WEIGHTS:
                 raise InputError("bitsandbytes 4-bit weights need CUDA; measure them on a GPU")
-            if self.kind == "training" and self.optimizer in BNB_OPTIMIZERS:
-                raise InputError(f"optimizer {self.optimizer} (bitsandbytes) needs CUDA; measure it on a GPU")
 
     # -- derived ---------------------------------------------------------------------------------------------
     @property

@@ -224,12 +224,19 @@ def normalize_targets(targets: str | tuple[str, ...] | list[str]) -> tuple[str, 
     return tuple(out)
 
 
-def _paged_off_cuda(optimizer: str, cpu: bool) -> str:
+def paged_off_cuda(optimizer: str, cpu: bool, measure: bool = False) -> str:
     """The refusal of a bitsandbytes paged optimizer off CUDA, naming the unpaged optimizer that keeps the same
     states: bitsandbytes' own unpaged class (``adamw-8bit``, ``lion``, ``lion-8bit``); for ``paged-adamw`` there is
     no unpaged bitsandbytes record, and llmsizer's ``adamw`` is torch's, whose states follow the parameters' dtype
-    unless ``optimizer_state_dtype`` says fp32 (bitsandbytes' 32-bit states are fp32 whatever the parameters)."""
+    unless ``optimizer_state_dtype`` says fp32 (bitsandbytes' 32-bit states are fp32 whatever the parameters).
+    ``measure``: the refusal of ``llmsizer measure`` on a CPU, which has no ``optimizer_state_dtype`` (torch's AdamW
+    keeps fp32 moments there under precision fp32, the CPU default)."""
     twin = optimizer[len("paged-"):]
+    if measure:
+        same = (f"{twin} with precision fp32 (torch's AdamW: the same two fp32 moments as bitsandbytes' AdamW, "
+                "plus a 4 B step per tensor)" if twin == "adamw" else twin)
+        return (f"optimizer {optimizer} pages CUDA unified memory, which device cpu lacks: bitsandbytes allocates "
+                f"its states unpaged in RAM there (a warning), so measure optimizer {same}")
     same = (f"{twin} with optimizer_state_dtype fp32 (the same two fp32 moments as bitsandbytes' AdamW)"
             if twin == "adamw" else twin)
     if cpu:  # bitsandbytes 0.50.2 optim/optimizer.py get_state_buffer lines 374-382
@@ -533,7 +540,7 @@ class TrainingWorkload:
                              + " (flex_attention _validate_device raises NotImplementedError); use sdpa")
         if (self.device == "cpu" or self.gpu_runtime == "metal") and self.optimizer is not None \
                 and self.optimizer.startswith("paged-"):  # bitsandbytes cget_managed_ptr: cudaMallocManaged
-            raise InputError(_paged_off_cuda(self.optimizer, self.device == "cpu"))
+            raise InputError(paged_off_cuda(self.optimizer, self.device == "cpu"))
         optional = (("optimizer", self.optimizer, OPTIMIZERS),
                     ("optimizer_state_dtype", self.optimizer_state_dtype, STATE_DTYPES),
                     ("optimizer_impl", self.optimizer_impl, OPTIMIZER_IMPLS),
