@@ -144,7 +144,7 @@ def test_kernels_and_their_attention() -> None:
     with pytest.raises(ValueError, match="unknown attention_kernel"):
         TrainingWorkload(attention_kernel="fa9")
     # off Hopper a wgmma kernel has no published speed: timed as FlashAttention-2, with a warning
-    kernel, _, warning = E.timed_attention_kernel("flash", "flash-attn-3", "ampere", 80, "bf16", False, False, True)
+    kernel, _, warning = E.timed_attention_kernel("flash", "flash-attn-3", "ampere", 80, "bf16", False, False, True, 128)
     assert kernel == "flash-attn-2" and warning is not None and "sm90" in warning
 
 

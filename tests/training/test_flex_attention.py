@@ -187,10 +187,10 @@ def test_flex_is_refused_below_tritons_floor() -> None:
 
     src = inspect.getsource(__import__("torch._dynamo.device_interface", fromlist=["CudaInterface"]).CudaInterface)
     assert ".major >= 7" in src and "GPUTooOldForTriton" in src
-    assert timed_attention_kernel("flex", "flex-attention", "volta", 70, "bf16", True, True, False)[0] == \
+    assert timed_attention_kernel("flex", "flex-attention", "volta", 70, "bf16", True, True, False, 64)[0] == \
         "flex-attention"
     with pytest.raises(DeviceCannotRunError, match="sm70"):
-        timed_attention_kernel("flex", "flex-attention", "pascal", 60, "bf16", True, True, False)
+        timed_attention_kernel("flex", "flex-attention", "pascal", 60, "bf16", True, True, False, 64)
 
 
 def test_torchtune_rows_flag_flex_where_the_table_predates_its_torch() -> None:

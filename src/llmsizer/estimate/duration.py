@@ -121,6 +121,7 @@ from .training.setup import (
     attention_kernel_call,
     compiled_loss,
     compute_bytes,
+    given,
     qlora_base_format,
     qlora_fused_experts,
 )
@@ -1059,7 +1060,8 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
         # a default where none is named, or where the named kernel is timed as another (swapped); a named 'sdpa'
         # timed as the backend its dispatch picks is the user's choice
         swapped = w.attention_kernel not in (None, "sdpa", kernel)
-        notes.append(Assumption("attention_kernel_timed", kernel, w.attention_kernel is None or swapped,
+        # (a framework profile's kernel is not the user's: specs/given.py)
+        notes.append(Assumption("attention_kernel_timed", kernel, not given(w, "attention_kernel") or swapped,
                                 f"sdpa given: {kernel_why}" if w.attention_kernel == "sdpa"
                                 else "the kernel given" if kernel_why == "given" else kernel_why))
         if kernel_warning is not None:

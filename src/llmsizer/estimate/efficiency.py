@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import DeviceCannotRunError
-from ..formulas.sdpa_dispatch import flash_attn_refusal, flex_refusal, sdpa_backend, sdpa_refusal
+from ..formulas.sdpa_dispatch import flash_attn_refusal, flex_refusal, sdpa_backend, sdpa_refusal, triton_flash_refusal
 from ..formulas.speed import sm_streaming_bandwidth
 from ..formulas.training_time import fwd_bwd_speed_ratio
 from .ranges import SERVING_ENGINES
@@ -648,14 +648,17 @@ WGMMA_ARCHITECTURES = ("hopper",)
 
 
 def attention_kernel_refusal(attention: str, kernel: str, architecture: str, capability: int | None, dtype: str,
-                             heads_unmatched: bool, mask: bool, named: bool) -> DeviceCannotRunError | None:
+                             heads_unmatched: bool, mask: bool, named: bool, head_dim: int
+                             ) -> DeviceCannotRunError | None:
     """Why a fused attention ``kernel`` (TRAIN_ATTENTION_KERNELS, not eager) of the attention API ``attention``
     ('sdpa': torch's SDPA backends; 'flash': the flash-attn package or Triton; 'flex': torch's FlexAttention) cannot
-    run on a GPU of ``architecture`` / ``capability`` with q/k/v in ``dtype``, as the error to raise (on
+    run on a GPU of ``architecture`` / ``capability`` with q/k/v in ``dtype`` and heads of ``head_dim`` channels, as
+    the error to raise (on
     ``attention_kernel`` when ``named``, else on ``attention``), or None when it runs. The capability floors are
     formulas/sdpa_dispatch.py's, each with its source (one home): torch raises 'No available kernel' for a forced SDPA
     backend (sdp_utils.cpp, ``sdpa_refusal``), flash-attn 'FlashAttention only supports Ampere GPUs or newer.'
-    (flash_api.cpp mha_fwd, ``flash_attn_refusal``), inductor GPUTooOldForTriton below sm70 (``flex_refusal``); SDPA's
+    (flash_api.cpp mha_fwd, ``flash_attn_refusal``), inductor GPUTooOldForTriton below sm70 (``flex_refusal``), llm-foundry's Triton kernel's fp16/bf16 and
+    head_dim <= 128 asserts (``triton_flash_refusal``); SDPA's
     own dispatch ('sdpa') always finds a backend (math last). Read by every training answer on a named device
     (estimate/training/setup.py ``refuse_attention_kernel``) and by the duration (:func:`timed_attention_kernel`), so
     the memory, fit, recommend, plan and the duration refuse one workload with one message."""
@@ -667,8 +670,8 @@ def attention_kernel_refusal(attention: str, kernel: str, architecture: str, cap
         refused = flash_attn_refusal(kernel, capability, dtype)
     elif kernel == "flex-attention":  # inductor's Triton kernels (no CPU or Apple: specs/training.py)
         refused = flex_refusal(capability)
-    else:  # triton-flash: no capability check in llm-foundry's kernel
-        refused = None
+    else:  # triton-flash: no capability check in llm-foundry's kernel, its dtype and head-width asserts
+        refused = triton_flash_refusal(dtype, head_dim)
     if refused is None:
         return None
     field = "attention_kernel" if named else "attention"
@@ -677,7 +680,8 @@ def attention_kernel_refusal(attention: str, kernel: str, architecture: str, cap
 
 
 def timed_attention_kernel(attention: str, kernel: str, architecture: str, capability: int | None, dtype: str,
-                           heads_unmatched: bool, mask: bool, named: bool) -> tuple[str, str, str | None]:
+                           heads_unmatched: bool, mask: bool, named: bool, head_dim: int
+                           ) -> tuple[str, str, str | None]:
     """The kernel whose speed times a fused attention ``kernel`` (TRAIN_ATTENTION_KERNELS, not eager) of the
     attention API ``attention`` ('sdpa': torch's SDPA backends; 'flash': the flash-attn package or Triton) on a GPU of
     ``architecture`` / ``capability`` with q/k/v in ``dtype`` (formulas/sdpa_dispatch.py, one home): for 'sdpa' the
@@ -687,7 +691,8 @@ def timed_attention_kernel(attention: str, kernel: str, architecture: str, capab
     None)."""
     if kernel == "sdpa":
         return (*sdpa_backend(capability, dtype, heads_unmatched, mask), None)
-    refused = attention_kernel_refusal(attention, kernel, architecture, capability, dtype, heads_unmatched, mask, named)
+    refused = attention_kernel_refusal(attention, kernel, architecture, capability, dtype, heads_unmatched, mask, named,
+                                       head_dim)
     if refused is not None:
         raise refused
     if kernel in WGMMA_KERNEL_OVER_FA2 and architecture not in WGMMA_ARCHITECTURES:

@@ -17,6 +17,7 @@ from typing import Any
 from ..catalog.frameworks import FrameworkDefault, FrameworkProfile, framework_profile
 from ..errors import InputError
 from ..specs import ModelSpec, TrainingWorkload
+from ..specs.training import check_attention_kernel
 
 
 def model_rule_holds(rule: str, spec: ModelSpec) -> bool:
@@ -90,6 +91,7 @@ def with_framework(spec: ModelSpec, w: TrainingWorkload) -> tuple[ModelSpec, Tra
                 _APPLIED.clear()
             _APPLIED[id(w)] = (w, applied)
             w = applied
+    check_attention_kernel(w)  # the kernel named against the attention the profile left or set (specs/training.py)
     model: dict[str, Any] = {d.field: True for d in profile.model
              if model_rule_holds(d.value, spec) and getattr(spec, d.field) is not True}
     if model:

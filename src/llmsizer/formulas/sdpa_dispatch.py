@@ -25,8 +25,11 @@ torch::kBFloat16`` ("FlashAttention only support fp16 and bf16 data type"; the s
 lines 571-576 and ``mha_bwd`` lines 835-843); its README: "FlashAttention-2 with CUDA currently supports: Ampere, Ada,
 or Hopper GPUs". FlashAttention-3: hopper/flash_api.cpp ``mha_fwd`` lines 711-712 (``dprops->major >= 8``, the same
 message) and 715-719 (fp16/bf16, fp8_e4m3 on sm90+ only). (The older pin 765fbd9 checked ``is_sm90 || is_sm8x``; from
-0251105a any capability 8.0 or newer passes, as :func:`flash_attn_refusal` reads it.) llm-foundry's Triton kernel has
-no such check.
+0251105a any capability 8.0 or newer passes, as :func:`flash_attn_refusal` reads it.) llm-foundry's Triton kernel
+(attention 'flash', kernel 'triton-flash') has no capability check, but two asserts in
+mosaicml/llm-foundry @b2a43a147 llmfoundry/models/layers/flash_attn_triton.py ``_flash_attn_forward``: line 593
+``assert d <= 128, 'FlashAttention only support head dimensions up to 128'`` and line 595 ``assert q.dtype in
+[torch.float16, torch.bfloat16], 'Only support fp16 and bf16'`` (:func:`triton_flash_refusal`).
 
 Capabilities are NVIDIA's major x 10 + minor (catalog Device.capability); None: a GPU without one (AMD, Apple, a
 hardware file's entry without an NVIDIA architecture), for which no check here applies.
@@ -45,6 +48,8 @@ SM80, SM121, SM50 = 80, 121, 50
 # floor: torch runs flex on an sm70 V100.
 FLEX_TRITON_SOURCE = "torch 2.13.0 _dynamo/device_interface.py lines 275-285, _inductor/exc.py lines 151-152"
 SM70 = 70
+TRITON_FLASH_SOURCE = "mosaicml/llm-foundry @b2a43a147 llmfoundry/models/layers/flash_attn_triton.py _flash_attn_forward"
+TRITON_FLASH_MAX_HEAD_DIM = 128  # ibid. line 593
 
 
 def attention_dtype(precision: str, compute_bytes: int) -> str:
@@ -100,6 +105,17 @@ def flash_attn_refusal(kernel: str, capability: int | None, dtype: str) -> str |
                 f"Ampere GPUs or newer.'), this GPU is sm{capability}")
     if dtype not in ("fp16", "bf16"):
         return f"{kernel} takes fp16/bf16 only ({FLASH_ATTN_SOURCE[kernel]}), not {dtype}"
+    return None
+
+
+def triton_flash_refusal(dtype: str, head_dim: int) -> str | None:
+    """Why llm-foundry's Triton FlashAttention ('triton-flash') does not run q/k/v in ``dtype`` with heads of
+    ``head_dim`` channels (its two asserts, module docstring), or None when it does. Any GPU: no capability check."""
+    if dtype not in ("fp16", "bf16"):
+        return f"triton-flash takes fp16/bf16 only ({TRITON_FLASH_SOURCE} line 595: 'Only support fp16 and bf16'), not {dtype}"
+    if head_dim > TRITON_FLASH_MAX_HEAD_DIM:
+        return (f"triton-flash takes heads of at most {TRITON_FLASH_MAX_HEAD_DIM} channels ({TRITON_FLASH_SOURCE} line 593: "
+                f"'FlashAttention only support head dimensions up to 128'), this model's are {head_dim}")
     return None
 
 

@@ -69,6 +69,17 @@ DEFAULT_ATTENTION_KERNEL_WHY = {
 }
 
 
+def check_attention_kernel(w: TrainingWorkload) -> None:
+    """Refuse (one line) a named ``attention_kernel`` that the workload's ``attention`` API does not run
+    (KERNELS_OF_ATTENTION). Checked on construction without a framework profile; with one, after the profile has
+    filled the unstated attention (estimate/framework.py ``with_framework``): llm-foundry's 'triton-flash' named
+    alone runs under the profile's attention 'flash', not under llmsizer's default 'sdpa'."""
+    kernel, attention = w.attention_kernel, w.attention
+    if kernel is not None and kernel not in KERNELS_OF_ATTENTION[attention]:
+        raise InputError(f"attention_kernel {kernel!r} does not run attention {attention!r}; with attention "
+                         f"{attention!r} choose from: {', '.join(KERNELS_OF_ATTENTION[attention])}")
+
+
 def attention_kernel_of(attention: str, kernel: str | None) -> str:
     """The kernel a step with attention API ``attention`` runs: ``kernel`` when named, else the API's default."""
     return kernel if kernel is not None else DEFAULT_ATTENTION_KERNEL[attention]
@@ -551,10 +562,8 @@ class TrainingWorkload:
         for opt_name, opt_value, opt_allowed in optional:
             if opt_value is not None and opt_value not in opt_allowed:
                 raise InputError(unknown_choice(opt_name, opt_value, opt_allowed))
-        if self.attention_kernel is not None and self.attention_kernel not in KERNELS_OF_ATTENTION[self.attention]:
-            raise InputError(f"attention_kernel {self.attention_kernel!r} does not run attention {self.attention!r}; "
-                             f"with attention {self.attention!r} choose from: "
-                             f"{', '.join(KERNELS_OF_ATTENTION[self.attention])}")
+        if self.framework == "none":  # under a profile, once it has filled the attention the caller left unstated
+            check_attention_kernel(self)  # (estimate/framework.py with_framework)
         counts = _COUNT_VALUES(self)
         if not (set(map(type, counts)) == {int} and min(counts) >= 1 and max(counts) <= COUNT.high):  # (in C)
             # each through its flag's range (numbers.py: COUNT, seq_len TOKENS), so micro_batch=0 or 2e6 from Python

@@ -38,7 +38,7 @@ from ...result import Assumption
 from ...specs import ModelSpec, TrainingWorkload
 from ...specs.training import ALL_LINEAR, DEFAULT_ATTENTION_KERNEL_WHY, attention_kernel_of
 from .. import efficiency as E
-from ..framework import model_defaults_applied, profile_why
+from ..framework import model_defaults_applied, profile_why, with_framework
 from ..inference.common import Acc
 from ..model_warnings import source_length_warning
 
@@ -218,21 +218,28 @@ def compute_bytes(w: TrainingWorkload) -> int:
     return rec.compute_bytes if w.method != "qlora" else 2
 
 
-AttentionKernelCall = tuple[str, str, str, "int | None", str, bool, bool, bool]
+AttentionKernelCall = tuple[str, str, str, "int | None", str, bool, bool, bool, int]
 
 
 def attention_kernel_call(spec: ModelSpec, w: TrainingWorkload, device: Device) -> AttentionKernelCall | None:
     """The arguments of ``efficiency.timed_attention_kernel`` / ``attention_kernel_refusal`` for the attention of
     ``w`` on ``device`` (the attention API, the kernel it runs, the GPU's architecture and compute capability, the
     q/k/v dtype of the precision recipe, fewer K/V heads than query heads handed to SDPA without enable_gqa, a mask the
-    module always materialises (Falcon), whether the kernel was named); None where no fused kernel runs: off a GPU
-    (a CPU's or Apple chip's attention; flex refused there by specs/training.py), eager attention, no attention
-    layer. The one reading the memory's device checks and the duration (estimate/duration.py) share."""
+    module always materialises (Falcon), whether the caller named the kernel (a profile's is not named), the widest
+    q/k/v head); None where no fused kernel runs: off a GPU (a CPU's or Apple chip's attention; flex refused there by
+    specs/training.py), eager attention, no attention layer. The one reading the memory's device checks and the duration (estimate/duration.py) share."""
     if device.kind != "gpu" or w.attention == "eager" or not spec.attention_layers:
         return None
     return (w.attention, attention_kernel_of(w.attention, w.attention_kernel), device.architecture, device.capability,
             attention_dtype(w.precision, compute_bytes(w)), spec.math_attention, spec.attention_mask_materialised,
-            w.attention_kernel is not None)
+            given(w, "attention_kernel"), attention_head_width(spec))
+
+
+def attention_head_width(spec: ModelSpec) -> int:
+    """The widest per-head q/k/v width the attention kernel takes: ``head_dim``; under MLA the larger of the q/k head
+    (qk_nope_head_dim + qk_rope_head_dim) and the v head (v_head_dim)."""
+    m = spec.mla
+    return spec.head_dim if m is None else max(m.qk_nope_head_dim + m.qk_rope_head_dim, m.v_head_dim)
 
 
 def refuse_attention_kernel(spec: ModelSpec, w: TrainingWorkload, device: Device) -> None:
@@ -241,7 +248,10 @@ def refuse_attention_kernel(spec: ModelSpec, w: TrainingWorkload, device: Device
     below sm70, the flash-attn package below sm80 or in fp32, a forced SDPA backend its checks refuse). Called wherever
     a training workload meets a named device, whatever is asked: ``estimate_training(device=)``, the reverse
     questions, ``fit_training`` (fit --train, train --device, recommend, the plan) and the duration, so a memory-only
-    answer refuses it exactly as the duration does, with the same one-line message."""
+    answer refuses it exactly as the duration does, with the same one-line message. The workload's framework profile
+    is applied first (estimate/framework.py ``with_framework``, idempotent), so every caller checks the kernel the
+    estimate and the duration run, whether it passes the raw or the applied workload."""
+    spec, w = with_framework(spec, w)
     call = attention_kernel_call(spec, w, device)
     refused = E.attention_kernel_refusal(*call) if call is not None else None
     if refused is not None:
@@ -255,7 +265,7 @@ def resolve(spec: ModelSpec, w: TrainingWorkload, acc: Acc) -> TrainingContext:
                              "grad_checkpointing", "attention", "packing", "loss", "loss_chunks", "kernels"))
     if spec.norm_kind == "layernorm":
         record_workload(w, acc, ("layernorm",))
-    elif w.layernorm != "torch":
+    elif w.layernorm != "torch" and given(w, "layernorm"):  # a profile's default (llm-foundry's) is not the user's
         acc.warnings.append(f"layernorm {w.layernorm!r} changes nothing: {spec.name} has RMSNorm, not LayerNorm")
     if w.train_metric_passes:
         record_workload(w, acc, ("train_metric_passes",))
