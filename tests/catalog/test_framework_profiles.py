@@ -227,3 +227,15 @@ def test_cli_and_request_reach_the_profile(tmp_path: Path, capsys: pytest.Captur
     with pytest.raises(InputError, match=r"settings\.framework: unknown value 'nope'"):
         load_request(bad)
     assert set(framework_profiles()) == {"none", "llm-foundry", "torchtune", "torchtitan"}
+
+
+def test_the_profiles_layernorm_on_an_rmsnorm_model_warns_only_when_given() -> None:
+    """llm-foundry's low-precision LayerNorm (submit_benchmarks.py line 307) is a profile default: on a model whose
+    config names RMSNorm (Llama 3.2: LlamaRMSNorm) it changes nothing and the user never wrote it, so no warning; a
+    layernorm the user states on that model still says it changes nothing."""
+    spec = load_model("llama-3.2-1b")
+    assert spec.norm_kind == "rmsnorm"
+    quiet = estimate_training(spec, TrainingWorkload(framework="llm-foundry"))
+    assert not any("layernorm" in w for w in quiet.warnings), quiet.warnings
+    told = estimate_training(spec, TrainingWorkload(framework="llm-foundry", layernorm="low-precision"))
+    assert any(w.startswith("layernorm 'low-precision' changes nothing") for w in told.warnings), told.warnings

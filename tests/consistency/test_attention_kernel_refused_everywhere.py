@@ -46,8 +46,18 @@ CASES = [
     ("v100-sxm2-32gb", ("--attention-kernel", "cudnn"), {"attention_kernel": "cudnn"},
      "check_cudnn_hardware_support", "attention_kernel"),
     ("my-p100", ("--attention", "flex"), {"attention": "flex"}, "GPUTooOldForTriton", "attention"),
+    # llm-foundry's profile runs its Triton FlashAttention (attention flash, kernel triton-flash), which asserts
+    # fp16/bf16 q (mosaicml/llm-foundry @b2a43a147 llmfoundry/models/layers/flash_attn_triton.py line 595): fp32
+    # refused on an H100 as on any GPU, on the attention (the profile's kernel is not the user's)
+    ("h100-sxm", ("--framework", "llm-foundry", "--precision", "fp32"), {"framework": "llm-foundry", "precision": "fp32"},
+     "'Only support fp16 and bf16'", "attention"),
+    # the user's own kernel under the profile: refused by its floor, not answered as the profile's triton-flash
+    ("v100-sxm2-32gb", ("--framework", "llm-foundry", "--attention-kernel", "flash-attn-2"),
+     {"framework": "llm-foundry", "attention_kernel": "flash-attn-2"},
+     "FlashAttention only supports Ampere GPUs or newer.", "attention_kernel"),
 ]
-IDS = ["flash-v100", "flash-t4", "flash-fp32-h100", "cudnn-v100", "flex-p100"]
+IDS = ["flash-v100", "flash-t4", "flash-fp32-h100", "cudnn-v100", "flex-p100", "foundry-fp32-h100",
+       "foundry-fa2-v100"]
 FLAG = {"attention": "--attention", "attention_kernel": "--attention-kernel"}
 
 
@@ -127,7 +137,9 @@ def test_every_answer_refuses_it_with_one_message(device: str, flags: tuple, fie
                        f"    resources: {{device: {device}, count: 1}}\n")
         for cmd in (("plan", str(req), "--json"), ("request", "check", str(req))):
             line = _one_line(*cmd, *files)
-            assert line.endswith(f"settings.{field}: {message}"), (dataset, cmd, line)
+            # the settings key where the file states it (a profile's attention is in no key: the job is named)
+            where = f"settings.{field}" if field in fields else "job 'tune' (training)"
+            assert line.endswith(f"{where}: {message}"), (dataset, cmd, line)
 
 
 @pytest.mark.parametrize(("device", "flags", "fields", "words", "field"), CASES[:2], ids=IDS[:2])
@@ -172,3 +184,71 @@ def test_a_gpu_of_unknown_memory_refuses_it_too(tmp_path: Path) -> None:
     assert _one_line("plan", str(req), "--hardware-file", str(f)).endswith(f"settings.attention: {e.value}")
     # without the flag the same GPU is sized (SDPA's dispatch always finds a backend: math last)
     assert run("train", MODEL, "--method", "lora", "--device", "my-p100", "--hardware-file", str(f))[0] == 0
+
+
+# --- a framework profile: the kernel checked is the kernel the estimate runs ---------------------------------------
+# llm-foundry's profile sets attention 'flash' with llm-foundry's Triton kernel (catalog/data/frameworks.json), and
+# that kernel has no capability check (flash_attn_triton.py @b2a43a147 _flash_attn_forward lines 587-597: shape, dtype
+# and head-width asserts only); the flash-attn package's sm80 floor is not its floor. Review: four of six callers
+# checked the raw settings, so `--attention flash` under the profile was refused on a V100 as flash-attn-2 while
+# estimate_training answered it with triton-flash.
+FOUNDRY = {"framework": "llm-foundry", "attention": "flash"}
+
+
+def _kernel(est) -> str:
+    return next(a.value for a in est.assumptions if a.name == "attention_kernel")
+
+
+@pytest.mark.parametrize("device", ["v100-sxm2-32gb", "t4"])
+def test_the_profiles_kernel_is_the_one_every_answer_checks(device: str) -> None:
+    spec = load_model(MODEL)
+    dev = builtin_catalog().devices[device]
+    assert dev.capability < 80  # below flash-attn's floor: answered only if triton-flash is the kernel checked
+    est = estimate_training(spec, method="lora", device=dev, **FOUNDRY)
+    assert _kernel(est) == "triton-flash"
+    r = fit_training(spec, device, method="lora", tokens=1e9, **FOUNDRY)
+    assert r.estimate is not None and _kernel(r.estimate) == "triton-flash"
+    assert max_micro_batch(spec, method="lora", device=dev, **FOUNDRY) >= 1
+    flags = ("--method", "lora", "--framework", "llm-foundry", "--attention", "flash", "--device", device)
+    for argv in (("train", MODEL, *flags), ("train", MODEL, *flags, "--tokens", "1B"),
+                 ("fit", MODEL, "--train", *flags), ("fit", MODEL, "--train", *flags, "--tokens", "1B")):
+        code, _, err = run(*argv)
+        assert code in (0, 1), (argv, err[-400:])
+    code, out, err = run("recommend", MODEL, "--train", "--method", "lora", "--framework", "llm-foundry",
+                         "--attention", "flash", "--tokens", "1B", "--json")
+    assert code == 0, err[-400:]
+    data = json.loads(out)
+    assert not any("cannot run" in r for o in data["rejected"] if o["device"] == device for r in o["reasons"])
+
+
+def test_naming_the_profiles_own_kernel_is_not_refused() -> None:
+    """`--attention-kernel triton-flash` under llm-foundry: the profile's attention 'flash' runs it (the user never
+    said 'sdpa'); a given attention 'sdpa' with it is still the user's contradiction, refused in one line."""
+    est = estimate_training(MODEL, framework="llm-foundry", attention_kernel="triton-flash")
+    assert _kernel(est) == "triton-flash"
+    assert next(a for a in est.assumptions if a.name == "attention").value == "flash"
+    code, out, err = run("train", MODEL, "--framework", "llm-foundry", "--attention-kernel", "triton-flash", "--json")
+    assert code == 0, err[-400:]
+    line = _one_line("train", MODEL, "--framework", "llm-foundry", "--attention", "sdpa", "--attention-kernel",
+                     "triton-flash")
+    assert "'triton-flash' does not run attention 'sdpa'" in line
+
+
+def test_triton_flash_refuses_heads_wider_than_128() -> None:
+    """flash_attn_triton.py @b2a43a147 line 593: ``assert d <= 128``. Gemma 2's heads are 256 wide (Gemma Team 2024,
+    arXiv 2408.00118 Table 1: "Head size 256" for 2B, 9B and 27B); llama-3.2-1b's 64 pass."""
+    assert load_model("gemma-2-2b-it").head_dim == 256
+    dev = builtin_catalog().devices["h100-sxm"]
+    with pytest.raises(DeviceCannotRunError) as e:
+        estimate_training("gemma-2-2b-it", method="lora", device=dev, framework="llm-foundry")
+    message = str(e.value)
+    assert e.value.field == "attention" and "'FlashAttention only support head dimensions up to 128'" in message
+    assert "256" in message
+    with pytest.raises(DeviceCannotRunError) as e2:
+        fit_training("gemma-2-2b-it", "h100-sxm", method="lora", framework="llm-foundry")
+    assert str(e2.value) == message
+    assert _one_line("train", "gemma-2-2b-it", "--method", "lora", "--framework", "llm-foundry", "--device",
+                     "h100-sxm") == message.replace("attention ", "--attention ", 1)
+    # the profile's kernel on the same GPU with 64-wide heads in bf16 runs
+    assert _kernel(estimate_training(MODEL, method="lora", device=dev, framework="llm-foundry")) == "triton-flash"
+
