@@ -16,8 +16,15 @@ from .test_checks import CLEAN_TRAIN, edit, request
 
 
 def _cost_chart(resources):
-    job = edit(CLEAN_TRAIN, model={"name": "llama-3.1-8b"}, method="full", resources=resources, deadline="12h",
-               dataset__tokens="2B tokens", checkpoints__storage=None)
+    job = edit(
+        CLEAN_TRAIN,
+        model={"name": "llama-3.1-8b"},
+        method="full",
+        resources=resources,
+        deadline="12h",
+        dataset__tokens="2B tokens",
+        checkpoints__storage=None,
+    )
     jp = make_plan(parse_request(request(job), source="r.yaml"), alternatives=True).jobs[0]
     return jp, next(c for c in jp.charts if c.id.endswith("-cost"))
 
@@ -26,7 +33,7 @@ def test_cost_chart_categories_are_the_options_devices_lines():
     jp, chart = _cost_chart(None)
     priced = [o for o in jp.options if o["run_cost"] is not None]
     assert priced
-    options = chart.categories[-len(priced):]
+    options = chart.categories[-len(priced) :]
     assert options == tuple(o["hardware"] for o in priced)
     cat = load_catalog()
     multi = 0
@@ -48,10 +55,11 @@ def test_bare_device_ending_in_x_is_not_doubled(tmp_path):
     hw = tmp_path / "hw.json"
     hw.write_text(json.dumps({"devices": [{"id": "mi300x", "owned": True, "price": 1.0}]}))
     job = edit(CLEAN_TRAIN, resources=None, deadline="12h", checkpoints__storage=None)
-    jp = make_plan(parse_request(request(job), source="r.yaml", hardware_files=[hw]), hardware_files=[hw],
-                   alternatives=True).jobs[0]
+    jp = make_plan(
+        parse_request(request(job), source="r.yaml", hardware_files=[hw]), hardware_files=[hw], alternatives=True
+    ).jobs[0]
     chart = next(c for c in jp.charts if c.id.endswith("-cost"))
     labels = [o["hardware"] for o in jp.options if o["run_cost"] is not None]
     assert "mi300x" in labels  # one device: its id alone (estimate/fit.py devices_text)
-    assert chart.categories[-len(labels):] == tuple(labels)
+    assert chart.categories[-len(labels) :] == tuple(labels)
     assert not any("xmi300x" in c for c in chart.categories), chart.categories
