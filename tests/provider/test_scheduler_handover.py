@@ -204,7 +204,7 @@ def test_kubectl_import_check_book_export_round_trip(tmp_path, capsys):
     big.write_text(req.read_text().replace("qwen2.5-0.5b", "qwen2.5-7b").replace("name: chat", "name: chat7"))
     assert run("capacity", "check", str(big), *common) == 1
     out = capsys.readouterr().out
-    assert "DOES NOT FIT in the requested window: [memory] 1 x a16-4q does not hold the job" in out
+    assert "DOES NOT FIT in the requested window: [memory] a16-4q does not hold the job" in out
     assert run("capacity", "book", str(big), *common, "--db", db) == 1
 
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..estimate.fit import devices_text
 from ..result import Assumption, Estimate
 
 SCHEMA_VERSION = 1
@@ -151,12 +152,8 @@ class Hardware:
     def label(self) -> str:
         if self.origin == "none" or self.device is None:
             return "no hardware"
-        text = f"{self.count} x {self.device}"
-        if self.instance:
-            text += f" ({self.nodes} x {self.instance})"
-        elif self.nodes > 1:
-            text += f" on {self.nodes} machines"
-        return text
+        # the one spelling of a devices line (estimate/fit.py devices_text), as recommend's options name theirs
+        return devices_text(self.count, self.device, self.nodes, self.instance)
 
     def to_dict(self) -> dict[str, Any]:
         d = {k: getattr(self, k) for k in self.__dataclass_fields__}

@@ -637,7 +637,7 @@ def _charts(job: TrainingJob, spec: ModelSpec, fields: dict[str, Any], seq_len: 
         vals.append(float(reserved))
     for o in options:
         if o.get("run_cost") is not None:
-            cats.append(f"{o['target']}" + (f" x{o['hardware'].split(' x')[-1]}" if "x" in o["hardware"][-3:] else ""))
+            cats.append(o["hardware"])  # the option's devices_text (estimate/fit.py), as the options list names it
             vals.append(float(o["run_cost"]))
     if cats:
         charts.append(Chart(f"{job.name}-cost", f"{job.name}: cost of the run per option", "bars", "option",
