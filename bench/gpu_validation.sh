@@ -5,6 +5,7 @@
 #
 #   bash bench/gpu_validation.sh            # the matrix (needs CUDA)
 #   bash bench/gpu_validation.sh --smoke    # two tiny cases on the CPU: checks the plumbing anywhere
+#   bash bench/gpu_validation.sh --wheels   # here, before a device call: the wheels its offline image lacks, into .whl/
 #
 # Environment: PYTHON (interpreter to start from), LLMSIZER_GPU_VENV (default .venv-gpu), LLMSIZER_GPU_TOTAL
 # (seconds for set-up + matrix, default 450), LLMSIZER_CASE_TIMEOUT (seconds per case, default 150).
@@ -19,6 +20,13 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 SMOKE=0
 [ "${1:-}" = "--smoke" ] && SMOKE=1
+if [ "${1:-}" = "--wheels" ]; then  # run here, before a device call that carries .whl (python 3.12, x86-64 manylinux)
+  EXCLUDE="$(git rev-parse --git-path info/exclude)"; mkdir -p "$ROOT/.whl" "$(dirname "$EXCLUDE")"
+  grep -qx '/.whl/' "$EXCLUDE" 2>/dev/null || echo /.whl/ >>"$EXCLUDE"  # never committed, yet carried by `carry`
+  exec python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+    --platform manylinux_2_28_x86_64 --platform manylinux_2_24_x86_64 --platform manylinux_2_17_x86_64 \
+    -d "$ROOT/.whl" "bitsandbytes==0.50.2"
+fi
 TOTAL="${LLMSIZER_GPU_TOTAL:-450}"
 CASE_TIMEOUT="${LLMSIZER_CASE_TIMEOUT:-150}"
 VENV="${LLMSIZER_GPU_VENV:-$ROOT/.venv-gpu}"
@@ -61,6 +69,15 @@ fi
 pip_try() {  # offline machines fail fast: no retries, short timeouts, 120 s in all
   timeout 120 "$PY" -m pip install --disable-pip-version-check --retries 0 --timeout 10 -q "$@" >/dev/null 2>&1
 }
+# 2a. Wheels carried in .whl/ (the lent GPU machine reaches no registry): `bash bench/gpu_validation.sh --wheels` here
+# downloads the pinned ones that machine's image lacks (bitsandbytes; KINDS.md lists the rest as preinstalled).
+if ls "$ROOT"/.whl/*.whl >/dev/null 2>&1; then
+  WHL_SITE="${TMPDIR:-/tmp}/llmsizer-whl-site"
+  if "$PY" -m pip install -q --disable-pip-version-check --no-index --no-deps --no-compile --upgrade \
+      --target "$WHL_SITE" "$ROOT"/.whl/*.whl >/dev/null 2>&1; then
+    export PYTHONPATH="$WHL_SITE${PYTHONPATH:+:$PYTHONPATH}"; log "installed carried wheels: $(cd "$ROOT/.whl" && ls *.whl | tr '\n' ' ')"
+  else log "carried wheels in .whl/ did not install"; fi
+fi
 if ! has_torch "$PY"; then
   pip_try "torch==2.13.0" || log "torch could not be installed (offline?)"
 fi
