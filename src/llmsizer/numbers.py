@@ -46,7 +46,8 @@ VOCAB = Range(1, 2**24, True, "vocabulary entries; published tokenizers are <= 2
 EXPERTS = Range(1, 65_536, True, "MoE experts; published models have <= 512")
 TOKENS = Range(1, 2**31, True, "tokens per sequence; 2^31 is past every published context window")
 CONCURRENCY = Range(1, 2**24, True, "sequences at once")
-COUNT = Range(1, 2**20, True, "devices, nodes, batch or steps")
+# one description for every count flag and request count field (a request int field without its own bounds too)
+COUNT = Range(1, 2**20, True, "a count; 2^20 = 1,048,576 is past every real setting")
 # passes a training loop makes over a tensor per micro-batch beyond its forward and backward (train_metric_passes)
 PASSES = Range(0, 64, True, "passes per micro-batch; Composer's MPT runs 2")
 FRACTION = Range(0, 1, False, "a share of a whole")
@@ -123,6 +124,14 @@ def not_a_boolean(value: bool, rng: Range) -> str:
     web, ``zero=True`` in Python), after the name of its field: the range and the value as JSON and YAML write it
     (the Python API, the request reader and the web bridge all say this)."""
     return f"expected {rng.describe()}, got the boolean {'true' if value else 'false'}"
+
+
+def unreadable(shown: str, rng: Range, suffixes: bool = False) -> str:
+    """The one message of a text that is no number (``--zero yes``, ``zero: yes`` in a request file, ``zero="yes"``
+    in Python), after the name of its field: the range, and -- where the parser reads decimal suffixes and the range
+    reaches 1,000, the smallest value a suffix can name -- that '32k' and '7B' are read."""
+    tail = "; decimal suffixes are read: '40k' = 40,000, '7B' = 7 x 10^9" if suffixes and rng.high >= 1e3 else ""
+    return f"cannot read {shown} as a number; expected {rng.describe()}{tail}"
 
 
 def _shown(value: object) -> str:

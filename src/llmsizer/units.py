@@ -14,7 +14,7 @@ from functools import lru_cache
 
 from .errors import InputError, MissingUnitError, SizeInBitsError
 from .inputs import short
-from .numbers import AMOUNT, FRACTION, PIXELS, SIZE, TOKENS, NumberError, Range, check_number
+from .numbers import AMOUNT, FRACTION, PIXELS, SIZE, TOKENS, NumberError, Range, check_number, unreadable
 
 KiB = 1024
 MiB = 1024**2
@@ -136,7 +136,7 @@ def parse_count(text: str | int | float, *, what: str = "count", rng: Range = AM
     s = str(text).strip().replace("_", "").replace(",", "")
     m = re.fullmatch(_NUM + r"\s*([kKmMbBtT]?)", s)
     if not m:
-        raise InputError(f"{_head(what)}cannot read {short(text)} as a number; write e.g. '8192', '32k', '7B'")
+        raise InputError(f"{_head(what)}{unreadable(short(text), rng, suffixes=True)}")
     _not_negative(m.group(1), s, what, rng)
     return _checked(float(m.group(1)) * _COUNT_SUFFIX[m.group(2)], what, rng, scaled=bool(m.group(2)))
 

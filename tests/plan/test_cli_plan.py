@@ -71,7 +71,8 @@ def test_invalid_request_writes_nothing(tmp_path, monkeypatch, capsys):
     assert run_cli(["plan", str(req), "-o", str(out)], monkeypatch) == 2
     err = capsys.readouterr().err.splitlines()
     assert err[0] == (f"llmsizer: error: {req}:5: job 'chat' (inference): traffic.concurrency.peak: cannot read "
-                      "'lots' as a number; write e.g. '8', '40k', '1.5M'")
+                      "'lots' as a number; expected an integer in [1, 16,777,216] (sequences at once); decimal suffixes are read: "
+                      "'40k' = 40,000, '7B' = 7 x 10^9")
     assert err[1].startswith(f"llmsizer: error: {req}:6: job 'chat' (inference): servcie: unknown key")
     assert len(err) == 2
     assert out.read_text() == "previous report"

@@ -27,6 +27,7 @@ from ..numbers import (
     Range,
     check_number,
     exactly_whole,
+    unreadable,
 )
 from ..specs import ENGINES, ModelSpec, normalize_engine
 from ..units import parse_bytes, parse_count, parse_tokens
@@ -64,7 +65,7 @@ def _number(text: str, rng: Range) -> int | float:
         try:
             value = float(s)
         except ValueError:
-            raise InputError(f"cannot read {text!r} as a number; expected {rng.describe()}") from None
+            raise InputError(unreadable(repr(text), rng)) from None
     if rng.integral and isinstance(value, float) and value.is_integer() and not exactly_whole(s):
         # '4.00000000000000001' reads as the float 4.0: a whole number only up to the float's precision
         raise InputError(f"must be a whole number, got {text.strip()}; expected {rng.describe()}")

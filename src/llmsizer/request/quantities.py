@@ -30,6 +30,7 @@ from ..numbers import (
     NumberError,
     Range,
     check_number,
+    unreadable,
 )
 from ..units import HOURS_PER_MONTH, parse_bytes, parse_count, parse_tokens, size_unit_hint
 from ..units import parse_share as parse_share  # the one share reader (units.py), read here by request fields
@@ -77,12 +78,13 @@ def _strip_word(text: str, words: tuple[str, ...]) -> str:
     return s
 
 
-def _via_units(value: object, parse: Callable[..., int], rng: Range, words: tuple[str, ...], bad: str) -> int:
+def _via_units(value: object, parse: Callable[..., int], rng: Range, words: tuple[str, ...], bad: str | None) -> int:
     """A request quantity read by its ``units.py`` parser (one rule per unit): a bool refused, an optional unit word
     after the number ("500k tokens") dropped, the parser's own range and missing-unit messages kept, any other
     misreading said as "cannot read VALUE as ``bad``" (what it is and how to write one)."""
     if isinstance(value, bool):
-        raise InputError(f"cannot read {short(value)} as {bad}")
+        raise InputError(unreadable(short(value), rng, suffixes=True) if bad is None
+                         else f"cannot read {short(value)} as {bad}")
     if isinstance(value, str) and words:
         value = _strip_word(value, words)
     try:
@@ -90,6 +92,8 @@ def _via_units(value: object, parse: Callable[..., int], rng: Range, words: tupl
     except (NumberError, MissingUnitError):
         raise
     except InputError:
+        if bad is None:  # the parser's message is the one every surface gives (numbers.unreadable)
+            raise
         if parse is parse_bytes and isinstance(value, str):  # '80gib': did you mean 80GiB?
             bad = bad.replace("a size", "a size" + size_unit_hint(value), 1)
         raise InputError(f"cannot read {short(value)} as {bad}") from None
@@ -104,7 +108,7 @@ def parse_size(value: object) -> int:
 def parse_plain_count(value: object, words: tuple[str, ...] = (), rng: Range = AMOUNT) -> int:
     """A count such as 12, "40k", "1.5M", "8B", optionally followed by a unit word ("40k examples"), in ``rng``
     (a field's own range, e.g. traffic.concurrency's, so its message is the field's)."""
-    return _via_units(value, parse_count, rng, words, "a number; write e.g. '8', '40k', '1.5M'")
+    return _via_units(value, parse_count, rng, words, None)  # parse_count's own message: numbers.unreadable
 
 
 def parse_token_count(value: object) -> int:

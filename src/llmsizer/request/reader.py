@@ -92,8 +92,6 @@ TOP_SECTIONS: dict[str, type] = {"budget": TopBudget, "pricing": Pricing}
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 
-_COUNT_WHY = "a count; 2^20 = 1,048,576 is past every real setting"
-
 # The largest request a person or a generator writes is far smaller: the examples are ~3 KB, a 200-job request
 # ~60 KB. Past 1 MiB the file is a mistake (or hostile), and reading it would cost seconds and hundreds of MB.
 MAX_REQUEST_BYTES = 2**20
@@ -230,7 +228,7 @@ class _Reader:
         if f.type == "int":
             return Range(f.minimum if f.minimum is not None else 0,
                          f.maximum if f.maximum is not None else COUNT.high, True,
-                         "the request format's bound" if f.maximum is not None else _COUNT_WHY)
+                         "the request format's bound" if f.maximum is not None else COUNT.why)
         if f.type == "number":
             return Range(f.minimum if f.minimum is not None else 0,
                          f.maximum if f.maximum is not None else POSITIVE.high, False,
