@@ -39,7 +39,7 @@ def option_vs_fit(o: dict[str, Any], f: dict[str, Any]) -> dict[str, tuple[Any, 
     sp = f["speed"] or {}
     pairs = {
         "target": (o["target"], f["target"]), "device": (o["device"], f["device"]), "count": (o["count"], f["count"]),
-        "instances": (o["instances"], f["instances"]),
+        "instances": (o["instances"], f["instances"]), "devices_text": (o["devices_text"], f["devices_text"]),
         "tensor_parallel": (o["tensor_parallel"], f["tensor_parallel"]), "replicas": (o["replicas"], f["replicas"]),
         "engine": (o["engine"], f["engine"]), "weights_format": (o["weights_format"], f["weights_format"]),
         "memory_per_device": (o["memory_per_device"], f["memory_per_device"]),
@@ -74,6 +74,10 @@ def test_cli_option_is_fits_answer_on_two_instances(conc: str) -> None:
     assert "2 instances" in fj["cost"]["basis"]
     text = run("models", MODEL, "--fits-on", INSTANCE, "--count", "16", "--concurrency", conc)
     assert text.stdout.startswith(f"models on 16 x h100-sxm ({INSTANCE}, 2 instances): "), text.stdout
+    # fit's own text names the hardware the same way (it said "16 x h100-sxm (aws-p5.48xlarge)", no instance count)
+    ftext = run("fit", MODEL, "--device", INSTANCE, "--count", "16", "--concurrency", conc, "--engine", o["engine"],
+                "--weights", o["weights_format"])
+    assert ftext.stdout.startswith(f"{fj['model']} on 16 x h100-sxm ({INSTANCE}, 2 instances): FITS"), ftext.stdout
 
 
 def test_python_option_is_fits_answer() -> None:

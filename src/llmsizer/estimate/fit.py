@@ -193,6 +193,13 @@ class FitResult:
     instances: int = 1
 
     @property
+    def devices_text(self) -> str:
+        """The answer's hardware as one line (:func:`devices_text`, as recommend and ``models --fits-on`` name it):
+        '16 x h100-sxm (aws-p5.48xlarge, 2 instances)', '3 x rtx-4090', 'h100-sxm'."""
+        return devices_text(self.count, self.device, self.instances,
+                            self.target if self.target != self.device else None)
+
+    @property
     def layer_split(self) -> bool:
         """Whether this serving answer is one llama.cpp model split over its ``count`` devices (one replica, no
         tensor parallelism; ``engines.llamacpp_layer_split``, the rule ``fit`` laid it out by), not TP replicas: the
@@ -248,7 +255,7 @@ class FitResult:
         return {
             "schema_version": 1, "kind": f"fit-{self.kind}", "model": self.model, "target": self.target,
             "device": self.device, "count": self.count, "instances": self.instances,
-            "tensor_parallel": self.tensor_parallel,
+            "devices_text": self.devices_text, "tensor_parallel": self.tensor_parallel,
             "replicas": self.replicas, "engine": self.engine, "weights_format": self.weights_format,
             "tokens_per_second_total": self.tokens_per_second_total,
             "fits": self.fits, "memory_per_device": self.memory_per_device,

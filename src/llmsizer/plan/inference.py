@@ -761,7 +761,7 @@ def _charts(job: InferenceJob, spec: ModelSpec, engine: str, fmt: str, tp: int, 
         vals.append(float(cost.value("monthly_reserved")))
     for o in options:
         if o.get("price_per_hour") is not None:
-            cats.append(f"{o['target']} ({o['weights_format'].removeprefix('gguf:')})")
+            cats.append(f"{o['hardware']} ({o['weights_format'].removeprefix('gguf:')})")  # devices_text, as training's
             vals.append(float(o["price_per_hour"]) * hours)
     if cats:
         charts.append(Chart(f"{job.name}-cost", f"{job.name}: cost per month per option", "bars", "option",

@@ -19,7 +19,7 @@ def render_fit(r: FitResult) -> str:
     A training fit (``r.kind == "training"``) prints the lines ``llmsizer fit --train`` prints before its optional
     training-time line: verdict, reasons, assumptions, warnings."""
     if r.kind == "training":
-        lines = [f"{r.model} training on {r.count} x {r.device} ({r.target}): {'FITS' if r.fits else 'DOES NOT FIT'}"]
+        lines = [f"{r.model} training on {r.devices_text}: {'FITS' if r.fits else 'DOES NOT FIT'}"]
         lines += [f"  {why}" for why in r.reasons]
         lines.append("assumptions: " + "; ".join(f"{a.name}={a.value}{a.mark}"
                                                  for a in r.all_assumptions))
@@ -113,7 +113,7 @@ def fit_headline(r: FitResult) -> str:
     """'MODEL on N x DEVICE (TARGET): FITS  [engine, format, TP t]' for an inference fit."""
     split = (r.estimate.details.get("split") if r.estimate is not None else None) if r.count > 1 else None
     par = f"{split['split_mode']} split over {r.count} GPUs" if split else f"TP {r.tensor_parallel}"
-    return (f"{r.model} on {r.count} x {r.device} ({r.target}): {'FITS' if r.fits else 'DOES NOT FIT'}  "
+    return (f"{r.model} on {r.devices_text}: {'FITS' if r.fits else 'DOES NOT FIT'}  "
             f"[{r.engine}, {r.weights_format}, {par}"
             + (f", {r.replicas} replicas" if r.replicas > 1 else "") + "]")
 

@@ -104,7 +104,7 @@ def fit_html(r: FitResult) -> str:
     breakdown behind it, assumptions and warnings (the figures ``render_fit`` prints)."""
     from .fit_text import SPEED_HEADER, fit_headline, memory_line, speed_rows
     if r.kind == "training":
-        head = f"{r.model} training on {r.count} x {r.device} ({r.target})"
+        head = f"{r.model} training on {r.devices_text}"
     else:
         head = fit_headline(r)
     parts = [f"<h4>{escape(head)}</h4>", _lines(r.reasons)]
