@@ -76,10 +76,10 @@ def test_bnb_optimizer_state_on_cpu_matches_real_tensors_and_estimate(bnb_measur
     measured = rec["measured"]["optimizer_state_bytes"]
     row = next(r for r in rec["comparison"] if r["component"] == "optimizer_state")
     print(f"{name}: real bitsandbytes {truth:,} B, measured {measured:,} B, estimated {row['estimated']:,} B, "
-          f"at the peak {row['measured']:,} B")
+          f"in the comparison {row['measured']:,} B")
     assert measured == truth
     assert row["estimated"] == truth
-    assert 0 <= row["measured"] <= truth
+    assert row["measured"] == truth  # the state the run left, not the share alive at the tensor peak (a part of it)
 
 
 @pytest.mark.parametrize(("paged", "twin"), [("paged-adamw-8bit", "adamw-8bit"), ("paged-lion", "lion"),

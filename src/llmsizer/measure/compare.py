@@ -210,7 +210,16 @@ def training_rows(record: dict[str, Any], est: Estimate | None, why: str) -> lis
         return (groups[name][0], groups[name][1], groups[name][2]) if name in groups else None
 
     rows = [_row(name, group(name), split.get(name), note=why if est is None else "at the tensor peak")
-            for name in ("weights", "gradients", "optimizer_state", "activations")]
+            for name in ("weights", "gradients", "activations")]
+    # the optimizer's state as the run left it (measure/worker.py ``optimizer_state_bytes``, read after the tracked
+    # steps): the tensor peak can fall inside the first step, before every state exists (a 64-token step of a tiny
+    # model peaked with 13.4 of its 17.6 MB of AdamW state), and the estimate's term is the whole state
+    state = m.get("optimizer_state_bytes")
+    at_peak = split.get("optimizer_state")
+    rows.insert(2, _row("optimizer_state", group("optimizer_state"), state if state is not None else at_peak,
+                        note=why if est is None else "at the tensor peak" if state is None else
+                        "after the tracked steps" + (f" ({at_peak:,} B at the tensor peak)"
+                                                     if at_peak is not None and at_peak != state else "")))
     tensors = None
     if est is not None:
         parts = [groups[k] for k in groups if k != "overhead"]
