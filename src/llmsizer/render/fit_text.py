@@ -196,6 +196,11 @@ def render_llamacpp_fit(r: Any) -> str:
     kept = sorted(set(r.margins))
     out.append("margin kept free on each GPU: " + (format_bytes(kept[0]) if len(kept) == 1 else
                                                    ", ".join(format_bytes(m) for m in r.margins)))
+    sp = getattr(r, "speed", None)
+    if sp is not None:  # the printed flags' decode, as `fit` with them times it (llamacpp_fit.with_speed)
+        out.append(f"decode: {sp['tokens_per_second']:,.1f} tokens/s ({sp['tokens_per_second_per_user']:,.1f} per "
+                   f"sequence, {sp['concurrency']} at once; {sp['bound']}), as `fit` with these flags times it"
+                   if sp["tokens_per_second"] is not None else f"decode: tokens/s unknown ({sp['why']})")
     out += [f"  {s}" for s in r.steps]
     out.append("assumptions: " + "; ".join(f"{a.name}={a.value}{a.mark}"
                                            for a in r.assumptions))
