@@ -64,3 +64,15 @@ def test_row_split_pays_off_for_a_large_model_not_a_small_one() -> None:
 def test_row_split_of_a_moe_model_says_it_is_not_modelled() -> None:
     r = llmsizer.fit("qwen3-30b-a3b", "rtx-4090", 2, split_mode="row", **KW)
     assert any("-sm row decode speed" in w for w in r.warnings)
+
+
+def test_the_text_says_the_rows_are_read_at_once() -> None:
+    from cli_capture import run, run_json
+
+    argv = ["fit", "llama-3.1-8b", "--device", "rtx-4090", "--count", "3", "--engine", "llamacpp"]
+    argv += ["--weights", "q4_k_m", "-sm", "row"]
+    code, text, _ = run(*argv)
+    _, data = run_json(*argv)
+    sd = data["speed"]["details"]["split_decode"]
+    assert code == 0 and "row-split decode (one sequence, eq. 8r)" in text and "225 x 2 exchanges" in text
+    assert f"= {sd['seconds'] * 1e3:.1f} ms/token" in text

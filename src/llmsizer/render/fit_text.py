@@ -42,7 +42,14 @@ def render_fit(r: FitResult) -> str:
         if rows:
             out.append(table(rows, SPEED_HEADER))
         sd = s.details.get("split_decode")
-        if sd and sd.get("seconds"):
+        if sd and sd.get("seconds") and sd.get("exchanges") is not None:  # -sm row: the GPUs read their rows at once
+            parts = ", ".join(f"{d['device']} {d['seconds'] * 1e3:.1f} ms" for d in sd["devices"])
+            out.append(f"row-split decode (one sequence, eq. 8r): reads {sd['memory_seconds'] * 1e3:.1f} ms (the "
+                       f"slowest GPU's rows, then KV and host one device after another; each device: {parts}) + PCIe "
+                       f"and {sd['exchanges']} x 2 exchanges at llamacpp_row_split_exchange_seconds="
+                       f"{sd['exchange_seconds'] * 1e6:.2f} us {sd['transfer_seconds'] * 1e3:.2f} ms + launch overhead "
+                       f"{sd['overhead_seconds'] * 1e3:.1f} ms = {sd['seconds'] * 1e3:.1f} ms/token")
+        elif sd and sd.get("seconds"):
             parts = " + ".join(f"{d['device']} {d['seconds'] * 1e3:.1f} ms" for d in sd["devices"])
             out.append(f"split decode (one sequence, eq. 8): {parts} + PCIe {sd['transfer_seconds'] * 1e3:.2f} ms + "
                        f"launch overhead {sd['overhead_seconds'] * 1e3:.1f} ms = {sd['seconds'] * 1e3:.1f} ms/token")
