@@ -8,7 +8,7 @@ from typing import Any
 from ..errors import InputError
 from ..estimate.duration import Duration
 from ..estimate.fit import FitResult, fit, fit_training, target_and_count
-from ..estimate.llamacpp_fit import LlamaCppFit, fit_llamacpp, gpu_free
+from ..estimate.llamacpp_fit import LlamaCppFit, fit_llamacpp, gpu_free, with_speed
 from ..numbers import COUNT, MAX_GPUS, MONEY
 from ..render.fit_text import render_fit
 from ..render.safe import say
@@ -88,7 +88,8 @@ def register(sub: Any) -> None:
     a.add_argument("--free", type=list_of(bytes_arg, "sizes", MAX_GPUS),
                    help="free memory of each GPU for --auto, e.g. 23GiB,11GiB, each at most the --device's memory "
                         "(mixed cards: name the largest) (default: --memory or the catalog memory, x --count)")
-    a.add_argument("--host-memory", type=bytes_arg, help="host RAM for what llama.cpp keeps on the CPU (checked)")
+    a.add_argument("--host-memory", type=bytes_arg, help="llama.cpp on GPUs: host RAM for what it keeps on the CPU (-ngl below all layers, "
+                        "--n-cpu-moe, token embeddings), checked with or without --auto")
     p.add_argument("--host-device", help="llama.cpp: the host CPU (catalog name) whose memory bandwidth runs the "
                    "layers and experts kept on the CPU, for the decode speed of the split")
     add_inference_args(p, tensor_parallel=False, attention=False, speed=True,
@@ -124,15 +125,13 @@ def fit_answer(spec: ModelSpec, args: argparse.Namespace
             raise InputError("--engine-version applies to vllm and sglang, not to llama.cpp's --auto")
         auto = _auto(spec, args, fields)
         return auto.to_dict(), exit_code(auto.fits), auto, None
-    if args.host_memory is not None:
-        raise InputError("--host-memory applies to --auto")
     if args.attention is not None:
         fields["attention"] = args.attention
     if args.fit_target is not None:  # a workload field (InferenceWorkload.fit_target): llama.cpp's margin
         fields["fit_target"] = args.fit_target
     r = fit(spec, args.device, args.count, headroom=args.headroom, memory=args.memory,
             hardware_files=args.hardware_file, host_device=args.host_device,
-            kwh_price=args.kwh_price, tensor_parallel=pinned_tp, **fields)
+            kwh_price=args.kwh_price, tensor_parallel=pinned_tp, host_memory=args.host_memory, **fields)
     return r.to_dict(), exit_code(r.fits), r, None
 
 
@@ -168,5 +167,8 @@ def _auto(spec: Any, args: argparse.Namespace, fields: dict[str, Any]) -> LlamaC
         raise InputError(f"--free gives {len(args.free)} GPU(s) but --count is {args.count}")
     free = gpu_free(device, count, args.free, args.memory)
     context = fields.pop("context", None)
-    return fit_llamacpp(spec, free, fit_target=args.fit_target, headroom=args.headroom, context=context,
+    auto = fit_llamacpp(spec, free, fit_target=args.fit_target, headroom=args.headroom, context=context,
                         host_memory=args.host_memory, **fields)
+    # the decode of the printed flags, as `fit` with them times it (one answer: estimate/llamacpp_fit.py with_speed)
+    return with_speed(auto, spec, device, len(free), host_device=args.host_device,
+                      hardware_files=args.hardware_file, **fields)

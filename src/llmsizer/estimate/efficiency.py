@@ -913,6 +913,18 @@ NCCL_ALLREDUCE_LATENCY = Factor(
     "nccl_allreduce_latency_seconds", 19.19e-6, 20.71e-6, 63.8e-6,
     "Triton-distributed issue #57: torch/NCCL all_reduce on 8 x H100, 128 B-32 KB, 19.2-22.7 us (16 KB 20.7 us); "
     "vllm issue #50576: NCCL on 8 x A800 PCIe, 16 KB 63.8 us")
+# llama.cpp -sm row (formulas/speed.py eq. 8r): the latency of one synchronised exchange between the main GPU and the
+# others per split matmul (an event recorded, waited on by the other stream, a small peer copy: the input to each GPU,
+# or its output slice back), two per matmul. No published timing of llama.cpp's row-split exchange is in hand: the
+# closest published timings of one small cross-GPU exchange with a synchronisation, the same sources as the
+# all-reduce latencies above: vLLM's custom all-reduce (peer memory + flag barrier, SGLang PR #2904, H100, 4-32 KB:
+# 8.5 / 8.85 us) as low and expected, and NCCL on PCIe (vllm issue #50576, A800 PCIe, 16 KB: 63.8 us) as high,
+# consumer cards without peer access copying through host memory. A named parameter, not fitted to any case.
+LLAMACPP_ROW_EXCHANGE = Factor(
+    "llamacpp_row_split_exchange_seconds", CUSTOM_ALLREDUCE_LATENCY.low, CUSTOM_ALLREDUCE_LATENCY.expected,
+    NCCL_ALLREDUCE_LATENCY.high,
+    "closest published small cross-GPU exchange: SGLang PR #2904 custom all-reduce H100 4-32 KB 8.5-8.85 us; vllm "
+    "issue #50576 NCCL A800 PCIe 16 KB 63.8 us (high)")
 # Paged optimizer states move over the device's host link: PCIe Gen4 x16, 32 GB/s per direction (the catalog's
 # pcie4 interconnect), the link of every device the validation rows use.
 HOST_LINK_BANDWIDTH = 32e9

@@ -26,7 +26,7 @@ from ..formulas.tensor_parallel import serving_tensor_parallel_refusal
 from ..formulas.weight_formats import GROUP_SIZE_DEFAULT, OTHER_BYTES_DEFAULT
 from ..frozen import fast_init
 from ..models import load_model
-from ..numbers import CONCURRENCY, COUNT, LLAMACPP_GPUS, check_number
+from ..numbers import CONCURRENCY, COUNT, DEVICE_MEMORY, LLAMACPP_GPUS, check_number
 from ..result import Assumption, Estimate, Notes
 from ..specs import InferenceWorkload, ModelSpec, TrainingWorkload
 from ..specs.workload import INFERENCE_NUMBERS, normalize_engine, prompt_and_output, read_number
@@ -54,7 +54,7 @@ from .speed import SpeedEstimate, SpeedLayout, estimate_speed, for_device, speed
 from .training import estimate_training
 from .training.compose import ZERO_NONE_FITS_WHY, ZERO_WHY, training_workload, with_device_notes
 from .training.setup import refuse_attention_kernel
-from .verdict import check_headroom, headroom_assumption, margin_rule
+from .verdict import check_headroom, headroom_assumption, host_memory_verdict, margin_rule
 
 # Devices of one machine when the target is a device name, not an instance (an instance is one machine of its own
 # devices): an HGX/DGX board's 8, the training layout's default too (specs/training.py ``gpus_per_node``)
@@ -460,14 +460,17 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
         memory: int | None = None,
         kv_dtype: str | None = None, hardware_files: Sequence[str | Path] = (), speed: bool = True,
         host_device: str | Device | None = None, engine_version: str | None = None, kwh_price: float | None = None,
-        tensor_parallel: int | None = None, fits_at: bool | None = None, **workload: Any) -> FitResult:
+        tensor_parallel: int | None = None, fits_at: bool | None = None, host_memory: int | str | None = None,
+        **workload: Any) -> FitResult:
     """Fit an inference workload on ``count`` x ``hardware`` (a device or instance name; an instance brings its
     own count). ``memory`` overrides the device memory (e.g. the RAM of a CPU machine). The memory, the weight
     format and the verdict are the inference estimate's (``estimate_inference`` with ``memory`` and ``headroom``),
     so ``fit`` and ``infer`` give one answer. A llama.cpp split over several GPUs or with layers or experts on the
     CPU also gets its own decode time (``speed.split_decode``, eq. 8): ``host_device`` (a CPU from the catalog)
     gives the host's memory bandwidth. ``engine_version`` (vllm, sglang): the release whose host work per decode
-    step the speed follows (``engines.step_host``; None: the current release). ``speed`` False: no speed estimate
+    step the speed follows (``engines.step_host``; None: the current release). ``host_memory`` (llama.cpp on GPUs):
+    the host RAM, checked against the part llama.cpp keeps on the host (-ngl below all layers, --n-cpu-moe: verdict.py
+    ``host_memory_verdict``, the check of ``fit --auto``); it does not fit when that part does not. ``speed`` False: no speed estimate
     (``FitResult.speed`` None). ``tensor_parallel``: the degree each replica runs (None: fit's choice, the fastest
     layout that fits at ``concurrency``, ``fit_memory``). The two stages are ``fit_memory`` (the verdict) and its
     ``result`` (the speed). When the answer does not fit, ``FitResult.fits_at`` names the format that does
@@ -479,7 +482,8 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
     r = fit_memory(model, hardware, count, headroom=headroom, engine=engine, weights=weights, context=context,
                    concurrency=concurrency, output_tokens=output_tokens, memory=memory, kv_dtype=kv_dtype,
                    hardware_files=hardware_files, host_device=host_device, engine_version=engine_version,
-                   kwh_price=kwh_price, tensor_parallel=tensor_parallel, **workload).result(speed)
+                   kwh_price=kwh_price, tensor_parallel=tensor_parallel, host_memory=host_memory,
+                   **workload).result(speed)
     if r.fits or not (fits_at if fits_at is not None else weights is None and tensor_parallel is None):
         return r
     from .format_search import fits_at as format_fits_at  # the ladder search sizes each rung by this module's fit
@@ -487,7 +491,8 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
     return replace(r, fits_at=format_fits_at(
         spec, hardware, count, headroom=headroom, engine=engine, context=context, concurrency=concurrency,
         output_tokens=output_tokens, memory=memory, kv_dtype=kv_dtype, hardware_files=hardware_files,
-        engine_version=engine_version, host_device=host_device, **workload))
+        engine_version=engine_version, host_device=host_device,
+        **({"host_memory": host_memory} if host_memory is not None else {}), **workload))
 
 
 class MemoryFit(NamedTuple):
@@ -512,7 +517,8 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
                context: int | None = None, concurrency: int | None = None, output_tokens: int | None = None,
                memory: int | None = None, kv_dtype: str | None = None, hardware_files: Sequence[str | Path] = (),
                host_device: str | Device | None = None, engine_version: str | None = None,
-               kwh_price: float | None = None, tensor_parallel: int | None = None, **workload: Any) -> MemoryFit:
+               kwh_price: float | None = None, tensor_parallel: int | None = None,
+               host_memory: int | str | None = None, **workload: Any) -> MemoryFit:
     """``fit``'s memory stage (its arguments but ``speed``): every check, the estimate and the verdict; the speed
     is estimated by the returned ``MemoryFit.result(True)``. Serving on several devices (not a llama.cpp split), the
     tensor-parallel degree of each replica is, unless ``tensor_parallel`` gives one: of the degrees vLLM shards the
@@ -559,6 +565,13 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
         if isinstance(host, Instance) or host.kind != "cpu":
             raise InputError(f"host device must be a CPU from the catalog, got {getattr(host, 'id', host)}")
         host_device = host
+    if host_memory is not None:  # llama.cpp's host part beside GPUs (verdict.py host_memory_verdict), as fit --auto
+        host_memory = int(read_number(host_memory, "host_memory", DEVICE_MEMORY))
+        if eng != "llamacpp":
+            raise InputError(f"host_memory applies to engine llamacpp (layers or experts kept on the CPU), not {eng}")
+        if device.kind in ("cpu", "apple"):  # (a CPU's RAM, an Apple chip's unified memory: the device's own)
+            raise InputError(f"host_memory is the host RAM beside GPUs; on {device.id} ({device.kind}) llama.cpp "
+                             "keeps the whole model in the device's memory: give memory (--memory) instead")
     layout = serving_layout(eng, device, n)
     apart, split = layout
     if split and n > LLAMACPP_GPUS.high:  # --count is its GPUs here: said in fit's words, not as "gpus"
@@ -716,6 +729,11 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
     mid, hi = need_per_device(est, on_cpu)
     mem_used = mid
     reasons = [str(d["verdict"])]
+    if host_memory is not None:  # the host part (mid of its range, the host row of the placement), as fit --auto
+        short = host_memory_verdict(est.total("host")[1], host_memory)
+        if short is not None:
+            fits = False
+            reasons.append(short)
     if dtype_note is not None:  # last, where estimate_inference(device=) says it (it was sized on the device's kind)
         est = est.but(warnings=(*est.warnings, dtype_note))
     # (the device's warnings, which the estimate says first, are said above already)

@@ -47,7 +47,7 @@ from ..units import format_bytes
 from .device import usable_memory
 from .inference import estimate_inference
 from .search import largest_true, smallest_true
-from .verdict import LLAMACPP_FIT_TARGET, margin_rule
+from .verdict import LLAMACPP_FIT_TARGET, host_memory_verdict, margin_rule
 
 FIT_TARGET = LLAMACPP_FIT_TARGET  # common/common.h:483: fit_params_target, 1024 MiB per device (estimate/verdict.py)
 FIT_MIN_CTX = 4096  # common/common.h:480: fit_params_min_ctx
@@ -76,6 +76,8 @@ class LlamaCppFit:
     details: dict[str, Any] = field(default_factory=dict)
     # the default format does not fit: the best rung of llama.cpp's ladder whose auto-fit does (``auto_fits_at``)
     fits_at: dict[str, Any] | None = None
+    # the decode of the printed flags as ``fit`` with them times it (``with_speed``); None: not timed
+    speed: dict[str, Any] | None = None
 
     @property
     def margin(self) -> int:
@@ -109,6 +111,16 @@ class LlamaCppFit:
             out += ["-np", str(concurrency)] + (["-kvu"] if self.details.get("kv_unified") else [])
         return out + ["-fit", "off"]
 
+    def flag_fields(self) -> dict[str, Any]:
+        """The workload fields of ``flags()`` (-c per sequence, -ngl, -sm/-ts, --n-cpu-moe): what ``fit`` with the
+        printed flags is given (``with_speed``); -np and -kvu are the workload's own concurrency and kv_unified."""
+        out: dict[str, Any] = {"context": self.context, "n_gpu_layers": self.n_gpu_layers}
+        if len(self.free) > 1 and self.n_gpu_layers > 0:
+            out.update(split_mode="layer", tensor_split=tuple(float(c) for c in self.tensor_split))
+        if self.n_cpu_moe:
+            out["n_cpu_moe"] = self.n_cpu_moe
+        return out
+
     def devices(self) -> list[dict[str, Any]]:
         rows = []
         for dev in self.estimate.details["split"]["devices"]:
@@ -129,7 +141,8 @@ class LlamaCppFit:
                 "n_cpu_moe": self.n_cpu_moe, "margin": list(self.margins), "free": list(self.free),
                 "host_memory": self.host_memory, "devices": self.devices(), "steps": list(self.steps),
                 "assumptions": [a.to_dict() for a in self.assumptions], "warnings": list(self.warnings),
-                "memory": self.estimate.to_dict(), "details": self.details, "fits_at": self.fits_at}
+                "memory": self.estimate.to_dict(), "details": self.details, "fits_at": self.fits_at,
+                "speed": self.speed}
 
     def __str__(self) -> str:
         from ..render.fit_text import render_llamacpp_fit
@@ -308,10 +321,10 @@ def _result(spec: ModelSpec, free: Sequence[int], targets: Sequence[int], ctx: i
         warnings.append("not even the CUDA context and compute buffer fit a GPU's target; lower --fit-target or "
                         "--headroom, or use a smaller model or format")
     host = devs[-1]
-    if host_memory is not None and host["total"] > host_memory:
+    host_short = host_memory_verdict(host["total"], host_memory) if host_memory is not None else None
+    if host_short is not None:
         fits = False
-        warnings.append(f"host memory: needs {format_bytes(host['total'])} of {format_bytes(host_memory)} RAM "
-                        "(layers and experts kept on the CPU)")
+        warnings.append(host_short)
     elif host_memory is None and (host["n_layers"] or host.get("experts")):  # unchecked: say what it must hold
         warnings.append(f"the host holds {format_bytes(host['total'])} (layers and experts kept on the CPU) and its "
                         "RAM is not checked: give --host-memory")
@@ -328,3 +341,28 @@ def _result(spec: ModelSpec, free: Sequence[int], targets: Sequence[int], ctx: i
                        tuple(warnings), host_memory,
                        {"source": FIT_SOURCE, "concurrency": workload.get("concurrency", 1),
                         "kv_unified": bool(est.details.get("kv_unified"))})
+
+
+def with_speed(r: LlamaCppFit, model: ModelSpec | str, hardware: str | Device, count: int, *,
+               host_device: str | Device | None = None, hardware_files: Sequence[str] = (),
+               **workload: Any) -> LlamaCppFit:
+    """``r`` with the decode speed of its printed flags (``LlamaCppFit.speed``), as ``fit`` on ``count`` x
+    ``hardware`` with those flags times it (estimate/fit.py ``fit``, its speed stage: estimate/speed.py, the split's
+    eq. 8 with ``host_device``'s bandwidth for the layers and experts on the CPU): one answer for ``fit --auto`` and
+    ``fit`` with the flags it prints. ``workload``: the auto-fit's own fields (weights, concurrency, ...), without
+    context and the split flags, which come from ``r``. No speed (None) where fit has none (a warning says why)."""
+    from .fit import fit  # (fit sits beside this module and composes the speed; imported when a speed is asked)
+
+    fields = {k: v for k, v in workload.items() if k not in ("context", "n_gpu_layers", "split_mode", "engine",
+                                                             "tensor_split", "n_cpu_moe", "gpus")}
+    timed = fit(model, hardware, count, engine="llamacpp", host_device=host_device, hardware_files=hardware_files,
+                fits_at=False, **fields, **r.flag_fields())
+    sp = timed.speed
+    if sp is None or sp.decode is None:
+        why = next((w for w in timed.warnings if "host-device" in w or "speed" in w), "no speed estimate")
+        return replace(r, speed={"tokens_per_second": None, "tokens_per_second_per_user": None, "why": why})
+    return replace(r, speed={"tokens_per_second": sp.tokens_per_second,
+                             "tokens_per_second_per_user": sp.tokens_per_second_per_user,
+                             "concurrency": sp.concurrency, "decode_seconds": sp.decode.seconds,
+                             "bound": sp.decode.bound,
+                             "source": "fit with the printed flags (estimate/fit.py fit, estimate/speed.py)"})

@@ -36,6 +36,7 @@ from ..formulas.speed import (
     moe_expert_tiles,
     phase_time,
     roofline,
+    row_split_decode_time,
     split_decode_time,
     step_overhead,
     unfused_attention_time,
@@ -993,14 +994,17 @@ def split_decode(spec: ModelSpec, split: dict[str, Any], gpu: Any, host: Any | N
     (details["split"]); ``context`` the tokens attended mid-generation; ``host`` a CPU catalog device or None."""
     devices = split["devices"]
     warnings: list[str] = []
-    if split["split_mode"] == "row":
-        return {"seconds": None, "warnings": ["-sm row decode speed is not modelled (every GPU reads its rows of "
-                                              "each layer in parallel, with a transfer per matrix)"]}
+    row = split["split_mode"] == "row"
+    if row and (spec.moe is not None or spec.recurrent is not None or spec.fused_qkv):
+        return {"seconds": None, "warnings": ["-sm row decode speed is modelled for dense attention models with "
+                                              "separate q/k/v matrices only (eq. 8r); not for this model"]}
     frac = 1.0
     if spec.moe is not None:
         frac = moe_expert_fraction(spec.moe.experts_per_token, spec.moe.num_experts, 1)
     kv_share = min(1.0, context / n_ctx) if n_ctx else 0.0
     rows, parts = [], []
+    row_parts: list[tuple[float, float, float]] = []  # -sm row: each GPU's rows, read at once (eq. 8r)
+    serial_parts: list[tuple[float, float, float]] = []  # -sm row: what runs one device after the other
     ov = E.decode_layer_overhead(gpu.kind, weights_format)
     tau = ov.expected if ov else 0.0
     gpu_layers = 0
@@ -1028,6 +1032,12 @@ def split_decode(spec: ModelSpec, split: dict[str, Any], gpu: Any, host: Any | N
                             + (" (give --host-device, a CPU from the catalog)" if is_host else ""))
             return {"seconds": None, "warnings": warnings}
         parts.append((read, float(bw), eff))
+        if row and not is_host:  # its row share of every split matrix (norms, hidden x 4 B a layer, with them)
+            kv_read = d["kv_cache"] * kv_share
+            row_parts.append((read - kv_read, float(bw), eff))
+            serial_parts.append((kv_read, float(bw), eff))
+        elif row:
+            serial_parts.append((read, float(bw), eff))
         rows.append({"device": d["device"], "bytes": read, "bandwidth": float(bw), "efficiency": eff,
                      "seconds": read / (float(bw) * eff)})
     order = [d for d in devices if d["device"] == "host" and d["n_layers"] > 0] + \
@@ -1040,8 +1050,55 @@ def split_decode(spec: ModelSpec, split: dict[str, Any], gpu: Any, host: Any | N
         transfer += spec.vocab_size * 4  # logits back to the host for sampling
     if transfer and link_bandwidth is None:
         warnings.append("no PCIe bandwidth for the device: the transfers between devices are not counted")
+    if row:
+        extra, exchanges = row_split_exchanges(spec, split, weights_format)
+        transfer += extra
+        alpha = E.LLAMACPP_ROW_EXCHANGE
+        t = row_split_decode_time(row_parts, serial_parts, transfer, link_bandwidth, exchanges, alpha.expected,
+                                  step_overhead(gpu_layers, tau))
+        return {"seconds": t.seconds, "tokens_per_second": 1.0 / t.seconds if t.seconds else None,
+                "memory_seconds": t.memory_seconds, "transfer_seconds": t.comm_seconds, "transfer_bytes": transfer,
+                "overhead_seconds": t.overhead_seconds, "devices": rows, "warnings": warnings,
+                "exchanges": exchanges, "exchange_seconds": alpha.expected,
+                "source": "formulas/speed.py eq. (8r)"}
     t = split_decode_time(parts, transfer, link_bandwidth, step_overhead(gpu_layers, tau))
     return {"seconds": t.seconds, "tokens_per_second": 1.0 / t.seconds if t.seconds else None,
             "memory_seconds": t.memory_seconds, "transfer_seconds": t.comm_seconds, "transfer_bytes": transfer,
             "overhead_seconds": t.overhead_seconds, "devices": rows, "warnings": warnings,
             "source": "formulas/speed.py eq. (8)"}
+
+
+# ggml-org/llama.cpp@f6d77a1ba0ac794e950bd3abb630b904bdcd8fb8 ggml/src/ggml-cuda: MATRIX_ROW_PADDING (common.cuh), the
+# input row padded to it before q8_1 quantization (ggml-cuda.cu ggml_cuda_op_mul_mat ``src1_padded_col_size``), and
+# block_q8_1 (ggml-common.h: QK8_1 = 32 int8 values + a half2 of scale and sum, 36 B)
+ROW_PADDING = 512
+Q8_1_BLOCK_VALUES, Q8_1_BLOCK_BYTES = 32, 36
+_FLOAT_FORMATS = ("f32", "f16", "bf16", "fp16", "fp32")
+
+
+def row_split_exchanges(spec: ModelSpec, split: dict[str, Any], weights_format: str) -> tuple[int, int]:
+    """-sm row, one decode token: the bytes crossing the link for the split matmuls and their count M (eq. 8r).
+
+    Per matmul of a K x N matrix (ggml-cuda.cu ``ggml_cuda_op_mul_mat``, ne11 = 1): the main GPU (0, llama.cpp's
+    default ``--main-gpu``) sends its input to each other GPU that holds rows, q8_1-quantized for a quantized matrix
+    (ceil(K / 512) x 512 / 32 x 36 B) or f32 (K x 4 B) otherwise, and each other GPU sends its rows of the f32 output
+    back (its N x share x 4 B). The matmuls of a GPU layer: q, k, v, o and the MLP's up, down and, gated, gate; the
+    output matrix when it is on a GPU."""
+    gpus = [d for d in split["devices"] if d["device"] != "host"]
+    shares = [float(x) for x in split["tensor_split"]]
+    others = sum(1 for x in shares[1:] if x > 0)
+    main_share = shares[0] / sum(shares)
+    quantized = not any(weights_format.lower().endswith(f) for f in _FLOAT_FORMATS)
+    q, kv = spec.num_heads * spec.head_dim, spec.num_kv_heads * spec.head_dim
+    h, f = spec.hidden_size, spec.intermediate_size
+    shapes = [(h, q), (h, kv), (h, kv), (q, h), (h, f), (f, h)] + ([(h, f)] if spec.mlp_gated else [])
+    out_on_gpu = any("output" in d["layers"] for d in gpus)
+    layers = sum(d["n_layers"] for d in gpus) - (1 if out_on_gpu else 0)  # (n_layers counts the output layer)
+
+    def one(k: int, n: int) -> float:
+        inp = (-(-k // ROW_PADDING) * ROW_PADDING // Q8_1_BLOCK_VALUES * Q8_1_BLOCK_BYTES) if quantized else k * 4
+        return others * inp + n * (1 - main_share) * 4
+
+    per_layer = sum(one(k, n) for k, n in shapes)
+    nbytes = layers * per_layer + (one(h, spec.vocab_size) if out_on_gpu else 0.0)
+    return int(nbytes), layers * len(shapes) + (1 if out_on_gpu else 0)

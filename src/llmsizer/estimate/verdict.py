@@ -241,3 +241,18 @@ def admission_verdict(admitted: int, concurrency: int, context: int, need: int, 
     basis = "vllm-admission" if engine == "vLLM" else f"{engine.lower()}-admission"
     # the headroom the pool leaves, 1 - utilization, to the digits a headroom is given in (0.1, not 1 - 0.9 in floats)
     return Verdict(fits, need, need, usable, round(1 - utilization, 9), budget, basis, reason, warnings)
+
+
+def host_memory_verdict(host_bytes: int, host_memory: int) -> str | None:
+    """llama.cpp's host part against the host RAM given (``--host-memory``): None when it fits, else the reason.
+
+    The host part is what llama.cpp keeps in host memory beside its GPUs (estimate/inference/llamacpp_split.py rules
+    (3), (4) and (6)-(7): token embeddings, the layers not offloaded with ``-ngl``, the experts ``--n-cpu-moe`` keeps
+    there, their KV cells and compute buffer, the host runtime). No margin is kept on it: llama.cpp's ``--fit``
+    checks only device memory (common/fit.cpp), and the host part is compared with the RAM as given, as ``fit
+    --auto`` has compared it. The one check of ``fit --auto`` (estimate/llamacpp_fit.py) and of ``fit`` with the
+    flags given (estimate/fit.py)."""
+    if host_bytes <= host_memory:
+        return None
+    return (f"host memory: needs {format_bytes(host_bytes)} of {format_bytes(host_memory)} RAM "
+            "(layers and experts kept on the CPU)")

@@ -634,3 +634,31 @@ def split_decode_time(parts: Sequence[tuple[float, float, float]], transfer_byte
     tm = sum(memory_time(b, bw, e) for b, bw, e in parts if b > 0)
     comm = transfer_bytes / link_bandwidth if transfer_bytes and link_bandwidth else 0.0
     return PhaseTime(tm + comm + overhead_seconds, 0.0, tm, comm, overhead_seconds)
+
+
+def row_split_decode_time(row_parts: Sequence[tuple[float, float, float]],
+                          serial_parts: Sequence[tuple[float, float, float]], transfer_bytes: float,
+                          link_bandwidth: float | None, exchanges: int, exchange_seconds: float,
+                          overhead_seconds: float = 0.0) -> PhaseTime:
+    """Eq. (8r): one decode step of a llama.cpp row split (``-sm row``), read in llama.cpp's CUDA split buffer
+    (ggml-org/llama.cpp@f6d77a1ba0ac794e950bd3abb630b904bdcd8fb8 ggml/src/ggml-cuda/ggml-cuda.cu
+    ``ggml_cuda_op_mul_mat``, ``get_row_split``; removed upstream in 74976e1ae "CUDA: remove -sm row")::
+
+        t = max_g R_g / (B_g e_g) + sum_d S_d / (B_d e_d) + X / B_link + 2 M alpha + L tau              (8r)
+
+    Each GPU g holds rows [nrows p_{g-1}, nrows p_g) of every split matrix and multiplies them at the same time as
+    the others (one stream per device, ``ctx.stream(id, is)``); with the same shares for every matrix the sum over
+    matmuls of the slowest GPU's share is the slowest GPU's total, max_g R_g (``row_parts``: its row bytes,
+    bandwidth, efficiency). What is not split runs one device after the other (``serial_parts``: the KV cells of the
+    layers each device holds, the host's layers). Per split matmul (M of them) the main GPU records an event that the
+    others wait on before copying its (q8_1-quantized) input to them (``cudaMemcpyPeerAsync``), and each other GPU
+    copies its slice of the output back (``ggml_cuda_Memcpy2DPeerAsync``) and records an event the main GPU waits on:
+    two synchronised exchanges, each of latency alpha (``exchange_seconds``), their ``transfer_bytes`` X over the
+    link. L tau: the per-layer launch overhead of eq. (8)."""
+    if transfer_bytes < 0 or exchanges < 0:
+        raise InputError("transfer_bytes and exchanges must be >= 0")
+    rows = max((memory_time(b, bw, e) for b, bw, e in row_parts if b > 0), default=0.0)
+    serial = sum(memory_time(b, bw, e) for b, bw, e in serial_parts if b > 0)
+    comm = (transfer_bytes / link_bandwidth if transfer_bytes and link_bandwidth else 0.0) \
+        + 2 * exchanges * exchange_seconds
+    return PhaseTime(rows + serial + comm + overhead_seconds, 0.0, rows + serial, comm, overhead_seconds)

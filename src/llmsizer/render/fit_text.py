@@ -42,7 +42,14 @@ def render_fit(r: FitResult) -> str:
         if rows:
             out.append(table(rows, SPEED_HEADER))
         sd = s.details.get("split_decode")
-        if sd and sd.get("seconds"):
+        if sd and sd.get("seconds") and sd.get("exchanges") is not None:  # -sm row: the GPUs read their rows at once
+            parts = ", ".join(f"{d['device']} {d['seconds'] * 1e3:.1f} ms" for d in sd["devices"])
+            out.append(f"row-split decode (one sequence, eq. 8r): reads {sd['memory_seconds'] * 1e3:.1f} ms (the "
+                       f"slowest GPU's rows, then KV and host one device after another; each device: {parts}) + PCIe "
+                       f"and {sd['exchanges']} x 2 exchanges at llamacpp_row_split_exchange_seconds="
+                       f"{sd['exchange_seconds'] * 1e6:.2f} us {sd['transfer_seconds'] * 1e3:.2f} ms + launch overhead "
+                       f"{sd['overhead_seconds'] * 1e3:.1f} ms = {sd['seconds'] * 1e3:.1f} ms/token")
+        elif sd and sd.get("seconds"):
             parts = " + ".join(f"{d['device']} {d['seconds'] * 1e3:.1f} ms" for d in sd["devices"])
             out.append(f"split decode (one sequence, eq. 8): {parts} + PCIe {sd['transfer_seconds'] * 1e3:.2f} ms + "
                        f"launch overhead {sd['overhead_seconds'] * 1e3:.1f} ms = {sd['seconds'] * 1e3:.1f} ms/token")
@@ -196,6 +203,11 @@ def render_llamacpp_fit(r: Any) -> str:
     kept = sorted(set(r.margins))
     out.append("margin kept free on each GPU: " + (format_bytes(kept[0]) if len(kept) == 1 else
                                                    ", ".join(format_bytes(m) for m in r.margins)))
+    sp = getattr(r, "speed", None)
+    if sp is not None:  # the printed flags' decode, as `fit` with them times it (llamacpp_fit.with_speed)
+        out.append(f"decode: {sp['tokens_per_second']:,.1f} tokens/s ({sp['tokens_per_second_per_user']:,.1f} per "
+                   f"sequence, {sp['concurrency']} at once; {sp['bound']}), as `fit` with these flags times it"
+                   if sp["tokens_per_second"] is not None else f"decode: tokens/s unknown ({sp['why']})")
     out += [f"  {s}" for s in r.steps]
     out.append("assumptions: " + "; ".join(f"{a.name}={a.value}{a.mark}"
                                            for a in r.assumptions))
