@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from operator import attrgetter, contains
 from typing import Any
 
-from ..errors import InputError
+from ..errors import DeviceCannotRunError, InputError
 from ..frozen import fast_init
 from ..inputs import not_true_or_false
 from ..numbers import COUNT, DEVICE_MEMORY, HEADROOM, LORA_ALPHA, LORA_RANK, TOKENS, ZERO_STAGE
@@ -78,6 +78,44 @@ def check_attention_kernel(w: TrainingWorkload) -> None:
     if kernel is not None and kernel not in KERNELS_OF_ATTENTION[attention]:
         raise InputError(f"attention_kernel {kernel!r} does not run attention {attention!r}; with attention "
                          f"{attention!r} choose from: {', '.join(KERNELS_OF_ATTENTION[attention])}")
+    # a profile's kernel is not named; during construction (``given`` not yet recorded, no profile applied) a kernel
+    # is the caller's
+    named = kernel is not None and (w.given is None or "attention_kernel" in w.given)
+    off = attention_off_gpu(attention, attention_kernel_of(attention, kernel), named,
+                            "cpu" if w.device == "cpu" else "mps" if w.gpu_runtime == "metal" else None)
+    if off is not None:  # a setting the device cannot run: exit 2 where it is named, a rejected option in a search
+        raise DeviceCannotRunError("attention_kernel" if named else "attention", off)
+
+
+def attention_off_gpu(attention: str, kernel: str, named: bool, where: str | None) -> str | None:
+    """Why the attention API ``attention`` running ``kernel`` has no training step on a CPU (``where`` 'cpu') or an
+    Apple GPU ('mps'), or None (also for any other device: a GPU's own floors are efficiency.py's
+    ``attention_kernel_refusal``). Checked with the kernel check above, so after a framework profile has set the
+    attention (llm-foundry's 'flash' on a CPU is refused as a stated one is).
+    - flex: torch 2.13.0 torch/nn/attention/flex_attention.py lines 2075-2088 (``_validate_device``) raises
+      NotImplementedError for a backward on a CPU or MPS tensor.
+    - flash (the flash-attn package, FA2/FA3; llm-foundry's Triton kernel): CUDA/ROCm extensions and Triton GPU
+      kernels; transformers 5.24 utils/import_utils.py line 1332 (``is_flash_attn_2_available``) offers
+      flash_attention_2 only where ``torch.cuda`` (CUDA or ROCm), MLU or MUSA is available.
+    - sdpa forced to mem-efficient or cuDNN: CUDA backends (aten/src/ATen/native/transformers/cuda/sdp_utils.cpp);
+      torch's CPU dispatch knows flash and math only (sdp_utils_cpp.cpp ``priority_order_cpp``), and forcing either
+      there raises "No viable backend for scaled_dot_product_attention" (measured on torch 2.13.0+cpu:
+      tests/training/test_attention_off_gpu.py)."""
+    if where is None:
+        return None
+    on = "a CPU" if where == "cpu" else "MPS (Apple)"
+    if attention == "flex":
+        return (f"attention flex: torch's FlexAttention has no backward on {on} (flex_attention _validate_device "
+                "raises NotImplementedError); use sdpa")
+    if attention == "flash":
+        what = "llm-foundry's Triton kernel" if kernel == "triton-flash" else "the flash-attn package"
+        head = f"attention_kernel {kernel}" if named else f"attention flash (its kernel {kernel})"
+        return f"{head}: {what} runs on CUDA and ROCm GPUs only, not on {on}; use sdpa"
+    if kernel in ("mem-efficient", "cudnn"):
+        there = ("on a CPU SDPA has only its flash and math backends, and forcing it raises 'No viable backend for "
+                 "scaled_dot_product_attention'" if where == "cpu" else f"{on} has no such backend")
+        return f"attention_kernel {kernel}: a CUDA backend of torch's SDPA; {there}; use sdpa's own dispatch"
+    return None
 
 
 def attention_kernel_of(attention: str, kernel: str | None) -> str:
@@ -544,11 +582,6 @@ class TrainingWorkload:
         if self.device == "cpu" and self.offload != "none":
             raise InputError(f"offload {self.offload} moves states from a GPU to host RAM; on device cpu they are "
                              "there already (use offload none)")
-        if self.attention == "flex" and (self.device == "cpu" or self.gpu_runtime == "metal"):
-            # torch 2.13.0 torch/nn/attention/flex_attention.py lines 2075-2088 (_validate_device)
-            raise InputError("attention flex: torch's FlexAttention has no backward on "
-                             + ("a CPU" if self.device == "cpu" else "MPS (Apple)")
-                             + " (flex_attention _validate_device raises NotImplementedError); use sdpa")
         if (self.device == "cpu" or self.gpu_runtime == "metal") and self.optimizer is not None \
                 and self.optimizer.startswith("paged-"):  # bitsandbytes cget_managed_ptr: cudaMallocManaged
             raise InputError(paged_off_cuda(self.optimizer, self.device == "cpu"))
