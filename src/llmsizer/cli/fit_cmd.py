@@ -8,7 +8,7 @@ from typing import Any
 from ..errors import InputError
 from ..estimate.duration import Duration
 from ..estimate.fit import FitResult, fit, fit_training, target_and_count
-from ..estimate.llamacpp_fit import LlamaCppFit, fit_llamacpp, gpu_free, with_speed
+from ..estimate.llamacpp_fit import LlamaCppFit, fit_llamacpp, gpu_free
 from ..numbers import COUNT, MAX_GPUS, MONEY
 from ..render.fit_text import render_fit
 from ..render.safe import say
@@ -167,8 +167,7 @@ def _auto(spec: Any, args: argparse.Namespace, fields: dict[str, Any]) -> LlamaC
         raise InputError(f"--free gives {len(args.free)} GPU(s) but --count is {args.count}")
     free = gpu_free(device, count, args.free, args.memory)
     context = fields.pop("context", None)
-    auto = fit_llamacpp(spec, free, fit_target=args.fit_target, headroom=args.headroom, context=context,
-                        host_memory=args.host_memory, **fields)
-    # the decode of the printed flags, as `fit` with them times it (one answer: estimate/llamacpp_fit.py with_speed)
-    return with_speed(auto, spec, device, len(free), host_device=args.host_device,
-                      hardware_files=args.hardware_file, **fields)
+    # with the decode of the printed flags, as `fit` with them times it (one answer: llamacpp_fit.py with_speed)
+    return fit_llamacpp(spec, free, fit_target=args.fit_target, headroom=args.headroom, context=context,
+                        host_memory=args.host_memory, device=device, host_device=args.host_device,
+                        hardware_files=args.hardware_file, **fields)

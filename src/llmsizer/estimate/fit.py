@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from ..catalog.hardware import Device, Instance, Value, load_catalog
-from ..errors import InputError
+from ..errors import FieldError, InputError
 from ..formulas.cost import cost_per_million_tokens, power_price_per_hour
 from ..formulas.serving_queue import queue_wait_seconds
 from ..formulas.speed import PhaseTime
@@ -568,10 +568,12 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
     if host_memory is not None:  # llama.cpp's host part beside GPUs (verdict.py host_memory_verdict), as fit --auto
         host_memory = int(read_number(host_memory, "host_memory", DEVICE_MEMORY))
         if eng != "llamacpp":
-            raise InputError(f"host_memory applies to engine llamacpp (layers or experts kept on the CPU), not {eng}")
+            raise FieldError("host_memory", f"host_memory applies to engine llamacpp (layers or experts kept on the "
+                             f"CPU), not {eng}")  # a FieldError: the CLI names its flag, the web its field
         if device.kind in ("cpu", "apple"):  # (a CPU's RAM, an Apple chip's unified memory: the device's own)
-            raise InputError(f"host_memory is the host RAM beside GPUs; on {device.id} ({device.kind}) llama.cpp "
-                             "keeps the whole model in the device's memory: give memory (--memory) instead")
+            raise FieldError("host_memory", f"host_memory is the host RAM beside GPUs; on {device.id} ({device.kind}) "
+                             "llama.cpp keeps the whole model in the device's memory: give that instead (--memory; "
+                             "memory= in Python)")
     layout = serving_layout(eng, device, n)
     apart, split = layout
     if split and n > LLAMACPP_GPUS.high:  # --count is its GPUs here: said in fit's words, not as "gpus"
@@ -730,7 +732,9 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
     mem_used = mid
     reasons = [str(d["verdict"])]
     if host_memory is not None:  # the host part (mid of its range, the host row of the placement), as fit --auto
-        short = host_memory_verdict(est.total("host")[1], host_memory)
+        placement = est.details.get("split") or {}
+        held = next((str(d["layers"]) for d in placement.get("devices", ()) if d.get("device") == "host"), "token embd")
+        short = host_memory_verdict(est.total("host")[1], host_memory, held)
         if short is not None:
             fits = False
             reasons.append(short)
@@ -862,6 +866,11 @@ def _split_speed(spec: ModelSpec, est: Estimate, device: Device, host_device: st
         return replace(sp, decode=None, decode_single=None, roofline_decode=None) if host_holds else sp
     t = PhaseTime(res["seconds"], 0.0, res["memory_seconds"], res["transfer_seconds"], res["overhead_seconds"])
     details = dict(sp.details, split_decode=res)
+    if "exchange_seconds" in res:  # -sm row: the named latency of its exchanges (eq. 8r), stated like every default
+        a = E.LLAMACPP_ROW_EXCHANGE
+        sp = replace(sp, assumptions=(*sp.assumptions, Assumption(a.name, res["exchange_seconds"], True,
+                                                                  f"{a.source}; range {a.low:g}-{a.high:g} s, the "
+                                                                  "decode range does not span it")))
     if concurrency > 1:
         warnings.append("the split's decode time (eq. 8) is for one sequence; the decode of several sequences at "
                         "once assumes every layer on one device")

@@ -155,13 +155,14 @@ def pick_format(spec: ModelSpec, device: Device, count: int, instance: Instance 
                 context: int, concurrency: int, output_tokens: int | None, weights: str | None,
                 limits: LatencyLimits, headroom: float | None, hardware_files: Sequence[str | Path] = (),
                 engine_given: str | None = None, fields: Mapping[str, Any] | None = None,
-                host_device: str | Device | None = None) -> FormatPick:
+                host_device: str | Device | None = None, host_memory: int | None = None) -> FormatPick:
     """The highest-quality weight format on the engine's ladder that fits ``count`` x ``device`` (``instance``: the
     instance, or the whole instances, they are, sized as fit sizes them; ``memory``: fit's ``memory``) and meets
     ``limits``, or why none does.
     ``engine_given`` None: the device's default engine (``device.default_engine``), each smaller rung on the engine
     fit takes it on; ``host_device`` reaches fit for the rungs llama.cpp runs (its split's decode speed with layers or
-    experts on the CPU, which the limits read)."""
+    experts on the CPU, which the limits read), and so does ``host_memory`` (fit's check of llama.cpp's host part,
+    verdict.py ``host_memory_verdict``)."""
     dev, n = device, count
     engine = normalize_engine(engine_given) if engine_given else default_engine(dev, n, weights, spec)
     ladder = format_ladder(spec, engine, weights, fp8="fp8" in dev.flops)
@@ -233,6 +234,7 @@ def pick_format(spec: ModelSpec, device: Device, count: int, instance: Instance 
                                     concurrency=max(1, concurrency), output_tokens=output_tokens,
                                     memory=memory, hardware_files=hardware_files,
                                     host_device=host_device if eng == "llamacpp" else None,
+                                    host_memory=host_memory if eng == "llamacpp" else None,
                                     **{**given, **({"group_size": group} if group != asked else {})})
         # an instance as fit takes it: its own count (None), or the whole instances ``n`` devices are
         # (fit.target_and_count with instances)
@@ -288,7 +290,7 @@ def format_on(spec: ModelSpec, hardware: str | Device | Instance, count: int | N
               context: int = InferenceWorkload.context, concurrency: int = InferenceWorkload.concurrency,
               output_tokens: int | None = None, weights: str | None = None, limits: LatencyLimits = LatencyLimits(),
               headroom: float | None = None, hardware_files: Sequence[str | Path] = (), engine: str | None = None,
-              memory: int | None = None, host_device: str | Device | None = None,
+              memory: int | None = None, host_device: str | Device | None = None, host_memory: int | None = None,
               **workload: Any) -> tuple[FormatPick, str | None]:
     """``pick_format`` on one named target as ``best_option_on`` (``models --fits-on``, the plan) and ``fits_at`` ask
     it, with the search's checks first (bad input raises ``InputError``: ``check_search_workload``, fit's target and
@@ -323,7 +325,8 @@ def format_on(spec: ModelSpec, hardware: str | Device | Instance, count: int | N
     mem = instance_memory(device, instance, int(memory) if memory is not None else None)
     pick = pick_format(spec, device, n, instance, mem, context=context, concurrency=concurrency,
                        output_tokens=output_tokens, weights=weights, limits=limits, headroom=headroom,
-                       hardware_files=hardware_files, engine_given=engine, fields=fields, host_device=host_device)
+                       hardware_files=hardware_files, engine_given=engine, fields=fields, host_device=host_device,
+                       host_memory=host_memory)
     return pick, unchecked
 
 

@@ -170,18 +170,26 @@ def gpu_free(device: Device, count: int, free: Sequence[int] | None = None, memo
 
 def fit_llamacpp(model: ModelSpec | str, free: Sequence[int], *, fit_target: int | None = None,
                  headroom: float | None = None, context: int | None = None, min_context: int = FIT_MIN_CTX,
-                 host_memory: int | None = None, fits_at: bool = True, **workload: Any) -> LlamaCppFit:
+                 host_memory: int | None = None, fits_at: bool = True, device: str | Device | None = None,
+                 host_device: str | Device | None = None, hardware_files: Sequence[str] = (),
+                 **workload: Any) -> LlamaCppFit:
     """Auto-fit llama.cpp on GPUs with ``free`` bytes each (module docstring, steps 1-4), each keeping the margin of
     every llama.cpp verdict (estimate/verdict.py ``margin_rule``): ``fit_target`` bytes, or a ``headroom`` share of its
     free memory; neither: llama.cpp's --fit-target default. ``context`` None: the largest that fits, from the model's
     training context down to ``min_context``; given: kept. When the default format (no ``weights``) does not fit,
-    ``LlamaCppFit.fits_at`` names the format that does (``auto_fits_at``; ``fits_at`` False: not searched)."""
+    ``LlamaCppFit.fits_at`` names the format that does (``auto_fits_at``; ``fits_at`` False: not searched).
+    ``device`` (the GPUs' catalog id or Device; ``host_device``: the host CPU): the decode speed of the printed flags
+    as ``fit`` times them (:func:`with_speed`), so ``fit --auto``, the web and Python give one answer; None: memory
+    only (``speed`` None)."""
     r = _auto_fit(model, free, fit_target=fit_target, headroom=headroom, context=context, min_context=min_context,
                   host_memory=host_memory, **workload)
-    if r.fits or not fits_at or workload.get("weights") is not None:
+    if not (r.fits or not fits_at or workload.get("weights") is not None):
+        r = replace(r, fits_at=auto_fits_at(model, free, fit_target=fit_target, headroom=headroom, context=context,
+                                            min_context=min_context, host_memory=host_memory, **workload))
+    if device is None:
         return r
-    return replace(r, fits_at=auto_fits_at(model, free, fit_target=fit_target, headroom=headroom, context=context,
-                                           min_context=min_context, host_memory=host_memory, **workload))
+    return with_speed(r, model, device, len(free), host_device=host_device, hardware_files=hardware_files,
+                      **workload)
 
 
 def auto_fits_at(model: ModelSpec | str, free: Sequence[int], **kwargs: Any) -> dict[str, Any] | None:
@@ -321,13 +329,13 @@ def _result(spec: ModelSpec, free: Sequence[int], targets: Sequence[int], ctx: i
         warnings.append("not even the CUDA context and compute buffer fit a GPU's target; lower --fit-target or "
                         "--headroom, or use a smaller model or format")
     host = devs[-1]
-    host_short = host_memory_verdict(host["total"], host_memory) if host_memory is not None else None
+    host_short = host_memory_verdict(host["total"], host_memory, host["layers"]) if host_memory is not None else None
     if host_short is not None:
         fits = False
         warnings.append(host_short)
     elif host_memory is None and (host["n_layers"] or host.get("experts")):  # unchecked: say what it must hold
-        warnings.append(f"the host holds {format_bytes(host['total'])} (layers and experts kept on the CPU) and its "
-                        "RAM is not checked: give --host-memory")
+        warnings.append(f"the host holds {format_bytes(host['total'])} ({host['layers']}, with its KV cells, "
+                        "buffers and runtime) and its RAM is not checked: give --host-memory")
     if n_cpu_moe:
         warnings.append("llama.cpp's own --fit moves the experts of each GPU's last layers to the CPU (-ot overrides); "
                         f"--n-cpu-moe {n_cpu_moe} moves those of the first {n_cpu_moe} layers, the same memory when "
