@@ -154,6 +154,13 @@ LLAMACPP = EngineProfile(
 SGLANG = EngineProfile(
     name="sglang", mla_mode="latent", window_extra=-1, block_size=1, kv_dtype_default="model",
     dsa_indexer_cache="fp8_scaled",
+    # recurrent state (MambaPool): conv_kernel - 1 columns in bf16 (CONV_DTYPE), the SSM / delta-rule state in
+    # SGLANG_MAMBA_SSM_DTYPE, float32 unless --mamba-ssm-dtype says otherwise
+    conv_state_window=0, state_dtypes=("bf16", "fp32"),
+    state_source="SGLang python/sglang/srt/configs/mamba_utils.py (commit 01cc04e2) Mamba2StateShape.create "
+                 "(conv_kernel - 1 columns), CONV_DTYPE = torch.bfloat16, mamba2_state_dtype "
+                 "(SGLANG_MAMBA_SSM_DTYPE, default float32), Mamba2CacheParams.mamba_cache_per_req; "
+                 "configs/qwen3_next.py mamba_cache_per_req (conv bf16, ssm float32)",
     kv_dtypes=TORCH_KV_DTYPES,
     kv_dtypes_source="SGLang server_args.py --kv-cache-dtype (auto = the model dtype, bf16, fp8_e4m3, fp8_e5m2; "
                      "int8 in test/srt/test_int8_kv_cache.py)",
@@ -367,6 +374,14 @@ SGLANG_PREFILL_GRAPH_MIB_PER_SIZE = 8
 SGLANG_PREFILL_GRAPH_MLA_MIB = 1.5 * 1024
 SGLANG_BIG_GPU_MIB = 60 * 1024
 SGLANG_BIG_GPU_MIN_RESERVED_MIB = 10 * 1024
+# Hybrid (Mamba / Gated DeltaNet) models: the memory left after the weights is split between the per-request
+# recurrent-state pool (MambaPool) and the full-attention token pool by --mamba-full-memory-ratio (server_args.py
+# default 0.9): mamba budget = rest x ratio / (1 + ratio); the running requests are capped at max_mamba_cache_size //
+# MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO (3, radix cache on, mamba_scheduler_strategy "no_buffer": no extra
+# buffer). SGLang python/sglang/srt/model_executor/model_runner_components/kv_cache_configurator.py (commit
+# 01cc04e2) KVCacheConfigurator._handle_max_mamba_cache, _calculate_mamba_ratio, _resolve_max_num_reqs.
+SGLANG_MAMBA_FULL_MEMORY_RATIO = 0.9
+SGLANG_MAMBA_REQUESTS_RATIO = 3
 
 # vLLM's hybrid allocator: attention blocks grow until one attention page (block x KV bytes per token and layer) holds
 # one Mamba state page, in multiples of the kernel block alignment (16 tokens); the Mamba page is then padded to the
