@@ -96,3 +96,14 @@ def test_dense_model_has_no_mamba_pool():
     assert "max_mamba_cache_size" not in est.details
     assert all(i.name != "recurrent_state_pool" for i in est.items)
     assert all(a.name != "mamba_full_memory_ratio" for a in est.assumptions)
+
+
+def test_text_report_names_the_mamba_pool():
+    out = run_cli("infer", "qwen3-next-80b-a3b-thinking", "--engine", "sglang", "--memory", "141GiB", "--context",
+                  "4096", "--weights", "fp8", "--concurrency", "200")
+    est = llmsizer.estimate_inference("qwen3-next-80b-a3b-thinking", engine="sglang", memory=H200, context=4096,
+                                      weights="fp8", concurrency=200)
+    slots = est.details["max_mamba_cache_size"]
+    assert out.returncode == 0 and f"max_mamba_cache_size {slots:,}" in out.stdout
+    # the MambaPool's cap (slots // 3) keeps requests in the queue although the token pool has room for them
+    assert est.details["running_sequences"] == slots // 3 < est.details["max_concurrency_at_context"]
