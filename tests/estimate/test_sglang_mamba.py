@@ -1,15 +1,13 @@
 """SGLang on hybrid (Mamba / Gated DeltaNet) models: the per-request recurrent-state pool (MambaPool) against SGLang's
-own rules, read at sgl-project/sglang commit 01cc04e2:
+own rules, read in SGLang 0.5.23 (the PyPI wheel, as tests/estimate/test_sglang.py):
 
-- python/sglang/srt/model_executor/model_runner_components/kv_cache_configurator.py
-  KVCacheConfigurator._profile_available_bytes -> _handle_max_mamba_cache (no speculative decoding, no
-  --max-mamba-cache-size): ``max_mamba_cache_size = int(rest x r / (1 + r) // mamba_cache_per_req)``, r =
-  --mamba-full-memory-ratio (server_args default 0.9), and the token pool gets ``rest - max_mamba_cache_size x
-  mamba_cache_per_req``; _resolve_max_num_reqs: ``min(eq. 4, max_mamba_cache_size // 3)``
-  (MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO = 3, radix cache on, no extra buffer);
-- python/sglang/srt/configs/mamba_utils.py Mamba2StateShape.create / Mamba2CacheParams.mamba_cache_per_req and
-  configs/qwen3_next.py mamba_cache_per_req: conv state [conv_dim, conv_kernel - 1] in bf16, SSM state in
-  SGLANG_MAMBA_SSM_DTYPE (default float32), times the recurrent layers.
+- sglang/srt/mem_cache/kv_cache_configurator.py:3229-3409 _handle_max_mamba_cache (no speculative decoding, no
+  --max-mamba-cache-size): ``max_mamba_cache_size = int((rest x r / (1 + r) - per_req) // per_req)`` (:3346-3386),
+  r = --mamba-full-memory-ratio (fallback 0.9, arg_groups/fields/schedule.py:220-227); the token pool gets
+  ``rest - (max_mamba_cache_size + 1) x per_req`` (+1 padding slot, :3404-3409); resolve_max_num_reqs
+  (:3119-3150): ``min(eq. 4, max_mamba_cache_size // 3)`` (MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO = 3, :227);
+- sglang/srt/configs/mamba_utils.py:47-125, :225, :276: conv state [conv_dim, conv_kernel - 1] in bf16, SSM state
+  float32 (default), times the recurrent layers (mamba_cache_per_req).
 
 Expected values are worked out here from those rules and the models' config.json numbers; only the weights' bytes
 and the CUDA context (500 MiB, tests/estimate/test_sglang.py) are taken from the estimate, as inputs.
@@ -50,8 +48,8 @@ def _expected(model: str, per_req: int, cell: int, context: int, **kw):
     est = llmsizer.estimate_inference(model, engine="sglang", memory=H200, context=context, **kw)
     d = est.details
     rest = int(d["mem_fraction_static"] * (H200 - 500 * MiB)) - est.item("weights").bytes
-    slots = int(rest * 0.9 / 1.9 // per_req)
-    pool = rest - slots * per_req
+    slots = int((rest * 0.9 / 1.9 - per_req) // per_req)
+    pool = rest - (slots + 1) * per_req  # + the padding slot
     tokens = pool // cell
     # eq. (4) with the model's context_len, then the MambaPool cap
     return est, slots, pool, tokens
@@ -68,7 +66,7 @@ def test_mamba_pool_splits_the_rest_and_caps_running_requests(model, per_req, ce
     d = est.details
     assert d["mamba_cache_per_req"] == per_req and d["kv_cell_bytes"] == cell
     assert d["max_mamba_cache_size"] == slots > 0
-    assert est.item("recurrent_state_pool").bytes == slots * per_req
+    assert est.item("recurrent_state_pool").bytes == (slots + 1) * per_req
     assert d["kv_pool_bytes"] == pool and d["max_total_num_tokens"] == tokens
     reqs = min(max(min(int(tokens / context_len * 512), 4096), 2048), tokens // 2)
     assert d["max_running_requests"] == min(reqs, slots // 3)

@@ -24,24 +24,25 @@ Rules read in SGLang 0.5.23 (the PyPI wheel; line numbers of that release):
     (pool_configurator.py:492-498), the MLA latent for DeepSeek-style models; page_size 1.
 (4) ``max_running_requests = min(max(min(tokens / context_len x 512, 4096), 2048), tokens // 2)``
     (kv_cache_configurator.py:3119-3132), context_len = the model's context length.
-(4b) Hybrid models (Mamba / Gated DeltaNet layers; SGLang python/sglang/srt/model_executor/model_runner_components/
-    kv_cache_configurator.py at commit 01cc04e2, KVCacheConfigurator._profile_available_bytes ->
-    _handle_max_mamba_cache): before the token pool is sized, a per-request recurrent-state pool (MambaPool) takes
-    its share of eq. (2)'s rest, split by ``--mamba-full-memory-ratio`` r (default 0.9):
+(4b) Hybrid models (Mamba / Gated DeltaNet layers; mem_cache/kv_cache_configurator.py:3039-3040 calls
+    _handle_max_mamba_cache, :3229-3409): before the token pool is sized, a per-request recurrent-state pool
+    (MambaPool) takes its share of eq. (2)'s rest, split by ``--mamba-full-memory-ratio`` r (fallback 0.9,
+    arg_groups/fields/schedule.py:220-227); without speculative decoding (:3346-3386):
 
-        max_mamba_cache_size = int(rest x r / (1 + r) // mamba_cache_per_req)
-        kv_pool              = rest - max_mamba_cache_size x mamba_cache_per_req                            (2b)
+        max_mamba_cache_size = int((rest x r / (1 + r) - mamba_cache_per_req) // mamba_cache_per_req)
+        kv_pool              = rest - (max_mamba_cache_size + 1) x mamba_cache_per_req                      (2b)
 
-    ``mamba_cache_per_req`` = (conv (conv_kernel - 1 columns, bf16) + SSM state (fp32)) x recurrent layers
-    (configs/mamba_utils.py Mamba2CacheParams.mamba_cache_per_req, configs/qwen3_next.py: the helper of
-    formulas/recurrent_state.py with the profile's dtypes); only the full-attention layers are in ``cell_size``.
-    A given ``--max-mamba-cache-size`` replaces the split. The running requests are then capped
-    (_resolve_max_num_reqs):
+    (+1: each pool's padding slot, :3404-3409). ``mamba_cache_per_req`` = (conv (conv_kernel - 1 columns, bf16)
+    + SSM state (float32 unless the config's or SGLANG_MAMBA_SSM_DTYPE's mamba_ssm_dtype says otherwise)) x
+    recurrent layers (configs/mamba_utils.py:47-125, 225, 276): the helper of formulas/recurrent_state.py with the
+    profile's dtypes; only the full-attention layers are in ``cell_size``. The running requests are then capped
+    (resolve_max_num_reqs, :3119-3150):
 
         max_running_requests = min(eq. (4), max_mamba_cache_size // 3)                                  (4b)
 
-    (3 = MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO with the radix cache on and the default
-    mamba_scheduler_strategy "no_buffer"; speculative decoding's intermediate states are not modelled.)
+    (3 = MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO, :227, with the radix cache on, no extra buffer and
+    SGLANG_OPT_MAMBA_SKIP_DECODE_LOCK off: _calculate_mamba_ratio :3062-3088.) Not modelled: speculative
+    decoding's intermediate states, --max-mamba-cache-size, pipeline parallelism's per-stage share.
 (5) Radix cache: finished requests' KV stays in the same pool as a prefix cache and is evicted (LRU) when running
     requests need the room, so it does not lower the capacity for running requests; requests that share a prefix
     hold it once.
@@ -167,16 +168,15 @@ def compose_sglang(ctx: Context) -> None:
     if mamba is not None:
         slots, mamba_bytes, per_req = mamba
         acc.items.append(Item("recurrent_state_pool", mamba_bytes, "device",
-                              formula=f"max_mamba_cache_size {slots:,} x mamba_cache_per_req {per_req:,} B "
+                              formula=f"(max_mamba_cache_size {slots:,} + 1 padding slot) x mamba_cache_per_req {per_req:,} B "
                                       "(conv + SSM state of every recurrent layer, one request); preallocated",
-                              source="SGLang kv_cache_configurator.py _handle_max_mamba_cache (commit 01cc04e2; eq. "
-                                     "2b of estimate/inference/sglang.py); " + ctx.profile.state_source))
+                              source="SGLang kv_cache_configurator.py:3229-3409 (eq. 2b of "
+                                     "estimate/inference/sglang.py); " + ctx.profile.state_source))
         ctx.details.update({"max_mamba_cache_size": slots, "mamba_pool_bytes": mamba_bytes,
                             "mamba_cache_per_req": per_req})
         if w.max_num_seqs is not None and max_running < w.max_num_seqs:
             acc.warnings.append(f"SGLang caps max_running_requests at {max_running:,}: max_mamba_cache_size "
-                                f"{slots:,} // {E.SGLANG_MAMBA_REQUESTS_RATIO} (kv_cache_configurator.py "
-                                "_resolve_max_num_reqs)")
+                                f"{slots:,} // {E.SGLANG_MAMBA_REQUESTS_RATIO} (kv_cache_configurator.py:3135-3150)")
     acc.items.append(Item("runtime_reserve", reserve, "device",
                           formula=f"(1 - {mfs}) x {format_bytes(pre)}: left for activations and CUDA graphs",
                           source="SGLang memory_hook.py:289-339 (eq. 1)"))
@@ -217,16 +217,17 @@ def _mamba_pool(ctx: Context, rest: int) -> tuple[int, int, int] | None:
         return None
     # --max-mamba-cache-size / --mamba-full-memory-ratio are not flags of llmsizer yet: SGLang's defaults
     ratio = float(acc.assume("mamba_full_memory_ratio", E.SGLANG_MAMBA_FULL_MEMORY_RATIO, None,
-                             "SGLang default (server_args.py --mamba-full-memory-ratio): the recurrent-state "
-                             "pool gets rest x r / (1 + r) (kv_cache_configurator.py _handle_max_mamba_cache)"))
-    slots = int(rest * ratio / (1 + ratio) // per_req)
+                             "SGLang default (--mamba-full-memory-ratio fallback, arg_groups/fields/schedule.py:"
+                             "220-227): the recurrent-state pool gets rest x r / (1 + r) (kv_cache_configurator.py:"
+                             "3346-3386)"))
+    slots = max(int((rest * ratio / (1 + ratio) - per_req) // per_req), 0)
     acc.assume("max_mamba_cache_size", slots, None,
-               f"SGLang default (--max-mamba-cache-size unset): int(rest x {ratio} / (1 + {ratio}) // "
-               f"mamba_cache_per_req {per_req:,} B)")
+               f"SGLang default (--max-mamba-cache-size unset): int((rest x {ratio} / (1 + {ratio}) - per_req) // "
+               f"mamba_cache_per_req {per_req:,} B) (kv_cache_configurator.py:3346-3386)")
     acc.assume("mamba_scheduler_strategy", "no_buffer", None,
                f"SGLang default: running requests <= max_mamba_cache_size // {E.SGLANG_MAMBA_REQUESTS_RATIO} "
                "(MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO, radix cache on)")
-    return slots, slots * per_req, per_req
+    return slots, (slots + 1) * per_req, per_req  # + the padding slot (:3404-3409)
 
 
 def _radix_note() -> Any:
