@@ -154,6 +154,12 @@ LLAMACPP = EngineProfile(
 SGLANG = EngineProfile(
     name="sglang", mla_mode="latent", window_extra=-1, block_size=1, kv_dtype_default="model",
     dsa_indexer_cache="fp8_scaled",
+    # recurrent state (MambaPool): conv_kernel - 1 columns in bf16 (CONV_DTYPE), the SSM / delta-rule state in
+    # float32 unless the config's mamba_ssm_dtype or SGLANG_MAMBA_SSM_DTYPE says otherwise
+    conv_state_window=0, state_dtypes=("bf16", "fp32"),
+    state_source="SGLang 0.5.23 sglang/srt/configs/mamba_utils.py:47-125 (mamba2_state_dtype: conv bf16, SSM "
+                 "float32 unless mamba_ssm_dtype / SGLANG_MAMBA_SSM_DTYPE; BaseLinearStateParams.mamba_cache_per_req), "
+                 ":225, :276 (conv state [conv_dim, conv_kernel - 1])",
     kv_dtypes=TORCH_KV_DTYPES,
     kv_dtypes_source="SGLang server_args.py --kv-cache-dtype (auto = the model dtype, bf16, fp8_e4m3, fp8_e5m2; "
                      "int8 in test/srt/test_int8_kv_cache.py)",
@@ -367,6 +373,13 @@ SGLANG_PREFILL_GRAPH_MIB_PER_SIZE = 8
 SGLANG_PREFILL_GRAPH_MLA_MIB = 1.5 * 1024
 SGLANG_BIG_GPU_MIB = 60 * 1024
 SGLANG_BIG_GPU_MIN_RESERVED_MIB = 10 * 1024
+# Hybrid (Mamba / Gated DeltaNet) models: the memory left after the weights is split between the per-request
+# recurrent-state pool (MambaPool) and the full-attention token pool by --mamba-full-memory-ratio (fallback 0.9,
+# SGLang 0.5.23 arg_groups/fields/schedule.py:220-227): mamba budget = rest x ratio / (1 + ratio)
+# (mem_cache/kv_cache_configurator.py:3346-3386); the running requests are capped at max_mamba_cache_size //
+# MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO (3, :227; radix cache on, no extra buffer: :3062-3088, :3135-3150).
+SGLANG_MAMBA_FULL_MEMORY_RATIO = 0.9
+SGLANG_MAMBA_REQUESTS_RATIO = 3
 
 # vLLM's hybrid allocator: attention blocks grow until one attention page (block x KV bytes per token and layer) holds
 # one Mamba state page, in multiples of the kernel block alignment (16 tokens); the Mamba page is then padded to the

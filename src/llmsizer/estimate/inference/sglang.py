@@ -24,6 +24,25 @@ Rules read in SGLang 0.5.23 (the PyPI wheel; line numbers of that release):
     (pool_configurator.py:492-498), the MLA latent for DeepSeek-style models; page_size 1.
 (4) ``max_running_requests = min(max(min(tokens / context_len x 512, 4096), 2048), tokens // 2)``
     (kv_cache_configurator.py:3119-3132), context_len = the model's context length.
+(4b) Hybrid models (Mamba / Gated DeltaNet layers; mem_cache/kv_cache_configurator.py:3039-3040 calls
+    _handle_max_mamba_cache, :3229-3409): before the token pool is sized, a per-request recurrent-state pool
+    (MambaPool) takes its share of eq. (2)'s rest, split by ``--mamba-full-memory-ratio`` r (fallback 0.9,
+    arg_groups/fields/schedule.py:220-227); without speculative decoding (:3346-3386):
+
+        max_mamba_cache_size = int((rest x r / (1 + r) - mamba_cache_per_req) // mamba_cache_per_req)
+        kv_pool              = rest - (max_mamba_cache_size + 1) x mamba_cache_per_req                      (2b)
+
+    (+1: each pool's padding slot, :3404-3409). ``mamba_cache_per_req`` = (conv (conv_kernel - 1 columns, bf16)
+    + SSM state (float32 unless the config's or SGLANG_MAMBA_SSM_DTYPE's mamba_ssm_dtype says otherwise)) x
+    recurrent layers (configs/mamba_utils.py:47-125, 225, 276): the helper of formulas/recurrent_state.py with the
+    profile's dtypes; only the full-attention layers are in ``cell_size``. The running requests are then capped
+    (resolve_max_num_reqs, :3119-3150):
+
+        max_running_requests = min(eq. (4), max_mamba_cache_size // 3)                                  (4b)
+
+    (3 = MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO, :227, with the radix cache on, no extra buffer and
+    SGLANG_OPT_MAMBA_SKIP_DECODE_LOCK off: _calculate_mamba_ratio :3062-3088.) Not modelled: speculative
+    decoding's intermediate states, --max-mamba-cache-size, pipeline parallelism's per-stage share.
 (5) Radix cache: finished requests' KV stays in the same pool as a prefix cache and is evicted (LRU) when running
     requests need the room, so it does not lower the capacity for running requests; requests that share a prefix
     hold it once.
@@ -45,7 +64,7 @@ from ...units import MiB, format_bytes
 from .. import engines as E
 from ..allocator import context_span, device_context
 from ..context_window import engine_window
-from .common import Context, kv_item, running_sequences, weights_item
+from .common import Context, kv_item, running_sequences, state_of, weights_item
 
 
 def prefill_graph_sizes(max_bs: int) -> list[int]:
@@ -121,6 +140,9 @@ def compose_sglang(ctx: Context) -> None:
     comm = E.VLLM_NON_TORCH_TP.expected if tp > 1 else 0
     pre = w.memory - context_span(w.gpu_runtime).expected - comm
     pool = max(int(mfs * pre) - ctx.wb.total, 0)
+    mamba = _mamba_pool(ctx, pool)
+    if mamba is not None:
+        pool = max(pool - mamba[1], 0)
     page = 1
     tokens = pool // cell // page * page if cell else 0
     # eq. (4)'s context_len: the window SGLang derives (estimate/context_window.py eq. W3), or the context itself past
@@ -131,6 +153,8 @@ def compose_sglang(ctx: Context) -> None:
                    else window.tokens)
     est_reqs = max(min(int(tokens / context_len * 512), 4096), 2048)
     max_running = min(w.max_num_seqs, tokens // 2) if w.max_num_seqs is not None else min(est_reqs, tokens // 2)
+    if mamba is not None:  # eq. (4b): every running request holds state slots in the MambaPool
+        max_running = min(max_running, mamba[0] // E.SGLANG_MAMBA_REQUESTS_RATIO)
     fits_one = tokens // w.context
     admitted = min(fits_one, max_running)
     if max_running != w.max_num_seqs:  # the pool's default cap: the need is for what it runs (common.py eq. R1)
@@ -141,6 +165,18 @@ def compose_sglang(ctx: Context) -> None:
                                   f"{tokens:,} tokens x {cell:,} B",
                           source="SGLang kv_cache_configurator.py:2990-3060, pool_configurator.py:636-647 "
                                  "(eqs. 2-3 of estimate/inference/sglang.py)"))
+    if mamba is not None:
+        slots, mamba_bytes, per_req = mamba
+        acc.items.append(Item("recurrent_state_pool", mamba_bytes, "device",
+                              formula=f"(max_mamba_cache_size {slots:,} + 1 padding slot) x mamba_cache_per_req {per_req:,} B "
+                                      "(conv + SSM state of every recurrent layer, one request); preallocated",
+                              source="SGLang kv_cache_configurator.py:3229-3409 (eq. 2b of "
+                                     "estimate/inference/sglang.py); " + ctx.profile.state_source))
+        ctx.details.update({"max_mamba_cache_size": slots, "mamba_pool_bytes": mamba_bytes,
+                            "mamba_cache_per_req": per_req})
+        if w.max_num_seqs is not None and max_running < w.max_num_seqs:
+            acc.warnings.append(f"SGLang caps max_running_requests at {max_running:,}: max_mamba_cache_size "
+                                f"{slots:,} // {E.SGLANG_MAMBA_REQUESTS_RATIO} (kv_cache_configurator.py:3135-3150)")
     acc.items.append(Item("runtime_reserve", reserve, "device",
                           formula=f"(1 - {mfs}) x {format_bytes(pre)}: left for activations and CUDA graphs",
                           source="SGLang memory_hook.py:289-339 (eq. 1)"))
@@ -153,7 +189,8 @@ def compose_sglang(ctx: Context) -> None:
         "max_running_requests": max_running, "max_concurrency_at_context": fits_one,
         "admitted_sequences": admitted, "sglang_reserved_mib": parts["reserved_mib"],
         "running_cap": max_running, "running_sequences": running_sequences(w, max_running, fits_one),
-        "workload_bytes": ctx.wb.total + need.bytes + reserve + context_span(w.gpu_runtime).expected + comm,
+        "workload_bytes": ctx.wb.total + need.bytes + reserve + context_span(w.gpu_runtime).expected + comm
+                          + (mamba[1] if mamba is not None else 0),
         "workload_budget_bytes": w.memory,  # workload_bytes <= memory exactly when the need fits the token pool
         "kv_needed_bytes": need.bytes})
     if pool <= 0:  # no pool: SGLang refuses to start, nothing is served whatever the cap (compose.py's verdict says it)
@@ -166,6 +203,31 @@ def compose_sglang(ctx: Context) -> None:
                             "holds")
     acc.assumptions.append(_radix_note())
     _compare_vllm(ctx, tokens)
+
+
+def _mamba_pool(ctx: Context, rest: int) -> tuple[int, int, int] | None:
+    """Eq. (2b): (max_mamba_cache_size, its bytes, mamba_cache_per_req) of a hybrid model; None without recurrent
+    layers. ``rest``: eq. (2)'s memory after the weights."""
+    w, acc = ctx.w, ctx.acc
+    if not ctx.spec.recurrent_layer_count or rest <= 0:
+        return None
+    tp = w.tensor_parallel
+    per_req = per_device(state_of(ctx, 1).total_bytes, 1 / tp if tp > 1 else 1.0)
+    if per_req <= 0:
+        return None
+    # --max-mamba-cache-size / --mamba-full-memory-ratio are not flags of llmsizer yet: SGLang's defaults
+    ratio = float(acc.assume("mamba_full_memory_ratio", E.SGLANG_MAMBA_FULL_MEMORY_RATIO, None,
+                             "SGLang default (--mamba-full-memory-ratio fallback, arg_groups/fields/schedule.py:"
+                             "220-227): the recurrent-state pool gets rest x r / (1 + r) (kv_cache_configurator.py:"
+                             "3346-3386)"))
+    slots = max(int((rest * ratio / (1 + ratio) - per_req) // per_req), 0)
+    acc.assume("max_mamba_cache_size", slots, None,
+               f"SGLang default (--max-mamba-cache-size unset): int((rest x {ratio} / (1 + {ratio}) - per_req) // "
+               f"mamba_cache_per_req {per_req:,} B) (kv_cache_configurator.py:3346-3386)")
+    acc.assume("mamba_scheduler_strategy", "no_buffer", None,
+               f"SGLang default: running requests <= max_mamba_cache_size // {E.SGLANG_MAMBA_REQUESTS_RATIO} "
+               "(MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO, radix cache on)")
+    return slots, (slots + 1) * per_req, per_req  # + the padding slot (:3404-3409)
 
 
 def _radix_note() -> Any:
