@@ -53,6 +53,9 @@ def test_every_profile_default_has_a_source_and_a_date() -> None:
         if name.startswith("_"):
             continue
         assert p["description"], name
+        if name != "none":  # the repository @ commit the sources were read at, named by one of them
+            assert re.fullmatch(r"[\w.-]+/[\w.-]+ @[0-9a-f]{7,}", p["pinned"]), name
+            assert any(p["pinned"] in d["source"] for part in ("workload", "model") for d in p[part].values()), name
         for part, known in (("workload", workload_fields), ("model", model_fields)):
             for field, d in p[part].items():
                 rows += 1

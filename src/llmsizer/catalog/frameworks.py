@@ -43,6 +43,13 @@ class FrameworkProfile:
     description: str
     workload: tuple[FrameworkDefault, ...]  # TrainingWorkload fields
     model: tuple[FrameworkDefault, ...]  # ModelSpec fields, each value a MODEL_RULES name
+    pinned: str | None = None  # "repository @commit" whose source lines the defaults were read at (None: 'none')
+
+    @property
+    def label(self) -> str:
+        """The profile's name with its pinned version, as the CLI help and the web select show it:
+        'llm-foundry (mosaicml/llm-foundry @b2a43a147)'; 'none' alone."""
+        return self.name if self.pinned is None else f"{self.name} ({self.pinned})"
 
     def default(self, field: str) -> FrameworkDefault | None:
         """The profile's default for workload or model field ``field`` (None: the profile does not set it)."""
@@ -66,9 +73,13 @@ def framework_profiles() -> dict[str, FrameworkProfile]:
     """Every profile of ``catalog/data/frameworks.json`` by name ('none' first: no profile)."""
     text = resources.files("llmsizer.catalog.data").joinpath("frameworks.json").read_text("utf-8")
     data: dict[str, Any] = json.loads(text)
-    return {name: FrameworkProfile(name, p["description"], _defaults(name, "workload", p["workload"]),
-                                   _defaults(name, "model", p["model"]))
-            for name, p in data.items() if not name.startswith("_")}
+    profiles = {name: FrameworkProfile(name, p["description"], _defaults(name, "workload", p["workload"]),
+                                       _defaults(name, "model", p["model"]), p.get("pinned"))
+                for name, p in data.items() if not name.startswith("_")}
+    for p in profiles.values():  # the pinned commit is the one its defaults' sources were read at
+        if p.pinned is not None and not any(p.pinned in d.source for d in (*p.workload, *p.model)):
+            raise InputError(f"frameworks.json: {p.name}.pinned {p.pinned!r} is named by none of its sources")
+    return profiles
 
 
 def framework_profile(name: str) -> FrameworkProfile:

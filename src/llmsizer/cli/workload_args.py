@@ -339,8 +339,9 @@ def add_training_args(p: argparse.ArgumentParser, *, attention: bool = True,
                    help="a training framework's defaults (catalog/data/frameworks.json, each with its source file "
                         "and line): llm-foundry (fused cross-entropy, low-precision LayerNorm, 2 metric passes, "
                         "Triton FlashAttention), torchtune and torchtitan (SDPA, K/V copied to every query head "
-                        "before it); applied only to the settings not given, each named in the assumptions "
-                        f"(default {TW.framework})")
+                        "before it); applied only to the settings not given, each named in the assumptions; "
+                        "read at: " + ", ".join(p.label for p in framework_profiles().values() if p.pinned)
+                        + f" (default {TW.framework})")
     g.add_argument("--kernels", choices=KERNELS, help="layer implementation: pytorch (transformers/PEFT/torchtune "
                    "modules) or unsloth (Unsloth's fused LoRA kernels; Unsloth's recipe: --kernels unsloth --loss cut-ce "
                    f"--grad-checkpointing full --checkpoint-offload) (default {TW.kernels})")

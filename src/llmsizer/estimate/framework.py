@@ -6,12 +6,13 @@ The one home of the rule "a profile's default applies only where the caller did 
 profile's value, and the framework's own model code's layout (a ModelSpec field, by a named rule of
 catalog/frameworks.py ``MODEL_RULES``) is applied to the model. The estimate names each applied default
 "from framework profile NAME (source)" (estimate/training/setup.py ``resolve``). Idempotent: a workload and model the
-profile already holds come back as the same objects (the estimate's memos match them by identity).
+profile already holds come back as the same objects.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import lru_cache
 from typing import Any
 
 from ..catalog.frameworks import FrameworkDefault, FrameworkProfile, framework_profile
@@ -63,46 +64,38 @@ def why_of(profile: FrameworkProfile, d: FrameworkDefault) -> str:
     return f"from framework profile {profile.name} ({d.source}; read {d.date})"
 
 
-_SPECS: dict[tuple[int, str], tuple[ModelSpec, ModelSpec]] = {}
-_APPLIED: dict[int, tuple[TrainingWorkload, TrainingWorkload]] = {}  # id(w) -> (w, w with its profile applied)
-
-
 def with_framework(spec: ModelSpec, w: TrainingWorkload) -> tuple[ModelSpec, TrainingWorkload]:
     """``spec`` and ``w`` with ``w.framework``'s defaults applied where the caller did not state them (module
-    docstring). An unknown profile name is bad input (one line with the choices); a profile default that the
+    docstring). Pure and idempotent: a workload and model that already hold the profile's values come back as the
+    same objects. An unknown profile name is bad input (one line with the choices); a profile default that the
     caller's other settings refuse is one line naming the profile."""
-    profile = framework_profile(w.framework)
-    if profile.name == "none":
+    if w.framework == "none":
         return spec, w
+    try:
+        return _applied(spec, w)
+    except TypeError:  # a field value that cannot be hashed (a Python caller's list): applied uncached
+        return _applied.__wrapped__(spec, w)
+
+
+@lru_cache(maxsize=1024)
+def _applied(spec: ModelSpec, w: TrainingWorkload) -> tuple[ModelSpec, TrainingWorkload]:
+    """:func:`with_framework`, memoized on the model (by identity: ModelSpec compares so) and the workload (by its
+    fields, ``given`` included): a catalog-wide search applies one profile to the same workload on every device, and
+    the same applied objects let the duration's and the estimate's memos match them by identity."""
+    profile = framework_profile(w.framework)
     changes: dict[str, Any] = {d.field: d.value for d in applied_workload_defaults(w)
                                if getattr(w, d.field) != d.value}
     if changes:
-        made = _APPLIED.get(id(w))
-        if made is not None and made[0] is w:  # one applied object per workload object (the duration's memos)
-            w = made[1]
-        else:
-            try:
-                applied = replace(w, **changes)  # ``given`` travels with it: the profile's fields stay not-given
-            except InputError as e:
-                raise InputError(f"framework {profile.name!r}: its defaults "
-                                 f"{', '.join(f'{k}={v!r}' for k, v in changes.items())} with the settings given: "
-                                 f"{e} (state the field to override the profile)") from None
-            if len(_APPLIED) >= 1024:
-                _APPLIED.clear()
-            _APPLIED[id(w)] = (w, applied)
-            w = applied
+        try:
+            w = replace(w, **changes)  # ``given`` travels with it: the profile's fields stay not-given
+        except InputError as e:
+            raise InputError(f"framework {profile.name!r}: its defaults "
+                             f"{', '.join(f'{k}={v!r}' for k, v in changes.items())} with the settings given: "
+                             f"{e} (state the field to override the profile)") from None
     check_attention_kernel(w)  # the kernel named against the attention the profile left or set (specs/training.py)
     model: dict[str, Any] = {d.field: True for d in profile.model
-             if model_rule_holds(d.value, spec) and getattr(spec, d.field) is not True}
-    if model:
-        key = (id(spec), profile.name)
-        hit = _SPECS.get(key)
-        if hit is None or hit[0] is not spec:
-            if len(_SPECS) >= 256:
-                _SPECS.clear()
-            hit = _SPECS[key] = (spec, replace(spec, **model))
-        spec = hit[1]
-    return spec, w
+                             if model_rule_holds(d.value, spec) and getattr(spec, d.field) is not True}
+    return (replace(spec, **model) if model else spec), w
 
 
 def model_defaults_applied(spec: ModelSpec, w: TrainingWorkload) -> tuple[tuple[str, str], ...]:

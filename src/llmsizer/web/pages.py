@@ -263,6 +263,8 @@ def choices() -> dict[str, Any]:
             "grad_sync": list(GRAD_SYNC),
             # the training framework profiles (catalog/data/frameworks.json), as `train --framework` takes them
             "frameworks": list(framework_profiles()),
+            # each option's text: the profile's name with the repository @ commit it was read at
+            "frameworks_labels": {n: p.label for n, p in framework_profiles().items()},
             "zero_stages": list(range(int(ZERO_STAGE.low), int(ZERO_STAGE.high) + 1)),
             "kv_dtypes": list(engine_kv_dtypes(None)), "weight_formats": list(format_names()),
         },

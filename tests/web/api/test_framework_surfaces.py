@@ -4,6 +4,9 @@ a bad name is one line (exit 2, a 4xx on the web) with the closest names."""
 
 from __future__ import annotations
 
+import json
+from importlib import resources
+
 import pytest
 from web_api_helpers import run_cli, run_cli_json
 
@@ -42,6 +45,19 @@ def test_the_select_offers_the_profiles(client) -> None:
     choices = client.get("/pages/choices.json").json()["choices"]
     assert choices["frameworks"] == list(framework_profiles())
     assert 'data-choices="frameworks"' in client.get("/").text
+
+
+def test_the_cli_help_and_the_select_name_each_profiles_pinned_version(client) -> None:
+    """The version is the data file's 'pinned' (repository @ commit), read raw here, not through the loader."""
+    raw = json.loads((resources.files("llmsizer.catalog.data") / "frameworks.json").read_text("utf-8"))
+    pinned = {n: p["pinned"] for n, p in raw.items() if not n.startswith("_") and "pinned" in p}
+    assert pinned["llm-foundry"] == "mosaicml/llm-foundry @b2a43a147"  # the commit its sources name
+    labels = client.get("/pages/choices.json").json()["choices"]["frameworks_labels"]
+    assert labels["none"] == "none"
+    helptext = " ".join(run_cli("train", "--help").stdout.split())
+    for name, pin in pinned.items():
+        assert labels[name] == f"{name} ({pin})"
+        assert f"{name} ({pin})" in helptext
 
 
 def test_a_bad_name_is_one_line(client) -> None:

@@ -42,3 +42,19 @@ def test_an_advanced_setting_picked_on_the_form_is_trains_answer(page: Page) -> 
     page.wait_for_selector("body[data-ready='1']")
     wait_attr(page, "#total", "bytes", want["totals"]["device"]["bytes"], "the link's answer")
     assert section.get_attribute("open") is not None and loss.input_value() == "cut-ce"
+
+
+def test_the_framework_select_names_each_profiles_pinned_version(page: Page) -> None:
+    """Each option's text is the profile's name and the repository @ commit of frameworks.json's 'pinned' (read raw
+    here); its value stays the name `train --framework` takes."""
+    import json
+    from importlib import resources
+
+    raw = json.loads((resources.files("llmsizer.catalog.data") / "frameworks.json").read_text("utf-8"))
+    ready(page, "/?model=qwen2.5-0.5b&tab=train")
+    sel = page.locator("#framework")
+    for name, p in raw.items():
+        if name.startswith("_"):
+            continue
+        opt = sel.locator(f"option[value='{name}']")
+        assert opt.text_content() == (f"{name} ({p['pinned']})" if "pinned" in p else name)

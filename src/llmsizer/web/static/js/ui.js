@@ -4,12 +4,14 @@
 import { el } from "./format.js";
 
 /**
- * Fill every <select data-choices="KEY"> with choices[KEY]; name each default (a select's empty option, an
+ * Fill every <select data-choices="KEY"> with choices[KEY] (each option's text choices[KEY_labels][value] where
+ * given, e.g. a framework profile's pinned version); name each default (a select's empty option, an
  * input's placeholder) from defaults[field], so the page states the defaults the estimator applies.
  */
 export function fillChoices(form, { choices, defaults }) {
   for (const sel of form.querySelectorAll("select[data-choices]")) {
-    for (const v of choices[sel.dataset.choices] || []) sel.append(el("option", { value: v }, v));
+    const labels = choices[`${sel.dataset.choices}_labels`] || {}; // an option's text where it says more
+    for (const v of choices[sel.dataset.choices] || []) sel.append(el("option", { value: v }, labels[v] || v));
   }
   for (const c of form.querySelectorAll("input[name], select[name]")) {
     const d = defaults[c.name];
