@@ -5,7 +5,8 @@ Pinned here (the mechanism in estimate/ is not built yet: see docs/formulas.md, 
 - transformers 5.24 ``DynamicLayer.update`` (cache_utils.py lines 136-137) grows the default DynamicCache by
   ``self.keys = torch.cat([self.keys, key_states], dim=-2)`` (and the same for values): each decode step allocates
   the layer's K of length t+1 while K of length t is alive, then frees K of length t on the rebinding; then V.
-  Checked against the installed transformers' source.
+  Checked against the installed transformers' source, and the order against the allocations and frees torch
+  2.13.0's profiler records (``profile_memory``, CPU) while a tiny Llama ``generate``s with the default cache.
 - The reserve this leaves, in the large-pool regime (every block >= 10 MiB, kMinLargeAlloc): derived here by hand
   from CUDACachingAllocator.cpp @ 001074d (constants as quoted in formulas/caching_allocator.py: a request >= 10 MiB
   gets a fresh segment of 2 MiB ceil(block / 2 MiB), ``get_allocation_size``; a free block serves a request only if
@@ -96,3 +97,57 @@ def test_concat_growth_reserve_is_outside_the_calibrated_inference_range() -> No
     reserved = eq_c1(layers, per_token, prompt, steps)
     live_cache = 2 * layers * (prompt + steps) * per_token
     assert reserved / live_cache > 2 > RESERVE[INFERENCE].high
+
+
+def test_recorded_decode_allocations_are_concat_growth() -> None:
+    """The cache-sized allocations and frees of a tiny Llama's ``generate`` (2 layers, 2 KV heads x 114, fp32, a
+    5-token prompt, 4 new tokens: 3 decode forwards) recorded by the profiler, from the first decode step's
+    allocation: each layer's K then V of t+1 tokens allocated, then the one of t tokens freed."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    from torch._C._profiler import _EventType
+    from torch.profiler import ProfilerActivity, profile
+
+    layers, prompt, new = 2, 5, 4
+    cfg = transformers.LlamaConfig(
+        vocab_size=97,
+        hidden_size=64,
+        intermediate_size=96,
+        num_hidden_layers=layers,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=114,
+    )
+    torch.manual_seed(0)
+    model = transformers.LlamaForCausalLM(cfg).eval()
+    ids = torch.randint(0, 97, (1, prompt))
+    with torch.no_grad(), profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        model.generate(ids, max_new_tokens=new, min_new_tokens=new, do_sample=False)
+    raw: list[tuple[int, int]] = []
+
+    def walk(node: object) -> None:
+        if node.tag == _EventType.Allocation:  # type: ignore[attr-defined]
+            raw.append((node.start_time_ns, node.extra_fields.alloc_size))  # type: ignore[attr-defined]
+        for child in node.children:  # type: ignore[attr-defined]
+            walk(child)
+
+    for root in prof.profiler.kineto_results.experimental_event_tree():  # type: ignore[union-attr]
+        walk(root)
+    per_token = 2 * 114 * 4  # one layer's K of one token: 2 KV heads x 114 x fp32
+    seq = [
+        ("alloc" if b > 0 else "free", abs(b) // per_token)
+        for _, b in sorted(raw)
+        if abs(b) % per_token == 0 and prompt <= abs(b) // per_token < prompt + new
+    ]
+    start = seq.index(("alloc", prompt + 1))
+    steps = new - 1
+    expected = [
+        (kind, t)
+        for step in range(1, steps + 1)
+        for _ in range(2 * layers)
+        for kind, t in (("alloc", prompt + step), ("free", prompt + step - 1))
+    ]
+    assert seq[start : start + len(expected)] == expected
+    # and the formulas' event model of the same cache makes the same order
+    model_events = concat_growth_events(layers, per_token, prompt, steps)[2 * layers :]
+    assert [k for k, _ in model_events] == [k for k, _ in expected]
