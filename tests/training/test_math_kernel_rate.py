@@ -56,3 +56,18 @@ def test_math_kernel_is_timed_at_the_fp32_peak() -> None:
     assert "math_kernel_matmul_peak" not in {a.name for a in eager.assumptions}
     assert d.step is not None and eager.step is not None
     assert d.step.attention_seconds > eager.step.attention_seconds * 2
+
+
+def test_math_kernel_under_tf32_without_a_sourced_tf32_peak_is_not_timed() -> None:
+    """tf32 on a GPU with TF32 units but no sourced TF32 figure (the RTX 3090: sm86, catalog flops.tf32 absent):
+    the fp32 GEMMs' rule (device.fp32_matmul_peak: None, duration not estimated) holds for the math kernel's fp32
+    score matmuls too; they were timed at the BF16 peak. Falcon-7B's SDPA call runs the math kernel (above)."""
+    dev = builtin_catalog().devices["rtx-3090"]
+    assert dev.capability == 86 and dev.peak_flops("tf32")[0] is None
+    spec = load_model("falcon-7b")
+    run = {"method": "lora", "seq_len": 2048, "micro_batch": 1}
+    assert training_duration_for(spec, dev, 1, 1e9, run).seconds is not None  # tf32 off: the FP32 peak, timed
+    d = training_duration_for(spec, dev, 1, 1e9, {**run, "tf32": True})
+    assert d.seconds is None and any("no sourced tf32 peak" in w for w in d.warnings), d.warnings
+    # a model whose SDPA call takes a fused kernel: tf32 touches no matmul of a bf16 run, still timed
+    assert training_duration_for(load_model("llama-3.2-1b"), dev, 1, 1e9, {**run, "tf32": True}).seconds is not None

@@ -858,7 +858,8 @@ def math_kernel_rate(device: Device, peak: float, u: float, notes: list[Assumpti
     """The rate [FLOP/s] torch SDPA's math kernel runs its score matmuls at, and the peak's key: they take q/k/v
     upcast to fp32 (ATen attention.cpp ``_scaled_dot_product_attention_math``), so an fp32 matmul's peak
     (device.fp32_matmul_peak: FP32, TF32 with ``tf32``) at the GEMMs' utilisation ``u``. A device without the sourced
-    FP32 peak (TF32 with ``tf32``) that rule needs keeps ``peak`` (its BF16 one), with a warning."""
+    FP32 peak that rule needs keeps ``peak`` (its BF16 one), with a warning; an unsourced TF32 peak under ``tf32``
+    never reaches here: the duration is not estimated (``math_kernel_untimed``, training_duration)."""
     p32, key, warning = fp32_matmul_peak(device, tf32)
     if p32 is None:  # the rule's refusal is this line: the kernel is still timed, at the BF16 peak
         warnings.append(f"{device.id} has no sourced {key.upper()} peak: SDPA's math kernel's fp32 score matmuls are "
@@ -873,6 +874,16 @@ def math_kernel_rate(device: Device, peak: float, u: float, notes: list[Assumpti
                             f"dense {key.upper()} peak (estimate/device.py fp32_matmul_peak: tf32 "
                             f"{'on' if tf32 else 'off'}) x the GEMM utilisation"))
     return p32 * u, key
+
+
+def math_kernel_untimed(spec: ModelSpec, w: TrainingWorkload, device: Device, fl: TrainingFlops) -> bool:
+    """Whether torch SDPA's dispatch runs the math kernel (formulas/sdpa_dispatch.py, as the step times it) and the
+    fp32 matmul peak it needs is unsourced (device.fp32_matmul_peak: None, e.g. tf32 on a GPU with TF32 units and no
+    sourced TF32 figure): the duration is then not estimated, the rule of precision fp32's GEMMs (training_peak)."""
+    call = attention_kernel_call(spec, w, device)
+    if call is None or fl.attention <= 0 or E.timed_attention_kernel(*call)[0] != "math":
+        return False
+    return fp32_matmul_peak(device, w.tf32)[0] is None
 
 
 def fp32_attention_peak(device: Device, w: TrainingWorkload, kernel: str, peak: float,
@@ -1429,6 +1440,10 @@ def training_duration(spec: ModelSpec, device: Device, devices: int, tokens: flo
         notes.append(Assumption("nf4_dequant_bytes_per_weight", 2.640625, True,
                                 "formulas/training_time.py eq. (9): bitsandbytes MatMul4Bit / torchao LinearNF4 "
                                 "dequantize every 4-bit weight in forward, backward and recomputed forward"))
+    if peak is not None and w.tf32 and math_kernel_untimed(spec, w, device, fl):
+        # SDPA's math kernel's fp32 score matmuls under tf32 on a GPU with TF32 units and no sourced TF32 figure:
+        # refused as the fp32 GEMMs are (device.fp32_matmul_peak returns None), not timed at the BF16 peak
+        peak, key = None, "tf32"
     if peak is None:
         warnings.append(f"{device.id} has no sourced {key} peak FLOP/s: duration not estimated"
                         + (f" (give a catalog CPU with --device, e.g. {', '.join(CPU_EXAMPLES)}, or a --hardware-file "
