@@ -130,3 +130,20 @@ def test_recommend_rejects_cpus_and_apple_chips_with_the_line() -> None:
         rejected = [o for o in data["rejected"] if o["device"] == device]
         assert rejected and all(o["reasons"] == [str(e.value)] for o in rejected), device
         assert all(o["device"] != device for o in data["options"])
+
+
+@pytest.mark.parametrize(("device", "on"), [("tpu-v5e", "a TPU (XLA)"), ("gaudi2", "an Intel Gaudi (HPU)")])
+def test_flash_is_refused_on_a_tpu_and_a_gaudi(device: str, on: str) -> None:
+    """flash-attn and Triton have CUDA and ROCm builds only (transformers offers flash_attention_2 only on a CUDA-like
+    torch, above): `recommend --train --attention flash` listed a TPU v5e as an option before."""
+    with pytest.raises(DeviceCannotRunError) as e:
+        estimate_training(MODEL, device=device, attention="flash")
+    assert f"not on {on}" in str(e.value)
+    assert _one_line("train", MODEL, "--device", device, "--attention", "flash") == "--" + str(e.value)
+    assert run("train", MODEL, "--device", device)[0] in (0, 1)  # SDPA's dispatch still answers there
+
+
+def test_recommend_offers_no_tpu_for_flash() -> None:
+    code, out, _ = run("recommend", MODEL, "--train", "--attention", "flash", "--tokens", "1M", "--json", "--top", "400")
+    assert code == 0
+    assert not [o for o in json.loads(out)["options"] if o["device"].startswith(("tpu-", "gaudi"))]

@@ -82,15 +82,22 @@ def check_attention_kernel(w: TrainingWorkload) -> None:
     # is the caller's
     named = kernel is not None and (w.given is None or "attention_kernel" in w.given)
     off = attention_off_gpu(attention, attention_kernel_of(attention, kernel), named,
-                            "cpu" if w.device == "cpu" else "mps" if w.gpu_runtime == "metal" else None)
+                            "cpu" if w.device == "cpu" else _OFF_CUDA_RUNTIMES.get(w.gpu_runtime))
     if off is not None:  # a setting the device cannot run: exit 2 where it is named, a rejected option in a search
         raise DeviceCannotRunError("attention_kernel" if named else "attention", off)
 
 
+# accelerators whose torch backend is neither CUDA nor ROCm (specs/workload.py GPU_RUNTIMES): where attention_off_gpu
+# looks; a CUDA or ROCm GPU's own floors are efficiency.py's attention_kernel_refusal
+_OFF_CUDA_RUNTIMES = {"metal": "mps", "xla": "xla", "hpu": "hpu"}
+_ON = {"cpu": "a CPU", "mps": "MPS (Apple)", "xla": "a TPU (XLA)", "hpu": "an Intel Gaudi (HPU)"}
+
+
 def attention_off_gpu(attention: str, kernel: str, named: bool, where: str | None) -> str | None:
-    """Why the attention API ``attention`` running ``kernel`` has no training step on a CPU (``where`` 'cpu') or an
-    Apple GPU ('mps'), or None (also for any other device: a GPU's own floors are efficiency.py's
-    ``attention_kernel_refusal``). Checked with the kernel check above, so after a framework profile has set the
+    """Why the attention API ``attention`` running ``kernel`` has no training step on a CPU (``where`` 'cpu'), an
+    Apple GPU ('mps'), a TPU ('xla') or a Gaudi ('hpu'), or None (also for a CUDA or ROCm GPU, whose own floors are
+    efficiency.py's ``attention_kernel_refusal``). FlexAttention is refused on a CPU and MPS only (the torch check
+    below names those two). Checked with the kernel check above, so after a framework profile has set the
     attention (llm-foundry's 'flash' on a CPU is refused as a stated one is).
     - flex: torch 2.13.0 torch/nn/attention/flex_attention.py lines 2075-2088 (``_validate_device``) raises
       NotImplementedError for a backward on a CPU or MPS tensor.
@@ -103,8 +110,8 @@ def attention_off_gpu(attention: str, kernel: str, named: bool, where: str | Non
       tests/training/test_attention_off_gpu.py)."""
     if where is None:
         return None
-    on = "a CPU" if where == "cpu" else "MPS (Apple)"
-    if attention == "flex":
+    on = _ON[where]
+    if attention == "flex" and where in ("cpu", "mps"):
         return (f"attention flex: torch's FlexAttention has no backward on {on} (flex_attention _validate_device "
                 "raises NotImplementedError); use sdpa")
     if attention == "flash":
