@@ -433,6 +433,11 @@ PUBLISHED_FP32_TF32 = {
     ("mi325x", "flops", "tf32"): 653.7,  # awesomeagents.ai MI325X Key Specifications: 'TF32 | 653.7 TFLOPS'
     ("rtx-a6000", "flops", "tf32"): 77.4,  # lamonoai/gpumap nvidia/GPU.md RTX A6000: 'TF32 Tensor Core(TFLOPS) 77.4'
     ("rtx-6000-ada", "flops", "tf32"): 182,  # same table, RTX 6000 Ada: 'TF32 Tensor Core(TFLOPS) 182'
+    ("b200", "flops", "fp32"): 80,  # glennklockwood.com B200, HGX variant at 1,000 W: 'FP32 | 80'
+    ("b200", "flops", "tf32"): 1100,  # same table: 'TF32 | 1100 | 2200'
+    ("b200", "flops_sparse", "tf32"): 2200,
+    ("gb200", "flops", "fp32"): 90,  # same page, GB200 variant at 1,200 W: 'FP32 | 90'
+    ("gb200", "flops", "tf32"): 1250,  # same table: 'TF32 | 1250 | 2500'
 }
 
 
@@ -464,3 +469,20 @@ def test_mi325x_fp32_is_the_mi300x_part_s() -> None:
     row = _accelerator_rows()["mi325x"]["flops"]["fp32"]
     assert row["value"] == 163.4 and row["source"] == "derived" and "163.4" in row["derived"]
     assert "304" in row["derived"] and "rocm-mi300-arch" in row["derived"]
+
+
+def test_blackwell_tf32_rows_quote_the_sources_table() -> None:
+    """The B200/GB200 TF32 and FP32 rows hold the numbers the klockwood-b200 source entry quotes from the page's
+    tables (parsed from the sources file's title, not from the catalog), and the dense TF32 is half the sparse one."""
+    import re
+
+    title = json.loads(DATA.joinpath("sources.json").read_text("utf-8"))["sources"]["klockwood-b200"]["title"]
+    hgx, gb = title.split("HGX", 2)[2], title.split("GB200 '", 1)[1]
+    rows = _accelerator_rows()
+    for dev, text in (("b200", hgx), ("gb200", gb)):
+        dense, sparse = (float(x) for x in re.search(r"TF32 \| (\d+) \| (\d+)", text).groups())  # type: ignore[union-attr]
+        fp32 = float(re.search(r"FP32 \| (\d+)", text).group(1))  # type: ignore[union-attr]
+        assert rows[dev]["flops"]["tf32"]["value"] == dense == sparse / 2
+        assert rows[dev]["flops"]["fp32"]["value"] == fp32
+        bf16 = float(re.search(r"BF16 \| (\d+) \| (\d+)", text).group(1))  # type: ignore[union-attr]
+        assert rows[dev]["flops"]["bf16"]["value"] == bf16, "the table's first tensor column is the dense rate"

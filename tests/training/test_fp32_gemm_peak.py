@@ -95,8 +95,8 @@ def test_devices_without_a_tf32_or_fp32_peak_are_warned_or_refused() -> None:
     assert rtx3090.seconds is None and rtx3090.peak_flops is None and rtx3090.peak_key == "tf32"
     assert any("no sourced TF32 peak" in w and "not timed" in w for w in rtx3090.warnings)
     assert _duration("rtx-3090", model="qwen2.5-0.5b", precision="fp32").seconds is not None  # tf32 off: FP32 peak
-    b200 = _duration("b200", model="qwen2.5-0.5b", precision="fp32")  # no sourced FP32 figure: not timed
-    assert b200.seconds is None and any("no sourced fp32 peak" in w for w in b200.warnings)
+    rtx_pro = _duration("rtx-pro-6000-server", model="qwen2.5-0.5b", precision="fp32")  # no sourced FP32 figure: not timed
+    assert rtx_pro.seconds is None and any("no sourced fp32 peak" in w for w in rtx_pro.warnings)
 
 
 def test_tf32_on_any_catalog_gpu_is_its_tf32_peak_or_said() -> None:
