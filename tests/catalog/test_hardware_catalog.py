@@ -438,6 +438,7 @@ PUBLISHED_FP32_TF32 = {
     ("b200", "flops_sparse", "tf32"): 2200,
     ("gb200", "flops", "fp32"): 90,  # same page, GB200 variant at 1,200 W: 'FP32 | 90'
     ("gb200", "flops", "tf32"): 1250,  # same table: 'TF32 | 1250 | 2500'
+    ("rtx-3090", "flops", "tf32"): 35.6,  # academic-pretraining: '# Peak TF32 Tensor TFLOPS' geforce3090 35.6
 }
 
 
@@ -486,3 +487,17 @@ def test_blackwell_tf32_rows_quote_the_sources_table() -> None:
         assert rows[dev]["flops"]["fp32"]["value"] == fp32
         bf16 = float(re.search(r"BF16 \| (\d+) \| (\d+)", text).group(1))  # type: ignore[union-attr]
         assert rows[dev]["flops"]["bf16"]["value"] == bf16, "the table's first tensor column is the dense rate"
+
+
+def test_rtx_3090_tf32_is_the_quoted_ga102_figure_at_the_fp32_rate() -> None:
+    """The RTX 3090 TF32 row holds the number the apoorvkh-analytic source entry quotes ('geforce3090 35.6', from
+    the GA102 whitepaper, without sparsity); GeForce Ampere runs TF32 at its FP32 CUDA-core rate (35.58)."""
+    import re
+
+    title = json.loads(DATA.joinpath("sources.json").read_text("utf-8"))["sources"]["apoorvkh-analytic"]["title"]
+    quoted = float(re.search(r"geforce3090 ([\d.]+)", title).group(1))  # type: ignore[union-attr]
+    row = _accelerator_rows()["rtx-3090"]["flops"]
+    assert row["tf32"]["value"] == quoted
+    assert row["tf32"]["value"] == pytest.approx(row["fp32"]["value"], abs=0.05)
+    a6000 = float(re.search(r"a6000 ([\d.]+)", title).group(1))  # type: ignore[union-attr]
+    assert _accelerator_rows()["rtx-a6000"]["flops"]["tf32"]["value"] == a6000, "two third-party tables agree"
