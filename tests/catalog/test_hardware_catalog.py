@@ -438,6 +438,7 @@ PUBLISHED_FP32_TF32 = {
     ("b200", "flops_sparse", "tf32"): 2200,
     ("gb200", "flops", "fp32"): 80,  # same table, GB200 NVL72 column
     ("gb200", "flops", "tf32"): 1250,  # same table: 'TF32 | 1250 | 2500'
+    ("h20", "flops", "tf32"): 74,  # zangshuxian.com H20 note: 'TF32为74TFLOPS'
     ("rtx-3090", "flops", "tf32"): 35.6,  # academic-pretraining: '# Peak TF32 Tensor TFLOPS' geforce3090 35.6
 }
 
