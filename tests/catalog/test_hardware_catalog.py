@@ -433,6 +433,13 @@ PUBLISHED_FP32_TF32 = {
     ("mi325x", "flops", "tf32"): 653.7,  # awesomeagents.ai MI325X Key Specifications: 'TF32 | 653.7 TFLOPS'
     ("rtx-a6000", "flops", "tf32"): 77.4,  # lamonoai/gpumap nvidia/GPU.md RTX A6000: 'TF32 Tensor Core(TFLOPS) 77.4'
     ("rtx-6000-ada", "flops", "tf32"): 182,  # same table, RTX 6000 Ada: 'TF32 Tensor Core(TFLOPS) 182'
+    ("b200", "flops", "fp32"): 75,  # NVIDIA GB200 NVL72 / HGX B200 table (zdszero transcription): 'FP32 | 80 | 75'
+    ("b200", "flops", "tf32"): 1100,  # same table: 'TF32 | 1100 | 2200'
+    ("b200", "flops_sparse", "tf32"): 2200,
+    ("gb200", "flops", "fp32"): 80,  # same table, GB200 NVL72 column
+    ("gb200", "flops", "tf32"): 1250,  # same table: 'TF32 | 1250 | 2500'
+    ("h20", "flops", "tf32"): 74,  # zangshuxian.com H20 note: 'TF32为74TFLOPS'
+    ("rtx-3090", "flops", "tf32"): 35.6,  # academic-pretraining: '# Peak TF32 Tensor TFLOPS' geforce3090 35.6
 }
 
 
@@ -464,3 +471,51 @@ def test_mi325x_fp32_is_the_mi300x_part_s() -> None:
     row = _accelerator_rows()["mi325x"]["flops"]["fp32"]
     assert row["value"] == 163.4 and row["source"] == "derived" and "163.4" in row["derived"]
     assert "304" in row["derived"] and "rocm-mi300-arch" in row["derived"]
+
+
+def test_blackwell_tf32_rows_quote_the_sources_table() -> None:
+    """The B200/GB200 TF32 rows hold the numbers the klockwood-b200 source entry quotes from the page's
+    tables (parsed from the sources file's title, not from the catalog), and the dense TF32 is half the sparse one."""
+    import re
+
+    title = json.loads(DATA.joinpath("sources.json").read_text("utf-8"))["sources"]["klockwood-b200"]["title"]
+    hgx, gb = title.split("HGX", 2)[2], title.split("GB200 '", 1)[1]
+    rows = _accelerator_rows()
+    for dev, text in (("b200", hgx), ("gb200", gb)):
+        dense, sparse = (float(x) for x in re.search(r"TF32 \| (\d+) \| (\d+)", text).groups())  # type: ignore[union-attr]
+        assert rows[dev]["flops"]["tf32"]["value"] == dense == sparse / 2
+        bf16 = float(re.search(r"BF16 \| (\d+) \| (\d+)", text).group(1))  # type: ignore[union-attr]
+        assert rows[dev]["flops"]["bf16"]["value"] == bf16, "the table's first tensor column is the dense rate"
+
+
+def test_rtx_3090_tf32_is_the_quoted_ga102_figure_at_the_fp32_rate() -> None:
+    """The RTX 3090 TF32 row holds the number the apoorvkh-analytic source entry quotes ('geforce3090 35.6', from
+    the GA102 whitepaper, without sparsity); GeForce Ampere runs TF32 at its FP32 CUDA-core rate (35.58)."""
+    import re
+
+    title = json.loads(DATA.joinpath("sources.json").read_text("utf-8"))["sources"]["apoorvkh-analytic"]["title"]
+    quoted = float(re.search(r"geforce3090 ([\d.]+)", title).group(1))  # type: ignore[union-attr]
+    row = _accelerator_rows()["rtx-3090"]["flops"]
+    assert row["tf32"]["value"] == quoted
+    assert row["tf32"]["value"] == pytest.approx(row["fp32"]["value"], abs=0.05)
+    a6000 = float(re.search(r"a6000 ([\d.]+)", title).group(1))  # type: ignore[union-attr]
+    assert _accelerator_rows()["rtx-a6000"]["flops"]["tf32"]["value"] == a6000, "two third-party tables agree"
+
+
+def test_blackwell_fp32_and_tf32_match_nvidia_s_per_gpu_table() -> None:
+    """NVIDIA's GB200 NVL72 / HGX B200 per-GPU table (zdszero-blackwell quote, parsed): FP32 as printed; its TF32
+    and FP16/BF16 columns are sparse rates, twice the catalog's dense tf32 and bf16 rows."""
+    import re
+
+    title = json.loads(DATA.joinpath("sources.json").read_text("utf-8"))["sources"]["zdszero-blackwell"]["title"]
+    rows = _accelerator_rows()
+
+    def cols(label: str) -> tuple[float, float]:
+        m = re.search(label + r" \| ([\d.]+) \w+ \| ([\d.]+)", title)
+        assert m, label
+        return float(m.group(1)), float(m.group(2))
+
+    for i, dev in enumerate(("gb200", "b200")):
+        assert rows[dev]["flops"]["fp32"]["value"] == cols("FP32")[i]
+        assert rows[dev]["flops"]["tf32"]["value"] * 2 == cols("TF32 Tensor Core")[i] * 1000
+        assert rows[dev]["flops"]["bf16"]["value"] * 2 == cols("FP16/BF16 Tensor Core")[i] * 1000

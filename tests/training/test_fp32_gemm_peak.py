@@ -90,13 +90,13 @@ def test_devices_without_a_tf32_or_fp32_peak_are_warned_or_refused() -> None:
     v100 = _duration("v100-sxm2-32gb", model="qwen2.5-0.5b", precision="fp32", tf32=True)  # no TF32 below sm 8.0
     assert v100.peak_key == "fp32" and v100.peak_flops == V100_SXM2_FP32
     assert any("no TF32 tensor cores" in w for w in v100.warnings)
-    # TF32 tensor cores (sm 8.6) but no sourced TF32 figure: refused, not timed at a stand-in rate
-    rtx3090 = _duration("rtx-3090", model="qwen2.5-0.5b", precision="fp32", tf32=True)
-    assert rtx3090.seconds is None and rtx3090.peak_flops is None and rtx3090.peak_key == "tf32"
-    assert any("no sourced TF32 peak" in w and "not timed" in w for w in rtx3090.warnings)
-    assert _duration("rtx-3090", model="qwen2.5-0.5b", precision="fp32").seconds is not None  # tf32 off: FP32 peak
-    b200 = _duration("b200", model="qwen2.5-0.5b", precision="fp32")  # no sourced FP32 figure: not timed
-    assert b200.seconds is None and any("no sourced fp32 peak" in w for w in b200.warnings)
+    # TF32 tensor cores (RTX PRO 6000 Blackwell Workstation, sm 12.0) but no sourced TF32 figure: refused, not timed at a stand-in rate
+    pro_ws = _duration("rtx-pro-6000-workstation", model="qwen2.5-0.5b", precision="fp32", tf32=True)
+    assert pro_ws.seconds is None and pro_ws.peak_flops is None and pro_ws.peak_key == "tf32"
+    assert any("no sourced TF32 peak" in w and "not timed" in w for w in pro_ws.warnings)
+    assert _duration("rtx-pro-6000-workstation", model="qwen2.5-0.5b", precision="fp32").seconds is not None  # tf32 off: FP32 peak
+    rtx_pro = _duration("rtx-pro-6000-server", model="qwen2.5-0.5b", precision="fp32")  # no sourced FP32 figure: not timed
+    assert rtx_pro.seconds is None and any("no sourced fp32 peak" in w for w in rtx_pro.warnings)
 
 
 def test_tf32_on_any_catalog_gpu_is_its_tf32_peak_or_said() -> None:
@@ -202,8 +202,8 @@ def test_sdpa_math_kernel_reads_the_same_rule() -> None:
 
 def test_an_unsourced_tf32_peak_leaves_a_16_bit_run_timed() -> None:
     """tf32 on a bf16 run reaches only SDPA's math kernel (Falcon-7B's): on a card with TF32 units but no sourced
-    TF32 figure (RTX 3090) that kernel keeps the BF16 peak, said once; the run itself is still timed."""
-    dev = builtin_catalog().devices["rtx-3090"]
+    TF32 figure (RTX PRO 6000 Blackwell Workstation) that kernel keeps the BF16 peak, said once; the run itself is still timed."""
+    dev = builtin_catalog().devices["rtx-pro-6000-workstation"]
     d = training_duration_for(load_model("falcon-7b"), dev, 1, 1e9,
                               {"method": "lora", "seq_len": 2048, "micro_batch": 1, "tf32": True})
     assert d.seconds is not None and d.peak_key in ("bf16", "fp16")
