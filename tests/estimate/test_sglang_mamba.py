@@ -105,3 +105,27 @@ def test_text_report_names_the_mamba_pool():
     assert out.returncode == 0 and f"max_mamba_cache_size {slots:,}" in out.stdout
     # the MambaPool's cap (slots // 3) keeps requests in the queue although the token pool has room for them
     assert est.details["running_sequences"] == slots // 3 < est.details["max_concurrency_at_context"]
+
+
+def test_a_state_pool_that_runs_no_request_does_not_fit():
+    """Review: with the MambaPool's slots // 3 = 0 SGLang runs no request (resolve_max_num_reqs, :3119-3150), yet the
+    verdict said "fits" (it read only the token pool). At 91,232 MiB the rules above give 1 or 2 slots while the token
+    pool still holds one 4096-token sequence: the verdict must say no; with room for 3 slots one request runs.
+    (mem_fraction_static, which SGLang tiers by memory, is taken from the estimate as an input, as the weights.)"""
+    per_req, cell = _qwen3_next_per_req(), 12 * 2 * 512 * 2
+
+    def at(mib: int):
+        est = llmsizer.estimate_inference("qwen3-next-80b-a3b-thinking", engine="sglang", memory=mib * MiB,
+                                          context=4096, weights="fp8")
+        rest = int(est.details["mem_fraction_static"] * (mib * MiB - 500 * MiB)) - est.item("weights").bytes
+        slots = int((rest * 0.9 / 1.9 - per_req) // per_req)  # eq. (2b) by hand
+        return est, slots, (rest - (slots + 1) * per_req) // cell
+
+    est, slots, tokens = at(91_232)
+    assert slots in (1, 2) and tokens >= 4096  # the token pool alone would hold one sequence
+    assert est.details["max_running_requests"] == 0 and est.details["fits"] is False, est.details["verdict"]
+    assert "SGLang admits 0 sequence(s)" in est.details["verdict"]
+    mib = next(m for m in range(91_232, 120_000, 64) if at(m)[1] >= 3)
+    ok, slots, _ = at(mib)
+    assert ok.details["max_running_requests"] == min(ok.details["max_running_requests"], slots // 3) >= 1
+    assert ok.details["fits"] is True

@@ -72,7 +72,11 @@ CASES = [(("--attention", "flash"), {"attention": "flash"}, "attention"),
           {"attention": "flash", "attention_kernel": "triton-flash"}, "attention_kernel"),
          (("--attention-kernel", "mem-efficient"), {"attention_kernel": "mem-efficient"}, "attention_kernel"),
          (("--attention-kernel", "cudnn"), {"attention_kernel": "cudnn"}, "attention_kernel"),
-         (("--framework", "llm-foundry"), {"framework": "llm-foundry"}, "attention")]
+         # the profile's attention (and loss), not the user's: the line names the profile (review)
+         (("--framework", "llm-foundry"), {"framework": "llm-foundry"}, "framework"),
+         # flash-attn's Triton cross-entropy and Unsloth's Triton kernels: Triton has NVIDIA and AMD backends only
+         (("--loss", "fused-xentropy"), {"loss": "fused-xentropy"}, "loss"),
+         (("--kernels", "unsloth", "--method", "lora"), {"kernels": "unsloth"}, "kernels")]
 
 
 def _one_line(*argv: str) -> str:
@@ -83,7 +87,8 @@ def _one_line(*argv: str) -> str:
 
 
 @pytest.mark.parametrize("device", [CPU, APPLE])
-@pytest.mark.parametrize(("flags", "fields", "field"), CASES, ids=["flash", "triton", "mem-eff", "cudnn", "foundry"])
+@pytest.mark.parametrize(("flags", "fields", "field"), CASES, ids=["flash", "triton", "mem-eff", "cudnn", "foundry", "xentropy",
+                                                                       "unsloth"])
 def test_every_surface_refuses_it_with_one_line(device: str, flags: tuple, fields: dict, field: str,
                                                 tmp_path) -> None:
     with pytest.raises(DeviceCannotRunError) as e:

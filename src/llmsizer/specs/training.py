@@ -81,10 +81,28 @@ def check_attention_kernel(w: TrainingWorkload) -> None:
     # a profile's kernel is not named; during construction (``given`` not yet recorded, no profile applied) a kernel
     # is the caller's
     named = kernel is not None and (w.given is None or "attention_kernel" in w.given)
-    off = attention_off_gpu(attention, attention_kernel_of(attention, kernel), named,
-                            "cpu" if w.device == "cpu" else _OFF_CUDA_RUNTIMES.get(w.gpu_runtime))
+    where = "cpu" if w.device == "cpu" else _OFF_CUDA_RUNTIMES.get(w.gpu_runtime)
+    off = attention_off_gpu(attention, attention_kernel_of(attention, kernel), named, where)
+    field = "attention_kernel" if named else "attention"
+    if off is None and where is not None:
+        field, off = next(((f, t) for f, t in gpu_kernels_off_gpu(w.loss, w.kernels, where) if t), (field, None))
     if off is not None:  # a setting the device cannot run: exit 2 where it is named, a rejected option in a search
-        raise DeviceCannotRunError("attention_kernel" if named else "attention", off)
+        if w.framework != "none" and w.given is not None and field not in w.given and \
+                not (field == "attention_kernel" and "attention" in w.given):  # the profile's value: name the profile
+            raise DeviceCannotRunError("framework", f"framework {w.framework} sets {off}")
+        raise DeviceCannotRunError(field, off)
+
+
+def gpu_kernels_off_gpu(loss: str, kernels: str, where: str) -> tuple[tuple[str, str | None], ...]:
+    """The loss and layer kernels that are Triton GPU kernels, refused off a CUDA or ROCm GPU (``where``, as
+    :func:`attention_off_gpu`): flash-attn's fused cross-entropy (flash_attn/ops/triton/cross_entropy.py, a Triton
+    kernel; llm-foundry's default loss_fn) and Unsloth's fused kernels (Triton). Triton ships NVIDIA and AMD backends
+    only (triton/backends: nvidia, amd), so neither runs on a CPU, an Apple GPU, a TPU or a Gaudi."""
+    on = _ON[where]
+    return (("loss", f"loss fused-xentropy: flash-attn's Triton cross-entropy kernel runs on CUDA and ROCm GPUs only, "
+                     f"not on {on}; use ce" if loss == "fused-xentropy" else None),
+            ("kernels", f"kernels unsloth: Unsloth's Triton code runs on CUDA and ROCm GPUs only, not on {on}; use "
+                        "pytorch" if kernels == "unsloth" else None))
 
 
 # accelerators whose torch backend is neither CUDA nor ROCm (specs/workload.py GPU_RUNTIMES): where attention_off_gpu

@@ -495,6 +495,12 @@ def _check_fit(est: Estimate, w: InferenceWorkload, acc: Acc) -> None:
         no_pool = est.details.get("sglang_too_small") or est.details.get("sglang_no_pool")
         if no_pool:  # no pool at all (SGLang does not start): say why, not "0 tokens at a fraction"
             v = dataclasses.replace(v, fits=False, reason=str(no_pool), warnings=(f"does not fit: {no_pool}",))
+        elif est.details.get("max_running_requests") == 0 and "max_mamba_cache_size" in est.details:
+            # a hybrid model's state pool too small for one running request (sglang.py eq. 4b): nothing runs
+            why = (f"SGLang admits 0 sequence(s): max_running_requests = min(eq. 4, max_mamba_cache_size "
+                   f"{est.details['max_mamba_cache_size']} // {est.details['mamba_requests_ratio']}) = 0 "
+                   "(kv_cache_configurator.py:3135-3150); more memory or a smaller format")
+            v = dataclasses.replace(v, fits=False, reason=why, warnings=(f"does not fit: {why}",))
     elif E.llamacpp_layer_split(w.engine, w.gpus) and w.device == "gpu":
         # a split: each GPU holds its own part, the verdict is the fullest GPU's (estimate/inference/llamacpp.py)
         margin = margin_rule(w.engine, w.device, w.headroom, w.fit_target)  # llama.cpp's own: --fit-target

@@ -173,7 +173,7 @@ def compose_sglang(ctx: Context) -> None:
                               source="SGLang kv_cache_configurator.py:3229-3409 (eq. 2b of "
                                      "estimate/inference/sglang.py); " + ctx.profile.state_source))
         ctx.details.update({"max_mamba_cache_size": slots, "mamba_pool_bytes": mamba_bytes,
-                            "mamba_cache_per_req": per_req})
+                            "mamba_cache_per_req": per_req, "mamba_requests_ratio": E.SGLANG_MAMBA_REQUESTS_RATIO})
         if w.max_num_seqs is not None and max_running < w.max_num_seqs:
             acc.warnings.append(f"SGLang caps max_running_requests at {max_running:,}: max_mamba_cache_size "
                                 f"{slots:,} // {E.SGLANG_MAMBA_REQUESTS_RATIO} (kv_cache_configurator.py:3135-3150)")
