@@ -11,18 +11,7 @@ pytest.importorskip("httpx")
 pytest.importorskip("fastapi")
 
 BODY = {"model": "llama-3.1-8b", "device": "rtx-4090", "engine": "llamacpp", "weights": "q4_k_m", "n_gpu_layers": "20"}
-ARGV = [
-    "fit",
-    "llama-3.1-8b",
-    "--device",
-    "rtx-4090",
-    "--engine",
-    "llamacpp",
-    "--weights",
-    "q4_k_m",
-    "--n-gpu-layers",
-    "20",
-]
+ARGV = "fit llama-3.1-8b --device rtx-4090 --engine llamacpp --weights q4_k_m --n-gpu-layers 20".split()  # BODY's
 
 
 @pytest.mark.parametrize("ram, code", [("1GiB", 1), ("64GiB", 0)])
@@ -45,21 +34,8 @@ def test_fit_auto_speed_is_the_clis(client) -> None:
         "host_device": "intel-core-i9-13900k",
     }
     r = client.post("/api/v1/fit", json=body)
-    cli = run_cli(
-        "fit",
-        "llama-3.3-70b-instruct",
-        "--device",
-        "rtx-3090",
-        "--engine",
-        "llamacpp",
-        "--weights",
-        "q4_k_m",
-        "--auto",
-        "--free",
-        "23GiB,11GiB",
-        "--host-device",
-        "intel-core-i9-13900k",
-        "--json",
-    )
+    # the same question on the command line (the body's fields as flags)
+    cli = run_cli(*"fit llama-3.3-70b-instruct --device rtx-3090 --engine llamacpp --weights q4_k_m --auto --free "
+                   "23GiB,11GiB --host-device intel-core-i9-13900k --json".split())
     assert r.status_code == 200 and r.text == cli.stdout
     assert r.json()["speed"]["tokens_per_second"] > 0
