@@ -175,6 +175,13 @@ def test_a_gpu_of_unknown_memory_refuses_it_too(tmp_path: Path) -> None:
     assert dev.memory_bytes is None and dev.capability == 60
     with pytest.raises(DeviceCannotRunError) as e:
         estimate_training(MODEL, method="lora", device=dev, attention="flex")
+    # a workload built for the device, with the device beside it (train --device's path): the same refusal
+    from llmsizer.estimate.device import device_fields
+    from llmsizer.specs import TrainingWorkload
+    w = TrainingWorkload(**device_fields(dev), method="lora", attention="flex")
+    with pytest.raises(DeviceCannotRunError) as e2:
+        estimate_training(load_model(MODEL), w, device=dev)
+    assert str(e2.value) == str(e.value)
     assert _one_line("train", MODEL, "--method", "lora", "--device", "my-p100", "--hardware-file", str(f),
                      "--attention", "flex") == str(e.value).replace("attention ", "--attention ", 1)
     req = tmp_path / "req.yaml"

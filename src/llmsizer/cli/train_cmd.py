@@ -11,7 +11,6 @@ from ..estimate.duration import Duration, training_time_on
 from ..estimate.fit import fit_training, training_on_memory
 from ..estimate.training import estimate_training, max_micro_batch, max_seq_len
 from ..estimate.training.reverse import reverse_notes, seq_len_step
-from ..estimate.training.setup import refuse_attention_kernel
 from ..numbers import COUNT
 from ..render.safe import say
 from ..render.text import render_estimate
@@ -74,8 +73,7 @@ def train_answer(spec: ModelSpec, args: argparse.Namespace
             if args.count is not None:  # the devices named, as fit_training takes them
                 fields.setdefault("gpus", n)
             w = TrainingWorkload(**{**device_fields(device), **fields}, headroom=args.headroom)
-            refuse_attention_kernel(spec, w, device)  # a kernel this GPU cannot run, as fit_training refuses it
-            est = estimate_training(spec, w)
+            est = estimate_training(spec, w, device=device)  # a kernel this GPU cannot run refused, as fit's
             if args.tokens:  # fit --train's rule (estimate/duration.py training_time_on), no ZeRO stage chosen
                 duration, price, cost = training_time_on(spec, args.device, n, args.tokens, fields, args.utilization,
                                                          hardware_files=args.hardware_file)

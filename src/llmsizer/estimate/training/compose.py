@@ -16,6 +16,7 @@ from functools import lru_cache
 from operator import itemgetter
 from typing import Any, NamedTuple
 
+from ...catalog.hardware import Device
 from ...errors import InputError
 from ...formulas.parallelism import DDP_BUCKET_CAP_BYTES, MOE_CAPACITY_FACTOR, pipeline_stage_layers, zero_shards
 from ...formulas.params import count_params
@@ -133,6 +134,9 @@ def _load(model: ModelSpec | str) -> ModelSpec:
 def estimate_training(model: ModelSpec | str, workload: TrainingWorkload | None = None, **kwargs: Any) -> Estimate:
     """Estimate the per-device peak memory of training ``model`` under ``workload`` (or TrainingWorkload fields).
 
+    With a ``workload``, ``device=`` may be given beside it as a catalog ``Device`` (the one the workload's
+    ``device_fields`` came from): checked as a named device is (``refuse_attention_kernel``), nothing else changes.
+
     Returns an :class:`~llmsizer.result.Estimate` of kind 'training': items (each with formula, source and
     range) of the most loaded device at its peak moment, host items when offloading, the assumptions applied
     (defaults flagged) and warnings; ``details`` holds the model-state totals, every phase's total and the
@@ -142,11 +146,13 @@ def estimate_training(model: ModelSpec | str, workload: TrainingWorkload | None 
     >>> est.item("weights").bytes > 0
     True
     """
+    device = None
+    if workload is not None and isinstance(kwargs.get("device"), Device) and len(kwargs) == 1:
+        device = kwargs.pop("device")  # the workload's device, for the checks a named device gets (kernel floors)
     if workload is not None and kwargs:
         raise InputError("give either a workload or keyword fields, not both")
     spec = _load(model)
     notes = Notes()
-    device = None
     if workload is None and kwargs.get("device") is not None:
         # a catalog device or instance, as `train --device` takes it (estimate/device.py, the one resolver): its kind,
         # its memory when none is given, the assumptions naming both and the memory's warning
