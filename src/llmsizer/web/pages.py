@@ -271,6 +271,9 @@ def choices() -> dict[str, Any]:
         # the KV dtypes each engine takes, as the CLI (estimate/inference/compose.py engine_kv_dtypes): the
         # calculator offers the chosen engine's, and "kv_dtypes" with the engine left to the device
         "kv_dtypes_by_engine": {e: list(engine_kv_dtypes(e)) for e in ENGINES},
+        # each framework profile's workload defaults (catalog/data/frameworks.json): the training form's empty options
+        # say the profile's value when one is chosen, as the estimate applies it to the settings left empty
+        "framework_defaults": {n: {d.field: d.value for d in p.workload} for n, p in framework_profiles().items()},
         "defaults": defaults,
         "engine_names": dict(ENGINE_NAMES),  # what the answers call each engine (render/text.py pool_and_need)
         # the training settings a request file takes (request/fields.py): the calculator's request YAML writes the

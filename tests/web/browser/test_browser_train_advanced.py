@@ -58,3 +58,24 @@ def test_the_framework_select_names_each_profiles_pinned_version(page: Page) -> 
             continue
         opt = sel.locator(f"option[value='{name}']")
         assert opt.text_content() == (f"{name} ({p['pinned']})" if "pinned" in p else name)
+
+
+def test_a_chosen_profile_names_its_defaults_in_the_advanced_options(page: Page) -> None:
+    """The Advanced section's empty options said the CLI's own default ("default (ce)") even with a framework profile
+    chosen, whose default the estimate applies instead: llm-foundry's loss is fused-xentropy (frameworks.json, read
+    raw here). With the profile, the empty option says the profile's value and the total is `train --framework
+    llm-foundry`'s (a separate CLI process); back to no profile, the CLI's default again."""
+    import json
+    from importlib import resources
+
+    raw = json.loads((resources.files("llmsizer.catalog.data") / "frameworks.json").read_text("utf-8"))
+    foundry_loss = raw["llm-foundry"]["workload"]["loss"]["value"]
+    want = cli("train", "qwen2.5-0.5b", "--framework", "llm-foundry")
+    ready(page, "/?model=qwen2.5-0.5b&tab=train&memory=")
+    loss_default = page.get_by_label("--loss", exact=True).locator("option").first
+    assert loss_default.text_content() == "default (ce)"
+    page.locator("#framework").select_option("llm-foundry")
+    wait_attr(page, "#total", "bytes", want["totals"]["device"]["bytes"], "train --framework llm-foundry's total")
+    assert loss_default.text_content() == f"default (llm-foundry: {foundry_loss})"
+    page.locator("#framework").select_option("")
+    assert loss_default.text_content() == "default (ce)"

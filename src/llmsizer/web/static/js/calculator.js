@@ -25,6 +25,18 @@ let instances = [];
 let defaults = {}; // the estimator's defaults (/pages/choices.json)
 let engineNames = {}; // each engine's name in the answers (/pages/choices.json)
 let requestSettings = []; // the training settings a request file takes (/pages/choices.json)
+let frameworkDefaults = {}; // each framework profile's workload defaults (/pages/choices.json)
+
+/** The empty option of each setting a chosen framework profile sets says the profile's value (the estimate
+ * applies it to the settings left empty: estimate/framework.py); without a profile, the CLI's default again. */
+function labelFrameworkDefaults() {
+  const chosen = frameworkDefaults[$("framework").value] || {};
+  for (const c of form.querySelectorAll("select[name] option[value='']")) {
+    if (c.dataset.plain === undefined) continue;
+    const name = c.parentElement.name;
+    c.textContent = name in chosen ? `default (${$("framework").value}: ${chosen[name]})` : c.dataset.plain;
+  }
+}
 let kvDtypes = { all: [], byEngine: {} }; // the KV dtypes the CLI takes, per engine (/pages/choices.json)
 let current = null; // AbortController of the request in flight
 let gridCurrent = null;
@@ -308,6 +320,7 @@ function changed() {
 }
 
 $("engine").addEventListener("input", offerKvDtypes); // before the form's listener reads the KV dtype
+$("framework").addEventListener("input", labelFrameworkDefaults);
 form.addEventListener("input", changed);
 form.addEventListener("submit", (e) => e.preventDefault());
 
@@ -327,10 +340,13 @@ async function start() {
   defaults = choices.defaults;
   engineNames = choices.engine_names || {};
   requestSettings = choices.request_settings || [];
+  frameworkDefaults = choices.framework_defaults || {};
+  for (const c of form.querySelectorAll("select[name] option[value='']")) c.dataset.plain = c.textContent;
   if (countAdvanced()) advanced.open = true; // a link with advanced settings shows them
   kvDtypes = { all: choices.choices.kv_dtypes || [], byEngine: choices.kv_dtypes_by_engine || {} };
   if (q) for (const c of form.querySelectorAll("select[name]")) c.value = q.get(c.name) ?? ""; // now offered
   offerKvDtypes();
+  labelFrameworkDefaults();
   await checkVision();
   document.body.dataset.ready = "1";
   changed();
