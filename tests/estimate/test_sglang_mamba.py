@@ -129,3 +129,19 @@ def test_a_state_pool_that_runs_no_request_does_not_fit():
     ok, slots, _ = at(mib)
     assert ok.details["max_running_requests"] == min(ok.details["max_running_requests"], slots // 3) >= 1
     assert ok.details["fits"] is True
+
+
+def test_an_attention_free_model_on_sglang_is_refused_not_sized_at_zero():
+    """Mamba-Codestral (64 Mamba-2 layers, no attention: its config.json has no attention layer) on SGLang answered
+    "0 tokens, 0 running requests, does not fit" on an 80 GB GPU; SGLang 0.5.23 serves it (configs/mamba2.py,
+    full_attention_layer_ids []) with pools sized in a way not modelled here, so it is refused with one line."""
+    from llmsizer.errors import InputError
+
+    with pytest.raises(InputError) as e:
+        llmsizer.estimate_inference("mamba-codestral-7b-v0.1", engine="sglang", memory=80 * GiB)
+    assert "no attention layer" in str(e.value) and "--engine vllm" in str(e.value)
+    done = run_cli("infer", "mamba-codestral-7b-v0.1", "--engine", "sglang", "--device", "h100-sxm")
+    assert done.returncode == 2 and str(e.value) in done.stderr
+    # the hybrid ones (attention layers beside the recurrent) are still sized
+    assert llmsizer.estimate_inference("qwen3-next-80b-a3b-thinking", engine="sglang", memory=H200,
+                                       weights="fp8").details["max_running_requests"] > 0

@@ -125,6 +125,12 @@ def one_device_serving(spec: ModelSpec) -> bool:
 def refuse_serving(spec: ModelSpec, engine: str, fmt: str, tensor_parallel: int, media: bool) -> None:
     """Raise one ``InputError`` line when serving the encoder-decoder ``spec`` asks for what is not modelled
     (module docstring): another engine than transformers, a quantized format, tensor parallelism, images."""
+    if engine == "sglang" and spec.recurrent_layer_count and not spec.attention_layers:
+        # SGLang 0.5.23 serves a pure Mamba-2 model (configs/mamba2.py: full_attention_layer_ids []), its token pool
+        # then sized with no attention layer (model_executor/pool_configurator.py _recompute_cell_size): not modelled
+        raise InputError(f"model {spec.name!r} has no attention layer (all {spec.recurrent_layer_count} layers "
+                         "recurrent): SGLang's pools for it (a MambaPool and no KV cache) are not modelled; use "
+                         "--engine vllm, transformers or llamacpp")
     ed = spec.encoder_decoder
     if ed is None:
         return

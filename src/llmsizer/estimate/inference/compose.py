@@ -495,7 +495,8 @@ def _check_fit(est: Estimate, w: InferenceWorkload, acc: Acc) -> None:
         no_pool = est.details.get("sglang_too_small") or est.details.get("sglang_no_pool")
         if no_pool:  # no pool at all (SGLang does not start): say why, not "0 tokens at a fraction"
             v = dataclasses.replace(v, fits=False, reason=str(no_pool), warnings=(f"does not fit: {no_pool}",))
-        elif est.details.get("max_running_requests") == 0 and "max_mamba_cache_size" in est.details:
+        elif est.details.get("max_running_requests") == 0 and "max_mamba_cache_size" in est.details and \
+                est.details["max_mamba_cache_size"] // est.details["mamba_requests_ratio"] == 0:
             # a hybrid model's state pool too small for one running request (sglang.py eq. 4b): nothing runs
             why = (f"SGLang admits 0 sequence(s): max_running_requests = min(eq. 4, max_mamba_cache_size "
                    f"{est.details['max_mamba_cache_size']} // {est.details['mamba_requests_ratio']}) = 0 "
