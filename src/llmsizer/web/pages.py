@@ -273,7 +273,9 @@ def choices() -> dict[str, Any]:
         "kv_dtypes_by_engine": {e: list(engine_kv_dtypes(e)) for e in ENGINES},
         # each framework profile's workload defaults (catalog/data/frameworks.json): the training form's empty options
         # say the profile's value when one is chosen, as the estimate applies it to the settings left empty
-        "framework_defaults": {n: {d.field: d.value for d in p.workload} for n, p in framework_profiles().items()},
+        # (named as the form names its controls: TRAIN_FORM_NAME)
+        "framework_defaults": {n: {TRAIN_FORM_NAME.get(d.field, d.field): d.value for d in p.workload}
+                               for n, p in framework_profiles().items()},
         "defaults": defaults,
         "engine_names": dict(ENGINE_NAMES),  # what the answers call each engine (render/text.py pool_and_need)
         # the training settings a request file takes (request/fields.py): the calculator's request YAML writes the

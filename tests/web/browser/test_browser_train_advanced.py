@@ -77,5 +77,17 @@ def test_a_chosen_profile_names_its_defaults_in_the_advanced_options(page: Page)
     page.locator("#framework").select_option("llm-foundry")
     wait_attr(page, "#total", "bytes", want["totals"]["device"]["bytes"], "train --framework llm-foundry's total")
     assert loss_default.text_content() == f"default (llm-foundry: {foundry_loss})"
+    # the profile's attention (the main form's select) and its kernel (Advanced), as the estimate applies them
+    workload = raw["llm-foundry"]["workload"]
+    attention = page.locator("#train_attention option[value='']")
+    kernel = page.get_by_label("--attention-kernel", exact=True).locator("option").first
+    assert attention.text_content() == f"default (llm-foundry: {workload['attention']['value']})"
+    assert kernel.text_content() == f"default (llm-foundry: {workload['attention_kernel']['value']})"
+    # an attention the user chooses brings its own kernel (train --framework llm-foundry --attention sdpa:
+    # attention_kernel=sdpa (default)), so the profile's kernel is no longer the default
+    page.locator("#train_attention").select_option("sdpa")
+    assert "llm-foundry" not in (kernel.text_content() or "")
+    page.locator("#train_attention").select_option("")
     page.locator("#framework").select_option("")
     assert loss_default.text_content() == "default (ce)"
+    assert "llm-foundry" not in (attention.text_content() or "") + (kernel.text_content() or "")

@@ -149,6 +149,9 @@ def estimate_training(model: ModelSpec | str, workload: TrainingWorkload | None 
     device = None
     if workload is not None and isinstance(kwargs.get("device"), Device) and len(kwargs) == 1:
         device = kwargs.pop("device")  # the workload's device, for the checks a named device gets (kernel floors)
+    if workload is not None and set(kwargs) == {"device"}:
+        raise InputError("device beside a workload takes a catalog Device (llmsizer.catalog.hardware); a device name "
+                         "goes with keyword fields: estimate_training(model, device='h100-sxm', ...)")
     if workload is not None and kwargs:
         raise InputError("give either a workload or keyword fields, not both")
     spec = _load(model)

@@ -28,9 +28,11 @@ let requestSettings = []; // the training settings a request file takes (/pages/
 let frameworkDefaults = {}; // each framework profile's workload defaults (/pages/choices.json)
 
 /** The empty option of each setting a chosen framework profile sets says the profile's value (the estimate
- * applies it to the settings left empty: estimate/framework.py); without a profile, the CLI's default again. */
+ * applies it to the settings left empty: estimate/framework.py); without a profile, the CLI's default again. The
+ * profile's attention kernel goes with its attention: once the attention is chosen, the kernel is that one's. */
 function labelFrameworkDefaults() {
-  const chosen = frameworkDefaults[$("framework").value] || {};
+  const chosen = { ...(frameworkDefaults[$("framework").value] || {}) };
+  if ($("train_attention").value) delete chosen.attention_kernel;
   for (const c of form.querySelectorAll("select[name] option[value='']")) {
     if (c.dataset.plain === undefined) continue;
     const name = c.parentElement.name;
@@ -320,7 +322,7 @@ function changed() {
 }
 
 $("engine").addEventListener("input", offerKvDtypes); // before the form's listener reads the KV dtype
-$("framework").addEventListener("input", labelFrameworkDefaults);
+form.addEventListener("input", labelFrameworkDefaults); // a framework or an attention chosen
 form.addEventListener("input", changed);
 form.addEventListener("submit", (e) => e.preventDefault());
 
