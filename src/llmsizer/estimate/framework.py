@@ -18,7 +18,7 @@ from typing import Any
 from ..catalog.frameworks import FrameworkDefault, FrameworkProfile, framework_profile
 from ..errors import InputError
 from ..specs import ModelSpec, TrainingWorkload
-from ..specs.training import check_attention_kernel
+from ..specs.training import check_kernels
 
 
 def model_rule_holds(rule: str, spec: ModelSpec) -> bool:
@@ -92,7 +92,7 @@ def _applied(spec: ModelSpec, w: TrainingWorkload) -> tuple[ModelSpec, TrainingW
             raise InputError(f"framework {profile.name!r}: its defaults "
                              f"{', '.join(f'{k}={v!r}' for k, v in changes.items())} with the settings given: "
                              f"{e} (state the field to override the profile)") from None
-    check_attention_kernel(w)  # the kernel named against the attention the profile left or set (specs/training.py)
+    check_kernels(w)  # the kernel named against the attention the profile left or set (specs/training.py)
     model: dict[str, Any] = {d.field: True for d in profile.model
                              if model_rule_holds(d.value, spec) and getattr(spec, d.field) is not True}
     return (replace(spec, **model) if model else spec), w

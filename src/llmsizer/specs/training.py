@@ -7,6 +7,7 @@ model is known. Names follow ``docs/nomenclature.md`` and ``docs/training.md``.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from operator import attrgetter, contains
 from typing import Any
@@ -69,9 +70,10 @@ DEFAULT_ATTENTION_KERNEL_WHY = {
 }
 
 
-def check_attention_kernel(w: TrainingWorkload) -> None:
+def check_kernels(w: TrainingWorkload) -> None:
     """Refuse (one line) a named ``attention_kernel`` that the workload's ``attention`` API does not run
-    (KERNELS_OF_ATTENTION). Checked on construction without a framework profile; with one, after the profile has
+    (KERNELS_OF_ATTENTION), and an attention, loss or layer kernel the workload's device cannot run
+    (:func:`attention_off_gpu`, :func:`gpu_kernels_off_gpu`). Checked on construction without a framework profile; with one, after the profile has
     filled the unstated attention (estimate/framework.py ``with_framework``): llm-foundry's 'triton-flash' named
     alone runs under the profile's attention 'flash', not under llmsizer's default 'sdpa'."""
     kernel, attention = w.attention_kernel, w.attention
@@ -85,7 +87,7 @@ def check_attention_kernel(w: TrainingWorkload) -> None:
     off = attention_off_gpu(attention, attention_kernel_of(attention, kernel), named, where)
     field = "attention_kernel" if named else "attention"
     if off is None and where is not None:
-        field, off = next(((f, t) for f, t in gpu_kernels_off_gpu(w.loss, w.kernels, where) if t), (field, None))
+        field, off = next(gpu_kernels_off_gpu(w.loss, w.kernels, where), (field, None))
     if off is not None:  # a setting the device cannot run: exit 2 where it is named, a rejected option in a search
         if w.framework != "none" and w.given is not None and field not in w.given and \
                 not (field == "attention_kernel" and "attention" in w.given):  # the profile's value: name the profile
@@ -93,16 +95,19 @@ def check_attention_kernel(w: TrainingWorkload) -> None:
         raise DeviceCannotRunError(field, off)
 
 
-def gpu_kernels_off_gpu(loss: str, kernels: str, where: str) -> tuple[tuple[str, str | None], ...]:
-    """The loss and layer kernels that are Triton GPU kernels, refused off a CUDA or ROCm GPU (``where``, as
-    :func:`attention_off_gpu`): flash-attn's fused cross-entropy (flash_attn/ops/triton/cross_entropy.py, a Triton
-    kernel; llm-foundry's default loss_fn) and Unsloth's fused kernels (Triton). Triton ships NVIDIA and AMD backends
-    only (triton/backends: nvidia, amd), so neither runs on a CPU, an Apple GPU, a TPU or a Gaudi."""
+def gpu_kernels_off_gpu(loss: str, kernels: str, where: str) -> Iterator[tuple[str, str]]:
+    """The loss and layer kernels that are Triton GPU kernels, as (field, why) for each one refused off a CUDA or
+    ROCm GPU (``where``, as :func:`attention_off_gpu`): flash-attn's fused cross-entropy
+    (flash_attn/ops/triton/cross_entropy.py, a Triton kernel; llm-foundry's default loss_fn) and Unsloth's fused
+    kernels (Triton). Triton's wheel builds two backends, NVIDIA and AMD (triton-lang/triton setup.py @ 002e309c,
+    3.9.0 dev: ``BackendInstaller.copy(["nvidia", "amd"])``; any other is an out-of-tree plugin named by
+    TRITON_PLUGIN_DIRS), so neither runs on a CPU, an Apple GPU, a TPU or a Gaudi."""
     on = _ON[where]
-    return (("loss", f"loss fused-xentropy: flash-attn's Triton cross-entropy kernel runs on CUDA and ROCm GPUs only, "
-                     f"not on {on}; use ce" if loss == "fused-xentropy" else None),
-            ("kernels", f"kernels unsloth: Unsloth's Triton code runs on CUDA and ROCm GPUs only, not on {on}; use "
-                        "pytorch" if kernels == "unsloth" else None))
+    if loss == "fused-xentropy":
+        yield "loss", (f"loss fused-xentropy: flash-attn's Triton cross-entropy kernel runs on CUDA and ROCm GPUs "
+                       f"only, not on {on}; use ce")
+    if kernels == "unsloth":
+        yield "kernels", f"kernels unsloth: Unsloth's Triton code runs on CUDA and ROCm GPUs only, not on {on}; use pytorch"
 
 
 # accelerators whose torch backend is neither CUDA nor ROCm (specs/workload.py GPU_RUNTIMES): where attention_off_gpu
@@ -621,7 +626,7 @@ class TrainingWorkload:
             if opt_value is not None and opt_value not in opt_allowed:
                 raise InputError(unknown_choice(opt_name, opt_value, opt_allowed))
         if self.framework == "none":  # under a profile, once it has filled the attention the caller left unstated
-            check_attention_kernel(self)  # (estimate/framework.py with_framework)
+            check_kernels(self)  # (estimate/framework.py with_framework)
         counts = _COUNT_VALUES(self)
         if not (set(map(type, counts)) == {int} and min(counts) >= 1 and max(counts) <= COUNT.high):  # (in C)
             # each through its flag's range (numbers.py: COUNT, seq_len TOKENS), so micro_batch=0 or 2e6 from Python
