@@ -1517,6 +1517,16 @@ TT_CFG_NOTE = "; batch 2 (config), alpaca max_seq_len 512 (dataset default), pad
 # minimum-memory table of 7d05579 (2024-05-02) PM0062, PM0065. formulas/fsdp_flat_param.py eqs. W1, W2.
 TT_FSDP1 = dict(fsdp="full", fsdp_version=1)
 TT_FSDP1_NOTE = " (FSDP1: recipes @ 0217d44c2)"
+# The minimum-memory cells of PM0062 (2 x 4090 LoRA, 20.95 GB) and PM0065 (4 x 4090 full, 22.9 GB) were written at
+# fef3ed10d (pull 775, 2024-04-16; `git log -S` on README.md), a week before pull 843 (bec7babec, 2024-04-23) set
+# TORCH_NCCL_AVOID_RECORD_STREAMS=1 in lora_finetune_distributed.py (line 626 @ 0217d44c2; full_finetune_distributed.py
+# never sets it there). The wrap is the same at fef3ed10d (full lines 271-277, LoRA lines 330-340), but those runs'
+# NCCL collectives (sync_module_states' broadcast at init, FSDP's all-gathers) recordStream their buffers, so freed
+# blocks stay reserved until the collective stream passes them: pull 843 measured 78G -> 23G at model init on the
+# non-zero ranks. Not modelled (the allocator reserve is the calibrated estimate/allocator.py range): these two rows
+# read low for that reason, we think, and stay out of the summary.
+TT_RECORD_STREAMS_NOTE = ("; cell written at fef3ed10d (2024-04-16), before pull 843 set TORCH_NCCL_AVOID_RECORD_STREAMS"
+                          "=1 (recordStream'd collective buffers held in reserve: not modelled)")
 _BLOOM = "bigscience/bloomz-7b1"
 # the PEFT README's runs without DeepSpeed (bloomz PM0077-PM0078, T0_3B / mt0-xxl below): accelerate's zero_grad kept
 # the gradients between steps (see the T5 rows' notes below)
@@ -1544,13 +1554,22 @@ TRAINING_ROWS: dict[str, tuple[str, dict[str, Any], str, bool, str]] = {
     "PM0732": ("llama-2-7b-hf", dict(TT, method="full", optimizer="paged-adamw", optimizer_in_backward=True),
                TT_NOTE + "; the settings of PM0023, every input forced to 2048 tokens; allocated memory (pull 961)",
                True, "peak"),
-    # PM0027 stays far above under FSDP1 too (+164 %): at the stated 4 x 4096 tokens the checkpointed layer inputs
-    # alone are 20 GiB a rank. llama2/70B_lora.yaml @ 0217d44c2 (batch_size 2, alpaca_dataset: max_seq_len 512, LoRA
-    # q,k,v r16) gives 22.6 GiB (-8 %) and 4 x 512 25.3 GiB (+3 %): the row's 'Seq Length = 4096' is not what ran,
-    # we think; its settings are kept as published (not fitted)
-    "PM0027": ("llama-2-70b-hf", dict(TT, seq_len=4096, method="lora", rank=16, targets="q,v,o,gate,up,down",
+    # PM0027: the LoRA is the one config of the recipe, llama2/70B_lora.yaml @ 0217d44c2 lines 15-18
+    # ("lora_attn_modules: ['q_proj', 'v_proj', 'k_proj']", "apply_lora_to_mlp: False", "lora_rank: 16"; was
+    # q,v,o + MLP here, from no source: 65.5 -> 63.8 GiB). It stays far above (+159 %) because the published cell
+    # cannot be the step's peak at 4 x 4096 tokens: the FSDP1 FULL_SHARD shard of the frozen base (16.06 GiB) plus
+    # the input each checkpointed TransformerDecoderLayer keeps (80 x 4 x 4096 x 8192 x 2 B = 20 GiB) is 36 GiB
+    # against 24.6 GiB measured. What the recipe logs: with the config's 'log_peak_memory_stats: False' (line 81)
+    # the step's stats are not logged (lora_finetune_distributed.py @ 0217d44c2 lines 591-592); the only figure it
+    # prints is rank 0's after the FSDP wrap (lines 360-362), the model-init phase, which pull 843 (bec7babec,
+    # 2024-04-23, TORCH_NCCL_AVOID_RECORD_STREAMS=1, line 626) brought 'from 78G to 23G' on the other ranks.
+    # llama2/70B_lora.yaml's own batch_size 2 x alpaca max_seq_len 512 gives 22.6 GiB (-8 %): not adopted (the
+    # README states 4 x 4096); the row's settings are kept as published (not fitted)
+    "PM0027": ("llama-2-70b-hf", dict(TT, seq_len=4096, method="lora", rank=16, targets="q,k,v",
                                       gpus=8, **TT_FSDP1),
-               TT_NOTE + "; LoRA q,v,o + MLP r16, FSDP over 8" + TT_FSDP1_NOTE + "; 'Seq Length' taken as tokens per GPU" + TT_RESERVED,
+               TT_NOTE + "; LoRA q,k,v r16 (llama2/70B_lora.yaml @ 0217d44c2 lines 15-18), FSDP over 8"
+               + TT_FSDP1_NOTE + "; 'Seq Length' taken as tokens per GPU (the cell is below the 36 GiB that shard "
+               "+ checkpointed layer inputs alone take at 4 x 4096: not the step's peak)" + TT_RESERVED,
                False, "reserved"),
     "PM0029": ("llama-2-70b-hf", dict(TT, seq_len=4096, method="full", optimizer="paged-adamw", gpus=8, **TT_FSDP1),
                TT_NOTE + "; full, PagedAdamW, FSDP over 8" + TT_FSDP1_NOTE + "; 'Seq Length' taken as tokens per GPU" + TT_RESERVED, False,
@@ -1590,13 +1609,14 @@ TRAINING_ROWS: dict[str, tuple[str, dict[str, Any], str, bool, str]] = {
                                      grad_checkpointing="none"),
                TT_NOTE.replace("activation checkpointing, ", "") + TT_CFG_NOTE + "; no activation checkpointing: "
                "'enable_activation_checkpointing: False' (llama2/7B_lora.yaml line 83 @ 7d05579); FSDP over 2" + TT_FSDP1_NOTE
-               + TT_RESERVED, False, "reserved"),
+               + TT_RECORD_STREAMS_NOTE + TT_RESERVED, False, "reserved"),
     "PM0063": ("llama-2-7b-hf", dict(TT_CFG, method="lora", rank=8, targets="q,v"),
                TT_NOTE + TT_CFG_NOTE + TT_RESERVED, False, "reserved"),
     "PM0064": ("llama-2-7b-hf", dict(TT_CFG, method="full", optimizer="paged-adamw", optimizer_in_backward=True),
                TT_NOTE + "; 7B_full_low_memory" + TT_CFG_NOTE + TT_RESERVED, False, "reserved"),
     "PM0065": ("llama-2-7b-hf", dict(TT_CFG, method="full", gpus=4, **TT_FSDP1),
-               TT_NOTE + "; 7B_full" + TT_CFG_NOTE + ", FSDP over 4" + TT_FSDP1_NOTE + TT_RESERVED, False, "reserved"),
+               TT_NOTE + "; 7B_full" + TT_CFG_NOTE + ", FSDP over 4" + TT_FSDP1_NOTE + TT_RECORD_STREAMS_NOTE
+               + TT_RESERVED, False, "reserved"),
     "PM0077": (_BLOOM, dict(precision="fp32", micro_batch=1, seq_len=64, **_ACCELERATE_ZERO_GRAD),
                "PEFT example scripts train in fp32; AdamW; smallest batch: the OOM row is a lower bound (> 80 GB on "
                "the A100 80GB)" + _KEPT, True, "oom"),
@@ -1682,6 +1702,20 @@ TRAINING_ROWS.update({
 # so ASSUMED as that row. Not modelled, so these read low: the CUDA training process's own host RSS (driver, the
 # libraries' kernel images, data loading, DeepSpeed's pinned staging buffers). The README's runs without offload
 # show that RSS alone at 2.96-3.8 GB (PM0067/69/74/79, kept unexpressed for that reason).
+# What DeepSpeed v0.8.0 (the README's 'DeepSpeed version required v0.8.0', line 155) keeps on the host here, read
+# from its source: the frozen base only as each parameter's own partition (zero.Init's remote_device = offload_param
+# device, partition_parameters.py lines 679-691, one copy in the model dtype, pinned only with offload_param.pin_memory);
+# the optimizer's host buffers are built from the trainable groups alone (stage3.py lines 257-260 and 357-363,
+# ``p.requires_grad``: the pinned flat buffer of lines 535-566 and the fp32 partitions hold the LoRA parameters only),
+# although the script hands AdamW every parameter (peft_lora_seq2seq_accelerate_ds_zero3_offload.py @ 0032f32a line
+# 172). So no host item scales with the frozen base beyond its one copy; the README's own log of this T0_3B run
+# (README @ 0032f32a lines 193-196: 'CPU Memory before entering the train : 19411' MiB, '(max-begin): 0') shows the
+# host peak set before the loop (model load + deepspeed.initialize) and constant through it. The residual over the
+# offloaded copy (T0_3B 16.6 - 10.6 GiB, bloomz-7b1 32.6 - 26.3 GiB) is about 6 GiB in both, twice the 2.96-3.8 GB
+# process RSS of the runs without offload, while mt0-xxl (PM0076, 48.4 GiB against 48.2 GiB offloaded) leaves no room
+# for that RSS at all: no source rule accounts for both, so nothing is added (not fitted). Note also that the repo's
+# examples/conditional_generation/accelerate_ds_zero3_cpu_offload_config.yaml @ 0032f32a sets offload_param_device
+# and offload_optimizer_device 'none'; the rows follow the README's config (lines 163-164: cpu).
 TRAINING_ROWS.update({
     "PM0071": ("t0_3b", dict(_T5_Z3, **T0_PEFT_LENGTHS), _T0_NOTE + "; host RAM of PM0070's run (ZeRO-3, "
                "parameters and optimizer offloaded)", False, "host"),
