@@ -68,6 +68,10 @@ RATE = Range(0, 1e12, False, "requests per second; 10^12 is past any service")
 HEADROOM = Range(0, 0.99, False, "share of device memory kept free; 1 would leave nothing to use")
 UTILIZATION = Range(0.001, 1, False, "a share of device memory or of peak FLOPs; 0 would do nothing")
 GPU_LAYERS = Range(0, 10_000, True, "layers offloaded to the GPU; 0 = none")
+# SGLang --mamba-full-memory-ratio r: the recurrent-state pool gets r / (1 + r) of the memory after the weights
+# (kv_cache_configurator.py:3350-3356); 0 would leave it none (SGLang then stops: "Not enough GPU memory for hybrid
+# ... state cache", :3392-3402), and past 1000 the token pool keeps under 0.1 %
+MEMORY_RATIO = Range(0.001, 1000, False, "a ratio of recurrent-state memory to KV-pool memory; 0 leaves no state pool")
 CPU_MOE_LAYERS = Range(0, 10_000, True, "layers whose MoE expert tensors stay in host memory; 0 = none")
 SPLIT_SHARE = Range(0, 1e6, False, "a GPU's share of a llama.cpp --tensor-split (proportions, e.g. 3,1)")
 MAX_GPUS = 128  # llama.cpp tensor_split[128] (common/common.h:477)
@@ -154,3 +158,23 @@ def exactly_whole(text: str) -> bool:
     except InvalidOperation:
         return True
     return not d.is_finite() or d == d.to_integral_value()
+
+
+def parse_number(text: str, rng: Range) -> int | float:
+    """A plain number written as text ('8', '0.25', '1e3') in ``rng``: the reader of the numeric CLI flags
+    (cli/common.py int_arg, float_arg) and of a Python caller's text for such a field (specs/workload.py
+    TEXT_READERS); one-line InputError without the field's name (the caller adds it)."""
+    s = text.strip().replace("_", "")
+    if len(s) > 100:
+        raise InputError(f"expected {rng.describe()}, got a {len(text):,}-character value")
+    try:
+        value: int | float = int(s)
+    except ValueError:
+        try:
+            value = float(s)
+        except ValueError:
+            raise InputError(unreadable(repr(text), rng)) from None
+    if rng.integral and isinstance(value, float) and value.is_integer() and not exactly_whole(s):
+        # '4.00000000000000001' reads as the float 4.0: a whole number only up to the float's precision
+        raise InputError(f"must be a whole number, got {text.strip()}; expected {rng.describe()}")
+    return check_number(value, "", rng)

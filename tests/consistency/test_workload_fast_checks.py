@@ -17,7 +17,7 @@ SETTING_VALUES: dict[str, Any] = {
     "n_gpu_layers": 10, "n_ubatch": 256, "kv_unified": True, "mem_fraction_static": 0.8,
     "gpu_memory_utilization": 0.8, "paged_block_size": 16, "max_num_seqs": 8, "max_num_batched_tokens": 4096,
     "engine_version": "0.10.1", "split_mode": "row", "tensor_split": (1.0, 1.0), "n_cpu_moe": 2,
-    "fit_target": 2**30, "allow_long_context": True,
+    "fit_target": 2**30, "allow_long_context": True, "max_mamba_cache_size": 150, "mamba_full_memory_ratio": 2.0,
 }
 
 

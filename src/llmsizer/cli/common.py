@@ -26,8 +26,7 @@ from ..numbers import (
     WIDTH,
     Range,
     check_number,
-    exactly_whole,
-    unreadable,
+    parse_number,
 )
 from ..specs import ENGINES, ModelSpec, normalize_engine
 from ..units import parse_bytes, parse_count, parse_tokens
@@ -55,32 +54,15 @@ def _argtype(parse: Callable[[str], Any], name: str, rng: Range | None = None) -
 argtype = _argtype  # for argparse types defined beside their flags (workload_args.py)
 
 
-def _number(text: str, rng: Range) -> int | float:
-    s = text.strip().replace("_", "")
-    if len(s) > 100:
-        raise InputError(f"expected {rng.describe()}, got a {len(text):,}-character value")
-    try:
-        value: int | float = int(s)
-    except ValueError:
-        try:
-            value = float(s)
-        except ValueError:
-            raise InputError(unreadable(repr(text), rng)) from None
-    if rng.integral and isinstance(value, float) and value.is_integer() and not exactly_whole(s):
-        # '4.00000000000000001' reads as the float 4.0: a whole number only up to the float's precision
-        raise InputError(f"must be a whole number, got {text.strip()}; expected {rng.describe()}")
-    return check_number(value, "", rng)
-
-
 def int_arg(rng: Range) -> Callable[[str], int]:
     """argparse type: a whole number in ``rng`` (``--count``, ``--tp``, ``--layers``...)."""
     assert rng.integral
-    return _argtype(lambda t: int(_number(t, rng)), "int", rng)
+    return _argtype(lambda t: int(parse_number(t, rng)), "int", rng)
 
 
 def float_arg(rng: Range) -> Callable[[str], float]:
     """argparse type: a number in ``rng`` (``--utilization``, ``--kwh-price``...)."""
-    return _argtype(lambda t: float(_number(t, rng)), "float", rng)
+    return _argtype(lambda t: float(parse_number(t, rng)), "float", rng)
 
 
 def bytes_in(rng: Range) -> Callable[[str], int]:

@@ -30,6 +30,7 @@ from ..numbers import (
     LORA_ALPHA,
     LORA_RANK,
     MAX_GPUS,
+    MEMORY_RATIO,
     PASSES,
     SIZE,
     SPLIT_SHARE,
@@ -198,6 +199,12 @@ def add_inference_args(p: argparse.ArgumentParser, *, engine: bool = True, tenso
     g.add_argument("--mem-fraction-static", type=share_arg,
                    help="SGLang: share of the memory free before loading for weights + token pool, 0.85 or 85%% (default: "
                         "SGLang's, by GPU memory and TP)")
+    g.add_argument("--max-mamba-cache-size", type=int_arg(COUNT),
+                   help="SGLang, hybrid (Mamba / linear-attention) models: request slots of the recurrent-state pool, "
+                        "instead of --mamba-full-memory-ratio's split (default: SGLang's split)")
+    g.add_argument("--mamba-full-memory-ratio", type=float_arg(MEMORY_RATIO),
+                   help="SGLang, hybrid models: the recurrent-state pool gets r / (1 + r) of the memory after the "
+                        "weights (default: SGLang's 0.9)")
     if tensor_parallel:
         g.add_argument("--tp", "--tensor-parallel", type=int_arg(COUNT), dest="tensor_parallel",
                        help=f"tensor-parallel devices per replica; memory is per device (default {IW.tensor_parallel})")
@@ -250,7 +257,8 @@ def add_kv_unified_arg(g: Any) -> None:
 
 INFERENCE_FIELDS = ("weights", "context", "concurrency", "output_tokens", "kv_dtype", "engine", "engine_version",
                     "attention", "dtype",
-                    "group_size", "paged_block_size", "gpu_memory_utilization", "mem_fraction_static", "max_num_seqs",
+                    "group_size", "paged_block_size", "gpu_memory_utilization", "mem_fraction_static",
+                    "max_mamba_cache_size", "mamba_full_memory_ratio", "max_num_seqs",
                     "max_num_batched_tokens", "tensor_parallel", "n_gpu_layers", "n_ubatch", "kv_unified",
                     "identical_sequences", "allow_long_context", "gpus",
                     "split_mode",

@@ -14,12 +14,14 @@ from typing import Any
 from ..catalog.frameworks import framework_profiles
 from ..numbers import (
     CONCURRENCY,
+    COUNT,
     CPU_MOE_LAYERS,
     FSDP_VERSION,
     HEADROOM,
     IMAGES,
     LORA_ALPHA,
     LORA_RANK,
+    MEMORY_RATIO,
     PASSES,
     UTILIZATION,
     VIDEO_FRAMES,
@@ -391,6 +393,12 @@ INFERENCE = (
           "memory", 8, bounds=CPU_MOE_LAYERS, template=False),
         F("mem_fraction_static", "share", "SGLang --mem-fraction-static: share of the memory free before loading "
           "for weights + token pool (default: SGLang's, by GPU memory and TP)", 0.85, bounds=UTILIZATION,
+          template=False),
+        F("max_mamba_cache_size", "int", "SGLang --max-mamba-cache-size: request slots of a hybrid model's "
+          "recurrent-state pool (MambaPool), instead of mamba_full_memory_ratio's split (default: SGLang's split)",
+          256, bounds=COUNT, template=False),
+        F("mamba_full_memory_ratio", "number", "SGLang --mamba-full-memory-ratio r: a hybrid model's recurrent-state "
+          "pool gets r / (1 + r) of the memory after the weights (default: SGLang's 0.9)", 0.5, bounds=MEMORY_RATIO,
           template=False),
         F("kv_unified", "bool", "llama.cpp -kvu: one KV buffer shared by all sequences; default: llama-server's "
           "with -np N, one stream per sequence", True, template=False),

@@ -659,15 +659,10 @@ class _Reader:
         """Each engine setting applies to the engine it belongs to (InferenceWorkload refuses the others the same
         way on the CLI); -ts gives one share per GPU of the job."""
         for name in j.engine_settings.fields():
-            if name in ("max_num_seqs", "allow_long_context"):  # vLLM's and SGLang's (one workload field each)
-                if j.engine not in ("vllm", "sglang"):
-                    self.jerr(i, j, f"engine_settings.{name}", "applies to engine vllm or sglang, not "
-                              f"{j.engine if j.engine else 'the default engine'}; set engine: vllm or sglang")
-                continue
-            owner = "sglang" if name == "mem_fraction_static" else "llamacpp"
-            if j.engine != owner:
-                self.jerr(i, j, f"engine_settings.{name}", f"applies to engine {owner}, not "
-                          f"{j.engine if j.engine else 'the default engine'}; set engine: {owner}")
+            owners = " or ".join(ENGINE_SETTINGS[name])  # the workload's one table of which engine reads what
+            if j.engine not in ENGINE_SETTINGS[name]:
+                self.jerr(i, j, f"engine_settings.{name}", f"applies to engine {owners}, not "
+                          f"{j.engine if j.engine else 'the default engine'}; set engine: {owners}")
         ts = j.engine_settings.tensor_split
         n = self.device_count(j.resources)
         if ts is not None and n is not None and len(ts) != n:

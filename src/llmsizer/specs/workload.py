@@ -21,6 +21,7 @@ from ..numbers import (
     HEADROOM,
     IMAGES,
     LLAMACPP_GPUS,
+    MEMORY_RATIO,
     SIZE,
     TOKENS,
     UTILIZATION,
@@ -28,6 +29,7 @@ from ..numbers import (
     NumberError,
     Range,
     check_number,
+    parse_number,
 )
 from ..suggest import unknown_choice
 from ..units import parse_bytes, parse_count, parse_image_size, parse_share, parse_tokens
@@ -66,6 +68,8 @@ DTYPES = ("bf16", "fp16", "fp32")
 ENGINE_SETTINGS: dict[str, tuple[str, ...]] = {
     "n_gpu_layers": ("llamacpp",), "n_ubatch": ("llamacpp",), "kv_unified": ("llamacpp",),
     "mem_fraction_static": ("sglang",), "gpu_memory_utilization": ("vllm",), "paged_block_size": ("vllm",),
+    # SGLang's recurrent-state pool of hybrid models (estimate/inference/sglang.py eq. 2b)
+    "max_mamba_cache_size": ("sglang",), "mamba_full_memory_ratio": ("sglang",),
     "max_num_seqs": ("vllm", "sglang"), "max_num_batched_tokens": ("vllm", "sglang"),
     "split_mode": ("llamacpp",), "tensor_split": ("llamacpp",), "n_cpu_moe": ("llamacpp",),
     "engine_version": ("vllm", "sglang"),  # the releases of estimate/engines.py STEP_HOST
@@ -154,7 +158,15 @@ TEXT_READERS: dict[str, Callable[[str, str, Range], float | int]] = {
                      "doc_len"),
                     lambda t, n, r: parse_tokens(t, what=n, rng=r)),
     **dict.fromkeys(("headroom", "gpu_memory_utilization", "mem_fraction_static"), lambda t, n, r: _share(t, n, r)),
+    "mamba_full_memory_ratio": lambda t, n, r: _plain(t, n, r),  # a ratio ('0.25'), read as its CLI flag reads it
 }
+
+
+def _plain(text: str, name: str, rng: Range) -> float | int:
+    try:
+        return parse_number(text, rng)
+    except InputError as e:  # parse_number's message has no field name (argparse adds the flag's)
+        raise NumberError(f"{name}: {e}") from None
 
 
 def _share(text: str, name: str, rng: Range) -> float:
@@ -201,7 +213,8 @@ INFERENCE_NUMBERS: tuple[tuple[str, Range], ...] = (
     ("headroom", HEADROOM), ("gpu_memory_utilization", UTILIZATION), ("mem_fraction_static", UTILIZATION),
     ("group_size", GROUP_SIZE), ("paged_block_size", COUNT), ("max_num_seqs", COUNT), ("max_num_batched_tokens", TOKENS),
     ("n_gpu_layers", GPU_LAYERS), ("n_ubatch", TOKENS), ("tensor_parallel", COUNT), ("gpus", LLAMACPP_GPUS),
-    ("n_cpu_moe", CPU_MOE_LAYERS), ("fit_target", SIZE))
+    ("n_cpu_moe", CPU_MOE_LAYERS), ("fit_target", SIZE), ("max_mamba_cache_size", COUNT),
+    ("mamba_full_memory_ratio", MEMORY_RATIO))
 
 
 @tracks_given
@@ -220,6 +233,11 @@ class InferenceWorkload:
     headroom: share of ``memory`` kept free (estimate/verdict.py eq. 1); None: the engine's own margin
         (estimate/verdict.py ``margin_rule``): llama.cpp on a GPU LLAMACPP_FIT_TARGET bytes (eq. 1'), vLLM
         1 - gpu_memory_utilization, the others DEFAULT_HEADROOM.
+    max_mamba_cache_size: SGLang --max-mamba-cache-size, the request slots of a hybrid model's recurrent-state pool
+        (MambaPool); stated, it replaces the mamba_full_memory_ratio split (estimate/inference/sglang.py eq. 2b);
+        SGLang only, models with recurrent layers only; None: SGLang's split.
+    mamba_full_memory_ratio: SGLang --mamba-full-memory-ratio r: the MambaPool gets r / (1 + r) of the memory left
+        after the weights (eq. 2b); SGLang only, models with recurrent layers only; None: SGLang's 0.9.
     fit_target: bytes of ``memory`` kept free on each GPU instead of a headroom, as llama.cpp's --fit-target
         (estimate/verdict.py eq. 1'); llama.cpp only; None: ``margin_rule``'s default.
     images: images in each sequence's prompt [images]; their tokens (formulas/vision_tokens.py) add to ``context``.
@@ -268,6 +286,11 @@ class InferenceWorkload:
     paged_block_size: int | None = None
     gpu_memory_utilization: float | None = None
     mem_fraction_static: float | None = None  # SGLang --mem-fraction-static; None: SGLang's default for the GPU
+    # SGLang --max-mamba-cache-size: request slots of a hybrid model's recurrent-state pool (replaces the ratio's
+    # split); None: SGLang's, from mamba_full_memory_ratio (estimate/inference/sglang.py eq. 2b)
+    max_mamba_cache_size: int | None = None
+    # SGLang --mamba-full-memory-ratio r: the state pool gets r / (1 + r) of the memory after the weights; None: 0.9
+    mamba_full_memory_ratio: float | None = None
     max_num_seqs: int | None = None
     max_num_batched_tokens: int | None = None
     n_gpu_layers: int | None = None
@@ -380,6 +403,12 @@ class InferenceWorkload:
                 raise FieldError(name, f"{name} applies to engine {' or '.join(owners)}, not {self.engine}")
         if self.headroom is not None and self.fit_target is not None:  # two margins for one device: refused
             raise InputError(MARGIN_CONFLICT)
+        if self.max_mamba_cache_size is not None and self.mamba_full_memory_ratio is not None:
+            # SGLang reads the ratio only when no size is stated (kv_cache_configurator.py:3303-3386): refused, not
+            # ignored
+            raise FieldError("mamba_full_memory_ratio", also=("max_mamba_cache_size",), message=(
+                "mamba_full_memory_ratio is not read when max_mamba_cache_size is given (SGLang then sizes the "
+                "recurrent-state pool from max_mamba_cache_size alone); give one of them"))
         if self.headroom is not None and self.engine == "sglang":  # its pool takes a fraction of the memory: no
             raise InputError("headroom does not apply to engine sglang: its token pool takes mem_fraction_static of "
                              "the memory; give mem_fraction_static instead")  # margin to keep free (refused, not ignored)

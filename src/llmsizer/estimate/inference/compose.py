@@ -344,8 +344,10 @@ def _estimate(spec: ModelSpec, w: InferenceWorkload) -> Estimate:
                             "the recurrent mixers' chunked scan is approximated by the attention-layer rule")
         if w.engine == "sglang":
             acc.warnings.append("SGLang keeps the recurrent state in a separate per-request pool (MambaPool, "
-                                "recurrent_state_pool) split off the token pool by --mamba-full-memory-ratio; "
-                                "speculative decoding's intermediate states are not modelled")
+                                "recurrent_state_pool) "
+                                + ("of the --max-mamba-cache-size given" if w.max_mamba_cache_size is not None
+                                   else "split off the token pool by --mamba-full-memory-ratio")
+                                + "; speculative decoding's intermediate states are not modelled")
     if spec.is_moe:
         acc.warnings.append("MoE: every expert must be resident in memory; only compute scales with active parameters")
     ctx = Context(spec=spec, w=w, wb=wb, fmt=fmt, kv_dtype=kvd, act_bytes=act_bytes, profile=profile, acc=acc,

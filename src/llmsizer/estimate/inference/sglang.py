@@ -41,8 +41,19 @@ Rules read in SGLang 0.5.23 (the PyPI wheel; line numbers of that release):
         max_running_requests = min(eq. (4), max_mamba_cache_size // 3)                                  (4b)
 
     (3 = MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO, :227, with the radix cache on, no extra buffer and
-    SGLANG_OPT_MAMBA_SKIP_DECODE_LOCK off: _calculate_mamba_ratio :3062-3088.) Not modelled: speculative
-    decoding's intermediate states, --max-mamba-cache-size, pipeline parallelism's per-stage share.
+    SGLANG_OPT_MAMBA_SKIP_DECODE_LOCK off: _calculate_mamba_ratio :3062-3088.)
+    ``--max-mamba-cache-size`` K (arg_groups/fields/schedule.py:216-219, an int, unset by default) replaces the
+    split: ``if max_mamba_cache_size is not None`` (:3303-3307) takes K as it is and the ratio is not read (its
+    ``else`` branch, :3346-3386), so
+
+        max_mamba_cache_size = K;  kv_pool = rest - (K + 1) x mamba_cache_per_req                         (2b')
+
+    with eq. (4b)'s cap K // 3 unchanged (resolve_max_num_reqs reads the same field, :3135-3137; no clamp of K
+    against --max-running-requests without speculative decoding, :3308-3322). A K whose pool leaves nothing of rest
+    stops SGLang ("Loaded weights leave no GPU memory for the KV cache", :3039-3058); K <= 0 also (:3392-3402), and a
+    ratio r <= 0 leaves the split no slot: both refused as inputs (numbers.py COUNT, MEMORY_RATIO). Only one of the
+    two is read, so giving both is refused (specs/workload.py). Not modelled: speculative decoding's intermediate
+    states, attention data parallelism (K // attn_dp_size per shard, :3306), pipeline parallelism's per-stage share.
 (5) Radix cache: finished requests' KV stays in the same pool as a prefix cache and is evicted (LRU) when running
     requests need the room, so it does not lower the capacity for running requests; requests that share a prefix
     hold it once.
@@ -57,6 +68,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...errors import FieldError
 from ...formulas.kv_cache import kv_cache
 from ...formulas.tensor_parallel import kv_fraction_per_device, per_device
 from ...result import Item
@@ -95,6 +107,7 @@ def default_mem_fraction_static(total_bytes: int, tp: int = 1, mla: bool = False
 
 def compose_sglang(ctx: Context) -> None:
     spec, w, acc = ctx.spec, ctx.w, ctx.acc
+    refuse_mamba_settings(ctx)
     tp = w.tensor_parallel
     mla = spec.mla is not None
     share = kv_fraction_per_device(spec, tp, mla_latent=True)
@@ -166,9 +179,9 @@ def compose_sglang(ctx: Context) -> None:
                           source="SGLang kv_cache_configurator.py:2990-3060, pool_configurator.py:636-647 "
                                  "(eqs. 2-3 of estimate/inference/sglang.py)"))
     if mamba is not None:
-        slots, mamba_bytes, per_req = mamba
+        slots, mamba_bytes, per_req, how = mamba
         acc.items.append(Item("recurrent_state_pool", mamba_bytes, "device",
-                              formula=f"(max_mamba_cache_size {slots:,} + 1 padding slot) x mamba_cache_per_req {per_req:,} B "
+                              formula=f"({how} + 1 padding slot) x mamba_cache_per_req {per_req:,} B "
                                       "(conv + SSM state of every recurrent layer, one request); preallocated",
                               source="SGLang kv_cache_configurator.py:3229-3409 (eq. 2b of "
                                      "estimate/inference/sglang.py); " + ctx.profile.state_source))
@@ -196,8 +209,12 @@ def compose_sglang(ctx: Context) -> None:
     if pool <= 0:  # no pool: SGLang refuses to start, nothing is served whatever the cap (compose.py's verdict says it)
         ctx.details["sglang_no_pool"] = (
             f"SGLang would fail at start-up: mem_fraction_static {mfs} x {format_bytes(pre)} leaves nothing for the "
-            f"token pool after {format_bytes(ctx.wb.total)} of weights (\"Loaded weights leave no GPU memory for the "
-            "KV cache\", kv_cache_configurator.py:3043-3058); raise --mem-fraction-static or use more memory")
+            f"token pool after {format_bytes(ctx.wb.total)} of weights"
+            + (f" and {format_bytes(mamba[1])} of recurrent-state pool" if mamba is not None else "")
+            + " (\"Loaded weights leave no GPU memory for the KV cache\", kv_cache_configurator.py:3039-3058); raise "
+            "--mem-fraction-static" + (", lower --max-mamba-cache-size" if mamba is not None
+                                       and w.max_mamba_cache_size is not None else "")
+            + " or use more memory")
     elif fits_one < 1:
         acc.warnings.append(f"one sequence of {w.context} tokens needs more than the {tokens:,} tokens SGLang's pool "
                             "holds")
@@ -205,9 +222,9 @@ def compose_sglang(ctx: Context) -> None:
     _compare_vllm(ctx, tokens)
 
 
-def _mamba_pool(ctx: Context, rest: int) -> tuple[int, int, int] | None:
-    """Eq. (2b): (max_mamba_cache_size, its bytes, mamba_cache_per_req) of a hybrid model; None without recurrent
-    layers. ``rest``: eq. (2)'s memory after the weights."""
+def _mamba_pool(ctx: Context, rest: int) -> tuple[int, int, int, str] | None:
+    """Eq. (2b): (max_mamba_cache_size, its bytes, mamba_cache_per_req, how the size was reached) of a hybrid model;
+    None without recurrent layers. ``rest``: eq. (2)'s memory after the weights."""
     w, acc = ctx.w, ctx.acc
     if not ctx.spec.recurrent_layer_count or rest <= 0:
         return None
@@ -215,19 +232,37 @@ def _mamba_pool(ctx: Context, rest: int) -> tuple[int, int, int] | None:
     per_req = per_device(state_of(ctx, 1).total_bytes, 1 / tp if tp > 1 else 1.0)
     if per_req <= 0:
         return None
-    # --max-mamba-cache-size / --mamba-full-memory-ratio are not flags of llmsizer yet: SGLang's defaults
-    ratio = float(acc.assume("mamba_full_memory_ratio", E.SGLANG_MAMBA_FULL_MEMORY_RATIO, None,
-                             "SGLang default (--mamba-full-memory-ratio fallback, arg_groups/fields/schedule.py:"
-                             "220-227): the recurrent-state pool gets rest x r / (1 + r) (kv_cache_configurator.py:"
-                             "3346-3386)"))
-    slots = max(int((rest * ratio / (1 + ratio) - per_req) // per_req), 0)
-    acc.assume("max_mamba_cache_size", slots, None,
-               f"SGLang default (--max-mamba-cache-size unset): int((rest x {ratio} / (1 + {ratio}) - per_req) // "
-               f"mamba_cache_per_req {per_req:,} B) (kv_cache_configurator.py:3346-3386)")
+    if w.max_mamba_cache_size is not None:  # eq. (2b'): the stated size, no split (kv_cache_configurator.py:3303-3307)
+        slots = int(acc.assume("max_mamba_cache_size", None, w.max_mamba_cache_size, "given"))
+        how = f"max_mamba_cache_size {slots:,} (given)"
+    else:
+        ratio = float(acc.assume(
+            "mamba_full_memory_ratio", E.SGLANG_MAMBA_FULL_MEMORY_RATIO, w.mamba_full_memory_ratio,
+            "SGLang default (--mamba-full-memory-ratio fallback, arg_groups/fields/schedule.py:220-227): the "
+            "recurrent-state pool gets rest x r / (1 + r) (kv_cache_configurator.py:3346-3386)"))
+        slots = max(int((rest * ratio / (1 + ratio) - per_req) // per_req), 0)
+        stated = "given" if w.mamba_full_memory_ratio is not None else "SGLang's default"
+        acc.assume("max_mamba_cache_size", slots, None,
+                   f"SGLang's (--max-mamba-cache-size unset), from mamba_full_memory_ratio {ratio} ({stated}): "
+                   f"int((rest x {ratio} / (1 + {ratio}) - per_req) // mamba_cache_per_req {per_req:,} B) "
+                   "(kv_cache_configurator.py:3346-3386)")
+        how = (f"max_mamba_cache_size {slots:,} = int((rest {rest:,} B x {ratio} / (1 + {ratio}) - {per_req:,}) // "
+               f"{per_req:,})")
     acc.assume("mamba_scheduler_strategy", "no_buffer", None,
                f"SGLang default: running requests <= max_mamba_cache_size // {E.SGLANG_MAMBA_REQUESTS_RATIO} "
                "(MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO, radix cache on)")
-    return slots, (slots + 1) * per_req, per_req  # + the padding slot (:3404-3409)
+    return slots, (slots + 1) * per_req, per_req, how  # + the padding slot (:3404-3409)
+
+
+def refuse_mamba_settings(ctx: Context) -> None:
+    """--max-mamba-cache-size / --mamba-full-memory-ratio size the recurrent-state pool: on a model without recurrent
+    layers they are refused, not ignored (as llama.cpp's --n-cpu-moe on a model without experts: llamacpp.py)."""
+    spec, w = ctx.spec, ctx.w
+    given = [n for n in ("max_mamba_cache_size", "mamba_full_memory_ratio") if getattr(w, n) is not None]
+    if given and not spec.recurrent_layer_count:
+        raise FieldError(given[0], also=tuple(given[1:]), message=(
+            f"{' and '.join(given)} size{'s' if len(given) == 1 else ''} SGLang's recurrent-state pool (MambaPool); "
+            f"{spec.name} has no recurrent (Mamba / linear-attention) layers"))
 
 
 def _radix_note() -> Any:

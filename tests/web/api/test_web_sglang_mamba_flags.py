@@ -1,0 +1,105 @@
+"""The web API's max_mamba_cache_size and mamba_full_memory_ratio (SGLang --max-mamba-cache-size /
+--mamba-full-memory-ratio, issue #16): the numbers Python and the CLI give (their values against SGLang's rules by
+hand: tests/estimate/test_sglang_mamba_flags.py), and a 400 naming the field with the CLI's line for bad input."""
+
+from __future__ import annotations
+
+import pytest
+from web_api_helpers import cli_error_line, run_cli_json
+
+import llmsizer
+from llmsizer.units import GiB
+
+pytest.importorskip("httpx")
+pytest.importorskip("fastapi")
+
+QWEN = "qwen3-next-80b-a3b-thinking"
+KEYS = ("max_mamba_cache_size", "max_total_num_tokens", "max_running_requests", "kv_pool_bytes", "mamba_pool_bytes")
+
+
+@pytest.mark.parametrize(
+    "field, value, flag",
+    [
+        ("max_mamba_cache_size", 150, "--max-mamba-cache-size"),
+        ("mamba_full_memory_ratio", 2.0, "--mamba-full-memory-ratio"),
+    ],
+)
+def test_web_gives_the_numbers_of_python_and_the_cli(client, field, value, flag) -> None:
+    r = client.post(
+        "/api/v1/infer",
+        json={"model": QWEN, "engine": "sglang", "memory": "141GiB", "context": 4096, "weights": "fp8", field: value},
+    )
+    assert r.status_code == 200, r.text
+    web = r.json()["details"]
+    est = llmsizer.estimate_inference(
+        QWEN, engine="sglang", memory=141 * GiB, context=4096, weights="fp8", **{field: value}
+    )
+    cli = run_cli_json(
+        "infer",
+        QWEN,
+        "--engine",
+        "sglang",
+        "--memory",
+        "141GiB",
+        "--context",
+        "4096",
+        "--weights",
+        "fp8",
+        flag,
+        str(value),
+    )["details"]
+    default = llmsizer.estimate_inference(QWEN, engine="sglang", memory=141 * GiB, context=4096, weights="fp8")
+    assert est.details["max_mamba_cache_size"] != default.details["max_mamba_cache_size"]  # the setting is read
+    for key in KEYS:
+        assert web[key] == est.details[key] == cli[key], key
+
+
+@pytest.mark.parametrize(
+    "body, field, argv",
+    [
+        (
+            {"engine": "sglang", "max_mamba_cache_size": -3},
+            "max_mamba_cache_size",
+            ("--engine", "sglang", "--max-mamba-cache-size", "-3"),
+        ),
+        (
+            {"engine": "sglang", "mamba_full_memory_ratio": 0},
+            "mamba_full_memory_ratio",
+            ("--engine", "sglang", "--mamba-full-memory-ratio", "0"),
+        ),
+        (
+            {"engine": "sglang", "mamba_full_memory_ratio": "lots"},
+            "mamba_full_memory_ratio",
+            ("--engine", "sglang", "--mamba-full-memory-ratio", "lots"),
+        ),
+        (
+            {"engine": "vllm", "mamba_full_memory_ratio": 0.5},
+            "mamba_full_memory_ratio",
+            ("--engine", "vllm", "--mamba-full-memory-ratio", "0.5"),
+        ),
+    ],
+)
+def test_bad_input_is_a_400_naming_the_field(client, body, field, argv) -> None:
+    r = client.post("/api/v1/infer", json={"model": QWEN, "memory": "141GiB", **body})
+    assert r.status_code == 400, r.text
+    problem = r.json()
+    assert problem["field"] == field, problem
+    line = cli_error_line("infer", QWEN, "--memory", "141GiB", *argv)
+    flag = argv[-2]
+    if line.startswith("argument "):  # the flag's reader refused the value: the CLI's line as it is
+        assert problem["detail"] == line and line.startswith(f"argument {flag}: ")
+    else:  # the workload's check: the CLI's line, the field written where the CLI writes its flag
+        assert problem["detail"] == line.replace(flag, field) and line.startswith(flag), (problem, line)
+
+
+def test_a_model_without_recurrent_layers_is_a_400(client) -> None:
+    r = client.post(
+        "/api/v1/infer",
+        json={"model": "llama-3.1-8b", "engine": "sglang", "memory": "80GiB", "max_mamba_cache_size": 10},
+    )
+    assert r.status_code == 400 and r.json()["field"] == "max_mamba_cache_size", r.text
+    line = cli_error_line(
+        "infer", "llama-3.1-8b", "--engine", "sglang", "--memory", "80GiB", "--max-mamba-cache-size", "10"
+    )
+    assert r.json()["detail"] == line.replace("--max-mamba-cache-size", "max_mamba_cache_size")
+    assert "has no recurrent (Mamba / linear-attention) layers" in line
