@@ -222,8 +222,7 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
                          output_tokens=out_peak, weights=pinned, constraints=cons,
                          hardware_files=ctx.hardware_files, catalog=ctx.cat(), quantization_advice=False,
                          media=job.media.fields(), engine=job.engine, dtype=job.precision,
-                         **{k: v for k, v in engine_settings(job, job.engine).items()
-                            if k in ("kv_unified", "engine_version", "max_num_seqs", "allow_long_context", "fit_target")})
+                         kv_dtype=job.kv_cache_dtype, **engine_settings(job, job.engine))  # every field fit gets
     except _Skip:
         pass
     except LlmsizerError as e:
