@@ -151,21 +151,8 @@ def test_python_cli_and_request_file_give_the_same_numbers(field, value, flag):
     from llmsizer.request import parse_request
 
     est = llmsizer.estimate_inference(QWEN, engine="sglang", memory=H200, context=4096, weights="fp8", **{field: value})
-    out = run_cli(
-        "infer",
-        QWEN,
-        "--engine",
-        "sglang",
-        "--memory",
-        "141GiB",
-        "--context",
-        "4096",
-        "--weights",
-        "fp8",
-        flag,
-        str(value),
-        "--json",
-    )
+    out = run_cli("infer", QWEN, "--engine", "sglang", "--memory", "141GiB", "--context", "4096", "--weights", "fp8",
+        flag, str(value), "--json")
     assert out.returncode == 0, out.stderr
     d = json.loads(out.stdout)["details"]
     for key in ("max_mamba_cache_size", "max_total_num_tokens", "max_running_requests", "kv_pool_bytes"):

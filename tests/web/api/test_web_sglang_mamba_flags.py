@@ -34,20 +34,8 @@ def test_web_gives_the_numbers_of_python_and_the_cli(client, field, value, flag)
     est = llmsizer.estimate_inference(
         QWEN, engine="sglang", memory=141 * GiB, context=4096, weights="fp8", **{field: value}
     )
-    cli = run_cli_json(
-        "infer",
-        QWEN,
-        "--engine",
-        "sglang",
-        "--memory",
-        "141GiB",
-        "--context",
-        "4096",
-        "--weights",
-        "fp8",
-        flag,
-        str(value),
-    )["details"]
+    cli = run_cli_json("infer", QWEN, "--engine", "sglang", "--memory", "141GiB", "--context", "4096", "--weights", "fp8",
+        flag, str(value))["details"]
     default = llmsizer.estimate_inference(QWEN, engine="sglang", memory=141 * GiB, context=4096, weights="fp8")
     assert est.details["max_mamba_cache_size"] != default.details["max_mamba_cache_size"]  # the setting is read
     for key in KEYS:
