@@ -56,6 +56,21 @@ def test_flex_has_no_cpu_backward_in_torch() -> None:
     assert attention_off_gpu("flex", "flex-attention", False, "cpu") is not None
 
 
+def test_flex_runs_only_on_the_device_types_torch_lists() -> None:
+    """torch 2.13.0 ``_validate_device``: any device type outside its set raises ValueError (shown with a 'meta'
+    tensor, which no CPU test can avoid: an 'xla' tensor needs torch_xla); a TPU's 'xla' is not in the set, a Gaudi's
+    'hpu' is."""
+    from torch.nn.attention import flex_attention as fa
+    src = inspect.getsource(fa._validate_device)
+    listed = src[src.index("supported_devices = {"):].split("}")[0]
+    assert '"hpu"' in listed and '"xla"' not in listed
+    q = torch.empty(1, 2, 8, 16, device="meta")
+    with pytest.raises(ValueError, match="meta device"):
+        fa._validate_device(q, q, q)
+    assert attention_off_gpu("flex", "flex-attention", False, "xla") is not None
+    assert attention_off_gpu("flex", "flex-attention", False, "hpu") is None
+
+
 def test_flash_attn_is_offered_by_transformers_only_on_cuda_like_torch() -> None:
     from transformers.utils import import_utils
     src = inspect.getsource(import_utils.is_flash_attn_2_available)

@@ -119,11 +119,12 @@ _ON = {"cpu": "a CPU", "mps": "MPS (Apple)", "xla": "a TPU (XLA)", "hpu": "an In
 def attention_off_gpu(attention: str, kernel: str, named: bool, where: str | None) -> str | None:
     """Why the attention API ``attention`` running ``kernel`` has no training step on a CPU (``where`` 'cpu'), an
     Apple GPU ('mps'), a TPU ('xla') or a Gaudi ('hpu'), or None (also for a CUDA or ROCm GPU, whose own floors are
-    efficiency.py's ``attention_kernel_refusal``). FlexAttention is refused on a CPU and MPS only (the torch check
-    below names those two). Checked with the kernel check above, so after a framework profile has set the
+    efficiency.py's ``attention_kernel_refusal``). FlexAttention is refused on a CPU, MPS and a TPU (the torch
+    check below); a Gaudi (HPU) passes it. Checked with the kernel check above, so after a framework profile has set the
     attention (llm-foundry's 'flash' on a CPU is refused as a stated one is).
     - flex: torch 2.13.0 torch/nn/attention/flex_attention.py lines 2075-2088 (``_validate_device``) raises
-      NotImplementedError for a backward on a CPU or MPS tensor.
+      NotImplementedError for a backward on a CPU or MPS tensor, and lines 2091-2096 ValueError for a device type
+      outside {cuda, cpu, xpu, hpu, mps}: a TPU's tensors are 'xla'.
     - flash (the flash-attn package, FA2/FA3; llm-foundry's Triton kernel): CUDA/ROCm extensions and Triton GPU
       kernels; transformers 5.24 utils/import_utils.py line 1332 (``is_flash_attn_2_available``) offers
       flash_attention_2 only where ``torch.cuda`` (CUDA or ROCm), MLU or MUSA is available.
@@ -137,6 +138,9 @@ def attention_off_gpu(attention: str, kernel: str, named: bool, where: str | Non
     if attention == "flex" and where in ("cpu", "mps"):
         return (f"attention flex: torch's FlexAttention has no backward on {on} (flex_attention _validate_device "
                 "raises NotImplementedError); use sdpa")
+    if attention == "flex" and where == "xla":
+        return (f"attention flex: torch's FlexAttention runs on CUDA, CPU, XPU, HPU and MPS devices only, not on {on} "
+                "(flex_attention _validate_device raises ValueError); use sdpa")
     if attention == "flash":
         what = "llm-foundry's Triton kernel" if kernel == "triton-flash" else "the flash-attn package"
         head = f"attention_kernel {kernel}" if named else f"attention flash (its kernel {kernel})"
