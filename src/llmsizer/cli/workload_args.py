@@ -318,7 +318,7 @@ def add_training_args(p: argparse.ArgumentParser, *, attention: bool = True,
                    help="the kernel that runs the attention, for the duration: with --attention sdpa: sdpa (torch's "
                         "dispatch by GPU, dtype, mask and head counts: FlashAttention-2 on sm80+ in fp16/bf16, else "
                         "mem-efficient or math), flash-attn-2, cudnn or "
-                        "mem-efficient; with flash: flash-attn-2, flash-attn-3 (Hopper) or triton-flash "
+                        "mem-efficient; with flash: flash-attn-2, flash-attn-3 (sm80+; timed as FlashAttention-2 below Hopper) or triton-flash "
                         "(llm-foundry attn_impl triton); with eager: eager; with flex: flex-attention (default: sdpa for sdpa, flash-attn-2 for "
                         "flash); one the GPU cannot run is refused")
     g.add_argument("--packing", action="store_true", default=None,
