@@ -73,6 +73,9 @@ def test_above_the_default_cap_vllm_fits_with_the_queue_stated() -> None:
     assert d["kv_needed_bytes"] == 1024 * 128 * KV_PER_TOKEN
     why = next(a["why"] for a in out["assumptions"] if a["name"] == "running_sequences")
     assert "976 of the 2000 requests wait in its queue" in why
+    # the verdict line says it too: the pool's room (more than 1024) is not what runs (review: 'holds N' beside
+    # 'admits 1024' read as a contradiction)
+    assert "it runs 1024 of the 2000 requested at once (its running cap), the others wait in its queue" in d["verdict"]
 
 
 def test_a_pool_too_small_for_the_running_sequences_still_does_not_fit() -> None:

@@ -232,8 +232,11 @@ def admission_verdict(admitted: int, concurrency: int, context: int, need: int, 
              else f"would run at once (its running cap) of {requested} requested")
     budget = usable  # the engine sizes its pool from the whole device (utilization x memory)
     at = "utilization" if knob == "gpu_memory_utilization" else knob
+    queued = requested is not None and requested > concurrency  # its running cap runs fewer than were asked
     reason = (f"{engine} {pool} holds {admitted} sequence(s) of {context} tokens at {at} {utilization:.2f}"
-              + ("" if fits else f"; {concurrency} {asked}"))
+              + (f"; {concurrency} {asked}" if not fits else
+                 f"; it runs {concurrency} of the {requested} requested at once (its running cap), the others wait "
+                 "in its queue" if queued else ""))
     warnings: tuple[str, ...] = ()
     if not fits:
         warnings = (f"does not fit: {engine} admits {admitted} sequence(s) of {context} tokens at once, "
