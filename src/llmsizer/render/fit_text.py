@@ -195,11 +195,15 @@ def render_llamacpp_fit(r: Any) -> str:
            + ("" if r.full_offload else f" (partial offload: {r.n_gpu_layers}/{r.n_layer + 1} layers on GPUs)"),
            "flags: " + " ".join(r.flags())]
     rows = []
-    for d in r.devices():
+    devices = r.devices()
+    state = any(d.get("recurrent_state") for d in devices)  # a recurrent model's per-sequence state (conv + SSM)
+    for d in devices:
         rows.append([d["device"], d["layers"], format_bytes(d["weights"]), format_bytes(d["kv_cache"]),
-                     format_bytes(d["compute_buffer"]), format_bytes(d["total"]),
+                     *([format_bytes(d.get("recurrent_state", 0))] if state else []),
+                     format_bytes(d["compute_buffer"]), format_bytes(d["runtime"]), format_bytes(d["total"]),
                      format_bytes(d["free"]) if "free" in d else "", room_left(d["left"]).removesuffix(" left") if "left" in d else ""])
-    out.append(table(rows, ["device", "holds", "weights", "KV", "compute", "total", "free", "left"]))
+    out.append(table(rows, ["device", "holds", "weights", "KV", *(["state"] if state else []), "compute", "runtime", "total",
+                            "free", "left"]))
     kept = sorted(set(r.margins))
     out.append("margin kept free on each GPU: " + (format_bytes(kept[0]) if len(kept) == 1 else
                                                    ", ".join(format_bytes(m) for m in r.margins)))

@@ -95,9 +95,10 @@ def estimate_facts(est: Estimate) -> list[str]:
         out.append(f"llama.cpp placement (-sm {sp['split_mode']}, -ngl {sp['n_gpu_layers']}"
                    + (f", --n-cpu-moe {sp['n_cpu_moe']}" if sp["n_cpu_moe"] else "") + "):")
         for dev in sp["devices"]:
+            state = f", state {format_bytes(dev['recurrent_state'])}" if dev.get("recurrent_state") else ""
             out.append(f"  {dev['device']:<5} {dev['layers']:<22} weights {format_bytes(dev['weights'])}, KV "
-                       f"{format_bytes(dev['kv_cache'])}, compute {format_bytes(dev['compute_buffer'])}, runtime "
-                       f"{format_bytes(dev['runtime'])} = {format_bytes(dev['total'])}")
+                       f"{format_bytes(dev['kv_cache'])}{state}, compute {format_bytes(dev['compute_buffer'])}, "
+                       f"runtime {format_bytes(dev['runtime'])} = {format_bytes(dev['total'])}")
     if "workload_bytes" in d:  # vLLM / SGLang: the pool is reserved whatever the load
         engine = next((str(a.value) for a in est.assumptions if a.name == "engine"), "the engine")
         offered = d.get("workload_budget_bytes")
