@@ -238,7 +238,11 @@ def test_naming_the_profiles_own_kernel_is_not_refused() -> None:
     assert code == 0, err[-400:]
     line = _one_line("train", MODEL, "--framework", "llm-foundry", "--attention", "sdpa", "--attention-kernel",
                      "triton-flash")
-    assert "'triton-flash' does not run attention 'sdpa'" in line
+    assert "--attention-kernel 'triton-flash' does not run --attention 'sdpa'" in line  # the CLI names its flags
+    # the kernel named against the profile's attention: the line says the profile set it (new-user probe: it named
+    # neither the flag nor the profile)
+    line = _one_line("train", MODEL, "--framework", "llm-foundry", "--attention-kernel", "sdpa")
+    assert "--attention-kernel 'sdpa' does not run --attention 'flash' (framework llm-foundry sets" in line
 
 
 def test_triton_flash_refuses_heads_wider_than_128() -> None:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from operator import attrgetter, contains
 from typing import Any
 
-from ..errors import DeviceCannotRunError, InputError
+from ..errors import DeviceCannotRunError, FieldError, InputError
 from ..frozen import fast_init
 from ..inputs import not_true_or_false
 from ..numbers import COUNT, DEVICE_MEMORY, HEADROOM, LORA_ALPHA, LORA_RANK, TOKENS, ZERO_STAGE
@@ -78,8 +78,13 @@ def check_kernels(w: TrainingWorkload) -> None:
     alone runs under the profile's attention 'flash', not under llmsizer's default 'sdpa'."""
     kernel, attention = w.attention_kernel, w.attention
     if kernel is not None and kernel not in KERNELS_OF_ATTENTION[attention]:
-        raise InputError(f"attention_kernel {kernel!r} does not run attention {attention!r}; with attention "
-                         f"{attention!r} choose from: {', '.join(KERNELS_OF_ATTENTION[attention])}")
+        # the attention the profile set, not the caller: say so (the caller named only the kernel)
+        by_profile = w.framework != "none" and w.given is not None and "attention" not in w.given
+        raise FieldError("attention_kernel", also=("attention",), message=(
+            f"attention_kernel {kernel!r} does not run attention {attention!r}"
+            + (f" (framework {w.framework} sets attention {attention!r})" if by_profile else "")
+            + f"; with attention {attention!r} choose from: {', '.join(KERNELS_OF_ATTENTION[attention])}"
+            + (", or give attention" if by_profile else "")))
     # a profile's kernel is not named; during construction (``given`` not yet recorded, no profile applied) a kernel
     # is the caller's
     named = kernel is not None and (w.given is None or "attention_kernel" in w.given)

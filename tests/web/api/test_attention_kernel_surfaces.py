@@ -73,7 +73,7 @@ def test_every_training_estimate_names_the_kernel() -> None:
 def test_a_kernel_the_attention_does_not_run_is_one_line(client) -> None:
     done = run_cli("train", "llama-3.1-8b", "--attention", "flash", "--attention-kernel", "cudnn")
     assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1
-    assert "attention_kernel 'cudnn' does not run attention 'flash'" in done.stderr
+    assert "--attention-kernel 'cudnn' does not run --attention 'flash'" in done.stderr
     web = client.post("/api/v1/train", json={"model": "llama-3.1-8b", "attention": "flash",
                                              "attention_kernel": "cudnn"})
     assert 400 <= web.status_code < 500 and "does not run attention" in web.text
