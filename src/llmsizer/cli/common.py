@@ -73,9 +73,11 @@ def _number(text: str, rng: Range) -> int | float:
 
 
 def int_arg(rng: Range) -> Callable[[str], int]:
-    """argparse type: a whole number in ``rng`` (``--count``, ``--tp``, ``--layers``...)."""
+    """argparse type: a whole number in ``rng`` (``--count``, ``--tp``, ``--layers``...), decimal suffixes read."""
     assert rng.integral
-    return _argtype(lambda t: int(_number(t, rng)), "int", rng)
+    # read as a request file's int field and the Python API read the same text (units.parse_count: '4k' = 4,000,
+    # one message for a word), so `--grad-accumulation 4k` is `grad_accumulation: 4k`
+    return _argtype(lambda t: parse_count(t, what="", rng=rng), "int", rng)
 
 
 def float_arg(rng: Range) -> Callable[[str], float]:

@@ -199,7 +199,7 @@ def check_memory_target(memory: int | None, headroom: float | None, metric: str 
 INFERENCE_NUMBERS: tuple[tuple[str, Range], ...] = (
     ("context", TOKENS), ("concurrency", CONCURRENCY), ("output_tokens", OUTPUT_TOKENS), ("memory", DEVICE_MEMORY),
     ("headroom", HEADROOM), ("gpu_memory_utilization", UTILIZATION), ("mem_fraction_static", UTILIZATION),
-    ("group_size", GROUP_SIZE), ("paged_block_size", COUNT), ("max_num_seqs", COUNT), ("max_num_batched_tokens", TOKENS),
+    ("group_size", GROUP_SIZE), ("paged_block_size", COUNT), ("max_num_seqs", CONCURRENCY), ("max_num_batched_tokens", TOKENS),
     ("n_gpu_layers", GPU_LAYERS), ("n_ubatch", TOKENS), ("tensor_parallel", COUNT), ("gpus", LLAMACPP_GPUS),
     ("n_cpu_moe", CPU_MOE_LAYERS), ("fit_target", SIZE))
 
