@@ -49,7 +49,8 @@ _COUNT_SUFFIX: dict[str, float] = {
 }
 
 # a sign is read, so that '-8k' is "out of range; expected ..." (the range says what is allowed), not unreadable
-_NUM = r"([+-]?[0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)"
+_NUM = r"([+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)"  # '4', '4.', '4.5', '.5', '1e3'
+
 
 # A size written without a unit is bytes; below this many it is refused as a forgotten unit ("--memory 24" is 24
 # bytes, never what anyone means: no device, file or budget llmsizer sizes is under 1 MiB). 0 stays allowed ("none").

@@ -85,6 +85,28 @@ def test_a_fractional_lora_alpha_is_kept_in_python_as_on_the_cli() -> None:
     assert build_parser(argv).parse_args(argv).alpha == 0.5
 
 
+def test_a_fractional_number_field_reads_one_way(tmp_path: Path) -> None:
+    """A number that may be fractional (LoRA alpha) written as text: '1.5k' is 1,500 in a request file (peft.alpha
+    was refused: "must be a number"), on the CLI (--alpha: refused) and in Python (read); a word is one message."""
+    from llmsizer.cli.main import build_parser
+
+    path = tmp_path / "req.yaml"
+    path.write_text(job_yaml("training", "peft: {alpha: 1.5k}"), "utf-8")
+    from_file = load_request(path).jobs[0].peft.alpha
+    assert from_file == 1500
+    argv = ["train", MODEL, "--method", "lora", "--alpha", "1.5k"]
+    assert build_parser(argv).parse_args(argv).alpha == TrainingWorkload(method="lora", alpha="1.5k").alpha == from_file
+    code, _, err = run("train", MODEL, "--method", "lora", "--alpha", "many")
+    said = err.strip().split("--alpha: ", 1)[1].removesuffix(" (see --help)")
+    assert code == 2 and said.startswith("cannot read 'many' as a number; expected a number in [0, ")
+    with pytest.raises(InputError) as e:
+        TrainingWorkload(method="lora", alpha="many")
+    assert str(e.value) == f"alpha: {said}"
+    path.write_text(job_yaml("training", "peft: {alpha: many}"), "utf-8")
+    code, _, err = run("request", "check", str(path))
+    assert code == 2 and err.strip().endswith(f"peft.alpha: {said}"), err
+
+
 def _cli_reason(flag: str, text: str) -> str:
     code, out, err = run("train", MODEL, flag, text)
     assert code == 2 and not out

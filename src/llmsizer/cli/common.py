@@ -26,8 +26,6 @@ from ..numbers import (
     WIDTH,
     Range,
     check_number,
-    exactly_whole,
-    unreadable,
 )
 from ..specs import ENGINES, ModelSpec, normalize_engine
 from ..units import parse_bytes, parse_count, parse_tokens
@@ -55,23 +53,6 @@ def _argtype(parse: Callable[[str], Any], name: str, rng: Range | None = None) -
 argtype = _argtype  # for argparse types defined beside their flags (workload_args.py)
 
 
-def _number(text: str, rng: Range) -> int | float:
-    s = text.strip().replace("_", "")
-    if len(s) > 100:
-        raise InputError(f"expected {rng.describe()}, got a {len(text):,}-character value")
-    try:
-        value: int | float = int(s)
-    except ValueError:
-        try:
-            value = float(s)
-        except ValueError:
-            raise InputError(unreadable(repr(text), rng)) from None
-    if rng.integral and isinstance(value, float) and value.is_integer() and not exactly_whole(s):
-        # '4.00000000000000001' reads as the float 4.0: a whole number only up to the float's precision
-        raise InputError(f"must be a whole number, got {text.strip()}; expected {rng.describe()}")
-    return check_number(value, "", rng)
-
-
 def int_arg(rng: Range) -> Callable[[str], int]:
     """argparse type: a whole number in ``rng`` (``--count``, ``--tp``, ``--layers``...), decimal suffixes read."""
     assert rng.integral
@@ -81,8 +62,10 @@ def int_arg(rng: Range) -> Callable[[str], int]:
 
 
 def float_arg(rng: Range) -> Callable[[str], float]:
-    """argparse type: a number in ``rng`` (``--utilization``, ``--kwh-price``...)."""
-    return _argtype(lambda t: float(_number(t, rng)), "float", rng)
+    """argparse type: a number in ``rng`` (``--alpha``, ``--kwh-price``...), read as a request file's number field
+    and the Python API read the same text (units.parse_count: '1.5k' = 1500; a fraction kept)."""
+    assert not rng.integral
+    return _argtype(lambda t: float(parse_count(t, what="", rng=rng)), "float", rng)
 
 
 def bytes_in(rng: Range) -> Callable[[str], int]:
