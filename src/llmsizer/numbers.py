@@ -159,22 +159,3 @@ def exactly_whole(text: str) -> bool:
         return True
     return not d.is_finite() or d == d.to_integral_value()
 
-
-def parse_number(text: str, rng: Range) -> int | float:
-    """A plain number written as text ('8', '0.25', '1e3') in ``rng``: the reader of the numeric CLI flags
-    (cli/common.py int_arg, float_arg) and of a Python caller's text for such a field (specs/workload.py
-    TEXT_READERS); one-line InputError without the field's name (the caller adds it)."""
-    s = text.strip().replace("_", "")
-    if len(s) > 100:
-        raise InputError(f"expected {rng.describe()}, got a {len(text):,}-character value")
-    try:
-        value: int | float = int(s)
-    except ValueError:
-        try:
-            value = float(s)
-        except ValueError:
-            raise InputError(unreadable(repr(text), rng)) from None
-    if rng.integral and isinstance(value, float) and value.is_integer() and not exactly_whole(s):
-        # '4.00000000000000001' reads as the float 4.0: a whole number only up to the float's precision
-        raise InputError(f"must be a whole number, got {text.strip()}; expected {rng.describe()}")
-    return check_number(value, "", rng)

@@ -71,7 +71,7 @@ from .estimate.formats import (
 )
 from .estimate.inference.common import running_and_queued
 from .estimate.inference.media import media_in_context
-from .estimate.model_warnings import refuse_unmodelled
+from .estimate.model_warnings import refuse_engine, refuse_unmodelled
 from .estimate.verdict import check_headroom, margin_rule, search_margin_assumption
 from .formulas.cost import cost_per_million_tokens
 from .formulas.params import count_params
@@ -382,6 +382,8 @@ def recommend_inference(model: ModelSpec | str, *, context: int = InferenceWorkl
     c = (constraints or Constraints()).for_mode("serving")
     found = media_in_context(spec, check_search_workload(fields, context, concurrency, output_tokens, engine, c.headroom),
                              Notes())
+    if engine is not None:  # the stated engine refuses the model itself (an attention-free model on SGLang): one
+        refuse_engine(spec, normalize_engine(engine))  # line, exit 2, not one rejection per candidate device
     if engine is not None and weights is not None:  # a format the stated engine does not run, on any hardware
         engine_weights(spec, normalize_engine(engine), weights)
     # a .gguf file the stated engine will not load on any device: said once (or refused when no rung is left)

@@ -14,7 +14,18 @@ from functools import lru_cache
 
 from .errors import InputError, MissingUnitError, SizeInBitsError
 from .inputs import short
-from .numbers import AMOUNT, FRACTION, PIXELS, SIZE, TOKENS, NumberError, Range, check_number, unreadable
+from .numbers import (
+    AMOUNT,
+    FRACTION,
+    PIXELS,
+    SIZE,
+    TOKENS,
+    NumberError,
+    Range,
+    check_number,
+    exactly_whole,
+    unreadable,
+)
 
 KiB = 1024
 MiB = 1024**2
@@ -38,7 +49,8 @@ _COUNT_SUFFIX: dict[str, float] = {
 }
 
 # a sign is read, so that '-8k' is "out of range; expected ..." (the range says what is allowed), not unreadable
-_NUM = r"([+-]?[0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)"
+_NUM = r"([+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)"  # '4', '4.', '4.5', '.5', '1e3'
+
 
 # A size written without a unit is bytes; below this many it is refused as a forgotten unit ("--memory 24" is 24
 # bytes, never what anyone means: no device, file or budget llmsizer sizes is under 1 MiB). 0 stays allowed ("none").
@@ -130,14 +142,25 @@ def _unit_given(value: float, written: str, what: str) -> None:
 
 
 def parse_count(text: str | int | float, *, what: str = "count", rng: Range = AMOUNT) -> int:
-    """Parse a count such as ``"7B"``, ``"500k"``, ``"1.5M"``, ``"8192"`` (decimal suffixes)."""
+    """Parse a count such as ``"7B"``, ``"500k"``, ``"1.5M"``, ``"8192"`` (decimal suffixes: k = 10^3, M = 10^6,
+    B = 10^9, T = 10^12). The one reader of a count written as text: the CLI's numeric flags (cli/common.py
+    ``int_arg``, ``count_in``), a request file's int and count fields (request/quantities.py ``parse_plain_count``)
+    and the Python API's (specs/workload.py ``read_number``). In a range of whole numbers a value is whole as written
+    ('4.00000000000000001' is not 4); in a range that takes fractions (LoRA alpha) the value is returned as read."""
     if isinstance(text, (int, float)) and not isinstance(text, bool):
+        if not rng.integral:  # a count field that takes fractions (LoRA alpha): the number, not its whole part
+            return check_number(text, what, rng)  # type: ignore[return-value]
         return _checked(text, what, rng, scaled=False)
     s = str(text).strip().replace("_", "").replace(",", "")
     m = re.fullmatch(_NUM + r"\s*([kKmMbBtT]?)", s)
     if not m:
         raise InputError(f"{_head(what)}{unreadable(short(text), rng, suffixes=True)}")
     _not_negative(m.group(1), s, what, rng)
+    if not rng.integral:  # a count field that takes fractions (LoRA alpha): the number, not its whole part
+        return check_number(float(m.group(1)) * _COUNT_SUFFIX[m.group(2)], what, rng)  # type: ignore[return-value]
+    if not m.group(2) and not exactly_whole(m.group(1)):
+        # '4.00000000000000001' reads as the float 4.0: a whole number only up to the float's precision
+        raise NumberError(f"{_head(what)}must be a whole number, got {m.group(1)}; expected {rng.describe()}")
     return _checked(float(m.group(1)) * _COUNT_SUFFIX[m.group(2)], what, rng, scaled=bool(m.group(2)))
 
 

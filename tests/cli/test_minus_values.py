@@ -13,7 +13,7 @@ SPLIT = ["infer", "llama-3.1-8b", "--engine", "llamacpp", "--gpus", "2"]
 
 @pytest.mark.parametrize("args, said", [
     ([*SPLIT, "-ts", "-1,2"], "argument --tensor-split/-ts: -1 is out of range"),
-    ([*SPLIT, "--tensor-split", "-.5,2"], "argument --tensor-split/-ts: -0.5 is out of range"),
+    ([*SPLIT, "--tensor-split", "-.5,2"], "argument --tensor-split/-ts: -.5 is out of range"),
     ([*SPLIT, "-ts", "3,-1"], "argument --tensor-split/-ts: -1 is out of range"),
     (["fit", "qwen2.5-7b", "--device", "rtx-4090", "--engine", "llamacpp", "--auto", "--count", "2",
       "--free", "-1GiB,2GiB"], "argument --free: -1GiB is out of range; expected an integer in [1, 2^60]"),

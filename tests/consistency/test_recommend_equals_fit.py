@@ -72,7 +72,7 @@ def test_recommend_chosen_training_option_equals_fit_train_and_train(flags: list
 
 @pytest.mark.parametrize("args, said", [
     (["recommend", "llama-3.1-8b", "--gpu-memory-utilization", "0.8"],
-     "--gpu-memory-utilization applies to engine vllm; give engine vllm (--engine vllm)"),
+     "--gpu-memory-utilization applies to engine vllm; give engine vllm\n"),  # no flag: the web has none
     (["recommend", "llama-3.1-8b", "-ngl", "20"], "--n-gpu-layers applies to engine llamacpp"),
     (["recommend", "llama-3.1-8b", "--kv-dtype", "fp7"], "fp7"),
     (["recommend", "llama-3.1-8b", "--train", "--tokens", "1B", "--kv-dtype", "fp8"], "--kv-dtype applies to serving"),

@@ -139,9 +139,10 @@ def test_an_attention_free_model_on_sglang_is_refused_not_sized_at_zero():
 
     with pytest.raises(InputError) as e:
         llmsizer.estimate_inference("mamba-codestral-7b-v0.1", engine="sglang", memory=80 * GiB)
-    assert "no attention layer" in str(e.value) and "--engine vllm" in str(e.value)
+    # Python names its field (engine=), the CLI its flag (tests/consistency/test_one_parse.py: every surface)
+    assert "no attention layer" in str(e.value) and "use engine vllm" in str(e.value)
     done = run_cli("infer", "mamba-codestral-7b-v0.1", "--engine", "sglang", "--device", "h100-sxm")
-    assert done.returncode == 2 and str(e.value) in done.stderr
+    assert done.returncode == 2 and str(e.value).replace("use engine", "use --engine") in done.stderr
     # the hybrid ones (attention layers beside the recurrent) are still sized
     assert llmsizer.estimate_inference("qwen3-next-80b-a3b-thinking", engine="sglang", memory=H200,
                                        weights="fp8").details["max_running_requests"] > 0

@@ -200,7 +200,7 @@ TRAINING_CASES = [
     ("settings.seq_len", "settings: {seq_len: long}  #<", "token length"),
     ("settings.precision", "settings: {precision: bf17}  #<", "choose one of"),
     ("settings.zero", "settings: {zero: 5}  #<", "expected an integer in [0, 3]"),
-    ("settings.epochs", "settings: {epochs: many}  #<", "must be a number"),
+    ("settings.epochs", "settings: {epochs: many}  #<", "cannot read 'many' as a number; expected a number in [0, "),
     ("settings", "settings: {tp: 3}  #<\nresources: {device: h100-sxm, count: 4}", "multiple of tp"),
     ("dataset.size", "dataset: {tokens: 1M, size: 2 TX}  #<", "cannot read '2 TX' as a size"),
     ("dataset.tokens", "dataset: {tokens: heaps}  #<", "token count"),

@@ -26,7 +26,6 @@ from ..numbers import (
     WIDTH,
     Range,
     check_number,
-    parse_number,
 )
 from ..specs import ENGINES, ModelSpec, normalize_engine
 from ..units import parse_bytes, parse_count, parse_tokens
@@ -55,14 +54,18 @@ argtype = _argtype  # for argparse types defined beside their flags (workload_ar
 
 
 def int_arg(rng: Range) -> Callable[[str], int]:
-    """argparse type: a whole number in ``rng`` (``--count``, ``--tp``, ``--layers``...)."""
+    """argparse type: a whole number in ``rng`` (``--count``, ``--tp``, ``--layers``...), decimal suffixes read."""
     assert rng.integral
-    return _argtype(lambda t: int(parse_number(t, rng)), "int", rng)
+    # read as a request file's int field and the Python API read the same text (units.parse_count: '4k' = 4,000,
+    # one message for a word), so `--grad-accumulation 4k` is `grad_accumulation: 4k`
+    return _argtype(lambda t: parse_count(t, what="", rng=rng), "int", rng)
 
 
 def float_arg(rng: Range) -> Callable[[str], float]:
-    """argparse type: a number in ``rng`` (``--utilization``, ``--kwh-price``...)."""
-    return _argtype(lambda t: float(parse_number(t, rng)), "float", rng)
+    """argparse type: a number in ``rng`` (``--alpha``, ``--kwh-price``...), read as a request file's number field
+    and the Python API read the same text (units.parse_count: '1.5k' = 1500; a fraction kept)."""
+    assert not rng.integral
+    return _argtype(lambda t: float(parse_count(t, what="", rng=rng)), "float", rng)
 
 
 def bytes_in(rng: Range) -> Callable[[str], int]:

@@ -192,7 +192,7 @@ def add_inference_args(p: argparse.ArgumentParser, *, engine: bool = True, tenso
                    help="vLLM, 0.9 or 90%% (default 0.9, or 1 - --headroom)")
     g.add_argument("--max-num-seqs", "--max-running-requests", type=int_arg(CONCURRENCY), dest="max_num_seqs",
                    help="vLLM max_num_seqs / SGLang max_running_requests (default: the engine's; see the assumptions)")
-    g.add_argument("--max-num-batched-tokens", "--chunked-prefill-size", type=int_arg(TOKENS),
+    g.add_argument("--max-num-batched-tokens", "--chunked-prefill-size", type=tokens_in(TOKENS),
                    dest="max_num_batched_tokens",
                    help="vLLM max_num_batched_tokens / SGLang chunked_prefill_size (default: the engine's, by GPU "
                         "memory; see the assumptions)")
@@ -210,7 +210,7 @@ def add_inference_args(p: argparse.ArgumentParser, *, engine: bool = True, tenso
                        help=f"tensor-parallel devices per replica; memory is per device (default {IW.tensor_parallel})")
     g.add_argument("--n-gpu-layers", "-ngl", type=int_arg(GPU_LAYERS),
                    help="llama.cpp layers offloaded, the output layer counting as the last (default: all)")
-    g.add_argument("--ubatch", type=int_arg(TOKENS), dest="n_ubatch", help="llama.cpp n_ubatch (default 512)")
+    g.add_argument("--ubatch", type=tokens_in(TOKENS), dest="n_ubatch", help="llama.cpp n_ubatch (default 512)")
     add_kv_unified_arg(g)
     add_allow_long_context_arg(g)
     if speed:

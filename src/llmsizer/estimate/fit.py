@@ -577,9 +577,9 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
     layout = serving_layout(eng, device, n)
     apart, split = layout
     if split and n > LLAMACPP_GPUS.high:  # --count is its GPUs here: said in fit's words, not as "gpus"
-        raise InputError(f"llama.cpp splits one model over at most {LLAMACPP_GPUS.high} GPUs (tensor_split[128], "
-                         f"common/common.h:477), not {n}: give --count {LLAMACPP_GPUS.high} or fewer, or --engine vllm "
-                         "(tensor parallel, the other devices replicas)")
+        raise FieldError("count", f"llama.cpp splits one model over at most {LLAMACPP_GPUS.high} GPUs (tensor_split"
+                         f"[128], common/common.h:477), not {n}: give count {LLAMACPP_GPUS.high} or fewer, or engine "
+                         "vllm (tensor parallel, the other devices replicas)", also=("engine",))
     if split:
         workload.setdefault("gpus", n)
     per_node = instance.device_count if instance is not None and instance.device_count else SERVING_GPUS_PER_NODE

@@ -90,8 +90,9 @@ def check_search_workload(fields: Mapping[str, Any], context: int, concurrency: 
     eng = normalize_engine(engine) if engine else None
     for name, owners in ENGINE_SETTINGS.items():  # a stated engine: InferenceWorkload's own message, as fit's
         if engine_setting_given(name, fields.get(name)) and eng is None:
-            raise FieldError(name, f"{name} applies to engine {' or '.join(owners)}; give engine {owners[0]} "
-                             f"(--engine {owners[0]})")
+            # the engine in the words InferenceWorkload's refusal uses ('applies to engine vllm, not llamacpp'),
+            # no flag: the web, a request file and Python have none
+            raise FieldError(name, f"{name} applies to engine {' or '.join(owners)}; give engine {owners[0]}")
     if fields.get("kv_dtype") is not None:
         kv_dtype_name(str(fields["kv_dtype"]))  # an unknown name: the KV table's own message
     check_pool_shares(eng, headroom, fields.get("gpu_memory_utilization"))

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 from ..catalog.hardware import Device
-from ..errors import InputError
+from ..errors import FieldError, InputError
 from ..formulas.nf4_quantization import fused_experts_kept
 from ..formulas.weight_formats import (
     GGUF_FTYPES,
@@ -187,11 +187,11 @@ def gguf_file_skipped(spec: ModelSpec, engine: str, weights: str | None) -> str 
         return None
     others = format_ladder(spec, engine, None, fp8=True)[1:]
     if not others:
-        raise InputError(f"{why}; no format smaller than the file is left to run {spec.name} on {engine} instead: "
-                         "try llama.cpp, the GGUF format's own engine (--engine llamacpp)")
+        raise FieldError("engine", f"{why}; no format smaller than the file is left to run {spec.name} on {engine} "
+                         "instead: try llama.cpp, the GGUF format's own (engine llamacpp)")
     return (f"{spec.file_weights.path} as given is skipped on {engine}: {why}; the options run {spec.name} at "
             f"{engine}'s smaller formats ({', '.join(others)}), another checkpoint than this file (llama.cpp, the "
-            "GGUF format's own engine: --engine llamacpp)")
+            "GGUF format's own engine)")
 
 
 def engine_refuses(engine: str, fmt: str, device: Device | None, spec: ModelSpec | None = None) -> str | None:
@@ -264,7 +264,8 @@ def check_engine_runs(engine: str, fmt: str, device: Device, spec: ModelSpec | N
     device: fit and estimate_inference."""
     refused = engine_refuses(engine, fmt, device, spec)
     if refused is not None:
-        raise InputError(f"{refused}; name another format (--weights), engine (--engine) or device")
+        # the fields named as each surface names them (--weights / weights; errors.FieldError.renamed)
+        raise FieldError("weights", f"{refused}; give other weights, another engine or device", also=("engine",))
 
 
 def given_format_why(weights: str) -> str:
@@ -357,7 +358,7 @@ def engine_weights(spec: ModelSpec, engine: str, weights: str | None, group_size
             out.warnings.append(f"llama.cpp runs GGUF files: weights taken as {fmt}")
     bnb_moe = bnb_moe_refused(engine, fmt, spec)
     if bnb_moe is not None:
-        raise InputError(f"{bnb_moe}; name another format (--weights) or engine (--engine)")
+        raise FieldError("weights", f"{bnb_moe}; give other weights or another engine", also=("engine",))
     if fmt.startswith("gguf:") and engine in GGUF_ENGINES:
         _refuse_gguf_types(engine, fmt, spec)
         out.assumptions.append(Assumption(
@@ -391,7 +392,7 @@ def _refuse_gguf_types(engine: str, fmt: str, spec: ModelSpec) -> None:
     for an SGLang question."""
     lacking = engine_refuses(engine, fmt, None, spec)
     if lacking is not None:
-        raise InputError(f"{lacking}; name another format (--weights) or engine (--engine)")
+        raise FieldError("weights", f"{lacking}; give other weights or another engine", also=("engine",))
 
 
 def unquantized_format(spec: ModelSpec, precision: str | None = None) -> tuple[str, str]:

@@ -20,6 +20,10 @@ What the estimators refuse rather than size (``refuse_unmodelled``, one line, ex
   projects the kept encoder output to K/V again (src/models/t5-dec.cpp L70-79 @e062ff9c: ``wk_cross`` L75 and
   ``wv_cross`` L78 over ``embd_enc``), a memory and time rule not modelled here. ``recommend`` (a search over engines and formats)
   refuses it too.
+- Serving a model with no attention layer (Mamba-Codestral: every layer recurrent) on SGLang (``refuse_engine``).
+  The refusals that hold whatever the device (the engine's, ``refuse_engine``) are said once by a hardware search
+  (``recommend --engine``), not once per candidate; each is a ``FieldError`` naming its field as the surface does
+  (``--engine`` on the CLI, ``engine`` in a request file, on the web and in Python).
 - Training one other than as measured: its saved activations (formulas/encoder_decoder_activations.py eqs. E4, E5)
   are counted for ``T5_TRAINING`` alone (fp32, eager attention, no checkpointing, one device, plain cross-entropy),
   every weight trained or LoRA as ``T5_LORA`` (eq. E6); any other setting of those is refused.
@@ -27,7 +31,7 @@ What the estimators refuse rather than size (``refuse_unmodelled``, one line, ex
 
 from __future__ import annotations
 
-from ..errors import InputError
+from ..errors import FieldError, InputError
 from ..specs import ModelSpec, TrainingWorkload
 
 # the training settings whose encoder-decoder activations are counted (measured in tests/training/test_t5_saved_tensors.py)
@@ -122,29 +126,44 @@ def one_device_serving(spec: ModelSpec) -> bool:
     return spec.encoder_decoder is not None
 
 
-def refuse_serving(spec: ModelSpec, engine: str, fmt: str, tensor_parallel: int, media: bool) -> None:
-    """Raise one ``InputError`` line when serving the encoder-decoder ``spec`` asks for what is not modelled
-    (module docstring): another engine than transformers, a quantized format, tensor parallelism, images."""
+def refuse_engine(spec: ModelSpec, engine: str) -> None:
+    """Raise one ``FieldError`` line about the field ``engine`` when serving ``spec`` on ``engine`` is not modelled
+    whatever the device, format or layout: said once by a hardware search (recommend) rather than once per
+    candidate, and first by :func:`refuse_serving`. The field is named as each surface names it (``--engine`` on
+    the CLI, the body's key on the web, the request file's key; errors.FieldError.renamed)."""
     if engine == "sglang" and spec.recurrent_layer_count and not spec.attention_layers:
         # SGLang 0.5.23 serves a pure Mamba-2 model (configs/mamba2.py: full_attention_layer_ids []), its token pool
         # then sized with no attention layer (model_executor/pool_configurator.py _recompute_cell_size): not modelled
-        raise InputError(f"model {spec.name!r} has no attention layer (all {spec.recurrent_layer_count} layers "
-                         "recurrent): SGLang's pools for it (a MambaPool and no KV cache) are not modelled; use "
-                         "--engine vllm, transformers or llamacpp")
-    ed = spec.encoder_decoder
-    if ed is None:
+        raise FieldError("engine", f"model {spec.name!r} has no attention layer (all {spec.recurrent_layer_count} "
+                         "layers recurrent): SGLang's pools for it (a MambaPool and no KV cache) are not modelled; "
+                         "use engine vllm, transformers or llamacpp")
+    if spec.encoder_decoder is not None and engine != SERVING_ENGINE:
+        raise FieldError("engine", f"{_modelled_on(spec)}; not on {engine}: {_ENGINE_REASON.get(engine, 'not modelled')}",
+                         also=("weights",))
+
+
+def _modelled_on(spec: ModelSpec) -> str:
+    """What an encoder-decoder's serving is modelled on, in the words of the fields ``engine`` and ``weights``."""
+    return (f"model {spec.name!r} is an encoder-decoder ({spec.model_type}): its serving is modelled on engine "
+            f"{SERVING_ENGINE} with weights {', '.join(SERVING_FORMATS)} on one device")
+
+
+def refuse_serving(spec: ModelSpec, engine: str, fmt: str, tensor_parallel: int, media: bool) -> None:
+    """Raise one ``InputError`` line when serving the encoder-decoder ``spec`` asks for what is not modelled
+    (module docstring): another engine than transformers, a quantized format, tensor parallelism, images; and
+    :func:`refuse_engine`'s refusals (an attention-free model on SGLang). Each a ``FieldError`` naming its field."""
+    refuse_engine(spec, engine)
+    if spec.encoder_decoder is None:
         return
-    what = f"model {spec.name!r} is an encoder-decoder ({spec.model_type}): its serving is modelled on " \
-           f"--engine {SERVING_ENGINE} with weights {', '.join(SERVING_FORMATS)} on one device"
-    if engine != SERVING_ENGINE:
-        raise InputError(f"{what}; not on {engine}: {_ENGINE_REASON.get(engine, 'not modelled')}")
+    what = _modelled_on(spec)
     if fmt not in (serving_formats(spec) or (fmt,)):
-        raise InputError(f"{what}; not {fmt} (its quantized layers, e.g. bitsandbytes skipping the fp32-kept wo, "
-                         "are not modelled)")
+        raise FieldError("weights", f"{what}; not {fmt} (its quantized layers, e.g. bitsandbytes skipping the "
+                         "fp32-kept wo, are not modelled)", also=("engine",))
     if tensor_parallel > 1 and one_device_serving(spec):
-        raise InputError(f"{what}; not tensor-parallel ({tensor_parallel} devices)")
+        raise FieldError("tensor_parallel", f"{what}; not tensor-parallel ({tensor_parallel} devices)",
+                         also=("engine", "weights"))
     if media:
-        raise InputError(f"{what}; it takes no images or video")
+        raise InputError(f"{what}; it takes no images or video")  # images or video_frames: no one field
 
 
 def refuse_unmodelled(spec: ModelSpec, training: bool, w: TrainingWorkload | None = None,

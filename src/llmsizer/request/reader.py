@@ -277,11 +277,9 @@ class _Reader:
                 raise InputError(f"must be a whole number, got {_short(text)}")
             return n
         if t == "number":
-            if not isinstance(v, (int, float)):
-                try:
-                    v = float(text)
-                except ValueError:
-                    raise InputError(f"must be a number, got {_short(text)}") from None
+            if not isinstance(v, (int, float)):  # text: the CLI's and Python's one reader (units.parse_count:
+                # '1.5k' = 1500, a word is numbers.unreadable's message), in the field's own range
+                v = Q.parse_plain_count(text, (), self.range(f) or POSITIVE)
             return v
         if t == "size":
             return Q.parse_size(v if not plain else text)

@@ -29,7 +29,6 @@ from ..numbers import (
     NumberError,
     Range,
     check_number,
-    parse_number,
 )
 from ..suggest import unknown_choice
 from ..units import parse_bytes, parse_count, parse_image_size, parse_share, parse_tokens
@@ -158,15 +157,7 @@ TEXT_READERS: dict[str, Callable[[str, str, Range], float | int]] = {
                      "doc_len"),
                     lambda t, n, r: parse_tokens(t, what=n, rng=r)),
     **dict.fromkeys(("headroom", "gpu_memory_utilization", "mem_fraction_static"), lambda t, n, r: _share(t, n, r)),
-    "mamba_full_memory_ratio": lambda t, n, r: _plain(t, n, r),  # a ratio ('0.25'), read as its CLI flag reads it
 }
-
-
-def _plain(text: str, name: str, rng: Range) -> float | int:
-    try:
-        return parse_number(text, rng)
-    except InputError as e:  # parse_number's message has no field name (argparse adds the flag's)
-        raise NumberError(f"{name}: {e}") from None
 
 
 def _share(text: str, name: str, rng: Range) -> float:
@@ -211,7 +202,7 @@ def check_memory_target(memory: int | None, headroom: float | None, metric: str 
 INFERENCE_NUMBERS: tuple[tuple[str, Range], ...] = (
     ("context", TOKENS), ("concurrency", CONCURRENCY), ("output_tokens", OUTPUT_TOKENS), ("memory", DEVICE_MEMORY),
     ("headroom", HEADROOM), ("gpu_memory_utilization", UTILIZATION), ("mem_fraction_static", UTILIZATION),
-    ("group_size", GROUP_SIZE), ("paged_block_size", COUNT), ("max_num_seqs", COUNT), ("max_num_batched_tokens", TOKENS),
+    ("group_size", GROUP_SIZE), ("paged_block_size", COUNT), ("max_num_seqs", CONCURRENCY), ("max_num_batched_tokens", TOKENS),
     ("n_gpu_layers", GPU_LAYERS), ("n_ubatch", TOKENS), ("tensor_parallel", COUNT), ("gpus", LLAMACPP_GPUS),
     ("n_cpu_moe", CPU_MOE_LAYERS), ("fit_target", SIZE), ("max_mamba_cache_size", COUNT),
     ("mamba_full_memory_ratio", MEMORY_RATIO))

@@ -1,0 +1,43 @@
+"""The web API's side of tests/consistency/test_one_parse.py: a number written with a suffix is the number the CLI,
+a request file and Python read (the body's fields are parsed by the CLI's own parser), a word for an integer field
+is the CLI's one message in a 400 naming the field, and the engine refusal of a model SGLang's serving is not
+modelled for names the body's field ``engine`` (not the CLI's ``--engine``) -- once, also from /recommend."""
+
+from __future__ import annotations
+
+import pytest
+from web_api_helpers import cli_error_line
+
+from llmsizer import TrainingWorkload, estimate_inference
+from llmsizer.errors import FieldError
+
+pytest.importorskip("httpx")
+pytest.importorskip("fastapi")
+
+MODEL = "qwen2.5-0.5b"
+MAMBA = "mamba-codestral-7b-v0.1"
+
+
+def test_a_suffix_on_the_web_is_the_number_python_reads(client) -> None:
+    r = client.post("/api/v1/train", json={"model": MODEL, "grad_accumulation": "4k", "seq_len": "2k"})
+    assert r.status_code == 200, r.text
+    given = {a["name"]: a["value"] for a in r.json()["assumptions"]}
+    py = TrainingWorkload(grad_accumulation="4k", seq_len="2k")
+    assert (given["grad_accumulation"], given["seq_len"]) == (py.grad_accumulation, py.seq_len) == (4000, 2048)
+
+
+def test_a_word_for_an_integer_is_the_clis_message(client) -> None:
+    r = client.post("/api/v1/train", json={"model": MODEL, "grad_accumulation": "yes"})
+    assert r.status_code == 400 and r.json()["field"] == "grad_accumulation", r.text
+    assert r.json()["detail"] == cli_error_line("train", MODEL, "--grad-accumulation", "yes")
+
+
+@pytest.mark.parametrize("route", ["infer", "recommend"])
+def test_the_engine_refusal_names_the_bodys_field(client, route: str) -> None:
+    with pytest.raises(FieldError) as e:
+        estimate_inference(MAMBA, engine="sglang")
+    r = client.post(f"/api/v1/{route}", json={"model": MAMBA, "engine": "sglang"})
+    assert r.status_code == 400, r.text
+    assert r.json()["field"] == "engine" and r.json()["detail"] == str(e.value), r.text
+    assert "use engine vllm" in r.json()["detail"] and "--engine" not in r.json()["detail"]
+    assert cli_error_line(route, MAMBA, "--engine", "sglang") == str(e.value).replace("use engine", "use --engine")
