@@ -113,3 +113,18 @@ def test_fit_llamacpp_free_of_another_type_is_one_line() -> None:
     with pytest.raises(InputError) as e:
         fit_llamacpp(MODEL, {"GPU0": "24GiB"})  # type: ignore[arg-type]
     assert "\n" not in str(e.value) and str(e.value).startswith("free: ")
+
+
+@pytest.mark.parametrize(("field", "value"), [("device", "gpu"), ("device", "h100-sxm"), ("gpu_runtime", "cuda")])
+def test_fit_refuses_a_second_device_in_one_line(field: str, value: str) -> None:
+    # fit's device is its hardware argument (the CLI's fit --device); a device= keyword reached estimate_inference
+    # beside the hardware's own ("got multiple values for keyword argument 'device'")
+    with pytest.raises(InputError) as e:
+        fit(MODEL, "l4", **{field: value})
+    msg = str(e.value)
+    assert "\n" not in msg and msg.startswith(f"{field} {value!r}: ") and f"drop {field}=" in msg
+
+
+def test_fit_with_device_none_is_fit_without_it() -> None:
+    code, cli = run_json("fit", MODEL, "--device", "l4")
+    assert json.loads(json.dumps(fit(MODEL, "l4", device=None).to_dict()))["memory"] == cli["memory"]

@@ -526,6 +526,13 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
     ``concurrency`` that fits (each degree's replicas at their share of the load, ``replicas_tokens_per_second``;
     a tie to the smaller degree, ``fastest_first``), else the smallest across machines that fits."""
     spec = load_model(model) if isinstance(model, str) else model
+    for name in ("device", "gpu_runtime"):  # the hardware's (estimate/device.py device_fields), not a second answer
+        if workload.get(name) is None:  # (they reached estimate_inference twice: "got multiple values")
+            workload.pop(name, None)
+        else:
+            raise InputError(f"{name} {workload[name]!r}: fit sizes the hardware it is given (its second argument, "
+                             f"e.g. fit(model, 'h100-sxm'); fit --device on the command line), whose kind and GPU "
+                             f"runtime follow from it; drop {name}=")
     # text quantities ('8k', '24GiB') read as the CLI reads them, by the workload's one reader (specs/workload.py)
     ranges = dict(INFERENCE_NUMBERS)
     context, output_tokens, memory = (v if v is None else int(read_number(v, n, ranges[n])) for v, n in
