@@ -115,6 +115,8 @@ class Constraints:
                 raise InputError(f"{name} (--{name.replace('_', '-')}) must be positive, got {v:g}")
         if self.laptop and self.cloud_only:
             raise InputError("'must run on my laptop' and 'cloud only' exclude each other")
+        if self.headroom is not None:  # '20%' read as --headroom reads it, so the answer echoes 0.2 as the CLI's does
+            object.__setattr__(self, "headroom", check_headroom(self.headroom))
 
     def to_dict(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__ if getattr(self, k) not in (None, False, ())}

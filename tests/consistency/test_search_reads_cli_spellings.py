@@ -128,3 +128,8 @@ def test_fit_refuses_a_second_device_in_one_line(field: str, value: str) -> None
 def test_fit_with_device_none_is_fit_without_it() -> None:
     code, cli = run_json("fit", MODEL, "--device", "l4")
     assert json.loads(json.dumps(fit(MODEL, "l4", device=None).to_dict()))["memory"] == cli["memory"]
+
+
+def test_constraints_headroom_text_is_read_as_the_flag() -> None:
+    code, cli = run_json("recommend", MODEL, "--headroom", "20%", "--provider", "aws")
+    _same_answer(recommend_inference(MODEL, constraints=Constraints(headroom="20%", providers=("aws",))), cli)
