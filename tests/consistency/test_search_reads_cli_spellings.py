@@ -16,7 +16,7 @@ import json
 import pytest
 
 from cli_capture import run, run_json
-from llmsizer import fit, fit_llamacpp, recommend_inference, recommend_training
+from llmsizer import fit, fit_llamacpp, fit_training, recommend_inference, recommend_training
 from llmsizer.errors import InputError
 from llmsizer.recommend import Constraints
 
@@ -115,19 +115,28 @@ def test_fit_llamacpp_free_of_another_type_is_one_line() -> None:
     assert "\n" not in str(e.value) and str(e.value).startswith("free: ")
 
 
-@pytest.mark.parametrize(("field", "value"), [("device", "gpu"), ("device", "h100-sxm"), ("gpu_runtime", "cuda")])
-def test_fit_refuses_a_second_device_in_one_line(field: str, value: str) -> None:
+@pytest.mark.parametrize(("field", "value"), [("device", "cpu"), ("device", "h100-sxm"), ("gpu_runtime", "metal")])
+def test_fit_refuses_another_device_in_one_line(field: str, value: str) -> None:
     # fit's device is its hardware argument (the CLI's fit --device); a device= keyword reached estimate_inference
-    # beside the hardware's own ("got multiple values for keyword argument 'device'")
-    with pytest.raises(InputError) as e:
-        fit(MODEL, "l4", **{field: value})
-    msg = str(e.value)
-    assert "\n" not in msg and msg.startswith(f"{field} {value!r}: ") and f"drop {field}=" in msg
+    # beside the hardware's own ("got multiple values for keyword argument 'device'"), and fit_training sized an
+    # L4 by a CPU's rules
+    for call in (
+        lambda: fit(MODEL, "l4", **{field: value}),
+        lambda: fit_training(MODEL, "l4", tokens="1M", **{field: value}),
+    ):
+        with pytest.raises(InputError) as e:
+            call()
+        msg = str(e.value)
+        assert "\n" not in msg and msg.startswith(f"{field} {value!r}: ") and f"drop {field}=" in msg
 
 
-def test_fit_with_device_none_is_fit_without_it() -> None:
+@pytest.mark.parametrize("kwargs", [{"device": None}, {"device": "gpu"}, {"device": "gpu", "gpu_runtime": "cuda"}])
+def test_fit_with_the_devices_own_kind_is_fit_without_it(kwargs: dict) -> None:
     code, cli = run_json("fit", MODEL, "--device", "l4")
-    assert json.loads(json.dumps(fit(MODEL, "l4", device=None).to_dict()))["memory"] == cli["memory"]
+    assert json.loads(json.dumps(fit(MODEL, "l4", **kwargs).to_dict()))["memory"] == cli["memory"]
+    code, cli = run_json("fit", MODEL, "--device", "l4", "--train", "--tokens", "1M")
+    d = json.loads(json.dumps(fit_training(MODEL, "l4", tokens="1M", **kwargs).to_dict()))
+    assert (d["memory"], d["memory_per_device"]) == (cli["memory"], cli["memory_per_device"])
 
 
 def test_constraints_headroom_text_is_read_as_the_flag() -> None:

@@ -36,6 +36,7 @@ from .device import (
     check_engine_on_device,
     device_fields,
     engine_assumption,
+    hardware_decides,
     named_device_notes,
     nvlink_mesh_for,
     one_replica_per_device,
@@ -526,13 +527,6 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
     ``concurrency`` that fits (each degree's replicas at their share of the load, ``replicas_tokens_per_second``;
     a tie to the smaller degree, ``fastest_first``), else the smallest across machines that fits."""
     spec = load_model(model) if isinstance(model, str) else model
-    for name in ("device", "gpu_runtime"):  # the hardware's (estimate/device.py device_fields), not a second answer
-        if workload.get(name) is None:  # (they reached estimate_inference twice: "got multiple values")
-            workload.pop(name, None)
-        else:
-            raise InputError(f"{name} {workload[name]!r}: fit sizes the hardware it is given (its second argument, "
-                             f"e.g. fit(model, 'h100-sxm'); fit --device on the command line), whose kind and GPU "
-                             f"runtime follow from it; drop {name}=")
     # text quantities ('8k', '24GiB') read as the CLI reads them, by the workload's one reader (specs/workload.py)
     ranges = dict(INFERENCE_NUMBERS)
     context, output_tokens, memory = (v if v is None else int(read_number(v, n, ranges[n])) for v, n in
@@ -549,6 +543,7 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
                                                                                               "concurrency",
                                                                                               CONCURRENCY))
     device, n, target, instance = target_and_count(hardware, count, hardware_files, instances=True)
+    hardware_decides(device, workload)  # device=, gpu_runtime= are the hardware's: the same dropped, another refused
     hr = check_headroom(headroom)
     warnings: list[str] = []
     where = target if instance is not None or n == 1 else f"{n} x {target}"
@@ -963,6 +958,7 @@ def fit_training(model: ModelSpec | str, hardware: str | Device | Instance, coun
         fields.setdefault("gpus", n)
     if instance is not None and n > 1:  # an instance is one machine (hybrid sharding, collectives across machines)
         fields.setdefault("gpus_per_node", instance.device_count)
+    hardware_decides(device, fields)  # device=, gpu_runtime= are the hardware's (another: one line, not CPU rules)
     for k, v in device_fields(device).items():
         fields.setdefault(k, v)
     # the device and its memory named by the estimate (which `train --device` renders), its warnings first, as
