@@ -115,6 +115,8 @@ class Constraints:
                 raise InputError(f"{name} (--{name.replace('_', '-')}) must be positive, got {v:g}")
         if self.laptop and self.cloud_only:
             raise InputError("'must run on my laptop' and 'cloud only' exclude each other")
+        if self.headroom is not None:  # '20%' read as --headroom reads it, so the answer echoes 0.2 as the CLI's does
+            object.__setattr__(self, "headroom", check_headroom(self.headroom))
 
     def to_dict(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__ if getattr(self, k) not in (None, False, ())}
@@ -350,6 +352,32 @@ def best_option_on(model: ModelSpec | str, hardware: str | Device | Instance, co
     return opt
 
 
+def _search_constraints(fields: dict[str, Any], c: Constraints) -> Constraints:
+    """The workload keywords a search cannot take as fit takes them, settled once, up front (bad input: one line,
+    exit 2). ``headroom`` is the Constraints' (``recommend --headroom``): a keyword ``headroom=0.2`` (or '20%', read
+    as ``--headroom`` reads it) is taken as it, refused only when ``constraints`` gives another. ``device`` and
+    ``memory`` are each candidate's (the search ranges over the catalog's devices, each with its kind and memory; the
+    CLI's ``recommend`` has neither flag): refused with a line naming ``fit``, which sizes one device. ``fields`` loses
+    the headroom; returns the constraints searched with."""
+    if fields.get("device") is not None:
+        d = fields["device"]
+        raise InputError(f"device {d!r}: recommend searches every device in the catalog (each candidate brings "
+                         f"its own device and kind); to size one device use fit(model, {d!r}) (llmsizer fit "
+                         f"--device {d})")
+    if fields.get("memory") is not None:
+        raise InputError("memory: recommend searches every device in the catalog, each with its own memory; to "
+                         "size one device with a memory you give use fit(model, device, memory=...) (llmsizer fit "
+                         "--device NAME --memory SIZE), or add the device to a hardware file (--hardware-file)")
+    if fields.get("headroom") is None:
+        fields.pop("headroom", None)
+        return c
+    hr = check_headroom(fields.pop("headroom"))  # the range and reader of --headroom
+    if c.headroom is not None and check_headroom(c.headroom) != hr:
+        raise InputError(f"headroom given twice: {hr:g} as a keyword and {check_headroom(c.headroom):g} in "
+                         "constraints=; give it once")
+    return dataclasses.replace(c, headroom=hr)
+
+
 def _rejected_stub(d: Device, why: str) -> Option:
     return Option(d.id, d.name, "local", d.id, d.kind, 1, 1, 1, "", "", "rejected", (why,))
 
@@ -371,7 +399,9 @@ def recommend_inference(model: ModelSpec | str, *, context: int = InferenceWorkl
     each candidate's default engine, ``estimate.fit.default_engine``; ``media``: the InferenceWorkload image/video
     fields, whose tokens add to each prompt; ``kv_unified`` and ``**workload``: any other InferenceWorkload field,
     e.g. kv_dtype, dtype, metric, max_num_seqs, n_gpu_layers). Every candidate is judged by ``fit`` with all of
-    these fields, so an option's memory, verdict and speed are the ones ``fit`` gives for the same flags."""
+    these fields, so an option's memory, verdict and speed are the ones ``fit`` gives for the same flags. Text is read
+    as fit reads it (``context="8k"`` is 8192 tokens, ``concurrency="4"``); ``headroom=`` is the constraints'
+    headroom, ``device=`` and ``memory=`` are each candidate's and refused (``_search_constraints``)."""
     spec = load_model(model) if isinstance(model, str) else model
     refuse_unmodelled(spec, training=False, search=True)  # one line for the model, not one rejection per candidate
     media = dict(media or {})
@@ -379,9 +409,10 @@ def recommend_inference(model: ModelSpec | str, *, context: int = InferenceWorkl
     fields: dict[str, Any] = {**media, **{k: v for k, v in workload.items() if v is not None}}
     if kv_unified is not None:
         fields["kv_unified"] = kv_unified
-    c = (constraints or Constraints()).for_mode("serving")
-    found = media_in_context(spec, check_search_workload(fields, context, concurrency, output_tokens, engine, c.headroom),
-                             Notes())
+    c = _search_constraints(fields, (constraints or Constraints()).for_mode("serving"))
+    w = check_search_workload(fields, context, concurrency, output_tokens, engine, c.headroom)
+    context, concurrency, output_tokens = w.context, w.concurrency, w.output_tokens  # text read as fit reads it
+    found = media_in_context(spec, w, Notes())
     if engine is not None:  # the stated engine refuses the model itself (an attention-free model on SGLang): one
         refuse_engine(spec, normalize_engine(engine))  # line, exit 2, not one rejection per candidate device
     if engine is not None and weights is not None:  # a format the stated engine does not run, on any hardware
@@ -707,8 +738,8 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
     refuse_unmodelled(spec, training=True)
     tokens = read_number(tokens, "tokens", TRAIN_TOKENS)  # the range and line of `--tokens` (fit_training's)
     wl = {**(training_fields or {}), **{k: v for k, v in fields.items() if v is not None}}
+    c = _search_constraints(wl, (constraints or Constraints()).for_mode("training"))
     training_fields = wl
-    c = (constraints or Constraints()).for_mode("training")
     cat = catalog or load_catalog(hardware_files)
     # the run's settings, checked once (bad input: exit 2), and its FLOPs per token as the duration counts them
     w = TrainingWorkload(**{k: v for k, v in wl.items() if k in TrainingWorkload.__dataclass_fields__})

@@ -141,6 +141,16 @@ def _unit_given(value: float, written: str, what: str) -> None:
         raise MissingUnitError(f"{_head(what)}{written!r} has no unit (a bare number is bytes); did you mean {written}GiB?")
 
 
+def comma_values(text: str, *, what: str = "", most: int = 128) -> list[str]:
+    """The items of a comma-separated list as the command line's list flags take it (``--free 22GiB,10GiB``,
+    ``--tensor-split 3,1``; '/' separates as ',' does), each to be read by the item's own reader: 1 to ``most``
+    non-empty items, else one line."""
+    parts = text.replace("/", ",").split(",")
+    if len(parts) > most or any(not p.strip() for p in parts):
+        raise InputError(f"{_head(what)}expected 1 to {most} comma-separated values, got {text[:80]!r}")
+    return parts
+
+
 def parse_count(text: str | int | float, *, what: str = "count", rng: Range = AMOUNT) -> int:
     """Parse a count such as ``"7B"``, ``"500k"``, ``"1.5M"``, ``"8192"`` (decimal suffixes: k = 10^3, M = 10^6,
     B = 10^9, T = 10^12). The one reader of a count written as text: the CLI's numeric flags (cli/common.py

@@ -28,7 +28,7 @@ from ..numbers import (
     check_number,
 )
 from ..specs import ENGINES, ModelSpec, normalize_engine
-from ..units import parse_bytes, parse_count, parse_tokens
+from ..units import comma_values, parse_bytes, parse_count, parse_tokens
 from .json_out import dumps_indent2
 
 # Every numeric flag goes through the one validation layer (numbers.check_number, issue #15): argparse names the
@@ -126,9 +126,10 @@ def needs_subcommand(p: argparse.ArgumentParser) -> Callable[[argparse.Namespace
 def list_of(parse: Callable[[str], Any], name: str, most: int = 128) -> Callable[[str], tuple[Any, ...]]:
     """argparse type: comma-separated values, each read by ``parse`` (``--tensor-split 3,1``, ``--free 22GiB,10GiB``)."""
     def convert(text: str) -> tuple[Any, ...]:
-        parts = [p for p in text.replace("/", ",").split(",")]
-        if len(parts) > most or any(not p.strip() for p in parts):
-            raise argparse.ArgumentTypeError(f"expected 1 to {most} comma-separated values, got {text[:80]!r}")
+        try:  # the one splitting rule (units.comma_values; fit_llamacpp(free="22GiB,10GiB") reads it too)
+            parts = comma_values(text, most=most)
+        except InputError as e:  # argparse adds the flag's name
+            raise argparse.ArgumentTypeError(str(e)) from None
         return tuple(parse(p) for p in parts)
     convert.__name__ = name
     convert.comma_separated = True  # type: ignore[attr-defined]  # the web API joins a JSON list with commas

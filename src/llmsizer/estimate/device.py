@@ -138,6 +138,17 @@ def device_fields(device: Device) -> dict[str, str]:
     return {"device": workload_device_kind(device), "gpu_runtime": gpu_runtime(device)}
 
 
+def hardware_decides(device: Device, fields: dict[str, Any]) -> None:
+    """The :func:`device_fields` a caller also gave beside the named ``device`` (``fit(model, 'h100-sxm',
+    device=...)``): one the device has is dropped (the device sets it), another refused in one line (an H100 sized
+    by a CPU's rules was a silent second answer; on the inference path the keyword reached the estimate twice).
+    ``fields`` is updated in place."""
+    for k, v in device_fields(device).items():
+        given = fields.pop(k, None)
+        if given is not None and given != v:
+            raise InputError(f"{k} {given!r}: fit sizes the hardware it is given ({device.id}: {k} {v!r}; fit "
+                             f"--device on the command line), so {k} follows from it; drop {k}=")
+
 def gpu_runtime(device: Device) -> str:
     """The runtime a device's memory is driven by (specs/workload.py GPU_RUNTIMES): 'metal' on an Apple chip, 'xla'
     on a TPU, 'hpu' on an Intel Gaudi, 'rocm' on an AMD GPU, else 'cuda' (NVIDIA, and any device of a hardware file

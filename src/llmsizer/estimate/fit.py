@@ -36,6 +36,7 @@ from .device import (
     check_engine_on_device,
     device_fields,
     engine_assumption,
+    hardware_decides,
     named_device_notes,
     nvlink_mesh_for,
     one_replica_per_device,
@@ -542,6 +543,7 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
                                                                                               "concurrency",
                                                                                               CONCURRENCY))
     device, n, target, instance = target_and_count(hardware, count, hardware_files, instances=True)
+    hardware_decides(device, workload)  # device=, gpu_runtime= are the hardware's: the same dropped, another refused
     hr = check_headroom(headroom)
     warnings: list[str] = []
     where = target if instance is not None or n == 1 else f"{n} x {target}"
@@ -956,6 +958,7 @@ def fit_training(model: ModelSpec | str, hardware: str | Device | Instance, coun
         fields.setdefault("gpus", n)
     if instance is not None and n > 1:  # an instance is one machine (hybrid sharding, collectives across machines)
         fields.setdefault("gpus_per_node", instance.device_count)
+    hardware_decides(device, fields)  # device=, gpu_runtime= are the hardware's (another: one line, not CPU rules)
     for k, v in device_fields(device).items():
         fields.setdefault(k, v)
     # the device and its memory named by the estimate (which `train --device` renders), its warnings first, as

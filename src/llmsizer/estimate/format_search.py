@@ -22,9 +22,9 @@ from ..catalog.hardware import Device, Instance
 from ..errors import FieldError, InputError
 from ..formulas.kv_cache import kv_dtype_name
 from ..models import load_model
-from ..numbers import CONCURRENCY, check_number
+from ..numbers import CONCURRENCY
 from ..specs import InferenceWorkload, ModelSpec
-from ..specs.workload import ENGINE_SETTINGS, check_pool_shares, engine_setting_given, normalize_engine
+from ..specs.workload import ENGINE_SETTINGS, check_pool_shares, engine_setting_given, normalize_engine, read_number
 from ..units import format_bytes
 from . import efficiency as E
 from .device import (
@@ -82,11 +82,15 @@ def check_search_workload(fields: Mapping[str, Any], context: int, concurrency: 
     """Bad input is refused once, up front (exit 2), not as a rejection of every option: the fields a serving
     workload takes (InferenceWorkload's own checks, the KV dtype's name; a headroom SGLang refuses, or given with
     vLLM's gpu_memory_utilization), and an engine setting needs its engine stated, since candidates may each run
-    another engine (ENGINE_SETTINGS, refused, not ignored)."""
+    another engine (ENGINE_SETTINGS, refused, not ignored). The workload returned holds ``context``,
+    ``concurrency`` and ``output_tokens`` as read (text such as ``context="8k"`` through the field's reader, as
+    ``fit`` reads it): the caller searches with those numbers."""
     unknown = sorted(set(fields) - set(InferenceWorkload.__dataclass_fields__))
     if unknown:
         raise InputError(f"not a serving workload field: {', '.join(unknown)}")
-    check_number(concurrency, "concurrency", CONCURRENCY)  # -5 was taken as 1 (max(1, concurrency) below)
+    # -5 was taken as 1 (max(1, concurrency) below); "4" is read as fit and estimate_inference read it (the field's
+    # reader, specs/workload.py read_number), not refused
+    concurrency = int(read_number(concurrency, "concurrency", CONCURRENCY))
     eng = normalize_engine(engine) if engine else None
     for name, owners in ENGINE_SETTINGS.items():  # a stated engine: InferenceWorkload's own message, as fit's
         if engine_setting_given(name, fields.get(name)) and eng is None:
@@ -299,7 +303,8 @@ def format_on(spec: ModelSpec, hardware: str | Device | Instance, count: int | N
     cannot run) and the reading-speed floor (``reading_floor_applies``) where no limit is given. Returns the pick and,
     for a device of no sourced bandwidth, why the floor was not checked (``reading_floor_unchecked``)."""
     fields: dict[str, Any] = {k: v for k, v in workload.items() if v is not None}
-    check_search_workload(fields, context, concurrency, output_tokens, engine, headroom)
+    w = check_search_workload(fields, context, concurrency, output_tokens, engine, headroom)
+    context, concurrency, output_tokens = w.context, w.concurrency, w.output_tokens  # text read as fit reads it
     # fit's rule for a target and a count (an instance brings its own; a whole multiple of it is that many instances,
     # the model's replicas over them, as `fit --count` takes it; another count is refused with fit's line)
     device, n, _, instance = target_and_count(hardware, count, hardware_files, instances=True)

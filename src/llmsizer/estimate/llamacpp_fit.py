@@ -39,11 +39,11 @@ from typing import Any
 from ..catalog.hardware import Device
 from ..errors import InputError
 from ..models import load_model
-from ..numbers import DEVICE_MEMORY
+from ..numbers import DEVICE_MEMORY, MAX_GPUS
 from ..result import Assumption, Estimate
 from ..specs import ModelSpec
 from ..specs.workload import read_number
-from ..units import format_bytes
+from ..units import comma_values, format_bytes
 from .device import usable_memory
 from .inference import estimate_inference
 from .search import largest_true, smallest_true
@@ -168,7 +168,21 @@ def gpu_free(device: Device, count: int, free: Sequence[int] | None = None, memo
     return list(free)
 
 
-def fit_llamacpp(model: ModelSpec | str, free: Sequence[int], *, fit_target: int | None = None,
+def free_sizes(free: object) -> list[Any]:
+    """The free memory of each GPU as ``fit_llamacpp`` takes it: text split as ``--free`` splits it (one size per
+    GPU, units.comma_values), a single number or size as one GPU, a list as it is; each item is read (bytes or a
+    size as '24GiB') where the auto-fit reads it. Anything else: one line."""
+    if isinstance(free, str):
+        return list(comma_values(free, what="free", most=MAX_GPUS))
+    if isinstance(free, (int, float)) and not isinstance(free, bool):
+        return [free]
+    if isinstance(free, (list, tuple)):
+        return list(free)
+    raise InputError(f"free: expected the free memory of each GPU, e.g. ['22GiB', '10GiB'] or '22GiB,10GiB' (the "
+                     f"command line's --free), got {type(free).__name__}")
+
+
+def fit_llamacpp(model: ModelSpec | str, free: Sequence[int | str] | str | int, *, fit_target: int | None = None,
                  headroom: float | None = None, context: int | None = None, min_context: int = FIT_MIN_CTX,
                  host_memory: int | None = None, fits_at: bool = True, device: str | Device | None = None,
                  host_device: str | Device | None = None, hardware_files: Sequence[str] = (),
@@ -180,7 +194,9 @@ def fit_llamacpp(model: ModelSpec | str, free: Sequence[int], *, fit_target: int
     ``LlamaCppFit.fits_at`` names the format that does (``auto_fits_at``; ``fits_at`` False: not searched).
     ``device`` (the GPUs' catalog id or Device; ``host_device``: the host CPU): the decode speed of the printed flags
     as ``fit`` times them (:func:`with_speed`), so ``fit --auto``, the web and Python give one answer; None: memory
-    only (``speed`` None)."""
+    only (``speed`` None). ``free``: a list of sizes (bytes, or text as '24GiB'), or text read as ``fit --auto
+    --free`` reads it ('24GiB,12GiB': one size per GPU, :func:`free_sizes`)."""
+    free = free_sizes(free)
     r = _auto_fit(model, free, fit_target=fit_target, headroom=headroom, context=context, min_context=min_context,
                   host_memory=host_memory, **workload)
     if not (r.fits or not fits_at or workload.get("weights") is not None):
