@@ -5,7 +5,8 @@ The data lives in the repository's ``validation/`` folder (every row with its so
 by llmsizer):
 
 - ``public_measurements.csv``: inference memory rows PM0083-PM0085 (bigcode/octocoder with transformers,
-  ``torch.cuda.max_memory_allocated``); throughput/MFU rows (torchtune, llama.cpp on DGX Spark, Megatron).
+  ``torch.cuda.max_memory_allocated``) and PM1200-PM1301 (the Qwen2.5 speed benchmark page's transformers tables,
+  the same statistic); throughput/MFU rows (torchtune, llama.cpp on DGX Spark, Megatron).
 - ``llamacpp_bench.csv``: llama.cpp llama-bench decode/prefill rows with their quoted README lines.
 - ``llamacpp_batched_bench.csv``: llama.cpp llama-batched-bench rows (several sequences decoded at once) with their
   quoted table lines.
@@ -178,9 +179,14 @@ def octocoder_prediction(row_id: str) -> tuple[int, str, str]:
     spec = spec_from_config(STARCODER, name="bigcode/octocoder")
     est = estimate_inference(spec, context=24 + 60, output_tokens=60, weights=weights, dtype=dtype,
                              engine="transformers")  # the rows measure transformers (bitsandbytes)
-    tensors = sum(i.bytes for i in est.items if i.location == "device" and i.name not in ("cuda_context",
-                                                                                              "allocator_cache"))
-    return tensors, weights, dtype
+    return allocated_bytes(est), weights, dtype
+
+
+def allocated_bytes(est: Any) -> int:
+    """What ``torch.cuda.max_memory_allocated`` counts of an inference estimate: its tensors on the device, without
+    the CUDA context and the caching allocator's reserve (neither is an allocated tensor)."""
+    return sum(i.bytes for i in est.items if i.location == "device" and i.name not in ("cuda_context",
+                                                                                          "allocator_cache"))
 
 
 def octocoder_cases(data: str | Path | None = None) -> list[Case]:
@@ -195,6 +201,60 @@ def octocoder_cases(data: str | Path | None = None) -> list[Case]:
                         tensors / GiB, measured / GiB, "GiB", abs(err) <= OCTOCODER_TOLERANCE,
                         f"error within \u00b1{OCTOCODER_TOLERANCE:.0%}", source=row["source"],
                         note=f"weights={weights}, dtype={dtype}"))
+    return out
+
+
+# -- inference memory: the Qwen2.5 speed benchmark page's transformers tables (PM1200-PM1301) -----------------------
+# QwenLM/Qwen2.5 docs/source/benchmark/speed_benchmark.rst @a912d23: one sequence (batch 1) of an input of ``seq_len``
+# tokens generating 2048 (max_new_tokens=2048, min_length = input + 2048) with transformers 4.46.0, flash_attention_2,
+# torch_dtype=auto (BF16, or the quantized checkpoint's), on one A100 80GB. The memory cell is the page's script
+# (examples/speed-benchmark/speed_benchmark_transformers.py @8205ba2): the sum over the GPUs of
+# torch.cuda.max_memory_allocated / 1024**3 (GiB, though the column says 'GB'), so it is compared with the estimate's
+# allocated tensors (allocated_bytes). The Instruct checkpoints take the catalog entry of the same architecture; the
+# page's multi-GPU rows (72B BF16 / GPTQ-Int8, 72B at 30720 tokens: device_map=auto layer split) are not copied.
+QWEN25_PAGE_IDS = frozenset(f"PM{i}" for i in range(1200, 1302))
+QWEN25_PAGE_GENERATED = 2048  # 'We test the speed and memory of generating 2048 tokens'
+QWEN25_PAGE_MODEL = {"Qwen2.5-0.5B-Instruct": "qwen2.5-0.5b", "Qwen2.5-1.5B-Instruct": "qwen2.5-1.5b-instruct",
+                     "Qwen2.5-3B-Instruct": "qwen2.5-3b", "Qwen2.5-7B-Instruct": "qwen2.5-7b",
+                     "Qwen2.5-14B-Instruct": "qwen2.5-14b", "Qwen2.5-32B-Instruct": "qwen2.5-32b",
+                     "Qwen2.5-72B-Instruct": "qwen2.5-72b-instruct"}
+QWEN25_PAGE_FORMAT = {"BF16": "bf16", "GPTQ-Int8": "gptq-int8", "GPTQ-Int4": "gptq-int4", "AWQ": "awq-int4"}
+QWEN25_PAGE_TOLERANCE = OCTOCODER_TOLERANCE  # the same measure (max_memory_allocated of transformers), same bar
+# Rows missed by more than the tolerance, each with what is seen (tests/validation/test_qwen25_page_memory.py keeps
+# them as strict xfails). The AWQ rows at a 1-token input measure 0.20 / 0.33 / 0.44 GiB above the GPTQ-Int4 row of
+# the same model (0.5B / 1.5B / 3B) while at 6144 tokens the two formats differ by 0.01-0.05 GiB and 7B-72B show no
+# such gap: something of AutoAWQ 0.2.6 that llmsizer does not model (mechanism not established).
+_AWQ_GAP = "AWQ at a 1-token input: 0.2-0.44 GiB above the GPTQ-Int4 twin, absent at 6144 tokens and from 7B up"
+QWEN25_PAGE_KNOWN_MISSES = {"PM1203": _AWQ_GAP, "PM1219": _AWQ_GAP, "PM1235": _AWQ_GAP,
+                            "PM1202": "0.03 GiB not modelled on a 0.48 GiB run (0.5B GPTQ-Int4, 1-token input)"}
+
+
+def qwen25_page_prediction(row: dict[str, str]) -> int:
+    """Predicted allocated bytes of one Qwen2.5 page row (its model, format and input length; 2048 generated)."""
+    from .catalog.models import find
+    from .estimate.inference import estimate_inference
+
+    prompt = int(row["seq_len"])
+    est = estimate_inference(find(QWEN25_PAGE_MODEL[row["model"]]).spec(), context=prompt + QWEN25_PAGE_GENERATED,
+                             output_tokens=QWEN25_PAGE_GENERATED, weights=QWEN25_PAGE_FORMAT[row["precision"]],
+                             dtype="bf16", engine="transformers", attention="flash")
+    return allocated_bytes(est)
+
+
+def qwen25_page_cases(data: str | Path | None = None) -> list[Case]:
+    out = []
+    for rid, row in sorted(public_rows(data).items()):
+        if rid not in QWEN25_PAGE_IDS:
+            continue
+        pred = qwen25_page_prediction(row) / GiB
+        measured = float(row["value"])  # GiB: the script divides by 1024**3
+        err = (pred - measured) / measured
+        out.append(Case(rid, INFERENCE_MEMORY, f"{row['model']} {row['precision']} transformers p{row['seq_len']} "
+                        f"g{QWEN25_PAGE_GENERATED}, peak allocated", pred, measured, "GiB",
+                        abs(err) <= QWEN25_PAGE_TOLERANCE, f"error within \u00b1{QWEN25_PAGE_TOLERANCE:.0%}",
+                        source=row["source"].split(";")[0],
+                        note=f"weights={QWEN25_PAGE_FORMAT[row['precision']]}, flash attention, A100 80GB"
+                        + (f"; known miss: {QWEN25_PAGE_KNOWN_MISSES[rid]}" if rid in QWEN25_PAGE_KNOWN_MISSES else "")))
     return out
 
 
@@ -2305,7 +2365,7 @@ def public_cases(data: str | Path | None = None) -> tuple[list[Case], list[NotEx
     """Every public row the tests express, and the public rows nothing expresses (with why)."""
     speed, missing = speed_cases(data)
     train, train_missing = training_cases(data)
-    cases = octocoder_cases(data) + vllm_cases(data) + train + speed
+    cases = octocoder_cases(data) + qwen25_page_cases(data) + vllm_cases(data) + train + speed
     missing += train_missing
     used = {c.id.split(".")[0] for c in cases} | {m.id for m in missing}
     for rid, r in public_rows(data).items():

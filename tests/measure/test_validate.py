@@ -26,13 +26,14 @@ def test_validate_prints_medians_on_shipped_data(capsys: pytest.CaptureFixture[s
 
 
 def test_validate_json_summary_values() -> None:
-    from llmsizer.validation_cases import public_cases
+    from llmsizer.validation_cases import QWEN25_PAGE_KNOWN_MISSES, public_cases
 
     cases, missing = public_cases()
     by_kind = {s.kind: s for s in summarize(cases)}
     mem = by_kind["inference memory"]
     assert mem.n >= 16 and mem.median is not None and mem.median < 0.05
-    assert mem.within == mem.with_tolerance  # every tolerance the tests hold is met
+    # every tolerance the tests hold is met, but the Qwen2.5 page rows kept as strict xfails (QWEN25_PAGE_KNOWN_MISSES)
+    assert mem.within == mem.with_tolerance - len(QWEN25_PAGE_KNOWN_MISSES)
     # 14 calibration rows, those of validation_cases.TRAINING_SPEED_CALIBRATION (the Megatron Table 1 rows are held
     # out since the tensor/pipeline-parallel terms replaced the flat HFU)
     # (PM0020, PM0022, PM0501, PM0503 for the float8 GEMM share, PM0600, PM0602, the 7 MPT-7B Ampere rows, PM0720 for the host seconds per kernel); 7 rows with
