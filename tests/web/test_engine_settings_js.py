@@ -33,7 +33,7 @@ def _flags() -> dict[str, str]:
 
 
 def _node(call: str) -> str:
-    script = (f"import {{ cliCommand, requestYaml }} from {json.dumps(STATE_JS.as_uri())};\n"
+    script = (f"import {{ apiFields, cliCommand, requestYaml }} from {json.dumps(STATE_JS.as_uri())};\n"
               f"process.stdout.write({call});")
     return subprocess.run(["node", "--input-type=module", "-e", script], capture_output=True, text=True, timeout=60,
                           check=True).stdout
@@ -52,7 +52,8 @@ CASES = [
      {"mem_fraction_static": "0.5", "max_num_seqs": "8", "allow_long_context": True, "max_num_batched_tokens": "4096"},
      {"memory": "80GiB"}),
     ({"engine": "llamacpp", "weights": "q4_0", "context": "8k", "concurrency": "4"},
-     {"n_gpu_layers": "10", "kv_unified": False, "fit_target": "512MiB"}, {"memory": "24GiB"}),
+     {"n_gpu_layers": "10", "kv_unified": False, "fit_target": "512MiB", "infer_gpus": "2", "tensor_split": "3,1"},
+     {"memory": "24GiB"}),
 ]
 
 
@@ -72,7 +73,8 @@ def test_the_copied_command_is_the_apis_answer(fields: dict[str, Any], engine: d
     done = run_cli(*shlex.split(command)[1:], "--json")
     assert done.returncode in (0, 1), done.stderr
     with TestClient(create_app(), raise_server_exceptions=False) as client:
-        r = client.post("/api/v1/infer", json={"model": MODEL, **fields, **engine, **common})
+        body = json.loads(_node(f"JSON.stringify(apiFields({json.dumps({**fields, **engine, **common})}))"))
+        r = client.post("/api/v1/infer", json={"model": MODEL, **body})  # the body the page posts
     assert r.status_code == 200, r.text
     assert r.json() == json.loads(done.stdout)
 
@@ -92,10 +94,13 @@ def test_engine_settings_in_the_request_yaml(tmp_path: Path, fields: dict[str, A
     got = job.engine_settings.fields()
     for name, value in engine.items():
         if name in CHOICES["request_engine_settings"]:
-            want = value if isinstance(value, bool) else float(value)
+            want = value if isinstance(value, bool) else tuple(map(float, value.split(","))) if "," in value \
+                else float(value)
             assert got[name] == want, (name, got.get(name), text)
         elif name == "fit_target":  # llama.cpp --fit-target: the job's resources
             assert job.resources.fit_target == 512 * 2**20, text
+        elif name == "infer_gpus":  # llama.cpp --gpus: the job's device count
+            assert job.resources.count == int(value), text
         else:  # not a request setting: a comment with its flag, not a key
             flag = _flags()[name]
             assert f"    # {flag} {value}: not a request setting (llmsizer infer only)" in text, text

@@ -183,6 +183,15 @@ def train_advanced(names_on_page: set[str]) -> tuple[list[argparse.Action], str]
 
 # ------------------------------------------------------------------ the serving tab's Engine settings section (generated)
 
+# flags of `infer` that are one engine's but not ENGINE_SETTINGS fields, with the engines that read them: --gpus, the
+# GPUs llama.cpp splits one model over (-sm / -ts split over them); specs/workload.py refuses gpus > 1 on another
+# engine (its llamacpp_only list: vLLM and SGLang shard with --tp)
+ENGINE_COUNTS = {"gpus": ("llamacpp",)}
+# the serving tab's controls named apart from the training tab's (one form holds both; state.js SERVE_AS): flag dest
+# -> form name
+SERVE_FORM_NAME = {"gpus": "infer_gpus"}
+
+
 def _infer_parser() -> argparse.ArgumentParser:
     """The parser of ``llmsizer infer``: the one home of each serving flag, its choices and its help."""
     top = build_parser(["infer"])
@@ -193,7 +202,9 @@ def _infer_parser() -> argparse.ArgumentParser:
 def engine_settings(names_on_page: set[str]) -> tuple[list[argparse.Action], str]:
     """The flags of ``llmsizer infer`` whose field is an engine setting (specs/workload.py ``ENGINE_SETTINGS``, the
     one table of which engine reads what) and that the page has no control for (``names_on_page``), in the parser's
-    order, and the HTML of the serving tab's Engine settings section offering them: each labelled with its flags
+    order (and llama.cpp's --gpus, which -sm / -ts split over: ENGINE_COUNTS, named ``infer_gpus`` apart from the
+    training tab's ``gpus``), and the HTML of the serving tab's Engine settings section offering them: each labelled
+    with its flags
     and the engines that read it (``data-engines``; the calculator shows and sends a control only for those
     engines), described by its --help, named by its dest (the field the API, the request file and the Python API
     take), with the flag the copied command writes (``data-flag``). A select of the parser's choices, a checkbox for
@@ -201,14 +212,15 @@ def engine_settings(names_on_page: set[str]) -> tuple[list[argparse.Action], str
     input (the API parses it as the CLI does). Generated at import, so a setting added to the CLI is offered here."""
     p = _infer_parser()
     fmt = p._get_formatter()
-    actions = [a for a in p._actions if a.option_strings and a.dest in ENGINE_SETTINGS
-               and a.dest not in names_on_page]
+    owned = {**ENGINE_COUNTS, **ENGINE_SETTINGS}
+    actions = [a for a in p._actions if a.option_strings and a.dest in owned
+               and SERVE_FORM_NAME.get(a.dest, a.dest) not in names_on_page]
     rows = []
     for a in actions:
-        name = a.dest
+        name = SERVE_FORM_NAME.get(a.dest, a.dest)
         flags = [o for o in a.option_strings if not o.startswith("--no-")]
         flag = next(o for o in flags if o.startswith("--"))
-        owners = ENGINE_SETTINGS[name]
+        owners = owned[a.dest]
         text = fmt._expand_help(a) if a.help else ""
         hint = f'<span class="hint" id="{name}-hint">{html.escape(text)}</span>' if text else ""
         described = f' aria-describedby="{name}-hint"' if text else ""

@@ -27,12 +27,9 @@ pytest.importorskip("fastapi")
 # ENGINE_SETTINGS fields that no control of the serving tab offers, and why (none today; anything else must be a
 # control of the tab)
 NOT_APPLICABLE: dict[str, str] = {}
-# flags of `infer` whose --help says they are one engine's but are not ENGINE_SETTINGS (the workload does not refuse
-# them on another engine), and why the serving tab has no control for them
-ENGINE_FLAG_NOT_A_SETTING = {
-    "gpus": "llama.cpp --gpus (the count -sm / -ts split over): a device count, not in ENGINE_SETTINGS; the form's "
-            "'gpus' is the training tab's; not offered on the serving tab yet",
-}
+# flags of `infer` whose --help says they are one engine's but are not ENGINE_SETTINGS fields: dest -> the section's
+# control for it (llama.cpp --gpus, the GPUs -sm / -ts split over; named apart from the training tab's 'gpus')
+ENGINE_FLAG_NOT_A_SETTING = {"gpus": "infer_gpus"}
 ENGINE_WORDS = ("vLLM", "vllm", "SGLang", "sglang", "llama.cpp", "assume vLLM", "paged KV")
 
 
@@ -93,13 +90,17 @@ def test_every_engine_setting_is_a_control_of_the_serving_tab(client) -> None:
     missing = [n for n in ENGINE_SETTINGS if n not in NOT_APPLICABLE
                and not (n in form.controls and form.controls[n]["infer"])]
     assert not missing, f"engine settings the serving tab does not offer: {missing}"
+    dest_of = {v: k for k, v in ENGINE_FLAG_NOT_A_SETTING.items()}
     for name, c in form.controls.items():
         if not c["section"]:
             continue
-        a = actions[name]  # a control of the section is an infer flag, named by its dest (the API's field)
-        assert name in ENGINE_SETTINGS, name
+        dest = dest_of.get(name, name)
+        a = actions[dest]  # a control of the section is an infer flag, named by its dest (the API's field)
         assert c["attrs"]["data-flag"] in a.option_strings, name  # the copied command's flag
-        assert c["engines"] == " ".join(ENGINE_SETTINGS[name]), name  # shown for the engines that read it only
+        if dest in ENGINE_SETTINGS:
+            assert c["engines"] == " ".join(ENGINE_SETTINGS[name]), name  # shown for the engines that read it only
+        else:
+            assert dest in ENGINE_FLAG_NOT_A_SETTING, name
         if isinstance(a, argparse.BooleanOptionalAction):  # said either way: --kv-unified / --no-kv-unified
             assert c["options"] == ["", "true", "false"], name
         elif a.choices is not None:
@@ -116,6 +117,18 @@ def test_every_engine_flag_of_infer_is_a_setting_or_said_why_not(client) -> None
     for dest, a in _infer_actions().items():
         if (a.help or "").startswith(ENGINE_WORDS) and dest not in ENGINE_FLAG_NOT_A_SETTING:
             assert dest in ENGINE_SETTINGS, f"{a.option_strings[0]}: an engine's flag not in ENGINE_SETTINGS"
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang", "transformers"])
+def test_the_serving_gpu_count_is_llamacpps_only(client, engine: str) -> None:
+    """The section shows llama.cpp's --gpus for llama.cpp only: infer refuses --gpus 2 on every other engine (the CLI
+    in a separate process), and takes it on llama.cpp."""
+    from web_api_helpers import cli_error_line
+    c = _form(client).controls["infer_gpus"]
+    assert c["section"] and c["engines"] == "llamacpp" and c["attrs"]["data-flag"] == "--gpus"
+    assert "--gpus applies to engine llamacpp" in cli_error_line("infer", "qwen2.5-0.5b", "--engine", engine,
+                                                                   "--gpus", "2")
+    run_cli_json("infer", "qwen2.5-0.5b", "--engine", "llamacpp", "--gpus", "2", "--tensor-split", "3,1")
 
 
 def test_the_section_is_collapsed_and_offers_the_request_files_engine_settings(client) -> None:
@@ -138,6 +151,9 @@ CASES = [
     ({"max_num_seqs": "8"}, ("--max-num-seqs", "8"),
      {"engine": "vllm", "device": "h100-sxm"}, ("--engine", "vllm", "--device", "h100-sxm")),
     ({"n_gpu_layers": "10"}, ("--n-gpu-layers", "10"),
+     {"engine": "llamacpp", "memory": "24GiB"}, ("--engine", "llamacpp", "--memory", "24GiB")),
+    ({"gpus": "2", "tensor_split": "3,1", "split_mode": "layer"},
+     ("--gpus", "2", "--tensor-split", "3,1", "--split-mode", "layer"),
      {"engine": "llamacpp", "memory": "24GiB"}, ("--engine", "llamacpp", "--memory", "24GiB")),
     ({"n_cpu_moe": "8", "kv_unified": False}, ("--n-cpu-moe", "8", "--no-kv-unified"),
      {"engine": "llamacpp", "weights": "q4_k_m", "concurrency": "4", "memory": "24GiB"},

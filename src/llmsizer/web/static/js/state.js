@@ -11,16 +11,19 @@ export const MEDIA_FIELDS = ["images", "image_size", "video_frames", "video_size
 // API field -> CLI flag where the flag's name differs from the field's (workload_args.py: dest=...)
 // (train_device: the training tab's catalog device, `train --device`; the inference tab's device is gpu/cpu;
 // train_attention: the training tab's attention, `train --attention`, whose list has flex where serving's has not)
-const FLAG = { micro_batch: "--batch", seq_len: "--seq", train_device: "--device", train_attention: "--attention" };
+const FLAG = { micro_batch: "--batch", seq_len: "--seq", train_device: "--device", train_attention: "--attention",
+  infer_gpus: "--gpus" };
 
 // the training tab's fields named apart from the serving tab's (one form holds both), with the API field of each
 const TRAIN_AS = { train_device: "device", train_attention: "attention" };
+// the serving tab's fields named apart from the training tab's: llama.cpp's GPU count (web/pages.py SERVE_FORM_NAME)
+const SERVE_AS = { infer_gpus: "gpus" };
 
 /** The form's fields as the API names them (the training tab's device is the API's ``device``, its attention
- * ``attention``). */
+ * ``attention``; the serving tab's llama.cpp GPU count ``gpus``). */
 export function apiFields(fields) {
   const out = { ...fields };
-  for (const [k, api] of Object.entries(TRAIN_AS)) if (k in out) { out[api] = out[k]; delete out[k]; }
+  for (const [k, api] of Object.entries({ ...TRAIN_AS, ...SERVE_AS })) if (k in out) { out[api] = out[k]; delete out[k]; }
   return out;
 }
 
@@ -83,7 +86,7 @@ function yq(v) { return /^[\w.@/-]+$/.test(v) && !/^(true|false|null|yes|no|on|o
  *
  * The serving tab's engine settings (``settings``: their fields as the API takes them, their flags, and the ones a
  * request file takes under ``engine_settings``, /pages/choices.json's request_engine_settings): those under
- * ``engine_settings:``, fit_target under ``resources:``, the others as comments naming their flag. */
+ * ``engine_settings:``, fit_target and llama.cpp's GPU count under ``resources:``, the others as comments naming their flag. */
 export function requestYaml(kind, model, f, common, defaults = {}, answered = {}, requestSettings = null,
   settings = { fields: {}, flags: {}, taken: [] }) {
   const L = ["# written by the llmsizer calculator; check it: llmsizer request check FILE; plan it: llmsizer plan FILE",
@@ -139,6 +142,7 @@ export function requestYaml(kind, model, f, common, defaults = {}, answered = {}
     if (taken.length) L.push("    engine_settings:", ...taken.map(([k, v]) => `      ${k}: ${value(v)}`));
     for (const [k, v] of es) {
       if (k === "fit_target") res.push(`      fit_target: ${yq(v)}`);
+      else if (k === "infer_gpus") res.push(`      count: ${yq(v)}  # GPUs llama.cpp splits the model over`);
       else if (!settings.taken.includes(k)) {
         const flag = settings.flags[k] || flagOf(k);
         L.push(`    # ${v === false ? `--no-${flag.slice(2)}` : flag}${typeof v === "boolean" ? "" : ` ${v}`}: not a `
