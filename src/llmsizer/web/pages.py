@@ -34,6 +34,7 @@ from ..estimate.inference.compose import engine_kv_dtypes
 from ..estimate.verdict import DEFAULT_HEADROOM, LLAMACPP_FIT_TARGET
 from ..formulas.weight_formats import format_names
 from ..numbers import ZERO_STAGE
+from ..request.fields import INFERENCE as REQUEST_INFERENCE
 from ..request.fields import TRAINING as REQUEST_TRAINING
 from ..specs import ATTENTION_IMPLS, DEVICES, DTYPES, ENGINES, InferenceWorkload, TrainingWorkload
 from ..specs.training import (
@@ -46,7 +47,7 @@ from ..specs.training import (
     PRECISIONS,
     TRAIN_ATTENTION,
 )
-from ..specs.workload import DEFAULT_OUTPUT_TOKENS, ENGINE_NAMES
+from ..specs.workload import DEFAULT_OUTPUT_TOKENS, ENGINE_NAMES, ENGINE_SETTINGS
 from .bridge import DENIED
 
 STATIC = Path(__file__).resolve().parent / "static"
@@ -180,13 +181,90 @@ def train_advanced(names_on_page: set[str]) -> tuple[list[argparse.Action], str]
     return actions, section
 
 
+# ------------------------------------------------------------------ the serving tab's Engine settings section (generated)
+
+# flags of `infer` that are one engine's but not ENGINE_SETTINGS fields, with the engines that read them: --gpus, the
+# GPUs llama.cpp splits one model over (-sm / -ts split over them); specs/workload.py refuses gpus > 1 on another
+# engine (its llamacpp_only list: vLLM and SGLang shard with --tp)
+ENGINE_COUNTS = {"gpus": ("llamacpp",)}
+# the serving tab's controls named apart from the training tab's (one form holds both; state.js SERVE_AS): flag dest
+# -> form name
+SERVE_FORM_NAME = {"gpus": "infer_gpus"}
+
+
+def _infer_parser() -> argparse.ArgumentParser:
+    """The parser of ``llmsizer infer``: the one home of each serving flag, its choices and its help."""
+    top = build_parser(["infer"])
+    sub = next(a for a in top._actions if isinstance(a, argparse._SubParsersAction))
+    return sub.choices["infer"]
+
+
+def engine_settings(names_on_page: set[str]) -> tuple[list[argparse.Action], str]:
+    """The flags of ``llmsizer infer`` whose field is an engine setting (specs/workload.py ``ENGINE_SETTINGS``, the
+    one table of which engine reads what) and that the page has no control for (``names_on_page``), in the parser's
+    order (and llama.cpp's --gpus, which -sm / -ts split over: ENGINE_COUNTS, named ``infer_gpus`` apart from the
+    training tab's ``gpus``), and the HTML of the serving tab's Engine settings section offering them: each labelled
+    with its flags
+    and the engines that read it (``data-engines``; the calculator shows and sends a control only for those
+    engines), described by its --help, named by its dest (the field the API, the request file and the Python API
+    take), with the flag the copied command writes (``data-flag``). A select of the parser's choices, a checkbox for
+    an on/off flag, a select of the flag and its ``--no-`` form for a flag that is said either way, else a text
+    input (the API parses it as the CLI does). Generated at import, so a setting added to the CLI is offered here."""
+    p = _infer_parser()
+    fmt = p._get_formatter()
+    owned = {**ENGINE_COUNTS, **ENGINE_SETTINGS}
+    actions = [a for a in p._actions if a.option_strings and a.dest in owned
+               and SERVE_FORM_NAME.get(a.dest, a.dest) not in names_on_page]
+    rows = []
+    for a in actions:
+        name = SERVE_FORM_NAME.get(a.dest, a.dest)
+        flags = [o for o in a.option_strings if not o.startswith("--no-")]
+        flag = next(o for o in flags if o.startswith("--"))
+        owners = owned[a.dest]
+        text = fmt._expand_help(a) if a.help else ""
+        hint = f'<span class="hint" id="{name}-hint">{html.escape(text)}</span>' if text else ""
+        described = f' aria-describedby="{name}-hint"' if text else ""
+        attrs = f'id="{name}" name="{name}" data-flag="{html.escape(flag)}"{described}'
+        label = (f'<label for="{name}">' + " ".join(f"<code>{html.escape(o)}</code>" for o in flags)
+                 + f' <span class="small muted">{html.escape(", ".join(ENGINE_NAMES[e] for e in owners))}</span>'
+                 "</label>")
+        div = f'<div class="field{{cls}}" data-engines="{" ".join(owners)}">'
+        if isinstance(a, argparse._StoreTrueAction):
+            note = f' <span class="small muted" id="{name}-hint">{html.escape(text)}</span>' if text else ""
+            rows.append(div.format(cls=" check") + f'{label}<span><input type="checkbox" {attrs}>{note}</span></div>')
+            continue
+        if isinstance(a, argparse.BooleanOptionalAction):  # said either way: --kv-unified / --no-kv-unified
+            no = next(o for o in a.option_strings if o.startswith("--no-"))
+            options = (f'<option value="true">{html.escape(flag)}</option>'
+                       f'<option value="false">{html.escape(no)}</option>')
+            rows.append(div.format(cls="") + f'{label}<select {attrs} data-boolean=""><option value="">'
+                        f"{html.escape(default_text(name, text))}</option>{options}</select>{hint}</div>")
+            continue
+        if a.choices is not None:
+            options = "".join(f'<option value="{html.escape(str(c))}">{html.escape(str(c))}</option>'
+                              for c in a.choices)
+            rows.append(div.format(cls="") + f'{label}<select {attrs}><option value="">'
+                        f"{html.escape(default_text(name, text))}</option>{options}</select>{hint}</div>")
+            continue
+        rows.append(div.format(cls="") + f'{label}<input type="text" {attrs} spellcheck="false">{hint}</div>')
+    body = "\n".join(f"      {r}" for r in rows)
+    section = ('    <details id="engine-settings">\n'
+               f"      <summary>Engine settings: {len(actions)} <code>llmsizer infer</code> engine flags (empty: the "
+               'engine\'s default; shown for the engine chosen) <span id="engine-settings-set"></span></summary>\n'
+               '      <fieldset>\n      <legend class="sr-only">Engine settings</legend>\n'
+               f"{body}\n      </fieldset>\n    </details>")
+    return actions, section
+
+
 def render_page(path: str, templates: Path = TEMPLATES) -> bytes:
     """The HTML of the page at ``path``: its body, with its shared parts included and its generated parts
-    (``<!-- generate train-advanced -->``: ``train_advanced``) made, in the one layout."""
+    (``<!-- generate train-advanced -->``: ``train_advanced``; ``<!-- generate engine-settings -->``:
+    ``engine_settings``) made, in the one layout."""
     page = PAGES[path]
     body = _INCLUDE.sub(lambda m: (templates / m.group(1)).read_text(encoding="utf-8").rstrip("\n"),
                         (templates / page.body).read_text(encoding="utf-8"))
-    generated = {"train-advanced": lambda: train_advanced(set(_NAME.findall(body)))[1]}
+    generated = {"train-advanced": lambda: train_advanced(set(_NAME.findall(body)))[1],
+                 "engine-settings": lambda: engine_settings(set(_NAME.findall(body)))[1]}
     body = _GENERATE.sub(lambda m: generated[m.group(1)](), body)
     current = ' aria-current="page"'
     nav = "\n".join(f'    <li><a href="{href}"{current if href == path else ""}>{label}</a></li>'
@@ -281,6 +359,10 @@ def choices() -> dict[str, Any]:
         # the training settings a request file takes (request/fields.py): the calculator's request YAML writes the
         # Advanced section's other settings as comments, with their flags
         "request_settings": [f.name for f in next(f for f in REQUEST_TRAINING if f.name == "settings").fields],
+        # the engine settings a request file takes under engine_settings (request/fields.py): the calculator's
+        # request YAML writes the Engine settings section's other settings as comments, with their flags
+        "request_engine_settings": [f.name for f in next(f for f in REQUEST_INFERENCE
+                                                         if f.name == "engine_settings").fields],
     }
 
 

@@ -11,16 +11,19 @@ export const MEDIA_FIELDS = ["images", "image_size", "video_frames", "video_size
 // API field -> CLI flag where the flag's name differs from the field's (workload_args.py: dest=...)
 // (train_device: the training tab's catalog device, `train --device`; the inference tab's device is gpu/cpu;
 // train_attention: the training tab's attention, `train --attention`, whose list has flex where serving's has not)
-const FLAG = { micro_batch: "--batch", seq_len: "--seq", train_device: "--device", train_attention: "--attention" };
+const FLAG = { micro_batch: "--batch", seq_len: "--seq", train_device: "--device", train_attention: "--attention",
+  infer_gpus: "--gpus" };
 
 // the training tab's fields named apart from the serving tab's (one form holds both), with the API field of each
 const TRAIN_AS = { train_device: "device", train_attention: "attention" };
+// the serving tab's fields named apart from the training tab's: llama.cpp's GPU count (web/pages.py SERVE_FORM_NAME)
+const SERVE_AS = { infer_gpus: "gpus" };
 
 /** The form's fields as the API names them (the training tab's device is the API's ``device``, its attention
- * ``attention``). */
+ * ``attention``; the serving tab's llama.cpp GPU count ``gpus``). */
 export function apiFields(fields) {
   const out = { ...fields };
-  for (const [k, api] of Object.entries(TRAIN_AS)) if (k in out) { out[api] = out[k]; delete out[k]; }
+  for (const [k, api] of Object.entries({ ...TRAIN_AS, ...SERVE_AS })) if (k in out) { out[api] = out[k]; delete out[k]; }
   return out;
 }
 
@@ -60,12 +63,14 @@ export function loadFromUrl(form, names) {
 
 function shq(v) { return /^[\w@%+=:,./-]+$/.test(v) ? v : `'${String(v).replaceAll("'", "'\\''")}'`; }
 
-/** The CLI command that prints the same answer. */
-export function cliCommand(command, model, fields, switches) {
+/** The CLI command that prints the same answer; ``flags``: the flag of a field whose flag is not its name's (the
+ * Engine settings section's ``data-flag``, from the CLI's parser); false: the flag's ``--no-`` form. */
+export function cliCommand(command, model, fields, switches, flags = {}) {
   const parts = ["llmsizer", command, shq(model)];
   for (const [k, v] of Object.entries(fields)) {
     if (k === "model") continue;
-    if (v === true) parts.push(flagOf(k)); else parts.push(flagOf(k), shq(v));
+    const flag = flags[k] || flagOf(k);
+    if (v === true) parts.push(flag); else if (v === false) parts.push(`--no-${flag.slice(2)}`); else parts.push(flag, shq(v));
   }
   return parts.concat(switches).join(" ");
 }
@@ -77,8 +82,13 @@ function yq(v) { return /^[\w.@/-]+$/.test(v) && !/^(true|false|null|yes|no|on|o
  * request requires and the form left empty gets the estimator's default (``defaults``, from /pages/choices.json).
  * It is a request file that `llmsizer plan FILE` answers as the calculator did: the engine and
  * weight format the form names, else the shown answer's (`answered`: its `engine` and `weights` assumptions), the
- * device or the memory budget per device (a memory alone is planned as `infer --memory` answers it), the traffic. */
-export function requestYaml(kind, model, f, common, defaults = {}, answered = {}, requestSettings = null) {
+ * device or the memory budget per device (a memory alone is planned as `infer --memory` answers it), the traffic.
+ *
+ * The serving tab's engine settings (``settings``: their fields as the API takes them, their flags, and the ones a
+ * request file takes under ``engine_settings``, /pages/choices.json's request_engine_settings): those under
+ * ``engine_settings:``, fit_target and llama.cpp's GPU count under ``resources:``, the others as comments naming their flag. */
+export function requestYaml(kind, model, f, common, defaults = {}, answered = {}, requestSettings = null,
+  settings = { fields: {}, flags: {}, taken: [] }) {
   const L = ["# written by the llmsizer calculator; check it: llmsizer request check FILE; plan it: llmsizer plan FILE",
     "version: 1", `title: ${yq(`${kind === "train" ? "Train" : "Serve"} ${model}`)}`, "jobs:"];
   const res = [];
@@ -126,6 +136,19 @@ export function requestYaml(kind, model, f, common, defaults = {}, answered = {}
       `      context: ${yq(String(f.context || defaults.context))}`);
     if (f.output_tokens) L.push(`      output: ${yq(f.output_tokens)}`);
     if (f.device) res.push(`      device: ${yq(f.device)}`);
+    const es = Object.entries(settings.fields);
+    const value = (v) => (typeof v === "boolean" ? String(v) : yq(v));
+    const taken = es.filter(([k]) => settings.taken.includes(k));
+    if (taken.length) L.push("    engine_settings:", ...taken.map(([k, v]) => `      ${k}: ${value(v)}`));
+    for (const [k, v] of es) {
+      if (k === "fit_target") res.push(`      fit_target: ${yq(v)}`);
+      else if (k === "infer_gpus") res.push(`      count: ${yq(v)}  # GPUs llama.cpp splits the model over`);
+      else if (!settings.taken.includes(k)) {
+        const flag = settings.flags[k] || flagOf(k);
+        L.push(`    # ${v === false ? `--no-${flag.slice(2)}` : flag}${typeof v === "boolean" ? "" : ` ${v}`}: not a `
+          + "request setting (llmsizer infer only)");
+      }
+    }
   }
   if (res.length) L.push("    resources:", ...res);
   return `${L.join("\n")}\n`;
