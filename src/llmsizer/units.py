@@ -52,6 +52,19 @@ _COUNT_SUFFIX: dict[str, float] = {
 _NUM = r"([+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)"  # '4', '4.', '4.5', '.5', '1e3'
 
 
+# thousands separators a number may carry: commas between groups of three digits ('1,048,576', '32,768k'); any other
+# comma ('8,5k', '1,2,3,4') is no separator (a decimal comma or a list) and is refused, not dropped
+_GROUPED = re.compile(r"[+-]?[0-9]{1,3}(?:,[0-9]{3})+(?![0-9,])")
+
+
+def _plain_digits(text: str) -> str:
+    """``text`` without its digit separators: underscores ('1_000') and thousands commas; a comma that does not
+    separate thousands is kept, so the reader's pattern refuses the text ('8,5k' is not 85k)."""
+    s = text.strip().replace("_", "")
+    m = _GROUPED.match(s) if "," in s else None
+    return s if m is None else m.group().replace(",", "") + s[m.end():]
+
+
 # A size written without a unit is bytes; below this many it is refused as a forgotten unit ("--memory 24" is 24
 # bytes, never what anyone means: no device, file or budget llmsizer sizes is under 1 MiB). 0 stays allowed ("none").
 UNITLESS_SIZE_FLOOR = MiB
@@ -161,7 +174,7 @@ def parse_count(text: str | int | float, *, what: str = "count", rng: Range = AM
         if not rng.integral:  # a count field that takes fractions (LoRA alpha): the number, not its whole part
             return check_number(text, what, rng)  # type: ignore[return-value]
         return _checked(text, what, rng, scaled=False)
-    s = str(text).strip().replace("_", "").replace(",", "")
+    s = _plain_digits(str(text))
     m = re.fullmatch(_NUM + r"\s*([kKmMbBtT]?)", s)
     if not m:
         raise InputError(f"{_head(what)}{unreadable(short(text), rng, suffixes=True)}")
@@ -180,7 +193,7 @@ def parse_tokens(text: str | int | float, *, what: str = "context", rng: Range =
     means 1024 and m/M 1024^2. Plain numbers are taken as written."""
     if isinstance(text, (int, float)) and not isinstance(text, bool):
         return parse_count(text, what=what, rng=rng)
-    s = str(text).strip().replace("_", "").replace(",", "")
+    s = _plain_digits(str(text))
     m = re.fullmatch(_NUM + r"\s*([kKmM]?)", s)
     if not m:
         raise InputError(f"{_head(what)}cannot read {short(text)} as a token count; write e.g. '8192', '8k' (= 8192), '128k'")

@@ -41,3 +41,12 @@ def test_the_engine_refusal_names_the_bodys_field(client, route: str) -> None:
     assert r.json()["field"] == "engine" and r.json()["detail"] == str(e.value), r.text
     assert "use engine vllm" in r.json()["detail"] and "--engine" not in r.json()["detail"]
     assert cli_error_line(route, MAMBA, "--engine", "sglang") == str(e.value).replace("use engine", "use --engine")
+
+
+def test_a_comma_is_a_thousands_separator_or_a_400(client) -> None:
+    """tests/consistency/test_thousands_commas.py on the web: '32,768' is 32768; '8,5k' is no number (it was 85k)."""
+    ok = client.post("/api/v1/infer", json={"model": MODEL, "context": "32,768"})
+    plain = client.post("/api/v1/infer", json={"model": MODEL, "context": 32768})
+    assert ok.status_code == plain.status_code == 200 and ok.json() == plain.json()
+    bad = client.post("/api/v1/infer", json={"model": MODEL, "context": "8,5k"})
+    assert bad.status_code == 400 and "cannot read '8,5k'" in bad.text

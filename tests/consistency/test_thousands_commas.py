@@ -1,0 +1,46 @@
+"""A comma in a number is a thousands separator or an error, on every surface. Before, the readers dropped every
+comma: ``--context 8,5k --concurrency 1,5`` sized 87,040 tokens x 15 sequences (exit 0), and a request file's
+``context: {peak: "8,5k"}`` and the web's ``"context": "8,5k"`` the same, while a size ('24,5GiB') was refused
+(new-user probe). Truth: the digit-grouping convention (groups of three digits between commas, as Python's own
+``format(1048576, ',')`` writes them); '8,5' is a decimal comma and '1,2,3,4' a list, neither a number here."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from cli_capture import run, run_json
+from llmsizer import estimate_inference
+from llmsizer.errors import InputError
+from llmsizer.request import load_request
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "request"))
+from helpers import job_yaml  # noqa: E402
+
+MODEL = "qwen2.5-0.5b"
+
+
+@pytest.mark.parametrize("text", ["8,5k", "1,2,3,4", "1,5", "1,0000"])
+def test_a_comma_that_groups_no_thousands_is_refused_everywhere(tmp_path: Path, text: str) -> None:
+    code, _, err = run("infer", MODEL, "--context", text)
+    assert code == 2 and len(err.strip().splitlines()) == 1 and repr(text) in err
+    with pytest.raises(InputError, match="cannot read"):
+        estimate_inference(MODEL, context=text)
+    with pytest.raises(InputError, match="cannot read"):
+        estimate_inference(MODEL, concurrency=text)
+    path = tmp_path / "req.yaml"
+    path.write_text(job_yaml("inference", f"traffic: {{concurrency: {{peak: 2}}, context: {{peak: '{text}'}}}}"),
+                    "utf-8")
+    with pytest.raises(InputError):
+        load_request(path)
+
+
+@pytest.mark.parametrize(("flag", "field", "text", "meant"), [("--context", "context", "32,768", 32768),
+                                                         ("--context", "context", "12,000", 12000),
+                                                         ("--concurrency", "concurrency", "1,024", 1024)])
+def test_thousands_separators_are_read_as_the_number(flag: str, field: str, text: str, meant: int) -> None:
+    assert format(meant, ",") == text  # the grouping Python writes
+    assert run_json("infer", MODEL, flag, text) == run_json("infer", MODEL, flag, str(meant))
+    assert estimate_inference(MODEL, **{field: text}).to_dict() == estimate_inference(MODEL, **{field: meant}).to_dict()
