@@ -183,7 +183,9 @@ def render_markdown(g: dict[str, Any], command: str = GENERATOR) -> str:
               "the 90 % log-normal prediction interval (never narrower than the rows' span), whose coverage rests "
               "on that assumption: its leave-one-out figure is the one to read. The fit verdict decides on the "
               "expected value and names the high end it quotes (the components' or this calibrated one, whichever "
-              "is higher). Tolerances (the *within tolerance* column) "
+              "is higher). Rows of one setup that would decide a band alone are summarised but feed none (the "
+              "Qwen2.5 page's 102 transformers memory rows: `validation_cases.QWEN25_PAGE_NO_BAND`), as CPU training "
+              "rows feed no GPU band. Tolerances (the *within tolerance* column) "
               "are per kind: inference memory 5-15 %, training memory 35 %, decode 25 %, prefill and training "
               "speed 50 %, so a 300 % miss passes none.", "",
               "| kind | engine | band (measured / expected) | rows | inside | inside, leave-one-out |",
