@@ -54,7 +54,7 @@ _NUM = r"([+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)"  # '4', '4.', 
 
 # thousands separators a number may carry: commas between groups of three digits ('1,048,576', '32,768k'); any other
 # comma ('8,5k', '1,2,3,4') is no separator (a decimal comma or a list) and is refused, not dropped
-_GROUPED = re.compile(r"[+-]?[0-9]{1,3}(?:,[0-9]{3})+(?![0-9,])")
+_GROUPED = re.compile(r"[+-]?[1-9][0-9]{0,2}(?:,[0-9]{3})+(?![0-9,])")
 
 
 def _plain_digits(text: str) -> str:

@@ -22,7 +22,7 @@ from helpers import job_yaml  # noqa: E402
 MODEL = "qwen2.5-0.5b"
 
 
-@pytest.mark.parametrize("text", ["8,5k", "1,2,3,4", "1,5", "1,0000"])
+@pytest.mark.parametrize("text", ["8,5k", "1,2,3,4", "1,5", "1,0000", "0,500"])  # 0,500: a decimal comma
 def test_a_comma_that_groups_no_thousands_is_refused_everywhere(tmp_path: Path, text: str) -> None:
     code, _, err = run("infer", MODEL, "--context", text)
     assert code == 2 and len(err.strip().splitlines()) == 1 and repr(text) in err
@@ -44,3 +44,17 @@ def test_thousands_separators_are_read_as_the_number(flag: str, field: str, text
     assert format(meant, ",") == text  # the grouping Python writes
     assert run_json("infer", MODEL, flag, text) == run_json("infer", MODEL, flag, str(meant))
     assert estimate_inference(MODEL, **{field: text}).to_dict() == estimate_inference(MODEL, **{field: meant}).to_dict()
+
+
+def test_a_timeout_reads_seconds_or_a_duration_not_a_count() -> None:
+    """``measure --timeout`` takes seconds: '5m' is no count of 5 x 10^6 seconds (review: the count reader made it
+    that) but a duration whose 'm' could be minutes or months (request/quantities.py parse_duration refuses it);
+    '30 min' is 1800 s, as a request file's durations read."""
+    from llmsizer.cli.common import seconds_arg
+    from llmsizer.numbers import SECONDS
+    from llmsizer.request.quantities import parse_duration
+
+    read = seconds_arg(SECONDS)
+    assert read("1800") == 1800.0 and read("30 min") == parse_duration("30 min") == 1800.0
+    with pytest.raises(Exception, match="minutes or months"):
+        read("5m")

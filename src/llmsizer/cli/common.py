@@ -68,6 +68,19 @@ def float_arg(rng: Range) -> Callable[[str], float]:
     return _argtype(lambda t: float(parse_count(t, what="", rng=rng)), "float", rng)
 
 
+def seconds_arg(rng: Range) -> Callable[[str], float]:
+    """argparse type: seconds, a plain number ('1800') or a duration with its unit ('30 min', '2h': the request
+    file's reader, request/quantities.py parse_duration); a count's suffix is no unit of time ('5m' is not 5 x 10^6
+    seconds, nor 5 minutes: 'm' could be months, and parse_duration says so)."""
+    def read(text: str) -> float:
+        s = text.strip()
+        if s[-1:].isalpha():
+            from ..request.quantities import parse_duration
+            return float(check_number(parse_duration(s), "", rng))
+        return float(parse_count(s, what="", rng=rng))
+    return _argtype(read, "seconds", rng)
+
+
 def bytes_in(rng: Range) -> Callable[[str], int]:
     """argparse type: a size ('24GiB', '80GB') in ``rng``."""
     return _argtype(lambda t: parse_bytes(t, what="", rng=rng), "size", rng)

@@ -11,7 +11,7 @@ from ..render.safe import say
 from ..specs.training import OPTIMIZERS
 from ..specs.workload import OUTPUT_TOKENS
 from .commands import COMMAND_HELP
-from .common import bytes_arg, count_in, emit_json, float_arg, int_arg, needs_subcommand, tokens_arg, tokens_in
+from .common import bytes_arg, count_in, emit_json, int_arg, needs_subcommand, seconds_arg, tokens_arg, tokens_in
 
 EPILOG = """examples:
   llmsizer measure infer qwen2.5-0.5b --context 4096 --concurrency 4
@@ -37,7 +37,8 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--memory-cap", type=bytes_arg, help="memory the run may use, e.g. 8GiB (CUDA: per-process "
                    "fraction; CPU: data-segment limit)")
     p.add_argument("--random-weights", action="store_true", help="random weights even for a folder with weights")
-    p.add_argument("--timeout", type=float_arg(SECONDS), default=1800.0, help="seconds before the run is killed (default 1800)")
+    p.add_argument("--timeout", type=seconds_arg(SECONDS), default=1800.0,
+                   help="seconds before the run is killed, or a duration ('30 min', '2h') (default 1800)")
     p.add_argument("--store", help="results store (SQLite) to append to (default ~/.cache/llmsizer/results.sqlite)")
     p.add_argument("--no-store", action="store_true", help="do not append the result to the store")
     p.add_argument("--jsonl", help="also append the record to this JSON-lines file")
