@@ -352,22 +352,26 @@ def best_option_on(model: ModelSpec | str, hardware: str | Device | Instance, co
     return opt
 
 
-def _search_constraints(fields: dict[str, Any], c: Constraints) -> Constraints:
+def _search_constraints(fields: dict[str, Any], c: Constraints, training: bool = False) -> Constraints:
     """The workload keywords a search cannot take as fit takes them, settled once, up front (bad input: one line,
     exit 2). ``headroom`` is the Constraints' (``recommend --headroom``): a keyword ``headroom=0.2`` (or '20%', read
-    as ``--headroom`` reads it) is taken as it, refused only when ``constraints`` gives another. ``device`` and
-    ``memory`` are each candidate's (the search ranges over the catalog's devices, each with its kind and memory; the
-    CLI's ``recommend`` has neither flag): refused with a line naming ``fit``, which sizes one device. ``fields`` loses
-    the headroom; returns the constraints searched with."""
-    if fields.get("device") is not None:
-        d = fields["device"]
-        raise InputError(f"device {d!r}: recommend searches every device in the catalog (each candidate brings "
-                         f"its own device and kind); to size one device use fit(model, {d!r}) (llmsizer fit "
-                         f"--device {d})")
+    as ``--headroom`` reads it) is taken as it, refused only when ``constraints`` gives another. ``device``,
+    ``gpu_runtime`` and ``memory`` are each candidate's (the search ranges over the catalog's devices, each with its
+    kind, runtime and memory; the CLI's ``recommend`` has none of these flags): refused with a line naming the fit
+    that sizes one device (``fit_training`` for a training search). ``fields`` loses the headroom; returns the
+    constraints searched with."""
+    fit_call, fit_cli = ("fit_training", "llmsizer fit --train") if training else ("fit", "llmsizer fit")
+    for name in ("device", "gpu_runtime"):
+        if fields.get(name) is not None:
+            v = fields[name]
+            raise InputError(f"{name} {v!r}: recommend searches every device in the catalog (each candidate brings "
+                             f"its own device kind and runtime); to size one device use {fit_call}(model, DEVICE) "
+                             f"({fit_cli} --device DEVICE)")
     if fields.get("memory") is not None:
-        raise InputError("memory: recommend searches every device in the catalog, each with its own memory; to "
-                         "size one device with a memory you give use fit(model, device, memory=...) (llmsizer fit "
-                         "--device NAME --memory SIZE), or add the device to a hardware file (--hardware-file)")
+        raise InputError(f"memory: recommend searches every device in the catalog, each with its own memory; to "
+                         f"size one device with a memory you give use {fit_call}(model, device, memory=...) "
+                         f"({fit_cli} --device NAME --memory SIZE), or add the device to a hardware file "
+                         "(--hardware-file)")
     if fields.get("headroom") is None:
         fields.pop("headroom", None)
         return c
@@ -738,7 +742,7 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
     refuse_unmodelled(spec, training=True)
     tokens = read_number(tokens, "tokens", TRAIN_TOKENS)  # the range and line of `--tokens` (fit_training's)
     wl = {**(training_fields or {}), **{k: v for k, v in fields.items() if v is not None}}
-    c = _search_constraints(wl, (constraints or Constraints()).for_mode("training"))
+    c = _search_constraints(wl, (constraints or Constraints()).for_mode("training"), training=True)
     training_fields = wl
     cat = catalog or load_catalog(hardware_files)
     # the run's settings, checked once (bad input: exit 2), and its FLOPs per token as the duration counts them

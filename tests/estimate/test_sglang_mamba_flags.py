@@ -269,3 +269,19 @@ def test_python_reads_the_ratio_as_text_as_the_flag_does():
         QWEN, engine="sglang", memory=H200, weights="fp8", mamba_full_memory_ratio=0.25
     )
     assert as_text.details["max_mamba_cache_size"] == as_number.details["max_mamba_cache_size"] > 0
+
+
+@pytest.mark.parametrize("size", [1, 2])
+def test_a_size_below_the_requests_ratio_runs_nothing_and_is_refused(size):
+    """kv_cache_configurator.py:3135-3150 (sglang 0.5.23): max_running_requests <= max_mamba_cache_size // 3
+    (MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO = 3), so a stated size of 1 or 2 runs no request on any memory: bad
+    input, not 'does not fit; more memory or a smaller format' (review)."""
+    assert size // 3 == 0
+    with pytest.raises(InputError, match=r"max_mamba_cache_size \d runs no request.*give at least 3"):
+        llmsizer.estimate_inference(QWEN, engine="sglang", memory=H200, weights="fp8", max_mamba_cache_size=size)
+    out = run_cli("fit", QWEN, "--device", "h200", "--engine", "sglang", "--weights", "fp8",
+                  "--max-mamba-cache-size", str(size))
+    assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1
+    assert "--max-mamba-cache-size" in out.stderr and "give at least 3" in out.stderr
+    ok = llmsizer.estimate_inference(QWEN, engine="sglang", memory=H200, weights="fp8", max_mamba_cache_size=3)
+    assert ok.details["max_running_requests"] == 1  # 3 // 3

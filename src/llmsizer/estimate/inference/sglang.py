@@ -263,6 +263,12 @@ def refuse_mamba_settings(ctx: Context) -> None:
         raise FieldError(given[0], also=tuple(given[1:]), message=(
             f"{' and '.join(given)} size{'s' if len(given) == 1 else ''} SGLang's recurrent-state pool (MambaPool); "
             f"{spec.name} has no recurrent (Mamba / linear-attention) layers"))
+    k, ratio = w.max_mamba_cache_size, E.SGLANG_MAMBA_REQUESTS_RATIO
+    if k is not None and k < ratio:  # eq. (4b): K // 3 running requests, whatever the memory: nothing would run
+        raise FieldError("max_mamba_cache_size", (
+            f"max_mamba_cache_size {k} runs no request: SGLang runs at most max_mamba_cache_size // {ratio} = "
+            f"{k // ratio} (MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO, kv_cache_configurator.py:3135-3150); give "
+            f"at least {ratio}"))
 
 
 def _radix_note() -> Any:
