@@ -9,6 +9,8 @@ derivation (or rows that change) fails here.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from llmsizer.catalog.hardware import builtin_catalog
@@ -305,10 +307,13 @@ def test_unfused_attention_applies_without_flash_attention_only():
     assert E.llamacpp_unfused_attention("gguf:q4_k_m", "cpu", "AMD") is None
     assert E.llamacpp_unfused_attention("bf16", "gpu", "NVIDIA") is None
     assert E.llamacpp_unfused_attention("gguf:f16", "apple", "Apple") == (E.LLAMACPP_UNFUSED_ATTENTION_WORK_APPLE, "fp16")
-    # a GPU without a sourced tensor rate (the RTX 5050: not in the RTX Blackwell whitepaper tables, catalog fp16
-    # null): the term is not applied, and the estimate says so
-    assert cat["rtx-5050"].peak_flops("fp16_acc16")[0] is None
-    bare = estimate_speed(spec, cat["rtx-5050"], weights_format="gguf:q4_k_m", prompt_tokens=4096,
+    # a GPU without a sourced tensor rate (an RTX 5050 with its tensor rows taken out, as a user hardware file
+    # without them reads; the catalog's card now has rates derived per SM): the term is not applied, and the
+    # estimate says so
+    card = cat["rtx-5050"]
+    no_tensor = replace(card, flops={k: v for k, v in card.flops.items() if k == "fp32"})
+    assert no_tensor.peak_flops("fp16_acc16")[0] is None
+    bare = estimate_speed(spec, no_tensor, weights_format="gguf:q4_k_m", prompt_tokens=4096,
                           output_tokens=2, kv_dtype="fp16", flash_attention=False)
     assert bare.decode is not None and bare.decode.attention_seconds == 0.0
     assert any("eq. 13 not applied" in w_ for w_ in bare.warnings)
