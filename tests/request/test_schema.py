@@ -101,3 +101,18 @@ def test_template_conforms_and_bad_requests_do_not():
     bad = {"jobs": [{"name": "x", "kind": "inference", "model": {"name": "m"}, "trafic": {}}]}
     assert _errors(bad, s, s)
     assert _errors({"titel": "x", "jobs": []}, s, s)
+
+
+def test_what_the_reader_reads_as_text_the_schema_allows(tmp_path):
+    """A number field's text ('1.5k', '0.5') is read by the request reader as the CLI reads it (units.parse_count):
+    the published schema must not reject a file the reader accepts (review: peft.alpha '1.5k' passed `request
+    check` and failed the schema)."""
+    from llmsizer.request import load_request
+
+    body = ("version: 1\njobs:\n  - name: ft\n    kind: training\n    model: {name: qwen2.5-0.5b}\n"
+            "    method: lora\n    dataset: {tokens: 10M tokens}\n    peft: {alpha: '1.5k'}\n")
+    path = tmp_path / "r.yaml"
+    path.write_text(body, "utf-8")
+    assert load_request(path).jobs[0].peft.alpha == 1500
+    s = json_schema()
+    assert _errors(_as_json(yaml.safe_load(body)), s, s) == []

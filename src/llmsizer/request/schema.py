@@ -21,7 +21,7 @@ _SCALAR: dict[str, dict[str, Any]] = {
     "str": {"type": "string", "minLength": 1},
     "name": {"type": "string", "pattern": "^[A-Za-z0-9][A-Za-z0-9_.-]*$"},
     "int": {"type": ["integer", "string"]},
-    "number": {"type": "number"},
+    "number": {"type": ["number", "string"]},  # text read as the CLI reads it (units.parse_count: "1.5k")
     "bool": {"type": "boolean"},
     "size": {"type": ["string", "integer"]},
     "count": {"type": ["string", "integer"]},
