@@ -123,7 +123,7 @@ def test_a_size_whose_pool_leaves_no_token_pool_does_not_fit():
     rest = int(est.details["mem_fraction_static"] * (H200 - 500 * MiB)) - est.item("weights").bytes
     assert 1001 * per_req > rest
     assert est.details["max_total_num_tokens"] == 0 and est.details["fits"] is False
-    assert "lower --max-mamba-cache-size" in est.details["sglang_no_pool"]
+    assert "lower max_mamba_cache_size" in est.details["sglang_no_pool"]  # the field: a request file gives no flag
 
 
 # ------------------------------------------------------------------ one answer on every surface

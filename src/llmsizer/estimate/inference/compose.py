@@ -345,8 +345,8 @@ def _estimate(spec: ModelSpec, w: InferenceWorkload) -> Estimate:
         if w.engine == "sglang":
             acc.warnings.append("SGLang keeps the recurrent state in a separate per-request pool (MambaPool, "
                                 "recurrent_state_pool) "
-                                + ("of the --max-mamba-cache-size given" if w.max_mamba_cache_size is not None
-                                   else "split off the token pool by --mamba-full-memory-ratio")
+                                + ("of the max_mamba_cache_size given" if w.max_mamba_cache_size is not None
+                                   else "split off the token pool by SGLang's mamba_full_memory_ratio")
                                 + "; speculative decoding's intermediate states are not modelled")
     if spec.is_moe:
         acc.warnings.append("MoE: every expert must be resident in memory; only compute scales with active parameters")

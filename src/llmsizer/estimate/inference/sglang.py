@@ -212,7 +212,7 @@ def compose_sglang(ctx: Context) -> None:
             f"token pool after {format_bytes(ctx.wb.total)} of weights"
             + (f" and {format_bytes(mamba[1])} of recurrent-state pool" if mamba is not None else "")
             + " (\"Loaded weights leave no GPU memory for the KV cache\", kv_cache_configurator.py:3039-3058); raise "
-            "--mem-fraction-static" + (", lower --max-mamba-cache-size" if mamba is not None
+            "mem_fraction_static" + (", lower max_mamba_cache_size" if mamba is not None
                                        and w.max_mamba_cache_size is not None else "")
             + " or use more memory")
     elif fits_one < 1:
