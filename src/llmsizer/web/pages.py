@@ -119,11 +119,28 @@ NOT_A_SETTING = {"tied": "a manual model's field (with --params, --layers ...): 
 _DEFAULT = re.compile(r"\(default:? ([^()]*(?:\([^()]*\)[^()]*)*)\)|default: ([^()]*)$")
 
 
-def _train_parser() -> argparse.ArgumentParser:
-    """The parser of ``llmsizer train``: the one home of each training flag, its choices and its help."""
-    top = build_parser(["train"])
+def _command_parser(command: str) -> argparse.ArgumentParser:
+    """The parser of ``llmsizer COMMAND``: the one home of each of its flags, their choices and their help."""
+    top = build_parser([command])
     sub = next(a for a in top._actions if isinstance(a, argparse._SubParsersAction))
-    return sub.choices["train"]
+    return sub.choices[command]
+
+
+def _train_parser() -> argparse.ArgumentParser:
+    return _command_parser("train")
+
+
+def _options(choices: Any) -> str:
+    """The <option>s of a select offering ``choices`` (after its empty default option)."""
+    return "".join(f'<option value="{html.escape(str(c))}">{html.escape(str(c))}</option>' for c in choices)
+
+
+def _details(sid: str, summary: str, legend: str, rows: list[str]) -> str:
+    """A collapsed <details> section of generated form ``rows`` (closed by default; ``summary`` is HTML)."""
+    body = "\n".join(f"      {r}" for r in rows)
+    return (f'    <details id="{sid}">\n      <summary>{summary} <span id="{sid}-set"></span></summary>\n'
+            f'      <fieldset>\n      <legend class="sr-only">{legend}</legend>\n{body}\n      </fieldset>\n'
+            "    </details>")
 
 
 def closed_choice(action: argparse.Action) -> bool:
@@ -169,15 +186,10 @@ def train_advanced(names_on_page: set[str]) -> tuple[list[argparse.Action], str]
             rows.append(f'<div class="field check">{label}<span><input type="checkbox" id="{name}" name="{name}"'
                         f"{described}>{note}</span></div>")
             continue
-        options = "".join(f'<option value="{html.escape(str(c))}">{html.escape(str(c))}</option>' for c in a.choices)
         rows.append(f'<div class="field">{label}<select id="{name}" name="{name}"{described}><option value="">'
-                    f"{html.escape(default_text(name, text))}</option>{options}</select>{hint}</div>")
-    body = "\n".join(f"      {r}" for r in rows)
-    section = ('    <details id="train-advanced">\n'
-               f'      <summary>Advanced: {len(actions)} more <code>llmsizer train</code> settings (empty: the CLI\'s '
-               'default) <span id="train-advanced-set"></span></summary>\n'
-               '      <fieldset>\n      <legend class="sr-only">Advanced training settings</legend>\n'
-               f"{body}\n      </fieldset>\n    </details>")
+                    f"{html.escape(default_text(name, text))}</option>{_options(a.choices)}</select>{hint}</div>")
+    section = _details("train-advanced", f"Advanced: {len(actions)} more <code>llmsizer train</code> settings "
+                       "(empty: the CLI's default)", "Advanced training settings", rows)
     return actions, section
 
 
@@ -193,10 +205,7 @@ SERVE_FORM_NAME = {"gpus": "infer_gpus"}
 
 
 def _infer_parser() -> argparse.ArgumentParser:
-    """The parser of ``llmsizer infer``: the one home of each serving flag, its choices and its help."""
-    top = build_parser(["infer"])
-    sub = next(a for a in top._actions if isinstance(a, argparse._SubParsersAction))
-    return sub.choices["infer"]
+    return _command_parser("infer")
 
 
 def engine_settings(names_on_page: set[str]) -> tuple[list[argparse.Action], str]:
@@ -241,18 +250,12 @@ def engine_settings(names_on_page: set[str]) -> tuple[list[argparse.Action], str
                         f"{html.escape(default_text(name, text))}</option>{options}</select>{hint}</div>")
             continue
         if a.choices is not None:
-            options = "".join(f'<option value="{html.escape(str(c))}">{html.escape(str(c))}</option>'
-                              for c in a.choices)
             rows.append(div.format(cls="") + f'{label}<select {attrs}><option value="">'
-                        f"{html.escape(default_text(name, text))}</option>{options}</select>{hint}</div>")
+                        f"{html.escape(default_text(name, text))}</option>{_options(a.choices)}</select>{hint}</div>")
             continue
         rows.append(div.format(cls="") + f'{label}<input type="text" {attrs} spellcheck="false">{hint}</div>')
-    body = "\n".join(f"      {r}" for r in rows)
-    section = ('    <details id="engine-settings">\n'
-               f"      <summary>Engine settings: {len(actions)} <code>llmsizer infer</code> engine flags (empty: the "
-               'engine\'s default; shown for the engine chosen) <span id="engine-settings-set"></span></summary>\n'
-               '      <fieldset>\n      <legend class="sr-only">Engine settings</legend>\n'
-               f"{body}\n      </fieldset>\n    </details>")
+    section = _details("engine-settings", f"Engine settings: {len(actions)} <code>llmsizer infer</code> engine flags "
+                       "(empty: the engine's default; shown for the engine chosen)", "Engine settings", rows)
     return actions, section
 
 

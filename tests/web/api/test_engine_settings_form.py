@@ -16,9 +16,8 @@ from html.parser import HTMLParser
 from typing import Any
 
 import pytest
-from web_api_helpers import run_cli_json
+from web_api_helpers import command_flags, fed_page, run_cli_json
 
-from llmsizer.cli.main import build_parser
 from llmsizer.specs.workload import ENGINE_SETTINGS
 
 pytest.importorskip("httpx")
@@ -69,18 +68,12 @@ class _Form(HTMLParser):
 
 
 def _infer_actions() -> dict[str, argparse.Action]:
-    """The flags of `infer` as the CLI parses them (the whole CLI's parser), by dest."""
-    p = build_parser(all_commands=True)
-    sub = next(a for a in p._actions if isinstance(a, argparse._SubParsersAction))
-    return {a.dest: a for a in sub.choices["infer"]._actions if a.option_strings}
+    """The flags of `infer` as the CLI parses them, by dest."""
+    return {a.dest: a for a in command_flags("infer")}
 
 
 def _form(client) -> _Form:
-    page = client.get("/")
-    assert page.status_code == 200
-    f = _Form()
-    f.feed(page.text)
-    return f
+    return fed_page(client, _Form())
 
 
 def test_every_engine_setting_is_a_control_of_the_serving_tab(client) -> None:

@@ -18,7 +18,7 @@ from html.parser import HTMLParser
 from typing import Any
 
 import pytest
-from web_api_helpers import run_cli_json
+from web_api_helpers import command_flags, fed_page, run_cli_json
 
 from llmsizer.cli.main import build_parser
 
@@ -81,9 +81,7 @@ class _Form(HTMLParser):
 
 def _train_actions() -> list[argparse.Action]:
     """The flags of `train` as the CLI parses them (the whole CLI's parser, build_parser(all_commands=True))."""
-    p = build_parser(all_commands=True)
-    sub = next(a for a in p._actions if isinstance(a, argparse._SubParsersAction))
-    return [a for a in sub.choices["train"]._actions if a.option_strings]
+    return command_flags("train")
 
 
 def _closed(a: argparse.Action) -> bool:
@@ -91,11 +89,7 @@ def _closed(a: argparse.Action) -> bool:
 
 
 def _form(client) -> _Form:
-    page = client.get("/")
-    assert page.status_code == 200
-    f = _Form()
-    f.feed(page.text)
-    return f
+    return fed_page(client, _Form())
 
 
 def test_every_closed_choice_flag_of_train_is_on_the_training_tab(client) -> None:

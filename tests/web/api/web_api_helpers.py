@@ -27,3 +27,22 @@ def cli_error_line(*args: str) -> str:
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in done.stderr, done.stderr
     return lines[0].removeprefix("llmsizer: error: ")
+
+
+def command_flags(command: str) -> list:
+    """The flag actions of ``llmsizer COMMAND`` as the CLI parses them (the whole CLI's parser)."""
+    import argparse
+
+    from llmsizer.cli.main import build_parser
+
+    p = build_parser(all_commands=True)
+    sub = next(a for a in p._actions if isinstance(a, argparse._SubParsersAction))
+    return [a for a in sub.choices[command]._actions if a.option_strings]
+
+
+def fed_page(client, parser):
+    """``parser`` (an html.parser.HTMLParser) fed the calculator page as the web app serves it."""
+    page = client.get("/")
+    assert page.status_code == 200
+    parser.feed(page.text)
+    return parser
