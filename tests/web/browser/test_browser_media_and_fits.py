@@ -80,7 +80,7 @@ def test_what_fits_my_machine_is_models_fits_on(page: Page, server: str, shots: 
     page.wait_for_url("**/fits*")
     page.wait_for_selector("body[data-ready='1']")
     page.get_by_label("Device or instance").fill("rtx-4090")
-    page.get_by_label("Context").fill("8k")
+    page.get_by_label("Context", exact=True).fill("8k")
     page.get_by_label("Concurrency").fill("2")
     want = cli("models", "--fits-on", "rtx-4090", "--context", "8k", "--concurrency", "2")
     n = sum(m["status"] == "meets" for m in want["models"])

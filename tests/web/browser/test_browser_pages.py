@@ -102,14 +102,14 @@ def test_type_a_model_change_the_context_and_equal_the_api_and_the_cli(page: Pag
     model = page.get_by_label("Model", exact=True)
     model.fill("")
     model.press_sequentially("qwen2.5-7b")
-    page.get_by_label("Context").fill("4k")
+    page.get_by_label("Context", exact=True).fill("4k")
     args = ["--memory", "24GiB", "--max-context", "--max-concurrency"]
     at4k = cli("infer", "qwen2.5-7b", "--context", "4k", *args)
     wait_attr(page, "#total", "bytes", at4k["totals"]["device"]["bytes"], "total at 4k")
     assert page.locator("#total").inner_text() == cli_total_text(cli("infer", "qwen2.5-7b", "--context", "4k", *args,
                                                                          json_out=False))
 
-    page.get_by_label("Context").fill("32k")
+    page.get_by_label("Context", exact=True).fill("32k")
     at32k = cli("infer", "qwen2.5-7b", "--context", "32k", *args)
     assert at32k["totals"]["device"]["bytes"] != at4k["totals"]["device"]["bytes"]
     wait_attr(page, "#total", "bytes", at32k["totals"]["device"]["bytes"], "total at 32k")
@@ -199,17 +199,17 @@ def test_bad_input_shows_the_cli_message_at_its_field_and_the_yaml_is_a_valid_re
     ready(page, "/?model=llama-3.1-8b&context=8k&memory=24GiB")
     wait_attr(page, "#total", "bytes", cli("infer", "llama-3.1-8b", "--context", "8k", "--memory", "24GiB")["totals"]
               ["device"]["bytes"], "the first answer")
-    page.get_by_label("Context").fill("-5")
+    page.get_by_label("Context", exact=True).fill("-5")
     r = subprocess.run([sys.executable, "-m", "llmsizer.cli.main", "infer", "llama-3.1-8b", "--context=-5"],
                        env=cli_env(), capture_output=True, text=True, timeout=60)
     assert r.returncode == 2
     message = r.stderr.strip().removeprefix("llmsizer: error: ")
     page.wait_for_selector("#problem:not([hidden])")
     assert page.locator("#problem").inner_text() == message
-    assert page.get_by_label("Context").get_attribute("aria-invalid") == "true"
-    page.get_by_label("Context").fill("16k")
+    assert page.get_by_label("Context", exact=True).get_attribute("aria-invalid") == "true"
+    page.get_by_label("Context", exact=True).fill("16k")
     page.wait_for_selector("#problem", state="hidden")
-    assert page.get_by_label("Context").get_attribute("aria-invalid") is None
+    assert page.get_by_label("Context", exact=True).get_attribute("aria-invalid") is None
 
     page.get_by_label("Weight format").fill("q4_k_m")
     page.get_by_label("Engine").select_option("llamacpp")
