@@ -375,10 +375,10 @@ def _search_constraints(fields: dict[str, Any], c: Constraints, training: bool =
     if fields.get("headroom") is None:
         fields.pop("headroom", None)
         return c
-    hr = check_headroom(fields.pop("headroom"))  # the range and reader of --headroom
-    if c.headroom is not None and check_headroom(c.headroom) != hr:
-        raise InputError(f"headroom given twice: {hr:g} as a keyword and {check_headroom(c.headroom):g} in "
-                         "constraints=; give it once")
+    hr = check_headroom(fields.pop("headroom"))  # the range and reader of --headroom (Constraints' is read already)
+    if c.headroom is not None and c.headroom != hr:
+        raise InputError(f"headroom given twice: {hr:g} as a keyword and {c.headroom:g} in constraints=; give it "
+                         "once")
     return dataclasses.replace(c, headroom=hr)
 
 

@@ -149,6 +149,7 @@ def hardware_decides(device: Device, fields: dict[str, Any]) -> None:
             raise InputError(f"{k} {given!r}: fit sizes the hardware it is given ({device.id}: {k} {v!r}; fit "
                              f"--device on the command line), so {k} follows from it; drop {k}=")
 
+
 def gpu_runtime(device: Device) -> str:
     """The runtime a device's memory is driven by (specs/workload.py GPU_RUNTIMES): 'metal' on an Apple chip, 'xla'
     on a TPU, 'hpu' on an Intel Gaudi, 'rocm' on an AMD GPU, else 'cuda' (NVIDIA, and any device of a hardware file
