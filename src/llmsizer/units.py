@@ -57,7 +57,7 @@ _NUM = r"([+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)"  # '4', '4.', 
 _GROUPED = re.compile(r"[+-]?[1-9][0-9]{0,2}(?:,[0-9]{3})+(?![0-9,])")
 
 
-def _plain_digits(text: str) -> str:
+def plain_digits(text: str) -> str:
     """``text`` without its digit separators: underscores ('1_000') and thousands commas; a comma that does not
     separate thousands is kept, so the reader's pattern refuses the text ('8,5k' is not 85k)."""
     s = text.strip().replace("_", "")
@@ -174,7 +174,7 @@ def parse_count(text: str | int | float, *, what: str = "count", rng: Range = AM
         if not rng.integral:  # a count field that takes fractions (LoRA alpha): the number, not its whole part
             return check_number(text, what, rng)  # type: ignore[return-value]
         return _checked(text, what, rng, scaled=False)
-    s = _plain_digits(str(text))
+    s = plain_digits(str(text))
     m = re.fullmatch(_NUM + r"\s*([kKmMbBtT]?)", s)
     if not m:
         raise InputError(f"{_head(what)}{unreadable(short(text), rng, suffixes=True)}")
@@ -193,7 +193,7 @@ def parse_tokens(text: str | int | float, *, what: str = "context", rng: Range =
     means 1024 and m/M 1024^2. Plain numbers are taken as written."""
     if isinstance(text, (int, float)) and not isinstance(text, bool):
         return parse_count(text, what=what, rng=rng)
-    s = _plain_digits(str(text))
+    s = plain_digits(str(text))
     m = re.fullmatch(_NUM + r"\s*([kKmM]?)", s)
     if not m:
         raise InputError(f"{_head(what)}cannot read {short(text)} as a token count; write e.g. '8192', '8k' (= 8192), '128k'")

@@ -58,3 +58,24 @@ def test_a_timeout_reads_seconds_or_a_duration_not_a_count() -> None:
     assert read("1800") == 1800.0 and read("30 min") == parse_duration("30 min") == 1800.0
     with pytest.raises(Exception, match="minutes or months"):
         read("5m")
+
+
+@pytest.mark.parametrize(("text", "meant"), [("$1,200", 1200.0), ("$1,2", None), ("$0,5", None)])
+def test_money_reads_commas_by_the_same_rule(text: str, meant: float | None) -> None:
+    """A request file's amounts (request/quantities.py) read digit separators by the counts' rule: '$1,2' was $12."""
+    from llmsizer.request.quantities import parse_money
+
+    if meant is None:
+        with pytest.raises(InputError, match="comma separates thousands only"):
+            parse_money(text)
+    else:
+        assert parse_money(text) == meant
+
+
+def test_durations_read_commas_by_the_same_rule() -> None:
+    """'1,5 days' was 15 days; '1,000 hours' stays 1000 hours (3.6 x 10^6 s, 3600 s per hour)."""
+    from llmsizer.request.quantities import parse_duration
+
+    with pytest.raises(InputError, match="comma separates thousands only"):
+        parse_duration("1,5 days")
+    assert parse_duration("1,000 hours") == 1000 * 3600

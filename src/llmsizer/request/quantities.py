@@ -32,7 +32,7 @@ from ..numbers import (
     check_number,
     unreadable,
 )
-from ..units import HOURS_PER_MONTH, parse_bytes, parse_count, parse_tokens, size_unit_hint
+from ..units import HOURS_PER_MONTH, parse_bytes, parse_count, parse_tokens, plain_digits, size_unit_hint
 from ..units import parse_share as parse_share  # the one share reader (units.py), read here by request fields
 
 HOURS_PER_YEAR = 8760.0
@@ -67,7 +67,13 @@ _CURRENCY = re.compile(r"\b(EUR|GBP|JPY|CNY|RMB|CHF|CAD|AUD|INR|KRW|SGD|HKD|TWD)
 
 
 def _number(text: str) -> float:
-    return float(text.replace("_", "").replace(",", ""))
+    """The number of a quantity's text, its separators read by units.plain_digits (the counts' and token lengths'
+    rule): a comma between thousands only ('$1,200'); '1,5 days' or '$1,2' (a decimal comma) is refused, not 15."""
+    s = plain_digits(text)
+    if "," in s:
+        raise InputError(f"cannot read {short(text)} as a number: a comma separates thousands only (1,200); write "
+                         "a decimal point (1.5)")
+    return float(s)
 
 
 def _strip_word(text: str, words: tuple[str, ...]) -> str:
