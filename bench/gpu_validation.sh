@@ -8,7 +8,8 @@
 #   bash bench/gpu_validation.sh --wheels   # here, before a device call: the wheels its offline image lacks, into .whl/
 #
 # Environment: PYTHON (interpreter to start from), LLMSIZER_GPU_VENV (default .venv-gpu), LLMSIZER_GPU_TOTAL
-# (seconds for set-up + matrix, default 450), LLMSIZER_CASE_TIMEOUT (seconds per case, default 150).
+# (seconds for set-up + matrix, default 450), LLMSIZER_CASE_TIMEOUT (seconds per case, default 150), LLMSIZER_GPU_FROM
+# (first case to run, default 1: a second device call resumes the matrix where the first call's budget ran out).
 #
 # Robustness: each case runs in its own process (`python -m llmsizer.cli.main measure ...`, which itself measures in a
 # child process) under a timeout; a case that fails, runs out of memory or times out is recorded as such and the
@@ -122,7 +123,7 @@ OUTFILE="$DEST_DIR/gpu-$DEVICE_SLUG-$(date -u +%Y-%m-%d).jsonl"
 # 3a. The eager loss's hole in the caching allocator's pool (formulas/loss_allocations.py, bench/gpu_loss_hole.py):
 # torchtitan's loss lines under expandable segments, max reserved - max allocated beside llmsizer's replay; < 30 s,
 # before the matrix, so its time comes off the matrix's budget.
-if [ "$SMOKE" = 0 ]; then
+if [ "$SMOKE" = 0 ] && [ "${LLMSIZER_GPU_FROM:-1}" = 1 ]; then
   timeout 120 "$PY" "$ROOT/bench/gpu_loss_hole.py" >&2 || log "gpu_loss_hole.py failed (rc $?)"
 fi
 SETUP_SECONDS=$(( $(date +%s) - T0 ))
@@ -192,7 +193,10 @@ def failure(case, status, error):
 start = time.monotonic()
 spent_setup = float(os.environ.get("SETUP_SECONDS", "0"))
 done = []
+FROM = int(os.environ.get("LLMSIZER_GPU_FROM", "1"))  # a second call resumes where the first one's budget ran out
 for n, case in enumerate(CASES, 1):
+    if n < FROM:
+        continue
     elapsed = time.monotonic() - start
     if elapsed + 20 > BUDGET:
         failure(case, "skipped", f"time budget of {BUDGET:.0f} s used up after {elapsed:.0f} s")
