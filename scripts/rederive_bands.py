@@ -13,26 +13,32 @@ from __future__ import annotations
 from pathlib import Path
 
 from llmsizer.estimate import ranges as R
-from llmsizer.validation_cases import band_rows, repo_cases
+from llmsizer.validation_cases import band_of, band_rows, repo_cases, setup_of
 
-Derived = dict[tuple[str, str], tuple[float, float, int, tuple[str, ...]]]
+Derived = dict[tuple[str, str], tuple[float, float, int, int, tuple[str, ...]]]
 
 
 def derived() -> Derived:
-    """(kind, engine) -> (low, high, rows, devices) as estimate/ranges.py states them, from the rows at this commit
-    (devices: the catalog devices of the rows where every row names one, the serving engines' rows)."""
+    """(kind, engine) -> (low, high, rows, setups, devices) as estimate/ranges.py states them, from the rows at this
+    commit (``validation_cases.band_of``: each setup weighing as one; devices: the catalog devices of the rows where
+    every row names one, the serving engines' rows)."""
     out = {}
     for (kind, engine), rows in sorted(band_rows(repo_cases()).items()):
-        lo, hi = R.stated(*R.band_around_expected([c.measured / c.predicted for c in rows]))
+        lo, hi = band_of(rows)
         devices = tuple(sorted({c.device for c in rows})) if all(c.device for c in rows) else ()
-        out[(kind, engine)] = (lo, hi, len(rows), devices)
+        out[(kind, engine)] = (lo, hi, len(rows), len({setup_of(c) for c in rows}), devices)
     return out
+
+
+def stated_bands() -> Derived:
+    """The bands estimate/ranges.py states now, in ``derived``'s form."""
+    return {k: (b.low, b.high, b.rows, b.setups, b.devices) for k, b in R.BANDS.items()}
 
 
 def lines(bands: Derived) -> list[str]:
     out = []
-    for (k, e), (lo, hi, n, d) in bands.items():
-        head = f'_add("{k}", "{e}", {lo:.4f}, {hi:.4f}, {n}'
+    for (k, e), (lo, hi, n, s, d) in bands.items():
+        head = f'_add("{k}", "{e}", {lo:.4f}, {hi:.4f}, {n}, {s}'
         tail = f", {d!r})" if d else ")"
         out.append(head + tail if len(head + tail) <= 120 else head + ",\n     " + tail[2:])
     return out
@@ -41,15 +47,15 @@ def lines(bands: Derived) -> list[str]:
 def main() -> bool:
     """Rewrite ranges.py (and the loaded BANDS) when they differ from the rows; True when something changed."""
     bands = derived()
-    if {k: (b.low, b.high, b.rows, b.devices) for k, b in R.BANDS.items()} == bands:
+    if stated_bands() == bands:
         return False
     path = Path(R.__file__)
     text = path.read_text(encoding="utf-8")
     start, end = text.index('_add("'), text.index("\n\n\ndef band_for")
     path.write_text(text[:start] + "\n".join(lines(bands)) + text[end:], encoding="utf-8")
     R.BANDS.clear()
-    for (k, e), (lo, hi, n, d) in bands.items():
-        R.BANDS[(k, e)] = R.Band(k, e, lo, hi, n, d)
+    for (k, e), (lo, hi, n, s, d) in bands.items():
+        R.BANDS[(k, e)] = R.Band(k, e, lo, hi, n, d, s)
     print("\n".join(lines(bands)))
     return True
 

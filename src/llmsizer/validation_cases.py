@@ -88,8 +88,9 @@ class Case:
     # (estimate/ranges.py serving_scope); '' elsewhere
     engine_version: str = ""
     device: str = ""
-    # why a summarised row feeds no calibrated band ('' = it feeds its kind's): a band claims 90 % for a new run
-    # exchangeable with its rows (estimate/ranges.py), which one setup's many rows would decide alone
+    # why a summarised row feeds no calibrated band ('' = it feeds its kind's): a measured run's whole-need memory
+    # figure, where the band multiplies the live tensors (BAND_FIGURES). One setup's many rows need no exclusion:
+    # each setup weighs as one in the band (estimate/ranges.py, setup_of)
     no_band: str = ""
 
     @property
@@ -228,12 +229,6 @@ QWEN25_PAGE_TOLERANCE = OCTOCODER_TOLERANCE  # the same measure (max_memory_allo
 # the same model (0.5B / 1.5B / 3B) while at 6144 tokens the two formats differ by 0.01-0.05 GiB and 7B-72B show no
 # such gap: something of AutoAWQ 0.2.6 that llmsizer does not model (mechanism not established).
 _AWQ_GAP = "AWQ at a 1-token input: 0.2-0.44 GiB above the GPTQ-Int4 twin, absent at 6144 tokens and from 7B up"
-# The page's rows are summarised (and held to the tolerance) but feed no band: 102 rows of one setup (one page, one
-# A100, batch 1, flash-attn, one model family) would be 90 % of the transformers memory band's 113 and set it alone
-# (1.000..1.080 with them, where 4 of the other 11 rows -- octocoder int8 / 4-bit, two CPU runs -- measure below the
-# estimate): a band pooled over setups needs each setup weighted as one, which ranges.py does not do yet.
-QWEN25_PAGE_NO_BAND = ("one setup's 102 rows (Qwen2.5 page, A100, batch 1) would set the transformers memory band "
-                       "alone; summarised, not pooled into it")
 QWEN25_PAGE_KNOWN_MISSES = {"PM1203": _AWQ_GAP, "PM1219": _AWQ_GAP, "PM1235": _AWQ_GAP,
                             "PM1202": "0.03 GiB not modelled on a 0.48 GiB run (0.5B GPTQ-Int4, 1-token input)"}
 
@@ -263,8 +258,8 @@ def qwen25_page_cases(data: str | Path | None = None) -> list[Case]:
                         abs(err) <= QWEN25_PAGE_TOLERANCE, f"error within \u00b1{QWEN25_PAGE_TOLERANCE:.0%}",
                         source=row["source"].split(";")[0],
                         note=f"weights={QWEN25_PAGE_FORMAT[row['precision']]}, flash attention, A100 80GB"
-                        + (f"; known miss: {QWEN25_PAGE_KNOWN_MISSES[rid]}" if rid in QWEN25_PAGE_KNOWN_MISSES else ""),
-                        no_band=QWEN25_PAGE_NO_BAND))
+                        + (f"; known miss: {QWEN25_PAGE_KNOWN_MISSES[rid]}" if rid in QWEN25_PAGE_KNOWN_MISSES
+                           else "")))
     return out
 
 
@@ -2422,10 +2417,26 @@ def measured_cases(records: Iterable[dict[str, Any]]) -> tuple[list[Case], list[
             cid = f"{rid}.{row.component.split(' (')[0].lower().replace(' ', '_')}"
             cases.append(Case(cid, row.kind, f"{what}: {row.component}", pred, meas, unit, within, tol,
                               source=rec.get("source_file", "local results store"), note=row.note,
-                              origin="measured"))
+                              origin="measured", no_band=_no_band_figure(row.kind, row.component)))
         if not got:
             missing.append(NotExpressed(rid, _record_kind(rec), "no comparable figure in the record"))
     return cases, missing
+
+
+# The measured figures a memory band is fitted on: those whose prediction is the live tensors, the part a band
+# multiplies (estimate/allocator.py calibrated_need: [expected - tensors + tensors x low, ... x high]). A run's other
+# memory figure -- the CUDA device total (context + reserved, NVML) or a CPU run's process RSS -- compares the whole
+# need, whose non-tensor part the calibrated range keeps at its expected value: fitted on the same band it would
+# count the run twice and charge the context's and the reserve's error to the tensors.
+BAND_FIGURES = ("peak allocated", "peak tensors")
+
+
+def _no_band_figure(kind: str | None, component: str) -> str:
+    """``Case.no_band`` of a measured memory figure: '' for a figure of ``BAND_FIGURES``, else why it feeds none."""
+    if kind not in (INFERENCE_MEMORY, TRAINING_MEMORY) or component in BAND_FIGURES:
+        return ""
+    return (f"{component} compares the whole need; the {kind} band multiplies the live tensors "
+            f"(the run's {' / '.join(BAND_FIGURES)} row)")
 
 
 def _record_id(rec: dict[str, Any]) -> str:
@@ -2507,6 +2518,27 @@ def band_rows(cases: Iterable[Case]) -> dict[tuple[str, str], list[Case]]:
     return {k: rows for k, rows in sorted(out.items()) if len(rows) >= MIN_BAND_ROWS}
 
 
+def setup_of(case: Case) -> str:
+    """The setup a row measured, the unit a band weighs as one (``ranges.band_weights``): for a measured run the
+    file of runs it was recorded in (validation/measured/<name>.jsonl: one machine, one software stack, one session
+    of runs; 'local results store' for the store's); for a published row the document it was read from, its
+    ``source`` up to the first ' (' or ';' (repository path @ commit, issue, paper: one author's page or table;
+    the rest names the table, line or date of the row within it)."""
+    if case.origin == "measured":
+        return Path(case.source).name
+    return case.source.split(";")[0].split(" (")[0].strip()
+
+
+def band_of(rows: list[Case]) -> tuple[float, float]:
+    """The band (low, high) the rows of one kind and engine give, as estimate/ranges.py states it: measured /
+    predicted of each row, each setup (``setup_of``) weighing as one (``ranges.band_weights``), reaching to 1
+    (``ranges.band_around_expected``), rounded outwards to 4 decimals (``ranges.stated``)."""
+    from .estimate.ranges import band_around_expected, band_weights, stated
+
+    return stated(*band_around_expected([c.measured / c.predicted for c in rows if c.predicted],
+                                        band_weights([setup_of(c) for c in rows if c.predicted])))
+
+
 @dataclass
 class Coverage:
     kind: str
@@ -2516,29 +2548,53 @@ class Coverage:
     high: float | None
     inside: int
     inside_loo: int  # each row against the band of the other rows
+    setups: int = 0
+    # the same per setup, each weighing as one (the share of its rows inside, summed over setups)
+    inside_setups: float = 0.0
+    inside_loso: float = 0.0  # each setup's rows against the band of the other setups (0 with one setup)
 
     def to_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "engine": self.engine, "rows": self.rows, "band_low": self.low,
-                "band_high": self.high, "inside": self.inside, "inside_leave_one_out": self.inside_loo}
+                "band_high": self.high, "inside": self.inside, "inside_leave_one_out": self.inside_loo,
+                "setups": self.setups, "inside_setups": round(self.inside_setups, 3),
+                "inside_setups_leave_one_setup_out": round(self.inside_loso, 3)}
 
 
 def coverage(cases: Iterable[Case]) -> list[Coverage]:
-    """Per (kind, engine): how many summarised rows' measured values fall inside the calibrated range."""
-    from .estimate.ranges import band_around_expected, band_for
+    """Per (kind, engine): how many summarised rows' measured values fall inside the calibrated range, counted by
+    row and by setup (each setup as one: the share of its rows inside), in sample and out of sample (leave one row
+    out; leave one setup out, where there are other setups)."""
+    from .estimate.ranges import band_for
 
     out = []
     for (kind, engine), rows in sorted(band_rows(cases).items()):
         b = band_for(kind, engine)
+        rows = [c for c in rows if c.predicted]
         ratios = [c.measured / c.predicted for c in rows if c.predicted]
-        inside = sum(1 for r in ratios if b is not None and b.low <= r <= b.high)
-        loo = 0
+        setups = [setup_of(c) for c in rows]
+        names = sorted(set(setups))
+
+        hit = [b is not None and b.low <= r <= b.high for r in ratios]
+        loo = [False] * len(rows)
         for i, r in enumerate(ratios):
-            rest = ratios[:i] + ratios[i + 1:]
+            rest = rows[:i] + rows[i + 1:]
             if rest:
-                lo, hi = band_around_expected(rest)
-                loo += lo <= r <= hi
-        out.append(Coverage(kind, engine, len(ratios), b.low if b else None, b.high if b else None, inside, loo))
+                lo, hi = band_of(rest)
+                loo[i] = lo <= r <= hi
+        loso = 0.0
+        if len(names) > 1:
+            for s in names:
+                lo, hi = band_of([c for c, of in zip(rows, setups, strict=True) if of != s])
+                loso += _share([lo <= r <= hi for r in ratios], setups, s)
+        out.append(Coverage(kind, engine, len(rows), b.low if b else None, b.high if b else None, sum(hit),
+                            sum(loo), len(names), sum(_share(hit, setups, s) for s in names), loso))
     return out
+
+
+def _share(hit: list[bool], setups: list[str], setup: str) -> float:
+    """The share of ``setup``'s rows with ``hit`` (``hit`` and ``setups`` by row)."""
+    mine = [h for h, of in zip(hit, setups, strict=True) if of == setup]
+    return sum(mine) / len(mine)
 
 
 # -- summary ------------------------------------------------------------------------------------------------------

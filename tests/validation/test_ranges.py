@@ -12,8 +12,21 @@ import random
 
 import pytest
 
+from llmsizer.errors import InputError
 from llmsizer.estimate import ranges as R
-from llmsizer.validation_cases import DECODE, VLLM, band_keys, band_rows, coverage, repo_cases
+from llmsizer.validation_cases import (
+    DECODE,
+    INFERENCE_MEMORY,
+    QWEN25_PAGE_IDS,
+    TRANSFORMERS,
+    VLLM,
+    band_keys,
+    band_of,
+    band_rows,
+    coverage,
+    repo_cases,
+    setup_of,
+)
 
 
 @pytest.fixture(scope="module")
@@ -24,28 +37,59 @@ def cases():
 def test_bands_follow_from_the_rows(cases) -> None:
     derived = {}
     for (kind, engine), rows in sorted(band_rows(cases).items()):
-        lo, hi = R.stated(*R.band_around_expected([c.measured / c.predicted for c in rows]))
+        lo, hi = band_of(rows)
         devices = tuple(sorted({c.device for c in rows})) if all(c.device for c in rows) else ()
-        derived[(kind, engine)] = (lo, hi, len(rows), devices)
-    stated = {k: (b.low, b.high, b.rows, b.devices) for k, b in R.BANDS.items()}
-    lines = "\n".join(f"_add({k!r}, {e!r}, {lo:.4f}, {hi:.4f}, {n}, {d!r})"
-                      for (k, e), (lo, hi, n, d) in derived.items())
+        derived[(kind, engine)] = (lo, hi, len(rows), len({setup_of(c) for c in rows}), devices)
+    stated = {k: (b.low, b.high, b.rows, b.setups, b.devices) for k, b in R.BANDS.items()}
+    lines = "\n".join(f"_add({k!r}, {e!r}, {lo:.4f}, {hi:.4f}, {n}, {s}, {d!r})"
+                      for (k, e), (lo, hi, n, s, d) in derived.items())
     assert stated == derived, ("stale bands: run `PYTHONPATH=src python scripts/gen_docs.py` (it runs "
                                "scripts/rederive_bands.py and regenerates docs/accuracy.md):\n" + lines)
 
 
 def test_coverage_is_at_least_90_percent_per_kind_and_engine(cases) -> None:
+    """In sample, by row and by setup (each setup as one: the share of its rows inside, summed over setups)."""
     for c in coverage(cases):
         assert c.low is not None, (c.kind, c.engine)
         assert c.inside >= 0.9 * c.rows, (c.kind, c.engine, c.inside, c.rows)
+        assert c.inside_setups >= 0.9 * c.setups - 1e-9, (c.kind, c.engine, c.inside_setups, c.setups)
 
 
 def test_leave_one_out_coverage_is_at_least_90_percent_where_rows_allow_it(cases) -> None:
-    """Out of sample: with 20 or more rows (each left-out row judged by a band of >= 19 others, the conformal
-    rule) at least 90 % of the rows fall inside the band of the other rows, per kind and engine."""
+    """Out of sample: with 20 or more rows (each left-out row judged by the band of the others, re-derived with the
+    setup weights of the rows left) at least 90 % of the rows fall inside, per kind and engine. Leaving a whole setup
+    out needs 20 setups for the conformal rule; no band has more than 8 yet, so docs/accuracy.md publishes that
+    figure (``Coverage.inside_loso``) beside the rows' without holding it to 90 %."""
     for c in coverage(cases):
         if c.rows >= 20:
             assert c.inside_loo >= 0.9 * c.rows, (c.kind, c.engine, c.inside_loo, c.rows)
+
+
+def test_a_run_feeds_a_memory_band_with_its_live_tensor_figure_only(cases) -> None:
+    """The band multiplies the live tensors (allocator.calibrated_need), so of a measured run's two memory figures
+    the one predicted by the live tensors (peak allocated on CUDA, the tracker's peak tensors on a CPU) feeds it, and
+    the whole-need figure (device total, process RSS) stays summarised but out of the band: one run, one row."""
+    rows = [c for rs in band_rows(cases).values() for c in rs if c.origin == "measured"]
+    assert rows and all(c.id.endswith((".peak_allocated", ".peak_tensors")) for c in rows if "memory" in c.kind)
+    totals = [c for c in cases if c.id.endswith((".device_total", ".process_rss"))]
+    assert totals and all(c.no_band and not c.excluded for c in totals)
+    runs = [c.id.rsplit(".", 1)[0] for c in rows if "memory" in c.kind]
+    assert len(runs) == len(set(runs))
+
+
+def test_qwen25_page_rows_feed_the_band_as_one_setup(cases) -> None:
+    """The Qwen2.5 page's 102 transformers memory rows (one setup) feed the band again, weighing as one setup of
+    the band's: the band is no narrower than the one of the other setups' rows alone (pooled row by row they set it
+    to 1.000..1.080 and left 5 of the other 11 rows outside)."""
+    rows = band_rows(cases)[(INFERENCE_MEMORY, TRANSFORMERS)]
+    page = [c for c in rows if c.id in QWEN25_PAGE_IDS]
+    others = [c for c in rows if c.id not in QWEN25_PAGE_IDS]
+    assert len(page) == 102 and len({setup_of(c) for c in page}) == 1
+    lo, hi = band_of(rows)
+    olo, ohi = band_of(others)
+    assert lo <= olo and hi >= ohi * 0.98  # one setup more may move an end by one setup's weight, not collapse it
+    inside = sum(lo <= c.measured / c.predicted <= hi for c in others)
+    assert inside >= 0.9 * len(others), (inside, len(others))
 
 
 def test_a_single_row_gives_no_band(cases) -> None:
@@ -104,3 +148,78 @@ def test_a_stated_band_reaches_to_the_expected_value() -> None:
     assert R.band_around_expected(fast) == (1.0, R.band(fast)[1])
     both = [0.9, 1.0, 1.1, 0.95, 1.05]
     assert R.band_around_expected(both) == R.band(both)
+
+
+# -- each setup weighs as one -------------------------------------------------------------------------------------
+
+def _spread(n: int) -> list[float]:
+    return [math.exp(0.1 * (i - (n - 1) / 2) / n) for i in range(n)]  # n distinct ratios around 1, span ~0.905-1.1
+
+
+def test_equal_weights_are_the_unweighted_rule() -> None:
+    for n in (3, 12, 19, 20, 40, 171):
+        xs = _spread(n)
+        assert R.band(xs, weights=[1 / n] * n) == R.band(xs)
+        assert R.band(xs, weights=R.band_weights(["one setup"] * n)) == R.band(xs)
+        assert R.effective_rows([0.25] * n) == pytest.approx(n)
+
+
+def test_a_setup_of_100_identical_rows_cannot_shrink_a_band_set_by_other_setups() -> None:
+    """20 single-row setups set a band; one more setup of 100 identical rows at their centre must not narrow it, and
+    at any value it moves the band as one row there would. Pooled row by row (the old rule) the 100 central rows
+    narrow it; 100 outlying rows of one setup (40 setups besides) set its end, where weighted they are left out as
+    one row would be."""
+    others = _spread(20)
+    names = [f"s{i}" for i in range(20)]
+    alone = R.band(others)
+    for v in (1.0, 1.5):
+        xs, setups = others + [v] * 100, names + ["big"] * 100
+        lo, hi = R.band(xs, weights=R.band_weights(setups))
+        assert lo <= alone[0] and hi >= alone[1]
+        assert (lo, hi) == R.band(others + [v])  # as one row at v
+    plo, phi = R.band(others + [1.0] * 100)  # row by row the 100 central rows narrow it
+    assert plo > alone[0] and phi < alone[1]
+    # 40 setups: d = 2, so one outlying setup is left out as one row would be
+    others, names = _spread(40), [f"s{i}" for i in range(40)]
+    lo, hi = R.band(others + [1.5] * 100, weights=R.band_weights(names + ["big"] * 100))
+    assert hi == max(others) == R.band(others + [1.5])[1] and R.band(others + [1.5] * 100)[1] == 1.5
+
+
+def test_weighted_bands_cover_a_new_setup() -> None:
+    """Independent of our rows, the setting the weights are for (Dunn, Wasserman & Ramdas 2022): 30 setups, each
+    with its own offset (log sd 0.1) and run-to-run noise (log sd 0.02), one of 100 runs and 29 of 1-3 runs. The
+    weighted band covers a run of a new setup >= 90 % of the time; pooled row by row it does not (the big setup's
+    narrow spread decides it: 77 % here)."""
+    rng = random.Random(7)
+
+    def covered(weighted: bool) -> bool:
+        ratios, setups = [], []
+        for k in range(30):
+            offset = rng.gauss(0, 0.1)
+            for _ in range(100 if k == 0 else rng.randint(1, 3)):
+                ratios.append(math.exp(offset + rng.gauss(0, 0.02)))
+                setups.append(str(k))
+        lo, hi = R.band(ratios, weights=R.band_weights(setups) if weighted else None)
+        return lo <= math.exp(rng.gauss(0, 0.1) + rng.gauss(0, 0.02)) <= hi
+
+    trials = 1500
+    assert sum(covered(True) for _ in range(trials)) / trials >= 0.885  # 90 % less 2 standard errors
+    assert sum(covered(False) for _ in range(trials)) / trials < 0.85
+
+
+def test_bad_weights_are_refused() -> None:
+    with pytest.raises(InputError, match="one positive weight per ratio"):
+        R.band([1.0, 1.1], weights=[1.0])
+    with pytest.raises(InputError, match="one positive weight per ratio"):
+        R.band([1.0, 1.1], weights=[1.0, 0.0])
+
+
+def test_small_weighted_samples_use_the_effective_count() -> None:
+    """Below 19 effective rows the weighted log-normal interval: weighted mean and variance of the log ratios,
+    t with floor(n_eff) - 1 degrees of freedom. Two setups, one of 1 row (log 0.1), one of 4 rows (log -0.1 each):
+    weights 1 and 1/4 x 4, so mean 0, n_eff = 4 / 1.25 = 3.2, variance 0.01 / (1 - 1 / 3.2), t(0.95, 2)."""
+    xs = [math.exp(0.1)] + [math.exp(-0.1)] * 4
+    lo, hi = R.band(xs, weights=R.band_weights(["a"] + ["b"] * 4))
+    n = 3.2
+    w = 2.920 * math.sqrt(0.01 / (1 - 1 / n)) * math.sqrt(1 + 1 / n)
+    assert lo == pytest.approx(math.exp(-w)) and hi == pytest.approx(math.exp(w))

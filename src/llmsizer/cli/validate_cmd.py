@@ -128,10 +128,14 @@ def render_text(g: dict[str, Any]) -> str:
     out.append(table(rows, ["kind", "rows", "median", "p90", "within 10%", "within tolerance", "excluded rows"]))
     out.append("")
     out.append("calibrated ranges (estimate/ranges.py): summarised rows whose measured value lies inside "
-               "[expected x low, expected x high]; target >= 90% per kind and engine:")
-    out.append(table([[c.kind, c.engine, _band(c), str(c.rows), f"{c.inside}/{c.rows}", f"{c.inside_loo}/{c.rows}"]
+               "[expected x low, expected x high], by row and by setup (each setup as one); target >= 90% per kind "
+               "and engine:")
+    out.append(table([[c.kind, c.engine, _band(c), str(c.rows), f"{c.inside}/{c.rows}", f"{c.inside_loo}/{c.rows}",
+                       str(c.setups), _setups(c.inside_setups, c.setups),
+                       _setups(c.inside_loso, c.setups, c.setups > 1)]
                       for c in g["coverage"]],
-                     ["kind", "engine", "band (measured/expected)", "rows", "inside", "inside, leave-one-out"]))
+                     ["kind", "engine", "band (measured/expected)", "rows", "inside", "inside, leave-one-out",
+                      "setups", "setups inside", "setups inside, leave-one-setup-out"]))
     if g["missing"]:
         out.append(f"not expressed: {len(g['missing'])} rows (see --markdown or --json for why)")
     return "\n".join(out)
@@ -139,6 +143,11 @@ def render_text(g: dict[str, Any]) -> str:
 
 def _band(c: Any) -> str:
     return "-" if c.low is None else f"{c.low:.3f} .. {c.high:.3f}"
+
+
+def _setups(inside: float, setups: int, shown: bool = True) -> str:
+    """Setups inside (each the share of its rows inside, summed) out of ``setups``; '-' where not ``shown``."""
+    return f"{inside:.2f}/{setups}" if shown else "-"
 
 
 def render_markdown(g: dict[str, Any], command: str = GENERATOR) -> str:
@@ -176,23 +185,32 @@ def render_markdown(g: dict[str, Any], command: str = GENERATOR) -> str:
               "representative: rows of at least two devices, or of the estimate's device; a held-out scope only on "
               "its own devices; elsewhere the pooled serving-engine band, named in the estimate's assumptions) "
               "(`src/llmsizer/estimate/ranges.py`, written from these rows by `scripts/rederive_bands.py`, which "
-              "`scripts/gen_docs.py` runs, and re-derived by `tests/validation/test_ranges.py`). From 19 rows the "
-              "band is the split-conformal order statistic (the floor(0.05 (n + 1))-th most extreme ratio on each "
-              "side), so a new run lies inside with probability >= 90 % and *leave-one-out* (each row judged by the "
-              "band of the other rows, the out-of-sample coverage) is >= 90 % from 20 rows; with fewer rows it is "
-              "the 90 % log-normal prediction interval (never narrower than the rows' span), whose coverage rests "
-              "on that assumption: its leave-one-out figure is the one to read. The fit verdict decides on the "
+              "`scripts/gen_docs.py` runs, and re-derived by `tests/validation/test_ranges.py`). Each setup weighs "
+              "as one, whatever its row count (`validation_cases.setup_of`: a measured run's file of runs, a "
+              "published row's source document; each row weighs 1 / the rows of its setup, the pooled CDF of Dunn, "
+              "Wasserman & Ramdas 2022), so one setup's many rows cannot decide a band alone. From 19 effective "
+              "rows (Kish's (sum w)^2 / sum w^2: n with equal weights, between the setups and n otherwise) the band "
+              "is the weighted split-conformal order statistic (with equal weights the floor(0.05 (n + 1))-th most "
+              "extreme ratio on each side: a new run exchangeable with the rows lies inside with probability >= "
+              "90 %); with fewer it is the weighted 90 % log-normal prediction interval (never narrower than the "
+              "rows' span), whose coverage rests on that assumption. *Leave-one-out* judges each row by the band "
+              "of the other rows; *leave-one-setup-out* each setup's rows by the band of the other setups (the "
+              "coverage of a new setup: with fewer than 20 setups, as every band has today, it is published, not "
+              "guaranteed). A measured run feeds a memory band with the figure predicted by the live tensors, the "
+              "part the band multiplies (peak allocated on CUDA, the tracker's peak tensors on a CPU); its device "
+              "total or process RSS is summarised but feeds none. The fit verdict decides on the "
               "expected value and names the high end it quotes (the components' or this calibrated one, whichever "
-              "is higher). Rows of one setup that would decide a band alone are summarised but feed none (the "
-              "Qwen2.5 page's 102 transformers memory rows: `validation_cases.QWEN25_PAGE_NO_BAND`), as CPU training "
+              "is higher). CPU training "
               "rows feed no GPU band. Tolerances (the *within tolerance* column) "
               "are per kind: inference memory 5-15 %, training memory 35 %, decode 25 %, prefill and training "
               "speed 50 %, so a 300 % miss passes none.", "",
-              "| kind | engine | band (measured / expected) | rows | inside | inside, leave-one-out |",
-              "|---|---|---|---:|---:|---:|"]
+              "| kind | engine | band (measured / expected) | rows | inside | inside, leave-one-out | setups | "
+              "setups inside | setups inside, leave-one-setup-out |",
+              "|---|---|---|---:|---:|---:|---:|---:|---:|"]
     for c in g["coverage"]:
         lines.append(f"| {c.kind} | {c.engine} | {_band(c)} | {c.rows} | {c.inside}/{c.rows} | "
-                     f"{c.inside_loo}/{c.rows} |")
+                     f"{c.inside_loo}/{c.rows} | {c.setups} | {_setups(c.inside_setups, c.setups)} | "
+                     f"{_setups(c.inside_loso, c.setups, c.setups > 1)} |")
     for kind in V.KINDS:
         mine = [c for c in g["cases"] if c.kind == kind]
         if not mine:

@@ -329,5 +329,5 @@ def calibrated_need(items: list[Item] | tuple[Item, ...], expected: int, kind: s
         return None
     t = tensor_bytes(items)
     return {"low": int(expected - t + t * b.low), "high": int(expected - t + t * b.high), "kind": kind,
-            "engine": engine, "band_low": b.low, "band_high": b.high, "rows": b.rows,
+            "engine": engine, "band_low": b.low, "band_high": b.high, "rows": b.rows, "setups": b.setups,
             "coverage_target": R.COVERAGE}
