@@ -212,20 +212,22 @@ def _add(kind: str, engine: str, low: float, high: float, rows: int, devices: tu
 
 _add("batched decode throughput", "llama.cpp", 0.9409, 1.0727, 57)
 _add("batched decode throughput", "serving engines (pooled)", 0.7430, 1.1945, 16, ('a100-sxm-80gb', 'h100-sxm'))
+_add("batched decode throughput", "transformers", 0.4158, 1.4194, 6)
 _add("batched decode throughput", "vllm 0.8-0.13", 0.9301, 1.0330, 3, ('h100-sxm',))
 _add("batched decode throughput", "vllm < 0.6", 0.7430, 1.2457, 12, ('a100-sxm-80gb',))
 _add("decode throughput", "llama.cpp", 0.8758, 1.1055, 154)
 _add("decode throughput", "serving engines (pooled)", 0.8452, 1.0478, 34, ('a100-sxm-80gb', 'a10g'))
 _add("decode throughput", "sglang 0.4 on h20", 0.3572, 1.4182, 7, ('h20',))
 _add("decode throughput", "sglang >= 0.5", 0.9031, 1.0742, 7, ('a10g',))
+_add("decode throughput", "transformers", 0.4526, 1.0914, 21)
 _add("decode throughput", "vllm 0.6-0.7", 0.8452, 1.0478, 21, ('a100-sxm-80gb',))
 _add("decode throughput", "vllm >= 0.14", 0.9098, 1.0560, 6, ('a10g',))
 _add("inference memory", "transformers", 0.9702, 1.3141, 33)
 _add("inference memory", "vllm", 0.9635, 1.0931, 13)
 _add("prefill throughput", "llama.cpp", 0.6257, 1.1420, 27)
-_add("throughput", "transformers", 0.0144, 1.2624, 28)
+_add("prefill throughput", "transformers", 0.4645, 1.0000, 11)
 _add("training memory", "pytorch training", 0.9257, 1.3191, 46)
-_add("training throughput", "pytorch training", 0.8507, 1.1472, 232)
+_add("training throughput", "pytorch training", 0.8502, 1.1518, 238)
 
 
 def band_for(kind: str, engine: str) -> Band | None:
