@@ -52,8 +52,7 @@ from .units import GiB
 if TYPE_CHECKING:
     from .specs import ModelSpec
 
-THROUGHPUT = "throughput"  # measured runs (llmsizer measure records)
-KINDS = (INFERENCE_MEMORY, TRAINING_MEMORY, DECODE, BATCHED, PREFILL, TRAINING_SPEED, THROUGHPUT)
+KINDS = (INFERENCE_MEMORY, TRAINING_MEMORY, DECODE, BATCHED, PREFILL, TRAINING_SPEED)
 CALIBRATION = "calibration"
 # Per-kind tolerances of the speed rows (|predicted / measured - 1|): a 300 % miss passes none of them.
 TOLERANCE = {DECODE: 0.25, PREFILL: 0.5, BATCHED: 0.5, TRAINING_SPEED: 0.5}
@@ -1338,6 +1337,7 @@ def engine_runs(data: str | Path | None, file: str, batch_column: str,
     from .catalog.hardware import builtin_catalog
     from .catalog.models import find
     from .estimate.device import nvlink_mesh_for
+    from .estimate.engines import CURRENT_VERSION
     from .estimate.fit import link_bandwidth_for
     from .estimate.speed import estimate_speed
 
@@ -1349,7 +1349,8 @@ def engine_runs(data: str | Path | None, file: str, batch_column: str,
                            output_tokens=gen, concurrency=b, kv_dtype=r["dtype"],
                            link_bandwidth=link_bandwidth_for(dev, None) if n > 1 else None,
                            engine_step_seconds=engine_step_seconds, engine=r["engine"],
-                           engine_version=r["engine_version"],
+                           # a release picks a host rule for the serving engines only (engines.step_host)
+                           engine_version=r["engine_version"] if r["engine"] in CURRENT_VERSION else None,
                            nvlink_mesh=nvlink_mesh_for(dev, None, n) if n > 1 else None)
         out.append(EngineRun(r, n, b, prompt, gen, s))
     return out
@@ -1458,8 +1459,11 @@ def serving_tpot_cases(data: str | Path | None, name: str) -> list[Case]:
 # row's ``counted`` column names ("prompt+generated": the Qwen3 page's formula; "generated": the Qwen2.5 page's script,
 # output_len / time) over the request's time, compared with the same count / SpeedEstimate.static_batch_seconds
 # (prefill, then the decode steps). Each row's release picks its host-work rule (engines.step_host): SGLang's is not
-# established (named, warned, 0 s); vLLM 0.6-0.7's serial step is calibrated on QV01.
-SPEED_BENCHMARK_FILES = ("sglang_speed_benchmark.csv", "vllm_speed_benchmark.csv")
+# established (named, warned, 0 s); vLLM 0.6-0.7's serial step is calibrated on QV01. The same page's transformers
+# rows (validation/transformers_speed_benchmark.csv, QT: transformers 4.46.0 generate() on one A100 80GB) are timed by
+# the eager launch rule (formulas/launch_overhead.py eqs. K1, K4 at efficiency.HOST_SECONDS_PER_KERNEL), held out: no
+# constant is fitted on them.
+SPEED_BENCHMARK_FILES = ("sglang_speed_benchmark.csv", "vllm_speed_benchmark.csv", "transformers_speed_benchmark.csv")
 VLLM_V06_CALIBRATION = "QV01"
 
 
@@ -2409,7 +2413,9 @@ def measured_cases(records: Iterable[dict[str, Any]]) -> tuple[list[Case], list[
                 within = None if rng is None else rng[0] <= meas <= rng[1]
                 tol = "inside the calibrated range" if within is not None else ""
             else:
-                pred, meas, unit, within, tol = row.estimated, row.measured, row.unit, None, ""
+                pred, meas, unit = row.estimated, row.measured, row.unit
+                within, tol = (within_tolerance(row.kind, pred, meas) if pred is not None and row.kind in TOLERANCE
+                               else (None, ""))
             if pred is None:
                 missing.append(NotExpressed(f"{rid} {row.component}", row.kind, row.note or "no estimate"))
                 continue
@@ -2471,10 +2477,11 @@ def engine_of(case: Case) -> str:
         return VLLM
     if case.kind in (DECODE, BATCHED) and case.id.startswith(("SG", "SS")):
         return SGLANG
-    if case.kind in (DECODE, BATCHED, PREFILL):
-        return LLAMACPP
-    if case.kind == THROUGHPUT:
+    if case.kind == DECODE and case.id.startswith("QT"):
         return TRANSFORMERS
+    if case.kind in (DECODE, BATCHED, PREFILL):
+        # llmsizer measure's runs time transformers (measure/workloads.py inference_pass); the public rows llama.cpp
+        return TRANSFORMERS if case.origin == "measured" else LLAMACPP
     return PYTORCH_TRAINING
 
 

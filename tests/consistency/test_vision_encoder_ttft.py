@@ -51,7 +51,7 @@ def _tower_flops() -> int:
     return int(counter.get_total_flops())
 
 
-def test_the_ttft_of_an_image_prompt_adds_the_towers_flops(tmp_path: Path) -> None:
+def test_the_prefill_of_an_image_prompt_adds_the_towers_flops(tmp_path: Path) -> None:
     cfg = tmp_path / "tiny-qwen-vl" / "config.json"
     cfg.parent.mkdir()
     cfg.write_text(json.dumps(TINY_QWEN_VL), "utf-8")
@@ -63,11 +63,13 @@ def test_the_ttft_of_an_image_prompt_adds_the_towers_flops(tmp_path: Path) -> No
     text = llmsizer.fit(model, "h100-sxm", 1, engine="transformers", context=CONTEXT + media, output_tokens=1)
     assert image.estimate is not None and image.speed is not None and text.speed is not None
     assert image.speed.prompt_tokens == text.speed.prompt_tokens
-    assert image.speed.prefill.bound == text.speed.prefill.bound == "compute"
+    # a one-layer model's prefill on eager transformers waits on its kernel launches (formulas/launch_overhead.py
+    # eqs. K1, K4): the tower's FLOPs add to the device's compute time, which the launches hide
+    assert image.speed.prefill.bound == text.speed.prefill.bound == "host"
     peak, _ = builtin_catalog().devices["h100-sxm"].peak_flops("bf16")
     assert peak is not None
     tower = _tower_flops()
-    added = image.speed.ttft_seconds - text.speed.ttft_seconds
+    added = image.speed.prefill.compute_seconds - text.speed.prefill.compute_seconds
     assert added == pytest.approx(tower / (peak * E.COMPUTE.expected), rel=0.002)
     # the CLI's fit (and so the web's, the same JSON) says the same TTFT
     code, out = run_json("fit", model, "--device", "h100-sxm", "--engine", "transformers", "--context", str(CONTEXT),

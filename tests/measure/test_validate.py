@@ -69,8 +69,8 @@ def test_percentile_and_calibration_exclusion() -> None:
     assert percentile([], 90) is None
     assert percentile([0.1], 90) == 0.1
     assert percentile([0.0, 1.0], 90) == pytest.approx(0.9)
-    cases = [Case("a", "throughput", "x", 110, 100, "t"), Case("b", "throughput", "y", 150, 100, "t"),
-             Case("c", "throughput", "z", 200, 100, "t", excluded="calibration")]
-    s = {x.kind: x for x in summarize(cases)}["throughput"]
+    cases = [Case("a", "decode throughput", "x", 110, 100, "t"), Case("b", "decode throughput", "y", 150, 100, "t"),
+             Case("c", "decode throughput", "z", 200, 100, "t", excluded="calibration")]
+    s = {x.kind: x for x in summarize(cases)}["decode throughput"]
     assert (s.n, s.excluded_rows) == (2, 1)
     assert s.median == pytest.approx(0.3)

@@ -109,6 +109,7 @@ from .device import (
 from .fit import hourly_price, link_bandwidth_for, vm_share_device
 from .framework import with_framework
 from .model_parallel import FsdpStage, model_parallel_time, stage_share
+from .launch import moe_kinds
 from .speed import attention_width
 from .training.compose import estimate_items, training_context, training_workload
 from .training.gather_units import (
@@ -695,13 +696,6 @@ def deepspeed_volume(spec: ModelSpec, w: TrainingWorkload) -> Zero3Volume:
     """DeepSpeed ZeRO-3's collective payloads of ``w`` (gather_units.py ``deepspeed_zero3_volume``) from the context
     the memory estimate resolves; memoized on its immutable arguments."""
     return deepspeed_zero3_volume(training_context(spec, w))
-
-
-def moe_kinds(spec: ModelSpec) -> list[bool]:
-    """Per decoder layer, whether it runs routed experts (an MoE layer of an MoE model): the one layer-kind split of
-    the duration's float8 linears and kernel counts."""
-    layers = spec.moe_layers[:spec.num_layers]
-    return list(map(bool, layers)) if spec.moe is not None else [False] * len(layers)
 
 
 def sharding_mode(w: TrainingWorkload) -> str:

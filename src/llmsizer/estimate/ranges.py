@@ -270,20 +270,22 @@ def _add(kind: str, engine: str, low: float, high: float, rows: int, setups: int
 
 _add("batched decode throughput", "llama.cpp", 0.9409, 1.0727, 57, 1)
 _add("batched decode throughput", "serving engines (pooled)", 0.7430, 1.1828, 16, 3, ('a100-sxm-80gb', 'h100-sxm'))
+_add("batched decode throughput", "transformers", 0.4158, 1.4194, 6, 1)
 _add("batched decode throughput", "vllm 0.8-0.13", 0.9301, 1.0330, 3, 1, ('h100-sxm',))
 _add("batched decode throughput", "vllm < 0.6", 0.7430, 1.2457, 12, 2, ('a100-sxm-80gb',))
 _add("decode throughput", "llama.cpp", 0.8752, 1.1055, 154, 4)
 _add("decode throughput", "serving engines (pooled)", 0.8452, 1.0478, 34, 2, ('a100-sxm-80gb', 'a10g'))
 _add("decode throughput", "sglang 0.4 on h20", 0.3572, 1.4182, 7, 1, ('h20',))
 _add("decode throughput", "sglang >= 0.5", 0.9031, 1.0742, 7, 1, ('a10g',))
+_add("decode throughput", "transformers", 0.4526, 1.2747, 21, 2)
 _add("decode throughput", "vllm 0.6-0.7", 0.8452, 1.0478, 21, 1, ('a100-sxm-80gb',))
 _add("decode throughput", "vllm >= 0.14", 0.9098, 1.0560, 6, 1, ('a10g',))
 _add("inference memory", "transformers", 0.9702, 1.0619, 120, 4)
 _add("inference memory", "vllm", 0.9622, 1.0931, 13, 2)
 _add("prefill throughput", "llama.cpp", 0.6257, 1.2666, 27, 3)
-_add("throughput", "transformers", 0.0144, 1.2624, 28, 1)
+_add("prefill throughput", "transformers", 0.4645, 1.0000, 11, 1)
 _add("training memory", "pytorch training", 0.9085, 1.0873, 34, 7)
-_add("training throughput", "pytorch training", 0.6324, 1.1525, 232, 8)
+_add("training throughput", "pytorch training", 0.6324, 1.1598, 238, 9)
 
 
 def band_for(kind: str, engine: str) -> Band | None:

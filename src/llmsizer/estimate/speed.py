@@ -17,6 +17,8 @@ from ..formulas import flash_attention as FA
 from ..formulas import network as NW
 from ..formulas.dtypes import DTYPE_BYTES
 from ..formulas.kv_cache import cross_attention_kv, kv_cache
+from ..formulas.launch_overhead import INFERENCE_SOURCE as LAUNCH_INFERENCE_SOURCE
+from ..formulas.launch_overhead import host_seconds
 from ..formulas.params import count_params
 from ..formulas.recurrent_state import recurrent_state
 from ..formulas.speed import (
@@ -66,6 +68,7 @@ from .device import (
     peer_to_peer_why,
 )
 from .formats import engine_kernel_format, file_kernel_format, serving_fused_experts
+from .launch import inference_kernels
 
 # llama.cpp cache types (-ctk/-ctv) as the speed estimate names them -> whether ggml-cuda's flash attention sees a
 # quantized K/V type (fattn.cu L253-268: F32, F16, Q4_0, Q8_0 have kernels; BF16 and the others none at @7b6abb2)
@@ -117,6 +120,7 @@ class SpeedEstimate:
     details: dict[str, Any] = field(default_factory=dict)
     serving_engine: str | None = None  # vllm / sglang: the engine whose release scope picks the decode band
     engine_version: str | None = None  # its release (None: engines.CURRENT_VERSION)
+    eager_engine: str | None = None  # transformers: its step is timed with the launch rule (launch_overhead eq. K4)
 
     @property
     def ttft_seconds(self) -> float | None:
@@ -155,8 +159,9 @@ class SpeedEstimate:
         p, b = self.prefill, self.concurrency if prompts is None else prompts
         if b < 1:
             raise InputError(f"prompts must be >= 1, got {b}")
-        return (max(b * p.compute_seconds, p.memory_seconds) + b * (p.comm_seconds + p.attention_seconds)
-                + p.overhead_seconds)
+        device = (max(b * p.compute_seconds, p.memory_seconds) + b * (p.comm_seconds + p.attention_seconds)
+                  + p.overhead_seconds)
+        return max(device, p.host_seconds)  # one forward's launches for the b prompts (formulas/launch_overhead eq. K1)
 
     @property
     def request_seconds(self) -> float | None:
@@ -186,6 +191,8 @@ class SpeedEstimate:
     @property
     def engine(self) -> str | None:
         """The engine whose validation rows calibrate this estimate's ranges (estimate/ranges.py)."""
+        if self.eager_engine is not None:
+            return self.eager_engine
         return R.LLAMACPP if self.weights_format.startswith("gguf:") and self.serving_engine is None else None
 
     @property
@@ -538,6 +545,22 @@ def speed_model(spec: ModelSpec, device: Any, *, weights_format: str = "bf16", p
         else:
             host_step = float(rule.seconds or 0.0)
 
+    # eager transformers launches every kernel of a step from Python: a step takes max(device, kernels x tau_host)
+    # (formulas/launch_overhead.py eqs. K1, K4), a decode step and a prefill forward alike
+    launch_host = 0.0
+    if engine == "transformers" and device.kind == "gpu" and engine_step_seconds is None \
+            and spec.encoder_decoder is None and not fmt.startswith("gguf:"):
+        kernels = inference_kernels(spec, half=act_bytes < 4)
+        tau_host = E.HOST_SECONDS_PER_KERNEL
+        launch_host = host_seconds(kernels, tau_host.expected)
+        host_step = max(host_step, launch_host)
+        assumptions.append(Assumption("kernels_per_forward", kernels, True,
+                                      f"formulas/launch_overhead.py {LAUNCH_INFERENCE_SOURCE}"))
+        assumptions.append(Assumption(
+            "transformers_host_seconds_per_step", round(launch_host, 6), True,
+            f"{kernels} kernels x {tau_host.name} {tau_host.expected * 1e6:.2f} us: a decode step and a prefill forward take "
+            f"max(device, host) (formulas/launch_overhead.py eq. K1); {tau_host.source}"))
+
     pc = count_params(spec)
     # the bytes held, as the memory estimate sizes them (transformers keeps fused experts unquantized under
     # bitsandbytes: formats.serving_fused_experts)
@@ -740,6 +763,8 @@ def speed_model(spec: ModelSpec, device: Any, *, weights_format: str = "bf16", p
                     f"part of the TTFT, at compute efficiency {ce:g} (formulas/vision_compute.py eqs. V1-V4)"))
             if peak is not None or bw is not None:
                 prefill = phase_time((p_flops + enc_flops) / tp, p_bytes, peak, bw, ce_p, be, comm(prompt_tokens))
+                if launch_host:  # eq. K1: the forward's launches overlap its device work
+                    prefill = host_overlapped_step(prefill, launch_host)
                 if peak and bw:
                     roof_p = roofline((p_flops + encoder_flops) / tp, p_bytes, peak, bw)
 
@@ -923,6 +948,12 @@ def speed_model(spec: ModelSpec, device: Any, *, weights_format: str = "bf16", p
         elif done[2] is not None:
             kv_read[concurrency] = done[2]
         decode, roof_d = done[0], done[1]
+        if launch_host and decode is not None and decode.bound == "host":
+            warnings.append(f"decode is host-bound: eager transformers launches each decode step's kernels from "
+                            f"Python ({launch_host * 1e3:.1f} ms a step against {decode.compute_seconds * 1e3:.2f} / "
+                            f"{decode.memory_seconds * 1e3:.2f} ms of device compute / memory time; "
+                            "formulas/launch_overhead.py eqs. K1, K4); CUDA graphs (a static cache with "
+                            "torch.compile) or a serving engine remove most of it")
         if output_tokens == 0:  # prefill only (embeddings, scoring): no token is decoded, no decode step is timed
             decode = roof_d = None
         if decode_only:  # the same decode as the full answer's, nothing else
@@ -953,7 +984,7 @@ def speed_model(spec: ModelSpec, device: Any, *, weights_format: str = "bf16", p
             assumptions.append(Assumption("decode_range_band", b.engine if b else "none", True, why))
         return SpeedEstimate(spec.name, device.id, count, tp, bytes_fmt, dtype, prompt_tokens, output_tokens,
                              concurrency, prefill, decode, single, roof_p, roof_d, tuple(assumptions), tuple(warnings),
-                             details, serving, engine_version)
+                             details, serving, engine_version, R.TRANSFORMERS if launch_host else None)
 
     return layout
 

@@ -49,6 +49,30 @@ may fuse differently from the CPU backend. The compiled loss is one fused kernel
 launches each kernel, so tau_host applies per kernel (an assumption: its launcher skips the dispatcher and
 autograd, so this over-states the compiled host time).
 
+**Inference, eager transformers** (a ``generate()`` decode step or a prefill forward, ``torch.no_grad``; eq. K4).
+The same forward inventory (K2, frozen norms, no LoRA), plus per attention layer the cache update: ``DynamicLayer.
+update`` concatenates the new keys and values to the cache, two ``cat`` kernels a step (transformers 5.24.0
+cache_utils.py:136-137). Outside the layers: the embedding, the positions (``torch.arange(...) + past_seen_tokens``,
+models/llama/modeling_llama.py:378-379: 2), the rotary tables (``LlamaRotaryEmbedding.forward`` L111-116: the position
+cast, ``* inv_freq``, ``cat``, ``cos``, ``sin``, the two ``* attention_scaling`` and the two casts back: 10; a learned
+position table instead: its lookup and the add, 2), the final norm and the head GEMM (``logits_to_keep``: one
+token's row, a view). ``generate()``'s greedy step adds (generation/utils.py ``_sample`` L3246-3288 with
+``_update_model_kwargs_for_generation`` L1244-1281 and stopping_criteria.py:86, 109, 620): the next positions
+(``arange``, two adds and their ``cat`` to ``position_ids``: 4), the logits' fp32 copy, ``argmax``, the ``cat`` of the
+new token to ``input_ids``, the max-length criteria's ``full`` (2) and the list's ``|``, ``unfinished_sequences &
+~done`` (2), the stop check's ``max``, ``== 0`` and its read back to the host (3), and two ``clone``s: 17; the forward
+then takes the positions given, so 2 of them replace the forward's own::
+
+    K_step = sum over layers (K_f + 2 [cache cat]) + 1 [embedding] + 2 [positions] + (10 rot | 2) + n_f + 1 [head]
+             + 15 [generate's own ops]                                                               (K4)
+
+(a Llama decode step: 40 L + 37; tests/formulas/test_launch_overhead.py counts a real ``generate()`` step of a
+tiny Llama and Qwen2 under ``TorchDispatchMode``). A step of ``b`` sequences launches the same kernels on wider
+tensors, so its host time does not grow with ``b``. Host and device overlap within the step per eq. K1; on CUDA the
+stop check's ``bool(unfinished_sequences.max() == 0)`` (generation/utils.py:396, its own comment at L407: it "blocks
+the host until the device has caught up, every step") ends each step, so no step's launches run ahead of the
+previous step's kernels: eq. K1 per step, not across steps.
+
 MoE layers are counted with the MLP of their top-k experts (transformers' eager expert loop launches per expert
 hit: an under-count). The optimizer step's kernels (once per step, foreach/fused over many tensors) are not
 counted.
@@ -66,6 +90,15 @@ from .gemm_shapes import tally
 
 SOURCE = ("kernels: transformers modeling_llama.py op inventory of formulas/elementwise_traffic.py (eqs. K2/K3); "
           "overlap: PyTorch CUDA semantics, asynchronous execution (eq. K1)")
+INFERENCE_SOURCE = ("eq. K4: the eager forward of K2 + the DynamicCache cat of K and V per layer (transformers 5.24.0 "
+                    "cache_utils.py:136-137) + embedding, positions, rotary tables, final norm, head + generate()'s "
+                    "own 15 ops per step (generation/utils.py _sample L3246-3288)")
+
+# eq. K4's constants: the cache update of one attention layer, and generate()'s own kernels per greedy step beyond
+# the forward (the next positions, the logits copy, argmax, the input_ids cat, the stopping criteria and the stop
+# check, two clones: 17, less the 2 position kernels the forward then skips)
+CACHE_UPDATE_KERNELS = 2
+GENERATE_STEP_KERNELS = 15
 
 Linear = tuple[str, bool, bool]  # (name, trained, has bias); LoRA linears carry 'lora_' in the name
 
@@ -155,3 +188,27 @@ def step_kernels(widths: Sequence[LayerWidths], linears: Sequence[Sequence[Linea
         fwd_sum += n * f
         total += n * (f + b)
     return total + round(fwd_sum * recomputed_layers / len(widths)) + head
+
+
+def forward_head_kernels(layernorm: bool, rotary: bool, half: bool = True) -> int:
+    """Kernels of an eager inference forward outside its decoder layers (eq. K4): the embedding, the positions (2),
+    the rotary tables (10; a learned position table: 2), the final norm, the head GEMM."""
+    nf = 1 if layernorm else rmsnorm_kernels(half, False)[0]
+    return 1 + 2 + (10 if rotary else 2) + nf + 1
+
+
+def inference_step_kernels(widths: Sequence[LayerWidths], linears: Sequence[Sequence[Linear]], head: int,
+                           per_step: int = GENERATE_STEP_KERNELS, half: bool = True) -> int:
+    """Eq. (K4): kernels of one eager inference step (a decode step or a prefill forward): each decoder layer's
+    forward (K2, frozen norms) and its cache update, ``head`` (:func:`forward_head_kernels`) and ``per_step``, the
+    loop's own kernels (``generate()``: GENERATE_STEP_KERNELS)."""
+    if len(widths) != len(linears) or not widths:
+        raise InputError("one set of linears per decoder layer is needed")
+    if head < 0 or per_step < 0:
+        raise InputError("kernel counts must not be negative")
+    keys = list(zip(map(id, widths), map(id, linears), strict=True))
+    first = dict(zip(keys, zip(widths, linears, strict=True), strict=True))
+    total = 0
+    for key, n in tally(keys).items():
+        total += n * (layer_kernels(*first[key], False, False, half)[0] + CACHE_UPDATE_KERNELS)
+    return total + head + per_step

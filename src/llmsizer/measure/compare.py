@@ -1,7 +1,8 @@
 """Measured vs estimated: the estimate of a record's settings, and one row per component and per total.
 
 Error is ``(estimated - measured) / measured``: positive when llmsizer over-estimates. Rows with a ``kind``
-(``inference memory``, ``training memory``, ``throughput``) are the headline figures ``llmsizer validate``
+(``inference memory``, ``training memory``, ``prefill throughput``, ``decode
+throughput`` (one sequence), ``batched decode throughput``, ``training throughput``) are the headline figures ``llmsizer validate``
 summarises; the others are the per-component breakdown.
 
 What is compared with what (inference, the ``transformers`` engine profile):
@@ -32,11 +33,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import LlmsizerError
+from ..estimate.ranges import BATCHED, DECODE, PREFILL, TRAINING_SPEED
 from ..result import Estimate
 from ..specs import ModelSpec
 
 MEMORY_KINDS = {"inference": "inference memory", "training": "training memory"}
-THROUGHPUT = "throughput"
 
 
 @dataclass(frozen=True)
@@ -252,11 +253,15 @@ def throughput_rows(record: dict[str, Any], spec: ModelSpec) -> list[Row]:
                                 kv_dtype=s["dtype"], engine="transformers")  # the engine the run measured
         except LlmsizerError:
             return []
-        rows = [Row("prefill tokens/s", sp.prefill_tokens_per_second, t.get("prefill_tokens_per_second"),
-                    "tokens/s", THROUGHPUT, note=f"{name}: estimate is one request's prefill rate")]
+        # the worker prefills the b prompts in one forward (measure/workloads.py inference_pass): eq. P1 at b
+        batch = sp.prefill_batch_seconds()
+        prefill = s["concurrency"] * sp.prompt_tokens / batch if batch else None
+        rows = [Row("prefill tokens/s", prefill, t.get("prefill_tokens_per_second"), "tokens/s", PREFILL,
+                    note=f"{name}: {s['concurrency']} prompt(s) in one forward (eq. P1)")]
         if s["output_tokens"]:
             rows.append(Row("decode tokens/s", sp.tokens_per_second, t.get("decode_tokens_per_second"), "tokens/s",
-                            THROUGHPUT, note=f"{name}: aggregate over {s['concurrency']} sequences"))
+                            BATCHED if s["concurrency"] > 1 else DECODE,
+                            note=f"{name}: aggregate over {s['concurrency']} sequences"))
         return rows
     from ..estimate.duration import training_duration_for
     from ..specs import TrainingWorkload
@@ -270,7 +275,7 @@ def throughput_rows(record: dict[str, Any], spec: ModelSpec) -> list[Row]:
         return []
     if d.tokens_per_second is None:
         return []
-    return [Row("training tokens/s", d.tokens_per_second, t["tokens_per_second"], "tokens/s", THROUGHPUT,
+    return [Row("training tokens/s", d.tokens_per_second, t["tokens_per_second"], "tokens/s", TRAINING_SPEED,
                 note=f"{name}: {d.flops.formula} FLOPs/token at utilisation {d.utilization:.3f}")]
 
 
