@@ -19,11 +19,14 @@ transformers = pytest.importorskip("transformers")
 from inductor_nodes import inductor_nodes  # noqa: E402
 from test_elementwise_traffic import _run_layer  # noqa: E402
 
+from llmsizer.errors import InputError  # noqa: E402
 from llmsizer.formulas.elementwise_traffic import LayerWidths  # noqa: E402
 from llmsizer.formulas.launch_overhead import (  # noqa: E402
+    NF4_FUSED_MAX_TOKENS,
     head_kernels,
     host_seconds,
     layer_kernels,
+    nf4_linear_kernels,
     overlapped_seconds,
     rmsnorm_kernels,
     step_kernels,
@@ -193,3 +196,59 @@ def test_compiled_layer_kernels_equal_inductors_kernels(targets: list[str]) -> N
     assert fwd + bwd == measured
     eager = sum(layer_kernels(_widths(), linears, compiled=False, norms_trained=not targets))
     assert fwd + bwd < 0.6 * eager  # the case discriminates: eager launches far more
+
+
+@pytest.mark.parametrize("nested", [True, False])
+def test_nf4_backward_dequantization_kernels_match_a_real_bitsandbytes_backward(nested: bool) -> None:
+    """Eq. K5's backward: a real bitsandbytes ``Linear4bit`` (double quantization or not) on CPU, its backward traced
+    op by op: the kernels beside the one input-gradient GEMM (``mm``) are the dequantization's. The forward's
+    ``bitsandbytes::gemm_4bit`` is one opaque op here (its CUDA fallback's kernels are read from the source, ops.py
+    :912-916), so only the backward is checked against the run."""
+    bnb = pytest.importorskip("bitsandbytes")
+    torch.manual_seed(0)
+    dense = torch.nn.Linear(128, 256, bias=False).to(torch.bfloat16)
+    q = bnb.nn.Linear4bit(128, 256, bias=False, compute_dtype=torch.bfloat16, compress_statistics=nested,
+                          quant_type="nf4")
+    q.weight = bnb.nn.Params4bit(dense.weight.data, requires_grad=False, quant_type="nf4",
+                                 compress_statistics=nested)
+    q = q.to("cpu")
+    x = torch.randn(NF4_FUSED_MAX_TOKENS + 88, 128, dtype=torch.bfloat16, requires_grad=True)
+
+    def run(mark: Any) -> None:
+        y = q(x)
+        mark()
+        y.backward(torch.ones_like(y))
+
+    _, bwd = _kernels(run)
+    gemm = 1  # grad_A = grad_output @ W (MatMul4Bit.backward)
+    assert bwd - gemm == nf4_linear_kernels(nested, x.shape[0])[1]
+
+
+def test_nf4_forward_kernels_only_past_the_fused_kernels_rows() -> None:
+    assert nf4_linear_kernels(True, NF4_FUSED_MAX_TOKENS) == (0, 3)
+    assert nf4_linear_kernels(True, NF4_FUSED_MAX_TOKENS + 1) == (3, 3)
+    assert nf4_linear_kernels(False, 4096) == (1, 1)
+    with pytest.raises(InputError):
+        nf4_linear_kernels(True, 0)
+
+
+@pytest.mark.parametrize(("tokens", "seq", "per_pass_fwd"), [(4, 1024, 3), (1, 512, 0)])
+def test_qlora_step_adds_the_bitsandbytes_and_peft_kernels(tokens: int, seq: int, per_pass_fwd: int) -> None:
+    """The step's count (estimate/duration.py kernels_per_micro_step) over a PEFT + bitsandbytes NF4 base against the
+    same step over a bf16 base, counted by hand from the sources: Qwen2.5-1.5B-Instruct has 28 layers x 7 linears, all
+    adapted (all-linear); each NF4 linear dequantizes in its forward (3 kernels with double quantization past 512 rows,
+    ops.py:912-916; none at or below, the fused cgemm_4bit), in the recomputed forward (checkpointing every layer) and in
+    the backward (3, functional.py:1053-1063); PEFT clones each adapted base output in the forward and its recompute
+    (bnb.py:533)."""
+    from llmsizer.estimate.duration import kernels_per_micro_step
+    from llmsizer.models import load_model
+    from llmsizer.specs import TrainingWorkload
+
+    spec = load_model("qwen2.5-1.5b-instruct")
+    common = dict(micro_batch=tokens, seq_len=seq, grad_checkpointing="full", targets=("all-linear",))
+    qlora = kernels_per_micro_step(spec, TrainingWorkload(method="qlora", **common))
+    lora = kernels_per_micro_step(spec, TrainingWorkload(method="lora", **common))
+    linears = 28 * 7
+    assert qlora - lora == linears * (2 * per_pass_fwd + 3) + linears * 2
+    torchao = kernels_per_micro_step(spec, TrainingWorkload(method="qlora", nf4_quantizer="torchao", **common))
+    assert torchao == lora  # torchtune's NF4 tensors: not bitsandbytes' kernels (eq. K5 does not apply)

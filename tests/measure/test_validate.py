@@ -74,3 +74,17 @@ def test_percentile_and_calibration_exclusion() -> None:
     s = {x.kind: x for x in summarize(cases)}["decode throughput"]
     assert (s.n, s.excluded_rows) == (2, 1)
     assert s.median == pytest.approx(0.3)
+
+
+def test_full_fine_tune_records_get_a_training_tokens_per_second_row() -> None:
+    """The worker fills in the adapters' defaults (rank, targets) in every record; a full fine-tune's record must
+    still reach the duration rule (they once made the workload refuse it and the row vanish)."""
+    from llmsizer.measure.compare import rows_of
+
+    path = Path(__file__).resolve().parents[2] / "validation" / "measured" / "gpu-h200-2026-12-04.jsonl"
+    full = [r for r in map(json.loads, path.read_text().splitlines())
+            if r["kind"] == "training" and r["settings"]["method"] == "full" and r["status"] == "ok"]
+    assert full and all(r["settings"].get("rank") is not None for r in full)  # the defaults are there
+    for r in full:
+        rows = [x for x in rows_of(r) if x.component == "training tokens/s"]
+        assert len(rows) == 1 and rows[0].measured == r["timing"]["tokens_per_second"]

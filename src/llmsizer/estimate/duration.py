@@ -50,8 +50,15 @@ from ..formulas.elementwise_traffic import (
 from ..formulas.float8_training import SOURCE_TIME as FLOAT8_TIME_SOURCE
 from ..formulas.float8_training import float8_cast_bytes, float8_layer_flops, layer_linears, shared_inputs
 from ..formulas.gemm_shapes import block_shape_efficiency, running_sum, tally, training_gemms
+from ..formulas.launch_overhead import (
+    PEFT_4BIT_CLONE_KERNELS,
+    head_kernels,
+    host_seconds,
+    nf4_linear_kernels,
+    overlapped_seconds,
+    step_kernels,
+)
 from ..formulas.launch_overhead import SOURCE as LAUNCH_SOURCE
-from ..formulas.launch_overhead import head_kernels, host_seconds, overlapped_seconds, step_kernels
 from ..formulas.lora import AdaptedModule, adapted_layout, adapted_roles, lora_params
 from ..formulas.model_parallel_time import ModelParallelStep
 from ..formulas.optimizer_step import accumulation_bytes, optimizer_step_bytes, step_source
@@ -421,7 +428,25 @@ def kernels_per_micro_step(spec: ModelSpec, w: TrainingWorkload) -> int:
     rotary = model_layer_widths(spec, 0, tp).rotary
     head = head_kernels(w.compile, st.full, st.full, spec.norm_kind == "layernorm", half, w.loss, rotary,
                         loss_compiled=compiled_loss(w))
-    return step_kernels(widths, linears, w.compile, w.method == "full", ckpt, head, half)
+    total = step_kernels(widths, linears, w.compile, w.method == "full", ckpt, head, half)
+    fmt = qlora_base_format(spec, w.nf4_format) if w.method == "qlora" else ""
+    if fmt in ("nf4", "nf4-dq") and w.nf4_quantizer in BNB_QUANTIZERS:
+        # a bitsandbytes NF4 base (formulas/launch_overhead.py eq. K5): each frozen linear's dequantization kernels in
+        # its forward, the recomputed forward of checkpointed layers and its backward; PEFT's clone per adapted one
+        # (litgpt's own LoRA over Lightning's bitsandbytes linears has none)
+        base = sum(sum(1 for name, _, _ in lin if "lora_" not in name) for lin in linears)
+        adapted = sum(sum(1 for name, _, _ in lin if name.endswith("lora_A")) for lin in linears)
+        f, b = nf4_linear_kernels(fmt == "nf4-dq", w.micro_batch * w.seq_len)
+        again = 1.0 + ckpt / spec.num_layers
+        clone = PEFT_4BIT_CLONE_KERNELS if w.nf4_quantizer in PEFT_BNB_QUANTIZERS else 0
+        total += round(base * (f * again + b) + adapted * clone * again)
+    return total
+
+
+# the nf4_quantizer settings whose matmuls are bitsandbytes' (specs/training.py NF4_QUANTIZERS), and of them the ones
+# PEFT wraps with its LoRA (the others: litgpt over Lightning Fabric's BitsandbytesPrecision)
+BNB_QUANTIZERS = ("bitsandbytes", "bitsandbytes-0.42", "lightning-bnb-0.42")
+PEFT_BNB_QUANTIZERS = ("bitsandbytes", "bitsandbytes-0.42")
 
 
 @fast_init

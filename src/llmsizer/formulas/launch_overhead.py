@@ -74,8 +74,9 @@ the host until the device has caught up, every step") ends each step, so no step
 previous step's kernels: eq. K1 per step, not across steps.
 
 MoE layers are counted with the MLP of their top-k experts (transformers' eager expert loop launches per expert
-hit: an under-count). The optimizer step's kernels (once per step, foreach/fused over many tensors) are not
-counted.
+hit: an under-count). A QLoRA base adds bitsandbytes' dequantization kernels per NF4 linear and pass and PEFT's
+defensive clone per adapted one (:func:`nf4_linear_kernels`, eq. K5). The optimizer step's kernels (once per step,
+foreach/fused over many tensors) are not counted.
 """
 
 from __future__ import annotations
@@ -154,6 +155,37 @@ def head_kernels(compiled: bool, head_trained: bool, embedding_trained: bool, la
         return n + 2
     n += 1 + (2 if head_trained else 1)
     return n + (2 if (compiled if loss_compiled is None else loss_compiled) else 9)
+
+
+# bitsandbytes 0.50 ``gemm_4bit`` on CUDA runs its fused 4-bit GEMM only up to M = 1536 rows, and on Ampere/Hopper
+# non-small weights only to M = 512 (backends/cuda/ops.py:926, :954 and ``_gemm_4bit_use_custom_cuda``: "custom wins up
+# to M=512; dequant+F.linear wins above that" @37d2a938, tag 0.50.1); above it the unfused fallback runs
+NF4_FUSED_MAX_TOKENS = 512
+
+
+def nf4_linear_kernels(nested: bool, tokens: int) -> tuple[int, int]:
+    """(forward, backward) kernels a bitsandbytes NF4 ``Linear4bit`` launches beside its GEMM (eq. K5), per pass.
+
+    Forward, ``MatMul4Bit.forward`` -> ``bitsandbytes::gemm_4bit`` (bitsandbytes @37d2a938 = tag 0.50.1,
+    autograd/_functions.py:334, backends/cuda/ops.py:954): past ``NF4_FUSED_MAX_TOKENS`` rows the fallback
+    ``_dequant_linear_fallback`` (ops.py:912-916) dequantizes the 8-bit absmax (``cdequantize_blockwise_fp32``), adds
+    its offset, dequantizes the weight (``cdequantize_blockwise_bf16_nf4``) and runs ``F.linear``: 3 kernels beside the
+    GEMM with double quantization, 1 without; at or below it the fused ``cgemm_4bit`` kernel replaces the GEMM (0).
+    Backward, ``MatMul4Bit.backward`` (_functions.py:384): ``F.dequantize_4bit`` (functional.py:1053-1063: the same
+    three) then ``torch.matmul``: 3 (1) at every size (tests/formulas/test_launch_overhead.py counts them in a
+    real CPU backward of a ``Linear4bit`` under ``TorchDispatchMode``)::
+
+        K_nf4,f = (3 nested | 1) [tokens > 512]      K_nf4,b = 3 nested | 1                                 (K5)
+    """
+    if tokens < 1:
+        raise InputError("tokens per micro-step must be at least 1")
+    dq = 3 if nested else 1
+    return (dq if tokens > NF4_FUSED_MAX_TOKENS else 0), dq
+
+
+# PEFT's LoRA over a bitsandbytes 4-bit linear clones the base output before adding the adapter
+# (peft @5d602fdb src/peft/tuners/lora/bnb.py:533, ``result = result.clone()``): one copy kernel per forward
+PEFT_4BIT_CLONE_KERNELS = 1
 
 
 def host_seconds(kernels: float, seconds_per_kernel: float) -> float:

@@ -87,6 +87,10 @@ def inference_estimate(spec: ModelSpec, s: dict[str, Any]) -> Estimate:
                               weights=s.get("weights") or s["dtype"])
 
 
+# the settings that apply to adapter methods only (a full fine-tune's record carries their defaults)
+ADAPTER_FIELDS = ("rank", "targets", "alpha", "base_dtype")
+
+
 def training_estimate(spec: ModelSpec, s: dict[str, Any]) -> tuple[Estimate | None, str]:
     """``estimate_training`` for the settings of a measured run (the second value is kept for callers that report
     why no estimate exists; it is always empty now that the estimator is part of the core)."""
@@ -268,7 +272,10 @@ def throughput_rows(record: dict[str, Any], spec: ModelSpec) -> list[Row]:
 
     if not t.get("tokens_per_second"):
         return []
-    fields = {k: v for k, v in s.items() if k in TrainingWorkload.__dataclass_fields__ and v is not None}
+    # the worker records every setting with its default filled in, the adapters' too: a full fine-tune's record
+    # carries rank and targets, which the workload refuses for method 'full' (as training_estimate leaves them out)
+    fields = {k: v for k, v in s.items() if k in TrainingWorkload.__dataclass_fields__ and v is not None
+              and (s["method"] != "full" or k not in ADAPTER_FIELDS)}
     try:  # the one duration rule (estimate/duration.py), with the record's own settings
         d = training_duration_for(spec, device, int(fields.get("gpus", 1)), 1e6, fields)
     except LlmsizerError:
