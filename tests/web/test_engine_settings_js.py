@@ -54,6 +54,10 @@ CASES = [
     ({"engine": "llamacpp", "weights": "q4_0", "context": "8k", "concurrency": "4"},
      {"n_gpu_layers": "10", "kv_unified": False, "fit_target": "512MiB", "infer_gpus": "2", "tensor_split": "3,1"},
      {"memory": "24GiB"}),
+    # --tp (the serving tab's tensor_parallel, web/pages.py ENGINE_COUNTS): a request file has no degree to pin (plan
+    # chooses the layout over resources.count as fit does), so the YAML names the flag in a comment
+    ({"engine": "vllm", "context": "8k", "concurrency": "4"}, {"tensor_parallel": "2", "max_num_seqs": "8"},
+     {"memory": "24GiB"}),
 ]
 
 

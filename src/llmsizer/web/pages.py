@@ -197,8 +197,10 @@ def train_advanced(names_on_page: set[str]) -> tuple[list[argparse.Action], str]
 
 # flags of `infer` that are one engine's but not ENGINE_SETTINGS fields, with the engines that read them: --gpus, the
 # GPUs llama.cpp splits one model over (-sm / -ts split over them); specs/workload.py refuses gpus > 1 on another
-# engine (its llamacpp_only list: vLLM and SGLang shard with --tp)
-ENGINE_COUNTS = {"gpus": ("llamacpp",)}
+# engine (its llamacpp_only list: vLLM and SGLang shard with --tp); --tp, the tensor-parallel devices of one replica,
+# which every engine but llama.cpp shards the weights over (estimate/inference/compose.py refuses tensor_parallel > 1
+# on llama.cpp: it splits layers or rows over --gpus instead)
+ENGINE_COUNTS = {"gpus": ("llamacpp",), "tensor_parallel": tuple(e for e in ENGINES if e != "llamacpp")}
 # the serving tab's controls named apart from the training tab's (one form holds both; state.js SERVE_AS): flag dest
 # -> form name
 SERVE_FORM_NAME = {"gpus": "infer_gpus"}
@@ -211,8 +213,9 @@ def _infer_parser() -> argparse.ArgumentParser:
 def engine_settings(names_on_page: set[str]) -> tuple[list[argparse.Action], str]:
     """The flags of ``llmsizer infer`` whose field is an engine setting (specs/workload.py ``ENGINE_SETTINGS``, the
     one table of which engine reads what) and that the page has no control for (``names_on_page``), in the parser's
-    order (and llama.cpp's --gpus, which -sm / -ts split over: ENGINE_COUNTS, named ``infer_gpus`` apart from the
-    training tab's ``gpus``), and the HTML of the serving tab's Engine settings section offering them: each labelled
+    order (and ENGINE_COUNTS: llama.cpp's --gpus, which -sm / -ts split over, named ``infer_gpus`` apart from the
+    training tab's ``gpus``; the other engines' --tp, named by its dest ``tensor_parallel`` apart from the training
+    tab's ``tp``), and the HTML of the serving tab's Engine settings section offering them: each labelled
     with its flags
     and the engines that read it (``data-engines``; the calculator shows and sends a control only for those
     engines), described by its --help, named by its dest (the field the API, the request file and the Python API

@@ -27,8 +27,9 @@ pytest.importorskip("fastapi")
 # control of the tab)
 NOT_APPLICABLE: dict[str, str] = {}
 # flags of `infer` whose --help says they are one engine's but are not ENGINE_SETTINGS fields: dest -> the section's
-# control for it (llama.cpp --gpus, the GPUs -sm / -ts split over; named apart from the training tab's 'gpus')
-ENGINE_FLAG_NOT_A_SETTING = {"gpus": "infer_gpus"}
+# control for it (llama.cpp --gpus, the GPUs -sm / -ts split over; named apart from the training tab's 'gpus'; the
+# other engines' --tp, named by its dest apart from the training tab's 'tp': test_web_serving_tensor_parallel.py)
+ENGINE_FLAG_NOT_A_SETTING = {"gpus": "infer_gpus", "tensor_parallel": "tensor_parallel"}
 ENGINE_WORDS = ("vLLM", "vllm", "SGLang", "sglang", "llama.cpp", "assume vLLM", "paged KV")
 
 

@@ -255,7 +255,8 @@ function gridSkeleton() {
 async function grid() {
   const { fields, common } = workload();
   const base = { ...picker.fields(), ...apiFields(typed(fields)) };
-  delete base.device; delete base.count; delete base.gpus; delete base.tp; // each cell says its own
+  // each cell says its own devices and fit chooses their layout (the serving tab's --tp, tensor_parallel, too)
+  delete base.device; delete base.count; delete base.gpus; delete base.tp; delete base.tensor_parallel;
   if (common.headroom) base.headroom = common.headroom;
   if (tab === "train") base.train = true;
   if (gridCurrent) gridCurrent.abort();
