@@ -81,3 +81,15 @@ def test_a_degree_the_model_refuses_is_refused_as_infer_refuses_it(client, key: 
     line = cli_error_line("infer", MODEL, "--engine", "vllm", "--tp", "3")
     assert line.startswith("--tp 3 does not divide the 14 attention heads"), line
     assert r.json()["field"] == key and r.json()["detail"] == key + line[len("--tp"):]
+
+
+def test_llamacpp_refuses_tp_naming_the_tp_field_on_every_surface(client) -> None:
+    """llama.cpp splits layers, not tensor-parallel shards: --tp 2 there is refused as the tensor_parallel field's
+    error (a FieldError), so the CLI's line names --tp and the API's 400 names the field it was given -- before, a
+    plain error whose text named --gpus sent the web's field to the training tab's GPUs control."""
+    line = cli_error_line("infer", MODEL, "--engine", "llamacpp", "--memory", "24GiB", "--tp", "2")
+    assert line.startswith("--tp applies to") and "--gpus N with --split-mode" in line
+    r = client.post("/api/v1/infer", json={"model": MODEL, "engine": "llamacpp", "memory": "24GiB",
+                                           "tensor_parallel": "2"})
+    assert r.status_code == 400 and r.json()["field"] == "tensor_parallel", r.text
+    assert "llama.cpp splits layers" in r.json()["detail"]

@@ -11,7 +11,7 @@ import dataclasses
 from typing import Any
 
 from ...catalog.hardware import Device
-from ...errors import InputError
+from ...errors import FieldError, InputError
 from ...formulas.dtypes import DTYPE_BYTES
 from ...formulas.kv_cache import KV_DTYPE_AUTO, KV_DTYPE_NAMES, kv_cache, kv_dtype_name, resolve_kv_dtype
 from ...formulas.nf4_quantization import FUSED_EXPERTS_WHY
@@ -330,8 +330,9 @@ def _estimate(spec: ModelSpec, w: InferenceWorkload) -> Estimate:
         if kv_refusal is not None:
             raise InputError(kv_refusal)
         if w.engine == "llamacpp":
-            raise InputError("llama.cpp splits layers (or rows) across GPUs rather than tensor-parallel shards; "
-                             "use gpus N with split_mode layer|row (--gpus N --split-mode layer)")
+            raise FieldError("tensor_parallel", "tensor_parallel applies to vLLM, SGLang and transformers: llama.cpp "
+                             "splits layers (or rows) across GPUs rather than tensor-parallel shards; use gpus N with "
+                             "split_mode layer|row", also=("gpus", "split_mode"))
         wb = shard_weights(spec, wb, w.tensor_parallel, act_bytes)
         acc.warnings.append(f"memory is per device, for each of {w.tensor_parallel} tensor-parallel devices")
     kvd = _kv_dtype(w, profile, dtype, acc)
