@@ -16,6 +16,7 @@ from ..formulas import encoder_decoder_serving as ED
 from ..formulas import flash_attention as FA
 from ..formulas import network as NW
 from ..formulas.dtypes import DTYPE_BYTES
+from ..formulas.elementwise_traffic import SOURCE_EAGER, elementwise_seconds, inference_forward_bytes_per_token
 from ..formulas.kv_cache import cross_attention_kv, kv_cache
 from ..formulas.launch_overhead import INFERENCE_SOURCE as LAUNCH_INFERENCE_SOURCE
 from ..formulas.launch_overhead import host_seconds
@@ -149,7 +150,7 @@ class SpeedEstimate:
         formulas/speed.py over the b prompts, b times one prompt's FLOPs, attention and communication against one
         read of the weights::
 
-            T_prefill(b) = max(b t_c, t_m) + b (t_comm + t_attn) + t_overhead                        (P1)
+            T_prefill(b) = max(b t_c, t_m) + b (t_comm + t_attn + t_elementwise) + t_overhead        (P1)
 
         (b = 1: the TTFT). A compute-bound prefill (b t_c >= t_m) so takes b times one prompt's: batching prompts
         adds no prefill throughput beyond 1 / t_c prompts per second. An engine that splits the batch into steps
@@ -159,8 +160,8 @@ class SpeedEstimate:
         p, b = self.prefill, self.concurrency if prompts is None else prompts
         if b < 1:
             raise InputError(f"prompts must be >= 1, got {b}")
-        device = (max(b * p.compute_seconds, p.memory_seconds) + b * (p.comm_seconds + p.attention_seconds)
-                  + p.overhead_seconds)
+        device = (max(b * p.compute_seconds, p.memory_seconds)
+                  + b * (p.comm_seconds + p.attention_seconds + p.elementwise_seconds) + p.overhead_seconds)
         return max(device, p.host_seconds)  # one forward's launches for the b prompts (formulas/launch_overhead eq. K1)
 
     @property
@@ -561,6 +562,11 @@ def speed_model(spec: ModelSpec, device: Any, *, weights_format: str = "bf16", p
             f"{kernels} kernels x {tau_host.name} {tau_host.expected * 1e6:.2f} us: a decode step and a prefill forward take "
             f"max(device, host) (formulas/launch_overhead.py eq. K1); {tau_host.source}"))
 
+    # eager transformers' memory-bound kernels (formulas/elementwise_traffic.py eq. E13), on the devices whose
+    # memory-bound share is sourced (the training step's rule, efficiency.memory_bound_bandwidth)
+    eager_traffic = (E.memory_bound_bandwidth(device.kind) if engine == "transformers" and device.kind in ("gpu", "cpu")
+                     and spec.encoder_decoder is None and not fmt.startswith("gguf:") else None)
+
     pc = count_params(spec)
     # the bytes held, as the memory estimate sizes them (transformers keeps fused experts unquantized under
     # bitsandbytes: formats.serving_fused_experts)
@@ -747,8 +753,9 @@ def speed_model(spec: ModelSpec, device: Any, *, weights_format: str = "bf16", p
                 ce_p = _metal_prefill_efficiency(spec, fmt, ce, p_flops,
                                                  2.0 * (matmul_params - head_params) * prompt_tokens, assumptions)
 
-            p_bytes = read_bytes * shard + kv_cache(spec, prompt_tokens, 1, kv_dtype, mla_mode=mla_mode, window_extra=0,
-                                                    repeated_kv=repeated_kv).total_bytes * kv_share + state_bytes(1)
+            kv_p = kv_cache(spec, prompt_tokens, 1, kv_dtype, mla_mode=mla_mode, window_extra=0,
+                            repeated_kv=repeated_kv).total_bytes * kv_share
+            p_bytes = read_bytes * shard + kv_p + state_bytes(1)
             if t5 is not None:  # every weight once, and the cross K/V written
                 p_bytes = wb.total + cross_attention_kv(spec, prompt_tokens, 1, kv_dtype)
             # the vision encoder runs first, its products at the compute efficiency of the dtype's peak (ce), not a
@@ -761,8 +768,22 @@ def speed_model(spec: ModelSpec, device: Any, *, weights_format: str = "bf16", p
                     "vision_encoder_flops", f"{encoder_flops:.3g}", False,
                     "the vision encoder over one prompt's images/video, before the language model's prefill and "
                     f"part of the TTFT, at compute efficiency {ce:g} (formulas/vision_compute.py eqs. V1-V4)"))
+            t_ew = 0.0
+            if eager_traffic is not None and t5 is None and bw:
+                # eq. E13: eager transformers runs the norms, rotary, SwiGLU, residual adds and the cache append as
+                # kernels of their own between the GEMMs; the append writes the prompt's K/V (out of p_bytes)
+                per_token = inference_forward_bytes_per_token(spec, act_bytes, tp)
+                t_ew = elementwise_seconds(prompt_tokens * per_token, bw, eager_traffic.expected)
+                p_bytes -= kv_p
+                assumptions.append(Assumption(
+                    "prefill_elementwise_bytes_per_token", round(per_token), True,
+                    f"formulas/elementwise_traffic.py eq. (E13): the eager forward's norms (fp32), rotary, activation, "
+                    f"residual adds, cache append, embedding and final norm, {t_ew * 1e3:.2f} ms a prompt at "
+                    f"{eager_traffic.expected} of the memory bandwidth ({eager_traffic.name}), after the GEMMs "
+                    f"(formulas/speed.py eq. 3'); {SOURCE_EAGER}"))
             if peak is not None or bw is not None:
-                prefill = phase_time((p_flops + enc_flops) / tp, p_bytes, peak, bw, ce_p, be, comm(prompt_tokens))
+                prefill = phase_time((p_flops + enc_flops) / tp, p_bytes, peak, bw, ce_p, be, comm(prompt_tokens),
+                                     elementwise_seconds=t_ew)
                 if launch_host:  # eq. K1: the forward's launches overlap its device work
                     prefill = host_overlapped_step(prefill, launch_host)
                 if peak and bw:

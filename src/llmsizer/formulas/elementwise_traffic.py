@@ -130,6 +130,11 @@ no_grad cross-entropy of bf16 logits under autocast (tests/formulas/test_train_m
 No Unsloth throughput row with its settings is published in a form the validation can use, and the kernels need
 Triton on a CUDA device, so E8/E9 are read from the code, not measured.
 
+**Inference** (eq. E13, ``inference_forward_bytes_per_token``): an eager transformers forward without autograd runs
+the same forward ops (E1) in every layer, plus the DynamicCache append of the new keys and values, the embedding
+gather and the final norm; measured on a real CPU forward of a transformers Llama (tests/formulas/
+test_inference_traffic.py).
+
 A LayerNorm is torch's one fused ``native_layer_norm`` kernel each way (2c h + 2f forward, 3c h + 2f backward,
 read from a transformers GPTBigCode layer's trace); a GeLU MLP runs one ``gelu`` (2c I) and one ``gelu_backward``
 (3c I); models with learned positions or ALiBi run no rotary kernels. MoE layers are counted with the activation
@@ -297,6 +302,20 @@ def model_layer_widths(spec: ModelSpec, layer: int, tp: int = 1) -> LayerWidths:
                        rotary, spec.norm_kind == "layernorm")
 
 
+def _layer_rows(spec: ModelSpec, c: float, compiled: bool, norms_trained: bool,
+                adapters: dict[int, tuple[tuple[int, int], ...]], tp: int, unsloth: bool, seq_shards: int
+                ) -> list[tuple[float, float, float]]:
+    """(forward, backward, forward + backward) bytes per token of each decoder layer, in order. A layer's widths
+    depend on it only through its kind (ModelSpec.layer_key): its bytes once per (kind, adapters)."""
+    kinds = list(zip(layer_kind_firsts(spec), map(adapters.get, range(spec.num_layers), repeat(())), strict=True))
+    per_kind: dict[tuple[object, ...], tuple[float, float, float]] = {}
+    for key in dict.fromkeys(kinds):
+        n = kinds.index(key)  # the first layer of this kind
+        f, b = layer_bytes(model_layer_widths(spec, n, tp), c, compiled, norms_trained, key[1], unsloth, seq_shards)
+        per_kind[key] = (f, b, f + b)
+    return list(map(per_kind.__getitem__, kinds))
+
+
 def step_bytes_per_token(spec: ModelSpec, c: float, compiled: bool, norms_trained: bool,
                          adapters: dict[int, tuple[tuple[int, int], ...]], recomputed_layers: int,
                          loss: str = "ce", tp: int = 1, unsloth: bool = False,
@@ -311,16 +330,7 @@ def step_bytes_per_token(spec: ModelSpec, c: float, compiled: bool, norms_traine
     (``metric_autocast``: under torch.autocast; ``fp16``: fp16 logits)."""
     if recomputed_layers < 0:
         raise InputError("recomputed layers must not be negative")
-    # a layer's widths depend on it only through its kind (ModelSpec.layer_key): its bytes once per (kind, adapters);
-    # the sums still run layer by layer, in order (running_sum: the same floats as a += loop)
-    kinds = list(zip(layer_kind_firsts(spec), map(adapters.get, range(spec.num_layers), repeat(())), strict=True))
-    per_kind: dict[tuple[object, ...], tuple[float, float, float]] = {}
-    for key in dict.fromkeys(kinds):
-        n = kinds.index(key)  # the first layer of this kind
-        f, b = layer_bytes(model_layer_widths(spec, n, tp), c, compiled, norms_trained, key[1], unsloth,
-                           tp if sequence_parallel else 1)
-        per_kind[key] = (f, b, f + b)
-    rows = list(map(per_kind.__getitem__, kinds))
+    rows = _layer_rows(spec, c, compiled, norms_trained, adapters, tp, unsloth, tp if sequence_parallel else 1)
     total = running_sum(map(itemgetter(2), rows))
     fwd_sum = running_sum(map(itemgetter(0), rows))
     total += fwd_sum * recomputed_layers / spec.num_layers
@@ -332,3 +342,28 @@ def step_bytes_per_token(spec: ModelSpec, c: float, compiled: bool, norms_traine
     if metric_passes:
         total += metric_passes * metric_pass_bytes(-(-spec.vocab_size // tp), c, metric_autocast, fp16)
     return total
+
+
+def inference_forward_bytes_per_token(spec: ModelSpec, c: float, tp: int = 1) -> float:
+    """Eq. (E13): the memory-bound bytes per prompt token of one eager transformers forward (a prefill, or a decode
+    step per sequence) with a DynamicCache and ``logits_to_keep=1``: every decoder layer's forward (E1) plus its
+    cache append, the embedding gather and the final norm::
+
+        F_inf = sum_layers (F_e + 4c k_w) + 2c h + N_f                                                (E13)
+
+    The cache append is ``DynamicLayer.update``'s ``torch.cat`` of the cache and the new keys and values (transformers
+    5.24 cache_utils.py L136-137): an empty cache at prefill, so it reads the new k and v and writes them once (4c
+    k_w). (At a decode step the same ``cat`` copies the whole cache: not counted here.) The embedding lookup reads one
+    row per token and writes it (2c h; modeling_llama.py L372 ``embed_tokens``); the final norm is one more RMSNorm
+    (L404) or LayerNorm. The lm_head runs for the last token only (``slice_logits_to_keep``, L470), and the rotary
+    module's cos/sin (fp32, head_dim wide, once per forward, not per layer) are left out: under 0.1 % of the count."""
+    if tp < 1:
+        raise InputError(f"tensor-parallel degree must be >= 1, got {tp}")
+    rows = _layer_rows(spec, c, False, False, {}, tp, False, 1)
+    total = running_sum(map(itemgetter(0), rows))
+    firsts = layer_kind_firsts(spec)
+    kv = {n: model_layer_widths(spec, n, tp).kv_width for n in set(firsts)}
+    total += sum(4 * c * kv[n] for n, kind in zip(firsts, spec.layer_types, strict=True) if kind != "none")
+    norm = (layernorm_bytes(spec.hidden_size, c)[0] if spec.norm_kind == "layernorm"
+            else rmsnorm_bytes(spec.hidden_size, c, False, False)[0])
+    return total + 2 * c * spec.hidden_size + norm

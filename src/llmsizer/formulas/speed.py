@@ -533,6 +533,7 @@ class PhaseTime:
     overhead_seconds: float = 0.0
     attention_seconds: float = 0.0  # eq. (13): unfused single-token attention products, outside memory_seconds
     host_seconds: float = 0.0  # the engine's host step when it overlaps the device's (eq. 14); 0: none
+    elementwise_seconds: float = 0.0  # eager memory-bound kernels between the GEMMs (elementwise_traffic eq. E13)
 
     @property
     def bound(self) -> str:
@@ -542,7 +543,8 @@ class PhaseTime:
             return "communication"
         if self.attention_seconds > max(self.compute_seconds, self.memory_seconds):
             return "attention"
-        return "compute" if self.compute_seconds >= self.memory_seconds else "memory"
+        # the eager memory-bound kernels run apart from the GEMMs: memory time of their own
+        return "compute" if self.compute_seconds >= self.memory_seconds + self.elementwise_seconds else "memory"
 
     def to_dict(self) -> dict[str, float | str]:
         out: dict[str, float | str] = {
@@ -552,26 +554,32 @@ class PhaseTime:
             out["host_seconds"] = self.host_seconds
         if self.attention_seconds:
             out["attention_seconds"] = self.attention_seconds
+        if self.elementwise_seconds:
+            out["elementwise_seconds"] = self.elementwise_seconds
         return out
 
 
 def phase_time(flops: float, nbytes: float, peak_flops: float | None, bandwidth: float | None,
                compute_efficiency: float, bandwidth_efficiency: float, comm_seconds: float = 0.0,
-               overhead_seconds: float = 0.0, attention_seconds: float = 0.0) -> PhaseTime:
+               overhead_seconds: float = 0.0, attention_seconds: float = 0.0,
+               elementwise_seconds: float = 0.0) -> PhaseTime:
     """Eq. (3) with either resource optional (an unknown peak contributes no lower bound of its own), plus
     communication, a fixed per-step ``overhead_seconds`` (eq. 7) and ``attention_seconds``: the unfused attention
     products of eq. (13), or the flash-attention K/V stream of eq. F1, that run after the weight products (their cache
-    read is then not part of ``nbytes``).
+    read is then not part of ``nbytes``); and ``elementwise_seconds``: the memory-bound kernels an eager framework
+    runs one after another between its GEMMs (formulas/elementwise_traffic.py eqs. E7, E13), which overlap neither::
+
+        T = max(t_c, t_m) + t_comm + t_overhead + t_attn + t_elementwise                             (3')
 
     Raises InputError when both are unknown."""
     if not peak_flops and not bandwidth:
         raise InputError("need a peak FLOP/s or a memory bandwidth to estimate time")
-    if attention_seconds < 0:
-        raise InputError("attention_seconds must not be negative")
+    if attention_seconds < 0 or elementwise_seconds < 0:
+        raise InputError("attention_seconds and elementwise_seconds must not be negative")
     tc = compute_time(flops, peak_flops, compute_efficiency) if peak_flops else 0.0
     tm = memory_time(nbytes, bandwidth, bandwidth_efficiency) if bandwidth else 0.0
-    return PhaseTime(max(tc, tm) + comm_seconds + overhead_seconds + attention_seconds, tc, tm, comm_seconds,
-                     overhead_seconds, attention_seconds)
+    return PhaseTime(max(tc, tm) + comm_seconds + overhead_seconds + attention_seconds + elementwise_seconds, tc, tm,
+                     comm_seconds, overhead_seconds, attention_seconds, elementwise_seconds=elementwise_seconds)
 
 
 def host_overlapped_step(device: PhaseTime, host_seconds: float) -> PhaseTime:
@@ -581,7 +589,7 @@ def host_overlapped_step(device: PhaseTime, host_seconds: float) -> PhaseTime:
         raise InputError("host_seconds must be >= 0")
     return PhaseTime(max(device.seconds, host_seconds), device.compute_seconds, device.memory_seconds,
                      device.comm_seconds, device.overhead_seconds, attention_seconds=device.attention_seconds,
-                     host_seconds=host_seconds)
+                     host_seconds=host_seconds, elementwise_seconds=device.elementwise_seconds)
 
 
 def batched_decode_time(nbytes: float, bandwidth: float, bandwidth_efficiency: float, extra_gemm_flops: float,
