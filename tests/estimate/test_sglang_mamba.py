@@ -21,6 +21,7 @@ import pytest
 
 import llmsizer
 from cli_capture import run_cli
+from llmsizer.estimate.engines import CUDA_CONTEXT
 from llmsizer.units import GiB, MiB
 
 H200 = 141 * GiB
@@ -47,7 +48,7 @@ def _nemotron_h_56b_per_req() -> int:
 def _expected(model: str, per_req: int, cell: int, context: int, **kw):
     est = llmsizer.estimate_inference(model, engine="sglang", memory=H200, context=context, **kw)
     d = est.details
-    rest = int(d["mem_fraction_static"] * (H200 - 500 * MiB)) - est.item("weights").bytes
+    rest = int(d["mem_fraction_static"] * (H200 - CUDA_CONTEXT.expected)) - est.item("weights").bytes
     slots = int((rest * 0.9 / 1.9 - per_req) // per_req)
     pool = rest - (slots + 1) * per_req  # + the padding slot
     tokens = pool // cell
@@ -117,7 +118,7 @@ def test_a_state_pool_that_runs_no_request_does_not_fit():
     def at(mib: int):
         est = llmsizer.estimate_inference("qwen3-next-80b-a3b-thinking", engine="sglang", memory=mib * MiB,
                                           context=4096, weights="fp8")
-        rest = int(est.details["mem_fraction_static"] * (mib * MiB - 500 * MiB)) - est.item("weights").bytes
+        rest = int(est.details["mem_fraction_static"] * (mib * MiB - CUDA_CONTEXT.expected)) - est.item("weights").bytes
         slots = int((rest * 0.9 / 1.9 - per_req) // per_req)  # eq. (2b) by hand
         return est, slots, (rest - (slots + 1) * per_req) // cell
 

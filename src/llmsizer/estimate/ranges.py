@@ -220,11 +220,11 @@ _add("decode throughput", "sglang 0.4 on h20", 0.3572, 1.4182, 7, ('h20',))
 _add("decode throughput", "sglang >= 0.5", 0.9031, 1.0742, 7, ('a10g',))
 _add("decode throughput", "vllm 0.6-0.7", 0.8452, 1.0478, 21, ('a100-sxm-80gb',))
 _add("decode throughput", "vllm >= 0.14", 0.9098, 1.0560, 6, ('a10g',))
-_add("inference memory", "transformers", 0.9702, 1.3141, 33)
+_add("inference memory", "transformers", 0.9702, 1.1814, 23)
 _add("inference memory", "vllm", 0.9635, 1.0931, 13)
 _add("prefill throughput", "llama.cpp", 0.6257, 1.1420, 27)
 _add("throughput", "transformers", 0.0144, 1.2624, 28)
-_add("training memory", "pytorch training", 0.9257, 1.3191, 46)
+_add("training memory", "pytorch training", 0.9316, 1.1810, 34)
 _add("training throughput", "pytorch training", 0.8507, 1.1472, 232)
 
 

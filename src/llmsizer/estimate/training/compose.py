@@ -525,7 +525,7 @@ def _metric_items(ctx: TrainingContext, st: StageStates, tl: StageTimeline, acc:
     _items(ctx, st, tl, acc)
     init = next((p.total for p in tl.phases if p.name == "model init"), 0)  # reserved before the step
     fixed = None
-    if w.batch_shapes == "fixed" and w.metric in ("reserved", "nvidia-smi"):  # eq. (R1), estimate/allocator.py
+    if w.batch_shapes == "fixed" and w.metric in (None, "reserved", "nvidia-smi"):  # eq. (R1), estimate/allocator.py
         fixed = training_side_streams(w.fsdp is not None and w.fsdp_version == 2 and w.offload == "none", w.pp,
                                       w.grad_accumulation, st.layer_grads, st.grads,
                                       zero_shards(w.shard_stage, w.shard_group)[1],
@@ -706,7 +706,7 @@ def _items(ctx: TrainingContext, st: StageStates, tl: StageTimeline, acc: Acc) -
                               source="formulas/training_states.py step_temporary_bytes (torch/optim/adam.py, "
                                      "_adafactor.py)"))
     if w.device == "gpu":
-        device_context(acc.items, acc.assumptions, w.gpu_runtime)
+        device_context(acc.items, acc.assumptions, w.gpu_runtime, phase=TRAINING)
         acc.items.append(Item("allocator_reserve", 0, "device", 0, parts.get("activations", 0),
                               formula="first-step allocator behaviour: reserved - allocated; the optimizer states "
                                       "created in step 1 may not fit the blocks the backward freed, so reserved can "
