@@ -12,8 +12,8 @@ import pytest
 
 import llmsizer
 from cli_capture import run_cli
-from llmsizer.estimate.engines import CUDA_CONTEXT
 from llmsizer.errors import InputError
+from llmsizer.estimate.engines import CUDA_CONTEXT
 from llmsizer.estimate.inference.sglang import default_mem_fraction_static, prefill_graph_sizes
 from llmsizer.units import GiB, MiB
 

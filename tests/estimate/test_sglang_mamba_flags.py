@@ -25,9 +25,9 @@ import pytest
 
 import llmsizer
 from cli_capture import run_cli
-from llmsizer.estimate.engines import CUDA_CONTEXT
 from llmsizer.errors import InputError
-from llmsizer.units import GiB, MiB
+from llmsizer.estimate.engines import CUDA_CONTEXT
+from llmsizer.units import GiB
 
 H200 = 141 * GiB
 QWEN = "qwen3-next-80b-a3b-thinking"

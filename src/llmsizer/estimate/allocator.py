@@ -4,7 +4,8 @@ Three figures a GPU user reads, each a superset of the one before:
 
     allocated  = live tensor bytes at the peak (torch.cuda.max_memory_allocated)                           (1)
     reserved   = allocated + the caching allocator's cached, unused blocks (max_memory_reserved)           (2)
-               = persistent + dynamic x rho,  rho = reserved / allocated of measured runs
+               = persistent + dynamic x rho,  rho = (reserved - persistent) / (allocated - persistent) of measured
+                 runs (``pair_ratio``; reserved / allocated where a published run does not split its bytes)
     nvidia-smi = reserved + the CUDA context, kernels and library workspaces (the process's NVML memory)   (3)
 
 (1) is what the formulas compute; the allocator's block rounding to 512 B and its 2 MiB / 20 MiB segments are
@@ -17,7 +18,7 @@ step, transients, growing KV caches) is scaled by the calibrated ratio rho, as a
 hold every named row of
 ``validation/allocator_pairs.csv`` of that phase (their full span), expected is
 their median. tests/estimate/test_allocator.py re-derives the constants from the file. (3) adds the CUDA context
-span (estimate/engines.py ``CUDA_CONTEXT``).
+span (estimate/engines.py ``CUDA_CONTEXT``, ``CUDA_CONTEXT_TRAINING`` for a training run: measured on an H200).
 
 The fixed context a device holds beside the tensors is the device's runtime's (``device_context``, the one place it
 is added): the CUDA context on an NVIDIA GPU (``gpu_runtime`` 'cuda'); none on an Apple chip (Metal: no CUDA
@@ -279,9 +280,9 @@ def apply_metric(items: list[Item], metric: str | None, phase: str, pytorch: boo
         if had_context and pytorch and not kv_pool:  # the default expects the calibrated reserve (module docstring)
             at = next((n for n, i in enumerate(items) if i.location == "device" and i.name in ALLOCATOR_ITEMS), None)
             if at is not None:
-                persistent = sum(i.bytes for i in items if i.location == "device" and i.name in PERSISTENT)
+                once = sum(i.bytes for i in items if i.location == "device" and i.name in PERSISTENT)
                 tensors = tensor_bytes(items)
-                item = reserve_item(tensors - persistent, phase, pytorch, max(0, floor - tensors))
+                item = reserve_item(tensors - once, phase, pytorch, max(0, floor - tensors))
                 if fixed is not None:  # fixed shapes: eq. (R1), as under reserved / nvidia-smi
                     item = fixed_reserve_item(fixed, max(0, floor - tensors), item.high or 0)
                 items[at] = Item(items[at].name, item.bytes, "device", item.low, item.high, item.formula, item.source)
