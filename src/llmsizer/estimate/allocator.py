@@ -91,6 +91,7 @@ CONTEXT_ITEM = "cuda_context"
 NOT_TENSORS = ALLOCATOR_ITEMS + (CONTEXT_ITEM,)
 PERSISTENT = ("weights", "adapter_weights", "master_weights", "optimizer_states", "paged_optimizer_states")
 TRAINING, INFERENCE = "training", "inference"
+NATIVE = "native"  # a context_span phase: a process without PyTorch (llama.cpp)
 PAIRS_FILE = "validation/allocator_pairs.csv"
 
 
@@ -167,11 +168,12 @@ METAL_CONTEXT_WHY = ("an Apple chip runs Metal, not CUDA: no CUDA context is add
 def context_span(gpu_runtime: str, phase: str = INFERENCE) -> E.Span:
     """The fixed context one GPU of ``gpu_runtime`` holds beside the tensors (specs/workload.py GPU_RUNTIMES): the
     CUDA context's span of ``phase`` (a training run has loaded its backward and optimizer kernels too, estimate/
-    engines.py ``CUDA_CONTEXT_TRAINING``; also the stand-in of the runtimes of ``STAND_INS``), or nothing on Metal
+    engines.py ``CUDA_CONTEXT_TRAINING``; ``NATIVE``: a process without PyTorch, llama.cpp, ``CUDA_CONTEXT_NATIVE``;
+    also the stand-in of the runtimes of ``STAND_INS``), or nothing on Metal
     (``METAL_CONTEXT_WHY``)."""
     if gpu_runtime == "metal":
         return E.Span(0, 0, 0, METAL_CONTEXT_WHY)
-    return E.CUDA_CONTEXT_TRAINING if phase == TRAINING else E.CUDA_CONTEXT
+    return {TRAINING: E.CUDA_CONTEXT_TRAINING, NATIVE: E.CUDA_CONTEXT_NATIVE}.get(phase, E.CUDA_CONTEXT)
 
 
 def device_context(items: list[Item], assumptions: list[Assumption], gpu_runtime: str, gpus: int = 1,

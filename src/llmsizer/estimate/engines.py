@@ -44,6 +44,13 @@ CUDA_CONTEXT_TRAINING = Span(250 * MiB, 794_820_608, 1 * GiB,
                              _CUDA_CONTEXT_SOURCE + ": 758 MiB after training (backward and optimizer kernels "
                              "loaded too); span: other tools' constants (250 MiB) to eager module loading (1 GiB)")
 
+# A native process (llama.cpp: no PyTorch, its own ggml kernels and cuBLAS): not measured by llmsizer; the range of
+# other tools' constants, Ollama's (a llama.cpp server) in the middle. The measured PyTorch figures above hold torch's
+# own kernel images and do not speak for it.
+CUDA_CONTEXT_NATIVE = Span(250 * MiB, 500 * MiB, 1 * GiB,
+                           "range of other tools' constants (gguf-parser-go 250 MiB, Ollama 457 MiB, gpu_poor 650 MB); "
+                           "not measured for a native (non-PyTorch) process")
+
 # Resident memory of a Python process after `import torch, transformers` (no model): measured on the
 # llmsizer CI machine (x86_64, torch 2.13.0+cpu, transformers 5.24.0): 242 MiB peak RSS, two runs.
 TORCH_HOST_RUNTIME = Span(200 * MiB, 250 * MiB, 500 * MiB,
