@@ -224,7 +224,7 @@ _add("inference memory", "transformers", 0.9702, 1.1814, 23)
 _add("inference memory", "vllm", 0.9635, 1.0931, 13)
 _add("prefill throughput", "llama.cpp", 0.6257, 1.1420, 27)
 _add("throughput", "transformers", 0.0144, 1.2624, 28)
-_add("training memory", "pytorch training", 0.9316, 1.1810, 34)
+_add("training memory", "pytorch training", 0.9257, 1.2879, 46)
 _add("training throughput", "pytorch training", 0.8507, 1.1472, 232)
 
 

@@ -7,8 +7,8 @@
            (run at once: min(concurrency, max_num_seqs), estimate/inference/common.py eq. R1)                 (3)
 
 (1)-(2): the headroom is a policy default (``DEFAULT_HEADROOM``, 10 %): memory kept free for other processes, the
-spread of the allocator's fragmentation around its expected reserve (the default device total of a PyTorch engine
-already holds the calibrated reserve, estimate/allocator.py) and, for RAM, no swapping. It is recorded as an assumption wherever it applies,
+allocator's fragmentation where the estimate expects none (training; the default device total of transformers
+inference holds the calibrated reserve, estimate/allocator.py) and, for RAM, no swapping. It is recorded as an assumption wherever it applies,
 and the verdict states that it uses the expected (middle) value of the range; when the high end does not fit a
 warning says so, naming which high end: the components' ranges or, where the kind has validation rows, the
 calibrated range (estimate/ranges.py via estimate/allocator.py ``calibrated_need``), whichever is higher. (3): vLLM reserves ``gpu_memory_utilization`` x memory at start-up and admits the sequences
@@ -36,7 +36,7 @@ from ..result import Assumption
 from ..specs.workload import MARGIN_CONFLICT, read_number
 from ..units import MiB, format_bytes
 
-# Memory kept free on top of the estimate (other processes, the allocator reserve's spread, swap-free margin for RAM).
+# Memory kept free on top of the estimate (allocator fragmentation, other processes, swap-free margin for RAM).
 # A policy default, not a measurement: recorded as an assumption and settable (--headroom).
 DEFAULT_HEADROOM = 0.10
 HEADROOM_WHY = "memory kept free on each device (fragmentation, other processes, no swapping)"
