@@ -33,7 +33,7 @@ ROW = next(r for r in json.loads((ROOT / "src" / "llmsizer" / "catalog" / "data"
                                   "instances_aws.json").read_text())["instances"] if r["id"] == INSTANCE)
 N = 16
 MODEL = "llama-3.1-70b"
-TRAIN = ["--train", "--method", "lora", "--tokens", "1B", "--grad-checkpointing", "full"]
+TRAIN = ["--train", "--method", "lora", "--tokens", "1B"]
 SERVE = ["--concurrency", "64", "--engine", "vllm", "--weights", "bf16"]
 FIELDS = ("count", "instances", "tensor_parallel", "replicas", "price_per_hour")
 
@@ -78,10 +78,10 @@ def test_training_on_two_instances_is_one_answer() -> None:
     f = cli_json("fit", MODEL, *TRAIN, "--device", INSTANCE, "--count", str(N))
     want = by_hand(tensor_parallel=1)  # --tp left at 1: data parallelism over all 16
     surfaces = {"recommend --json": of_option(option(rec)), "fit --json": of_fit(f)}
-    py_rec = recommend_training(MODEL, tokens=1e9, method="lora", grad_checkpointing="full", gpus=N, constraints=Constraints(providers=("aws",)))
+    py_rec = recommend_training(MODEL, tokens=1e9, method="lora", gpus=N, constraints=Constraints(providers=("aws",)))
     (py_o,) = [o for o in py_rec.options if o.target == INSTANCE]
     surfaces["recommend_training"] = {k: getattr(py_o, k) for k in FIELDS}
-    py_f = fit_training(MODEL, INSTANCE, N, tokens=1e9, method="lora", grad_checkpointing="full")
+    py_f = fit_training(MODEL, INSTANCE, N, tokens=1e9, method="lora")
     surfaces["fit_training"] = of_fit(py_f.to_dict())
     for name, got in surfaces.items():
         assert got == want, name
@@ -139,7 +139,7 @@ def test_web_answers_the_same_counts() -> None:
             out: dict[str, Any] = r.json()
             return out
 
-        train = {"train": True, "method": "lora", "tokens": "1B", "grad_checkpointing": "full"}
+        train = {"train": True, "method": "lora", "tokens": "1B"}
         got_train = [of_option(option(post("/recommend", {**train, "gpus": N, "provider": ["aws"], "top": 300}))),
                      of_fit(post("/fit", {**train, "device": INSTANCE, "count": N}))]
         assert got_train == [by_hand(1)] * 2

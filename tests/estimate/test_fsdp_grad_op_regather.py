@@ -9,7 +9,7 @@ import pytest
 
 from cli.cli_run import answer
 
-BASE = ["train", "qwen2.5-7b", "--gpus", "8", "--device", "h100-sxm", "--tokens", "1B", "--grad-checkpointing", "full"]
+BASE = ["train", "qwen2.5-7b", "--gpus", "8", "--device", "h100-sxm", "--tokens", "1B"]
 
 
 def _stated(out: dict, name: str) -> int:

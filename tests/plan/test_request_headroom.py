@@ -27,7 +27,7 @@ def _request(headroom: float | None, engine: str = "vllm") -> str:
             "    traffic:\n      concurrency: {typical: 2, peak: 2}\n      context: {typical: 4k, peak: 4k}\n"
             "      output: {typical: 256, peak: 256}\n"
             f"  - name: ft\n    kind: training\n    model: {{name: {MODEL_TRAIN}}}\n    method: lora\n"
-            "    settings: {micro_batch: 1, seq_len: 1024}\n    dataset: {tokens: 10M tokens}\n"
+            "    settings: {micro_batch: 1, seq_len: 2048}\n    dataset: {tokens: 10M tokens}\n"
             "    handover: {model_destination: s3://bucket/ft}\n"
             f"    resources: {{device: {DEVICE}{h}}}\n")
 
@@ -44,7 +44,7 @@ def test_the_plan_of_a_request_headroom_is_fits_answer(headroom: float | None, t
     serve, train = plan.jobs
     fcode_s, fs = _fit(headroom, MODEL_SERVE, "--engine", "vllm", "--context", "4k", "--concurrency", "2",
                        "--output-tokens", "256")
-    fcode_t, ft = _fit(headroom, MODEL_TRAIN, "--train", "--method", "lora", "--seq", "1024")
+    fcode_t, ft = _fit(headroom, MODEL_TRAIN, "--train", "--method", "lora", "--seq", "2048")
     for job, f in ((serve, fs), (train, ft)):
         mem = job.section("memory")
         assert f["headroom"] == (0.1 if headroom is None else headroom)
@@ -110,8 +110,8 @@ def test_the_flag_reads_a_percentage_as_the_request_file_does(text: str, value: 
     """`--headroom 10%` was refused ("cannot read '10%' as a number") while a request's `headroom: 10%` was read: the
     flag now parses with the same request/quantities.py parse_share and the headroom's range. Truth: 10% is 0.1 by
     definition; the training budget is the L4's catalog memory x (1 - headroom)."""
-    code, pct = _fit(text, MODEL_TRAIN, "--train", "--method", "lora", "--seq", "1024")
-    code_num, num = _fit(value, MODEL_TRAIN, "--train", "--method", "lora", "--seq", "1024")
+    code, pct = _fit(text, MODEL_TRAIN, "--train", "--method", "lora", "--seq", "2048")
+    code_num, num = _fit(value, MODEL_TRAIN, "--train", "--method", "lora", "--seq", "2048")
     assert code == code_num and pct["headroom"] == pytest.approx(value)
     assert pct["budget_per_device"] == num["budget_per_device"]
     from llmsizer.catalog.hardware import load_catalog
