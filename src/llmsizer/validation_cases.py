@@ -2385,12 +2385,27 @@ def public_cases(data: str | Path | None = None) -> tuple[list[Case], list[NotEx
 
 # -- measured runs (llmsizer measure) ------------------------------------------------------------------------------
 
+# the measured records whose (allocated, reserved) pair is a row of estimate/allocator.py RESERVE (validation/
+# allocator_pairs.csv GPnn = validation/measured/gpu-h200-2026-12-04.jsonl line nn): their device totals are
+# calibration rows (the reserve in them was fitted there), their peak allocated rows are not
+RESERVE_PAIR_FILE = "gpu-h200-2026-12-04"
+
+
+def reserve_calibration() -> dict[str, str]:
+    """Record id (``_record_id``) -> the allocator_pairs.csv row it gave, for every GP row of ``RESERVE``."""
+    from .estimate.allocator import RESERVE
+
+    return {f"{RESERVE_PAIR_FILE}:{int(r[2:])}": r for ratio in RESERVE.values() for r in ratio.rows
+            if r.startswith("GP")}
+
+
 def measured_cases(records: Iterable[dict[str, Any]]) -> tuple[list[Case], list[NotExpressed]]:
     """Headline rows of measured records (re-estimated with this llmsizer); failed runs are listed as such."""
     from .measure.compare import rows_of
 
     cases: list[Case] = []
     missing: list[NotExpressed] = []
+    calibration = reserve_calibration()
     for rec in records:
         rid = _record_id(rec)
         if rec.get("status") != "ok":
@@ -2421,8 +2436,11 @@ def measured_cases(records: Iterable[dict[str, Any]]) -> tuple[list[Case], list[
                 continue
             # one id per compared figure (a record gives several: peak tensors, process RSS), as VL rows' ".kv_pool"
             cid = f"{rid}.{row.component.split(' (')[0].lower().replace(' ', '_')}"
+            calib = calibration.get(rid) if row.component == "device total" else None
             cases.append(Case(cid, row.kind, f"{what}: {row.component}", pred, meas, unit, within, tol,
-                              source=rec.get("source_file", "local results store"), note=row.note,
+                              excluded=CALIBRATION if calib else "",
+                              source=rec.get("source_file", "local results store"),
+                              note=(f"calibration row of allocator.RESERVE ({calib}); " if calib else "") + row.note,
                               origin="measured", no_band=_no_band_figure(row.kind, row.component)))
         if not got:
             missing.append(NotExpressed(rid, _record_kind(rec), "no comparable figure in the record"))

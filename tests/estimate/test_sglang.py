@@ -13,6 +13,7 @@ import pytest
 import llmsizer
 from cli_capture import run_cli
 from llmsizer.errors import InputError
+from llmsizer.estimate.engines import CUDA_CONTEXT
 from llmsizer.estimate.inference.sglang import default_mem_fraction_static, prefill_graph_sizes
 from llmsizer.units import GiB, MiB
 
@@ -52,7 +53,7 @@ def test_token_pool_and_cell_size_llama_8b_on_h100():
     d = est.details
     assert d["kv_cell_bytes"] == 8 * 256 * 32 * 2 and d["mem_fraction_static"] == 0.830
     weights = est.item("weights").bytes
-    pool = int(0.830 * (mem - 500 * MiB)) - weights
+    pool = int(0.830 * (mem - CUDA_CONTEXT.expected)) - weights
     assert d["kv_pool_bytes"] == pool and d["max_total_num_tokens"] == pool // 131072
     # max_running_requests (kv_cache_configurator.py:3123-3132): min(max(min(tokens / 131072 x 512, 4096), 2048),
     # tokens // 2)

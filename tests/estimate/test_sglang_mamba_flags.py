@@ -26,7 +26,8 @@ import pytest
 import llmsizer
 from cli_capture import run_cli
 from llmsizer.errors import InputError
-from llmsizer.units import GiB, MiB
+from llmsizer.estimate.engines import CUDA_CONTEXT
+from llmsizer.units import GiB
 
 H200 = 141 * GiB
 QWEN = "qwen3-next-80b-a3b-thinking"
@@ -56,7 +57,7 @@ MODELS = [
 def _by_hand(model: str, per_req: int, cell: int, context_len: int, **setting):  # type: ignore[no-untyped-def]
     """The estimate with ``setting`` and SGLang's numbers for it, by the rules of the module docstring."""
     est = llmsizer.estimate_inference(model, engine="sglang", memory=H200, context=4096, weights="fp8", **setting)
-    rest = int(est.details["mem_fraction_static"] * (H200 - 500 * MiB)) - est.item("weights").bytes
+    rest = int(est.details["mem_fraction_static"] * (H200 - CUDA_CONTEXT.expected)) - est.item("weights").bytes
     if "max_mamba_cache_size" in setting:
         slots = setting["max_mamba_cache_size"]
     else:
@@ -120,7 +121,7 @@ def test_a_size_whose_pool_leaves_no_token_pool_does_not_fit():
     est = llmsizer.estimate_inference(
         QWEN, engine="sglang", memory=H200, context=4096, weights="fp8", max_mamba_cache_size=1000
     )
-    rest = int(est.details["mem_fraction_static"] * (H200 - 500 * MiB)) - est.item("weights").bytes
+    rest = int(est.details["mem_fraction_static"] * (H200 - CUDA_CONTEXT.expected)) - est.item("weights").bytes
     assert 1001 * per_req > rest
     assert est.details["max_total_num_tokens"] == 0 and est.details["fits"] is False
     assert "lower max_mamba_cache_size" in est.details["sglang_no_pool"]  # the field: a request file gives no flag

@@ -45,7 +45,7 @@ def test_markdown_report(plans):
                     "### Charts (as tables)", "### Notes"):
         assert heading in md, heading
     assert "| one checkpoint | 503.32 MB |" in md  # 41.94M adapter params x 12 B, decimal: a disk size
-    assert "| training needs per device (expected) | 43.81 GiB |" in md  # memory: binary
+    assert "| training needs per device (expected) | 44.06 GiB |" in md  # memory: binary
     assert "**Memory per device by job**" in md
 
 

@@ -9,7 +9,7 @@ from llmsizer.catalog.hardware import builtin_catalog
 from llmsizer.errors import InputError
 from llmsizer.estimate import efficiency as E
 from llmsizer.estimate.duration import elementwise_bytes_per_token, training_duration_for
-from llmsizer.estimate.engines import CUDA_CONTEXT, TORCH_HOST_RUNTIME
+from llmsizer.estimate.engines import CUDA_CONTEXT_TRAINING, TORCH_HOST_RUNTIME
 from llmsizer.estimate.fit import fit_training
 from llmsizer.estimate.training import estimate_training
 from llmsizer.models import load_model
@@ -33,8 +33,11 @@ def test_cpu_training_has_no_cuda_context_and_counts_its_runtime_in_the_same_ram
     assert "cuda_context" in g and "allocator_reserve" in g
     assert "cuda_context" not in c and "allocator_reserve" not in c
     assert g["host_runtime"].location == "host" and c["host_runtime"].location == "device"
-    # the same tensors; the CPU total swaps the CUDA context for the process runtime in that memory
-    assert cpu.total("device")[1] - gpu.total("device")[1] == TORCH_HOST_RUNTIME.expected - CUDA_CONTEXT.expected
+    # the same tensors; the CPU total swaps the CUDA context and the caching allocator's reserve for the process
+    # runtime in that memory
+    assert cpu.total("device")[1] - gpu.total("device")[1] == (TORCH_HOST_RUNTIME.expected
+                                                               - CUDA_CONTEXT_TRAINING.expected
+                                                               - g["allocator_reserve"].bytes)
     assert any(a.name == "device" and a.value == "cpu" for a in cpu.assumptions)
 
 

@@ -25,7 +25,7 @@ def clear_caches(estimates_only: bool = False) -> None:
     )
     from ..formulas import speed as speed_formulas
     from ..units import format_bytes
-    from . import duration, engines, fit, formats, framework, model_parallel, ranges
+    from . import duration, engines, fit, formats, framework, launch, model_parallel, ranges
     from .inference import compose as inference_compose
     from .inference import llamacpp_split
     from .training import compose as training_compose
@@ -41,7 +41,8 @@ def clear_caches(estimates_only: bool = False) -> None:
               duration.kernels_per_micro_step, duration.float8_time, duration._optimizer_step_setup,
               duration.fsdp_volume, duration.deepspeed_volume, ranges.serving_scope, model_parallel.column_parallel_block_flops,
               formats.format_ladder, speed_formulas._expected_tiles, float8_training.float8_layer_backward_peak,
-              framework._applied):  # a framework profile applied to (model, workload)
+              framework._applied,  # a framework profile applied to (model, workload)
+              launch.inference_kernels):  # an eager transformers step's kernels (model, tokens, quantizer)
         g.cache_clear()
     if estimates_only:
         return

@@ -25,12 +25,31 @@ class Span:
     source: str
 
 
-# CUDA context + kernel images + cuBLAS/cuDNN handles: memory nvidia-smi shows but torch's allocator does not.
-# Other estimators' constants span this range (shared/research/anchors.md): gguf-parser-go 250 MiB,
-# Ollama 457 MiB, gpu_poor 650 MB; PyTorch with CUDA lazy module loading (default since CUDA 11.7)
-# typically reports 300-600 MiB. Not yet measured by llmsizer on a GPU (see docs/validation.md).
-CUDA_CONTEXT = Span(250 * MiB, 500 * MiB, 1 * GiB,
-                    "range of other tools' constants (gguf-parser-go 250 MiB, Ollama 457 MiB, gpu_poor 650 MB)")
+# CUDA context + kernel images + library handles: memory nvidia-smi shows but torch's allocator does not
+# (NVML process memory - torch.cuda.memory_reserved()). Measured by `llmsizer measure` on the lent H200
+# (validation/measured/gpu-h200-2026-12-04.jsonl, every record's measured.cuda_context_bytes; NVIDIA H200, driver
+# 580.159.04, CUDA 13.0, torch 2.11.0+cu130, transformers 5.17.0): 648,871,936 B right after the first CUDA tensor
+# (cuda_context_initial_bytes, all 23 records), then more as kernels are loaded on first use (CUDA lazy module
+# loading, the default since CUDA 11.7): 721,420,288 B (688 MiB) at the end of every inference run (12 records),
+# 794,820,608 B (758 MiB) at the end of every training run (11: the backward and optimizer kernels too).
+# The span covers other setups: other tools' constants (gguf-parser-go 250 MiB, Ollama 457 MiB, gpu_poor 650 MB,
+# shared/research/anchors.md) for leaner runtimes and older or smaller GPUs at the low end, eager module loading
+# (CUDA_MODULE_LOADING=EAGER, or CUDA before 11.7: every kernel image of the libraries loaded at start-up) at 1 GiB.
+_CUDA_CONTEXT_SOURCE = ("measured: NVML process memory - torch reserved, validation/measured/gpu-h200-2026-12-04.jsonl "
+                        "(H200, driver 580.159.04, CUDA 13.0, torch 2.11.0+cu130)")
+CUDA_CONTEXT = Span(250 * MiB, 721_420_288, 1 * GiB,
+                    _CUDA_CONTEXT_SOURCE + ": 688 MiB after inference; span: other tools' constants (250 MiB) to "
+                    "eager module loading (1 GiB)")
+CUDA_CONTEXT_TRAINING = Span(250 * MiB, 794_820_608, 1 * GiB,
+                             _CUDA_CONTEXT_SOURCE + ": 758 MiB after training (backward and optimizer kernels "
+                             "loaded too); span: other tools' constants (250 MiB) to eager module loading (1 GiB)")
+
+# A native process (llama.cpp: no PyTorch, its own ggml kernels and cuBLAS): not measured by llmsizer; the range of
+# other tools' constants, Ollama's (a llama.cpp server) in the middle. The measured PyTorch figures above hold torch's
+# own kernel images and do not speak for it.
+CUDA_CONTEXT_NATIVE = Span(250 * MiB, 500 * MiB, 1 * GiB,
+                           "range of other tools' constants (gguf-parser-go 250 MiB, Ollama 457 MiB, gpu_poor 650 MB); "
+                           "not measured for a native (non-PyTorch) process")
 
 # Resident memory of a Python process after `import torch, transformers` (no model): measured on the
 # llmsizer CI machine (x86_64, torch 2.13.0+cpu, transformers 5.24.0): 242 MiB peak RSS, two runs.

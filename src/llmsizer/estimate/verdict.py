@@ -6,8 +6,9 @@
     vLLM:  fits = sequences the KV pool admits >= sequences run at once, with gpu_memory_utilization = 1 - headroom
            (run at once: min(concurrency, max_num_seqs), estimate/inference/common.py eq. R1)                 (3)
 
-(1)-(2): the headroom is a policy default (``DEFAULT_HEADROOM``, 10 %): memory kept free for allocator
-fragmentation, other processes and, for RAM, no swapping. It is recorded as an assumption wherever it applies,
+(1)-(2): the headroom is a policy default (``DEFAULT_HEADROOM``, 10 %): memory kept free for other processes, the
+allocator's fragmentation where the estimate expects none (training; the default device total of transformers
+inference holds the calibrated reserve, estimate/allocator.py) and, for RAM, no swapping. It is recorded as an assumption wherever it applies,
 and the verdict states that it uses the expected (middle) value of the range; when the high end does not fit a
 warning says so, naming which high end: the components' ranges or, where the kind has validation rows, the
 calibrated range (estimate/ranges.py via estimate/allocator.py ``calibrated_need``), whichever is higher. (3): vLLM reserves ``gpu_memory_utilization`` x memory at start-up and admits the sequences

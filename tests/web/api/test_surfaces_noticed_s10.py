@@ -91,7 +91,7 @@ def test_budget_means_one_thing_in_fit_and_plan(tmp_path: Path) -> None:
     line = next(x for x in text.splitlines() if x.startswith("  memory per device"))
     smi = 24564 * 2**20  # the RTX 4090's driver-reported memory.total (nvidia-smi), the catalog's source
     assert data["budget_per_device"] == smi
-    assert "memory per device 22.08 GiB of 23.99 GiB device memory, 1.91 GiB left" in line and "budget" not in line
+    assert "memory per device 22.26 GiB of 23.99 GiB device memory, 1.73 GiB left" in line and "budget" not in line
     # eq. (1) engines keep the word, with device memory x (1 - 0.1)
     hf = run_cli_json("fit", "llama-3.1-8b", "--device", "rtx-4090", "--engine", "transformers")
     assert hf["budget_per_device"] == int(smi * 0.9)

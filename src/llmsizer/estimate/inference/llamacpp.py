@@ -22,7 +22,7 @@ from ...formulas.kv_cache import kv_cache
 from ...result import DEVICES_SUMMED, Item
 from ...units import format_bytes
 from .. import engines as E
-from ..allocator import context_span, device_context
+from ..allocator import NATIVE, context_span, device_context
 from .common import Context, kv_item, state_item, weights_item
 from .llamacpp_split import DevicePart, LayerCosts, per_layer_kv, place, split_points
 
@@ -114,7 +114,7 @@ def compose_llamacpp(ctx: Context) -> None:
             acc.items.append(Item("compute_buffer_host", host.compute, "host", low=host.compute // 2,
                                   high=host.compute * 2, formula="the same graph for the layers on the CPU",
                                   source=src))
-        device_context(acc.items, acc.assumptions, ctx.w.gpu_runtime, gpus)
+        device_context(acc.items, acc.assumptions, ctx.w.gpu_runtime, gpus, phase=NATIVE)
         if gpus > 1:  # the device items above are sums over the GPUs (each GPU's part: details["split"])
             ctx.details[DEVICES_SUMMED] = gpus
     else:
@@ -216,7 +216,7 @@ def _per_gpu(parts: list[DevicePart], attr: str) -> str:
 
 def _split_details(parts: list[DevicePart], mode: str, shares: list[float], ngl: int,
                    n_cpu_moe: int, gpu_runtime: str = "cuda") -> dict[str, Any]:
-    ctx_b = context_span(gpu_runtime)
+    ctx_b = context_span(gpu_runtime, NATIVE)
     devices = []
     n_cpu_moe = min(n_cpu_moe, sum(len(p.layers) for p in parts))  # llama.cpp takes any N; only the model's layers
     for p in parts:

@@ -706,7 +706,7 @@ def _items(ctx: TrainingContext, st: StageStates, tl: StageTimeline, acc: Acc) -
                               source="formulas/training_states.py step_temporary_bytes (torch/optim/adam.py, "
                                      "_adafactor.py)"))
     if w.device == "gpu":
-        device_context(acc.items, acc.assumptions, w.gpu_runtime)
+        device_context(acc.items, acc.assumptions, w.gpu_runtime, phase=TRAINING)
         acc.items.append(Item("allocator_reserve", 0, "device", 0, parts.get("activations", 0),
                               formula="first-step allocator behaviour: reserved - allocated; the optimizer states "
                                       "created in step 1 may not fit the blocks the backward freed, so reserved can "
