@@ -58,11 +58,18 @@ def _invoked(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> arg
     return parser
 
 
+def _prefix_or_close(word: str, options: list[str]) -> list[str]:
+    """The one option ``word`` is a prefix of, else the closest spelling (at most one)."""
+    from ..suggest import close_matches
+    started = [o for o in options if o.startswith(word)]
+    return started if len(started) == 1 else close_matches(word, options, n=1)
+
+
 def _with_suggestion(parser: argparse.ArgumentParser, message: str) -> str:
     """argparse's message plus "did you mean" for a mistyped sub-command, choice or option."""
     import ast
 
-    from ..suggest import close_matches, did_you_mean
+    from ..suggest import did_you_mean
     m = _INVALID_CHOICE.search(message)
     if m:
         try:
@@ -75,7 +82,8 @@ def _with_suggestion(parser: argparse.ArgumentParser, message: str) -> str:
     if message.startswith(_UNRECOGNIZED):
         options = _option_strings(_invoked(parser, getattr(parser, "argv", None)))
         words = [w.split("=", 1)[0] for w in message[len(_UNRECOGNIZED):].split() if w.startswith("--")]
-        hits = {w: h[0] for w in words for h in [close_matches(w, options, n=1)] if h}
+        # the one option a typed prefix starts (the one argparse's abbreviation took), else the closest spelling
+        hits = {w: h[0] for w in words for h in [_prefix_or_close(w, options)] if h}
         if len(hits) == 1:
             return message + f"; did you mean {next(iter(hits.values()))!r}?"
         if hits:
@@ -90,7 +98,15 @@ def usage_message(parser: argparse.ArgumentParser, message: str) -> str:
 
 
 class _Parser(argparse.ArgumentParser):
+    """Every option named in full, as the web API's fields are (web/bridge.py _WebParser): argparse's default
+    prefix matching would read ``--contex`` as ``--context`` here while the API refuses ``contex``; a misspelt flag
+    gets "did you mean" instead."""
+
     argv: Sequence[str] | None = None  # what the root parser was given, for "did you mean" (_invoked)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs["allow_abbrev"] = False
+        super().__init__(*args, **kwargs)
 
     def parse_known_args(self, args: Sequence[str] | None = None,  # type: ignore[override]
                          namespace: argparse.Namespace | None = None) -> tuple[argparse.Namespace, list[str]]:
