@@ -338,3 +338,16 @@ def test_every_example_plan_prints_as_the_cli_and_renders(example):
         assert j.summary in text
         for w in j.warnings:
             assert w in text
+
+
+def test_a_training_word_given_to_an_inference_question_points_at_training() -> None:
+    """``llmsizer.fit(..., train=True)`` or ``method='lora'``: an inference workload has no such field, and the error
+    says where training is sized instead of a bare 'no field'."""
+    import llmsizer
+    from llmsizer.errors import InputError
+
+    for kw in ({"train": True}, {"method": "lora"}, {"micro_batch": 4}):
+        with pytest.raises(InputError, match="fit_training / estimate_training"):
+            llmsizer.fit("qwen2.5-7b", "h100-sxm", 1, **kw)
+    with pytest.raises(InputError, match="did you mean 'context'"):
+        llmsizer.fit("qwen2.5-7b", "h100-sxm", 1, contxt=4096)

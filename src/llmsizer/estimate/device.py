@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..catalog.hardware import GENERIC_DEVICES, Device, Instance, load_catalog
-from ..errors import InputError
+from ..errors import FieldError, InputError
 from ..formulas.weight_formats import normalize_format
 from ..numbers import DEVICE_MEMORY
 from ..result import Assumption, Notes
@@ -123,6 +123,15 @@ def one_replica_per_device(device: Device) -> bool:
     sharded over them: CPUs and Apple chips (each its own machine or socket; llama.cpp's -ngl/-ts split and vLLM's
     tensor parallelism are GPU features). The one rule fit and plan apply to a count of them."""
     return device.kind in ("cpu", "apple")
+
+
+def refuse_tensor_parallel_apart(device: Device, tensor_parallel: int) -> None:
+    """A tensor-parallel degree above 1 on a device that runs one model per device (``one_replica_per_device``): the
+    tensor_parallel field's error, the same line from infer, fit, the web API and the Python API."""
+    if tensor_parallel > 1 and one_replica_per_device(device):
+        raise FieldError("tensor_parallel", f"tensor_parallel {tensor_parallel}: {device.id} ({device.kind}) runs no "
+                         "tensor parallelism; several of them serve as replicas, one model each (give 1 or leave it "
+                         "out)")
 
 
 def workload_device_kind(device: Device) -> str:

@@ -41,6 +41,7 @@ from .device import (
     nvlink_mesh_for,
     one_replica_per_device,
     peer_to_peer,
+    refuse_tensor_parallel_apart,
     resolve_target,
     target_memory,
     workload_device_kind,
@@ -590,14 +591,12 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
         pinned = int(check_number(tensor_parallel, "tensor_parallel", COUNT))
         # 1 is these layouts' own degree (the answer's tensor_parallel): given, it changes nothing
         if split and pinned != 1:
-            raise InputError(f"tensor_parallel {pinned}: llama.cpp splits the model over the {n} GPUs, it runs no "
-                             "tensor parallelism (give 1 or leave it out)")
-        if apart and pinned != 1:
-            raise InputError(f"tensor_parallel {pinned}: {n} x {device.id} ({device.kind}) serve as {n} replicas, one "
-                             "model each; no tensor parallelism (give 1 or leave it out)")
+            raise FieldError("tensor_parallel", f"tensor_parallel {pinned}: llama.cpp splits the model over the {n} "
+                             "GPUs, it runs no tensor parallelism (give 1 or leave it out)")
+        refuse_tensor_parallel_apart(device, pinned)  # a CPU or Apple chip, one device or several
         if n % pinned:
-            raise InputError(f"tensor_parallel {pinned} does not divide the {n} devices (the others run replicas of "
-                             "it): give a divisor of the count, or leave it out for fit's choice")
+            raise FieldError("tensor_parallel", f"tensor_parallel {pinned} does not divide the {n} devices (the others "
+                             "run replicas of it): give a divisor of the count, or leave it out for fit's choice")
     tp_options = [pinned] if pinned is not None else layout.tensor_parallel_options(spec, n, per_node)
     if instance is not None:
         device = vm_share_device(device, instance, assumptions)

@@ -31,6 +31,8 @@ def tracks_given(cls: type[T]) -> type[T]:
     # the names the command line and the web API give a field (their flags' spellings): a Python caller who writes
     # one is told the field's name here, not a bare TypeError (``OTHER_NAMES`` on the class: spelling -> field)
     other_names: dict[str, str] = getattr(cls, "OTHER_NAMES", {})
+    # words that belong to another kind of question (``ELSEWHERE``: word -> where that question is asked)
+    elsewhere: dict[str, str] = getattr(cls, "ELSEWHERE", {})
 
     @functools.wraps(init)
     def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
@@ -43,7 +45,7 @@ def tracks_given(cls: type[T]) -> type[T]:
                 raise
             word = unknown[0]
             hint = (f"; the field is {other_names[word]!r}" if word in other_names
-                    else did_you_mean(word, names))
+                    else f"; {elsewhere[word]}" if word in elsewhere else did_you_mean(word, names))
             raise InputError(f"{cls.__name__} has no field {word!r}{hint}") from None
         if given is None:  # the names passed with a value other than None (keywords only: picked in C)
             given = compress(kwargs, map(is_not, kwargs.values(), repeat(None)))

@@ -258,6 +258,11 @@ class InferenceWorkload:
     # (a class attribute, not a field: unannotated)
     OTHER_NAMES = {"tp": "tensor_parallel", "ubatch": "n_ubatch", "block_size": "paged_block_size",
                    "ngl": "n_gpu_layers", "max_running_requests": "max_num_seqs"}
+    # training's words: a Python caller sizing a fine-tune through fit / estimate_inference is sent to training's
+    # entry points (specs/given.py)
+    ELSEWHERE = dict.fromkeys(("train", "method", "optimizer", "micro_batch", "seq_len", "grad_checkpointing",
+                               "grad_accumulation", "rank", "lora", "zero", "precision"),
+                              "training is sized by llmsizer.fit_training / estimate_training (CLI: train, fit --train)")
     context: int = 4096
     concurrency: int = 1
     output_tokens: int | None = None

@@ -37,6 +37,7 @@ from ..device import (
     check_engine_on_device,
     engine_assumption,
     generic_device,
+    refuse_tensor_parallel_apart,
     workload_on_device,
 )
 from ..formats import GROUPED, check_engine_runs, engine_dtype_note, engine_weights, serving_fused_experts
@@ -144,6 +145,7 @@ def estimate_inference(model: ModelSpec | str, workload: InferenceWorkload | Non
     w, notes, device = _workload_on_its_device(kwargs if workload is None else workload, "estimate_inference",
                                                spec)
     check_engine_on_device(str(w.engine), device)  # a named device: Apple silicon is a 'gpu' workload, not CUDA
+    refuse_tensor_parallel_apart(device, w.tensor_parallel)  # fit's rule for a CPU or an Apple chip
     est = with_serving_notes(_estimate(spec, w), notes)
     # a format the engine will not load on this GPU, or a dtype it replaces (fit applies the same rules)
     fmt = str(est.details.get("weights_format"))
