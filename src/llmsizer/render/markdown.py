@@ -13,7 +13,9 @@ SEVERITY_LABEL = {"error": "ERROR", "warning": "WARNING", "info": "NOTE"}
 
 
 def format_bits(bytes_per_second: float) -> str:
-    bits = bytes_per_second * 8
+    """Bits per second to 3 significant digits in the largest unit it reaches after rounding (999,920 b/s is
+    '1 Mb/s', not '1e+03 kb/s')."""
+    bits = float(f"{bytes_per_second * 8:.3g}")
     for unit, size in (("Tb/s", 1e12), ("Gb/s", 1e9), ("Mb/s", 1e6), ("kb/s", 1e3)):
         if bits >= size:
             return f"{bits / size:.3g} {unit}"
