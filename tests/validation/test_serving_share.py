@@ -243,7 +243,7 @@ def test_the_fit_not_the_reach_to_1_puts_the_expected_value_inside() -> None:
         if kind not in (R.DECODE, R.BATCHED) or engine in (R.LLAMACPP,):
             continue
         lo, hi = R.band([c.measured / c.predicted for c in rows if c.predicted],
-                        weights=R.band_weights([setup_of(c) for c in rows if c.predicted]))
+                        setups=[setup_of(c) for c in rows if c.predicted])
         if not lo <= 1.0 <= hi:
             one_sided.add((kind, engine))
     assert one_sided == set()
