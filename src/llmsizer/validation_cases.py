@@ -40,7 +40,7 @@ from .estimate.ranges import (  # the kind names have one home, next to their ba
     LLAMACPP,
     PREFILL,
     PYTORCH_TRAINING,
-    SGLANG,
+    SGLANG,  # noqa: F401 - re-exported: the kind and engine names have one home (tests import them from here)
     TRAINING_MEMORY,
     TRAINING_SPEED,
     TRANSFORMERS,
@@ -87,6 +87,7 @@ class Case:
     # (estimate/ranges.py serving_scope); '' elsewhere
     engine_version: str = ""
     device: str = ""
+    engine: str = ""  # the engine a published serving row names (its CSV's engine column; '' where the file has none)
     # why a summarised row feeds no calibrated band ('' = it feeds its kind's): a measured run's whole-need memory
     # figure, where the band multiplies the live tensors (BAND_FIGURES). One setup's many rows need no exclusion:
     # each setup weighs as one in the band (estimate/ranges.py, setup_of)
@@ -1406,7 +1407,7 @@ def vllm_latency_cases(data: str | Path | None = None, engine_step_seconds: floa
                         note=("calibration row of efficiency.VLLM_V0_STEP_SECONDS; " if calib else "")
                         + f"generated tokens/s of a static batch, prefill included (measured {float(r['value']):.3f} "
                           f"s); {rule.versions if rule else r['engine']}: host step {step * 1e3:.2f} ms; {r['notes']}",
-                        engine_version=r["engine_version"], device=r["device"]))
+                        engine_version=r["engine_version"], device=r["device"], engine=r["engine"]))
     return out
 
 
@@ -1464,7 +1465,8 @@ def serving_tpot_cases(data: str | Path | None, name: str) -> list[Case]:
                         note=(f"calibration row of efficiency.{fed}; " if calib else "")
                         + f"{'decode tokens/s of one sequence' if c == 1 else f'{c} sequences / time per output token'}"
                           f" (measured {r['value']} {r['unit']}); {rule.versions if rule else r['engine']}: {bound}; "
-                          f"{r['notes']}", engine_version=r["engine_version"], device=r["device"]))
+                          f"{r['notes']}", engine_version=r["engine_version"], device=r["device"],
+                          engine=r["engine"]))
     return out
 
 
@@ -1507,7 +1509,7 @@ def engine_speed_cases(data: str | Path | None = None, engine_step_seconds: floa
                 + f"({r['counted'].replace('+', ' + ')}) tokens/s of one sequence (measured {value:.2f}: "
                   f"{1e3 * b * counted / value / max(gen, 1):.2f} ms per generated token, prefill included); {step}; "
                   f"{r['notes']}",
-                engine_version=r["engine_version"], device=r["device"]))
+                engine_version=r["engine_version"], device=r["device"], engine=r["engine"]))
     return out
 
 
@@ -2535,12 +2537,8 @@ def engine_of(case: Case) -> str:
     """The engine a row measured (the key of its band in estimate/ranges.py)."""
     if case.kind == INFERENCE_MEMORY:
         return VLLM if case.id.startswith("VL") else TRANSFORMERS
-    if case.kind in (DECODE, BATCHED) and case.id.startswith(("VB", "VS", "QV")):
-        return VLLM
-    if case.kind in (DECODE, BATCHED) and case.id.startswith(("SG", "SS")):
-        return SGLANG
-    if case.kind == DECODE and case.id.startswith("QT"):
-        return TRANSFORMERS
+    if case.kind in (DECODE, BATCHED) and case.engine:
+        return case.engine  # a published serving row's own engine column (vLLM, SGLang, transformers)
     if case.kind in (DECODE, BATCHED, PREFILL):
         # llmsizer measure's runs time transformers (measure/workloads.py inference_pass); the public rows llama.cpp
         return TRANSFORMERS if case.origin == "measured" else LLAMACPP

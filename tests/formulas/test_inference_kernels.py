@@ -18,7 +18,7 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
 from llmsizer.estimate.launch import inference_kernels  # noqa: E402
-from llmsizer.formulas.launch_overhead import GENERATE_STEP_KERNELS  # noqa: E402
+from llmsizer.formulas.launch_overhead import GENERATE_STEP_KERNELS, WORKER_STEP_KERNELS  # noqa: E402
 from llmsizer.readers.hf_config import spec_from_config  # noqa: E402
 
 NO_KERNEL = {"detach", "lift_fresh", "alias", "_unsafe_view", "empty", "empty_like", "empty_strided",
@@ -68,12 +68,36 @@ def test_generate_decode_step_kernels(family: str, layers: int) -> None:
 
 @pytest.mark.parametrize("family", ["llama", "qwen2"])
 def test_prefill_forward_kernels(family: str) -> None:
-    """A prefill forward (a new cache, 16 tokens, the last token's logits) launches eq. K4's forward: the same count
-    less generate()'s own ops."""
+    """A bare prefill forward (a new cache, 16 tokens, the last token's logits) launches eq. K4's forward: the step's
+    count less generate()'s own ops, ``inference_kernels(per_step=0)``."""
     model = _model(family, 2)
     ids = torch.randint(1, CFG["vocab_size"], (1, 16))
     forward = _counted(lambda: model(input_ids=ids, cache=transformers.DynamicCache(config=model.config),
                                      use_cache=True, logits_to_keep=1))
     spec = spec_from_config(model.config.to_dict(), name=f"tiny-{family}")
-    assert forward == inference_kernels(spec, half=True) - GENERATE_STEP_KERNELS
+    assert forward == inference_kernels(spec, half=True) - GENERATE_STEP_KERNELS == inference_kernels(spec, per_step=0)
+
+
+@pytest.mark.parametrize("family", ["llama", "qwen2"])
+def test_measure_worker_step_kernels(family: str) -> None:
+    """The measure worker's decode step (measure/workloads.py ``_Forward``: a forward over the last token and the
+    cache, then the last logits' fp32 copy and argmax; no generate()) launches eq. K4 with its own 2 loop kernels:
+    K4 - 13, the count its measured rows are timed with (estimate_speed decode_loop 'forward')."""
+    from llmsizer.measure.workloads import _Forward, new_cache
+
+    model = _model(family, 2)
+    fwd = _Forward(model)
+    ids = torch.randint(1, CFG["vocab_size"], (1, 8))
+
+    def run(steps: int) -> Any:
+        def go() -> None:
+            nxt, cache = fwd(ids, new_cache(model))
+            for _ in range(steps):
+                nxt, cache = fwd(nxt, cache)
+        return go
+
+    step = (_counted(run(8)) - _counted(run(4))) / 4
+    spec = spec_from_config(model.config.to_dict(), name=f"tiny-{family}")
+    assert step == inference_kernels(spec, half=True, per_step=WORKER_STEP_KERNELS)
+    assert step == inference_kernels(spec, half=True) - GENERATE_STEP_KERNELS + WORKER_STEP_KERNELS
 

@@ -22,10 +22,12 @@ from test_elementwise_traffic import _run_layer  # noqa: E402
 from llmsizer.errors import InputError  # noqa: E402
 from llmsizer.formulas.elementwise_traffic import LayerWidths  # noqa: E402
 from llmsizer.formulas.launch_overhead import (  # noqa: E402
-    NF4_FUSED_MAX_TOKENS,
+    NF4_FUSED_MAX_ROWS,
+    NF4_FUSED_MAX_ROWS_OTHER,
     head_kernels,
     host_seconds,
     layer_kernels,
+    nf4_fused_max_rows,
     nf4_linear_kernels,
     overlapped_seconds,
     rmsnorm_kernels,
@@ -212,7 +214,7 @@ def test_nf4_backward_dequantization_kernels_match_a_real_bitsandbytes_backward(
     q.weight = bnb.nn.Params4bit(dense.weight.data, requires_grad=False, quant_type="nf4",
                                  compress_statistics=nested)
     q = q.to("cpu")
-    x = torch.randn(NF4_FUSED_MAX_TOKENS + 88, 128, dtype=torch.bfloat16, requires_grad=True)
+    x = torch.randn(600, 128, dtype=torch.bfloat16, requires_grad=True)
 
     def run(mark: Any) -> None:
         y = q(x)
@@ -225,20 +227,108 @@ def test_nf4_backward_dequantization_kernels_match_a_real_bitsandbytes_backward(
 
 
 def test_nf4_forward_kernels_only_past_the_fused_kernels_rows() -> None:
-    assert nf4_linear_kernels(True, NF4_FUSED_MAX_TOKENS) == (0, 3)
-    assert nf4_linear_kernels(True, NF4_FUSED_MAX_TOKENS + 1) == (3, 3)
-    assert nf4_linear_kernels(False, 4096) == (1, 1)
+    assert nf4_linear_kernels(True, 64, 64) == (0, 3)
+    assert nf4_linear_kernels(True, 65, 64) == (3, 3)
+    assert nf4_linear_kernels(False, 4096, 512) == (1, 1)
     with pytest.raises(InputError):
         nf4_linear_kernels(True, 0)
 
 
-@pytest.mark.parametrize(("tokens", "seq", "per_pass_fwd"), [(4, 1024, 3), (1, 512, 0)])
-def test_qlora_step_adds_the_bitsandbytes_and_peft_kernels(tokens: int, seq: int, per_pass_fwd: int) -> None:
+def _installed_bnb_heuristic() -> tuple[Any, dict[str, Any], dict[str, int]]:
+    """The installed bitsandbytes' own CUDA fused-kernel choice (backends/cuda/ops.py ``_gemm_4bit_use_custom_cuda``)
+    and its CUDA row caps, read from its source file: the module itself needs a CUDA build of torch to import, so the
+    function's definition is compiled alone, with the GPU's (SMs, major, minor) supplied where it asks the device."""
+    import ast
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.find_spec("bitsandbytes")
+    if spec is None or spec.origin is None:
+        pytest.skip("bitsandbytes is not installed")
+    path = Path(spec.origin).parent / "backends" / "cuda" / "ops.py"
+    if not path.exists():
+        pytest.skip("this bitsandbytes has no backends/cuda/ops.py")
+    tree = ast.parse(path.read_text())
+    fn = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "_gemm_4bit_use_custom_cuda"), None)
+    if fn is None:
+        pytest.skip("this bitsandbytes has no _gemm_4bit_use_custom_cuda (before 0.50)")
+    consts: dict[str, int] = {}
+    for node in ast.walk(tree):  # the first assignment of each: CUDA's branch (ROCm's follows in the else)
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
+                and node.targets[0].id in ("_GEMM_4BIT_CUSTOM_FLOOR_M", "_gemm_4bit_custom_max_m") \
+                and isinstance(node.value, ast.Constant):
+            consts.setdefault(node.targets[0].id, node.value.value)
+    props: dict[str, Any] = {}
+    ns: dict[str, Any] = {"torch": torch, "_gpu_dispatch_props": lambda _i: props["gpu"], **consts}
+    fn.decorator_list = []  # functools.cache: the GPU changes between calls here
+    exec(compile(ast.Module([fn], []), str(path), "exec"), ns)  # noqa: S102 - the installed package's own code
+    return ns["_gemm_4bit_use_custom_cuda"], props, consts
+
+
+# (SMs, major, minor) of one GPU per compute capability the table lists (SM counts: NVIDIA's data sheets; only the
+# occupancy tiers below the top one depend on them)
+GPUS = {75: (40, 7, 5), 80: (108, 8, 0), 86: (84, 8, 6), 87: (16, 8, 7), 89: (128, 8, 9), 90: (132, 9, 0),
+        100: (148, 10, 0), 110: (20, 11, 0), 120: (170, 12, 0), 121: (48, 12, 1)}
+
+
+@pytest.mark.parametrize("capability", sorted(GPUS))
+def test_nf4_fused_rows_are_the_installed_bitsandbytes_heuristics_highest(capability: int) -> None:
+    """Eq. K5's fused-kernel reach (bitsandbytes 0.50) against the installed bitsandbytes' own function: over weights
+    of every size class (output blocks from under one SM to several waves) the largest M at which it keeps the fused
+    kernel is ``NF4_FUSED_MAX_ROWS`` for that GPU, and no M past it ever keeps it. Half precision: bf16, fp16 on sm75."""
+    use_custom, props, consts = _installed_bnb_heuristic()
+    assert consts["_gemm_4bit_custom_max_m"] == max(max(v) for v in NF4_FUSED_MAX_ROWS.values())
+    props["gpu"] = GPUS[capability]
+    dtype = torch.float16 if capability == 75 else torch.bfloat16
+    ns = sorted({64 * i for i in range(1, 40)} | {int(64 * 1.25 ** j) // 64 * 64 for j in range(40)})
+    ks = sorted({64 * i for i in range(1, 20)} | {int(64 * 1.3 ** j) // 64 * 64 for j in range(35)})
+    steps = (1536, 1024, 768, 512, 384, 320, 256, 192, 128, 96, 64, 48, 32, 23, 16, 12, 10, 8, 7, 6, 5, 4)
+    best = {"short": 0, "other": 0, "large": 0}
+    for n in ns:
+        for k in ks:
+            cls = ("short" if 2 * k < n else "other") if n * k < 4 * 1024 * 1024 else "large"
+            for m in steps:
+                if m <= best[cls]:
+                    break
+                if use_custom(0, dtype, m, n, k):
+                    while m < 1536 and use_custom(0, dtype, m + 1, n, k):
+                        m += 1
+                    best[cls] = m
+                    break
+            # the formula's cap per shape is never below the installed choice
+            cap = nf4_fused_max_rows("0.50", capability, n, k)
+            assert cap >= 1536 or not use_custom(0, dtype, cap + 1, n, k), (n, k)
+    assert (best["short"], best["other"], best["large"]) == NF4_FUSED_MAX_ROWS[capability]
+
+
+def test_nf4_fused_rows_by_release() -> None:
+    """Before 0.50 the forward always dequantizes (0.42.0 _functions.py:516 .. 0.49.2 :315): no fused rows; an
+    unlisted GPU takes the fallback ladder; pre-Turing the SIMT kernel only (M < 8)."""
+    assert nf4_fused_max_rows("0.42", 90, 1536, 1536) == 0
+    assert nf4_fused_max_rows("0.43-0.49", 80, 8192, 8192) == 0
+    assert nf4_fused_max_rows("0.50", 90, 8192, 8192) == NF4_FUSED_MAX_ROWS[90][2] == 64
+    assert nf4_fused_max_rows("0.50", None, 8192, 8192) == NF4_FUSED_MAX_ROWS_OTHER[2]
+    assert nf4_fused_max_rows("0.50", 70, 8192, 8192) == 7
+    with pytest.raises(InputError):
+        nf4_fused_max_rows("0.41", 90, 64, 64)
+
+
+@pytest.mark.parametrize(("tokens", "seq", "quantizer", "capability", "dequantizing"), [
+    (4, 1024, "bitsandbytes", 90, 7),  # 4096 rows: past every fused cap (0.50 ops.py:926, :677)
+    (1, 512, "bitsandbytes", 80, 7),  # A100: q/k/v/o small weights (other tier, <= 384), MLP larger (<= 128)
+    (1, 32, "bitsandbytes", 90, 0),  # H200: small weights to 32 rows, larger to 64: all fused
+    (1, 48, "bitsandbytes", 90, 4),  # H200: q, k, v, o past their 32, gate/up/down fused to 64
+    (1, 32, "bitsandbytes-0.42", 90, 7),  # 0.42: MatMul4Bit.forward always dequantizes (_functions.py:516)
+])
+def test_qlora_step_adds_the_bitsandbytes_and_peft_kernels(tokens: int, seq: int, quantizer: str, capability: int,
+                                                           dequantizing: int) -> None:
     """The step's count (estimate/duration.py kernels_per_micro_step) over a PEFT + bitsandbytes NF4 base against the
     same step over a bf16 base, counted by hand from the sources: Qwen2.5-1.5B-Instruct has 28 layers x 7 linears, all
-    adapted (all-linear); each NF4 linear dequantizes in its forward (3 kernels with double quantization past 512 rows,
-    ops.py:912-916; none at or below, the fused cgemm_4bit), in the recomputed forward (checkpointing every layer) and in
-    the backward (3, functional.py:1053-1063); PEFT clones each adapted base output in the forward and its recompute
+    adapted (all-linear); q and o are 1536 x 1536, k and v 256 x 1536 (small weights, N K < 4 Mi, 2 K >= N), gate, up
+    and down 8960 x 1536 (larger). A dequantizing NF4 linear launches 3 kernels with double quantization in its forward
+    (ops.py:904-916) and in the recomputed forward (checkpointing every layer); ``dequantizing`` of the 7 do at these
+    rows on this GPU (0.50's fused-kernel tiers, ops.py:635-674 / :745-757 / :701-729); every one dequantizes in the
+    backward (3, functional.py:1053-1063); PEFT clones each adapted base output in the forward and its recompute
     (bnb.py:533)."""
     from llmsizer.estimate.duration import kernels_per_micro_step
     from llmsizer.models import load_model
@@ -246,9 +336,9 @@ def test_qlora_step_adds_the_bitsandbytes_and_peft_kernels(tokens: int, seq: int
 
     spec = load_model("qwen2.5-1.5b-instruct")
     common = dict(micro_batch=tokens, seq_len=seq, grad_checkpointing="full", targets=("all-linear",))
-    qlora = kernels_per_micro_step(spec, TrainingWorkload(method="qlora", **common))
-    lora = kernels_per_micro_step(spec, TrainingWorkload(method="lora", **common))
+    qlora = kernels_per_micro_step(spec, TrainingWorkload(method="qlora", nf4_quantizer=quantizer, **common), capability)
+    lora = kernels_per_micro_step(spec, TrainingWorkload(method="lora", **common), capability)
     linears = 28 * 7
-    assert qlora - lora == linears * (2 * per_pass_fwd + 3) + linears * 2
+    assert qlora - lora == 28 * dequantizing * 3 * 2 + linears * 3 + linears * 2
     torchao = kernels_per_micro_step(spec, TrainingWorkload(method="qlora", nf4_quantizer="torchao", **common))
     assert torchao == lora  # torchtune's NF4 tensors: not bitsandbytes' kernels (eq. K5 does not apply)

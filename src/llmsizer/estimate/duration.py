@@ -54,6 +54,7 @@ from ..formulas.launch_overhead import (
     PEFT_4BIT_CLONE_KERNELS,
     head_kernels,
     host_seconds,
+    nf4_fused_max_rows,
     nf4_linear_kernels,
     overlapped_seconds,
     step_kernels,
@@ -115,8 +116,8 @@ from .device import (
 )
 from .fit import hourly_price, link_bandwidth_for, vm_share_device
 from .framework import with_framework
+from .launch import kernel_linears, moe_kinds
 from .model_parallel import FsdpStage, model_parallel_time, stage_share
-from .launch import moe_kinds
 from .speed import attention_width
 from .training.compose import estimate_items, training_context, training_workload
 from .training.gather_units import (
@@ -403,25 +404,15 @@ def _adapted_linears(spec: ModelSpec, targets: tuple[str, ...] | str) -> dict[in
 
 
 @lru_cache(maxsize=1024)
-def kernels_per_micro_step(spec: ModelSpec, w: TrainingWorkload) -> int:
+def kernels_per_micro_step(spec: ModelSpec, w: TrainingWorkload, capability: int | None = None) -> int:
     """Kernels one micro-step of ``w`` launches on one device (formulas/launch_overhead.py eqs. (K2)/(K3)): each
     decoder layer's projections and adapters (``layer_matmul_shapes``), an MoE layer's top-k routed experts as
     linears, the recomputed forward of the checkpointed layers, the embedding, head and loss; eager or compiled;
-    memoized on its immutable arguments (the same for every device of a catalog search)."""
+    memoized on its immutable arguments. ``capability``: the GPU's compute capability (``Device.capability``), which a
+    bitsandbytes NF4 base's fused-kernel reach depends on (eq. K5; None: the fallback ladder)."""
     tp = w.tp if w.tp > 1 else 1
     st = _matmul_setup(spec, w.method, w.rank, w.targets, tp, w.dora)
-    by_kind: dict[bool, tuple[Any, list[tuple[str, bool, bool]]]] = {}  # a layer differs only by being MoE
-    kinds = moe_kinds(spec)
-    for moe in dict.fromkeys(kinds):
-        i = kinds.index(moe)  # the first layer of this kind
-        lin = [(name, st.full or "lora_" in name, not counted)
-               for name, _, _, counted in layer_matmul_shapes(spec, i, st)]
-        if moe and spec.moe is not None:
-            m = spec.moe
-            lin += [("expert", st.full, False)] * (m.experts_per_token * (3 if m.expert_gated else 2))
-        by_kind[moe] = (model_layer_widths(spec, i, tp), lin)
-    widths = [by_kind[moe][0] for moe in kinds] if len(by_kind) > 1 else [by_kind[kinds[0]][0]] * len(kinds)
-    linears = [by_kind[moe][1] for moe in kinds] if len(by_kind) > 1 else [by_kind[kinds[0]][1]] * len(kinds)
+    widths, linears = kernel_linears(spec, st)
     recompute = recompute_mode(w.grad_checkpointing)
     ckpt = len(checkpointed_layers(spec.num_layers, w.checkpoint_every)) if recompute != "none" else 0
     half = w.precision != "fp32"
@@ -434,18 +425,37 @@ def kernels_per_micro_step(spec: ModelSpec, w: TrainingWorkload) -> int:
         # a bitsandbytes NF4 base (formulas/launch_overhead.py eq. K5): each frozen linear's dequantization kernels in
         # its forward, the recomputed forward of checkpointed layers and its backward; PEFT's clone per adapted one
         # (litgpt's own LoRA over Lightning's bitsandbytes linears has none)
-        base = sum(sum(1 for name, _, _ in lin if "lora_" not in name) for lin in linears)
         adapted = sum(sum(1 for name, _, _ in lin if name.endswith("lora_A")) for lin in linears)
-        f, b = nf4_linear_kernels(fmt == "nf4-dq", w.micro_batch * w.seq_len)
+        # the fused kernel's reach depends on the release, the GPU and each weight's shape (nf4_fused_max_rows)
+        release = BNB_QUANTIZERS[w.nf4_quantizer]
+        tokens = w.micro_batch * w.seq_len
         again = 1.0 + ckpt / spec.num_layers
+        per_kind: dict[bool, float] = {}  # a layer's NF4 kernels per pass depend on it only through being MoE
+        kinds = moe_kinds(spec)
+        for moe in dict.fromkeys(kinds):
+            i = kinds.index(moe)
+            # (N, K) on this device of each frozen linear (an expert's: its intermediate x hidden)
+            shapes = [(n_out, n_in) for name, n_in, n_out, _ in layer_matmul_shapes(spec, i, st) if "lora_" not in name]
+            if moe and spec.moe is not None:
+                m = spec.moe
+                shapes += [(m.expert_intermediate_size, spec.hidden_size)] * (
+                    m.experts_per_token * (3 if m.expert_gated else 2))
+            k = 0.0
+            for n_out, n_in in shapes:
+                f, b = nf4_linear_kernels(fmt == "nf4-dq", tokens, nf4_fused_max_rows(release, capability, n_out, n_in))
+                k += f * again + b
+            per_kind[moe] = k
+        nf4 = sum(map(per_kind.__getitem__, kinds))
         clone = PEFT_4BIT_CLONE_KERNELS if w.nf4_quantizer in PEFT_BNB_QUANTIZERS else 0
-        total += round(base * (f * again + b) + adapted * clone * again)
+        total += round(nf4 + adapted * clone * again)
     return total
 
 
 # the nf4_quantizer settings whose matmuls are bitsandbytes' (specs/training.py NF4_QUANTIZERS), and of them the ones
 # PEFT wraps with its LoRA (the others: litgpt over Lightning Fabric's BitsandbytesPrecision)
-BNB_QUANTIZERS = ("bitsandbytes", "bitsandbytes-0.42", "lightning-bnb-0.42")
+# with the release whose 4-bit forward they run (formulas/launch_overhead.py BNB_RELEASES): 'bitsandbytes' the current
+# one (0.50: its fused kernel at few rows), the 0.42 settings' always dequantizing
+BNB_QUANTIZERS = {"bitsandbytes": "0.50", "bitsandbytes-0.42": "0.42", "lightning-bnb-0.42": "0.42"}
 PEFT_BNB_QUANTIZERS = ("bitsandbytes", "bitsandbytes-0.42")
 
 
@@ -1103,7 +1113,7 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
     t_c = (tokens * flops_eff / (peak * u * e) + t_attn) / tp_div * share + t_dq + t_ew + t_f8
     t_launch = 0.0
     if device.kind == "gpu":
-        kernels = kernels_per_micro_step(spec, w)
+        kernels = kernels_per_micro_step(spec, w, device.capability)
         tau = E.HOST_SECONDS_PER_KERNEL
         t_launch = host_seconds(kernels, tau.expected) * share
         notes.append(Assumption("kernels_per_micro_step", kernels, True,

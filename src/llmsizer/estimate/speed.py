@@ -18,8 +18,8 @@ from ..formulas import network as NW
 from ..formulas.dtypes import DTYPE_BYTES
 from ..formulas.elementwise_traffic import SOURCE_EAGER, elementwise_seconds, inference_forward_bytes_per_token
 from ..formulas.kv_cache import cross_attention_kv, kv_cache
+from ..formulas.launch_overhead import DECODE_LOOP_KERNELS, host_seconds
 from ..formulas.launch_overhead import INFERENCE_SOURCE as LAUNCH_INFERENCE_SOURCE
-from ..formulas.launch_overhead import host_seconds
 from ..formulas.params import count_params
 from ..formulas.recurrent_state import recurrent_state
 from ..formulas.speed import (
@@ -122,11 +122,19 @@ class SpeedEstimate:
     serving_engine: str | None = None  # vllm / sglang: the engine whose release scope picks the decode band
     engine_version: str | None = None  # its release (None: engines.CURRENT_VERSION)
     eager_engine: str | None = None  # transformers: its step is timed with the launch rule (launch_overhead eq. K4)
+    # the engine prefills the ``concurrency`` prompts in one forward before decoding them together (transformers'
+    # generate() of a padded batch, and the measure worker: measure/workloads.py inference_pass): its TTFT and
+    # prefill rate are the batch prefill's (eq. P1 at concurrency), the quantity its prefill rows measured
+    batch_prefill: bool = False
 
     @property
     def ttft_seconds(self) -> float | None:
-        """Time to first token of one request on an idle replica = its prefill time."""
-        return self.prefill.seconds if self.prefill else None
+        """Time to first token: one request's prefill on an idle replica, or, where the engine prefills the
+        ``concurrency`` prompts together (``batch_prefill``), the prefill of all of them (eq. P1): no prompt's first
+        token comes before the forward over the batch ends."""
+        if self.prefill is None:
+            return None
+        return self.prefill_batch_seconds() if self.batch_prefill else self.prefill.seconds
 
     @property
     def tokens_per_second_per_user(self) -> float | None:
@@ -143,7 +151,13 @@ class SpeedEstimate:
 
     @property
     def prefill_tokens_per_second(self) -> float | None:
-        return self.prompt_tokens / self.prefill.seconds if self.prefill and self.prefill.seconds else None
+        """Prompt tokens prefilled per second over the TTFT: one prompt's, or the ``concurrency`` prompts' of a batch
+        prefill (``batch_prefill``). The prefill band (estimate/ranges.py) multiplies this figure, the one its rows
+        measured (measure/compare.py throughput_rows reads it)."""
+        t = self.ttft_seconds
+        if not t:
+            return None
+        return (self.concurrency if self.batch_prefill else 1) * self.prompt_tokens / t
 
     def prefill_batch_seconds(self, prompts: int | None = None) -> float | None:
         """Wall time of ``prompts`` (default: ``concurrency``) prompts prefilled together: eq. (3) of
@@ -382,7 +396,7 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
                    engine_version: str | None = None, nvlink_mesh: bool | None = None,
                    allreduce_latency: float | None = None, llamacpp_int8_mmq: bool = True,
                    group_size: int = GROUP_SIZE_DEFAULT, other_bytes: int = OTHER_BYTES_DEFAULT,
-                   encoder_flops: float = 0.0) -> SpeedEstimate:
+                   encoder_flops: float = 0.0, decode_loop: str = "generate") -> SpeedEstimate:
     """Speed of ``spec`` on ``count`` x ``device`` (a catalog ``Device``) serving ``concurrency`` sequences of
     ``prompt_tokens`` + ``output_tokens``. Decode is evaluated mid-generation (context = prompt + output/2).
 
@@ -417,7 +431,15 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
     883 ``hf_quantizer.update_dtype``, which quantizer_gptq.py 75-78, quantizer_awq.py 54-62 off CUDA/XPU and bnb's
     quantizers/base.py 100-110 leave as it is), while the matmuls run in fp32. ``encoder_flops``: the vision
     encoder's work on one prompt's images and video (formulas/vision_compute.py; the inference estimate's details
-    ``vision_encoder_flops``), run before the language model's prefill and part of the TTFT."""
+    ``vision_encoder_flops``), run before the language model's prefill and part of the TTFT.
+
+    ``engine`` 'transformers' on a GPU (eager PyTorch; not T5, not GGUF, no ``engine_step_seconds`` given): each
+    decode step and the prefill forward take max(device, K x tau_host) (formulas/launch_overhead.py eqs. K1, K4;
+    K from the model, estimate/launch.py inference_kernels; tau_host efficiency.HOST_SECONDS_PER_KERNEL), the
+    prefill's device time adds its memory-bound kernels (elementwise_traffic eq. E13), and the ``concurrency``
+    prompts are prefilled together (``SpeedEstimate.batch_prefill``: TTFT = eq. P1 at concurrency).
+    ``decode_loop``: the loop around the forward whose own kernels K counts: 'generate' (``generate()``'s, eq. K4)
+    or 'forward' (a bare forward + argmax loop, the measure worker's: measure/workloads.py inference_pass)."""
     if count < 1 or concurrency < 1 or prompt_tokens < 1 or output_tokens < 0:
         raise InputError("count, concurrency and prompt_tokens must be >= 1; output_tokens >= 0")
     return speed_model(spec, device, weights_format=weights_format, prompt_tokens=prompt_tokens,
@@ -428,7 +450,8 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
                        kv_unified=kv_unified, engine_step_seconds=engine_step_seconds, engine=engine,
                        engine_version=engine_version, allreduce_latency=allreduce_latency,
                        llamacpp_int8_mmq=llamacpp_int8_mmq, group_size=group_size,
-                       other_bytes=other_bytes, encoder_flops=encoder_flops)(count, tensor_parallel, concurrency, link_bandwidth,
+                       other_bytes=other_bytes, encoder_flops=encoder_flops,
+                       decode_loop=decode_loop)(count, tensor_parallel, concurrency, link_bandwidth,
                                                                 nvlink_mesh, False)
 
 
@@ -444,7 +467,8 @@ def speed_model(spec: ModelSpec, device: Any, *, weights_format: str = "bf16", p
                 engine_step_seconds: float | None = None, engine: str | None = None,
                 engine_version: str | None = None, allreduce_latency: float | None = None,
                 llamacpp_int8_mmq: bool = True, group_size: int = GROUP_SIZE_DEFAULT,
-                other_bytes: int = OTHER_BYTES_DEFAULT, encoder_flops: float = 0.0) -> SpeedLayout:
+                other_bytes: int = OTHER_BYTES_DEFAULT, encoder_flops: float = 0.0,
+                decode_loop: str = "generate") -> SpeedLayout:
     """``estimate_speed`` in two stages: what no layout changes (the weight format's kernels and bytes, the
     device's peak, bandwidth and efficiencies, the engine's step, the model's parameters and bytes), computed once
     here; then the returned ``layout(count, tensor_parallel, concurrency, link_bandwidth, nvlink_mesh,
@@ -454,6 +478,8 @@ def speed_model(spec: ModelSpec, device: Any, *, weights_format: str = "bf16", p
     same ``decode`` the full answer carries."""
     if prompt_tokens < 1 or output_tokens < 0:
         raise InputError("count, concurrency and prompt_tokens must be >= 1; output_tokens >= 0")
+    if decode_loop not in DECODE_LOOP_KERNELS:
+        raise InputError(f"decode_loop must be one of {', '.join(DECODE_LOOP_KERNELS)}, got {decode_loop!r}")
     if encoder_flops < 0:
         raise InputError(f"encoder_flops must not be negative, got {encoder_flops}")
     assumptions: list[Assumption] = []  # those before the load's identical_sequences
@@ -547,20 +573,31 @@ def speed_model(spec: ModelSpec, device: Any, *, weights_format: str = "bf16", p
             host_step = float(rule.seconds or 0.0)
 
     # eager transformers launches every kernel of a step from Python: a step takes max(device, kernels x tau_host)
-    # (formulas/launch_overhead.py eqs. K1, K4), a decode step and a prefill forward alike
+    # (formulas/launch_overhead.py eqs. K1, K4), a decode step and the prefill step (its forward and the loop's own
+    # ops) alike
     launch_host = 0.0
     if engine == "transformers" and device.kind == "gpu" and engine_step_seconds is None \
             and spec.encoder_decoder is None and not fmt.startswith("gguf:"):
-        kernels = inference_kernels(spec, half=act_bytes < 4)
+        per_step = DECODE_LOOP_KERNELS[decode_loop]
+        kernels = inference_kernels(spec, half=act_bytes < 4, per_step=per_step)
         tau_host = E.HOST_SECONDS_PER_KERNEL
         launch_host = host_seconds(kernels, tau_host.expected)
         host_step = max(host_step, launch_host)
-        assumptions.append(Assumption("kernels_per_forward", kernels, True,
-                                      f"formulas/launch_overhead.py {LAUNCH_INFERENCE_SOURCE}"))
+        loop = ("generate()'s own ops" if decode_loop == "generate" else
+                "a bare forward + argmax loop's (the measure worker's)")
+        assumptions.append(Assumption("kernels_per_step", kernels, True,
+                                      f"the forward and {per_step} kernels of {loop}: formulas/launch_overhead.py "
+                                      f"{LAUNCH_INFERENCE_SOURCE}"))
         assumptions.append(Assumption(
             "transformers_host_seconds_per_step", round(launch_host, 6), True,
-            f"{kernels} kernels x {tau_host.name} {tau_host.expected * 1e6:.2f} us: a decode step and a prefill forward take "
-            f"max(device, host) (formulas/launch_overhead.py eq. K1); {tau_host.source}"))
+            f"{kernels} kernels x {tau_host.name} {tau_host.expected * 1e6:.2f} us: a decode step and the prefill "
+            f"step take max(device, host) (formulas/launch_overhead.py eq. K1); {tau_host.source}"))
+        if spec.moe is not None:
+            warnings.append(
+                "transformers MoE: its eager expert loop launches about ten kernels and reads the device back per "
+                "expert hit (qwen3_moe/modeling_qwen3_moe.py:235-245 @5.24.0), and a prefill hits nearly every "
+                "expert; the kernel count takes the top-k experts' linears only (formulas/launch_overhead.py eq. K4), "
+                "so its host time is under-stated, most at prefill")
 
     # eager transformers' memory-bound kernels (formulas/elementwise_traffic.py eq. E13), on the devices whose
     # memory-bound share is sourced (the training step's rule, efficiency.memory_bound_bandwidth)
@@ -969,7 +1006,11 @@ def speed_model(spec: ModelSpec, device: Any, *, weights_format: str = "bf16", p
         elif done[2] is not None:
             kv_read[concurrency] = done[2]
         decode, roof_d = done[0], done[1]
-        if launch_host and decode is not None and decode.bound == "host":
+        if launch_host and tp > 1:
+            warnings.append(f"transformers tensor parallel ({tp} devices): each device launches the same kernels (eq. "
+                            "K4 counts one device's) plus the all-reduces of its row-parallel linears, which the count "
+                            "leaves out: the host time per step is under-stated")
+        if launch_host and output_tokens and decode is not None and decode.bound == "host":  # only when decoding
             warnings.append(f"decode is host-bound: eager transformers launches each decode step's kernels from "
                             f"Python ({launch_host * 1e3:.1f} ms a step against {decode.compute_seconds * 1e3:.2f} / "
                             f"{decode.memory_seconds * 1e3:.2f} ms of device compute / memory time; "
@@ -1005,7 +1046,8 @@ def speed_model(spec: ModelSpec, device: Any, *, weights_format: str = "bf16", p
             assumptions.append(Assumption("decode_range_band", b.engine if b else "none", True, why))
         return SpeedEstimate(spec.name, device.id, count, tp, bytes_fmt, dtype, prompt_tokens, output_tokens,
                              concurrency, prefill, decode, single, roof_p, roof_d, tuple(assumptions), tuple(warnings),
-                             details, serving, engine_version, R.TRANSFORMERS if launch_host else None)
+                             details, serving, engine_version, R.TRANSFORMERS if launch_host else None,
+                             engine == "transformers")
 
     return layout
 

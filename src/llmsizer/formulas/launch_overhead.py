@@ -49,7 +49,7 @@ may fuse differently from the CPU backend. The compiled loss is one fused kernel
 launches each kernel, so tau_host applies per kernel (an assumption: its launcher skips the dispatcher and
 autograd, so this over-states the compiled host time).
 
-**Inference, eager transformers** (a ``generate()`` decode step or a prefill forward, ``torch.no_grad``; eq. K4).
+**Inference, eager transformers** (a ``generate()`` decode or prefill step, ``torch.no_grad``; eq. K4).
 The same forward inventory (K2, frozen norms, no LoRA), plus per attention layer the cache update: ``DynamicLayer.
 update`` concatenates the new keys and values to the cache, two ``cat`` kernels a step (transformers 5.24.0
 cache_utils.py:136-137). Outside the layers: the embedding, the positions (``torch.arange(...) + past_seen_tokens``,
@@ -66,15 +66,22 @@ then takes the positions given, so 2 of them replace the forward's own::
     K_step = sum over layers (K_f + 2 [cache cat]) + 1 [embedding] + 2 [positions] + (10 rot | 2) + n_f + 1 [head]
              + 15 [generate's own ops]                                                               (K4)
 
-(a Llama decode step: 40 L + 37; tests/formulas/test_launch_overhead.py counts a real ``generate()`` step of a
-tiny Llama and Qwen2 under ``TorchDispatchMode``). A step of ``b`` sequences launches the same kernels on wider
+(a Llama decode step: 40 L + 37; tests/formulas/test_inference_kernels.py counts a real ``generate()`` step of a
+tiny Llama and Qwen2 under ``TorchDispatchMode``). A bare forward (no loop) launches K_step - 15, and the measure
+worker's loop (measure/workloads.py ``_Forward``: the forward, which makes its own positions, then the last logits'
+fp32 copy and ``argmax``) K_step - 13 (``WORKER_STEP_KERNELS`` = 2; counted the same way). A prefill step of
+either loop is its forward over the prompt plus the loop's own ops, the same count. A step of ``b`` sequences launches the same kernels on wider
 tensors, so its host time does not grow with ``b``. Host and device overlap within the step per eq. K1; on CUDA the
 stop check's ``bool(unfinished_sequences.max() == 0)`` (generation/utils.py:396, its own comment at L407: it "blocks
 the host until the device has caught up, every step") ends each step, so no step's launches run ahead of the
-previous step's kernels: eq. K1 per step, not across steps.
+previous step's kernels: eq. K1 per step, not across steps. The worker's loop has no stop check (its argmax
+stays on the device), so its launches may run ahead across steps; its steps being alike, the sum of the per-step
+maxima is the maximum of the sums all the same.
 
-MoE layers are counted with the MLP of their top-k experts (transformers' eager expert loop launches per expert
-hit: an under-count). A QLoRA base adds bitsandbytes' dequantization kernels per NF4 linear and pass and PEFT's
+MoE layers are counted with the MLP of their top-k experts (transformers' eager expert loop, e.g.
+qwen3_moe/modeling_qwen3_moe.py:235-245 @5.24.0, launches about ten kernels and two host reads per expert hit, and a
+prefill hits nearly every expert: an under-count, which estimate/speed.py warns of). A tensor-parallel forward's
+all-reduces are not counted either (warned). A QLoRA base adds bitsandbytes' dequantization kernels per NF4 linear and pass and PEFT's
 defensive clone per adapted one (:func:`nf4_linear_kernels`, eq. K5). The optimizer step's kernels (once per step,
 foreach/fused over many tensors) are not counted.
 """
@@ -93,13 +100,19 @@ SOURCE = ("kernels: transformers modeling_llama.py op inventory of formulas/elem
           "overlap: PyTorch CUDA semantics, asynchronous execution (eq. K1)")
 INFERENCE_SOURCE = ("eq. K4: the eager forward of K2 + the DynamicCache cat of K and V per layer (transformers 5.24.0 "
                     "cache_utils.py:136-137) + embedding, positions, rotary tables, final norm, head + generate()'s "
-                    "own 15 ops per step (generation/utils.py _sample L3246-3288)")
+                    "own 15 ops per step (generation/utils.py _sample L3246-3288), or the measure worker's 2 "
+                    "(measure/workloads.py _Forward: the logits' fp32 copy, argmax)")
 
 # eq. K4's constants: the cache update of one attention layer, and generate()'s own kernels per greedy step beyond
 # the forward (the next positions, the logits copy, argmax, the input_ids cat, the stopping criteria and the stop
 # check, two clones: 17, less the 2 position kernels the forward then skips)
 CACHE_UPDATE_KERNELS = 2
 GENERATE_STEP_KERNELS = 15
+# the measure worker's loop (measure/workloads.py _Forward.__call__): the forward (which makes its own positions) then
+# ``logits[:, -1, :].float()`` and ``argmax``: 2 kernels, no stop check
+WORKER_STEP_KERNELS = 2
+# the loops a transformers decode is timed for (estimate_speed's ``decode_loop``): their own kernels per step
+DECODE_LOOP_KERNELS = {"generate": GENERATE_STEP_KERNELS, "forward": WORKER_STEP_KERNELS}
 
 Linear = tuple[str, bool, bool]  # (name, trained, has bias); LoRA linears carry 'lora_' in the name
 
@@ -157,30 +170,70 @@ def head_kernels(compiled: bool, head_trained: bool, embedding_trained: bool, la
     return n + (2 if (compiled if loss_compiled is None else loss_compiled) else 9)
 
 
-# bitsandbytes 0.50 ``gemm_4bit`` on CUDA runs its fused 4-bit GEMM only up to M = 1536 rows, and on Ampere/Hopper
-# non-small weights only to M = 512 (backends/cuda/ops.py:926, :954 and ``_gemm_4bit_use_custom_cuda``: "custom wins up
-# to M=512; dequant+F.linear wins above that" @37d2a938, tag 0.50.1); above it the unfused fallback runs
-NF4_FUSED_MAX_TOKENS = 512
+# bitsandbytes releases whose 4-bit matmul can run a fused kernel at more than one row: from 0.50, ``MatMul4Bit.forward``
+# calls ``bitsandbytes::gemm_4bit`` (autograd/_functions.py:304-345 @37d2a938 = tag 0.50.1), whose CUDA kernel picks the
+# fused ``cgemm_4bit`` or the dequantize + ``F.linear`` fallback by rows, shape and GPU (backends/cuda/ops.py:584-806,
+# 921-971). Before 0.50 (tags 0.42.0 @4870580f _functions.py:516 to 0.49.2 @f0e6ca31 _functions.py:315) the forward
+# always dequantizes: ``F.linear(A, F.dequantize_4bit(B, quant_state).to(A.dtype).t(), bias)``; only a single row
+# without a gradient takes ``gemv_4bit`` (``matmul_4bit``, 0.42.0 :567), never a training forward
+BNB_FUSED_GEMM_RELEASES = ("0.50",)
+BNB_RELEASES = ("0.42", "0.43-0.49", "0.50")
+
+# 0.50's largest row count M at which ``_gemm_4bit_use_custom_cuda`` (ops.py:584) keeps the fused kernel for a weight of
+# N x K, per compute capability (major x 10 + minor), half precision (bf16; fp16 on sm75, which has no bf16 MMA), the
+# highest of its occupancy tiers (more output blocks than SMs raise it): (small weight N K < 4 Mi with 2 K < N, other
+# small weight, larger weight) -- ops.py:635-674 the small-weight tiers, :677 no fused kernel past M = 512 for a larger
+# one, :701-806 the per-architecture ladders (sm90 :745-757: at most M = 64), :605-614 sm100 (at most 32), :599-600 the
+# floor M <= 4, :926 the cap 1536. tests/formulas/test_launch_overhead.py re-derives each row from the installed
+# bitsandbytes' own function.
+NF4_FUSED_MAX_ROWS: dict[int, tuple[int, int, int]] = {
+    75: (320, 64, 128), 80: (1536, 384, 128), 86: (320, 32, 128), 87: (4, 4, 4), 89: (320, 32, 256),
+    90: (512, 32, 64), 100: (32, 4, 32), 110: (4, 4, 4), 120: (320, 32, 256), 121: (320, 32, 256)}
+NF4_FUSED_MAX_ROWS_OTHER = (320, 32, 256)  # an unlisted architecture: ops.py:776-806, the sm89 fallback ladder
+NF4_SMALL_WEIGHT = 4 * 1024 * 1024  # N x K below which ops.py:635 takes the small-weight tiers
 
 
-def nf4_linear_kernels(nested: bool, tokens: int) -> tuple[int, int]:
+def nf4_fused_max_rows(release: str, capability: int | None, n: int, k: int) -> int:
+    """The largest rows M at which a bitsandbytes ``release``'s 4-bit forward of an N x K weight (``n`` output,
+    ``k`` input features) can run the fused kernel on a GPU of ``capability`` (None: unknown, the fallback ladder):
+    0 before 0.50 (the forward always dequantizes), else :data:`NF4_FUSED_MAX_ROWS` (pre-Volta/Turing-bf16: 7,
+    ops.py:603-607). An upper bound: below its top occupancy tier the fused kernel stops earlier."""
+    if release not in BNB_RELEASES:
+        raise InputError(f"bitsandbytes release must be one of {', '.join(BNB_RELEASES)}, got {release!r}")
+    if n < 1 or k < 1:
+        raise InputError("a 4-bit weight needs at least one input and one output feature")
+    if release not in BNB_FUSED_GEMM_RELEASES:
+        return 0
+    if capability is not None and capability < 75:
+        return 7  # no MMA kernel: the SIMT kernel only, M < 8
+    short_k, other, large = NF4_FUSED_MAX_ROWS.get(capability, NF4_FUSED_MAX_ROWS_OTHER) if capability is not None \
+        else NF4_FUSED_MAX_ROWS_OTHER
+    if n * k < NF4_SMALL_WEIGHT:
+        return short_k if 2 * k < n else other
+    return large
+
+
+def nf4_linear_kernels(nested: bool, tokens: int, fused_max_rows: int = 0) -> tuple[int, int]:
     """(forward, backward) kernels a bitsandbytes NF4 ``Linear4bit`` launches beside its GEMM (eq. K5), per pass.
 
-    Forward, ``MatMul4Bit.forward`` -> ``bitsandbytes::gemm_4bit`` (bitsandbytes @37d2a938 = tag 0.50.1,
-    autograd/_functions.py:334, backends/cuda/ops.py:954): past ``NF4_FUSED_MAX_TOKENS`` rows the fallback
-    ``_dequant_linear_fallback`` (ops.py:912-916) dequantizes the 8-bit absmax (``cdequantize_blockwise_fp32``), adds
-    its offset, dequantizes the weight (``cdequantize_blockwise_bf16_nf4``) and runs ``F.linear``: 3 kernels beside the
-    GEMM with double quantization, 1 without; at or below it the fused ``cgemm_4bit`` kernel replaces the GEMM (0).
-    Backward, ``MatMul4Bit.backward`` (_functions.py:384): ``F.dequantize_4bit`` (functional.py:1053-1063: the same
-    three) then ``torch.matmul``: 3 (1) at every size (tests/formulas/test_launch_overhead.py counts them in a
-    real CPU backward of a ``Linear4bit`` under ``TorchDispatchMode``)::
+    Forward: the dequantize + ``F.linear`` path -- 0.50's ``_dequant_linear_fallback`` (ops.py:904-916 @37d2a938)
+    and every earlier release's ``MatMul4Bit.forward`` (``F.dequantize_4bit`` then ``F.linear``) -- dequantizes the
+    8-bit absmax (``cdequantize_blockwise_fp32``), adds its offset, dequantizes the weight
+    (``cdequantize_blockwise_bf16_nf4``) and runs the GEMM: 3 kernels beside it with double quantization, 1
+    without; at or below ``fused_max_rows`` (:func:`nf4_fused_max_rows`; 0 before 0.50) 0.50's fused ``cgemm_4bit``
+    kernel replaces the GEMM (0). Backward, ``MatMul4Bit.backward`` (_functions.py:384): ``F.dequantize_4bit``
+    (functional.py:1053-1063: the same three) then ``torch.matmul``: 3 (1) at every size
+    (tests/formulas/test_launch_overhead.py counts them in a real CPU backward of a ``Linear4bit`` under
+    ``TorchDispatchMode``)::
 
-        K_nf4,f = (3 nested | 1) [tokens > 512]      K_nf4,b = 3 nested | 1                                 (K5)
+        K_nf4,f = (3 nested | 1) [tokens > M_fused]      K_nf4,b = 3 nested | 1                            (K5)
     """
     if tokens < 1:
         raise InputError("tokens per micro-step must be at least 1")
+    if fused_max_rows < 0:
+        raise InputError("fused_max_rows must not be negative")
     dq = 3 if nested else 1
-    return (dq if tokens > NF4_FUSED_MAX_TOKENS else 0), dq
+    return (dq if tokens > fused_max_rows else 0), dq
 
 
 # PEFT's LoRA over a bitsandbytes 4-bit linear clones the base output before adding the adapter
@@ -231,9 +284,10 @@ def forward_head_kernels(layernorm: bool, rotary: bool, half: bool = True) -> in
 
 def inference_step_kernels(widths: Sequence[LayerWidths], linears: Sequence[Sequence[Linear]], head: int,
                            per_step: int = GENERATE_STEP_KERNELS, half: bool = True) -> int:
-    """Eq. (K4): kernels of one eager inference step (a decode step or a prefill forward): each decoder layer's
-    forward (K2, frozen norms) and its cache update, ``head`` (:func:`forward_head_kernels`) and ``per_step``, the
-    loop's own kernels (``generate()``: GENERATE_STEP_KERNELS)."""
+    """Eq. (K4): kernels of one eager inference step: each decoder layer's forward (K2, frozen norms) and its cache
+    update, ``head`` (:func:`forward_head_kernels`) and ``per_step``, the decoding loop's own kernels
+    (``generate()``: GENERATE_STEP_KERNELS; the measure worker's forward + argmax loop: WORKER_STEP_KERNELS; a bare
+    forward: 0)."""
     if len(widths) != len(linears) or not widths:
         raise InputError("one set of linears per decoder layer is needed")
     if head < 0 or per_step < 0:

@@ -254,13 +254,14 @@ def throughput_rows(record: dict[str, Any], spec: ModelSpec) -> list[Row]:
             sp = estimate_speed(spec, device, weights_format=s.get("weights") or s["dtype"],
                                 prompt_tokens=s["context"] - s["output_tokens"],
                                 output_tokens=max(s["output_tokens"], 1), concurrency=s["concurrency"],
-                                kv_dtype=s["dtype"], engine="transformers")  # the engine the run measured
+                                kv_dtype=s["dtype"], engine="transformers",  # the engine the run measured
+                                decode_loop="forward")  # its loop: a bare forward + argmax (workloads._Forward)
         except LlmsizerError:
             return []
-        # the worker prefills the b prompts in one forward (measure/workloads.py inference_pass): eq. P1 at b
-        batch = sp.prefill_batch_seconds()
-        prefill = s["concurrency"] * sp.prompt_tokens / batch if batch else None
-        rows = [Row("prefill tokens/s", prefill, t.get("prefill_tokens_per_second"), "tokens/s", PREFILL,
+        # the worker prefills the b prompts in one forward (measure/workloads.py inference_pass): the transformers
+        # estimate's prefill rate is that batch prefill's (SpeedEstimate.batch_prefill, eq. P1 at b), as fit shows it
+        rows = [Row("prefill tokens/s", sp.prefill_tokens_per_second, t.get("prefill_tokens_per_second"), "tokens/s",
+                    PREFILL,
                     note=f"{name}: {s['concurrency']} prompt(s) in one forward (eq. P1)")]
         if s["output_tokens"]:
             rows.append(Row("decode tokens/s", sp.tokens_per_second, t.get("decode_tokens_per_second"), "tokens/s",

@@ -4,7 +4,9 @@ Inference mirrors transformers ``generate()`` with greedy decoding and the defau
 so prefill and decode can be timed apart: one forward over the ``prompt_tokens`` of every sequence with
 ``logits_to_keep=1``, the next-token logits upcast to fp32 (``GenerationMixin``: ``next_token_logits.to(
 torch.float32)``), then ``output_tokens`` one-token forwards, after which the cache holds ``context`` tokens per
-sequence.
+sequence. Its memory mirrors generate()'s; its host work does not: a bare forward + argmax loop (no generate()
+bookkeeping, no per-step stop-check sync) launches eq. K4 less 13 kernels a step (formulas/launch_overhead.py
+WORKER_STEP_KERNELS), the count its measured speed rows are timed with (measure/compare.py, decode_loop 'forward').
 
 Training runs optimizer steps on random tokens with ``labels = input_ids`` (transformers' causal-LM loss):
 forward under ``torch.autocast`` for the mixed recipes, backward, ``optimizer.step()``,
