@@ -2467,9 +2467,12 @@ def measured_cases(records: Iterable[dict[str, Any]]) -> tuple[list[Case], list[
                 pred = None if row.estimated is None else row.estimated / GiB
                 meas, unit = row.measured / GiB, "GiB"
                 # judged against the calibrated range of its kind (estimate/ranges.py), not the estimate's own
-                # component ranges, several of which are a single point (no downside)
-                rng = calibrated_range(row.kind, TRANSFORMERS if row.kind == INFERENCE_MEMORY else PYTORCH_TRAINING,
-                                       pred)
+                # component ranges, several of which are a single point (no downside): a whole-need figure (device
+                # total, process RSS) by the range the CLI prints for it (row.calibrated: allocator.calibrated_need,
+                # eq. C1), a live-tensor figure by its band alone
+                rng = (calibrated_range(row.kind, TRANSFORMERS if row.kind == INFERENCE_MEMORY else PYTORCH_TRAINING,
+                                        pred) if row.calibrated is None else
+                       (row.calibrated[0] / GiB, row.calibrated[1] / GiB))
                 within = None if rng is None else rng[0] <= meas <= rng[1]
                 tol = "inside the calibrated range" if within is not None else ""
             else:
@@ -2494,10 +2497,10 @@ def measured_cases(records: Iterable[dict[str, Any]]) -> tuple[list[Case], list[
 
 
 # The measured figures a memory band is fitted on: those whose prediction is the live tensors, the part a band
-# multiplies (estimate/allocator.py calibrated_need: [expected - tensors + tensors x low, ... x high]). A run's other
-# memory figure -- the CUDA device total (context + reserved, NVML) or a CPU run's process RSS -- compares the whole
-# need, whose non-tensor part the calibrated range keeps at its expected value: fitted on the same band it would
-# count the run twice and charge the context's and the reserve's error to the tensors.
+# multiplies (estimate/allocator.py calibrated_need, eq. C1: tensors x band + the other items' own low..high). A run's
+# other memory figure -- the CUDA device total (context + reserved, NVML) or a CPU run's process RSS -- compares the
+# whole need, whose non-tensor part the calibrated range spans with those items' own ranges: fitted on the same band
+# it would count the run twice and charge the context's and the reserve's error to the tensors.
 BAND_FIGURES = ("peak allocated", "peak tensors")
 
 

@@ -358,18 +358,34 @@ def fixed_reserve_item(side: SideStreams, floor: int = 0, high: int = 0) -> Item
                              else ")") if hole else ""))
 
 
-def calibrated_need(items: list[Item] | tuple[Item, ...], expected: int, kind: str,
-                    engine: str) -> dict[str, object] | None:
-    """The calibrated range of the device need (estimate/ranges.py): the live-tensor part x the band of measured /
-    predicted of ``kind`` and ``engine``, the rest (reserve, context) at its expected value. None without a band.
+# the items of a need that are not live tensors, whose own low..high the calibrated range adds (``calibrated_need``):
+# the allocator's reserve and the CUDA context on a device, the process's runtime (host_runtime: the RSS of the
+# imports; a CPU run's device is the host)
+NOT_BANDED = NOT_TENSORS + ("host_runtime",)
 
-    The bands' rows compare live-tensor predictions with published figures of either kind (max_memory_allocated or
-    reserved), so under ``metric`` reserved or nvidia-smi the calibrated high end partly repeats the reserve: it is
-    the conservative side, and the verdict still decides on the expected value."""
+
+def calibrated_need(items: list[Item] | tuple[Item, ...], kind: str, engine: str,
+                    location: str = "device") -> dict[str, object] | None:
+    """The calibrated range of the need at ``location`` (estimate/ranges.py), for the figure the estimate totals there
+    (the default metric's device total; a CPU run's process RSS), eq. (C1):
+
+        low  = T x band_low  + sum of the other items' low
+        high = T x band_high + sum of the other items' high                                                (C1)
+
+    T the live-tensor bytes (every item at ``location`` but ``NOT_BANDED``), band the measured / predicted of
+    ``kind`` and ``engine``, fitted on live-tensor figures only (validation_cases ``BAND_FIGURES``: peak allocated,
+    the tracker's peak tensors); the other items (``NOT_BANDED``: CUDA context, allocator reserve, process runtime)
+    are not in those figures, so they add their own span (engines.py ``CUDA_CONTEXT*``, ``RESERVE``), not their
+    expected value: the range then holds a run whose tensors are inside the band and whose other parts are inside
+    their spans. None without a band. Under ``metric`` 'allocated' the other items are gone and (C1) is T x band.
+    ``validate`` judges every measured whole-need figure (device total, process RSS) by this range
+    (measure/compare.py), the one the CLI, API and plan print and the fit verdict's calibrated high end reads."""
     b = R.band_for(kind, engine)
     if b is None:
         return None
-    t = tensor_bytes(items)
-    return {"low": int(expected - t + t * b.low), "high": int(expected - t + t * b.high), "kind": kind,
-            "engine": engine, "band_low": b.low, "band_high": b.high, "rows": b.rows, "setups": b.setups,
-            "coverage_target": R.COVERAGE}
+    here = [i for i in items if i.location == location]
+    t = sum(i.bytes for i in here if i.name not in NOT_BANDED)
+    other = [i.range for i in here if i.name in NOT_BANDED]
+    return {"low": int(t * b.low) + sum(r[0] for r in other), "high": int(t * b.high) + sum(r[2] for r in other),
+            "kind": kind, "engine": engine, "band_low": b.low, "band_high": b.high, "rows": b.rows,
+            "setups": b.setups, "coverage_target": R.COVERAGE}

@@ -29,7 +29,7 @@ training: ``formulas/training_time.py`` at the catalog's default MFU).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..errors import LlmsizerError
@@ -50,6 +50,10 @@ class Row:
     low: float | None = None
     high: float | None = None
     note: str = ""
+    # a whole-need figure's (device total, process RSS) calibrated range, estimate/allocator.py ``calibrated_need``:
+    # the one the CLI prints, by which ``validate`` judges the row (None: no band, or a live-tensor figure, judged
+    # by its band alone)
+    calibrated: tuple[int, int] | None = None
 
     @property
     def error(self) -> float | None:
@@ -66,7 +70,8 @@ class Row:
     def to_dict(self) -> dict[str, Any]:
         return {"component": self.component, "kind": self.kind, "unit": self.unit, "estimated": self.estimated,
                 "low": self.low, "high": self.high, "measured": self.measured, "error": self.error,
-                "within_range": self.within_range, "note": self.note}
+                "within_range": self.within_range, "note": self.note,
+                "calibrated": None if self.calibrated is None else list(self.calibrated)}
 
 
 def spec_of(record: dict[str, Any]) -> ModelSpec:
@@ -166,6 +171,19 @@ def _row(component: str, est: tuple[int, int, int] | None, measured: Any, kind: 
     return Row(component, est[1], measured, kind=kind, low=est[0], high=est[2], note=note)
 
 
+def _calibrated(est: Estimate | None, kind: str, location: str = "device") -> tuple[int, int] | None:
+    """The calibrated range of ``est``'s need at ``location`` (estimate/allocator.py ``calibrated_need``, eq. C1)
+    with the band of the engine the runs measure (transformers inference, PyTorch training)."""
+    from ..estimate import ranges as R
+    from ..estimate.allocator import calibrated_need
+
+    if est is None:
+        return None
+    c = calibrated_need(est.items, kind, R.TRANSFORMERS if kind == R.INFERENCE_MEMORY else R.PYTORCH_TRAINING,
+                        location)
+    return None if c is None else (int(c["low"]), int(c["high"]))  # type: ignore[call-overload]
+
+
 def inference_rows(record: dict[str, Any], est: Estimate) -> list[Row]:
     m, s = record.get("measured", {}), record["settings"]
     split = m.get("peak_split") or {}
@@ -187,13 +205,14 @@ def inference_rows(record: dict[str, Any], est: Estimate) -> list[Row]:
                              m["max_memory_reserved"] - m["max_memory_allocated"], note="reserved - allocated"))
         rows.append(_row("cuda_context", _item_bytes(est, "cuda_context"), m.get("cuda_context_bytes"),
                          note="NVML process memory - torch reserved"))
-        rows.append(_row("device total", est.total("device"), m.get("device_peak_bytes"), kind,
-                         "CUDA context + max_memory_reserved (NVML)"))
+        rows.append(replace(_row("device total", est.total("device"), m.get("device_peak_bytes"), kind,
+                                 "CUDA context + max_memory_reserved (NVML)"), calibrated=_calibrated(est, kind)))
     else:
         rows.append(_row("peak tensors", tensors, m.get("peak_tensor_bytes"), kind, "live tensor bytes (tracker)"))
         rows.append(_row("host runtime", _item_bytes(est, "host_runtime"), m.get("baseline_rss_bytes"),
                          note="RSS after importing torch + transformers"))
-        rows.append(_row("process RSS", est.total("host"), m.get("peak_rss_bytes"), kind, "peak RSS (VmHWM)"))
+        rows.append(replace(_row("process RSS", est.total("host"), m.get("peak_rss_bytes"), kind, "peak RSS (VmHWM)"),
+                            calibrated=_calibrated(est, kind, "host")))
     return rows
 
 
@@ -233,8 +252,9 @@ def training_rows(record: dict[str, Any], est: Estimate | None, why: str) -> lis
         rows.append(_row("peak tensors (tracker)", tensors, m.get("peak_tensor_bytes")))
         rows.append(_row("peak allocated", tensors, m.get("max_memory_allocated"), kind,
                          "torch.cuda.max_memory_allocated"))
-        rows.append(_row("device total", est.total("device") if est is not None else None,
-                         m.get("device_peak_bytes"), kind, "CUDA context + max_memory_reserved (NVML)"))
+        rows.append(replace(_row("device total", est.total("device") if est is not None else None,
+                                 m.get("device_peak_bytes"), kind, "CUDA context + max_memory_reserved (NVML)"),
+                            calibrated=_calibrated(est, kind)))
     else:
         rows.append(_row("peak tensors", tensors, m.get("peak_tensor_bytes"), kind, "live tensor bytes (tracker)"))
         rows.append(Row("process RSS", None, m.get("peak_rss_bytes"), note="no CPU-side training estimate"))
@@ -326,5 +346,6 @@ def rows_of(record: dict[str, Any]) -> list[Row]:
     """Comparison rows of a record, re-estimated with this llmsizer (for ``validate``)."""
     if record.get("status") != "ok":
         return []
-    return [Row(d["component"], d["estimated"], d["measured"], d["unit"], d["kind"], d["low"], d["high"], d["note"])
+    return [Row(d["component"], d["estimated"], d["measured"], d["unit"], d["kind"], d["low"], d["high"], d["note"],
+                None if d.get("calibrated") is None else (d["calibrated"][0], d["calibrated"][1]))
             for d in compare_record(record)["comparison"]]

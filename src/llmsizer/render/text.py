@@ -113,7 +113,8 @@ def estimate_facts(est: Estimate) -> list[str]:
         out.append(f"calibrated range: {format_bytes(c['low'])} - {format_bytes(c['high'])} per device (live tensors x "
                    f"measured/predicted {c['band_low']:g}-{c['band_high']:g} of {c['rows']} {c['kind']} validation "
                    f"rows of {c['setups']} setup{'' if c['setups'] == 1 else 's'}"
-                   f"{', each weighing as one' if c['setups'] != 1 else ''}, {c['engine']}; estimate/ranges.py)")
+                   f"{', each weighing as one' if c['setups'] != 1 else ''}, {c['engine']}; + the context, reserve "
+                   "and runtime at their own low-high; estimate/ranges.py, allocator.py eq. C1)")
     if "fits" in d:
         left = (f"; {format_bytes(d['budget_left_bytes'])} of the budget left" if d.get("verdict_basis") == "expected"
                 and d["fits"] else "")

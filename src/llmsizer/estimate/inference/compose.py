@@ -416,8 +416,7 @@ def _estimate(spec: ModelSpec, w: InferenceWorkload) -> Estimate:
         details.setdefault("recurrent_state_bytes_per_sequence", state_of(ctx, 1).per_sequence_bytes)
     band_engine = {"transformers": R.TRANSFORMERS, "vllm": R.VLLM}.get(str(w.engine))
     if band_engine is not None and w.device != "cpu" and spec.encoder_decoder is None:  # no encoder-decoder rows
-        calibrated = calibrated_need(acc.items, sum(i.bytes for i in acc.items if i.location == "device"),
-                                     R.INFERENCE_MEMORY, band_engine)
+        calibrated = calibrated_need(acc.items, R.INFERENCE_MEMORY, band_engine)
         if calibrated is not None:
             details["calibrated_range"] = calibrated
     est = Estimate("inference", spec.name, tuple(acc.items), tuple(acc.assumptions), tuple(acc.warnings), details)

@@ -480,7 +480,7 @@ def _finish(spec: ModelSpec, w: TrainingWorkload, measured: _Measured) -> Estima
     est = Estimate("training", spec.name, tuple(acc.items), tuple(acc.assumptions), tuple(acc.warnings), details)
     lo, mid, hi = est.total("device")
     # the training memory band comes from GPU runs (validation rows); a CPU step has none
-    calibrated = calibrated_need(est.items, mid, TRAINING_MEMORY, PYTORCH_TRAINING) if w.device == "gpu" else None
+    calibrated = calibrated_need(est.items, TRAINING_MEMORY, PYTORCH_TRAINING) if w.device == "gpu" else None
     if calibrated is not None:
         details["calibrated_range"] = calibrated
     if w.memory is not None:  # the one fit rule (estimate/verdict.py)
