@@ -254,7 +254,8 @@ def throughput_rows(record: dict[str, Any], spec: ModelSpec) -> list[Row]:
             sp = estimate_speed(spec, device, weights_format=s.get("weights") or s["dtype"],
                                 prompt_tokens=s["context"] - s["output_tokens"],
                                 output_tokens=max(s["output_tokens"], 1), concurrency=s["concurrency"],
-                                kv_dtype=s["dtype"], engine="transformers")  # the engine the run measured
+                                kv_dtype=s["dtype"], engine="transformers",  # the engine the run measured
+                                attention=s.get("attention", "sdpa"))
         except LlmsizerError:
             return []
         # the worker prefills the b prompts in one forward (measure/workloads.py inference_pass): eq. P1 at b
