@@ -360,7 +360,7 @@ def _speed_cached(spec: ModelSpec, device: Device, tp: int, fmt: str, prompt: in
                   engine_version: str | None = None, nvlink_mesh: bool | None = None,
                   model: Callable[[], SpeedLayout] | None = None,
                   group_size: int = GROUP_SIZE_DEFAULT, other_bytes: int = OTHER_BYTES_DEFAULT,
-                  encoder_flops: float = 0.0) -> SpeedEstimate:
+                  encoder_flops: float = 0.0, attention: str = "sdpa") -> SpeedEstimate:
     """estimate_speed memoized on what it reads: speed does not depend on memory size, so the memory
     configurations of one Apple chip (and instances sharing a device) share one estimate. ``model``: the
     ``speed.speed_model`` of these arguments but the layout (tp, conc, link, nvlink_mesh), which answers a miss
@@ -374,7 +374,7 @@ def _speed_cached(spec: ModelSpec, device: Device, tp: int, fmt: str, prompt: in
     p2p = device.peer_to_peer
     key = (spec, device.kind, device.bandwidth, peaks, tp, fmt, prompt, out, conc, kvd, mla, link, states, ubatch,
            kv_unified, identical, engine, engine_version, scope, nvlink_mesh, group_size, other_bytes, encoder_flops,
-           device.vendor,
+           attention, device.vendor,
            device.architecture, device.capability, device.sm_cycles_per_second, peer_to_peer(device),
            (p2p.source, p2p.date) if p2p is not None else None)
     hit = _SPEED_MEMO.get(key)
@@ -386,7 +386,8 @@ def _speed_cached(spec: ModelSpec, device: Device, tp: int, fmt: str, prompt: in
                 spec, device, tp, weights_format=fmt, prompt_tokens=prompt, output_tokens=out, concurrency=conc,
                 kv_dtype=kvd, mla_mode=mla, link_bandwidth=link, state_dtypes=states, ubatch=ubatch,
                 kv_unified=kv_unified, identical_sequences=identical, engine=engine, engine_version=engine_version,
-                nvlink_mesh=nvlink_mesh, group_size=group_size, other_bytes=other_bytes, encoder_flops=encoder_flops)
+                nvlink_mesh=nvlink_mesh, group_size=group_size, other_bytes=other_bytes, encoder_flops=encoder_flops,
+                attention=attention)
             _SPEED_MEMO[key] = hit
         else:  # the texts that name the device (peak_dtype, the stream limits, warnings) name this one
             hit = for_device(hit, device.id)
@@ -623,6 +624,7 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
             kv_dtype=kv_dtype, memory=usable, headroom=headroom, **workload), est_notes)
 
     models: dict[tuple[Any, ...], SpeedLayout] = {}  # speed.speed_model per workload (the same at every t)
+    attention = str(workload.get("attention", "sdpa"))  # transformers' attn_implementation (hf_cache_traffic H2-H3)
     links: list[float | None] = []
 
     def speed_work(det: dict[str, Any]) -> tuple[Any, ...]:
@@ -649,7 +651,7 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
                                                kv_dtype=kvd, mla_mode="latent", state_dtypes=states, ubatch=ub,
                                                kv_unified=kvu, identical_sequences=same, engine=eng,
                                                engine_version=engine_version, group_size=group, other_bytes=other,
-                                               encoder_flops=enc)
+                                               encoder_flops=enc, attention=attention)
             return m
 
         if t > 1 and not links:
@@ -661,7 +663,7 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
         if decode_only:
             return model()(t, None, per, link, mesh, True)
         return _speed_cached(spec, device, t, wf, pr, out, per, kvd, "latent", link, states, ub, kvu, same, eng,
-                             engine_version, mesh, model, group, other, enc)
+                             engine_version, mesh, model, group, other, enc, attention)
 
     # within one machine: the fastest layout that fits at this load; across machines only when none within fits,
     # the smallest that fits. The largest within is sized first (the least memory per device). When it fits, every

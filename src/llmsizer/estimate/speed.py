@@ -14,6 +14,7 @@ from typing import Any
 from ..errors import InputError
 from ..formulas import encoder_decoder_serving as ED
 from ..formulas import flash_attention as FA
+from ..formulas import hf_cache_traffic as HC
 from ..formulas import network as NW
 from ..formulas.dtypes import DTYPE_BYTES
 from ..formulas.elementwise_traffic import SOURCE_EAGER, elementwise_seconds, inference_forward_bytes_per_token
@@ -396,7 +397,8 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
                    engine_version: str | None = None, nvlink_mesh: bool | None = None,
                    allreduce_latency: float | None = None, llamacpp_int8_mmq: bool = True,
                    group_size: int = GROUP_SIZE_DEFAULT, other_bytes: int = OTHER_BYTES_DEFAULT,
-                   encoder_flops: float = 0.0, decode_loop: str = "generate") -> SpeedEstimate:
+                   encoder_flops: float = 0.0, decode_loop: str = "generate",
+                   attention: str = "sdpa") -> SpeedEstimate:
     """Speed of ``spec`` on ``count`` x ``device`` (a catalog ``Device``) serving ``concurrency`` sequences of
     ``prompt_tokens`` + ``output_tokens``. Decode is evaluated mid-generation (context = prompt + output/2).
 
@@ -439,7 +441,9 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
     prefill's device time adds its memory-bound kernels (elementwise_traffic eq. E13), and the ``concurrency``
     prompts are prefilled together (``SpeedEstimate.batch_prefill``: TTFT = eq. P1 at concurrency).
     ``decode_loop``: the loop around the forward whose own kernels K counts: 'generate' (``generate()``'s, eq. K4)
-    or 'forward' (a bare forward + argmax loop, the measure worker's: measure/workloads.py inference_pass)."""
+    or 'forward' (a bare forward + argmax loop, the measure worker's: measure/workloads.py inference_pass).
+    ``attention``: transformers' attn_implementation (sdpa, eager or flash): eager repeats K/V to every query head
+    and writes the score tensor (formulas/hf_cache_traffic.py eqs. H2, H3)."""
     if count < 1 or concurrency < 1 or prompt_tokens < 1 or output_tokens < 0:
         raise InputError("count, concurrency and prompt_tokens must be >= 1; output_tokens >= 0")
     return speed_model(spec, device, weights_format=weights_format, prompt_tokens=prompt_tokens,
@@ -451,7 +455,7 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
                        engine_version=engine_version, allreduce_latency=allreduce_latency,
                        llamacpp_int8_mmq=llamacpp_int8_mmq, group_size=group_size,
                        other_bytes=other_bytes, encoder_flops=encoder_flops,
-                       decode_loop=decode_loop)(count, tensor_parallel, concurrency, link_bandwidth,
+                       decode_loop=decode_loop, attention=attention)(count, tensor_parallel, concurrency, link_bandwidth,
                                                                 nvlink_mesh, False)
 
 
@@ -468,7 +472,7 @@ def speed_model(spec: ModelSpec, device: Any, *, weights_format: str = "bf16", p
                 engine_version: str | None = None, allreduce_latency: float | None = None,
                 llamacpp_int8_mmq: bool = True, group_size: int = GROUP_SIZE_DEFAULT,
                 other_bytes: int = OTHER_BYTES_DEFAULT, encoder_flops: float = 0.0,
-                decode_loop: str = "generate") -> SpeedLayout:
+                decode_loop: str = "generate", attention: str = "sdpa") -> SpeedLayout:
     """``estimate_speed`` in two stages: what no layout changes (the weight format's kernels and bytes, the
     device's peak, bandwidth and efficiencies, the engine's step, the model's parameters and bytes), computed once
     here; then the returned ``layout(count, tensor_parallel, concurrency, link_bandwidth, nvlink_mesh,
@@ -482,6 +486,8 @@ def speed_model(spec: ModelSpec, device: Any, *, weights_format: str = "bf16", p
         raise InputError(f"decode_loop must be one of {', '.join(DECODE_LOOP_KERNELS)}, got {decode_loop!r}")
     if encoder_flops < 0:
         raise InputError(f"encoder_flops must not be negative, got {encoder_flops}")
+    if attention not in HC.ATTENTION:
+        raise InputError(f"attention must be one of {', '.join(HC.ATTENTION)}, got {attention!r}")
     assumptions: list[Assumption] = []  # those before the load's identical_sequences
     # a model file: exact bytes, kernels of its dominant type
     fmt, why = file_kernel_format(spec) if weights_format == "file" else (normalize_format(weights_format), "")
@@ -603,6 +609,36 @@ def speed_model(spec: ModelSpec, device: Any, *, weights_format: str = "bf16", p
     # memory-bound share is sourced (the training step's rule, efficiency.memory_bound_bandwidth)
     eager_traffic = (E.memory_bound_bandwidth(device.kind) if engine == "transformers" and device.kind in ("gpu", "cpu")
                      and spec.encoder_decoder is None and not fmt.startswith("gguf:") else None)
+    # eager transformers' decode also copies its DynamicCache each step (torch.cat) and, with eager attention, repeats
+    # K/V to every query head and writes the score tensor (formulas/hf_cache_traffic.py eqs. H1-H3)
+    score_layers = spec.layer_types.count("full") + spec.layer_types.count("sliding")
+    repeats = (attention == "eager" and spec.mla is None and not spec.kv_repeated_in_transformers
+               and spec.num_heads % max(spec.num_kv_heads, 1) == 0)
+
+    def hf_step_bytes(batch: int, ctx: int, kv: float, tp: int) -> float:
+        """Eqs. H1-H3: the decode step's bytes beyond reading its ``kv`` bytes of K/V once."""
+        extra = HC.cache_append_bytes(kv)
+        if repeats:
+            extra += HC.repeat_kv_bytes(kv, spec.num_heads, spec.num_kv_heads)
+            extra += HC.eager_score_bytes(batch, max(spec.num_heads // tp, 1), 1, _attended_all_layers(spec, 1, ctx),
+                                          act_bytes)
+        return extra
+
+    def hf_prefill_bytes(kv: float, tp: int) -> float:
+        """Eqs. H2-H3 over one prompt (eager attention: every score of the s x s matrix, per attention layer)."""
+        if not repeats:
+            return 0.0
+        return (HC.repeat_kv_bytes(kv, spec.num_heads, spec.num_kv_heads)
+                + score_layers * HC.eager_score_bytes(1, max(spec.num_heads // tp, 1), prompt_tokens, prompt_tokens,
+                                                      act_bytes))
+
+    if eager_traffic is not None:
+        assumptions.append(Assumption(
+            "transformers_cache_traffic", "torch.cat of the whole cache each step" + (
+                "; K/V repeated to every query head; the [b, heads, q, kv] scores (softmax in fp32)" if repeats
+                else ""), True,
+            f"a decode step moves 2 x its K/V bytes more (eq. H1){', + 2 g x (H2) and the scores (H3)' if repeats else ''}"
+            f" at the memory bandwidth with its other bytes; attention {attention}; {HC.SOURCE}"))
 
     pc = count_params(spec)
     # the bytes held, as the memory estimate sizes them (transformers keeps fused experts unquantized under
@@ -810,7 +846,8 @@ def speed_model(spec: ModelSpec, device: Any, *, weights_format: str = "bf16", p
                 # eq. E13: eager transformers runs the norms, rotary, SwiGLU, residual adds and the cache append as
                 # kernels of their own between the GEMMs; the append writes the prompt's K/V (out of p_bytes)
                 per_token = inference_forward_bytes_per_token(spec, act_bytes, tp)
-                t_ew = elementwise_seconds(prompt_tokens * per_token, bw, eager_traffic.expected)
+                scores = hf_prefill_bytes(kv_p, tp)  # eager attention only (eqs. H2, H3)
+                t_ew = elementwise_seconds(prompt_tokens * per_token + scores, bw, eager_traffic.expected)
                 p_bytes -= kv_p
                 assumptions.append(Assumption(
                     "prefill_elementwise_bytes_per_token", round(per_token), True,
@@ -957,8 +994,9 @@ def speed_model(spec: ModelSpec, device: Any, *, weights_format: str = "bf16", p
                 kv = kv_cache(spec, ctx, batch, kv_dtype, mla_mode=mla_mode, window_extra=0,
                               repeated_kv=repeated_kv).total_bytes * kv_share
             kv_read[batch] = kv
+            hf = hf_step_bytes(batch, ctx, kv, tp) if eager_traffic is not None else 0.0
             # a recurrent layer reads its state and writes it back once per token (Gu & Dao 2023, section 3.3)
-            nbytes = w * shard + kv + 2 * state_bytes(batch)
+            nbytes = w * shard + kv + 2 * state_bytes(batch) + hf
             if peak is None and bw is None:
                 return None, None
             if path is not None and batch > 1 and bw and peak and compute_efficiency is None:

@@ -275,7 +275,8 @@ def throughput_rows(record: dict[str, Any], spec: ModelSpec) -> list[Row]:
                                 prompt_tokens=s["context"] - s["output_tokens"],
                                 output_tokens=max(s["output_tokens"], 1), concurrency=s["concurrency"],
                                 kv_dtype=s["dtype"], engine="transformers",  # the engine the run measured
-                                decode_loop="forward")  # its loop: a bare forward + argmax (workloads._Forward)
+                                decode_loop="forward",  # its loop: a bare forward + argmax (workloads._Forward)
+                                attention=s.get("attention", "sdpa"))
         except LlmsizerError:
             return []
         # the worker prefills the b prompts in one forward (measure/workloads.py inference_pass): the transformers
