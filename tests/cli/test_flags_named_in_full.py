@@ -22,3 +22,8 @@ def test_a_prefix_of_a_flag_is_refused_with_the_flag(typed: str, meant: str) -> 
 def test_the_full_flag_still_answers() -> None:
     code, out, _ = run("infer", "qwen2.5-0.5b", "--context", "8192", "--concurrency", "8")
     assert code == 0 and "Qwen2.5-0.5B" in out
+
+
+def test_an_ambiguous_prefix_names_every_flag_it_starts() -> None:
+    code, _, err = run("infer", "qwen2.5-0.5b", "--con", "8192")
+    assert code == 2 and "did you mean '--context' or '--concurrency'?" in err

@@ -49,3 +49,15 @@ def test_the_web_api_answers_the_same_line(tmp_path) -> None:
 def test_fit_names_the_tp_flag_when_it_does_not_divide_the_count() -> None:
     code, _, err = run("fit", "qwen2.5-7b", "--device", "h100-sxm", "--count", "2", "--tp", "4")
     assert code == 2 and err.startswith("llmsizer: error: --tp 4 does not divide the 2 devices")
+
+
+@pytest.mark.parametrize("device", ["apple-m2-ultra-192gb", "intel-xeon-platinum-8488c"])
+def test_estimate_speed_refuses_it_too(device: str) -> None:
+    """The public speed function answered tp=2 on an Apple chip (84.4 tokens/s) and a CPU: the same rule."""
+    from llmsizer.catalog.hardware import find_hardware
+    from llmsizer.catalog.models import find
+    from llmsizer.estimate.speed import estimate_speed
+
+    with pytest.raises(FieldError) as e:
+        estimate_speed(find("qwen2.5-7b").spec(), find_hardware(device), 2, tensor_parallel=2)
+    assert e.value.field == "tensor_parallel"

@@ -45,3 +45,28 @@ def test_eager_attention_moves_more_than_sdpa_and_flash_as_sdpa() -> None:
 def test_unknown_attention_is_refused() -> None:
     with pytest.raises(InputError, match="attention must be one of"):
         estimate_speed(SPEC, H200, engine="transformers", attention="paged")
+
+
+def test_eager_scores_slow_an_mla_model_too() -> None:
+    """Eager attention writes the score tensor whatever the cache's layout (eq. H3): an MLA model (no K/V repeat,
+    eq. H2) still prefills slower under eager than under sdpa, and its decode moves more bytes."""
+    mla = find("deepseek-v2-lite").spec()
+    assert mla.mla is not None
+    sdpa = estimate_speed(mla, H200, prompt_tokens=8192, output_tokens=32, engine="transformers")
+    eager = estimate_speed(mla, H200, prompt_tokens=8192, output_tokens=32, engine="transformers", attention="eager")
+    assert eager.prefill.seconds > sdpa.prefill.seconds
+    assert eager.decode.memory_seconds > sdpa.decode.memory_seconds
+
+
+def test_the_cache_append_counts_on_an_apple_chip() -> None:
+    """Eq. H1 is bytes (the DynamicCache's torch.cat), on every device eager transformers runs on: an Apple chip's
+    decode moves 3 x the K/V read (read, and the cat's read + write), as a GPU's does."""
+    apple = builtin_catalog().devices["apple-m2-ultra-192gb"]
+    short, long_ = (estimate_speed(SPEC, apple, prompt_tokens=p, output_tokens=32, engine="transformers")
+                    for p in (1024, 16384))
+    llama = (estimate_speed(SPEC, apple, prompt_tokens=p, output_tokens=32, engine="vllm") for p in (1024, 16384))
+    v_short, v_long = llama
+    grow_hf = long_.decode.memory_seconds - short.decode.memory_seconds
+    grow_plain = v_long.decode.memory_seconds - v_short.decode.memory_seconds
+    assert grow_hf == pytest.approx(3 * grow_plain, rel=0.05)
+    assert any(a.name == "transformers_cache_traffic" for a in long_.assumptions)

@@ -318,7 +318,6 @@ def test_a_band_says_what_its_coverage_is_of(cases) -> None:
         mine = [c.measured / c.predicted for c in rows if setup_of(c) == s]
         shares.append(sum(lo <= r <= hi for r in mine) / len(mine))
     assert d["coverage_new_setup_leave_one_setup_out"] == round(sum(shares) / len(shares), 3)
-    assert d["coverage_new_setup_leave_one_setup_out"] < 0.9  # why the claim is qualified
     one = R.band_for(DECODE, "vllm 0.6-0.7")
     assert one is not None and one.loso is None and one.coverage_of == "a new run of this band's one setup"
 

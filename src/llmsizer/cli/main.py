@@ -59,10 +59,11 @@ def _invoked(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> arg
 
 
 def _prefix_or_close(word: str, options: list[str]) -> list[str]:
-    """The one option ``word`` is a prefix of, else the closest spelling (at most one)."""
+    """The option ``word`` is a prefix of (every one, when several start with it: '--con' is '--concurrency' or
+    '--context'), else the closest spelling (at most one)."""
     from ..suggest import close_matches
     started = [o for o in options if o.startswith(word)]
-    return started if len(started) == 1 else close_matches(word, options, n=1)
+    return started or close_matches(word, options, n=1)
 
 
 def _with_suggestion(parser: argparse.ArgumentParser, message: str) -> str:
@@ -83,11 +84,11 @@ def _with_suggestion(parser: argparse.ArgumentParser, message: str) -> str:
         options = _option_strings(_invoked(parser, getattr(parser, "argv", None)))
         words = [w.split("=", 1)[0] for w in message[len(_UNRECOGNIZED):].split() if w.startswith("--")]
         # the one option a typed prefix starts (the one argparse's abbreviation took), else the closest spelling
-        hits = {w: h[0] for w in words for h in [_prefix_or_close(w, options)] if h}
+        hits = {w: " or ".join(map(repr, h)) for w in words for h in [_prefix_or_close(w, options)] if h}
         if len(hits) == 1:
-            return message + f"; did you mean {next(iter(hits.values()))!r}?"
+            return message + f"; did you mean {next(iter(hits.values()))}?"
         if hits:
-            return message + "; did you mean " + ", ".join(f"{h!r} for {w!r}" for w, h in hits.items()) + "?"
+            return message + "; did you mean " + ", ".join(f"{h} for {w!r}" for w, h in hits.items()) + "?"
     return message
 
 

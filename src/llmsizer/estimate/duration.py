@@ -434,12 +434,13 @@ def kernels_per_micro_step(spec: ModelSpec, w: TrainingWorkload, capability: int
         kinds = moe_kinds(spec)
         for moe in dict.fromkeys(kinds):
             i = kinds.index(moe)
-            # (N, K) on this device of each frozen linear (an expert's: its intermediate x hidden)
+            # (N, K) on this device of each frozen linear (an expert's up/gate: intermediate x hidden; its down:
+            # hidden x intermediate)
             shapes = [(n_out, n_in) for name, n_in, n_out, _ in layer_matmul_shapes(spec, i, st) if "lora_" not in name]
             if moe and spec.moe is not None:
                 m = spec.moe
-                shapes += [(m.expert_intermediate_size, spec.hidden_size)] * (
-                    m.experts_per_token * (3 if m.expert_gated else 2))
+                up = [(m.expert_intermediate_size, spec.hidden_size)] * (2 if m.expert_gated else 1)
+                shapes += (up + [(spec.hidden_size, m.expert_intermediate_size)]) * m.experts_per_token
             k = 0.0
             for n_out, n_in in shapes:
                 f, b = nf4_linear_kernels(fmt == "nf4-dq", tokens, nf4_fused_max_rows(release, capability, n_out, n_in))

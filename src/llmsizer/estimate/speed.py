@@ -68,6 +68,7 @@ from .device import (
     nvlink_mesh_for,
     peer_to_peer,
     peer_to_peer_why,
+    refuse_tensor_parallel_apart,
 )
 from .formats import engine_kernel_format, file_kernel_format, serving_fused_experts
 from .launch import inference_kernels
@@ -446,6 +447,7 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
     and writes the score tensor (formulas/hf_cache_traffic.py eqs. H2, H3)."""
     if count < 1 or concurrency < 1 or prompt_tokens < 1 or output_tokens < 0:
         raise InputError("count, concurrency and prompt_tokens must be >= 1; output_tokens >= 0")
+    refuse_tensor_parallel_apart(device, tensor_parallel or 1)  # infer's and fit's rule for a CPU or an Apple chip
     return speed_model(spec, device, weights_format=weights_format, prompt_tokens=prompt_tokens,
                        output_tokens=output_tokens, kv_dtype=kv_dtype, mla_mode=mla_mode,
                        compute_efficiency=compute_efficiency, bandwidth_efficiency=bandwidth_efficiency,
@@ -612,33 +614,38 @@ def speed_model(spec: ModelSpec, device: Any, *, weights_format: str = "bf16", p
     # eager transformers' decode also copies its DynamicCache each step (torch.cat) and, with eager attention, repeats
     # K/V to every query head and writes the score tensor (formulas/hf_cache_traffic.py eqs. H1-H3)
     score_layers = spec.layer_types.count("full") + spec.layer_types.count("sliding")
-    repeats = (attention == "eager" and spec.mla is None and not spec.kv_repeated_in_transformers
-               and spec.num_heads % max(spec.num_kv_heads, 1) == 0)
+    eager_scores = attention == "eager"  # eager attention writes the score tensor whatever the cache's layout (eq. H3)
+    repeats = (eager_scores and spec.mla is None and not spec.kv_repeated_in_transformers
+               and spec.num_heads % max(spec.num_kv_heads, 1) == 0)  # K/V repeated to every query head (eq. H2)
+    # the cache append is bytes, on every device eager transformers runs on (eq. H1; not E13's efficiency)
+    hf_cache = (engine == "transformers" and spec.encoder_decoder is None and not fmt.startswith("gguf:"))
 
     def hf_step_bytes(batch: int, ctx: int, kv: float, tp: int) -> float:
         """Eqs. H1-H3: the decode step's bytes beyond reading its ``kv`` bytes of K/V once."""
         extra = HC.cache_append_bytes(kv)
         if repeats:
             extra += HC.repeat_kv_bytes(kv, spec.num_heads, spec.num_kv_heads)
+        if eager_scores:
             extra += HC.eager_score_bytes(batch, max(spec.num_heads // tp, 1), 1, _attended_all_layers(spec, 1, ctx),
                                           act_bytes)
         return extra
 
     def hf_prefill_bytes(kv: float, tp: int) -> float:
         """Eqs. H2-H3 over one prompt (eager attention: every score of the s x s matrix, per attention layer)."""
-        if not repeats:
-            return 0.0
-        return (HC.repeat_kv_bytes(kv, spec.num_heads, spec.num_kv_heads)
-                + score_layers * HC.eager_score_bytes(1, max(spec.num_heads // tp, 1), prompt_tokens, prompt_tokens,
-                                                      act_bytes))
+        out = HC.repeat_kv_bytes(kv, spec.num_heads, spec.num_kv_heads) if repeats else 0.0
+        if eager_scores:
+            out += score_layers * HC.eager_score_bytes(1, max(spec.num_heads // tp, 1), prompt_tokens, prompt_tokens,
+                                                       act_bytes)
+        return out
 
-    if eager_traffic is not None:
+    if hf_cache:
         assumptions.append(Assumption(
-            "transformers_cache_traffic", "torch.cat of the whole cache each step" + (
-                "; K/V repeated to every query head; the [b, heads, q, kv] scores (softmax in fp32)" if repeats
-                else ""), True,
-            f"a decode step moves 2 x its K/V bytes more (eq. H1){', + 2 g x (H2) and the scores (H3)' if repeats else ''}"
-            f" at the memory bandwidth with its other bytes; attention {attention}; {HC.SOURCE}"))
+            "transformers_cache_traffic", "torch.cat of the whole cache each step"
+            + ("; K/V repeated to every query head" if repeats else "")
+            + ("; the [b, heads, q, kv] scores (softmax in fp32)" if eager_scores else ""), True,
+            f"a decode step moves 2 x its K/V bytes more (eq. H1){', + 2 g x (H2)' if repeats else ''}"
+            f"{', + the scores (H3)' if eager_scores else ''} at the memory bandwidth with its other bytes; attention "
+            f"{attention}; {HC.SOURCE}"))
 
     pc = count_params(spec)
     # the bytes held, as the memory estimate sizes them (transformers keeps fused experts unquantized under
@@ -994,7 +1001,7 @@ def speed_model(spec: ModelSpec, device: Any, *, weights_format: str = "bf16", p
                 kv = kv_cache(spec, ctx, batch, kv_dtype, mla_mode=mla_mode, window_extra=0,
                               repeated_kv=repeated_kv).total_bytes * kv_share
             kv_read[batch] = kv
-            hf = hf_step_bytes(batch, ctx, kv, tp) if eager_traffic is not None else 0.0
+            hf = hf_step_bytes(batch, ctx, kv, tp) if hf_cache else 0.0
             # a recurrent layer reads its state and writes it back once per token (Gu & Dao 2023, section 3.3)
             nbytes = w * shard + kv + 2 * state_bytes(batch) + hf
             if peak is None and bw is None:

@@ -257,11 +257,12 @@ class InferenceWorkload:
     # caller who writes one is told the field's name)
     # (a class attribute, not a field: unannotated)
     OTHER_NAMES = {"tp": "tensor_parallel", "ubatch": "n_ubatch", "block_size": "paged_block_size",
-                   "ngl": "n_gpu_layers", "max_running_requests": "max_num_seqs"}
+                   "ngl": "n_gpu_layers", "max_running_requests": "max_num_seqs",
+                   "precision": "dtype"}  # a request file's inference job says precision (request/fields.py)
     # training's words: a Python caller sizing a fine-tune through fit / estimate_inference is sent to training's
     # entry points (specs/given.py)
     ELSEWHERE = dict.fromkeys(("train", "method", "optimizer", "micro_batch", "seq_len", "grad_checkpointing",
-                               "grad_accumulation", "rank", "lora", "zero", "precision"),
+                               "grad_accumulation", "rank", "lora", "zero"),
                               "training is sized by llmsizer.fit_training / estimate_training (CLI: train, fit --train)")
     context: int = 4096
     concurrency: int = 1
