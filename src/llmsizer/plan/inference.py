@@ -427,7 +427,9 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
                    (mem.build(), spd.build(), st.build(), net.build(), cost.build(), ops.build()), est,
                    tuple(notes.assumptions) + (tuple(a for a in f_peak.assumptions  # the plan's replicas count every machine
                                                    if not (a.name == "replicas" and machines > 1)) if f_peak else ()),
-                   tuple(notes.warnings) + (tuple(f_peak.warnings) if f_peak else ()), tuple(notes.advice), charts,
+                   # the fit's every warning, its speed estimate's too (as fit and recommend print them)
+                   tuple(dict.fromkeys(tuple(notes.warnings) + (f_peak.all_warnings if f_peak else ()))),
+                   tuple(notes.advice), charts,
                    tuple(options), dict(notes.facts))
 
 
