@@ -2469,12 +2469,15 @@ def measured_cases(records: Iterable[dict[str, Any]]) -> tuple[list[Case], list[
                 # judged against the calibrated range of its kind (estimate/ranges.py), not the estimate's own
                 # component ranges, several of which are a single point (no downside): a whole-need figure (device
                 # total, process RSS) by the range the CLI prints for it (row.calibrated: allocator.calibrated_need,
-                # eq. C1), a live-tensor figure by its band alone
-                rng = (calibrated_range(row.kind, TRANSFORMERS if row.kind == INFERENCE_MEMORY else PYTORCH_TRAINING,
-                                        pred) if row.calibrated is None else
-                       (row.calibrated[0] / GiB, row.calibrated[1] / GiB))
+                # eq. C1), a live-tensor figure by its band alone; a whole-need figure the CLI prints no range for
+                # (a CPU run's process RSS: inference/compose.py gives a CPU estimate none) by none
+                whole = row.component not in BAND_FIGURES
+                rng = ((row.calibrated[0] / GiB, row.calibrated[1] / GiB) if row.calibrated is not None else
+                       None if whole else
+                       calibrated_range(row.kind, TRANSFORMERS if row.kind == INFERENCE_MEMORY else PYTORCH_TRAINING,
+                                        pred))
                 within = None if rng is None else rng[0] <= meas <= rng[1]
-                tol = "inside the calibrated range" if within is not None else ""
+                tol = "calibrated range" if within is not None else ""
             else:
                 pred, meas, unit = row.estimated, row.measured, row.unit
                 within, tol = (within_tolerance(row.kind, pred, meas) if pred is not None and row.kind in TOLERANCE

@@ -51,8 +51,8 @@ class Row:
     high: float | None = None
     note: str = ""
     # a whole-need figure's (device total, process RSS) calibrated range, estimate/allocator.py ``calibrated_need``:
-    # the one the CLI prints, by which ``validate`` judges the row (None: no band, or a live-tensor figure, judged
-    # by its band alone)
+    # the one the CLI prints, by which ``validate`` judges the row (None: a live-tensor figure, judged by its band
+    # alone; or a whole-need figure the CLI prints no range for -- a CPU run's process RSS -- judged by none)
     calibrated: tuple[int, int] | None = None
 
     @property
@@ -211,8 +211,10 @@ def inference_rows(record: dict[str, Any], est: Estimate) -> list[Row]:
         rows.append(_row("peak tensors", tensors, m.get("peak_tensor_bytes"), kind, "live tensor bytes (tracker)"))
         rows.append(_row("host runtime", _item_bytes(est, "host_runtime"), m.get("baseline_rss_bytes"),
                          note="RSS after importing torch + transformers"))
-        rows.append(replace(_row("process RSS", est.total("host"), m.get("peak_rss_bytes"), kind, "peak RSS (VmHWM)"),
-                            calibrated=_calibrated(est, kind, "host")))
+        # no calibrated range: a CPU estimate prints none (estimate/inference/compose.py: calibrated_range only off
+        # the CPU), so validate judges the RSS by none either (validation_cases.measured_cases); summarised only
+        rows.append(_row("process RSS", est.total("host"), m.get("peak_rss_bytes"), kind,
+                         "peak RSS (VmHWM); judged by no range: a CPU estimate prints none"))
     return rows
 
 
