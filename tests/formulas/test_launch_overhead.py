@@ -342,3 +342,54 @@ def test_qlora_step_adds_the_bitsandbytes_and_peft_kernels(tokens: int, seq: int
     assert qlora - lora == 28 * dequantizing * 3 * 2 + linears * 3 + linears * 2
     torchao = kernels_per_micro_step(spec, TrainingWorkload(method="qlora", nf4_quantizer="torchao", **common))
     assert torchao == lora  # torchtune's NF4 tensors: not bitsandbytes' kernels (eq. K5 does not apply)
+
+
+@pytest.mark.parametrize("nested", [True, False])
+def test_nf4_one_token_inference_forward_is_one_gemm_4bit_op_that_cuda_runs_fused(nested: bool) -> None:
+    """Eq. K5 at inference (K4): a real bitsandbytes ``Linear4bit`` one-token forward under ``torch.no_grad`` on CPU,
+    traced op by op, is the one ``bitsandbytes::gemm_4bit`` op and nothing else that launches a kernel (no absmax
+    dequantize beside it, nested or not: ``gemv_4bit``'s, functional.py:1311-1313, is not on the path); the installed
+    bitsandbytes' own CUDA dispatch then runs that op fused at one row on every GPU of the table (ops.py floor M <= 4),
+    so a decode step's NF4 linears add no kernels, and a long prefill's add K5's dequantization."""
+    bnb = pytest.importorskip("bitsandbytes")
+    torch.manual_seed(0)
+    dense = torch.nn.Linear(128, 256, bias=False).to(torch.bfloat16)
+    q = bnb.nn.Linear4bit(128, 256, bias=False, compute_dtype=torch.bfloat16, compress_statistics=nested,
+                          quant_type="nf4")
+    q.weight = bnb.nn.Params4bit(dense.weight.data, requires_grad=False, quant_type="nf4",
+                                 compress_statistics=nested)
+    q = q.to("cpu").eval()
+    q.support_avx512bf16_for_cpu = False  # the CPU-only repacked path (gemv_4bit) is not a GPU's
+    x = torch.randn(1, 1, 128, dtype=torch.bfloat16)
+    from torch.utils._python_dispatch import TorchDispatchMode
+    ops: list[str] = []
+
+    class Trace(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+            if not func.is_view and func.overloadpacket.__name__ not in NO_KERNEL:
+                ops.append(str(func.overloadpacket))
+            return func(*args, **(kwargs or {}))
+
+    with torch.no_grad(), Trace():
+        q(x)
+    assert [o for o in ops if "gemm_4bit" not in o] == [] and len(ops) == 1, ops
+    use_custom, props, _ = _installed_bnb_heuristic()
+    for cap, gpu in GPUS.items():
+        props["gpu"] = gpu
+        assert use_custom(0, torch.bfloat16, 1, 4096, 4096), cap  # fused at one row
+        assert nf4_linear_kernels(nested, 1, nf4_fused_max_rows("0.50", cap, 4096, 4096))[0] == 0
+
+
+def test_inference_kernels_add_nf4_dequantization_only_past_the_fused_rows() -> None:
+    """Eq. K4 with K5: a Llama's NF4 (double-quantized) step launches bf16's count at one row (decode) and 3 more
+    kernels per frozen linear (7 a layer) in a 4096-token prefill on an H200 (past sm90's cap of 64 rows)."""
+    from llmsizer.estimate.launch import inference_kernels
+    from llmsizer.models import load_model
+
+    spec = load_model("Llama-3.1-8B")
+    bf16 = inference_kernels(spec, per_step=0)
+    assert inference_kernels(spec, per_step=0, weights_format="nf4-dq", capability=90, rows=1) == bf16
+    assert inference_kernels(spec, per_step=0, weights_format="nf4-dq", capability=90, rows=4096) \
+        == bf16 + 3 * 7 * spec.num_layers
+    assert inference_kernels(spec, per_step=0, weights_format="nf4", capability=90, rows=4096) \
+        == bf16 + 7 * spec.num_layers

@@ -42,7 +42,7 @@ def clear_caches(estimates_only: bool = False) -> None:
               duration.fsdp_volume, duration.deepspeed_volume, ranges.serving_scope, model_parallel.column_parallel_block_flops,
               formats.format_ladder, speed_formulas._expected_tiles, float8_training.float8_layer_backward_peak,
               framework._applied,  # a framework profile applied to (model, workload)
-              launch.inference_kernels):  # an eager transformers step's kernels (model, tokens, quantizer)
+              launch.inference_kernels):  # an eager transformers step's kernels (model, tp, dtype, loop, weight format, GPU, rows)
         g.cache_clear()
     if estimates_only:
         return

@@ -51,6 +51,7 @@ from ..formulas.float8_training import SOURCE_TIME as FLOAT8_TIME_SOURCE
 from ..formulas.float8_training import float8_cast_bytes, float8_layer_flops, layer_linears, shared_inputs
 from ..formulas.gemm_shapes import block_shape_efficiency, running_sum, tally, training_gemms
 from ..formulas.launch_overhead import (
+    BNB_SERVING_RELEASE,
     PEFT_4BIT_CLONE_KERNELS,
     head_kernels,
     host_seconds,
@@ -116,7 +117,7 @@ from .device import (
 )
 from .fit import hourly_price, link_bandwidth_for, vm_share_device
 from .framework import with_framework
-from .launch import kernel_linears, moe_kinds
+from .launch import kernel_linears, moe_kinds, nf4_weight_shapes
 from .model_parallel import FsdpStage, model_parallel_time, stage_share
 from .speed import attention_width
 from .training.compose import estimate_items, training_context, training_workload
@@ -433,16 +434,8 @@ def kernels_per_micro_step(spec: ModelSpec, w: TrainingWorkload, capability: int
         per_kind: dict[bool, float] = {}  # a layer's NF4 kernels per pass depend on it only through being MoE
         kinds = moe_kinds(spec)
         for moe in dict.fromkeys(kinds):
-            i = kinds.index(moe)
-            # (N, K) on this device of each frozen linear (an expert's up/gate: intermediate x hidden; its down:
-            # hidden x intermediate)
-            shapes = [(n_out, n_in) for name, n_in, n_out, _ in layer_matmul_shapes(spec, i, st) if "lora_" not in name]
-            if moe and spec.moe is not None:
-                m = spec.moe
-                up = [(m.expert_intermediate_size, spec.hidden_size)] * (2 if m.expert_gated else 1)
-                shapes += (up + [(spec.hidden_size, m.expert_intermediate_size)]) * m.experts_per_token
             k = 0.0
-            for n_out, n_in in shapes:
+            for n_out, n_in in nf4_weight_shapes(spec, kinds.index(moe), st, moe):
                 f, b = nf4_linear_kernels(fmt == "nf4-dq", tokens, nf4_fused_max_rows(release, capability, n_out, n_in))
                 k += f * again + b
             per_kind[moe] = k
@@ -456,7 +449,7 @@ def kernels_per_micro_step(spec: ModelSpec, w: TrainingWorkload, capability: int
 # PEFT wraps with its LoRA (the others: litgpt over Lightning Fabric's BitsandbytesPrecision)
 # with the release whose 4-bit forward they run (formulas/launch_overhead.py BNB_RELEASES): 'bitsandbytes' the current
 # one (0.50: its fused kernel at few rows), the 0.42 settings' always dequantizing
-BNB_QUANTIZERS = {"bitsandbytes": "0.50", "bitsandbytes-0.42": "0.42", "lightning-bnb-0.42": "0.42"}
+BNB_QUANTIZERS = {"bitsandbytes": BNB_SERVING_RELEASE, "bitsandbytes-0.42": "0.42", "lightning-bnb-0.42": "0.42"}
 PEFT_BNB_QUANTIZERS = ("bitsandbytes", "bitsandbytes-0.42")
 
 

@@ -6,7 +6,15 @@ from __future__ import annotations
 from functools import lru_cache
 
 from ..formulas.elementwise_traffic import LayerWidths, model_layer_widths
-from ..formulas.launch_overhead import GENERATE_STEP_KERNELS, Linear, forward_head_kernels, inference_step_kernels
+from ..formulas.launch_overhead import (
+    BNB_SERVING_RELEASE,
+    GENERATE_STEP_KERNELS,
+    Linear,
+    forward_head_kernels,
+    inference_step_kernels,
+    nf4_fused_max_rows,
+    nf4_linear_kernels,
+)
 from ..formulas.selective_checkpointing import layer_matmul_shapes
 from ..formulas.training_activations import ActivationSetup
 from ..specs import ModelSpec
@@ -39,16 +47,42 @@ def kernel_linears(spec: ModelSpec, st: ActivationSetup) -> tuple[list[LayerWidt
     return [by_kind[moe][0] for moe in kinds], [by_kind[moe][1] for moe in kinds]
 
 
+def nf4_weight_shapes(spec: ModelSpec, i: int, st: ActivationSetup, moe: bool) -> list[tuple[int, int]]:
+    """(N, K) on this device of each frozen linear of decoder layer ``i`` that a bitsandbytes NF4 base quantizes:
+    its projections (``layer_matmul_shapes``, not the LoRA adapters) and, in an MoE layer (``moe``), its top-k
+    routed experts' (up/gate: intermediate x hidden; down: hidden x intermediate). The shapes the NF4 kernel rule
+    (formulas/launch_overhead.py eq. K5, ``nf4_fused_max_rows``) reads, for the training and the inference count."""
+    shapes = [(n_out, n_in) for name, n_in, n_out, _ in layer_matmul_shapes(spec, i, st) if "lora_" not in name]
+    if moe and spec.moe is not None:
+        m = spec.moe
+        up = [(m.expert_intermediate_size, spec.hidden_size)] * (2 if m.expert_gated else 1)
+        shapes += (up + [(spec.hidden_size, m.expert_intermediate_size)]) * m.experts_per_token
+    return shapes
+
+
 @lru_cache(maxsize=256)
-def inference_kernels(spec: ModelSpec, tp: int = 1, half: bool = True,
-                      per_step: int = GENERATE_STEP_KERNELS) -> int:
+def inference_kernels(spec: ModelSpec, tp: int = 1, half: bool = True, per_step: int = GENERATE_STEP_KERNELS,
+                      weights_format: str = "", capability: int | None = None, rows: int = 1) -> int:
     """Eq. (K4): kernels one eager inference step of ``spec`` launches on one device of ``tp``: every decoder
     layer's frozen forward (its linears from ``layer_matmul_shapes``, an MoE layer's top-k routed experts as linears:
     :func:`kernel_linears`) and cache update, the embedding, positions, rotary tables, final norm and head, and the
     decoding loop's own ops, ``per_step``: ``generate()``'s GENERATE_STEP_KERNELS (a decode step), the measure
     worker's WORKER_STEP_KERNELS (its forward + argmax loop), 0 (a bare forward, as a prefill forward without the
     loop's ops). The count is the same on each of ``tp`` devices (the widths shrink, not the ops); the collectives
-    of a tensor-parallel forward are not in it. Memoized (a spec is immutable)."""
-    widths, linears = kernel_linears(spec, ActivationSetup(batch=1, seq=1, full=False, tp=tp))
+    of a tensor-parallel forward are not in it. A bitsandbytes NF4 model (``weights_format`` 'nf4' | 'nf4-dq')
+    adds each frozen linear's forward dequantization kernels (eq. K5, ``nf4_linear_kernels``) at ``rows`` tokens a
+    forward (a decode step: its sequences; a prefill: its prompt tokens), for the serving release
+    BNB_SERVING_RELEASE on a GPU of ``capability`` (``nf4_fused_max_rows``: the fused kernel, 0 extra, up to its
+    rows). Memoized (a spec is immutable)."""
+    st = ActivationSetup(batch=1, seq=1, full=False, tp=tp)
+    widths, linears = kernel_linears(spec, st)
     head = forward_head_kernels(spec.norm_kind == "layernorm", widths[0].rotary, half)
-    return inference_step_kernels(widths, linears, head, per_step=per_step, half=half)
+    total = inference_step_kernels(widths, linears, head, per_step=per_step, half=half)
+    if weights_format in ("nf4", "nf4-dq"):
+        kinds = moe_kinds(spec)
+        per_kind = {moe: sum(nf4_linear_kernels(weights_format == "nf4-dq", rows,
+                                                nf4_fused_max_rows(BNB_SERVING_RELEASE, capability, n, k))[0]
+                             for n, k in nf4_weight_shapes(spec, kinds.index(moe), st, moe))
+                    for moe in dict.fromkeys(kinds)}
+        total += sum(map(per_kind.__getitem__, kinds))
+    return total

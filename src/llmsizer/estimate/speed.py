@@ -19,7 +19,7 @@ from ..formulas import network as NW
 from ..formulas.dtypes import DTYPE_BYTES
 from ..formulas.elementwise_traffic import SOURCE_EAGER, elementwise_seconds, inference_forward_bytes_per_token
 from ..formulas.kv_cache import cross_attention_kv, kv_cache
-from ..formulas.launch_overhead import DECODE_LOOP_KERNELS, host_seconds
+from ..formulas.launch_overhead import BNB_SERVING_RELEASE, DECODE_LOOP_KERNELS, host_seconds
 from ..formulas.launch_overhead import INFERENCE_SOURCE as LAUNCH_INFERENCE_SOURCE
 from ..formulas.params import count_params
 from ..formulas.recurrent_state import recurrent_state
@@ -583,14 +583,28 @@ def speed_model(spec: ModelSpec, device: Any, *, weights_format: str = "bf16", p
     # eager transformers launches every kernel of a step from Python: a step takes max(device, kernels x tau_host)
     # (formulas/launch_overhead.py eqs. K1, K4), a decode step and the prefill step (its forward and the loop's own
     # ops) alike
-    launch_host = 0.0
+    launch_host = prefill_host = 0.0  # a one-sequence decode step's launches, the prefill forward's (eq. K1)
+    # a decode step's host seconds at its sequences: a bitsandbytes NF4 model's dequantization kernels depend on the
+    # rows a forward multiplies (eq. K5), other models' not
+    decode_host: Callable[[int], float] | None = None
     if engine == "transformers" and device.kind == "gpu" and engine_step_seconds is None \
             and spec.encoder_decoder is None and not fmt.startswith("gguf:"):
         per_step = DECODE_LOOP_KERNELS[decode_loop]
-        kernels = inference_kernels(spec, half=act_bytes < 4, per_step=per_step)
         tau_host = E.HOST_SECONDS_PER_KERNEL
+
+        def _kernels(rows: int) -> int:
+            return inference_kernels(spec, half=act_bytes < 4, per_step=per_step, weights_format=fmt,
+                                     capability=device.capability, rows=rows)
+
+        kernels = _kernels(1)
         launch_host = host_seconds(kernels, tau_host.expected)
+        prefill_host = host_seconds(_kernels(prompt_tokens), tau_host.expected)
+        engine_host = host_step
         host_step = max(host_step, launch_host)
+
+        def _decode_host(batch: int) -> float:
+            return max(engine_host, host_seconds(_kernels(batch), tau_host.expected))
+        decode_host = _decode_host
         loop = ("generate()'s own ops" if decode_loop == "generate" else
                 "a bare forward + argmax loop's (the measure worker's)")
         assumptions.append(Assumption("kernels_per_step", kernels, True,
@@ -600,6 +614,12 @@ def speed_model(spec: ModelSpec, device: Any, *, weights_format: str = "bf16", p
             "transformers_host_seconds_per_step", round(launch_host, 6), True,
             f"{kernels} kernels x {tau_host.name} {tau_host.expected * 1e6:.2f} us: a decode step and the prefill "
             f"step take max(device, host) (formulas/launch_overhead.py eq. K1); {tau_host.source}"))
+        if fmt in ("nf4", "nf4-dq"):
+            assumptions.append(Assumption(
+                "bitsandbytes_release", BNB_SERVING_RELEASE, True,
+                f"the installed bitsandbytes' NF4 forward (formulas/launch_overhead.py eq. K5): the fused kernel, no "
+                f"dequantization kernels, up to its rows on this GPU; {_kernels(prompt_tokens) - kernels} more "
+                f"kernels in a {prompt_tokens}-token prefill"))
         if spec.moe is not None:
             warnings.append(
                 "transformers MoE: its eager expert loop launches about ten kernels and reads the device back per "
@@ -865,8 +885,8 @@ def speed_model(spec: ModelSpec, device: Any, *, weights_format: str = "bf16", p
             if peak is not None or bw is not None:
                 prefill = phase_time((p_flops + enc_flops) / tp, p_bytes, peak, bw, ce_p, be, comm(prompt_tokens),
                                      elementwise_seconds=t_ew)
-                if launch_host:  # eq. K1: the forward's launches overlap its device work
-                    prefill = host_overlapped_step(prefill, launch_host)
+                if prefill_host:  # eq. K1: the forward's launches overlap its device work
+                    prefill = host_overlapped_step(prefill, prefill_host)
                 if peak and bw:
                     roof_p = roofline((p_flops + encoder_flops) / tp, p_bytes, peak, bw)
 
@@ -1021,8 +1041,9 @@ def speed_model(spec: ModelSpec, device: Any, *, weights_format: str = "bf16", p
                 t_attn = unfused_attention_time(kv, float(bw), be, attn, unfused_peak, unfused.expected)
                 nbytes -= kv
             t = phase_time(flops, nbytes, peak, bw, ce, be, comm(batch), step_fixed, attention_seconds=t_attn)
-            if host_step:  # eq. (14): the engine's host step overlaps the device's
-                t = host_overlapped_step(t, host_step)
+            hs = decode_host(batch) if decode_host is not None else host_step
+            if hs:  # eq. (14): the engine's host step overlaps the device's
+                t = host_overlapped_step(t, hs)
             r = roofline(flops, nbytes + (kv if t_attn else 0.0), peak, bw) if peak and bw else None
             return t, r
 

@@ -82,7 +82,8 @@ MoE layers are counted with the MLP of their top-k experts (transformers' eager 
 qwen3_moe/modeling_qwen3_moe.py:235-245 @5.24.0, launches about ten kernels and two host reads per expert hit, and a
 prefill hits nearly every expert: an under-count, which estimate/speed.py warns of). A tensor-parallel forward's
 all-reduces are not counted either (warned). A QLoRA base adds bitsandbytes' dequantization kernels per NF4 linear and pass and PEFT's
-defensive clone per adapted one (:func:`nf4_linear_kernels`, eq. K5). The optimizer step's kernels (once per step,
+defensive clone per adapted one (:func:`nf4_linear_kernels`, eq. K5); an NF4 model's inference step adds K5's
+forward kernels at its rows (0 at a decode step's few: the fused kernel). The optimizer step's kernels (once per step,
 foreach/fused over many tensors) are not counted.
 """
 
@@ -177,6 +178,9 @@ def head_kernels(compiled: bool, head_trained: bool, embedding_trained: bool, la
 # always dequantizes: ``F.linear(A, F.dequantize_4bit(B, quant_state).to(A.dtype).t(), bias)``; only a single row
 # without a gradient takes ``gemv_4bit`` (``matmul_4bit``, 0.42.0 :567), never a training forward
 BNB_FUSED_GEMM_RELEASES = ("0.50",)
+# the release a transformers serving run over a bitsandbytes NF4 checkpoint loads: the installed (current) one, 0.50
+# (0.50.2 in the project's environment and on the machine of validation/measured/gpu-h200-2026-12-04.jsonl)
+BNB_SERVING_RELEASE = "0.50"
 BNB_RELEASES = ("0.42", "0.43-0.49", "0.50")
 
 # 0.50's largest row count M at which ``_gemm_4bit_use_custom_cuda`` (ops.py:584) keeps the fused kernel for a weight of
@@ -227,6 +231,13 @@ def nf4_linear_kernels(nested: bool, tokens: int, fused_max_rows: int = 0) -> tu
     ``TorchDispatchMode``)::
 
         K_nf4,f = (3 nested | 1) [tokens > M_fused]      K_nf4,b = 3 nested | 1                            (K5)
+
+    Inference (``torch.no_grad``, eq. K4) takes the same forward: 0.50.2's ``matmul_4bit``
+    (autograd/_functions.py:453-483) calls the ``gemm_4bit`` op, whose CUDA dispatch (backends/cuda/ops.py:952-975)
+    is the fused-or-fallback choice above; a one-token decode step (M = 1, under the floor M <= 4, ops.py:600-601)
+    runs the fused kernel with the 8-bit absmax (ops.py:846-891): 0 kernels beside it, nested or not. ``gemv_4bit``
+    and its separate absmax dequantize (functional.py:1311-1313) run only on CPU-packed weights (_functions.py:
+    422-423), not on a GPU.
     """
     if tokens < 1:
         raise InputError("tokens per micro-step must be at least 1")
