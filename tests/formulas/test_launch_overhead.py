@@ -200,12 +200,9 @@ def test_compiled_layer_kernels_equal_inductors_kernels(targets: list[str]) -> N
     assert fwd + bwd < 0.6 * eager  # the case discriminates: eager launches far more
 
 
-@pytest.mark.parametrize("nested", [True, False])
-def test_nf4_backward_dequantization_kernels_match_a_real_bitsandbytes_backward(nested: bool) -> None:
-    """Eq. K5's backward: a real bitsandbytes ``Linear4bit`` (double quantization or not) on CPU, its backward traced
-    op by op: the kernels beside the one input-gradient GEMM (``mm``) are the dequantization's. The forward's
-    ``bitsandbytes::gemm_4bit`` is one opaque op here (its CUDA fallback's kernels are read from the source, ops.py
-    :912-916), so only the backward is checked against the run."""
+def _nf4_linear(nested: bool) -> Any:
+    """A real bitsandbytes NF4 ``Linear4bit`` (128 -> 256, bf16 compute; ``nested``: double quantization) holding a
+    seeded dense layer's weight."""
     bnb = pytest.importorskip("bitsandbytes")
     torch.manual_seed(0)
     dense = torch.nn.Linear(128, 256, bias=False).to(torch.bfloat16)
@@ -213,7 +210,16 @@ def test_nf4_backward_dequantization_kernels_match_a_real_bitsandbytes_backward(
                           quant_type="nf4")
     q.weight = bnb.nn.Params4bit(dense.weight.data, requires_grad=False, quant_type="nf4",
                                  compress_statistics=nested)
-    q = q.to("cpu")
+    return q
+
+
+@pytest.mark.parametrize("nested", [True, False])
+def test_nf4_backward_dequantization_kernels_match_a_real_bitsandbytes_backward(nested: bool) -> None:
+    """Eq. K5's backward: a real bitsandbytes ``Linear4bit`` (double quantization or not) on CPU, its backward traced
+    op by op: the kernels beside the one input-gradient GEMM (``mm``) are the dequantization's. The forward's
+    ``bitsandbytes::gemm_4bit`` is one opaque op here (its CUDA fallback's kernels are read from the source, ops.py
+    :912-916), so only the backward is checked against the run."""
+    q = _nf4_linear(nested).to("cpu")
     x = torch.randn(600, 128, dtype=torch.bfloat16, requires_grad=True)
 
     def run(mark: Any) -> None:
@@ -351,14 +357,7 @@ def test_nf4_one_token_inference_forward_is_one_gemm_4bit_op_that_cuda_runs_fuse
     dequantize beside it, nested or not: ``gemv_4bit``'s, functional.py:1311-1313, is not on the path); the installed
     bitsandbytes' own CUDA dispatch then runs that op fused at one row on every GPU of the table (ops.py floor M <= 4),
     so a decode step's NF4 linears add no kernels, and a long prefill's add K5's dequantization."""
-    bnb = pytest.importorskip("bitsandbytes")
-    torch.manual_seed(0)
-    dense = torch.nn.Linear(128, 256, bias=False).to(torch.bfloat16)
-    q = bnb.nn.Linear4bit(128, 256, bias=False, compute_dtype=torch.bfloat16, compress_statistics=nested,
-                          quant_type="nf4")
-    q.weight = bnb.nn.Params4bit(dense.weight.data, requires_grad=False, quant_type="nf4",
-                                 compress_statistics=nested)
-    q = q.to("cpu").eval()
+    q = _nf4_linear(nested).to("cpu").eval()
     q.support_avx512bf16_for_cpu = False  # the CPU-only repacked path (gemv_4bit) is not a GPU's
     x = torch.randn(1, 1, 128, dtype=torch.bfloat16)
     from torch.utils._python_dispatch import TorchDispatchMode
