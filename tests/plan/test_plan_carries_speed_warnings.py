@@ -7,22 +7,18 @@ from __future__ import annotations
 import json
 
 from cli_capture import run
+from request.helpers import job_yaml
 
-REQUEST = """jobs:
-  - name: chat
-    kind: inference
-    model:
-      name: qwen2.5-7b
-    precision: bf16
-    engine: transformers
-    traffic:
-      concurrency: {typical: 1, peak: 1}
-      context: {typical: 4k, peak: 4k}
-      output: {typical: 256, peak: 256}
-    resources:
-      device: h100-sxm
-      count: 1
-"""
+REQUEST = job_yaml("inference", """
+model: {name: qwen2.5-7b}
+precision: bf16
+engine: transformers
+traffic:
+  concurrency: {typical: 1, peak: 1}
+  context: {typical: 4k, peak: 4k}
+  output: {typical: 256, peak: 256}
+resources: {device: h100-sxm, count: 1}
+""")
 
 
 def test_the_plan_carries_fits_speed_warnings(tmp_path) -> None:
