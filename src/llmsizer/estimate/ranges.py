@@ -189,7 +189,7 @@ def _reach(xs: list[float], ws: list[float], need: float) -> float:
 
 def band_weights(setups: list[str]) -> list[float]:
     """One weight per row, named by its setup: 1 / (rows of that setup), so that each setup weighs as one in
-    ``band`` whatever its row count (module doc: the pooled CDF of Dunn, Wasserman & Ramdas 2022)."""
+    ``band`` whatever its row count (module doc: the pooled CDF of Dunn, Wasserman & Ramdas, JASA 2023)."""
     count = Counter(setups)
     return [1 / count[s] for s in setups]
 
