@@ -88,7 +88,7 @@ def copy_command(page: Page) -> str:
 def wait_grid(page: Page) -> None:
     """Wait until every cell of the fits-on grid is answered for the page's current input (each input change
     clears the grid's stamp and the grid re-asked 400 ms after the new answer sets it again, so a grid finished for
-    the previous input does not count); each cell must be a verdict (a device id the catalog lost would show its error instead)."""
+    the previous input does not count, nor one finished while the next answer had already scheduled its re-ask); each cell must be a verdict (a device id the catalog lost would show its error instead)."""
     page.wait_for_function("() => document.querySelector('#fits-grid')?.dataset.answered === location.search",
                            timeout=60_000)
     errors = page.locator("#fits-grid .cell:not([data-fits])")

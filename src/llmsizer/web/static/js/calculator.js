@@ -134,7 +134,7 @@ async function compute() {
     if (mine !== seq) return;
     showProblem(null);
     render(data);
-    gridSoon(); // the grid asks 32 questions of the same model and workload: only once this one is answered
+    gridLater(); // the grid asks 32 questions of the same model and workload: only once this one is answered
     status(`answered in the same way as: ${command()}`);
   } catch (e) {
     if (e.name === "AbortError") return;
@@ -262,6 +262,7 @@ async function grid() {
   if (gridCurrent) gridCurrent.abort();
   const ctl = (gridCurrent = new AbortController());
   const asked = location.search; // the state this grid answers; stamped on the grid once every cell is in
+  const wanted = gridWanted; // ... unless a newer grid is already scheduled (it would redraw every cell)
   delete $("fits-grid").dataset.answered;
   gridSkeleton();
   const cells = GRID_DEVICES.flatMap((dev) => GRID_COUNTS.map((n) => [dev, n]));
@@ -295,7 +296,7 @@ async function grid() {
       cell.title = e.message;
     }
   });
-  if (ctl.signal.aborted) return;
+  if (ctl.signal.aborted || wanted !== gridWanted) return;
   $("fits-grid").dataset.answered = asked;
   const errors = [...$("fits-grid").querySelectorAll(".cell")].map((c) => c.dataset.error);
   if (errors.length && errors.every((m) => m && m === errors[0])) { // one answer, said once
@@ -329,6 +330,12 @@ $("download-yaml").addEventListener("click", () => {
 
 const computeSoon = debounce(compute, 250);
 const gridSoon = debounce(grid, 400);
+let gridWanted = 0; // grids scheduled so far: only the last one scheduled may say the grid is answered
+function gridLater() {
+  gridWanted += 1;
+  delete $("fits-grid").dataset.answered;
+  gridSoon();
+}
 const visionSoon = debounce(checkVision, 250);
 
 /** The KV dtype select offers what the CLI takes for the chosen engine (every name with the engine left to the
