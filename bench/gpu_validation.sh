@@ -9,7 +9,10 @@
 #
 # Environment: PYTHON (interpreter to start from), LLMSIZER_GPU_VENV (default .venv-gpu), LLMSIZER_GPU_TOTAL
 # (seconds for set-up + matrix, default 450), LLMSIZER_CASE_TIMEOUT (seconds per case, default 150), LLMSIZER_GPU_FROM
-# (first case to run, default 1: a second device call resumes the matrix where the first call's budget ran out).
+# (first case to run, default 1: a second device call resumes the matrix where the first call's budget ran out),
+# LLMSIZER_GPU_SET (default 'all'; 'decode': the inference cases only, each timing 128 decode steps in 2 timed passes
+# instead of 32, into gpu-<device>-<date>-decode.jsonl: 32 steps timed once left the 7-8B decode rows contradicting
+# each other, validation/measured/README.md).
 #
 # Robustness: each case runs in its own process (`python -m llmsizer.cli.main measure ...`, which itself measures in a
 # child process) under a timeout; a case that fails, runs out of memory or times out is recorded as such and the
@@ -120,10 +123,13 @@ fi
 mkdir -p "$DEST_DIR"
 OUTFILE="$DEST_DIR/gpu-$DEVICE_SLUG-$(date -u +%Y-%m-%d).jsonl"
 [ "$SMOKE" = 1 ] && OUTFILE="$DEST_DIR/smoke-$(date -u +%Y-%m-%d).jsonl"
+GPU_SET="${LLMSIZER_GPU_SET:-all}"
+case "$GPU_SET" in all) ;; decode) OUTFILE="${OUTFILE%.jsonl}-decode.jsonl" ;;
+  *) log "LLMSIZER_GPU_SET must be 'all' or 'decode', not '$GPU_SET'"; exit 2 ;; esac
 # 3a. The eager loss's hole in the caching allocator's pool (formulas/loss_allocations.py, bench/gpu_loss_hole.py):
 # torchtitan's loss lines under expandable segments, max reserved - max allocated beside llmsizer's replay; < 30 s,
 # before the matrix, so its time comes off the matrix's budget.
-if [ "$SMOKE" = 0 ] && [ "${LLMSIZER_GPU_FROM:-1}" = 1 ]; then
+if [ "$SMOKE" = 0 ] && [ "${LLMSIZER_GPU_FROM:-1}" = 1 ] && [ "$GPU_SET" = all ]; then
   timeout 120 "$PY" "$ROOT/bench/gpu_loss_hole.py" >&2 || log "gpu_loss_hole.py failed (rc $?)"
 fi
 SETUP_SECONDS=$(( $(date +%s) - T0 ))
@@ -131,7 +137,7 @@ BUDGET=$(( TOTAL - SETUP_SECONDS ))
 log "results -> $OUTFILE (set-up took ${SETUP_SECONDS}s; ${BUDGET}s left for the matrix, ${CASE_TIMEOUT}s per case)"
 
 # 4. The matrix (most informative first; the budget cuts from the end).
-export OUTFILE BUDGET CASE_TIMEOUT SMOKE SETUP_SECONDS
+export OUTFILE BUDGET CASE_TIMEOUT SMOKE SETUP_SECONDS GPU_SET
 exec "$PY" - <<'EOF'
 import json, os, shlex, subprocess, sys, time
 
@@ -146,7 +152,8 @@ if SMOKE:
     CASES = [("infer", TINY, "--device cpu --context 256 --concurrency 2 --output-tokens 8"),
              ("train", TINY, "--device cpu --method lora --seq-len 128 --micro-batch 2 --grad-checkpointing full")]
 else:
-    I = "--device cuda --output-tokens 32"
+    DECODE = os.environ["GPU_SET"] == "decode"  # longer decode timing, inference cases only
+    I = "--device cuda --output-tokens 128 --steps 2" if DECODE else "--device cuda --output-tokens 32"
     T = "--device cuda --steps 2"
     CASES = [  # (command, model, settings)
         ("infer", "qwen2.5-0.5b", f"{I} --context 1024"),
@@ -173,6 +180,8 @@ else:
         ("infer", "qwen2.5-7b", f"{I} --context 32768 --concurrency 2"),
         ("train", "qwen2.5-1.5b-instruct", f"{T} --method qlora --micro-batch 4 --seq-len 1024 --grad-checkpointing full"),
     ]
+    if DECODE:
+        CASES = [c for c in CASES if c[0] == "infer"]
 
 def lines(path):
     try:
