@@ -440,6 +440,13 @@ PUBLISHED_FP32_TF32 = {
     ("gb200", "flops", "tf32"): 1250,  # same table: 'TF32 | 1250 | 2500'
     ("h20", "flops", "tf32"): 74,  # zangshuxian.com H20 note: 'TF32为74TFLOPS'
     ("rtx-3090", "flops", "tf32"): 35.6,  # academic-pretraining: '# Peak TF32 Tensor TFLOPS' geforce3090 35.6
+    ("b300", "flops", "fp32"): 75,  # glennklockwood.com B300 HGX table: 'FP32 | 75'
+    ("b300", "flops", "tf32"): 1125,  # same table: 'TF32 | 1125 | 2250'
+    ("b300", "flops_sparse", "tf32"): 2250,
+    ("rtx-pro-6000-workstation", "flops", "tf32"): 251.9,  # hmc-tech.com: 'TF32 251.9 TFLOPS Tensor'
+    ("rtx-pro-6000-workstation", "flops_sparse", "tf32"): 503.8,  # same row: '503.8 TFLOPS Tensor Sparse'
+    ("rtx-pro-6000-workstation", "flops", "bf16"): 503.8,  # same page: 'BF16 ... 503.8 TFLOPS Tensor'
+    ("mi355x", "flops", "fp32"): 157.3,  # svethardware.cz MI350 launch report: 'MI355X máme 157,3 TFLOPS' (FP32)
 }
 
 
@@ -486,6 +493,51 @@ def test_blackwell_tf32_rows_quote_the_sources_table() -> None:
         assert rows[dev]["flops"]["tf32"]["value"] == dense == sparse / 2
         bf16 = float(re.search(r"BF16 \| (\d+) \| (\d+)", text).group(1))  # type: ignore[union-attr]
         assert rows[dev]["flops"]["bf16"]["value"] == bf16, "the table's first tensor column is the dense rate"
+
+
+def test_b300_tf32_rows_quote_the_sources_table() -> None:
+    """The B300 FP32/TF32 rows hold the numbers the klockwood-b300 source entry quotes from the page's HGX table
+    (parsed from the sources file's title, not from the catalog): dense TF32 half the sparse one, and the table's
+    first BF16 column the catalog's dense bf16 (from aiconfigurator's b300_sxm.yaml, an independent source)."""
+    import re
+
+    title = json.loads(DATA.joinpath("sources.json").read_text("utf-8"))["sources"]["klockwood-b300"]["title"]
+    row = _accelerator_rows()["b300"]
+    dense, sparse = (float(x) for x in re.search(r"TF32 \| (\d+) \| (\d+)", title).groups())  # type: ignore[union-attr]
+    assert row["flops"]["tf32"]["value"] == dense == sparse / 2 == row["flops_sparse"]["tf32"]["value"] / 2
+    assert row["flops"]["fp32"]["value"] == float(re.search(r"FP32 \| (\d+)'", title).group(1))  # type: ignore[union-attr]
+    assert row["flops"]["bf16"]["value"] == float(re.search(r"BF16 \| (\d+) \|", title).group(1))  # type: ignore[union-attr]
+
+
+def test_rtx_pro_6000_tensor_rows_are_the_quoted_clock_s() -> None:
+    """The RTX PRO 6000 Workstation bf16/tf32 rows (hmctech-pro6000) are at the page's own 2617 MHz: its FP32
+    125.95 = 24,064 cores x 2 x 2.617 GHz, bf16 = 4 x that and tf32 = 2 x that (Blackwell's per-SM tensor ratios);
+    parsed from the source entry, not from the catalog."""
+    import re
+
+    title = json.loads(DATA.joinpath("sources.json").read_text("utf-8"))["sources"]["hmctech-pro6000"]["title"]
+    cores = int(re.search(r"\((\d+) shaders", title).group(1))  # type: ignore[union-attr]
+    mhz = int(re.search(r"(\d+)MHz", title).group(1))  # type: ignore[union-attr]
+    fp32 = float(re.search(r"'FP32 ([\d.]+) TFLOPS'", title).group(1))  # type: ignore[union-attr]
+    assert fp32 == pytest.approx(cores * 2 * mhz * 1e6 / 1e12, abs=0.01)
+    row = _accelerator_rows()["rtx-pro-6000-workstation"]["flops"]
+    assert row["bf16"]["value"] == pytest.approx(4 * fp32, abs=0.05)
+    assert row["tf32"]["value"] == pytest.approx(2 * fp32, abs=0.05)
+
+
+def test_mi355x_fp32_is_256_cus_at_the_cdna_matrix_fp32_rate() -> None:
+    """The MI355X FP32 row (157.3, svethardware-mi355x) is 256 CUs x 256 FLOPS/clock/CU x 2.4 GHz: the CU count
+    and clock the same report gives, at the per-CU FP32 rate of rocm-mi300-arch's table (163.4 TFLOPS / 304 CUs /
+    2.1 GHz); an independent check of the quoted number."""
+    import re
+
+    srcs = json.loads(DATA.joinpath("sources.json").read_text("utf-8"))["sources"]
+    title = srcs["svethardware-mi355x"]["title"]
+    cus = int(re.search(r"= (\d+) CU", title).group(1))  # type: ignore[union-attr]
+    mhz = int(re.search(r"at (\d+) MHz", title).group(1))  # type: ignore[union-attr]
+    per_clock = int(re.search(r"Matrix FP32 (\d+)", srcs["rocm-mi300-arch"]["title"]).group(1))  # type: ignore[union-attr]
+    value = _accelerator_rows()["mi355x"]["flops"]["fp32"]["value"]
+    assert value == pytest.approx(cus * per_clock * mhz * 1e6 / 1e12, abs=0.05)
 
 
 def test_rtx_3090_tf32_is_the_quoted_ga102_figure_at_the_fp32_rate() -> None:
