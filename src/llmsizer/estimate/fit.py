@@ -134,6 +134,17 @@ def need_per_device(est: Estimate, on_cpu: bool = False) -> tuple[int, int]:
     return int(mid), int(hi)
 
 
+def verdict_need(est: Estimate, on_cpu: bool = False) -> tuple[int, int]:
+    """(need, budget) per device that ``est``'s verdict compared (``details["fits"]``): for an engine that reserves a
+    pool (vLLM, SGLang: ``verdict_basis`` '...-admission') what the workload needs of the pool and what the pool offers
+    it (``workload_bytes``, ``workload_budget_bytes``: estimate/inference/vllm.py, sglang.py); else the expected
+    memory per device (``need_per_device``) and the device budget (``memory_budget``: estimate/verdict.py eq. 1)."""
+    d = est.details
+    if str(d.get("verdict_basis", "")).endswith("-admission") and "workload_budget_bytes" in d:
+        return int(d["workload_bytes"]), int(d["workload_budget_bytes"])
+    return need_per_device(est, on_cpu)[0], int(d["memory_budget"])
+
+
 def busy_replicas(concurrency: int, replicas: int) -> int:
     """Replicas that serve a sequence when ``concurrency`` sequences are spread evenly over ``replicas``, each
     holding at most ``per_replica`` of them: ceil(c / ceil(c / r)), never more than c (one user on a thousand
@@ -691,6 +702,11 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
         if tried[t].details["fits"]:
             tp = t
             break
+    # each layout the answer lists (those ranked by speed) is sized: its memory per device and verdict are stated
+    # beside its tokens/s, so a faster layout passed over says why (it does not fit) and one not taken says it fits
+    ranked_by_speed = bool(layout_tps) and None not in layout_tps.values()
+    if ranked_by_speed:
+        tried.update((t, sized(t)) for t in within if t not in tried)
     est = tried[tp]
     replicas = 1 if split else n // tp
     per_rep = per_replica(concurrency, replicas)
@@ -705,12 +721,14 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
             tp, n, per_node, concurrency, within, across, layout_tps, fitted,
             f"each degree divides the {n} devices and the {spec.num_heads} attention heads, the {spec.num_kv_heads} KV "
             "heads split or replicated evenly (vLLM's rule)") + "; " + spread))
-    # each layout ranked, fastest first (the choice above; 'fits' None where it was not sized): the text's line;
-    # none where there was no ranking (one degree, or a device the speed model cannot time)
-    ranked_by_speed = bool(layout_tps) and None not in layout_tps.values()
-    layouts = [{"tensor_parallel": t, "replicas": n // t, "tokens_per_second": layout_tps.get(t), "fits": fitted.get(t)}
-               for t in (*fastest_first(layout_tps), *(t for t in within if t not in layout_tps))] \
-        if ranked_by_speed else []
+    # each layout ranked, fastest first (the choice above), with the memory per device its verdict compared with the
+    # budget (``verdict_need``): the text's line; none where there was no ranking (one degree, or a device the speed
+    # model cannot time)
+    layouts = []
+    for t in (*fastest_first(layout_tps), *(t for t in within if t not in layout_tps)) if ranked_by_speed else ():
+        need, offered = verdict_need(tried[t], on_cpu)
+        layouts.append({"tensor_parallel": t, "replicas": n // t, "tokens_per_second": layout_tps.get(t),
+                        "fits": fitted[t], "memory_per_device": need, "budget_per_device": offered})
     if tp > per_node:
         warnings.append(f"tensor parallel {tp} spans {-(-tp // per_node)} machines of {per_node} devices: its "
                         "all-reduces cross the network every layer (vLLM would rather run pipeline parallelism "
@@ -814,13 +832,17 @@ def tensor_parallel_why(tp: int, count: int, per_node: int, concurrency: int, wi
     does not), or the smallest across machines that fits, or none fits; then ``rule``."""
     seqs = f"{concurrency} sequence{'s' if concurrency != 1 else ''}"
     if tp in within and fits.get(tp) and len(within) > 1 and layout_tps.get(tp) is not None:
-        others = "; ".join([f"TP {t} x {count // t}: {float(layout_tps[t] or 0):,.0f} tokens/s"
-                            + (", does not fit" if not fits.get(t, True) else "")
+        best = float(layout_tps[tp] or 0)
+        others = "; ".join([f"TP {t} x {count // t}: {float(layout_tps[t] or 0):,.0f} tokens/s, "
+                            + ("fits" if fits.get(t) else "does not fit" if t in fits else "not sized")
+                            + (" (a tie: the smaller degree taken)" if fits.get(t) and t > tp
+                               and float(layout_tps[t] or 0) == best else "")
                             for t in fastest_first(layout_tps) if t != tp]
                            + [f"TP {t} x {count // t} does not fit" for t in within if t not in layout_tps])
-        how = (f"TP {tp} x {count // tp}: {float(layout_tps[tp] or 0):,.0f} output tokens/s at {seqs}, the fastest "
-               f"that fits within a machine of {per_node} ({others}): each layout's tokens/s at this load from the "
-               "speed model, idle replicas adding none, a tie to the smaller degree")
+        how = (f"TP {tp} x {count // tp}: {best:,.0f} output tokens/s at {seqs}, the fastest that fits within a "
+               f"machine of {per_node} (the rule: the most output tokens/s of all replicas together among the "
+               f"layouts that fit, a tie to the smaller degree; {others}): each layout's tokens/s at this load from "
+               "the speed model, idle replicas adding none")
     elif tp in within and fits.get(tp):
         how = (f"the only degree within a machine of {per_node}" if len(within) == 1 else
                f"the only one of {', '.join(map(str, within))} within a machine of {per_node} that fits"

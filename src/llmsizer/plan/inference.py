@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError, LlmsizerError
+from ..errors import FieldError, InputError, LlmsizerError
 from ..estimate.device import default_engine, generic_device, one_replica_per_device
 from ..estimate.engines import llamacpp_layer_split, step_host
 from ..estimate.fit import FitResult, fit, need_per_device, per_replica
@@ -52,10 +52,12 @@ def _fit(spec: ModelSpec, target: Any, count: int | None, job: InferenceJob, fmt
          context: int, concurrency: int, output: int, hardware_files: Sequence[str | Path], memory: int | None,
          layout: FitResult | None = None, speed: bool = True, fits_at: bool | None = False) -> FitResult:
     """``fit`` of one machine at this load; with ``layout`` (the peak load's fit) on that fit's tensor parallelism:
-    one deployment serves every load, so the typical load is timed on the layout fit chose for the peak.
-    ``fits_at``: fit's hint when it does not fit (``FitResult.fits_at``), asked for the peak load only."""
+    one deployment serves every load, so the typical load is timed on the layout fit chose for the peak. Without
+    it, on the job's ``tensor_parallel`` (the request's pin, fit's ``tensor_parallel``: `fit --tp`), else fit's
+    choice. ``fits_at``: fit's hint when it does not fit (``FitResult.fits_at``), asked for the peak load only."""
     pinned = (layout.tensor_parallel  # (not a llama.cpp split: one replica over every GPU, no tensor parallelism)
-              if layout is not None and layout.count > 1 and not layout.layer_split else None)
+              if layout is not None and layout.count > 1 and not layout.layer_split else
+              job.tensor_parallel if layout is None else None)
     return fit(spec, target, count, engine=engine, weights=fmt, context=context, concurrency=concurrency,
                output_tokens=output, memory=memory, headroom=job.resources.headroom, kv_dtype=job.kv_cache_dtype,
                dtype=job.precision, tensor_parallel=pinned, speed=speed, fits_at=fits_at,
@@ -258,6 +260,8 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
             f_typ = _fit(spec, fit_target, fit_count, job, fmt, job.engine, ctx_typ, per_replica(conc_typ, machines), out_typ,
                          ctx.hardware_files, job.resources.memory, f_peak)
         except InputError as e:
+            if isinstance(e, FieldError) and e.field == "tensor_parallel" and job.tensor_parallel is not None:
+                raise  # the job's own tensor_parallel refused (fit's one rule): bad input at its line (compose._about)
             notes.warnings.append(f"cannot fit on {hw.label}: {e}")
             notes.facts["fit_error"] = str(e)
         if f_peak is not None:

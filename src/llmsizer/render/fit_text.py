@@ -126,18 +126,23 @@ def fit_headline(r: FitResult) -> str:
 
 
 def layouts_line(r: FitResult) -> str | None:
-    """The tensor-parallel layouts fit ranked, fastest first (``details["tensor_parallel_layouts"]``): each one's
-    output tokens/s at the stated load, the one taken and those that do not fit marked; None without a choice."""
+    """The tensor-parallel layouts fit ranked, fastest first (``details["tensor_parallel_layouts"]``): the rule it
+    took one by, then each one's output tokens/s at the stated load and its memory per device against the budget
+    (what its verdict compared, estimate/fit.py ``verdict_need``): fits or does not fit, the one taken marked; None
+    without a choice."""
     ranked = r.details.get("tensor_parallel_layouts")
     if not ranked:
         return None
     conc = int(r.details["concurrency"])
-    parts = [f"TP {d['tensor_parallel']} x {d['replicas']} "
-             + (f"{d['tokens_per_second']:,.0f}" if d["tokens_per_second"] is not None else "")
-             + (" (taken)" if d["tensor_parallel"] == r.tensor_parallel else
-                " (does not fit)" if d["fits"] is False else "") for d in ranked]
-    return (f"tensor parallel layouts, output tokens/s at {conc} sequence{'s' if conc != 1 else ''}, fastest first: "
-            + "; ".join(parts))
+    parts = [f"TP {d['tensor_parallel']} x {d['replicas']}: "
+             + (f"{d['tokens_per_second']:,.0f} tokens/s, " if d["tokens_per_second"] is not None else "")
+             + (f"{format_bytes(d['memory_per_device'])} of {format_bytes(d['budget_per_device'])} per device, "
+                if d.get("memory_per_device") is not None else "")
+             + ("fits" if d["fits"] else "does not fit" if d["fits"] is False else "not sized")
+             + (" (taken)" if d["tensor_parallel"] == r.tensor_parallel else "") for d in ranked]
+    return (f"tensor parallel layouts (fit takes the most output tokens/s of all replicas together among those that "
+            f"fit, a tie to the smaller degree; --tp pins one), at {conc} sequence{'s' if conc != 1 else ''}, fastest "
+            "first: " + "; ".join(parts))
 
 
 def memory_line(r: FitResult) -> str:

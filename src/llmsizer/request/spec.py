@@ -322,6 +322,7 @@ class InferenceJob(_JobBase):
     engine: str | None = None
     engine_version: str | None = None  # vllm/sglang release (InferenceWorkload.engine_version); None: the current
     kv_cache_dtype: str | None = None
+    tensor_parallel: int | None = None  # devices per replica (fit's tensor_parallel, `fit --tp`); None: fit's choice
     engine_settings: EngineSettings = field(default_factory=EngineSettings)
     adapters: Adapters = field(default_factory=Adapters)
     media: Media = field(default_factory=Media)
