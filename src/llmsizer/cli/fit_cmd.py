@@ -53,7 +53,7 @@ EPILOG = """examples:
 
 serving on several devices (vLLM, SGLang, transformers): of the tensor-parallel degrees that divide --count and
 that vLLM can shard the heads over, each replica runs the one whose layout delivers the most output tokens/s at
---concurrency (every replica at its share of it, idle ones adding none; a tie to the smaller degree) among those
+--concurrency (every replica at its share of it, idle ones adding none; a tie to the smaller degree that fits at its high end too) among those
 that fit within one machine (an instance's devices, or 8), else the smallest across machines that fits; the other
 devices run replicas. The text lists each layout's tokens/s, fastest first.
 

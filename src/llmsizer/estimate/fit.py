@@ -109,7 +109,7 @@ def choose_tensor_parallel(spec: ModelSpec, count: int, per_node: int | None = N
 def fastest_first(tokens_per_second: dict[int, float | None]) -> list[int]:
     """Tensor-parallel degrees ordered by the output tokens/s of their layouts (each degree's replicas at the stated
     load, ``replicas_tokens_per_second``), fastest first, a tie to the smaller degree; ``fit`` takes the first that
-    fits. Without every speed (a device the speed model cannot time) the largest degree first: the least memory
+    fits (a tied larger degree instead when only that one fits at its high end, ``fits_high``). Without every speed (a device the speed model cannot time) the largest degree first: the least memory
     per device."""
     if any(v is None for v in tokens_per_second.values()):
         return sorted(tokens_per_second, reverse=True)
@@ -143,6 +143,19 @@ def verdict_need(est: Estimate, on_cpu: bool = False) -> tuple[int, int]:
     if str(d.get("verdict_basis", "")).endswith("-admission") and "workload_budget_bytes" in d:
         return int(d["workload_bytes"]), int(d["workload_budget_bytes"])
     return need_per_device(est, on_cpu)[0], int(d["memory_budget"])
+
+
+def fits_high(est: Estimate, on_cpu: bool = False) -> bool:
+    """Whether ``est``'s verdict holds at the high end of its need too (``verdict_high``, estimate/verdict.py: the
+    components' or the calibrated high end, whichever is higher) on a device budget; an engine judged by its pool's
+    admission (vLLM, SGLang) holds whenever it fits (its pool is reserved whole, ``verdict_need``)."""
+    d = est.details
+    if not d.get("fits"):
+        return False
+    if str(d.get("verdict_basis", "")).endswith("-admission") or "verdict_high" not in d:
+        return True
+    high = need_per_device(est, on_cpu)[1] if est.details.get("split") else int(d["verdict_high"])
+    return max(high, int(d["verdict_high"])) <= int(d["memory_budget"])
 
 
 def busy_replicas(concurrency: int, replicas: int) -> int:
@@ -538,7 +551,8 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
     tensor-parallel degree of each replica is, unless ``tensor_parallel`` gives one: of the degrees vLLM shards the
     model over (``tensor_parallel_options``), within one machine the layout with the most output tokens/s at
     ``concurrency`` that fits (each degree's replicas at their share of the load, ``replicas_tokens_per_second``;
-    a tie to the smaller degree, ``fastest_first``), else the smallest across machines that fits."""
+    a tie to the smaller degree, ``fastest_first``, while it fits at its high end too, ``fits_high``), else the
+    smallest across machines that fits."""
     spec = load_model(model) if isinstance(model, str) else model
     # text quantities ('8k', '24GiB') read as the CLI reads them, by the workload's one reader (specs/workload.py)
     ranges = dict(INFERENCE_NUMBERS)
@@ -702,6 +716,16 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
         if tried[t].details["fits"]:
             tp = t
             break
+    # a tie (the same tokens/s: host-bound decode gives every degree one step time) goes to the smaller degree only
+    # while it fits at its high end too; else to the smallest tied degree that does (more room, the same speed)
+    if layout_tps.get(tp) is not None and not fits_high(tried[tp], on_cpu):
+        for t in fastest_first(layout_tps):
+            if t > tp and layout_tps[t] == layout_tps[tp]:
+                if t not in tried:
+                    tried[t] = sized(t)
+                if tried[t].details["fits"] and fits_high(tried[t], on_cpu):
+                    tp = t
+                    break
     # each layout the answer lists (those ranked by speed) is sized: its memory per device and verdict are stated
     # beside its tokens/s, so a faster layout passed over says why (it does not fit) and one not taken says it fits
     ranked_by_speed = bool(layout_tps) and None not in layout_tps.values()
@@ -837,11 +861,13 @@ def tensor_parallel_why(tp: int, count: int, per_node: int, concurrency: int, wi
                             + ("fits" if fits.get(t) else "does not fit" if t in fits else "not sized")
                             + (" (a tie: the smaller degree taken)" if fits.get(t) and t > tp
                                and float(layout_tps[t] or 0) == best else "")
+                            + (" (a tie: fits at the expected need only, so the degree that fits at its high end "
+                               "taken)" if fits.get(t) and t < tp and float(layout_tps[t] or 0) == best else "")
                             for t in fastest_first(layout_tps) if t != tp]
                            + [f"TP {t} x {count // t} does not fit" for t in within if t not in layout_tps])
         how = (f"TP {tp} x {count // tp}: {best:,.0f} output tokens/s at {seqs}, the fastest that fits within a "
                f"machine of {per_node} (the rule: the most output tokens/s of all replicas together among the "
-               f"layouts that fit, a tie to the smaller degree; {others}): each layout's tokens/s at this load from "
+               f"layouts that fit, a tie to the smaller degree that fits at its high end too; {others}): each layout's tokens/s at this load from "
                "the speed model, idle replicas adding none")
     elif tp in within and fits.get(tp):
         how = (f"the only degree within a machine of {per_node}" if len(within) == 1 else

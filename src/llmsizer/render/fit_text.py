@@ -141,8 +141,8 @@ def layouts_line(r: FitResult) -> str | None:
              + ("fits" if d["fits"] else "does not fit" if d["fits"] is False else "not sized")
              + (" (taken)" if d["tensor_parallel"] == r.tensor_parallel else "") for d in ranked]
     return (f"tensor parallel layouts (fit takes the most output tokens/s of all replicas together among those that "
-            f"fit, a tie to the smaller degree; --tp pins one), at {conc} sequence{'s' if conc != 1 else ''}, fastest "
-            "first: " + "; ".join(parts))
+            f"fit, a tie to the smaller degree that fits at its high end too; --tp pins one), at {conc} "
+            f"sequence{'s' if conc != 1 else ''}, fastest first: " + "; ".join(parts))
 
 
 def memory_line(r: FitResult) -> str:
