@@ -13,35 +13,36 @@ from __future__ import annotations
 from pathlib import Path
 
 from llmsizer.estimate import ranges as R
-from llmsizer.validation_cases import band_of, band_rows, loso_share, repo_cases, setup_of
+from llmsizer.validation_cases import band_of, band_rows, inside_share, loso_share, repo_cases, setup_of
 
-Derived = dict[tuple[str, str], tuple[float, float, int, int, float | None, tuple[str, ...]]]
+Derived = dict[tuple[str, str], tuple[float, float, int, int, float | None, float | None, tuple[str, ...]]]
 
 
 def derived() -> Derived:
-    """(kind, engine) -> (low, high, rows, setups, loso, devices) as estimate/ranges.py states them, from the rows at
-    this commit (``validation_cases.band_of``: each setup weighing as one; loso: ``validation_cases.loso_share`` to 3
-    decimals, None with one setup; devices: the catalog devices of the rows where every row names one, the serving
+    """(kind, engine) -> (low, high, rows, setups, inside, loso, devices) as estimate/ranges.py states them, from the
+    rows at this commit (``validation_cases.band_of``: each setup weighing as one; inside: ``validation_cases.
+    inside_share`` to 3 decimals; loso: ``validation_cases.loso_share`` to 3 decimals, None with one setup; devices: the catalog devices of the rows where every row names one, the serving
     engines' rows)."""
-    out = {}
+    out: Derived = {}
     for (kind, engine), rows in sorted(band_rows(repo_cases()).items()):
         lo, hi = band_of(rows)
         devices = tuple(sorted({c.device for c in rows})) if all(c.device for c in rows) else ()
         loso = loso_share(rows)
-        out[(kind, engine)] = (lo, hi, len(rows), len({setup_of(c) for c in rows}),
+        out[(kind, engine)] = (lo, hi, len(rows), len({setup_of(c) for c in rows}), round(inside_share(rows), 3),
                                None if loso is None else round(loso, 3), devices)
     return out
 
 
 def stated_bands() -> Derived:
     """The bands estimate/ranges.py states now, in ``derived``'s form."""
-    return {k: (b.low, b.high, b.rows, b.setups, b.loso, b.devices) for k, b in R.BANDS.items()}
+    return {k: (b.low, b.high, b.rows, b.setups, b.inside, b.loso, b.devices) for k, b in R.BANDS.items()}
 
 
 def lines(bands: Derived) -> list[str]:
     out = []
-    for (k, e), (lo, hi, n, s, loso, d) in bands.items():
-        head = f'_add("{k}", "{e}", {lo:.4f}, {hi:.4f}, {n}, {s}, {"None" if loso is None else f"{loso:.3f}"}'
+    for (k, e), (lo, hi, n, s, inside, loso, d) in bands.items():
+        head = (f'_add("{k}", "{e}", {lo:.4f}, {hi:.4f}, {n}, {s}, {inside or 0:.3f}, '
+                f'{"None" if loso is None else f"{loso:.3f}"}')
         tail = f", {d!r})" if d else ")"
         out.append(head + tail if len(head + tail) <= 120 else head + ",\n     " + tail[2:])
     return out
@@ -57,8 +58,8 @@ def main() -> bool:
     start, end = text.index('_add("'), text.index("\n\n\ndef band_for")
     path.write_text(text[:start] + "\n".join(lines(bands)) + text[end:], encoding="utf-8")
     R.BANDS.clear()
-    for (k, e), (lo, hi, n, s, loso, d) in bands.items():
-        R.BANDS[(k, e)] = R.Band(k, e, lo, hi, n, d, s, loso)
+    for (k, e), (lo, hi, n, s, inside, loso, d) in bands.items():
+        R.BANDS[(k, e)] = R.Band(k, e, lo, hi, n, d, s, loso, inside)
     print("\n".join(lines(bands)))
     return True
 

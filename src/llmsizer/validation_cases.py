@@ -2670,6 +2670,18 @@ def coverage(cases: Iterable[Case]) -> list[Coverage]:
     return out
 
 
+def inside_share(rows: list[Case]) -> float:
+    """In-sample coverage per run of a band's setups: the share of each setup's rows inside ``band_of`` all the rows,
+    averaged over the setups (each as one): what a new run of one of them, each equally likely, is estimated to
+    meet (estimate/ranges.py ``Band.inside``)."""
+    rows = [c for c in rows if c.predicted]
+    lo, hi = band_of(rows)
+    setups = [setup_of(c) for c in rows]
+    hit = [lo <= c.measured / (c.predicted or 1) <= hi for c in rows]
+    names = sorted(set(setups))
+    return sum(_share(hit, setups, s) for s in names) / len(names)
+
+
 def loso_share(rows: list[Case]) -> float | None:
     """Leave-one-setup-out coverage of a band's rows: each setup's rows judged by ``band_of`` the other setups' rows,
     the share of its rows inside, averaged over the setups (each as one); None with one setup (no other to judge

@@ -213,20 +213,28 @@ class SpeedEstimate:
         return R.LLAMACPP if self.weights_format.startswith("gguf:") and self.serving_engine is None else None
 
     @property
-    def prefill_range(self) -> tuple[float, float] | None:
-        """Calibrated [low, high] prefill tokens/s (estimate/ranges.py); None without validation rows."""
-        return R.calibrated_range(R.PREFILL, self.engine or "", self.prefill_tokens_per_second)
+    def prefill_band(self) -> R.Band | None:
+        """The calibrated band of the prefill rate (estimate/ranges.py); None without validation rows."""
+        return R.band_for(R.PREFILL, self.engine or "")
 
     @property
-    def decode_range(self) -> tuple[float, float] | None:
-        """Calibrated [low, high] aggregate decode tokens/s (batched band above one sequence): a serving engine's
+    def decode_band(self) -> R.Band | None:
+        """The calibrated band of the aggregate decode rate (batched band above one sequence): a serving engine's
         from its release scope, or the pooled serving band where that scope has no rows (ranges.serving_band)."""
         kind = R.BATCHED if self.concurrency > 1 else R.DECODE
         if self.serving_engine in R.SERVING_ENGINES:
-            b, _ = R.serving_band(kind, self.serving_engine, self.engine_version, self.device)
-            t = self.tokens_per_second
-            return None if b is None or t is None else (t * b.low, t * b.high)
-        return R.calibrated_range(kind, self.engine or "", self.tokens_per_second)
+            return R.serving_band(kind, self.serving_engine, self.engine_version, self.device)[0]
+        return R.band_for(kind, self.engine or "")
+
+    @property
+    def prefill_range(self) -> tuple[float, float] | None:
+        """Calibrated [low, high] prefill tokens/s (``prefill_band``); None without validation rows."""
+        return R.band_range(self.prefill_band, self.prefill_tokens_per_second)
+
+    @property
+    def decode_range(self) -> tuple[float, float] | None:
+        """Calibrated [low, high] aggregate decode tokens/s (``decode_band``)."""
+        return R.band_range(self.decode_band, self.tokens_per_second)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -246,8 +254,17 @@ class SpeedEstimate:
             "details": self.details,
             "calibrated_ranges": {"prefill_tokens_per_second": self.prefill_range,
                                   "tokens_per_second": self.decode_range,
-                                  "source": "estimate/ranges.py (>= 90 % of the validation rows of this engine)"},
+                                  "coverage": {"prefill_tokens_per_second": _coverage(self.prefill_band,
+                                                                                      self.prefill_range),
+                                               "tokens_per_second": _coverage(self.decode_band, self.decode_range)},
+                                  "source": "estimate/ranges.py: the band of this engine's validation rows; "
+                                            "coverage: the share of measured runs it holds, against its target"},
         }
+
+
+def _coverage(b: R.Band | None, rng: tuple[float, float] | None) -> dict[str, Any] | None:
+    """The coverage band ``b`` states (``Band.coverage``) where it gives a range; None where no range is printed."""
+    return None if b is None or rng is None else b.coverage()
 
 
 def _attended_all_layers(spec: ModelSpec, tokens: int, past: int) -> float:

@@ -95,15 +95,24 @@ def inference_estimate(spec: ModelSpec, s: dict[str, Any]) -> Estimate:
 # the settings that apply to adapter methods only (a full fine-tune's record carries their defaults)
 ADAPTER_FIELDS = ("rank", "targets", "alpha", "base_dtype")
 
+# The shapes a measured training run has (specs/training.py ``batch_shapes``): the worker draws one batch of
+# ``micro_batch`` x ``seq_len`` random token ids once (measure/worker.py ``_training``, line 325) and feeds that same
+# tensor to every tracked and timed step (lines 336, 346) as ``model(input_ids=ids, labels=ids)`` (measure/workloads.py
+# ``training_step``, line 221): no padding, no attention mask, the same tensor shapes every step. So 'fixed', not the
+# workload's default 'variable' (batches padded to their longest sample). Inference needs no such field: the worker's
+# ``concurrency`` prompts are one [concurrency, prompt_tokens] tensor of equal-length prompts (worker.py line 272),
+# prefilled in one forward and decoded one token per sequence per step (workloads.py ``inference_pass``), which is
+# what the inference workload's ``concurrency`` sequences of ``context`` tokens describe.
+RUN_BATCH_SHAPES = "fixed"
 
-def training_estimate(spec: ModelSpec, s: dict[str, Any]) -> tuple[Estimate | None, str]:
-    """``estimate_training`` for the settings of a measured run (the second value is kept for callers that report
-    why no estimate exists; it is always empty now that the estimator is part of the core)."""
-    from ..estimate.training import estimate_training
 
+def training_fields(s: dict[str, Any]) -> dict[str, Any]:
+    """The training workload of a measured run's settings ``s`` (its record's ``settings``): what the worker ran,
+    shapes included (``RUN_BATCH_SHAPES``)."""
     fields: dict[str, Any] = {"method": s["method"], "optimizer": s["optimizer"], "precision": s["precision"],
                               "micro_batch": s["micro_batch"], "seq_len": s["seq_len"],
-                              "grad_checkpointing": s["grad_checkpointing"], "attention": s["attention"]}
+                              "grad_checkpointing": s["grad_checkpointing"], "attention": s["attention"],
+                              "batch_shapes": RUN_BATCH_SHAPES}
     if s.get("optimizer_impl"):
         fields["optimizer_impl"] = s["optimizer_impl"]
     if s["method"] != "full":
@@ -112,6 +121,15 @@ def training_estimate(spec: ModelSpec, s: dict[str, Any]) -> tuple[Estimate | No
             fields["alpha"] = s["alpha"]
         if s.get("base_dtype"):
             fields["base_dtype"] = s["base_dtype"]
+    return fields
+
+
+def training_estimate(spec: ModelSpec, s: dict[str, Any]) -> tuple[Estimate | None, str]:
+    """``estimate_training`` for the settings of a measured run (the second value is kept for callers that report
+    why no estimate exists; it is always empty now that the estimator is part of the core)."""
+    from ..estimate.training import estimate_training
+
+    fields = training_fields(s)
     try:
         return estimate_training(spec, **fields), ""
     except (TypeError, LlmsizerError) as e:
@@ -300,6 +318,7 @@ def throughput_rows(record: dict[str, Any], spec: ModelSpec) -> list[Row]:
     # carries rank and targets, which the workload refuses for method 'full' (as training_estimate leaves them out)
     fields = {k: v for k, v in s.items() if k in TrainingWorkload.__dataclass_fields__ and v is not None
               and (s["method"] != "full" or k not in ADAPTER_FIELDS)}
+    fields["batch_shapes"] = RUN_BATCH_SHAPES
     try:  # the one duration rule (estimate/duration.py), with the record's own settings
         d = training_duration_for(spec, device, int(fields.get("gpus", 1)), 1e6, fields)
     except LlmsizerError:

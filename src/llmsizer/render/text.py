@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import Any
 
 from ..result import Estimate
 from ..specs.workload import ENGINE_NAMES
@@ -115,11 +116,29 @@ def estimate_facts(est: Estimate) -> list[str]:
                    f"rows of {c['setups']} setup{'' if c['setups'] == 1 else 's'}"
                    f"{', each weighing as one' if c['setups'] != 1 else ''}, {c['engine']}; + the context, reserve "
                    "and runtime at their own low-high; estimate/ranges.py, allocator.py eq. C1)")
+        out.extend(coverage_lines(c["coverage"]))
     if "fits" in d:
         left = (f"; {format_bytes(d['budget_left_bytes'])} of the budget left" if d.get("verdict_basis") == "expected"
                 and d["fits"] else "")
         out.append(f"fits: {'yes' if d['fits'] else 'NO'} ({d['verdict']}{left})")
     return out
+
+
+def coverage_lines(cov: dict[str, Any]) -> list[str]:
+    """The coverage a calibrated range has, in words (estimate/ranges.py ``Band.coverage``: the band's own figures):
+    its target, the share of its setups' runs inside in sample, the leave-one-setup-out share where there is more
+    than one setup; then the band's warning, if any."""
+    pct = "{:.1%}".format
+    line = f"  coverage: target {cov['target']:.0%} (of {cov['of']})"
+    if cov.get("in_sample") is not None:
+        line += f"; in sample {pct(cov['in_sample'])} of the setups' runs inside"
+    if cov.get("leave_one_setup_out") is not None:
+        other = cov["setups"] - 1
+        line += (f"; leave one setup out {pct(cov['leave_one_setup_out'])} (each setup's runs against the range "
+                 f"fitted on the other {other} setup{'' if other == 1 else 's'})")
+    else:
+        line += "; no leave-one-setup-out check (one setup)"
+    return [line] + ([f"  warning: {cov['warning']}"] if cov.get("warning") else [])
 
 
 def room_left(left: int) -> str:
