@@ -238,12 +238,17 @@ QWEN25_PAGE_KNOWN_MISSES = {"PM1203": _AWQ_GAP, "PM1219": _AWQ_GAP, "PM1235": _A
 
 # Measured rows missed beyond the tolerance whose mechanism is not established, named so that docs/accuracy.md shows
 # them (``known_misses``): like every row they stay in the summary and in their band, where they may set an end
-# (estimate/ranges.py says why). The lent H200's small-model training steps run at 0.35-0.50 of the predicted rate
-# (+98 .. +186 %) while its 7B/8B steps are within -21 .. +15 %: the step is host-bound, and a host time per launched
-# kernel above the 19.72 us constant (estimate/efficiency.py host_seconds_per_kernel; docs/hardware.md, kernel
-# launches: 35-41 us implied on some of the same machine's decode rows) would explain it; no profile of these runs.
-_H200_HOST = ("small-model training step at 0.35-0.50 of the predicted rate on the lent H200: host time per kernel "
-              "above the 19.72 us constant suspected, not established (no profile)")
+# (estimate/ranges.py says why). The lent H200's small-model training steps run at 0.35-0.62 of the predicted rate
+# (+61 .. +189 %) while its 7B/8B steps are within -14 .. +9 %: the step is host-bound (eq. K1). The kernel count is
+# not what is short: tests/formulas/test_training_step_kernels.py traces the worker's whole step (forward, loss,
+# backward, recompute, foreach AdamW, zero_grad) of a Qwen2 and the estimate's count equals it per layer; the
+# optimizer's about 210 launches (left out) sit under its device time. These rows imply 36-55 us of host time per
+# counted kernel (Qwen2.5-0.5B: 2,741 kernels in 139.6 ms; with checkpointing 3,605 in 198.3 ms; bf16-mixed 3,506
+# in 127.6 ms; the QLoRA row 8,645 in 494 ms) against the 19.72 us constant (estimate/efficiency.py
+# host_seconds_per_kernel, fitted on PM0720) and 18 us on the same machine's Qwen2.5-0.5B decode row (no autograd):
+# the host time per kernel of an autograd step on that machine is what differs; no profile of these runs.
+_H200_HOST = ("small-model training step at 0.35-0.62 of the predicted rate on the lent H200: the kernel count matches "
+              "a traced step; 36-55 us of host time per kernel implied, against the 19.72 us constant (no profile)")
 H200_TRAINING_KNOWN_MISSES = {f"gpu-h200-2026-12-04:{i}.training_tokens/s": _H200_HOST for i in (4, 5, 18, 23)}
 KNOWN_MISSES = {**QWEN25_PAGE_KNOWN_MISSES, **H200_TRAINING_KNOWN_MISSES}
 
@@ -516,8 +521,9 @@ TORCHTUNE_SPEED_ROWS: dict[str, tuple[str, dict[str, Any]] | str] = {
 # layout with its dimensions (config.json: hidden 4096, intermediate_size 22016 = 2 x 11008 for w1/w2, 32 layers,
 # 32 heads without GQA, vocab 151936, untied, bias on the fused c_attn only). LoRA (the chat model: no
 # modules_to_save): r 64 on c_attn, attn c_proj, w1, w2, mlp c_proj = every linear. Settings assumed (excluded from
-# the summary): that translation, and HF's reentrant checkpoint (transformers 4.32 default use_reentrant=True), which
-# re-runs each layer's down projection that the non-reentrant early stop skips (about 5 % more FLOPs).
+# the summary): that translation. The checkpoint is HF's reentrant one (transformers 4.32 default use_reentrant=True),
+# set as checkpoint_impl 'reentrant': it re-runs each layer's last matmul and residual add, which the non-reentrant
+# early stop skips (the kernel count of PM0720, eq. K2' of formulas/launch_overhead.py, and its FLOPs).
 QWEN7B_V1 = {"model_type": "qwen2", "hidden_size": 4096, "intermediate_size": 11008, "num_hidden_layers": 32,
              "num_attention_heads": 32, "num_key_value_heads": 32, "vocab_size": 151936,
              "tie_word_embeddings": False, "max_position_embeddings": 8192}
@@ -1106,7 +1112,8 @@ def speed_case(r: dict[str, str]) -> Case | NotExpressed:
         seq = QWEN_QLORA_ROWS[rid] if qlora else QWEN_SPEED_ROWS[rid]
         fields = dict(method="qlora" if qlora else "lora", rank=64, targets="all-linear",
                       precision="fp16-mixed" if qlora else "bf16-mixed", micro_batch=1, seq_len=seq,
-                      grad_accumulation=8, grad_checkpointing="full", **framework_attention("qwen"))
+                      grad_accumulation=8, grad_checkpointing="full", checkpoint_impl="reentrant",
+                      **framework_attention("qwen"))
         spec = (spec_from_config(QWEN7B_INT4, name="Qwen-7B-Chat-Int4") if qlora
                 else spec_from_config(QWEN7B_V1, name="Qwen-7B"))
         d = training_duration_for(spec, builtin_catalog().devices["a100-sxm-80gb"], 1, 1e6, fields)
@@ -1119,7 +1126,7 @@ def speed_case(r: dict[str, str]) -> Case | NotExpressed:
                     excluded=CALIBRATION if calib else ASSUMED, source=r["source"],
                     note=("calibration row of efficiency." + TRAINING_SPEED_CALIBRATION[rid] + "; " if calib else "")
                     + f"training; {value} s/it published = 8 x {seq} tokens per iteration; Qwen-7B as the qwen2 "
-                    "layout; HF reentrant checkpoint counted as non-reentrant (assumed)"
+                    "layout; HF's reentrant checkpoint (transformers 4.32 default)"
                     + ("; auto-gptq eager dequantization of the int4 base (eq. 9b), desc_act False assumed"
                        if qlora else "")
                     + (f"; GEMM shape efficiency {st.shape_efficiency:.3f}"

@@ -328,7 +328,8 @@ def test_host_seconds_per_kernel_follows_from_its_row(monkeypatch: pytest.Monkey
     r = public_rows()["PM0720"]
     seq, measured = QWEN_SPEED_ROWS["PM0720"], float(r["value"])
     fields = dict(method="lora", rank=64, targets="all-linear", precision="bf16-mixed", micro_batch=1, seq_len=seq,
-                  grad_accumulation=8, grad_checkpointing="full", attention="flash")
+                  grad_accumulation=8, grad_checkpointing="full", checkpoint_impl="reentrant",
+                  attention="flash")
     spec, dev = spec_from_config(QWEN7B_V1, name="Qwen-7B"), builtin_catalog().devices["a100-sxm-80gb"]
     tau = E.HOST_SECONDS_PER_KERNEL
     monkeypatch.setattr(E, "HOST_SECONDS_PER_KERNEL", dataclasses.replace(tau, expected=0.0))

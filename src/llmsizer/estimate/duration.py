@@ -416,11 +416,17 @@ def kernels_per_micro_step(spec: ModelSpec, w: TrainingWorkload, capability: int
     widths, linears = kernel_linears(spec, st)
     recompute = recompute_mode(w.grad_checkpointing)
     ckpt = len(checkpointed_layers(spec.num_layers, w.checkpoint_every)) if recompute != "none" else 0
-    half = w.precision != "fp32"
+    # a full fine-tune under torch.autocast keeps fp32 weights and an fp32 residual stream: the casts of eq. K6,
+    # norms in fp32 (formulas/launch_overhead.py)
+    amp = w.method == "full" and recipe(training_recipe_name(w.precision, w.zero, w.method)).autocast
+    half = w.precision != "fp32" and not amp
     rotary = model_layer_widths(spec, 0, tp).rotary
     head = head_kernels(w.compile, st.full, st.full, spec.norm_kind == "layernorm", half, w.loss, rotary,
-                        loss_compiled=compiled_loss(w))
-    total = step_kernels(widths, linears, w.compile, w.method == "full", ckpt, head, half)
+                        loss_compiled=compiled_loss(w), autocast=amp)
+    # an early-stopping non-reentrant checkpoint skips each recomputed layer's last GEMM and what follows (eq. K2')
+    early_stop = recompute == "full" and not recomputes_whole_layer(w.checkpoint_impl)
+    total = step_kernels(widths, linears, w.compile, w.method == "full", ckpt, head, half, early_stop=early_stop,
+                         autocast=amp)
     fmt = qlora_base_format(spec, w.nf4_format) if w.method == "qlora" else ""
     if fmt in ("nf4", "nf4-dq") and w.nf4_quantizer in BNB_QUANTIZERS:
         # a bitsandbytes NF4 base (formulas/launch_overhead.py eq. K5): each frozen linear's dequantization kernels in

@@ -30,8 +30,37 @@ adapters, rot = 1 for rotary q/k::
               + 2 a [LoRA scaled gradient ``mul``, input-gradient ``add``]                            (K3)
 
 (a Llama layer: K_f = 38, K_b = 71 with trained norms; tests/formulas/test_launch_overhead.py counts them in a
-real CPU step under ``TorchDispatchMode``). The cross-entropy (``ForCausalLMLoss``) adds its cast, log-softmax and
-NLL each way, the head GEMM, the final norm, the rotary tables and the embedding (:func:`head_kernels`). Checkpointed layers run K_f again.
+real CPU step under ``TorchDispatchMode``).
+
+**Recompute, early stop.** A checkpointed layer runs its forward again in the backward, but PyTorch's
+non-reentrant checkpoint stops that recomputation once every tensor the backward saved has been rebuilt (torch
+2.13.0 torch/utils/checkpoint.py ``set_checkpoint_early_stop`` L773-804, default True; raised at L1128-1131; the rule
+the FLOPs follow, formulas/selective_checkpointing.py ``full_recompute_flops``). The layer's last GEMM (the MLP down
+projection, or its lora_B when adapted) saves only its inputs and feeds the residual add, which saves nothing, so
+neither runs again, nor, after a lora_B, the adapter's scale ``mul`` and its ``add`` to the base output::
+
+    K_f,recompute = K_f - 2 - 2 [last linear a lora_B]      (reentrant / no early stop: K_f)              (K2')
+
+**Autocast over fp32 weights** (a full fine-tune under ``torch.autocast``: bf16-mixed / fp16-mixed, the fp32 model
+being its own master copy). The residual stream, the norms and the rotary tables stay fp32 (their half-precision
+casts are no-ops: counted with ``half`` False), and autocast casts what its lower-precision ops take (PyTorch AMP
+docs, "CUDA Ops that can autocast to float16": ``linear``/``addmm``/``mm``, ``scaled_dot_product_attention``;
+aten/src/ATen/autocast_mode.cpp ``cached_cast``: an fp32 leaf weight is cast once per autocast region). Per layer,
+with n_w the linears' weights and biases and n_in the linears reading a norm's fp32 output (q, k, v, gate, up; the o
+and down inputs are already half)::
+
+    forward   + n_w [weights] + n_in [inputs] + 2 rot [SDPA's q, k: fp32 after the fp32 rotary]
+    backward  + n_w [the gradients cast back to fp32] + n_in + 2 rot + 4 rot [the rotary's q, k gradient terms cast
+              back to half] + 2 [the residual adds' gradients cast to the half branch]                (K6)
+
+Outside the layers: the head weight's cast and, in the backward, its gradient's and the head input gradient's casts
+(+1 / +2), while the rotary tables' two casts back are no-ops (-2). A recomputed layer runs its forward casts again
+(autocast's cache was cleared when the forward's region exited). (A Qwen2 layer: +13 / +19; tests/formulas/
+test_training_step_kernels.py traces whole bf16-mixed steps.)
+
+The cross-entropy (``ForCausalLMLoss``) adds its cast, log-softmax and NLL each way, the head GEMM, the final norm,
+the rotary tables, the embedding and the backward's seed (:func:`head_kernels`). Checkpointed layers run K_f again
+(K2' with early stop).
 
 **Compiled** (``torch.compile``, inductor): the GEMMs and attention stay extern kernels; the pointwise ops fuse into
 the kernels inductor's scheduler emits, counted on a compiled transformers Llama layer (CPU backend, the scheduler
@@ -84,7 +113,13 @@ prefill hits nearly every expert: an under-count, which estimate/speed.py warns 
 all-reduces are not counted either (warned). A QLoRA base adds bitsandbytes' dequantization kernels per NF4 linear and pass and PEFT's
 defensive clone per adapted one (:func:`nf4_linear_kernels`, eq. K5); an NF4 model's inference step adds K5's
 forward kernels at its rows (0 at a decode step's few: the fused kernel). The optimizer step's kernels (once per step,
-foreach/fused over many tensors) are not counted.
+foreach/fused over many tensors) are not counted: torch's foreach AdamW (the CUDA default) runs 9 foreach ops
+(one of them on the CPU ``step`` counters) and reads each parameter's ``step`` twice (``_local_scalar_dense``, no
+device sync; tests/formulas/test_training_step_kernels.py), and on CUDA each of the other 8 launches
+``multi_tensor_apply``'s chunked kernels (ATen native/cuda/MultiTensorApply.cuh: a launch per 320 chunks of 65,536
+elements or per 110-30 tensors by depth): about 210 launches for Qwen2.5-0.5B's 290 tensors, 4.1 ms at tau_host,
+under its optimizer step's device time (5.1 ms in bf16). torch's ``_default_to_fused_or_foreach`` (torch 2.13.0
+torch/optim/optimizer.py L161-186) picks foreach only on the devices of torch/utils/_foreach_utils.py L8-10.
 """
 
 from __future__ import annotations
@@ -123,6 +158,26 @@ def rmsnorm_kernels(half: bool, weight_trained: bool) -> tuple[int, int]:
     return (8 if half else 6), 12 + (2 if half else 0) + (2 if weight_trained else 0)
 
 
+# the linears reading a norm's output (the layer's fp32 stream under autocast over fp32 weights, eq. K6)
+NORM_INPUT_LINEARS = frozenset(("q", "k", "v", "gate", "up"))
+
+
+def autocast_cast_kernels(linears: Sequence[Linear], rotary: bool) -> tuple[int, int]:
+    """(forward, backward) cast kernels ``torch.autocast`` adds to one eager decoder layer whose weights and residual
+    stream are fp32 (eq. K6), beside K2/K3 with fp32 norms. ``linears``: (name, trained, bias) as in
+    :func:`layer_kernels`."""
+    n_w = sum(1 + (1 if bias else 0) for _, _, bias in linears)
+    n_in = sum(1 for name, _, _ in linears if name in NORM_INPUT_LINEARS)
+    rot = 1 if rotary else 0
+    return n_w + n_in + 2 * rot, n_w + n_in + 6 * rot + 2
+
+
+def recompute_skipped_kernels(linears: Sequence[Linear]) -> int:
+    """Kernels of a layer's forward that an early-stopping non-reentrant checkpoint does not run again (eq. K2'):
+    the last GEMM and the residual add, and after a last lora_B its scale ``mul`` and ``add``."""
+    return 2 + (2 if linears and linears[-1][0].endswith("lora_B") else 0)
+
+
 def layer_kernels(w: LayerWidths, linears: Sequence[Linear], compiled: bool, norms_trained: bool,
                   half: bool = True) -> tuple[int, int]:
     """(forward, backward) kernels one decoder layer launches: eqs. (K2)/(K3) eager, the fused kernels of
@@ -150,16 +205,22 @@ def layer_kernels(w: LayerWidths, linears: Sequence[Linear], compiled: bool, nor
 
 
 def head_kernels(compiled: bool, head_trained: bool, embedding_trained: bool, layernorm: bool,
-                 half: bool = True, loss: str = "ce", rotary: bool = True, loss_compiled: bool | None = None) -> int:
+                 half: bool = True, loss: str = "ce", rotary: bool = True, loss_compiled: bool | None = None,
+                 autocast: bool = False) -> int:
     """Kernels outside the decoder layers, forward and backward: the embedding lookup (and its dense gradient when
     it trains), the rotary cos/sin tables (``LlamaRotaryEmbedding.forward``: positions, ``inv_freq @ positions``,
     ``cat``, ``cos``, ``sin``, the attention scaling and the casts: 14, once per forward), the final norm, the head
-    GEMM (dX, and dW when it trains) and the loss (eager ``ForCausalLMLoss``: the logits' fp32 cast, the labels'
-    ``pad``, ``_log_softmax``, ``nll_loss``; backward two ``zeros`` fills, ``nll_loss_backward``,
-    ``_log_softmax_backward_data`` and the cast back: 9; compiled: one fused kernel each way; 'cut-ce' fuses head
-    and loss into one kernel each way; 'fused-xentropy' is counted as the eager loss's 9: flash-attn's kernel each way
-    with its ignore-index masks and the mean's reductions are about as many). ``loss_compiled``: whether the loss is compiled too (None: as the rest)."""
-    n = 1 + (1 if embedding_trained else 0) + (14 if rotary else 0)
+    GEMM (dX, and dW when it trains), the backward's seed (``ones_like``: 1) and the loss (eager
+    ``ForCausalLMLoss``: the logits' fp32 cast, the labels' ``pad``, ``_log_softmax``, ``nll_loss``; backward two
+    ``zeros`` fills, ``nll_loss_backward``, ``_log_softmax_backward_data`` and the cast back: 9; compiled: one fused
+    kernel each way; 'cut-ce' fuses head and loss into one kernel each way; 'fused-xentropy' is counted as the eager
+    loss's 9: flash-attn's kernel each way with its ignore-index masks and the mean's reductions are about as many).
+    ``loss_compiled``: whether the loss is compiled too (None: as the rest). ``autocast``: fp32 weights under
+    torch.autocast, eager (eq. K6): the head weight's cast and two gradient casts, the rotary tables' two casts
+    no-ops (+1), the final norm in fp32 (pass ``half`` False)."""
+    # the embedding, its gradient when it trains, the rotary tables, and the backward's seed: ``loss.backward()`` fills
+    # the loss's gradient with ``ones_like`` (torch/autograd/__init__.py ``_make_grads``)
+    n = 1 + (1 if embedding_trained else 0) + (14 if rotary else 0) + 1
     if compiled:
         n += 2
     else:
@@ -168,6 +229,8 @@ def head_kernels(compiled: bool, head_trained: bool, embedding_trained: bool, la
     if loss == "cut-ce":
         return n + 2
     n += 1 + (2 if head_trained else 1)
+    if autocast and not compiled:
+        n += 1 + 2 - (2 if rotary else 0)
     return n + (2 if (compiled if loss_compiled is None else loss_compiled) else 9)
 
 
@@ -267,9 +330,12 @@ def overlapped_seconds(device_seconds: float, host: float) -> float:
 
 
 def step_kernels(widths: Sequence[LayerWidths], linears: Sequence[Sequence[Linear]], compiled: bool,
-                 norms_trained: bool, recomputed_layers: int, head: int, half: bool = True) -> int:
+                 norms_trained: bool, recomputed_layers: int, head: int, half: bool = True,
+                 early_stop: bool = False, autocast: bool = False) -> int:
     """Kernels of one micro-step: every decoder layer's forward and backward (K2/K3), the forward again for
-    ``recomputed_layers`` checkpointed layers (their mean forward count), and ``head`` (:func:`head_kernels`)."""
+    ``recomputed_layers`` checkpointed layers (their mean forward count; ``early_stop``: an early-stopping
+    non-reentrant checkpoint's, eq. K2', eager), and ``head`` (:func:`head_kernels`). ``autocast``: fp32 weights
+    under torch.autocast, eager: each layer's casts (eq. K6), its norms in fp32."""
     if len(widths) != len(linears) or not widths:
         raise InputError("one set of linears per decoder layer is needed")
     if recomputed_layers < 0:
@@ -279,9 +345,14 @@ def step_kernels(widths: Sequence[LayerWidths], linears: Sequence[Sequence[Linea
     alike = tally(keys)
     first = dict(zip(keys, zip(widths, linears, strict=True), strict=True))
     fwd_sum = total = 0
+    amp = autocast and not compiled
     for key, n in alike.items():
-        f, b = layer_kernels(*first[key], compiled, norms_trained, half)
-        fwd_sum += n * f
+        w, lin = first[key]
+        f, b = layer_kernels(w, lin, compiled, norms_trained, half and not amp)
+        if amp:
+            cf, cb = autocast_cast_kernels(lin, w.rotary)
+            f, b = f + cf, b + cb
+        fwd_sum += n * (f - (recompute_skipped_kernels(lin) if early_stop and not compiled else 0))
         total += n * (f + b)
     return total + round(fwd_sum * recomputed_layers / len(widths)) + head
 
