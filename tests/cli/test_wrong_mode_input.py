@@ -159,7 +159,8 @@ def test_host_device_is_checked_even_when_no_layer_runs_on_the_cpu(extra, named)
 # ------------------------------------------------------------------------- a training option on a serving command
 
 @pytest.mark.parametrize("flags", [["--method", "lora"], ["--optimizer", "adamw"], ["--micro-batch", "4"],
-                                   ["--grad-checkpointing", "full"], ["--zero", "3"]])
+                                   ["--grad-checkpointing", "full"], ["--zero", "3"],
+                                   ["--batch", "4"], ["--seq", "4096"]])  # train's spellings of micro_batch, seq_len
 def test_a_training_option_on_infer_points_at_training(flags):
     """`infer --method lora`: a flag of `train` (the train parser takes it) that serving has not. Before, argparse's
     closest spelling ("did you mean '--metric'"); now where training is sized, from the table the Python API's

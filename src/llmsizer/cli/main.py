@@ -105,10 +105,15 @@ def training_elsewhere() -> str:
 
 
 def _training_words(options: list[str]) -> list[str]:
-    """The unknown ``options`` that name a training field (InferenceWorkload.ELSEWHERE, by their field spelling:
-    --micro-batch is micro_batch), which no serving command takes."""
+    """The unknown ``options`` that name a training field (InferenceWorkload.ELSEWHERE), by their field spelling
+    (--micro-batch is micro_batch) or as `train` spells them (--batch, --seq: the dest of train's flag)."""
     from ..specs.workload import InferenceWorkload
-    return [o for o in options if o[2:].replace("-", "_") in InferenceWorkload.ELSEWHERE]
+    field = {o: o[2:].replace("-", "_") for o in options}
+    if not all(f in InferenceWorkload.ELSEWHERE for f in field.values()):  # train's own spellings (an error path)
+        sub = next(a for a in build_parser(["train"])._actions if isinstance(a, argparse._SubParsersAction))
+        dest = {o: a.dest for a in sub.choices["train"]._actions for o in a.option_strings}
+        field = {o: f if f in InferenceWorkload.ELSEWHERE else dest.get(o, f) for o, f in field.items()}
+    return [o for o in options if field[o] in InferenceWorkload.ELSEWHERE]
 
 
 def usage_message(parser: argparse.ArgumentParser, message: str) -> str:

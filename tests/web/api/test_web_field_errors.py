@@ -57,7 +57,8 @@ def test_the_field_is_the_bodys_key_and_the_flag_on_the_cli(client, key: str) ->
 
 @pytest.mark.parametrize(("body", "flags"), [({"method": "lora"}, ("--method", "lora")),
                                              ({"micro_batch": 4}, ("--micro-batch", "4")),
-                                             ({"optimizer": "adamw"}, ("--optimizer", "adamw"))])
+                                             ({"optimizer": "adamw"}, ("--optimizer", "adamw")),
+                                             ({"batch": 4}, ("--batch", "4"))])
 def test_a_training_field_on_infer_points_at_training(client, body, flags) -> None:
     """A training field in an /infer body: a 400 naming the field, with the CLI's words for `infer --method lora`
     (where training is sized, not argparse's closest serving option). The usage part before them spells the
