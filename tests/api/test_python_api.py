@@ -349,5 +349,9 @@ def test_a_training_word_given_to_an_inference_question_points_at_training() -> 
     for kw in ({"train": True}, {"method": "lora"}, {"micro_batch": 4}):
         with pytest.raises(InputError, match="fit_training / estimate_training"):
             llmsizer.fit("qwen2.5-7b", "h100-sxm", 1, **kw)
+        # the words the CLI and the web API say to `infer --method lora` (tests/cli/test_wrong_mode_input.py)
+        with pytest.raises(InputError, match=f"has no field '{next(iter(kw))}'; a training option: training is "
+                                             "sized by `llmsizer train` or `llmsizer fit --train`"):
+            llmsizer.estimate_inference("qwen2.5-7b", **kw)
     with pytest.raises(InputError, match="did you mean 'context'"):
         llmsizer.fit("qwen2.5-7b", "h100-sxm", 1, contxt=4096)

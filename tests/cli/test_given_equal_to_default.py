@@ -72,3 +72,32 @@ def test_python_api_records_what_was_passed() -> None:
     # a copy keeps the original's record: a field a tool changes is not the user's
     assert dataclasses.replace(w, seq_len=4096).given == frozenset({"micro_batch"})
     assert InferenceWorkload(attention="sdpa").given == frozenset({"attention"})
+
+
+def assumed(args: list[str]) -> dict[str, tuple[object, bool]]:
+    data = json.loads(run(*args, "--json").stdout)
+    return {a["name"]: (a["value"], a["default"]) for a in data["assumptions"]}
+
+
+@pytest.mark.parametrize("engine", ["vllm", "transformers", "sglang"])
+def test_infer_names_the_given_concurrency_and_tensor_parallel_degree(engine: str) -> None:
+    """Every input the answer used is in its assumptions, a given one marked given: before, `infer --concurrency 8
+    --tp 2` listed neither (only the defaults were named), so the answer did not say what it was sized for."""
+    got = assumed(["infer", "llama-3.1-8b", "--engine", engine, "--concurrency", "8", "--tp", "2",
+                   "--context", "8192"])
+    assert got["concurrency"] == (8, False) and got["tensor_parallel"] == (2, False), got
+    assert got["context"] == (8192, False), got
+    got = assumed(["infer", "llama-3.1-8b", "--engine", engine, "--concurrency", "1", "--tp", "1"])
+    assert got["concurrency"] == (1, False) and got["tensor_parallel"] == (1, False), got  # given, = the default
+    got = assumed(["infer", "llama-3.1-8b", "--engine", engine])
+    assert got["concurrency"] == (1, True) and got["context"] == (4096, True) and "tensor_parallel" not in got, got
+
+
+def test_fit_names_the_given_concurrency_not_one_replicas_share() -> None:
+    """fit over 2 devices at TP 1 runs 2 replicas, each estimated at half the load; the answer's assumption is the
+    concurrency the user gave (8), not a replica's (4)."""
+    import llmsizer
+    r = llmsizer.fit("llama-3.1-8b", "h100-sxm", 2, concurrency=8, context="8k", tensor_parallel=1)
+    named = {a.name: (a.value, a.default) for a in r.all_assumptions}
+    assert named["concurrency"] == (8, False) and named["context"] == (8192, False), named
+    assert r.estimate is not None and r.estimate.details["concurrency"] == 4  # one replica's share (the estimate's)

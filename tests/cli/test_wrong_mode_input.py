@@ -154,3 +154,70 @@ def test_python_dash_m_llmsizer_is_the_cli():
 def test_host_device_is_checked_even_when_no_layer_runs_on_the_cpu(extra, named):
     err = one_line_error(run_cli("fit", "qwen2.5-0.5b", "--device", "rtx-4090", *extra))
     assert named in err, err
+
+
+# ------------------------------------------------------------------------- a training option on a serving command
+
+@pytest.mark.parametrize("flags", [["--method", "lora"], ["--optimizer", "adamw"], ["--micro-batch", "4"],
+                                   ["--grad-checkpointing", "full"], ["--zero", "3"],
+                                   ["--batch", "4"], ["--seq", "4096"]])  # train's spellings of micro_batch, seq_len
+def test_a_training_option_on_infer_points_at_training(flags):
+    """`infer --method lora`: a flag of `train` (the train parser takes it) that serving has not. Before, argparse's
+    closest spelling ("did you mean '--metric'"); now where training is sized, from the table the Python API's
+    refusal reads (InferenceWorkload.ELSEWHERE)."""
+    from llmsizer.cli.main import build_parser
+    train = next(a for a in build_parser(["train"])._actions if a.dest == "command").choices["train"]
+    assert any(flags[0] in a.option_strings for a in train._actions)  # a real training flag
+    err = one_line_error(run_cli("infer", "llama-3.1-8b", *flags))
+    assert f"{flags[0]} is a training option" in err and "did you mean" not in err, err
+    assert "`llmsizer train`" in err and "`llmsizer fit --train`" in err, err
+
+
+def test_several_training_options_are_named_in_one_line():
+    err = one_line_error(run_cli("infer", "llama-3.1-8b", "--optimizer", "adamw", "--rank", "8"))
+    assert "--optimizer is a training option" in err and "(so is --rank)" in err, err
+
+
+def test_a_misspelt_serving_option_still_gets_did_you_mean():
+    err = one_line_error(run_cli("infer", "llama-3.1-8b", "--metod", "x"))
+    assert "did you mean '--metric'" in err and "training" not in err, err
+
+
+# ------------------------------------------------------------------------- an engine setting another engine does not read
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang", "llamacpp"])
+def test_attention_on_an_engine_that_does_not_read_it_is_refused(engine):
+    """--attention is transformers' attn_implementation (estimate/inference/hf_transformers.py is the only serving
+    profile that reads it); before, `--engine vllm --attention eager` answered exit 0 with the same numbers."""
+    w = ["--weights", "q4_k_m"] if engine == "llamacpp" else []
+    err = one_line_error(run_cli("infer", "llama-3.1-8b", "--engine", engine, "--attention", "eager", *w))
+    assert err == f"llmsizer: error: --attention applies to engine transformers, not {engine}\n", err
+    import llmsizer
+    from llmsizer.errors import FieldError
+    with pytest.raises(FieldError, match=f"^attention applies to engine transformers, not {engine}$") as e:
+        llmsizer.estimate_inference("llama-3.1-8b", engine=engine, attention="eager", weights=w[1] if w else None)
+    assert e.value.field == "attention"
+
+
+def test_attention_on_the_default_engine_that_does_not_read_it_is_refused():
+    """No engine named: the device's default engine decides (vLLM on an H100), so the setting is refused for it
+    in infer, fit and the Python API alike; on transformers it answers and is named as given."""
+    import llmsizer
+    from llmsizer.errors import FieldError
+    err = one_line_error(run_cli("infer", "llama-3.1-8b", "--device", "h100-sxm", "--attention", "eager"))
+    assert "--attention applies to engine transformers, not vllm" in err, err
+    err = one_line_error(run_cli("fit", "llama-3.1-8b", "--device", "h100-sxm", "--attention", "eager"))
+    assert "--attention applies to engine transformers, not vllm" in err, err
+    with pytest.raises(FieldError, match="^attention applies to engine transformers, not vllm$"):
+        llmsizer.fit("llama-3.1-8b", "h100-sxm", 1, attention="eager")
+    est = llmsizer.estimate_inference("llama-3.1-8b", engine="transformers", attention="eager")
+    assert [(a.value, a.default) for a in est.assumptions if a.name == "attention"] == [("eager", False)]
+    r = run_cli("infer", "llama-3.1-8b", "--engine", "transformers", "--attention", "eager")
+    assert r.returncode == 0 and "attention=eager;" in r.stdout, r.stderr
+
+
+def test_recommend_asks_for_the_engine_of_an_attention():
+    """recommend's candidates may each run another engine: an engine setting needs its engine named (the rule of
+    every ENGINE_SETTINGS field)."""
+    err = one_line_error(run_cli("recommend", "llama-3.1-8b", "--attention", "eager"))
+    assert "attention applies to engine transformers" in err, err

@@ -162,7 +162,8 @@ def test_recommend_refuses_a_setting_of_another_engine_with_fits_words(setting: 
 def test_default_context_concurrency_and_output_are_named_in_the_assumptions(argv: tuple[str, ...]) -> None:
     """`infer llama-3.1-8b` sized a KV cache of 4096 tokens x 1 sequence and `fit` timed a TTFT over 3840 prompt
     tokens, and neither named context, concurrency (nor, on fit, the output tokens) among the assumptions, which
-    name every other default (weights, kv_dtype, ...). Given, they are not marked as defaults."""
+    name every other default (weights, kv_dtype, ...). Given, they are named as given, not marked as defaults
+    (cliwords: every input the answer used is named; before, a given one was left out)."""
     _, out, _ = run(*argv)
     line = next(ln for ln in out.splitlines() if ln.startswith("assumptions: "))
     assert "context=4096 (default)" in line and "concurrency=1 (default)" in line, line
@@ -170,4 +171,6 @@ def test_default_context_concurrency_and_output_are_named_in_the_assumptions(arg
         assert "output_tokens=256 (default)" in line, line
     _, out, _ = run(*argv, "--context", "4096", "--concurrency", "1", "--output-tokens", "256")
     line = next(ln for ln in out.splitlines() if ln.startswith("assumptions: "))
-    assert "context=" not in line and "concurrency=1" not in line and "output_tokens=256 (default)" not in line, line
+    assert "context=4096;" in line and "concurrency=1;" in line, line
+    assert "(default)" not in "".join(x for x in line.split("; ") if x.startswith(("context=", "concurrency=",
+                                                                                    "output_tokens="))), line

@@ -47,3 +47,29 @@ def test_auto_has_no_size_until_resolved() -> None:
     assert resolve_kv_dtype("fp8", "fp32") == "fp8"
     with pytest.raises(InputError, match="auto"):
         kv_dtype_bytes("auto")
+
+
+def _backend_warning(kv_dtype: str) -> str:
+    est = estimate_inference("llama-3.1-8b", engine="transformers", kv_dtype=kv_dtype)
+    return next(w for w in est.warnings if "QuantizedCache" in w or "a backend transformers lacks" in w)
+
+
+def test_the_transformers_kv_warning_names_the_backend_transformers_has() -> None:
+    """The warning names the QuantizedCache backend that stores each dtype, checked against transformers' own
+    cache_utils.py: an fp8 cache is its fp8 backend (float8_e4m3fn), not quanto/HQQ, which store integers (quanto
+    2 or 4 bits, HQQ 1-8); an int8 cache is HQQ's nbits=8; e5m2 has no backend. Before: "quanto/HQQ" for fp8."""
+    import inspect
+    torch = pytest.importorskip("torch")
+    cu = pytest.importorskip("transformers.cache_utils")
+    if not hasattr(cu, "Fp8QuantizedLayer"):
+        pytest.skip("a transformers release before the fp8 QuantizedCache backend")
+    assert cu.Fp8QuantizedLayer.fp8_dtype is torch.float8_e4m3fn
+    assert '"fp8"' in inspect.getsource(cu.QuantizedCache.__init__)
+    assert "nbits not in [2, 4]" in inspect.getsource(cu.QuantoQuantizedLayer.__init__)
+    assert "nbits not in [1, 2, 3, 4, 8]" in inspect.getsource(cu.HQQQuantizedLayer.__init__)
+    for fp8 in ("fp8", "fp8_e4m3"):
+        w = _backend_warning(fp8)
+        assert "backend='fp8'" in w and "float8_e4m3fn" in w and "quanto/HQQ" not in w, w
+    assert "backend='hqq', nbits=8" in _backend_warning("int8")
+    w = _backend_warning("fp8_e5m2")
+    assert "backend='fp8'" not in w and "float8_e4m3fn only" in w, w

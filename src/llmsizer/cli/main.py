@@ -83,6 +83,11 @@ def _with_suggestion(parser: argparse.ArgumentParser, message: str) -> str:
     if message.startswith(_UNRECOGNIZED):
         options = _option_strings(_invoked(parser, getattr(parser, "argv", None)))
         words = [w.split("=", 1)[0] for w in message[len(_UNRECOGNIZED):].split() if w.startswith("--")]
+        training = _training_words(words)
+        if training:  # `infer --method lora`: not a misspelt serving option but another question's (no "--metric")
+            more = training[1:]
+            also = f" (so {'is' if len(more) == 1 else 'are'} {', '.join(more)})" if more else ""
+            return message + f"; {training[0]} is {training_elsewhere()}{also}"
         # the one option a typed prefix starts (the one argparse's abbreviation took), else the closest spelling
         hits = {w: " or ".join(map(repr, h)) for w in words for h in [_prefix_or_close(w, options)] if h}
         if len(hits) == 1:
@@ -90,6 +95,25 @@ def _with_suggestion(parser: argparse.ArgumentParser, message: str) -> str:
         if hits:
             return message + "; did you mean " + ", ".join(f"{h} for {w!r}" for w, h in hits.items()) + "?"
     return message
+
+
+def training_elsewhere() -> str:
+    """Where a training word is asked instead: InferenceWorkload.ELSEWHERE's text (the one table the Python API's
+    refusal reads), imported only when a command line holds an unknown option."""
+    from ..specs.workload import TRAINING_ELSEWHERE
+    return TRAINING_ELSEWHERE
+
+
+def _training_words(options: list[str]) -> list[str]:
+    """The unknown ``options`` that name a training field (InferenceWorkload.ELSEWHERE), by their field spelling
+    (--micro-batch is micro_batch) or as `train` spells them (--batch, --seq: the dest of train's flag)."""
+    from ..specs.workload import InferenceWorkload
+    field = {o: o[2:].replace("-", "_") for o in options}
+    if not all(f in InferenceWorkload.ELSEWHERE for f in field.values()):  # train's own spellings (an error path)
+        sub = next(a for a in build_parser(["train"])._actions if isinstance(a, argparse._SubParsersAction))
+        dest = {o: a.dest for a in sub.choices["train"]._actions for o in a.option_strings}
+        field = {o: f if f in InferenceWorkload.ELSEWHERE else dest.get(o, f) for o, f in field.items()}
+    return [o for o in options if field[o] in InferenceWorkload.ELSEWHERE]
 
 
 def usage_message(parser: argparse.ArgumentParser, message: str) -> str:

@@ -70,7 +70,7 @@ from ..specs.training import (
     TRAIN_ATTENTION_KERNELS,
     ZERO_GRADS,
 )
-from ..specs.workload import ENGINE_RULE_TEXT, MEMORY_METRICS, OUTPUT_TOKENS
+from ..specs.workload import DEFAULT_ATTENTION, ENGINE_RULE_TEXT, MEMORY_METRICS, OUTPUT_TOKENS
 from ..units import MiB, parse_image_size
 from .common import argtype, bytes_in, count_in, float_arg, int_arg, list_of, share_in, tokens_arg, tokens_in
 
@@ -135,7 +135,7 @@ def add_metric_arg(p: argparse.ArgumentParser | Any) -> None:
 
 def add_attention_arg(p: argparse.ArgumentParser | Any) -> None:
     p.add_argument("--attention", choices=TRAIN_ATTENTION,
-                   help=f"attention kernel (default {IW.attention}); flex (torch FlexAttention on a BlockMask, "
+                   help=f"attention kernel (default {DEFAULT_ATTENTION}; serving: engine transformers only); flex (torch FlexAttention on a BlockMask, "
                         "torchtune's packed path) for training only, on a GPU")
 
 

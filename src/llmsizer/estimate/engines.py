@@ -130,13 +130,36 @@ TRANSFORMERS = EngineProfile(
            "models/deepseek_v3/modeling_deepseek_v3.py caches [B, 1, T, kv_lora_rank] and [B, 1, T, qk_rope_head_dim]",
     prefill_keeps_full_prompt=True,
     kv_dtypes=TORCH_KV_DTYPES,
-    kv_dtypes_source="transformers cache_utils.py: DynamicCache in the activation dtype, QuantizedCache "
-                     "(quanto/HQQ integer backends); no GGML block types",
+    kv_dtypes_source="transformers 5.24 cache_utils.py: DynamicCache in the activation dtype; QuantizedCache "
+                     "backends (transformers_kv_backend): fp8 (float8_e4m3fn), quanto (int2/int4), HQQ (1-8 bit "
+                     "integers); no GGML block types",
     conv_state_window=1, state_dtypes=("model", "fp32"),
     state_source="transformers 5.24 cache_utils.py LinearAttentionLayer.lazy_initialization L1226-1230 (conv state "
                  "[B, channels, d_conv] in the activation dtype), update_recurrent_state L1284-1298 (zeros_like the "
                  "mixer's fp32 state; measured in tests/formulas/test_recurrent_state_forward.py)",
 )
+# The QuantizedCache backend of transformers that stores a KV cache of each dtype other than the activation dtype
+# (transformers 5.24.0 src/transformers/cache_utils.py): QuantizedCache(backend=...) L2162-2245 picks the layer
+# class; Fp8QuantizedLayer L1009-1076 stores float8_e4m3fn (L1018) with one scale per tensor, frozen at the first
+# update (no residual window); QuantoQuantizedLayer L897-949 takes nbits 2 or 4 only (L927: qint2/qint4, L938);
+# HQQQuantizedLayer L952-1006 takes nbits 1, 2, 3, 4 or 8 (L975). The integer backends keep the last
+# residual_length (128) tokens in the activation dtype (QuantizedLayer L786-894), which the estimate does not add.
+_TRANSFORMERS_KV_BACKEND = {
+    "fp8": "QuantizedCache(backend='fp8') (Fp8QuantizedLayer: float8_e4m3fn, one scale per tensor)",
+    "fp8_e4m3": "QuantizedCache(backend='fp8') (Fp8QuantizedLayer: float8_e4m3fn, one scale per tensor)",
+    "fp8_e5m2": "a backend transformers lacks: its fp8 backend stores float8_e4m3fn only, and quanto and HQQ store "
+                "integers",
+    "int8": "QuantizedCache(backend='hqq', nbits=8) (quanto takes 2 or 4 bits only; the last 128 tokens stay in the "
+            "activation dtype)",
+}
+
+
+def transformers_kv_backend(kv_dtype: str) -> str:
+    """What stores a KV cache of the canonical dtype ``kv_dtype`` in transformers, beside its default DynamicCache
+    (activation dtype): the QuantizedCache backend, read from transformers' cache_utils.py (above)."""
+    return _TRANSFORMERS_KV_BACKEND.get(kv_dtype, "a QuantizedCache backend")
+
+
 VLLM = EngineProfile(
     name="vllm", mla_mode="latent", window_extra=-1, block_size=16, kv_dtype_default="model",
     dsa_indexer_cache="fp8_scaled",

@@ -29,7 +29,7 @@ from ..models import load_model
 from ..numbers import CONCURRENCY, COUNT, DEVICE_MEMORY, LLAMACPP_GPUS, check_number
 from ..result import Assumption, Estimate, Notes
 from ..specs import InferenceWorkload, ModelSpec, TrainingWorkload
-from ..specs.workload import INFERENCE_NUMBERS, normalize_engine, prompt_and_output, read_number
+from ..specs.workload import DEFAULT_ATTENTION, INFERENCE_NUMBERS, normalize_engine, prompt_and_output, read_number
 from . import efficiency as E
 from . import ranges as R
 from .device import (
@@ -640,16 +640,22 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
     on_cpu = workload_device_kind(device) == "cpu"
     dev = device_fields(device)
 
+    def sharded(t: int) -> dict[str, Any]:
+        """The degree the fit chose, passed only when it shards (the estimate names a tensor_parallel it is given
+        as the user's)."""
+        return {"tensor_parallel": t} if t > 1 else {}
+
     def sized(t: int) -> Estimate:
         """The memory estimate of one replica at tensor parallelism ``t`` (its share of the load)."""
         per = per_replica(concurrency, 1 if split else n // t)  # the fullest replica's: its memory and speed are reported
         return with_serving_notes(estimate_inference(
             spec, **{**given, **({"concurrency": per} if "concurrency" in given else {})}, output_tokens=output_tokens,
-            weights=weights, engine=eng, device=dev["device"], gpu_runtime=dev["gpu_runtime"], tensor_parallel=t,
+            weights=weights, engine=eng, device=dev["device"], gpu_runtime=dev["gpu_runtime"],
+            **sharded(t),
             kv_dtype=kv_dtype, memory=usable, headroom=headroom, **workload), est_notes)
 
     models: dict[tuple[Any, ...], SpeedLayout] = {}  # speed.speed_model per workload (the same at every t)
-    attention = str(workload.get("attention", "sdpa"))  # transformers' attn_implementation (hf_cache_traffic H2-H3)
+    attention = str(workload.get("attention") or DEFAULT_ATTENTION)  # transformers' attn_implementation (hf_cache_traffic H2-H3)
     links: list[float | None] = []
 
     def speed_work(det: dict[str, Any]) -> tuple[Any, ...]:
@@ -745,6 +751,8 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
             tp, n, per_node, concurrency, within, across, layout_tps, fitted,
             f"each degree divides the {n} devices and the {spec.num_heads} attention heads, the {spec.num_kv_heads} KV "
             "heads split or replicated evenly (vLLM's rule)") + "; " + spread))
+    elif tp > 1:  # the one degree the devices allow: the fit's, not the user's (the estimate was passed it)
+        assumptions.append(Assumption("tensor_parallel", tp, True, f"the one degree the {n} devices allow; {spread}"))
     # each layout ranked, fastest first (the choice above), with the memory per device its verdict compared with the
     # budget (``verdict_need``): the text's line; none where there was no ranking (one degree, or a device the speed
     # model cannot time)
@@ -762,6 +770,9 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
     sizing = {"context", "concurrency"} - given.keys()  # (the set once, not once per assumption; none when both given)
     if sizing:
         assumptions.extend(a for a in est.assumptions if a.default and a.name in sizing)
+    # a given one as given: the workload's (the estimate's concurrency is one replica's share of it)
+    read = {"context": context, "concurrency": concurrency}  # as read ("8k" -> 8192)
+    assumptions.extend(Assumption(k, read[k], False, "given") for k in given)
     if "media_tokens" in d:
         assumptions.append(Assumption("media_tokens", d["media_tokens"], False, "image/video tokens per sequence, "
                                       f"added to the {context} text tokens (estimate/inference/media.py)"))

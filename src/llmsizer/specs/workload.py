@@ -60,6 +60,13 @@ DEVICES = ("gpu", "cpu")
 # estimate/device.py ``device_fields``). A CPU (device 'cpu') has neither.
 GPU_RUNTIMES = ("cuda", "metal", "rocm", "hpu", "xla")  # estimate/device.py gpu_runtime
 ATTENTION_IMPLS = ("sdpa", "flash", "eager")
+# the attention a serving workload runs when none is given: transformers' default attn_implementation (only
+# transformers reads the setting: ENGINE_SETTINGS)
+DEFAULT_ATTENTION = "sdpa"
+# where a training word given to a serving question is asked instead (InferenceWorkload.ELSEWHERE: the Python API,
+# the command line and the web API say this one text)
+TRAINING_ELSEWHERE = ("a training option: training is sized by `llmsizer train` or `llmsizer fit --train` (Python: "
+                      "llmsizer.fit_training / estimate_training)")
 DTYPES = ("bf16", "fp16", "fp32")
 # InferenceWorkload fields that only some engines' profiles read -> those engines (one home: the workload's own
 # check refuses them on another engine, and ``recommend``, whose candidates may each run another engine, asks for
@@ -75,6 +82,9 @@ ENGINE_SETTINGS: dict[str, tuple[str, ...]] = {
     "fit_target": ("llamacpp",),  # llama.cpp --fit-target: bytes kept free per GPU (estimate/verdict.py eq. 1')
     # the pool engines' override of the model's window (estimate/context_window.py); a flag, unset when False
     "allow_long_context": ("vllm", "sglang"),
+    # transformers' attn_implementation: the [b, heads, s, s] scores of eager (estimate/inference/hf_transformers.py);
+    # vLLM, SGLang and llama.cpp pick their own attention kernels and the estimate models none of them by name
+    "attention": ("transformers",),
 }
 LLAMACPP_SPLIT_FIELDS = ("split_mode", "tensor_split", "n_cpu_moe")
 ENGINE_FLAGS = ("allow_long_context",)  # engine settings that are flags: unset is None or False
@@ -261,9 +271,9 @@ class InferenceWorkload:
                    "precision": "dtype"}  # a request file's inference job says precision (request/fields.py)
     # training's words: a Python caller sizing a fine-tune through fit / estimate_inference is sent to training's
     # entry points (specs/given.py)
+    # (cli/main.py says the same to `infer --method lora`, and so the web API to a field ``method``)
     ELSEWHERE = dict.fromkeys(("train", "method", "optimizer", "micro_batch", "seq_len", "grad_checkpointing",
-                               "grad_accumulation", "rank", "lora", "zero"),
-                              "training is sized by llmsizer.fit_training / estimate_training (CLI: train, fit --train)")
+                               "grad_accumulation", "rank", "lora", "zero"), TRAINING_ELSEWHERE)
     context: int = 4096
     concurrency: int = 1
     output_tokens: int | None = None
@@ -277,7 +287,7 @@ class InferenceWorkload:
     headroom: float | None = None
     fit_target: int | None = None  # llama.cpp --fit-target: bytes kept free per GPU (estimate/verdict.py eq. 1')
     metric: str | None = None  # 'allocated' | 'reserved' | 'nvidia-smi' (estimate/allocator.py); None: device total
-    attention: str = "sdpa"
+    attention: str | None = None  # transformers' attn_implementation (ENGINE_SETTINGS); None: DEFAULT_ATTENTION
     dtype: str | None = None  # compute dtype for activations and unquantized tensors: bf16 | fp16 | fp32
     group_size: int = 128  # GPTQ/AWQ group when none is stated: formulas/weight_formats.py GROUP_SIZE_DEFAULT
     paged_block_size: int | None = None
@@ -328,7 +338,7 @@ class InferenceWorkload:
         for name, value, allowed in (("engine", self.engine, ENGINES), ("device", self.device, DEVICES),
                                      ("attention", self.attention, ATTENTION_IMPLS),
                                      ("gpu_runtime", self.gpu_runtime, GPU_RUNTIMES)):
-            if value not in allowed and not (name == "engine" and value is None):
+            if value not in allowed and not (name in ("engine", "attention") and value is None):
                 raise InputError(unknown_choice(name, value, allowed))
         if self.dtype is not None and self.dtype not in DTYPES:
             raise InputError(unknown_choice("dtype", self.dtype, DTYPES))

@@ -201,6 +201,10 @@ def train_advanced(names_on_page: set[str]) -> tuple[list[argparse.Action], str]
 # which every engine but llama.cpp shards the weights over (estimate/inference/compose.py refuses tensor_parallel > 1
 # on llama.cpp: it splits layers or rows over --gpus instead)
 ENGINE_COUNTS = {"gpus": ("llamacpp",), "tensor_parallel": tuple(e for e in ENGINES if e != "llamacpp")}
+# ENGINE_SETTINGS fields the serving tab does not offer: attention (transformers' attn_implementation; the form's one
+# attention control is the training tab's, state.js TRAIN_AS, whose choices hold flex, which serving refuses). The
+# API, the CLI, request files and Python take it, and refuse it on an engine that does not read it.
+NOT_ON_SERVING_TAB = ("attention",)
 # the serving tab's controls named apart from the training tab's (one form holds both; state.js SERVE_AS): flag dest
 # -> form name
 SERVE_FORM_NAME = {"gpus": "infer_gpus"}
@@ -225,7 +229,7 @@ def engine_settings(names_on_page: set[str]) -> tuple[list[argparse.Action], str
     p = _infer_parser()
     fmt = p._get_formatter()
     owned = {**ENGINE_COUNTS, **ENGINE_SETTINGS}
-    actions = [a for a in p._actions if a.option_strings and a.dest in owned
+    actions = [a for a in p._actions if a.option_strings and a.dest in owned and a.dest not in NOT_ON_SERVING_TAB
                and SERVE_FORM_NAME.get(a.dest, a.dest) not in names_on_page]
     rows = []
     for a in actions:

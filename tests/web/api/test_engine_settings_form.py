@@ -23,9 +23,11 @@ from llmsizer.specs.workload import ENGINE_SETTINGS
 pytest.importorskip("httpx")
 pytest.importorskip("fastapi")
 
-# ENGINE_SETTINGS fields that no control of the serving tab offers, and why (none today; anything else must be a
-# control of the tab)
-NOT_APPLICABLE: dict[str, str] = {}
+# ENGINE_SETTINGS fields that no control of the serving tab offers, and why (web/pages.py NOT_ON_SERVING_TAB; anything
+# else must be a control of the tab)
+NOT_APPLICABLE: dict[str, str] = {
+    "attention": "transformers' attn_implementation: the form's one attention control is the training tab's "
+                 "(state.js TRAIN_AS), whose choices hold flex, which serving refuses; the API field takes it"}
 # flags of `infer` whose --help says they are one engine's but are not ENGINE_SETTINGS fields: dest -> the section's
 # control for it (llama.cpp --gpus, the GPUs -sm / -ts split over; named apart from the training tab's 'gpus'; the
 # other engines' --tp, named by its dest apart from the training tab's 'tp': test_web_serving_tensor_parallel.py)
@@ -103,6 +105,11 @@ def test_every_engine_setting_is_a_control_of_the_serving_tab(client) -> None:
             assert c["attrs"]["type"] == "checkbox", name
         else:
             assert c["tag"] == "input" and c["attrs"]["type"] == "text", name
+
+
+def test_the_settings_left_off_the_tab_are_the_pages_own_list() -> None:
+    from llmsizer.web.pages import NOT_ON_SERVING_TAB
+    assert set(NOT_ON_SERVING_TAB) == set(NOT_APPLICABLE)
 
 
 def test_every_engine_flag_of_infer_is_a_setting_or_said_why_not(client) -> None:

@@ -21,6 +21,9 @@ CASES = [  # (body beside the model, the field given wrong, the same input on th
     ({"engine": "llamacpp", "n_cpu_moe": 3}, "n_cpu_moe", ("--engine", "llamacpp", "--n-cpu-moe", "3")),
     ({"engine": "llamacpp", "gpu_memory_utilization": 0.5}, "gpu_memory_utilization",
      ("--engine", "llamacpp", "--gpu-memory-utilization", "0.5")),
+    # transformers' attn_implementation, read by no other engine (before: vLLM answered, the field ignored)
+    ({"engine": "vllm", "attention": "eager"}, "attention", ("--engine", "vllm", "--attention", "eager")),
+    ({"device": "h100-sxm", "attention": "flash"}, "attention", ("--device", "h100-sxm", "--attention", "flash")),
 ]
 
 
@@ -50,3 +53,20 @@ def test_the_field_is_the_bodys_key_and_the_flag_on_the_cli(client, key: str) ->
     from llmsizer.estimate.fit import fit
     with pytest.raises(FieldError, match=r"^tensor_parallel 3 does not divide"):
         fit("llama-3.1-8b", "h100-sxm", 3, tensor_parallel=3)
+
+
+@pytest.mark.parametrize(("body", "flags"), [({"method": "lora"}, ("--method", "lora")),
+                                             ({"micro_batch": 4}, ("--micro-batch", "4")),
+                                             ({"optimizer": "adamw"}, ("--optimizer", "adamw")),
+                                             ({"batch": 4}, ("--batch", "4"))])
+def test_a_training_field_on_infer_points_at_training(client, body, flags) -> None:
+    """A training field in an /infer body: a 400 naming the field, with the CLI's words for `infer --method lora`
+    (where training is sized, not argparse's closest serving option). The usage part before them spells the
+    option as the API passed it to the parser (--method=lora)."""
+    r = client.post("/api/v1/infer", json={"model": "llama-3.1-8b", **body})
+    problem = r.json()
+    assert r.status_code == 400 and problem["field"] == next(iter(body)), problem
+    line = cli_error_line("infer", "llama-3.1-8b", *flags)
+    hint = line.split("; ", 1)[1]
+    assert hint.startswith(f"{flags[0]} is a training option") and "did you mean" not in hint, line
+    assert problem["detail"].split("; ", 1)[1] == hint, (problem, line)

@@ -105,7 +105,7 @@ def _kv_dtype(w: InferenceWorkload, profile: E.EngineProfile, dtype: str, acc: A
     check_engine_kv_dtype(profile.name, kvd)
     if profile.name == "transformers" and kv_dtype_name(kvd) not in ("fp32", "fp16", "bf16"):
         acc.warnings.append("transformers' default DynamicCache stores K/V in the activation dtype; a "
-                            f"{kvd} KV cache needs a QuantizedCache (quanto/HQQ backends)")
+                            f"{kvd} KV cache needs {E.transformers_kv_backend(kv_dtype_name(kvd))}")
     return kvd
 
 
@@ -307,10 +307,14 @@ def _estimate(spec: ModelSpec, w: InferenceWorkload) -> Estimate:
     acc = Acc()
     profile = E.PROFILES[str(w.engine)]
     acc.assumptions.append(Assumption("engine", w.engine, "engine" not in (w.given or ()), profile.description))
+    given = w.given or ()
+    # every input that sizes the KV cache and activations is named: given (as given) or the default
     for name, why in (("context", "tokens per sequence, prompt + output (InferenceWorkload's default)"),
                       ("concurrency", "sequences at once (InferenceWorkload's default)")):
-        if name not in (w.given or ()):  # a default that sizes the KV cache and activations is named
-            acc.assumptions.append(Assumption(name, getattr(w, name), True, why))
+        acc.assume(name, getattr(w, name), getattr(w, name) if name in given else None, why)
+    if w.tensor_parallel > 1 or "tensor_parallel" in given:  # the devices the weights and KV heads are split over
+        acc.assume("tensor_parallel", 1, w.tensor_parallel if "tensor_parallel" in given else None,
+                   "one device per replica (InferenceWorkload's default)")
     media = media_in_context(spec, w, acc)
     if media is not None:  # image/video tokens occupy the context like text (KV cache, prefill, admission)
         w = dataclasses.replace(w, context=w.context + media.tokens)

@@ -17,7 +17,7 @@ from ...formulas.kv_cache import cross_attention_kv, kv_dtype_bytes
 from ...formulas.tensor_parallel import kv_fraction_per_device, per_device
 from ...formulas.weight_formats import largest_quantized_matrix
 from ...result import Item, Location
-from ...specs.workload import default_output_tokens, prompt_and_output
+from ...specs.workload import DEFAULT_ATTENTION, default_output_tokens, prompt_and_output
 from ...units import format_bytes
 from .. import engines as E
 from ..allocator import device_context
@@ -36,7 +36,7 @@ def compose_transformers(ctx: Context) -> None:
                      "not given: min(256, context / 2) generated tokens, the one default of estimates, plans and "
                      "the web calculator (specs/workload.py default_output_tokens)")
     prompt = prompt_and_output(w.context, int(out))[0]
-    attention = acc.assume("attention", "sdpa", w.attention if "attention" in (w.given or ()) else None,
+    attention = acc.assume("attention", DEFAULT_ATTENTION, w.attention,
                            "transformers default attn_implementation (no score matrix kept)")
     pre = prefill_activation_bytes(spec, w.concurrency, prompt, prompt, ctx.act_bytes, attention,
                                    tp=w.tensor_parallel, forward_locals=True)
@@ -123,7 +123,7 @@ def compose_t5(ctx: Context, loc: Location) -> None:
         acc.warnings.append(long)
     acc.assume("source_tokens", source, None, "an encoder-decoder's source = context - output tokens: the encoder "
                "reads the prompt, the decoder writes the output (formulas/encoder_decoder_serving.py)")
-    attention = str(acc.assume("attention", "sdpa", w.attention if "attention" in (w.given or ()) else None,
+    attention = str(acc.assume("attention", DEFAULT_ATTENTION, w.attention,
                                "transformers default attn_implementation (T5: sdpa with the position bias as mask)"))
     if attention not in ED.ATTENTIONS:
         from ...errors import InputError
