@@ -107,12 +107,12 @@ from . import ranges as R
 from .device import (
     TF32_DEFAULT_WHY,
     TF32_MIN_CAPABILITY,
-    device_fields,
     fp32_matmul_peak,
     numa_assumption,
     peer_to_peer,
     peer_to_peer_why,
     resolve_target,
+    training_device_fields,
     usable_memory,
 )
 from .fit import hourly_price, link_bandwidth_for, vm_share_device
@@ -1502,7 +1502,7 @@ def training_duration_for(spec: ModelSpec, device: Device, devices: int, tokens:
     unified memory, so QLoRA there keeps AdamW states in RAM and pays no paging term (t_page, formulas/training_time.py)."""
     kw = {k: v for k, v in fields.items() if k in TrainingWorkload.__dataclass_fields__}
     kw["gpus"] = devices
-    kw.update(device_fields(device))
+    kw.update(training_device_fields(device))
     if instance is not None and "gpus_per_node" not in kw:
         kw["gpus_per_node"] = instance.device_count  # an instance is one machine
     w = training_workload(kw)  # one object per fields: the same for every device of a catalog search
