@@ -6,7 +6,7 @@ import argparse
 from typing import Any
 
 from ..errors import InputError
-from ..estimate.device import device_budget, device_fields
+from ..estimate.device import device_budget, training_device_fields
 from ..estimate.duration import Duration, training_time_on
 from ..estimate.fit import fit_training, training_on_memory
 from ..estimate.training import estimate_training, max_micro_batch, max_seq_len
@@ -72,7 +72,7 @@ def train_answer(spec: ModelSpec, args: argparse.Namespace
             memory, n = None, count or 1
             if args.count is not None:  # the devices named, as fit_training takes them
                 fields.setdefault("gpus", n)
-            w = TrainingWorkload(**{**device_fields(device), **fields}, headroom=args.headroom)
+            w = TrainingWorkload(**{**training_device_fields(device), **fields}, headroom=args.headroom)
             est = estimate_training(spec, w, device=device)  # a kernel this GPU cannot run refused, as fit's
             if args.tokens:  # fit --train's rule (estimate/duration.py training_time_on), no ZeRO stage chosen
                 duration, price, cost = training_time_on(spec, args.device, n, args.tokens, fields, args.utilization,
@@ -102,7 +102,7 @@ def train_answer(spec: ModelSpec, args: argparse.Namespace
             raise InputError("--max-batch and --max-seq need --memory or --device")
         rest = {k: v for k, v in est_fields(est, fields).items()}
         if args.device:  # where the step runs (a CPU: in RAM, no CUDA context; Apple: Metal), as the estimate above;
-            rest.update(device_fields(device))  # `memory` is the device's usable memory already
+            rest.update(training_device_fields(device))  # `memory` is the device's usable memory already
         if args.max_batch:
             reverse["max_micro_batch"] = max_micro_batch(spec, memory, headroom=args.headroom,
                                                          **{k: v for k, v in rest.items() if k != "micro_batch"})

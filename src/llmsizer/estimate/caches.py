@@ -36,7 +36,7 @@ def clear_caches(estimates_only: bool = False) -> None:
         memo.clear()
     # keyed on workload settings (LoRA adapters, a llama.cpp sliding window's ring, the device-independent parts of
     # a training step; a serving engine's release scope), not on the model alone
-    for g in (duration._matmul_setup, engines._ring_last_cell, lora.lora_params,
+    for g in (duration._matmul_setup, engines._ring_last_cell, lora.lora_params, lora.expert_adapter_work,
               duration.flops_per_token, duration.step_linear_blocks, duration.elementwise_bytes_per_token,
               duration.kernels_per_micro_step, duration.float8_time, duration._optimizer_step_setup,
               duration.fsdp_volume, duration.deepspeed_volume, ranges.serving_scope, model_parallel.column_parallel_block_flops,

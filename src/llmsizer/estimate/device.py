@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,7 @@ from ..errors import FieldError, InputError
 from ..formulas.weight_formats import normalize_format
 from ..numbers import DEVICE_MEMORY
 from ..result import Assumption, Notes
-from ..specs import ModelSpec
+from ..specs import ModelSpec, TrainingWorkload
 from ..specs.workload import read_number
 from ..units import format_bytes
 from . import efficiency as E
@@ -145,6 +146,60 @@ def device_fields(device: Device) -> dict[str, str]:
     the runtime whose context it holds (``gpu_runtime``). Every caller that puts a workload on a named device sets
     both through this."""
     return {"device": workload_device_kind(device), "gpu_runtime": gpu_runtime(device)}
+
+
+# NVIDIA's BF16 tensor cores start with Ampere, compute capability 8.0 (the PTX ISA's mma .bf16 shapes need sm_80;
+# torch 2.13.0 torch/cuda/__init__.py is_bf16_supported, lines 191-211, answers True natively from major >= 8 and
+# below it only by creating a bf16 tensor, "including_emulation")
+BF16_TENSOR_CORE_MIN_CAPABILITY = 80
+FP16_DEFAULT_WHY = ("the default on a GPU without BF16 tensor cores (NVIDIA below compute capability 8.0: Volta, "
+                    "Turing): fp16 autocast with a loss scaler, what HF Trainer's --fp16 runs there")
+
+
+def bf16_tensor_cores(device: Device) -> bool:
+    """Whether ``device`` runs bf16 matmuls on tensor cores: False only for a CUDA GPU whose sourced compute
+    capability is below :data:`BF16_TENSOR_CORE_MIN_CAPABILITY` (V100, T4); True for every other device (AMD's ROCm
+    GPUs run bf16 natively, a CPU's bf16 is its own rule: estimate/duration.py training_peak)."""
+    cc = device.capability
+    return not (device.kind == "gpu" and gpu_runtime(device) == "cuda" and cc is not None
+                and cc < BF16_TENSOR_CORE_MIN_CAPABILITY)
+
+
+def training_device_fields(device: Device) -> dict[str, Any]:
+    """:func:`device_fields` for a training workload, with ``bf16_tensor_cores`` (:func:`bf16_tensor_cores`): every
+    caller that puts a training workload on a named device (train, fit --train, recommend --train, plan, the web's
+    answers through them, the duration) sets them through this."""
+    return {**device_fields(device), "bf16_tensor_cores": bf16_tensor_cores(device)}
+
+
+def with_device_precision(w: TrainingWorkload) -> TrainingWorkload:
+    """The one rule of the precision a device without BF16 tensor cores trains in (``w.bf16_tensor_cores`` False):
+    the default ``bf16-mixed`` becomes ``fp16-mixed`` where the caller gave no precision (``given`` travels with
+    the copy, so it stays a default; :func:`precision_notes` says why). Applied with the framework profile's
+    defaults (estimate/framework.py ``with_framework``), so the memory estimate, the duration and every face read
+    the same workload. Idempotent."""
+    if w.bf16_tensor_cores or w.precision != "bf16-mixed" or (w.given is not None and "precision" in w.given):
+        return w
+    return replace(w, precision="fp16-mixed")
+
+
+def precision_notes(w: TrainingWorkload) -> tuple[str | None, str | None]:
+    """(the ``why`` of a defaulted fp16-mixed, a warning for a bf16 precision given) on a GPU without BF16 tensor
+    cores (``w.bf16_tensor_cores`` False); (None, None) elsewhere. torch accepts bf16 there:
+    ``torch.cuda.is_bf16_supported()`` defaults to including_emulation=True and then only creates a bf16 tensor
+    (torch 2.13.0 torch/cuda/__init__.py lines 207-220), so HF Trainer's bf16 check (transformers 5.24.0
+    training_args.py line 1778, ``is_torch_bf16_gpu_available``: utils/import_utils.py lines 656-665) passes; but its
+    bf16 matmuls have no tensor-core path, so they do not run at the FP16 tensor peak the duration is timed at."""
+    if w.bf16_tensor_cores or w.device != "gpu":
+        return None, None
+    if w.precision == "fp16-mixed" and (w.given is None or "precision" not in w.given):
+        return FP16_DEFAULT_WHY, None
+    if "bf16" in w.precision:
+        return None, (f"precision {w.precision} on a GPU without BF16 tensor cores (compute capability below 8.0): "
+                      "torch accepts it (torch.cuda.is_bf16_supported counts emulation, so HF Trainer's bf16 check "
+                      "passes) but its bf16 matmuls do not run at the FP16 tensor peak the duration is timed at: the "
+                      "time is a lower bound; use precision fp16-mixed")
+    return None, None
 
 
 def hardware_decides(device: Device, fields: dict[str, Any]) -> None:
@@ -320,7 +375,8 @@ def workload_on_device(fields: dict[str, Any], asker: str, hardware_files: Seque
     usable, notes = target_memory(device, instance, fields.get("memory"))
     # the runtime a caller already decided (a named device resolved to its kind 'gpu' before) stays: 'gpu' itself
     # says none
-    out = {**device_fields(device), **{k: v for k, v in fields.items() if v is not None or k != "gpu_runtime"},
+    decided = training_device_fields(device) if asker == "estimate_training" else device_fields(device)
+    out = {**decided, **{k: v for k, v in fields.items() if v is not None or k != "gpu_runtime"},
            "device": workload_device_kind(device)}
     if usable is not None:
         out["memory"] = usable

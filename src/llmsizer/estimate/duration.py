@@ -61,7 +61,7 @@ from ..formulas.launch_overhead import (
     step_kernels,
 )
 from ..formulas.launch_overhead import SOURCE as LAUNCH_SOURCE
-from ..formulas.lora import AdaptedModule, adapted_layout, adapted_roles, lora_params
+from ..formulas.lora import AdaptedModule, adapted_layout, adapted_roles, expert_adapter_work, lora_params
 from ..formulas.model_parallel_time import ModelParallelStep
 from ..formulas.optimizer_step import accumulation_bytes, optimizer_step_bytes, step_source
 from ..formulas.parallelism import pipeline_stage_layers, zero_shards
@@ -107,12 +107,12 @@ from . import ranges as R
 from .device import (
     TF32_DEFAULT_WHY,
     TF32_MIN_CAPABILITY,
-    device_fields,
     fp32_matmul_peak,
     numa_assumption,
     peer_to_peer,
     peer_to_peer_why,
     resolve_target,
+    training_device_fields,
     usable_memory,
 )
 from .fit import hourly_price, link_bandwidth_for, vm_share_device
@@ -176,6 +176,8 @@ class TrainingFlops:
     attention_recomputed: int = 0
     attention_width: int = 0
     seq_len: int = 0
+    # FLOPs per micro-step whatever its tokens: the fused-expert LoRA adapters' W + B A (formulas/lora.py eq. (3))
+    per_micro_step: float = 0.0
 
     def attention_executed(self, kernel: str, recompute_weight: float = 1.0,
                            attended: tuple[float, float] | None = None) -> float:
@@ -226,11 +228,21 @@ def flops_per_token(spec: ModelSpec, method: str = "full", seq_len: int = 2048, 
     ckpt = checkpointed_layers(spec.num_layers, checkpoint_every) if recompute != "none" else []
     ckpt_attn = sum(map("none".__ne__, map(spec.layer_types.__getitem__, ckpt)))
     every = f" of every {checkpoint_every}-th layer" if checkpoint_every > 1 else ""
+    per_step = 0.0
     if method in ADAPTER_METHODS:
-        na = lora_params(spec, rank, targets, dora=method == "dora").total
-        f = adapter_flops_per_token(n, na, layers, width, seq_len, "none")
+        lp = lora_params(spec, rank, targets, dora=method == "dora")
+        na = lp.total - lp.experts_total  # the fused experts' adapters work per micro-step (eq. (4'))
+        ew = expert_adapter_work(spec, rank, targets) if lp.experts_total else None
+        f = adapter_flops_per_token(n, na, layers, width, seq_len, "none",
+                                    ew.grad_params if ew is not None else 0.0)
         fwd = 2.0 * n + 2.0 * na + 4.0 * layers * width * seq_len
-        base, source, trained = "4N + 6N_a + 12 L d s (frozen base: no weight gradients)", "eqs. (4)-(5)", na
+        base, source, trained = "4N + 6N_a + 12 L d s (frozen base: no weight gradients)", "eqs. (4)-(5)", lp.total
+        if ew is not None:
+            per_step = float(ew.delta_flops_per_micro_step(set(ckpt) if recompute == "full" else frozenset()))
+            base = (f"4N + 2N_e + 6N_a + 12 L d s (frozen base; N_e = {ew.grad_params:.4g} routed-expert weights per "
+                    f"token whose gradient PEFT's W + BA computes) + {per_step:.4g} FLOP per micro-step (the "
+                    f"experts' W + BA, formulas/lora.py eq. (3))")
+            source = "eqs. (4'), (5)"
     elif method == "full":
         f = training_flops_per_token(n, layers, width, seq_len, "none")
         fwd = f / 3.0  # 2N + 4 L d s
@@ -256,7 +268,7 @@ def flops_per_token(spec: ModelSpec, method: str = "full", seq_len: int = 2048, 
     recomputed_attn = ckpt_attn if recompute == "full" else 0
     attn = 12.0 * layers * width * seq_len + 4.0 * recomputed_attn * width * seq_len
     return TrainingFlops(f, formula, f"formulas/training_time.py {source}", trained, fwd, attn, layers,
-                         recomputed_attn, width, seq_len)
+                         recomputed_attn, width, seq_len, per_step)
 
 
 def _sum_by_kind(spec: ModelSpec, layers: list[int], per_layer: Callable[[ModelSpec, int, ActivationSetup], int],
@@ -1110,7 +1122,7 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
     # of its stage's layers; its memory-bound kernels above are already per device (widths / tp), for its stage's
     # share of the layers
     t_dq, t_ew, t_f8 = t_dq * share, t_ew * share, t_f8 * share
-    t_c = (tokens * flops_eff / (peak * u * e) + t_attn) / tp_div * share + t_dq + t_ew + t_f8
+    t_c = ((tokens * flops_eff + fl.per_micro_step) / (peak * u * e) + t_attn) / tp_div * share + t_dq + t_ew + t_f8
     t_launch = 0.0
     if device.kind == "gpu":
         kernels = kernels_per_micro_step(spec, w, device.capability)
@@ -1496,7 +1508,7 @@ def training_duration_for(spec: ModelSpec, device: Device, devices: int, tokens:
     unified memory, so QLoRA there keeps AdamW states in RAM and pays no paging term (t_page, formulas/training_time.py)."""
     kw = {k: v for k, v in fields.items() if k in TrainingWorkload.__dataclass_fields__}
     kw["gpus"] = devices
-    kw.update(device_fields(device))
+    kw.update(training_device_fields(device))
     if instance is not None and "gpus_per_node" not in kw:
         kw["gpus_per_node"] = instance.device_count  # an instance is one machine
     w = training_workload(kw)  # one object per fields: the same for every device of a catalog search

@@ -44,6 +44,7 @@ from .device import (
     refuse_tensor_parallel_apart,
     resolve_target,
     target_memory,
+    training_device_fields,
     workload_device_kind,
 )
 from .engines import llamacpp_layer_split
@@ -1019,7 +1020,7 @@ def fit_training(model: ModelSpec | str, hardware: str | Device | Instance, coun
     if instance is not None and n > 1:  # an instance is one machine (hybrid sharding, collectives across machines)
         fields.setdefault("gpus_per_node", instance.device_count)
     hardware_decides(device, fields)  # device=, gpu_runtime= are the hardware's (another: one line, not CPU rules)
-    for k, v in device_fields(device).items():
+    for k, v in training_device_fields(device).items():
         fields.setdefault(k, v)
     # the device and its memory named by the estimate (which `train --device` renders), its warnings first, as
     # estimate_training(device=) names and says them

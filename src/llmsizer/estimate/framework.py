@@ -19,6 +19,7 @@ from ..catalog.frameworks import FrameworkDefault, FrameworkProfile, framework_p
 from ..errors import InputError
 from ..specs import ModelSpec, TrainingWorkload
 from ..specs.training import check_kernels
+from .device import with_device_precision
 
 
 def model_rule_holds(rule: str, spec: ModelSpec) -> bool:
@@ -68,7 +69,10 @@ def with_framework(spec: ModelSpec, w: TrainingWorkload) -> tuple[ModelSpec, Tra
     """``spec`` and ``w`` with ``w.framework``'s defaults applied where the caller did not state them (module
     docstring). Pure and idempotent: a workload and model that already hold the profile's values come back as the
     same objects. An unknown profile name is bad input (one line with the choices); a profile default that the
-    caller's other settings refuse is one line naming the profile."""
+    caller's other settings refuse is one line naming the profile. The device's precision default (estimate/device.py
+    ``with_device_precision``: fp16-mixed without BF16 tensor cores) is applied first, by the same rule: only where
+    the caller stated none."""
+    w = with_device_precision(w)
     if w.framework == "none":
         return spec, w
     try:

@@ -31,6 +31,25 @@ stores lora_A [r' E, in] and lora_B [out, r' E]:
 The rewritten names no longer match the dense MLP layers or shared experts of those models, which then stay
 frozen; DoRA is not available on experts (``ParamWrapper`` rejects use_dora).
 
+What such an adapter costs is not eq. (1)'s per-token x A B. ``ParamWrapper.forward`` (peft 0.21.2
+tuners/lora/layer.py lines 2698-2712) runs the experts inside ``_activate_lora`` (lines 2572-2601), which registers
+a torch parametrization W + (alpha/r) B A on the 3-D parameter (``_LoraFactorsProxy``, lines 2306-2324: one
+``baddbmm`` over the E experts, the whole stack materialised) and removes it afterwards. So, per micro-step:
+
+- the materialisation runs twice per forward: ``nn.utils.parametrize.register_parametrization`` (torch 2.13.0
+  @cf30153c, torch/nn/utils/parametrize.py lines 643-645) builds a ``ParametrizationList`` whose consistency
+  check evaluates the parametrization once (line 233, ``Z = self()``, unsafe=False: PEFT's call, layer.py line
+  2594), then the experts read it once (cached); backward: two bmm for the gradients of B and A. A checkpointed
+  layer's recomputed forward registers it again (two more evaluations). Per ParamWrapper of rank r'::
+
+      D = (2 + 2 c + 2) x 2 E r' in out   FLOPs per micro-step   (c = 1 for a recomputed layer)       (3)
+
+- per token, the k routed experts multiply by W + delta W, a tensor that requires grad, so autograd computes its
+  weight gradient: 2 x (k / E) x E in out FLOPs per token and ParamWrapper on top of the frozen base's 4 per weight
+  (formulas/training_time.py eq. (4')), while the adapters' own parameters do no per-token work.
+
+Both measured on a real PEFT model of a tiny Qwen3-MoE on the CPU (tests/training/test_moe_lora_flops.py).
+
 Fused linears (``ModelSpec.fused_qkv``: Falcon's and GPT-NeoX's ``query_key_value``, Phi-3's ``qkv_proj``,
 GPT-BigCode's ``c_attn``; ``ModelSpec.fused_gate_up``: Phi-3's ``gate_up_proj``, Granite-4.0-H's
 ``shared_mlp.input_linear``): PEFT can only wrap the whole nn.Linear (peft 0.21.2 tuners/lora/model.py
@@ -63,6 +82,7 @@ from itertools import chain
 from ..errors import FieldError, InputError
 from ..specs import ModelSpec
 from ..specs.training import LORA_TARGETS, normalize_targets
+from .params import routed_share
 from .tensors import Tensor, expand, layer_groups, model_tensors
 
 # model types whose experts PEFT targets through the transformers v5 conversion (see module docstring)
@@ -127,6 +147,7 @@ class LoraParams:
     layout: AdaptedLayout  # the adapted modules, grouped as the inventory is (adapted_layout)
     total: int  # trainable parameters (A + B [+ magnitude])
     by_target: dict[str, int] = field(default_factory=dict)
+    experts_total: int = 0  # of total: the fused-expert ParamWrapper adapters' (eq. 2), no per-token work (eq. 3)
 
     @cached_property
     def modules(self) -> tuple[AdaptedModule, ...]:
@@ -355,14 +376,47 @@ def lora_params(spec: ModelSpec, rank: int, targets: tuple[str, ...] | str, dora
         raise InputError(f"{spec.name}: DoRA cannot adapt routed experts (PEFT lora.ParamWrapper does not support "
                          "use_dora); target attention projections only")
     by: dict[str, int] = {}
-    total = 0
+    total = experts = 0
     for m, k in alike:  # eq. (1) once per kind of module, times the modules of that kind (integers: exact)
         r = rank * m.rank_mult * m.experts
         n = k * m.count * (r * (m.in_features + m.out_features) + (m.out_features if dora else 0))
         name = _role_target(m.role) or T5_CROSS_TARGET.get(m.role, m.role)
         by[name] = by.get(name, 0) + n
         total += n
-    return LoraParams(rank=rank, dora=dora, layout=adapted_layout(spec, targets), total=total, by_target=by)
+        experts += n if m.experts > 1 else 0
+    return LoraParams(rank=rank, dora=dora, layout=adapted_layout(spec, targets), total=total, by_target=by,
+                      experts_total=experts)
+
+
+@dataclass(frozen=True)
+class ExpertAdapterWork:
+    """What the fused-expert adapters (ParamWrapper, eq. 2) of a LoRA run cost (eq. 3): ``grad_params`` base
+    elements per token whose weight gradient autograd computes (k/E of each adapted expert stack:
+    :func:`params.routed_share`), ``delta_flops`` FLOPs of one evaluation of every stack's W + B A per layer
+    (``delta_by_layer[i]``: decoder layer i's, 0 where none)."""
+
+    grad_params: float
+    delta_by_layer: tuple[int, ...]
+
+    def delta_flops_per_micro_step(self, recomputed: frozenset[int] | set[int] = frozenset()) -> int:
+        """Eq. (3): two forward evaluations, two more in a ``recomputed`` layer, two backward bmm of the same
+        size."""
+        return sum(d * (6 if i in recomputed else 4) for i, d in enumerate(self.delta_by_layer) if d)
+
+
+@lru_cache(maxsize=256, typed=True)
+def expert_adapter_work(spec: ModelSpec, rank: int, targets: tuple[str, ...] | str) -> ExpertAdapterWork:
+    """Eq. (3) for LoRA of rank ``rank`` on ``targets``: none for a model whose experts take no adapter."""
+    lay = adapted_layout(spec, targets)
+    elements = 0
+    by_layer: list[int] = []
+    for mods in lay.experts:
+        d = 0
+        for m in mods:
+            elements += m.count * m.experts * m.in_features * m.out_features
+            d += m.count * 2 * m.experts * rank * m.rank_mult * m.in_features * m.out_features
+        by_layer.append(d)
+    return ExpertAdapterWork(elements * routed_share(spec), tuple(by_layer))
 
 
 def rank_ceiling(layout: AdaptedLayout) -> tuple[int, str] | None:

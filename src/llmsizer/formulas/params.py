@@ -29,6 +29,15 @@ class ParamCounts:
         return self.active - self.by_component.get("embedding", 0) - self.by_component.get("per_layer_embedding", 0)
 
 
+def routed_share(spec: ModelSpec) -> float:
+    """k / E: the share of a routed-expert tensor one token uses (module docstring); 1.0 for a dense model. The one
+    home of the routing rule: ``count_params``' active count and the per-token work of the experts' LoRA adapters
+    (formulas/lora.py ``expert_adapter_work``) read it."""
+    if spec.moe is None or not spec.moe.num_experts:
+        return 1.0
+    return spec.moe.experts_per_token / spec.moe.num_experts
+
+
 @lru_cache(maxsize=256)
 def count_params(spec: ModelSpec) -> ParamCounts:
     """Exact parameter counts of ``spec`` (see module docstring for the active-parameter rule)."""
@@ -49,6 +58,5 @@ def count_params(spec: ModelSpec) -> ParamCounts:
     total = sum(by.values())
     active = total
     if spec.moe is not None and by["experts"]:
-        inactive_share = 1 - spec.moe.experts_per_token / spec.moe.num_experts
-        active = total - round(by["experts"] * inactive_share)
+        active = total - round(by["experts"] * (1 - routed_share(spec)))
     return ParamCounts(total=total, active=active, by_component={k: v for k, v in by.items() if v})

@@ -31,7 +31,13 @@ The backward pass of a linear layer is two GEMMs of the forward's size: the grad
 over the model) and the gradient of its weight (2N); a frozen weight needs only the first (Kaplan et al. 2020
 section 2.1 splits the 6N the same way; Hu et al. 2021, arXiv 2106.09685, section 4.2: LoRA does not compute
 the gradients of the frozen weights). The adapters train fully (6 N_a) and attention has no weights, so its
-term is unchanged. QLoRA adds the dequantization of the 4-bit base in every forward and backward, which is
+term is unchanged. LoRA on fused MoE experts (PEFT's ParamWrapper, formulas/lora.py eq. (3)) trains through
+W + delta W, so the routed experts' weight gradients are computed: N_e = (k/E) x the adapted expert stacks' elements
+per token, and the adapters' own FLOPs D are per micro-step of T tokens, not per token::
+
+    F = 4 N + 2 N_e + 6 N_a + 12 L d s,   N_a = the other adapters,   + D / T per token          (4')
+
+QLoRA adds the dequantization of the 4-bit base in every forward and backward, which is
 memory-bound work this FLOP count leaves out.
 
 Step time of data-parallel training on n devices (per micro-step of T tokens per device, F FLOPs per token, peak
@@ -232,15 +238,16 @@ def training_flops_per_token(params: float, num_layers: int, attn_width: int, se
 
 
 def adapter_flops_per_token(params: float, adapter_params: float, num_layers: int, attn_width: int, seq_len: int,
-                            recompute: str = "none") -> float:
-    """Eqs. (4)-(5): FLOPs per token [FLOP] when only ``adapter_params`` train over a frozen base of ``params``."""
+                            recompute: str = "none", expert_grad_params: float = 0.0) -> float:
+    """Eqs. (4)-(5): FLOPs per token [FLOP] when only ``adapter_params`` train over a frozen base of ``params``;
+    ``expert_grad_params``: N_e of eq. (4'), base elements per token whose weight gradient is computed (+2 each)."""
     if recompute not in RECOMPUTE_MODES:
         raise InputError(unknown_choice("recompute", recompute, RECOMPUTE_MODES))
     if params <= 0 or seq_len <= 0 or adapter_params < 0:
         raise InputError("params and seq_len must be positive, adapter_params not negative")
     if recompute == "full":
-        return 6.0 * params + 6.0 * adapter_params + 16.0 * num_layers * attn_width * seq_len
-    return 4.0 * params + 6.0 * adapter_params + 12.0 * num_layers * attn_width * seq_len
+        return 6.0 * params + 2.0 * expert_grad_params + 6.0 * adapter_params + 16.0 * num_layers * attn_width * seq_len
+    return 4.0 * params + 2.0 * expert_grad_params + 6.0 * adapter_params + 12.0 * num_layers * attn_width * seq_len
 
 
 NF4_DEQUANT_BYTES_PER_WEIGHT = 0.5 + 2.0 + (1.0 + 4.0 + 4.0) / 64.0  # eq. (9) beta

@@ -12,7 +12,7 @@ from typing import Any
 
 from ..catalog.hardware import Device, Instance
 from ..errors import InputError, LlmsizerError
-from ..estimate.device import device_fields, target_memory
+from ..estimate.device import target_memory, training_device_fields
 from ..estimate.duration import Duration, training_duration_for
 from ..estimate.fit import (
     FitResult,
@@ -186,7 +186,7 @@ def plan_training(job: TrainingJob, req: Request, ctx: PlanContext) -> JobPlan:
     gpus = hw.count or 1
     fields = workload_fields(job, gpus, hw.per_node)
     if device is not None:
-        fields.update(device_fields(device))
+        fields.update(training_device_fields(device))
     usable = hw.memory_per_device
     # the one rule (estimate/fit.py training_on_device): on several devices with no sharding named, the
     # least-sharded ZeRO stage that fits, as train --device and fit --train take it, with the device's named notes

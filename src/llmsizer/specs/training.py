@@ -529,6 +529,9 @@ class TrainingWorkload:
     given: the names of the fields the caller passed (set by the constructor, specs/given.py).
     device: 'gpu' (a CUDA context and the caching allocator's reserve on the device) or 'cpu' (the step runs in
         host RAM: no CUDA context, and the process's own runtime counts against that same memory).
+    bf16_tensor_cores: False on a GPU without BF16 tensor cores (NVIDIA below compute capability 8.0), set from the
+        named device (estimate/device.py ``training_device_fields``): the default precision there is fp16-mixed and
+        a bf16 precision given is warned about (estimate/device.py ``with_device_precision``).
     """
 
     # the command line's and the web API's spellings of fields named otherwise here (specs/given.py: a Python
@@ -605,6 +608,7 @@ class TrainingWorkload:
     given: frozenset[str] | None = field(default=None, repr=False)
     device: str = "gpu"
     gpu_runtime: str = "cuda"  # GPU_RUNTIMES: 'metal' on an Apple chip (estimate/device.py device_fields)
+    bf16_tensor_cores: bool = True  # estimate/device.py training_device_fields
 
     def __post_init__(self) -> None:
         # memory="80GiB", rank=0, alpha="x": one line naming the field and its range (the CLI's and the request's)

@@ -38,6 +38,7 @@ from ...result import Assumption
 from ...specs import ModelSpec, TrainingWorkload
 from ...specs.training import ALL_LINEAR, DEFAULT_ATTENTION_KERNEL_WHY, attention_kernel_of
 from .. import efficiency as E
+from ..device import precision_notes
 from ..framework import model_defaults_applied, profile_why, with_framework
 from ..inference.common import Acc
 from ..model_warnings import source_length_warning
@@ -95,12 +96,13 @@ def given(w: TrainingWorkload, *names: str) -> bool:
 def record_workload(w: TrainingWorkload, acc: Acc, names: tuple[str, ...]) -> None:
     """Record workload fields; a field the caller did not give is flagged default=True."""
     named = w.given or ()
+    device_precision_why, _ = precision_notes(w)
     for name in names:
         value = getattr(w, name)
         default = name not in named  # not given(w, name)
         why = _WHY.get(name, "") if default else "given"
         if name == "precision":
-            why = recipe(w.precision).description
+            why = device_precision_why or recipe(w.precision).description
         if default and w.framework != "none":  # a framework profile's default (estimate/framework.py)
             why = profile_why(w, name) or why
         acc.assumptions.append(Assumption(name, value, default, why))
@@ -278,6 +280,9 @@ def resolve(spec: ModelSpec, w: TrainingWorkload, acc: Acc) -> TrainingContext:
         record_workload(w, acc, ("framework",))
         for field, why in model_defaults_applied(spec, w):  # the framework's own model code's layout
             acc.assumptions.append(Assumption("model." + field, getattr(spec, field), True, why))
+    bf16_warning = precision_notes(w)[1]
+    if bf16_warning is not None:
+        acc.warnings.append(bf16_warning)
     if rec.name != w.precision:
         acc.assumptions.append(Assumption("precision_semantics", rec.name, True,
                                           f"{w.precision} under ZeRO-{w.zero} is {DEEPSPEED_PRECISION_SOURCE}"))
