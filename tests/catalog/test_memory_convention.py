@@ -40,6 +40,7 @@ DRIVER_MIB: dict[str, float] = {
     "rtx-4090": 24564,  # nvidia-smi 'NVIDIA GeForce RTX 4090 ... 24564MiB', driver 550.163.01
     "rtx-3090": 24576,  # nvidia-smi 'NVIDIA GeForce RTX 3090 ... 24576MiB', driver 595.84
     "rtx-6000-ada": 49140,  # nvidia-smi 'NVIDIA RTX 6000 Ada Gene... ... 49140MiB' (ECC off)
+    "a40": 46068,  # nvidia-smi 'NVIDIA A40 ... 0MiB / 46068MiB' (ECC on; 49140MiB with ECC off)
     "rtx-a6000": 49140,  # 'NVIDIA RTX A6000 | 49140 MiB | driver 580.173.02'
     "rtx-pro-6000-server": 97887,  # nvidia-smi 'NVIDIA RTX PRO 6000 Blac... ... 97887MiB', driver 580.178.04
     "mi300x": 205822885888 / MiB,  # rocm-smi 'VRAM Total Memory (B): 205822885888'

@@ -2,7 +2,9 @@
 date (`make_plan` without ``today``), so a date deadline without a start counted from the day the command ran, and
 the hardware suggested to meet it (and with it the "other device type" and "start later: from DATE" suggestions)
 changed from one day to the next for the same request and the same --now. The truth compared with is `llmsizer plan
---today` of the same day, the command that owns the plan."""
+--today` of the same day, the command that owns the plan. The request names no hardware, so the check sizes the job
+on the inventory's own devices (placement.py on_inventory): its answer is `plan --today` of the request naming the
+device and count the check chose."""
 
 from __future__ import annotations
 
@@ -35,14 +37,18 @@ jobs:
 def test_the_check_plans_on_the_day_of_its_now(tmp_path: Path, day: str) -> None:
     req = tmp_path / "req.yaml"
     req.write_text(REQUEST)
-    code, out, err = run("plan", str(req), "--today", day, "--json")
-    assert code in (0, 1), err
-    hw = json.loads(out)["jobs"][0]["hardware"]
     code, out, err = run("capacity", "check", str(req), "--inventory", INV, "--no-db", "--now", day, "--json")
     assert code in (0, 1), err
     need = json.loads(out)[0]["need"]
-    assert (need["device"], need["devices"], need["deadline"]) == (hw["device"], hw["count"], "2031-03-01T00:00:00")
-    assert need["start"] == f"{day}T00:00:00"
+    assert need["deadline"] == "2031-03-01T00:00:00" and need["start"] == f"{day}T00:00:00"
+    named = tmp_path / "named.yaml"
+    named.write_text(REQUEST.replace("resources: {pool: pretraining-cluster}", "resources: {pool: pretraining-cluster, "
+                                     f"device: {need['device']}, count: {need['devices']}}}"))
+    code, out, err = run("plan", str(named), "--today", day, "--json")
+    assert code in (0, 1), err
+    job = json.loads(out)["jobs"][0]
+    assert (job["hardware"]["device"], job["hardware"]["count"]) == (need["device"], need["devices"])
+    assert need["seconds"] == pytest.approx(job["facts"]["seconds"], rel=1e-9)
 
 
 def test_two_days_two_answers_so_the_clock_matters(tmp_path: Path) -> None:
@@ -53,3 +59,7 @@ def test_two_days_two_answers_so_the_clock_matters(tmp_path: Path) -> None:
     near, far = (json.loads(run("plan", str(req), "--today", d, "--json")[1])["jobs"][0]["hardware"]
                  for d in ("2031-02-27", "2030-06-01"))
     assert (near["device"], near["count"]) != (far["device"], far["count"])
+    # and so does the check's answer on the inventory: 2 x h100-sxm to meet the deadline two days out, 1 far out
+    checks = [json.loads(run("capacity", "check", str(req), "--inventory", INV, "--no-db", "--now", d, "--json")[1])
+              [0]["need"] for d in ("2031-02-27", "2030-06-01")]
+    assert checks[0]["devices"] > checks[1]["devices"]

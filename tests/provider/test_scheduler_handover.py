@@ -39,8 +39,10 @@ jobs:
 
 def test_parse_real_scontrol_show_node():
     (n,) = parse_scontrol_nodes(A40.read_text(), str(A40))
-    # the values as printed in the fixture: Gres=gpu:a40:1(S:...), CPUTot=12, RealMemory=245760, Partitions=tn
-    assert (n.name, n.gpu_type, n.gpus, n.cpus, n.memory_mib) == ("gpunode-1", "a40", 1, 12, 245760)
+    # the values as printed in the fixture: Gres=gpu:a40:1(S:...), CPUEfctv=11 of CPUTot=12 (CoreSpecCount=1 keeps
+    # one core for the system: the schedulable count is CPUEfctv, as CfgTRES=cpu=11 says), RealMemory=245760
+    assert (n.name, n.gpu_type, n.gpus, n.cpus, n.cpus_total, n.memory_mib) == ("gpunode-1", "a40", 1, 11, 12, 245760)
+    assert "cpu=11," in A40.read_text()  # CfgTRES agrees with CPUEfctv
     assert n.partitions == ("tn",) and n.state == "IDLE+DYNAMIC_NORM" and n.features == ("esc8000a", "a40")
     # `scontrol --oneliner` is the same record with Slurm's line_end " " instead of "\n   " and one "\n" after a
     # node instead of a blank line (SchedMD/slurm src/api/node_info.c, slurm_sprint_node_table:
@@ -67,16 +69,15 @@ def test_import_book_export_round_trip(tmp_path, capsys):
     pytest.importorskip("sqlalchemy")
     from .test_cli_capacity import run
     inv = tmp_path / "inv.yaml"
-    # the catalog has no A40 entry: the operator maps Slurm's type to a catalog device (here the L40, only to run
-    # the round trip; a real provider adds an a40 row with --hardware-file)
-    assert run("capacity", "import", "--scontrol", str(A40), "--site", "k8s-lab", "--device-map", "a40=l40",
+    # Slurm's type a40 is the catalog's a40 (NVIDIA A40 datasheet row): no --device-map needed
+    assert run("capacity", "import", "--scontrol", str(A40), "--site", "k8s-lab",
                "--pools", "serving", "-o", str(inv)) == 0
     data = yaml.safe_load(inv.read_text())
-    assert data["nodes"] == [{"id": "gpunode-1", "site": "k8s-lab", "device": "l40", "devices": 1, "cpus": 12,
+    assert data["nodes"] == [{"id": "gpunode-1", "site": "k8s-lab", "device": "a40", "devices": 1, "cpus": 11,
                               "ram": "245760 MiB", "pools": ["serving", "tn"]}]
     inv.write_text(inv.read_text() + "storage: [{id: fs, site: k8s-lab, capacity: 10 TB}]\n")
     req = tmp_path / "req.yaml"
-    req.write_text(_chat_request(engine="vllm", concurrency=2, resources="{device: l40, count: 1, pool: tn}"))
+    req.write_text(_chat_request(engine="vllm", concurrency=2, resources="{device: a40, count: 1, pool: tn}"))
     db = str(tmp_path / "b.db")
     assert run("capacity", "book", str(req), "--inventory", str(inv), "--db", db, "--now", "2026-01-15") == 0
     rid = capsys.readouterr().out.split("booked ")[1].split(":")[0]

@@ -149,6 +149,7 @@ def register(sub: Any) -> None:
     q.add_argument("--pools", default="training", help="pools every node joins (comma-separated; its Slurm "
                                                        "partitions or Kubernetes node pool are added)")
     q.add_argument("-o", "--output", required=True, metavar="FILE", help="inventory file to write (YAML)")
+    q.add_argument("--force", action="store_true", help="overwrite an existing -o file (as `request new`)")
     q.add_argument("--hardware-file", action="append", default=[], metavar="FILE", help="extra hardware (JSON/YAML)")
     auth(q)
     q.set_defaults(func=cmd_import)
@@ -247,10 +248,11 @@ def cmd_import(args: argparse.Namespace) -> int:
     from ..inputs import read_small_text
     from ..provider import scheduler_import as si
     from ..provider.inventory import parse_inventory
-    from .common import write_atomic
+    from .common import refuse_overwrite, write_atomic
     _authorize(args, "inventory")
     given = args.scontrol or args.kubectl
     check_output(args.output, [given])
+    refuse_overwrite(args.output, args.force, "an inventory may hold storage, fabrics and policy added by hand")
     mapping = {}
     for m in args.device_map:
         if "=" not in m:
@@ -276,7 +278,8 @@ def cmd_import(args: argparse.Namespace) -> int:
     write_atomic(Path(args.output), text, [given])
     for n in notes:
         say(n, file=sys.stderr)
-    say(f"wrote {args.output}: {len(nodes) - len(notes)} node(s) at site {args.site}")
+    say(f"note: {si.storage_note(args.site)}", file=sys.stderr)
+    say(f"wrote {args.output}: {len(nodes) - len(notes)} bookable node(s) at site {args.site}")
     return 0
 
 
@@ -388,6 +391,8 @@ def render_checks(checks: list[Any], inv: Any = None, now: _dt.datetime | None =
         head = f"{n.name} ({n.kind}): {n.devices} x {n.device}" + (f" on {n.nodes} nodes" if n.nodes > 1 else "") \
             + f", {span} from {_fmt(n.start)}, storage peak {format_bytes(n.storage_peak, binary=False)}"
         out.append(head)
+        if c.assumption:
+            out.append(f"  {c.assumption}")
         if now is not None and n.start < now:  # what `book` refuses (book_answer): say so before it is tried
             out.append(f"  note: the requested window starts before now ({_fmt(now)} UTC): `capacity book` refuses "
                        "it; book with --earliest for the first window from now")

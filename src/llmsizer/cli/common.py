@@ -233,6 +233,13 @@ def _umask() -> int:
     return mask
 
 
+def refuse_overwrite(path: str | Path | None, force: bool, why: str = "") -> None:
+    """The one rule of commands that write a file a user may have edited (`request new`, `hardware detect`,
+    `capacity import`): an existing ``path`` is refused without ``--force``; ``why`` says what may be lost."""
+    if path and Path(path).exists() and not force:
+        raise InputError(f"{path} exists{f' ({why})' if why else ''}; use --force to overwrite it")
+
+
 def write_atomic(path: Path, text: str, inputs: Iterable[str | Path | None] = ()) -> None:
     """Write ``text`` to ``path`` through a temporary file in the same folder, renamed when complete: a failure
     leaves nothing half-written. The file gets the permissions a plain ``open()`` would give it (an existing

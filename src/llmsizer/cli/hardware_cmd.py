@@ -17,7 +17,7 @@ from ..render.safe import say
 from ..render.text import table
 from ..units import format_bytes
 from .commands import COMMAND_HELP
-from .common import emit_json, write_atomic
+from .common import emit_json, refuse_overwrite, write_atomic
 
 EPILOG = """examples:
   llmsizer hardware list
@@ -218,9 +218,8 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def cmd_detect(args: argparse.Namespace) -> int:
-    if args.output and Path(args.output).exists() and not args.force:  # the user may have filled in its nulls
-        raise InputError(f"{args.output} exists (a hardware file may hold values added by hand: bandwidth, "
-                         "FLOP/s); use --force to overwrite it")
+    refuse_overwrite(args.output, args.force,  # the user may have filled in its nulls
+                     "a hardware file may hold values added by hand: bandwidth, FLOP/s")
     det = detect_machine(args.from_dir, args.numa)
     text = json.dumps(det.document, indent=2) + "\n"
     with tempfile.TemporaryDirectory() as tmp:  # it must load as every command will read it, before it is written

@@ -9,12 +9,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError
 from ..render.safe import say
 from ..request import Request, load_request
 from ..request.spec import TrainingJob
 from .commands import COMMAND_HELP
-from .common import json_text, needs_subcommand, write_atomic
+from .common import json_text, needs_subcommand, refuse_overwrite, write_atomic
 
 EPILOG = """examples:
   llmsizer request new -o my-request.yaml
@@ -59,8 +58,7 @@ def cmd_new(args: argparse.Namespace) -> int:
         sys.stdout.write(text)
         return 0
     out = Path(args.output)
-    if out.exists() and not args.force:
-        raise InputError(f"{out} exists; use --force to overwrite it")
+    refuse_overwrite(out, args.force)
     write_atomic(out, text)
     say(f"template written to {out}; fill it in, then: llmsizer request check {out}")
     return 0

@@ -95,6 +95,29 @@ def _fitter(job: Any, jp: JobPlan, hardware_files: Sequence[str | Path]
     return on
 
 
+def _replanner(job: Any, request: Request, now: _dt.datetime, hardware_files: Sequence[str | Path]
+               ) -> Callable[[str, int, int], JobNeed]:
+    """``job`` planned again with its resources naming (device, devices, nodes): the whole request through
+    plan/compose.py ``make_plan`` (a service's adapters come from its training job), the same plan a request naming
+    that hardware gets, read into a need by :func:`need_of`. Each question asked once."""
+    import dataclasses
+
+    from ..plan import make_plan
+    answers: dict[tuple[str, int, int], JobNeed] = {}
+
+    def on(device: str, devices: int, nodes: int) -> JobNeed:
+        key = (device, devices, nodes)
+        if key not in answers:
+            res = dataclasses.replace(job.resources, device=device, instance=None, count=devices,
+                                      nodes=nodes if nodes > 1 else None)
+            named = dataclasses.replace(job, resources=res)
+            req = dataclasses.replace(request, jobs=tuple(named if j.name == job.name else j for j in request.jobs))
+            plan = make_plan(req, hardware_files=hardware_files, alternatives=False, today=now.date())
+            answers[key] = need_of(plan.job(job.name), named, req, now, hardware_files)
+        return answers[key]
+    return on
+
+
 def need_of(jp: JobPlan, job: Any, request: Request, now: _dt.datetime,
             hardware_files: Sequence[str | Path] = ()) -> JobNeed:
     hw = jp.hardware
@@ -149,7 +172,9 @@ def need_of(jp: JobPlan, job: Any, request: Request, now: _dt.datetime,
         fit_on=_fitter(job, jp, hardware_files),
         pool=job.resources.pool, jurisdiction=job.resources.jurisdiction,
         network=jp.value("network", "node_bandwidth") if hw.nodes > 1 else None, ongoing=ongoing,
-        team=request.team, memory_verdict=_memory_verdict(jp), duration_basis=basis, duration_verdict=unknown)
+        team=request.team, memory_verdict=_memory_verdict(jp), duration_basis=basis, duration_verdict=unknown,
+        hardware_named=job.resources.given,
+        replan=None if job.resources.given else _replanner(job, request, now, hardware_files))
 
 
 def _memory_verdict(jp: JobPlan) -> str:
@@ -170,7 +195,10 @@ def _memory_verdict(jp: JobPlan) -> str:
 
 def needs_from_plan(plan: Plan, request: Request, now: _dt.datetime | None = None,
                     hardware_files: Sequence[str | Path] = ()) -> list[JobNeed]:
-    """One need per job with hardware, in the request's order (jobs without a device are skipped)."""
+    """One need per job with hardware, in the request's order: a job whose request names none is kept even when
+    the plan found no catalog device for it (the check sizes it on the inventory's devices: placement.py
+    ``on_inventory``); a job with named hardware the plan could not resolve to a device is skipped."""
     now = now or _dt.datetime.now(_dt.timezone.utc).replace(tzinfo=None, microsecond=0)
     jobs = {j.name: j for j in request.jobs}
-    return [need_of(jp, jobs[jp.name], request, now, hardware_files) for jp in plan.jobs if jp.hardware.device]
+    return [need_of(jp, jobs[jp.name], request, now, hardware_files) for jp in plan.jobs
+            if jp.hardware.device or not jobs[jp.name].resources.given]

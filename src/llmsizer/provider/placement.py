@@ -165,6 +165,13 @@ class JobNeed:
     duration_basis: str = ""
     duration_verdict: str = ""
     team: str | None = None  # request.team: whose quota (inventory quotas) the job counts against
+    # the request names the job's hardware (resources.device/instance); False: the plan's device is its suggestion
+    # from the whole catalog, and the check sizes the job on the inventory's own device types (on_inventory)
+    hardware_named: bool = True
+    # the job planned again with its resources naming (device, devices, nodes), from the plan composer
+    # (plan/compose.py make_plan via provider/needs.py): the need the same request gets when it names that hardware.
+    # None: not known (a hand-made need); on_inventory's moved need is then used as it is
+    replan: Callable[[str, int, int], JobNeed] | None = field(default=None, compare=False, repr=False)
 
     @property
     def per_node(self) -> int:
@@ -183,7 +190,8 @@ class JobNeed:
         return self.storage_fixed + self.checkpoint_bytes * self.checkpoints_max
 
     def to_dict(self) -> dict[str, Any]:
-        d = {k: getattr(self, k) for k in self.__dataclass_fields__ if k not in ("run_seconds", "quantized", "fit_on")}
+        d = {k: getattr(self, k) for k in self.__dataclass_fields__
+             if k not in ("run_seconds", "quantized", "fit_on", "replan")}
         for k in ("start", "deadline"):
             d[k] = d[k].isoformat() if d[k] else None
         return d
@@ -221,11 +229,12 @@ class JobCheck:
     binding: str | None = None
     reason: str = ""
     alternatives: tuple[str, ...] = ()
+    assumption: str = ""  # how the need was chosen when the request names no hardware (on_inventory), else ''
 
     def to_dict(self) -> dict[str, Any]:
         return {"job": self.need.name, "fits": self.fits, "need": self.need.to_dict(),
                 "placement": self.placement.to_dict() if self.placement else None, "binding": self.binding,
-                "reason": self.reason, "alternatives": list(self.alternatives)}
+                "reason": self.reason, "alternatives": list(self.alternatives), "assumption": self.assumption}
 
 
 def window_end(need: JobNeed, start: _dt.datetime) -> _dt.datetime:
@@ -594,7 +603,8 @@ def _place(need: JobNeed, inv: Inventory, held: Held, cap: dict[str, float], sit
     if need.storage_peak:
         pools = [s for s in inv.storage if s.site == site_id]
         if not pools:
-            raise NoFit("storage", f"site {site_id} has no shared storage pool")
+            raise NoFit("storage", f"site {site_id} has no shared storage pool: the inventory lists none there (add "
+                        f"storage: [{{id: ..., site: {site_id}, capacity: ...}}]; `capacity import` writes none)")
         worst = None
         for p in sorted(pools, key=lambda s: -s.capacity):
             st = storage_items(need, p.id, start, end)
@@ -663,12 +673,18 @@ def check_job(need: JobNeed, inv: Inventory, bookings: Sequence[Booking] | Held,
     """Does ``need`` fit in its requested window (from its start, ending by its deadline)? If not: the binding
     constraint, the earliest window, and alternatives that fit. The earliest window starts at ``not_before`` at the
     earliest (the command's now: a window that has passed is no window to wait for; `capacity book --earliest`
-    searches from now too)."""
+    searches from now too). A job whose request names no hardware is first sized on the inventory's own device
+    types (:func:`on_inventory`), and the answer states that assumption."""
     bookings = as_held(bookings)
+    assumed = ""
+    if not need.hardware_named:
+        need, assumed = on_inventory(need, inv, bookings)
+        if not assumed.startswith("assumed"):  # no device type of the inventory holds the job
+            return JobCheck(need, False, None, "memory", assumed)
     try:
         p = try_window(need, inv, bookings, need.start)
         if need.deadline is None or p.end <= need.deadline:
-            return JobCheck(need, True, p)
+            return JobCheck(need, True, p, assumption=assumed)
         reason = NoFit("deadline", f"the run ends {p.end:%Y-%m-%d %H:%M}, after the deadline {need.deadline:%Y-%m-%d}")
     except NoFit as e:
         reason = e
@@ -680,7 +696,7 @@ def check_job(need: JobNeed, inv: Inventory, bookings: Sequence[Booking] | Held,
         alts.append(f"start later: from {later.start:%Y-%m-%d %H:%M} on {len(later.nodes)} node(s) at "
                     f"{later.site} (ends {later.end:%Y-%m-%d %H:%M}{', after the deadline' if late else ''})")
     alts += alternatives(need, inv, bookings)
-    return JobCheck(need, False, later, reason.binding, reason.reason, tuple(alts))
+    return JobCheck(need, False, later, reason.binding, reason.reason, tuple(alts), assumed)
 
 
 def _fits_by_deadline(need: JobNeed, inv: Inventory, bookings: Sequence[Booking] | Held) -> Placement | None:
@@ -722,54 +738,108 @@ def _counts(most: int) -> list[int]:
     return sorted({2 ** k for k in range(most.bit_length())} | ({most} if most > 0 else set()))
 
 
-def _other_devices(need: JobNeed, inv: Inventory, bookings: Sequence[Booking] | Held) -> list[str]:
-    """Each other device type of the job's pool: the fewest devices of it that hold the job as ``fit`` sizes it
-    (``need.fit_on``: a service, ``fit MODEL --device D --count N`` at the plan's engine, weights, peak load and
-    headroom on one node of that type, 1, 2, 4, ... devices up to its largest; a training run, ``fit --train`` over
-    as few nodes as the count needs, up to every device of that type in the pool) and are free in the requested
-    window (a training run timed there by ``need.run_seconds`` and ending by its deadline). One line per device type
-    naming the count, the device and fit's memory line; the alternative's need takes fit's memory per device and
-    the device's kind. Nothing when the need cannot be sized (``need.fit_on`` None, or a training run with no
-    ``run_seconds``): no guessed memory or time."""
+def _on_type(need: JobNeed, inv: Inventory, bookings: Sequence[Booking] | Held, dev: str, *, in_window: bool = True
+             ) -> tuple[JobNeed, Placement | None, DeviceFit] | None:
+    """``need`` moved to the inventory's device type ``dev``: the fewest devices of it in the job's pool that hold
+    the job as ``fit`` sizes it (``need.fit_on``: a service, ``fit MODEL --device D --count N`` at the plan's engine,
+    weights, peak load and headroom on one node of that type, 1, 2, 4, ... devices up to its largest; a training
+    run, ``fit --train`` over as few nodes as the count needs, up to every device of that type in the pool), timed
+    there (a training run by ``need.run_seconds``, the one duration rule) and, with ``in_window``, free in the
+    requested window and ending by its deadline. The moved need takes fit's memory per device and the device's kind;
+    with it, the placement (None when not ``in_window``) and fit's answer. None when no count qualifies or the
+    need cannot be sized (``need.fit_on`` None, or a training run with no ``run_seconds``): no guessed memory or
+    time."""
     if need.fit_on is None or (need.kind == "training" and need.run_seconds is None):
-        return []
+        return None
+    nodes = [n for n in inv.nodes if n.device == dev and need.label in n.pools]
+    if not nodes:
+        return None
+    largest = max(nodes, key=lambda n: (n.devices, n.ram))
+    if largest.devices < 1:
+        return None
+    most = sum(n.devices for n in nodes) if need.kind == "training" else largest.devices
+    tried: set[int] = set()
+    for want in _counts(most):
+        n_nodes = math.ceil(want / largest.devices)
+        count = math.ceil(want / n_nodes) * n_nodes  # whole nodes of equal share
+        if count in tried:
+            continue
+        tried.add(count)
+        f = need.fit_on(dev, count, n_nodes, largest.ram_per_device)
+        if f is None:
+            continue
+        seconds: float | None = need.seconds
+        if need.kind == "training":
+            seconds = need.run_seconds(dev, count, n_nodes) if need.run_seconds is not None else None
+            if not seconds:
+                return None  # cannot time the run on this device: no claim
+        alt = replace(need, device=dev, devices=count, nodes=n_nodes, seconds=float(seconds or need.seconds),
+                      device_kind=f.device_kind, memory_need=f.memory_per_device, memory_verdict="",
+                      duration_basis="", duration_verdict="")  # sized and timed there
+        if not in_window:
+            return alt, None, f
+        p = _fits_by_deadline(alt, inv, bookings)
+        if p is not None:
+            return alt, p, f
+    return None
+
+
+def _fit_cli(need: JobNeed) -> str:
+    return "`llmsizer fit --train`" if need.kind == "training" else "`llmsizer fit` at the plan's peak load"
+
+
+def _other_devices(need: JobNeed, inv: Inventory, bookings: Sequence[Booking] | Held) -> list[str]:
+    """Each other device type of the job's pool, sized and placed by :func:`_on_type`: one line per device type
+    naming the count, the device and fit's memory line (and a training run's time there)."""
     out: list[str] = []
     for dev in inv.device_types:
-        nodes = [n for n in inv.nodes if n.device == dev and need.label in n.pools]
-        if dev == need.device or not nodes:
+        if dev == need.device:
             continue
-        largest = max(nodes, key=lambda n: (n.devices, n.ram))
-        if largest.devices < 1:
+        r = _on_type(need, inv, bookings, dev)
+        if r is None:
             continue
-        most = sum(n.devices for n in nodes) if need.kind == "training" else largest.devices
-        tried: set[int] = set()
-        for want in _counts(most):
-            n_nodes = math.ceil(want / largest.devices)
-            count = math.ceil(want / n_nodes) * n_nodes  # whole nodes of equal share
-            if count in tried:
-                continue
-            tried.add(count)
-            f = need.fit_on(dev, count, n_nodes, largest.ram_per_device)
-            if f is None:
-                continue
-            seconds: float | None = need.seconds
-            if need.kind == "training":
-                seconds = need.run_seconds(dev, count, n_nodes) if need.run_seconds is not None else None
-                if not seconds:
-                    break  # cannot time the run on this device: no claim
-            alt = replace(need, device=dev, devices=count, nodes=n_nodes, seconds=float(seconds or need.seconds),
-                          device_kind=f.device_kind, memory_need=f.memory_per_device, memory_verdict="",
-                          duration_basis="", duration_verdict="")  # sized and timed there
-            p = _fits_by_deadline(alt, inv, bookings)
-            if p is not None:
-                fit_cli = "`llmsizer fit --train`" if need.kind == "training" else \
-                    "`llmsizer fit` at the plan's peak load"
-                out.append(f"other device type: {count} x {dev} on {n_nodes} node(s) at {p.site} ({fit_cli}: "
-                           f"{f.memory})"
-                           + (f", about {format_seconds(alt.seconds)} on {dev} (estimate/duration.py), ends "
-                              f"{p.end:%Y-%m-%d %H:%M}" if need.kind == "training" else ""))
-                break
+        alt, p, f = r
+        assert p is not None
+        out.append(f"other device type: {alt.devices} x {dev} on {alt.nodes} node(s) at {p.site} ({_fit_cli(need)}: "
+                   f"{f.memory})"
+                   + (f", about {format_seconds(alt.seconds)} on {dev} (estimate/duration.py), ends "
+                      f"{p.end:%Y-%m-%d %H:%M}" if need.kind == "training" else ""))
     return out
+
+
+def on_inventory(need: JobNeed, inv: Inventory, bookings: Sequence[Booking] | Held) -> tuple[JobNeed, str]:
+    """A job whose request names no hardware (``need.hardware_named`` False: the plan's device is the cheapest the
+    whole catalog offers, plan/training.py and plan/inference.py "no resources named"), sized on this inventory's
+    own device types instead. The rule: the inventory's device types in the order it lists them (it states no
+    prices to rank them by, which is the plan's rule), each sized by :func:`_on_type` (the fewest devices that
+    hold the job as ``fit`` sizes it); the first that is free in the requested window, else the first that holds
+    the job at all (the check then finds its earliest window). The moved need is the job planned again naming that
+    device and count (``need.replan``: the answer the request gets when it names them), else fit's sizing as it is.
+    Returns the moved need and the assumption, which starts 'assumed'; when no device type holds the job, the need
+    unchanged and why not (one line)."""
+    chosen = None
+    for in_window in (True, False):
+        for dev in inv.device_types:
+            r = _on_type(need, inv, bookings, dev, in_window=in_window)
+            if r is not None:
+                chosen = r
+                break
+        if chosen is not None:
+            break
+    if chosen is None:
+        sized = need.fit_on is not None and (need.kind != "training" or need.run_seconds is not None)
+        return need, (f"the request names no hardware, and no device type of this inventory "
+                      f"({', '.join(inv.device_types) or 'none'}) in its {need.label} pool "
+                      + ("holds the job as `llmsizer fit` sizes it" if sized else "could be sized for the job")
+                      + (f" (the plan's own suggestion, {need.devices} x {need.device}, is not in the inventory)"
+                         if need.device and need.device not in inv.device_types else ""))
+    alt, placed, f = chosen
+    if need.replan is not None:
+        alt = need.replan(alt.device, alt.devices, alt.nodes)
+    return alt, (f"assumed: the request names no hardware, so the job is sized on this inventory's device types "
+                 f"(the first listed that holds it{' and is free in the window' if placed is not None else ''}): "
+                 f"{alt.devices} x {alt.device} on {alt.nodes} node(s) ({_fit_cli(need)}: {f.memory})"
+                 + (f", not the plan's catalog suggestion {need.devices} x {need.device}" if need.device else ""))
 
 
 def _quantized(need: JobNeed, inv: Inventory, bookings: Sequence[Booking] | Held) -> list[str]:

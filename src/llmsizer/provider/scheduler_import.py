@@ -3,8 +3,11 @@
 -o json``, or one node: ``kubectl get node NAME -o json``).
 
 Read per node (Slurm's scontrol(1) NODE fields): ``NodeName``, ``Gres`` (``gpu:<type>:<count>(S:...)``: the GPU type
-and count; a node without a ``gpu`` GRES is skipped and counted), ``CPUTot``, ``RealMemory`` (MiB), ``Partitions``,
-``State``, ``AvailableFeatures``. The GPU type is a Slurm name (``a40``, ``a100``), not a catalog id: the operator maps
+and count; a node without a ``gpu`` GRES is skipped and counted), ``CPUEfctv`` (the CPUs jobs may use: ``CPUTot``
+less the cores ``CoreSpecCount``/``CPUSpecList`` reserve for the system, scontrol(1) "CPUEfctv"; ``CPUTot`` when an
+older Slurm does not print it), ``RealMemory`` (MiB), ``Partitions``, ``State``, ``AvailableFeatures``. A node whose
+``State`` says it takes no new work (:data:`UNAVAILABLE`) is not bookable: it is written commented out, with the
+reason, and named on stderr. The GPU type is a Slurm name (``a40``, ``a100``), not a catalog id: the operator maps
 each to a catalog device (``--device-map a100=a100-sxm-80gb``; a type that is already a catalog id needs none), since
 Slurm does not say which variant (memory, SXM or PCIe) a node has.
 
@@ -36,6 +39,17 @@ from ..inputs import TOO_DEEP, short
 if TYPE_CHECKING:
     from ..catalog.hardware import HardwareCatalog
 
+#: Slurm node states (base state or ``+FLAG``, as scontrol prints ``State=DOWN+DRAIN``; sinfo's long names too)
+#: under which the node takes no new jobs -> why. Slurm docs, sinfo(1) "NODE STATE CODES" and scontrol(1) "State":
+#: DOWN unavailable for use; DRAIN/DRAINED/DRAINING not allocated new work per administrator request; FAIL/FAILING
+#: expected to fail, unavailable per administrator request; MAINT in a maintenance reservation; NOT_RESPONDING not
+#: allocated new work; FUTURE not yet configured for use; INVAL did not register correctly with the controller.
+UNAVAILABLE = {
+    "DOWN": "down", "DRAIN": "drained by the administrator", "DRAINED": "drained by the administrator",
+    "DRAINING": "draining (no new jobs)", "FAIL": "failed", "FAILING": "failing", "MAINT": "in maintenance",
+    "NOT_RESPONDING": "not responding", "NO_RESPOND": "not responding", "FUTURE": "not yet in service",
+    "INVAL": "invalid registration"}
+
 _KEY = re.compile(r"(?:^|\s)([A-Za-z][A-Za-z_/]*)=")
 _GPU = re.compile(r"(?:^|,)gpu:(?:([A-Za-z0-9_.\-]+):)?(\d+)")
 MAX_NODES = 100_000
@@ -46,11 +60,21 @@ class SlurmNode:
     name: str
     gpu_type: str | None
     gpus: int
-    cpus: int
+    cpus: int  # schedulable: CPUEfctv, else CPUTot
     memory_mib: int
     partitions: tuple[str, ...]
     state: str
     features: tuple[str, ...]
+    cpus_total: int = 0  # CPUTot
+
+    @property
+    def unavailable(self) -> str:
+        """Why the node takes no new jobs (its State's flags in :data:`UNAVAILABLE`), or ''."""
+        flags = re.split(r"[+]", self.state.upper().rstrip("*~#%$@^-!"))
+        why = [UNAVAILABLE[f] for f in flags if f in UNAVAILABLE]
+        if self.state.endswith("*"):  # sinfo's suffix: not responding
+            why.append(UNAVAILABLE["NOT_RESPONDING"])
+        return ", ".join(dict.fromkeys(why))
 
 
 def _fields(record: str) -> dict[str, str]:
@@ -74,6 +98,10 @@ def parse_scontrol_nodes(text: str, source: str = "<scontrol>") -> list[SlurmNod
     """The nodes of ``scontrol show node`` output (either form)."""
     starts = [m.start() for m in re.finditer(r"(?:^|\s)NodeName=", text)]
     if not starts:
+        first = text.lstrip().split("\n", 1)[0]
+        if re.match(r"^(PARTITION|NODELIST|HOSTNAMES|NODES?)\s", first) or re.match(r"^\S+\s+\S*gpu:\S+", first):
+            raise InputError(f"{source}: this looks like `sinfo` output, which has no memory or CPU count per node: "
+                             f"save `scontrol show node` (or `scontrol show node --oneliner`) and import that")
         raise InputError(f"{source}: no 'NodeName=' record: not `scontrol show node` output")
     if len(starts) > MAX_NODES:
         raise InputError(f"{source}: {len(starts):,} nodes; at most {MAX_NODES:,}")
@@ -82,17 +110,31 @@ def parse_scontrol_nodes(text: str, source: str = "<scontrol>") -> list[SlurmNod
         f = _fields(text[s:starts[k + 1] if k + 1 < len(starts) else len(text)])
         name = f.get("NodeName", "")
         gpu = _GPU.search(f.get("Gres", ""))
+        total = _num(f, "CPUTot", name, source)
+        cpus = _num(f, "CPUEfctv", name, source) if "CPUEfctv" in f else total
         out.append(SlurmNode(name, gpu.group(1) if gpu else None, int(gpu.group(2)) if gpu else 0,
-                             _num(f, "CPUTot", name, source), _num(f, "RealMemory", name, source), tuple(p for p in f.get("Partitions", "").split(",") if p),
+                             cpus, _num(f, "RealMemory", name, source),
+                             tuple(p for p in f.get("Partitions", "").split(",") if p),
                              f.get("State", ""), tuple(x for x in f.get("AvailableFeatures", "").split(",")
-                                                       if x and x != "(null)")))
+                                                       if x and x != "(null)"), total))
     return out
 
 
+#: what an import cannot know and the check needs: said in the file and on stderr
+STORAGE_NOTE = ("no shared storage was imported (the scheduler does not report it): add a `storage:` list, "
+                "e.g. storage: [{id: fs, site: SITE, capacity: 100 TB}], or every check answers "
+                "'site SITE has no shared storage pool'")
+
+
+def storage_note(site: str) -> str:
+    return STORAGE_NOTE.replace("SITE", site)
+
+
 def _header(source: str, command: str, site: str) -> list[str]:
-    """The first lines of an imported inventory: where it came from, the version, its one site, ``nodes:``."""
-    return [f"# imported from {source} ({command}) by llmsizer capacity import", "version: 1",
-            f"sites:\n  - id: {site}", "nodes:"]
+    """The first lines of an imported inventory: where it came from, what it lacks (storage), the version, its one
+    site, ``nodes:``."""
+    return [f"# imported from {source} ({command}) by llmsizer capacity import",
+            f"# {storage_note(site)}", "version: 1", f"sites:\n  - id: {site}", "nodes:"]
 
 
 def inventory_yaml(nodes: list[SlurmNode], *, site: str, device_map: dict[str, str], pools: tuple[str, ...],
@@ -106,18 +148,29 @@ def inventory_yaml(nodes: list[SlurmNode], *, site: str, device_map: dict[str, s
     if missing:
         raise InputError(f"{source}: GPU type(s) {', '.join(missing)} are not catalog devices: map each with "
                          f"--device-map TYPE=DEVICE (see `llmsizer hardware list`)")
-    kept = 0
+    kept = down = 0
     for n in nodes:
         if not n.gpus:
             notes.append(f"{n.name}: no gpu GRES, skipped")
             continue
         device = device_map.get(n.gpu_type or "", n.gpu_type)
         node_pools = ", ".join(dict.fromkeys((*pools, *n.partitions)))
-        lines.append(f"  - {{id: {n.name}, site: {site}, device: {device}, devices: {n.gpus}, cpus: {n.cpus}, "
-                     f"ram: {n.memory_mib} MiB, pools: [{node_pools}]}}  # State={n.state}")
+        cpus = f" of CPUTot={n.cpus_total}" if n.cpus_total and n.cpus_total != n.cpus else ""
+        row = (f"- {{id: {n.name}, site: {site}, device: {device}, devices: {n.gpus}, cpus: {n.cpus}, "
+               f"ram: {n.memory_mib} MiB, pools: [{node_pools}]}}  # State={n.state}"
+               + (f"; cpus: CPUEfctv (schedulable){cpus}" if cpus else ""))
+        why = n.unavailable
+        if why:  # not bookable: kept in the file for the operator, commented out
+            lines.append(f"  # not bookable, State={n.state} ({why}): uncomment when the node is back in service")
+            lines.append(f"  # {row}")
+            notes.append(f"{n.name}: State={n.state} ({why}), written commented out (not bookable)")
+            down += 1
+            continue
+        lines.append(f"  {row}")
         kept += 1
     if not kept:
-        raise InputError(f"{source}: no node with a gpu GRES")
+        raise InputError(f"{source}: no bookable node with a gpu GRES" + (
+            f" ({down} not in service: {', '.join(x for x in notes if 'not bookable' in x)})" if down else ""))
     return "\n".join(lines) + "\n", notes
 
 

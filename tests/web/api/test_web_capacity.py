@@ -85,6 +85,24 @@ def test_check_is_the_cli_answer(provider):
     assert r.headers["x-llmsizer-exit-code"] == str(out.returncode)
 
 
+def test_check_of_a_request_naming_no_hardware_is_the_cli_answer(provider):
+    """No hardware named: sized on the inventory's a100-pcie-80gb (placement.py on_inventory), FITS, the assumption
+    stated, byte for byte the CLI's answer."""
+    c, tmp, cfg = provider
+    text = ("version: 1\njobs:\n  - name: chat\n    kind: inference\n    model: {name: qwen2.5-0.5b}\n"
+            "    traffic: {concurrency: {typical: 2}, context: {typical: 2k}}\n    service: {duration: 7 days}\n"
+            "    resources: {storage: 100 GB}\n    start: 2030-09-01\n")
+    r = c.post("/api/v1/capacity/check", json={"request": text}, headers=bearer(REQUESTER))
+    req = tmp / "bare.yaml"
+    req.write_text(text)
+    out = cli(tmp, REQUESTER, "check", str(req), "--inventory", cfg.inventory, "--db", cfg.db, "--json")
+    assert r.status_code == 200, r.text
+    assert r.text == out.stdout and r.headers["x-llmsizer-exit-code"] == "0"
+    (answer,) = r.json()
+    assert answer["fits"] and answer["need"]["device"] == "a100-pcie-80gb"
+    assert answer["assumption"].startswith("assumed: the request names no hardware")
+
+
 def test_book_lifecycle_show_export_match_the_cli(provider):
     c, tmp, cfg = provider
     r = book(c, 0)

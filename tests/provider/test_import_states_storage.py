@@ -1,0 +1,104 @@
+"""`capacity import` from REAL scheduler outputs (tests/fixtures/real_outputs, sources in the README there): nodes
+Slurm says take no new jobs are not bookable, the missing storage is said, an existing inventory is not overwritten
+without --force, sinfo output is named as such, and the schedulable CPU count is CPUEfctv."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from llmsizer.provider.scheduler_import import SlurmNode, parse_scontrol_nodes
+
+pytest.importorskip("sqlalchemy")
+from .test_cli_capacity import run  # noqa: E402
+
+FIX = Path(__file__).resolve().parents[1] / "fixtures" / "real_outputs"
+A40 = FIX / "scontrol-show-node" / "a40-1gpu-slinky-k8s.txt"
+SINFO = FIX / "sinfo" / "osc-a100-gres-gresused.txt"
+
+
+def _node(state: str) -> SlurmNode:
+    return SlurmNode("n", "a100", 1, 1, 1, (), state, ())
+
+
+def test_slurm_states_read_from_a_real_sinfo_listing():
+    """The long state names of a real `sinfo -O ...statelong` listing (the last column): drained and draining nodes
+    take no new jobs (sinfo(1) NODE STATE CODES); idle, mixed, allocated, completing and reserved nodes do (a busy
+    node is bookable later: the inventory holds capacity, bookings hold time)."""
+    states = {line.split()[0]: line.split()[-1] for line in SINFO.read_text().splitlines() if line.strip()}
+    assert states["a0235"] == "drained*" and states["a0133"] == "draining@"
+    down = {n for n, s in states.items() if _node(s).unavailable}
+    assert down == {"a0235", "a0133"}
+    assert "drained" in _node(states["a0235"]).unavailable and "not responding" in _node(states["a0235"]).unavailable
+    # scontrol's form: base state + flags (the real record's State=IDLE+DYNAMIC_NORM is bookable)
+    (real,) = parse_scontrol_nodes(A40.read_text())
+    assert real.state == "IDLE+DYNAMIC_NORM" and not real.unavailable
+    for state in ("DOWN+DRAIN", "IDLE+DRAIN", "MIXED+DRAIN", "DOWN+NOT_RESPONDING", "IDLE+MAINT", "FAIL", "FUTURE"):
+        assert _node(state).unavailable, state
+
+
+def _two_nodes(tmp_path: Path, state: str) -> Path:
+    """The real record, and a second node made from it by Slurm's own layout (renamed, State= changed), as the
+    --oneliner derivation in test_scheduler_handover.py does."""
+    text = A40.read_text()
+    second = text.replace("gpunode-1", "gpunode-2").replace("State=IDLE+DYNAMIC_NORM", f"State={state}")
+    assert second.count(f"State={state}") == 1
+    p = tmp_path / "nodes.txt"
+    p.write_text(text + "\n" + second)
+    return p
+
+
+def test_a_down_node_is_not_bookable(tmp_path, capsys):
+    inv = tmp_path / "inv.yaml"
+    src = _two_nodes(tmp_path, "DOWN+DRAIN")
+    assert run("capacity", "import", "--scontrol", str(src), "--site", "s", "-o", str(inv)) == 0
+    err = capsys.readouterr().err
+    assert "gpunode-2: State=DOWN+DRAIN (down, drained by the administrator), written commented out" in err
+    data = yaml.safe_load(inv.read_text())
+    assert [n["id"] for n in data["nodes"]] == ["gpunode-1"]  # the catalog's a40: no --device-map needed
+    assert data["nodes"][0]["device"] == "a40" and data["nodes"][0]["cpus"] == 11
+    assert "# - {id: gpunode-2" in inv.read_text()
+    # every GPU node out of service: nothing to book, one line naming why
+    only = tmp_path / "down.txt"
+    only.write_text(A40.read_text().replace("State=IDLE+DYNAMIC_NORM", "State=DOWN+DRAIN"))
+    assert run("capacity", "import", "--scontrol", str(only), "--site", "s", "-o", str(tmp_path / "x.yaml")) == 2
+    assert not (tmp_path / "x.yaml").exists()
+    from llmsizer.errors import InputError
+    from llmsizer.provider.scheduler_import import inventory_yaml
+    with pytest.raises(InputError, match=r"no bookable node with a gpu GRES \(1 not in service: gpunode-1: "
+                                         r"State=DOWN\+DRAIN"):
+        inventory_yaml(parse_scontrol_nodes(only.read_text()), site="s", device_map={}, pools=(), known={"a40"})
+
+
+def test_import_says_storage_is_missing_and_the_check_says_what_to_add(tmp_path, capsys):
+    inv = tmp_path / "inv.yaml"
+    assert run("capacity", "import", "--scontrol", str(A40), "--site", "lab", "--pools", "serving", "-o", str(inv)) == 0
+    err = capsys.readouterr().err
+    assert "no shared storage was imported" in err and "storage: [{id: fs, site: lab" in err
+    assert "# no shared storage was imported" in inv.read_text()
+    req = tmp_path / "req.yaml"
+    req.write_text("version: 1\njobs:\n  - name: chat\n    kind: inference\n    model: {name: qwen2.5-0.5b}\n"
+                   "    traffic: {concurrency: {typical: 2}, context: {typical: 2k}}\n"
+                   "    service: {duration: 7 days}\n    resources: {device: a40, count: 1}\n    start: 2026-02-01\n")
+    assert run("capacity", "check", str(req), "--inventory", str(inv), "--no-db", "--now", "2026-01-15") == 1
+    out = capsys.readouterr().out
+    assert "[storage] site lab has no shared storage pool: the inventory lists none there (add storage:" in out
+
+
+def test_existing_output_needs_force(tmp_path, capsys):
+    inv = tmp_path / "inv.yaml"
+    inv.write_text("# hand-edited\n")
+    base = ("capacity", "import", "--scontrol", str(A40), "--site", "s", "-o", str(inv))
+    assert run(*base) == 2
+    assert inv.read_text() == "# hand-edited\n"
+    assert run(*base, "--force") == 0
+    assert "gpunode-1" in inv.read_text()
+
+
+def test_sinfo_output_is_named_with_the_command_to_run(tmp_path):
+    from llmsizer.errors import InputError
+    with pytest.raises(InputError, match=r"looks like `sinfo` output.*save `scontrol show node`"):
+        parse_scontrol_nodes(SINFO.read_text(), str(SINFO))
+    assert run("capacity", "import", "--scontrol", str(SINFO), "--site", "s", "-o", str(tmp_path / "i.yaml")) == 2
