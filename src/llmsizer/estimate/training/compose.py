@@ -34,7 +34,7 @@ from ..device import workload_on_device
 from ..framework import with_framework
 from ..inference import inference_sized, inference_sized_floor
 from ..inference.common import Acc
-from ..model_warnings import model_warnings, refuse_unmodelled
+from ..model_warnings import model_note_assumptions, model_warnings, refuse_unmodelled
 from ..ranges import PYTORCH_TRAINING, TRAINING_MEMORY
 from ..verdict import check_headroom, fits_budget, headroom_assumption, memory_verdict
 from .gather_units import float8_all_gather
@@ -440,9 +440,7 @@ def _measure(spec: ModelSpec, w: TrainingWorkload, items_key: tuple[Any, ...] | 
     """The first part of an estimate: the stages' states and timelines and the items of the most loaded stage
     (every item: what follows adds only words and the verdict)."""
     acc = Acc()
-    for note in spec.notes:
-        acc.assumptions.append(Assumption("model." + note.split("=")[0], note.split("=", 1)[-1], True,
-                                          "not in the model's config: default or derived"))
+    acc.assumptions.extend(model_note_assumptions(spec))  # config values the model reader defaulted or derived
     acc.warnings.extend(model_warnings(spec, training=True))
     ctx = resolve(spec, w, acc)
     if items_key is not None:  # (the memo's key: hashable)
