@@ -148,8 +148,8 @@ def parse_duration(value: object) -> float:
         raise InputError(f"duration {short(value)}: unknown unit {m.group(2)!r}; use ms, s, min, h, days, weeks, "
                          "months, years")
     seconds = _number(m.group(1)) * _DURATION_UNITS[unit]
-    if seconds <= 0:
-        raise InputError(f"duration {short(value)} must be positive")
+    if seconds <= 0:  # read, but no length of time: the range's words, passed through by the readers of an interval
+        raise NumberError(f"duration {short(value)} must be positive")  # or a deadline that rewrite "cannot read"
     return float(check_number(seconds, "", SECONDS))
 
 
