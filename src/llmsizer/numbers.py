@@ -24,10 +24,11 @@ class Range:
     high: float
     integral: bool
     why: str
+    low_open: bool = False  # ``low`` itself refused: (low, high], a quantity that must be positive
 
     def describe(self) -> str:
         kind = "an integer" if self.integral else "a number"
-        return f"{kind} in [{_fmt(self.low)}, {_fmt(self.high)}] ({self.why})"
+        return f"{kind} in {'(' if self.low_open else '['}{_fmt(self.low)}, {_fmt(self.high)}] ({self.why})"
 
 
 def _fmt(x: float) -> str:
@@ -63,6 +64,9 @@ TRAIN_TOKENS = Range(1, 10**16, True, "tokens to train on; the largest published
 SIZE = Range(0, 2**60, True, "bytes; 2^60 B = 1 EiB")
 SECONDS = Range(0, 3.2e10, False, "seconds; 3.2 x 10^10 s is about 1,000 years")
 MONEY = Range(0, 1e15, False, "US dollars; 10^15 is past any budget")
+# a price limit or budget the user sets (recommend --max-cost, --max-cost-per-hour, --kwh-price): 0 would rule out
+# everything, so more than 0 (recommend.Constraints refuses 0 in the Python API with the same words)
+BUDGET = Range(0, 1e15, False, "US dollars, more than 0; 10^15 is past any budget", low_open=True)
 BANDWIDTH = Range(0, 1e15, False, "bytes per second; 1 PB/s is past any network or disk")
 RATE = Range(0, 1e12, False, "requests per second; 10^12 is past any service")
 HEADROOM = Range(0, 0.99, False, "share of device memory kept free; 1 would leave nothing to use")
@@ -104,9 +108,10 @@ class NumberError(InputError):
 
 def check_number(value: object, name: str, rng: Range, where: str = "") -> float | int:
     """``value`` as an int (integral ranges) or float, or one-line InputError naming ``name`` and ``where``."""
-    if type(value) is int and rng.low <= value <= rng.high:  # the common case, as the checks below answer it
-        return value if rng.integral else float(value)
-    if type(value) is float and not rng.integral and rng.low <= value <= rng.high and math.isfinite(value):
+    if type(value) is int and rng.low <= value <= rng.high and not (rng.low_open and value == rng.low):
+        return value if rng.integral else float(value)  # the common case, as the checks below answer it
+    if (type(value) is float and not rng.integral and rng.low <= value <= rng.high and math.isfinite(value)
+            and not (rng.low_open and value == rng.low)):
         return value  # the other common case (a catalog's values in base units), as the checks below answer it
     at = f" ({where})" if where else ""
     head = f"{name}{at}: " if name or at else ""  # no name: the caller (argparse, the request reader) adds it
@@ -118,7 +123,7 @@ def check_number(value: object, name: str, rng: Range, where: str = "") -> float
         raise NumberError(f"{head}must be finite, got {value!r}; expected {rng.describe()}")
     if rng.integral and isinstance(value, float) and not value.is_integer():
         raise NumberError(f"{head}must be a whole number, got {value!r}; expected {rng.describe()}")
-    if not rng.low <= value <= rng.high:
+    if not rng.low <= value <= rng.high or (rng.low_open and value == rng.low):
         raise NumberError(f"{head}{_shown(value)} is out of range; expected {rng.describe()}")
     return int(value) if rng.integral else float(value)
 

@@ -78,10 +78,13 @@ class Assumption:
         """How a rendered line marks it after ``name=value``: '' when given, ' (default)', or, for a default chosen
         for the device (its ``why`` begins 'default for'), that reason: ' (default for rtx-4090: llama.cpp ...)'; a
         given ``auto`` or alias resolved to ``value`` (its ``why`` begins 'auto -> ' or 'alias '), that: ' (auto ->
-        fp16: the model's ...)', ' (alias 'int4' -> gptq-int4: ...)'; a framework profile's default (its ``why``
-        begins 'from framework profile NAME (source...)'), the profile without its source: ' (from framework profile
-        torchtune)'."""
+        fp16: the model's ...)', ' (alias 'int4' -> gptq-int4: ...)'; a given value the engine takes as ``value``
+        (its ``why`` begins 'given as '), that without its source: ' (given as 100; the model has 48 layers)'; a
+        framework profile's default (its ``why`` begins 'from framework profile NAME (source...)'), the profile
+        without its source: ' (from framework profile torchtune)'."""
         if not self.default:
+            if self.why.startswith("given as "):
+                return f" ({self.why.split(' (', 1)[0]})"
             return f" ({self.why})" if self.why.startswith(("auto -> ", "alias ")) else ""
         if self.why.startswith("from framework profile "):
             return f" ({self.why.split(' (', 1)[0]})"

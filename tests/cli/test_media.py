@@ -254,3 +254,29 @@ def test_the_web_answers_the_same_line_as_a_400():
         r = client.post("/api/v1/infer", json={"model": "gemma-3-4b-it", "context": str(over), "images": 3})
     assert r.status_code == 400 and r.headers["content-type"].startswith("application/problem+json")
     assert "llmsizer: error: " + r.json()["detail"] + "\n" == err
+
+
+def test_every_model_note_is_a_named_assumption():
+    """A reader note is an assumption with a name, a value and a why: Qwen2.5-VL-7B-Instruct ships no
+    video_preprocessor_config.json (its catalog row's source), so the video processor reads preprocessor_config;
+    that is ``model.video_processor_config=preprocessor_config``, not the note's words as name and value. A note in
+    words (a GGUF shape overriding its metadata, with an '=' inside) is one ``model.reader_note`` whose value is
+    the whole note, inference and training alike."""
+    import dataclasses
+
+    from llmsizer.estimate.training import estimate_training
+    from llmsizer.specs import TrainingWorkload
+
+    spec = load_model("qwen2.5-vl-7b-instruct")
+    est = estimate_inference(spec, InferenceWorkload(images=4, image_size=(1024, 768)))
+    named = {a.name: a for a in est.assumptions if a.name.startswith("model.")}
+    assert named["model.video_processor_config"].value.startswith("preprocessor_config (")
+    assert all(" " not in n and ":" not in n for n in named), sorted(named)
+    words = "config.json says tie_word_embeddings=True but the files hold lm_head.weight"
+    spec = dataclasses.replace(load_model("qwen2.5-0.5b"), notes=("head_dim=64 (derived)", words))
+    for est in (estimate_inference(spec, InferenceWorkload()), estimate_training(spec, TrainingWorkload())):
+        got = [(a.name, a.value) for a in est.assumptions if a.name.startswith("model.")]
+        assert got == [("model.head_dim", "64 (derived)"), ("model.reader_note", words)]
+    r = run_cli("infer", "qwen2.5-vl-7b-instruct", "--images", "4", "--image-size", "1024x768")
+    assert r.returncode == 0 and "model.video_processor_config=preprocessor_config (" in r.stdout
+    assert "model.no video" not in r.stdout

@@ -227,3 +227,15 @@ def test_n_cpu_moe_past_the_last_layer_is_every_layer():
     big = estimate_inference("qwen3-30b-a3b", n_cpu_moe=1000, **kw).details["split"]
     assert big["devices"] == all48["devices"] and big["n_cpu_moe"] == 48
     assert big["devices"][-1]["layers"] == "token embd, experts 0-47"
+    # the assumption names the value llama.cpp acts on, and what was given (before: n_cpu_moe=1000, echoed)
+    est = estimate_inference("qwen3-30b-a3b", n_cpu_moe=1000, **kw)
+    a = next(a for a in est.assumptions if a.name == "n_cpu_moe")
+    assert (a.value, a.default) == (48, False)
+    assert f"{a.name}={a.value}{a.mark}" == "n_cpu_moe=48 (given as 1000; the model has 48 layers)"
+    same = next(a for a in estimate_inference("qwen3-30b-a3b", n_cpu_moe=48, **kw).assumptions if a.name == "n_cpu_moe")
+    assert f"{same.name}={same.value}{same.mark}" == "n_cpu_moe=48"
+    from cli_capture import run_cli
+    done = run_cli("fit", "qwen3-30b-a3b", "--engine", "llamacpp", "--weights", "q4_k_m", "--device", "rtx-3090",
+                   "--n-cpu-moe", "100")
+    assert done.returncode == 0 and "n_cpu_moe=48 (given as 100; the model has 48 layers)" in done.stdout
+    assert "n_cpu_moe=100" not in done.stdout and "--n-cpu-moe 100" not in done.stdout

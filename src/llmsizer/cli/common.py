@@ -68,6 +68,16 @@ def float_arg(rng: Range) -> Callable[[str], float]:
     return _argtype(lambda t: float(parse_count(t, what="", rng=rng)), "float", rng)
 
 
+def money_arg(rng: Range, period: str | None = None) -> Callable[[str], float]:
+    """argparse type: US dollars in ``rng`` ('50', '$50', '$20k', '1.5M USD'; with ``period`` "h" also '$2/h'),
+    read by the request files' money reader (request/quantities.py ``parse_money``), so `--max-cost '$20k'` is
+    `budget.total: $20k`."""
+    def read(text: str) -> float:
+        from ..request.quantities import parse_money
+        return parse_money(text, period, rng)
+    return _argtype(read, "money", rng)
+
+
 def seconds_arg(rng: Range) -> Callable[[str], float]:
     """argparse type: seconds, a plain number ('1800') or a duration with its unit ('30 min', '2h': the request
     file's reader, request/quantities.py parse_duration); a count's suffix is no unit of time ('5m' is not 5 x 10^6

@@ -21,9 +21,9 @@ from .common import (
     bytes_arg,
     emit_json,
     exit_code,
-    float_arg,
     int_arg,
     list_of,
+    money_arg,
     resolve_model,
 )
 from .train_cmd import render_duration
@@ -95,7 +95,7 @@ def register(sub: Any) -> None:
     add_inference_args(p, tensor_parallel=False, attention=False, speed=True,
                        engine_default=f"default: {engine_rule_text('--device gpu')}")
     add_training_args(p)
-    p.add_argument("--kwh-price", type=float_arg(MONEY), help="USD per kWh: adds the power cost of owned hardware (TDP x count)")
+    p.add_argument("--kwh-price", type=money_arg(MONEY), help="USD per kWh: adds the power cost of owned hardware (TDP x count)")
     p.add_argument("--hardware-file", action="append", default=[], metavar="FILE", help="extra hardware (JSON/YAML)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_fit)

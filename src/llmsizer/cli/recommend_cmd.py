@@ -6,13 +6,13 @@ import argparse
 from typing import Any
 
 from ..errors import InputError
-from ..numbers import MONEY, POSITIVE, TOP
+from ..numbers import BUDGET, POSITIVE, TOP
 from ..recommend import Constraints, Recommendation, recommend_inference, recommend_training
 from ..render.recommend_text import render_recommendation
 from ..render.safe import say
 from ..specs import InferenceWorkload, ModelSpec, normalize_engine
 from .commands import COMMAND_HELP
-from .common import add_model_args, duration_arg, emit_json, exit_code, float_arg, int_arg, resolve_model
+from .common import add_model_args, duration_arg, emit_json, exit_code, float_arg, int_arg, money_arg, resolve_model
 from .workload_args import (
     add_fit_target_arg,
     add_headroom_arg,
@@ -56,8 +56,10 @@ def register(sub: Any) -> None:
                        speed=True)
     add_training_args(p, budget="each option's device")
     c = p.add_argument_group("constraints")
-    c.add_argument("--max-cost-per-hour", type=float_arg(MONEY), help="budget in USD per hour")
-    c.add_argument("--max-cost", type=float_arg(MONEY), help="training budget for the whole run, USD")
+    c.add_argument("--max-cost-per-hour", type=money_arg(BUDGET, "h"),
+                   help="budget in USD per hour ('2', '$2/h')")
+    c.add_argument("--max-cost", type=money_arg(BUDGET),
+                   help="training budget for the whole run, USD ('5000', '$5k')")
     c.add_argument("--deadline", type=duration_arg, help="training wall-clock limit, e.g. 3d, 12h, '2 weeks'")
     c.add_argument("--tokens-per-second", type=float_arg(POSITIVE), help="aggregate decode throughput target")
     c.add_argument("--user-tokens-per-second", type=float_arg(POSITIVE), help="minimum decode speed per user")
@@ -65,7 +67,7 @@ def register(sub: Any) -> None:
     c.add_argument("--laptop", action="store_true", help="must run on my laptop (laptop devices only)")
     c.add_argument("--cloud-only", action="store_true", help="cloud instances only")
     c.add_argument("--provider", action="append", default=[], help="aws, gcp, azure (repeatable)")
-    c.add_argument("--kwh-price", type=float_arg(MONEY), help="USD per kWh, to price owned hardware by its power draw")
+    c.add_argument("--kwh-price", type=money_arg(BUDGET), help="USD per kWh, to price owned hardware by its power draw")
     add_headroom_arg(c)
     add_fit_target_arg(c)  # the margin fit keeps for llama.cpp (estimate/verdict.py margin_rule), as fit's flag
     p.add_argument("--hardware-file", action="append", default=[], metavar="FILE", help="extra hardware (JSON/YAML)")

@@ -31,7 +31,10 @@ What the estimators refuse rather than size (``refuse_unmodelled``, one line, ex
 
 from __future__ import annotations
 
+import re
+
 from ..errors import FieldError, InputError
+from ..result import Assumption
 from ..specs import ModelSpec, TrainingWorkload
 
 # the training settings whose encoder-decoder activations are counted (measured in tests/training/test_t5_saved_tensors.py)
@@ -43,6 +46,26 @@ T5_LORA = {"targets": ("q", "v"), "lora_dropout": "per-module", "dora": False, "
 GEMMA3N_ACTIVATIONS = "gemma3n_activations"
 GEMMA3N_TOWERS = "gemma3n_towers_not_counted"
 GEMMA3N_FFN_WIDTHS = "gemma3n_per_layer_ffn_widths"
+
+
+_KEYED_NOTE = re.compile(r"([A-Za-z_][\w.]*)=(.+)", re.S)
+MODEL_NOTE_WHY = "not in the model's config: default or derived"
+READER_NOTE = "model.reader_note"
+
+
+def model_note_assumptions(spec: ModelSpec) -> list[Assumption]:
+    """The assumptions the model reader's notes (``spec.notes``) put on an estimate, inference and training alike: a
+    ``key=value (source)`` note is ``model.key`` = ``value (source)``; a note in words (no ``key=`` before it: a
+    GGUF shape that overrode its metadata, a folder without weights) is one ``model.reader_note`` whose value is
+    the note, never the note split at an '=' inside its words."""
+    out = []
+    for note in spec.notes:
+        keyed = _KEYED_NOTE.fullmatch(note)
+        if keyed:
+            out.append(Assumption("model." + keyed.group(1), keyed.group(2), True, MODEL_NOTE_WHY))
+        else:
+            out.append(Assumption(READER_NOTE, note, True, "what the model reader derived or could not read"))
+    return out
 
 
 def model_warnings(spec: ModelSpec, training: bool, engine: str = "transformers") -> list[str]:

@@ -440,8 +440,8 @@ def _qwen_vision(full_cfg: dict[str, Any], text_hidden: int, where: str, notes: 
         # preprocessor_config.json (BaseVideoProcessor.get_video_processor_dict, video_processing_utils.py
         # L366-387 tries [video_preprocessor_config.json, preprocessor_config.json] in that order, L411-412)
         vid = pre
-        notes.append("no video_preprocessor_config: the video processor reads preprocessor_config (as "
-                     "transformers' get_video_processor_dict does)")
+        notes.append("video_processor_config=preprocessor_config (no video_preprocessor_config; transformers' "
+                     "get_video_processor_dict reads preprocessor_config in its place)")
     vid = vid or {}
     if not isinstance(pre, dict) or not isinstance(vid, dict):
         raise ModelFileError(f"{where}: preprocessor_config / video_preprocessor_config must be objects")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..recommend import Option, Recommendation
-from ..units import format_bytes, format_count, format_seconds
+from ..units import format_bytes, format_count, format_seconds, format_usd
 from .text import table
 
 
@@ -28,8 +28,11 @@ def option_rows(rec: Recommendation, top: int = 8) -> tuple[list[list[str]], lis
                  f"${o.cost_per_million_tokens:.2f}" if o.cost_per_million_tokens is not None else "-"]
                 for o in rec.options[:top]]
         return rows, ["", "option", "hardware", "weights", "cost", "TTFT", "tok/s/user", "tok/s total", "$/M tokens"]
-    rows = [[o.status, o.target, hw(o), _price(o), f"{(o.training_seconds or 0) / 3600:,.1f} h",
-             f"{o.device_hours or 0:,.0f}", f"${o.run_cost:,.0f}" if o.run_cost is not None else "-"]
+    # durations as every renderer says one (units.format_seconds: '7.5 min', not '0.1 h'; a 20-minute run was
+    # '0.3 h' and a 2-minute one '0.0 h'), the cost as format_usd ('$0.23', not '$0')
+    rows = [[o.status, o.target, hw(o), _price(o),
+             format_seconds(o.training_seconds) if o.training_seconds is not None else "?",
+             f"{o.device_hours or 0:,.0f}", format_usd(o.run_cost) if o.run_cost is not None else "-"]
             for o in rec.options[:top]]
     return rows, ["", "option", "hardware", "cost", "wall clock", "device-h", "run cost"]
 

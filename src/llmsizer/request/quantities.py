@@ -148,8 +148,8 @@ def parse_duration(value: object) -> float:
         raise InputError(f"duration {short(value)}: unknown unit {m.group(2)!r}; use ms, s, min, h, days, weeks, "
                          "months, years")
     seconds = _number(m.group(1)) * _DURATION_UNITS[unit]
-    if seconds <= 0:
-        raise InputError(f"duration {short(value)} must be positive")
+    if seconds <= 0:  # read, but no length of time: the range's words, passed through by the readers of an interval
+        raise NumberError(f"duration {short(value)} must be positive")  # or a deadline that rewrite "cannot read"
     return float(check_number(seconds, "", SECONDS))
 
 
@@ -169,13 +169,14 @@ def parse_interval(value: object) -> tuple[float | None, int | None]:
                          "('500 steps')") from None
 
 
-def parse_money(value: object, period: str | None = None) -> float:
-    """US dollars from 20000, "20000 USD", "$20k", "USD 1.5M"; with ``period`` ("h" or "month") a trailing
-    "/h" or "/month" is accepted. Other currencies are refused: catalog prices are USD."""
+def parse_money(value: object, period: str | None = None, rng: Range = MONEY) -> float:
+    """US dollars from 20000, "20000 USD", "$20k", "USD 1.5M" in ``rng``; with ``period`` ("h" or "month") a
+    trailing "/h" or "/month" is accepted. Other currencies are refused: catalog prices are USD. The one money
+    reader: request files and the CLI's money flags (cli/common.py ``money_arg``)."""
     if isinstance(value, bool):
         raise InputError(f"cannot read {short(value)} as an amount; write e.g. '20000 USD', '$20k'")
     if isinstance(value, (int, float)):
-        return float(check_number(value, "", MONEY))
+        return float(check_number(value, "", rng))
     s = str(value).strip()
     if _CURRENCY.search(s):
         raise InputError(f"amount {short(value)}: give US dollars (the catalog's prices are USD); convert first")
@@ -187,12 +188,13 @@ def parse_money(value: object, period: str | None = None) -> float:
                 break
     s = re.sub(r"^(USD|US\$|\$)\s*", "", s, flags=re.IGNORECASE)
     s = re.sub(r"\s*(USD|dollars?)$", "", s, flags=re.IGNORECASE)
-    m = re.fullmatch(_NUM + r"\s*([kKmM]?)", s)
+    m = re.fullmatch(r"(-?)\s*" + _NUM + r"\s*([kKmM]?)", s)  # a minus read, for the range to refuse in its words
     if not m:
         hint = {"h": " per hour, e.g. '$12/h'", "month": " per month, e.g. '$5k/month'"}.get(period or "", "")
         raise InputError(f"cannot read {short(value)} as an amount{hint}; write e.g. '20000 USD', '$20k', '1.5M USD'")
-    return float(check_number(_number(m.group(1)) * {"": 1.0, "k": 1e3, "K": 1e3, "m": 1e6, "M": 1e6}[m.group(2)],
-                              "", MONEY))
+    sign = -1.0 if m.group(1) else 1.0
+    return float(check_number(sign * _number(m.group(2)) * {"": 1.0, "k": 1e3, "K": 1e3, "m": 1e6, "M": 1e6}[m.group(3)],
+                              "", rng))
 
 
 def parse_bandwidth(value: object) -> float:
@@ -245,6 +247,8 @@ def parse_date_or_duration(value: object) -> tuple[_dt.date | None, float | None
         return parse_date(value), None
     try:
         return None, parse_duration(value)
+    except NumberError:
+        raise
     except InputError:
         raise InputError(f"cannot read {short(value)} as a deadline; write a date (2025-07-01) or a duration from the "
                          "start ('3 weeks')") from None

@@ -579,6 +579,10 @@ class _Reader:
         if j.method == "full" and peft_given:
             self.jerr(i, j, "peft", "parameter-efficient settings are given but method is 'full'; set method "
                       "to lora, dora or qlora, or remove peft")
+        ck = j.checkpoints
+        if ck.resume and ck.keep == 0:  # keep 0: each checkpoint deleted once written (formulas/storage.py eq. 6)
+            self.jerr(i, j, "checkpoints.keep", "0 keeps no checkpoint to resume from, but checkpoints.resume is "
+                      "true; keep at least 1 (or set resume: false)")
         s = j.settings
         if s.zero and s.fsdp:
             self.jerr(i, j, "settings.fsdp", "give settings.zero or settings.fsdp, not both")

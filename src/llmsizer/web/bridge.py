@@ -253,7 +253,7 @@ def _schema(p: argparse.ArgumentParser, a: argparse.Action, aliases: list[str]) 
     else:
         name = getattr(a.type, "__name__", "str")
         out = {"type": ["integer", "string"]} if name in _INTEGER_TYPES or a.type is int else \
-            {"type": ["number", "string"]} if name in ("float", "share") else {"type": "string"}
+            {"type": ["number", "string"]} if name in ("float", "share", "money") else {"type": "string"}
     text = p._get_formatter()._expand_help(a) if a.help else ""
     if aliases:
         text += ("; " if text else "") + "also accepted as " + ", ".join(aliases)

@@ -463,7 +463,7 @@ def test_compare_is_recommend(page: Page, server: str, shots: Path) -> None:
     page.get_by_label("Tokens", exact=True).fill("2B")
     train = cli("recommend", "llama-3.1-8b", "--train", "--tokens", "2B", "--method", "lora")
     page.wait_for_function("(name) => document.getElementById('chosen-title')?.textContent.includes(name) && "
-                           "document.getElementById('speed-col').textContent === 'hours'", arg=train["chosen"]["name"])
+                           "document.getElementById('speed-col').textContent === 'wall clock'", arg=train["chosen"]["name"])
     assert page.locator("#chart-cost-speed circle.point").count() == len(
         [o for o in train["options"] if o["run_cost"] and o["training_seconds"]])
 

@@ -41,7 +41,7 @@ from ..device import (
     workload_on_device,
 )
 from ..formats import GROUPED, check_engine_runs, engine_dtype_note, engine_weights, serving_fused_experts
-from ..model_warnings import model_warnings, refuse_serving, refuse_unmodelled
+from ..model_warnings import model_note_assumptions, model_warnings, refuse_serving, refuse_unmodelled
 from ..verdict import admission_verdict, check_headroom, margin_rule, memory_verdict
 from .common import Acc, Context, running_and_queued, running_sequences, state_dtypes, state_of
 from .media import media_in_context
@@ -318,9 +318,7 @@ def _estimate(spec: ModelSpec, w: InferenceWorkload) -> Estimate:
     media = media_in_context(spec, w, acc)
     if media is not None:  # image/video tokens occupy the context like text (KV cache, prefill, admission)
         w = dataclasses.replace(w, context=w.context + media.tokens)
-    for note in spec.notes:  # config values the model reader had to default or derive
-        acc.assumptions.append(Assumption("model." + note.split("=")[0], note.split("=", 1)[-1], True,
-                                          "not in the model's config: default or derived"))
+    acc.assumptions.extend(model_note_assumptions(spec))  # config values the model reader defaulted or derived
     acc.warnings.extend(model_warnings(spec, training=False, engine=str(w.engine)))
     fmt, group = _resolve_weights(spec, w, acc)
     refuse_serving(spec, str(w.engine), fmt, w.tensor_parallel, media is not None)

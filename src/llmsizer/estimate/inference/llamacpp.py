@@ -19,7 +19,7 @@ from typing import Any
 from ...errors import FieldError, InputError
 from ...formulas.activations import prefill_activation_bytes
 from ...formulas.kv_cache import kv_cache
-from ...result import DEVICES_SUMMED, Item
+from ...result import DEVICES_SUMMED, Assumption, Item
 from ...units import format_bytes
 from .. import engines as E
 from ..allocator import NATIVE, context_span, device_context
@@ -205,7 +205,17 @@ def _n_cpu_moe(ctx: Context) -> int:
         raise FieldError("n_cpu_moe", f"n_cpu_moe keeps MoE expert tensors in host memory; {spec.name} has no experts")
     if w.device != "gpu":
         raise InputError("n_cpu_moe applies to GPU offload; on device cpu every tensor is in host memory")
-    return int(ctx.acc.assume("n_cpu_moe", w.n_cpu_moe, w.n_cpu_moe, "given (common/arg.cpp:2766-2775)"))
+    # llama.cpp's --n-cpu-moe N pushes one buffer override per layer index 0..N-1 (common/arg.cpp:2766-2775
+    # @0c1e57098; the same loop at @0017d6fb), each matching blk.i.ffn_*_exps (llm_ffn_exps_block_regex,
+    # common/common.h:1198-1217): an index past the last layer matches no tensor, so N > layers is every layer
+    layers = spec.num_layers
+    if w.n_cpu_moe <= layers:
+        return int(ctx.acc.assume("n_cpu_moe", w.n_cpu_moe, w.n_cpu_moe, "given (common/arg.cpp:2766-2775)"))
+    ctx.acc.assumptions.append(Assumption(
+        "n_cpu_moe", layers, False, f"given as {w.n_cpu_moe}; the model has {layers} layers (llama.cpp's "
+        "--n-cpu-moe N keeps the experts of layers 0..N-1 in host memory, common/arg.cpp:2766-2775: past the last "
+        "layer, all of them)"))
+    return layers
 
 
 def _per_gpu(parts: list[DevicePart], attr: str) -> str:
@@ -218,7 +228,6 @@ def _split_details(parts: list[DevicePart], mode: str, shares: list[float], ngl:
                    n_cpu_moe: int, gpu_runtime: str = "cuda") -> dict[str, Any]:
     ctx_b = context_span(gpu_runtime, NATIVE)
     devices = []
-    n_cpu_moe = min(n_cpu_moe, sum(len(p.layers) for p in parts))  # llama.cpp takes any N; only the model's layers
     for p in parts:
         gpu = p.name != "host"
         fixed = ctx_b.expected if gpu else E.LLAMACPP_HOST_RUNTIME.expected

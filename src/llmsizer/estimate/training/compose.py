@@ -34,7 +34,7 @@ from ..device import workload_on_device
 from ..framework import with_framework
 from ..inference import inference_sized, inference_sized_floor
 from ..inference.common import Acc
-from ..model_warnings import model_warnings, refuse_unmodelled
+from ..model_warnings import model_note_assumptions, model_warnings, refuse_unmodelled
 from ..ranges import PYTORCH_TRAINING, TRAINING_MEMORY
 from ..verdict import check_headroom, fits_budget, headroom_assumption, memory_verdict
 from .gather_units import float8_all_gather
@@ -266,11 +266,38 @@ def _least_sharded(spec: ModelSpec, w: TrainingWorkload) -> Estimate:
     staged = sharded_workload(spec, w)
     est = _memoized(spec, staged)
     if staged is w:
-        return est
+        return _fsdp_precision_hint(spec, w, est)
     why = ZERO_WHY if est.details["fits"] else ZERO_NONE_FITS_WHY
     assumptions = tuple(Assumption("zero", staged.zero, True, why) if a.name == "zero" else a
                         for a in est.assumptions)
     return est.but(assumptions)
+
+
+FSDP_MIXED_PRECISION = "fsdp_mixed_precision"
+
+
+def _fsdp_precision_hint(spec: ModelSpec, w: TrainingWorkload, est: Estimate) -> Estimate:
+    """``est`` with a warning naming FSDP's own mixed precision when autocast's weight copies are part of why it
+    does not fit: under ``bf16-mixed`` torch.autocast casts each fp32 weight to bf16 for its matmul and autograd
+    keeps the copy until the backward (``autocast_weight_copies``, formulas/training_states.py's recipe table);
+    under ``fsdp-bf16-mixed`` (FSDP2 MixedPrecisionPolicy(param_dtype=bf16), as torchtitan and torchtune train)
+    each unit is all-gathered in bf16 and freed after, so no such copies are held. The number is this estimator's
+    own answer for that precision, every other field as given; the default precision is unchanged."""
+    if (w.precision != "bf16-mixed" or w.fsdp is None or w.memory is None or est.details.get("fits", True)
+            or not any(i.name == "autocast_weight_copies" and i.bytes for i in est.items)):
+        return est
+    try:
+        alt = _memoized(spec, replace_checked(w, precision="fsdp-bf16-mixed"))
+    except InputError:  # a setting fsdp-bf16-mixed does not take: no alternative to name
+        return est
+    need = alt.total("device")[1]
+    copies = est.item("autocast_weight_copies").bytes
+    verdict = "which fits" if alt.details.get("fits") else "still over the budget"
+    text = (f"{FSDP_MIXED_PRECISION}: precision bf16-mixed holds torch.autocast's bf16 copies of the fp32 weights "
+            f"({format_bytes(copies)} at the peak); with --precision fsdp-bf16-mixed (FSDP's own MixedPrecisionPolicy, "
+            f"as torchtitan and torchtune use: each unit all-gathered in bf16 and freed after) it needs "
+            f"{format_bytes(need)} per device, {verdict}")
+    return est.but(warnings=(*est.warnings, KindedWarning(text, FSDP_MIXED_PRECISION)))
 
 
 def with_device_notes(est: Estimate, notes: Notes) -> Estimate:
@@ -440,9 +467,7 @@ def _measure(spec: ModelSpec, w: TrainingWorkload, items_key: tuple[Any, ...] | 
     """The first part of an estimate: the stages' states and timelines and the items of the most loaded stage
     (every item: what follows adds only words and the verdict)."""
     acc = Acc()
-    for note in spec.notes:
-        acc.assumptions.append(Assumption("model." + note.split("=")[0], note.split("=", 1)[-1], True,
-                                          "not in the model's config: default or derived"))
+    acc.assumptions.extend(model_note_assumptions(spec))  # config values the model reader defaulted or derived
     acc.warnings.extend(model_warnings(spec, training=True))
     ctx = resolve(spec, w, acc)
     if items_key is not None:  # (the memo's key: hashable)

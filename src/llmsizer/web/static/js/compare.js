@@ -83,13 +83,13 @@ function render(rec, top) {
   $("chart-caption").textContent = train
     ? "Each option that fits and meets the constraints: its run time against the run's cost (log scales); the chosen one ringed in red."
     : "Each option that fits and meets the constraints: its output speed (all users) against its price per hour (log scales); the chosen one ringed in red.";
-  $("speed-col").textContent = train ? "hours" : "tokens/s";
+  $("speed-col").textContent = train ? "wall clock" : "tokens/s";
   $("extra-col").textContent = train ? "run cost" : "TTFT";
   $("options").tBodies[0].replaceChildren(...rec.options.slice(0, top).map((o, i) => el("tr", { class: o.status === "chosen" ? "chosen" : "" },
     el("td", { class: "num" }, String(i + 1)), el("td", {}, label(o)),
     el("td", {}, `${o.weights_format || "-"}${o.engine ? `, ${o.engine}` : ""}`),
     el("td", { class: "num" }, formatUsd(o.price_per_hour)),
-    el("td", { class: "num" }, train ? formatRate(o.training_seconds / 3600) : formatRate(o.tokens_per_second)),
+    el("td", { class: "num" }, train ? formatSeconds(o.training_seconds) : formatRate(o.tokens_per_second)),
     el("td", { class: "num" }, train ? formatUsd(o.run_cost) : formatSeconds(o.ttft_seconds)),
     el("td", {}, reasons(o)))));
   $("rejected").tBodies[0].replaceChildren(...rec.rejected.slice(0, top).map((o) => el("tr", {},
