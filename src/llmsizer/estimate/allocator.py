@@ -387,7 +387,9 @@ def calibrated_need(items: list[Item] | tuple[Item, ...], kind: str, engine: str
     ``validate`` judges every measured whole-need figure (device total, process RSS) by this range
     (measure/compare.py), the one the CLI, API and plan print and the fit verdict's calibrated high end reads.
     ``coverage``: the band's own statement of the coverage it has (``ranges.Band.coverage``: target, in-sample,
-    leave-one-setup-out, setups, rows, and a warning where leave-one-setup-out falls short of the target)."""
+    leave-one-setup-out, setups, rows, and a warning where leave-one-setup-out falls short of the target);
+    ``coverage_target``, its former name for ``coverage.target``, is a deprecated alias kept for one release
+    (docs/nomenclature.md)."""
     b = R.band_for(kind, engine)
     if b is None:
         return None
@@ -396,4 +398,4 @@ def calibrated_need(items: list[Item] | tuple[Item, ...], kind: str, engine: str
     other = [i.range for i in here if i.name in NOT_BANDED]
     return {"low": int(t * b.low) + sum(r[0] for r in other), "high": int(t * b.high) + sum(r[2] for r in other),
             "kind": kind, "engine": engine, "band_low": b.low, "band_high": b.high, "rows": b.rows,
-            "setups": b.setups, "coverage": b.coverage()}
+            "setups": b.setups, "coverage": b.coverage(), "coverage_target": R.COVERAGE}

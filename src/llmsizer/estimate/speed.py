@@ -236,6 +236,13 @@ class SpeedEstimate:
         """Calibrated [low, high] aggregate decode tokens/s (``decode_band``)."""
         return R.band_range(self.decode_band, self.tokens_per_second)
 
+    @property
+    def range_coverage(self) -> dict[str, dict[str, Any] | None]:
+        """The coverage of each calibrated range (``ranges.range_coverage``: its band's ``Band.coverage``; None where
+        that range is None), keyed as ``to_dict``'s calibrated_ranges; JSON and text print these."""
+        return {"prefill_tokens_per_second": R.range_coverage(self.prefill_band, self.prefill_tokens_per_second),
+                "tokens_per_second": R.range_coverage(self.decode_band, self.tokens_per_second)}
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "kind": "speed", "model": self.model, "device": self.device, "count": self.count,
@@ -254,17 +261,10 @@ class SpeedEstimate:
             "details": self.details,
             "calibrated_ranges": {"prefill_tokens_per_second": self.prefill_range,
                                   "tokens_per_second": self.decode_range,
-                                  "coverage": {"prefill_tokens_per_second": _coverage(self.prefill_band,
-                                                                                      self.prefill_range),
-                                               "tokens_per_second": _coverage(self.decode_band, self.decode_range)},
+                                  "coverage": self.range_coverage,
                                   "source": "estimate/ranges.py: the band of this engine's validation rows; "
                                             "coverage: the share of measured runs it holds, against its target"},
         }
-
-
-def _coverage(b: R.Band | None, rng: tuple[float, float] | None) -> dict[str, Any] | None:
-    """The coverage band ``b`` states (``Band.coverage``) where it gives a range; None where no range is printed."""
-    return None if b is None or rng is None else b.coverage()
 
 
 def _attended_all_layers(spec: ModelSpec, tokens: int, past: int) -> float:

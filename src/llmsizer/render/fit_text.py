@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..estimate.verdict import budget_term
 from ..units import format_bytes
-from .text import pool_and_need, room_left, table
+from .text import coverage_lines, pool_and_need, room_left, table
 
 if TYPE_CHECKING:
     from ..estimate.fit import FitResult
@@ -41,6 +41,7 @@ def render_fit(r: FitResult) -> str:
             out.append(f"speed if it fit (it does not, at {r.weights_format}; memory permitting):")
         if rows:
             out.append(table(rows, SPEED_HEADER))
+            out += speed_coverage_lines(s)
         sd = s.details.get("split_decode")
         if sd and sd.get("seconds") and sd.get("exchanges") is not None:  # -sm row: the GPUs read their rows at once
             parts = ", ".join(f"{d['device']} {d['seconds'] * 1e3:.1f} ms" for d in sd["devices"])
@@ -183,6 +184,14 @@ def speed_rows(s: SpeedEstimate) -> list[list[str]]:
                      f"({s.tokens_per_second_per_user:.1f} per user)",
                      s.decode.bound, _roof(s.roofline_decode)])
     return rows
+
+
+def speed_coverage_lines(s: SpeedEstimate) -> list[str]:
+    """The coverage of each calibrated range in the speed table (``SpeedEstimate.range_coverage``), under it, named
+    by its row (text.coverage_lines); nothing for a rate printed without a range."""
+    cov = s.range_coverage
+    return [*(coverage_lines(c, "prefill range") if (c := cov["prefill_tokens_per_second"]) and s.prefill else []),
+            *(coverage_lines(c, "decode range") if (c := cov["tokens_per_second"]) and s.decode else [])]
 
 
 def _range(r: tuple[float, float] | None, fmt: str) -> str:
