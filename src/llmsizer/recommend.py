@@ -750,7 +750,7 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
     method = w.method
     fl = flops_per_token(spec, w.method, w.seq_len, recompute_mode(w.grad_checkpointing), w.rank, w.targets,
                          w.checkpoint_every, recomputes_whole_layer(w.checkpoint_impl))
-    fpt = fl.per_token
+    fpt = fl.effective_per_token(w.micro_batch)  # eq. (4'): D / T of an MoE LoRA's step term included
     timed: dict[str, tuple[tuple[Assumption, ...], tuple[str, ...]]] = {}  # each timed option's duration notes
     cands, rejected = _candidates(cat, c, training=True)
     gpus = wl.get("gpus")  # --gpus N: every option is N devices (checked by TrainingWorkload above)
@@ -873,7 +873,7 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
     # depend on the listing order)
     assumptions, warnings = timed.get(meets[0].target, ((), ())) if meets else ((), ())
     workload = {"tokens": tokens, **{k: (list(v) if isinstance(v, tuple) else v) for k, v in wl.items()},
-                "flops_per_token": fpt, "flops_formula": fl.formula, "total_flops": fpt * tokens}
+                "flops_per_token": fpt, "flops_formula": fl.effective_formula(w.micro_batch), "total_flops": fpt * tokens}
     return Recommendation("training", spec.name, workload, c, tuple(meets), tuple(rejected), (), (),
                           tuple(assumptions), tuple(warnings))
 

@@ -173,7 +173,7 @@ def render_duration(d: Duration) -> str:
 
     if d.seconds is None:
         return "duration: " + "; ".join(d.warnings)
-    line = (f"duration: {format_count(d.tokens)} tokens x {d.flops.per_token:.3g} FLOP/token ({d.flops.formula}) "
+    line = (f"duration: {format_count(d.tokens)} tokens x {d.flops_per_token:.3g} FLOP/token ({d.flops_formula}) "
             f"on {d.devices} device(s) at {d.utilization:.1%} of {d.peak_flops or 0:.3g} FLOP/s ({d.peak_key})")
     st = d.step
     if st is not None:

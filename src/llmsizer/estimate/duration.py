@@ -192,6 +192,23 @@ class TrainingFlops:
                                     self.attention_recomputed, kernel, recompute_weight=recompute_weight,
                                     attended=a, recomputed_attended=a_c)
 
+    def effective_per_token(self, micro_batch: int) -> float:
+        """FLOPs per token with the per-micro-step term spread over its tokens (formulas/training_time.py eq. (4'):
+        F + D / T, T = ``micro_batch`` x seq_len the tokens of one micro-step per device): what a run's total
+        (tokens x this) and step time (T x F + D, eq. (6)) count; ``per_token`` where there is no such term."""
+        if not self.per_micro_step:
+            return self.per_token
+        return self.per_token + self.per_micro_step / (max(1, micro_batch) * max(1, self.seq_len))
+
+    def effective_formula(self, micro_batch: int) -> str:
+        """``formula`` with the per-micro-step term stated per token, as ``effective_per_token`` counts it."""
+        if not self.per_micro_step:
+            return self.formula
+        t = max(1, micro_batch) * max(1, self.seq_len)
+        return (f"{self.formula}; per token: {self.per_token:.4g} + D / T = {self.per_micro_step:.4g} / {t:,} "
+                f"(micro_batch {micro_batch} x seq_len {self.seq_len}) = "
+                f"{self.effective_per_token(micro_batch):.4g} (eq. (4'))")
+
     @property
     def forward_share(self) -> float:
         """phi of formulas/training_time.py eq. (8'): the forward pass's share of the executed FLOPs."""
@@ -487,6 +504,18 @@ class Duration:
     assumptions: tuple[Assumption, ...] = ()
     warnings: tuple[str, ...] = field(default_factory=tuple)
     step: StepTime | None = None
+    micro_batch: int = 1  # sequences per micro-step per device: T = micro_batch x seq_len of eq. (4')
+
+    @property
+    def flops_per_token(self) -> float:
+        """The FLOPs per token the total and the step time count: eq. (4')'s per-micro-step term included
+        (``TrainingFlops.effective_per_token``)."""
+        return self.flops.effective_per_token(self.micro_batch)
+
+    @property
+    def flops_formula(self) -> str:
+        """How ``flops_per_token`` is counted (``TrainingFlops.effective_formula``)."""
+        return self.flops.effective_formula(self.micro_batch)
 
     @property
     def tokens_per_second(self) -> float | None:
@@ -518,8 +547,8 @@ class Duration:
         return device_hours(self.seconds, self.devices) if self.seconds is not None else None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"tokens": self.tokens, "devices": self.devices, "flops_per_token": self.flops.per_token,
-                "flops_formula": self.flops.formula, "flops_source": self.flops.source,
+        return {"tokens": self.tokens, "devices": self.devices, "flops_per_token": self.flops_per_token,
+                "flops_formula": self.flops_formula, "flops_source": self.flops.source,
                 "peak_flops": self.peak_flops, "peak_key": self.peak_key, "utilization": self.utilization,
                 "utilization_source": self.utilization_source, "seconds": self.seconds,
                 "device_hours": self.device_hours, "tokens_per_second": self.tokens_per_second,
@@ -1473,7 +1502,8 @@ def training_duration(spec: ModelSpec, device: Device, devices: int, tokens: flo
     u = check_number(utilization, "utilization", UTILIZATION) if utilization is not None else factor.expected
     u_source = factor.source if utilization is None else "given"  # a calibration row does not stand behind a given u
     notes = [Assumption("utilization", u, utilization is None, u_source),
-             Assumption("flops_per_token", round(fl.per_token), True, f"{fl.formula} ({fl.source})")]
+             Assumption("flops_per_token", round(fl.effective_per_token(w.micro_batch)), True,
+                        f"{fl.effective_formula(w.micro_batch)} ({fl.source})")]
     numa = numa_assumption(device)  # a detected machine of several sockets: its bandwidth and compute sockets
     if numa is not None:
         notes.append(numa)
@@ -1503,11 +1533,12 @@ def training_duration(spec: ModelSpec, device: Device, devices: int, tokens: flo
                         + (f" (give a catalog CPU with --device, e.g. {', '.join(CPU_EXAMPLES)}, or a --hardware-file "
                            "CPU entry with flops.fp32, and flops.bf16 for an AMX part: cores x all-core clock x FLOP "
                            "per cycle)" if device.kind == "cpu" else ""))
-        return Duration(tokens, devices, fl, None, key, u, u_source, None, tuple(notes), tuple(warnings))
+        return Duration(tokens, devices, fl, None, key, u, u_source, None, tuple(notes), tuple(warnings),
+                        micro_batch=w.micro_batch)
     st = step_time(spec, device, w, fl, peak, u, link_bandwidth, paged_bytes, notes, warnings, network,
                    paged_free_bytes)
     secs = tokens / st.tokens_per_second
-    return Duration(tokens, devices, fl, peak, key, u, u_source, secs, tuple(notes), tuple(warnings), st)
+    return Duration(tokens, devices, fl, peak, key, u, u_source, secs, tuple(notes), tuple(warnings), st, w.micro_batch)
 
 
 def training_duration_for(spec: ModelSpec, device: Device, devices: int, tokens: float, fields: dict[str, Any],

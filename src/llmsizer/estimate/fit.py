@@ -745,6 +745,7 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
     fitted = {t: bool(e.details["fits"]) for t, e in tried.items()}
     spread = (f"{replicas} replicas, the load split evenly ({per_rep} of {concurrency} sequences on the fullest)"
               if replicas > 1 else "no replicas")
+    est = as_fit_chose(est, pinned is not None, concurrency if "concurrency" in given else None, replicas)
     if pinned is not None:
         assumptions.append(Assumption("tensor_parallel", tp, False, f"given; {spread}"))
     elif len(tp_options) > 1:
@@ -831,6 +832,25 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
                          instances=instances_for(n, instance))
 
     return MemoryFit(fits, result, d.get("engine_refusal_reason"))
+
+
+def as_fit_chose(est: Estimate, tp_given: bool, concurrency: int | None, replicas: int) -> Estimate:
+    """The estimate of the layout fit took, its assumptions saying whose each value is: ``sized`` passes the
+    estimate fit's degree and one replica's share of the load, which estimate_inference records as given. A degree
+    fit chose is its default ("fit's choice"; given only when ``tp_given``), and a replica's share of the
+    ``concurrency`` given over ``replicas`` (``per_replica``: ceil(c / r), the fullest replica's) is given
+    as that concurrency ('given as N; ...', Assumption.mark). The items and details are the estimate's (``but``)."""
+    def fit_chose(a: Assumption) -> Assumption:
+        if a.name == "tensor_parallel" and not tp_given:
+            return Assumption(a.name, a.value, True, "fit's choice (the answer's tensor_parallel says why)")
+        if a.name == "concurrency" and concurrency is not None and a.value != concurrency:
+            return Assumption(a.name, a.value, False, f"given as {concurrency}; one replica's share over {replicas} "
+                              "replicas (the fullest's: the load split evenly)")
+        return a
+    if not any(a.name == "tensor_parallel" and not tp_given or a.name == "concurrency" and concurrency is not None
+               for a in est.assumptions):
+        return est
+    return est.but(assumptions=tuple(map(fit_chose, est.assumptions)))
 
 
 def running_per_replica(per: int, details: dict[str, Any]) -> int:

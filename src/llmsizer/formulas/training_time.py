@@ -37,6 +37,9 @@ per token, and the adapters' own FLOPs D are per micro-step of T tokens, not per
 
     F = 4 N + 2 N_e + 6 N_a + 12 L d s,   N_a = the other adapters,   + D / T per token          (4')
 
+A run's total FLOPs and the FLOPs per token it states count the step term spread over its tokens, F + D / T with
+T = micro_batch x seq_len (estimate/duration.py ``TrainingFlops.effective_per_token``), as eq. (6)'s T F + D does.
+
 QLoRA adds the dequantization of the 4-bit base in every forward and backward, which is
 memory-bound work this FLOP count leaves out.
 

@@ -326,7 +326,7 @@ def throughput_rows(record: dict[str, Any], spec: ModelSpec) -> list[Row]:
     if d.tokens_per_second is None:
         return []
     return [Row("training tokens/s", d.tokens_per_second, t["tokens_per_second"], "tokens/s", TRAINING_SPEED,
-                note=f"{name}: {d.flops.formula} FLOPs/token at utilisation {d.utilization:.3f}")]
+                note=f"{name}: {d.flops_formula} FLOPs/token at utilisation {d.utilization:.3f}")]
 
 
 def compare_record(record: dict[str, Any]) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from typing import Any, NamedTuple
 from ..errors import FieldError, InputError, LlmsizerError
 from ..estimate.device import default_engine, generic_device, one_replica_per_device
 from ..estimate.engines import llamacpp_layer_split, step_host
-from ..estimate.fit import FitResult, fit, need_per_device, per_replica
+from ..estimate.fit import FitResult, as_fit_chose, fit, need_per_device, per_replica
 from ..estimate.formats import given_format_why, rung_bytes, rung_group_size, unquantized_format, weights_asked
 from ..estimate.inference import estimate_inference
 from ..estimate.inference.common import running_and_queued
@@ -345,6 +345,8 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
                 f_peak.estimate if f_peak is not None and f_peak.estimate is not None
                 and engine not in ("vllm", "sglang") else
                 _need(spec, engine, fmt_used, ctx_peak, per_rep_peak, out_peak, tp, job, on_cpu, batch))
+    if need_est is not None and f_peak is not None:  # its degree and load share are fit's, named so (not as given)
+        need_est = as_fit_chose(need_est, job.tensor_parallel is not None, conc_peak, replicas)
     need = need_per_device(need_est, on_cpu)[0] if need_est else None
     if engine in ("vllm", "sglang"):  # the fit's own workload share of the card (estimate/inference/vllm.py, sglang.py
         need = _workload_need(f_peak, need)  # workload_bytes): SGLang sizes activations and graphs from the card

@@ -252,7 +252,7 @@ def plan_training(job: TrainingJob, req: Request, ctx: PlanContext) -> JobPlan:
         util, secs = d.utilization, d.seconds
         notes.assumptions.extend(d.assumptions)
         notes.warnings.extend(d.warnings)
-        dur.add("flops_per_token", "FLOPs per token", d.flops.per_token, "FLOP", d.flops.formula, d.flops.source)
+        dur.add("flops_per_token", "FLOPs per token", d.flops_per_token, "FLOP", d.flops_formula, d.flops.source)
     dur.add("seconds", "wall-clock (estimated)", secs, "s", f"tokens x FLOPs/token / ({gpus} devices x peak x "
             f"{util if util is not None else 'default'} utilization)", "formulas/training_time.py eq. (3)")
     steps = math.ceil(tokens / tokens_per_step) if tokens else None
