@@ -64,9 +64,19 @@ TRAIN_TOKENS = Range(1, 10**16, True, "tokens to train on; the largest published
 SIZE = Range(0, 2**60, True, "bytes; 2^60 B = 1 EiB")
 SECONDS = Range(0, 3.2e10, False, "seconds; 3.2 x 10^10 s is about 1,000 years")
 MONEY = Range(0, 1e15, False, "US dollars; 10^15 is past any budget")
-# a price limit or budget the user sets (recommend --max-cost, --max-cost-per-hour, --kwh-price): 0 would rule out
-# everything, so more than 0 (recommend.Constraints refuses 0 in the Python API with the same words)
+# a price limit or budget the user sets (recommend --max-cost, --max-cost-per-hour): 0 would rule out everything, so
+# more than 0 (recommend.Constraints reads the Python API's through this range, with the same words)
 BUDGET = Range(0, 1e15, False, "US dollars, more than 0; 10^15 is past any budget", low_open=True)
+# the price of a kWh for owned hardware's power (fit and recommend --kwh-price, the web API's kwh_price,
+# recommend.Constraints): 0 is a price (free power: owned hardware costs nothing per hour). The upper bound is a
+# sanity bound, far above wholesale markets' price caps (ERCOT's $5,000/MWh = $5/kWh; Australia's NEM about
+# AUD 17,500/MWh in 2024-25)
+KWH_PRICE = Range(0, 1e3, False, "US dollars per kWh, 0 for free power; $1,000/kWh is past any tariff or market cap")
+# a throughput the user requires (recommend --tokens-per-second, --user-tokens-per-second): 0 asks nothing, so
+# more than 0
+TOKEN_RATE = Range(0, 1e12, False, "tokens per second, more than 0; 10^12 is past any service", low_open=True)
+# a time limit the user sets (recommend --max-ttft, --deadline): 0 would rule out everything, so more than 0
+TIME_LIMIT = Range(0, 3.2e10, False, "seconds, more than 0; 3.2 x 10^10 s is about 1,000 years", low_open=True)
 BANDWIDTH = Range(0, 1e15, False, "bytes per second; 1 PB/s is past any network or disk")
 RATE = Range(0, 1e12, False, "requests per second; 10^12 is past any service")
 HEADROOM = Range(0, 0.99, False, "share of device memory kept free; 1 would leave nothing to use")

@@ -24,14 +24,14 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
 from .catalog.hardware import Device, HardwareCatalog, Instance, load_catalog
-from .errors import DeviceCannotRunError, InputError
+from .errors import DeviceCannotRunError, FieldError, InputError
 from .estimate import efficiency as E
 from .estimate.duration import flops_per_token, recompute_mode, training_peak
 from .estimate.engines import newer_release_note
@@ -79,7 +79,7 @@ from .formulas.training_time import device_hours
 from .formulas.weight_formats import normalize_format
 from .frozen import fast_init
 from .models import load_model
-from .numbers import TRAIN_TOKENS
+from .numbers import BUDGET, KWH_PRICE, TIME_LIMIT, TOKEN_RATE, TRAIN_TOKENS, Range, check_number
 from .result import Assumption, Notes
 from .specs import InferenceWorkload, ModelSpec, TrainingWorkload
 from .specs.training import recomputes_whole_layer
@@ -108,11 +108,10 @@ class Constraints:
     headroom: float | None = None
 
     def __post_init__(self) -> None:
-        for name in ("max_cost_per_hour", "tokens_per_second", "user_tokens_per_second", "max_ttft", "deadline",
-                     "max_cost", "kwh_price"):
+        for name, read in _LIMIT_READERS.items():  # as recommend's flags read them: '$5k', '2h', 'abc' refused
             v = getattr(self, name)
-            if v is not None and v <= 0:
-                raise InputError(f"{name} (--{name.replace('_', '-')}) must be positive, got {v:g}")
+            if v is not None:
+                object.__setattr__(self, name, _read_limit(name, v, read))
         if self.laptop and self.cloud_only:
             raise InputError("'must run on my laptop' and 'cloud only' exclude each other")
         if self.headroom is not None:  # '20%' read as --headroom reads it, so the answer echoes 0.2 as the CLI's does
@@ -136,6 +135,41 @@ class Constraints:
             raise InputError(f"{flags} appl{'ies' if len(other) == 1 else 'y'} to {target}, not to {mode}"
                              + (" (add --train)" if target == "training" else " (drop --train)"))
         return self
+
+
+def _money(period: str | None, rng: Range) -> Callable[[object], float]:
+    def read(value: object) -> float:
+        from .request.quantities import parse_money
+        return parse_money(value, period, rng)
+    return read
+
+
+def _seconds(value: object) -> float:
+    if isinstance(value, str):
+        from .request.quantities import parse_duration
+        value = parse_duration(value)
+    return float(check_number(value, "", TIME_LIMIT))
+
+
+# Constraints' numeric fields -> their reader: the money fields through the one money reader with the CLI flag's
+# range and period (request/quantities.py parse_money; cli/common.py money_arg, cli/recommend_cmd.py), the others
+# through the one number check with the flag's range (numbers.py) -- before, Constraints(max_cost='$5k') or
+# max_cost='abc' raised a bare TypeError ('<=' between str and int)
+_LIMIT_READERS: dict[str, Callable[[object], float]] = {
+    "max_cost_per_hour": _money("h", BUDGET), "max_cost": _money(None, BUDGET), "kwh_price": _money("kWh", KWH_PRICE),
+    "tokens_per_second": lambda v: float(check_number(v, "", TOKEN_RATE)),
+    "user_tokens_per_second": lambda v: float(check_number(v, "", TOKEN_RATE)),
+    "max_ttft": _seconds, "deadline": _seconds,
+}
+
+
+def _read_limit(name: str, value: object, read: Callable[[object], float]) -> float:
+    """``value`` of Constraints field ``name`` read by ``read``, or a FieldError naming the field (the CLI says its
+    flag, cli/main.py cli_message; the readers' messages name no field, as argparse adds the flag)."""
+    try:
+        return read(value)
+    except InputError as e:
+        raise FieldError(name, f"{name}: {e}") from None
 
 
 # the constraints a search of one mode cannot check: they belong to the other mode

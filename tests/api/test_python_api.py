@@ -350,8 +350,17 @@ def test_a_training_word_given_to_an_inference_question_points_at_training() -> 
         with pytest.raises(InputError, match="fit_training / estimate_training"):
             llmsizer.fit("qwen2.5-7b", "h100-sxm", 1, **kw)
         # the words the CLI and the web API say to `infer --method lora` (tests/cli/test_wrong_mode_input.py)
+        # (train: fit's --train first, the flag it names)
         with pytest.raises(InputError, match=f"has no field '{next(iter(kw))}'; a training option: training is "
-                                             "sized by `llmsizer train` or `llmsizer fit --train`"):
+                                             "sized by `llmsizer (train|fit --train)` or `llmsizer (fit --train|train)`"):
             llmsizer.estimate_inference("qwen2.5-7b", **kw)
     with pytest.raises(InputError, match="did you mean 'context'"):
         llmsizer.fit("qwen2.5-7b", "h100-sxm", 1, contxt=4096)
+    # a LoRA rank: training's fields, which TrainingWorkload has (method='lora', rank=N)
+    from dataclasses import fields
+
+    from llmsizer.specs import TrainingWorkload
+    assert {"method", "rank"} <= {f.name for f in fields(TrainingWorkload)}
+    with pytest.raises(InputError, match=r"has no field 'lora'; .*with method='lora', rank=N\)$"):
+        llmsizer.estimate_inference("qwen2.5-7b", lora=8)
+

@@ -16,6 +16,7 @@ import pytest
 
 from cli_capture import run_cli
 from llmsizer.errors import InputError
+from llmsizer.specs import InferenceWorkload
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 
@@ -177,6 +178,61 @@ def test_a_training_option_on_infer_points_at_training(flags):
 def test_several_training_options_are_named_in_one_line():
     err = one_line_error(run_cli("infer", "llama-3.1-8b", "--optimizer", "adamw", "--rank", "8"))
     assert "--optimizer is a training option" in err and "(so is --rank)" in err, err
+
+
+def _options(*command: str) -> set[str]:
+    """The options of ``llmsizer COMMAND...`` as its real parser holds them."""
+    import argparse
+
+    from llmsizer.cli.main import build_parser
+    p = build_parser(list(command))
+    for word in command:
+        p = next(a for a in p._actions if isinstance(a, argparse._SubParsersAction)).choices[word]
+    return {o for a in p._actions for o in a.option_strings}
+
+
+@pytest.mark.parametrize("field", sorted(InferenceWorkload.ELSEWHERE))
+def test_every_training_hint_names_flags_the_named_commands_have(field):
+    """Each word's hint names commands and flags that exist: before, `infer --lora 8` was sent to `llmsizer train`,
+    which has no --lora, and `infer --train` to train, which has no --train. Checked against the real parsers."""
+    import re
+    flag = "--" + field.replace("_", "-")
+    err = one_line_error(run_cli("infer", "llama-3.1-8b", flag, *([] if field == "train" else ["1"])))
+    assert f"{flag} is a training option" in err, err
+    named = re.findall(r"`(llmsizer [^`]*|--[^`]*)`", err)
+    commands = [n.split()[1:] for n in named if n.startswith("llmsizer")]
+    assert ["train"] in commands and ["fit", "--train"] in commands, err
+    spelt = [n for n in named if n.startswith("--")]  # a word spelt otherwise: --method lora --rank N
+    flags = [w for n in spelt for w in n.split() if w.startswith("--")] or ([] if field == "train" else [flag])
+    assert (field == "lora") == bool(spelt), err
+    for flag_ in flags:
+        assert flag_ in _options("train") and flag_ in _options("fit"), (flag_, err)
+    assert "--train" in _options("fit") and "--train" not in _options("infer")
+
+
+@pytest.mark.parametrize("argv", [
+    ("train", "qwen2.5-0.5b", "--lora", "8"),
+    ("fit", "qwen2.5-0.5b", "--device", "h100-sxm", "--train", "--lora", "8"),
+    ("recommend", "qwen2.5-0.5b", "--train", "--tokens", "1B", "--lora", "8")])
+def test_a_training_command_is_not_sent_to_training(argv):
+    """`train --lora 8` said "--lora is a training option: training is sized by `llmsizer train`" (the command just
+    run); a training command now says how it spells a LoRA rank, flags it has."""
+    err = one_line_error(run_cli(*argv))
+    assert "training option" not in err and "did you mean '--method lora --rank N'?" in err, err
+    assert {"--method", "--rank"} <= _options(*argv[:1])
+
+
+@pytest.mark.parametrize(("argv", "flag"), [(("hardware", "list", "--rank", "8"), "--rank"),
+                                            (("models", "--optimizer", "adamw"), "--optimizer"),
+                                            (("inspect", "qwen2.5-0.5b", "--method", "lora"), "--method")])
+def test_a_command_with_no_workload_gets_argparse_s_own_error(argv, flag):
+    err = one_line_error(run_cli(*argv))
+    assert f"unrecognized arguments: {flag}" in err and "training" not in err, err
+
+
+def test_fit_without_train_still_points_a_lora_rank_at_training():
+    err = one_line_error(run_cli("fit", "qwen2.5-0.5b", "--device", "h100-sxm", "--lora", "8"))
+    assert "--lora is a training option: a LoRA fine-tune is `--method lora --rank N`" in err, err
 
 
 def test_a_misspelt_serving_option_still_gets_did_you_mean():

@@ -9,7 +9,7 @@ from ..errors import InputError
 from ..estimate.duration import Duration
 from ..estimate.fit import FitResult, fit, fit_training, target_and_count
 from ..estimate.llamacpp_fit import LlamaCppFit, fit_llamacpp, gpu_free
-from ..numbers import COUNT, MAX_GPUS, MONEY
+from ..numbers import COUNT, KWH_PRICE, MAX_GPUS
 from ..render.fit_text import render_fit
 from ..render.safe import say
 from ..specs import ModelSpec
@@ -95,7 +95,9 @@ def register(sub: Any) -> None:
     add_inference_args(p, tensor_parallel=False, attention=False, speed=True,
                        engine_default=f"default: {engine_rule_text('--device gpu')}")
     add_training_args(p)
-    p.add_argument("--kwh-price", type=money_arg(MONEY), help="USD per kWh: adds the power cost of owned hardware (TDP x count)")
+    p.add_argument("--kwh-price", type=money_arg(KWH_PRICE, "kWh"),
+                   help="USD per kWh ('0.12', '$0.12/kWh'; 0: free power): adds the power cost of owned hardware "
+                        "(TDP x count)")
     p.add_argument("--hardware-file", action="append", default=[], metavar="FILE", help="extra hardware (JSON/YAML)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_fit)

@@ -8,6 +8,8 @@ import io
 import os
 import re
 import sys
+import threading
+import weakref
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
@@ -81,15 +83,20 @@ def _with_suggestion(parser: argparse.ArgumentParser, message: str) -> str:
         head = message[:m.end("value")]
         return head + did_you_mean(str(value), choices) + message[m.end("value"):]
     if message.startswith(_UNRECOGNIZED):
-        options = _option_strings(_invoked(parser, getattr(parser, "argv", None)))
+        argv = getattr(parser, "argv", None)
+        invoked = _invoked(parser, argv)
+        options = _option_strings(invoked)
         words = [w.split("=", 1)[0] for w in message[len(_UNRECOGNIZED):].split() if w.startswith("--")]
-        training = _training_words(words)
+        training = _training_words(words) if _serving(invoked, argv) else []
         if training:  # `infer --method lora`: not a misspelt serving option but another question's (no "--metric")
             more = training[1:]
             also = f" (so {'is' if len(more) == 1 else 'are'} {', '.join(more)})" if more else ""
-            return message + f"; {training[0]} is {training_elsewhere()}{also}"
+            return message + f"; {training[0]} is {training_elsewhere(training[0])}{also}"
+        # `train --lora 8`: how a training command says it (not '--lora-dropout', the option it is a prefix of); else
         # the one option a typed prefix starts (the one argparse's abbreviation took), else the closest spelling
-        hits = {w: " or ".join(map(repr, h)) for w in words for h in [_prefix_or_close(w, options)] if h}
+        spelt = _training_spelling(words) if "--method" in options else {}
+        hits = {w: spelt.get(w) or " or ".join(map(repr, h)) for w in words
+                for h in [[] if w in spelt else _prefix_or_close(w, options)] if h or w in spelt}
         if len(hits) == 1:
             return message + f"; did you mean {next(iter(hits.values()))}?"
         if hits:
@@ -97,23 +104,47 @@ def _with_suggestion(parser: argparse.ArgumentParser, message: str) -> str:
     return message
 
 
-def training_elsewhere() -> str:
-    """Where a training word is asked instead: InferenceWorkload.ELSEWHERE's text (the one table the Python API's
-    refusal reads), imported only when a command line holds an unknown option."""
-    from ..specs.workload import TRAINING_ELSEWHERE
-    return TRAINING_ELSEWHERE
+def _serving(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> bool:
+    """Whether ``parser`` (the invoked command's) asks a serving question: it takes the inference workload
+    (workload_args.add_inference_args: infer, fit, recommend) and, where it also sizes training, --train is not
+    given. Only there is a training option another question's (`train --lora`, `hardware list --rank` are not)."""
+    if not any(g.title == "inference workload" for g in parser._action_groups):
+        return False
+    takes_train = any("--train" in a.option_strings for a in parser._actions)
+    return not (takes_train and "--train" in (argv or ()))
+
+
+def training_elsewhere(option: str) -> str:
+    """Where the training word ``option`` is asked instead: InferenceWorkload.ELSEWHERE's text for its field (the one
+    table the Python API's refusal reads), imported only when a command line holds an unknown option."""
+    from ..specs.workload import InferenceWorkload
+    return InferenceWorkload.ELSEWHERE[_training_fields([option])[option]]
+
+
+def _training_spelling(options: list[str]) -> dict[str, str]:
+    """The unknown ``options`` a training command spells otherwise (``--lora``: --method lora --rank N;
+    specs/workload.py TRAINING_SPELLING) -> that spelling."""
+    from ..specs.workload import TRAINING_SPELLING
+    return {o: f"'{TRAINING_SPELLING[f]}'" for o, f in _training_fields(options).items() if f in TRAINING_SPELLING}
 
 
 def _training_words(options: list[str]) -> list[str]:
-    """The unknown ``options`` that name a training field (InferenceWorkload.ELSEWHERE), by their field spelling
-    (--micro-batch is micro_batch) or as `train` spells them (--batch, --seq: the dest of train's flag)."""
+    """The unknown ``options`` that name a training field (InferenceWorkload.ELSEWHERE)."""
+    from ..specs.workload import InferenceWorkload
+    field = _training_fields(options)
+    return [o for o in options if field[o] in InferenceWorkload.ELSEWHERE]
+
+
+def _training_fields(options: list[str]) -> dict[str, str]:
+    """Each option -> the training field it names: its field spelling (--micro-batch is micro_batch) or as `train`
+    spells it (--batch, --seq: the dest of train's flag); else the option's own words."""
     from ..specs.workload import InferenceWorkload
     field = {o: o[2:].replace("-", "_") for o in options}
     if not all(f in InferenceWorkload.ELSEWHERE for f in field.values()):  # train's own spellings (an error path)
         sub = next(a for a in build_parser(["train"])._actions if isinstance(a, argparse._SubParsersAction))
         dest = {o: a.dest for a in sub.choices["train"]._actions for o in a.option_strings}
         field = {o: f if f in InferenceWorkload.ELSEWHERE else dest.get(o, f) for o, f in field.items()}
-    return [o for o in options if field[o] in InferenceWorkload.ELSEWHERE]
+    return field
 
 
 def usage_message(parser: argparse.ArgumentParser, message: str) -> str:
@@ -122,12 +153,21 @@ def usage_message(parser: argparse.ArgumentParser, message: str) -> str:
     return term(f"{_with_suggestion(parser, message)} (see --help)")
 
 
+_ARGV = threading.local()  # _Parser.argv
+
+
 class _Parser(argparse.ArgumentParser):
     """Every option named in full, as the web API's fields are (web/bridge.py _WebParser): argparse's default
     prefix matching would read ``--contex`` as ``--context`` here while the API refuses ``contex``; a misspelt flag
     gets "did you mean" instead."""
 
-    argv: Sequence[str] | None = None  # what the root parser was given, for "did you mean" (_invoked)
+    @property
+    def argv(self) -> list[str] | None:
+        """What this parser was last given in this thread, for "did you mean" (_invoked) and whether --train was
+        given (_serving). Per thread and per call: the web API keeps one parser per command (web/bridge.py), so the
+        first request's words must not answer a later one's."""
+        by_parser = getattr(_ARGV, "by_parser", None)
+        return by_parser.get(self) if by_parser is not None else None
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs["allow_abbrev"] = False
@@ -135,8 +175,9 @@ class _Parser(argparse.ArgumentParser):
 
     def parse_known_args(self, args: Sequence[str] | None = None,  # type: ignore[override]
                          namespace: argparse.Namespace | None = None) -> tuple[argparse.Namespace, list[str]]:
-        if self.argv is None:
-            self.argv = list(sys.argv[1:] if args is None else args)
+        if not hasattr(_ARGV, "by_parser"):
+            _ARGV.by_parser = weakref.WeakKeyDictionary()
+        _ARGV.by_parser[self] = list(sys.argv[1:] if args is None else args)
         return super().parse_known_args(args, namespace)
 
     def error(self, message: str) -> NoReturn:  # one line, exit 2 (argparse's own convention)

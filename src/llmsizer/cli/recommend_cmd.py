@@ -6,7 +6,7 @@ import argparse
 from typing import Any
 
 from ..errors import InputError
-from ..numbers import BUDGET, POSITIVE, TOP
+from ..numbers import BUDGET, KWH_PRICE, TOKEN_RATE, TOP
 from ..recommend import Constraints, Recommendation, recommend_inference, recommend_training
 from ..render.recommend_text import render_recommendation
 from ..render.safe import say
@@ -61,13 +61,14 @@ def register(sub: Any) -> None:
     c.add_argument("--max-cost", type=money_arg(BUDGET),
                    help="training budget for the whole run, USD ('5000', '$5k')")
     c.add_argument("--deadline", type=duration_arg, help="training wall-clock limit, e.g. 3d, 12h, '2 weeks'")
-    c.add_argument("--tokens-per-second", type=float_arg(POSITIVE), help="aggregate decode throughput target")
-    c.add_argument("--user-tokens-per-second", type=float_arg(POSITIVE), help="minimum decode speed per user")
+    c.add_argument("--tokens-per-second", type=float_arg(TOKEN_RATE), help="aggregate decode throughput target")
+    c.add_argument("--user-tokens-per-second", type=float_arg(TOKEN_RATE), help="minimum decode speed per user")
     c.add_argument("--max-ttft", type=duration_arg, help="time-to-first-token limit in seconds, e.g. 0.5 or 2s")
     c.add_argument("--laptop", action="store_true", help="must run on my laptop (laptop devices only)")
     c.add_argument("--cloud-only", action="store_true", help="cloud instances only")
     c.add_argument("--provider", action="append", default=[], help="aws, gcp, azure (repeatable)")
-    c.add_argument("--kwh-price", type=money_arg(BUDGET), help="USD per kWh, to price owned hardware by its power draw")
+    c.add_argument("--kwh-price", type=money_arg(KWH_PRICE, "kWh"),
+                   help="USD per kWh ('0.12', '$0.12/kWh'; 0: free power), to price owned hardware by its power draw")
     add_headroom_arg(c)
     add_fit_target_arg(c)  # the margin fit keeps for llama.cpp (estimate/verdict.py margin_rule), as fit's flag
     p.add_argument("--hardware-file", action="append", default=[], metavar="FILE", help="extra hardware (JSON/YAML)")

@@ -170,8 +170,8 @@ def parse_interval(value: object) -> tuple[float | None, int | None]:
 
 
 def parse_money(value: object, period: str | None = None, rng: Range = MONEY) -> float:
-    """US dollars from 20000, "20000 USD", "$20k", "USD 1.5M" in ``rng``; with ``period`` ("h" or "month") a
-    trailing "/h" or "/month" is accepted. Other currencies are refused: catalog prices are USD. The one money
+    """US dollars from 20000, "20000 USD", "$20k", "USD 1.5M" in ``rng``; with ``period`` ("h", "month" or "kWh") a
+    trailing "/h", "/month" or "/kWh" is accepted. Other currencies are refused: catalog prices are USD. The one money
     reader: request files and the CLI's money flags (cli/common.py ``money_arg``)."""
     if isinstance(value, bool):
         raise InputError(f"cannot read {short(value)} as an amount; write e.g. '20000 USD', '$20k'")
@@ -181,7 +181,8 @@ def parse_money(value: object, period: str | None = None, rng: Range = MONEY) ->
     if _CURRENCY.search(s):
         raise InputError(f"amount {short(value)}: give US dollars (the catalog's prices are USD); convert first")
     if period is not None:
-        words = {"h": ("/h", "/hour", "per hour", "/hr"), "month": ("/month", "per month", "/mo")}[period]
+        words = {"h": ("/h", "/hour", "per hour", "/hr"), "month": ("/month", "per month", "/mo"),
+                 "kWh": ("/kwh", "per kwh")}[period]
         for w in words:
             if s.lower().endswith(w):
                 s = s[: -len(w)].strip()
@@ -190,7 +191,8 @@ def parse_money(value: object, period: str | None = None, rng: Range = MONEY) ->
     s = re.sub(r"\s*(USD|dollars?)$", "", s, flags=re.IGNORECASE)
     m = re.fullmatch(r"(-?)\s*" + _NUM + r"\s*([kKmM]?)", s)  # a minus read, for the range to refuse in its words
     if not m:
-        hint = {"h": " per hour, e.g. '$12/h'", "month": " per month, e.g. '$5k/month'"}.get(period or "", "")
+        hint = {"h": " per hour, e.g. '$12/h'", "month": " per month, e.g. '$5k/month'",
+                "kWh": " per kWh, e.g. '$0.12/kWh'"}.get(period or "", "")
         raise InputError(f"cannot read {short(value)} as an amount{hint}; write e.g. '20000 USD', '$20k', '1.5M USD'")
     sign = -1.0 if m.group(1) else 1.0
     return float(check_number(sign * _number(m.group(2)) * {"": 1.0, "k": 1e3, "K": 1e3, "m": 1e6, "M": 1e6}[m.group(3)],

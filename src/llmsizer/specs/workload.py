@@ -64,9 +64,15 @@ ATTENTION_IMPLS = ("sdpa", "flash", "eager")
 # transformers reads the setting: ENGINE_SETTINGS)
 DEFAULT_ATTENTION = "sdpa"
 # where a training word given to a serving question is asked instead (InferenceWorkload.ELSEWHERE: the Python API,
-# the command line and the web API say this one text)
-TRAINING_ELSEWHERE = ("a training option: training is sized by `llmsizer train` or `llmsizer fit --train` (Python: "
-                      "llmsizer.fit_training / estimate_training)")
+# the command line and the web API say these texts). Every word but two is a flag of both training commands under
+# its own name (train_cmd.py / fit_cmd.py: workload_args.add_training_args); ``train`` is fit's --train, and a LoRA
+# fine-tune is --method lora --rank N (TRAINING_SPELLING: what a training command says to its own --lora).
+TRAINING_SPELLING = {"lora": "--method lora --rank N"}
+_PYTHON = "Python: llmsizer.fit_training / estimate_training"
+TRAINING_ELSEWHERE = f"a training option: training is sized by `llmsizer train` or `llmsizer fit --train` ({_PYTHON})"
+_TRAIN_ELSEWHERE = f"a training option: training is sized by `llmsizer fit --train` or `llmsizer train` ({_PYTHON})"
+_LORA_ELSEWHERE = (f"a training option: a LoRA fine-tune is `{TRAINING_SPELLING['lora']}` of `llmsizer train` or "
+                   f"`llmsizer fit --train` ({_PYTHON} with method='lora', rank=N)")
 DTYPES = ("bf16", "fp16", "fp32")
 # InferenceWorkload fields that only some engines' profiles read -> those engines (one home: the workload's own
 # check refuses them on another engine, and ``recommend``, whose candidates may each run another engine, asks for
@@ -271,9 +277,11 @@ class InferenceWorkload:
                    "precision": "dtype"}  # a request file's inference job says precision (request/fields.py)
     # training's words: a Python caller sizing a fine-tune through fit / estimate_inference is sent to training's
     # entry points (specs/given.py)
-    # (cli/main.py says the same to `infer --method lora`, and so the web API to a field ``method``)
-    ELSEWHERE = dict.fromkeys(("train", "method", "optimizer", "micro_batch", "seq_len", "grad_checkpointing",
-                               "grad_accumulation", "rank", "lora", "zero"), TRAINING_ELSEWHERE)
+    # (cli/main.py says the same to a serving command's `--method lora` -- infer, fit and recommend without --train --
+    # and so the web API to a field ``method``)
+    ELSEWHERE = {**dict.fromkeys(("method", "optimizer", "micro_batch", "seq_len", "grad_checkpointing",
+                                  "grad_accumulation", "rank", "zero"), TRAINING_ELSEWHERE),
+                 "train": _TRAIN_ELSEWHERE, "lora": _LORA_ELSEWHERE}
     context: int = 4096
     concurrency: int = 1
     output_tokens: int | None = None

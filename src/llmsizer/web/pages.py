@@ -203,7 +203,9 @@ def train_advanced(names_on_page: set[str]) -> tuple[list[argparse.Action], str]
 ENGINE_COUNTS = {"gpus": ("llamacpp",), "tensor_parallel": tuple(e for e in ENGINES if e != "llamacpp")}
 # ENGINE_SETTINGS fields the serving tab does not offer: attention (transformers' attn_implementation; the form's one
 # attention control is the training tab's, state.js TRAIN_AS, whose choices hold flex, which serving refuses). The
-# API, the CLI, request files and Python take it, and refuse it on an engine that does not read it.
+# API, the CLI and Python take it, and refuse it on an engine that does not read it (request files do not: a serving
+# job's engine_settings have no attention field, request/spec.py EngineSettings; request/fields.py's attention is
+# the training job's).
 NOT_ON_SERVING_TAB = ("attention",)
 # the serving tab's controls named apart from the training tab's (one form holds both; state.js SERVE_AS): flag dest
 # -> form name

@@ -70,3 +70,15 @@ def test_a_training_field_on_infer_points_at_training(client, body, flags) -> No
     hint = line.split("; ", 1)[1]
     assert hint.startswith(f"{flags[0]} is a training option") and "did you mean" not in hint, line
     assert problem["detail"].split("; ", 1)[1] == hint, (problem, line)
+
+
+def test_a_training_hint_follows_each_requests_own_fields(client) -> None:
+    """The web keeps one parser per command: the words of an earlier request (here its train: true) must not decide
+    whether a later one is a serving question (before, the first request's argv stayed on the parser)."""
+    lora = {"model": "llama-3.1-8b", "device": "h100-sxm", "lora": 8}
+    trained = client.post("/api/v1/fit", json={**lora, "train": True}).json()
+    served = client.post("/api/v1/fit", json=lora).json()
+    assert "did you mean '--method lora --rank N'?" in trained["detail"], trained
+    line = cli_error_line("fit", "llama-3.1-8b", "--device", "h100-sxm", "--lora", "8")
+    assert served["field"] == "lora" and served["detail"].split("; ", 1)[1] == line.split("; ", 1)[1], (served, line)
+    assert "training option" in line, line
