@@ -26,7 +26,8 @@ from ..formulas.tensor_parallel import serving_tensor_parallel_refusal
 from ..formulas.weight_formats import GROUP_SIZE_DEFAULT, OTHER_BYTES_DEFAULT
 from ..frozen import fast_init
 from ..models import load_model
-from ..numbers import CONCURRENCY, COUNT, DEVICE_MEMORY, LLAMACPP_GPUS, check_number
+from ..request.quantities import parse_money
+from ..numbers import CONCURRENCY, COUNT, DEVICE_MEMORY, KWH_PRICE, LLAMACPP_GPUS, check_number
 from ..result import Assumption, Estimate, Notes
 from ..specs import InferenceWorkload, ModelSpec, TrainingWorkload
 from ..specs.workload import DEFAULT_ATTENTION, INFERENCE_NUMBERS, normalize_engine, prompt_and_output, read_number
@@ -570,6 +571,11 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
     concurrency = InferenceWorkload.concurrency if concurrency is None else int(read_number(concurrency,
                                                                                               "concurrency",
                                                                                               CONCURRENCY))
+    if kwh_price is not None:  # the --kwh-price flag's reader and range (numbers.KWH_PRICE), for Python's fit too
+        try:
+            kwh_price = parse_money(kwh_price, "kWh", KWH_PRICE)
+        except InputError as e:
+            raise FieldError("kwh_price", f"kwh_price: {e}") from None
     device, n, target, instance = target_and_count(hardware, count, hardware_files, instances=True)
     hardware_decides(device, workload)  # device=, gpu_runtime= are the hardware's: the same dropped, another refused
     hr = check_headroom(headroom)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 from web_api_helpers import cli_error_line, run_cli, run_cli_json
 
+import llmsizer
 from llmsizer.errors import FieldError, InputError
 from llmsizer.recommend import Constraints
 
@@ -36,10 +37,15 @@ def test_fit_and_recommend_refuse_a_kwh_price_in_the_same_words(value):
         Constraints(kwh_price=value if value == "abc" else float(value))
     said = fit.removeprefix("argument --kwh-price: ").removesuffix(" (see --help)")
     assert e.value.field == "kwh_price" and str(e.value) == f"kwh_price: {said}", (str(e.value), fit)
+    with pytest.raises(FieldError) as e:  # Python's fit: the same reader (it raised a bare TypeError on 'abc')
+        llmsizer.fit("llama-3.2-1b", "rtx-4090", kwh_price=value if value == "abc" else float(value))
+    assert e.value.field == "kwh_price" and str(e.value) == f"kwh_price: {said}", (str(e.value), fit)
 
 
 def test_a_kwh_price_reads_money_text_per_kwh():
     assert Constraints(kwh_price="$0.12/kWh").kwh_price == 0.12
+    assert llmsizer.fit("llama-3.2-1b", "rtx-4090", kwh_price="$0.3/kWh").cost == llmsizer.fit(
+        "llama-3.2-1b", "rtx-4090", kwh_price=0.3).cost
     assert run_cli_json(*FIT, "--kwh-price", "$0.3/kWh") == run_cli_json(*FIT, "--kwh-price", "0.3")
 
 
