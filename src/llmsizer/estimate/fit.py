@@ -26,8 +26,8 @@ from ..formulas.tensor_parallel import serving_tensor_parallel_refusal
 from ..formulas.weight_formats import GROUP_SIZE_DEFAULT, OTHER_BYTES_DEFAULT
 from ..frozen import fast_init
 from ..models import load_model
-from ..request.quantities import parse_money
 from ..numbers import CONCURRENCY, COUNT, DEVICE_MEMORY, KWH_PRICE, LLAMACPP_GPUS, check_number
+from ..request.quantities import parse_money
 from ..result import Assumption, Estimate, Notes
 from ..specs import InferenceWorkload, ModelSpec, TrainingWorkload
 from ..specs.workload import DEFAULT_ATTENTION, INFERENCE_NUMBERS, normalize_engine, prompt_and_output, read_number
