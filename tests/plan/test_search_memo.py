@@ -34,7 +34,8 @@ def test_any_difference_in_the_question_is_a_new_search() -> None:
     other = load_model("llama-3.1-8b")
     ctx.search(fake, spec, context=4096, constraints=Constraints(max_ttft=2))
     ctx.search(fake, spec, context=4096, constraints=Constraints(max_ttft=2))  # the same: no call
-    ctx.search(fake, spec, context=4096, constraints=Constraints(max_ttft=2.0))  # 2 vs 2.0: types differ
+    ctx.search(fake, spec, context=4096, constraints=Constraints(max_ttft=2.0))  # Constraints reads 2 as 2.0: the same
+    ctx.search(fake, spec, context=4096, constraints=Constraints(max_ttft=3))
     ctx.search(fake, spec, context=8192, constraints=Constraints(max_ttft=2))
     ctx.search(fake, other, context=4096, constraints=Constraints(max_ttft=2))
     ctx.search(fake, spec, context=4096, constraints=Constraints(max_ttft=2), fields={"rank": 16})

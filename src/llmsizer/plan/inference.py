@@ -347,6 +347,8 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
                 _need(spec, engine, fmt_used, ctx_peak, per_rep_peak, out_peak, tp, job, on_cpu, batch))
     if need_est is not None and f_peak is not None:  # its degree and load share are fit's, named so (not as given)
         need_est = as_fit_chose(need_est, job.tensor_parallel is not None, conc_peak, replicas)
+        if f_peak.estimate is not None and need_est is not f_peak.estimate:
+            need_est = _defaults_as_fitted(need_est, f_peak.estimate)
     need = need_per_device(need_est, on_cpu)[0] if need_est else None
     if engine in ("vllm", "sglang"):  # the fit's own workload share of the card (estimate/inference/vllm.py, sglang.py
         need = _workload_need(f_peak, need)  # workload_bytes): SGLang sizes activations and graphs from the card
@@ -569,6 +571,17 @@ def _need(spec: ModelSpec, engine: str, fmt: str, context: int, concurrency: int
                                   **job.media.fields(), **{**engine_settings(job, engine), **(batch or {})})
     except InputError:
         return None
+
+
+def _defaults_as_fitted(need: Estimate, fitted: Estimate) -> Estimate:
+    """``need`` (``_need``: the same workload asked again without a memory) with the values it was passed from the
+    fit (the weight format, vLLM's batch limits, ...) named as the fit's estimate names them: a default there is a
+    default here, not the user's given value."""
+    fit_says = {a.name: a for a in fitted.assumptions if a.default}
+    same = [a for a in need.assumptions if not a.default and a.name in fit_says and fit_says[a.name].value == a.value]
+    if not same:
+        return need
+    return need.but(assumptions=tuple(fit_says[a.name] if a in same else a for a in need.assumptions))
 
 
 def _workload_need(f: FitResult | None, default: int | None) -> int | None:
