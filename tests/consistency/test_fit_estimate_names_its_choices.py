@@ -80,3 +80,11 @@ def test_the_plans_estimate_names_fits_choices() -> None:
     assert (named(inner, "tensor_parallel")["value"], named(inner, "tensor_parallel")["default"]) == (1, False)
     conc = named(inner, "concurrency")
     assert (conc["value"], conc["default"]) == (math.ceil(40 / COUNT), False) and conc["why"].startswith("given as 40;")
+
+
+def test_the_plans_estimate_names_vllms_own_defaults_as_defaults() -> None:
+    """The plan asks vLLM's need again without a memory, passing the batch limits vLLM takes on the device (its
+    max_num_seqs / max_num_batched_tokens defaults, set by fit); the request gives neither, so neither is 'given'."""
+    inner = plan_estimate()["memory_estimate"]["assumptions"]
+    for name in ("max_num_seqs", "max_num_batched_tokens"):
+        assert named(inner, name)["default"] is True, named(inner, name)
