@@ -60,6 +60,9 @@ def test_each_layout_is_marked_with_infer_s_memory_and_verdict(capsys: pytest.Ca
             assert d["verdict_need_per_device"] < d["memory_per_device"] or not d["fits"], t  # two meanings, apart
         else:
             assert verdict == (d["memory_per_device"], d["budget_per_device"]), t
+            # the high end infer's verdict quotes, and whether the layout fits there too (the tie rule's test)
+            assert d["verdict_high_per_device"] == det["verdict_high"], t
+            assert d["fits_at_high_end"] is (bool(det["fits"]) and det["verdict_high"] <= det["memory_budget"]), t
         if WEIGHT_BYTES / t > H100_SXM_BYTES:  # the weights alone are larger than the device
             assert d["fits"] is False, t
     assert next(d for d in layouts if d["tensor_parallel"] == 1)["fits"] is False  # the premise: 141 GB of weights
@@ -89,7 +92,12 @@ def test_the_text_marks_every_layout(capsys: pytest.CaptureFixture[str]) -> None
     parts = line.split(": ", 1)[1].split("; ")
     assert [p.split(":")[0] for p in parts] == ["TP 1 x 8", "TP 2 x 4", "TP 4 x 2", "TP 8 x 1"]  # a tie: smaller first
     assert parts[0].endswith("does not fit")
-    assert all(p.endswith("fits") or p.endswith("fits (taken)") for p in parts[1:])
+    high = {t: infer_at(capsys, t, 1, "transformers")["details"] for t in (2, 4, 8)}
+    for p, t in zip(parts[1:], (2, 4, 8), strict=True):  # one that fits only at its expected need says so
+        if high[t]["verdict_high"] <= high[t]["memory_budget"]:
+            assert p.endswith("fits") or p.endswith("fits (taken)"), p
+        else:
+            assert p.endswith(f"fits at the expected need only (high end {format_bytes(high[t]['verdict_high'])})"), p
     assert sum(p.endswith("(taken)") for p in parts) == 1
 
 

@@ -772,7 +772,12 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
         layouts.append({"tensor_parallel": t, "replicas": n // t, "tokens_per_second": layout_tps.get(t),
                         "fits": fitted[t], "memory_per_device": need_per_device(tried[t], on_cpu)[0],
                         "budget_per_device": int(tried[t].details["memory_budget"]),
-                        "verdict_need_per_device": need, "verdict_budget_per_device": offered})
+                        "verdict_need_per_device": need, "verdict_budget_per_device": offered,
+                        # the high end its verdict quotes (the components' or calibrated, estimate/verdict.py) and
+                        # whether it fits there too: the tie rule's test (``fits_high``); None under a pool engine
+                        "verdict_high_per_device": None if str(tried[t].details.get("verdict_basis", "")).endswith(
+                            "-admission") else tried[t].details.get("verdict_high"),
+                        "fits_at_high_end": fits_high(tried[t], on_cpu)})
     if tp > per_node:
         warnings.append(f"tensor parallel {tp} spans {-(-tp // per_node)} machines of {per_node} devices: its "
                         "all-reduces cross the network every layer (vLLM would rather run pipeline parallelism "

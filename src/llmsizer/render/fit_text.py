@@ -141,7 +141,9 @@ def layouts_line(r: FitResult) -> str | None:
     parts = [f"TP {d['tensor_parallel']} x {d['replicas']}: "
              + (f"{d['tokens_per_second']:,.0f} tokens/s, " if d["tokens_per_second"] is not None else "")
              + _layout_memory(d, pool)
-             + ("fits" if d["fits"] else "does not fit" if d["fits"] is False else "not sized")
+             + ("does not fit" if d["fits"] is False else "not sized" if not d["fits"] else "fits"
+                + ("" if d.get("fits_at_high_end", True) or d.get("verdict_high_per_device") is None else
+                   f" at the expected need only (high end {format_bytes(int(d['verdict_high_per_device']))})"))
              + (" (taken)" if d["tensor_parallel"] == r.tensor_parallel else "") for d in ranked]
     return (f"tensor parallel layouts (fit takes the most output tokens/s of all replicas together among those that "
             f"fit, a tie to the smaller degree that fits at its high end too; --tp pins one), at {conc} "
