@@ -49,11 +49,12 @@ def test_every_select_of_the_training_tab_offers_what_train_accepts(page: Page) 
 
 
 def test_flex_picked_on_the_form_is_trains_answer(page: Page) -> None:
-    flags = ("--seq", "4096", "--device", "h100-sxm", "--tokens", "10M")
+    # 2 sequences of 4096: a device-bound step (one sequence's is bound by its kernel launches, which flex leaves)
+    flags = ("--seq", "4096", "--batch", "2", "--device", "h100-sxm", "--tokens", "10M")
     want = cli("train", "qwen2.5-0.5b", "--attention", "flex", *flags)
     sdpa = cli("train", "qwen2.5-0.5b", *flags)
     assert want["duration"]["seconds"] != sdpa["duration"]["seconds"]  # flex changes the answer
-    ready(page, "/?model=qwen2.5-0.5b&tab=train&seq_len=4096&train_device=h100-sxm&tokens=10M&memory=")
+    ready(page, "/?model=qwen2.5-0.5b&tab=train&seq_len=4096&micro_batch=2&train_device=h100-sxm&tokens=10M&memory=")
     wait_attr(page, "#total", "bytes", sdpa["totals"]["device"]["bytes"], "the default (sdpa) answer")
     page.get_by_label("Attention", exact=True).select_option("flex")
     wait_attr(page, "#duration-card", "seconds", want["duration"]["seconds"], "train --attention flex's duration")
