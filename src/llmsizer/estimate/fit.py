@@ -147,6 +147,18 @@ def verdict_need(est: Estimate, on_cpu: bool = False) -> tuple[int, int]:
     return need_per_device(est, on_cpu)[0], int(d["memory_budget"])
 
 
+def pool_reserved(est: Estimate) -> dict[str, int]:
+    """What a pool engine (vLLM, SGLang) holds per device once started and, where it does not start, by how much its
+    weights, activations and overhead exceed its pool (``reserved_bytes``, ``pool_shortfall_bytes``:
+    estimate/inference/vllm.py, sglang.py) as the answer's ``reserved_per_device`` / ``pool_shortfall_per_device``;
+    nothing for another engine. The device total (``memory_per_device``) is the pool only where the engine starts."""
+    d = est.details
+    out = {"reserved_per_device": int(d["reserved_bytes"])} if "reserved_bytes" in d else {}
+    if d.get("pool_shortfall_bytes"):
+        out["pool_shortfall_per_device"] = int(d["pool_shortfall_bytes"])
+    return out
+
+
 def fits_high(est: Estimate, on_cpu: bool = False) -> bool:
     """Whether ``est``'s verdict holds at the high end of its need too (``verdict_high``, estimate/verdict.py: the
     components' or the calibrated high end, whichever is higher) on a device budget; an engine judged by its pool's
@@ -287,6 +299,8 @@ class FitResult:
             "replicas": self.replicas, "engine": self.engine, "weights_format": self.weights_format,
             "tokens_per_second_total": self.tokens_per_second_total,
             "fits": self.fits, "memory_per_device": self.memory_per_device,
+            # a pool engine's reservation once started, and by how much it does not start (pool_reserved)
+            **(pool_reserved(self.estimate) if self.estimate is not None and self.kind == "inference" else {}),
             "memory_high_per_device": self.memory_high_per_device, "budget_per_device": self.budget_per_device,
             "headroom": self.headroom, "budget_left_bytes": self.budget_left_bytes,
             "headroom_bytes": self.budget_left_bytes,  # deprecated name of budget_left_bytes, kept for one release
@@ -747,7 +761,9 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
     est = tried[tp]
     replicas = 1 if split else n // tp
     per_rep = per_replica(concurrency, replicas)
-    run = running_per_replica(per_rep, est.details)
+    # the sequences one replica runs at once now (0 where its pool holds none) and those it is timed at: a setup that
+    # does not fit is timed at the load it would run if it fit (running_per_replica)
+    run_now = min(per_rep, int(est.details.get("running_sequences", per_rep)))
     fitted = {t: bool(e.details["fits"]) for t, e in tried.items()}
     spread = (f"{replicas} replicas, the load split evenly ({per_rep} of {concurrency} sequences on the fullest)"
               if replicas > 1 else "no replicas")
@@ -777,7 +793,8 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
                         # whether it fits there too: the tie rule's test (``fits_high``); None under a pool engine
                         "verdict_high_per_device": None if str(tried[t].details.get("verdict_basis", "")).endswith(
                             "-admission") else tried[t].details.get("verdict_high"),
-                        "fits_at_high_end": fits_high(tried[t], on_cpu)})
+                        "fits_at_high_end": fits_high(tried[t], on_cpu),
+                        **pool_reserved(tried[t])})
     if tp > per_node:
         warnings.append(f"tensor parallel {tp} spans {-(-tp // per_node)} machines of {per_node} devices: its "
                         "all-reduces cross the network every layer (vLLM would rather run pipeline parallelism "
@@ -819,6 +836,7 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
     def result(speed: bool) -> FitResult:
         named, said = list(assumptions), list(warnings)  # this result's own: the speed stage adds to them
         sp = None
+        run = running_per_replica(per_rep, d)
         if speed:
             if output_tokens is None:
                 named.append(Assumption("output_tokens", out, True, "not given: min(256, context / 2) generated "
@@ -826,10 +844,15 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
                                         "(specs/workload.py default_output_tokens)"))
             # (the layout-independent part computed once with the ranking's decodes), at the sequences run at once
             sp = speed_at(tp, speed_work(d), running=run)
+            if run_now < 1 and sp is not None:  # nothing runs: the speed is the one if it fit, at the load named
+                named.append(Assumption("speed_sequences", run, True, f"the speed if it fit: {run} sequences at once "
+                                        f"per replica, what the engine would run with memory for them (min(its "
+                                        f"share {per_rep} of the load, the engine's cap)); its pool holds none, so "
+                                        "no sequence runs"))
             # image/video tokens are prompt tokens too (estimate/inference/media.py)
             sp = _split_speed(spec, est, device, host_device, hardware_files, instance, fmt,
                               prompt + int(d.get("media_tokens", 0)), out, run, sp, said)
-        queue = queue_details(concurrency, replicas, per_rep, run, sp)
+        queue = queue_details(concurrency, replicas, per_rep, run_now, sp)
         if queue["queued_sequences"] and fits:  # (one that does not fit says why: the verdict)
             named.append(queue_note(queue, per_rep, run, d))
         return FitResult("inference", spec.name, target, device.id, n, tp, replicas, eng, fmt, fits, mem_used,
@@ -865,10 +888,16 @@ def as_fit_chose(est: Estimate, tp_given: bool, concurrency: int | None, replica
 
 
 def running_per_replica(per: int, details: dict[str, Any]) -> int:
-    """Sequences one replica runs at once of the ``per`` it is given: its estimate's ``running_sequences``
-    (estimate/inference/common.py eq. R1: the engine's cap, the KV pool), at least 1 (the speed of one sequence where
-    none fits)."""
-    return max(1, min(per, int(details.get("running_sequences", per))))
+    """Sequences one replica is timed at of the ``per`` it is given: its estimate's ``running_sequences``
+    (estimate/inference/common.py eq. R1: the engine's cap, the KV pool), what it runs. Where that is 0 (a pool that
+    holds no sequence: nothing runs, it does not fit), the speed is the one "if it fit", at the sequences the engine
+    would run with memory for them, ``need_sequences`` = min(per, its running cap) (eq. R1 without the pool's bound;
+    the share itself where no cap is known, as SGLang's with no pool), never one sequence in place of the load."""
+    running = int(details.get("running_sequences", per))
+    if running < 1:
+        need = details.get("need_sequences")
+        return max(1, min(per, int(need))) if need else max(1, per)
+    return min(per, running)
 
 
 def queue_details(concurrency: int, replicas: int, per: int, running: int,
@@ -879,7 +908,8 @@ def queue_details(concurrency: int, replicas: int, per: int, running: int,
     ``request_seconds``, formulas/network.py eq. 9)."""
     total, queued = running_and_queued(concurrency, running * replicas)  # estimate/inference/common.py eqs. R1-R2
     held = sp.request_seconds if sp is not None else None
-    wait = queue_wait_seconds(per, running, held) if held is not None else None
+    # none running (a pool that holds no sequence): nothing is served, no wait to state
+    wait = queue_wait_seconds(per, running, held) if held is not None and running >= 1 else None
     return {"running_sequences": total, "queued_sequences": queued, "queue_wait_seconds": wait}
 
 

@@ -361,8 +361,9 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
             "weights + KV cache + activations + runtime (estimate_inference)", "estimate/inference/compose.py")
     if f_peak is not None and f_peak.estimate is not None and "workload_bytes" in f_peak.estimate.details:
         mem.add("reserved", f"reserved per device ({ENGINE_NAMES.get(engine, engine)} takes its pool whatever the load)",
-                f_peak.memory_per_device, "B", "the fit's device total: the engine's pool + runtime outside it",
-                "estimate/inference/vllm.py, sglang.py")
+                int(f_peak.estimate.details.get("reserved_bytes", f_peak.memory_per_device or 0)), "B",
+                "the engine's pool + runtime outside it, once started (reserved_bytes: never the weights and "
+                "activations beyond the pool of an engine that does not start)", "estimate/inference/vllm.py, sglang.py")
     need_typ_est = None if unfitted else _need(spec, engine, fmt_used, ctx_typ, per_replica(conc_typ, replicas),
                                                out_typ, tp, job, on_cpu, batch)
     need_typ = need_per_device(need_typ_est, on_cpu)[0] if need_typ_est else None

@@ -134,7 +134,7 @@ class Hardware:
     count: int = 0
     nodes: int = 1
     instance: str | None = None
-    memory_per_device: int | None = None  # usable bytes before headroom
+    memory_per_device: int | None = None  # usable bytes before headroom: the JSON's device_memory
     price_per_hour: float | None = None
     price_basis: str = "unknown"
     pool: str | None = None
@@ -157,6 +157,9 @@ class Hardware:
 
     def to_dict(self) -> dict[str, Any]:
         d = {k: getattr(self, k) for k in self.__dataclass_fields__}
+        # the memory of one device before any headroom is `device_memory` (docs/nomenclature.md), not fit's
+        # memory_per_device (what a workload takes of it); the old key is a deprecated alias, kept for one release
+        d["device_memory"] = self.memory_per_device
         d["per_node"] = self.per_node
         d["label"] = self.label
         return d

@@ -36,7 +36,7 @@ def render_fit(r: FitResult) -> str:
         out.append(f"  {host}")
     s = r.speed
     if s is not None:
-        rows = speed_rows(s)
+        rows = speed_rows(s, queued_wait(r) is not None)
         if rows and not r.fits:  # a setup that cannot run: its speed is labelled so, never read as an answer
             out.append(f"speed if it fit (it does not, at {r.weights_format}; memory permitting):")
         if rows:
@@ -64,7 +64,8 @@ def render_fit(r: FitResult) -> str:
         if queued and r.fits:
             out.append(f"queue: {queued:,} of {int(r.details['concurrency']):,} requests wait for a running slot "
                        f"({int(r.details['running_sequences']):,} run at once)"
-                       + (f"; mean wait {wait:.2f} s before the prefill, so TTFT {wait + (s.ttft_seconds or 0):.2f} s"
+                       + (f"; mean wait {wait:.2f} s before the prefill, so a queued request's TTFT "
+                          f"{wait + (s.ttft_seconds or 0):.2f} s (the table's is once running)"
                           if wait is not None else "")
                        + "; the tokens/s are the running sequences' (formulas/serving_queue.py eqs. Q1-Q3)")
         for w in s.warnings:
@@ -159,7 +160,8 @@ def _layout_memory(d: dict[str, Any], pool: bool) -> str:
     if not pool:
         return f"{format_bytes(need)} of {format_bytes(budget)} per device, "
     return (f"needs {format_bytes(need)} of the {format_bytes(budget)} its pool offers per device "
-            f"({format_bytes(d['memory_per_device'])} reserved), ")
+            f"({format_bytes(d.get('reserved_per_device', d['memory_per_device']))} reserved"
+            + (", does not start" if d.get("pool_shortfall_per_device") else "") + "), ")
 
 
 def memory_line(r: FitResult) -> str:
@@ -171,7 +173,8 @@ def memory_line(r: FitResult) -> str:
     line = f"memory per device {format_bytes(r.memory_per_device or 0)} of {of}, {room_left(r.budget_left_bytes or 0)}"
     need, offered = details.get("workload_bytes"), details.get("workload_budget_bytes")
     if need is not None:  # vLLM and SGLang reserve their pool whatever the load: say what this workload needs of it
-        line += "; " + pool_and_need(r.engine, r.memory_per_device or 0, int(need), offered)
+        line += "; " + pool_and_need(r.engine, int(details.get("reserved_bytes", r.memory_per_device or 0)),
+                                     int(need), offered, details.get("pool_shortfall_bytes"))
     return line
 
 
@@ -187,11 +190,20 @@ def host_weights_line(r: FitResult) -> str | None:
             f"{format_bytes(host.bytes)} in host memory ({host.formula}; not in the device budget)")
 
 
-def speed_rows(s: SpeedEstimate) -> list[list[str]]:
-    """Rows of the speed table (prefill, decode), in ``SPEED_HEADER`` order."""
+def queued_wait(r: FitResult) -> float | None:
+    """The mean wait of a queued request before its prefill (estimate/fit.py ``queue_details``: formulas/serving_queue.py
+    eq. Q3) where a fitting setup queues requests, else None: the speed table's TTFT is then the running request's
+    ('TTFT once running'), the queue line's the queued one's (wait + it), so the two never read as one figure."""
+    wait = r.details.get("queue_wait_seconds")
+    return float(wait) if r.fits and r.details.get("queued_sequences") and wait else None
+
+
+def speed_rows(s: SpeedEstimate, queued: bool = False) -> list[list[str]]:
+    """Rows of the speed table (prefill, decode), in ``SPEED_HEADER`` order; ``queued`` (``queued_wait``): requests
+    wait before their prefill, so the prefill row is the TTFT once running."""
     rows = []
     if s.prefill is not None:
-        rows.append(["prefill (TTFT)", f"{s.ttft_seconds:.3f} s",
+        rows.append(["prefill (TTFT once running)" if queued else "prefill (TTFT)", f"{s.ttft_seconds:.3f} s",
                      f"{s.prefill_tokens_per_second:,.0f} tokens/s{_range(s.prefill_range, '{:,.0f}')}",
                      s.prefill.bound, _roof(s.roofline_prefill)])
     if s.decode is not None:

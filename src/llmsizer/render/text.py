@@ -103,8 +103,9 @@ def estimate_facts(est: Estimate) -> list[str]:
     if "workload_bytes" in d:  # vLLM / SGLang: the pool is reserved whatever the load
         engine = next((str(a.value) for a in est.assumptions if a.name == "engine"), "the engine")
         offered = d.get("workload_budget_bytes")
-        out.append(pool_and_need(engine, est.total("device")[1], int(d["workload_bytes"]),
-                                 int(offered) if offered is not None else None))
+        out.append(pool_and_need(engine, int(d.get("reserved_bytes", est.total("device")[1])),
+                                 int(d["workload_bytes"]), int(offered) if offered is not None else None,
+                                 d.get("pool_shortfall_bytes")))
     if "memory_needed" in d:
         out.append(f"GPU memory needed: {format_bytes(d['memory_needed'])}")
     if "peak_phase" in d:
@@ -149,14 +150,21 @@ def room_left(left: int) -> str:
     return f"{format_bytes(left)} left" if left >= 0 else f"over by {format_bytes(-left)}"
 
 
-def pool_and_need(engine: str, reserved: int, need: int, offered: int | None = None) -> str:
+def pool_and_need(engine: str, reserved: int, need: int, offered: int | None = None,
+                  shortfall: int | None = None) -> str:
     """The one wording of what a pool-reserving engine (vLLM, SGLang) takes of a device and what the workload needs of
     it (``estimate/inference/vllm.py`` / ``sglang.py`` ``workload_bytes``, compared with ``workload_budget_bytes``,
-    what the pool offers): `infer`, `fit`, the plan and the web calculator (static/js/calculator.js) say the same."""
+    what the pool offers; ``reserved``: the details' ``reserved_bytes``, the pool it holds once started, never the
+    weights and activations beyond it; ``shortfall``: vLLM's ``pool_shortfall_bytes``, by how much the weights,
+    activations and overhead alone exceed its pool, so it does not start): `infer`, `fit`, the plan and the web
+    calculator (static/js/calculator.js) say the same."""
+    name = ENGINE_NAMES.get(engine, engine)
     of = f" of the {format_bytes(offered)} it offers (with the CUDA context)" if offered is not None else ""
     over = " (more than it offers)" if need > (offered if offered is not None else reserved) else ""
-    return (f"reserved {format_bytes(reserved)} per device ({ENGINE_NAMES.get(engine, engine)} takes its pool whatever "
-            f"the load); this workload needs {format_bytes(need)}{of or ' of it'}{over}")
+    start = (f"; {name} does not start: what it holds before the KV cache exceeds its pool by "
+             f"{format_bytes(shortfall)}" if shortfall else "")
+    return (f"reserved {format_bytes(reserved)} per device{' once started' if shortfall else ''} ({name} takes its "
+            f"pool whatever the load); this workload needs {format_bytes(need)}{of or ' of it'}{over}{start}")
 
 
 def _short(text: str, n: int = 70) -> str:

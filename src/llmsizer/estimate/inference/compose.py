@@ -495,6 +495,9 @@ def _check_fit(est: Estimate, w: InferenceWorkload, acc: Acc) -> None:
         util = float(est.details.get("gpu_memory_utilization") or 1 - check_headroom(w.headroom))
         v = admission_verdict(_pool_admits(est), _to_run(est, w), w.context, est.total("device")[1], mem, util,
                               requested=w.concurrency)
+        no_pool = est.details.get("vllm_no_pool")
+        if no_pool:  # no KV pool at all (vLLM does not start): say why and by how much, not "0 sequences"
+            v = dataclasses.replace(v, fits=False, reason=str(no_pool), warnings=(f"does not fit: {no_pool}",))
     elif w.engine == "sglang":
         mfs = float(est.details.get("mem_fraction_static") or 0.0)
         v = admission_verdict(_pool_admits(est), _to_run(est, w), w.context,

@@ -126,8 +126,8 @@ def reverse_notes(spec: ModelSpec, est: Estimate, reverse: dict[str, int]) -> li
     refusal = est.details.get("engine_refusal_reason")
     if refusal is not None and reverse.get("max_concurrency") == 0:  # the engine's refusal, not memory, says no
         notes.append(f"no concurrency runs at this context, whatever the memory: {refusal}")
-    no_pool = est.details.get("sglang_too_small") or est.details.get("sglang_no_pool")
-    if no_pool and reverse.get("max_concurrency") == 0:  # no token pool: not a running cap of 0 (sglang.py eq. 4)
+    no_pool = est.details.get("sglang_too_small") or est.details.get("sglang_no_pool") or est.details.get("vllm_no_pool")
+    if no_pool and reverse.get("max_concurrency") == 0:  # no pool: not a running cap of 0 (sglang.py eq. 4, vllm.py)
         notes.append(f"no concurrency runs on this memory: {no_pool}")
     cap = est.details.get("running_cap")
     if cap and reverse.get("max_concurrency") == cap:

@@ -141,7 +141,8 @@ def compose_sglang(ctx: Context) -> None:
             "running_sequences": 0,
             "sglang_reserved_mib": parts["reserved_mib"], "kv_needed_bytes": need.bytes,
             "workload_bytes": ctx.wb.total + need.bytes + context_span(w.gpu_runtime).expected,
-            "workload_budget_bytes": 0})  # the reserve takes the whole device: nothing is left for the workload
+            "workload_budget_bytes": 0,  # the reserve takes the whole device: nothing is left for the workload
+            "reserved_bytes": w.memory})  # what SGLang would hold: the whole device (it does not start)
         return
     mfs = float(acc.assume("mem_fraction_static", default, w.mem_fraction_static,
                            f"SGLang default for {parts['gpu_mem_mib']:.0f} MiB, TP {tp}: (M - reserved {parts['reserved_mib']:.0f} "
@@ -205,8 +206,14 @@ def compose_sglang(ctx: Context) -> None:
         "workload_bytes": ctx.wb.total + need.bytes + reserve + context_span(w.gpu_runtime).expected + comm
                           + (mamba[1] if mamba is not None else 0),
         "workload_budget_bytes": w.memory,  # workload_bytes <= memory exactly when the need fits the token pool
+        # what SGLang holds once started: mem_fraction_static x pre (weights + pool) + its reserve + the context and
+        # communicators measured before it = the device; the device total exceeds it only with no pool (no start)
+        "reserved_bytes": w.memory,
         "kv_needed_bytes": need.bytes})
     if pool <= 0:  # no pool: SGLang refuses to start, nothing is served whatever the cap (compose.py's verdict says it)
+        # by how much the weights (and the recurrent-state pool) exceed mem_fraction_static x pre (eq. 2)
+        ctx.details["pool_shortfall_bytes"] = max(ctx.wb.total + (mamba[1] if mamba is not None else 0)
+                                                  - int(mfs * pre), 0)
         ctx.details["sglang_no_pool"] = (
             f"SGLang would fail at start-up: mem_fraction_static {mfs} x {format_bytes(pre)} leaves nothing for the "
             f"token pool after {format_bytes(ctx.wb.total)} of weights"

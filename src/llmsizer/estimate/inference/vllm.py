@@ -127,6 +127,10 @@ def compose_vllm(ctx: Context) -> None:
     # what workload_bytes is compared with: the pool (gpu_memory_utilization x memory, eq. 1) + the CUDA context
     # outside it; the rest of the device is left free by vLLM whatever the load
     ctx.details["workload_budget_bytes"] = pool + context_span(w.gpu_runtime).expected
+    # what vLLM holds per device once it has started: its pool and the CUDA context, never more than the card but for
+    # a context larger than the 1 - utilization left (warned below); the device total exceeds it only when vLLM does
+    # not start (kv_avail <= 0: the items are then what it would need with an empty pool)
+    ctx.details["reserved_bytes"] = pool + context_span(w.gpu_runtime).expected
     kv_avail = pool - fixed
     admitted = max(kv_avail, 0) // one_seq if one_seq else 0
     per_token_layers = kv_cache(spec, 1, 1, ctx.kv_dtype, mla_mode="latent",
@@ -149,9 +153,16 @@ def compose_vllm(ctx: Context) -> None:
                                   f"cuda_graphs = {pool_what}",
                           source="vLLM gpu_worker.determine_available_memory (eq. 1 of estimate/inference/vllm.py)"))
     device_context(acc.items, acc.assumptions, w.gpu_runtime, formula="CUDA context, outside the vLLM pool")
-    if kv_avail <= 0:
-        acc.warnings.append("vLLM would fail at start-up ('No available memory for the cache blocks'): weights + "
-                            f"activations + overhead exceed {util:.0%} of {format_bytes(w.memory)}")
+    if kv_avail <= 0:  # no KV pool: vLLM raises at start-up (compose.py's verdict says it, as SGLang's no pool)
+        ctx.details["pool_shortfall_bytes"] = int(-kv_avail)
+        ctx.details["vllm_no_pool"] = (
+            f"vLLM would fail at start-up: weights {format_bytes(ctx.wb.total)} + profiled activations "
+            f"{format_bytes(act)} + non-torch and CUDA graphs {format_bytes(non_torch + E.VLLM_CUDA_GRAPHS.expected)} "
+            f"= {format_bytes(fixed)} exceed its pool, gpu_memory_utilization {util:.2f} x {format_bytes(w.memory)} = "
+            f"{format_bytes(pool)}, by {format_bytes(-kv_avail)}, leaving no memory for KV blocks (\"No available "
+            "memory for the cache blocks\": vllm/v1/core/kv_cache_utils.py _check_enough_kv_cache_memory @001cabc, "
+            "on the KV memory gpu_worker.determine_available_memory leaves); use a smaller weight format, more "
+            "devices (tensor parallel) or a higher gpu_memory_utilization")
     elif admitted < 1:
         acc.warnings.append(f"vLLM would refuse to start: one sequence of {w.context} tokens needs "
                             f"{format_bytes(one_seq)} of KV but the pool holds {format_bytes(kv_avail)}")

@@ -161,14 +161,19 @@ function render(d) {
   // needs of it (the estimate's workload_bytes), worded as render/text.py pool_and_need words it for infer, fit, plan
   const need = d.details.workload_bytes;
   const offered = d.details.workload_budget_bytes;
+  // the pool it holds once started (reserved_bytes), never the weights beyond a pool it cannot start with
+  const reserved = d.details.reserved_bytes ?? dev.bytes;
+  const short = d.details.pool_shortfall_bytes;
+  const engineName = engineNames[answered.engine] || answered.engine;
   const pn = $("pool-need");
   pn.hidden = need === undefined || need === null;
   pn.replaceChildren(...(pn.hidden ? [] : ["reserved ",
-    el("b", { id: "reserved-bytes", "data-bytes": dev.bytes }, formatBytes(dev.bytes)),
-    ` per device (${engineNames[answered.engine] || answered.engine} takes its pool whatever the load); this workload needs `,
+    el("b", { id: "reserved-bytes", "data-bytes": reserved }, formatBytes(reserved)),
+    ` per device${short ? " once started" : ""} (${engineName} takes its pool whatever the load); this workload needs `,
     el("b", { id: "need-bytes", "data-bytes": need }, formatBytes(need)),
     offered === undefined || offered === null ? " of it" : ` of the ${formatBytes(offered)} it offers (with the CUDA context)`,
-    need > (offered ?? dev.bytes) ? " (more than it offers)" : ""]));
+    need > (offered ?? reserved) ? " (more than it offers)" : "",
+    short ? `; ${engineName} does not start: what it holds before the KV cache exceeds its pool by ${formatBytes(short)}` : ""]));
   const mt = $("media-tokens");
   mt.hidden = !d.details.media_tokens;
   mt.replaceChildren(...(d.details.media_tokens ? ["Images and video: ",
