@@ -58,6 +58,27 @@ Outside the layers: the head weight's cast and, in the backward, its gradient's 
 (autocast's cache was cleared when the forward's region exited). (A Qwen2 layer: +13 / +19; tests/formulas/
 test_training_step_kernels.py traces whole bf16-mixed steps.)
 
+**Autocast over fp32 adapters** (LoRA under ``torch.autocast`` on a half-precision base: PEFT keeps the adapters in
+fp32, ``get_peft_model(..., autocast_adapter_dtype=True)`` by default, peft @5d602fdb src/peft/mapping_func.py:110 and
+tuners/tuners_utils.py:2657-2672 ``cast_adapter_dtype``; PEFT 0.4.0 @0769587a made them fp32 and moved them only to
+the base's device, src/peft/tuners/lora.py:691). The base, its residual stream and its norms stay half (K2/K3 as in
+pure half precision). PEFT's ``Linear.forward`` casts the adapter's input to the adapter's dtype
+(tuners/lora/layer.py:1061 ``_cast_input_dtype``, tuners_utils.py:2191 ``x.to(dtype)``; PEFT 0.4.0 lora.py:819
+``x.to(self.lora_A[...].weight.dtype)``), then autocast casts that fp32 input back to half for ``lora_A`` (not a
+leaf: not cached) and the two fp32 leaf weights A and B (cached per region); ``* scaling`` and the ``add`` are half.
+PEFT's bitsandbytes 4-bit and 8-bit LoRA skip the input cast while autocast is on (tuners/lora/bnb.py:543
+``requires_conversion = not torch.is_autocast_enabled()``; PEFT 0.4.0 lora.py:1129; that call without a device
+reads CUDA's autocast state, so a CPU trace emulates it). Per adapter and pass::
+
+    forward   + 2 [A, B weights] + 2 i [the input to fp32, and back to half]
+    backward  + 2 [the A, B weight gradients cast to fp32] + 2 i [the input gradient to half, and to fp32]   (K6a)
+
+with i = 1 for PEFT's ``Linear``, 0 for its bitsandbytes layers (its GPTQ layer casts the input as well,
+tuners/lora/gptq.py:93; not counted, no GPTQ step traced). A recomputed
+layer casts again; an early-stopping checkpoint still casts the last lora_B weight (autocast casts before the GEMM
+saves its inputs). (A Qwen2 layer with 7 adapters: +28 / +28, over NF4 +14 / +14; tests/formulas/
+test_training_step_kernels.py traces whole bf16-mixed LoRA and QLoRA steps with PEFT's default fp32 adapters.)
+
 The cross-entropy (``ForCausalLMLoss``) adds its cast, log-softmax and NLL each way, the head GEMM, the final norm,
 the rotary tables, the embedding and the backward's seed (:func:`head_kernels`). Checkpointed layers run K_f again
 (K2' with early stop).
@@ -170,6 +191,13 @@ def autocast_cast_kernels(linears: Sequence[Linear], rotary: bool) -> tuple[int,
     n_in = sum(1 for name, _, _ in linears if name in NORM_INPUT_LINEARS)
     rot = 1 if rotary else 0
     return n_w + n_in + 2 * rot, n_w + n_in + 6 * rot + 2
+
+
+def adapter_cast_kernels(input_cast: bool) -> int:
+    """Cast kernels ``torch.autocast`` and PEFT add per fp32 LoRA adapter over a half-precision base, in each of the
+    forward and the backward (eq. K6a): the A and B weights (their gradients back to fp32), and with ``input_cast``
+    (PEFT's ``Linear``, not its bitsandbytes layers under autocast) the input to fp32 and back to half."""
+    return 2 + (2 if input_cast else 0)
 
 
 def recompute_skipped_kernels(linears: Sequence[Linear]) -> int:
@@ -331,11 +359,15 @@ def overlapped_seconds(device_seconds: float, host: float) -> float:
 
 def step_kernels(widths: Sequence[LayerWidths], linears: Sequence[Sequence[Linear]], compiled: bool,
                  norms_trained: bool, recomputed_layers: int, head: int, half: bool = True,
-                 early_stop: bool = False, autocast: bool = False) -> int:
+                 early_stop: bool = False, autocast: bool = False, adapter_casts: int = 0) -> int:
     """Kernels of one micro-step: every decoder layer's forward and backward (K2/K3), the forward again for
     ``recomputed_layers`` checkpointed layers (their mean forward count; ``early_stop``: an early-stopping
     non-reentrant checkpoint's, eq. K2', eager), and ``head`` (:func:`head_kernels`). ``autocast``: fp32 weights
-    under torch.autocast, eager: each layer's casts (eq. K6), its norms in fp32."""
+    under torch.autocast, eager: each layer's casts (eq. K6), its norms in fp32. ``adapter_casts``: fp32 LoRA
+    adapters over a half base under torch.autocast, eager: the casts per adapter and pass
+    (:func:`adapter_cast_kernels`, eq. K6a; 0: none)."""
+    if adapter_casts < 0:
+        raise InputError("adapter casts must not be negative")
     if len(widths) != len(linears) or not widths:
         raise InputError("one set of linears per decoder layer is needed")
     if recomputed_layers < 0:
@@ -352,6 +384,9 @@ def step_kernels(widths: Sequence[LayerWidths], linears: Sequence[Sequence[Linea
         if amp:
             cf, cb = autocast_cast_kernels(lin, w.rotary)
             f, b = f + cf, b + cb
+        if adapter_casts and not compiled:
+            casts = adapter_casts * sum(1 for name, _, _ in lin if name.endswith("lora_A"))
+            f, b = f + casts, b + casts
         fwd_sum += n * (f - (recompute_skipped_kernels(lin) if early_stop and not compiled else 0))
         total += n * (f + b)
     return total + round(fwd_sum * recomputed_layers / len(widths)) + head
