@@ -238,17 +238,26 @@ QWEN25_PAGE_KNOWN_MISSES = {"PM1203": _AWQ_GAP, "PM1219": _AWQ_GAP, "PM1235": _A
 
 # Measured rows missed beyond the tolerance whose mechanism is not established, named so that docs/accuracy.md shows
 # them (``known_misses``): like every row they stay in the summary and in their band, where they may set an end
-# (estimate/ranges.py says why). The lent H200's small-model training steps run at 0.35-0.62 of the predicted rate
-# (+61 .. +189 %) while its 7B/8B steps are within -14 .. +9 %: the step is host-bound (eq. K1). The kernel count is
-# not what is short: tests/formulas/test_training_step_kernels.py traces the worker's whole step (forward, loss,
-# backward, recompute, foreach AdamW, zero_grad) of a Qwen2 and the estimate's count equals it per layer; the
-# optimizer's about 210 launches (left out) sit under its device time. These rows imply 36-55 us of host time per
-# counted kernel (Qwen2.5-0.5B: 2,741 kernels in 139.6 ms; with checkpointing 3,605 in 198.3 ms; bf16-mixed 3,506
-# in 127.6 ms; the QLoRA row 8,645 in 494 ms) against the 19.72 us constant (estimate/efficiency.py
-# host_seconds_per_kernel, fitted on PM0720) and 18 us on the same machine's Qwen2.5-0.5B decode row (no autograd):
-# the host time per kernel of an autograd step on that machine is what differs; no profile of these runs.
-_H200_HOST = ("small-model training step at 0.35-0.62 of the predicted rate on the lent H200: the kernel count matches "
-              "a traced step; 36-55 us of host time per kernel implied, against the 19.72 us constant (no profile)")
+# (estimate/ranges.py says why). The lent H200's small-model training steps (rows 4, 5, 18: Qwen2.5-0.5B full
+# fine-tunes; 23: Qwen2.5-1.5B QLoRA) run at 0.35-0.62 of the predicted rate (+61 .. +189 %), while its 7B/8B steps
+# (rows 6-9, 19, 20) are within -20.8 (row 6, Qwen2.5-7B LoRA without checkpointing) .. +8.6 % (row 7): the small
+# steps are host-bound (eq. K1). What is traced is the count of rows 4, 5 and 18: tests/formulas/
+# test_training_step_kernels.py runs the worker's whole step (forward, loss, backward, recompute, foreach AdamW,
+# zero_grad) of a Qwen2, full and LoRA, bf16 and bf16-mixed, with and without checkpointing, and the estimate's
+# count equals it per layer (the optimizer's about 210 launches are left out, under its device time). Row 23's is
+# not: eq. K5's NF4 kernels are counted on one bitsandbytes Linear4bit, not in a step, and the worker's QLoRA is not
+# the one the estimate counts: measure/build.py quantize_4bit swaps in Linear4bit without marking the model
+# is_loaded_in_4bit, so PEFT wraps each in its plain lora.Linear (peft tuners/lora/bnb.py:579-589 @5d602fdb), which
+# does not clone the base output; the estimate counts PEFT's bitsandbytes layer's clone (bnb.py:533): 392 kernels
+# (28 layers x 7, forward and recompute) the run does not launch. Host time per counted kernel implied (measured
+# step / count): row 4 139.6 ms / 2,741 = 50.9 us, row 5 198.3 ms / 3,605 = 55.0 us, row 18 127.6 ms / 3,506 =
+# 36.4 us, row 23 494.0 ms / 8,645 = 57.1 us (59.9 us over the 8,253 without the clones): 36-57 us against the
+# 19.72 us constant (estimate/efficiency.py host_seconds_per_kernel, fitted on PM0720) and 18 us on the same
+# machine's Qwen2.5-0.5B decode row (no autograd): the host time per kernel of an autograd step on that machine is
+# what differs; no profile of these runs.
+_H200_HOST = ("small-model training step at 0.35-0.62 of the predicted rate on the lent H200, host-bound: 36-57 us "
+              "of host time per counted kernel implied, against the 19.72 us constant (no profile); the count is "
+              "traced for the Qwen2 full/LoRA steps (rows 4, 5, 18), not for row 23's QLoRA step")
 H200_TRAINING_KNOWN_MISSES = {f"gpu-h200-2026-12-04:{i}.training_tokens/s": _H200_HOST for i in (4, 5, 18, 23)}
 KNOWN_MISSES = {**QWEN25_PAGE_KNOWN_MISSES, **H200_TRAINING_KNOWN_MISSES}
 
@@ -521,9 +530,13 @@ TORCHTUNE_SPEED_ROWS: dict[str, tuple[str, dict[str, Any]] | str] = {
 # layout with its dimensions (config.json: hidden 4096, intermediate_size 22016 = 2 x 11008 for w1/w2, 32 layers,
 # 32 heads without GQA, vocab 151936, untied, bias on the fused c_attn only). LoRA (the chat model: no
 # modules_to_save): r 64 on c_attn, attn c_proj, w1, w2, mlp c_proj = every linear. Settings assumed (excluded from
-# the summary): that translation. The checkpoint is HF's reentrant one (transformers 4.32 default use_reentrant=True),
-# set as checkpoint_impl 'reentrant': it re-runs each layer's last matmul and residual add, which the non-reentrant
-# early stop skips (the kernel count of PM0720, eq. K2' of formulas/launch_overhead.py, and its FLOPs).
+# the summary): that translation. The checkpoint is reentrant, set as checkpoint_impl 'reentrant': Qwen-7B's remote
+# code (trust_remote_code modeling_qwen.py, QWenModel.forward: line 880 of the Hub file's copy at zhangningboo/
+# Qwen-7B @ffe04dd5) calls torch.utils.checkpoint.checkpoint(create_custom_forward(block), ...) without
+# use_reentrant, and PyTorch 2.0 (the README's environment) defaults it to True (torch/utils/checkpoint.py @v2.0.0:
+# ``checkpoint(function, *args, use_reentrant: bool = True, **kwargs)``). It re-runs each layer's last matmul and
+# residual add, which the non-reentrant early stop skips (the kernel count of PM0720, eq. K2' of
+# formulas/launch_overhead.py, and its FLOPs).
 QWEN7B_V1 = {"model_type": "qwen2", "hidden_size": 4096, "intermediate_size": 11008, "num_hidden_layers": 32,
              "num_attention_heads": 32, "num_key_value_heads": 32, "vocab_size": 151936,
              "tie_word_embeddings": False, "max_position_embeddings": 8192}
@@ -1126,7 +1139,8 @@ def speed_case(r: dict[str, str]) -> Case | NotExpressed:
                     excluded=CALIBRATION if calib else ASSUMED, source=r["source"],
                     note=("calibration row of efficiency." + TRAINING_SPEED_CALIBRATION[rid] + "; " if calib else "")
                     + f"training; {value} s/it published = 8 x {seq} tokens per iteration; Qwen-7B as the qwen2 "
-                    "layout; HF's reentrant checkpoint (transformers 4.32 default)"
+                    "layout; reentrant checkpoint (Qwen's modeling_qwen.py calls torch.utils.checkpoint without "
+                    "use_reentrant: PyTorch 2.0's default True)"
                     + ("; auto-gptq eager dequantization of the int4 base (eq. 9b), desc_act False assumed"
                        if qlora else "")
                     + (f"; GEMM shape efficiency {st.shape_efficiency:.3f}"
