@@ -831,13 +831,16 @@ HOST_STAGED_COLLECTIVE_BANDWIDTH = Factor(
 # takes max(device time, kernels x tau)). CALIBRATED on one named row, PM0720 (Qwen-7B LoRA r64 on every linear,
 # HF Trainer + PEFT, 1 x A100-SXM4-80G, 8 x 256 tokens in 1.2 s per step, Qwen README): the only published row whose
 # micro-step (0.150 s) is longer than its device work (0.077 s), so tau = the measured micro-step (less the step's
-# optimizer and accumulation share) / its kernels. Re-derived by tests/hardware/test_training_calibration.py;
+# optimizer and accumulation share) / its kernels: (1.2 s - 2.74 ms optimizer - 7 x 1.18 ms accumulation) / 8 =
+# 0.1486 s over 10,225 kernels (eqs. K2/K3, K2' reentrant, and K6a: PEFT's fp32 adapters under the Trainer's bf16
+# autocast, 84 casts per layer with the recompute) = 14.54 us; 19.72 us while K6a's 2,688 casts went uncounted
+# (7,537 kernels). Re-derived by tests/hardware/test_training_calibration.py;
 # PM0720 is left out of the error summary. For scale: Holistic Trace Analysis measures the cudaLaunchKernel call
 # alone at 5-20 us (facebookresearch/HolisticTraceAnalysis docs/source/features/cuda_kernel_launch_stats.rst); tau
 # adds the Python call, autograd and dispatch of each op (PyTorch 2.0, HF Trainer, PEFT). One row, so no spread is
 # claimed (low = expected = high).
 HOST_SECONDS_PER_KERNEL = Factor(
-    "host_seconds_per_kernel", 19.72e-6, 19.72e-6, 19.72e-6,
+    "host_seconds_per_kernel", 14.54e-6, 14.54e-6, 14.54e-6,
     "calibrated: Qwen-7B LoRA 1 x A100 seq 256, 1.2 s per 8 x 256 tokens (PM0720, Qwen README @2df8e8a); "
     "cudaLaunchKernel alone 5-20 us (HolisticTraceAnalysis cuda_kernel_launch_stats)")
 # vLLM's V0 engine (vLLM main of Dec 2023 - Apr 2024, the releases of validation/vllm_benchmark_latency.csv) ran
