@@ -82,6 +82,8 @@ def test_one_composition_layer() -> None:
     rules = {"DEFAULT_HEADROOM =": "estimate/verdict.py", "def training_flops_per_token": "formulas/training_time.py",
              "def engine_weights": "estimate/formats.py", "def memory_verdict": "estimate/verdict.py",
              "\nDTYPE_BYTES: dict": "formulas/dtypes.py",
+             # MoE routing: the share k / E of a routed-expert tensor one token uses (params.routed_share)
+             "moe.experts_per_token / spec.moe.num_experts": "formulas/params.py",
              # architecture -> compute capability, in either scale (89 or ggml's 890); a device's capability
              # (its row's compute_capability, else this table) is Device.capability, beside it
              '"ada": 89': "catalog/hardware.py", "def capability(self)": "catalog/hardware.py"}

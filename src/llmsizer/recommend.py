@@ -85,7 +85,7 @@ from .specs import InferenceWorkload, ModelSpec, TrainingWorkload
 from .specs.training import recomputes_whole_layer
 from .specs.workload import normalize_engine, read_number
 from .suggest import did_you_mean
-from .units import format_bytes, format_count, format_seconds
+from .units import format_bytes, format_count, format_seconds, format_usd
 
 MAX_REPLICAS = 64
 MAX_NODES = 512
@@ -853,8 +853,9 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
                      cost_basis=cand.cost_basis, training_seconds=secs, device_hours=device_hours(secs, devices),
                      run_cost=total, memory_per_device=fr.memory_per_device, budget_per_device=fr.budget_per_device)
         if c.max_cost is not None and (total is None or total > c.max_cost):
-            opt = _replace(opt, status="rejected", reasons=(
-                "no price to compare with the budget" if total is None else f"run costs ${total:,.0f} > ${c.max_cost:,.0f}",))
+            opt = _replace(opt, status="rejected", reasons=(  # money as units.format_usd: cents below $100
+                "no price to compare with the budget" if total is None
+                else f"run costs {format_usd(total)} > {format_usd(c.max_cost)}",))
         elif c.max_cost_per_hour is not None and (price is None or price > c.max_cost_per_hour):
             opt = _replace(opt, status="rejected", reasons=(
                 "no hourly price" if price is None else f"${price:.2f}/h exceeds ${c.max_cost_per_hour:g}/h",))
@@ -864,7 +865,7 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
     if meets:
         f0 = meets[0]
         meets[0] = _replace(f0, status="chosen", reasons=(
-            f"cheapest run that meets every constraint (${f0.run_cost:,.0f}, {format_seconds(f0.training_seconds or 0)})"
+            f"cheapest run that meets every constraint ({format_usd(f0.run_cost)}, {format_seconds(f0.training_seconds or 0)})"
             if f0.run_cost is not None else "meets every constraint; no priced option does", *f0.reasons))
     rejected.sort(key=lambda o: (o.run_cost is None, o.run_cost or 0.0, o.target, o.count))
     # the chosen option's duration assumptions and fit's warnings for it, memory and duration (another device's

@@ -446,6 +446,7 @@ PUBLISHED_FP32_TF32 = {
     ("rtx-pro-6000-workstation", "flops", "tf32"): 251.9,  # hmc-tech.com: 'TF32 251.9 TFLOPS Tensor'
     ("rtx-pro-6000-workstation", "flops_sparse", "tf32"): 503.8,  # same row: '503.8 TFLOPS Tensor Sparse'
     ("rtx-pro-6000-workstation", "flops", "bf16"): 503.8,  # same page: 'BF16 ... 503.8 TFLOPS Tensor'
+    ("rtx-pro-6000-workstation", "flops", "fp16"): 503.8,  # same page: 'FP16 ... 503.8 TFLOPS Tensor (FP16 Accumulate)'
     ("mi355x", "flops", "fp32"): 157.3,  # svethardware.cz MI350 launch report: 'MI355X máme 157,3 TFLOPS' (FP32)
 }
 
@@ -521,7 +522,7 @@ def test_rtx_pro_6000_tensor_rows_are_the_quoted_clock_s() -> None:
     fp32 = float(re.search(r"'FP32 ([\d.]+) TFLOPS'", title).group(1))  # type: ignore[union-attr]
     assert fp32 == pytest.approx(cores * 2 * mhz * 1e6 / 1e12, abs=0.01)
     row = _accelerator_rows()["rtx-pro-6000-workstation"]["flops"]
-    assert row["bf16"]["value"] == pytest.approx(4 * fp32, abs=0.05)
+    assert row["bf16"]["value"] == row["fp16"]["value"] == pytest.approx(4 * fp32, abs=0.05)
     assert row["tf32"]["value"] == pytest.approx(2 * fp32, abs=0.05)
 
 

@@ -1,6 +1,8 @@
 """fit's list of the tensor-parallel layouts it considered (``details.tensor_parallel_layouts``, the text's 'tensor
 parallel layouts' line) marks each one fits / does not fit with its memory per device against the budget, and the
-choice states its rule; a degree pinned with --tp answers that layout (estimate/fit.py ``fit_memory``,
+choice states its rule; each layout's ``memory_per_device`` / ``budget_per_device`` mean what the answer's top-level
+keys mean (a pool engine's: the pool reserved and the device memory) and ``verdict_need_per_device`` /
+``verdict_budget_per_device`` are what its verdict compared (a pool engine's: the workload's share, the pool's offer); a degree pinned with --tp answers that layout (estimate/fit.py ``fit_memory``,
 ``verdict_need``; render/fit_text.py ``layouts_line``).
 
 Truth, apart from fit: each layout's memory per device and verdict are ``infer --tp t --json`` on the same device at
@@ -17,6 +19,7 @@ import math
 import pytest
 
 from cli.cli_run import answer, run
+from llmsizer.units import format_bytes
 
 MODEL, DEVICE = "llama-3.1-70b-instruct", "h100-sxm"
 H, LAYERS, FF, KV_DIM, VOCAB = 8192, 80, 28672, 8 * 128, 128256
@@ -47,15 +50,36 @@ def test_each_layout_is_marked_with_infer_s_memory_and_verdict(capsys: pytest.Ca
         inf = infer_at(capsys, t, math.ceil(concurrency / (8 // t)), engine)
         det = inf["details"]
         assert d["fits"] is bool(det["fits"]), t
+        # memory_per_device and budget_per_device mean what the answer's own keys mean: the device total (a pool
+        # engine's: the pool it reserves whatever the load) and the budget (a pool engine's: the device memory)
+        assert (d["memory_per_device"], d["budget_per_device"]) == (inf["totals"]["device"]["bytes"],
+                                                                   det["memory_budget"]), t
+        verdict = (d["verdict_need_per_device"], d["verdict_budget_per_device"])
         if engine == "vllm":  # the pool is reserved whatever the load: the verdict compares the workload's share
-            assert (d["memory_per_device"], d["budget_per_device"]) == (det["workload_bytes"],
-                                                                       det["workload_budget_bytes"]), t
+            assert verdict == (det["workload_bytes"], det["workload_budget_bytes"]), t
+            assert d["verdict_need_per_device"] < d["memory_per_device"] or not d["fits"], t  # two meanings, apart
         else:
-            assert (d["memory_per_device"], d["budget_per_device"]) == (inf["totals"]["device"]["bytes"],
-                                                                       det["memory_budget"]), t
+            assert verdict == (d["memory_per_device"], d["budget_per_device"]), t
         if WEIGHT_BYTES / t > H100_SXM_BYTES:  # the weights alone are larger than the device
             assert d["fits"] is False, t
     assert next(d for d in layouts if d["tensor_parallel"] == 1)["fits"] is False  # the premise: 141 GB of weights
+    taken = next(d for d in layouts if d["tensor_parallel"] == data["tensor_parallel"])
+    assert (taken["memory_per_device"], taken["budget_per_device"]) == (data["memory_per_device"],
+                                                                       data["budget_per_device"])
+
+
+def test_a_pool_engine_s_text_says_the_workload_share_and_the_pool(capsys: pytest.CaptureFixture[str]) -> None:
+    """Under vLLM each layout's words say what its verdict compared (the workload's share of what the pool offers)
+    beside the pool it reserves, in the memory line's units (infer's numbers at that layout)."""
+    code, out, _ = run(["fit", MODEL, "--device", DEVICE, "--count", "8", "--engine", "vllm"], capsys)
+    line = next(ln for ln in out.splitlines() if ln.startswith("tensor parallel layouts"))
+    det = infer_at(capsys, 8, 1, "vllm")
+    words = (f"TP 8 x 1: {{}}needs {format_bytes(det['details']['workload_bytes'])} of the "
+             f"{format_bytes(det['details']['workload_budget_bytes'])} its pool offers per device "
+             f"({format_bytes(det['totals']['device']['bytes'])} reserved), fits (taken)")
+    part = next(p for p in line.split(": ", 1)[1].split("; ") if p.startswith("TP 8 x 1"))
+    tps = part.split(": ", 1)[1].split("needs", 1)[0]
+    assert part == words.format(tps), part
 
 
 def test_the_text_marks_every_layout(capsys: pytest.CaptureFixture[str]) -> None:
@@ -100,6 +124,7 @@ def test_a_pinned_degree_answers_that_layout(capsys: pytest.CaptureFixture[str])
         pinned = fit_json(capsys, "--tp", str(t))
         assert (pinned["tensor_parallel"], pinned["replicas"]) == (t, 8 // t)
         assert pinned["memory_per_device"] == listed[t]["memory_per_device"]
+        assert pinned["budget_per_device"] == listed[t]["budget_per_device"]
         assert pinned["fits"] is listed[t]["fits"]
         tp_note = next(a for a in pinned["assumptions"] if a["name"] == "tensor_parallel")
         assert tp_note["default"] is False and tp_note["why"].startswith("given")

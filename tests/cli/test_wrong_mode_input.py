@@ -86,6 +86,7 @@ def test_the_python_api_refuses_the_same_constraints():
     ("vllm", "q4_0", None),        # a GGML block type: llama.cpp's -ctk/-ctv only
     ("sglang", "q8_0", None),
     ("transformers", "iq4_nl", None),
+    ("transformers", "fp8_e5m2", None),  # no QuantizedCache backend stores float8_e5m2 (cache_utils.py L1018)
     ("llamacpp", "fp8", "q4_k_m"),  # llama.cpp has no fp8 cache type (common/arg.cpp kv_cache_types)
     ("llamacpp", "int8", "q4_k_m"),
 ])

@@ -66,6 +66,20 @@ def test_the_metric_words_follow_the_device() -> None:
     assert "Metal" in words[APPLE]
 
 
+@pytest.mark.parametrize("engine", ["vllm", "sglang", "llamacpp"])
+def test_the_metric_words_name_what_the_engine_holds(engine: str) -> None:
+    """A serving engine's default metric says what its device total holds (smalls2 #2: vLLM, SGLang and llama.cpp
+    said "live tensors + allocator reserve (transformers inference)"): every device item of its estimate but the
+    context is named in the words, and no allocator reserve of transformers'."""
+    est = estimate_inference("llama-3.2-1b", device=NVIDIA, engine=engine, context=4096)
+    words = next(str(a.value) for a in est.assumptions if a.name == "metric")
+    plain = words.lower().replace("-", " ")
+    held = [i.name for i in est.items if i.location == "device" and i.name != "cuda_context"]
+    assert held and all(n.replace("_", " ") in plain for n in held), (held, words)
+    assert "transformers" not in plain and "allocator_reserve" not in held
+    assert words.endswith("+ CUDA context")
+
+
 # An AMD GPU, an Intel Gaudi and a TPU are not CUDA devices (their vendors' runtimes: ROCm/HIP, SynapseAI, XLA), yet
 # they were silently charged "the CUDA context" with no word of it. They keep CUDA's span (no measurement of their
 # own exists) but say it stands in, on every engine's path (vLLM and SGLang added their own context item before).

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from llmsizer import estimate_inference
-from llmsizer.errors import InputError
+from llmsizer.errors import FieldError, InputError
 from llmsizer.formulas.kv_cache import kv_dtype_bytes, resolve_kv_dtype
 from llmsizer.result import Estimate
 
@@ -51,13 +51,13 @@ def test_auto_has_no_size_until_resolved() -> None:
 
 def _backend_warning(kv_dtype: str) -> str:
     est = estimate_inference("llama-3.1-8b", engine="transformers", kv_dtype=kv_dtype)
-    return next(w for w in est.warnings if "QuantizedCache" in w or "a backend transformers lacks" in w)
+    return next(w for w in est.warnings if "QuantizedCache" in w)
 
 
 def test_the_transformers_kv_warning_names_the_backend_transformers_has() -> None:
     """The warning names the QuantizedCache backend that stores each dtype, checked against transformers' own
     cache_utils.py: an fp8 cache is its fp8 backend (float8_e4m3fn), not quanto/HQQ, which store integers (quanto
-    2 or 4 bits, HQQ 1-8); an int8 cache is HQQ's nbits=8; e5m2 has no backend. Before: "quanto/HQQ" for fp8."""
+    2 or 4 bits, HQQ 1-8); an int8 cache is HQQ's nbits=8. Before: "quanto/HQQ" for fp8."""
     import inspect
     torch = pytest.importorskip("torch")
     cu = pytest.importorskip("transformers.cache_utils")
@@ -71,5 +71,21 @@ def test_the_transformers_kv_warning_names_the_backend_transformers_has() -> Non
         w = _backend_warning(fp8)
         assert "backend='fp8'" in w and "float8_e4m3fn" in w and "quanto/HQQ" not in w, w
     assert "backend='hqq', nbits=8" in _backend_warning("int8")
-    w = _backend_warning("fp8_e5m2")
-    assert "backend='fp8'" not in w and "float8_e4m3fn only" in w, w
+
+
+def test_transformers_refuses_an_e5m2_cache_no_backend_stores() -> None:
+    """No transformers cache stores float8_e5m2 (its fp8 backend is float8_e4m3fn, the others integers), so
+    ``kv_dtype='fp8_e5m2'`` on transformers is refused on the kv_dtype field, naming what transformers stores and the
+    engines that store e5m2; before, it was sized at 1 byte with a warning that no backend stores it (smalls2 #5)."""
+    import inspect
+    torch = pytest.importorskip("torch")
+    cu = pytest.importorskip("transformers.cache_utils")
+    if not hasattr(cu, "Fp8QuantizedLayer"):
+        pytest.skip("a transformers release before the fp8 QuantizedCache backend")
+    assert cu.Fp8QuantizedLayer.fp8_dtype is torch.float8_e4m3fn and "float8_e5m2" not in inspect.getsource(cu)
+    with pytest.raises(FieldError) as e:
+        estimate_inference("llama-3.1-8b", engine="transformers", kv_dtype="fp8_e5m2")
+    assert e.value.field == "kv_dtype"
+    assert "float8_e4m3fn only" in str(e.value) and "fp8_e5m2: engine vllm or sglang" in str(e.value), e.value
+    for kvd in ("fp8", "fp8_e4m3", "int8"):  # the dtypes a backend stores still answer
+        assert estimate_inference("llama-3.1-8b", engine="transformers", kv_dtype=kvd).item("kv_cache").bytes > 0

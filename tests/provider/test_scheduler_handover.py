@@ -239,9 +239,10 @@ def test_shared_gpus_count_whole_devices():
     from llmsizer.provider.scheduler_import import kubectl_inventory_yaml, parse_kubectl_nodes
     node = ('{"kind": "Node", "metadata": {"name": "g5", "labels": {"nvidia.com/gpu.product": "NVIDIA-A10G-SHARED", '
             '"nvidia.com/gpu.replicas": "4", "nvidia.com/gpu.memory": "23028"}}, '
-            '"status": {"allocatable": {"nvidia.com/gpu": "4"}, "capacity": {"cpu": "8", "memory": "32Gi"}}}')
+            '"status": {"allocatable": {"nvidia.com/gpu": "4"}, "capacity": {"cpu": "8", "memory": "32Gi"}, '
+            '"conditions": [{"type": "Ready", "status": "True"}]}}')
     (n,) = parse_kubectl_nodes(node)
-    assert (n.gpus, n.product, n.state) == (1, "NVIDIA-A10G-SHARED", "Ready=Unknown,time-sliced x4 (4 replicas)")
+    assert (n.gpus, n.product, n.state) == (1, "NVIDIA-A10G-SHARED", "Ready=True,time-sliced x4 (4 replicas)")
     text, _ = kubectl_inventory_yaml([n], site="s", device_map={}, pools=("serving",), catalog=builtin_catalog())
     assert yaml.safe_load(text)["nodes"] == [{"id": "g5", "site": "s", "device": "a10g", "devices": 1, "cpus": 8,
                                               "ram": "32768 MiB", "pools": ["serving"]}]

@@ -90,11 +90,11 @@ def test_devices_without_a_tf32_or_fp32_peak_are_warned_or_refused() -> None:
     v100 = _duration("v100-sxm2-32gb", model="qwen2.5-0.5b", precision="fp32", tf32=True)  # no TF32 below sm 8.0
     assert v100.peak_key == "fp32" and v100.peak_flops == V100_SXM2_FP32
     assert any("no TF32 tensor cores" in w for w in v100.warnings)
-    # TF32 tensor cores (RTX PRO 6000 Blackwell Workstation, sm 12.0) but no sourced TF32 figure: refused, not timed at a stand-in rate
-    pro_ws = _duration("rtx-pro-6000-workstation", model="qwen2.5-0.5b", precision="fp32", tf32=True)
+    # TF32 tensor cores (DGX Spark GB10, sm 12.1) but no sourced TF32 figure: refused, not timed at a stand-in rate
+    pro_ws = _duration("dgx-spark", model="qwen2.5-0.5b", precision="fp32", tf32=True)
     assert pro_ws.seconds is None and pro_ws.peak_flops is None and pro_ws.peak_key == "tf32"
     assert any("no sourced TF32 peak" in w and "not timed" in w for w in pro_ws.warnings)
-    assert _duration("rtx-pro-6000-workstation", model="qwen2.5-0.5b", precision="fp32").seconds is not None  # tf32 off: FP32 peak
+    assert _duration("dgx-spark", model="qwen2.5-0.5b", precision="fp32").seconds is not None  # tf32 off: FP32 peak
     rtx_pro = _duration("rtx-pro-6000-server", model="qwen2.5-0.5b", precision="fp32")  # no sourced FP32 figure: not timed
     assert rtx_pro.seconds is None and any("no sourced fp32 peak" in w for w in rtx_pro.warnings)
 
@@ -201,11 +201,11 @@ def test_sdpa_math_kernel_reads_the_same_rule() -> None:
 
 
 def test_an_unsourced_tf32_peak_leaves_a_16_bit_run_without_the_math_kernel_timed() -> None:
-    """tf32 on a bf16 run reaches only SDPA's math kernel: on a card with TF32 units but no sourced TF32 figure (RTX
-    PRO 6000 Blackwell Workstation) a model whose SDPA call takes a fused kernel (Llama 3.2 1B) is still timed at the
+    """tf32 on a bf16 run reaches only SDPA's math kernel: on a card with TF32 units but no sourced TF32 figure (DGX
+    Spark's GB10, sm 12.1) a model whose SDPA call takes a fused kernel (Llama 3.2 1B) is still timed at the
     16-bit peak; Falcon-7B's, which runs the math kernel, is not timed (tests/training/test_math_kernel_rate.py: the
     fp32 GEMMs' rule; it was timed at the BF16 peak before)."""
-    dev = builtin_catalog().devices["rtx-pro-6000-workstation"]
+    dev = builtin_catalog().devices["dgx-spark"]
     run = {"method": "lora", "seq_len": 2048, "micro_batch": 1, "tf32": True}
     d = training_duration_for(load_model("llama-3.2-1b"), dev, 1, 1e9, run)
     assert d.seconds is not None and d.peak_key in ("bf16", "fp16")

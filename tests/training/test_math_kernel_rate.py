@@ -59,12 +59,12 @@ def test_math_kernel_is_timed_at_the_fp32_peak() -> None:
 
 
 def test_math_kernel_under_tf32_without_a_sourced_tf32_peak_is_not_timed() -> None:
-    """tf32 on a GPU with TF32 units but no sourced TF32 figure (the RTX PRO 6000 Blackwell Workstation: sm120,
-    catalog flops.tf32 absent, fp32 sourced): the fp32 GEMMs' rule (device.fp32_matmul_peak: None, duration not
+    """tf32 on a GPU with TF32 units but no sourced TF32 figure (DGX Spark's GB10: sm121,
+    catalog flops.tf32 absent, fp32 given): the fp32 GEMMs' rule (device.fp32_matmul_peak: None, duration not
     estimated) holds for the math kernel's fp32 score matmuls too; they were timed at the BF16 peak. Falcon-7B's SDPA
     call runs the math kernel (above)."""
-    dev = builtin_catalog().devices["rtx-pro-6000-workstation"]
-    assert dev.capability == 120 and dev.peak_flops("tf32")[0] is None and dev.peak_flops("fp32")[0] is not None
+    dev = builtin_catalog().devices["dgx-spark"]
+    assert dev.capability == 121 and dev.peak_flops("tf32")[0] is None and dev.peak_flops("fp32")[0] is not None
     spec = load_model("falcon-7b")
     run = {"method": "lora", "seq_len": 2048, "micro_batch": 1}
     assert training_duration_for(spec, dev, 1, 1e9, run).seconds is not None  # tf32 off: the FP32 peak, timed

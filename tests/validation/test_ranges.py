@@ -379,7 +379,7 @@ def test_the_printed_ranges_carry_their_bands_coverage(cases) -> None:
     cov = d["details"]["calibrated_range"]["coverage"]
     inside, loso = _by_hand(rows[(INFERENCE_MEMORY, TRANSFORMERS)])
     assert (cov["target"], cov["in_sample"], cov["leave_one_setup_out"], cov["setups"]) == (0.9, inside, loso, 4)
-    assert "coverage_target" not in d["details"]["calibrated_range"]
+    assert d["details"]["calibrated_range"]["coverage_target"] == cov["target"]  # deprecated alias, one release
     assert loso is not None and loso < 0.9 and f"{loso:.1%}" in cov["warning"]
     code, text, _ = run("infer", "qwen2.5-7b", "--device", "h100-sxm", "--engine", "transformers")
     at = text.splitlines().index(next(x for x in text.splitlines() if x.startswith("calibrated range:")))
@@ -407,6 +407,119 @@ def test_the_printed_ranges_carry_their_bands_coverage(cases) -> None:
     assert one is not None and coverage_lines(one.coverage()) == [
         "  coverage: target 90% (of a new run of this band's one setup); in sample 100.0% of the setups' runs inside; "
         "no leave-one-setup-out check (one setup)"]
+
+
+def _says_coverage(lines: list[str], at: int, cov: dict, by_hand: tuple[float, float | None], of: str = "") -> int:
+    """Lines ``at``, ``at + 1`` of a text answer state ``cov`` (a range's coverage, whose numbers must be the ones
+    counted from its band's rows, ``by_hand``): the coverage line, then the warning line exactly when the
+    leave-one-setup-out share is below the 90 % target. Returns the index after them."""
+    inside, loso = by_hand
+    assert (cov["target"], cov["in_sample"], cov["leave_one_setup_out"]) == (0.9, inside, loso)
+    assert lines[at].startswith(f"  {of + ' ' if of else ''}coverage: target 90%"), lines[at]
+    assert f"in sample {inside:.1%}" in lines[at] and (loso is None or f"leave one setup out {loso:.1%}" in lines[at])
+    warned = loso is not None and loso < 0.9
+    assert (cov["warning"] is not None) == warned
+    if warned:
+        assert lines[at + 1] == f"  warning{f' ({of})' if of else ''}: " + cov["warning"]
+        assert f"{loso:.1%}" in cov["warning"]
+        return at + 2
+    assert "warning" not in lines[at + 1], lines[at + 1]
+    return at + 1
+
+
+def test_the_training_duration_range_carries_its_coverage(cases) -> None:
+    """`train --tokens`: the calibrated wall-clock range is the tokens over the training-throughput band's tokens/s
+    range (band counted from the rows) and carries that band's coverage in its JSON (`duration`) and under its text
+    line; `fit --train --tokens` prints and carries the same (its `training_time`). The band's leave-one-setup-out
+    coverage (0.892 today) decides the warning."""
+    from cli_capture import run, run_json
+    from llmsizer.validation_cases import PYTORCH_TRAINING, TRAINING_SPEED
+
+    rows = band_rows(cases)[(TRAINING_SPEED, PYTORCH_TRAINING)]
+    truth = _by_hand(rows)
+    lo, hi = band_of([c for c in rows if c.predicted])
+    args = ("llama-3.1-8b", "--device", "h100-sxm", "--method", "lora", "--tokens", "1e8")
+    code, d = run_json("train", *args)
+    assert code == 0
+    du = d["duration"]
+    assert du["calibrated_seconds_range"] == pytest.approx([1e8 / (du["tokens_per_second"] * hi),
+                                                            1e8 / (du["tokens_per_second"] * lo)], rel=1e-3)
+    cov = du["calibrated_seconds_range_coverage"]
+    assert cov["setups"] == len({setup_of(c) for c in rows}) and cov["rows"] == len(rows)
+    code, text, _ = run("train", *args)
+    lines = text.splitlines()
+    at = next(i for i, x in enumerate(lines) if x.startswith("duration:"))
+    assert "calibrated range)" in lines[at]
+    _says_coverage(lines, at + 1, cov, truth)
+    code, f = run_json("fit", *args, "--train")
+    assert f["training_time"]["calibrated_seconds_range_coverage"] == cov
+    code, text, _ = run("fit", *args, "--train")
+    lines = text.splitlines()
+    at = next(i for i, x in enumerate(lines) if x.startswith("duration:"))
+    _says_coverage(lines, at + 1, cov, truth)
+    # a CPU run has no calibrated range (the band is of GPU runs), so no coverage either
+    code, c = run_json("train", "smollm2-135m", "--device", "cpu", "--method", "lora", "--tokens", "1e6")
+    assert c["duration"]["calibrated_seconds_range"] is None
+    assert c["duration"]["calibrated_seconds_range_coverage"] is None
+
+
+def test_fit_text_prints_each_speed_ranges_coverage(cases) -> None:
+    """`fit` text: under the speed table, each rate printed with a range names its range's coverage, the numbers of
+    its band counted from the rows, and its warning exactly when leave-one-setup-out is below target: vLLM at 8
+    sequences on 8 H100s (pooled serving batched decode; no prefill band), llama.cpp on one RTX 4090 (prefill and
+    decode ranges, llama.cpp bands). The JSON carries the same coverage."""
+    from cli_capture import run, run_json
+    from llmsizer.validation_cases import BATCHED, PREFILL
+
+    rows = band_rows(cases)
+    for args, prefill_key, decode_key in (
+            (("llama-3.1-70b-instruct", "--device", "h100-sxm", "--count", "8", "--engine", "vllm",
+              "--concurrency", "8"), None, (BATCHED, R.SERVING_POOLED)),
+            (("llama-3.1-8b", "--device", "rtx-4090", "--engine", "llamacpp"), (PREFILL, R.LLAMACPP),
+             (DECODE, R.LLAMACPP))):
+        code, d = run_json("fit", *args)
+        assert code == 0
+        covs = d["speed"]["calibrated_ranges"]["coverage"]
+        code, text, _ = run("fit", *args)
+        lines = text.splitlines()
+        at = next(i for i, x in enumerate(lines) if x.startswith("decode x")) + 1
+        if prefill_key is None:
+            assert covs["prefill_tokens_per_second"] is None
+            assert not any("prefill range coverage" in x for x in lines)
+        else:
+            at = _says_coverage(lines, at, covs["prefill_tokens_per_second"], _by_hand(rows[prefill_key]),
+                                "prefill range")
+        _says_coverage(lines, at, covs["tokens_per_second"], _by_hand(rows[decode_key]), "decode range")
+
+
+def test_the_notebook_fit_shows_the_speed_ranges_coverage() -> None:
+    """The notebook's fit (render/notebook.py fit_html) prints the speed table's coverage lines as `fit` does."""
+    from html import escape
+
+    from llmsizer import fit
+    from llmsizer.render.fit_text import speed_coverage_lines
+    from llmsizer.render.notebook import fit_html
+
+    r = fit("llama-3.1-8b", "rtx-4090", engine="llamacpp")
+    lines = speed_coverage_lines(r.speed)
+    page = fit_html(r)
+    assert len(lines) >= 2 and all(f"<p>{escape(x)}</p>" in page for x in lines)
+
+
+def test_removed_coverage_keys_live_on_as_deprecated_aliases() -> None:
+    """calcov renamed the coverage keys into one `coverage` object; the former names stay one release with the same
+    values, as docs/nomenclature.md says (its rule: a deprecated alias kept one release, as `headroom_bytes`)."""
+    from pathlib import Path
+
+    for b in R.BANDS.values():
+        d = b.to_dict()
+        assert (d["coverage_target"], d["coverage_of"], d["coverage_new_setup_leave_one_setup_out"]) == (
+            d["coverage"]["target"], d["coverage"]["of"], d["coverage"]["leave_one_setup_out"])
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "nomenclature.md").read_text()
+    row = next(x for x in doc.splitlines() if x.startswith("| `coverage` |"))
+    for name in ("calibrated_range.coverage_target", "coverage_of", "coverage_new_setup_leave_one_setup_out",
+                 "Deprecated alias"):
+        assert name in row, name
 
 
 # -- known misses --------------------------------------------------------------------------------------------------

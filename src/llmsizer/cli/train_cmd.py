@@ -13,7 +13,7 @@ from ..estimate.training import estimate_training, max_micro_batch, max_seq_len
 from ..estimate.training.reverse import reverse_notes, seq_len_step
 from ..numbers import COUNT
 from ..render.safe import say
-from ..render.text import render_estimate
+from ..render.text import coverage_lines, render_estimate
 from ..result import Estimate
 from ..specs import ModelSpec
 from ..specs.training import TrainingWorkload
@@ -213,4 +213,5 @@ def render_duration(d: Duration) -> str:
     line += (f" = {format_seconds(d.seconds)} wall clock"
              + (f" ({format_seconds_range(rng[0], rng[1])} calibrated range)" if rng else "")
              + f", {format_value(d.device_hours or 0, 'count')} device-hours")  # the plan's spelling of it
-    return "\n".join([line, *(f"warning: {w}" for w in d.warnings)])
+    cov = d.seconds_range_coverage  # the range's coverage under it, as every printed calibrated range has
+    return "\n".join([line, *(coverage_lines(cov) if rng and cov else []), *(f"warning: {w}" for w in d.warnings)])

@@ -163,14 +163,34 @@ STAND_IN_WHY = ("no measured context of this runtime: the span of estimate/engin
 
 METRIC_WHY = ("what the figure is compared with: allocated = torch.cuda.max_memory_allocated, reserved = "
               "max_memory_reserved, nvidia-smi = reserved + CUDA context (--metric)")
-DEFAULT_TEXT = "device total: live tensors + allocator reserve (transformers inference) + CUDA context"
-# the default metric's words where the device holds no CUDA context (device_context)
-DEFAULT_TEXTS = {"cuda": DEFAULT_TEXT,
-                 "metal": "device total: live tensors (Apple Metal: no device context modelled), no allocator "
-                          "reserve expected",
-                 "cpu": "host total: tensors in RAM + the process (host_runtime)",
-                 **{r: f"device total: live tensors + allocator reserve (transformers inference) + the {name} context "
-                       "(CUDA's span as a stand-in)" for r, name in STAND_INS.items()}}
+# what the default metric's device total holds (the words of its ``metric`` assumption), by who allocates it: the
+# serving engines that size their own pool or buffers (estimate/inference/vllm.py, sglang.py, llamacpp.py) and
+# PyTorch's caching allocator under transformers inference (its calibrated reserve, ``apply_metric``) or training
+HELD = {"vllm": "vLLM's start-up pool (gpu_memory_utilization x memory: weights, profiled activations, non-torch "
+                "allocations, CUDA graphs, KV cache)",
+        "sglang": "SGLang's pool at mem_fraction_static (weights, KV cache: its token pool) + its runtime reserve for "
+                  "activations and CUDA graphs",
+        "llamacpp": "ggml buffers allocated once at full size (weights, KV cache, compute buffer: no allocator "
+                    "reserve)",
+        INFERENCE: "live tensors + allocator reserve (transformers inference)",
+        TRAINING: "live tensors + allocator reserve (none expected in training: its measured range only)"}
+
+
+def default_metric_text(device: str, engine: str | None, phase: str) -> str:
+    """The default metric's words on ``device`` ('cuda', 'metal', 'cpu' or a runtime of ``STAND_INS``) for the
+    serving ``engine`` (None: PyTorch's allocator, transformers or training) in ``phase``: what the total holds
+    (``HELD``) and the runtime context beside it (``device_context``)."""
+    if device == "cpu":
+        return "host total: tensors in RAM + the process (host_runtime)"
+    held = HELD.get(engine or "", HELD.get(phase, HELD[INFERENCE]))
+    if device == "metal":  # no CUDA context, so no calibrated reserve either (``apply_metric``)
+        return (f"device total: {held} (Apple Metal: no device context modelled)" if engine in HELD else
+                "device total: live tensors (Apple Metal: no device context modelled), no allocator reserve expected")
+    stand_in = STAND_INS.get(device)
+    return f"device total: {held} + " + ("CUDA context" if stand_in is None else
+                                         f"the {stand_in} context (CUDA's span as a stand-in)")
+
+
 METAL_CONTEXT_WHY = ("an Apple chip runs Metal, not CUDA: no CUDA context is added; Metal's own command queues and "
                      "compiled kernels are not modelled (no measurement: every constant of estimate/engines.py "
                      "CUDA_CONTEXT is a CUDA tool's), and the process's own memory is the host_runtime item")
@@ -279,7 +299,7 @@ def training_side_streams(fsdp2: bool, pp: int, grad_accumulation: int, layer_gr
 
 def apply_metric(items: list[Item], metric: str | None, phase: str, pytorch: bool = True,
                  kv_pool: bool = False, floor: int = 0, fixed: SideStreams | None = None, *,
-                 device: str = "cuda") -> Assumption:
+                 device: str = "cuda", engine: str | None = None) -> Assumption:
     """Rewrite ``items`` (in place) to eq. (1), (2) or (3) for ``metric``; None keeps them. ``pytorch``: the engine
     allocates through PyTorch's caching allocator (False: llama.cpp's ggml buffers). ``kv_pool``: the KV cache is
     one pool allocated at start-up (vLLM, SGLang), so persistent; transformers' DynamicCache grows by torch.cat
@@ -287,7 +307,8 @@ def apply_metric(items: list[Item], metric: str | None, phase: str, pytorch: boo
     step (module docstring), a lower bound on tensors + reserve. ``fixed``: the step has the same shapes every
     time (batch_shapes='fixed'): the reserve is eq. (R1) over these side streams, not the calibrated ratio.
     ``device``: 'cuda', 'metal' (the workload's ``gpu_runtime``) or 'cpu': what the default's words name (only a CUDA
-    device holds a CUDA context, ``device_context``). Returns the assumption."""
+    device holds a CUDA context, ``device_context``). ``engine``: the serving engine whose words the default's
+    assumption says (``default_metric_text``). Returns the assumption."""
     had_context = any(i.name == CONTEXT_ITEM and i.location == "device" for i in items)
     if check_metric(metric) is None:
         if had_context and pytorch and not kv_pool and phase == INFERENCE:  # the calibrated reserve (module docstring)
@@ -297,7 +318,7 @@ def apply_metric(items: list[Item], metric: str | None, phase: str, pytorch: boo
                 tensors = tensor_bytes(items)
                 item = reserve_item(tensors - once, phase, pytorch, max(0, floor - tensors))
                 items[at] = Item(items[at].name, item.bytes, "device", item.low, item.high, item.formula, item.source)
-        return Assumption("metric", DEFAULT_TEXTS[device], True, METRIC_WHY)
+        return Assumption("metric", default_metric_text(device, engine, phase), True, METRIC_WHY)
     keep = [i for i in items if i.location != "device" or i.name not in NOT_TENSORS
             or (i.name == CONTEXT_ITEM and metric == "nvidia-smi")]
     if metric != "allocated" and had_context:  # a device run: add the reserve (before the context, if kept)
@@ -387,7 +408,9 @@ def calibrated_need(items: list[Item] | tuple[Item, ...], kind: str, engine: str
     ``validate`` judges every measured whole-need figure (device total, process RSS) by this range
     (measure/compare.py), the one the CLI, API and plan print and the fit verdict's calibrated high end reads.
     ``coverage``: the band's own statement of the coverage it has (``ranges.Band.coverage``: target, in-sample,
-    leave-one-setup-out, setups, rows, and a warning where leave-one-setup-out falls short of the target)."""
+    leave-one-setup-out, setups, rows, and a warning where leave-one-setup-out falls short of the target);
+    ``coverage_target``, its former name for ``coverage.target``, is a deprecated alias kept for one release
+    (docs/nomenclature.md)."""
     b = R.band_for(kind, engine)
     if b is None:
         return None
@@ -396,4 +419,4 @@ def calibrated_need(items: list[Item] | tuple[Item, ...], kind: str, engine: str
     other = [i.range for i in here if i.name in NOT_BANDED]
     return {"low": int(t * b.low) + sum(r[0] for r in other), "high": int(t * b.high) + sum(r[2] for r in other),
             "kind": kind, "engine": engine, "band_low": b.low, "band_high": b.high, "rows": b.rows,
-            "setups": b.setups, "coverage": b.coverage()}
+            "setups": b.setups, "coverage": b.coverage(), "coverage_target": R.COVERAGE}

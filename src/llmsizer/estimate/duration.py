@@ -516,10 +516,22 @@ class Duration:
     def seconds_range(self) -> tuple[float, float] | None:
         """Calibrated [low, high] wall-clock seconds from the training-throughput band (estimate/ranges.py) of the
         validation rows (data-parallel runs and Megatron-LM's tensor/pipeline-parallel Table 1)."""
+        r = R.band_range(self.seconds_band, self.tokens_per_second)
+        return None if r is None else (self.tokens / r[1], self.tokens / r[0])
+
+    @property
+    def seconds_band(self) -> R.Band | None:
+        """The training-throughput band ``seconds_range`` divides the tokens by; None where no range is given (no
+        step time, a CPU run: the band is of GPU runs, or no wall clock)."""
         if self.step is None or self.step.topology == "cpu" or self.seconds is None:
             return None
-        r = R.calibrated_range(R.TRAINING_SPEED, R.PYTORCH_TRAINING, self.step.tokens_per_second)
-        return None if r is None else (self.tokens / r[1], self.tokens / r[0])
+        return R.band_for(R.TRAINING_SPEED, R.PYTORCH_TRAINING)
+
+    @property
+    def seconds_range_coverage(self) -> dict[str, Any] | None:
+        """The coverage of ``seconds_range`` (``ranges.range_coverage``: the band's ``Band.coverage``, the share of
+        measured runs its tokens/s band holds, which the seconds range holds alike); None where there is no range."""
+        return R.range_coverage(self.seconds_band, self.tokens_per_second)
 
     @property
     def device_hours(self) -> float | None:
@@ -532,6 +544,7 @@ class Duration:
                 "utilization_source": self.utilization_source, "seconds": self.seconds,
                 "device_hours": self.device_hours, "tokens_per_second": self.tokens_per_second,
                 "calibrated_seconds_range": self.seconds_range,
+                "calibrated_seconds_range_coverage": self.seconds_range_coverage,
                 "step": self.step.to_dict() if self.step is not None else None,
                 "assumptions": [a.to_dict() for a in self.assumptions],
                 "warnings": list(self.warnings)}

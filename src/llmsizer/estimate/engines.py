@@ -105,6 +105,9 @@ class EngineProfile:
     # refused, not sized -- before, `--engine vllm --kv-dtype q4_0` sized a cache vLLM cannot allocate
     kv_dtypes: tuple[str, ...] = ()
     kv_dtypes_source: str = ""
+    # what stores each of ``kv_dtypes``, where it is not one tensor dtype (transformers: a cache class per dtype),
+    # said when another dtype is refused (compose.py check_engine_kv_dtype)
+    kv_dtypes_why: str = ""
     # what a given ``auto`` KV dtype is (compose._kv_dtype): None, the model's dtype (vLLM's and SGLang's own
     # kv_cache_dtype=auto, transformers' DynamicCache); else the engine has no 'auto' and this says why its default
     # (``kv_dtype_default``) stands for it
@@ -116,6 +119,11 @@ class EngineProfile:
 
 # GGML's block types are llama.cpp's alone (-ctk/-ctv); the PyTorch engines store KV as a torch dtype
 TORCH_KV_DTYPES = ("fp32", "fp16", "bf16", "fp8", "fp8_e4m3", "fp8_e5m2", "int8")
+# transformers stores fewer: DynamicCache keeps the activation dtype, and QuantizedCache (transformers 5.24.0
+# src/transformers/cache_utils.py L2213-2220: backend 'quanto', 'hqq' or 'fp8', any other a ValueError) stores
+# float8_e4m3fn only in its fp8 backend (Fp8QuantizedLayer.fp8_dtype, L1018) and integers in the others (quanto
+# nbits 2 or 4, L927; HQQ 1, 2, 3, 4 or 8, L975): no backend stores float8_e5m2, which vLLM and SGLang do
+TRANSFORMERS_KV_DTYPES = tuple(d for d in TORCH_KV_DTYPES if d != "fp8_e5m2")
 
 
 TRANSFORMERS = EngineProfile(
@@ -129,10 +137,13 @@ TRANSFORMERS = EngineProfile(
            "tokens after a decode step; measured in tests/formulas/test_kv_cache_forward.py); "
            "models/deepseek_v3/modeling_deepseek_v3.py caches [B, 1, T, kv_lora_rank] and [B, 1, T, qk_rope_head_dim]",
     prefill_keeps_full_prompt=True,
-    kv_dtypes=TORCH_KV_DTYPES,
+    kv_dtypes=TRANSFORMERS_KV_DTYPES,
     kv_dtypes_source="transformers 5.24 cache_utils.py: DynamicCache in the activation dtype; QuantizedCache "
                      "backends (transformers_kv_backend): fp8 (float8_e4m3fn), quanto (int2/int4), HQQ (1-8 bit "
-                     "integers); no GGML block types",
+                     "integers); no GGML block types, no float8_e5m2",
+    kv_dtypes_why="DynamicCache: the activation dtype; QuantizedCache backends: fp8 stores float8_e4m3fn only, "
+                  "HQQ nbits=8 int8, quanto int2/int4; transformers 5.24 cache_utils.py L1018, L975, L927, "
+                  "L2213-2220",
     conv_state_window=1, state_dtypes=("model", "fp32"),
     state_source="transformers 5.24 cache_utils.py LinearAttentionLayer.lazy_initialization L1226-1230 (conv state "
                  "[B, channels, d_conv] in the activation dtype), update_recurrent_state L1284-1298 (zeros_like the "
@@ -147,8 +158,6 @@ TRANSFORMERS = EngineProfile(
 _TRANSFORMERS_KV_BACKEND = {
     "fp8": "QuantizedCache(backend='fp8') (Fp8QuantizedLayer: float8_e4m3fn, one scale per tensor)",
     "fp8_e4m3": "QuantizedCache(backend='fp8') (Fp8QuantizedLayer: float8_e4m3fn, one scale per tensor)",
-    "fp8_e5m2": "a backend transformers lacks: its fp8 backend stores float8_e4m3fn only, and quanto and HQQ store "
-                "integers",
     "int8": "QuantizedCache(backend='hqq', nbits=8) (quanto takes 2 or 4 bits only; the last 128 tokens stay in the "
             "activation dtype)",
 }

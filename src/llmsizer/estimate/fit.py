@@ -754,14 +754,18 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
             "heads split or replicated evenly (vLLM's rule)") + "; " + spread))
     elif tp > 1:  # the one degree the devices allow: the fit's, not the user's (the estimate was passed it)
         assumptions.append(Assumption("tensor_parallel", tp, True, f"the one degree the {n} devices allow; {spread}"))
-    # each layout ranked, fastest first (the choice above), with the memory per device its verdict compared with the
-    # budget (``verdict_need``): the text's line; none where there was no ranking (one degree, or a device the speed
-    # model cannot time)
+    # each layout ranked, fastest first (the choice above): the text's line; none where there was no ranking (one
+    # degree, or a device the speed model cannot time). Each key means what the answer's own key of that name means
+    # (``memory_per_device``, ``budget_per_device``: the device total and the budget, a pool engine's reserved pool
+    # and the device memory), and ``verdict_need_per_device`` / ``verdict_budget_per_device`` are what its verdict
+    # compared (``verdict_need``: a pool engine's workload share and what its pool offers; else the same two numbers)
     layouts = []
     for t in (*fastest_first(layout_tps), *(t for t in within if t not in layout_tps)) if ranked_by_speed else ():
         need, offered = verdict_need(tried[t], on_cpu)
         layouts.append({"tensor_parallel": t, "replicas": n // t, "tokens_per_second": layout_tps.get(t),
-                        "fits": fitted[t], "memory_per_device": need, "budget_per_device": offered})
+                        "fits": fitted[t], "memory_per_device": need_per_device(tried[t], on_cpu)[0],
+                        "budget_per_device": int(tried[t].details["memory_budget"]),
+                        "verdict_need_per_device": need, "verdict_budget_per_device": offered})
     if tp > per_node:
         warnings.append(f"tensor parallel {tp} spans {-(-tp // per_node)} machines of {per_node} devices: its "
                         "all-reduces cross the network every layer (vLLM would rather run pipeline parallelism "

@@ -246,6 +246,10 @@ def pick_format(spec: ModelSpec, device: Device, count: int, instance: Instance 
         target, cnt = instance or dev, None if instance is not None and n == instance.device_count else n
         try:  # memory decides the rung; the speed is computed only for a rung that fits (fit's two stages, once)
             sized = fit_memory(spec, target, cnt, **args)
+        except FieldError as e:  # a degree given that fit refuses on these devices: the caller's input, no rung's
+            if "tensor_parallel" in e.fields and given.get("tensor_parallel") is not None:
+                raise
+            return rejected(str(e), fmt)
         except InputError as e:
             return rejected(str(e), fmt)
         if sized.refusal is not None:  # the engine will not start at this context: not a matter of the format

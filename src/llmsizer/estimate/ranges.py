@@ -117,7 +117,8 @@ class Band:
 
     def coverage(self) -> dict[str, Any]:
         """The coverage the band has, stated beside its target (the one home of these words and numbers; the
-        calibrated ranges of estimate/allocator.py and estimate/speed.py carry it): the target and what it is of,
+        calibrated ranges of estimate/allocator.py, estimate/speed.py and estimate/duration.py carry it; render/text.py
+        ``coverage_lines`` prints it under each): the target and what it is of,
         the in-sample coverage per run of the setups (``inside``), the leave-one-setup-out coverage (``loso``), the
         setups and rows, and ``coverage_warning``."""
         return {"target": COVERAGE, "of": self.coverage_of, "in_sample": self.inside,
@@ -125,8 +126,12 @@ class Band:
                 "warning": self.coverage_warning}
 
     def to_dict(self) -> dict[str, Any]:
+        # coverage_target, coverage_of, coverage_new_setup_leave_one_setup_out: the deprecated names of
+        # coverage.target, .of and .leave_one_setup_out (the same values), kept for one release (docs/nomenclature.md)
         return {"kind": self.kind, "engine": self.engine, "low": self.low, "high": self.high, "rows": self.rows,
-                "setups": self.setups, "devices": list(self.devices), "coverage": self.coverage()}
+                "setups": self.setups, "devices": list(self.devices), "coverage": self.coverage(),
+                "coverage_target": COVERAGE, "coverage_of": self.coverage_of,
+                "coverage_new_setup_leave_one_setup_out": self.loso}
 
 
 # Student's t, one-sided 0.95 quantile by degrees of freedom (NIST/SEMATECH e-Handbook 1.3.6.7.2, column 0.95)
@@ -360,3 +365,9 @@ def band_range(b: Band | None, expected: float | None) -> tuple[float, float] | 
     if b is None or expected is None:
         return None
     return expected * b.low, expected * b.high
+
+
+def range_coverage(b: Band | None, expected: float | None) -> dict[str, Any] | None:
+    """The coverage (``Band.coverage``) of the range ``band_range(b, expected)`` gives, beside it wherever it is
+    printed (the speed ranges, the training duration's range); None exactly where there is no range."""
+    return None if b is None or expected is None else b.coverage()

@@ -21,7 +21,7 @@ from ..formulas.elementwise_traffic import SOURCE_EAGER, elementwise_seconds, in
 from ..formulas.kv_cache import cross_attention_kv, kv_cache
 from ..formulas.launch_overhead import BNB_SERVING_RELEASE, DECODE_LOOP_KERNELS, host_seconds
 from ..formulas.launch_overhead import INFERENCE_SOURCE as LAUNCH_INFERENCE_SOURCE
-from ..formulas.params import count_params
+from ..formulas.params import count_params, routed_share
 from ..formulas.recurrent_state import recurrent_state
 from ..formulas.speed import (
     PhaseTime,
@@ -236,6 +236,13 @@ class SpeedEstimate:
         """Calibrated [low, high] aggregate decode tokens/s (``decode_band``)."""
         return R.band_range(self.decode_band, self.tokens_per_second)
 
+    @property
+    def range_coverage(self) -> dict[str, dict[str, Any] | None]:
+        """The coverage of each calibrated range (``ranges.range_coverage``: its band's ``Band.coverage``; None where
+        that range is None), keyed as ``to_dict``'s calibrated_ranges; JSON and text print these."""
+        return {"prefill_tokens_per_second": R.range_coverage(self.prefill_band, self.prefill_tokens_per_second),
+                "tokens_per_second": R.range_coverage(self.decode_band, self.tokens_per_second)}
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "kind": "speed", "model": self.model, "device": self.device, "count": self.count,
@@ -254,17 +261,10 @@ class SpeedEstimate:
             "details": self.details,
             "calibrated_ranges": {"prefill_tokens_per_second": self.prefill_range,
                                   "tokens_per_second": self.decode_range,
-                                  "coverage": {"prefill_tokens_per_second": _coverage(self.prefill_band,
-                                                                                      self.prefill_range),
-                                               "tokens_per_second": _coverage(self.decode_band, self.decode_range)},
+                                  "coverage": self.range_coverage,
                                   "source": "estimate/ranges.py: the band of this engine's validation rows; "
                                             "coverage: the share of measured runs it holds, against its target"},
         }
-
-
-def _coverage(b: R.Band | None, rng: tuple[float, float] | None) -> dict[str, Any] | None:
-    """The coverage band ``b`` states (``Band.coverage``) where it gives a range; None where no range is printed."""
-    return None if b is None or rng is None else b.coverage()
 
 
 def _attended_all_layers(spec: ModelSpec, tokens: int, past: int) -> float:
@@ -326,9 +326,10 @@ def _llamacpp_prefill_efficiency(spec: ModelSpec, device: Any, path: str, pc: An
     cols = float(min(tokens, ubatch))
     experts = 0.0
     expert_cols = cols
+    share = routed_share(spec)
     if spec.moe is not None:
-        experts = pc.by_component.get("experts", 0) * spec.moe.experts_per_token / spec.moe.num_experts
-        expert_cols = max(1.0, cols * spec.moe.experts_per_token / spec.moe.num_experts)
+        experts = pc.by_component.get("experts", 0) * share
+        expert_cols = max(1.0, cols * share)
     t = gemm_time(2.0 * (gemm_params - experts) * tokens, gemm_peak, factor.expected, cols, 0.0)
     tile = E.LLAMACPP_MMQ_TILE_COLUMNS
     if experts and mmq and tile and spec.moe is not None:
@@ -341,7 +342,7 @@ def _llamacpp_prefill_efficiency(spec: ModelSpec, device: Any, path: str, pc: An
         assumptions.append(Assumption(
             "llamacpp_moe_expert_tiles", round(tiles, 3), True,
             f"per expert {tiles:.2f} MMQ tiles of {executed / tiles if tiles else 0:.0f} columns for "
-            f"{tokens * spec.moe.experts_per_token / spec.moe.num_experts:.0f} routed columns (uniform routing), each "
+            f"{tokens * share:.0f} routed columns (uniform routing), each "
             f"a full tile's work at {idf.expected} of the {gemm_key} peak ({idf.name}) and a read of the expert's "
             f"weights ({expert_quantized_bytes / 1e9:.2f} GB in all, {t_expert_reads:.4f} s): formulas/speed.py eq. "
             "(9'''), ggml-cuda mmq.cu ggml_cuda_mul_mat_q ncols_max = ne12 and mmq.cuh mul_mat_q (ggml-org/ggml "

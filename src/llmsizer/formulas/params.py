@@ -31,8 +31,9 @@ class ParamCounts:
 
 def routed_share(spec: ModelSpec) -> float:
     """k / E: the share of a routed-expert tensor one token uses (module docstring); 1.0 for a dense model. The one
-    home of the routing rule: ``count_params``' active count and the per-token work of the experts' LoRA adapters
-    (formulas/lora.py ``expert_adapter_work``) read it."""
+    home of the routing rule: ``count_params``' active count, the per-token work of the experts' LoRA adapters
+    (formulas/lora.py ``expert_adapter_work``), the GGUF product weights a prompt token multiplies
+    (weight_formats.py ``gguf_product_weights``) and llama.cpp's prefill expert GEMMs (estimate/speed.py) read it."""
     if spec.moe is None or not spec.moe.num_experts:
         return 1.0
     return spec.moe.experts_per_token / spec.moe.num_experts

@@ -53,6 +53,7 @@ from ..errors import InputError
 from ..specs import ModelSpec
 from ..suggest import did_you_mean
 from .dtypes import DTYPE_BYTES
+from .params import routed_share
 from .tensors import Tensor, layer_groups, model_tensors
 
 QUANT_COMPONENTS = {"attention", "recurrent", "mlp", "experts", "shared_experts"}
@@ -531,10 +532,10 @@ def gguf_product_weights(spec: ModelSpec, ftype: str) -> tuple[tuple[str, float]
     """The weights a prompt token multiplies in the layer stack's matrix products, by the GGML type llama.cpp's
     quantizer gives them for file type ``ftype`` (``gguf_tensor_type``): every 2-D weight but the embedding lookup,
     the lm_head (run for the last token only), the vision tower and a per-layer embedding table; routed experts at the
-    share k / E a token runs. Sorted by type."""
+    share k / E a token runs (``params.routed_share``). Sorted by type."""
     if ftype not in GGUF_FTYPES:
         raise InputError(f"unknown GGUF file type {ftype!r}")
-    share = spec.moe.experts_per_token / spec.moe.num_experts if spec.moe is not None else 1.0
+    share = routed_share(spec)
     out: dict[str, float] = {}
     for t in model_tensors(spec):
         if not t.matrix or t.component in _NOT_PRODUCTS:

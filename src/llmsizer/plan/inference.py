@@ -6,9 +6,10 @@ modules."""
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..errors import FieldError, InputError, LlmsizerError
 from ..estimate.device import default_engine, generic_device, one_replica_per_device
@@ -120,17 +121,51 @@ def peak_load(job: InferenceJob, notes: JobNotes) -> tuple[int, int, int]:
     return context, int(t.concurrency.worst or 1), output
 
 
+class Alternative(NamedTuple):
+    """A provider's alternative for a service, sized by ``fit`` (``quantized_fit``, ``device_fit``) and the words
+    on the tensor-parallel layout it was sized at (``at_jobs_degree``)."""
+
+    fit: FitResult
+    layout: str  # '' where the request pins no degree
+
+
+def at_jobs_degree(job: InferenceJob, size: Callable[[int | None], FitResult | None]) -> Alternative | None:
+    """``size`` (a fit of the job on some devices, given the degree each replica runs; None: fit's choice) at the
+    job's ``tensor_parallel`` (the request's pin, `fit --tp`), where fit takes that degree on those devices. Where fit
+    refuses it there (a degree that does not divide the devices, a CPU or Apple chip, llama.cpp's split: estimate/
+    fit.py ``fit_memory``, its one rule), the alternative is sized at fit's own choice and says so, with fit's
+    refusal, instead of vanishing. None where ``size`` answers none."""
+    pin = job.tensor_parallel
+    why = None
+    try:
+        r = size(pin)
+    except FieldError as e:
+        if pin is None or "tensor_parallel" not in e.fields:
+            raise
+        why, r = str(e), size(None)
+    if r is None:
+        return None
+    if pin is None:
+        return Alternative(r, "")
+    if why is None:
+        return Alternative(r, f"TP {r.tensor_parallel}, the request's tensor_parallel (`--tp {pin}`)")
+    return Alternative(r, f"TP {r.tensor_parallel}, fit's choice: the request's tensor_parallel {pin} does not hold "
+                          f"on these devices, fit refuses it: {why}")
+
+
 def quantized_fit(job: InferenceJob, plan_format: str, device: str, count: int, *, memory: int | None = None,
-                  hardware_files: Sequence[str | Path] = ()) -> FitResult | None:
+                  hardware_files: Sequence[str | Path] = ()) -> Alternative | None:
     """The job's peak load (``peak_load``) served on ``count`` x ``device`` at a weight format smaller than the
     plan's ``plan_format``: the format is the one recommend's evaluation of one candidate picks
     (``recommend.best_option_on``: the engine's formats best first, ``estimate/formats.py`` ``format_ladder``; the
     first that fits with the job's headroom and meets its latency limits, or reading speed when it states none), and
     the answer is ``fit`` at that format, the numbers ``llmsizer fit --weights FORMAT`` (and ``infer --weights
     FORMAT --device``) give for the same load. The job's engine, engine settings, KV and compute dtypes and media are
-    the plan's (``_fit``); ``memory``: the request's ``resources.memory`` where ``device`` is the job's own. No price
-    limit: the devices are a provider's own. A request that pins its format (``quantization``) is offered it as it is
-    offered another device: an alternative changes the request. None (no alternative, never a guessed one) when the
+    the plan's (``_fit``); ``memory``: the request's ``resources.memory`` where ``device`` is the job's own. The
+    format is chosen and sized at the job's ``tensor_parallel`` where fit takes it on these devices, else at fit's
+    own choice, said (``at_jobs_degree``). No price limit: the devices are a provider's own. A request that pins
+    its format (``quantization``) is offered it as it is offered another device: an alternative changes the
+    request. None (no alternative, never a guessed one) when the
     job serves dynamic LoRA adapters (their slots take memory the search does not hold back), no format fits and
     meets the limits, or the one that does is no smaller than the plan's (its own format fits there: nothing to
     quantize)."""
@@ -143,34 +178,43 @@ def quantized_fit(job: InferenceJob, plan_format: str, device: str, count: int, 
                                   **job.media.fields(), **engine_settings(job, job.engine))
     limits = Constraints(max_ttft=job.latency.ttft, user_tokens_per_second=job.latency.tokens_per_second_per_user,
                          headroom=job.resources.headroom)
-    try:
-        option = best_option_on(spec, device, count, constraints=limits, engine=job.engine, **fields)
+
+    def size(tp: int | None) -> FitResult | None:  # (a None degree: the search drops it, fit's choice)
+        option = best_option_on(spec, device, count, constraints=limits, engine=job.engine, tensor_parallel=tp,
+                                **fields)
         if option.status != "meets" or not _smaller(spec, option.weights_format, plan_format, option.engine):
             return None
         return fit(spec, device, count, weights=weights_asked(option.weights_format), engine=option.engine,
-                   headroom=job.resources.headroom, **fields)
+                   headroom=job.resources.headroom, tensor_parallel=tp, **fields)
+    try:
+        return at_jobs_degree(job, size)
     except InputError:  # the device cannot run the workload at all (no sourced memory, an engine it refuses)
         return None
 
 
 def device_fit(job: InferenceJob, device: str, count: int, *, memory: int | None = None,
-               hardware_files: Sequence[str | Path] = ()) -> FitResult | None:
+               hardware_files: Sequence[str | Path] = ()) -> Alternative | None:
     """The job's peak load (``peak_load``) served on ``count`` x ``device``, one machine, sized as the plan sizes its
     own devices (``_fit``: the job's engine, engine settings, weight format (``pinned_weights``, else its precision),
     KV and compute dtypes, media and headroom): the numbers ``llmsizer fit MODEL --device DEVICE --count N`` gives
     for the same load. The provider's other-device alternative reads ``fits`` and the memory per device. ``memory``:
     the RAM a CPU holds the model in (None: the catalog's memory). No speed estimate (the verdict does not need
-    it). None (no alternative, never a guessed one) when the job serves dynamic LoRA adapters (their slots take
-    memory this does not hold back) or the device cannot run the workload (``fit`` refuses it: no sourced memory,
-    an engine it does not run)."""
+    it). At the job's ``tensor_parallel`` where fit takes it on these devices, else at fit's own choice, said
+    (``at_jobs_degree``). None (no alternative, never a guessed one) when the job serves dynamic LoRA adapters (their
+    slots take memory this does not hold back) or the device cannot run the workload (``fit`` refuses it: no sourced
+    memory, an engine it does not run)."""
     if job.adapters.mode == "dynamic":
         return None
     spec = load_model(str(job.model.name))
     notes = JobNotes()
     context, concurrency, output = peak_load(job, notes)
+    fmt = pinned_weights(job, spec, notes) or job.precision
+
+    def size(tp: int | None) -> FitResult:
+        return _fit(spec, device, count, replace(job, tensor_parallel=tp), fmt, job.engine, context, concurrency,
+                    output, hardware_files, memory, speed=False)
     try:
-        return _fit(spec, device, count, job, pinned_weights(job, spec, notes) or job.precision, job.engine, context,
-                    concurrency, output, hardware_files, memory, speed=False)
+        return at_jobs_degree(job, size)
     except InputError:
         return None
 

@@ -34,9 +34,10 @@ def _quantizer(job: Any, jp: JobPlan, hardware_files: Sequence[str | Path]
                ) -> Callable[[str, int, int], Quantized | None] | None:
     """The service ``job`` re-estimated at a smaller weight format on (device, devices, RAM per device of the node):
     plan/inference.py ``quantized_fit`` (the format recommend's chooser picks, sized by ``fit``), its memory said
-    as ``fit`` says it (render/fit_text.py ``memory_line``). The memory given: a CPU's, the RAM per device of the
-    inventory's node (which the placement holds); a GPU's, the request's ``resources.memory`` on the job's own device,
-    else the catalog's. Each question asked once. None when the plan names no weight format (nothing to compare
+    as ``fit`` says it (render/fit_text.py ``memory_line``), with the layout it was sized at where the request
+    pins a tensor-parallel degree (plan/inference.py ``at_jobs_degree``). The memory given: a CPU's, the RAM per
+    device of the inventory's node (which the placement holds); a GPU's, the request's ``resources.memory`` on the
+    job's own device, else the catalog's. Each question asked once. None when the plan names no weight format (nothing to compare
     a format with)."""
     from ..catalog.hardware import load_catalog
     from ..plan.inference import quantized_fit
@@ -52,9 +53,10 @@ def _quantizer(job: Any, jp: JobPlan, hardware_files: Sequence[str | Path]
         if key not in answers:
             dev = load_catalog(hardware_files).device(device)
             memory = _cpu_memory(dev.kind, ram) or (job.resources.memory if device == jp.hardware.device else None)
-            r = quantized_fit(job, str(plan_format), device, devices, memory=memory, hardware_files=hardware_files)
-            answers[key] = None if r is None or r.memory_per_device is None else Quantized(
-                r.weights_format, r.engine, dev.kind, r.memory_per_device, memory_line(r))
+            alt = quantized_fit(job, str(plan_format), device, devices, memory=memory, hardware_files=hardware_files)
+            r = alt.fit if alt is not None else None
+            answers[key] = None if alt is None or r is None or r.memory_per_device is None else Quantized(
+                r.weights_format, r.engine, dev.kind, r.memory_per_device, memory_line(r), alt.layout)
         return answers[key]
     return at
 
@@ -71,7 +73,8 @@ def _fitter(job: Any, jp: JobPlan, hardware_files: Sequence[str | Path]
     """``job`` sized by ``fit`` on (device, devices, nodes, RAM per device of the node): a service through
     plan/inference.py ``device_fit`` (one node: ``fit MODEL --device D --count N`` at the plan's engine, weights and
     peak load), a training run through plan/training.py ``device_fit`` (``fit --train`` over ``nodes`` machines);
-    its memory said as ``fit`` says it (render/fit_text.py ``memory_line``). The memory given: a CPU's, the RAM
+    its memory said as ``fit`` says it (render/fit_text.py ``memory_line``), a service's with the layout it was
+    sized at where the request pins a tensor-parallel degree (``at_jobs_degree``). The memory given: a CPU's, the RAM
     per device of the inventory's node (which the placement holds); a GPU's, the catalog's. None where it does not
     fit. Each question asked once."""
     from ..catalog.hardware import load_catalog
@@ -86,11 +89,14 @@ def _fitter(job: Any, jp: JobPlan, hardware_files: Sequence[str | Path]
         if key not in answers:
             dev = load_catalog(hardware_files).device(device)
             memory = _cpu_memory(dev.kind, ram)
-            r = training_fit(job, device, devices, nodes, memory=memory, hardware_files=hardware_files) \
-                if jp.kind == "training" else serving_fit(job, device, devices, memory=memory,
-                                                          hardware_files=hardware_files)
+            layout = ""
+            if jp.kind == "training":
+                r = training_fit(job, device, devices, nodes, memory=memory, hardware_files=hardware_files)
+            else:
+                alt = serving_fit(job, device, devices, memory=memory, hardware_files=hardware_files)
+                r, layout = (alt.fit, alt.layout) if alt is not None else (None, "")
             answers[key] = None if r is None or not r.fits or r.memory_per_device is None or \
-                r.budget_per_device is None else DeviceFit(dev.kind, r.memory_per_device, memory_line(r))
+                r.budget_per_device is None else DeviceFit(dev.kind, r.memory_per_device, memory_line(r), layout)
         return answers[key]
     return on
 

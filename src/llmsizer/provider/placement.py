@@ -93,6 +93,9 @@ class Quantized:
     device_kind: str
     memory_per_device: int  # [B] fit's memory per device (a CPU's: the RAM it holds)
     memory: str  # fit's memory line (render/fit_text.py memory_line): per device against its budget
+    # the tensor-parallel layout it was sized at where the request pins one (plan/inference.py at_jobs_degree): the
+    # pin, or fit's choice and why the pin does not hold there; '' where none is pinned
+    layout: str = ""
 
 
 @dataclass(frozen=True)
@@ -104,6 +107,7 @@ class DeviceFit:
     device_kind: str
     memory_per_device: int  # [B] fit's memory per device (a CPU's: the RAM it holds)
     memory: str  # fit's memory line (render/fit_text.py memory_line): per device against its budget
+    layout: str = ""  # a service's tensor-parallel layout where the request pins one (as Quantized.layout)
 
 
 @dataclass(frozen=True)
@@ -784,6 +788,12 @@ def _on_type(need: JobNeed, inv: Inventory, bookings: Sequence[Booking] | Held, 
     return None
 
 
+def _layout(words: str) -> str:
+    """An alternative's tensor-parallel layout after its memory line ('; TP 8, ...'), none where the request pins no
+    degree."""
+    return f"; {words}" if words else ""
+
+
 def _fit_cli(need: JobNeed) -> str:
     return "`llmsizer fit --train`" if need.kind == "training" else "`llmsizer fit` at the plan's peak load"
 
@@ -801,7 +811,7 @@ def _other_devices(need: JobNeed, inv: Inventory, bookings: Sequence[Booking] | 
         alt, p, f = r
         assert p is not None
         out.append(f"other device type: {alt.devices} x {dev} on {alt.nodes} node(s) at {p.site} ({_fit_cli(need)}: "
-                   f"{f.memory})"
+                   f"{f.memory}{_layout(f.layout)})"
                    + (f", about {format_seconds(alt.seconds)} on {dev} (estimate/duration.py), ends "
                       f"{p.end:%Y-%m-%d %H:%M}" if need.kind == "training" else ""))
     return out
@@ -838,7 +848,8 @@ def on_inventory(need: JobNeed, inv: Inventory, bookings: Sequence[Booking] | He
         alt = need.replan(alt.device, alt.devices, alt.nodes)
     return alt, (f"assumed: the request names no hardware, so the job is sized on this inventory's device types "
                  f"(the first listed that holds it{' and is free in the window' if placed is not None else ''}): "
-                 f"{alt.devices} x {alt.device} on {alt.nodes} node(s) ({_fit_cli(need)}: {f.memory})"
+                 f"{alt.devices} x {alt.device} on {alt.nodes} node(s) ({_fit_cli(need)}: {f.memory}"
+                 f"{_layout(f.layout)})"
                  + (f", not the plan's catalog suggestion {need.devices} x {need.device}" if need.device else ""))
 
 
@@ -867,7 +878,8 @@ def _quantized(need: JobNeed, inv: Inventory, bookings: Sequence[Booking] | Held
             p = _fits_by_deadline(alt, inv, bookings)
             if p is not None:
                 out.append(f"serve a quantized model: {q.weights_format} on {q.engine}, {count} x {dev} at {p.site} "
-                           f"(`llmsizer fit --weights {q.weights_format}` at the plan's peak load: {q.memory})")
+                           f"(`llmsizer fit --weights {q.weights_format}` at the plan's peak load: {q.memory}"
+                           f"{_layout(q.layout)})")
                 break
     return out
 

@@ -20,7 +20,9 @@ advertised, ``-MIG-<profile>`` for a MIG resource; shared GPUs advertise replica
 ``nvidia.com/gpu.replicas``) or the AMD labeller's ``amd.com/gpu.product-name``; the memory
 per GPU from ``nvidia.com/gpu.memory`` (NVML total memory in MiB, same file: ``GetTotalMemoryMB``); CPUs and RAM
 from ``status.capacity`` (Kubernetes quantities); the node pool from the managed-Kubernetes pool labels
-(``POOL_LABELS``); Ready and cordoned state, kept as a comment. A product is matched to a catalog device the way
+(``POOL_LABELS``). A node that takes no new pods (:data:`K8S_UNAVAILABLE`: its Ready condition False or Unknown,
+cordoned, or a node-state taint with effect NoSchedule or NoExecute) is not bookable: written commented out, with the
+reason, and named on stderr, as a Slurm node that takes no new jobs. A product is matched to a catalog device the way
 ``hardware detect`` matches a driver name (:func:`..catalog.detect.catalog_gpu`), or mapped by the operator
 (``--device-map PRODUCT=DEVICE``). Pure: text in, records and YAML text out.
 """
@@ -159,19 +161,27 @@ def inventory_yaml(nodes: list[SlurmNode], *, site: str, device_map: dict[str, s
         row = (f"- {{id: {n.name}, site: {site}, device: {device}, devices: {n.gpus}, cpus: {n.cpus}, "
                f"ram: {n.memory_mib} MiB, pools: [{node_pools}]}}  # State={n.state}"
                + (f"; cpus: CPUEfctv (schedulable){cpus}" if cpus else ""))
-        why = n.unavailable
-        if why:  # not bookable: kept in the file for the operator, commented out
-            lines.append(f"  # not bookable, State={n.state} ({why}): uncomment when the node is back in service")
-            lines.append(f"  # {row}")
-            notes.append(f"{n.name}: State={n.state} ({why}), written commented out (not bookable)")
+        if _write_node(lines, notes, n.name, row, f"State={n.state}", n.unavailable):
+            kept += 1
+        else:
             down += 1
-            continue
-        lines.append(f"  {row}")
-        kept += 1
     if not kept:
         raise InputError(f"{source}: no bookable node with a gpu GRES" + (
             f" ({down} not in service: {', '.join(x for x in notes if 'not bookable' in x)})" if down else ""))
     return "\n".join(lines) + "\n", notes
+
+
+def _write_node(lines: list[str], notes: list[str], name: str, row: str, state: str, why: str) -> bool:
+    """Write one imported node's ``row`` (a YAML list item): bookable as it is, or, when ``why`` says it takes no new
+    work, commented out with the reason (kept in the file for the operator) and named in ``notes`` (stderr). The one
+    rule of both imports; True when written bookable."""
+    if why:
+        lines.append(f"  # not bookable, {state} ({why}): uncomment when the node is back in service")
+        lines.append(f"  # {row}")
+        notes.append(f"{name}: {state} ({why}), written commented out (not bookable)")
+        return False
+    lines.append(f"  {row}")
+    return True
 
 
 # ----------------------------------------------------------------------------------------------- Kubernetes
@@ -183,6 +193,24 @@ GPU_MEMORY_LABEL = "nvidia.com/gpu.memory"
 #: replicas per physical GPU when the device plugin shares GPUs (time-slicing or MPS): nvidia.com/gpu then counts
 #: replicas, not GPUs (k8s-device-plugin internal/lm/resource.go baseLabeler: "replicas", "-SHARED" product suffix)
 GPU_REPLICAS_LABEL = "nvidia.com/gpu.replicas"
+#: what keeps a Kubernetes node from taking new pods -> why. The Ready condition (Kubernetes docs, "Node Status",
+#: Conditions: True healthy and ready to accept pods; False not healthy and not accepting pods; Unknown the node
+#: controller has not heard from it within node-monitor-grace-period; a node that never posted a status has it
+#: Unknown), spec.unschedulable (`kubectl cordon`: "Mark node as unschedulable"), and the node-state taints the
+#: control plane sets (Kubernetes docs, "Taints and Tolerations", Taint based Evictions; k8s.io/api core/v1
+#: well_known_taints.go; "Non-graceful node shutdown" for out-of-service), each only with an effect in
+#: ``BLOCKING_EFFECTS``. Any other taint (a GPU pool's own, e.g. nvidia.com/gpu=present:NoSchedule) reserves the node
+#: for the pods that tolerate it: the node stays bookable, the taint kept in its comment.
+K8S_UNAVAILABLE = {
+    "Ready=False": "not ready", "Ready=Unknown": "not reporting to the control plane",
+    "spec.unschedulable": "cordoned",
+    "node.kubernetes.io/not-ready": "not ready", "node.kubernetes.io/unreachable": "unreachable",
+    "node.kubernetes.io/unschedulable": "cordoned", "node.kubernetes.io/network-unavailable": "network unavailable",
+    "node.kubernetes.io/out-of-service": "out of service",
+    "node.cloudprovider.kubernetes.io/uninitialized": "not yet initialized by its cloud provider"}
+#: taint effects under which the scheduler places no new pod (NoSchedule) or evicts them (NoExecute); PreferNoSchedule
+#: only steers (Kubernetes docs, "Taints and Tolerations")
+BLOCKING_EFFECTS = ("NoSchedule", "NoExecute")
 #: labels naming a node's pool in managed Kubernetes (AKS, GKE, EKS, Karpenter): the node joins that pool too
 POOL_LABELS = ("agentpool", "cloud.google.com/gke-nodepool", "eks.amazonaws.com/nodegroup", "karpenter.sh/nodepool")
 #: a label's GPU memory may sit this far below the catalog device's before the mapping is refused (driver-reported
@@ -206,7 +234,8 @@ class K8sNode:
     cpus: int
     ram_mib: int
     pools: tuple[str, ...]
-    state: str  # Ready=True, and ",cordoned" when spec.unschedulable
+    state: str  # Ready=True, ",cordoned" when spec.unschedulable, ",taint KEY:EFFECT" for each taint
+    unavailable: str = ""  # why it takes no new pods (K8S_UNAVAILABLE), or ''
 
 
 def quantity(text: Any, where: str) -> Decimal:
@@ -288,6 +317,14 @@ def parse_kubectl_nodes(text: str, source: str = "<kubectl>") -> list[K8sNode]:
             raise InputError(f"{where}: {GPU_MEMORY_LABEL}={short(mem)} is not a whole number of MiB")
         ready = next((c.get("status") for c in status.get("conditions") or [] if isinstance(c, dict)
                       and c.get("type") == "Ready"), "Unknown")
+        if ready not in ("True", "False", "Unknown"):  # core/v1 ConditionStatus
+            raise InputError(f"{where}: Ready condition status {short(ready)} is not True, False or Unknown")
+        taints = [_taint(t, where) for t in spec.get("taints") or []]
+        why = [f"{K8S_UNAVAILABLE[f]} ({f})" for f in (f"Ready={ready}",) if f in K8S_UNAVAILABLE]
+        if spec.get("unschedulable"):
+            why.append(f"{K8S_UNAVAILABLE['spec.unschedulable']} (spec.unschedulable)")
+        why += [f"{K8S_UNAVAILABLE[k]} (taint {k}:{e})" for k, e in taints
+                if k in K8S_UNAVAILABLE and e in BLOCKING_EFFECTS]
         product = labels.get(GPU_RESOURCES[resource]) if resource else None
         out.append(K8sNode(
             name, resource, gpus, _name(product, "product", where) if product else None,
@@ -295,13 +332,28 @@ def parse_kubectl_nodes(text: str, source: str = "<kubectl>") -> list[K8sNode]:
             int(quantity(cap.get("cpu", 0), f"{where}: cpu")),
             int(quantity(cap.get("memory", 0), f"{where}: memory") / 2**20),
             tuple(dict.fromkeys(_name(labels[x], x, where) for x in POOL_LABELS if labels.get(x))),
-            f"Ready={ready}" + (",cordoned" if spec.get("unschedulable") else "") + shared))
+            f"Ready={ready}" + (",cordoned" if spec.get("unschedulable") else "") + shared
+            + "".join(f",taint {k}:{e}" for k, e in taints), ", ".join(why)))
     if not out:
         raise InputError(f"{source}: the node list is empty")
     return out
 
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,252}$")
+_TAINT_KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,315}$")  # [DNS-subdomain prefix/]name
+_TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")  # core/v1 TaintEffect
+
+
+def _taint(t: Any, where: str) -> tuple[str, str]:
+    """(key, effect) of one of a node's ``spec.taints``, as Kubernetes writes them (so that it is written into the
+    node's comment unchanged); anything else is refused."""
+    t = _obj(t, f"{where}: spec.taints")
+    key, effect = t.get("key"), t.get("effect")
+    if not isinstance(key, str) or not _TAINT_KEY.match(key):
+        raise InputError(f"{where}: taint key {short(key)} is not a Kubernetes taint key")
+    if effect not in _TAINT_EFFECTS:
+        raise InputError(f"{where}: taint {key} effect {short(effect)} is not one of {', '.join(_TAINT_EFFECTS)}")
+    return key, str(effect)
 
 
 def _name(value: str, what: str, where: str) -> str:
@@ -354,9 +406,15 @@ def kubectl_inventory_yaml(nodes: list[K8sNode], *, site: str, device_map: dict[
     if not rows:
         raise InputError(f"{source}: no node with nvidia.com/gpu or amd.com/gpu")
     lines = _header(source, "kubectl get nodes -o json", site)
+    down: list[str] = []
     for n, device in rows:
         node_pools = ", ".join(dict.fromkeys((*pools, *n.pools)))
         mem = f", {GPU_MEMORY_LABEL}={n.gpu_memory_mib}" if n.gpu_memory_mib is not None else ""
-        lines.append(f"  - {{id: {n.name}, site: {site}, device: {device}, devices: {n.gpus}, cpus: {n.cpus}, "
-                     f"ram: {n.ram_mib} MiB, pools: [{node_pools}]}}  # {n.product}{mem}, {n.state}")
+        row = (f"- {{id: {n.name}, site: {site}, device: {device}, devices: {n.gpus}, cpus: {n.cpus}, "
+               f"ram: {n.ram_mib} MiB, pools: [{node_pools}]}}  # {n.product}{mem}, {n.state}")
+        if not _write_node(lines, notes, n.name, row, n.state, n.unavailable):
+            down.append(notes[-1])
+    if len(down) == len(rows):
+        raise InputError(f"{source}: no bookable node with nvidia.com/gpu or amd.com/gpu ({len(down)} not in "
+                         f"service: {', '.join(down)})")
     return "\n".join(lines) + "\n", notes

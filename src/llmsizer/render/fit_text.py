@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..estimate.verdict import budget_term
 from ..units import format_bytes
-from .text import pool_and_need, room_left, table
+from .text import coverage_lines, pool_and_need, room_left, table
 
 if TYPE_CHECKING:
     from ..estimate.fit import FitResult
@@ -41,6 +41,7 @@ def render_fit(r: FitResult) -> str:
             out.append(f"speed if it fit (it does not, at {r.weights_format}; memory permitting):")
         if rows:
             out.append(table(rows, SPEED_HEADER))
+            out += speed_coverage_lines(s)
         sd = s.details.get("split_decode")
         if sd and sd.get("seconds") and sd.get("exchanges") is not None:  # -sm row: the GPUs read their rows at once
             parts = ", ".join(f"{d['device']} {d['seconds'] * 1e3:.1f} ms" for d in sd["devices"])
@@ -127,22 +128,36 @@ def fit_headline(r: FitResult) -> str:
 
 def layouts_line(r: FitResult) -> str | None:
     """The tensor-parallel layouts fit ranked, fastest first (``details["tensor_parallel_layouts"]``): the rule it
-    took one by, then each one's output tokens/s at the stated load and its memory per device against the budget
-    (what its verdict compared, estimate/fit.py ``verdict_need``): fits or does not fit, the one taken marked; None
-    without a choice."""
+    took one by, then each one's output tokens/s at the stated load and what its verdict compared per device
+    (estimate/fit.py ``verdict_need``: the need against the budget; under a pool engine, what the workload needs
+    of the pool against what the pool offers, beside the pool reserved): fits or does not fit, the one taken marked;
+    None without a choice."""
     ranked = r.details.get("tensor_parallel_layouts")
     if not ranked:
         return None
     conc = int(r.details["concurrency"])
+    # vLLM and SGLang reserve their pool whatever the load (memory_line): their verdicts compare the workload's share
+    pool = r.estimate is not None and "workload_bytes" in r.estimate.details
     parts = [f"TP {d['tensor_parallel']} x {d['replicas']}: "
              + (f"{d['tokens_per_second']:,.0f} tokens/s, " if d["tokens_per_second"] is not None else "")
-             + (f"{format_bytes(d['memory_per_device'])} of {format_bytes(d['budget_per_device'])} per device, "
-                if d.get("memory_per_device") is not None else "")
+             + _layout_memory(d, pool)
              + ("fits" if d["fits"] else "does not fit" if d["fits"] is False else "not sized")
              + (" (taken)" if d["tensor_parallel"] == r.tensor_parallel else "") for d in ranked]
     return (f"tensor parallel layouts (fit takes the most output tokens/s of all replicas together among those that "
             f"fit, a tie to the smaller degree that fits at its high end too; --tp pins one), at {conc} "
             f"sequence{'s' if conc != 1 else ''}, fastest first: " + "; ".join(parts))
+
+
+def _layout_memory(d: dict[str, Any], pool: bool) -> str:
+    """One layout's memory words: its need of its budget per device, or under a pool engine (``pool``: the verdict
+    compares the workload's share with what the pool offers, not the device total) that and the pool reserved."""
+    need, budget = d.get("verdict_need_per_device"), d.get("verdict_budget_per_device")
+    if need is None or budget is None:
+        return ""
+    if not pool:
+        return f"{format_bytes(need)} of {format_bytes(budget)} per device, "
+    return (f"needs {format_bytes(need)} of the {format_bytes(budget)} its pool offers per device "
+            f"({format_bytes(d['memory_per_device'])} reserved), ")
 
 
 def memory_line(r: FitResult) -> str:
@@ -183,6 +198,14 @@ def speed_rows(s: SpeedEstimate) -> list[list[str]]:
                      f"({s.tokens_per_second_per_user:.1f} per user)",
                      s.decode.bound, _roof(s.roofline_decode)])
     return rows
+
+
+def speed_coverage_lines(s: SpeedEstimate) -> list[str]:
+    """The coverage of each calibrated range in the speed table (``SpeedEstimate.range_coverage``), under it, named
+    by its row (text.coverage_lines); nothing for a rate printed without a range."""
+    cov = s.range_coverage
+    return [*(coverage_lines(c, "prefill range") if (c := cov["prefill_tokens_per_second"]) and s.prefill else []),
+            *(coverage_lines(c, "decode range") if (c := cov["tokens_per_second"]) and s.decode else [])]
 
 
 def _range(r: tuple[float, float] | None, fmt: str) -> str:

@@ -102,7 +102,7 @@ def estimate_html(est: Estimate) -> str:
 def fit_html(r: FitResult) -> str:
     """A ``FitResult`` as an HTML fragment: the verdict and reasons, memory per device, the speed table, the memory
     breakdown behind it, assumptions and warnings (the figures ``render_fit`` prints)."""
-    from .fit_text import SPEED_HEADER, fit_headline, memory_line, speed_rows
+    from .fit_text import SPEED_HEADER, fit_headline, memory_line, speed_coverage_lines, speed_rows
     if r.kind == "training":
         head = f"{r.model} training on {r.devices_text}"
     else:
@@ -113,7 +113,8 @@ def fit_html(r: FitResult) -> str:
     if r.speed is not None:
         rows = speed_rows(r.speed)
         if rows:
-            parts.append("<h4>Speed</h4>" + _table(SPEED_HEADER, rows, num=(1,), table_class="speed"))
+            parts.append("<h4>Speed</h4>" + _table(SPEED_HEADER, rows, num=(1,), table_class="speed")
+                         + _lines(speed_coverage_lines(r.speed)))
     if r.estimate is not None:
         parts.append("<h4>Memory per device</h4>" + estimate_breakdown(r.estimate))
     parts += [_assumptions(r.all_assumptions), _warnings(r.all_warnings)]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..recommend import Option, Recommendation
 from ..units import format_bytes, format_count, format_seconds, format_usd
+from .markdown import format_value
 from .text import table
 
 
@@ -29,10 +30,11 @@ def option_rows(rec: Recommendation, top: int = 8) -> tuple[list[list[str]], lis
                 for o in rec.options[:top]]
         return rows, ["", "option", "hardware", "weights", "cost", "TTFT", "tok/s/user", "tok/s total", "$/M tokens"]
     # durations as every renderer says one (units.format_seconds: '7.5 min', not '0.1 h'; a 20-minute run was
-    # '0.3 h' and a 2-minute one '0.0 h'), the cost as format_usd ('$0.23', not '$0')
+    # '0.3 h' and a 2-minute one '0.0 h'), the cost as format_usd ('$0.23', not '$0'), the device-hours as the plan
+    # and `train` spell a count (format_value 'count': 3 significant figures below 100, '0.128', not '0')
     rows = [[o.status, o.target, hw(o), _price(o),
              format_seconds(o.training_seconds) if o.training_seconds is not None else "?",
-             f"{o.device_hours or 0:,.0f}", format_usd(o.run_cost) if o.run_cost is not None else "-"]
+             format_value(o.device_hours, "count"), format_usd(o.run_cost) if o.run_cost is not None else "-"]
             for o in rec.options[:top]]
     return rows, ["", "option", "hardware", "cost", "wall clock", "device-h", "run cost"]
 

@@ -124,12 +124,14 @@ def estimate_facts(est: Estimate) -> list[str]:
     return out
 
 
-def coverage_lines(cov: dict[str, Any]) -> list[str]:
+def coverage_lines(cov: dict[str, Any], of: str = "") -> list[str]:
     """The coverage a calibrated range has, in words (estimate/ranges.py ``Band.coverage``: the band's own figures):
     its target, the share of its setups' runs inside in sample, the leave-one-setup-out share where there is more
-    than one setup; then the band's warning, if any."""
+    than one setup; then the band's warning, if any. Every renderer of a calibrated range prints these under it (the
+    memory range, the training duration's, fit's prefill and decode ranges); ``of`` names the range where one line
+    carries more than one ("decode range": "  decode range coverage: ...", "  warning (decode range): ...")."""
     pct = "{:.1%}".format
-    line = f"  coverage: target {cov['target']:.0%} (of {cov['of']})"
+    line = f"  {of + ' ' if of else ''}coverage: target {cov['target']:.0%} (of {cov['of']})"
     if cov.get("in_sample") is not None:
         line += f"; in sample {pct(cov['in_sample'])} of the setups' runs inside"
     if cov.get("leave_one_setup_out") is not None:
@@ -138,7 +140,7 @@ def coverage_lines(cov: dict[str, Any]) -> list[str]:
                  f"fitted on the other {other} setup{'' if other == 1 else 's'})")
     else:
         line += "; no leave-one-setup-out check (one setup)"
-    return [line] + ([f"  warning: {cov['warning']}"] if cov.get("warning") else [])
+    return [line] + ([f"  warning{f' ({of})' if of else ''}: {cov['warning']}"] if cov.get("warning") else [])
 
 
 def room_left(left: int) -> str:

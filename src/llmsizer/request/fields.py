@@ -380,9 +380,10 @@ INFERENCE = (
     F("engine", "enum", f"serving engine (default: {ENGINE_RULE_TEXT})", "vllm",
       choices=ENGINES, kinds=("inference",)),
     F("tensor_parallel", "int", "tensor-parallel devices per replica on the devices in resources, the others "
-      "running replicas of it, as `fit --tp` (a divisor of the devices of one machine; 1 on CPUs and Apple chips, "
-      "and for llama.cpp, which splits layers instead; default: fit's choice, the most output tokens/s of all "
-      "replicas together among the layouts that fit)", 2, bounds=COUNT, template=False, kinds=("inference",)),
+      "running replicas of it, as `fit --tp` (a divisor of the devices in resources that the model shards over: its "
+      "attention heads divide by it, its KV heads split or replicate evenly; one larger than a machine's devices spans machines, taken with a warning: its all-reduces cross the "
+      "network; 1 on CPUs and Apple chips, and for llama.cpp, which splits layers instead; default: fit's choice, "
+      "the most output tokens/s of all replicas together among the layouts that fit)", 2, bounds=COUNT, template=False, kinds=("inference",)),
     F("engine_version", "str", "the engine's release (vllm, sglang), e.g. '0.10.1': its host work per decode step, "
       "which the speed follows (default: the current release)", "0.10.1", template=False, kinds=("inference",)),
     F("kv_cache_dtype", "str", "KV cache dtype (bf16, fp8, q8_0, ...; default: the engine's)", template=False,

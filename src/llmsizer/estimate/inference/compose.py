@@ -77,14 +77,17 @@ def engine_kv_dtypes(engine: str | None) -> tuple[str, ...]:
 
 
 def check_engine_kv_dtype(engine: str, kvd: str) -> None:
-    """InputError when ``engine`` cannot store a KV cache of dtype ``kvd`` (engine_kv_dtypes: refused, not sized),
-    naming the engines that can; read by every estimate, and by recommend before its search."""
+    """FieldError on ``kv_dtype`` when ``engine`` cannot store a KV cache of dtype ``kvd`` (engine_kv_dtypes:
+    refused, not sized), naming what the engine stores (and what stores it, E.EngineProfile.kv_dtypes_why) and the
+    engines that can; read by every estimate, and by recommend before its search."""
     profile = E.PROFILES[engine]
     name = kv_dtype_name(kvd)  # validates the name
     if name not in engine_kv_dtypes(engine):
         owners = [p.name for p in E.PROFILES.values() if name in p.kv_dtypes]
-        raise InputError(f"engine {profile.name} has no {kvd!r} KV cache; it stores {', '.join(profile.kv_dtypes)}"
-                         + (f" ({kvd}: engine {', '.join(owners[:-1])}{' or ' if len(owners) > 1 else ''}{owners[-1]})"
+        raise FieldError("kv_dtype", f"engine {profile.name} has no {kvd!r} KV cache; it stores "
+                         f"{', '.join(profile.kv_dtypes)}"
+                         + (f" ({profile.kv_dtypes_why})" if profile.kv_dtypes_why else "")
+                         + (f"; {kvd}: engine {', '.join(owners[:-1])}{' or ' if len(owners) > 1 else ''}{owners[-1]}"
                             if owners else ""))
 
 
@@ -391,7 +394,7 @@ def _estimate(spec: ModelSpec, w: InferenceWorkload) -> Estimate:
                                                 w.max_num_seqs is None, None if room is None else int(room)))
     acc.assumptions.append(apply_metric(acc.items, w.metric, INFERENCE, pytorch=w.engine != "llamacpp",
                                         device="cpu" if w.device == "cpu" else w.gpu_runtime,
-                                        kv_pool=w.engine in ("vllm", "sglang")))
+                                        kv_pool=w.engine in ("vllm", "sglang"), engine=str(w.engine)))
     pc = count_params(spec)
     details = ctx.details
     details.update({
