@@ -118,7 +118,7 @@ from .device import (
 )
 from .fit import hourly_price, link_bandwidth_for, vm_share_device
 from .framework import with_framework
-from .launch import kernel_linears, moe_kinds, nf4_weight_shapes
+from .launch import kernel_linears, layer_code, moe_kinds, nf4_weight_shapes
 from .model_parallel import FsdpStage, model_parallel_time, stage_share
 from .speed import attention_width
 from .training.compose import estimate_items, training_context, training_workload
@@ -436,12 +436,15 @@ def kernels_per_micro_step(spec: ModelSpec, w: TrainingWorkload, capability: int
     half = w.precision != "fp32" and not amp
     adapter_casts = adapter_autocast_casts(spec, w) if autocast else 0
     rotary = model_layer_widths(spec, 0, tp).rotary
-    head = head_kernels(w.compile, st.full, st.full, spec.norm_kind == "layernorm", half, w.loss, rotary,
-                        loss_compiled=compiled_loss(w), autocast=amp)
+    code = layer_code(spec)
+    head = head_kernels(w.compile, st.full, st.full, spec.norm_kind == "layernorm" or code.norm_fused, half, w.loss,
+                        rotary, loss_compiled=compiled_loss(w), autocast=amp)
     # an early-stopping non-reentrant checkpoint skips each recomputed layer's last GEMM and what follows (eq. K2')
     early_stop = recompute == "full" and not recomputes_whole_layer(w.checkpoint_impl)
+    # LoRA dropout (eq. K7): one fused dropout kernel per adapter each way on CUDA
     total = step_kernels(widths, linears, w.compile, w.method == "full", ckpt, head, half, early_stop=early_stop,
-                         autocast=amp, adapter_casts=adapter_casts)
+                         autocast=amp, adapter_casts=adapter_casts, code=code,
+                         adapter_dropout=w.adapters and w.lora_dropout != "none")
     fmt = qlora_base_format(spec, w.nf4_format) if w.method == "qlora" else ""
     if fmt in ("nf4", "nf4-dq") and w.nf4_quantizer in BNB_QUANTIZERS:
         # a bitsandbytes NF4 base (formulas/launch_overhead.py eq. K5): each frozen linear's dequantization kernels in
