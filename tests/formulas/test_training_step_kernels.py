@@ -1,5 +1,5 @@
 """The kernel count of a whole training step (estimate/duration.py kernels_per_micro_step; formulas/launch_overhead.py
-eqs. K2/K3, K2', K6) against a real one.
+eqs. K2/K3, K2', K6, K6a) against a real one.
 
 Independent truth: the measure worker's step (measure/workloads.py ``training_step``: forward with ``labels``, the
 loss's backward, ``opt.step()``, ``opt.zero_grad(set_to_none=True)``) of a tiny transformers Qwen2 (tied embeddings,
@@ -14,6 +14,8 @@ layers: the difference is one layer's forward + backward (+ recompute), the rest
 from __future__ import annotations
 
 import collections
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -44,22 +46,42 @@ TIED_GRAD_ADD = 1
 OUTSIDE_RESIDUAL = 3
 
 
-def _step_ops(method: str, ckpt: bool, precision: str, layers: int) -> dict[str, collections.Counter[str]]:
+def _config(family: str, layers: int) -> Any:
+    """A tiny config of ``family``: 'qwen2', or 'phi3' (transformers' Phi-3: one fused qkv_proj sliced into q/k/v,
+    one gate_up_proj chunked, the rotary's pass-through ``cat``; pad token inside the tiny vocabulary)."""
+    if family == "phi3":
+        return transformers.Phi3Config(**CFG, num_hidden_layers=layers, pad_token_id=0, attn_implementation="sdpa")
+    return transformers.Qwen2Config(**CFG, num_hidden_layers=layers, attn_implementation="sdpa")
+
+
+def _step_ops(method: str, ckpt: bool, precision: str, layers: int,
+              family: str = "qwen2") -> dict[str, collections.Counter[str]]:
     """Kernel-launching aten ops of the third step, by phase (forward, backward, optimizer, zero_grad)."""
     from torch.utils._python_dispatch import TorchDispatchMode
 
     torch.manual_seed(0)
-    conf = transformers.Qwen2Config(**CFG, num_hidden_layers=layers, attn_implementation="sdpa")
-    model = transformers.Qwen2ForCausalLM(conf)
+    conf = _config(family, layers)
+    model = (transformers.Phi3ForCausalLM if family == "phi3" else transformers.Qwen2ForCausalLM)(conf)
     mixed = precision == "bf16-mixed"
-    model = (model if mixed else model.to(torch.bfloat16)).train()
+    # a full fine-tune under autocast keeps fp32 weights; a LoRA base is bf16 either way (the worker's base_dtype)
+    model = (model if mixed and method == "full" else model.to(torch.bfloat16)).train()
+    if method == "qlora":  # the worker's NF4 base (double quantization, bf16 compute), every linear but the head
+        from llmsizer.measure.build import quantize_4bit
+
+        quantize_4bit(model, device="cpu", compute_dtype="bf16", double_quant=True)
+        # marked as transformers' bitsandbytes loader marks it (quantizers/quantizer_bnb_4bit.py:138 @5.24.0), so
+        # that PEFT wraps each Linear4bit in its bitsandbytes LoRA layer (peft tuners/lora/bnb.py:579-589,
+        # ``loaded_in_4bit`` from tuners/lora/model.py:255 @5d602fdb)
+        model.is_loaded_in_4bit = True
     if ckpt:
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     model.config.use_cache = False
-    if method == "lora":
+    if method in ("lora", "qlora"):
         cfg = peft.LoraConfig(r=RANK, lora_alpha=2 * RANK, target_modules="all-linear", lora_dropout=0.0,
                               bias="none", task_type="CAUSAL_LM")
-        model = peft.get_peft_model(model, cfg, autocast_adapter_dtype=False)
+        # the measure worker's choice (measure/workloads.py prepare_training): PEFT's default fp32 adapters under
+        # mixed precision, the base dtype in pure half precision
+        model = peft.get_peft_model(model, cfg, autocast_adapter_dtype=mixed)
         if ckpt:
             model.enable_input_require_grads()
     opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-5, foreach=True)
@@ -77,7 +99,7 @@ def _step_ops(method: str, ckpt: bool, precision: str, layers: int) -> dict[str,
 
     for _step in range(3):  # the third step runs with the optimizer state allocated, as the timed steps do
         ops.clear()
-        with Count():
+        with Count(), _autocast_query_of_this_device():  # the backward too: a checkpoint's recompute asks again
             phase[0] = "fwd"
             with torch.autocast("cpu", dtype=torch.bfloat16, enabled=mixed):
                 loss = model(input_ids=ids, labels=ids).loss
@@ -91,25 +113,42 @@ def _step_ops(method: str, ckpt: bool, precision: str, layers: int) -> dict[str,
     return ops
 
 
-def _estimate(method: str, ckpt: bool, precision: str, layers: int) -> int:
-    spec = spec_from_config(transformers.Qwen2Config(**CFG, num_hidden_layers=layers).to_dict(), name="tiny-qwen2")
+@contextlib.contextmanager
+def _autocast_query_of_this_device() -> Iterator[None]:
+    """``torch.is_autocast_enabled()`` without a device reads CUDA's autocast state: False inside this CPU region,
+    True inside the CUDA region of a real run. PEFT's bitsandbytes LoRA branches on it (peft tuners/lora/bnb.py:543
+    @5d602fdb), so the trace answers it with this device's state, as a CUDA run's would."""
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        assert not torch.is_autocast_enabled() and torch.is_autocast_enabled("cpu")  # the premise
+    query = torch.is_autocast_enabled
+    torch.is_autocast_enabled = lambda *dev: query(*dev) if dev else query("cpu")
+    try:
+        yield
+    finally:
+        torch.is_autocast_enabled = query
+
+
+def _estimate(method: str, ckpt: bool, precision: str, layers: int, family: str = "qwen2") -> int:
+    spec = spec_from_config(_config(family, layers).to_dict(), name=f"tiny-{family}")
     fields: dict[str, Any] = dict(method=method, micro_batch=BATCH, seq_len=SEQ, precision=precision,
                                   grad_checkpointing="full" if ckpt else "none")
-    if method == "lora":
+    if method in ("lora", "qlora"):
         fields.update(rank=RANK, targets=("all-linear",))
     return kernels_per_micro_step(spec, TrainingWorkload(**fields))
 
 
 CASES = [("full", False, "bf16"), ("full", True, "bf16"), ("lora", False, "bf16"), ("lora", True, "bf16"),
-         ("full", False, "bf16-mixed"), ("full", True, "bf16-mixed")]
+         ("full", False, "bf16-mixed"), ("full", True, "bf16-mixed"), ("lora", False, "bf16-mixed"),
+         ("lora", True, "bf16-mixed")]
 
 
 @pytest.mark.parametrize(("method", "ckpt", "precision"), CASES)
 def test_step_kernels_equal_a_traced_training_step(method: str, ckpt: bool, precision: str) -> None:
     """Per decoder layer (forward, backward and the early-stopped recompute, eqs. K2/K3/K2'; the autocast casts of
-    eq. K6 under bf16-mixed) the estimate's count equals the traced step's exactly; outside the layers (embedding,
-    rotary tables, final norm, head, loss) it is within OUTSIDE_RESIDUAL of it once transformers' packed-sequence
-    check and the tied embedding's gradient sum are added. LoRA without
+    eq. K6 under bf16-mixed, of eq. K6a for a LoRA step's fp32 adapters over its bf16 base) the estimate's count
+    equals the traced step's exactly; outside the layers (embedding, rotary tables, final norm, head, loss) it is
+    within OUTSIDE_RESIDUAL of it once transformers' packed-sequence check and the tied embedding's gradient sum are
+    added. LoRA without
     checkpointing: autograd also prunes the first layer's input gradient (nothing before it trains), which the
     estimate keeps, so there it may only over-count."""
     one, two = (_step_ops(method, ckpt, precision, n) for n in (1, 2))
@@ -125,6 +164,39 @@ def test_step_kernels_equal_a_traced_training_step(method: str, ckpt: bool, prec
     # the packed-sequence check is the named difference: its ops are in the traced forward
     for op in ("cumsum", "ne", "all", "_local_scalar_dense"):
         assert two["fwd"][op] >= 1, op
+
+
+@pytest.mark.parametrize(("method", "ckpt", "precision"), [("full", False, "bf16"), ("lora", False, "bf16"),
+                                                           ("full", False, "bf16-mixed"), ("full", True, "bf16-mixed"),
+                                                           ("lora", True, "bf16-mixed")])
+def test_fused_linears_equal_a_traced_phi3_step(method: str, ckpt: bool, precision: str) -> None:
+    """A layer with fused linears (transformers' Phi-3: qkv_proj sliced into q/k/v, gate_up_proj chunked, the
+    rotary's pass-through ``cat``, the copied attention output; formulas/launch_overhead.py LayerCode): per decoder
+    layer the estimate's count equals the traced step's exactly -- one GEMM and one adapter per fused linear, its
+    parts' gradients gathered (three ``slice_backward`` and two ``add`` for q/k/v, one ``cat`` for gate/up). Before
+    the fused linears were counted as separate ones, LoRA's layer was 168 kernels against the traced 142."""
+    one, two = (_step_ops(method, ckpt, precision, n, "phi3") for n in (1, 2))
+    traced = sum(two["fwd"].values()) + sum(two["bwd"].values()) - sum(one["fwd"].values()) - sum(one["bwd"].values())
+    assert two["fwd"]["mm"] - one["fwd"]["mm"] == (4 if method == "full" else 12)  # the premise: 4 fused-layer GEMMs
+    assert traced == _estimate(method, ckpt, precision, 2, "phi3") - _estimate(method, ckpt, precision, 1, "phi3")
+
+
+@pytest.mark.parametrize("ckpt", [False, True])
+def test_qlora_autocast_casts_equal_a_traced_step(ckpt: bool) -> None:
+    """Eq. K6a over PEFT's bitsandbytes NF4 layers (the worker's QLoRA: its quantize_4bit base, PEFT's fp32 adapters
+    under bf16-mixed, bf16 ones under bf16): per decoder layer, the bf16-mixed step's kernels less the bf16 step's
+    are the estimate's difference exactly (the weight casts and their gradients' only: PEFT's bitsandbytes forward
+    skips the input cast under autocast; the dequantization kernels, which a CPU backend runs differently from
+    CUDA's eq. K5, are the same in both and cancel)."""
+    per_layer = {}
+    for precision in ("bf16", "bf16-mixed"):
+        one, two = (_step_ops("qlora", ckpt, precision, n) for n in (1, 2))
+        traced = sum(two["fwd"].values()) + sum(two["bwd"].values()) - sum(one["fwd"].values()) - sum(
+            one["bwd"].values())
+        est = _estimate("qlora", ckpt, precision, 2) - _estimate("qlora", ckpt, precision, 1)
+        per_layer[precision] = traced, est
+    traced_casts = per_layer["bf16-mixed"][0] - per_layer["bf16"][0]
+    assert traced_casts == per_layer["bf16-mixed"][1] - per_layer["bf16"][1] > 0, per_layer
 
 
 @pytest.mark.parametrize("method", ["full", "lora"])

@@ -321,16 +321,16 @@ def test_host_seconds_per_kernel_follows_from_its_row(monkeypatch: pytest.Monkey
     """HOST_SECONDS_PER_KERNEL from PM0720 (Qwen-7B LoRA, 1 x A100, 8 x 256 tokens in 1.2 s): with no host cost
     the device work of a micro-step is shorter than the measured one, so the micro-step is host-bound (eq. K1) and
     tau = (measured step - optimizer step - 7 accumulations) / 8 / kernels per micro-step."""
-    from llmsizer.readers.hf_config import spec_from_config
-    from llmsizer.validation_cases import QWEN7B_V1, QWEN_SPEED_ROWS, TRAINING_SPEED_CALIBRATION
+    from llmsizer.validation_cases import QWEN_SPEED_ROWS, TRAINING_SPEED_CALIBRATION, qwen7b_spec
 
     assert TRAINING_SPEED_CALIBRATION["PM0720"] == "HOST_SECONDS_PER_KERNEL"
     r = public_rows()["PM0720"]
     seq, measured = QWEN_SPEED_ROWS["PM0720"], float(r["value"])
     fields = dict(method="lora", rank=64, targets="all-linear", precision="bf16-mixed", micro_batch=1, seq_len=seq,
                   grad_accumulation=8, grad_checkpointing="full", checkpoint_impl="reentrant",
-                  attention="flash")
-    spec, dev = spec_from_config(QWEN7B_V1, name="Qwen-7B"), builtin_catalog().devices["a100-sxm-80gb"]
+                  attention="flash", lora_dropout="per-module")
+    # the model its remote code runs: one split c_attn, 5 adapters, flash-attn's rotary and fused RMSNorm (assumed)
+    spec, dev = qwen7b_spec(), builtin_catalog().devices["a100-sxm-80gb"]
     tau = E.HOST_SECONDS_PER_KERNEL
     monkeypatch.setattr(E, "HOST_SECONDS_PER_KERNEL", dataclasses.replace(tau, expected=0.0))
     d = training_duration_for(spec, dev, 1, 1e6, fields)

@@ -53,6 +53,7 @@ from ..formulas.gemm_shapes import block_shape_efficiency, running_sum, tally, t
 from ..formulas.launch_overhead import (
     BNB_SERVING_RELEASE,
     PEFT_4BIT_CLONE_KERNELS,
+    adapter_cast_kernels,
     head_kernels,
     host_seconds,
     nf4_fused_max_rows,
@@ -117,7 +118,7 @@ from .device import (
 )
 from .fit import hourly_price, link_bandwidth_for, vm_share_device
 from .framework import with_framework
-from .launch import kernel_linears, moe_kinds, nf4_weight_shapes
+from .launch import kernel_linears, layer_code, moe_kinds, nf4_weight_shapes
 from .model_parallel import FsdpStage, model_parallel_time, stage_share
 from .speed import attention_width
 from .training.compose import estimate_items, training_context, training_workload
@@ -447,15 +448,20 @@ def kernels_per_micro_step(spec: ModelSpec, w: TrainingWorkload, capability: int
     ckpt = len(checkpointed_layers(spec.num_layers, w.checkpoint_every)) if recompute != "none" else 0
     # a full fine-tune under torch.autocast keeps fp32 weights and an fp32 residual stream: the casts of eq. K6,
     # norms in fp32 (formulas/launch_overhead.py)
-    amp = w.method == "full" and recipe(training_recipe_name(w.precision, w.zero, w.method)).autocast
+    autocast = recipe(training_recipe_name(w.precision, w.zero, w.method)).autocast
+    amp = w.method == "full" and autocast
     half = w.precision != "fp32" and not amp
+    adapter_casts = adapter_autocast_casts(spec, w) if autocast else 0
     rotary = model_layer_widths(spec, 0, tp).rotary
-    head = head_kernels(w.compile, st.full, st.full, spec.norm_kind == "layernorm", half, w.loss, rotary,
-                        loss_compiled=compiled_loss(w), autocast=amp)
+    code = layer_code(spec)
+    head = head_kernels(w.compile, st.full, st.full, spec.norm_kind == "layernorm" or code.norm_fused, half, w.loss,
+                        rotary, loss_compiled=compiled_loss(w), autocast=amp)
     # an early-stopping non-reentrant checkpoint skips each recomputed layer's last GEMM and what follows (eq. K2')
     early_stop = recompute == "full" and not recomputes_whole_layer(w.checkpoint_impl)
+    # LoRA dropout (eq. K7): one fused dropout kernel per adapter each way on CUDA
     total = step_kernels(widths, linears, w.compile, w.method == "full", ckpt, head, half, early_stop=early_stop,
-                         autocast=amp)
+                         autocast=amp, adapter_casts=adapter_casts, code=code,
+                         adapter_dropout=w.adapters and w.lora_dropout != "none")
     fmt = qlora_base_format(spec, w.nf4_format) if w.method == "qlora" else ""
     if fmt in ("nf4", "nf4-dq") and w.nf4_quantizer in BNB_QUANTIZERS:
         # a bitsandbytes NF4 base (formulas/launch_overhead.py eq. K5): each frozen linear's dequantization kernels in
@@ -478,6 +484,23 @@ def kernels_per_micro_step(spec: ModelSpec, w: TrainingWorkload, capability: int
         clone = PEFT_4BIT_CLONE_KERNELS if w.nf4_quantizer in PEFT_BNB_QUANTIZERS else 0
         total += round(nf4 + adapted * clone * again)
     return total
+
+
+def adapter_autocast_casts(spec: ModelSpec, w: TrainingWorkload) -> int:
+    """Cast kernels per adapter and pass that torch.autocast and PEFT add to a LoRA step whose adapters are fp32 over
+    a half-precision base (formulas/launch_overhead.py eq. K6a; the caller knows the recipe autocasts): PEFT's
+    ``Linear`` (a 16-bit base) casts the input too, its bitsandbytes NF4 layers do not under autocast. 0 where the
+    adapters are half (``adapter_dtype`` given so) or the base is fp32 (``base_dtype`` fp32: an fp32 stream, not
+    counted), and for what K6a has not traced: DoRA's variant forward, LoRA over GPTQ's layers, litgpt's and
+    torchao's QLoRA."""
+    if w.adapter_dtype not in (None, "fp32"):
+        return 0
+    if w.method == "lora":
+        return 0 if w.base_dtype == "fp32" else adapter_cast_kernels(input_cast=True)
+    if (w.method == "qlora" and w.nf4_quantizer in PEFT_BNB_QUANTIZERS
+            and qlora_base_format(spec, w.nf4_format) in ("nf4", "nf4-dq")):
+        return adapter_cast_kernels(input_cast=False)
+    return 0
 
 
 # the nf4_quantizer settings whose matmuls are bitsandbytes' (specs/training.py NF4_QUANTIZERS), and of them the ones

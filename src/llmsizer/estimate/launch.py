@@ -3,12 +3,16 @@ eq. K4), and the layer-kind split the training kernel counts share (``moe_kinds`
 
 from __future__ import annotations
 
+import dataclasses
 from functools import lru_cache
 
 from ..formulas.elementwise_traffic import LayerWidths, model_layer_widths
 from ..formulas.launch_overhead import (
     BNB_SERVING_RELEASE,
+    FUSED_GATE_UP,
+    FUSED_QKV,
     GENERATE_STEP_KERNELS,
+    LayerCode,
     Linear,
     forward_head_kernels,
     inference_step_kernels,
@@ -27,10 +31,42 @@ def moe_kinds(spec: ModelSpec) -> list[bool]:
     return list(map(bool, layers)) if spec.moe is not None else [False] * len(layers)
 
 
+def layer_code(spec: ModelSpec) -> LayerCode:
+    """The model's eager layer code where its kernels depart from transformers' Llama layer (formulas/
+    launch_overhead.py LayerCode), from its flags."""
+    return LayerCode(qkv_split=spec.qkv_split, rotary_pass_cat=spec.rotary_pass_cat,
+                     output_copy=spec.attention_output_copy, rotary_fused=spec.rotary_kernel == "flash-attn",
+                     norm_fused=spec.norm_kernel == "flash-attn")
+
+
+# the parts of each fused linear (ModelSpec.fused_qkv / fused_gate_up) in layer_matmul_shapes names
+_FUSED = ((FUSED_QKV, ("q", "k", "v"), "fused_qkv"), (FUSED_GATE_UP, ("gate", "up"), "fused_gate_up"))
+
+
+def _fuse(spec: ModelSpec, rows: list[tuple[str, int, int, bool]]) -> list[tuple[str, int, int, bool]]:
+    """``layer_matmul_shapes`` rows with each fused linear's parts as the one nn.Linear the model runs (name
+    FUSED_QKV / FUSED_GATE_UP, output widths summed, a bias if its parts have one) and one LoRA adapter on it when
+    any part is adapted (PEFT wraps the whole linear: formulas/lora.py), at the first part's place."""
+    for fused, parts, flag in _FUSED:
+        if not getattr(spec, flag) or not all(any(r[0] == p for r in rows) for p in parts):
+            continue
+        base = [r for r in rows if r[0] in parts]
+        adapted = [r for r in rows if r[0].split(" ")[0] in parts and "lora_" in r[0]]
+        rank = next((r[2] for r in adapted if r[0].endswith("lora_A")), 0)
+        n_in, n_out = base[0][1], sum(r[2] for r in base)
+        merged = [(fused, n_in, n_out, all(r[3] for r in base))]
+        if adapted:
+            merged += [(f"{fused} lora_A", n_in, rank, True), (f"{fused} lora_B", rank, n_out, True)]
+        at = rows.index(base[0])
+        rest = [r for r in rows if r[0].split(" ")[0] not in parts]
+        rows = rest[:at] + merged + rest[at:]
+    return rows
+
+
 def kernel_linears(spec: ModelSpec, st: ActivationSetup) -> tuple[list[LayerWidths], list[list[Linear]]]:
     """Per decoder layer, its widths (``model_layer_widths``) and the linears the eager kernel counts take (name,
     trained, has bias): the projections and adapters of ``layer_matmul_shapes`` (trained: a full fine-tune's, or an
-    adapter's) and, in an MoE layer, its top-k routed experts' linears (``experts_per_token`` x 3 gated | 2; trained
+    adapter's; a fused q/k/v or gate/up linear as one, :func:`_fuse`) and, in an MoE layer, its top-k routed experts' linears (``experts_per_token`` x 3 gated | 2; trained
     in a full fine-tune). The one rule of the training count (estimate/duration.py kernels_per_micro_step) and the
     inference count (:func:`inference_kernels`); layers of one kind (``moe_kinds``) share their objects, which
     formulas/launch_overhead.py counts once."""
@@ -39,7 +75,7 @@ def kernel_linears(spec: ModelSpec, st: ActivationSetup) -> tuple[list[LayerWidt
     for moe in dict.fromkeys(kinds):
         i = kinds.index(moe)  # the first layer of this kind
         lin = [(name, st.full or "lora_" in name, not counted)
-               for name, _, _, counted in layer_matmul_shapes(spec, i, st)]
+               for name, _, _, counted in _fuse(spec, layer_matmul_shapes(spec, i, st))]
         if moe and spec.moe is not None:
             m = spec.moe
             lin += [("expert", st.full, False)] * (m.experts_per_token * (3 if m.expert_gated else 2))
@@ -52,7 +88,8 @@ def nf4_weight_shapes(spec: ModelSpec, i: int, st: ActivationSetup, moe: bool) -
     its projections (``layer_matmul_shapes``, not the LoRA adapters) and, in an MoE layer (``moe``), its top-k
     routed experts' (up/gate: intermediate x hidden; down: hidden x intermediate). The shapes the NF4 kernel rule
     (formulas/launch_overhead.py eq. K5, ``nf4_fused_max_rows``) reads, for the training and the inference count."""
-    shapes = [(n_out, n_in) for name, n_in, n_out, _ in layer_matmul_shapes(spec, i, st) if "lora_" not in name]
+    shapes = [(n_out, n_in) for name, n_in, n_out, _ in _fuse(spec, layer_matmul_shapes(spec, i, st))
+              if "lora_" not in name]
     if moe and spec.moe is not None:
         m = spec.moe
         up = [(m.expert_intermediate_size, spec.hidden_size)] * (2 if m.expert_gated else 1)
@@ -76,8 +113,11 @@ def inference_kernels(spec: ModelSpec, tp: int = 1, half: bool = True, per_step:
     rows). Memoized (a spec is immutable)."""
     st = ActivationSetup(batch=1, seq=1, full=False, tp=tp)
     widths, linears = kernel_linears(spec, st)
-    head = forward_head_kernels(spec.norm_kind == "layernorm", widths[0].rotary, half)
-    total = inference_step_kernels(widths, linears, head, per_step=per_step, half=half)
+    # a decode step's attention output of one token per sequence is already token-major: no copy (Phi-3's
+    # generate() step traced without it); a prefill's would copy, one kernel per layer not counted here
+    code = dataclasses.replace(layer_code(spec), output_copy=False)
+    head = forward_head_kernels(spec.norm_kind == "layernorm" or code.norm_fused, widths[0].rotary, half)
+    total = inference_step_kernels(widths, linears, head, per_step=per_step, half=half, code=code)
     if weights_format in ("nf4", "nf4-dq"):
         kinds = moe_kinds(spec)
         per_kind = {moe: sum(nf4_linear_kernels(weights_format == "nf4-dq", rows,

@@ -333,22 +333,22 @@ def _add(kind: str, engine: str, low: float, high: float, rows: int, setups: int
 _add("batched decode throughput", "llama.cpp", 0.9409, 1.0727, 57, 1, 0.965, None)
 _add("batched decode throughput", "serving engines (pooled)", 0.7430, 1.1828, 16, 3, 1.000, 0.889,
      ('a100-sxm-80gb', 'h100-sxm'))
-_add("batched decode throughput", "transformers", 0.4119, 1.4010, 6, 1, 1.000, None)
+_add("batched decode throughput", "transformers", 0.4477, 1.5225, 6, 1, 1.000, None)
 _add("batched decode throughput", "vllm 0.8-0.13", 0.9301, 1.0330, 3, 1, 1.000, None, ('h100-sxm',))
 _add("batched decode throughput", "vllm < 0.6", 0.7430, 1.2457, 12, 2, 1.000, 0.917, ('a100-sxm-80gb',))
 _add("decode throughput", "llama.cpp", 0.8752, 1.1335, 154, 33, 0.941, 0.896)
 _add("decode throughput", "serving engines (pooled)", 0.8452, 1.0478, 34, 2, 1.000, 0.786, ('a100-sxm-80gb', 'a10g'))
 _add("decode throughput", "sglang 0.4 on h20", 0.3572, 1.4182, 7, 1, 1.000, None, ('h20',))
 _add("decode throughput", "sglang >= 0.5", 0.9031, 1.0742, 7, 1, 1.000, None, ('a10g',))
-_add("decode throughput", "transformers", 0.4764, 1.2714, 21, 2, 0.969, 1.000)
+_add("decode throughput", "transformers", 0.5177, 1.3817, 21, 2, 0.969, 1.000)
 _add("decode throughput", "vllm 0.6-0.7", 0.8452, 1.0478, 21, 1, 1.000, None, ('a100-sxm-80gb',))
 _add("decode throughput", "vllm >= 0.14", 0.9098, 1.0560, 6, 1, 1.000, None, ('a10g',))
 _add("inference memory", "transformers", 0.9702, 1.0619, 120, 4, 0.993, 0.782)
 _add("inference memory", "vllm", 0.9622, 1.0546, 13, 2, 0.950, 0.900)
 _add("prefill throughput", "llama.cpp", 0.6257, 1.1420, 27, 12, 1.000, 0.951)
-_add("prefill throughput", "transformers", 0.7622, 1.0000, 11, 1, 1.000, None)
+_add("prefill throughput", "transformers", 0.7607, 1.0000, 11, 1, 1.000, None)
 _add("training memory", "pytorch training", 0.9085, 1.0873, 34, 7, 1.000, 0.914)
-_add("training throughput", "pytorch training", 0.6324, 1.1598, 244, 10, 0.931, 0.892)
+_add("training throughput", "pytorch training", 0.6324, 1.1598, 244, 10, 0.939, 0.892)
 
 
 def band_for(kind: str, engine: str) -> Band | None:

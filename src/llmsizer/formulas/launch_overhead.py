@@ -32,6 +32,28 @@ adapters, rot = 1 for rotary q/k::
 (a Llama layer: K_f = 38, K_b = 71 with trained norms; tests/formulas/test_launch_overhead.py counts them in a
 real CPU step under ``TorchDispatchMode``).
 
+**Fused linears and other layer code** (:class:`LayerCode`, from the model's flags). A fused q/k/v or gate/up
+linear (Phi-3's ``qkv_proj``/``gate_up_proj``, Qwen-1's ``c_attn``) is one GEMM (one adapter when adapted, PEFT
+wrapping the whole nn.Linear), and its output's parts are gathered back in the backward instead of the separate
+linears' input-gradient sums: three ``slice_backward`` and two ``add`` for q/k/v taken by slices (Phi-3), one
+``cat`` for a ``torch.split`` / ``chunk`` (Qwen-1's q/k/v, Phi-3's gate/up: autograd's split backward). A rotary
+that concatenates its pass-through channels (Phi-3 ``torch.cat([rotated, q_pass])``) adds a ``cat`` per q and k
+forward and a ``slice_backward`` and an ``add`` per q and k backward; a copied attention output (``attention_output
+_copy``) one copy forward. flash-attn's Triton rotary as Qwen-1's remote code calls it (``t.float()``, the
+``cos``/``sin`` halves made contiguous, the kernel, ``type_as``: flash-attn v2.3.2 flash_attn/ops/triton/rotary.py
+L190, L198-233; its backward clones the gradient first, layers/rotary.py L68-83) launches 5 per q and k forward
+and 6 backward, for the 10 / 16 of eq. K3's eager rotary; flash-attn's fused RMSNorm (``dropout_layer_norm``,
+flash_attn/ops/rms_norm.py) one call each way, as a LayerNorm. (A Phi-3 layer with LoRA on every linear: K_f = 54,
+K_b = 88; tests/formulas/test_training_step_kernels.py traces it.)
+
+**LoRA dropout** (PEFT ``lora_dropout`` > 0: each adapter drops out its input, ``lora_B(lora_A(dropout(x)))``). On
+CUDA ``torch.nn.functional.dropout`` with 0 < p < 1 is the fused ``native_dropout`` (aten/src/ATen/native/
+Dropout.cpp ``is_fused_kernel_acceptable``: a CUDA input), backward ``native_dropout_backward``: one kernel per
+adapter each way, again in a recomputed forward (a CPU trace runs the unfused ``bernoulli_``/``div_``/``mul``
+instead, so this is read, not traced)::
+
+    forward  + a [dropout]                  backward  + a [its backward]                                 (K7)
+
 **Recompute, early stop.** A checkpointed layer runs its forward again in the backward, but PyTorch's
 non-reentrant checkpoint stops that recomputation once every tensor the backward saved has been rebuilt (torch
 2.13.0 torch/utils/checkpoint.py ``set_checkpoint_early_stop`` L773-804, default True; raised at L1128-1131; the rule
@@ -57,6 +79,27 @@ Outside the layers: the head weight's cast and, in the backward, its gradient's 
 (+1 / +2), while the rotary tables' two casts back are no-ops (-2). A recomputed layer runs its forward casts again
 (autocast's cache was cleared when the forward's region exited). (A Qwen2 layer: +13 / +19; tests/formulas/
 test_training_step_kernels.py traces whole bf16-mixed steps.)
+
+**Autocast over fp32 adapters** (LoRA under ``torch.autocast`` on a half-precision base: PEFT keeps the adapters in
+fp32, ``get_peft_model(..., autocast_adapter_dtype=True)`` by default, peft @5d602fdb src/peft/mapping_func.py:110 and
+tuners/tuners_utils.py:2657-2672 ``cast_adapter_dtype``; PEFT 0.4.0 @0769587a made them fp32 and moved them only to
+the base's device, src/peft/tuners/lora.py:691). The base, its residual stream and its norms stay half (K2/K3 as in
+pure half precision). PEFT's ``Linear.forward`` casts the adapter's input to the adapter's dtype
+(tuners/lora/layer.py:1061 ``_cast_input_dtype``, tuners_utils.py:2191 ``x.to(dtype)``; PEFT 0.4.0 lora.py:819
+``x.to(self.lora_A[...].weight.dtype)``), then autocast casts that fp32 input back to half for ``lora_A`` (not a
+leaf: not cached) and the two fp32 leaf weights A and B (cached per region); ``* scaling`` and the ``add`` are half.
+PEFT's bitsandbytes 4-bit and 8-bit LoRA skip the input cast while autocast is on (tuners/lora/bnb.py:543
+``requires_conversion = not torch.is_autocast_enabled()``; PEFT 0.4.0 lora.py:1129; that call without a device
+reads CUDA's autocast state, so a CPU trace emulates it). Per adapter and pass::
+
+    forward   + 2 [A, B weights] + 2 i [the input to fp32, and back to half]
+    backward  + 2 [the A, B weight gradients cast to fp32] + 2 i [the input gradient to half, and to fp32]   (K6a)
+
+with i = 1 for PEFT's ``Linear``, 0 for its bitsandbytes layers (its GPTQ layer casts the input as well,
+tuners/lora/gptq.py:93; not counted, no GPTQ step traced). A recomputed
+layer casts again; an early-stopping checkpoint still casts the last lora_B weight (autocast casts before the GEMM
+saves its inputs). (A Qwen2 layer with 7 adapters: +28 / +28, over NF4 +14 / +14; tests/formulas/
+test_training_step_kernels.py traces whole bf16-mixed LoRA and QLoRA steps with PEFT's default fp32 adapters.)
 
 The cross-entropy (``ForCausalLMLoss``) adds its cast, log-softmax and NLL each way, the head GEMM, the final norm,
 the rotary tables, the embedding and the backward's seed (:func:`head_kernels`). Checkpointed layers run K_f again
@@ -125,6 +168,7 @@ torch/optim/optimizer.py L161-186) picks foreach only on the devices of torch/ut
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from itertools import repeat
 from operator import and_
 
@@ -153,23 +197,52 @@ DECODE_LOOP_KERNELS = {"generate": GENERATE_STEP_KERNELS, "forward": WORKER_STEP
 Linear = tuple[str, bool, bool]  # (name, trained, has bias); LoRA linears carry 'lora_' in the name
 
 
+@dataclass(frozen=True)
+class LayerCode:
+    """Where a model's eager decoder-layer code departs from transformers' Llama layer in kernels (see the module
+    docstring, "Fused linears and other layer code"): ``qkv_split`` the fused q/k/v output is split (one ``cat``
+    back) rather than sliced; ``rotary_pass_cat`` the rotary concatenates its pass-through channels;
+    ``output_copy`` the attention output is copied before the output projection; ``rotary_fused`` flash-attn's
+    Triton rotary; ``norm_fused`` flash-attn's fused RMSNorm."""
+
+    qkv_split: bool = False
+    rotary_pass_cat: bool = False
+    output_copy: bool = False
+    rotary_fused: bool = False
+    norm_fused: bool = False
+
+
+LLAMA_CODE = LayerCode()
+# the linear names of a fused q/k/v and gate/up (estimate/launch.py kernel_linears)
+FUSED_QKV, FUSED_GATE_UP = "qkv", "gate_up"
+
+
 def rmsnorm_kernels(half: bool, weight_trained: bool) -> tuple[int, int]:
     """(forward, backward) kernels of one eager ``LlamaRMSNorm`` (half precision casts in and out)."""
     return (8 if half else 6), 12 + (2 if half else 0) + (2 if weight_trained else 0)
 
 
 # the linears reading a norm's output (the layer's fp32 stream under autocast over fp32 weights, eq. K6)
-NORM_INPUT_LINEARS = frozenset(("q", "k", "v", "gate", "up"))
+NORM_INPUT_LINEARS = frozenset(("q", "k", "v", "gate", "up", FUSED_QKV, FUSED_GATE_UP))
 
 
-def autocast_cast_kernels(linears: Sequence[Linear], rotary: bool) -> tuple[int, int]:
+def autocast_cast_kernels(linears: Sequence[Linear], rotary: bool, pass_cat: bool = False) -> tuple[int, int]:
     """(forward, backward) cast kernels ``torch.autocast`` adds to one eager decoder layer whose weights and residual
     stream are fp32 (eq. K6), beside K2/K3 with fp32 norms. ``linears``: (name, trained, bias) as in
-    :func:`layer_kernels`."""
+    :func:`layer_kernels`. ``pass_cat``: the rotary concatenates its half-precision pass-through channels to the
+    fp32 rotated ones (LayerCode.rotary_pass_cat), a cast each for q and k, and for their gradients."""
     n_w = sum(1 + (1 if bias else 0) for _, _, bias in linears)
     n_in = sum(1 for name, _, _ in linears if name in NORM_INPUT_LINEARS)
-    rot = 1 if rotary else 0
-    return n_w + n_in + 2 * rot, n_w + n_in + 6 * rot + 2
+    rot = (1 if rotary else 0)
+    cat = 2 * rot if pass_cat else 0
+    return n_w + n_in + 2 * rot + cat, n_w + n_in + 6 * rot + 2 + cat
+
+
+def adapter_cast_kernels(input_cast: bool) -> int:
+    """Cast kernels ``torch.autocast`` and PEFT add per fp32 LoRA adapter over a half-precision base, in each of the
+    forward and the backward (eq. K6a): the A and B weights (their gradients back to fp32), and with ``input_cast``
+    (PEFT's ``Linear``, not its bitsandbytes layers under autocast) the input to fp32 and back to half."""
+    return 2 + (2 if input_cast else 0)
 
 
 def recompute_skipped_kernels(linears: Sequence[Linear]) -> int:
@@ -179,10 +252,11 @@ def recompute_skipped_kernels(linears: Sequence[Linear]) -> int:
 
 
 def layer_kernels(w: LayerWidths, linears: Sequence[Linear], compiled: bool, norms_trained: bool,
-                  half: bool = True) -> tuple[int, int]:
+                  half: bool = True, code: LayerCode = LLAMA_CODE) -> tuple[int, int]:
     """(forward, backward) kernels one decoder layer launches: eqs. (K2)/(K3) eager, the fused kernels of
     elementwise_traffic eqs. (E4)/(E5) compiled. ``linears``: (name, trained, bias) of every linear the layer runs,
-    base and LoRA (formulas/selective_checkpointing.layer_matmul_shapes order and names)."""
+    base and LoRA (formulas/selective_checkpointing.layer_matmul_shapes order and names; a fused q/k/v or gate/up
+    one named FUSED_QKV / FUSED_GATE_UP). ``code``: the model's departures from the Llama layer (eager only)."""
     # (the counts taken in C: names, trained and bias flags as columns)
     names, trained, bias = zip(*linears, strict=True) if linears else ((), (), ())
     adapters = sum(map(str.endswith, names, repeat("lora_A")))
@@ -192,14 +266,18 @@ def layer_kernels(w: LayerWidths, linears: Sequence[Linear], compiled: bool, nor
     gemm_bwd = n_lin + sum(trained_flags) + sum(map(and_, trained_flags, map(bool, bias)))
     rot = 1 if w.rotary else 0
     if compiled:
-        qk_adapters = sum(map(("q lora_A", "k lora_A").__contains__, names))
+        qk_adapters = sum(map(("q lora_A", "k lora_A", f"{FUSED_QKV} lora_A").__contains__, names))
         fwd = n_lin + 1 + 4 + 6 * rot + qk_adapters
         bwd = gemm_bwd + 1 + 5 + 2 * rot + (adapters - qk_adapters)
         return fwd, bwd
-    nf, nb = (1, 1) if w.layernorm else rmsnorm_kernels(half, norms_trained)
+    nf, nb = (1, 1) if w.layernorm or code.norm_fused else rmsnorm_kernels(half, norms_trained)
     separate_qkv = sum(map(("q", "k", "v").__contains__, names))
-    fwd = 2 * nf + n_lin + 10 * rot + 1 + (2 if w.gated else 1) + 2 + 2 * adapters
-    bwd = (2 * nb + gemm_bwd + 16 * rot + 1 + (3 if w.gated else 1) + 2 + max(0, separate_qkv - 1)
+    # the q/k/v input gradients: summed (separate linears) or gathered from the fused output's parts
+    qkv_grad = max(0, separate_qkv - 1) if FUSED_QKV not in names else (1 if code.qkv_split else 3 + 2)
+    rot_f, rot_b = (10, 12) if code.rotary_fused else (10 + (2 if code.rotary_pass_cat else 0),
+                                                        16 + (4 if code.rotary_pass_cat else 0))
+    fwd = 2 * nf + n_lin + rot_f * rot + 1 + (2 if w.gated else 1) + 2 + 2 * adapters + (1 if code.output_copy else 0)
+    bwd = (2 * nb + gemm_bwd + rot_b * rot + 1 + (3 if w.gated else 1) + 2 + qkv_grad
            + (1 if w.gated else 0) + 2 * adapters)
     return fwd, bwd
 
@@ -331,11 +409,17 @@ def overlapped_seconds(device_seconds: float, host: float) -> float:
 
 def step_kernels(widths: Sequence[LayerWidths], linears: Sequence[Sequence[Linear]], compiled: bool,
                  norms_trained: bool, recomputed_layers: int, head: int, half: bool = True,
-                 early_stop: bool = False, autocast: bool = False) -> int:
+                 early_stop: bool = False, autocast: bool = False, adapter_casts: int = 0,
+                 code: LayerCode = LLAMA_CODE, adapter_dropout: bool = False) -> int:
     """Kernels of one micro-step: every decoder layer's forward and backward (K2/K3), the forward again for
     ``recomputed_layers`` checkpointed layers (their mean forward count; ``early_stop``: an early-stopping
     non-reentrant checkpoint's, eq. K2', eager), and ``head`` (:func:`head_kernels`). ``autocast``: fp32 weights
-    under torch.autocast, eager: each layer's casts (eq. K6), its norms in fp32."""
+    under torch.autocast, eager: each layer's casts (eq. K6), its norms in fp32. ``adapter_casts``: fp32 LoRA
+    adapters over a half base under torch.autocast, eager: the casts per adapter and pass
+    (:func:`adapter_cast_kernels`, eq. K6a; 0: none). ``code``: the model's layer code (:class:`LayerCode`);
+    ``adapter_dropout``: each adapter drops out its input (eq. K7, eager)."""
+    if adapter_casts < 0:
+        raise InputError("adapter casts must not be negative")
     if len(widths) != len(linears) or not widths:
         raise InputError("one set of linears per decoder layer is needed")
     if recomputed_layers < 0:
@@ -348,10 +432,14 @@ def step_kernels(widths: Sequence[LayerWidths], linears: Sequence[Sequence[Linea
     amp = autocast and not compiled
     for key, n in alike.items():
         w, lin = first[key]
-        f, b = layer_kernels(w, lin, compiled, norms_trained, half and not amp)
+        f, b = layer_kernels(w, lin, compiled, norms_trained, half and not amp, code)
         if amp:
-            cf, cb = autocast_cast_kernels(lin, w.rotary)
+            cf, cb = autocast_cast_kernels(lin, w.rotary, code.rotary_pass_cat)
             f, b = f + cf, b + cb
+        per_adapter = (adapter_casts + (1 if adapter_dropout else 0)) if not compiled else 0
+        if per_adapter:
+            extra = per_adapter * sum(1 for name, _, _ in lin if name.endswith("lora_A"))
+            f, b = f + extra, b + extra
         fwd_sum += n * (f - (recompute_skipped_kernels(lin) if early_stop and not compiled else 0))
         total += n * (f + b)
     return total + round(fwd_sum * recomputed_layers / len(widths)) + head
@@ -365,7 +453,8 @@ def forward_head_kernels(layernorm: bool, rotary: bool, half: bool = True) -> in
 
 
 def inference_step_kernels(widths: Sequence[LayerWidths], linears: Sequence[Sequence[Linear]], head: int,
-                           per_step: int = GENERATE_STEP_KERNELS, half: bool = True) -> int:
+                           per_step: int = GENERATE_STEP_KERNELS, half: bool = True,
+                           code: LayerCode = LLAMA_CODE) -> int:
     """Eq. (K4): kernels of one eager inference step: each decoder layer's forward (K2, frozen norms) and its cache
     update, ``head`` (:func:`forward_head_kernels`) and ``per_step``, the decoding loop's own kernels
     (``generate()``: GENERATE_STEP_KERNELS; the measure worker's forward + argmax loop: WORKER_STEP_KERNELS; a bare
@@ -378,5 +467,5 @@ def inference_step_kernels(widths: Sequence[LayerWidths], linears: Sequence[Sequ
     first = dict(zip(keys, zip(widths, linears, strict=True), strict=True))
     total = 0
     for key, n in tally(keys).items():
-        total += n * (layer_kernels(*first[key], False, False, half)[0] + CACHE_UPDATE_KERNELS)
+        total += n * (layer_kernels(*first[key], False, False, half, code)[0] + CACHE_UPDATE_KERNELS)
     return total + head + per_step

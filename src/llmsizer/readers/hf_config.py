@@ -42,10 +42,12 @@ EXPAND = Range(1, 64, True, "a Mamba expansion factor")
 # ``qkv_proj`` = Linear(H, (heads + 2 kv_heads) x head_dim) and Phi3MLP ``gate_up_proj`` = Linear(H, 2 I) are one
 # nn.Linear each (fused_qkv, fused_gate_up); V is a slice of the qkv output (``qkv[..., query_pos + kv:]``, line
 # 223: value_view_of_qkv); apply_rotary_pos_emb's ``torch.cat([rotated, q_pass])`` (line 184) makes q head-major
-# even at full rotary, so the output projection keeps a copy (attention_output_copy). Measured:
-# tests/training/test_lora_first_layer.py (phi3 cases)
+# even at full rotary (rotary_pass_cat: a kernel each for q and k), so the output projection keeps a copy
+# (attention_output_copy). Measured: tests/training/test_lora_first_layer.py (phi3 cases); the kernels:
+# tests/formulas/test_training_step_kernels.py and test_inference_kernels.py (phi3 cases)
 TRANSFORMERS_LAYOUT: dict[str, dict[str, Any]] = {
-    "phi3": dict(fused_qkv=True, fused_gate_up=True, value_view_of_qkv=True, attention_output_copy=True),
+    "phi3": dict(fused_qkv=True, fused_gate_up=True, value_view_of_qkv=True, attention_output_copy=True,
+                 rotary_pass_cat=True),
 }
 LLAMA_LIKE = {"llama", "mistral", "qwen2", "qwen3", "granite", "phi3", "gemma", "gemma2", "gemma3_text", "olmo2",
               "qwen2_5_vl_text", "qwen3_vl_text"}  # *_vl_text: only as the language model of a *_vl config

@@ -301,6 +301,10 @@ def _check_sub(sub: MoESpec | MLASpec | VisionSpec | RecurrentSpec | Gemma3nSpec
         raise InputError(f"{where}: {unknown_choice('vision token rule', sub.token_rule, VISION_TOKEN_RULES)}")
 
 
+# the kernels a layer's rotary and norms may run (ModelSpec.rotary_kernel / norm_kernel)
+LAYER_KERNELS = ("eager", "flash-attn")
+
+
 @dataclass(frozen=True, eq=False)
 class ModelSpec:
     """Decoder-only transformer architecture.
@@ -365,6 +369,16 @@ class ModelSpec:
     # gate and up come from one linear (Phi-3 mlp.gate_up_proj, Granite-4.0-H shared_mlp.input_linear): PEFT adapts
     # the whole linear once (formulas/lora.py)
     fused_gate_up: bool = False
+    # how the layer's code runs, where its kernels differ from transformers' Llama layer (formulas/launch_overhead.py
+    # LayerCode, eqs. K2/K3): the fused q/k/v output separated by ``torch.split`` (one ``cat`` gathers the gradients;
+    # Qwen-1's remote code ``mixed_x_layer.split``) rather than by slices (Phi-3's ``qkv[..., :query_pos]``); the
+    # rotary concatenating its pass-through channels (Phi-3's ``torch.cat([rotated, q_pass])``); flash-attn's Triton
+    # rotary (``flash_attn.layers.rotary.apply_rotary_emb_func``) and its fused RMSNorm (``flash_attn.ops.rms_norm``,
+    # the csrc/layer_norm extension) where the remote code imports them (Qwen-1 with flash-attn installed)
+    qkv_split: bool = False
+    rotary_pass_cat: bool = False
+    rotary_kernel: str = "eager"  # eager | flash-attn
+    norm_kernel: str = "eager"  # eager | flash-attn
     lm_head_bias: bool = False  # the output projection has a bias (PhiForCausalLM lm_head)
     # the MLP activation is transformers' NewGELUActivation (hidden_act 'gelu_new'), a chain of Python tensor ops
     # that keeps its own intermediates for the backward (formulas/training_activations.py), not one fused op
@@ -422,6 +436,9 @@ class ModelSpec:
             if v is None and fname in _OPTIONAL:
                 continue
             object.__setattr__(self, fname, check_number(v, fname, rng, where))
+        for fname in ("rotary_kernel", "norm_kernel"):
+            if getattr(self, fname) not in LAYER_KERNELS:
+                raise InputError(f"{where}: {unknown_choice(fname, getattr(self, fname), LAYER_KERNELS)}")
         if self.num_heads % self.num_kv_heads != 0:
             raise InputError(
                 f"model {self.name!r}: num_attention_heads ({self.num_heads}) is not a multiple of "
