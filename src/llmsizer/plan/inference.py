@@ -415,9 +415,13 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
     if not fits and f_peak is not None and f_peak.fits_at:  # fit's hint, the one rule (recommend.py fits_at)
         from ..render.fit_text import fits_at_line
         notes.facts["fits_at"] = f_peak.fits_at
-        notes.advice.append(f"{fits_at_line(f_peak.fits_at, rerun=False)}; in the request: quantization: "
-                            f"{f_peak.fits_at['weights'].removeprefix('gguf:')}"
-                            + (f", engine: {f_peak.fits_at['engine']}" if not f_peak.fits_at["same_engine"] else ""))
+        if "window" in f_peak.fits_at:  # the engine refuses the context: the line names the request's keys
+            notes.advice.append(str(fits_at_line(f_peak.fits_at, rerun=False)))
+        else:
+            notes.advice.append(f"{fits_at_line(f_peak.fits_at, rerun=False)}; in the request: quantization: "
+                                f"{f_peak.fits_at['weights'].removeprefix('gguf:')}"
+                                + (f", engine: {f_peak.fits_at['engine']}" if not f_peak.fits_at["same_engine"]
+                                   else ""))
 
     # ---- speed ----
     spd = Sec("speed", "Speed")
