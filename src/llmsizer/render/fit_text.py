@@ -187,12 +187,17 @@ def memory_line(r: FitResult) -> str:
 
 def host_weights_line(r: FitResult) -> str | None:
     """The weights llama.cpp keeps in host memory beside those on the devices (the estimate's ``weights_host``
-    item: the token embeddings always, layers or experts not offloaded), outside the device budget; None when no
-    weight is on the host."""
+    item: the token embeddings always, layers or experts not offloaded), outside the device budget; on Apple (the
+    working-set assumption of estimate/device.py) the same unified memory, outside the Metal working set the budget
+    is; None when no weight is on the host."""
     items = {it.name: it for it in r.estimate.items} if r.estimate is not None else {}
     host, dev = items.get("weights_host"), items.get("weights")
     if host is None or not host.bytes or dev is None:
         return None
+    if any(a.name == "apple_gpu_working_set" for a in r.assumptions):  # Apple: one unified memory (device.py)
+        return (f"weights {format_bytes(dev.bytes)} in Metal buffers + {format_bytes(host.bytes)} in llama.cpp's CPU "
+                f"buffers ({host.formula}): the same unified memory, but outside the GPU working set the budget "
+                "counts, so not in it")
     return (f"weights {format_bytes(dev.bytes)} on {f'the {r.count} devices' if r.count > 1 else 'the device'} + "
             f"{format_bytes(host.bytes)} in host memory ({host.formula}; not in the device budget)")
 
