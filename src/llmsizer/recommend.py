@@ -137,10 +137,10 @@ class Constraints:
         return self
 
 
-def _money(period: str | None, rng: Range) -> Callable[[object], float]:
+def _money(period: str | None, rng: Range, rates: str = "") -> Callable[[object], float]:
     def read(value: object) -> float:
         from .request.quantities import parse_money
-        return parse_money(value, period, rng)
+        return parse_money(value, period, rng, rates)
     return read
 
 
@@ -156,7 +156,8 @@ def _seconds(value: object) -> float:
 # through the one number check with the flag's range (numbers.py) -- before, Constraints(max_cost='$5k') or
 # max_cost='abc' raised a bare TypeError ('<=' between str and int)
 _LIMIT_READERS: dict[str, Callable[[object], float]] = {
-    "max_cost_per_hour": _money("h", BUDGET), "max_cost": _money(None, BUDGET), "kwh_price": _money("kWh", KWH_PRICE),
+    "max_cost_per_hour": _money("h", BUDGET), "max_cost": _money(None, BUDGET, "the hourly limit is max_cost_per_hour"),
+    "kwh_price": _money("kWh", KWH_PRICE),
     "tokens_per_second": lambda v: float(check_number(v, "", TOKEN_RATE)),
     "user_tokens_per_second": lambda v: float(check_number(v, "", TOKEN_RATE)),
     "max_ttft": _seconds, "deadline": _seconds,

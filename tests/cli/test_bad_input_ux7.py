@@ -146,7 +146,8 @@ def test_an_unknown_weight_format_or_kv_dtype_names_its_flag_and_suggests(cmd):
 def test_known_spellings_of_formats_and_dtypes_still_parse():
     code, _, err = run("infer", "llama-3.1-8b", "--weights", "Q4_K_M", "--engine", "llamacpp", "--kv-dtype", "q8_0")
     assert code == 0, err
-    code, _, err = run("infer", "llama-3.1-8b", "--weights", "int4", "--kv-dtype", "float16")
+    # vLLM stores an fp16 KV cache only for an fp16 model (engines.py kv_dtypes_model_only): the dtype given with it
+    code, _, err = run("infer", "llama-3.1-8b", "--weights", "int4", "--kv-dtype", "float16", "--dtype", "fp16")
     assert code == 0, err
 
 

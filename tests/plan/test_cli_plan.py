@@ -160,5 +160,5 @@ def test_model_dependent_errors_name_the_job(tmp_path, monkeypatch, capsys):
                    "    settings: {tp: 4}\n    dataset: {tokens: 1M}\n    resources: {instance: aws-p5.48xlarge}\n")
     assert run_cli(["plan", str(req), "--no-alternatives"], monkeypatch) == 2
     err = capsys.readouterr().err
-    assert err == (f"llmsizer: error: {req}:6: job 'big' (training): settings.tp: tp 4 does not divide the 14 "
-                   "attention heads of Qwen/Qwen2.5-0.5B\n")
+    assert err == (f"llmsizer: error: {req}:6: job 'big' (training): settings.tp 4 does not divide the 14 "
+                   "attention heads of Qwen/Qwen2.5-0.5B\n")  # the key path once, where the message names the key

@@ -62,8 +62,9 @@ def test_a_request_states_the_target_length_and_the_plan_sizes_it_as_train_does(
 @pytest.mark.parametrize(("model", "target", "says"), [
     ("t0_3b", "0", ":14: job 't0-lora' (training): settings.target_len: 0 is out of range"),
     ("t0_3b", "abc", ":14: job 't0-lora' (training): settings.target_len: "),
-    # the field's line (14) and key path, as the reader's own field errors; it said the job's line (3) before
-    ("qwen2.5-0.5b", "3", ":14: job 't0-lora' (training): settings.target_len: target_len applies to "
+    # the field's line (14) and key path, as the reader's own field errors; it said the job's line (3) before; the
+    # key path once, where the message opens with the key ('settings.target_len: target_len applies' before)
+    ("qwen2.5-0.5b", "3", ":14: job 't0-lora' (training): settings.target_len applies to "
                           "encoder-decoder models; 'Qwen/Qwen2.5-0.5B' is decoder-only (drop it)"),
 ])
 def test_a_bad_target_length_is_one_line_naming_the_file_and_job(tmp_path, model: str, target: str, says: str) -> None:

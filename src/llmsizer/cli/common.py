@@ -68,13 +68,13 @@ def float_arg(rng: Range) -> Callable[[str], float]:
     return _argtype(lambda t: float(parse_count(t, what="", rng=rng)), "float", rng)
 
 
-def money_arg(rng: Range, period: str | None = None) -> Callable[[str], float]:
+def money_arg(rng: Range, period: str | None = None, rates: str = "") -> Callable[[str], float]:
     """argparse type: US dollars in ``rng`` ('50', '$50', '$20k', '1.5M USD'; with ``period`` "h" also '$2/h'),
     read by the request files' money reader (request/quantities.py ``parse_money``), so `--max-cost '$20k'` is
-    `budget.total: $20k`."""
+    `budget.total: $20k`; ``rates``: where a rate given to a total flag goes (parse_money's words)."""
     def read(text: str) -> float:
         from ..request.quantities import parse_money
-        return parse_money(text, period, rng)
+        return parse_money(text, period, rng, rates)
     return _argtype(read, "money", rng)
 
 

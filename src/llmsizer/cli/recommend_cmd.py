@@ -58,7 +58,7 @@ def register(sub: Any) -> None:
     c = p.add_argument_group("constraints")
     c.add_argument("--max-cost-per-hour", type=money_arg(BUDGET, "h"),
                    help="budget in USD per hour ('2', '$2/h')")
-    c.add_argument("--max-cost", type=money_arg(BUDGET),
+    c.add_argument("--max-cost", type=money_arg(BUDGET, rates="the hourly limit is --max-cost-per-hour"),
                    help="training budget for the whole run, USD ('5000', '$5k')")
     c.add_argument("--deadline", type=duration_arg, help="training wall-clock limit, e.g. 3d, 12h, '2 weeks'")
     c.add_argument("--tokens-per-second", type=float_arg(TOKEN_RATE), help="aggregate decode throughput target")

@@ -151,6 +151,16 @@ def refusal_reason(window: Window, context: int) -> str:
             f"{window.tokens:,} ({window.override} not set)")
 
 
+def window_fits_at(details: dict[str, object]) -> dict[str, object] | None:
+    """Fit's hint (``FitResult.fits_at``) when the engine refuses the context past the model's window (W2, W4; the
+    estimate's ``engine_refusal_reason``): no weight format changes that, so the hint names the window -- a context
+    of at most its tokens, or the override -- instead of a format search. None when the engine does not refuse."""
+    window = details.get("context_window")
+    if details.get("engine_refusal_reason") is None or not isinstance(window, dict):
+        return None
+    return {"window": {"engine": window["engine"], "tokens": window["tokens"], "override": window["override"]}}
+
+
 def window_details(window: Window) -> dict[str, object]:
     """The window as an answer's details carry it (``context_window``)."""
     return {"engine": window.engine, "tokens": window.tokens, "setting": window.setting,

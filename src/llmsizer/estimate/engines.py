@@ -112,6 +112,10 @@ class EngineProfile:
     # kv_cache_dtype=auto, transformers' DynamicCache); else the engine has no 'auto' and this says why its default
     # (``kv_dtype_default``) stands for it
     kv_dtype_auto_why: str | None = None
+    # the unquantized KV dtypes the engine stores only as the model's own dtype (compose.check_engine_kv_dtype with
+    # the model dtype): another model dtype is refused; the model's own is the engine's 'auto', said by this note
+    kv_dtypes_model_only: tuple[str, ...] = ()
+    kv_dtypes_model_only_why: str = ""
     # the engine runs the model's own transformers module, which repeats K/V to every query head before caching
     # when ModelSpec.kv_repeated_in_transformers (Falcon new_decoder_architecture): formulas/kv_cache.py repeated_kv
     caches_repeated_kv: bool = False
@@ -172,9 +176,18 @@ def transformers_kv_backend(kv_dtype: str) -> str:
 VLLM = EngineProfile(
     name="vllm", mla_mode="latent", window_extra=-1, block_size=16, kv_dtype_default="model",
     dsa_indexer_cache="fp8_scaled",
-    kv_dtypes=TORCH_KV_DTYPES,
+    kv_dtypes=tuple(d for d in TORCH_KV_DTYPES if d not in ("fp32", "fp16")),  # those two: as 'auto' only (below)
     kv_dtypes_source="vllm/config/cache.py CacheDType = Literal['auto', 'bfloat16', 'int8', 'fp8', 'fp8_e4m3', "
                      "'fp8_e5m2', 'fp8_inc', 'fp8_ds_mla'] ('auto' = the model dtype)",
+    # fp32: no CacheDType names it (nor at vllm-project/vllm@002f10e0 vllm/config/cache.py, whose list gained
+    # 'float16' in vllm#37199, 2026-03-16): only 'auto' on a float32 model stores it. A 16-bit cache of the other
+    # 16-bit dtype holds the model's bits read as that dtype, no error raised (vllm#54338: '--kv-cache-dtype float16'
+    # on a bfloat16 model gives nonsense, and bfloat16 on a float16 model; csrc/attention/dtype_fp8.cuh
+    # get_fp8_kv_cache_data_type maps 'auto', 'float16' and 'bfloat16' alike): refused, not sized
+    kv_dtypes_model_only=("fp32", "fp16", "bf16"),
+    kv_dtypes_model_only_why="vLLM's CacheDType has no float32 and, before vllm#37199, no float16: 'auto' stores "
+                             "the model's own type; a 16-bit cache of the other 16-bit type reads the model's bits as "
+                             "that type, no error raised (vllm#54338)",
     description="vLLM: loads weights, profiles a dummy batch of max_num_batched_tokens, then pre-allocates KV blocks "
                 "to fill gpu_memory_utilization x GPU memory; MLA caches the latent; paged blocks of 16 tokens.",
     source="vLLM docs 'Engine arguments' (gpu_memory_utilization 0.9, block_size 16); "

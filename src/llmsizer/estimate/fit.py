@@ -33,6 +33,7 @@ from ..specs import InferenceWorkload, ModelSpec, TrainingWorkload
 from ..specs.workload import DEFAULT_ATTENTION, INFERENCE_NUMBERS, normalize_engine, prompt_and_output, read_number
 from . import efficiency as E
 from . import ranges as R
+from .context_window import window_fits_at
 from .device import (
     check_engine_on_device,
     device_fields,
@@ -529,6 +530,9 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
                    **workload).result(speed)
     if r.fits or not (fits_at if fits_at is not None else weights is None and tensor_parallel is None):
         return r
+    window = window_fits_at(r.estimate.details) if r.estimate is not None else None
+    if window is not None:  # the engine refuses the context, whatever the format: the hint names the window
+        return replace(r, fits_at=window)
     from .format_search import fits_at as format_fits_at  # the ladder search sizes each rung by this module's fit
     spec = load_model(model) if isinstance(model, str) else model
     return replace(r, fits_at=format_fits_at(

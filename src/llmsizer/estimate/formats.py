@@ -136,6 +136,24 @@ def bnb_moe_refused(engine: str, fmt: str, spec: ModelSpec | None) -> str | None
             "MoE method has no 8-bit experts (quantization/bitsandbytes.py BitsAndBytesMoEMethod._create_weights_8bit)")
 
 
+# MXFP4 is an experts-only format: vLLM's Mxfp4Config.get_quant_method (vllm/model_executor/layers/quantization/
+# mxfp4.py L201-234 @ 007d5005) gives a FusedMoE layer Mxfp4MoEMethod and every LinearBase UnquantizedLinearMethod
+# ("MXFP4 linear layer is not implemented"), attention none; transformers' Mxfp4HfQuantizer replaces the gpt-oss
+# experts only, and llama.cpp's MXFP4_MOE file type keeps only the experts in MXFP4. The weights formula sizes it so
+# (formulas/weight_formats.py: only ``experts`` matrices quantizable): on a model with no routed experts every tensor
+# would stay 16-bit, the same bytes as bf16 under another name, so it is refused rather than sized.
+MXFP4_EXPERTS_ONLY = ("MXFP4 quantizes only MoE experts (vLLM quantization/mxfp4.py Mxfp4Config.get_quant_method: "
+                      "linear layers fall back to UnquantizedLinearMethod)")
+
+
+def mxfp4_dense_refused(fmt: str, spec: ModelSpec | None) -> str | None:
+    """Why weights ``fmt`` are refused for ``spec``: mxfp4 on a model with no routed experts (MXFP4_EXPERTS_ONLY),
+    on every engine; None otherwise. Asked by ``engine_weights`` and ``engine_refuses``."""
+    if fmt != "mxfp4" or spec is None or (spec.moe is not None and spec.moe.num_experts):
+        return None
+    return f"{MXFP4_EXPERTS_ONLY}; {spec.name} has no experts, so its weights would stay 16-bit"
+
+
 def engine_kernel_format(engine: str | None, fmt: str) -> str:
     """The format whose kernel class (bandwidth share, per-layer overhead, KV layout, compute dtype) the speed
     estimate uses for weights ``fmt`` on ``engine``: ``fmt`` itself, except a GGUF format on vLLM or SGLang, which
@@ -202,7 +220,7 @@ def engine_refuses(engine: str, fmt: str, device: Device | None, spec: ModelSpec
     ``fmt`` "file" with ``spec`` a .gguf file: the same GGUF checks, over the file's own tensor types. The one home
     of these checks: ``check_engine_runs`` (fit, estimate_inference), the engine rule and recommend's ladder ask it
     with their device; ``engine_weights`` with ``device`` None, the GGUF types alone, which need no device."""
-    bnb_moe = bnb_moe_refused(engine, fmt, spec)
+    bnb_moe = bnb_moe_refused(engine, fmt, spec) or mxfp4_dense_refused(fmt, spec)
     if bnb_moe is not None:  # on any device
         return bnb_moe
     name, gate = _MIN_CAPABILITY.get(engine, ("", {}))
@@ -359,6 +377,9 @@ def engine_weights(spec: ModelSpec, engine: str, weights: str | None, group_size
     bnb_moe = bnb_moe_refused(engine, fmt, spec)
     if bnb_moe is not None:
         raise FieldError("weights", f"{bnb_moe}; give other weights or another engine", also=("engine",))
+    dense_mxfp4 = mxfp4_dense_refused(fmt, spec)
+    if dense_mxfp4 is not None:
+        raise FieldError("weights", f"{dense_mxfp4}; give other weights (e.g. fp8, awq-int4, q4_k_m)")
     if fmt.startswith("gguf:") and engine in GGUF_ENGINES:
         _refuse_gguf_types(engine, fmt, spec)
         out.assumptions.append(Assumption(

@@ -51,18 +51,23 @@ GEMMA3N_FFN_WIDTHS = "gemma3n_per_layer_ffn_widths"
 _KEYED_NOTE = re.compile(r"([A-Za-z_][\w.]*)=(.+)", re.S)
 MODEL_NOTE_WHY = "not in the model's config: default or derived"
 READER_NOTE = "model.reader_note"
+# keyed notes that say what became of the user's own input, not a default: the catalog's ``name=`` note, the name
+# given resolved to a release of the same architecture (catalog/models.py VARIANT_NOTE)
+GIVEN_NOTE_WHY = {"name": "the name given, resolved to a catalog release of the same architecture"}
 
 
 def model_note_assumptions(spec: ModelSpec) -> list[Assumption]:
     """The assumptions the model reader's notes (``spec.notes``) put on an estimate, inference and training alike: a
-    ``key=value (source)`` note is ``model.key`` = ``value (source)``; a note in words (no ``key=`` before it: a
+    ``key=value (source)`` note is ``model.key`` = ``value (source)``, a default, except the keys that report the
+    user's own input (``GIVEN_NOTE_WHY``: the name resolved to a catalog release), which are given; a note in words (no ``key=`` before it: a
     GGUF shape that overrode its metadata, a folder without weights) is one ``model.reader_note`` whose value is
     the note, never the note split at an '=' inside its words."""
     out = []
     for note in spec.notes:
         keyed = _KEYED_NOTE.fullmatch(note)
         if keyed:
-            out.append(Assumption("model." + keyed.group(1), keyed.group(2), True, MODEL_NOTE_WHY))
+            given = GIVEN_NOTE_WHY.get(keyed.group(1))
+            out.append(Assumption("model." + keyed.group(1), keyed.group(2), given is None, given or MODEL_NOTE_WHY))
         else:
             out.append(Assumption(READER_NOTE, note, True, "what the model reader derived or could not read"))
     return out

@@ -69,9 +69,24 @@ output sends one server-sent event per token, each in its own TLS record and TCP
 with c_out = c for a whole response, or the bytes of one SSE chunk + TLS 1.3 record overhead (5 B header + 1 B
 content type + 16 B AEAD tag, RFC 8446 section 5.2) + TCP/IPv4 headers (20 + 20 + 12 B timestamp option, RFC 791,
 RFC 9293, RFC 7323) for a stream. The envelopes are measured from the literal examples below (``len()`` of each).
+
+Images in the prompt arrive inline, as the OpenAI-style chat API carries them: one ``image_url`` content part per
+image whose URL is a ``data:image/jpeg;base64,...`` data URL (vLLM's and SGLang's OpenAI servers read the same
+shape). A W x H photograph encoded as a JPEG at b bits per pixel, then base64-encoded (4 characters per 3 bytes,
+RFC 4648 section 4, padded to a whole group), plus the content part around it::
+
+    I = 4 ceil(ceil(W H b / 8) / 3) + o_img,   ingress = lambda (P c + n_img I + o_req)          (10')
+
+b = JPEG_BITS_PER_PIXEL = 1.5, the top of the range Wallace gives for "excellent quality, sufficient for most
+applications" (0.75-1.5 bits/pixel for colour images of moderately complex scenes; 1.5-2.0 "usually
+indistinguishable from the original"; G. K. Wallace, "The JPEG still picture compression standard", Communications
+of the ACM 34(4), 1991). An assumption, not a measurement: a PNG screenshot or a higher JPEG quality is larger. Video
+is not counted (it arrives as a video file or URL whose codec this module does not model).
 """
 
 from __future__ import annotations
+
+import math
 
 from ..errors import InputError
 
@@ -104,6 +119,10 @@ RESPONSE_ENVELOPE_EXAMPLE = (
     '"total_tokens":1300}}'
 )
 REQUEST_OVERHEAD_BYTES = len(REQUEST_ENVELOPE_EXAMPLE.encode())
+# Eq. (10'): the JPEG rate an inline image is taken at, and the content part around its base64 text
+JPEG_BITS_PER_PIXEL = 1.5
+IMAGE_PART_EXAMPLE = ',{"type":"image_url","image_url":{"url":"data:image/jpeg;base64,"}}'
+IMAGE_PART_OVERHEAD_BYTES = len(IMAGE_PART_EXAMPLE.encode())
 RESPONSE_OVERHEAD_BYTES = len(RESPONSE_ENVELOPE_EXAMPLE.encode())
 
 
@@ -190,10 +209,21 @@ def littles_law_rate(concurrency: float, seconds_per_request: float) -> float:
     return concurrency / seconds_per_request
 
 
+def inline_image_bytes(width: int, height: int, bits_per_pixel: float = JPEG_BITS_PER_PIXEL) -> int:
+    """Eq. (10'): bytes of one ``width`` x ``height`` image sent inline as a base64 JPEG data URL, with its content
+    part.
+
+    >>> inline_image_bytes(1024, 768) - IMAGE_PART_OVERHEAD_BYTES  # 147,456 JPEG bytes -> 196,608 base64 characters
+    196608
+    """
+    jpeg = math.ceil(width * height * bits_per_pixel / 8)
+    return 4 * math.ceil(jpeg / 3) + IMAGE_PART_OVERHEAD_BYTES
+
+
 def ingress_bytes_per_second(rate: float, prompt_tokens: float, bytes_per_token: float = TEXT_BYTES_PER_TOKEN,
-                             overhead: float = REQUEST_OVERHEAD_BYTES) -> float:
-    """Eq. (10): bytes/s arriving at the service."""
-    return rate * (prompt_tokens * bytes_per_token + overhead)
+                             overhead: float = REQUEST_OVERHEAD_BYTES, media_bytes: float = 0.0) -> float:
+    """Eqs. (10), (10'): bytes/s arriving at the service; ``media_bytes``: the inline images of one request."""
+    return rate * (prompt_tokens * bytes_per_token + media_bytes + overhead)
 
 
 def egress_bytes_per_second(rate: float, output_tokens: float, stream: bool = True,

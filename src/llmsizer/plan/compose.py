@@ -4,6 +4,7 @@ model), the totals, the checks, and the plan-wide charts. Routing only."""
 from __future__ import annotations
 
 import datetime as _dt
+import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -81,8 +82,11 @@ def _about(request: Request, job: Job) -> Iterator[None]:
         path = key_path(e.field)
         line = request.line_of(job, path) if path else job.line
         message = e.renamed(lambda f: (key_path(f) or f).rsplit(".", 1)[-1])
-        raise InputError(f"{request.source}:{line}: job '{job.name}' ({job.kind}): "
-                         f"{f'{path}: ' if path else ''}{message}") from None
+        if path:  # the key path before the message, once: a message that opens with the field's key gets the path there
+            key = path.rsplit(".", 1)[-1]
+            message = (path + message[len(key):] if re.match(rf"{re.escape(key)}(?![\w-])", message)
+                       else f"{path}: {message}")
+        raise InputError(f"{request.source}:{line}: job '{job.name}' ({job.kind}): {message}") from None
     except InputError as e:
         raise InputError(f"{request.source}:{job.line}: job '{job.name}' ({job.kind}): {e}") from None
 

@@ -416,9 +416,13 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
     if not fits and f_peak is not None and f_peak.fits_at:  # fit's hint, the one rule (recommend.py fits_at)
         from ..render.fit_text import fits_at_line
         notes.facts["fits_at"] = f_peak.fits_at
-        notes.advice.append(f"{fits_at_line(f_peak.fits_at, rerun=False)}; in the request: quantization: "
-                            f"{f_peak.fits_at['weights'].removeprefix('gguf:')}"
-                            + (f", engine: {f_peak.fits_at['engine']}" if not f_peak.fits_at["same_engine"] else ""))
+        if "window" in f_peak.fits_at:  # the engine refuses the context: the line names the request's keys
+            notes.advice.append(str(fits_at_line(f_peak.fits_at, rerun=False)))
+        else:
+            notes.advice.append(f"{fits_at_line(f_peak.fits_at, rerun=False)}; in the request: quantization: "
+                                f"{f_peak.fits_at['weights'].removeprefix('gguf:')}"
+                                + (f", engine: {f_peak.fits_at['engine']}" if not f_peak.fits_at["same_engine"]
+                                   else ""))
 
     # ---- speed ----
     spd = Sec("speed", "Speed")
@@ -459,7 +463,8 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
     # ---- network ----
     # the requests in service: above the engine's running cap the others wait and add no requests/s (eq. Q1)
     net = _network(job, sp_typ, sp_peak, conc_typ, conc_peak, ctx_typ, ctx_peak, out_typ, out_peak, notes,
-                   {"typical": _in_service(f_typ, conc_typ, machines), "peak": _in_service(f_peak, conc_peak, machines)})
+                   {"typical": _in_service(f_typ, conc_typ, machines), "peak": _in_service(f_peak, conc_peak, machines)},
+                   f_peak.estimate if f_peak is not None and f_peak.estimate is not None else need_est)
     # ---- storage ----
     st = _storage(job, spec, fmt_used, adapters, net, notes)
     # ---- cost ----
@@ -615,12 +620,33 @@ def _adapters(job: InferenceJob, spec: ModelSpec, src: TrainingJob | None, tp: i
             "per_adapter_dynamic": lora_slot_bytes(spec, rank, 1, tp)}
 
 
+def _inline_images(job: InferenceJob, est: Estimate | None) -> tuple[float | None, str]:
+    """(bytes, words) of the images one request carries inline (formulas/network.py eq. 10': base64 JPEG data URLs
+    at N.JPEG_BITS_PER_PIXEL), at the size the estimate took (given, or the encoder's input size); (0, '') without
+    images; (None, why) when the size is not known (no estimate). Video is not counted, and the words say so."""
+    m = job.media
+    video = f" (the video's {m.video_frames} frames not counted: a video file's codec is not modelled)" \
+        if m.video_frames else ""
+    if not m.images:
+        return 0.0, video
+    d = est.details if est is not None else {}
+    if "image_width" not in d:
+        return None, f" + {m.images} image(s) not sized (no estimate){video}"
+    w, h = int(d["image_width"]), int(d["image_height"])
+    each = N.inline_image_bytes(w, h)
+    return float(m.images * each), (f" + {m.images} image(s) of {w}x{h} x {each:,} B (base64 JPEG at "
+                                    f"{N.JPEG_BITS_PER_PIXEL:g} bits/pixel, eq. 10'){video}")
+
+
 def _network(job: InferenceJob, sp_typ: Any, sp_peak: Any, conc_typ: int, conc_peak: int, ctx_typ: int,
-             ctx_peak: int, out_typ: int, out_peak: int, notes: JobNotes, served: dict[str, int] | None = None) -> Sec:
+             ctx_peak: int, out_typ: int, out_peak: int, notes: JobNotes, served: dict[str, int] | None = None,
+             est: Estimate | None = None) -> Sec:
     """The network section; ``served``: the requests in service at each level (the rest queue above the engine's
-    running cap: ``_in_service``), the in-flight concurrency where not given."""
+    running cap: ``_in_service``), the in-flight concurrency where not given; ``est``: the estimate whose image size
+    the inline images are sized at (``_inline_images``)."""
     served = served or {}
     net = Sec("network", "Network")
+    media_bytes, media_words = _inline_images(job, est)
     stream = job.access.stream if job.access.stream is not None else True
     if job.access.stream is None:
         notes.assumptions.append(Assumption("access.stream", True, True, "chat services stream tokens"))
@@ -647,9 +673,11 @@ def _network(job: InferenceJob, sp_typ: Any, sp_peak: Any, conc_typ: int, conc_p
         rates[level] = rate
         net.add(f"requests_{level}", f"requests per second, {level}", rate, "1/s", how, "formulas/network.py eq. (9)")
         prompt = max(0, ctxl - out)
-        net.add(f"ingress_{level}", f"traffic in, {level}", N.ingress_bytes_per_second(rate, prompt) if rate else None,
-                "B/s", f"rate x ({prompt} prompt tokens x {N.TEXT_BYTES_PER_TOKEN:g} B + {N.REQUEST_OVERHEAD_BYTES} B "
-                "envelope)", "formulas/network.py eq. (10)")
+        net.add(f"ingress_{level}", f"traffic in, {level}",
+                N.ingress_bytes_per_second(rate, prompt, media_bytes=media_bytes)
+                if rate and media_bytes is not None else None,
+                "B/s", f"rate x ({prompt} prompt tokens x {N.TEXT_BYTES_PER_TOKEN:g} B{media_words} + "
+                f"{N.REQUEST_OVERHEAD_BYTES} B envelope)", "formulas/network.py eqs. (10), (10')")
         per_tok = N.STREAM_BYTES_PER_TOKEN if stream else N.TEXT_BYTES_PER_TOKEN
         net.add(f"egress_{level}", f"traffic out, {level}",
                 N.egress_bytes_per_second(rate, out, stream) if rate else None, "B/s",
@@ -658,7 +686,8 @@ def _network(job: InferenceJob, sp_typ: Any, sp_peak: Any, conc_typ: int, conc_p
     hours = P.service_hours_per_month(job.service.hours_per_day or 24, job.service.days_per_week or 7)
     r = rates["typical"]
     if r:
-        month_in = N.ingress_bytes_per_second(r, max(0, ctx_typ - out_typ)) * hours * 3600
+        month_in = (N.ingress_bytes_per_second(r, max(0, ctx_typ - out_typ), media_bytes=media_bytes) * hours * 3600
+                    if media_bytes is not None else None)
         month_out = N.egress_bytes_per_second(r, out_typ, stream) * hours * 3600
         net.add("month_in", "traffic in per month (typical)", month_in, "B_disk", f"x {hours:,.0f} service hours")
         net.add("month_out", "traffic out per month (typical)", month_out, "B_disk", f"x {hours:,.0f} service hours")

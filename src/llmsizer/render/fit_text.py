@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..estimate.verdict import budget_term
+from ..specs.workload import ENGINE_NAMES
 from ..units import format_bytes
 from .text import coverage_lines, pool_and_need, room_left, table
 
@@ -95,12 +96,23 @@ def render_fit(r: FitResult) -> str:
 def fits_at_line(at: dict[str, Any] | None, rerun: bool = True) -> str | None:
     """The hint under an answer that does not fit: what does (``FitResult.fits_at`` / ``LlamaCppFit.fits_at``).
     Serving: the best format on the engine's ladder (recommend.py ``fits_at``), or, when none of that engine's fits,
-    the engine and format that do; training: the settings changed (estimate/fit.py ``training_fits_at``).
+    the engine and format that do; an engine that refuses the context past the model's window, that window and its
+    override (estimate/context_window.py ``window_fits_at``); training: the settings changed (estimate/fit.py
+    ``training_fits_at``).
     ``rerun``: end with the flags to rerun with (the CLI); False: without (a plan says its request keys)."""
     if not at:
         return None
     mem = (f" ({format_bytes(at['memory_per_device'])} per device of a {format_bytes(at['budget_per_device'])} "
            "budget)" if at.get("memory_per_device") and at.get("budget_per_device") else "")
+    if "window" in at:  # the engine refuses the context past the model's window (context_window.window_fits_at)
+        win = at["window"]
+        name = ENGINE_NAMES.get(win["engine"], win["engine"])
+        lower = (f"--context {win['tokens']} or less" if rerun else
+                 f"a context (prompt + output) of {win['tokens']:,} tokens or less")
+        override = "--allow-long-context" if rerun else "engine_settings.allow_long_context: true"
+        return (f"hint: {name} refuses the context, not the memory (no weight format changes that): give {lower}, "
+                f"the model's window, or {override} ({win['override']}; positions past the window may give wrong "
+                "outputs)")
     if "changes" in at:
         flags = " ".join(f"--{k.replace('_', '-')} {v}" for k, v in at["changes"].items())
         return (f"hint: it fits with {flags}{mem}, the least change to the run that does"
@@ -180,12 +192,17 @@ def memory_line(r: FitResult) -> str:
 
 def host_weights_line(r: FitResult) -> str | None:
     """The weights llama.cpp keeps in host memory beside those on the devices (the estimate's ``weights_host``
-    item: the token embeddings always, layers or experts not offloaded), outside the device budget; None when no
-    weight is on the host."""
+    item: the token embeddings always, layers or experts not offloaded), outside the device budget; on Apple (the
+    working-set assumption of estimate/device.py) the same unified memory, outside the Metal working set the budget
+    is; None when no weight is on the host."""
     items = {it.name: it for it in r.estimate.items} if r.estimate is not None else {}
     host, dev = items.get("weights_host"), items.get("weights")
     if host is None or not host.bytes or dev is None:
         return None
+    if any(a.name == "apple_gpu_working_set" for a in r.assumptions):  # Apple: one unified memory (device.py)
+        return (f"weights {format_bytes(dev.bytes)} in Metal buffers + {format_bytes(host.bytes)} in llama.cpp's CPU "
+                f"buffers ({host.formula}): the same unified memory, but outside the GPU working set the budget "
+                "counts, so not in it")
     return (f"weights {format_bytes(dev.bytes)} on {f'the {r.count} devices' if r.count > 1 else 'the device'} + "
             f"{format_bytes(host.bytes)} in host memory ({host.formula}; not in the device budget)")
 

@@ -79,7 +79,8 @@ def _job_lines(j: JobPlan) -> list[str]:
             out.append(f"  cost      unknown: no price for {hw.label} (give resources.price_per_hour)")
         else:
             out.append(f"  cost      {_v(j, 'cost', 'monthly_hourly')}/month by the hour ({_v(j, 'cost', 'hourly_total')}"
-                       f" over {_v(j, 'cost', 'months')} months); {_v(j, 'cost', 'per_million_tokens')} per million "
+                       f" over {_v(j, 'cost', 'months')} {'month' if j.section('cost').value('months') == 1 else 'months'}"
+                       f"); {_v(j, 'cost', 'per_million_tokens')} per million "
                        "output tokens")
     if hw.origin == "suggested":
         out.append(f"  hardware  suggested: {hw.label}" + (f" at {format_usd(hw.price_per_hour)}/h"

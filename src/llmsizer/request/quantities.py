@@ -169,31 +169,44 @@ def parse_interval(value: object) -> tuple[float | None, int | None]:
                          "('500 steps')") from None
 
 
-def parse_money(value: object, period: str | None = None, rng: Range = MONEY) -> float:
+# the trailing words of a rate, per period: accepted with that period, named in the error without one
+_MONEY_PERIODS = {"h": ("/h", "/hour", "per hour", "/hr"), "month": ("/month", "per month", "/mo"),
+                  "kWh": ("/kwh", "per kwh")}
+_MONEY_PERIOD_WORDS = {"h": "per hour", "month": "per month", "kWh": "per kWh"}
+_MONEY_EXAMPLES = {None: "'20000 USD', '$20k', '1.5M USD'", "h": "'12.5', '$12.5/h', '$1.2k/h'",
+                   "month": "'5000', '$5k/month', '1.2M USD/month'", "kWh": "'0.12', '$0.12/kWh'"}
+
+
+def parse_money(value: object, period: str | None = None, rng: Range = MONEY, rates: str = "") -> float:
     """US dollars from 20000, "20000 USD", "$20k", "USD 1.5M" in ``rng``; with ``period`` ("h", "month" or "kWh") a
     trailing "/h", "/month" or "/kWh" is accepted. Other currencies are refused: catalog prices are USD. The one money
-    reader: request files and the CLI's money flags (cli/common.py ``money_arg``)."""
+    reader: request files and the CLI's money flags (cli/common.py ``money_arg``). An error gives examples of the
+    kind asked (a total, or an amount per ``period``); a rate given where a total is asked is named as one, with
+    ``rates``: where the caller takes rates (e.g. "the hourly limit is --max-cost-per-hour")."""
+    examples = _MONEY_EXAMPLES[period]
     if isinstance(value, bool):
-        raise InputError(f"cannot read {short(value)} as an amount; write e.g. '20000 USD', '$20k'")
+        raise InputError(f"cannot read {short(value)} as an amount; write e.g. {examples}")
     if isinstance(value, (int, float)):
         return float(check_number(value, "", rng))
     s = str(value).strip()
     if _CURRENCY.search(s):
         raise InputError(f"amount {short(value)}: give US dollars (the catalog's prices are USD); convert first")
     if period is not None:
-        words = {"h": ("/h", "/hour", "per hour", "/hr"), "month": ("/month", "per month", "/mo"),
-                 "kWh": ("/kwh", "per kwh")}[period]
-        for w in words:
+        for w in _MONEY_PERIODS[period]:
             if s.lower().endswith(w):
                 s = s[: -len(w)].strip()
                 break
+    else:
+        per = next((p for p, ws in _MONEY_PERIODS.items() if s.lower().endswith(ws)), None)
+        if per is not None:
+            raise InputError(f"cannot read {short(value)} as an amount: it is a rate ({_MONEY_PERIOD_WORDS[per]}), "
+                             f"and this is a total; write e.g. {examples}" + (f" ({rates})" if rates else ""))
     s = re.sub(r"^(USD|US\$|\$)\s*", "", s, flags=re.IGNORECASE)
     s = re.sub(r"\s*(USD|dollars?)$", "", s, flags=re.IGNORECASE)
     m = re.fullmatch(r"(-?)\s*" + _NUM + r"\s*([kKmM]?)", s)  # a minus read, for the range to refuse in its words
     if not m:
-        hint = {"h": " per hour, e.g. '$12/h'", "month": " per month, e.g. '$5k/month'",
-                "kWh": " per kWh, e.g. '$0.12/kWh'"}.get(period or "", "")
-        raise InputError(f"cannot read {short(value)} as an amount{hint}; write e.g. '20000 USD', '$20k', '1.5M USD'")
+        per = f" {_MONEY_PERIOD_WORDS[period]}" if period is not None else ""
+        raise InputError(f"cannot read {short(value)} as an amount{per}; write e.g. {examples}")
     sign = -1.0 if m.group(1) else 1.0
     return float(check_number(sign * _number(m.group(2)) * {"": 1.0, "k": 1e3, "K": 1e3, "m": 1e6, "M": 1e6}[m.group(3)],
                               "", rng))

@@ -295,7 +295,7 @@ class _Reader:
             secs, steps = Q.parse_interval(v if not plain else text)
             return Interval(secs, steps)
         if t == "money":
-            return Q.parse_money(v if not plain else text)
+            return Q.parse_money(v if not plain else text, rates="a rate goes in per_hour or per_month")
         if t == "money_h":
             return Q.parse_money(v if not plain else text, "h")
         if t == "money_month":

@@ -76,12 +76,21 @@ def engine_kv_dtypes(engine: str | None) -> tuple[str, ...]:
     return (*E.PROFILES[engine].kv_dtypes, KV_DTYPE_AUTO)
 
 
-def check_engine_kv_dtype(engine: str, kvd: str) -> None:
+def check_engine_kv_dtype(engine: str, kvd: str, model_dtype: str | None = None) -> None:
     """FieldError on ``kv_dtype`` when ``engine`` cannot store a KV cache of dtype ``kvd`` (engine_kv_dtypes:
     refused, not sized), naming what the engine stores (and what stores it, E.EngineProfile.kv_dtypes_why) and the
-    engines that can; read by every estimate, and by recommend before its search."""
+    engines that can; with ``model_dtype`` (the model's activation dtype), also an unquantized dtype the engine
+    stores only as the model's own (E.EngineProfile.kv_dtypes_model_only: vLLM) on a model of another dtype; such a
+    dtype, outside the engine's own list (vLLM's fp16, fp32), is taken when the model's dtype is not known yet and
+    judged by the estimate. Read by every estimate, and by recommend before its search (without the model dtype)."""
     profile = E.PROFILES[engine]
     name = kv_dtype_name(kvd)  # validates the name
+    if name in profile.kv_dtypes_model_only:  # the model's own dtype: the engine's 'auto' (judged with the model)
+        if model_dtype is None or name == kv_dtype_name(model_dtype):
+            return
+        raise FieldError("kv_dtype", f"engine {profile.name} stores a {name} KV cache only for a {name} model (its "
+                         f"'auto'), not for this {model_dtype} one ({profile.kv_dtypes_model_only_why}); give "
+                         f"kv_dtype auto or fp8, or dtype {name}", also=("dtype",))
     if name not in engine_kv_dtypes(engine):
         owners = [p.name for p in E.PROFILES.values() if name in p.kv_dtypes]
         raise FieldError("kv_dtype", f"engine {profile.name} has no {kvd!r} KV cache; it stores "
@@ -105,7 +114,11 @@ def _kv_dtype(w: InferenceWorkload, profile: E.EngineProfile, dtype: str, acc: A
         acc.assumptions.append(Assumption("kv_dtype", kvd, False, why))
     else:
         kvd = str(acc.assume("kv_dtype", default, w.kv_dtype, f"{profile.name} default KV cache dtype"))
-    check_engine_kv_dtype(profile.name, kvd)
+    check_engine_kv_dtype(profile.name, kvd, dtype)
+    if w.kv_dtype is not None and kv_dtype_name(w.kv_dtype) in profile.kv_dtypes_model_only:
+        acc.assumptions.append(Assumption(f"{profile.name}_kv_cache_dtype", KV_DTYPE_AUTO, False,
+                                          f"auto -> {kvd}: the {kv_dtype_name(w.kv_dtype)} KV cache is "
+                                          f"{ENGINE_NAMES[profile.name]}'s kv_cache_dtype auto with a {dtype} model"))
     if profile.name == "transformers" and kv_dtype_name(kvd) not in ("fp32", "fp16", "bf16"):
         acc.warnings.append("transformers' default DynamicCache stores K/V in the activation dtype; a "
                             f"{kvd} KV cache needs {E.transformers_kv_backend(kv_dtype_name(kvd))}")

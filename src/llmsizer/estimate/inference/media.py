@@ -85,7 +85,7 @@ def media_in_context(spec: ModelSpec, w: InferenceWorkload, notes: Notes) -> Med
             raise InputError(f"model {spec.name!r}: its images enter through cross-attention layers, whose image "
                              f"K/V is modelled for the transformers engine only (not {w.engine})")
         parts.append((f"{w.images} image(s) of {iw}x{ih}", w.images, per))
-        details["image_tokens_each"] = per.tokens
+        details.update({"image_tokens_each": per.tokens, "image_width": iw, "image_height": ih})
     if w.video_frames:
         if not v.video_max_pixels:
             raise InputError(f"model {spec.name!r} takes no video input (its processor has no video rule)")

@@ -290,9 +290,14 @@ def _compare_vllm(ctx: Context, sglang_tokens: int) -> None:
     w = ctx.w
     # the group as the user gave it (none given: the rule of estimate/formats.py engine_weights, as SGLang's own)
     group: dict[str, Any] = {"group_size": w.group_size} if "group_size" in (w.given or ()) else {}
-    v = estimate_inference(ctx.spec, engine="vllm", weights=w.weights, kv_dtype=w.kv_dtype, context=w.context,
-                           concurrency=w.concurrency, memory=w.memory, tensor_parallel=w.tensor_parallel,
-                           dtype=w.dtype, **group)
+    try:
+        v = estimate_inference(ctx.spec, engine="vllm", weights=w.weights, kv_dtype=w.kv_dtype, context=w.context,
+                               concurrency=w.concurrency, memory=w.memory, tensor_parallel=w.tensor_parallel,
+                               dtype=w.dtype, **group)
+    except FieldError as e:  # a KV dtype vLLM stores only as the model's own (engines.py kv_dtypes_model_only)
+        if e.field != "kv_dtype":
+            raise
+        return  # no vLLM pool to compare with: SGLang's own answer stands
     vt = int(v.details.get("kv_tokens", 0))
     ctx.details["vllm_kv_tokens"] = vt
     measured = sum(i.bytes for i in v.items if i.name in ("activations", "non_torch", "cuda_graphs"))

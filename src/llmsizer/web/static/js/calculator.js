@@ -239,8 +239,10 @@ function render(d) {
 // ---------------------------------------------------------------------------------------------- fits-on grid
 
 /** A cell's short form of fit's hint (render/fit_text.py fits_at_line): the format, on another engine when the
- * asked one has none that fits; for training, the settings changed. */
+ * asked one has none that fits; the model's window when the engine refuses the context; for training, the settings
+ * changed. */
 export function fitsAtText(at) {
+  if (at.window) return `${at.window.engine} refuses a context past the model's ${at.window.tokens}-token window`;
   if (at.changes) return `fits with ${Object.entries(at.changes).map(([k, v]) => `${k.replace(/_/g, " ")} ${v}`).join(", ")}`;
   const fmt = at.weights.replace(/^gguf:/, "");
   return at.same_engine === false ? `fits on ${at.engine} at ${fmt}` : `fits at ${fmt}`;
