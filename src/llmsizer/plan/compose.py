@@ -91,9 +91,15 @@ def _about(request: Request, job: Job) -> Iterator[None]:
         raise InputError(f"{request.source}:{job.line}: job '{job.name}' ({job.kind}): {e}") from None
 
 
+# workload fields a request file's job names otherwise, beyond the workloads' OTHER_NAMES (request/fields.py: the
+# job's kv_cache_dtype is the workload's kv_dtype, plan/inference.py passes it as such)
+REQUEST_NAMES = {"kv_dtype": "kv_cache_dtype"}
+
+
 def _spellings(field: str) -> tuple[str, ...]:
-    """``field`` and the other names the workloads read for it (``OTHER_NAMES``: tensor_parallel / tp)."""
-    names = [field]
+    """``field`` and the other names the workloads read for it (``OTHER_NAMES``: tensor_parallel / tp) or the
+    request file gives it (``REQUEST_NAMES``: kv_dtype / kv_cache_dtype)."""
+    names = [field, *([REQUEST_NAMES[field]] if field in REQUEST_NAMES else [])]
     for cls in (InferenceWorkload, TrainingWorkload):
         for a, b in cls.OTHER_NAMES.items():
             names += [b] if a == field else [a] if b == field else []

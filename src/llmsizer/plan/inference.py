@@ -11,6 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from ..catalog.hardware import Device
 from ..errors import FieldError, InputError, LlmsizerError
 from ..estimate.device import default_engine, generic_device, one_replica_per_device
 from ..estimate.engines import llamacpp_layer_split, step_host
@@ -66,18 +67,33 @@ def _fit(spec: ModelSpec, target: Any, count: int | None, job: InferenceJob, fmt
 
 
 def refuse_bad_input(spec: ModelSpec, job: InferenceJob, fmt: str | None, context: int, concurrency: int,
-                     output: int) -> None:
+                     output: int, engine: str | None) -> None:
     """The one rule for a job's bad input: what the estimate refuses with no hardware named -- ``infer`` of the
     job's workload at peak, on its engine, without ``--device`` (images on a text-only model, a format the engine
     runs on no device, a setting of another engine...) -- is refused on any hardware, so the plan raises it before
     fitting: exit 2 with infer's line, at the job's place (plan/compose.py). What only the hardware refuses (SGLang
     on a CPU, a device without sourced memory) stays the fit's refusal, the plan's error check 'Cannot be fitted'.
-    A job naming no engine is checked on the engine ``infer`` takes without a device; llama.cpp's placement over
-    the GPUs (``LLAMACPP_SPLIT_FIELDS``: -sm, -ts, --n-cpu-moe) is checked by the fit against the GPUs it gets."""
+    ``engine`` is the one the job is served on (``job_engine``: its own, else fit's default for the devices it
+    names), so a KV cache dtype that engine cannot store is this bad input, as `fit --kv-dtype` refuses it (exit 2).
+    A job naming neither engine nor devices is checked on the engine ``infer`` takes without a device, but for its
+    KV cache dtype: the plan searches hardware, each option on its own engine (``recommend``, which refuses the dtype
+    per option, as `recommend --kv-dtype`). llama.cpp's placement over the GPUs (``LLAMACPP_SPLIT_FIELDS``: -sm,
+    -ts, --n-cpu-moe) is checked by the fit against the GPUs it gets."""
     settings = {k: v for k, v in engine_settings(job, job.engine).items() if k not in LLAMACPP_SPLIT_FIELDS}
-    estimate_inference(spec, engine=job.engine, weights=fmt, context=context, concurrency=max(1, concurrency),
-                       output_tokens=output, kv_dtype=job.kv_cache_dtype, dtype=job.precision, **job.media.fields(),
-                       **settings)
+    estimate_inference(spec, engine=engine, weights=fmt, context=context, concurrency=max(1, concurrency),
+                       output_tokens=output, kv_dtype=job.kv_cache_dtype if engine is not None else None,
+                       dtype=job.precision, **job.media.fields(), **settings)
+
+
+def job_engine(job: InferenceJob, spec: ModelSpec, device: Device | None, hw: Hardware | None,
+               fmt: str | None) -> str | None:
+    """The engine a job is served on: its own ``engine``, else the one ``fit`` takes for the devices it names
+    (``estimate/device.py`` ``default_engine``, the rule of fit's ``engine_assumption``, for one machine's
+    ``hw.per_node`` devices at the weights ``fmt``, as ``_fit`` asks fit); None when it names neither (the plan
+    searches hardware, each option on the engine fit takes for it)."""
+    if job.engine is not None or device is None or hw is None:
+        return job.engine
+    return default_engine(device, hw.per_node, fmt, spec)
 
 
 def engine_settings(job: InferenceJob, engine: str | None) -> dict[str, Any]:
@@ -252,12 +268,12 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
     out_typ = int(t.output.typical or min(out_peak, ctx_typ // 2))
     pinned = pinned_weights(job, spec, notes)
     fmt = pinned or job.precision
-    refuse_bad_input(spec, job, fmt, ctx_peak, conc_peak, out_peak)
+    hw, device, instance = requested(job.resources, ctx)
+    refuse_bad_input(spec, job, fmt, ctx_peak, conc_peak, out_peak, job_engine(job, spec, device, hw, fmt))
     src = sources.get(job.model.from_job or "")
     deadline_seconds(job, req, ctx.today, notes)
 
     # ---- hardware and fit at peak ----
-    hw, device, instance = requested(job.resources, ctx)
     cons = Constraints(max_ttft=job.latency.ttft, user_tokens_per_second=job.latency.tokens_per_second_per_user,
                        max_cost_per_hour=job.budget.per_hour, headroom=job.resources.headroom)
     rec = None
@@ -326,8 +342,8 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
         hw = none_hardware(job.resources)
     # no fit (no hardware, or the devices cannot run it): the engine the one rule gives the devices named, else a
     # GPU known only by its kind (estimate/device.py engine_rule, as `infer` without --device answers)
-    engine = f_peak.engine if f_peak else (job.engine or default_engine(
-        device if device is not None else generic_device("gpu"), hw.per_node if device is not None else 1, fmt, spec))
+    engine = f_peak.engine if f_peak else (job_engine(job, spec, device, hw, fmt)
+                                           or default_engine(generic_device("gpu"), 1, fmt, spec))
     fmt_used = f_peak.weights_format if f_peak else (normalize_format(fmt) if fmt else stored_format(spec)[0])
     on_cpu = hw.device_kind == "cpu"
 
