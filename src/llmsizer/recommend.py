@@ -83,7 +83,7 @@ from .numbers import BUDGET, KWH_PRICE, TIME_LIMIT, TOKEN_RATE, TRAIN_TOKENS, Ra
 from .result import Assumption, Notes
 from .specs import InferenceWorkload, ModelSpec, TrainingWorkload
 from .specs.training import recomputes_whole_layer
-from .specs.workload import normalize_engine, read_number
+from .specs.workload import implied_engine, normalize_engine, read_number
 from .suggest import did_you_mean
 from .units import format_bytes, format_count, format_seconds, format_usd
 
@@ -451,6 +451,8 @@ def recommend_inference(model: ModelSpec | str, *, context: int = InferenceWorkl
     c = _search_constraints(fields, (constraints or Constraints()).for_mode("serving"))
     w = check_search_workload(fields, context, concurrency, output_tokens, engine, c.headroom)
     context, concurrency, output_tokens = w.context, w.concurrency, w.output_tokens  # text read as fit reads it
+    implied = implied_engine(fields) if engine is None else None  # a setting one engine reads: every candidate's
+    engine = implied[0] if implied is not None else engine
     found = media_in_context(spec, w, Notes())
     if engine is not None:  # the stated engine refuses the model itself (an attention-free model on SGLang): one
         refuse_engine(spec, normalize_engine(engine))  # line, exit 2, not one rejection per candidate device
@@ -495,6 +497,8 @@ def recommend_inference(model: ModelSpec | str, *, context: int = InferenceWorkl
     assumptions = [search_margin_assumption(c.headroom, fields.get("fit_target")),
                    Assumption("context", context, False, "tokens per sequence (prompt + output)"),
                    Assumption("concurrency", concurrency, False, "sequences served at once")]
+    if implied is not None:
+        assumptions.append(Assumption("engine", implied[0], True, implied[1]))
     if weights is not None:  # a given format, and the alias it resolved from ('int4' -> gptq-int4)
         assumptions.append(Assumption("weights", normalize_format(weights), False, given_format_why(weights)))
     if found is not None:

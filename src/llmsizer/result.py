@@ -88,7 +88,7 @@ class Assumption:
             return f" ({self.why})" if self.why.startswith(("auto -> ", "alias ")) else ""
         if self.why.startswith("from framework profile "):
             return f" ({self.why.split(' (', 1)[0]})"
-        return f" ({self.why})" if self.why.startswith("default for ") else " (default)"
+        return f" ({self.why})" if self.why.startswith(("default for ", "implied by ")) else " (default)"
 
 
 class Notes:

@@ -375,7 +375,7 @@ def test_a_consumer_brand_gpu_not_in_the_catalog_gets_its_form_factor(tmp_path: 
     for ident in ("detected-nvidia-geforce-rtx-4080-super", "detected-navi-32-radeon-rx-7700-xt-7800-xt"):
         dev = cat.devices[ident]
         assert dev.form_factor == "desktop" and dev.bandwidth is None  # nothing else taken from the name
-        assert default_engine(dev, 1, None, None) == default_engine(catalog_card, 1, None, None) == "llamacpp"
+        assert default_engine(dev, 1, None, None, {}) == default_engine(catalog_card, 1, None, None, {}) == "llamacpp"
     assert gpu_form_factor_from_name("NVIDIA GeForce RTX 4090 Laptop GPU") == "laptop"
     assert gpu_form_factor_from_name("NVIDIA H20") is None  # not guessed
 

@@ -104,13 +104,17 @@ def test_a_stated_engine_is_kept(capsys):
 
 
 def test_engine_settings_are_checked_against_the_chosen_engine(capsys):
-    """--ubatch (llama.cpp's -ub) with no engine: taken on a CPU (llama.cpp is the default there), refused on an H100
-    (vLLM) with the same line by infer and fit."""
+    """--ubatch (llama.cpp's -ub) with no engine: taken on a CPU (llama.cpp is the default there); on an H100 (vLLM
+    by default) it implies llama.cpp, the one engine that reads it; with --engine vllm it is refused with the same
+    line by infer and fit."""
     _, inf = answer(["infer", MODEL, "--device", "cpu", "--memory", "32GiB", "--ubatch", "256"], capsys)
     assert inf["details"]["n_ubatch"] == 256
+    _, implied = answer(["infer", MODEL, "--device", "h100-sxm", "--ubatch", "256"], capsys)
+    eng = assumed(implied)["engine"]
+    assert eng["value"] == "llamacpp" and eng["why"].startswith("implied by n_ubatch")
     lines = []
     for cmd in ("infer", "fit"):
-        code, out, err = run([cmd, MODEL, "--device", "h100-sxm", "--ubatch", "256"], capsys)
+        code, out, err = run([cmd, MODEL, "--device", "h100-sxm", "--engine", "vllm", "--ubatch", "256"], capsys)
         assert code == 2 and out == ""
         lines.append(err.strip().splitlines())
     assert lines[0] == lines[1] == ["llmsizer: error: --ubatch applies to engine llamacpp, not vllm"]  # the flag (errors.FieldError)
@@ -155,7 +159,7 @@ def test_a_workload_object_gets_the_same_default():
     b = llmsizer.estimate_inference(spec, device="cpu", memory=32 * 2**30)
     assert a.to_dict() == b.to_dict()
     engine = {x.name: x for x in a.assumptions}["engine"]
-    assert engine.value == engine_rule(load_catalog().device("cpu"), 1, None, None)[0] == "llamacpp" and engine.default
+    assert engine.value == engine_rule(load_catalog().device("cpu"), 1, None, None, {})[0] == "llamacpp" and engine.default
 
 
 def test_cpu_and_gpu_resolve_as_the_catalog_would_without_loading_it():

@@ -85,7 +85,7 @@ def test_a_request_fit_target_is_fits() -> None:
 
 
 @pytest.mark.parametrize("argv, said", [
-    (("recommend", MODEL, "--fit-target", "2GiB"), "give engine llamacpp"),
+    (("recommend", MODEL, "--fit-target", "2GiB", "--max-num-seqs", "8"), "no engine reads both"),
     (("recommend", MODEL, "--engine", "llama.cpp", "--fit-target", "2GiB", "--headroom", "0.2"), "not both"),
     (("recommend", MODEL, "--engine", "vllm", "--fit-target", "2GiB"), "applies to engine llamacpp"),
     (("models", "--fit-target", "2GiB"), "--fits-on"),

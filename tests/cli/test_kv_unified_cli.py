@@ -30,7 +30,8 @@ def _assumption(data: dict, name: str) -> dict:
     ["infer", "gemma-3-4b-it", "--engine", "vllm", "--kv-unified"],
     ["infer", "gemma-3-4b-it", "--engine", "sglang", "--no-kv-unified"],
     ["fit", "gemma-3-4b-it", "--device", "h100-sxm", "--engine", "vllm", "--kv-unified"],
-    ["recommend", "gemma-3-4b-it", "--kv-unified"],  # candidates may run vLLM: --engine llamacpp is needed
+    # (no engine named: llama.cpp's setting implies llama.cpp, tests/cli/test_implied_engine.py)
+    ["recommend", "gemma-3-4b-it", "--engine", "vllm", "--kv-unified"],
 ])
 def test_other_engines_refuse_it(args: list[str]) -> None:
     # the flag, not the Python name (errors.FieldError rendered by the CLI, probe4b finding 3)

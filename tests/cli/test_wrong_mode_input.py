@@ -256,25 +256,28 @@ def test_attention_on_an_engine_that_does_not_read_it_is_refused(engine):
     assert e.value.field == "attention"
 
 
-def test_attention_on_the_default_engine_that_does_not_read_it_is_refused():
-    """No engine named: the device's default engine decides (vLLM on an H100), so the setting is refused for it
-    in infer, fit and the Python API alike; on transformers it answers and is named as given."""
+def test_attention_on_an_engine_named_is_refused_alike_on_every_surface():
+    """An engine named that does not read --attention (vLLM): refused in infer, fit and the Python API alike, naming
+    the engine that reads it (no engine named: the attention implies transformers, tests/cli/test_implied_engine.py);
+    on transformers it answers and is named as given."""
     import llmsizer
     from llmsizer.errors import FieldError
-    err = one_line_error(run_cli("infer", "llama-3.1-8b", "--device", "h100-sxm", "--attention", "eager"))
+    err = one_line_error(run_cli("infer", "llama-3.1-8b", "--device", "h100-sxm", "--engine", "vllm", "--attention",
+                                 "eager"))
     assert "--attention applies to engine transformers, not vllm" in err, err
-    err = one_line_error(run_cli("fit", "llama-3.1-8b", "--device", "h100-sxm", "--attention", "eager"))
+    err = one_line_error(run_cli("fit", "llama-3.1-8b", "--device", "h100-sxm", "--engine", "vllm", "--attention",
+                                 "eager"))
     assert "--attention applies to engine transformers, not vllm" in err, err
     with pytest.raises(FieldError, match="^attention applies to engine transformers, not vllm$"):
-        llmsizer.fit("llama-3.1-8b", "h100-sxm", 1, attention="eager")
+        llmsizer.fit("llama-3.1-8b", "h100-sxm", 1, engine="vllm", attention="eager")
     est = llmsizer.estimate_inference("llama-3.1-8b", engine="transformers", attention="eager")
     assert [(a.value, a.default) for a in est.assumptions if a.name == "attention"] == [("eager", False)]
     r = run_cli("infer", "llama-3.1-8b", "--engine", "transformers", "--attention", "eager")
     assert r.returncode == 0 and "attention=eager;" in r.stdout, r.stderr
 
 
-def test_recommend_asks_for_the_engine_of_an_attention():
-    """recommend's candidates may each run another engine: an engine setting needs its engine named (the rule of
-    every ENGINE_SETTINGS field)."""
-    err = one_line_error(run_cli("recommend", "llama-3.1-8b", "--attention", "eager"))
-    assert "attention applies to engine transformers" in err, err
+def test_recommend_asks_for_the_engine_of_a_setting_two_engines_read():
+    """recommend's candidates may each run another engine: a setting two engines read (max_num_seqs: vLLM, SGLang)
+    needs its engine named; one only transformers reads implies it (tests/cli/test_implied_engine.py)."""
+    err = one_line_error(run_cli("recommend", "llama-3.1-8b", "--max-num-seqs", "8"))
+    assert "--max-num-seqs applies to engine vllm or sglang; give engine vllm" in err, err

@@ -71,9 +71,12 @@ def test_recommend_chosen_training_option_equals_fit_train_and_train(flags: list
 
 
 @pytest.mark.parametrize("args, said", [
-    (["recommend", "llama-3.1-8b", "--gpu-memory-utilization", "0.8"],
-     "--gpu-memory-utilization applies to engine vllm; give engine vllm\n"),  # no flag: the web has none
-    (["recommend", "llama-3.1-8b", "-ngl", "20"], "--n-gpu-layers applies to engine llamacpp"),
+    # a setting two engines read, no engine: which one is not guessed (one engine's setting implies it)
+    (["recommend", "llama-3.1-8b", "--max-num-seqs", "8"],
+     "--max-num-seqs applies to engine vllm or sglang; give engine vllm\n"),  # no flag: the web has none
+    (["recommend", "llama-3.1-8b", "-ngl", "20", "--gpu-memory-utilization", "0.8"],
+     "--n-gpu-layers applies to engine llamacpp and --gpu-memory-utilization to engine vllm: no engine reads both"),
+    (["recommend", "llama-3.1-8b", "--engine", "vllm", "-ngl", "20"], "--n-gpu-layers applies to engine llamacpp"),
     (["recommend", "llama-3.1-8b", "--kv-dtype", "fp7"], "fp7"),
     (["recommend", "llama-3.1-8b", "--train", "--tokens", "1B", "--kv-dtype", "fp8"], "--kv-dtype applies to serving"),
 ])

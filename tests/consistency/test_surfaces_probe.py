@@ -46,8 +46,8 @@ def test_the_engine_rule_falls_back_for_the_checkpoint_it_is_given() -> None:
     t4 = builtin_catalog().devices["t4"]
     spec = load_model("gpt-oss-20b")
     # T4 is Turing (compute capability 7.5); vLLM gates MXFP4 at 8.0 (estimate/formats.py engine_refuses)
-    assert device_rules.engine_rule(t4, 1, None, spec)[0] == "llamacpp"
-    assert device_rules.engine_rule(t4, 1, None, None)[0] == "vllm"  # no model: nothing refused
+    assert device_rules.engine_rule(t4, 1, None, spec, {})[0] == "llamacpp"
+    assert device_rules.engine_rule(t4, 1, None, None, {})[0] == "vllm"  # no model: nothing refused
 
 
 # ------------------------------------------------------------------------------------------------ serving cost

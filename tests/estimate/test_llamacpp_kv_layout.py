@@ -97,7 +97,7 @@ def test_other_engines_refuse_the_setting() -> None:
         with pytest.raises(InputError, match="kv_unified applies to engine llamacpp"):
             llmsizer.estimate_inference(GEMMA, engine=engine, kv_unified=True)
     with pytest.raises(InputError, match="kv_unified applies to engine llamacpp"):
-        llmsizer.recommend_inference(GEMMA, kv_unified=True)
+        llmsizer.recommend_inference(GEMMA, engine="vllm", kv_unified=True)
 
 
 def test_auto_fit_prints_kvu_for_the_unified_layout() -> None:

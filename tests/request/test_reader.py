@@ -424,8 +424,12 @@ def test_engine_settings_are_read_as_the_cli_flags_read_them():
     ("engine: llamacpp\nengine_settings:\n  n_cpu_moe: -1  #<", "engine_settings.n_cpu_moe: -1 is out of range"),
     ("engine: sglang\nengine_settings:\n  mem_fraction_static: 1.5  #<", "1.5 is out of range"),
     ("engine: vllm\nengine_settings:\n  mem_fraction_static: 0.8  #<", "applies to engine sglang, not vllm"),
-    ("engine_settings:\n  n_cpu_moe: 4  #<", "applies to engine llamacpp, not the default engine; set engine: "
-     "llamacpp"),
+    # no engine: a setting only llama.cpp reads implies it (specs/workload.py implied_engine); one of each engine's
+    # is refused once, at the first's line, naming both
+    ("engine_settings:\n  n_cpu_moe: 4\n  mem_fraction_static: 0.8  #<", "engine_settings.mem_fraction_static: "
+     "applies to engine sglang and n_cpu_moe to engine llamacpp: no engine reads both"),
+    ("engine_settings:\n  max_num_seqs: 4  #<", "applies to engine vllm or sglang, not the default engine; set engine: "
+     "vllm or sglang"),
 ])
 def test_engine_settings_errors_name_the_field_and_its_line(body, fragment):
     text = job_yaml("inference", body)

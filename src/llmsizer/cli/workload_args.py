@@ -70,7 +70,7 @@ from ..specs.training import (
     TRAIN_ATTENTION_KERNELS,
     ZERO_GRADS,
 )
-from ..specs.workload import DEFAULT_ATTENTION, ENGINE_RULE_TEXT, MEMORY_METRICS, OUTPUT_TOKENS
+from ..specs.workload import ATTENTION_IMPLS, DEFAULT_ATTENTION, ENGINE_RULE_TEXT, MEMORY_METRICS, OUTPUT_TOKENS
 from ..units import MiB, parse_image_size
 from .common import argtype, bytes_in, count_in, float_arg, int_arg, list_of, share_in, tokens_arg, tokens_in
 
@@ -133,7 +133,14 @@ def add_metric_arg(p: argparse.ArgumentParser | Any) -> None:
                         "nvidia-smi (reserved + CUDA context); default: live tensors + CUDA context, no reserve")
 
 
-def add_attention_arg(p: argparse.ArgumentParser | Any) -> None:
+def add_attention_arg(p: argparse.ArgumentParser | Any, *, serving_only: bool = False) -> None:
+    """--attention: serving's choices (specs/workload.py ATTENTION_IMPLS) on a command that only serves (``infer``),
+    training's (specs/training.py TRAIN_ATTENTION, which adds flex) where the flag serves both modes."""
+    if serving_only:
+        p.add_argument("--attention", choices=ATTENTION_IMPLS,
+                       help=f"attention kernel (default {DEFAULT_ATTENTION}; engine transformers only: no engine given, "
+                            "it implies transformers)")
+        return
     p.add_argument("--attention", choices=TRAIN_ATTENTION,
                    help=f"attention kernel (default {DEFAULT_ATTENTION}; serving: engine transformers only); flex (torch FlexAttention on a BlockMask, "
                         "torchtune's packed path) for training only, on a GPU")
@@ -183,8 +190,8 @@ def add_inference_args(p: argparse.ArgumentParser, *, engine: bool = True, tenso
     if engine:
         g.add_argument("--engine", choices=ENGINES, help=f"serving engine ({engine_default})")
     add_engine_version_arg(g)
-    if attention:
-        add_attention_arg(g)
+    if attention:  # fit and recommend add training's, whose --attention serves both modes
+        add_attention_arg(g, serving_only=True)
     g.add_argument("--dtype", choices=DTYPES, help="compute dtype for activations and unquantized tensors")
     g.add_argument("--group-size", type=int_arg(GROUP_SIZE), help=f"GPTQ/AWQ group size (default {IW.group_size})")
     g.add_argument("--block-size", type=int_arg(COUNT), dest="paged_block_size", help="paged KV block (vLLM default 16)")
@@ -495,7 +502,8 @@ def refuse_training_flags(args: argparse.Namespace) -> None:
         raise InputError(f"{flags} appl{'ies' if len(given) == 1 else 'y'} to --train (add --train, or drop "
                          f"{'it' if len(given) == 1 else 'them'} to size serving"
                          + ("; serving on N devices: --count N" if "gpus" in given and "count" in vars(args)
-                            else "") + ")")
+                            else "")
+                         + ("; sequences served at once: --concurrency" if "micro_batch" in given else "") + ")")
 
 
 # flags of serving that are not InferenceWorkload fields: fit's llama.cpp auto-fit and host CPU

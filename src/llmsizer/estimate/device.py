@@ -11,7 +11,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -22,7 +22,7 @@ from ..formulas.weight_formats import normalize_format
 from ..numbers import DEVICE_MEMORY
 from ..result import Assumption, Notes
 from ..specs import ModelSpec, TrainingWorkload
-from ..specs.workload import read_number
+from ..specs.workload import implied_engine, read_number
 from ..units import format_bytes
 from . import efficiency as E
 from .formats import bnb_moe_refused, engine_refuses, requested_format, runs_on_llamacpp_instead
@@ -30,8 +30,11 @@ from .model_warnings import SERVING_ENGINE, SERVING_ENGINE_WHY
 
 # what a form names as the default engine (InferenceWorkload.engine None: engine_rule's for the device)
 ENGINE_DEFAULT_NAME = "by device"
-def engine_rule(device: Device, count: int, weights: str | None, spec: ModelSpec | None) -> tuple[str, str]:
-    """``_device_engine_rule``'s engine unless it refuses the requested format on this GPU (``engine_refuses``: vLLM
+def engine_rule(device: Device, count: int, weights: str | None, spec: ModelSpec | None,
+                settings: Mapping[str, Any] | object) -> tuple[str, str]:
+    """The engine the settings given imply (``settings``: the fields given, or a workload; specs/workload.py
+    ``implied_engine``: ``tensor_split`` is llama.cpp's, ``attention`` transformers'), stated as such; else
+    ``_device_engine_rule``'s engine unless it refuses the requested format on this GPU (``engine_refuses``: vLLM
     gates MXFP4 at compute capability 8.0, AWQ/FP8 at 7.5): then the next engine that runs it there, llama.cpp,
     when the checkpoint (``spec``, no format named) has a GGUF counterpart (gpt-oss MXFP4 -> MXFP4_MOE), with the
     refusal in the reason; an MoE model in llm.int8, which vLLM and SGLang do not load (``bnb_moe_refused``), runs on
@@ -40,6 +43,9 @@ def engine_rule(device: Device, count: int, weights: str | None, spec: ModelSpec
     none, e.g. a hardware question with no model), so no caller can skip the fallback by leaving it out. An
     encoder-decoder (T5) is served on transformers, the one engine it is modelled on (model_warnings.refuse_serving).
     """
+    implied = implied_engine(settings)
+    if implied is not None:  # a setting only one engine reads: the user chose that engine by giving it
+        return implied
     if spec is not None and spec.encoder_decoder is not None:
         return SERVING_ENGINE, SERVING_ENGINE_WHY
     fw = spec.file_weights if spec is not None else None
@@ -102,18 +108,23 @@ def check_engine_on_device(engine: str, device: Device) -> None:
         raise InputError(f"the {engine} profile models GPU serving, not {where}: use engine llamacpp or transformers")
 
 
-def default_engine(device: Device, count: int, weights: str | None, spec: ModelSpec | None) -> str:
+def default_engine(device: Device, count: int, weights: str | None, spec: ModelSpec | None,
+                   settings: Mapping[str, Any] | object) -> str:
     """The engine of ``engine_rule``."""
-    return engine_rule(device, count, weights, spec)[0]
+    return engine_rule(device, count, weights, spec, settings)[0]
 
 
 def engine_assumption(engine: str | None, device: Device, count: int, weights: str | None, target: str | None,
-                      spec: ModelSpec | None) -> tuple[str, Assumption]:
-    """(engine, its assumption): ``engine`` when given, else ``engine_rule``'s for ``spec``'s checkpoint, recorded
-    as the default for ``target`` (the device or instance named; ``count`` x it for several)."""
+                      spec: ModelSpec | None, settings: Mapping[str, Any] | object) -> tuple[str, Assumption]:
+    """(engine, its assumption): ``engine`` when given, else ``engine_rule``'s for ``spec``'s checkpoint and the
+    ``settings`` given, recorded as the default for ``target`` (the device or instance named; ``count`` x it for
+    several), or as the engine those settings imply (``engine=llamacpp: tensor_split is llama.cpp's ...``)."""
     if engine is not None:
         return engine, Assumption("engine", engine, False, "given")
-    eng, why = engine_rule(device, count, weights, spec)
+    implied = implied_engine(settings)
+    if implied is not None:
+        return implied[0], Assumption("engine", implied[0], True, implied[1])
+    eng, why = engine_rule(device, count, weights, spec, settings)
     where = target or device.id
     where = f"{count} x {where}" if count > 1 and target is None else where
     return eng, Assumption("engine", eng, True, f"default for {where}: {why}")

@@ -599,8 +599,11 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
     hr = check_headroom(headroom)
     warnings: list[str] = []
     where = target if instance is not None or n == 1 else f"{n} x {target}"
+    # the settings given, which name their engine when none is (specs/workload.py implied_engine: host_device is
+    # llama.cpp's)
+    settings = {**workload, "engine_version": engine_version, "host_device": host_device, "host_memory": host_memory}
     eng, engine_note = engine_assumption(normalize_engine(engine) if engine else None, device, n, weights, where,
-                                          spec)
+                                          spec, settings)
     if engine_version is not None:  # a workload field: the estimate checks and records it, the speed reads it
         workload["engine_version"] = engine_version
     # SGLang keeps no headroom (its pool is mem_fraction_static of the memory), nor vLLM given its

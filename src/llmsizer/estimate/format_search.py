@@ -24,7 +24,14 @@ from ..formulas.kv_cache import kv_dtype_name
 from ..models import load_model
 from ..numbers import CONCURRENCY
 from ..specs import InferenceWorkload, ModelSpec
-from ..specs.workload import ENGINE_SETTINGS, check_pool_shares, engine_setting_given, normalize_engine, read_number
+from ..specs.workload import (
+    ENGINE_SETTINGS,
+    check_pool_shares,
+    engine_setting_given,
+    implied_engine,
+    normalize_engine,
+    read_number,
+)
 from ..units import format_bytes
 from . import efficiency as E
 from .device import (
@@ -91,9 +98,12 @@ def check_search_workload(fields: Mapping[str, Any], context: int, concurrency: 
     # -5 was taken as 1 (max(1, concurrency) below); "4" is read as fit and estimate_inference read it (the field's
     # reader, specs/workload.py read_number), not refused
     concurrency = int(read_number(concurrency, "concurrency", CONCURRENCY))
-    eng = normalize_engine(engine) if engine else None
+    # no engine stated: the one the settings imply (specs/workload.py implied_engine: tensor_split is llama.cpp's),
+    # for every candidate; settings of two engines refused there
+    implied = implied_engine(fields) if not engine else None
+    eng = normalize_engine(engine) if engine else (implied[0] if implied else None)
     for name, owners in ENGINE_SETTINGS.items():  # a stated engine: InferenceWorkload's own message, as fit's
-        if engine_setting_given(name, fields.get(name)) and eng is None:
+        if engine_setting_given(name, fields.get(name)) and eng is None:  # read by several engines: say which
             # the engine in the words InferenceWorkload's refusal uses ('applies to engine vllm, not llamacpp'),
             # no flag: the web, a request file and Python have none
             raise FieldError(name, f"{name} applies to engine {' or '.join(owners)}; give engine {owners[0]}")
@@ -169,7 +179,9 @@ def pick_format(spec: ModelSpec, device: Device, count: int, instance: Instance 
     experts on the CPU, which the limits read), and so does ``host_memory`` (fit's check of llama.cpp's host part,
     verdict.py ``host_memory_verdict``)."""
     dev, n = device, count
-    engine = normalize_engine(engine_given) if engine_given else default_engine(dev, n, weights, spec)
+    given = fields or {}
+    settings = {**given, "host_device": host_device, "host_memory": host_memory}  # which may name the engine
+    engine = normalize_engine(engine_given) if engine_given else default_engine(dev, n, weights, spec, settings)
     ladder = format_ladder(spec, engine, weights, fp8="fp8" in dev.flops)
     # fit's layout (fit.serving_layout): several CPUs or Apple chips are replicas, one whole model each; llama.cpp
     # spreads one model over several GPUs (layer split); the others shard it (TP, the widest fit may take)
@@ -184,7 +196,6 @@ def pick_format(spec: ModelSpec, device: Device, count: int, instance: Instance 
     if usable is None:
         return rejected("device memory unknown")
     kind = workload_device_kind(dev)
-    given = fields or {}
     try:  # the margin fit keeps on this candidate (estimate/verdict.py margin_rule: llama.cpp on a GPU its --fit-target)
         budget = margin_rule(engine, kind, headroom, given.get("fit_target")).budget(usable)
     except InputError as e:
@@ -210,7 +221,8 @@ def pick_format(spec: ModelSpec, device: Device, count: int, instance: Instance 
         # each rung on the engine `fit --weights RUNG` runs it on (estimate/device.py engine_rule): a smaller rung
         # may name its own engine (AWQ on vLLM where the device's rule for bf16 is transformers: a hardware file's GPU
         # without form_factor, a GPU known only by its kind), so the option is the answer fit gives for its format
-        eng = engine if engine_given or fmt == ladder[0] else default_engine(dev, n, weights_asked(fmt), spec)
+        eng = engine if engine_given or fmt == ladder[0] else default_engine(dev, n, weights_asked(fmt), spec,
+                                                                             settings)
         if eng in past_window:  # the same engine refuses the same context at a smaller format
             continue
         why_not = engine_refuses(eng, fmt, dev, spec)
@@ -309,6 +321,7 @@ def format_on(spec: ModelSpec, hardware: str | Device | Instance, count: int | N
     fields: dict[str, Any] = {k: v for k, v in workload.items() if v is not None}
     w = check_search_workload(fields, context, concurrency, output_tokens, engine, headroom)
     context, concurrency, output_tokens = w.context, w.concurrency, w.output_tokens  # text read as fit reads it
+    engine = engine or w.engine  # none stated: the one the settings imply (check_search_workload), else None
     # fit's rule for a target and a count (an instance brings its own; a whole multiple of it is that many instances,
     # the model's replicas over them, as `fit --count` takes it; another count is refused with fit's line)
     device, n, _, instance = target_and_count(hardware, count, hardware_files, instances=True)

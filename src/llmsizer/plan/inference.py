@@ -33,7 +33,7 @@ from ..request.spec import UNQUANTIZED, InferenceJob, Request, TrainingJob
 from ..result import Assumption, Estimate
 from ..specs import InferenceWorkload, ModelSpec
 from ..specs.training import DECODER_LINEAR
-from ..specs.workload import ENGINE_NAMES, LLAMACPP_SPLIT_FIELDS, prompt_and_output
+from ..specs.workload import ENGINE_NAMES, LLAMACPP_SPLIT_FIELDS, implied_engine, prompt_and_output
 from ..units import format_bytes, format_count
 from . import pricing as P
 from .common import JobNotes, Sec, deadline_seconds, geometric_points
@@ -93,7 +93,7 @@ def job_engine(job: InferenceJob, spec: ModelSpec, device: Device | None, hw: Ha
     searches hardware, each option on the engine fit takes for it)."""
     if job.engine is not None or device is None or hw is None:
         return job.engine
-    return default_engine(device, hw.per_node, fmt, spec)
+    return default_engine(device, hw.per_node, fmt, spec, job.engine_settings.fields())
 
 
 def engine_settings(job: InferenceJob, engine: str | None) -> dict[str, Any]:
@@ -105,6 +105,19 @@ def engine_settings(job: InferenceJob, engine: str | None) -> dict[str, Any]:
     return {**job.engine_settings.fields(),
             **({"engine_version": job.engine_version} if job.engine_version is not None else {}),
             **({"fit_target": job.resources.fit_target} if job.resources.fit_target is not None else {})}
+
+
+def on_implied_engine(job: InferenceJob) -> tuple[InferenceJob, Assumption | None]:
+    """The job on the engine its engine_settings (and engine_version, resources.fit_target) imply when it names no
+    engine (specs/workload.py ``implied_engine``: tensor_split is llama.cpp's, as `fit -ts` without --engine), with
+    the assumption that says so; the job as it is otherwise (the reader refused settings of two engines)."""
+    if job.engine is not None:
+        return job, None
+    implied = implied_engine({**job.engine_settings.fields(), "engine_version": job.engine_version,
+                              "fit_target": job.resources.fit_target})
+    if implied is None:
+        return job, None
+    return replace(job, engine=implied[0]), Assumption("engine", implied[0], True, implied[1])
 
 
 def pinned_weights(job: InferenceJob, spec: ModelSpec, notes: JobNotes) -> str | None:
@@ -187,6 +200,7 @@ def quantized_fit(job: InferenceJob, plan_format: str, device: str, count: int, 
     quantize)."""
     if job.adapters.mode == "dynamic":
         return None
+    job = on_implied_engine(job)[0]
     spec = load_model(str(job.model.name))
     context, concurrency, output = peak_load(job, JobNotes())
     fields: dict[str, Any] = dict(context=context, concurrency=concurrency, output_tokens=output, memory=memory,
@@ -221,6 +235,7 @@ def device_fit(job: InferenceJob, device: str, count: int, *, memory: int | None
     memory, an engine it does not run)."""
     if job.adapters.mode == "dynamic":
         return None
+    job = on_implied_engine(job)[0]
     spec = load_model(str(job.model.name))
     notes = JobNotes()
     context, concurrency, output = peak_load(job, notes)
@@ -259,6 +274,9 @@ def lora_slot_bytes(spec: ModelSpec, rank: int, slots: int, tp: int = 1) -> int:
 
 def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: dict[str, TrainingJob]) -> JobPlan:
     notes = JobNotes()
+    job, implied = on_implied_engine(job)  # engine_settings of one engine, no engine named: that engine
+    if implied is not None:
+        notes.assumptions.append(implied)
     spec = load_model(str(job.model.name))
     pc = count_params(spec)
     t = job.traffic
@@ -343,7 +361,8 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
     # no fit (no hardware, or the devices cannot run it): the engine the one rule gives the devices named, else a
     # GPU known only by its kind (estimate/device.py engine_rule, as `infer` without --device answers)
     engine = f_peak.engine if f_peak else (job_engine(job, spec, device, hw, fmt)
-                                           or default_engine(generic_device("gpu"), 1, fmt, spec))
+                                           or default_engine(generic_device("gpu"), 1, fmt, spec,
+                                                             job.engine_settings.fields()))
     fmt_used = f_peak.weights_format if f_peak else (normalize_format(fmt) if fmt else stored_format(spec)[0])
     on_cpu = hw.device_kind == "cpu"
 
@@ -500,7 +519,10 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
     return JobPlan(job.name, "inference", spec.name, summary, hw,
                    (mem.build(), spd.build(), st.build(), net.build(), cost.build(), ops.build()), est,
                    tuple(notes.assumptions) + (tuple(a for a in f_peak.assumptions  # the plan's replicas count every machine
-                                                   if not (a.name == "replicas" and machines > 1)) if f_peak else ()),
+                                                   if not (a.name == "replicas" and machines > 1)
+                                                   # (the engine the settings imply: said once, as implied)
+                                                   and not (a.name == "engine" and implied is not None))
+                                             if f_peak else ()),
                    # the fit's every warning, its speed estimate's too (as fit and recommend print them)
                    tuple(dict.fromkeys(tuple(notes.warnings) + (f_peak.all_warnings if f_peak else ()))),
                    tuple(notes.advice), charts,

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError, LlmsizerError
+from ..errors import FieldError, InputError, LlmsizerError
 from ..inputs import check_model_name, foreign_tag, not_true_or_false, read_small_text, yaml_problem
 from ..inputs import short as _short
 from ..numbers import (
@@ -39,7 +39,14 @@ from ..numbers import (
     not_a_boolean,
 )
 from ..specs.training import TrainingWorkload
-from ..specs.workload import ENGINE_SETTINGS, ENGINES, InferenceWorkload, normalize_engine, parse_engine_version
+from ..specs.workload import (
+    ENGINE_SETTINGS,
+    ENGINES,
+    InferenceWorkload,
+    implied_engine,
+    normalize_engine,
+    parse_engine_version,
+)
 from ..suggest import did_you_mean
 from . import quantities as Q
 from .fields import JOB_FIELDS, TOP, Field, job_fields
@@ -631,15 +638,18 @@ class _Reader:
                 kv_dtype_name(j.kv_cache_dtype)
             except InputError as e:
                 self.jerr(i, j, "kv_cache_dtype", str(e))
-        if j.engine_version is not None:  # the workload field's own checks (specs/workload.py), with the line
+        # the engine named, else the one the settings imply (settings of two engines: said once, here)
+        engine, settled = self.job_engine(i, j)
+        if j.engine_version is not None and settled:  # the workload field's own checks (specs/workload.py), with the line
             try:
                 parse_engine_version(j.engine_version)
-                if j.engine not in ENGINE_SETTINGS["engine_version"]:
+                if engine not in ENGINE_SETTINGS["engine_version"]:
                     raise InputError(f"applies to engine {' or '.join(ENGINE_SETTINGS['engine_version'])}, not "
-                                     f"{j.engine or 'the default engine'}; set engine: vllm or sglang")
+                                     f"{engine or 'the default engine'}; set engine: vllm or sglang")
             except InputError as e:
                 self.jerr(i, j, "engine_version", str(e).removeprefix("engine_version "))
-        self.engine_settings_checks(i, j)
+        if settled:
+            self.engine_settings_checks(i, j, engine)
         if j.tensor_parallel is not None and not j.resources.given:  # (the rest of its rule is fit's, at plan time)
             self.jerr(i, j, "tensor_parallel", "pins the layout of the devices named in resources; give "
                       "resources.device or resources.instance (without them the plan searches hardware, each "
@@ -649,11 +659,11 @@ class _Reader:
                 InferenceWorkload(engine=j.engine, headroom=j.resources.headroom)
             except InputError as e:
                 self.jerr(i, j, "resources.headroom", str(e).removeprefix("headroom "))
-        if j.resources.fit_target is not None:  # the workload's own rules (llama.cpp's margin; not with a headroom)
+        if j.resources.fit_target is not None and settled:  # the workload's own rules (llama.cpp's margin; not with a headroom)
             try:
-                if j.engine is None:
+                if engine is None:
                     raise InputError("applies to engine llamacpp, not the default engine; set engine: llamacpp")
-                InferenceWorkload(engine=j.engine, headroom=j.resources.headroom, fit_target=j.resources.fit_target)
+                InferenceWorkload(engine=engine, headroom=j.resources.headroom, fit_target=j.resources.fit_target)
             except InputError as e:
                 self.jerr(i, j, "resources.fit_target", str(e).removeprefix("fit_target "))
         if (j.adapters.mode is not None or j.adapters.count is not None) and j.model.from_job is None \
@@ -661,14 +671,32 @@ class _Reader:
             self.jerr(i, j, "adapters.rank", "is required when the adapters do not come from a training job of "
                       "this request (model.from_job)")
 
-    def engine_settings_checks(self, i: int, j: InferenceJob) -> None:
+    def job_engine(self, i: int, j: InferenceJob) -> tuple[str | None, bool]:
+        """(the job's engine, or the one its engine_settings, engine_version and resources.fit_target imply when it
+        names none (specs/workload.py ``implied_engine``, as the plan takes them: plan/inference.py
+        ``on_implied_engine``); whether its settings are settled): settings no one engine reads together are refused
+        once, at the first one's line (False: each setting is not refused again)."""
+        if j.engine is not None:
+            return j.engine, True
+        try:
+            implied = implied_engine({**j.engine_settings.fields(), "engine_version": j.engine_version,
+                                      "fit_target": j.resources.fit_target})
+        except FieldError as e:
+            key = e.field if e.field in ("engine_version",) else ("resources.fit_target" if e.field == "fit_target"
+                                                                   else f"engine_settings.{e.field}")
+            self.jerr(i, j, key, str(e).removeprefix(f"{e.field} "))
+            return None, False
+        return (implied[0] if implied is not None else None), True
+
+    def engine_settings_checks(self, i: int, j: InferenceJob, engine: str | None) -> None:
         """Each engine setting applies to the engine it belongs to (InferenceWorkload refuses the others the same
-        way on the CLI); -ts gives one share per GPU of the job."""
+        way on the CLI): ``engine``, the job's or the one its settings imply (``job_engine``); -ts gives one share
+        per GPU of the job."""
         for name in j.engine_settings.fields():
             owners = " or ".join(ENGINE_SETTINGS[name])  # the workload's one table of which engine reads what
-            if j.engine not in ENGINE_SETTINGS[name]:
+            if engine not in ENGINE_SETTINGS[name]:
                 self.jerr(i, j, f"engine_settings.{name}", f"applies to engine {owners}, not "
-                          f"{j.engine if j.engine else 'the default engine'}; set engine: {owners}")
+                          f"{engine if engine else 'the default engine'}; set engine: {owners}")
         ts = j.engine_settings.tensor_split
         n = self.device_count(j.resources)
         if ts is not None and n is not None and len(ts) != n:

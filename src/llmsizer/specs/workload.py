@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from itertools import compress, repeat
+from itertools import combinations, compress, repeat
 from operator import attrgetter, is_, is_not, itemgetter
 
 from ..errors import FieldError, InputError
@@ -64,12 +64,15 @@ ATTENTION_IMPLS = ("sdpa", "flash", "eager")
 # transformers reads the setting: ENGINE_SETTINGS)
 DEFAULT_ATTENTION = "sdpa"
 # where a training word given to a serving question is asked instead (InferenceWorkload.ELSEWHERE: the Python API,
-# the command line and the web API say these texts). Every word but two is a flag of both training commands under
-# its own name (train_cmd.py / fit_cmd.py: workload_args.add_training_args); ``train`` is fit's --train, and a LoRA
-# fine-tune is --method lora --rank N (TRAINING_SPELLING: what a training command says to its own --lora).
+# the command line and the web API say these texts). Every word but three is a flag of both training commands under
+# its own name (train_cmd.py / fit_cmd.py: workload_args.add_training_args); ``train`` is fit's --train, ``batch``
+# (Python's spelling of the --batch flag) is micro_batch, and a LoRA fine-tune is --method lora --rank N (TRAINING_SPELLING: what a training command says to its own --lora).
 TRAINING_SPELLING = {"lora": "--method lora --rank N"}
 _PYTHON = "Python: llmsizer.fit_training / estimate_training"
 TRAINING_ELSEWHERE = f"a training option: training is sized by `llmsizer train` or `llmsizer fit --train` ({_PYTHON})"
+# a training batch word given to a serving question: serving's batch is its concurrency (the sequences at once)
+BATCH_ELSEWHERE = (f"{TRAINING_ELSEWHERE}; for serving, the sequences served at once are concurrency "
+                   "(--concurrency)")
 _TRAIN_ELSEWHERE = f"a training option: training is sized by `llmsizer fit --train` or `llmsizer train` ({_PYTHON})"
 _LORA_ELSEWHERE = (f"a training option: a LoRA fine-tune is `{TRAINING_SPELLING['lora']}` of `llmsizer train` or "
                    f"`llmsizer fit --train` ({_PYTHON} with method='lora', rank=N)")
@@ -101,6 +104,49 @@ def engine_setting_given(name: str, value: object) -> bool:
     """Whether the ENGINE_SETTINGS value of ``name`` is set: not None, and for a flag (ENGINE_FLAGS) not False either
     (kv_unified False is a setting: --no-kv-unified)."""
     return value is not None and not (value is False and name in ENGINE_FLAGS)
+
+
+# settings of a serving question, not ENGINE_SETTINGS fields, that one engine reads: the GPUs llama.cpp splits one
+# model over (gpus above 1; the others shard with tensor_parallel), and fit's llama.cpp host part (its CPU and host
+# RAM: estimate/fit.py refuses them on another engine)
+OTHER_ENGINE_SETTINGS: dict[str, tuple[str, ...]] = {"gpus": ("llamacpp",), "host_device": ("llamacpp",),
+                                                     "host_memory": ("llamacpp",)}
+_OWNERS = {**ENGINE_SETTINGS, **OTHER_ENGINE_SETTINGS}
+
+
+def implied_engine(given: Mapping[str, object] | object) -> tuple[str, str] | None:
+    """(engine, why) the engine settings given imply when no engine is named: the one engine that reads every
+    setting given (ENGINE_SETTINGS and OTHER_ENGINE_SETTINGS; gpus only above 1), so
+    ``tensor_split`` alone means llama.cpp, ``attention`` transformers. ``given``: the fields (a mapping) or a
+    workload (its attributes). None when no setting is given, or when more than one engine reads them all
+    (``max_num_seqs``: vLLM or SGLang; the device's rule then chooses, and the workload refuses a choice outside
+    them). Settings no one engine reads together (``tensor_split`` and ``gpu_memory_utilization``) are refused,
+    naming both (FieldError: the CLI says the flags, the web its keys). The one rule infer, fit, recommend, the
+    Python API, request files and the web apply (estimate/device.py ``engine_rule`` asks it first)."""
+    read = given.get if isinstance(given, Mapping) else (lambda n: getattr(given, n, None))
+    owners_of = _OWNERS
+    gpus = read("gpus")
+    named = [n for n in owners_of if (engine_setting_given(n, read(n)) if n != "gpus"
+                                       else isinstance(gpus, int) and not isinstance(gpus, bool) and gpus > 1)]
+    if not named:
+        return None
+    engines = set(owners_of[named[0]]).intersection(*(owners_of[n] for n in named[1:]))
+    if not engines:  # the first two settings no engine reads together, named
+        first, other = next(((a, b) for a, b in combinations(named, 2) if not set(owners_of[a]) & set(owners_of[b])),
+                            (named[0], named[-1]))
+        whose = {n: " or ".join(owners_of[n]) for n in (first, other)}
+        raise FieldError(first, also=(other,), message=(
+            f"{first} applies to engine {whose[first]} and {other} to engine {whose[other]}: no engine reads both; "
+            "give the settings of one engine"))
+    if len(engines) > 1:
+        return None
+    eng = engines.pop()
+    shown = ", ".join(named)
+    one = len(named) == 1
+    return eng, (f"implied by {shown}: {'a ' if one else ''}{ENGINE_NAMES[eng]} setting{'' if one else 's'} (the one engine that reads "
+                 f"{'it' if one else 'them'}; no engine given)")
+
+
 SPLIT_MODES = ("none", "layer", "row")  # llama.cpp -sm (common/arg.cpp:2807-2829; "tensor" is experimental, not modelled)
 
 
@@ -279,8 +325,10 @@ class InferenceWorkload:
     # entry points (specs/given.py)
     # (cli/main.py says the same to a serving command's `--method lora` -- infer, fit and recommend without --train --
     # and so the web API to a field ``method``)
-    ELSEWHERE = {**dict.fromkeys(("method", "optimizer", "micro_batch", "seq_len", "grad_checkpointing",
-                                  "grad_accumulation", "rank", "zero"), TRAINING_ELSEWHERE),
+    ELSEWHERE = {**dict.fromkeys(("method", "optimizer", "seq_len", "grad_checkpointing", "grad_accumulation", "rank",
+                                  "zero"), TRAINING_ELSEWHERE),
+                 # train's --batch is micro_batch: the command line reads it as micro_batch, Python as itself
+                 **dict.fromkeys(("micro_batch", "batch"), BATCH_ELSEWHERE),
                  "train": _TRAIN_ELSEWHERE, "lora": _LORA_ELSEWHERE}
     context: int = 4096
     concurrency: int = 1

@@ -114,7 +114,6 @@ def test_flex_from_the_form_is_trains_answer(client) -> None:
     ("/api/v1/train", {"attention": "flex", "device": "cpu"}, ("train", "--attention", "flex", "--device", "cpu")),
     ("/api/v1/train", {"attention": "flex", "device": "intel-xeon-spr-8ch"},
      ("train", "--attention", "flex", "--device", "intel-xeon-spr-8ch")),
-    ("/api/v1/infer", {"attention": "flex"}, ("infer", "--attention", "flex")),
 ])
 def test_a_refused_flex_is_the_clis_line(client, path: str, body: dict, argv: tuple[str, ...]) -> None:
     r = client.post(path, json={"model": "qwen2.5-0.5b", **body})
@@ -123,3 +122,14 @@ def test_a_refused_flex_is_the_clis_line(client, path: str, body: dict, argv: tu
     detail = r.json()["detail"]
     # a FieldError names the flag on the command line and the body's field on the web (test_web_field_errors.py)
     assert detail == line.replace("--attention", "attention", 1), (detail, line)
+
+
+def test_infer_offers_servings_attention_list_as_the_page_does(client) -> None:
+    """`infer --attention` takes serving's list (specs/workload.py ATTENTION_IMPLS, the serving page's): flex, a
+    training kernel, is not offered by --help and is refused by the parser, on the command line and the web alike."""
+    from llmsizer.specs.workload import ATTENTION_IMPLS
+    assert "flex" not in ATTENTION_IMPLS
+    r = client.post("/api/v1/infer", json={"model": "qwen2.5-0.5b", "attention": "flex"})
+    assert r.status_code == 400, r.text
+    line = cli_error_line("infer", "qwen2.5-0.5b", "--attention", "flex")
+    assert "invalid choice: 'flex'" in line and r.json()["detail"] == line, (r.json()["detail"], line)

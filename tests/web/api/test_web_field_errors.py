@@ -17,13 +17,16 @@ pytest.importorskip("fastapi")
 CASES = [  # (body beside the model, the field given wrong, the same input on the command line)
     ({"context": 8192, "output_tokens": 10000}, "output_tokens", ("--context", "8192", "--output-tokens", "10000")),
     ({"image_size": "640x480"}, "image_size", ("--image-size", "640x480")),
-    ({"device": "h100-sxm", "gpus": 2}, "gpus", ("--device", "h100-sxm", "--gpus", "2")),
+    # (an engine named: with none, gpus above 1 implies llama.cpp, specs/workload.py implied_engine)
+    ({"device": "h100-sxm", "engine": "vllm", "gpus": 2}, "gpus", ("--device", "h100-sxm", "--engine", "vllm", "--gpus",
+                                                                   "2")),
     ({"engine": "llamacpp", "n_cpu_moe": 3}, "n_cpu_moe", ("--engine", "llamacpp", "--n-cpu-moe", "3")),
     ({"engine": "llamacpp", "gpu_memory_utilization": 0.5}, "gpu_memory_utilization",
      ("--engine", "llamacpp", "--gpu-memory-utilization", "0.5")),
     # transformers' attn_implementation, read by no other engine (before: vLLM answered, the field ignored)
     ({"engine": "vllm", "attention": "eager"}, "attention", ("--engine", "vllm", "--attention", "eager")),
-    ({"device": "h100-sxm", "attention": "flash"}, "attention", ("--device", "h100-sxm", "--attention", "flash")),
+    ({"device": "h100-sxm", "engine": "sglang", "attention": "flash"}, "attention",
+     ("--device", "h100-sxm", "--engine", "sglang", "--attention", "flash")),
 ]
 
 

@@ -215,13 +215,13 @@ def _workload_on_its_device(given: InferenceWorkload | dict[str, Any], asker: st
         fields, device, target, notes = workload_on_device(given, asker)
         if fields.get("engine") is None:  # built once with the default engine, which stays out of ``given``
             eng, note = engine_assumption(None, device, fields.get("tensor_parallel") or 1, fields.get("weights"),
-                                          target, spec)
+                                          target, spec, fields)
             passed = frozenset(k for k, v in fields.items() if v is not None)
             notes.assumptions.append(note)
             return InferenceWorkload(**dict(fields, engine=eng), given=passed), notes, device
         w = InferenceWorkload(**fields)
     if w.engine is None:  # replace keeps ``given``: the engine stays a default, and the fields are checked for it
-        eng, note = engine_assumption(None, device, w.tensor_parallel, w.weights, target, spec)
+        eng, note = engine_assumption(None, device, w.tensor_parallel, w.weights, target, spec, w)
         w = dataclasses.replace(w, engine=eng)
         notes.assumptions.append(note)
     return w, notes, device

@@ -29,7 +29,8 @@ const ENGINE_FLAGS = Object.fromEntries([...engineSection.querySelectorAll("[dat
 let requestEngineSettings = []; // the engine settings a request file takes (/pages/choices.json)
 
 /** Show and enable an engine setting only where the chosen engine reads it (every one with the engine left to the
- * device, whose engine the estimate names or refuses the setting for); a hidden one is not sent. */
+ * device: a setting only one engine reads implies that engine, specs/workload.py implied_engine, named in the
+ * answer's assumptions); a hidden one is not sent. */
 function offerEngineSettings() {
   const engine = $("engine").value;
   for (const div of engineSection.querySelectorAll("[data-engines]")) {
