@@ -241,7 +241,9 @@ QWEN25_PAGE_KNOWN_MISSES = {"PM1203": _AWQ_GAP, "PM1219": _AWQ_GAP, "PM1235": _A
 # (estimate/ranges.py says why). The lent H200's small-model training steps (rows 4, 5: Qwen2.5-0.5B full
 # fine-tunes; 23: Qwen2.5-1.5B QLoRA) run at 0.38-0.46 of the predicted rate (+118 .. +166 %; row 18, the 0.5B
 # bf16-mixed full fine-tune, at 0.67, +49 %, is inside its band and tolerance since the host constant was
-# re-derived on its calibration row's real kernels), while its 7B/8B steps (rows 6-9, 19, 20) are within -20.8
+# re-derived on its calibration row's real kernels -- under that row's assumed fused RMSNorm, QWEN7B_NORM_KERNEL
+# below: at the eager-norm 17.1 us it would be about 0.54, a miss again, and H200 decode row 15, now +24 %, was
+# +34.8 % even at the former 19.72 us), while its 7B/8B steps (rows 6-9, 19, 20) are within -20.8
 # (row 6, Qwen2.5-7B LoRA without checkpointing) .. +8.6 % (row 7): the small steps are host-bound (eq. K1). What is
 # traced is the count of rows 4, 5 and 18: tests/formulas/test_training_step_kernels.py runs the worker's whole step
 # (forward, loss, backward, recompute, foreach AdamW, zero_grad) of a Qwen2, full and LoRA, bf16 and bf16-mixed,
@@ -554,10 +556,12 @@ QWEN_SPEED_ROWS = {f"PM07{20 + i}": 256 * 2 ** i for i in range(6)}
 # needed") and flash_attn.ops.rms_norm's rms_norm (lines 94-96), which imports only with flash-attn's csrc/layer_norm
 # extension built (flash_attn/ops/layer_norm.py ``import dropout_layer_norm``); apply_rotary_pos_emb (line 1336) and
 # RMSNorm.forward (line 1359) use them on CUDA tensors, and FlashSelfAttention calls flash_attn_func at batch 1 (line
-# 189). The README (Qwen @e6f2a7a, the table's commit, 2023-10-11) says "Flash attention 2 is applied" and lists
-# ``pip install csrc/layer_norm`` as optional; Qwen's own image (docker/Dockerfile @e8e1596, 2023-11-30: torch 2.0.1,
-# flash-attn v2.3.3) builds it. ASSUMED here: the fused RMSNorm was built (QWEN7B_NORM_KERNEL; eager instead: the
-# host constant would be 17.1 us, not 21.4). Not counted (under 0.2 % of the count): the rotary tables, cached by the
+# 189). The README (read at Qwen @e6f2a7a, 2023-10-11; the row cites README @2df8e8a, its table first published
+# 2023-10-07 at 6e98723) says "Flash attention 2 is applied" and lists ``pip install csrc/layer_norm`` as optional;
+# Qwen's own image (docker/Dockerfile @e8e1596, 2023-11-30, seven weeks after the table: torch 2.0.1, CUDA 11.7.1,
+# flash-attn v2.3.3, not the table's CUDA 11.8) builds it. ASSUMED here, not shown by the row: the fused RMSNorm
+# was built (QWEN7B_NORM_KERNEL; eager instead: 8,689 kernels and a host constant of 17.1 us, not 21.4 -- the
+# constant's low end, efficiency.HOST_SECONDS_PER_KERNEL, re-derived by the same test). Not counted (under 0.2 % of the count): the rotary tables, cached by the
 # remote code (-14), its attention-mask arithmetic and position arange (+4) and its shifted-logits copies (+3).
 QWEN7B_NORM_KERNEL = "flash-attn"
 

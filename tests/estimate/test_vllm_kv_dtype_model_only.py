@@ -20,7 +20,7 @@ COMMON = dict(engine="vllm", memory=80 * 2**30, context=4096, concurrency=1)
 
 @pytest.mark.parametrize("kv, dtype", [("fp16", "bf16"), ("fp32", "bf16"), ("bf16", "fp16"), ("fp32", "fp16")])
 def test_a_kv_dtype_other_than_the_models_is_refused(kv: str, dtype: str) -> None:
-    with pytest.raises(FieldError, match=f"stores a {kv} KV cache only for a {kv} model") as e:
+    with pytest.raises(FieldError, match=f"stores its KV cache in {kv} only for a model in {kv}") as e:
         estimate_inference("llama-3.1-8b", kv_dtype=kv, dtype=dtype, **COMMON)
     assert e.value.field == "kv_dtype" and "vllm#54338" in str(e.value)
 

@@ -341,6 +341,16 @@ def test_host_seconds_per_kernel_follows_from_its_row(monkeypatch: pytest.Monkey
     assert micro > 1.5 * st.compute_seconds  # host-bound: the row determines tau
     monkeypatch.undo()
     assert micro / kernels == pytest.approx(tau.expected, rel=0.002)
+    # the low end: the same row with eager RMSNorms (the fused norm's build assumed, validation_cases.py
+    # QWEN7B_NORM_KERNEL): more kernels for the same measured micro-step
+    monkeypatch.setattr(E, "HOST_SECONDS_PER_KERNEL", dataclasses.replace(tau, expected=0.0))
+    eager = dataclasses.replace(spec, norm_kernel="eager")
+    d_eager = training_duration_for(eager, dev, 1, 1e6, fields)
+    k_eager = next(a.value for a in d_eager.assumptions if a.name == "kernels_per_micro_step")
+    assert d_eager.step is not None and k_eager > kernels
+    micro_eager = (measured - d_eager.step.optimizer_seconds - 7 * d_eager.step.accumulation_seconds) / 8
+    assert micro_eager / k_eager == pytest.approx(tau.low, rel=0.002)
+    monkeypatch.undo()
     # and the row is then met; the 2048-token row of the same table stays device-bound (unchanged)
     d = training_duration_for(spec, dev, 1, 1e6, fields)
     assert 8 * seq / d.tokens_per_second == pytest.approx(measured, rel=0.003)

@@ -589,11 +589,7 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
     concurrency = InferenceWorkload.concurrency if concurrency is None else int(read_number(concurrency,
                                                                                               "concurrency",
                                                                                               CONCURRENCY))
-    if kwh_price is not None:  # the --kwh-price flag's reader and range (numbers.KWH_PRICE), for Python's fit too
-        try:
-            kwh_price = parse_money(kwh_price, "kWh", KWH_PRICE)
-        except InputError as e:
-            raise FieldError("kwh_price", f"kwh_price: {e}") from None
+    kwh_price = read_kwh_price(kwh_price)
     device, n, target, instance = target_and_count(hardware, count, hardware_files, instances=True)
     hardware_decides(device, workload)  # device=, gpu_runtime= are the hardware's: the same dropped, another refused
     hr = check_headroom(headroom)
@@ -768,8 +764,9 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
     est = tried[tp]
     replicas = 1 if split else n // tp
     per_rep = per_replica(concurrency, replicas)
-    # the sequences one replica runs at once now (0 where its pool holds none) and those it is timed at: a setup that
-    # does not fit is timed at the load it would run if it fit (running_per_replica)
+    # the sequences one replica runs at once now (0 where its pool holds none) and those it is timed at: what it runs
+    # (a pool that holds fewer than its share is timed at those it holds); where it runs none, at the load it would
+    # run if it fit (running_per_replica)
     run_now = min(per_rep, int(est.details.get("running_sequences", per_rep)))
     fitted = {t: bool(e.details["fits"]) for t, e in tried.items()}
     spread = (f"{replicas} replicas, the load split evenly ({per_rep} of {concurrency} sequences on the fullest)"
@@ -967,6 +964,17 @@ def tensor_parallel_why(tp: int, count: int, per_node: int, concurrency: int, wi
     return f"{how}; {rule}"
 
 
+def read_kwh_price(kwh_price: object) -> float | None:
+    """``kwh_price`` read by the --kwh-price flag's reader and range (numbers.KWH_PRICE, request/quantities.py
+    parse_money), so that Python's fit and fit_training refuse what the CLI and the web refuse, naming the field."""
+    if kwh_price is None:
+        return None
+    try:
+        return parse_money(kwh_price, "kWh", KWH_PRICE)
+    except InputError as e:
+        raise FieldError("kwh_price", f"kwh_price: {e}") from None
+
+
 def serving_cost(device: Device, count: int, instance: Instance | None, kwh_price: float | None,
                  tokens_per_second: float | None) -> dict[str, Any]:
     """The hourly price of ``count`` x ``device`` (``hourly_price``: an instance's on-demand price, a given price, or
@@ -1075,6 +1083,7 @@ def fit_training(model: ModelSpec | str, hardware: str | Device | Instance, coun
     ``fit --train --tokens`` and ``train --device --tokens`` print). When it does not fit, ``FitResult.fits_at``
     names the settings that do (``training_fits_at``); ``fits_at`` False: not searched (a search over candidates)."""
     spec = load_model(model) if isinstance(model, str) else model
+    kwh_price = read_kwh_price(kwh_price)
     gpus = training_fields.get("gpus")
     if count is not None and gpus is not None and gpus != count:
         raise InputError(f"count ({count}) and gpus ({gpus}) name different numbers of devices; give one")

@@ -37,9 +37,10 @@ def test_fit_and_recommend_refuse_a_kwh_price_in_the_same_words(value):
         Constraints(kwh_price=value if value == "abc" else float(value))
     said = fit.removeprefix("argument --kwh-price: ").removesuffix(" (see --help)")
     assert e.value.field == "kwh_price" and str(e.value) == f"kwh_price: {said}", (str(e.value), fit)
-    with pytest.raises(FieldError) as e:  # Python's fit: the same reader (it raised a bare TypeError on 'abc')
-        llmsizer.fit("llama-3.2-1b", "rtx-4090", kwh_price=value if value == "abc" else float(value))
-    assert e.value.field == "kwh_price" and str(e.value) == f"kwh_price: {said}", (str(e.value), fit)
+    for call in (llmsizer.fit, llmsizer.fit_training):  # Python's fits: the same reader (a bare TypeError on 'abc')
+        with pytest.raises(FieldError) as e:
+            call("llama-3.2-1b", "rtx-4090", kwh_price=value if value == "abc" else float(value))
+        assert e.value.field == "kwh_price" and str(e.value) == f"kwh_price: {said}", (call, str(e.value), fit)
 
 
 def test_a_kwh_price_reads_money_text_per_kwh():

@@ -88,7 +88,7 @@ def check_engine_kv_dtype(engine: str, kvd: str, model_dtype: str | None = None)
     if name in profile.kv_dtypes_model_only:  # the model's own dtype: the engine's 'auto' (judged with the model)
         if model_dtype is None or name == kv_dtype_name(model_dtype):
             return
-        raise FieldError("kv_dtype", f"engine {profile.name} stores a {name} KV cache only for a {name} model (its "
+        raise FieldError("kv_dtype", f"engine {profile.name} stores its KV cache in {name} only for a model in {name} (its "
                          f"'auto'), not for this {model_dtype} one ({profile.kv_dtypes_model_only_why}); give "
                          f"kv_dtype auto or fp8, or dtype {name}", also=("dtype",))
     if name not in engine_kv_dtypes(engine):
