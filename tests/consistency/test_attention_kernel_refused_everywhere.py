@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import inspect
 import json
-import re
 from pathlib import Path
 
 import pytest
@@ -29,6 +28,7 @@ from llmsizer.errors import DeviceCannotRunError
 from llmsizer.estimate.duration import training_duration_for
 from llmsizer.estimate.training import max_micro_batch
 from llmsizer.models import load_model
+from request_error_lines import keyed
 
 MODEL = "llama-3.2-1b"
 # A Tesla P100 (Pascal): compute capability 6.0 (NVIDIA's CUDA GPU table), 16 GiB HBM2, 732 GB/s, 21.2 TFLOP/s
@@ -60,15 +60,6 @@ CASES = [
 IDS = ["flash-v100", "flash-t4", "flash-fp32-h100", "cudnn-v100", "flex-p100", "foundry-fp32-h100",
        "foundry-fa2-v100"]
 FLAG = {"attention": "--attention", "attention_kernel": "--attention-kernel"}
-
-
-def keyed(where: str, field: str, message: str) -> str:
-    """A request's error names the key path once (plan/compose.py ``_about``): a message that opens with the
-    field's own key gets the path in its place ('settings.attention flash (...) cannot run ...'), another one the
-    path before it."""
-    if where.startswith("settings.") and re.match(rf"{re.escape(field)}(?![\w-])", message):
-        return where + message[len(field):]
-    return f"{where}: {message}"
 
 
 @pytest.fixture(scope="module")

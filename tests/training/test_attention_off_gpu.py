@@ -20,6 +20,7 @@ from cli_capture import run
 from llmsizer import estimate_training, fit_training
 from llmsizer.errors import DeviceCannotRunError, InputError
 from llmsizer.specs.training import attention_off_gpu
+from request_error_lines import keyed
 
 torch = pytest.importorskip("torch")
 
@@ -128,7 +129,7 @@ def test_every_surface_refuses_it_with_one_line(device: str, flags: tuple, field
     where = f"settings.{field}" if field in fields else "job 'tune' (training)"  # a profile's is in no key
     for cmd in (("request", "check", str(req)), ("plan", str(req), "--json")):
         line = _one_line(*cmd)
-        assert line.endswith(f"{where}: {message}"), (cmd, line)
+        assert line.endswith(keyed(where, field, message)), (cmd, line)  # the key path once
 
 
 @pytest.mark.parametrize("device", [CPU, APPLE])
