@@ -160,17 +160,22 @@ def pool_reserved(est: Estimate) -> dict[str, int]:
     return out
 
 
-def fits_high(est: Estimate, on_cpu: bool = False) -> bool:
-    """Whether ``est``'s verdict holds at the high end of its need too (``verdict_high``, estimate/verdict.py: the
-    components' or the calibrated high end, whichever is higher) on a device budget; an engine judged by its pool's
-    admission (vLLM, SGLang) holds whenever it fits (its pool is reserved whole, ``verdict_need``)."""
+def verdict_high(est: Estimate, on_cpu: bool = False) -> int | None:
+    """The high end of the need ``est``'s verdict quotes per device (``verdict_high``, estimate/verdict.py: the
+    components' or the calibrated high end, whichever is higher; with a llama.cpp split, the fullest GPU's if
+    higher); None for an engine judged by its pool's admission (vLLM, SGLang: the pool is reserved whole,
+    ``verdict_need``) or an estimate without one."""
     d = est.details
-    if not d.get("fits"):
-        return False
     if str(d.get("verdict_basis", "")).endswith("-admission") or "verdict_high" not in d:
-        return True
-    high = need_per_device(est, on_cpu)[1] if est.details.get("split") else int(d["verdict_high"])
-    return max(high, int(d["verdict_high"])) <= int(d["memory_budget"])
+        return None
+    return max(int(d["verdict_high"]), need_per_device(est, on_cpu)[1] if d.get("split") else 0)
+
+
+def fits_high(est: Estimate, on_cpu: bool = False) -> bool:
+    """Whether ``est`` fits at the high end of its need too (``verdict_high`` within the device budget); a pool
+    engine's verdict holds whenever it fits."""
+    high = verdict_high(est, on_cpu)
+    return bool(est.details.get("fits")) and (high is None or high <= int(est.details["memory_budget"]))
 
 
 def busy_replicas(concurrency: int, replicas: int) -> int:
@@ -795,8 +800,7 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
                         "verdict_need_per_device": need, "verdict_budget_per_device": offered,
                         # the high end its verdict quotes (the components' or calibrated, estimate/verdict.py) and
                         # whether it fits there too: the tie rule's test (``fits_high``); None under a pool engine
-                        "verdict_high_per_device": None if str(tried[t].details.get("verdict_basis", "")).endswith(
-                            "-admission") else tried[t].details.get("verdict_high"),
+                        "verdict_high_per_device": verdict_high(tried[t], on_cpu),
                         "fits_at_high_end": fits_high(tried[t], on_cpu),
                         **pool_reserved(tried[t])})
     if tp > per_node:
