@@ -121,13 +121,34 @@ class EngineProfile:
     caches_repeated_kv: bool = False
 
 
-# GGML's block types are llama.cpp's alone (-ctk/-ctv); the PyTorch engines store KV as a torch dtype
-TORCH_KV_DTYPES = ("fp32", "fp16", "bf16", "fp8", "fp8_e4m3", "fp8_e5m2", "int8")
-# transformers stores fewer: DynamicCache keeps the activation dtype, and QuantizedCache (transformers 5.24.0
+# GGML's block types are llama.cpp's alone (-ctk/-ctv); the PyTorch engines store KV as a torch dtype.
+# transformers: DynamicCache keeps the activation dtype, and QuantizedCache (transformers 5.24.0
 # src/transformers/cache_utils.py L2213-2220: backend 'quanto', 'hqq' or 'fp8', any other a ValueError) stores
 # float8_e4m3fn only in its fp8 backend (Fp8QuantizedLayer.fp8_dtype, L1018) and integers in the others (quanto
 # nbits 2 or 4, L927; HQQ 1, 2, 3, 4 or 8, L975): no backend stores float8_e5m2, which vLLM and SGLang do
-TRANSFORMERS_KV_DTYPES = tuple(d for d in TORCH_KV_DTYPES if d != "fp8_e5m2")
+TRANSFORMERS_KV_DTYPES = ("fp32", "fp16", "bf16", "fp8", "fp8_e4m3", "int8")
+# the ones transformers stores in a QuantizedCache (the rest: DynamicCache); QuantizedCache refuses a model whose
+# layers are not all full attention (cache_utils.py L2236-2243: ``set(layer_types) - {"full_attention"}``, a
+# ValueError; layer types from get_layer_types_and_kwargs L1959-1988: sliding, chunked, linear / recurrent, KV-shared
+# and MLP-only layers all count against it)
+TRANSFORMERS_QUANTIZED_KV = ("fp8", "fp8_e4m3", "int8")
+# the integer backends' group-wise layout (QuantizedLayer.__init__ defaults, cache_utils.py L804-817): one scale and
+# one zero point per q_group_size elements in the compute dtype (HQQ, measured in tests/formulas/test_quantized_cache.py),
+# and the newest tokens, at most residual_length - 1 (the flush at ``>= residual_length``, L854), in the compute dtype
+TRANSFORMERS_KV_Q_GROUP_SIZE = 64
+TRANSFORMERS_KV_RESIDUAL_LENGTH = 128
+TRANSFORMERS_KV_GROUPED = ("int8",)  # HQQ nbits=8; fp8 (Fp8QuantizedLayer): one scale per tensor, no residual
+
+
+def kv_layout(engine: str, kv_dtype: str, act_bytes: float) -> dict[str, float | int]:
+    """The extra keywords of formulas/kv_cache.py ``kv_cache`` (eq. 6) for a KV cache of canonical dtype ``kv_dtype``
+    on ``engine`` with activations of ``act_bytes`` bytes: transformers' group-wise QuantizedCache (int8: HQQ
+    nbits=8) adds a scale and a zero per TRANSFORMERS_KV_Q_GROUP_SIZE elements and holds up to
+    TRANSFORMERS_KV_RESIDUAL_LENGTH - 1 tokens unquantized; every other cache: none."""
+    if engine != "transformers" or kv_dtype not in TRANSFORMERS_KV_GROUPED:
+        return {}
+    return {"q_group_size": TRANSFORMERS_KV_Q_GROUP_SIZE, "group_param_bytes": 2.0 * act_bytes,
+            "residual_tokens": TRANSFORMERS_KV_RESIDUAL_LENGTH - 1, "residual_bytes": float(act_bytes)}
 
 
 TRANSFORMERS = EngineProfile(
@@ -158,12 +179,12 @@ TRANSFORMERS = EngineProfile(
 # class; Fp8QuantizedLayer L1009-1076 stores float8_e4m3fn (L1018) with one scale per tensor, frozen at the first
 # update (no residual window); QuantoQuantizedLayer L897-949 takes nbits 2 or 4 only (L927: qint2/qint4, L938);
 # HQQQuantizedLayer L952-1006 takes nbits 1, 2, 3, 4 or 8 (L975). The integer backends keep the last
-# residual_length (128) tokens in the activation dtype (QuantizedLayer L786-894), which the estimate does not add.
+# residual_length - 1 (127) tokens in the activation dtype (QuantizedLayer L786-894), which kv_layout adds (eq. 6).
 _TRANSFORMERS_KV_BACKEND = {
     "fp8": "QuantizedCache(backend='fp8') (Fp8QuantizedLayer: float8_e4m3fn, one scale per tensor)",
     "fp8_e4m3": "QuantizedCache(backend='fp8') (Fp8QuantizedLayer: float8_e4m3fn, one scale per tensor)",
-    "int8": "QuantizedCache(backend='hqq', nbits=8) (quanto takes 2 or 4 bits only; the last 128 tokens stay in the "
-            "activation dtype)",
+    "int8": "QuantizedCache(backend='hqq', nbits=8) (quanto takes 2 or 4 bits only; a scale and a zero per 64 "
+            "values and up to the last 127 tokens in the activation dtype, counted)",
 }
 
 
@@ -176,9 +197,16 @@ def transformers_kv_backend(kv_dtype: str) -> str:
 VLLM = EngineProfile(
     name="vllm", mla_mode="latent", window_extra=-1, block_size=16, kv_dtype_default="model",
     dsa_indexer_cache="fp8_scaled",
-    kv_dtypes=tuple(d for d in TORCH_KV_DTYPES if d not in ("fp32", "fp16")),  # those two: as 'auto' only (below)
-    kv_dtypes_source="vllm/config/cache.py CacheDType = Literal['auto', 'bfloat16', 'int8', 'fp8', 'fp8_e4m3', "
-                     "'fp8_e5m2', 'fp8_inc', 'fp8_ds_mla'] ('auto' = the model dtype)",
+    # fp32, fp16: as 'auto' only (below); int8 left CacheDType: its 8-bit integer cache is int8_per_token_head, with a
+    # float32 scale per token and KV head (formulas/kv_cache.py eq. 5); fp8_per_token_head likewise
+    kv_dtypes=("bf16", "fp8", "fp8_e4m3", "fp8_e5m2", "int8_per_token_head", "fp8_per_token_head"),
+    kv_dtypes_source="vllm/config/cache.py:39-58 CacheDType = Literal['auto', 'float16', 'bfloat16', 'fp8', "
+                     "'fp8_e4m3', 'fp8_e5m2', 'fp8_inc', 'fp8_ds_mla', 'nvfp4_ds_mla', 'turboquant_*', "
+                     "'int4_per_token_head', 'int8_per_token_head', 'fp8_per_token_head', 'nvfp4', 'nvfp4_4over6'] "
+                     "@002f10e0 ('auto' = the model dtype; no plain 'int8')",
+    kv_dtypes_why="vllm/config/cache.py:39-58 CacheDType @002f10e0 has no plain int8: the 8-bit integer cache is "
+                  "int8_per_token_head (a float32 scale per token and KV head, vllm/v1/kv_cache_interface.py "
+                  "AttentionSpec.page_size_bytes @001cabc1)",
     # fp32: no CacheDType names it (nor at vllm-project/vllm@002f10e0 vllm/config/cache.py, whose list gained
     # 'float16' in vllm#37199, 2026-03-16): only 'auto' on a float32 model stores it. A 16-bit cache of the other
     # 16-bit dtype holds the model's bits read as that dtype, no error raised (vllm#54338: '--kv-cache-dtype float16'
@@ -224,9 +252,21 @@ SGLANG = EngineProfile(
     state_source="SGLang 0.5.23 sglang/srt/configs/mamba_utils.py:47-125 (mamba2_state_dtype: conv bf16, SSM "
                  "float32 unless mamba_ssm_dtype / SGLANG_MAMBA_SSM_DTYPE; BaseLinearStateParams.mamba_cache_per_req), "
                  ":225, :276 (conv state [conv_dim, conv_kernel - 1])",
-    kv_dtypes=TORCH_KV_DTYPES,
-    kv_dtypes_source="SGLang server_args.py --kv-cache-dtype (auto = the model dtype, bf16, fp8_e4m3, fp8_e5m2; "
-                     "int8 in test/srt/test_int8_kv_cache.py)",
+    # --kv-cache-dtype's choices (python/sglang/srt/server_args.py ServerArgs.kv_cache_dtype @001067ff): auto,
+    # fp8_e5m2, fp8_e4m3, mxfp8, bf16, bfloat16, nvfp4, fp4_mx_block16, fp4_e2m1 -- argparse refuses any other (no
+    # plain fp8, no int8, no float16 / float32). ModelRunner.configure_kv_cache_dtype (model_executor/model_runner.py):
+    # auto = the model dtype (float8_e4m3fn where the checkpoint's quant config says kv_cache_quant_algo FP8),
+    # bf16/bfloat16 = torch.bfloat16 whatever the model, fp8_e4m3 = float8_e4m3fn, fp8_e5m2 = float8_e5m2; so fp16 and
+    # fp32 are stored only as 'auto' on a model of that dtype. The block-scaled FP4/MXFP8 recipes are not modelled.
+    kv_dtypes=("bf16", "fp8_e4m3", "fp8_e5m2"),
+    kv_dtypes_source="SGLang python/sglang/srt/server_args.py ServerArgs.kv_cache_dtype choices @001067ff (auto = "
+                     "the model dtype, bf16/bfloat16, fp8_e4m3, fp8_e5m2; mxfp8, nvfp4, fp4_mx_block16, fp4_e2m1 not "
+                     "modelled)",
+    kv_dtypes_why="SGLang's --kv-cache-dtype choices (server_args.py @001067ff) are auto, bf16, fp8_e4m3, fp8_e5m2 "
+                  "and FP4/MXFP8 recipes: no plain fp8 (give fp8_e4m3), no int8",
+    kv_dtypes_model_only=("fp32", "fp16"),
+    kv_dtypes_model_only_why="SGLang's --kv-cache-dtype has no float16 or float32: 'auto' stores the model's own "
+                             "type (model_runner.py configure_kv_cache_dtype)",
     description="SGLang: loads weights, then fills mem_fraction_static of the memory free before loading with a "
                 "token pool (max_total_num_tokens); the rest (1 - mem_fraction_static) is left for activations and "
                 "CUDA graphs; finished requests stay in the pool as a radix (prefix) cache, evicted as needed.",

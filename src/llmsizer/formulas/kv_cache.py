@@ -40,6 +40,29 @@ transformers' Falcon with ``new_decoder_architecture`` (Falcon-40B/180B) broadca
 ``FalconAttention._split_heads`` before ``cache.update`` (modeling_falcon.py), so its DynamicCache holds num_heads
 heads per token and layer (``repeated_kv``; measured in tests/formulas/test_kv_cache_forward.py); vLLM and llama.cpp
 cache the model's num_kv_heads.
+A KV cache dtype with one scale per token and KV head (vLLM ``int8_per_token_head``, ``fp8_per_token_head``) adds
+``KV_DTYPE_HEAD_SCALE_BYTES`` (one float32) for the key and for the value of each KV head (one for MLA's latent):
+
+    scale_bytes_per_token_layer = 2 * num_kv_heads * 4                                                  (5)
+
+(vLLM vllm/v1/kv_cache_interface.py ``AttentionSpec.page_size_bytes`` L143-155: ``real_page_size +=
+2 * block_size * num_kv_heads * get_dtype_size(torch.float32)`` when ``kv_quant_mode.is_per_token_head``, L30-49
+and ``get_kv_quant_mode`` L57-67 @001cabc1.)
+
+transformers' ``QuantizedCache`` with an integer backend (HQQ, quanto: ``QuantizedLayer``) stores each group of
+``q_group_size`` quantized elements with its scale and zero point, and keeps the newest tokens in the activation
+dtype until ``residual_length`` of them are due, then quantizes them with the rest (transformers 5.24.0
+src/transformers/cache_utils.py ``QuantizedLayer.update`` L824-865: the residual is flushed when
+``residual_length + new >= self.residual_length``, L854, so it holds at most residual_length - 1 tokens; defaults
+``q_group_size=64``, ``residual_length=128``, L806-810; HQQ keeps ``meta["scale"]`` and ``meta["zero"]`` per group
+in the compute dtype, ``HQQQuantizedLayer._quantize`` L988-1000; measured in tests/formulas/test_quantized_cache.py).
+Per sequence and layer, with r = min(tokens, residual_tokens) tokens in the residual:
+
+    quantized_cache_bytes = (tokens - r) * E * (b_q + group_param_bytes / q_group_size) + r * E * b_act    (6)
+
+E the elements per token and layer (eq. 1 or 2 without the bytes), b_q the quantized bytes per element,
+``group_param_bytes`` the scale and zero of one group (2 x b_act for HQQ).
+
 Paged engines allocate whole blocks: tokens are rounded up to a multiple of ``block_size`` (vLLM,
 Kwon et al. 2023, arXiv 2309.06180, section 4.2).
 
@@ -76,8 +99,14 @@ from .dtypes import DTYPE_BYTES
 # iq4_nl = 18 B / 32).
 KV_DTYPE_BYTES: dict[str, float] = {
     **{k: float(v) for k, v in DTYPE_BYTES.items()}, "fp8": 1.0, "fp8_e4m3": 1.0, "fp8_e5m2": 1.0, "int8": 1.0,
+    "int8_per_token_head": 1.0, "fp8_per_token_head": 1.0,
     "q8_0": 34 / 32, "q5_1": 24 / 32, "q5_0": 22 / 32, "q4_1": 20 / 32, "q4_0": 18 / 32, "iq4_nl": 18 / 32,
 }
+
+
+# eq. (5): bytes of the scale each token keeps per KV head for its key and for its value (vLLM's per-token-head
+# formats: one float32, vllm/v1/kv_cache_interface.py AttentionSpec.page_size_bytes @001cabc1)
+KV_DTYPE_HEAD_SCALE_BYTES: dict[str, float] = {"int8_per_token_head": 4.0, "fp8_per_token_head": 4.0}
 
 
 # bytes per element of the DSA indexer key cache, eq. (3): 'kv' = at the KV dtype (transformers); 'fp8_scaled' =
@@ -176,19 +205,28 @@ class KVCache:
 @lru_cache(maxsize=8192, typed=True)  # a pure function of its arguments (the spec is frozen); KVCache is frozen
 def kv_cache(spec: ModelSpec, tokens: int, sequences: int = 1, kv_dtype: str = "bf16", *,
              mla_mode: str = "latent", window_extra: int = -1, block_size: int | None = None,
-             indexer_cache: str = "kv", repeated_kv: bool = False) -> KVCache:
-    """KV cache of ``sequences`` sequences of ``tokens`` tokens each (module docstring, eqs. 1-3)."""
+             indexer_cache: str = "kv", repeated_kv: bool = False, q_group_size: int = 0,
+             group_param_bytes: float = 0.0, residual_tokens: int = 0, residual_bytes: float = 0.0) -> KVCache:
+    """KV cache of ``sequences`` sequences of ``tokens`` tokens each (module docstring, eqs. 1-3, 5; eq. 6 with
+    ``q_group_size`` > 0: each group of that many elements carries ``group_param_bytes``, and up to
+    ``residual_tokens`` of each sequence's tokens are held at ``residual_bytes`` per element instead).
+    ``bytes_per_token`` is the quantized rate (one more token past the residual)."""
     if tokens < 0 or sequences < 0:
         raise InputError(f"tokens and sequences must not be negative (got {tokens}, {sequences})")
-    per_elem = kv_dtype_bytes(kv_dtype)
-    per_layer = kv_elements_per_token_layer(spec, mla_mode, repeated_kv) * per_elem + indexer_bytes_per_token_layer(
-        spec, kv_dtype, indexer_cache)
+    elems = kv_elements_per_token_layer(spec, mla_mode, repeated_kv)
+    per_elem = kv_dtype_bytes(kv_dtype) + (group_param_bytes / q_group_size if q_group_size > 0 else 0.0)
+    scale_heads = 1 if spec.mla is not None else elems // (2 * max(spec.head_dim, 1))  # eq. (5): the heads cached
+    per_layer = (elems * per_elem + 2 * scale_heads * KV_DTYPE_HEAD_SCALE_BYTES.get(kv_dtype_name(kv_dtype), 0.0)
+                 + indexer_bytes_per_token_layer(spec, kv_dtype, indexer_cache))
     own = spec.kv_cache_layer_types  # layers caching K/V of their own
     n_sliding = own.count("sliding")
     n_full = own.count("full")
     t_full = paged_tokens(tokens, block_size)
     t_slide = paged_tokens(sliding_tokens(tokens, spec.sliding_window or 0, window_extra), block_size) if n_sliding else 0
     total = (n_full * t_full + n_sliding * t_slide) * per_layer * sequences
+    if residual_tokens > 0:  # eq. (6): the newest tokens of each sequence in the activation dtype, not quantized
+        held = (n_full * min(t_full, residual_tokens) + n_sliding * min(t_slide, residual_tokens)) * sequences
+        total += held * elems * (residual_bytes - per_elem)
     return KVCache(
         total_bytes=int(math.ceil(total)), bytes_per_token=per_layer * (n_full + n_sliding),
         full_layers=n_full, sliding_layers=n_sliding, tokens_full=t_full, tokens_sliding=t_slide,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...formulas.kv_cache import kv_cache, kv_dtype_bytes
+from ...formulas.kv_cache import KV_DTYPE_HEAD_SCALE_BYTES, kv_cache, kv_dtype_bytes, kv_dtype_name
 from ...formulas.recurrent_state import RecurrentState, recurrent_state
 from ...formulas.tensor_parallel import kv_fraction_per_device, per_device
 from ...formulas.weight_formats import WeightBytes
@@ -89,8 +89,9 @@ def kv_item(ctx: Context, tokens: int, seqs: int, location: Location, *, block: 
             window_extra: int | None = None, name: str = "kv_cache", seqs_label: str = "seqs") -> Item:
     spec, prof = ctx.spec, ctx.profile
     extra = prof.window_extra if window_extra is None else window_extra
+    layout = E.kv_layout(prof.name, kv_dtype_name(ctx.kv_dtype), ctx.act_bytes)  # eq. (6): transformers' groups
     kv = kv_cache(spec, tokens, seqs, ctx.kv_dtype, mla_mode=prof.mla_mode, window_extra=extra, block_size=block,
-                  indexer_cache=prof.dsa_indexer_cache, repeated_kv=prof.caches_repeated_kv)
+                  indexer_cache=prof.dsa_indexer_cache, repeated_kv=prof.caches_repeated_kv, **layout)
     tp = ctx.w.tensor_parallel
     share = kv_fraction_per_device(spec, tp, prof.mla_mode == "latent")
     layers = f"{kv.full_layers} full layers x {kv.tokens_full} tokens"
@@ -106,10 +107,17 @@ def kv_item(ctx: Context, tokens: int, seqs: int, location: Location, *, block: 
     else:
         per = f"2 x {spec.num_kv_heads} kv_heads x {spec.head_dim} head_dim"
     tp_note = f" x {share:g} per device (TP {tp})" if tp > 1 else ""
+    scale_bytes = KV_DTYPE_HEAD_SCALE_BYTES.get(kv_dtype_name(ctx.kv_dtype))
+    if scale_bytes:
+        tp_note += f"; + a {scale_bytes:g} B scale per token, KV head, K and V (eq. 5)"
+    if layout:
+        tp_note += (f"; + a scale and a zero ({layout['group_param_bytes']:g} B) per {layout['q_group_size']} values, "
+                    f"up to the last {layout['residual_tokens']} tokens unquantized at {layout['residual_bytes']:g} B "
+                    "(QuantizedCache, eq. 6)")
     return Item(name, per_device(kv.total_bytes, share), location,
                 formula=f"({layers}) x {per} x {kv_dtype_bytes(ctx.kv_dtype):g} B ({ctx.kv_dtype}) x {seqs} {seqs_label}"
                         + tp_note,
-                source="formulas/kv_cache.py eqs. (1)-(2): Pope et al. 2022; DeepSeek-V2 eqs. 10-11")
+                source="formulas/kv_cache.py eqs. (1)-(2), (5)-(6): Pope et al. 2022; DeepSeek-V2 eqs. 10-11")
 
 
 _CACHE_DTYPES = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}

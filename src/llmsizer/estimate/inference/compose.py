@@ -90,7 +90,7 @@ def check_engine_kv_dtype(engine: str, kvd: str, model_dtype: str | None = None)
             return
         raise FieldError("kv_dtype", f"engine {profile.name} stores its KV cache in {name} only for a model in {name} (its "
                          f"'auto'), not for this {model_dtype} one ({profile.kv_dtypes_model_only_why}); give "
-                         f"kv_dtype auto or fp8, or dtype {name}", also=("dtype",))
+                         f"kv_dtype auto or {_fp8_name(profile)}, or dtype {name}", also=("dtype",))
     if name not in engine_kv_dtypes(engine):
         owners = [p.name for p in E.PROFILES.values() if name in p.kv_dtypes]
         raise FieldError("kv_dtype", f"engine {profile.name} has no {kvd!r} KV cache; it stores "
@@ -100,7 +100,32 @@ def check_engine_kv_dtype(engine: str, kvd: str, model_dtype: str | None = None)
                             if owners else ""))
 
 
-def _kv_dtype(w: InferenceWorkload, profile: E.EngineProfile, dtype: str, acc: Acc) -> str:
+def _fp8_name(profile: E.EngineProfile) -> str:
+    """The engine's own name of its FP8 KV cache (vLLM fp8, SGLang fp8_e4m3), offered in a refusal."""
+    return next((d for d in profile.kv_dtypes if d.startswith("fp8")), KV_DTYPE_AUTO)
+
+
+def check_quantized_cache_layers(engine: str, kvd: str, spec: ModelSpec) -> None:
+    """FieldError on ``kv_dtype`` when transformers would store the ``kvd`` cache in a QuantizedCache
+    (E.TRANSFORMERS_QUANTIZED_KV) and the model has a layer that is not full attention: QuantizedCache raises
+    ValueError for any layer type but "full_attention" (transformers 5.24.0 cache_utils.py L2236-2243), and
+    get_layer_types_and_kwargs (L1959-1988) gives sliding, chunked, recurrent / linear-attention, KV-sharing and
+    MLP-only layers types of their own. A cross-attention layer (Llama-3.2-Vision) is a full-attention layer there."""
+    if engine != "transformers" or kv_dtype_name(kvd) not in E.TRANSFORMERS_QUANTIZED_KV:
+        return
+    other = [f"{n} {kind}" for kind, n in (
+        ("sliding-window", spec.layer_types.count("sliding")),
+        ("recurrent / attention-free", sum(t == "none" and not c for t, c in zip(
+            spec.layer_types, spec.cross_attention_layers or (False,) * spec.num_layers, strict=False))),
+        ("KV-sharing", sum(spec.kv_shared_layers))) if n]
+    if other:
+        raise FieldError("kv_dtype", f"engine transformers stores a KV cache of {kv_dtype_name(kvd)} only in QuantizedCache, "
+                         f"which refuses a model with layers other than full attention (transformers 5.24.0 "
+                         f"cache_utils.py L2236-2243); {spec.name} has {', '.join(other)} layers: give kv_dtype auto "
+                         f"or bf16, or another engine (vllm)")
+
+
+def _kv_dtype(w: InferenceWorkload, profile: E.EngineProfile, dtype: str, acc: Acc, spec: ModelSpec) -> str:
     """The KV cache dtype, the one place it is resolved: the engine's default, or the given one, ``auto`` being the
     model's activation dtype ``dtype`` (formulas/kv_cache.py KV_DTYPE_AUTO: vLLM, SGLang), or, for an engine with no
     'auto' (llama.cpp), its default (E.EngineProfile.kv_dtype_auto_why says why), said in the assumption."""
@@ -115,6 +140,7 @@ def _kv_dtype(w: InferenceWorkload, profile: E.EngineProfile, dtype: str, acc: A
     else:
         kvd = str(acc.assume("kv_dtype", default, w.kv_dtype, f"{profile.name} default KV cache dtype"))
     check_engine_kv_dtype(profile.name, kvd, dtype)
+    check_quantized_cache_layers(profile.name, kvd, spec)
     if w.kv_dtype is not None and kv_dtype_name(w.kv_dtype) in profile.kv_dtypes_model_only:
         acc.assumptions.append(Assumption(f"{profile.name}_kv_cache_dtype", KV_DTYPE_AUTO, False,
                                           f"auto -> {kvd}: the {kv_dtype_name(w.kv_dtype)} KV cache is "
@@ -355,7 +381,7 @@ def _estimate(spec: ModelSpec, w: InferenceWorkload) -> Estimate:
                              "split_mode layer|row", also=("gpus", "split_mode"))
         wb = shard_weights(spec, wb, w.tensor_parallel, act_bytes)
         acc.warnings.append(f"memory is per device, for each of {w.tensor_parallel} tensor-parallel devices")
-    kvd = _kv_dtype(w, profile, dtype, acc)
+    kvd = _kv_dtype(w, profile, dtype, acc, spec)
     window = engine_window(spec, str(w.engine))
     refusal = _window_notes(spec, w, window, acc)
     if spec.recurrent_layer_count:
@@ -417,7 +443,8 @@ def _estimate(spec: ModelSpec, w: InferenceWorkload) -> Estimate:
         "weights_bytes": wb.total, "weights_by_storage": dict(wb.by_storage), "kv_dtype": kvd,
         "kv_bytes_per_token": kv_cache(spec, 1, 1, kvd, mla_mode=profile.mla_mode,
                                        indexer_cache=profile.dsa_indexer_cache,
-                                       repeated_kv=profile.caches_repeated_kv).bytes_per_token,
+                                       repeated_kv=profile.caches_repeated_kv,
+                                       **E.kv_layout(profile.name, kv_dtype_name(kvd), act_bytes)).bytes_per_token,
         "attention": spec.attention_kind,
         # read by the speed estimate (estimate/fit.py): which experts a decode step of MoE models reads
         "identical_sequences": w.identical_sequences,
