@@ -68,11 +68,9 @@ def _step_ops(method: str, ckpt: bool, precision: str, layers: int,
     if method == "qlora":  # the worker's NF4 base (double quantization, bf16 compute), every linear but the head
         from llmsizer.measure.build import quantize_4bit
 
+        # quantize_4bit marks the model is_loaded_in_4bit as transformers' bitsandbytes loader does, so PEFT wraps
+        # each Linear4bit in its bitsandbytes LoRA layer (tests/measure/test_measure_qlora_peft.py checks it)
         quantize_4bit(model, device="cpu", compute_dtype="bf16", double_quant=True)
-        # marked as transformers' bitsandbytes loader marks it (quantizers/quantizer_bnb_4bit.py:138 @5.24.0), so
-        # that PEFT wraps each Linear4bit in its bitsandbytes LoRA layer (peft tuners/lora/bnb.py:579-589,
-        # ``loaded_in_4bit`` from tuners/lora/model.py:255 @5d602fdb)
-        model.is_loaded_in_4bit = True
     if ckpt:
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     model.config.use_cache = False
