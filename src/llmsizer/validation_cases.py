@@ -250,8 +250,9 @@ QWEN25_PAGE_KNOWN_MISSES = {"PM1203": _AWQ_GAP, "PM1219": _AWQ_GAP, "PM1235": _A
 # with and without checkpointing, and the estimate's count equals it per layer (the optimizer's about 210 launches
 # are left out, under its device time). Row 23's is
 # not: eq. K5's NF4 kernels are counted on one bitsandbytes Linear4bit, not in a step, and the worker's QLoRA is not
-# the one the estimate counts: measure/build.py quantize_4bit swaps in Linear4bit without marking the model
-# is_loaded_in_4bit, so PEFT wraps each in its plain lora.Linear (peft tuners/lora/bnb.py:579-589 @5d602fdb), which
+# the one the estimate counts: measure/build.py quantize_4bit swapped in Linear4bit without marking the model
+# is_loaded_in_4bit when it ran (it marks it now, tests/measure/test_measure_qlora_peft.py; a re-run would take PEFT's
+# bitsandbytes layer), so PEFT wrapped each in its plain lora.Linear (peft tuners/lora/bnb.py:579-589 @5d602fdb), which
 # does not clone the base output; the estimate counts PEFT's bitsandbytes layer's clone (bnb.py:533): 392 kernels
 # (28 layers x 7, forward and recompute) the run does not launch. Host time per counted kernel implied (measured
 # step / count): row 4 139.6 ms / 2,741 = 50.9 us, row 5 198.3 ms / 3,605 = 55.0 us, row 18 127.6 ms / 3,506 =
@@ -576,7 +577,14 @@ def qwen7b_spec(int4: bool = False) -> ModelSpec:
 # Q-LoRA (PM0726-PM0731): LoRA over the Qwen-7B-Chat-Int4 GPTQ checkpoint (finetune.py: GPTQConfig(bits=4,
 # disable_exllama=True); finetune/finetune_qlora_single_gpu.sh: --fp16, --gradient_checkpointing, --q_lora), the same
 # sequence lengths; its quantization_config as the reader sees it (group size 128, desc_act False: assumed, the
-# Hub file is not readable here)
+# Hub file is not readable here). Read at Qwen @b5fad3d (2023-10-07, "fix single-gpu qlora, and add profiling", hours
+# before the table's 6e98723): the single-GPU Q-LoRA script runs under DeepSpeed (--deepspeed finetune/ds_config_zero2.json: ZeRO-2, fp16 "auto"), whose fp16 engine
+# halves the whole model and runs no autocast, so PEFT's GPTQ LoRA layer (peft v0.5.0 @4df9c5a2 tuners/lora.py:
+# 1254-1277, the release of that week) casts nothing (its x.to(adapter dtype) is fp16 to fp16) and clones the base
+# output (line 1259: 320 kernels a micro-step, not counted: PEFT 0.6.0 dropped it); prepare_model_for_kbit_training
+# leaves a GPTQ model's dtypes alone (peft v0.5.0 utils/other.py:92-101). Each QuantLinear takes auto-gptq's eager
+# unpacking at 256+ tokens (formulas/launch_overhead.py eq. K8, training_time.py eq. 9b). Written as fp16-mixed
+# (the estimate's QLoRA recipes are mixed; over GPTQ it counts no adapter cast either way).
 QWEN_QLORA_ROWS = {f"PM07{26 + i}": 256 * 2 ** i for i in range(6)}
 QWEN7B_INT4 = dict(QWEN7B_V1, quantization_config={"quant_method": "gptq", "bits": 4, "group_size": 128,
                                                    "desc_act": False})

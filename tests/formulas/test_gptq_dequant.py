@@ -151,3 +151,29 @@ def test_qlora_over_a_gptq_checkpoint_keeps_its_format() -> None:
     awq = spec_from_config(dict(QWEN7B_V1, quantization_config={"quant_method": "awq", "bits": 4}), name="awq")
     with pytest.raises(InputError, match="awq"):
         estimate_training(awq, w)
+
+
+def test_unpacking_kernels_per_forward_equal_the_replay() -> None:
+    """Eq. K8 (formulas/launch_overhead.py gptq_linear_kernels): the kernels the replayed eager branch launches beside
+    its ``torch.matmul``, counted by PyTorch's dispatcher (views and reshapes of contiguous tensors launch none), and
+    the bias as the separate ``out + bias`` of QuantLinear.forward (qlinear_cuda_old.py:271 @ef442d9f = v0.4.2)."""
+    from llmsizer.formulas.launch_overhead import GPTQ_KERNEL_SWITCH_ROWS, gptq_linear_kernels
+
+    qweight, qzeros, scales, _, wf = _quant_linear(512, 256)
+    bias = torch.randn(256, dtype=torch.float16)
+    x = torch.randn(GPTQ_KERNEL_SWITCH_ROWS, 512, dtype=torch.float16, requires_grad=True)
+    c = _Counter()
+    with c.mode():
+        out = torch.matmul(x.half(), _dequantize(qweight, qzeros, scales, wf))
+        out = out.half() + bias
+    launched = [op for op in c.ops if op not in ("view", "expand", "unsqueeze", "reshape", "_unsafe_view", "t",
+                                                   "detach", "alias", "lift_fresh")]
+    gemm = [op for op in launched if op in ("mm", "matmul")]
+    assert len(gemm) == 1
+    assert len(launched) - 1 == gptq_linear_kernels(GPTQ_KERNEL_SWITCH_ROWS, bias=True)[0]
+    c = _Counter()
+    with c.mode():
+        out.backward(torch.ones_like(out))
+    # the backward: the input-gradient GEMM (and its seed) only, counted with the linear: eq. K8's 0
+    assert [op for op in c.ops if op not in ("view", "t", "detach", "ones_like", "mm")] == []
+    assert gptq_linear_kernels(GPTQ_KERNEL_SWITCH_ROWS, bias=True)[1] == 0

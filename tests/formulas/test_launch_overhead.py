@@ -24,6 +24,7 @@ from llmsizer.formulas.elementwise_traffic import LayerWidths  # noqa: E402
 from llmsizer.formulas.launch_overhead import (  # noqa: E402
     NF4_FUSED_MAX_ROWS,
     NF4_FUSED_MAX_ROWS_OTHER,
+    gptq_linear_kernels,
     head_kernels,
     host_seconds,
     layer_kernels,
@@ -395,3 +396,19 @@ def test_inference_kernels_add_nf4_dequantization_only_past_the_fused_rows() -> 
         == bf16 + 3 * 7 * spec.num_layers
     assert inference_kernels(spec, per_step=0, weights_format="nf4", capability=90, rows=4096) \
         == bf16 + 7 * spec.num_layers
+
+
+def test_gptq_unpacking_kernels_as_read_from_auto_gptq() -> None:
+    """Eq. K8 against auto-gptq's qlinear_cuda_old.forward read at tag v0.4.2 (@ef442d9f; not installable here: no
+    0.4.2 distribution on the index, 0.5.0's source needs CUDA to build): at >= 128 rows (``kernel_switch_threshold``,
+    line 32) the eager branch runs, per forward, the zeros' shift and int8 cast (231), ``bitwise_and`` (232), ``+ 1``
+    (234), the weight's shift and int8 cast (240), ``bitwise_and`` (241), ``weight - zeros`` and ``scales *`` (266):
+    9 kernels beside ``torch.matmul`` (269), and ``out + self.bias`` (271) apart from it; below, ``torch.zeros``
+    (202), ``scales.float()`` and the CUDA kernel (210), ``out.half()`` (270)."""
+    read = ["zeros shift", "zeros to int8", "zeros and", "zeros + 1", "weight shift", "weight to int8", "weight and",
+            "weight - zeros", "scales *"]
+    assert gptq_linear_kernels(128, bias=False) == (len(read), 0)
+    assert gptq_linear_kernels(4096, bias=True) == (len(read) + 1, 0)
+    assert gptq_linear_kernels(127, bias=False) == (len(["zeros", "scales.float", "out.half"]), 0)
+    with pytest.raises(InputError):
+        gptq_linear_kernels(0, bias=False)

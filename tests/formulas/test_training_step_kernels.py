@@ -68,11 +68,9 @@ def _step_ops(method: str, ckpt: bool, precision: str, layers: int,
     if method == "qlora":  # the worker's NF4 base (double quantization, bf16 compute), every linear but the head
         from llmsizer.measure.build import quantize_4bit
 
+        # quantize_4bit marks the model is_loaded_in_4bit as transformers' bitsandbytes loader does, so PEFT wraps
+        # each Linear4bit in its bitsandbytes LoRA layer (tests/measure/test_measure_qlora_peft.py checks it)
         quantize_4bit(model, device="cpu", compute_dtype="bf16", double_quant=True)
-        # marked as transformers' bitsandbytes loader marks it (quantizers/quantizer_bnb_4bit.py:138 @5.24.0), so
-        # that PEFT wraps each Linear4bit in its bitsandbytes LoRA layer (peft tuners/lora/bnb.py:579-589,
-        # ``loaded_in_4bit`` from tuners/lora/model.py:255 @5d602fdb)
-        model.is_loaded_in_4bit = True
     if ckpt:
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     model.config.use_cache = False
@@ -213,3 +211,25 @@ def test_foreach_adamw_step_is_nine_foreach_ops_and_two_host_reads_per_parameter
     assert ops["opt"]["_local_scalar_dense"] == 2 * n_params
     assert sum(ops["opt"].values()) == 9 + 2 * n_params
     assert sum(ops["zero"].values()) == 0
+
+
+def test_gptq_qlora_step_adds_the_unpacking_of_each_quantized_linear_per_forward_pass() -> None:
+    """Qwen-7B's Q-LoRA step over the Int4 GPTQ checkpoint (PM0726) against its LoRA step over the fp16 base in pure
+    half precision (DeepSpeed's fp16 engine halves the model and runs no autocast: neither casts an adapter's input;
+    peft v0.5.0 tuners/lora.py:1260-1268). The difference counted by hand from the two sources: Qwen's remote code has
+    5 linears a layer (c_attn with a bias, attn c_proj, w1, w2, mlp c_proj; modeling_qwen.py at zhangningboo/Qwen-7B
+    @ffe04dd5), each an auto-gptq QuantLinear unpacking in 9 kernels at >= 128 rows, its bias a separate add
+    (qlinear_cuda_old.py:231-271 @ef442d9f), in the forward and in the reentrant checkpoint's recompute of every
+    layer (the saved fp16 weight serves the backward): 2 x 32 x (5 x 9 + 1)."""
+    from llmsizer.estimate.duration import kernels_per_micro_step
+    from llmsizer.estimate.training.compose import training_workload
+    from llmsizer.validation_cases import framework_attention, qwen7b_spec
+
+    common = dict(rank=64, targets="all-linear", precision="fp16", micro_batch=1, seq_len=256, grad_accumulation=8,
+                  grad_checkpointing="full", checkpoint_impl="reentrant", lora_dropout="per-module",
+                  **framework_attention("qwen"))
+    # the row's fields (fp16-mixed: the estimate's QLoRA takes no pure fp16 recipe; over GPTQ it counts no cast)
+    gptq = kernels_per_micro_step(qwen7b_spec(True), training_workload(dict(common, method="qlora",
+                                                                            precision="fp16-mixed")))
+    lora = kernels_per_micro_step(qwen7b_spec(False), training_workload(dict(common, method="lora")))
+    assert gptq - lora == 2 * 32 * (5 * 9 + 1)

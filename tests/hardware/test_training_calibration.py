@@ -393,7 +393,7 @@ def test_float8_gemm_share_follows_from_its_row() -> None:
 def test_pm0018_miss_is_not_the_nf4_or_paging_term() -> None:
     """#12 asked whether PM0018 (torchtune Llama2-7B QLoRA, compiled, 1 x RTX 4090, 3155 tokens/s) needs u > 1
     because the NF4-under-compile or the paging term over-counts. Neither can: the row pages nothing, its NF4
-    dequantization is under 2 % of the micro-step, and even with the dequantization and every memory-bound kernel
+    dequantization is under 2.5 % of the micro-step (at the memory-bound kernels' share of the bandwidth), and even with the dequantization and every memory-bound kernel
     taken out the rest of the micro-step at Ada's u is within 2 % of the measured one (the GEMMs and attention alone
     fill it). The miss is in the FLOP work itself: the same README's compiled QLoRA row on Llama 3.1 8B (PM0704)
     implies Ada's u, PM0018 about 9 % more per FLOP."""
@@ -401,7 +401,7 @@ def test_pm0018_miss_is_not_the_nf4_or_paging_term() -> None:
     d = training_duration_for(spec, dev, n, 1e6, fields)
     st = d.step
     assert st is not None and st.paging_seconds == 0 and st.comm_seconds == 0
-    assert 0 < st.dequant_seconds < 0.02 * st.compute_seconds
+    assert 0 < st.dequant_seconds < 0.025 * st.compute_seconds
     measured_micro = fields["micro_batch"] * fields["seq_len"] / float(r["value"])
     rest = st.compute_seconds - st.dequant_seconds - st.elementwise_seconds
     assert rest == pytest.approx(measured_micro, rel=0.02)

@@ -52,8 +52,10 @@ from ..formulas.float8_training import float8_cast_bytes, float8_layer_flops, la
 from ..formulas.gemm_shapes import block_shape_efficiency, running_sum, tally, training_gemms
 from ..formulas.launch_overhead import (
     BNB_SERVING_RELEASE,
+    GPTQ_KERNEL_SWITCH_ROWS,
     PEFT_4BIT_CLONE_KERNELS,
     adapter_cast_kernels,
+    gptq_linear_kernels,
     head_kernels,
     host_seconds,
     nf4_fused_max_rows,
@@ -483,6 +485,14 @@ def kernels_per_micro_step(spec: ModelSpec, w: TrainingWorkload, capability: int
         nf4 = sum(map(per_kind.__getitem__, kinds))
         clone = PEFT_4BIT_CLONE_KERNELS if w.nf4_quantizer in PEFT_BNB_QUANTIZERS else 0
         total += round(nf4 + adapted * clone * again)
+    elif fmt == "gptq-int4":
+        # an auto-gptq GPTQ base (formulas/launch_overhead.py eq. K8): each frozen linear's eager unpacking in its
+        # forward and the recomputed forward of checkpointed layers (the backward reuses the saved fp16 weight)
+        tokens = w.micro_batch * w.seq_len
+        again = 1.0 + ckpt / spec.num_layers
+        per_kind = {id(lin): sum(gptq_linear_kernels(tokens, bias)[0] for name, _, bias in lin if "lora_" not in name)
+                    for lin in {id(lin): lin for lin in linears}.values()}  # layers of a kind share their list
+        total += round(again * sum(per_kind[id(lin)] for lin in linears))
     return total
 
 
@@ -1041,8 +1051,13 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
             layers = spec.num_layers
             ckpt = len(checkpointed_layers(layers, w.checkpoint_every)) if w.grad_checkpointing == "full" else 0
             fmt = qlora_base_format(spec, w.nf4_format)
+            # auto-gptq unpacks only at or above its kernel switch (eq. K8); below it the matrix-vector kernel reads
+            # the packed weight in place of the GEMM's. The dequantization kernels are memory-bound eager kernels:
+            # the same achieved share of the bandwidth as eq. E7's (efficiency.MEMORY_BOUND_BANDWIDTH)
+            unpacked = not (fmt == "gptq-int4" and tokens < GPTQ_KERNEL_SWITCH_ROWS)
             t_dq = dequantization_seconds(quantized_weights(spec) / tp, dequantization_passes(fmt, ckpt / layers),
-                                          bw_mem, DEQUANT_BYTES_PER_WEIGHT[fmt])
+                                          bw_mem * E.memory_bound_bandwidth(device.kind).expected,
+                                          DEQUANT_BYTES_PER_WEIGHT[fmt]) if unpacked else 0.0
     eta = E.memory_bound_bandwidth(device.kind)
     if bw_mem and device.kind in ("gpu", "cpu"):  # the CPU's own RAM (a VM: its share of the socket)
         per_token = elementwise_bytes_per_token(spec, w)
@@ -1542,11 +1557,14 @@ def training_duration(spec: ModelSpec, device: Device, devices: int, tokens: flo
         notes.append(Assumption("gptq_dequant_bytes_per_weight", GPTQ_DEQUANT_BYTES_PER_WEIGHT, True,
                                 "formulas/training_time.py eq. (9b): auto-gptq qlinear_cuda_old QuantLinear above "
                                 "128 rows unpacks every int4 weight with eager PyTorch ops in forward and recomputed "
-                                "forward (torch.matmul saves the fp16 weight for the backward)"))
+                                "forward (torch.matmul saves the fp16 weight for the backward), 9 kernels per linear "
+                                "and pass (formulas/launch_overhead.py eq. K8), at the memory-bound kernels' share of "
+                                "the bandwidth"))
     elif w.method == "qlora":
         notes.append(Assumption("nf4_dequant_bytes_per_weight", 2.640625, True,
                                 "formulas/training_time.py eq. (9): bitsandbytes MatMul4Bit / torchao LinearNF4 "
-                                "dequantize every 4-bit weight in forward, backward and recomputed forward"))
+                                "dequantize every 4-bit weight in forward, backward and recomputed forward, at the "
+                                "memory-bound kernels' share of the bandwidth"))
     if peak is not None and w.tf32 and math_kernel_untimed(spec, w, device, fl):
         # SDPA's math kernel's fp32 score matmuls under tf32 on a GPU with TF32 units and no sourced TF32 figure:
         # refused as the fp32 GEMMs are (device.fp32_matmul_peak returns None), not timed at the BF16 peak

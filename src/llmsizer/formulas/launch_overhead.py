@@ -96,7 +96,9 @@ reads CUDA's autocast state, so a CPU trace emulates it). Per adapter and pass::
     backward  + 2 [the A, B weight gradients cast to fp32] + 2 i [the input gradient to half, and to fp32]   (K6a)
 
 with i = 1 for PEFT's ``Linear``, 0 for its bitsandbytes layers (its GPTQ layer casts the input as well,
-tuners/lora/gptq.py:93; not counted, no GPTQ step traced). A recomputed
+tuners/lora/gptq.py:93; not counted, no GPTQ step traced; under DeepSpeed's fp16 engine, which halves the whole model
+and runs no autocast, PEFT's GPTQ layer casts nothing: peft v0.5.0 @4df9c5a2 tuners/lora.py:1260-1268, ``x.to`` the
+adapter's dtype, already fp16). A recomputed
 layer casts again; an early-stopping checkpoint still casts the last lora_B weight (autocast casts before the GEMM
 saves its inputs). (A Qwen2 layer with 7 adapters: +28 / +28, over NF4 +14 / +14; tests/formulas/
 test_training_step_kernels.py traces whole bf16-mixed LoRA and QLoRA steps with PEFT's default fp32 adapters.)
@@ -154,7 +156,10 @@ MoE layers are counted with the MLP of their top-k experts (transformers' eager 
 qwen3_moe/modeling_qwen3_moe.py:235-245 @5.24.0, launches about ten kernels and two host reads per expert hit, and a
 prefill hits nearly every expert: an under-count, which estimate/speed.py warns of). A tensor-parallel forward's
 all-reduces are not counted either (warned). A QLoRA base adds bitsandbytes' dequantization kernels per NF4 linear and pass and PEFT's
-defensive clone per adapted one (:func:`nf4_linear_kernels`, eq. K5); an NF4 model's inference step adds K5's
+defensive clone per adapted one (:func:`nf4_linear_kernels`, eq. K5); a GPTQ int4 base, auto-gptq's eager unpacking per
+linear and pass (:func:`gptq_linear_kernels`, eq. K8; PEFT 0.5.0's GPTQ LoRA layer also cloned the base output,
+tuners/lora.py:1259 @4df9c5a2, dropped in 0.6.0 and absent today, tuners/lora/gptq.py:65 @5d602fdb: not counted);
+an NF4 model's inference step adds K5's
 forward kernels at its rows (0 at a decode step's few: the fused kernel). The optimizer step's kernels (once per step,
 foreach/fused over many tensors) are not counted: torch's foreach AdamW (the CUDA default) runs 9 foreach ops
 (one of them on the CPU ``step`` counters) and reads each parameter's ``step`` twice (``_local_scalar_dense``, no
@@ -386,6 +391,38 @@ def nf4_linear_kernels(nested: bool, tokens: int, fused_max_rows: int = 0) -> tu
         raise InputError("fused_max_rows must not be negative")
     dq = 3 if nested else 1
     return (dq if tokens > fused_max_rows else 0), dq
+
+
+# auto-gptq's QuantLinear (qlinear_cuda_old, the one transformers' GPTQConfig(disable_exllama=True) loads for desc_act
+# False: auto_gptq/utils/import_utils.py dynamically_import_QuantLinear) below this many rows runs its CUDA matrix-vector
+# kernel, at or above it unpacks the weight with eager PyTorch ops (qlinear_cuda_old.py:32 ``kernel_switch_threshold=128``
+# and :199-201 @ef442d9f = tag v0.4.2; the same at v0.5.0)
+GPTQ_KERNEL_SWITCH_ROWS = 128
+# the eager unpacking's kernels beside the GEMM, per 2/4/8-bit QuantLinear forward (qlinear_cuda_old.py @ef442d9f):
+# the zeros' ``bitwise_right_shift`` + ``.to(int8)`` (:231), ``bitwise_and(..., out=zeros)`` (:232), ``zeros + 1``
+# (:234); the weight's ``bitwise_right_shift`` + ``.to(int8)`` (:240), ``bitwise_and(..., out=weight)`` (:241);
+# ``scales * (weight - zeros)`` (:266: 2); the reshapes are views, and at fp16 activations ``x.half()`` (:269) and
+# ``out.half()`` (:270) are no-ops
+GPTQ_EAGER_DEQUANT_KERNELS = 9
+
+
+def gptq_linear_kernels(tokens: int, bias: bool) -> tuple[int, int]:
+    """(forward, backward) kernels an auto-gptq ``qlinear_cuda_old`` QuantLinear (v0.4.2-0.5.x) launches beside the
+    GEMM its linear is counted with (eq. K8), per pass, at fp16 activations.
+
+    At ``tokens`` >= :data:`GPTQ_KERNEL_SWITCH_ROWS` the forward unpacks the int4 weight with eager ops
+    (:data:`GPTQ_EAGER_DEQUANT_KERNELS`) then ``torch.matmul`` (the GEMM); its bias is a separate ``out + self.bias``
+    (:271), not the nn.Linear's fused ``addmm``: +1 with a bias. The dequantized weight is a buffer-derived tensor that
+    ``torch.matmul`` saves for the input gradient, so the backward adds nothing beside the counted input-gradient
+    GEMM. Below the switch the forward is ``torch.zeros`` (:202), ``scales.float()`` and the CUDA kernel in place of
+    the GEMM (:210), ``out.half()`` (:270): 2 + 1 beside it (that path has no autograd formula: not a training path)::
+
+        K_gptq,f = 9 + bias [tokens >= 128] | 3 + bias      K_gptq,b = 0                                   (K8)
+    """
+    if tokens < 1:
+        raise InputError("tokens per micro-step must be at least 1")
+    extra = 1 if bias else 0
+    return (GPTQ_EAGER_DEQUANT_KERNELS if tokens >= GPTQ_KERNEL_SWITCH_ROWS else 3) + extra, 0
 
 
 # PEFT's LoRA over a bitsandbytes 4-bit linear clones the base output before adding the adapter

@@ -141,7 +141,9 @@ to fp32 (``dequantize_blockwise``: 1 B read + 4 B written per 64 weights) and re
     beta = 0.5 + 2 + (1 + 4 + 4) / 64 = 2.640625 B per weight
     t_dq = p N_q beta / B_mem,   p = 2 + c / L passes (forward, backward, recomputed forward)         (9)
 
-a memory-bound kernel at the device's memory bandwidth B_mem (a lower bound of its time).
+a memory-bound kernel; B_mem is the bandwidth it streams at: the caller's, the datasheet bandwidth times the share
+every memory-bound kernel of a training step reaches (estimate/efficiency.py MEMORY_BOUND_BANDWIDTH, the one rule
+of formulas/elementwise_traffic.py eq. E7's kernels, which these are).
 
 QLoRA on a GPTQ int4 checkpoint (PEFT LoRA over auto-gptq's ``QuantLinear``; Qwen's finetune.py loads it with
 ``GPTQConfig(bits=4, disable_exllama=True)``, so auto-gptq ``dynamically_import_QuantLinear`` takes

@@ -110,7 +110,13 @@ def _call_with_dtype(fn: Any, first: Any, td: Any, **kw: Any) -> Any:
 
 
 def quantize_4bit(model: Any, *, device: str, compute_dtype: str, double_quant: bool) -> int:
-    """Replace every ``nn.Linear`` except ``lm_head`` by a bitsandbytes NF4 ``Linear4bit``; returns the count."""
+    """Replace every ``nn.Linear`` except ``lm_head`` by a bitsandbytes NF4 ``Linear4bit``; returns the count.
+
+    The model is then marked ``is_loaded_in_4bit`` as transformers' bitsandbytes loader marks it after loading
+    (transformers 5.24.0 quantizers/quantizer_bnb_4bit.py:138), the flag PEFT reads to wrap each ``Linear4bit`` in its
+    bitsandbytes LoRA layer (peft @5d602fdb tuners/lora/model.py:255 ``loaded_in_4bit``, tuners/lora/bnb.py:579-589
+    ``dispatch_bnb_4bit``) as it does for a ``from_pretrained(quantization_config=BitsAndBytesConfig(...))`` model;
+    unmarked, PEFT wraps them in its plain ``lora.Linear``, a path no real QLoRA run takes."""
     import bitsandbytes as bnb
     import torch
 
@@ -130,6 +136,7 @@ def quantize_4bit(model: Any, *, device: str, compute_dtype: str, double_quant: 
             q.bias = torch.nn.Parameter(child.bias.data, requires_grad=False)
         setattr(parent, name, q.to(device))
         del child
+    model.is_loaded_in_4bit = True
     return len(todo)
 
 
