@@ -5,7 +5,10 @@
   GGUF files, so an unquantized checkpoint is taken as the GGUF file llama.cpp's converter writes from it at the
   same precision (convert_hf_to_gguf.py ``--outtype`` f32 / f16 / bf16), and an MXFP4 checkpoint (gpt-oss) as
   ``gguf:mxfp4_moe`` (llama.cpp's MXFP4_MOE file type keeps the experts in MXFP4, src/llama-quant.cpp). Other
-  quantized checkpoints (GPTQ, AWQ, FP8, bitsandbytes) have no GGUF counterpart: the user names one.
+  quantized checkpoints (GPTQ, AWQ, FP8, bitsandbytes) have no GGUF counterpart: llama.cpp's default is then the
+  ladder's own start (``gguf_stand_in``): the highest-quality GGUF quant no larger than the checkpoint, stated as a
+  default, so ``fit``/``infer`` answer with the format ``models --fits-on`` and ``recommend`` try first. A format
+  named that llama.cpp cannot run (``--weights fp8-block``) is still refused.
 - Speed of a model file: its bytes are exact, but the kernels that run it follow its dominant stored type
   (``file_kernel_format``): a GGUF file's largest tensor type by bytes, a safetensors folder's stored format.
 - The formats ``recommend`` and ``models --fits-on`` try, best first (``format_ladder``): the default above first
@@ -250,6 +253,31 @@ def runs_on_llamacpp_instead(spec: ModelSpec | None, weights: str | None) -> str
     return GGUF_FROM_STORED.get(stored_format(spec)[0])
 
 
+def gguf_stand_in(spec: ModelSpec) -> tuple[str, str] | None:
+    """(format, why) llama.cpp runs with no format named for a checkpoint whose stored format has no GGUF counterpart
+    (an FP8, GPTQ, AWQ or bitsandbytes checkpoint: not in ``GGUF_FROM_STORED``): the first rung of ``GGUF_LADDER``
+    (best first) whose weights (``rung_bytes``) are no larger than the checkpoint's, the rule ``format_ladder`` starts
+    llama.cpp's ladder with, so fit's default is the format ``models --fits-on`` and ``recommend`` try first; where
+    every rung is larger (no stored format today), the smallest, Q2_K, said so. llama.cpp's quantizer writes each
+    of these types for any architecture it runs (tools/quantize/quantize.cpp ``QUANT_OPTIONS``), from the
+    unquantized weights. None when the checkpoint has a GGUF counterpart, is a model file, or is served in a closed
+    set of formats (an encoder-decoder: ``model_warnings.serving_formats``)."""
+    if spec.file_weights is not None or serving_formats(spec) is not None:
+        return None
+    stored, group, _ = stored_format(spec)
+    if stored in GGUF_FROM_STORED or stored.startswith("gguf:"):
+        return None
+    limit = rung_bytes(spec, stored, group, "llamacpp")
+    fits = [f for f in GGUF_LADDER if rung_bytes(spec, f, engine="llamacpp") <= limit]
+    ladder = " -> ".join(f.removeprefix("gguf:").upper() for f in GGUF_LADDER)
+    if fits:
+        return fits[0], (f"{stored} has no GGUF counterpart: the highest-quality GGUF quant no larger than the "
+                         f"{stored} checkpoint, llama.cpp's format ladder {ladder} (as models --fits-on and recommend "
+                         "start it); name another with weights")
+    return GGUF_LADDER[-1], (f"{stored} has no GGUF counterpart and every GGUF quant of llama.cpp's ladder ({ladder}) "
+                             f"is larger than the {stored} checkpoint: the smallest; name another with weights")
+
+
 def requested_format(spec: ModelSpec | None, weights: str | None) -> str | None:
     """The format an engine is asked to load: ``weights`` when named, else the checkpoint's stored format (None for
     a model file or no model)."""
@@ -349,15 +377,21 @@ def engine_weights(spec: ModelSpec, engine: str, weights: str | None, group_size
         out.assumptions.append(Assumption("weights", fmt, True, why))
     elif weights is None:
         fmt, out.group_size, why = stored_format(spec)
-        if engine == "llamacpp" and not fmt.startswith("gguf:"):
-            if fmt not in GGUF_FROM_STORED:
-                raise InputError(f"engine llamacpp runs GGUF formats; {spec.name} is stored as {fmt!r}, which has no "
-                                 "GGUF counterpart: name one (e.g. --weights q4_k_m or q8_0)")
-            fmt, why = GGUF_FROM_STORED[fmt], f"the GGUF llama.cpp converts the checkpoint to ({why} -> {fmt})"
-        cast = cast_to_dtype(engine, fmt, dtype)
-        if cast is not None:
-            fmt, why = cast, f"{why}, loaded in the dtype given ({cast}): {CAST_SOURCE}"
-        out.assumptions.append(Assumption("weights", fmt, True, f"checkpoint's stored format ({why})"))
+        stand_in = gguf_stand_in(spec) if engine == "llamacpp" and not fmt.startswith("gguf:") else None
+        if stand_in is not None:  # no GGUF counterpart: the ladder's first rung, named as the default it is
+            fmt, why = stand_in
+            out.group_size = rung_group_size(spec, fmt, None)
+            out.assumptions.append(Assumption("weights", fmt, True, why))
+        else:
+            if engine == "llamacpp" and not fmt.startswith("gguf:"):
+                if fmt not in GGUF_FROM_STORED:  # an encoder-decoder's closed set (refused by its own rule)
+                    raise InputError(f"engine llamacpp runs GGUF formats; {spec.name} is stored as {fmt!r}, which has "
+                                     "no GGUF counterpart: name one (e.g. --weights q4_k_m or q8_0)")
+                fmt, why = GGUF_FROM_STORED[fmt], f"the GGUF llama.cpp converts the checkpoint to ({why} -> {fmt})"
+            cast = cast_to_dtype(engine, fmt, dtype)
+            if cast is not None:
+                fmt, why = cast, f"{why}, loaded in the dtype given ({cast}): {CAST_SOURCE}"
+            out.assumptions.append(Assumption("weights", fmt, True, f"checkpoint's stored format ({why})"))
     else:
         fmt = normalize_format(weights)
         cast = cast_to_dtype(engine, fmt, dtype)  # an unquantized format named beside a dtype: loaded in the dtype
