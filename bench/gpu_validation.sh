@@ -12,7 +12,9 @@
 # (first case to run, default 1: a second device call resumes the matrix where the first call's budget ran out),
 # LLMSIZER_GPU_SET (default 'all'; 'decode': the inference cases only, each timing 128 decode steps in 2 timed passes
 # instead of 32, into gpu-<device>-<date>-decode.jsonl: 32 steps timed once left the 7-8B decode rows contradicting
-# each other, validation/measured/README.md).
+# each other, validation/measured/README.md; 'hosttrain': the small-model training cases only (Qwen2.5-0.5B and
+# 1.5B), 8 timed steps each, into gpu-<device>-<date>-hosttrain.jsonl: their step times, two timed steps right after
+# the tracked ones, ran at 0.38-0.46 of the predicted rate, validation/measured/README.md).
 #
 # Robustness: each case runs in its own process (`python -m llmsizer.cli.main measure ...`, which itself measures in a
 # child process) under a timeout; a case that fails, runs out of memory or times out is recorded as such and the
@@ -124,8 +126,8 @@ mkdir -p "$DEST_DIR"
 OUTFILE="$DEST_DIR/gpu-$DEVICE_SLUG-$(date -u +%Y-%m-%d).jsonl"
 [ "$SMOKE" = 1 ] && OUTFILE="$DEST_DIR/smoke-$(date -u +%Y-%m-%d).jsonl"
 GPU_SET="${LLMSIZER_GPU_SET:-all}"
-case "$GPU_SET" in all) ;; decode) OUTFILE="${OUTFILE%.jsonl}-decode.jsonl" ;;
-  *) log "LLMSIZER_GPU_SET must be 'all' or 'decode', not '$GPU_SET'"; exit 2 ;; esac
+case "$GPU_SET" in all) ;; decode|hosttrain) OUTFILE="${OUTFILE%.jsonl}-$GPU_SET.jsonl" ;;
+  *) log "LLMSIZER_GPU_SET must be 'all', 'decode' or 'hosttrain', not '$GPU_SET'"; exit 2 ;; esac
 # 3a. The eager loss's hole in the caching allocator's pool (formulas/loss_allocations.py, bench/gpu_loss_hole.py):
 # torchtitan's loss lines under expandable segments, max reserved - max allocated beside llmsizer's replay; < 30 s,
 # before the matrix, so its time comes off the matrix's budget.
@@ -154,7 +156,8 @@ if SMOKE:
 else:
     DECODE = os.environ["GPU_SET"] == "decode"  # longer decode timing, inference cases only
     I = "--device cuda --output-tokens 128 --steps 2" if DECODE else "--device cuda --output-tokens 32"
-    T = "--device cuda --steps 2"
+    HOSTTRAIN = os.environ["GPU_SET"] == "hosttrain"  # the small training steps, 8 timed steps each
+    T = "--device cuda --steps 8" if HOSTTRAIN else "--device cuda --steps 2"
     CASES = [  # (command, model, settings)
         ("infer", "qwen2.5-0.5b", f"{I} --context 1024"),
         ("infer", "qwen2.5-7b", f"{I} --context 2048"),
@@ -182,6 +185,8 @@ else:
     ]
     if DECODE:
         CASES = [c for c in CASES if c[0] == "infer"]
+    if HOSTTRAIN:
+        CASES = [c for c in CASES if c[0] == "train" and c[1] in ("qwen2.5-0.5b", "qwen2.5-1.5b-instruct")]
 
 def lines(path):
     try:

@@ -259,7 +259,14 @@ QWEN25_PAGE_KNOWN_MISSES = {"PM1203": _AWQ_GAP, "PM1219": _AWQ_GAP, "PM1235": _A
 # 36.4 us, row 23 494.0 ms / 8,645 = 57.1 us (59.9 us over the 8,253 without the clones): 36-57 us against the
 # 21.43 us constant (estimate/efficiency.py host_seconds_per_kernel, fitted on PM0720) and 18 us on the same
 # machine's Qwen2.5-0.5B decode row (no autograd): the host time per kernel of an autograd step on that machine is
-# what differs; no profile of these runs.
+# what differs; no profile of these runs. The worker's step traced on the CPU at these layer counts
+# (bench/host_step_ratio.py) spends 1.58-1.71 x a no-grad decode step's host time per kernel, 2.32-2.46 x with
+# checkpointing (a ratio check, not a constant): 29-31 / 42-45 us at the H200 decode rows' 18.3 us. Rows 5 and 18
+# imply 1.2 x that, row 23 1.3-1.4 x, row 4 1.6 x -- and row 4 ran slower than row 18 although its step has 22 %
+# fewer kernels and 0.71-0.76 x the host work: each row is the mean of two timed steps, the first right after the
+# worker's ``empty_cache`` (every segment cudaMalloc'd again). The worker now warms the cache up untimed and records
+# each step's host time (validation/measured/README.md, "Timing of the training steps"): the rows stay known misses
+# until re-measured.
 _H200_HOST = ("small-model training step at 0.38-0.46 of the predicted rate on the lent H200, host-bound: 36-57 us "
               "of host time per counted kernel implied, against the 21.43 us constant (no profile); the count is "
               "traced for the Qwen2 full/LoRA steps (rows 4, 5), not for row 23's QLoRA step")

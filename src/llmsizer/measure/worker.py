@@ -22,7 +22,17 @@ What is read, and when:
   ``device_peak_bytes`` = ``cuda_context_bytes + max_memory_reserved``.
 - CPU: ``peak_rss_bytes`` (``VmHWM`` over the whole process) and ``workload_peak_rss_bytes`` (``VmHWM`` reset
   through ``/proc/self/clear_refs`` just before the workload).
-- Timing: the timed passes after the tracked one (the dispatch-mode tracker slows every operator).
+- Timing: the timed passes after the tracked one (the dispatch-mode tracker slows every operator). On CUDA the
+  cache emptied after the tracked pass (above) is first refilled by one untimed warm-up pass or step
+  (``warmup_passes`` / ``warmup_steps``): the caching allocator serves a request from its cached blocks and calls
+  ``cudaMalloc`` only when none fits (c10/cuda/CUDACachingAllocator.cpp:58-59 @001074d2), so the first pass after
+  ``empty_cache`` pays a ``cudaMalloc`` per segment that no steady-state pass, and no user's loop, pays. Training
+  also records every timed step (``step_seconds_each``), the host's share of each (``host_seconds``: from the
+  step's start until the host returns from ``zero_grad``, before the synchronisation; a step whose host time is
+  its whole time is host-bound) and the host time of its phases (``host_phase_seconds``: forward, backward,
+  optimizer + zero_grad), medians over the timed steps. Each step ends in ``torch.cuda.synchronize()``, as a
+  transformers Trainer micro-step ends in a device read (trainer.py:1919-1922 @5.24.0: ``logging_nan_inf_filter``,
+  on by default, tests ``torch.isnan(tr_loss_step)`` on the host).
 """
 
 from __future__ import annotations
@@ -202,11 +212,12 @@ def _final_readings(device: str, dm: Any, used_before: int | None, m: dict[str, 
         m["device_peak_bytes"] = m["cuda_context_bytes"] + m["max_memory_reserved"]
 
 
-def _untraced_peaks_from_here(device: str, s: MeasureSettings, m: dict[str, Any]) -> None:
+def _untraced_peaks_from_here(device: str, s: MeasureSettings, m: dict[str, Any]) -> bool:
     """After the tracked pass: keep its CUDA peaks apart and measure the device peaks over the untraced timed
-    passes, so that the tracker's out-of-place gradient sums never reach ``max_memory_*`` (module docstring)."""
+    passes, so that the tracker's out-of-place gradient sums never reach ``max_memory_*`` (module docstring).
+    True when it emptied the allocator's cache: the caller then runs one untimed warm-up pass before timing."""
     if device == "cpu" or s.timed_steps == 0:
-        return
+        return False
     import torch
 
     torch.cuda.synchronize()
@@ -214,7 +225,8 @@ def _untraced_peaks_from_here(device: str, s: MeasureSettings, m: dict[str, Any]
     m["tracked_max_memory_reserved"] = int(torch.cuda.max_memory_reserved())
     torch.cuda.empty_cache()
     torch.cuda.reset_peak_memory_stats()
-    m["cuda_peaks_over"] = "untraced timed steps"
+    m["cuda_peaks_over"] = "untraced warm-up and timed steps"
+    return True
 
 
 def _model(s: MeasureSettings, ref: dict[str, Any], device: str, where: Where, m: dict[str, Any],
@@ -281,7 +293,11 @@ def _inference(s: MeasureSettings, ref: dict[str, Any], device: str, where: Wher
     m["peak_tensor_bytes"] = tracker.peak
     m["peak_split"] = dict(tracker.peak_split)
     holder["cache"] = None
-    _untraced_peaks_from_here(device, s, m)
+    if _untraced_peaks_from_here(device, s, m):
+        where("warm-up pass")
+        inference_pass(model, s, ids, where, holder)  # refills the emptied allocator cache, untimed
+        holder["cache"] = None
+        timing["warmup_passes"] = 1
     runs = []
     for r in range(s.timed_steps):
         where(f"timed pass {r + 1}")
@@ -339,17 +355,28 @@ def _training(s: MeasureSettings, ref: dict[str, Any], device: str, where: Where
     m["peak_split"] = dict(tracker.peak_split)
     m["optimizer_state_bytes"] = tensor_bytes(optimizer_state_tensors(opt))
     sync(device)
-    _untraced_peaks_from_here(device, s, m)
-    times = []
+    first = tracked_steps + 1
+    if _untraced_peaks_from_here(device, s, m):
+        training_step(model, opt, ids, s, where, first, scaler)  # refills the emptied allocator cache, untimed
+        sync(device)
+        timing["warmup_steps"] = 1
+        first += 1
+    times, host, phases = [], [], []
     for k in range(s.timed_steps):
+        marks: list[float] = []
         t = time.perf_counter()
-        training_step(model, opt, ids, s, where, tracked_steps + k + 1, scaler)
+        training_step(model, opt, ids, s, where, first + k, scaler, marks)
+        host.append(time.perf_counter() - t)
         sync(device)
         times.append(time.perf_counter() - t)
+        phases.append((marks[0] - t, marks[1] - marks[0], marks[2] - marks[1]))
         progress(tracked_steps + k + 1, total, "timed steps")
     if times:
         step = statistics.median(times)
-        timing.update({"step_seconds": step, "tokens_per_second": s.micro_batch * s.seq_len / step})
+        timing.update({"step_seconds": step, "tokens_per_second": s.micro_batch * s.seq_len / step,
+                       "step_seconds_each": times, "host_seconds": statistics.median(host),
+                       "host_phase_seconds": {name: statistics.median(p[i] for p in phases)
+                                              for i, name in enumerate(("forward", "backward", "optimizer"))}})
 
 
 def main() -> int:

@@ -215,16 +215,23 @@ def autocast_for(s: MeasureSettings) -> Any:
 
 
 def training_step(model: Any, opt: Any, ids: Any, s: MeasureSettings, where: Where, step: int,
-                  scaler: Any = None) -> None:
+                  scaler: Any = None, marks: list[float] | None = None) -> None:
+    """One optimizer step. ``marks``, when given, receives the host clock (``time.perf_counter``) as the forward,
+    the backward and the optimizer step + ``zero_grad`` return: host time only, no device synchronisation added (on
+    CUDA a phase's mark is when the host has queued its kernels, not when the device has run them)."""
     where("forward", step)
     with autocast_for(s):
         loss = model(input_ids=ids, labels=ids).loss
+    if marks is not None:
+        marks.append(time.perf_counter())
     where("backward", step)
     if scaler is not None:
         scaler.scale(loss).backward()
     else:
         loss.backward()
     del loss
+    if marks is not None:
+        marks.append(time.perf_counter())
     where("optimizer", step)
     if scaler is not None:
         scaler.step(opt)
@@ -232,6 +239,8 @@ def training_step(model: Any, opt: Any, ids: Any, s: MeasureSettings, where: Whe
     else:
         opt.step()
     opt.zero_grad(set_to_none=True)
+    if marks is not None:
+        marks.append(time.perf_counter())
 
 
 def trainable(model: Any) -> list[Any]:
