@@ -77,14 +77,18 @@ def test_the_plans_estimate_names_fits_choices() -> None:
     assert (tp["value"], tp["default"]) == (j["hardware"]["tensor_parallel"], True)
     pinned = plan_estimate("    tensor_parallel: 1\n")
     inner = pinned["memory_estimate"]["assumptions"]
-    assert (named(inner, "tensor_parallel")["value"], named(inner, "tensor_parallel")["default"]) == (1, False)
+    # the plan's estimate is fit's (`fit --tp 1`'s names no degree for one device): the degree given is fit's own
+    # assumption, which the plan lists
+    top = named(pinned["assumptions"], "tensor_parallel")
+    assert (top["value"], top["default"]) == (1, False)
+    assert named(inner, "tensor_parallel") is None or named(inner, "tensor_parallel")["default"] is False
     conc = named(inner, "concurrency")
     assert (conc["value"], conc["default"]) == (math.ceil(40 / COUNT), False) and conc["why"].startswith("given as 40;")
 
 
 def test_the_plans_estimate_names_vllms_own_defaults_as_defaults() -> None:
-    """The plan asks vLLM's need again without a memory, passing the batch limits vLLM takes on the device (its
-    max_num_seqs / max_num_batched_tokens defaults, set by fit); the request gives neither, so neither is 'given'."""
+    """The plan's estimate is fit's on the device, with the batch limits vLLM takes there (its max_num_seqs /
+    max_num_batched_tokens defaults); the request gives neither, so neither is 'given'."""
     inner = plan_estimate()["memory_estimate"]["assumptions"]
     for name in ("max_num_seqs", "max_num_batched_tokens"):
         assert named(inner, name)["default"] is True, named(inner, name)

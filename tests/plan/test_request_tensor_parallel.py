@@ -119,4 +119,6 @@ def test_capacity_check_places_the_memory_fit_tp_answers(tmp_path, capsys: pytes
     assert code == 0, err
     (check,) = json.loads(out)
     cli = fit_cli(capsys, "--concurrency", "8", "--tp", str(tp))
-    assert check["fits"] and check["need"]["memory_need"] == cli["memory_per_device"]
+    # fit's name for what the verdict compares (docs/nomenclature.md); memory_need its deprecated alias
+    assert check["fits"] and check["need"]["verdict_need_per_device"] == cli["memory_per_device"]
+    assert check["need"]["memory_need"] == check["need"]["verdict_need_per_device"]

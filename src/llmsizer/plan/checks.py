@@ -89,7 +89,8 @@ def training_memory(c: _Ctx) -> Iterator[Check]:
     """(1) Training sized with inference numbers: the requested devices hold less than the training estimate."""
     for j, p in _training(c):
         f = p.facts
-        need, budget, inf = f.get("memory_need"), f.get("memory_budget"), f.get("inference_need")
+        need, budget, inf = (f.get("verdict_need_per_device"), f.get("verdict_budget_per_device"),
+                             f.get("inference_need"))
         if p.hardware.origin == "none":
             yield c.check("no-hardware", "error", "No hardware for this job",
                           "no resources are named and no catalog option fits the run within its constraints",

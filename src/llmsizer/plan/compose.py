@@ -164,7 +164,7 @@ def _memory_chart(jobs: tuple[JobPlan, ...]) -> Chart:
                     if it.name not in names:
                         names.append(it.name)
         rows.append(row)
-        budget = j.facts.get("memory_budget")
+        budget = j.facts.get("budget_per_device")  # what the bars (the estimate's items) are drawn against
         if budget:
             limits.append((i, float(budget)))
     series = tuple(Series(n, tuple((float(i), r.get(n, 0.0)) for i, r in enumerate(rows))) for n in names)

@@ -15,7 +15,7 @@ from ..catalog.hardware import Device
 from ..errors import FieldError, InputError, LlmsizerError
 from ..estimate.device import default_engine, generic_device, one_replica_per_device
 from ..estimate.engines import llamacpp_layer_split, step_host
-from ..estimate.fit import FitResult, as_fit_chose, fit, need_per_device, per_replica
+from ..estimate.fit import FitResult, as_fit_chose, fit, need_per_device, per_replica, pool_reserved, verdict_need
 from ..estimate.formats import given_format_why, rung_bytes, rung_group_size, unquantized_format, weights_asked
 from ..estimate.inference import estimate_inference
 from ..estimate.inference.common import running_and_queued
@@ -369,51 +369,60 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
     # ---- memory ----
     mem = Sec("memory", "Memory per device")
     per_rep_peak = per_replica(conc_peak, replicas)
-    # the fit's own estimate (one answer); vLLM fills its pool when given memory, so its need is asked without one
-    # but with the batch limits vLLM takes on this device
+    # vLLM's batch limits as the fit on the device applied them (the charts' need curves, sized without a device)
     batch = ({a.name: a.value for a in f_peak.estimate.assumptions if a.name in ("max_num_seqs", "max_num_batched_tokens")}
              if f_peak is not None and f_peak.estimate is not None and engine == "vllm" else {})
     # a workload the requested devices cannot run (fit refused it: the 'cannot-fit' check) has no need per device:
     # sized without them it would be the whole model on one device (TP 1), printed as if per device of N
     unfitted = f_peak is None and "fit_error" in notes.facts
+    # the one answer: fit's own estimate on the request's devices (its breakdown, totals, assumptions, warnings and
+    # calibrated range, as `fit --json` gives them); sized without a device only where there is no fit (no hardware)
     need_est = (None if unfitted else
-                f_peak.estimate if f_peak is not None and f_peak.estimate is not None
-                and engine not in ("vllm", "sglang") else
+                f_peak.estimate if f_peak is not None and f_peak.estimate is not None else
                 _need(spec, engine, fmt_used, ctx_peak, per_rep_peak, out_peak, tp, job, on_cpu, batch))
     if need_est is not None and f_peak is not None:  # its degree and load share are fit's, named so (not as given)
         need_est = as_fit_chose(need_est, job.tensor_parallel is not None, conc_peak, replicas)
-        if f_peak.estimate is not None and need_est is not f_peak.estimate:
-            need_est = _defaults_as_fitted(need_est, f_peak.estimate)
-    need = need_per_device(need_est, on_cpu)[0] if need_est else None
-    if engine in ("vllm", "sglang"):  # the fit's own workload share of the card (estimate/inference/vllm.py, sglang.py
-        need = _workload_need(f_peak, need)  # workload_bytes): SGLang sizes activations and graphs from the card
+    # what fit's verdict compares (estimate/fit.py verdict_need): a pool engine's workload share of its pool
+    # (workload_bytes) against what the pool offers it (workload_budget_bytes); else the memory per device
+    need = _verdict_need(need_est, on_cpu)
+    pool = f_peak is not None and f_peak.estimate is not None and \
+        str(f_peak.estimate.details.get("verdict_basis", "")).endswith("-admission")
     # each sequence's tokens: the text context, plus what the request's images and video add (estimate's details)
-    media_tokens = _media_tokens(f_peak.estimate if f_peak is not None and f_peak.estimate is not None else need_est)
-    sized = f_peak.estimate if f_peak is not None and f_peak.estimate is not None else need_est
-    mem.add("need_peak", f"needed at peak ({per_rep_peak} x {_tokens_words(ctx_peak, media_tokens)} per replica"
-            f"{_sized_for(sized, per_rep_peak)})",
+    media_tokens = _media_tokens(need_est)
+    mem.add("need_peak", f"workload's need at peak ({per_rep_peak} x {_tokens_words(ctx_peak, media_tokens)} per "
+            f"replica{_sized_for(need_est, per_rep_peak)})",
             need, "B",
-            "weights + KV cache + activations + runtime (estimate_inference)", "estimate/inference/compose.py")
-    if f_peak is not None and f_peak.estimate is not None and "workload_bytes" in f_peak.estimate.details:
-        mem.add("reserved", f"reserved per device ({ENGINE_NAMES.get(engine, engine)} takes its pool whatever the load)",
-                int(f_peak.estimate.details.get("reserved_bytes", f_peak.memory_per_device or 0)), "B",
-                "the engine's pool + runtime outside it, once started (reserved_bytes: never the weights and "
-                "activations beyond the pool of an engine that does not start)", "estimate/inference/vllm.py, sglang.py")
-    need_typ_est = None if unfitted else _need(spec, engine, fmt_used, ctx_typ, per_replica(conc_typ, replicas),
-                                               out_typ, tp, job, on_cpu, batch)
-    need_typ = need_per_device(need_typ_est, on_cpu)[0] if need_typ_est else None
+            ("what the verdict compares, fit's verdict_need_per_device: the workload's share of the engine's pool "
+             "(weights + activations + runtime + the KV cache these sequences need)" if pool else
+             "weights + KV cache + activations + runtime (estimate_inference); fit's memory_per_device"),
+            "estimate/inference/vllm.py, sglang.py (workload_bytes)" if pool else "estimate/inference/compose.py")
+    if pool and f_peak is not None and f_peak.estimate is not None:
+        mem.add("memory_per_device", "memory per device (the breakdown's total: fit's memory_per_device)",
+                f_peak.memory_per_device, "B", "the estimate's device total: the engine's pool + the CUDA context "
+                "where it starts (docs/nomenclature.md memory_per_device)", "estimate/fit.py (memory_per_device)")
+        if "reserved_bytes" in f_peak.estimate.details:
+            mem.add("reserved", f"reserved per device ({ENGINE_NAMES.get(engine, engine)} takes its pool whatever the "
+                    "load)", int(f_peak.estimate.details["reserved_bytes"]), "B",
+                    "the engine's pool + runtime outside it, once started (reserved_bytes, fit's reserved_per_device: "
+                    "never the weights and activations beyond the pool of an engine that does not start)",
+                    "estimate/inference/vllm.py, sglang.py")
+    typ_est = f_typ.estimate if f_typ is not None and f_typ.estimate is not None else None
+    need_typ_est = None if unfitted else typ_est or _need(spec, engine, fmt_used, ctx_typ,
+                                                          per_replica(conc_typ, replicas), out_typ, tp, job, on_cpu,
+                                                          batch)
+    need_typ = _verdict_need(need_typ_est, on_cpu)
     per_rep_typ = per_replica(conc_typ, replicas)
-    mem.add("need_typical", f"needed at typical load ({per_rep_typ} x {_tokens_words(ctx_typ, media_tokens)} per "
-            f"replica{_sized_for(need_typ_est, per_rep_typ)})",
-            _workload_need(f_typ, need_typ) if engine == "sglang" else need_typ, "B")
+    mem.add("need_typical", f"workload's need at typical load ({per_rep_typ} x {_tokens_words(ctx_typ, media_tokens)}"
+            f" per replica{_sized_for(need_typ_est, per_rep_typ)})", need_typ, "B",
+            "as at peak, at the typical load on the peak's layout (fit at the typical load)")
     usable = hw.memory_per_device
     # the margin the verdict keeps (estimate/verdict.py margin_rule: llama.cpp on a GPU its --fit-target)
     margin = margin_rule(engine, "cpu" if on_cpu else "gpu", job.resources.headroom,
                          engine_settings(job, engine).get("fit_target"))
-    budget_dev = f_peak.budget_per_device if f_peak else (margin.budget(usable) if usable else None)
+    # fit's budget_per_device (the device budget; a pool engine's device memory), what the breakdown is drawn against
+    device_budget = f_peak.budget_per_device if f_peak else (margin.budget(usable) if usable else None)
+    budget_dev = device_budget
     mem.add("usable", "memory of one device", usable, "B", "resources.memory" if job.resources.memory else "catalog")
-    pool = f_peak is not None and f_peak.estimate is not None and \
-        str(f_peak.estimate.details.get("verdict_basis", "")).endswith("-admission")
     if pool and f_peak is not None and f_peak.estimate is not None \
             and "workload_budget_bytes" in f_peak.estimate.details:
         # vLLM/SGLang: what the engine's pool offers the workload (the need above is compared with it), not the
@@ -447,7 +456,16 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
              need_est.details.get("weights_bytes") if need_est else None)
     mem.add("weights", "weights per device", w_dev, "B",
             f"{fmt_used}" + ((f", the fullest GPU of a {tp}-GPU split" if split else f", / TP {tp}") if tp > 1 else ""))
-    notes.facts.update({"fits": fits, "memory_need": need, "memory_budget": budget_dev, "weights_format": fmt_used})
+    # fit's names (docs/nomenclature.md): the estimate's device total and budget, a pool engine's reservation, and what
+    # the verdict compared (the workload's need, what capacity books); memory_need / memory_budget: deprecated aliases
+    # of the verdict's two, kept for one release
+    notes.facts.update({"fits": fits,
+                        "memory_per_device": f_peak.memory_per_device if f_peak is not None else need,
+                        "budget_per_device": f_peak.budget_per_device if f_peak is not None else device_budget,
+                        **(pool_reserved(f_peak.estimate) if f_peak is not None and f_peak.estimate is not None
+                           else {}),
+                        "verdict_need_per_device": need, "verdict_budget_per_device": budget_dev,
+                        "memory_need": need, "memory_budget": budget_dev, "weights_format": fmt_used})
     if not fits and f_peak is not None and f_peak.fits_at:  # fit's hint, the one rule (recommend.py fits_at)
         from ..render.fit_text import fits_at_line
         notes.facts["fits_at"] = f_peak.fits_at
@@ -484,6 +502,7 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
                     f"{rule.mode}: " + ("added to every decode step (formulas/speed.py eq. 7)" if rule.mode == "serial"
                                         else "a decode step takes max(device, host) (formulas/speed.py eq. 14)")
                     + ("" if rule.established else "; not established, 0 s used"), "estimate/engines.py STEP_HOST")
+    _speed_ranges(spd, sp_peak)
     queued = f_peak.details.get("queued_sequences") if f_peak is not None and f_peak.fits else None
     if queued and f_peak is not None:  # above the engine's running cap the rest of the users wait (fit's queue, one answer)
         spd.add("queue_wait_peak", "wait for a running slot, peak (queued requests)",
@@ -499,7 +518,7 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
     # the requests in service: above the engine's running cap the others wait and add no requests/s (eq. Q1)
     net = _network(job, sp_typ, sp_peak, conc_typ, conc_peak, ctx_typ, ctx_peak, out_typ, out_peak, notes,
                    {"typical": _in_service(f_typ, conc_typ, machines), "peak": _in_service(f_peak, conc_peak, machines)},
-                   f_peak.estimate if f_peak is not None and f_peak.estimate is not None else need_est)
+                   need_est)
     # ---- storage ----
     st = _storage(job, spec, fmt_used, adapters, net, notes)
     # ---- cost ----
@@ -509,24 +528,48 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
 
     charts = _charts(job, spec, engine, fmt_used, tp, ctx_peak, conc_peak, out_peak, budget_dev, on_cpu, hw, cost,
                      options, batch)
-    media = _media_figures(job, f_peak.estimate if f_peak is not None and f_peak.estimate is not None else need_est,
+    media = _media_figures(job, need_est,
                            ctx_peak, mem)
     summary = (f"serving {spec.name} ({format_count(pc.total)} params, {fmt_used}, {engine}) on {hw.label}; peak "
                f"{conc_peak} requests x {media or f'{ctx_peak} tokens'}")
     _advice(job, spec, src, adapters, fmt_used, cost, notes, owned=hw.instance is None
             and job.resources.price_per_hour is not None)
-    est = need_est
+    # the plan's own assumptions, then every one of fit's (its own, its memory estimate's and its speed estimate's:
+    # FitResult.all_assumptions, as `fit` prints them), each name once: what the request gives (context, ...) is said
+    # by the plan; the plan's replicas count every machine; the engine the settings imply is said once, as implied
+    own = {a.name for a in notes.assumptions} | ({"output_tokens"} if any(a.name == "output" for a in notes.assumptions)
+                                                 else set())  # the plan's `output` is fit's `output_tokens`
+    fitted = tuple(a for a in (f_peak.all_assumptions if f_peak else ()) if a.name not in own
+                   and not (a.name == "replicas" and machines > 1) and not (a.name == "engine" and implied is not None))
     return JobPlan(job.name, "inference", spec.name, summary, hw,
-                   (mem.build(), spd.build(), st.build(), net.build(), cost.build(), ops.build()), est,
-                   tuple(notes.assumptions) + (tuple(a for a in f_peak.assumptions  # the plan's replicas count every machine
-                                                   if not (a.name == "replicas" and machines > 1)
-                                                   # (the engine the settings imply: said once, as implied)
-                                                   and not (a.name == "engine" and implied is not None))
-                                             if f_peak else ()),
+                   (mem.build(), spd.build(), st.build(), net.build(), cost.build(), ops.build()), need_est,
+                   tuple(notes.assumptions) + fitted,
                    # the fit's every warning, its speed estimate's too (as fit and recommend print them)
                    tuple(dict.fromkeys(tuple(notes.warnings) + (f_peak.all_warnings if f_peak else ()))),
                    tuple(notes.advice), charts,
-                   tuple(options), dict(notes.facts))
+                   tuple(options), dict(notes.facts), speed=sp_peak)
+
+
+def _speed_ranges(spd: Sec, sp: Any) -> None:
+    """The peak speed estimate's calibrated ranges (estimate/ranges.py, ``SpeedEstimate.calibrated_ranges``), each with
+    the rate it brackets and its coverage in the words `fit` prints under its speed table (render/text.py
+    ``coverage_lines``); nothing for a rate without a range."""
+    if sp is None:
+        return
+    from ..render.text import coverage_lines
+    cov = sp.range_coverage
+    for key, label, rate, rng, c in (
+            ("prefill_tokens_per_second", "prefill", sp.prefill_tokens_per_second, sp.prefill_range,
+             cov["prefill_tokens_per_second"]),
+            ("tokens_per_second", "decode", sp.tokens_per_second, sp.decode_range, cov["tokens_per_second"])):
+        if rng is None or rate is None:
+            continue
+        spd.add(f"{key}_peak", f"{label} tokens/s per replica, peak", rate, "tokens/s",
+                f"fit's speed estimate at the peak load (speed.{key})", "estimate/speed.py")
+        spd.add(f"{key}_range_peak", f"{label} tokens/s per replica, peak: calibrated range",
+                f"{rng[0]:,.1f}-{rng[1]:,.1f} tokens/s", "text",
+                "; ".join(x.strip() for x in coverage_lines(c, f"{label} range")) if c else "",
+                "estimate/ranges.py (speed.calibrated_ranges)")
 
 
 def _pool_figures(mem: Sec, d: dict[str, Any], engine: str, tokens: str, in_flight: int) -> None:
@@ -617,21 +660,13 @@ def _need(spec: ModelSpec, engine: str, fmt: str, context: int, concurrency: int
         return None
 
 
-def _defaults_as_fitted(need: Estimate, fitted: Estimate) -> Estimate:
-    """``need`` (``_need``: the same workload asked again without a memory) with the values it was passed from the
-    fit (the weight format, vLLM's batch limits, ...) named as the fit's estimate names them: a default there is a
-    default here, not the user's given value."""
-    fit_says = {a.name: a for a in fitted.assumptions if a.default}
-    same = [a for a in need.assumptions if not a.default and a.name in fit_says and fit_says[a.name].value == a.value]
-    if not same:
-        return need
-    return need.but(assumptions=tuple(fit_says[a.name] if a in same else a for a in need.assumptions))
-
-
-def _workload_need(f: FitResult | None, default: int | None) -> int | None:
-    """What the load needs of a card whose engine sizes a pool from it: fit's ``workload_bytes``."""
-    need = f.estimate.details.get("workload_bytes") if f is not None and f.estimate is not None else None
-    return int(need) if need is not None else default
+def _verdict_need(est: Estimate | None, on_cpu: bool) -> int | None:
+    """The need per device ``est``'s verdict compares (estimate/fit.py ``verdict_need``: a pool engine's workload
+    share of its pool, else the memory per device), also for an estimate sized without a device (no budget); None
+    without an estimate."""
+    if est is None:
+        return None
+    return verdict_need(est, on_cpu)[0] if "memory_budget" in est.details else need_per_device(est, on_cpu)[0]
 
 
 def split_or_tp(engine: str, devices: int, on_cpu: bool) -> dict[str, Any]:

@@ -182,6 +182,9 @@ class JobPlan:
     facts: dict[str, Any] = field(default_factory=dict)
     # warnings this plan's figures already state (decided in plan/): the text face leaves them out, the JSON keeps them
     said_in_figures: tuple[str, ...] = ()
+    # a service's speed estimate at peak: fit's own (estimate/speed.py SpeedEstimate), its assumptions and calibrated
+    # ranges with their coverage; None for training (its duration is a section) or where there is no fit
+    speed: Any = None
 
     def __post_init__(self) -> None:
         # each warning once (the memory and the speed estimate both carry some, e.g. a newer engine release): every
@@ -201,6 +204,7 @@ class JobPlan:
         return {"name": self.name, "kind": self.kind, "model": self.model, "summary": self.summary,
                 "hardware": self.hardware.to_dict(), "sections": [s.to_dict() for s in self.sections],
                 "memory_estimate": self.estimate.to_dict() if self.estimate else None,
+                "speed_estimate": self.speed.to_dict() if self.speed is not None else None,
                 "assumptions": [a.to_dict() for a in self.assumptions], "warnings": list(self.warnings),
                 "notes": list(self.notes), "charts": [c.to_dict() for c in self.charts],
                 "options": list(self.options), "facts": dict(self.facts)}

@@ -232,7 +232,11 @@ def plan_training(job: TrainingJob, req: Request, ctx: PlanContext) -> JobPlan:
             mem.add(f"state_{k}", f"  of which {k.replace('_', ' ')}", states[k], "B", "per device")
     if est.details.get("peak_phase"):
         mem.note(f"peak at: {est.details['peak_phase']}")
-    notes.facts.update({"memory_need": need, "memory_budget": budget_dev, "inference_need": inf_need, "fits": fits})
+    # fit's names (docs/nomenclature.md): a training run's verdict compares its memory per device with the budget;
+    # memory_need / memory_budget: deprecated aliases, kept for one release
+    notes.facts.update({"memory_per_device": need, "budget_per_device": budget_dev, "verdict_need_per_device": need,
+                        "verdict_budget_per_device": budget_dev, "memory_need": need, "memory_budget": budget_dev,
+                        "inference_need": inf_need, "fits": fits})
     if fits is False and device is not None:  # fit --train's hint, the one rule (estimate/fit.py training_fits_at)
         _fits_at(job, spec, instance or device, gpus, hw.per_node, ctx, notes)
 

@@ -164,7 +164,7 @@ def need_of(jp: JobPlan, job: Any, request: Request, now: _dt.datetime,
     service = getattr(job, "service", None)
     return JobNeed(
         name=jp.name, kind=jp.kind, device=hw.device or "", devices=max(1, hw.count), nodes=max(1, hw.nodes),
-        seconds=seconds, start=start, deadline=deadline, memory_need=int(f.get("memory_need") or 0),
+        seconds=seconds, start=start, deadline=deadline, memory_need=int(f.get("verdict_need_per_device") or 0),
         device_kind=hw.device_kind or "gpu", storage_fixed=int(fixed), checkpoint_bytes=int(ck * scale),
         checkpoint_file_bytes=ck, disk_headroom=round(scale - 1.0, 6),
         checkpoint_interval=float(f.get("interval_seconds") or 0.0), checkpoints_max=n_ck,
@@ -184,15 +184,15 @@ def need_of(jp: JobPlan, job: Any, request: Request, now: _dt.datetime,
 
 
 def _memory_verdict(jp: JobPlan) -> str:
-    """The plan's answer when the job does not fit its devices' memory (its facts ``fits``, ``memory_need``,
-    ``memory_budget``: plan/inference.py and plan/training.py), or when the plan could not size it there at all (its
+    """The plan's answer when the job does not fit its devices' memory (its facts ``fits``,
+    ``verdict_need_per_device``, ``verdict_budget_per_device``: plan/inference.py and plan/training.py), or when the plan could not size it there at all (its
     ``fit_error``: the plan's error check 'Cannot be fitted'), as one line; '' otherwise. A job the plan cannot size
     is not placed: its memory on the devices is unknown."""
     f = jp.facts
     if f.get("fit_error"):
         return (f"{jp.hardware.label} cannot be sized for the job: {f['fit_error']} (`llmsizer plan`: Cannot be "
                 "fitted)")
-    need, budget = f.get("memory_need"), f.get("memory_budget")
+    need, budget = f.get("verdict_need_per_device"), f.get("verdict_budget_per_device")
     if f.get("fits") is not False or not need or not budget:
         return ""
     return (f"{jp.hardware.label} does not hold the job: it needs {format_bytes(need)} per device, over the "

@@ -122,7 +122,7 @@ class JobNeed:
     seconds: float = 3600.0
     start: _dt.datetime = _dt.datetime(2025, 1, 1)
     deadline: _dt.datetime | None = None
-    memory_need: int = 0  # per device [B]
+    memory_need: int = 0  # per device [B]: what the plan's verdict compares (fit's verdict_need_per_device)
     device_kind: str = "gpu"
     storage_fixed: int = 0  # [B] held for the whole run
     # disk reserved per checkpoint [B]: the plan's one checkpoint (checkpoint_file_bytes) with the plan's disk
@@ -198,6 +198,9 @@ class JobNeed:
              if k not in ("run_seconds", "quantized", "fit_on", "replan")}
         for k in ("start", "deadline"):
             d[k] = d[k].isoformat() if d[k] else None
+        # the plan's need per device under fit's name (what its verdict compares, docs/nomenclature.md);
+        # memory_need: its deprecated alias, the same number, kept for one release
+        d["verdict_need_per_device"] = self.memory_need
         return d
 
 
