@@ -59,7 +59,7 @@ def test_no_quantized_alternative_without_an_estimate() -> None:
           - {id: a, site: s1, device: a100-pcie-80gb, devices: 1, pools: [serving]}
     """)
     svc = JobNeed(name="s", kind="inference", device="h100-sxm", devices=1, nodes=1, seconds=30 * 86400.0,
-                  start=T0, memory_need=100 * 2**30)
+                  start=T0, memory_per_device=100 * 2**30, verdict_need_per_device=100 * 2**30)
     busy = Booking("x", "other", "inference", (Item("node:h", 1, T0, T0 + dt.timedelta(days=90)),))
     c = check_job(svc, i, [busy])
     assert not c.fits and c.alternatives  # the premise: alternatives are looked for (a later start is offered)

@@ -124,7 +124,7 @@ def test_a_cpu_job_larger_than_every_nodes_ram_is_node_size_not_busy(tmp_path: P
     req = tmp_path / "req.yaml"
     req.write_text(_cpu_request("llama-3.1-405b", "q8_0"))
     _, plan = run_json("plan", str(req))
-    need = plan["jobs"][0]["facts"]["memory_need"]
+    need = plan["jobs"][0]["facts"]["memory_per_device"]
     assert need > 256 * 2**30  # the premise: the plan's need is over the node's RAM (inventory: 256 GiB)
     code, checks = run_json("capacity", "check", str(req), "--inventory", str(inv), "--no-db")
     (c,) = checks

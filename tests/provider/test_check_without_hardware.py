@@ -48,6 +48,7 @@ def test_no_hardware_is_sized_on_the_inventory_and_matches_naming_it(tmp_path, c
                                                                         free["placement"]["end"])
     assert named["need"]["seconds"] == pytest.approx(need["seconds"], rel=1e-9)
     assert named["need"]["memory_need"] == need["memory_need"]
+    assert named["need"]["memory_per_device"] == need["memory_per_device"]
 
 
 def test_text_answer_states_the_assumption(tmp_path, capsys):

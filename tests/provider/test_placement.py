@@ -32,14 +32,14 @@ D = 86400.0
 
 def train(**kw) -> JobNeed:
     base = dict(name="t", kind="training", device="h100-sxm", devices=8, nodes=1, seconds=10 * H, start=T0,
-                memory_need=40 * 2**30)
+                memory_per_device=40 * 2**30, verdict_need_per_device=40 * 2**30)
     base.update(kw)
     return JobNeed(**base)
 
 
 def serve(**kw) -> JobNeed:
     base = dict(name="s", kind="inference", device="h100-sxm", devices=1, nodes=1, seconds=30 * D, start=T0,
-                memory_need=60 * 2**30)
+                memory_per_device=60 * 2**30, verdict_need_per_device=60 * 2**30)
     base.update(kw)
     return JobNeed(**base)
 

@@ -457,7 +457,7 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
     mem.add("weights", "weights per device", w_dev, "B",
             f"{fmt_used}" + ((f", the fullest GPU of a {tp}-GPU split" if split else f", / TP {tp}") if tp > 1 else ""))
     # fit's names (docs/nomenclature.md): the estimate's device total and budget, a pool engine's reservation, and what
-    # the verdict compared (the workload's need, what capacity books); memory_need / memory_budget: deprecated aliases
+    # the verdict compared (the workload's need; capacity books memory_per_device, what the engine takes); memory_need / memory_budget: deprecated aliases
     # of the verdict's two, kept for one release
     notes.facts.update({"fits": fits,
                         "memory_per_device": f_peak.memory_per_device if f_peak is not None else need,

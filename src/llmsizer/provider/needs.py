@@ -56,9 +56,20 @@ def _quantizer(job: Any, jp: JobPlan, hardware_files: Sequence[str | Path]
             alt = quantized_fit(job, str(plan_format), device, devices, memory=memory, hardware_files=hardware_files)
             r = alt.fit if alt is not None else None
             answers[key] = None if alt is None or r is None or r.memory_per_device is None else Quantized(
-                r.weights_format, r.engine, dev.kind, r.memory_per_device, memory_line(r), alt.layout)
+                r.weights_format, r.engine, dev.kind, r.memory_per_device, memory_line(r), alt.layout,
+                _verdict_need(r, dev.kind))
         return answers[key]
     return at
+
+
+def _verdict_need(r: Any, kind: str) -> int:
+    """What fit's verdict compared per device (estimate/fit.py ``verdict_need``: a pool engine's workload share of its
+    pool), for an answer that has a serving verdict; else (a training run) its memory per device, what it compared."""
+    from ..estimate.fit import verdict_need
+    est = r.estimate
+    if est is not None and "memory_budget" in est.details:
+        return verdict_need(est, kind == "cpu")[0]
+    return int(r.memory_per_device)
 
 
 def _cpu_memory(kind: str, ram: int) -> int | None:
@@ -96,7 +107,8 @@ def _fitter(job: Any, jp: JobPlan, hardware_files: Sequence[str | Path]
                 alt = serving_fit(job, device, devices, memory=memory, hardware_files=hardware_files)
                 r, layout = (alt.fit, alt.layout) if alt is not None else (None, "")
             answers[key] = None if r is None or not r.fits or r.memory_per_device is None or \
-                r.budget_per_device is None else DeviceFit(dev.kind, r.memory_per_device, memory_line(r), layout)
+                r.budget_per_device is None else DeviceFit(dev.kind, r.memory_per_device, memory_line(r), layout,
+                                                           _verdict_need(r, dev.kind))
         return answers[key]
     return on
 
@@ -164,7 +176,8 @@ def need_of(jp: JobPlan, job: Any, request: Request, now: _dt.datetime,
     service = getattr(job, "service", None)
     return JobNeed(
         name=jp.name, kind=jp.kind, device=hw.device or "", devices=max(1, hw.count), nodes=max(1, hw.nodes),
-        seconds=seconds, start=start, deadline=deadline, memory_need=int(f.get("verdict_need_per_device") or 0),
+        seconds=seconds, start=start, deadline=deadline, memory_per_device=int(f.get("memory_per_device") or 0),
+        verdict_need_per_device=int(f.get("verdict_need_per_device") or 0),
         device_kind=hw.device_kind or "gpu", storage_fixed=int(fixed), checkpoint_bytes=int(ck * scale),
         checkpoint_file_bytes=ck, disk_headroom=round(scale - 1.0, 6),
         checkpoint_interval=float(f.get("interval_seconds") or 0.0), checkpoints_max=n_ck,

@@ -96,6 +96,7 @@ class Quantized:
     # the tensor-parallel layout it was sized at where the request pins one (plan/inference.py at_jobs_degree): the
     # pin, or fit's choice and why the pin does not hold there; '' where none is pinned
     layout: str = ""
+    verdict_need_per_device: int = 0  # [B] what fit's verdict compared (estimate/fit.py verdict_need)
 
 
 @dataclass(frozen=True)
@@ -108,6 +109,7 @@ class DeviceFit:
     memory_per_device: int  # [B] fit's memory per device (a CPU's: the RAM it holds)
     memory: str  # fit's memory line (render/fit_text.py memory_line): per device against its budget
     layout: str = ""  # a service's tensor-parallel layout where the request pins one (as Quantized.layout)
+    verdict_need_per_device: int = 0  # [B] what fit's verdict compared (estimate/fit.py verdict_need)
 
 
 @dataclass(frozen=True)
@@ -122,7 +124,13 @@ class JobNeed:
     seconds: float = 3600.0
     start: _dt.datetime = _dt.datetime(2025, 1, 1)
     deadline: _dt.datetime | None = None
-    memory_need: int = 0  # per device [B]: what the plan's verdict compares (fit's verdict_need_per_device)
+    # per device [B], fit's names (docs/nomenclature.md): what the job takes of each device and what a placement
+    # books of it (fit's memory_per_device: for a pool engine, vLLM or SGLang, its pool + the CUDA context, taken
+    # whole at start whatever the load, so a device it runs on is not shared; a CPU job's is held of its node's RAM),
+    # and what the plan's verdict compared (fit's verdict_need_per_device: for a pool engine the workload's share of
+    # its pool; else the same number)
+    memory_per_device: int = 0
+    verdict_need_per_device: int = 0
     device_kind: str = "gpu"
     storage_fixed: int = 0  # [B] held for the whole run
     # disk reserved per checkpoint [B]: the plan's one checkpoint (checkpoint_file_bytes) with the plan's disk
@@ -190,6 +198,11 @@ class JobNeed:
         return TRAINING if self.kind == "training" else SERVING
 
     @property
+    def memory_need(self) -> int:
+        """Deprecated name of ``verdict_need_per_device`` (the same number), kept for one release."""
+        return self.verdict_need_per_device
+
+    @property
     def storage_peak(self) -> int:
         return self.storage_fixed + self.checkpoint_bytes * self.checkpoints_max
 
@@ -198,9 +211,8 @@ class JobNeed:
              if k not in ("run_seconds", "quantized", "fit_on", "replan")}
         for k in ("start", "deadline"):
             d[k] = d[k].isoformat() if d[k] else None
-        # the plan's need per device under fit's name (what its verdict compares, docs/nomenclature.md);
-        # memory_need: its deprecated alias, the same number, kept for one release
-        d["verdict_need_per_device"] = self.memory_need
+        # memory_need: the deprecated name of verdict_need_per_device, the same number, kept for one release
+        d["memory_need"] = self.verdict_need_per_device
         return d
 
 
@@ -448,10 +460,11 @@ def suitable(need: JobNeed, inv: Inventory) -> list[Node]:
     if not big:
         raise NoFit("node-size", f"{per_node} {need.device} per node needed; the largest {need.label} node has "
                     f"{max(n.devices for n in allowed)}")
-    ram = need.memory_need * per_node if need.device_kind == "cpu" else 0  # what _node_items holds of ram:<id>
+    ram = need.memory_per_device * per_node if need.device_kind == "cpu" else 0  # what _node_items holds of ram:<id>
     if ram and all(n.ram and n.ram < ram for n in big):
         # a CPU job's memory is the node's RAM: a node with less never takes it, whatever is booked (not "busy")
-        raise NoFit("node-size", f"{format_bytes(ram)} of RAM per node needed (the plan's memory need); the largest "
+        raise NoFit("node-size", f"{format_bytes(ram)} of RAM per node needed (the plan's memory per device x "
+                    f"{per_node}); the largest "
                     f"{need.label} {need.device} node has {format_bytes(max(n.ram or 0 for n in big))}")
     big = [n for n in big if not ram or not n.ram or n.ram >= ram]
     if need.nodes > 1 and need.network:
@@ -634,7 +647,7 @@ def _place(need: JobNeed, inv: Inventory, held: Held, cap: dict[str, float], sit
 def _node_items(need: JobNeed, n: Node, start: _dt.datetime, end: _dt.datetime) -> list[Item]:
     items = [Item(f"node:{n.id}", need.per_node, start, end)]
     if n.ram:
-        ram = need.memory_need * need.per_node if need.device_kind == "cpu" else n.ram * need.per_node / n.devices
+        ram = need.memory_per_device * need.per_node if need.device_kind == "cpu" else n.ram * need.per_node / n.devices
         items.append(Item(f"ram:{n.id}", ram, start, end))
     return items
 
@@ -781,7 +794,8 @@ def _on_type(need: JobNeed, inv: Inventory, bookings: Sequence[Booking] | Held, 
             if not seconds:
                 return None  # cannot time the run on this device: no claim
         alt = replace(need, device=dev, devices=count, nodes=n_nodes, seconds=float(seconds or need.seconds),
-                      device_kind=f.device_kind, memory_need=f.memory_per_device, memory_verdict="",
+                      device_kind=f.device_kind, memory_per_device=f.memory_per_device,
+                      verdict_need_per_device=f.verdict_need_per_device, memory_verdict="",
                       duration_basis="", duration_verdict="")  # sized and timed there
         if not in_window:
             return alt, None, f
@@ -877,7 +891,8 @@ def _quantized(need: JobNeed, inv: Inventory, bookings: Sequence[Booking] | Held
             if q is None:
                 continue
             alt = replace(need, device=dev, devices=count, nodes=1, device_kind=q.device_kind,
-                          memory_need=q.memory_per_device, memory_verdict="")
+                          memory_per_device=q.memory_per_device,
+                          verdict_need_per_device=q.verdict_need_per_device, memory_verdict="")
             p = _fits_by_deadline(alt, inv, bookings)
             if p is not None:
                 out.append(f"serve a quantized model: {q.weights_format} on {q.engine}, {count} x {dev} at {p.site} "
