@@ -389,7 +389,10 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
         str(f_peak.estimate.details.get("verdict_basis", "")).endswith("-admission")
     # each sequence's tokens: the text context, plus what the request's images and video add (estimate's details)
     media_tokens = _media_tokens(need_est)
-    mem.add("need_peak", f"workload's need at peak ({per_rep_peak} x {_tokens_words(ctx_peak, media_tokens)} per "
+    # labels in fit's words (render/fit_text.py memory_words, the summary's line): under a pool engine "this workload
+    # needs" (of what the pool offers), else fit's "memory per device"
+    need_words = "this workload needs" if pool else "memory per device"
+    mem.add("need_peak", f"{need_words} at peak ({per_rep_peak} x {_tokens_words(ctx_peak, media_tokens)} per "
             f"replica{_sized_for(need_est, per_rep_peak)})",
             need, "B",
             ("what the verdict compares, fit's verdict_need_per_device: the workload's share of the engine's pool "
@@ -412,7 +415,7 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
                                                           batch)
     need_typ = _verdict_need(need_typ_est, on_cpu)
     per_rep_typ = per_replica(conc_typ, replicas)
-    mem.add("need_typical", f"workload's need at typical load ({per_rep_typ} x {_tokens_words(ctx_typ, media_tokens)}"
+    mem.add("need_typical", f"{need_words} at typical load ({per_rep_typ} x {_tokens_words(ctx_typ, media_tokens)}"
             f" per replica{_sized_for(need_typ_est, per_rep_typ)})", need_typ, "B",
             "as at peak, at the typical load on the peak's layout (fit at the typical load)")
     usable = hw.memory_per_device
@@ -422,13 +425,14 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
     # fit's budget_per_device (the device budget; a pool engine's device memory), what the breakdown is drawn against
     device_budget = f_peak.budget_per_device if f_peak else (margin.budget(usable) if usable else None)
     budget_dev = device_budget
-    mem.add("usable", "memory of one device", usable, "B", "resources.memory" if job.resources.memory else "catalog")
+    mem.add("usable", "device memory", usable, "B", "resources.memory" if job.resources.memory else "catalog")
     if pool and f_peak is not None and f_peak.estimate is not None \
             and "workload_budget_bytes" in f_peak.estimate.details:
         # vLLM/SGLang: what the engine's pool offers the workload (the need above is compared with it), not the
         # device memory less the headroom
         budget_dev = f_peak.estimate.details["workload_budget_bytes"]
-    mem.add("budget", "budget per device", budget_dev, "B",
+    mem.add("budget", f"what {ENGINE_NAMES.get(engine, engine)}'s pool offers per device (the budget)" if pool
+            else "budget per device", budget_dev, "B",
             pool_budget_words(ENGINE_NAMES.get(engine, engine)) if pool
             else margin.words("device memory"),
             "estimate/inference/vllm.py, sglang.py (workload_budget_bytes)" if pool

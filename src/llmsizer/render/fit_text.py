@@ -179,14 +179,21 @@ def _layout_memory(d: dict[str, Any], pool: bool) -> str:
 def memory_line(r: FitResult) -> str:
     """Memory per device against the budget (call only when both are known)."""
     details = r.estimate.details if r.estimate is not None else {}
+    return memory_words(r.engine, r.memory_per_device or 0, r.budget_per_device or 0, details)
+
+
+def memory_words(engine: str, memory: int, budget: int, details: dict[str, Any]) -> str:
+    """fit's memory line from its numbers: ``memory`` (``memory_per_device``) of ``budget`` (``budget_per_device``,
+    under a pool engine the device memory: ``budget_term`` of the estimate's ``verdict_basis``) and what it leaves
+    (``budget_left_bytes``); under vLLM/SGLang (``details`` with ``workload_bytes``) the pool reserved and what this
+    workload needs of what the pool offers (``pool_and_need``). `fit` and the plan's summary print it."""
     term = budget_term(str(details.get("verdict_basis", "expected")))  # a pool engine's is the device memory
-    of = f"a {format_bytes(r.budget_per_device or 0)} {term}" if term == "budget" else \
-        f"{format_bytes(r.budget_per_device or 0)} {term}"
-    line = f"memory per device {format_bytes(r.memory_per_device or 0)} of {of}, {room_left(r.budget_left_bytes or 0)}"
+    of = f"a {format_bytes(budget)} {term}" if term == "budget" else f"{format_bytes(budget)} {term}"
+    line = f"memory per device {format_bytes(memory)} of {of}, {room_left(budget - memory)}"
     need, offered = details.get("workload_bytes"), details.get("workload_budget_bytes")
     if need is not None:  # vLLM and SGLang reserve their pool whatever the load: say what this workload needs of it
-        line += "; " + pool_and_need(r.engine, int(details.get("reserved_bytes", r.memory_per_device or 0)),
-                                     int(need), offered, details.get("pool_shortfall_bytes"))
+        line += "; " + pool_and_need(engine, int(details.get("reserved_bytes", memory)), int(need), offered,
+                                     details.get("pool_shortfall_bytes"))
     return line
 
 

@@ -7,7 +7,7 @@ from ..plan.result import JobPlan
 from ..specs.workload import ENGINE_NAMES
 from ..units import format_usd
 from .markdown import SEVERITY_LABEL, check_line, format_value
-from .text import pool_and_need
+from .fit_text import memory_words
 
 
 def _v(j: JobPlan, section: str, key: str) -> str:
@@ -54,17 +54,21 @@ def _job_lines(j: JobPlan) -> list[str]:
         fits = mem.value("fits")
         unfitted = "not fitted: see the error above" if j.facts.get("fit_error") else "budget unknown"
         room, running = mem.get("kv_room"), mem.get("running")
-        reserved = mem.get("reserved")
-        need = mem.get("need_peak")
-        offered = mem.value("budget")  # a pool engine's budget: what its pool offers (workload_budget_bytes)
-        pool = ("; " + pool_and_need(j.hardware.engine or "", int(reserved.value), int(need.value),
-                                     int(offered) if offered is not None else None)
-                if reserved is not None and need is not None and need.value is not None else "")
-        out.append(f"  memory    {_v(j, 'memory', 'need_peak')} per device at peak, budget {_v(j, 'memory', 'budget')}"
-                   f" ({'fits' if fits else 'DOES NOT FIT' if fits is False else unfitted}{_budget_is(j)})"
-                   + (f"; {ENGINE_NAMES.get(j.hardware.engine or '', 'the engine')} runs {running.value} sequences at "
-                      f"once per replica (KV pool room for {room.value} of the peak context)"
-                      if room is not None and running is not None else "") + pool)
+        verdict = 'fits' if fits else 'DOES NOT FIT' if fits is False else unfitted
+        sequences = (f"; {ENGINE_NAMES.get(j.hardware.engine or '', 'the engine')} runs {running.value} sequences at "
+                     f"once per replica (KV pool room for {room.value} of the peak context)"
+                     if room is not None and running is not None else "")
+        memory, budget = j.facts.get("memory_per_device"), j.facts.get("budget_per_device")
+        if memory is not None and budget is not None:
+            # fit's memory line for the same devices at the peak load (render/fit_text.py memory_words): memory per
+            # device of the budget (a pool engine's: the device memory), what it leaves, and under vLLM/SGLang the
+            # pool reserved and what this workload needs of what the pool offers
+            words = memory_words(j.hardware.engine or "", int(memory), int(budget),
+                                 j.estimate.details if j.estimate is not None else {})
+            out.append(f"  memory    {verdict} at peak: {words}{_budget_is(j)}{sequences}")
+        else:
+            out.append(f"  memory    at peak: {_v(j, 'memory', 'need_peak')} per device, budget "
+                       f"{_v(j, 'memory', 'budget')} ({verdict}{_budget_is(j)}){sequences}")
         out.append(f"  speed     TTFT {_v(j, 'speed', 'ttft_typical')} typical / {_v(j, 'speed', 'ttft_peak')} peak; "
                    f"{_v(j, 'speed', 'tps_user_typical')} / {_v(j, 'speed', 'tps_user_peak')} per user"
                    + (f"; at peak, requests above the engine's running cap wait {_v(j, 'speed', 'queue_wait_peak')} "
