@@ -55,6 +55,7 @@ from .inference import estimate_inference
 from .inference.common import running_and_queued
 from .inference.compose import with_serving_notes
 from .model_warnings import one_device_serving
+from .serving_load import under_load
 from .speed import SpeedEstimate, SpeedLayout, estimate_speed, for_device, speed_model, split_decode
 from .training import estimate_training
 from .training.compose import ZERO_NONE_FITS_WHY, ZERO_WHY, training_workload, with_device_notes
@@ -860,6 +861,8 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
             # image/video tokens are prompt tokens too (estimate/inference/media.py)
             sp = _split_speed(spec, est, device, host_device, hardware_files, instance, fmt,
                               prompt + int(d.get("media_tokens", 0)), out, run, sp, said)
+            # every running request's prompt competes with the decode (formulas/serving_queue.py eqs. Q4-Q7)
+            sp = under_load(sp, eng, prefill_chunk_tokens(est))
         queue = queue_details(concurrency, replicas, per_rep, run_now, sp)
         if queue["queued_sequences"] and fits:  # (one that does not fit says why: the verdict)
             named.append(queue_note(queue, per_rep, run, d))
@@ -906,6 +909,16 @@ def running_per_replica(per: int, details: dict[str, Any]) -> int:
         need = details.get("need_sequences")
         return max(1, min(per, int(need))) if need else max(1, per)
     return min(per, running)
+
+
+def prefill_chunk_tokens(est: Estimate) -> int | None:
+    """The prompt tokens the engine of ``est`` schedules per step, as its memory estimate applied them (vLLM's
+    max_num_batched_tokens, SGLang's chunked_prefill_size); None where the estimate names none (llama.cpp: its
+    n_batch default, estimate/serving_load.py)."""
+    for a in est.assumptions:
+        if a.name in ("max_num_batched_tokens", "chunked_prefill_size") and isinstance(a.value, int):
+            return a.value
+    return None
 
 
 def queue_details(concurrency: int, replicas: int, per: int, running: int,

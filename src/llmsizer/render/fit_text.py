@@ -219,15 +219,22 @@ def speed_rows(s: SpeedEstimate, queued: bool = False) -> list[list[str]]:
     """Rows of the speed table (prefill, decode), in ``SPEED_HEADER`` order; ``queued`` (``queued_wait``): requests
     wait before their prefill, so the prefill row is the TTFT once running."""
     rows = []
+    load = s.load
     if s.prefill is not None:
-        rows.append(["prefill (TTFT once running)" if queued else "prefill (TTFT)", f"{s.ttft_seconds:.3f} s",
+        label = "prefill (one prompt, idle)" if load else "prefill (TTFT once running)" if queued else "prefill (TTFT)"
+        rows.append([label, f"{s.ttft_idle_seconds:.3f} s",
                      f"{s.prefill_tokens_per_second:,.0f} tokens/s{_range(s.prefill_range, '{:,.0f}')}",
                      s.prefill.bound, _roof(s.roofline_prefill)])
     if s.decode is not None:
-        rows.append([f"decode x{s.concurrency}", f"{s.decode.seconds * 1e3:.1f} ms/step",
+        rows.append([f"decode x{s.concurrency}" + (" (alone)" if load else ""), f"{s.decode.seconds * 1e3:.1f} ms/step",
                      f"{s.tokens_per_second:,.1f} tokens/s{_range(s.decode_range, '{:,.1f}')} "
-                     f"({s.tokens_per_second_per_user:.1f} per user)",
+                     f"({1.0 / s.decode.seconds:.1f} per user)",
                      s.decode.bound, _roof(s.roofline_decode)])
+    if load:  # what the users see at this concurrency (estimate/serving_load.py: formulas/serving_queue.py Q4-Q7)
+        rows.append([f"at {s.concurrency} requests" + (" running" if queued else ""),
+                     f"TTFT {load['ttft_seconds']:.3f} s (together {load['ttft_burst_seconds']:.3f} s)",
+                     f"{load['output_tokens_per_second']:,.1f} tokens/s ({s.tokens_per_second_per_user:.1f} per user)",
+                     f"prefill {load['prefill_share']:.0%}", "queue eqs. Q4-Q8"])
     return rows
 
 
