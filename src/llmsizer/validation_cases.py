@@ -1570,6 +1570,7 @@ def serving_load_cases(data: str | Path | None = None) -> list[Case]:
         chunk = vllm_batch_defaults(builtin_catalog().devices[r["device"]].memory_bytes)[1] \
             if r["engine"] == "vllm" else None
         s = under_load(run.speed, r["engine"], chunk)
+        assert s is not None  # engine_runs estimates every row's speed
         load = s.load or {}
         if r["metric"] == "ttft":
             kind, pred, value = SERVING_TTFT, s.ttft_seconds, float(r["value"]) * {"ms": 1e-3, "s": 1.0}[r["unit"]]

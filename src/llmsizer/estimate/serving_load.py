@@ -73,7 +73,7 @@ def under_load(sp: SpeedEstimate | None, engine: str, chunk_tokens: int | None =
                       f"arrive independently (eq. Q6), {burst['ttft_seconds']:.2f} s when they arrive together (eq. Q8: "
                       f"their prompts in {steps} steps of {chunk_name} {chunk:,}), {sp.ttft_idle_seconds:.3f} s alone; {user:.1f} tokens/s per user ({1 / step:.1f} decoding alone) and "
                       f"{state['requests_per_second']:.3g} requests/s (eqs. Q5b, Q7): the TTFT and per-user rate shown "
-                      "are at this concurrency; " + load["source"])
+                      "are at this concurrency; formulas/serving_queue.py eqs. Q4-Q8; " + source)
     warnings = sp.warnings
     if share >= ENG.PREFILL_SHARE_WARN:
         warnings = (*warnings, f"prefill-bound at concurrency {sp.concurrency}: the prompts' prefill takes "
