@@ -147,7 +147,7 @@ def _experts_in_host_hint(at: dict[str, Any], fmt: str, rerun: bool) -> str:
     if rerun:
         engine = "" if at.get("same_engine", True) else "--engine llamacpp "
         return words + f" (rerun with {engine}--weights {fmt} --n-cpu-moe {n})"
-    return words + f"; in the request: engine_settings.n_cpu_moe: {n}"
+    return words + f", with engine_settings.n_cpu_moe: {n}"  # the plan adds "; in the request: quantization: ..."
 
 
 SPEED_HEADER = ["phase", "time", "rate", "bound", "roofline (intensity / ridge FLOP/B)"]
