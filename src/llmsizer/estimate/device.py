@@ -25,7 +25,7 @@ from ..specs import ModelSpec, TrainingWorkload
 from ..specs.workload import implied_engine, read_number
 from ..units import format_bytes
 from . import efficiency as E
-from .formats import bnb_moe_refused, engine_refuses, requested_format, runs_on_llamacpp_instead
+from .formats import bnb_moe_refused, engine_refuses, gguf_stand_in, requested_format, runs_on_llamacpp_instead
 from .model_warnings import SERVING_ENGINE, SERVING_ENGINE_WHY
 
 # what a form names as the default engine (InferenceWorkload.engine None: engine_rule's for the device)
@@ -37,9 +37,10 @@ def engine_rule(device: Device, count: int, weights: str | None, spec: ModelSpec
     ``_device_engine_rule``'s engine unless it refuses the requested format on this GPU (``engine_refuses``: vLLM
     gates MXFP4 at compute capability 8.0, AWQ/FP8 at 7.5): then the next engine that runs it there, llama.cpp,
     when the checkpoint (``spec``, no format named) has a GGUF counterpart (gpt-oss MXFP4 -> MXFP4_MOE), with the
-    refusal in the reason; an MoE model in llm.int8, which vLLM and SGLang do not load (``bnb_moe_refused``), runs on
-    transformers. Without a counterpart the first choice stays and ``check_engine_runs`` says why it
-    cannot run (exit 2). Every argument is required: ``spec`` is the model being served (None only where there is
+    refusal in the reason, and without one (an FP8, GPTQ or AWQ checkpoint: ``gguf_stand_in``) llama.cpp on its
+    default GGUF quant where llama.cpp runs that on this GPU; an MoE model in llm.int8, which vLLM and SGLang do not load (``bnb_moe_refused``), runs on
+    transformers. A format named (``weights``) is the user's: the first choice stays and ``check_engine_runs``
+    says why it cannot run (exit 2). Every argument is required: ``spec`` is the model being served (None only where there is
     none, e.g. a hardware question with no model), so no caller can skip the fallback by leaving it out. An
     encoder-decoder (T5) is served on transformers, the one engine it is modelled on (model_warnings.refuse_serving).
     """
@@ -61,9 +62,15 @@ def engine_rule(device: Device, count: int, weights: str | None, spec: ModelSpec
     if bnb_moe_refused(eng, fmt or "", spec) is not None:  # transformers loads bitsandbytes MoE models in 8-bit
         return "transformers", f"{refused}, so transformers, the engine that loads it"
     gguf = runs_on_llamacpp_instead(spec, weights)
-    if gguf is None:
+    if gguf is not None:
+        return "llamacpp", f"{refused}, so llama.cpp, the next engine that runs {fmt} there (as {gguf})"
+    # no counterpart: llama.cpp's default for the checkpoint, its ladder's first rung (formats.gguf_stand_in), where
+    # llama.cpp runs it on this GPU; a format named is the user's and stays refused (check_engine_runs, exit 2)
+    stand_in = gguf_stand_in(spec) if spec is not None and weights is None else None
+    if stand_in is None or engine_refuses("llamacpp", stand_in[0], device, spec) is not None:
         return eng, why
-    return "llamacpp", f"{refused}, so llama.cpp, the next engine that runs {fmt} there (as {gguf})"
+    return "llamacpp", (f"{refused}, so llama.cpp, the next engine that runs the model there (as "
+                        f"{stand_in[0].removeprefix('gguf:').upper()}, llama.cpp's default for it: {stand_in[1]})")
 
 
 def _device_engine_rule(device: Device, count: int, weights: str | None) -> tuple[str, str]:
