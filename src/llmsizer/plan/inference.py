@@ -786,7 +786,18 @@ def _storage(job: InferenceJob, spec: ModelSpec, fmt: str, adapters: dict[str, A
     st = Sec("storage", "Storage")
     parts: dict[str, int] = {}
     w = weight_bytes(spec, fmt).total
-    st.add("model_files", "model files", w, "B_disk", f"weights in {fmt}", "formulas/weight_formats.py")
+    how_files = f"weights in {fmt}"
+    stored = stored_format(spec)[0] if spec.file_weights is None else fmt
+    if normalize_format(fmt) != normalize_format(stored):
+        # the served format's file, downloaded ready-made (as GGUF / AWQ / GPTQ builds are published); converting it
+        # yourself keeps the stored checkpoint on disk while the converter runs, which is not counted
+        how_files += (f" (the served file only, downloaded ready-made; converting it here from the {stored} "
+                      f"checkpoint also needs that checkpoint, {format_bytes(weight_bytes(spec, stored).total, binary=False)}, "
+                      "while the converter runs)")
+        notes.assumptions.append(Assumption("storage.model_files", f"the {fmt} file only", True,
+                                            f"served in {fmt}, stored as {stored}: the ready-made {fmt} file is "
+                                            "downloaded, no conversion on this storage"))
+    st.add("model_files", "model files", w, "B_disk", how_files, "formulas/weight_formats.py")
     parts["model_files"] = w
     if adapters["mode"] == "dynamic":
         ab = adapters["count"] * adapters["per_adapter_dynamic"]
