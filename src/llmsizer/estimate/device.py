@@ -17,12 +17,12 @@ from pathlib import Path
 from typing import Any
 
 from ..catalog.hardware import GENERIC_DEVICES, Device, Instance, load_catalog
-from ..errors import FieldError, InputError
+from ..errors import FieldError, InputError, UnknownNameError
 from ..formulas.weight_formats import normalize_format
 from ..numbers import DEVICE_MEMORY
 from ..result import Assumption, Notes
 from ..specs import ModelSpec, TrainingWorkload
-from ..specs.workload import implied_engine, read_number
+from ..specs.workload import implied_engine, read_number, refuse_default_not_reading
 from ..units import format_bytes
 from . import efficiency as E
 from .formats import bnb_moe_refused, engine_refuses, gguf_stand_in, requested_format, runs_on_llamacpp_instead
@@ -47,6 +47,15 @@ def engine_rule(device: Device, count: int, weights: str | None, spec: ModelSpec
     implied = implied_engine(settings)
     if implied is not None:  # a setting only one engine reads: the user chose that engine by giving it
         return implied
+    eng, why = _default_engine_rule(device, count, weights, spec)
+    # settings several engines read (max_num_seqs: vLLM or SGLang) that the default does not: refused, naming them
+    refuse_default_not_reading(eng, settings, device.id)
+    return eng, why
+
+
+def _default_engine_rule(device: Device, count: int, weights: str | None,
+                         spec: ModelSpec | None) -> tuple[str, str]:
+    """``engine_rule``'s choice when the settings imply no engine."""
     if spec is not None and spec.encoder_decoder is not None:
         return SERVING_ENGINE, SERVING_ENGINE_WHY
     fw = spec.file_weights if spec is not None else None
@@ -135,6 +144,45 @@ def engine_assumption(engine: str | None, device: Device, count: int, weights: s
     where = target or device.id
     where = f"{count} x {where}" if count > 1 and target is None else where
     return eng, Assumption("engine", eng, True, f"default for {where}: {why}")
+
+
+_HOST_WHY = "layers or experts kept on the CPU"
+
+
+def host_part(engine: str | None, device: Device, host_device: str | Device | None, host_memory: int | str | None,
+              hardware_files: Sequence[str | Path] = ()) -> tuple[Device | None, int | None]:
+    """llama.cpp's host part beside GPUs, read and checked up front (FieldError naming the field: the CLI says
+    --host-device / --host-memory, the web its keys): ``host_device`` a CPU from the catalog (or a hardware file),
+    ``host_memory`` a size in DEVICE_MEMORY's range beside a GPU (a CPU's or an Apple chip's own memory is --memory),
+    each read only by llama.cpp (``engine``: the one the workload runs on; None where it is not known yet: a search
+    whose candidates each take their own, the settings then implying llama.cpp, specs/workload.py
+    ``implied_engine``). The one check fit and the search (recommend.best_option_on, format_search.format_on) apply:
+    before, a typo or another engine was ignored when no layer ran on the CPU (exit 0)."""
+    host: Device | None = None
+    if host_device is not None:
+        if engine is not None and engine != "llamacpp":
+            raise FieldError("host_device", f"host_device applies to engine llamacpp ({_HOST_WHY}), not {engine}")
+        if isinstance(host_device, str):
+            try:
+                found = load_catalog(hardware_files).find(host_device)
+            except UnknownNameError as e:
+                raise FieldError("host_device", f"host_device: {e}") from None
+        else:
+            found = host_device
+        if isinstance(found, Instance) or found.kind != "cpu":
+            raise FieldError("host_device", f"host_device must be a CPU from the catalog (the host of llama.cpp's "
+                             f"CPU part), got {getattr(found, 'id', found)} ({getattr(found, 'kind', 'an instance')})")
+        host = found
+    memory = None
+    if host_memory is not None:  # llama.cpp's host part beside GPUs (verdict.py host_memory_verdict), as fit --auto
+        memory = int(read_number(host_memory, "host_memory", DEVICE_MEMORY))
+        if engine is not None and engine != "llamacpp":
+            raise FieldError("host_memory", f"host_memory applies to engine llamacpp ({_HOST_WHY}), not {engine}")
+        if device.kind in ("cpu", "apple"):  # (a CPU's RAM, an Apple chip's unified memory: the device's own)
+            raise FieldError("host_memory", f"host_memory is the host RAM beside GPUs; on {device.id} ({device.kind}) "
+                             "llama.cpp keeps the whole model in the device's memory: give that instead (--memory; "
+                             "memory= in Python)")
+    return host, memory
 
 
 def one_replica_per_device(device: Device) -> bool:

@@ -25,6 +25,7 @@ from ..models import load_model
 from ..numbers import CONCURRENCY
 from ..specs import InferenceWorkload, ModelSpec
 from ..specs.workload import (
+    ENGINE_NAMES,
     ENGINE_SETTINGS,
     check_pool_shares,
     engine_setting_given,
@@ -37,6 +38,7 @@ from . import efficiency as E
 from .device import (
     check_engine_on_device,
     default_engine,
+    host_part,
     instance_memory,
     target_memory,
     usable_memory,
@@ -104,9 +106,10 @@ def check_search_workload(fields: Mapping[str, Any], context: int, concurrency: 
     eng = normalize_engine(engine) if engine else (implied[0] if implied else None)
     for name, owners in ENGINE_SETTINGS.items():  # a stated engine: InferenceWorkload's own message, as fit's
         if engine_setting_given(name, fields.get(name)) and eng is None:  # read by several engines: say which
-            # the engine in the words InferenceWorkload's refusal uses ('applies to engine vllm, not llamacpp'),
-            # no flag: the web, a request file and Python have none
-            raise FieldError(name, f"{name} applies to engine {' or '.join(owners)}; give engine {owners[0]}")
+            # the setting and the engine as fields (FieldError): the CLI writes the flags, the web its keys
+            raise FieldError(name, also=("engine",), message=(
+                f"{name} is a {' or '.join(ENGINE_NAMES[e] for e in owners)} setting, and candidates may each run a "
+                f"different one by default: give {' or '.join(f'engine {e}' for e in owners)}"))
     if fields.get("kv_dtype") is not None:
         kv_dtype_name(str(fields["kv_dtype"]))  # an unknown name: the KV table's own message
     check_pool_shares(eng, headroom, fields.get("gpu_memory_utilization"))
@@ -339,6 +342,10 @@ def format_on(spec: ModelSpec, hardware: str | Device | Instance, count: int | N
                          "writes one for this machine) or name a catalog device")
     if engine is not None:  # fit's refusal (a GPU-serving engine on a CPU or Apple), once, not once per model
         check_engine_on_device(normalize_engine(engine), device)
+    # llama.cpp's host CPU and RAM read and checked once, as fit checks them (estimate/device.py host_part); no engine
+    # stated: they imply llama.cpp for every rung (pick_format's settings)
+    host_device, host_memory = host_part(normalize_engine(engine) if engine else None, device, host_device,
+                                         host_memory, hardware_files)
     unchecked = reading_floor_unchecked(device) if output_tokens != 0 else None
     if unchecked is None and reading_floor_applies(limits, output_tokens):
         # the same floor as recommend; a device of unknown bandwidth is judged on memory only (the note says so)
