@@ -54,7 +54,8 @@ def main() -> None:
     torch.manual_seed(0)
     conf = transformers.Qwen2Config(hidden_size=64, intermediate_size=128, num_attention_heads=4,
                                     num_key_value_heads=2, vocab_size=256, tie_word_embeddings=True,
-                                    num_hidden_layers=a.layers, attn_implementation="sdpa")
+                                    num_hidden_layers=a.layers)
+    conf._attn_implementation = "sdpa"
     model: Any = transformers.Qwen2ForCausalLM(conf)
     if a.precision == "bf16" or a.method != "full":
         model = model.to(torch.bfloat16)

@@ -53,6 +53,7 @@ from .estimate.format_search import (
     FormatPick,
     LatencyLimits,
     check_search_workload,
+    experts_in_host_at,
     format_name,
     format_on,
     pick_format,
@@ -65,7 +66,6 @@ from .estimate.formats import (
     format_ladder,
     gguf_file_skipped,
     given_format_why,
-    quality_warning,
     rung_bytes,
     weights_asked,
 )
@@ -944,38 +944,14 @@ def experts_in_host(spec: ModelSpec, option: Option, hardware: str | Device | In
                     memory: int | None = None, headroom: float | None = None, fit_target: int | None = None,
                     host_memory: int | None = None, hardware_files: Sequence[str | Path] = (),
                     **workload: Any) -> dict[str, Any] | None:
-    """Where ``best_option_on`` rejects an MoE model on llama.cpp GPUs for memory (every expert on the GPUs), what
-    ``fit --auto`` answers at the same context: with ``host_memory``, the first format on llama.cpp's ladder
-    (``format_ladder``, best first), else its smallest (the least host RAM), that llama.cpp's auto-fit (``estimate/llamacpp_fit.py`` ``fit_llamacpp``, steps 1-4) fits with the
-    routed experts of some layers in host memory (``--n-cpu-moe``), its flags and the bytes each side holds; None
-    when the option is not such a rejection or no rung fits so. Host RAM is checked only when ``host_memory`` is
-    given (fit --auto --host-memory); the decode speed of the split is not judged. One rule: fit --auto's. The answer
-    names its ``format_rule`` and carries fit --auto's ``warnings`` (``quality_warning``: the format's own, if any)."""
-    from .estimate.llamacpp_fit import fit_llamacpp, gpu_free
-
-    if (option.status != "rejected" or option.engine != "llamacpp" or option.device_kind != "gpu" or spec.moe is None
+    """Where ``best_option_on`` rejects an MoE model on GPUs for memory (every expert on the GPUs, on llama.cpp or
+    the engine asked: vLLM's ladder too ends above Q2_K), what ``fit --auto`` answers at the same context with the
+    routed experts of some layers in host memory: the one rule (estimate/format_search.py ``experts_in_host_at``),
+    which fit's hint (``fits_at``) asks too. None when the option is not such a rejection or no rung fits so."""
+    if (option.status != "rejected" or option.device_kind != "gpu"
             or not option.reasons or not option.reasons[0].startswith("does not fit")):
         return None
-    device, n, _, instance = target_and_count(hardware, count, hardware_files, instances=True)
-    if instance is not None and instance.device_count != n:  # several instances: one auto-fit is one machine
-        return None
-    fields = {k: v for k, v in workload.items() if v is not None and k not in ("engine", "weights")}
-    try:
-        free = gpu_free(device, n, None, memory)
-        ladder = format_ladder(spec, "llamacpp", None, fp8="fp8" in device.flops)
-        # host RAM given: the best rung that fits both sides; not given: the smallest rung, the least host RAM
-        for fmt in ladder if host_memory is not None else reversed(ladder):
-            r = fit_llamacpp(spec, free, fit_target=fit_target, headroom=headroom, context=context,
-                             host_memory=host_memory, concurrency=concurrency, weights=weights_asked(fmt), **fields)
-            if r.fits and r.n_cpu_moe > 0:
-                rows = r.devices()
-                return {"weights": fmt, "format_rule": "highest-quality format that fits both sides"
-                        if host_memory is not None else "smallest format: least host RAM",
-                        "quality_warning": quality_warning(fmt), "warnings": list(r.warnings),
-                        "n_cpu_moe": r.n_cpu_moe, "flags": r.flags(),
-                        "memory_per_device": max(d["total"] for d in rows if d["device"] != "host"),
-                        "host_bytes": sum(d["total"] for d in rows if d["device"] == "host"),
-                        "host_memory_checked": host_memory is not None}
-    except InputError:  # a workload the auto-fit refuses: no claim rather than a second error
-        return None
+    return experts_in_host_at(spec, hardware, count, context=context, concurrency=concurrency, memory=memory,
+                              headroom=headroom, fit_target=fit_target, host_memory=host_memory,
+                              hardware_files=hardware_files, **workload)
     return None

@@ -40,6 +40,8 @@ from .estimate.ranges import (  # the kind names have one home, next to their ba
     LLAMACPP,
     PREFILL,
     PYTORCH_TRAINING,
+    SERVING_RATE,
+    SERVING_TTFT,
     SGLANG,  # noqa: F401 - re-exported: the kind and engine names have one home (tests import them from here)
     TRAINING_MEMORY,
     TRAINING_SPEED,
@@ -52,15 +54,22 @@ from .units import GiB
 if TYPE_CHECKING:
     from .specs import ModelSpec
 
-KINDS = (INFERENCE_MEMORY, TRAINING_MEMORY, DECODE, BATCHED, PREFILL, TRAINING_SPEED)
+KINDS = (INFERENCE_MEMORY, TRAINING_MEMORY, DECODE, BATCHED, PREFILL, TRAINING_SPEED, SERVING_TTFT, SERVING_RATE)
 CALIBRATION = "calibration"
 # Per-kind tolerances of the speed rows (|predicted / measured - 1|): a 300 % miss passes none of them.
-TOLERANCE = {DECODE: 0.25, PREFILL: 0.5, BATCHED: 0.5, TRAINING_SPEED: 0.5}
+TOLERANCE = {DECODE: 0.25, PREFILL: 0.5, BATCHED: 0.5, TRAINING_SPEED: 0.5, SERVING_TTFT: 1.0, SERVING_RATE: 0.5}
+
+# kinds held to a factor either way: max(predicted / measured, measured / predicted) <= 1 + TOLERANCE[kind]
+RATIO_KINDS = (SERVING_TTFT,)
+
 
 def within_tolerance(kind: str, predicted: float | None, measured: float) -> tuple[bool | None, str]:
     """(``Case.within``, ``Case.tolerance``) of a speed row of ``kind``: |predicted / measured - 1| <= TOLERANCE[kind]
-    (None without a prediction), and the tolerance in words."""
+    (a factor of 1 + TOLERANCE either way for RATIO_KINDS; None without a prediction), and the tolerance in words."""
     tol = TOLERANCE[kind]
+    if kind in RATIO_KINDS:
+        ok = None if not predicted else max(predicted / measured, measured / predicted) <= 1 + tol
+        return ok, f"within a factor of {1 + tol:g} either way"
     return (None if predicted is None else abs(predicted / measured - 1) <= tol), f"error within \u00b1{tol:.0%}"
 ASSUMED = "settings assumed"
 # a published row whose own figures contradict each other (e.g. prefill rising with prompt length where every other
@@ -1536,6 +1545,53 @@ def serving_tpot_cases(data: str | Path | None, name: str) -> list[Case]:
     return out
 
 
+# -- serving under load: validation/serving_load.csv (published closed-loop sweeps: mean or median TTFT and completed
+# requests/s at a fixed concurrency, prompt and output lengths stated) ---------------------------------------------
+# Each row's estimate is the one fit gives (estimate/serving_load.py under_load: formulas/serving_queue.py eqs. Q4-Q8
+# with the engine's default chunk budget on that GPU), compared as its TTFT (eq. Q6: the mean of requests arriving
+# independently) and completed requests/s (eq. Q7; one request: 1 / its time, formulas/network.py eq. 9); the note
+# gives the prompt's TTFT alone and the burst's (eq. Q8: a fixed-length sweep's rounds arrive together), the high end
+# the tests bracket the prefill-bound rows with. TTFT is held to a factor (RATIO_KINDS: an under-estimate by 10x is a
+# miss as large as an over-estimate by 10x). No band.
+SERVING_LOAD_FILE = "serving_load.csv"
+SERVING_LOAD_NO_BAND = "a serving-load row: llmsizer prints no calibrated range for the loaded TTFT or requests/s"
+
+
+def serving_load_cases(data: str | Path | None = None) -> list[Case]:
+    """The serving-load rows, each estimated as fit does (its engine's chunk default for the row's GPU)."""
+    from .catalog.hardware import builtin_catalog
+    from .estimate.inference.vllm import vllm_batch_defaults
+    from .estimate.serving_load import under_load
+    from .specs.workload import ENGINE_NAMES
+
+    out = []
+    for run in engine_runs(data, SERVING_LOAD_FILE, "concurrency"):
+        r, c = run.row, run.batch
+        chunk = vllm_batch_defaults(builtin_catalog().devices[r["device"]].memory_bytes)[1] \
+            if r["engine"] == "vllm" else None
+        s = under_load(run.speed, r["engine"], chunk)
+        assert s is not None  # engine_runs estimates every row's speed
+        load = s.load or {}
+        if r["metric"] == "ttft":
+            kind, pred, value = SERVING_TTFT, s.ttft_seconds, float(r["value"]) * {"ms": 1e-3, "s": 1.0}[r["unit"]]
+            unit = "s"
+        else:
+            kind, value, unit = SERVING_RATE, float(r["value"]), "requests/s"
+            pred = load.get("requests_per_second") or (c / s.request_seconds if s.request_seconds else None)
+        other = load.get("ttft_burst_seconds") if kind == SERVING_TTFT else load.get("requests_per_second_burst")
+        out.append(Case(r["id"], kind, f"{ENGINE_NAMES[r['engine']]} {r['engine_version']} {r['catalog_model']} "
+                        f"{r['dtype']} {run.gpus}x {r['device']} c{c} p{run.prompt} g{run.generated}", pred, value, unit,
+                        *within_tolerance(kind, pred, value),
+                        excluded=ASSUMED if "(settings assumed)" in r["notes"] else "", source=r["source"],
+                        note=f"measured {r['value']} {r['unit']}; TTFT alone {s.ttft_idle_seconds:.4f} s; prefill "
+                             f"{load.get('prefill_share', 0.0):.0%} of device time; "
+                             + ("arriving together (eq. Q8) " if kind == SERVING_TTFT else "in bursts (eq. Q8) ")
+                             + (f"{other:.4g}" if other else "-") + f"; {r['notes']}",
+                        engine_version=r["engine_version"], device=r["device"], engine=r["engine"],
+                        no_band=SERVING_LOAD_NO_BAND))
+    return out
+
+
 # -- single-sequence speed benchmarks: validation/sglang_speed_benchmark.csv (the Qwen3 speed benchmark page, SGLang
 # 0.4.6.post1 on one H20) and validation/vllm_speed_benchmark.csv (the Qwen2.5 page, vLLM 0.6.3 on A100 80GB) -------
 # One sequence of a ``prompt``-token prompt generating ``generated`` tokens; the published speed counts the tokens the
@@ -1587,7 +1643,8 @@ def speed_cases(data: str | Path | None = None) -> tuple[list[Case], list[NotExp
             c = speed_case(r)
             (cases if isinstance(c, Case) else missing).append(c)  # type: ignore[arg-type]
     return (cases + llamacpp_bench_cases(data) + llamacpp_batched_cases(data) + vllm_latency_cases(data)
-            + vllm_serving_cases(data) + sglang_serving_cases(data) + engine_speed_cases(data)), missing
+            + vllm_serving_cases(data) + sglang_serving_cases(data) + engine_speed_cases(data)
+            + serving_load_cases(data)), missing
 
 
 # -- training memory: the CSV's train_memory rows ------------------------------------------------------------------

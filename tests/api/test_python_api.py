@@ -257,7 +257,7 @@ def test_fit_html_has_the_verdict_speed_and_memory_breakdown():
     text = "".join(p.text)
     assert str(r).splitlines()[0] in text  # the verdict line the CLI prints
     speed = table(p, "speed")
-    cli_rows = [line for line in str(r).splitlines() if line.startswith(("prefill (TTFT)", "decode x"))]
+    cli_rows = [line for line in str(r).splitlines() if line.startswith(("prefill (", "decode x", "at 4 requests"))]
     assert [row[0] for row in speed[1:]] == [line.split("  ")[0] for line in cli_rows]
     assert r.estimate is not None
     check_breakdown(table(p, "breakdown"), r.estimate)

@@ -164,4 +164,4 @@ def test_another_engine_is_refused_on_every_command() -> None:
         r = run_cli(*command, "--engine", "llamacpp", "--engine-version", VERSION)
         assert r.returncode == 2 and r.stderr == line, r.stderr
     r = run_cli("recommend", MODEL, "--engine-version", VERSION)  # each option may run another engine: named up front
-    assert r.returncode == 2 and "--engine-version applies to engine vllm or sglang; give engine vllm" in r.stderr
+    assert r.returncode == 2 and "--engine-version is a vLLM or SGLang setting, and candidates may each run a different one by default: give --engine vllm or --engine sglang" in r.stderr

@@ -105,10 +105,12 @@ def test_queued_ttft_and_the_table_never_read_as_one(capsys: pytest.CaptureFixtu
     wait, ttft = f["details"]["queue_wait_seconds"], f["speed"]["ttft_seconds"]
     _, text, _ = run(argv, capsys)
     row = next(ln for ln in text.splitlines() if ln.startswith("prefill"))
-    assert row.startswith("prefill (TTFT once running)")
+    assert row.startswith("prefill (one prompt, idle)")  # the loaded TTFT is its own row, of the running requests
+    running = f["speed"]["concurrency"]
+    assert next(ln for ln in text.splitlines() if ln.startswith("at ")).startswith(f"at {running} requests running ")
     assert f"a queued request's TTFT {wait + ttft:.2f} s" in text
-    # no queue: the plain label
-    _, plain, _ = run(["fit", "llama-3.1-8b", "--device", "h100-sxm", "--concurrency", "4"], capsys)
+    # no queue, no load (one sequence): the plain label
+    _, plain, _ = run(["fit", "llama-3.1-8b", "--device", "h100-sxm", "--concurrency", "1"], capsys)
     assert next(ln for ln in plain.splitlines() if ln.startswith("prefill")).startswith("prefill (TTFT) ")
 
 

@@ -140,6 +140,9 @@ def test_batch_on_serving_says_concurrency_on_the_cli_and_in_python() -> None:
 def test_infer_help_offers_servings_attention_list() -> None:
     from llmsizer.specs.workload import ATTENTION_IMPLS
     code, out, _ = run("infer", "--help")
-    assert code == 0 and f"--attention {{{','.join(ATTENTION_IMPLS)}}}" in out and "flex" not in out
+    assert code == 0 and f"--attention {{{','.join(ATTENTION_IMPLS)}}}" in out and ",flex}" not in out
+    # flex, training's: the serving workload's own refusal, the line fit gives (not argparse's 'invalid choice')
     code, _, err = run("infer", "llama-3.1-8b", "--attention", "flex")
-    assert code == 2 and "invalid choice: 'flex'" in err
+    code_fit, _, err_fit = run("fit", "llama-3.1-8b", "--device", "h100-sxm", "--attention", "flex")
+    assert code == code_fit == 2 and err == err_fit and err.count("\n") == 1, (err, err_fit)
+    assert "is a training choice" in err and "serving takes sdpa, flash or eager" in err

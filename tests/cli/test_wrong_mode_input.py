@@ -280,4 +280,4 @@ def test_recommend_asks_for_the_engine_of_a_setting_two_engines_read():
     """recommend's candidates may each run another engine: a setting two engines read (max_num_seqs: vLLM, SGLang)
     needs its engine named; one only transformers reads implies it (tests/cli/test_implied_engine.py)."""
     err = one_line_error(run_cli("recommend", "llama-3.1-8b", "--max-num-seqs", "8"))
-    assert "--max-num-seqs applies to engine vllm or sglang; give engine vllm" in err, err
+    assert "--max-num-seqs is a vLLM or SGLang setting, and candidates may each run a different one by default: give --engine vllm or --engine sglang" in err, err

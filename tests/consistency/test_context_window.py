@@ -229,7 +229,7 @@ def test_the_override_is_refused_where_no_engine_reads_it(engine: str, capsys: p
         estimate_inference("llama-3.1-8b", engine=engine, allow_long_context=True)
     estimate_inference("llama-3.1-8b", engine=engine, allow_long_context=False)  # unset: nothing to refuse
     code, _, err = run(["recommend", "llama-3.1-8b", "--allow-long-context"], capsys)  # no engine: which one?
-    assert code == 2 and "--allow-long-context applies to engine vllm or sglang; give engine vllm" in err
+    assert code == 2 and "--allow-long-context is a vLLM or SGLang setting, and candidates may each run a different one by default: give --engine vllm or --engine sglang" in err
     with pytest.raises(InputError, match="engine_settings.allow_long_context: applies to engine vllm or sglang"):
         parse_request(REQUEST.replace("    engine: vllm\n", f"    engine: {engine}\n    engine_settings: "
                                       "{allow_long_context: true}\n"))

@@ -73,7 +73,7 @@ def test_recommend_chosen_training_option_equals_fit_train_and_train(flags: list
 @pytest.mark.parametrize("args, said", [
     # a setting two engines read, no engine: which one is not guessed (one engine's setting implies it)
     (["recommend", "llama-3.1-8b", "--max-num-seqs", "8"],
-     "--max-num-seqs applies to engine vllm or sglang; give engine vllm\n"),  # no flag: the web has none
+     "--max-num-seqs is a vLLM or SGLang setting, and candidates may each run a different one by default: give --engine vllm or --engine sglang\n"),  # the flags on the CLI (FieldError renamed), the keys on the web
     (["recommend", "llama-3.1-8b", "-ngl", "20", "--gpu-memory-utilization", "0.8"],
      "--n-gpu-layers applies to engine llamacpp and --gpu-memory-utilization to engine vllm: no engine reads both"),
     (["recommend", "llama-3.1-8b", "--engine", "vllm", "-ngl", "20"], "--n-gpu-layers applies to engine llamacpp"),

@@ -115,9 +115,13 @@ def test_prefill_only_rate_is_bounded_by_prefill(level: str, concurrency: int, c
     assert b == f["running_sequences"] == concurrency
     batch = max(b * p["compute_seconds"], p["memory_seconds"]) + b * p["comm_seconds"] + p["overhead_seconds"]
     prefill_tokens_per_second = b * context / batch
-    assert rate == pytest.approx(prefill_tokens_per_second / context, rel=1e-12)
+    bound = prefill_tokens_per_second / context
     assert p["bound"] == "compute"  # so batching adds no throughput: the rate is one prompt's TTFT, b times over
-    assert rate == pytest.approx(1 / f["speed"]["ttft_seconds"], rel=1e-12)
+    assert bound == pytest.approx(1 / f["speed"]["ttft_idle_seconds"], rel=1e-12)  # one prompt's, on an idle replica
+    if output == 0:
+        assert rate == pytest.approx(bound, rel=1e-12)
+    else:  # one token more: a request is held for its (loaded, formulas/serving_queue.py Q6) TTFT and one decode step
+        assert 0.9 * bound <= rate <= bound
     if level == "typical":  # the logs kept: the typical rate x 30 days x 1024 B per request (formulas/storage.py)
         assert j.section("storage").value("logs") == math.ceil(rate * 30 * 86400 * 1024)
 

@@ -52,7 +52,7 @@ def test_durations(text, expected):
 
 @pytest.mark.parametrize("text, fragment", [
     (3, "no unit"), ("3", "cannot read"), ("5 m", "minutes or months"), ("2 fortnights", "unknown unit"),
-    ("-1 h", "cannot read"),
+    ("-1 h", "must be positive"), ("-1d", "must be positive"),  # a sign is read: not a length of time
 ])
 def test_bad_durations(text, fragment):
     with pytest.raises(InputError, match=fragment):

@@ -92,6 +92,12 @@ def _with_suggestion(parser: argparse.ArgumentParser, message: str) -> str:
             more = training[1:]
             also = f" (so {'is' if len(more) == 1 else 'are'} {', '.join(more)})" if more else ""
             return message + f"; {training[0]} is {training_elsewhere(training[0])}{also}"
+        searched = [w for w in words if w in SEARCHED_BY_RECOMMEND] if invoked.prog.endswith(" recommend") else []
+        if searched:  # `recommend --device h100`: the search chooses these; one device is fit's question (no
+            # "did you mean '--deadline'")
+            return message + (f"; recommend searches the catalog's devices, counts and memory itself (no "
+                              f"{', '.join(searched)}): to size one, `llmsizer fit MODEL --device NAME` (--count N, "
+                              "--memory SIZE)")
         # `train --lora 8`: how a training command says it (not '--lora-dropout', the option it is a prefix of); else
         # the one option a typed prefix starts (the one argparse's abbreviation took), else the closest spelling
         spelt = _training_spelling(words) if "--method" in options else {}
@@ -102,6 +108,10 @@ def _with_suggestion(parser: argparse.ArgumentParser, message: str) -> str:
         if hits:
             return message + "; did you mean " + ", ".join(f"{h} for {w!r}" for w, h in hits.items()) + "?"
     return message
+
+
+# the target options of fit and infer that recommend's search chooses itself (its candidates)
+SEARCHED_BY_RECOMMEND = ("--device", "--count", "--memory")
 
 
 def _serving(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> bool:

@@ -133,13 +133,23 @@ def add_metric_arg(p: argparse.ArgumentParser | Any) -> None:
                         "nvidia-smi (reserved + CUDA context); default: live tensors + CUDA context, no reserve")
 
 
+class _ServingAttention(tuple):  # type: ignore[type-arg]
+    """Serving's attention kernels as --help, the OpenAPI enum and 'invalid choice' list them; training's flex also
+    passes the parser, so the serving workload refuses it with its own line (a training choice), as fit does."""
+
+    def __contains__(self, value: object) -> bool:
+        return value in TRAIN_ATTENTION
+
+
 def add_attention_arg(p: argparse.ArgumentParser | Any, *, serving_only: bool = False) -> None:
-    """--attention: serving's choices (specs/workload.py ATTENTION_IMPLS) on a command that only serves (``infer``),
-    training's (specs/training.py TRAIN_ATTENTION, which adds flex) where the flag serves both modes."""
+    """--attention: serving's choices (specs/workload.py ATTENTION_IMPLS) shown on a command that only serves
+    (``infer``), training's (specs/training.py TRAIN_ATTENTION, which adds flex) where the flag serves both modes.
+    Both parse training's list (``_ServingAttention``), so flex on ``infer`` gets the serving workload's own refusal
+    (a training choice), the line ``fit`` gives, not argparse's 'invalid choice'."""
     if serving_only:
-        p.add_argument("--attention", choices=ATTENTION_IMPLS,
+        p.add_argument("--attention", choices=_ServingAttention(ATTENTION_IMPLS),
                        help=f"attention kernel (default {DEFAULT_ATTENTION}; engine transformers only: no engine given, "
-                            "it implies transformers)")
+                            "it implies transformers); flex is for training (llmsizer train)")
         return
     p.add_argument("--attention", choices=TRAIN_ATTENTION,
                    help=f"attention kernel (default {DEFAULT_ATTENTION}; serving: engine transformers only); flex (torch FlexAttention on a BlockMask, "

@@ -17,15 +17,15 @@ from pathlib import Path
 from typing import Any
 
 from ..catalog.hardware import GENERIC_DEVICES, Device, Instance, load_catalog
-from ..errors import FieldError, InputError
+from ..errors import FieldError, InputError, UnknownNameError
 from ..formulas.weight_formats import normalize_format
 from ..numbers import DEVICE_MEMORY
 from ..result import Assumption, Notes
 from ..specs import ModelSpec, TrainingWorkload
-from ..specs.workload import implied_engine, read_number
+from ..specs.workload import implied_engine, read_number, refuse_default_not_reading
 from ..units import format_bytes
 from . import efficiency as E
-from .formats import bnb_moe_refused, engine_refuses, requested_format, runs_on_llamacpp_instead
+from .formats import bnb_moe_refused, engine_refuses, gguf_stand_in, requested_format, runs_on_llamacpp_instead
 from .model_warnings import SERVING_ENGINE, SERVING_ENGINE_WHY
 
 # what a form names as the default engine (InferenceWorkload.engine None: engine_rule's for the device)
@@ -37,15 +37,25 @@ def engine_rule(device: Device, count: int, weights: str | None, spec: ModelSpec
     ``_device_engine_rule``'s engine unless it refuses the requested format on this GPU (``engine_refuses``: vLLM
     gates MXFP4 at compute capability 8.0, AWQ/FP8 at 7.5): then the next engine that runs it there, llama.cpp,
     when the checkpoint (``spec``, no format named) has a GGUF counterpart (gpt-oss MXFP4 -> MXFP4_MOE), with the
-    refusal in the reason; an MoE model in llm.int8, which vLLM and SGLang do not load (``bnb_moe_refused``), runs on
-    transformers. Without a counterpart the first choice stays and ``check_engine_runs`` says why it
-    cannot run (exit 2). Every argument is required: ``spec`` is the model being served (None only where there is
+    refusal in the reason, and without one (an FP8, GPTQ or AWQ checkpoint: ``gguf_stand_in``) llama.cpp on its
+    default GGUF quant where llama.cpp runs that on this GPU; an MoE model in llm.int8, which vLLM and SGLang do not load (``bnb_moe_refused``), runs on
+    transformers. A format named (``weights``) is the user's: the first choice stays and ``check_engine_runs``
+    says why it cannot run (exit 2). Every argument is required: ``spec`` is the model being served (None only where there is
     none, e.g. a hardware question with no model), so no caller can skip the fallback by leaving it out. An
     encoder-decoder (T5) is served on transformers, the one engine it is modelled on (model_warnings.refuse_serving).
     """
     implied = implied_engine(settings)
     if implied is not None:  # a setting only one engine reads: the user chose that engine by giving it
         return implied
+    eng, why = _default_engine_rule(device, count, weights, spec)
+    # settings several engines read (max_num_seqs: vLLM or SGLang) that the default does not: refused, naming them
+    refuse_default_not_reading(eng, settings, device.id)
+    return eng, why
+
+
+def _default_engine_rule(device: Device, count: int, weights: str | None,
+                         spec: ModelSpec | None) -> tuple[str, str]:
+    """``engine_rule``'s choice when the settings imply no engine."""
     if spec is not None and spec.encoder_decoder is not None:
         return SERVING_ENGINE, SERVING_ENGINE_WHY
     fw = spec.file_weights if spec is not None else None
@@ -61,9 +71,15 @@ def engine_rule(device: Device, count: int, weights: str | None, spec: ModelSpec
     if bnb_moe_refused(eng, fmt or "", spec) is not None:  # transformers loads bitsandbytes MoE models in 8-bit
         return "transformers", f"{refused}, so transformers, the engine that loads it"
     gguf = runs_on_llamacpp_instead(spec, weights)
-    if gguf is None:
+    if gguf is not None:
+        return "llamacpp", f"{refused}, so llama.cpp, the next engine that runs {fmt} there (as {gguf})"
+    # no counterpart: llama.cpp's default for the checkpoint, its ladder's first rung (formats.gguf_stand_in), where
+    # llama.cpp runs it on this GPU; a format named is the user's and stays refused (check_engine_runs, exit 2)
+    stand_in = gguf_stand_in(spec) if spec is not None and weights is None else None
+    if stand_in is None or engine_refuses("llamacpp", stand_in[0], device, spec) is not None:
         return eng, why
-    return "llamacpp", f"{refused}, so llama.cpp, the next engine that runs {fmt} there (as {gguf})"
+    return "llamacpp", (f"{refused}, so llama.cpp, the next engine that runs the model there (as "
+                        f"{stand_in[0].removeprefix('gguf:').upper()}, llama.cpp's default for it: {stand_in[1]})")
 
 
 def _device_engine_rule(device: Device, count: int, weights: str | None) -> tuple[str, str]:
@@ -128,6 +144,45 @@ def engine_assumption(engine: str | None, device: Device, count: int, weights: s
     where = target or device.id
     where = f"{count} x {where}" if count > 1 and target is None else where
     return eng, Assumption("engine", eng, True, f"default for {where}: {why}")
+
+
+_HOST_WHY = "layers or experts kept on the CPU"
+
+
+def host_part(engine: str | None, device: Device, host_device: str | Device | None, host_memory: int | str | None,
+              hardware_files: Sequence[str | Path] = ()) -> tuple[Device | None, int | None]:
+    """llama.cpp's host part beside GPUs, read and checked up front (FieldError naming the field: the CLI says
+    --host-device / --host-memory, the web its keys): ``host_device`` a CPU from the catalog (or a hardware file),
+    ``host_memory`` a size in DEVICE_MEMORY's range beside a GPU (a CPU's or an Apple chip's own memory is --memory),
+    each read only by llama.cpp (``engine``: the one the workload runs on; None where it is not known yet: a search
+    whose candidates each take their own, the settings then implying llama.cpp, specs/workload.py
+    ``implied_engine``). The one check fit and the search (recommend.best_option_on, format_search.format_on) apply:
+    before, a typo or another engine was ignored when no layer ran on the CPU (exit 0)."""
+    host: Device | None = None
+    if host_device is not None:
+        if engine is not None and engine != "llamacpp":
+            raise FieldError("host_device", f"host_device applies to engine llamacpp ({_HOST_WHY}), not {engine}")
+        if isinstance(host_device, str):
+            try:
+                found = load_catalog(hardware_files).find(host_device)
+            except UnknownNameError as e:
+                raise FieldError("host_device", f"host_device: {e}") from None
+        else:
+            found = host_device
+        if isinstance(found, Instance) or found.kind != "cpu":
+            raise FieldError("host_device", f"host_device must be a CPU from the catalog (the host of llama.cpp's "
+                             f"CPU part), got {getattr(found, 'id', found)} ({getattr(found, 'kind', 'an instance')})")
+        host = found
+    memory = None
+    if host_memory is not None:  # llama.cpp's host part beside GPUs (verdict.py host_memory_verdict), as fit --auto
+        memory = int(read_number(host_memory, "host_memory", DEVICE_MEMORY))
+        if engine is not None and engine != "llamacpp":
+            raise FieldError("host_memory", f"host_memory applies to engine llamacpp ({_HOST_WHY}), not {engine}")
+        if device.kind in ("cpu", "apple"):  # (a CPU's RAM, an Apple chip's unified memory: the device's own)
+            raise FieldError("host_memory", f"host_memory is the host RAM beside GPUs; on {device.id} ({device.kind}) "
+                             "llama.cpp keeps the whole model in the device's memory: give that instead (--memory; "
+                             "memory= in Python)")
+    return host, memory
 
 
 def one_replica_per_device(device: Device) -> bool:

@@ -490,9 +490,10 @@ def kernels_per_micro_step(spec: ModelSpec, w: TrainingWorkload, capability: int
         # forward and the recomputed forward of checkpointed layers (the backward reuses the saved fp16 weight)
         tokens = w.micro_batch * w.seq_len
         again = 1.0 + ckpt / spec.num_layers
-        per_kind = {id(lin): sum(gptq_linear_kernels(tokens, bias)[0] for name, _, bias in lin if "lora_" not in name)
-                    for lin in {id(lin): lin for lin in linears}.values()}  # layers of a kind share their list
-        total += round(again * sum(per_kind[id(lin)] for lin in linears))
+        per_list: dict[int, float] = {  # layers of a kind share their list of linears
+            id(lin): sum(gptq_linear_kernels(tokens, bias)[0] for name, _, bias in lin if "lora_" not in name)
+            for lin in {id(lin): lin for lin in linears}.values()}
+        total += round(again * sum(per_list[id(lin)] for lin in linears))
     return total
 
 

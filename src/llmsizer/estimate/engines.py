@@ -503,6 +503,31 @@ VLLM_BIG_GPU_BYTES = 70 * GiB
 VLLM_MAX_NUM_SEQS_BIG, VLLM_MAX_NUM_BATCHED_TOKENS_BIG = 1024, 8192
 VLLM_MAX_NUM_SEQS, VLLM_MAX_NUM_BATCHED_TOKENS = 256, 2048
 LLAMACPP_N_UBATCH = 512  # llama.cpp common.h n_ubatch default (physical batch)
+LLAMACPP_N_BATCH = 2048  # llama.cpp common/common.h n_batch default ("logical batch size for prompt processing")
+
+# How each continuous-batching engine schedules prompts beside running decodes (formulas/serving_queue.py eqs.
+# Q4-Q7, read by estimate/serving_load.py): True where a prefill chunk and the running sequences' decode tokens go
+# into one forward (one read of the weights; the step costs its roofline, eq. Q5a), False where a prefill batch runs
+# instead of the decode batch (eq. Q5b); with the chunk budget's name and its source.
+PREFILL_SCHEDULING: dict[str, tuple[bool, str, str]] = {
+    "vllm": (True, "max_num_batched_tokens",
+             "vLLM v1 Scheduler.schedule (vllm/v1/core/sched/scheduler.py): 'First, schedule the RUNNING requests' "
+             "(one token each), then the WAITING ones' prompt tokens while token_budget = max_num_batched_tokens "
+             "lasts (chunked prefill, on by default in v1); all of them in one SchedulerOutput, one forward"),
+    "sglang": (False, "chunked_prefill_size",
+               "SGLang Scheduler.get_next_batch_to_run (python/sglang/srt/managers/scheduler.py): a new prefill "
+               "batch (get_new_batch_prefill, at most chunked_prefill_size tokens) is run first if there is one "
+               "('Run prefill first if possible'), else the decode batch; mixing them needs --enable-mixed-chunk "
+               "(ServerArgs.enable_mixed_chunk = False, srt/server_args.py)"),
+    "llamacpp": (True, "n_batch",
+                 "llama.cpp server update_slots (tools/server/server-context.cpp): 'first, add sampled tokens from "
+                 "any ongoing sequences', then 'batch any pending prompts without exceeding n_batch' (default 2048, "
+                 "common/common.h), one llama_decode of both (split into n_ubatch ubatches)"),
+}
+# Warn when the prompts' prefill takes at least this share of device time at the requested load (eq. Q7's u): the
+# TTFT and per-user rate are then set by other requests' prompts, not by the decode alone. A threshold for a warning,
+# not a fitted constant.
+PREFILL_SHARE_WARN = 0.5
 LLAMACPP_KV_PAD = 256  # llama.cpp pads n_ctx / KV cells to a multiple of 256 (llama-context.cpp, llama-kv-cache.cpp)
 
 

@@ -26,7 +26,7 @@ from ..formulas.tensor_parallel import serving_tensor_parallel_refusal
 from ..formulas.weight_formats import GROUP_SIZE_DEFAULT, OTHER_BYTES_DEFAULT
 from ..frozen import fast_init
 from ..models import load_model
-from ..numbers import CONCURRENCY, COUNT, DEVICE_MEMORY, KWH_PRICE, LLAMACPP_GPUS, check_number
+from ..numbers import CONCURRENCY, COUNT, KWH_PRICE, LLAMACPP_GPUS, check_number
 from ..request.quantities import parse_money
 from ..result import Assumption, Estimate, Notes
 from ..specs import InferenceWorkload, ModelSpec, TrainingWorkload
@@ -39,6 +39,7 @@ from .device import (
     device_fields,
     engine_assumption,
     hardware_decides,
+    host_part,
     named_device_notes,
     nvlink_mesh_for,
     one_replica_per_device,
@@ -55,6 +56,7 @@ from .inference import estimate_inference
 from .inference.common import running_and_queued
 from .inference.compose import with_serving_notes
 from .model_warnings import one_device_serving
+from .serving_load import under_load
 from .speed import SpeedEstimate, SpeedLayout, estimate_speed, for_device, speed_model, split_decode
 from .training import estimate_training
 from .training.compose import ZERO_NONE_FITS_WHY, ZERO_WHY, training_workload, with_device_notes
@@ -616,22 +618,8 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
         margin_rule(eng, workload_device_kind(device), headroom, workload.get("fit_target")).assumption()]
     assumptions.append(engine_note)
     check_engine_on_device(eng, device)
-    if host_device is not None:  # checked up front: before, a typo or another engine was ignored when no layer
-        if eng != "llamacpp":  # ran on the CPU (exit 0)
-            raise InputError(f"host_device applies to engine llamacpp (layers or experts kept on the CPU), not {eng}")
-        host = load_catalog(hardware_files).find(host_device) if isinstance(host_device, str) else host_device
-        if isinstance(host, Instance) or host.kind != "cpu":
-            raise InputError(f"host device must be a CPU from the catalog, got {getattr(host, 'id', host)}")
-        host_device = host
-    if host_memory is not None:  # llama.cpp's host part beside GPUs (verdict.py host_memory_verdict), as fit --auto
-        host_memory = int(read_number(host_memory, "host_memory", DEVICE_MEMORY))
-        if eng != "llamacpp":
-            raise FieldError("host_memory", f"host_memory applies to engine llamacpp (layers or experts kept on the "
-                             f"CPU), not {eng}")  # a FieldError: the CLI names its flag, the web its field
-        if device.kind in ("cpu", "apple"):  # (a CPU's RAM, an Apple chip's unified memory: the device's own)
-            raise FieldError("host_memory", f"host_memory is the host RAM beside GPUs; on {device.id} ({device.kind}) "
-                             "llama.cpp keeps the whole model in the device's memory: give that instead (--memory; "
-                             "memory= in Python)")
+    # llama.cpp's host CPU and RAM, checked up front (estimate/device.py host_part, the search's check too)
+    host_device, host_memory = host_part(eng, device, host_device, host_memory, hardware_files)
     layout = serving_layout(eng, device, n)
     apart, split = layout
     if split and n > LLAMACPP_GPUS.high:  # --count is its GPUs here: said in fit's words, not as "gpus"
@@ -860,6 +848,8 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
             # image/video tokens are prompt tokens too (estimate/inference/media.py)
             sp = _split_speed(spec, est, device, host_device, hardware_files, instance, fmt,
                               prompt + int(d.get("media_tokens", 0)), out, run, sp, said)
+            # every running request's prompt competes with the decode (formulas/serving_queue.py eqs. Q4-Q7)
+            sp = under_load(sp, eng, prefill_chunk_tokens(est))
         queue = queue_details(concurrency, replicas, per_rep, run_now, sp)
         if queue["queued_sequences"] and fits:  # (one that does not fit says why: the verdict)
             named.append(queue_note(queue, per_rep, run, d))
@@ -906,6 +896,16 @@ def running_per_replica(per: int, details: dict[str, Any]) -> int:
         need = details.get("need_sequences")
         return max(1, min(per, int(need))) if need else max(1, per)
     return min(per, running)
+
+
+def prefill_chunk_tokens(est: Estimate) -> int | None:
+    """The prompt tokens the engine of ``est`` schedules per step, as its memory estimate applied them (vLLM's
+    max_num_batched_tokens, SGLang's chunked_prefill_size); None where the estimate names none (llama.cpp: its
+    n_batch default, estimate/serving_load.py)."""
+    for a in est.assumptions:
+        if a.name in ("max_num_batched_tokens", "chunked_prefill_size") and isinstance(a.value, int):
+            return a.value
+    return None
 
 
 def queue_details(concurrency: int, replicas: int, per: int, running: int,

@@ -25,6 +25,7 @@ from ..models import load_model
 from ..numbers import CONCURRENCY
 from ..specs import InferenceWorkload, ModelSpec
 from ..specs.workload import (
+    ENGINE_NAMES,
     ENGINE_SETTINGS,
     check_pool_shares,
     engine_setting_given,
@@ -37,13 +38,14 @@ from . import efficiency as E
 from .device import (
     check_engine_on_device,
     default_engine,
+    host_part,
     instance_memory,
     target_memory,
     usable_memory,
     workload_device_kind,
 )
 from .fit import SERVING_GPUS_PER_NODE, FitResult, MemoryFit, fit_memory, serving_layout, target_and_count
-from .formats import engine_refuses, format_ladder, rung_bytes, rung_group_size, weights_asked
+from .formats import engine_refuses, format_ladder, quality_warning, rung_bytes, rung_group_size, weights_asked
 from .inference.compose import check_engine_kv_dtype
 from .verdict import check_headroom, margin_rule
 
@@ -104,9 +106,10 @@ def check_search_workload(fields: Mapping[str, Any], context: int, concurrency: 
     eng = normalize_engine(engine) if engine else (implied[0] if implied else None)
     for name, owners in ENGINE_SETTINGS.items():  # a stated engine: InferenceWorkload's own message, as fit's
         if engine_setting_given(name, fields.get(name)) and eng is None:  # read by several engines: say which
-            # the engine in the words InferenceWorkload's refusal uses ('applies to engine vllm, not llamacpp'),
-            # no flag: the web, a request file and Python have none
-            raise FieldError(name, f"{name} applies to engine {' or '.join(owners)}; give engine {owners[0]}")
+            # the setting and the engine as fields (FieldError): the CLI writes the flags, the web its keys
+            raise FieldError(name, also=("engine",), message=(
+                f"{name} is a {' or '.join(ENGINE_NAMES[e] for e in owners)} setting, and candidates may each run a "
+                f"different one by default: give {' or '.join(f'engine {e}' for e in owners)}"))
     if fields.get("kv_dtype") is not None:
         kv_dtype_name(str(fields["kv_dtype"]))  # an unknown name: the KV table's own message
     check_pool_shares(eng, headroom, fields.get("gpu_memory_utilization"))
@@ -339,6 +342,10 @@ def format_on(spec: ModelSpec, hardware: str | Device | Instance, count: int | N
                          "writes one for this machine) or name a catalog device")
     if engine is not None:  # fit's refusal (a GPU-serving engine on a CPU or Apple), once, not once per model
         check_engine_on_device(normalize_engine(engine), device)
+    # llama.cpp's host CPU and RAM read and checked once, as fit checks them (estimate/device.py host_part); no engine
+    # stated: they imply llama.cpp for every rung (pick_format's settings)
+    host_device, host_memory = host_part(normalize_engine(engine) if engine else None, device, host_device,
+                                         host_memory, hardware_files)
     unchecked = reading_floor_unchecked(device) if output_tokens != 0 else None
     if unchecked is None and reading_floor_applies(limits, output_tokens):
         # the same floor as recommend; a device of unknown bandwidth is judged on memory only (the note says so)
@@ -390,15 +397,70 @@ def fits_at(spec: ModelSpec | str, hardware: str | Device | Instance, count: int
     if asked.status == "meets":
         return _fits_at_dict(asked, True)
     kind = target_and_count(hardware, count, kwargs.get("hardware_files", ()), instances=True)[0].kind
-    if asked.engine == SMALLEST_LADDER_ENGINE or kind != "gpu":
+    if kind != "gpu":
         return None
+    # the settings llama.cpp reads (the asked engine's own, gpu_memory_utilization, max_num_seqs..., left out)
     other_fields = {k: v for k, v in kwargs.items()
                     if SMALLEST_LADDER_ENGINE in ENGINE_SETTINGS.get(k, (SMALLEST_LADDER_ENGINE,))}
-    other = _pick_or_none(spec, hardware, count, headroom, {**other_fields, "engine": SMALLEST_LADDER_ENGINE})
-    if other is None or other.status != "meets":
+    none_on = ({"none_on": {"engine": asked.engine, "why": asked.reasons[0] if asked.reasons else ""}}
+               if asked.engine != SMALLEST_LADDER_ENGINE else {})
+    if asked.engine != SMALLEST_LADDER_ENGINE:
+        other = _pick_or_none(spec, hardware, count, headroom, {**other_fields, "engine": SMALLEST_LADDER_ENGINE})
+        if other is not None and other.status == "meets":
+            return {**_fits_at_dict(other, False), **none_on}
+    # no rung fits on the GPUs alone: models --fits-on's answer, llama.cpp's auto-fit with the experts of some layers
+    # in host memory (experts_in_host_at, the one rule), its flags named; the layer placement is the auto-fit's own
+    fields = {k: v for k, v in other_fields.items() if k not in ("n_cpu_moe", "n_gpu_layers", "host_device")}
+    host = experts_in_host_at(spec, hardware, count, headroom=headroom, **fields)
+    if host is None:
         return None
-    return {**_fits_at_dict(other, False),
-            "none_on": {"engine": asked.engine, "why": asked.reasons[0] if asked.reasons else ""}}
+    return {"weights": host["weights"], "engine": SMALLEST_LADDER_ENGINE,
+            "same_engine": asked.engine == SMALLEST_LADDER_ENGINE, "memory_per_device": host["memory_per_device"],
+            "budget_per_device": None, "experts_in_host": host, **none_on}
+
+
+def experts_in_host_at(spec: ModelSpec, hardware: str | Device | Instance, count: int | None = None, *,
+                       context: int | None = None, concurrency: int | None = None, memory: int | None = None,
+                       headroom: float | None = None, fit_target: int | None = None, host_memory: int | None = None,
+                       hardware_files: Sequence[str | Path] = (), **workload: Any) -> dict[str, Any] | None:
+    """What ``fit --auto`` answers for an MoE model no format of which fits on the GPUs alone: with ``host_memory``,
+    the first format on llama.cpp's ladder (``format_ladder``, best first), else its smallest (the least host RAM),
+    that llama.cpp's auto-fit (``estimate/llamacpp_fit.py`` ``fit_llamacpp``, steps 1-4) fits with the routed experts
+    of some layers in host memory (``--n-cpu-moe``), its flags and the bytes each side holds. The one rule
+    ``models --fits-on`` (``recommend.experts_in_host``) and fit's hint (``fits_at``) answer with. None for a dense
+    model, a target that is not one machine of GPUs, a workload the auto-fit refuses, or when no rung fits so. Host
+    RAM is checked only when ``host_memory`` is given (fit --auto --host-memory); the decode speed of the split is
+    not judged. The answer names its ``format_rule`` and carries fit --auto's ``warnings`` (``quality_warning``: the
+    format's own, if any). ``context``/``concurrency`` None: fit's defaults."""
+    from .llamacpp_fit import fit_llamacpp, gpu_free  # the auto-fit sizes each layer by the estimate (fit's layer)
+
+    if spec.moe is None:
+        return None
+    device, n, _, instance = target_and_count(hardware, count, hardware_files, instances=True)
+    if device.kind != "gpu" or (instance is not None and instance.device_count != n):
+        return None  # host memory beside GPUs; several instances: one auto-fit is one machine
+    context = InferenceWorkload.context if context is None else context
+    concurrency = InferenceWorkload.concurrency if concurrency is None else concurrency
+    fields = {k: v for k, v in workload.items() if v is not None and k not in ("engine", "weights")}
+    try:
+        free = gpu_free(device, n, None, memory)
+        ladder = format_ladder(spec, "llamacpp", None, fp8="fp8" in device.flops)
+        # host RAM given: the best rung that fits both sides; not given: the smallest rung, the least host RAM
+        for fmt in ladder if host_memory is not None else reversed(ladder):
+            r = fit_llamacpp(spec, free, fit_target=fit_target, headroom=headroom, context=context,
+                             host_memory=host_memory, concurrency=concurrency, weights=weights_asked(fmt), **fields)
+            if r.fits and r.n_cpu_moe > 0:
+                rows = r.devices()
+                return {"weights": fmt, "format_rule": "highest-quality format that fits both sides"
+                        if host_memory is not None else "smallest format: least host RAM",
+                        "quality_warning": quality_warning(fmt), "warnings": list(r.warnings),
+                        "n_cpu_moe": r.n_cpu_moe, "flags": r.flags(),
+                        "memory_per_device": max(d["total"] for d in rows if d["device"] != "host"),
+                        "host_bytes": sum(d["total"] for d in rows if d["device"] == "host"),
+                        "host_memory_checked": host_memory is not None}
+    except InputError:  # a workload the auto-fit refuses: no claim rather than a second error
+        return None
+    return None
 
 
 def _fits_at_dict(pick: FormatPick, same_engine: bool) -> dict[str, Any]:

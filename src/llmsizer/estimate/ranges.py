@@ -77,6 +77,10 @@ DECODE = "decode throughput"
 BATCHED = "batched decode throughput"
 PREFILL = "prefill throughput"
 TRAINING_SPEED = "training throughput"
+# the serving load rows (validation/serving_load.csv): what users see at C requests in flight (formulas/serving_queue.py
+# eqs. Q4-Q8); summarised, no band (llmsizer prints no calibrated range for them)
+SERVING_TTFT = "serving TTFT under load"
+SERVING_RATE = "serving requests/s under load"
 # engines: the serving or training software whose behaviour the rows measured
 LLAMACPP, VLLM, TRANSFORMERS, PYTORCH_TRAINING = "llama.cpp", "vllm", "transformers", "pytorch training"
 SGLANG = "sglang"

@@ -128,18 +128,32 @@ class SpeedEstimate:
     # generate() of a padded batch, and the measure worker: measure/workloads.py inference_pass): its TTFT and
     # prefill rate are the batch prefill's (eq. P1 at concurrency), the quantity its prefill rows measured
     batch_prefill: bool = False
+    # a continuous-batching engine at ``concurrency`` requests, each replaced when it finishes: the steady state of
+    # formulas/serving_queue.py eqs. Q4-Q7 (estimate/serving_load.py under_load), whose TTFT and per-user rate are
+    # what those users see; None where not modelled (one sequence, a static batch, no prefill or decode speed)
+    load: dict[str, Any] | None = None
 
     @property
-    def ttft_seconds(self) -> float | None:
-        """Time to first token: one request's prefill on an idle replica, or, where the engine prefills the
-        ``concurrency`` prompts together (``batch_prefill``), the prefill of all of them (eq. P1): no prompt's first
-        token comes before the forward over the batch ends."""
+    def ttft_idle_seconds(self) -> float | None:
+        """Time to first token with no other prompt competing: one request's prefill on an idle replica, or, where
+        the engine prefills the ``concurrency`` prompts together (``batch_prefill``), the prefill of all of them (eq.
+        P1): no prompt's first token comes before the forward over the batch ends."""
         if self.prefill is None:
             return None
         return self.prefill_batch_seconds() if self.batch_prefill else self.prefill.seconds
 
     @property
+    def ttft_seconds(self) -> float | None:
+        """Time to first token at ``concurrency``: the loaded mean (``load``, formulas/serving_queue.py eq. Q6: its
+        own prefill plus the other requests' prompts ahead of it) where modelled, else ``ttft_idle_seconds``."""
+        return self.load["ttft_seconds"] if self.load is not None else self.ttft_idle_seconds
+
+    @property
     def tokens_per_second_per_user(self) -> float | None:
+        """Output tokens/s one user sees: one per decode step, the steps stretched by the other requests' prefill
+        chunks where the load is modelled (formulas/serving_queue.py eq. Q5), else one per decode step."""
+        if self.load is not None:
+            return 1.0 / self.load["step_seconds"]
         return 1.0 / self.decode.seconds if self.decode else None
 
     @property
@@ -156,7 +170,7 @@ class SpeedEstimate:
         """Prompt tokens prefilled per second over the TTFT: one prompt's, or the ``concurrency`` prompts' of a batch
         prefill (``batch_prefill``). The prefill band (estimate/ranges.py) multiplies this figure, the one its rows
         measured (measure/compare.py throughput_rows reads it)."""
-        t = self.ttft_seconds
+        t = self.ttft_idle_seconds
         if not t:
             return None
         return (self.concurrency if self.batch_prefill else 1) * self.prompt_tokens / t
@@ -184,7 +198,7 @@ class SpeedEstimate:
     def request_seconds(self) -> float | None:
         """Time one of the ``concurrency`` requests in service is held (formulas/network.py eq. 9, the W of
         Little's law and of formulas/serving_queue.py eqs. Q1-Q3): its TTFT then its output tokens at the decode
-        speed, and never less than the prefill of every prompt in service (eq. P1 at ``concurrency``): the replica
+        speed (both at ``concurrency`` where ``load`` is modelled: eqs. Q5b, Q8), and never less than the prefill of every prompt in service (eq. P1 at ``concurrency``): the replica
         cannot finish its C requests faster than it prefills their C prompts, so C / W stays within its prefill
         throughput / prompt tokens. A prefill-only request (output 0) is held for exactly that batch prefill, not for
         one prompt's alone on an idle replica. (Chunked prefill, which shares decode steps with prefill chunks, is not
@@ -249,7 +263,8 @@ class SpeedEstimate:
             "tensor_parallel": self.tensor_parallel, "weights_format": self.weights_format,
             "compute_dtype": self.compute_dtype, "prompt_tokens": self.prompt_tokens,
             "output_tokens": self.output_tokens, "concurrency": self.concurrency,
-            "ttft_seconds": self.ttft_seconds, "prefill_tokens_per_second": self.prefill_tokens_per_second,
+            "ttft_seconds": self.ttft_seconds, "ttft_idle_seconds": self.ttft_idle_seconds,
+            "prefill_tokens_per_second": self.prefill_tokens_per_second,
             "tokens_per_second_per_user": self.tokens_per_second_per_user,
             "tokens_per_second": self.tokens_per_second,
             "single_stream_tokens_per_second": self.single_stream_tokens_per_second,
@@ -258,7 +273,7 @@ class SpeedEstimate:
             "roofline": {"prefill": self.roofline_prefill.to_dict() if self.roofline_prefill else None,
                          "decode": self.roofline_decode.to_dict() if self.roofline_decode else None},
             "assumptions": [a.to_dict() for a in self.assumptions], "warnings": list(self.warnings),
-            "details": self.details,
+            "details": self.details, "under_load": self.load,
             "calibrated_ranges": {"prefill_tokens_per_second": self.prefill_range,
                                   "tokens_per_second": self.decode_range,
                                   "coverage": self.range_coverage,

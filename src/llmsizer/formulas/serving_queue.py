@@ -14,8 +14,9 @@ time in the system::
 
 So the output tokens/s are the R running sequences' (the queued ones add none), and a queued request's time to
 first token is its wait (Q3) plus the TTFT in service. This is the mean over a closed, saturated system (every
-request in flight is replaced when it finishes: the "concurrency" llmsizer sizes for), not a burst's worst case;
-chunked prefill and preemption, which share steps between waiting and running requests, are not modelled.
+request in flight is replaced when it finishes: the "concurrency" llmsizer sizes for), not a burst's worst case.
+W is the loaded one where the engine batches continuously: eqs. Q4-Q8 below give the TTFT and the decode step of R
+running requests whose prompts compete with the decode for the device. Preemption is not modelled.
 """
 
 from __future__ import annotations
@@ -36,3 +37,112 @@ def queue_wait_seconds(in_flight: int, running: int, request_seconds: float) -> 
     if in_flight <= running:
         return 0.0
     return in_flight / queue_throughput(running, request_seconds) - request_seconds
+
+
+# --- prefill demand under load (eqs. Q4-Q8) -------------------------------------------------------------------
+#
+# A continuous-batching server (vLLM, SGLang, llama.cpp's server) at C requests in flight, each replaced when it
+# finishes, spends device time on every request's prompt as well as on its output. Per request it needs
+#
+#     D = P x tau                          prefill device time of its P prompt tokens [s]                 (Q4)
+#
+# (tau: the prefill seconds per prompt token, compute-bound), and its decode phase lasts Z = N x t_step, N output
+# tokens at one token per scheduler step. Steps come in two kinds: a pure decode step of the running sequences,
+# t_d, and a step that also carries a prefill chunk of up to B prompt tokens. A decoding request sees the prefills
+# of the other C - 1 requests (its own came before it decoded): in the share u' = u (C - 1) / C of device time they
+# take (u: all prompts' share, Q7), it gets a token only per prefill-carrying step:
+#
+#   one forward per step (vLLM v1, llama.cpp server: the decode tokens and the chunk go into one batch, the
+#   weights are read once and the step costs its roofline, ~ the chunk's compute, t_mix = max(B x tau, t_d)):
+#       1 / t_step = u' / t_mix + (1 - u') / t_d                                                        (Q5a)
+#   prefill batches run on their own (SGLang without --enable-mixed-chunk: a prefill batch is run instead of
+#   the decode batch whenever one is ready, so decode waits for it):
+#       t_step = t_d / (1 - u')                                                                         (Q5b)
+#
+# The prefill is a single server every request visits once (demand D) and the decode a delay of Z: the closed
+# interactive system of C customers with think time Z. Schweitzer's approximate mean value analysis (Schweitzer
+# 1979; Lazowska et al. 1984, "Quantitative System Performance", sec. 6.4.2: R = D (1 + Q (C - 1) / C),
+# Q = X R, X = C / (R + Z)) has for one queue the closed form
+#
+#     TTFT = R = [(C D - Z) + sqrt((C D - Z)^2 + 4 D Z)] / 2                                             (Q6)
+#
+# (C = 1: D, the idle prompt's; C D >> Z: C D - Z, the saturated server's), and then
+#
+#     X = C / (R + Z)   [requests/s],   u = X D   (the prefill's share of device time)                 (Q7)
+#
+# with u the fixed point of Q5-Q7 (X falls as u rises: one root in [0, 1), found by bisection). The mean request
+# takes R + Z = C / X (Little's law), of which the first token waits R.
+
+
+def interactive_response_seconds(in_flight: int, demand: float, think: float) -> float:
+    """Eq. (Q6): mean response time [s] of a single queue of service demand ``demand`` visited by ``in_flight``
+    customers who each spend ``think`` seconds elsewhere between visits (Schweitzer's approximate MVA, closed
+    form for one queue). 1 customer: ``demand``; no think time: ``in_flight`` x ``demand``."""
+    if in_flight < 1 or demand < 0 or think < 0:
+        raise InputError("in_flight must be >= 1, demand and think >= 0")
+    a = in_flight * demand - think
+    return (a + (a * a + 4.0 * demand * think) ** 0.5) / 2.0
+
+
+def loaded_step_seconds(decode_step: float, prefill_share: float, mixed_step: float | None) -> float:
+    """Eq. (Q5): mean seconds between two output tokens of a decoding sequence when the prefill takes
+    ``prefill_share`` of device time: steps that carry a prefill chunk of ``mixed_step`` seconds (Q5a, one forward
+    holding the decode tokens too), or, ``mixed_step`` None, prefill batches the decode waits for (Q5b)."""
+    if decode_step <= 0 or not 0.0 <= prefill_share < 1.0:
+        raise InputError("decode_step must be > 0 and prefill_share in [0, 1)")
+    if mixed_step is None:
+        return decode_step / (1.0 - prefill_share)
+    return 1.0 / (prefill_share / max(mixed_step, decode_step) + (1.0 - prefill_share) / decode_step)
+
+
+def loaded_serving(in_flight: int, prefill_seconds: float, decode_step: float, output_tokens: int,
+                   mixed_step: float | None) -> dict[str, float]:
+    """Eqs. (Q4-Q7): the steady state of ``in_flight`` requests, each a prompt of ``prefill_seconds`` of device
+    time (Q4) then ``output_tokens`` tokens at ``decode_step`` seconds a step when no prompt is prefilled; the
+    steps that carry prefill chunks are ``mixed_step`` seconds (None: the prefill runs in batches of its own).
+    Returns the mean ``ttft_seconds`` (Q6), ``step_seconds`` (Q5), ``requests_per_second`` (Q7),
+    ``request_seconds`` (R + Z) and ``prefill_share`` (u)."""
+    if in_flight < 1 or prefill_seconds <= 0 or decode_step <= 0 or output_tokens < 1:
+        raise InputError("in_flight, output_tokens >= 1; prefill_seconds and decode_step > 0")
+
+    def state(u: float) -> tuple[float, float, float, float]:
+        step = loaded_step_seconds(decode_step, u * (in_flight - 1) / in_flight, mixed_step)
+        think = output_tokens * step
+        r = interactive_response_seconds(in_flight, prefill_seconds, think)
+        x = in_flight / (r + think)
+        return r, step, x, x * prefill_seconds
+
+    lo, hi = 0.0, 1.0 - 1e-12
+    for _ in range(40):  # g(u) = u - X(u) D rises with u: bisection on its root (to 1e-12 of the share)
+        mid = (lo + hi) / 2.0
+        if mid - state(mid)[3] < 0.0:
+            lo = mid
+        else:
+            hi = mid
+    u = (lo + hi) / 2.0
+    r, step, x, _ = state(u)
+    return {"ttft_seconds": r, "step_seconds": step, "requests_per_second": x,
+            "request_seconds": r + output_tokens * step, "prefill_share": u}
+
+
+# Requests that arrive together (a benchmark's closed loop of fixed-length requests, all started at once, stays in
+# lockstep: those prefilled in one step finish their N tokens in one step and return together) meet the other extreme:
+# each round the C prompts are prefilled together in k = ceil(C P / B) steps of B prompt tokens, T_P(C) in all (eq.
+# P1 of estimate/speed.py), the j-th step's prompts getting their first token after j / k of it, then decode together:
+#
+#     TTFT_burst = T_P(C) (k + 1) / (2 k)        X_burst = C / (T_P(C) + (N - 1) t_d)                   (Q8)
+#
+# The mean TTFT of independent requests (Q6) and of a burst (Q8) bracket what a server sees: arrivals spread at
+# random at one end, all together at the other.
+
+
+def burst_serving(in_flight: int, batch_prefill_seconds: float, steps: int, decode_step: float,
+                  output_tokens: int) -> dict[str, float]:
+    """Eq. (Q8): mean ``ttft_seconds`` and ``requests_per_second`` of ``in_flight`` requests arriving together each
+    round: their prompts prefilled in ``steps`` steps taking ``batch_prefill_seconds`` in all, then ``output_tokens``
+    - 1 decode steps of ``decode_step`` seconds (the first token comes from the prefill)."""
+    if in_flight < 1 or steps < 1 or batch_prefill_seconds <= 0 or decode_step <= 0 or output_tokens < 1:
+        raise InputError("in_flight, steps, output_tokens >= 1; batch_prefill_seconds and decode_step > 0")
+    round_seconds = batch_prefill_seconds + (output_tokens - 1) * decode_step
+    return {"ttft_seconds": batch_prefill_seconds * (steps + 1) / (2 * steps),
+            "requests_per_second": in_flight / round_seconds, "request_seconds": round_seconds}

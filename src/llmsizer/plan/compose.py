@@ -71,7 +71,8 @@ def make_plan(request: Request, *, hardware_files: Sequence[str | Path] = (), to
 @contextmanager
 def _about(request: Request, job: Job) -> Iterator[None]:
     """Name the file, line and job in an input error raised while planning (e.g. a TP degree that does not
-    divide the model's heads, found only once the model is known)."""
+    divide the model's heads, found only once the model is known): a RequestError of that one line, the shape the
+    checks before planning give (``engine_rule_errors``; the web's errors[]), whichever found it."""
     try:
         yield
     except FieldError as e:  # about one field: its own line and key path, as the reader's field errors say, each
@@ -86,9 +87,9 @@ def _about(request: Request, job: Job) -> Iterator[None]:
             key = path.rsplit(".", 1)[-1]
             message = (path + message[len(key):] if re.match(rf"{re.escape(key)}(?![\w-])", message)
                        else f"{path}: {message}")
-        raise InputError(f"{request.source}:{line}: job '{job.name}' ({job.kind}): {message}") from None
+        raise RequestError([f"{request.source}:{line}: job '{job.name}' ({job.kind}): {message}"]) from None
     except InputError as e:
-        raise InputError(f"{request.source}:{job.line}: job '{job.name}' ({job.kind}): {e}") from None
+        raise RequestError([f"{request.source}:{job.line}: job '{job.name}' ({job.kind}): {e}"]) from None
 
 
 # workload fields a request file's job names otherwise, beyond the workloads' OTHER_NAMES (request/fields.py: the

@@ -67,7 +67,7 @@ def _fit(spec: ModelSpec, target: Any, count: int | None, job: InferenceJob, fmt
 
 
 def refuse_bad_input(spec: ModelSpec, job: InferenceJob, fmt: str | None, context: int, concurrency: int,
-                     output: int, engine: str | None) -> None:
+                     output: int, engine: str, searched: bool) -> None:
     """The one rule for a job's bad input: what the estimate refuses with no hardware named -- ``infer`` of the
     job's workload at peak, on its engine, without ``--device`` (images on a text-only model, a format the engine
     runs on no device, a setting of another engine...) -- is refused on any hardware, so the plan raises it before
@@ -75,24 +75,29 @@ def refuse_bad_input(spec: ModelSpec, job: InferenceJob, fmt: str | None, contex
     on a CPU, a device without sourced memory) stays the fit's refusal, the plan's error check 'Cannot be fitted'.
     ``engine`` is the one the job is served on (``job_engine``: its own, else fit's default for the devices it
     names), so a KV cache dtype that engine cannot store is this bad input, as `fit --kv-dtype` refuses it (exit 2).
-    A job naming neither engine nor devices is checked on the engine ``infer`` takes without a device, but for its
-    KV cache dtype: the plan searches hardware, each option on its own engine (``recommend``, which refuses the dtype
-    per option, as `recommend --kv-dtype`). llama.cpp's placement over the GPUs (``LLAMACPP_SPLIT_FIELDS``: -sm,
-    -ts, --n-cpu-moe) is checked by the fit against the GPUs it gets."""
+    A job naming neither engine nor devices is checked on the engine ``job_engine`` gives it (``infer``'s without a
+    device, the one its plan names when no option fits), but for its KV cache dtype (``searched``): the plan searches hardware,
+    each option on its own engine (``recommend``, which refuses the dtype per option, as `recommend --kv-dtype`).
+    llama.cpp's placement over the GPUs (``LLAMACPP_SPLIT_FIELDS``: -sm, -ts, --n-cpu-moe) is checked by the fit
+    against the GPUs it gets."""
     settings = {k: v for k, v in engine_settings(job, job.engine).items() if k not in LLAMACPP_SPLIT_FIELDS}
     estimate_inference(spec, engine=engine, weights=fmt, context=context, concurrency=max(1, concurrency),
-                       output_tokens=output, kv_dtype=job.kv_cache_dtype if engine is not None else None,
+                       output_tokens=output, kv_dtype=None if searched else job.kv_cache_dtype,
                        dtype=job.precision, **job.media.fields(), **settings)
 
 
 def job_engine(job: InferenceJob, spec: ModelSpec, device: Device | None, hw: Hardware | None,
-               fmt: str | None) -> str | None:
-    """The engine a job is served on: its own ``engine``, else the one ``fit`` takes for the devices it names
-    (``estimate/device.py`` ``default_engine``, the rule of fit's ``engine_assumption``, for one machine's
-    ``hw.per_node`` devices at the weights ``fmt``, as ``_fit`` asks fit); None when it names neither (the plan
-    searches hardware, each option on the engine fit takes for it)."""
-    if job.engine is not None or device is None or hw is None:
+               fmt: str | None) -> str:
+    """The engine a job is served on, the one every check of the job reads: its own ``engine``, else the one
+    ``fit`` takes for the devices it names (``estimate/device.py`` ``default_engine``, the rule of fit's
+    ``engine_assumption``, for one machine's ``hw.per_node`` devices at the weights ``fmt``, as ``_fit`` asks fit),
+    else, naming neither, the one ``infer`` takes without ``--device`` (a GPU known only by its kind): the plan then
+    searches hardware, each option sized on the engine fit takes for it, and this one is checked and named only
+    when no option fits."""
+    if job.engine is not None:
         return job.engine
+    if device is None or hw is None:
+        return default_engine(generic_device("gpu"), 1, fmt, spec, job.engine_settings.fields())
     return default_engine(device, hw.per_node, fmt, spec, job.engine_settings.fields())
 
 
@@ -287,7 +292,8 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
     pinned = pinned_weights(job, spec, notes)
     fmt = pinned or job.precision
     hw, device, instance = requested(job.resources, ctx)
-    refuse_bad_input(spec, job, fmt, ctx_peak, conc_peak, out_peak, job_engine(job, spec, device, hw, fmt))
+    refuse_bad_input(spec, job, fmt, ctx_peak, conc_peak, out_peak, job_engine(job, spec, device, hw, fmt),
+                     searched=job.engine is None and hw is None)
     src = sources.get(job.model.from_job or "")
     deadline_seconds(job, req, ctx.today, notes)
 
@@ -360,9 +366,7 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
         hw = none_hardware(job.resources)
     # no fit (no hardware, or the devices cannot run it): the engine the one rule gives the devices named, else a
     # GPU known only by its kind (estimate/device.py engine_rule, as `infer` without --device answers)
-    engine = f_peak.engine if f_peak else (job_engine(job, spec, device, hw, fmt)
-                                           or default_engine(generic_device("gpu"), 1, fmt, spec,
-                                                             job.engine_settings.fields()))
+    engine = f_peak.engine if f_peak else job_engine(job, spec, device, hw, fmt)
     fmt_used = f_peak.weights_format if f_peak else (normalize_format(fmt) if fmt else stored_format(spec)[0])
     on_cpu = hw.device_kind == "cpu"
 
@@ -790,7 +794,18 @@ def _storage(job: InferenceJob, spec: ModelSpec, fmt: str, adapters: dict[str, A
     st = Sec("storage", "Storage")
     parts: dict[str, int] = {}
     w = weight_bytes(spec, fmt).total
-    st.add("model_files", "model files", w, "B_disk", f"weights in {fmt}", "formulas/weight_formats.py")
+    how_files = f"weights in {fmt}"
+    stored = stored_format(spec)[0] if spec.file_weights is None else fmt
+    if normalize_format(fmt) != normalize_format(stored):
+        # the served format's file, downloaded ready-made (as GGUF / AWQ / GPTQ builds are published); converting it
+        # yourself keeps the stored checkpoint on disk while the converter runs, which is not counted
+        how_files += (f" (the served file only, downloaded ready-made; converting it here from the {stored} "
+                      f"checkpoint also needs that checkpoint, {format_bytes(weight_bytes(spec, stored).total, binary=False)}, "
+                      "while the converter runs)")
+        notes.assumptions.append(Assumption("storage.model_files", f"the {fmt} file only", True,
+                                            f"served in {fmt}, stored as {stored}: the ready-made {fmt} file is "
+                                            "downloaded, no conversion on this storage"))
+    st.add("model_files", "model files", w, "B_disk", how_files, "formulas/weight_formats.py")
     parts["model_files"] = w
     if adapters["mode"] == "dynamic":
         ab = adapters["count"] * adapters["per_adapter_dynamic"]

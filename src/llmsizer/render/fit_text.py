@@ -118,6 +118,8 @@ def fits_at_line(at: dict[str, Any] | None, rerun: bool = True) -> str | None:
         return (f"hint: it fits with {flags}{mem}, the least change to the run that does"
                 + (f" (rerun with {flags})" if rerun else ""))
     fmt = at["weights"].removeprefix("gguf:")
+    if at.get("experts_in_host"):  # no rung fits on the GPUs alone: llama.cpp's auto-fit with experts in host memory
+        return _experts_in_host_hint(at, fmt, rerun)
     if at.get("same_engine", True):
         return (f"hint: it fits at --weights {fmt}{mem}, the best format on {at['engine']}'s ladder that does"
                 + (f" (rerun with --weights {fmt})" if rerun else ""))
@@ -125,6 +127,27 @@ def fits_at_line(at: dict[str, Any] | None, rerun: bool = True) -> str | None:
     return (f"hint: no format on {none.get('engine')}'s ladder fits; it fits on {at['engine']} at --weights {fmt}"
             f"{mem}, the best format on {at['engine']}'s ladder that does"
             + (f" (rerun with --engine {at['engine']} --weights {fmt})" if rerun else ""))
+
+
+
+def _experts_in_host_hint(at: dict[str, Any], fmt: str, rerun: bool) -> str:
+    """``fits_at_line`` for an MoE model no format of which fits on the GPUs alone (format_search.py
+    ``experts_in_host_at``, the answer ``models --fits-on`` gives): the format and --n-cpu-moe, each side's bytes and
+    whether the host RAM was checked; ``none_on``: the asked engine, whose ladder has no rung that fits either."""
+    h = at["experts_in_host"]
+    none = at.get("none_on")
+    n = h["n_cpu_moe"]
+    host = (f"{format_bytes(h['host_bytes'])} of host RAM, "
+            + ("within the host memory given" if h["host_memory_checked"] else
+               "unchecked: give " + ("--host-memory" if rerun else "the host's memory") + " to check it"))
+    words = ("hint: no format fits on the GPUs alone" + (f" (none on {none['engine']}'s ladder either)" if none else "")
+             + f"; llama.cpp fits it at {fmt.upper()} with the routed experts of {n} layers in host memory "
+             f"({format_bytes(h['memory_per_device'])} per GPU, {host}; {h['format_rule']}; llama.cpp "
+             f"{' '.join(h['flags'])})")
+    if rerun:
+        engine = "" if at.get("same_engine", True) else "--engine llamacpp "
+        return words + f" (rerun with {engine}--weights {fmt} --n-cpu-moe {n})"
+    return words + f", with engine_settings.n_cpu_moe: {n}"  # the plan adds "; in the request: quantization: ..."
 
 
 SPEED_HEADER = ["phase", "time", "rate", "bound", "roofline (intensity / ridge FLOP/B)"]
@@ -226,15 +249,22 @@ def speed_rows(s: SpeedEstimate, queued: bool = False) -> list[list[str]]:
     """Rows of the speed table (prefill, decode), in ``SPEED_HEADER`` order; ``queued`` (``queued_wait``): requests
     wait before their prefill, so the prefill row is the TTFT once running."""
     rows = []
+    load = s.load
     if s.prefill is not None:
-        rows.append(["prefill (TTFT once running)" if queued else "prefill (TTFT)", f"{s.ttft_seconds:.3f} s",
+        label = "prefill (one prompt, idle)" if load else "prefill (TTFT once running)" if queued else "prefill (TTFT)"
+        rows.append([label, f"{s.ttft_idle_seconds:.3f} s",
                      f"{s.prefill_tokens_per_second:,.0f} tokens/s{_range(s.prefill_range, '{:,.0f}')}",
                      s.prefill.bound, _roof(s.roofline_prefill)])
     if s.decode is not None:
-        rows.append([f"decode x{s.concurrency}", f"{s.decode.seconds * 1e3:.1f} ms/step",
+        rows.append([f"decode x{s.concurrency}" + (" (alone)" if load else ""), f"{s.decode.seconds * 1e3:.1f} ms/step",
                      f"{s.tokens_per_second:,.1f} tokens/s{_range(s.decode_range, '{:,.1f}')} "
-                     f"({s.tokens_per_second_per_user:.1f} per user)",
+                     f"({1.0 / s.decode.seconds:.1f} per user)",
                      s.decode.bound, _roof(s.roofline_decode)])
+    if load:  # what the users see at this concurrency (estimate/serving_load.py: formulas/serving_queue.py Q4-Q7)
+        rows.append([f"at {s.concurrency} requests" + (" running" if queued else ""),
+                     f"TTFT {load['ttft_seconds']:.3f} s (together {load['ttft_burst_seconds']:.3f} s)",
+                     f"{load['output_tokens_per_second']:,.1f} tokens/s ({s.tokens_per_second_per_user:.1f} per user)",
+                     f"prefill {load['prefill_share']:.0%}", "queue eqs. Q4-Q8"])
     return rows
 
 

@@ -138,16 +138,17 @@ def parse_duration(value: object) -> float:
     if isinstance(value, bool) or isinstance(value, (int, float)):
         raise InputError(f"duration {short(value)} has no unit; write e.g. '3 days', '12h', '90 min', '6 months'")
     s = str(value).strip()
-    m = re.fullmatch(_NUM + r"\s*([A-Za-z]+)", s)
+    # a sign read too, so '-1d' is refused as a length of time that is not positive, not as unreadable text
+    m = re.fullmatch(r"([-+]?)\s*" + _NUM + r"\s*([A-Za-z]+)", s)
     if not m:
         raise InputError(f"cannot read {short(value)} as a duration; write e.g. '3 days', '12h', '90 min', '6 months'")
-    unit = m.group(2).lower()
+    sign, number, unit = m.group(1), m.group(2), m.group(3).lower()
     if unit == "m":
         raise InputError(f"duration {short(value)}: 'm' could be minutes or months; write 'min' or 'months'")
     if unit not in _DURATION_UNITS:
-        raise InputError(f"duration {short(value)}: unknown unit {m.group(2)!r}; use ms, s, min, h, days, weeks, "
+        raise InputError(f"duration {short(value)}: unknown unit {m.group(3)!r}; use ms, s, min, h, days, weeks, "
                          "months, years")
-    seconds = _number(m.group(1)) * _DURATION_UNITS[unit]
+    seconds = (-1 if sign == "-" else 1) * _number(number) * _DURATION_UNITS[unit]
     if seconds <= 0:  # read, but no length of time: the range's words, passed through by the readers of an interval
         raise NumberError(f"duration {short(value)} must be positive")  # or a deadline that rewrite "cannot read"
     return float(check_number(seconds, "", SECONDS))

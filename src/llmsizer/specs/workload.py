@@ -114,23 +114,32 @@ OTHER_ENGINE_SETTINGS: dict[str, tuple[str, ...]] = {"gpus": ("llamacpp",), "hos
 _OWNERS = {**ENGINE_SETTINGS, **OTHER_ENGINE_SETTINGS}
 
 
+def setting_engines(given: Mapping[str, object] | object) -> tuple[list[str], set[str]]:
+    """(the engine settings given, the engines that read every one of them): ENGINE_SETTINGS and
+    OTHER_ENGINE_SETTINGS (gpus only above 1). ``given``: the fields (a mapping) or a workload (its attributes). No
+    setting given: ([], set()); an empty set with settings given: no one engine reads them together."""
+    read = given.get if isinstance(given, Mapping) else (lambda n: getattr(given, n, None))
+    gpus = read("gpus")
+    named = [n for n in _OWNERS if (engine_setting_given(n, read(n)) if n != "gpus"
+                                     else isinstance(gpus, int) and not isinstance(gpus, bool) and gpus > 1)]
+    if not named:
+        return [], set()
+    return named, set(_OWNERS[named[0]]).intersection(*(_OWNERS[n] for n in named[1:]))
+
+
 def implied_engine(given: Mapping[str, object] | object) -> tuple[str, str] | None:
     """(engine, why) the engine settings given imply when no engine is named: the one engine that reads every
     setting given (ENGINE_SETTINGS and OTHER_ENGINE_SETTINGS; gpus only above 1), so
     ``tensor_split`` alone means llama.cpp, ``attention`` transformers. ``given``: the fields (a mapping) or a
     workload (its attributes). None when no setting is given, or when more than one engine reads them all
-    (``max_num_seqs``: vLLM or SGLang; the device's rule then chooses, and the workload refuses a choice outside
-    them). Settings no one engine reads together (``tensor_split`` and ``gpu_memory_utilization``) are refused,
+    (``max_num_seqs``: vLLM or SGLang; the device's rule then chooses where its engine reads them, and
+    ``refuse_default_not_reading`` asks for the engine where it does not). Settings no one engine reads together (``tensor_split`` and ``gpu_memory_utilization``) are refused,
     naming both (FieldError: the CLI says the flags, the web its keys). The one rule infer, fit, recommend, the
     Python API, request files and the web apply (estimate/device.py ``engine_rule`` asks it first)."""
-    read = given.get if isinstance(given, Mapping) else (lambda n: getattr(given, n, None))
-    owners_of = _OWNERS
-    gpus = read("gpus")
-    named = [n for n in owners_of if (engine_setting_given(n, read(n)) if n != "gpus"
-                                       else isinstance(gpus, int) and not isinstance(gpus, bool) and gpus > 1)]
+    named, engines = setting_engines(given)
     if not named:
         return None
-    engines = set(owners_of[named[0]]).intersection(*(owners_of[n] for n in named[1:]))
+    owners_of = _OWNERS
     if not engines:  # the first two settings no engine reads together, named
         first, other = next(((a, b) for a, b in combinations(named, 2) if not set(owners_of[a]) & set(owners_of[b])),
                             (named[0], named[-1]))
@@ -145,6 +154,24 @@ def implied_engine(given: Mapping[str, object] | object) -> tuple[str, str] | No
     one = len(named) == 1
     return eng, (f"implied by {shown}: {'a ' if one else ''}{ENGINE_NAMES[eng]} setting{'' if one else 's'} (the one engine that reads "
                  f"{'it' if one else 'them'}; no engine given)")
+
+
+def refuse_default_not_reading(engine: str, given: Mapping[str, object] | object, where: str) -> None:
+    """Refuse (FieldError naming the settings and ``engine``, exit 2) settings several engines read
+    (``max_num_seqs``: vLLM or SGLang, so ``implied_engine`` names none) when the engine chosen for them by default
+    (``engine``: the device's rule, estimate/device.py ``engine_rule``, for ``where``) reads none of them: which
+    of the readers was meant is the user's to say, not a default's. The default is kept where it reads them
+    (``max_num_seqs`` on a data-center GPU: vLLM, stated as the default)."""
+    named, engines = setting_engines(given)
+    if not named or not engines or engine in engines:
+        return
+    readers = [e for e in _OWNERS[named[0]] if e in engines]
+    shown = ", ".join(named)
+    one = len(named) == 1
+    raise FieldError(named[0], also=(*named[1:], "engine"), message=(
+        f"{shown} {'is a' if one else 'are'} {' or '.join(ENGINE_NAMES[e] for e in readers)} setting{'' if one else 's'}"
+        f", and with no engine given the default on {where} is {ENGINE_NAMES[engine]}, which does not read "
+        f"{'it' if one else 'them'}: give " + " or ".join(f"engine {e}" for e in readers)))
 
 
 SPLIT_MODES = ("none", "layer", "row")  # llama.cpp -sm (common/arg.cpp:2807-2829; "tensor" is experimental, not modelled)
@@ -389,8 +416,9 @@ class InferenceWorkload:
             raise FieldError("output_tokens", f"output_tokens must be between 0 and context ({self.context}), got "
                              f"{self.output_tokens}")
         if self.attention == "flex":
-            raise FieldError("attention", "attention 'flex' (torch FlexAttention, torchtune's packed path) is sized "
-                             "for training only; serving takes sdpa, flash or eager")
+            raise FieldError("attention", "attention 'flex' (torch FlexAttention, torchtune's packed path) is a "
+                             "training choice, sized for training only (`llmsizer train`, `llmsizer fit --train`); "
+                             f"serving takes {', '.join(ATTENTION_IMPLS[:-1])} or {ATTENTION_IMPLS[-1]}")
         for name, value, allowed in (("engine", self.engine, ENGINES), ("device", self.device, DEVICES),
                                      ("attention", self.attention, ATTENTION_IMPLS),
                                      ("gpu_runtime", self.gpu_runtime, GPU_RUNTIMES)):

@@ -126,10 +126,13 @@ def test_a_refused_flex_is_the_clis_line(client, path: str, body: dict, argv: tu
 
 def test_infer_offers_servings_attention_list_as_the_page_does(client) -> None:
     """`infer --attention` takes serving's list (specs/workload.py ATTENTION_IMPLS, the serving page's): flex, a
-    training kernel, is not offered by --help and is refused by the parser, on the command line and the web alike."""
+    training kernel, is not offered by --help and is refused as fit refuses it (the serving workload's own line: a
+    training choice), on the command line and the web alike (the web names its field where the CLI names the flag)."""
     from llmsizer.specs.workload import ATTENTION_IMPLS
     assert "flex" not in ATTENTION_IMPLS
     r = client.post("/api/v1/infer", json={"model": "qwen2.5-0.5b", "attention": "flex"})
     assert r.status_code == 400, r.text
     line = cli_error_line("infer", "qwen2.5-0.5b", "--attention", "flex")
-    assert "invalid choice: 'flex'" in line and r.json()["detail"] == line, (r.json()["detail"], line)
+    assert line == cli_error_line("fit", "qwen2.5-0.5b", "--device", "h100-sxm", "--attention", "flex")
+    assert "is a training choice" in line and r.json()["field"] == "attention"
+    assert r.json()["detail"] == "attention" + line.removeprefix("--attention"), (r.json()["detail"], line)

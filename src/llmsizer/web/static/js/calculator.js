@@ -240,12 +240,14 @@ function render(d) {
 // ---------------------------------------------------------------------------------------------- fits-on grid
 
 /** A cell's short form of fit's hint (render/fit_text.py fits_at_line): the format, on another engine when the
- * asked one has none that fits; the model's window when the engine refuses the context; for training, the settings
+ * asked one has none that fits; with the experts of some layers in host memory when no format fits on the GPUs
+ * alone (as models --fits-on); the model's window when the engine refuses the context; for training, the settings
  * changed. */
 export function fitsAtText(at) {
   if (at.window) return `${at.window.engine} refuses a context past the model's ${at.window.tokens}-token window`;
   if (at.changes) return `fits with ${Object.entries(at.changes).map(([k, v]) => `${k.replace(/_/g, " ")} ${v}`).join(", ")}`;
   const fmt = at.weights.replace(/^gguf:/, "");
+  if (at.experts_in_host) return `fits on llama.cpp at ${fmt} with experts in host memory (--n-cpu-moe ${at.experts_in_host.n_cpu_moe})`;
   return at.same_engine === false ? `fits on ${at.engine} at ${fmt}` : `fits at ${fmt}`;
 }
 

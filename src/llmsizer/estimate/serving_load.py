@@ -1,0 +1,84 @@
+"""Prefill demand at the requested load: a continuous-batching engine's TTFT and per-user rate at C requests.
+
+A speed estimate times one prompt on an idle replica and the decode step of the C sequences; at C requests in flight,
+each replaced when it finishes (the closed, saturated system llmsizer sizes for), every request's prompt takes device
+time too. ``under_load`` applies formulas/serving_queue.py eqs. Q4-Q7 with the engine's scheduling
+(estimate/engines.py PREFILL_SCHEDULING: whether a prefill chunk shares one forward with the decode tokens, and its
+chunk budget), so the estimate's TTFT and per-user rate are the loaded ones, and warns when the prompts take a large
+share of device time (PREFILL_SHARE_WARN).
+"""
+
+from __future__ import annotations
+
+import math
+
+from ..formulas.serving_queue import burst_serving, loaded_serving
+from ..frozen import replace_fields
+from ..result import Assumption
+from . import engines as ENG
+from .speed import SpeedEstimate
+
+DEFAULT_CHUNKS = {"llamacpp": ENG.LLAMACPP_N_BATCH}
+
+
+# The cost of a step that carries a prefill chunk beside the decode tokens. vLLM v1 and llama.cpp's server put both
+# in one forward, whose roofline would hide the decode's weight read behind the chunk's compute (eq. Q5a); the
+# published vLLM sweep on an RTX 4090 (validation/serving_load.csv SL14-SL22) completes the requests/s of the
+# additive cost (eq. Q5b: 6.44 / 9.73 / 11.87 requests/s measured at c 16 / 32 / 48 against Q5b's 6.44 / 10.5 / 13.4
+# and Q5a's 7.3 / 13.4 / 18.6), so the step is timed additively for every engine: the chunk's prefill, then the decode
+# step's own time. A mechanism chosen on the rows, no constant fitted.
+MIXED_STEP_ROOFLINE = False
+
+
+def under_load(sp: SpeedEstimate | None, engine: str, chunk_tokens: int | None = None) -> SpeedEstimate | None:
+    """``sp`` with its ``load`` (formulas/serving_queue.py eqs. Q4-Q8) where ``engine`` batches continuously
+    (vllm, sglang, llamacpp) at more than one sequence with both a prefill and a decode time; ``chunk_tokens``:
+    the engine's prompt tokens per step (vLLM max_num_batched_tokens, SGLang chunked_prefill_size, llama.cpp
+    n_batch; None: llama.cpp's default). Unchanged elsewhere (transformers' static batch already times the batch
+    prefill, eq. P1).
+
+    The TTFT is the mean of requests arriving independently (eq. Q6: users, each sending its next request when its
+    last one ends), with the burst's (eq. Q8: the C requests arriving together, as a closed-loop benchmark of fixed
+    lengths keeps them) as its high end; the per-user rate and requests/s are eqs. Q5b / Q7's (the other requests'
+    prefills stretch the steps)."""
+    sched = ENG.PREFILL_SCHEDULING.get(engine)
+    if (sp is None or sched is None or sp.batch_prefill or sp.concurrency < 2 or not sp.output_tokens
+            or sp.prefill is None or sp.decode is None or sp.load is not None):
+        return sp
+    one_forward, chunk_name, source = sched
+    chunk = int(chunk_tokens or DEFAULT_CHUNKS.get(engine) or 0)
+    batch = sp.prefill_batch_seconds()  # eq. P1 at concurrency: the C prompts of a burst
+    if chunk < 1 or not batch:
+        return sp
+    prefill, step = sp.prefill.seconds, sp.decode.seconds
+    # a step carrying a prefill chunk: min(chunk, prompt) prompt tokens at the idle prompt's seconds per token
+    mixed_step = (prefill * min(chunk, sp.prompt_tokens) / sp.prompt_tokens
+                  if one_forward and MIXED_STEP_ROOFLINE else None)
+    state = loaded_serving(sp.concurrency, prefill, step, sp.output_tokens, mixed_step)
+    share = state["prefill_share"]
+    steps = math.ceil(sp.concurrency * sp.prompt_tokens / chunk)
+    burst = burst_serving(sp.concurrency, batch, steps, step, sp.output_tokens)
+    load = {"ttft_seconds": state["ttft_seconds"], "ttft_burst_seconds": burst["ttft_seconds"],
+            "ttft_idle_seconds": sp.ttft_idle_seconds, "step_seconds": state["step_seconds"],
+            "decode_step_seconds": step, "requests_per_second": state["requests_per_second"],
+            "requests_per_second_burst": burst["requests_per_second"], "request_seconds": state["request_seconds"],
+            "output_tokens_per_second": state["requests_per_second"] * sp.output_tokens,
+            "prefill_share": share, "concurrency": sp.concurrency, "chunk_tokens": chunk, "chunk_name": chunk_name,
+            "prefill_steps": steps, "one_forward": one_forward,
+            "source": "formulas/serving_queue.py eqs. Q4-Q8; " + source}
+    user = 1 / state["step_seconds"]
+    note = Assumption("prefill_under_load", f"{share:.0%} of device time", True,
+                      f"{sp.concurrency} requests in flight, each replaced when it finishes: every {sp.prompt_tokens:,}-"
+                      f"token prompt takes {prefill:.3f} s of device time. TTFT {state['ttft_seconds']:.2f} s when they "
+                      f"arrive independently (eq. Q6), {burst['ttft_seconds']:.2f} s when they arrive together (eq. Q8: "
+                      f"their prompts in {steps} steps of {chunk_name} {chunk:,}), {sp.ttft_idle_seconds:.3f} s alone; {user:.1f} tokens/s per user ({1 / step:.1f} decoding alone) and "
+                      f"{state['requests_per_second']:.3g} requests/s (eqs. Q5b, Q7): the TTFT and per-user rate shown "
+                      "are at this concurrency; formulas/serving_queue.py eqs. Q4-Q8; " + source)
+    warnings = sp.warnings
+    if share >= ENG.PREFILL_SHARE_WARN:
+        warnings = (*warnings, f"prefill-bound at concurrency {sp.concurrency}: the prompts' prefill takes "
+                    f"{share:.0%} of device time (formulas/serving_queue.py eq. Q7), so a request waits "
+                    f"{state['ttft_seconds']:.1f} s for its first token (arriving together: {burst['ttft_seconds']:.1f} "
+                    f"s; alone: {sp.ttft_idle_seconds:.2f} s) and gets {user:.1f} tokens/s (decoding alone: {1 / step:.1f}); "
+                    "shorter prompts, fewer requests per replica or more replicas lower it")
+    return replace_fields(sp, load=load, assumptions=(*sp.assumptions, note), warnings=warnings)

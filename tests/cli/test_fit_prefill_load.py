@@ -1,0 +1,36 @@
+"""fit at 32 requests of 3,840-token prompts on an M2 Max (llama.cpp): every prompt takes 6.6 s of the device, so 32
+of them take ~211 s per round against 256 x 65 ms = 16.6 s of decode. The speed table used to print the idle prompt's
+TTFT (6.587 s) and the decode-alone 15.4 tokens/s per user at any concurrency; now the TTFT and per-user rate at 32
+requests (formulas/serving_queue.py eqs. Q4-Q8) and a warning with the prefill's share of device time."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from cli.cli_run import answer, run
+
+ARGS = ["fit", "llama-3.1-8b-instruct", "--device", "apple-m2-max-96gb", "--weights", "q4_k_m", "--engine",
+        "llamacpp", "--context", "4096"]
+
+
+def test_m2_max_at_32_requests_is_prefill_bound(capsys: pytest.CaptureFixture[str]) -> None:
+    _, one = answer([*ARGS, "--concurrency", "1", "--json"], capsys)
+    _, many = answer([*ARGS, "--concurrency", "32", "--json"], capsys)
+    idle = one["speed"]["ttft_seconds"]
+    assert one["speed"]["under_load"] is None  # one request: nothing competes
+    load = many["speed"]["under_load"]
+    # the premise: the 32 prompts' device time per round is far above the round's decode
+    assert 32 * many["speed"]["ttft_idle_seconds"] > 10 * 256 * many["speed"]["decode"]["seconds"]
+    assert many["speed"]["ttft_idle_seconds"] == pytest.approx(idle)
+    assert many["speed"]["ttft_seconds"] > 5 * idle and load["ttft_burst_seconds"] > 5 * idle
+    assert many["speed"]["tokens_per_second_per_user"] < 0.5 / many["speed"]["decode"]["seconds"]
+    assert load["prefill_share"] > 0.8
+    code, text, _ = run([*ARGS, "--concurrency", "32"], capsys)
+    assert code == 0
+    row = next(ln for ln in text.splitlines() if ln.startswith("at 32 requests"))
+    shown = float(re.search(r"TTFT ([0-9.]+) s", row).group(1))
+    assert shown == pytest.approx(many["speed"]["ttft_seconds"], abs=1e-3) and shown > 5 * idle
+    warning = next(ln for ln in text.splitlines() if ln.startswith("warning: prefill-bound at concurrency 32"))
+    assert f"{load['prefill_share']:.0%} of device time" in warning

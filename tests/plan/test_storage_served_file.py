@@ -1,0 +1,43 @@
+"""A plan that serves a model in a format other than its checkpoint's (DeepSeek-R1, stored FP8, served by llama.cpp as
+a GGUF quant on an RTX 4090) stores the served file only, and says so: the model-files figure names the stored
+checkpoint a self-conversion would also need, and the assumption is named. Served in its stored format (Llama-3.1-8B
+bf16 on vLLM), no such assumption. The stored checkpoint's size is the weights of its stored format, independent of
+the served format's (the two differ by more than the GGUF quant's own bytes)."""
+
+from __future__ import annotations
+
+from llmsizer.formulas.weight_formats import stored_format, weight_bytes
+from llmsizer.models import load_model
+from llmsizer.plan import make_plan
+from llmsizer.request import parse_request
+
+
+def _plan(model: str, device: str) -> dict:
+    text = (f"version: 1\ntitle: storage\njobs:\n- name: j\n  kind: inference\n  model: {{name: {model}}}\n"
+            f"  resources: {{device: {device}}}\n"
+            "  traffic: {concurrency: {typical: 1, peak: 1}, context: {typical: 4k, peak: 4k}}\n")
+    return make_plan(parse_request(text, source="storage.yaml"), alternatives=False).to_dict()["jobs"][0]
+
+
+def _model_files(job: dict) -> dict:
+    storage = next(s for s in job["sections"] if s["key"] == "storage")
+    return next(f for f in storage["figures"] if f["key"] == "model_files")
+
+
+def test_served_gguf_of_an_fp8_checkpoint_names_the_checkpoint() -> None:
+    job = _plan("deepseek-r1", "rtx-4090")
+    files = _model_files(job)
+    spec = load_model("deepseek-r1")
+    stored = stored_format(spec)[0]
+    assert stored == "fp8-block"
+    assert "served file only" in files["formula"] and stored in files["formula"]
+    checkpoint_gb = weight_bytes(spec, stored).total / 1e9
+    assert f"{checkpoint_gb:,.2f} GB" in files["formula"]
+    assert files["value"] < 0.9 * weight_bytes(spec, stored).total  # the GGUF quant, not the FP8 checkpoint
+    assert "storage.model_files" in {a["name"] for a in job["assumptions"]}
+
+
+def test_served_in_its_stored_format_needs_no_such_assumption() -> None:
+    job = _plan("llama-3.1-8b", "h100-sxm")
+    assert "served file only" not in _model_files(job)["formula"]
+    assert "storage.model_files" not in {a["name"] for a in job["assumptions"]}
