@@ -98,14 +98,14 @@ def fill_store(db: str, inv: object, bookings: int, seed: int = 14) -> None:
 def needs() -> list[JobNeed]:
     t = T0 + _dt.timedelta(days=120)
     return [
-        JobNeed("pretrain", "training", "h100-sxm", 64, 8, 10 * 86400.0, t, memory_need=60 * 2**30,
+        JobNeed("pretrain", "training", "h100-sxm", 64, 8, 10 * 86400.0, t, memory_per_device=60 * 2**30, verdict_need_per_device=60 * 2**30,
                 storage_fixed=50 * 10**12),
-        JobNeed("chat", "inference", "h100-sxm", 1, 1, 30 * 86400.0, t, memory_need=40 * 2**30),
+        JobNeed("chat", "inference", "h100-sxm", 1, 1, 30 * 86400.0, t, memory_per_device=40 * 2**30, verdict_need_per_device=40 * 2**30),
         JobNeed("finetune", "training", "h100-sxm", 16, 2, 3 * 86400.0, t, deadline=t + _dt.timedelta(days=20),
-                memory_need=60 * 2**30),
+                memory_per_device=60 * 2**30, verdict_need_per_device=60 * 2**30),
         # 48 of a fabric's 50 nodes for 5 days: busy at the requested time, so the earliest window is searched
-        JobNeed("big", "training", "h100-sxm", 384, 48, 5 * 86400.0, t, memory_need=60 * 2**30),
-        JobNeed("service", "inference", "h100-sxm", 8, 1, 365 * 86400.0, t, memory_need=60 * 2**30),
+        JobNeed("big", "training", "h100-sxm", 384, 48, 5 * 86400.0, t, memory_per_device=60 * 2**30, verdict_need_per_device=60 * 2**30),
+        JobNeed("service", "inference", "h100-sxm", 8, 1, 365 * 86400.0, t, memory_per_device=60 * 2**30, verdict_need_per_device=60 * 2**30),
     ]
 
 

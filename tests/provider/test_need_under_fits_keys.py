@@ -15,7 +15,7 @@ from pathlib import Path
 
 from cli_capture import run_json
 
-from .inventory_text import NOW, one_site_inventory, chat_service
+from .inventory_text import NOW, chat_service, one_site_inventory
 
 LOAD = ("--context", "8192", "--concurrency", "16", "--output-tokens", "512")  # chat_service(concurrency=16)'s peak
 H100_NODE = "- {id: h, site: s1, device: h100-sxm, devices: 8, cpus: 64, ram: 1 TiB, pools: [serving]}"

@@ -6,8 +6,8 @@ from ..plan import Plan
 from ..plan.result import JobPlan
 from ..specs.workload import ENGINE_NAMES
 from ..units import format_usd
-from .markdown import SEVERITY_LABEL, check_line, format_value
 from .fit_text import memory_words
+from .markdown import SEVERITY_LABEL, check_line, format_value
 
 
 def _v(j: JobPlan, section: str, key: str) -> str:
@@ -58,12 +58,12 @@ def _job_lines(j: JobPlan) -> list[str]:
         sequences = (f"; {ENGINE_NAMES.get(j.hardware.engine or '', 'the engine')} runs {running.value} sequences at "
                      f"once per replica (KV pool room for {room.value} of the peak context)"
                      if room is not None and running is not None else "")
-        memory, budget = j.facts.get("memory_per_device"), j.facts.get("budget_per_device")
-        if memory is not None and budget is not None:
+        per_device, of_budget = j.facts.get("memory_per_device"), j.facts.get("budget_per_device")
+        if per_device is not None and of_budget is not None:
             # fit's memory line for the same devices at the peak load (render/fit_text.py memory_words): memory per
             # device of the budget (a pool engine's: the device memory), what it leaves, and under vLLM/SGLang the
             # pool reserved and what this workload needs of what the pool offers
-            words = memory_words(j.hardware.engine or "", int(memory), int(budget),
+            words = memory_words(j.hardware.engine or "", int(per_device), int(of_budget),
                                  j.estimate.details if j.estimate is not None else {})
             out.append(f"  memory    {verdict} at peak: {words}{_budget_is(j)}{sequences}")
         else:
