@@ -18,6 +18,7 @@ from llmsizer.validation_cases import (
     SERVING_RATE,
     SERVING_TTFT,
     serving_load_cases,
+    span_coverage,
 )
 
 # the prefill-bound sweep: Mistral-7B on an RTX 4090, 256-token prompts (SL13-SL22)
@@ -126,3 +127,10 @@ def test_one_request_is_not_loaded(row: str) -> None:
     engine)."""
     c = _cases()[row]
     assert "prefill 0% of device time" in c.note
+
+
+def test_validate_reports_the_ranges_coverage() -> None:
+    """validate's coverage of the stated range (validation_cases.span_coverage): the TTFT kind only, every row
+    inside, the calibration row (one request: no range) counted in neither."""
+    spans = span_coverage(serving_load_cases())
+    assert spans == [(SERVING_TTFT, 5, 5, 10, 10)]
