@@ -199,13 +199,14 @@ class Option:
     cost_basis: str = "unknown"
     memory_per_device: int | None = None
     budget_per_device: int | None = None
-    ttft_seconds: float | None = None
-    tokens_per_second_per_user: float | None = None
+    ttft_seconds: float | None = None  # at the requested concurrency (fit's loaded TTFT, formulas/serving_queue.py Q9a)
+    tokens_per_second_per_user: float | None = None  # at the requested concurrency
     tokens_per_second: float | None = None
     cost_per_million_tokens: float | None = None
     training_seconds: float | None = None
     device_hours: float | None = None
     run_cost: float | None = None
+    ttft_idle_seconds: float | None = None  # one prompt's prefill on an idle replica, beside the loaded TTFT
     # serving: the sequences run at once (the rest wait in the engine's queue: estimate/inference/common.py eq. R1)
     # and a queued request's mean wait before its prefill (formulas/serving_queue.py eq. Q3), as fit gives them
     running_sequences: int | None = None
@@ -601,6 +602,7 @@ def _option_from_fit(stub: dict[str, Any], r: FitResult, status: str, reasons: l
                   status=status, reasons=tuple(reasons), memory_per_device=r.memory_per_device,
                   budget_per_device=r.budget_per_device,
                   ttft_seconds=sp.ttft_seconds if sp else None,
+                  ttft_idle_seconds=sp.ttft_idle_seconds if sp else None,
                   tokens_per_second_per_user=sp.tokens_per_second_per_user if sp else None,
                   tokens_per_second=r.tokens_per_second_total,
                   running_sequences=r.details.get("running_sequences"),

@@ -105,6 +105,16 @@ class Case:
     # ``public_cases``; '' for measured runs, whose file of runs is one machine): with the document, its setup
     # (``setup_of``)
     hardware: str = ""
+    # the range the estimate itself states for this figure, (low, high) in ``unit`` (the loaded TTFT's: independent
+    # arrivals .. arriving together, formulas/serving_queue.py eq. Q9); None where it states one value
+    span: tuple[float, float] | None = None
+
+    @property
+    def inside_span(self) -> bool | None:
+        """Whether the measured value lies inside the estimate's own range (``span``); None without one."""
+        if self.span is None:
+            return None
+        return self.span[0] <= self.measured <= self.span[1]
 
     @property
     def error(self) -> float | None:
@@ -116,7 +126,8 @@ class Case:
         return {"id": self.id, "kind": self.kind, "what": self.what, "predicted": self.predicted,
                 "measured": self.measured, "unit": self.unit, "error": self.error, "within": self.within,
                 "tolerance": self.tolerance, "excluded": self.excluded, "source": self.source, "note": self.note,
-                "origin": self.origin}
+                "origin": self.origin, **({"range": list(self.span), "inside_range": self.inside_span}
+                                          if self.span is not None else {})}
 
 
 @dataclass(frozen=True)
@@ -1547,13 +1558,16 @@ def serving_tpot_cases(data: str | Path | None, name: str) -> list[Case]:
 
 # -- serving under load: validation/serving_load.csv (published closed-loop sweeps: mean or median TTFT and completed
 # requests/s at a fixed concurrency, prompt and output lengths stated) ---------------------------------------------
-# Each row's estimate is the one fit gives (estimate/serving_load.py under_load: formulas/serving_queue.py eqs. Q4-Q8
-# with the engine's default chunk budget on that GPU), compared as its TTFT (eq. Q6: the mean of requests arriving
-# independently) and completed requests/s (eq. Q7; one request: 1 / its time, formulas/network.py eq. 9); the note
-# gives the prompt's TTFT alone and the burst's (eq. Q8: a fixed-length sweep's rounds arrive together), the high end
-# the tests bracket the prefill-bound rows with. TTFT is held to a factor (RATIO_KINDS: an under-estimate by 10x is a
+# Each row's estimate is the one fit gives (estimate/serving_load.py under_load: formulas/serving_queue.py eqs. Q4-Q9
+# with the engine's default chunk budget on that GPU), compared as its TTFT (eqs. Q6, Q9a: the mean of requests
+# arriving independently, the expected figure) and completed requests/s (eq. Q7; one request: 1 / its time,
+# formulas/network.py eq. 9); a TTFT row also carries the estimate's range (``span``: between independent arrivals
+# and arriving together, eqs. Q8, Q9b, a fixed-length sweep's rounds in lockstep), whose coverage ``span_coverage`` reports. SL01
+# (one request) calibrates the server's own time per request (efficiency.VLLM_API_SERVER_SECONDS). TTFT is held to a factor (RATIO_KINDS: an under-estimate by 10x is a
 # miss as large as an over-estimate by 10x). No band.
 SERVING_LOAD_FILE = "serving_load.csv"
+# the row efficiency.VLLM_API_SERVER_SECONDS is calibrated on (one request at a time: its TTFT less the prefill)
+API_SERVER_CALIBRATION = "SL01"
 SERVING_LOAD_NO_BAND = "a serving-load row: llmsizer prints no calibrated range for the loaded TTFT or requests/s"
 
 
@@ -1579,13 +1593,19 @@ def serving_load_cases(data: str | Path | None = None) -> list[Case]:
             kind, value, unit = SERVING_RATE, float(r["value"]), "requests/s"
             pred = load.get("requests_per_second") or (c / s.request_seconds if s.request_seconds else None)
         other = load.get("ttft_burst_seconds") if kind == SERVING_TTFT else load.get("requests_per_second_burst")
+        span = load.get("ttft_range_seconds") if kind == SERVING_TTFT else None
+        calib = r["id"] == API_SERVER_CALIBRATION
         out.append(Case(r["id"], kind, f"{ENGINE_NAMES[r['engine']]} {r['engine_version']} {r['catalog_model']} "
                         f"{r['dtype']} {run.gpus}x {r['device']} c{c} p{run.prompt} g{run.generated}", pred, value, unit,
                         *within_tolerance(kind, pred, value),
-                        excluded=ASSUMED if "(settings assumed)" in r["notes"] else "", source=r["source"],
-                        note=f"measured {r['value']} {r['unit']}; TTFT alone {s.ttft_idle_seconds:.4f} s; prefill "
+                        excluded=CALIBRATION if calib else ASSUMED if "(settings assumed)" in r["notes"] else "",
+                        source=r["source"], span=tuple(span) if span else None,
+                        note=("calibration row of efficiency.VLLM_API_SERVER_SECONDS (measured - this prefill); "
+                              if calib else "")
+                             + f"measured {r['value']} {r['unit']}; TTFT alone {s.ttft_idle_seconds:.4f} s; prefill "
                              f"{load.get('prefill_share', 0.0):.0%} of device time; "
-                             + ("arriving together (eq. Q8) " if kind == SERVING_TTFT else "in bursts (eq. Q8) ")
+                             + ("arriving together (eqs. Q8, Q9b) " if kind == SERVING_TTFT
+                                else "in bursts (eqs. Q8, Q9b) ")
                              + (f"{other:.4g}" if other else "-") + f"; {r['notes']}",
                         engine_version=r["engine_version"], device=r["device"], engine=r["engine"],
                         no_band=SERVING_LOAD_NO_BAND))
@@ -2878,6 +2898,20 @@ def percentile(values: list[float], q: float) -> float | None:
     lo = int(pos)
     hi = min(lo + 1, len(xs) - 1)
     return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+
+
+def span_coverage(cases: Iterable[Case]) -> list[tuple[str, int, int, int, int]]:
+    """Per kind whose rows carry the estimate's own range (``Case.span``): (kind, summarised rows inside, summarised
+    rows, all rows inside, all rows) -- the coverage of the range the estimate states (all rows: the excluded ones
+    too, assumed settings and calibration)."""
+    out = []
+    for kind in KINDS:
+        mine = [c for c in cases if c.kind == kind and c.span is not None]
+        if mine:
+            used = [c for c in mine if not c.excluded]
+            out.append((kind, sum(1 for c in used if c.inside_span), len(used), sum(1 for c in mine if c.inside_span),
+                        len(mine)))
+    return out
 
 
 def summarize(cases: Iterable[Case], origin: str | None = None) -> list[Summary]:

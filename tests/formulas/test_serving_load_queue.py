@@ -1,4 +1,4 @@
-"""formulas/serving_queue.py eqs. Q4-Q8: the prefill demand of a continuous-batching server at C requests in flight.
+"""formulas/serving_queue.py eqs. Q4-Q9: the prefill demand of a continuous-batching server at C requests in flight.
 
 Q6 (Schweitzer's approximate MVA in closed form) is checked against the exact mean value analysis of the same
 closed network (Reiser & Lavenberg 1980: one queueing station of demand D, a delay of Z; the recursion written out
@@ -69,8 +69,42 @@ def test_the_device_time_adds_up() -> None:
 
 
 def test_q8_burst() -> None:
+    """Q8 after at most one whole running step (Q9b's t_d): with no server time, the burst's own figures plus it."""
     b = burst_serving(32, 32 * 6.587, 60, 0.0649, 256)
-    assert b["ttft_seconds"] == pytest.approx(32 * 6.587 * 61 / 120)
-    assert b["requests_per_second"] == pytest.approx(32 / (32 * 6.587 + 255 * 0.0649))
+    assert b["ttft_seconds"] == pytest.approx(32 * 6.587 * 61 / 120 + 0.0649)
+    assert b["requests_per_second"] == pytest.approx(32 / (0.0649 + 32 * 6.587 + 255 * 0.0649))
     one_step = burst_serving(4, 0.1, 1, 0.02, 10)  # every prompt in one step: all wait for all of it
-    assert one_step["ttft_seconds"] == pytest.approx(0.1)
+    assert one_step["ttft_seconds"] == pytest.approx(0.1 + 0.02)
+    alone = burst_serving(1, 0.1, 1, 0.02, 10)  # one request finds the engine idle: no step to wait for
+    assert alone["ttft_seconds"] == pytest.approx(0.1)
+
+
+def test_q9_server_time_one_request() -> None:
+    """One request (C = 1): its cycle is H + D + N t_d exactly (nothing else in flight, the engine idle when it
+    arrives), and its TTFT H + D; arriving together changes nothing for one."""
+    s = loaded_serving(1, 0.05, 0.01, 100, None, host_seconds=0.02)
+    assert s["ttft_seconds"] == pytest.approx(0.02 + 0.05) and s["step_wait_seconds"] == 0.0
+    assert s["requests_per_second"] == pytest.approx(1 / (0.02 + 0.05 + 100 * 0.01))
+    b = burst_serving(1, 0.05, 1, 0.01, 100, host_seconds=0.02)
+    assert b["ttft_seconds"] == pytest.approx(0.07)
+    assert b["requests_per_second"] == pytest.approx(1 / (0.02 + 0.05 + 99 * 0.01))
+
+
+def test_q9_server_time_and_step_wait_under_load() -> None:
+    """C >= 2: the TTFT adds H and half a running step (the mean residual of back-to-back steps of one length) to
+    Q6's R, computed with H and that wait in the think time; a burst's j-th request waits j H (mean (C + 1) / 2 H)
+    and at most one whole step. Little's law holds with them."""
+    c, d, t, n, h = 16, 0.03, 0.02, 100, 0.025
+    s = loaded_serving(c, d, t, n, None, host_seconds=h)
+    step = s["step_seconds"]
+    assert s["step_wait_seconds"] == pytest.approx(step / 2)
+    think = n * step + h + step / 2
+    assert s["device_ttft_seconds"] == pytest.approx(interactive_response_seconds(c, d, think), rel=1e-6)
+    assert s["ttft_seconds"] == pytest.approx(h + step / 2 + s["device_ttft_seconds"], rel=1e-9)
+    assert s["request_seconds"] == pytest.approx(c / s["requests_per_second"], rel=1e-9)
+    assert s["requests_per_second"] < loaded_serving(c, d, t, n, None)["requests_per_second"]
+    b = burst_serving(c, c * d, 1, t, n, host_seconds=h)
+    assert b["ttft_seconds"] == pytest.approx(h * (c + 1) / 2 + t + c * d)
+    assert b["request_seconds"] == pytest.approx(c * h + t + c * d + (n - 1) * t)
+    with pytest.raises(InputError):
+        loaded_serving(c, d, t, n, None, host_seconds=-1.0)

@@ -83,7 +83,7 @@ def gather(args: argparse.Namespace) -> dict[str, Any]:
             sources.append(f"{store.path} ({len(recs)} records)")
     return {"cases": cases, "missing": missing, "summary": V.summarize(cases), "sources": sources,
             "by_origin": {o: V.summarize(cases, o) for o in ("published", "measured")},
-            "coverage": V.coverage(cases), "known_misses": V.known_misses(cases)}
+            "coverage": V.coverage(cases), "known_misses": V.known_misses(cases), "spans": V.span_coverage(cases)}
 
 
 def _fmt(v: float | None) -> str:
@@ -127,6 +127,12 @@ def render_text(g: dict[str, Any]) -> str:
                      f"{s.within}/{s.with_tolerance}" if s.with_tolerance else "-", str(s.excluded_rows)])
     out.append(table(rows, ["kind", "rows", "median", "p90", "within 10%", "within tolerance", "excluded rows"]))
     out.append("")
+    if g.get("spans"):
+        out.append("ranges the estimate states (the loaded TTFT: independent arrivals .. arriving together, "
+                   "formulas/serving_queue.py eq. Q9): rows whose measured value lies inside:")
+        out.append(table([[k, f"{i}/{n}", f"{ia}/{na}"] for k, i, n, ia, na in g["spans"]],
+                         ["kind", "summarised rows inside", "all rows inside (excluded ones too)"]))
+        out.append("")
     out.append("calibrated ranges (estimate/ranges.py): summarised rows whose measured value lies inside "
                "[expected x low, expected x high], by row and by setup (each setup as one); target >= 90% per kind "
                "and engine:")
@@ -176,6 +182,12 @@ def render_markdown(g: dict[str, Any], command: str = GENERATOR) -> str:
         lines.append(f"| {s.kind} | {s.n} | {_pct(s.median).lstrip('+')} | {_pct(s.p90).lstrip('+')} | "
                      f"{s.within_10}/{s.n} | {f'{s.within}/{s.with_tolerance}' if s.with_tolerance else '-'} | "
                      f"{s.excluded_rows} |")
+    if g.get("spans"):
+        lines += ["", "The loaded TTFT is stated as a range, independent arrivals (the expected figure, whose error "
+                  "the summary gives) to arriving together (a closed loop of equal lengths in lockstep; "
+                  "`formulas/serving_queue.py` eq. Q9). Rows whose measured value lies inside it:", "",
+                  "| kind | summarised rows inside | all rows inside (excluded ones too) |", "|---|---:|---:|"]
+        lines += [f"| {k} | {i}/{n} | {ia}/{na} |" for k, i, n, ia, na in g["spans"]]
     lines += ["", "By origin (published measurements in `validation/*.csv`; runs measured with `llmsizer measure`):",
               "", "| kind | origin | rows | median abs error | 90th percentile abs error |", "|---|---|---:|---:|---:|"]
     for origin, summ in g.get("by_origin", {}).items():
@@ -277,6 +289,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
                    "not_expressed": [{"id": m.id, "kind": m.kind, "why": m.why} for m in g["missing"]],
                    "summary": [s.to_dict() for s in g["summary"]],
                    "coverage": [c.to_dict() for c in g["coverage"]],
+                   "ranges": [{"kind": k, "summarised_inside": i, "summarised": n, "all_inside": ia, "all": na}
+                              for k, i, n, ia, na in g["spans"]],
                    "known_misses": [m.to_dict() for m in g["known_misses"]], "sources": g["sources"]})
     else:
         say(render_text(g))

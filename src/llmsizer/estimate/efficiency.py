@@ -899,6 +899,19 @@ VLLM_V1_HOST_STEP_SECONDS = Factor(
     "vllm_v1_host_seconds_per_step", 2.39e-3, 2.39e-3, 2.39e-3,
     "calibrated: vLLM 0.19.0 Qwen3-0.6B 1 x H100 512+128 tokens at 16 req/s, 2.39 ms per output token (VS07, "
     "kvcached benchmarks/bench_layout/H100_results.md); async scheduling overlaps it with the device step")
+# vLLM's OpenAI server's own time per request (formulas/serving_queue.py eq. Q9's H): what a streamed request's TTFT
+# holds beyond the device -- HTTP parsing, tokenizing the prompt and handing it to the engine core, the first token's
+# trip back through AsyncLLM's output handler (detokenizing) and the SSE chunk -- in the server's one Python process
+# (vllm/v1/engine/async_llm.py @8ef0b5f5 generate / output_handler). CALIBRATED on one named row, SL01
+# (validation/serving_load.csv: vLLM 0.23.0, Qwen2.5-0.5B-Instruct on one L4, one request at a time, 256-token
+# prompts, median TTFT 27.0 ms): H = measured TTFT - the idle prompt's prefill (4.53 ms predicted; one request finds
+# the engine idle, no step to wait for). Re-derived by tests/validation/test_serving_load_rows.py; SL01 is left out
+# of the summary and the other rows (L4 at 2-32 requests, Mistral-7B on an RTX 4090 at 4-48) test it. One row, one
+# host CPU: no spread claimed (low = expected = high); a faster host or a longer prompt's tokenizing moves it.
+VLLM_API_SERVER_SECONDS = Factor(
+    "vllm_api_server_seconds_per_request", 22.47e-3, 22.47e-3, 22.47e-3,
+    "calibrated: vLLM 0.23.0 Qwen2.5-0.5B-Instruct 1 x L4, one request, 256 + 128 tokens, median TTFT 27.0 ms "
+    "(SL01, ai.wmx.dev/benchmarks serving/raw-vllm concurrency sweep) less the 4.53 ms prefill")
 # Latency (alpha of formulas/speed.py eq. 6) of ONE all-reduce of a decode step's activations (b x hidden x 2 B: 2-64
 # KB at b = 1-4), per kernel the serving engine picks (estimate/engines.py ``tp_allreduce``). Published measurements,
 # not fitted; the message sizes bracket a decode step's (4-32 KB). Neither is an A100 figure: these are the closest

@@ -524,6 +524,12 @@ PREFILL_SCHEDULING: dict[str, tuple[bool, str, str]] = {
                  "any ongoing sequences', then 'batch any pending prompts without exceeding n_batch' (default 2048, "
                  "common/common.h), one llama_decode of both (split into n_ubatch ubatches)"),
 }
+# The server's own time per request beside the device (formulas/serving_queue.py eq. Q9's H: HTTP, tokenizing, the
+# first token's trip back and its streamed chunk), per continuous-batching engine, read by estimate/serving_load.py.
+# vLLM's is calibrated (efficiency.VLLM_API_SERVER_SECONDS, row SL01); SGLang's HTTP server and llama.cpp's server do
+# the same work but no row measures it: 0 s, named in the prefill_under_load assumption.
+API_SERVER_SECONDS: dict[str, float] = {"vllm": E.VLLM_API_SERVER_SECONDS.expected}
+API_SERVER_SOURCE = {"vllm": "efficiency.VLLM_API_SERVER_SECONDS (calibrated on SL01)"}
 # Warn when the prompts' prefill takes at least this share of device time at the requested load (eq. Q7's u): the
 # TTFT and per-user rate are then set by other requests' prompts, not by the decode alone. A threshold for a warning,
 # not a fitted constant.

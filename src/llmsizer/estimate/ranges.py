@@ -78,7 +78,8 @@ BATCHED = "batched decode throughput"
 PREFILL = "prefill throughput"
 TRAINING_SPEED = "training throughput"
 # the serving load rows (validation/serving_load.csv): what users see at C requests in flight (formulas/serving_queue.py
-# eqs. Q4-Q8); summarised, no band (llmsizer prints no calibrated range for them)
+# eqs. Q4-Q9); summarised, no band (llmsizer prints no calibrated range for them); a TTFT row carries the estimate's
+# own range (independent arrivals .. arriving together), whose coverage validate reports beside the error
 SERVING_TTFT = "serving TTFT under load"
 SERVING_RATE = "serving requests/s under load"
 # engines: the serving or training software whose behaviour the rows measured

@@ -2,7 +2,7 @@
 
 A speed estimate times one prompt on an idle replica and the decode step of the C sequences; at C requests in flight,
 each replaced when it finishes (the closed, saturated system llmsizer sizes for), every request's prompt takes device
-time too. ``under_load`` applies formulas/serving_queue.py eqs. Q4-Q7 with the engine's scheduling
+time too. ``under_load`` applies formulas/serving_queue.py eqs. Q4-Q9 with the engine's scheduling
 (estimate/engines.py PREFILL_SCHEDULING: whether a prefill chunk shares one forward with the decode tokens, and its
 chunk budget), so the estimate's TTFT and per-user rate are the loaded ones, and warns when the prompts take a large
 share of device time (PREFILL_SHARE_WARN).
@@ -29,17 +29,26 @@ DEFAULT_CHUNKS = {"llamacpp": ENG.LLAMACPP_N_BATCH}
 # step's own time. A mechanism chosen on the rows, no constant fitted.
 MIXED_STEP_ROOFLINE = False
 
+# Which end of the loaded TTFT's range (eq. Q9a independent arrivals .. eq. Q9b arriving together) is the expected
+# figure: independent arrivals. Traffic of users with varied prompt and output lengths spreads the arrivals at random
+# (each user sends when its last answer ends, at its own moment); only a closed loop of equal lengths started at once
+# (a fixed-length benchmark's --ignore-eos sweep) keeps the requests in lockstep, towards arriving together, and
+# such runs are expected anywhere up to the high end (validation/serving_load.csv: the kind "serving TTFT under load"
+# reports the rows inside the range as well as the error of this figure).
+TTFT_RULE = "independent arrivals; a closed loop of equal lengths moves towards arriving together"
+
 
 def under_load(sp: SpeedEstimate | None, engine: str, chunk_tokens: int | None = None) -> SpeedEstimate | None:
-    """``sp`` with its ``load`` (formulas/serving_queue.py eqs. Q4-Q8) where ``engine`` batches continuously
+    """``sp`` with its ``load`` (formulas/serving_queue.py eqs. Q4-Q9) where ``engine`` batches continuously
     (vllm, sglang, llamacpp) at more than one sequence with both a prefill and a decode time; ``chunk_tokens``:
     the engine's prompt tokens per step (vLLM max_num_batched_tokens, SGLang chunked_prefill_size, llama.cpp
     n_batch; None: llama.cpp's default). Unchanged elsewhere (transformers' static batch already times the batch
     prefill, eq. P1).
 
-    The TTFT is the mean of requests arriving independently (eq. Q6: users, each sending its next request when its
-    last one ends), with the burst's (eq. Q8: the C requests arriving together, as a closed-loop benchmark of fixed
-    lengths keeps them) as its high end; the per-user rate and requests/s are eqs. Q5b / Q7's (the other requests'
+    The TTFT is the mean of requests arriving independently (eqs. Q6, Q9a: users, each sending its next request when
+    its last one ends; TTFT_RULE), with the burst's (eqs. Q8, Q9b: the C requests arriving together, as a closed-loop
+    benchmark of fixed lengths keeps them) as its high end, both with the server's own time per request
+    (engines.API_SERVER_SECONDS) and the wait for the running step; the per-user rate and requests/s are eqs. Q5b / Q7's (the other requests'
     prefills stretch the steps)."""
     sched = ENG.PREFILL_SCHEDULING.get(engine)
     if (sp is None or sched is None or sp.batch_prefill or sp.concurrency < 2 or not sp.output_tokens
@@ -54,24 +63,36 @@ def under_load(sp: SpeedEstimate | None, engine: str, chunk_tokens: int | None =
     # a step carrying a prefill chunk: min(chunk, prompt) prompt tokens at the idle prompt's seconds per token
     mixed_step = (prefill * min(chunk, sp.prompt_tokens) / sp.prompt_tokens
                   if one_forward and MIXED_STEP_ROOFLINE else None)
-    state = loaded_serving(sp.concurrency, prefill, step, sp.output_tokens, mixed_step)
+    host = ENG.API_SERVER_SECONDS.get(engine, 0.0)  # eq. Q9's H
+    host_note = (f"the server's own {host * 1e3:.1f} ms per request ({ENG.API_SERVER_SOURCE[engine]})" if host else
+                 f"no server time per request ({engine}'s HTTP server is not measured: 0 s)")
+    state = loaded_serving(sp.concurrency, prefill, step, sp.output_tokens, mixed_step, host)
     share = state["prefill_share"]
     steps = math.ceil(sp.concurrency * sp.prompt_tokens / chunk)
-    burst = burst_serving(sp.concurrency, batch, steps, step, sp.output_tokens)
+    burst = burst_serving(sp.concurrency, batch, steps, step, sp.output_tokens, host)
     load = {"ttft_seconds": state["ttft_seconds"], "ttft_burst_seconds": burst["ttft_seconds"],
+            # the two arrival patterns' TTFTs, lower first: arriving together is the higher except near saturation,
+            # where independent requests queue behind all the others' prompts (Q6 -> C D - Z) and a burst's
+            # average prompt waits for half of them (Q8)
+            "ttft_range_seconds": tuple(sorted((state["ttft_seconds"], burst["ttft_seconds"]))),
+            "ttft_rule": TTFT_RULE,
+            "api_server_seconds": host, "step_wait_seconds": state["step_wait_seconds"],
             "ttft_idle_seconds": sp.ttft_idle_seconds, "step_seconds": state["step_seconds"],
             "decode_step_seconds": step, "requests_per_second": state["requests_per_second"],
             "requests_per_second_burst": burst["requests_per_second"], "request_seconds": state["request_seconds"],
             "output_tokens_per_second": state["requests_per_second"] * sp.output_tokens,
             "prefill_share": share, "concurrency": sp.concurrency, "chunk_tokens": chunk, "chunk_name": chunk_name,
             "prefill_steps": steps, "one_forward": one_forward,
-            "source": "formulas/serving_queue.py eqs. Q4-Q8; " + source}
+            "source": "formulas/serving_queue.py eqs. Q4-Q9; " + source}
     user = 1 / state["step_seconds"]
     note = Assumption("prefill_under_load", f"{share:.0%} of device time", True,
                       f"{sp.concurrency} requests in flight, each replaced when it finishes: every {sp.prompt_tokens:,}-"
-                      f"token prompt takes {prefill:.3f} s of device time. TTFT {state['ttft_seconds']:.2f} s when they "
-                      f"arrive independently (eq. Q6), {burst['ttft_seconds']:.2f} s when they arrive together (eq. Q8: "
-                      f"their prompts in {steps} steps of {chunk_name} {chunk:,}), {sp.ttft_idle_seconds:.3f} s alone; {user:.1f} tokens/s per user ({1 / step:.1f} decoding alone) and "
+                      f"token prompt takes {prefill:.3f} s of device time. TTFT {state['ttft_seconds']:.3f} s when they "
+                      f"arrive independently (eqs. Q6, Q9a: the expected figure, {TTFT_RULE}), "
+                      f"{burst['ttft_seconds']:.3f} s when they arrive together (eqs. Q8, Q9b: their prompts in {steps} "
+                      f"steps of {chunk_name} {chunk:,}), {sp.ttft_idle_seconds:.3f} s for one prompt's prefill alone; "
+                      f"each with {host_note} and the wait for the running step; "
+                      f"{user:.1f} tokens/s per user ({1 / step:.1f} decoding alone) and "
                       f"{state['requests_per_second']:.3g} requests/s (eqs. Q5b, Q7): the TTFT and per-user rate shown "
                       "are at this concurrency; formulas/serving_queue.py eqs. Q4-Q8; " + source)
     warnings = sp.warnings

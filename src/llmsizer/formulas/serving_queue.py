@@ -15,7 +15,7 @@ time in the system::
 So the output tokens/s are the R running sequences' (the queued ones add none), and a queued request's time to
 first token is its wait (Q3) plus the TTFT in service. This is the mean over a closed, saturated system (every
 request in flight is replaced when it finishes: the "concurrency" llmsizer sizes for), not a burst's worst case.
-W is the loaded one where the engine batches continuously: eqs. Q4-Q8 below give the TTFT and the decode step of R
+W is the loaded one where the engine batches continuously: eqs. Q4-Q9 below give the TTFT and the decode step of R
 running requests whose prompts compete with the decode for the device. Preemption is not modelled.
 """
 
@@ -39,7 +39,7 @@ def queue_wait_seconds(in_flight: int, running: int, request_seconds: float) -> 
     return in_flight / queue_throughput(running, request_seconds) - request_seconds
 
 
-# --- prefill demand under load (eqs. Q4-Q8) -------------------------------------------------------------------
+# --- prefill demand under load (eqs. Q4-Q9) -------------------------------------------------------------------
 #
 # A continuous-batching server (vLLM, SGLang, llama.cpp's server) at C requests in flight, each replaced when it
 # finishes, spends device time on every request's prompt as well as on its output. Per request it needs
@@ -96,18 +96,20 @@ def loaded_step_seconds(decode_step: float, prefill_share: float, mixed_step: fl
 
 
 def loaded_serving(in_flight: int, prefill_seconds: float, decode_step: float, output_tokens: int,
-                   mixed_step: float | None) -> dict[str, float]:
-    """Eqs. (Q4-Q7): the steady state of ``in_flight`` requests, each a prompt of ``prefill_seconds`` of device
+                   mixed_step: float | None, host_seconds: float = 0.0) -> dict[str, float]:
+    """Eqs. (Q4-Q7, Q9a): the steady state of ``in_flight`` requests, each a prompt of ``prefill_seconds`` of device
     time (Q4) then ``output_tokens`` tokens at ``decode_step`` seconds a step when no prompt is prefilled; the
-    steps that carry prefill chunks are ``mixed_step`` seconds (None: the prefill runs in batches of its own).
-    Returns the mean ``ttft_seconds`` (Q6), ``step_seconds`` (Q5), ``requests_per_second`` (Q7),
-    ``request_seconds`` (R + Z) and ``prefill_share`` (u)."""
-    if in_flight < 1 or prefill_seconds <= 0 or decode_step <= 0 or output_tokens < 1:
-        raise InputError("in_flight, output_tokens >= 1; prefill_seconds and decode_step > 0")
+    steps that carry prefill chunks are ``mixed_step`` seconds (None: the prefill runs in batches of its own);
+    ``host_seconds`` the server's own time per request off the device (eq. Q9's H). Returns the mean
+    ``ttft_seconds`` (Q9a: H, the running step's residual and Q6's R), ``device_ttft_seconds`` (R), ``step_seconds``
+    (Q5), ``step_wait_seconds`` (w), ``requests_per_second`` (Q7), ``request_seconds`` (R + Z') and
+    ``prefill_share`` (u)."""
+    if in_flight < 1 or prefill_seconds <= 0 or decode_step <= 0 or output_tokens < 1 or host_seconds < 0:
+        raise InputError("in_flight, output_tokens >= 1; prefill_seconds and decode_step > 0; host_seconds >= 0")
 
     def state(u: float) -> tuple[float, float, float, float]:
         step = loaded_step_seconds(decode_step, u * (in_flight - 1) / in_flight, mixed_step)
-        think = output_tokens * step
+        think = output_tokens * step + host_seconds + step_wait_seconds(in_flight, step)  # Z' of eq. Q9
         r = interactive_response_seconds(in_flight, prefill_seconds, think)
         x = in_flight / (r + think)
         return r, step, x, x * prefill_seconds
@@ -121,8 +123,10 @@ def loaded_serving(in_flight: int, prefill_seconds: float, decode_step: float, o
             hi = mid
     u = (lo + hi) / 2.0
     r, step, x, _ = state(u)
-    return {"ttft_seconds": r, "step_seconds": step, "requests_per_second": x,
-            "request_seconds": r + output_tokens * step, "prefill_share": u}
+    wait = step_wait_seconds(in_flight, step)
+    return {"ttft_seconds": host_seconds + wait + r, "device_ttft_seconds": r, "step_seconds": step,
+            "step_wait_seconds": wait, "requests_per_second": x, "request_seconds": in_flight / x,
+            "prefill_share": u}
 
 
 # Requests that arrive together (a benchmark's closed loop of fixed-length requests, all started at once, stays in
@@ -133,16 +137,54 @@ def loaded_serving(in_flight: int, prefill_seconds: float, decode_step: float, o
 #     TTFT_burst = T_P(C) (k + 1) / (2 k)        X_burst = C / (T_P(C) + (N - 1) t_d)                   (Q8)
 #
 # The mean TTFT of independent requests (Q6) and of a burst (Q8) bracket what a server sees: arrivals spread at
-# random at one end, all together at the other.
+# random at one end, all together at the other (each with the server's own time, eq. Q9).
 
 
 def burst_serving(in_flight: int, batch_prefill_seconds: float, steps: int, decode_step: float,
-                  output_tokens: int) -> dict[str, float]:
-    """Eq. (Q8): mean ``ttft_seconds`` and ``requests_per_second`` of ``in_flight`` requests arriving together each
-    round: their prompts prefilled in ``steps`` steps taking ``batch_prefill_seconds`` in all, then ``output_tokens``
-    - 1 decode steps of ``decode_step`` seconds (the first token comes from the prefill)."""
-    if in_flight < 1 or steps < 1 or batch_prefill_seconds <= 0 or decode_step <= 0 or output_tokens < 1:
-        raise InputError("in_flight, steps, output_tokens >= 1; batch_prefill_seconds and decode_step > 0")
-    round_seconds = batch_prefill_seconds + (output_tokens - 1) * decode_step
-    return {"ttft_seconds": batch_prefill_seconds * (steps + 1) / (2 * steps),
+                  output_tokens: int, host_seconds: float = 0.0) -> dict[str, float]:
+    """Eqs. (Q8, Q9b): mean ``ttft_seconds`` and ``requests_per_second`` of ``in_flight`` requests arriving together
+    each round: their prompts prefilled in ``steps`` steps taking ``batch_prefill_seconds`` in all, then
+    ``output_tokens`` - 1 decode steps of ``decode_step`` seconds (the first token comes from the prefill); with
+    the server's own ``host_seconds`` (H) per request done one request after another (the j-th waits j H) and a whole
+    running step before admission (Q9b), in the TTFT and in each round."""
+    if (in_flight < 1 or steps < 1 or batch_prefill_seconds <= 0 or decode_step <= 0 or output_tokens < 1
+            or host_seconds < 0):
+        raise InputError("in_flight, steps, output_tokens >= 1; batch_prefill_seconds and decode_step > 0; "
+                         "host_seconds >= 0")
+    step_wait = decode_step if in_flight > 1 else 0.0  # Q9b: at most one whole running step
+    round_seconds = in_flight * host_seconds + step_wait + batch_prefill_seconds + (output_tokens - 1) * decode_step
+    return {"ttft_seconds": host_seconds * (in_flight + 1) / 2 + step_wait
+            + batch_prefill_seconds * (steps + 1) / (2 * steps),
             "requests_per_second": in_flight / round_seconds, "request_seconds": round_seconds}
+
+
+# What a served request's TTFT holds beyond the device (eq. Q9). A benchmark client times the first token from the
+# moment it sends the request to the moment the first streamed chunk arrives (vLLM vllm/benchmarks/lib/
+# endpoint_request_func.py @3aee4a4f, the OpenAI completions request: ``ttft = timestamp - st`` at the first chunk,
+# ``st = time.perf_counter()`` before the POST). Beside the device time it holds:
+# - H, the server's own time per request: HTTP parsing, tokenizing the prompt and handing it to the engine (vLLM's
+#   OpenAI server is one Python process: AsyncLLM.generate -> add_request, vllm/v1/engine/async_llm.py @8ef0b5f5),
+#   the first token's trip back (the engine core's output socket; AsyncLLM's output_handler task, one per server,
+#   running OutputProcessor.process_outputs: detokenize and queue per request), and the SSE chunk written back. A
+#   named parameter per engine (estimate/engines.py API_SERVER_SECONDS; vLLM's CALIBRATED on one named row).
+# - w, the wait for the running step: the engine admits new requests only between steps (vLLM EngineCoreProc
+#   .run_busy_loop, vllm/v1/engine/core.py @00080ee1: ``_process_input_queue()`` then ``_process_engine_step()``;
+#   the scheduler's waiting queue is read at the next Scheduler.schedule; llama.cpp's update_slots and SGLang's
+#   event loop likewise take new requests once per iteration). With C >= 2 the others keep the steps running back to
+#   back, so a request arriving at a random moment waits the mean residual of a step, half of one (steps of one
+#   length: the residual of a deterministic renewal, L / 2); alone (C = 1) it finds the engine idle.
+#
+#     TTFT_low  = H + w + R,     w = t_step / 2 (C >= 2), 0 (C = 1)                                       (Q9a)
+#     TTFT_high = H (C + 1) / 2 + t_d + TTFT_burst,   round_high = C H + t_d + T_P(C) + (N - 1) t_d           (Q9b)
+#
+# (Q9a: independent arrivals, R of eq. Q6; H and w are time the request spends off the prefill queue, so they join
+# the think time of Q6 / Q7: Z' = N t_step + H + w, and the mean request takes R + Z' = C / X. Q9b: arriving
+# together, Q8's burst after at most one whole running step, and the C requests' server work done one after another
+# in the server's one process (vLLM's API server is one asyncio event loop, AsyncLLM above), the j-th waiting j H:
+# the upper end, as if all of H were that process's work; part of it is transit that overlaps.)
+
+
+def step_wait_seconds(in_flight: int, step: float) -> float:
+    """Eq. (Q9a)'s w: the mean wait of an arriving request for the step the engine is running, half a step when
+    other requests keep the steps running (``in_flight`` >= 2), none when it is alone."""
+    return step / 2.0 if in_flight > 1 else 0.0

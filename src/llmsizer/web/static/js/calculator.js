@@ -290,7 +290,12 @@ async function grid() {
       const lines = [el("b", {}, r.fits ? "fits" : "does not fit"),
         `${formatBytes(r.memory_per_device)} of ${formatBytes(r.budget_per_device)}`];
       if (!r.fits && r.fits_at) lines.push(el("br"), fitsAtText(r.fits_at));
-      if (r.fits && r.speed) lines.push(el("br"), `${formatRate(r.tokens_per_second_total)} tok/s, TTFT ${formatSeconds(r.speed.ttft_seconds)}`);
+      // the TTFT at the requested concurrency (the loaded one), the idle prompt's beside it where they differ
+      if (r.fits && r.speed) {
+        const sp = r.speed;
+        const idle = sp.under_load ? ` (idle ${formatSeconds(sp.ttft_idle_seconds)})` : "";
+        lines.push(el("br"), `${formatRate(r.tokens_per_second_total)} tok/s, TTFT ${formatSeconds(sp.ttft_seconds)} at ${sp.concurrency} requests${idle}`);
+      }
       const price = r.cost?.price_per_hour ?? (inst ? inst.price_per_hour : null);
       if (price !== null && price !== undefined) lines.push(el("br"), `${formatUsd(price)}/h ${inst ? inst.name : ""}`);
       if (r.fits && r.cost?.per_million_tokens) lines.push(el("br"), `${formatUsd(r.cost.per_million_tokens)} / M tokens`);
