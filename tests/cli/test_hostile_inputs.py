@@ -57,7 +57,7 @@ def test_cli_numbers_are_refused_with_the_flag_and_range(argv, flag, fragment, c
     ("count: 1\n", "count: 1" + "0" * 400 + "\n", "resources.count", "out of range"),
     ("peak: 4k}", "peak: 1e30}", "traffic.context.peak", "[1, 2,147,483,648]"),
     ("count: 1\n", "count: true\n", "resources.count", "got the boolean true"),
-    ("ttft: 15 s", "ttft: 1e400 s", "latency.ttft", "finite"),
+    ("ttft: 45 s", "ttft: 1e400 s", "latency.ttft", "finite"),
     ("per_month: $200/month", "per_month: $1e400/month", "budget.per_month", "finite"),
 ])
 def test_request_numbers_are_refused_with_file_line_and_range(tmp_path, old, new, field, fragment, capsys) -> None:

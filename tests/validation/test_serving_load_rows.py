@@ -68,8 +68,11 @@ def test_the_server_time_follows_from_its_row() -> None:
     """efficiency.VLLM_API_SERVER_SECONDS = SL01's measured TTFT (one request at a time) - the predicted prefill of
     its prompt on the idle engine: a change to the prefill model moves it, and this test fails until it is re-fitted."""
     c = _cases()[API_SERVER_CALIBRATION]
-    assert c.excluded == CALIBRATION and c.span is None  # one request: no load, no range
-    assert c.measured - c.predicted == pytest.approx(E.VLLM_API_SERVER_SECONDS.expected, abs=1e-5)
+    assert c.excluded == CALIBRATION and c.span is None  # its own row: no range to cover
+    idle = _speed(c).ttft_idle_seconds
+    assert c.measured - idle == pytest.approx(E.VLLM_API_SERVER_SECONDS.expected, abs=1e-5)
+    # one request alone: the idle prefill plus the server's time, no step to wait for, no other prompt
+    assert c.predicted == pytest.approx(idle + E.VLLM_API_SERVER_SECONDS.expected)
 
 
 def test_the_server_time_moves_the_held_out_rows_in() -> None:
@@ -121,12 +124,17 @@ def test_the_rows_choose_the_additive_step() -> None:
 
 
 @pytest.mark.parametrize("row", ["SL01", "SL02"])
-def test_one_request_is_not_loaded(row: str) -> None:
-    """At one request nothing competes: the predicted TTFT is the idle prompt's prefill (SL01 is 6x it: the server's
-    own time, efficiency.VLLM_API_SERVER_SECONDS, calibrated on that row and applied where requests share the
-    engine)."""
+def test_one_request_waits_for_nothing_but_the_server(row: str) -> None:
+    """At one request nothing competes: the request's cycle is the server's own time, the idle prompt's prefill and
+    its decode steps at the idle step (eq. Q4 at C = 1: no other prompt stretches them, no running step to wait
+    for), so SL02's requests/s is 1 / that cycle."""
     c = _cases()[row]
-    assert "prefill 0% of device time" in c.note
+    s = _speed(c)
+    cycle = E.VLLM_API_SERVER_SECONDS.expected + s.prefill.seconds + s.output_tokens * s.decode.seconds
+    if c.kind == SERVING_RATE:
+        assert c.predicted == pytest.approx(1 / cycle, rel=1e-6)
+    else:
+        assert c.predicted == pytest.approx(cycle - s.output_tokens * s.decode.seconds, rel=1e-6)
 
 
 def test_validate_reports_the_ranges_coverage() -> None:

@@ -907,7 +907,8 @@ VLLM_V1_HOST_STEP_SECONDS = Factor(
 # prompts, median TTFT 27.0 ms): H = measured TTFT - the idle prompt's prefill (4.53 ms predicted; one request finds
 # the engine idle, no step to wait for). Re-derived by tests/validation/test_serving_load_rows.py; SL01 is left out
 # of the summary and the other rows (L4 at 2-32 requests, Mistral-7B on an RTX 4090 at 4-48) test it. One row, one
-# host CPU: no spread claimed (low = expected = high); a faster host or a longer prompt's tokenizing moves it.
+# host CPU: no spread claimed (low = expected = high); a faster host or a longer prompt's tokenizing moves it. Applied
+# from one request on (estimate/serving_load.py): a lone request's TTFT is the idle prefill plus H.
 VLLM_API_SERVER_SECONDS = Factor(
     "vllm_api_server_seconds_per_request", 22.47e-3, 22.47e-3, 22.47e-3,
     "calibrated: vLLM 0.23.0 Qwen2.5-0.5B-Instruct 1 x L4, one request, 256 + 128 tokens, median TTFT 27.0 ms "

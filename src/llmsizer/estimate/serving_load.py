@@ -40,7 +40,8 @@ TTFT_RULE = "independent arrivals; a closed loop of equal lengths moves towards 
 
 def under_load(sp: SpeedEstimate | None, engine: str, chunk_tokens: int | None = None) -> SpeedEstimate | None:
     """``sp`` with its ``load`` (formulas/serving_queue.py eqs. Q4-Q9) where ``engine`` batches continuously
-    (vllm, sglang, llamacpp) at more than one sequence with both a prefill and a decode time; ``chunk_tokens``:
+    (vllm, sglang, llamacpp) at more than one sequence (at one where the server's own time per request is not 0:
+    vLLM) with both a prefill and a decode time; ``chunk_tokens``:
     the engine's prompt tokens per step (vLLM max_num_batched_tokens, SGLang chunked_prefill_size, llama.cpp
     n_batch; None: llama.cpp's default). Unchanged elsewhere (transformers' static batch already times the batch
     prefill, eq. P1).
@@ -51,7 +52,11 @@ def under_load(sp: SpeedEstimate | None, engine: str, chunk_tokens: int | None =
     (engines.API_SERVER_SECONDS) and the wait for the running step; the per-user rate and requests/s are eqs. Q5b / Q7's (the other requests'
     prefills stretch the steps)."""
     sched = ENG.PREFILL_SCHEDULING.get(engine)
-    if (sp is None or sched is None or sp.batch_prefill or sp.concurrency < 2 or not sp.output_tokens
+    # one request alone waits for no other prompt and no running step: its TTFT is the idle prefill plus the
+    # server's own time per request (eq. Q9's H), so a single request is loaded only where H is not 0 (vLLM), and
+    # a service's TTFT does not jump by H between one request and two
+    alone = sp is not None and sp.concurrency < 2 and not ENG.API_SERVER_SECONDS.get(engine)
+    if (sp is None or sched is None or sp.batch_prefill or alone or not sp.output_tokens
             or sp.prefill is None or sp.decode is None or sp.load is not None):
         return sp
     one_forward, chunk_name, source = sched

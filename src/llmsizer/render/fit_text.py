@@ -261,7 +261,7 @@ def speed_rows(s: SpeedEstimate, queued: bool = False) -> list[list[str]]:
                      f"({1.0 / s.decode.seconds:.1f} per user)",
                      s.decode.bound, _roof(s.roofline_decode)])
     if load:  # what the users see at this concurrency (estimate/serving_load.py: formulas/serving_queue.py Q4-Q9)
-        rows.append([f"at {s.concurrency} requests" + (" running" if queued else ""),
+        rows.append([f"at {s.concurrency} request" + ("s" if s.concurrency != 1 else "") + (" running" if queued else ""),
                      f"TTFT {load['ttft_seconds']:.3f} s at this load (arriving together "
                      f"{load['ttft_burst_seconds']:.3f} s; idle {s.ttft_idle_seconds:.3f} s)",
                      f"{load['output_tokens_per_second']:,.1f} tokens/s ({s.tokens_per_second_per_user:.1f} per user at this load)",

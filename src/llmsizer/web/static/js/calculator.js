@@ -294,7 +294,7 @@ async function grid() {
       if (r.fits && r.speed) {
         const sp = r.speed;
         const idle = sp.under_load ? ` (idle ${formatSeconds(sp.ttft_idle_seconds)})` : "";
-        lines.push(el("br"), `${formatRate(r.tokens_per_second_total)} tok/s, TTFT ${formatSeconds(sp.ttft_seconds)} at ${sp.concurrency} requests${idle}`);
+        lines.push(el("br"), `${formatRate(r.tokens_per_second_total)} tok/s, TTFT ${formatSeconds(sp.ttft_seconds)} at ${sp.concurrency} request${sp.concurrency === 1 ? "" : "s"}${idle}`);
       }
       const price = r.cost?.price_per_hour ?? (inst ? inst.price_per_hour : null);
       if (price !== null && price !== undefined) lines.push(el("br"), `${formatUsd(price)}/h ${inst ? inst.name : ""}`);
