@@ -45,6 +45,7 @@ from .estimate.fit import (
     not_whole_instances,
     per_replica,
     target_and_count,
+    training_layout,
 )
 
 # the format-ladder search's public names (fits_at, the reading-speed floor), at home in estimate/format_search.py
@@ -82,7 +83,7 @@ from .models import load_model
 from .numbers import BUDGET, KWH_PRICE, TIME_LIMIT, TOKEN_RATE, TRAIN_TOKENS, Range, check_number
 from .result import Assumption, Notes
 from .specs import InferenceWorkload, ModelSpec, TrainingWorkload
-from .specs.training import recomputes_whole_layer
+from .specs.training import layout_devices, recomputes_whole_layer
 from .specs.workload import implied_engine, normalize_engine, read_number
 from .suggest import did_you_mean
 from .units import format_bytes, format_count, format_seconds, format_usd
@@ -217,6 +218,9 @@ class Option:
     # group, one machine each. ``replicas`` is fit's: the model copies over all ``count`` devices (tensor_parallel x
     # replicas = count for a serving option that is not a split); ``price_per_hour`` is all ``instances``'
     instances: int = 1
+    # training: the layout the option's memory and time are for (``estimate/fit.py`` ``training_layout``: the
+    # sharding stated or the least-sharded ZeRO stage that fits there, the parallelism the workload states)
+    layout: str | None = None
 
     @property
     def is_cpu(self) -> bool:
@@ -764,6 +768,11 @@ def _quantization_advice(spec: ModelSpec, cat: HardwareCatalog, context: int, co
 
 # ------------------------------------------------------------------------------------------------- training
 
+def _layout(fields: dict[str, Any], fr: FitResult) -> str | None:
+    """The layout of the run ``fr`` sized (``training_layout``) on its devices."""
+    return training_layout(fields, fr.estimate, fr.count) if fr.estimate is not None else None
+
+
 def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: float | None = None,
                        constraints: Constraints | None = None, hardware_files: Sequence[str | Path] = (),
                        catalog: HardwareCatalog | None = None, training_fields: dict[str, Any] | None = None,
@@ -787,7 +796,9 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
     training_fields = wl
     cat = catalog or load_catalog(hardware_files)
     # the run's settings, checked once (bad input: exit 2), and its FLOPs per token as the duration counts them
-    w = TrainingWorkload(**{k: v for k, v in wl.items() if k in TrainingWorkload.__dataclass_fields__})
+    known = {k: v for k, v in wl.items() if k in TrainingWorkload.__dataclass_fields__}
+    least = layout_devices(known)  # the devices a stated tp / pp / cp / ep needs: the options' counts, not a setting
+    w = TrainingWorkload(**({"gpus": least, **known} if least > 1 else known))
     method = w.method
     fl = flops_per_token(spec, w.method, w.seq_len, recompute_mode(w.grad_checkpointing), w.rank, w.targets,
                          w.checkpoint_every, recomputes_whole_layer(w.checkpoint_impl))
@@ -808,6 +819,12 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
                                    reasons=(f"{sized} (--gpus {gpus}: whole instances only)",)))
             continue
         cand = sized
+        if least > 1 and "gpus" not in wl:  # a layout the option's devices cannot take (tp 8 on 4 devices): rejected
+            try:
+                TrainingWorkload(**{**known, "gpus": cand.count})
+            except InputError as e:
+                rejected.append(Option(**stub, replicas=1, status="rejected", reasons=(str(e),)))
+                continue
         # the instances the option is (--gpus N over several whole instances), before any added for a deadline;
         # an option's count is all its devices and its instances the machines they are (fit's FitResult.instances)
         per_option = instances_for(cand.count, cand.instance)
@@ -835,7 +852,8 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
             continue
         if not fr.fits:
             rejected.append(Option(**stub, replicas=1, status="rejected", reasons=fr.reasons,
-                                   memory_per_device=fr.memory_per_device, budget_per_device=fr.budget_per_device))
+                                   memory_per_device=fr.memory_per_device, budget_per_device=fr.budget_per_device,
+                                   layout=_layout(wl, fr)))
             continue
         reasons.extend(fr.reasons)
         if per_option > 1 and cand.instance is not None:  # --gpus N over several instances: said, with their link
@@ -892,7 +910,8 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
                      reasons=tuple(reasons),
                      price_per_hour=price,
                      cost_basis=cand.cost_basis, training_seconds=secs, device_hours=device_hours(secs, devices),
-                     run_cost=total, memory_per_device=fr.memory_per_device, budget_per_device=fr.budget_per_device)
+                     run_cost=total, memory_per_device=fr.memory_per_device, budget_per_device=fr.budget_per_device,
+                     layout=_layout(wl, fr))
         if c.max_cost is not None and (total is None or total > c.max_cost):
             opt = _replace(opt, status="rejected", reasons=(  # money as units.format_usd: cents below $100
                 "no price to compare with the budget" if total is None

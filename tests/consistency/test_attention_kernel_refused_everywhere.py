@@ -167,8 +167,9 @@ def test_a_gpu_that_runs_the_kernel_is_not_refused(hw: Path) -> None:
 
 
 def test_a_gpu_of_unknown_memory_refuses_it_too(tmp_path: Path) -> None:
-    """A hardware file's GPU without a memory size: `train --device` sizes the step with no verdict and the plan has
-    no budget, but the kernel its capability cannot run is still refused, with the same line."""
+    """A hardware file's GPU without a memory size: the plan has no budget and `train --device` refuses it as
+    `fit --train` does (no sourced memory, exit 2), but the kernel its capability cannot run is refused first, with
+    the same line."""
     f = tmp_path / "hw.json"
     f.write_text(json.dumps({"devices": [{k: v for k, v in P100["devices"][0].items()
                                           if k not in ("memory", "flops", "memory_bandwidth")}]}))
@@ -191,8 +192,12 @@ def test_a_gpu_of_unknown_memory_refuses_it_too(tmp_path: Path) -> None:
                    "    resources: {device: my-p100, count: 1}\n")
     assert _one_line("plan", str(req), "--hardware-file", str(f)).endswith(keyed("settings.attention", "attention",
                                                                                str(e.value)))
-    # without the flag the same GPU is sized (SDPA's dispatch always finds a backend: math last)
-    assert run("train", MODEL, "--method", "lora", "--device", "my-p100", "--hardware-file", str(f))[0] == 0
+    # without the flag the same GPU is refused for its unknown memory, as fit --train refuses it; with its memory
+    # given it is sized (SDPA's dispatch always finds a backend: math last)
+    assert _one_line("train", MODEL, "--method", "lora", "--device", "my-p100", "--hardware-file", str(f)) == \
+        _one_line("fit", MODEL, "--train", "--method", "lora", "--device", "my-p100", "--hardware-file", str(f))
+    assert run("train", MODEL, "--method", "lora", "--device", "my-p100", "--hardware-file", str(f),
+               "--memory", "16GiB")[0] == 0
 
 
 # --- a framework profile: the kernel checked is the kernel the estimate runs ---------------------------------------

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from cli_capture import run_json
+from cli_capture import run, run_json
 from llmsizer.catalog.hardware import builtin_catalog
 from llmsizer.errors import InputError
 from llmsizer.estimate import device as device_rules
@@ -126,9 +126,9 @@ def test_plan_training_on_a_device_of_unknown_memory_does_not_say_it_does_not_fi
                    "  settings: {micro_batch: 1, seq_len: 1024, epochs: 1}\n  dataset: {tokens: 1M tokens}\n")
     assert builtin_catalog().devices["intel-xeon-spr-8ch"].memory_bytes is None  # the premise: no memory size
     _, plan = run_json("plan", str(req))
-    _, tr = run_json("train", "qwen2.5-0.5b", "--device", "intel-xeon-spr-8ch", "--method", "full", "--batch", "1",
-                     "--seq", "1024")
-    assert tr["details"].get("fits") is None  # no verdict
+    code, _, err = run("train", "qwen2.5-0.5b", "--device", "intel-xeon-spr-8ch", "--method", "full", "--batch", "1",
+                       "--seq", "1024")
+    assert code == 2 and "no sourced memory size" in err  # train refuses it as fit --train does (trainplan)
     assert plan["jobs"][0]["facts"]["fits"] is None
 
 

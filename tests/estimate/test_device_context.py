@@ -26,7 +26,8 @@ def _cuda_words(est: Estimate) -> list[str]:
 CASES: list[tuple[str, Any]] = [
     ("infer transformers", lambda d: estimate_inference("llama-3.2-1b", device=d, engine="transformers", context=4096)),
     ("infer llama.cpp", lambda d: estimate_inference("llama-3.2-1b", device=d, engine="llamacpp", context=4096)),
-    ("train lora", lambda d: estimate_training("llama-3.2-1b", device=d, method="lora")),
+    ("train lora", lambda d: estimate_training("llama-3.2-1b", device=d, method="lora",
+                                               memory=64 * 2**30 if d == CPU else None)),
     ("fit", lambda d: fit("llama-3.2-1b", d, memory=64 * 2**30 if d == CPU else None).estimate),
     ("fit --train", lambda d: fit_training("llama-3.2-1b", d, method="lora",
                                            memory=64 * 2**30 if d == CPU else None).estimate),

@@ -8,7 +8,7 @@ from typing import Any
 from ..errors import InputError
 from ..estimate.device import device_budget, training_device_fields
 from ..estimate.duration import Duration, training_time_on
-from ..estimate.fit import fit_training, training_on_memory
+from ..estimate.fit import fit_training, refuse_unknown_memory, training_on_memory
 from ..estimate.training import estimate_training, max_micro_batch, max_seq_len
 from ..estimate.training.reverse import reverse_notes, seq_len_step
 from ..numbers import COUNT
@@ -49,7 +49,8 @@ def register(sub: Any) -> None:
     add_metric_arg(p)
     p.add_argument("--device", help="a device or instance from `llmsizer hardware list`, as in `infer` and `fit`: "
                    "where the step runs (cpu: in RAM, no CUDA context), its memory the budget (as in `fit --train`) "
-                   "and, with --tokens, the duration on it; cpu and gpu name a device known only by its kind")
+                   "and, with --tokens, the duration on it (a device of no sourced memory needs --memory, as in "
+                   "`fit --train`); cpu and gpu name a device known only by its kind (sized with no verdict)")
     p.add_argument("--count", type=int_arg(COUNT), help="devices (default: the instance's count, else --gpus, else 1)")
     p.add_argument("--hardware-file", action="append", default=[], metavar="FILE", help="extra hardware (JSON/YAML)")
     p.add_argument("--max-batch", action="store_true", help="report the largest micro-batch that fits --memory")
@@ -68,12 +69,14 @@ def train_answer(spec: ModelSpec, args: argparse.Namespace
     if args.device:
         count = args.count or fields.get("gpus")
         device, _, usable, _ = device_budget(args.device, args.memory, args.hardware_file)
-        if usable is None:  # a device of unknown memory (cpu, gpu): sized for it, no verdict, as `infer --device`
+        if usable is None:  # a device known only by its kind (cpu, gpu): sized for it, no verdict, as `infer --device`
             memory, n = None, count or 1
             if args.count is not None:  # the devices named, as fit_training takes them
                 fields.setdefault("gpus", n)
             w = TrainingWorkload(**{**training_device_fields(device), **fields}, headroom=args.headroom)
             est = estimate_training(spec, w, device=device)  # a kernel this GPU cannot run refused, as fit's
+            if device.origin != "generic":  # a named device: its memory is the budget, as fit --train's (exit 2)
+                refuse_unknown_memory(device, usable)
             if args.tokens:  # fit --train's rule (estimate/duration.py training_time_on), no ZeRO stage chosen
                 duration, price, cost = training_time_on(spec, args.device, n, args.tokens, fields, args.utilization,
                                                          hardware_files=args.hardware_file)

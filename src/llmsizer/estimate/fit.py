@@ -1074,6 +1074,41 @@ def zero_chosen(est: Estimate) -> Assumption | None:
     return next((a for a in est.assumptions if a.name == "zero" and a.why in (ZERO_WHY, ZERO_NONE_FITS_WHY)), None)
 
 
+def refuse_unknown_memory(device: Device, usable: int | None) -> int:
+    """A training run on ``device`` is judged against its memory (the budget): a device whose memory no source
+    gives is refused with how to give one, the one rule of ``fit --train``, ``train --device``, the web's /fit and
+    /train and ``fit_training`` / ``estimate_training(device=)`` (a device known only by its kind, ``cpu`` /
+    ``gpu``, is the caller's to allow: ``train`` sizes for it with no verdict)."""
+    if usable is None:
+        raise InputError(f"{device.id} has no sourced memory size; give one with --memory (e.g. 80GiB; "
+                         "memory= in Python, resources.memory in a request file)")
+    return usable
+
+
+def training_layout(fields: dict[str, Any], est: Estimate, count: int) -> str:
+    """The layout a training run on ``count`` devices takes, in words: the sharding (``fields``' fsdp, or the ZeRO
+    stage: the one stated, else the one ``training_on_memory`` chose, ``zero_chosen``), tensor / pipeline / expert /
+    context parallelism and offload as ``fields`` state them. What a search's option names (``recommend --train``
+    and a plan's alternatives: each option's memory is this layout's)."""
+    taken = zero_chosen(est)
+    parts: list[str] = []
+    if fields.get("fsdp"):
+        parts.append(f"FSDP {fields['fsdp']} (stated)")
+    elif count > 1:
+        zero = int(taken.value) if taken is not None else int(fields.get("zero") or 0)
+        kind = f"ZeRO-{zero}" if zero else "DDP (ZeRO-0, no sharding)"
+        why = ("the least-sharded stage that fits" if taken is not None and taken.why == ZERO_WHY else
+               "no stage fits: the one needing least memory" if taken is not None else
+               "stated" if fields.get("zero") is not None else "no sharding needed")
+        parts.append(f"{kind} ({why})")
+    for key, name in (("tp", "TP"), ("pp", "PP"), ("ep", "EP"), ("context_parallel", "CP")):
+        if int(fields.get(key) or 1) > 1:
+            parts.append(f"{name} {fields[key]} (stated)")
+    if fields.get("offload", "none") != "none":
+        parts.append(f"offload {fields['offload']} (stated)")
+    return ", ".join(parts) if parts else "one device, no sharding"
+
+
 def fit_training(model: ModelSpec | str, hardware: str | Device | Instance, count: int | None = None, *,
                  headroom: float | None = None, memory: int | None = None,
                  hardware_files: Sequence[str | Path] = (), tokens: float | None = None,
@@ -1096,9 +1131,7 @@ def fit_training(model: ModelSpec | str, hardware: str | Device | Instance, coun
     hr = check_headroom(headroom)
     usable, notes = target_memory(device, instance, memory)
     assumptions = [headroom_assumption(headroom), *notes.assumptions]
-    if usable is None:
-        raise InputError(f"{device.id} has no sourced memory size; give one with --memory (e.g. 80GiB; "
-                         "memory= in Python, resources.memory in a request file)")
+    usable = refuse_unknown_memory(device, usable)
     fields = {k: v for k, v in training_fields.items() if v is not None}
     if n > 1 or count is not None:  # the devices the hardware names; one device unnamed is the workload's default
         fields.setdefault("gpus", n)
@@ -1128,9 +1161,12 @@ def fit_training(model: ModelSpec | str, hardware: str | Device | Instance, coun
     if fits_at and not d["fits"]:
         at = training_fits_at(spec, hardware, count, training_fields, headroom=headroom, memory=memory,
                               hardware_files=hardware_files)
-    return FitResult("training", spec.name, target, device.id, n, tp, n // tp, "", "", bool(d["fits"]), need, hi,
-                     int(d["memory_budget"]), hr, est, None, timing, (str(d["verdict"]),), tuple(assumptions),
-                     tuple(est.warnings), {"usable_memory_per_device": usable}, dur, fits_at=at,
+    # the high end is the verdict's (verdict.py high_end: the calibrated high end where it is higher), the one
+    # `fit --train` and `train` print; the items' summed ranges' high, kept under its own name
+    return FitResult("training", spec.name, target, device.id, n, tp, n // tp, "", "", bool(d["fits"]), need,
+                     verdict_high(est) or hi, int(d["memory_budget"]), hr, est, None, timing, (str(d["verdict"]),),
+                     tuple(assumptions), tuple(est.warnings),
+                     {"usable_memory_per_device": usable, "components_high_per_device": hi}, dur, fits_at=at,
                      instances=instances_for(n, instance))
 
 

@@ -197,6 +197,15 @@ class Verdict:
                 "verdict_high": self.need_high, "verdict_high_basis": self.high_basis, "verdict": self.reason}
 
 
+def high_end(need_high: int, calibrated: dict[str, object] | None = None) -> tuple[int, str]:
+    """(the high end of a need per device [bytes], its name): the larger of the components' high end ``need_high``
+    (the sum of the items' ranges) and the calibrated range's high (estimate/allocator.py ``calibrated_need``), the
+    one high end a verdict quotes (eq. 2) and every surface names "high end"."""
+    if calibrated is not None and int(calibrated["high"]) > need_high:  # type: ignore[call-overload]
+        return int(calibrated["high"]), "calibrated high end"  # type: ignore[call-overload]
+    return need_high, "high end"
+
+
 def memory_verdict(need: int, need_high: int, usable: int, headroom: float | Margin,
                    calibrated: dict[str, object] | None = None) -> Verdict:
     """Eqs. (1)-(2) for an expected need and the high end of its range [bytes per device]; ``headroom`` a share
@@ -206,9 +215,7 @@ def memory_verdict(need: int, need_high: int, usable: int, headroom: float | Mar
     margin = headroom if isinstance(headroom, Margin) else Margin(headroom, None, False)
     budget, words = margin.budget(usable), margin.words(usable)
     fits = fits_budget(need, usable, margin)
-    bound = "high end"
-    if calibrated is not None and int(calibrated["high"]) > need_high:  # type: ignore[call-overload]
-        need_high, bound = int(calibrated["high"]), "calibrated high end"  # type: ignore[call-overload]
+    need_high, bound = high_end(need_high, calibrated)
     reason = (f"needs {format_bytes(need)} per device (the expected value; {bound} {format_bytes(need_high)}) "
               f"of a {format_bytes(budget)} budget ({words})")
     warnings: tuple[str, ...] = ()

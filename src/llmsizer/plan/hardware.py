@@ -147,4 +147,4 @@ def option_dict(o: Option, basis: str) -> dict[str, Any]:
     """A compact record of one alternative (for the cost-per-option chart and tables)."""
     return {"target": o.target, "name": o.name, "hardware": o.devices_text, "status": o.status, "price_per_hour": o.price_per_hour,
         "run_cost": o.run_cost, "training_seconds": o.training_seconds, "weights_format": o.weights_format,
-        "tokens_per_second": o.tokens_per_second, "basis": basis, "reasons": list(o.reasons)}
+        "tokens_per_second": o.tokens_per_second, "layout": o.layout, "basis": basis, "reasons": list(o.reasons)}

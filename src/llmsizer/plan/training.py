@@ -26,7 +26,7 @@ from ..estimate.fit import (
 from ..estimate.inference import inference_sized
 from ..estimate.training.compose import INFERENCE_SIZED, training_workload
 from ..estimate.training.setup import refuse_attention_kernel
-from ..estimate.verdict import DEFAULT_HEADROOM
+from ..estimate.verdict import DEFAULT_HEADROOM, high_end
 from ..formulas import network as N
 from ..formulas import storage as S
 from ..formulas.cost import run_cost
@@ -41,7 +41,6 @@ from ..recommend import Constraints, recommend_training
 from ..request.spec import Request, TrainingJob
 from ..result import Assumption, Estimate
 from ..specs import ModelSpec, TrainingWorkload
-from ..specs.training import without_layout
 from ..units import format_bytes, format_count
 from . import pricing as P
 from .common import JobNotes, Sec, deadline_seconds, geometric_points
@@ -49,6 +48,8 @@ from .hardware import PlanContext, from_option, none_hardware, option_dict, requ
 from .result import Chart, Hardware, JobPlan, Series
 
 TEXT_FORMATS = ("jsonl", "json", "csv", "text", "parquet", "arrow")
+# what a plan's alternatives search varies: the devices and how many (resources), never a setting the request states
+SEARCHED = ("gpus", "gpus_per_node")
 
 
 def _assumed(est: Estimate, name: str, default: Any) -> Any:
@@ -165,7 +166,10 @@ def plan_training(job: TrainingJob, req: Request, ctx: PlanContext) -> JobPlan:
     rec = None
     budget = job.budget.total
     if tokens and (ctx.alternatives or hw is None):
-        base_fields = without_layout(workload_fields(job, 1, 1))  # recommend chooses the layout (specs/training.py)
+        # the request's own settings, its layout included (zero, fsdp, tp, offload...: `recommend --train` with the
+        # same flags, as a serving job's pinned tensor_parallel); the devices are what the search varies, and a
+        # layout field the request leaves out is chosen per option (fit --train's least-sharded ZeRO stage)
+        base_fields = {k: v for k, v in job.workload_fields().items() if k not in SEARCHED}
         try:
             rec = ctx.search(recommend_training, spec, tokens=tokens, utilization=s.utilization,  # once per question
                              constraints=Constraints(deadline=deadline, max_cost=budget,
@@ -174,8 +178,9 @@ def plan_training(job: TrainingJob, req: Request, ctx: PlanContext) -> JobPlan:
         except LlmsizerError as e:
             notes.warnings.append(f"no alternatives searched: {e}")
     if rec is not None:
-        basis = "memory checked on one device without sharding (recommend); time at the default utilization"
-        options = [option_dict(o, basis) for o in rec.options[:6]]
+        timed = "the default utilization" if s.utilization is None else f"utilization {s.utilization:g}"
+        options = [option_dict(o, f"memory and time as `fit --train` on these devices with the request's settings, "
+                               f"layout {o.layout or 'unknown'}; time at {timed}") for o in rec.options[:6]]
     if hw is None:
         if rec is not None and rec.chosen is not None:
             hw, device, instance = from_option(rec.chosen, job.resources, ctx)
@@ -204,10 +209,16 @@ def plan_training(job: TrainingJob, req: Request, ctx: PlanContext) -> JobPlan:
 
     # ---- memory: the training estimate's verdict (estimate/verdict.py) ----
     mem = Sec("memory", "Memory per device")
-    need_lo, need, need_hi = est.total("device")
+    need_lo, need, items_hi = est.total("device")
+    # one high end, the verdict's (estimate/verdict.py high_end: the calibrated high end where higher), the one
+    # train / fit --train print and this plan's warning quotes; the items' summed ranges' high under its own name
+    need_hi, high_name = high_end(items_hi, est.details.get("calibrated_range"))
     mem.add("need", "training needs per device (expected)", need, "B", "peak over the moments of a step: model states "
             "+ activations + transients (llmsizer.estimate.training)", "estimate/training/compose.py")
-    mem.add("need_high", "training needs per device (high end)", need_hi, "B", "upper end of the ranges")
+    mem.add("need_high", f"training needs per device ({high_name})", need_hi, "B",
+            "the high end the verdict quotes: the larger of the items' summed ranges and the calibrated band's high",
+            "estimate/verdict.py high_end")
+    mem.add("need_items_high", "  the items' summed ranges, high", items_hi, "B", "upper end of the items' ranges")
     budget_dev = est.details.get("memory_budget") if usable else None
     headroom = est.details.get("headroom", DEFAULT_HEADROOM)
     mem.add("usable", "memory of one device", usable, "B",
@@ -647,7 +658,8 @@ def _charts(job: TrainingJob, spec: ModelSpec, fields: dict[str, Any], seq_len: 
         charts.append(Chart(f"{job.name}-cost", f"{job.name}: cost of the run per option", "bars", "option",
                             "run cost", "USD", (Series("run cost", tuple((float(i), v) for i, v in enumerate(vals))),),
                             categories=tuple(cats), job=job.name,
-                            note="alternatives from `llmsizer recommend --train` (on-demand prices)"))
+                            note="alternatives from `llmsizer recommend --train` with the request's settings, its "
+                                 "layout included (on-demand prices)"))
     return tuple(charts)
 
 

@@ -32,6 +32,7 @@ from ..specs.training import (
     BATCH_SHAPES,
     CHECKPOINT_IMPLS,
     COMPILE_SCOPES,
+    DEEPSPEED_GATHERS,
     FLOAT8_RECIPES,
     FSDP1_LORA_WRAPS,
     FSDP2_UNITS,
@@ -43,13 +44,15 @@ from ..specs.training import (
     MAMBA_PATHS,
     NF4_FORMATS,
     NF4_QUANTIZERS,
+    OPTIMIZER_IMPLS,
     OPTIMIZERS,
     PIPELINE_SPLITS,
+    STATE_DTYPES,
     TRAIN_ATTENTION,
     TRAIN_ATTENTION_KERNELS,
     ZERO_GRADS,
 )
-from ..specs.workload import ENGINE_RULE_TEXT, ENGINES, OUTPUT_TOKENS, SPLIT_MODES
+from ..specs.workload import ENGINE_RULE_TEXT, ENGINES, MEMORY_METRICS, OUTPUT_TOKENS, SPLIT_MODES
 
 # value types; the reader's converter and the schema's JSON type for each
 TYPES = {
@@ -227,6 +230,10 @@ TRAINING = (
         F("modules_to_save", "str_list", "whole modules trained beside the adapters: embed, lm_head (PEFT "
           "modules_to_save)", template=False),
         F("dropout", "share", "LoRA dropout", template=False),
+        F("adapter_dtype", "enum", "dtype of the LoRA weights (default fp32 under mixed precision; `train "
+          "--adapter-dtype`)", template=False, choices=STATE_DTYPES),
+        F("base_dtype", "enum", "dtype of the frozen base weights for lora/dora (default bf16, fp32 under precision "
+          "fp32; `train --base-dtype`)", template=False, choices=STATE_DTYPES),
     )),
     F("settings", "section", "training settings (each optional; defaults are stated in the plan)",
       kinds=("training",), fields=(
@@ -235,6 +242,13 @@ TRAINING = (
             "Trainer --tf32): precision fp32's GEMMs timed at the TF32 peak; default off (PyTorch's default)",
             template=False),
           F("optimizer", "enum", "optimizer", "adamw", choices=_OPTIMIZERS),
+          F("optimizer_state_dtype", "enum", "dtype of the optimizer's states (default: the dtype of the parameters "
+            "it updates, fp32 master weights included; fp32 for bitsandbytes' optimizers; `train "
+            "--optimizer-state-dtype`)", template=False, choices=STATE_DTYPES),
+          F("optimizer_impl", "enum", "torch optimizer kernel: fused (default), foreach or for-loop (`train "
+            "--optimizer-impl`)", template=False, choices=OPTIMIZER_IMPLS),
+          F("optimizer_in_backward", "bool", "each parameter updated during the backward as soon as its gradient "
+            "is ready, the gradient freed (`train --optimizer-in-backward`)", template=False),
           F("micro_batch", "int", "sequences per device per forward pass", 4, minimum=1),
           F("seq_len", "context", "tokens per training sequence", "4k"),
           F("target_len", "context", "an encoder-decoder's (T5, mT5) target tokens per sequence, the decoder's "
@@ -280,6 +294,9 @@ TRAINING = (
             "nf4 (transformers' default, litgpt bnb.nf4)", template=False, choices=NF4_FORMATS),
           F("loop_keeps_graph", "bool", "with method qlora: the training loop keeps the step's loss and logits (and "
             "so its autograd graph) referenced into the next forward (litgpt)", template=False),
+          F("deepspeed_gather", "enum", "with zero 3: DeepSpeed's parameter gather, current (>= 0.9: one rank uses "
+            "its partition in place) or pre-0.9 (a gather buffer beside the partition; `train --deepspeed-gather`)",
+            template=False, choices=DEEPSPEED_GATHERS),
           F("zero_grad", "enum", "what the loop's optimizer.zero_grad does between steps: set-to-none (frees the "
             "gradients) or zeros (set_to_none=False: kept into the next forward; accelerate <= 0.27, torch < 2.0)",
             template=False, choices=ZERO_GRADS),
@@ -301,6 +318,10 @@ TRAINING = (
           F("tp_backward_overlap", "bool", "with tp: Megatron-LM's backward overlap of each column-parallel linear's "
             "input-gradient all-reduce / reduce-scatter with its GEMMs (on in Megatron since 2021-09); default off "
             "(PyTorch tensor parallelism)", template=False),
+          F("ep", "int", "expert-parallel degree of an MoE model: the experts split over N devices of the "
+            "data-parallel group (`train --ep`; default 1)", template=False, bounds=COUNT),
+          F("sequence_parallel", "bool", "with tp: Megatron sequence parallelism (`train --sequence-parallel`)",
+            template=False),
           F("offload", "enum", "ZeRO-Offload to host memory", template=False, choices=_OFFLOAD),
           F("grad_sync", "enum", "DDP with grad_accumulation: gradients all-reduced once per optimizer-step (no_sync: "
             "HF accelerate / Trainer, the default) or every micro-step; FSDP1 optimizer-step: no_sync, unsharded "
@@ -327,6 +348,9 @@ TRAINING = (
           F("batch_shapes", "enum", "variable (padded to the longest sample) or fixed (the same shapes every step: "
             "packed fixed-length sequences); what the caching allocator keeps reserved", template=False,
             choices=BATCH_SHAPES),
+          F("metric", "enum", "what the memory is compared with: allocated (torch.cuda.max_memory_allocated), "
+            "reserved (max_memory_reserved) or nvidia-smi (reserved + CUDA context); default: live tensors + CUDA "
+            "context (`train --metric`)", template=False, choices=MEMORY_METRICS),
           F("epochs", "number", "passes over the dataset", 3, minimum=0),
           F("train_tokens", "tokens", "tokens to train on in total (instead of dataset tokens x epochs)",
             template=False),

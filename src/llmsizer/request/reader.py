@@ -38,7 +38,7 @@ from ..numbers import (
     exactly_whole,
     not_a_boolean,
 )
-from ..specs.training import TrainingWorkload
+from ..specs.training import TrainingWorkload, layout_devices
 from ..specs.workload import (
     ENGINE_SETTINGS,
     ENGINES,
@@ -595,7 +595,7 @@ class _Reader:
             self.jerr(i, j, "settings.fsdp", "give settings.zero or settings.fsdp, not both")
             return
         fields = j.workload_fields()
-        fields["gpus"] = self.device_count(j.resources) or (s.tp or 1) * (s.pp or 1)  # unknown: check the rest
+        fields["gpus"] = self.device_count(j.resources) or layout_devices(fields)  # unknown: check the rest
         try:
             TrainingWorkload(**fields)
         except InputError as e:

@@ -69,6 +69,8 @@ class Peft:
     targets: tuple[str, ...] | None = None
     modules_to_save: tuple[str, ...] | None = None
     dropout: float | None = None
+    adapter_dtype: str | None = None  # TrainingWorkload.adapter_dtype (`train --adapter-dtype`)
+    base_dtype: str | None = None  # TrainingWorkload.base_dtype (`train --base-dtype`)
 
 
 @dataclass(frozen=True)
@@ -76,6 +78,9 @@ class TrainingSettings:
     precision: str | None = None
     tf32: bool | None = None
     optimizer: str | None = None
+    optimizer_state_dtype: str | None = None
+    optimizer_impl: str | None = None
+    optimizer_in_backward: bool | None = None
     micro_batch: int | None = None
     seq_len: int | None = None
     target_len: int | None = None  # an encoder-decoder's decoder length (TrainingWorkload.target_len)
@@ -99,6 +104,7 @@ class TrainingSettings:
     lora_dropout: str | None = None
     nf4_format: str | None = None
     loop_keeps_graph: bool | None = None
+    deepspeed_gather: str | None = None
     zero_grad: str | None = None
     zero: int | None = None
     fsdp: str | None = None
@@ -108,6 +114,8 @@ class TrainingSettings:
     pipeline_split: str | None = None
     tp_comm_overlap: bool | None = None
     tp_backward_overlap: bool | None = None
+    ep: int | None = None
+    sequence_parallel: bool | None = None
     offload: str | None = None
     fsdp_version: int | None = None
     fsdp2_units: str | None = None
@@ -120,6 +128,7 @@ class TrainingSettings:
     compile: bool | None = None
     compile_scope: str | None = None
     batch_shapes: str | None = None
+    metric: str | None = None
     epochs: float | None = None
     train_tokens: int | None = None
     utilization: float | None = None
@@ -303,7 +312,9 @@ class TrainingJob(_JobBase):
         fields["method"] = self.method
         if self.method != "full":
             fields.update({k: v for k, v in (("rank", self.peft.rank), ("targets", self.peft.targets),
-                                             ("modules_to_save", self.peft.modules_to_save)) if v is not None})
+                                             ("modules_to_save", self.peft.modules_to_save),
+                                             ("adapter_dtype", self.peft.adapter_dtype),
+                                             ("base_dtype", self.peft.base_dtype)) if v is not None})
         return fields
 
 

@@ -225,17 +225,12 @@ FSDP1_LORA_WRAPS = ("adapters-apart", "with-layers")
 # the fields that lay a job out over the hardware it names (devices, sharding, parallelism, offload, and what is
 # defined only under them): a search over other hardware (recommend_training) chooses the layout itself, so a plan's
 # alternatives leave these out (plan/training.py); the loss under tensor parallelism's vocabulary shards goes with tp
-LAYOUT_FIELDS = ("gpus", "gpus_per_node", "zero", "fsdp", "tp", "pp", "virtual_stages", "pipeline_split", "tp_comm_overlap",
-                 "tp_backward_overlap", "offload", "fsdp_version", "fsdp2_units", "fsdp1_lora_wrap",
-                 "context_parallel", "activation_offload", "float8",
-                 "float8_recipe", "compile", "compile_scope", "batch_shapes")
-LAYOUT_LOSSES = ("ce-loss-parallel",)
-
-
-def without_layout(fields: dict[str, Any]) -> dict[str, Any]:
-    """``fields`` less :data:`LAYOUT_FIELDS` and a loss that exists only under one layout (:data:`LAYOUT_LOSSES`)."""
-    return {k: v for k, v in fields.items()
-            if k not in LAYOUT_FIELDS and not (k == "loss" and v in LAYOUT_LOSSES)}
+def layout_devices(fields: dict[str, Any]) -> int:
+    """The fewest devices the layout ``fields`` state runs on: tp x pp x context_parallel x ep (the checks of
+    ``TrainingWorkload``: gpus a multiple of tp x pp x cp, ep dividing the data-parallel degree gpus / (tp x pp)).
+    What a check with the devices not yet known takes (a request without resources, a search before its options)."""
+    return int(fields.get("tp") or 1) * int(fields.get("pp") or 1) * int(fields.get("context_parallel") or 1) \
+        * int(fields.get("ep") or 1)
 
 
 ADAPTER_DTYPES = ("fp32", "bf16", "fp16")

@@ -30,7 +30,7 @@ from ...specs import ModelSpec, TrainingWorkload
 from ...units import format_bytes, format_count
 from .. import engines as E
 from ..allocator import TRAINING, apply_metric, calibrated_need, device_context, training_side_streams
-from ..device import workload_on_device
+from ..device import resolve_target, workload_on_device
 from ..framework import with_framework
 from ..inference import inference_sized, inference_sized_floor
 from ..inference.common import Acc
@@ -157,6 +157,9 @@ def estimate_training(model: ModelSpec | str, workload: TrainingWorkload | None 
     spec = _load(model)
     notes = Notes()
     if workload is None and kwargs.get("device") is not None:
+        on_instance = _on_instance(spec, kwargs)
+        if on_instance is not None:
+            return on_instance
         # a catalog device or instance, as `train --device` takes it (estimate/device.py, the one resolver): its kind,
         # its memory when none is given, the assumptions naming both and the memory's warning
         kwargs, device, _, notes = workload_on_device(kwargs, "estimate_training")
@@ -165,8 +168,26 @@ def estimate_training(model: ModelSpec | str, workload: TrainingWorkload | None 
     refuse_unmodelled(spec, training=True, w=w)
     if device is not None:  # an attention kernel the device cannot run: refused as the duration refuses it
         refuse_attention_kernel(spec, w, device)
+    if workload is None and device is not None and device.origin != "generic" and w.memory is None:
+        from ..fit import refuse_unknown_memory  # (fit imports this module)
+        refuse_unknown_memory(device, None)  # a named device's memory is the budget, as train --device and fit refuse
     _refuse_adapter_fields_on_full(w)
     return with_device_notes(_least_sharded(spec, w), notes)
+
+
+def _on_instance(spec: ModelSpec, kwargs: dict[str, Any]) -> Estimate | None:
+    """``device`` an instance of several devices: the answer of `train --device INSTANCE` (``fit_training`` on its
+    devices, or ``gpus`` of them: the least-sharded ZeRO stage that fits its memory); None for one device."""
+    from ..fit import fit_training  # (fit imports this module)
+    hw = kwargs["device"]
+    if isinstance(hw, Device):
+        return None
+    _, count, _, instance = resolve_target(hw)
+    if instance is None or not count or count < 2:
+        return None
+    fields = {k: v for k, v in kwargs.items() if k not in ("device", "memory", "headroom")}
+    return fit_training(spec, instance, None, headroom=kwargs.get("headroom"), memory=kwargs.get("memory"),
+                        fits_at=False, **fields).estimate
 
 
 _WORKLOADS: dict[tuple[Any, ...], TrainingWorkload] = {}
