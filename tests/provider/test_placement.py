@@ -174,6 +174,19 @@ def test_addresses_and_isolation():
     assert check_job(serve(), ADDR, [held]).fits  # no address needed: s1 or s2
 
 
+def test_deadline_reason_names_its_time_of_day():
+    # a same-day deadline (start 00:00, deadline 06:00, a 10 h run): the reason prints both instants to the minute,
+    # not the deadline's date alone (which read "ends 2025-10-01 10:00, after the deadline 2025-10-01")
+    grid = inv("""
+        sites: [{id: s1}]
+        nodes:
+          - {id: h, count: 1, site: s1, device: h100-sxm, devices: 8, pools: [training]}
+    """)
+    c = check_job(train(deadline=T0 + dt.timedelta(hours=6)), grid, [])
+    assert not c.fits and c.binding == "deadline"
+    assert "the run ends 2025-10-01 10:00, after the deadline 2025-10-01 06:00" in c.reason
+
+
 def test_deadline_and_alternatives():
     mixed = inv("""
         sites: [{id: s1}]

@@ -231,6 +231,35 @@ def bf16_tensor_cores(device: Device) -> bool:
                 and cc < BF16_TENSOR_CORE_MIN_CAPABILITY)
 
 
+# Where torch._scaled_mm (the float8 GEMM of torchao's Float8Linear; TransformerEngine's te.Linear gates the same
+# GPUs: transformer_engine/pytorch/fp8.py check_fp8_support, 9.0+ or 8.9) runs on a GPU: torch
+# aten/src/ATen/native/cuda/ScaledBlas.cpp @2bec3bdf lines 90-111 (``_scaled_mm_allowed_device``): on CUDA compute
+# capability major >= 9 or exactly 8.9 (Ada, Hopper, Blackwell); on ROCm the gfx942 (MI300, CDNA3; float8 there is
+# e4m3fnuz, ``_scaled_mm_is_fnuz`` lines 113-117), gfx950 (MI350, CDNA4; ROCm >= 6.5) and gfx1200/1201 (RDNA4; ROCm
+# >= 6.3) architectures. Any other GPU raises "torch._scaled_mm is only supported on ..." at the first float8 linear.
+FP8_GEMM_MIN_CAPABILITY = 89
+FP8_GEMM_ROCM_ARCHITECTURES = ("cdna3", "cdna4", "rdna4")
+
+
+def float8_refusal(device: Device) -> str | None:
+    """Why float8 training (``TrainingWorkload.float8``) cannot run on ``device``, or None where it runs or the device
+    does not say (a hardware file's GPU without capability or architecture): a CUDA GPU below compute capability
+    :data:`FP8_GEMM_MIN_CAPABILITY` (A100, V100, T4), an AMD GPU of another architecture than
+    :data:`FP8_GEMM_ROCM_ARCHITECTURES` (MI250X, CDNA2). A CPU and an Apple GPU are refused by the workload itself
+    (specs/training.py, from ``device``/``gpu_runtime``)."""
+    if device.kind != "gpu":
+        return None
+    runtime = gpu_runtime(device)
+    cc = device.capability
+    if runtime == "cuda" and cc is not None and cc < FP8_GEMM_MIN_CAPABILITY:
+        return (f"float8 training runs torch._scaled_mm on FP8 tensor cores, which {device.id} (compute capability "
+                f"{cc // 10}.{cc % 10}) lacks: torch allows it from 8.9 (Ada, Hopper, Blackwell); train without float8")
+    if runtime == "rocm" and device.architecture and device.architecture not in FP8_GEMM_ROCM_ARCHITECTURES:
+        return (f"float8 training runs torch._scaled_mm on FP8 matrix cores, which {device.id} ({device.architecture}) "
+                "lacks: on ROCm torch allows it on MI300 (CDNA3), MI350 (CDNA4) and RDNA4 only; train without float8")
+    return None
+
+
 def training_device_fields(device: Device) -> dict[str, Any]:
     """:func:`device_fields` for a training workload, with ``bf16_tensor_cores`` (:func:`bf16_tensor_cores`): every
     caller that puts a training workload on a named device (train, fit --train, recommend --train, plan, the web's

@@ -705,7 +705,7 @@ def check_job(need: JobNeed, inv: Inventory, bookings: Sequence[Booking] | Held,
         p = try_window(need, inv, bookings, need.start)
         if need.deadline is None or p.end <= need.deadline:
             return JobCheck(need, True, p, assumption=assumed)
-        reason = NoFit("deadline", f"the run ends {p.end:%Y-%m-%d %H:%M}, after the deadline {need.deadline:%Y-%m-%d}")
+        reason = NoFit("deadline", f"the run ends {p.end:%Y-%m-%d %H:%M}, after the deadline {need.deadline:%Y-%m-%d %H:%M}")
     except NoFit as e:
         reason = e
     later, _ = earliest(replace(need, start=not_before) if not_before is not None and not_before > need.start

@@ -307,6 +307,36 @@ def normalize_targets(targets: str | tuple[str, ...] | list[str]) -> tuple[str, 
     return tuple(out)
 
 
+def off_unified_memory(w: TrainingWorkload) -> tuple[str, str] | None:
+    """(field, why) for a setting that cannot run where the tensors share the host's memory: a CPU (``device`` 'cpu')
+    or an Apple chip (``gpu_runtime`` 'metal': one unified memory for the CPU and the GPU); None otherwise. One rule
+    for both:
+    - ``offload`` / ``activation_offload`` move tensors out of a GPU's own memory into host RAM: on a CPU they are
+      there already; on an Apple chip host RAM is the same memory, so nothing leaves the budget the verdict checks
+      (the estimate would count the moved states as freed). DeepSpeed's offload also has no runtime there: its MPS
+      accelerator (accelerator/mps_accelerator.py @0510cb40, ``get_op_builder``) answers NotImplementedBuilder for
+      every op, CPUAdam included (offload_optimizer's optimizer), and line 22 names no communication backend.
+    - ``float8``: torchao's Float8Linear calls torch._scaled_mm, whose GPU kernels run on FP8 tensor cores (CUDA 8.9+,
+      ROCm CDNA3+: estimate/device.py ``float8_refusal``); a CPU has none, and an Apple GPU has no FP8 units: torch's
+      MPS _scaled_mm (aten/src/ATen/native/mps/operations/ScaledMM.mm ``_scaled_mm_out_mps``) is a Metal shader that
+      takes Float8_e4m3fn operands only, while torchao's tensorwise recipe casts gradients to float8_e5m2 for the
+      backward GEMMs."""
+    cpu = w.device == "cpu"
+    apple = "on an Apple chip host RAM is the GPU's own memory (unified), so it frees none of it"
+    if w.offload != "none":
+        return "offload", (f"offload {w.offload} moves states from a GPU to host RAM; "
+                           + ("on device cpu they are there already" if cpu else apple) + " (use offload none)")
+    if w.activation_offload:
+        return "activation_offload", ("activation_offload copies saved activations from a GPU to host memory; "
+                                      + ("on device cpu it does not apply" if cpu else apple))
+    if w.float8:
+        return "float8", ("float8 training runs torch._scaled_mm on GPU tensor cores; on device cpu it does not apply"
+                          if cpu else "float8 training runs torch._scaled_mm on FP8 tensor cores, which an Apple GPU "
+                          "lacks (torch's MPS _scaled_mm takes e4m3fn operands only; torchao casts gradients to "
+                          "e5m2); train without float8")
+    return None
+
+
 def paged_off_cuda(optimizer: str, cpu: bool, measure: bool = False) -> str:
     """The refusal of a bitsandbytes paged optimizer off CUDA, naming the unpaged optimizer that keeps the same
     states: bitsandbytes' own unpaged class (``adamw-8bit``, ``lion``, ``lion-8bit``); for ``paged-adamw`` there is
@@ -613,13 +643,10 @@ class TrainingWorkload:
             for (name, allowed), value in zip(_CLOSED, closed, strict=True):
                 if value not in allowed:
                     raise InputError(unknown_choice(name, value, allowed))
-        if self.device == "cpu" and (self.activation_offload or self.float8):
-            raise InputError(("activation_offload copies saved activations from a GPU to host memory"
-                              if self.activation_offload else "float8 training runs torch._scaled_mm on GPU tensor "
-                              "cores") + "; on device cpu it does not apply")
-        if self.device == "cpu" and self.offload != "none":
-            raise InputError(f"offload {self.offload} moves states from a GPU to host RAM; on device cpu they are "
-                             "there already (use offload none)")
+        if self.device == "cpu" or self.gpu_runtime == "metal":
+            off = off_unified_memory(self)
+            if off is not None:
+                raise DeviceCannotRunError(*off)
         if (self.device == "cpu" or self.gpu_runtime == "metal") and self.optimizer is not None \
                 and self.optimizer.startswith("paged-"):  # bitsandbytes cget_managed_ptr: cudaMallocManaged
             raise InputError(paged_off_cuda(self.optimizer, self.device == "cpu"))

@@ -34,6 +34,11 @@ ROWS: list[tuple[str, str, Any, str, tuple[str, ...] | None]] = [
     ("POST", "/api/v1/infer", {"model_file": "nope"}, "model_file", None),
     ("POST", "/api/v1/train", {"model": M, "zero": 2, "fsdp": "full"}, "zero",
      ("train", M, "--zero", "2", "--fsdp", "full")),
+    # a setting the named device cannot run: torch._scaled_mm below compute capability 8.9; CPU offload on unified
+    # memory (the CLI's line names the flags, --float8 / --offload: tests/training/test_unrunnable_on_device.py)
+    ("POST", "/api/v1/train", {"model": M, "device": "a100-sxm-80gb", "float8": True}, "float8", None),
+    ("POST", "/api/v1/train", {"model": M, "device": "apple-m3-max-48gb", "offload": "optimizer", "zero": 2}, "offload",
+     None),
     ("POST", "/api/v1/train", {"model": M, "offload": "params"}, "offload", ("train", M, "--offload", "params")),
     ("POST", "/api/v1/train", {"model": M, "method": "lora", "rank": 0}, "rank",
      ("train", M, "--method", "lora", "--rank", "0")),

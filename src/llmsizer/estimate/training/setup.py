@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...catalog.hardware import Device
-from ...errors import FieldError, InputError
+from ...errors import DeviceCannotRunError, FieldError, InputError
 from ...formulas import unsloth_kernels
 from ...formulas.context_parallel import local_tokens
 from ...formulas.dtypes import DTYPE_BYTES
@@ -38,7 +38,7 @@ from ...result import Assumption
 from ...specs import ModelSpec, TrainingWorkload
 from ...specs.training import ALL_LINEAR, DEFAULT_ATTENTION_KERNEL_WHY, attention_kernel_of
 from .. import efficiency as E
-from ..device import precision_notes
+from ..device import float8_refusal, precision_notes
 from ..framework import model_defaults_applied, profile_why, with_framework
 from ..inference.common import Acc
 from ..model_warnings import source_length_warning
@@ -252,12 +252,17 @@ def refuse_attention_kernel(spec: ModelSpec, w: TrainingWorkload, device: Device
     questions, ``fit_training`` (fit --train, train --device, recommend, the plan) and the duration, so a memory-only
     answer refuses it exactly as the duration does, with the same one-line message. The workload's framework profile
     is applied first (estimate/framework.py ``with_framework``, idempotent), so every caller checks the kernel the
-    estimate and the duration run, whether it passes the raw or the applied workload."""
+    estimate and the duration run, whether it passes the raw or the applied workload. The float8 linears' GEMM
+    (torch._scaled_mm) is refused here too, on a GPU it cannot run on (estimate/device.py ``float8_refusal``: CUDA
+    below compute capability 8.9, ROCm before CDNA3), with the same reach."""
     spec, w = with_framework(spec, w)
     call = attention_kernel_call(spec, w, device)
     refused = E.attention_kernel_refusal(*call) if call is not None else None
     if refused is not None:
         raise refused
+    no_float8 = float8_refusal(device) if w.float8 else None
+    if no_float8 is not None:
+        raise DeviceCannotRunError("float8", no_float8)
 
 
 def resolve(spec: ModelSpec, w: TrainingWorkload, acc: Acc) -> TrainingContext:

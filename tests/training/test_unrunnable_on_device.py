@@ -1,0 +1,100 @@
+"""Training settings a device cannot run are refused in one line (exit 2), not sized as if they ran.
+
+- float8 linears call torch._scaled_mm, whose GPU gate is torch aten/src/ATen/native/cuda/ScaledBlas.cpp @2bec3bdf
+  lines 90-111 (``_scaled_mm_allowed_device``): CUDA compute capability major >= 9 or exactly 8.9; on ROCm gfx942
+  (MI300, CDNA3), gfx950 (MI350, CDNA4), gfx1200/1201 (RDNA4). An Apple GPU has no FP8 units, and torch's MPS
+  _scaled_mm takes Float8_e4m3fn operands only (torchao's recipe casts gradients to e5m2).
+- CPU offload (``offload``, ``activation_offload``) moves tensors from a GPU's own memory to host RAM; on an Apple
+  chip both are one unified memory, so nothing leaves the budget (and DeepSpeed's MPS accelerator builds no op:
+  accelerator/mps_accelerator.py @0510cb40 ``get_op_builder`` answers NotImplementedBuilder).
+The expected verdicts are the torch rule applied to the catalog's sourced compute capabilities, not llmsizer output.
+"""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from cli_capture import run_cli
+from llmsizer import estimate_training
+from llmsizer.catalog.hardware import load_catalog
+from llmsizer.errors import DeviceCannotRunError
+from llmsizer.estimate.device import float8_refusal
+
+
+def one_line_error(r: subprocess.CompletedProcess) -> str:
+    assert r.returncode == 2, (r.returncode, r.stdout[-300:], r.stderr)
+    assert r.stdout == "" and r.stderr.count("\n") == 1 and "Traceback" not in r.stderr, r.stderr
+    return r.stderr
+
+
+def _torch_scaled_mm_allowed(major: int, minor: int) -> bool:
+    """ScaledBlas.cpp's CUDA branch, written from its condition."""
+    return major >= 9 or (major == 8 and minor == 9)
+
+
+def test_float8_refused_exactly_where_torchs_scaled_mm_gate_refuses_a_cuda_gpu():
+    cat = load_catalog()
+    seen = {True: 0, False: 0}
+    for dev in cat.devices.values():
+        if dev.kind != "gpu" or dev.vendor.lower() != "nvidia" or dev.compute_capability is None:
+            continue
+        major, minor = (int(x) for x in str(dev.compute_capability.base).split("."))
+        allowed = _torch_scaled_mm_allowed(major, minor)
+        seen[allowed] += 1
+        assert (float8_refusal(dev) is None) == allowed, (dev.id, dev.compute_capability.base)
+    assert seen[True] and seen[False]  # both sides of the gate are in the catalog
+
+
+@pytest.mark.parametrize(("device", "runs"), [("mi300x", True), ("mi355x", True), ("mi250x", False)])
+def test_float8_on_rocm_follows_the_gfx_list(device: str, runs: bool):
+    assert (float8_refusal(load_catalog().devices[device]) is None) == runs
+
+
+@pytest.mark.parametrize(("command", "device", "says"), [
+    ("train", "a100-sxm-80gb", "compute capability 8.0"),
+    ("fit", "a100-sxm-80gb", "compute capability 8.0"),
+    ("train", "mi250x", "cdna2"),
+    ("train", "apple-m3-max-128gb", "an Apple GPU lacks"),
+    ("fit", "apple-m3-max-128gb", "an Apple GPU lacks"),
+])
+def test_float8_refused_in_one_line_naming_the_flag(command: str, device: str, says: str):
+    argv = [command, "llama-3.2-1b", "--float8", "--device", device, "--tokens", "1M"]
+    if command == "fit":
+        argv.append("--train")
+    err = one_line_error(run_cli(*argv))
+    assert "--float8" in err and says in err and "torch._scaled_mm" in err
+
+
+def test_float8_runs_on_fp8_gpus():
+    for device in ("l40s", "h100-sxm", "mi300x"):
+        r = run_cli("train", "llama-3.2-1b", "--float8", "--device", device, "--tokens", "1M")
+        assert r.returncode == 0 and "fits: yes" in r.stdout, (device, r.stderr)
+
+
+def test_float8_refused_from_python_with_its_field():
+    with pytest.raises(DeviceCannotRunError) as e:
+        estimate_training("llama-3.2-1b", device="a100-sxm-80gb", float8=True)
+    assert e.value.field == "float8"
+
+
+@pytest.mark.parametrize(("flags", "named"), [
+    (["--offload", "optimizer", "--zero", "2"], "--offload"),
+    (["--offload", "params", "--zero", "3"], "--offload"),
+    (["--activation-offload"], "--activation-offload"),
+])
+def test_cpu_offload_refused_on_apple_unified_memory(flags: list[str], named: str):
+    # was: "fits: yes (needs 29.76 GiB ... of a 32.40 GiB budget)" with 99.54 GiB "in host RAM" on a 48 GB laptop
+    for command in ("train", "fit"):
+        argv = [command, "qwen2.5-7b", "--device", "apple-m3-max-48gb", *flags]
+        if command == "fit":
+            argv.append("--train")
+        err = one_line_error(run_cli(*argv))
+        assert err.startswith(f"llmsizer: error: {named}") and "Apple chip" in err and "unified" in err, err
+
+
+def test_offload_on_apple_refused_from_python_with_its_field():
+    with pytest.raises(DeviceCannotRunError) as e:
+        estimate_training("qwen2.5-7b", device="apple-m3-max-48gb", offload="optimizer", zero=2)
+    assert e.value.field == "offload"
