@@ -29,8 +29,8 @@ class FieldError(InputError):
         self.fields = (field, *also)  # every field the message names (``also``: the others refused with it)
 
     def renamed(self, name_of: Callable[[str], str]) -> str:
-        """The message with each of its fields written as ``name_of(field)``: the flag on the CLI (``--tp``), the
-        body's key on the web (``tp``); ``str(self)`` keeps the Python name (``tensor_parallel``)."""
+        """The message with each of its fields written as ``name_of(field)``: the flag on the CLI and in the web's
+        detail (``--tp``), the key of a request file; ``str(self)`` keeps the Python name (``tensor_parallel``)."""
         out = str(self)
         for f in self.fields:
             out = re.sub(rf"(?<![\w-]){re.escape(f)}(?![\w-])", lambda _, f=f: name_of(f), out)  # type: ignore[misc]

@@ -33,7 +33,6 @@ def one_line(err: str) -> str:
 # ------------------------------------------------------------------ 1. a setting two engines read
 @pytest.mark.parametrize("argv, default", [
     (["infer", "llama-3.1-8b"], "the default on gpu is transformers"),  # a GPU known only by its kind
-    (["infer", "llama-3.1-8b", "--device", "cpu"], "the default on cpu is llama.cpp"),
     (["fit", "llama-3.1-8b", "--device", "rtx-4090"], "the default on rtx-4090 is llama.cpp"),
 ])
 def test_a_setting_two_engines_read_asks_for_the_engine_the_default_does_not_read(argv, default, capsys) -> None:

@@ -420,8 +420,23 @@ def check_answer(args: argparse.Namespace) -> tuple[list[dict[str, Any]], int, s
             render_checks(checks, inv, _utcnow(args)))
 
 
+def store_not_created(db: str | None) -> str | None:
+    """The SQLite file of the reservation store ``db`` names when it is not there yet, else None. `check` and
+    `show` read such a store as empty (a store is created by the first booking: legitimate), and say so, naming
+    the path (a mistyped --db read as "no reservations" would otherwise pass unnoticed)."""
+    from ..provider.store import Store, db_url, sqlite_path
+    return None if Store.exists(db) else sqlite_path(db_url(db))
+
+
+def _say_store_not_created(path: str | None) -> None:
+    if path is not None:
+        say(f"note: --db {path} does not exist yet: read as a store with no reservations (`llmsizer capacity "
+            "book` creates it)", file=sys.stderr)
+
+
 def cmd_check(args: argparse.Namespace) -> int:
     data, code, text = check_answer(args)
+    _say_store_not_created(store_not_created(args.db))
     if args.json:
         emit_json(data)
     else:
@@ -626,6 +641,10 @@ def cmd_show(args: argparse.Namespace) -> int:
         if out:
             check_output(out, inputs)  # before any work
     inv, rows, bookings, audit, at, data = show_answer(args)
+    missing = store_not_created(args.db)  # read as empty, said with its path (the CLI's own: the web's store is
+    _say_store_not_created(missing)  # the server's, whose path it does not show)
+    if missing is not None:
+        data["store_not_created"] = missing
     if args.json:
         emit_json(data)
     else:

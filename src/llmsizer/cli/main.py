@@ -92,9 +92,9 @@ def _with_suggestion(parser: argparse.ArgumentParser, message: str) -> str:
             more = training[1:]
             also = f" (so {'is' if len(more) == 1 else 'are'} {', '.join(more)})" if more else ""
             return message + f"; {training[0]} is {training_elsewhere(training[0])}{also}"
-        searched = [w for w in words if w in SEARCHED_BY_RECOMMEND] if invoked.prog.endswith(" recommend") else []
-        if searched:  # `recommend --device h100`: the search chooses these; one device is fit's question (no
-            # "did you mean '--deadline'")
+        searched = _searched_by_recommend(words, options) if invoked.prog.endswith(" recommend") else []
+        if searched:  # `recommend --device h100` (or `--devic`): the search chooses these; one device is fit's
+            # question (no "did you mean '--deadline'" / '--metric')
             return message + (f"; recommend searches the catalog's devices, counts and memory itself (no "
                               f"{', '.join(searched)}): to size one, `llmsizer fit MODEL --device NAME` (--count N, "
                               "--memory SIZE)")
@@ -112,6 +112,17 @@ def _with_suggestion(parser: argparse.ArgumentParser, message: str) -> str:
 
 # the target options of fit and infer that recommend's search chooses itself (its candidates)
 SEARCHED_BY_RECOMMEND = ("--device", "--count", "--memory")
+
+
+def _searched_by_recommend(words: list[str], options: list[str]) -> list[str]:
+    """The SEARCHED_BY_RECOMMEND options the unknown ``words`` mean: each one's own, or the one it is a prefix or a
+    close spelling of among recommend's options and these (``--devic`` is --device, not '--metric')."""
+    out = []
+    for w in words:
+        hits = [w] if w in SEARCHED_BY_RECOMMEND else _prefix_or_close(w, [*options, *SEARCHED_BY_RECOMMEND])
+        if hits and all(h in SEARCHED_BY_RECOMMEND for h in hits):
+            out += hits
+    return list(dict.fromkeys(out))
 
 
 def _serving(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> bool:
@@ -250,13 +261,19 @@ def _values_may_start_with_minus(parser: argparse.ArgumentParser) -> None:
 
 
 def cli_message(e: LlmsizerError, parser: argparse.ArgumentParser, args: argparse.Namespace) -> str:
-    """The error as the CLI says it: a FieldError names its field by the command's flag (``--tp``, not
-    ``tensor_parallel``; workload_args.flag_of), where the command has one."""
+    """The error as the CLI says it for ``args.command`` (``command_line``)."""
+    sub = next((a.choices.get(args.command) for a in parser._actions
+                if isinstance(a, argparse._SubParsersAction)), None)
+    return command_line(e, sub)
+
+
+def command_line(e: LlmsizerError, sub: argparse.ArgumentParser | None) -> str:
+    """The error as the CLI says it for the command whose parser is ``sub``: a FieldError names its field by the
+    command's flag (``--tp``, not ``tensor_parallel``; workload_args.flag_of), where the command has one. The one
+    home of an error's words: the web's ``detail`` is this line too (web/bridge.py ``field_problem``)."""
     if not isinstance(e, FieldError):
         return str(e)
     from .workload_args import flag_of
-    sub = next((a.choices.get(args.command) for a in parser._actions
-                if isinstance(a, argparse._SubParsersAction)), None)
     return e.renamed(lambda f: (flag_of(f, sub) if sub is not None else None) or f)
 
 

@@ -49,7 +49,7 @@ def engine_rule(device: Device, count: int, weights: str | None, spec: ModelSpec
         return implied
     eng, why = _default_engine_rule(device, count, weights, spec)
     # settings several engines read (max_num_seqs: vLLM or SGLang) that the default does not: refused, naming them
-    refuse_default_not_reading(eng, settings, device.id)
+    refuse_default_not_reading(eng, settings, device.id, lambda e: engine_runs_on(e, device))
     return eng, why
 
 
@@ -116,10 +116,16 @@ def _device_engine_rule(device: Device, count: int, weights: str | None) -> tupl
     return "llamacpp", "llama.cpp on one consumer card (GGUF formats are the usual way to fit)"
 
 
+def engine_runs_on(engine: str, device: Device) -> bool:
+    """Whether ``engine`` runs on ``device``: a GPU-serving engine (vLLM, SGLang: CUDA/ROCm servers) not on a CPU
+    or Apple silicon; the one rule of ``check_engine_on_device`` and of ``engine_rule``'s refusal."""
+    return not (engine in ("vllm", "sglang") and device.kind in ("cpu", "apple"))
+
+
 def check_engine_on_device(engine: str, device: Device) -> None:
-    """Refuse (InputError, exit 2) a GPU-serving engine (vLLM, SGLang: CUDA/ROCm servers) on a CPU or Apple
-    silicon: the one check ``fit``, ``infer --device``, the web API and ``estimate_inference`` apply."""
-    if engine in ("vllm", "sglang") and device.kind in ("cpu", "apple"):
+    """Refuse (InputError, exit 2) an engine that does not run on ``device`` (``engine_runs_on``): the one check
+    ``fit``, ``infer --device``, the web API and ``estimate_inference`` apply."""
+    if not engine_runs_on(engine, device):
         where = f"device {device.kind}" if device.origin == "generic" else f"{device.id} ({device.kind})"
         raise InputError(f"the {engine} profile models GPU serving, not {where}: use engine llamacpp or transformers")
 
@@ -151,8 +157,8 @@ _HOST_WHY = "layers or experts kept on the CPU"
 
 def host_part(engine: str | None, device: Device, host_device: str | Device | None, host_memory: int | str | None,
               hardware_files: Sequence[str | Path] = ()) -> tuple[Device | None, int | None]:
-    """llama.cpp's host part beside GPUs, read and checked up front (FieldError naming the field: the CLI says
-    --host-device / --host-memory, the web its keys): ``host_device`` a CPU from the catalog (or a hardware file),
+    """llama.cpp's host part beside GPUs, read and checked up front (FieldError naming the field: the CLI and the
+    web say --host-device / --host-memory): ``host_device`` a CPU from the catalog (or a hardware file),
     ``host_memory`` a size in DEVICE_MEMORY's range beside a GPU (a CPU's or an Apple chip's own memory is --memory),
     each read only by llama.cpp (``engine``: the one the workload runs on; None where it is not known yet: a search
     whose candidates each take their own, the settings then implying llama.cpp, specs/workload.py

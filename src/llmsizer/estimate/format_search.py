@@ -106,7 +106,7 @@ def check_search_workload(fields: Mapping[str, Any], context: int, concurrency: 
     eng = normalize_engine(engine) if engine else (implied[0] if implied else None)
     for name, owners in ENGINE_SETTINGS.items():  # a stated engine: InferenceWorkload's own message, as fit's
         if engine_setting_given(name, fields.get(name)) and eng is None:  # read by several engines: say which
-            # the setting and the engine as fields (FieldError): the CLI writes the flags, the web its keys
+            # the setting and the engine as fields (FieldError): the CLI (and the web) write the flags, a request file its keys
             raise FieldError(name, also=("engine",), message=(
                 f"{name} is a {' or '.join(ENGINE_NAMES[e] for e in owners)} setting, and candidates may each run a "
                 f"different one by default: give {' or '.join(f'engine {e}' for e in owners)}"))

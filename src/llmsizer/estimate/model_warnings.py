@@ -158,7 +158,7 @@ def refuse_engine(spec: ModelSpec, engine: str) -> None:
     """Raise one ``FieldError`` line about the field ``engine`` when serving ``spec`` on ``engine`` is not modelled
     whatever the device, format or layout: said once by a hardware search (recommend) rather than once per
     candidate, and first by :func:`refuse_serving`. The field is named as each surface names it (``--engine`` on
-    the CLI, the body's key on the web, the request file's key; errors.FieldError.renamed)."""
+    the CLI and in the web's detail (whose ``field`` is the body's key), the request file's key; errors.FieldError.renamed)."""
     if engine == "sglang" and spec.recurrent_layer_count and not spec.attention_layers:
         # SGLang 0.5.23 serves a pure Mamba-2 model (configs/mamba2.py: full_attention_layer_ids []), its token pool
         # then sized with no attention layer (model_executor/pool_configurator.py _recompute_cell_size): not modelled

@@ -13,7 +13,7 @@ from typing import Any, NamedTuple
 
 from ..catalog.hardware import Device
 from ..errors import FieldError, InputError, LlmsizerError
-from ..estimate.device import default_engine, generic_device, one_replica_per_device
+from ..estimate.device import default_engine, engine_assumption, generic_device, one_replica_per_device
 from ..estimate.engines import llamacpp_layer_split, step_host
 from ..estimate.fit import FitResult, as_fit_chose, fit, need_per_device, per_replica, pool_reserved, verdict_need
 from ..estimate.formats import given_format_why, rung_bytes, rung_group_size, unquantized_format, weights_asked
@@ -33,7 +33,7 @@ from ..request.spec import UNQUANTIZED, InferenceJob, Request, TrainingJob
 from ..result import Assumption, Estimate
 from ..specs import InferenceWorkload, ModelSpec
 from ..specs.training import DECODER_LINEAR
-from ..specs.workload import ENGINE_NAMES, LLAMACPP_SPLIT_FIELDS, implied_engine, prompt_and_output
+from ..specs.workload import ENGINE_NAMES, LLAMACPP_SPLIT_FIELDS, implied_engine, prompt_and_output, setting_engines
 from ..units import format_bytes, format_count
 from . import pricing as P
 from .common import JobNotes, Sec, deadline_seconds, geometric_points
@@ -123,6 +123,23 @@ def on_implied_engine(job: InferenceJob) -> tuple[InferenceJob, Assumption | Non
     if implied is None:
         return job, None
     return replace(job, engine=implied[0]), Assumption("engine", implied[0], True, implied[1])
+
+
+def on_default_engine(job: InferenceJob, spec: ModelSpec, device: Device | None, hw: Hardware | None,
+                      fmt: str | None) -> tuple[InferenceJob, Assumption | None]:
+    """The job on its devices' default engine (``estimate/device.py`` ``engine_assumption``, the rule infer and fit
+    apply) when it names no engine and gives settings several engines read (``engine_settings.max_num_seqs``,
+    ``engine_version``: vLLM or SGLang, so ``on_implied_engine`` names none): kept where that default reads them
+    (vLLM on an H100, said as its default), else refused naming the settings and the engine (a FieldError,
+    ``specs/workload.py`` ``refuse_default_not_reading``: one line at the setting's key, plan/compose.py ``_about``).
+    Without devices named, the default of a GPU known by its kind (``job_engine``'s). The job as it is otherwise."""
+    given = {**job.engine_settings.fields(), "engine_version": job.engine_version}
+    if job.engine is not None or not setting_engines(given)[0]:
+        return job, None
+    on = device if device is not None and hw is not None else generic_device("gpu")
+    eng, said = engine_assumption(None, on, hw.per_node if device is not None and hw is not None else 1, fmt, None,
+                                  spec, given)
+    return replace(job, engine=eng), said
 
 
 def pinned_weights(job: InferenceJob, spec: ModelSpec, notes: JobNotes) -> str | None:
@@ -292,6 +309,9 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
     pinned = pinned_weights(job, spec, notes)
     fmt = pinned or job.precision
     hw, device, instance = requested(job.resources, ctx)
+    job, kept = on_default_engine(job, spec, device, hw, fmt)  # max_num_seqs, no engine: the devices' default
+    if kept is not None:
+        notes.assumptions.append(kept)
     refuse_bad_input(spec, job, fmt, ctx_peak, conc_peak, out_peak, job_engine(job, spec, device, hw, fmt),
                      searched=job.engine is None and hw is None)
     src = sources.get(job.model.from_job or "")

@@ -643,7 +643,8 @@ class _Reader:
         if j.engine_version is not None and settled:  # the workload field's own checks (specs/workload.py), with the line
             try:
                 parse_engine_version(j.engine_version)
-                if engine not in ENGINE_SETTINGS["engine_version"]:
+                if engine is not None and engine not in ENGINE_SETTINGS["engine_version"]:  # (no engine: the
+                    # devices' default, kept where it reads it, else refused at plan time, as on the CLI)
                     raise InputError(f"applies to engine {' or '.join(ENGINE_SETTINGS['engine_version'])}, not "
                                      f"{engine or 'the default engine'}; set engine: vllm or sglang")
             except InputError as e:
@@ -690,11 +691,13 @@ class _Reader:
 
     def engine_settings_checks(self, i: int, j: InferenceJob, engine: str | None) -> None:
         """Each engine setting applies to the engine it belongs to (InferenceWorkload refuses the others the same
-        way on the CLI): ``engine``, the job's or the one its settings imply (``job_engine``); -ts gives one share
-        per GPU of the job."""
+        way on the CLI): ``engine``, the job's or the one its settings imply (``job_engine``); None (settings
+        several engines read, ``max_num_seqs``): the devices' default, known at plan time, which keeps them where it
+        reads them and refuses them otherwise, the CLI's rule (plan/inference.py ``on_default_engine``); -ts gives
+        one share per GPU of the job."""
         for name in j.engine_settings.fields():
             owners = " or ".join(ENGINE_SETTINGS[name])  # the workload's one table of which engine reads what
-            if engine not in ENGINE_SETTINGS[name]:
+            if engine is not None and engine not in ENGINE_SETTINGS[name]:
                 self.jerr(i, j, f"engine_settings.{name}", f"applies to engine {owners}, not "
                           f"{engine if engine else 'the default engine'}; set engine: {owners}")
         ts = j.engine_settings.tensor_split

@@ -780,8 +780,9 @@ class TrainingWorkload:
                              "LoRA method with fsdp (full, grad_op or hybrid) and fsdp_version 1")
         model_parallel = self.tp * self.pp * self.context_parallel
         if self.gpus % model_parallel:
-            raise InputError(f"gpus ({self.gpus}) must be a multiple of tp x pp x context_parallel ({self.tp} x "
-                             f"{self.pp} x {self.context_parallel})")
+            raise FieldError("gpus", also=("tp", "pp", "context_parallel"), message=(
+                f"gpus ({self.gpus}) must be a multiple of tp x pp x context_parallel ({self.tp} x {self.pp} x "
+                f"{self.context_parallel})"))
         if self.context_parallel > 1:
             if self.fsdp is None or self.fsdp_version != 2:
                 raise InputError("context_parallel is torchtitan's, which shards the parameters with FSDP2 over "
@@ -798,8 +799,9 @@ class TrainingWorkload:
             raise InputError("float8 applies to full training with bf16 compute (torchao convert_to_float8_training "
                              "in torchtitan); use method full and a bf16 precision")
         if (self.gpus // (self.tp * self.pp)) % self.ep:
-            raise InputError(f"ep ({self.ep}) must divide the data-parallel degree gpus/(tp*pp) = "
-                             f"{self.gpus // (self.tp * self.pp)}")
+            raise FieldError("ep", also=("gpus", "tp", "pp"), message=(
+                f"ep ({self.ep}) must divide the data-parallel degree, gpus / (tp x pp) = "
+                f"{self.gpus // (self.tp * self.pp)}"))
         if self.virtual_stages > 1 and self.pp == 1:
             raise InputError("virtual_stages (interleaved pipeline schedule) needs pipeline parallelism (pp > 1)")
         if self.pipeline_split != "even" and self.pp == 1:

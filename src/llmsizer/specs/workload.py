@@ -134,7 +134,7 @@ def implied_engine(given: Mapping[str, object] | object) -> tuple[str, str] | No
     workload (its attributes). None when no setting is given, or when more than one engine reads them all
     (``max_num_seqs``: vLLM or SGLang; the device's rule then chooses where its engine reads them, and
     ``refuse_default_not_reading`` asks for the engine where it does not). Settings no one engine reads together (``tensor_split`` and ``gpu_memory_utilization``) are refused,
-    naming both (FieldError: the CLI says the flags, the web its keys). The one rule infer, fit, recommend, the
+    naming both (FieldError: the CLI and the web say the flags, a request file its keys). The one rule infer, fit, recommend, the
     Python API, request files and the web apply (estimate/device.py ``engine_rule`` asks it first)."""
     named, engines = setting_engines(given)
     if not named:
@@ -156,22 +156,30 @@ def implied_engine(given: Mapping[str, object] | object) -> tuple[str, str] | No
                  f"{'it' if one else 'them'}; no engine given)")
 
 
-def refuse_default_not_reading(engine: str, given: Mapping[str, object] | object, where: str) -> None:
+def refuse_default_not_reading(engine: str, given: Mapping[str, object] | object, where: str,
+                               runs_here: Callable[[str], bool] = lambda _: True) -> None:
     """Refuse (FieldError naming the settings and ``engine``, exit 2) settings several engines read
     (``max_num_seqs``: vLLM or SGLang, so ``implied_engine`` names none) when the engine chosen for them by default
     (``engine``: the device's rule, estimate/device.py ``engine_rule``, for ``where``) reads none of them: which
     of the readers was meant is the user's to say, not a default's. The default is kept where it reads them
-    (``max_num_seqs`` on a data-center GPU: vLLM, stated as the default)."""
+    (``max_num_seqs`` on a data-center GPU: vLLM, stated as the default). ``runs_here``: whether an engine runs on
+    the device (estimate/device.py ``engine_runs_on``); where none of the readers does (vLLM and SGLang on a CPU),
+    the line says so and asks to drop the settings, not for an engine the device then refuses."""
     named, engines = setting_engines(given)
     if not named or not engines or engine in engines:
         return
     readers = [e for e in _OWNERS[named[0]] if e in engines]
     shown = ", ".join(named)
     one = len(named) == 1
+    what = f"{shown} {'is a' if one else 'are'} {' or '.join(ENGINE_NAMES[e] for e in readers)} setting{'' if one else 's'}"
+    it = "it" if one else "them"
+    if not any(map(runs_here, readers)):
+        raise FieldError(named[0], also=tuple(named[1:]), message=(
+            f"{what}, and no engine that reads {it} runs on {where} (the default there is {ENGINE_NAMES[engine]}): "
+            f"drop {it}"))
     raise FieldError(named[0], also=(*named[1:], "engine"), message=(
-        f"{shown} {'is a' if one else 'are'} {' or '.join(ENGINE_NAMES[e] for e in readers)} setting{'' if one else 's'}"
-        f", and with no engine given the default on {where} is {ENGINE_NAMES[engine]}, which does not read "
-        f"{'it' if one else 'them'}: give " + " or ".join(f"engine {e}" for e in readers)))
+        f"{what}, and with no engine given the default on {where} is {ENGINE_NAMES[engine]}, which does not read "
+        f"{it}: give " + " or ".join(f"engine {e}" for e in readers if runs_here(e))))
 
 
 SPLIT_MODES = ("none", "layer", "row")  # llama.cpp -sm (common/arg.cpp:2807-2829; "tensor" is experimental, not modelled)

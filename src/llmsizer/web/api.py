@@ -52,10 +52,12 @@ def json_answer(data: Any, code: int = 0) -> Response:
 
 
 async def run(request: Request, work: Callable[[], Response], *, fields: Mapping[str, Any], not_found: bool = False,
-              default: str = "body") -> Response:
+              default: str = "body", command: tuple[str, ...] | None = None) -> Response:
     """``work`` in a worker thread under the time limit and ``names_only``; errors become problems, each naming the
     input at fault: ``fields`` are the call's inputs (body fields, query and path parameters) an error's message may
-    name, ``default`` the one named when it names none (problems.from_error)."""
+    name, ``default`` the one named when it names none (problems.from_error). Every detail is the CLI's line for
+    the same input: a FieldError of ``command`` (the CLI command the route answers) is written with its flags, as
+    the CLI writes it (bridge.field_problem)."""
     limit = request.app.state.time_limit
 
     def guarded() -> Response:
@@ -73,6 +75,10 @@ async def run(request: Request, work: Callable[[], Response], *, fields: Mapping
         return p.response()
     except RequestError as e:
         return Problem(400, e.errors[0], "request", e.errors).response()
+    except FieldError as e:
+        if command is not None:
+            return bridge.field_problem(command, e, fields).response()
+        return from_error(e, not_found=not_found, fields=fields, default=default).response()
     except LlmsizerError as e:
         return from_error(e, not_found=not_found, fields=fields, default=default).response()
     except Exception:
@@ -134,7 +140,7 @@ async def models(request: Request, query: str | None = Query(None, description="
     def work() -> Response:
         args = bridge.parse(("models",), params, positionals=[q] if q else [])
         return json_answer(*models_answer(args))
-    return await run(request, work, fields={**params, "query": q})
+    return await run(request, work, fields={**params, "query": q}, command=("models",))
 
 
 @router.get("/models/fits-on", summary="which catalog models fit a device or instance (models --fits-on --json)",
@@ -161,7 +167,7 @@ async def models_fits_on(request: Request,
     def work() -> Response:
         args = bridge.parse(("models",), params, positionals=[q] if q else [])
         return json_answer(*models_answer(args))
-    return await run(request, work, fields={**params, "query": q})
+    return await run(request, work, fields={**params, "query": q}, command=("models",))
 
 
 _HARDWARE_FIELDS = {
@@ -208,7 +214,7 @@ async def models_fits_on_with_hardware(request: Request) -> Response:
             if str(e).startswith(f"hardware file {label}:"):
                 raise Problem(400, str(e), "hardware") from None
             raise
-    return await run(request, work, fields=fields)
+    return await run(request, work, fields=fields, command=("models",))
 
 
 @router.get("/models/{model:path}", summary="one model: architecture and parameters (inspect --json)",
@@ -230,7 +236,7 @@ async def _inspect(request: Request, fields: dict[str, Any], not_found: bool = F
     def work() -> Response:
         args = bridge.parse(("inspect",), fields, skip=MODEL_FIELDS)
         return json_answer(inspect_data(resolve(args, fields, uploads)))
-    return await run(request, work, fields=fields, not_found=not_found)
+    return await run(request, work, fields=fields, not_found=not_found, command=("inspect",))
 
 
 @router.get("/formats", summary="weight formats (formats --json)", responses={200: _ANSWER})
@@ -250,7 +256,7 @@ async def hardware(request: Request, query: str | None = Query(None, description
 
     def work() -> Response:
         return json_answer(list_answer(bridge.parse(("hardware", "list"), params, positionals=[q] if q else [])))
-    return await run(request, work, fields={**params, "query": q})
+    return await run(request, work, fields={**params, "query": q}, command=("models",))
 
 
 @router.get("/hardware/{name:path}", summary="one device or instance, every value with source and date "
@@ -275,12 +281,9 @@ def _estimate_route(command: str, answer: Callable[..., Any]) -> Callable[[Reque
         def work() -> Response:
             args = bridge.parse((command,), fields, skip=MODEL_FIELDS)
             spec = resolve(args, fields, uploads)
-            try:
-                data, code, *_ = answer(spec, args)
-            except FieldError as e:  # the field as the body named it (bridge.field_problem)
-                raise bridge.field_problem((command,), e, fields) from None
+            data, code, *_ = answer(spec, args)
             return json_answer(data, code)
-        return await run(request, work, fields=fields)
+        return await run(request, work, fields=fields, command=(command,))
     route.__name__ = command
     return route
 

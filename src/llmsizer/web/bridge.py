@@ -197,8 +197,7 @@ def parse(command: tuple[str, ...], fields: Mapping[str, Any], *, skip: Iterable
     try:
         args = _parser(command[0]).parse_args(words)
     except _UsageError as e:
-        raise Problem(400, _web_names(command, str(e), given, [str(v) for v in fields.values() if v is not None]),
-                      _field(command, str(e), given)) from None
+        raise Problem(400, str(e), _field(command, str(e), given)) from None  # the CLI's line (field_problem)
     for action in subparser(command)._actions:  # belt and braces: a denied option cannot have been set
         if action.dest in DENIED and getattr(args, action.dest, action.default) != action.default:
             raise Problem(400, f"field '{action.dest}' is not accepted by the web API: {DENIED[action.dest]}",
@@ -207,9 +206,11 @@ def parse(command: tuple[str, ...], fields: Mapping[str, Any], *, skip: Iterable
 
 
 def field_problem(command: tuple[str, ...], e: FieldError, fields: Mapping[str, Any]) -> Problem:
-    """A FieldError as the web says it: the field named by the body's own key for it (``tp`` where the body said
-    ``tp``, ``tensor_parallel`` where it said that; the option is the CLI's, workload_args.flag_of), in the detail
-    and in ``field``; a field the body did not give keeps the Python name."""
+    """A FieldError on the web: ``detail`` is the CLI's line for the same input (cli/main.py ``command_line``: each
+    field written as the command's flag, ``--tp``), the one rule of every error the web returns (API.md "Errors");
+    ``field`` is the body's own key for the field at fault (``tp`` where the body said ``tp``, ``tensor_parallel``
+    where it said that; workload_args.flag_of), or the Python name of a field the body did not give."""
+    from ..cli.main import command_line
     from ..cli.workload_args import flag_of
     p = subparser(command)
 
@@ -218,38 +219,10 @@ def field_problem(command: tuple[str, ...], e: FieldError, fields: Mapping[str, 
         action = next((a for a in p._actions if flag in a.option_strings), None) if flag else None
         return next((str(k) for k in fields if action is not None and _option(str(k)) in action.option_strings),
                     field)
-    return Problem(400, term(e.renamed(key)).splitlines()[0], key(e.field))
+    return Problem(400, term(command_line(e, p)).splitlines()[0], key(e.field))
 
 
 _ARGUMENT = re.compile(r"^(?:argument |unrecognized arguments: |the following arguments are required: )(--[a-z0-9-]+)")
-
-
-_OPTION_NAMED = re.compile(r"(?<![\w-])--[a-z0-9][a-z0-9-]*")
-
-
-def _web_names(command: tuple[str, ...], message: str, given: dict[str, str], values: list[str]) -> str:
-    """A value's usage message as the web says it: past argparse's own ``argument --flag:`` opening (kept, the CLI's
-    line), each option of the command the reader's words name is written as the body's field for it (the key the request used,
-    else the option's field name: ``(the hourly limit is --max-cost-per-hour)`` -> ``max_cost_per_hour``), as a
-    FieldError's message is (``field_problem``); ``--help``, options inside a quoted command line (`...`) and the
-    text of the values given (``values``: a value is quoted as it was sent, '--hardware-file=/etc/x') stay."""
-    m = _ARGUMENT.match(message)
-    if m is None or not message.startswith("argument "):  # a value the option's reader refused: its words
-        return message
-    start = message.find(": ", m.end()) + 2  # past the opening's every spelling (argument --tp/--tensor-parallel:)
-    if start < 2:
-        return message
-    actions = {o: a for a in subparser(command)._actions for o in a.option_strings}
-    sent = [range(m.start(), m.end()) for v in values if v for m in re.finditer(re.escape(v), message)]
-
-    def field(hit: re.Match[str]) -> str:
-        opt = hit.group(0)
-        action = actions.get(opt)
-        at = start + hit.start()
-        if action is None or opt == "--help" or message.count("`", 0, at) % 2 or any(at in r for r in sent):
-            return opt
-        return next((given[o] for o in action.option_strings if o in given), action.dest)
-    return message[:start] + _OPTION_NAMED.sub(field, message[start:])
 
 
 def _field(command: tuple[str, ...], message: str, given: dict[str, str]) -> str | None:

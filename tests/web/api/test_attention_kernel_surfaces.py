@@ -76,7 +76,7 @@ def test_a_kernel_the_attention_does_not_run_is_one_line(client) -> None:
     assert "--attention-kernel 'cudnn' does not run --attention 'flash'" in done.stderr
     web = client.post("/api/v1/train", json={"model": "llama-3.1-8b", "attention": "flash",
                                              "attention_kernel": "cudnn"})
-    assert 400 <= web.status_code < 500 and "does not run attention" in web.text
+    assert 400 <= web.status_code < 500 and web.json()["detail"] == done.stderr.strip().removeprefix("llmsizer: error: ")
     done = run_cli("train", "llama-3.1-8b", "--attention-kernel", "fa9")
     assert done.returncode == 2 and "--attention-kernel" in done.stderr
 
@@ -131,8 +131,9 @@ def test_a_search_rejects_the_gpus_that_cannot_run_the_kernel() -> None:
 def test_a_kernel_the_gpu_cannot_run_is_the_same_4xx_on_every_form(client, device: str, extra: dict,
                                                                    words: str) -> None:
     """The web's training form (memory only, and with tokens), fit with train, a request file's plan and check: the
-    same 400 whose detail is the Python API's message (the body's keys are the fields' names), as the CLI's exit 2
-    (tests/consistency/test_attention_kernel_refused_everywhere.py); before, only the duration refused it."""
+    same 400 whose detail is the CLI's line (the Python API's message with the flags; API.md "Errors"), as the
+    CLI's exit 2 (tests/consistency/test_attention_kernel_refused_everywhere.py); before, only the duration refused
+    it."""
     from llmsizer import fit_training
     from llmsizer.errors import DeviceCannotRunError
 
@@ -141,11 +142,16 @@ def test_a_kernel_the_gpu_cannot_run_is_the_same_4xx_on_every_form(client, devic
     message = str(e.value)
     assert words in message
     body = {"model": "llama-3.2-1b", "method": "lora", "device": device, **extra}
+    flags = [w for k, v in extra.items() for w in ("--" + k.replace("_", "-"), v)]
+    done = run_cli("train", "llama-3.2-1b", "--method", "lora", "--device", device, *flags)
+    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    line = done.stderr.strip().removeprefix("llmsizer: error: ")
+    assert line.startswith("--") and line.endswith(message[len(e.value.field):]), (line, message)
     for path, fields in (("/api/v1/train", body), ("/api/v1/train", {**body, "tokens": "1B"}),
                          ("/api/v1/fit", {**body, "train": True}), ("/api/v1/fit", {**body, "train": True,
                                                                                      "tokens": "1B"})):
         r = client.post(path, json=fields)
-        assert r.status_code == 400 and r.json()["detail"] == message, (path, r.text[:300])
+        assert r.status_code == 400 and r.json()["detail"] == line, (path, r.text[:300])
         assert r.json()["field"] == e.value.field
     settings = "".join(f"\n      {k}: {v}" for k, v in extra.items())
     text = (f"version: 1\njobs:\n  - name: tune\n    kind: training\n    model: {{name: llama-3.2-1b}}\n"

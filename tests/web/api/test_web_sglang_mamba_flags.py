@@ -76,8 +76,8 @@ def test_bad_input_is_a_400_naming_the_field(client, body, field, argv) -> None:
     flag = argv[-2]
     if line.startswith("argument "):  # the flag's reader refused the value: the CLI's line as it is
         assert problem["detail"] == line and line.startswith(f"argument {flag}: ")
-    else:  # the workload's check: the CLI's line, the field written where the CLI writes its flag
-        assert problem["detail"] == line.replace(flag, field) and line.startswith(flag), (problem, line)
+    else:  # the workload's check: the CLI's line too (API.md "Errors")
+        assert problem["detail"] == line and line.startswith(flag), (problem, line)
 
 
 def test_a_model_without_recurrent_layers_is_a_400(client) -> None:
@@ -89,5 +89,5 @@ def test_a_model_without_recurrent_layers_is_a_400(client) -> None:
     line = cli_error_line(
         "infer", "llama-3.1-8b", "--engine", "sglang", "--memory", "80GiB", "--max-mamba-cache-size", "10"
     )
-    assert r.json()["detail"] == line.replace("--max-mamba-cache-size", "max_mamba_cache_size")
+    assert r.json()["detail"] == line
     assert "has no recurrent (Mamba / linear-attention) layers" in line

@@ -177,7 +177,8 @@ def _split_settings(ctx: Context, gpus: int) -> tuple[str, list[float]]:
     w, acc = ctx.w, ctx.acc
     if gpus <= 1:
         if w.tensor_split is not None and len(w.tensor_split) > 1:
-            raise InputError(f"tensor_split gives {len(w.tensor_split)} shares for one GPU; set gpus (--gpus/--count)")
+            raise FieldError("tensor_split", f"tensor_split gives {len(w.tensor_split)} shares for one GPU; set the "
+                             "GPUs (--gpus/--count)")
         if gpus == 1 and w.split_mode == "row":
             acc.warnings.append(ROW_SPLIT_WARNING)
         return (w.split_mode or "layer"), [1.0] * gpus
@@ -192,7 +193,8 @@ def _split_settings(ctx: Context, gpus: int) -> tuple[str, list[float]]:
                    "(src/llama-model.cpp:1559-1574): equal shares for identical GPUs")
         return mode, [1.0] * gpus
     if len(w.tensor_split) != gpus:
-        raise InputError(f"tensor_split has {len(w.tensor_split)} shares for {gpus} GPUs; give one per GPU")
+        raise FieldError("tensor_split", f"tensor_split has {len(w.tensor_split)} shares for {gpus} GPUs; give one "
+                         "per GPU")
     acc.assume("tensor_split", ",".join(f"{s:g}" for s in w.tensor_split), ",".join(f"{s:g}" for s in w.tensor_split), "given")
     return mode, list(w.tensor_split)
 
