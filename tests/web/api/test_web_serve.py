@@ -27,8 +27,10 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def start(*args: str) -> subprocess.Popen:
-    env = dict(os.environ, PYTHONPATH=SRC)
+def start(*args: str, tmpdir: str | None = None) -> subprocess.Popen:
+    """``llmsizer serve ARGS``; ``tmpdir``: its TMPDIR (a test's own, so other servers on the machine cannot add
+    upload folders to the one it watches)."""
+    env = dict(os.environ, PYTHONPATH=SRC, **({"TMPDIR": tmpdir} if tmpdir else {}))
     return subprocess.Popen([sys.executable, "-m", "llmsizer.cli.main", "serve", *args], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 

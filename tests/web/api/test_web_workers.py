@@ -158,14 +158,13 @@ def test_a_console_sign_in_holds_on_every_worker(server):
 @pytest.mark.parametrize("n", [1, 2])
 def test_the_upload_folder_is_private_and_removed_at_the_end(tmp_path, n):
     port = free_port()
-    env_before = set(os.listdir(os.environ.get("TMPDIR", "/tmp")))
-    proc = start("--port", str(port), "--workers", str(n))
+    tmp = str(tmp_path)  # the server's own TMPDIR: no other server's upload folder appears in it
+    proc = start("--port", str(port), "--workers", str(n), tmpdir=tmp)
     try:
         wait_until_up(proc, f"http://127.0.0.1:{port}/api/v1")
         workers = workers_of(proc.pid)
         assert len(workers) == (n if n > 1 else 0)  # one worker: the serve process itself
-        tmp = os.environ.get("TMPDIR", "/tmp")
-        folders = [f for f in set(os.listdir(tmp)) - env_before if f.startswith("llmsizer-uploads-")]
+        folders = [f for f in os.listdir(tmp) if f.startswith("llmsizer-uploads-")]
         assert len(folders) == 1 and os.stat(os.path.join(tmp, folders[0])).st_mode & 0o077 == 0
     finally:
         proc.terminate()
