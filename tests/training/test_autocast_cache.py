@@ -10,6 +10,12 @@ autograd, remain) and all alive otherwise; without checkpointing autograd keeps 
 ``autocast_weight_copies`` at its ``forward end`` moment, and its largest value over the backward's moments (one
 recomputed layer's copies, or all of them before the lm_head's backward when nothing is checkpointed), must equal the
 measured bytes exactly.
+
+The ``float8`` cases first convert every linear but lm_head with torchao's real ``convert_to_float8_training``
+(torchao 0.18.0; FSDP2 with the float8 all-gather, as torchtitan runs it): a Float8Linear casts its weight to float8
+itself, from the transposed view the cache never takes, so the only bf16 weight copy left is lm_head's, checkpointed or
+not; and no float8 copy of a weight outlives its matmul (the tracker sees them made during the forward: its largest
+float8 weight total must be positive, its total at forward end zero).
 """
 
 from __future__ import annotations
@@ -41,6 +47,11 @@ CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
     "FSDP1, not checkpointed": (dict(wrap="fsdp1", use_orig_params=False, ckpt=False),
                                 dict(gpus=2, fsdp="full", fsdp_version=1, grad_checkpointing="none")),
     "FSDP2, checkpointed": (dict(wrap="fsdp2"), dict(gpus=2, fsdp="full", fsdp_version=2)),
+    "plain, checkpointed, float8": (dict(wrap="none", float8=True), dict(gpus=1, float8=True)),
+    "plain, not checkpointed, float8": (dict(wrap="none", float8=True, ckpt=False),
+                                        dict(gpus=1, float8=True, grad_checkpointing="none")),
+    "FSDP2, checkpointed, float8 all-gather": (dict(wrap="fsdp2", float8=True),
+                                               dict(gpus=2, fsdp="full", fsdp_version=2, float8=True)),
 }
 
 
@@ -65,3 +76,7 @@ def test_autocast_copies_at_forward_end(name: str) -> None:
           f"{m['all_weight_copy_bytes']} B); llmsizer {pred} B at forward end, {pred_bwd} B at most in the backward")
     assert pred == meas
     assert pred_bwd == meas_bwd
+    if case.get("float8"):
+        print(f"float8 weight copies: {m['forward_max_float8_weight_bytes']} B at most during the forward, "
+              f"{m['forward_end_float8_weight_bytes']} B at forward end")
+        assert m["forward_max_float8_weight_bytes"] > 0 and m["forward_end_float8_weight_bytes"] == 0

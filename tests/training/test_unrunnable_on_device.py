@@ -12,6 +12,7 @@ The expected verdicts are the torch rule applied to the catalog's sourced comput
 
 from __future__ import annotations
 
+import json
 import subprocess
 
 import pytest
@@ -56,6 +57,10 @@ def test_float8_on_rocm_follows_the_gfx_list(device: str, runs: bool):
     ("train", "a100-sxm-80gb", "compute capability 8.0"),
     ("fit", "a100-sxm-80gb", "compute capability 8.0"),
     ("train", "mi250x", "cdna2"),
+    # no BF16 tensor cores either: the fp16-mixed default (estimate/device.py with_device_precision) does not apply
+    # to float8, which needs bf16 compute; it was "float8 applies to full training with bf16 compute"
+    ("train", "t4", "compute capability 7.5"),
+    ("fit", "v100-sxm2-32gb", "compute capability 7.0"),
     ("train", "apple-m3-max-128gb", "an Apple GPU lacks"),
     ("fit", "apple-m3-max-128gb", "an Apple GPU lacks"),
 ])
@@ -71,6 +76,18 @@ def test_float8_runs_on_fp8_gpus():
     for device in ("l40s", "h100-sxm", "mi300x"):
         r = run_cli("train", "llama-3.2-1b", "--float8", "--device", device, "--tokens", "1M")
         assert r.returncode == 0 and "fits: yes" in r.stdout, (device, r.stderr)
+
+
+def test_recommend_float8_searches_in_bf16_and_rejects_gpus_without_fp8():
+    # was exit 2 "float8 applies to full training with bf16 compute": a T4/V100 candidate got the fp16-mixed default
+    r = run_cli("recommend", "llama-3.2-1b", "--train", "--float8", "--method", "full", "--tokens", "1B", "--json")
+    assert r.returncode == 0, r.stderr
+    data = json.loads(r.stdout)
+    reasons = {x["device"]: " ".join(x["reasons"]) for x in data["rejected"]}
+    for device in ("t4", "v100-sxm2-32gb", "a100-sxm-80gb"):
+        assert "torch._scaled_mm" in reasons[device], (device, reasons.get(device))
+    cat = load_catalog().devices
+    assert data["options"] and all(float8_refusal(cat[o["device"]]) is None for o in data["options"])
 
 
 def test_float8_refused_from_python_with_its_field():

@@ -278,8 +278,12 @@ def with_device_precision(w: TrainingWorkload) -> TrainingWorkload:
     the default ``bf16-mixed`` becomes ``fp16-mixed`` where the caller gave no precision (``given`` travels with
     the copy, so it stays a default; :func:`precision_notes` says why). Applied with the framework profile's
     defaults (estimate/framework.py ``with_framework``), so the memory estimate, the duration and every face read
-    the same workload. Idempotent."""
-    if w.bf16_tensor_cores or w.precision != "bf16-mixed" or (w.given is not None and "precision" in w.given):
+    the same workload. Not with ``float8``: float8 training needs bf16 compute (specs/training.py), so its default
+    stays bf16-mixed and such a GPU is refused for the float8 GEMM itself (:func:`float8_refusal`: every GPU without
+    BF16 tensor cores is below the FP8 one's compute capability 8.9), in train as in each candidate of recommend.
+    Idempotent."""
+    if (w.bf16_tensor_cores or w.float8 or w.precision != "bf16-mixed"
+            or (w.given is not None and "precision" in w.given)):
         return w
     return replace(w, precision="fp16-mixed")
 

@@ -33,6 +33,23 @@ tests/training/test_activation_offload_float8.py; the sum was +10.9% at 8192 tok
 The output layer stays in bf16 (torchtitan's float8 converter filters ``output``; ``Float8LinearConfig`` needs
 dimensions divisible by 16), so the lm_head is not converted.
 
+**No autocast weight copy** (:func:`float8_autocast_copied`). Under bf16-mixed (fp32 parameters, torch.autocast) a
+plain ``nn.Linear`` calls ``F.linear(input, weight)``, and autocast's cast cache keeps the bf16 copy of the fp32 leaf
+weight until the forward leaves autocast (formulas/training_states.py ``autocast_cache_holds``). ``Float8Linear
+.forward`` (float8_linear.py lines 255-273) never hands the parameter to an autocast op: it casts the input to the
+autocast dtype itself (line 262) and passes ``self.weight.t()`` -- a view, which the cache never takes
+(autocast_mode.cpp ``cached_cast``: leaf, requires grad, not a view) -- to ``matmul_with_hp_or_float8_args``, whose
+forward runs without grad and casts it to float8 (lines 68-83); the ``mm`` of the two ``Float8TrainingTensor`` s then
+passes autocast's lower-precision list only as a dtype relabel (``float8_ops.py`` ``autocast_to_copy``: same float8
+data). What each converted linear holds from its forward to its backward is therefore only what it saves (line 45):
+its bf16 input (as a bf16 linear saves it) and the fp32 weight's transposed view (the parameter's own storage, 0 extra
+bytes); the float8 copies of input and weight are freed when the forward's ``mm`` returns, and the backward casts
+the weight again (line 131). No bf16 and no float8 copy of the weight is kept per step (torchao 0.18.0 has no
+per-step float8 weight cache; ``precompute_float8_dynamic_scale_for_fsdp`` keeps one fp32 scale per weight, with the
+FSDP float8 all-gather only). Measured on torchao's real ``convert_to_float8_training`` under CPU autocast, plain and
+FSDP2 with the float8 all-gather, checkpointed or not: the only bf16 weight copy alive at forward end is lm_head's,
+and no float8 weight copy (tests/training/test_autocast_cache.py).
+
 **Time** (training speed). Each Float8Linear's three GEMMs (forward, grad_input, grad_weight) run as
 ``torch._scaled_mm`` on the float8 tensor cores, at the device's dense FP8 peak instead of its BF16 one; attention,
 the lm_head and every other op keep their rate. Around them the casts are memory-bound kernels (eq. F1-F3), per
@@ -137,6 +154,24 @@ RECIPES = ("torchao", "transformer-engine")
 SOURCE_TIME = ("torchao 0.18.0 float8/float8_linear.py lines 28-204, float8_utils.py lines 57-137, "
                "float8_training_tensor.py line 153, float8_ops.py lines 342-345; TransformerEngine "
                "pytorch/module/linear.py @0004dbd _Linear (fp8_cast_transpose_fused)")
+
+
+# the weights convert_to_float8_training makes Float8Linear weights, as :func:`layer_linears` lists them (formulas/
+# tensors.py roles): q, k, v, o and a dense MLP's gate, up, down
+FLOAT8_LINEAR_ROLES = frozenset({"attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down"})
+
+
+def float8_autocast_copied(role: str, component: str) -> bool:
+    """Whether torch.autocast still keeps a 16-bit copy of the linear weight ``role`` of ``component`` (formulas/
+    tensors.py names) once torchao's float8 training has converted the model: False for a Float8Linear's weight (a
+    decoder layer's attention projections and dense MLP, :data:`FLOAT8_LINEAR_ROLES`; module docstring "No autocast
+    weight copy": autocast_mode.cpp cached_cast never sees the parameter), True for the linears left as
+    ``nn.Linear`` (the lm_head, an MoE layer's router and shared expert).
+
+    >>> float8_autocast_copied("ffn_down", "mlp"), float8_autocast_copied("output", "lm_head")
+    (False, True)
+    """
+    return not (role in FLOAT8_LINEAR_ROLES and component in ("attention", "mlp"))
 
 
 def float8_cast_bytes(tokens: int, in_features: int, out_features: int, compute_bytes: float, recipe: str = "torchao",

@@ -675,6 +675,11 @@ def _items(ctx: TrainingContext, st: StageStates, tl: StageTimeline, acc: Acc) -
                           if w.offload == "params" else ""))
             src = ("formulas/deepspeed_zero.py (partitioned_param_coordinator.py fetch_sub_module lines 446-476, "
                    "__params_to_release lines 634-665; partition_parameters.py _all_gather_sequential 1388-1402)")
+        if name == "autocast_weight_copies" and w.float8 and w.float8_recipe == "torchao":
+            formula += ("; none of the Float8Linears' (torchao casts their weights to float8 itself, from a view the "
+                        "autocast cache never takes): the linears left nn.Linear only (lm_head, MoE router and shared "
+                        "expert)")
+            src += "; formulas/float8_training.py float8_autocast_copied (torchao float8_linear.py lines 255-273)"
         if name == "backward_transient" and w.float8:
             formula = (f"max({formula}, the largest Float8Linear backward: its bf16 grad_output + float8 casts "
                        "(grad_output twice, weight, input; 1 B each" + ("" if w.compile else

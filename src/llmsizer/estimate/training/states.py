@@ -16,6 +16,7 @@ from operator import add, mul
 from typing import Any
 
 from ...formulas.dtypes import DTYPE_BYTES
+from ...formulas.float8_training import float8_autocast_copied
 from ...formulas.fsdp_flat_param import flat_grad_elements, no_sync_grad_bytes
 from ...formulas.lora import AdaptedModule, adapted_layout
 from ...formulas.nf4_quantization import quantizes_lm_head
@@ -259,7 +260,7 @@ def stage_states(ctx: TrainingContext, stage: int) -> StageStates:
         torch_conv = ctx.act.mamba_path == "torch" if spec.recurrent is not None and spec.recurrent.kind != \
             "gated_deltanet" else ctx.act.recurrent_kernel == "torch"
         head_copy, layer_copy = _autocast_copies(spec, w.pp, stage, tp, w.pipeline_split, w.virtual_stages,
-                                                 torch_conv)
+                                                 torch_conv, w.float8 and w.float8_recipe == "torchao")
         st.lm_head_copy_elements += head_copy
         st.layer_copy_elements.update(layer_copy)
         if spec.tie_word_embeddings and stage == last:
@@ -518,10 +519,13 @@ def _trained_base(spec: ModelSpec, pp: int, stage: int, tp: int, ep: int, full: 
 
 @lru_cache(maxsize=256)
 def _autocast_copies(spec: ModelSpec, pp: int, stage: int, tp: int, split: str = "even",
-                     virtual: int = 1, torch_conv: bool = False) -> tuple[int, tuple[tuple[int, int], ...]]:
+                     virtual: int = 1, torch_conv: bool = False,
+                     float8: bool = False) -> tuple[int, tuple[tuple[int, int], ...]]:
     """(lm_head elements, elements per decoder layer) of the linear weights autocast copies to half precision on
     pipeline stage ``stage`` of ``pp`` (a tied lm_head is added by the caller); each kind of decoder layer once.
-    A recurrent mixer's weights as :func:`recurrent_copied` says (``torch_conv``: its conv runs as ``nn.Conv1d``)."""
+    A recurrent mixer's weights as :func:`recurrent_copied` says (``torch_conv``: its conv runs as ``nn.Conv1d``).
+    ``float8``: torchao's float8 training converted the layers' linears, whose weights autocast never copies
+    (formulas/float8_training.py :func:`float8_autocast_copied`)."""
     stages = pipeline_stage_layers(spec.num_layers, pp, split, virtual)
     last = len(stages) - 1
     layer_stage = _layer_stages(spec.num_layers, pp, split, virtual)
@@ -532,7 +536,8 @@ def _autocast_copies(spec: ModelSpec, pp: int, stage: int, tp: int, split: str =
     def copied(t: Tensor) -> int:
         role, comp, shape, _, _, numel = t  # Tensor is a tuple: unpacking is the fast path
         kept = (recurrent_copied(role, len(shape), torch_conv) if comp == "recurrent"
-                else len(shape) == 2 and comp in AUTOCAST_COMPONENTS)
+                else len(shape) == 2 and comp in AUTOCAST_COMPONENTS
+                and (not float8 or float8_autocast_copied(role, comp)))
         return math.ceil(numel / tp) if kept else 0
 
     for alike in kinds.values():
