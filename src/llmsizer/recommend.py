@@ -38,6 +38,7 @@ from .estimate.engines import newer_release_note
 from .estimate.fit import (
     FitResult,
     devices_text,
+    first_token_seconds,
     fit,
     fit_training,
     hourly_price,
@@ -97,7 +98,7 @@ class Constraints:
     """What the user requires. Rates in tokens/s, times in seconds, prices in USD/h (or USD for a run)."""
 
     max_cost_per_hour: float | None = None
-    tokens_per_second: float | None = None  # aggregate decode throughput target
+    tokens_per_second: float | None = None  # output tokens/s in total at the load (fit's tokens_per_second_total)
     user_tokens_per_second: float | None = None  # minimum decode speed each user sees
     max_ttft: float | None = None  # time to first token limit [s]
     deadline: float | None = None  # training wall-clock limit [s]
@@ -576,7 +577,7 @@ def _option_from_pick(cand: _Candidate, pick: FormatPick) -> Option:
 
 def _first_token_seconds(o: Option) -> float | None:
     """An option's time to the first token of a request: its TTFT plus the mean wait for a running slot (eq. Q3)."""
-    return None if o.ttft_seconds is None else o.ttft_seconds + (o.queue_wait_seconds or 0.0)
+    return first_token_seconds(o.ttft_seconds, o.queue_wait_seconds)
 
 
 def slow_first_token_warning(meets: Sequence[Option], c: Constraints) -> str | None:
@@ -650,8 +651,8 @@ def _priced(base: Option, cand: _Candidate, c: Constraints, concurrency: int, co
 def _replicas_for(spec: ModelSpec, cand: _Candidate, opt: Option, target: float, concurrency: int, context: int,
                   output_tokens: int | None, hardware_files: Sequence[str | Path], hr: float | None,
                   fields: Mapping[str, Any] | None) -> tuple[int, float | None, float | None, dict[str, Any]]:
-    """Smallest replica count whose aggregate decode throughput reaches ``target`` (concurrency split evenly), its
-    tokens/s, per user, and its queue (the sequences all replicas run at once, a queued request's wait).
+    """Smallest replica count whose output tokens/s in total at the load (fit's loaded total) reach ``target``
+    (concurrency split evenly), its tokens/s, per user, and its queue (the sequences all replicas run at once, a queued request's wait).
     Each replica's speed is ``fit``'s, with the option's engine and format and the same workload (KV dtype,
     media, link, engine settings): one answer with ``fit`` at the per-replica concurrency."""
     guess = max(2, math.ceil(target / (opt.tokens_per_second or 1.0)))

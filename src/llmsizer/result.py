@@ -81,11 +81,14 @@ class Assumption:
         fp16: the model's ...)', ' (alias 'int4' -> gptq-int4: ...)'; a given value the engine takes as ``value``
         (its ``why`` begins 'given as '), that without its source: ' (given as 100; the model has 48 layers)'; a
         framework profile's default (its ``why`` begins 'from framework profile NAME (source...)'), the profile
-        without its source: ' (from framework profile torchtune)'."""
+        without its source: ' (from framework profile torchtune)'; a value computed from the others rather than
+        given or defaulted (its ``why`` begins 'derived: '): ' (derived)'."""
         if not self.default:
             if self.why.startswith("given as "):
                 return f" ({self.why.split(' (', 1)[0]})"
             return f" ({self.why})" if self.why.startswith(("auto -> ", "alias ")) else ""
+        if self.why.startswith("derived: "):
+            return " (derived)"
         if self.why.startswith("from framework profile "):
             return f" ({self.why.split(' (', 1)[0]})"
         return f" ({self.why})" if self.why.startswith(("default for ", "implied by ")) else " (default)"

@@ -1120,7 +1120,7 @@ def speed_case(r: dict[str, str]) -> Case | NotExpressed:
         # llama-batched-bench ("tgB") feeds token 0 to every sequence: identical sequences, identical routing
         s = _speed(model, "dgx-spark", fmt, prompt, out, batch, identical=test == "tgB", ubatch=SPARK_UBATCH,
                    kv_unified=SPARK_KV_UNIFIED)
-        pred = s.tokens_per_second if test == "tgB" else s.tokens_per_second_per_user
+        pred = s.decode_tokens_per_second if test == "tgB" else s.tokens_per_second_per_user
         if test == "pp":
             pred = s.prefill_tokens_per_second
             calib = rid in PREFILL_CALIBRATION
@@ -1400,7 +1400,7 @@ def llamacpp_batched_cases(data: str | Path | None = None) -> list[Case]:
         s = _speed(r["catalog_model"], r["device"], r["weights"], prompt, gen, batch, identical=True,
                    ubatch=SPARK_UBATCH, kv_unified=SPARK_KV_UNIFIED)
         kind = BATCHED if batch > 1 else DECODE
-        pred = s.tokens_per_second
+        pred = s.decode_tokens_per_second
         calib = r["id"] in ROUTINGS_CALIBRATION or r["id"] in GRAPHS_OFF_CALIBRATION
         fed = ("LLAMACPP_GRAPHS_OFF_OVERHEAD_GPU and efficiency.LLAMACPP_FA_STREAM_SHARE"
                if r["id"] in GRAPHS_OFF_CALIBRATION else "LLAMACPP_IDENTICAL_ROUTINGS_*")
@@ -1535,7 +1535,7 @@ def serving_tpot_cases(data: str | Path | None, name: str) -> list[Case]:
         r, n, c, prompt, gen, s = run.row, run.gpus, run.batch, run.prompt, run.generated, run.speed
         per_seq = float(r["value"]) if r["unit"] == "tokens/s" else 1e3 / float(r["value"])
         kind = DECODE if c == 1 else BATCHED
-        pred = s.tokens_per_second_per_user if c == 1 else s.tokens_per_second
+        pred = s.tokens_per_second_per_user if c == 1 else s.decode_tokens_per_second
         value = per_seq * c
         rule = step_host(r["engine"], r["engine_version"])
         calib = r["id"] in (VLLM_V1_CALIBRATION, SERVING_STREAM_CALIBRATION) or r["id"] in SERVING_SHARE_CALIBRATION

@@ -1,7 +1,7 @@
 """fit at 32 requests of 3,840-token prompts on an M2 Max (llama.cpp): every prompt takes 6.6 s of the device, so 32
 of them take ~211 s per round against 256 x 65 ms = 16.6 s of decode. The speed table used to print the idle prompt's
 TTFT (6.587 s) and the decode-alone 15.4 tokens/s per user at any concurrency; now the TTFT and per-user rate at 32
-requests (formulas/serving_queue.py eqs. Q4-Q8) and a warning with the prefill's share of device time."""
+requests (formulas/serving_queue.py eqs. Q4-Q9) and a warning with the prefill's share of device time."""
 
 from __future__ import annotations
 

@@ -98,8 +98,8 @@ def test_speed_names_fits_assumptions(setup: tuple, capsys: pytest.CaptureFixtur
     assert {"compute_efficiency", "bandwidth_efficiency", "decode_range_band"} <= set(names)
     assert len(names) == len(set(names)), [n for n in names if names.count(n) > 1]  # each named once (context)
     assert json.loads(json.dumps(j["speed_estimate"]["calibrated_ranges"])) == fit["speed"]["calibrated_ranges"]
-    lo, hi = fit["speed"]["calibrated_ranges"]["tokens_per_second"]
-    rng = jp.section("speed").get("tokens_per_second_range_peak")
+    lo, hi = fit["speed"]["calibrated_ranges"]["decode_tokens_per_second"]
+    rng = jp.section("speed").get("decode_tokens_per_second_range_peak")
     assert rng is not None and rng.value == f"{lo:,.1f}-{hi:,.1f} tokens/s" and "coverage" in rng.formula
     md = render_markdown(plan)
     assert f"{lo:,.1f}-{hi:,.1f} tokens/s" in md and "`bandwidth_efficiency`" in md

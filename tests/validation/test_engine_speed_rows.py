@@ -161,11 +161,12 @@ def test_every_surface_carries_the_chosen_band() -> None:
                                   ("a10g", None, "sglang >= 0.5"), ("h100-sxm", None, R.SERVING_POOLED)):
         r = fit("qwen3-8b", device, engine="sglang", engine_version=version)
         sp = r.speed
-        assert sp is not None and sp.tokens_per_second is not None
+        assert sp is not None and sp.decode_tokens_per_second is not None
         named = {a.name: a.value for a in sp.assumptions}
         assert named["decode_range_band"] == name
         b = R.band_for(DECODE, name)
-        assert b is not None and sp.decode_range == (sp.tokens_per_second * b.low, sp.tokens_per_second * b.high)
+        assert b is not None and sp.decode_range == (sp.decode_tokens_per_second * b.low,
+                                                sp.decode_tokens_per_second * b.high)
 
 
 def test_sglang_serving_rows_state_release_source_and_quote() -> None:

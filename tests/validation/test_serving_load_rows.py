@@ -1,5 +1,5 @@
 """validation/serving_load.csv: published closed-loop sweeps (TTFT and requests/s at several concurrencies, lengths
-stated) against estimate/serving_load.py (formulas/serving_queue.py eqs. Q4-Q8), the estimate fit gives."""
+stated) against estimate/serving_load.py (formulas/serving_queue.py eqs. Q4-Q9), the estimate fit gives."""
 
 from __future__ import annotations
 

@@ -227,9 +227,9 @@ def test_every_serving_estimate_of_the_validation_rows_lies_inside_its_own_range
     for name, column in SERVING_FILES:
         for run in engine_runs(None, name, column):
             s = run.speed
-            assert s.tokens_per_second is not None and s.decode_range is not None, run.row["id"]
+            assert s.decode_tokens_per_second is not None and s.decode_range is not None, run.row["id"]
             lo, hi = s.decode_range
-            assert lo <= s.tokens_per_second <= hi, (run.row["id"], lo, s.tokens_per_second, hi)
+            assert lo <= s.decode_tokens_per_second <= hi, (run.row["id"], lo, s.decode_tokens_per_second, hi)
             n += 1
     assert n == 79  # VS01-VS20, SS01-SS09, QV01-QV29, SG01-SG07, VB01-VB14
 

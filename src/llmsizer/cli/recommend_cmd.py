@@ -61,7 +61,7 @@ def register(sub: Any) -> None:
     c.add_argument("--max-cost", type=money_arg(BUDGET, rates="the hourly limit is --max-cost-per-hour"),
                    help="training budget for the whole run, USD ('5000', '$5k')")
     c.add_argument("--deadline", type=duration_arg, help="training wall-clock limit, e.g. 3d, 12h, '2 weeks'")
-    c.add_argument("--tokens-per-second", type=float_arg(TOKEN_RATE), help="aggregate decode throughput target")
+    c.add_argument("--tokens-per-second", type=float_arg(TOKEN_RATE), help="output tokens/s in total at the concurrency (every request's TTFT and the prompts' prefill counted: fit's tokens_per_second_total)")
     c.add_argument("--user-tokens-per-second", type=float_arg(TOKEN_RATE), help="minimum decode speed per user")
     c.add_argument("--max-ttft", type=duration_arg, help="time-to-first-token limit in seconds, e.g. 0.5 or 2s")
     c.add_argument("--laptop", action="store_true", help="must run on my laptop (laptop devices only)")

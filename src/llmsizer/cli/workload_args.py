@@ -196,7 +196,7 @@ def add_inference_args(p: argparse.ArgumentParser, *, engine: bool = True, tenso
     g.add_argument("--output-tokens", type=tokens_in(OUTPUT_TOKENS),
                    help="tokens generated per sequence (part of --context); 0: prefill only (embeddings, scoring)")
     g.add_argument("--kv-dtype", type=kv_dtype_arg, help="KV cache dtype: bf16, fp16, fp8_e4m3 (vLLM, SGLang, transformers), "
-                   "fp8 (vLLM, transformers), int8 (transformers), int8_per_token_head (vLLM), q8_0, q4_0, ... "
+                   "fp8 (vLLM, transformers), int8 (transformers), int8_per_token_head, fp8_per_token_head (vLLM), q8_0, q4_0, ... "
                    "(llama.cpp), auto (the model's dtype; llama.cpp, which has none: its f16) (default: the engine's)")
     if engine:
         g.add_argument("--engine", choices=ENGINES, help=f"serving engine ({engine_default})")

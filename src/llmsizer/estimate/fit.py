@@ -686,10 +686,9 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
                 int(det.get("other_bytes", OTHER_BYTES_DEFAULT)),  # its unquantized tensors' bytes, likewise
                 float(det.get("vision_encoder_flops", 0.0)))  # the vision tower's work on a prompt's media
 
-    def speed_at(t: int, work: tuple[Any, ...], decode_only: bool = False, running: int | None = None) -> SpeedEstimate:
+    def speed_at(t: int, work: tuple[Any, ...], running: int | None = None) -> SpeedEstimate:
         """One replica's speed at tensor parallelism ``t`` of the workload ``work`` (speed_work), at the sequences it
-        runs at once (``running``: at most its share of the load; the others queue); ``decode_only``: its decode alone
-        (speed.speed_model), to rank the degrees by."""
+        runs at once (``running``: at most its share of the load; the others queue)."""
         wf, pr, kvd, states, ub, kvu, same, group, other, enc = work
 
         def model() -> SpeedLayout:
@@ -708,14 +707,12 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
         mesh = nvlink_mesh_for(device, instance, t, hardware_files) if t > 1 else None
         per = per_replica(concurrency, 1 if split else n // t)
         per = per if running is None else max(1, min(per, running))
-        if decode_only:
-            return model()(t, None, per, link, mesh, True)
         return _speed_cached(spec, device, t, wf, pr, out, per, kvd, "latent", link, states, ub, kvu, same, eng,
                              engine_version, mesh, model, group, other, enc, attention)
 
     # within one machine: the fastest layout that fits at this load; across machines only when none within fits,
     # the smallest that fits. The largest within is sized first (the least memory per device). When it fits, every
-    # degree within is ranked (one decode each: speed_at decode_only) and sized down the ranking only to the first
+    # degree within is ranked (its output tokens/s at this load) and sized down the ranking only to the first
     # that fits; when it does not, the others are sized first (a smaller degree may still fit: the KV heads replicated
     # beyond their count hold more per device) and only those that fit are ranked.
     within = [t for t in tp_options if t <= per_node] or tp_options  # (a degree given: that one, wherever it is)
@@ -730,7 +727,11 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
     if len(rankable) > 1:
         first = speed_work(tried[within[0]].details)
         cap = tried[within[0]].details.get("running_cap")  # each layout ranked at the sequences it runs at once
-        layout_tps = {t: replicas_tokens_per_second(speed_at(t, first, True, cap), n // t, concurrency)
+        chunk = prefill_chunk_tokens(tried[within[0]])
+        # each layout's output at this load, as fit reports the one it takes: its prompts' prefill competing with its
+        # decode where the engine batches continuously (under_load, formulas/serving_queue.py eqs. Q5b, Q7)
+        layout_tps = {t: replicas_tokens_per_second(under_load(speed_at(t, first, cap), eng, chunk), n // t,
+                                                    concurrency)
                       for t in rankable}
     tp = within[0] if not across else across[-1]  # none fits: the largest degree shown (as before this choice)
     for t in (*(fastest_first(layout_tps) if layout_tps else rankable), *across):
@@ -848,7 +849,7 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
             # image/video tokens are prompt tokens too (estimate/inference/media.py)
             sp = _split_speed(spec, est, device, host_device, hardware_files, instance, fmt,
                               prompt + int(d.get("media_tokens", 0)), out, run, sp, said)
-            # every running request's prompt competes with the decode (formulas/serving_queue.py eqs. Q4-Q7)
+            # every running request's prompt competes with the decode (formulas/serving_queue.py eqs. Q4-Q9)
             sp = under_load(sp, eng, prefill_chunk_tokens(est))
         queue = queue_details(concurrency, replicas, per_rep, run_now, sp)
         if queue["queued_sequences"] and fits:  # (one that does not fit says why: the verdict)
@@ -919,6 +920,14 @@ def queue_details(concurrency: int, replicas: int, per: int, running: int,
     # none running (a pool that holds no sequence): nothing is served, no wait to state
     wait = queue_wait_seconds(per, running, held) if held is not None and running >= 1 else None
     return {"running_sequences": total, "queued_sequences": queued, "queue_wait_seconds": wait}
+
+
+def first_token_seconds(ttft: float | None, wait: float | None) -> float | None:
+    """A request's time to its first token at the load, the one figure every latency limit is checked against
+    (recommend, format_search, plan's latency-ttft check): its TTFT once running (``SpeedEstimate.ttft_seconds``)
+    plus its mean wait for a running slot where requests queue above the engine's cap (``queue_details``'s
+    ``queue_wait_seconds``: formulas/serving_queue.py eq. Q3; None or 0 where none waits). None without a TTFT."""
+    return None if ttft is None else ttft + (wait or 0.0)
 
 
 def queue_note(queue: dict[str, Any], per: int, running: int, details: dict[str, Any]) -> Assumption:

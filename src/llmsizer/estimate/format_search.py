@@ -44,7 +44,15 @@ from .device import (
     usable_memory,
     workload_device_kind,
 )
-from .fit import SERVING_GPUS_PER_NODE, FitResult, MemoryFit, fit_memory, serving_layout, target_and_count
+from .fit import (
+    SERVING_GPUS_PER_NODE,
+    FitResult,
+    MemoryFit,
+    first_token_seconds,
+    fit_memory,
+    serving_layout,
+    target_and_count,
+)
 from .formats import engine_refuses, format_ladder, quality_warning, rung_bytes, rung_group_size, weights_asked
 from .inference.compose import check_engine_kv_dtype
 from .verdict import check_headroom, margin_rule
@@ -53,7 +61,7 @@ from .verdict import check_headroom, margin_rule
 @dataclass(frozen=True)
 class LatencyLimits:
     """The latency limits a rung must meet (``recommend.Constraints``' serving limits): the time to first token
-    [s], each user's decode speed and the aggregate decode throughput [tokens/s]; None: not limited."""
+    [s], each user's decode speed and the output tokens/s in total at the load [tokens/s]; None: not limited."""
 
     max_ttft: float | None = None
     user_tokens_per_second: float | None = None
@@ -137,8 +145,8 @@ def latency_failures(sp: Any, limits: LatencyLimits, wait: float | None = None) 
     if limits.max_ttft is not None:
         if sp.ttft_seconds is None:
             bad.append("TTFT unknown (no sourced peak FLOP/s)")
-        elif sp.ttft_seconds + (wait or 0.0) > limits.max_ttft:
-            bad.append(f"TTFT {sp.ttft_seconds + (wait or 0.0):.2f} s > {limits.max_ttft:g} s"
+        elif (first := first_token_seconds(sp.ttft_seconds, wait) or 0.0) > limits.max_ttft:
+            bad.append(f"TTFT {first:.2f} s > {limits.max_ttft:g} s"
                        + (f" ({wait:.2f} s of it waiting in the engine's queue)" if wait else ""))
     if limits.user_tokens_per_second is not None:
         if sp.tokens_per_second_per_user is None:

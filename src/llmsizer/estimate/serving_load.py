@@ -88,10 +88,11 @@ def under_load(sp: SpeedEstimate | None, engine: str, chunk_tokens: int | None =
             "output_tokens_per_second": state["requests_per_second"] * sp.output_tokens,
             "prefill_share": share, "concurrency": sp.concurrency, "chunk_tokens": chunk, "chunk_name": chunk_name,
             "prefill_steps": steps, "one_forward": one_forward,
+            "step_cost": "one forward's roofline (eq. Q5a)" if mixed_step is not None else "additive (eq. Q5b)",
             "source": "formulas/serving_queue.py eqs. Q4-Q9; " + source}
     user = 1 / state["step_seconds"]
     note = Assumption("prefill_under_load", f"{share:.0%} of device time", True,
-                      f"{sp.concurrency} requests in flight, each replaced when it finishes: every {sp.prompt_tokens:,}-"
+                      f"derived: {sp.concurrency} requests in flight, each replaced when it finishes: every {sp.prompt_tokens:,}-"
                       f"token prompt takes {prefill:.3f} s of device time. TTFT {state['ttft_seconds']:.3f} s when they "
                       f"arrive independently (eqs. Q6, Q9a: the expected figure, {TTFT_RULE}), "
                       f"{burst['ttft_seconds']:.3f} s when they arrive together (eqs. Q8, Q9b: their prompts in {steps} "
@@ -99,7 +100,7 @@ def under_load(sp: SpeedEstimate | None, engine: str, chunk_tokens: int | None =
                       f"each with {host_note} and the wait for the running step; "
                       f"{user:.1f} tokens/s per user ({1 / step:.1f} decoding alone) and "
                       f"{state['requests_per_second']:.3g} requests/s (eqs. Q5b, Q7): the TTFT and per-user rate shown "
-                      "are at this concurrency; formulas/serving_queue.py eqs. Q4-Q8; " + source)
+                      "are at this concurrency; formulas/serving_queue.py eqs. Q4-Q9; " + source)
     warnings = sp.warnings
     if share >= ENG.PREFILL_SHARE_WARN:
         warnings = (*warnings, f"prefill-bound at concurrency {sp.concurrency}: the prompts' prefill takes "

@@ -129,9 +129,14 @@ class SpeedEstimate:
     # prefill rate are the batch prefill's (eq. P1 at concurrency), the quantity its prefill rows measured
     batch_prefill: bool = False
     # a continuous-batching engine at ``concurrency`` requests, each replaced when it finishes: the steady state of
-    # formulas/serving_queue.py eqs. Q4-Q7 (estimate/serving_load.py under_load), whose TTFT and per-user rate are
+    # formulas/serving_queue.py eqs. Q4-Q9 (estimate/serving_load.py under_load), whose TTFT and per-user rate are
     # what those users see; None where not modelled (one sequence, a static batch, no prefill or decode speed)
     load: dict[str, Any] | None = None
+
+    @property
+    def under_load(self) -> dict[str, Any] | None:
+        """``load`` by the name its JSON gives it (``to_dict``'s ``under_load``): one name on every surface."""
+        return self.load
 
     @property
     def ttft_idle_seconds(self) -> float | None:
@@ -157,9 +162,22 @@ class SpeedEstimate:
         return 1.0 / self.decode.seconds if self.decode else None
 
     @property
-    def tokens_per_second(self) -> float | None:
-        """Aggregate decode throughput at ``concurrency`` sequences [tokens/s]."""
+    def decode_tokens_per_second(self) -> float | None:
+        """Aggregate decode rate of ``concurrency`` sequences with no prompt competing, C / t_d [tokens/s]
+        (formulas/speed.py eq. 4's step): the quantity the decode and batched-decode validation rows measure (a
+        benchmark's time per output token excludes the first token), so the calibrated decode band
+        (``decode_band``) multiplies this figure; not the output a loaded service delivers (``tokens_per_second``)."""
         return self.concurrency / self.decode.seconds if self.decode else None
+
+    @property
+    def tokens_per_second(self) -> float | None:
+        """Output tokens/s of the replica in total at ``concurrency``: where the load is modelled, the loaded output
+        rate (``load["output_tokens_per_second"]``, formulas/serving_queue.py eq. Q7: requests/s x output tokens,
+        each request's TTFT and its steps stretched by the other prompts' prefill chunks, eq. Q5b), so it never
+        exceeds C x ``tokens_per_second_per_user``; else the decode rate ``decode_tokens_per_second``."""
+        if self.load is not None:
+            return float(self.load["output_tokens_per_second"])
+        return self.decode_tokens_per_second
 
     @property
     def single_stream_tokens_per_second(self) -> float | None:
@@ -247,15 +265,19 @@ class SpeedEstimate:
 
     @property
     def decode_range(self) -> tuple[float, float] | None:
-        """Calibrated [low, high] aggregate decode tokens/s (``decode_band``)."""
-        return R.band_range(self.decode_band, self.tokens_per_second)
+        """Calibrated [low, high] aggregate decode tokens/s with no prompt competing (``decode_band`` x
+        ``decode_tokens_per_second``, the figure its rows measured)."""
+        return R.band_range(self.decode_band, self.decode_tokens_per_second)
 
     @property
     def range_coverage(self) -> dict[str, dict[str, Any] | None]:
         """The coverage of each calibrated range (``ranges.range_coverage``: its band's ``Band.coverage``; None where
-        that range is None), keyed as ``to_dict``'s calibrated_ranges; JSON and text print these."""
+        that range is None), keyed as ``to_dict``'s calibrated_ranges; JSON and text print these. ``tokens_per_second``
+        is a deprecated alias of ``decode_tokens_per_second`` (the decode range's key before the loaded total took
+        that name), kept for one release."""
+        decode = R.range_coverage(self.decode_band, self.decode_tokens_per_second)
         return {"prefill_tokens_per_second": R.range_coverage(self.prefill_band, self.prefill_tokens_per_second),
-                "tokens_per_second": R.range_coverage(self.decode_band, self.tokens_per_second)}
+                "decode_tokens_per_second": decode, "tokens_per_second": decode}
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -267,6 +289,7 @@ class SpeedEstimate:
             "prefill_tokens_per_second": self.prefill_tokens_per_second,
             "tokens_per_second_per_user": self.tokens_per_second_per_user,
             "tokens_per_second": self.tokens_per_second,
+            "decode_tokens_per_second": self.decode_tokens_per_second,
             "single_stream_tokens_per_second": self.single_stream_tokens_per_second,
             "prefill": self.prefill.to_dict() if self.prefill else None,
             "decode": self.decode.to_dict() if self.decode else None,
@@ -275,7 +298,8 @@ class SpeedEstimate:
             "assumptions": [a.to_dict() for a in self.assumptions], "warnings": list(self.warnings),
             "details": self.details, "under_load": self.load,
             "calibrated_ranges": {"prefill_tokens_per_second": self.prefill_range,
-                                  "tokens_per_second": self.decode_range,
+                                  "decode_tokens_per_second": self.decode_range,
+                                  "tokens_per_second": self.decode_range,  # deprecated alias (one release)
                                   "coverage": self.range_coverage,
                                   "source": "estimate/ranges.py: the band of this engine's validation rows; "
                                             "coverage: the share of measured runs it holds, against its target"},

@@ -305,7 +305,7 @@ def throughput_rows(record: dict[str, Any], spec: ModelSpec) -> list[Row]:
                     PREFILL,
                     note=f"{name}: {s['concurrency']} prompt(s) in one forward (eq. P1)")]
         if s["output_tokens"]:
-            rows.append(Row("decode tokens/s", sp.tokens_per_second, t.get("decode_tokens_per_second"), "tokens/s",
+            rows.append(Row("decode tokens/s", sp.decode_tokens_per_second, t.get("decode_tokens_per_second"), "tokens/s",
                             BATCHED if s["concurrency"] > 1 else DECODE,
                             note=f"{name}: aggregate over {s['concurrency']} sequences"))
         return rows

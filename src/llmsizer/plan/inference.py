@@ -15,7 +15,16 @@ from ..catalog.hardware import Device
 from ..errors import FieldError, InputError, LlmsizerError
 from ..estimate.device import default_engine, engine_assumption, generic_device, one_replica_per_device
 from ..estimate.engines import llamacpp_layer_split, step_host
-from ..estimate.fit import FitResult, as_fit_chose, fit, need_per_device, per_replica, pool_reserved, verdict_need
+from ..estimate.fit import (
+    FitResult,
+    as_fit_chose,
+    first_token_seconds,
+    fit,
+    need_per_device,
+    per_replica,
+    pool_reserved,
+    verdict_need,
+)
 from ..estimate.formats import given_format_why, rung_bytes, rung_group_size, unquantized_format, weights_asked
 from ..estimate.inference import estimate_inference
 from ..estimate.inference.common import running_and_queued
@@ -509,17 +518,27 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
     spd = Sec("speed", "Speed")
     sp_peak = f_peak.speed if f_peak else None
     sp_typ = f_typ.speed if f_typ else None
+    # each figure is fit's speed estimate: loaded (serving_queue eqs. Q5b-Q9) where fit models the load, else idle
+    loaded = sp_typ is not None and sp_typ.load is not None
     spd.add("ttft_typical", "time to first token, typical", sp_typ.ttft_seconds if sp_typ else None, "s",
-            "prefill of one prompt (roofline)", "formulas/speed.py eqs. (2)-(3)")
-    spd.add("ttft_peak", "time to first token, peak context", sp_peak.ttft_seconds if sp_peak else None, "s")
+            *(("at the typical load, arriving independently: the server's time per request H, the wait w for the "
+               "running step and the queue R of every request's prompt (its own prefill included)",
+               "formulas/serving_queue.py eqs. (Q6), (Q9a)") if loaded else
+              ("prefill of one prompt (roofline)", "formulas/speed.py eqs. (2)-(3)")))
+    spd.add("ttft_peak", "time to first token, peak load", sp_peak.ttft_seconds if sp_peak else None, "s")
     spd.add("tps_user_typical", "tokens/s per user, typical", sp_typ.tokens_per_second_per_user if sp_typ else None,
-            "tokens/s", "decode step time at the typical concurrency", "formulas/speed.py eq. (4)")
+            "tokens/s",
+            *(("one token per decode step, the steps stretched by the other requests' prefill chunks: t_d / (1 - u)",
+               "formulas/serving_queue.py eq. (Q5b)") if loaded else
+              ("decode step time at the typical concurrency", "formulas/speed.py eq. (4)")))
     spd.add("tps_user_peak", "tokens/s per user, peak", sp_peak.tokens_per_second_per_user if sp_peak else None,
             "tokens/s")
     # each machine is fitted at its share of the users; machines beyond the users' add no tokens/s (fit's rule)
     agg_typ = (f_typ.tokens_per_second_total * min(machines, max(1, conc_typ) / per_replica(conc_typ, machines))
                if f_typ and f_typ.tokens_per_second_total else None)
-    spd.add("tps_total_typical", "output tokens/s in total, typical", agg_typ, "tokens/s")
+    spd.add("tps_total_typical", "output tokens/s in total, typical", agg_typ, "tokens/s",
+            *(("every machine's requests/s x output tokens, each request's TTFT and stretched steps included",
+               "formulas/serving_queue.py eq. (Q7)") if loaded else ()))
     # the engine release's host work per decode step, as fit applied it (estimate/engines.py step_host)
     if sp_peak is not None and any(a.name.endswith("_host_seconds_per_step") for a in sp_peak.assumptions):
         version = job.engine_version if engine == job.engine else None
@@ -539,7 +558,11 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
                 "(estimate/inference/common.py eq. R1) wait W x (C / R - 1)", "formulas/serving_queue.py eq. (Q3)")
     spd.add("ttft_required", "time to first token required", job.latency.ttft, "s", "latency.ttft")
     spd.add("tps_user_required", "tokens/s per user required", job.latency.tokens_per_second_per_user, "tokens/s")
+    # the first token of a request at peak, as recommend checks it: TTFT plus the queued wait (eq. Q3), one helper
+    wait_peak = f_peak.details.get("queue_wait_seconds") if queued and f_peak is not None else None
     notes.facts.update({"ttft_peak": sp_peak.ttft_seconds if sp_peak else None,
+                        "first_token_peak": first_token_seconds(sp_peak.ttft_seconds if sp_peak else None, wait_peak),
+                        "queue_wait_peak": wait_peak,
                         "tps_user_peak": sp_peak.tokens_per_second_per_user if sp_peak else None})
 
     # ---- network ----
@@ -586,10 +609,16 @@ def _speed_ranges(spd: Sec, sp: Any) -> None:
         return
     from ..render.text import coverage_lines
     cov = sp.range_coverage
+    if sp.tokens_per_second is not None:  # the output a replica delivers at the peak load (loaded where modelled)
+        spd.add("tokens_per_second_peak", "output tokens/s per replica, peak", sp.tokens_per_second, "tokens/s",
+                "fit's speed estimate at the peak load (speed.tokens_per_second"
+                + (": requests/s x output tokens, formulas/serving_queue.py eq. Q7)" if sp.load else ")"),
+                "estimate/speed.py")
     for key, label, rate, rng, c in (
             ("prefill_tokens_per_second", "prefill", sp.prefill_tokens_per_second, sp.prefill_range,
              cov["prefill_tokens_per_second"]),
-            ("tokens_per_second", "decode", sp.tokens_per_second, sp.decode_range, cov["tokens_per_second"])):
+            ("decode_tokens_per_second", "decode only (no prompts)", sp.decode_tokens_per_second, sp.decode_range,
+             cov["decode_tokens_per_second"])):
         if rng is None or rate is None:
             continue
         spd.add(f"{key}_peak", f"{label} tokens/s per replica, peak", rate, "tokens/s",

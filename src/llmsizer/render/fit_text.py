@@ -256,15 +256,21 @@ def speed_rows(s: SpeedEstimate, queued: bool = False) -> list[list[str]]:
                      f"{s.prefill_tokens_per_second:,.0f} tokens/s{_range(s.prefill_range, '{:,.0f}')}",
                      s.prefill.bound, _roof(s.roofline_prefill)])
     if s.decode is not None:
-        rows.append([f"decode x{s.concurrency}" + (" (alone)" if load else ""), f"{s.decode.seconds * 1e3:.1f} ms/step",
-                     f"{s.tokens_per_second:,.1f} tokens/s{_range(s.decode_range, '{:,.1f}')} "
+        rows.append([f"decode x{s.concurrency}" + (" only (no prompts)" if load else ""),
+                     f"{s.decode.seconds * 1e3:.1f} ms/step",
+                     f"{s.decode_tokens_per_second:,.1f} tokens/s{_range(s.decode_range, '{:,.1f}')} "
                      f"({1.0 / s.decode.seconds:.1f} per user)",
                      s.decode.bound, _roof(s.roofline_decode)])
     if load:  # what the users see at this concurrency (estimate/serving_load.py: formulas/serving_queue.py Q4-Q9)
-        rows.append([f"at {s.concurrency} request" + ("s" if s.concurrency != 1 else "") + (" running" if queued else ""),
-                     f"TTFT {load['ttft_seconds']:.3f} s at this load (arriving together "
-                     f"{load['ttft_burst_seconds']:.3f} s; idle {s.ttft_idle_seconds:.3f} s)",
-                     f"{load['output_tokens_per_second']:,.1f} tokens/s ({s.tokens_per_second_per_user:.1f} per user at this load)",
+        # the total is requests/s x output tokens (eq. Q7): each request's TTFT included, so one request's total is
+        # below its decode rate per user; "arriving together" only where there are others to arrive with
+        many = s.concurrency > 1
+        together = f"arriving together {load['ttft_burst_seconds']:.3f} s; " if many else ""
+        per_user = (f"{s.tokens_per_second_per_user:.1f} per user at this load" if many else
+                    f"decoding at {s.tokens_per_second_per_user:.1f}; the total counts its TTFT")
+        rows.append([f"at {s.concurrency} request" + ("s" if many else "") + (" running" if queued else ""),
+                     f"TTFT {load['ttft_seconds']:.3f} s at this load ({together}idle {s.ttft_idle_seconds:.3f} s)",
+                     f"{s.tokens_per_second:,.1f} tokens/s ({per_user})",
                      f"prefill {load['prefill_share']:.0%}", "queue eqs. Q4-Q9"])
     return rows
 
@@ -274,7 +280,7 @@ def speed_coverage_lines(s: SpeedEstimate) -> list[str]:
     by its row (text.coverage_lines); nothing for a rate printed without a range."""
     cov = s.range_coverage
     return [*(coverage_lines(c, "prefill range") if (c := cov["prefill_tokens_per_second"]) and s.prefill else []),
-            *(coverage_lines(c, "decode range") if (c := cov["tokens_per_second"]) and s.decode else [])]
+            *(coverage_lines(c, "decode range") if (c := cov["decode_tokens_per_second"]) and s.decode else [])]
 
 
 def _range(r: tuple[float, float] | None, fmt: str) -> str:

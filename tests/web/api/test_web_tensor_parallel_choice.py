@@ -13,7 +13,7 @@ from llmsizer import fit
 pytest.importorskip("httpx")
 pytest.importorskip("fastapi")
 
-MODEL, TARGET = "llama-3.1-8b", "aws-g6e.48xlarge"  # 8 x L40S over PCIe: TP 8 at 16 users, a smaller TP at 256
+MODEL, TARGET = "llama-3.1-8b", "aws-g6e.48xlarge"  # 8 x L40S over PCIe: TP 8 at 4 users, a smaller TP at 256
 REQUEST = """jobs:
   - name: chat
     kind: inference
@@ -22,13 +22,13 @@ REQUEST = """jobs:
     traffic:
       context: 4096
       output: 256
-      concurrency: {typical: 16, peak: 256}
+      concurrency: {typical: 4, peak: 256}
     resources:
       instance: aws-g6e.48xlarge
 """
 
 
-@pytest.mark.parametrize("conc", [16, 256])
+@pytest.mark.parametrize("conc", [4, 256])
 def test_fit_is_the_cli_and_the_python_layout(client, conc: int) -> None:
     r = fit(MODEL, TARGET, concurrency=conc)
     web = client.post("/api/v1/fit", json={"model": MODEL, "device": TARGET, "concurrency": conc})
@@ -41,7 +41,7 @@ def test_fit_is_the_cli_and_the_python_layout(client, conc: int) -> None:
 
 def test_layouts_differ_by_load() -> None:
     """The premise of the other tests: the two loads get two layouts."""
-    assert fit(MODEL, TARGET, concurrency=16).tensor_parallel == 8
+    assert fit(MODEL, TARGET, concurrency=4).tensor_parallel == 8
     assert fit(MODEL, TARGET, concurrency=256).tensor_parallel < 8
 
 
@@ -56,6 +56,6 @@ def test_recommend_and_plan_take_fits_layout(client) -> None:
     job = p.json()["jobs"][0]
     assert (job["hardware"]["tensor_parallel"], job["hardware"]["replicas"]) == (peak.tensor_parallel, peak.replicas)
     speed = {f["key"]: f["value"] for s in job["sections"] if s["key"] == "speed" for f in s["figures"]}
-    typical = fit(MODEL, TARGET, concurrency=16, tensor_parallel=peak.tensor_parallel)  # the deployed layout
+    typical = fit(MODEL, TARGET, concurrency=4, tensor_parallel=peak.tensor_parallel)  # the deployed layout
     assert speed["tps_total_typical"] == typical.tokens_per_second_total
-    assert typical.tensor_parallel != fit(MODEL, TARGET, concurrency=16).tensor_parallel  # (not fit's own at 16)
+    assert typical.tensor_parallel != fit(MODEL, TARGET, concurrency=4).tensor_parallel  # (not fit's own at 4)
