@@ -58,7 +58,7 @@ def test_the_release_changes_the_speed_as_it_changes_fits() -> None:
 
 @pytest.mark.parametrize(("argv", "says"), [
     (["--fits-on", "l4", "--engine", "llamacpp", "--engine-version", "0.10.1"], "--engine-version applies to engine vllm"),
-    (["--fits-on", "l4", "--engine-version", "0.10.1"], "--engine-version applies to engine vllm"),
+    (["--fits-on", "l4", "--engine-version", "0.10.1"], "--engine-version is a vLLM or SGLang setting"),
     (["--fits-on", "l4", "--engine", "vllm", "--engine-version", "0.5e3"], "engine"),
     (["--engine", "vllm"], "--engine needs --fits-on"),
     (["--context", "8k", "--count", "2"], "--count, --context need --fits-on"),
