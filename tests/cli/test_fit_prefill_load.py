@@ -34,3 +34,17 @@ def test_m2_max_at_32_requests_is_prefill_bound(capsys: pytest.CaptureFixture[st
     assert shown == pytest.approx(many["speed"]["ttft_seconds"], abs=1e-3) and shown > 5 * idle
     warning = next(ln for ln in text.splitlines() if ln.startswith("warning: prefill-bound at concurrency 32"))
     assert f"{load['prefill_share']:.0%} of device time" in warning
+
+
+def test_a_prefill_only_service_is_loaded_too(capsys: pytest.CaptureFixture[str]) -> None:
+    """--output-tokens 0 at 32 requests (a prefill-only service): no decode to overlap, so each request waits for the
+    other 31 prompts as well as its own (eq. Q6' with no think time: C D, the server saturated); it used to print the
+    idle TTFT at any concurrency."""
+    _, one = answer([*ARGS, "--output-tokens", "0", "--concurrency", "1", "--json"], capsys)
+    _, many = answer([*ARGS, "--output-tokens", "0", "--concurrency", "32", "--json"], capsys)
+    idle = one["speed"]["ttft_seconds"]
+    assert one["speed"]["under_load"] is None  # llama.cpp's server alone: nothing competes
+    assert many["speed"]["under_load"]["step_seconds"] is None
+    assert many["speed"]["ttft_seconds"] == pytest.approx(32 * idle, rel=1e-3)
+    code, text, _ = run([*ARGS, "--output-tokens", "0", "--concurrency", "32"], capsys)
+    assert code == 0 and "requests/s (prefill only)" in text

@@ -264,7 +264,9 @@ def speed_rows(s: SpeedEstimate, queued: bool = False) -> list[list[str]]:
         rows.append([f"at {s.concurrency} request" + ("s" if s.concurrency != 1 else "") + (" running" if queued else ""),
                      f"TTFT {load['ttft_seconds']:.3f} s at this load (arriving together "
                      f"{load['ttft_burst_seconds']:.3f} s; idle {s.ttft_idle_seconds:.3f} s)",
-                     f"{load['output_tokens_per_second']:,.1f} tokens/s ({s.tokens_per_second_per_user:.1f} per user at this load)",
+                     f"{load['output_tokens_per_second']:,.1f} tokens/s ({s.tokens_per_second_per_user:.1f} per user at "
+                     "this load)" if s.tokens_per_second_per_user else f"{load['requests_per_second']:,.2f} requests/s "
+                     "(prefill only)",
                      f"prefill {load['prefill_share']:.0%}", "queue eqs. Q4-Q9"])
     return rows
 
