@@ -193,3 +193,14 @@ def test_a_prefill_only_service_queues_too() -> None:
     assert loaded_serving(1, d, 0.0, 0, None, host_seconds=h)["ttft_seconds"] == pytest.approx(d + h)
     b = burst_serving(c, c * d, 2, 0.0, 0, host_seconds=h)
     assert b["request_seconds"] == pytest.approx(c * h + c * d)  # no step to wait for, no decode
+
+
+def test_q8_a_prompt_ends_with_its_last_chunk() -> None:
+    """Q8 with the prompts' lengths: a prompt's first token comes after the step holding its last token. One 3,840-token
+    prompt in chunks of 2,048 ends with the round's second (last) step: its whole prefill, not 3/4 of it; 4 prompts of
+    256 tokens in one 2,048-token step all wait for it; 4 prompts of 1,024 in 2 steps end in steps 1, 1, 2, 2."""
+    alone = burst_serving(1, 7.0, 2, 0.05, 10, 0.02, (3840, 2048))
+    assert alone["ttft_seconds"] == pytest.approx(0.02 + 7.0)
+    assert burst_serving(4, 0.1, 1, 0.02, 10, 0.0, (256, 2048))["ttft_seconds"] == pytest.approx(0.02 + 0.1)
+    assert burst_serving(4, 0.4, 2, 0.02, 10, 0.0, (1024, 2048))["ttft_seconds"] == pytest.approx(
+        0.02 + 0.4 * 1.5 / 2)

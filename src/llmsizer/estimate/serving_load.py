@@ -40,8 +40,8 @@ TTFT_RULE = "independent arrivals; a closed loop of equal lengths moves towards 
 
 def under_load(sp: SpeedEstimate | None, engine: str, chunk_tokens: int | None = None) -> SpeedEstimate | None:
     """``sp`` with its ``load`` (formulas/serving_queue.py eqs. Q4-Q9) where ``engine`` batches continuously
-    (vllm, sglang, llamacpp) at more than one sequence (at one where the server's own time per request is not 0:
-    vLLM) with both a prefill and a decode time; ``chunk_tokens``:
+    (vllm, sglang, llamacpp) at more than one sequence (at one where the server's own time per request is not 0)
+    with both a prefill and a decode time; ``chunk_tokens``:
     the engine's prompt tokens per step (vLLM max_num_batched_tokens, SGLang chunked_prefill_size, llama.cpp
     n_batch; None: llama.cpp's default). Unchanged elsewhere (transformers' static batch already times the batch
     prefill, eq. P1).
@@ -53,7 +53,7 @@ def under_load(sp: SpeedEstimate | None, engine: str, chunk_tokens: int | None =
     prefills stretch the steps)."""
     sched = ENG.PREFILL_SCHEDULING.get(engine)
     # one request alone waits for no other prompt and no running step: its TTFT is the idle prefill plus the
-    # server's own time per request (eq. Q9's H), so a single request is loaded only where H is not 0 (vLLM), and
+    # server's own time per request (eq. Q9's H), so a single request is loaded only where H is not 0, and
     # a service's TTFT does not jump by H between one request and two
     alone = sp is not None and sp.concurrency < 2 and not ENG.API_SERVER_SECONDS.get(engine)
     # a prefill-only service (output 0) is loaded too: its requests cycle through the server and the prefill alone
@@ -70,14 +70,17 @@ def under_load(sp: SpeedEstimate | None, engine: str, chunk_tokens: int | None =
     mixed_step = (prefill * min(chunk, sp.prompt_tokens) / sp.prompt_tokens
                   if one_forward and MIXED_STEP_ROOFLINE else None)
     host = ENG.API_SERVER_SECONDS.get(engine, 0.0)  # eq. Q9's H
-    host_note = (f"the server's own {host * 1e3:.1f} ms per request ({ENG.API_SERVER_SOURCE[engine]})" if host else
+    low, high = ENG.API_SERVER_RANGE
+    host_note = (f"the server's own {host * 1e3:.1f} ms per request, a queue of its own (stated range "
+                 f"{low * 1e3:.0f} .. {high * 1e3:.0f} ms; {ENG.API_SERVER_SOURCE[engine]}; not in it: the server's "
+                 "work per output token)" if host else
                  f"no server time per request ({engine}'s HTTP server is not measured: 0 s)")
     # the steps carrying its own prompt also run the others' decode at the additive step's cost (eq. Q9a's k)
     carrying = math.ceil(sp.prompt_tokens / chunk) if one_forward and not MIXED_STEP_ROOFLINE else 0
     state = loaded_serving(sp.concurrency, prefill, step, sp.output_tokens, mixed_step, host, carrying)
     share = state["prefill_share"]
     steps = math.ceil(sp.concurrency * sp.prompt_tokens / chunk)
-    burst = burst_serving(sp.concurrency, batch, steps, step, sp.output_tokens, host)
+    burst = burst_serving(sp.concurrency, batch, steps, step, sp.output_tokens, host, (sp.prompt_tokens, chunk))
     load = {"ttft_seconds": state["ttft_seconds"], "ttft_burst_seconds": burst["ttft_seconds"],
             # the two arrival patterns' TTFTs, lower first (bounds, not a calibrated range: Q9b takes all of H as
             # serial work): arriving together is the higher except near saturation, where independent requests
@@ -119,4 +122,6 @@ def under_load(sp: SpeedEstimate | None, engine: str, chunk_tokens: int | None =
                     f"s; alone: {sp.ttft_idle_seconds:.2f} s)"
                     + (f" and gets {user:.1f} tokens/s (decoding alone: {1 / step:.1f})" if sp.output_tokens else "")
                     + "; shorter prompts, fewer requests per replica or more replicas lower it")
-    return replace_fields(sp, load=load, assumptions=(*sp.assumptions, note), warnings=warnings)
+    server = (Assumption("api_server_seconds_per_request", f"{host * 1e3:.1f} ms ({low * 1e3:.0f} .. {high * 1e3:.0f} ms)",
+                         True, host_note + "; formulas/serving_queue.py eqs. Q6', Q9"),) if host else ()
+    return replace_fields(sp, load=load, assumptions=(*sp.assumptions, note, *server), warnings=warnings)

@@ -191,17 +191,23 @@ def loaded_serving(in_flight: int, prefill_seconds: float, decode_step: float, o
 #
 #     TTFT_burst = T_P(C) (k + 1) / (2 k)        X_burst = C / (T_P(C) + (N - 1) t_d)                   (Q8)
 #
+# (a prompt's first token comes after the step holding its last token: the i-th of the C prompts, in order, ends in
+# step ceil(i P / B), so exactly TTFT_burst = T_P(C) / k x mean_i ceil(i P / B); (k + 1) / (2 k) where each step holds
+# whole prompts, T_P(C) where one prompt spans every step, C = 1 with P > B.)
+#
 # The mean TTFT of independent requests (Q6) and of a burst (Q8) bracket what a server sees: arrivals spread at
 # random at one end, all together at the other (each with the server's own time, eq. Q9).
 
 
 def burst_serving(in_flight: int, batch_prefill_seconds: float, steps: int, decode_step: float,
-                  output_tokens: int, host_seconds: float = 0.0) -> dict[str, float]:
+                  output_tokens: int, host_seconds: float = 0.0,
+                  prompt_chunk: tuple[int, int] | None = None) -> dict[str, float]:
     """Eqs. (Q8, Q9b): mean ``ttft_seconds`` and ``requests_per_second`` of ``in_flight`` requests arriving together
     each round: their prompts prefilled in ``steps`` steps taking ``batch_prefill_seconds`` in all, then
     ``output_tokens`` - 1 decode steps of ``decode_step`` seconds (the first token comes from the prefill); with
     the server's own ``host_seconds`` (H) per request done one request after another (the j-th waits j H) and a whole
-    running step before admission (Q9b), in the TTFT and in each round."""
+    running step before admission (Q9b), in the TTFT and in each round; ``prompt_chunk`` (P, B): each prompt's first
+    token after the step holding its last token (None: the j-th step's prompts after j of the ``steps``)."""
     if (in_flight < 1 or steps < 1 or batch_prefill_seconds <= 0 or output_tokens < 0 or host_seconds < 0
             or (output_tokens and decode_step <= 0)):
         raise InputError("in_flight, steps >= 1, output_tokens >= 0; batch_prefill_seconds > 0 and decode_step > 0 "
@@ -210,8 +216,12 @@ def burst_serving(in_flight: int, batch_prefill_seconds: float, steps: int, deco
     step_wait = decode_step if in_flight > 1 and output_tokens else 0.0
     decode = max(output_tokens - 1, 0) * decode_step
     round_seconds = in_flight * host_seconds + step_wait + batch_prefill_seconds + decode
-    return {"ttft_seconds": host_seconds * (in_flight + 1) / 2 + step_wait
-            + batch_prefill_seconds * (steps + 1) / (2 * steps),
+    if prompt_chunk is None:
+        done = (steps + 1) / 2  # the mean step in which a prompt's prefill ends
+    else:
+        prompt, chunk = prompt_chunk
+        done = sum(-(-i * prompt // chunk) for i in range(1, in_flight + 1)) / in_flight
+    return {"ttft_seconds": host_seconds * (in_flight + 1) / 2 + step_wait + batch_prefill_seconds * done / steps,
             "requests_per_second": in_flight / round_seconds, "request_seconds": round_seconds}
 
 
