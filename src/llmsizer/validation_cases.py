@@ -1561,8 +1561,9 @@ def serving_tpot_cases(data: str | Path | None, name: str) -> list[Case]:
 # Each row's estimate is the one fit gives (estimate/serving_load.py under_load: formulas/serving_queue.py eqs. Q4-Q9
 # with the engine's default chunk budget on that GPU), compared as its TTFT (eqs. Q6, Q9a: the mean of requests
 # arriving independently, the expected figure) and completed requests/s (eq. Q7; one request: 1 / its time,
-# formulas/network.py eq. 9); a TTFT row also carries the estimate's range (``span``: between independent arrivals
-# and arriving together, eqs. Q8, Q9b, a fixed-length sweep's rounds in lockstep), whose coverage ``span_coverage`` reports. SL01
+# formulas/network.py eq. 9); a TTFT row also carries the estimate's bounds (``span``, not a calibrated range:
+# independent arrivals .. arriving together, eqs. Q8, Q9b, a fixed-length sweep's rounds in lockstep, an upper bound),
+# whose coverage and width ``span_coverage`` reports. SL01
 # (one request) calibrates the server's own time per request (efficiency.VLLM_API_SERVER_SECONDS). TTFT is held to a factor (RATIO_KINDS: an under-estimate by 10x is a
 # miss as large as an over-estimate by 10x). No band.
 SERVING_LOAD_FILE = "serving_load.csv"
@@ -1595,7 +1596,7 @@ def serving_load_cases(data: str | Path | None = None) -> list[Case]:
         other = load.get("ttft_burst_seconds") if kind == SERVING_TTFT else load.get("requests_per_second_burst")
         calib = r["id"] == API_SERVER_CALIBRATION
         # the calibration row reproduces its own TTFT (idle prefill + H): no range to cover
-        span = load.get("ttft_range_seconds") if kind == SERVING_TTFT and not calib else None
+        span = load.get("ttft_bounds_seconds") if kind == SERVING_TTFT and not calib else None
         out.append(Case(r["id"], kind, f"{ENGINE_NAMES[r['engine']]} {r['engine_version']} {r['catalog_model']} "
                         f"{r['dtype']} {run.gpus}x {r['device']} c{c} p{run.prompt} g{run.generated}", pred, value, unit,
                         *within_tolerance(kind, pred, value),
@@ -2901,17 +2902,19 @@ def percentile(values: list[float], q: float) -> float | None:
     return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
 
 
-def span_coverage(cases: Iterable[Case]) -> list[tuple[str, int, int, int, int]]:
-    """Per kind whose rows carry the estimate's own range (``Case.span``): (kind, summarised rows inside, summarised
-    rows, all rows inside, all rows) -- the coverage of the range the estimate states (all rows: the excluded ones
-    too, assumed settings and calibration)."""
+def span_coverage(cases: Iterable[Case]) -> list[tuple[str, int, int, int, int, float, float]]:
+    """Per kind whose rows carry the estimate's own bounds (``Case.span``: not a calibrated range, no constant fitted
+    to its width): (kind, summarised rows inside, summarised rows, all rows inside, all rows, median width, widest
+    width) -- how often the measured value lies between the bounds the estimate states (all rows: the excluded ones
+    too, assumed settings and calibration), and how wide they are (high / low, over all rows)."""
     out = []
     for kind in KINDS:
         mine = [c for c in cases if c.kind == kind and c.span is not None]
         if mine:
             used = [c for c in mine if not c.excluded]
+            widths = [c.span[1] / c.span[0] for c in mine if c.span and c.span[0] > 0]
             out.append((kind, sum(1 for c in used if c.inside_span), len(used), sum(1 for c in mine if c.inside_span),
-                        len(mine)))
+                        len(mine), percentile(widths, 50) or float("nan"), max(widths, default=float("nan"))))
     return out
 
 

@@ -109,9 +109,9 @@ def test_queued_ttft_and_the_table_never_read_as_one(capsys: pytest.CaptureFixtu
     running = f["speed"]["concurrency"]
     assert next(ln for ln in text.splitlines() if ln.startswith("at ")).startswith(f"at {running} requests running ")
     assert f"a queued request's TTFT {wait + ttft:.2f} s" in text
-    # no queue, no load (one sequence on an engine with no server time per request): the plain label
-    _, plain, _ = run(["fit", "llama-3.1-8b", "--device", "h100-sxm", "--engine", "sglang", "--concurrency", "1"],
-                      capsys)
+    # no queue, no load (one sequence on an engine that is no HTTP server: transformers): the plain label
+    _, plain, _ = run(["fit", "llama-3.1-8b", "--device", "h100-sxm", "--engine", "transformers", "--concurrency",
+                       "1"], capsys)
     assert next(ln for ln in plain.splitlines() if ln.startswith("prefill")).startswith("prefill (TTFT) ")
     # vLLM at one sequence: its server's own time per request (eq. Q9's H) makes the TTFT a row of its own
     _, one, _ = run(["fit", "llama-3.1-8b", "--device", "h100-sxm", "--concurrency", "1"], capsys)

@@ -10,6 +10,7 @@ import re
 import pytest
 
 from cli.cli_run import answer, run
+from llmsizer.estimate import efficiency as E
 
 ARGS = ["fit", "llama-3.1-8b-instruct", "--device", "apple-m2-max-96gb", "--weights", "q4_k_m", "--engine",
         "llamacpp", "--context", "4096"]
@@ -18,8 +19,9 @@ ARGS = ["fit", "llama-3.1-8b-instruct", "--device", "apple-m2-max-96gb", "--weig
 def test_m2_max_at_32_requests_is_prefill_bound(capsys: pytest.CaptureFixture[str]) -> None:
     _, one = answer([*ARGS, "--concurrency", "1", "--json"], capsys)
     _, many = answer([*ARGS, "--concurrency", "32", "--json"], capsys)
-    idle = one["speed"]["ttft_seconds"]
-    assert one["speed"]["under_load"] is None  # one request: nothing competes
+    idle = one["speed"]["ttft_idle_seconds"]
+    # one request: nothing competes; llama.cpp's server takes the named default server time (engines.API_SERVER_SECONDS)
+    assert one["speed"]["ttft_seconds"] == pytest.approx(idle + E.VLLM_API_SERVER_SECONDS.expected, rel=1e-9)
     load = many["speed"]["under_load"]
     # the premise: the 32 prompts' device time per round is far above the round's decode
     assert 32 * many["speed"]["ttft_idle_seconds"] > 10 * 256 * many["speed"]["decode"]["seconds"]
@@ -34,3 +36,18 @@ def test_m2_max_at_32_requests_is_prefill_bound(capsys: pytest.CaptureFixture[st
     assert shown == pytest.approx(many["speed"]["ttft_seconds"], abs=1e-3) and shown > 5 * idle
     warning = next(ln for ln in text.splitlines() if ln.startswith("warning: prefill-bound at concurrency 32"))
     assert f"{load['prefill_share']:.0%} of device time" in warning
+
+
+def test_a_prefill_only_service_is_loaded_too(capsys: pytest.CaptureFixture[str]) -> None:
+    """--output-tokens 0 at 32 requests (a prefill-only service): no decode to overlap, so each request waits for the
+    other 31 prompts as well as its own (eq. Q6' with no think time: C D, the server saturated); it used to print the
+    idle TTFT at any concurrency."""
+    _, one = answer([*ARGS, "--output-tokens", "0", "--concurrency", "1", "--json"], capsys)
+    _, many = answer([*ARGS, "--output-tokens", "0", "--concurrency", "32", "--json"], capsys)
+    idle, host = one["speed"]["ttft_idle_seconds"], E.VLLM_API_SERVER_SECONDS.expected
+    assert one["speed"]["ttft_seconds"] == pytest.approx(idle + host, rel=1e-9)  # alone: its prefill and the server
+    assert many["speed"]["under_load"]["step_seconds"] is None
+    # saturated on the prefill (C D >> H): the cycle C D, and the server's own time on top
+    assert 32 * idle < many["speed"]["ttft_seconds"] < 32 * idle + 32 * host
+    code, text, _ = run([*ARGS, "--output-tokens", "0", "--concurrency", "32"], capsys)
+    assert code == 0 and "requests/s (prefill only)" in text

@@ -119,13 +119,12 @@ def test_prefill_only_rate_is_bounded_by_prefill(level: str, concurrency: int, c
     bound = prefill_tokens_per_second / context
     assert p["bound"] == "compute"  # so batching adds no throughput: the rate is one prompt's TTFT, b times over
     assert bound == pytest.approx(1 / f["speed"]["ttft_idle_seconds"], rel=1e-12)  # one prompt's, on an idle replica
-    if output == 0:
-        assert rate == pytest.approx(bound, rel=1e-12)
-    else:  # one token more: a request is held for its (loaded, formulas/serving_queue.py Q6, Q9a) TTFT and one decode
-        # step, and the server's own time per request (eq. Q9's H, efficiency.VLLM_API_SERVER_SECONDS) is spent off
-        # the device while the other requests in flight are prefilled: at most H / concurrency more per request
-        held = 1 / bound + E.VLLM_API_SERVER_SECONDS.expected / concurrency
-        assert 0.9 / held <= rate <= bound
+    # a request is held for its (loaded, formulas/serving_queue.py Q6', Q9a) TTFT, and with one token one decode step
+    # more; the server's own time per request (eq. Q9's H, efficiency.VLLM_API_SERVER_SECONDS) is spent off the device
+    # while the other requests in flight are prefilled: at most H / concurrency more per request (output 0 too: the
+    # prefill-only service is loaded, its requests cycling through the server and the prefill)
+    held = 1 / bound + E.VLLM_API_SERVER_SECONDS.expected / concurrency
+    assert 0.9 / held <= rate <= bound
     if level == "typical":  # the logs kept: the typical rate x 30 days x 1024 B per request (formulas/storage.py)
         assert j.section("storage").value("logs") == math.ceil(rate * 30 * 86400 * 1024)
 

@@ -45,23 +45,29 @@ def test_every_row_is_estimated() -> None:
     assert {c.kind for c in cases.values()} == {SERVING_TTFT, SERVING_RATE}
 
 
-def test_the_measured_ttft_lies_inside_the_stated_range() -> None:
-    """Every loaded row's measured TTFT lies inside the range the estimate states: independent arrivals (eqs. Q6, Q9a,
-    the expected figure) to arriving together (eqs. Q8, Q9b); on the prefill-bound sweep one prompt's idle TTFT is
-    far below it from 16 requests on (the queue the speed table used to leave out)."""
+def test_the_measured_ttft_lies_within_the_stated_bounds() -> None:
+    """The measured TTFT against the bounds the estimate states: independent arrivals (eqs. Q6', Q9a, the expected
+    figure) to arriving together (eqs. Q8, Q9b, an upper bound). Every row lies below the upper bound; the summarised
+    L4 rows lie between them; on the prefill-bound sweep one prompt's idle TTFT is far below the measured one from 16
+    requests on (the queue the speed table used to leave out). The Mistral rows at 4 and 8 requests (assumed settings,
+    another host than SL01's) lie below the independent-arrival figure: its H of SL01's host and the decode step each
+    prompt's step carries (eq. Q9a's k t_d, 20 ms on the RTX 4090) exceed what that run spent."""
     rows = 0
+    below = []
     for c in _cases().values():
         if c.kind != SERVING_TTFT or c.id == API_SERVER_CALIBRATION:
             continue
         low, high = c.span
-        assert low == c.predicted and low <= c.measured <= high, (c.id, low, c.measured, high)
+        assert low == c.predicted and c.measured <= high, (c.id, low, c.measured, high)
+        if c.measured < low:
+            below.append(c.id)
         burst = float(c.note.split("arriving together (eqs. Q8, Q9b) ")[1].split(";")[0])
         assert burst == pytest.approx(high, rel=1e-3)
         rows += 1
         if c.id in PREFILL_BOUND and int(c.what.split(" c")[1].split(" ")[0]) >= 16:
             idle = float(c.note.split("TTFT alone ")[1].split(" s")[0])
             assert c.measured > 4 * idle, c.id
-    assert rows == 10
+    assert rows == 10 and below == ["SL13", "SL15"]
 
 
 def test_the_server_time_follows_from_its_row() -> None:
@@ -89,8 +95,9 @@ def test_the_server_time_moves_the_held_out_rows_in() -> None:
             bare_ttft = bare["ttft_seconds"]
             assert bare_ttft < 0.8 * c.measured, c.id
             assert abs(math.log(c.predicted / c.measured)) < abs(math.log(bare_ttft / c.measured)), c.id
+            # one step carries each 256-token prompt (max_num_batched_tokens 2048): k = 1 (eq. Q9a)
             assert c.predicted == pytest.approx(loaded_serving(s.concurrency, s.prefill.seconds, s.decode.seconds,
-                                                               s.output_tokens, None, host)["ttft_seconds"])
+                                                               s.output_tokens, None, host, 1)["ttft_seconds"])
         elif c.id not in PREFILL_BOUND:  # the L4 sweep's requests/s, all predicted too fast
             assert c.measured < c.predicted < bare["requests_per_second"], c.id
 
@@ -138,7 +145,11 @@ def test_one_request_waits_for_nothing_but_the_server(row: str) -> None:
 
 
 def test_validate_reports_the_ranges_coverage() -> None:
-    """validate's coverage of the stated range (validation_cases.span_coverage): the TTFT kind only, every row
-    inside, the calibration row (one request: no range) counted in neither."""
-    spans = span_coverage(serving_load_cases())
-    assert spans == [(SERVING_TTFT, 5, 5, 10, 10)]
+    """validate's coverage of the stated bounds (validation_cases.span_coverage): the TTFT kind only, every
+    summarised row inside, 8 of 10 with the assumed-settings rows, the calibration row (one request: no bounds)
+    counted in neither; the width is each row's high / low, recomputed here from the rows."""
+    cases = serving_load_cases()
+    ((kind, inside, summarised, inside_all, rows, median, widest),) = span_coverage(cases)
+    assert (kind, inside, summarised, inside_all, rows) == (SERVING_TTFT, 5, 5, 8, 10)
+    widths = sorted(c.span[1] / c.span[0] for c in cases if c.span)
+    assert widest == max(widths) and median == pytest.approx((widths[4] + widths[5]) / 2)

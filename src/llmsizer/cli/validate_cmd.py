@@ -26,6 +26,13 @@ had to be assumed and lower bounds (out-of-memory runs) are listed but kept out 
 """
 
 
+# The loaded TTFT's two arrival patterns (formulas/serving_queue.py eq. Q9), stated as bounds beside the expected
+# figure, not as a calibrated range: no constant is fitted to their width, and the high end takes all of the server's
+# time per request as serial work (an upper bound by construction).
+SPAN_TITLE = ("bounds the estimate states, not a calibrated range (the loaded TTFT: independent arrivals, the "
+              "expected figure whose error the summary gives, .. arriving together, eq. Q9b's upper bound with all of "
+              "the server's time per request serial; formulas/serving_queue.py eq. Q9)")
+
 def register(sub: Any) -> None:
     p = sub.add_parser("validate", help=COMMAND_HELP["validate"],
                        description="Compare llmsizer's estimates with every published measurement it can express "
@@ -128,10 +135,11 @@ def render_text(g: dict[str, Any]) -> str:
     out.append(table(rows, ["kind", "rows", "median", "p90", "within 10%", "within tolerance", "excluded rows"]))
     out.append("")
     if g.get("spans"):
-        out.append("ranges the estimate states (the loaded TTFT: independent arrivals .. arriving together, "
-                   "formulas/serving_queue.py eq. Q9): rows whose measured value lies inside:")
-        out.append(table([[k, f"{i}/{n}", f"{ia}/{na}"] for k, i, n, ia, na in g["spans"]],
-                         ["kind", "summarised rows inside", "all rows inside (excluded ones too)"]))
+        out.append(f"{SPAN_TITLE}: rows whose measured value lies between them, and their width (high / low):")
+        out.append(table([[k, f"{i}/{n}", f"{ia}/{na}", f"{wm:.1f}x", f"{wx:.1f}x"]
+                          for k, i, n, ia, na, wm, wx in g["spans"]],
+                         ["kind", "summarised rows inside", "all rows inside (excluded ones too)", "median width",
+                          "widest"]))
         out.append("")
     out.append("calibrated ranges (estimate/ranges.py): summarised rows whose measured value lies inside "
                "[expected x low, expected x high], by row and by setup (each setup as one); target >= 90% per kind "
@@ -183,11 +191,11 @@ def render_markdown(g: dict[str, Any], command: str = GENERATOR) -> str:
                      f"{s.within_10}/{s.n} | {f'{s.within}/{s.with_tolerance}' if s.with_tolerance else '-'} | "
                      f"{s.excluded_rows} |")
     if g.get("spans"):
-        lines += ["", "The loaded TTFT is stated as a range, independent arrivals (the expected figure, whose error "
-                  "the summary gives) to arriving together (a closed loop of equal lengths in lockstep; "
-                  "`formulas/serving_queue.py` eq. Q9). Rows whose measured value lies inside it:", "",
-                  "| kind | summarised rows inside | all rows inside (excluded ones too) |", "|---|---:|---:|"]
-        lines += [f"| {k} | {i}/{n} | {ia}/{na} |" for k, i, n, ia, na in g["spans"]]
+        lines += ["", f"{SPAN_TITLE[0].upper()}{SPAN_TITLE[1:]}. Rows whose measured value lies between them, and "
+                  "their width (high / low):", "",
+                  "| kind | summarised rows inside | all rows inside (excluded ones too) | median width | widest |",
+                  "|---|---:|---:|---:|---:|"]
+        lines += [f"| {k} | {i}/{n} | {ia}/{na} | {wm:.1f}x | {wx:.1f}x |" for k, i, n, ia, na, wm, wx in g["spans"]]
     lines += ["", "By origin (published measurements in `validation/*.csv`; runs measured with `llmsizer measure`):",
               "", "| kind | origin | rows | median abs error | 90th percentile abs error |", "|---|---|---:|---:|---:|"]
     for origin, summ in g.get("by_origin", {}).items():
@@ -289,8 +297,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
                    "not_expressed": [{"id": m.id, "kind": m.kind, "why": m.why} for m in g["missing"]],
                    "summary": [s.to_dict() for s in g["summary"]],
                    "coverage": [c.to_dict() for c in g["coverage"]],
-                   "ranges": [{"kind": k, "summarised_inside": i, "summarised": n, "all_inside": ia, "all": na}
-                              for k, i, n, ia, na in g["spans"]],
+                   # the loaded TTFT's bounds (SPAN_TITLE): not a calibrated range
+                   "bounds": [{"kind": k, "summarised_inside": i, "summarised": n, "all_inside": ia, "all": na,
+                               "median_width": wm, "widest": wx} for k, i, n, ia, na, wm, wx in g["spans"]],
                    "known_misses": [m.to_dict() for m in g["known_misses"]], "sources": g["sources"]})
     else:
         say(render_text(g))

@@ -525,11 +525,19 @@ PREFILL_SCHEDULING: dict[str, tuple[bool, str, str]] = {
                  "common/common.h), one llama_decode of both (split into n_ubatch ubatches)"),
 }
 # The server's own time per request beside the device (formulas/serving_queue.py eq. Q9's H: HTTP, tokenizing, the
-# first token's trip back and its streamed chunk), per continuous-batching engine, read by estimate/serving_load.py.
-# vLLM's is calibrated (efficiency.VLLM_API_SERVER_SECONDS, row SL01); SGLang's HTTP server and llama.cpp's server do
-# the same work but no row measures it: 0 s, named in the prefill_under_load assumption.
-API_SERVER_SECONDS: dict[str, float] = {"vllm": E.VLLM_API_SERVER_SECONDS.expected}
-API_SERVER_SOURCE = {"vllm": "efficiency.VLLM_API_SERVER_SECONDS (calibrated on SL01)"}
+# first token's trip back and its streamed chunk), per HTTP-serving continuous-batching engine, read by
+# estimate/serving_load.py. vLLM's is calibrated (efficiency.VLLM_API_SERVER_SECONDS, row SL01); SGLang's HTTP server
+# (its tokenizer manager, a Python process beside the scheduler) and llama.cpp's server do the same per-request work
+# but no row measures it, so they take the same named default (not measured for them: said in the prefill_under_load
+# assumption with its stated range, 0 .. 2 x SL01; llama.cpp's C++ server is likelier near the low end). One default
+# for every HTTP-serving engine keeps an engine comparison from favouring one by construction.
+API_SERVER_SECONDS: dict[str, float] = {e: E.VLLM_API_SERVER_SECONDS.expected for e in ("vllm", "sglang", "llamacpp")}
+API_SERVER_RANGE = (E.VLLM_API_SERVER_SECONDS.low, E.VLLM_API_SERVER_SECONDS.high)  # stated, not calibrated
+API_SERVER_SOURCE = {"vllm": "efficiency.VLLM_API_SERVER_SECONDS, calibrated on SL01",
+                     "sglang": "efficiency.VLLM_API_SERVER_SECONDS: vLLM's SL01 value as the default, SGLang's HTTP "
+                               "server is not measured",
+                     "llamacpp": "efficiency.VLLM_API_SERVER_SECONDS: vLLM's SL01 value as the default, llama.cpp's "
+                                 "server is not measured"}
 # Warn when the prompts' prefill takes at least this share of device time at the requested load (eq. Q7's u): the
 # TTFT and per-user rate are then set by other requests' prompts, not by the decode alone. A threshold for a warning,
 # not a fitted constant.

@@ -40,8 +40,8 @@ TTFT_RULE = "independent arrivals; a closed loop of equal lengths moves towards 
 
 def under_load(sp: SpeedEstimate | None, engine: str, chunk_tokens: int | None = None) -> SpeedEstimate | None:
     """``sp`` with its ``load`` (formulas/serving_queue.py eqs. Q4-Q9) where ``engine`` batches continuously
-    (vllm, sglang, llamacpp) at more than one sequence (at one where the server's own time per request is not 0:
-    vLLM) with both a prefill and a decode time; ``chunk_tokens``:
+    (vllm, sglang, llamacpp) at more than one sequence (at one where the server's own time per request is not 0)
+    with both a prefill and a decode time; ``chunk_tokens``:
     the engine's prompt tokens per step (vLLM max_num_batched_tokens, SGLang chunked_prefill_size, llama.cpp
     n_batch; None: llama.cpp's default). Unchanged elsewhere (transformers' static batch already times the batch
     prefill, eq. P1).
@@ -53,59 +53,77 @@ def under_load(sp: SpeedEstimate | None, engine: str, chunk_tokens: int | None =
     prefills stretch the steps)."""
     sched = ENG.PREFILL_SCHEDULING.get(engine)
     # one request alone waits for no other prompt and no running step: its TTFT is the idle prefill plus the
-    # server's own time per request (eq. Q9's H), so a single request is loaded only where H is not 0 (vLLM), and
+    # server's own time per request (eq. Q9's H), so a single request is loaded only where H is not 0, and
     # a service's TTFT does not jump by H between one request and two
     alone = sp is not None and sp.concurrency < 2 and not ENG.API_SERVER_SECONDS.get(engine)
-    if (sp is None or sched is None or sp.batch_prefill or alone or not sp.output_tokens
-            or sp.prefill is None or sp.decode is None or sp.load is not None):
+    # a prefill-only service (output 0) is loaded too: its requests cycle through the server and the prefill alone
+    if (sp is None or sched is None or sp.batch_prefill or alone or sp.prefill is None
+            or (sp.output_tokens and sp.decode is None) or sp.load is not None):
         return sp
     one_forward, chunk_name, source = sched
     chunk = int(chunk_tokens or DEFAULT_CHUNKS.get(engine) or 0)
     batch = sp.prefill_batch_seconds()  # eq. P1 at concurrency: the C prompts of a burst
     if chunk < 1 or not batch:
         return sp
-    prefill, step = sp.prefill.seconds, sp.decode.seconds
+    prefill, step = sp.prefill.seconds, (sp.decode.seconds if sp.decode is not None else 0.0)
     # a step carrying a prefill chunk: min(chunk, prompt) prompt tokens at the idle prompt's seconds per token
     mixed_step = (prefill * min(chunk, sp.prompt_tokens) / sp.prompt_tokens
                   if one_forward and MIXED_STEP_ROOFLINE else None)
     host = ENG.API_SERVER_SECONDS.get(engine, 0.0)  # eq. Q9's H
-    host_note = (f"the server's own {host * 1e3:.1f} ms per request ({ENG.API_SERVER_SOURCE[engine]})" if host else
+    low, high = ENG.API_SERVER_RANGE
+    host_note = (f"the server's own {host * 1e3:.1f} ms per request, a queue of its own (stated range "
+                 f"{low * 1e3:.0f} .. {high * 1e3:.0f} ms; {ENG.API_SERVER_SOURCE[engine]}; not in it: the server's "
+                 "work per output token)" if host else
                  f"no server time per request ({engine}'s HTTP server is not measured: 0 s)")
-    state = loaded_serving(sp.concurrency, prefill, step, sp.output_tokens, mixed_step, host)
+    # the steps carrying its own prompt also run the others' decode at the additive step's cost (eq. Q9a's k)
+    carrying = math.ceil(sp.prompt_tokens / chunk) if one_forward and not MIXED_STEP_ROOFLINE else 0
+    state = loaded_serving(sp.concurrency, prefill, step, sp.output_tokens, mixed_step, host, carrying)
     share = state["prefill_share"]
     steps = math.ceil(sp.concurrency * sp.prompt_tokens / chunk)
-    burst = burst_serving(sp.concurrency, batch, steps, step, sp.output_tokens, host)
+    burst = burst_serving(sp.concurrency, batch, steps, step, sp.output_tokens, host, (sp.prompt_tokens, chunk))
     load = {"ttft_seconds": state["ttft_seconds"], "ttft_burst_seconds": burst["ttft_seconds"],
-            # the two arrival patterns' TTFTs, lower first: arriving together is the higher except near saturation,
-            # where independent requests queue behind all the others' prompts (Q6 -> C D - Z) and a burst's
-            # average prompt waits for half of them (Q8)
-            "ttft_range_seconds": tuple(sorted((state["ttft_seconds"], burst["ttft_seconds"]))),
+            # the two arrival patterns' TTFTs, lower first (bounds, not a calibrated range: Q9b takes all of H as
+            # serial work): arriving together is the higher except near saturation, where independent requests
+            # queue behind all the others' prompts (Q6 -> C D - Z) and a burst's average prompt waits for half
+            # of them (Q8)
+            "ttft_bounds_seconds": tuple(sorted((state["ttft_seconds"], burst["ttft_seconds"]))),
             "ttft_rule": TTFT_RULE,
-            "api_server_seconds": host, "step_wait_seconds": state["step_wait_seconds"],
-            "ttft_idle_seconds": sp.ttft_idle_seconds, "step_seconds": state["step_seconds"],
-            "decode_step_seconds": step, "requests_per_second": state["requests_per_second"],
+            "api_server_seconds": host, "api_server_residence_seconds": state["api_server_seconds"],
+            "api_server_busy": state["api_server_busy"], "carry_seconds": state["carry_seconds"],
+            "step_wait_seconds": state["step_wait_seconds"],
+            "ttft_idle_seconds": sp.ttft_idle_seconds, "step_seconds": state["step_seconds"] or None,
+            "decode_step_seconds": step or None, "requests_per_second": state["requests_per_second"],
             "requests_per_second_burst": burst["requests_per_second"], "request_seconds": state["request_seconds"],
             "output_tokens_per_second": state["requests_per_second"] * sp.output_tokens,
             "prefill_share": share, "concurrency": sp.concurrency, "chunk_tokens": chunk, "chunk_name": chunk_name,
             "prefill_steps": steps, "one_forward": one_forward,
             "step_cost": "one forward's roofline (eq. Q5a)" if mixed_step is not None else "additive (eq. Q5b)",
             "source": "formulas/serving_queue.py eqs. Q4-Q9; " + source}
-    user = 1 / state["step_seconds"]
+    if sp.output_tokens:
+        user = 1 / state["step_seconds"]
+        rate = (f"{user:.1f} tokens/s per user ({1 / step:.1f} decoding alone) and "
+                f"{state['requests_per_second']:.3g} requests/s (eqs. Q5b, Q7)")
+    else:  # prefill only: no decode, the requests cycle through the server and the prefill (eq. Q9a at N = 0)
+        user = 0.0
+        rate = f"{state['requests_per_second']:.3g} requests/s (prefill only: eqs. Q6', Q7 at 0 output tokens)"
     note = Assumption("prefill_under_load", f"{share:.0%} of device time", True,
-                      f"derived: {sp.concurrency} requests in flight, each replaced when it finishes: every {sp.prompt_tokens:,}-"
+                      f"derived: {sp.concurrency} requests in flight, each replaced when it finishes: every "
+                      f"{sp.prompt_tokens:,}-"
                       f"token prompt takes {prefill:.3f} s of device time. TTFT {state['ttft_seconds']:.3f} s when they "
-                      f"arrive independently (eqs. Q6, Q9a: the expected figure, {TTFT_RULE}), "
-                      f"{burst['ttft_seconds']:.3f} s when they arrive together (eqs. Q8, Q9b: their prompts in {steps} "
-                      f"steps of {chunk_name} {chunk:,}), {sp.ttft_idle_seconds:.3f} s for one prompt's prefill alone; "
-                      f"each with {host_note} and the wait for the running step; "
-                      f"{user:.1f} tokens/s per user ({1 / step:.1f} decoding alone) and "
-                      f"{state['requests_per_second']:.3g} requests/s (eqs. Q5b, Q7): the TTFT and per-user rate shown "
-                      "are at this concurrency; formulas/serving_queue.py eqs. Q4-Q9; " + source)
+                      f"arrive independently (eqs. Q6', Q9a: the expected figure, {TTFT_RULE}), "
+                      f"{burst['ttft_seconds']:.3f} s when they arrive together (eqs. Q8, Q9b, an upper bound: their "
+                      f"prompts in {steps} steps of {chunk_name} {chunk:,}), {sp.ttft_idle_seconds:.3f} s for one "
+                      f"prompt's prefill alone; each with {host_note} and the wait for the running step; {rate}: the "
+                      "TTFT and per-user rate shown are at this concurrency; formulas/serving_queue.py eqs. Q4-Q9; "
+                      + source)
     warnings = sp.warnings
     if share >= ENG.PREFILL_SHARE_WARN:
         warnings = (*warnings, f"prefill-bound at concurrency {sp.concurrency}: the prompts' prefill takes "
                     f"{share:.0%} of device time (formulas/serving_queue.py eq. Q7), so a request waits "
                     f"{state['ttft_seconds']:.1f} s for its first token (arriving together: {burst['ttft_seconds']:.1f} "
-                    f"s; alone: {sp.ttft_idle_seconds:.2f} s) and gets {user:.1f} tokens/s (decoding alone: {1 / step:.1f}); "
-                    "shorter prompts, fewer requests per replica or more replicas lower it")
-    return replace_fields(sp, load=load, assumptions=(*sp.assumptions, note), warnings=warnings)
+                    f"s; alone: {sp.ttft_idle_seconds:.2f} s)"
+                    + (f" and gets {user:.1f} tokens/s (decoding alone: {1 / step:.1f})" if sp.output_tokens else "")
+                    + "; shorter prompts, fewer requests per replica or more replicas lower it")
+    server = (Assumption("api_server_seconds_per_request", f"{host * 1e3:.1f} ms ({low * 1e3:.0f} .. {high * 1e3:.0f} ms)",
+                         True, host_note + "; formulas/serving_queue.py eqs. Q6', Q9"),) if host else ()
+    return replace_fields(sp, load=load, assumptions=(*sp.assumptions, note, *server), warnings=warnings)

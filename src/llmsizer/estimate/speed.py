@@ -157,8 +157,8 @@ class SpeedEstimate:
     def tokens_per_second_per_user(self) -> float | None:
         """Output tokens/s one user sees: one per decode step, the steps stretched by the other requests' prefill
         chunks where the load is modelled (formulas/serving_queue.py eq. Q5), else one per decode step."""
-        if self.load is not None:
-            return 1.0 / self.load["step_seconds"]
+        if self.load is not None:  # a prefill-only load (output 0) has no step: no per-user rate
+            return 1.0 / self.load["step_seconds"] if self.load["step_seconds"] else None
         return 1.0 / self.decode.seconds if self.decode else None
 
     @property

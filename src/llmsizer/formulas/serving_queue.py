@@ -95,38 +95,93 @@ def loaded_step_seconds(decode_step: float, prefill_share: float, mixed_step: fl
     return 1.0 / (prefill_share / max(mixed_step, decode_step) + (1.0 - prefill_share) / decode_step)
 
 
-def loaded_serving(in_flight: int, prefill_seconds: float, decode_step: float, output_tokens: int,
-                   mixed_step: float | None, host_seconds: float = 0.0) -> dict[str, float]:
-    """Eqs. (Q4-Q7, Q9a): the steady state of ``in_flight`` requests, each a prompt of ``prefill_seconds`` of device
-    time (Q4) then ``output_tokens`` tokens at ``decode_step`` seconds a step when no prompt is prefilled; the
-    steps that carry prefill chunks are ``mixed_step`` seconds (None: the prefill runs in batches of its own);
-    ``host_seconds`` the server's own time per request off the device (eq. Q9's H). Returns the mean
-    ``ttft_seconds`` (Q9a: H, the running step's residual and Q6's R), ``device_ttft_seconds`` (R), ``step_seconds``
-    (Q5), ``step_wait_seconds`` (w), ``requests_per_second`` (Q7), ``request_seconds`` (R + Z') and
-    ``prefill_share`` (u)."""
-    if in_flight < 1 or prefill_seconds <= 0 or decode_step <= 0 or output_tokens < 1 or host_seconds < 0:
-        raise InputError("in_flight, output_tokens >= 1; prefill_seconds and decode_step > 0; host_seconds >= 0")
+# With the server's own time per request (eq. Q9's H, below) the network has two queueing stations: the API server's
+# one process (demand H) and the device's prefill (demand D), beside the decode delay. Schweitzer's approximation for
+# K stations (Lazowska et al. 1984, sec. 6.4.2, per station k: R_k = D_k (1 + Q_k (C - 1) / C), Q_k = X R_k) gives
+# each station's residence in closed form in X,
+#
+#     R_k(X) = D_k / (1 - X D_k (C - 1) / C),     X = C / (sum_k R_k(X) + Z)                             (Q6')
+#
+# and X (R_H + R_D + Z) - C rises with X (every R_k and Z do): one root in [0, min_k C / ((C - 1) D_k)), found by
+# bisection. With H = 0 it is Q6 (one station). u = X D and the step of Q5 follow from X, so one bisection on X
+# solves Q5-Q7 and Q9a together.
 
-    def state(u: float) -> tuple[float, float, float, float]:
-        step = loaded_step_seconds(decode_step, u * (in_flight - 1) / in_flight, mixed_step)
-        think = output_tokens * step + host_seconds + step_wait_seconds(in_flight, step)  # Z' of eq. Q9
-        r = interactive_response_seconds(in_flight, prefill_seconds, think)
-        x = in_flight / (r + think)
-        return r, step, x, x * prefill_seconds
 
-    lo, hi = 0.0, 1.0 - 1e-12
-    for _ in range(40):  # g(u) = u - X(u) D rises with u: bisection on its root (to 1e-12 of the share)
+def _residence(throughput: float, demand: float, in_flight: int) -> float:
+    """Eq. (Q6'): Schweitzer's residence time [s] at one queueing station of ``demand`` at ``throughput``."""
+    return demand / (1.0 - throughput * demand * (in_flight - 1) / in_flight) if demand else 0.0
+
+
+def _throughput_bound(in_flight: int, demands: tuple[float, ...]) -> float:
+    """The largest throughput Q6' admits: below every station's pole and 1 / D of the busiest (u < 1)."""
+    poles = [1.0 / d for d in demands if d > 0]
+    poles += [in_flight / ((in_flight - 1) * d) for d in demands if d > 0 and in_flight > 1]
+    return min(poles)
+
+
+def _solve_throughput(in_flight: int, demands: tuple[float, ...], think: object) -> float:
+    """The root X of X (sum_k R_k(X) + Z(X)) = C (eq. Q6'), ``think`` a function of X (rising or constant)."""
+    lo, hi = 0.0, _throughput_bound(in_flight, demands)
+    for _ in range(64):  # the excess rises with X: bisection to 2^-64 of the bound
         mid = (lo + hi) / 2.0
-        if mid - state(mid)[3] < 0.0:
+        cycle = sum(_residence(mid, d, in_flight) for d in demands) + think(mid)  # type: ignore[operator]
+        if mid * cycle < in_flight:
             lo = mid
         else:
             hi = mid
-    u = (lo + hi) / 2.0
-    r, step, x, _ = state(u)
-    wait = step_wait_seconds(in_flight, step)
-    return {"ttft_seconds": host_seconds + wait + r, "device_ttft_seconds": r, "step_seconds": step,
-            "step_wait_seconds": wait, "requests_per_second": x, "request_seconds": in_flight / x,
-            "prefill_share": u}
+    return lo
+
+
+def station_responses(in_flight: int, demands: tuple[float, ...], think: float) -> tuple[float, ...]:
+    """Eq. (Q6'): the mean residence time [s] at each single-server queueing station of ``demands`` (each visited
+    once per cycle) of ``in_flight`` customers who also spend ``think`` seconds in a delay between visits
+    (Schweitzer's approximate MVA). One station: eq. Q6."""
+    if in_flight < 1 or think < 0 or not demands or min(demands) < 0 or not any(demands) and not think:
+        raise InputError("in_flight must be >= 1, demands >= 0 (one > 0 or think > 0), think >= 0")
+    if not any(demands):
+        return tuple(0.0 for _ in demands)
+    x = _solve_throughput(in_flight, demands, lambda _x: think)
+    return tuple(_residence(x, d, in_flight) for d in demands)
+
+
+def loaded_serving(in_flight: int, prefill_seconds: float, decode_step: float, output_tokens: int,
+                   mixed_step: float | None, host_seconds: float = 0.0,
+                   carrying_steps: int = 0) -> dict[str, float]:
+    """Eqs. (Q4-Q7, Q9a): the steady state of ``in_flight`` requests, each a prompt of ``prefill_seconds`` of device
+    time (Q4) then ``output_tokens`` tokens at ``decode_step`` seconds a step when no prompt is prefilled (0 tokens: a
+    prefill-only service, whose think time is the server's alone; ``decode_step`` unused); the steps that carry
+    prefill chunks are ``mixed_step`` seconds (None: the prefill runs apart from the decode, or beside it at an
+    additive cost); ``host_seconds`` the server's own time per request in its one process (eq. Q9's H, a queueing
+    station of eq. Q6'); ``carrying_steps`` the steps carrying the request's own prompt that also run the others'
+    decode (the additive one-forward step: each pays a decode step more, eq. Q9a's k). Returns the mean
+    ``ttft_seconds`` (Q9a), ``device_ttft_seconds`` (R_D), ``api_server_seconds`` (R_H), ``api_server_busy``
+    (X H), ``step_seconds`` (Q5; 0 without output: no step), ``step_wait_seconds`` (w), ``carry_seconds`` (k t_d),
+    ``requests_per_second`` (Q7), ``request_seconds`` (C / X) and ``prefill_share`` (u)."""
+    if (in_flight < 1 or prefill_seconds <= 0 or output_tokens < 0 or host_seconds < 0 or carrying_steps < 0
+            or (output_tokens and decode_step <= 0)):
+        raise InputError("in_flight >= 1, output_tokens >= 0; prefill_seconds > 0 and decode_step > 0 with output; "
+                         "host_seconds, carrying_steps >= 0")
+    others = (in_flight - 1) / in_flight
+    decoding = output_tokens > 0 and in_flight > 1  # others keep the decode steps running
+
+    def delays(x: float) -> tuple[float, float, float, float]:
+        """(step, w, k t_d, Z') at throughput ``x``: Q5's step at the others' prefill share, eq. Q9a's waits."""
+        if not output_tokens:
+            return 0.0, 0.0, 0.0, 0.0
+        busy = min(x * prefill_seconds * others, 1.0 - 1e-12)  # u' (below 1 inside the bound)
+        step = loaded_step_seconds(decode_step, busy, mixed_step)
+        wait = step_wait_seconds(in_flight, decode_step, busy) if decoding else 0.0
+        carry = carrying_steps * decode_step if decoding else 0.0
+        return step, wait, carry, output_tokens * step + wait + carry
+
+    demands = (host_seconds, prefill_seconds)
+    x = _solve_throughput(in_flight, demands, lambda v: delays(v)[3])
+    step, wait, carry, _ = delays(x)
+    r_host, r_device = (_residence(x, d, in_flight) for d in demands)
+    return {"ttft_seconds": r_host + wait + r_device + carry, "device_ttft_seconds": r_device,
+            "api_server_seconds": r_host, "api_server_busy": x * host_seconds, "step_seconds": step,
+            "step_wait_seconds": wait, "carry_seconds": carry, "requests_per_second": x,
+            "request_seconds": in_flight / x, "prefill_share": x * prefill_seconds}
 
 
 # Requests that arrive together (a benchmark's closed loop of fixed-length requests, all started at once, stays in
@@ -136,25 +191,37 @@ def loaded_serving(in_flight: int, prefill_seconds: float, decode_step: float, o
 #
 #     TTFT_burst = T_P(C) (k + 1) / (2 k)        X_burst = C / (T_P(C) + (N - 1) t_d)                   (Q8)
 #
+# (a prompt's first token comes after the step holding its last token: the i-th of the C prompts, in order, ends in
+# step ceil(i P / B), so exactly TTFT_burst = T_P(C) / k x mean_i ceil(i P / B); (k + 1) / (2 k) where each step holds
+# whole prompts, T_P(C) where one prompt spans every step, C = 1 with P > B.)
+#
 # The mean TTFT of independent requests (Q6) and of a burst (Q8) bracket what a server sees: arrivals spread at
 # random at one end, all together at the other (each with the server's own time, eq. Q9).
 
 
 def burst_serving(in_flight: int, batch_prefill_seconds: float, steps: int, decode_step: float,
-                  output_tokens: int, host_seconds: float = 0.0) -> dict[str, float]:
+                  output_tokens: int, host_seconds: float = 0.0,
+                  prompt_chunk: tuple[int, int] | None = None) -> dict[str, float]:
     """Eqs. (Q8, Q9b): mean ``ttft_seconds`` and ``requests_per_second`` of ``in_flight`` requests arriving together
     each round: their prompts prefilled in ``steps`` steps taking ``batch_prefill_seconds`` in all, then
     ``output_tokens`` - 1 decode steps of ``decode_step`` seconds (the first token comes from the prefill); with
     the server's own ``host_seconds`` (H) per request done one request after another (the j-th waits j H) and a whole
-    running step before admission (Q9b), in the TTFT and in each round."""
-    if (in_flight < 1 or steps < 1 or batch_prefill_seconds <= 0 or decode_step <= 0 or output_tokens < 1
-            or host_seconds < 0):
-        raise InputError("in_flight, steps, output_tokens >= 1; batch_prefill_seconds and decode_step > 0; "
-                         "host_seconds >= 0")
-    step_wait = decode_step if in_flight > 1 else 0.0  # Q9b: at most one whole running step
-    round_seconds = in_flight * host_seconds + step_wait + batch_prefill_seconds + (output_tokens - 1) * decode_step
-    return {"ttft_seconds": host_seconds * (in_flight + 1) / 2 + step_wait
-            + batch_prefill_seconds * (steps + 1) / (2 * steps),
+    running step before admission (Q9b), in the TTFT and in each round; ``prompt_chunk`` (P, B): each prompt's first
+    token after the step holding its last token (None: the j-th step's prompts after j of the ``steps``)."""
+    if (in_flight < 1 or steps < 1 or batch_prefill_seconds <= 0 or output_tokens < 0 or host_seconds < 0
+            or (output_tokens and decode_step <= 0)):
+        raise InputError("in_flight, steps >= 1, output_tokens >= 0; batch_prefill_seconds > 0 and decode_step > 0 "
+                         "with output; host_seconds >= 0")
+    # Q9b: at most one whole running step; a prefill-only round (no output) has no decode step running
+    step_wait = decode_step if in_flight > 1 and output_tokens else 0.0
+    decode = max(output_tokens - 1, 0) * decode_step
+    round_seconds = in_flight * host_seconds + step_wait + batch_prefill_seconds + decode
+    if prompt_chunk is None:
+        done = (steps + 1) / 2  # the mean step in which a prompt's prefill ends
+    else:
+        prompt, chunk = prompt_chunk
+        done = sum(-(-i * prompt // chunk) for i in range(1, in_flight + 1)) / in_flight
+    return {"ttft_seconds": host_seconds * (in_flight + 1) / 2 + step_wait + batch_prefill_seconds * done / steps,
             "requests_per_second": in_flight / round_seconds, "request_seconds": round_seconds}
 
 
@@ -171,20 +238,36 @@ def burst_serving(in_flight: int, batch_prefill_seconds: float, steps: int, deco
 #   .run_busy_loop, vllm/v1/engine/core.py @00080ee1: ``_process_input_queue()`` then ``_process_engine_step()``;
 #   the scheduler's waiting queue is read at the next Scheduler.schedule; llama.cpp's update_slots and SGLang's
 #   event loop likewise take new requests once per iteration). With C >= 2 the others keep the steps running back to
-#   back, so a request arriving at a random moment waits the mean residual of a step, half of one (steps of one
-#   length: the residual of a deterministic renewal, L / 2); alone (C = 1) it finds the engine idle.
+#   back. The device's time splits into the others' prefill (share u' = u (C - 1) / C, Q5) and decode (1 - u'): a
+#   request arriving during another's prefill waits for it inside R_D already (eq. Q6' counts the prefill work ahead
+#   of it), so only one arriving during a decode step (probability 1 - u') waits for that step's residual, half of
+#   one (one length: the residual of a deterministic renewal, L / 2); alone (C = 1) it finds the engine idle.
+# - k t_d, the decode its own prompt's steps carry: a one-forward engine (vLLM v1, llama.cpp's server) puts the
+#   others' decode tokens in the steps that prefill its prompt, k = ceil(P / B) of them, and where such a step is
+#   timed additively (estimate/serving_load.py MIXED_STEP_ROOFLINE False: the chunk's prefill then the decode step's
+#   own time) each pays t_d beyond the prefill of D before the first token comes out; an engine whose prefill
+#   batches run apart (SGLang without mixed chunks) or a roofline step (Q5a) has k = 0.
 #
-#     TTFT_low  = H + w + R,     w = t_step / 2 (C >= 2), 0 (C = 1)                                       (Q9a)
+#     TTFT_low  = R_H + w + R_D + k t_d,  w = (1 - u') t_d / 2, k t_d as above (C >= 2; both 0 at C = 1)    (Q9a)
 #     TTFT_high = H (C + 1) / 2 + t_d + TTFT_burst,   round_high = C H + t_d + T_P(C) + (N - 1) t_d           (Q9b)
 #
-# (Q9a: independent arrivals, R of eq. Q6; H and w are time the request spends off the prefill queue, so they join
-# the think time of Q6 / Q7: Z' = N t_step + H + w, and the mean request takes R + Z' = C / X. Q9b: arriving
-# together, Q8's burst after at most one whole running step, and the C requests' server work done one after another
-# in the server's one process (vLLM's API server is one asyncio event loop, AsyncLLM above), the j-th waiting j H:
-# the upper end, as if all of H were that process's work; part of it is transit that overlaps.)
+# (Q9a: independent arrivals. The API server is one Python process (vLLM's OpenAI server: one asyncio event loop,
+# AsyncLLM above), so it is a single-server queueing station of demand H in eq. Q6', not a pure delay: at C requests
+# its residence R_H = H / (1 - X H (C - 1) / C) grows as its busy share X H nears 1, the same serial server Q9b
+# assumes. w and k t_d are time the request spends off both queues, so they join the think time:
+# Z' = N t_step + w + k t_d, and the mean request takes R_H + R_D + Z' = C / X. Q9b: arriving together, Q8's burst
+# after at most one whole running step, and the C requests' server work done one after another in that process, the
+# j-th waiting j H: as if all of H were that process's serial work; part of it is transit that overlaps, so Q9b is an
+# upper bound of the pattern, not a calibrated figure. H holds the per-request work only: what the server does per
+# output token (detokenizing, an SSE chunk per token) is not in it, and neither is any per-step host work beyond the
+# engine's own step time.)
+#
+# A prefill-only service (N = 0: embeddings-like, or a scoring pass) has no decode: Z' = 0, no step wait, and the
+# C requests cycle through the two queues alone; saturated, R_D -> C D - R_H (the busiest station's cycle C D).
 
 
-def step_wait_seconds(in_flight: int, step: float) -> float:
-    """Eq. (Q9a)'s w: the mean wait of an arriving request for the step the engine is running, half a step when
-    other requests keep the steps running (``in_flight`` >= 2), none when it is alone."""
-    return step / 2.0 if in_flight > 1 else 0.0
+def step_wait_seconds(in_flight: int, decode_step: float, others_prefill_share: float = 0.0) -> float:
+    """Eq. (Q9a)'s w: the mean wait of an arriving request for the decode step the engine is running, half a step
+    when it arrives during one (share 1 - ``others_prefill_share`` of the time, the others' prefill being queued
+    for in eq. Q6') and other requests keep the steps running (``in_flight`` >= 2); none when it is alone."""
+    return (1.0 - others_prefill_share) * decode_step / 2.0 if in_flight > 1 else 0.0

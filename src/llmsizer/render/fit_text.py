@@ -263,14 +263,16 @@ def speed_rows(s: SpeedEstimate, queued: bool = False) -> list[list[str]]:
                      s.decode.bound, _roof(s.roofline_decode)])
     if load:  # what the users see at this concurrency (estimate/serving_load.py: formulas/serving_queue.py Q4-Q9)
         # the total is requests/s x output tokens (eq. Q7): each request's TTFT included, so one request's total is
-        # below its decode rate per user; "arriving together" only where there are others to arrive with
+        # below its decode rate per user; "arriving together" only where there are others to arrive with; a
+        # prefill-only service (no output tokens) has requests/s, no token rate
         many = s.concurrency > 1
         together = f"arriving together {load['ttft_burst_seconds']:.3f} s; " if many else ""
         per_user = (f"{s.tokens_per_second_per_user:.1f} per user at this load" if many else
                     f"decoding at {s.tokens_per_second_per_user:.1f}; the total counts its TTFT")
         rows.append([f"at {s.concurrency} request" + ("s" if many else "") + (" running" if queued else ""),
                      f"TTFT {load['ttft_seconds']:.3f} s at this load ({together}idle {s.ttft_idle_seconds:.3f} s)",
-                     f"{s.tokens_per_second:,.1f} tokens/s ({per_user})",
+                     f"{s.tokens_per_second:,.1f} tokens/s ({per_user})" if s.tokens_per_second_per_user else
+                     f"{load['requests_per_second']:,.2f} requests/s (prefill only)",
                      f"prefill {load['prefill_share']:.0%}", "queue eqs. Q4-Q9"])
     return rows
 
