@@ -35,7 +35,8 @@ def test_unknown_hardware_is_one_line_exit_2(cli, capsys: pytest.CaptureFixture[
 def test_fit_text_and_json(cli, capsys: pytest.CaptureFixture[str], hw_file: Path) -> None:
     assert cli(["fit", "qwen2.5-0.5b", "--device", "test-gpu", "--hardware-file", str(hw_file)]) == 0
     out = capsys.readouterr().out
-    assert "FITS" in out and "prefill (TTFT)" in out and "roofline" in out
+    # vLLM at one request: the idle prompt's row and the TTFT with the server's time (eq. Q9) on its own row
+    assert "FITS" in out and "prefill (one prompt, idle)" in out and "at 1 request " in out and "roofline" in out
     assert cli(["fit", "llama-3.1-8b", "--device", "test-gpu", "--headroom", "0.9", "--engine", "transformers",
                 "--hardware-file", str(hw_file), "--json"]) == 1  # answered: does not fit
     data = json.loads(capsys.readouterr().out)

@@ -24,15 +24,15 @@ def test_advanced_settings_in_the_request_yaml(tmp_path: Path) -> None:
     from llmsizer.web.pages import CHOICES
     taken = CHOICES["request_settings"]
     assert taken == [f.name for f in next(f for f in TRAINING if f.name == "settings").fields]
-    fields = {"method": "lora", "loss": "cut-ce", "compile": True, "zero_grad": "zeros", "optimizer_impl": "for-loop",
-              "sequence_parallel": True}
+    fields = {"method": "lora", "loss": "cut-ce", "compile": True, "zero_grad": "zeros", "optimizer_impl": "for-loop"}
     script = (f"import {{ requestYaml }} from {json.dumps(STATE_JS.as_uri())};\n"
               f"process.stdout.write(requestYaml('train', 'qwen2.5-0.5b', {json.dumps(fields)}, {{}}, {{}}, {{}}, "
               f"{json.dumps(taken)}));")
     text = subprocess.run(["node", "--input-type=module", "-e", script], capture_output=True, text=True, timeout=60,
                           check=True).stdout
-    assert "    # --optimizer-impl for-loop: not a request setting" in text, text
-    assert "    # --sequence-parallel: not a request setting" in text, text
+    # a request setting since settings.optimizer_impl was added (request/fields.py)
+    assert "      optimizer_impl: for-loop\n" in text, text
+    assert "not a request setting" not in text, text
     path = tmp_path / "request.yaml"
     path.write_text(text)
     done = run_cli("request", "check", str(path))
@@ -40,3 +40,4 @@ def test_advanced_settings_in_the_request_yaml(tmp_path: Path) -> None:
     (job,) = load_request(path).jobs
     assert job.workload_fields()["loss"] == "cut-ce" and job.workload_fields()["compile"] is True
     assert job.workload_fields()["zero_grad"] == "zeros"
+    assert job.workload_fields()["optimizer_impl"] == "for-loop"

@@ -267,7 +267,8 @@ def speed_rows(s: SpeedEstimate, queued: bool = False) -> list[list[str]]:
         # prefill-only service (no output tokens) has requests/s, no token rate
         many = s.concurrency > 1
         together = f"arriving together {load['ttft_burst_seconds']:.3f} s; " if many else ""
-        per_user = (f"{s.tokens_per_second_per_user:.1f} per user at this load" if many else
+        per_user = ("" if not s.tokens_per_second_per_user else
+                    f"{s.tokens_per_second_per_user:.1f} per user at this load" if many else
                     f"decoding at {s.tokens_per_second_per_user:.1f}; the total counts its TTFT")
         rows.append([f"at {s.concurrency} request" + ("s" if many else "") + (" running" if queued else ""),
                      f"TTFT {load['ttft_seconds']:.3f} s at this load ({together}idle {s.ttft_idle_seconds:.3f} s)",
