@@ -171,12 +171,18 @@ def test_fit_auto_tokens_per_second_is_fit_with_its_flags() -> None:
     code, same = run_json(*argv)
     assert same["speed"]["tokens_per_second"] == auto["speed"]["tokens_per_second"]
     assert same["speed"]["tokens_per_second_per_user"] == auto["speed"]["tokens_per_second_per_user"]
+    assert same["speed"]["decode_tokens_per_second"] == auto["speed"]["decode_tokens_per_second"]
+    # the line is labelled by what it shows: fit's output rate at its load (its "at 1 request" row: TTFT counted,
+    # so below the idle decode) and the idle decode beside it, not a "decode:" rate that is the loaded one
     _, text, _ = run(*AUTO)
-    assert f"decode: {auto['speed']['tokens_per_second']:,.1f} tokens/s" in text
+    sp = auto["speed"]
+    assert sp["loaded"] and same["speed"]["under_load"] and sp["tokens_per_second"] < sp["decode_tokens_per_second"]
+    assert (f"at 1 sequence: {sp['tokens_per_second']:,.1f} tokens/s output" in text
+            and f"decode alone {sp['decode_tokens_per_second']:,.1f} tokens/s" in text and "decode: " not in text)
     # Python: the same, from the public fit_llamacpp given the GPUs (review: it had no speed; only the CLI added it)
     py = llmsizer.fit_llamacpp("llama-3.3-70b-instruct", [23 * GiB, 11 * GiB], weights="q4_k_m", device="rtx-3090",
                                host_device="intel-core-i9-13900k")
-    assert py.speed == auto["speed"] and f"decode: {auto['speed']['tokens_per_second']:,.1f} tokens/s" in str(py)
+    assert py.speed == auto["speed"] and f"at 1 sequence: {sp['tokens_per_second']:,.1f} tokens/s output" in str(py)
     assert fit_llamacpp("llama-3.3-70b-instruct", [23 * GiB, 11 * GiB], weights="q4_k_m").speed is None  # no GPU
 
 

@@ -46,6 +46,23 @@ def test_table_names_components_and_explains_16_vs_18() -> None:
     assert "sized with inference numbers" in text
 
 
+def test_float8_bytes_per_param_follows_the_autocast_item() -> None:
+    # was "18 B = 4 model + 2 autocast copy + 4 grads + 8 adamw" under torchao float8, though the itemised memory
+    # copies only the linears torchao leaves nn.Linear. Llama-3.2-1B (HF config.json): tied lm_head 128256 x 2048,
+    # its only such linear, so the autocast item is that one 16-bit copy, not 2 B per trained param
+    data = json.loads(run("llama-3.2-1b", "--method", "full", "--float8", "--device", "h100-sxm", "--json"))
+    line = next(a["value"] for a in data["assumptions"] if a["name"] == "bytes_per_param")
+    total, _, rest = line.partition(" B per trained param = ")
+    summed = rest.split(" (")[0]
+    assert float(total) == sum(float(p.split()[0]) for p in summed.split(" + ")) == 4 + 4 + 8
+    assert "autocast" not in summed and "2 B autocast copy only of the linears left nn.Linear" in rest
+    copies = next(i["bytes"] for i in data["items"] if i["name"] == "autocast_weight_copies")
+    assert copies == 128256 * 2048 * 2
+    plain = json.loads(run("llama-3.2-1b", "--method", "full", "--device", "h100-sxm", "--json"))
+    assert next(a["value"] for a in plain["assumptions"] if a["name"] == "bytes_per_param").startswith(
+        "18 B per trained param = 4 model + 2 autocast copy + 4 grads + 8 adamw")
+
+
 def test_offload_puts_states_on_the_host() -> None:
     data = json.loads(run("llama-3.1-8b", "--gpus", "4", "--zero", "2", "--offload", "optimizer", "--json"))
     host = {i["name"] for i in data["items"] if i["location"] == "host"}

@@ -3,7 +3,9 @@
 - float8 linears call torch._scaled_mm, whose GPU gate is torch aten/src/ATen/native/cuda/ScaledBlas.cpp @2bec3bdf
   lines 90-111 (``_scaled_mm_allowed_device``): CUDA compute capability major >= 9 or exactly 8.9; on ROCm gfx942
   (MI300, CDNA3), gfx950 (MI350, CDNA4), gfx1200/1201 (RDNA4). An Apple GPU has no FP8 units, and torch's MPS
-  _scaled_mm takes Float8_e4m3fn operands only (torchao's recipe casts gradients to e5m2).
+  _scaled_mm takes Float8_e4m3fn operands only (torchao's recipe casts gradients to e5m2). A TPU has no path either:
+  torch_xla lowers no _scaled_mm (pytorch/xla codegen/xla_native_functions.yaml @0192ff75: mm, addmm, bmm, no
+  _scaled_mm).
 - CPU offload (``offload``, ``activation_offload``) moves tensors from a GPU's own memory to host RAM; on an Apple
   chip both are one unified memory, so nothing leaves the budget (and DeepSpeed's MPS accelerator builds no op:
   accelerator/mps_accelerator.py @0510cb40 ``get_op_builder`` answers NotImplementedBuilder).
@@ -63,6 +65,8 @@ def test_float8_on_rocm_follows_the_gfx_list(device: str, runs: bool):
     ("fit", "v100-sxm2-32gb", "compute capability 7.0"),
     ("train", "apple-m3-max-128gb", "an Apple GPU lacks"),
     ("fit", "apple-m3-max-128gb", "an Apple GPU lacks"),
+    ("train", "tpu-v5e", "torch_xla does not lower"),
+    ("fit", "tpu-v5p", "torch_xla does not lower"),
 ])
 def test_float8_refused_in_one_line_naming_the_flag(command: str, device: str, says: str):
     argv = [command, "llama-3.2-1b", "--float8", "--device", device, "--tokens", "1M"]
@@ -84,8 +88,10 @@ def test_recommend_float8_searches_in_bf16_and_rejects_gpus_without_fp8():
     assert r.returncode == 0, r.stderr
     data = json.loads(r.stdout)
     reasons = {x["device"]: " ".join(x["reasons"]) for x in data["rejected"]}
-    for device in ("t4", "v100-sxm2-32gb", "a100-sxm-80gb"):
+    for device in ("t4", "v100-sxm2-32gb", "a100-sxm-80gb", "tpu-v5e"):
         assert "torch._scaled_mm" in reasons[device], (device, reasons.get(device))
+    # was: tpu-v5e (ct5lp-hightpu-8t) met the constraints, though torch_xla has no _scaled_mm
+    assert not any(o["device_kind"] == "tpu" for o in data["options"])
     cat = load_catalog().devices
     assert data["options"] and all(float8_refusal(cat[o["device"]]) is None for o in data["options"])
 

@@ -251,11 +251,16 @@ def float8_refusal(device: Device) -> str | None:
     """Why float8 training (``TrainingWorkload.float8``) cannot run on ``device``, or None where it runs or the device
     does not say (a hardware file's GPU without capability or architecture): a CUDA GPU below compute capability
     :data:`FP8_GEMM_MIN_CAPABILITY` (A100, V100, T4), an AMD GPU of another architecture than
-    :data:`FP8_GEMM_ROCM_ARCHITECTURES` (MI250X, CDNA2). A CPU and an Apple GPU are refused by the workload itself
-    (specs/training.py, from ``device``/``gpu_runtime``)."""
+    :data:`FP8_GEMM_ROCM_ARCHITECTURES` (MI250X, CDNA2), and a TPU: torch_xla lowers no ``_scaled_mm`` (pytorch/xla
+    codegen/xla_native_functions.yaml @0192ff75 lists ``mm``, ``addmm``, ``bmm`` but no ``_scaled_mm``), so torchao's
+    float8 training, whose GEMM is that op, has no XLA path. A CPU and an Apple GPU are refused by the workload
+    itself (specs/training.py, from ``device``/``gpu_runtime``)."""
+    runtime = gpu_runtime(device)
+    if runtime == "xla":
+        return (f"float8 training runs torch._scaled_mm, which torch_xla does not lower, so it has no path on "
+                f"{device.id} (a TPU): torchao's Float8Linear runs on CUDA and ROCm GPUs only; train without float8")
     if device.kind != "gpu":
         return None
-    runtime = gpu_runtime(device)
     cc = device.capability
     if runtime == "cuda" and cc is not None and cc < FP8_GEMM_MIN_CAPABILITY:
         return (f"float8 training runs torch._scaled_mm on FP8 tensor cores, which {device.id} (compute capability "

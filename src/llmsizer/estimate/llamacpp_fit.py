@@ -385,8 +385,11 @@ def with_speed(r: LlamaCppFit, model: ModelSpec | str, hardware: str | Device, c
     if sp is None or sp.decode is None:
         why = next((w for w in timed.warnings if "host-device" in w or "speed" in w), "no speed estimate")
         return replace(r, speed={"tokens_per_second": None, "tokens_per_second_per_user": None, "why": why})
+    # tokens_per_second: fit's output rate, under its modelled serving load (each request's TTFT counted,
+    # estimate/serving_load.py) where ``loaded``; decode_tokens_per_second: the decode steps alone, idle
     return replace(r, speed={"tokens_per_second": sp.tokens_per_second,
                              "tokens_per_second_per_user": sp.tokens_per_second_per_user,
+                             "decode_tokens_per_second": sp.decode_tokens_per_second, "loaded": sp.load is not None,
                              "concurrency": sp.concurrency, "decode_seconds": sp.decode.seconds,
                              "bound": sp.decode.bound,
                              "source": "fit with the printed flags (estimate/fit.py fit, estimate/speed.py)"})

@@ -295,6 +295,22 @@ def _roof(rf: Any) -> str:
     return f"{rf.intensity:,.1f} / {rf.ridge:,.0f} -> {rf.bound}-bound" if rf is not None else ""
 
 
+def llamacpp_speed_line(sp: dict[str, Any]) -> str:
+    """The auto-fit's speed line, labelled by what it shows: under a modelled serving load (``loaded``) the output
+    rate at that many sequences, each request's TTFT counted (as `fit`'s "at N requests" row), and the idle decode
+    beside it; else the decode rate."""
+    if sp["tokens_per_second"] is None:
+        return f"speed: tokens/s unknown ({sp['why']})"
+    n, how = sp["concurrency"], "as `fit` with these flags times it"
+    if not sp.get("loaded"):
+        return (f"decode: {sp['tokens_per_second']:,.1f} tokens/s ({sp['tokens_per_second_per_user']:,.1f} per "
+                f"sequence, {n} at once; {sp['bound']}), {how}")
+    per = (f"{sp['tokens_per_second_per_user']:,.1f} per sequence at this load" if n > 1 else
+           f"decoding at {sp['tokens_per_second_per_user']:,.1f}; the total counts its TTFT")
+    return (f"at {n} sequence{'s' if n > 1 else ''}: {sp['tokens_per_second']:,.1f} tokens/s output ({per}); "
+            f"decode alone {sp['decode_tokens_per_second']:,.1f} tokens/s ({sp['bound']}), {how}")
+
+
 def render_llamacpp_fit(r: Any) -> str:
     """The auto-fit of llama.cpp: the flags, each device's memory against its target, the steps taken."""
     out = [f"{r.model}: llama.cpp auto-fit on {len(r.free)} GPU(s): {'FITS' if r.fits else 'DOES NOT FIT'}"
@@ -314,10 +330,8 @@ def render_llamacpp_fit(r: Any) -> str:
     out.append("margin kept free on each GPU: " + (format_bytes(kept[0]) if len(kept) == 1 else
                                                    ", ".join(format_bytes(m) for m in r.margins)))
     sp = getattr(r, "speed", None)
-    if sp is not None:  # the printed flags' decode, as `fit` with them times it (llamacpp_fit.with_speed)
-        out.append(f"decode: {sp['tokens_per_second']:,.1f} tokens/s ({sp['tokens_per_second_per_user']:,.1f} per "
-                   f"sequence, {sp['concurrency']} at once; {sp['bound']}), as `fit` with these flags times it"
-                   if sp["tokens_per_second"] is not None else f"decode: tokens/s unknown ({sp['why']})")
+    if sp is not None:  # the printed flags' speed, as `fit` with them times it (llamacpp_fit.with_speed)
+        out.append(llamacpp_speed_line(sp))
     out += [f"  {s}" for s in r.steps]
     out.append("assumptions: " + "; ".join(f"{a.name}={a.value}{a.mark}"
                                            for a in r.assumptions))

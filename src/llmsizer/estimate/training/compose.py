@@ -860,7 +860,10 @@ def _explain(ctx: TrainingContext, acc: Acc, tl: StageTimeline) -> None:
         acc.assumptions.append(Assumption("bytes_per_param", value, True, WHY_16_VS_18))
         return
     parts = [f"{rec.model_bytes} model"]
-    if rec.autocast_bytes:
+    # torchao's float8 converts the layers' linears, which autocast then never copies (formulas/float8_training.py
+    # float8_autocast_copied): the copy is no longer per trained param, as the autocast_weight_copies item counts it
+    float8_copies = bool(rec.autocast_bytes) and ctx.w.float8 and ctx.w.float8_recipe == "torchao"
+    if rec.autocast_bytes and not float8_copies:
         parts.append(f"{rec.autocast_bytes} autocast copy")
     if rec.master_bytes:
         parts.append(f"{rec.master_bytes} fp32 master")
@@ -868,7 +871,11 @@ def _explain(ctx: TrainingContext, acc: Acc, tl: StageTimeline) -> None:
     if rec.main_grad_bytes:
         parts.append(f"{rec.main_grad_bytes} fp32 main grads")
     parts.append(f"{sb:g} {opt.name}")
-    value = f"{rec.bytes_per_param(sb):g} B per trained param = " + " + ".join(parts)
+    total = rec.bytes_per_param(sb) - (rec.autocast_bytes if float8_copies else 0)
+    value = f"{total:g} B per trained param = " + " + ".join(parts)
+    if float8_copies:
+        value += (f" (+ {rec.autocast_bytes} B autocast copy only of the linears left nn.Linear, as lm_head, MoE "
+                  "router, shared expert: torchao's Float8Linears have none)")
     acc.assumptions.append(Assumption("bytes_per_param", value, True, WHY_16_VS_18))
     # The recipe adds up every state a step allocates; they are not all live at the peak (timeline.py).
     trained = count_params(ctx.spec).total
