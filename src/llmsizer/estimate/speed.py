@@ -175,8 +175,8 @@ class SpeedEstimate:
         rate (``load["output_tokens_per_second"]``, formulas/serving_queue.py eq. Q7: requests/s x output tokens,
         each request's TTFT and its steps stretched by the other prompts' prefill chunks, eq. Q5b), so it never
         exceeds C x ``tokens_per_second_per_user``; else the decode rate ``decode_tokens_per_second``."""
-        if self.load is not None:
-            return float(self.load["output_tokens_per_second"])
+        if self.load is not None:  # a prefill-only service (no output tokens) has no token rate, as unloaded
+            return float(self.load["output_tokens_per_second"]) if self.output_tokens else None
         return self.decode_tokens_per_second
 
     @property
