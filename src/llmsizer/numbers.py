@@ -75,6 +75,8 @@ KWH_PRICE = Range(0, 1e3, False, "US dollars per kWh, 0 for free power; $1,000/k
 # a throughput the user requires (recommend --tokens-per-second, --user-tokens-per-second): 0 asks nothing, so
 # more than 0
 TOKEN_RATE = Range(0, 1e12, False, "tokens per second, more than 0; 10^12 is past any service", low_open=True)
+# requests arriving per second (fit --request-rate: an open load, formulas/serving_queue.py eq. Q10): more than 0
+REQUEST_RATE = Range(0, 1e9, False, "requests per second, more than 0; 10^9 is past any service", low_open=True)
 # a time limit the user sets (recommend --max-ttft, --deadline): 0 would rule out everything, so more than 0
 TIME_LIMIT = Range(0, 3.2e10, False, "seconds, more than 0; 3.2 x 10^10 s is about 1,000 years", low_open=True)
 BANDWIDTH = Range(0, 1e15, False, "bytes per second; 1 PB/s is past any network or disk")

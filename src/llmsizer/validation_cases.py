@@ -1614,6 +1614,52 @@ def serving_load_cases(data: str | Path | None = None) -> list[Case]:
     return out
 
 
+
+# -- serving at a request rate: validation/serving_rate.csv (published OPEN-loop runs: requests sent at a rate, a
+# Poisson process, the requests in flight an output) against estimate/serving_load.py under_rate (formulas/
+# serving_queue.py eq. Q10), the speed re-estimated at the requests in flight it derives. Held out: no constant is
+# fitted on them (H is SL01's). Compared under the kind "serving TTFT under load" (a mean TTFT).
+SERVING_RATE_FILE = "serving_rate.csv"
+
+
+def serving_rate_cases(data: str | Path | None = None) -> list[Case]:
+    """The open-loop rows, each estimated at its request rate (its engine's chunk default for the row's GPU)."""
+    from .catalog.hardware import builtin_catalog
+    from .catalog.models import find
+    from .estimate.engines import CURRENT_VERSION
+    from .estimate.inference.vllm import vllm_batch_defaults
+    from .estimate.serving_load import under_rate
+    from .estimate.speed import estimate_speed
+    from .specs.workload import ENGINE_NAMES
+
+    out = []
+    for r in _read_csv(str(data_dir(data) / SERVING_RATE_FILE)):
+        dev = builtin_catalog().devices[r["device"]]
+        spec, n, prompt, gen, rate = (find(r["catalog_model"]).spec(), int(r["gpus"]), int(r["prompt"]),
+                                      int(r["generated"]), float(r["request_rate"]))
+        chunk = vllm_batch_defaults(dev.memory_bytes)[1] if r["engine"] == "vllm" else None
+
+        def speed_at(c: int, r: dict[str, str] = r, spec: Any = spec, dev: Any = dev, n: int = n,
+                     prompt: int = prompt, gen: int = gen) -> Any:
+            return estimate_speed(spec, dev, n, weights_format=r["dtype"], prompt_tokens=prompt, output_tokens=gen,
+                                  concurrency=c, kv_dtype=r["dtype"], engine=r["engine"],
+                                  engine_version=r["engine_version"] if r["engine"] in CURRENT_VERSION else None)
+
+        s = under_rate(speed_at, r["engine"], rate, chunk)
+        load = (s.load if s is not None else None) or {}
+        pred = s.ttft_seconds if s is not None else None
+        value = float(r["value"]) * {"ms": 1e-3, "s": 1.0}[r["unit"]]
+        out.append(Case(r["id"], SERVING_TTFT, f"{ENGINE_NAMES[r['engine']]} {r['engine_version']} {r['catalog_model']} "
+                        f"{r['dtype']} {n}x {r['device']} rate {rate:g}/s p{prompt} g{gen}", pred, value, "s",
+                        *within_tolerance(SERVING_TTFT, pred, value),
+                        excluded=ASSUMED if "(settings assumed)" in r["notes"] else "", source=r["source"],
+                        note=f"open loop (eq. Q10): measured {r['value']} {r['unit']}; {load.get('in_flight', 0.0):.1f} "
+                             f"requests in flight (Little's law), decode step timed at {load.get('concurrency', '-')}; "
+                             f"prefill {load.get('prefill_share', 0.0):.0%} of device time; {r['notes']}",
+                        engine_version=r["engine_version"], device=r["device"], engine=r["engine"],
+                        no_band=SERVING_LOAD_NO_BAND))
+    return out
+
 # -- single-sequence speed benchmarks: validation/sglang_speed_benchmark.csv (the Qwen3 speed benchmark page, SGLang
 # 0.4.6.post1 on one H20) and validation/vllm_speed_benchmark.csv (the Qwen2.5 page, vLLM 0.6.3 on A100 80GB) -------
 # One sequence of a ``prompt``-token prompt generating ``generated`` tokens; the published speed counts the tokens the
@@ -1666,7 +1712,7 @@ def speed_cases(data: str | Path | None = None) -> tuple[list[Case], list[NotExp
             (cases if isinstance(c, Case) else missing).append(c)  # type: ignore[arg-type]
     return (cases + llamacpp_bench_cases(data) + llamacpp_batched_cases(data) + vllm_latency_cases(data)
             + vllm_serving_cases(data) + sglang_serving_cases(data) + engine_speed_cases(data)
-            + serving_load_cases(data)), missing
+            + serving_load_cases(data) + serving_rate_cases(data)), missing
 
 
 # -- training memory: the CSV's train_memory rows ------------------------------------------------------------------

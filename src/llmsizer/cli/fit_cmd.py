@@ -9,7 +9,7 @@ from ..errors import InputError
 from ..estimate.duration import Duration
 from ..estimate.fit import FitResult, fit, fit_training, target_and_count
 from ..estimate.llamacpp_fit import LlamaCppFit, fit_llamacpp, gpu_free
-from ..numbers import COUNT, KWH_PRICE, MAX_GPUS
+from ..numbers import COUNT, KWH_PRICE, MAX_GPUS, REQUEST_RATE
 from ..render.fit_text import render_fit
 from ..render.safe import say
 from ..specs import ModelSpec
@@ -21,6 +21,7 @@ from .common import (
     bytes_arg,
     emit_json,
     exit_code,
+    float_arg,
     int_arg,
     list_of,
     money_arg,
@@ -94,6 +95,11 @@ def register(sub: Any) -> None:
                    "layers and experts kept on the CPU, for the decode speed of the split")
     add_inference_args(p, tensor_parallel=False, attention=False, speed=True,
                        engine_default=f"default: {engine_rule_text('--device gpu')}")
+    p.add_argument("--request-rate", type=float_arg(REQUEST_RATE),
+                   help="requests arriving per second at random (a Poisson process, as `vllm bench serve "
+                        "--request-rate`) instead of --concurrency: the requests in flight are derived (Little's law, "
+                        "formulas/serving_queue.py eq. Q10); a rate at or above the server's capacity is refused "
+                        "(exit 2: no steady state, no mean to estimate)")
     add_training_args(p)
     p.add_argument("--kwh-price", type=money_arg(KWH_PRICE, "kWh"),
                    help="USD per kWh ('0.12', '$0.12/kWh'; 0: free power): adds the power cost of owned hardware "
@@ -125,6 +131,8 @@ def fit_answer(spec: ModelSpec, args: argparse.Namespace
             raise InputError("--tp applies to a tensor-parallel layout (vLLM, SGLang), not to llama.cpp's --auto")
         if args.engine_version is not None:
             raise InputError("--engine-version applies to vllm and sglang, not to llama.cpp's --auto")
+        if args.request_rate is not None:
+            raise InputError("--request-rate applies to a serving speed at a load, not to llama.cpp's --auto")
         auto = _auto(spec, args, fields)
         return auto.to_dict(), exit_code(auto.fits), auto, None
     if args.attention is not None:
@@ -133,7 +141,8 @@ def fit_answer(spec: ModelSpec, args: argparse.Namespace
         fields["fit_target"] = args.fit_target
     r = fit(spec, args.device, args.count, headroom=args.headroom, memory=args.memory,
             hardware_files=args.hardware_file, host_device=args.host_device,
-            kwh_price=args.kwh_price, tensor_parallel=pinned_tp, host_memory=args.host_memory, **fields)
+            kwh_price=args.kwh_price, tensor_parallel=pinned_tp, host_memory=args.host_memory,
+            request_rate=args.request_rate, **fields)
     return r.to_dict(), exit_code(r.fits), r, None
 
 

@@ -518,7 +518,7 @@ def refuse_training_flags(args: argparse.Namespace) -> None:
 
 
 # flags of serving that are not InferenceWorkload fields: fit's llama.cpp auto-fit and host CPU
-SERVING_ONLY = ("auto", "free", "fit_target", "host_memory", "host_device")
+SERVING_ONLY = ("auto", "free", "fit_target", "host_memory", "host_device", "request_rate")
 SERVING_FLAG = {"paged_block_size": "--block-size", "n_ubatch": "--ubatch", "tensor_parallel": "--tp"}
 
 

@@ -26,7 +26,7 @@ from ..formulas.tensor_parallel import serving_tensor_parallel_refusal
 from ..formulas.weight_formats import GROUP_SIZE_DEFAULT, OTHER_BYTES_DEFAULT
 from ..frozen import fast_init
 from ..models import load_model
-from ..numbers import CONCURRENCY, COUNT, KWH_PRICE, LLAMACPP_GPUS, check_number
+from ..numbers import CONCURRENCY, COUNT, KWH_PRICE, LLAMACPP_GPUS, REQUEST_RATE, check_number
 from ..request.quantities import parse_money
 from ..result import Assumption, Estimate, Notes
 from ..specs import InferenceWorkload, ModelSpec, TrainingWorkload
@@ -56,7 +56,7 @@ from .inference import estimate_inference
 from .inference.common import running_and_queued
 from .inference.compose import with_serving_notes
 from .model_warnings import one_device_serving
-from .serving_load import under_load
+from .serving_load import at_rate, rate_fixed_point, under_load
 from .speed import SpeedEstimate, SpeedLayout, estimate_speed, for_device, speed_model, split_decode
 from .training import estimate_training
 from .training.compose import ZERO_NONE_FITS_WHY, ZERO_WHY, training_workload, with_device_notes
@@ -512,7 +512,7 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
         kv_dtype: str | None = None, hardware_files: Sequence[str | Path] = (), speed: bool = True,
         host_device: str | Device | None = None, engine_version: str | None = None, kwh_price: float | None = None,
         tensor_parallel: int | None = None, fits_at: bool | None = None, host_memory: int | str | None = None,
-        **workload: Any) -> FitResult:
+        request_rate: float | None = None, **workload: Any) -> FitResult:
     """Fit an inference workload on ``count`` x ``hardware`` (a device or instance name; an instance brings its
     own count). ``memory`` overrides the device memory (e.g. the RAM of a CPU machine). The memory, the weight
     format and the verdict are the inference estimate's (``estimate_inference`` with ``memory`` and ``headroom``),
@@ -529,12 +529,70 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
     rung with layers on the CPU is timed at that host's bandwidth, as ``fit --weights RUNG`` times it), searched
     when ``fits_at`` is None (the default) and neither ``weights`` nor ``tensor_parallel`` was given (a format the
     user named is answered as asked); True: searched whatever the weights (a plan whose format is not pinned);
-    False: not searched (a caller that sizes many candidates)."""
+    False: not searched (a caller that sizes many candidates). ``request_rate`` [requests/s]: requests arriving at
+    random at that rate (a Poisson process, formulas/serving_queue.py eq. Q10) instead of ``concurrency`` in flight:
+    the requests in flight are then derived (Little's law, eq. Q10c), the memory sized and the decode step timed at
+    them (estimate/serving_load.py ``rate_fixed_point``); each replica takes its share of the rate. A rate at or
+    above the server's capacity (eq. Q10a) is refused (FieldError on request_rate: no steady state, no mean)."""
+    kw: dict[str, Any] = dict(headroom=headroom, engine=engine, weights=weights, context=context, output_tokens=output_tokens,
+              memory=memory, kv_dtype=kv_dtype, hardware_files=hardware_files, host_device=host_device,
+              engine_version=engine_version, kwh_price=kwh_price, tensor_parallel=tensor_parallel,
+              host_memory=host_memory, fits_at=fits_at)
+    if request_rate is None:
+        return _fit_at(model, hardware, count, speed, concurrency, None, workload, **kw)
+    rate = read_request_rate(request_rate)
+    if concurrency is not None:
+        raise FieldError("request_rate", "request_rate derives the requests in flight (Little's law): give "
+                         "request_rate or concurrency, not both", ("concurrency",))
+    if not speed:
+        raise FieldError("request_rate", "request_rate needs the speed estimate (the requests in flight follow "
+                         "from the time each is served)")
+
+    def in_flight(r: FitResult) -> float | None:
+        load = r.speed.load if r.speed is not None else None
+        if not load or "in_flight" not in load:
+            raise FieldError("request_rate", f"request_rate needs an engine that batches continuously (vllm, "
+                             f"sglang, llamacpp) with a prefill and decode estimate; this answer runs {r.engine}")
+        return float(load["in_flight"]) * r.replicas
+
+    r = rate_fixed_point(lambda c: _fit_at(model, hardware, count, speed, c, rate, workload, **kw), in_flight)
+    return _derived_concurrency(r, rate)
+
+
+def _derived_concurrency(r: FitResult, rate: float) -> FitResult:
+    """``r`` with its concurrency said as derived from the request rate (fit passed it to the estimate as given)."""
+    why = (f"derived: the requests in flight at {rate:g} requests/s (Little's law over the time each is served, "
+           "formulas/serving_queue.py eq. Q10c), rounded up")
+
+    def said(group: tuple[Assumption, ...]) -> tuple[Assumption, ...]:
+        return tuple(Assumption(a.name, a.value, True, why) if a.name == "concurrency" else a for a in group)
+
+    est = r.estimate.but(assumptions=said(r.estimate.assumptions)) if r.estimate is not None else None
+    return replace(r, estimate=est, assumptions=said(r.assumptions))
+
+
+def read_request_rate(value: Any) -> float:
+    """A request rate [requests/s] in numbers.REQUEST_RATE (FieldError on request_rate otherwise)."""
+    try:
+        return float(check_number(value, "request_rate", REQUEST_RATE))
+    except InputError as e:
+        raise FieldError("request_rate", str(e)) from None
+
+
+def _fit_at(model: ModelSpec | str, hardware: str | Device | Instance, count: int | None, speed: bool,
+            concurrency: int | None, request_rate: float | None, workload: dict[str, Any], *,
+            headroom: float | None, engine: str | None, weights: str | None, context: int | None,
+            output_tokens: int | None, memory: int | None, kv_dtype: str | None,
+            hardware_files: Sequence[str | Path], host_device: str | Device | None, engine_version: str | None,
+            kwh_price: float | None, tensor_parallel: int | None, host_memory: int | str | None,
+            fits_at: bool | None) -> FitResult:
+    """``fit`` at ``concurrency`` (``request_rate``: the rate whose load the speed takes, eq. Q10, else the closed
+    load of eqs. Q4-Q9)."""
     r = fit_memory(model, hardware, count, headroom=headroom, engine=engine, weights=weights, context=context,
                    concurrency=concurrency, output_tokens=output_tokens, memory=memory, kv_dtype=kv_dtype,
                    hardware_files=hardware_files, host_device=host_device, engine_version=engine_version,
                    kwh_price=kwh_price, tensor_parallel=tensor_parallel, host_memory=host_memory,
-                   **workload).result(speed)
+                   request_rate=request_rate, **workload).result(speed)
     if r.fits or not (fits_at if fits_at is not None else weights is None and tensor_parallel is None):
         return r
     window = window_fits_at(r.estimate.details) if r.estimate is not None else None
@@ -572,7 +630,8 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
                memory: int | None = None, kv_dtype: str | None = None, hardware_files: Sequence[str | Path] = (),
                host_device: str | Device | None = None, engine_version: str | None = None,
                kwh_price: float | None = None, tensor_parallel: int | None = None,
-               host_memory: int | str | None = None, **workload: Any) -> MemoryFit:
+               host_memory: int | str | None = None, request_rate: float | None = None,
+               **workload: Any) -> MemoryFit:
     """``fit``'s memory stage (its arguments but ``speed``): every check, the estimate and the verdict; the speed
     is estimated by the returned ``MemoryFit.result(True)``. Serving on several devices (not a llama.cpp split), the
     tensor-parallel degree of each replica is, unless ``tensor_parallel`` gives one: of the degrees vLLM shards the
@@ -850,7 +909,9 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
             sp = _split_speed(spec, est, device, host_device, hardware_files, instance, fmt,
                               prompt + int(d.get("media_tokens", 0)), out, run, sp, said)
             # every running request's prompt competes with the decode (formulas/serving_queue.py eqs. Q4-Q9)
-            sp = under_load(sp, eng, prefill_chunk_tokens(est))
+            # (at a request rate: the open load of eq. Q10, each replica at its share of the rate)
+            sp = under_load(sp, eng, prefill_chunk_tokens(est)) if request_rate is None else \
+                _at_rate(sp, eng, request_rate / replicas, prefill_chunk_tokens(est))
         queue = queue_details(concurrency, replicas, per_rep, run_now, sp)
         if queue["queued_sequences"] and fits:  # (one that does not fit says why: the verdict)
             named.append(queue_note(queue, per_rep, run, d))
@@ -1214,3 +1275,11 @@ def training_fits_at(spec: ModelSpec, hardware: str | Device | Instance, count: 
             return {"changes": changes, "memory_per_device": r.memory_per_device,
                     "budget_per_device": r.budget_per_device}
     return None
+
+
+def _at_rate(sp: Any, engine: str, rate: float, chunk: int | None) -> Any:
+    """serving_load.at_rate, its refusal of a rate at or above the capacity said as the request_rate field's."""
+    try:
+        return at_rate(sp, engine, rate, chunk)
+    except InputError as e:
+        raise FieldError("request_rate", f"request_rate: {e}") from None

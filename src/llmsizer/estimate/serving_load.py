@@ -11,8 +11,10 @@ share of device time (PREFILL_SHARE_WARN).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from typing import TypeVar
 
-from ..formulas.serving_queue import burst_serving, loaded_serving
+from ..formulas.serving_queue import burst_serving, loaded_serving, open_serving
 from ..frozen import replace_fields
 from ..result import Assumption
 from . import engines as ENG
@@ -127,3 +129,82 @@ def under_load(sp: SpeedEstimate | None, engine: str, chunk_tokens: int | None =
     server = (Assumption("api_server_seconds_per_request", f"{host * 1e3:.1f} ms ({low * 1e3:.0f} .. {high * 1e3:.0f} ms)",
                          True, host_note + "; formulas/serving_queue.py eqs. Q6', Q9"),) if host else ()
     return replace_fields(sp, load=load, assumptions=(*sp.assumptions, note, *server), warnings=warnings)
+
+
+# Open arrivals (formulas/serving_queue.py eq. Q10): requests sent at a rate, whatever the server does. The requests in
+# flight C are then an output (eq. Q10c, Little's law), and the decode step t_d depends on how many sequences it
+# carries: the speed is re-estimated at C = ceil(lambda x request seconds) until C repeats (``rate_fixed_point``, the
+# one iteration fit and the validation share; the step rises with C, so it climbs from one request and stops within
+# a few rounds). RATE_ROUNDS bounds it.
+RATE_ROUNDS = 32
+T = TypeVar("T")
+
+
+def rate_fixed_point(run: Callable[[int], T], in_flight: Callable[[T], float | None]) -> T:
+    """``run(C)`` at C = 1, then at ceil(``in_flight`` of the last answer) until C repeats (or ``in_flight`` is None:
+    no load to follow): the answer whose decode step is timed at the requests in flight it derives (eq. Q10c)."""
+    seen: set[int] = set()
+    concurrency = 1
+    for _ in range(RATE_ROUNDS):
+        answer = run(concurrency)
+        seen.add(concurrency)
+        flight = in_flight(answer)
+        if flight is None:
+            break
+        concurrency = max(1, math.ceil(flight))
+        if concurrency in seen:
+            break
+    return answer
+
+
+def at_rate(sp: SpeedEstimate | None, engine: str, rate: float, chunk_tokens: int | None = None
+            ) -> SpeedEstimate | None:
+    """``sp`` (its prefill and the decode step of ``sp.concurrency`` sequences) with the ``load`` of requests
+    arriving at ``rate`` per second (a Poisson process: formulas/serving_queue.py eq. Q10): the mean TTFT, step,
+    requests/s (= ``rate``) and mean requests in flight (``in_flight``; ``concurrency``: the one the step was timed
+    at). ``sp`` unchanged where ``engine`` does not batch continuously or a speed is missing. InputError where
+    ``rate`` reaches the server's capacity (eq. Q10a: no steady state, no mean to state)."""
+    sched = ENG.PREFILL_SCHEDULING.get(engine)
+    if sched is None or sp is None or sp.prefill is None or (sp.output_tokens and sp.decode is None):
+        return sp
+    one_forward, chunk_name, source = sched
+    chunk = int(chunk_tokens or DEFAULT_CHUNKS.get(engine) or 0)
+    if chunk < 1:
+        return sp
+    host = ENG.API_SERVER_SECONDS.get(engine, 0.0)
+    prefill, step = sp.prefill.seconds, (sp.decode.seconds if sp.decode is not None else 0.0)
+    mixed_step = (prefill * min(chunk, sp.prompt_tokens) / sp.prompt_tokens
+                  if one_forward and MIXED_STEP_ROOFLINE else None)
+    carrying = math.ceil(sp.prompt_tokens / chunk) if one_forward and not MIXED_STEP_ROOFLINE else 0
+    state = open_serving(rate, prefill, step, sp.output_tokens, mixed_step, host, carrying)
+    load = {"ttft_seconds": state["ttft_seconds"], "request_rate": rate, "in_flight": state["in_flight"],
+            "concurrency": sp.concurrency, "api_server_seconds": host,
+            "api_server_residence_seconds": state["api_server_seconds"], "api_server_busy": state["api_server_busy"],
+            "carry_seconds": state["carry_seconds"], "step_wait_seconds": state["step_wait_seconds"],
+            "decoding_probability": state["decoding_probability"], "ttft_idle_seconds": sp.ttft_idle_seconds,
+            "step_seconds": state["step_seconds"] or None, "decode_step_seconds": step or None,
+            "requests_per_second": rate, "request_seconds": state["request_seconds"],
+            "output_tokens_per_second": rate * sp.output_tokens, "prefill_share": state["prefill_share"],
+            "chunk_tokens": chunk, "chunk_name": chunk_name, "one_forward": one_forward,
+            "step_cost": "one forward's roofline (eq. Q5a)" if mixed_step is not None else "additive (eq. Q5b)",
+            "ttft_rule": "open arrivals at the request rate (Poisson, eq. Q10)",
+            "source": "formulas/serving_queue.py eqs. Q5, Q10; " + source}
+    note = Assumption("request_rate", f"{rate:g} requests/s", False,
+                      f"requests arrive at {rate:g}/s at random (a Poisson process): {state['in_flight']:.1f} in "
+                      f"flight on average (Little's law), the decode step timed at {sp.concurrency}; the prompts take "
+                      f"{state['prefill_share']:.0%} of device time; TTFT {state['ttft_seconds']:.3f} s "
+                      f"({sp.ttft_idle_seconds:.3f} s for one prompt's prefill alone), open network of "
+                      "formulas/serving_queue.py eq. Q10; " + source)
+    return replace_fields(sp, load=load, assumptions=(*sp.assumptions, note))
+
+
+def under_rate(speed_at: Callable[[int], SpeedEstimate | None], engine: str, rate: float,
+               chunk_tokens: int | None = None) -> SpeedEstimate | None:
+    """``at_rate`` on ``speed_at(C)`` (the idle speed at C sequences) at the requests in flight C it derives
+    (``rate_fixed_point``). None where ``engine`` does not batch continuously or a speed is missing."""
+    def run(c: int) -> SpeedEstimate | None:
+        sp = speed_at(c)
+        out = at_rate(sp, engine, rate, chunk_tokens)
+        return out if out is not None and out.load is not None else None
+
+    return rate_fixed_point(run, lambda s: s.load["in_flight"] if s is not None and s.load else None)

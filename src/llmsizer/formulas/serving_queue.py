@@ -21,6 +21,8 @@ running requests whose prompts compete with the decode for the device. Preemptio
 
 from __future__ import annotations
 
+import math
+
 from ..errors import InputError
 
 
@@ -271,3 +273,66 @@ def step_wait_seconds(in_flight: int, decode_step: float, others_prefill_share: 
     when it arrives during one (share 1 - ``others_prefill_share`` of the time, the others' prefill being queued
     for in eq. Q6') and other requests keep the steps running (``in_flight`` >= 2); none when it is alone."""
     return (1.0 - others_prefill_share) * decode_step / 2.0 if in_flight > 1 else 0.0
+
+
+# --- open arrivals at a request rate (eq. Q10) ------------------------------------------------------------------
+#
+# A benchmark that sends requests at a rate lambda (vLLM ``vllm bench serve --request-rate``: gaps drawn from a gamma
+# distribution of shape ``burstiness``, 1 = exponential, a Poisson process; vllm/benchmarks/serve.py get_request)
+# whatever the server does is an OPEN system: the requests in flight are an output, not an input. The same stations as
+# eq. Q6' (the API server's one process, demand H; the device's prefill, demand D; the decode a delay of N t_step) then
+# form an open product-form network (Jackson 1957; Lazowska et al. 1984, "Quantitative System Performance", sec. 6.2,
+# the open model's solution: U_k = lambda D_k, R_k = D_k / (1 - U_k) at a queueing centre, R_k = D_k at a delay),
+# the limit of Q6' as C -> infinity at X = lambda:
+#
+#     u = lambda D,   R_H = H / (1 - lambda H),   R_D = D / (1 - u)                                        (Q10a)
+#     t_step = Q5 at the prefill share u (Poisson arrivals see time averages, Wolff 1982: all of the prefill an
+#              arriving request meets is the others')
+#     p = 1 - exp(-lambda N t_step)   the chance the engine is running decode steps when it arrives: the decoding
+#              requests of an M/G/inf delay are Poisson of mean lambda N t_step (Little), PASTA again
+#     TTFT = R_H + p ((1 - u) t_d / 2 + k t_d) + R_D                                                     (Q10b)
+#     C = lambda (TTFT + N t_step)   the mean requests in flight (Little's law, Little 1961)            (Q10c)
+#
+# (Q9a's w and k t_d weighted by p: a request alone finds no step running.) A stable server needs every queueing
+# centre below saturation: lambda H < 1 and lambda D < 1; at or above it the queue grows without bound and no mean
+# exists (the rate exceeds the capacity, ``open_capacity``).
+
+
+def open_capacity(prefill_seconds: float, host_seconds: float = 0.0) -> float:
+    """Eq. (Q10a)'s bound: the largest request rate [1/s] whose queues stay finite, 1 / max(D, H)."""
+    if prefill_seconds <= 0 or host_seconds < 0:
+        raise InputError("prefill_seconds must be > 0 and host_seconds >= 0")
+    return 1.0 / max(prefill_seconds, host_seconds)
+
+
+def open_serving(rate: float, prefill_seconds: float, decode_step: float, output_tokens: int,
+                 mixed_step: float | None, host_seconds: float = 0.0, carrying_steps: int = 0) -> dict[str, float]:
+    """Eq. (Q10): the steady state of requests arriving at ``rate`` per second (a Poisson process), each a prompt of
+    ``prefill_seconds`` of device time then ``output_tokens`` tokens at ``decode_step`` seconds a step when no prompt
+    is prefilled (the arguments of ``loaded_serving``). Returns the mean ``ttft_seconds`` (Q10b),
+    ``device_ttft_seconds`` (R_D), ``api_server_seconds`` (R_H), ``api_server_busy`` (lambda H), ``step_seconds``,
+    ``step_wait_seconds``, ``carry_seconds``, ``requests_per_second`` (= ``rate``), ``request_seconds``,
+    ``prefill_share`` (u), ``decoding_probability`` (p) and ``in_flight`` (Q10c, a real number). Raises
+    InputError where ``rate`` reaches ``open_capacity``."""
+    if (rate <= 0 or prefill_seconds <= 0 or output_tokens < 0 or host_seconds < 0 or carrying_steps < 0
+            or (output_tokens and decode_step <= 0)):
+        raise InputError("rate > 0, output_tokens >= 0; prefill_seconds > 0 and decode_step > 0 with output; "
+                         "host_seconds, carrying_steps >= 0")
+    cap = open_capacity(prefill_seconds, host_seconds)
+    if rate >= cap:
+        raise InputError(f"request rate {rate:g}/s is at or above the server's capacity {cap:.4g}/s (1 / max(prefill "
+                         f"{prefill_seconds:.4g} s, server {host_seconds:.4g} s per request): its queue grows without "
+                         "bound")
+    share = rate * prefill_seconds
+    r_host = host_seconds / (1.0 - rate * host_seconds)
+    r_device = prefill_seconds / (1.0 - share)
+    step = loaded_step_seconds(decode_step, share, mixed_step) if output_tokens else 0.0
+    busy = 1.0 - math.exp(-rate * output_tokens * step) if output_tokens else 0.0
+    wait = busy * (1.0 - share) * decode_step / 2.0
+    carry = busy * carrying_steps * decode_step
+    ttft = r_host + wait + r_device + carry
+    seconds = ttft + output_tokens * step
+    return {"ttft_seconds": ttft, "device_ttft_seconds": r_device, "api_server_seconds": r_host,
+            "api_server_busy": rate * host_seconds, "step_seconds": step, "step_wait_seconds": wait,
+            "carry_seconds": carry, "requests_per_second": rate, "request_seconds": seconds,
+            "prefill_share": share, "decoding_probability": busy, "in_flight": rate * seconds}

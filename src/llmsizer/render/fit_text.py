@@ -266,15 +266,18 @@ def speed_rows(s: SpeedEstimate, queued: bool = False) -> list[list[str]]:
         # below its decode rate per user; "arriving together" only where there are others to arrive with; a
         # prefill-only service (no output tokens) has requests/s, no token rate
         many = s.concurrency > 1
-        together = f"arriving together {load['ttft_burst_seconds']:.3f} s; " if many else ""
+        rate = load.get("request_rate")  # an open load (eq. Q10): requests at a rate, those in flight derived
+        together = f"arriving together {load['ttft_burst_seconds']:.3f} s; " if many and rate is None else ""
         per_user = ("" if not s.tokens_per_second_per_user else
                     f"{s.tokens_per_second_per_user:.1f} per user at this load" if many else
                     f"decoding at {s.tokens_per_second_per_user:.1f}; the total counts its TTFT")
-        rows.append([f"at {s.concurrency} request" + ("s" if many else "") + (" running" if queued else ""),
+        at = (f"at {rate:g} requests/s ({load['in_flight']:.1f} in flight)" if rate is not None else
+              f"at {s.concurrency} request" + ("s" if many else "") + (" running" if queued else ""))
+        rows.append([at,
                      f"TTFT {load['ttft_seconds']:.3f} s at this load ({together}idle {s.ttft_idle_seconds:.3f} s)",
                      f"{s.tokens_per_second:,.1f} tokens/s ({per_user})" if s.tokens_per_second_per_user else
                      f"{load['requests_per_second']:,.2f} requests/s (prefill only)",
-                     f"prefill {load['prefill_share']:.0%}", "queue eqs. Q4-Q9"])
+                     f"prefill {load['prefill_share']:.0%}", "queue eqs. Q4-Q9" if rate is None else "queue eq. Q10"])
     return rows
 
 
