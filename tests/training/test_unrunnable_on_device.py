@@ -76,6 +76,19 @@ def test_float8_refused_in_one_line_naming_the_flag(command: str, device: str, s
     assert "--float8" in err and says in err and "torch._scaled_mm" in err
 
 
+@pytest.mark.parametrize("command", ["train", "fit"])
+@pytest.mark.parametrize("device", ["gaudi2", "gaudi3"])
+def test_float8_refused_on_gaudi_naming_intels_stack(command: str, device: str):
+    # was sized as torchao's Float8Linear (exit 0). FP8 training on a Gaudi is Intel's own TransformerEngine:
+    # optimum-habana optimum/habana/accelerate/utils/transformer_engine.py @1d8504c6 line 34 imports
+    # habana_frameworks.torch.hpex.experimental.transformer_engine; neither recipe llmsizer sizes runs there
+    argv = [command, "llama-3.2-1b", "--float8", "--device", device, "--tokens", "1M"]
+    if command == "fit":
+        argv.append("--train")
+    err = one_line_error(run_cli(*argv))
+    assert "--float8" in err and "Intel Gaudi's TransformerEngine" in err and "habana_frameworks" in err, err
+
+
 def test_float8_runs_on_fp8_gpus():
     for device in ("l40s", "h100-sxm", "mi300x"):
         r = run_cli("train", "llama-3.2-1b", "--float8", "--device", device, "--tokens", "1M")
