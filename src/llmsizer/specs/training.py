@@ -337,6 +337,23 @@ def off_unified_memory(w: TrainingWorkload) -> tuple[str, str] | None:
     return None
 
 
+def offload_without_zero(w: TrainingWorkload) -> FieldError | None:
+    """The refusal of ``offload`` 'optimizer' without sharding (ZeRO stage 0, no FSDP), None otherwise. What llmsizer
+    sizes as that offload (the optimizer states, master weights and gradients in host RAM: Ren et al. 2021,
+    ZeRO-Offload section 4) is DeepSpeed's ``offload_optimizer``, "Valid with stage 1, 2, and 3"
+    (deepspeed/runtime/zero/offload_config.py @edaa7221 line 56): at stage 0 no ZeRO optimizer moves the states, the
+    engine still builds DeepSpeedCPUAdam (runtime/engine.py lines 2108-2110) and its step asserts every parameter is
+    on the CPU (ops/adam/cpu_adam.py lines 232-234). torchao's CPUOffloadOptimizer runs unsharded, but keeps the
+    gradients on the device (offload_gradients=False), not what this estimate moves. Checked on the workload an
+    estimate sizes (estimate/training/setup.py ``resolve``), after a stage chosen by the memory (which starts at
+    ZeRO-1 with this offload: estimate/training/compose.py ``sharded_workload``)."""
+    if w.offload != "optimizer" or w.shard_stage:
+        return None
+    return FieldError("offload", also=("zero",), message=(
+        "offload optimizer is DeepSpeed's ZeRO-Offload (offload_optimizer), valid with ZeRO stage 1, 2 or 3 only "
+        "(at stage 0 its CPUAdam finds the parameters on the GPU and fails): give zero 1, 2 or 3"))
+
+
 def paged_off_cuda(optimizer: str, cpu: bool, measure: bool = False) -> str:
     """The refusal of a bitsandbytes paged optimizer off CUDA, naming the unpaged optimizer that keeps the same
     states: bitsandbytes' own unpaged class (``adamw-8bit``, ``lion``, ``lion-8bit``); for ``paged-adamw`` there is

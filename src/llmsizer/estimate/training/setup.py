@@ -36,7 +36,7 @@ from ...formulas.training_states import (
 )
 from ...result import Assumption
 from ...specs import ModelSpec, TrainingWorkload
-from ...specs.training import ALL_LINEAR, DEFAULT_ATTENTION_KERNEL_WHY, attention_kernel_of
+from ...specs.training import ALL_LINEAR, DEFAULT_ATTENTION_KERNEL_WHY, attention_kernel_of, offload_without_zero
 from .. import efficiency as E
 from ..device import float8_refusal, precision_notes
 from ..framework import model_defaults_applied, profile_why, with_framework
@@ -267,6 +267,9 @@ def refuse_attention_kernel(spec: ModelSpec, w: TrainingWorkload, device: Device
 
 def resolve(spec: ModelSpec, w: TrainingWorkload, acc: Acc) -> TrainingContext:
     """Apply the workload's defaults for ``spec`` and validate what needs the model (see module docstring)."""
+    no_stage = offload_without_zero(w)  # on the stage the estimate sizes (a chosen one included)
+    if no_stage is not None:
+        raise no_stage
     rec = recipe(training_recipe_name(w.precision, w.zero, w.method))
     record_workload(w, acc, ("method", "precision", "micro_batch", "seq_len", "grad_accumulation",
                              "grad_checkpointing", "attention", "packing", "loss", "loss_chunks", "kernels"))
