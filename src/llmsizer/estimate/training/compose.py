@@ -219,11 +219,12 @@ ZERO_NONE_FITS_WHY = ("no ZeRO stage fits (0 -> 1 -> 2 -> 3 tried): the stage th
 
 def chooses_zero(w: TrainingWorkload) -> bool:
     """Whether the ZeRO stage of ``w`` is chosen rather than given: a memory budget, several devices (or one under
-    ``offload`` 'optimizer': DeepSpeed's ZeRO-Offload needs a stage, specs/training.py ``offload_without_zero``), and
-    neither ``zero`` nor ``fsdp`` given (``w.given``, specs/given.py), nor ``grad_sync`` (a DDP setting: it states
+    ``offload`` 'optimizer': DeepSpeed's ZeRO-Offload needs a stage, specs/training.py ``offload_without_zero``), not
+    an Apple GPU (no DeepSpeed ZeRO there: specs/training.py ``off_unified_memory``), and neither ``zero`` nor ``fsdp``
+    given (``w.given``, specs/given.py), nor ``grad_sync`` (a DDP setting: it states
     ZeRO 0)."""
     return (w.memory is not None and (w.gpus > 1 or w.offload == "optimizer") and w.grad_sync is None
-            and not {"zero", "fsdp"} & (w.given or frozenset()))
+            and w.gpu_runtime != "metal" and not {"zero", "fsdp"} & (w.given or frozenset()))
 
 
 def sharded_workload(spec: ModelSpec | str, w: TrainingWorkload) -> TrainingWorkload:
