@@ -76,6 +76,19 @@ def test_float8_refused_in_one_line_naming_the_flag(command: str, device: str, s
     assert "--float8" in err and says in err and "torch._scaled_mm" in err
 
 
+@pytest.mark.parametrize("command", ["train", "fit"])
+@pytest.mark.parametrize("device", ["gaudi2", "gaudi3"])
+def test_float8_refused_on_gaudi_naming_intels_stack(command: str, device: str):
+    # was sized as torchao's Float8Linear (exit 0). FP8 training on a Gaudi is Intel's own TransformerEngine:
+    # optimum-habana optimum/habana/accelerate/utils/transformer_engine.py @1d8504c6 line 34 imports
+    # habana_frameworks.torch.hpex.experimental.transformer_engine; neither recipe llmsizer sizes runs there
+    argv = [command, "llama-3.2-1b", "--float8", "--device", device, "--tokens", "1M"]
+    if command == "fit":
+        argv.append("--train")
+    err = one_line_error(run_cli(*argv))
+    assert "--float8" in err and "Intel Gaudi's TransformerEngine" in err and "habana_frameworks" in err, err
+
+
 def test_float8_runs_on_fp8_gpus():
     for device in ("l40s", "h100-sxm", "mi300x"):
         r = run_cli("train", "llama-3.2-1b", "--float8", "--device", device, "--tokens", "1M")
@@ -121,3 +134,44 @@ def test_offload_on_apple_refused_from_python_with_its_field():
     with pytest.raises(DeviceCannotRunError) as e:
         estimate_training("qwen2.5-7b", device="apple-m3-max-48gb", offload="optimizer", zero=2)
     assert e.value.field == "offload"
+
+
+# DeepSpeed's MPS accelerator (accelerator/mps_accelerator.py @edaa7221): _communication_backend_name None (line 22),
+# is_bf16_supported/is_fp16_supported False and supported_dtypes [torch.float] (lines 149-156), get_op_builder
+# NotImplementedBuilder for every op (lines 242-245)
+@pytest.mark.parametrize(("command", "flags"), [
+    ("train", ["--zero", "2", "--gpus", "2"]),
+    ("train", ["--zero", "1"]),
+    ("fit", ["--zero", "3", "--count", "2"]),
+])
+def test_deepspeed_zero_refused_on_apple(command: str, flags: list[str]):
+    # was: fits: yes (15.49 GiB per device at --zero 2 --gpus 2), a run DeepSpeed's MPS accelerator cannot start
+    argv = [command, "llama-3.2-1b", "--device", "apple-m3-max-128gb", *flags]
+    if command == "fit":
+        argv.append("--train")
+    err = one_line_error(run_cli(*argv))
+    assert err.startswith("llmsizer: error: --zero") and "mps_accelerator.py" in err and "--zero 0" in err, err
+
+
+def test_apple_multi_device_fit_chooses_no_zero_stage():
+    # the least-sharded-stage search would have tried ZeRO 1-3 there; it keeps the stage stated (0)
+    def zero_of(device: str) -> int:
+        fit = run_cli("fit", "llama-3.1-70b", "--train", "--device", device, "--count", "4", "--json")
+        assert fit.returncode in (0, 1), fit.stderr
+        return next(a["value"] for a in json.loads(fit.stdout)["memory"]["assumptions"] if a["name"] == "zero")
+    assert zero_of("apple-m3-max-128gb") == 0
+    assert zero_of("h100-sxm") > 0  # the search itself runs on a CUDA GPU
+
+
+def test_fsdp_on_apple_is_warned():
+    est = estimate_training("llama-3.2-1b", device="apple-m3-max-128gb", fsdp="full", gpus=2)
+    assert any("fsdp on an Apple GPU" in w and "Gloo" in w for w in est.warnings), est.warnings
+    cuda = estimate_training("llama-3.2-1b", device="h100-sxm", fsdp="full", gpus=2)
+    assert not any("Apple" in w for w in cuda.warnings)
+
+
+def test_qlora_on_apple_is_sized():
+    # bitsandbytes >= 0.50.0 registers its 4-bit ops for MPS (bitsandbytes/backends/mps/ops.py @95f9af30 lines 131,
+    # 167, 241: quantize_4bit, dequantize_4bit, gemm_4bit), so a QLoRA base quantizes and runs there
+    r = run_cli("train", "llama-3.2-1b", "--method", "qlora", "--device", "apple-m3-max-128gb")
+    assert r.returncode == 0 and "fits: yes" in r.stdout, r.stderr

@@ -10,7 +10,7 @@ import re
 import sys
 import threading
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
 from ..errors import FieldError, LlmsizerError
@@ -264,17 +264,20 @@ def cli_message(e: LlmsizerError, parser: argparse.ArgumentParser, args: argpars
     """The error as the CLI says it for ``args.command`` (``command_line``)."""
     sub = next((a.choices.get(args.command) for a in parser._actions
                 if isinstance(a, argparse._SubParsersAction)), None)
-    return command_line(e, sub)
+    return command_line(e, sub, lambda dest: getattr(args, dest, None) is not None)
 
 
-def command_line(e: LlmsizerError, sub: argparse.ArgumentParser | None) -> str:
+def command_line(e: LlmsizerError, sub: argparse.ArgumentParser | None,
+                 gave: Callable[[str], bool] | None = None) -> str:
     """The error as the CLI says it for the command whose parser is ``sub``: a FieldError names its field by the
-    command's flag (``--tp``, not ``tensor_parallel``; workload_args.flag_of), where the command has one. The one
-    home of an error's words: the web's ``detail`` is this line too (web/bridge.py ``field_problem``)."""
+    command's flag (``--tp``, not ``tensor_parallel``; workload_args.flag_of), where the command has one, and by the
+    flag the user typed where two set it (``--count`` for the device count: workload_args.typed_flag; ``gave(dest)``:
+    whether an option was given). The one home of an error's words: the web's ``detail`` is this line too
+    (web/bridge.py ``field_problem``)."""
     if not isinstance(e, FieldError):
         return str(e)
-    from .workload_args import flag_of
-    return e.renamed(lambda f: (flag_of(f, sub) if sub is not None else None) or f)
+    from .workload_args import typed_flag
+    return e.renamed(lambda f: (typed_flag(f, sub, gave) if sub is not None else None) or f)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

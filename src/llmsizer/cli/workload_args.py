@@ -529,6 +529,23 @@ def flag_of(field: str, parser: argparse.ArgumentParser) -> str | None:
     return flag if any(flag in a.option_strings for a in parser._actions) else None
 
 
+# a field a command also sets from another of its flags: the training run's device count from --count (train, fit
+# --train: "devices (default: the instance's count, else --gpus, else 1)")
+SET_ALSO_BY = {"gpus": "--count"}
+
+
+def typed_flag(field: str, parser: argparse.ArgumentParser, gave: Callable[[str], bool] | None = None) -> str | None:
+    """:func:`flag_of`, except where the user set ``field`` through the other flag that sets it (``SET_ALSO_BY``)
+    and not through its own: that flag, so an error names what was typed (``--count`` in ``fit --train --count 8
+    --tp 3``, not ``--gpus``). ``gave(dest)``: whether the user gave the option of that dest."""
+    flag = flag_of(field, parser)
+    other = SET_ALSO_BY.get(field)
+    if (gave is None or other is None or not any(other in a.option_strings for a in parser._actions)
+            or not gave(other[2:].replace("-", "_")) or (flag is not None and gave(flag[2:].replace("-", "_")))):
+        return flag
+    return other
+
+
 SHARED = ("attention", "gpus", "metric")  # --attention and --metric serve both modes; fit's and recommend's --gpus is
 # the training flag
 

@@ -320,7 +320,12 @@ def off_unified_memory(w: TrainingWorkload) -> tuple[str, str] | None:
       ROCm CDNA3+: estimate/device.py ``float8_refusal``); a CPU has none, and an Apple GPU has no FP8 units: torch's
       MPS _scaled_mm (aten/src/ATen/native/mps/operations/ScaledMM.mm ``_scaled_mm_out_mps``) is a Metal shader that
       takes Float8_e4m3fn operands only, while torchao's tensorwise recipe casts gradients to float8_e5m2 for the
-      backward GEMMs."""
+      backward GEMMs.
+    - ``zero`` on an Apple chip: ZeRO is DeepSpeed's, and DeepSpeed's MPS accelerator (accelerator/mps_accelerator.py
+      @edaa7221) sets ``_communication_backend_name = None`` (line 22), answers NotImplementedBuilder for every op
+      (lines 242-245: FusedAdam, the default ZeRO optimizer, included), and has no bf16 or fp16 (lines 149-156:
+      ``supported_dtypes`` is fp32 only). On a CPU, DeepSpeed's CPU accelerator runs ZeRO (its ccl/gloo backend):
+      not refused here."""
     cpu = w.device == "cpu"
     apple = "on an Apple chip host RAM is the GPU's own memory (unified), so it frees none of it"
     if w.offload != "none":
@@ -329,12 +334,33 @@ def off_unified_memory(w: TrainingWorkload) -> tuple[str, str] | None:
     if w.activation_offload:
         return "activation_offload", ("activation_offload copies saved activations from a GPU to host memory; "
                                       + ("on device cpu it does not apply" if cpu else apple))
+    if w.zero and not cpu:
+        return "zero", (f"zero {w.zero} is DeepSpeed ZeRO, whose MPS accelerator names no communication backend, builds "
+                        "no op and supports fp32 only (accelerator/mps_accelerator.py @edaa7221 lines 22, 149-156, "
+                        "242-245): no ZeRO on an Apple GPU; use zero 0")
     if w.float8:
         return "float8", ("float8 training runs torch._scaled_mm on GPU tensor cores; on device cpu it does not apply"
                           if cpu else "float8 training runs torch._scaled_mm on FP8 tensor cores, which an Apple GPU "
                           "lacks (torch's MPS _scaled_mm takes e4m3fn operands only; torchao casts gradients to "
                           "e5m2); train without float8")
     return None
+
+
+def offload_without_zero(w: TrainingWorkload) -> FieldError | None:
+    """The refusal of ``offload`` 'optimizer' without sharding (ZeRO stage 0, no FSDP), None otherwise. What llmsizer
+    sizes as that offload (the optimizer states, master weights and gradients in host RAM: Ren et al. 2021,
+    ZeRO-Offload section 4) is DeepSpeed's ``offload_optimizer``, "Valid with stage 1, 2, and 3"
+    (deepspeed/runtime/zero/offload_config.py @edaa7221 line 56): at stage 0 no ZeRO optimizer moves the states, the
+    engine still builds DeepSpeedCPUAdam (runtime/engine.py lines 2108-2110) and its step asserts every parameter is
+    on the CPU (ops/adam/cpu_adam.py lines 232-234). torchao's CPUOffloadOptimizer runs unsharded, but keeps the
+    gradients on the device (offload_gradients=False), not what this estimate moves. Checked on the workload an
+    estimate sizes (estimate/training/setup.py ``resolve``), after a stage chosen by the memory (which starts at
+    ZeRO-1 with this offload: estimate/training/compose.py ``sharded_workload``)."""
+    if w.offload != "optimizer" or w.shard_stage:
+        return None
+    return FieldError("offload", also=("zero",), message=(
+        "offload optimizer is DeepSpeed's ZeRO-Offload (offload_optimizer), valid with ZeRO stage 1, 2 or 3 only "
+        "(at stage 0 its CPUAdam finds the parameters on the GPU and fails): give zero 1, 2 or 3"))
 
 
 def paged_off_cuda(optimizer: str, cpu: bool, measure: bool = False) -> str:

@@ -52,7 +52,20 @@ class _WebParser(_Parser):
         super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
-        raise _UsageError(usage_message(self, message))
+        raise _UsageError(usage_message(self, _as_typed(message)))
+
+
+_UNRECOGNIZED = "unrecognized arguments: "
+
+
+def _as_typed(message: str) -> str:
+    """argparse's message with the unknown options as the command line types them: the API hands argparse each field
+    as one word, ``--rank=8`` (``_words``), which argparse echoes; the CLI's line for the same input says
+    ``--rank 8`` (API.md "Errors": the detail is the CLI's line)."""
+    if not message.startswith(_UNRECOGNIZED):
+        return message
+    words = message[len(_UNRECOGNIZED):].split(" ")
+    return _UNRECOGNIZED + " ".join(w.replace("=", " ", 1) if w.startswith("--") else w for w in words)
 
     def exit(self, status: int = 0, message: str | None = None) -> NoReturn:
         raise _UsageError((message or "").strip() or "not a request the API answers")
@@ -211,15 +224,19 @@ def field_problem(command: tuple[str, ...], e: FieldError, fields: Mapping[str, 
     ``field`` is the body's own key for the field at fault (``tp`` where the body said ``tp``, ``tensor_parallel``
     where it said that; workload_args.flag_of), or the Python name of a field the body did not give."""
     from ..cli.main import command_line
-    from ..cli.workload_args import flag_of
+    from ..cli.workload_args import typed_flag
     p = subparser(command)
+    options = {_option(str(k)) for k in fields}
+
+    def gave(dest: str) -> bool:
+        return _option(dest) in options
 
     def key(field: str) -> str:
-        flag = flag_of(field, p)
+        flag = typed_flag(field, p, gave)
         action = next((a for a in p._actions if flag in a.option_strings), None) if flag else None
         return next((str(k) for k in fields if action is not None and _option(str(k)) in action.option_strings),
                     field)
-    return Problem(400, term(command_line(e, p)).splitlines()[0], key(e.field))
+    return Problem(400, term(command_line(e, p, gave)).splitlines()[0], key(e.field))
 
 
 _ARGUMENT = re.compile(r"^(?:argument |unrecognized arguments: |the following arguments are required: )(--[a-z0-9-]+)")

@@ -94,7 +94,31 @@ def test_a_config_without_model_type_is_the_readers_message(client):
 
 def test_an_unknown_query_parameter_is_the_cli_unrecognized_argument(client):
     p = _problem(client.get("/api/v1/hardware?knd=gpu"), 400, "knd")
-    assert p["detail"].startswith("unrecognized arguments: --knd=gpu; did you mean '--kind'?")
+    # as typed on a command line, `--knd gpu` (was `--knd=gpu`: the word the API hands argparse)
+    assert p["detail"].startswith("unrecognized arguments: --knd gpu; did you mean '--kind'?")
+
+
+@pytest.mark.parametrize("body", [{"rnk": 8}, {"method": "lora", "rank_x": 8}, {"rnk": [1, 2]}, {"rnk": True}])
+def test_an_unknown_body_field_is_the_cli_line_as_typed(client, body):
+    # was "unrecognized arguments: --rnk=8; ...": the CLI, typed `--rnk 8`, says "--rnk 8"
+    p = _problem(client.post("/api/v1/train", json={"model": "llama-3.2-1b", **body}), 400)
+    argv = ["train", "llama-3.2-1b"]
+    for key, value in body.items():
+        for v in value if isinstance(value, list) else [value]:
+            argv += ["--" + key.replace("_", "-")] + ([] if v is True else [str(v)])
+    cli = run_cli(*argv)
+    assert cli.returncode == 2 and cli.stderr == f"llmsizer: error: {p['detail']}\n", (cli.stderr, p["detail"])
+
+
+@pytest.mark.parametrize(("counted", "named"), [({"count": 8}, "--count"), ({"gpus": 8}, "--gpus")])
+def test_the_device_count_is_named_by_the_flag_given(client, counted, named):
+    # was "--gpus (8) must be a multiple ..." for `fit --train --count 8 --tp 3`: the user typed --count
+    body = {"model": "llama-3.1-8b", "train": True, "device": "h100-sxm", "tp": 3, **counted}
+    p = _problem(client.post("/api/v1/fit", json=body), 400, next(iter(counted)))
+    flag, value = next(iter(counted.items()))
+    cli = run_cli("fit", "llama-3.1-8b", "--train", "--device", "h100-sxm", "--tp", "3", f"--{flag}", str(value))
+    assert cli.returncode == 2 and cli.stderr == f"llmsizer: error: {p['detail']}\n", cli.stderr
+    assert p["detail"].startswith(f"{named} (8) must be a multiple of --tp"), p["detail"]
 
 
 def test_a_value_cannot_smuggle_another_option(client):

@@ -253,7 +253,9 @@ ERRORS = [
     # refused by the flag's own type since #16 (the message names --weights, so the problem names its field)
     ("/api/v1/infer", {"model": "llama-3.1-8b", "weights": "q9_z"}, ["infer", "llama-3.1-8b", "--weights", "q9_z"],
      "weights"),
-    ("/api/v1/infer", {"model": "llama-3.1-8b", "frobnicate": 1}, ["infer", "llama-3.1-8b", "--frobnicate=1"],
+    # the unknown option as a command line types it, `--frobnicate 1` (was compared with `--frobnicate=1`, the word
+    # the API hands argparse)
+    ("/api/v1/infer", {"model": "llama-3.1-8b", "frobnicate": 1}, ["infer", "llama-3.1-8b", "--frobnicate", "1"],
      "frobnicate"),
     ("/api/v1/infer", {"model": "llama-3.1-8b", "layers": 32}, ["infer", "llama-3.1-8b", "--layers", "32"], "model"),
     ("/api/v1/infer", {}, ["infer"], "model"),

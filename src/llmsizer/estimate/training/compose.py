@@ -211,16 +211,20 @@ def training_workload(fields: dict[str, Any]) -> TrainingWorkload:
     return hit
 
 
-ZERO_WHY = "least-sharded ZeRO stage that fits (0 -> 1 -> 2 -> 3: less communication first; --zero to fix it)"
+ZERO_WHY = ("least-sharded ZeRO stage that fits (0 -> 1 -> 2 -> 3, from 1 under offload optimizer: less communication "
+            "first; --zero to fix it)")
 ZERO_NONE_FITS_WHY = ("no ZeRO stage fits (0 -> 1 -> 2 -> 3 tried): the stage that needs the least memory, the closest "
                       "to fitting (--zero to fix it)")
 
 
 def chooses_zero(w: TrainingWorkload) -> bool:
-    """Whether the ZeRO stage of ``w`` is chosen rather than given: a memory budget, several devices, and neither
-    ``zero`` nor ``fsdp`` given (``w.given``, specs/given.py), nor ``grad_sync`` (a DDP setting: it states ZeRO 0)."""
-    return (w.memory is not None and w.gpus > 1 and w.grad_sync is None
-            and not {"zero", "fsdp"} & (w.given or frozenset()))
+    """Whether the ZeRO stage of ``w`` is chosen rather than given: a memory budget, several devices (or one under
+    ``offload`` 'optimizer': DeepSpeed's ZeRO-Offload needs a stage, specs/training.py ``offload_without_zero``), not
+    an Apple GPU (no DeepSpeed ZeRO there: specs/training.py ``off_unified_memory``), and neither ``zero`` nor ``fsdp``
+    given (``w.given``, specs/given.py), nor ``grad_sync`` (a DDP setting: it states
+    ZeRO 0)."""
+    return (w.memory is not None and (w.gpus > 1 or w.offload == "optimizer") and w.grad_sync is None
+            and w.gpu_runtime != "metal" and not {"zero", "fsdp"} & (w.given or frozenset()))
 
 
 def sharded_workload(spec: ModelSpec | str, w: TrainingWorkload) -> TrainingWorkload:
@@ -237,7 +241,8 @@ def sharded_workload(spec: ModelSpec | str, w: TrainingWorkload) -> TrainingWork
     # a stage is compared by its expected device need alone (eq. 2, ``fits_budget``): measured, its words (the
     # assumptions' explanation, warnings, details, verdict) composed only for the stage taken (``_finish``)
     tried = []
-    for stage in (0, 1, 2, 3):
+    # DeepSpeed's optimizer offload needs a ZeRO stage (specs/training.py ``offload_without_zero``): from ZeRO-1
+    for stage in (1, 2, 3) if w.offload == "optimizer" else (0, 1, 2, 3):
         staged = replace_checked(w, zero=stage)
         need, measured, key = _need(spec, staged)
         if fits_budget(need, w.memory, headroom):

@@ -36,7 +36,7 @@ from ...formulas.training_states import (
 )
 from ...result import Assumption
 from ...specs import ModelSpec, TrainingWorkload
-from ...specs.training import ALL_LINEAR, DEFAULT_ATTENTION_KERNEL_WHY, attention_kernel_of
+from ...specs.training import ALL_LINEAR, DEFAULT_ATTENTION_KERNEL_WHY, attention_kernel_of, offload_without_zero
 from .. import efficiency as E
 from ..device import float8_refusal, precision_notes
 from ..framework import model_defaults_applied, profile_why, with_framework
@@ -265,8 +265,21 @@ def refuse_attention_kernel(spec: ModelSpec, w: TrainingWorkload, device: Device
         raise DeviceCannotRunError("float8", no_float8)
 
 
+# FSDP shards over a torch.distributed process group; on macOS the backend is Gloo (torch maps 'mps' to gloo since
+# pytorch/pytorch#149538), whose collectives check the tensors' device and take CPU and CUDA only (ProcessGroupGloo.cpp
+# "unsupported device type", quoted in pytorch/pytorch#184010, 2026-05; #160732 "GLOO backend should have MPS
+# capability" open, its PR #160733 closed unmerged). No source shows FSDP running on MPS tensors: warned, not refused
+# (a world of one process may skip every collective).
+FSDP_ON_MPS = ("fsdp on an Apple GPU: torch's Gloo backend, the process group FSDP gets on macOS, takes CPU and CUDA "
+               "tensors only (pytorch/pytorch#184010, #160732), so no FSDP run on MPS is known; sized as FSDP on a "
+               "CUDA GPU")
+
+
 def resolve(spec: ModelSpec, w: TrainingWorkload, acc: Acc) -> TrainingContext:
     """Apply the workload's defaults for ``spec`` and validate what needs the model (see module docstring)."""
+    no_stage = offload_without_zero(w)  # on the stage the estimate sizes (a chosen one included)
+    if no_stage is not None:
+        raise no_stage
     rec = recipe(training_recipe_name(w.precision, w.zero, w.method))
     record_workload(w, acc, ("method", "precision", "micro_batch", "seq_len", "grad_accumulation",
                              "grad_checkpointing", "attention", "packing", "loss", "loss_chunks", "kernels"))
@@ -288,6 +301,8 @@ def resolve(spec: ModelSpec, w: TrainingWorkload, acc: Acc) -> TrainingContext:
     bf16_warning = precision_notes(w)[1]
     if bf16_warning is not None:
         acc.warnings.append(bf16_warning)
+    if w.fsdp is not None and w.gpu_runtime == "metal":
+        acc.warnings.append(FSDP_ON_MPS)
     if rec.name != w.precision:
         acc.assumptions.append(Assumption("precision_semantics", rec.name, True,
                                           f"{w.precision} under ZeRO-{w.zero} is {DEEPSPEED_PRECISION_SOURCE}"))
