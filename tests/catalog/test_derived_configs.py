@@ -178,3 +178,55 @@ def test_glm47_config_builds_the_published_tensor_layout():
     assert sum(math.prod(s) for s in fused.values()) == 160 * 3 * 1536 * _GLM47_H
     assert not any(n.startswith("model.layers.2.mlp.experts") for n in shapes)
     assert sum(1 for n in shapes if n.endswith("mlp.gate.weight")) == 89
+
+
+# --- ASSEMBLED entries: their shape keys against a first-party table ---------------------------------------------
+# Each ASSEMBLED config was put together from partial copies (fine-tunes, quantized derivatives, test dicts; see its
+# ``source``). The values below are typed from a first-party page, not from the catalog file: a wrong key in the
+# assembly fails here.
+
+# transformers docs model_doc/falcon_h1 (contributed by TII), FalconH1Config table, row "H1 0.5B": Depth 36, Dim 1024,
+# Attn Heads 8, KV 2, Mamba Heads 24, d_head 64 / 64, d_state 128, Ctx Len "4K, 16K-SFT".
+FALCON_H1_05B_TABLE = {"num_hidden_layers": 36, "hidden_size": 1024, "num_attention_heads": 8,
+                       "num_key_value_heads": 2, "mamba_n_heads": 24, "head_dim": 64, "mamba_d_head": 64,
+                       "mamba_d_state": 128, "max_position_embeddings": 16 * 1024}
+
+# Ollama's library build granite4:tiny-h (ollama.com/library/granite4:tiny-h/blobs/9811e90b0eec), GGUF metadata that
+# llama.cpp's converter writes from IBM's config.json: block_count 40, embedding_length 1536, head_count 12,
+# expert_count 64, expert_used_count 6, feed_forward_length 512, expert_shared_feed_forward_length 1024,
+# ssm.inner_size 3072, ssm.state_size 128, ssm.group_count 1, ssm.conv_kernel 4, ssm.time_step_rank 48 (= heads),
+# vocab_size 100352.
+GRANITE_H_TINY_GGUF = {"num_hidden_layers": 40, "hidden_size": 1536, "num_attention_heads": 12,
+                       "num_local_experts": 64, "num_experts_per_tok": 6, "intermediate_size": 512,
+                       "shared_intermediate_size": 1024, "mamba_d_state": 128, "mamba_n_groups": 1,
+                       "mamba_d_conv": 4, "mamba_n_heads": 48, "vocab_size": 100352}
+
+# NVIDIA Megatron-Bridge docs models/llm/glm45.html, "GLM 4.5 355B-A32B": 92 layers (first 3 dense), hidden 5120, FFN
+# 12288, 96 heads, 8 query groups, 160 experts top-8 with 2.5x scaling, MoE FFN 1536, shared expert 1536, QK LayerNorm,
+# MTP 1 layer, context 131,072, vocabulary 151,552.
+GLM45_NVIDIA = {"num_hidden_layers": 92, "first_k_dense_replace": 3, "hidden_size": 5120, "intermediate_size": 12288,
+                "num_attention_heads": 96, "num_key_value_heads": 8, "n_routed_experts": 160, "num_experts_per_tok": 8,
+                "routed_scaling_factor": 2.5, "moe_intermediate_size": 1536, "n_shared_experts": 1,
+                "use_qk_norm": True, "num_nextn_predict_layers": 1, "max_position_embeddings": 131072,
+                "vocab_size": 151552}
+
+ASSEMBLED_CHECKS = {"falcon-h1-0.5b-instruct": FALCON_H1_05B_TABLE, "granite-4.0-h-tiny": GRANITE_H_TINY_GGUF,
+                    "glm-4.5": GLM45_NVIDIA}
+
+
+@pytest.mark.parametrize("name", sorted(ASSEMBLED_CHECKS))
+def test_assembled_config_agrees_with_the_first_party_table(name):
+    cfg = ENTRIES[name].config
+    assert ENTRIES[name].source.startswith("ASSEMBLED (no single verbatim copy found) from:")
+    for key, value in ASSEMBLED_CHECKS[name].items():
+        assert cfg[key] == value, key
+
+
+def test_assembled_mamba_inner_widths_are_heads_times_head_dim():
+    """Falcon-H1's mamba_d_ssm (the one key its Megatron-Bridge dict lacks) is 24 heads x 64 (the table's d_head), not
+    mamba_expand x hidden (2048, transformers' fallback); Granite's SSM inner size 3072 (GGUF ssm.inner_size) is
+    48 heads x 64."""
+    fh1 = ENTRIES["falcon-h1-0.5b-instruct"].config
+    assert fh1["mamba_d_ssm"] == FALCON_H1_05B_TABLE["mamba_n_heads"] * FALCON_H1_05B_TABLE["mamba_d_head"] == 1536
+    granite = ENTRIES["granite-4.0-h-tiny"].config
+    assert granite["mamba_n_heads"] * granite["mamba_d_head"] == 3072

@@ -104,6 +104,13 @@ KNOWN_PUBLISHED_DEVIATIONS: dict[tuple[str, str], str] = {
                            "dense layers, embedding and lm_head); 32,856,305,664 without the input embedding; only "
                            "32,080,359,424, without both embedding tables, falls within the rounding of '32B', a convention "
                            "the README does not state",
+    ("glm-4.5", "total"): "'355 billion total' vs 352,797,814,784 built from the config (the GLM-4.7 shape, which keeps "
+                          "GLM-4.5's 355B-A32B layers); the MTP layer transformers does not build adds 3,988,069,632 "
+                          "(356,785,884,416): 0.62 % under or 0.50 % over, both just outside the rounding of '355B'",
+    ("glm-4.5", "active"): "'32 billion active' vs 33,632,251,904 (8 of 160 experts + the shared one in 89 MoE layers, 3 "
+                           "dense layers, embedding and lm_head); 32,856,305,664 without the input embedding; only "
+                           "32,080,359,424, without both embedding tables, falls within the rounding of '32B', a convention "
+                           "the card does not state",
     ("llama-4-scout-17b-16e-instruct", "active"): "card '17B (Activated)' vs 18,044,827,136 built (1 of 16 experts + the "
                                                   "shared one in all 48 layers, embedding, lm_head and the 871,932,416-"
                                                   "parameter vision tower, which runs for image tokens only); the text stack "
