@@ -4,8 +4,9 @@ recommend_training, which `recommend --train` and a plan's training options (pla
 
 The CPU run's length is checked independently of llmsizer's duration model: a 70B full fine-tune on 1B tokens
 with full activation checkpointing is >= 8 x 70e9 x 1e9 = 5.6e20 FLOPs (forward 2N, backward 4N, recompute 2N per
-token); one AMD EPYC 9654 (96 Zen 4 cores, AVX-512 BF16 at 2 x 512-bit FMA pipes: 96 x 64 x 2 x 3.7 GHz = 45.5
-TFLOP/s at the boost clock) needs >= 1.2e7 s = 143 days even at its peak, past 90 days whatever the utilisation.
+token); one AMD EPYC 9654 (96 Zen 4 cores at most 3.7 GHz boost; an upper bound on its BF16 rate: 128 FLOP per core
+per cycle, twice what one 512-bit VDPBF16PS a cycle gives, so 45.5 TFLOP/s) needs >= 1.2e7 s = 143 days even at that
+bound, past 90 days whatever the utilisation.
 """
 
 from __future__ import annotations
