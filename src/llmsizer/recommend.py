@@ -91,6 +91,12 @@ from .units import format_bytes, format_count, format_seconds, format_usd
 
 MAX_REPLICAS = 64
 MAX_NODES = 512
+# A training run with no deadline given is judged against a practical limit: an option that would take longer is
+# rejected as "too slow", not listed as meeting every constraint (a 25-year CPU run beside 4-hour GPU runs). 90 days
+# is past the longest published large-scale run (Llama 3 405B pre-training, 54 days on 16,384 H100s: Dubey et al.
+# 2024, "The Llama 3 Herd of Models", section 3.3.4) and a quarter's hardware lease; --deadline (the request's
+# deadline) replaces it, longer or shorter. Serving's counterpart is the reading-speed floor.
+PRACTICAL_TRAINING_SECONDS = 90 * 86400.0
 
 
 @dataclass(frozen=True)
@@ -913,7 +919,11 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
                      cost_basis=cand.cost_basis, training_seconds=secs, device_hours=device_hours(secs, devices),
                      run_cost=total, memory_per_device=fr.memory_per_device, budget_per_device=fr.budget_per_device,
                      layout=_layout(wl, fr))
-        if c.max_cost is not None and (total is None or total > c.max_cost):
+        if c.deadline is None and secs > PRACTICAL_TRAINING_SECONDS:
+            opt = _replace(opt, status="rejected", reasons=(
+                f"too slow: {format_seconds(secs)}, past the {format_seconds(PRACTICAL_TRAINING_SECONDS)} practical "
+                "limit of a run with no deadline (give --deadline for a longer one)",))
+        elif c.max_cost is not None and (total is None or total > c.max_cost):
             opt = _replace(opt, status="rejected", reasons=(  # money as units.format_usd: cents below $100
                 "no price to compare with the budget" if total is None
                 else f"run costs {format_usd(total)} > {format_usd(c.max_cost)}",))
@@ -933,6 +943,11 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
     # collective bandwidth or utilisation would not describe it); none chosen: none (the first option timed would
     # depend on the listing order)
     assumptions, warnings = timed.get(meets[0].target, ((), ())) if meets else ((), ())
+    if c.deadline is None:
+        assumptions = (Assumption("practical_training_limit", format_seconds(PRACTICAL_TRAINING_SECONDS), True,
+                                  "no deadline given: an option whose run takes longer is rejected as too slow "
+                                  "(recommend.PRACTICAL_TRAINING_SECONDS: past the 54-day Llama 3 405B run; "
+                                  "--deadline replaces it)"), *assumptions)
     workload = {"tokens": tokens, **{k: (list(v) if isinstance(v, tuple) else v) for k, v in wl.items()},
                 "flops_per_token": fpt, "flops_formula": fl.effective_formula(w.micro_batch), "total_flops": fpt * tokens}
     return Recommendation("training", spec.name, workload, c, tuple(meets), tuple(rejected), (), (),

@@ -9,6 +9,7 @@ the transformers config object for the cache layout of the catalog rows.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -119,7 +120,8 @@ def test_infer_with_images_counts_the_processor_tokens(name):
 
 @pytest.mark.parametrize("name", ROWS)
 def test_the_qwen3_vl_encoder_peak_is_vllms_profile_peak_with_many_large_images(name):
-    """16 full-HD images in one request: vLLM's profile run encodes them and the Qwen3-VL tower's forward over every
+    """16 full-HD images in one request: vLLM's profile run still encodes one dummy image of the processor's largest
+    size (vllm/multimodal/encoder_budget.py _get_max_items), not them; the Qwen3-VL tower's forward over every
     patch (eqs. 5-8 of formulas/vision_activations.py, checked against live tensors in test_vision_activations.py,
     DeepStack features held at the text width) is the activation peak, as for the dense Qwen3-VL."""
     from llmsizer.formulas.vision_activations import qwen_encoder_activation_bytes
@@ -127,6 +129,9 @@ def test_the_qwen3_vl_encoder_peak_is_vllms_profile_peak_with_many_large_images(
     spec = entries()[name].spec()
     assert spec.vision is not None
     est = estimate_inference(spec, context=256, images=16, image_size=(1920, 1080), engine="vllm")
-    patches = image_tokens(spec.vision, 1920, 1080).encoder_patches
-    want = qwen_encoder_activation_bytes(spec.vision, 16 * patches, patches, spec.hidden_size, 2, "flash")
+    # the largest image: the processor's max_pixels as a square (vLLM get_image_size_with_most_features)
+    side = math.isqrt(spec.vision.max_pixels)
+    patches = image_tokens(spec.vision, side, side).encoder_patches
+    assert patches == (side // spec.vision.patch_size) ** 2 and patches // 4 > 2048  # one item: max(B, T) // T = 1
+    want = qwen_encoder_activation_bytes(spec.vision, patches, patches, spec.hidden_size, 2, "flash")
     assert est.item("activations").bytes == want.peak_bytes

@@ -9,6 +9,7 @@ exit-2 error.
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -62,7 +63,8 @@ def test_encoder_peak_is_a_phase_of_transformers():
 
 
 def test_the_qwen_encoder_peak_is_vllms_profile_peak_with_many_large_images():
-    """16 full-HD images in one request: vLLM's profile run encodes them (gpu_model_runner.profile_run) and the
+    """16 full-HD images in one request: vLLM's profile run still encodes one dummy image of the processor's largest
+    size (max_pixels; vllm/multimodal/encoder_budget.py _get_max_items: max(B, T) // T = 1 item), not them, and the
     Qwen2.5-VL tower's forward over every patch (formulas/vision_activations.py eqs. 5-8, checked against live tensors
     in test_vision_activations.py) is larger than the text forward over max_num_batched_tokens."""
     from llmsizer.formulas.vision_activations import qwen_encoder_activation_bytes
@@ -70,8 +72,11 @@ def test_the_qwen_encoder_peak_is_vllms_profile_peak_with_many_large_images():
     spec = load_model("qwen2.5-vl-7b-instruct")
     assert spec.vision is not None
     est = estimate_inference(spec, context=256, images=16, image_size=(1920, 1080), engine="vllm")
-    patches = image_tokens(spec.vision, 1920, 1080).encoder_patches
-    want = qwen_encoder_activation_bytes(spec.vision, 16 * patches, patches, spec.hidden_size, 2, "flash")
+    # the largest image: the processor's max_pixels as a square (vLLM get_image_size_with_most_features)
+    side = math.isqrt(spec.vision.max_pixels)
+    patches = image_tokens(spec.vision, side, side).encoder_patches
+    assert patches == (side // spec.vision.patch_size) ** 2 and patches // 4 > 2048  # one item: max(B, T) // T = 1
+    want = qwen_encoder_activation_bytes(spec.vision, patches, patches, spec.hidden_size, 2, "flash")
     assert est.item("activations").bytes == want.peak_bytes
 
 

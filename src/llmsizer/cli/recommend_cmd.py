@@ -60,7 +60,7 @@ def register(sub: Any) -> None:
                    help="budget in USD per hour ('2', '$2/h')")
     c.add_argument("--max-cost", type=money_arg(BUDGET, rates="the hourly limit is --max-cost-per-hour"),
                    help="training budget for the whole run, USD ('5000', '$5k')")
-    c.add_argument("--deadline", type=duration_arg, help="training wall-clock limit, e.g. 3d, 12h, '2 weeks'")
+    c.add_argument("--deadline", type=duration_arg, help="training wall-clock limit, e.g. 3d, 12h, '2 weeks' (without it, a run past 90 days is rejected as too slow)")
     c.add_argument("--tokens-per-second", type=float_arg(TOKEN_RATE), help="output tokens/s in total at the concurrency (every request's TTFT and the prompts' prefill counted: fit's tokens_per_second_total)")
     c.add_argument("--user-tokens-per-second", type=float_arg(TOKEN_RATE), help="minimum decode speed per user")
     c.add_argument("--max-ttft", type=duration_arg, help="time-to-first-token limit in seconds, e.g. 0.5 or 2s")

@@ -21,7 +21,7 @@ from ..catalog.hardware import Device, Instance, Value, load_catalog
 from ..errors import FieldError, InputError
 from ..formulas.cost import cost_per_million_tokens, power_price_per_hour
 from ..formulas.serving_queue import queue_wait_seconds
-from ..formulas.speed import PhaseTime
+from ..formulas.speed import OP_OFFLOAD_MIN_BATCH, PhaseTime
 from ..formulas.tensor_parallel import serving_tensor_parallel_refusal
 from ..formulas.weight_formats import GROUP_SIZE_DEFAULT, OTHER_BYTES_DEFAULT
 from ..frozen import fast_init
@@ -50,14 +50,14 @@ from .device import (
     training_device_fields,
     workload_device_kind,
 )
-from .engines import llamacpp_layer_split
+from .engines import LLAMACPP_N_UBATCH, llamacpp_layer_split
 from .formats import check_engine_runs, engine_dtype_note
 from .inference import estimate_inference
 from .inference.common import running_and_queued
 from .inference.compose import with_serving_notes
 from .model_warnings import one_device_serving
 from .serving_load import at_rate, rate_fixed_point, under_load
-from .speed import SpeedEstimate, SpeedLayout, estimate_speed, for_device, speed_model, split_decode
+from .speed import SpeedEstimate, SpeedLayout, estimate_speed, for_device, speed_model, split_decode, split_prefill
 from .training import estimate_training
 from .training.compose import ZERO_NONE_FITS_WHY, ZERO_WHY, training_workload, with_device_notes
 from .training.setup import refuse_attention_kernel
@@ -1076,8 +1076,11 @@ def _split_speed(spec: ModelSpec, est: Estimate, device: Device, host_device: st
     if host is None and host_holds:
         warnings.append("layers or experts run on the CPU: give --host-device (a CPU from the catalog) for the "
                         "decode speed of the split")
+    link = link_bandwidth_for(device, instance, hardware_files)
+    if host_holds and sp.prefill is not None:  # eq. 8p: each ubatch copies the host's weights to the GPU
+        sp = _split_prefill_speed(spec, split, sp, prompt, est, host, link, warnings)
     res = split_decode(spec, split, device, host, sp.weights_format, prompt + out // 2, int(est.details.get("n_ctx", prompt + out)),
-                       link_bandwidth_for(device, instance, hardware_files))
+                       link)
     warnings.extend(res.get("warnings", []))
     if res.get("seconds") is None:
         return replace(sp, decode=None, decode_single=None, roofline_decode=None) if host_holds else sp
@@ -1093,6 +1096,36 @@ def _split_speed(spec: ModelSpec, est: Estimate, device: Device, host_device: st
                         "once assumes every layer on one device")
         return replace(sp, decode_single=t, details=details)
     return replace(sp, decode=t, decode_single=t, details=details)
+
+
+
+def _split_prefill_speed(spec: ModelSpec, split: dict[str, Any], sp: SpeedEstimate, prompt: int, est: Estimate,
+                         host: Device | None, link: float | None, warnings: list[str]) -> SpeedEstimate:
+    """``sp`` with the prefill of a split whose host holds weights (``speed.split_prefill``, eq. 8p) in place of
+    the all-on-GPU one; no calibrated prefill range (``SpeedEstimate.prefill_band``: no row measured a split)."""
+    assert sp.prefill is not None
+    if link is None:
+        warnings.append("no PCIe bandwidth for the device: the prefill does not count the host's weights copied to "
+                        "the GPU for each ubatch, so it is too fast; no calibrated range")
+        return replace(sp, details=dict(sp.details, split_prefill=None))
+    ubatch = int(est.details.get("n_ubatch") or LLAMACPP_N_UBATCH)
+    res = split_prefill(spec, split, sp.prefill, prompt, ubatch, host, sp.weights_format, link)
+    if res["host_seconds"] == float("inf"):
+        warnings.append("the prompt's last ubatch is under 32 tokens and runs on the CPU: give --host-device (a CPU "
+                        "from the catalog) for its time")
+        return replace(sp, prefill=None, roofline_prefill=None, details=dict(sp.details, split_prefill=res))
+    p = sp.prefill
+    t = PhaseTime(res["seconds"], p.compute_seconds, p.memory_seconds + res["host_seconds"],
+                  p.comm_seconds + res["transfer_seconds"], p.overhead_seconds, p.attention_seconds, p.host_seconds,
+                  p.elementwise_seconds)
+    a = Assumption("op_offload_min_batch", OP_OFFLOAD_MIN_BATCH, True,
+                   f"llama.cpp's CUDA offload threshold: each ubatch of {OP_OFFLOAD_MIN_BATCH} tokens or more (here "
+                   f"{res['ubatches']} of n_ubatch {ubatch}) copies the host's "
+                   f"{(res['host_layer_bytes'] + res['host_expert_bytes']) / 2**30:.2f} GiB of weights (the experts "
+                   "it routes to) over the link to the GPU (ggml-cuda.cu offload_op, 32 tokens and more; formulas/"
+                   "speed.py eq. 8p); a larger -ub copies them fewer times; no calibrated prefill range (no "
+                   "validation row measures a split)")
+    return replace(sp, prefill=t, assumptions=(*sp.assumptions, a), details=dict(sp.details, split_prefill=res))
 
 
 _TRAINING_CACHE: dict[tuple[int, tuple[tuple[str, type, Any], ...]], Any] = {}

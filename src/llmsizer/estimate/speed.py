@@ -42,6 +42,7 @@ from ..formulas.speed import (
     roofline,
     row_split_decode_time,
     split_decode_time,
+    split_prefill_time,
     step_overhead,
     unfused_attention_time,
 )
@@ -247,6 +248,8 @@ class SpeedEstimate:
     @property
     def prefill_band(self) -> R.Band | None:
         """The calibrated band of the prefill rate (estimate/ranges.py); None without validation rows."""
+        if "split_prefill" in self.details:  # eq. 8p: no validation row measures a split's prefill
+            return None
         return R.band_for(R.PREFILL, self.engine or "")
 
     @property
@@ -1283,6 +1286,30 @@ def split_decode(spec: ModelSpec, split: dict[str, Any], gpu: Any, host: Any | N
             "memory_seconds": t.memory_seconds, "transfer_seconds": t.comm_seconds, "transfer_bytes": transfer,
             "overhead_seconds": t.overhead_seconds, "devices": rows, "warnings": warnings,
             "source": "formulas/speed.py eq. (8)"}
+
+
+
+def split_prefill(spec: ModelSpec, split: dict[str, Any], gpu_prefill: PhaseTime, prompt: int, ubatch: int,
+                  host: Any | None, weights_format: str, link_bandwidth: float) -> dict[str, Any]:
+    """The prefill of ``prompt`` tokens over a llama.cpp split whose host RAM holds layers (-ngl) or experts
+    (--n-cpu-moe): eq. (8p) of formulas/speed.py, the all-on-GPU prefill ``gpu_prefill`` plus, per ``ubatch``-token
+    ubatch, the host's weights copied over the link (``link_bandwidth``; only the experts the ubatch routes to, eq.
+    5), or read by the ``host`` CPU for a ubatch under the offload threshold. ``split``: the estimate's placement."""
+    held = [d for d in split["devices"] if d["device"] == "host"]
+    experts = float(sum(d.get("experts", 0) for d in held))
+    dense = float(sum(d["weights"] for d in held)) - experts - split.get("embedding", 0)  # (GET_ROWS stays on host)
+    full, rest = divmod(max(prompt, 1), ubatch)
+    ubatches = [ubatch] * full + ([rest] if rest else [])
+    frac = [moe_expert_fraction(spec.moe.experts_per_token, spec.moe.num_experts, u) if spec.moe else 1.0
+            for u in ubatches]
+    hbw = float(host.bandwidth) if host is not None and host.bandwidth else None
+    eff = E.decode_bandwidth_factor("cpu", weights_format).expected
+    seconds, transfer, on_host = split_prefill_time(gpu_prefill.seconds, ubatches, max(dense, 0.0), experts, frac,
+                                                    link_bandwidth, hbw, eff)
+    return {"seconds": seconds, "gpu_seconds": gpu_prefill.seconds, "transfer_seconds": transfer,
+            "host_seconds": on_host, "ubatch": ubatch, "ubatches": len(ubatches),
+            "host_layer_bytes": max(dense, 0.0), "host_expert_bytes": experts,
+            "link_bandwidth": link_bandwidth, "source": "formulas/speed.py eq. (8p)"}
 
 
 # ggml-org/llama.cpp@f6d77a1ba0ac794e950bd3abb630b904bdcd8fb8 ggml/src/ggml-cuda: MATRIX_ROW_PADDING (common.cuh), the

@@ -670,3 +670,41 @@ def row_split_decode_time(row_parts: Sequence[tuple[float, float, float]],
     comm = (transfer_bytes / link_bandwidth if transfer_bytes and link_bandwidth else 0.0) \
         + 2 * exchanges * exchange_seconds
     return PhaseTime(rows + serial + comm + overhead_seconds, 0.0, rows + serial, comm, overhead_seconds)
+
+
+# ggml-org/llama.cpp@00108827d87949b538ad1821f81a6b111827fcda ggml/src/ggml-cuda/ggml-cuda.cu
+# ``ggml_backend_cuda_device_offload_op``: the CUDA backend takes an op whose weights sit in a host buffer when
+# ``get_op_batch_size(op) >= op_offload_min_batch_size`` (32 unless GGML_OP_OFFLOAD_MIN_BATCH; MUL_MAT: ne[1], the
+# tokens; MUL_MAT_ID, the experts' product: ne[2], the tokens); the scheduler (ggml/src/ggml-backend.cpp
+# ``ggml_backend_sched_backend_id_from_cur``, ``sched->op_offload``, on by default: llama.cpp --no-op-offload turns
+# it off) then copies those weights to the GPU for every graph, i.e. every ubatch, and for MUL_MAT_ID copies only
+# the experts the ubatch's router ids use (``ggml_backend_sched_compute_splits``: "copying only the experts that are
+# used").
+OP_OFFLOAD_MIN_BATCH = 32
+
+
+def split_prefill_time(gpu_seconds: float, ubatches: Sequence[int], dense_bytes: float, expert_bytes: float,
+                       expert_fraction: Sequence[float], link_bandwidth: float,
+                       host_bandwidth: float | None, host_efficiency: float) -> tuple[float, float, float]:
+    """Eq. (8p): the prefill of a llama.cpp split whose host RAM holds ``dense_bytes`` of layer weights (-ngl < all)
+    and ``expert_bytes`` of routed experts (--n-cpu-moe), run as ``ubatches`` of u_i tokens (n_ubatch each, the last
+    the rest)::
+
+        T = T_gpu + sum_{u_i >= 32} (D + X f(u_i)) / B_link + sum_{u_i < 32} (D + X f(u_i)) / (B_host e_host)   (8p)
+
+    A ubatch of 32 tokens or more runs every product on the GPU (``OP_OFFLOAD_MIN_BATCH``), its host weights copied
+    over the link first (the copy and the GPU's work on that split run one after the other on the backend's stream),
+    so the GPU's time is that of the all-on-GPU prefill ``gpu_seconds`` (T_gpu) and the copies add D + X f(u_i) per
+    ubatch, f(u) the share of experts u tokens route to (eq. 5, ``expert_fraction``). A smaller ubatch stays on the
+    CPU, which reads the same bytes at its own bandwidth (memory-bound at so few tokens: a lower bound).
+    Returns (seconds, transfer seconds, host seconds); host seconds are inf without a host bandwidth."""
+    if link_bandwidth <= 0:
+        raise InputError("link_bandwidth must be > 0")
+    transfer = host = 0.0
+    for u, f in zip(ubatches, expert_fraction, strict=True):
+        nbytes = dense_bytes + expert_bytes * f
+        if u >= OP_OFFLOAD_MIN_BATCH:
+            transfer += nbytes / link_bandwidth
+        elif nbytes > 0:
+            host += nbytes / (host_bandwidth * host_efficiency) if host_bandwidth else math.inf
+    return gpu_seconds + transfer + host, transfer, host

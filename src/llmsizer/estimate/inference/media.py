@@ -18,7 +18,7 @@ from ...formulas.vision_activations import (
     qwen_encoder_activation_bytes,
 )
 from ...formulas.vision_compute import media_encoder_flops
-from ...formulas.vision_tokens import QWEN3_VL_VIDEO_FPS, MediaTokens, image_tokens, video_tokens
+from ...formulas.vision_tokens import DELIMITERS, QWEN3_VL_VIDEO_FPS, MediaTokens, image_tokens, video_tokens
 from ...numbers import TOKENS
 from ...result import Assumption, Notes
 from ...specs import InferenceWorkload, ModelSpec
@@ -124,3 +124,23 @@ def media_in_context(spec: ModelSpec, w: InferenceWorkload, notes: Notes) -> Med
             "cross_attention_tokens", cross, False, f"image states per sequence held as K/V by each of the "
             f"{spec.cross_attention_layer_count} cross-attention layers (formulas/kv_cache.py eq. 4)"))
     return Media(tokens, sequences, patches, details, cross, enc_tokens)
+
+
+# the image sizes whose rule has one largest image: a dynamic-resolution processor's is max_pixels' (vLLM's
+# Qwen2VLProcessingInfo.get_image_size_with_most_features: smart_resize of a huge square), a fixed-size one's its
+# input size; Llama 4 / Llama-3.2-Vision (tiles by aspect ratio) are not covered
+_HUGE = 9_999_999
+
+
+def largest_image(spec: ModelSpec) -> tuple[Media, int] | None:
+    """The image with the most features ``spec``'s processor makes (one item of the maximum feature size, what
+    vLLM's profile run encodes), as a Media of that one image, and its embeddings (context tokens less the
+    delimiters: vLLM's ``get_num_embeds``). None for a model without vision or with a tiled rule."""
+    v = spec.vision
+    if v is None or v.token_rule not in ("qwen2_vl", "qwen3_vl", "fixed"):
+        return None
+    side = _HUGE if v.token_rule != "fixed" else v.image_size
+    per = image_tokens(v, side, side)
+    media = Media(per.tokens, per.encoder_sequences, per.encoder_patches, {}, 0,
+                  per.encoder_sequences * per.encoder_patches)
+    return media, per.tokens - DELIMITERS[v.token_rule]

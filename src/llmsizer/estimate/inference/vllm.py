@@ -34,6 +34,7 @@ from ...units import format_bytes
 from .. import engines as E
 from ..allocator import context_span, device_context
 from .common import Context, kv_item, running_sequences, state_item, state_of, weights_item
+from .media import Media, largest_image
 
 
 def vllm_batch_defaults(memory: int | None) -> tuple[int, int]:
@@ -42,6 +43,30 @@ def vllm_batch_defaults(memory: int | None) -> tuple[int, int]:
     if memory is not None and memory >= E.VLLM_BIG_GPU_BYTES:
         return E.VLLM_MAX_NUM_SEQS_BIG, E.VLLM_MAX_NUM_BATCHED_TOKENS_BIG
     return E.VLLM_MAX_NUM_SEQS, E.VLLM_MAX_NUM_BATCHED_TOKENS
+
+
+def vllm_profile_images(ctx: Context, mnbt: int, mns: int) -> tuple[Media, int, str] | None:
+    """The images vLLM's profile run encodes: ``n`` items of the processor's largest image (T embeddings each,
+    ``media.largest_image``), at start-up and whatever images the requests send
+    (vllm-project/vllm@042a4d3ee43ed07875505b04e93a5a14ddf86964 vllm/multimodal/encoder_budget.py
+    ``MultiModalBudget._get_max_items``; the budget from vllm/v1/core/encoder_cache_manager.py
+    ``compute_mm_encoder_budget``, both of SchedulerConfig's encoder limits = max_num_batched_tokens B)::
+
+        budget = max(B, T);  per_prompt = max(1, max_model_len // T);  n = max(1, min(budget // T, S x per_prompt))
+
+    (S = max_num_seqs; limit_mm_per_prompt taken as unbounded, its default; chunked prefill on, the V1 default).
+    A model whose processor tiles (Llama 4, Llama-3.2-Vision) is profiled here with the request's images; a
+    video processor whose largest video holds more tokens than its largest image (vLLM then profiles video) is not
+    modelled. None: no vision encoder, or a tiled one and no images in the request."""
+    spec = ctx.spec
+    big = largest_image(spec)
+    if big is None:
+        m = ctx.media
+        return (m, 1, "one request's images") if m is not None else None
+    media, t = big
+    n = max(1, min(max(mnbt, t) // t, mns * max(1, ctx.w.context // t)))
+    return media, n, (f"{n} dummy image(s) of the processor's largest size ({t} tokens each; vLLM's profile run, "
+                      "whatever the requests send)")
 
 
 def compose_vllm(ctx: Context) -> None:
@@ -69,13 +94,16 @@ def compose_vllm(ctx: Context) -> None:
     sampler = int(min(mns, mnbt) * spec.vocab_size * E.VLLM_SAMPLER_BYTES_PER_LOGIT)
     act = max(fwd.peak_bytes, sampler)
     encoder = ""
-    if ctx.media is not None:
-        # the profile run also encodes dummy images (gpu_model_runner.profile_run: _dummy_mm_inputs through the
-        # encoder before the text forward); its peak counts when it is the larger
-        enc = ctx.media.encoder(spec, ctx.media.encoder_sequences, ctx.act_bytes, "flash")
+    profile = vllm_profile_images(ctx, mnbt, mns)
+    if profile is not None:
+        # the profile run also encodes dummy images (gpu_model_runner.profile_run: a batch of the processor's largest
+        # image through the encoder before the text forward, whatever the requests will send); its peak counts when
+        # it is the larger
+        media, items, words = profile
+        enc = media.encoder(spec, items * media.encoder_sequences, ctx.act_bytes, "flash")
         if enc is not None:
             act = max(act, enc.peak_bytes)
-            encoder = f", vision encoder over one request's images {format_bytes(enc.peak_bytes)}"
+            encoder = f", vision encoder over {words} {format_bytes(enc.peak_bytes)}"
     acc.items.append(weights_item(ctx.wb, "device"))
     acc.items.append(Item(
         "activations", act, "device", low=min(fwd.peak_bytes, act), high=max(fwd.peak_bytes + sampler, act),
