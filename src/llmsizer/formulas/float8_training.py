@@ -275,6 +275,10 @@ def float8_layer_backward_peak(spec: ModelSpec, tokens: int, compute_bytes: int,
 # - lines 1958-1960 and 2068-2071: with ``is_first_microbatch`` given (not FSDP2) the quantized weight is kept in the
 #   module's ``_fp8_workspaces`` and refreshed in place at the first micro-batch (``update_ws``, line 479): it lives
 #   across micro-batches and steps.
+# - checkpointing: TE's own ``checkpoint`` (pytorch/distributed.py, use_reentrant True by default, line 694) runs the
+#   layer's first forward under ``torch.no_grad()`` (line 375: ``_Linear.forward`` without a ctx, nothing saved) and
+#   the recompute under ``enable_grad`` (line 441), which saves that layer's copy until its backward; torch's
+#   non-reentrant checkpoint drops what the first forward saves. Either way one layer's copy, the recomputed one.
 # - pytorch/csrc/quantizer.cpp ``Float8Quantizer::create_tensor`` lines 361-375 (tensor scaling, delayed or
 #   current): the rowwise data (1 B per element) is allocated when rowwise usage is set or the GPU runs non-TN FP8
 #   GEMMs, the transpose (1 B per element) when columnwise usage is set and it does not;
