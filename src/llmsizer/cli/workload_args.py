@@ -472,7 +472,8 @@ def add_framework_args(g: argparse._ArgumentGroup) -> None:
                    help="torchao float8 linears; with --fsdp (FSDP2) the linears' weights are all-gathered in float8")
     g.add_argument("--float8-recipe", choices=FLOAT8_RECIPES,
                    help="with --float8: torchao (Float8Linear, tensorwise) or transformer-engine (te.Linear, "
-                        f"fused cast-transpose; memory as torchao's) (default {TW.float8_recipe})")
+                        f"fused cast-transpose; its float8 weight copies saved per layer, or cached under "
+                        f"gradient accumulation) (default {TW.float8_recipe})")
     g.add_argument("--compile", action="store_true", default=None,
                    help="torch.compile: the partitioner's saved activations (fused RMSNorm, SwiGLU) and, "
                         "for the duration, inductor's fused memory-bound kernels")

@@ -261,3 +261,64 @@ def float8_layer_backward_peak(spec: ModelSpec, tokens: int, compute_bytes: int,
     return 2 * tokens * spec.hidden_size * r + max(
         c * tokens * o + float8_backward_bytes(tokens, i, o, c, compiled, weight_gathered_fp8)
         for i, o in layer_linears(spec, tp))
+
+
+# ---- TransformerEngine's float8 weight copies (te.Linear under fp8_autocast) ----
+# Read in NVIDIA/TransformerEngine @d0067d0d:
+# - pytorch/module/linear.py ``_Linear.forward`` lines 461-490: the weight is quantized straight from the parameter
+#   (``quantize_weight``, module/base.py line 792) with rowwise usage always and columnwise usage when the input needs
+#   a gradient and the run is not FSDP2 (line 467), or when TE's fp8 activation recompute is on (lines 470-474);
+#   no bf16 copy is made beside it (``cast_if_needed`` only runs without fp8, line 493).
+# - lines 641-648: that quantized weight is what the forward saves for the backward (``wt_save``), except under
+#   FSDP2 (``is_fsdp2 and weightmat is not weight``: the backward re-quantizes from the all-gathered weight) or a
+#   distributed weight.
+# - lines 1958-1960 and 2068-2071: with ``is_first_microbatch`` given (not FSDP2) the quantized weight is kept in the
+#   module's ``_fp8_workspaces`` and refreshed in place at the first micro-batch (``update_ws``, line 479): it lives
+#   across micro-batches and steps.
+# - checkpointing: TE's own ``checkpoint`` (pytorch/distributed.py, use_reentrant True by default, line 694) runs the
+#   layer's first forward under ``torch.no_grad()`` (line 375: ``_Linear.forward`` without a ctx, nothing saved) and
+#   the recompute under ``enable_grad`` (line 441), which saves that layer's copy until its backward; torch's
+#   non-reentrant checkpoint drops what the first forward saves. Either way one layer's copy, the recomputed one.
+# - pytorch/csrc/quantizer.cpp ``Float8Quantizer::create_tensor`` lines 361-375 (tensor scaling, delayed or
+#   current): the rowwise data (1 B per element) is allocated when rowwise usage is set or the GPU runs non-TN FP8
+#   GEMMs, the transpose (1 B per element) when columnwise usage is set and it does not;
+#   common/transformer_engine.cpp ``nvte_is_non_tn_fp8_gemm_supported`` lines 1191-1203: compute capability 10.x,
+#   11.x or >= 13.0 (datacenter Blackwell) runs non-TN FP8 GEMMs; Hopper (9.0), Ada (8.9) and 12.x do not.
+# - MXFP8 (Blackwell's block scaling, ``MXFP8Quantizer::create_tensor`` quantizer.cpp lines 1502-1545) keeps a
+#   rowwise and a columnwise copy on every architecture (1 B each) plus one E8M0 scale per 32 elements of each:
+#   not a recipe llmsizer sizes (its float8 'transformer-engine' recipe is llm-foundry's delayed scaling).
+TE_NON_TN_CAPABILITIES = ((100, 120), (130, 10_000))
+TE_SOURCE = ("TransformerEngine @d0067d0d pytorch/module/linear.py lines 461-490 (quantize_weight from the parameter), "
+             "641-648 (saved for backward, not under FSDP2), 1958-1960 + 2068-2071 (_fp8_workspaces); "
+             "pytorch/csrc/quantizer.cpp lines 361-375; common/transformer_engine.cpp lines 1191-1203")
+
+
+def te_weight_copy_bytes(elements: int, capability: int | None = 90, columnwise: bool = True) -> int:
+    """Bytes of the float8 copy TransformerEngine makes of ``elements`` weight elements under tensor scaling
+    (delayed or current), on a GPU of compute ``capability`` (major x 10 + minor; None: Hopper's 90)::
+
+        B = n (rowwise data)  + n (its transpose, when the backward needs it and the GPU runs TN-only FP8 GEMMs)  (T1)
+
+    (quantizer.cpp lines 361-375; the per-tensor fp32 scale_inv, 4 B, is left out).
+
+    >>> te_weight_copy_bytes(1000), te_weight_copy_bytes(1000, 100), te_weight_copy_bytes(1000, 90, False)
+    (2000, 1000, 1000)
+    """
+    cc = 90 if capability is None else capability
+    non_tn = any(lo <= cc < hi for lo, hi in TE_NON_TN_CAPABILITIES)
+    return elements * FLOAT8_BYTES * (2 if columnwise and not non_tn else 1)
+
+
+def te_weight_copy_lifetime(fsdp2: bool, first_microbatch_cache: bool) -> str:
+    """How long TransformerEngine keeps a te.Linear's float8 weight: 'none' under FSDP2 (not saved, not cached: the
+    forward's rowwise cast and the backward's re-quantization each live only for their GEMM), 'workspace' when the
+    training loop passes ``is_first_microbatch`` (the module's ``_fp8_workspaces``: every layer's copy, all the
+    time), else 'saved' (from the layer's forward to its backward, like a saved activation: a checkpointed layer's
+    forward keeps none, its recompute makes it again for its own backward).
+
+    >>> te_weight_copy_lifetime(True, True), te_weight_copy_lifetime(False, True), te_weight_copy_lifetime(False, False)
+    ('none', 'workspace', 'saved')
+    """
+    if fsdp2:
+        return "none"
+    return "workspace" if first_microbatch_cache else "saved"

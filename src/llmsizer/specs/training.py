@@ -558,8 +558,11 @@ class TrainingWorkload:
         weights are all-gathered in float8; ``formulas/float8_training.py``).
     float8_recipe: with float8, whose float8 linears: 'torchao' (``Float8Linear``, dynamic tensorwise scaling) or
         'transformer-engine' (``te.Linear`` under ``fp8_autocast``, delayed scaling, fused cast-transpose kernels:
-        llm-foundry ``fc_type: te``); it changes the casts' memory-bound time (eqs. F1-F3), while the memory
-        estimate follows torchao's casts for both.
+        llm-foundry ``fc_type: te``); it changes the casts' memory-bound time (eqs. F1-F3) and the weight copies:
+        torchao keeps none, TransformerEngine keeps each te.Linear's float8 weight (rowwise + transposed on Hopper)
+        from the layer's forward to its backward, every layer's all step when the loop passes
+        ``is_first_microbatch`` (taken with gradient accumulation), none under FSDP2 (``fp8_weight_copies``, eq. T1);
+        the casts' transient buffers follow torchao's for both.
     compile: the model runs under ``torch.compile`` (inductor): the min-cut partitioner decides what is saved
         for the backward (fused RMSNorm / SwiGLU; ``formulas/compiled_activations.py``), and the step's
         memory-bound kernels are inductor's fused ones (``formulas/elementwise_traffic.py`` eqs. E4-E6).

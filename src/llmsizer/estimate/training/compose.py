@@ -18,6 +18,7 @@ from typing import Any, NamedTuple
 
 from ...catalog.hardware import Device
 from ...errors import InputError
+from ...formulas.float8_training import TE_SOURCE
 from ...formulas.parallelism import DDP_BUCKET_CAP_BYTES, MOE_CAPACITY_FACTOR, pipeline_stage_layers, zero_shards
 from ...formulas.params import count_params
 from ...formulas.selective_checkpointing import op_sac_saved_terms
@@ -62,13 +63,17 @@ WHY_16_VS_18 = (
     "(2 + 4 fp32 main grads + 4 + 8). Activations come on top of either.")
 
 MODEL_STATE_PARTS = ("weights", "master_weights", "gradients", "main_grads", "optimizer_states",
-                     "autocast_weight_copies")
+                     "autocast_weight_copies", "fp8_weight_copies")
 
 COMPONENT_FORMULA = {
     "activations": ("saved activations of the decoder layers", ACT_SRC),
     "autocast_weight_copies": ("half-precision copies torch.autocast makes of fp32 linear weights (2 B each)",
                                "PyTorch AMP autocast cast cache (autocast_mode.cpp cached_cast: trained leaf weights that are "
                                "not views, so not FSDP1's); HF docs '6 bytes per parameter' in mixed precision"),
+    "fp8_weight_copies": ("TransformerEngine's float8 copies of the te.Linear weights, quantized from the parameter "
+                          "(1 B rowwise + 1 B transposed per element on Hopper/Ada, eq. T1), saved from each layer's "
+                          "forward to its backward (a checkpointed layer: its recompute's only)",
+                          "formulas/float8_training.py te_weight_copy_bytes (" + TE_SOURCE + ")"),
     "head_activations": ("final norm, lm_head input, fp32 log-softmax of the loss", ACT_SRC),
     "logits_and_loss": ("logits + fp32 upcast (forward) or the two fp32 [tokens, vocab] loss gradients (backward)",
                         "transformers loss_utils.py ForCausalLMLoss (logits.float()); torch cross_entropy"),
@@ -647,7 +652,7 @@ def _items(ctx: TrainingContext, st: StageStates, tl: StageTimeline, acc: Acc) -
                           formula=f"{opt.name}: {state_bytes_per_param(opt.name, ctx.state_bytes):g} B per trained "
                                   f"param ({opt.description}){where}",
                           source="formulas/training_states.py optimizer table; " + opt.source))
-    for name in ("activations", "autocast_weight_copies", "head_activations", "logits_and_loss", "kept_logits",
+    for name in ("activations", "autocast_weight_copies", "fp8_weight_copies", "head_activations", "logits_and_loss", "kept_logits",
                  "kept_graph_inputs", "rotary_and_masks", "backward_transient", "ring_attention_forward",
                  "tied_embedding_gradients",
                  "embedding_gradient_accumulation", "gradient_buckets", "gathered_params", "persistent_params",
@@ -680,6 +685,15 @@ def _items(ctx: TrainingContext, st: StageStates, tl: StageTimeline, acc: Acc) -
                           if w.offload == "params" else ""))
             src = ("formulas/deepspeed_zero.py (partitioned_param_coordinator.py fetch_sub_module lines 446-476, "
                    "__params_to_release lines 634-665; partition_parameters.py _all_gather_sequential 1388-1402)")
+        if name == "fp8_weight_copies" and w.grad_accumulation > 1:
+            formula = formula.replace("saved from each layer's forward to its backward (a checkpointed layer: its "
+                                      "recompute's only)", "every layer's, kept across micro-batches and steps in "
+                                      "the modules' _fp8_workspaces (the loop passes is_first_microbatch under "
+                                      "gradient accumulation)")
+        if name == "autocast_weight_copies" and w.float8 and w.float8_recipe == "transformer-engine":
+            formula += ("; none of the te.Linears' (TransformerEngine quantizes their weights to float8 from the "
+                        "parameter, fp8_weight_copies): the linears left nn.Linear only (lm_head)")
+            src += "; " + TE_SOURCE
         if name == "autocast_weight_copies" and w.float8 and w.float8_recipe == "torchao":
             formula += ("; none of the Float8Linears' (torchao casts their weights to float8 itself, from a view the "
                         "autocast cache never takes): the linears left nn.Linear only (lm_head, MoE router and shared "
@@ -865,9 +879,10 @@ def _explain(ctx: TrainingContext, acc: Acc, tl: StageTimeline) -> None:
         acc.assumptions.append(Assumption("bytes_per_param", value, True, WHY_16_VS_18))
         return
     parts = [f"{rec.model_bytes} model"]
-    # torchao's float8 converts the layers' linears, which autocast then never copies (formulas/float8_training.py
-    # float8_autocast_copied): the copy is no longer per trained param, as the autocast_weight_copies item counts it
-    float8_copies = bool(rec.autocast_bytes) and ctx.w.float8 and ctx.w.float8_recipe == "torchao"
+    # float8 converts the layers' linears, which autocast then never copies (formulas/float8_training.py
+    # float8_autocast_copied; TransformerEngine quantizes from the parameter): the copy is no longer per trained
+    # param, as the autocast_weight_copies item counts it
+    float8_copies = bool(rec.autocast_bytes) and ctx.w.float8
     if rec.autocast_bytes and not float8_copies:
         parts.append(f"{rec.autocast_bytes} autocast copy")
     if rec.master_bytes:
@@ -880,7 +895,12 @@ def _explain(ctx: TrainingContext, acc: Acc, tl: StageTimeline) -> None:
     value = f"{total:g} B per trained param = " + " + ".join(parts)
     if float8_copies:
         value += (f" (+ {rec.autocast_bytes} B autocast copy only of the linears left nn.Linear, as lm_head, MoE "
-                  "router, shared expert: torchao's Float8Linears have none)")
+                  "router, shared expert: " + ("torchao's Float8Linears have none)" if ctx.w.float8_recipe == "torchao"
+                                               else "te.Linears have none)"))
+    if ctx.w.float8 and ctx.w.float8_recipe == "transformer-engine":
+        value += ("; + TransformerEngine's float8 copy of each te.Linear weight (2 B per element on Hopper: "
+                  "fp8_weight_copies), per layer from its forward to its backward, or every layer's all step in "
+                  "_fp8_workspaces under gradient accumulation, none under FSDP2")
     acc.assumptions.append(Assumption("bytes_per_param", value, True, WHY_16_VS_18))
     # The recipe adds up every state a step allocates; they are not all live at the peak (timeline.py).
     trained = count_params(ctx.spec).total

@@ -260,7 +260,7 @@ def stage_states(ctx: TrainingContext, stage: int) -> StageStates:
         torch_conv = ctx.act.mamba_path == "torch" if spec.recurrent is not None and spec.recurrent.kind != \
             "gated_deltanet" else ctx.act.recurrent_kernel == "torch"
         head_copy, layer_copy = _autocast_copies(spec, w.pp, stage, tp, w.pipeline_split, w.virtual_stages,
-                                                 torch_conv, w.float8 and w.float8_recipe == "torchao")
+                                                 torch_conv, w.float8)
         st.lm_head_copy_elements += head_copy
         st.layer_copy_elements.update(layer_copy)
         if spec.tie_word_embeddings and stage == last:
@@ -524,8 +524,9 @@ def _autocast_copies(spec: ModelSpec, pp: int, stage: int, tp: int, split: str =
     """(lm_head elements, elements per decoder layer) of the linear weights autocast copies to half precision on
     pipeline stage ``stage`` of ``pp`` (a tied lm_head is added by the caller); each kind of decoder layer once.
     A recurrent mixer's weights as :func:`recurrent_copied` says (``torch_conv``: its conv runs as ``nn.Conv1d``).
-    ``float8``: torchao's float8 training converted the layers' linears, whose weights autocast never copies
-    (formulas/float8_training.py :func:`float8_autocast_copied`)."""
+    ``float8``: float8 training converted the layers' linears, whose weights autocast never copies: torchao's
+    Float8Linear (formulas/float8_training.py :func:`float8_autocast_copied`) and TransformerEngine's te.Linear,
+    which quantizes from the parameter itself (its float8 copy is the timeline's ``fp8_weight_copies``)."""
     stages = pipeline_stage_layers(spec.num_layers, pp, split, virtual)
     last = len(stages) - 1
     layer_stage = _layer_stages(spec.num_layers, pp, split, virtual)

@@ -41,7 +41,12 @@ from ...formulas.deepspeed_zero import (
     prefetch_bytes,
     step_grad_copy_bytes,
 )
-from ...formulas.float8_training import float8_layer_backward_peak
+from ...formulas.float8_training import (
+    float8_layer_backward_peak,
+    float8_weight_elements,
+    te_weight_copy_bytes,
+    te_weight_copy_lifetime,
+)
 from ...formulas.fsdp2_units import copy_in_events, unsharded_bytes
 from ...formulas.fsdp_flat_param import backward_prefetch_unsharded_bytes, mp_shard_bytes, root_grad_assembly_bytes
 from ...formulas.gemm_shapes import tally
@@ -531,6 +536,25 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
         width = spec.intermediate_size if not spec.moe_layers[layers[-1]] else spec.hidden_size
         last_save = act_kept[-1] if ckpt[-1] else act.tokens * _div(width, w.tp) * act.compute
         fwd_kept = offload_stash_bytes(last_save, final_norm)
+    # TransformerEngine's float8 weight copies (formulas/float8_training.py eq. T1): te.Linear quantizes each layer's
+    # weight from the parameter itself (no autocast copy); the copy is saved from the layer's forward to its backward
+    # (a checkpointed layer's forward keeps none: its recompute makes it again), kept in _fp8_workspaces for the
+    # whole step when the loop passes is_first_microbatch (taken with gradient accumulation), none under FSDP2
+    te_i, te_kept = [0] * n_layers, [0] * n_layers
+    te_life = (te_weight_copy_lifetime(w.fsdp is not None and w.fsdp_version == 2, w.grad_accumulation > 1)
+               if w.float8 and w.float8_recipe == "transformer-engine" else "none")
+    if te_life != "none":
+        moe = [spec.moe is not None and bool(spec.moe_layers[i]) for i in layers]
+        per_moe = {k: te_weight_copy_bytes(float8_weight_elements(spec, w.tp, k)) for k in dict.fromkeys(moe)}
+        te_i = list(map(per_moe.__getitem__, moe))
+        if te_life == "workspace":
+            base["fp8_weight_copies"] = sum(te_i)
+        else:
+            te_kept = [0 if c else b for b, c in zip(te_i, ckpt, strict=True)]
+    te_c = [sum(te_kept[b0:b1]) for b0, b1 in zip(bounds[:-1], bounds[1:], strict=True)] if held_fwd else []
+    te_fwd = sum(map(mul, held_fwd, te_c)) if held_fwd else m * sum(te_kept)
+    te_at = list(map(add, map(add, accumulate(te_kept), map(mul, te_i if te_life == "saved" else te_kept, ckpt)),
+                     repeat((m - 1) * sum(te_kept))))
     head_copy = st.lm_head_copy_elements * copy_b if head else 0
     # autocast copies: a non-checkpointed layer's stay saved by autograd (one set per in-flight micro-batch); a
     # checkpointed layer's stay in the autocast cache until the forward leaves autocast only where the cache takes
@@ -575,6 +599,8 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
         a.parts["activations"] = fwd_at_attention
         if copies_fwd:
             a.parts["autocast_weight_copies"] = copies_fwd
+        if te_fwd:
+            a.parts["fp8_weight_copies"] = te_fwd
         forward_shared(a)
         a.parts["ring_attention_forward"] = ring_forward
         phases.append(a)
@@ -584,6 +610,8 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
     f.parts["activations"] = fwd_kept
     if copies_fwd + head_copy:
         f.parts["autocast_weight_copies"] = copies_fwd + head_copy
+    if te_fwd:
+        f.parts["fp8_weight_copies"] = te_fwd
     if head:
         f.parts["head_activations"] = head_saved - final_norm
         f.parts["logits_and_loss"] = head.logits_forward
@@ -595,6 +623,8 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
         copies_bwd = (sum(map(mul, held_fwd, copies_c)) if held_fwd else m * sum(copies_kept)) + head_copy
         if copies_bwd:
             b.parts["autocast_weight_copies"] = copies_bwd
+        if te_fwd:
+            b.parts["fp8_weight_copies"] = te_fwd
         b.parts["head_activations"] = head_saved - final_norm
         b.parts["logits_and_loss"] = head.loss_backward
         b.parts["rotary_and_masks"] = shared_saved
@@ -618,6 +648,8 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
         hb.parts["activations"] = fwd_kept
         if copies_bwd:
             hb.parts["autocast_weight_copies"] = copies_bwd
+        if te_fwd:
+            hb.parts["fp8_weight_copies"] = te_fwd
         loss_saved = sum(t.bytes for t in head.saved if t.name.startswith(("loss log-softmax", "loss input logits")))
         hb.parts["head_activations"] = head_saved - final_norm - loss_saved
         hb.parts["logits_and_loss"] = dlogits
@@ -706,6 +738,8 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
         ph.parts["activations"] = act_at[p]
         if copies_at[p]:
             ph.parts["autocast_weight_copies"] = copies_at[p]
+        if te_at[p]:
+            ph.parts["fp8_weight_copies"] = te_at[p]
         ph.parts["rotary_and_masks"] = shared_saved
         ph.parts["gradients"] = grads_at[p]
         ph.parts["backward_transient"] = transient[p]
@@ -724,8 +758,8 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
     # (the estimate's details name them) and, between them, the first (in backward order) of the most bytes, so the
     # peak (the first phase of the most bytes) is the one the whole sequence gives. A long stage (over 64 layers)
     # keeps its last and first layers' phases only.
-    varying = list(map(add, map(add, map(add, map(add, act_at, copies_at), map(add, grads_at, transient)),
-                                    gather_at), kept_at))
+    varying = list(map(add, map(add, map(add, map(add, map(add, act_at, copies_at), map(add, grads_at, transient)),
+                                        gather_at), kept_at), te_at))
     built = [n_layers - 1]
     if 2 < n_layers <= 64:
         built.append(max(range(n_layers - 2, 0, -1), key=varying.__getitem__))
