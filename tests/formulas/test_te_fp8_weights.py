@@ -3,8 +3,9 @@
 TE does not run on a CPU, so the truth is a hand count from TE's own rules (NVIDIA/TransformerEngine @d0067d0d):
 the weight is quantized from the parameter with a rowwise copy (1 B per element) and, on a GPU without non-TN FP8
 GEMMs (Hopper: quantizer.cpp lines 361-375, transformer_engine.cpp lines 1191-1203), a transposed one (1 B); that
-copy is saved from a layer's forward to its backward (linear.py lines 641-648), none under FSDP2, and kept in
-``_fp8_workspaces`` across micro-batches when the loop passes ``is_first_microbatch`` (lines 1958-1960, 2068-2071).
+copy is saved from a layer's forward to its backward (linear.py lines 641-648), none under FSDP2; it would be kept
+in ``_fp8_workspaces`` across micro-batches only if the loop passed ``is_first_microbatch`` (lines 1958-1960,
+2068-2071), which llm-foundry's blocks (the recipe sized) do not (llmfoundry/models/layers/ffn.py @63d37d79).
 The element counts come from Llama-3.1-8B's config.json numbers, written out here, not from llmsizer's tables.
 """
 
@@ -61,10 +62,14 @@ def test_checkpointed_layers_hold_only_the_recomputed_one(spec):
     assert _item(est, "fp8_weight_copies") == HOPPER_BYTES
 
 
-def test_workspace_cache_under_gradient_accumulation(spec):
+def test_no_workspace_cache_under_gradient_accumulation(spec):
+    # llm-foundry's blocks call the te modules without is_first_microbatch (ffn.py @63d37d79 MPTMLP.forward), so
+    # gradient accumulation keeps no _fp8_workspaces copy: one recomputed layer's, as with one micro-batch
     est = estimate_training(spec, precision="bf16", float8=True, float8_recipe="transformer-engine",
                             grad_checkpointing="full", grad_accumulation=4, seq_len=2048)
-    assert _item(est, "fp8_weight_copies") == LAYERS * HOPPER_BYTES
+    # at most the recomputed layer's copy (the peak here falls in the loss's backward, before any recompute: none);
+    # a workspace cache would hold every layer's, LAYERS x HOPPER_BYTES, at every phase
+    assert _item(est, "fp8_weight_copies") in (0, HOPPER_BYTES)
 
 
 def test_none_under_fsdp2(spec):

@@ -287,10 +287,17 @@ def float8_layer_backward_peak(spec: ModelSpec, tokens: int, compute_bytes: int,
 # - MXFP8 (Blackwell's block scaling, ``MXFP8Quantizer::create_tensor`` quantizer.cpp lines 1502-1545) keeps a
 #   rowwise and a columnwise copy on every architecture (1 B each) plus one E8M0 scale per 32 elements of each:
 #   not a recipe llmsizer sizes (its float8 'transformer-engine' recipe is llm-foundry's delayed scaling).
+# - the recipe llmsizer sizes is llm-foundry's (``fc_type: te``): its blocks call the te modules as plain modules,
+#   ``self.down_proj(self.act(self.up_proj(x)))`` (mosaicml/llm-foundry llmfoundry/models/layers/ffn.py
+#   @63d37d79 ``MPTMLP.forward`` / ``MPTGLU.forward``), so ``is_first_microbatch`` stays None and no workspace cache is
+#   kept (Megatron-core passes it: a loop that does keeps every layer's copy, lifetime 'workspace').
+LLM_FOUNDRY_TE_CALL = ("mosaicml/llm-foundry llmfoundry/models/layers/ffn.py @63d37d79 MPTMLP.forward "
+                       "(no is_first_microbatch)")
 TE_NON_TN_CAPABILITIES = ((100, 120), (130, 10_000))
 TE_SOURCE = ("TransformerEngine @d0067d0d pytorch/module/linear.py lines 461-490 (quantize_weight from the parameter), "
              "641-648 (saved for backward, not under FSDP2), 1958-1960 + 2068-2071 (_fp8_workspaces); "
-             "pytorch/csrc/quantizer.cpp lines 361-375; common/transformer_engine.cpp lines 1191-1203")
+             "pytorch/csrc/quantizer.cpp lines 361-375; common/transformer_engine.cpp lines 1191-1203; "
+             + LLM_FOUNDRY_TE_CALL)
 
 
 def te_weight_copy_bytes(elements: int, capability: int | None = 90, columnwise: bool = True) -> int:

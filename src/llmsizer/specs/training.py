@@ -560,8 +560,8 @@ class TrainingWorkload:
         'transformer-engine' (``te.Linear`` under ``fp8_autocast``, delayed scaling, fused cast-transpose kernels:
         llm-foundry ``fc_type: te``); it changes the casts' memory-bound time (eqs. F1-F3) and the weight copies:
         torchao keeps none, TransformerEngine keeps each te.Linear's float8 weight (rowwise + transposed on Hopper)
-        from the layer's forward to its backward, every layer's all step when the loop passes
-        ``is_first_microbatch`` (taken with gradient accumulation), none under FSDP2 (``fp8_weight_copies``, eq. T1);
+        from the layer's forward to its backward (llm-foundry's blocks pass no ``is_first_microbatch``: no
+        ``_fp8_workspaces`` cache across micro-batches), none under FSDP2 (``fp8_weight_copies``, eq. T1);
         the casts' transient buffers follow torchao's for both.
     compile: the model runs under ``torch.compile`` (inductor): the min-cut partitioner decides what is saved
         for the backward (fused RMSNorm / SwiGLU; ``formulas/compiled_activations.py``), and the step's

@@ -685,11 +685,6 @@ def _items(ctx: TrainingContext, st: StageStates, tl: StageTimeline, acc: Acc) -
                           if w.offload == "params" else ""))
             src = ("formulas/deepspeed_zero.py (partitioned_param_coordinator.py fetch_sub_module lines 446-476, "
                    "__params_to_release lines 634-665; partition_parameters.py _all_gather_sequential 1388-1402)")
-        if name == "fp8_weight_copies" and w.grad_accumulation > 1:
-            formula = formula.replace("saved from each layer's forward to its backward (a checkpointed layer: its "
-                                      "recompute's only)", "every layer's, kept across micro-batches and steps in "
-                                      "the modules' _fp8_workspaces (the loop passes is_first_microbatch under "
-                                      "gradient accumulation)")
         if name == "autocast_weight_copies" and w.float8 and w.float8_recipe == "transformer-engine":
             formula += ("; none of the te.Linears' (TransformerEngine quantizes their weights to float8 from the "
                         "parameter, fp8_weight_copies): the linears left nn.Linear only (lm_head)")
@@ -899,8 +894,8 @@ def _explain(ctx: TrainingContext, acc: Acc, tl: StageTimeline) -> None:
                                                else "te.Linears have none)"))
     if ctx.w.float8 and ctx.w.float8_recipe == "transformer-engine":
         value += ("; + TransformerEngine's float8 copy of each te.Linear weight (2 B per element on Hopper: "
-                  "fp8_weight_copies), per layer from its forward to its backward, or every layer's all step in "
-                  "_fp8_workspaces under gradient accumulation, none under FSDP2")
+                  "fp8_weight_copies), per layer from its forward to its backward (llm-foundry passes no "
+                  "is_first_microbatch: no _fp8_workspaces cache), none under FSDP2")
     acc.assumptions.append(Assumption("bytes_per_param", value, True, WHY_16_VS_18))
     # The recipe adds up every state a step allocates; they are not all live at the peak (timeline.py).
     trained = count_params(ctx.spec).total
