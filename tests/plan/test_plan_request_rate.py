@@ -14,8 +14,10 @@ import pytest
 
 from cli.cli_run import answer, run
 from llmsizer.estimate.engines import API_SERVER_SECONDS
+from llmsizer.estimate.fit import fit
 from llmsizer.plan import make_plan
 from llmsizer.plan.inference import device_fit
+from llmsizer.recommend import Constraints, recommend_inference
 from llmsizer.request import parse_request
 from llmsizer.request.reader import RequestError
 
@@ -122,10 +124,22 @@ def test_neither_is_one_line_naming_both(tmp_path: Path) -> None:
     assert "traffic.concurrency: is required" in str(e.value) and "traffic.requests_per_second" in str(e.value)
 
 
-def test_a_rate_needs_the_devices(tmp_path: Path) -> None:
-    with pytest.raises(RequestError) as e:
-        _plan(_request(RATES, "{}"), tmp_path)
-    assert "traffic.requests_per_second.peak: without traffic.concurrency needs resources.device" in str(e.value)
+def test_no_devices_plans_on_recommends_copies(tmp_path: Path) -> None:
+    """No resources: the plan is sized on `recommend --request-rate`'s choice (the fewest copies of the cheapest
+    candidate that carry the peak rate within the limits), each copy at its share, fit's answer for it."""
+    text = _request("    requests_per_second: {typical: 8, peak: 100}\n", "{}").replace(
+        "  resources: {}\n", "  latency: {ttft: 0.1 s}\n")
+    j = _plan(text, tmp_path)
+    rec = recommend_inference("qwen3-0.6b", context=640, output_tokens=128, engine="vllm", engine_version="0.19.0",
+                              request_rate=100, constraints=Constraints(max_ttft=0.1), quantization_advice=False)
+    chosen = rec.chosen
+    assert chosen is not None and chosen.instances > 1  # more than one copy carries 100/s within 0.1 s
+    assert j["hardware"]["count"] == chosen.count
+    one = fit("qwen3-0.6b", chosen.target, engine="vllm", engine_version="0.19.0", weights=chosen.weights_format,
+              context=640, output_tokens=128, request_rate=100 / chosen.instances)
+    assert one.speed is not None
+    assert j["facts"]["ttft_peak"] == one.speed.ttft_seconds == chosen.ttft_seconds
+    assert j["facts"]["ttft_peak"] <= 0.1
 
 
 def test_capacity_sizes_the_plans_need(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

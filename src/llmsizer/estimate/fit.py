@@ -542,8 +542,7 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
         return _fit_at(model, hardware, count, speed, concurrency, None, workload, **kw)
     rate = read_request_rate(request_rate)
     if concurrency is not None:
-        raise FieldError("request_rate", "request_rate derives the requests in flight (Little's law): give "
-                         "request_rate or concurrency, not both", ("concurrency",))
+        raise rate_and_concurrency()
     if not speed:
         raise FieldError("request_rate", "request_rate needs the speed estimate (the requests in flight follow "
                          "from the time each is served)")
@@ -553,10 +552,23 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
         if not load or "in_flight" not in load:
             raise FieldError("request_rate", f"request_rate needs an engine that batches continuously (vllm, "
                              f"sglang, llamacpp) with a prefill and decode estimate; this answer runs {r.engine}")
-        return float(load["in_flight"]) * r.replicas
+        flight = float(load["in_flight"]) * r.replicas
+        if flight > CONCURRENCY.high:  # the decode's steps slow as the requests in flight grow, which the rate
+            # then keeps more of (eq. Q10c): past any concurrency there is no steady state, as past eq. Q10a's bound
+            raise FieldError("request_rate", f"request_rate: request rate {rate:g}/s is at or above the server's "
+                             f"decode capacity: at {r.speed.concurrency if r.speed else 0:,} requests in flight "
+                             f"each takes {float(load['request_seconds']):.3g} s, so {flight:.3g} would be in flight "
+                             "(Little's law, formulas/serving_queue.py eq. Q10c): its queue grows without bound")
+        return flight
 
     r = rate_fixed_point(lambda c: _fit_at(model, hardware, count, speed, c, rate, workload, **kw), in_flight)
     return _derived_concurrency(r, rate)
+
+
+def rate_and_concurrency() -> FieldError:
+    """The refusal of a request rate given with a concurrency (fit's and recommend's one line)."""
+    return FieldError("request_rate", "request_rate derives the requests in flight (Little's law): give "
+                      "request_rate or concurrency, not both", ("concurrency",))
 
 
 def _derived_concurrency(r: FitResult, rate: float) -> FitResult:

@@ -370,14 +370,12 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
     cons = Constraints(max_ttft=job.latency.ttft, user_tokens_per_second=job.latency.tokens_per_second_per_user,
                        max_cost_per_hour=job.budget.per_hour, headroom=job.resources.headroom)
     rec = None
-    if rates is not None and hw is None:  # (recommend sizes a concurrency; a rate needs the devices named)
-        raise FieldError("traffic.requests_per_second.peak", "without traffic.concurrency needs resources.device or "
-                         "resources.instance: the hardware search sizes a concurrency, not a request rate; give "
-                         "the devices, or traffic.concurrency")
     try:
-        if not (ctx.alternatives or hw is None) or rates is not None:  # (no search at a rate: recommend takes none)
+        if not (ctx.alternatives or hw is None):
             raise _Skip
+        # (at a rate: recommend --request-rate, each option the fewest copies that carry the peak rate)
         rec = ctx.search(recommend_inference, spec, context=ctx_peak, concurrency=conc_peak,  # once per question
+                         request_rate=rates[1] if rates else None,
                          output_tokens=out_peak, weights=pinned, constraints=cons,
                          hardware_files=ctx.hardware_files, catalog=ctx.cat(), quantization_advice=False,
                          media=job.media.fields(), engine=job.engine, dtype=job.precision,
