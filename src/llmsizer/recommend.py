@@ -45,6 +45,7 @@ from .estimate.fit import (
     instances_for,
     not_whole_instances,
     per_replica,
+    read_request_rate,
     target_and_count,
     training_layout,
 )
@@ -445,14 +446,18 @@ def recommend_inference(model: ModelSpec | str, *, context: int = InferenceWorkl
                         constraints: Constraints | None = None, hardware_files: Sequence[str | Path] = (),
                         catalog: HardwareCatalog | None = None, quantization_advice: bool = True,
                         engine: str | None = None, media: Mapping[str, Any] | None = None,
-                        kv_unified: bool | None = None, **workload: Any) -> Recommendation:
+                        kv_unified: bool | None = None, request_rate: float | None = None,
+                        **workload: Any) -> Recommendation:
     """Rank hardware for serving ``model`` at ``concurrency`` sequences of ``context`` tokens (on ``engine``, or
     each candidate's default engine, ``estimate.fit.default_engine``; ``media``: the InferenceWorkload image/video
     fields, whose tokens add to each prompt; ``kv_unified`` and ``**workload``: any other InferenceWorkload field,
     e.g. kv_dtype, dtype, metric, max_num_seqs, n_gpu_layers). Every candidate is judged by ``fit`` with all of
     these fields, so an option's memory, verdict and speed are the ones ``fit`` gives for the same flags. Text is read
     as fit reads it (``context="8k"`` is 8192 tokens, ``concurrency="4"``); ``headroom=`` is the constraints'
-    headroom, ``device=`` and ``memory=`` are each candidate's and refused (``_search_constraints``)."""
+    headroom, ``device=`` and ``memory=`` are each candidate's and refused (``_search_constraints``).
+    ``request_rate`` [requests/s]: requests arriving at random at that rate (open arrivals, formulas/serving_queue.py
+    eq. Q10) in place of ``concurrency``: each option is the fewest copies of a candidate whose each copy, at its
+    equal share of the rate, fits and meets the limits (``_rate_copies``; fit's rate path, the in flight derived)."""
     spec = load_model(model) if isinstance(model, str) else model
     refuse_unmodelled(spec, training=False, search=True)  # one line for the model, not one rejection per candidate
     media = dict(media or {})
@@ -461,6 +466,11 @@ def recommend_inference(model: ModelSpec | str, *, context: int = InferenceWorkl
     if kv_unified is not None:
         fields["kv_unified"] = kv_unified
     c = _search_constraints(fields, (constraints or Constraints()).for_mode("serving"))
+    if request_rate is not None:
+        request_rate = read_request_rate(request_rate)
+        if c.tokens_per_second is not None:  # (at a rate the output tokens/s are the rate's: rate x output tokens)
+            raise FieldError("request_rate", "request_rate sets the output tokens/s (rate x output tokens): give "
+                             "request_rate or tokens_per_second, not both", ("tokens_per_second",))
     w = check_search_workload(fields, context, concurrency, output_tokens, engine, c.headroom)
     context, concurrency, output_tokens = w.context, w.concurrency, w.output_tokens  # text read as fit reads it
     implied = implied_engine(fields) if engine is None else None  # a setting one engine reads: every candidate's
@@ -480,7 +490,7 @@ def recommend_inference(model: ModelSpec | str, *, context: int = InferenceWorkl
     hr = c.headroom
     cands, rejected = _candidates(cat, c, training=False)
     meets: list[Option] = []
-    memo: dict[tuple[Any, ...], tuple[Option, tuple[str, ...]]] = {}
+    memo: dict[tuple[Any, ...], tuple[Option, tuple[str, ...], int]] = {}  # (option, fit's warnings, copies)
     said: dict[int, tuple[str, ...]] = {}  # a meeting option (by id) -> the warnings of the fit behind it
     for cand in cands:
         inst = cand.instance  # the key holds everything the evaluation reads (the VM share needs vCPUs and SMT)
@@ -489,10 +499,13 @@ def recommend_inference(model: ModelSpec | str, *, context: int = InferenceWorkl
                inst.threads_per_core.raw if inst and inst.threads_per_core else None)
         evaluated = memo.get(key)
         if evaluated is None:
-            evaluated = _evaluate(spec, cand, context, concurrency, output_tokens, weights, c, hr, hardware_files,
-                                  engine, fields)
+            evaluated = ((*_evaluate(spec, cand, context, concurrency, output_tokens, weights, c, hr,
+                                     hardware_files, engine, fields), 1) if request_rate is None else
+                         _rate_copies(spec, cand, request_rate, context, output_tokens, weights, c, hr,
+                                      hardware_files, engine, fields))
             memo[key] = evaluated
-        opt = _priced(evaluated[0], cand, c, concurrency, context, output_tokens, spec, hardware_files, hr, fields)
+        opt = _priced(evaluated[0], cand, c, concurrency, context, output_tokens, spec, hardware_files, hr, fields,
+                      evaluated[2], request_rate)
         if opt.status == "meets":
             said[id(opt)] = evaluated[1]
         (meets if opt.status == "meets" else rejected).append(opt)
@@ -508,7 +521,11 @@ def recommend_inference(model: ModelSpec | str, *, context: int = InferenceWorkl
     rejected.sort(key=lambda o: (o.price_per_hour is None, o.price_per_hour or 0.0))
     assumptions = [search_margin_assumption(c.headroom, fields.get("fit_target")),
                    Assumption("context", context, False, "tokens per sequence (prompt + output)"),
-                   Assumption("concurrency", concurrency, False, "sequences served at once")]
+                   Assumption("concurrency", concurrency, False, "sequences served at once") if request_rate is None
+                   else Assumption("request_rate", f"{request_rate:g} requests/s", False,
+                                   "requests arriving at random (a Poisson process), each option's copies an equal "
+                                   "share; the requests in flight derived per copy (Little's law, "
+                                   "formulas/serving_queue.py eq. Q10c), as `fit --request-rate`")]
     if implied is not None:
         assumptions.append(Assumption("engine", implied[0], True, implied[1]))
     if weights is not None:  # a given format, and the alias it resolved from ('int4' -> gptq-int4)
@@ -525,12 +542,12 @@ def recommend_inference(model: ModelSpec | str, *, context: int = InferenceWorkl
             "user_tokens_per_second", c.user_tokens_per_second, True,
             "no speed or latency limit given: at least human reading speed per user (Brysbaert 2019: 238 words/min "
             "x 4/3 tokens per word)"))
-    advice = _cpu_gpu_advice(spec, meets, rejected, c, concurrency)
+    advice = _cpu_gpu_advice(spec, meets, rejected, c, concurrency, request_rate)
     # GGUF formats on llama.cpp: advice for a request that names no engine or llama.cpp, none for one that pinned
     # vLLM, SGLang or transformers (whose formats are not GGUF files)
     gguf_engine = engine is None or normalize_engine(engine) == "llamacpp"
     quant = _quantization_advice(spec, cat, context, concurrency, hr, fields) \
-        if quantization_advice and gguf_engine else ()
+        if quantization_advice and gguf_engine and request_rate is None else ()  # (sized at a concurrency)
     warnings = [*chosen_said, file_skipped] if file_skipped else list(chosen_said)
     slow = slow_first_token_warning(meets, c)
     if slow:
@@ -541,6 +558,7 @@ def recommend_inference(model: ModelSpec | str, *, context: int = InferenceWorkl
     if newer:  # fit's warning for a release newer than the data: every option was timed by the newest rule
         warnings.append(newer)
     return Recommendation("inference", spec.name, {"context": context, "concurrency": concurrency,
+                          **({"request_rate": request_rate} if request_rate is not None else {}),
                           "output_tokens": output_tokens, "weights": weights}, c, tuple(meets), tuple(rejected),
                           tuple(advice), tuple(quant), tuple(assumptions), tuple(dict.fromkeys(warnings)))
 
@@ -567,6 +585,43 @@ def _evaluate(spec: ModelSpec, cand: _Candidate, context: int, concurrency: int,
                        concurrency=concurrency, output_tokens=output_tokens, weights=weights, limits=c.latency(),
                        headroom=hr, hardware_files=hardware_files, engine_given=engine_given, fields=fields)
     return _option_from_pick(cand, pick), pick.warnings
+
+
+def _rate_copies(spec: ModelSpec, cand: _Candidate, rate: float, context: int, output_tokens: int | None,
+                 weights: str | None, c: Constraints, hr: float | None, hardware_files: Sequence[str | Path],
+                 engine_given: str | None, fields: Mapping[str, Any]) -> tuple[Option, tuple[str, ...], int]:
+    """The fewest copies k of ``cand`` (1..MAX_REPLICAS) whose each copy carries rate / k arrivals per second and,
+    as ``pick_format(request_rate=rate / k)`` walks its formats (``fit --request-rate``, eq. Q10: the memory and the
+    step at the requests in flight it derives), fits and meets the limits: its option, fit's warnings, and k. A
+    copy past its capacity (eq. Q10a: no steady state), or missing a limit or its memory at the requests in flight
+    its share derives, takes more copies (a smaller share: fewer in flight, a shorter queue, eq. Q10); k doubles
+    until one meets, then the fewest between is searched (the load of each copy falls with k, so whether it meets
+    only turns from no to yes). A miss more copies cannot mend (no format fits its memory at one request, or one
+    request in flight at a time already misses a limit) is the candidate's rejection as it is."""
+    picks: dict[int, FormatPick] = {}
+
+    def at(k: int) -> FormatPick:
+        if k not in picks:
+            picks[k] = pick_format(spec, cand.device, cand.count, cand.instance, cand.memory, context=context,
+                                   concurrency=1, output_tokens=output_tokens, weights=weights, limits=c.latency(),
+                                   headroom=hr, hardware_files=hardware_files, engine_given=engine_given,
+                                   fields=fields, request_rate=rate / k)
+        return picks[k]
+
+    k = 1
+    while at(k).status != "meets":
+        pick = at(k)
+        alone = pick.fit is not None and int(pick.fit.details.get("concurrency", 1)) <= pick.fit.replicas
+        if k == MAX_REPLICAS or not pick.past_capacity and (pick.fit is None or alone):
+            why = (f"even {MAX_REPLICAS} copies at {rate / k:.3g} requests/s each: {pick.reasons[0]}"
+                   if k == MAX_REPLICAS and k > 1 else pick.reasons[0])
+            return _option_from_pick(cand, dataclasses.replace(pick, reasons=(why, *pick.reasons[1:]))), (), 1
+        k = min(2 * k, MAX_REPLICAS)
+    low, high = k // 2, k  # at(low) misses (or low is 0), at(high) meets
+    while high - low > 1:
+        mid = (low + high) // 2
+        low, high = (low, mid) if at(mid).status == "meets" else (mid, high)
+    return _option_from_pick(cand, at(high)), at(high).warnings, high
 
 
 def _option_from_pick(cand: _Candidate, pick: FormatPick) -> Option:
@@ -622,15 +677,20 @@ def _option_from_fit(stub: dict[str, Any], r: FitResult, status: str, reasons: l
 
 def _priced(base: Option, cand: _Candidate, c: Constraints, concurrency: int, context: int,
             output_tokens: int | None, spec: ModelSpec, hardware_files: Sequence[str | Path], hr: float | None,
-            fields: Mapping[str, Any] | None = None) -> Option:
-    """Attach the candidate's identity and price, add replicas for a throughput target, apply the budget."""
+            fields: Mapping[str, Any] | None = None, copies: int = 1, rate: float | None = None) -> Option:
+    """Attach the candidate's identity and price, add replicas for a throughput target, apply the budget.
+    ``copies``: the candidate's copies a request ``rate`` is shared over (``_rate_copies``; ``base`` is one copy's
+    answer at its share)."""
     opt = _replace(base, target=cand.target, name=cand.name, provider=cand.provider, price_per_hour=cand.price,
                    cost_basis=cand.cost_basis)
     if opt.status != "meets":
         return opt
     reasons = list(opt.reasons)
-    instances = 1  # copies of the candidate's devices added for the throughput target
-    tps = opt.tokens_per_second
+    instances = copies  # copies of the candidate's devices added for the throughput target (or a request rate)
+    tps = opt.tokens_per_second * copies if opt.tokens_per_second is not None else None
+    if copies > 1 and rate is not None:
+        reasons.append(f"{copies} instances to carry {rate:g} requests/s ({rate / copies:.3g}/s each, below its "
+                       "capacity and within the limits: formulas/serving_queue.py eq. Q10)")
     if c.tokens_per_second is not None and tps is not None and tps < c.tokens_per_second:
         instances, tps, per_user, queue = _replicas_for(spec, cand, opt, c.tokens_per_second, concurrency, context,
                                                         output_tokens, hardware_files, hr, fields)
@@ -683,8 +743,10 @@ def _replicas_for(spec: ModelSpec, cand: _Candidate, opt: Option, target: float,
 
 
 def _cpu_gpu_advice(spec: ModelSpec, meets: list[Option], rejected: list[Option], c: Constraints,
-                    concurrency: int) -> list[str]:
-    """The seed's CPU-vs-GPU reasoning, with the numbers of the best option of each kind."""
+                    concurrency: int, rate: float | None = None) -> list[str]:
+    """The seed's CPU-vs-GPU reasoning, with the numbers of the best option of each kind (at ``concurrency``, or
+    at a request ``rate``)."""
+    load = f"concurrency {concurrency}" if rate is None else f"{rate:g} requests/s"
     def best(opts: list[Option], cpu: bool) -> Option | None:
         pool = [o for o in opts if o.is_cpu == cpu and o.tokens_per_second_per_user]
         pool.sort(key=lambda o: (o.price_per_hour is None, o.price_per_hour or 0.0, -(o.tokens_per_second or 0)))
@@ -693,7 +755,7 @@ def _cpu_gpu_advice(spec: ModelSpec, meets: list[Option], rejected: list[Option]
     def speed(o: Option) -> str:
         ttft = f", TTFT {format_seconds(o.ttft_seconds)}" if o.ttft_seconds is not None else ""
         return (f"{o.name} at {format_name(o.weights_format)}: {o.tokens_per_second_per_user:.1f} tokens/s per user, "
-                f"{o.tokens_per_second or 0:.0f} tokens/s in total at concurrency {concurrency}{ttft}, "
+                f"{o.tokens_per_second or 0:.0f} tokens/s in total at {load}{ttft}, "
                 f"{_price_text(o.price_per_hour, o.cost_basis)}")
 
     n = count_params(spec).total
@@ -703,7 +765,7 @@ def _cpu_gpu_advice(spec: ModelSpec, meets: list[Option], rejected: list[Option]
     out: list[str] = []
     size = f"{format_count(n)} parameters"
     if cpu_ok and (not gpu_ok or (cpu_ok.price_per_hour or 0) <= (gpu_ok.price_per_hour or math.inf)):
-        out.append(f"CPU is enough ({size}, concurrency {concurrency}): {speed(cpu_ok)}. Small models at low "
+        out.append(f"CPU is enough ({size}, {load}): {speed(cpu_ok)}. Small models at low "
                    "traffic, quantized, serve on a CPU; a GPU only pays off with more users or a latency limit.")
         if not (c.user_tokens_per_second or c.tokens_per_second or c.max_ttft):
             out[-1] += (" No speed or latency limit was given, so any speed counts: set --user-tokens-per-second, "
@@ -718,10 +780,10 @@ def _cpu_gpu_advice(spec: ModelSpec, meets: list[Option], rejected: list[Option]
         else:
             worst = next(o for o in rejected if o.is_cpu)
             cpu_txt = f"the CPU option {worst.name} is rejected: {'; '.join(worst.reasons)}"
-        out.append(f"Use a GPU ({size}, concurrency {concurrency}): {speed(gpu_ok)}; {cpu_txt}. Large models, high "
+        out.append(f"Use a GPU ({size}, {load}): {speed(gpu_ok)}; {cpu_txt}. Large models, high "
                    "concurrency or low latency need the GPU's memory capacity, bandwidth and compute.")
     elif gpu_ok:
-        out.append(f"Best option ({size}, concurrency {concurrency}): {speed(gpu_ok)}. No CPU option was evaluated "
+        out.append(f"Best option ({size}, {load}): {speed(gpu_ok)}. No CPU option was evaluated "
                    "(the catalog has no CPU machine with a sourced RAM size and bandwidth): add yours with "
                    "--hardware-file to compare; small models at low traffic, quantized, can serve on a CPU.")
     elif gpu_any or cpu_any:

@@ -6,7 +6,8 @@ import argparse
 from typing import Any
 
 from ..errors import InputError
-from ..numbers import BUDGET, KWH_PRICE, TOKEN_RATE, TOP
+from ..estimate.fit import rate_and_concurrency
+from ..numbers import BUDGET, KWH_PRICE, REQUEST_RATE, TOKEN_RATE, TOP
 from ..recommend import Constraints, Recommendation, recommend_inference, recommend_training
 from ..render.recommend_text import render_recommendation
 from ..render.safe import say
@@ -55,6 +56,11 @@ def register(sub: Any) -> None:
                        weights_default="searched per option, from the checkpoint's format down; give one to force it",
                        speed=True)
     add_training_args(p, budget="each option's device")
+    p.add_argument("--request-rate", type=float_arg(REQUEST_RATE),
+                   help="requests arriving per second at random (a Poisson process, as `fit --request-rate`) instead "
+                        "of --concurrency: each option is the fewest copies of a candidate whose each copy, at its "
+                        "equal share of the rate, is below its capacity and meets the limits (formulas/"
+                        "serving_queue.py eq. Q10)")
     c = p.add_argument_group("constraints")
     c.add_argument("--max-cost-per-hour", type=money_arg(BUDGET, "h"),
                    help="budget in USD per hour ('2', '$2/h')")
@@ -98,8 +104,11 @@ def recommend_answer(spec: ModelSpec, args: argparse.Namespace) -> tuple[dict[st
             fields.pop(name, None)  # --gpus is the training flag here; the others are recommend_inference's own
         if args.fit_target is not None:  # a workload field (InferenceWorkload.fit_target), as fit passes it
             fields["fit_target"] = args.fit_target
+        if args.request_rate is not None and args.concurrency is not None:  # (fit's line, fit's rule)
+            raise rate_and_concurrency()
         rec = recommend_inference(spec, context=args.context or InferenceWorkload.context,
                                   concurrency=args.concurrency or InferenceWorkload.concurrency,
+                                  request_rate=args.request_rate,
                                   output_tokens=args.output_tokens, weights=args.weights, constraints=cons,
                                   hardware_files=args.hardware_file,
                                   engine=normalize_engine(args.engine) if args.engine else None, **fields)

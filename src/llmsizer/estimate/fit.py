@@ -542,8 +542,7 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
         return _fit_at(model, hardware, count, speed, concurrency, None, workload, **kw)
     rate = read_request_rate(request_rate)
     if concurrency is not None:
-        raise FieldError("request_rate", "request_rate derives the requests in flight (Little's law): give "
-                         "request_rate or concurrency, not both", ("concurrency",))
+        raise rate_and_concurrency()
     if not speed:
         raise FieldError("request_rate", "request_rate needs the speed estimate (the requests in flight follow "
                          "from the time each is served)")
@@ -553,10 +552,23 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
         if not load or "in_flight" not in load:
             raise FieldError("request_rate", f"request_rate needs an engine that batches continuously (vllm, "
                              f"sglang, llamacpp) with a prefill and decode estimate; this answer runs {r.engine}")
-        return float(load["in_flight"]) * r.replicas
+        flight = float(load["in_flight"]) * r.replicas
+        if flight > CONCURRENCY.high:  # the decode's steps slow as the requests in flight grow, which the rate
+            # then keeps more of (eq. Q10c): past any concurrency there is no steady state, as past eq. Q10a's bound
+            raise FieldError("request_rate", f"request_rate: request rate {rate:g}/s is at or above the server's "
+                             f"decode capacity: at {r.speed.concurrency if r.speed else 0:,} requests in flight "
+                             f"each takes {float(load['request_seconds']):.3g} s, so {flight:.3g} would be in flight "
+                             "(Little's law, formulas/serving_queue.py eq. Q10c): its queue grows without bound")
+        return flight
 
     r = rate_fixed_point(lambda c: _fit_at(model, hardware, count, speed, c, rate, workload, **kw), in_flight)
     return _derived_concurrency(r, rate)
+
+
+def rate_and_concurrency() -> FieldError:
+    """The refusal of a request rate given with a concurrency (fit's and recommend's one line)."""
+    return FieldError("request_rate", "request_rate derives the requests in flight (Little's law): give "
+                      "request_rate or concurrency, not both", ("concurrency",))
 
 
 def _derived_concurrency(r: FitResult, rate: float) -> FitResult:
@@ -783,17 +795,26 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
         tried.update((t, sized(t)) for t in within[1:])
     rankable = [t for t in within if t not in tried or tried[t].details["fits"]]
     layout_tps: dict[int, float | None] = {}
+    layout_w: dict[int, float] = {}  # at a request rate: each layout's mean request seconds (eq. Q10)
     if len(rankable) > 1:
         first = speed_work(tried[within[0]].details)
         cap = tried[within[0]].details.get("running_cap")  # each layout ranked at the sequences it runs at once
         chunk = prefill_chunk_tokens(tried[within[0]])
-        # each layout's output at this load, as fit reports the one it takes: its prompts' prefill competing with its
-        # decode where the engine batches continuously (under_load, formulas/serving_queue.py eqs. Q5b, Q7)
-        layout_tps = {t: replicas_tokens_per_second(under_load(speed_at(t, first, cap), eng, chunk), n // t,
-                                                    concurrency)
-                      for t in rankable}
+        if request_rate is None:
+            # each layout's output at this load, as fit reports the one it takes: its prompts' prefill competing with
+            # its decode where the engine batches continuously (under_load, formulas/serving_queue.py eqs. Q5b, Q7)
+            layout_tps = {t: replicas_tokens_per_second(under_load(speed_at(t, first, cap), eng, chunk), n // t,
+                                                        concurrency)
+                          for t in rankable}
+        else:
+            # at a rate every stable layout puts out the same tokens/s (rate x output tokens): each is ranked by its
+            # mean request seconds with its replicas at their share of the rate (open arrivals, eq. Q10), past its
+            # capacity last (``rate_seconds``)
+            layout_w = {t: rate_seconds(speed_at(t, first, cap), eng, request_rate / (n // t), chunk)
+                        for t in rankable}
+    order = quickest_first(layout_w) if layout_w else fastest_first(layout_tps) if layout_tps else rankable
     tp = within[0] if not across else across[-1]  # none fits: the largest degree shown (as before this choice)
-    for t in (*(fastest_first(layout_tps) if layout_tps else rankable), *across):
+    for t in (*order, *across):
         if t not in tried:
             tried[t] = sized(t)
         if tried[t].details["fits"]:
@@ -827,6 +848,9 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
     est = as_fit_chose(est, pinned is not None, concurrency if "concurrency" in given else None, replicas)
     if pinned is not None:
         assumptions.append(Assumption("tensor_parallel", tp, False, f"given; {spread}"))
+    elif len(tp_options) > 1 and layout_w and tp in layout_w and fitted.get(tp):
+        assumptions.append(Assumption("tensor_parallel", tp, True, rate_layout_why(
+            tp, n, per_node, request_rate or 0.0, layout_w, fitted) + "; " + spread))
     elif len(tp_options) > 1:
         assumptions.append(Assumption("tensor_parallel", tp, True, tensor_parallel_why(
             tp, n, per_node, concurrency, within, across, layout_tps, fitted,
@@ -1002,6 +1026,38 @@ def queue_note(queue: dict[str, Any], per: int, running: int, details: dict[str,
                       f"{effect}; the time to first token shown is the running request's, the tokens/s the "
                       f"{running} running sequences' (queued ones add none): formulas/serving_queue.py eqs. Q1-Q3, "
                       "Little's law")
+
+
+def rate_seconds(sp: SpeedEstimate | None, engine: str, rate: float, chunk: int | None) -> float:
+    """A layout's mean request seconds (TTFT + the output's steps, eq. Q10) with each replica at ``rate`` arrivals
+    per second (serving_load.at_rate); infinite past its capacity (eq. Q10a: no steady state) or with no speed."""
+    try:
+        out = at_rate(sp, engine, rate, chunk)
+    except InputError:
+        return math.inf
+    load = out.load if out is not None else None
+    return float(load["request_seconds"]) if load and "request_seconds" in load else math.inf
+
+
+def quickest_first(seconds: dict[int, float]) -> list[int]:
+    """Tensor-parallel degrees ordered by their layouts' mean request seconds at a rate (``rate_seconds``), the
+    quickest first, a tie to the smaller degree; ``fit`` takes the first that fits."""
+    return sorted(seconds, key=lambda t: (seconds[t], t))
+
+
+def rate_layout_why(tp: int, count: int, per_node: int, rate: float, seconds: dict[int, float],
+                    fits: dict[int, bool]) -> str:
+    """Why ``fit`` took ``tp`` at a request rate: the quickest layout that fits (``quickest_first``), each other
+    degree's mean request seconds beside it."""
+    def said(t: int) -> str:
+        w = seconds[t]
+        return (f"TP {t} x {count // t}: " + (f"{w:.3g} s a request" if math.isfinite(w) else "past its capacity")
+                + (", fits" if fits.get(t) else ", does not fit" if t in fits else ", not sized"))
+    others = "; ".join(said(t) for t in quickest_first(seconds) if t != tp)
+    return (f"TP {tp} x {count // tp}: {seconds[tp]:.3g} s a request at {rate:g} requests/s, the quickest that fits "
+            f"within a machine of {per_node} (the rule at a rate: every stable layout puts out the rate's tokens/s, so "
+            f"the least mean request time, TTFT + the output's steps, each replica at its share of the rate, "
+            f"formulas/serving_queue.py eq. Q10; {others})")
 
 
 def tensor_parallel_why(tp: int, count: int, per_node: int, concurrency: int, within: list[int], across: list[int],

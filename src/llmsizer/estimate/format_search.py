@@ -49,6 +49,7 @@ from .fit import (
     FitResult,
     MemoryFit,
     first_token_seconds,
+    fit,
     fit_memory,
     serving_layout,
     target_and_count,
@@ -175,20 +176,29 @@ class FormatPick:
     memory_per_device: int | None = None
     budget_per_device: int | None = None
     warnings: tuple[str, ...] = ()
+    # at a request rate: the rate is at or above every fitting rung's capacity (fit's refusal, eq. Q10a), so a share
+    # of it on more replicas may be served (recommend's replica count at a rate, ``recommend.py`` ``_at_rate``)
+    past_capacity: bool = False
 
 
 def pick_format(spec: ModelSpec, device: Device, count: int, instance: Instance | None, memory: int | None, *,
                 context: int, concurrency: int, output_tokens: int | None, weights: str | None,
                 limits: LatencyLimits, headroom: float | None, hardware_files: Sequence[str | Path] = (),
                 engine_given: str | None = None, fields: Mapping[str, Any] | None = None,
-                host_device: str | Device | None = None, host_memory: int | None = None) -> FormatPick:
+                host_device: str | Device | None = None, host_memory: int | None = None,
+                request_rate: float | None = None) -> FormatPick:
     """The highest-quality weight format on the engine's ladder that fits ``count`` x ``device`` (``instance``: the
     instance, or the whole instances, they are, sized as fit sizes them; ``memory``: fit's ``memory``) and meets
     ``limits``, or why none does.
     ``engine_given`` None: the device's default engine (``device.default_engine``), each smaller rung on the engine
     fit takes it on; ``host_device`` reaches fit for the rungs llama.cpp runs (its split's decode speed with layers or
     experts on the CPU, which the limits read), and so does ``host_memory`` (fit's check of llama.cpp's host part,
-    verdict.py ``host_memory_verdict``)."""
+    verdict.py ``host_memory_verdict``). ``request_rate``: requests arriving at that rate instead of ``concurrency``
+    in flight: each rung whose memory fits at one request is answered by ``fit(request_rate=)`` (open arrivals,
+    formulas/serving_queue.py eq. Q10: the memory and the decode step at the requests in flight it derives, the
+    limits read at that load), `fit --weights RUNG --request-rate R`'s answer; a rate at or above a rung's capacity
+    is that rung's miss (the next may serve it), and where every fitting rung misses so the pick says
+    ``past_capacity``."""
     dev, n = device, count
     given = fields or {}
     settings = {**given, "host_device": host_device, "host_memory": host_memory}  # which may name the engine
@@ -228,6 +238,7 @@ def pick_format(spec: ModelSpec, device: Device, count: int, instance: Instance 
     # the engines that refused it (vLLM, SGLang refuse it at every format: estimate/context_window.py W2, W4)
     window: MemoryFit | None = None
     past_window: set[str] = set()
+    capacity: str | None = None  # at a rate: the first fitting rung's refusal of it (fit's line)
     for fmt in ladder:
         # each rung on the engine `fit --weights RUNG` runs it on (estimate/device.py engine_rule): a smaller rung
         # may name its own engine (AWQ on vLLM where the device's rule for bf16 is transformers: a hardware file's GPU
@@ -282,7 +293,21 @@ def pick_format(spec: ModelSpec, device: Device, count: int, instance: Instance 
         if not sized.fits:
             smallest = (int(wb / spread), fmt, sized, margin)
             continue
-        r = sized.result(True)
+        if request_rate is None:
+            r = sized.result(True)
+        else:  # fit's rate path (estimate/fit.py: the in flight derived, eq. Q10c): one answer with fit
+            try:
+                r = fit(spec, target, cnt, request_rate=request_rate, fits_at=False,
+                        **{k: v for k, v in args.items() if k != "concurrency"})
+            except FieldError as e:
+                if "request_rate" not in e.fields:
+                    raise
+                capacity = capacity or f"at {format_name(fmt)}: {str(e).removeprefix('request_rate: ')}"
+                continue
+            if not r.fits:  # (at the requests in flight the rate derives: fit's own reason)
+                if first_fit is None:
+                    first_fit, first_reasons = r, [f"at {format_name(fmt)}: {r.reasons[0] if r.reasons else 'does not fit'}"]
+                continue
         bad = latency_failures(r.speed, limits, r.details.get("queue_wait_seconds"))
         if not bad:
             return FormatPick("meets", r.engine, r.tensor_parallel, r.weights_format,
@@ -294,6 +319,8 @@ def pick_format(spec: ModelSpec, device: Device, count: int, instance: Instance 
     if first_fit is not None:
         return FormatPick("rejected", first_fit.engine, first_fit.tensor_parallel, first_fit.weights_format,
                           tuple(first_reasons or ["fails a latency limit"]), first_fit)
+    if capacity is not None:
+        return FormatPick("rejected", engine, tp, "", (capacity,), past_capacity=True)
     why = "does not fit"
     need: int | None = None
     budget_shown: int | None = budget

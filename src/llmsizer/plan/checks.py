@@ -242,7 +242,7 @@ def maintenance_window(c: _Ctx) -> Iterator[Check]:
 def peak_load(c: _Ctx) -> Iterator[Check]:
     for j, _ in _inference(c):
         t = j.traffic
-        if t.concurrency.peak is None:
+        if t.concurrency.peak is None and t.concurrency.typical is not None:
             yield c.check("peak-concurrency-missing", "warning", "Peak concurrency missing",
                           f"only a typical concurrency ({t.concurrency.typical:g}) is given: the service is sized for "
                           "it and peaks will queue or fail", j, "traffic.concurrency",

@@ -111,6 +111,8 @@ def field_path(request: Request, job: Job, field: str) -> str | None:
     """The key path inside ``job`` (e.g. 'settings.target_len') where the request file gives the workload field
     ``field``, or None when the file does not give it under that name."""
     prefix = f"jobs[{request.job_position(job)}]."
+    if "." in field:  # a key path itself (traffic.requests_per_second.peak), or its parent where the file gives one
+        return next((p for p in (field, field.rsplit(".", 1)[0]) if prefix + p in request.lines), None)
     return next((key[len(prefix):] for key in request.lines
                  if key.startswith(prefix) and key.rsplit(".", 1)[-1] == field), None)
 

@@ -61,18 +61,54 @@ VLLM_DEFAULT_MAX_LORA_RANK = 16  # vLLM EngineArgs --max-lora-rank default
 
 def _fit(spec: ModelSpec, target: Any, count: int | None, job: InferenceJob, fmt: str | None, engine: str | None,
          context: int, concurrency: int, output: int, hardware_files: Sequence[str | Path], memory: int | None,
-         layout: FitResult | None = None, speed: bool = True, fits_at: bool | None = False) -> FitResult:
+         layout: FitResult | None = None, speed: bool = True, fits_at: bool | None = False,
+         rate: tuple[str, float] | None = None) -> FitResult:
     """``fit`` of one machine at this load; with ``layout`` (the peak load's fit) on that fit's tensor parallelism:
     one deployment serves every load, so the typical load is timed on the layout fit chose for the peak. Without
     it, on the job's ``tensor_parallel`` (the request's pin, fit's ``tensor_parallel``: `fit --tp`), else fit's
-    choice. ``fits_at``: fit's hint when it does not fit (``FitResult.fits_at``), asked for the peak load only."""
+    choice. ``fits_at``: fit's hint when it does not fit (``FitResult.fits_at``), asked for the peak load only.
+    ``rate``: (level, requests/s of this machine) of a job whose load is an arrival rate (``open_rates``): fit's
+    ``request_rate`` (`fit --request-rate`: open arrivals, eq. Q10, the requests in flight derived) in place of
+    ``concurrency``; fit's refusal of a rate at or above the server's capacity is the request's bad input at
+    traffic.requests_per_second.LEVEL, fit's own line (``rate_refusal``)."""
     pinned = (layout.tensor_parallel  # (not a llama.cpp split: one replica over every GPU, no tensor parallelism)
               if layout is not None and layout.count > 1 and not layout.layer_split else
               job.tensor_parallel if layout is None else None)
-    return fit(spec, target, count, engine=engine, weights=fmt, context=context, concurrency=concurrency,
-               output_tokens=output, memory=memory, headroom=job.resources.headroom, kv_dtype=job.kv_cache_dtype,
-               dtype=job.precision, tensor_parallel=pinned, speed=speed, fits_at=fits_at,
-               hardware_files=hardware_files, **job.media.fields(), **engine_settings(job, engine))
+    try:
+        return fit(spec, target, count, engine=engine, weights=fmt, context=context,
+                   concurrency=None if rate else concurrency, request_rate=rate[1] if rate else None,
+                   output_tokens=output, memory=memory, headroom=job.resources.headroom, kv_dtype=job.kv_cache_dtype,
+                   dtype=job.precision, tensor_parallel=pinned, speed=speed or rate is not None, fits_at=fits_at,
+                   hardware_files=hardware_files, **job.media.fields(), **engine_settings(job, engine))
+    except FieldError as e:
+        if rate is None or e.field != "request_rate":
+            raise
+        raise rate_refusal(e, rate[0]) from None
+
+
+def open_rates(job: InferenceJob) -> tuple[float, float] | None:
+    """(typical, peak) requests/s of a job whose load is stated as an arrival rate (traffic.requests_per_second,
+    no traffic.concurrency): the plan sizes it as `fit --request-rate` does (open arrivals, formulas/serving_queue.py
+    eq. Q10; the requests in flight derived by Little's law, estimate/serving_load.py ``rate_fixed_point``). A
+    missing typical rate is the peak's. None where traffic.concurrency is given (the closed model at that
+    concurrency; a rate given with it is the network's and is checked against it, ``_network``) or no rate is."""
+    t = job.traffic
+    if t.concurrency.worst is not None or t.requests_per_second.worst is None:
+        return None
+    peak = float(t.requests_per_second.worst)
+    return float(t.requests_per_second.typical or peak), peak
+
+
+def rate_refusal(e: FieldError, level: str) -> FieldError:
+    """fit's refusal of its ``request_rate`` (no steady state at or above the server's capacity, an engine that
+    does not batch continuously) as the request file's: the same line about traffic.requests_per_second.LEVEL."""
+    return FieldError(f"traffic.requests_per_second.{level}", e.renamed(lambda f: "").removeprefix(": "))
+
+
+def derived_concurrency(f: FitResult, machines: int) -> int:
+    """The requests in flight of all ``machines`` at a rate: each machine's fit derived its own (fit's details
+    ``concurrency``, ceil(lambda x the time each is served), eq. Q10c)."""
+    return int(f.details["concurrency"]) * machines
 
 
 def refuse_bad_input(spec: ModelSpec, job: InferenceJob, fmt: str | None, context: int, concurrency: int,
@@ -226,10 +262,11 @@ def quantized_fit(job: InferenceJob, plan_format: str, device: str, count: int, 
     own choice, said (``at_jobs_degree``). No price limit: the devices are a provider's own. A request that pins
     its format (``quantization``) is offered it as it is offered another device: an alternative changes the
     request. None (no alternative, never a guessed one) when the
-    job serves dynamic LoRA adapters (their slots take memory the search does not hold back), no format fits and
+    job serves dynamic LoRA adapters (their slots take memory the search does not hold back) or states its load as a
+    request rate (``open_rates``: the format chooser sizes a concurrency, not a rate), no format fits and
     meets the limits, or the one that does is no smaller than the plan's (its own format fits there: nothing to
     quantize)."""
-    if job.adapters.mode == "dynamic":
+    if job.adapters.mode == "dynamic" or open_rates(job) is not None:  # (recommend's chooser takes no rate yet)
         return None
     job = on_implied_engine(job)[0]
     spec = load_model(str(job.model.name))
@@ -260,7 +297,7 @@ def device_fit(job: InferenceJob, device: str, count: int, *, memory: int | None
     KV and compute dtypes, media and headroom): the numbers ``llmsizer fit MODEL --device DEVICE --count N`` gives
     for the same load. The provider's other-device alternative reads ``fits`` and the memory per device. ``memory``:
     the RAM a CPU holds the model in (None: the catalog's memory). No speed estimate (the verdict does not need
-    it). At the job's ``tensor_parallel`` where fit takes it on these devices, else at fit's own choice, said
+    it), but at a request rate (``open_rates``: `fit --request-rate`, whose requests in flight follow from it). At the job's ``tensor_parallel`` where fit takes it on these devices, else at fit's own choice, said
     (``at_jobs_degree``). None (no alternative, never a guessed one) when the job serves dynamic LoRA adapters (their
     slots take memory this does not hold back) or the device cannot run the workload (``fit`` refuses it: no sourced
     memory, an engine it does not run)."""
@@ -272,9 +309,11 @@ def device_fit(job: InferenceJob, device: str, count: int, *, memory: int | None
     context, concurrency, output = peak_load(job, notes)
     fmt = pinned_weights(job, spec, notes) or job.precision
 
+    rates = open_rates(job)  # a load stated as a rate: fit's open arrivals (which need the speed: the in flight)
+
     def size(tp: int | None) -> FitResult:
         return _fit(spec, device, count, replace(job, tensor_parallel=tp), fmt, job.engine, context, concurrency,
-                    output, hardware_files, memory, speed=False)
+                    output, hardware_files, memory, speed=False, rate=("peak", rates[1]) if rates else None)
     try:
         return at_jobs_degree(job, size)
     except InputError:
@@ -313,6 +352,7 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
     t = job.traffic
     ctx_peak, conc_peak, out_peak = peak_load(job, notes)
     conc_typ = int(t.concurrency.typical or conc_peak)
+    rates = open_rates(job)  # a load stated as requests/s only: fit's open arrivals (eq. Q10), in flight derived
     ctx_typ = int(t.context.typical or ctx_peak)
     out_typ = int(t.output.typical or min(out_peak, ctx_typ // 2))
     pinned = pinned_weights(job, spec, notes)
@@ -333,7 +373,9 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
     try:
         if not (ctx.alternatives or hw is None):
             raise _Skip
+        # (at a rate: recommend --request-rate, each option the fewest copies that carry the peak rate)
         rec = ctx.search(recommend_inference, spec, context=ctx_peak, concurrency=conc_peak,  # once per question
+                         request_rate=rates[1] if rates else None,
                          output_tokens=out_peak, weights=pinned, constraints=cons,
                          hardware_files=ctx.hardware_files, catalog=ctx.cat(), quantization_advice=False,
                          media=job.media.fields(), engine=job.engine, dtype=job.precision,
@@ -368,15 +410,26 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
         machines = hw.nodes * (hw.per_node if one_each else 1)
         try:
             # no format pinned (the plan may choose one): what fits when the default does not, fit's hint
+            # (at a rate: each machine takes its share of the requests/s, as fit gives each replica its share)
             f_peak = _fit(spec, fit_target, fit_count, job, fmt, job.engine, ctx_peak, per_replica(conc_peak, machines),
-                          out_peak, ctx.hardware_files, job.resources.memory, fits_at=pinned is None)
+                          out_peak, ctx.hardware_files, job.resources.memory, fits_at=pinned is None,
+                          rate=("peak", rates[1] / machines) if rates else None)
             f_typ = _fit(spec, fit_target, fit_count, job, fmt, job.engine, ctx_typ, per_replica(conc_typ, machines), out_typ,
-                         ctx.hardware_files, job.resources.memory, f_peak)
+                         ctx.hardware_files, job.resources.memory, f_peak,
+                         rate=("typical", rates[0] / machines) if rates else None)
         except InputError as e:
-            if isinstance(e, FieldError) and e.field == "tensor_parallel" and job.tensor_parallel is not None:
-                raise  # the job's own tensor_parallel refused (fit's one rule): bad input at its line (compose._about)
+            if isinstance(e, FieldError) and (e.field == "tensor_parallel" and job.tensor_parallel is not None
+                                              or e.field.startswith("traffic.requests_per_second")):
+                raise  # the job's own tensor_parallel (fit's one rule) or rate refused: bad input at its line
             notes.warnings.append(f"cannot fit on {hw.label}: {e}")
             notes.facts["fit_error"] = str(e)
+        if f_peak is not None and f_typ is not None and rates:
+            conc_peak, conc_typ = derived_concurrency(f_peak, machines), derived_concurrency(f_typ, machines)
+            notes.assumptions.append(Assumption(
+                "traffic.concurrency", f"typical {conc_typ}, peak {conc_peak} (derived)", True,
+                f"derived: the requests in flight at traffic.requests_per_second (typical {rates[0]:g}/s, peak "
+                f"{rates[1]:g}/s), as `fit --request-rate` derives them (Little's law over the time each is served, "
+                "formulas/serving_queue.py eq. Q10c), rounded up, each machine at its share of the rate"))
         if f_peak is not None:
             # tp: the devices one replica spans (a llama.cpp split: all of the machine's GPUs, as one replica), what
             # the need is sized over; the hardware records fit's own tensor parallelism (a split's is 1: llama.cpp runs
@@ -521,7 +574,10 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
     # each figure is fit's speed estimate: loaded (serving_queue eqs. Q5b-Q9) where fit models the load, else idle
     loaded = sp_typ is not None and sp_typ.load is not None
     spd.add("ttft_typical", "time to first token, typical", sp_typ.ttft_seconds if sp_typ else None, "s",
-            *(("at the typical load, arriving independently: the server's time per request H, the wait w for the "
+            *(("requests arriving at random at traffic.requests_per_second (open arrivals, as `fit --request-rate`): "
+               "the API server's residence, the wait for a running decode step and the prefill queue",
+               "formulas/serving_queue.py eq. (Q10b)") if loaded and rates else
+              ("at the typical load, arriving independently: the server's time per request H, the wait w for the "
                "running step and the queue R of every request's prompt (its own prefill included)",
                "formulas/serving_queue.py eqs. (Q6), (Q9a)") if loaded else
               ("prefill of one prompt (roofline)", "formulas/speed.py eqs. (2)-(3)")))
@@ -784,6 +840,17 @@ def _network(job: InferenceJob, sp_typ: Any, sp_peak: Any, conc_typ: int, conc_p
     for level, conc, ctxl, out, sp in (("typical", conc_typ, ctx_typ, out_typ, sp_typ),
                                        ("peak", conc_peak, ctx_peak, out_peak, sp_peak)):
         given = getattr(job.traffic.requests_per_second, level)
+        carried = (N.littles_law_rate(served.get(level, conc), sp.request_seconds)
+                   if sp is not None and sp.request_seconds is not None and sp.load is not None
+                   and "request_rate" not in sp.load else None)  # (the closed model: what conc requests carry)
+        if given is not None and carried is not None and given > carried:
+            # both given: the closed model at the stated concurrency, the rate it cannot carry said (Little's law)
+            notes.warnings.append(
+                f"traffic.requests_per_second.{level} {given:g}/s is more than the {carried:.3g} requests/s "
+                f"traffic.concurrency.{level} {conc} carries ({served.get(level, conc)} in service / "
+                f"{sp.request_seconds:.3g} s per request, Little's law, formulas/network.py eq. (9)): the plan is "
+                f"sized for {conc} in flight; at {given:g}/s more would queue. Give the rate alone (no "
+                "traffic.concurrency) to size the service for it")
         if given is not None:
             rate, how = given, "traffic.requests_per_second"
         elif sp is not None and sp.request_seconds is not None:

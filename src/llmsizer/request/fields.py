@@ -464,8 +464,12 @@ INFERENCE = (
           item="context"),
         F("output", "dist", "tokens generated per request; 0: prefill only (embeddings, scoring)",
           {"typical": 300, "peak": 1000}, item="context", bounds=OUTPUT_TOKENS),
-        F("requests_per_second", "dist", "arriving requests (default: from concurrency and speed)",
-          item="rate", template=False),
+        F("requests_per_second", "dist", "requests arriving per second at random (as `vllm bench serve "
+          "--request-rate`). Without concurrency: the service is sized as `fit --request-rate` sizes it (open "
+          "arrivals, the requests in flight derived; a rate at or above the server's capacity is refused). With "
+          "concurrency: the plan is sized at that concurrency, this rate feeds the network figures, and a rate above "
+          "what that concurrency carries (Little's law) is warned about, naming both (default: from concurrency and "
+          "speed)", item="rate", template=False),
         F("users", "count", "people or client systems using the service", 200),
     )),
     F("latency", "section", "what users must see", kinds=("inference",), fields=(

@@ -626,9 +626,9 @@ class _Reader:
             if out is not None and ctx is not None and out >= ctx:
                 self.jerr(i, j, f"traffic.output.{level}", f"{out:g} output tokens do not fit in a context of "
                           f"{ctx:g} (context = prompt + output)")
-        if t.concurrency.typical is None and t.concurrency.peak is None:
+        if t.concurrency.worst is None and t.requests_per_second.worst is None:
             self.jerr(i, j, "traffic.concurrency", "is required: how many requests are served at once "
-                      "({typical: 8, peak: 32})")
+                      "({typical: 8, peak: 32}), or give traffic.requests_per_second (requests arriving per second)")
         sv = j.service
         if sv.duration is not None and sv.ongoing:
             self.jerr(i, j, "service.ongoing", "give service.duration or ongoing: true, not both")

@@ -101,10 +101,15 @@ function workload() {
   return { fields, common };
 }
 
+// a request rate (fit --request-rate): the fits-on grid's load, which infer does not take (no device, no queue)
+const RATE_FIELDS = ["request_rate"];
+
+function rate() { return tab === "train" ? {} : formValues(form, RATE_FIELDS); }
+
 function state() {
   const { fields, common } = workload();
   const model = picker.file ? {} : formValues(form, ["model", "hub"]);
-  return { tab, ...model, ...common, ...fields };
+  return { tab, ...model, ...common, ...fields, ...rate() };
 }
 
 function status(text, busy = false) { const s = $("status"); s.textContent = text; s.classList.toggle("busy", busy); }
@@ -264,7 +269,7 @@ function gridSkeleton() {
 
 async function grid() {
   const { fields, common } = workload();
-  const base = { ...picker.fields(), ...apiFields(typed(fields)) };
+  const base = { ...picker.fields(), ...apiFields(typed(fields)), ...rate() };
   // each cell says its own devices and fit chooses their layout (the serving tab's --tp, tensor_parallel, too)
   delete base.device; delete base.count; delete base.gpus; delete base.tp; delete base.tensor_parallel;
   if (common.headroom) base.headroom = common.headroom;
@@ -294,7 +299,11 @@ async function grid() {
       if (r.fits && r.speed) {
         const sp = r.speed;
         const idle = sp.under_load ? ` (idle ${formatSeconds(sp.ttft_idle_seconds)})` : "";
-        lines.push(el("br"), `${formatRate(r.tokens_per_second_total)} tok/s, TTFT ${formatSeconds(sp.ttft_seconds)} at ${sp.concurrency} request${sp.concurrency === 1 ? "" : "s"}${idle}`);
+        const open = sp.under_load?.request_rate; // at a rate: the requests in flight are derived (eq. Q10c)
+        const load = open ? `${open} requests/s (${sp.under_load.in_flight.toFixed(1)} in flight)`
+          : `${sp.concurrency} request${sp.concurrency === 1 ? "" : "s"}`;
+        cell.dataset.ttft = String(sp.ttft_seconds);
+        lines.push(el("br"), `${formatRate(r.tokens_per_second_total)} tok/s, TTFT ${formatSeconds(sp.ttft_seconds)} at ${load}${idle}`);
       }
       const price = r.cost?.price_per_hour ?? (inst ? inst.price_per_hour : null);
       if (price !== null && price !== undefined) lines.push(el("br"), `${formatUsd(price)}/h ${inst ? inst.name : ""}`);
@@ -394,7 +403,8 @@ form.addEventListener("submit", (e) => e.preventDefault());
 const tabs = setupTabs(document.querySelector("[role=tablist]"), (name) => { tab = name; changed(); });
 
 async function start() {
-  const q = loadFromUrl(form, [...COMMON_FIELDS, "hub", ...INFER_FIELDS, ...MEDIA_FIELDS, ...ENGINE_FIELDS, ...TRAIN]);
+  const q = loadFromUrl(form, [...COMMON_FIELDS, "hub", ...INFER_FIELDS, ...RATE_FIELDS, ...MEDIA_FIELDS, ...ENGINE_FIELDS,
+    ...TRAIN]);
   if (q && q.get("tab") === "train") { tabs.select("train", false); tab = "train"; }
   const [choices] = await Promise.all([
     fetch("/pages/choices.json").then((r) => r.json()),
