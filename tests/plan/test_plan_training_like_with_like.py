@@ -25,6 +25,12 @@ LORA = {"name": "lora", "kind": "training", "model": {"name": "llama-3.1-8b"},
         "dataset": {"tokens": "50M tokens"}}
 
 
+def _advice(out: str, title: str) -> str:
+    lines = out.splitlines()
+    i = next(k for k, ln in enumerate(lines) if title in ln)
+    return lines[i + 1].strip()
+
+
 def _plan(tmp_path, job):
     path = tmp_path / "req.yaml"
     path.write_text(yaml.safe_dump({"version": 1, "title": "t", "jobs": [job]}))
@@ -52,3 +58,17 @@ def test_whole_weights_per_device_compare_the_same_on_plan_and_train(tmp_path) -
     assert ratio and said and mem.value("inference_need") is not None, (out, train_out)
     assert ratio.group(2) == said.group(1) and ratio.group(1) == said.group(2)
 
+
+def test_advice_names_only_the_levers_not_pulled(tmp_path) -> None:
+    """probe3 #5: the advice listed levers the job had already pulled -- a LoRA run told "a parameter-efficient
+    method (lora, qlora)", a ZeRO-3 run with full checkpointing told to shard and checkpoint; it now names only the
+    others (estimate/training/levers.py memory_levers)."""
+    code, out, _ = _plan(tmp_path, FT70)  # full, ZeRO-3, full checkpointing, micro-batch 1
+    advice = _advice(out, "Training does not fit the requested devices")
+    assert code == 1 and advice.startswith("-> ask for devices with more memory, more devices"), advice
+    assert "settings.zero" not in advice and "checkpointing" not in advice and "micro-batch" not in advice
+    assert "method: lora or qlora" in advice
+    code, out, _ = _plan(tmp_path, LORA)  # lora, full checkpointing, micro-batch 2, one device
+    advice = _advice(out, "Training sized with inference numbers")
+    assert code == 1 and "qlora" in advice and "lora, qlora" not in advice and "method: lora" not in advice, advice
+    assert "checkpointing" not in advice and "settings.zero: 3" in advice and "micro-batch" in advice

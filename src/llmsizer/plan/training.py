@@ -25,7 +25,7 @@ from ..estimate.fit import (
 )
 from ..estimate.inference import inference_sized
 from ..estimate.training.compose import INFERENCE_SIZED, training_workload
-from ..estimate.training.levers import inference_comparable
+from ..estimate.training.levers import inference_comparable, memory_levers
 from ..estimate.training.setup import refuse_attention_kernel
 from ..estimate.verdict import DEFAULT_HEADROOM, high_end
 from ..formulas import network as N
@@ -250,7 +250,7 @@ def plan_training(job: TrainingJob, req: Request, ctx: PlanContext) -> JobPlan:
     # memory_need / memory_budget: deprecated aliases, kept for one release
     notes.facts.update({"memory_per_device": need, "budget_per_device": budget_dev, "verdict_need_per_device": need,
                         "verdict_budget_per_device": budget_dev, "memory_need": need, "memory_budget": budget_dev,
-                        "inference_need": inf_need, "fits": fits})
+                        "inference_need": inf_need, "fits": fits, "memory_levers": memory_levers(wl)})
     if fits is False and device is not None:  # fit --train's hint, the one rule (estimate/fit.py training_fits_at)
         _fits_at(job, spec, instance or device, gpus, hw.per_node, ctx, notes)
 
