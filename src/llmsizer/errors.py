@@ -23,15 +23,18 @@ class FieldError(InputError):
     """An input error about one workload field (``field``: its name, e.g. 'target_len'), found only once the model
     is known: a request file's plan points at that field's line, not the job's (plan/compose.py ``_about``)."""
 
-    def __init__(self, field: str, message: str, also: tuple[str, ...] = ()) -> None:
+    def __init__(self, field: str, message: str, also: tuple[str, ...] = (), spelled: bool = False) -> None:
         super().__init__(message)
         self.field = field
         self.fields = (field, *also)  # every field the message names (``also``: the others refused with it)
+        self.spelled = spelled  # the message already writes the field for every surface (flag, keyword, key): kept
 
     def renamed(self, name_of: Callable[[str], str]) -> str:
         """The message with each of its fields written as ``name_of(field)``: the flag on the CLI and in the web's
         detail (``--tp``), the key of a request file; ``str(self)`` keeps the Python name (``tensor_parallel``)."""
         out = str(self)
+        if self.spelled:  # "give --image-size WxH (image_size=(W, H) in Python, media.image_size in a request file)"
+            return out
         for f in self.fields:
             out = re.sub(rf"(?<![\w-]){re.escape(f)}(?![\w-])", lambda _, f=f: name_of(f), out)  # type: ignore[misc]
         return out

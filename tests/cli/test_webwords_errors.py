@@ -173,3 +173,15 @@ def test_capacity_on_an_existing_store_says_nothing_of_it(tmp_path, capsys) -> N
     assert code == 0 and db.exists(), err
     code, out, err = run(["capacity", "show", "--inventory", INV, "--db", str(db), "--json"], capsys)
     assert code == 0 and "store_not_created" not in json.loads(out) and "does not exist" not in err, err
+
+
+def test_capacity_check_no_db_says_nothing_of_a_store(tmp_path, capsys) -> None:
+    """probe3 #9: `check --no-db` reads no store, so the "does not exist yet" note (about the default --db) is
+    noise; without --no-db the same missing store is still named."""
+    db = tmp_path / "typo.sqlite"
+    code, out, err = run(["capacity", "check", PRE, "--inventory", INV, "--db", str(db), "--no-db",
+                          "--now", "2025-09-01"], capsys)
+    assert code == 0 and "FITS" in out, err
+    assert "does not exist" not in err, err
+    code, out, err = run(["capacity", "check", PRE, "--inventory", INV, "--no-db", "--now", "2025-09-01"], capsys)
+    assert code == 0 and "does not exist" not in err, err

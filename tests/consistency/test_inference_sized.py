@@ -59,8 +59,9 @@ def test_floor_is_below_every_serving_estimate() -> None:
 
 def test_warning_exactly_when_training_exceeds_the_serving_estimate() -> None:
     """The skipped estimate changes no warning: for trainings on both sides of the floor (QLoRA and LoRA under it,
-    full training over it; one and several devices, a CPU run) the warning is there exactly when the training
-    total exceeds ``inference_sized``, computed here whatever the total, and names that number."""
+    full training over it; one and several devices, a CPU run) the warning is there exactly when each device holds
+    all the weights (not ZeRO-3) and the training total exceeds ``inference_sized``, computed here whatever the
+    total, and names that number."""
     from llmsizer.catalog.models import find_spec
     from llmsizer.estimate.inference import inference_sized, inference_sized_floor
     from llmsizer.estimate.training import estimate_training
@@ -76,7 +77,10 @@ def test_warning_exactly_when_training_exceeds_the_serving_estimate() -> None:
             peak = est.total("device")[1]
             inf = inference_sized(spec, int(kw["micro_batch"]), int(kw["seq_len"]), str(kw.get("device", "gpu")))
             said = [x for x in est.warnings if x.startswith("sized with inference numbers")]
-            assert len(said) == (1 if peak > inf else 0), (name, kw, peak, inf)
+            # ZeRO-3 splits the weights over the 8 devices: its per-device need is no counterpart of serving on
+            # one device, which holds them all (probe3 #3), so nothing is compared there
+            whole = int(kw.get("zero", 0)) < 3
+            assert len(said) == (1 if whole and peak > inf else 0), (name, kw, peak, inf)
             if said:
                 assert f"this would be {format_bytes(inf)};" in said[0]
             sides.add(peak > inference_sized_floor(spec, str(kw.get("device", "gpu"))))

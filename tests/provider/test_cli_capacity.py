@@ -14,6 +14,7 @@ ROOT = Path(__file__).resolve().parents[2]
 INV = str(ROOT / "examples" / "provider" / "inventory.yaml")
 PRE = str(ROOT / "examples" / "pretraining-multinode.yaml")
 LORA = str(ROOT / "examples" / "lora-finetune-and-chat.yaml")
+PARTNER_ONLY = str(Path(__file__).resolve().parent / "data" / "partner_only_inventory.yaml")  # no on-site H100/A100
 NOW = ("--now", "2025-09-01")  # the examples' windows start in September/October 2025
 
 
@@ -44,17 +45,17 @@ def test_check_book_show_release(tmp_path, capsys):
     svg = tmp_path / "u.svg"
     assert run("capacity", "show", "--inventory", INV, "--db", db, "--at", "2025-10-05", "--svg", str(svg)) == 0
     out = capsys.readouterr().out
-    assert booked["id"] in out and "node:fra1-h100-a-01" in out and "peak 50%" in out
+    assert booked["id"] in out and "node:fra1-h100-a-01" in out and "peak 44%" in out  # 64 of the 144 H100s
     assert svg.read_text().startswith("<svg")
     assert run("capacity", "release", booked["id"], "--db", db) == 0
     capsys.readouterr()
     assert run("capacity", "check", PRE, "--inventory", INV, "--db", db) == 0
     # the service's agreed windows (Sundays 02:00-04:00, weekdays 01:00-05:00) do not cover the provider's
-    # Saturday firmware window at fra1: not in the requested window, but from its end on
-    assert run("capacity", "book", LORA, "--inventory", INV, "--db", db, "--job", "support-chat",
+    # Saturday firmware window at fra1: with only fra1's serving nodes, not in the requested window, but from its end
+    assert run("capacity", "book", LORA, "--inventory", PARTNER_ONLY, "--db", db, "--job", "support-chat",
                "--tentative", *NOW) == 1
     assert "outside the job's agreed maintenance windows" in capsys.readouterr().err
-    assert run("capacity", "book", LORA, "--inventory", INV, "--db", db, "--job", "support-chat",
+    assert run("capacity", "book", LORA, "--inventory", PARTNER_ONLY, "--db", db, "--job", "support-chat",
                "--tentative", "--earliest", *NOW) == 0
     assert "booked" in capsys.readouterr().out
 
@@ -159,13 +160,17 @@ def test_show_html_is_self_contained(tmp_path, capsys):
 
 def test_shipped_example_honours_offsite_policy(capsys):
     """examples/lora-finetune-and-chat.yaml: the LoRA job's dataset is confidential with offsite_allowed: false;
-    fra1 is a partner data centre in the shipped inventory, so the job must not be placed there."""
-    assert run("capacity", "check", LORA, "--inventory", INV, "--no-db", *NOW) == 1
+    fra1 is a partner data centre, so the job must not be placed there: with H100s only at fra1 it is refused, in
+    the shipped inventory it runs on the on-site pool (muc1, provider-operated)."""
+    assert run("capacity", "check", LORA, "--inventory", PARTNER_ONLY, "--no-db", *NOW) == 1
     out = capsys.readouterr().out
     lora = out.split("support-chat (inference)")[0]
     assert "FITS" not in lora and "[policy]" in lora
     assert "fra1 is a partner data centre and the data (confidential) may not sit off-site (offsite_allowed: " \
            "false)" in lora
+    assert run("capacity", "check", LORA, "--inventory", INV, "--no-db", *NOW) == 0
+    lora = capsys.readouterr().out.split("support-chat (inference)")[0]
+    assert "FITS     at muc1 (provider, DE): muc1-h100-" in lora and "fra1" not in lora, lora
     assert run("capacity", "check", PRE, "--inventory", INV, "--no-db", *NOW) == 0  # internal, offsite allowed
     assert "FITS     at fra1 (partner, DE)" in capsys.readouterr().out
 

@@ -31,7 +31,7 @@ def errors(text: str) -> list[str]:
 
 def test_example_inventory_loads():
     inv = load_inventory(ROOT / "examples" / "provider" / "inventory.yaml")
-    assert len(inv.nodes) == 21
+    assert len(inv.nodes) == 25  # fra1 12 + 4 + 4, muc1 2 + 2, legal-dc 1
     assert {n.device for n in inv.nodes} == {"h100-sxm", "a100-pcie-80gb", "intel-xeon-spr-8ch"}
     assert inv.storage[0].capacity == 2 * 10**15
 

@@ -43,6 +43,11 @@ def test_table_names_components_and_explains_16_vs_18() -> None:
     for word in ("weights", "optimizer_states", "activations", "gathered_params", "TOTAL per device", "peak at:",
                  "bytes_per_param=16", "precision_semantics=deepspeed-bf16", "ZeRO-3 over 8"):
         assert word in text
+    # ZeRO-3 over 8: each device holds an eighth of the weights, serving on one device all of them: no comparison
+    # (probe3 #3); with the weights whole on each device (ZeRO-2: gradients and optimizer states sharded) there is
+    assert "sized with inference numbers" not in text
+    text = run("qwen2.5-7b", "--gpus", "8", "--zero", "2", "--batch", "2", "--seq", "8192", "--grad-checkpointing",
+               "full")
     assert "sized with inference numbers" in text
 
 

@@ -436,7 +436,8 @@ def _say_store_not_created(path: str | None) -> None:
 
 def cmd_check(args: argparse.Namespace) -> int:
     data, code, text = check_answer(args)
-    _say_store_not_created(store_not_created(args.db))
+    if not args.no_db:  # --no-db reads no store: nothing to say of one
+        _say_store_not_created(store_not_created(args.db))
     if args.json:
         emit_json(data)
     else:

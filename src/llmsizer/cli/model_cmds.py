@@ -228,7 +228,16 @@ def fits_on_answer(found: list[Any], args: argparse.Namespace) -> tuple[dict[str
             "models": [{"id": e.id, **o.to_dict(), "experts_in_host": experts_in_host(
                 e.spec(), o, args.fits_on, args.count, **host_args)} for e, o in opts],
             "warnings": [w for w in (unchecked, newer) if w]}
-    return data, exit_code(any(o.status == "meets" for _, o in opts)), opts
+    data["fitting"] = fitting(data["models"])  # the count the CLI and the web page print
+    return data, exit_code(bool(data["fitting"])), opts
+
+
+def fitting(models: list[dict[str, Any]]) -> list[str]:
+    """The ids of the models (``fits_on_answer``'s rows) that fit: on the GPUs (status meets), or with the experts of
+    some layers in host memory whose RAM was checked (``--host-memory``: what ``fit --auto --host-memory`` calls
+    FITS, exit 0). Unchecked host RAM is no claim (fit --auto without it does not say FITS either)."""
+    return [m["id"] for m in models if m["status"] == "meets"
+            or (m["experts_in_host"] or {}).get("host_memory_checked")]
 
 
 def _fits_on(found: list[Any], args: argparse.Namespace) -> int:
@@ -268,8 +277,8 @@ def _fits_on(found: list[Any], args: argparse.Namespace) -> int:
     say(f"models on {data['devices_text']}{on}: {context:,} tokens x {concurrency} sequence(s), the highest-quality format "
         f"that fits {floor}")
     say(table(rows, ["name", "params", "format", "memory/device", "tok/s/user", "fits"]))
-    n = sum(o.status == "meets" for _, o in opts)
-    say(f"{n} of {len(opts)} models fit")
+    n, split = len(data["fitting"]), sum(1 for h in host.values() if h and h["host_memory_checked"])
+    say(f"{n} of {len(opts)} models fit" + (f" ({split} with experts in host memory, below)" if split else ""))
     for line in host_lines:
         say(line)
     if data.get("text_only_left_out"):

@@ -21,6 +21,7 @@ from typing import Any
 from ..catalog.hardware import Device, Instance
 from ..errors import FieldError, InputError
 from ..formulas.kv_cache import kv_dtype_name
+from ..formulas.weight_formats import weight_bytes
 from ..models import load_model
 from ..numbers import CONCURRENCY
 from ..specs import InferenceWorkload, ModelSpec
@@ -459,7 +460,9 @@ def experts_in_host_at(spec: ModelSpec, hardware: str | Device | Instance, count
                        headroom: float | None = None, fit_target: int | None = None, host_memory: int | None = None,
                        hardware_files: Sequence[str | Path] = (), **workload: Any) -> dict[str, Any] | None:
     """What ``fit --auto`` answers for an MoE model no format of which fits on the GPUs alone: with ``host_memory``,
-    the first format on llama.cpp's ladder (``format_ladder``, best first), else its smallest (the least host RAM),
+    the first format on llama.cpp's ladder (``format_ladder``, best first), else its smallest (the least host RAM) --
+    or, of the rungs above it that store the routed experts alike (``_expert_bytes``: the host side the same), the
+    best, a smaller file then saving only GPU bytes at a quality cost --
     that llama.cpp's auto-fit (``estimate/llamacpp_fit.py`` ``fit_llamacpp``, steps 1-4) fits with the routed experts
     of some layers in host memory (``--n-cpu-moe``), its flags and the bytes each side holds. The one rule
     ``models --fits-on`` (``recommend.experts_in_host``) and fit's hint (``fits_at``) answer with. None for a dense
@@ -480,22 +483,45 @@ def experts_in_host_at(spec: ModelSpec, hardware: str | Device | Instance, count
     try:
         free = gpu_free(device, n, None, memory)
         ladder = format_ladder(spec, "llamacpp", None, fp8="fp8" in device.flops)
-        # host RAM given: the best rung that fits both sides; not given: the smallest rung, the least host RAM
-        for fmt in ladder if host_memory is not None else reversed(ladder):
+
+        def split(fmt: str) -> Any:
             r = fit_llamacpp(spec, free, fit_target=fit_target, headroom=headroom, context=context,
                              host_memory=host_memory, concurrency=concurrency, weights=weights_asked(fmt), **fields)
-            if r.fits and r.n_cpu_moe > 0:
-                rows = r.devices()
-                return {"weights": fmt, "format_rule": "highest-quality format that fits both sides"
-                        if host_memory is not None else "smallest format: least host RAM",
-                        "quality_warning": quality_warning(fmt), "warnings": list(r.warnings),
-                        "n_cpu_moe": r.n_cpu_moe, "flags": r.flags(),
-                        "memory_per_device": max(d["total"] for d in rows if d["device"] != "host"),
-                        "host_bytes": sum(d["total"] for d in rows if d["device"] == "host"),
-                        "host_memory_checked": host_memory is not None}
+            return r if r.fits and r.n_cpu_moe > 0 else None
+
+        # host RAM given: the best rung that fits both sides; not given: the smallest rung, the least host RAM ...
+        pick = next(((f, r) for f in (ladder if host_memory is not None else reversed(ladder))
+                     if (r := split(f)) is not None), None)
+        if pick is None:
+            return None
+        rule = "highest-quality format that fits both sides" if host_memory is not None else \
+            "smallest format: least host RAM"
+        if host_memory is None:  # ... unless a better rung stores the routed experts (what goes to host RAM) alike
+            experts = _expert_bytes(spec, pick[0])
+            better = next(((f, r) for f in ladder[:ladder.index(pick[0])]
+                           if _expert_bytes(spec, f) == experts and (r := split(f)) is not None), None)
+            if better is not None:
+                pick, rule = better, ("best format whose routed experts are stored as at "
+                                      f"{pick[0].removeprefix('gguf:').upper()}, the smallest (the same expert bytes "
+                                      "in host RAM)")
+        fmt, r = pick
+        rows = r.devices()
+        return {"weights": fmt, "format_rule": rule,
+                "quality_warning": quality_warning(fmt), "warnings": list(r.warnings),
+                "n_cpu_moe": r.n_cpu_moe, "flags": r.flags(),
+                "memory_per_device": max(d["total"] for d in rows if d["device"] != "host"),
+                "host_bytes": sum(d["total"] for d in rows if d["device"] == "host"),
+                "host_memory_checked": host_memory is not None}
     except InputError:  # a workload the auto-fit refuses: no claim rather than a second error
         return None
-    return None
+
+
+def _expert_bytes(spec: ModelSpec, fmt: str) -> tuple[int, ...]:
+    """Each layer's routed-expert bytes at rung ``fmt`` (formulas/weight_formats.py ``weight_bytes`` at the rung's
+    defaults, as ``rung_bytes``): the tensors ``--n-cpu-moe`` keeps in host RAM. Two rungs with equal tuples store
+    the experts alike (gpt-oss: MXFP4 in every GGUF file type, weight_formats.py ``gguf_tensor_type`` and its sources), so
+    the smaller saves only GPU-side bytes, at its quality cost."""
+    return weight_bytes(spec, fmt).layer_expert_bytes
 
 
 def _fits_at_dict(pick: FormatPick, same_engine: bool) -> dict[str, Any]:

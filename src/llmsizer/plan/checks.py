@@ -12,6 +12,7 @@ advice. Checks only read the request and the job plans; they compute nothing of 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from typing import Any
 
 from ..errors import InputError
 from ..estimate.inference.compose import check_engine_kv_dtype
@@ -106,15 +107,19 @@ def training_memory(c: _Ctx) -> Iterator[Check]:
                 f"the {where} {p.hardware.label} gives {format_bytes(budget)} per device, enough to serve the model "
                 f"({format_bytes(inf)}), but training needs {format_bytes(need)} per device ({need / inf:.1f}x): "
                 "gradients, optimizer states and activations come on top of the weights",
-                j, field, "ask for devices with more memory, more devices with ZeRO-3/FSDP sharding, or a "
-                "parameter-efficient method (lora, qlora)")
+                j, field, _levers(f))
         else:
             yield c.check(
                 "training-memory-does-not-fit", "error", "Training does not fit the requested devices",
                 f"training needs {format_bytes(need)} per device; the {where} {p.hardware.label} gives "
-                f"{format_bytes(budget)} per device after headroom", j, field,
-                "more or larger devices, sharding (settings.zero: 3 / settings.fsdp: full), activation "
-                "checkpointing, or a parameter-efficient method")
+                f"{format_bytes(budget)} per device after headroom", j, field, _levers(f))
+
+
+def _levers(facts: dict[str, Any]) -> str:
+    """The advice of a training run that does not fit: the levers it has not pulled (estimate/training/levers.py
+    ``memory_levers``, in the plan's facts)."""
+    levers = list(facts.get("memory_levers") or ["devices with more memory", "more devices"])
+    return "ask for " + (", ".join(levers[:-1]) + ", or " + levers[-1] if len(levers) > 1 else levers[0])
 
 
 @check

@@ -25,6 +25,7 @@ from ..estimate.fit import (
 )
 from ..estimate.inference import inference_sized
 from ..estimate.training.compose import INFERENCE_SIZED, training_workload
+from ..estimate.training.levers import inference_comparable, memory_levers
 from ..estimate.training.setup import refuse_attention_kernel
 from ..estimate.verdict import DEFAULT_HEADROOM, high_end
 from ..formulas import network as N
@@ -230,8 +231,10 @@ def plan_training(job: TrainingJob, req: Request, ctx: PlanContext) -> JobPlan:
     # job's facts say; not False, which would read as "does not fit"
     fits = bool(est.details["fits"]) if budget_dev is not None else None
     mem.add("fits", "fits", fits, "bool")
+    wl = training_workload(fields)
+    # as train's warning: only where each device holds all the weights, as serving on one device does (levers.py)
     inf_need = inference_sized(spec, micro, seq_len, str(fields.get("device", "gpu")),
-                               str(fields.get("gpu_runtime", "cuda")))  # as train's warning
+                               str(fields.get("gpu_runtime", "cuda"))) if inference_comparable(wl) else None
     mem.add("inference_need", "the same model sized for inference", inf_need, "B",
             f"estimate_inference: bf16 weights, {micro} sequence(s) of {seq_len} tokens (what a serving "
             "estimate would ask for)")
@@ -247,7 +250,7 @@ def plan_training(job: TrainingJob, req: Request, ctx: PlanContext) -> JobPlan:
     # memory_need / memory_budget: deprecated aliases, kept for one release
     notes.facts.update({"memory_per_device": need, "budget_per_device": budget_dev, "verdict_need_per_device": need,
                         "verdict_budget_per_device": budget_dev, "memory_need": need, "memory_budget": budget_dev,
-                        "inference_need": inf_need, "fits": fits})
+                        "inference_need": inf_need, "fits": fits, "memory_levers": memory_levers(wl)})
     if fits is False and device is not None:  # fit --train's hint, the one rule (estimate/fit.py training_fits_at)
         _fits_at(job, spec, instance or device, gpus, hw.per_node, ctx, notes)
 
@@ -664,15 +667,17 @@ def _charts(job: TrainingJob, spec: ModelSpec, fields: dict[str, Any], seq_len: 
 
 
 def _advice(job: TrainingJob, spec: ModelSpec, inf_need: int | None, need: int, notes: JobNotes) -> None:
-    if job.purpose == "pretraining" or inf_need is None:  # None: no serving estimate to compare (an encoder-decoder)
+    if job.purpose == "pretraining" or spec.encoder_decoder is not None:  # an encoder-decoder: no serving estimate
         return
     why = {"knowledge": "Knowledge that changes or must be cited is usually better served by retrieval over the "
                         "documents than by training it into the weights.",
            "style": "Tone and style are often reachable with instructions and a few examples in the prompt.",
            "format": "Output formats are often reachable with instructions, examples and constrained decoding."}
-    line = (f"Is training needed? Many cases are met by {spec.name} as it is, with prompt design and retrieval: "
-            f"serving it needs about {format_bytes(inf_need)} per device against {format_bytes(need)} to train it. "
-            "Validate with inference first and fine-tune only if that falls short.")
+    # the two needs only where they compare (each device holds all the weights: levers.py inference_comparable)
+    needs = (f": serving it needs about {format_bytes(inf_need)} per device against {format_bytes(need)} to train it"
+             if inf_need is not None else "")
+    line = (f"Is training needed? Many cases are met by {spec.name} as it is, with prompt design and retrieval"
+            f"{needs}. Validate with inference first and fine-tune only if that falls short.")
     if job.purpose in why:
         line += " " + why[job.purpose]
     notes.advice.append(line)

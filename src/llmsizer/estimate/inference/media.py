@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...errors import InputError
+from ...errors import FieldError, InputError
 from ...formulas.vision_activations import (
     EncoderActivations,
     encoder_activation_bytes,
@@ -57,8 +57,9 @@ def _size(spec: ModelSpec, given: tuple[int, int] | None, what: str, flag: str, 
     if given is not None:
         return given
     if v.token_rule in ("qwen2_vl", "qwen3_vl"):
-        raise InputError(f"model {spec.name!r} resizes each {what} to its own size (dynamic resolution): give "
-                         f"{flag} WIDTHxHEIGHT ({what}_size=(W, H) in Python, media.{what}_size in a request file)")
+        raise FieldError(f"{what}_size", spelled=True, message=(  # the field at fault carried (the web's ``field``)
+            f"model {spec.name!r} resizes each {what} to its own size (dynamic resolution): give {flag} WIDTHxHEIGHT "
+            f"({what}_size=(W, H) in Python, media.{what}_size in a request file)"))
     notes.assumptions.append(Assumption(f"{what}_size", f"{v.image_size}x{v.image_size}", True,
                                         f"not given: the vision encoder's input size (every {what} is resized "
                                         "or tiled to it)"))

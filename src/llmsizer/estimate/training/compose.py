@@ -39,6 +39,7 @@ from ..model_warnings import model_note_assumptions, model_warnings, refuse_unmo
 from ..ranges import PYTORCH_TRAINING, TRAINING_MEMORY
 from ..verdict import check_headroom, fits_budget, headroom_assumption, memory_verdict
 from .gather_units import float8_all_gather
+from .levers import inference_comparable
 from .setup import TrainingContext, compile_partitions_layers, record_workload, refuse_attention_kernel, resolve
 from .states import StageStates, stage_states
 from .timeline import (
@@ -923,8 +924,9 @@ def _warnings(ctx: TrainingContext, st: StageStates, tl: StageTimeline, acc: Acc
     peak = sum(i.bytes for i in acc.items if i.location == "device")
     # the serving estimate only when the warning can hold: it is never below inference_sized_floor
     # (an encoder-decoder has no serving estimate, None: no comparison)
-    inf = inference_sized(spec, w.micro_batch, w.seq_len, w.device, w.gpu_runtime) if peak > inference_sized_floor(spec, w.device) \
-        else None
+    # and only where each device holds all the weights, as serving on one device does (levers.py)
+    inf = inference_sized(spec, w.micro_batch, w.seq_len, w.device, w.gpu_runtime) \
+        if inference_comparable(w) and peak > inference_sized_floor(spec, w.device) else None
     if inf is not None and peak > inf:
         acc.warnings.append(KindedWarning(
             f"sized with inference numbers (estimate_inference: bf16, {w.micro_batch} sequence(s) of {w.seq_len} "

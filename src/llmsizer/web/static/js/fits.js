@@ -77,7 +77,7 @@ export function hostLine(h) {
 
 function render(d) {
   const rows = ranked(d.models, (id) => params.get(id));
-  const n = rows.filter((m) => m.status === "meets").length;
+  const n = d.fitting.length; // the answer's own count (cli/model_cmds.py fitting: host RAM checked counts)
   $("summary").replaceChildren(el("b", { id: "fit-count", "data-fits": n }, `${n} of ${rows.length}`),
     ` catalog models fit ${d.devices_text} at ${d.context.toLocaleString("en-US")} tokens × ${d.concurrency} sequence(s).`);
   $("fits-warnings").replaceChildren(...(d.warnings || []).map((w) => el("li", {}, `warning: ${w}`))); // as the CLI's
