@@ -257,6 +257,16 @@ class AdaptedLayout:
         set, ``adapted_layout``'s memo): not once per rank (``lora_params``, a settings memo)."""
         return tuple(self.flat())
 
+    @cached_property
+    def roles(self) -> frozenset[str]:
+        """The roles of the adapted modules (kept with the layout, as :attr:`modules`)."""
+        return frozenset(m.role for m in self.modules)
+
+    @cached_property
+    def first_layer(self) -> int | None:
+        """The lowest decoder layer index holding an adapter (None: no decoder layer holds one)."""
+        return min((m.layer for m in self.modules if m.layer >= 0), default=None)
+
     def flat(self) -> list[AdaptedModule]:
         """Every module in inventory order (the fused experts first, layer by layer), each with its own layer."""
         out: list[AdaptedModule] = []
