@@ -469,7 +469,13 @@ def kernels_per_micro_step(spec: ModelSpec, w: TrainingWorkload, capability: int
         # a bitsandbytes NF4 base (formulas/launch_overhead.py eq. K5): each frozen linear's dequantization kernels in
         # its forward, the recomputed forward of checkpointed layers and its backward; PEFT's clone per adapted one
         # (litgpt's own LoRA over Lightning's bitsandbytes linears has none)
-        adapted = sum(sum(1 for name, _, _ in lin if name.endswith("lora_A")) for lin in linears)
+        adapted = 0
+        lora_a_in: dict[int, int] = {}  # each distinct layer list counted once (the layers alike share one)
+        for lin in linears:
+            n = lora_a_in.get(id(lin))
+            if n is None:
+                n = lora_a_in[id(lin)] = sum(1 for name, _, _ in lin if name.endswith("lora_A"))
+            adapted += n
         # the fused kernel's reach depends on the release, the GPU and each weight's shape (nf4_fused_max_rows)
         release = BNB_QUANTIZERS[w.nf4_quantizer]
         tokens = w.micro_batch * w.seq_len

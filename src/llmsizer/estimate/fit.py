@@ -59,9 +59,9 @@ from .model_warnings import one_device_serving
 from .serving_load import at_rate, rate_fixed_point, under_load
 from .speed import SpeedEstimate, SpeedLayout, estimate_speed, for_device, speed_model, split_decode, split_prefill
 from .training import estimate_training
-from .training.compose import ZERO_NONE_FITS_WHY, ZERO_WHY, training_workload, with_device_notes
+from .training.compose import ZERO_NONE_FITS_WHY, ZERO_WHY, training_need, training_workload, with_device_notes
 from .training.setup import refuse_attention_kernel
-from .verdict import check_headroom, headroom_assumption, host_memory_verdict, margin_rule
+from .verdict import check_headroom, fits_budget, headroom_assumption, host_memory_verdict, margin_rule, memory_budget
 
 # Devices of one machine when the target is a device name, not an instance (an instance is one machine of its own
 # devices): an HGX/DGX board's 8, the training layout's default too (specs/training.py ``gpus_per_node``)
@@ -1282,23 +1282,9 @@ def fit_training(model: ModelSpec | str, hardware: str | Device | Instance, coun
     names the settings that do (``training_fits_at``); ``fits_at`` False: not searched (a search over candidates)."""
     spec = load_model(model) if isinstance(model, str) else model
     kwh_price = read_kwh_price(kwh_price)
-    gpus = training_fields.get("gpus")
-    if count is not None and gpus is not None and gpus != count:
-        raise InputError(f"count ({count}) and gpus ({gpus}) name different numbers of devices; give one")
-    count = count if count is not None else gpus  # the workload's devices are the target's (one count)
-    device, n, target, instance = target_and_count(hardware, count, hardware_files, instances=True)
-    hr = check_headroom(headroom)
-    usable, notes = target_memory(device, instance, memory)
+    p = _training_placement(hardware, count, headroom, memory, hardware_files, training_fields)
+    device, n, target, instance, hr, usable, notes, fields = p
     assumptions = [headroom_assumption(headroom), *notes.assumptions]
-    usable = refuse_unknown_memory(device, usable)
-    fields = {k: v for k, v in training_fields.items() if v is not None}
-    if n > 1 or count is not None:  # the devices the hardware names; one device unnamed is the workload's default
-        fields.setdefault("gpus", n)
-    if instance is not None and n > 1:  # an instance is one machine (hybrid sharding, collectives across machines)
-        fields.setdefault("gpus_per_node", instance.device_count)
-    hardware_decides(device, fields)  # device=, gpu_runtime= are the hardware's (another: one line, not CPU rules)
-    for k, v in training_device_fields(device).items():
-        fields.setdefault(k, v)
     # the device and its memory named by the estimate (which `train --device` renders), its warnings first, as
     # estimate_training(device=) names and says them
     est = training_on_device(spec, fields, usable, headroom, device, notes)
@@ -1329,6 +1315,44 @@ def fit_training(model: ModelSpec | str, hardware: str | Device | Instance, coun
                      instances=instances_for(n, instance))
 
 
+class _Placement(NamedTuple):
+    """Where ``fit_training`` puts a training run: the device, its count, the target's name, the instance (None: a
+    device), the headroom in force, the usable memory per device, its notes, and the workload fields on it."""
+
+    device: Device
+    n: int
+    target: str
+    instance: Instance | None
+    headroom: float
+    usable: int
+    notes: Notes
+    fields: dict[str, Any]
+
+
+def _training_placement(hardware: str | Device | Instance, count: int | None, headroom: float | None,
+                        memory: int | None, hardware_files: Sequence[str | Path], training_fields: dict[str, Any]
+                        ) -> _Placement:
+    """``fit_training``'s device, count, memory and workload fields (the one reading, which its ladder's steps,
+    ``training_fits_at``, share)."""
+    gpus = training_fields.get("gpus")
+    if count is not None and gpus is not None and gpus != count:
+        raise InputError(f"count ({count}) and gpus ({gpus}) name different numbers of devices; give one")
+    count = count if count is not None else gpus  # the workload's devices are the target's (one count)
+    device, n, target, instance = target_and_count(hardware, count, hardware_files, instances=True)
+    hr = check_headroom(headroom)
+    usable, notes = target_memory(device, instance, memory)
+    usable = refuse_unknown_memory(device, usable)
+    fields = {k: v for k, v in training_fields.items() if v is not None}
+    if n > 1 or count is not None:  # the devices the hardware names; one device unnamed is the workload's default
+        fields.setdefault("gpus", n)
+    if instance is not None and n > 1:  # an instance is one machine (hybrid sharding, collectives across machines)
+        fields.setdefault("gpus_per_node", instance.device_count)
+    hardware_decides(device, fields)  # device=, gpu_runtime= are the hardware's (another: one line, not CPU rules)
+    for k, v in training_device_fields(device).items():
+        fields.setdefault(k, v)
+    return _Placement(device, n, target, instance, hr, usable, notes, fields)
+
+
 # The settings fit --train tries when a training run does not fit, least change to the run first: the same training
 # recomputing each decoder layer's forward in the backward (the same result; one more forward, 4/3 of the step's
 # FLOPs at forward:backward = 1:2: Chen et al. 2016, "Training Deep Nets with Sublinear Memory Cost"), then LoRA
@@ -1346,8 +1370,9 @@ def training_fits_at(spec: ModelSpec, hardware: str | Device | Instance, count: 
                      hardware_files: Sequence[str | Path] = ()) -> dict[str, Any] | None:
     """What ``fit_training`` names when the run does not fit: the first step of ``TRAINING_LADDER`` (the caller's own
     settings kept) whose run fits the same devices, its ``changes`` (field -> value) and memory per device against
-    the budget; None when no step changes anything or none fits. Each step is ``fit_training`` itself, so the
-    ZeRO stage it takes on several devices is its own."""
+    the budget; None when no step changes anything or none fits. Each step is ``fit_training``'s placement and
+    memory need (``training_need``: the estimate's need without its words), so the ZeRO stage it takes on several
+    devices is its own."""
     given = {k for k, v in training_fields.items() if v is not None}
     tried: list[dict[str, str]] = []
     for step in TRAINING_LADDER:
@@ -1356,13 +1381,14 @@ def training_fits_at(spec: ModelSpec, hardware: str | Device | Instance, count: 
             continue
         tried.append(changes)
         try:
-            r = fit_training(spec, hardware, count, headroom=headroom, memory=memory, hardware_files=hardware_files,
-                             fits_at=False, **{**training_fields, **changes})
+            p = _training_placement(hardware, count, headroom, memory, hardware_files, {**training_fields, **changes})
+            refuse_attention_kernel(spec, training_workload(p.fields), p.device)  # as training_on_device
+            need = training_need(spec, **p.fields, memory=p.usable, headroom=headroom)
         except InputError:  # a step the workload refuses (QLoRA under fp32 precision): the next one
             continue
-        if r.fits:
-            return {"changes": changes, "memory_per_device": r.memory_per_device,
-                    "budget_per_device": r.budget_per_device}
+        if fits_budget(need, p.usable, p.headroom):  # the verdict's fits (eq. 2, verdict.py)
+            return {"changes": changes, "memory_per_device": need,
+                    "budget_per_device": memory_budget(p.usable, p.headroom)}
     return None
 
 

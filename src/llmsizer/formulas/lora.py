@@ -149,10 +149,10 @@ class LoraParams:
     by_target: dict[str, int] = field(default_factory=dict)
     experts_total: int = 0  # of total: the fused-expert ParamWrapper adapters' (eq. 2), no per-token work (eq. 3)
 
-    @cached_property
+    @property
     def modules(self) -> tuple[AdaptedModule, ...]:
-        """Every adapted module, layer by layer (:func:`adapted_modules`: the layout expanded, when first asked)."""
-        return tuple(self.layout.flat())
+        """Every adapted module, layer by layer (:func:`adapted_modules`: the layout's, :attr:`AdaptedLayout.modules`)."""
+        return self.layout.modules
 
     def module_shapes(self, m: AdaptedModule) -> list[tuple[int, ...]]:
         """Shapes of the tensors PEFT creates for one adapted module: lora_A, lora_B (and DoRA's magnitude)."""
@@ -251,6 +251,22 @@ class AdaptedLayout:
     layers: tuple[tuple[AdaptedModule, ...], ...]
     tail: tuple[AdaptedModule, ...]
 
+    @cached_property
+    def modules(self) -> tuple[AdaptedModule, ...]:
+        """:meth:`flat` as a tuple, expanded when first asked and kept with the layout (one per model and target
+        set, ``adapted_layout``'s memo): not once per rank (``lora_params``, a settings memo)."""
+        return tuple(self.flat())
+
+    @cached_property
+    def roles(self) -> frozenset[str]:
+        """The roles of the adapted modules (kept with the layout, as :attr:`modules`)."""
+        return frozenset(m.role for m in self.modules)
+
+    @cached_property
+    def first_layer(self) -> int | None:
+        """The lowest decoder layer index holding an adapter (None: no decoder layer holds one)."""
+        return min((m.layer for m in self.modules if m.layer >= 0), default=None)
+
     def flat(self) -> list[AdaptedModule]:
         """Every module in inventory order (the fused experts first, layer by layer), each with its own layer."""
         out: list[AdaptedModule] = []
@@ -317,7 +333,7 @@ def adapted_modules(spec: ModelSpec, targets: tuple[str, ...] | str) -> tuple[Ad
     """The base weights LoRA adapts for ``targets`` (each a 2-D weight: out x in), in inventory order: the fused
     experts' adapters layer by layer, then the modules of the tensors before the decoder layers, each layer's, those
     after them (``formulas/tensors.py`` model_tensors); :func:`adapted_layout` expanded."""
-    return tuple(adapted_layout(spec, targets).flat())
+    return adapted_layout(spec, targets).modules
 
 
 def _matched(tensors: Iterable[Tensor], wanted: set[str], fused: tuple[FusedLinear, ...] = (),

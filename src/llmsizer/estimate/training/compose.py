@@ -152,6 +152,29 @@ def estimate_training(model: ModelSpec | str, workload: TrainingWorkload | None 
     >>> est.item("weights").bytes > 0
     True
     """
+    prepared = _prepared(model, workload, kwargs)
+    if isinstance(prepared, Estimate):
+        return prepared
+    spec, w, notes = prepared
+    return with_device_notes(_least_sharded(spec, w), notes)
+
+
+def training_need(model: ModelSpec | str, **kwargs: Any) -> int:
+    """The expected device need [bytes per device] of ``estimate_training(model, **kwargs)``
+    (``est.total("device")[1]``, eq. 2's need) without composing its words: the same checks and the same ZeRO stage
+    (``sharded_workload``), the items measured (``_need``) and not explained, warned about or judged. What a search
+    that compares needs alone reads (fit.py ``training_fits_at``'s ladder)."""
+    prepared = _prepared(model, None, kwargs)
+    if isinstance(prepared, Estimate):
+        return prepared.total("device")[1]
+    spec, w, _ = prepared
+    return _need(spec, sharded_workload(spec, w))[0]
+
+
+def _prepared(model: ModelSpec | str, workload: TrainingWorkload | None, kwargs: dict[str, Any]
+              ) -> tuple[ModelSpec, TrainingWorkload, Notes] | Estimate:
+    """``estimate_training``'s checks and workload: (the spec, the workload before its ZeRO stage is chosen, the
+    device's notes), or the whole estimate where an instance of several devices answers (``_on_instance``)."""
     device = None
     if workload is not None and isinstance(kwargs.get("device"), Device) and len(kwargs) == 1:
         device = kwargs.pop("device")  # the workload's device, for the checks a named device gets (kernel floors)
@@ -178,7 +201,7 @@ def estimate_training(model: ModelSpec | str, workload: TrainingWorkload | None 
         from ..fit import refuse_unknown_memory  # (fit imports this module)
         refuse_unknown_memory(device, None)  # a named device's memory is the budget, as train --device and fit refuse
     _refuse_adapter_fields_on_full(w)
-    return with_device_notes(_least_sharded(spec, w), notes)
+    return spec, w, notes
 
 
 def _on_instance(spec: ModelSpec, kwargs: dict[str, Any]) -> Estimate | None:
@@ -318,13 +341,12 @@ def _fsdp_precision_hint(spec: ModelSpec, w: TrainingWorkload, est: Estimate) ->
     if (w.precision != "bf16-mixed" or w.fsdp is None or w.memory is None or est.details.get("fits", True)
             or not any(i.name == "autocast_weight_copies" and i.bytes for i in est.items)):
         return est
-    try:
-        alt = _memoized(spec, replace_checked(w, precision="fsdp-bf16-mixed"))
+    try:  # the alternative's need alone (its words are not shown): measured, or read from an estimate made
+        need = _need(spec, replace_checked(w, precision="fsdp-bf16-mixed"))[0]
     except InputError:  # a setting fsdp-bf16-mixed does not take: no alternative to name
         return est
-    need = alt.total("device")[1]
     copies = est.item("autocast_weight_copies").bytes
-    verdict = "which fits" if alt.details.get("fits") else "still over the budget"
+    verdict = "which fits" if fits_budget(need, w.memory, check_headroom(w.headroom)) else "still over the budget"
     text = (f"{FSDP_MIXED_PRECISION}: precision bf16-mixed holds torch.autocast's bf16 copies of the fp32 weights "
             f"({format_bytes(copies)} at the peak); with --precision fsdp-bf16-mixed (FSDP's own MixedPrecisionPolicy, "
             f"as torchtitan and torchtune use: each unit all-gathered in bf16 and freed after) it needs "
@@ -825,7 +847,9 @@ def _layout_text(w: TrainingWorkload) -> str:
 
 def _activation_formula(ctx: TrainingContext, tl: StageTimeline) -> str:
     w = ctx.w
-    sums = {i: sum(t.bytes for t in terms) for i, terms in tl.layer_terms.items()}
+    # each distinct term tuple summed once (the layers alike share one: StageTimeline.terms_alike)
+    alike = {id(terms): sum(t.bytes for t in terms) for terms, _ in tl.terms_alike()}
+    sums = {i: alike[id(terms)] for i, terms in tl.layer_terms.items()}
     n = len(tl.layer_terms)
     if len(set(sums.values())) == 1:
         first = min(tl.layer_terms)

@@ -143,7 +143,7 @@ def embedding_trained(w: TrainingWorkload, lora: LoraParams | None) -> bool:
     """Whether the token embedding trains, so that its backward runs: full training, PEFT ``modules_to_save``
     'embed', or a LoRA adapter on it (an adapter's output needs a gradient)."""
     return not w.adapters or "embed" in w.modules_to_save or (
-        lora is not None and any(m.role == "token_embd" for m in lora.modules))
+        lora is not None and "token_embd" in lora.layout.roles)
 
 
 def embedding_output_needs_grad(w: TrainingWorkload, lora: LoraParams | None) -> bool:
@@ -168,8 +168,7 @@ def embedding_output_needs_grad(w: TrainingWorkload, lora: LoraParams | None) ->
     parameter's ``requires_grad`` (lines 1982-1992), the embedding's among them. Measured: every block gathered
     again and reduce-scattered (tests/training/test_fsdp_collective_volume.py, the lm_head adapted alone)."""
     root_grad = (w.fsdp is not None and w.fsdp_version == 1 and w.adapters and w.fsdp1_lora_wrap == "with-layers"
-                 and ("lm_head" in w.modules_to_save or (lora is not None and any(m.role == "output"
-                                                                                    for m in lora.modules))))
+                 and ("lm_head" in w.modules_to_save or (lora is not None and "output" in lora.layout.roles)))
     return embedding_trained(w, lora) or w.grad_checkpointing == "full" or root_grad
 
 
@@ -183,7 +182,7 @@ def layer_inputs_need_grad(w: TrainingWorkload, lora: LoraParams | None, layers:
     layer when only q/k/v/o are adapted; measured: tests/training/test_mamba_lora_saved_tensors.py)."""
     if not has_embedding or embedding_output_needs_grad(w, lora):
         return [True] * len(layers)
-    first = min((m.layer for m in lora.modules if m.layer >= 0), default=None) if lora is not None else None
+    first = lora.layout.first_layer if lora is not None else None
     return [first is not None and i > first for i in layers]
 
 
