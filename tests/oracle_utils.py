@@ -23,7 +23,7 @@ logging.getLogger("transformers").setLevel(logging.ERROR)
 transformers.logging.set_verbosity_error()
 warnings.filterwarnings("ignore", module="transformers")
 
-MULTIMODAL_TYPES = {"gemma3", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe", "mllama", "llama4"}
+MULTIMODAL_TYPES = {"gemma3", "gemma4", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe", "mllama", "llama4"}
 SEQ2SEQ_TYPES = {"t5", "mt5"}  # T5ForConditionalGeneration / MT5ForConditionalGeneration
 
 
@@ -82,7 +82,9 @@ def real_param_count(model: Any) -> int:
 _FFN = r"(mlp|feed_forward|block_sparse_moe|mixer)"
 _COMPONENT_RULES: tuple[tuple[str, str], ...] = (
     (r"(^|language_model\.)lm_head\.", "lm_head"),
-    (r"(vision_tower|vision_model|multi_modal_projector|\bvisual)\.", "vision"),
+    # Gemma 4 adds an audio tower and one embedder per tower (modeling_gemma4.py Gemma4Model: embed_vision,
+    # embed_audio): llmsizer's "vision" component holds every multimodal encoder
+    (r"(vision_tower|vision_model|multi_modal_projector|\bvisual|audio_tower|embed_vision|embed_audio)\.", "vision"),
     (r"\.cross_attn(\.|_attn_gate$|_mlp_gate$)", "attention"),
     (r"embed_tokens_per_layer\.", "per_layer_embedding"),  # Gemma 3n's per-layer input table
     (r"(embed_tokens|\bwte|\bwpe|\bembeddings|\bword_embeddings|\bembed_in)\.", "embedding"),

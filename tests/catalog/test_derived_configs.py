@@ -230,3 +230,26 @@ def test_assembled_mamba_inner_widths_are_heads_times_head_dim():
     assert fh1["mamba_d_ssm"] == FALCON_H1_05B_TABLE["mamba_n_heads"] * FALCON_H1_05B_TABLE["mamba_d_head"] == 1536
     granite = ENTRIES["granite-4.0-h-tiny"].config
     assert granite["mamba_n_heads"] * granite["mamba_d_head"] == 3072
+
+
+# Gemma 4 E-sizes (ASSEMBLED: the stored verbatim commit pages are cut after the audio_config's first keys).
+# NVIDIA Megatron-Bridge docs bridge.recipes.gemma.h100.gemma4, E4B: 42 layers, hidden 2560, FFN 10240, 8 heads, 2 KV
+# heads, sliding head_dim 256 / global 512, PLE vocabulary 262144 x 256, KV shared across the last 18 layers.
+GEMMA4_E4B_NVIDIA = {"num_hidden_layers": 42, "hidden_size": 2560, "intermediate_size": 10240,
+                     "num_attention_heads": 8, "num_key_value_heads": 2, "head_dim": 256, "global_head_dim": 512,
+                     "vocab_size_per_layer_input": 262144, "hidden_size_per_layer_input": 256,
+                     "num_kv_shared_layers": 18}
+# gemma.cpp PR #919, E2B: 35 layers, hidden 1536, mixed FFN 6144 / 12288 (the double-wide K/V-sharing layers).
+GEMMA4_E2B_GEMMA_CPP = {"num_hidden_layers": 35, "hidden_size": 1536, "ffn_widths": {6144, 12288}}
+
+
+def test_assembled_gemma4_configs_agree_with_the_first_party_statements():
+    e4b = ENTRIES["gemma-4-e4b-it"]
+    assert e4b.source.startswith("ASSEMBLED (no single verbatim copy found) from:")
+    for key, value in GEMMA4_E4B_NVIDIA.items():
+        assert e4b.config["text_config"][key] == value, key
+    e2b = ENTRIES["gemma-4-e2b-it"]
+    spec = e2b.spec()
+    assert e2b.source.startswith("ASSEMBLED (no single verbatim copy found) from:")
+    assert (spec.num_layers, spec.hidden_size) == (35, 1536)
+    assert {spec.ffn_size(i) for i in range(spec.num_layers)} == GEMMA4_E2B_GEMMA_CPP["ffn_widths"]

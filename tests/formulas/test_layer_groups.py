@@ -23,7 +23,7 @@ def _layer_by_itself(s: Any, i: int) -> list[T.Tensor]:
     out = (T._attention(s, i) if s.layer_types[i] != "none" else []) \
         + (T._cross_attention(s, i) if s.cross_attention_layers[i] else []) \
         + (T._recurrent(s, i) if s.recurrent_layers[i] else []) + (T._feed_forward(s, i) if s.ffn_layers[i] else []) \
-        + T._gemma3n_layer(s, i)
+        + T._gemma3n_layer(s, i) + T._gemma4_layer(s, i)
     for j in range(s.norms_per_layer):
         out += T._norm(f"layer_norm_{j}", s.hidden_size, s.norm_kind, i)
     return out
@@ -39,7 +39,8 @@ def test_every_layer_equals_its_own_build(name: str) -> None:
     assert [kind for i in range(spec.num_layers) for kind, _, idx in groups if i in idx] == [
         (spec.layer_types[i] != "none", spec.recurrent_layers[i], spec.ffn_layers[i],
          spec.moe_layers[i] and spec.moe is not None, spec.cross_attention_layers[i], spec.kv_shared_layers[i],
-         spec.ffn_size(i)) for i in range(spec.num_layers)]
+         spec.ffn_size(i), spec.full_head_dim if spec.full_head_dim and spec.layer_types[i] == "full"
+         else spec.head_dim) for i in range(spec.num_layers)]
     for i, (a, z) in enumerate(ranges):
         assert list(tensors[a:z]) == _layer_by_itself(spec, i), i
     after = T.expand(tail)

@@ -322,6 +322,13 @@ def inspect_data(spec: ModelSpec) -> dict[str, Any]:
         arch["gemma3n"] = vars(spec.gemma3n) | {"kv_shared_layers": sum(spec.kv_shared_layers),
                                                 "kv_cache_layers": spec.kv_cache_layers,
                                                 "ffn_sizes": list(spec.ffn_sizes) or None}
+    if spec.gemma4 is not None:
+        g4 = spec.gemma4
+        arch["gemma4"] = {"per_layer_width": g4.ple_width, "per_layer_vocab": g4.ple_vocab,
+                          "full_attention_head_dim": spec.full_head_dim or spec.head_dim,
+                          "kv_shared_layers": sum(spec.kv_shared_layers), "kv_cache_layers": spec.kv_cache_layers,
+                          "ffn_sizes": list(spec.ffn_sizes) or None,
+                          "towers": [n for n, t in (("vision", g4.vision), ("audio", g4.audio)) if t is not None]}
     data = {
         "model": spec.name, "source": spec.source, "architecture": arch,
         "params": {"total": pc.total, "active": pc.active, "by_component": pc.by_component},
@@ -362,6 +369,13 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         say(f"{r['kind']} mixer on {r['recurrent_layers']} layers, attention on {r['attention_layers']}: d_inner "
             f"{r['d_inner']}, d_state {r['d_state']}, d_conv {r['d_conv']}, heads {r['num_heads']}, groups "
             f"{r['n_groups']}; layers (A attention, R recurrent, H both, F feed-forward only): {r['layer_schedule']}")
+    if "gemma4" in a:
+        g = a["gemma4"]
+        say(f"Gemma 4: full-attention layers head_dim {g['full_attention_head_dim']}; per-layer inputs "
+            f"{g['per_layer_width']} x {a['layers']} layers (table of {g['per_layer_vocab']} rows); the last "
+            f"{g['kv_shared_layers']} layers reuse earlier layers' K/V (KV cache on {g['kv_cache_layers']})"
+            + (f"; per-layer intermediate sizes {min(g['ffn_sizes'])}-{max(g['ffn_sizes'])}" if g["ffn_sizes"] else "")
+            + (f"; towers counted: {', '.join(g['towers'])}" if g["towers"] else ""))
     if "gemma3n" in a:
         g = a["gemma3n"]
         say(f"Gemma 3n: per-layer inputs {g['per_layer_width']} x {a['layers']} layers (table of "

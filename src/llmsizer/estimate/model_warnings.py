@@ -9,6 +9,11 @@
 - A per-layer ``intermediate_size`` list (``ModelSpec.ffn_sizes``): the activation terms take the widest layer's.
 - A multimodal ``gemma3n`` config: its vision (MobileNetV5, timm) and audio towers are not counted
   (``Gemma3nSpec.uncounted``, readers/hf_gemma3n.py).
+- Gemma 4 (``ModelSpec.gemma4``): weights (per-layer inputs, both head sizes, the vision and audio towers) are
+  counted exactly (tests/formulas/test_gemma4_params.py) and the KV cache follows each layer's head size and K/V
+  sharing (tests/formulas/test_gemma4_kv_forward.py), but the activation terms are the generic decoder's with the
+  sliding layers' head_dim: the per-layer-input tensors and the full-attention layers' wider heads are not in them
+  (not measured: a lower bound, said by name), and the towers run no images or audio here (text prompts only).
 
 What the estimators refuse rather than size (``refuse_unmodelled``, one line, exit 2 / HTTP 400):
 
@@ -46,6 +51,9 @@ T5_LORA = {"targets": ("q", "v"), "lora_dropout": "per-module", "dora": False, "
 GEMMA3N_ACTIVATIONS = "gemma3n_activations"
 GEMMA3N_TOWERS = "gemma3n_towers_not_counted"
 GEMMA3N_FFN_WIDTHS = "gemma3n_per_layer_ffn_widths"
+GEMMA4_ACTIVATIONS = "gemma4_activations"
+GEMMA4_TOWERS = "gemma4_towers_weights_only"
+GEMMA4_FFN_WIDTHS = "gemma4_per_layer_ffn_widths"
 
 
 _KEYED_NOTE = re.compile(r"([A-Za-z_][\w.]*)=(.+)", re.S)
@@ -76,6 +84,8 @@ def model_note_assumptions(spec: ModelSpec) -> list[Assumption]:
 def model_warnings(spec: ModelSpec, training: bool, engine: str = "transformers") -> list[str]:
     """The named warnings ``spec``'s unmodelled parts put on an estimate (module docstring); ``engine``: the
     inference engine profile (ignored for training)."""
+    if spec.gemma4 is not None:
+        return _gemma4_warnings(spec)
     g = spec.gemma3n
     if g is None:
         return []
@@ -91,6 +101,24 @@ def model_warnings(spec: ModelSpec, training: bool, engine: str = "transformers"
     if g.uncounted:
         out.append(f"{GEMMA3N_TOWERS}: the {' and the '.join(g.uncounted)} of this multimodal gemma3n config are "
                    "not counted (weights, memory and speed are the language model's)")
+    return out
+
+
+def _gemma4_warnings(spec: ModelSpec) -> list[str]:
+    g = spec.gemma4
+    assert g is not None
+    out = [f"{GEMMA4_ACTIVATIONS}: Gemma 4's activation terms are the generic decoder's with head_dim {spec.head_dim}: "
+           f"the full-attention layers' {spec.full_head_dim or spec.head_dim}-wide heads and the per-layer inputs "
+           f"({spec.num_layers} x {g.ple_width} per token) are not in them (not measured): the activation peak is a "
+           "lower bound"]
+    if spec.ffn_sizes:
+        out.append(f"{GEMMA4_FFN_WIDTHS}: the feed-forward width differs per layer ({min(spec.ffn_sizes)}-"
+                   f"{max(spec.ffn_sizes)}: use_double_wide_mlp doubles the K/V-sharing layers'); weights follow each "
+                   f"layer's, activation terms take the widest ({spec.intermediate_size})")
+    towers = [n for n, t in (("vision", g.vision), ("audio", g.audio)) if t is not None]
+    if towers:
+        out.append(f"{GEMMA4_TOWERS}: the {' and '.join(towers)} tower weights are counted; their activations and "
+                   "the image/audio tokens they add to the context are not modelled (text prompts only)")
     return out
 
 

@@ -153,19 +153,22 @@ def kv_dtype_bytes(kv_dtype: str) -> float:
     return KV_DTYPE_BYTES[name]
 
 
-def kv_elements_per_token_layer(spec: ModelSpec, mla_mode: str = "latent", repeated_kv: bool = False) -> int:
+def kv_elements_per_token_layer(spec: ModelSpec, mla_mode: str = "latent", repeated_kv: bool = False,
+                                kind: str = "sliding") -> int:
     """Elements one token occupies in one layer's cache: eq. (1) without the bytes, or eq. (2) for MLA.
 
     ``repeated_kv``: the engine runs a module that repeats K/V to every query head before caching when the model
     says so (``ModelSpec.kv_repeated_in_transformers``: transformers' Falcon with new_decoder_architecture), so
-    eq. (1) counts num_heads heads."""
+    eq. (1) counts num_heads heads. ``kind``: the layer's attention ("full" / "sliding"); eq. (1)'s head_dim is
+    that layer kind's (``ModelSpec.kv_head_dim``: Gemma 4's full-attention layers cache global_head_dim-wide K and
+    V, its sliding layers head_dim-wide ones)."""
     if spec.mla is not None:
         m = spec.mla
         if mla_mode == "latent":
             return m.kv_lora_rank + m.qk_rope_head_dim
         return spec.num_heads * (m.qk_nope_head_dim + m.qk_rope_head_dim) + spec.num_heads * m.v_head_dim
     heads = spec.num_heads if repeated_kv and spec.kv_repeated_in_transformers else spec.num_kv_heads
-    return 2 * heads * spec.head_dim
+    return 2 * heads * spec.kv_head_dim(kind)
 
 
 def indexer_bytes_per_token_layer(spec: ModelSpec, kv_dtype: str, indexer_cache: str = "kv") -> float:
@@ -200,6 +203,9 @@ class KVCache:
     sliding_layers: int
     tokens_full: int  # tokens cached per sequence in a full-attention layer
     tokens_sliding: int  # tokens cached per sequence in a sliding layer
+    # one token in one layer of each kind (they differ where the kinds' head sizes do: ModelSpec.full_head_dim)
+    layer_bytes_per_token_full: float = 0.0
+    layer_bytes_per_token_sliding: float = 0.0
 
 
 @lru_cache(maxsize=8192, typed=True)  # a pure function of its arguments (the spec is frozen); KVCache is frozen
@@ -213,23 +219,35 @@ def kv_cache(spec: ModelSpec, tokens: int, sequences: int = 1, kv_dtype: str = "
     ``bytes_per_token`` is the quantized rate (one more token past the residual)."""
     if tokens < 0 or sequences < 0:
         raise InputError(f"tokens and sequences must not be negative (got {tokens}, {sequences})")
-    elems = kv_elements_per_token_layer(spec, mla_mode, repeated_kv)
     per_elem = kv_dtype_bytes(kv_dtype) + (group_param_bytes / q_group_size if q_group_size > 0 else 0.0)
-    scale_heads = 1 if spec.mla is not None else elems // (2 * max(spec.head_dim, 1))  # eq. (5): the heads cached
-    per_layer = (elems * per_elem + 2 * scale_heads * KV_DTYPE_HEAD_SCALE_BYTES.get(kv_dtype_name(kv_dtype), 0.0)
-                 + indexer_bytes_per_token_layer(spec, kv_dtype, indexer_cache))
+
+    def rate(kind: str) -> tuple[int, float]:  # (elements, bytes) of one token in one layer of that kind
+        elems = kv_elements_per_token_layer(spec, mla_mode, repeated_kv, kind)
+        scale_heads = 1 if spec.mla is not None else elems // (2 * max(spec.kv_head_dim(kind), 1))  # eq. (5)
+        return elems, (elems * per_elem + 2 * scale_heads * KV_DTYPE_HEAD_SCALE_BYTES.get(kv_dtype_name(kv_dtype), 0.0)
+                       + indexer_bytes_per_token_layer(spec, kv_dtype, indexer_cache))
+    (elems_full, per_full), (elems_slide, per_slide) = rate("full"), rate("sliding")
     own = spec.kv_cache_layer_types  # layers caching K/V of their own
     n_sliding = own.count("sliding")
     n_full = own.count("full")
     t_full = paged_tokens(tokens, block_size)
     t_slide = paged_tokens(sliding_tokens(tokens, spec.sliding_window or 0, window_extra), block_size) if n_sliding else 0
-    total = (n_full * t_full + n_sliding * t_slide) * per_layer * sequences
+    if per_full == per_slide:  # one rate for every layer (all but Gemma 4): summed as one product
+        total = (n_full * t_full + n_sliding * t_slide) * per_full * sequences
+        per_token = per_full * (n_full + n_sliding)
+    else:
+        total = (n_full * t_full * per_full + n_sliding * t_slide * per_slide) * sequences
+        per_token = per_full * n_full + per_slide * n_sliding
     if residual_tokens > 0:  # eq. (6): the newest tokens of each sequence in the activation dtype, not quantized
-        held = (n_full * min(t_full, residual_tokens) + n_sliding * min(t_slide, residual_tokens)) * sequences
-        total += held * elems * (residual_bytes - per_elem)
+        held_full, held_slide = n_full * min(t_full, residual_tokens), n_sliding * min(t_slide, residual_tokens)
+        if elems_full == elems_slide:
+            total += (held_full + held_slide) * sequences * elems_full * (residual_bytes - per_elem)
+        else:
+            total += (held_full * elems_full + held_slide * elems_slide) * sequences * (residual_bytes - per_elem)
     return KVCache(
-        total_bytes=int(math.ceil(total)), bytes_per_token=per_layer * (n_full + n_sliding),
+        total_bytes=int(math.ceil(total)), bytes_per_token=per_token,
         full_layers=n_full, sliding_layers=n_sliding, tokens_full=t_full, tokens_sliding=t_slide,
+        layer_bytes_per_token_full=per_full, layer_bytes_per_token_sliding=per_slide,
     )
 
 

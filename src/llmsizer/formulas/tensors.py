@@ -140,8 +140,8 @@ def _attention(spec: ModelSpec, i: int) -> list[Tensor]:
             out += _norm("indexer_k_norm", d_idx, "layernorm", i, "attention")
             out += _linear("indexer_proj", "attention", m.index_n_heads, h, i, False)
         return out
-    hd = spec.head_dim
-    shared = spec.kv_shared_layers[i]  # Gemma 3n: keys and values come from an earlier layer
+    hd = spec.attention_head_dim(i)  # Gemma 4: full-attention layers have their own head size (global_head_dim)
+    shared = spec.kv_shared_layers[i]  # Gemma 3n/4: keys and values come from an earlier layer
     q_out = spec.num_heads * hd * (2 if spec.attention_output_gate else 1)  # Qwen3NextAttention: query + gate
     out += _linear("attn_q", "attention", q_out, h, i, spec.attention_qkv_bias)
     if not shared:
@@ -305,9 +305,97 @@ def _gemma3n_layer(spec: ModelSpec, i: int) -> list[Tensor]:
     out += _linear("laurel_l", "mlp", r, h, i, False)
     out += _linear("laurel_r", "mlp", h, r, i, False)
     out += _norm("laurel_post_norm", h, "rmsnorm", i)
-    out += _linear("inp_gate", "mlp", p, h, i, False)
+    return out + _per_layer_input_layer(p, h, i)
+
+
+def _per_layer_input_layer(p: int, h: int, i: int) -> list[Tensor]:
+    """A decoder layer's per-layer-input ("PLE") tensors, Gemma 3n and Gemma 4 alike (modeling_gemma3n.py
+    L1266-1268, modeling_gemma4.py L1348-1350): the gate [p, H], the projection [H, p] and its RMSNorm [H]."""
+    out = _linear("inp_gate", "mlp", p, h, i, False)
     out += _linear("proj", "mlp", h, p, i, False)
     out += _norm("per_layer_post_norm", h, "rmsnorm", i)
+    return out
+
+
+def _per_layer_input_model(n_layers: int, p: int, vocab: int, h: int) -> list[Tensor]:
+    """The model-level per-layer-input tensors (Gemma3nTextModel L1589-1602, Gemma4TextModel L1563-1580): the table
+    [vocab, L x p] (a lookup: a token reads one row), its projection from the hidden state [L x p, H] and norm [p]."""
+    lp = n_layers * p
+    out = [Tensor("per_layer_token_embd", "per_layer_embedding", (vocab, lp))]
+    out += _linear("per_layer_model_proj", "mlp", lp, h, -1, False)
+    out += _norm("per_layer_proj_norm", p, "rmsnorm", -1)
+    return out
+
+
+def _gemma4_layer(spec: ModelSpec, i: int) -> list[Tensor]:
+    """Gemma 4's per-layer-input tensors (``Gemma4Spec``)."""
+    g = spec.gemma4
+    if g is None or not g.ple_width:
+        return []
+    return _per_layer_input_layer(g.ple_width, spec.hidden_size, i)
+
+
+def _gemma4_model(spec: ModelSpec) -> list[Tensor]:
+    g = spec.gemma4
+    if g is None or not g.ple_width:
+        return []
+    return _per_layer_input_model(spec.num_layers, g.ple_width, g.ple_vocab, spec.hidden_size)
+
+
+def _gemma4_towers(spec: ModelSpec) -> list[Segment]:
+    """Gemma 4's vision and audio towers and their embedders (``Gemma4VisionTower`` / ``Gemma4AudioTower``, which cite
+    the modules); component "vision" (the multimodal encoders: kept in the checkpoint dtype, not adapted)."""
+    g = spec.gemma4
+    if g is None:
+        return []
+    c: Component = "vision"
+    out: list[Segment] = []
+    v = g.vision
+    if v is not None:
+        d, hd = v.hidden_size, v.head_dim
+
+        def vblock(j: int) -> list[Tensor]:
+            b = _linear("v_attn_q", c, v.num_heads * hd, d, j, False)
+            b += _linear("v_attn_k", c, v.num_kv_heads * hd, d, j, False)
+            b += _linear("v_attn_v", c, v.num_kv_heads * hd, d, j, False)
+            b += _linear("v_attn_o", c, d, v.num_heads * hd, j, False)
+            b += _norm("v_attn_q_norm", hd, "rmsnorm", j, c) + _norm("v_attn_k_norm", hd, "rmsnorm", j, c)
+            b += _linear("v_ffn_gate", c, v.intermediate_size, d, j, False)
+            b += _linear("v_ffn_up", c, v.intermediate_size, d, j, False)
+            b += _linear("v_ffn_down", c, d, v.intermediate_size, j, False)
+            for role in ("v_ln1", "v_ln2", "v_ln3", "v_ln4"):
+                b += _norm(role, d, "rmsnorm", j, c)
+            return b
+
+        out += [_once([Tensor("v_patch_embd", c, (d, 3 * v.patch_size * v.patch_size)),
+                       Tensor("v_pos_embd", c, (2, v.position_embedding_size, d))]),
+                *_repeated(vblock, range(v.num_layers)),
+                _once([Tensor("mm_input_projection", c, (spec.hidden_size, d))])]
+    a = g.audio
+    first = v.num_layers if v is not None else 0  # the audio blocks numbered after the vision blocks
+    if a is not None:
+        ah, (c0, c1) = a.hidden_size, a.conv_channels
+
+        def ablock(j: int) -> list[Tensor]:
+            b: list[Tensor] = []
+            for ff in ("a_ffn1", "a_ffn2"):
+                b += _linear(ff + "_up", c, 4 * ah, ah, j, False) + _linear(ff + "_down", c, ah, 4 * ah, j, False)
+                b += _norm(ff + "_pre_norm", ah, "rmsnorm", j, c) + _norm(ff + "_post_norm", ah, "rmsnorm", j, c)
+            for role in ("a_attn_q", "a_attn_k", "a_attn_v", "a_attn_o", "a_attn_rel_k"):
+                b += _linear(role, c, ah, ah, j, False)
+            b.append(Tensor("a_attn_per_dim_scale", c, (ah // a.num_heads,), 1, j))
+            b += _linear("a_conv_start", c, 2 * ah, ah, j, False) + _linear("a_conv_end", c, ah, ah, j, False)
+            b.append(Tensor("a_conv_dw", c, (ah, 1, a.conv_kernel_size), 1, j))
+            for role in ("a_conv_pre_norm", "a_conv_norm", "a_norm_pre_attn", "a_norm_post_attn", "a_norm_out"):
+                b += _norm(role, ah, "rmsnorm", j, c)
+            return b
+
+        out += [_once([Tensor("a_subsample_conv0", c, (c0, 1, 3, 3)), Tensor("a_subsample_norm0", c, (c0,)),
+                       Tensor("a_subsample_conv1", c, (c1, c0, 3, 3)), Tensor("a_subsample_norm1", c, (c1,)),
+                       Tensor("a_input_proj", c, (ah, (c0 // 4) * c1))]),
+                *_repeated(ablock, range(first, first + a.num_layers)),
+                _once(_linear("a_output_proj", c, a.output_dims, ah, -1, True)
+                      + [Tensor("mm_audio_projection", c, (spec.hidden_size, a.output_dims))])]
     return out
 
 
@@ -319,10 +407,7 @@ def _gemma3n_model(spec: ModelSpec) -> list[Tensor]:
     g, h = spec.gemma3n, spec.hidden_size
     if g is None:
         return []
-    lp = spec.num_layers * g.per_layer_width
-    out = [Tensor("per_layer_token_embd", "per_layer_embedding", (g.per_layer_vocab, lp))]
-    out += _linear("per_layer_model_proj", "mlp", lp, h, -1, False)
-    out += _norm("per_layer_proj_norm", g.per_layer_width, "rmsnorm", -1)
+    out = _per_layer_input_model(spec.num_layers, g.per_layer_width, g.per_layer_vocab, h)
     if g.altup_inputs > 1:
         out.append(Tensor("altup_proj", "mlp", (h, h), g.altup_inputs - 1))
         out.append(Tensor("altup_unembd_proj", "mlp", (h, h), g.altup_inputs - 1))
@@ -508,7 +593,7 @@ def layer_groups(spec: ModelSpec) -> Groups:
     head: list[Tensor] = [Tensor("token_embd", "embedding", (v + spec.extra_embedding_rows, h))]
     if spec.position_embeddings:
         head.append(Tensor("position_embd", "embedding", (spec.position_embeddings, h)))
-    head += _gemma3n_model(spec)
+    head += _gemma3n_model(spec) + _gemma4_model(spec)
     if spec.encoder_decoder is not None:  # T5Attention.relative_attention_bias of each stack's first block
         head.append(Tensor("enc_attn_rel_b", "attention", (spec.encoder_decoder.relative_attention_buckets,
                                                            spec.num_heads)))
@@ -520,7 +605,7 @@ def layer_groups(spec: ModelSpec) -> Groups:
         if group is None:
             tpl = (_attention(spec, i) if kind[0] else []) + (_cross_attention(spec, i) if kind[4] else []) \
                 + (_recurrent(spec, i) if kind[1] else []) \
-                + (_feed_forward(spec, i) if kind[2] else []) + _gemma3n_layer(spec, i)
+                + (_feed_forward(spec, i) if kind[2] else []) + _gemma3n_layer(spec, i) + _gemma4_layer(spec, i)
             for j in range(spec.norms_per_layer):
                 tpl += _norm(f"layer_norm_{j}", h, spec.norm_kind, i)
             templates[kind] = (tpl, [i])
@@ -534,7 +619,7 @@ def layer_groups(spec: ModelSpec) -> Groups:
     if spec.lm_head_bias:  # PhiForCausalLM: lm_head = nn.Linear(hidden_size, vocab_size, bias=True)
         tail.append(Tensor("output.bias", "lm_head", (v,)))
     return (tuple(head), tuple((kind, tuple(tpl), tuple(idx)) for kind, (tpl, idx) in templates.items()),
-            (_once(tail), *_vision(spec)))
+            (_once(tail), *_vision(spec), *_gemma4_towers(spec)))
 
 
 def at_layer(group: LayerGroup, layer: int) -> tuple[Tensor, ...]:

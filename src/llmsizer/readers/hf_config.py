@@ -66,6 +66,8 @@ QWEN3_VL_TYPES = {"qwen3_vl", "qwen3_vl_moe"}  # same vision tower (Qwen3VLVisio
 LLAMA_VISION = {"mllama", "llama4"}
 # Gemma 3n (per-layer inputs, AltUp, LAuReL, K/V-sharing layers): readers/hf_gemma3n.py
 GEMMA3N = {"gemma3n", "gemma3n_text"}
+# Gemma 4 (per-layer inputs, per-type head sizes, K/V-sharing layers, vision and audio towers): readers/hf_gemma4.py
+GEMMA4 = {"gemma4", "gemma4_text"}
 # parallel attention + MLP blocks with LayerNorms (Falcon, Phi-1/1.5/2, GPT-NeoX / Pythia / StableLM-Alpha, StableLM-2):
 # readers/hf_parallel.py
 PARALLEL_TYPES = {"falcon", "phi", "gpt_neox", "stablelm"}
@@ -74,7 +76,7 @@ ENCODER_DECODER_TYPES = {"t5", "mt5"}
 # language models that exist here only inside a multimodal config (gemma3_text is also a model of its own)
 TEXT_OF_MULTIMODAL = {"qwen2_5_vl_text", "qwen3_vl_text", "qwen3_vl_moe_text"}
 SUPPORTED_MODEL_TYPES = tuple(sorted(((LLAMA_LIKE | MOE_TYPES) - TEXT_OF_MULTIMODAL) | HYBRID_TYPES
-                                     | {"gpt_bigcode"} | set(MULTIMODAL) | LLAMA_VISION | GEMMA3N | PARALLEL_TYPES
+                                     | {"gpt_bigcode"} | set(MULTIMODAL) | LLAMA_VISION | GEMMA3N | GEMMA4 | PARALLEL_TYPES
                                      | ENCODER_DECODER_TYPES))
 # model_type values that name another family's definition. Kimi K2 ships model_type 'kimi_k2' with
 # architectures ['DeepseekV3ForCausalLM'] (Moonshot's README: "Kimi-K2 reuses the DeepseekV3CausalLM architecture
@@ -126,6 +128,9 @@ NUMERIC_KEYS: dict[str, Range] = {
     # Gemma 3n (readers/hf_gemma3n.py)
     "hidden_size_per_layer_input": WIDTH, "vocab_size_per_layer_input": VOCAB, "laurel_rank": WIDTH,
     "altup_num_inputs": Range(1, 64, True, "AltUp streams"), "num_kv_shared_layers": LAYER_INDEX,
+    # Gemma 4 (readers/hf_gemma4.py)
+    "global_head_dim": WIDTH, "position_embedding_size": TOKENS, "conv_kernel_size": CONV_KERNEL,
+    "output_proj_dims": WIDTH,
     # T5 / mT5 (readers/hf_t5.py)
     "d_model": WIDTH, "d_kv": WIDTH, "d_ff": WIDTH, "num_layers": LAYERS, "num_decoder_layers": LAYERS,
     "relative_attention_num_buckets": Range(1, 2**20, True, "relative position buckets"),
@@ -498,6 +503,10 @@ def spec_from_config(cfg: dict[str, Any], *, name: str, source: str = "",
         from .hf_gemma3n import gemma3n_spec  # same floor; it reuses this module's _Cfg
         return gemma3n_spec(cfg, name=name, where=where, source=source, published_params=published_params,
                             published_active_params=published_active_params)
+    if mt in GEMMA4:
+        from .hf_gemma4 import gemma4_spec  # same floor; it reuses this module's _Cfg
+        return gemma4_spec(cfg, name=name, where=where, source=source, published_params=published_params,
+                           published_active_params=published_active_params)
     if mt in MULTIMODAL:
         if not isinstance(cfg.get("text_config") or {}, dict):
             raise ModelFileError(f"{where}: text_config must be an object")

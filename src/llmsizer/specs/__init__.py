@@ -5,6 +5,9 @@ from .model import (
     EncoderDecoderSpec,
     FileWeights,
     Gemma3nSpec,
+    Gemma4AudioTower,
+    Gemma4Spec,
+    Gemma4VisionTower,
     LayerKey,
     LayerKind,
     MLASpec,
@@ -15,7 +18,7 @@ from .model import (
     VisionSpec,
 )
 
-__all__ = ["VISION_TOKEN_RULES", "EncoderDecoderSpec", "FileWeights", "Gemma3nSpec", "LayerKey", "LayerKind", "MLASpec", "ModelSpec", "MoESpec", "RecurrentSpec",
+__all__ = ["VISION_TOKEN_RULES", "EncoderDecoderSpec", "FileWeights", "Gemma3nSpec", "Gemma4AudioTower", "Gemma4Spec", "Gemma4VisionTower", "LayerKey", "LayerKind", "MLASpec", "ModelSpec", "MoESpec", "RecurrentSpec",
            "RopeScaling", "VisionSpec"]
 from .training import METHODS, OPTIMIZERS, PRECISIONS, TrainingWorkload
 from .workload import (

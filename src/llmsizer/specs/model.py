@@ -33,7 +33,7 @@ VisionTokenRule = Literal["fixed", "qwen2_vl", "qwen3_vl", "llama4", "mllama"]
 VISION_TOKEN_RULES: tuple[VisionTokenRule, ...] = ("fixed", "qwen2_vl", "qwen3_vl", "llama4", "mllama")
 VisionEncoder = Literal["siglip", "qwen2_5_vl", "qwen3_vl", "mllama", "llama4"]
 NormKind = Literal["rmsnorm", "layernorm"]
-LayerKey = tuple[bool, bool, bool, bool, bool, bool, int]  # ModelSpec.layer_key / layer_keys
+LayerKey = tuple[bool, bool, bool, bool, bool, bool, int, int]  # ModelSpec.layer_key / layer_keys
 
 
 @dataclass(frozen=True)
@@ -189,6 +189,60 @@ class Gemma3nSpec:
 
 
 @dataclass(frozen=True)
+class Gemma4VisionTower:
+    """Gemma 4's vision encoder (transformers v5.24.0 models/gemma4/modeling_gemma4.py): ``Gemma4VisionPatchEmbedder``
+    (L575-584) ``input_proj`` [H, 3 patch^2] and ``position_embedding_table`` [2, positions, H]; ``num_layers`` x
+    ``Gemma4VisionEncoderLayer`` (L962-973: ``Gemma4VisionAttention`` L892-912 q/k/v/o through
+    ``Gemma4ClippableLinear`` (L167-176, one bias-free nn.Linear; its clip bounds are buffers), q_norm and k_norm
+    [head_dim], v_norm without weight; ``Gemma4VisionMLP`` L687-695 gate/up/down; four RMSNorms [H]); the pooler has
+    no weight (L620-631) and ``std_bias``/``std_scale`` are buffers (L2063-2065); ``Gemma4MultimodalEmbedder``
+    (L2116-2130) ``embedding_projection`` [text H, H] (its norm has no weight)."""
+
+    hidden_size: int
+    intermediate_size: int
+    num_layers: int
+    num_heads: int
+    num_kv_heads: int
+    head_dim: int
+    patch_size: int
+    position_embedding_size: int
+
+
+@dataclass(frozen=True)
+class Gemma4AudioTower:
+    """Gemma 4's audio encoder (modeling_gemma4.py ``Gemma4AudioModel`` L1956-1981): the subsampling convolutions
+    (``Gemma4AudioSubSampleConvProjection`` L381-395: two bias-free 3x3 Conv2d, 1 -> c0 -> c1, each with a bias-free
+    LayerNorm [c], and ``input_proj_linear`` [H, (c0 // 4) c1]); ``num_layers`` x ``Gemma4AudioLayer`` (L521-533: two
+    ``Gemma4AudioFeedForward`` L411-420 of [4H, H] + [H, 4H] and two RMSNorms each; ``Gemma4AudioAttention`` L266-272
+    q/k/v/post [H, H], ``relative_k_proj`` [H, H], ``per_dim_scale`` [H / heads]; ``Gemma4AudioLightConv1d``
+    L485-496 ``linear_start`` [2H, H], ``linear_end`` [H, H], a depthwise Conv1d [H, 1, kernel] and two RMSNorms;
+    three RMSNorms); ``output_proj`` [out, H] with bias; ``Gemma4MultimodalEmbedder`` ``embedding_projection``
+    [text H, out]."""
+
+    hidden_size: int
+    num_layers: int
+    num_heads: int
+    conv_channels: tuple[int, int]
+    conv_kernel_size: int
+    output_dims: int
+
+
+@dataclass(frozen=True)
+class Gemma4Spec:
+    """Gemma 4's additions (transformers v5.24.0 models/gemma4/modeling_gemma4.py): per-layer inputs ("PLE") as
+    Gemma 3n's, ``Gemma4TextModel`` (L1563-1580) ``embed_tokens_per_layer`` [ple_vocab, num_layers x ple_width],
+    ``per_layer_model_projection`` [num_layers x ple_width, H], ``per_layer_projection_norm`` [ple_width]; each
+    ``Gemma4TextDecoderLayer`` (L1346-1350) ``per_layer_input_gate`` [ple_width, H], ``per_layer_projection``
+    [H, ple_width] and ``post_per_layer_input_norm`` [H]; no AltUp, no LAuReL. ``vision`` / ``audio``: the towers of
+    a multimodal ``gemma4`` config (None: absent), whose weights are counted (formulas/tensors.py)."""
+
+    ple_width: int  # hidden_size_per_layer_input (0: no per-layer inputs)
+    ple_vocab: int  # vocab_size_per_layer_input
+    vision: Gemma4VisionTower | None = None
+    audio: Gemma4AudioTower | None = None
+
+
+@dataclass(frozen=True)
 class FileWeights:
     """Exact weight storage read from files (safetensors headers or a GGUF tensor table).
 
@@ -261,6 +315,7 @@ _FIELD_RANGES: tuple[tuple[str, Range], ...] = (
     ("num_kv_heads", HEADS), ("head_dim", WIDTH), ("intermediate_size", WIDTH_OR_ZERO),
     ("position_embeddings", TOKENS_OR_ZERO), ("norms_per_layer", Range(0, 16, True, "norms in one decoder layer")),
     ("sliding_window", TOKENS_OR_ZERO), ("max_position_embeddings", TOKENS), ("rotary_dim", WIDTH_OR_ZERO),
+    ("full_head_dim", WIDTH_OR_ZERO),
 )
 _OPTIONAL = {"sliding_window", "max_position_embeddings"}
 _SUB_RANGES: dict[str, Range] = {
@@ -281,6 +336,8 @@ _SUB_RANGES: dict[str, Range] = {
     # RecurrentSpec (num_heads: HEADS, shared with VisionSpec above)
     "d_inner": WIDTH, "d_state": WIDTH, "d_conv": Range(1, 1024, True, "conv kernel width"),
     "n_groups": Range(0, 65_536, True, "B/C groups or key heads"), "dt_rank": WIDTH_OR_ZERO,
+    # Gemma4Spec
+    "ple_width": WIDTH_OR_ZERO, "ple_vocab": VOCAB,
     # Gemma3nSpec
     "per_layer_width": WIDTH, "per_layer_vocab": VOCAB, "altup_inputs": Range(1, 64, True, "AltUp streams"),
     "laurel_rank": WIDTH,
@@ -290,7 +347,7 @@ _SUB_RANGES: dict[str, Range] = {
 }
 
 
-def _check_sub(sub: MoESpec | MLASpec | VisionSpec | RecurrentSpec | Gemma3nSpec | EncoderDecoderSpec,
+def _check_sub(sub: MoESpec | MLASpec | VisionSpec | RecurrentSpec | Gemma3nSpec | Gemma4Spec | EncoderDecoderSpec,
                where: str) -> None:
     """The numeric fields of an MoE / MLA / vision part through ``check_number`` (None: absent, e.g. q_lora_rank)."""
     for fname, rng in _SUB_RANGES.items():
@@ -412,6 +469,11 @@ class ModelSpec:
     # then runs its eager path, litgpt/model.py @ 00af8b0d lines 305-316): the tanh output is kept, c B per score
     attention_softcapping: bool = False
     gemma3n: Gemma3nSpec | None = None  # Gemma 3n's per-layer inputs, AltUp and LAuReL
+    gemma4: Gemma4Spec | None = None  # Gemma 4's per-layer inputs and its vision / audio towers
+    # head size of the full-attention layers where it differs from the sliding layers' head_dim (Gemma 4's
+    # global_head_dim: Gemma4TextConfig.__post_init__ gives every full_attention layer head_dim = global_head_dim,
+    # configuration_gemma4.py L220-232, read by Gemma4TextAttention L1152-1153); 0: head_dim in every layer
+    full_head_dim: int = 0
     # a T5-style encoder-decoder: the first encoder_layers layers are the encoder's, the rest the decoder's
     encoder_decoder: EncoderDecoderSpec | None = None
     sliding_window: int | None = None
@@ -444,7 +506,7 @@ class ModelSpec:
                 f"model {self.name!r}: num_attention_heads ({self.num_heads}) is not a multiple of "
                 f"num_key_value_heads ({self.num_kv_heads})"
             )
-        for sub in (self.moe, self.mla, self.vision, self.recurrent, self.gemma3n, self.encoder_decoder):
+        for sub in (self.moe, self.mla, self.vision, self.recurrent, self.gemma3n, self.gemma4, self.encoder_decoder):
             if sub is not None:
                 _check_sub(sub, where)
         ed = self.encoder_decoder
@@ -538,17 +600,28 @@ class ModelSpec:
         """Layers that attend to the image states (Llama-3.2-Vision), not to the text."""
         return sum(self.cross_attention_layers)
 
+    def attention_head_dim(self, i: int) -> int:
+        """Head size of layer ``i``'s attention: ``full_head_dim`` in a full-attention layer where set, else
+        ``head_dim``."""
+        return self.full_head_dim if self.full_head_dim and self.layer_types[i] == "full" else self.head_dim
+
+    def kv_head_dim(self, kind: str) -> int:
+        """Head size of the K/V a layer of attention ``kind`` ("full" / "sliding") caches."""
+        return self.full_head_dim if self.full_head_dim and kind == "full" else self.head_dim
+
     def layer_key(self, i: int) -> LayerKey:
         """Layer ``i``'s entry of :meth:`layer_keys` (what decides its tensors)."""
         return self.layer_keys()[i]
 
     def layer_keys(self) -> tuple[LayerKey, ...]:
         """What decides each layer's tensors, layer by layer: (has attention, has the recurrent mixer, has a
-        feed-forward, MoE, is a cross-attention layer, reuses another layer's K/V, its feed-forward width)."""
+        feed-forward, MoE, is a cross-attention layer, reuses another layer's K/V, its feed-forward width, its
+        attention head size)."""
         has_moe = self.moe is not None
         return tuple(zip([t != "none" for t in self.layer_types], self.recurrent_layers, self.ffn_layers,
                          [m and has_moe for m in self.moe_layers], self.cross_attention_layers, self.kv_shared_layers,
-                         self.ffn_sizes or (self.intermediate_size,) * self.num_layers, strict=True))
+                         self.ffn_sizes or (self.intermediate_size,) * self.num_layers,
+                         [self.attention_head_dim(i) for i in range(self.num_layers)], strict=True))
 
     @property
     def attention_kind(self) -> str:

@@ -97,6 +97,9 @@ def kv_item(ctx: Context, tokens: int, seqs: int, location: Location, *, block: 
     layers = f"{kv.full_layers} full layers x {kv.tokens_full} tokens"
     if kv.sliding_layers:
         layers += f" + {kv.sliding_layers} sliding layers x {kv.tokens_sliding} tokens"
+    if spec.full_head_dim and spec.mla is None:  # Gemma 4: each layer kind caches its own head size
+        layers = (f"{kv.full_layers} full layers x {kv.tokens_full} tokens x {spec.full_head_dim} head_dim + "
+                  f"{kv.sliding_layers} sliding layers x {kv.tokens_sliding} tokens x {spec.head_dim} head_dim")
     if spec.mla is not None:
         per = "(kv_lora_rank + qk_rope_head_dim)" if prof.mla_mode == "latent" else "expanded MLA K and V"
         if spec.mla.index_head_dim:
@@ -104,6 +107,8 @@ def kv_item(ctx: Context, tokens: int, seqs: int, location: Location, *, block: 
     elif prof.caches_repeated_kv and spec.kv_repeated_in_transformers:
         per = (f"2 x {spec.num_heads} heads (K/V repeated to every query head before caching) x {spec.head_dim} "
                "head_dim")
+    elif spec.full_head_dim:
+        per = f"2 x {spec.num_kv_heads} kv_heads"
     else:
         per = f"2 x {spec.num_kv_heads} kv_heads x {spec.head_dim} head_dim"
     tp_note = f" x {share:g} per device (TP {tp})" if tp > 1 else ""

@@ -63,7 +63,12 @@ def compose_llamacpp(ctx: Context) -> None:
     # per attention layer and stream; layers without attention (hybrid models' Mamba / Gated DeltaNet / MLP-only)
     # and layers reusing an earlier layer's K/V (Gemma 3n; llama.cpp hparams.has_kv) hold no KV
     per_token_layer = cells.streams * kvc.bytes_per_token / spec.kv_cache_layers if spec.kv_cache_layers else 0.0
-    kv_layers = per_layer_kv(kvc.total_bytes, [0.0 if k == "none" else per_token_layer * (
+    if spec.full_head_dim:  # Gemma 4: a full-attention layer's cells are wider than a sliding layer's
+        rates = {"full": cells.streams * kvc.layer_bytes_per_token_full,
+                 "sliding": cells.streams * kvc.layer_bytes_per_token_sliding}
+    else:
+        rates = {"full": per_token_layer, "sliding": per_token_layer}
+    kv_layers = per_layer_kv(kvc.total_bytes, [0.0 if k == "none" else rates[k] * (
         kvc.tokens_sliding if k == "sliding" else kvc.tokens_full) for k in spec.kv_cache_layer_types])
     graph = prefill_activation_bytes(spec, 1, min(ubatch, n_ctx), n_ctx, 4, "flash", logits_positions=ubatch,
                                      logits_bytes_per_elem=0)

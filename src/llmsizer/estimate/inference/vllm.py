@@ -206,8 +206,9 @@ def _sliding_spare_block(ctx: Context, block: int) -> int:
     n_sliding = ctx.spec.kv_cache_layer_types.count("sliding")
     if not n_sliding or ctx.spec.chunked_attention:
         return 0
-    per_layer_token = kv_cache(ctx.spec, 1, 1, ctx.kv_dtype, mla_mode="latent",
-                               indexer_cache=E.VLLM.dsa_indexer_cache).bytes_per_token / ctx.spec.kv_cache_layers
+    kvc = kv_cache(ctx.spec, 1, 1, ctx.kv_dtype, mla_mode="latent", indexer_cache=E.VLLM.dsa_indexer_cache)
+    per_layer_token = (kvc.layer_bytes_per_token_sliding if ctx.spec.full_head_dim  # Gemma 4: the sliding layers' own
+                       else kvc.bytes_per_token / ctx.spec.kv_cache_layers)
     return math.ceil(n_sliding * block * per_layer_token)
 
 
