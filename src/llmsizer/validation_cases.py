@@ -1569,6 +1569,9 @@ def serving_tpot_cases(data: str | Path | None, name: str) -> list[Case]:
 SERVING_LOAD_FILE = "serving_load.csv"
 # the row efficiency.VLLM_API_SERVER_SECONDS is calibrated on (one request at a time: its TTFT less the prefill)
 API_SERVER_CALIBRATION = "SL01"
+# the row a serial share s < 1 of H (formulas/serving_queue.py eq. Q11) would be calibrated on (500 requests at once:
+# the server's station binds); held out while efficiency.VLLM_API_SERVER_SERIAL_SHARE stays 1 (its comment says why)
+API_SERVER_SERIAL_ROW = "SL23"
 SERVING_LOAD_NO_BAND = "a serving-load row: llmsizer prints no calibrated range for the loaded TTFT or requests/s"
 
 

@@ -10,6 +10,7 @@ import pytest
 from llmsizer.catalog.hardware import builtin_catalog
 from llmsizer.catalog.models import find
 from llmsizer.estimate import efficiency as E
+from llmsizer.estimate import engines as ENG
 from llmsizer.estimate.speed import estimate_speed
 from llmsizer.formulas.serving_queue import loaded_serving
 from llmsizer.validation_cases import (
@@ -18,11 +19,14 @@ from llmsizer.validation_cases import (
     SERVING_RATE,
     SERVING_TTFT,
     serving_load_cases,
+    serving_rate_cases,
     span_coverage,
 )
 
 # the prefill-bound sweep: Mistral-7B on an RTX 4090, 256-token prompts (SL13-SL22)
 PREFILL_BOUND = [f"SL{i}" for i in range(13, 23)]
+# one burst of 500 requests on one H100 (SL23 requests/s, SL24 TTFT): the server's serial share (eq. Q11)
+BURST_500 = ("SL23", "SL24")
 
 
 def _cases() -> dict[str, object]:
@@ -41,7 +45,7 @@ def _speed(c: object) -> object:
 
 def test_every_row_is_estimated() -> None:
     cases = _cases()
-    assert len(cases) == 22 and all(c.predicted for c in cases.values())
+    assert len(cases) == 24 and all(c.predicted for c in cases.values())
     assert {c.kind for c in cases.values()} == {SERVING_TTFT, SERVING_RATE}
 
 
@@ -55,7 +59,7 @@ def test_the_measured_ttft_lies_within_the_stated_bounds() -> None:
     rows = 0
     below = []
     for c in _cases().values():
-        if c.kind != SERVING_TTFT or c.id == API_SERVER_CALIBRATION:
+        if c.kind != SERVING_TTFT or c.id == API_SERVER_CALIBRATION or c.id in BURST_500:
             continue
         low, high = c.span
         assert low == c.predicted and c.measured <= high, (c.id, low, c.measured, high)
@@ -87,7 +91,7 @@ def test_the_server_time_moves_the_held_out_rows_in() -> None:
     (L4 at 2-32 requests, Mistral-7B at 4-48) comes closer, and the L4 rows' requests/s too."""
     host = E.VLLM_API_SERVER_SECONDS.expected
     for c in _cases().values():
-        if c.id == API_SERVER_CALIBRATION or c.id == "SL02":
+        if c.id in (API_SERVER_CALIBRATION, "SL02", *BURST_500):
             continue
         s = _speed(c)
         bare = loaded_serving(s.concurrency, s.prefill.seconds, s.decode.seconds, s.output_tokens, None)
@@ -146,10 +150,58 @@ def test_one_request_waits_for_nothing_but_the_server(row: str) -> None:
 
 def test_validate_reports_the_ranges_coverage() -> None:
     """validate's coverage of the stated bounds (validation_cases.span_coverage): the TTFT kind only, every
-    summarised row inside, 8 of 10 with the assumed-settings rows, the calibration row (one request: no bounds)
-    counted in neither; the width is each row's high / low, recomputed here from the rows."""
+    summarised L4 row inside and the H100 burst (SL24) below both, 8 of 11 with the assumed-settings rows, the
+    calibration row (one request: no bounds) counted in neither; the width is each row's high / low, recomputed here
+    from the rows."""
     cases = serving_load_cases()
     ((kind, inside, summarised, inside_all, rows, median, widest),) = span_coverage(cases)
-    assert (kind, inside, summarised, inside_all, rows) == (SERVING_TTFT, 5, 5, 8, 10)
+    assert (kind, inside, summarised, inside_all, rows) == (SERVING_TTFT, 5, 6, 8, 11)
     widths = sorted(c.span[1] / c.span[0] for c in cases if c.span)
-    assert widest == max(widths) and median == pytest.approx((widths[4] + widths[5]) / 2)
+    assert widest == max(widths) and median == pytest.approx(widths[5])
+
+
+def test_the_burst_rows_are_the_runs_numbers() -> None:
+    """SL23 is seed 42's request_throughput and SL24 the mean of the three seeds' mean_ttft_ms, as quoted from the
+    JSON files (H100_results.md's '94.91 | 2905' is the same three-seed mean)."""
+    cases = _cases()
+    assert cases["SL23"].measured == pytest.approx(92.5945, abs=0.005)
+    assert cases["SL24"].measured == pytest.approx((2996.34 + 2841.26 + 2878.07) / 3 * 1e-3, abs=5e-4)
+    assert all(cases[r].excluded == "" for r in BURST_500)  # held out: no constant is fitted on them
+
+
+def _serial_share_cases(share: float, monkeypatch: pytest.MonkeyPatch) -> dict[str, object]:
+    """The rows estimated with the server's serial share (formulas/serving_queue.py eq. Q11) set to ``share``."""
+    monkeypatch.setattr(ENG, "API_SERVER_SERIAL_SHARE", {e: share for e in ENG.API_SERVER_SECONDS})
+    return {c.id: c for c in serving_load_cases() + serving_rate_cases()}
+
+
+def _median_error(cases: dict[str, object], kind: str, skip: tuple[str, ...]) -> float:
+    errors = sorted(abs(c.predicted / c.measured - 1) for c in cases.values()
+                    if c.kind == kind and not c.excluded and c.id not in skip)
+    return errors[len(errors) // 2] if len(errors) % 2 else (errors[len(errors) // 2 - 1] + errors[len(errors) // 2]) / 2
+
+
+def test_the_serial_share_the_burst_gives_makes_the_held_out_rows_worse(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Why efficiency.VLLM_API_SERVER_SERIAL_SHARE stays 1 (all of H serial). Re-derived from SL23 alone (bisection
+    on s until the closed model at 500 requests gives the measured 92.59 requests/s): s = 0.480. At that s SL23 and
+    SL24 come in (-52 % -> 0 %, +223 % -> +20 %), but the held-out median |error| of both kinds gets worse (TTFT
+    27.0 -> 31.1 %: the L4 sweep at 16 and 32 requests and SR01 lose the server's queue that explained them;
+    requests/s without SL23 19.8 -> 22.1 %). When a change to the model turns this round, this test fails: re-decide."""
+    assert E.VLLM_API_SERVER_SERIAL_SHARE.expected == 1.0
+    lo, hi = 0.2, 1.0
+    for _ in range(24):  # requests/s falls as s rises: the server's serial demand s H binds at 500 requests
+        mid = (lo + hi) / 2
+        if _serial_share_cases(mid, monkeypatch)["SL23"].predicted > _cases()["SL23"].measured:
+            lo = mid
+        else:
+            hi = mid
+    assert lo == pytest.approx(0.480, abs=0.002)
+    fitted, stated = _serial_share_cases(lo, monkeypatch), _serial_share_cases(1.0, monkeypatch)
+    for row in BURST_500:
+        assert abs(math.log(fitted[row].predicted / fitted[row].measured)) < \
+            abs(math.log(stated[row].predicted / stated[row].measured)), row
+    for kind in (SERVING_TTFT, SERVING_RATE):
+        assert _median_error(fitted, kind, ("SL23",)) > _median_error(stated, kind, ("SL23",)), kind
+    for row in ("SL11", "SR01"):
+        assert abs(fitted[row].predicted / fitted[row].measured - 1) > 0.2 > \
+            abs(stated[row].predicted / stated[row].measured - 1), row

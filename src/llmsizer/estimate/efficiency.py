@@ -919,6 +919,24 @@ VLLM_API_SERVER_SECONDS = Factor(
     "calibrated (expected): vLLM 0.23.0 Qwen2.5-0.5B-Instruct 1 x L4, one request, 256 + 128 tokens, median TTFT "
     "27.0 ms (SL01, ai.wmx.dev/benchmarks serving/raw-vllm concurrency sweep) less the 4.53 ms prefill; stated "
     "range 0 .. 2 x SL01, not calibrated")
+# The share s of the server's time per request H done one request after another in its one process
+# (formulas/serving_queue.py eq. Q11: s H queues, (1 - s) H is each request's own delay). STATED, not calibrated:
+# expected 1, all of H serial (eqs. Q6', Q9b, Q10 as first written). The one row that isolates the serial part, SL23
+# (validation/serving_load.csv: vLLM 0.19.0, Qwen3-0.6B on one H100, 500 requests of 512 + 128 tokens sent at once,
+# 92.59 requests/s, seed 42; ovg-project/kvcached benchmarks/bench_layout sweep_results/A_vanilla_inf.seed42.json),
+# gives s = 0.480 (eq. Q6' at 500 requests: the server's station binds; tests/validation/test_serving_load_rows.py
+# re-derives it), but at 0.480 the held-out rows get worse: serving TTFT under load median / p90 |error| 27.0 % /
+# 118.3 % -> 31.1 % / 65.7 % (L4 SL09 -48.3 -> -63.8 %, SL11 -14.1 -> -68.6 %, SR01 +0.9 -> -25.7 %, SL24 +223 ->
+# +20.3 %) and requests/s without SL23 19.8 % / 24.9 % -> 22.1 % / 29.0 % (L4 SL04-SL12 +11..+23 -> +11..+31 %).
+# The L4 host's sweep needs a serial demand near all of its 22.5 ms (32 requests: 29.5 requests/s, the server's queue
+# gives its TTFT), the H100 host's burst at most 1 / 92.6 = 10.8 ms of a larger one-request latency (SR01: ~35 ms
+# beside a ~3 ms prefill): the split is the host CPU's and the release's, which no input names. Range: 0 .. 1, with
+# SL23's 0.480 inside it.
+VLLM_API_SERVER_SERIAL_SHARE = Factor(
+    "vllm_api_server_serial_share", 0.0, 1.0, 1.0,
+    "stated: all of H serial; SL23 (vLLM 0.19.0 Qwen3-0.6B 1 x H100, 500 requests of 512 + 128 tokens at once, 92.59 "
+    "requests/s, ovg-project/kvcached benchmarks/bench_layout A_vanilla_inf.seed42.json) alone gives 0.480, which "
+    "makes the held-out L4 sweep and SR01 worse; range 0 .. 1")
 # Latency (alpha of formulas/speed.py eq. 6) of ONE all-reduce of a decode step's activations (b x hidden x 2 B: 2-64
 # KB at b = 1-4), per kernel the serving engine picks (estimate/engines.py ``tp_allreduce``). Published measurements,
 # not fitted; the message sizes bracket a decode step's (4-32 KB). Neither is an A100 figure: these are the closest

@@ -533,6 +533,10 @@ PREFILL_SCHEDULING: dict[str, tuple[bool, str, str]] = {
 # for every HTTP-serving engine keeps an engine comparison from favouring one by construction.
 API_SERVER_SECONDS: dict[str, float] = {e: E.VLLM_API_SERVER_SECONDS.expected for e in ("vllm", "sglang", "llamacpp")}
 API_SERVER_RANGE = (E.VLLM_API_SERVER_SECONDS.low, E.VLLM_API_SERVER_SECONDS.high)  # stated, not calibrated
+# The share of H the server's one process does serially (formulas/serving_queue.py eq. Q11: s H queues, (1 - s) H a
+# delay), vLLM's calibrated (efficiency.VLLM_API_SERVER_SERIAL_SHARE, row SL23), the same default for every engine
+# that takes H's default.
+API_SERVER_SERIAL_SHARE: dict[str, float] = {e: E.VLLM_API_SERVER_SERIAL_SHARE.expected for e in API_SERVER_SECONDS}
 API_SERVER_SOURCE = {"vllm": "efficiency.VLLM_API_SERVER_SECONDS, calibrated on SL01",
                      "sglang": "efficiency.VLLM_API_SERVER_SECONDS: vLLM's SL01 value as the default, SGLang's HTTP "
                                "server is not measured",

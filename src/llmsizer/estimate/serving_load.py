@@ -79,10 +79,12 @@ def under_load(sp: SpeedEstimate | None, engine: str, chunk_tokens: int | None =
                  f"no server time per request ({engine}'s HTTP server is not measured: 0 s)")
     # the steps carrying its own prompt also run the others' decode at the additive step's cost (eq. Q9a's k)
     carrying = math.ceil(sp.prompt_tokens / chunk) if one_forward and not MIXED_STEP_ROOFLINE else 0
-    state = loaded_serving(sp.concurrency, prefill, step, sp.output_tokens, mixed_step, host, carrying)
+    serial = ENG.API_SERVER_SERIAL_SHARE.get(engine, 1.0)  # eq. Q11's s
+    state = loaded_serving(sp.concurrency, prefill, step, sp.output_tokens, mixed_step, host, carrying, serial)
     share = state["prefill_share"]
     steps = math.ceil(sp.concurrency * sp.prompt_tokens / chunk)
-    burst = burst_serving(sp.concurrency, batch, steps, step, sp.output_tokens, host, (sp.prompt_tokens, chunk))
+    burst = burst_serving(sp.concurrency, batch, steps, step, sp.output_tokens, host, (sp.prompt_tokens, chunk),
+                          serial)
     load = {"ttft_seconds": state["ttft_seconds"], "ttft_burst_seconds": burst["ttft_seconds"],
             # the two arrival patterns' TTFTs, lower first (bounds, not a calibrated range: Q9b takes all of H as
             # serial work): arriving together is the higher except near saturation, where independent requests
@@ -176,7 +178,8 @@ def at_rate(sp: SpeedEstimate | None, engine: str, rate: float, chunk_tokens: in
     mixed_step = (prefill * min(chunk, sp.prompt_tokens) / sp.prompt_tokens
                   if one_forward and MIXED_STEP_ROOFLINE else None)
     carrying = math.ceil(sp.prompt_tokens / chunk) if one_forward and not MIXED_STEP_ROOFLINE else 0
-    state = open_serving(rate, prefill, step, sp.output_tokens, mixed_step, host, carrying)
+    state = open_serving(rate, prefill, step, sp.output_tokens, mixed_step, host, carrying,
+                         ENG.API_SERVER_SERIAL_SHARE.get(engine, 1.0))
     load = {"ttft_seconds": state["ttft_seconds"], "request_rate": rate, "in_flight": state["in_flight"],
             "concurrency": sp.concurrency, "api_server_seconds": host,
             "api_server_residence_seconds": state["api_server_seconds"], "api_server_busy": state["api_server_busy"],

@@ -109,6 +109,27 @@ def loaded_step_seconds(decode_step: float, prefill_share: float, mixed_step: fl
 # solves Q5-Q7 and Q9a together.
 
 
+# Not all of the server's time per request H is work its one process does one request after another (eq. Q11). Part is
+# transit that overlaps other requests' work -- the HTTP round trip, the hand-off to the engine core over its socket and
+# the wait for the engine core's first output, the asyncio event loop switching to other requests while one awaits --
+# and only the serial part s H (the Python work the process cannot overlap: parsing, tokenizing the prompt, the
+# output handler's detokenizing and the SSE chunks, vllm/v1/engine/async_llm.py generate / output_handler) queues:
+#
+#     H = (1 - s) H  [a delay, each request's own]  +  s H  [the single-server station's demand],  s in [0, 1]     (Q11)
+#
+# so the server caps the throughput at 1 / (s H), not 1 / H. s = 1: all of H serial (eqs. Q6', Q9b, Q10 as first
+# written); s = 0: a pure delay. One request sees H either way (H's calibration at one request is unchanged). s is a
+# named parameter (estimate/efficiency.py VLLM_API_SERVER_SERIAL_SHARE, calibrated on one named row).
+
+
+def split_host(host_seconds: float, serial_share: float) -> tuple[float, float]:
+    """Eq. (Q11): (s H, (1 - s) H) -- the server's serial demand [s] per request and its delay [s] -- of
+    ``host_seconds`` H of which ``serial_share`` s is done one request after another."""
+    if host_seconds < 0 or not 0.0 <= serial_share <= 1.0:
+        raise InputError("host_seconds must be >= 0 and serial_share in [0, 1]")
+    return host_seconds * serial_share, host_seconds * (1.0 - serial_share)
+
+
 def _residence(throughput: float, demand: float, in_flight: int) -> float:
     """Eq. (Q6'): Schweitzer's residence time [s] at one queueing station of ``demand`` at ``throughput``."""
     return demand / (1.0 - throughput * demand * (in_flight - 1) / in_flight) if demand else 0.0
@@ -148,21 +169,23 @@ def station_responses(in_flight: int, demands: tuple[float, ...], think: float) 
 
 def loaded_serving(in_flight: int, prefill_seconds: float, decode_step: float, output_tokens: int,
                    mixed_step: float | None, host_seconds: float = 0.0,
-                   carrying_steps: int = 0) -> dict[str, float]:
+                   carrying_steps: int = 0, host_serial_share: float = 1.0) -> dict[str, float]:
     """Eqs. (Q4-Q7, Q9a): the steady state of ``in_flight`` requests, each a prompt of ``prefill_seconds`` of device
     time (Q4) then ``output_tokens`` tokens at ``decode_step`` seconds a step when no prompt is prefilled (0 tokens: a
     prefill-only service, whose think time is the server's alone; ``decode_step`` unused); the steps that carry
     prefill chunks are ``mixed_step`` seconds (None: the prefill runs apart from the decode, or beside it at an
     additive cost); ``host_seconds`` the server's own time per request in its one process (eq. Q9's H, a queueing
     station of eq. Q6'); ``carrying_steps`` the steps carrying the request's own prompt that also run the others'
-    decode (the additive one-forward step: each pays a decode step more, eq. Q9a's k). Returns the mean
+    decode (the additive one-forward step: each pays a decode step more, eq. Q9a's k); ``host_serial_share`` s, the
+    share of H done serially in that process (eq. Q11: s H the station's demand, (1 - s) H a delay). Returns the mean
     ``ttft_seconds`` (Q9a), ``device_ttft_seconds`` (R_D), ``api_server_seconds`` (R_H), ``api_server_busy``
     (X H), ``step_seconds`` (Q5; 0 without output: no step), ``step_wait_seconds`` (w), ``carry_seconds`` (k t_d),
     ``requests_per_second`` (Q7), ``request_seconds`` (C / X) and ``prefill_share`` (u)."""
     if (in_flight < 1 or prefill_seconds <= 0 or output_tokens < 0 or host_seconds < 0 or carrying_steps < 0
-            or (output_tokens and decode_step <= 0)):
+            or (output_tokens and decode_step <= 0) or not 0.0 <= host_serial_share <= 1.0):
         raise InputError("in_flight >= 1, output_tokens >= 0; prefill_seconds > 0 and decode_step > 0 with output; "
-                         "host_seconds, carrying_steps >= 0")
+                         "host_seconds, carrying_steps >= 0; host_serial_share in [0, 1]")
+    serial, transit = split_host(host_seconds, host_serial_share)  # eq. Q11
     others = (in_flight - 1) / in_flight
     decoding = output_tokens > 0 and in_flight > 1  # others keep the decode steps running
 
@@ -174,14 +197,14 @@ def loaded_serving(in_flight: int, prefill_seconds: float, decode_step: float, o
         step = loaded_step_seconds(decode_step, busy, mixed_step)
         wait = step_wait_seconds(in_flight, decode_step, busy) if decoding else 0.0
         carry = carrying_steps * decode_step if decoding else 0.0
-        return step, wait, carry, output_tokens * step + wait + carry
+        return step, wait, carry, output_tokens * step + wait + carry + transit
 
-    demands = (host_seconds, prefill_seconds)
+    demands = (serial, prefill_seconds)
     x = _solve_throughput(in_flight, demands, lambda v: delays(v)[3])
     step, wait, carry, _ = delays(x)
     r_host, r_device = (_residence(x, d, in_flight) for d in demands)
-    return {"ttft_seconds": r_host + wait + r_device + carry, "device_ttft_seconds": r_device,
-            "api_server_seconds": r_host, "api_server_busy": x * host_seconds, "step_seconds": step,
+    return {"ttft_seconds": transit + r_host + wait + r_device + carry, "device_ttft_seconds": r_device,
+            "api_server_seconds": transit + r_host, "api_server_busy": x * serial, "step_seconds": step,
             "step_wait_seconds": wait, "carry_seconds": carry, "requests_per_second": x,
             "request_seconds": in_flight / x, "prefill_share": x * prefill_seconds}
 
@@ -203,27 +226,29 @@ def loaded_serving(in_flight: int, prefill_seconds: float, decode_step: float, o
 
 def burst_serving(in_flight: int, batch_prefill_seconds: float, steps: int, decode_step: float,
                   output_tokens: int, host_seconds: float = 0.0,
-                  prompt_chunk: tuple[int, int] | None = None) -> dict[str, float]:
+                  prompt_chunk: tuple[int, int] | None = None, host_serial_share: float = 1.0) -> dict[str, float]:
     """Eqs. (Q8, Q9b): mean ``ttft_seconds`` and ``requests_per_second`` of ``in_flight`` requests arriving together
     each round: their prompts prefilled in ``steps`` steps taking ``batch_prefill_seconds`` in all, then
     ``output_tokens`` - 1 decode steps of ``decode_step`` seconds (the first token comes from the prefill); with
     the server's own ``host_seconds`` (H) per request done one request after another (the j-th waits j H) and a whole
     running step before admission (Q9b), in the TTFT and in each round; ``prompt_chunk`` (P, B): each prompt's first
-    token after the step holding its last token (None: the j-th step's prompts after j of the ``steps``)."""
+    token after the step holding its last token (None: the j-th step's prompts after j of the ``steps``);
+    ``host_serial_share`` s: only s H is done one request after another, (1 - s) H is each one's own delay (eq. Q11)."""
     if (in_flight < 1 or steps < 1 or batch_prefill_seconds <= 0 or output_tokens < 0 or host_seconds < 0
-            or (output_tokens and decode_step <= 0)):
+            or (output_tokens and decode_step <= 0) or not 0.0 <= host_serial_share <= 1.0):
         raise InputError("in_flight, steps >= 1, output_tokens >= 0; batch_prefill_seconds > 0 and decode_step > 0 "
-                         "with output; host_seconds >= 0")
+                         "with output; host_seconds >= 0, host_serial_share in [0, 1]")
+    serial, transit = split_host(host_seconds, host_serial_share)  # eq. Q11
     # Q9b: at most one whole running step; a prefill-only round (no output) has no decode step running
     step_wait = decode_step if in_flight > 1 and output_tokens else 0.0
     decode = max(output_tokens - 1, 0) * decode_step
-    round_seconds = in_flight * host_seconds + step_wait + batch_prefill_seconds + decode
+    round_seconds = in_flight * serial + transit + step_wait + batch_prefill_seconds + decode
     if prompt_chunk is None:
         done = (steps + 1) / 2  # the mean step in which a prompt's prefill ends
     else:
         prompt, chunk = prompt_chunk
         done = sum(-(-i * prompt // chunk) for i in range(1, in_flight + 1)) / in_flight
-    return {"ttft_seconds": host_seconds * (in_flight + 1) / 2 + step_wait + batch_prefill_seconds * done / steps,
+    return {"ttft_seconds": transit + serial * (in_flight + 1) / 2 + step_wait + batch_prefill_seconds * done / steps,
             "requests_per_second": in_flight / round_seconds, "request_seconds": round_seconds}
 
 
@@ -298,18 +323,20 @@ def step_wait_seconds(in_flight: int, decode_step: float, others_prefill_share: 
 # exists (the rate exceeds the capacity, ``open_capacity``).
 
 
-def open_capacity(prefill_seconds: float, host_seconds: float = 0.0) -> float:
-    """Eq. (Q10a)'s bound: the largest request rate [1/s] whose queues stay finite, 1 / max(D, H)."""
-    if prefill_seconds <= 0 or host_seconds < 0:
-        raise InputError("prefill_seconds must be > 0 and host_seconds >= 0")
-    return 1.0 / max(prefill_seconds, host_seconds)
+def open_capacity(prefill_seconds: float, host_seconds: float = 0.0, host_serial_share: float = 1.0) -> float:
+    """Eq. (Q10a)'s bound with eq. Q11: the largest request rate [1/s] whose queues stay finite, 1 / max(D, s H)
+    (only the serial share s of H queues)."""
+    if prefill_seconds <= 0 or host_seconds < 0 or not 0.0 <= host_serial_share <= 1.0:
+        raise InputError("prefill_seconds must be > 0, host_seconds >= 0 and host_serial_share in [0, 1]")
+    return 1.0 / max(prefill_seconds, host_seconds * host_serial_share)
 
 
 def open_serving(rate: float, prefill_seconds: float, decode_step: float, output_tokens: int,
-                 mixed_step: float | None, host_seconds: float = 0.0, carrying_steps: int = 0) -> dict[str, float]:
+                 mixed_step: float | None, host_seconds: float = 0.0, carrying_steps: int = 0,
+                 host_serial_share: float = 1.0) -> dict[str, float]:
     """Eq. (Q10): the steady state of requests arriving at ``rate`` per second (a Poisson process), each a prompt of
     ``prefill_seconds`` of device time then ``output_tokens`` tokens at ``decode_step`` seconds a step when no prompt
-    is prefilled (the arguments of ``loaded_serving``). Returns the mean ``ttft_seconds`` (Q10b),
+    is prefilled (the arguments of ``loaded_serving``, ``host_serial_share`` s of eq. Q11 among them). Returns the mean ``ttft_seconds`` (Q10b),
     ``device_ttft_seconds`` (R_D), ``api_server_seconds`` (R_H), ``api_server_busy`` (lambda H), ``step_seconds``,
     ``step_wait_seconds``, ``carry_seconds``, ``requests_per_second`` (= ``rate``), ``request_seconds``,
     ``prefill_share`` (u), ``decoding_probability`` (p) and ``in_flight`` (Q10c, a real number). Raises
@@ -318,13 +345,14 @@ def open_serving(rate: float, prefill_seconds: float, decode_step: float, output
             or (output_tokens and decode_step <= 0)):
         raise InputError("rate > 0, output_tokens >= 0; prefill_seconds > 0 and decode_step > 0 with output; "
                          "host_seconds, carrying_steps >= 0")
-    cap = open_capacity(prefill_seconds, host_seconds)
+    cap = open_capacity(prefill_seconds, host_seconds, host_serial_share)
+    serial, transit = split_host(host_seconds, host_serial_share)  # eq. Q11
     if rate >= cap:
         raise InputError(f"request rate {rate:g}/s is at or above the server's capacity {cap:.4g}/s (1 / max(prefill "
-                         f"{prefill_seconds:.4g} s, server {host_seconds:.4g} s per request): its queue grows without "
-                         "bound")
+                         f"{prefill_seconds:.4g} s, server's serial {serial:.4g} s per request): its queue grows "
+                         "without bound")
     share = rate * prefill_seconds
-    r_host = host_seconds / (1.0 - rate * host_seconds)
+    r_host = transit + serial / (1.0 - rate * serial)
     r_device = prefill_seconds / (1.0 - share)
     step = loaded_step_seconds(decode_step, share, mixed_step) if output_tokens else 0.0
     busy = 1.0 - math.exp(-rate * output_tokens * step) if output_tokens else 0.0
@@ -333,6 +361,6 @@ def open_serving(rate: float, prefill_seconds: float, decode_step: float, output
     ttft = r_host + wait + r_device + carry
     seconds = ttft + output_tokens * step
     return {"ttft_seconds": ttft, "device_ttft_seconds": r_device, "api_server_seconds": r_host,
-            "api_server_busy": rate * host_seconds, "step_seconds": step, "step_wait_seconds": wait,
+            "api_server_busy": rate * serial, "step_seconds": step, "step_wait_seconds": wait,
             "carry_seconds": carry, "requests_per_second": rate, "request_seconds": seconds,
             "prefill_share": share, "decoding_probability": busy, "in_flight": rate * seconds}
