@@ -100,7 +100,8 @@ def test_each_machine_takes_its_share(tmp_path: Path, capsys: pytest.CaptureFixt
     j = _plan(_request("    requests_per_second: {peak: 60}\n", "{device: h100-sxm, count: 2}"), tmp_path)
     both = _fit(60, capsys, "--count", "2")
     assert j["facts"]["ttft_peak"] == both["speed"]["ttft_seconds"]
-    assert j["speed_estimate"]["under_load"]["request_rate"] == 30  # each replica half the rate
+    load = j["speed_estimate"]["under_load"]
+    assert (load["request_rate"], load["request_rate_per_replica"]) == (60, 30)  # the rate typed, each replica half
 
 
 def test_with_both_the_concurrency_sizes_and_a_rate_past_it_is_warned(tmp_path: Path) -> None:

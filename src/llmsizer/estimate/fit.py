@@ -32,6 +32,7 @@ from ..result import Assumption, Estimate, Notes
 from ..specs import InferenceWorkload, ModelSpec, TrainingWorkload
 from ..specs.workload import DEFAULT_ATTENTION, INFERENCE_NUMBERS, normalize_engine, prompt_and_output, read_number
 from . import efficiency as E
+from . import engines as ENG
 from . import ranges as R
 from .context_window import window_fits_at
 from .device import (
@@ -56,7 +57,17 @@ from .inference import estimate_inference
 from .inference.common import running_and_queued
 from .inference.compose import with_serving_notes
 from .model_warnings import one_device_serving
-from .serving_load import at_rate, rate_fixed_point, under_load
+from .serving_load import (
+    SLOT_TAIL,
+    SLOTS_FROM_CONCURRENCY,
+    RateCapacityError,
+    at_rate,
+    closed_throughput,
+    rate_fixed_point,
+    slots_for,
+    sustained_rate,
+    under_load,
+)
 from .speed import SpeedEstimate, SpeedLayout, estimate_speed, for_device, speed_model, split_decode, split_prefill
 from .training import estimate_training
 from .training.compose import ZERO_NONE_FITS_WHY, ZERO_WHY, training_need, training_workload, with_device_notes
@@ -532,8 +543,11 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
     False: not searched (a caller that sizes many candidates). ``request_rate`` [requests/s]: requests arriving at
     random at that rate (a Poisson process, formulas/serving_queue.py eq. Q10) instead of ``concurrency`` in flight:
     the requests in flight are then derived (Little's law, eq. Q10c), the memory sized and the decode step timed at
-    them (estimate/serving_load.py ``rate_fixed_point``); each replica takes its share of the rate. A rate at or
-    above the server's capacity (eq. Q10a) is refused (FieldError on request_rate: no steady state, no mean)."""
+    them (estimate/serving_load.py ``rate_fixed_point``; llama.cpp's slots at the tail of them, ``slots_for``); each
+    replica takes its share of the rate. A rate at or above the server's capacity (eq. Q10a), past the decode's
+    (no fixed point of eq. Q10c: ``sustained_rate`` named) or needing more in flight than the engine admits
+    (``admission_refusal``) is refused (FieldError on request_rate: no steady state, no mean). ``request_rate`` is
+    read as the CLI reads it ('16' as 16: ``read_request_rate``)."""
     kw: dict[str, Any] = dict(headroom=headroom, engine=engine, weights=weights, context=context, output_tokens=output_tokens,
               memory=memory, kv_dtype=kv_dtype, hardware_files=hardware_files, host_device=host_device,
               engine_version=engine_version, kwh_price=kwh_price, tensor_parallel=tensor_parallel,
@@ -548,21 +562,61 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
                          "from the time each is served)")
 
     def in_flight(r: FitResult) -> float | None:
+        """The slots the answer's load needs in all (eq. Q10c's mean in flight, or its tail where the engine's
+        slots are sized from it: ``serving_load.slots_for``)."""
         load = r.speed.load if r.speed is not None else None
         if not load or "in_flight" not in load:
-            raise FieldError("request_rate", f"request_rate needs an engine that batches continuously (vllm, "
-                             f"sglang, llamacpp) with a prefill and decode estimate; this answer runs {r.engine}")
-        flight = float(load["in_flight"]) * r.replicas
-        if flight > CONCURRENCY.high:  # the decode's steps slow as the requests in flight grow, which the rate
-            # then keeps more of (eq. Q10c): past any concurrency there is no steady state, as past eq. Q10a's bound
-            raise FieldError("request_rate", f"request_rate: request rate {rate:g}/s is at or above the server's "
-                             f"decode capacity: at {r.speed.concurrency if r.speed else 0:,} requests in flight "
-                             f"each takes {float(load['request_seconds']):.3g} s, so {flight:.3g} would be in flight "
-                             "(Little's law, formulas/serving_queue.py eq. Q10c): its queue grows without bound")
-        return flight
+            raise no_rate_load(r)
+        return slots_for(r.engine, float(load["in_flight"])) * r.replicas
 
-    r = rate_fixed_point(lambda c: _fit_at(model, hardware, count, speed, c, rate, workload, **kw), in_flight)
+    def served(r: FitResult) -> float | None:  # the rate the answer's C in all sustain (the refusal's capacity)
+        x = sustained_rate(r.speed, r.engine)
+        return None if x is None else x * r.replicas
+
+    try:
+        r = rate_fixed_point(lambda c: _fit_at(model, hardware, count, speed, c, rate, workload, **kw), in_flight,
+                             rate, served)
+    except RateCapacityError as e:
+        raise FieldError("request_rate", f"request_rate: {e}") from None
+    admission_refusal(r, rate, lambda c: _fit_at(model, hardware, count, speed, c, rate, workload, **kw))
     return _derived_concurrency(r, rate)
+
+
+def no_rate_load(r: FitResult) -> FieldError:
+    """Why a fit at a request rate has no open load to follow: the engine does not batch continuously, or its
+    speed has no prefill or decode (a llama.cpp split's decode needs the host's memory bandwidth: host_device)."""
+    sp = r.speed
+    if r.engine in ENG.PREFILL_SCHEDULING and sp is not None and sp.output_tokens and sp.decode is None:
+        return FieldError("request_rate", "request_rate needs the decode speed, and this llama.cpp layout (layers "
+                          "or experts on the CPU) has none without the host's memory bandwidth: give host_device "
+                          "(a CPU from the catalog, whose memory bandwidth times those layers)", ("host_device",))
+    return FieldError("request_rate", f"request_rate needs an engine that batches continuously (vllm, sglang, "
+                      f"llamacpp) with a prefill and decode estimate; this answer runs {r.engine}")
+
+
+def admission_refusal(r: FitResult, rate: float, run: Callable[[int], FitResult]) -> None:
+    """FieldError where the requests in flight at ``rate`` (eq. Q10c) exceed the sequences the engine admits (vLLM's
+    KV pool or max_num_seqs, SGLang's pool or max_running_requests: ``running_sequences``, eq. R1): the others wait
+    for admission, and with A admitted each replica serves at most about A / R(A) requests/s (Little's law at A
+    running), which a rate that needs more than A in flight exceeds (C / R(C) rises with C): the wait grows without
+    bound. The rate is refused naming both counts and the rate A sustains (``run(C)``: the fit at C in flight in
+    all), not answered with a TTFT computed as if all C ran. A pool that holds none is the memory verdict's."""
+    if r.estimate is None or r.speed is None or not r.speed.load:
+        return
+    per = math.ceil(float(r.speed.load["in_flight"]))  # the mean in flight per replica (eq. Q10c)
+    admitted = int(r.estimate.details.get("running_sequences", per))
+    if not 1 <= admitted < per:
+        return
+    x = closed_throughput(run(admitted * r.replicas).speed, r.engine)  # eq. Q7 at the A admitted
+    sustained = (f"; with {admitted} running it serves at most about {x:.3g} requests/s per replica (each replaced "
+                 "as it finishes, formulas/serving_queue.py eq. Q7)" if x is not None else "")
+    cap = r.estimate.details.get("running_cap_name", "running cap")
+    raise FieldError("request_rate", f"request_rate: at {rate:g} requests/s about {float(r.speed.load['in_flight']):.1f}"
+                     f" requests are in flight per replica (Little's law, formulas/serving_queue.py eq. Q10c), but "
+                     f"{r.engine} admits {admitted} per replica (its KV pool or {cap}){sustained}: the rest wait for "
+                     "admission" + (", and the queue grows without bound" if x is None or rate / r.replicas >= x else
+                                    ", a wait eq. Q10 does not model (it runs every request in flight)")
+                     + "; lower the rate, add replicas or shorten the context")
 
 
 def rate_and_concurrency() -> FieldError:
@@ -573,8 +627,13 @@ def rate_and_concurrency() -> FieldError:
 
 def _derived_concurrency(r: FitResult, rate: float) -> FitResult:
     """``r`` with its concurrency said as derived from the request rate (fit passed it to the estimate as given)."""
+    tail = r.engine in SLOTS_FROM_CONCURRENCY
     why = (f"derived: the requests in flight at {rate:g} requests/s (Little's law over the time each is served, "
-           "formulas/serving_queue.py eq. Q10c), rounded up")
+           "formulas/serving_queue.py eq. Q10c), " + (
+               f"sized as {r.engine}'s slots for the {SLOT_TAIL:.0%} tail of the requests in flight (Poisson of "
+               "that mean: formulas/arrival_tail.py eq. T1, estimate/serving_load.py SLOT_TAIL; an arrival finds "
+               f"every slot busy at most {1 - SLOT_TAIL:.0%} of the time), the decode step timed with all busy"
+               if tail else "rounded up"))
 
     def said(group: tuple[Assumption, ...]) -> tuple[Assumption, ...]:
         return tuple(Assumption(a.name, a.value, True, why) if a.name == "concurrency" else a for a in group)
@@ -585,8 +644,8 @@ def _derived_concurrency(r: FitResult, rate: float) -> FitResult:
 
 def read_request_rate(value: Any) -> float:
     """A request rate [requests/s] in numbers.REQUEST_RATE (FieldError on request_rate otherwise)."""
-    try:
-        return float(check_number(value, "request_rate", REQUEST_RATE))
+    try:  # the one reader of a numeric field: '16' and '1.5k' as the CLI and request files read them
+        return float(read_number(value, "request_rate", REQUEST_RATE))
     except InputError as e:
         raise FieldError("request_rate", str(e)) from None
 
@@ -935,7 +994,7 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
             # every running request's prompt competes with the decode (formulas/serving_queue.py eqs. Q4-Q9)
             # (at a request rate: the open load of eq. Q10, each replica at its share of the rate)
             sp = under_load(sp, eng, prefill_chunk_tokens(est)) if request_rate is None else \
-                _at_rate(sp, eng, request_rate / replicas, prefill_chunk_tokens(est))
+                _at_rate(sp, eng, request_rate / replicas, prefill_chunk_tokens(est), replicas)
         queue = queue_details(concurrency, replicas, per_rep, run_now, sp)
         if queue["queued_sequences"] and fits:  # (one that does not fit says why: the verdict)
             named.append(queue_note(queue, per_rep, run, d))
@@ -1392,9 +1451,9 @@ def training_fits_at(spec: ModelSpec, hardware: str | Device | Instance, count: 
     return None
 
 
-def _at_rate(sp: Any, engine: str, rate: float, chunk: int | None) -> Any:
+def _at_rate(sp: Any, engine: str, rate: float, chunk: int | None, replicas: int = 1) -> Any:
     """serving_load.at_rate, its refusal of a rate at or above the capacity said as the request_rate field's."""
     try:
-        return at_rate(sp, engine, rate, chunk)
+        return at_rate(sp, engine, rate, chunk, replicas)
     except InputError as e:
         raise FieldError("request_rate", f"request_rate: {e}") from None

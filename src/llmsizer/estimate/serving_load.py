@@ -12,10 +12,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import TypeVar
+from typing import NamedTuple, TypeVar
 
-from ..formulas.serving_queue import burst_serving, loaded_serving, open_serving
+from ..errors import InputError
+from ..formulas.arrival_tail import slots_for_tail
+from ..formulas.serving_queue import burst_serving, loaded_serving, open_capacity, open_serving
 from ..frozen import replace_fields
+from ..numbers import CONCURRENCY
 from ..result import Assumption
 from . import engines as ENG
 from .speed import SpeedEstimate
@@ -40,33 +43,33 @@ MIXED_STEP_ROOFLINE = False
 TTFT_RULE = "independent arrivals; a closed loop of equal lengths moves towards arriving together"
 
 
-def under_load(sp: SpeedEstimate | None, engine: str, chunk_tokens: int | None = None) -> SpeedEstimate | None:
-    """``sp`` with its ``load`` (formulas/serving_queue.py eqs. Q4-Q9) where ``engine`` batches continuously
-    (vllm, sglang, llamacpp) at more than one sequence (at one where the server's own time per request is not 0)
-    with both a prefill and a decode time; ``chunk_tokens``:
-    the engine's prompt tokens per step (vLLM max_num_batched_tokens, SGLang chunked_prefill_size, llama.cpp
-    n_batch; None: llama.cpp's default). Unchanged elsewhere (transformers' static batch already times the batch
-    prefill, eq. P1).
+class Q5Inputs(NamedTuple):
+    """What eqs. Q5-Q10 take from an engine's scheduling and a speed estimate (``q5_inputs``), the one derivation
+    the closed load (``under_load``) and the open one (``at_rate``) share."""
+    one_forward: bool  # a prefill chunk shares one forward with the decode tokens (engines.PREFILL_SCHEDULING)
+    chunk_name: str  # the engine's name for its prompt tokens per step
+    source: str  # where the scheduling rule is read
+    chunk: int  # prompt tokens per step
+    prefill: float  # D: one prompt's idle prefill [s]
+    step: float  # t_d: the decode step of sp.concurrency sequences [s] (0 without output)
+    mixed_step: float | None  # eq. Q5a's step carrying a chunk (None: additive, eq. Q5b)
+    host: float  # eq. Q9's H [s]
+    carrying: int  # eq. Q9a's k: the steps carrying the request's own prompt that also run the others' decode
+    host_note: str  # H and its stated range, said
 
-    The TTFT is the mean of requests arriving independently (eqs. Q6, Q9a: users, each sending its next request when
-    its last one ends; TTFT_RULE), with the burst's (eqs. Q8, Q9b: the C requests arriving together, as a closed-loop
-    benchmark of fixed lengths keeps them) as its high end, both with the server's own time per request
-    (engines.API_SERVER_SECONDS) and the wait for the running step; the per-user rate and requests/s are eqs. Q5b / Q7's (the other requests'
-    prefills stretch the steps)."""
+
+def q5_inputs(sp: SpeedEstimate | None, engine: str, chunk_tokens: int | None = None) -> Q5Inputs | None:
+    """The engine's inputs to eqs. Q5-Q10 from ``sp`` (its idle prefill and the decode step of ``sp.concurrency``
+    sequences): None where ``engine`` does not batch continuously, a speed is missing or no chunk is known
+    (``chunk_tokens``: vLLM max_num_batched_tokens, SGLang chunked_prefill_size, llama.cpp n_batch; None: llama.cpp's
+    default)."""
     sched = ENG.PREFILL_SCHEDULING.get(engine)
-    # one request alone waits for no other prompt and no running step: its TTFT is the idle prefill plus the
-    # server's own time per request (eq. Q9's H), so a single request is loaded only where H is not 0, and
-    # a service's TTFT does not jump by H between one request and two
-    alone = sp is not None and sp.concurrency < 2 and not ENG.API_SERVER_SECONDS.get(engine)
-    # a prefill-only service (output 0) is loaded too: its requests cycle through the server and the prefill alone
-    if (sp is None or sched is None or sp.batch_prefill or alone or sp.prefill is None
-            or (sp.output_tokens and sp.decode is None) or sp.load is not None):
-        return sp
+    if sched is None or sp is None or sp.prefill is None or (sp.output_tokens and sp.decode is None):
+        return None
     one_forward, chunk_name, source = sched
     chunk = int(chunk_tokens or DEFAULT_CHUNKS.get(engine) or 0)
-    batch = sp.prefill_batch_seconds()  # eq. P1 at concurrency: the C prompts of a burst
-    if chunk < 1 or not batch:
-        return sp
+    if chunk < 1:
+        return None
     prefill, step = sp.prefill.seconds, (sp.decode.seconds if sp.decode is not None else 0.0)
     # a step carrying a prefill chunk: min(chunk, prompt) prompt tokens at the idle prompt's seconds per token
     mixed_step = (prefill * min(chunk, sp.prompt_tokens) / sp.prompt_tokens
@@ -79,6 +82,53 @@ def under_load(sp: SpeedEstimate | None, engine: str, chunk_tokens: int | None =
                  f"no server time per request ({engine}'s HTTP server is not measured: 0 s)")
     # the steps carrying its own prompt also run the others' decode at the additive step's cost (eq. Q9a's k)
     carrying = math.ceil(sp.prompt_tokens / chunk) if one_forward and not MIXED_STEP_ROOFLINE else 0
+    return Q5Inputs(one_forward, chunk_name, source, chunk, prefill, step, mixed_step, host, carrying, host_note)
+
+
+def server_assumption(q: Q5Inputs) -> tuple[Assumption, ...]:
+    """The assumption stating H and its range (eqs. Q6', Q9, Q10), where the engine has one; both loads state it."""
+    low, high = ENG.API_SERVER_RANGE
+    return (Assumption("api_server_seconds_per_request",
+                       f"{q.host * 1e3:.1f} ms ({low * 1e3:.0f} .. {high * 1e3:.0f} ms)", True,
+                       q.host_note + "; formulas/serving_queue.py eqs. Q6', Q9, Q10"),) if q.host else ()
+
+
+def prefill_bound_warning(share: float, at: str, ttft: str, user: float, step: float, output_tokens: int,
+                          idle: float | None) -> tuple[str, ...]:
+    """The warning of a load whose prompts take PREFILL_SHARE_WARN or more of device time (eq. Q7 / Q10a's u), at
+    ``at`` (the load, said), ``ttft`` its TTFT said; both loads warn alike."""
+    if share < ENG.PREFILL_SHARE_WARN:
+        return ()
+    return (f"prefill-bound at {at}: the prompts' prefill takes {share:.0%} of device time (formulas/serving_queue.py "
+            f"eqs. Q7, Q10a), so a request waits {ttft} for its first token (alone: {idle or 0.0:.2f} s)"
+            + (f" and gets {user:.1f} tokens/s (decoding alone: {1 / step:.1f})" if output_tokens else "")
+            + "; shorter prompts, fewer requests per replica or more replicas lower it",)
+
+
+def under_load(sp: SpeedEstimate | None, engine: str, chunk_tokens: int | None = None) -> SpeedEstimate | None:
+    """``sp`` with its ``load`` (formulas/serving_queue.py eqs. Q4-Q9) where ``engine`` batches continuously
+    (vllm, sglang, llamacpp) at more than one sequence (at one where the server's own time per request is not 0)
+    with both a prefill and a decode time; ``chunk_tokens``:
+    the engine's prompt tokens per step (``q5_inputs``). Unchanged elsewhere (transformers' static batch already
+    times the batch prefill, eq. P1).
+
+    The TTFT is the mean of requests arriving independently (eqs. Q6, Q9a: users, each sending its next request when
+    its last one ends; TTFT_RULE), with the burst's (eqs. Q8, Q9b: the C requests arriving together, as a closed-loop
+    benchmark of fixed lengths keeps them) as its high end, both with the server's own time per request
+    (engines.API_SERVER_SECONDS) and the wait for the running step; the per-user rate and requests/s are eqs. Q5b / Q7's (the other requests'
+    prefills stretch the steps)."""
+    # one request alone waits for no other prompt and no running step: its TTFT is the idle prefill plus the
+    # server's own time per request (eq. Q9's H), so a single request is loaded only where H is not 0, and
+    # a service's TTFT does not jump by H between one request and two
+    alone = sp is not None and sp.concurrency < 2 and not ENG.API_SERVER_SECONDS.get(engine)
+    # a prefill-only service (output 0) is loaded too: its requests cycle through the server and the prefill alone
+    q = q5_inputs(sp, engine, chunk_tokens)
+    if q is None or sp is None or sp.batch_prefill or alone or sp.load is not None:
+        return sp
+    batch = sp.prefill_batch_seconds()  # eq. P1 at concurrency: the C prompts of a burst
+    if not batch:
+        return sp
+    one_forward, chunk_name, source, chunk, prefill, step, mixed_step, host, carrying, host_note = q
     serial = ENG.API_SERVER_SERIAL_SHARE.get(engine, 1.0)  # eq. Q11's s
     state = loaded_serving(sp.concurrency, prefill, step, sp.output_tokens, mixed_step, host, carrying, serial)
     share = state["prefill_share"]
@@ -120,67 +170,113 @@ def under_load(sp: SpeedEstimate | None, engine: str, chunk_tokens: int | None =
                       f"prompt's prefill alone; each with {host_note} and the wait for the running step; {rate}: the "
                       "TTFT and per-user rate shown are at this concurrency; formulas/serving_queue.py eqs. Q4-Q9; "
                       + source)
-    warnings = sp.warnings
-    if share >= ENG.PREFILL_SHARE_WARN:
-        warnings = (*warnings, f"prefill-bound at concurrency {sp.concurrency}: the prompts' prefill takes "
-                    f"{share:.0%} of device time (formulas/serving_queue.py eq. Q7), so a request waits "
-                    f"{state['ttft_seconds']:.1f} s for its first token (arriving together: {burst['ttft_seconds']:.1f} "
-                    f"s; alone: {sp.ttft_idle_seconds:.2f} s)"
-                    + (f" and gets {user:.1f} tokens/s (decoding alone: {1 / step:.1f})" if sp.output_tokens else "")
-                    + "; shorter prompts, fewer requests per replica or more replicas lower it")
-    server = (Assumption("api_server_seconds_per_request", f"{host * 1e3:.1f} ms ({low * 1e3:.0f} .. {high * 1e3:.0f} ms)",
-                         True, host_note + "; formulas/serving_queue.py eqs. Q6', Q9"),) if host else ()
+    warnings = (*sp.warnings, *prefill_bound_warning(
+        share, f"concurrency {sp.concurrency}",
+        f"{state['ttft_seconds']:.1f} s (arriving together: {burst['ttft_seconds']:.1f} s)", user, step,
+        sp.output_tokens, sp.ttft_idle_seconds))
+    server = server_assumption(q)
     return replace_fields(sp, load=load, assumptions=(*sp.assumptions, note, *server), warnings=warnings)
 
 
 # Open arrivals (formulas/serving_queue.py eq. Q10): requests sent at a rate, whatever the server does. The requests in
 # flight C are then an output (eq. Q10c, Little's law), and the decode step t_d depends on how many sequences it
-# carries: the speed is re-estimated at C = ceil(lambda x request seconds) until C repeats (``rate_fixed_point``, the
-# one iteration fit and the validation share; the step rises with C, so it climbs from one request and stops within
-# a few rounds). RATE_ROUNDS bounds it.
-RATE_ROUNDS = 32
+# carries: C must satisfy C = f(C) = ceil(lambda x R(C)), R(C) the mean request seconds with the step timed at C
+# (``rate_fixed_point``, the one search fit and the validation share). f rises with C (the step grows with the
+# sequences it carries), so the iteration C <- f(C) from one request climbs to the least fixed point from below
+# (Knaster-Tarski / Kleene: a monotone map's iterates from the bottom), usually in a few rounds (RATE_ROUNDS). Near
+# the decode's capacity the climb slows (f's slope nears 1) and past it there is no fixed point at all: lambda exceeds
+# the closed-loop throughput X(C) = C / R(C) at every C (Little's law), so the requests in flight grow without bound.
+# After RATE_ROUNDS the search doubles C (to CONCURRENCY.high, past any service) until f(C) <= C and bisects down to
+# the least such C (f monotone: f(C - 1) > C - 1 and f(C) <= C give f(C) = C); where no C up to the bound has
+# f(C) <= C the rate is refused (RateCapacityError), the capacity named as the most C / R(C) seen.
+RATE_ROUNDS = 8
 T = TypeVar("T")
 
 
-def rate_fixed_point(run: Callable[[int], T], in_flight: Callable[[T], float | None]) -> T:
-    """``run(C)`` at C = 1, then at ceil(``in_flight`` of the last answer) until C repeats (or ``in_flight`` is None:
-    no load to follow): the answer whose decode step is timed at the requests in flight it derives (eq. Q10c)."""
-    seen: set[int] = set()
+class RateCapacityError(InputError):
+    """A request rate above what the decode sustains (no fixed point of eq. Q10c): ``capacity`` [requests/s], the
+    most C / R(C) over the in-flight counts tried, and the ``in_flight`` count it was seen at."""
+
+    def __init__(self, message: str, capacity: float, in_flight: int) -> None:
+        super().__init__(message)
+        self.capacity, self.in_flight = capacity, in_flight
+
+
+def rate_fixed_point(run: Callable[[int], T], in_flight: Callable[[T], float | None], rate: float,
+                     served: Callable[[T], float | None] | None = None, limit: int = int(CONCURRENCY.high)) -> T:
+    """``run(C)`` at the least C (1 .. ``limit``) with ceil(``in_flight`` of its answer) <= C (``in_flight`` None: no
+    load to follow, that answer): the answer whose decode step is timed at the requests in flight it derives (eq.
+    Q10c) for requests arriving at ``rate`` per second. RateCapacityError where none up to ``limit`` has one, naming
+    the most ``served`` over the C tried (an answer's sustained rate at its C, ``sustained_rate``; None: C / R(C)
+    at ``rate``, Little's law, R = in flight / ``rate``)."""
+    tried: dict[int, tuple[T, int]] = {}  # C -> (answer, ceil(in flight))
+
+    def at(c: int) -> tuple[T, int | None]:
+        if c not in tried:
+            answer = run(c)
+            flight = in_flight(answer)
+            if flight is None:  # no load to follow: this answer
+                return answer, None
+            tried[c] = (answer, max(1, math.ceil(flight)) if math.isfinite(flight) else limit + 1)
+        return tried[c]
+
     concurrency = 1
-    for _ in range(RATE_ROUNDS):
-        answer = run(concurrency)
-        seen.add(concurrency)
-        flight = in_flight(answer)
-        if flight is None:
+    for _ in range(RATE_ROUNDS):  # the climb from below
+        answer, nxt = at(concurrency)
+        if nxt is None or nxt <= concurrency:
+            return answer
+        concurrency = min(nxt, limit)
+        if concurrency in tried:  # the limit reached again: no fixed point below it
             break
-        concurrency = max(1, math.ceil(flight))
-        if concurrency in seen:
+    low, high = concurrency, None  # every iterate is at or below the least fixed point
+    c = concurrency
+    while c <= limit:  # doubling
+        answer, nxt = at(c)
+        if nxt is None:
+            return answer
+        if nxt <= c:
+            high = c
             break
-    return answer
+        if c == limit:
+            break
+        low, c = c, min(2 * c, limit)
+    if high is None:
+        def most(k: int) -> float:  # the rate C in flight sustain
+            x = served(tried[k][0]) if served is not None else None
+            return x if x is not None else rate * k / tried[k][1]  # X = C / R, R = in flight / rate (Little)
+        best = max(tried, key=most)
+        cap = most(best)
+        raise RateCapacityError(
+            f"request rate {rate:g}/s is at or above the decode's capacity, about {cap:.4g}/s (the most requests/s "
+            f"whose mean in flight stays within any number tried, here {best:,}: lambda = C / R_lambda(C), Little's "
+            "law, formulas/serving_queue.py eq. Q10c; each request in flight slows the decode step): its queue grows "
+            "without bound", cap, best)
+    while high - low > 1:  # bisection to the least C with f(C) <= C
+        mid = (low + high) // 2
+        answer, nxt = at(mid)
+        if nxt is None:
+            return answer
+        low, high = (low, mid) if nxt <= mid else (mid, high)
+    return tried[high][0]
 
 
-def at_rate(sp: SpeedEstimate | None, engine: str, rate: float, chunk_tokens: int | None = None
-            ) -> SpeedEstimate | None:
+def at_rate(sp: SpeedEstimate | None, engine: str, rate: float, chunk_tokens: int | None = None,
+            replicas: int = 1) -> SpeedEstimate | None:
     """``sp`` (its prefill and the decode step of ``sp.concurrency`` sequences) with the ``load`` of requests
-    arriving at ``rate`` per second (a Poisson process: formulas/serving_queue.py eq. Q10): the mean TTFT, step,
-    requests/s (= ``rate``) and mean requests in flight (``in_flight``; ``concurrency``: the one the step was timed
-    at). ``sp`` unchanged where ``engine`` does not batch continuously or a speed is missing. InputError where
-    ``rate`` reaches the server's capacity (eq. Q10a: no steady state, no mean to state)."""
-    sched = ENG.PREFILL_SCHEDULING.get(engine)
-    if sched is None or sp is None or sp.prefill is None or (sp.output_tokens and sp.decode is None):
+    arriving at ``rate`` per second at this replica, one of ``replicas`` sharing the rate typed (a Poisson process:
+    formulas/serving_queue.py eq. Q10): the mean TTFT, step, requests/s (= ``rate``) and mean requests in flight
+    (``in_flight``; ``concurrency``: the one the step was timed at). ``sp`` unchanged where ``engine`` does not batch
+    continuously or a speed is missing (``q5_inputs``). InputError where ``rate`` reaches the server's capacity (eq.
+    Q10a: no steady state, no mean to state)."""
+    q = q5_inputs(sp, engine, chunk_tokens)
+    if q is None or sp is None:
         return sp
-    one_forward, chunk_name, source = sched
-    chunk = int(chunk_tokens or DEFAULT_CHUNKS.get(engine) or 0)
-    if chunk < 1:
-        return sp
-    host = ENG.API_SERVER_SECONDS.get(engine, 0.0)
-    prefill, step = sp.prefill.seconds, (sp.decode.seconds if sp.decode is not None else 0.0)
-    mixed_step = (prefill * min(chunk, sp.prompt_tokens) / sp.prompt_tokens
-                  if one_forward and MIXED_STEP_ROOFLINE else None)
-    carrying = math.ceil(sp.prompt_tokens / chunk) if one_forward and not MIXED_STEP_ROOFLINE else 0
+    one_forward, chunk_name, source, chunk, prefill, step, mixed_step, host, carrying, host_note = q
     state = open_serving(rate, prefill, step, sp.output_tokens, mixed_step, host, carrying,
                          ENG.API_SERVER_SERIAL_SHARE.get(engine, 1.0))
-    load = {"ttft_seconds": state["ttft_seconds"], "request_rate": rate, "in_flight": state["in_flight"],
+    typed = rate * replicas
+    load = {"ttft_seconds": state["ttft_seconds"], "request_rate": typed, "request_rate_per_replica": rate,
+            "replicas": replicas, "in_flight": state["in_flight"],
             "concurrency": sp.concurrency, "api_server_seconds": host,
             "api_server_residence_seconds": state["api_server_seconds"], "api_server_busy": state["api_server_busy"],
             "carry_seconds": state["carry_seconds"], "step_wait_seconds": state["step_wait_seconds"],
@@ -192,13 +288,76 @@ def at_rate(sp: SpeedEstimate | None, engine: str, rate: float, chunk_tokens: in
             "step_cost": "one forward's roofline (eq. Q5a)" if mixed_step is not None else "additive (eq. Q5b)",
             "ttft_rule": "open arrivals at the request rate (Poisson, eq. Q10)",
             "source": "formulas/serving_queue.py eqs. Q5, Q10; " + source}
-    note = Assumption("request_rate", f"{rate:g} requests/s", False,
-                      f"requests arrive at {rate:g}/s at random (a Poisson process): {state['in_flight']:.1f} in "
-                      f"flight on average (Little's law), the decode step timed at {sp.concurrency}; the prompts take "
-                      f"{state['prefill_share']:.0%} of device time; TTFT {state['ttft_seconds']:.3f} s "
-                      f"({sp.ttft_idle_seconds:.3f} s for one prompt's prefill alone), open network of "
-                      "formulas/serving_queue.py eq. Q10; " + source)
-    return replace_fields(sp, load=load, assumptions=(*sp.assumptions, note))
+    said = rate_said(typed, replicas)
+    note = Assumption("request_rate", said, False,
+                      f"requests arrive at {said} at random (a Poisson process): {state['in_flight']:.1f} in "
+                      f"flight on average{' per replica' if replicas > 1 else ''} (Little's law), the decode step "
+                      f"timed at {sp.concurrency}; the prompts take {state['prefill_share']:.0%} of device time; TTFT "
+                      f"{state['ttft_seconds']:.3f} s ({sp.ttft_idle_seconds:.3f} s for one prompt's prefill alone), "
+                      f"with {host_note}; open network of formulas/serving_queue.py eq. Q10; " + source)
+    user = 1 / state["step_seconds"] if sp.output_tokens else 0.0
+    warnings = (*sp.warnings, *prefill_bound_warning(
+        state["prefill_share"], f"{said}", f"{state['ttft_seconds']:.1f} s", user, step, sp.output_tokens,
+        sp.ttft_idle_seconds))
+    return replace_fields(sp, load=load, assumptions=(*sp.assumptions, note, *server_assumption(q)),
+                          warnings=warnings)
+
+
+# The slots a rate needs where the engine's slots are sized from the concurrency llmsizer passes it (llama.cpp's
+# server: -np sequences, each its share of the KV cache; vLLM's and SGLang's pools are sized by memory, their admission
+# checked apart, fit.admission_refusal): at ceil(mean in flight) an arrival finds every slot busy and waits about half
+# the time (Poisson of mean 2.7 in flight: P(N >= 3) = 51 %), a wait eq. Q10 does not count. The slots are sized so
+# that at most 1 - SLOT_TAIL of arrivals find none free (formulas/arrival_tail.py eq. T1: the M/G/inf occupancy,
+# Poisson of the mean in flight); a policy default, not fitted. The decode step is then timed with every slot busy,
+# an upper bound of the mean step.
+SLOT_TAIL = 0.99
+SLOTS_FROM_CONCURRENCY = ("llamacpp",)
+
+
+def slots_for(engine: str, mean_in_flight: float) -> float:
+    """The sequences per replica a rate's load is sized and timed at: the mean in flight (eq. Q10c), or where
+    ``engine``'s slots are sized from it (SLOTS_FROM_CONCURRENCY), the slots of eq. T1 at SLOT_TAIL."""
+    if engine in SLOTS_FROM_CONCURRENCY and math.isfinite(mean_in_flight) and mean_in_flight <= CONCURRENCY.high:
+        return float(slots_for_tail(mean_in_flight, SLOT_TAIL))
+    return mean_in_flight
+
+
+def closed_throughput(sp: SpeedEstimate | None, engine: str) -> float | None:
+    """The requests/s ``sp``'s ``sp.concurrency`` sequences serve when each is replaced as it finishes (the closed
+    load of ``under_load``, eq. Q7: what a replica with that many admitted serves while requests wait), ``sp``
+    carrying an open load (``at_rate``: its chunk); None without one."""
+    if sp is None or not sp.load:
+        return None
+    closed = under_load(replace_fields(sp, load=None), engine, int(sp.load["chunk_tokens"]))
+    return float(closed.load["requests_per_second"]) if closed is not None and closed.load else None
+
+
+RATE_BISECTIONS = 60  # halvings of (0, eq. Q10a's bound): past double precision
+
+
+def sustained_rate(sp: SpeedEstimate | None, engine: str) -> float | None:
+    """The largest request rate lambda whose mean in flight (eq. Q10c) stays within the ``sp.concurrency``
+    sequences ``sp``'s decode step is timed at: lambda R_lambda(C) = C, R_lambda the mean request seconds of eq. Q10
+    (lambda R_lambda rises with lambda, so bisection on (0, eq. Q10a's bound)); ``sp`` carrying an open load
+    (``at_rate``: its chunk). The decode's capacity is its sup over C. None without one."""
+    q = q5_inputs(sp, engine, int(sp.load["chunk_tokens"])) if sp is not None and sp.load else None
+    if q is None or sp is None:
+        return None
+    serial = ENG.API_SERVER_SERIAL_SHARE.get(engine, 1.0)  # eq. Q11's s
+    low, high = 0.0, open_capacity(q.prefill, q.host, serial)
+    for _ in range(RATE_BISECTIONS):
+        mid = (low + high) / 2
+        if mid <= low or mid >= high:
+            break
+        state = open_serving(mid, q.prefill, q.step, sp.output_tokens, q.mixed_step, q.host, q.carrying, serial)
+        low, high = (mid, high) if state["in_flight"] <= sp.concurrency else (low, mid)
+    return low
+
+
+def rate_said(rate: float, replicas: int = 1) -> str:
+    """A request rate as typed, with each replica's share where there are several: '60 requests/s (30 per
+    replica)'."""
+    return f"{rate:g} requests/s" + (f" ({rate / replicas:g} per replica)" if replicas > 1 else "")
 
 
 def under_rate(speed_at: Callable[[int], SpeedEstimate | None], engine: str, rate: float,
@@ -210,4 +369,5 @@ def under_rate(speed_at: Callable[[int], SpeedEstimate | None], engine: str, rat
         out = at_rate(sp, engine, rate, chunk_tokens)
         return out if out is not None and out.load is not None else None
 
-    return rate_fixed_point(run, lambda s: s.load["in_flight"] if s is not None and s.load else None)
+    return rate_fixed_point(run, lambda s: s.load["in_flight"] if s is not None and s.load else None, rate,
+                            lambda s: sustained_rate(s, engine))

@@ -271,7 +271,9 @@ def speed_rows(s: SpeedEstimate, queued: bool = False) -> list[list[str]]:
         per_user = ("" if not s.tokens_per_second_per_user else
                     f"{s.tokens_per_second_per_user:.1f} per user at this load" if many else
                     f"decoding at {s.tokens_per_second_per_user:.1f}; the total counts its TTFT")
-        at = (f"at {rate:g} requests/s ({load['in_flight']:.1f} in flight)" if rate is not None else
+        several = int(load.get("replicas", 1)) > 1  # the rate typed, each replica's share and in flight beside it
+        at = (f"at {rate:g} requests/s ({load['in_flight']:.1f} in flight" + (
+              f", {load['request_rate_per_replica']:g}/s per replica)" if several else ")") if rate is not None else
               f"at {s.concurrency} request" + ("s" if many else "") + (" running" if queued else ""))
         rows.append([at,
                      f"TTFT {load['ttft_seconds']:.3f} s at this load ({together}idle {s.ttft_idle_seconds:.3f} s)",

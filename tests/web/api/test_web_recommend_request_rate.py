@@ -1,14 +1,12 @@
 """recommend at a request rate (open arrivals, formulas/serving_queue.py eq. Q10): each option is the fewest copies
 of a candidate whose each copy carries an equal share of the rate below its capacity and within the limits, each copy
-answered by fit's rate path. Checked by hand where the capacity is the API server's alone (qwen3-0.6b's 512-token
-prefill is far shorter than its H): 1 / H = 44.5/s a copy, so 100/s takes 3 copies (2 would carry 50/s each); the
-option's TTFT is `fit --request-rate 33.3`'s on that copy; the web's body is the CLI's; a rate with a concurrency or
+answered by fit's rate path. Checked by hand against the API server's capacity 1 / H = 44.5/s a copy and what the
+sequences the engine admits serve (test_copies_by_hand); the option's TTFT is `fit --request-rate`'s on that copy; the web's body is the CLI's; a rate with a concurrency or
 a tokens/s target is one line, exit 2."""
 
 from __future__ import annotations
 
 import json
-import math
 
 import pytest
 from web_api_helpers import cli_error_line, run_cli
@@ -27,13 +25,23 @@ TARGET = "aws-g6.xlarge"  # one L4
 
 
 def test_copies_by_hand() -> None:
+    """A copy carries rate / k below both its API server's capacity 1 / H (eq. Q10a) and what the sequences its
+    engine admits serve: an L4 runs at most max_num_seqs 256 at once, which serve the closed model's requests/s at
+    256 (eq. Q7, fit at concurrency 256, an independent path), 22.4/s; 100/s needs the fewest k with 100 / k below
+    both: 5 (3 copies at 33.3/s each would keep about 400 in flight, more than the 256 admitted; review7 defect 2)."""
     rec = recommend_inference("qwen3-0.6b", context=640, output_tokens=128, engine="vllm", request_rate=100)
     (opt,) = [o for o in rec.options if o.target == TARGET]
-    one = fit("qwen3-0.6b", TARGET, engine="vllm", weights=opt.weights_format, context=640, output_tokens=128,
-              request_rate=100 / 3)
-    assert one.speed is not None and one.speed.ttft_idle_seconds < H  # the server, not the prefill, bounds a copy
-    copies = math.floor(100 * H) + 1  # the fewest k with 100 / k < 1 / H
-    assert copies == 3
+    kw = dict(engine="vllm", weights=opt.weights_format, context=640, output_tokens=128)
+    full = fit("qwen3-0.6b", TARGET, concurrency=4096, **kw)
+    assert full.estimate is not None
+    admitted = int(full.estimate.details["running_sequences"])
+    closed = fit("qwen3-0.6b", TARGET, concurrency=admitted, **kw)
+    assert closed.speed is not None and closed.speed.load is not None
+    served = float(closed.speed.load["requests_per_second"])
+    copies = next(k for k in range(1, 64) if 100 / k < min(1 / H, served))
+    assert copies == 5
+    one = fit("qwen3-0.6b", TARGET, request_rate=100 / copies, **kw)
+    assert one.speed is not None and one.speed.load is not None and one.speed.load["in_flight"] <= admitted
     assert (opt.count, opt.instances, opt.replicas) == (copies, copies, copies)
     assert opt.ttft_seconds == one.speed.ttft_seconds
     assert opt.tokens_per_second == pytest.approx(100 * 128, rel=1e-9)  # every request's output, all copies

@@ -300,7 +300,8 @@ async function grid() {
         const sp = r.speed;
         const idle = sp.under_load ? ` (idle ${formatSeconds(sp.ttft_idle_seconds)})` : "";
         const open = sp.under_load?.request_rate; // at a rate: the requests in flight are derived (eq. Q10c)
-        const load = open ? `${open} requests/s (${sp.under_load.in_flight.toFixed(1)} in flight)`
+        const each = (sp.under_load?.replicas ?? 1) > 1 ? `, ${sp.under_load.request_rate_per_replica}/s per replica` : "";
+        const load = open ? `${open} requests/s (${sp.under_load.in_flight.toFixed(1)} in flight${each})`
           : `${sp.concurrency} request${sp.concurrency === 1 ? "" : "s"}`;
         cell.dataset.ttft = String(sp.ttft_seconds);
         lines.push(el("br"), `${formatRate(r.tokens_per_second_total)} tok/s, TTFT ${formatSeconds(sp.ttft_seconds)} at ${load}${idle}`);

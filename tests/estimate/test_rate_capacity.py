@@ -1,0 +1,146 @@
+"""The request-rate model's capacity limits (estimate/serving_load.py rate_fixed_point, sustained_rate, slots_for;
+estimate/fit.py admission_refusal): a rate past the decode's capacity, or needing more in flight than the engine
+admits, is refused with the capacity named; llama.cpp's slots cover the 99 % tail of the requests in flight; the
+rate mode states H and warns as the closed mode does. Expected values are derived by hand (linear-step algebra,
+Little's law, Poisson sums) or read from an independent path (the closed model, eqs. Q6'-Q7, at a large population)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from llmsizer.errors import FieldError
+from llmsizer.estimate.fit import fit
+from llmsizer.estimate.serving_load import RateCapacityError, rate_fixed_point
+
+
+def _linear(rate: float, fixed: float, per: float):
+    """A request of R(C) = fixed + per x C seconds at C in flight (a decode step linear in the sequences it carries:
+    N (t0 + k C)). Little's law: C = rate R(C) has the fixed point C* = rate fixed / (1 - rate per) where rate per < 1,
+    none otherwise; the closed throughput C / R(C) rises to its sup 1 / per (the capacity)."""
+    calls: list[int] = []
+
+    def run(c: int) -> float:
+        calls.append(c)
+        return rate * (fixed + per * c)  # the answer: its mean in flight
+    return run, calls
+
+
+@pytest.mark.parametrize("rate, fixed, per", [(2.0, 1.0, 0.1), (0.99, 50.0, 1.0), (0.999, 10.0, 1.0)])
+def test_the_least_fixed_point_however_slow_the_climb(rate: float, fixed: float, per: float) -> None:
+    """rate x per near 1 (0.99, 0.999: each round climbs by 1 %, 0.1 %) still ends at C* = ceil of the exact root,
+    which the plain climb of 32 rounds did not reach (it returned an unsettled answer)."""
+    run, _ = _linear(rate, fixed, per)
+    exact = rate * fixed / (1 - rate * per)
+    flight = rate_fixed_point(run, lambda f: f, rate)
+    # the answer is the run at the least C with ceil(C's flight) <= C: C = ceil(C*) (for C >= C*: rate R(C) <= C)
+    assert flight == pytest.approx(rate * (fixed + per * math.ceil(exact - 1e-9)))
+
+
+@pytest.mark.parametrize("rate", [1.01, 1.5, 40.0])
+def test_past_the_decode_capacity_is_refused_naming_it(rate: float) -> None:
+    """per = 1 s: the capacity is 1 / per = 1 request/s. Past it no C solves C = rate (1 + C); the refusal names the
+    most C / R(C) tried, which at C = 2^24 is 2^24 / (1 + 2^24) ~ 1."""
+    run, _ = _linear(rate, 1.0, 1.0)
+    with pytest.raises(RateCapacityError, match=r"decode's capacity, about 1/s") as e:
+        rate_fixed_point(run, lambda f: f, rate)
+    assert e.value.capacity == pytest.approx(1.0, rel=1e-6)
+
+
+LLAMA = dict(engine="llamacpp", context=4096, output_tokens=1024)
+
+
+def test_fit_refuses_a_rate_past_the_decode_capacity_and_names_the_closed_loop_throughput() -> None:
+    """Llama-3.1-8B on an RTX 4090 under llama.cpp, 1,024 output tokens: the decode step grows with the slots, so
+    the requests/s tend to a bound. The refusal's capacity (the open model inverted at the largest C tried) is the
+    closed model's requests/s at a population that large (eqs. Q6'-Q7, an independent solution: MVA of the closed
+    network), and a rate just below it is answered with a settled fixed point (Little's law holds)."""
+    with pytest.raises(FieldError, match="decode's capacity") as e:
+        fit("llama-3.1-8b-instruct", "rtx-4090", request_rate=2, **LLAMA)
+    cap = float(str(e.value).split("about ")[1].split("/s")[0])
+    closed = fit("llama-3.1-8b-instruct", "rtx-4090", concurrency=2**20, **LLAMA)
+    assert closed.speed is not None and closed.speed.load is not None
+    assert cap == pytest.approx(float(closed.speed.load["requests_per_second"]), rel=0.02)
+    r = fit("llama-3.1-8b-instruct", "rtx-4090", request_rate=0.95 * cap, **LLAMA)
+    assert r.speed is not None and r.speed.load is not None
+    load = r.speed.load
+    assert load["in_flight"] == pytest.approx(0.95 * cap * load["request_seconds"])  # Little's law
+    assert r.speed.concurrency >= load["in_flight"]  # the step timed at (at least) the requests in flight
+
+
+def test_vllm_rate_above_what_its_pool_admits_is_refused_with_both_counts() -> None:
+    """Review7 defect 2: Llama-3.1-8B, H100, 8,192-token context, 4.5 requests/s: 146 in flight against 51 the KV
+    pool admits; no TTFT computed as if all 146 ran. The rate 51 running sustain is the closed model's at 51
+    (eq. Q7), read from fit at concurrency 51 (an independent path)."""
+    kw = dict(engine="vllm", context=8192, output_tokens=256)
+    with pytest.raises(FieldError, match=r"146\.0 requests are in flight per replica.*admits 51 per replica") as e:
+        fit("llama-3.1-8b-instruct", "h100-sxm", request_rate=4.5, **kw)
+    closed = fit("llama-3.1-8b-instruct", "h100-sxm", concurrency=51, **kw)
+    assert closed.speed is not None and closed.speed.load is not None
+    assert f"about {float(closed.speed.load['requests_per_second']):.3g} requests/s" in str(e.value)
+    assert "grows without bound" in str(e.value)
+    ok = fit("llama-3.1-8b-instruct", "h100-sxm", request_rate=1.5, **kw)  # 4.7 in flight: admitted
+    assert ok.fits and ok.speed is not None and ok.speed.load is not None
+
+
+def test_llamacpp_slots_cover_the_99_percent_tail() -> None:
+    """Review7 defect 2: Qwen2.5-0.5B, RTX 4090, 4 requests/s: a mean of about 2.8 in flight. ceil(mean) slots left
+    an arrival waiting about half the time; the slots are now the least c with P(N <= c - 1) >= 0.99 for N Poisson
+    of that mean (summed here by hand, independently of formulas/arrival_tail.py)."""
+    r = fit("qwen2.5-0.5b", "rtx-4090", engine="llamacpp", context=1024, output_tokens=128, request_rate=4)
+    assert r.speed is not None and r.speed.load is not None
+    mean = float(r.speed.load["in_flight"])
+    term = cdf = math.exp(-mean)
+    k = 0
+    while cdf < 0.99:
+        k += 1
+        term *= mean / k
+        cdf += term
+    assert r.speed.concurrency == k + 1
+    assert next(a for a in r.assumptions if a.name == "concurrency").value == k + 1
+
+
+def test_several_replicas_say_the_typed_rate_and_each_share() -> None:
+    """Review7 defect 5: 60 requests/s typed on 2 replicas: the assumption says 60 (30 per replica), the JSON keeps
+    60 and adds 30 per replica."""
+    r = fit("qwen3-0.6b", "h100-sxm", 2, engine="vllm", context=640, output_tokens=128, request_rate=60)
+    assert r.replicas == 2 and r.speed is not None and r.speed.load is not None
+    note = next(a for a in r.speed.assumptions if a.name == "request_rate")
+    assert note.value == "60 requests/s (30 per replica)"
+    assert r.speed.load["request_rate"] == 60 and r.speed.load["request_rate_per_replica"] == 30
+
+
+def test_split_without_host_device_names_the_cause() -> None:
+    """Review7 defect 6: a llama.cpp split with layers on the CPU has no decode speed without the host's bandwidth."""
+    with pytest.raises(FieldError, match="give host_device") as e:
+        fit("llama-3.1-70b-instruct", "rtx-4090", engine="llamacpp", weights="q4_k_m", context=4352,
+            output_tokens=256, n_gpu_layers=40, request_rate=0.05)
+    assert "host_device" in e.value.fields
+
+
+def test_text_rate_is_read_as_the_cli_reads_it() -> None:
+    """Review7: fit(request_rate='16') was refused while the CLI and the web read '16'; '1.6e1' likewise."""
+    kw = dict(engine="vllm", context=640, output_tokens=128)
+    base = fit("qwen3-0.6b", "h100-sxm", request_rate=16, **kw)
+    for text in ("16", "1.6e1"):
+        r = fit("qwen3-0.6b", "h100-sxm", request_rate=text, **kw)
+        assert r.speed is not None and base.speed is not None and r.speed.load == base.speed.load
+    with pytest.raises(FieldError, match="request_rate"):
+        fit("qwen3-0.6b", "h100-sxm", request_rate="fast", **kw)
+
+
+def test_rate_mode_states_h_and_warns_when_prefill_bound() -> None:
+    """Review7 defect 3: the rate mode states the server time H (and its range) as the closed mode does, and warns
+    when the prompts take half the device time or more (u = lambda D >= PREFILL_SHARE_WARN)."""
+    kw = dict(engine="vllm", context=8192, output_tokens=256)
+    closed = fit("llama-3.1-8b-instruct", "h100-sxm", concurrency=8, **kw)
+    r = fit("llama-3.1-8b-instruct", "h100-sxm", request_rate=3.0, **kw)
+    assert r.speed is not None and r.speed.load is not None and closed.speed is not None
+    named = {a.name: a.value for a in r.speed.assumptions}
+    assert named["api_server_seconds_per_request"] == {a.name: a.value for a in closed.speed.assumptions}[
+        "api_server_seconds_per_request"]
+    share = float(r.speed.load["prefill_share"])
+    assert share == pytest.approx(3.0 * r.speed.prefill.seconds)  # u = lambda D
+    assert (share >= 0.5) == any(w.startswith("prefill-bound at 3 requests/s") for w in r.speed.warnings)
+    assert share >= 0.5
