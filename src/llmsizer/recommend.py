@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from .catalog.hardware import Device, HardwareCatalog, Instance, load_catalog
-from .errors import DeviceCannotRunError, FieldError, InputError
+from .errors import DeviceCannotRunError, FieldError, InputError, NotModelledError
 from .estimate import efficiency as E
 from .estimate.duration import flops_per_token, recompute_mode, training_peak
 from .estimate.engines import newer_release_note
@@ -917,8 +917,10 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
         except InputError as e:
             # bad input for every device: exit 2 as before (a CPU or an Apple chip refuses the CUDA-only settings:
             # offload, paging; a GPU the kernel a setting names, DeviceCannotRunError: rejected)
-            if dev.kind not in ("cpu", "apple") and not isinstance(e, DeviceCannotRunError):
+            if dev.kind not in ("cpu", "apple") and not isinstance(e, (DeviceCannotRunError, NotModelledError)):
                 raise
+            # NotModelledError: a setting the device runs through a stack llmsizer does not size; its message says
+            # "not modelled", not that the device cannot run it
             rejected.append(Option(**stub, replicas=1, status="rejected", reasons=(str(e),)))
             continue
         if not fr.fits:
