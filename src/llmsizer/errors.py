@@ -46,6 +46,12 @@ class DeviceCannotRunError(FieldError):
     (recommend)."""
 
 
+class NotModelledError(FieldError):
+    """A setting the chosen device runs, but through a stack llmsizer does not model (FP8 training on an Intel Gaudi,
+    Intel's own TransformerEngine): exit 2 where the device is given, like ``DeviceCannotRunError``, and in a search
+    (recommend) a rejected option whose reason says "not modelled", not that the device cannot run it."""
+
+
 class MissingUnitError(InputError):
     """A size written as a bare number too small to be meant as bytes ('--memory 24'): a forgotten unit."""
 

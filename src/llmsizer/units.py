@@ -35,6 +35,7 @@ TiB = 1024**4
 # A month is 730 hours (8760 / 12, the AWS Pricing Calculator's "730 hours in a month"): the month a request file's
 # "6 months" means (request/quantities.py), a service is priced by (plan/) and a duration is shown in (format_seconds).
 HOURS_PER_MONTH = 730.0
+HOURS_PER_YEAR = 8760.0  # 365 days: a request file's "1 year" and format_seconds's years past 24 months
 
 _BYTE_UNITS: dict[str, float] = {
     "b": 1 / 8, "bit": 1 / 8, "bits": 1 / 8,
@@ -294,13 +295,16 @@ def _seconds_unit(seconds: float) -> tuple[float, str, int]:
         return 3600.0, "h", 1
     if s < 120 * 86400:
         return 86400.0, "days", 1
-    return 3600.0 * HOURS_PER_MONTH, "months", 1
+    if s < 24 * 3600.0 * HOURS_PER_MONTH:
+        return 3600.0 * HOURS_PER_MONTH, "months", 1
+    return 3600.0 * HOURS_PER_YEAR, "years", 1  # "75.8 years", not "910.1 months"
 
 
 def format_seconds(seconds: float) -> str:
     """Format a duration for people, the one way every renderer and message says one: ms below 1 s, s (one
     decimal) below 90 s, min (one decimal below 10 min, whole above) below 90 min, h below 2 days, days below 120
-    days, then months of ``HOURS_PER_MONTH``. The pages' ``formatSeconds`` (web/static/js/format.js) is the same."""
+    days, months of ``HOURS_PER_MONTH`` below 24 months, then years of ``HOURS_PER_YEAR``. The pages'
+    ``formatSeconds`` (web/static/js/format.js) is the same."""
     size, name, places = _seconds_unit(seconds)
     return f"{float(seconds) / size:.{places}f} {name}"
 

@@ -210,6 +210,20 @@ GLM45_NVIDIA = {"num_hidden_layers": 92, "first_k_dense_replace": 3, "hidden_siz
                 "use_qk_norm": True, "num_nextn_predict_layers": 1, "max_position_embeddings": 131072,
                 "vocab_size": 151552}
 
+# The KV heads that size granite-4.0-h-tiny's KV cache: a gguf-dump of Unsloth's granite-4.0-h-tiny-Q4_0.gguf (its
+# general.quantized_by 'Unsloth'; same embedding_length 1536, head_count 12, vocab_size 100352 as above) quoted in
+# danbev/learning-ai's llama.cpp notes: granitehybrid.attention.head_count_kv, an array of 40 (one per block),
+# "[0, 0, 0, 0, 0, 4, ...]": blocks 0-4 recurrent (0 KV heads), block 5 attention with 4 KV heads. The Ollama page
+# above states no head_count_kv readable here.
+GRANITE_H_TINY_HEAD_COUNT_KV_HEAD = [0, 0, 0, 0, 0, 4]
+
+
+def test_granite_h_tiny_kv_heads_agree_with_the_gguf_head_count_kv():
+    cfg = ENTRIES["granite-4.0-h-tiny"].config
+    kv = [cfg["num_key_value_heads"] if t == "attention" else 0 for t in cfg["layer_types"]]
+    assert len(kv) == 40 and kv[:6] == GRANITE_H_TINY_HEAD_COUNT_KV_HEAD
+
+
 ASSEMBLED_CHECKS = {"falcon-h1-0.5b-instruct": FALCON_H1_05B_TABLE, "granite-4.0-h-tiny": GRANITE_H_TINY_GGUF,
                     "glm-4.5": GLM45_NVIDIA}
 

@@ -63,3 +63,27 @@ def test_small_ubatch_stays_on_the_host() -> None:
     f = 1 - (124 / 128) ** 32
     _, copy, _ = split_prefill_time(0.0, [32], 0.0, 1e9, [f], PCIE4_X16, None, 1.0)
     assert copy == pytest.approx(f * 1e9 / PCIE4_X16)
+
+
+def test_ngl_split_prefill_copies_the_host_layers_kv_cells_per_ubatch() -> None:
+    """-ngl 40 of Llama-3.1-70B's 80 layers (+ the output on the GPU: llama.cpp puts layers 0-40 on the host): the
+    host layers' attention runs on the GPU (the scheduler gives it the offloaded products' backend), their K/V cells
+    crossing the link. Llama-3.1-70B config.json: 8 KV heads x head_dim 128 (8192 / 64), f16 cache: K + V = 2 x 1024 x
+    2 B = 4096 B per token per layer, x 41 host layers. A 4096-token prompt in 8 ubatches of 512: the i-th reads
+    n_i = 512 i cells and writes back its 512 rows, sum (n_i + u_i) = 512 x (36 + 8) = 22,528 tokens' worth."""
+    fit = llmsizer.fit("llama-3.1-70b-instruct", "rtx-4090", engine="llamacpp", weights="q4_k_m", context=4352,
+                       output_tokens=256, n_gpu_layers=40, host_device="amd-epyc-9654")
+    sp = fit.speed
+    assert sp is not None and sp.prefill is not None and sp.prompt_tokens == 4096
+    res = sp.details["split_prefill"]
+    kv_per_token = 41 * 2 * 8 * 128 * 2
+    assert res["host_kv_bytes_per_token"] == kv_per_token
+    weights = res["ubatches"] * res["host_layer_bytes"] / PCIE4_X16
+    assert res["transfer_seconds"] - weights == pytest.approx(kv_per_token * 512 * (36 + 8) / PCIE4_X16, rel=1e-9)
+    # the attention's FLOPs stay in the all-on-GPU time: nothing is timed on the CPU at 512-token ubatches
+    assert res["host_seconds"] == 0 and sp.prefill.seconds == pytest.approx(res["gpu_seconds"] + res["transfer_seconds"])
+
+
+def test_n_cpu_moe_split_copies_no_kv() -> None:
+    """--n-cpu-moe keeps every layer's attention and KV cache on the GPU: no K/V crosses the link."""
+    assert _fit(30).speed.details["split_prefill"]["host_kv_bytes_per_token"] == 0

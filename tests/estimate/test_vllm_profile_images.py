@@ -52,3 +52,13 @@ def test_request_images_still_add_context_tokens() -> None:
     with_images = _est(images=4, image_size=(1024, 768)).details["kv_bytes_per_sequence"]
     blocks = -(-(24576 + 4 * 1001) // 16) * 16
     assert with_images - plain == (blocks - 24576) * 57344
+
+
+def test_a_video_model_is_told_its_video_profile_is_not_modelled() -> None:
+    """Qwen2.5-VL's processor takes video (video bounds in its config); vLLM may profile video at long contexts
+    (encoder_budget.py get_modality_with_max_tokens), which llmsizer does not model: a warning says so. A text-only
+    model gets none."""
+    assert llmsizer.load_model(MODEL).vision.video_max_pixels
+    assert any("takes video" in w and "not modelled" in w for w in _est().warnings)
+    text = llmsizer.estimate_inference("qwen2.5-0.5b", engine="vllm", context=4096, device="l40s")
+    assert not any("takes video" in w for w in text.warnings)

@@ -87,6 +87,24 @@ def test_float8_refused_on_gaudi_naming_intels_stack(command: str, device: str):
         argv.append("--train")
     err = one_line_error(run_cli(*argv))
     assert "--float8" in err and "Intel Gaudi's TransformerEngine" in err and "habana_frameworks" in err, err
+    assert "is not modelled" in err, err  # a Gaudi runs FP8 training: not modelled, not "cannot run"
+
+
+def test_float8_on_gaudi_is_not_modelled_not_unrunnable(tmp_path):
+    # Gaudi 2/3 run FP8 training (Intel's TransformerEngine): the category is NotModelledError, not
+    # DeviceCannotRunError, and recommend rejects the option as "not modelled"
+    from llmsizer.errors import NotModelledError
+    from llmsizer.recommend import recommend_training
+    gaudi = load_catalog().devices["gaudi3"]
+    assert float8_refusal(gaudi) is None
+    with pytest.raises(NotModelledError) as e:
+        estimate_training("llama-3.2-1b", device="gaudi3", float8=True)
+    assert not isinstance(e.value, DeviceCannotRunError) and e.value.field == "float8"
+    hw = tmp_path / "hw.json"
+    hw.write_text(json.dumps({"devices": [{"id": "gaudi3", "owned": True}]}))
+    rec = recommend_training("llama-3.2-1b", tokens=1e6, training_fields={"float8": True}, hardware_files=[str(hw)])
+    why = next(o.reasons[0] for o in rec.rejected if o.target == "gaudi3")
+    assert "is not modelled" in why and "cannot" not in why, why
 
 
 def test_float8_runs_on_fp8_gpus():
@@ -165,7 +183,13 @@ def test_apple_multi_device_fit_chooses_no_zero_stage():
 
 def test_fsdp_on_apple_is_warned():
     est = estimate_training("llama-3.2-1b", device="apple-m3-max-128gb", fsdp="full", gpus=2)
-    assert any("fsdp on an Apple GPU" in w and "Gloo" in w for w in est.warnings), est.warnings
+    assert any("fsdp over several Apple GPUs" in w and "Gloo" in w for w in est.warnings), est.warnings
+    # a world of one runs no collective (the Gloo limit cannot bite): no warning
+    one = estimate_training("llama-3.2-1b", device="apple-m3-max-128gb", fsdp="full", gpus=1)
+    assert not any("Gloo" in w for w in one.warnings), one.warnings
+    # DDP over two Apple GPUs all-reduces its MPS gradients through the same Gloo group: the same warning
+    ddp = estimate_training("llama-3.2-1b", device="apple-m3-max-128gb", gpus=2)
+    assert any("data parallel over several Apple GPUs" in w and "Gloo" in w for w in ddp.warnings), ddp.warnings
     cuda = estimate_training("llama-3.2-1b", device="h100-sxm", fsdp="full", gpus=2)
     assert not any("Apple" in w for w in cuda.warnings)
 

@@ -21,7 +21,7 @@ FORMAT_JS = Path(__file__).resolve().parents[2] / "src" / "llmsizer" / "web" / "
 def test_pages_say_a_duration_as_the_cli_does() -> None:
     rng = random.Random(7)
     edges = [0.0, 0.0004, 0.9994, 1.0, 89.94, 89.96, 90.0, 90.05, 599.0, 599.99, 600.0, 5399.0, 5400.0, 172799.0, 172800.0, 120 * 86400 - 1.0,
-             120 * 86400.0, 3.2e10]
+             120 * 86400.0, 24 * 730 * 3600 - 1.0, 24 * 730 * 3600.0, 3.2e10]
     values = edges + [10 ** rng.uniform(-3, 10.5) for _ in range(3000)]
     script = (f"import {{ formatSeconds }} from {json.dumps(FORMAT_JS.as_uri())};\n"
               f"console.log(JSON.stringify({json.dumps(values)}.map(formatSeconds)));")

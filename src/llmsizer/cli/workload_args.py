@@ -407,8 +407,9 @@ def add_training_args(p: argparse.ArgumentParser, *, attention: bool = True,
     g.add_argument("--optimizer-in-backward", action="store_true", default=None,
                    help="update each parameter during backward")
     g.add_argument("--gpus", type=int_arg(COUNT), help="devices in total (default 1; fit/recommend: the devices they place)")
-    g.add_argument("--zero", type=int_arg(ZERO_STAGE), help="DeepSpeed ZeRO stage 0-3 (default 0; on several "
-                   f"devices with a memory budget, {budget}: the least-sharded stage that fits)")
+    g.add_argument("--zero", type=int_arg(ZERO_STAGE), help="DeepSpeed ZeRO stage 0-3 (default 0; with a memory "
+                   f"budget, {budget}, on several devices, or on one under --offload optimizer: the least-sharded "
+                   "stage that fits, from ZeRO-1 under that offload; none on an Apple GPU)")
     g.add_argument("--fsdp", choices=FSDP_MODES, help="PyTorch FSDP sharding strategy")
     g.add_argument("--tp", "--tensor-parallel", type=int_arg(COUNT), dest="tp",
                    help="tensor-parallel degree (default 1; fit sizing serving: the degree of each replica, default "
@@ -429,7 +430,8 @@ def add_training_args(p: argparse.ArgumentParser, *, attention: bool = True,
     g.add_argument("--ep", type=int_arg(COUNT), help="expert-parallel degree, MoE (default 1)")
     g.add_argument("--sequence-parallel", action="store_true", default=None,
                    help="Megatron sequence parallelism (needs --tp)")
-    g.add_argument("--offload", choices=OFFLOAD, help="CPU offload, ZeRO-Offload / -Infinity (default none)")
+    g.add_argument("--offload", choices=OFFLOAD, help="CPU offload, ZeRO-Offload / -Infinity (default none): "
+                   "optimizer needs ZeRO 1-3 or --fsdp, params ZeRO 3 or --fsdp full/hybrid")
     g.add_argument("--gpus-per-node", type=int_arg(COUNT), help="devices per machine: --fsdp hybrid, and where the "
                    f"data-parallel collectives leave the machine (default: the instance's count, else {TW.gpus_per_node})")
     g.add_argument("--network", help="network between machines when --gpus exceeds --gpus-per-node, for the duration: "

@@ -247,6 +247,20 @@ FP8_GEMM_MIN_CAPABILITY = 89
 FP8_GEMM_ROCM_ARCHITECTURES = ("cdna3", "cdna4", "rdna4")
 
 
+def float8_not_modelled(device: Device) -> str | None:
+    """Why float8 training on ``device`` is not modelled, or None: an Intel Gaudi (``hpu``) runs FP8 training, but
+    through Intel's own TransformerEngine (optimum-habana optimum/habana/accelerate/utils/transformer_engine.py
+    @1d8504c6 line 34 imports ``habana_frameworks.torch.hpex.experimental.transformer_engine``, a closed wheel of
+    Intel's Gaudi software), not either recipe llmsizer sizes (torchao's Float8Linear, NVIDIA's TransformerEngine:
+    CUDA/ROCm code), and no source here states its saved tensors and weight copies (``NotModelledError``)."""
+    if gpu_runtime(device) != "hpu":
+        return None
+    return (f"float8 training on {device.id} (an Intel Gaudi) is not modelled: it runs Intel Gaudi's "
+            "TransformerEngine (habana_frameworks, optimum-habana's fp8), not torchao's Float8Linear "
+            "(torch._scaled_mm on CUDA/ROCm) or NVIDIA's TransformerEngine, whose memory llmsizer sizes; train "
+            "without float8")
+
+
 def float8_refusal(device: Device) -> str | None:
     """Why float8 training (``TrainingWorkload.float8``) cannot run on ``device``, or None where it runs or the device
     does not say (a hardware file's GPU without capability or architecture): a CUDA GPU below compute capability
@@ -254,16 +268,9 @@ def float8_refusal(device: Device) -> str | None:
     :data:`FP8_GEMM_ROCM_ARCHITECTURES` (MI250X, CDNA2), and a TPU: torch_xla lowers no ``_scaled_mm`` (pytorch/xla
     codegen/xla_native_functions.yaml @0192ff75 lists ``mm``, ``addmm``, ``bmm`` but no ``_scaled_mm``), so torchao's
     float8 training, whose GEMM is that op, has no XLA path. A CPU and an Apple GPU are refused by the workload
-    itself (specs/training.py, from ``device``/``gpu_runtime``). An Intel Gaudi (``hpu``) too: both recipes llmsizer
-    sizes are CUDA/ROCm code (torchao's Float8Linear; NVIDIA's TransformerEngine), and FP8 training on a Gaudi runs
-    Intel's own TransformerEngine instead (optimum-habana optimum/habana/accelerate/utils/transformer_engine.py
-    @1d8504c6 line 34 imports ``habana_frameworks.torch.hpex.experimental.transformer_engine``, a closed wheel of
-    Intel's Gaudi software), whose saved tensors and weight copies no source here states."""
+    itself (specs/training.py, from ``device``/``gpu_runtime``). An Intel Gaudi runs FP8 training, through a stack
+    llmsizer does not model: :func:`float8_not_modelled`, not a refusal here."""
     runtime = gpu_runtime(device)
-    if runtime == "hpu":
-        return (f"float8 training on {device.id} (an Intel Gaudi) runs Intel Gaudi's TransformerEngine "
-                "(habana_frameworks, optimum-habana's fp8), not torchao's Float8Linear (torch._scaled_mm on CUDA/ROCm) "
-                "or NVIDIA's TransformerEngine, and llmsizer does not model its memory; train without float8")
     if runtime == "xla":
         return (f"float8 training runs torch._scaled_mm, which torch_xla does not lower, so it has no path on "
                 f"{device.id} (a TPU): torchao's Float8Linear runs on CUDA and ROCm GPUs only; train without float8")

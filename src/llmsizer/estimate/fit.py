@@ -1224,10 +1224,11 @@ def _split_prefill_speed(spec: ModelSpec, split: dict[str, Any], sp: SpeedEstima
                         "the GPU for each ubatch, so it is too fast; no calibrated range")
         return replace(sp, details=dict(sp.details, split_prefill=None))
     ubatch = int(est.details.get("n_ubatch") or LLAMACPP_N_UBATCH)
-    res = split_prefill(spec, split, sp.prefill, prompt, ubatch, host, sp.weights_format, link)
+    res = split_prefill(spec, split, sp.prefill, prompt, ubatch, host, sp.weights_format, link,
+                        int(est.details.get("n_ctx") or prompt))
     if res["host_seconds"] == float("inf"):
-        warnings.append("the prompt's last ubatch is under 32 tokens and runs on the CPU: give --host-device (a CPU "
-                        "from the catalog) for its time")
+        warnings.append(f"the prompt's last ubatch is under {OP_OFFLOAD_MIN_BATCH} tokens and runs on the CPU: give "
+                        "--host-device (a CPU from the catalog) for its time")
         return replace(sp, prefill=None, roofline_prefill=None, details=dict(sp.details, split_prefill=res))
     p = sp.prefill
     t = PhaseTime(res["seconds"], p.compute_seconds, p.memory_seconds + res["host_seconds"],
@@ -1237,9 +1238,11 @@ def _split_prefill_speed(spec: ModelSpec, split: dict[str, Any], sp: SpeedEstima
                    f"llama.cpp's CUDA offload threshold: each ubatch of {OP_OFFLOAD_MIN_BATCH} tokens or more (here "
                    f"{res['ubatches']} of n_ubatch {ubatch}) copies the host's "
                    f"{(res['host_layer_bytes'] + res['host_expert_bytes']) / 2**30:.2f} GiB of weights (the experts "
-                   "it routes to) over the link to the GPU (ggml-cuda.cu offload_op, 32 tokens and more; formulas/"
-                   "speed.py eq. 8p); a larger -ub copies them fewer times; no calibrated prefill range (no "
-                   "validation row measures a split)")
+                   "it routes to) and the host layers' K/V cells it attends over the link to the GPU, which runs "
+                   f"their products and attention (ggml-cuda.cu offload_op, {OP_OFFLOAD_MIN_BATCH} tokens and more; "
+                   "formulas/speed.py eq. 8p); a larger -ub copies them fewer times; the link's pinned rate (under "
+                   "llama.cpp's default mmap the host weights are pageable, slower: a lower bound); no calibrated "
+                   "prefill range (no validation row measures a split)")
     return replace(sp, prefill=t, assumptions=(*sp.assumptions, a), details=dict(sp.details, split_prefill=res))
 
 

@@ -1290,12 +1290,15 @@ def split_decode(spec: ModelSpec, split: dict[str, Any], gpu: Any, host: Any | N
 
 
 def split_prefill(spec: ModelSpec, split: dict[str, Any], gpu_prefill: PhaseTime, prompt: int, ubatch: int,
-                  host: Any | None, weights_format: str, link_bandwidth: float) -> dict[str, Any]:
+                  host: Any | None, weights_format: str, link_bandwidth: float, n_ctx: int) -> dict[str, Any]:
     """The prefill of ``prompt`` tokens over a llama.cpp split whose host RAM holds layers (-ngl) or experts
     (--n-cpu-moe): eq. (8p) of formulas/speed.py, the all-on-GPU prefill ``gpu_prefill`` plus, per ``ubatch``-token
     ubatch, the host's weights copied over the link (``link_bandwidth``; only the experts the ubatch routes to, eq.
-    5), or read by the ``host`` CPU for a ubatch under the offload threshold. ``split``: the estimate's placement."""
+    5) and the host layers' K/V cells the ubatch attends (their KV cache per token: the host's ``kv_cache`` of
+    ``n_ctx`` cells), or read by the ``host`` CPU for a ubatch under the offload threshold. ``split``: the
+    estimate's placement."""
     held = [d for d in split["devices"] if d["device"] == "host"]
+    kv_per_token = float(sum(d.get("kv_cache", 0) for d in held)) / max(n_ctx, 1)
     experts = float(sum(d.get("experts", 0) for d in held))
     dense = float(sum(d["weights"] for d in held)) - experts - split.get("embedding", 0)  # (GET_ROWS stays on host)
     full, rest = divmod(max(prompt, 1), ubatch)
@@ -1305,10 +1308,10 @@ def split_prefill(spec: ModelSpec, split: dict[str, Any], gpu_prefill: PhaseTime
     hbw = float(host.bandwidth) if host is not None and host.bandwidth else None
     eff = E.decode_bandwidth_factor("cpu", weights_format).expected
     seconds, transfer, on_host = split_prefill_time(gpu_prefill.seconds, ubatches, max(dense, 0.0), experts, frac,
-                                                    link_bandwidth, hbw, eff)
+                                                    link_bandwidth, hbw, eff, kv_per_token)
     return {"seconds": seconds, "gpu_seconds": gpu_prefill.seconds, "transfer_seconds": transfer,
             "host_seconds": on_host, "ubatch": ubatch, "ubatches": len(ubatches),
-            "host_layer_bytes": max(dense, 0.0), "host_expert_bytes": experts,
+            "host_layer_bytes": max(dense, 0.0), "host_expert_bytes": experts, "host_kv_bytes_per_token": kv_per_token,
             "link_bandwidth": link_bandwidth, "source": "formulas/speed.py eq. (8p)"}
 
 

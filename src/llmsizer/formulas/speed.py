@@ -685,24 +685,42 @@ OP_OFFLOAD_MIN_BATCH = 32
 
 def split_prefill_time(gpu_seconds: float, ubatches: Sequence[int], dense_bytes: float, expert_bytes: float,
                        expert_fraction: Sequence[float], link_bandwidth: float,
-                       host_bandwidth: float | None, host_efficiency: float) -> tuple[float, float, float]:
+                       host_bandwidth: float | None, host_efficiency: float,
+                       kv_bytes_per_token: float = 0.0) -> tuple[float, float, float]:
     """Eq. (8p): the prefill of a llama.cpp split whose host RAM holds ``dense_bytes`` of layer weights (-ngl < all)
-    and ``expert_bytes`` of routed experts (--n-cpu-moe), run as ``ubatches`` of u_i tokens (n_ubatch each, the last
-    the rest)::
+    with ``kv_bytes_per_token`` K (the K and V bytes per token of those layers' KV cache) and ``expert_bytes`` of
+    routed experts (--n-cpu-moe), run as ``ubatches`` of u_i tokens (n_ubatch each, the last the rest), n_i = u_1 +
+    ... + u_i the cells the i-th attends::
 
-        T = T_gpu + sum_{u_i >= 32} (D + X f(u_i)) / B_link + sum_{u_i < 32} (D + X f(u_i)) / (B_host e_host)   (8p)
+        b_i = D + X f(u_i) + K (n_i + u_i)
+        T = T_gpu + sum_{u_i >= M} b_i / B_link + sum_{u_i < M} b_i / (B_host e_host),  M = OP_OFFLOAD_MIN_BATCH   (8p)
 
-    A ubatch of 32 tokens or more runs every product on the GPU (``OP_OFFLOAD_MIN_BATCH``), its host weights copied
-    over the link first (the copy and the GPU's work on that split run one after the other on the backend's stream),
-    so the GPU's time is that of the all-on-GPU prefill ``gpu_seconds`` (T_gpu) and the copies add D + X f(u_i) per
-    ubatch, f(u) the share of experts u tokens route to (eq. 5, ``expert_fraction``). A smaller ubatch stays on the
-    CPU, which reads the same bytes at its own bandwidth (memory-bound at so few tokens: a lower bound).
-    Returns (seconds, transfer seconds, host seconds); host seconds are inf without a host bandwidth."""
+    A ubatch of M tokens or more runs every weight product on the GPU (``ggml_backend_sched_backend_id_from_cur``
+    offloads an op whose source is a host WEIGHTS buffer), its host weights copied over the link first (the copy and
+    the GPU's work on that split run one after the other on the backend's stream): D + X f(u_i) per ubatch, f(u) the
+    share of experts u tokens route to (eq. 5, ``expert_fraction``). The host layers' attention (KQ, softmax, KQV or
+    FLASH_ATTN_EXT) has no weights source, so the same function leaves it unassigned and the scheduler's
+    "expand gpu" passes (``ggml_backend_sched_split_graph`` pass 2) give it the backend of the offloaded products
+    around it, the GPU; its K and V views of the host layers' cache (llama-kv-cache.cpp allocates each layer's
+    cache on ``model.dev_layer(il)``, the host) are split inputs copied to the GPU (pass 5), and the ubatch's new
+    K/V rows are written back to the host cache: K (n_i + u_i) over the link (n_i: the cells in use, without
+    llama.cpp's padding of n_kv, a lower bound). llama.cpp's own check shows this placement: with flash attention
+    on auto, a host layer whose FLASH_ATTN_EXT the scheduler put on the GPU turns flash attention off ("layer %d is
+    assigned to device %s but the Flash Attention tensor is assigned to device %s", llama-context.cpp), so the
+    attention's FLOPs are the GPU's, already in T_gpu. A smaller ubatch stays on the CPU, which reads the same bytes
+    at its own bandwidth (memory-bound at so few tokens: a lower bound). B_link is the link's pinned-memory rate:
+    llama.cpp keeps host layers in the GPU's pinned host buffer (llama-model.cpp ``make_cpu_buft_list``, "useful
+    when the processing of large batches is offloaded") only without mmap; under its default mmap they stay in the
+    pageable file mapping (CPU_Mapped), which copies slower than pinned at a rate no source here states, so T is
+    then a lower bound. Returns (seconds, transfer seconds, host seconds); host seconds are inf without a host
+    bandwidth."""
     if link_bandwidth <= 0:
         raise InputError("link_bandwidth must be > 0")
     transfer = host = 0.0
+    cells = 0
     for u, f in zip(ubatches, expert_fraction, strict=True):
-        nbytes = dense_bytes + expert_bytes * f
+        cells += u  # n_i: the ubatch's own rows are written to the cache before its attention reads them
+        nbytes = dense_bytes + expert_bytes * f + kv_bytes_per_token * (cells + u)
         if u >= OP_OFFLOAD_MIN_BATCH:
             transfer += nbytes / link_bandwidth
         elif nbytes > 0:

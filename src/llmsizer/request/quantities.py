@@ -32,10 +32,16 @@ from ..numbers import (
     check_number,
     unreadable,
 )
-from ..units import HOURS_PER_MONTH, parse_bytes, parse_count, parse_tokens, plain_digits, size_unit_hint
+from ..units import (
+    HOURS_PER_MONTH,
+    HOURS_PER_YEAR,
+    parse_bytes,
+    parse_count,
+    parse_tokens,
+    plain_digits,
+    size_unit_hint,
+)
 from ..units import parse_share as parse_share  # the one share reader (units.py), read here by request fields
-
-HOURS_PER_YEAR = 8760.0
 
 _NUM = r"([0-9][0-9_,]*\.?[0-9]*(?:[eE][+-]?[0-9]+)?|\.[0-9]+)"
 

@@ -45,6 +45,16 @@ def vllm_batch_defaults(memory: int | None) -> tuple[int, int]:
     return E.VLLM_MAX_NUM_SEQS, E.VLLM_MAX_NUM_BATCHED_TOKENS
 
 
+# vLLM's profile run takes the modality whose largest item holds the most tokens (vllm/multimodal/encoder_budget.py
+# @042a4d3e, ``get_modality_with_max_tokens``); for a video processor (Qwen2-VL family) the largest video's tokens
+# grow with max_model_len less the images' (``get_max_video_tokens(seq_len)``), so at a long context the profile may
+# encode video instead of the largest image: not modelled, said on every answer for such a model.
+VIDEO_PROFILE_NOT_MODELLED = ("this model also takes video: vLLM's profile run encodes video instead of images when "
+                              "its largest video (growing with the context) holds more tokens than its largest image, "
+                              "which is not modelled: the vision encoder's peak counted is the images' (vllm "
+                              "encoder_budget.py get_modality_with_max_tokens)")
+
+
 def vllm_profile_images(ctx: Context, mnbt: int, mns: int) -> tuple[Media, int, str] | None:
     """The images vLLM's profile run encodes: ``n`` items of the processor's largest image (T embeddings each,
     ``media.largest_image``), at start-up and whatever images the requests send
@@ -57,7 +67,7 @@ def vllm_profile_images(ctx: Context, mnbt: int, mns: int) -> tuple[Media, int, 
     (S = max_num_seqs; limit_mm_per_prompt taken as unbounded, its default; chunked prefill on, the V1 default).
     A model whose processor tiles (Llama 4, Llama-3.2-Vision) is profiled here with the request's images; a
     video processor whose largest video holds more tokens than its largest image (vLLM then profiles video) is not
-    modelled. None: no vision encoder, or a tiled one and no images in the request."""
+    modelled (``VIDEO_PROFILE_NOT_MODELLED``, warned by ``compose_vllm``). None: no vision encoder, or a tiled one and no images in the request."""
     spec = ctx.spec
     big = largest_image(spec)
     if big is None:
@@ -104,6 +114,8 @@ def compose_vllm(ctx: Context) -> None:
         if enc is not None:
             act = max(act, enc.peak_bytes)
             encoder = f", vision encoder over {words} {format_bytes(enc.peak_bytes)}"
+        if spec.vision is not None and spec.vision.video_max_pixels:
+            acc.warnings.append(VIDEO_PROFILE_NOT_MODELLED)
     acc.items.append(weights_item(ctx.wb, "device"))
     acc.items.append(Item(
         "activations", act, "device", low=min(fwd.peak_bytes, act), high=max(fwd.peak_bytes + sampler, act),

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...catalog.hardware import Device
-from ...errors import DeviceCannotRunError, FieldError, InputError
+from ...errors import DeviceCannotRunError, FieldError, InputError, NotModelledError
 from ...formulas import unsloth_kernels
 from ...formulas.context_parallel import local_tokens
 from ...formulas.dtypes import DTYPE_BYTES
@@ -38,7 +38,7 @@ from ...result import Assumption
 from ...specs import ModelSpec, TrainingWorkload
 from ...specs.training import ALL_LINEAR, DEFAULT_ATTENTION_KERNEL_WHY, attention_kernel_of, offload_without_zero
 from .. import efficiency as E
-from ..device import float8_refusal, precision_notes
+from ..device import float8_not_modelled, float8_refusal, precision_notes
 from ..framework import model_defaults_applied, profile_why, with_framework
 from ..inference.common import Acc
 from ..model_warnings import source_length_warning
@@ -253,7 +253,8 @@ def refuse_attention_kernel(spec: ModelSpec, w: TrainingWorkload, device: Device
     is applied first (estimate/framework.py ``with_framework``, idempotent), so every caller checks the kernel the
     estimate and the duration run, whether it passes the raw or the applied workload. The float8 linears' GEMM
     (torch._scaled_mm) is refused here too, on a GPU it cannot run on (estimate/device.py ``float8_refusal``: CUDA
-    below compute capability 8.9, ROCm before CDNA3), with the same reach."""
+    below compute capability 8.9, ROCm before CDNA3), with the same reach; float8 on an Intel Gaudi, which runs it
+    through a stack not modelled, raises ``NotModelledError`` (``float8_not_modelled``) with the same reach."""
     spec, w = with_framework(spec, w)
     call = attention_kernel_call(spec, w, device)
     refused = E.attention_kernel_refusal(*call) if call is not None else None
@@ -262,16 +263,23 @@ def refuse_attention_kernel(spec: ModelSpec, w: TrainingWorkload, device: Device
     no_float8 = float8_refusal(device) if w.float8 else None
     if no_float8 is not None:
         raise DeviceCannotRunError("float8", no_float8)
+    unmodelled = float8_not_modelled(device) if w.float8 else None
+    if unmodelled is not None:  # the device runs it (a Gaudi's own TransformerEngine): not modelled, not "cannot"
+        raise NotModelledError("float8", unmodelled)
 
 
 # FSDP shards over a torch.distributed process group; on macOS the backend is Gloo (torch maps 'mps' to gloo since
 # pytorch/pytorch#149538), whose collectives check the tensors' device and take CPU and CUDA only (ProcessGroupGloo.cpp
 # "unsupported device type", quoted in pytorch/pytorch#184010, 2026-05; #160732 "GLOO backend should have MPS
-# capability" open, its PR #160733 closed unmerged). No source shows FSDP running on MPS tensors: warned, not refused
-# (a world of one process may skip every collective).
-FSDP_ON_MPS = ("fsdp on an Apple GPU: torch's Gloo backend, the process group FSDP gets on macOS, takes CPU and CUDA "
-               "tensors only (pytorch/pytorch#184010, #160732), so no FSDP run on MPS is known; sized as FSDP on a "
-               "CUDA GPU")
+# capability" open, its PR #160733 closed unmerged). No source shows FSDP running on MPS tensors: warned, not refused,
+# and only over more than one device (a world of one process may skip every collective). DDP's gradient all-reduce
+# over several Apple GPUs goes through the same Gloo group on the same MPS tensors: the same warning.
+FSDP_ON_MPS = ("fsdp over several Apple GPUs: torch's Gloo backend, the process group FSDP gets on macOS, takes CPU "
+               "and CUDA tensors only (pytorch/pytorch#184010, #160732), so no FSDP run on MPS is known; sized as "
+               "FSDP on a CUDA GPU")
+DDP_ON_MPS = ("data parallel over several Apple GPUs: DDP's gradient all-reduce goes through torch's Gloo backend "
+              "(the process group on macOS), which takes CPU and CUDA tensors only (pytorch/pytorch#184010, "
+              "#160732), so no multi-device run on MPS is known; sized as on a CUDA GPU")
 
 
 def resolve(spec: ModelSpec, w: TrainingWorkload, acc: Acc) -> TrainingContext:
@@ -300,8 +308,8 @@ def resolve(spec: ModelSpec, w: TrainingWorkload, acc: Acc) -> TrainingContext:
     bf16_warning = precision_notes(w)[1]
     if bf16_warning is not None:
         acc.warnings.append(bf16_warning)
-    if w.fsdp is not None and w.gpu_runtime == "metal":
-        acc.warnings.append(FSDP_ON_MPS)
+    if w.gpu_runtime == "metal" and w.gpus > 1:  # one device: no collective to run
+        acc.warnings.append(FSDP_ON_MPS if w.fsdp is not None else DDP_ON_MPS)
     if rec.name != w.precision:
         acc.assumptions.append(Assumption("precision_semantics", rec.name, True,
                                           f"{w.precision} under ZeRO-{w.zero} is {DEEPSPEED_PRECISION_SOURCE}"))

@@ -48,7 +48,7 @@ export function formatRate(x) {
 export function formatTick(v) { return Number(v.toPrecision(3)).toLocaleString("en-US", { maximumFractionDigits: 3 }); }
 
 /** units.format_seconds: ms below 1 s, s below 90 s, min below 90 min (one decimal below 10 min), h below 2 days, days below 120 days, then
- * months of 730 h (units.HOURS_PER_MONTH); tests/web/test_format_js.py compares the two. */
+ * months of 730 h (units.HOURS_PER_MONTH) below 24 months, then years of 8760 h (units.HOURS_PER_YEAR); tests/web/test_format_js.py compares the two. */
 export function formatSeconds(s) {
   if (s === null || s === undefined) return "-";
   if (s < 1) return `${(s * 1000).toFixed(0)} ms`;
@@ -57,7 +57,8 @@ export function formatSeconds(s) {
   if (s < 5400) return `${(s / 60).toFixed(0)} min`;
   if (s < 2 * 86400) return `${(s / 3600).toFixed(1)} h`;
   if (s < 120 * 86400) return `${(s / 86400).toFixed(1)} days`;
-  return `${(s / 3600 / 730).toFixed(1)} months`;
+  if (s < 24 * 730 * 3600) return `${(s / 3600 / 730).toFixed(1)} months`;
+  return `${(s / 3600 / 8760).toFixed(1)} years`;
 }
 
 /** Element builder: el("td", {class: "num"}, "text", child...). Text is set as text, never parsed as HTML. */
