@@ -33,11 +33,15 @@ def test_the_spec_carries_the_configs_rope_scaling(path: Path) -> None:
     if rope is None:  # (T5 / mT5 have relative position buckets, no rotary)
         assert spec.rope_scaling == ()
         return
-    (got,) = spec.rope_scaling
-    kind = rope.get("rope_type", rope.get("type", "default"))
-    assert got.rope_type == RENAMES.get(kind, kind)
-    assert got.factor == rope.get("factor")
-    assert got.original_max_position_embeddings == rope.get("original_max_position_embeddings")
+    # transformers v5 keys the object by layer type (Gemma 4: full_attention, sliding_attention): one entry each
+    nested = all(isinstance(v, dict) for v in rope.values())
+    wanted = list(rope.values()) if nested else [rope]
+    assert len(spec.rope_scaling) == len(wanted)
+    for got, want in zip(spec.rope_scaling, wanted, strict=True):
+        kind = want.get("rope_type", want.get("type", "default"))
+        assert got.rope_type == RENAMES.get(kind, kind)
+        assert got.factor == want.get("factor")
+        assert got.original_max_position_embeddings == want.get("original_max_position_embeddings")
 
 
 BASE = json.loads((MODELS / "llama-2-7b-hf.json").read_text())["config"]

@@ -42,7 +42,7 @@ from typing import Any
 from ..errors import ModelFileError, UnsupportedArchitectureError
 from ..numbers import WIDTH, WIDTH_OR_ZERO, check_number
 from ..specs import Gemma4AudioTower, Gemma4Spec, Gemma4VisionTower, ModelSpec
-from .hf_config import _Cfg
+from .hf_config import _Cfg, rope_scaling_of
 from .hf_gemma3n import _kv_shared
 from .safe_io import shown
 
@@ -162,7 +162,8 @@ def gemma4_spec(cfg: dict[str, Any], *, name: str, where: str, source: str, publ
         "vocab_size": c.req("vocab_size"), "num_kv_heads": c.get("num_key_value_heads") or heads,
         "head_dim": head_dim, "full_head_dim": full_hd if full_hd != head_dim else 0,
         "sliding_window": c.get("sliding_window") if "sliding" in kinds else None,
-        "kv_shared_layers": shared, "max_position_embeddings": c.get("max_position_embeddings")}
+        "kv_shared_layers": shared, "max_position_embeddings": c.get("max_position_embeddings"),
+        "rope_scaling": rope_scaling_of(c)}  # per layer type (full_attention, sliding_attention)
     notes = c.used_defaults + (top.used_defaults if multimodal else [])
     return ModelSpec(
         name=name, model_type="gemma4_text", hidden_size=hidden, num_layers=n_layers, num_heads=heads,
