@@ -31,7 +31,7 @@ CASES = [  # (route, body beside the model, the field at fault, the same input o
     ("infer", {"context": "x"}, "context", ("--context=x",)),
     ("recommend", {"max_cost": "$5/h"}, "max_cost", ("--max-cost=$5/h",)),
     # a hint naming options to give instead
-    ("infer", {"rank": 8}, "rank", ("--rank=8",)),
+    ("infer", {"rank": 8}, "rank", ("--rank", "8")),
 ]
 
 
@@ -48,7 +48,7 @@ def test_every_web_error_is_the_clis_line(client, route, body, field, argv) -> N
 def test_a_training_hint_keeps_the_clis_options(client) -> None:
     """`fit --train --lora 8`: "did you mean '--method lora --rank N'", the CLI's spelling, on the web too."""
     r = client.post("/api/v1/fit", json={"model": M, "device": "h100-sxm", "train": True, "lora": 8})
-    line = cli_error_line("fit", M, "--device", "h100-sxm", "--train", "--lora=8")
+    line = cli_error_line("fit", M, "--device", "h100-sxm", "--train", "--lora", "8")
     assert r.status_code == 400 and r.json()["field"] == "lora" and r.json()["detail"] == line, r.json()
     assert "did you mean '--method lora --rank N'?" in line, line
 
