@@ -94,21 +94,27 @@ def _kv_shared(c: _Cfg, kinds: tuple[str, ...]) -> tuple[bool, ...]:
     return tuple(i >= first for i in range(n_layers))
 
 
+def text_config(cfg: dict[str, Any], family: str, where: str) -> tuple[_Cfg, bool]:
+    """The text model's config of a ``family`` config (Gemma 3n, Gemma 4): its ``text_config`` when the top-level
+    model_type is ``family`` (the multimodal checkpoint; True), else the config itself (the text-only one; False);
+    a text_config of another model type is refused in one line."""
+    text_type = family + "_text"
+    if cfg.get("model_type") != family:
+        return _Cfg(cfg, text_type, where), False
+    text = cfg.get("text_config") or {}
+    if not isinstance(text, dict):
+        raise ModelFileError(f"{where}: text_config must be an object")
+    mt = text.get("model_type", text_type)
+    if mt != text_type:
+        raise UnsupportedArchitectureError(f"{where}: text_config.model_type {shown(mt)} in a {family} config; "
+                                           f"expected {text_type}")
+    return _Cfg(text, text_type, where + " text_config"), True
+
+
 def gemma3n_spec(cfg: dict[str, Any], *, name: str, where: str, source: str, published_params: int | None,
                  published_active_params: int | None) -> ModelSpec:
     """Gemma 3n (module docstring)."""
-    multimodal = cfg.get("model_type") == "gemma3n"
-    if multimodal:
-        text = cfg.get("text_config") or {}
-        if not isinstance(text, dict):
-            raise ModelFileError(f"{where}: text_config must be an object")
-        mt = text.get("model_type", "gemma3n_text")
-        if mt != "gemma3n_text":
-            raise UnsupportedArchitectureError(f"{where}: text_config.model_type {shown(mt)} in a gemma3n config; "
-                                               "expected gemma3n_text")
-        c = _Cfg(text, "gemma3n_text", where + " text_config")
-    else:
-        c = _Cfg(cfg, "gemma3n_text", where)
+    c, multimodal = text_config(cfg, "gemma3n", where)
     hidden, n_layers = c.req("hidden_size"), c.req("num_hidden_layers")
     heads = c.req("num_attention_heads")
     inter, sizes = _intermediate(c, n_layers)

@@ -43,7 +43,7 @@ from ..errors import ModelFileError, UnsupportedArchitectureError
 from ..numbers import WIDTH, WIDTH_OR_ZERO, check_number
 from ..specs import Gemma4AudioTower, Gemma4Spec, Gemma4VisionTower, ModelSpec
 from .hf_config import _Cfg, rope_scaling_of
-from .hf_gemma3n import _kv_shared
+from .hf_gemma3n import _kv_shared, text_config
 from .safe_io import shown
 
 GEMMA4_TYPES = ("gemma4", "gemma4_text")
@@ -83,12 +83,19 @@ def _refuse(c: _Cfg) -> None:
             f"{c.where}: use_bidirectional_attention 'all' (a non-causal Gemma 4) is not modelled")
 
 
-def _vision(cfg: Any, where: str) -> Gemma4VisionTower | None:
+def _tower(cfg: Any, key: str, model_type: str, where: str) -> _Cfg | None:
+    """A tower's config (``key``: vision_config / audio_config), None where the checkpoint has no such tower."""
     if cfg is None:
         return None
     if not isinstance(cfg, dict):
-        raise ModelFileError(f"{where}: vision_config must be an object or null")
-    v = _Cfg(cfg, "gemma4_vision", where + " vision_config")
+        raise ModelFileError(f"{where}: {key} must be an object or null")
+    return _Cfg(cfg, model_type, f"{where} {key}")
+
+
+def _vision(cfg: Any, where: str) -> Gemma4VisionTower | None:
+    v = _tower(cfg, "vision_config", "gemma4_vision", where)
+    if v is None:
+        return None
     heads = v.req("num_attention_heads")
     return Gemma4VisionTower(
         hidden_size=v.req("hidden_size"), intermediate_size=v.req("intermediate_size"),
@@ -98,11 +105,9 @@ def _vision(cfg: Any, where: str) -> Gemma4VisionTower | None:
 
 
 def _audio(cfg: Any, where: str) -> Gemma4AudioTower | None:
-    if cfg is None:
+    a = _tower(cfg, "audio_config", "gemma4_audio", where)
+    if a is None:
         return None
-    if not isinstance(cfg, dict):
-        raise ModelFileError(f"{where}: audio_config must be an object or null")
-    a = _Cfg(cfg, "gemma4_audio", where + " audio_config")
     ch = a.get("subsampling_conv_channels")
     if (not isinstance(ch, list) or len(ch) != 2
             or not all(isinstance(x, int) and not isinstance(x, bool) for x in ch)):
@@ -119,21 +124,11 @@ def _audio(cfg: Any, where: str) -> Gemma4AudioTower | None:
 def gemma4_spec(cfg: dict[str, Any], *, name: str, where: str, source: str, published_params: int | None,
                 published_active_params: int | None) -> ModelSpec:
     """Gemma 4 (module docstring)."""
-    multimodal = cfg.get("model_type") == "gemma4"
+    c, multimodal = text_config(cfg, "gemma4", where)
     vision = audio = None
     if multimodal:
-        text = cfg.get("text_config") or {}
-        if not isinstance(text, dict):
-            raise ModelFileError(f"{where}: text_config must be an object")
-        mt = text.get("model_type", "gemma4_text")
-        if mt != "gemma4_text":
-            raise UnsupportedArchitectureError(f"{where}: text_config.model_type {shown(mt)} in a gemma4 config; "
-                                               "expected gemma4_text")
-        c = _Cfg(text, "gemma4_text", where + " text_config")
         # Gemma4Model builds a tower only for a config that is present (modeling L2231-2245)
         vision, audio = _vision(cfg.get("vision_config"), where), _audio(cfg.get("audio_config"), where)
-    else:
-        c = _Cfg(cfg, "gemma4_text", where)
     _refuse(c)
     hidden, n_layers = c.req("hidden_size"), c.req("num_hidden_layers")
     heads, inter = c.req("num_attention_heads"), c.req("intermediate_size")
