@@ -33,6 +33,10 @@ CASES = [
                                       constraints=Constraints(tokens_per_second=3000))),
     ("qwen3-30b-a3b (MoE), TTFT <= 1 s", "qwen3-30b-a3b",
      lambda spec: recommend_inference(spec, context=4096, concurrency=4, constraints=Constraints(max_ttft=1.0))),
+    # open arrivals: each candidate's copies searched, each copy's requests in flight derived (recommend.py
+    # _rate_copies, estimate/serving_load.py rate_fixed_point): many fits per candidate
+    ("llama-3.1-8b, vllm, 4k, 512 out, 20 requests/s", "llama-3.1-8b",
+     lambda spec: recommend_inference(spec, engine="vllm", context=4096, output_tokens=512, request_rate=20)),
     ("llama-3.1-8b training, 10B tokens, 3 days", "llama-3.1-8b",
      lambda spec: recommend_training(spec, tokens=1e10, constraints=Constraints(deadline=3 * 86400))),
 ]
