@@ -174,3 +174,16 @@ def test_capacity_sizes_the_plans_need(tmp_path: Path, capsys: pytest.CaptureFix
     assert alt is not None
     assert alt.fit.memory_per_device == _fit(16, capsys)["memory_per_device"]
     assert alt.fit.details["concurrency"] == _fit(16, capsys)["details"]["concurrency"]
+
+
+def test_capacity_check_answers_a_rate_past_the_capacity(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Probe4 defect 1: `capacity check` of a request whose peak rate the named H100 cannot carry is an answer (the
+    job's need does not fit, exit 1, in fit's words), not the request's bad input (exit 2)."""
+    over = math.ceil(1 / H)
+    path = tmp_path / "r.yaml"
+    path.write_text(_request(f"    requests_per_second: {{peak: {over}}}\n"))
+    inventory = Path(__file__).resolve().parents[2] / "examples" / "provider" / "inventory.yaml"
+    code, out, err = run(["capacity", "check", str(path), "--inventory", str(inventory), "--db",
+                          str(tmp_path / "b.db")], capsys)
+    assert code == 1, err
+    assert f"h100-sxm does not carry the rate: at {over} requests/s" in out
