@@ -116,6 +116,19 @@ def test_several_replicas_say_the_typed_rate_and_each_share() -> None:
     assert r.speed.load["request_rate"] == 60 and r.speed.load["request_rate_per_replica"] == 30
 
 
+def test_the_replicas_put_out_the_rate_times_the_output() -> None:
+    """Probe4 defect 3: in a steady state every request that arrives leaves with its output, so the replicas together
+    put out rate x output tokens (flow balance), whatever the rounded requests in flight per replica (100/s on 8
+    B200s: 43.6 in flight each, 349 in all, which used to scale 8 replicas' tokens/s by 349 / 44 = 7.93)."""
+    r = fit("llama-3.1-8b", "gcp-a4-highgpu-8g", engine="vllm", weights="fp8", context=4096, output_tokens=512,
+            request_rate=100)
+    assert r.fits and r.replicas == 8
+    assert r.tokens_per_second_total == pytest.approx(100 * 512)
+    assert r.cost is not None and r.cost["per_million_tokens"] == pytest.approx(
+        r.cost["price_per_hour"] / (100 * 512 * 3600) * 1e6, rel=1e-3)
+    assert "per million output tokens at 100 requests/s" in str(r)
+
+
 def test_split_without_host_device_names_the_cause() -> None:
     """Review7 defect 6: a llama.cpp split with layers on the CPU has no decode speed without the host's bandwidth."""
     with pytest.raises(FieldError, match="give host_device") as e:
