@@ -9,7 +9,6 @@ import math
 
 import pytest
 
-from llmsizer.errors import FieldError
 from llmsizer.estimate.engines import API_SERVER_SECONDS
 from llmsizer.estimate.fit import fit
 
@@ -28,9 +27,9 @@ def test_layouts_past_capacity_are_not_taken() -> None:
     rate = 120.0
     for tp in (8, 4):
         assert rate / (8 // tp) >= 1 / H
-        with pytest.raises(FieldError) as e:
-            fit("qwen3-0.6b", "h100-sxm", 8, tensor_parallel=tp, request_rate=rate, **QWEN)
-        assert "capacity" in str(e.value)
+        over = fit("qwen3-0.6b", "h100-sxm", 8, tensor_parallel=tp, request_rate=rate, **QWEN)
+        assert not over.fits and "capacity" in over.reasons[0]
+        assert over.details["rate_capacity"] == pytest.approx(8 // tp / H, rel=0.01)  # 1 / H per replica
     taken, w = _seconds("qwen3-0.6b", None, rate, **QWEN)
     assert rate / (8 // taken) < 1 / H
     assert w == min(_seconds("qwen3-0.6b", t, rate, **QWEN)[1] for t in (1, 2))

@@ -7,6 +7,7 @@ Little's law, Poisson sums) or read from an independent path (the closed model, 
 from __future__ import annotations
 
 import math
+import re
 
 import pytest
 
@@ -56,9 +57,10 @@ def test_fit_refuses_a_rate_past_the_decode_capacity_and_names_the_closed_loop_t
     the requests/s tend to a bound. The refusal's capacity (the open model inverted at the largest C tried) is the
     closed model's requests/s at a population that large (eqs. Q6'-Q7, an independent solution: MVA of the closed
     network), and a rate just below it is answered with a settled fixed point (Little's law holds)."""
-    with pytest.raises(FieldError, match="decode's capacity") as e:
-        fit("llama-3.1-8b-instruct", "rtx-4090", request_rate=2, **LLAMA)
-    cap = float(str(e.value).split("about ")[1].split("/s")[0])
+    over = fit("llama-3.1-8b-instruct", "rtx-4090", request_rate=2, **LLAMA)  # an answer: it does not carry 2/s
+    assert not over.fits and over.speed is None and "decode's capacity" in over.reasons[0]
+    cap = float(over.details["rate_capacity"])
+    assert f"carries at most about {cap:.3g} requests/s" in over.reasons[0]
     closed = fit("llama-3.1-8b-instruct", "rtx-4090", concurrency=2**20, **LLAMA)
     assert closed.speed is not None and closed.speed.load is not None
     assert cap == pytest.approx(float(closed.speed.load["requests_per_second"]), rel=0.02)
@@ -74,12 +76,15 @@ def test_vllm_rate_above_what_its_pool_admits_is_refused_with_both_counts() -> N
     pool admits; no TTFT computed as if all 146 ran. The rate 51 running sustain is the closed model's at 51
     (eq. Q7), read from fit at concurrency 51 (an independent path)."""
     kw = dict(engine="vllm", context=8192, output_tokens=256)
-    with pytest.raises(FieldError, match=r"146\.0 requests are in flight per replica.*admits 51 per replica") as e:
-        fit("llama-3.1-8b-instruct", "h100-sxm", request_rate=4.5, **kw)
+    over = fit("llama-3.1-8b-instruct", "h100-sxm", request_rate=4.5, **kw)  # an answer: not fitting, exit 1
+    why = over.reasons[0]
+    assert not over.fits and re.search(r"146\.0 requests are in flight per replica.*admits 51 per replica", why)
+    assert "(TP 1 x 1 replica)" in why  # the layout "per replica" refers to
     closed = fit("llama-3.1-8b-instruct", "h100-sxm", concurrency=51, **kw)
     assert closed.speed is not None and closed.speed.load is not None
-    assert f"about {float(closed.speed.load['requests_per_second']):.3g} requests/s" in str(e.value)
-    assert "grows without bound" in str(e.value)
+    assert f"about {float(closed.speed.load['requests_per_second']):.3g} requests/s" in why
+    assert over.details["rate_capacity"] == pytest.approx(float(closed.speed.load["requests_per_second"]), rel=1e-6)
+    assert "grows without bound" in why
     ok = fit("llama-3.1-8b-instruct", "h100-sxm", request_rate=1.5, **kw)  # 4.7 in flight: admitted
     assert ok.fits and ok.speed is not None and ok.speed.load is not None
 
@@ -109,6 +114,19 @@ def test_several_replicas_say_the_typed_rate_and_each_share() -> None:
     note = next(a for a in r.speed.assumptions if a.name == "request_rate")
     assert note.value == "60 requests/s (30 per replica)"
     assert r.speed.load["request_rate"] == 60 and r.speed.load["request_rate_per_replica"] == 30
+
+
+def test_the_replicas_put_out_the_rate_times_the_output() -> None:
+    """Probe4 defect 3: in a steady state every request that arrives leaves with its output, so the replicas together
+    put out rate x output tokens (flow balance), whatever the rounded requests in flight per replica (100/s on 8
+    B200s: 43.6 in flight each, 349 in all, which used to scale 8 replicas' tokens/s by 349 / 44 = 7.93)."""
+    r = fit("llama-3.1-8b", "gcp-a4-highgpu-8g", engine="vllm", weights="fp8", context=4096, output_tokens=512,
+            request_rate=100)
+    assert r.fits and r.replicas == 8
+    assert r.tokens_per_second_total == pytest.approx(100 * 512)
+    assert r.cost is not None and r.cost["per_million_tokens"] == pytest.approx(
+        r.cost["price_per_hour"] / (100 * 512 * 3600) * 1e6, rel=1e-3)
+    assert "per million output tokens at 100 requests/s" in str(r)
 
 
 def test_split_without_host_device_names_the_cause() -> None:

@@ -9,7 +9,10 @@ import math
 import pytest
 
 from llmsizer.errors import InputError
-from llmsizer.formulas.serving_queue import loaded_serving, open_capacity, open_serving
+from llmsizer.formulas.serving_queue import OverCapacityError, loaded_serving, open_capacity, open_serving
+
+CAPACITY_50 = (r"capacity, 50 requests/s per replica \(1 / max\(prefill [^()]*\), eq\. Q10a\): its queue grows "
+               "without bound; lower the rate, add replicas or shorten the prompts$")
 
 
 def test_prefill_only_is_an_m_m_1_queue() -> None:
@@ -56,7 +59,7 @@ def test_a_lone_request_at_a_vanishing_rate_is_the_idle_one() -> None:
 
 def test_rates_at_or_above_capacity_are_refused() -> None:
     assert open_capacity(0.01, 0.02) == pytest.approx(50.0)
-    with pytest.raises(InputError, match="capacity 50/s"):
+    with pytest.raises(OverCapacityError, match=CAPACITY_50):  # the parenthesis closed, per replica, the levers
         open_serving(50.0, 0.01, 0.001, 10, None, host_seconds=0.02)
     with pytest.raises(InputError, match="at or above"):
         open_serving(120.0, 0.01, 0.001, 10, None)

@@ -8,12 +8,16 @@ import pytest
 
 from llmsizer.errors import InputError
 from llmsizer.formulas.serving_queue import (
+    OverCapacityError,
     burst_serving,
     loaded_serving,
     open_capacity,
     open_serving,
     split_host,
 )
+
+CAPACITY_50 = (r"capacity, 50 requests/s per replica \(1 / max\(prefill [^()]*\), eq\. Q10a\): its queue grows "
+               "without bound; lower the rate, add replicas or shorten the prompts$")
 
 
 def test_split_by_hand() -> None:
@@ -39,7 +43,7 @@ def test_the_capacity_is_the_serial_part_s() -> None:
     assert open_capacity(0.001, 0.02) == pytest.approx(50.0)
     assert open_capacity(0.001, 0.02, 0.5) == pytest.approx(100.0)
     assert open_capacity(0.001, 0.02, 0.0) == pytest.approx(1000.0)
-    with pytest.raises(InputError, match="capacity 50/s"):
+    with pytest.raises(OverCapacityError, match=CAPACITY_50):  # the parenthesis closed, per replica, the levers
         open_serving(60.0, 0.001, 0.001, 10, None, host_seconds=0.02)
     assert open_serving(60.0, 0.001, 0.001, 10, None, host_seconds=0.02, host_serial_share=0.5)["ttft_seconds"] > 0.02
 

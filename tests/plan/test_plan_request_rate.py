@@ -81,19 +81,26 @@ def test_the_queue_by_hand(tmp_path: Path) -> None:
     assert j["speed_estimate"]["concurrency"] == math.ceil(load["in_flight"])
 
 
-def test_a_rate_past_capacity_is_refused_at_its_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_rate_past_capacity_is_an_error_check(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """1 / H (the API server's capacity; the prefill of a 512-token prompt is far shorter) is the bound: a rate just
-    under it is planned, one just over it refused with fit's line, the field the request's key, at its line."""
+    under it is planned, one just over it is an answer, not bad input: the plan is still made, with the error check
+    'Peak load does not fit' in fit's own words (fit exits 1 on the same rate, as on a memory that does not fit)."""
     under, over = math.floor(1 / H), math.ceil(1 / H)
     assert _plan(_request(f"    requests_per_second: {{peak: {under}}}\n"), tmp_path)["facts"]["fits"]
-    with pytest.raises(RequestError) as e:
-        _plan(_request(f"    requests_per_second: {{peak: {over}}}\n"), tmp_path)
-    (line,) = e.value.errors
-    assert ":11: job 'j' (inference): traffic.requests_per_second.peak: request rate " in line
-    code, _, err = run(["fit", "qwen3-0.6b", "--device", "h100-sxm", "--engine", "vllm", "--engine-version", "0.19.0",
+    text = _request(f"    requests_per_second: {{peak: {over}}}\n")
+    path = tmp_path / "r.yaml"
+    path.write_text(text)
+    plan = make_plan(parse_request(text, source=str(path)), alternatives=False)
+    (error,) = [c for c in plan.checks if c.severity == "error"]
+    assert error.title == "Peak load does not fit"
+    assert f"does not carry the rate: at {over} requests/s" in error.message
+    assert f"carries at most about {1 / H:.3g} requests/s" in error.message
+    code, out, _ = run(["fit", "qwen3-0.6b", "--device", "h100-sxm", "--engine", "vllm", "--engine-version", "0.19.0",
                         "--context", "640", "--output-tokens", "128", "--request-rate", str(over)], capsys)
-    assert code == 2
-    assert line.split("traffic.requests_per_second.peak: ", 1)[1] in err  # fit's own words after the field
+    assert code == 1 and "DOES NOT FIT" in out
+    assert error.message.split(": ", 1)[1] in out  # fit's own words after the device
+    code, _, _ = run(["plan", str(path), "-o", str(tmp_path / "r.md")], capsys)
+    assert code == 1 and (tmp_path / "r.md").exists()  # the report is still written
 
 
 def test_each_machine_takes_its_share(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -108,15 +115,32 @@ def test_with_both_the_concurrency_sizes_and_a_rate_past_it_is_warned(tmp_path: 
     conc = "    concurrency: {typical: 4, peak: 8}\n"
     calm = _plan(_request(conc + "    requests_per_second: {typical: 1, peak: 2}\n"), tmp_path)
     assert not [w for w in calm["warnings"] if "requests_per_second" in w]
-    j = _plan(_request(conc + "    requests_per_second: {typical: 1, peak: 1000}\n"), tmp_path)
-    net = {x["key"]: x for s in j["sections"] if s["key"] == "network" for x in s["figures"]}
-    load = j["speed_estimate"]["under_load"]
+    load = calm["speed_estimate"]["under_load"]
     carried = 8 / load["request_seconds"]  # Little's law: 8 in service, each held for the request's seconds
+    above = round(1.5 * carried, 1)  # more than 8 in flight carry, less than the server's capacity 1 / H
+    assert carried < above < 1 / H
+    j = _plan(_request(conc + f"    requests_per_second: {{typical: 1, peak: {above:g}}}\n"), tmp_path)
+    net = {x["key"]: x for s in j["sections"] if s["key"] == "network" for x in s["figures"]}
     (warning,) = [w for w in j["warnings"] if "requests_per_second" in w]
-    assert f"traffic.requests_per_second.peak 1000/s is more than the {carried:.3g} requests/s" in warning
+    assert f"traffic.requests_per_second.peak {above:g}/s is more than the {carried:.3g} requests/s" in warning
     assert "traffic.concurrency.peak 8" in warning
-    assert j["speed_estimate"]["concurrency"] == 8 and "request_rate" not in load  # the closed model at 8
-    assert net["requests_peak"]["value"] == 1000
+    assert j["speed_estimate"]["concurrency"] == 8 and "request_rate" not in j["speed_estimate"]["under_load"]
+    assert net["requests_peak"]["value"] == above
+    assert "rate_refusal" not in j["facts"]
+
+
+def test_with_both_a_rate_past_the_capacity_is_the_error_check(tmp_path: Path) -> None:
+    """Probe4 defect 6: 1000/s beside concurrency 8 is past the server's capacity 1 / H at any concurrency (eq.
+    Q10a): the queue is unbounded, the same error check as the rate alone, not a warning that more would queue."""
+    conc = "    concurrency: {typical: 4, peak: 8}\n"
+    text = _request(conc + "    requests_per_second: {typical: 1, peak: 1000}\n")
+    path = tmp_path / "r.yaml"
+    path.write_text(text)
+    plan = make_plan(parse_request(text, source=str(path)), alternatives=False)
+    (error,) = [c for c in plan.checks if c.severity == "error"]
+    assert error.title == "Peak load does not fit" and "at 1000 requests/s" in error.message
+    assert f"carries at most about {1 / H:.3g} requests/s" in error.message
+    assert not [w for w in plan.jobs[0].to_dict()["warnings"] if "requests_per_second.peak" in w]
 
 
 def test_neither_is_one_line_naming_both(tmp_path: Path) -> None:
@@ -150,3 +174,16 @@ def test_capacity_sizes_the_plans_need(tmp_path: Path, capsys: pytest.CaptureFix
     assert alt is not None
     assert alt.fit.memory_per_device == _fit(16, capsys)["memory_per_device"]
     assert alt.fit.details["concurrency"] == _fit(16, capsys)["details"]["concurrency"]
+
+
+def test_capacity_check_answers_a_rate_past_the_capacity(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Probe4 defect 1: `capacity check` of a request whose peak rate the named H100 cannot carry is an answer (the
+    job's need does not fit, exit 1, in fit's words), not the request's bad input (exit 2)."""
+    over = math.ceil(1 / H)
+    path = tmp_path / "r.yaml"
+    path.write_text(_request(f"    requests_per_second: {{peak: {over}}}\n"))
+    inventory = Path(__file__).resolve().parents[2] / "examples" / "provider" / "inventory.yaml"
+    code, out, err = run(["capacity", "check", str(path), "--inventory", str(inventory), "--db",
+                          str(tmp_path / "b.db")], capsys)
+    assert code == 1, err
+    assert f"h100-sxm does not carry the rate: at {over} requests/s" in out

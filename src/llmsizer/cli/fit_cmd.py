@@ -98,8 +98,9 @@ def register(sub: Any) -> None:
     p.add_argument("--request-rate", type=float_arg(REQUEST_RATE),
                    help="requests arriving per second at random (a Poisson process, as `vllm bench serve "
                         "--request-rate`) instead of --concurrency: the requests in flight are derived (Little's law, "
-                        "formulas/serving_queue.py eq. Q10); a rate at or above the server's capacity is refused "
-                        "(exit 2: no steady state, no mean to estimate)")
+                        "formulas/serving_queue.py eq. Q10); a rate this deployment cannot carry (the server's "
+                        "capacity, the decode's, or more in flight than the engine admits) does not fit: exit 1, "
+                        "naming the requests/s it carries; a malformed rate, or one given with --concurrency, exit 2")
     add_training_args(p)
     p.add_argument("--kwh-price", type=money_arg(KWH_PRICE, "kWh"),
                    help="USD per kWh ('0.12', '$0.12/kWh'; 0: free power): adds the power cost of owned hardware "

@@ -20,7 +20,7 @@ from typing import Any, NamedTuple
 from ..catalog.hardware import Device, Instance, Value, load_catalog
 from ..errors import FieldError, InputError
 from ..formulas.cost import cost_per_million_tokens, power_price_per_hour
-from ..formulas.serving_queue import queue_wait_seconds
+from ..formulas.serving_queue import OverCapacityError, queue_wait_seconds
 from ..formulas.speed import OP_OFFLOAD_MIN_BATCH, PhaseTime
 from ..formulas.tensor_parallel import serving_tensor_parallel_refusal
 from ..formulas.weight_formats import GROUP_SIZE_DEFAULT, OTHER_BYTES_DEFAULT
@@ -205,9 +205,14 @@ def replicas_tokens_per_second(speed: SpeedEstimate | None, replicas: int,
     ``speed.concurrency`` sequences; None without a speed): ``FitResult.tokens_per_second_total``. With
     ``concurrency`` (all replicas' sequences), only the sequences there are produce tokens: min(replicas,
     concurrency / per replica) replicas' worth, so one user on a thousand replicas is one replica's tokens/s, and
-    20 users on 8 replicas of 3 are 20 users' at the fullest replica's speed per user (None: every replica full)."""
+    20 users on 8 replicas of 3 are 20 users' at the fullest replica's speed per user (None: every replica full).
+    At a request rate (``speed.load`` of serving_load.at_rate) the steady state puts out what arrives: each replica
+    its share of the rate x the output tokens (Little's law's flow balance, eq. Q10), so the replicas together the
+    rate x output tokens, not rescaled by the rounded requests in flight."""
     if speed is None or speed.tokens_per_second is None:
         return None
+    if speed.load and "request_rate_per_replica" in speed.load:
+        return float(speed.load["output_tokens_per_second"]) * replicas
     if concurrency is None:
         return speed.tokens_per_second * replicas
     return speed.tokens_per_second * min(replicas, max(1, concurrency) / max(1, speed.concurrency))
@@ -574,12 +579,39 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
         return None if x is None else x * r.replicas
 
     try:
-        r = rate_fixed_point(lambda c: _fit_at(model, hardware, count, speed, c, rate, workload, **kw), in_flight,
-                             rate, served)
-    except RateCapacityError as e:
-        raise FieldError("request_rate", f"request_rate: {e}") from None
-    admission_refusal(r, rate, lambda c: _fit_at(model, hardware, count, speed, c, rate, workload, **kw))
+        try:
+            r = rate_fixed_point(lambda c: _fit_at(model, hardware, count, speed, c, rate, workload, **kw),
+                                 in_flight, rate, served)
+        except RateCapacityError as e:
+            raise RateOverloadError(str(e), e.capacity, e.in_flight) from None
+        admission_refusal(r, rate, lambda c: _fit_at(model, hardware, count, speed, c, rate, workload, **kw))
+    except RateOverloadError as e:  # an answer about the hardware: it does not carry the rate (exit 1, not 2)
+        return _over_capacity(_fit_at(model, hardware, count, False, max(1, e.in_flight), None, workload,
+                                      **{**kw, "fits_at": False}), rate, e)
     return _derived_concurrency(r, rate)
+
+
+class RateOverloadError(FieldError):
+    """A request rate this deployment cannot carry (no steady state: eq. Q10a's server capacity, the decode's
+    capacity of eq. Q10c, or the engine's admission): ``capacity`` [requests/s] of all replicas (None: unknown) and the
+    ``in_flight`` requests of all replicas the memory is shown at. ``fit`` answers it as not fitting (``_over_capacity``),
+    as a memory that does not fit, never as bad input."""
+
+    def __init__(self, message: str, capacity: float | None, in_flight: int) -> None:
+        super().__init__("request_rate", f"request_rate: {message}")
+        self.detail, self.capacity, self.in_flight = message, capacity, in_flight
+
+
+def _over_capacity(r: FitResult, rate: float, e: RateOverloadError) -> FitResult:
+    """``r`` (the memory-only fit at ``e.in_flight`` requests) as the answer to a rate it cannot carry: not fitting,
+    its first reason the rate and what the layout carries, no speed (no steady state, no mean to state)."""
+    layout = f"TP {r.tensor_parallel} x {r.replicas} replica{'s' if r.replicas != 1 else ''}"
+    carries = (f"this deployment ({layout}) carries at most about {e.capacity:.3g} requests/s"
+               + (f" ({e.capacity / r.replicas:.3g} per replica)" if r.replicas > 1 else "")
+               if e.capacity is not None else f"this deployment ({layout}) cannot carry it")
+    why = f"does not carry the rate: at {rate:g} requests/s {carries}: {e.detail}"
+    details = {**r.details, "request_rate": rate, "rate_capacity": e.capacity}
+    return replace(r, fits=False, speed=None, reasons=(why, *r.reasons), details=details)
 
 
 def no_rate_load(r: FitResult) -> FieldError:
@@ -611,12 +643,14 @@ def admission_refusal(r: FitResult, rate: float, run: Callable[[int], FitResult]
     sustained = (f"; with {admitted} running it serves at most about {x:.3g} requests/s per replica (each replaced "
                  "as it finishes, formulas/serving_queue.py eq. Q7)" if x is not None else "")
     cap = r.estimate.details.get("running_cap_name", "running cap")
-    raise FieldError("request_rate", f"request_rate: at {rate:g} requests/s about {float(r.speed.load['in_flight']):.1f}"
-                     f" requests are in flight per replica (Little's law, formulas/serving_queue.py eq. Q10c), but "
-                     f"{r.engine} admits {admitted} per replica (its KV pool or {cap}){sustained}: the rest wait for "
-                     "admission" + (", and the queue grows without bound" if x is None or rate / r.replicas >= x else
-                                    ", a wait eq. Q10 does not model (it runs every request in flight)")
-                     + "; lower the rate, add replicas or shorten the context")
+    raise RateOverloadError(
+        f"about {float(r.speed.load['in_flight']):.1f} requests are in flight per replica (Little's law, "
+        f"formulas/serving_queue.py eq. Q10c), but {r.engine} admits {admitted} per replica (its KV pool or {cap})"
+        f"{sustained}: the rest wait for admission" + (
+            ", and the queue grows without bound" if x is None or rate / r.replicas >= x else
+            ", a wait eq. Q10 does not model (it runs every request in flight)")
+        + "; lower the rate, add replicas or shorten the context", x * r.replicas if x is not None else None,
+        admitted * r.replicas)
 
 
 def rate_and_concurrency() -> FieldError:
@@ -1458,5 +1492,7 @@ def _at_rate(sp: Any, engine: str, rate: float, chunk: int | None, replicas: int
     """serving_load.at_rate, its refusal of a rate at or above the capacity said as the request_rate field's."""
     try:
         return at_rate(sp, engine, rate, chunk, replicas)
+    except OverCapacityError as e:  # eq. Q10a's bound: the hardware does not carry the rate (fit answers it)
+        raise RateOverloadError(str(e), e.capacity * replicas, sp.concurrency * replicas) from None
     except InputError as e:
         raise FieldError("request_rate", f"request_rate: {e}") from None

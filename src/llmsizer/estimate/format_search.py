@@ -305,6 +305,9 @@ def pick_format(spec: ModelSpec, device: Device, count: int, instance: Instance 
                     raise
                 capacity = capacity or f"at {format_name(fmt)}: {str(e).removeprefix('request_rate: ')}"
                 continue
+            if "rate_capacity" in r.details:  # past its capacity (fit: no steady state at this rate)
+                capacity = capacity or f"at {format_name(fmt)}: {r.reasons[0]}"
+                continue
             if not r.fits:  # (at the requests in flight the rate derives: fit's own reason)
                 if first_fit is None:
                     first_fit, first_reasons = r, [f"at {format_name(fmt)}: {r.reasons[0] if r.reasons else 'does not fit'}"]

@@ -14,9 +14,8 @@ import math
 from collections.abc import Callable
 from typing import NamedTuple, TypeVar
 
-from ..errors import InputError
 from ..formulas.arrival_tail import slots_for_tail
-from ..formulas.serving_queue import burst_serving, loaded_serving, open_capacity, open_serving
+from ..formulas.serving_queue import OverCapacityError, burst_serving, loaded_serving, open_capacity, open_serving
 from ..frozen import replace_fields
 from ..numbers import CONCURRENCY
 from ..result import Assumption
@@ -193,13 +192,13 @@ RATE_ROUNDS = 8
 T = TypeVar("T")
 
 
-class RateCapacityError(InputError):
+class RateCapacityError(OverCapacityError):
     """A request rate above what the decode sustains (no fixed point of eq. Q10c): ``capacity`` [requests/s], the
     most C / R(C) over the in-flight counts tried, and the ``in_flight`` count it was seen at."""
 
     def __init__(self, message: str, capacity: float, in_flight: int) -> None:
-        super().__init__(message)
-        self.capacity, self.in_flight = capacity, in_flight
+        super().__init__(message, capacity)
+        self.in_flight = in_flight
 
 
 def rate_fixed_point(run: Callable[[int], T], in_flight: Callable[[T], float | None], rate: float,
@@ -266,8 +265,8 @@ def at_rate(sp: SpeedEstimate | None, engine: str, rate: float, chunk_tokens: in
     arriving at ``rate`` per second at this replica, one of ``replicas`` sharing the rate typed (a Poisson process:
     formulas/serving_queue.py eq. Q10): the mean TTFT, step, requests/s (= ``rate``) and mean requests in flight
     (``in_flight``; ``concurrency``: the one the step was timed at). ``sp`` unchanged where ``engine`` does not batch
-    continuously or a speed is missing (``q5_inputs``). InputError where ``rate`` reaches the server's capacity (eq.
-    Q10a: no steady state, no mean to state)."""
+    continuously or a speed is missing (``q5_inputs``). OverCapacityError where ``rate`` reaches the server's capacity
+    (eq. Q10a: no steady state, no mean to state)."""
     q = q5_inputs(sp, engine, chunk_tokens)
     if q is None or sp is None:
         return sp

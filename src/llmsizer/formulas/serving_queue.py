@@ -323,6 +323,15 @@ def step_wait_seconds(in_flight: int, decode_step: float, others_prefill_share: 
 # exists (the rate exceeds the capacity, ``open_capacity``).
 
 
+class OverCapacityError(InputError):
+    """A request rate at or above eq. (Q10a)'s bound (no steady state): ``capacity`` [requests/s], that bound. An
+    answer about the hardware (it does not carry the rate), not malformed input: callers report it as not fitting."""
+
+    def __init__(self, message: str, capacity: float) -> None:
+        super().__init__(message)
+        self.capacity = capacity
+
+
 def open_capacity(prefill_seconds: float, host_seconds: float = 0.0, host_serial_share: float = 1.0) -> float:
     """Eq. (Q10a)'s bound with eq. Q11: the largest request rate [1/s] whose queues stay finite, 1 / max(D, s H)
     (only the serial share s of H queues)."""
@@ -340,7 +349,7 @@ def open_serving(rate: float, prefill_seconds: float, decode_step: float, output
     ``device_ttft_seconds`` (R_D), ``api_server_seconds`` (R_H), ``api_server_busy`` (lambda H), ``step_seconds``,
     ``step_wait_seconds``, ``carry_seconds``, ``requests_per_second`` (= ``rate``), ``request_seconds``,
     ``prefill_share`` (u), ``decoding_probability`` (p) and ``in_flight`` (Q10c, a real number). Raises
-    InputError where ``rate`` reaches ``open_capacity``."""
+    OverCapacityError where ``rate`` reaches ``open_capacity``."""
     if (rate <= 0 or prefill_seconds <= 0 or output_tokens < 0 or host_seconds < 0 or carrying_steps < 0
             or (output_tokens and decode_step <= 0)):
         raise InputError("rate > 0, output_tokens >= 0; prefill_seconds > 0 and decode_step > 0 with output; "
@@ -348,9 +357,10 @@ def open_serving(rate: float, prefill_seconds: float, decode_step: float, output
     cap = open_capacity(prefill_seconds, host_seconds, host_serial_share)
     serial, transit = split_host(host_seconds, host_serial_share)  # eq. Q11
     if rate >= cap:
-        raise InputError(f"request rate {rate:g}/s is at or above the server's capacity {cap:.4g}/s (1 / max(prefill "
-                         f"{prefill_seconds:.4g} s, server's serial {serial:.4g} s per request): its queue grows "
-                         "without bound")
+        raise OverCapacityError(
+            f"request rate {rate:g}/s per replica is at or above the server's capacity, {cap:.4g} requests/s per "
+            f"replica (1 / max(prefill {prefill_seconds:.4g} s, the API server's serial {serial:.4g} s per request), "
+            "eq. Q10a): its queue grows without bound; lower the rate, add replicas or shorten the prompts", cap)
     share = rate * prefill_seconds
     r_host = transit + serial / (1.0 - rate * serial)
     r_device = prefill_seconds / (1.0 - share)

@@ -274,10 +274,10 @@ def fit_and_latency(c: _Ctx) -> Iterator[Check]:
         if f.get("fit_error"):
             yield c.check("cannot-fit", "error", "Cannot be fitted", str(f["fit_error"]), j, "resources")
             continue
-        if f.get("fits") is False:
+        if f.get("fits") is False or f.get("rate_refusal"):  # (a stated rate past the capacity: fit's answer)
             fig = p.section("memory").get("fits")
-            yield c.check("service-does-not-fit", "error", "Peak load does not fit",
-                          f"{p.hardware.label}: {fig.formula if fig is not None else 'over the memory budget'}",
+            why = f.get("rate_refusal") or (fig.formula if fig is not None else "over the memory budget")
+            yield c.check("service-does-not-fit", "error", "Peak load does not fit", f"{p.hardware.label}: {why}",
                           j, "resources", "more devices (tensor parallel or replicas), a smaller weight format, or a "
                           "lower peak")
         lat = j.latency

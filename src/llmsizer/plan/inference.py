@@ -393,6 +393,7 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
                             "the cheapest option `llmsizer recommend` finds that fits the peak load and meets the "
                             "latency limits")
     f_peak = f_typ = None
+    stated_refusal: str | None = None  # fit's answer to a stated peak rate the deployment does not carry
     tp, replicas = 1, 1
     machines = 1
     # what one machine is fitted as: the instance itself (its RAM, VM share and link), or devices
@@ -423,6 +424,19 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
                 raise  # the job's own tensor_parallel (fit's one rule) or rate refused: bad input at its line
             notes.warnings.append(f"cannot fit on {hw.label}: {e}")
             notes.facts["fit_error"] = str(e)
+        stated = job.traffic.requests_per_second.worst
+        if f_peak is not None and not rates and stated is not None:
+            # a rate stated beside the concurrency: whether the deployment carries it at all (eq. Q10a, the
+            # decode's capacity, the admission limit: fit's rate path); past it the queue is unbounded, the
+            # same error check as a rate alone
+            try:
+                at_stated = _fit(spec, fit_target, fit_count, job, fmt, job.engine, ctx_peak, 1, out_peak,
+                                 ctx.hardware_files, job.resources.memory, f_peak,
+                                 rate=("peak", float(stated) / machines))
+                if "rate_capacity" in at_stated.details:
+                    stated_refusal = at_stated.reasons[0]
+            except InputError:
+                pass
         if f_peak is not None and f_typ is not None and rates:
             conc_peak, conc_typ = derived_concurrency(f_peak, machines), derived_concurrency(f_typ, machines)
             notes.assumptions.append(Assumption(
@@ -555,7 +569,11 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
                         **(pool_reserved(f_peak.estimate) if f_peak is not None and f_peak.estimate is not None
                            else {}),
                         "verdict_need_per_device": need, "verdict_budget_per_device": budget_dev,
-                        "memory_need": need, "memory_budget": budget_dev, "weights_format": fmt_used})
+                        "memory_need": need, "memory_budget": budget_dev, "weights_format": fmt_used,
+                        # fit's answer to a peak rate the deployment does not carry (its memory may fit)
+                        **({"rate_refusal": f_peak.reasons[0]} if f_peak is not None and
+                           "rate_capacity" in f_peak.details else
+                           {"rate_refusal": stated_refusal} if stated_refusal else {})})
     if not fits and f_peak is not None and f_peak.fits_at:  # fit's hint, the one rule (recommend.py fits_at)
         from ..render.fit_text import fits_at_line
         notes.facts["fits_at"] = f_peak.fits_at
@@ -840,17 +858,20 @@ def _network(job: InferenceJob, sp_typ: Any, sp_peak: Any, conc_typ: int, conc_p
     for level, conc, ctxl, out, sp in (("typical", conc_typ, ctx_typ, out_typ, sp_typ),
                                        ("peak", conc_peak, ctx_peak, out_peak, sp_peak)):
         given = getattr(job.traffic.requests_per_second, level)
-        carried = (N.littles_law_rate(served.get(level, conc), sp.request_seconds)
-                   if sp is not None and sp.request_seconds is not None and sp.load is not None
-                   and "request_rate" not in sp.load else None)  # (the closed model: what conc requests carry)
-        if given is not None and carried is not None and given > carried:
+        # (the closed model: what conc requests carry, at the serving model's request time W, eq. Q7's R: the one
+        # W fit's rate path solves Little's law with, formulas/serving_queue.py eq. Q10c)
+        w_load = (float(sp.load["request_seconds"]) if sp is not None and sp.load is not None
+                  and "request_rate" not in sp.load and sp.load.get("request_seconds") else None)
+        carried = N.littles_law_rate(served.get(level, conc), w_load) if w_load else None
+        if given is not None and carried is not None and given > carried and not (
+                level == "peak" and notes.facts.get("rate_refusal")):  # (past the capacity: the error check says it)
             # both given: the closed model at the stated concurrency, the rate it cannot carry said (Little's law)
             notes.warnings.append(
                 f"traffic.requests_per_second.{level} {given:g}/s is more than the {carried:.3g} requests/s "
                 f"traffic.concurrency.{level} {conc} carries ({served.get(level, conc)} in service / "
-                f"{sp.request_seconds:.3g} s per request, Little's law, formulas/network.py eq. (9)): the plan is "
-                f"sized for {conc} in flight; at {given:g}/s more would queue. Give the rate alone (no "
-                "traffic.concurrency) to size the service for it")
+                f"{w_load:.3g} s per request, Little's law over the serving model's request time, "
+                f"formulas/serving_queue.py eq. Q7): the plan is sized for {conc} in flight; at {given:g}/s more "
+                "would queue. Give the rate alone (no traffic.concurrency) to size the service for it")
         if given is not None:
             rate, how = given, "traffic.requests_per_second"
         elif sp is not None and sp.request_seconds is not None:

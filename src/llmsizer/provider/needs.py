@@ -205,6 +205,8 @@ def _memory_verdict(jp: JobPlan) -> str:
     if f.get("fit_error"):
         return (f"{jp.hardware.label} cannot be sized for the job: {f['fit_error']} (`llmsizer plan`: Cannot be "
                 "fitted)")
+    if f.get("rate_refusal"):  # fit's answer: the devices do not carry the peak rate (plan/inference.py)
+        return f"{jp.hardware.label} {f['rate_refusal']} (`llmsizer plan`: Peak load does not fit)"
     need, budget = f.get("verdict_need_per_device"), f.get("verdict_budget_per_device")
     if f.get("fits") is not False or not need or not budget:
         return ""

@@ -84,8 +84,10 @@ def render_fit(r: FitResult) -> str:
     if c.get("price_per_hour") is not None:  # serving: estimate/fit.py serving_cost
         line = f"cost: ${c['price_per_hour']:,.2f}/h ({c['basis']})"
         if c.get("per_million_tokens") is not None:
-            line += (f", ${c['per_million_tokens']:,.2f} per million output tokens at concurrency "
-                     f"{r.details['concurrency']}")
+            load = s.load if s is not None and s.load else {}
+            at = (f"{load['request_rate']:g} requests/s" if "request_rate" in load else
+                  f"concurrency {r.details['concurrency']}")
+            line += f", ${c['per_million_tokens']:,.2f} per million output tokens at {at}"
         out.append(line)
     hint = fits_at_line(r.fits_at)
     if hint:

@@ -54,7 +54,8 @@ def _job_lines(j: JobPlan) -> list[str]:
         fits = mem.value("fits")
         unfitted = "not fitted: see the error above" if j.facts.get("fit_error") else "budget unknown"
         room, running = mem.get("kv_room"), mem.get("running")
-        verdict = 'fits' if fits else 'DOES NOT FIT' if fits is False else unfitted
+        verdict = ('fits' if fits else 'does not carry the peak rate (see the error above);'
+                   if j.facts.get("rate_refusal") else 'DOES NOT FIT' if fits is False else unfitted)
         sequences = (f"; {ENGINE_NAMES.get(j.hardware.engine or '', 'the engine')} runs {running.value} sequences at "
                      f"once per replica (KV pool room for {room.value} of the peak context)"
                      if room is not None and running is not None else "")

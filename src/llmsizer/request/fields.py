@@ -466,10 +466,11 @@ INFERENCE = (
           {"typical": 300, "peak": 1000}, item="context", bounds=OUTPUT_TOKENS),
         F("requests_per_second", "dist", "requests arriving per second at random (as `vllm bench serve "
           "--request-rate`). Without concurrency: the service is sized as `fit --request-rate` sizes it (open "
-          "arrivals, the requests in flight derived; a rate at or above the server's capacity is refused). With "
-          "concurrency: the plan is sized at that concurrency, this rate feeds the network figures, and a rate above "
-          "what that concurrency carries (Little's law) is warned about, naming both (default: from concurrency and "
-          "speed)", item="rate", template=False),
+          "arrivals, the requests in flight derived; a rate the devices cannot carry is the error check 'Peak load "
+          "does not fit', naming the requests/s they carry). With concurrency: the plan is sized at that concurrency, "
+          "this rate feeds the network figures, a rate above what that concurrency carries (Little's law) is warned "
+          "about, naming both, and one past the devices' capacity is the same error check (default: from concurrency "
+          "and speed)", item="rate", template=False),
         F("users", "count", "people or client systems using the service", 200),
     )),
     F("latency", "section", "what users must see", kinds=("inference",), fields=(

@@ -1,6 +1,7 @@
 """fit at a request rate (formulas/serving_queue.py eq. Q10) is one field on every surface: the CLI's
 ``--request-rate``, the web API's ``request_rate`` (the same body byte for byte and the same exit code), the Python
-``fit(request_rate=)``; a rate at or above the server's capacity is refused with one line naming the field, exit 2."""
+``fit(request_rate=)``; malformed rates and contradictions are refused with one line naming the field, exit 2; a rate
+at or above the server's capacity is an answer: does not fit, exit 1 (the web: 200, the same body)."""
 
 from __future__ import annotations
 
@@ -40,7 +41,6 @@ def test_the_concurrency_is_derived() -> None:
 
 
 @pytest.mark.parametrize("extra, line", [
-    (("--request-rate", "50"), "--request-rate: request rate 50/s is at or above the server's capacity"),
     (("--request-rate", "16", "--concurrency", "4"), "give --request-rate or --concurrency, not both"),
     (("--request-rate", "0"), "argument --request-rate: 0 is out of range"),
     (("--request-rate", "2", "--engine", "transformers"), "needs an engine that batches continuously"),
@@ -51,3 +51,18 @@ def test_refusals_are_one_line_exit_2(extra, line) -> None:
     cli = run_cli(*argv, *extra)
     assert cli.returncode == 2
     assert line in cli.stderr and cli.stderr.count("\n") == 1
+
+
+def test_a_rate_past_the_capacity_does_not_fit_exit_1(client) -> None:
+    """50/s against the API server's 1 / H (eq. Q10a): the hardware does not carry it, an answer like a memory that
+    does not fit (exit 1, the report on stdout), the same JSON on the web (200, fits false, the capacity named)."""
+    cli = run_cli(*ARGV, "--request-rate", "50", "--json")
+    assert cli.returncode == 1, cli.stderr
+    r = client.post("/api/v1/fit", json={**BODY, "request_rate": "50"})
+    assert r.status_code == 200 and r.text == cli.stdout
+    body = r.json()
+    assert body["fits"] is False and body["speed"] is None
+    assert body["reasons"][0].startswith("does not carry the rate: at 50 requests/s this deployment (TP 1 x 1 replica)")
+    assert f"carries at most about {body['details']['rate_capacity']:.3g} requests/s" in body["reasons"][0]
+    text = run_cli(*ARGV, "--request-rate", "50")
+    assert text.returncode == 1 and "DOES NOT FIT" in text.stdout and "lower the rate, add replicas" in text.stdout

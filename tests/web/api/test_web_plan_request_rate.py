@@ -1,14 +1,14 @@
 """A request rate is one input on every surface: the web's plan of a request file that states its load as
 traffic.requests_per_second has the facts `llmsizer plan --json` gives for the same file, and those are `fit
---request-rate`'s (the web's /fit with request_rate); a rate past the server's capacity is the same one line on the
-web's plan (4xx) as on the CLI's (exit 2), and on the CLI's fit after the field's name."""
+--request-rate`'s (the web's /fit with request_rate); a rate past the server's capacity is an answer on every
+surface: the plan's error check (exit 1, the web 200) in the words of fit's reason (fit: does not fit)."""
 
 from __future__ import annotations
 
 import json
 
 import pytest
-from web_api_helpers import cli_error_line, run_cli
+from web_api_helpers import run_cli
 
 pytest.importorskip("httpx")
 pytest.importorskip("fastapi")
@@ -37,18 +37,19 @@ def test_plan_facts_are_the_clis_and_fits(client, tmp_path) -> None:
     assert facts["memory_per_device"] == fit["memory_per_device"]
 
 
-def test_the_refusal_is_one_line_everywhere(client, tmp_path) -> None:
+def test_a_rate_past_the_capacity_is_the_same_answer_everywhere(client, tmp_path) -> None:
+    """1000/s on one H100 is past the server's capacity: the plan is made with an error check (CLI exit 1, the web
+    200), in fit's own words (fit: does not fit, exit 1)."""
     text = REQUEST.format(rate=1000)
     path = tmp_path / "bad.yaml"
     path.write_text(text)
-    web = client.post("/api/v1/plan", json={"request": text, "filename": "bad.yaml"})
-    assert 400 <= web.status_code < 500
-    cli = run_cli("plan", "bad.yaml", cwd=tmp_path)
-    assert cli.returncode == 2 and cli.stderr.count("\n") == 1, cli.stderr
-    line = cli.stderr.strip().removeprefix("llmsizer: error: ")
-    assert line in web.json()["detail"] or line in web.text
-    assert line.startswith("bad.yaml:11: job 'j' (inference): traffic.requests_per_second.peak: request rate 1000/s")
-    fit_line = cli_error_line("fit", "qwen3-0.6b", "--device", "h100-sxm", "--engine", "vllm", "--engine-version",
-                              "0.19.0", "--context", "640", "--output-tokens", "128", "--request-rate", "1000")
-    assert fit_line.removeprefix("--request-rate: ") == line.split("traffic.requests_per_second.peak: ", 1)[1]
-    assert client.post("/api/v1/fit", json={**FIT, "request_rate": "1000"}).status_code == 400
+    web = client.post("/api/v1/plan", json={"request": text, "today": "2026-03-02", "filename": "bad.yaml"})
+    assert web.status_code == 200, web.text
+    cli = run_cli("plan", "bad.yaml", "--today", "2026-03-02", "--json", cwd=tmp_path)
+    assert cli.returncode == 1, cli.stderr
+    (error,) = [c for c in json.loads(cli.stdout)["checks"] if c["severity"] == "error"]
+    assert error in web.json()["checks"]
+    assert "does not carry the rate: at 1000 requests/s" in error["message"]
+    fit = client.post("/api/v1/fit", json={**FIT, "request_rate": "1000"})
+    assert fit.status_code == 200 and fit.json()["fits"] is False
+    assert error["message"].split(": ", 1)[1] == fit.json()["reasons"][0]
