@@ -662,7 +662,7 @@ def _items(ctx: TrainingContext, st: StageStates, tl: StageTimeline, acc: Acc) -
                    "step's one reduce-scatter (formulas/parallelism.py eq. PP2)")
     head_g = tl.peak.head_weight_grad
     kept = (f"{format_count(st.trained_elements)} trained x {grad_b} B"
-            + (" + 4 B fp32 main grads" if rec.main_grad_bytes else "")) if g > head_g else ""
+            + (" + 4 B fp32 main grads" if rec.main_grad_bytes else "")) if not head_g or g > head_g else ""
     if head_g:  # the lm_head backward moment (timeline.py, eq. H1): its weight gradient on top of the kept .grads
         g_note = (" + " if kept else "") + (
             f"{format_bytes(head_g)} the lm_head backward's weight gradient in the compute dtype"
