@@ -941,18 +941,23 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
         timed.setdefault(cand.target, (dur.assumptions, fr.all_warnings))
         one = float(dur.seconds or 0.0)
         nodes, secs = 1, one
-        if c.deadline is not None and one > c.deadline:
-            nodes = math.ceil(one / c.deadline)
+        # no deadline given: the practical limit acts as one (instances added to meet it, as for --deadline)
+        limit = c.deadline if c.deadline is not None else PRACTICAL_TRAINING_SECONDS
+        missed = (f"{format_seconds(limit)} deadline" if c.deadline is not None else
+                  f"{format_seconds(limit)} practical limit of a run with no deadline (give --deadline for a longer "
+                  "one)")
+        if one > limit:
+            nodes = math.ceil(one / limit)
             if gpus is not None:  # the devices were given: no instances are added
                 rejected.append(Option(**stub, replicas=fr.replicas, status="rejected",
                                        training_seconds=one,
                                        reasons=(f"{format_seconds(one)} on {cand.count} devices (--gpus) misses the "
-                                                f"{format_seconds(c.deadline)} deadline",)))
+                                                + missed,)))
                 continue
             if nodes > MAX_NODES or cand.instance is None:
                 rejected.append(Option(**stub, replicas=1, status="rejected", training_seconds=one, reasons=(
                     f"{format_seconds(one)} on one {'instance' if cand.instance else 'device'} misses the "
-                    f"{format_seconds(c.deadline)} deadline" + ("" if cand.instance else " (local hardware does not scale out)"),)))
+                    + missed + ("" if cand.instance else " (local hardware does not scale out)"),)))
                 continue
             # several instances: fit --train --count N x the instance's devices (memory, and the duration with the
             # collectives over the instance's network), adding instances while the network keeps it past the deadline
@@ -961,21 +966,23 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
                                     hardware_files=hardware_files, tokens=tokens, utilization=utilization,
                                     fits_at=False, **{k: v for k, v in (training_fields or {}).items() if k != "gpus"})
                 secs = float(many.duration.seconds or 0.0) if many.duration is not None else one / nodes
-                if secs <= c.deadline or nodes >= MAX_NODES or not many.fits:
+                if secs <= limit or nodes >= MAX_NODES or not many.fits:
                     break
-                nodes = min(MAX_NODES, max(nodes + 1, math.ceil(nodes * secs / c.deadline)))
-            if not many.fits or secs > c.deadline:
+                nodes = min(MAX_NODES, max(nodes + 1, math.ceil(nodes * secs / limit)))
+            if not many.fits or secs > limit:
                 rejected.append(Option(**{**stub, "count": many.count, "instances": many.instances},
                                        replicas=many.replicas, status="rejected",
                                        training_seconds=secs,
                                        reasons=many.reasons if not many.fits else (
                                            f"{format_seconds(secs)} on {nodes} instances misses the "
-                                           f"{format_seconds(c.deadline)} deadline",)))
+                                           + missed,)))
                 continue
             fr = many
             if many.duration is not None:  # the run the option is: several instances' collectives
                 timed[cand.target] = (many.duration.assumptions, many.all_warnings)
-            reasons.append(f"{nodes} instances to meet the deadline (collectives over the instance's network)")
+            reasons.append(f"{nodes} instances to meet the " + ("deadline" if c.deadline is not None else
+                           f"{format_seconds(limit)} practical limit (no deadline given)")
+                           + " (collectives over the instance's network)")
         devices = cand.count * nodes
         price = cand.price * nodes if cand.price is not None else None
         total = price * secs / 3600 if price is not None else None
@@ -985,11 +992,7 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
                      cost_basis=cand.cost_basis, training_seconds=secs, device_hours=device_hours(secs, devices),
                      run_cost=total, memory_per_device=fr.memory_per_device, budget_per_device=fr.budget_per_device,
                      layout=_layout(wl, fr))
-        if c.deadline is None and secs > PRACTICAL_TRAINING_SECONDS:
-            opt = _replace(opt, status="rejected", reasons=(
-                f"too slow: {format_seconds(secs)}, past the {format_seconds(PRACTICAL_TRAINING_SECONDS)} practical "
-                "limit of a run with no deadline (give --deadline for a longer one)",))
-        elif c.max_cost is not None and (total is None or total > c.max_cost):
+        if c.max_cost is not None and (total is None or total > c.max_cost):
             opt = _replace(opt, status="rejected", reasons=(  # money as units.format_usd: cents below $100
                 "no price to compare with the budget" if total is None
                 else f"run costs {format_usd(total)} > {format_usd(c.max_cost)}",))
@@ -1011,8 +1014,9 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
     assumptions, warnings = timed.get(meets[0].target, ((), ())) if meets else ((), ())
     if c.deadline is None:
         assumptions = (Assumption("practical_training_limit", format_seconds(PRACTICAL_TRAINING_SECONDS), True,
-                                  "no deadline given: an option whose run takes longer is rejected as too slow "
-                                  "(recommend.PRACTICAL_TRAINING_SECONDS, a policy default: a quarter's "
+                                  "no deadline given: it acts as one, instances are added to meet it and an "
+                                  "option that cannot is rejected (recommend.PRACTICAL_TRAINING_SECONDS, a policy "
+                                  "default: a quarter's "
                                   "lease, about one frontier run's length, Llama 3.1 405B's ~78 days; "
                                   "--deadline replaces it)"), *assumptions)
     workload = {"tokens": tokens, **{k: (list(v) if isinstance(v, tuple) else v) for k, v in wl.items()},

@@ -51,3 +51,25 @@ def test_a_prefill_only_service_is_loaded_too(capsys: pytest.CaptureFixture[str]
     assert 32 * idle < many["speed"]["ttft_seconds"] < 32 * idle + 32 * host
     code, text, _ = run([*ARGS, "--output-tokens", "0", "--concurrency", "32"], capsys)
     assert code == 0 and "requests/s (prefill only)" in text
+
+
+SPLIT = ["fit", "qwen3-30b-a3b", "--device", "rtx-4090", "--engine", "llamacpp", "--weights", "q4_k_m", "--n-cpu-moe",
+         "30", "--context", "16384", "--host-device", "amd-epyc-9654"]
+
+
+def test_split_prefill_warning_names_the_ubatch_lever(capsys: pytest.CaptureFixture[str]) -> None:
+    """probe4 defect 11: one request on a --n-cpu-moe split whose prefill is mostly the host's experts copied to the
+    GPU once per 512-token ubatch (eq. 8p). At concurrency 1 there are no fewer requests to send; the lever is a
+    larger --ubatch, and it does lower the TTFT: 16,384 tokens in 4 x fewer ubatches copy the same bytes 4 x less."""
+    code, text, _ = run(SPLIT, capsys)
+    warning = next(ln for ln in text.splitlines() if ln.startswith("warning: prefill-bound at concurrency 1"))
+    assert "--ubatch" in warning and "fewer requests" not in warning
+    _, small = answer([*SPLIT, "--json"], capsys)
+    _, large = answer([*SPLIT, "--ubatch", "2048", "--json"], capsys)
+    assert large["speed"]["ttft_idle_seconds"] < 0.5 * small["speed"]["ttft_idle_seconds"]
+
+
+def test_all_on_device_prefill_warning_has_no_ubatch_lever(capsys: pytest.CaptureFixture[str]) -> None:
+    code, text, _ = run([*ARGS, "--concurrency", "32"], capsys)
+    warning = next(ln for ln in text.splitlines() if ln.startswith("warning: prefill-bound at concurrency 32"))
+    assert "--ubatch" not in warning and "fewer requests per replica" in warning

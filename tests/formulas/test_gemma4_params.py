@@ -19,6 +19,7 @@ import pytest
 from llmsizer.catalog.models import entries
 from llmsizer.errors import LlmsizerError
 from llmsizer.formulas.params import count_params
+from llmsizer.formulas.tensors import gemma4_tower_params
 from llmsizer.readers.hf_config import spec_from_config
 from oracle_utils import assert_params_equal, build
 
@@ -77,6 +78,11 @@ def test_catalog_sizes_count_exactly(name, total):
     towers = sum(p.numel() for n, p in model.named_parameters()
                  if n.startswith(("model.vision_tower.", "model.audio_tower.", "model.embed_")))
     assert ours.by_component["vision"] == towers
+    # each tower with its embedder, as inspect shows them (probe4 defect 10: the audio tower was filed under vision)
+    real = {t: sum(p.numel() for n, p in model.named_parameters()
+                   if n.startswith((f"model.{t}_tower.", f"model.embed_{t}."))) for t in ("vision", "audio")}
+    assert gemma4_tower_params(entry.spec()) == real
+    assert entry.spec().model_type == entry.config["model_type"] == "gemma4"
 
 
 def test_shared_layers_and_head_sizes_are_the_ones_transformers_builds():

@@ -232,3 +232,16 @@ def test_checks_say_money_as_the_report_does():
     _, checks = checks_of(request(edit(INF, budget={"per_hour": "$0.5/h"})))
     c = next(c for c in checks if c.id == "budget-exceeded")
     assert c.message == "$1.00/h against $0.50/h"
+
+
+def test_no_hardware_names_the_practical_limit_and_no_duration_shows_no_question_mark():
+    """No deadline, no resources, a run no option finishes within 90 days (8B full on 2000T tokens): the no-hardware
+    check names the practical limit that stood in for the deadline (probe4 defect 2), and the no-checkpoints
+    check, with no duration known, says so in words (defect 12)."""
+    train = edit(TRN, model={"name": "llama-3.1-8b"}, method="full", resources=None, expected_duration=None,
+                 checkpoints__interval=None, dataset__tokens="2000T tokens", settings__seq_len=4096)
+    _, checks = checks_of(request(train))
+    nh = next(c for c in checks if c.id == "no-hardware")
+    assert "practical limit" in nh.message and "90.0 days" in nh.message
+    nc = next(c for c in checks if c.id == "no-checkpoints")
+    assert "?" not in nc.message and "at any point" in nc.message

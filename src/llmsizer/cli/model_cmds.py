@@ -9,6 +9,7 @@ from typing import Any
 from ..catalog import models as catalog
 from ..errors import InputError
 from ..formulas.params import count_params
+from ..formulas.tensors import gemma4_tower_params
 from ..formulas.weight_formats import file_weight_bytes, format_names, stored_format, weight_bytes
 from ..numbers import CONCURRENCY, COUNT
 from ..render.safe import say
@@ -328,7 +329,8 @@ def inspect_data(spec: ModelSpec) -> dict[str, Any]:
                           "full_attention_head_dim": spec.full_head_dim or spec.head_dim,
                           "kv_shared_layers": sum(spec.kv_shared_layers), "kv_cache_layers": spec.kv_cache_layers,
                           "ffn_sizes": list(spec.ffn_sizes) or None,
-                          "towers": [n for n, t in (("vision", g4.vision), ("audio", g4.audio)) if t is not None]}
+                          "towers": [n for n, t in (("vision", g4.vision), ("audio", g4.audio)) if t is not None],
+                          "tower_params": gemma4_tower_params(spec)}
     data = {
         "model": spec.name, "source": spec.source, "architecture": arch,
         "params": {"total": pc.total, "active": pc.active, "by_component": pc.by_component},
@@ -384,7 +386,12 @@ def cmd_inspect(args: argparse.Namespace) -> int:
             + (f"; per-layer intermediate sizes {g['ffn_sizes']}" if g["ffn_sizes"] else ""))
         for part in g["uncounted"]:
             say(f"not counted: {part}")
-    rows = [[k, f"{v:,}", f"{100 * v / p['total']:.2f}%"] for k, v in p["by_component"].items()]
+    comps = dict(p["by_component"])
+    towers = a.get("gemma4", {}).get("tower_params") or {}
+    if len(towers) > 1 and sum(towers.values()) == comps.get("vision"):  # component "vision" holds every tower
+        comps = {k2: v2 for k, v in comps.items() for k2, v2 in
+                 ({f"{t} tower": n for t, n in towers.items()} if k == "vision" else {k: v}).items()}
+    rows = [[k, f"{v:,}", f"{100 * v / p['total']:.2f}%"] for k, v in comps.items()]
     rows.append(["TOTAL", f"{p['total']:,}", "100%"])
     if p["active"] != p["total"]:
         rows.append(["active per token", f"{p['active']:,}", f"{100 * p['active'] / p['total']:.2f}%"])

@@ -92,16 +92,30 @@ def server_assumption(q: Q5Inputs) -> tuple[Assumption, ...]:
                        q.host_note + "; formulas/serving_queue.py eqs. Q6', Q9, Q10"),) if q.host else ()
 
 
+def prefill_levers(sp: SpeedEstimate, alone: bool) -> str:
+    """What lowers a prefill-bound load's TTFT: shorter prompts, fewer requests per replica (not where one request is
+    in flight, ``alone``) or more replicas, and, where a llama.cpp split's prefill is mostly the host weights copied
+    to the GPU once per ubatch (eq. 8p, ``speed.split_prefill``), a larger --ubatch: fewer ubatches, fewer copies."""
+    levers = ["shorter prompts", *([] if alone else ["fewer requests per replica"]), "more replicas"]
+    split = sp.details.get("split_prefill")
+    if isinstance(split, dict) and split.get("transfer_seconds", 0.0) * 2 >= split.get("seconds", float("inf")):
+        levers.insert(0, f"a larger --ubatch (each of the {split['ubatches']} ubatches of {split['ubatch']} tokens "
+                         f"copies the host's weights over the link: {split['transfer_seconds']:.1f} s of the "
+                         f"{split['seconds']:.1f} s prefill, formulas/speed.py eq. 8p)")
+    return ", ".join(levers[:-1]) + " or " + levers[-1]
+
+
 def prefill_bound_warning(share: float, at: str, ttft: str, user: float, step: float, output_tokens: int,
-                          idle: float | None) -> tuple[str, ...]:
+                          idle: float | None, levers: str) -> tuple[str, ...]:
     """The warning of a load whose prompts take PREFILL_SHARE_WARN or more of device time (eq. Q7 / Q10a's u), at
-    ``at`` (the load, said), ``ttft`` its TTFT said; both loads warn alike."""
+    ``at`` (the load, said), ``ttft`` its TTFT said, ``levers`` what lowers it (``prefill_levers``); both loads warn
+    alike."""
     if share < ENG.PREFILL_SHARE_WARN:
         return ()
     return (f"prefill-bound at {at}: the prompts' prefill takes {share:.0%} of device time (formulas/serving_queue.py "
             f"eqs. Q7, Q10a), so a request waits {ttft} for its first token (alone: {idle or 0.0:.2f} s)"
             + (f" and gets {user:.1f} tokens/s (decoding alone: {1 / step:.1f})" if output_tokens else "")
-            + "; shorter prompts, fewer requests per replica or more replicas lower it",)
+            + f"; {levers} lower it",)
 
 
 def under_load(sp: SpeedEstimate | None, engine: str, chunk_tokens: int | None = None) -> SpeedEstimate | None:
@@ -172,7 +186,7 @@ def under_load(sp: SpeedEstimate | None, engine: str, chunk_tokens: int | None =
     warnings = (*sp.warnings, *prefill_bound_warning(
         share, f"concurrency {sp.concurrency}",
         f"{state['ttft_seconds']:.1f} s (arriving together: {burst['ttft_seconds']:.1f} s)", user, step,
-        sp.output_tokens, sp.ttft_idle_seconds))
+        sp.output_tokens, sp.ttft_idle_seconds, prefill_levers(sp, sp.concurrency < 2)))
     server = server_assumption(q)
     return replace_fields(sp, load=load, assumptions=(*sp.assumptions, note, *server), warnings=warnings)
 
@@ -297,7 +311,7 @@ def at_rate(sp: SpeedEstimate | None, engine: str, rate: float, chunk_tokens: in
     user = 1 / state["step_seconds"] if sp.output_tokens else 0.0
     warnings = (*sp.warnings, *prefill_bound_warning(
         state["prefill_share"], f"{said}", f"{state['ttft_seconds']:.1f} s", user, step, sp.output_tokens,
-        sp.ttft_idle_seconds))
+        sp.ttft_idle_seconds, prefill_levers(sp, False)))
     return replace_fields(sp, load=load, assumptions=(*sp.assumptions, note, *server_assumption(q)),
                           warnings=warnings)
 

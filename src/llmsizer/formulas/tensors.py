@@ -345,11 +345,23 @@ def _gemma4_model(spec: ModelSpec) -> list[Tensor]:
 def _gemma4_towers(spec: ModelSpec) -> list[Segment]:
     """Gemma 4's vision and audio towers and their embedders (``Gemma4VisionTower`` / ``Gemma4AudioTower``, which cite
     the modules); component "vision" (the multimodal encoders: kept in the checkpoint dtype, not adapted)."""
+    return [seg for segs in gemma4_tower_segments(spec).values() for seg in segs]
+
+
+def gemma4_tower_params(spec: ModelSpec) -> dict[str, int]:
+    """Parameters of each Gemma 4 tower ("vision", "audio"), each with its embedder, as ``_gemma4_towers`` lays
+    them out; both are filed under component "vision" (the multimodal encoders), which this splits for display."""
+    return {name: sum(t.numel * max(1, len(blocks)) for seg in segs for t in seg[0] for blocks in (seg[1],))
+            for name, segs in gemma4_tower_segments(spec).items()}
+
+
+def gemma4_tower_segments(spec: ModelSpec) -> dict[str, list[Segment]]:
+    """The segments of each Gemma 4 tower present, vision first (its blocks numbered before the audio's)."""
     g = spec.gemma4
     if g is None:
-        return []
+        return {}
+    towers: dict[str, list[Segment]] = {}
     c: Component = "vision"
-    out: list[Segment] = []
     v = g.vision
     if v is not None:
         d, hd = v.hidden_size, v.head_dim
@@ -367,10 +379,10 @@ def _gemma4_towers(spec: ModelSpec) -> list[Segment]:
                 b += _norm(role, d, "rmsnorm", j, c)
             return b
 
-        out += [_once([Tensor("v_patch_embd", c, (d, 3 * v.patch_size * v.patch_size)),
-                       Tensor("v_pos_embd", c, (2, v.position_embedding_size, d))]),
-                *_repeated(vblock, range(v.num_layers)),
-                _once([Tensor("mm_input_projection", c, (spec.hidden_size, d))])]
+        towers["vision"] = [_once([Tensor("v_patch_embd", c, (d, 3 * v.patch_size * v.patch_size)),
+                                   Tensor("v_pos_embd", c, (2, v.position_embedding_size, d))]),
+                            *_repeated(vblock, range(v.num_layers)),
+                            _once([Tensor("mm_input_projection", c, (spec.hidden_size, d))])]
     a = g.audio
     first = v.num_layers if v is not None else 0  # the audio blocks numbered after the vision blocks
     if a is not None:
@@ -390,13 +402,13 @@ def _gemma4_towers(spec: ModelSpec) -> list[Segment]:
                 b += _norm(role, ah, "rmsnorm", j, c)
             return b
 
-        out += [_once([Tensor("a_subsample_conv0", c, (c0, 1, 3, 3)), Tensor("a_subsample_norm0", c, (c0,)),
-                       Tensor("a_subsample_conv1", c, (c1, c0, 3, 3)), Tensor("a_subsample_norm1", c, (c1,)),
-                       Tensor("a_input_proj", c, (ah, (c0 // 4) * c1))]),
-                *_repeated(ablock, range(first, first + a.num_layers)),
-                _once(_linear("a_output_proj", c, a.output_dims, ah, -1, True)
-                      + [Tensor("mm_audio_projection", c, (spec.hidden_size, a.output_dims))])]
-    return out
+        towers["audio"] = [_once([Tensor("a_subsample_conv0", c, (c0, 1, 3, 3)), Tensor("a_subsample_norm0", c, (c0,)),
+                                  Tensor("a_subsample_conv1", c, (c1, c0, 3, 3)), Tensor("a_subsample_norm1", c, (c1,)),
+                                  Tensor("a_input_proj", c, (ah, (c0 // 4) * c1))]),
+                           *_repeated(ablock, range(first, first + a.num_layers)),
+                           _once(_linear("a_output_proj", c, a.output_dims, ah, -1, True)
+                                 + [Tensor("mm_audio_projection", c, (spec.hidden_size, a.output_dims))])]
+    return towers
 
 
 def _gemma3n_model(spec: ModelSpec) -> list[Tensor]:

@@ -16,6 +16,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..estimate.inference.compose import check_engine_kv_dtype
+from ..recommend import PRACTICAL_TRAINING_SECONDS
 from ..request.spec import InferenceJob, Job, Request, TrainingJob
 from ..units import format_bytes, format_seconds, format_usd
 from .result import Check, JobPlan
@@ -93,9 +94,14 @@ def training_memory(c: _Ctx) -> Iterator[Check]:
         need, budget, inf = (f.get("verdict_need_per_device"), f.get("verdict_budget_per_device"),
                              f.get("inference_need"))
         if p.hardware.origin == "none":
+            slow = f.get("practical_limit_rejected")
             yield c.check("no-hardware", "error", "No hardware for this job",
-                          "no resources are named and no catalog option fits the run within its constraints",
-                          j, "resources", "name resources (device, count) or relax the deadline or budget")
+                          "no resources are named and no catalog option fits the run within its constraints"
+                          + (f"; no deadline is given, so the {format_seconds(PRACTICAL_TRAINING_SECONDS)} practical "
+                             f"limit of a training run stands in for one and rejects {slow} option"
+                             f"{'s' if slow > 1 else ''} as too slow" if slow else ""),
+                          j, "resources", "name resources (device, count) or relax the deadline or budget"
+                          + (" (a deadline longer than the practical limit allows a longer run)" if slow else ""))
             continue
         if need is None or budget is None or need <= budget:
             continue
@@ -131,8 +137,9 @@ def checkpoint_storage(c: _Ctx) -> Iterator[Check]:
         if ck.interval is None:
             sev = "error" if (secs or 0) > LONG_INTERVAL_SECONDS or j.method == "full" else "warning"
             yield c.check("no-checkpoints", sev, "No checkpoints planned",
-                          f"no checkpoints.interval: an interruption after {fmt_time(secs)} of training restarts "
-                          f"from zero; one checkpoint is {fmt_disk(one)}", j, "checkpoints",
+                          "no checkpoints.interval: an interruption "
+                          + (f"after {fmt_time(secs)} of training " if secs is not None else "at any point ")
+                          + f"restarts from zero; one checkpoint is {fmt_disk(one)}", j, "checkpoints",
                           "set checkpoints.interval, keep and storage")
             continue
         if ck.storage is None and j.resources.storage is None:

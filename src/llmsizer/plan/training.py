@@ -38,7 +38,7 @@ from ..formulas.training_states import recipe, state_bytes_per_param
 from ..formulas.training_time import device_hours
 from ..formulas.weight_formats import file_weight_bytes, stored_format, weight_bytes
 from ..models import load_model
-from ..recommend import Constraints, recommend_training
+from ..recommend import PRACTICAL_TRAINING_SECONDS, Constraints, recommend_training
 from ..request.spec import Request, TrainingJob
 from ..result import Assumption, Estimate
 from ..specs import ModelSpec, TrainingWorkload
@@ -189,6 +189,10 @@ def plan_training(job: TrainingJob, req: Request, ctx: PlanContext) -> JobPlan:
                                 f"recommend --train` finds that fits and meets the deadline and budget")
         else:
             hw = none_hardware(job.resources)
+            if rec is not None and deadline is None:  # the practical limit stood in for the deadline (recommend.py)
+                slow = [o for o in rec.rejected if (o.training_seconds or 0) > PRACTICAL_TRAINING_SECONDS]
+                if slow:
+                    notes.facts["practical_limit_rejected"] = len(slow)
     gpus = hw.count or 1
     fields = workload_fields(job, gpus, hw.per_node)
     if device is not None:

@@ -161,7 +161,8 @@ def gemma4_spec(cfg: dict[str, Any], *, name: str, where: str, source: str, publ
         "rope_scaling": rope_scaling_of(c)}  # per layer type (full_attention, sliding_attention)
     notes = c.used_defaults + (top.used_defaults if multimodal else [])
     return ModelSpec(
-        name=name, model_type="gemma4_text", hidden_size=hidden, num_layers=n_layers, num_heads=heads,
+        name=name, model_type="gemma4" if multimodal else "gemma4_text",  # the config's own, as `models` shows
+        hidden_size=hidden, num_layers=n_layers, num_heads=heads,
         intermediate_size=max(sizes) if sizes else inter, ffn_sizes=sizes, tie_word_embeddings=tie,
         attention_qkv_bias=bias, attention_out_bias=bias, qk_norm="per_head", norms_per_layer=4,
         layer_types=kinds, gemma4=g, **fields,  # type: ignore[arg-type]

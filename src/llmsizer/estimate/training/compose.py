@@ -660,9 +660,16 @@ def _items(ctx: TrainingContext, st: StageStates, tl: StageTimeline, acc: Acc) -
     if pipeline_fsdp2(w):  # the timeline's rule (eq. PP2), not grad_op's sharded gradients
         g_note += (" - FSDP2 under pipeline parallelism: unsharded, accumulated over the micro-batches until the "
                    "step's one reduce-scatter (formulas/parallelism.py eq. PP2)")
+    head_g = tl.peak.head_weight_grad
+    kept = (f"{format_count(st.trained_elements)} trained x {grad_b} B"
+            + (" + 4 B fp32 main grads" if rec.main_grad_bytes else "")) if not head_g or g > head_g else ""
+    if head_g:  # the lm_head backward moment (timeline.py, eq. H1): its weight gradient on top of the kept .grads
+        g_note = (" + " if kept else "") + (
+            f"{format_bytes(head_g)} the lm_head backward's weight gradient in the compute dtype"
+            + (" and its fp32 cast" if ctx.weight_copy_bytes and w.loss_chunks <= 1 else "")
+            + " (formulas/training_activations.py lm_head_backward_bytes, eq. H1)") + g_note
     acc.items.append(Item("gradients", g, "device",
-                          formula=f"{format_count(st.trained_elements)} trained x {grad_b} B"
-                                  + (" + 4 B fp32 main grads" if rec.main_grad_bytes else "") + g_note,
+                          formula=kept + g_note,
                           source=RECIPE_SRC))
     opt = ctx.optimizer
     where = ""

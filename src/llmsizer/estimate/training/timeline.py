@@ -97,6 +97,9 @@ from .states import StageStates
 class Phase:
     name: str
     parts: dict[str, int] = field(default_factory=dict)
+    # of parts["gradients"], the lm_head's own backward's weight gradient (eq. H1, with its fp32 cast under mixed
+    # precision) on top of the trained parameters' kept .grads, so that the gradients row can say so
+    head_weight_grad: int = 0
 
     @property
     def total(self) -> int:
@@ -656,6 +659,7 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
         hb.parts["logits_and_loss"] = dlogits
         hb.parts["rotary_and_masks"] = shared_saved
         hb.parts["gradients"] = (grads_all if persist else 0) + dweight
+        hb.head_weight_grad = dweight
         if gather or gather_fwd:
             hb.parts["gathered_params"] = gather_fwd.get("forward", gather)
         if dequant:
