@@ -104,4 +104,6 @@ def test_none_chosen_answers_the_same_in_either_listing_order(tmp_path: Path, gp
         assert all(o["training_seconds"] for o in rec["rejected"])  # both were timed
         answers.append(rec)
     assert answers[0] == answers[1]
-    assert answers[0]["assumptions"] == answers[0]["warnings"] == []
+    # recommend's own rule only (no deadline given: the practical limit stands in for one), no run's notes
+    assert [a["name"] for a in answers[0]["assumptions"]] == ["practical_training_limit"]
+    assert answers[0]["warnings"] == []

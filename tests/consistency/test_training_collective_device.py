@@ -79,7 +79,10 @@ def test_recommend_states_the_chosen_options_collectives(tmp_path: Path, first: 
     code, alone = run_json("fit", "llama-3.2-1b", "--train", "--device", f"box-{TWIN}", "--method", "full",
                            "--tokens", "1e8", "--hardware-file", str(path))
     assert code == 0
-    assert rec["assumptions"] == alone["training_time"]["assumptions"]
+    # recommend's own rule first (no deadline given: the practical limit stands in for one), then the chosen
+    # option's assumptions, as fit --train --tokens states them
+    assert rec["assumptions"][0]["name"] == "practical_training_limit"
+    assert rec["assumptions"][1:] == alone["training_time"]["assumptions"]
     # the warnings fit says of it: its memory's, then its duration's (FitResult.all_warnings)
     assert rec["warnings"] == list(dict.fromkeys([*alone["warnings"], *alone["training_time"]["warnings"]]))
     code, real = run_json("fit", "llama-3.2-1b", "--train", "--device", f"box-{REAL}", "--method", "full",

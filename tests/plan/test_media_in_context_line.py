@@ -52,4 +52,7 @@ def test_a_text_request_keeps_its_line(tmp_path: Path) -> None:
     req.write_text(REQUEST.replace("    media: {images: 2, image_size: 1024x768}\n", ""))
     code, out, err = run("plan", str(req), "--no-alternatives")
     assert code == 0, err
-    assert "peak 8 requests x 4096 tokens" in out and "image" not in out
+    # the context line says text tokens only (vLLM's start-up profile warning may still name images: it profiles the
+    # vision encoder whatever the requests send)
+    (line,) = [ln for ln in out.splitlines() if "peak 8 requests x 4096 tokens" in ln]
+    assert "image" not in line, line
