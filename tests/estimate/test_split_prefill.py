@@ -87,3 +87,16 @@ def test_ngl_split_prefill_copies_the_host_layers_kv_cells_per_ubatch() -> None:
 def test_n_cpu_moe_split_copies_no_kv() -> None:
     """--n-cpu-moe keeps every layer's attention and KV cache on the GPU: no K/V crosses the link."""
     assert _fit(30).speed.details["split_prefill"]["host_kv_bytes_per_token"] == 0
+
+
+def test_a_split_with_host_weights_states_no_calibrated_decode_range() -> None:
+    """The decode of a split whose host holds layers or experts (eq. 8: host weights read at the host's bandwidth) is
+    measured by no validation row (every llama.cpp row runs its layers on GPUs), so it carries no calibrated range,
+    as its prefill does not; the all-on-GPU decode of the same engine keeps its band."""
+    split = _fit(30).speed
+    assert split is not None and split.decode is not None and "split_decode" in split.details
+    assert split.decode_range is None and split.range_coverage["decode_tokens_per_second"] is None
+    alone = llmsizer.fit("gpt-oss-20b", "rtx-4090", context=8192, engine="llamacpp").speed
+    assert alone is not None and alone.decode_range is not None
+    low, high = alone.decode_range
+    assert low < alone.decode_tokens_per_second < high

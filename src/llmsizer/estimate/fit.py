@@ -1234,7 +1234,8 @@ def _split_speed(spec: ModelSpec, est: Estimate, device: Device, host_device: st
     if res.get("seconds") is None:
         return replace(sp, decode=None, decode_single=None, roofline_decode=None) if host_holds else sp
     t = PhaseTime(res["seconds"], 0.0, res["memory_seconds"], res["transfer_seconds"], res["overhead_seconds"])
-    details = dict(sp.details, split_decode=res)
+    # host-held layers or experts: no validation row measures such a decode, so no calibrated range (decode_band)
+    details = dict(sp.details, split_decode=res, **({"split_decode_on_host": True} if host_holds else {}))
     if "exchange_seconds" in res:  # -sm row: the named latency of its exchanges (eq. 8r), stated like every default
         a = E.LLAMACPP_ROW_EXCHANGE
         sp = replace(sp, assumptions=(*sp.assumptions, Assumption(a.name, res["exchange_seconds"], True,

@@ -257,6 +257,8 @@ class SpeedEstimate:
         """The calibrated band of the aggregate decode rate (batched band above one sequence): a serving engine's
         from its release scope, or the pooled serving band where that scope has no rows (ranges.serving_band)."""
         kind = R.BATCHED if self.concurrency > 1 else R.DECODE
+        if self.details.get("split_decode_on_host"):  # eq. 8 with host-held weights: no validation row measures it
+            return None
         if self.serving_engine in R.SERVING_ENGINES:
             return R.serving_band(kind, self.serving_engine, self.engine_version, self.device)[0]
         return R.band_for(kind, self.engine or "")
