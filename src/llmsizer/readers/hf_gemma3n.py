@@ -62,12 +62,16 @@ def _intermediate(c: _Cfg, n_layers: int) -> tuple[int, tuple[int, ...]]:
     return int(check_number(v, "intermediate_size", WIDTH, c.where)), ()
 
 
-def _layer_types(c: _Cfg, n_layers: int) -> tuple[str, ...]:
+def layer_types(c: _Cfg, n_layers: int, full_every: int = FULL_EVERY, config_class: str = "Gemma3nTextConfig",
+                last_full: bool = False) -> tuple[str, ...]:
+    """The config's ``layer_types`` as 'full' / 'sliding' (Gemma 3n, Gemma 4); absent: every ``full_every``-th layer
+    full, the others sliding (``config_class``'s __post_init__, recorded as a default); ``last_full``: the last layer
+    full whatever is given (Gemma 4)."""
     given = c.layer_list("layer_types", n_layers)
     if given is None:
-        c.used_defaults.append(f"layer_types=every {FULL_EVERY}th layer full attention, the others sliding "
-                               "(Gemma3nTextConfig.__post_init__)")
-        return tuple("full" if (i + 1) % FULL_EVERY == 0 else "sliding" for i in range(n_layers))
+        c.used_defaults.append(f"layer_types=every {full_every}th layer full attention, the others sliding "
+                               f"({config_class}.__post_init__)")
+        given = ["full_attention" if (i + 1) % full_every == 0 else "sliding_attention" for i in range(n_layers)]
     if len(given) != n_layers:
         raise ModelFileError(f"{c.where}: layer_types has {len(given)} entries for {n_layers} layers")
     kinds = []
@@ -76,6 +80,8 @@ def _layer_types(c: _Cfg, n_layers: int) -> tuple[str, ...]:
             raise ModelFileError(f"{c.where}: unknown layer type {shown(t)}; expected full_attention or "
                                  "sliding_attention")
         kinds.append("full" if t == "full_attention" else "sliding")
+    if last_full and kinds:
+        kinds[-1] = "full"
     return tuple(kinds)
 
 
@@ -118,7 +124,7 @@ def gemma3n_spec(cfg: dict[str, Any], *, name: str, where: str, source: str, pub
     hidden, n_layers = c.req("hidden_size"), c.req("num_hidden_layers")
     heads = c.req("num_attention_heads")
     inter, sizes = _intermediate(c, n_layers)
-    kinds = _layer_types(c, n_layers)
+    kinds = layer_types(c, n_layers)
     g = Gemma3nSpec(  # each range-checked by _Cfg (NUMERIC_KEYS)
         per_layer_width=c.req("hidden_size_per_layer_input"), per_layer_vocab=c.req("vocab_size_per_layer_input"),
         altup_inputs=c.req("altup_num_inputs"), laurel_rank=c.req("laurel_rank"),

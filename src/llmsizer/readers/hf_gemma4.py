@@ -43,30 +43,12 @@ from ..errors import ModelFileError, UnsupportedArchitectureError
 from ..numbers import WIDTH, WIDTH_OR_ZERO, check_number
 from ..specs import Gemma4AudioTower, Gemma4Spec, Gemma4VisionTower, ModelSpec
 from .hf_config import _Cfg, rope_scaling_of
-from .hf_gemma3n import _kv_shared, text_config
+from .hf_gemma3n import _kv_shared, layer_types, text_config
 from .safe_io import shown
 
 GEMMA4_TYPES = ("gemma4", "gemma4_text")
 FULL_EVERY = 6  # Gemma4TextConfig.__post_init__: sliding_window_pattern = 6, "by default 5:1" (configuration L188-193)
 GLOBAL_HEAD_DIM = 512  # Gemma4TextConfig.__post_init__: kwargs.pop("global_head_dim", 512) (configuration L208)
-
-
-def _layer_types(c: _Cfg, n_layers: int) -> tuple[str, ...]:
-    given = c.layer_list("layer_types", n_layers)
-    if given is None:
-        c.used_defaults.append(f"layer_types=every {FULL_EVERY}th layer full attention, the others sliding "
-                               "(Gemma4TextConfig.__post_init__)")
-        given = ["sliding_attention" if (i + 1) % FULL_EVERY else "full_attention" for i in range(n_layers)]
-    if len(given) != n_layers:
-        raise ModelFileError(f"{c.where}: layer_types has {len(given)} entries for {n_layers} layers")
-    kinds = []
-    for t in given:
-        if t not in ("full_attention", "sliding_attention"):
-            raise ModelFileError(f"{c.where}: unknown layer type {shown(t)}; expected full_attention or "
-                                 "sliding_attention")
-        kinds.append("full" if t == "full_attention" else "sliding")
-    kinds[-1] = "full"  # "Last layer must use `full_attention`" (configuration L194-199)
-    return tuple(kinds)
 
 
 def _refuse(c: _Cfg) -> None:
@@ -132,7 +114,8 @@ def gemma4_spec(cfg: dict[str, Any], *, name: str, where: str, source: str, publ
     _refuse(c)
     hidden, n_layers = c.req("hidden_size"), c.req("num_hidden_layers")
     heads, inter = c.req("num_attention_heads"), c.req("intermediate_size")
-    kinds = _layer_types(c, n_layers)
+    # the last layer full whatever is given: "Last layer must use `full_attention`" (configuration L194-199)
+    kinds = layer_types(c, n_layers, FULL_EVERY, "Gemma4TextConfig", last_full=True)
     shared = _kv_shared(c, kinds)
     if all(shared):
         raise ModelFileError(f"{c.where}: num_kv_shared_layers equals num_hidden_layers: no layer produces a cache")
