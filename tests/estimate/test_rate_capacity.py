@@ -1,6 +1,7 @@
 """The request-rate model's capacity limits (estimate/serving_load.py rate_fixed_point, sustained_rate, slots_for;
-estimate/fit.py admission_refusal): a rate past the decode's capacity, or needing more in flight than the engine
-admits, is refused with the capacity named; llama.cpp's slots cover the 99 % tail of the requests in flight; the
+estimate/fit.py admission_queued): a rate past the decode's capacity, or at or above what the sequences the engine
+admits serve, is refused with the capacity named; below that, a rate needing more in flight than the engine admits
+waits for admission (M/M/c, eq. Q12); llama.cpp's slots cover the 99 % tail of the requests in flight; the
 rate mode states H and warns as the closed mode does. Expected values are derived by hand (linear-step algebra,
 Little's law, Poisson sums) or read from an independent path (the closed model, eqs. Q6'-Q7, at a large population)."""
 
@@ -162,3 +163,53 @@ def test_rate_mode_states_h_and_warns_when_prefill_bound() -> None:
     assert share == pytest.approx(3.0 * r.speed.prefill.seconds)  # u = lambda D
     assert (share >= 0.5) == any(w.startswith("prefill-bound at 3 requests/s") for w in r.speed.warnings)
     assert share >= 0.5
+
+
+QWEN_CAP4 = dict(engine="vllm", context=640, output_tokens=128, max_num_seqs=4)
+
+
+def _mmc_wait(c: int, a: float, service: float) -> tuple[float, float]:
+    """M/M/c by the direct sum (Kleinrock 1975 vol. 1 sec. 3.5): (P[queueing], W_q = P T / (c - a))."""
+    head = sum(a**k / math.factorial(k) for k in range(c))
+    last = a**c / math.factorial(c) * c / (c - a)
+    p = last / (head + last)
+    return p, p * service / (c - a)
+
+
+def test_a_rate_past_the_admitted_mean_waits_for_admission_instead_of_being_refused() -> None:
+    """Qwen3-0.6B on an H100 under vLLM with max_num_seqs 4: at 11.7 requests/s eq. Q10c's mean in flight (4.0+, as if
+    all ran) passes the 4 admitted, which was refused; the 4 slots, each held T(4) (the closed model at 4 running,
+    eq. Q7, read from fit at concurrency 4: an independent path), serve up to 4 / T(4) ~ 11.8/s, so 11.7/s is
+    answered with the M/M/4 wait for admission in its TTFT, and the requests in flight grow by lambda W_q (Little)."""
+    closed = fit("qwen3-0.6b", "h100-sxm", concurrency=4, **QWEN_CAP4)
+    assert closed.speed is not None and closed.speed.load is not None
+    service = float(closed.speed.load["request_seconds"])
+    rate = 11.7
+    assert 4 / service > rate  # the regime: below what the 4 admitted serve
+    r = fit("qwen3-0.6b", "h100-sxm", request_rate=rate, **QWEN_CAP4)
+    assert r.fits and r.speed is not None and r.speed.load is not None
+    load = r.speed.load
+    p, wait = _mmc_wait(4, rate * service, service)
+    assert load["admission_wait_probability"] == pytest.approx(p, rel=1e-9)
+    assert load["admission_wait_seconds"] == pytest.approx(wait, rel=1e-9)
+    assert wait > 5.0  # near c / T(c): most arrivals wait, and long
+    assert load["ttft_seconds"] > wait and r.speed.concurrency == 4
+    assert load["in_flight"] == pytest.approx(rate * load["request_seconds"])  # Little's law, the wait included
+    assert any(a.name == "admission_wait" and "M/M/c" in a.why for a in r.speed.assumptions)
+
+
+def test_the_wait_grows_smoothly_into_the_limit(capsys: pytest.CaptureFixture[str]) -> None:
+    """The TTFT rises with the rate (no jump where the mean in flight crosses the admitted 4), and a rate at or above
+    4 / T(4) is still refused: not fitting, exit 1, the capacity named."""
+    ttfts = []
+    for rate in (5.0, 10.0, 11.0, 11.5, 11.7):
+        r = fit("qwen3-0.6b", "h100-sxm", request_rate=rate, **QWEN_CAP4)
+        assert r.fits and r.speed is not None and r.speed.load is not None
+        ttfts.append(float(r.speed.load["ttft_seconds"]))
+    assert ttfts == sorted(ttfts) and ttfts[-1] / ttfts[-2] < 5
+    over = fit("qwen3-0.6b", "h100-sxm", request_rate=11.9, **QWEN_CAP4)
+    assert not over.fits and "admits 4 per replica" in over.reasons[0] and "grows without bound" in over.reasons[0]
+    from cli.cli_run import run
+    code, out, _ = run(["fit", "qwen3-0.6b", "--device", "h100-sxm", "--engine", "vllm", "--context", "640", "--output-tokens",
+                        "128", "--max-num-seqs", "4", "--request-rate", "11.9"], capsys)
+    assert code == 1 and "does not carry the rate" in out

@@ -61,8 +61,8 @@ from .serving_load import (
     SLOT_TAIL,
     SLOTS_FROM_CONCURRENCY,
     RateCapacityError,
+    admission_wait,
     at_rate,
-    closed_throughput,
     rate_fixed_point,
     slots_for,
     sustained_rate,
@@ -549,9 +549,11 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
     random at that rate (a Poisson process, formulas/serving_queue.py eq. Q10) instead of ``concurrency`` in flight:
     the requests in flight are then derived (Little's law, eq. Q10c), the memory sized and the decode step timed at
     them (estimate/serving_load.py ``rate_fixed_point``; llama.cpp's slots at the tail of them, ``slots_for``); each
-    replica takes its share of the rate. A rate at or above the server's capacity (eq. Q10a), past the decode's
-    (no fixed point of eq. Q10c: ``sustained_rate`` named) or needing more in flight than the engine admits
-    (``admission_refusal``) is refused (FieldError on request_rate: no steady state, no mean). ``request_rate`` is
+    replica takes its share of the rate; where vLLM / SGLang admit a bounded number at once, the M/M/c wait for
+    admission (eq. Q12, ``admission_queued``) is in the TTFT and the requests in flight. A rate at or above the
+    server's capacity (eq. Q10a), past the decode's (no fixed point of eq. Q10c: ``sustained_rate`` named) or at or
+    above what the admitted sequences serve (c / T(c), eq. Q12) is refused (FieldError on request_rate: no steady
+    state, no mean). ``request_rate`` is
     read as the CLI reads it ('16' as 16: ``read_request_rate``)."""
     kw: dict[str, Any] = dict(headroom=headroom, engine=engine, weights=weights, context=context, output_tokens=output_tokens,
               memory=memory, kv_dtype=kv_dtype, hardware_files=hardware_files, host_device=host_device,
@@ -584,7 +586,7 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
                                  in_flight, rate, served)
         except RateCapacityError as e:
             raise RateOverloadError(str(e), e.capacity, e.in_flight) from None
-        admission_refusal(r, rate, lambda c: _fit_at(model, hardware, count, speed, c, rate, workload, **kw))
+        r = admission_queued(r, rate, lambda c: _fit_at(model, hardware, count, speed, c, rate, workload, **kw))
     except RateOverloadError as e:  # an answer about the hardware: it does not carry the rate (exit 1, not 2)
         return _over_capacity(_fit_at(model, hardware, count, False, max(1, e.in_flight), None, workload,
                                       **{**kw, "fits_at": False}), rate, e)
@@ -626,31 +628,37 @@ def no_rate_load(r: FitResult) -> FieldError:
                       f"llamacpp) with a prefill and decode estimate; this answer runs {r.engine}")
 
 
-def admission_refusal(r: FitResult, rate: float, run: Callable[[int], FitResult]) -> None:
-    """FieldError where the requests in flight at ``rate`` (eq. Q10c) exceed the sequences the engine admits (vLLM's
-    KV pool or max_num_seqs, SGLang's pool or max_running_requests: ``running_sequences``, eq. R1): the others wait
-    for admission, and with A admitted each replica serves at most about A / R(A) requests/s (Little's law at A
-    running), which a rate that needs more than A in flight exceeds (C / R(C) rises with C): the wait grows without
-    bound. The rate is refused naming both counts and the rate A sustains (``run(C)``: the fit at C in flight in
-    all), not answered with a TTFT computed as if all C ran. A pool that holds none is the memory verdict's."""
+def admission_queued(r: FitResult, rate: float, run: Callable[[int], FitResult]) -> FitResult:
+    """``r`` (the open load at ``rate``, eq. Q10, as if every request in flight ran) with the wait for admission of
+    formulas/serving_queue.py eq. Q12 where the engine admits a bounded A sequences per replica (vLLM's KV pool or
+    max_num_seqs, SGLang's pool or max_running_requests: eq. R1's bounds): A slots each held the closed load's time
+    at A (eq. Q7, ``run(C)``: the fit at C in flight in all) fed by one queue (``serving_load.admission_wait``), its
+    mean wait in the TTFT and the requests in flight; where more than A would be in flight, the fit at A (the open
+    load timed at A running). ``r`` unchanged where the engine has no such bound or the wait is too rare to count.
+    Refused (RateOverloadError, naming both counts) where the rate reaches A / T(A), what the A admitted serve: the
+    queue grows without bound. A pool that holds none is the memory verdict's."""
     if r.estimate is None or r.speed is None or not r.speed.load:
-        return
-    per = math.ceil(float(r.speed.load["in_flight"]))  # the mean in flight per replica (eq. Q10c)
-    admitted = int(r.estimate.details.get("running_sequences", per))
-    if not 1 <= admitted < per:
-        return
-    x = closed_throughput(run(admitted * r.replicas).speed, r.engine)  # eq. Q7 at the A admitted
-    sustained = (f"; with {admitted} running it serves at most about {x:.3g} requests/s per replica (each replaced "
-                 "as it finishes, formulas/serving_queue.py eq. Q7)" if x is not None else "")
-    cap = r.estimate.details.get("running_cap_name", "running cap")
-    raise RateOverloadError(
-        f"about {float(r.speed.load['in_flight']):.1f} requests are in flight per replica (Little's law, "
-        f"formulas/serving_queue.py eq. Q10c), but {r.engine} admits {admitted} per replica (its KV pool or {cap})"
-        f"{sustained}: the rest wait for admission" + (
-            ", and the queue grows without bound" if x is None or rate / r.replicas >= x else
-            ", a wait eq. Q10 does not model (it runs every request in flight)")
-        + "; lower the rate, add replicas or shorten the context", x * r.replicas if x is not None else None,
-        admitted * r.replicas)
+        return r
+    d = r.estimate.details
+    bounds = [int(b) for b in (d.get("running_cap"), d.get("max_concurrency_at_context")) if b is not None]
+    mean = float(r.speed.load["in_flight"])  # the mean in flight per replica (eq. Q10c)
+    if not bounds or min(bounds) < 1:
+        return r
+    admitted = min(bounds)
+    full = run(admitted * r.replicas)  # c running: T(c), and the open load where more than c would run
+    base = r if math.ceil(mean) <= admitted else full
+    try:
+        queued = admission_wait(base.speed, full.speed, r.engine, rate / r.replicas)
+    except OverCapacityError as e:
+        cap = d.get("running_cap_name", "running cap")
+        raise RateOverloadError(
+            f"about {mean:.1f} requests are in flight per replica as if all ran (Little's law, "
+            f"formulas/serving_queue.py eq. Q10c), but {r.engine} admits {admitted} per replica (its KV pool or "
+            f"{cap}); with {admitted} running it serves at most about {e.capacity:.3g} requests/s per replica (each "
+            "replaced as it finishes, formulas/serving_queue.py eq. Q7): the rest wait for admission, and the queue "
+            "grows without bound (eq. Q12); lower the rate, add replicas or shorten the context",
+            e.capacity * r.replicas, admitted * r.replicas) from None
+    return r if queued is None else replace(base, speed=queued)
 
 
 def rate_and_concurrency() -> FieldError:
@@ -668,6 +676,11 @@ def _derived_concurrency(r: FitResult, rate: float) -> FitResult:
                "that mean: formulas/arrival_tail.py eq. T1, estimate/serving_load.py SLOT_TAIL; an arrival finds "
                f"every slot busy at most {1 - SLOT_TAIL:.0%} of the time), the decode step timed with all busy"
                if tail else "rounded up"))
+    load = r.speed.load if r.speed is not None else None
+    if load and "admitted" in load and r.speed is not None and r.speed.concurrency == load["admitted"] \
+            and float(load["in_flight"]) > float(load["admitted"]):
+        why += (f", at most the {load['admitted']} {r.engine} admits at once per replica (the others wait in its "
+                "queue: formulas/serving_queue.py eq. Q12)")
 
     def said(group: tuple[Assumption, ...]) -> tuple[Assumption, ...]:
         return tuple(Assumption(a.name, a.value, True, why) if a.name == "concurrency" else a for a in group)

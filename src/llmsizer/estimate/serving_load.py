@@ -12,10 +12,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import NamedTuple, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from ..formulas.arrival_tail import slots_for_tail
-from ..formulas.serving_queue import OverCapacityError, burst_serving, loaded_serving, open_capacity, open_serving
+from ..formulas.serving_queue import (
+    OverCapacityError,
+    admission_queue,
+    burst_serving,
+    loaded_serving,
+    open_capacity,
+    open_serving,
+)
 from ..frozen import replace_fields
 from ..numbers import CONCURRENCY
 from ..result import Assumption
@@ -335,14 +342,72 @@ def slots_for(engine: str, mean_in_flight: float) -> float:
     return mean_in_flight
 
 
-def closed_throughput(sp: SpeedEstimate | None, engine: str) -> float | None:
-    """The requests/s ``sp``'s ``sp.concurrency`` sequences serve when each is replaced as it finishes (the closed
-    load of ``under_load``, eq. Q7: what a replica with that many admitted serves while requests wait), ``sp``
-    carrying an open load (``at_rate``: its chunk); None without one."""
+def closed_load(sp: SpeedEstimate | None, engine: str) -> dict[str, Any] | None:
+    """The closed load of ``under_load`` (eqs. Q4-Q9) at ``sp``'s ``sp.concurrency`` sequences, each replaced as it
+    finishes: what a replica with that many admitted does while requests wait (its requests/s X, eq. Q7, and time per
+    request C / X), ``sp`` carrying an open load (``at_rate``: its chunk); None without one."""
     if sp is None or not sp.load:
         return None
     closed = under_load(replace_fields(sp, load=None), engine, int(sp.load["chunk_tokens"]))
-    return float(closed.load["requests_per_second"]) if closed is not None and closed.load else None
+    return closed.load if closed is not None and closed.load else None
+
+
+# The wait for admission (formulas/serving_queue.py eq. Q12): a pool engine (vLLM, SGLang) runs at most the c
+# sequences it admits (eq. R1's bounds: its running cap, its pool's room); a request that finds c running waits in its
+# queue, which eq. Q10 (every request in flight running) does not count. The c admitted are c servers fed by one queue
+# (M/M/c, eq. Q12), each request holding its slot T(c) = c / X(c) seconds, X(c) the closed load's requests/s with c
+# running, each replaced as it finishes (``closed_load``, eq. Q7): the service timed at the full admitted batch, the
+# most a slot is held (fewer running, the decode step is shorter), so the wait is an upper bound of the model's. The
+# mean wait W_q is added to the open load's TTFT and time per request, and lambda W_q to its mean in flight (Little's
+# law); the open load is the one at min(C, c) running (C: eq. Q10c's fixed point, as if all ran). No steady state where
+# lambda >= c / T(c).
+#
+# The wait is counted wherever it can matter, not only past the mean: an M/M/c queue's arrivals wait with Erlang C's
+# probability whenever a > 0, and near c (the mean in flight just below it) they mostly do; counting it only where
+# the mean passes c would make the TTFT jump from none to the whole queue's wait there. It is left out only where
+# eq. Q12a falls below ADMISSION_WAIT_FLOOR (a policy threshold, not fitted: one arrival in 10,000 waits).
+ADMISSION_WAIT_FLOOR = 1e-4
+
+
+def admission_wait(sp: SpeedEstimate | None, full: SpeedEstimate | None, engine: str,
+                   rate: float) -> SpeedEstimate | None:
+    """``sp`` (the open load of ``at_rate`` at ``rate`` per second per replica, timed at min(C, c) running) with the
+    wait for admission of eq. Q12 added: c = ``full.concurrency``, the sequences the engine admits per replica, each
+    held the closed load's T(c) at ``full`` (the speed at c carrying its open load; ``closed_load``); ``sp`` unchanged
+    where the chance of waiting is below ADMISSION_WAIT_FLOOR. None without a load; OverCapacityError (capacity
+    c / T(c)) where ``rate`` reaches it."""
+    if sp is None or not sp.load or full is None:
+        return None
+    served = closed_load(full, engine)
+    if served is None:
+        return None
+    c = full.concurrency
+    service = float(served["request_seconds"])  # T(c) = c / X(c) (eq. Q7)
+    queue = admission_queue(rate, c, service)  # eq. Q12
+    if queue["wait_probability"] < ADMISSION_WAIT_FLOOR:
+        return sp
+    wait = queue["wait_seconds"]
+    load = {**sp.load, "ttft_seconds": sp.load["ttft_seconds"] + wait,
+            "request_seconds": sp.load["request_seconds"] + wait,
+            "in_flight": sp.load["in_flight"] + queue["waiting"], "admitted": c, "service_seconds": service,
+            "admission_wait_seconds": wait, "admission_wait_probability": queue["wait_probability"],
+            "waiting": queue["waiting"],
+            "ttft_rule": "open arrivals at the request rate (Poisson, eq. Q10) and the wait for c admitted slots "
+                         "(M/M/c, eq. Q12)",
+            "source": "formulas/serving_queue.py eqs. Q5, Q10, Q12; " + str(sp.load["source"])}
+    several = int(sp.load.get("replicas", 1)) > 1
+    said = rate_said(float(sp.load["request_rate"]), int(sp.load.get("replicas", 1)))
+    admit = Assumption(
+        "admission_wait", f"{wait:.3g} s", False,
+        f"{engine} admits {c} requests at once{' per replica' if several else ''}; the others wait in its queue "
+        f"(vLLM: Scheduler.waiting, vllm/v1/core/sched/scheduler.py:158 @00024d31). Modelled as an M/M/c queue "
+        f"(formulas/serving_queue.py eq. Q12: Poisson arrivals, exponential service) of c = {c} slots, each held "
+        f"{service:.3f} s, the closed load's time per request with all {c} running (eq. Q7; an upper bound: fewer "
+        f"running, the step is shorter): at {said} a request waits with probability "
+        f"{queue['wait_probability']:.1%}, {wait:.3g} s on average, in its TTFT ({load['ttft_seconds']:.3f} s); "
+        f"{queue['waiting']:.1f} waiting on average, in the {load['in_flight']:.1f} in flight (Little's law); "
+        f"at {c / service:.4g} requests/s{' per replica' if several else ''} or more the queue grows without bound")
+    return replace_fields(sp, load=load, assumptions=(*sp.assumptions, admit))
 
 
 RATE_BISECTIONS = 60  # halvings of (0, eq. Q10a's bound): past double precision

@@ -374,3 +374,56 @@ def open_serving(rate: float, prefill_seconds: float, decode_step: float, output
             "api_server_busy": rate * serial, "step_seconds": step, "step_wait_seconds": wait,
             "carry_seconds": carry, "requests_per_second": rate, "request_seconds": seconds,
             "prefill_share": share, "decoding_probability": busy, "in_flight": rate * seconds}
+
+
+# --- the wait for admission at a request rate (eq. Q12) ---------------------------------------------------------
+#
+# A pool engine admits at most c sequences at once (vLLM: its KV pool's blocks or max_num_seqs; SGLang: its token
+# pool or max_running_requests; estimate/inference/common.py eq. R1); a request that finds c running waits in the
+# engine's queue (vLLM: Scheduler.add_request appends to ``self.waiting``, the queue made in Scheduler.__init__,
+# vllm/v1/core/sched/scheduler.py:158 @00024d31, and Scheduler.schedule takes none from it while
+# ``len(self.running) == self.max_num_running_reqs``). Where the requests in flight at a rate lambda (eq. Q10c) exceed
+# c, the c admitted slots are c servers fed by one queue: with Poisson arrivals and exponential service of mean T
+# (each slot held T seconds) the M/M/c queue (Kleinrock 1975, "Queueing Systems" vol. 1, sec. 3.5; Gross & Harris,
+# "Fundamentals of Queueing Theory", sec. 2.3), of offered load a = lambda T < c, has
+#
+#     B(0) = 1,  B(k) = a B(k-1) / (k + a B(k-1))          Erlang B by its recursion (the loss of k servers)
+#     P_wait = C(c, a) = c B(c) / (c - a (1 - B(c)))       Erlang C: the chance an arrival finds all c busy  (Q12a)
+#     W_q = C(c, a) T / (c - a)                            the mean wait for admission [s]                   (Q12b)
+#     L = a + lambda W_q                                   the mean requests in flight: in service + waiting (Q12c)
+#
+# and no steady state where a >= c (lambda >= c / T: the queue grows without bound). The service is a model: the
+# arrivals a Poisson process (a benchmark's --request-rate with burstiness 1), the service times exponential (a fixed
+# length's service is less variable, and M/M/c's wait then an over-estimate: for M/D/c about half, by the Lee-Longton
+# approximation W_q(M/G/c) ~ W_q(M/M/c) (1 + c_s^2) / 2, c_s the service time's coefficient of variation).
+
+
+def erlang_c(servers: int, offered: float) -> float:
+    """Eq. (Q12a): the chance that an arrival waits in an M/M/c queue of ``servers`` c and offered load ``offered``
+    a = lambda T (Erlang C, via Erlang B's recursion, stable for any c); a >= c is refused (no steady state)."""
+    if servers < 1 or offered < 0 or offered >= servers:
+        raise InputError("servers must be >= 1 and 0 <= offered load < servers")
+    loss = 1.0
+    for k in range(1, servers + 1):  # Erlang B: B(k) = a B(k-1) / (k + a B(k-1))
+        loss = offered * loss / (k + offered * loss)
+    return servers * loss / (servers - offered * (1.0 - loss))
+
+
+def admission_queue(rate: float, servers: int, service_seconds: float) -> dict[str, float]:
+    """Eq. (Q12): requests at ``rate`` per second (Poisson) admitted to ``servers`` c slots, each held
+    ``service_seconds`` T on average (exponential): ``wait_probability`` (Q12a), ``wait_seconds`` (Q12b), ``waiting``
+    (lambda W_q), ``in_service`` (a = lambda T) and ``in_flight`` (Q12c). OverCapacityError, its capacity c / T,
+    where ``rate`` reaches it."""
+    if rate <= 0 or servers < 1 or service_seconds <= 0:
+        raise InputError("rate and service_seconds must be > 0 and servers >= 1")
+    offered = rate * service_seconds
+    cap = servers / service_seconds
+    if offered >= servers:
+        raise OverCapacityError(
+            f"request rate {rate:g}/s per replica is at or above what {servers} admitted sequences serve, "
+            f"{cap:.4g} requests/s (c / T, each held {service_seconds:.4g} s, eq. Q12): the queue for admission "
+            "grows without bound", cap)
+    p = erlang_c(servers, offered)
+    wait = p * service_seconds / (servers - offered)
+    return {"wait_probability": p, "wait_seconds": wait, "waiting": rate * wait, "in_service": offered,
+            "in_flight": offered + rate * wait}
