@@ -18,8 +18,8 @@ model transformers builds) leaves them out. vLLM's speculative-decoding modules 
   those of the model's last decoder layer (``P_block``: the same kind, ``tensors.layer_groups``);
 - ``eh_proj``: Linear(2h -> h, no bias), the 2h.h term;
 - ``enorm``, ``hnorm`` and ``shared_head.norm``: three RMSNorm weights of h (deepseek_mtp.py L34 and L51-52);
-- ``embed_tokens`` and ``shared_head.head``: a V x h embedding and a V x h output head (deepseek_mtp.py L35-37, the
-  ``VocabParallelEmbedding`` of ``DeepSeekMultiTokenPredictor``). DeepSeek's README_WEIGHTS.md calls them shared
+- ``embed_tokens`` and ``shared_head.head``: a V x h embedding (the ``VocabParallelEmbedding`` of
+  ``DeepSeekMultiTokenPredictor``) and a V x h output head (``SharedHead.head``, deepseek_mtp.py L35-37). DeepSeek's README_WEIGHTS.md calls them shared
   with the main model ("11.5B unique parameters (excluding the shared 0.9B Embedding and 0.9B output Head)"), but the
   checkpoint stores both again: a tensor listing of DeepSeek-R1's safetensors (public GitHub file, search-index id
   62464985633) shows ``model.layers.61.embed_tokens.weight`` and ``model.layers.61.shared_head.head.weight``
