@@ -8,6 +8,7 @@ from typing import Any
 
 from ..catalog import models as catalog
 from ..errors import InputError
+from ..formulas.mtp import mtp_params, stored_file_bytes
 from ..formulas.params import count_params
 from ..formulas.tensors import gemma4_tower_params
 from ..formulas.weight_formats import file_weight_bytes, format_names, stored_format, weight_bytes
@@ -297,6 +298,7 @@ def inspect_data(spec: ModelSpec) -> dict[str, Any]:
     else:
         fmt, group, why = stored_format(spec)
         wb = weight_bytes(spec, fmt, group)
+    stored_bytes, mtp = (wb.total, 0) if fmt == "file" else stored_file_bytes(spec, fmt, group)
     n_sliding = sum(1 for k in spec.layer_types if k == "sliding")
     arch: dict[str, Any] = {
         "model_type": spec.model_type, "layers": spec.num_layers, "hidden_size": spec.hidden_size,
@@ -335,9 +337,11 @@ def inspect_data(spec: ModelSpec) -> dict[str, Any]:
         "model": spec.name, "source": spec.source, "architecture": arch,
         "params": {"total": pc.total, "active": pc.active, "by_component": pc.by_component},
         "published_params": spec.published_params, "published_params_source": spec.published_params_source or None,
-        "stored_format": {"format": fmt, "why": why, "bytes": wb.total},
+        "stored_format": {"format": fmt, "why": why, "bytes": stored_bytes},
         "notes": list(spec.notes),
     }
+    if mtp:
+        data["mtp"] = {"layers": spec.mtp_layers, "params": mtp_params(spec), "bytes": mtp}
     if spec.file_weights is not None:
         fw = spec.file_weights
         data["file_weights"] = {"path": fw.path, "bytes": fw.total_bytes, "params_stored": fw.params,
@@ -401,6 +405,12 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         say(f"published: {d['published_params']:,}" + (f" (source: {said})" if said else ""))
     sf = d["stored_format"]
     say(f"stored as {sf['format']} ({sf['why']}): {format_bytes(sf['bytes'])}")
+    if "mtp" in d:
+        m = d["mtp"]
+        say(f"  of which {m['layers']} multi-token-prediction layer(s): {m['params']:,} parameters, "
+            f"{format_bytes(m['bytes'])} (stored after the {a['layers']} decoder layers; not in the parameter "
+            "count above, which is the model transformers builds; serving loads them only for MTP speculative "
+            "decoding)")
     if "file_weights" in d:
         fw = d["file_weights"]
         say(f"files: {format_bytes(fw['bytes'])} in {fw['path']} ({', '.join(fw['by_dtype'])})")

@@ -81,6 +81,21 @@ def model_note_assumptions(spec: ModelSpec) -> list[Assumption]:
     return out
 
 
+def mtp_assumptions(spec: ModelSpec, training: bool) -> list[Assumption]:
+    """One assumption on an estimate of a model whose checkpoint stores multi-token-prediction layers
+    (``spec.mtp_layers``, formulas/mtp.py): they are in its stored size, not in the memory sized here. Serving: vLLM's
+    main-model loader skips every layer >= num_hidden_layers (deepseek_v2.py / glm4_moe.py ``load_weights``), so
+    they are loaded only for MTP speculative decoding, which is not modelled. Training: transformers ignores them on
+    load (``_keys_to_ignore_on_load_unexpected``); Megatron-LM trains them only with ``--mtp-num-layers``."""
+    if not spec.mtp_layers:
+        return []
+    why = ("not built by transformers (its _keys_to_ignore_on_load_unexpected skips them); Megatron-LM trains MTP "
+           "layers only with --mtp-num-layers, not modelled" if training else
+           "the engines load them only for MTP speculative decoding (vLLM's load_weights skips layers >= "
+           "num_hidden_layers), not modelled; they are in the checkpoint's stored size (inspect, plan storage)")
+    return [Assumption("mtp_layers", f"{spec.mtp_layers} not loaded", True, why)]
+
+
 def model_warnings(spec: ModelSpec, training: bool, engine: str = "transformers") -> list[str]:
     """The named warnings ``spec``'s unmodelled parts put on an estimate (module docstring); ``engine``: the
     inference engine profile (ignored for training)."""

@@ -33,8 +33,9 @@ from ..formulas import network as N
 from ..formulas import storage as S
 from ..formulas.cost import cost_per_million_tokens
 from ..formulas.lora import lora_params
+from ..formulas.mtp import stored_file_bytes
 from ..formulas.params import count_params
-from ..formulas.weight_formats import format_alias, normalize_format, stored_format, weight_bytes
+from ..formulas.weight_formats import GROUP_SIZE_DEFAULT, format_alias, normalize_format, stored_format, weight_bytes
 from ..models import load_model
 from ..recommend import Constraints, best_option_on, recommend_inference
 from ..request.quantities import HOURS_PER_MONTH
@@ -930,19 +931,23 @@ def _network(job: InferenceJob, sp_typ: Any, sp_peak: Any, conc_typ: int, conc_p
 def _storage(job: InferenceJob, spec: ModelSpec, fmt: str, adapters: dict[str, Any], net: Sec, notes: JobNotes) -> Sec:
     st = Sec("storage", "Storage")
     parts: dict[str, int] = {}
-    w = weight_bytes(spec, fmt).total
-    how_files = f"weights in {fmt}"
     stored = stored_format(spec)[0] if spec.file_weights is None else fmt
+    w, mtp = stored_file_bytes(spec, fmt, GROUP_SIZE_DEFAULT)
+    how_files = f"weights in {fmt}"
+    if mtp:
+        how_files += (f", with the checkpoint's {spec.mtp_layers} multi-token-prediction layer(s), "
+                      f"{format_bytes(mtp, binary=False)}, which serving does not load")
     if normalize_format(fmt) != normalize_format(stored):
         # the served format's file, downloaded ready-made (as GGUF / AWQ / GPTQ builds are published); converting it
         # yourself keeps the stored checkpoint on disk while the converter runs, which is not counted
         how_files += (f" (the served file only, downloaded ready-made; converting it here from the {stored} "
-                      f"checkpoint also needs that checkpoint, {format_bytes(weight_bytes(spec, stored).total, binary=False)}, "
-                      "while the converter runs)")
+                      f"checkpoint also needs that checkpoint, "
+                      f"{format_bytes(stored_file_bytes(spec, stored, GROUP_SIZE_DEFAULT)[0], binary=False)}, while the converter runs)")
         notes.assumptions.append(Assumption("storage.model_files", f"the {fmt} file only", True,
                                             f"served in {fmt}, stored as {stored}: the ready-made {fmt} file is "
                                             "downloaded, no conversion on this storage"))
-    st.add("model_files", "model files", w, "B_disk", how_files, "formulas/weight_formats.py")
+    st.add("model_files", "model files", w, "B_disk", how_files,
+           "formulas/weight_formats.py" + (", formulas/mtp.py eq. (2)" if mtp else ""))
     parts["model_files"] = w
     if adapters["mode"] == "dynamic":
         ab = adapters["count"] * adapters["per_adapter_dynamic"]
@@ -950,7 +955,7 @@ def _storage(job: InferenceJob, spec: ModelSpec, fmt: str, adapters: dict[str, A
                f"{adapters['rank']}", "formulas/storage.py eq. (9)")
         parts["adapter_files"] = ab
     elif adapters["mode"] == "merged" and adapters["count"] > 1:
-        extra = (adapters["count"] - 1) * w
+        extra = (adapters["count"] - 1) * (w - mtp)  # a merged model saved by transformers holds no MTP layers
         st.add("merged_copies", "further merged models", extra, "B_disk", f"{adapters['count'] - 1} more merged copies")
         parts["merged_copies"] = extra
     rate = notes.facts.get("requests_per_second")

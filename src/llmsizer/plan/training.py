@@ -33,10 +33,11 @@ from ..formulas import storage as S
 from ..formulas.cost import run_cost
 from ..formulas.dtypes import DTYPE_BYTES
 from ..formulas.lora import lora_params
+from ..formulas.mtp import stored_file_bytes
 from ..formulas.params import count_params
 from ..formulas.training_states import recipe, state_bytes_per_param
 from ..formulas.training_time import device_hours
-from ..formulas.weight_formats import file_weight_bytes, stored_format, weight_bytes
+from ..formulas.weight_formats import GROUP_SIZE_DEFAULT, file_weight_bytes, stored_format, weight_bytes
 from ..models import load_model
 from ..recommend import PRACTICAL_TRAINING_SECONDS, Constraints, recommend_training
 from ..request.spec import Request, TrainingJob
@@ -375,9 +376,12 @@ def _storage(job: TrainingJob, spec: ModelSpec, est: Estimate, params: int, toke
             how = f"weight files read from {spec.file_weights.path}"
         else:
             fmt, _, why = stored_format(spec)
-            base = weight_bytes(spec, fmt).total
-            how = f"weights in the published format {fmt} ({why})"
-        st.add("base_model", "base model files", base, "B_disk", how, "formulas/weight_formats.py")
+            base, mtp = stored_file_bytes(spec, fmt, GROUP_SIZE_DEFAULT)
+            how = f"weights in the published format {fmt} ({why})" + (
+                f", with the checkpoint's {spec.mtp_layers} multi-token-prediction layer(s), "
+                f"{format_bytes(mtp, binary=False)}" if mtp else "")
+        st.add("base_model", "base model files", base, "B_disk", how,
+               "formulas/weight_formats.py" + (", formulas/mtp.py eq. (2)" if spec.mtp_layers else ""))
     parts["base_model"] = base
     if d.size is not None:
         raw, raw_how = d.size, "dataset.size"

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError, ModelFileError, UnsupportedArchitectureError
+from ..formulas.mtp import MTP_MODEL_TYPES
 from ..numbers import (
     EXPERTS,
     EXPERTS_OR_ZERO,
@@ -105,7 +106,7 @@ NUMERIC_KEYS: dict[str, Range] = {
     "num_local_experts": EXPERTS, "num_experts": EXPERTS_OR_ZERO, "n_routed_experts": EXPERTS_OR_ZERO,
     "num_experts_per_tok": EXPERTS, "experts_per_token": EXPERTS, "n_shared_experts": EXPERTS_OR_ZERO,
     "max_position_embeddings": TOKENS, "n_positions": TOKENS, "sliding_window": TOKENS_OR_ZERO,
-    "first_k_dense_replace": LAYER_INDEX, "max_window_layers": LAYER_INDEX,
+    "first_k_dense_replace": LAYER_INDEX, "max_window_layers": LAYER_INDEX, "num_nextn_predict_layers": LAYER_INDEX,
     "decoder_sparse_step": LAYERS, "moe_layer_freq": LAYERS, "sliding_window_pattern": LAYERS,
     "image_size": PIXELS, "patch_size": PIXELS, "num_channels": PIXELS, "mm_tokens_per_image": TOKENS,
     "depth": LAYERS, "num_heads": HEADS, "in_channels": PIXELS, "spatial_merge_size": PIXELS,
@@ -614,6 +615,8 @@ def spec_from_config(cfg: dict[str, Any], *, name: str, source: str = "",
         torch_dtype=cfg.get("torch_dtype") or cfg.get("dtype") or full_cfg.get("torch_dtype") or full_cfg.get("dtype"),
         quantization=tuple(sorted(quant.items())),
         vision=vision,
+        # the MTP modules stored after the decoder layers (formulas/mtp.py eq. (1)), for the layouts counted there
+        mtp_layers=(c.get("num_nextn_predict_layers") or 0) if mt in MTP_MODEL_TYPES else 0,
         published_params=published_params, published_active_params=published_active_params,
         source=source, notes=tuple(c.used_defaults), **TRANSFORMERS_LAYOUT.get(mt, {}),
     )

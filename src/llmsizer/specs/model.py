@@ -15,6 +15,7 @@ from ..numbers import (
     EXPERTS_OR_ZERO,
     HEADS,
     IMAGE_AREA,
+    LAYER_INDEX,
     LAYERS,
     PIXELS,
     TOKENS,
@@ -315,7 +316,7 @@ _FIELD_RANGES: tuple[tuple[str, Range], ...] = (
     ("num_kv_heads", HEADS), ("head_dim", WIDTH), ("intermediate_size", WIDTH_OR_ZERO),
     ("position_embeddings", TOKENS_OR_ZERO), ("norms_per_layer", Range(0, 16, True, "norms in one decoder layer")),
     ("sliding_window", TOKENS_OR_ZERO), ("max_position_embeddings", TOKENS), ("rotary_dim", WIDTH_OR_ZERO),
-    ("full_head_dim", WIDTH_OR_ZERO),
+    ("full_head_dim", WIDTH_OR_ZERO), ("mtp_layers", LAYER_INDEX),
 )
 _OPTIONAL = {"sliding_window", "max_position_embeddings"}
 _SUB_RANGES: dict[str, Range] = {
@@ -484,6 +485,10 @@ class ModelSpec:
     quantization: tuple[tuple[str, Any], ...] = ()
     vision: VisionSpec | None = None
     file_weights: FileWeights | None = None
+    # multi-token-prediction (MTP / NextN) modules the checkpoint stores after the decoder layers (the config's
+    # num_nextn_predict_layers): in the stored checkpoint's size, not in the model transformers builds or an engine
+    # serves (formulas/mtp.py)
+    mtp_layers: int = 0
     published_params: int | None = None
     published_active_params: int | None = None
     published_params_source: str = ""  # where published_params is stated (a model card), when known

@@ -41,7 +41,7 @@ from ..device import (
     workload_on_device,
 )
 from ..formats import GROUPED, check_engine_runs, engine_dtype_note, engine_weights, serving_fused_experts
-from ..model_warnings import model_note_assumptions, model_warnings, refuse_serving, refuse_unmodelled
+from ..model_warnings import model_note_assumptions, model_warnings, mtp_assumptions, refuse_serving, refuse_unmodelled
 from ..verdict import admission_verdict, check_headroom, margin_rule, memory_verdict
 from .common import Acc, Context, running_and_queued, running_sequences, state_dtypes, state_of
 from .media import media_in_context
@@ -361,6 +361,7 @@ def _estimate(spec: ModelSpec, w: InferenceWorkload) -> Estimate:
     if media is not None:  # image/video tokens occupy the context like text (KV cache, prefill, admission)
         w = dataclasses.replace(w, context=w.context + media.tokens)
     acc.assumptions.extend(model_note_assumptions(spec))  # config values the model reader defaulted or derived
+    acc.assumptions.extend(mtp_assumptions(spec, training=False))  # stored MTP layers: not loaded (formulas/mtp.py)
     acc.warnings.extend(model_warnings(spec, training=False, engine=str(w.engine)))
     fmt, group = _resolve_weights(spec, w, acc)
     refuse_serving(spec, str(w.engine), fmt, w.tensor_parallel, media is not None)

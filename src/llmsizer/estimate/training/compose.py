@@ -35,7 +35,7 @@ from ..device import resolve_target, workload_on_device
 from ..framework import with_framework
 from ..inference import inference_sized, inference_sized_floor
 from ..inference.common import Acc
-from ..model_warnings import model_note_assumptions, model_warnings, refuse_unmodelled
+from ..model_warnings import model_note_assumptions, model_warnings, mtp_assumptions, refuse_unmodelled
 from ..ranges import PYTORCH_TRAINING, TRAINING_MEMORY
 from ..verdict import check_headroom, fits_budget, headroom_assumption, memory_verdict
 from .gather_units import float8_all_gather
@@ -522,6 +522,7 @@ def _measure(spec: ModelSpec, w: TrainingWorkload, items_key: tuple[Any, ...] | 
     (every item: what follows adds only words and the verdict)."""
     acc = Acc()
     acc.assumptions.extend(model_note_assumptions(spec))  # config values the model reader defaulted or derived
+    acc.assumptions.extend(mtp_assumptions(spec, training=True))  # stored MTP layers: not loaded (formulas/mtp.py)
     acc.warnings.extend(model_warnings(spec, training=True))
     ctx = resolve(spec, w, acc)
     if items_key is not None:  # (the memo's key: hashable)
