@@ -38,6 +38,7 @@ from .estimate.ranges import (  # the kind names have one home, next to their ba
     DECODE,
     INFERENCE_MEMORY,
     LLAMACPP,
+    MULTI_GPU_DECODE_NO_BAND,
     PREFILL,
     PYTORCH_TRAINING,
     SERVING_RATE,
@@ -1442,13 +1443,17 @@ def engine_runs(data: str | Path | None, file: str, batch_column: str,
     from .estimate.engines import CURRENT_VERSION
     from .estimate.fit import link_bandwidth_for
     from .estimate.speed import estimate_speed
+    from .formulas.kv_cache import KV_DTYPE_NAMES
 
     out = []
     for r in _read_csv(str(data_dir(data) / file)):
         dev = builtin_catalog().devices[r["device"]]
         n, b, prompt, gen = int(r["gpus"]), int(r[batch_column]), int(r["prompt"]), int(r["generated"])
+        # a quantized weight format (fp8-block, awq-int4) is no KV dtype: the engines cache K/V in the model's
+        # 16-bit dtype then (kv_cache_dtype 'auto', formulas/kv_cache.py KV_DTYPE_AUTO; fp16 and bf16 are 2 bytes)
+        kv = r["dtype"] if r["dtype"] in KV_DTYPE_NAMES else "bf16"
         s = estimate_speed(find(r["catalog_model"]).spec(), dev, n, weights_format=r["dtype"], prompt_tokens=prompt,
-                           output_tokens=gen, concurrency=b, kv_dtype=r["dtype"],
+                           output_tokens=gen, concurrency=b, kv_dtype=kv,
                            link_bandwidth=link_bandwidth_for(dev, None) if n > 1 else None,
                            engine_step_seconds=engine_step_seconds, engine=r["engine"],
                            # a release picks a host rule for the serving engines only (engines.step_host)
@@ -1525,6 +1530,18 @@ def sglang_serving_cases(data: str | Path | None = None) -> list[Case]:
     return serving_tpot_cases(data, "sglang_serving_tpot.csv")
 
 
+# validation/moe_multigpu_decode.csv: published decode runs of large MoE models (DeepSeek V3/R1/V3.2) tensor-parallel
+# on one 8-GPU node at one or few sequences, in the same form, read by the same loop; held out (nothing is fitted on
+# them). A one-sequence decode on more than one GPU has no calibrated range (SpeedEstimate.decode_band,
+# MULTI_GPU_DECODE_NO_BAND): those rows feed no band (``Case.no_band``).
+MOE_MULTIGPU_FILE = "moe_multigpu_decode.csv"
+
+
+def moe_multigpu_cases(data: str | Path | None = None) -> list[Case]:
+    """The MoE multi-GPU decode rows, each estimated with its release's host-work rule."""
+    return serving_tpot_cases(data, MOE_MULTIGPU_FILE)
+
+
 def serving_tpot_cases(data: str | Path | None, name: str) -> list[Case]:
     """The serving rows of ``name`` (a file in the vllm_serving_tpot.csv form), each with its engine's release."""
     from .estimate.engines import step_host
@@ -1552,7 +1569,7 @@ def serving_tpot_cases(data: str | Path | None, name: str) -> list[Case]:
                         + f"{'decode tokens/s of one sequence' if c == 1 else f'{c} sequences / time per output token'}"
                           f" (measured {r['value']} {r['unit']}); {rule.versions if rule else r['engine']}: {bound}; "
                           f"{r['notes']}", engine_version=r["engine_version"], device=r["device"],
-                          engine=r["engine"]))
+                          engine=r["engine"], no_band=MULTI_GPU_DECODE_NO_BAND if c == 1 and n > 1 else ""))
     return out
 
 
@@ -1714,7 +1731,7 @@ def speed_cases(data: str | Path | None = None) -> tuple[list[Case], list[NotExp
             c = speed_case(r)
             (cases if isinstance(c, Case) else missing).append(c)  # type: ignore[arg-type]
     return (cases + llamacpp_bench_cases(data) + llamacpp_batched_cases(data) + vllm_latency_cases(data)
-            + vllm_serving_cases(data) + sglang_serving_cases(data) + engine_speed_cases(data)
+            + vllm_serving_cases(data) + sglang_serving_cases(data) + moe_multigpu_cases(data) + engine_speed_cases(data)
             + serving_load_cases(data) + serving_rate_cases(data)), missing
 
 

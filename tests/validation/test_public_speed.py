@@ -196,7 +196,7 @@ def test_llama_cpp_batched_decode_rows_follow_eq_10() -> None:
     )
 
     cases = [c for c in speed_cases()[0]
-             if c.kind == BATCHED and not c.id.startswith(("VB", "VS", "SS"))]  # VB, VS: vLLM rows; SS: SGLang rows
+             if c.kind == BATCHED and not c.id.startswith(("VB", "VS", "SS", "MD"))]  # VB, VS: vLLM; SS: SGLang; MD: both
     assert len(cases) == 75
     calibration = ROUTINGS_CALIBRATION | GRAPHS_OFF_CALIBRATION
     assert {c.id for c in cases if c.excluded} == calibration

@@ -260,7 +260,8 @@ class SpeedEstimate:
         if self.details.get("split_decode_on_host"):  # eq. 8 with host-held weights: no validation row measures it
             return None
         if self.serving_engine in R.SERVING_ENGINES:
-            return R.serving_band(kind, self.serving_engine, self.engine_version, self.device)[0]
+            return R.serving_band(kind, self.serving_engine, self.engine_version, self.device,
+                                  self.tensor_parallel)[0]
         return R.band_for(kind, self.engine or "")
 
     @property
@@ -1170,8 +1171,16 @@ def speed_model(spec: ModelSpec, device: Any, *, weights_format: str = "bf16", p
         serving = engine if engine in R.SERVING_ENGINES else None
         if serving is not None and decode is not None:  # which validation rows calibrate the decode range, and why
             kind = R.BATCHED if concurrency > 1 else R.DECODE
-            b, why = R.serving_band(kind, serving, engine_version, device.id)
+            b, why = R.serving_band(kind, serving, engine_version, device.id, tp)
             assumptions.append(Assumption("decode_range_band", b.engine if b else "none", True, why))
+            if tp > 1 and concurrency == 1 and decode.bound == "host":  # eq. (14): the host floor sets the step
+                warnings.append(
+                    f"decode of one sequence on {tp} GPUs is host-bound: the engine's host step "
+                    f"({decode.seconds * 1e3:.2f} ms, estimate/engines.py STEP_HOST) decides it, above the modelled "
+                    f"device step ({max(decode.compute_seconds, decode.memory_seconds) * 1e3:.2f} ms of weights and KV "
+                    f"+ {decode.comm_seconds * 1e3:.2f} ms of all-reduces); the per-layer kernels of a tensor-parallel "
+                    "step are not counted, and published one-sequence MoE decodes on 8 GPUs run at 10-15 % of such "
+                    "estimates (validation/moe_multigpu_decode.csv MD02-MD04): no calibrated range")
         return SpeedEstimate(spec.name, device.id, count, tp, bytes_fmt, dtype, prompt_tokens, output_tokens,
                              concurrency, prefill, decode, single, roof_p, roof_d, tuple(assumptions), tuple(warnings),
                              details, serving, engine_version, R.TRANSFORMERS if launch_host else None,
