@@ -38,6 +38,7 @@ from .estimate.ranges import (  # the kind names have one home, next to their ba
     DECODE,
     INFERENCE_MEMORY,
     LLAMACPP,
+    MLA_MOE_MULTI_GPU_NO_BAND,
     MULTI_GPU_DECODE_NO_BAND,
     PREFILL,
     PYTORCH_TRAINING,
@@ -1569,7 +1570,9 @@ def serving_tpot_cases(data: str | Path | None, name: str) -> list[Case]:
                         + f"{'decode tokens/s of one sequence' if c == 1 else f'{c} sequences / time per output token'}"
                           f" (measured {r['value']} {r['unit']}); {rule.versions if rule else r['engine']}: {bound}; "
                           f"{r['notes']}", engine_version=r["engine_version"], device=r["device"],
-                          engine=r["engine"], no_band=MULTI_GPU_DECODE_NO_BAND if c == 1 and n > 1 else ""))
+                          engine=r["engine"],
+                          no_band=(MLA_MOE_MULTI_GPU_NO_BAND if n > 1 and s.details.get("mla_moe") else
+                                   MULTI_GPU_DECODE_NO_BAND if c == 1 and n > 1 else "")))
     return out
 
 

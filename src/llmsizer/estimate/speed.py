@@ -261,7 +261,7 @@ class SpeedEstimate:
             return None
         if self.serving_engine in R.SERVING_ENGINES:
             return R.serving_band(kind, self.serving_engine, self.engine_version, self.device,
-                                  self.tensor_parallel)[0]
+                                  self.tensor_parallel, bool(self.details.get("mla_moe")))[0]
         return R.band_for(kind, self.engine or "")
 
     @property
@@ -1171,7 +1171,9 @@ def speed_model(spec: ModelSpec, device: Any, *, weights_format: str = "bf16", p
         serving = engine if engine in R.SERVING_ENGINES else None
         if serving is not None and decode is not None:  # which validation rows calibrate the decode range, and why
             kind = R.BATCHED if concurrency > 1 else R.DECODE
-            b, why = R.serving_band(kind, serving, engine_version, device.id, tp)
+            if spec.mla is not None and spec.moe is not None:  # ranges.MLA_MOE_MULTI_GPU_NO_BAND reads it
+                details["mla_moe"] = True
+            b, why = R.serving_band(kind, serving, engine_version, device.id, tp, bool(details.get("mla_moe")))
             assumptions.append(Assumption("decode_range_band", b.engine if b else "none", True, why))
             if tp > 1 and concurrency == 1 and decode.bound == "host":  # eq. (14): the host floor sets the step
                 warnings.append(
