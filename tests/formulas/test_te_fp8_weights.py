@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import pytest
 
+from llmsizer.catalog.hardware import builtin_catalog
 from llmsizer.estimate.training import estimate_training
 from llmsizer.formulas.float8_training import te_weight_copy_bytes
 from llmsizer.readers.hf_config import spec_from_config
@@ -85,3 +86,31 @@ def test_torchao_path_has_no_fp8_copies(spec):
     assert _item(est, "fp8_weight_copies") == 0
     assert _item(est, "autocast_weight_copies") in (0, 2 * V * H)  # the lm_head's only, where the peak holds it
     assert not any("te.Linear" in a.value for a in est.assumptions if a.name == "bytes_per_param")
+
+
+# compute capability -> whether TE's Float8Quantizer keeps the transpose: TransformerEngine @d0067d0d
+# common/transformer_engine.cpp lines 1191-1203 (non-TN FP8 GEMMs on 10.x, 11.x and >= 13.0) and quantizer.cpp line
+# 375 (``with_transpose = columnwise_usage && !is_non_tn_fp8_gemm_supported``); the capabilities are NVIDIA's table's
+# (B200/GB200 10.0, B300 10.3, H100 9.0, L40S 8.9, RTX 5090 12.0), written out here
+CATALOG_CAPABILITY = {"b200": 100, "gb200": 100, "b300": 103, "h100-sxm": 90, "l40s": 89, "rtx-5090": 120}
+
+
+@pytest.mark.parametrize("device_id,capability", sorted(CATALOG_CAPABILITY.items()))
+def test_catalog_rows_carry_the_capability(device_id, capability):
+    assert builtin_catalog().device(device_id).capability == capability
+
+
+def test_b200_holds_one_byte_per_element_h100_two(spec):
+    # the same workload on a named device: the copies follow the device's generation through the one place a
+    # training workload reads its device (estimate/device.py training_device_fields)
+    got = {}
+    for dev in ("h100-sxm", "b200", "b300", "rtx-5090"):
+        est = estimate_training(spec, precision="bf16", float8=True, float8_recipe="transformer-engine",
+                                grad_checkpointing="none", seq_len=2048, device=dev)
+        got[dev] = _item(est, "fp8_weight_copies")
+        line = next(a.value for a in est.assumptions if a.name == "bytes_per_param")
+        per = 1 if dev in ("b200", "b300") else 2
+        assert f"({per} B per element on compute capability" in line, (dev, line)
+    assert got["h100-sxm"] == LAYERS * HOPPER_BYTES
+    assert got["rtx-5090"] == LAYERS * HOPPER_BYTES  # 12.0: TN-only FP8 GEMMs, as Hopper
+    assert got["b200"] == got["b300"] == LAYERS * LAYER_ELEMENTS  # rowwise data only

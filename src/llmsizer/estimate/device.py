@@ -287,10 +287,17 @@ def float8_refusal(device: Device) -> str | None:
 
 
 def training_device_fields(device: Device) -> dict[str, Any]:
-    """:func:`device_fields` for a training workload, with ``bf16_tensor_cores`` (:func:`bf16_tensor_cores`): every
-    caller that puts a training workload on a named device (train, fit --train, recommend --train, plan, the web's
-    answers through them, the duration) sets them through this."""
-    return {**device_fields(device), "bf16_tensor_cores": bf16_tensor_cores(device)}
+    """:func:`device_fields` for a training workload, with ``bf16_tensor_cores`` (:func:`bf16_tensor_cores`) and
+    ``gpu_capability`` (:func:`cuda_capability`): every caller that puts a training workload on a named device (train,
+    fit --train, recommend --train, plan, the web's answers through them, the duration) sets them through this."""
+    return {**device_fields(device), "bf16_tensor_cores": bf16_tensor_cores(device),
+            "gpu_capability": cuda_capability(device)}
+
+
+def cuda_capability(device: Device) -> int | None:
+    """The compute capability (major x 10 + minor) of a CUDA GPU, from its catalog row's ``compute_capability`` (else
+    its ``architecture``'s first: ``Device.capability``); None for any other device (ROCm, Apple, a TPU, a CPU)."""
+    return device.capability if device.kind == "gpu" and gpu_runtime(device) == "cuda" else None
 
 
 def with_device_precision(w: TrainingWorkload) -> TrainingWorkload:

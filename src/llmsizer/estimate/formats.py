@@ -34,6 +34,7 @@ from functools import lru_cache
 from ..catalog.hardware import Device
 from ..errors import FieldError, InputError
 from ..formulas.nf4_quantization import fused_experts_kept
+from ..formulas.params import count_params
 from ..formulas.weight_formats import (
     GGUF_FTYPES,
     GROUP_SIZE_DEFAULT,
@@ -109,6 +110,46 @@ def serving_fused_experts(spec: ModelSpec, engine: str | None, fmt: str) -> bool
     whose ``_create_weights_4bit`` registers packed uint8 ``w13_weight``/``w2_weight`` per expert; its 8-bit path
     raises NotImplementedError), so every other engine keeps the default (False)."""
     return engine == "transformers" and fused_experts_kept(spec, fmt, "bitsandbytes")
+
+
+# vLLM's Gemma 3n and Gemma 4 build the same attention module in every layer, the KV-sharing ones too: Gemma4Attention
+# .__init__ (vllm/model_executor/models/gemma4.py @001cabc1) makes ``qkv_proj = QKVParallelLinear(hidden, head_dim,
+# num_heads, num_kv_heads)`` and ``k_norm = RMSNorm(head_dim)`` before it asks whether the layer is in the last
+# num_kv_shared_layers (that only sets ``kv_sharing_target_layer_name``, so ``Attention`` allocates no KV cache for
+# it), and ``load_weights`` maps each checkpoint k_proj / v_proj onto that qkv_proj's k / v shard; a shared layer's
+# forward still runs qkv_proj and drops k and v. Gemma3nAttention (gemma3n.py @034f08e6) is the same: qkv_proj and
+# k_norm unconditional, forward runs both. transformers builds no k_proj / v_proj / k_norm in those layers
+# (modeling_gemma4.py L1170-1184: what ModelSpec's tensors count), so on vLLM they come on top.
+VLLM_KV_SHARED_SOURCE = ("vllm model_executor/models/gemma4.py @001cabc1 Gemma4Attention.__init__ (qkv_proj with K/V "
+                         "shards and k_norm in every layer; kv_sharing_target_layer_name only skips the KV cache), "
+                         "load_weights (k_proj/v_proj -> qkv_proj shards); gemma3n.py @034f08e6 Gemma3nAttention")
+
+
+def serving_weight_spec(spec: ModelSpec, engine: str | None, fmt: str) -> ModelSpec:
+    """The spec whose tensors ``engine`` allocates when it serves ``spec`` in ``fmt``: ``spec`` itself, except on
+    vLLM for a model with KV-sharing layers (Gemma 3n, Gemma 4), whose k/v projections and k_norm vLLM builds and
+    loads in those layers too (:data:`VLLM_KV_SHARED_SOURCE`): the same spec with no layer marked KV-sharing, for
+    the weight bytes only (its KV cache is still the sharing one's). ``fmt`` 'file' is the file's own bytes, which
+    already hold those tensors (the checkpoint carries them; transformers drops them on load)."""
+    if engine != "vllm" or fmt == "file" or not any(spec.kv_shared_layers):
+        return spec
+    return _all_layers_own_kv(spec)
+
+
+@lru_cache(maxsize=64)
+def _all_layers_own_kv(spec: ModelSpec) -> ModelSpec:
+    return replace(spec, kv_shared_layers=(False,) * spec.num_layers)
+
+
+def kv_shared_weights_assumption(spec: ModelSpec, served: ModelSpec) -> Assumption | None:
+    """The assumption line for the parameters :func:`serving_weight_spec` added (None where it added none)."""
+    if served is spec:
+        return None
+    extra = count_params(served).total - count_params(spec).total
+    n = sum(spec.kv_shared_layers)
+    return Assumption("vllm_kv_shared_weights", f"+{extra / 1e6:.1f}M params", True,
+                      f"vLLM builds and loads the k/v projections and k_norm of the {n} KV-sharing layers too "
+                      f"(transformers does not; no KV cache for them either way): {VLLM_KV_SHARED_SOURCE}")
 
 
 # vLLM has no 8-bit bitsandbytes MoE: a FusedMoE layer's quant method is BitsAndBytesMoEMethod (get_quant_method,

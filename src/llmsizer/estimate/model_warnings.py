@@ -122,10 +122,10 @@ def model_warnings(spec: ModelSpec, training: bool, engine: str = "transformers"
 def _gemma4_warnings(spec: ModelSpec) -> list[str]:
     g = spec.gemma4
     assert g is not None
-    out = [f"{GEMMA4_ACTIVATIONS}: Gemma 4's activation terms are the generic decoder's with head_dim {spec.head_dim}: "
-           f"the full-attention layers' {spec.full_head_dim or spec.head_dim}-wide heads and the per-layer inputs "
-           f"({spec.num_layers} x {g.ple_width} per token) are not in them (not measured): the activation peak is a "
-           "lower bound"]
+    out = [f"{GEMMA4_ACTIVATIONS}: Gemma 4's activation terms are the generic decoder's, with each layer's head size "
+           f"({spec.head_dim} sliding, {spec.full_head_dim or spec.head_dim} full attention), its v_norm and one rotary "
+           f"table pair per layer type; the per-layer inputs ({spec.num_layers} x {g.ple_width} per token) are not in "
+           "them (not measured): the activation peak is a lower bound"]
     if spec.ffn_sizes:
         out.append(f"{GEMMA4_FFN_WIDTHS}: the feed-forward width differs per layer ({min(spec.ffn_sizes)}-"
                    f"{max(spec.ffn_sizes)}: use_double_wide_mlp doubles the K/V-sharing layers'); weights follow each "

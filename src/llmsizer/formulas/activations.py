@@ -78,9 +78,11 @@ def prefill_activation_bytes(spec: ModelSpec, batch: int, q_tokens: int, kv_toke
         q_w = spec.num_heads * (m.qk_nope_head_dim + m.qk_rope_head_dim)
         kv_w = spec.num_heads * (m.qk_nope_head_dim + m.qk_rope_head_dim + m.v_head_dim)
         o_w = spec.num_heads * m.v_head_dim
-    else:
-        q_w = spec.num_heads * spec.head_dim
-        kv_w = 2 * spec.num_kv_heads * spec.head_dim
+    else:  # the widest layer's heads: Gemma 4's full-attention layers take full_head_dim (the attention peak is the
+        # largest layer's)
+        hd = max(spec.head_dim, spec.full_head_dim)
+        q_w = spec.num_heads * hd
+        kv_w = 2 * spec.num_kv_heads * hd
         o_w = q_w
     attn = _attention_core(spec, batch, q_tokens, kv_tokens, act_bytes, attention, tp, q_w + kv_w + o_w)
     if spec.is_moe and spec.moe is not None:

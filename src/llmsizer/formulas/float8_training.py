@@ -279,14 +279,21 @@ def float8_layer_backward_peak(spec: ModelSpec, tokens: int, compute_bytes: int,
 #   layer's first forward under ``torch.no_grad()`` (line 375: ``_Linear.forward`` without a ctx, nothing saved) and
 #   the recompute under ``enable_grad`` (line 441), which saves that layer's copy until its backward; torch's
 #   non-reentrant checkpoint drops what the first forward saves. Either way one layer's copy, the recomputed one.
-# - pytorch/csrc/quantizer.cpp ``Float8Quantizer::create_tensor`` lines 361-375 (tensor scaling, delayed or
-#   current): the rowwise data (1 B per element) is allocated when rowwise usage is set or the GPU runs non-TN FP8
-#   GEMMs, the transpose (1 B per element) when columnwise usage is set and it does not;
+# - pytorch/csrc/quantizer.cpp ``Float8Quantizer::create_tensor`` lines 355-384 (tensor scaling, delayed; current
+#   scaling's ``Float8CurrentScalingQuantizer`` has the same rule, lines 679 and 689): the rowwise data (1 B per
+#   element) is allocated when rowwise usage is set or the GPU runs non-TN FP8 GEMMs (``with_data``, line 363), the
+#   transpose (1 B per element) only when columnwise usage is set and it does not (``with_transpose``, line 375): on
+#   a GPU with non-TN FP8 GEMMs the one rowwise buffer serves both layouts;
 #   common/transformer_engine.cpp ``nvte_is_non_tn_fp8_gemm_supported`` lines 1191-1203: compute capability 10.x,
 #   11.x or >= 13.0 (datacenter Blackwell) runs non-TN FP8 GEMMs; Hopper (9.0), Ada (8.9) and 12.x do not.
 # - MXFP8 (Blackwell's block scaling, ``MXFP8Quantizer::create_tensor`` quantizer.cpp lines 1502-1545) keeps a
 #   rowwise and a columnwise copy on every architecture (1 B each) plus one E8M0 scale per 32 elements of each:
-#   not a recipe llmsizer sizes (its float8 'transformer-engine' recipe is llm-foundry's delayed scaling).
+#   not a recipe llmsizer sizes (its float8 'transformer-engine' recipe is llm-foundry's delayed scaling). MXFP8 is
+#   what TE picks when ``fp8_autocast`` gets no recipe on a GPU that supports it (pytorch/quantization.py
+#   ``get_default_fp8_recipe`` lines 242-254), but llm-foundry's ``precision: amp_fp8`` runs Composer's
+#   ``get_precision_context``, which always builds and passes ``DelayedScaling(**precision_config)``
+#   (mosaicml/composer composer/core/precision.py @02c872e4, the AMP_FP8 branch): tensor scaling on Blackwell too,
+#   so a B200 holds 1 B per element (rowwise data only), not MXFP8's 2 B + scales.
 # - the recipe llmsizer sizes is llm-foundry's (``fc_type: te``): its blocks call the te modules as plain modules,
 #   ``self.down_proj(self.act(self.up_proj(x)))`` (mosaicml/llm-foundry llmfoundry/models/layers/ffn.py
 #   @63d37d79 ``MPTMLP.forward`` / ``MPTGLU.forward``), so ``is_first_microbatch`` stays None and no workspace cache is
@@ -296,7 +303,9 @@ LLM_FOUNDRY_TE_CALL = ("mosaicml/llm-foundry llmfoundry/models/layers/ffn.py @63
 TE_NON_TN_CAPABILITIES = ((100, 120), (130, 10_000))
 TE_SOURCE = ("TransformerEngine @d0067d0d pytorch/module/linear.py lines 461-490 (quantize_weight from the parameter), "
              "641-648 (saved for backward, not under FSDP2), 1958-1960 + 2068-2071 (_fp8_workspaces); "
-             "pytorch/csrc/quantizer.cpp lines 361-375; common/transformer_engine.cpp lines 1191-1203; "
+             "pytorch/csrc/quantizer.cpp lines 355-384 (Float8Quantizer::create_tensor: with_data line 363, "
+             "with_transpose line 375); common/transformer_engine.cpp lines 1191-1203 (non-TN FP8 GEMMs: 10.x, 11.x, "
+             ">= 13.0); mosaicml/composer composer/core/precision.py @02c872e4 (amp_fp8: DelayedScaling always); "
              + LLM_FOUNDRY_TE_CALL)
 
 
@@ -306,7 +315,10 @@ def te_weight_copy_bytes(elements: int, capability: int | None = 90, columnwise:
 
         B = n (rowwise data)  + n (its transpose, when the backward needs it and the GPU runs TN-only FP8 GEMMs)  (T1)
 
-    (quantizer.cpp lines 361-375; the per-tensor fp32 scale_inv, 4 B, is left out).
+    (quantizer.cpp lines 355-384; the per-tensor fp32 scale_inv, 4 B, is left out): 2 B per element on Ada (8.9),
+    Hopper (9.0) and GeForce / RTX PRO Blackwell (12.x), 1 B on datacenter Blackwell (B200, GB200: 10.0; B300,
+    GB300: 10.3), where the rowwise buffer serves the backward's layouts too (transformer_engine.cpp lines
+    1191-1203).
 
     >>> te_weight_copy_bytes(1000), te_weight_copy_bytes(1000, 100), te_weight_copy_bytes(1000, 90, False)
     (2000, 1000, 1000)

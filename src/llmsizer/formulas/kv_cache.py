@@ -64,7 +64,8 @@ E the elements per token and layer (eq. 1 or 2 without the bytes), b_q the quant
 ``group_param_bytes`` the scale and zero of one group (2 x b_act for HQQ).
 
 Paged engines allocate whole blocks: tokens are rounded up to a multiple of ``block_size`` (vLLM,
-Kwon et al. 2023, arXiv 2309.06180, section 4.2).
+Kwon et al. 2023, arXiv 2309.06180, section 4.2); a sliding layer's blocks may hold another number of tokens
+(``sliding_block_size``: vLLM's unified page size for layers of different head sizes, estimate/inference/vllm.py).
 
 A cross-attention layer (Llama-3.2-Vision) caches no text tokens; it keeps the keys and values of the image states,
 ``cross_tokens`` per sequence (images x tiles x (patches + 1), formulas/vision_tokens.py rule "mllama"):
@@ -212,11 +213,13 @@ class KVCache:
 def kv_cache(spec: ModelSpec, tokens: int, sequences: int = 1, kv_dtype: str = "bf16", *,
              mla_mode: str = "latent", window_extra: int = -1, block_size: int | None = None,
              indexer_cache: str = "kv", repeated_kv: bool = False, q_group_size: int = 0,
-             group_param_bytes: float = 0.0, residual_tokens: int = 0, residual_bytes: float = 0.0) -> KVCache:
+             group_param_bytes: float = 0.0, residual_tokens: int = 0, residual_bytes: float = 0.0,
+             sliding_block_size: int | None = None) -> KVCache:
     """KV cache of ``sequences`` sequences of ``tokens`` tokens each (module docstring, eqs. 1-3, 5; eq. 6 with
     ``q_group_size`` > 0: each group of that many elements carries ``group_param_bytes``, and up to
     ``residual_tokens`` of each sequence's tokens are held at ``residual_bytes`` per element instead).
-    ``bytes_per_token`` is the quantized rate (one more token past the residual)."""
+    ``bytes_per_token`` is the quantized rate (one more token past the residual). ``sliding_block_size``: the
+    tokens of a sliding layer's block where it differs from ``block_size`` (None: the same)."""
     if tokens < 0 or sequences < 0:
         raise InputError(f"tokens and sequences must not be negative (got {tokens}, {sequences})")
     per_elem = kv_dtype_bytes(kv_dtype) + (group_param_bytes / q_group_size if q_group_size > 0 else 0.0)
@@ -231,7 +234,8 @@ def kv_cache(spec: ModelSpec, tokens: int, sequences: int = 1, kv_dtype: str = "
     n_sliding = own.count("sliding")
     n_full = own.count("full")
     t_full = paged_tokens(tokens, block_size)
-    t_slide = paged_tokens(sliding_tokens(tokens, spec.sliding_window or 0, window_extra), block_size) if n_sliding else 0
+    t_slide = (paged_tokens(sliding_tokens(tokens, spec.sliding_window or 0, window_extra),
+                            block_size if sliding_block_size is None else sliding_block_size) if n_sliding else 0)
     if per_full == per_slide:  # one rate for every layer (all but Gemma 4): summed as one product
         total = (n_full * t_full + n_sliding * t_slide) * per_full * sequences
         per_token = per_full * (n_full + n_sliding)

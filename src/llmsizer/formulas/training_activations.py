@@ -298,14 +298,17 @@ def _qkv_zero_pad_terms(spec: ModelSpec, st: ActivationSetup, widths: tuple[int,
                  f"{st.tokens} x ({' + '.join(map(str, enabled))}) x {st.compute} B (eq. Z1)")]
 
 
-def _head_dims(spec: ModelSpec) -> tuple[int, int, int, int]:
-    """(q width, k width, v width, attention-output width) per token, before TP."""
+def _head_dims(spec: ModelSpec, layer: int | None = None) -> tuple[int, int, int, int]:
+    """(q width, k width, v width, attention-output width) per token, before TP; of layer ``layer`` where given
+    (``ModelSpec.attention_head_dim``: Gemma 4's full-attention layers have heads of ``full_head_dim``), else of
+    ``head_dim``."""
     if spec.mla is not None:
         m = spec.mla
         qk = spec.num_heads * (m.qk_nope_head_dim + m.qk_rope_head_dim)
         return qk, qk, spec.num_heads * m.v_head_dim, spec.num_heads * m.v_head_dim
-    q = spec.num_heads * spec.head_dim
-    kv = spec.num_kv_heads * spec.head_dim
+    hd = spec.head_dim if layer is None else spec.attention_head_dim(layer)
+    q = spec.num_heads * hd
+    kv = spec.num_kv_heads * hd
     return q, kv, kv, q
 
 
@@ -423,7 +426,7 @@ def layer_saved_terms(spec: ModelSpec, layer: int, st: ActivationSetup,
     tp = st.tp
     c, r = st.compute, st.residual
     h = spec.hidden_size
-    q_w, k_w, v_w, o_w = (_div(x, tp) for x in _head_dims(spec))
+    q_w, k_w, v_w, o_w = (_div(x, tp) for x in _head_dims(spec, layer))
     heads = _div(spec.num_heads, tp)
     out: list[Term] = []
     kind = "layernorm" if spec.norm_kind == "layernorm" else "rmsnorm"
@@ -489,9 +492,10 @@ def layer_saved_terms(spec: ModelSpec, layer: int, st: ActivationSetup,
             out.append(Term("q/k norms fp32 inputs", t * (qn_w + kn_w) * 4 + t * (qn_h + kn_h) * 4,
                             f"{t} x ({qn_w} + {kn_w}) x 4 B + 1/rms per head"))
             if w32:  # the per-head norms are the same class: their fp32 weight copies (eq. N3)
-                out.append(Term("q/k norms fp32 weight copies", 2 * spec.head_dim * 4, f"2 x {spec.head_dim} x 4 B"))
+                hd = spec.attention_head_dim(layer)
+                out.append(Term("q/k norms fp32 weight copies", 2 * hd * 4, f"2 x {hd} x 4 B"))
             if st.full:
-                qk_c = 4 if g3n or f32n else c
+                qk_c = 4 if g3n or f32n or spec.gemma4 is not None else c  # Gemma 3n/4: fp32 normalised (measured)
                 out.append(Term("q/k norms normalised", t * (q_w + kn_w) * qk_c, f"{t} x ({q_w} + {kn_w}) x {qk_c} B"))
         mask = needs_mask(spec, layer, st)
         if not mix_grad:  # eq. F1: no q/k/v adapter, none of the attention's inputs needs a gradient
@@ -582,6 +586,13 @@ def layer_saved_terms(spec: ModelSpec, layer: int, st: ActivationSetup,
                                 input_counted=mlp_input_counted, input_grad=res_grad)
     if g3n:
         out += gemma3n_saved_terms(spec, st, kv_shared)
+    elif spec.gemma4 is not None and not mixer_free and not kv_shared and (in_grad or "attn_v" in st.adapted):
+        # Gemma4TextAttention's v_norm (RMSNorm without scale over the layer's head size, transformers v5.24.0
+        # modeling_gemma4.py L1170-1184) keeps its fp32 input and 1/rms per head, as Gemma 3n's (gemma3n_saved_terms);
+        # measured with the per-layer head sizes: tests/training/test_gemma4_head_sizes_saved.py
+        kvh = max(1, spec.num_kv_heads // tp)
+        out.append(Term("v_norm fp32 input + 1/rms", t * v_w * 4 + t * kvh * 4,
+                        f"{t} x {v_w} x 4 B + 1/rms per head (no scale)"))
     if st.adapted and not st.full and st.dropout != "none":
         out += _dropout_terms(spec, st, present, has_ffn, (in_grad, mix_grad, res_grad))
     if st.adapted and not st.full:
@@ -646,7 +657,7 @@ def kept_matmul_input_bytes(spec: ModelSpec, st: ActivationSetup, layer: int, in
         return 0
     t, c, tp = st.tokens, st.compute, st.tp
     h = spec.hidden_size
-    o_w = _div(_head_dims(spec)[3], tp)
+    o_w = _div(_head_dims(spec, layer)[3], tp)
     in_g, mix_g, res_g = layer_grads(spec, layer, st, input_grad)
     attn = h * in_g + o_w * mix_g
     if spec.moe_layers[layer]:
@@ -1020,7 +1031,7 @@ def layer_backward_transient(spec: ModelSpec, layer: int, st: ActivationSetup) -
     eager attention (softmax backward).
     """
     t, c, r = st.tokens, st.compute, st.residual
-    q_w, k_w, v_w, o_w = (_div(x, st.tp) for x in _head_dims(spec))
+    q_w, k_w, v_w, o_w = (_div(x, st.tp) for x in _head_dims(spec, layer))
     if spec.moe_layers[layer] and spec.moe is not None:
         mlp = 3 * t * spec.moe.experts_per_token * _div(spec.moe.expert_intermediate_size, st.tp) * st.expert
         mlp += 3 * t * _div(spec.moe.shared_intermediate_size, st.tp) * c
@@ -1345,8 +1356,16 @@ def _shared_terms(spec: ModelSpec, st: ActivationSetup, t: int, r: int) -> list[
         hd = spec.mla.qk_rope_head_dim if spec.mla is not None else (spec.rotary_dim or spec.head_dim)
         # one [1, s, hd] table each unless the rows carry their own position_ids (packing): module docstring
         rows = t if st.packing else st.seq
-        shared.append(Term("rotary cos/sin", 2 * rows * hd * r, f"2 x {rows} x {hd} x {r} B (shared by all layers"
-                           + (", per-row position_ids)" if st.packing and st.batch > 1 else ")")))
+        kinds = [k for k in ("sliding", "full") if k in spec.layer_types]
+        if spec.gemma4 is not None and len(kinds) > 1:
+            # Gemma4TextModel.forward makes one (cos, sin) pair per layer type, each of that type's head size
+            # (measured: tests/training/test_gemma4_head_sizes_saved.py)
+            hds = tuple(spec.kv_head_dim(k) for k in kinds)
+            shared.append(Term("rotary cos/sin", 2 * rows * sum(hds) * r,
+                               f"2 x {rows} x ({' + '.join(map(str, hds))}) x {r} B (one pair per layer type)"))
+        else:
+            shared.append(Term("rotary cos/sin", 2 * rows * hd * r, f"2 x {rows} x {hd} x {r} B (shared by all layers"
+                               + (", per-row position_ids)" if st.packing and st.batch > 1 else ")")))
     if st.attention == "eager":
         shared.append(Term("eager attention mask", st.batch * st.seq * st.seq * r,
                            f"{st.batch} x {st.seq}^2 x {r} B (4-D float mask, forward only)", forward_only=True))

@@ -586,6 +586,10 @@ class TrainingWorkload:
     bf16_tensor_cores: False on a GPU without BF16 tensor cores (NVIDIA below compute capability 8.0), set from the
         named device (estimate/device.py ``training_device_fields``): the default precision there is fp16-mixed and
         a bf16 precision given is warned about (estimate/device.py ``with_device_precision``).
+    gpu_capability: the CUDA GPU's compute capability (major x 10 + minor: 90 on an H100, 100 on a B200), set from
+        the named device (estimate/device.py ``training_device_fields``); None where not known or not a CUDA GPU.
+        What reads it: TransformerEngine's float8 weight copy (formulas/float8_training.py eq. T1: no transposed copy
+        on a GPU with non-TN FP8 GEMMs), sized as on Hopper when None.
     """
 
     # the command line's and the web API's spellings of fields named otherwise here (specs/given.py: a Python
@@ -663,6 +667,7 @@ class TrainingWorkload:
     device: str = "gpu"
     gpu_runtime: str = "cuda"  # GPU_RUNTIMES: 'metal' on an Apple chip (estimate/device.py device_fields)
     bf16_tensor_cores: bool = True  # estimate/device.py training_device_fields
+    gpu_capability: int | None = None  # estimate/device.py training_device_fields
 
     def __post_init__(self) -> None:
         # memory="80GiB", rank=0, alpha="x": one line naming the field and its range (the CLI's and the request's)

@@ -86,12 +86,14 @@ def weights_item(wb: WeightBytes, location: Location, nbytes: int | None = None,
 
 
 def kv_item(ctx: Context, tokens: int, seqs: int, location: Location, *, block: int | None = None,
-            window_extra: int | None = None, name: str = "kv_cache", seqs_label: str = "seqs") -> Item:
+            window_extra: int | None = None, name: str = "kv_cache", seqs_label: str = "seqs",
+            sliding_block: int | None = None) -> Item:
     spec, prof = ctx.spec, ctx.profile
     extra = prof.window_extra if window_extra is None else window_extra
     layout = E.kv_layout(prof.name, kv_dtype_name(ctx.kv_dtype), ctx.act_bytes)  # eq. (6): transformers' groups
     kv = kv_cache(spec, tokens, seqs, ctx.kv_dtype, mla_mode=prof.mla_mode, window_extra=extra, block_size=block,
-                  indexer_cache=prof.dsa_indexer_cache, repeated_kv=prof.caches_repeated_kv, **layout)
+                  indexer_cache=prof.dsa_indexer_cache, repeated_kv=prof.caches_repeated_kv,
+                  sliding_block_size=sliding_block, **layout)
     tp = ctx.w.tensor_parallel
     share = kv_fraction_per_device(spec, tp, prof.mla_mode == "latent")
     layers = f"{kv.full_layers} full layers x {kv.tokens_full} tokens"

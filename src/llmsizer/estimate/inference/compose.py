@@ -40,7 +40,15 @@ from ..device import (
     refuse_tensor_parallel_apart,
     workload_on_device,
 )
-from ..formats import GROUPED, check_engine_runs, engine_dtype_note, engine_weights, serving_fused_experts
+from ..formats import (
+    GROUPED,
+    check_engine_runs,
+    engine_dtype_note,
+    engine_weights,
+    kv_shared_weights_assumption,
+    serving_fused_experts,
+    serving_weight_spec,
+)
 from ..model_warnings import model_note_assumptions, model_warnings, mtp_assumptions, refuse_serving, refuse_unmodelled
 from ..verdict import admission_verdict, check_headroom, margin_rule, memory_verdict
 from .common import Acc, Context, running_and_queued, running_sequences, state_dtypes, state_of
@@ -368,7 +376,11 @@ def _estimate(spec: ModelSpec, w: InferenceWorkload) -> Estimate:
     dtype = _compute_dtype(spec, w, fmt, acc)
     act_bytes = DTYPE_BYTES[dtype]
     fused = serving_fused_experts(spec, str(w.engine), fmt)
-    wb = weight_bytes(spec, fmt, group, act_bytes, fused)  # "file": the file's exact bytes
+    served = serving_weight_spec(spec, str(w.engine), fmt)  # vLLM: k/v of Gemma's KV-sharing layers too
+    kv_shared_note = kv_shared_weights_assumption(spec, served)
+    if kv_shared_note is not None:
+        acc.assumptions.append(kv_shared_note)
+    wb = weight_bytes(served, fmt, group, act_bytes, fused)  # "file": the file's exact bytes
     if fused:  # transformers leaves the fused experts and router in the compute dtype (formats.serving_fused_experts)
         acc.assumptions.append(Assumption("fused_experts", dtype, True, FUSED_EXPERTS_WHY))
     if w.tensor_parallel > 1:
@@ -380,7 +392,7 @@ def _estimate(spec: ModelSpec, w: InferenceWorkload) -> Estimate:
             raise FieldError("tensor_parallel", "tensor_parallel applies to vLLM, SGLang and transformers: llama.cpp "
                              "splits layers (or rows) across GPUs rather than tensor-parallel shards; use gpus N with "
                              "split_mode layer|row", also=("gpus", "split_mode"))
-        wb = shard_weights(spec, wb, w.tensor_parallel, act_bytes)
+        wb = shard_weights(served, wb, w.tensor_parallel, act_bytes)
         acc.warnings.append(f"memory is per device, for each of {w.tensor_parallel} tensor-parallel devices")
     kvd = _kv_dtype(w, profile, dtype, acc, spec)
     window = engine_window(spec, str(w.engine))

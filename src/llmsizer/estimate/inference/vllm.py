@@ -29,7 +29,7 @@ import math
 from ...formulas.activations import prefill_activation_bytes
 from ...formulas.kv_cache import kv_cache
 from ...formulas.tensor_parallel import kv_fraction_per_device, per_device
-from ...result import Item
+from ...result import Assumption, Item
 from ...units import format_bytes
 from .. import engines as E
 from ..allocator import context_span, device_context
@@ -135,11 +135,12 @@ def compose_vllm(ctx: Context) -> None:
     # (Llama 4) chunk + max_num_batched_tokens and no spare block (v1/kv_cache_interface.py SlidingWindowSpec,
     # ChunkedLocalAttentionSpec.max_memory_usage_bytes)
     extra = mnbt if spec.chunked_attention else mnbt - 1
+    slide_block = _unified_sliding_block(ctx, block)
     one_seq = kv_cache(spec, w.context, 1, ctx.kv_dtype, mla_mode="latent",
                        indexer_cache=E.VLLM.dsa_indexer_cache,
-                       window_extra=extra, block_size=block).total_bytes
-    one_seq = per_device(one_seq + _sliding_spare_block(ctx, block), share)
-    need = kv_item(ctx, w.context, running, "device", block=block, window_extra=extra)
+                       window_extra=extra, block_size=block, sliding_block_size=slide_block).total_bytes
+    one_seq = per_device(one_seq + _sliding_spare_block(ctx, slide_block), share)
+    need = kv_item(ctx, w.context, running, "device", block=block, window_extra=extra, sliding_block=slide_block)
     state = state_item(ctx, running, "device", padded_layer_bytes=page) if page is not None else None
     state_one = state_item(ctx, 1, "device", padded_layer_bytes=page).bytes if page is not None else 0
     one_seq += state_one
@@ -222,6 +223,46 @@ def _sliding_spare_block(ctx: Context, block: int) -> int:
     per_layer_token = (kvc.layer_bytes_per_token_sliding if ctx.spec.full_head_dim  # Gemma 4: the sliding layers' own
                        else kvc.bytes_per_token / ctx.spec.kv_cache_layers)
     return math.ceil(n_sliding * block * per_layer_token)
+
+
+# vLLM's KV cache manager allocates pages of one size (vllm/v1/core/kv_cache_utils.py @001cabc1 get_kv_cache_groups:
+# layers of several attention types go through unify_kv_cache_spec_page_size, then
+# _get_kv_cache_groups_uniform_page_size): a layer whose page (block_size x its bytes per token) is smaller than the
+# largest gets its block_size multiplied by max_page // its page when that divides, so its page equals the largest;
+# each layer still holds its own bytes per token, in blocks of more tokens. Gemma 4's sliding layers (head 256)
+# beside its full ones (global_head_dim 512): 32-token blocks at block_size 16.
+VLLM_PAGE_UNIFY_SOURCE = ("vllm/v1/core/kv_cache_utils.py @001cabc1 get_kv_cache_groups -> "
+                          "unify_kv_cache_spec_page_size (block_size x max_page // page)")
+
+
+def _unified_sliding_block(ctx: Context, block: int) -> int:
+    """The tokens of a sliding layer's block under vLLM's one page size (:data:`VLLM_PAGE_UNIFY_SOURCE`): ``block``
+    where every layer's page is the same; ``block x full page // sliding page`` where the full layers' page is a
+    multiple of the sliding layers' (Gemma 4); else ``block``, warned (vLLM pads such a page or refuses the model).
+    The sliding window's tokens and its spare block are counted in those blocks."""
+    spec = ctx.spec
+    own = spec.kv_cache_layer_types
+    if not spec.full_head_dim or spec.mla is not None or "sliding" not in own or "full" not in own:
+        return block
+    kvc = kv_cache(spec, 1, 1, ctx.kv_dtype, mla_mode="latent", indexer_cache=E.VLLM.dsa_indexer_cache)
+    full, slide = kvc.layer_bytes_per_token_full, kvc.layer_bytes_per_token_sliding
+    if full == slide:
+        return block
+    ratio = full / slide
+    if ratio != int(ratio):
+        ctx.acc.warnings.append(
+            f"vLLM unifies the KV page size across layers: the full layers' page ({full:g} B per token) is not a "
+            f"multiple of the sliding layers' ({slide:g} B), so vLLM pads a page or refuses the model "
+            f"({VLLM_PAGE_UNIFY_SOURCE}); sized with {block}-token blocks for both, unpadded")
+        return block
+    new = block * int(ratio)
+    ctx.acc.assumptions.append(Assumption(
+        "vllm_sliding_block_size", new, True,
+        f"vLLM gives every layer one page size: a sliding layer ({slide:g} B per token) holds {new} tokens per block "
+        f"so its page equals a full layer's ({block} tokens x {full:g} B); its window and spare block are counted "
+        f"in such blocks ({VLLM_PAGE_UNIFY_SOURCE})"))
+    ctx.details["sliding_block_size"] = new
+    return new
 
 
 def _hybrid_pages(ctx: Context, block: int) -> tuple[int, int]:

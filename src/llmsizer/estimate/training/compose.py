@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 
 from ...catalog.hardware import Device
 from ...errors import InputError
-from ...formulas.float8_training import TE_SOURCE
+from ...formulas.float8_training import TE_SOURCE, te_weight_copy_bytes
 from ...formulas.parallelism import DDP_BUCKET_CAP_BYTES, MOE_CAPACITY_FACTOR, pipeline_stage_layers, zero_shards
 from ...formulas.params import count_params
 from ...formulas.selective_checkpointing import op_sac_saved_terms
@@ -72,7 +72,8 @@ COMPONENT_FORMULA = {
                                "PyTorch AMP autocast cast cache (autocast_mode.cpp cached_cast: trained leaf weights that are "
                                "not views, so not FSDP1's); HF docs '6 bytes per parameter' in mixed precision"),
     "fp8_weight_copies": ("TransformerEngine's float8 copies of the te.Linear weights, quantized from the parameter "
-                          "(1 B rowwise + 1 B transposed per element on Hopper/Ada, eq. T1), saved from each layer's "
+                          "(1 B rowwise + 1 B transposed per element on Hopper/Ada, 1 B on datacenter Blackwell, whose "
+                          "non-TN FP8 GEMMs need no transpose, eq. T1), saved from each layer's "
                           "forward to its backward (a checkpointed layer: its recompute's only)",
                           "formulas/float8_training.py te_weight_copy_bytes (" + TE_SOURCE + ")"),
     "head_activations": ("final norm, lm_head input, fp32 log-softmax of the loss", ACT_SRC),
@@ -926,9 +927,11 @@ def _explain(ctx: TrainingContext, acc: Acc, tl: StageTimeline) -> None:
                   "router, shared expert: " + ("torchao's Float8Linears have none)" if ctx.w.float8_recipe == "torchao"
                                                else "te.Linears have none)"))
     if ctx.w.float8 and ctx.w.float8_recipe == "transformer-engine":
-        value += ("; + TransformerEngine's float8 copy of each te.Linear weight (2 B per element on Hopper: "
-                  "fp8_weight_copies), per layer from its forward to its backward (llm-foundry passes no "
-                  "is_first_microbatch: no _fp8_workspaces cache), none under FSDP2")
+        cc = ctx.w.gpu_capability
+        on = "Hopper's, the GPU not known" if cc is None else f"compute capability {cc // 10}.{cc % 10}"
+        value += (f"; + TransformerEngine's float8 copy of each te.Linear weight ({te_weight_copy_bytes(1, cc)} B per "
+                  f"element on {on}: fp8_weight_copies, eq. T1), per layer from its forward to its backward "
+                  "(llm-foundry passes no is_first_microbatch: no _fp8_workspaces cache), none under FSDP2")
     acc.assumptions.append(Assumption("bytes_per_param", value, True, WHY_16_VS_18))
     # The recipe adds up every state a step allocates; they are not all live at the peak (timeline.py).
     trained = count_params(ctx.spec).total

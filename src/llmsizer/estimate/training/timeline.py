@@ -549,7 +549,8 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
                if w.float8 and w.float8_recipe == "transformer-engine" else "none")
     if te_life != "none":
         moe = [spec.moe is not None and bool(spec.moe_layers[i]) for i in layers]
-        per_moe = {k: te_weight_copy_bytes(float8_weight_elements(spec, w.tp, k)) for k in dict.fromkeys(moe)}
+        per_moe = {k: te_weight_copy_bytes(float8_weight_elements(spec, w.tp, k), w.gpu_capability)
+                   for k in dict.fromkeys(moe)}
         te_i = list(map(per_moe.__getitem__, moe))
         if te_life == "workspace":
             base["fp8_weight_copies"] = sum(te_i)
