@@ -48,6 +48,10 @@ allow, e.g. confirming a released booking, or it no longer fits: the request was
 #: how the auth file is named in a refusal answered over HTTP (the server's path is not the caller's business)
 WEB_AUTH_SOURCE = "the provider's auth file"
 
+#: the pools `capacity import` puts every node in: both, so an imported cluster takes training jobs and services
+#: alike (placement keeps one node from hosting both at once); an operator who reserves nodes for one kind says so
+IMPORT_POOLS = "training,serving"
+
 #: ``book --earliest``: how many times a booking that lost a race is re-checked and tried in the next window
 RACE_RETRIES = 20
 
@@ -106,8 +110,12 @@ def register(sub: Any) -> None:
             ("expire", "expired", "expire requested/held bookings; without ids: every one whose hold has lapsed")):
         q = cs.add_parser(name, help=helptext, description=helptext, epilog=EPILOG,
                           formatter_class=argparse.RawDescriptionHelpFormatter)
-        q.add_argument("ids", nargs="*" if state == "expired" else "+", metavar="ID",
+        q.add_argument("ids", nargs="*" if state in ("expired", "released") else "+", metavar="ID",
                        help="reservation ids (see `capacity show`)")
+        if state == "released":
+            q.add_argument("--orphans", action="store_true",
+                           help="release every live booking on a node the --inventory no longer has, or has with "
+                                "another device (what `capacity show` flags as orphaned)")
         q.add_argument("--inventory", metavar="FILE", help="inventory file (YAML): the capacities to re-check")
         q.add_argument("--hardware-file", action="append", default=[], metavar="FILE",
                        help="extra hardware (JSON/YAML)")
@@ -146,8 +154,11 @@ def register(sub: Any) -> None:
     q.add_argument("--device-map", action="append", default=[], metavar="TYPE=DEVICE",
                    help="Slurm GPU type or Kubernetes product label -> catalog device (a100=a100-sxm-80gb); needed "
                         "unless the type or product is a catalog name")
-    q.add_argument("--pools", default="training", help="pools every node joins (comma-separated; its Slurm "
-                                                       "partitions or Kubernetes node pool are added)")
+    q.add_argument("--pools", default=IMPORT_POOLS,
+                   help=f"pools every node joins (comma-separated; default {IMPORT_POOLS}: bookable by training jobs "
+                        "and services, never both at once on one node; --pools serving for inference-only nodes, "
+                        "--pools training for training-only ones; its Slurm partitions or Kubernetes node pool are "
+                        "added)")
     q.add_argument("-o", "--output", required=True, metavar="FILE", help="inventory file to write (YAML)")
     q.add_argument("--force", action="store_true", help="overwrite an existing -o file (as `request new`)")
     q.add_argument("--hardware-file", action="append", default=[], metavar="FILE", help="extra hardware (JSON/YAML)")
@@ -274,11 +285,13 @@ def cmd_import(args: argparse.Namespace) -> int:
         nodes = si.parse_kubectl_nodes(read_small_text(Path(given), "kubectl output", 64 * 2**20), given)
         text, notes = si.kubectl_inventory_yaml(nodes, site=args.site, device_map=mapping, catalog=cat,
                                                 source=given, pools=pools)
-    parse_inventory(text, source=args.output, hardware_files=args.hardware_file)  # what is written reads back
+    written = parse_inventory(text, source=args.output, hardware_files=args.hardware_file)  # it reads back
     write_atomic(Path(args.output), text, [given])
-    for n in notes:
+    for n in [*notes, *(f"warning: {w}" for w in written.warnings)]:
         say(n, file=sys.stderr)
     say(f"note: {si.storage_note(args.site)}", file=sys.stderr)
+    say(f"note: every node joins pool(s) {', '.join(pools) or 'none'} (--pools; a training job runs only on "
+        "'training' nodes, a service only on 'serving' ones)", file=sys.stderr)
     say(f"wrote {args.output}: {len(nodes) - len(notes)} bookable node(s) at site {args.site}")
     return 0
 
@@ -361,8 +374,11 @@ def _bookings(args: argparse.Namespace) -> list[Any]:
 
 def _checks(args: argparse.Namespace) -> tuple[Any, list[Any]]:
     from ..provider.placement import check_needs
+    from ..provider.store import refuse_orphans
     inv, _, needs = _needs(args)
-    return inv, check_needs(needs, inv, _bookings(args), _utcnow(args))  # no earlier window than now
+    bookings = _bookings(args)
+    refuse_orphans(inv, bookings, _utcnow(args))  # a renamed node would look free: no answer until reconciled
+    return inv, check_needs(needs, inv, bookings, _utcnow(args))  # no earlier window than now
 
 
 def request_key(req: Any, job: str) -> str:
@@ -383,7 +399,7 @@ def _fmt(t: _dt.datetime) -> str:
 
 
 def render_checks(checks: list[Any], inv: Any = None, now: _dt.datetime | None = None) -> str:
-    out = []
+    out = [f"warning: {w}" for w in (inv.warnings if inv is not None else ())]
     for c in checks:
         n = c.need
         span = ("ongoing (held until released)" if n.ongoing else "duration unknown" if n.duration_verdict
@@ -408,7 +424,8 @@ def render_checks(checks: list[Any], inv: Any = None, now: _dt.datetime | None =
             for a in c.alternatives:
                 out.append(f"  - {a}")
             if p is None:
-                out.append("  no window found within two years")
+                out.append("  no window found within two years" if c.waits else
+                           "  no later window searched: this constraint does not change with time")
     return "\n".join(out)
 
 
@@ -477,7 +494,7 @@ def book_answer(args: argparse.Namespace) -> tuple[list[dict[str, Any]], int, li
 def _book(args: argparse.Namespace, inv: Any, needs: list[Any], now: _dt.datetime, state: str,
           cap: dict[str, float], keys: dict[str, str], store: Any) -> tuple[list[dict[str, Any]], int, list[str]]:
     from ..provider.placement import check_needs
-    from ..provider.store import BookingConflict, Submitted
+    from ..provider.store import BookingConflict, Submitted, refuse_orphans
     found = store.live_by_key(list(keys.values()))
     done_before = [Submitted(found[keys[n.name]][0], n.name, True, found[keys[n.name]][1])
                    for n in needs if keys[n.name] in found]
@@ -487,7 +504,9 @@ def _book(args: argparse.Namespace, inv: Any, needs: list[Any], now: _dt.datetim
     placements: list[Any] = []
     tries = RACE_RETRIES if args.earliest else 1
     for attempt in range(tries if needs else 0):
-        checks = check_needs(needs, inv, [] if args.no_db else store.bookings())
+        held = [] if args.no_db else store.bookings()
+        refuse_orphans(inv, held, now)  # before anything is written: the same rule as `check`
+        checks = check_needs(needs, inv, held)
         missing = [c for c in checks if c.placement is None or (not c.fits and not args.earliest)]
         for c in missing:
             notes.append(f"{c.need.name}: not booked: [{c.binding}] {c.reason}")
@@ -546,6 +565,10 @@ def state_answer(args: argparse.Namespace, *, existing_store: bool = False) -> t
     not created (the server's store is its own, fixed by `serve --db`)."""
     from ..provider.store import HOLDING
     _authorize(args, STATE_ACTIONS[args.state])
+    if args.state == "released" and not args.ids and not getattr(args, "orphans", False):
+        raise InputError("release: give reservation ids (see `capacity show`) or --orphans with --inventory")
+    if getattr(args, "orphans", False) and not args.inventory:
+        raise InputError("release --orphans: give --inventory FILE (the inventory the bookings are checked against)")
     cap = None
     quotas: tuple[Any, ...] = ()
     if args.state in HOLDING:
@@ -563,6 +586,14 @@ def state_answer(args: argparse.Namespace, *, existing_store: bool = False) -> t
                          "it); nothing was changed")
     store = _store(args)
     try:
+        if getattr(args, "orphans", False):
+            from ..provider.inventory import load_inventory
+            from ..provider.store import orphaned
+            inv = load_inventory(args.inventory, hardware_files=args.hardware_file)
+            found = orphaned(inv, store.bookings())  # what `show` flags, past or future
+            args.ids = list(dict.fromkeys([*args.ids, *(i for o in found for i in o.ids)]))
+            if not args.ids:
+                return [], 0  # nothing orphaned: nothing to release
         return _transitions(args, store, cap, quotas)
     finally:
         store.close()
@@ -626,7 +657,13 @@ def show_answer(args: argparse.Namespace) -> tuple[Any, list[dict[str, Any]], li
     finally:
         if store is not None:
             store.close()
+    from ..provider.store import orphaned
     data: dict[str, Any] = {"reservations": rows}
+    orphans = orphaned(inv, bookings)  # every capacity-holding booking: the chart spans them all
+    if orphans:  # listed, and counted against nothing (not against a renamed node's new id or its new device)
+        data["orphaned"] = [o.to_dict() for o in orphans]
+        gone = {i for o in orphans for i in o.ids}
+        bookings = [b for b in bookings if b.id not in gone]
     if args.audit:
         data["audit"] = audit
     if at:
@@ -646,6 +683,13 @@ def cmd_show(args: argparse.Namespace) -> int:
     _say_store_not_created(missing)  # the server's, whose path it does not show)
     if missing is not None:
         data["store_not_created"] = missing
+    for w in inv.warnings:
+        say(f"warning: {w}", file=sys.stderr)
+    if data.get("orphaned"):
+        from ..provider.store import Orphan, orphan_text
+        found = [Orphan(o["node"], tuple(o["reservations"]), o["why"]) for o in data["orphaned"]]
+        say(f"warning: {orphan_text(found)}; the chart below does not show them as booked (restore the node in the "
+            f"inventory, or `llmsizer capacity release --orphans --inventory {args.inventory}`)", file=sys.stderr)
     if args.json:
         emit_json(data)
     else:

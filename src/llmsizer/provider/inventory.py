@@ -40,6 +40,7 @@ from ..inputs import foreign_tag, read_small_text, short, yaml_problem
 from ..numbers import Range, check_number
 from ..request import quantities as Q
 from ..suggest import did_you_mean
+from ..units import format_bytes
 
 TRAINING = "training"
 SERVING = "serving"
@@ -143,6 +144,8 @@ class Inventory:
     source: str = "<inventory>"
     provider: str = ""
     quotas: tuple[Quota, ...] = ()
+    #: values that are odd but possible (file:line: where: field: why), said by every command that reads it
+    warnings: tuple[str, ...] = ()
 
     def site(self, ident: str) -> Site:
         return next(s for s in self.sites if s.id == ident)
@@ -193,6 +196,7 @@ class _Reader:
         self.source = source
         self.hardware_files = tuple(hardware_files)
         self.errors: list[tuple[int, str]] = []
+        self.warnings: list[str] = []
 
     def err(self, node: Any, where: str, msg: str) -> None:
         line = node.start_mark.line + 1 if hasattr(node, "start_mark") else int(node or 0)
@@ -304,7 +308,7 @@ class _Reader:
         if self.errors:
             return None
         return Inventory(tuple(sites), tuple(nodes), tuple(storage), tuple(maint), self.source, provider,
-                         tuple(quotas))
+                         tuple(quotas), tuple(self.warnings))
 
     def quotas(self, top: dict[str, tuple[Any, Any]]) -> list[Quota]:
         from ..catalog.hardware import load_catalog
@@ -406,9 +410,12 @@ class _Reader:
                          f"{_closest(site, site_ids)} (sites: {', '.join(site_ids) or 'none'})")
             device = self.scalar(m, "device", where, "str", True, nn)
             dev_id = None
+            dev_memory = 0.0
             if device is not None:
                 try:
-                    dev_id = cat.device(device).id
+                    spec = cat.device(device)
+                    dev_id = spec.id
+                    dev_memory = float(spec.memory.base) if spec.kind == "gpu" and spec.memory else 0.0
                 except LlmsizerError as e:
                     self.err(m["device"][1], where, f"device: {e}")
             devices = self.scalar(m, "devices", where, "int", True, nn)
@@ -426,9 +433,19 @@ class _Reader:
             count = self.scalar(m, "count", where, "int", default=1)
             if count == 0:
                 self.err(m["count"][1], where, "count: must be at least 1")
-            kw = dict(site=site or "", device=dev_id or "", devices=devices or 0,
-                      cpus=self.scalar(m, "cpus", where, "int", default=0),
-                      ram=self.scalar(m, "ram", where, "size", default=0),
+            cpus = self.scalar(m, "cpus", where, "int")  # None: not given, or already refused
+            if cpus == 0:
+                self.err(m["cpus"][1], where, "cpus: must be at least 1 (a node runs its jobs on CPUs too; leave "
+                         "cpus out when unknown)")
+            ram = self.scalar(m, "ram", where, "size")
+            if ram == 0:
+                self.err(m["ram"][1], where, "ram: must be more than 0 (leave ram out when unknown)")
+            elif ram and devices and dev_memory and ram < devices * dev_memory:
+                self.warnings.append(
+                    f"{self.source}:{m['ram'][1].start_mark.line + 1}: {where}: ram: {format_bytes(ram)} is less "
+                    f"than the {devices} x {dev_id}'s {format_bytes(int(devices * dev_memory))} of device memory: odd "
+                    "for a GPU server (weights are read through host memory to be loaded); check the value")
+            kw = dict(site=site or "", device=dev_id or "", devices=devices or 0, cpus=cpus or 0, ram=ram or 0,
                       disk=self.scalar(m, "disk", where, "size", default=0),
                       fabric=fabric, pools=pools, line=nn.start_mark.line + 1)
             names = [nid] if (count or 1) == 1 else [f"{nid}-{k:02d}" for k in range(1, (count or 1) + 1)]

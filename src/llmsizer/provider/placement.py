@@ -81,6 +81,7 @@ class Booking:
     kind: str  # training | inference
     items: tuple[Item, ...]
     state: str = "confirmed"
+    device: str = ""  # the catalog device the placement was made on ('' : booked before schema 3 recorded it)
 
 
 @dataclass(frozen=True)
@@ -249,11 +250,15 @@ class JobCheck:
     reason: str = ""
     alternatives: tuple[str, ...] = ()
     assumption: str = ""  # how the need was chosen when the request names no hardware (on_inventory), else ''
+    #: False when the binding constraint does not change with time (device, pool, policy, node size, no storage
+    #: pool at the site, ...): no later window can lift it, so "no window found" would be the wrong answer
+    waits: bool = True
 
     def to_dict(self) -> dict[str, Any]:
         return {"job": self.need.name, "fits": self.fits, "need": self.need.to_dict(),
                 "placement": self.placement.to_dict() if self.placement else None, "binding": self.binding,
-                "reason": self.reason, "alternatives": list(self.alternatives), "assumption": self.assumption}
+                "reason": self.reason, "alternatives": list(self.alternatives), "assumption": self.assumption,
+                "waits": self.waits}
 
 
 def window_end(need: JobNeed, start: _dt.datetime) -> _dt.datetime:
@@ -264,10 +269,15 @@ def window_end(need: JobNeed, start: _dt.datetime) -> _dt.datetime:
 
 
 class NoFit(Exception):
-    def __init__(self, binding: str, reason: str) -> None:
+    """No placement: ``binding`` names the constraint. ``waits``: whether a later start could lift it (a booking or
+    maintenance window ends); False for what the inventory itself decides (device type, pool, policy, node size, a
+    site with no storage pool, addresses or segments)."""
+
+    def __init__(self, binding: str, reason: str, *, waits: bool = True) -> None:
         super().__init__(reason)
         self.binding = binding
         self.reason = reason
+        self.waits = waits
 
 
 # ------------------------------------------------------------------------------------------ capacity over time
@@ -435,37 +445,38 @@ def suitable(need: JobNeed, inv: Inventory) -> list[Node]:
     of_type = [n for n in inv.nodes if n.device == need.device]
     if not of_type:
         have = ", ".join(inv.device_types) or "none"
-        raise NoFit("device", f"no node holds {need.device} (this inventory has: {have})")
+        raise NoFit("device", f"no node holds {need.device} (this inventory has: {have})", waits=False)
     if need.memory_verdict:
-        raise NoFit("memory", need.memory_verdict)
+        raise NoFit("memory", need.memory_verdict, waits=False)
     if need.duration_verdict:
-        raise NoFit("duration", need.duration_verdict)
+        raise NoFit("duration", need.duration_verdict, waits=False)
     pooled = [n for n in of_type if need.label in n.pools]
     if not pooled:
         raise NoFit("pool", f"the {len(of_type)} {need.device} node(s) are not in the {need.label} pool "
-                    f"(training and serving run on separate resources)")
+                    f"(training and serving run on separate resources): add {need.label} to their pools: in the "
+                    f"inventory, or import them with `llmsizer capacity import --pools {need.label}`", waits=False)
     if need.pool:
         named = [n for n in pooled if need.pool in n.pools]
         if not named:
             pools = sorted({p for n in inv.nodes for p in n.pools} - {TRAINING, SERVING})
             raise NoFit("pool", f"the request names pool {need.pool!r} (resources.pool); no {need.label} "
-                        f"{need.device} node is in it (named pools of this inventory: {', '.join(pools) or 'none'})")
+                        f"{need.device} node is in it (named pools of this inventory: {', '.join(pools) or 'none'})", waits=False)
         pooled = named
     refused_at = {s.id: r for s in inv.sites if (r := site_refusal(need, s)) is not None}
     allowed = [n for n in pooled if n.site not in refused_at]
     if not allowed:
         why = "; ".join(refused_at[s] for s in dict.fromkeys(n.site for n in pooled))
-        raise NoFit("policy", f"no {need.label} {need.device} node at a site the job may run at: {why}")
+        raise NoFit("policy", f"no {need.label} {need.device} node at a site the job may run at: {why}", waits=False)
     big = [n for n in allowed if n.devices >= per_node]
     if not big:
         raise NoFit("node-size", f"{per_node} {need.device} per node needed; the largest {need.label} node has "
-                    f"{max(n.devices for n in allowed)}")
+                    f"{max(n.devices for n in allowed)}", waits=False)
     ram = need.memory_per_device * per_node if need.device_kind == "cpu" else 0  # what _node_items holds of ram:<id>
     if ram and all(n.ram and n.ram < ram for n in big):
         # a CPU job's memory is the node's RAM: a node with less never takes it, whatever is booked (not "busy")
         raise NoFit("node-size", f"{format_bytes(ram)} of RAM per node needed (the plan's memory per device x "
                     f"{per_node}); the largest "
-                    f"{need.label} {need.device} node has {format_bytes(max(n.ram or 0 for n in big))}")
+                    f"{need.label} {need.device} node has {format_bytes(max(n.ram or 0 for n in big))}", waits=False)
     big = [n for n in big if not ram or not n.ram or n.ram >= ram]
     if need.nodes > 1 and need.network:
         fabrics = {f.id: f for site in inv.sites for f in site.fabrics}
@@ -476,7 +487,7 @@ def suitable(need: JobNeed, inv: Inventory) -> list[Node]:
             have = ", ".join(f"{f} {(fabrics[f].bandwidth or 0) * 8 / 1e9:g} Gb/s" for f in sorted(slow))
             raise NoFit("fabric", f"a {need.nodes}-node job needs {need.network * 8 / 1e9:g} Gb/s per node between "
                         f"its nodes (the network its plan assumes); the fabrics of the suitable nodes give less "
-                        f"({have})")
+                        f"({have})", waits=False)
         big = fast
     return big
 
@@ -608,11 +619,12 @@ def _place(need: JobNeed, inv: Inventory, held: Held, cap: dict[str, float], sit
     site = inv.site(site_id)
     if need.fixed_address:
         if site.public_addresses < 1:
-            raise NoFit("addresses", f"site {site_id} has no public/fixed addresses")
+            raise NoFit("addresses", f"site {site_id} has no public/fixed addresses", waits=False)
         items.append(Item(f"addr:{site_id}", 1, start, end))
     if need.isolation and need.isolation != "none":
         if site.isolated_segments < 1:
-            raise NoFit("isolation", f"site {site_id} has no isolated network segment ({need.isolation} requested)")
+            raise NoFit("isolation", f"site {site_id} has no isolated network segment ({need.isolation} requested)",
+                        waits=False)
         items.append(Item(f"seg:{site_id}", 1, start, end))
     bad = held.overflow(items, cap)
     if bad:
@@ -624,7 +636,8 @@ def _place(need: JobNeed, inv: Inventory, held: Held, cap: dict[str, float], sit
         pools = [s for s in inv.storage if s.site == site_id]
         if not pools:
             raise NoFit("storage", f"site {site_id} has no shared storage pool: the inventory lists none there (add "
-                        f"storage: [{{id: ..., site: {site_id}, capacity: ...}}]; `capacity import` writes none)")
+                        f"storage: [{{id: ..., site: {site_id}, capacity: ...}}]; `capacity import` writes none)",
+                        waits=False)
         worst = None
         for p in sorted(pools, key=lambda s: -s.capacity):
             st = storage_items(need, p.id, start, end)
@@ -700,7 +713,7 @@ def check_job(need: JobNeed, inv: Inventory, bookings: Sequence[Booking] | Held,
     if not need.hardware_named:
         need, assumed = on_inventory(need, inv, bookings)
         if not assumed.startswith("assumed"):  # no device type of the inventory holds the job
-            return JobCheck(need, False, None, "memory", assumed)
+            return JobCheck(need, False, None, "memory", assumed, waits=False)
     try:
         p = try_window(need, inv, bookings, need.start)
         if need.deadline is None or p.end <= need.deadline:
@@ -716,7 +729,7 @@ def check_job(need: JobNeed, inv: Inventory, bookings: Sequence[Booking] | Held,
         alts.append(f"start later: from {later.start:%Y-%m-%d %H:%M} on {len(later.nodes)} node(s) at "
                     f"{later.site} (ends {later.end:%Y-%m-%d %H:%M}{', after the deadline' if late else ''})")
     alts += alternatives(need, inv, bookings)
-    return JobCheck(need, False, later, reason.binding, reason.reason, tuple(alts), assumed)
+    return JobCheck(need, False, later, reason.binding, reason.reason, tuple(alts), assumed, waits=reason.waits)
 
 
 def _fits_by_deadline(need: JobNeed, inv: Inventory, bookings: Sequence[Booking] | Held) -> Placement | None:

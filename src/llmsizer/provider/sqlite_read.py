@@ -59,15 +59,17 @@ class ReadOnlySqlite:
         states = (*HOLDING, "tentative") if include_tentative else ("confirmed", "active")
         marks = ",".join("?" * len(states))
         with self.con:  # one read transaction: the holds belong to the rows read
-            rows = self._rows(f'SELECT id, job, kind, state FROM reservations WHERE state IN ({marks})', states)
+            device = ", device" if "device" in {r["name"] for r in self._rows("PRAGMA table_info(reservations)")} else ""
+            rows = self._rows(f'SELECT id, job, kind, state{device} FROM reservations WHERE state IN ({marks})',
+                              states)
             holds = self._rows(f'SELECT h.reservation, h.resource, h.amount, h.start, h."end" FROM holds h JOIN '
                                f'reservations r ON h.reservation = r.id WHERE r.state IN ({marks})', states)
         by: dict[str, list[Item]] = {}
         for h in holds:
             by.setdefault(h["reservation"], []).append(
                 Item(h["resource"], float(h["amount"]), _time(h["start"]), _time(h["end"])))
-        return [Booking(r["id"], r["job"], r["kind"], tuple(by.get(r["id"], [])), ALIASES.get(r["state"], r["state"]))
-                for r in rows]
+        return [Booking(r["id"], r["job"], r["kind"], tuple(by.get(r["id"], [])), ALIASES.get(r["state"], r["state"]),
+                        r.get("device") or "") for r in rows]
 
     def reservations(self) -> list[dict[str, Any]]:
         if self.empty:

@@ -2,7 +2,8 @@
 driver psycopg 3), through SQLAlchemy 2 Core (the ``provider`` extra; imported lazily). The schema is created on
 first use (never by a read-only open: ``capacity check`` and ``show`` do not create a database file).
 
-Tables: ``reservations`` (id, job, kind, state, start, end, created, note, idem_key, hold_until),
+Tables: ``reservations`` (id, job, kind, state, start, end, created, note, idem_key, hold_until, device: the
+catalog device the placement was made on, schema 3),
 ``holds`` (reservation, resource, amount, start, end: the placement's items), ``resource_locks`` (one row per
 resource, locked while a booking re-checks capacity), ``audit`` (append-only: who, what, when, before -> after),
 ``meta`` (schema version), ``login_failures`` (the console's failed sign-ins per client, so every ``serve`` process
@@ -47,11 +48,11 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError, LlmsizerError
-from .inventory import Quota
+from .inventory import Inventory, Quota
 from .placement import Booking, Item, Placement, format_amount, overflow
 from .quota import USAGE, check_quota, usage_resource
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 STATES = ("requested", "held", "confirmed", "active", "finished", "released", "expired")
 HOLDING = ("held", "confirmed", "active")
 #: console sign-in limit: at most LOGIN_FAILURES failed sign-ins per client within LOGIN_WINDOW (counted from the
@@ -184,7 +185,7 @@ class Store:
             sa.Column("state", sa.String(20), nullable=False), sa.Column("start", sa.DateTime, nullable=False),
             sa.Column("end", sa.DateTime, nullable=False), sa.Column("created", sa.DateTime, nullable=False),
             sa.Column("note", sa.Text, default=""), sa.Column("idem_key", sa.String(64), index=True),
-            sa.Column("hold_until", sa.DateTime))
+            sa.Column("hold_until", sa.DateTime), sa.Column("device", sa.String(200)))
         self.holds = sa.Table(
             "holds", md, sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
             sa.Column("reservation", sa.String(64), sa.ForeignKey("reservations.id"), nullable=False, index=True),
@@ -220,13 +221,15 @@ class Store:
                              f"{str(e).splitlines()[0]}") from None
 
     def _migrate(self) -> None:
-        """Schema 1 -> 2: the idem_key and hold_until columns; state ``tentative`` is now ``held``."""
+        """Schema 1 -> 2: the idem_key and hold_until columns; state ``tentative`` is now ``held``. 2 -> 3: the
+        device column (the booked device type; empty for bookings made before, which are then checked by node only,
+        :func:`orphaned`)."""
         sa = self.sa
         with self.engine.connect() as c:
             row = c.execute(sa.select(self.meta.c.value).where(self.meta.c.key == "schema_version")).first()
         if row is not None and row[0] == str(SCHEMA_VERSION):
             return
-        for name, typ in (("idem_key", "VARCHAR(64)"), ("hold_until", "TIMESTAMP")):
+        for name, typ in (("idem_key", "VARCHAR(64)"), ("hold_until", "TIMESTAMP"), ("device", "VARCHAR(200)")):
             if name not in {c["name"] for c in sa.inspect(self.engine).get_columns("reservations")}:
                 try:
                     with self.engine.begin() as c:
@@ -268,14 +271,21 @@ class Store:
         # "tentative": a schema-1 file opened read-only (not migrated) still counts its holds
         states = (*HOLDING, "tentative") if include_tentative else ("confirmed", "active")
         with self.engine.connect() as c:
-            rows = c.execute(sa.select(*self._base_cols()).where(self.res.c.state.in_(states))).mappings().all()
+            cols = [*self._base_cols(), *([self.res.c.device] if self._has_device() else [])]
+            rows = c.execute(sa.select(*cols).where(self.res.c.state.in_(states))).mappings().all()
             holds = c.execute(sa.select(self.holds).join(self.res, self.holds.c.reservation == self.res.c.id)
                               .where(self.res.c.state.in_(states))).mappings().all()
         by: dict[str, list[Item]] = {}
         for h in holds:
             by.setdefault(h["reservation"], []).append(Item(h["resource"], h["amount"], h["start"], h["end"]))
-        return [Booking(r["id"], r["job"], r["kind"], tuple(by.get(r["id"], [])), ALIASES.get(r["state"], r["state"]))
-                for r in rows]
+        return [Booking(r["id"], r["job"], r["kind"], tuple(by.get(r["id"], [])), ALIASES.get(r["state"], r["state"]),
+                        r.get("device") or "") for r in rows]
+
+    def _has_device(self) -> bool:
+        """Whether the reservations table has schema 3's device column (a store opened read-only is not migrated)."""
+        if not self.readonly:
+            return True
+        return "device" in {c["name"] for c in self.sa.inspect(self.engine).get_columns("reservations")}
 
     def _base_cols(self) -> list[Any]:
         """The columns of schema 1 (present in every version)."""
@@ -443,7 +453,7 @@ class Store:
                     rid = uuid.uuid4().hex[:12]
                     c.execute(self.res.insert().values(
                         id=rid, job=placement.job, kind=placement.kind, state=state, start=placement.start,
-                        end=placement.end, created=now, note=note, idem_key=key,
+                        end=placement.end, created=now, note=note, idem_key=key, device=placement.device,
                         hold_until=now + hold_for if state in ("held", "requested") else None))
                     if placement.items:
                         c.execute(self.holds.insert(), [dict(reservation=rid, resource=i.resource, amount=i.amount,
@@ -610,3 +620,56 @@ def utilisation(bookings: Sequence[Booking], capacity: dict[str, float], at: _dt
             if i.start <= at < i.end:
                 load[i.resource] = load.get(i.resource, 0.0) + i.amount
     return {r: load.get(r, 0.0) / c for r, c in capacity.items() if c}
+
+
+@dataclass(frozen=True)
+class Orphan:
+    """Live bookings that hold a node the inventory no longer has as booked: ``node`` is gone from it (removed, or
+    renamed: the same machine under a new id would look free and be booked twice), or now holds another device
+    than the one booked (``why`` says which)."""
+
+    node: str
+    ids: tuple[str, ...]
+    why: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"node": self.node, "reservations": list(self.ids), "why": self.why}
+
+
+def orphaned(inv: Inventory, bookings: Sequence[Booking], now: _dt.datetime | None = None) -> list[Orphan]:
+    """The one rule for bookings the inventory cannot place: every capacity-holding booking (``bookings``: held,
+    confirmed, active) with a hold on ``node:<id>`` that has not ended by ``now`` (every hold when None), where the
+    inventory has no node ``<id>`` or the node's device is not the booked one (bookings made before schema 3 carry
+    no device and are checked by node only). Grouped per node and reason, in the order first seen."""
+    nodes = {n.id: n for n in inv.nodes}
+    out: dict[tuple[str, str], list[str]] = {}
+    for b in bookings:
+        for i in b.items:
+            if not i.resource.startswith("node:") or (now is not None and i.end <= now):
+                continue
+            nid = i.resource[len("node:"):]
+            n = nodes.get(nid)
+            if n is None:
+                why = "the inventory has no such node (removed or renamed)"
+            elif b.device and n.device != b.device:
+                why = f"booked on {b.device}, the inventory now has {n.device} there"
+            else:
+                continue
+            ids = out.setdefault((nid, why), [])
+            if b.id not in ids:
+                ids.append(b.id)
+    return [Orphan(nid, tuple(ids), why) for (nid, why), ids in out.items()]
+
+
+def orphan_text(orphans: Sequence[Orphan]) -> str:
+    return "; ".join(f"node {o.node!r} holds live booking(s) {', '.join(o.ids)}: {o.why}" for o in orphans)
+
+
+def refuse_orphans(inv: Inventory, bookings: Sequence[Booking], now: _dt.datetime | None = None) -> None:
+    """Raise :class:`InputError` (one line, exit 2) when :func:`orphaned` finds any: the inventory and the store
+    disagree, and placing on the inventory as it stands could give a renamed or re-equipped machine twice."""
+    found = orphaned(inv, bookings, now)
+    if found:
+        raise InputError(f"{inv.source}: {orphan_text(found)}; the inventory and the bookings disagree, so a "
+                         "renamed or re-equipped node could be booked twice: restore the node in the inventory, or "
+                         f"release those bookings (`llmsizer capacity release --orphans --inventory {inv.source}`)")
