@@ -32,7 +32,8 @@ def clear_caches(estimates_only: bool = False) -> None:
     from .training import states as training_states
 
     for memo in (fit._SPEED_MEMO, fit._TRAINING_CACHE, inference_compose._MEMO, training_compose._MEMO,
-                 training_compose._ITEMS, training_compose._CONTEXTS, training_compose._WORKLOADS):
+                 training_compose._ITEMS, training_compose._CONTEXTS, training_compose._STAGE_STATES,
+                 training_compose._WORKLOADS):
         memo.clear()
     # keyed on workload settings (LoRA adapters, a llama.cpp sliding window's ring, the device-independent parts of
     # a training step; a serving engine's release scope), not on the model alone

@@ -123,7 +123,7 @@ from .framework import with_framework
 from .launch import kernel_linears, layer_code, moe_kinds, nf4_weight_shapes
 from .model_parallel import FsdpStage, model_parallel_time, stage_share
 from .speed import attention_width
-from .training.compose import estimate_items, training_context, training_workload
+from .training.compose import context_stage_states, estimate_items, training_context, training_workload
 from .training.gather_units import (
     CollectiveVolume,
     backward_layout,
@@ -138,7 +138,6 @@ from .training.setup import (
     qlora_base_format,
     qlora_fused_experts,
 )
-from .training.states import stage_states
 from .training.timeline import pipeline_fsdp2
 
 ADAPTER_METHODS = ("lora", "dora", "qlora")
@@ -766,7 +765,7 @@ def fsdp_volume(spec: ModelSpec, w: TrainingWorkload, stage: int = 0) -> Collect
     a device's tensor-parallel shard of its units) from the context the memory estimate resolves; memoized on its
     immutable arguments (the same for every device of a catalog search)."""
     ctx = training_context(spec, w)
-    return fsdp_collective_volume(ctx, stage_states(ctx, stage))
+    return fsdp_collective_volume(ctx, context_stage_states(ctx, stage))
 
 
 def fsdp_stage(spec: ModelSpec, w: TrainingWorkload) -> FsdpStage | None:

@@ -51,10 +51,10 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from functools import lru_cache
-from itertools import accumulate
-from operator import mul
+from itertools import accumulate, repeat
+from operator import mul, truediv
 
 from ..errors import InputError
 
@@ -67,6 +67,11 @@ MOE_CAPACITY_FACTOR = 1.25  # Switch Transformer (Fedus et al. 2022) section 2.2
 def shard(total_bytes: int, ways: int) -> int:
     """Bytes one of ``ways`` ranks holds of a flat partition (ZeRO pads to equal partitions: ceil)."""
     return math.ceil(total_bytes / max(1, ways))
+
+
+def shard_each(totals: Iterable[int], ways: int) -> map[int]:
+    """``shard(x, ways)`` of each of ``totals`` (the same true division and ceil, mapped in C: a per-layer list)."""
+    return map(math.ceil, map(truediv, totals, repeat(max(1, ways))))
 
 
 def zero_shards(stage: int, group: int) -> tuple[int, int, int]:

@@ -456,6 +456,18 @@ def training_context(spec: ModelSpec, w: TrainingWorkload) -> TrainingContext:
     return hit if hit is not None else resolve(spec, w, Acc())
 
 
+# The states of each stage a measurement made (``stage_states``: a function of the context and the stage alone, read
+# and never changed after), by its memoized context (``_CONTEXTS``, whose object the key's id names while the value
+# holds it): the duration's FSDP collective volume reads those of the context ``training_context`` hands it.
+_STAGE_STATES: dict[tuple[int, int], tuple[TrainingContext, StageStates]] = {}
+
+
+def context_stage_states(ctx: TrainingContext, stage: int) -> StageStates:
+    """``stage_states(ctx, stage)``: those an estimate made on this very context, else made now."""
+    hit = _STAGE_STATES.get((id(ctx), stage))
+    return hit[1] if hit is not None and hit[0] is ctx else stage_states(ctx, stage)
+
+
 def _memo_hit(memo: dict[tuple[Any, ...], tuple[ModelSpec, Any]], spec: ModelSpec, w: TrainingWorkload) -> Any:
     """The value ``memo`` holds for ``w`` on the items key when it was made for this very ``spec``, else None (an
     unhashable field value: no memo)."""
@@ -536,6 +548,10 @@ def _measure(spec: ModelSpec, w: TrainingWorkload, items_key: tuple[Any, ...] | 
     results = []
     for s in stages_to_evaluate(spec, w):
         st = stage_states(ctx, s)
+        if items_key is not None:  # (the context is memoized: its stages' states are kept with it)
+            if len(_STAGE_STATES) >= 1024:
+                _STAGE_STATES.clear()
+            _STAGE_STATES[id(ctx), s] = (ctx, st)
         results.append((st, stage_timeline(ctx, st)))
     if w.metric is not None and w.device != "gpu":
         raise InputError(f"metric {w.metric!r} compares with a CUDA GPU's allocator or nvidia-smi; a training step on "
@@ -858,12 +874,12 @@ def _activation_formula(ctx: TrainingContext, tl: StageTimeline) -> str:
     w = ctx.w
     # each distinct term tuple summed once (the layers alike share one: StageTimeline.terms_alike)
     alike = {id(terms): sum(t.bytes for t in terms) for terms, _ in tl.terms_alike()}
-    sums = {i: alike[id(terms)] for i, terms in tl.layer_terms.items()}
     n = len(tl.layer_terms)
-    if len(set(sums.values())) == 1:
+    if len(set(alike.values())) == 1:  # every layer's sum the same (each layer holds one of the distinct tuples)
         first = min(tl.layer_terms)
-        text = f"{n} layers x {format_bytes(sums[first])} (layer {first}: "
+        text = f"{n} layers x {format_bytes(alike[id(tl.layer_terms[first])])} (layer {first}: "
     else:  # layers of several kinds (a hybrid's, or those before the first adapter: eq. F1): the largest shown
+        sums = {i: alike[id(terms)] for i, terms in tl.layer_terms.items()}
         first = max(sums, key=lambda i: (sums[i], -i))
         text = (f"{n} layers, {format_bytes(min(sums.values()))} to {format_bytes(sums[first])} each "
                 f"(the largest, layer {first}: ")

@@ -65,6 +65,7 @@ from ...formulas.parallelism import (
     pipeline_rank_chunks,
     reduce_bucket_bytes,
     shard,
+    shard_each,
     zero_shards,
 )
 from ...formulas.selective_checkpointing import op_sac_reused_bytes, op_sac_saved_terms
@@ -123,7 +124,12 @@ class StageTimeline:
 
     def terms_alike(self) -> list[tuple[tuple[Term, ...], int]]:
         """The distinct per-layer term tuples of ``layer_terms`` (layers alike share one), each with how many layers
-        hold it, in layer order of first appearance."""
+        hold it, in layer order of first appearance (computed once: the items and the activations formula both read
+        it; the timeline is complete when built)."""
+        return self._alike
+
+    @cached_property
+    def _alike(self) -> list[tuple[tuple[Term, ...], int]]:
         counts = tally(map(id, self.layer_terms.values()))
         last_first = tuple(reversed(self.layer_terms.values()))
         first = dict(zip(map(id, last_first), last_first, strict=True))  # each id's first tuple (in C)
@@ -691,7 +697,7 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
         if g_shard == 1 and scale == 1 and _exact_ints(above):  # shard(x, 1) and int(x * scale) give x itself
             grads_at = above
         else:
-            grads_at = list(map(int, map(mul, map(shard, above, repeat(g_shard)), repeat(scale))))
+            grads_at = list(map(int, map(mul, shard_each(above, g_shard), repeat(scale))))
     if first_backward_grows and not w.activation_offload:
         # the first backward holds the m - 1 other micro-batches and the accumulators of the layers above (and the
         # head's); the second, m - 2 others and every accumulator: at each layer the larger of the two
