@@ -375,10 +375,10 @@ def test_a_consumer_brand_gpu_not_in_the_catalog_gets_its_form_factor(tmp_path: 
     ("no form_factor in its hardware file") where the same question on a catalog consumer card (rtx-4090) takes
     llama.cpp. The driver's name carries the maker's consumer brand (detect.CONSUMER_GPU_BRANDS): the detected
     entry says desktop (laptop for NVIDIA's "Laptop GPU"), and the default engine is the consumer card's."""
+    from dataclasses import replace
+
     from llmsizer.catalog.detect import gpu_form_factor_from_name
     from llmsizer.estimate.device import default_engine
-
-    from dataclasses import replace
     full = builtin_catalog()  # without the two cards' rows (added since): the two outputs are not in it
     without = replace(full, devices={k: v for k, v in full.devices.items() if k not in ("rtx-4080-super", "rx-7800-xt")})
     _, _, cat = _detected_file(tmp_path, GPU_FIXTURES, catalog=without)
