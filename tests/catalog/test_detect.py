@@ -169,11 +169,18 @@ def test_nvidia_gpu_maps_to_the_catalog_with_driver_memory() -> None:
 @pytest.mark.parametrize("name, rel, catalog_id", [
     ("nvidia-smi-q", "nvidia-smi-q/l40s.txt", "l40s"),
     ("nvidia-smi-q", "nvidia-smi-q/h100-80gb-hbm3.txt", "h100-sxm"),
+    ("nvidia-smi-q", "nvidia-smi-q/rtx-4080-super.txt", "rtx-4080-super"),
+    ("rocm-smi-json", "rocm-smi-json/rx7800xt-navi32-gpustack.json", "rx-7800-xt"),
+    # a catalog without those two rows (as before they were added): the same outputs are not in it
     ("nvidia-smi-q", "nvidia-smi-q/rtx-4080-super.txt", None),
     ("rocm-smi-json", "rocm-smi-json/rx7800xt-navi32-gpustack.json", None),
 ])
 def test_gpu_catalog_match_or_nulls(name: str, rel: str, catalog_id: str | None) -> None:
-    det = detect([out(name, rel)])
+    from dataclasses import replace
+    cat = builtin_catalog()
+    if catalog_id is None:
+        cat = replace(cat, devices={k: v for k, v in cat.devices.items() if k not in ("rtx-4080-super", "rx-7800-xt")})
+    det = detect([out(name, rel)], catalog=cat)
     (d,) = det.devices
     assert d.catalog_id == catalog_id
     (entry,) = det.document["devices"]
@@ -205,13 +212,14 @@ def test_cpu_not_in_the_catalog_keeps_bandwidth_null() -> None:
     assert entry["memory_bandwidth"]["value"] is None and entry["flops"]["fp32"]["value"] is None
 
 
-@pytest.mark.parametrize("rel, catalog_id", [
-    ("apple-m1-macbookair-glpi.txt", "apple-m1-16gb"),
-    ("apple-m2-pro-macbookpro-cpufetch.txt", "apple-m2-pro-16gb"),
+@pytest.mark.parametrize("rel, catalog_id, sysctl", [
+    ("apple-m1-macbookair-glpi.txt", "apple-m1-16gb", True),
+    # no sysctl of the M2 Pro machine was recorded: the M1's would be another machine's (refused, one_machine)
+    ("apple-m2-pro-macbookpro-cpufetch.txt", "apple-m2-pro-16gb", False),
 ])
-def test_apple_maps_to_the_catalog_configuration(rel: str, catalog_id: str) -> None:
+def test_apple_maps_to_the_catalog_configuration(rel: str, catalog_id: str, sysctl: bool) -> None:
     det = detect([out("system_profiler-SPHardwareDataType", f"system_profiler-SPHardwareDataType/{rel}"),
-                  out("sysctl-macos", "sysctl-macos/apple-m1-machdep-cpu-glpi.txt")])
+                  *([out("sysctl-macos", "sysctl-macos/apple-m1-machdep-cpu-glpi.txt")] if sysctl else [])])
     (d,) = det.devices
     assert (d.id, d.kind, d.catalog_id, d.memory_bytes) == (f"detected-{catalog_id}", "apple", catalog_id, 16 * GiB)
 
@@ -248,12 +256,13 @@ GPU_FIXTURES = (("nvidia-smi-query-gpu/rtx-4080-super-allfields.csv", "nvidia-sm
                 ("rocm-smi-json/rx7800xt-navi32-gpustack.json", "rocm-smi-json.json"))
 
 
-def _detected_file(tmp_path: Path, fixtures: tuple[tuple[str, str], ...], numa: str = "off") -> tuple[Any, Path, Any]:
-    """The saved ``fixtures`` (fixture path, file name ``--from`` reads) detected, written as a hardware file and
-    loaded back: (detection, file, catalog with it)."""
+def _detected_file(tmp_path: Path, fixtures: tuple[tuple[str, str], ...], numa: str = "off",
+                   catalog: Any = None) -> tuple[Any, Path, Any]:
+    """The saved ``fixtures`` (fixture path, file name ``--from`` reads) detected (against ``catalog``, default the
+    built-in one), written as a hardware file and loaded back: (detection, file, catalog with it)."""
     for rel, name in fixtures:
         (tmp_path / name).write_text(text(rel), "utf-8")
-    det = detect(read_outputs(tmp_path), numa=numa)
+    det = detect(read_outputs(tmp_path), numa=numa, catalog=catalog)
     f = tmp_path / "hw.json"
     f.write_text(json.dumps(det.document), "utf-8")
     return det, f, load_catalog([f])
@@ -263,11 +272,10 @@ def test_the_document_loads_as_a_hardware_file(tmp_path: Path) -> None:
     det, f, cat = _detected_file(tmp_path, (*GPU_FIXTURES, ("lscpu/intel-xeon-gold-6326-2s-truncated.txt", "lscpu"),
                                             ("proc-meminfo/1gb-vm-node-procfs-stats.txt", "proc-meminfo.txt")))
     got = {d.id: cat.devices[d.id] for d in det.devices}
-    assert set(got) == {"detected-nvidia-geforce-rtx-4080-super", "detected-navi-32-radeon-rx-7700-xt-7800-xt",
-                        "detected-cpu"}
-    assert got["detected-nvidia-geforce-rtx-4080-super"].memory_bytes == 16376 * MiB
-    assert got["detected-nvidia-geforce-rtx-4080-super"].memory_basis == "driver"
-    assert got["detected-navi-32-radeon-rx-7700-xt-7800-xt"].memory_bytes == 17163091968
+    assert set(got) == {"detected-rtx-4080-super", "detected-rx-7800-xt", "detected-cpu"}
+    assert got["detected-rtx-4080-super"].memory_bytes == 16376 * MiB
+    assert got["detected-rtx-4080-super"].memory_basis == "driver"
+    assert got["detected-rx-7800-xt"].memory_bytes == 17163091968
     assert got["detected-cpu"].memory_bytes == 1019732 * KiB
     assert all(d.owned and d.origin == str(f) for d in got.values())
     assert got["detected-cpu"].bandwidth is None and "memory_bandwidth" in got["detected-cpu"].missing
@@ -367,10 +375,13 @@ def test_a_consumer_brand_gpu_not_in_the_catalog_gets_its_form_factor(tmp_path: 
     ("no form_factor in its hardware file") where the same question on a catalog consumer card (rtx-4090) takes
     llama.cpp. The driver's name carries the maker's consumer brand (detect.CONSUMER_GPU_BRANDS): the detected
     entry says desktop (laptop for NVIDIA's "Laptop GPU"), and the default engine is the consumer card's."""
+    from dataclasses import replace
+
     from llmsizer.catalog.detect import gpu_form_factor_from_name
     from llmsizer.estimate.device import default_engine
-
-    _, _, cat = _detected_file(tmp_path, GPU_FIXTURES)
+    full = builtin_catalog()  # without the two cards' rows (added since): the two outputs are not in it
+    without = replace(full, devices={k: v for k, v in full.devices.items() if k not in ("rtx-4080-super", "rx-7800-xt")})
+    _, _, cat = _detected_file(tmp_path, GPU_FIXTURES, catalog=without)
     catalog_card = builtin_catalog().devices["rtx-4090"]
     for ident in ("detected-nvidia-geforce-rtx-4080-super", "detected-navi-32-radeon-rx-7700-xt-7800-xt"):
         dev = cat.devices[ident]

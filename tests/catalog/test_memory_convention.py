@@ -53,6 +53,10 @@ DRIVER_MIB: dict[str, float] = {
     "rtx-5060": 8151,  # 'NVIDIA GeForce RTX 5060, 8151 MiB, driver 595.71.05'
     "rtx-5060-ti-8gb": 8151,  # 'NVIDIA GeForce RTX 5060 Ti, 8151 MiB reported VRAM, NVIDIA driver: 596.49'
     "rtx-5050": 8151,  # 'NVIDIA GeForce RTX 5050, 8151 MiB, 610.74'
+    # tests/fixtures/real_outputs: nvidia-smi -q 'NVIDIA GeForce RTX 4080 SUPER', 'Total : 16376 MiB', 595.71.05
+    "rtx-4080-super": 16376,
+    # tests/fixtures/real_outputs: rocm-smi 'Navi 32 [Radeon RX 7700 XT / 7800 XT]', 'VRAM Total Memory (B): 17163091968'
+    "rx-7800-xt": 17163091968 / MiB,
   # 'NVIDIA RTX PRO 6000 Blackwell Workstation Edition ... VRAM: 97886 MiB'
 }
 # devices with no driver report found: the vendor's figure in GB, read as GiB

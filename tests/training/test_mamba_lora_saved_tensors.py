@@ -161,7 +161,7 @@ def test_mamba_hybrid_layers_under_qlora(name: str, capsys: Any) -> None:
     ids = random_ids(cfg["vocab_size"], batch, tokens)
     model(input_ids=ids, labels=ids, use_cache=False)
     spec = spec_from_config(cfg, name=f"tiny-{name}")
-    w = training_workload(dict(method="qlora", rank=8, targets=targets, micro_batch=batch, seq_len=tokens, device="cpu",
+    w = training_workload(dict(method="qlora", grad_checkpointing="none", rank=8, targets=targets, micro_batch=batch, seq_len=tokens, device="cpu",
                                precision="bf16", adapter_dtype="bf16"))
     ctx = training_context(spec, w)
     assert not ctx.act.frozen_keeps_input

@@ -88,7 +88,7 @@ def test_reverse_questions() -> None:
 
 
 def test_qlora_and_moe_expert_parallel_run() -> None:
-    text = run("llama-3.1-8b", "--method", "qlora", "--rank", "64", "--batch", "2", "--seq", "4096",
+    text = run("llama-3.1-8b", "--method", "qlora", "--grad-checkpointing", "none", "--rank", "64", "--batch", "2", "--seq", "4096",
                "--memory", "24GiB", code=1)  # answered: 71.6 GiB does not fit 24 GiB
     assert "nf4-dq" in text and "fits: NO" in text and "paged_optimizer_states" in text
     data = json.loads(run("qwen3-30b-a3b", "--gpus", "8", "--ep", "8", "--fsdp", "full", "--seq", "4096", "--json"))

@@ -297,16 +297,51 @@ def apple_configuration(cat: HardwareCatalog, chip: str, memory_bytes: int, gpu_
     return base
 
 
+def _fp16(d: Device) -> str:
+    v = d.flops.get("fp16")
+    return f", {v.raw:g} {v.unit} fp16" if v is not None else ""
+
+
+def assumed_bin(cat: HardwareCatalog, chip: str, dev: Device) -> str | None:
+    """What detection assumed of ``dev``'s GPU-core bin when no output gave the count (no SPDisplaysDataType
+    'Total Number of Cores'): the catalog's rule (``apple_configuration``), the configuration whose name states no
+    count (the full bin), with the other bins of the same chip and memory named; None when the catalog has one bin
+    of that chip."""
+    same = [d for d in cat.devices.values() if d.kind == "apple" and d.memory_bytes == dev.memory_bytes
+            and d.id != dev.id and _SIZE.sub("", _PARENS.sub("", d.name)) == chip and _bin_cores(d.name)]
+    if not same or _bin_cores(dev.name) is not None:
+        return None
+    others = ", ".join(f"the {_bin_cores(d.name)}-core bin {d.id}{_fp16(d)}" for d in same)
+    return (f"GPU-core count not in the outputs read: the catalog's full GPU bin assumed ({dev.id}{_fp16(dev)}); "
+            f"{others}; system_profiler SPDisplaysDataType's 'Total Number of Cores' decides it")
+
+
 def _gpu_names(name: str) -> list[str]:
     return [name, re.sub(r"^(NVIDIA|AMD)[\s_-]+", "", name)]
 
 
-def catalog_gpu(cat: HardwareCatalog, name: str) -> Device | None:
+# rocm-smi names a die with the cards it ships in: 'Navi 32 [Radeon RX 7700 XT / 7800 XT]' (the PCI ID database's
+# name, the card series); the reported memory tells which card it is
+_DIE_CARDS = re.compile(r"\[(?P<family>.*?)(?P<first>[^\s/\]]+(?: XT| XTX| GRE)?)\s*/\s*(?P<rest>[^\]]+)\]")
+
+
+def catalog_gpu(cat: HardwareCatalog, name: str, memory_bytes: int | None = None) -> Device | None:
     """The catalog GPU a driver-reported name stands for ('NVIDIA H100 80GB HBM3' -> h100-sxm), by the catalog's
     ids, names and aliases, with or without the vendor word; None when there is none. The same match serves a
     Kubernetes product label, which is that driver name with spaces written '-' (GPU feature discovery:
-    'NVIDIA-H100-80GB-HBM3'; the catalog's name index already treats '-', '_' and spaces alike)."""
-    return _catalog_device(cat, _gpu_names(name), "gpu")
+    'NVIDIA-H100-80GB-HBM3'; the catalog's name index already treats '-', '_' and spaces alike). A name listing
+    several cards of one die ('Navi 32 [Radeon RX 7700 XT / 7800 XT]') is the one catalog card among them whose
+    memory the driver reported (within 2 %: a driver reports slightly less than the capacity); none when the memory
+    is not given or no single card matches it."""
+    dev = _catalog_device(cat, _gpu_names(name), "gpu")
+    m = _DIE_CARDS.search(name)
+    if dev is not None or m is None or memory_bytes is None:
+        return dev
+    family = m.group("family")  # 'Radeon RX '
+    cards = [m.group("first"), *(c.strip() for c in m.group("rest").split("/"))]
+    found = [d for c in cards for d in [_catalog_device(cat, [f"{family}{c}", f"AMD {family}{c}"], "gpu")]
+             if d is not None and d.memory_bytes and abs(d.memory_bytes - memory_bytes) <= 0.02 * d.memory_bytes]
+    return found[0] if len(found) == 1 else None
 
 
 def _cpu_names(model: str) -> list[str]:
@@ -436,7 +471,7 @@ class _Builder:
             groups.setdefault((g.name, g.memory_bytes), []).append(g)
         for (name, mem), same in groups.items():
             g = same[0]
-            dev = catalog_gpu(self.cat, name)
+            dev = catalog_gpu(self.cat, name, mem)
             mem_val: dict[str, Any] = ({"value": mem // so.MIB, "unit": "MiB"} if g.memory_text.endswith("MiB")
                                        else {"value": mem, "unit": "B"})
             idx = ", ".join(str(x.index) for x in same)
@@ -510,7 +545,12 @@ class _Builder:
         mem_o, m = ((sysctl, sc) if sc is not None and sc.memory_bytes is not None else (profiler, sp))
         mem = m.memory_bytes if m is not None else None
         if not chip and mem is None:
-            self.det.skipped.append("Apple: neither the chip nor the memory size is in the outputs read")
+            if gpu is not None and gpu.others and displays is not None:  # an Intel Mac's discrete card(s)
+                self.det.skipped.append(f"{displays.what}: discrete GPU {', '.join(gpu.others)} in an Intel Mac: "
+                                        "not modelled (llmsizer sizes Apple-silicon Macs, and AMD GPUs through "
+                                        "rocm-smi on Linux)")
+            else:
+                self.det.skipped.append("Apple: neither the chip nor the memory size is in the outputs read")
             return
         dev = apple_configuration(self.cat, chip, mem, cores) if chip and mem and mem % so.GIB == 0 else None
         name = chip or (sc.model if sc else "") or "Apple"
@@ -523,6 +563,11 @@ class _Builder:
             entry["memory"] = {"value": None, "note": "no memory size in the outputs read"}
         gpu_note = (f"; {cores} GPU cores ('{gpu.cores_text}', {displays.source_key})"
                     if cores is not None and gpu is not None and displays is not None else "")
+        if cores is None and dev is not None:  # the catalog's bin rule: the full bin, named with the others
+            assumed = assumed_bin(self.cat, chip, dev)
+            if assumed is not None:
+                gpu_note += f"; {assumed}"
+                self.det.warnings.append(f"detected-{dev.id}: {assumed}")
         if dev is not None:
             _from_catalog(entry, dev, self.cat)
             entry["note"] = f"bandwidth and FLOP/s from catalog {dev.id}" + gpu_note
@@ -541,6 +586,7 @@ def detect(outputs: list[Output], skipped: list[str] | None = None,
     if numa not in NUMA_MODES:
         raise InputError(f"numa: {numa!r} is not one of {', '.join(NUMA_MODES)} (llama.cpp's --numa)")
     by = {o.name: o for o in outputs}
+    one_machine(by)
     det = Detection(document={}, outputs=list(outputs), skipped=list(skipped or []))
     b = _Builder(catalog or builtin_catalog(), det, numa)
     if "nvidia-smi-query-gpu" in by:  # the CSV query is preferred over -q
@@ -570,6 +616,45 @@ def detect(outputs: list[Output], skipped: list[str] | None = None,
                             "cite the command they came from, catalog values keep their catalog source",
                     "sources": {k: v for k, v in sources.items() if k in used_src}, "devices": devices}
     return det
+
+
+def one_machine(by: dict[str, Output]) -> None:
+    """Refuse outputs that describe different machines (saved files of two machines in one --from folder): two
+    outputs naming different GPUs (nvidia-smi --query-gpu and -q), different Apple chips (sysctl's brand string,
+    SPHardwareDataType's Chip, SPDisplaysDataType's Chipset Model) or different unified memory sizes. One line
+    naming both files and what each says."""
+    said: list[tuple[Output, str]] = []
+    for name, parse in (("nvidia-smi-query-gpu", so.parse_nvidia_smi_csv), ("nvidia-smi-q", so.parse_nvidia_smi_q)):
+        if name in by:
+            said.append((by[name], ", ".join(sorted(g.name for g in parse(by[name].text, by[name].what)))))
+    _same("GPUs", said)
+    chips: list[tuple[Output, str]] = []
+    memory: list[tuple[Output, str, int]] = []
+    if "sysctl-macos" in by:
+        sc = so.parse_sysctl(by["sysctl-macos"].text, by["sysctl-macos"].what)
+        chips += [(by["sysctl-macos"], sc.chip)] if sc.chip else []
+        memory += [(by["sysctl-macos"], sc.memory_text, sc.memory_bytes)] if sc.memory_bytes is not None else []
+    if "system_profiler-SPHardwareDataType" in by:
+        o = by["system_profiler-SPHardwareDataType"]
+        sp = so.parse_system_profiler_hardware(o.text, o.what)
+        chips += [(o, sp.chip)] if sp.chip else []
+        memory += [(o, sp.memory_text, sp.memory_bytes)] if sp.memory_bytes is not None else []
+    if "system_profiler-SPDisplaysDataType" in by:
+        o = by["system_profiler-SPDisplaysDataType"]
+        gpu = so.parse_system_profiler_displays(o.text, o.what)
+        chips += [(o, gpu.chipset)] if gpu.chipset else []
+    _same("Apple chips", chips)
+    if len({m for _, _, m in memory}) > 1:
+        _same("memory sizes", [(o, text) for o, text, _ in memory])
+
+
+def _same(what: str, said: list[tuple[Output, str]]) -> None:
+    """One line when two outputs say different things of one machine (``one_machine``)."""
+    for (a, x), (b, y) in zip(said, said[1:], strict=False):
+        if x != y:
+            raise InputError(f"hardware detect: the outputs name different {what}: {a.origin} says {x!r}, "
+                             f"{b.origin} says {y!r}; they are of different machines (--from reads one machine's "
+                             "outputs: keep the files of one)")
 
 
 def _sources_of(obj: Any) -> set[str]:

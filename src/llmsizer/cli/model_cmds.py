@@ -184,6 +184,7 @@ def fits_on_answer(found: list[Any], args: argparse.Namespace) -> tuple[dict[str
     """Which catalog models fit the hardware: recommend's evaluation of that one candidate, per model."""
     from ..estimate.engines import newer_release_note
     from ..estimate.fit import devices_text, instances_for, target_and_count
+    from ..estimate.formats import format_quality
     from ..recommend import Constraints, best_option_on, experts_in_host, reading_floor_unchecked
 
     context = args.context or InferenceWorkload.context
@@ -226,12 +227,28 @@ def fits_on_answer(found: list[Any], args: argparse.Namespace) -> tuple[dict[str
     on = {"device": device.id, "count": n, "instances": k,
           **({"devices_per_instance": instance.device_count} if instance else {}),
           "devices_text": devices_text(n, device.id, k, instance.id if instance else None)}
+    opts = ranked(opts)
     data = {"hardware": args.fits_on, **on, "context": context, "concurrency": concurrency, **given,
-            "models": [{"id": e.id, **o.to_dict(), "experts_in_host": experts_in_host(
-                e.spec(), o, args.fits_on, args.count, **host_args)} for e, o in opts],
+            "order": FITS_ON_ORDER,
+            "models": [{"id": e.id, **o.to_dict(), "params": count_params(e.spec()).total,
+                        "quality": format_quality(o.weights_format) if o.status == "meets" else None,
+                        "experts_in_host": experts_in_host(e.spec(), o, args.fits_on, args.count, **host_args)}
+                       for e, o in opts],
             "warnings": [w for w in (unchecked, newer) if w]}
     data["fitting"] = fitting(data["models"])  # the count the CLI and the web page print
     return data, exit_code(bool(data["fitting"])), opts
+
+
+# The order of ``models --fits-on``'s rows (CLI table, JSON ``models`` and the web page alike: ``ranked``), stated in
+# the answer (``order``) so that a large model in a low-quality format is not read as the best choice.
+FITS_ON_ORDER = ("ranked: the models that fit first, then by parameter count, largest first (not by quality: a "
+                 "bigger model may fit only in a lossy format; the quality column is that format's perplexity "
+                 "increase on Llama-3-8B from llama.cpp's quantize table, 'below Q4_0' where it loses more than Q4_0)")
+
+
+def ranked(opts: list[tuple[Any, Any]]) -> list[tuple[Any, Any]]:
+    """``fits_on_answer``'s rows in :data:`FITS_ON_ORDER`: fits first, then the most parameters first (stable)."""
+    return sorted(opts, key=lambda p: (p[1].status != "meets", -count_params(p[0].spec()).total))
 
 
 def fitting(models: list[dict[str, Any]]) -> list[str]:
@@ -251,7 +268,8 @@ def _fits_on(found: list[Any], args: argparse.Namespace) -> int:
     concurrency = args.concurrency or InferenceWorkload.concurrency
     rows, host_lines = [], []
     host = {m["id"]: m["experts_in_host"] for m in data["models"]}
-    for e, o in sorted(opts, key=lambda p: (p[1].status != "meets", -count_params(p[0].spec()).total)):
+    quality = {m["id"]: m["quality"] for m in data["models"]}
+    for e, o in opts:  # in the answer's order (ranked)
         ok = o.status == "meets"
         h = host.get(e.id)
         if h:  # fit --auto's answer: the GPUs alone cannot hold it, the experts of some layers in host memory can
@@ -263,7 +281,7 @@ def _fits_on(found: list[Any], args: argparse.Namespace) -> int:
             if h["quality_warning"]:
                 host_lines.append(f"  warning: {h['quality_warning']}")
         rows.append([e.name, format_count(count_params(e.spec()).total),
-                     o.weights_format.removeprefix("gguf:") if ok else "-",
+                     o.weights_format.removeprefix("gguf:") if ok else "-", quality[e.id] or "-",
                      format_bytes(o.memory_per_device) if ok and o.memory_per_device else "-",
                      "-" if not ok else f"{o.tokens_per_second_per_user:.1f}" if o.tokens_per_second_per_user
                      else "unknown",
@@ -277,8 +295,8 @@ def _fits_on(found: list[Any], args: argparse.Namespace) -> int:
                                               for k, v in media_fields(args).items())) if v is not None)
     floor = "in memory (decode speed unknown: see the warning)" if unchecked else "at reading speed or faster"
     say(f"models on {data['devices_text']}{on}: {context:,} tokens x {concurrency} sequence(s), the highest-quality format "
-        f"that fits {floor}")
-    say(table(rows, ["name", "params", "format", "memory/device", "tok/s/user", "fits"]))
+        f"that fits {floor}; {data['order']}")
+    say(table(rows, ["name", "params", "format", "quality", "memory/device", "tok/s/user", "fits"]))
     n, split = len(data["fitting"]), sum(1 for h in host.values() if h and h["host_memory_checked"])
     say(f"{n} of {len(opts)} models fit" + (f" ({split} with experts in host memory, below)" if split else ""))
     for line in host_lines:

@@ -326,8 +326,8 @@ def add_training_args(p: argparse.ArgumentParser, *, attention: bool = True,
     g.add_argument("--grad-accumulation", type=int_arg(COUNT), help=f"micro-batches per optimizer step (default "
                    f"{TW.grad_accumulation})")
     g.add_argument("--grad-checkpointing", choices=GRAD_CHECKPOINTING,
-                   help=f"activation checkpointing; selective-op: torchtitan's op-level policy (default "
-                   f"{TW.grad_checkpointing})")
+                   help="activation checkpointing; selective-op: torchtitan's op-level policy (default none; "
+                   "full for --method qlora, as peft's prepare_model_for_kbit_training)")
     g.add_argument("--checkpoint-every", type=int_arg(COUNT), help="checkpoint only every N-th layer (full or "
                    "selective-op; torchtitan selective_ac_option N; default 1)")
     if attention:

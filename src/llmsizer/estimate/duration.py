@@ -1530,7 +1530,9 @@ def training_duration(spec: ModelSpec, device: Device, devices: int, tokens: flo
     tensor-parallel collectives, point-to-point transfers, bubble and gradient all-reduce (estimate/model_parallel.py).
     ``flops``: the FLOP count of these same settings when the caller already has it."""
     tokens = float(read_number(tokens, "tokens", TRAIN_TOKENS))  # a Python caller's "1B": one line, not a TypeError
-    w = workload or TrainingWorkload(method=method, seq_len=seq_len, grad_checkpointing=grad_checkpointing or "none",
+    # no checkpointing given (None): the method's default (specs/training.py default_grad_checkpointing)
+    w = workload or TrainingWorkload(method=method, seq_len=seq_len,
+                                     grad_checkpointing=grad_checkpointing,  # type: ignore[arg-type]
                                      rank=rank, targets=normalize_targets(targets), gpus=devices)
     spec, w = with_framework(spec, w)  # the framework profile's defaults (estimate/framework.py)
     recompute = recompute_mode(w.grad_checkpointing)

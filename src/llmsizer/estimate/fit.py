@@ -10,7 +10,7 @@ into swap.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import filterfalse, repeat
 from operator import attrgetter, methodcaller
@@ -251,6 +251,9 @@ class FitResult:
     # what does fit when this does not: serving, the weight format (format_search.py ``fits_at``); training, the
     # settings changed (``training_fits_at``). None: it fits, a format or the settings were given, or nothing fits
     fits_at: dict[str, Any] | None = None
+    # training, when ``fits_at`` is None: what fits if the caller's own settings change (``training_fits_if_changed``:
+    # the ladder's first step that fits with them changed, the smallest device count that fits), each marked so
+    fits_if_changed: tuple[dict[str, Any], ...] = ()
     # the machines the ``count`` devices are in: count / an instance's devices (:func:`instances_for`: 2 for 16 on an
     # 8-GPU instance), 1 for devices named bare. The one convention of fit, recommend and ``models --fits-on``:
     # ``count`` every device, ``instances`` the machines they are, priced as that many (:func:`hourly_price`)
@@ -333,6 +336,7 @@ class FitResult:
             "speed": self.speed.to_dict() if self.speed else None, "training_time": self.training_time,
             "assumptions": [a.to_dict() for a in self.assumptions], "warnings": list(self.warnings),
             "details": self.details, "fits_at": self.fits_at,
+            **({"fits_if_changed": list(self.fits_if_changed)} if self.kind == "training" else {}),
             **({"cost": self.cost, "running_sequences": self.details.get("running_sequences")}
                if self.kind == "inference" else {}),
         }
@@ -1413,16 +1417,20 @@ def fit_training(model: ModelSpec | str, hardware: str | Device | Instance, coun
         dur, price, cost = training_time_on(spec, hardware, n, tokens, timed, utilization, kwh_price, hardware_files)
         timing = {**dur.to_dict(), "price_per_hour": price, "cost": cost}
     at = None
+    changed: tuple[dict[str, Any], ...] = ()
     if fits_at and not d["fits"]:
         at = training_fits_at(spec, hardware, count, training_fields, headroom=headroom, memory=memory,
                               hardware_files=hardware_files)
+        if at is None:  # nothing that keeps the caller's settings fits: what does with them changed, so marked
+            changed = tuple(training_fits_if_changed(spec, hardware, count, training_fields, headroom=headroom,
+                                                     memory=memory, hardware_files=hardware_files))
     # the high end is the verdict's (verdict.py high_end: the calibrated high end where it is higher), the one
     # `fit --train` and `train` print; the items' summed ranges' high, kept under its own name
     return FitResult("training", spec.name, target, device.id, n, tp, n // tp, "", "", bool(d["fits"]), need,
                      verdict_high(est) or hi, int(d["memory_budget"]), hr, est, None, timing, (str(d["verdict"]),),
                      tuple(assumptions), tuple(est.warnings),
                      {"usable_memory_per_device": usable, "components_high_per_device": hi}, dur, fits_at=at,
-                     instances=instances_for(n, instance))
+                     fits_if_changed=changed, instances=instances_for(n, instance))
 
 
 class _Placement(NamedTuple):
@@ -1484,22 +1492,108 @@ def training_fits_at(spec: ModelSpec, hardware: str | Device | Instance, count: 
     memory need (``training_need``: the estimate's need without its words), so the ZeRO stage it takes on several
     devices is its own."""
     given = {k for k, v in training_fields.items() if v is not None}
-    tried: list[dict[str, str]] = []
-    for step in TRAINING_LADDER:
-        changes = {k: v for k, v in step.items() if k not in given}
+    steps = ({k: v for k, v in step.items() if k not in given} for step in TRAINING_LADDER)
+    return _first_fitting(spec, hardware, count, training_fields, steps, headroom, memory, hardware_files)
+
+
+def training_fits_if_changed(spec: ModelSpec, hardware: str | Device | Instance, count: int | None,
+                             training_fields: dict[str, Any], *, headroom: float | None = None,
+                             memory: int | None = None, hardware_files: Sequence[str | Path] = ()
+                             ) -> list[dict[str, Any]]:
+    """What fits when nothing that keeps the caller's settings does (``training_fits_at`` None): the first step of
+    the same ``TRAINING_LADDER`` with the caller's settings changed where the step names them (``changes``, and
+    ``changes_given``: the fields the caller gave that it changes), and the smallest device count that fits with
+    every setting kept (``count``; an instance target: whole instances). Each with its memory per device against
+    the budget; an empty list when neither fits. ``FitResult.fits_if_changed``: a key of its own, as ``fits_at``
+    keeps the caller's settings."""
+    given = {k for k, v in training_fields.items() if v is not None}
+    steps = ({k: v for k, v in step.items() if training_fields.get(k) != v} for step in TRAINING_LADDER)
+    out = []
+    at = _first_fitting(spec, hardware, count, training_fields, steps, headroom, memory, hardware_files)
+    if at is not None:
+        out.append({**at, "changes_given": sorted(k for k in at["changes"] if k in given)})
+    more = _fewest_devices(spec, hardware, count, training_fields, headroom, memory, hardware_files)
+    if more is not None:
+        out.append(more)
+    return out
+
+
+def _first_fitting(spec: ModelSpec, hardware: str | Device | Instance, count: int | None,
+                   training_fields: dict[str, Any], steps: Iterable[dict[str, Any]], headroom: float | None,
+                   memory: int | None, hardware_files: Sequence[str | Path]) -> dict[str, Any] | None:
+    """The first of ``steps`` (field -> value changes; an empty one or one tried already skipped) whose run fits
+    ``count`` devices of ``hardware``: its changes, memory per device and budget; None when none does."""
+    tried: list[dict[str, Any]] = []
+    for changes in steps:
         if not changes or changes in tried:
             continue
         tried.append(changes)
-        try:
-            p = _training_placement(hardware, count, headroom, memory, hardware_files, {**training_fields, **changes})
-            refuse_attention_kernel(spec, training_workload(p.fields), p.device)  # as training_on_device
-            need = training_need(spec, **p.fields, memory=p.usable, headroom=headroom)
-        except InputError:  # a step the workload refuses (QLoRA under fp32 precision): the next one
-            continue
-        if fits_budget(need, p.usable, p.headroom):  # the verdict's fits (eq. 2, verdict.py)
-            return {"changes": changes, "memory_per_device": need,
-                    "budget_per_device": memory_budget(p.usable, p.headroom)}
+        need = _training_step_need(spec, hardware, count, {**training_fields, **changes}, headroom, memory,
+                                   hardware_files)
+        if need is not None and need[0]:
+            return {"changes": changes, "memory_per_device": need[1], "budget_per_device": need[2]}
     return None
+
+
+def _training_step_need(spec: ModelSpec, hardware: str | Device | Instance, count: int | None,
+                        fields: dict[str, Any], headroom: float | None, memory: int | None,
+                        hardware_files: Sequence[str | Path]) -> tuple[bool, int, int] | None:
+    """(fits, memory per device, budget per device) of ``fields`` on ``count`` devices: ``fit_training``'s
+    placement and need; None when the workload or the devices refuse it (QLoRA under fp32 precision)."""
+    try:
+        p = _training_placement(hardware, count, headroom, memory, hardware_files, fields)
+        refuse_attention_kernel(spec, training_workload(p.fields), p.device)  # as training_on_device
+        need = training_need(spec, **p.fields, memory=p.usable, headroom=headroom)
+    except InputError:
+        return None
+    return fits_budget(need, p.usable, p.headroom), need, memory_budget(p.usable, p.headroom)  # eq. 2, verdict.py
+
+
+# The most devices the smallest-count search tries (a training run's data-parallel width in the catalog's sense:
+# numbers.COUNT bounds what a caller may give; past 1024 devices the answer is a cluster plan, not a lever).
+FEWEST_DEVICES_MAX = 1024
+
+
+def _fewest_devices(spec: ModelSpec, hardware: str | Device | Instance, count: int | None,
+                    training_fields: dict[str, Any], headroom: float | None, memory: int | None,
+                    hardware_files: Sequence[str | Path]) -> dict[str, Any] | None:
+    """The smallest device count above the present one whose run, every setting kept, fits (the need per device
+    falls as ZeRO/FSDP shards over more devices; a run that does not shard never fits by adding devices): doubling
+    to the first count that fits, then bisection below it (the need per device does not rise with the count). An
+    instance target counts whole instances. None when none up to ``FEWEST_DEVICES_MAX`` fits."""
+    try:
+        p = _training_placement(hardware, count, headroom, memory, hardware_files, training_fields)
+    except InputError:
+        return None
+    step = p.instance.device_count if p.instance is not None else 1
+    fields = {k: v for k, v in training_fields.items() if k != "gpus"}
+    seen: dict[int, tuple[bool, int, int] | None] = {}
+
+    def need_at(k: int) -> tuple[bool, int, int] | None:
+        if k not in seen:
+            seen[k] = _training_step_need(spec, hardware, k * step, fields, headroom, memory, hardware_files)
+        return seen[k]
+
+    lo, hi = p.n // step, max(1, p.n // step)
+    while True:  # doubling: lo does not fit, hi the next try
+        hi *= 2
+        if hi * step > FEWEST_DEVICES_MAX:
+            return None
+        r = need_at(hi)
+        if r is not None and r[0]:
+            break
+        lo = hi
+    while hi - lo > 1:  # bisection: lo does not fit, hi does
+        mid = (lo + hi) // 2
+        r = need_at(mid)
+        if r is not None and r[0]:
+            hi = mid
+        else:
+            lo = mid
+    r = seen[hi]
+    assert r is not None
+    return {"changes": {"count": hi * step}, "changes_given": ["count"] if count is not None else [],
+            "memory_per_device": r[1], "budget_per_device": r[2]}
 
 
 def _at_rate(sp: Any, engine: str, rate: float, chunk: int | None, replicas: int = 1) -> Any:

@@ -385,6 +385,19 @@ GGUF_PPL_INCREASE = {
 QUALITY_PPL_LIMIT = GGUF_PPL_INCREASE["gguf:q4_0"]
 
 
+def format_quality(fmt: str) -> str:
+    """A weight format's quality as one short cell (``models --fits-on``'s quality column, its JSON and the web page's):
+    a GGUF type's perplexity increase on Llama-3-8B from llama.cpp's quantize table (:data:`GGUF_PPL_INCREASE`),
+    marked 'below Q4_0' past :data:`QUALITY_PPL_LIMIT` (the rule of :func:`quality_warning`); 'unquantized' for the
+    16- and 32-bit formats; 'not rated' for the others (no table on one scale covers them)."""
+    ppl = GGUF_PPL_INCREASE.get(fmt)
+    if ppl is not None:
+        return f"+{ppl:.2f} ppl" + (" (below Q4_0)" if ppl > QUALITY_PPL_LIMIT else "")
+    if fmt.removeprefix("gguf:") in ("bf16", "fp16", "f16", "fp32", "f32"):
+        return "unquantized"
+    return "not rated"
+
+
 def quality_warning(fmt: str) -> str | None:
     """A warning when weight format ``fmt`` costs more quality than :data:`QUALITY_PPL_LIMIT` (the one home of that
     rule: every estimate carries it, so fit, fit --auto, recommend and plan show it); None otherwise."""

@@ -18,6 +18,7 @@ from ..estimate.fit import (
     FitResult,
     fit_training,
     training_fits_at,
+    training_fits_if_changed,
     training_on_device,
     training_on_memory,
     vm_share_device,
@@ -138,13 +139,19 @@ def _fits_at(job: TrainingJob, spec: ModelSpec, target: Device | Instance, gpus:
              ctx: PlanContext, notes: JobNotes) -> None:
     """The settings ``fit --train`` names when the run does not fit (``training_fits_at``: the request's own kept),
     as a fact and a line of advice with the request keys to set."""
-    from ..render.fit_text import fits_at_line
+    from ..render.fit_text import fits_at_line, fits_if_changed_lines
+    fields = workload_fields(job, gpus, per_node)
     try:
-        at = training_fits_at(spec, target, gpus, workload_fields(job, gpus, per_node),
-                              headroom=job.resources.headroom, memory=job.resources.memory,
-                              hardware_files=ctx.hardware_files)
+        at = training_fits_at(spec, target, gpus, fields, headroom=job.resources.headroom,
+                              memory=job.resources.memory, hardware_files=ctx.hardware_files)
+        changed = [] if at is not None else training_fits_if_changed(
+            spec, target, gpus, fields, headroom=job.resources.headroom, memory=job.resources.memory,
+            hardware_files=ctx.hardware_files)
     except InputError:  # the devices refuse the workload: the fit's own error says so
         return
+    if changed:  # nothing keeping the request's settings fits: what does with them changed, marked so
+        notes.facts["fits_if_changed"] = changed
+        notes.advice.append("; ".join(fits_if_changed_lines(changed, rerun=False)))
     if at is not None:
         notes.facts["fits_at"] = at
         keys = ", ".join(f"{'method' if k == 'method' else 'settings.' + k}: {v}" for k, v in at["changes"].items())

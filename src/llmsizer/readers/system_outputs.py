@@ -78,6 +78,9 @@ class AppleGpu:
     chipset: str  # 'Apple M1'; '' when no Apple silicon GPU is listed (an Intel Mac's cards)
     cores: int | None  # GPU cores; None when the block prints no 'Total Number of Cores'
     cores_text: str  # as printed: 'Total Number of Cores: 7'
+    # the other GPUs the output lists (an Intel Mac's cards), each as printed with its VRAM line where it has one:
+    # 'Radeon Pro Vega 64 (VRAM (Total): 16 GB)'
+    others: tuple[str, ...] = ()
 
 
 def _fail(what: str, msg: str) -> InputError:
@@ -247,12 +250,15 @@ def parse_system_profiler_displays(text: str, what: str = "system_profiler SPDis
     GPUs (Intel Macs) gives no chipset; one with no ``Chipset Model`` line at all is damaged."""
     lines = text.splitlines()
     seen = False
+    others: list[str] = []
     for i, line in enumerate(lines):
         key, sep, val = line.partition(":")
         if not sep or key.strip() != "Chipset Model":
             continue
         seen = True
         if not re.fullmatch(r"Apple M\d+(?: (?:Pro|Max|Ultra))?", val.strip()):
+            vram = next((n.strip() for n in _block(lines, i) if n.strip().startswith("VRAM")), "")
+            others.append(val.strip() + (f" ({vram})" if vram else ""))
             continue
         indent = len(line) - len(line.lstrip())
         for nxt in lines[i + 1:]:
@@ -267,7 +273,19 @@ def parse_system_profiler_displays(text: str, what: str = "system_profiler SPDis
         return AppleGpu(chipset=val.strip(), cores=None, cores_text="")
     if not seen:
         raise _fail(what, "no 'Chipset Model:' line")
-    return AppleGpu(chipset="", cores=None, cores_text="")
+    return AppleGpu(chipset="", cores=None, cores_text="", others=tuple(others))
+
+
+def _block(lines: list[str], i: int) -> list[str]:
+    """The lines of the block ``lines[i]`` opens: those after it at its indentation or deeper, to the first less
+    indented one."""
+    indent = len(lines[i]) - len(lines[i].lstrip())
+    out = []
+    for nxt in lines[i + 1:]:
+        if nxt.strip() and len(nxt) - len(nxt.lstrip()) < indent:
+            break
+        out.append(nxt)
+    return out
 
 
 __all__ = ["AppleGpu", "AppleMachine", "Cpu", "Gpu", "parse_lscpu", "parse_meminfo", "parse_nvidia_smi_csv",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..estimate.verdict import budget_term
@@ -26,7 +27,7 @@ def render_fit(r: FitResult) -> str:
                                                  for a in r.all_assumptions))
         lines += [f"warning: {w}" for w in r.warnings]
         hint = fits_at_line(r.fits_at)
-        return "\n".join(lines + ([hint] if hint else []))
+        return "\n".join(lines + ([hint] if hint else []) + fits_if_changed_lines(r.fits_if_changed))
     out = [fit_headline(r)]
     for why in r.reasons:
         out.append(f"  {why}")
@@ -93,6 +94,25 @@ def render_fit(r: FitResult) -> str:
     if hint:
         out.append(hint)
     return "\n".join(out)
+
+
+def fits_if_changed_lines(alts: Sequence[dict[str, Any]], rerun: bool = True) -> list[str]:
+    """The lines under a training answer that does not fit, nothing that keeps the caller's settings fitting
+    (``FitResult.fits_if_changed``, estimate/fit.py ``training_fits_if_changed``): each alternative with the flags
+    it changes, the settings the caller gave that it overrides named as such."""
+    out = []
+    for at in alts:
+        flags = " ".join(f"--{k.replace('_', '-')} {v}" for k, v in at["changes"].items())
+        given = at.get("changes_given") or []
+        over = (f" (changes what you gave: {', '.join('--' + k.replace('_', '-') for k in given)})" if given
+                else "")
+        kept = ", your other settings kept" if "count" in at["changes"] else ""
+        out.append(f"alternative: with {flags}: {format_bytes(at['memory_per_device'])} per device of a "
+                   f"{format_bytes(at['budget_per_device'])} budget{over}{kept}")
+    if out:
+        out.insert(0, "hint: nothing that keeps the settings you gave fits these devices"
+                      + ("" if rerun else " (the request's settings)"))
+    return out
 
 
 def fits_at_line(at: dict[str, Any] | None, rerun: bool = True) -> str | None:

@@ -28,6 +28,17 @@ PRECISIONS = ("fp32", "bf16-mixed", "fp16-mixed", "fsdp-bf16-mixed", "bf16", "fp
 STATE_DTYPES = ("fp32", "bf16", "fp16")
 OPTIMIZER_IMPLS = ("fused", "foreach", "for-loop")
 GRAD_CHECKPOINTING = ("none", "full", "selective", "selective-op")
+# The checkpointing a workload that states none gets: QLoRA's recipe turns it on. peft's
+# ``prepare_model_for_kbit_training(model, use_gradient_checkpointing=True, ...)`` (peft 0.21.2 and huggingface/peft
+# src/peft/utils/other.py lines 158-159 @5d602fdb, its default True) calls ``model.gradient_checkpointing_enable``
+# on a k-bit model (lines 228, 258): every decoder layer recomputed ('full'). Every other method: none.
+QLORA_GRAD_CHECKPOINTING_WHY = "default for qlora: peft prepare_model_for_kbit_training(use_gradient_checkpointing=True)"
+
+
+def default_grad_checkpointing(method: str) -> str:
+    """The ``grad_checkpointing`` of a workload that states none: 'full' for QLoRA (peft's k-bit preparation, above),
+    'none' otherwise. The one rule (TrainingWorkload, the CLI, request files and the web calculator all reach it)."""
+    return "full" if method == "qlora" else "none"
 # torch.utils.checkpoint's implementations (use_reentrant=False | True; formulas/training_activations.py
 # reentrant_recompute_bytes), and use_reentrant=False as torch 1.13 ran it: its saved-tensor unpack hook re-ran the
 # whole checkpointed function (torch v1.13.1 torch/utils/checkpoint.py ``_checkpoint_without_reentrant``: ``_unused =
@@ -612,7 +623,7 @@ class TrainingWorkload:
     seq_len: int = 2048
     target_len: int | None = None
     grad_accumulation: int = 1
-    grad_checkpointing: str = "none"
+    grad_checkpointing: str = None  # type: ignore[assignment]  # None: default_grad_checkpointing(method)
     checkpoint_every: int = 1
     attention: str = "sdpa"
     attention_kernel: str | None = None
@@ -670,6 +681,8 @@ class TrainingWorkload:
     gpu_capability: int | None = None  # estimate/device.py training_device_fields
 
     def __post_init__(self) -> None:
+        if self.grad_checkpointing is None:  # not stated: the method's default (QLoRA: peft's k-bit preparation)
+            object.__setattr__(self, "grad_checkpointing", default_grad_checkpointing(self.method))
         # memory="80GiB", rank=0, alpha="x": one line naming the field and its range (the CLI's and the request's)
         check_numbers(self, _NUMBERS)
         closed = _CLOSED_VALUES(self)

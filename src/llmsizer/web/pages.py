@@ -46,6 +46,7 @@ from ..specs.training import (
     OPTIMIZERS,
     PRECISIONS,
     TRAIN_ATTENTION,
+    default_grad_checkpointing,
 )
 from ..specs.workload import DEFAULT_OUTPUT_TOKENS, ENGINE_NAMES, ENGINE_SETTINGS
 from .bridge import DENIED
@@ -337,6 +338,9 @@ def choices() -> dict[str, Any]:
             if f.default is not None and f.default is not dataclasses.MISSING and not isinstance(f.default, (tuple, bool)):
                 defaults.setdefault(f.name, f.default)
     defaults["headroom"] = DEFAULT_HEADROOM
+    # the method decides it (specs/training.py default_grad_checkpointing: QLoRA's peft k-bit preparation)
+    defaults["grad_checkpointing"] = (f"{default_grad_checkpointing('full')}; {default_grad_checkpointing('qlora')} "
+                                      "for qlora")
     defaults["fit_target"] = LLAMACPP_FIT_TARGET  # llama.cpp on a GPU keeps it instead (estimate/verdict.py margin_rule)
     defaults["engine"] = ENGINE_DEFAULT_NAME  # the device's (estimate/device.py engine_rule), as infer and fit choose
     defaults["output_tokens"] = f"min({DEFAULT_OUTPUT_TOKENS}, context / 2)"  # specs/workload.py default_output_tokens

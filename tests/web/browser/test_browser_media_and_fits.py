@@ -95,7 +95,8 @@ def test_what_fits_my_machine_is_models_fits_on(page: Page, server: str, shots: 
     ids = [rows.nth(i).get_attribute("data-id") for i in range(rows.count())]
     by_name = {e["name"]: e["id"] for e in cli("models")}
     cli_order = [by_name[ln.split()[0]] for ln in table.splitlines()[2:] if ln.split() and ln.split()[0] in by_name]
-    assert ids == cli_order
+    assert ids == cli_order == [m["id"] for m in want["models"]]  # the answer's own order (its "order" line)
+    assert want["order"] in page.locator("#fits-order").inner_text()
     for i, mid in enumerate(ids):
         m, row = names[mid], rows.nth(i)
         assert row.get_attribute("data-status") == m["status"]
@@ -103,6 +104,7 @@ def test_what_fits_my_machine_is_models_fits_on(page: Page, server: str, shots: 
             assert row.locator("td[data-value]").get_attribute("data-value") == str(m["tokens_per_second_per_user"])
             assert row.locator("td[data-bytes]").get_attribute("data-bytes") == str(m["memory_per_device"])
             assert m["weights_format"].removeprefix("gguf:") in row.inner_text()
+            assert m["quality"] in row.inner_text()  # the quality column, as the CLI's
         else:  # why not, as the CLI says it
             assert "; ".join(m["reasons"]) in row.inner_text()
     command = copy_command(page)

@@ -36,7 +36,14 @@ from ...formulas.training_states import (
 )
 from ...result import Assumption
 from ...specs import ModelSpec, TrainingWorkload
-from ...specs.training import ALL_LINEAR, DEFAULT_ATTENTION_KERNEL_WHY, attention_kernel_of, offload_without_zero
+from ...specs.training import (
+    ALL_LINEAR,
+    DEFAULT_ATTENTION_KERNEL_WHY,
+    QLORA_GRAD_CHECKPOINTING_WHY,
+    attention_kernel_of,
+    default_grad_checkpointing,
+    offload_without_zero,
+)
 from .. import efficiency as E
 from ..device import float8_not_modelled, float8_refusal, precision_notes
 from ..framework import model_defaults_applied, profile_why, with_framework
@@ -101,6 +108,9 @@ def record_workload(w: TrainingWorkload, acc: Acc, names: tuple[str, ...]) -> No
         value = getattr(w, name)
         default = name not in named  # not given(w, name)
         why = _WHY.get(name, "") if default else "given"
+        if default and name == "grad_checkpointing" and w.grad_checkpointing == default_grad_checkpointing(w.method) \
+                and w.method == "qlora":  # the method's own default (specs/training.py default_grad_checkpointing)
+            why = QLORA_GRAD_CHECKPOINTING_WHY
         if name == "precision":
             why = device_precision_why or recipe(w.precision).description
         if default and w.framework != "none":  # a framework profile's default (estimate/framework.py)

@@ -1,6 +1,6 @@
 // "What fits my machine" (issue #16): `llmsizer models --fits-on DEVICE --json` as a page. The list is the API's
-// answer (GET /api/v1/models/fits-on), ranked as the CLI's table ranks it: the models that fit first, the largest
-// (by parameters, from the catalog list) first.
+// answer (GET /api/v1/models/fits-on), in the answer's own order (its ``order`` sentence, cli/model_cmds.py ranked:
+// the models that fit first, the largest first), with its quality column.
 
 import { ApiError, debounce, get, post } from "./api.js";
 import { el, formatBytes, formatCount, formatRate } from "./format.js";
@@ -13,7 +13,6 @@ const PASTED = "hardware.yaml"; // how the CLI command and the server's messages
 
 const form = document.getElementById("fits-form");
 const $ = (id) => document.getElementById(id);
-let params = new Map(); // catalog id -> parameters (GET /models)
 let names = new Map(); // catalog id -> short name
 let current = null;
 let seq = 0;
@@ -29,12 +28,6 @@ function showProblem(e) {
   p.textContent = e.message;
   const field = form.elements.namedItem(e.field || "");
   if (field) field.setAttribute("aria-invalid", "true");
-}
-
-/** The CLI's ranking (cli/model_cmds.py _fits_on): fits first, then the most parameters first. */
-export function ranked(models, paramsOf) {
-  return models.map((m, i) => ({ m, i })).sort((a, b) => ((a.m.status !== "meets") - (b.m.status !== "meets"))
-    || ((paramsOf(b.m.id) ?? 0) - (paramsOf(a.m.id) ?? 0)) || (a.i - b.i)).map((x) => x.m);
 }
 
 function command() {
@@ -76,7 +69,8 @@ export function hostLine(h) {
 }
 
 function render(d) {
-  const rows = ranked(d.models, (id) => params.get(id));
+  const rows = d.models; // ranked by the answer (cli/model_cmds.py ranked), its order stated in d.order
+  $("fits-order").textContent = d.order;
   const n = d.fitting.length; // the answer's own count (cli/model_cmds.py fitting: host RAM checked counts)
   $("summary").replaceChildren(el("b", { id: "fit-count", "data-fits": n }, `${n} of ${rows.length}`),
     ` catalog models fit ${d.devices_text} at ${d.context.toLocaleString("en-US")} tokens × ${d.concurrency} sequence(s).`);
@@ -88,8 +82,9 @@ function render(d) {
       el("th", { scope: "row", title: `${m.id}: ${m.reasons.join("; ")}` }, names.get(m.id) || m.id,
         ...(ok ? [] : [el("div", { class: "small muted reason" }, m.reasons.join("; "))]), // a fit's reason: the columns
         ...(m.experts_in_host ? [el("div", { class: "small experts-in-host" }, hostLine(m.experts_in_host))] : [])),
-      el("td", { class: "num" }, params.has(m.id) ? formatCount(params.get(m.id)) : ""),
-      el("td", {}, ok ? m.weights_format.replace(/^gguf:/, "") : "–"), el("td", {}, ok ? m.engine : ""),
+      el("td", { class: "num" }, formatCount(m.params)),
+      el("td", {}, ok ? m.weights_format.replace(/^gguf:/, "") : "–"), el("td", {}, m.quality ?? "–"),
+      el("td", {}, ok ? m.engine : ""),
       el("td", { class: "num", "data-bytes": m.memory_per_device ?? "" }, ok && m.memory_per_device ? formatBytes(m.memory_per_device) : "–"),
       el("td", { class: "num", "data-value": m.tokens_per_second_per_user ?? "" }, !ok ? "–" : m.tokens_per_second_per_user ? formatRate(m.tokens_per_second_per_user) : "unknown"),
       el("td", { class: "num" }, !ok ? "–" : m.tokens_per_second ? formatRate(m.tokens_per_second) : "unknown"), // no bandwidth: the warning says why
@@ -115,7 +110,6 @@ async function start() {
         `${choices.defaults.fit_target / 2 ** 20} MiB`;
     }).catch(() => {}),
     get("/models").then((ms) => {
-      params = new Map(ms.map((m) => [m.id, m.params]));
       names = new Map(ms.map((m) => [m.id, m.name]));
     }).catch(() => {}),
     get("/hardware").then((h) => {

@@ -1,0 +1,48 @@
+"""``fit --train`` when nothing that keeps the caller's settings fits (probe5 defect 3): the alternatives that
+change what the caller gave (``FitResult.fits_if_changed``, a key of its own: ``fits_at`` keeps the caller's
+settings), each marked so, in text and JSON. The probe's question: LoRA of Llama-3.1-70B on 2 x A100 80GB, whose
+bf16 base alone is 2 x 65.7 GiB (131.4 GiB of weights for 141 GiB of budget, before activations and adapters)."""
+
+from __future__ import annotations
+
+from cli_capture import run, run_json
+from llmsizer.estimate.fit import TRAINING_LADDER, fit_training
+
+ARGS = ("fit", "llama-3.1-70b", "--train", "--method", "lora", "--device", "a100-sxm-80gb", "--count", "2")
+
+
+def test_json_names_the_alternatives_apart_from_fits_at() -> None:
+    code, d = run_json(*ARGS)
+    assert code == 1 and d["fits"] is False
+    assert d["fits_at"] is None  # nothing that keeps --method lora fits: fits_at keeps its meaning
+    first, more = d["fits_if_changed"]
+    assert first["changes"] == {"method": "qlora", "grad_checkpointing": "full"}
+    assert first["changes_given"] == ["method"]
+    assert first["memory_per_device"] <= first["budget_per_device"]
+    assert set(more["changes"]) == {"count"} and more["changes_given"] == ["count"]
+
+
+def test_each_alternative_fits_as_fit_itself_answers_it() -> None:
+    _, d = run_json(*ARGS)
+    first, more = d["fits_if_changed"]
+    # the ladder's step is TRAINING_LADDER's (one home), applied over the caller's own method
+    assert first["changes"] in TRAINING_LADDER
+    assert fit_training("llama-3.1-70b", "a100-sxm-80gb", 2, **first["changes"]).fits
+    n = more["changes"]["count"]
+    assert fit_training("llama-3.1-70b", "a100-sxm-80gb", n, method="lora").fits
+    assert not fit_training("llama-3.1-70b", "a100-sxm-80gb", n - 1, method="lora").fits  # the smallest count
+
+
+def test_text_marks_what_changes_the_callers_settings() -> None:
+    code, out, _ = run(*ARGS)
+    assert code == 1
+    assert "hint: nothing that keeps the settings you gave fits these devices" in out
+    assert "alternative: with --method qlora --grad-checkpointing full: " in out
+    assert "(changes what you gave: --method)" in out
+
+
+def test_a_fitting_ladder_step_keeps_the_old_hint_and_no_alternatives() -> None:
+    # full fine-tuning of an 8B on one H100, nothing stated: a ladder step changes no setting the caller gave, so
+    # fits_at names it and no alternative is searched
+    code, d = run_json("fit", "llama-3.1-8b", "--train", "--device", "h100-sxm")
+    assert code == 1 and d["fits_at"] is not None and d["fits_if_changed"] == []
