@@ -11,7 +11,10 @@ context itself is outside the pool, in the (1 - utilization) headroom. Blocks of
 ceil(min(window - 1 + max_num_batched_tokens, context) / block) + 1 blocks per request
 (``v1/kv_cache_interface.py`` ``SlidingWindowSpec.max_memory_usage_bytes``); MLA caches the latent
 (``MLAAttentionSpec``). Admitted sequences = pool / per-sequence KV (the log line "Maximum concurrency
-for N tokens per request").
+for N tokens per request"). A model with layers of several cache kinds (sliding + full, chunked + full, recurrent +
+attention) shares blocks among KV cache groups of equal layer count, and a kind whose layers do not fill its last
+group carries empty slots each request pays for (formulas/kv_groups.py eqs. 1-3: Gemma-3-27B's 52 sliding layers
+take 60 slots).
 
 A model without attention layers (pure Mamba/Mamba-2) has no KV blocks: its one KV-cache group is the recurrent
 layers' ``MambaSpec``, whose block is a whole request (``MambaSpec(block_size=model_config.max_model_len)``,
@@ -25,9 +28,11 @@ the maximum length rather than of cached tokens; llmsizer reports the sequences 
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 from ...formulas.activations import prefill_activation_bytes
 from ...formulas.kv_cache import kv_cache
+from ...formulas.kv_groups import vllm_group_size, vllm_padding_slots
 from ...formulas.tensor_parallel import kv_fraction_per_device, per_device
 from ...result import Assumption, Item
 from ...units import format_bytes
@@ -136,13 +141,21 @@ def compose_vllm(ctx: Context) -> None:
     # ChunkedLocalAttentionSpec.max_memory_usage_bytes)
     extra = mnbt if spec.chunked_attention else mnbt - 1
     slide_block = _unified_sliding_block(ctx, block)
-    one_seq = kv_cache(spec, w.context, 1, ctx.kv_dtype, mla_mode="latent",
-                       indexer_cache=E.VLLM.dsa_indexer_cache,
-                       window_extra=extra, block_size=block, sliding_block_size=slide_block).total_bytes
-    one_seq = per_device(one_seq + _sliding_spare_block(ctx, slide_block), share)
-    need = kv_item(ctx, w.context, running, "device", block=block, window_extra=extra, sliding_block=slide_block)
-    state = state_item(ctx, running, "device", padded_layer_bytes=page) if page is not None else None
-    state_one = state_item(ctx, 1, "device", padded_layer_bytes=page).bytes if page is not None else 0
+    kvc = kv_cache(spec, w.context, 1, ctx.kv_dtype, mla_mode="latent", indexer_cache=E.VLLM.dsa_indexer_cache,
+                   window_extra=extra, block_size=block, sliding_block_size=slide_block)
+    pads = _group_padding(ctx)
+    # the empty slots of vLLM's KV cache groups (formulas/kv_groups.py eq. 3): one layer's worth of each kind per slot
+    pad_kv = (pads["full"] * kvc.tokens_full * kvc.layer_bytes_per_token_full
+              + pads["sliding"] * (kvc.tokens_sliding + (0 if spec.chunked_attention else slide_block))
+              * kvc.layer_bytes_per_token_sliding)
+    pad_kv_dev = per_device(math.ceil(pad_kv), share)
+    pad_state_dev = per_device(pads["recurrent"] * page, 1 / tp if tp > 1 else 1.0) if page is not None else 0
+    one_seq = per_device(kvc.total_bytes + _sliding_spare_block(ctx, slide_block), share) + pad_kv_dev
+    need = _padded(kv_item(ctx, w.context, running, "device", block=block, window_extra=extra,
+                           sliding_block=slide_block), pad_kv_dev, running, pads, ("full", "sliding"))
+    state = (_padded(state_item(ctx, running, "device", padded_layer_bytes=page), pad_state_dev, running, pads,
+                     ("recurrent",)) if page is not None else None)
+    state_one = state_item(ctx, 1, "device", padded_layer_bytes=page).bytes + pad_state_dev if page is not None else 0
     one_seq += state_one
     ctx.details.update({"kv_needed_bytes": need.bytes, "kv_bytes_per_sequence": one_seq, "running_cap": mns,
                         "running_cap_name": "max_num_seqs", "running_sequences": running})
@@ -174,8 +187,9 @@ def compose_vllm(ctx: Context) -> None:
     ctx.details["reserved_bytes"] = pool + context_span(w.gpu_runtime).expected
     kv_avail = pool - fixed
     admitted = max(kv_avail, 0) // one_seq if one_seq else 0
-    per_token_layers = kv_cache(spec, 1, 1, ctx.kv_dtype, mla_mode="latent",
-                                indexer_cache=E.VLLM.dsa_indexer_cache).bytes_per_token * share
+    # vLLM's token count ("GPU KV cache size") spreads each block over every slot of the groups, padding included
+    per_token_layers = (kvc.bytes_per_token + pads["full"] * kvc.layer_bytes_per_token_full
+                        + pads["sliding"] * kvc.layer_bytes_per_token_sliding) * share
     # the pool's pages also hold the recurrent states of the admitted sequences
     kv_only = max(kv_avail - admitted * state_one, 0) if state is not None and spec.kv_cache_layers else kv_avail
     blocks = max(kv_only, 0) // max(int(per_token_layers * block), 1) if spec.kv_cache_layers else 0
@@ -212,6 +226,44 @@ def compose_vllm(ctx: Context) -> None:
         runtime = "CUDA" if w.gpu_runtime == "cuda" else f"{w.gpu_runtime} runtime"
         acc.warnings.append(f"the {runtime} context (~{format_bytes(context)}) may not fit the {1 - util:.0%} left "
                             "outside the vLLM pool")
+
+
+def _group_padding(ctx: Context) -> dict[str, int]:
+    """The empty slots vLLM's KV cache groups add to each cache kind of this model ("full", "sliding" -- Llama 4's
+    chunked-local layers included -- and "recurrent"): formulas/kv_groups.py eqs. (1)-(2) over the layers caching
+    K/V of their own and the recurrent layers; said as an assumption where any."""
+    spec = ctx.spec
+    own = spec.kv_cache_layer_types
+    counts = {"full": own.count("full"), "sliding": own.count("sliding"), "recurrent": spec.recurrent_layer_count}
+    pads = vllm_padding_slots(counts)
+    if any(pads.values()):
+        g = vllm_group_size(counts)
+        kinds = {"full": "full-attention", "sliding": "chunked-local" if spec.chunked_attention else "sliding-window",
+                 "recurrent": "recurrent-state"}
+        what = ", ".join(f"{n} {kinds[k]} layers" for k, n in counts.items() if n)
+        empty = ", ".join(f"{p} {kinds[k]}" for k, p in pads.items() if p)
+        ctx.acc.assumptions.append(Assumption(
+            "vllm_kv_group_padding", sum(pads.values()), True,
+            f"vLLM puts the {what} in KV cache groups of {g} layers each and pads the last group of a kind, so each "
+            f"request also holds {empty} empty slot(s) of that kind's size ({VLLM_KV_GROUPS_SOURCE})"))
+        ctx.details.update({"kv_group_size": g, "kv_group_padding_slots": sum(pads.values())})
+    return pads
+
+
+VLLM_KV_GROUPS_SOURCE = ("vllm/v1/core/kv_cache_utils.py @001cabc1 _get_kv_cache_groups_uniform_page_size, "
+                         "get_kv_cache_config_from_groups; formulas/kv_groups.py")
+
+
+def _padded(item: Item, per_seq: int, seqs: int, pads: dict[str, int], kinds: tuple[str, ...]) -> Item:
+    """``item`` with the padding slots of ``kinds`` (``per_seq`` bytes per sequence per device) added for ``seqs``
+    sequences."""
+    n = sum(pads[k] for k in kinds)
+    if not n or not per_seq:
+        return item
+    return replace(item, bytes=item.bytes + per_seq * seqs,
+                   formula=item.formula + f"; + {n} empty slot(s) of vLLM's KV cache groups x {seqs} seqs "
+                                          f"({format_bytes(per_seq)} each)",
+                   source=item.source + "; " + VLLM_KV_GROUPS_SOURCE)
 
 
 def _sliding_spare_block(ctx: Context, block: int) -> int:
