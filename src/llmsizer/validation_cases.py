@@ -1089,6 +1089,82 @@ def torchtitan_mp_case(r: dict[str, str]) -> Case:
                     if mp else ""))
 
 
+# torchtitan runs published outside its benchmark file of 2024-12 (held out; nothing is fitted on them):
+# - PM1310-PM1321: benchmarks/asyncTP_llama3_h100_2025-06_torchtitan.md @2887250bb (the Grand Teton H100s of PM0501,
+#   h100-sxm taken as there), torchtitan 820504e: Llama 3.1 70B FSDP 32 x TP 8 on 256 GPUs, full AC, local batch 16,
+#   and 8B FSDP 8 x TP 8 on 64 GPUs, op-level SAC, local batch 12; compile; seq_len 8192 and AdamW from
+#   train_configs/llama3_70b.toml / llama3_8b.toml @820504e; vanilla TP and AsyncTP (tp_comm_overlap). The bf16 rows
+#   state every setting; the float8 tensorwise rows do not say whether FSDP's float8 all-gather was on (the toml's
+#   enable_fsdp_float8_all_gather = false; llmsizer's float8 gathers in float8): settings assumed.
+# - PM1331/PM1333: torchao float8 README @8c81863ba (2025-03-12), torchtitan 0.0.2's llama3_8b.toml on 8 H100 (board
+#   not named: h100-sxm assumed), FSDP2, batch 1 x 8192, op-level SAC, compile of the blocks (the loss eager until
+#   torchtitan e7c0cae: train.py @0da8901b1 line 327, components/loss.py's "compiling loss function causes CUDA
+#   errors, turning off for now"); tensorwise with float8 all-gather.
+# - PM1341/PM1343: the same benchmark on 8 x MI300X @853f87d1b (2025-08-11), torchtitan 2c8b594, whose
+#   build_cross_entropy_loss compiles the loss on bf16 logits (compile_scope 'layers+loss+upcast'): every setting
+#   stated.
+# Value: (catalog model, device, TrainingWorkload fields, why settings are assumed or '').
+_TITAN_RUN = dict(method="full", precision="bf16-mixed", seq_len=8192, fsdp="full", optimizer="adamw", compile=True,
+                  compile_scope="layers")
+_ATP_70B = dict(_TITAN_RUN, gpus=256, tp=8, micro_batch=16, grad_checkpointing="full", sequence_parallel=True,
+                network=TORCHTITAN_NETWORK)
+_ATP_8B = dict(_TITAN_RUN, gpus=64, tp=8, micro_batch=12, grad_checkpointing="selective-op", sequence_parallel=True,
+               network=TORCHTITAN_NETWORK)
+_F8_GATHER_ASSUMED = ("float8 all-gather not stated (torchtitan @820504e toml default off; llmsizer's float8 "
+                      "gathers in float8)")
+_AO_8B = dict(_TITAN_RUN, gpus=8, micro_batch=1, grad_checkpointing="selective-op")
+_H100_ASSUMED = "the H100 board is not named (h100-sxm assumed)"
+TORCHTITAN_RUNS: dict[str, tuple[str, str, dict[str, Any], str]] = {
+    "PM1310": ("llama-3.1-70b", "h100-sxm", _ATP_70B, ""),
+    "PM1311": ("llama-3.1-70b", "h100-sxm", dict(_ATP_70B, tp_comm_overlap=True), ""),
+    "PM1312": ("llama-3.1-70b", "h100-sxm", dict(_ATP_70B, float8=True), _F8_GATHER_ASSUMED),
+    "PM1313": ("llama-3.1-70b", "h100-sxm", dict(_ATP_70B, float8=True, tp_comm_overlap=True), _F8_GATHER_ASSUMED),
+    "PM1316": ("llama-3.1-8b", "h100-sxm", _ATP_8B, ""),
+    "PM1317": ("llama-3.1-8b", "h100-sxm", dict(_ATP_8B, tp_comm_overlap=True), ""),
+    "PM1318": ("llama-3.1-8b", "h100-sxm", dict(_ATP_8B, float8=True), _F8_GATHER_ASSUMED),
+    "PM1319": ("llama-3.1-8b", "h100-sxm", dict(_ATP_8B, float8=True, tp_comm_overlap=True), _F8_GATHER_ASSUMED),
+    "PM1331": ("llama-3.1-8b", "h100-sxm", _AO_8B, _H100_ASSUMED),
+    "PM1333": ("llama-3.1-8b", "h100-sxm", dict(_AO_8B, float8=True), _H100_ASSUMED),
+    "PM1341": ("llama-3.1-8b", "mi300x", dict(_AO_8B, compile_scope="layers+loss+upcast"), ""),
+    "PM1343": ("llama-3.1-8b", "mi300x", dict(_AO_8B, compile_scope="layers+loss+upcast", float8=True), ""),
+}
+# torchao's rowwise float8 recipes (Float8LinearRecipeName ROWWISE / ROWWISE_WITH_GW_HP, torchao/float8/config.py
+# @8c81863ba lines 114-135, from_recipe_name lines 289-330: per-row scales through the CUTLASS rowwise kernel, the
+# all-gather in bf16): float8_recipe knows torchao's tensorwise Float8Linear and TransformerEngine only
+FLOAT8_ROWWISE_NOT_EXPRESSIBLE = ("torchao float8 rowwise scaling (Float8LinearRecipeName.ROWWISE / "
+                                  "ROWWISE_WITH_GW_HP, bf16 all-gather): no float8_recipe for it (torchao tensorwise "
+                                  "and transformer-engine only)")
+SPEED_NOT_EXPRESSIBLE.update(dict.fromkeys(("PM1314", "PM1315", "PM1320", "PM1321", "PM1335", "PM1345", "PM1347"),
+                                           FLOAT8_ROWWISE_NOT_EXPRESSIBLE))
+
+
+def torchtitan_run_case(r: dict[str, str]) -> Case:
+    """One TORCHTITAN_RUNS row through the duration rule (estimate/duration.py)."""
+    from .catalog.hardware import builtin_catalog
+    from .catalog.models import find
+    from .estimate.duration import training_duration_for
+
+    rid, value = r["id"], float(r["value"])
+    model, device, fields, assumed = TORCHTITAN_RUNS[rid]
+    n = int(fields["gpus"])
+    d = training_duration_for(find(model).spec(), builtin_catalog().devices[device], n, 1e6, fields)
+    pred = None if d.tokens_per_second is None else d.tokens_per_second / n
+    st, mp = d.step, (d.step.model_parallel if d.step else None)
+    return Case(rid, TRAINING_SPEED, f"torchtitan {model} {r['other_settings']} {n}x{device} tokens/s/GPU", pred,
+                value, "tokens/s/GPU", *within_tolerance(TRAINING_SPEED, pred, value),
+                excluded=ASSUMED if assumed else "", source=r["source"],
+                note=(f"utilisation {d.utilization:.3f}"
+                      + ("; no training calibration row for this GPU architecture: the lowest fitted share stands in "
+                         "(efficiency.TRAINING_UTILIZATION_UNCALIBRATED)"
+                         if any(a.name == "utilization_architecture" for a in d.assumptions) else "")
+                      + (f"; per micro-step compute {st.compute_seconds:.2f} s (memory-bound kernels "
+                         f"{st.elementwise_seconds:.2f} s), communication {st.comm_seconds:.2f} s" if st else "")
+                      + (f"; tensor-parallel {mp.tp_seconds:.2f} s ("
+                         f"{'async TP: overlapped' if mp.tp_overlap else 'not overlapped'}), FSDP collectives "
+                         f"{mp.dp_seconds:.2f} s per step ({mp.dp_exposed_seconds:.3f} s not hidden)" if mp else "")
+                      + (f"; {assumed} (settings assumed)" if assumed else "")))
+
+
 def cpu_gpt2_spec() -> Any:
     """GPT-2 small as the manual model of CPU_GPT2 (the CPU training rows)."""
     from .readers.manual import spec_from_manual
@@ -1153,6 +1229,8 @@ def speed_case(r: dict[str, str]) -> Case | NotExpressed:
         return korthikanti_case(r)
     if rid in TORCHTITAN_MODEL_PARALLEL:
         return torchtitan_mp_case(r)
+    if rid in TORCHTITAN_RUNS:
+        return torchtitan_run_case(r)
     if r["framework"] == "torchtitan":
         n = int(r["num_gpus"])
         extra = TORCHTITAN_SETTINGS[r["other_settings"]]
@@ -2328,6 +2406,33 @@ for _rid, _n in (("PM1068", 32), ("PM1069", 64)):
                            "checkpointing, FSDP2 bf16/fp32 mixed precision, compiled blocks and loss, float8; measured "
                            f"is reserved memory, predicted with --metric reserved, fixed-length packed batches; FSDP "
                            f"over {_n}", False, "reserved")
+# torchao's float8 training benchmark on torchtitan's llama3_8b.toml (PM1330/PM1332: 8 H100, torchtitan 0.0.2, torch
+# 2.7.0a0; PM1340/PM1342: 8 MI300X, torchtitan 2c8b594, torch 2.9.0.dev20250811+rocm6.4): FSDP2 over 8, batch 1 x 8192,
+# op-level SAC, compile, bf16 and tensorwise float8 with float8 all-gather (the rowwise rows: FLOAT8_ROWWISE_NOT_
+# EXPRESSIBLE). Measured is the max of torchtitan's 'memory: X GiB' log (parse_torchtitan_logs.py @8c81863ba; metrics.py
+# @0da8901b1 lines 58-67: reserved_bytes.all.peak), predicted with --metric reserved, fixed-length packed batches,
+# expandable segments (run_train.sh). H100 @0da8901b1: 9dec370's units (parallelize_llama.py lines 351-369, the root
+# kept by torch 2.7's clamp) and the loss eager (train.py line 327). MI300X @2c8b594: the loss compiled on bf16 logits
+# ('layers+loss+upcast'), but units FSDP2_UNITS has no rule for (llama3/infra/parallelize.py lines 402-422:
+# tok_embeddings and [norm, output] units of their own, the latter kept after the forward, every block resharded, torch
+# 2.9 after PR #154704): 'torchtitan' taken. Reported with the torchtitan rows, not summarised (the reserve is a lower
+# bound: the PM0400 comment).
+_TITAN_AO = dict(precision="fsdp-bf16-mixed", micro_batch=1, seq_len=8192, fsdp="full", grad_checkpointing="selective-op",
+                 optimizer="adamw", compile=True, compile_scope="layers", batch_shapes="fixed", fsdp2_units="torchtitan",
+                 gpus=8)
+_TITAN_AO_NOTE = ("torchao float8 benchmark on torchtitan llama3_8b.toml: FSDP2 over 8, batch 1 x 8192, op-level SAC, "
+                  "compile; measured is reserved memory, predicted with --metric reserved")
+TRAINING_ROWS["PM1330"] = ("llama-3.1-8b", dict(_TITAN_AO), _TITAN_AO_NOTE + "; H100, torchtitan 0.0.2: loss eager",
+                           False, "reserved")
+TRAINING_ROWS["PM1332"] = ("llama-3.1-8b", dict(_TITAN_AO, float8=True), _TITAN_AO_NOTE + "; H100, torchtitan 0.0.2: "
+                           "loss eager; tensorwise float8, float8 all-gather", False, "reserved")
+TRAINING_ROWS["PM1340"] = ("llama-3.1-8b", dict(_TITAN_AO, compile_scope="layers+loss+upcast"), _TITAN_AO_NOTE
+                           + "; MI300X, torchtitan 2c8b594: compiled loss on bf16 logits; its FSDP2 units (embedding "
+                           "and [norm, output] apart) read as 9dec370's", False, "reserved")
+TRAINING_ROWS["PM1342"] = ("llama-3.1-8b", dict(_TITAN_AO, compile_scope="layers+loss+upcast", float8=True),
+                           _TITAN_AO_NOTE + "; MI300X, torchtitan 2c8b594: compiled loss on bf16 logits; tensorwise "
+                           "float8, float8 all-gather; its FSDP2 units read as 9dec370's", False, "reserved")
+TRAINING_NOT_EXPRESSED_ROWS.update(dict.fromkeys(("PM1334", "PM1344", "PM1346"), FLOAT8_ROWWISE_NOT_EXPRESSIBLE))
 # litgpt's config hub table (PM1100-PM1145, config_hub/finetune/README.md @ 00af8b0d, 2024-09-27): single-device
 # LoRA / QLoRA / full fine-tunes on Alpaca2k, max_seq_length 512, each with the config file of the same commit
 # (lora_r, the lora_query/key/value/projection/mlp/head flags, micro batch, precision bf16-true, quantize bnb.nf4,

@@ -380,7 +380,7 @@ _add("inference memory", "vllm", 0.9622, 1.0546, 13, 2, 0.950, 0.900)
 _add("prefill throughput", "llama.cpp", 0.6257, 1.1420, 27, 12, 1.000, 0.951)
 _add("prefill throughput", "transformers", 0.7607, 1.0000, 11, 1, 1.000, None)
 _add("training memory", "pytorch training", 0.9085, 1.0873, 34, 7, 1.000, 0.914)
-_add("training throughput", "pytorch training", 0.6324, 1.1598, 244, 10, 0.939, 0.892)
+_add("training throughput", "pytorch training", 0.5288, 1.1574, 250, 12, 0.945, 0.834)
 
 
 def band_for(kind: str, engine: str) -> Band | None:
