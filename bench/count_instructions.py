@@ -10,7 +10,9 @@ clearing before each run (``clear_caches(estimates_only=True)``, the warm bench'
 which toggles collection off again. Cases: ``fit0``-``fit4`` (``bench_inference.DURATION_CASES``: warm
 ``fit_training(..., tokens=1e9)``; ``fit3``/``fit4``: ``PIPELINE_CASES``, Llama 3.1 405B FSDP + TP 8 + PP 8, 1F1B and
 interleaved; ``fit5``: ``SEARCH_CASES``, a full fine-tune on 8 x H100 whose ZeRO stage is chosen), ``train0``/``train1``
-(``bench_inference.training_in_process``'s estimates), ``infer`` (llama-3.1-8b 8k x 4), ``fit`` (llama-3.1-8b on h100-sxm, 8k x 8).
+(``bench_inference.training_in_process``'s estimates), ``infer`` (llama-3.1-8b 8k x 4), ``fit`` (llama-3.1-8b on h100-sxm, 8k x 8),
+``rate`` (``recommend`` of llama-3.1-8b on vLLM over the catalog at 20 requests/s, 4k context, 512 out: the copies
+search, bench_recommend.py's rate case; about 5 minutes a run under valgrind, so ``--runs 1``).
 
     PYTHONPATH=src python bench/count_instructions.py [CASE ...] [--runs 20]
 
@@ -32,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-CASES = ("fit0", "fit1", "fit2", "fit3", "fit4", "fit5", "train0", "train1", "infer", "fit")
+CASES = ("fit0", "fit1", "fit2", "fit3", "fit4", "fit5", "train0", "train1", "infer", "fit", "rate")
 
 
 def estimate(case: str) -> Callable[[], Any]:
@@ -56,6 +58,9 @@ def estimate(case: str) -> Callable[[], Any]:
         spec = find(name).spec()
         return lambda: estimate_training(spec, **kw)
     spec = find("llama-3.1-8b").spec()
+    if case == "rate":
+        from llmsizer.recommend import recommend_inference
+        return lambda: recommend_inference(spec, engine="vllm", context=4096, output_tokens=512, request_rate=20)
     if case == "infer":
         return lambda: estimate_inference(spec, context=8192, concurrency=4)
     return lambda: fit(spec, "h100-sxm", None, context=8192, concurrency=8)

@@ -37,6 +37,7 @@ from .estimate.duration import flops_per_token, recompute_mode, training_peak
 from .estimate.engines import newer_release_note
 from .estimate.fit import (
     FitResult,
+    MemoryFit,
     devices_text,
     first_token_seconds,
     fit,
@@ -589,6 +590,13 @@ def _evaluate(spec: ModelSpec, cand: _Candidate, context: int, concurrency: int,
     return _option_from_pick(cand, pick), pick.warnings
 
 
+# a share skipped as past eq. Q10a's capacity (``_rate_copies``): a miss the search reads only as one (never said),
+# and the relative margin the share keeps above that capacity, so that the skip holds whatever the rounding of the
+# per-replica share fit compares (rate / replicas >= capacity per replica)
+_PAST_BOUND = FormatPick("rejected", "", 0, "", ("past the server's capacity",), past_capacity=True)
+_ROUNDING = 1e-9
+
+
 def _rate_copies(spec: ModelSpec, cand: _Candidate, rate: float, context: int, output_tokens: int | None,
                  weights: str | None, c: Constraints, hr: float | None, hardware_files: Sequence[str | Path],
                  engine_given: str | None, fields: Mapping[str, Any]) -> tuple[Option, tuple[str, ...], int]:
@@ -599,15 +607,26 @@ def _rate_copies(spec: ModelSpec, cand: _Candidate, rate: float, context: int, o
     its share derives, takes more copies (a smaller share: fewer in flight, a shorter queue, eq. Q10); k doubles
     until one meets, then the fewest between is searched (the load of each copy falls with k, so whether it meets
     only turns from no to yes). A miss more copies cannot mend (no format fits its memory at one request, or one
-    request in flight at a time already misses a limit) is the candidate's rejection as it is."""
+    request in flight at a time already misses a limit) is the candidate's rejection as it is.
+    The search asks only the counts whose answer it does not know: each rung's memory at one request is sized once
+    (no rate reaches it: ``pick_format``'s ``sized_memo``), and a share at or above a past-capacity pick's
+    ``rate_bound`` (eq. Q10a's capacity of every rung, the same at every share) is past capacity without asking
+    (below MAX_REPLICAS, whose pick's reason is said): the counts tried and the answer are the same."""
     picks: dict[int, FormatPick] = {}
+    sized: dict[tuple[str, str, int | None], MemoryFit] = {}
+    bound: list[float] = []  # eq. Q10a's capacity of one copy, every rung refused at or above it
 
     def at(k: int) -> FormatPick:
         if k not in picks:
+            if bound and k < MAX_REPLICAS and rate / k >= bound[0] * (1 + _ROUNDING):
+                return _PAST_BOUND
             picks[k] = pick_format(spec, cand.device, cand.count, cand.instance, cand.memory, context=context,
                                    concurrency=1, output_tokens=output_tokens, weights=weights, limits=c.latency(),
                                    headroom=hr, hardware_files=hardware_files, engine_given=engine_given,
-                                   fields=fields, request_rate=rate / k)
+                                   fields=fields, request_rate=rate / k, sized_memo=sized)
+            found = picks[k].rate_bound
+            if found is not None and not bound:
+                bound.append(found)
         return picks[k]
 
     k = 1

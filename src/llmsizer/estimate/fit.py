@@ -532,7 +532,7 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
         kv_dtype: str | None = None, hardware_files: Sequence[str | Path] = (), speed: bool = True,
         host_device: str | Device | None = None, engine_version: str | None = None, kwh_price: float | None = None,
         tensor_parallel: int | None = None, fits_at: bool | None = None, host_memory: int | str | None = None,
-        request_rate: float | None = None, **workload: Any) -> FitResult:
+        request_rate: float | None = None, rate_bound: list[float] | None = None, **workload: Any) -> FitResult:
     """Fit an inference workload on ``count`` x ``hardware`` (a device or instance name; an instance brings its
     own count). ``memory`` overrides the device memory (e.g. the RAM of a CPU machine). The memory, the weight
     format and the verdict are the inference estimate's (``estimate_inference`` with ``memory`` and ``headroom``),
@@ -557,8 +557,12 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
     admission (eq. Q12, ``admission_queued``) is in the TTFT and the requests in flight. A rate at or above the
     server's capacity (eq. Q10a), past the decode's (no fixed point of eq. Q10c: ``sustained_rate`` named) or at or
     above what the admitted sequences serve (c / T(c), eq. Q12) is refused (FieldError on request_rate: no steady
-    state, no mean). ``request_rate`` is
-    read as the CLI reads it ('16' as 16: ``read_request_rate``)."""
+    state, no mean). ``request_rate`` is read as the CLI reads it ('16' as 16: ``read_request_rate``).
+    ``rate_bound``: a caller's list that, where the rate is refused by the server's capacity (eq. Q10a) already at one
+    request in flight, gets that capacity [requests/s, all replicas] appended: on a layout that does not depend on the
+    rate (one tensor-parallel degree), every rate at or above it is refused alike, since the fit at one request in
+    flight differs only in the rate (the copies search of ``recommend`` skips the shares past it, format_search.py
+    ``pick_format``)."""
     kw: dict[str, Any] = dict(headroom=headroom, engine=engine, weights=weights, context=context, output_tokens=output_tokens,
               memory=memory, kv_dtype=kv_dtype, hardware_files=hardware_files, host_device=host_device,
               engine_version=engine_version, kwh_price=kwh_price, tensor_parallel=tensor_parallel,
@@ -584,10 +588,17 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
         x = sustained_rate(r.speed, r.engine)
         return None if x is None else x * r.replicas
 
+    def run(c: int) -> FitResult:
+        try:
+            return _fit_at(model, hardware, count, speed, c, rate, workload, **kw)
+        except RateOverloadError as e:  # (rate_fixed_point's first run is at one request in flight)
+            if rate_bound is not None and c == 1 and e.server_capacity is not None:
+                rate_bound.append(e.server_capacity)
+            raise
+
     try:
         try:
-            r = rate_fixed_point(lambda c: _fit_at(model, hardware, count, speed, c, rate, workload, **kw),
-                                 in_flight, rate, served)
+            r = rate_fixed_point(run, in_flight, rate, served)
         except RateCapacityError as e:
             raise RateOverloadError(str(e), e.capacity, e.in_flight) from None
         r = admission_queued(r, rate, lambda c: _fit_at(model, hardware, count, speed, c, rate, workload, **kw))
@@ -603,9 +614,12 @@ class RateOverloadError(FieldError):
     ``in_flight`` requests of all replicas the memory is shown at. ``fit`` answers it as not fitting (``_over_capacity``),
     as a memory that does not fit, never as bad input."""
 
-    def __init__(self, message: str, capacity: float | None, in_flight: int) -> None:
+    def __init__(self, message: str, capacity: float | None, in_flight: int, server: bool = False) -> None:
         super().__init__("request_rate", f"request_rate: {message}")
         self.detail, self.capacity, self.in_flight = message, capacity, in_flight
+        # eq. Q10a's bound (1 / max(prefill, s H) per replica): the capacity every rate at or above which is refused
+        # alike by the same answer; None for the decode's capacity and the engine's admission (load-dependent)
+        self.server_capacity = capacity if server else None
 
 
 def _over_capacity(r: FitResult, rate: float, e: RateOverloadError) -> FitResult:
@@ -1601,6 +1615,6 @@ def _at_rate(sp: Any, engine: str, rate: float, chunk: int | None, replicas: int
     try:
         return at_rate(sp, engine, rate, chunk, replicas)
     except OverCapacityError as e:  # eq. Q10a's bound: the hardware does not carry the rate (fit answers it)
-        raise RateOverloadError(str(e), e.capacity * replicas, sp.concurrency * replicas) from None
+        raise RateOverloadError(str(e), e.capacity * replicas, sp.concurrency * replicas, server=True) from None
     except InputError as e:
         raise FieldError("request_rate", f"request_rate: {e}") from None

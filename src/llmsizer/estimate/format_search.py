@@ -180,6 +180,10 @@ class FormatPick:
     # at a request rate: the rate is at or above every fitting rung's capacity (fit's refusal, eq. Q10a), so a share
     # of it on more replicas may be served (recommend's replica count at a rate, ``recommend.py`` ``_at_rate``)
     past_capacity: bool = False
+    # past capacity where every rung asked was refused by the server's capacity (eq. Q10a) at one request in flight
+    # on a layout of one tensor-parallel degree: the largest of those capacities [requests/s], at or above which any
+    # rate is refused alike (fit's ``rate_bound``); None otherwise
+    rate_bound: float | None = None
 
 
 def pick_format(spec: ModelSpec, device: Device, count: int, instance: Instance | None, memory: int | None, *,
@@ -187,7 +191,8 @@ def pick_format(spec: ModelSpec, device: Device, count: int, instance: Instance 
                 limits: LatencyLimits, headroom: float | None, hardware_files: Sequence[str | Path] = (),
                 engine_given: str | None = None, fields: Mapping[str, Any] | None = None,
                 host_device: str | Device | None = None, host_memory: int | None = None,
-                request_rate: float | None = None) -> FormatPick:
+                request_rate: float | None = None,
+                sized_memo: dict[tuple[str, str, int | None], MemoryFit] | None = None) -> FormatPick:
     """The highest-quality weight format on the engine's ladder that fits ``count`` x ``device`` (``instance``: the
     instance, or the whole instances, they are, sized as fit sizes them; ``memory``: fit's ``memory``) and meets
     ``limits``, or why none does.
@@ -199,7 +204,9 @@ def pick_format(spec: ModelSpec, device: Device, count: int, instance: Instance 
     formulas/serving_queue.py eq. Q10: the memory and the decode step at the requests in flight it derives, the
     limits read at that load), `fit --weights RUNG --request-rate R`'s answer; a rate at or above a rung's capacity
     is that rung's miss (the next may serve it), and where every fitting rung misses so the pick says
-    ``past_capacity``."""
+    ``past_capacity`` (with ``rate_bound`` where eq. Q10a's capacity decides every rung). ``sized_memo``: a
+    caller's dict of each rung's memory at ``concurrency`` (fit's memory stage, which no rate reaches), shared by the
+    calls that differ only in ``request_rate`` (recommend's copies search)."""
     dev, n = device, count
     given = fields or {}
     settings = {**given, "host_device": host_device, "host_memory": host_memory}  # which may name the engine
@@ -240,6 +247,9 @@ def pick_format(spec: ModelSpec, device: Device, count: int, instance: Instance 
     window: MemoryFit | None = None
     past_window: set[str] = set()
     capacity: str | None = None  # at a rate: the first fitting rung's refusal of it (fit's line)
+    bound: float | None = 0.0  # at a rate: the largest eq. Q10a capacity of the rungs refused (None: not all were)
+    # (fit_memory's machine size, which its tensor-parallel options read)
+    per_node = instance.device_count if instance is not None and instance.device_count else SERVING_GPUS_PER_NODE
     for fmt in ladder:
         # each rung on the engine `fit --weights RUNG` runs it on (estimate/device.py engine_rule): a smaller rung
         # may name its own engine (AWQ on vLLM where the device's rule for bf16 is transformers: a hardware file's GPU
@@ -280,7 +290,10 @@ def pick_format(spec: ModelSpec, device: Device, count: int, instance: Instance 
         # (fit.target_and_count with instances)
         target, cnt = instance or dev, None if instance is not None and n == instance.device_count else n
         try:  # memory decides the rung; the speed is computed only for a rung that fits (fit's two stages, once)
-            sized = fit_memory(spec, target, cnt, **args)
+            known = sized_memo.get((fmt, eng, group)) if sized_memo is not None else None
+            sized = known if known is not None else fit_memory(spec, target, cnt, **args)
+            if sized_memo is not None:
+                sized_memo[(fmt, eng, group)] = sized
         except FieldError as e:  # a degree given that fit refuses on these devices: the caller's input, no rung's
             if "tensor_parallel" in e.fields and given.get("tensor_parallel") is not None:
                 raise
@@ -297,16 +310,21 @@ def pick_format(spec: ModelSpec, device: Device, count: int, instance: Instance 
         if request_rate is None:
             r = sized.result(True)
         else:  # fit's rate path (estimate/fit.py: the in flight derived, eq. Q10c): one answer with fit
+            server: list[float] = []  # eq. Q10a's capacity where it refuses the rate at one request in flight
             try:
-                r = fit(spec, target, cnt, request_rate=request_rate, fits_at=False,
+                r = fit(spec, target, cnt, request_rate=request_rate, fits_at=False, rate_bound=server,
                         **{k: v for k, v in args.items() if k != "concurrency"})
             except FieldError as e:
                 if "request_rate" not in e.fields:
                     raise
                 capacity = capacity or f"at {format_name(fmt)}: {str(e).removeprefix('request_rate: ')}"
+                bound = None
                 continue
             if "rate_capacity" in r.details:  # past its capacity (fit: no steady state at this rate)
                 capacity = capacity or f"at {format_name(fmt)}: {r.reasons[0]}"
+                # rate-independent only where fit ranks no layouts by the rate (one degree: fit_memory's options)
+                one_layout = len(serving_layout(eng, dev, n).tensor_parallel_options(spec, n, per_node)) == 1
+                bound = max(bound, server[0]) if server and one_layout and bound is not None else None
                 continue
             if not r.fits:  # (at the requests in flight the rate derives: fit's own reason)
                 if first_fit is None:
@@ -324,7 +342,7 @@ def pick_format(spec: ModelSpec, device: Device, count: int, instance: Instance 
         return FormatPick("rejected", first_fit.engine, first_fit.tensor_parallel, first_fit.weights_format,
                           tuple(first_reasons or ["fails a latency limit"]), first_fit)
     if capacity is not None:
-        return FormatPick("rejected", engine, tp, "", (capacity,), past_capacity=True)
+        return FormatPick("rejected", engine, tp, "", (capacity,), past_capacity=True, rate_bound=bound or None)
     why = "does not fit"
     need: int | None = None
     budget_shown: int | None = budget
