@@ -20,6 +20,17 @@ each group the blocks its kind needs (``get_max_concurrency_for_kv_cache_config`
 against sum_t n_t x m_t without the padding: Gemma-3-27B's 10 full + 52 sliding layers are 1 + 6 groups of 10, 8
 sliding slots empty (vLLM's warning "Add 8 padding layers, may waste at most 15.38% KV cache memory", the same
 function). One kind (or none) is one group of all its layers, no padding (``_get_kv_cache_groups_uniform_spec``).
+
+vLLM's start-up line "GPU KV cache size: N tokens" (``_report_kv_cache_config``, same file @001cabc1) divides the
+pool's blocks evenly among all G = sum_t groups_t groups -- recurrent-state groups included -- and counts each block
+at the smallest block size of any group (Gemma 4's sliding layers hold 32 tokens per block beside the full layers'
+16 after page unification; a Mamba group's block is the whole max_model_len under mamba_cache_mode 'none'):
+
+    num_blocks = pool // page // g                          (``get_num_blocks``; page = one slot's bytes)     (4)
+    N = (num_blocks // G) x min_t block_size_t                                                                (5)
+
+a token figure that is not the admitted sequences x their length: the concurrency line beside it is
+num_blocks / blocks per request (``get_max_concurrency_for_kv_cache_config``), which eq. (3) gives here.
 """
 
 from __future__ import annotations
@@ -55,3 +66,35 @@ def vllm_padding_slots(layer_counts: Mapping[str, int]) -> dict[str, int]:
     """
     g = vllm_group_size(layer_counts)
     return {kind: (-(-n // g) * g - n if n > 0 and g else 0) for kind, n in layer_counts.items()}
+
+
+def vllm_group_count(layer_counts: Mapping[str, int]) -> int:
+    """G of eq. (5): vLLM's KV cache groups, sum over kinds of ceil(n_t / g) (eq. 2); 0 without any layer.
+
+    >>> vllm_group_count({"full": 10, "sliding": 52}), vllm_group_count({"full": 12, "recurrent": 36})
+    (7, 4)
+    """
+    g = vllm_group_size(layer_counts)
+    return sum(-(-n // g) for n in layer_counts.values() if n > 0) if g else 0
+
+
+def vllm_num_blocks(pool_bytes: int, page_bytes: int, group_size: int) -> int:
+    """Eq. (4): the blocks of vLLM's pool, each ``group_size`` pages of ``page_bytes`` (one per slot); 0 for an
+    empty pool or page.
+
+    >>> vllm_num_blocks(10_000, 100, 4)
+    25
+    """
+    if page_bytes <= 0 or group_size <= 0 or pool_bytes <= 0:
+        return 0
+    return pool_bytes // page_bytes // group_size
+
+
+def vllm_reported_kv_tokens(num_blocks: int, groups: int, min_block_size: int) -> int:
+    """Eq. (5): the token count of vLLM's "GPU KV cache size" line: ``num_blocks`` shared evenly by ``groups``
+    groups, each block counted at ``min_block_size`` tokens.
+
+    >>> vllm_reported_kv_tokens(4439 * 4, 4, 16)
+    71024
+    """
+    return num_blocks // max(groups, 1) * min_block_size

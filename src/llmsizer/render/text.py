@@ -73,7 +73,7 @@ def estimate_facts(est: Estimate) -> list[str]:
                    "attention layer, so no KV blocks)")
     elif "admitted_sequences" in d and "kv_blocks" in d:
         out.append(f"vLLM admits {d['admitted_sequences']} sequences at once (KV pool room for "
-                   f"{d['max_concurrency_at_context']} of this length, {d['kv_tokens']:,} tokens in "
+                   f"{d['max_concurrency_at_context']} of this length; its \"GPU KV cache size\": {d['kv_tokens']:,} tokens, "
                    f"{d['kv_blocks']:,} blocks)")
     if "max_total_num_tokens" in d and not d.get("sglang_too_small"):  # too small: the verdict says why
         out.append(f"SGLang: max_total_num_tokens {d['max_total_num_tokens']:,} (mem_fraction_static "

@@ -14,7 +14,8 @@ ceil(min(window - 1 + max_num_batched_tokens, context) / block) + 1 blocks per r
 for N tokens per request"). A model with layers of several cache kinds (sliding + full, chunked + full, recurrent +
 attention) shares blocks among KV cache groups of equal layer count, and a kind whose layers do not fill its last
 group carries empty slots each request pays for (formulas/kv_groups.py eqs. 1-3: Gemma-3-27B's 52 sliding layers
-take 60 slots).
+take 60 slots). The log line beside it, "GPU KV cache size: N tokens", shares the pool's blocks evenly among all
+the groups, recurrent ones included, at the smallest block size (formulas/kv_groups.py eqs. 4-5): ``kv_tokens``.
 
 A model without attention layers (pure Mamba/Mamba-2) has no KV blocks: its one KV-cache group is the recurrent
 layers' ``MambaSpec``, whose block is a whole request (``MambaSpec(block_size=model_config.max_model_len)``,
@@ -31,10 +32,17 @@ import math
 from dataclasses import replace
 
 from ...formulas.activations import prefill_activation_bytes
-from ...formulas.kv_cache import kv_cache
-from ...formulas.kv_groups import vllm_group_size, vllm_padding_slots
+from ...formulas.kv_cache import KVCache, kv_cache
+from ...formulas.kv_groups import (
+    vllm_group_count,
+    vllm_group_size,
+    vllm_num_blocks,
+    vllm_padding_slots,
+    vllm_reported_kv_tokens,
+)
 from ...formulas.tensor_parallel import kv_fraction_per_device, per_device
 from ...result import Assumption, Item
+from ...specs.model import ModelSpec
 from ...units import format_bytes
 from .. import engines as E
 from ..allocator import context_span, device_context
@@ -187,13 +195,10 @@ def compose_vllm(ctx: Context) -> None:
     ctx.details["reserved_bytes"] = pool + context_span(w.gpu_runtime).expected
     kv_avail = pool - fixed
     admitted = max(kv_avail, 0) // one_seq if one_seq else 0
-    # vLLM's token count ("GPU KV cache size") spreads each block over every slot of the groups, padding included
-    per_token_layers = (kvc.bytes_per_token + pads["full"] * kvc.layer_bytes_per_token_full
-                        + pads["sliding"] * kvc.layer_bytes_per_token_sliding) * share
-    # the pool's pages also hold the recurrent states of the admitted sequences
-    kv_only = max(kv_avail - admitted * state_one, 0) if state is not None and spec.kv_cache_layers else kv_avail
-    blocks = max(kv_only, 0) // max(int(per_token_layers * block), 1) if spec.kv_cache_layers else 0
-    ctx.details.update({"gpu_memory_utilization": util, "kv_pool_bytes": kv_avail, "kv_blocks": int(blocks), "kv_tokens": int(blocks * block),
+    # vLLM's blocks and its "GPU KV cache size" token figure (formulas/kv_groups.py eqs. 4-5)
+    blocks, tokens = (_reported_pool(ctx, kvc, kv_avail, block, slide_block, share, one_seq) if spec.kv_cache_layers
+                      else (0, 0))
+    ctx.details.update({"gpu_memory_utilization": util, "kv_pool_bytes": kv_avail, "kv_blocks": blocks, "kv_tokens": tokens,
                         "max_concurrency_at_context": int(admitted),
                         "admitted_sequences": int(min(admitted, mns)),
                         "running_sequences": running_sequences(w, mns, int(admitted))})
@@ -228,13 +233,60 @@ def compose_vllm(ctx: Context) -> None:
                             "outside the vLLM pool")
 
 
+def _layer_counts(spec: ModelSpec) -> dict[str, int]:
+    """Layers per cache kind as vLLM groups them: "full", "sliding" (Llama 4's chunked-local layers included) over
+    the layers caching K/V of their own, and "recurrent"."""
+    own = spec.kv_cache_layer_types
+    return {"full": own.count("full"), "sliding": own.count("sliding"), "recurrent": spec.recurrent_layer_count}
+
+
+def _reported_pool(ctx: Context, kvc: KVCache, pool: int, block: int, slide_block: int, share: float,
+                   one_seq: int) -> tuple[int, int]:
+    """(num_blocks, tokens) of vLLM's KV pool of ``pool`` bytes per device as its start-up log reports them:
+    "GPU KV cache size: N tokens" (formulas/kv_groups.py eqs. 4-5, vllm/v1/core/kv_cache_utils.py @001cabc1
+    ``_report_kv_cache_config``, ``get_num_blocks``).
+
+    One KV cache group (every layer of one kind): a block is ``block`` tokens in every layer, N = blocks x block.
+    Several groups: a block is g pages of the unified page (``block`` tokens of the layer with the most bytes per
+    token: a full layer; a recurrent hybrid's attention page, which its padded state page equals), and vLLM's line
+    shares the blocks evenly among all G groups -- recurrent-state groups included -- at the smallest block size
+    (Gemma 4: the full layers' ``block`` beside the sliding layers' ``slide_block``; a Mamba group's block is the
+    whole max_model_len, mamba_cache_mode 'none'). Its concurrency line is the admitted sequences' rule instead.
+
+    Newer releases print int(max_concurrency x max_model_len) instead, max_concurrency = num_blocks / the blocks of
+    one request (``one_seq`` bytes per device) -- vLLM 0.24.0 does (club-3090#612: "567,978 tokens", 4.33 x 131,072;
+    vllm-project/vllm#40691 asked for it against 0.19.0, which prints eq. 5); that figure is said in an assumption
+    where the two rules differ by more than a block (several groups)."""
+    counts = _layer_counts(ctx.spec)
+    groups = vllm_group_count(counts)
+    if groups <= 1:  # one group: its block holds each layer's own page (UniformTypeKVCacheSpecs where they differ)
+        blocks = max(pool, 0) // max(int(kvc.bytes_per_token * share * block), 1)
+        return int(blocks), int(blocks * block)
+    per_layer = max(kvc.layer_bytes_per_token_full, kvc.layer_bytes_per_token_sliding)
+    page = int(block * per_layer * share)
+    sizes = ([block] if counts["full"] else []) + ([slide_block] if counts["sliding"] else []) \
+        + ([ctx.w.context] if counts["recurrent"] else [])
+    g = vllm_group_size(counts)
+    blocks = vllm_num_blocks(pool, page, g)
+    tokens = vllm_reported_kv_tokens(blocks, groups, min(sizes))
+    ctx.details["kv_cache_groups"] = groups
+    if blocks and page:
+        newer = int(blocks / math.ceil(one_seq / (page * g)) * ctx.w.context)
+        ctx.acc.assumptions.append(Assumption(
+            "vllm_kv_size_log", tokens, True,
+            f"vLLM's \"GPU KV cache size\" line as vLLM 0.19-0.20 print it: {blocks:,} blocks of {g} pages shared "
+            f"evenly by the {groups} KV cache groups at the smallest block size, {min(sizes)} tokens = {tokens:,} "
+            f"tokens (kv_cache_utils.py @001cabc1 _report_kv_cache_config); vLLM 0.24 prints max concurrency x "
+            f"max_model_len instead, {newer:,} tokens (the release between that changed it is not pinned)"))
+    return blocks, tokens
+
+
 def _group_padding(ctx: Context) -> dict[str, int]:
     """The empty slots vLLM's KV cache groups add to each cache kind of this model ("full", "sliding" -- Llama 4's
     chunked-local layers included -- and "recurrent"): formulas/kv_groups.py eqs. (1)-(2) over the layers caching
     K/V of their own and the recurrent layers; said as an assumption where any."""
     spec = ctx.spec
-    own = spec.kv_cache_layer_types
-    counts = {"full": own.count("full"), "sliding": own.count("sliding"), "recurrent": spec.recurrent_layer_count}
+    counts = _layer_counts(spec)
     pads = vllm_padding_slots(counts)
     if any(pads.values()):
         g = vllm_group_size(counts)
