@@ -1299,7 +1299,7 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
         mp = model_parallel_time(spec, w, t_c, float(fl.trained_params) * reduced_grad_bytes(w),
                                  checkpointed_layers(spec.num_layers, w.checkpoint_every) if full else [],
                                  link_bandwidth, network.bandwidth if network is not None else None, notes, warnings,
-                                 peak * u * e if device.kind == "gpu" else 0.0, fsdp, fl.forward_share)
+                                 peak * u * e if device.kind == "gpu" else 0.0, fsdp, fl.forward_share, bw_mem)
         if fsdp is not None and link_bandwidth:
             notes.extend(fsdp_volume_notes(w, fsdp.forward, fsdp.backward, fsdp.reduced))
     if device.kind == "cpu" and n == 1:
