@@ -1152,11 +1152,12 @@ def torchtitan_run_case(r: dict[str, str]) -> Case:
     st, mp = d.step, (d.step.model_parallel if d.step else None)
     return Case(rid, TRAINING_SPEED, f"torchtitan {model} {r['other_settings']} {n}x{device} tokens/s/GPU", pred,
                 value, "tokens/s/GPU", *within_tolerance(TRAINING_SPEED, pred, value),
-                excluded=ASSUMED if assumed else "", source=r["source"],
+                excluded=ASSUMED if assumed else "", source=r["source"], no_band=d.no_band,
                 note=(f"utilisation {d.utilization:.3f}"
                       + ("; no training calibration row for this GPU architecture: the lowest fitted share stands in "
-                         "(efficiency.TRAINING_UTILIZATION_UNCALIBRATED)"
-                         if any(a.name == "utilization_architecture" for a in d.assumptions) else "")
+                         "(efficiency.TRAINING_UTILIZATION_UNCALIBRATED), and the row feeds no band "
+                         "(ranges.UNCALIBRATED_ARCH_TRAINING_NO_BAND)"
+                         if d.no_band else "")
                       + (f"; per micro-step compute {st.compute_seconds:.2f} s (memory-bound kernels "
                          f"{st.elementwise_seconds:.2f} s), communication {st.comm_seconds:.2f} s" if st else "")
                       + (f"; tensor-parallel {mp.tp_seconds:.2f} s ("
@@ -2812,7 +2813,7 @@ def measured_cases(records: Iterable[dict[str, Any]]) -> tuple[list[Case], list[
                               source=rec.get("source_file", "local results store"),
                               note=(f"calibration row of allocator.RESERVE ({calib}); " if calib else "") + row.note
                               + (f"; known miss: {KNOWN_MISSES[cid]}" if cid in KNOWN_MISSES else ""),
-                              origin="measured", no_band=_no_band_figure(row.kind, row.component)))
+                              origin="measured", no_band=row.no_band or _no_band_figure(row.kind, row.component)))
         if not got:
             missing.append(NotExpressed(rid, _record_kind(rec), "no comparable figure in the record"))
     return cases, missing

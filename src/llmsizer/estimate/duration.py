@@ -544,6 +544,9 @@ class Duration:
     warnings: tuple[str, ...] = field(default_factory=tuple)
     step: StepTime | None = None
     micro_batch: int = 1  # sequences per micro-step per device: T = micro_batch x seq_len of eq. (4')
+    # why the duration carries no calibrated range ('' = it carries the training-throughput band's): a GPU
+    # architecture with no training calibration row (ranges.UNCALIBRATED_ARCH_TRAINING_NO_BAND)
+    no_band: str = ""
 
     @property
     def flops_per_token(self) -> float:
@@ -570,8 +573,9 @@ class Duration:
     @property
     def seconds_band(self) -> R.Band | None:
         """The training-throughput band ``seconds_range`` divides the tokens by; None where no range is given (no
-        step time, a CPU run: the band is of GPU runs, or no wall clock)."""
-        if self.step is None or self.step.topology == "cpu" or self.seconds is None:
+        step time, a CPU run: the band is of GPU runs, no wall clock, or ``no_band``: an architecture without a
+        training calibration row)."""
+        if self.step is None or self.step.topology == "cpu" or self.seconds is None or self.no_band:
             return None
         return R.band_for(R.TRAINING_SPEED, R.PYTORCH_TRAINING)
 
@@ -1295,7 +1299,7 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
         mp = model_parallel_time(spec, w, t_c, float(fl.trained_params) * reduced_grad_bytes(w),
                                  checkpointed_layers(spec.num_layers, w.checkpoint_every) if full else [],
                                  link_bandwidth, network.bandwidth if network is not None else None, notes, warnings,
-                                 peak * u * e if device.kind == "gpu" else 0.0, fsdp, fl.forward_share)
+                                 peak * u * e if device.kind == "gpu" else 0.0, fsdp, fl.forward_share, bw_mem)
         if fsdp is not None and link_bandwidth:
             notes.extend(fsdp_volume_notes(w, fsdp.forward, fsdp.backward, fsdp.reduced))
     if device.kind == "cpu" and n == 1:
@@ -1555,12 +1559,16 @@ def training_duration(spec: ModelSpec, device: Device, devices: int, tokens: flo
         notes.append(numa)
     warnings: list[str] = [peak_warning] if peak_warning else []
     notes.extend(gemm_dtype_notes(device, w, key))
-    if not own and utilization is None:
+    no_band = ""
+    if not own:  # no calibration row for the architecture: no calibrated range either (ranges.py)
         arch = device.architecture or (device.kind if device.kind not in ("gpu", "") else "unknown")
-        notes.append(Assumption("utilization_architecture", arch, True, factor.source))
-        warnings.append(f"{device.id}: no training calibration row for GPU architecture {arch!r}; its utilisation "
-                        f"is the lowest fitted architecture's ({factor.expected:.3g}), so the duration is a "
-                        "conservative stand-in, not a calibrated value")
+        no_band = R.UNCALIBRATED_ARCH_TRAINING_NO_BAND
+        notes.append(Assumption("training_range_band", "none", True, f"no {R.TRAINING_SPEED} band: {no_band}"))
+        if utilization is None:
+            notes.append(Assumption("utilization_architecture", arch, True, factor.source))
+            warnings.append(f"{device.id}: no training calibration row for GPU architecture {arch!r}; its "
+                            f"utilisation is the lowest fitted architecture's ({factor.expected:.3g}), an "
+                            f"uncalibrated stand-in: {R.uncalibrated_training_note(arch)}; no calibrated range")
     if w.method == "qlora" and qlora_base_format(spec) == "gptq-int4":
         notes.append(Assumption("gptq_dequant_bytes_per_weight", GPTQ_DEQUANT_BYTES_PER_WEIGHT, True,
                                 "formulas/training_time.py eq. (9b): auto-gptq qlinear_cuda_old QuantLinear above "
@@ -1583,11 +1591,12 @@ def training_duration(spec: ModelSpec, device: Device, devices: int, tokens: flo
                            "CPU entry with flops.fp32, and flops.bf16 for an AMX part: cores x all-core clock x FLOP "
                            "per cycle)" if device.kind == "cpu" else ""))
         return Duration(tokens, devices, fl, None, key, u, u_source, None, tuple(notes), tuple(warnings),
-                        micro_batch=w.micro_batch)
+                        micro_batch=w.micro_batch, no_band=no_band)
     st = step_time(spec, device, w, fl, peak, u, link_bandwidth, paged_bytes, notes, warnings, network,
                    paged_free_bytes)
     secs = tokens / st.tokens_per_second
-    return Duration(tokens, devices, fl, peak, key, u, u_source, secs, tuple(notes), tuple(warnings), st, w.micro_batch)
+    return Duration(tokens, devices, fl, peak, key, u, u_source, secs, tuple(notes), tuple(warnings), st, w.micro_batch,
+                    no_band)
 
 
 def training_duration_for(spec: ModelSpec, device: Device, devices: int, tokens: float, fields: dict[str, Any],

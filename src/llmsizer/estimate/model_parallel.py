@@ -8,16 +8,23 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import NamedTuple
 
-from ..formulas.gemm_shapes import tally
+from ..formulas.gemm_shapes import gemm_efficiency, tally
 from ..formulas.model_parallel_time import (
     ModelParallelStep,
     data_parallel_bus_bandwidth,
+    micro_pipelined_pair_seconds,
     model_parallel_step,
     pipeline_p2p_bytes,
     tensor_parallel_backward_overlap,
     tensor_parallel_bytes,
 )
-from ..formulas.network import allreduce_bytes, device_share_of_node_bandwidth, ring_bus_bandwidth
+from ..formulas.network import (
+    all_gather_bytes,
+    allreduce_bytes,
+    device_share_of_node_bandwidth,
+    reduce_scatter_bytes,
+    ring_bus_bandwidth,
+)
 from ..formulas.parallelism import pipeline_stage_layers
 from ..formulas.selective_checkpointing import layer_matmul_shapes
 from ..formulas.tensors import layer_kind_firsts
@@ -112,6 +119,57 @@ def column_parallel_block_flops(spec: ModelSpec, layer: int, tp: int, tokens: in
     return tuple(2.0 * tokens * sum(a * b for name, a, b, _ in mm if name in block) for block in COLUMN_PARALLEL_BLOCKS)
 
 
+# The fused micro-pipelined pairs of one decoder layer under async tensor parallelism (formulas/model_parallel_time.py
+# eq. (T5)): each block's linears and whether its forward matmul follows an all-gather (column-parallel: q/k/v,
+# gate/up) or precedes a reduce-scatter (row-parallel: o, down); its input-gradient matmul in the backward pairs with
+# the other collective. Which pairs inductor fuses (torch/_inductor/fx_passes/micro_pipeline_tp.py @cf30153c4c13,
+# torch 2.13.0): an all-gather with every matmul consuming it (``_find_consumer_matmuls``, line 725: q, k and v share
+# one fused op), but a reduce-scatter only where its input IS one matmul (``_find_producer_matmul``, lines 957-985:
+# aten.mm / _scaled_mm, or one between two reshapes; anything else returns None). The backward reduce-scatter of a
+# column-parallel block of several linears (q/k/v, gate/up as separate nn.Linear, torchtitan's Llama) scatters the
+# sum of their input-gradient matmuls, so it is not fused and runs as a blocking NCCL reduce-scatter (eq. (T3)).
+ASYNC_TP_UNFUSED = ("the backward reduce-scatter of a column-parallel block of several linears (its input gradient a "
+                    "sum of matmuls: torch/_inductor/fx_passes/micro_pipeline_tp.py _find_producer_matmul fuses only "
+                    "one matmul)")
+ASYNC_TP_BLOCKS = ((frozenset({"q", "k", "v"}), True), (frozenset({"o"}), False), (frozenset({"gate", "up"}), True),
+                   (frozenset({"down"}), False))
+
+
+@lru_cache(maxsize=1024)
+def micro_pipelined_layer(spec: ModelSpec, layer: int, tp: int, tokens: int, c_ag: float, c_rs: float,
+                          gemm_rate: float, bandwidth: float, elem_bytes: float, recomputed: bool
+                          ) -> tuple[float, float]:
+    """Eq. (T5) over one decoder layer's pairs (``ASYNC_TP_BLOCKS``; the forward pairs twice in a ``recomputed``
+    layer): (seconds the pairs add to the compute, seconds of collectives they carry). ``c_ag`` / ``c_rs``: one
+    all-gather / reduce-scatter of the layer's T x h activations over B_tp; each matmul at ``gemm_rate`` FLOP/s at its
+    full T rows, and t chunks of T/t rows at the ratio of their shape efficiencies (formulas/gemm_shapes.py eqs.
+    (2)-(4), at ``bandwidth``); memoized on its immutable arguments."""
+    st = ActivationSetup(batch=1, seq=1, full=True, adapted=frozenset(), rank=0, tp=tp)
+    mm = layer_matmul_shapes(spec, layer, st)
+    added = carried = 0.0
+    rows = max(1, tokens // tp)
+    for names, gathered in ASYNC_TP_BLOCKS:
+        lin = [(a, b) for name, a, b, _ in mm if name in names]
+        if not lin:
+            continue
+        for backward in (False, True):
+            g = g_chunked = 0.0
+            for w_in, w_out in lin:
+                n, k = (w_in, w_out) if backward else (w_out, w_in)
+                t_g = 2.0 * tokens * w_in * w_out / gemm_rate
+                g += t_g
+                g_chunked += t_g * (gemm_efficiency(tokens, n, k, gemm_rate, bandwidth, elem_bytes)
+                                    / gemm_efficiency(rows, n, k, gemm_rate, bandwidth, elem_bytes))
+            c = c_ag if gathered != backward else c_rs
+            times = 2 if recomputed and not backward else 1
+            # a column-parallel block of several linears: its input gradient is the sum of their matmuls, which
+            # inductor's pass does not fuse with the reduce-scatter (ASYNC_TP_UNFUSED): c stays blocking
+            unfused = backward and gathered and len(lin) > 1
+            added += times * (c if unfused else micro_pipelined_pair_seconds(c, g, g_chunked, tp))
+            carried += times * c
+    return added, carried
+
+
 class FsdpStage(NamedTuple):
     """One pipeline stage's FSDP payloads on its data-parallel group (estimate/training/gather_units.py
     ``fsdp_collective_volume`` of the stage's states: tensor-parallel shards) [bytes], as eq. (P7) reads them."""
@@ -125,14 +183,16 @@ class FsdpStage(NamedTuple):
 def model_parallel_time(spec: ModelSpec, w: TrainingWorkload, stage_seconds: float, grad_bytes: float,
                         recomputed: Sequence[int], link_bandwidth: float | None, network: float | None,
                         notes: list[Assumption], warnings: list[str], gemm_rate: float = 0.0,
-                        fsdp: FsdpStage | None = None, forward_share: float = 1.0 / 3.0) -> ModelParallelStep:
+                        fsdp: FsdpStage | None = None, forward_share: float = 1.0 / 3.0,
+                        memory_bandwidth: float = 0.0) -> ModelParallelStep:
     """Eqs. (T1)-(P7) of formulas/model_parallel_time.py for one device of ``w``: ``stage_seconds`` its stage's
     compute per micro-batch, ``grad_bytes`` the whole model's reduced gradients (estimate/duration.py
     ``reduced_grad_bytes``), ``recomputed`` the fully recomputed layers, ``link_bandwidth`` the link inside a
     machine and ``network`` a machine's whole network (per direction); ``gemm_rate``: the FLOP/s its GEMMs run at
     (for eq. (T4) under ``w.tp_backward_overlap``); ``fsdp``: FSDP's payloads on the data-parallel group (eq. (P7)
     in place of the gradient all-reduce of eq. (P5); None: FSDP not timed beside tensor/pipeline parallelism),
-    ``forward_share`` phi of eq. (8')."""
+    ``forward_share`` phi of eq. (8'); ``memory_bandwidth``: the device's [B/s], the roofline of eq. (T5)'s chunked
+    matmuls (0: not sourced, roofline off)."""
     tp, pp, v = w.tp, w.pp, w.virtual_stages if w.pp > 1 else 1
     n, g = w.gpus, min(w.gpus, w.gpus_per_node)
     dp = n // (tp * pp)
@@ -178,6 +238,20 @@ def model_parallel_time(spec: ModelSpec, w: TrainingWorkload, stage_seconds: flo
             regather += count * extra
             hidden_s += count * hid
         bwd += regather
+    pipelined = None
+    if tp > 1 and w.tp_comm_overlap and w.sequence_parallel and intra != inf and gemm_rate > 0:
+        # eq. (T5'): each fused all-gather + matmul / matmul + reduce-scatter pair of the busiest stage's layers; a
+        # collective of eq. (T1) outside those pairs stays blocking
+        one = float(tokens) * spec.hidden_size
+        c_ag = all_gather_bytes(one * (1.0 if float8_gather else a), tp) / b_tp
+        c_rs = reduce_scatter_bytes(one * a, tp) / b_tp
+        again_set = set(recomputed)
+        added = carried = 0.0
+        for i in busiest:
+            x, c = micro_pipelined_layer(spec, i, tp, tokens, c_ag, c_rs, gemm_rate, memory_bandwidth or inf, a,
+                                         i in again_set)
+            added, carried = added + x, carried + c
+        pipelined = added + max(0.0, (fwd + bwd) / b_tp - carried)
     p2p = pipeline_p2p_bytes(tokens, spec.hidden_size, a, tp, v) if pp > 1 else 0.0
     dp_b = allreduce_bytes(grad_bytes / (tp * pp), dp) if dp > 1 else 0.0
     fsdp_comm = None
@@ -197,13 +271,18 @@ def model_parallel_time(spec: ModelSpec, w: TrainingWorkload, stage_seconds: flo
                         "shard per step")
     mp = model_parallel_step(stage_seconds, w.grad_accumulation, pp, v, fwd + bwd, b_tp, p2p, b_p2p, dp_b, b_dp,
                              w.tp_comm_overlap, min(hidden_s, (fwd + bwd) / b_tp) if hidden_s else 0.0, fsdp_comm,
-                             forward_share)
+                             forward_share, pipelined)
     if tp > 1:
         given = w.given is not None and "tp_comm_overlap" in w.given
         notes.append(Assumption("tp_comm_overlap", w.tp_comm_overlap, not given,
                                 TP_COMM_OVERLAP_WHY if not w.tp_comm_overlap else
-                                "given: the collectives overlap the GEMMs, a micro-batch takes max(compute, "
-                                "tensor-parallel communication) (formulas/model_parallel_time.py eq. (T3'))"))
+                                (f"given: each all-gather + matmul and matmul + reduce-scatter runs as torch's "
+                                 f"fused micro-pipeline of {tp} chunks (formulas/model_parallel_time.py eq. (T5)): "
+                                 f"{pipelined * 1e3:.4g} ms per micro-batch exposed of {(fwd + bwd) / b_tp * 1e3:.4g} "
+                                 "ms of collectives (the first or last chunk's matmul, the smaller matmuls' shape, "
+                                 f"and, not fused, {ASYNC_TP_UNFUSED})" if pipelined is not None else
+                                 "given: the collectives overlap the GEMMs, a micro-batch takes max(compute, "
+                                 "tensor-parallel communication) (formulas/model_parallel_time.py eq. (T3'))")))
         given_b = w.given is not None and "tp_backward_overlap" in w.given
         notes.append(Assumption("tp_backward_overlap", w.tp_backward_overlap, not given_b,
                                 TP_BACKWARD_OVERLAP_WHY + (f": {hidden_s * 1e3:.3g} ms per micro-batch hidden"

@@ -42,6 +42,33 @@ bound of the gain: every collective hidden)::
 
     t_stage + c_tp   (T3, default)          max(t_stage, c_tp)   (T3', overlapped)
 
+Under sequence parallelism (T3') is replaced by the micro-pipeline the fused ops actually run (T5). torch's
+symmetric-memory ops (torch/distributed/_symmetric_memory/__init__.py @cf30153c4c13, torch 2.13.0), which inductor's
+micro-pipeline pass puts in place of each all-gather + matmul and matmul + reduce-scatter: ``_fused_all_gather_matmul``
+(line 853) -> ``_fused_all_gather_matmul_impl`` (line 545) -> ``_pipelined_all_gather_and_consume`` (line 296) ->
+``_pipelined_multi_all_gather_and_consume`` (line 146): the gathered input's T rows are cut into t shards of T/t rows;
+the local shard's matmul runs first (line 269) while nothing has arrived, then each of the t - 1 remote shards is
+copied and consumed in turn on two alternating streams (lines 271-280), so the copies overlap the matmuls except
+for the last shard's matmul, which follows the last copy. ``_fused_matmul_reduce_scatter`` (line 1206) ->
+``_fused_matmul_reduce_scatter_impl`` (line 1254: ``x.chunk(group.size())``, line 1315) ->
+``_pipelined_produce_and_all2all`` (line 325): each of the t - 1 remote ranks' chunk matmuls runs, then its copy
+(lines 367-432), and the local chunk is computed last (line 438): the first chunk's matmul has nothing to overlap.
+With G the pair's matmul at its full shape (T rows), G' the same FLOPs as t matmuls of T/t rows each at the
+efficiency of their shape (formulas/gemm_shapes.py eqs. (2)-(4)) and c the collective's time over B_tp, a two-stage
+pipeline of t matmuls of G'/t and t - 1 copies of c/(t - 1) ends at max(G', c + G'/t) (the flow-shop bound: either
+the matmuls back to back, or the first matmul, every copy, then one more matmul), so each pair exposes::
+
+    x_pair = max(0, c - G' (t - 1)/t) + (G' - G)                                                  (T5)
+    t_micro = t_stage + sum over the pairs of x_pair                                             (T5')
+
+Per layer the pairs are the four blocks' forward matmuls (q/k/v and gate/up after an all-gather, o and down before a
+reduce-scatter) and their input-gradient matmuls in the backward (o and down after the all-gather of the output
+gradient, q/k/v and gate/up before the reduce-scatter of the input gradient), and the forward pairs again in a
+recomputed layer: the collectives of eq. (T1). Not counted: the local shard's copy into the symmetric buffer and the
+barrier before the first matmul (lines 258-263: "giving up the chance to overlap"), and the reduce-scatter's
+summation of the t partial results (``reduce_partials``), both memory-bound passes of one shard / one output.
+Without sequence parallelism (all-reduces, no fused op) (T3') stays.
+
 Megatron-LM overlaps the backward collective of each column-parallel linear (the attention block's QKV, the MLP's
 first projection) with that linear's own backward GEMMs (``LinearWithGradAccumulationAndAsyncCommunication``,
 NVIDIA/Megatron-LM @9aad920 ``megatron/mpu/layers.py`` lines 241-315, the code of Korthikanti et al. 2022; on by
@@ -211,6 +238,26 @@ def tensor_parallel_backward_overlap(tokens: int, hidden: int, act_bytes: float,
     return len(gemms) * gather, sum(min(c_ag, g) + min(c_rs, g) for g in gemms)
 
 
+def micro_pipelined_pair_seconds(comm_seconds: float, gemm_seconds: float, chunked_gemm_seconds: float,
+                                 tp: int) -> float:
+    """Eq. (T5): the seconds one fused collective + matmul pair adds to the compute it holds: ``comm_seconds`` c,
+    ``gemm_seconds`` G (the matmul at its full shape, already in the stage's compute), ``chunked_gemm_seconds`` G'
+    (the same matmul as ``tp`` chunks of 1/t of its rows).
+
+    >>> micro_pipelined_pair_seconds(1.0, 8.0, 8.0, 8)   # the copies hide behind 7/8 of the matmuls
+    0.0
+    >>> micro_pipelined_pair_seconds(8.0, 8.0, 8.0, 8)   # c + G/t - G: the last chunk's matmul after the last copy
+    1.0
+    >>> micro_pipelined_pair_seconds(10.0, 8.0, 10.0, 8)  # chunks at a worse shape: 2 s more, 1.25 s of copy exposed
+    3.25
+    """
+    if tp < 1 or min(comm_seconds, gemm_seconds, chunked_gemm_seconds) < 0:
+        raise InputError("tp must be >= 1 and the seconds not negative")
+    if tp == 1:
+        return 0.0
+    return max(0.0, comm_seconds - chunked_gemm_seconds * (tp - 1) / tp) + (chunked_gemm_seconds - gemm_seconds)
+
+
 def pipeline_p2p_bytes(tokens: int, hidden: int, act_bytes: float, tp: int = 1, virtual: int = 1,
                        scatter_gather: bool = True) -> float:
     """Eq. (P1): bytes one device sends and receives over stage boundaries per micro-batch (activations forward,
@@ -296,11 +343,16 @@ class ModelParallelStep(NamedTuple):
     # per optimizer step, the data-parallel time compute does not hide: c_dp (P5), FSDP's exposed part (P7)
     dp_exposed_seconds: float = 0.0
     fsdp: bool = False  # the data-parallel traffic is FSDP's all-gathers and reduce-scatters (P7), not (P5)
+    # eq. (T5'): per micro-batch, what the fused micro-pipelined pairs add to the compute (None: not timed so; with
+    # tp_overlap, eq. (T3') then)
+    tp_pipelined_seconds: float | None = None
 
     @property
     def exposed_tp_seconds(self) -> float:
         """The tensor-parallel time a micro-batch waits for: c_tp (T3) less what Megatron's backward overlap hides
         (T3''), or what compute does not hide (T3')."""
+        if self.tp_overlap and self.tp_pipelined_seconds is not None:
+            return self.tp_pipelined_seconds
         if self.tp_overlap:
             return max(0.0, self.tp_seconds - self.stage_seconds)
         return self.tp_seconds - self.tp_hidden_seconds
@@ -337,13 +389,15 @@ def model_parallel_step(stage_seconds: float, micro_batches: int, stages: int, v
                         tp_bandwidth: float, p2p_bytes: float, p2p_bandwidth: float, dp_bytes: float,
                         dp_bandwidth: float, tp_overlap: bool = False,
                         tp_hidden_seconds: float = 0.0, fsdp: DataParallelComm | None = None,
-                        forward_share: float = 1.0 / 3.0) -> ModelParallelStep:
+                        forward_share: float = 1.0 / 3.0,
+                        tp_pipelined_seconds: float | None = None) -> ModelParallelStep:
     """Eqs. (P3)-(P7): one optimizer step of one device from its stage's compute per micro-batch and the bytes it
     moves (tensor-parallel and point-to-point per micro-batch, data-parallel per step) at their bandwidths;
     ``tp_hidden_seconds``: the tensor-parallel time per micro-batch Megatron's backward overlap hides (eq. (T4));
     ``fsdp``: FSDP's collectives on the data-parallel group (formulas/training_time.py eq. (7c) of the stage's
     payloads at B_dp; ``dp_bytes`` then 0), every micro-batch without pipeline parallelism, once per step with it
-    (eq. (P7)); ``forward_share``: phi of eq. (8').
+    (eq. (P7)); ``forward_share``: phi of eq. (8'); ``tp_pipelined_seconds``: with ``tp_overlap``, what the fused
+    micro-pipelined pairs add per micro-batch (eq. (T5'), in place of eq. (T3')'s max; None: eq. (T3')).
 
     >>> s = model_parallel_step(1.0, 8, 4, 1, 10.0, 100.0, 0.0, 1.0, 0.0, 1.0)
     >>> round(s.step_seconds, 4), round(s.bubble_seconds, 4)
@@ -365,7 +419,10 @@ def model_parallel_step(stage_seconds: float, micro_batches: int, stages: int, v
         raise InputError("hidden tensor-parallel seconds must be between 0 and the tensor-parallel time")
     c_p2p = p2p_bytes / p2p_bandwidth if stages > 1 else 0.0
     c_dp = dp_bytes / dp_bandwidth
-    micro = (max(stage_seconds, c_tp) if tp_overlap
+    if tp_pipelined_seconds is not None and tp_pipelined_seconds < 0:
+        raise InputError("pipelined tensor-parallel seconds must not be negative")
+    micro = (stage_seconds + tp_pipelined_seconds if tp_overlap and tp_pipelined_seconds is not None
+             else max(stage_seconds, c_tp) if tp_overlap
              else stage_seconds + c_tp - tp_hidden_seconds if tp_hidden_seconds else stage_seconds + c_tp) + c_p2p
     exposed = c_dp
     if fsdp is not None and stages == 1:  # every micro-batch, overlapped by phase (eq. (8'))
@@ -380,4 +437,5 @@ def model_parallel_step(stage_seconds: float, micro_batches: int, stages: int, v
     after = 0.0 if fsdp is not None and stages == 1 else exposed  # what the micro-batches do not already hold
     return ModelParallelStep(stage_seconds, c_tp, c_p2p, c_dp, bubble, pipe + after, tp_bytes, p2p_bytes if stages > 1 else 0.0, dp_bytes,
                              bubble_fraction(stages, micro_batches, virtual), tp_bandwidth, p2p_bandwidth,
-                             dp_bandwidth, micro_batches, tp_overlap, tp_hidden_seconds, exposed, fsdp is not None)
+                             dp_bandwidth, micro_batches, tp_overlap, tp_hidden_seconds, exposed, fsdp is not None,
+                             tp_pipelined_seconds if tp_overlap else None)

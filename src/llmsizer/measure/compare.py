@@ -54,6 +54,9 @@ class Row:
     # the one the CLI prints, by which ``validate`` judges the row (None: a live-tensor figure, judged by its band
     # alone; or a whole-need figure the CLI prints no range for -- a CPU run's process RSS -- judged by none)
     calibrated: tuple[int, int] | None = None
+    # why the figure feeds no calibrated band ('' = its kind's): a training duration on a GPU architecture with no
+    # training calibration row (estimate/duration.py Duration.no_band)
+    no_band: str = ""
 
     @property
     def error(self) -> float | None:
@@ -71,7 +74,8 @@ class Row:
         return {"component": self.component, "kind": self.kind, "unit": self.unit, "estimated": self.estimated,
                 "low": self.low, "high": self.high, "measured": self.measured, "error": self.error,
                 "within_range": self.within_range, "note": self.note,
-                "calibrated": None if self.calibrated is None else list(self.calibrated)}
+                "calibrated": None if self.calibrated is None else list(self.calibrated),
+                **({"no_band": self.no_band} if self.no_band else {})}
 
 
 def spec_of(record: dict[str, Any]) -> ModelSpec:
@@ -326,7 +330,7 @@ def throughput_rows(record: dict[str, Any], spec: ModelSpec) -> list[Row]:
     if d.tokens_per_second is None:
         return []
     return [Row("training tokens/s", d.tokens_per_second, t["tokens_per_second"], "tokens/s", TRAINING_SPEED,
-                note=f"{name}: {d.flops_formula} FLOPs/token at utilisation {d.utilization:.3f}")]
+                note=f"{name}: {d.flops_formula} FLOPs/token at utilisation {d.utilization:.3f}", no_band=d.no_band)]
 
 
 def compare_record(record: dict[str, Any]) -> dict[str, Any]:
@@ -369,5 +373,6 @@ def rows_of(record: dict[str, Any]) -> list[Row]:
     if record.get("status") != "ok":
         return []
     return [Row(d["component"], d["estimated"], d["measured"], d["unit"], d["kind"], d["low"], d["high"], d["note"],
-                None if d.get("calibrated") is None else (d["calibrated"][0], d["calibrated"][1]))
+                None if d.get("calibrated") is None else (d["calibrated"][0], d["calibrated"][1]),
+                d.get("no_band", ""))
             for d in compare_record(record)["comparison"]]
