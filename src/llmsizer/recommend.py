@@ -223,6 +223,9 @@ class Option:
     # and a queued request's mean wait before its prefill (formulas/serving_queue.py eq. Q3), as fit gives them
     running_sequences: int | None = None
     queue_wait_seconds: float | None = None
+    # at a request rate the wait is for admission (formulas/serving_queue.py eq. Q12) and the TTFT already holds it
+    # (estimate/fit.py ``wait_before_ttft``)
+    queue_wait_in_ttft: bool = False
     # the machines the option's ``count`` devices are in (fit's ``FitResult.instances``, the one convention): ``count``
     # is every device (fit's ``--count``, ``--gpus``), ``instances`` the catalog instances they make (count / the
     # instance's devices), with those added for a throughput target or a deadline; local devices: the copies of the
@@ -659,7 +662,7 @@ def _option_from_pick(cand: _Candidate, pick: FormatPick) -> Option:
 
 def _first_token_seconds(o: Option) -> float | None:
     """An option's time to the first token of a request: its TTFT plus the mean wait for a running slot (eq. Q3)."""
-    return first_token_seconds(o.ttft_seconds, o.queue_wait_seconds)
+    return first_token_seconds(o.ttft_seconds, None if o.queue_wait_in_ttft else o.queue_wait_seconds)
 
 
 def slow_first_token_warning(meets: Sequence[Option], c: Constraints) -> str | None:
@@ -670,15 +673,15 @@ def slow_first_token_warning(meets: Sequence[Option], c: Constraints) -> str | N
         return None
     first = _first_token_seconds(meets[0])
     limit = E.ATTENTION_LIMIT_SECONDS
-    if first is None or first <= limit:
+    past = E.past_attention_limit(first)
+    if past is None:
         return None
     quick = next((o for o in meets[1:] if (s := _first_token_seconds(o)) is not None and s <= limit), None)
     alt = (f"the cheapest option within it: {quick.target} ({_price_text(quick.price_per_hour, quick.cost_basis)}, "
            f"first token in {format_seconds(_first_token_seconds(quick) or 0.0)})" if quick is not None
            else "no option found here answers within it")
-    return (f"the chosen {meets[0].target} answers a request's first token after {format_seconds(first)}, past the "
-            f"{limit:g} s a user's attention stays on a dialogue (Nielsen 1993, sec. 5.5); no latency limit was "
-            f"given (--max-ttft), so none was applied; {alt}")
+    return (f"the chosen {meets[0].target} {past}; no latency limit was given (--max-ttft), so none was applied; "
+            f"{alt}")
 
 
 def _option_from_fit(stub: dict[str, Any], r: FitResult, status: str, reasons: list[str]) -> Option:
@@ -693,7 +696,8 @@ def _option_from_fit(stub: dict[str, Any], r: FitResult, status: str, reasons: l
                   tokens_per_second_per_user=sp.tokens_per_second_per_user if sp else None,
                   tokens_per_second=r.tokens_per_second_total,
                   running_sequences=r.details.get("running_sequences"),
-                  queue_wait_seconds=r.details.get("queue_wait_seconds"))
+                  queue_wait_seconds=r.details.get("queue_wait_seconds"),
+                  queue_wait_in_ttft=bool(r.details.get("queue_wait_in_ttft")))
 
 
 def _priced(base: Option, cand: _Candidate, c: Constraints, concurrency: int, context: int,

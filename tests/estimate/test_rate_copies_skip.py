@@ -48,9 +48,10 @@ def test_the_bound_is_fits_server_capacity_refusal() -> None:
     kw: dict[str, Any] = dict(engine="vllm", weights="bf16", context=4096, output_tokens=512, fits_at=False)
     bound: list[float] = []
     refused = fit(spec, "rtx-4090", request_rate=100, rate_bound=bound, **kw)
-    assert not refused.fits and "server's capacity" in refused.reasons[0]
+    assert not refused.fits and refused.details["rate_refused_by"] == "server"
     assert len(bound) == 1 and 0 < bound[0] < 100
+    assert refused.details["rate_ceilings"]["server"] == pytest.approx(bound[0])  # the bound is that ceiling
     at = fit(spec, "rtx-4090", request_rate=bound[0], **kw)  # eq. Q10a: rate >= capacity has no steady state
-    assert "server's capacity" in at.reasons[0]
+    assert not at.fits and at.details["rate_refused_by"] == "server"
     below = fit(spec, "rtx-4090", request_rate=bound[0] * (1 - 1e-6), **kw)
-    assert "server's capacity" not in below.reasons[0]
+    assert below.details.get("rate_refused_by") != "server"

@@ -1034,6 +1034,17 @@ READING_RATE_TOKENS_PER_SECOND = 238 / 60 * 4 / 3
 ATTENTION_LIMIT_SECONDS = 10.0
 
 
+def past_attention_limit(first_token_seconds: float | None) -> str | None:
+    """The words every surface warns with (fit, plan, recommend) when a request's first token comes after
+    ATTENTION_LIMIT_SECONDS: 'answers a request's first token after 5.4 min, past the 10 s ... (Nielsen 1993, sec.
+    5.5)'; None within it or without a TTFT."""
+    if first_token_seconds is None or first_token_seconds <= ATTENTION_LIMIT_SECONDS:
+        return None
+    from ..units import format_seconds
+    return (f"answers a request's first token after {format_seconds(first_token_seconds)}, past the "
+            f"{ATTENTION_LIMIT_SECONDS:g} s a user's attention stays on a dialogue (Nielsen 1993, sec. 5.5)")
+
+
 def decode_bandwidth_factor(device_kind: str, weights_format: str, engine: str | None = None) -> Factor:
     """The bandwidth factor for a device kind (gpu/apple/cpu...), weight format and serving engine (see the module
     constants): llama.cpp's for GGUF weights, SERVING_DECODE_BANDWIDTH for vLLM / SGLang on a GPU, else the

@@ -57,6 +57,7 @@ from .inference import estimate_inference
 from .inference.common import running_and_queued
 from .inference.compose import with_serving_notes
 from .model_warnings import one_device_serving
+from .rate_capacity import over_capacity, rate_warnings
 from .serving_load import (
     SLOT_TAIL,
     SLOTS_FROM_CONCURRENCY,
@@ -562,7 +563,8 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
     request in flight, gets that capacity [requests/s, all replicas] appended: on a layout that does not depend on the
     rate (one tensor-parallel degree), every rate at or above it is refused alike, since the fit at one request in
     flight differs only in the rate (the copies search of ``recommend`` skips the shares past it, format_search.py
-    ``pick_format``)."""
+    ``pick_format``); a caller that gives it searches many deployments, and a refusal by that capacity then leaves
+    the decode's ceiling of an engine with no admission bound unsearched (rate_capacity.py ``ceilings``)."""
     kw: dict[str, Any] = dict(headroom=headroom, engine=engine, weights=weights, context=context, output_tokens=output_tokens,
               memory=memory, kv_dtype=kv_dtype, hardware_files=hardware_files, host_device=host_device,
               engine_version=engine_version, kwh_price=kwh_price, tensor_parallel=tensor_parallel,
@@ -600,38 +602,40 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
         try:
             r = rate_fixed_point(run, in_flight, rate, served)
         except RateCapacityError as e:
-            raise RateOverloadError(str(e), e.capacity, e.in_flight) from None
+            raise RateOverloadError(str(e), e.capacity, e.in_flight, kind="decode") from None
         r = admission_queued(r, rate, lambda c: _fit_at(model, hardware, count, speed, c, rate, workload, **kw))
     except RateOverloadError as e:  # an answer about the hardware: it does not carry the rate (exit 1, not 2)
-        return _over_capacity(_fit_at(model, hardware, count, False, max(1, e.in_flight), None, workload,
-                                      **{**kw, "fits_at": False}), rate, e)
-    return _derived_concurrency(r, rate)
+        pinned: dict[str, Any] = {**kw, "fits_at": False}
+        done: dict[int, FitResult] = {}
+
+        def closed(c: int, timed: bool) -> FitResult:  # the deployment at c in flight, no rate (its ceilings)
+            if c not in done or timed and done[c].speed is None:  # (a timed fit serves an untimed ask)
+                done[c] = _fit_at(model, hardware, count, timed, c, None, workload, **pinned)
+            if pinned.get("tensor_parallel") is None and done[c].count > 1:  # every ceiling of the one layout
+                pinned["tensor_parallel"] = done[c].tensor_parallel  # the first fit took (one device: one layout)
+            return done[c]
+        return over_capacity(rate, e, closed, search=rate_bound is not None)
+    r = _rate_queue_details(_derived_concurrency(r, rate))
+    said = rate_warnings(r, rate)
+    return replace(r, warnings=(*r.warnings, *said.values()), details={**r.details, "rate_warnings": said}) \
+        if said else r
 
 
 class RateOverloadError(FieldError):
     """A request rate this deployment cannot carry (no steady state: eq. Q10a's server capacity, the decode's
     capacity of eq. Q10c, or the engine's admission): ``capacity`` [requests/s] of all replicas (None: unknown) and the
-    ``in_flight`` requests of all replicas the memory is shown at. ``fit`` answers it as not fitting (``_over_capacity``),
+    ``in_flight`` requests of all replicas the memory is shown at. ``fit`` answers it as not fitting (rate_capacity.py ``over_capacity``),
     as a memory that does not fit, never as bad input."""
 
-    def __init__(self, message: str, capacity: float | None, in_flight: int, server: bool = False) -> None:
+    def __init__(self, message: str, capacity: float | None, in_flight: int, server: bool = False,
+                 kind: str = "admission") -> None:
         super().__init__("request_rate", f"request_rate: {message}")
         self.detail, self.capacity, self.in_flight = message, capacity, in_flight
+        # which ceiling refused it (estimate/rate_capacity.py): server (eq. Q10a), decode (eq. Q10c), admission (Q12)
+        self.kind = "server" if server else kind
         # eq. Q10a's bound (1 / max(prefill, s H) per replica): the capacity every rate at or above which is refused
         # alike by the same answer; None for the decode's capacity and the engine's admission (load-dependent)
         self.server_capacity = capacity if server else None
-
-
-def _over_capacity(r: FitResult, rate: float, e: RateOverloadError) -> FitResult:
-    """``r`` (the memory-only fit at ``e.in_flight`` requests) as the answer to a rate it cannot carry: not fitting,
-    its first reason the rate and what the layout carries, no speed (no steady state, no mean to state)."""
-    layout = f"TP {r.tensor_parallel} x {r.replicas} replica{'s' if r.replicas != 1 else ''}"
-    carries = (f"this deployment ({layout}) carries at most about {e.capacity:.3g} requests/s"
-               + (f" ({e.capacity / r.replicas:.3g} per replica)" if r.replicas > 1 else "")
-               if e.capacity is not None else f"this deployment ({layout}) cannot carry it")
-    why = f"does not carry the rate: at {rate:g} requests/s {carries}: {e.detail}"
-    details = {**r.details, "request_rate": rate, "rate_capacity": e.capacity}
-    return replace(r, fits=False, speed=None, reasons=(why, *r.reasons), details=details)
 
 
 def no_rate_load(r: FitResult) -> FieldError:
@@ -677,6 +681,19 @@ def admission_queued(r: FitResult, rate: float, run: Callable[[int], FitResult])
             "grows without bound (eq. Q12); lower the rate, add replicas or shorten the context",
             e.capacity * r.replicas, admitted * r.replicas) from None
     return r if queued is None else replace(base, speed=queued)
+
+
+def _rate_queue_details(r: FitResult) -> FitResult:
+    """``r`` at a request rate with its queue keys from the wait for admission (eq. Q12, serving_load.admission_wait,
+    read from its load): ``queue_wait_seconds`` the mean wait, ``queued_sequences`` the mean number waiting over all
+    replicas (a real number: lambda W_q, Little's law) and ``queue_wait_in_ttft`` True (the TTFT holds the wait,
+    ``wait_before_ttft``). ``r`` unchanged where no wait is counted (none, or rarer than ADMISSION_WAIT_FLOOR)."""
+    load = r.speed.load if r.speed is not None else None
+    if not load or "admission_wait_seconds" not in load:
+        return r
+    return replace(r, details={**r.details, "queue_wait_seconds": float(load["admission_wait_seconds"]),
+                               "queued_sequences": float(load["waiting"]) * r.replicas,
+                               "queue_wait_in_ttft": True})
 
 
 def rate_and_concurrency() -> FieldError:
@@ -1129,6 +1146,13 @@ def queue_details(concurrency: int, replicas: int, per: int, running: int,
     # none running (a pool that holds no sequence): nothing is served, no wait to state
     wait = queue_wait_seconds(per, running, held) if held is not None and running >= 1 else None
     return {"running_sequences": total, "queued_sequences": queued, "queue_wait_seconds": wait}
+
+
+def wait_before_ttft(details: dict[str, Any]) -> float | None:
+    """The queue wait a fit's ``details`` state that its TTFT does not hold: ``queue_wait_seconds`` (eq. Q3, a
+    queued request's wait above the engine's running cap at a concurrency), None at a request rate, where
+    ``queue_wait_seconds`` is the wait for admission (eq. Q12) already in the TTFT (``queue_wait_in_ttft``)."""
+    return None if details.get("queue_wait_in_ttft") else details.get("queue_wait_seconds")
 
 
 def first_token_seconds(ttft: float | None, wait: float | None) -> float | None:

@@ -54,6 +54,7 @@ from .fit import (
     fit_memory,
     serving_layout,
     target_and_count,
+    wait_before_ttft,
 )
 from .formats import engine_refuses, format_ladder, quality_warning, rung_bytes, rung_group_size, weights_asked
 from .inference.compose import check_engine_kv_dtype
@@ -330,7 +331,7 @@ def pick_format(spec: ModelSpec, device: Device, count: int, instance: Instance 
                 if first_fit is None:
                     first_fit, first_reasons = r, [f"at {format_name(fmt)}: {r.reasons[0] if r.reasons else 'does not fit'}"]
                 continue
-        bad = latency_failures(r.speed, limits, r.details.get("queue_wait_seconds"))
+        bad = latency_failures(r.speed, limits, wait_before_ttft(r.details))
         if not bad:
             return FormatPick("meets", r.engine, r.tensor_parallel, r.weights_format,
                               (f"fits at {format_name(fmt)}: {r.reasons[0]}",), r, warnings=r.all_warnings)

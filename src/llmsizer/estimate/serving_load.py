@@ -210,6 +210,15 @@ def under_load(sp: SpeedEstimate | None, engine: str, chunk_tokens: int | None =
 # the least such C (f monotone: f(C - 1) > C - 1 and f(C) <= C give f(C) = C); where no C up to the bound has
 # f(C) <= C the rate is refused (RateCapacityError), the capacity named as the most C / R(C) seen.
 RATE_ROUNDS = 8
+
+# What lowers the load on each ceiling of a rate (estimate/rate_capacity.py): every refusal of a rate ends with the
+# remedy of the ceiling that binds.
+RATE_REMEDY = {
+    "server": "lower the rate, add replicas or shorten the prompts",
+    "admission": "lower the rate, add replicas or shorten the context (more KV room per replica admits more "
+                 "sequences at once)",
+    "decode": "lower the rate, add replicas or shorten the outputs",
+}
 T = TypeVar("T")
 
 
@@ -266,11 +275,12 @@ def rate_fixed_point(run: Callable[[int], T], in_flight: Callable[[T], float | N
             return x if x is not None else rate * k / tried[k][1]  # X = C / R, R = in flight / rate (Little)
         best = max(tried, key=most)
         cap = most(best)
+        seen = f"{best:,} in flight" if best < limit else "the most in flight tried"
         raise RateCapacityError(
             f"request rate {rate:g}/s is at or above the decode's capacity, about {cap:.4g}/s (the most requests/s "
-            f"whose mean in flight stays within any number tried, here {best:,}: lambda = C / R_lambda(C), Little's "
-            "law, formulas/serving_queue.py eq. Q10c; each request in flight slows the decode step): its queue grows "
-            "without bound", cap, best)
+            f"whose mean in flight stays within the sequences the step is timed at, here at {seen}: lambda = "
+            "C / R_lambda(C), Little's law, formulas/serving_queue.py eq. Q10c; each request in flight slows the "
+            f"decode step): its queue grows without bound; {RATE_REMEDY['decode']}", cap, best)
     while high - low > 1:  # bisection to the least C with f(C) <= C
         mid = (low + high) // 2
         answer, nxt = at(mid)
@@ -422,7 +432,7 @@ def sustained_rate(sp: SpeedEstimate | None, engine: str) -> float | None:
     if q is None or sp is None:
         return None
     serial = ENG.API_SERVER_SERIAL_SHARE.get(engine, 1.0)  # eq. Q11's s
-    low, high = 0.0, open_capacity(q.prefill, q.host, serial)
+    low, high = 0.0, server_capacity(sp, engine, q.chunk) or 0.0
     for _ in range(RATE_BISECTIONS):
         mid = (low + high) / 2
         if mid <= low or mid >= high:
@@ -430,6 +440,16 @@ def sustained_rate(sp: SpeedEstimate | None, engine: str) -> float | None:
         state = open_serving(mid, q.prefill, q.step, sp.output_tokens, q.mixed_step, q.host, q.carrying, serial)
         low, high = (mid, high) if state["in_flight"] <= sp.concurrency else (low, mid)
     return low
+
+
+def server_capacity(sp: SpeedEstimate | None, engine: str, chunk_tokens: int | None = None) -> float | None:
+    """Eq. Q10a's bound with eq. Q11 for one replica [requests/s]: 1 / max(D, s H), D ``sp``'s idle prefill, H the
+    engine's server time per request and s its serial share; it does not depend on the rate or the sequences in
+    flight. None where ``engine`` does not batch continuously or a speed is missing (``q5_inputs``)."""
+    q = q5_inputs(sp, engine, chunk_tokens)
+    if q is None:
+        return None
+    return open_capacity(q.prefill, q.host, ENG.API_SERVER_SERIAL_SHARE.get(engine, 1.0))
 
 
 def rate_said(rate: float, replicas: int = 1) -> str:

@@ -288,6 +288,16 @@ def fit_and_latency(c: _Ctx) -> Iterator[Check]:
                           j, "resources", "more devices (tensor parallel or replicas), a smaller weight format, or a "
                           "lower peak")
         lat = j.latency
+        # fit's warnings of the peak rate, as fit gives them (estimate/rate_capacity.py rate_warnings); the first
+        # token past a stated latency.ttft is the latency-ttft check's
+        said = f.get("rate_warnings_peak") or {}
+        if said.get("slow_first_token") and lat.ttft is None:
+            yield c.check("slow-first-token", "warning", "First token slower than a user waits",
+                          f"{p.hardware.label} at the peak rate: {said['slow_first_token']}", j,
+                          "traffic.requests_per_second")
+        if said.get("near_capacity"):
+            yield c.check("near-capacity", "warning", "Peak rate near the capacity",
+                          f"{p.hardware.label}: {said['near_capacity']}", j, "traffic.requests_per_second")
         # a request's first token at peak as recommend checks it (estimate/fit.py first_token_seconds: the TTFT at
         # the peak load plus the wait of a queued request, formulas/serving_queue.py eq. Q3)
         ttft, tps, wait = f.get("first_token_peak", f.get("ttft_peak")), f.get("tps_user_peak"), f.get("queue_wait_peak")

@@ -24,6 +24,7 @@ from ..estimate.fit import (
     per_replica,
     pool_reserved,
     verdict_need,
+    wait_before_ttft,
 )
 from ..estimate.formats import given_format_why, rung_bytes, rung_group_size, unquantized_format, weights_asked
 from ..estimate.inference import estimate_inference
@@ -572,6 +573,9 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
                         "verdict_need_per_device": need, "verdict_budget_per_device": budget_dev,
                         "memory_need": need, "memory_budget": budget_dev, "weights_format": fmt_used,
                         # fit's answer to a peak rate the deployment does not carry (its memory may fit)
+                        # fit's warnings of a peak rate (estimate/rate_capacity.py rate_warnings): plan's checks
+                        "rate_warnings_peak": dict(f_peak.details.get("rate_warnings") or {}) if f_peak is not None
+                        else {},
                         **({"rate_refusal": f_peak.reasons[0]} if f_peak is not None and
                            "rate_capacity" in f_peak.details else
                            {"rate_refusal": stated_refusal} if stated_refusal else {})})
@@ -625,7 +629,8 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
                                         else "a decode step takes max(device, host) (formulas/speed.py eq. 14)")
                     + ("" if rule.established else "; not established, 0 s used"), "estimate/engines.py STEP_HOST")
     _speed_ranges(spd, sp_peak)
-    queued = f_peak.details.get("queued_sequences") if f_peak is not None and f_peak.fits else None
+    queued = (f_peak.details.get("queued_sequences") if f_peak is not None and f_peak.fits
+              and wait_before_ttft(f_peak.details) is not None else None)  # (at a rate the TTFT holds the wait)
     if queued and f_peak is not None:  # above the engine's running cap the rest of the users wait (fit's queue, one answer)
         spd.add("queue_wait_peak", "wait for a running slot, peak (queued requests)",
                 f_peak.details.get("queue_wait_seconds"), "s",

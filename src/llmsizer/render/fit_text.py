@@ -63,7 +63,7 @@ def render_fit(r: FitResult) -> str:
                        + (f"; {busy} replica{'s' if busy > 1 else ''} busy, the others idle)" if busy < r.replicas
                           else ")"))
         queued, wait = r.details.get("queued_sequences"), r.details.get("queue_wait_seconds")
-        if queued and r.fits:
+        if queued and r.fits and not r.details.get("queue_wait_in_ttft"):  # (at a rate: the table's TTFT holds it)
             out.append(f"queue: {queued:,} of {int(r.details['concurrency']):,} requests wait for a running slot "
                        f"({int(r.details['running_sequences']):,} run at once)"
                        + (f"; mean wait {wait:.2f} s before the prefill, so a queued request's TTFT "
@@ -264,7 +264,8 @@ def queued_wait(r: FitResult) -> float | None:
     eq. Q3) where a fitting setup queues requests, else None: the speed table's TTFT is then the running request's
     ('TTFT once running'), the queue line's the queued one's (wait + it), so the two never read as one figure."""
     wait = r.details.get("queue_wait_seconds")
-    return float(wait) if r.fits and r.details.get("queued_sequences") and wait else None
+    return float(wait) if r.fits and r.details.get("queued_sequences") and wait and \
+        not r.details.get("queue_wait_in_ttft") else None
 
 
 def speed_rows(s: SpeedEstimate, queued: bool = False) -> list[list[str]]:

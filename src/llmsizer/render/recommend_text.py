@@ -22,7 +22,8 @@ def option_rows(rec: Recommendation, top: int = 8) -> tuple[list[list[str]], lis
     if rec.kind == "inference":
         rows = [[o.status, o.target, hw(o), o.weights_format.removeprefix("gguf:"), _price(o),
                  (format_seconds(o.ttft_seconds)
-                  + (f" (+{format_seconds(o.queue_wait_seconds)} queue)" if o.queue_wait_seconds else ""))
+                  + (f" (+{format_seconds(o.queue_wait_seconds)} queue)" if o.queue_wait_seconds
+                     and not o.queue_wait_in_ttft else ""))
                  if o.ttft_seconds is not None else "?",
                  f"{o.tokens_per_second_per_user:.1f}" if o.tokens_per_second_per_user else "?",
                  f"{o.tokens_per_second:,.0f}" if o.tokens_per_second else "?",
@@ -57,7 +58,7 @@ def render_recommendation(rec: Recommendation, top: int = 8) -> str:
         c = rec.chosen
         queue = (f"; {c.running_sequences:,} run at once, the other requests wait {c.queue_wait_seconds:.2f} s for a "
                  "slot on average (formulas/serving_queue.py eq. Q3)" if c.queue_wait_seconds and c.running_sequences
-                 else "")
+                 and not c.queue_wait_in_ttft else "")
         out.append("chosen: " + c.target + " - " + "; ".join(c.reasons) + queue)
     for a in rec.advice:
         out.append("advice: " + a)
