@@ -485,9 +485,9 @@ SGLANG_BIG_GPU_MIN_RESERVED_MIB = 10 * 1024
 SGLANG_MAMBA_FULL_MEMORY_RATIO = 0.9
 SGLANG_MAMBA_REQUESTS_RATIO = 3
 
-# vLLM's hybrid allocator: attention blocks grow until one attention page (block x KV bytes per token and layer) holds
-# one Mamba state page, in multiples of the kernel block alignment (16 tokens); the Mamba page is then padded to the
-# attention page (vllm/platforms/interface.py _align_hybrid_block_size, formerly
+# vLLM's hybrid allocator: attention blocks grow until one attention page (block x KV bytes per token and layer, on one
+# GPU) holds one Mamba state page (this GPU's shard), in multiples of the kernel block alignment (16 tokens); the Mamba
+# page is then padded to the attention page (vllm/platforms/interface.py _align_hybrid_block_size, formerly
 # vllm/model_executor/models/config.py HybridAttentionMambaModelConfig.verify_and_update_config; mamba_cache_mode
 # "none": one state page per request and recurrent layer).
 VLLM_KERNEL_BLOCK_ALIGNMENT = 16

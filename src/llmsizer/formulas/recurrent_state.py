@@ -27,6 +27,16 @@ arXiv 2312.00752, section 3.4). The SSM state is [d_inner, d_state] (Mamba-1), [
   conv_state is shifted out"; ``n_embd_s`` L144-152 = d_state x d_inner), both F32
   (``src/llama-model.cpp`` ``create_memory``: ``GGML_TYPE_F32, GGML_TYPE_F32``), one row per sequence slot
   (``src/llama-memory-recurrent.cpp`` L101-103: ``n_rows = mem_size x (1 + n_rs_seq)``, mem_size = max(1, n_seq_max)).
+
+Under tensor parallelism vLLM shards a layer's state over the GPUs: each holds the conv channels and the SSM
+heads / channels of its own shards (vllm-project/vllm@2afe1e8573cf51b73569ae1d35f59078a2032a91
+``vllm/model_executor/layers/mamba/mamba_utils.py`` ``MambaStateShapeCalculator``: ``divide(intermediate_size,
+tp)`` (Mamba-1), ``divide(conv_dim, tp)`` and ``divide(num_heads, tp)`` (Mamba-2), ``divide(conv_dim, tp)`` and
+``divide(num_v_heads, tp)`` (Gated DeltaNet)). Mamba-2 replicates its B/C groups when n_groups is not a multiple of
+tp, so every head's shard carries its group (``extra_groups_for_head_shards``: + tp - n_groups, e.g. 1 group -> tp):
+
+    layer_state_per_gpu = (conv_channels + 2 x extra_groups x d_state) / tp x conv_len x conv_bytes
+                          + d_inner x d_state / tp x ssm_bytes                                           (4)
 """
 
 from __future__ import annotations
@@ -73,3 +83,19 @@ def recurrent_state(spec: ModelSpec, sequences: int, conv_bytes: float, ssm_byte
     ssm = r.state_elements * ssm_bytes
     layers = spec.recurrent_layer_count
     return RecurrentState(int(math.ceil((conv + ssm) * layers * sequences)), conv, ssm, layers, sequences, conv_len)
+
+
+def layer_state_bytes_per_device(spec: ModelSpec, tp: int, conv_bytes: float, ssm_bytes: float,
+                                 conv_window: int = 0) -> float:
+    """One recurrent layer's state of one sequence on one of ``tp`` tensor-parallel GPUs (eq. 4; tp 1: eqs. 1 + 2).
+    conv_bytes / ssm_bytes [bytes per element]; conv_window as :func:`recurrent_state`. 0 without recurrent layers."""
+    r = spec.recurrent
+    if r is None or not spec.recurrent_layer_count:
+        return 0.0
+    if tp < 1:
+        raise InputError(f"tensor_parallel must be at least 1 (got {tp})")
+    extra = 0 if r.kind != "mamba2" or r.n_groups % tp == 0 else tp - r.n_groups
+    conv_channels = r.conv_channels + 2 * extra * r.d_state
+    conv_len = max(r.d_conv - 1 + conv_window, 0)
+    return (math.ceil(conv_channels / tp) * conv_len * conv_bytes
+            + math.ceil(r.state_elements / tp) * ssm_bytes)

@@ -146,10 +146,11 @@ def state_of(ctx: Context, seqs: int) -> RecurrentState:
     return recurrent_state(ctx.spec, seqs, kv_dtype_bytes(conv), kv_dtype_bytes(ssm), ctx.profile.conv_state_window)
 
 
-def state_item(ctx: Context, seqs: int, location: Location, *, padded_layer_bytes: int | None = None,
+def state_item(ctx: Context, seqs: int, location: Location, *, page_per_device: int | None = None,
                name: str = "recurrent_state") -> Item:
     """The per-sequence conv + SSM state of the recurrent layers, independent of the context (eqs. 1-3 of
-    formulas/recurrent_state.py); ``padded_layer_bytes``: vLLM's page per layer and sequence after padding."""
+    formulas/recurrent_state.py), split evenly over the tensor-parallel GPUs; ``page_per_device``: vLLM's page per
+    layer and sequence on one GPU instead (its own TP shard, eq. 4, padded to the attention page)."""
     st = state_of(ctx, seqs)
     r = ctx.spec.recurrent
     if r is None:
@@ -158,11 +159,13 @@ def state_item(ctx: Context, seqs: int, location: Location, *, padded_layer_byte
     tp = ctx.w.tensor_parallel
     per_layer = f"(conv {r.conv_channels} ch x {st.conv_len} x {kv_dtype_bytes(conv):g} B ({conv}) + ssm {r.d_inner} x " \
                 f"{r.d_state} x {kv_dtype_bytes(ssm):g} B ({ssm}))"
-    total = st.total_bytes
-    if padded_layer_bytes is not None and padded_layer_bytes > st.per_layer_bytes:
-        total = padded_layer_bytes * st.layers * seqs
-        per_layer += f" padded to a {format_bytes(padded_layer_bytes)} page"
-    return Item(name, per_device(total, 1 / tp if tp > 1 else 1.0), location,
-                formula=f"{st.layers} {r.kind} layers x {per_layer} x {seqs} seqs"
-                        + (f" / {tp} per device (TP {tp})" if tp > 1 else "") + "; independent of the context",
+    if page_per_device is not None:
+        nbytes = page_per_device * st.layers * seqs
+        per_layer += f", a {format_bytes(page_per_device)} page" + (f" per device (TP {tp} shard)" if tp > 1 else "")
+        tp_note = ""
+    else:
+        nbytes = per_device(st.total_bytes, 1 / tp if tp > 1 else 1.0)
+        tp_note = f" / {tp} per device (TP {tp})" if tp > 1 else ""
+    return Item(name, nbytes, location,
+                formula=f"{st.layers} {r.kind} layers x {per_layer} x {seqs} seqs{tp_note}; independent of the context",
                 source="formulas/recurrent_state.py eqs. (1)-(3); " + ctx.profile.state_source)

@@ -32,7 +32,7 @@ import math
 from dataclasses import replace
 
 from ...formulas.activations import prefill_activation_bytes
-from ...formulas.kv_cache import KVCache, kv_cache
+from ...formulas.kv_cache import KVCache, kv_cache, kv_dtype_bytes
 from ...formulas.kv_groups import (
     vllm_group_count,
     vllm_group_size,
@@ -40,13 +40,14 @@ from ...formulas.kv_groups import (
     vllm_padding_slots,
     vllm_reported_kv_tokens,
 )
+from ...formulas.recurrent_state import layer_state_bytes_per_device
 from ...formulas.tensor_parallel import kv_fraction_per_device, per_device
 from ...result import Assumption, Item
 from ...specs.model import ModelSpec
 from ...units import format_bytes
 from .. import engines as E
 from ..allocator import context_span, device_context
-from .common import Context, kv_item, running_sequences, state_item, state_of, weights_item
+from .common import Context, kv_item, running_sequences, state_dtypes, state_item, weights_item
 from .media import Media, largest_image
 
 
@@ -107,7 +108,7 @@ def compose_vllm(ctx: Context) -> None:
     running = running_sequences(w, mns)  # what the scheduler runs at once with room for it (common.py eq. R1)
     block = acc.assume("block_size", 16, w.paged_block_size, "vLLM default KV block (tokens)")
     tp = w.tensor_parallel
-    page = None  # a recurrent layer's state page per sequence (padded to the attention page in a hybrid)
+    page = None  # a recurrent layer's state page per sequence and GPU (padded to the attention page in a hybrid)
     if spec.recurrent_layer_count:
         acc.assume("mamba_cache_mode", "none", None,
                    "vLLM CacheConfig default: one recurrent state page per request and layer, no cached prefix states "
@@ -157,13 +158,13 @@ def compose_vllm(ctx: Context) -> None:
               + pads["sliding"] * (kvc.tokens_sliding + (0 if spec.chunked_attention else slide_block))
               * kvc.layer_bytes_per_token_sliding)
     pad_kv_dev = per_device(math.ceil(pad_kv), share)
-    pad_state_dev = per_device(pads["recurrent"] * page, 1 / tp if tp > 1 else 1.0) if page is not None else 0
+    pad_state_dev = pads["recurrent"] * page if page is not None else 0
     one_seq = per_device(kvc.total_bytes + _sliding_spare_block(ctx, slide_block), share) + pad_kv_dev
     need = _padded(kv_item(ctx, w.context, running, "device", block=block, window_extra=extra,
                            sliding_block=slide_block), pad_kv_dev, running, pads, ("full", "sliding"))
-    state = (_padded(state_item(ctx, running, "device", padded_layer_bytes=page), pad_state_dev, running, pads,
+    state = (_padded(state_item(ctx, running, "device", page_per_device=page), pad_state_dev, running, pads,
                      ("recurrent",)) if page is not None else None)
-    state_one = state_item(ctx, 1, "device", padded_layer_bytes=page).bytes + pad_state_dev if page is not None else 0
+    state_one = state_item(ctx, 1, "device", page_per_device=page).bytes + pad_state_dev if page is not None else 0
     one_seq += state_one
     ctx.details.update({"kv_needed_bytes": need.bytes, "kv_bytes_per_sequence": one_seq, "running_cap": mns,
                         "running_cap_name": "max_num_seqs", "running_sequences": running})
@@ -370,22 +371,33 @@ def _unified_sliding_block(ctx: Context, block: int) -> int:
 
 
 def _hybrid_pages(ctx: Context, block: int) -> tuple[int, int]:
-    """(attention block size, padded state page per recurrent layer and sequence) of vLLM's hybrid allocator.
+    """(attention block size, padded state page per recurrent layer, sequence and GPU) of vLLM's hybrid allocator.
 
-    The attention block grows to the smallest multiple of the kernel alignment whose page (block x KV bytes per token
-    and layer) holds one recurrent state page; the state page is padded to that attention page
-    (estimate/engines.py VLLM_KERNEL_BLOCK_ALIGNMENT: vllm/platforms/interface.py _align_hybrid_block_size).
-    A model without attention keeps its state pages unpadded."""
-    spec = ctx.spec
-    state_page = state_of(ctx, 1).per_layer_bytes
+    vLLM sizes both pages on one GPU (vllm-project/vllm@1936cf3841edb9781b06c50fc4daf4bac9d3b23e
+    vllm/model_executor/models/config.py ``HybridAttentionMambaModelConfig.verify_and_update_config``; newer:
+    vllm/platforms/interface.py ``_align_hybrid_block_size``): the attention page of one token holds
+    ``model_config.get_num_kv_heads(parallel_config)`` = max(1, kv_heads // tp) KV heads, the Mamba page the state
+    shapes of this GPU's shard (``get_mamba_state_shape_from_config``: formulas/recurrent_state.py eq. 4)::
+
+        attn_block = align x ceil(state_page_gpu / (align x attn_bytes_per_token_gpu))
+        page       = max(block_size, attn_block) x attn_bytes_per_token_gpu   (the state page padded to it)
+
+    align = max(kernel alignment, block_size) (estimate/engines.py VLLM_KERNEL_BLOCK_ALIGNMENT). A model without
+    attention keeps its state pages unpadded."""
+    spec, tp = ctx.spec, ctx.w.tensor_parallel
+    conv, ssm = state_dtypes(ctx)
+    state_page = layer_state_bytes_per_device(spec, tp, kv_dtype_bytes(conv), kv_dtype_bytes(ssm),
+                                              ctx.profile.conv_state_window)
     if not spec.kv_cache_layers:
         return block, math.ceil(state_page)
-    attn_1tok = kv_cache(spec, 1, 1, ctx.kv_dtype, mla_mode="latent").bytes_per_token / spec.kv_cache_layers
+    share = kv_fraction_per_device(spec, tp, mla_latent=True)
+    attn_1tok = kv_cache(spec, 1, 1, ctx.kv_dtype, mla_mode="latent").bytes_per_token / spec.kv_cache_layers * share
     align = max(E.VLLM_KERNEL_BLOCK_ALIGNMENT, block)
     hybrid_block = align * math.ceil(state_page / (align * attn_1tok))
     new_block = max(block, hybrid_block)
+    gpu = " on each GPU" if tp > 1 else ""
     if new_block != block:
         ctx.acc.warnings.append(f"vLLM's hybrid allocator sets the attention block size to {new_block} tokens so that "
-                                f"one attention page holds one recurrent state page ({format_bytes(state_page)})")
+                                f"one attention page holds one recurrent state page ({format_bytes(state_page)}{gpu})")
     ctx.details["hybrid_block_size"] = new_block
     return new_block, math.ceil(new_block * attn_1tok)
