@@ -8,7 +8,7 @@ from typing import Any
 
 from ..catalog import models as catalog
 from ..errors import InputError
-from ..formulas.mtp import mtp_params, stored_file_bytes
+from ..formulas.mtp import mtp_params, mtp_unique_params, stored_file_bytes
 from ..formulas.params import count_params
 from ..formulas.tensors import gemma4_tower_params
 from ..formulas.weight_formats import file_weight_bytes, format_names, stored_format, weight_bytes
@@ -359,7 +359,8 @@ def inspect_data(spec: ModelSpec) -> dict[str, Any]:
         "notes": list(spec.notes),
     }
     if mtp:
-        data["mtp"] = {"layers": spec.mtp_layers, "params": mtp_params(spec), "bytes": mtp}
+        data["mtp"] = {"layers": spec.mtp_layers, "params": mtp_params(spec), "unique_params": mtp_unique_params(spec),
+                       "bytes": mtp}
     if spec.file_weights is not None:
         fw = spec.file_weights
         data["file_weights"] = {"path": fw.path, "bytes": fw.total_bytes, "params_stored": fw.params,
@@ -425,7 +426,8 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     say(f"stored as {sf['format']} ({sf['why']}): {format_bytes(sf['bytes'])}")
     if "mtp" in d:
         m = d["mtp"]
-        say(f"  of which {m['layers']} multi-token-prediction layer(s): {m['params']:,} parameters, "
+        say(f"  of which {m['layers']} multi-token-prediction layer(s): {m['params']:,} parameters with the copies "
+            f"of the embedding and output head the checkpoint stores ({m['unique_params']:,} unique), "
             f"{format_bytes(m['bytes'])} (stored after the {a['layers']} decoder layers; not in the parameter "
             "count above, which is the model transformers builds; serving loads them only for MTP speculative "
             "decoding)")
