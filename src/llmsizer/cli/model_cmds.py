@@ -231,7 +231,8 @@ def fits_on_answer(found: list[Any], args: argparse.Namespace) -> tuple[dict[str
     data = {"hardware": args.fits_on, **on, "context": context, "concurrency": concurrency, **given,
             "order": FITS_ON_ORDER,
             "models": [{"id": e.id, **o.to_dict(), "params": count_params(e.spec()).total,
-                        "quality": format_quality(o.weights_format) if o.status == "meets" else None,
+                        "quality": format_quality(o.weights_format, stored_format(e.spec())[0])
+                        if o.status == "meets" else None,
                         "experts_in_host": experts_in_host(e.spec(), o, args.fits_on, args.count, **host_args)}
                        for e, o in opts],
             "warnings": [w for w in (unchecked, newer) if w]}
@@ -243,7 +244,8 @@ def fits_on_answer(found: list[Any], args: argparse.Namespace) -> tuple[dict[str
 # the answer (``order``) so that a large model in a low-quality format is not read as the best choice.
 FITS_ON_ORDER = ("ranked: the models that fit first, then by parameter count, largest first (not by quality: a "
                  "bigger model may fit only in a lossy format; the quality column is that format's perplexity "
-                 "increase on Llama-3-8B from llama.cpp's quantize table, 'below Q4_0' where it loses more than Q4_0)")
+                 "increase on Llama-3-8B from llama.cpp's quantize table, 'below Q4_0' where it loses more than Q4_0; "
+                 "a model published quantized: 'as released' in its own format, else not rated)")
 
 
 def ranked(opts: list[tuple[Any, Any]]) -> list[tuple[Any, Any]]:
