@@ -69,11 +69,29 @@ def test_m2_pro_hardware_and_m3_displays_refused(tmp_path: Path) -> None:
         detect_machine(d)
 
 
-def test_m2_pro_without_gpu_cores_names_the_assumed_bin(tmp_path: Path) -> None:
-    # the cpufetch SPHardwareDataType prints CPU cores (12) but no GPU-core count; the M2 Pro comes with a 16- or a
-    # 19-core GPU (the catalog's two rows: apple-m2-pro, 19 cores; apple-m2-pro-16c)
+def test_m2_pro_12_core_cpu_settles_the_gpu_bin(tmp_path: Path) -> None:
+    # the cpufetch SPHardwareDataType prints CPU cores ('Total Number of Cores: 12 (8 performance and 4 efficiency)')
+    # but no GPU-core count; the M2 Pro comes with a 16- or a 19-core GPU, and only the 10-core CPU has the 16-core
+    # one (Apple's spec; the catalog's apple-m2-pro-16c row names its 10-core CPU): 12 CPU cores settle the 19-core
+    # bin, no warning (probe6 defect 12)
     d = folder(tmp_path, {"system_profiler-SPHardwareDataType":
                               "system_profiler-SPHardwareDataType/apple-m2-pro-macbookpro-cpufetch.txt"})
+    det = detect_machine(d)
+    (dev,) = det.devices
+    assert dev.catalog_id == "apple-m2-pro-16gb"
+    assert "follows from 12 CPU cores ('Total Number of Cores: 12 (8 performance and 4 efficiency)'" in dev.note
+    assert "assumed" not in dev.note and not det.warnings
+
+
+def test_m2_pro_10_core_cpu_leaves_the_bin_assumed(tmp_path: Path) -> None:
+    # the same output with a 10-core CPU (edited here): the 16-core bin states that CPU, so the count does not
+    # exclude it, and the full bin stays an assumption, named with the other
+    d = folder(tmp_path, {"system_profiler-SPHardwareDataType":
+                              "system_profiler-SPHardwareDataType/apple-m2-pro-macbookpro-cpufetch.txt"})
+    f = d / "system_profiler-SPHardwareDataType"
+    text = f.read_text()
+    assert "Total Number of Cores: 12 (8 performance and 4 efficiency)" in text
+    f.write_text(text.replace("Total Number of Cores: 12 (8 performance", "Total Number of Cores: 10 (6 performance"))
     det = detect_machine(d)
     (dev,) = det.devices
     assert dev.catalog_id == "apple-m2-pro-16gb"

@@ -1,14 +1,16 @@
 """``fit --train`` when nothing that keeps the caller's settings fits (probe5 defect 3): the alternatives that
 change what the caller gave (``FitResult.fits_if_changed``, a key of its own: ``fits_at`` keeps the caller's
 settings), each marked so, in text and JSON. The probe's question: LoRA of Llama-3.1-70B on 2 x A100 80GB, whose
-bf16 base alone is 2 x 65.7 GiB (131.4 GiB of weights for 141 GiB of budget, before activations and adapters)."""
+bf16 base alone is 2 x 65.7 GiB (131.4 GiB of weights for 141 GiB of budget, before activations and adapters), here
+with ``--offload none`` stated (without it, ZeRO-3 parameter offload keeps every setting given and fits: probe6
+defect 5, tests/cli/test_fit_train_offload_ladder.py)."""
 
 from __future__ import annotations
 
 from cli_capture import run, run_json
 from llmsizer.estimate.fit import TRAINING_LADDER, fit_training
 
-ARGS = ("fit", "llama-3.1-70b", "--train", "--method", "lora", "--device", "a100-sxm-80gb", "--count", "2")
+ARGS = ("fit", "llama-3.1-70b", "--train", "--method", "lora", "--device", "a100-sxm-80gb", "--count", "2", "--offload", "none")
 
 
 def test_json_names_the_alternatives_apart_from_fits_at() -> None:
@@ -16,10 +18,11 @@ def test_json_names_the_alternatives_apart_from_fits_at() -> None:
     assert code == 1 and d["fits"] is False
     assert d["fits_at"] is None  # nothing that keeps --method lora fits: fits_at keeps its meaning
     first, more = d["fits_if_changed"]
-    assert first["changes"] == {"method": "qlora", "grad_checkpointing": "full"}
-    assert first["changes_given"] == ["method"]
+    # the least change of the ladder: the same LoRA with its parameters in host RAM (ZeRO-3 offload_param)
+    assert first["changes"] == {"grad_checkpointing": "full", "offload": "params"}
+    assert first["changes_given"] == ["offload"]
     assert first["memory_per_device"] <= first["budget_per_device"]
-    assert set(more["changes"]) == {"count"} and more["changes_given"] == ["count"]
+    assert set(more["changes"]) == {"count", "grad_checkpointing"} and more["changes_given"] == ["count"]
 
 
 def test_each_alternative_fits_as_fit_itself_answers_it() -> None:
@@ -29,16 +32,17 @@ def test_each_alternative_fits_as_fit_itself_answers_it() -> None:
     assert first["changes"] in TRAINING_LADDER
     assert fit_training("llama-3.1-70b", "a100-sxm-80gb", 2, **first["changes"]).fits
     n = more["changes"]["count"]
-    assert fit_training("llama-3.1-70b", "a100-sxm-80gb", n, method="lora").fits
-    assert not fit_training("llama-3.1-70b", "a100-sxm-80gb", n - 1, method="lora").fits  # the smallest count
+    kept = dict(method="lora", offload="none", grad_checkpointing="full")
+    assert fit_training("llama-3.1-70b", "a100-sxm-80gb", n, **kept).fits
+    assert not fit_training("llama-3.1-70b", "a100-sxm-80gb", n - 1, **kept).fits  # the smallest count
 
 
 def test_text_marks_what_changes_the_callers_settings() -> None:
     code, out, _ = run(*ARGS)
     assert code == 1
     assert "hint: nothing that keeps the settings you gave fits these devices" in out
-    assert "alternative: with --method qlora --grad-checkpointing full: " in out
-    assert "(changes what you gave: --method)" in out
+    assert "alternative: with --grad-checkpointing full --offload params: " in out
+    assert "(changes what you gave: --offload)" in out
 
 
 def test_a_fitting_ladder_step_keeps_the_old_hint_and_no_alternatives() -> None:

@@ -74,15 +74,21 @@ TRAIN = ["llama-3.1-8b", "--device", "a100-sxm-80gb", "--train", "--seq", "4096"
 def test_fit_train_names_the_least_change_that_fits() -> None:
     code, data = run_json("fit", *TRAIN)
     at = data["fits_at"]
-    assert code == 1 and at["changes"] == {"method": "lora", "grad_checkpointing": "full"}
+    # the same full training with checkpointing and its optimizer states in host RAM (ZeRO-Offload, probe6 defect 5)
+    assert code == 1 and at["changes"] == {"grad_checkpointing": "full", "offload": "optimizer"}
     assert run_json("fit", *TRAIN, "--grad-checkpointing", "full")[1]["fits"] is False  # the first step fails
+    _, off = run_json("fit", *TRAIN, "--grad-checkpointing", "full", "--offload", "optimizer")
+    assert off["fits"] is True and off["memory_per_device"] == at["memory_per_device"]
+    # offload stated none: the step after the offload steps, LoRA
+    _, data = run_json("fit", *TRAIN, "--offload", "none")
+    assert data["fits_at"]["changes"] == {"method": "lora", "grad_checkpointing": "full"}
     _, lora = run_json("fit", *TRAIN, "--method", "lora", "--grad-checkpointing", "full")
-    assert lora["fits"] is True and lora["memory_per_device"] == at["memory_per_device"]
+    assert lora["fits"] is True and lora["memory_per_device"] == data["fits_at"]["memory_per_device"]
     # a setting the user gave is kept: LoRA asked, only the checkpointing is changed
     _, data = run_json("fit", *TRAIN, "--method", "lora")
     assert data["fits_at"]["changes"] == {"grad_checkpointing": "full"}
     _, out, _ = run("fit", *TRAIN)
-    assert "hint: it fits with --method lora --grad-checkpointing full" in out
+    assert "hint: it fits with --grad-checkpointing full --offload optimizer" in out
     py = llmsizer.fit_training("llama-3.1-8b", "a100-sxm-80gb", seq_len=4096, micro_batch=4)
     assert py.fits_at == at
 

@@ -70,10 +70,11 @@ def reference(need: JobNeed, inventory, bookings: list[Booking], start: dt.datet
             continue
         free.append(n)
     groups: dict[tuple[str, str], list] = {}
+    fabric = need.nodes > 1 and need.kind == "training"  # a service's nodes are replicas: no fabric between them
     for n in free:
-        if need.nodes > 1 and n.fabric is None:
+        if fabric and n.fabric is None:
             continue
-        groups.setdefault((n.site, (n.fabric or "") if need.nodes > 1 else ""), []).append(n)
+        groups.setdefault((n.site, (n.fabric or "") if fabric else ""), []).append(n)
     for _, group in sorted(groups.items(), key=lambda kv: kv[0]):
         if len(group) >= need.nodes:
             return tuple(n.id for n in sorted(group, key=lambda n: (n.devices, n.id))[:need.nodes])

@@ -43,7 +43,11 @@ def test_cli_defaults_to_fp16_mixed_and_warns_on_bf16(device: str) -> None:
     code, data = run_json("train", MODEL, "--method", "qlora", "--device", device, "--tokens", "10M")
     p = _precision(data["assumptions"])
     assert p["value"] == "fp16-mixed" and p["default"] is True and "BF16 tensor cores" in p["why"]
-    assert not any("BF16 tensor cores" in w for w in data["warnings"])
+    assert not any("without BF16 tensor cores" in w for w in data["warnings"])
+    # the switched default is said as a warning (probe6 defect 12), as serving says vLLM runs bf16 as fp16 there
+    cc = load_catalog().device(device).capability
+    assert any(w.startswith("no BF16 tensor cores on this GPU (compute capability "
+                            f"{cc // 10}.{cc % 10}, below 8.0): trained as fp16-mixed") for w in data["warnings"])
     code, data = run_json("train", MODEL, "--method", "qlora", "--device", device, "--tokens", "10M",
                           "--precision", "bf16-mixed")
     assert _precision(data["assumptions"])["value"] == "bf16-mixed"

@@ -302,6 +302,30 @@ def _fp16(d: Device) -> str:
     return f", {v.raw:g} {v.unit} fp16" if v is not None else ""
 
 
+_CPU_CORES = re.compile(r"(\d+)(?:- or (\d+))?-core CPU")
+
+
+def _cpu_counts(name: str) -> set[int] | None:
+    """The CPU-core counts a configuration's name states ('10-core CPU', '8- or 10-core CPU'); None: none stated."""
+    m = _CPU_CORES.search(name)
+    return {int(g) for g in m.groups() if g} if m else None
+
+
+def cpu_decides_bin(cat: HardwareCatalog, chip: str, dev: Device, cpu_cores: int | None) -> bool:
+    """Whether the CPU-core count settles ``dev`` (the full GPU bin ``apple_configuration`` took, its name stating
+    no count) when no GPU-core count was printed: every other GPU bin of the same chip and memory states CPU counts
+    in its name (Apple's configurations: 'Apple M2 Pro (10-core CPU, 16-core GPU)') and none of them is
+    ``cpu_cores``, so only ``dev`` remains (the 12-core-CPU M2 Pro has the 19-core GPU; Apple's M2 Pro spec: 10-core
+    CPU with 16-core GPU, 12-core CPU with 19-core GPU). Only an exclusion by stated counts: a name stating the
+    count (or none) leaves the bin open."""
+    if cpu_cores is None:
+        return False
+    same = [d for d in cat.devices.values() if d.kind == "apple" and d.memory_bytes == dev.memory_bytes
+            and d.id != dev.id and _SIZE.sub("", _PARENS.sub("", d.name)) == chip and _bin_cores(d.name)]
+    counts = [_cpu_counts(d.name) for d in same]
+    return bool(same) and all(c is not None and cpu_cores not in c for c in counts)
+
+
 def assumed_bin(cat: HardwareCatalog, chip: str, dev: Device) -> str | None:
     """What detection assumed of ``dev``'s GPU-core bin when no output gave the count (no SPDisplaysDataType
     'Total Number of Cores'): the catalog's rule (``apple_configuration``), the configuration whose name states no
@@ -563,7 +587,12 @@ class _Builder:
             entry["memory"] = {"value": None, "note": "no memory size in the outputs read"}
         gpu_note = (f"; {cores} GPU cores ('{gpu.cores_text}', {displays.source_key})"
                     if cores is not None and gpu is not None and displays is not None else "")
-        if cores is None and dev is not None:  # the catalog's bin rule: the full bin, named with the others
+        cpu = sp.cpu_cores if sp is not None and sp.chip == chip else None
+        if cores is None and dev is not None and cpu_decides_bin(self.cat, chip, dev, cpu):
+            assert sp is not None and profiler is not None
+            gpu_note += (f"; its GPU bin follows from {cpu} CPU cores ('{sp.cpu_cores_text}', {profiler.source_key}): "
+                         "no other bin of the chip has that many")
+        elif cores is None and dev is not None:  # the catalog's bin rule: the full bin, named with the others
             assumed = assumed_bin(self.cat, chip, dev)
             if assumed is not None:
                 gpu_note += f"; {assumed}"

@@ -8,7 +8,7 @@ from typing import Any
 
 from ..catalog import models as catalog
 from ..errors import InputError
-from ..formulas.mtp import mtp_params, stored_file_bytes
+from ..formulas.mtp import mtp_params, mtp_unique_params, stored_file_bytes
 from ..formulas.params import count_params
 from ..formulas.tensors import gemma4_tower_params
 from ..formulas.weight_formats import file_weight_bytes, format_names, stored_format, weight_bytes
@@ -231,7 +231,8 @@ def fits_on_answer(found: list[Any], args: argparse.Namespace) -> tuple[dict[str
     data = {"hardware": args.fits_on, **on, "context": context, "concurrency": concurrency, **given,
             "order": FITS_ON_ORDER,
             "models": [{"id": e.id, **o.to_dict(), "params": count_params(e.spec()).total,
-                        "quality": format_quality(o.weights_format) if o.status == "meets" else None,
+                        "quality": format_quality(o.weights_format, stored_format(e.spec())[0])
+                        if o.status == "meets" else None,
                         "experts_in_host": experts_in_host(e.spec(), o, args.fits_on, args.count, **host_args)}
                        for e, o in opts],
             "warnings": [w for w in (unchecked, newer) if w]}
@@ -243,7 +244,8 @@ def fits_on_answer(found: list[Any], args: argparse.Namespace) -> tuple[dict[str
 # the answer (``order``) so that a large model in a low-quality format is not read as the best choice.
 FITS_ON_ORDER = ("ranked: the models that fit first, then by parameter count, largest first (not by quality: a "
                  "bigger model may fit only in a lossy format; the quality column is that format's perplexity "
-                 "increase on Llama-3-8B from llama.cpp's quantize table, 'below Q4_0' where it loses more than Q4_0)")
+                 "increase on Llama-3-8B from llama.cpp's quantize table, 'below Q4_0' where it loses more than Q4_0; "
+                 "a model published quantized: 'as released' in its own format, else not rated)")
 
 
 def ranked(opts: list[tuple[Any, Any]]) -> list[tuple[Any, Any]]:
@@ -359,7 +361,8 @@ def inspect_data(spec: ModelSpec) -> dict[str, Any]:
         "notes": list(spec.notes),
     }
     if mtp:
-        data["mtp"] = {"layers": spec.mtp_layers, "params": mtp_params(spec), "bytes": mtp}
+        data["mtp"] = {"layers": spec.mtp_layers, "params": mtp_params(spec), "unique_params": mtp_unique_params(spec),
+                       "bytes": mtp}
     if spec.file_weights is not None:
         fw = spec.file_weights
         data["file_weights"] = {"path": fw.path, "bytes": fw.total_bytes, "params_stored": fw.params,
@@ -425,7 +428,8 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     say(f"stored as {sf['format']} ({sf['why']}): {format_bytes(sf['bytes'])}")
     if "mtp" in d:
         m = d["mtp"]
-        say(f"  of which {m['layers']} multi-token-prediction layer(s): {m['params']:,} parameters, "
+        say(f"  of which {m['layers']} multi-token-prediction layer(s): {m['params']:,} parameters with the copies "
+            f"of the embedding and output head the checkpoint stores ({m['unique_params']:,} unique), "
             f"{format_bytes(m['bytes'])} (stored after the {a['layers']} decoder layers; not in the parameter "
             "count above, which is the model transformers builds; serving loads them only for MTP speculative "
             "decoding)")

@@ -228,6 +228,19 @@ FP16_DEFAULT_WHY = ("the default on a GPU without BF16 tensor cores (NVIDIA belo
                     "Turing): fp16 autocast with a loss scaler, what HF Trainer's --fp16 runs there")
 
 
+# the default switched, said where it is read (serving says its own, estimate/formats.py engine_dtype_note): a model
+# pre-trained in bf16 may overflow fp16's range (max 65,504) when fine-tuned in fp16 (transformers docs @v4.13.0,
+# docs/source/performance.md, "bf16": "If you use a model pretrained in bf16 ... fp16 ... overflow"), which the loss
+# scaler does not cure for activations
+FP16_DEFAULT_WARNING = ("no BF16 tensor cores on this GPU ({cc}): trained as fp16-mixed (fp16 autocast with a loss "
+                        "scaler), not the bf16-mixed default elsewhere; a model pre-trained in bf16 may overflow "
+                        "fp16's range (inf/NaN loss: transformers' performance docs, bf16); give precision to choose")
+
+
+def _capability_text(cc: int | None) -> str:
+    return f"compute capability {cc // 10}.{cc % 10}, below 8.0" if cc is not None else "compute capability below 8.0"
+
+
 def bf16_tensor_cores(device: Device) -> bool:
     """Whether ``device`` runs bf16 matmuls on tensor cores: False only for a CUDA GPU whose sourced compute
     capability is below :data:`BF16_TENSOR_CORE_MIN_CAPABILITY` (V100, T4); True for every other device (AMD's ROCm
@@ -316,8 +329,8 @@ def with_device_precision(w: TrainingWorkload) -> TrainingWorkload:
 
 
 def precision_notes(w: TrainingWorkload) -> tuple[str | None, str | None]:
-    """(the ``why`` of a defaulted fp16-mixed, a warning for a bf16 precision given) on a GPU without BF16 tensor
-    cores (``w.bf16_tensor_cores`` False); (None, None) elsewhere. torch accepts bf16 there:
+    """(the ``why`` of a defaulted fp16-mixed, a warning: ``FP16_DEFAULT_WARNING`` for that default, another for a bf16
+    precision given) on a GPU without BF16 tensor cores (``w.bf16_tensor_cores`` False); (None, None) elsewhere. torch accepts bf16 there:
     ``torch.cuda.is_bf16_supported()`` defaults to including_emulation=True and then only creates a bf16 tensor
     (torch 2.13.0 torch/cuda/__init__.py lines 207-220), so HF Trainer's bf16 check (transformers 5.24.0
     training_args.py line 1778, ``is_torch_bf16_gpu_available``: utils/import_utils.py lines 656-665) passes; but its
@@ -325,7 +338,7 @@ def precision_notes(w: TrainingWorkload) -> tuple[str | None, str | None]:
     if w.bf16_tensor_cores or w.device != "gpu":
         return None, None
     if w.precision == "fp16-mixed" and (w.given is None or "precision" not in w.given):
-        return FP16_DEFAULT_WHY, None
+        return FP16_DEFAULT_WHY, FP16_DEFAULT_WARNING.format(cc=_capability_text(w.gpu_capability))
     if "bf16" in w.precision:
         return None, (f"precision {w.precision} on a GPU without BF16 tensor cores (compute capability below 8.0): "
                       "torch accepts it (torch.cuda.is_bf16_supported counts emulation, so HF Trainer's bf16 check "

@@ -1511,11 +1511,18 @@ def _training_placement(hardware: str | Device | Instance, count: int | None, he
 
 # The settings fit --train tries when a training run does not fit, least change to the run first: the same training
 # recomputing each decoder layer's forward in the backward (the same result; one more forward, 4/3 of the step's
-# FLOPs at forward:backward = 1:2: Chen et al. 2016, "Training Deep Nets with Sublinear Memory Cost"), then LoRA
-# adapters on a frozen base (Hu et al. 2021), then QLoRA's 4-bit base (Dettmers et al. 2023), each still
-# checkpointing. A setting the caller gave is never changed (a step that would change it keeps the caller's).
+# FLOPs at forward:backward = 1:2: Chen et al. 2016, "Training Deep Nets with Sublinear Memory Cost"), then the same
+# training with its optimizer states, master weights and gradients in host RAM (DeepSpeed ZeRO-Offload, Ren et al.
+# 2021: the same result, a slower step), then its parameters too (ZeRO-3 parameter offload, ZeRO-Infinity:
+# Rajbhandari et al. 2021; DeepSpeed's offload_param is valid with stage 3 only, which the memory's stage choice
+# takes, estimate/training/compose.py ``sharded_workload``), then LoRA adapters on a frozen base (Hu et al. 2021),
+# then QLoRA's 4-bit base (Dettmers et al. 2023), each still checkpointing. A setting the caller gave is never
+# changed by ``training_fits_at`` (a step that would change it keeps the caller's); a step its devices refuse
+# (offload on an Apple GPU or a CPU, a stage given below 3 for parameter offload) is skipped.
 TRAINING_LADDER: tuple[dict[str, str], ...] = (
     {"grad_checkpointing": "full"},
+    {"grad_checkpointing": "full", "offload": "optimizer"},
+    {"grad_checkpointing": "full", "offload": "params"},
     {"method": "lora", "grad_checkpointing": "full"},
     {"method": "qlora", "grad_checkpointing": "full"},
 )
@@ -1550,10 +1557,33 @@ def training_fits_if_changed(spec: ModelSpec, hardware: str | Device | Instance,
     at = _first_fitting(spec, hardware, count, training_fields, steps, headroom, memory, hardware_files)
     if at is not None:
         out.append({**at, "changes_given": sorted(k for k in at["changes"] if k in given)})
-    more = _fewest_devices(spec, hardware, count, training_fields, headroom, memory, hardware_files)
-    if more is not None:
-        out.append(more)
+    out.extend(_more_devices(spec, hardware, count, training_fields, given, headroom, memory, hardware_files))
     return out
+
+
+def _more_devices(spec: ModelSpec, hardware: str | Device | Instance, count: int | None,
+                  training_fields: dict[str, Any], given: set[str], headroom: float | None, memory: int | None,
+                  hardware_files: Sequence[str | Path]) -> list[dict[str, Any]]:
+    """``training_fits_if_changed``'s count alternative: the smallest count (``_fewest_devices``) with the first
+    ``TRAINING_LADDER`` step's defaults taken where the caller did not give them (activation checkpointing: the
+    same training, one more forward; without it a 70B full fine-tuning on H100s asks 248 devices, with it 24), the
+    changes marked, and the machines it spans (``machines``: count / ``gpus_per_node``, the workload's devices per
+    machine: an instance's own, else the field's, TrainingWorkload's default 8) when past one."""
+    defaults = {k: v for k, v in TRAINING_LADDER[0].items() if k not in given}
+    more = _fewest_devices(spec, hardware, count, {**training_fields, **defaults}, headroom, memory, hardware_files)
+    if more is None:
+        return []
+    n = int(more["changes"]["count"])
+    more["changes"] = {**more["changes"], **{k: v for k, v in defaults.items() if training_fields.get(k) != v}}
+    try:
+        p = _training_placement(hardware, n, headroom, memory, hardware_files,
+                                {k: v for k, v in training_fields.items() if k != "gpus"})
+    except InputError:
+        return [more]
+    per_node = int(p.fields.get("gpus_per_node") or TrainingWorkload.gpus_per_node)
+    if n > per_node:
+        more.update(machines=-(-n // per_node), gpus_per_node=per_node)
+    return [more]
 
 
 def _first_fitting(spec: ModelSpec, hardware: str | Device | Instance, count: int | None,

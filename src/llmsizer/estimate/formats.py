@@ -385,15 +385,27 @@ GGUF_PPL_INCREASE = {
 QUALITY_PPL_LIMIT = GGUF_PPL_INCREASE["gguf:q4_0"]
 
 
-def format_quality(fmt: str) -> str:
+_UNQUANTIZED = ("bf16", "fp16", "f16", "fp32", "f32")
+
+
+def format_quality(fmt: str, stored: str | None = None) -> str:
     """A weight format's quality as one short cell (``models --fits-on``'s quality column, its JSON and the web page's):
     a GGUF type's perplexity increase on Llama-3-8B from llama.cpp's quantize table (:data:`GGUF_PPL_INCREASE`),
     marked 'below Q4_0' past :data:`QUALITY_PPL_LIMIT` (the rule of :func:`quality_warning`); 'unquantized' for the
-    16- and 32-bit formats; 'not rated' for the others (no table on one scale covers them)."""
+    16- and 32-bit formats; 'not rated' for the others (no table on one scale covers them). With ``stored``, the
+    model's published format (weight_formats.py ``stored_format``) when it is itself quantized (gpt-oss's MXFP4
+    experts, an FP8 checkpoint): that format or its GGUF file type (:data:`GGUF_FROM_STORED`) is 'as released', and
+    any other is 'not rated', re-quantized from it (the table measures each type from a 16-bit model, not from
+    an already quantized one)."""
+    if stored is not None and stored not in _UNQUANTIZED:
+        if fmt in (stored, GGUF_FROM_STORED.get(stored)):
+            return f"as released ({stored})"
+        if fmt.removeprefix("gguf:") not in _UNQUANTIZED:
+            return f"not rated (re-quantized from {stored})"
     ppl = GGUF_PPL_INCREASE.get(fmt)
     if ppl is not None:
         return f"+{ppl:.2f} ppl" + (" (below Q4_0)" if ppl > QUALITY_PPL_LIMIT else "")
-    if fmt.removeprefix("gguf:") in ("bf16", "fp16", "f16", "fp32", "f32"):
+    if fmt.removeprefix("gguf:") in _UNQUANTIZED:
         return "unquantized"
     return "not rated"
 

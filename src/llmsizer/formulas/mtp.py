@@ -78,6 +78,15 @@ def mtp_params(spec: ModelSpec) -> int:
     return spec.mtp_layers * (_block_params(spec) + _extra_elements(spec))
 
 
+def mtp_unique_params(spec: ModelSpec) -> int:
+    """Eq. (1) without the 2V.h term: the MTP modules' parameters not copied from the main model (its embedding and
+    output head, which the checkpoint stores again): DeepSeek's "11.5B unique parameters (excluding the shared 0.9B
+    Embedding and 0.9B output Head)" (0 without any)."""
+    if not spec.mtp_layers:
+        return 0
+    return mtp_params(spec) - spec.mtp_layers * 2 * spec.vocab_size * spec.hidden_size
+
+
 def mtp_bytes(spec: ModelSpec, fmt: str, group_size: int) -> int:
     """Eq. (2): bytes of the MTP modules in the checkpoint's stored format ``fmt`` (0 without any)."""
     if not spec.mtp_layers:

@@ -193,7 +193,7 @@ def need_of(jp: JobPlan, job: Any, request: Request, now: _dt.datetime,
         network=jp.value("network", "node_bandwidth") if hw.nodes > 1 else None, ongoing=ongoing,
         team=request.team, memory_verdict=_memory_verdict(jp), duration_basis=basis, duration_verdict=unknown,
         hardware_named=job.resources.given,
-        replan=None if job.resources.given else _replanner(job, request, now, hardware_files))
+        replan=_replanner(job, request, now, hardware_files))
 
 
 def _memory_verdict(jp: JobPlan) -> str:

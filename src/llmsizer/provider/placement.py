@@ -566,11 +566,15 @@ def try_window(need: JobNeed, inv: Inventory, bookings: Sequence[Booking] | Held
             busy_until[n.id] = until
         return until is None
 
+    # a training run over several nodes runs collectives between them: one fabric. A service's nodes are replicas
+    # of one machine's layout (plan/inference.py: each machine fitted alone, the load split evenly), with no
+    # collective between them: any nodes of the site
+    fabric = need.nodes > 1 and need.kind == "training"
     groups: dict[tuple[str, str], list[Node]] = {}
     for n in big:
-        if need.nodes > 1 and n.fabric is None:
+        if fabric and n.fabric is None:
             continue
-        groups.setdefault((n.site, n.fabric or "" if need.nodes > 1 else ""), []).append(n)
+        groups.setdefault((n.site, n.fabric or "" if fabric else ""), []).append(n)
     last: NoFit | None = None
     for (site_id, _fabric), group in sorted(groups.items(), key=lambda kv: kv[0]):
         if len(group) < need.nodes:
@@ -604,8 +608,11 @@ def try_window(need: JobNeed, inv: Inventory, bookings: Sequence[Booking] | Held
                     f"free for the whole window; {need.nodes} needed")
     best: dict[tuple[str, str | None], int] = {}
     for n in frees:
-        if need.nodes > 1 and n.fabric is not None:
-            best[(n.site, n.fabric)] = best.get((n.site, n.fabric), 0) + 1
+        if not fabric or n.fabric is not None:
+            best[(n.site, n.fabric if fabric else None)] = best.get((n.site, n.fabric if fabric else None), 0) + 1
+    if not fabric:
+        raise NoFit("busy", f"{len(frees)} free {need.device} nodes, but at most {max(best.values(), default=0)} at "
+                    f"one site; a {need.nodes}-node service is placed at one site")
     raise NoFit("fabric", f"{len(frees)} free {need.device} nodes, but at most {max(best.values(), default=0)} on "
                 f"one fabric; a {need.nodes}-node training job must stay inside one fabric")
 
@@ -762,8 +769,35 @@ def alternatives(need: JobNeed, inv: Inventory, bookings: Sequence[Booking] | He
                            f"about {format_seconds(alt.seconds)} (linear scaling assumed)")
                 break
     elif need.kind != "training":
-        out += _quantized(need, inv, bookings)
+        out = _replicas_over_nodes(need, inv, bookings) + out + _quantized(need, inv, bookings)
     return out
+
+
+def _replicas_over_nodes(need: JobNeed, inv: Inventory, bookings: Sequence[Booking] | Held) -> list[str]:
+    """A service whose devices per node no serving node of its device type holds (a tensor-parallel group wider
+    than the nodes: [node-size]): the same devices over k nodes, fewest first, each node one machine of the plan's
+    layout (``need.replan``: the plan the request gets naming those nodes, where each machine is fitted as `fit`
+    lays its share out and the machines are replicas of it, plan/inference.py: the estimate's layout choice, not
+    the provider's). The first split whose plan holds the job and is free in the requested window, one line naming
+    its nodes; nothing when none does or the job cannot be planned again."""
+    if need.replan is None:
+        return []
+    largest = max((n.devices for n in inv.nodes if n.device == need.device and need.label in n.pools), default=0)
+    if not 0 < largest < need.per_node:
+        return []
+    for k in range(max(need.nodes + 1, math.ceil(need.devices / largest)), need.devices + 1):
+        if need.devices % k:  # equal machines: each replica the same layout
+            continue
+        alt = need.replan(need.device, need.devices, k)
+        if alt.memory_verdict:
+            continue
+        p = _fits_by_deadline(alt, inv, bookings)
+        if p is not None:
+            per = need.devices // k
+            return [f"as {k} replicas of {per} device{'s' if per > 1 else ''} (one per node, each laid out as "
+                    f"`llmsizer fit --device {need.device} --count {per}` chooses; resources.nodes: {k}): fits on "
+                    f"{', '.join(p.nodes)} at {p.site}"]
+    return []
 
 
 def _counts(most: int) -> list[int]:

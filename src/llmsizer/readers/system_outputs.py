@@ -69,6 +69,10 @@ class AppleMachine:
     memory_bytes: int | None
     memory_text: str  # as printed: '16 GB' or 'hw.memsize: 17179869184'
     model: str = ""
+    # CPU cores from SPHardwareDataType's 'Total Number of Cores: 12 (8 performance and 4 efficiency)'; None: not
+    # printed. A chip's CPU bin can decide its GPU bin (catalog/detect.py ``cpu_decides_bin``)
+    cpu_cores: int | None = None
+    cpu_cores_text: str = ""
 
 
 @dataclass(frozen=True)
@@ -240,8 +244,10 @@ def parse_system_profiler_hardware(text: str, what: str = "system_profiler SPHar
     if not m:
         raise _fail(what, f"'Memory: {mem}' is not 'N GB'")
     size = int(m.group(1)) * (GIB if m.group(2) == "GB" else 2**40)
+    cores = re.match(r"(\d{1,4})\b", f.get("Total Number of Cores", ""))
     return AppleMachine(chip=f.get("Chip", ""), memory_bytes=size, memory_text=f"Memory: {mem}",
-                        model=f.get("Model Name", ""))
+                        model=f.get("Model Name", ""), cpu_cores=int(cores.group(1)) if cores else None,
+                        cpu_cores_text=f"Total Number of Cores: {f['Total Number of Cores']}" if cores else "")
 
 
 def parse_system_profiler_displays(text: str, what: str = "system_profiler SPDisplaysDataType output") -> AppleGpu:

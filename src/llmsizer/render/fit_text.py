@@ -107,6 +107,8 @@ def fits_if_changed_lines(alts: Sequence[dict[str, Any]], rerun: bool = True) ->
         over = (f" (changes what you gave: {', '.join('--' + k.replace('_', '-') for k in given)})" if given
                 else "")
         kept = ", your other settings kept" if "count" in at["changes"] else ""
+        if at.get("machines"):  # past one machine: the devices per machine it was counted with
+            kept += f"; {at['machines']} machines of {at['gpus_per_node']} devices (gpus_per_node), past one node"
         out.append(f"alternative: with {flags}: {format_bytes(at['memory_per_device'])} per device of a "
                    f"{format_bytes(at['budget_per_device'])} budget{over}{kept}")
     if out:

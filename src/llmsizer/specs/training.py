@@ -366,7 +366,16 @@ def offload_without_zero(w: TrainingWorkload) -> FieldError | None:
     on the CPU (ops/adam/cpu_adam.py lines 232-234). torchao's CPUOffloadOptimizer runs unsharded, but keeps the
     gradients on the device (offload_gradients=False), not what this estimate moves. Checked on the workload an
     estimate sizes (estimate/training/setup.py ``resolve``), after a stage chosen by the memory (which starts at
-    ZeRO-1 with this offload: estimate/training/compose.py ``sharded_workload``)."""
+    ZeRO-1 with this offload: estimate/training/compose.py ``sharded_workload``).
+
+    ``offload`` 'params' likewise needs fully sharded parameters: DeepSpeed's ``offload_param`` is "Valid only with
+    stage 3" (deepspeed/runtime/zero/offload_config.py, DeepSpeedZeroOffloadParamConfig), FSDP's CPUOffload moves
+    the sharded parameters (fsdp 'full' / 'hybrid'). Checked here, on the stage sized, so a stage the memory chooses
+    (ZeRO-3 only under this offload) is the one read, not the default stage 0 of the constructor."""
+    if w.offload == "params" and w.shard_stage < 3:
+        return FieldError("offload", also=("zero",), message=(
+            "offload='params' needs fully sharded parameters (zero=3 or fsdp='full'/'hybrid'; DeepSpeed's "
+            f"offload_param is valid with ZeRO stage 3 only): the stage sized is {w.shard_stage}; give zero 3"))
     if w.offload != "optimizer" or w.shard_stage:
         return None
     return FieldError("offload", also=("zero",), message=(
@@ -865,7 +874,9 @@ class TrainingWorkload:
         if self.precision == "fsdp-bf16-mixed" and self.fsdp is None:
             raise InputError("precision 'fsdp-bf16-mixed' is FSDP's MixedPrecisionPolicy; give fsdp (full, grad_op or "
                              "hybrid)")
-        if self.offload == "params" and self.shard_stage < 3:
+        if self.offload == "params" and 0 < self.shard_stage < 3:  # a stage named below 3; stage 0 may be the
+            # default a memory budget replaces (estimate/training/compose.py ``sharded_workload``): checked on the
+            # workload sized (``offload_without_zero``)
             raise InputError("offload='params' needs fully sharded parameters (zero=3 or fsdp='full'/'hybrid')")
         if self.method == "qlora" and self.precision in ("fp32", "fp16", "deepspeed-fp16", "megatron-fp16",
                                                           "megatron-bf16", "deepspeed-bf16"):

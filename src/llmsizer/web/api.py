@@ -45,6 +45,30 @@ _NOT_FOUND: dict[int | str, dict[str, Any]] = {
 _ANSWER = {"description": "the same JSON as the CLI's --json for this input; the CLI's exit code (0 or 1: does not "
                           "fit, a constraint fails) in the X-Llmsizer-Exit-Code header",
            "content": {"application/json": {"schema": {}}}}
+# /fit's answer: the keys a caller acts on when it does not fit (API.md's /fit row, docs/nomenclature.md), described
+# as estimate/fit.py ``FitResult.to_dict`` writes them; every other key as the CLI's --json
+_CHANGE = {"type": "object", "required": ["changes", "changes_given", "memory_per_device", "budget_per_device"],
+           "properties": {
+               "changes": {"type": "object", "description": "field -> value: the settings to change (a training "
+                           "field, or count: the devices)"},
+               "changes_given": {"type": "array", "items": {"type": "string"},
+                                 "description": "the fields among changes that the caller gave (overridden)"},
+               "memory_per_device": {"type": "integer", "description": "bytes per device with the changes"},
+               "budget_per_device": {"type": "integer", "description": "bytes per device the verdict allows"},
+               "machines": {"type": "integer", "description": "count alternatives past one machine: how many"},
+               "gpus_per_node": {"type": "integer", "description": "the devices per machine machines counts"}}}
+_FIT_ANSWER = {"description": _ANSWER["description"], "content": {"application/json": {"schema": {
+    "type": "object", "additionalProperties": True, "properties": {
+        "fits_at": {"anyOf": [{"type": "object"}, {"type": "null"}],
+                    "description": "what fits when this does not, keeping every setting the caller gave (serving: a "
+                                   "weight format, an engine or a context window; training: changes, the least change "
+                                   "of the training ladder, with memory_per_device and budget_per_device); null when "
+                                   "it fits, a format was given, or nothing keeping the caller's settings fits"},
+        "fits_if_changed": {"type": "array", "items": _CHANGE,
+                            "description": "training only, when fits_at is null: what fits if settings the caller "
+                                           "gave change (changes_given names them): the first ladder step that "
+                                           "fits, and the smallest device count; empty when fits_at is not null "
+                                           "or neither fits"}}}}}}
 
 
 def json_answer(data: Any, code: int = 0) -> Response:
@@ -301,7 +325,8 @@ def _answers() -> dict[str, tuple[str, Callable[..., Any]]]:
 
 for _command, (_summary, _answer) in _answers().items():
     router.add_api_route(f"/{_command}", _estimate_route(_command, _answer), methods=["POST"], summary=_summary,
-                         responses={200: _ANSWER, **_ERRORS}, openapi_extra=_post_schema((_command,)),
+                         responses={200: _FIT_ANSWER if _command == "fit" else _ANSWER, **_ERRORS},
+                         openapi_extra=_post_schema((_command,)),
                          response_class=Response)
 
 

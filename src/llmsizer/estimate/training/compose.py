@@ -249,11 +249,11 @@ ZERO_NONE_FITS_WHY = ("no ZeRO stage fits (0 -> 1 -> 2 -> 3 tried): the stage th
 
 def chooses_zero(w: TrainingWorkload) -> bool:
     """Whether the ZeRO stage of ``w`` is chosen rather than given: a memory budget, several devices (or one under
-    ``offload`` 'optimizer': DeepSpeed's ZeRO-Offload needs a stage, specs/training.py ``offload_without_zero``), not
+    ``offload``: DeepSpeed's ZeRO-Offload needs a stage, ZeRO-3 for 'params', specs/training.py ``offload_without_zero``), not
     an Apple GPU (no DeepSpeed ZeRO there: specs/training.py ``off_unified_memory``), and neither ``zero`` nor ``fsdp``
     given (``w.given``, specs/given.py), nor ``grad_sync`` (a DDP setting: it states
     ZeRO 0)."""
-    return (w.memory is not None and (w.gpus > 1 or w.offload == "optimizer") and w.grad_sync is None
+    return (w.memory is not None and (w.gpus > 1 or w.offload != "none") and w.grad_sync is None
             and w.gpu_runtime != "metal" and not {"zero", "fsdp"} & (w.given or frozenset()))
 
 
@@ -272,7 +272,9 @@ def sharded_workload(spec: ModelSpec | str, w: TrainingWorkload) -> TrainingWork
     # assumptions' explanation, warnings, details, verdict) composed only for the stage taken (``_finish``)
     tried = []
     # DeepSpeed's optimizer offload needs a ZeRO stage (specs/training.py ``offload_without_zero``): from ZeRO-1
-    for stage in (1, 2, 3) if w.offload == "optimizer" else (0, 1, 2, 3):
+    # and its parameter offload ZeRO-3 (``offload_without_zero``: offload_param is valid with stage 3 only)
+    stages = (1, 2, 3) if w.offload == "optimizer" else (3,) if w.offload == "params" else (0, 1, 2, 3)
+    for stage in stages:
         staged = replace_checked(w, zero=stage)
         need, measured, key = _need(spec, staged)
         if fits_budget(need, w.memory, headroom):

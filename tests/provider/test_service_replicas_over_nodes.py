@@ -1,0 +1,68 @@
+"""A 2-GPU service on an inventory of 1-GPU nodes (probe6 defect 11, the imported-Slurm A40 case): the plan lays the
+two devices out as TP 2 on one machine, which no node holds ([node-size]); the same devices as two replicas, one per
+node, hold the 8B model (one A40 has 48 GB for its 16 GB of bf16 weights). The check names that layout as the
+alternative, and the request naming it (resources.nodes: 2, the plan's machines-are-replicas rule, the estimate's
+layout choice) fits on exactly the nodes it names. A service's nodes run no collective between them, so they need
+no common fabric (an imported cluster has none)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from cli_capture import run_json
+
+INVENTORY = """\
+version: 1
+sites:
+  - id: s1
+nodes:
+  - {id: gpunode-1, count: 2, site: s1, device: a40, devices: 1, cpus: 11, ram: 240 GiB, pools: [training, serving]}
+storage: [{id: fs, site: s1, capacity: 100 TB}]
+"""
+
+
+def _request(nodes: str = "") -> str:
+    return f"""\
+version: 1
+title: a40 two
+jobs:
+  - name: chat
+    kind: inference
+    model: {{name: llama-3.1-8b}}
+    precision: bf16
+    engine: vllm
+    traffic:
+      concurrency: {{typical: 2, peak: 4}}
+      context: {{typical: 4k, peak: 8k}}
+    resources:
+      device: a40
+      count: 2
+      storage: 100 GB{nodes}
+    start: 2027-01-10
+    service:
+      duration: 1 month
+"""
+
+
+def _check(tmp_path: Path, nodes: str = "") -> tuple[int, list]:
+    (tmp_path / "inv.yaml").write_text(INVENTORY)
+    (tmp_path / "req.yaml").write_text(_request(nodes))
+    code, d = run_json("capacity", "check", str(tmp_path / "req.yaml"), "--inventory", str(tmp_path / "inv.yaml"),
+                       "--no-db", "--now", "2027-01-01T00:00")
+    return code, d
+
+
+def test_a_tp_group_wider_than_the_nodes_names_the_replica_layout(tmp_path: Path) -> None:
+    code, d = _check(tmp_path)
+    c = d[0]
+    assert code == 1 and c["fits"] is False and c["binding"] == "node-size"
+    alt = [a for a in c["alternatives"] if a.startswith("as 2 replicas of 1 device")]
+    assert len(alt) == 1 and "gpunode-1-01, gpunode-1-02" in alt[0] and "resources.nodes: 2" in alt[0]
+
+
+def test_the_request_naming_that_layout_fits_where_the_alternative_says(tmp_path: Path) -> None:
+    code, d = _check(tmp_path, "\n      nodes: 2")
+    c = d[0]
+    assert code == 0 and c["fits"] is True, c
+    assert sorted(c["placement"]["nodes"]) == ["gpunode-1-01", "gpunode-1-02"]
+    assert c["placement"]["devices_per_node"] == 1
