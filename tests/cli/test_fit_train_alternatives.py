@@ -50,3 +50,11 @@ def test_a_fitting_ladder_step_keeps_the_old_hint_and_no_alternatives() -> None:
     # fits_at names it and no alternative is searched
     code, d = run_json("fit", "llama-3.1-8b", "--train", "--device", "h100-sxm")
     assert code == 1 and d["fits_at"] is not None and d["fits_if_changed"] == []
+
+
+def test_json_carries_the_lines_the_text_prints() -> None:
+    """review8 #7: ``fits_if_changed_text`` (what the web grid shows) is the text answer's own lines, verbatim."""
+    _, d = run_json(*ARGS)
+    _, out, _ = run(*ARGS)
+    printed = [ln.strip() for ln in out.splitlines() if ln.strip().startswith(("hint: nothing", "alternative:"))]
+    assert len(printed) == 1 + len(d["fits_if_changed"]) and d["fits_if_changed_text"] == printed

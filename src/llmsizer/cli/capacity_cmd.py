@@ -594,6 +594,13 @@ def state_answer(args: argparse.Namespace, *, existing_store: bool = False) -> t
             args.ids = list(dict.fromkeys([*args.ids, *(i for o in found for i in o.ids)]))
             if not args.ids:
                 return [], 0  # nothing orphaned: nothing to release
+        if args.state in HOLDING:
+            from ..provider.store import moving_refusal
+            # the rule of `check` and `book` (one home): taking capacity on an inventory that disagrees with the
+            # bookings could give a renamed or re-equipped node twice
+            why = moving_refusal(inv, store.bookings(also=args.ids), args.ids, _utcnow(args))
+            if why is not None:
+                raise InputError(why)
         return _transitions(args, store, cap, quotas)
     finally:
         store.close()

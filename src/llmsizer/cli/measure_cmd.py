@@ -83,7 +83,9 @@ def register(sub: Any) -> None:
                     help="frozen base dtype for lora/dora/qlora (default bf16; fp32 with --precision fp32)")
     pt.add_argument("--micro-batch", type=int_arg(COUNT), default=1, help="sequences per step (default 1)")
     pt.add_argument("--seq-len", type=tokens_arg, default=512, help="tokens per sequence (default 512)")
-    pt.add_argument("--grad-checkpointing", choices=("none", "full"), default="none")
+    pt.add_argument("--grad-checkpointing", choices=("none", "full"),
+                    help="activation checkpointing (default: the method's, as `train` takes it: full for qlora, "
+                         "peft's k-bit preparation; none otherwise)")
     pt.set_defaults(func=cmd_measure, kind="training")
     p.set_defaults(func=needs_subcommand(p))
 

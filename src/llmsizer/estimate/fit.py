@@ -1617,8 +1617,9 @@ def _training_step_need(spec: ModelSpec, hardware: str | Device | Instance, coun
     return fits_budget(need, p.usable, p.headroom), need, memory_budget(p.usable, p.headroom)  # eq. 2, verdict.py
 
 
-# The most devices the smallest-count search tries (a training run's data-parallel width in the catalog's sense:
-# numbers.COUNT bounds what a caller may give; past 1024 devices the answer is a cluster plan, not a lever).
+# The most devices the smallest-count search tries: this search's own bound, not numbers.COUNT (a caller may give up
+# to 2^20 devices); past 1024 devices the answer is a cluster plan, not a lever. The search tests this count itself
+# before it gives up, so a caller at 600 devices is told of 700 (or of 1024) when that fits.
 FEWEST_DEVICES_MAX = 1024
 
 
@@ -1642,14 +1643,17 @@ def _fewest_devices(spec: ModelSpec, hardware: str | Device | Instance, count: i
             seen[k] = _training_step_need(spec, hardware, k * step, fields, headroom, memory, hardware_files)
         return seen[k]
 
+    top = FEWEST_DEVICES_MAX // step  # the most instances (devices) tried
     lo, hi = p.n // step, max(1, p.n // step)
-    while True:  # doubling: lo does not fit, hi the next try
-        hi *= 2
-        if hi * step > FEWEST_DEVICES_MAX:
-            return None
+    if lo >= top:
+        return None
+    while True:  # doubling, the last try clamped to ``top``: lo does not fit, hi the next try
+        hi = min(hi * 2, top)
         r = need_at(hi)
         if r is not None and r[0]:
             break
+        if hi == top:
+            return None
         lo = hi
     while hi - lo > 1:  # bisection: lo does not fit, hi does
         mid = (lo + hi) // 2

@@ -15,7 +15,12 @@ from typing import Any
 
 from ..errors import InputError, LlmsizerError
 from ..formulas.training_states import BNB_OPTIMIZERS  # the bitsandbytes ones: one field of each optimizer's record
-from ..specs.training import OPTIMIZERS, paged_off_cuda  # every one of them runs: torch or bitsandbytes (workloads.py)
+from ..specs.training import (  # every one of them runs: torch or bitsandbytes (workloads.py)
+    OPTIMIZERS,
+    MethodDefault,
+    default_grad_checkpointing,
+    paged_off_cuda,
+)
 from ..specs.training import normalize_targets as estimate_targets
 from ..suggest import unknown_choice
 
@@ -84,7 +89,10 @@ class MeasureSettings:
     optimizer_impl: str | None = None
     micro_batch: int = 1
     seq_len: int = 512
-    grad_checkpointing: str = "none"
+    # None: the method's default, the estimate's own rule (specs/training.py default_grad_checkpointing: full for
+    # QLoRA, peft's k-bit preparation; none otherwise), so `measure train --method qlora` runs the recipe
+    # `train --method qlora` sizes
+    grad_checkpointing: str = None  # type: ignore[assignment]
     # both
     steps: int | None = None
     seed: int = 0
@@ -94,6 +102,8 @@ class MeasureSettings:
     allow_cpu_bnb: bool = False  # bitsandbytes 4-bit weights (QLoRA, nf4) on CPU: for tests of the code path only
 
     def __post_init__(self) -> None:
+        if self.grad_checkpointing is None or type(self.grad_checkpointing) is MethodDefault:
+            object.__setattr__(self, "grad_checkpointing", default_grad_checkpointing(self.method))
         closed = (("kind", self.kind, KINDS), ("device", self.device, DEVICES),
                   ("attention", self.attention, ATTENTION), ("method", self.method, METHODS),
                   ("optimizer", self.optimizer, OPTIMIZERS),

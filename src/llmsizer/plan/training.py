@@ -139,7 +139,7 @@ def _fits_at(job: TrainingJob, spec: ModelSpec, target: Device | Instance, gpus:
              ctx: PlanContext, notes: JobNotes) -> None:
     """The settings ``fit --train`` names when the run does not fit (``training_fits_at``: the request's own kept),
     as a fact and a line of advice with the request keys to set."""
-    from ..render.fit_text import fits_at_line, fits_if_changed_lines
+    from ..render.fit_text import fits_at_line, fits_if_changed_lines, training_setting_words
     fields = workload_fields(job, gpus, per_node)
     try:
         at = training_fits_at(spec, target, gpus, fields, headroom=job.resources.headroom,
@@ -154,8 +154,8 @@ def _fits_at(job: TrainingJob, spec: ModelSpec, target: Device | Instance, gpus:
         notes.advice.append("; ".join(fits_if_changed_lines(changed, rerun=False)))
     if at is not None:
         notes.facts["fits_at"] = at
-        keys = ", ".join(f"{'method' if k == 'method' else 'settings.' + k}: {v}" for k, v in at["changes"].items())
-        notes.advice.append(f"{fits_at_line(at, rerun=False)}; in the request: {keys}")
+        notes.advice.append(f"{fits_at_line(at, rerun=False)}; in the request: "
+                            f"{training_setting_words(at['changes'], rerun=False)}")
 
 
 def plan_training(job: TrainingJob, req: Request, ctx: PlanContext) -> JobPlan:

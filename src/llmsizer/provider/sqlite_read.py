@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import sqlite3
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -52,18 +53,22 @@ class ReadOnlySqlite:
         names = [d[0] for d in cur.description]
         return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
 
-    def bookings(self, *, include_tentative: bool = True) -> list[Booking]:
-        """Reservations that hold capacity (held, confirmed, active; a schema-1 ``tentative`` counts as held)."""
+    def bookings(self, *, include_tentative: bool = True, also: Sequence[str] = ()) -> list[Booking]:
+        """Reservations that hold capacity (held, confirmed, active; a schema-1 ``tentative`` counts as held), and
+        the reservations ``also`` names in any state."""
         if self.empty:
             return []
         states = (*HOLDING, "tentative") if include_tentative else ("confirmed", "active")
         marks = ",".join("?" * len(states))
+        named = f' OR {{t}}id IN ({",".join("?" * len(also))})' if also else ""
+        where = (f"state IN ({marks})" + named).format(t="")
+        where_r = (f"r.state IN ({marks})" + named).format(t="r.")
+        args = (*states, *also)
         with self.con:  # one read transaction: the holds belong to the rows read
             device = ", device" if "device" in {r["name"] for r in self._rows("PRAGMA table_info(reservations)")} else ""
-            rows = self._rows(f'SELECT id, job, kind, state{device} FROM reservations WHERE state IN ({marks})',
-                              states)
+            rows = self._rows(f'SELECT id, job, kind, state{device} FROM reservations WHERE {where}', args)
             holds = self._rows(f'SELECT h.reservation, h.resource, h.amount, h.start, h."end" FROM holds h JOIN '
-                               f'reservations r ON h.reservation = r.id WHERE r.state IN ({marks})', states)
+                               f'reservations r ON h.reservation = r.id WHERE {where_r}', args)
         by: dict[str, list[Item]] = {}
         for h in holds:
             by.setdefault(h["reservation"], []).append(

@@ -262,9 +262,10 @@ class Store:
         self.engine.dispose()
 
     # ------------------------------------------------------------------ reading
-    def bookings(self, *, include_tentative: bool = True) -> list[Booking]:
+    def bookings(self, *, include_tentative: bool = True, also: Sequence[str] = ()) -> list[Booking]:
         """Reservations that hold capacity (held, confirmed, active; without held ones when
-        ``include_tentative`` is false) with their holds."""
+        ``include_tentative`` is false) with their holds, and the reservations ``also`` names in any state (a
+        requested booking about to be held)."""
         sa = self.sa
         if self.empty:
             return []
@@ -272,9 +273,12 @@ class Store:
         states = (*HOLDING, "tentative") if include_tentative else ("confirmed", "active")
         with self.engine.connect() as c:
             cols = [*self._base_cols(), *([self.res.c.device] if self._has_device() else [])]
-            rows = c.execute(sa.select(*cols).where(self.res.c.state.in_(states))).mappings().all()
+            live = self.res.c.state.in_(states)
+            if also:
+                live = sa.or_(live, self.res.c.id.in_(list(also)))
+            rows = c.execute(sa.select(*cols).where(live)).mappings().all()
             holds = c.execute(sa.select(self.holds).join(self.res, self.holds.c.reservation == self.res.c.id)
-                              .where(self.res.c.state.in_(states))).mappings().all()
+                              .where(live)).mappings().all()
         by: dict[str, list[Item]] = {}
         for h in holds:
             by.setdefault(h["reservation"], []).append(Item(h["resource"], h["amount"], h["start"], h["end"]))
@@ -665,11 +669,30 @@ def orphan_text(orphans: Sequence[Orphan]) -> str:
     return "; ".join(f"node {o.node!r} holds live booking(s) {', '.join(o.ids)}: {o.why}" for o in orphans)
 
 
+def orphan_refusal(inv: Inventory, bookings: Sequence[Booking], now: _dt.datetime | None = None) -> str | None:
+    """The one line every capacity-taking step (``check``, ``book``, ``hold``/``confirm``/``activate``, the web
+    console's queue check) refuses with when :func:`orphaned` finds any; None when the inventory and the store
+    agree."""
+    found = orphaned(inv, bookings, now)
+    if not found:
+        return None
+    return (f"{inv.source}: {orphan_text(found)}; the inventory and the bookings disagree, so a renamed or "
+            "re-equipped node could be booked twice: restore the node in the inventory, or release those bookings "
+            f"(`llmsizer capacity release --orphans --inventory {inv.source}`)")
+
+
+def moving_refusal(inv: Inventory, live: Sequence[Booking], moving: Sequence[str],
+                   now: _dt.datetime | None) -> str | None:
+    """:func:`orphan_refusal` for a step that makes bookings ``moving`` take capacity (hold, confirm, activate):
+    those are checked whole (a window already past is no licence to confirm them on a node that is gone), every
+    other live booking from ``now`` on, as ``check`` and ``book`` do."""
+    ids = set(moving)
+    return orphan_refusal(inv, [b for b in live if b.id in ids]) or orphan_refusal(inv, live, now)
+
+
 def refuse_orphans(inv: Inventory, bookings: Sequence[Booking], now: _dt.datetime | None = None) -> None:
     """Raise :class:`InputError` (one line, exit 2) when :func:`orphaned` finds any: the inventory and the store
     disagree, and placing on the inventory as it stands could give a renamed or re-equipped machine twice."""
-    found = orphaned(inv, bookings, now)
-    if found:
-        raise InputError(f"{inv.source}: {orphan_text(found)}; the inventory and the bookings disagree, so a "
-                         "renamed or re-equipped node could be booked twice: restore the node in the inventory, or "
-                         f"release those bookings (`llmsizer capacity release --orphans --inventory {inv.source}`)")
+    why = orphan_refusal(inv, bookings, now)
+    if why is not None:
+        raise InputError(why)

@@ -96,20 +96,38 @@ def render_fit(r: FitResult) -> str:
     return "\n".join(out)
 
 
+def training_request_key(field: str) -> str:
+    """The request file's key (request/fields.py, a training job) for a field a training alternative changes
+    (``fits_at`` / ``fits_if_changed`` ``changes``): ``method`` on the job, ``count`` under ``resources``, every
+    other setting under ``settings``; the CLI's flag for it is ``--`` and the field with dashes."""
+    return {"method": "method", "count": "resources.count"}.get(field, f"settings.{field}")
+
+
+def training_setting_words(changes: dict[str, Any], rerun: bool = True) -> str:
+    """``changes`` (field -> value) as the caller writes them: CLI flags (``--method lora``) when ``rerun``,
+    request keys (``method: lora, settings.grad_checkpointing: full``) in a plan of a request file."""
+    if rerun:
+        return " ".join(f"--{k.replace('_', '-')} {v}" for k, v in changes.items())
+    return ", ".join(f"{training_request_key(k)}: {v}" for k, v in changes.items())
+
+
 def fits_if_changed_lines(alts: Sequence[dict[str, Any]], rerun: bool = True) -> list[str]:
     """The lines under a training answer that does not fit, nothing that keeps the caller's settings fitting
-    (``FitResult.fits_if_changed``, estimate/fit.py ``training_fits_if_changed``): each alternative with the flags
-    it changes, the settings the caller gave that it overrides named as such."""
+    (``FitResult.fits_if_changed``, estimate/fit.py ``training_fits_if_changed``): each alternative with the
+    settings it changes, the ones the caller gave that it overrides named as such. ``rerun``: as CLI flags; False:
+    as request keys (a plan of a request file)."""
     out = []
     for at in alts:
-        flags = " ".join(f"--{k.replace('_', '-')} {v}" for k, v in at["changes"].items())
+        flags = training_setting_words(at["changes"], rerun)
         given = at.get("changes_given") or []
-        over = (f" (changes what you gave: {', '.join('--' + k.replace('_', '-') for k in given)})" if given
-                else "")
+        named = (", ".join("--" + k.replace("_", "-") for k in given) if rerun else
+                 ", ".join(training_request_key(k) for k in given))
+        over = f" (changes what you gave: {named})" if given else ""
         kept = ", your other settings kept" if "count" in at["changes"] else ""
         if at.get("machines"):  # past one machine: the devices per machine it was counted with
             kept += f"; {at['machines']} machines of {at['gpus_per_node']} devices (gpus_per_node), past one node"
-        out.append(f"alternative: with {flags}: {format_bytes(at['memory_per_device'])} per device of a "
+        how = f"with {flags}" if rerun else f"set {flags} in the request"
+        out.append(f"alternative: {how}: {format_bytes(at['memory_per_device'])} per device of a "
                    f"{format_bytes(at['budget_per_device'])} budget{over}{kept}")
     if out:
         out.insert(0, "hint: nothing that keeps the settings you gave fits these devices"

@@ -35,10 +35,20 @@ GRAD_CHECKPOINTING = ("none", "full", "selective", "selective-op")
 QLORA_GRAD_CHECKPOINTING_WHY = "default for qlora: peft prepare_model_for_kbit_training(use_gradient_checkpointing=True)"
 
 
+class MethodDefault(str):
+    """A ``grad_checkpointing`` the workload took from its method (:func:`default_grad_checkpointing`), not one the
+    caller stated: equal to the plain string everywhere it is read. ``dataclasses.replace`` copies it as this type,
+    so a copy with another ``method`` resolves it again from that method (TrainingWorkload.__post_init__) instead of
+    keeping the old method's default labelled "(default)"."""
+
+    __slots__ = ()
+
+
 def default_grad_checkpointing(method: str) -> str:
     """The ``grad_checkpointing`` of a workload that states none: 'full' for QLoRA (peft's k-bit preparation, above),
-    'none' otherwise. The one rule (TrainingWorkload, the CLI, request files and the web calculator all reach it)."""
-    return "full" if method == "qlora" else "none"
+    'none' otherwise. The one rule (TrainingWorkload, the CLI, request files, ``measure train`` and the web
+    calculator all reach it)."""
+    return MethodDefault("full" if method == "qlora" else "none")
 # torch.utils.checkpoint's implementations (use_reentrant=False | True; formulas/training_activations.py
 # reentrant_recompute_bytes), and use_reentrant=False as torch 1.13 ran it: its saved-tensor unpack hook re-ran the
 # whole checkpointed function (torch v1.13.1 torch/utils/checkpoint.py ``_checkpoint_without_reentrant``: ``_unused =
@@ -690,7 +700,9 @@ class TrainingWorkload:
     gpu_capability: int | None = None  # estimate/device.py training_device_fields
 
     def __post_init__(self) -> None:
-        if self.grad_checkpointing is None:  # not stated: the method's default (QLoRA: peft's k-bit preparation)
+        if self.grad_checkpointing is None or type(self.grad_checkpointing) is MethodDefault:
+            # not stated (or a copy's method default, MethodDefault): this method's default (QLoRA: peft's k-bit
+            # preparation), resolved here, the one place, whichever way the workload was built
             object.__setattr__(self, "grad_checkpointing", default_grad_checkpointing(self.method))
         # memory="80GiB", rank=0, alpha="x": one line naming the field and its range (the CLI's and the request's)
         check_numbers(self, _NUMBERS)

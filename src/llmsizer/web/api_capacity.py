@@ -393,10 +393,16 @@ async def console(request: Request) -> Response:
 
 
 def console_view(args: argparse.Namespace) -> dict[str, Any]:
-    from ..cli.capacity_cmd import show_answer
+    from ..cli.capacity_cmd import _store, show_answer
     from ..provider.placement import capacities, overflow
-    from ..provider.store import utcnow, utilisation
+    from ..provider.store import moving_refusal, utcnow, utilisation
     inv, rows, bookings, audit_rows, _, _ = show_answer(args)
+    store = _store(args, readonly=True)
+    try:  # every booking confirm would see, orphaned ones and requested ones included (show drops them)
+        live = store.bookings(also=[r["id"] for r in rows if r["state"] in ("requested", "held")]) if store else []
+    finally:
+        if store is not None:
+            store.close()
     cap = capacities(inv)
     # utilisation (the store's rule) now and at its peak: the moments a hold starts are where the load can rise
     starts = sorted({i.start for b in bookings for i in b.items if i.resource.startswith("node:")})
@@ -415,11 +421,15 @@ def console_view(args: argparse.Namespace) -> dict[str, Any]:
                               "amount": i.amount, "start": i.start, "end": i.end})
         if r["state"] in ("requested", "held"):
             # confirm's capacity rule (store.transition): its holds against every other booking's that holds
-            # capacity; the team quota is re-checked at confirm too, not here
+            # capacity; the team quota is re-checked at confirm too, not here. Before it, confirm's orphan rule
+            # (store.moving_refusal, one home): this booking on a node the inventory lost or re-equipped, or any
+            # live booking so from now on
+            refused = moving_refusal(inv, live, [r["id"]], utcnow())
             mine = list(b.items) if b else []
             others = [i for o in bookings if o.id != r["id"] for i in o.items]
-            bad = overflow(mine, others, cap) if mine else []
-            queue.append({**r, "fits": (not bad) if b else None, "binding": (
+            bad = overflow(mine, others, cap) if mine and not refused else []
+            fits = False if refused else (not bad) if b else None
+            queue.append({**r, "fits": fits, "binding": refused or (
                 f"{bad[0][0]} would hold {bad[0][1]:g} of {bad[0][2]:g}" if bad else "")})
     return {"provider": inv.provider, "nodes": nodes, "reservations": rows, "holds": holds, "queue": queue,
             "audit": audit_rows}

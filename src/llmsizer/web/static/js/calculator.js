@@ -295,6 +295,9 @@ async function grid() {
       const lines = [el("b", {}, r.fits ? "fits" : "does not fit"),
         `${formatBytes(r.memory_per_device)} of ${formatBytes(r.budget_per_device)}`];
       if (!r.fits && r.fits_at) lines.push(el("br"), fitsAtText(r.fits_at));
+      // training with nothing that keeps the settings fitting: fit's own lines (render/fit_text.py
+      // fits_if_changed_lines), each alternative with what it overrides of the settings given
+      if (!r.fits) for (const line of r.fits_if_changed_text || []) lines.push(el("br"), line);
       // a request rate this deployment does not carry (fit's answer, estimate/rate_capacity.py over_capacity)
       if (!r.fits && r.details?.rate_capacity != null) lines.push(el("br"), `carries ${Number(r.details.rate_capacity).toPrecision(3)}/s`);
       // the TTFT at the requested concurrency (the loaded one), the idle prompt's beside it where they differ
