@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 import pytest
-from test_inventory_bookings_disagree import NOW, TRAIN, _edited, _imported, run
+from tests.provider.test_inventory_bookings_disagree import NOW, TRAIN, _edited, _imported, run
 
 pytest.importorskip("sqlalchemy")
 from llmsizer.provider.store import Store  # noqa: E402
