@@ -330,3 +330,12 @@ def format_count(n: float) -> str:
         if abs(x) >= size:
             return f"{x / size:.2f}{suffix}"
     return f"{int(x)}"
+
+
+def format_chance(p: float) -> str:
+    """A probability as a whole percentage that never reads 0% or 100% where it is neither: '<1%', '57%', '>99%'."""
+    if 0 < p < 0.01:
+        return "<1%"
+    if 0.99 < p < 1:
+        return ">99%"
+    return f"{p:.0%}"

@@ -1,7 +1,7 @@
 """The request-rate model's capacity limits (estimate/serving_load.py rate_fixed_point, sustained_rate, slots_for;
 estimate/fit.py admission_queued): a rate past the decode's capacity, or at or above what the sequences the engine
 admits serve, is refused with the capacity named; below that, a rate needing more in flight than the engine admits
-waits for admission (M/M/c, eq. Q12); llama.cpp's slots cover the 99 % tail of the requests in flight; the
+waits for admission (a load-dependent server, eq. Q13); llama.cpp's slots cover the 99 % tail of the requests in flight; the
 rate mode states H and warns as the closed mode does. Expected values are derived by hand (linear-step algebra,
 Little's law, Poisson sums) or read from an independent path (the closed model, eqs. Q6'-Q7, at a large population)."""
 
@@ -168,34 +168,119 @@ def test_rate_mode_states_h_and_warns_when_prefill_bound() -> None:
 QWEN_CAP4 = dict(engine="vllm", context=640, output_tokens=128, max_num_seqs=4)
 
 
-def _mmc_wait(c: int, a: float, service: float) -> tuple[float, float]:
-    """M/M/c by the direct sum (Kleinrock 1975 vol. 1 sec. 3.5): (P[queueing], W_q = P T / (c - a))."""
-    head = sum(a**k / math.factorial(k) for k in range(c))
-    last = a**c / math.factorial(c) * c / (c - a)
-    p = last / (head + last)
-    return p, p * service / (c - a)
+def _closed_x(model: str, device: str, k: int, **kw: object) -> float:
+    """X(k): the closed model's completed requests/s with k running, each replaced as it finishes (eq. Q7), read
+    from fit at concurrency k (k / its time per request)."""
+    r = fit(model, device, concurrency=k, **kw)
+    assert r.speed is not None and r.speed.load is not None
+    return k / float(r.speed.load["request_seconds"])
+
+
+def _chain_by_hand(rate: float, xs: list[float]) -> tuple[float, float]:
+    """The birth-death chain (Kleinrock 1975 vol. 1 sec. 3.1) of births ``rate`` and deaths X(min(k, c)), summed
+    term by term up to where the geometric tail is below 1e-15 of the head: (P[k >= c], W_q = sum (k - c) p_k / rate)."""
+    c = len(xs)
+    terms = [1.0]
+    k = 0
+    while True:
+        k += 1
+        terms.append(terms[-1] * rate / xs[min(k, c) - 1])
+        if k > c and terms[-1] < 1e-15 * sum(terms):
+            break
+    total = sum(terms)
+    p_wait = sum(terms[c:]) / total
+    waiting = sum((j - c) * t for j, t in enumerate(terms) if j > c) / total
+    return p_wait, waiting / rate
 
 
 def test_a_rate_past_the_admitted_mean_waits_for_admission_instead_of_being_refused() -> None:
     """Qwen3-0.6B on an H100 under vLLM with max_num_seqs 4: at 11.7 requests/s eq. Q10c's mean in flight (4.0+, as if
-    all ran) passes the 4 admitted, which was refused; the 4 slots, each held T(4) (the closed model at 4 running,
-    eq. Q7, read from fit at concurrency 4: an independent path), serve up to 4 / T(4) ~ 11.8/s, so 11.7/s is
-    answered with the M/M/4 wait for admission in its TTFT, and the requests in flight grow by lambda W_q (Little)."""
-    closed = fit("qwen3-0.6b", "h100-sxm", concurrency=4, **QWEN_CAP4)
-    assert closed.speed is not None and closed.speed.load is not None
-    service = float(closed.speed.load["request_seconds"])
+    all ran) passes the 4 admitted, which was refused; the replica, completing X(k) requests/s with k running (read
+    from fit at concurrency k = 1..4, the closed model), serves up to X(4) ~ 11.8/s, so 11.7/s is answered with the
+    wait of the birth-death chain (summed by hand here) in its TTFT, and the requests in flight grow by lambda W_q."""
+    xs = [_closed_x("qwen3-0.6b", "h100-sxm", k, **QWEN_CAP4) for k in (1, 2, 3, 4)]
     rate = 11.7
-    assert 4 / service > rate  # the regime: below what the 4 admitted serve
+    assert xs[-1] > rate  # the regime: below what the 4 admitted serve
     r = fit("qwen3-0.6b", "h100-sxm", request_rate=rate, **QWEN_CAP4)
     assert r.fits and r.speed is not None and r.speed.load is not None
     load = r.speed.load
-    p, wait = _mmc_wait(4, rate * service, service)
-    assert load["admission_wait_probability"] == pytest.approx(p, rel=1e-9)
-    assert load["admission_wait_seconds"] == pytest.approx(wait, rel=1e-9)
-    assert wait > 5.0  # near c / T(c): most arrivals wait, and long
+    p, wait = _chain_by_hand(rate, xs)
+    assert load["admission_wait_probability"] == pytest.approx(p, rel=1e-6)
+    assert load["admission_wait_seconds"] == pytest.approx(wait, rel=1e-6)
+    assert wait > 5.0  # near X(4): most arrivals wait, and long
     assert load["ttft_seconds"] > wait and r.speed.concurrency == 4
     assert load["in_flight"] == pytest.approx(rate * load["request_seconds"])  # Little's law, the wait included
-    assert any(a.name == "admission_wait" and "M/M/c" in a.why for a in r.speed.assumptions)
+    assert any(a.name == "admission_wait" and "eq. Q13" in a.why for a in r.speed.assumptions)
+
+
+LLAMA_8K = dict(engine="vllm", context=8192, output_tokens=256)
+
+
+def test_a_replica_running_well_below_its_admitted_count_waits_little() -> None:
+    """Review8 defect 1: Llama-3.1-8B on one H100, 8k context, 51 admitted. The wait is the chain's with X(k) read
+    from fit at concurrency k = 1, 2, 4, ..., 32, 51 and straight lines between (summed by hand), not M/M/51 with
+    every slot held T(51) (3.0 s at 3/s, with 35 running: which the old rule reported). At 2/s (about 8 in flight)
+    no arrival in 10,000 waits, so none is counted."""
+    grid = (1, 2, 4, 8, 16, 32, 51)
+    sample = {k: _closed_x("llama-3.1-8b", "h100-sxm", k, **LLAMA_8K) for k in grid}
+    xs = []
+    for lo, hi in zip(grid, grid[1:], strict=False):
+        xs += [sample[lo] + (sample[hi] - sample[lo]) * (k - lo) / (hi - lo) for k in range(lo, hi)]
+    xs.append(sample[51])
+    r = fit("llama-3.1-8b", "h100-sxm", request_rate=3.0, **LLAMA_8K)
+    assert r.speed is not None and r.speed.load is not None
+    load = r.speed.load
+    assert load["admitted"] == 51 and r.speed.concurrency < 51
+    p, wait = _chain_by_hand(3.0, xs)
+    assert load["admission_wait_probability"] == pytest.approx(p, rel=1e-6)
+    assert load["admission_wait_seconds"] == pytest.approx(wait, rel=1e-6)
+    t51 = 51 / sample[51]  # M/M/51 at T(51): the upper bound, many times the chain's wait
+    a = 3.0 * t51
+    head = sum(a**k / math.factorial(k) for k in range(51))
+    last = a**51 / math.factorial(51) * 51 / (51 - a)
+    assert wait < 0.5 * (last / (head + last)) * t51 / (51 - a)
+    low = fit("llama-3.1-8b", "h100-sxm", request_rate=2.0, **LLAMA_8K)
+    assert low.speed is not None and low.speed.load is not None and "admitted" not in low.speed.load
+    assert _chain_by_hand(2.0, xs)[0] < 1e-4
+
+
+def test_the_rate_notes_quote_the_answers_ttft_and_in_flight() -> None:
+    """Review8 defect 2: the request_rate assumption and the prefill-bound warning are said from the final load,
+    the wait for admission included: the same TTFT and requests in flight as the load (the TTFT row)."""
+    r = fit("llama-3.1-8b", "h100-sxm", request_rate=3.0, **LLAMA_8K)
+    assert r.speed is not None and r.speed.load is not None
+    load = r.speed.load
+    assert load["admission_wait_seconds"] > 0
+    notes = [a.why for a in r.speed.assumptions if a.name == "request_rate"]
+    assert len(notes) == 1
+    assert f"TTFT {load['ttft_seconds']:.3f} s" in notes[0] and f"{load['in_flight']:.1f} in flight" in notes[0]
+    bound = [w for w in r.speed.warnings if w.startswith("prefill-bound at 3 requests/s")]
+    assert len(bound) == 1 and f"waits {load['ttft_seconds']:.1f} s for its first token" in bound[0]
+
+
+def test_a_rare_wait_is_said_as_under_one_percent() -> None:
+    """Review8 defect 2: a counted chance below 1 % prints '<1%', never '0%'."""
+    from llmsizer.units import format_chance
+    assert format_chance(0.00125) == "<1%" and format_chance(0.0) == "0%" and format_chance(0.578) == "58%"
+    assert format_chance(0.9991) == ">99%" and format_chance(1.0) == "100%"
+
+
+def test_the_layout_at_a_rate_is_ranked_by_the_time_the_answer_reports() -> None:
+    """Review8 defect 3: two H100s at 6 requests/s. Each layout forced (TP 1 x 2, TP 2 x 1) gives its own mean
+    request time, the wait for admission included; fit's own choice is the quicker, and its stated time is the
+    answer's."""
+    forced = {}
+    for tp in (1, 2):
+        f = fit("llama-3.1-8b", "h100-sxm", 2, tensor_parallel=tp, request_rate=6.0, **LLAMA_8K)
+        assert f.speed is not None and f.speed.load is not None
+        forced[tp] = float(f.speed.load["request_seconds"])
+    r = fit("llama-3.1-8b", "h100-sxm", 2, request_rate=6.0, **LLAMA_8K)
+    assert r.speed is not None and r.speed.load is not None
+    assert r.tensor_parallel == min(forced, key=lambda t: forced[t])
+    assert float(r.speed.load["request_seconds"]) == pytest.approx(forced[r.tensor_parallel])
+    why = next(a.why for a in r.assumptions if a.name == "tensor_parallel")
+    assert why.startswith(f"TP {r.tensor_parallel} x {2 // r.tensor_parallel}: "
+                          f"{float(r.speed.load['request_seconds']):.3g} s a request")
 
 
 def test_the_wait_grows_smoothly_into_the_limit(capsys: pytest.CaptureFixture[str]) -> None:

@@ -1,4 +1,4 @@
-"""formulas/serving_queue.py eq. Q12: the M/M/c queue for admission (Erlang C). Checked against the textbook closed
+"""formulas/serving_queue.py eq. Q12: Erlang C (the M/M/c queue; the upper bound of eq. Q13's wait for admission). Checked against the textbook closed
 form of the M/M/2 queue, against M/M/1 (c = 1: Erlang C is the utilisation), and against the direct sum of the
 stationary distribution (Kleinrock 1975, vol. 1 sec. 3.5: p_0 and P[queueing]), evaluated here in logarithms so
 that it stays exact where the factorials overflow."""
@@ -10,7 +10,7 @@ import math
 import pytest
 
 from llmsizer.errors import InputError
-from llmsizer.formulas.serving_queue import OverCapacityError, admission_queue, erlang_c
+from llmsizer.formulas.serving_queue import erlang_c
 
 
 def _direct(c: int, a: float) -> float:
@@ -27,17 +27,12 @@ def test_two_servers_at_one_erlang_wait_a_third_of_the_time() -> None:
     """M/M/2 at a = 1 (rho = 1/2): p_0 = (1 - rho) / (1 + rho) = 1/3 and P[queueing] = 2 rho^2 / (1 + rho) = 1/3;
     L_q = 2 rho^3 / (1 - rho^2) = 1/3, so at lambda = 1, T = 1 the mean wait L_q / lambda = 1/3 s."""
     assert erlang_c(2, 1.0) == pytest.approx(1 / 3)
-    q = admission_queue(1.0, 2, 1.0)
-    assert q["wait_probability"] == pytest.approx(1 / 3)
-    assert q["wait_seconds"] == pytest.approx(1 / 3)
-    assert q["in_flight"] == pytest.approx(1 + 1 / 3)  # L = a + lambda W_q: 4/3 (= 2 rho / (1 - rho^2))
 
 
 @pytest.mark.parametrize("rho", [0.1, 0.5, 0.9, 0.99])
 def test_one_server_is_m_m_1(rho: float) -> None:
     """c = 1: an arrival waits when the server is busy, P = rho, and W_q = rho T / (1 - rho) (M/M/1)."""
     assert erlang_c(1, rho) == pytest.approx(rho)
-    assert admission_queue(rho / 2.0, 1, 2.0)["wait_seconds"] == pytest.approx(rho * 2.0 / (1 - rho))
 
 
 @pytest.mark.parametrize("c, a", [(3, 2.5), (10, 8.0), (51, 40.0), (51, 50.5), (1024, 1000.0), (4096, 100.0)])
@@ -45,10 +40,9 @@ def test_the_recursion_matches_the_direct_sum(c: int, a: float) -> None:
     assert erlang_c(c, a) == pytest.approx(_direct(c, a), rel=1e-9)
 
 
-def test_no_steady_state_at_or_above_c_over_t() -> None:
-    """lambda T >= c: the queue grows without bound; the refusal names c / T."""
-    with pytest.raises(OverCapacityError, match=r"4 admitted sequences serve, 10 requests/s") as e:
-        admission_queue(10.0, 4, 0.4)
-    assert e.value.capacity == pytest.approx(10.0)
+def test_no_steady_state_at_or_above_c() -> None:
+    """a >= c: no steady state, refused."""
+    with pytest.raises(InputError):
+        erlang_c(4, 4.0)
     with pytest.raises(InputError):
         erlang_c(0, 0.5)

@@ -99,7 +99,7 @@ def register(sub: Any) -> None:
                    help="requests arriving per second at random (a Poisson process, as `vllm bench serve "
                         "--request-rate`) instead of --concurrency: the requests in flight are derived (Little's law, "
                         "formulas/serving_queue.py eq. Q10), with the wait for admission where vLLM / SGLang admit "
-                        "fewer (M/M/c, eq. Q12); a rate this deployment cannot carry (the server's capacity, the "
+                        "fewer (a load-dependent server, eq. Q13); a rate this deployment cannot carry (the server's capacity, the "
                         "decode's, or what the admitted sequences serve) does not fit: exit 1, "
                         "naming the requests/s it carries; a malformed rate, or one given with --concurrency, exit 2")
     add_training_args(p)

@@ -64,6 +64,7 @@ from .serving_load import (
     RateCapacityError,
     admission_wait,
     at_rate,
+    closed_throughputs,
     rate_fixed_point,
     slots_for,
     sustained_rate,
@@ -554,10 +555,10 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
     random at that rate (a Poisson process, formulas/serving_queue.py eq. Q10) instead of ``concurrency`` in flight:
     the requests in flight are then derived (Little's law, eq. Q10c), the memory sized and the decode step timed at
     them (estimate/serving_load.py ``rate_fixed_point``; llama.cpp's slots at the tail of them, ``slots_for``); each
-    replica takes its share of the rate; where vLLM / SGLang admit a bounded number at once, the M/M/c wait for
-    admission (eq. Q12, ``admission_queued``) is in the TTFT and the requests in flight. A rate at or above the
+    replica takes its share of the rate; where vLLM / SGLang admit a bounded number at once, the wait for
+    admission (a load-dependent server, eq. Q13, ``admission_queued``) is in the TTFT and the requests in flight. A rate at or above the
     server's capacity (eq. Q10a), past the decode's (no fixed point of eq. Q10c: ``sustained_rate`` named) or at or
-    above what the admitted sequences serve (c / T(c), eq. Q12) is refused (FieldError on request_rate: no steady
+    above what the admitted sequences serve (X(c), eq. Q13) is refused (FieldError on request_rate: no steady
     state, no mean). ``request_rate`` is read as the CLI reads it ('16' as 16: ``read_request_rate``).
     ``rate_bound``: a caller's list that, where the rate is refused by the server's capacity (eq. Q10a) already at one
     request in flight, gets that capacity [requests/s, all replicas] appended: on a layout that does not depend on the
@@ -650,27 +651,26 @@ def no_rate_load(r: FitResult) -> FieldError:
                       f"llamacpp) with a prefill and decode estimate; this answer runs {r.engine}")
 
 
-def admission_queued(r: FitResult, rate: float, run: Callable[[int], FitResult]) -> FitResult:
+def admission_queued(r: FitResult, rate: float, run: Callable[..., FitResult]) -> FitResult:
     """``r`` (the open load at ``rate``, eq. Q10, as if every request in flight ran) with the wait for admission of
-    formulas/serving_queue.py eq. Q12 where the engine admits a bounded A sequences per replica (vLLM's KV pool or
-    max_num_seqs, SGLang's pool or max_running_requests: eq. R1's bounds): A slots each held the closed load's time
-    at A (eq. Q7, ``run(C)``: the fit at C in flight in all) fed by one queue (``serving_load.admission_wait``), its
-    mean wait in the TTFT and the requests in flight; where more than A would be in flight, the fit at A (the open
-    load timed at A running). ``r`` unchanged where the engine has no such bound or the wait is too rare to count.
-    Refused (RateOverloadError, naming both counts) where the rate reaches A / T(A), what the A admitted serve: the
-    queue grows without bound. A pool that holds none is the memory verdict's."""
+    formulas/serving_queue.py eq. Q13 where the engine admits a bounded A sequences per replica (vLLM's KV pool or
+    max_num_seqs, SGLang's pool or max_running_requests: eq. R1's bounds): the replica a load-dependent server
+    completing X(min(k, A)) requests/s with k present, X(k) the closed load's at k running (eq. Q7, the
+    ``closed_throughputs`` ``result`` puts in the load of ``run(C)``: the fit at C in flight in all)
+    (``serving_load.admission_wait``), its mean wait in the TTFT and the requests in flight; where more than A would
+    be in flight, the fit at A (the open load timed at A running). ``r`` unchanged where the engine has no such bound
+    or the wait is too rare to count. Refused (RateOverloadError, naming both counts) where the rate reaches X(A),
+    what the A admitted serve: the queue grows without bound. A pool that holds none is the memory verdict's."""
     if r.estimate is None or r.speed is None or not r.speed.load:
         return r
     d = r.estimate.details
-    bounds = [int(b) for b in (d.get("running_cap"), d.get("max_concurrency_at_context")) if b is not None]
     mean = float(r.speed.load["in_flight"])  # the mean in flight per replica (eq. Q10c)
-    if not bounds or min(bounds) < 1:
+    admitted = admitted_per_replica(d)
+    if admitted is None:
         return r
-    admitted = min(bounds)
-    full = run(admitted * r.replicas)  # c running: T(c), and the open load where more than c would run
-    base = r if math.ceil(mean) <= admitted else full
+    base = r if math.ceil(mean) <= admitted else run(admitted * r.replicas)  # the open load at A running
     try:
-        queued = admission_wait(base.speed, full.speed, r.engine, rate / r.replicas)
+        queued = admission_wait(base.speed, r.engine, rate / r.replicas)
     except OverCapacityError as e:
         cap = d.get("running_cap_name", "running cap")
         raise RateOverloadError(
@@ -678,7 +678,7 @@ def admission_queued(r: FitResult, rate: float, run: Callable[[int], FitResult])
             f"formulas/serving_queue.py eq. Q10c), but {r.engine} admits {admitted} per replica (its KV pool or "
             f"{cap}); with {admitted} running it serves at most about {e.capacity:.3g} requests/s per replica (each "
             "replaced as it finishes, formulas/serving_queue.py eq. Q7): the rest wait for admission, and the queue "
-            "grows without bound (eq. Q12); lower the rate, add replicas or shorten the context",
+            "grows without bound (eq. Q13); lower the rate, add replicas or shorten the context",
             e.capacity * r.replicas, admitted * r.replicas) from None
     return r if queued is None else replace(base, speed=queued)
 
@@ -898,9 +898,10 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
                 int(det.get("other_bytes", OTHER_BYTES_DEFAULT)),  # its unquantized tensors' bytes, likewise
                 float(det.get("vision_encoder_flops", 0.0)))  # the vision tower's work on a prompt's media
 
-    def speed_at(t: int, work: tuple[Any, ...], running: int | None = None) -> SpeedEstimate:
+    def speed_at(t: int, work: tuple[Any, ...], running: int | None = None, exact: int | None = None) -> SpeedEstimate:
         """One replica's speed at tensor parallelism ``t`` of the workload ``work`` (speed_work), at the sequences it
-        runs at once (``running``: at most its share of the load; the others queue)."""
+        runs at once (``running``: at most its share of the load; the others queue; ``exact``: that many, whatever
+        the load: the closed loads of the wait for admission, eq. Q13)."""
         wf, pr, kvd, states, ub, kvu, same, group, other, enc = work
 
         def model() -> SpeedLayout:
@@ -919,8 +920,26 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
         mesh = nvlink_mesh_for(device, instance, t, hardware_files) if t > 1 else None
         per = per_replica(concurrency, 1 if split else n // t)
         per = per if running is None else max(1, min(per, running))
+        per = per if exact is None else exact
         return _speed_cached(spec, device, t, wf, pr, out, per, kvd, "latent", link, states, ub, kvu, same, eng,
                              engine_version, mesh, model, group, other, enc, attention)
+
+    def layout_grid(t: int, work: tuple[Any, ...], admitted: int | None,
+                    chunk: int | None) -> list[list[float]] | None:
+        """Eq. Q13's X(k) of one replica at tensor parallelism ``t`` admitting ``admitted`` (None: no bound, no
+        grid): the closed load at exactly k running (``closed_speed_load``) at each k of its grid."""
+        if admitted is None:
+            return None
+        full = speed_at(t, work, exact=admitted)  # memoized on it: every step of the fixed point asks again
+        key = (id(full), eng, chunk)
+        hit = _GRID_MEMO.get(key)
+        if hit is None or hit[0] is not full:
+            if len(_GRID_MEMO) > 4096:
+                _GRID_MEMO.clear()
+            hit = _GRID_MEMO[key] = (full, closed_throughputs(
+                lambda k: closed_speed_load(full if k == admitted else speed_at(t, work, exact=k), eng, chunk),
+                admitted))
+        return hit[1]
 
     # within one machine: the fastest layout that fits at this load; across machines only when none within fits,
     # the smallest that fits. The largest within is sized first (the least memory per device). When it fits, every
@@ -949,10 +968,15 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
                           for t in rankable}
         else:
             # at a rate every stable layout puts out the same tokens/s (rate x output tokens): each is ranked by its
-            # mean request seconds with its replicas at their share of the rate (open arrivals, eq. Q10), past its
-            # capacity last (``rate_seconds``)
-            layout_w = {t: rate_seconds(speed_at(t, first, cap), eng, request_rate / (n // t), chunk)
-                        for t in rankable}
+            # mean request seconds with its replicas at their share of the rate (open arrivals, eq. Q10), the wait for
+            # the sequences its pool admits included (eq. Q13, as ``admission_queued`` adds it to the answer), past
+            # its capacity last (``rate_seconds``)
+            tried.update((t, sized(t)) for t in rankable if t not in tried)  # each layout's admitted count
+            for t in rankable:
+                admitted = admitted_per_replica(tried[t].details)
+                running = cap if admitted is None else admitted
+                layout_w[t] = rate_seconds(speed_at(t, first, running), eng, request_rate / (n // t), chunk,
+                                           layout_grid(t, first, admitted, chunk))
     order = quickest_first(layout_w) if layout_w else fastest_first(layout_tps) if layout_tps else rankable
     tp = within[0] if not across else across[-1]  # none fits: the largest degree shown (as before this choice)
     for t in (*order, *across):
@@ -1076,7 +1100,8 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
             # every running request's prompt competes with the decode (formulas/serving_queue.py eqs. Q4-Q9)
             # (at a request rate: the open load of eq. Q10, each replica at its share of the rate)
             sp = under_load(sp, eng, prefill_chunk_tokens(est)) if request_rate is None else \
-                _at_rate(sp, eng, request_rate / replicas, prefill_chunk_tokens(est), replicas)
+                _at_rate(sp, eng, request_rate / replicas, prefill_chunk_tokens(est), replicas,
+                         layout_grid(tp, speed_work(d), admitted_per_replica(d), prefill_chunk_tokens(est)))
         queue = queue_details(concurrency, replicas, per_rep, run_now, sp)
         if queue["queued_sequences"] and fits:  # (one that does not fit says why: the verdict)
             named.append(queue_note(queue, per_rep, run, d))
@@ -1176,15 +1201,47 @@ def queue_note(queue: dict[str, Any], per: int, running: int, details: dict[str,
                       "Little's law")
 
 
-def rate_seconds(sp: SpeedEstimate | None, engine: str, rate: float, chunk: int | None) -> float:
+def rate_seconds(sp: SpeedEstimate | None, engine: str, rate: float, chunk: int | None,
+                 grid: list[list[float]] | None = None) -> float:
     """A layout's mean request seconds (TTFT + the output's steps, eq. Q10) with each replica at ``rate`` arrivals
-    per second (serving_load.at_rate); infinite past its capacity (eq. Q10a: no steady state) or with no speed."""
+    per second (serving_load.at_rate), the wait for the sequences it admits added where ``grid`` gives its X(k)
+    (eq. Q13, serving_load.admission_wait); infinite past its capacity (eq. Q10a or X(c): no steady state) or with
+    no speed."""
     try:
-        out = at_rate(sp, engine, rate, chunk)
+        out = at_rate(sp, engine, rate, chunk, closed=grid)
+        out = admission_wait(out, engine, rate) or out
     except InputError:
         return math.inf
     load = out.load if out is not None else None
     return float(load["request_seconds"]) if load and "request_seconds" in load else math.inf
+
+
+def admitted_per_replica(details: dict[str, Any]) -> int | None:
+    """The sequences a pool engine admits at once per replica (eq. R1's bounds: its running cap, its KV pool's room;
+    ``admission_queued``'s A); None where it has neither."""
+    bounds = [int(b) for b in (details.get("running_cap"), details.get("max_concurrency_at_context")) if b is not None]
+    return min(bounds) if bounds and min(bounds) >= 1 else None
+
+
+_CLOSED_MEMO: dict[tuple[int, str, int | None], tuple[SpeedEstimate, dict[str, Any] | None]] = {}
+# eq. Q13's X(k) grid of one layout (``_fit_at``'s ``layout_grid``), keyed like _CLOSED_MEMO on the speed at c
+_GRID_MEMO: dict[tuple[int, str, int | None], tuple[SpeedEstimate, list[list[float]] | None]] = {}
+
+
+def closed_speed_load(sp: SpeedEstimate, engine: str, chunk: int | None) -> dict[str, Any] | None:
+    """The closed load (``under_load``, eq. Q7) of the idle speed ``sp`` at its concurrency; None without one.
+    Memoized on ``sp`` itself (``_speed_cached``'s estimate, kept alive by its memo; the hit checked to be the same
+    object), since every step of the rate's fixed point asks each layout for the same closed loads (eq. Q13's X)."""
+    key = (id(sp), engine, chunk)
+    hit = _CLOSED_MEMO.get(key)
+    if hit is not None and hit[0] is sp:
+        return hit[1]
+    closed = under_load(sp, engine, chunk)
+    load = closed.load if closed is not None and closed.load else None
+    if len(_CLOSED_MEMO) > 4096:
+        _CLOSED_MEMO.clear()
+    _CLOSED_MEMO[key] = (sp, load)
+    return load
 
 
 def quickest_first(seconds: dict[int, float]) -> list[int]:
@@ -1204,8 +1261,8 @@ def rate_layout_why(tp: int, count: int, per_node: int, rate: float, seconds: di
     others = "; ".join(said(t) for t in quickest_first(seconds) if t != tp)
     return (f"TP {tp} x {count // tp}: {seconds[tp]:.3g} s a request at {rate:g} requests/s, the quickest that fits "
             f"within a machine of {per_node} (the rule at a rate: every stable layout puts out the rate's tokens/s, so "
-            f"the least mean request time, TTFT + the output's steps, each replica at its share of the rate, "
-            f"formulas/serving_queue.py eq. Q10; {others})")
+            f"the least mean request time, TTFT + the wait for admission + the output's steps, each replica at its "
+            f"share of the rate, formulas/serving_queue.py eqs. Q10, Q13; {others})")
 
 
 def tensor_parallel_why(tp: int, count: int, per_node: int, concurrency: int, within: list[int], across: list[int],
@@ -1668,10 +1725,11 @@ def _fewest_devices(spec: ModelSpec, hardware: str | Device | Instance, count: i
             "memory_per_device": r[1], "budget_per_device": r[2]}
 
 
-def _at_rate(sp: Any, engine: str, rate: float, chunk: int | None, replicas: int = 1) -> Any:
+def _at_rate(sp: Any, engine: str, rate: float, chunk: int | None, replicas: int = 1,
+             closed: list[list[float]] | None = None) -> Any:
     """serving_load.at_rate, its refusal of a rate at or above the capacity said as the request_rate field's."""
     try:
-        return at_rate(sp, engine, rate, chunk, replicas)
+        return at_rate(sp, engine, rate, chunk, replicas, closed)
     except OverCapacityError as e:  # eq. Q10a's bound: the hardware does not carry the rate (fit answers it)
         raise RateOverloadError(str(e), e.capacity * replicas, sp.concurrency * replicas, server=True) from None
     except InputError as e:

@@ -17,8 +17,11 @@ from typing import Any, NamedTuple, TypeVar
 from ..formulas.arrival_tail import slots_for_tail
 from ..formulas.serving_queue import (
     OverCapacityError,
-    admission_queue,
+    admission_grid,
     burst_serving,
+    erlang_c,
+    grid_throughputs,
+    load_dependent_queue,
     loaded_serving,
     open_capacity,
     open_serving,
@@ -26,6 +29,7 @@ from ..formulas.serving_queue import (
 from ..frozen import replace_fields
 from ..numbers import CONCURRENCY
 from ..result import Assumption
+from ..units import format_chance
 from . import engines as ENG
 from .speed import SpeedEstimate
 
@@ -291,13 +295,14 @@ def rate_fixed_point(run: Callable[[int], T], in_flight: Callable[[T], float | N
 
 
 def at_rate(sp: SpeedEstimate | None, engine: str, rate: float, chunk_tokens: int | None = None,
-            replicas: int = 1) -> SpeedEstimate | None:
+            replicas: int = 1, closed: list[list[float]] | None = None) -> SpeedEstimate | None:
     """``sp`` (its prefill and the decode step of ``sp.concurrency`` sequences) with the ``load`` of requests
     arriving at ``rate`` per second at this replica, one of ``replicas`` sharing the rate typed (a Poisson process:
     formulas/serving_queue.py eq. Q10): the mean TTFT, step, requests/s (= ``rate``) and mean requests in flight
     (``in_flight``; ``concurrency``: the one the step was timed at). ``sp`` unchanged where ``engine`` does not batch
     continuously or a speed is missing (``q5_inputs``). OverCapacityError where ``rate`` reaches the server's capacity
-    (eq. Q10a: no steady state, no mean to state)."""
+    (eq. Q10a: no steady state, no mean to state). ``closed``: the replica's closed-load X(k) at eq. Q13's grid
+    (``closed_throughputs``), carried in the load for the wait for admission (``admission_wait``)."""
     q = q5_inputs(sp, engine, chunk_tokens)
     if q is None or sp is None:
         return sp
@@ -317,20 +322,36 @@ def at_rate(sp: SpeedEstimate | None, engine: str, rate: float, chunk_tokens: in
             "chunk_tokens": chunk, "chunk_name": chunk_name, "one_forward": one_forward,
             "step_cost": "one forward's roofline (eq. Q5a)" if mixed_step is not None else "additive (eq. Q5b)",
             "ttft_rule": "open arrivals at the request rate (Poisson, eq. Q10)",
-            "source": "formulas/serving_queue.py eqs. Q5, Q10; " + source}
-    said = rate_said(typed, replicas)
-    note = Assumption("request_rate", said, False,
-                      f"requests arrive at {said} at random (a Poisson process): {state['in_flight']:.1f} in "
-                      f"flight on average{' per replica' if replicas > 1 else ''} (Little's law), the decode step "
-                      f"timed at {sp.concurrency}; the prompts take {state['prefill_share']:.0%} of device time; TTFT "
-                      f"{state['ttft_seconds']:.3f} s ({sp.ttft_idle_seconds:.3f} s for one prompt's prefill alone), "
-                      f"with {host_note}; open network of formulas/serving_queue.py eq. Q10; " + source)
-    user = 1 / state["step_seconds"] if sp.output_tokens else 0.0
-    warnings = (*sp.warnings, *prefill_bound_warning(
-        state["prefill_share"], f"{said}", f"{state['ttft_seconds']:.1f} s", user, step, sp.output_tokens,
-        sp.ttft_idle_seconds, prefill_levers(sp, False)))
+            "source": "formulas/serving_queue.py eqs. Q5, Q10; " + source,
+            **({"closed_throughputs": closed} if closed else {})}
+    note, warned = rate_notes(sp, load, host_note)
     return replace_fields(sp, load=load, assumptions=(*sp.assumptions, note, *server_assumption(q)),
-                          warnings=warnings)
+                          warnings=(*sp.warnings, *warned))
+
+
+def rate_notes(sp: SpeedEstimate, load: dict[str, Any], host_note: str) -> tuple[Assumption, tuple[str, ...]]:
+    """The ``request_rate`` assumption and the prefill-bound warning of the open ``load`` on ``sp`` (``at_rate``),
+    said from that load: its TTFT and requests in flight, the wait for admission included where ``load`` carries
+    it (``admission_wait``: the one answer, composed once)."""
+    replicas = int(load.get("replicas", 1))
+    said = rate_said(float(load["request_rate"]), replicas)
+    queued = "admission_wait_seconds" in load
+    note = Assumption(
+        "request_rate", said, False,
+        f"requests arrive at {said} at random (a Poisson process): {load['in_flight']:.1f} in flight on average"
+        f"{' per replica' if replicas > 1 else ''} (Little's law"
+        + (f"; {load['waiting']:.1f} of them waiting for admission" if queued else "")
+        + f"), the decode step timed at {sp.concurrency}; the prompts take {load['prefill_share']:.0%} of device "
+        f"time; TTFT {load['ttft_seconds']:.3f} s ({sp.ttft_idle_seconds:.3f} s for one prompt's prefill alone"
+        + (f"; {load['admission_wait_seconds']:.3g} s of it the wait for admission, eq. Q13" if queued else "")
+        + f"), with {host_note}; open network of " + str(load["source"]))
+    step = load.get("step_seconds")
+    user = 1 / step if sp.output_tokens and step else 0.0
+    warned = prefill_bound_warning(
+        float(load["prefill_share"]), said, f"{load['ttft_seconds']:.1f} s", user,
+        float(load.get("decode_step_seconds") or 0.0), sp.output_tokens, sp.ttft_idle_seconds,
+        prefill_levers(sp, False))
+    return note, warned
 
 
 # The slots a rate needs where the engine's slots are sized from the concurrency llmsizer passes it (llama.cpp's
@@ -352,48 +373,52 @@ def slots_for(engine: str, mean_in_flight: float) -> float:
     return mean_in_flight
 
 
-def closed_load(sp: SpeedEstimate | None, engine: str) -> dict[str, Any] | None:
-    """The closed load of ``under_load`` (eqs. Q4-Q9) at ``sp``'s ``sp.concurrency`` sequences, each replaced as it
-    finishes: what a replica with that many admitted does while requests wait (its requests/s X, eq. Q7, and time per
-    request C / X), ``sp`` carrying an open load (``at_rate``: its chunk); None without one."""
-    if sp is None or not sp.load:
-        return None
-    closed = under_load(replace_fields(sp, load=None), engine, int(sp.load["chunk_tokens"]))
-    return closed.load if closed is not None and closed.load else None
-
-
-# The wait for admission (formulas/serving_queue.py eq. Q12): a pool engine (vLLM, SGLang) runs at most the c
+# The wait for admission (formulas/serving_queue.py eq. Q13): a pool engine (vLLM, SGLang) runs at most the c
 # sequences it admits (eq. R1's bounds: its running cap, its pool's room); a request that finds c running waits in its
-# queue, which eq. Q10 (every request in flight running) does not count. The c admitted are c servers fed by one queue
-# (M/M/c, eq. Q12), each request holding its slot T(c) = c / X(c) seconds, X(c) the closed load's requests/s with c
-# running, each replaced as it finishes (``closed_load``, eq. Q7): the service timed at the full admitted batch, the
-# most a slot is held (fewer running, the decode step is shorter), so the wait is an upper bound of the model's. The
-# mean wait W_q is added to the open load's TTFT and time per request, and lambda W_q to its mean in flight (Little's
-# law); the open load is the one at min(C, c) running (C: eq. Q10c's fixed point, as if all ran). No steady state where
-# lambda >= c / T(c).
+# queue, which eq. Q10 (every request in flight running) does not count. The replica is a load-dependent server (its
+# flow-equivalent server, eq. Q13): with k present it completes X(min(k, c)) requests/s, X(k) = k / T(k) the closed
+# load's completions with k running, each replaced as it finishes (``under_load`` at exactly k, eq. Q7: fit.py ``layout_grid``), so a replica running
+# fewer than c serves each at its own, shorter time per request (not eq. Q12's T(c) for every slot, which over-states
+# the wait: Llama-3.1-8B on an H100 at 3 requests/s, 35 running of 51, waited 3.0 s by it). The mean wait W_q is added
+# to the open load's TTFT and time per request, and lambda W_q to its mean in flight (Little's law); the open load is
+# the one at min(C, c) running (C: eq. Q10c's fixed point, as if all ran). No steady state where lambda >= X(c).
 #
-# The wait is counted wherever it can matter, not only past the mean: an M/M/c queue's arrivals wait with Erlang C's
-# probability whenever a > 0, and near c (the mean in flight just below it) they mostly do; counting it only where
-# the mean passes c would make the TTFT jump from none to the whole queue's wait there. It is left out only where
-# eq. Q12a falls below ADMISSION_WAIT_FLOOR (a policy threshold, not fitted: one arrival in 10,000 waits).
+# The wait is counted wherever it can matter, not only past the mean (near c most arrivals wait; counting it only
+# where the mean passes c would make the TTFT jump there). It is left out where eq. Q13b falls below
+# ADMISSION_WAIT_FLOOR (a policy threshold, not fitted: one arrival in 10,000 waits). Eq. Q12's M/M/c at T(c) bounds
+# eq. Q13 from above where T(k) <= T(c) (every departure rate at least M/M/c's: the chain is stochastically smaller,
+# Kleinrock 1975 vol. 1 sec. 3.1), so where even it is below the floor the chain is not summed.
 ADMISSION_WAIT_FLOOR = 1e-4
 
 
-def admission_wait(sp: SpeedEstimate | None, full: SpeedEstimate | None, engine: str,
-                   rate: float) -> SpeedEstimate | None:
-    """``sp`` (the open load of ``at_rate`` at ``rate`` per second per replica, timed at min(C, c) running) with the
-    wait for admission of eq. Q12 added: c = ``full.concurrency``, the sequences the engine admits per replica, each
-    held the closed load's T(c) at ``full`` (the speed at c carrying its open load; ``closed_load``); ``sp`` unchanged
-    where the chance of waiting is below ADMISSION_WAIT_FLOOR. None without a load; OverCapacityError (capacity
-    c / T(c)) where ``rate`` reaches it."""
-    if sp is None or not sp.load or full is None:
+def closed_throughputs(closed_at: Callable[[int], dict[str, Any] | None], servers: int) -> list[list[float]] | None:
+    """Eq. Q13's X(k) for ``servers`` c at formulas/serving_queue.py ``admission_grid``: [[k, X(k)], ...], X(k) =
+    k / the time per request of ``closed_at(k)`` (the closed load with k running per replica, eq. Q7). None where a
+    closed load is missing."""
+    samples = []
+    for k in admission_grid(servers):
+        load = closed_at(k)
+        if load is None or not float(load["request_seconds"]) > 0:
+            return None
+        samples.append([k, k / float(load["request_seconds"])])
+    return samples
+
+
+def admission_wait(sp: SpeedEstimate | None, engine: str, rate: float) -> SpeedEstimate | None:
+    """``sp`` (the open load of ``at_rate`` at ``rate`` per second per replica, timed at min(C, c) running, its
+    ``closed_throughputs`` the X(k) of eq. Q13 for its c = ``admitted`` per replica) with the wait for admission of
+    eq. Q13 added, the X(k) between samples on straight lines (``grid_throughputs``); ``sp`` unchanged where the
+    chance of waiting is below ADMISSION_WAIT_FLOOR. None without a load or X; OverCapacityError (capacity X(c))
+    where ``rate`` reaches it."""
+    if sp is None or not sp.load or not sp.load.get("closed_throughputs"):
         return None
-    served = closed_load(full, engine)
-    if served is None:
-        return None
-    c = full.concurrency
-    service = float(served["request_seconds"])  # T(c) = c / X(c) (eq. Q7)
-    queue = admission_queue(rate, c, service)  # eq. Q12
+    samples = {int(k): float(x) for k, x in sp.load["closed_throughputs"]}
+    c = max(samples)
+    service = c / samples[c]  # T(c) = c / X(c) (eq. Q7)
+    if rate * service < c and erlang_c(c, rate * service) < ADMISSION_WAIT_FLOOR:  # eq. Q12: an upper bound
+        return sp
+    xs = grid_throughputs(samples, c)
+    queue = load_dependent_queue(rate, xs)  # eq. Q13 (OverCapacityError at rate >= X(c))
     if queue["wait_probability"] < ADMISSION_WAIT_FLOOR:
         return sp
     wait = queue["wait_seconds"]
@@ -403,21 +428,29 @@ def admission_wait(sp: SpeedEstimate | None, full: SpeedEstimate | None, engine:
             "admission_wait_seconds": wait, "admission_wait_probability": queue["wait_probability"],
             "waiting": queue["waiting"],
             "ttft_rule": "open arrivals at the request rate (Poisson, eq. Q10) and the wait for c admitted slots "
-                         "(M/M/c, eq. Q12)",
-            "source": "formulas/serving_queue.py eqs. Q5, Q10, Q12; " + str(sp.load["source"])}
+                         "(a load-dependent server, eq. Q13)",
+            "source": "formulas/serving_queue.py eqs. Q5, Q10, Q13; " + str(sp.load["source"]).removeprefix(
+                "formulas/serving_queue.py eqs. Q5, Q10; ")}
     several = int(sp.load.get("replicas", 1)) > 1
     said = rate_said(float(sp.load["request_rate"]), int(sp.load.get("replicas", 1)))
     admit = Assumption(
         "admission_wait", f"{wait:.3g} s", False,
         f"{engine} admits {c} requests at once{' per replica' if several else ''}; the others wait in its queue "
-        f"(vLLM: Scheduler.waiting, vllm/v1/core/sched/scheduler.py:158 @00024d31). Modelled as an M/M/c queue "
-        f"(formulas/serving_queue.py eq. Q12: Poisson arrivals, exponential service) of c = {c} slots, each held "
-        f"{service:.3f} s, the closed load's time per request with all {c} running (eq. Q7; an upper bound: fewer "
-        f"running, the step is shorter): at {said} a request waits with probability "
-        f"{queue['wait_probability']:.1%}, {wait:.3g} s on average, in its TTFT ({load['ttft_seconds']:.3f} s); "
-        f"{queue['waiting']:.1f} waiting on average, in the {load['in_flight']:.1f} in flight (Little's law); "
-        f"at {c / service:.4g} requests/s{' per replica' if several else ''} or more the queue grows without bound")
-    return replace_fields(sp, load=load, assumptions=(*sp.assumptions, admit))
+        f"(vLLM: Scheduler.waiting, vllm/v1/core/sched/scheduler.py:158 @00024d31). Modelled as a load-dependent "
+        f"server (formulas/serving_queue.py eq. Q13, the flow-equivalent server: Poisson arrivals; with k present "
+        f"it completes the closed load's X(min(k, {c})) requests/s, eq. Q7, read at k = "
+        f"{', '.join(str(k) for k in admission_grid(c))} and on straight lines between: X(1) = {xs[0]:.3g}/s, "
+        f"X({c}) = {xs[-1]:.4g}/s): at {said} a request waits with probability "
+        f"{format_chance(queue['wait_probability'])}, {wait:.3g} s on average, in its TTFT ({load['ttft_seconds']:.3f} s); "
+        f"{queue['waiting']:.2g} waiting on average, in the {load['in_flight']:.1f} in flight (Little's law); "
+        f"at {xs[-1]:.4g} requests/s{' per replica' if several else ''} or more the queue grows without bound")
+    prefix = f"prefill-bound at {said}:"
+    kept = replace_fields(sp, assumptions=tuple(a for a in sp.assumptions if a.name != "request_rate"),
+                          warnings=tuple(w for w in sp.warnings if not w.startswith(prefix)))
+    q = q5_inputs(sp, engine, int(sp.load["chunk_tokens"]))
+    note, warned = rate_notes(kept, load, q.host_note if q is not None else "no API server time")
+    return replace_fields(kept, load=load, assumptions=(*kept.assumptions, note, admit),
+                          warnings=(*kept.warnings, *warned))
 
 
 RATE_BISECTIONS = 60  # halvings of (0, eq. Q10a's bound): past double precision

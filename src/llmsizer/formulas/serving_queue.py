@@ -376,7 +376,7 @@ def open_serving(rate: float, prefill_seconds: float, decode_step: float, output
             "prefill_share": share, "decoding_probability": busy, "in_flight": rate * seconds}
 
 
-# --- the wait for admission at a request rate (eq. Q12) ---------------------------------------------------------
+# --- M/M/c: Erlang C (eq. Q12), the bound and special case of the wait for admission (eq. Q13) --------------------
 #
 # A pool engine admits at most c sequences at once (vLLM: its KV pool's blocks or max_num_seqs; SGLang: its token
 # pool or max_running_requests; estimate/inference/common.py eq. R1); a request that finds c running waits in the
@@ -395,12 +395,15 @@ def open_serving(rate: float, prefill_seconds: float, decode_step: float, output
 # and no steady state where a >= c (lambda >= c / T: the queue grows without bound). The service is a model: the
 # arrivals a Poisson process (a benchmark's --request-rate with burstiness 1), the service times exponential (a fixed
 # length's service is less variable, and M/M/c's wait then an over-estimate: for M/D/c about half, by the Lee-Longton
-# approximation W_q(M/G/c) ~ W_q(M/M/c) (1 + c_s^2) / 2, c_s the service time's coefficient of variation).
+# approximation W_q(M/G/c) ~ W_q(M/M/c) (1 + c_s^2) / 2, c_s the service time's coefficient of variation). The wait
+# llmsizer reports is eq. Q13's (below), where the time per request depends on how many run; eq. Q12 at the longest
+# time, T(c), bounds it from above.
 
 
 def erlang_c(servers: int, offered: float) -> float:
     """Eq. (Q12a): the chance that an arrival waits in an M/M/c queue of ``servers`` c and offered load ``offered``
-    a = lambda T (Erlang C, via Erlang B's recursion, stable for any c); a >= c is refused (no steady state)."""
+    a = lambda T (Erlang C, via Erlang B's recursion, stable for any c); a >= c is refused (no steady state). Used as
+    the upper bound of eq. Q13's chance (each slot held T(c), the longest), which skips Q13's grid below the floor."""
     if servers < 1 or offered < 0 or offered >= servers:
         raise InputError("servers must be >= 1 and 0 <= offered load < servers")
     loss = 1.0
@@ -409,21 +412,83 @@ def erlang_c(servers: int, offered: float) -> float:
     return servers * loss / (servers - offered * (1.0 - loss))
 
 
-def admission_queue(rate: float, servers: int, service_seconds: float) -> dict[str, float]:
-    """Eq. (Q12): requests at ``rate`` per second (Poisson) admitted to ``servers`` c slots, each held
-    ``service_seconds`` T on average (exponential): ``wait_probability`` (Q12a), ``wait_seconds`` (Q12b), ``waiting``
-    (lambda W_q), ``in_service`` (a = lambda T) and ``in_flight`` (Q12c). OverCapacityError, its capacity c / T,
-    where ``rate`` reaches it."""
-    if rate <= 0 or servers < 1 or service_seconds <= 0:
-        raise InputError("rate and service_seconds must be > 0 and servers >= 1")
-    offered = rate * service_seconds
-    cap = servers / service_seconds
-    if offered >= servers:
+# --- the wait for admission as a load-dependent server (eq. Q13) -------------------------------------------------
+#
+# Eq. Q12 holds each of the c slots T(c), the time per request with all c running; with fewer running the decode
+# step is shorter and a request leaves sooner, so Q12 over-states the wait, by a factor that swings on the one T it
+# is given. The engine is instead a load-dependent service centre, its flow-equivalent server (Chandy, Herzog & Woo
+# 1975, "Parametric analysis of queuing networks", IBM J. Res. Dev. 19(1); Lazowska et al. 1984, "Quantitative System
+# Performance" ch. 8): with k requests present it completes X(min(k, c)) requests per second, X(k) the closed load's
+# completions with k running, each replaced as it finishes (eq. Q7; the c admitted are all that run). Requests
+# arriving at random at lambda make a birth-death chain (Kleinrock 1975, "Queueing Systems" vol. 1, sec. 3.1:
+# births lambda, deaths mu_k = X(min(k, c))), whose stationary distribution, for rho = lambda / X(c) < 1, is
+#
+#     p_k = p_0 prod_{i=1..k} lambda / X(min(i, c))                                                          (Q13a)
+#     p_k = p_c rho^(k - c)  for k >= c,  sum_{k>=c} p_k = p_c / (1 - rho)      the geometric tail past c
+#     P_wait = sum_{k>=c} p_k = p_c / (1 - rho)     an arrival finds c present and waits (Poisson arrivals see
+#                                                   time averages, Wolff 1982)                              (Q13b)
+#     L_q = sum_{k>c} (k - c) p_k = p_c rho / (1 - rho)^2,   W_q = L_q / lambda   (Little's law)             (Q13c)
+#     L = sum_k min(k, c) p_k + L_q                 the mean present: running and waiting                    (Q13d)
+#
+# and no steady state where lambda >= X(c) (the refusal of eq. Q12, c / T(c) = X(c)). With X(k) = k / T for every
+# k <= c it is M/M/c (Erlang C, eq. Q12); with X constant, M/M/1. The products are summed in logarithms (c in the
+# thousands overflows them). X is given at a grid of k (every k where c <= ADMISSION_GRID_DENSE, else doubling: 1, 2,
+# 4, ..., and c, ``admission_grid``: log2(c) + 2 evaluations of the closed load) and read between by straight lines (``grid_throughputs``): X rises
+# with k (more running, more completions per second), and a line between two rising samples rises too, so the
+# interpolant keeps X's order and meets every sample exactly.
+ADMISSION_GRID_DENSE = 8
+
+
+def admission_grid(servers: int) -> tuple[int, ...]:
+    """The k at which eq. Q13's X(k) is evaluated for ``servers`` c: every k where c <= ADMISSION_GRID_DENSE, else
+    1, 2, 4, ... (doubling) and c."""
+    if servers < 1:
+        raise InputError("servers must be >= 1")
+    if servers <= ADMISSION_GRID_DENSE:
+        return tuple(range(1, servers + 1))
+    ks = [1]
+    while ks[-1] * 2 < servers:
+        ks.append(ks[-1] * 2)
+    return (*ks, servers)
+
+
+def grid_throughputs(samples: dict[int, float], servers: int) -> list[float]:
+    """X(1) .. X(c) for eq. Q13 from ``samples`` {k: X(k)} at ``admission_grid(servers)``: each sample kept, the k
+    between two samples read on the straight line through them."""
+    ks = admission_grid(servers)
+    if any(k not in samples or not samples[k] > 0 for k in ks):
+        raise InputError("grid_throughputs needs X(k) > 0 at every k of admission_grid")
+    out: list[float] = []
+    for lo, hi in zip(ks, ks[1:], strict=False):
+        out.extend(samples[lo] + (samples[hi] - samples[lo]) * (k - lo) / (hi - lo) for k in range(lo, hi))
+    out.append(samples[ks[-1]])
+    return out
+
+
+def load_dependent_queue(rate: float, throughputs: list[float]) -> dict[str, float]:
+    """Eq. (Q13): requests at ``rate`` per second (Poisson) served by a load-dependent centre that completes
+    ``throughputs[k - 1]`` = X(k) per second with k present (k <= c = len(throughputs); X(c) past c, the others
+    waiting): ``wait_probability`` (Q13b), ``wait_seconds`` W_q and ``waiting`` L_q (Q13c), ``in_service`` and
+    ``in_flight`` L (Q13d). OverCapacityError, its capacity X(c), where ``rate`` reaches it."""
+    servers = len(throughputs)
+    if rate <= 0 or servers < 1 or min(throughputs) <= 0:
+        raise InputError("rate and every throughput must be > 0, with at least one")
+    cap = throughputs[-1]
+    if rate >= cap:
         raise OverCapacityError(
             f"request rate {rate:g}/s per replica is at or above what {servers} admitted sequences serve, "
-            f"{cap:.4g} requests/s (c / T, each held {service_seconds:.4g} s, eq. Q12): the queue for admission "
-            "grows without bound", cap)
-    p = erlang_c(servers, offered)
-    wait = p * service_seconds / (servers - offered)
-    return {"wait_probability": p, "wait_seconds": wait, "waiting": rate * wait, "in_service": offered,
-            "in_flight": offered + rate * wait}
+            f"{cap:.4g} requests/s (X(c), the closed load's completions with all c running, eq. Q13): the queue for "
+            "admission grows without bound", cap)
+    rho = rate / cap
+    logs = [0.0]  # log(p_k / p_0), k = 0 .. c (eq. Q13a)
+    for x in throughputs:
+        logs.append(logs[-1] + math.log(rate / x))
+    top = max(logs)
+    w = [math.exp(v - top) for v in logs]
+    tail = w[-1] / (1.0 - rho)  # sum_{k>=c} of the unnormalised p_k
+    total = sum(w[:-1]) + tail
+    p_wait = tail / total
+    waiting = w[-1] * rho / (1.0 - rho) ** 2 / total
+    in_service = (sum(k * wk for k, wk in enumerate(w[:-1])) + servers * tail) / total
+    return {"wait_probability": p_wait, "wait_seconds": waiting / rate, "waiting": waiting,
+            "in_service": in_service, "in_flight": in_service + waiting}

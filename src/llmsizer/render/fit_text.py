@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..estimate.verdict import budget_term
 from ..specs.workload import ENGINE_NAMES
-from ..units import format_bytes
+from ..units import format_bytes, format_chance
 from .text import coverage_lines, pool_and_need, room_left, table
 
 if TYPE_CHECKING:
@@ -318,8 +318,8 @@ def speed_rows(s: SpeedEstimate, queued: bool = False) -> list[list[str]]:
         at = (f"at {rate:g} requests/s ({load['in_flight']:.1f} in flight" + (
               f", {load['request_rate_per_replica']:g}/s per replica)" if several else ")") if rate is not None else
               f"at {s.concurrency} request" + ("s" if many else "") + (" running" if queued else ""))
-        # the wait for admission where the engine admits fewer than could be in flight (M/M/c, eq. Q12)
-        admission = (f"; waits for admission {load['admission_wait_probability']:.0%} of the time, "
+        # the wait for admission where the engine admits fewer than could be in flight (eq. Q13)
+        admission = (f"; waits for admission {format_chance(load['admission_wait_probability'])} of the time, "
                      f"{load['admission_wait_seconds']:.3f} s on average" if "admitted" in load else "")
         rows.append([at,
                      f"TTFT {load['ttft_seconds']:.3f} s at this load ({together}idle {s.ttft_idle_seconds:.3f} s"
@@ -327,7 +327,7 @@ def speed_rows(s: SpeedEstimate, queued: bool = False) -> list[list[str]]:
                      f"{s.tokens_per_second:,.1f} tokens/s ({per_user})" if s.tokens_per_second_per_user else
                      f"{load['requests_per_second']:,.2f} requests/s (prefill only)",
                      f"prefill {load['prefill_share']:.0%}", "queue eqs. Q4-Q9" if rate is None else
-                     "queue eqs. Q10, Q12" if "admitted" in load else "queue eq. Q10"])
+                     "queue eqs. Q10, Q13" if "admitted" in load else "queue eq. Q10"])
     return rows
 
 
