@@ -13,7 +13,6 @@
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 import pytest
@@ -95,21 +94,32 @@ def test_the_plan_checks_a_slow_first_token_and_a_peak_near_capacity(tmp_path: P
     assert f.details["rate_warnings"]["near_capacity"] in ids["near-capacity"].message
 
 
-def _erlang_c_wait(rate: float, c: int, service: float) -> float:
-    """M/M/c mean wait in queue (Erlang C), by hand: P(wait) = (a^c / c!) (c / (c - a)) / sum."""
-    a = rate * service
-    top = a ** c / math.factorial(c) * c / (c - a)
-    p_wait = top / (sum(a ** k / math.factorial(k) for k in range(c)) + top)
-    return p_wait * service / (c - a)
+def _birth_death_wait(rate: float, xs: dict[int, float]) -> tuple[float, float]:
+    """(mean wait, mean number waiting) of a load-dependent server, by hand (Kleinrock 1975 vol. 1 sec. 3.1): with k
+    present it completes X(min(k, c)) per second; p_k proportional to rate^k / prod_{i<=k} X(min(i, c)); beyond c
+    the tail is geometric with ratio rate / X(c); the mean number waiting is sum_{k>c} (k - c) p_k."""
+    c = max(xs)
+    weights = [1.0]
+    for k in range(1, c + 1):
+        weights.append(weights[-1] * rate / xs[k])
+    rho = rate / xs[c]
+    tail = weights[c] * rho / (1 - rho)  # sum_{k>c} p_k (unnormalised)
+    waiting = weights[c] * rho / (1 - rho) ** 2  # sum_{k>c} (k - c) p_k (unnormalised)
+    total = sum(weights) + tail
+    lq = waiting / total
+    return lq / rate, lq
 
 
 def test_the_queue_keys_at_a_rate_are_the_wait_for_admission() -> None:
     r = fit("llama-3.1-8b", "gcp-g2-standard-4", weights="fp8", engine="vllm", context=16384, request_rate=0.15)
     assert r.fits and r.speed is not None and r.speed.load is not None
     load = r.speed.load
-    wait = _erlang_c_wait(0.15, int(load["admitted"]), float(load["service_seconds"]))
+    xs = {int(k): float(x) for k, x in load["closed_throughputs"]}
+    assert sorted(xs) == list(range(1, int(load["admitted"]) + 1))  # c = 5 admitted: X read at every k
+    wait, waiting = _birth_death_wait(0.15, xs)
     assert wait > 10 and r.details["queue_wait_seconds"] == pytest.approx(wait, rel=1e-9)
-    assert r.details["queued_sequences"] == pytest.approx(0.15 * wait, rel=1e-9)  # Little's law
+    assert r.details["queued_sequences"] == pytest.approx(waiting, rel=1e-9)
+    assert waiting == pytest.approx(0.15 * wait, rel=1e-12)  # Little's law
     assert r.details["queue_wait_in_ttft"] is True
     assert r.speed.ttft_seconds is not None and r.speed.ttft_seconds > wait  # the TTFT holds the wait already
     d = r.to_dict()
