@@ -62,6 +62,7 @@ from .estimate.format_search import (
     format_on,
     pick_format,
     reading_floor_applies,
+    serves_alone,
 )
 from .estimate.format_search import fits_at as fits_at
 from .estimate.format_search import reading_floor_unchecked as reading_floor_unchecked
@@ -614,7 +615,9 @@ def _rate_copies(spec: ModelSpec, cand: _Candidate, rate: float, context: int, o
     The search asks only the counts whose answer it does not know: each rung's memory at one request is sized once
     (no rate reaches it: ``pick_format``'s ``sized_memo``), and a share at or above a past-capacity pick's
     ``rate_bound`` (eq. Q10a's capacity of every rung, the same at every share) is past capacity without asking
-    (below MAX_REPLICAS, whose pick's reason is said): the counts tried and the answer are the same."""
+    (below MAX_REPLICAS, whose pick's reason is said): the counts tried and the answer are the same. Below
+    MAX_REPLICAS a past-capacity pick's reason is never said, so those picks ask ``refusal_only`` (the refusal without
+    the deployment's ceilings, the climb stopped once refusal is certain): the same status at every count."""
     picks: dict[int, FormatPick] = {}
     sized: dict[tuple[str, str, int | None], MemoryFit] = {}
     bound: list[float] = []  # eq. Q10a's capacity of one copy, every rung refused at or above it
@@ -626,7 +629,8 @@ def _rate_copies(spec: ModelSpec, cand: _Candidate, rate: float, context: int, o
             picks[k] = pick_format(spec, cand.device, cand.count, cand.instance, cand.memory, context=context,
                                    concurrency=1, output_tokens=output_tokens, weights=weights, limits=c.latency(),
                                    headroom=hr, hardware_files=hardware_files, engine_given=engine_given,
-                                   fields=fields, request_rate=rate / k, sized_memo=sized)
+                                   fields=fields, request_rate=rate / k, sized_memo=sized,
+                                   refusal_only=k < MAX_REPLICAS)
             found = picks[k].rate_bound
             if found is not None and not bound:
                 bound.append(found)
@@ -635,7 +639,7 @@ def _rate_copies(spec: ModelSpec, cand: _Candidate, rate: float, context: int, o
     k = 1
     while at(k).status != "meets":
         pick = at(k)
-        alone = pick.fit is not None and int(pick.fit.details.get("concurrency", 1)) <= pick.fit.replicas
+        alone = pick.fit is not None and serves_alone(pick.fit)
         if k == MAX_REPLICAS or not pick.past_capacity and (pick.fit is None or alone):
             why = (f"even {MAX_REPLICAS} copies at {rate / k:.3g} requests/s each: {pick.reasons[0]}"
                    if k == MAX_REPLICAS and k > 1 else pick.reasons[0])

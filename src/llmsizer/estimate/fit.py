@@ -534,7 +534,8 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
         kv_dtype: str | None = None, hardware_files: Sequence[str | Path] = (), speed: bool = True,
         host_device: str | Device | None = None, engine_version: str | None = None, kwh_price: float | None = None,
         tensor_parallel: int | None = None, fits_at: bool | None = None, host_memory: int | str | None = None,
-        request_rate: float | None = None, rate_bound: list[float] | None = None, **workload: Any) -> FitResult:
+        request_rate: float | None = None, rate_bound: list[float] | None = None, refusal_only: bool = False,
+        miss: Callable[[FitResult], bool] | None = None, **workload: Any) -> FitResult:
     """Fit an inference workload on ``count`` x ``hardware`` (a device or instance name; an instance brings its
     own count). ``memory`` overrides the device memory (e.g. the RAM of a CPU machine). The memory, the weight
     format and the verdict are the inference estimate's (``estimate_inference`` with ``memory`` and ``headroom``),
@@ -565,7 +566,16 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
     rate (one tensor-parallel degree), every rate at or above it is refused alike, since the fit at one request in
     flight differs only in the rate (the copies search of ``recommend`` skips the shares past it, format_search.py
     ``pick_format``); a caller that gives it searches many deployments, and a refusal by that capacity then leaves
-    the decode's ceiling of an engine with no admission bound unsearched (rate_capacity.py ``ceilings``)."""
+    the decode's ceiling of an engine with no admission bound unsearched (rate_capacity.py ``ceilings``).
+    ``refusal_only`` (a search that reads a refusal of the rate only as one, never its text: recommend's copies
+    below MAX_REPLICAS): a rate this deployment does not carry raises its RateOverloadError instead of the answer
+    with its ceilings (rate_capacity.py ``over_capacity``, not computed), and on a layout of one replica the climb
+    to eq. Q10c's fixed point stops once refusal is certain (``_admission_certain``). ``miss`` (with
+    ``refusal_only``): a test of an answer that, once true at some C, is true at every larger C (memory that does not
+    fit, a per-user decode speed below a floor: both worsen with the sequences in flight); where it holds at a C
+    known to be at or below the fixed point, with more requests in flight than replicas and no admission bound,
+    RateMissCertain carries that answer instead of the climb's end: the answer at the fixed point misses too (or the
+    rate is refused: no fixed point)."""
     kw: dict[str, Any] = dict(headroom=headroom, engine=engine, weights=weights, context=context, output_tokens=output_tokens,
               memory=memory, kv_dtype=kv_dtype, hardware_files=hardware_files, host_device=host_device,
               engine_version=engine_version, kwh_price=kwh_price, tensor_parallel=tensor_parallel,
@@ -591,21 +601,42 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
         x = sustained_rate(r.speed, r.engine)
         return None if x is None else x * r.replicas
 
+    fitted: dict[int, FitResult] = {}  # C in flight -> the fit at the rate (the climb's, admission's)
+    # C at or below every C rate_fixed_point may answer at (an f(C') <= C' with f monotone): 1, and f of each such C
+    # (Kleene's iterates from the bottom)
+    below = {1}
+
+    def at(c: int) -> FitResult:
+        if c not in fitted:
+            fitted[c] = _fit_at(model, hardware, count, speed, c, rate, workload, **kw)
+        return fitted[c]
+
     def run(c: int) -> FitResult:
         try:
-            return _fit_at(model, hardware, count, speed, c, rate, workload, **kw)
+            r = at(c)
         except RateOverloadError as e:  # (rate_fixed_point's first run is at one request in flight)
             if rate_bound is not None and c == 1 and e.server_capacity is not None:
                 rate_bound.append(e.server_capacity)
             raise
+        if refusal_only and c in below:
+            flight = in_flight(r)
+            if flight is not None and math.isfinite(flight):
+                below.add(max(1, math.ceil(flight)))
+            if _admission_certain(r, flight):
+                admission_queued(r, rate, at)  # raises where the admitted cannot serve the rate; else climb on
+            elif miss is not None and c > r.replicas and _admission_bound(r) is None and miss(r):
+                raise RateMissCertain(r)
+        return r
 
     try:
         try:
             r = rate_fixed_point(run, in_flight, rate, served)
         except RateCapacityError as e:
             raise RateOverloadError(str(e), e.capacity, e.in_flight, kind="decode") from None
-        r = admission_queued(r, rate, lambda c: _fit_at(model, hardware, count, speed, c, rate, workload, **kw))
+        r = admission_queued(r, rate, at)
     except RateOverloadError as e:  # an answer about the hardware: it does not carry the rate (exit 1, not 2)
+        if refusal_only:  # refused; its ceilings and text unread
+            raise
         pinned: dict[str, Any] = {**kw, "fits_at": False}
         done: dict[int, FitResult] = {}
 
@@ -637,6 +668,40 @@ class RateOverloadError(FieldError):
         # eq. Q10a's bound (1 / max(prefill, s H) per replica): the capacity every rate at or above which is refused
         # alike by the same answer; None for the decode's capacity and the engine's admission (load-dependent)
         self.server_capacity = capacity if server else None
+
+
+class RateMissCertain(Exception):  # noqa: N818 (an answer, not an error: fit's ``miss``)
+    """``fit(miss=)``'s answer: ``result``, an answer at a C at or below the fixed point that already misses, with
+    more requests in flight than replicas; the fixed point's answer misses too, or the rate is refused."""
+
+    def __init__(self, result: FitResult) -> None:
+        super().__init__("misses at the rate")
+        self.result = result
+
+
+def _admission_bound(r: FitResult) -> int | None:
+    """The sequences a replica admits at once that ``admission_queued`` reads (eq. R1's bounds: the running cap,
+    the pool's room), None where it has none (or a pool of none, the memory verdict's)."""
+    d = r.estimate.details if r.estimate is not None else {}
+    bounds = [int(b) for b in (d.get("running_cap"), d.get("max_concurrency_at_context")) if b is not None]
+    return min(bounds) if bounds and min(bounds) >= 1 else None
+
+
+def _admission_certain(r: FitResult, flight: float | None) -> bool:
+    """Whether ``admission_queued`` is already known to take the fit at the admitted count A, given ``r``, an
+    iterate of ``rate_fixed_point``'s climb (at or below the least fixed point C*) with ``flight`` requests in flight
+    (f(C) before its ceil): one replica (its layout and A, the pool's room and the running cap, read no C), an engine
+    whose slots are the mean in flight (not ``SLOTS_FROM_CONCURRENCY``), and ceil(flight) > A. Then C* >= ceil(flight)
+    (the climb's iterates stay below C*), and f monotone gives the answer rate_fixed_point returns ceil(mean) >=
+    ceil(flight) > A, so ``admission_queued`` takes the fit at A and its eq. Q12 refusal does not depend on C*: a
+    refusal it raises on ``r`` now is the one the fixed point reaches (or, with no fixed point, the decode's: a
+    refusal too)."""
+    if flight is None or r.replicas != 1 or r.engine in SLOTS_FROM_CONCURRENCY:
+        return False
+    if r.speed is None or not r.speed.load:
+        return False
+    admitted = _admission_bound(r)
+    return admitted is not None and math.ceil(flight) > admitted
 
 
 def no_rate_load(r: FitResult) -> FieldError:

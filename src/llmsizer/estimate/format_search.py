@@ -13,7 +13,7 @@ condition, ``rung_bytes``)."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -49,6 +49,8 @@ from .fit import (
     SERVING_GPUS_PER_NODE,
     FitResult,
     MemoryFit,
+    RateMissCertain,
+    RateOverloadError,
     first_token_seconds,
     fit,
     fit_memory,
@@ -187,13 +189,34 @@ class FormatPick:
     rate_bound: float | None = None
 
 
+def serves_alone(r: FitResult) -> bool:
+    """Whether a fit at a rate runs at most one request in flight per replica: more copies cannot mend its miss
+    (recommend's copies search stops there)."""
+    return int(r.details.get("concurrency", 1)) <= r.replicas
+
+
+def misses_at_every_load(limits: LatencyLimits) -> Callable[[FitResult], bool] | None:
+    """``fit(miss=)``'s test where the only limit is each user's decode speed: the memory does not fit, or the
+    per-user tokens/s is below the limit; both hold at every larger load once they hold (more sequences in flight:
+    more KV memory, a longer decode step, formulas/serving_queue.py eq. Q10's step). None under other limits."""
+    floor = limits.user_tokens_per_second
+    if floor is None or limits.max_ttft is not None or limits.tokens_per_second is not None:
+        return None
+
+    def miss(r: FitResult) -> bool:
+        user = r.speed.tokens_per_second_per_user if r.speed is not None else None
+        return not r.fits or user is not None and user < floor
+    return miss
+
+
 def pick_format(spec: ModelSpec, device: Device, count: int, instance: Instance | None, memory: int | None, *,
                 context: int, concurrency: int, output_tokens: int | None, weights: str | None,
                 limits: LatencyLimits, headroom: float | None, hardware_files: Sequence[str | Path] = (),
                 engine_given: str | None = None, fields: Mapping[str, Any] | None = None,
                 host_device: str | Device | None = None, host_memory: int | None = None,
                 request_rate: float | None = None,
-                sized_memo: dict[tuple[str, str, int | None], MemoryFit] | None = None) -> FormatPick:
+                sized_memo: dict[tuple[str, str, int | None], MemoryFit] | None = None,
+                refusal_only: bool = False) -> FormatPick:
     """The highest-quality weight format on the engine's ladder that fits ``count`` x ``device`` (``instance``: the
     instance, or the whole instances, they are, sized as fit sizes them; ``memory``: fit's ``memory``) and meets
     ``limits``, or why none does.
@@ -207,7 +230,15 @@ def pick_format(spec: ModelSpec, device: Device, count: int, instance: Instance 
     is that rung's miss (the next may serve it), and where every fitting rung misses so the pick says
     ``past_capacity`` (with ``rate_bound`` where eq. Q10a's capacity decides every rung). ``sized_memo``: a
     caller's dict of each rung's memory at ``concurrency`` (fit's memory stage, which no rate reaches), shared by the
-    calls that differ only in ``request_rate`` (recommend's copies search)."""
+    calls that differ only in ``request_rate`` (recommend's copies search). ``refusal_only``: a caller that reads a
+    past-capacity pick only as one (its ``reasons`` unread: recommend's copies below MAX_REPLICAS), so each rung of
+    one tensor-parallel degree asks ``fit(refusal_only=True)``, which refuses without the deployment's ceilings and
+    stops its climb once refusal is certain; the pick's status, rung, ``past_capacity`` and ``rate_bound`` are the
+    same, a past-capacity reason is the refusal's bare line. Where the only limit is a per-user decode speed, such a
+    rung also stops its climb once it certainly misses (``fit(miss=)``, ``misses_at_every_load``): its answer there
+    stands for the fixed point's (more in flight than replicas, as there), or for a refusal of the rate, which this
+    caller reads alike unless a later rung's miss is one request per replica (``serves_alone``): then the pick is
+    asked again in full."""
     dev, n = device, count
     given = fields or {}
     settings = {**given, "host_device": host_device, "host_memory": host_memory}  # which may name the engine
@@ -251,6 +282,18 @@ def pick_format(spec: ModelSpec, device: Device, count: int, instance: Instance 
     bound: float | None = 0.0  # at a rate: the largest eq. Q10a capacity of the rungs refused (None: not all were)
     # (fit_memory's machine size, which its tensor-parallel options read)
     per_node = instance.device_count if instance is not None and instance.device_count else SERVING_GPUS_PER_NODE
+    # the rung whose climb stopped on a certain miss, where it is the pick's first fitting one (its answer or a
+    # refusal: fit's ``miss``)
+    unsure = False
+    miss = misses_at_every_load(limits) if refusal_only else None
+
+    def in_full() -> FormatPick:  # this pick asked without the certain-miss stop
+        return pick_format(spec, device, count, instance, memory, context=context, concurrency=concurrency,
+                           output_tokens=output_tokens, weights=weights, limits=limits, headroom=headroom,
+                           hardware_files=hardware_files, engine_given=engine_given, fields=fields,
+                           host_device=host_device, host_memory=host_memory, request_rate=request_rate,
+                           sized_memo=sized_memo)
+
     for fmt in ladder:
         # each rung on the engine `fit --weights RUNG` runs it on (estimate/device.py engine_rule): a smaller rung
         # may name its own engine (AWQ on vLLM where the device's rule for bf16 is transformers: a hardware file's GPU
@@ -312,9 +355,20 @@ def pick_format(spec: ModelSpec, device: Device, count: int, instance: Instance 
             r = sized.result(True)
         else:  # fit's rate path (estimate/fit.py: the in flight derived, eq. Q10c): one answer with fit
             server: list[float] = []  # eq. Q10a's capacity where it refuses the rate at one request in flight
+            # rate-independent only where fit ranks no layouts by the rate (one degree: fit_memory's options)
+            one_layout = len(serving_layout(eng, dev, n).tensor_parallel_options(spec, n, per_node)) == 1
             try:
                 r = fit(spec, target, cnt, request_rate=request_rate, fits_at=False, rate_bound=server,
+                        refusal_only=refusal_only and one_layout, miss=miss if one_layout else None,
                         **{k: v for k, v in args.items() if k != "concurrency"})
+            except RateMissCertain as e:  # misses at the fixed point (or is refused there): reasons unread
+                if first_fit is None:
+                    first_fit, first_reasons, unsure = e.result, ["misses at the rate"], True
+                continue
+            except RateOverloadError as e:  # (refusal_only: fit's past-capacity answer below, without its ceilings)
+                capacity = capacity or f"at {format_name(fmt)}: {e.detail}"
+                bound = max(bound, server[0]) if server and bound is not None else None
+                continue
             except FieldError as e:
                 if "request_rate" not in e.fields:
                     raise
@@ -323,11 +377,12 @@ def pick_format(spec: ModelSpec, device: Device, count: int, instance: Instance 
                 continue
             if "rate_capacity" in r.details:  # past its capacity (fit: no steady state at this rate)
                 capacity = capacity or f"at {format_name(fmt)}: {r.reasons[0]}"
-                # rate-independent only where fit ranks no layouts by the rate (one degree: fit_memory's options)
-                one_layout = len(serving_layout(eng, dev, n).tensor_parallel_options(spec, n, per_node)) == 1
                 bound = max(bound, server[0]) if server and one_layout and bound is not None else None
                 continue
+            if unsure and not r.fits and serves_alone(r):  # the unsure rung may have been refused: ask in full
+                return in_full()
             if not r.fits:  # (at the requests in flight the rate derives: fit's own reason)
+                unsure = False
                 if first_fit is None:
                     first_fit, first_reasons = r, [f"at {format_name(fmt)}: {r.reasons[0] if r.reasons else 'does not fit'}"]
                 continue
@@ -335,6 +390,9 @@ def pick_format(spec: ModelSpec, device: Device, count: int, instance: Instance 
         if not bad:
             return FormatPick("meets", r.engine, r.tensor_parallel, r.weights_format,
                               (f"fits at {format_name(fmt)}: {r.reasons[0]}",), r, warnings=r.all_warnings)
+        if unsure and serves_alone(r):  # the unsure rung may have been refused: ask in full
+            return in_full()
+        unsure = False  # (the first fitting rung is this one, or the unsure one and this not alone: alike)
         if first_fit is None:  # a rejection reports the highest-quality format that fits, with its own reason
             first_fit = r
             first_reasons = [f"at {format_name(fmt)}: " + "; ".join(bad) + " (smaller formats on the ladder "
