@@ -28,11 +28,43 @@ def test_alternatives_name_request_keys_and_the_count_key_works() -> None:
     (note,) = [n for n in job.notes if "alternative:" in n]
     assert "--" not in note, note  # before: "with --offload optimizer ...", "--count 9"
     assert "settings.offload: optimizer" in note and "(changes what you gave: settings.offload)" in note, note
-    m = re.search(r"set resources\.count: (\d+), settings\.grad_checkpointing: full in the request", note)
+    m = re.search(r"set resources\.count: (\d+), resources\.nodes: (\d+), settings\.grad_checkpointing: full in "
+                  r"the request", note)
     assert m, note
-    # the keys as written, set in the request, are read and fit; one device fewer does not
+    # the keys as written, set in the request, are read and fit; one machine fewer does not
+    count, nodes = int(m.group(1)), int(m.group(2))
     ckpt = ", grad_checkpointing: full"
-    fits = make_plan(parse_request(REQUEST % (ckpt, int(m.group(1))), source="r.yaml")).jobs[0].facts
+    text = (REQUEST % (ckpt, count)).replace(f"count: {count}}}", f"count: {count}, nodes: {nodes}}}")
+    fits = make_plan(parse_request(text, source="r.yaml")).jobs[0].facts
     assert fits["fits"] and fits["memory_per_device"] <= fits["budget_per_device"]
-    short = make_plan(parse_request(REQUEST % (ckpt, int(m.group(1)) - 1), source="r.yaml")).jobs[0].facts
+    short = make_plan(parse_request(REQUEST % (ckpt, count - count // nodes), source="r.yaml")).jobs[0].facts
     assert not short["fits"] and short["memory_per_device"] > short["budget_per_device"]
+
+
+BIG = """version: 1
+jobs:
+  - name: ft
+    kind: training
+    model: {name: llama-3.3-70b-instruct}
+    method: full
+    settings: {offload: none%s}
+    dataset: {tokens: 2M}
+    resources: {device: h100-sxm, count: %d%s}
+"""
+
+
+def test_a_count_past_one_machine_is_whole_machines_a_request_can_place() -> None:
+    """review9 #3: 70B full fine-tuning on 8 H100s named "resources.count: 17 ... 3 machines of 8 devices", which no
+    request places (17 does not split over 3 nodes; without nodes, 17 devices in one machine). The count named is
+    now whole machines with its nodes, and that request, as written, is read (the reader's even-split rule) and
+    its plan fits."""
+    job = make_plan(parse_request(BIG % ("", 8, ""), source="r.yaml")).jobs[0]
+    (note,) = [n for n in job.notes if "alternative:" in n]
+    m = re.search(r"set resources\.count: (\d+), resources\.nodes: (\d+), settings\.grad_checkpointing: full in "
+                  r"the request", note)
+    assert m, note
+    count, nodes = int(m.group(1)), int(m.group(2))
+    assert count % nodes == 0 and count // nodes == 8, note  # h100-sxm: TrainingWorkload's 8 devices per machine
+    facts = make_plan(parse_request(BIG % (", grad_checkpointing: full", count, f", nodes: {nodes}"),
+                                    source="r.yaml")).jobs[0].facts
+    assert facts["fits"] and facts["memory_per_device"] <= facts["budget_per_device"], facts

@@ -31,6 +31,7 @@ from ..request.quantities import parse_money
 from ..result import Assumption, Estimate, Notes
 from ..specs import InferenceWorkload, ModelSpec, TrainingWorkload
 from ..specs.workload import DEFAULT_ATTENTION, INFERENCE_NUMBERS, normalize_engine, prompt_and_output, read_number
+from ..units import format_bytes
 from . import efficiency as E
 from . import engines as ENG
 from . import ranges as R
@@ -72,7 +73,7 @@ from .serving_load import (
 )
 from .speed import SpeedEstimate, SpeedLayout, estimate_speed, for_device, speed_model, split_decode, split_prefill
 from .training import estimate_training
-from .training.compose import ZERO_NONE_FITS_WHY, ZERO_WHY, training_need, training_workload, with_device_notes
+from .training.compose import ZERO_NONE_FITS_WHY, ZERO_WHY, training_needs, training_workload, with_device_notes
 from .training.setup import refuse_attention_kernel
 from .verdict import check_headroom, fits_budget, headroom_assumption, host_memory_verdict, margin_rule, memory_budget
 
@@ -1567,6 +1568,13 @@ def fit_training(model: ModelSpec | str, hardware: str | Device | Instance, coun
     assumptions += chosen
     d = est.details
     lo, need, hi = est.total("device")
+    fits, reasons = bool(d["fits"]), [str(d["verdict"])]
+    if any(i.bytes for i in est.items if i.location == "host" and i.name != "host_runtime"):  # offloaded, paged
+        host = training_host(p, est.total("host")[1])
+        fits = fits and host["short"] is None
+        reasons.append(host["short"] or host["words"])
+        if host["ram"] is None:
+            assumptions.append(Assumption("host_memory", "not checked", True, host["words"]))
     tp = int(fields.get("tp", 1))
     dur, timing = None, None
     if tokens is not None:
@@ -1578,7 +1586,7 @@ def fit_training(model: ModelSpec | str, hardware: str | Device | Instance, coun
         timing = {**dur.to_dict(), "price_per_hour": price, "cost": cost}
     at = None
     changed: tuple[dict[str, Any], ...] = ()
-    if fits_at and not d["fits"]:
+    if fits_at and not fits:
         at = training_fits_at(spec, hardware, count, training_fields, headroom=headroom, memory=memory,
                               hardware_files=hardware_files)
         if at is None:  # nothing that keeps the caller's settings fits: what does with them changed, so marked
@@ -1586,8 +1594,8 @@ def fit_training(model: ModelSpec | str, hardware: str | Device | Instance, coun
                                                      memory=memory, hardware_files=hardware_files))
     # the high end is the verdict's (verdict.py high_end: the calibrated high end where it is higher), the one
     # `fit --train` and `train` print; the items' summed ranges' high, kept under its own name
-    return FitResult("training", spec.name, target, device.id, n, tp, n // tp, "", "", bool(d["fits"]), need,
-                     verdict_high(est) or hi, int(d["memory_budget"]), hr, est, None, timing, (str(d["verdict"]),),
+    return FitResult("training", spec.name, target, device.id, n, tp, n // tp, "", "", fits, need,
+                     verdict_high(est) or hi, int(d["memory_budget"]), hr, est, None, timing, tuple(reasons),
                      tuple(assumptions), tuple(est.warnings),
                      {"usable_memory_per_device": usable, "components_high_per_device": hi}, dur, fits_at=at,
                      fits_if_changed=changed, instances=instances_for(n, instance))
@@ -1629,6 +1637,28 @@ def _training_placement(hardware: str | Device | Instance, count: int | None, he
     for k, v in training_device_fields(device).items():
         fields.setdefault(k, v)
     return _Placement(device, n, target, instance, hr, usable, notes, fields)
+
+
+def training_host(p: _Placement, host_per_rank: int) -> dict[str, Any]:
+    """A training run's host RAM per machine: each training process's host part (``host_per_rank``:
+    ``est.total("host")[1]``, what offload= keeps pinned in host RAM and the host runtime; ZeRO partitions it over
+    the ranks, Ren et al. 2021 section 4) times the processes on one machine (min(count, devices per machine: an
+    instance's own, else the workload's gpus_per_node)), against the instance's RAM where the catalog gives it
+    (``host_memory_verdict``, the one check of a host part, no margin); a bare device's host is not known.
+    ``host_per_machine``, ``ram`` (None: not known), ``short`` (the verdict's words when it does not fit, else
+    None), ``words`` (the need stated)."""
+    per_node = (p.instance.device_count if p.instance is not None else
+                int(p.fields.get("gpus_per_node") or TrainingWorkload.gpus_per_node))
+    ranks = min(p.n, per_node)
+    host = host_per_rank * ranks
+    ram = int(p.instance.memory.base) if p.instance is not None and p.instance.memory is not None else None
+    each = f"{ranks} training processes x {format_bytes(host_per_rank)}" if ranks > 1 else "one training process"
+    short = None if ram is None else host_memory_verdict(
+        host, ram, f"the states {each} offload{'s' if ranks == 1 else ''}", "pinned, and the host runtime")
+    words = (f"host RAM: {format_bytes(host)} per machine ({each}: offloaded states and the host runtime) "
+             + (f"of {format_bytes(ram)} ({p.instance.id if p.instance else ''} RAM)" if ram is not None else
+                "not checked: give an instance (its RAM is checked)"))
+    return {"host_per_machine": host, "ram": ram, "short": short, "words": words}
 
 
 # The settings fit --train tries when a training run does not fit, least change to the run first: the same training
@@ -1690,7 +1720,9 @@ def _more_devices(spec: ModelSpec, hardware: str | Device | Instance, count: int
     ``TRAINING_LADDER`` step's defaults taken where the caller did not give them (activation checkpointing: the
     same training, one more forward; without it a 70B full fine-tuning on H100s asks 248 devices, with it 24), the
     changes marked, and the machines it spans (``machines``: count / ``gpus_per_node``, the workload's devices per
-    machine: an instance's own, else the field's, TrainingWorkload's default 8) when past one."""
+    machine: an instance's own, else the field's, TrainingWorkload's default 8) when past one: the count then
+    rounded up to whole machines (17 H100s -> 24 = 3 x 8; a request's resources.count must split evenly over its
+    resources.nodes, request/reader.py), its need taken again at that count."""
     defaults = {k: v for k, v in TRAINING_LADDER[0].items() if k not in given}
     more = _fewest_devices(spec, hardware, count, {**training_fields, **defaults}, headroom, memory, hardware_files)
     if more is None:
@@ -1703,8 +1735,17 @@ def _more_devices(spec: ModelSpec, hardware: str | Device | Instance, count: int
     except InputError:
         return [more]
     per_node = int(p.fields.get("gpus_per_node") or TrainingWorkload.gpus_per_node)
-    if n > per_node:
-        more.update(machines=-(-n // per_node), gpus_per_node=per_node)
+    if n > per_node:  # past one machine: whole machines (a request's count splits evenly over its nodes)
+        machines = -(-n // per_node)
+        if machines * per_node != n:
+            at = _training_step_need(spec, hardware, machines * per_node,
+                                     {**{k: v for k, v in training_fields.items() if k != "gpus"}, **defaults},
+                                     headroom, memory, hardware_files)
+            if at is None or not at[0]:
+                return []
+            more.update(memory_per_device=at[1], budget_per_device=at[2], **at[3])
+            more["changes"] = {**more["changes"], "count": machines * per_node}
+        more.update(machines=machines, gpus_per_node=per_node)
     return [more]
 
 
@@ -1721,22 +1762,30 @@ def _first_fitting(spec: ModelSpec, hardware: str | Device | Instance, count: in
         need = _training_step_need(spec, hardware, count, {**training_fields, **changes}, headroom, memory,
                                    hardware_files)
         if need is not None and need[0]:
-            return {"changes": changes, "memory_per_device": need[1], "budget_per_device": need[2]}
+            return {"changes": changes, "memory_per_device": need[1], "budget_per_device": need[2], **need[3]}
     return None
 
 
 def _training_step_need(spec: ModelSpec, hardware: str | Device | Instance, count: int | None,
                         fields: dict[str, Any], headroom: float | None, memory: int | None,
-                        hardware_files: Sequence[str | Path]) -> tuple[bool, int, int] | None:
-    """(fits, memory per device, budget per device) of ``fields`` on ``count`` devices: ``fit_training``'s
-    placement and need; None when the workload or the devices refuse it (QLoRA under fp32 precision)."""
+                        hardware_files: Sequence[str | Path]) -> tuple[bool, int, int, dict[str, Any]] | None:
+    """(fits, memory per device, budget per device, the host RAM where offload= puts states there:
+    ``host_per_machine`` and ``host_ram``, else empty) of ``fields`` on ``count`` devices: ``fit_training``'s
+    placement and need, its host part against an instance's RAM (``training_host``: a step the machine's RAM
+    cannot hold does not fit); None when the workload or the devices refuse it (QLoRA under fp32 precision)."""
     try:
         p = _training_placement(hardware, count, headroom, memory, hardware_files, fields)
         refuse_attention_kernel(spec, training_workload(p.fields), p.device)  # as training_on_device
-        need = training_need(spec, **p.fields, memory=p.usable, headroom=headroom)
+        need, host_per_rank = training_needs(spec, **p.fields, memory=p.usable, headroom=headroom)
     except InputError:
         return None
-    return fits_budget(need, p.usable, p.headroom), need, memory_budget(p.usable, p.headroom)  # eq. 2, verdict.py
+    fits = fits_budget(need, p.usable, p.headroom)  # eq. 2, verdict.py
+    host: dict[str, Any] = {}
+    if p.fields.get("offload") not in (None, "none"):
+        h = training_host(p, host_per_rank)
+        fits = fits and h["short"] is None
+        host = {"host_per_machine": h["host_per_machine"], "host_ram": h["ram"]}
+    return fits, need, memory_budget(p.usable, p.headroom), host
 
 
 # The most devices the smallest-count search tries: this search's own bound, not numbers.COUNT (a caller may give up
@@ -1758,9 +1807,9 @@ def _fewest_devices(spec: ModelSpec, hardware: str | Device | Instance, count: i
         return None
     step = p.instance.device_count if p.instance is not None else 1
     fields = {k: v for k, v in training_fields.items() if k != "gpus"}
-    seen: dict[int, tuple[bool, int, int] | None] = {}
+    seen: dict[int, tuple[bool, int, int, dict[str, Any]] | None] = {}
 
-    def need_at(k: int) -> tuple[bool, int, int] | None:
+    def need_at(k: int) -> tuple[bool, int, int, dict[str, Any]] | None:
         if k not in seen:
             seen[k] = _training_step_need(spec, hardware, k * step, fields, headroom, memory, hardware_files)
         return seen[k]
@@ -1787,7 +1836,7 @@ def _fewest_devices(spec: ModelSpec, hardware: str | Device | Instance, count: i
     r = seen[hi]
     assert r is not None
     return {"changes": {"count": hi * step}, "changes_given": ["count"] if count is not None else [],
-            "memory_per_device": r[1], "budget_per_device": r[2]}
+            "memory_per_device": r[1], "budget_per_device": r[2], **r[3]}
 
 
 def _at_rate(sp: Any, engine: str, rate: float, chunk: int | None, replicas: int = 1,

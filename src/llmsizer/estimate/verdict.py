@@ -254,7 +254,8 @@ def admission_verdict(admitted: int, concurrency: int, context: int, need: int, 
     return Verdict(fits, need, need, usable, round(1 - utilization, 9), budget, basis, reason, warnings)
 
 
-def host_memory_verdict(host_bytes: int, host_memory: int, held: str) -> str | None:
+def host_memory_verdict(host_bytes: int, host_memory: int, held: str,
+                        rest: str = "with its KV cells, buffers and runtime") -> str | None:
     """llama.cpp's host part against the host RAM given (``--host-memory``): None when it fits, else the reason.
 
     The host part is what llama.cpp keeps in host memory beside its GPUs (estimate/inference/llamacpp_split.py rules
@@ -263,8 +264,10 @@ def host_memory_verdict(host_bytes: int, host_memory: int, held: str) -> str | N
     checks only device memory (common/fit.cpp), and the host part is compared with the RAM as given, as ``fit
     --auto`` has compared it. ``held``: the placement's words for what the host holds ('token embd, layers 0-12,
     experts 0-3', estimate/inference/llamacpp.py ``_split_details``). The one check of ``fit --auto``
-    (estimate/llamacpp_fit.py) and of ``fit`` with the flags given (estimate/fit.py)."""
+    (estimate/llamacpp_fit.py) and of ``fit`` with the flags given (estimate/fit.py); a training run's host part
+    (what offload= keeps in pinned host RAM, per machine) against an instance's RAM is checked by the same rule
+    (estimate/fit.py ``training_host``), ``rest`` its words for what else is there."""
     if host_bytes <= host_memory:
         return None
     return (f"host memory: needs {format_bytes(host_bytes)} of {format_bytes(host_memory)} RAM (on the host: {held}, "
-            "with its KV cells, buffers and runtime)")
+            f"{rest})")

@@ -98,9 +98,10 @@ def render_fit(r: FitResult) -> str:
 
 def training_request_key(field: str) -> str:
     """The request file's key (request/fields.py, a training job) for a field a training alternative changes
-    (``fits_at`` / ``fits_if_changed`` ``changes``): ``method`` on the job, ``count`` under ``resources``, every
+    (``fits_at`` / ``fits_if_changed`` ``changes``): ``method`` on the job, ``count`` and ``nodes`` (the machines a
+    count past one spans) under ``resources``, every
     other setting under ``settings``; the CLI's flag for it is ``--`` and the field with dashes."""
-    return {"method": "method", "count": "resources.count"}.get(field, f"settings.{field}")
+    return {"method": "method", "count": "resources.count", "nodes": "resources.nodes"}.get(field, f"settings.{field}")
 
 
 def training_setting_words(changes: dict[str, Any], rerun: bool = True) -> str:
@@ -118,21 +119,38 @@ def fits_if_changed_lines(alts: Sequence[dict[str, Any]], rerun: bool = True) ->
     as request keys (a plan of a request file)."""
     out = []
     for at in alts:
-        flags = training_setting_words(at["changes"], rerun)
+        changes = at["changes"]
+        if at.get("machines") and not rerun:  # the request's count splits evenly over its nodes (request/reader.py)
+            changes = {"count": changes["count"], "nodes": at["machines"],
+                       **{k: v for k, v in changes.items() if k != "count"}}
+        flags = training_setting_words(changes, rerun)
         given = at.get("changes_given") or []
         named = (", ".join("--" + k.replace("_", "-") for k in given) if rerun else
                  ", ".join(training_request_key(k) for k in given))
         over = f" (changes what you gave: {named})" if given else ""
         kept = ", your other settings kept" if "count" in at["changes"] else ""
         if at.get("machines"):  # past one machine: the devices per machine it was counted with
-            kept += f"; {at['machines']} machines of {at['gpus_per_node']} devices (gpus_per_node), past one node"
+            per = f"--gpus-per-node {at['gpus_per_node']}" if rerun else f"{at['gpus_per_node']} per node"
+            kept += f"; {at['machines']} machines of {at['gpus_per_node']} devices ({per}), past one node"
         how = f"with {flags}" if rerun else f"set {flags} in the request"
         out.append(f"alternative: {how}: {format_bytes(at['memory_per_device'])} per device of a "
-                   f"{format_bytes(at['budget_per_device'])} budget{over}{kept}")
+                   f"{format_bytes(at['budget_per_device'])} budget{_host_words(at, rerun)}{over}{kept}")
     if out:
         out.insert(0, "hint: nothing that keeps the settings you gave fits these devices"
                       + ("" if rerun else " (the request's settings)"))
     return out
+
+
+def _host_words(at: dict[str, Any], rerun: bool) -> str:
+    """A training alternative's host RAM (estimate/fit.py ``training_host``: what offload= keeps there per
+    machine), checked against the instance's RAM or said unchecked; '' when it offloads nothing."""
+    host = at.get("host_per_machine")
+    if not host:
+        return ""
+    if at.get("host_ram") is not None:
+        return f" + {format_bytes(host)} host RAM per machine of {format_bytes(at['host_ram'])}"
+    give = "give an instance (--device INSTANCE)" if rerun else "give an instance as resources.device"
+    return f" + {format_bytes(host)} host RAM per machine, not checked: {give}"
 
 
 def fits_at_line(at: dict[str, Any] | None, rerun: bool = True) -> str | None:
@@ -157,6 +175,8 @@ def fits_at_line(at: dict[str, Any] | None, rerun: bool = True) -> str | None:
                 "outputs)")
     if "changes" in at:
         flags = " ".join(f"--{k.replace('_', '-')} {v}" for k, v in at["changes"].items())
+        if mem and at.get("host_per_machine"):
+            mem = mem[:-1] + _host_words(at, rerun) + ")"
         return (f"hint: it fits with {flags}{mem}, the least change to the run that does"
                 + (f" (rerun with {flags})" if rerun else ""))
     fmt = at["weights"].removeprefix("gguf:")

@@ -56,7 +56,11 @@ _CHANGE = {"type": "object", "required": ["changes", "changes_given", "memory_pe
                "memory_per_device": {"type": "integer", "description": "bytes per device with the changes"},
                "budget_per_device": {"type": "integer", "description": "bytes per device the verdict allows"},
                "machines": {"type": "integer", "description": "count alternatives past one machine: how many"},
-               "gpus_per_node": {"type": "integer", "description": "the devices per machine machines counts"}}}
+               "gpus_per_node": {"type": "integer", "description": "the devices per machine machines counts"},
+               "host_per_machine": {"type": "integer", "description": "bytes of host RAM per machine an offload "
+                                    "step keeps there (pinned states and the host runtime)"},
+               "host_ram": {"anyOf": [{"type": "integer"}, {"type": "null"}], "description": "the instance's RAM "
+                            "host_per_machine was checked against (bytes); null: a bare device, not checked"}}}
 _FIT_ANSWER = {"description": _ANSWER["description"], "content": {"application/json": {"schema": {
     "type": "object", "additionalProperties": True, "properties": {
         "fits_at": {"anyOf": [{"type": "object"}, {"type": "null"}],

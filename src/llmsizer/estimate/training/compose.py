@@ -165,11 +165,19 @@ def training_need(model: ModelSpec | str, **kwargs: Any) -> int:
     (``est.total("device")[1]``, eq. 2's need) without composing its words: the same checks and the same ZeRO stage
     (``sharded_workload``), the items measured (``_need``) and not explained, warned about or judged. What a search
     that compares needs alone reads (fit.py ``training_fits_at``'s ladder)."""
+    return training_needs(model, **kwargs)[0]
+
+
+def training_needs(model: ModelSpec | str, **kwargs: Any) -> tuple[int, int]:
+    """``training_need`` and the host need beside it [bytes per training process]: ``est.total("device")[1]`` and
+    ``est.total("host")[1]`` of ``estimate_training(model, **kwargs)`` (what offload= keeps in pinned host RAM, the
+    host runtime), from the same measured items."""
     prepared = _prepared(model, None, kwargs)
     if isinstance(prepared, Estimate):
-        return prepared.total("device")[1]
+        return prepared.total("device")[1], prepared.total("host")[1]
     spec, w, _ = prepared
-    return _need(spec, sharded_workload(spec, w))[0]
+    items = _measured_items(spec, sharded_workload(spec, w))[0]
+    return _device_need(items), sum(i.bytes for i in items if i.location == "host")
 
 
 def _prepared(model: ModelSpec | str, workload: TrainingWorkload | None, kwargs: dict[str, Any]
@@ -290,21 +298,27 @@ def _need(spec: ModelSpec, w: TrainingWorkload) -> tuple[int, _Measured | None, 
     """The expected device bytes of ``w``'s estimate (``est.total("device")[1]``), its measurement when it was
     measured now (None: read from an estimate or items already made for ``w``) and ``_MEMO``'s key of ``w`` (None:
     a field value cannot be hashed, no memo)."""
+    items, measured, key = _measured_items(spec, w)
+    return _device_need(items), measured, key
+
+
+def _measured_items(spec: ModelSpec, w: TrainingWorkload) -> tuple[Sequence[Item], _Measured | None, tuple[Any, ...] | None]:
+    """``w``'s estimate's items (from ``_MEMO``, ``_ITEMS`` or measured now), as ``_need`` returns beside them."""
     key = _memo_key(spec, w)
     try:
         hit = _MEMO.get(key)
     except TypeError:
         measured = _measure(spec, w, None)
-        return _device_need(measured.acc.items), measured, None
+        return measured.acc.items, measured, None
     if hit is not None and hit[0] is spec:
-        return hit[1].total("device")[1], None, key
+        return hit[1].items, None, key
     items_key = _items_key(spec, w, key)
     made = _ITEMS.get(items_key)
     if made is not None and made[0] is spec:
-        return _device_need(made[1]), None, key
+        return made[1], None, key
     measured = _measure(spec, w, items_key)
     _remember_items(items_key, spec, tuple(measured.acc.items))
-    return _device_need(measured.acc.items), measured, key
+    return measured.acc.items, measured, key
 
 
 def _keep(spec: ModelSpec, w: TrainingWorkload, measured: _Measured | None, key: tuple[Any, ...] | None) -> None:
