@@ -58,3 +58,11 @@ def test_json_carries_the_lines_the_text_prints() -> None:
     _, out, _ = run(*ARGS)
     printed = [ln.strip() for ln in out.splitlines() if ln.strip().startswith(("hint: nothing", "alternative:"))]
     assert len(printed) == 1 + len(d["fits_if_changed"]) and d["fits_if_changed_text"] == printed
+
+
+def test_the_python_answer_carries_the_lines_as_the_cli_json_does() -> None:
+    """review9 #5: ``fits_if_changed_text`` is built in FitResult.to_dict (one home), so the Python API's answer and
+    the CLI's --json are the same for the same question."""
+    _, d = run_json(*ARGS)
+    r = fit_training("llama-3.1-70b", "a100-sxm-80gb", 2, method="lora", offload="none")
+    assert r.to_dict()["fits_if_changed_text"] == d["fits_if_changed_text"] and len(d["fits_if_changed_text"]) > 1

@@ -48,3 +48,18 @@ def test_fit_auto_and_plan_carry_it(tmp_path: Path) -> None:
     assert any("Q2_K" in ln for ln in _quality_lines(out + err))
     code, out, err = run("plan", str(example))
     assert _quality_lines(out + err) == []
+
+
+def test_a_quantized_release_is_rated_once_on_every_surface() -> None:
+    """review9 #4: gpt-oss is published in MXFP4. llama.cpp's table measures each type from a 16-bit model, so Q2_K
+    of it is 'not rated' in the models --fits-on cell and in fit's warning alike (not "+3.52 on Llama-3-8B" in one and
+    "not rated" in the other); a 16-bit copy holds the same MXFP4 values: 'as released', not 'unquantized'."""
+    from llmsizer.estimate.formats import format_quality, quality_warning
+    code, out, err = run("fit", "gpt-oss-20b", "--device", "rtx-3090", "--engine", "llamacpp", "--weights", "q2_k")
+    said = [ln for ln in (out + err).splitlines() if "Q2_K" in ln and "warning" in ln]
+    assert _quality_lines(out + err) == [] and len(said) == 1 and "not rated" in said[0]
+    assert format_quality("gguf:q2_k", "mxfp4") == "not rated (re-quantized from mxfp4)"
+    assert "not rated" in (quality_warning("gguf:q2_k", "mxfp4") or "")
+    for up in ("bf16", "gguf:bf16", "gguf:f16"):
+        assert format_quality(up, "mxfp4") == "as released (mxfp4)" and quality_warning(up, "mxfp4") is None
+    assert format_quality("gguf:q2_k", "bf16") == f"+{float(LLAMA_CPP_PPL['Q2_K']):.2f} ppl (below Q4_0)"

@@ -51,19 +51,37 @@ def test_the_capacity_does_not_depend_on_the_rate_asked(device: str, kw: dict, r
     assert not fit("llama-3.1-8b", device, request_rate=1.001 * cap, **kw).fits
 
 
-def test_an_engine_with_no_admission_bound_is_bound_by_its_decode_at_every_rate() -> None:
-    """llama.cpp, 2k context: the prefill ceiling is 8/s but the decode carries less; 50/s (past the prefill ceiling)
-    and 7.9/s (below it) name the same capacity, and a rate just below it has a steady state."""
+def test_an_engine_with_no_admission_bound_states_one_capacity_at_every_rate() -> None:
+    """llama.cpp, 2k context: the prefill ceiling is 8/s but the decode carries less, and its slots' memory less
+    still; 50/s (past the prefill ceiling) and 7.9/s (below it, refused by the decode) name the same capacity, and a
+    rate just below it fits."""
     kw = dict(engine="llamacpp", context=2048)
     a, b = (fit("llama-3.1-8b", "h100-sxm", request_rate=r, **kw) for r in (50, 7.9))
     assert a.details["rate_refused_by"] == "server" and b.details["rate_refused_by"] == "decode"
-    assert a.details["rate_binding"] == b.details["rate_binding"] == "decode"
+    assert a.details["rate_binding"] == b.details["rate_binding"] == "memory"
     cap = float(a.details["rate_capacity"])
     assert cap == pytest.approx(float(b.details["rate_capacity"]), rel=2e-3)
-    assert cap < a.details["rate_ceilings"]["server"]
-    assert a.reasons[0].endswith("lower the rate, add replicas or shorten the outputs")
-    below = fit("llama-3.1-8b", "h100-sxm", request_rate=0.97 * cap, **kw)  # a steady state (its slots' memory
-    assert "rate_capacity" not in below.details and below.speed is not None  # is the memory verdict's question)
+    assert cap < a.details["rate_ceilings"]["decode"] < a.details["rate_ceilings"]["server"]
+    assert a.reasons[0].endswith("(each sequence in flight holds its KV cache)")
+    below = fit("llama-3.1-8b", "h100-sxm", request_rate=0.97 * cap, **kw)
+    assert below.fits and "rate_capacity" not in below.details and below.speed is not None
+
+
+def test_an_engine_with_no_admission_bound_states_the_rate_its_slots_memory_carries() -> None:
+    """llama.cpp, 4k context on an H100: the decode's ceiling (about 2.4/s) is reached only with more slots than the
+    KV memory holds (review9 #2: 2.2/s needed 137.7 GiB of 78.65), so the capacity stated is the memory's: a rate
+    just below it fits in memory, one just above does not (the memory verdict, each at its own slots)."""
+    kw = dict(engine="llamacpp", context=4096)
+    over = fit("llama-3.1-8b", "h100", request_rate=5, **kw)
+    ceil = over.details["rate_ceilings"]
+    assert over.details["rate_binding"] == "memory" and ceil["memory"] < ceil["decode"]
+    cap = float(over.details["rate_capacity"])
+    assert f"carries at most about {cap:.3g} requests/s" in over.reasons[0]
+    assert "shorten the context or the outputs" in over.reasons[0]
+    below = fit("llama-3.1-8b", "h100", request_rate=0.999 * cap, **kw)
+    above = fit("llama-3.1-8b", "h100", request_rate=1.001 * cap, **kw)
+    assert below.fits and not above.fits
+    assert "rate_capacity" not in above.details  # refused by its memory (its slots), not by a ceiling of the rate
 
 
 def test_a_slow_first_token_and_a_rate_near_capacity_are_warned() -> None:

@@ -10,7 +10,7 @@ from ..estimate.duration import Duration
 from ..estimate.fit import FitResult, fit, fit_training, target_and_count
 from ..estimate.llamacpp_fit import LlamaCppFit, fit_llamacpp, gpu_free
 from ..numbers import COUNT, KWH_PRICE, MAX_GPUS, REQUEST_RATE
-from ..render.fit_text import fits_if_changed_lines, render_fit
+from ..render.fit_text import render_fit
 from ..render.safe import say
 from ..specs import ModelSpec
 from ..specs.workload import engine_rule_text, normalize_engine
@@ -121,10 +121,7 @@ def fit_answer(spec: ModelSpec, args: argparse.Namespace
         r = fit_training(spec, args.device, args.count, headroom=args.headroom, memory=args.memory,
                          hardware_files=args.hardware_file, tokens=args.tokens, utilization=args.utilization,
                          kwh_price=args.kwh_price, **fields)
-        # the lines the text answer prints under fits_if_changed (render/fit_text.py, their one home): the web grid
-        # shows them verbatim
-        data = {**r.to_dict(), "fits_if_changed_text": fits_if_changed_lines(r.fits_if_changed)}
-        return data, exit_code(r.fits), r, r.duration
+        return r.to_dict(), exit_code(r.fits), r, r.duration
     fields = inference_fields(args)
     fields.pop("gpus", None)  # --gpus is the training flag here; serving uses --count
     # --tp serving: the degree each replica runs (estimate/fit.py fit's ``tensor_parallel``, as the Python API takes

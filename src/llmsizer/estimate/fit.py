@@ -339,10 +339,16 @@ class FitResult:
             "speed": self.speed.to_dict() if self.speed else None, "training_time": self.training_time,
             "assumptions": [a.to_dict() for a in self.assumptions], "warnings": list(self.warnings),
             "details": self.details, "fits_at": self.fits_at,
-            **({"fits_if_changed": list(self.fits_if_changed)} if self.kind == "training" else {}),
+            **({"fits_if_changed": list(self.fits_if_changed),
+                # the lines the text answer prints under them (render/fit_text.py, their one home), as CLI flags
+                "fits_if_changed_text": self._fits_if_changed_text()} if self.kind == "training" else {}),
             **({"cost": self.cost, "running_sequences": self.details.get("running_sequences")}
                if self.kind == "inference" else {}),
         }
+
+    def _fits_if_changed_text(self) -> list[str]:
+        from ..render.fit_text import fits_if_changed_lines
+        return fits_if_changed_lines(self.fits_if_changed)
 
     def __str__(self) -> str:
         from ..render.fit_text import render_fit

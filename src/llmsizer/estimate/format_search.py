@@ -21,7 +21,7 @@ from typing import Any
 from ..catalog.hardware import Device, Instance
 from ..errors import FieldError, InputError
 from ..formulas.kv_cache import kv_dtype_name
-from ..formulas.weight_formats import weight_bytes
+from ..formulas.weight_formats import stored_format, weight_bytes
 from ..models import load_model
 from ..numbers import CONCURRENCY
 from ..specs import InferenceWorkload, ModelSpec
@@ -587,7 +587,7 @@ def experts_in_host_at(spec: ModelSpec, hardware: str | Device | Instance, count
         fmt, r = pick
         rows = r.devices()
         return {"weights": fmt, "format_rule": rule,
-                "quality_warning": quality_warning(fmt), "warnings": list(r.warnings),
+                "quality_warning": quality_warning(fmt, stored_format(spec)[0]), "warnings": list(r.warnings),
                 "n_cpu_moe": r.n_cpu_moe, "flags": r.flags(),
                 "memory_per_device": max(d["total"] for d in rows if d["device"] != "host"),
                 "host_bytes": sum(d["total"] for d in rows if d["device"] == "host"),

@@ -388,35 +388,54 @@ QUALITY_PPL_LIMIT = GGUF_PPL_INCREASE["gguf:q4_0"]
 _UNQUANTIZED = ("bf16", "fp16", "f16", "fp32", "f32")
 
 
-def format_quality(fmt: str, stored: str | None = None) -> str:
-    """A weight format's quality as one short cell (``models --fits-on``'s quality column, its JSON and the web page's):
-    a GGUF type's perplexity increase on Llama-3-8B from llama.cpp's quantize table (:data:`GGUF_PPL_INCREASE`),
-    marked 'below Q4_0' past :data:`QUALITY_PPL_LIMIT` (the rule of :func:`quality_warning`); 'unquantized' for the
-    16- and 32-bit formats; 'not rated' for the others (no table on one scale covers them). With ``stored``, the
-    model's published format (weight_formats.py ``stored_format``) when it is itself quantized (gpt-oss's MXFP4
-    experts, an FP8 checkpoint): that format or its GGUF file type (:data:`GGUF_FROM_STORED`) is 'as released', and
-    any other is 'not rated', re-quantized from it (the table measures each type from a 16-bit model, not from
-    an already quantized one)."""
+def quality_rating(fmt: str, stored: str | None = None) -> tuple[str, float | None]:
+    """The one home of the weight-quality rule, read by the cell (:func:`format_quality`) and the warning
+    (:func:`quality_warning`): (kind, perplexity increase on Llama-3-8B from llama.cpp's quantize table,
+    :data:`GGUF_PPL_INCREASE`, None where it has no row). Kinds: 'as released' where ``stored`` (the model's
+    published format, weight_formats.py ``stored_format``) is itself quantized (gpt-oss's MXFP4 experts, an FP8
+    checkpoint) and ``fmt`` is that format, its GGUF file type (:data:`GGUF_FROM_STORED`) or a 16/32-bit copy of it
+    (an up-cast holds the same quantized values); 're-quantized' for any other format of such a model (the table
+    measures each type from a 16-bit model, not from an already quantized one); else 'table' (a row of the table),
+    'unquantized' (16 and 32 bits) or 'not rated' (no table on one scale covers it)."""
+    ppl = GGUF_PPL_INCREASE.get(fmt)
     if stored is not None and stored not in _UNQUANTIZED:
-        if fmt in (stored, GGUF_FROM_STORED.get(stored)):
-            return f"as released ({stored})"
-        if fmt.removeprefix("gguf:") not in _UNQUANTIZED:
-            return f"not rated (re-quantized from {stored})"
-    ppl = GGUF_PPL_INCREASE.get(fmt)
+        if fmt in (stored, GGUF_FROM_STORED.get(stored)) or fmt.removeprefix("gguf:") in _UNQUANTIZED:
+            return "as released", None
+        return "re-quantized", ppl
     if ppl is not None:
+        return "table", ppl
+    return ("unquantized" if fmt.removeprefix("gguf:") in _UNQUANTIZED else "not rated"), None
+
+
+def format_quality(fmt: str, stored: str | None = None) -> str:
+    """A weight format's quality as one short cell (``models --fits-on``'s quality column, its JSON and the web page's),
+    by :func:`quality_rating`: '+X ppl' from llama.cpp's table, marked 'below Q4_0' past :data:`QUALITY_PPL_LIMIT`
+    (where :func:`quality_warning` warns); 'unquantized'; 'as released (mxfp4)'; 'not rated (re-quantized from
+    mxfp4)'; 'not rated'."""
+    kind, ppl = quality_rating(fmt, stored)
+    if kind == "as released":
+        return f"as released ({stored})"
+    if kind == "re-quantized":
+        return f"not rated (re-quantized from {stored})"
+    if kind == "table" and ppl is not None:
         return f"+{ppl:.2f} ppl" + (" (below Q4_0)" if ppl > QUALITY_PPL_LIMIT else "")
-    if fmt.removeprefix("gguf:") in _UNQUANTIZED:
-        return "unquantized"
-    return "not rated"
+    return kind
 
 
-def quality_warning(fmt: str) -> str | None:
-    """A warning when weight format ``fmt`` costs more quality than :data:`QUALITY_PPL_LIMIT` (the one home of that
-    rule: every estimate carries it, so fit, fit --auto, recommend and plan show it); None otherwise."""
-    ppl = GGUF_PPL_INCREASE.get(fmt)
-    if ppl is None or ppl <= QUALITY_PPL_LIMIT:
+def quality_warning(fmt: str, stored: str | None = None) -> str | None:
+    """A warning when weight format ``fmt`` (of a model published as ``stored``) costs more quality than
+    :data:`QUALITY_PPL_LIMIT` in llama.cpp's table (:func:`quality_rating`, the one home of that rule: every estimate
+    carries it, so fit, fit --auto, recommend and plan show it). A type past it that re-quantizes a quantized release
+    is warned as not rated (the table measures it from a 16-bit model), as the cell says; None otherwise."""
+    kind, ppl = quality_rating(fmt, stored)
+    if ppl is None or ppl <= QUALITY_PPL_LIMIT or kind not in ("table", "re-quantized"):
         return None
     name = fmt.removeprefix("gguf:").upper()
+    if kind == "re-quantized":
+        return (f"{name} re-quantizes the model's {stored} release: its quality is not rated (llama.cpp's table, "
+                f"tools/quantize/quantize.cpp QUANT_OPTIONS, gives {name} +{ppl:.2f} perplexity on Llama-3-8B from a "
+                f"16-bit model, more than Q4_0's +{QUALITY_PPL_LIMIT:.2f}, not from an already quantized one); the "
+                f"release's own format ({GGUF_FROM_STORED.get(str(stored), stored)}) keeps its quality")
     return (f"{name} costs quality: +{ppl:.2f} perplexity on Llama-3-8B, more than Q4_0's +{QUALITY_PPL_LIMIT:.2f} "
             "(llama.cpp tools/quantize/quantize.cpp QUANT_OPTIONS); a larger format (Q4_K_M: "
             f"+{GGUF_PPL_INCREASE['gguf:q4_k_m']:.2f}) keeps more of the model")
@@ -498,7 +517,7 @@ def engine_weights(spec: ModelSpec, engine: str, weights: str | None, group_size
     if fmt == "mxfp4" and engine == "transformers":
         out.warnings.append("transformers keeps MXFP4 experts packed only with the triton/kernels MXFP4 path on "
                             "recent GPUs; otherwise it dequantizes them to bf16 (pass --weights bf16 to size that)")
-    quality = quality_warning(fmt)
+    quality = quality_warning(fmt, stored_format(spec)[0])
     if quality is not None:
         out.warnings.append(quality)
     out.fmt = fmt

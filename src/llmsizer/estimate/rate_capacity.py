@@ -12,7 +12,10 @@ least of its ceilings, each per replica times the replicas (formulas/serving_que
 - ``decode``: eq. Q10c, the most requests/s whose mean in flight stays within the sequences the decode runs
   (``serving_load.sustained_rate``), the refusal's own where it refused the rate: it binds an engine with no
   admission bound (llama.cpp); where one admits c, the requests past c wait (eq. Q12) and the step stays timed at c,
-  so c / T(c) is that engine's decode ceiling.
+  so c / T(c) is that engine's decode ceiling;
+- ``memory``: for an engine with no admission bound (llama.cpp gives every sequence in flight its slot), eq. Q10c's
+  rate at the most sequences per replica whose memory fits (``_decode_ceiling``): a rate above it holds more in
+  flight than the device holds, so the memory verdict refuses it.
 
 The remedy names the ceiling that binds (RATE_REMEDY). A deployment whose pool holds no sequence does not start:
 that is said first, as the memory verdict's reasons.
@@ -34,6 +37,7 @@ RATE_CEILING_SAID = {
     "server": "the prompts' prefill and the API server (eq. Q10a: 1 / max(prefill, the server's serial time))",
     "admission": "the sequences the engine admits at once (eq. Q12: c / T(c))",
     "decode": "the decode (eq. Q10c: the most requests/s whose mean in flight stays within the sequences it runs)",
+    "memory": "the memory (eq. Q10c's rate at the most sequences in flight whose KV cache fits on the device)",
 }
 
 
@@ -54,7 +58,7 @@ def ceilings(closed: Callable[[int, bool], FitResult], refusal: Refusal,
     its serial s H, so X(c) <= 1 / max(D, s H)), and a rate the decode refused is below the server's (the search's
     first fit, at one request in flight, would have met eq. Q10a first). So an admission refusal needs no other fit, a
     server or decode refusal the fit at the c admitted (c / T(c)), and a server refusal of an engine with no admission
-    bound the decode's search (``_decode_ceiling``; not where the caller is itself a search over many deployments,
+    bound, and a decode refusal, the decode's search (``_decode_ceiling``, with the memory's ceiling; not where the caller is itself a search over many deployments,
     ``search``, recommend's copies: there the server's ceiling is stated as an upper bound, the decode's not searched)."""
     first = closed(max(1, refusal.in_flight) if refusal.kind == "admission" else 1, False)
     n = first.replicas
@@ -76,8 +80,10 @@ def ceilings(closed: Callable[[int, bool], FitResult], refusal: Refusal,
         load = full.speed.load if full.speed is not None else None
         if load and load.get("requests_per_second"):
             add("admission", float(load["requests_per_second"]) * n)
-    elif refusal.kind == "server" and not search:
-        add("decode", _decode_ceiling(closed, n))
+    elif refusal.kind in ("server", "decode") and not search:
+        decode, memory = _decode_ceiling(closed, n)  # a decode refusal carries its own decode ceiling
+        add("decode", decode if refusal.kind == "server" else None)
+        add("memory", memory)
     return found, first, admitted
 
 
@@ -87,23 +93,38 @@ def ceilings(closed: Callable[[int, bool], FitResult], refusal: Refusal,
 DECODE_CEILING_GAIN = 1e-3
 
 
-def _decode_ceiling(closed: Callable[[int, bool], FitResult], n: int) -> float | None:
-    """The most requests/s [all ``n`` replicas] whose mean in flight stays within C (``sustained_rate`` of the fit at
-    C per replica, eq. Q10c), over C doubling from 1 while it rises (DECODE_CEILING_GAIN). None without a load."""
-    best: float | None = None
-    c = 1
-    while c <= CONCURRENCY.high:
+def _decode_ceiling(closed: Callable[[int, bool], FitResult], n: int) -> tuple[float | None, float | None]:
+    """The decode's and the memory's ceilings [requests/s, all ``n`` replicas] of an engine with no admission bound.
+    Decode: the most requests/s whose mean in flight stays within C (``sustained_rate`` of the fit at C per replica,
+    eq. Q10c), over C doubling from 1 while it rises (DECODE_CEILING_GAIN), fitting or not. Memory: at the first C
+    on that way that does not fit (each sequence in flight holds its KV slot), the rate whose slots (``sustained_rate``
+    ``sized``, as a fit at a rate sizes them) stay within the largest C that fits, bisected between the last C that
+    fit and it (None where every C tried fits, or none does). None without a load."""
+    def rate(c: int, sized: bool = False) -> tuple[bool, float | None]:
         r = closed(c * n, True)
         load = r.speed.load if r.speed is not None else None
-        x = sustained_rate(r.speed, r.engine) if load and "chunk_tokens" in load else None
+        return r.fits, (sustained_rate(r.speed, r.engine, sized) if load and "chunk_tokens" in load else None)
+
+    best: float | None = None
+    memory: float | None = None
+    c, fitting = 1, 0
+    while c <= CONCURRENCY.high:
+        fits, x = rate(c)
+        if not fits and fitting == c // 2:  # the first C that does not fit
+            low, high = fitting, c
+            while high - low > 1 and low > 0:  # the largest C that fits, between the last that did and c
+                mid = (low + high) // 2
+                low, high = (mid, high) if rate(mid)[0] else (low, mid)
+            memory = rate(low, True)[1] if low > 0 else None  # the rate whose slots (as a fit sizes them) fit
         if x is None and c > 1:
             break
         if x is not None:
             if best is not None and x <= best * (1 + DECODE_CEILING_GAIN):
                 break
             best = x
+        fitting = c if fits else fitting
         c *= 2
-    return None if best is None else best * n
+    return (None if best is None else best * n), (None if memory is None else memory * n)
 
 
 def over_capacity(rate: float, refusal: Refusal, closed: Callable[[int, bool], FitResult],

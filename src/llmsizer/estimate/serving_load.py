@@ -222,6 +222,8 @@ RATE_REMEDY = {
     "admission": "lower the rate, add replicas or shorten the context (more KV room per replica admits more "
                  "sequences at once)",
     "decode": "lower the rate, add replicas or shorten the outputs",
+    "memory": "lower the rate, add replicas or shorten the context or the outputs (each sequence in flight holds "
+              "its KV cache)",
 }
 T = TypeVar("T")
 
@@ -456,11 +458,13 @@ def admission_wait(sp: SpeedEstimate | None, engine: str, rate: float) -> SpeedE
 RATE_BISECTIONS = 60  # halvings of (0, eq. Q10a's bound): past double precision
 
 
-def sustained_rate(sp: SpeedEstimate | None, engine: str) -> float | None:
+def sustained_rate(sp: SpeedEstimate | None, engine: str, sized: bool = False) -> float | None:
     """The largest request rate lambda whose mean in flight (eq. Q10c) stays within the ``sp.concurrency``
     sequences ``sp``'s decode step is timed at: lambda R_lambda(C) = C, R_lambda the mean request seconds of eq. Q10
     (lambda R_lambda rises with lambda, so bisection on (0, eq. Q10a's bound)); ``sp`` carrying an open load
-    (``at_rate``: its chunk). The decode's capacity is its sup over C. None without one."""
+    (``at_rate``: its chunk). The decode's capacity is its sup over C. ``sized``: the slots a rate's load is sized
+    at (``slots_for``: eq. T1's tail where the engine sizes its slots from it), not the mean, stay within C, as a
+    fit at that rate sizes its memory (rate_capacity.py's memory ceiling). None without one."""
     q = q5_inputs(sp, engine, int(sp.load["chunk_tokens"])) if sp is not None and sp.load else None
     if q is None or sp is None:
         return None
@@ -471,7 +475,8 @@ def sustained_rate(sp: SpeedEstimate | None, engine: str) -> float | None:
         if mid <= low or mid >= high:
             break
         state = open_serving(mid, q.prefill, q.step, sp.output_tokens, q.mixed_step, q.host, q.carrying, serial)
-        low, high = (mid, high) if state["in_flight"] <= sp.concurrency else (low, mid)
+        held = slots_for(engine, state["in_flight"]) if sized else state["in_flight"]
+        low, high = (mid, high) if held <= sp.concurrency else (low, mid)
     return low
 
 

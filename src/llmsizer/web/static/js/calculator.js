@@ -256,6 +256,13 @@ export function fitsAtText(at) {
   return at.same_engine === false ? `fits on ${at.engine} at ${fmt}` : `fits at ${fmt}`;
 }
 
+export function fitsIfChangedText(at) {
+  const given = (at.changes_given || []).map((k) => k.replace(/_/g, " "));
+  const over = given.length ? ` (changes what you gave: ${given.join(", ")})` : "";
+  const machines = at.machines ? `; ${at.machines} machines of ${at.gpus_per_node} devices` : "";
+  return `alternative: ${fitsAtText(at)}${over}${machines}`;
+}
+
 function cheapestInstance(device, count) {
   const found = instances.filter((i) => i.device === device && i.device_count === count && i.price_per_hour !== null);
   return found.sort((a, b) => a.price_per_hour - b.price_per_hour)[0] || null;
@@ -295,9 +302,10 @@ async function grid() {
       const lines = [el("b", {}, r.fits ? "fits" : "does not fit"),
         `${formatBytes(r.memory_per_device)} of ${formatBytes(r.budget_per_device)}`];
       if (!r.fits && r.fits_at) lines.push(el("br"), fitsAtText(r.fits_at));
-      // training with nothing that keeps the settings fitting: fit's own lines (render/fit_text.py
-      // fits_if_changed_lines), each alternative with what it overrides of the settings given
-      if (!r.fits) for (const line of r.fits_if_changed_text || []) lines.push(el("br"), line);
+      // training with nothing that keeps the settings fitting: each alternative (fit's fits_if_changed) in the
+      // form's field words, as fits_at above (fits_if_changed_text is the CLI's flag wording), with what it
+      // overrides of the fields given
+      if (!r.fits) for (const at of r.fits_if_changed || []) lines.push(el("br"), fitsIfChangedText(at));
       // a request rate this deployment does not carry (fit's answer, estimate/rate_capacity.py over_capacity)
       if (!r.fits && r.details?.rate_capacity != null) lines.push(el("br"), `carries ${Number(r.details.rate_capacity).toPrecision(3)}/s`);
       // the TTFT at the requested concurrency (the loaded one), the idle prompt's beside it where they differ
