@@ -19,7 +19,7 @@ def _search(monkeypatch: pytest.MonkeyPatch, start: int, threshold: int, step: i
 
     def need(spec, hardware, devices, fields, headroom, memory, files):  # fits from ``threshold`` devices on
         tried.append(devices)
-        return devices >= threshold, 100 * threshold // devices, 100
+        return devices >= threshold, 100 * threshold // devices, 100, {}
     monkeypatch.setattr(fit_mod, "_training_step_need", need)
     out = fit_mod._fewest_devices(None, "gpu", start, {}, None, None, ())  # type: ignore[arg-type]
     assert all(d <= fit_mod.FEWEST_DEVICES_MAX for d in tried)

@@ -59,12 +59,14 @@ def test_fit_refuses_a_rate_past_the_decode_capacity_and_names_the_closed_loop_t
     closed model's requests/s at a population that large (eqs. Q6'-Q7, an independent solution: MVA of the closed
     network), and a rate just below it is answered with a settled fixed point (Little's law holds)."""
     over = fit("llama-3.1-8b-instruct", "rtx-4090", request_rate=2, **LLAMA)  # an answer: it does not carry 2/s
-    assert not over.fits and over.speed is None and "bound by the decode" in over.reasons[0]
+    assert not over.fits and over.speed is None
+    ceilings = over.details["rate_ceilings"]  # the 4090's memory binds first (its slots' KV), the decode after
     cap = float(over.details["rate_capacity"])
+    assert cap == min(float(v) for v in ceilings.values()) and over.details["rate_binding"] == "memory"
     assert f"carries at most about {cap:.3g} requests/s" in over.reasons[0]
     closed = fit("llama-3.1-8b-instruct", "rtx-4090", concurrency=2**20, **LLAMA)
     assert closed.speed is not None and closed.speed.load is not None
-    assert cap == pytest.approx(float(closed.speed.load["requests_per_second"]), rel=0.02)
+    assert float(ceilings["decode"]) == pytest.approx(float(closed.speed.load["requests_per_second"]), rel=0.02)
     r = fit("llama-3.1-8b-instruct", "rtx-4090", request_rate=0.95 * cap, **LLAMA)
     assert r.speed is not None and r.speed.load is not None
     load = r.speed.load

@@ -689,9 +689,7 @@ class RateMissCertain(Exception):  # noqa: N818 (an answer, not an error: fit's 
 def _admission_bound(r: FitResult) -> int | None:
     """The sequences a replica admits at once that ``admission_queued`` reads (eq. R1's bounds: the running cap,
     the pool's room), None where it has none (or a pool of none, the memory verdict's)."""
-    d = r.estimate.details if r.estimate is not None else {}
-    bounds = [int(b) for b in (d.get("running_cap"), d.get("max_concurrency_at_context")) if b is not None]
-    return min(bounds) if bounds and min(bounds) >= 1 else None
+    return admitted_per_replica(r.estimate.details) if r.estimate is not None else None
 
 
 def _admission_certain(r: FitResult, flight: float | None) -> bool:
