@@ -54,7 +54,10 @@ def test_qwen3_next_pages_per_gpu(tp, block):
     assert d["kv_bytes_per_sequence"] == 12 * _cdiv(context, block) * page + 36 * page
     # one page size for every group: num_blocks = pool // page // 12 (get_num_blocks), four groups of 12 layers
     assert d["kv_blocks"] == d["kv_pool_bytes"] // page // 12
-    assert d["kv_tokens"] == d["kv_blocks"] // 4 * block
+    # "GPU KV cache size" (vLLM 0.21 on): int(num_blocks / a request's blocks x 32768), a request's blocks = 12 x
+    # cdiv(32768, block) attention pages + 36 state pages over g = 12 slots (get_max_concurrency_for_kv_cache_config)
+    per_request = _cdiv(12 * _cdiv(context, block) + 36, 12)
+    assert d["kv_tokens"] == int(d["kv_blocks"] / per_request * context)
     assert d["max_concurrency_at_context"] == d["kv_pool_bytes"] // d["kv_bytes_per_sequence"]
 
 

@@ -53,9 +53,16 @@ def test_gemma3_27b_sliding_layers_take_eight_empty_slots():
     # TP 2 splits the 16 KV heads: half of every layer's bytes per device
     assert est.details["kv_bytes_per_sequence"] == (full * full_layer + slots * sliding_layer) // 2
     assert est.details["kv_group_size"] == 10 and est.details["kv_group_padding_slots"] == 8
-    # "GPU KV cache size": num_blocks // groups x block, num_blocks = pool // page // g (get_num_blocks), 7 groups
+    # "GPU KV cache size" (vLLM 0.21 on): int(num_blocks / blocks per request x max_model_len), num_blocks = pool //
+    # page // g (get_num_blocks), a request's blocks = its bytes / (page x g) (get_max_concurrency_for_kv_cache_config);
+    # vLLM 0.19-0.20: num_blocks // 7 groups x block (_report_kv_cache_config @001cabc1)
     page = BLOCK * per_token // 2
-    assert est.details["kv_tokens"] == est.details["kv_pool_bytes"] // (page * g * 7) * BLOCK
+    num_blocks = est.details["kv_pool_bytes"] // page // g
+    per_request = math.ceil((full * full_layer + slots * sliding_layer) // 2 / (page * g))
+    assert est.details["kv_tokens"] == int(num_blocks / per_request * context)
+    older = estimate_inference("gemma-3-27b-it", engine="vllm", context=context, memory="80GiB", tensor_parallel=2,
+                               engine_version="0.19")
+    assert older.details["kv_tokens"] == num_blocks // 7 * BLOCK
     assert any(a.name == "vllm_kv_group_padding" and a.value == 8 for a in est.assumptions)
 
 

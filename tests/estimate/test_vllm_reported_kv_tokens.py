@@ -26,7 +26,9 @@ BF16 = 2
 
 
 def _vllm(model: str, **kw):
-    return estimate_inference(model, engine="vllm", **kw).details
+    # eq. 5 is the rule of the releases before VLLM_KV_SIZE_LOG_CONCURRENCY_SINCE (vLLM 0.19.0 prints it:
+    # vllm-project/vllm#40691); the newer rule (eq. 6) is tested at the end
+    return estimate_inference(model, engine="vllm", engine_version="0.19", **kw).details
 
 
 def test_dense_model_one_group_blocks_times_block():
@@ -114,20 +116,48 @@ def test_group_count_on_vllms_examples(counts, groups):
     assert vllm_group_count(counts) == groups
 
 
-def test_gemma4_newer_releases_figure_is_concurrency_times_context():
-    # vLLM 0.24+ prints int(max_concurrency x max_model_len), max_concurrency = num_blocks / the blocks of one request
-    # summed over the groups (get_max_concurrency_for_kv_cache_config): Gemma-4-E4B at 32768 tokens, vllm serve on
-    # >= 70 GiB (max_num_batched_tokens 8192): the full group cdiv(32768, 16) blocks; each of the 5 sliding groups
-    # cdiv(min(512 - 1 + 8192, 32768), 32) + 1 (SlidingWindowSpec.max_memory_usage_bytes, 32-token blocks)
-    context = 32768
-    est = estimate_inference("gemma-4-e4b-it", engine="vllm", context=context, memory="80GiB")
-    d = est.details
+def _gemma4_e4b_blocks_and_per_request(d, context):
+    # Gemma-4-E4B at 32768 tokens, vllm serve on >= 70 GiB (max_num_batched_tokens 8192): num_blocks = pool // the
+    # full layers' page // g = 4; one request takes the full group's cdiv(32768, 16) blocks and each of the 5 sliding
+    # groups cdiv(min(512 - 1 + 8192, 32768), 32) + 1 (SlidingWindowSpec.max_memory_usage_bytes, 32-token blocks;
+    # get_max_concurrency_for_kv_cache_config)
     num_blocks = d["kv_pool_bytes"] // (BLOCK * 2 * 2 * 512 * BF16) // 4
     per_request = math.ceil(context / BLOCK) + 5 * (math.ceil((512 - 1 + 8192) / 32) + 1)
     assert per_request == 2048 + 5 * 273
-    newer = int(num_blocks / per_request * context)
+    return num_blocks, per_request
+
+
+def test_gemma4_current_release_figure_is_concurrency_times_context():
+    # the current release (0.23) prints int(max_concurrency x max_model_len), max_concurrency = num_blocks / the
+    # blocks of one request summed over the groups (kv_cache_utils.py _report_kv_cache_config / get_kv_cache_capacity:
+    # num_tokens = int(max_concurrency * max_model_len)); the older figure is said in the assumption
+    context = 32768
+    est = estimate_inference("gemma-4-e4b-it", engine="vllm", context=context, memory="80GiB")
+    d = est.details
+    num_blocks, per_request = _gemma4_e4b_blocks_and_per_request(d, context)
+    assert d["kv_blocks"] == num_blocks
+    assert d["kv_tokens"] == int(num_blocks / per_request * context)
     (a,) = [a for a in est.assumptions if a.name == "vllm_kv_size_log"]
-    assert a.value == d["kv_tokens"] and f"{newer:,} tokens" in a.why
-    assert newer != d["kv_tokens"]
+    older = num_blocks // 6 * BLOCK
+    assert a.value == d["kv_tokens"] and f"{older:,} tokens" in a.why
     # the admitted sequences are the same blocks per request: floor(num_blocks / per_request)
     assert d["max_concurrency_at_context"] == num_blocks // per_request
+
+
+@pytest.mark.parametrize(("version", "newer"), [("0.19", False), ("0.20.2", False), ("0.21", True), ("0.24.0", True)])
+def test_release_picks_the_rule(version, newer):
+    # vLLM 0.19.0 prints eq. 5 (vllm-project/vllm#40691's Qwen3.5 log); main had switched by #42206 (after the 0.20
+    # line); 0.24.0 prints concurrency x length (club-3090#652: 569,878 tokens beside 4.35x at 131,072)
+    context = 32768
+    d = estimate_inference("gemma-4-e4b-it", engine="vllm", context=context, memory="80GiB",
+                           engine_version=version).details
+    num_blocks, per_request = _gemma4_e4b_blocks_and_per_request(d, context)
+    assert d["kv_tokens"] == (int(num_blocks / per_request * context) if newer else num_blocks // 6 * BLOCK)
+
+
+def test_dense_one_group_both_rules_agree():
+    # one group at a context that is a multiple of the block: blocks / (context / 16) x context = blocks x 16
+    for version in ("0.19", "0.23"):
+        d = _vllm("llama-3.1-8b", context=32768, memory="80GiB") if version == "0.19" else \
+            estimate_inference("llama-3.1-8b", engine="vllm", context=32768, memory="80GiB").details
+        assert d["kv_tokens"] == d["kv_blocks"] * BLOCK

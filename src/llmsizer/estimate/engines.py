@@ -363,6 +363,20 @@ def serving_stream_cap(engine: str | None, version: str | None, device_kind: str
 # newer release is accepted with the newest rule and a warning (``newer_release_note``).
 CURRENT_VERSION = {"vllm": "0.23", "sglang": "0.5"}
 
+# The first vLLM release whose start-up line "GPU KV cache size: N tokens" is int(max_concurrency x max_model_len)
+# (formulas/kv_groups.py eq. 6) rather than num_blocks // groups x the smallest block size (eq. 5). Bounded from
+# both sides, the merge commit itself not found (no vLLM history could be fetched here, its snapshot being over the
+# size limit): vLLM 0.19.0 prints eq. 5 (vllm-project/vllm#40691, 2026-04-23: "GPU KV cache size: 290,864 tokens"
+# beside "Maximum concurrency for 32,768 tokens per request: 33.04x" for Qwen3.5-27B, kv_cache_utils.py:1319); on
+# main by 2026-05-10 the line is already the group-aware one (vllm-project/vllm#42206, merged: "The startup log
+# already reports the correct group-aware KV cache capacity for hybrid models", adding kv_cache_size_tokens =
+# int(max_concurrency x max_model_len) to cache_config_info), after the 0.20 release line (0.20.2, a patch of the
+# 0.20 branch, shipped the same day), so 0.21.0 is the first release certain to carry it; vLLM 0.24.0 prints it
+# (club-3090#652: "569,878 tokens" beside 4.35x at 131,072, not a multiple of any block size). The code:
+# kv_cache_utils.py ``_report_kv_cache_config`` (``num_tokens = int(max_concurrency * max_model_len)``), later
+# ``get_kv_cache_capacity`` / ``update_kv_cache_capacity``. 0.20.x is taken as the older rule (unpinned).
+VLLM_KV_SIZE_LOG_CONCURRENCY_SINCE = (0, 21)
+
 
 def newer_release_note(engine: str, version: str | None) -> str | None:
     """A warning when ``version`` of ``engine`` is newer than ``CURRENT_VERSION`` (no data for it: the newest rule

@@ -31,6 +31,23 @@ at the smallest block size of any group (Gemma 4's sliding layers hold 32 tokens
 
 a token figure that is not the admitted sequences x their length: the concurrency line beside it is
 num_blocks / blocks per request (``get_max_concurrency_for_kv_cache_config``), which eq. (3) gives here.
+
+Newer releases print the concurrency times the length instead (vllm/v1/core/kv_cache_utils.py
+``_report_kv_cache_config``, later ``get_kv_cache_capacity`` / ``update_kv_cache_capacity``: ``num_tokens =
+int(max_concurrency * max_model_len)``), with B the blocks one request of max_model_len L takes over all groups:
+
+    N' = int(num_blocks / B x L)                                                                          (6)
+
+which equals eq. (5) for one group at an L that is a multiple of the block size. The release that switched is
+``estimate/engines.py`` ``VLLM_KV_SIZE_LOG_CONCURRENCY_SINCE``.
+
+The one page size (``unify_kv_cache_spec_page_size``, same file @001cabc1): a layer whose page is smaller than the
+largest, P_max, takes block_size x P_max / P when P divides P_max; else @001cabc1 raises NotImplementedError ("Cannot
+unify by adjusting block_size"), and newer releases keep its block size and pad its page to P_max
+(``page_size_padded``) where its attention backend indexes pages by the block stride
+(``AttentionSpec.indexes_kv_by_block_stride``), else raise:
+
+    block_t = block x P_max / P_t   if P_max mod P_t = 0;   else block_t = block, page_t = P_max (padded)      (7)
 """
 
 from __future__ import annotations
@@ -98,3 +115,31 @@ def vllm_reported_kv_tokens(num_blocks: int, groups: int, min_block_size: int) -
     71024
     """
     return num_blocks // max(groups, 1) * min_block_size
+
+
+def vllm_concurrency_kv_tokens(num_blocks: int, blocks_per_request: int, max_model_len: int) -> int:
+    """Eq. (6): the token count of the newer releases' "GPU KV cache size" line: int(max_concurrency x max_model_len),
+    max_concurrency = ``num_blocks`` / ``blocks_per_request`` (float, as vLLM divides); 0 without a block per
+    request.
+
+    >>> vllm_concurrency_kv_tokens(4439 * 4, 4 * 2048, 32768), vllm_concurrency_kv_tokens(100, 3, 1000)
+    (71024, 33333)
+    """
+    if blocks_per_request <= 0:
+        return 0
+    return int(num_blocks / blocks_per_request * max_model_len)
+
+
+def vllm_unified_block(page_bytes: int, max_page_bytes: int, block: int) -> tuple[int, bool]:
+    """Eq. (7): (tokens per block, padded) of a layer whose page at ``block`` tokens is ``page_bytes`` under vLLM's one
+    page size ``max_page_bytes``: more tokens where its page divides the largest, else its own ``block`` in a page
+    padded to the largest (True: the releases with ``page_size_padded``; @001cabc1 refuses such a model).
+
+    >>> vllm_unified_block(16384, 32768, 16), vllm_unified_block(16640, 33024, 16)
+    ((32, False), (16, True))
+    """
+    if page_bytes <= 0 or page_bytes >= max_page_bytes:
+        return block, False
+    if max_page_bytes % page_bytes == 0:
+        return block * (max_page_bytes // page_bytes), False
+    return block, True

@@ -14,8 +14,9 @@ ceil(min(window - 1 + max_num_batched_tokens, context) / block) + 1 blocks per r
 for N tokens per request"). A model with layers of several cache kinds (sliding + full, chunked + full, recurrent +
 attention) shares blocks among KV cache groups of equal layer count, and a kind whose layers do not fill its last
 group carries empty slots each request pays for (formulas/kv_groups.py eqs. 1-3: Gemma-3-27B's 52 sliding layers
-take 60 slots). The log line beside it, "GPU KV cache size: N tokens", shares the pool's blocks evenly among all
-the groups, recurrent ones included, at the smallest block size (formulas/kv_groups.py eqs. 4-5): ``kv_tokens``.
+take 60 slots). The log line beside it, "GPU KV cache size: N tokens" (``kv_tokens``), is the admitted concurrency
+x max_model_len from vLLM 0.21 (formulas/kv_groups.py eq. 6; engines.VLLM_KV_SIZE_LOG_CONCURRENCY_SINCE); before, it
+shares the pool's blocks evenly among all the groups, recurrent ones included, at the smallest block size (eqs. 4-5).
 
 A model without attention layers (pure Mamba/Mamba-2) has no KV blocks: its one KV-cache group is the recurrent
 layers' ``MambaSpec``, whose block is a whole request (``MambaSpec(block_size=model_config.max_model_len)``,
@@ -34,11 +35,13 @@ from dataclasses import replace
 from ...formulas.activations import prefill_activation_bytes
 from ...formulas.kv_cache import KVCache, kv_cache, kv_dtype_bytes
 from ...formulas.kv_groups import (
+    vllm_concurrency_kv_tokens,
     vllm_group_count,
     vllm_group_size,
     vllm_num_blocks,
     vllm_padding_slots,
     vllm_reported_kv_tokens,
+    vllm_unified_block,
 )
 from ...formulas.recurrent_state import layer_state_bytes_per_device
 from ...formulas.tensor_parallel import kv_fraction_per_device, per_device
@@ -196,7 +199,7 @@ def compose_vllm(ctx: Context) -> None:
     ctx.details["reserved_bytes"] = pool + context_span(w.gpu_runtime).expected
     kv_avail = pool - fixed
     admitted = max(kv_avail, 0) // one_seq if one_seq else 0
-    # vLLM's blocks and its "GPU KV cache size" token figure (formulas/kv_groups.py eqs. 4-5)
+    # vLLM's blocks and its "GPU KV cache size" token figure (formulas/kv_groups.py eqs. 4-6, by release)
     blocks, tokens = (_reported_pool(ctx, kvc, kv_avail, block, slide_block, share, one_seq) if spec.kv_cache_layers
                       else (0, 0))
     ctx.details.update({"gpu_memory_utilization": util, "kv_pool_bytes": kv_avail, "kv_blocks": blocks, "kv_tokens": tokens,
@@ -244,42 +247,57 @@ def _layer_counts(spec: ModelSpec) -> dict[str, int]:
 def _reported_pool(ctx: Context, kvc: KVCache, pool: int, block: int, slide_block: int, share: float,
                    one_seq: int) -> tuple[int, int]:
     """(num_blocks, tokens) of vLLM's KV pool of ``pool`` bytes per device as its start-up log reports them:
-    "GPU KV cache size: N tokens" (formulas/kv_groups.py eqs. 4-5, vllm/v1/core/kv_cache_utils.py @001cabc1
+    "GPU KV cache size: N tokens" (formulas/kv_groups.py eqs. 4-6, vllm/v1/core/kv_cache_utils.py @001cabc1
     ``_report_kv_cache_config``, ``get_num_blocks``).
 
-    One KV cache group (every layer of one kind): a block is ``block`` tokens in every layer, N = blocks x block.
-    Several groups: a block is g pages of the unified page (``block`` tokens of the layer with the most bytes per
-    token: a full layer; a recurrent hybrid's attention page, which its padded state page equals), and vLLM's line
-    shares the blocks evenly among all G groups -- recurrent-state groups included -- at the smallest block size
-    (Gemma 4: the full layers' ``block`` beside the sliding layers' ``slide_block``; a Mamba group's block is the
-    whole max_model_len, mamba_cache_mode 'none'). Its concurrency line is the admitted sequences' rule instead.
+    One KV cache group (every layer of one kind): a block is ``block`` tokens in every layer. Several groups: a block
+    is g pages of the unified page (``block`` tokens of the layer with the most bytes per token: a full layer; a
+    recurrent hybrid's attention page, which its padded state page equals).
 
-    Newer releases print int(max_concurrency x max_model_len) instead, max_concurrency = num_blocks / the blocks of
-    one request (``one_seq`` bytes per device) -- vLLM 0.24.0 does (club-3090#612: "567,978 tokens", 4.33 x 131,072;
-    vllm-project/vllm#40691 asked for it against 0.19.0, which prints eq. 5); that figure is said in an assumption
-    where the two rules differ by more than a block (several groups)."""
+    The token figure depends on the release (estimate/engines.py ``VLLM_KV_SIZE_LOG_CONCURRENCY_SINCE``, the release
+    of ``engine_version``, else the current one): from 0.21 int(max_concurrency x max_model_len), max_concurrency =
+    num_blocks / the blocks of one request (``one_seq`` bytes per device; eq. 6); before, the blocks shared evenly
+    among all G groups -- recurrent-state groups included -- at the smallest block size (Gemma 4: the full layers'
+    ``block`` beside the sliding layers' ``slide_block``; a Mamba group's block is the whole max_model_len,
+    mamba_cache_mode 'none'; eq. 5), one group's blocks x ``block``. Where the two differ the other is said in an
+    assumption."""
     counts = _layer_counts(ctx.spec)
     groups = vllm_group_count(counts)
     if groups <= 1:  # one group: its block holds each layer's own page (UniformTypeKVCacheSpecs where they differ)
-        blocks = max(pool, 0) // max(int(kvc.bytes_per_token * share * block), 1)
-        return int(blocks), int(blocks * block)
-    per_layer = max(kvc.layer_bytes_per_token_full, kvc.layer_bytes_per_token_sliding)
-    page = int(block * per_layer * share)
-    sizes = ([block] if counts["full"] else []) + ([slide_block] if counts["sliding"] else []) \
-        + ([ctx.w.context] if counts["recurrent"] else [])
-    g = vllm_group_size(counts)
-    blocks = vllm_num_blocks(pool, page, g)
-    tokens = vllm_reported_kv_tokens(blocks, groups, min(sizes))
-    ctx.details["kv_cache_groups"] = groups
-    if blocks and page:
-        newer = int(blocks / math.ceil(one_seq / (page * g)) * ctx.w.context)
-        ctx.acc.assumptions.append(Assumption(
-            "vllm_kv_size_log", tokens, True,
-            f"vLLM's \"GPU KV cache size\" line as vLLM 0.19-0.20 print it: {blocks:,} blocks of {g} pages shared "
-            f"evenly by the {groups} KV cache groups at the smallest block size, {min(sizes)} tokens = {tokens:,} "
-            f"tokens (kv_cache_utils.py @001cabc1 _report_kv_cache_config); vLLM 0.24 prints max concurrency x "
-            f"max_model_len instead, {newer:,} tokens (the release between that changed it is not pinned)"))
+        page, g = max(int(kvc.bytes_per_token * share * block), 1), 1
+        blocks = max(pool, 0) // page
+        older, smallest = int(blocks * block), block
+    else:
+        per_layer = max(kvc.layer_bytes_per_token_full, kvc.layer_bytes_per_token_sliding)
+        page, g = int(block * per_layer * share), vllm_group_size(counts)
+        sizes = ([block] if counts["full"] else []) + ([slide_block] if counts["sliding"] else []) \
+            + ([ctx.w.context] if counts["recurrent"] else [])
+        blocks = vllm_num_blocks(pool, page, g)
+        smallest = min(sizes)
+        older = vllm_reported_kv_tokens(blocks, groups, smallest)
+        ctx.details["kv_cache_groups"] = groups
+    per_request = math.ceil(one_seq / (page * g)) if page else 0
+    newer = vllm_concurrency_kv_tokens(blocks, per_request, ctx.w.context)
+    concurrency_rule = E.release("vllm", ctx.w.engine_version) >= E.VLLM_KV_SIZE_LOG_CONCURRENCY_SINCE
+    tokens = newer if concurrency_rule else older
+    if blocks and page and newer != older:
+        since = ".".join(map(str, E.VLLM_KV_SIZE_LOG_CONCURRENCY_SINCE))
+        concurrency = (f"int({blocks:,} blocks / {per_request:,} per request of {ctx.w.context:,} tokens x "
+                       f"{ctx.w.context:,}) = {newer:,} tokens")
+        shared = (f"{blocks:,} blocks of {g} pages // {groups} KV cache groups x the smallest block size, {smallest} "
+                  f"tokens = {older:,} tokens" if groups > 1 else f"{blocks:,} blocks x {block} = {older:,} tokens")
+        why = (f"vLLM's \"GPU KV cache size\" line from vLLM {since} on: {concurrency} (max concurrency x "
+               f"max_model_len, kv_cache_utils.py _report_kv_cache_config / get_kv_cache_capacity; "
+               f"{VLLM_KV_SIZE_LOG_SOURCE}); vLLM 0.19-0.20 print {shared} (@001cabc1)" if concurrency_rule else
+               f"vLLM's \"GPU KV cache size\" line as vLLM before {since} print it: {shared} (kv_cache_utils.py "
+               f"@001cabc1 _report_kv_cache_config); vLLM {since} and later print max concurrency x max_model_len "
+               f"instead, {concurrency} ({VLLM_KV_SIZE_LOG_SOURCE})")
+        ctx.acc.assumptions.append(Assumption("vllm_kv_size_log", tokens, True, why))
     return blocks, tokens
+
+
+VLLM_KV_SIZE_LOG_SOURCE = ("the switch-over release: estimate/engines.py VLLM_KV_SIZE_LOG_CONCURRENCY_SINCE, "
+                           "after vllm-project/vllm#40691 (0.19.0) and before #42206; formulas/kv_groups.py eqs. 5-6")
 
 
 def _group_padding(ctx: Context) -> dict[str, int]:
@@ -343,7 +361,8 @@ VLLM_PAGE_UNIFY_SOURCE = ("vllm/v1/core/kv_cache_utils.py @001cabc1 get_kv_cache
 def _unified_sliding_block(ctx: Context, block: int) -> int:
     """The tokens of a sliding layer's block under vLLM's one page size (:data:`VLLM_PAGE_UNIFY_SOURCE`): ``block``
     where every layer's page is the same; ``block x full page // sliding page`` where the full layers' page is a
-    multiple of the sliding layers' (Gemma 4); else ``block``, warned (vLLM pads such a page or refuses the model).
+    multiple of the sliding layers' (Gemma 4); else ``block``, warned (formulas/kv_groups.py eq. 7: vLLM @001cabc1
+    refuses the model, newer releases pad the sliding page to the full one).
     The sliding window's tokens and its spare block are counted in those blocks."""
     spec = ctx.spec
     own = spec.kv_cache_layer_types
@@ -353,14 +372,20 @@ def _unified_sliding_block(ctx: Context, block: int) -> int:
     full, slide = kvc.layer_bytes_per_token_full, kvc.layer_bytes_per_token_sliding
     if full == slide:
         return block
-    ratio = full / slide
-    if ratio != int(ratio):
+    full_page, slide_page = math.ceil(block * full), math.ceil(block * slide)
+    new, padded = vllm_unified_block(slide_page, full_page, block)
+    if padded:  # formulas/kv_groups.py eq. (7): a per-token-head scale (kv_cache.py eq. 5) breaks the 2:1 ratio
         ctx.acc.warnings.append(
-            f"vLLM unifies the KV page size across layers: the full layers' page ({full:g} B per token) is not a "
-            f"multiple of the sliding layers' ({slide:g} B), so vLLM pads a page or refuses the model "
-            f"({VLLM_PAGE_UNIFY_SOURCE}); sized with {block}-token blocks for both, unpadded")
+            f"vLLM unifies the KV page size across layers, and the full layers' page ({block} tokens x {full:g} B = "
+            f"{full_page:,} B) is not a multiple of the sliding layers' ({slide_page:,} B): vLLM @001cabc1 refuses the "
+            f"model at start-up (NotImplementedError, \"Cannot unify by adjusting block_size\"); newer releases pad "
+            f"each sliding page to {full_page:,} B where the attention backend indexes pages by the block stride, "
+            f"{full_page / slide_page - 1:.0%} more bytes for the sliding layers' KV, else refuse too "
+            f"({VLLM_PAGE_UNIFY_SOURCE}; formulas/kv_groups.py eq. 7); sized unpadded, with {block}-token blocks for "
+            "both")
         return block
-    new = block * int(ratio)
+    if new == block:  # a sliding page at least the full one's: not Gemma 4's layout, nothing to unify here
+        return block
     ctx.acc.assumptions.append(Assumption(
         "vllm_sliding_block_size", new, True,
         f"vLLM gives every layer one page size: a sliding layer ({slide:g} B per token) holds {new} tokens per block "
