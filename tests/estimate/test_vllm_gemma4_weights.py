@@ -1,4 +1,5 @@
-"""vLLM's weights of Gemma 4: the k/v projections and k_norm of the KV-sharing layers on top of transformers'.
+"""vLLM's and SGLang's weights of Gemma 4: the k/v projections and k_norm of the KV-sharing layers on top of
+transformers'.
 
 vLLM's Gemma4Attention (vllm/model_executor/models/gemma4.py @001cabc1) builds ``qkv_proj`` with its K and V shards
 and ``k_norm`` in every layer, the last ``num_kv_shared_layers`` too (the sharing only sets the layer's
@@ -33,7 +34,7 @@ def _own_kv_params(config: dict, first_shared: int) -> int:
 
 def _weights(name: str, engine: str) -> tuple[int, list[str]]:
     est = estimate_inference(name, engine=engine, context=4096, concurrency=1)
-    return est.item("weights").bytes, [a.value for a in est.assumptions if a.name == "vllm_kv_shared_weights"]
+    return est.item("weights").bytes, [a.value for a in est.assumptions if a.name.endswith("_kv_shared_weights")]
 
 
 @pytest.mark.parametrize(("name", "millions"), [("gemma-4-e2b-it", "18.9"), ("gemma-4-e4b-it", "55.1")])
@@ -46,3 +47,17 @@ def test_vllm_adds_the_shared_layers_kv_projections(name, millions):
     hf, hf_said = _weights(name, "transformers")
     assert vllm - hf == 2 * extra  # bf16: 2 B per parameter
     assert said == [f"+{millions}M params"] and hf_said == []
+
+
+@pytest.mark.parametrize(("name", "millions"), [("gemma-4-e2b-it", "18.9"), ("gemma-4-e4b-it", "55.1")])
+def test_sglang_adds_the_same_kv_projections(name, millions):
+    # SGLang's Gemma4Attention (python/sglang/srt/models/gemma4_causal.py @03826cdd) builds qkv_proj (K and V
+    # shards) and k_norm in every layer and load_weights fills every layer's k/v shards: the same tensors as vLLM's
+    entry = entries()[name]
+    text = entry.config["text_config"]
+    first_shared = text["num_hidden_layers"] - text["num_kv_shared_layers"]
+    extra = _own_kv_params(entry.config, first_shared)
+    sglang, said = _weights(name, "sglang")
+    hf, _ = _weights(name, "transformers")
+    assert sglang - hf == 2 * extra
+    assert said == [f"+{millions}M params"]

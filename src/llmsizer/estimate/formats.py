@@ -125,13 +125,28 @@ VLLM_KV_SHARED_SOURCE = ("vllm model_executor/models/gemma4.py @001cabc1 Gemma4A
                          "load_weights (k_proj/v_proj -> qkv_proj shards); gemma3n.py @034f08e6 Gemma3nAttention")
 
 
+# SGLang's Gemma 4 does the same: Gemma4Attention.__init__ (sglang python/sglang/srt/models/gemma4_causal.py
+# @03826cdd9594dba59282dd0411841506ff3a26ad) builds ``qkv_proj = QKVParallelLinear(hidden, head_dim, num_heads,
+# num_kv_heads)`` and ``k_norm`` in every layer, then marks the last num_kv_shared_layers ``is_kv_shared_layer`` (its
+# RadixAttention reads the KV of the last earlier layer of its type, ``save_kv_cache`` off; forward drops k and v);
+# Gemma4ForCausalLM.load_weights maps every layer's checkpoint k_proj / v_proj onto the qkv_proj's "k" / "v" shards
+# (stacked_params_mapping, no layer skipped). So SGLang holds the k/v weights vLLM holds. Its Gemma3nAttention
+# (gemma3n_causal.py @184c9526a16c05dccca448dd6737affbe4586019) also builds qkv_proj and k_norm unconditionally (its
+# load_weights not read: taken to fill them as Gemma 4's does).
+SGLANG_KV_SHARED_SOURCE = ("sglang python/sglang/srt/models/gemma4_causal.py @03826cdd Gemma4Attention.__init__ "
+                           "(qkv_proj with K/V shards and k_norm in every layer; is_kv_shared_layer only reuses an "
+                           "earlier layer's KV), Gemma4ForCausalLM.load_weights (k_proj/v_proj -> qkv_proj shards); "
+                           "gemma3n_causal.py @184c9526 Gemma3nAttention")
+KV_SHARED_SOURCES = {"vllm": VLLM_KV_SHARED_SOURCE, "sglang": SGLANG_KV_SHARED_SOURCE}
+
+
 def serving_weight_spec(spec: ModelSpec, engine: str | None, fmt: str) -> ModelSpec:
     """The spec whose tensors ``engine`` allocates when it serves ``spec`` in ``fmt``: ``spec`` itself, except on
-    vLLM for a model with KV-sharing layers (Gemma 3n, Gemma 4), whose k/v projections and k_norm vLLM builds and
-    loads in those layers too (:data:`VLLM_KV_SHARED_SOURCE`): the same spec with no layer marked KV-sharing, for
-    the weight bytes only (its KV cache is still the sharing one's). ``fmt`` 'file' is the file's own bytes, which
-    already hold those tensors (the checkpoint carries them; transformers drops them on load)."""
-    if engine != "vllm" or fmt == "file" or not any(spec.kv_shared_layers):
+    vLLM and SGLang for a model with KV-sharing layers (Gemma 3n, Gemma 4), whose k/v projections and k_norm they
+    build and load in those layers too (:data:`KV_SHARED_SOURCES`): the same spec with no layer marked KV-sharing, for the weight bytes only (its KV cache is still
+    the sharing one's). ``fmt`` 'file' is the file's own bytes, which already hold those tensors (the checkpoint
+    carries them; transformers drops them on load)."""
+    if engine not in KV_SHARED_SOURCES or fmt == "file" or not any(spec.kv_shared_layers):
         return spec
     return _all_layers_own_kv(spec)
 
@@ -141,15 +156,17 @@ def _all_layers_own_kv(spec: ModelSpec) -> ModelSpec:
     return replace(spec, kv_shared_layers=(False,) * spec.num_layers)
 
 
-def kv_shared_weights_assumption(spec: ModelSpec, served: ModelSpec) -> Assumption | None:
-    """The assumption line for the parameters :func:`serving_weight_spec` added (None where it added none)."""
+def kv_shared_weights_assumption(spec: ModelSpec, served: ModelSpec, engine: str) -> Assumption | None:
+    """The assumption line for the parameters :func:`serving_weight_spec` added on ``engine`` (None where it added
+    none): ``vllm_kv_shared_weights`` / ``sglang_kv_shared_weights``."""
     if served is spec:
         return None
     extra = count_params(served).total - count_params(spec).total
     n = sum(spec.kv_shared_layers)
-    return Assumption("vllm_kv_shared_weights", f"+{extra / 1e6:.1f}M params", True,
-                      f"vLLM builds and loads the k/v projections and k_norm of the {n} KV-sharing layers too "
-                      f"(transformers does not; no KV cache for them either way): {VLLM_KV_SHARED_SOURCE}")
+    name = {"vllm": "vLLM", "sglang": "SGLang"}[engine]
+    return Assumption(f"{engine}_kv_shared_weights", f"+{extra / 1e6:.1f}M params", True,
+                      f"{name} builds and loads the k/v projections and k_norm of the {n} KV-sharing layers too "
+                      f"(transformers does not; no KV cache for them either way): {KV_SHARED_SOURCES[engine]}")
 
 
 # vLLM has no 8-bit bitsandbytes MoE: a FusedMoE layer's quant method is BitsAndBytesMoEMethod (get_quant_method,

@@ -21,8 +21,9 @@ Read as transformers v5.24.0 reads it (models/gemma4/configuration_gemma4.py, mo
   ``llama_model_gemma4::load_arch_hparams`` in the later layout), so ``hparams.has_kv(il)`` is false for them, as for
   Gemma 3n (readers/hf_gemma3n.py). vLLM's Gemma4Attention builds qkv_proj and k_norm in every layer, the reusing
   ones too, and loads the k/v tensors the checkpoint still carries for them (weights transformers drops): 18.9M
-  (E2B) / 55.1M (E4B) more parameters on vLLM than the spec counts, added to vLLM's weights only
-  (estimate/formats.py ``serving_weight_spec``, its assumption ``vllm_kv_shared_weights``).
+  (E2B) / 55.1M (E4B) more parameters on vLLM than the spec counts; SGLang's Gemma4Attention does the same, so they
+  are added to vLLM's and SGLang's weights (estimate/formats.py ``serving_weight_spec``, its assumptions
+  ``vllm_kv_shared_weights``, ``sglang_kv_shared_weights``).
 - ``use_double_wide_mlp``: a K/V-sharing layer's MLP is twice ``intermediate_size`` wide (Gemma4TextMLP, modeling
   L1053-1059): ``ModelSpec.ffn_sizes``.
 - per-layer inputs ("PLE") and the towers: ``Gemma4Spec`` (specs/model.py), tensors in formulas/tensors.py.

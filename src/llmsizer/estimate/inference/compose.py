@@ -376,8 +376,8 @@ def _estimate(spec: ModelSpec, w: InferenceWorkload) -> Estimate:
     dtype = _compute_dtype(spec, w, fmt, acc)
     act_bytes = DTYPE_BYTES[dtype]
     fused = serving_fused_experts(spec, str(w.engine), fmt)
-    served = serving_weight_spec(spec, str(w.engine), fmt)  # vLLM: k/v of Gemma's KV-sharing layers too
-    kv_shared_note = kv_shared_weights_assumption(spec, served)
+    served = serving_weight_spec(spec, str(w.engine), fmt)  # vLLM, SGLang: k/v of Gemma's KV-sharing layers too
+    kv_shared_note = kv_shared_weights_assumption(spec, served, str(w.engine))
     if kv_shared_note is not None:
         acc.assumptions.append(kv_shared_note)
     wb = weight_bytes(served, fmt, group, act_bytes, fused)  # "file": the file's exact bytes

@@ -71,7 +71,7 @@ from typing import Any
 from ...errors import FieldError
 from ...formulas.kv_cache import kv_cache
 from ...formulas.tensor_parallel import kv_fraction_per_device, per_device
-from ...result import Item
+from ...result import Assumption, Item
 from ...units import MiB, format_bytes
 from .. import engines as E
 from ..allocator import context_span, device_context
@@ -116,6 +116,13 @@ def compose_sglang(ctx: Context) -> None:
     if any(k == "sliding" for k in spec.layer_types):
         acc.warnings.append("SGLang sizes sliding-window models with a separate SWA pool (HybridSWAPoolConfigurator); "
                             "not modelled: every layer is counted as full attention (fewer tokens than SGLang)")
+    if any(spec.kv_shared_layers):
+        acc.assumptions.append(Assumption(
+            "sglang_kv_shared_cells", sum(spec.kv_shared_layers), True,
+            "the KV-sharing layers get no cells of their own: SGLang's Gemma 4 points their RadixAttention at the last "
+            "earlier layer of their type and does not save their K/V (sglang python/sglang/srt/models/"
+            "gemma4_causal.py @03826cdd Gemma4Attention: layer_id=kv_shared_layer_index, save_kv_cache off); whether "
+            "its pool still reserves buffers for them was not checked"))
     acc.items.append(weights_item(ctx.wb, "device"))
     ctx.details.update({"kv_cell_bytes": cell})
     # without a memory SGLang's default max_running_requests (eq. 4, from the pool) is unknown: a stated one caps
@@ -279,7 +286,6 @@ def refuse_mamba_settings(ctx: Context) -> None:
 
 
 def _radix_note() -> Any:
-    from ...result import Assumption
     return Assumption("radix_cache", "on", True, "SGLang keeps finished requests' KV as a prefix cache in the same pool "
                       "and evicts it when running requests need room: capacity shown for requests sharing no prefix")
 
