@@ -788,7 +788,8 @@ TRAINING_SPEED_CALIBRATION = {"PM0020": "TRAINING_DEVICE_UTILIZATION", "PM0022":
                               "PM0600": "TRAINING_UTILIZATION_CPU_AMX", "PM0602": "TRAINING_UTILIZATION_CPU_VECTOR",
                               **{rid: "TRAINING_UTILIZATION_BY_ARCH['ampere'] and FLASH_ATTENTION_SHARE"
                                  for rid in AMPERE_CALIBRATION},
-                              "PM0720": "HOST_SECONDS_PER_KERNEL"}
+                              "PM0720": "HOST_SECONDS_PER_KERNEL",
+                              **dict.fromkeys(("PM1333", "PM1335"), "FLOAT8_ROWWISE_GEMM_SHARE")}
 
 
 @dataclass(frozen=True)
@@ -1128,14 +1129,21 @@ TORCHTITAN_RUNS: dict[str, tuple[str, str, dict[str, Any], str]] = {
     "PM1341": ("llama-3.1-8b", "mi300x", dict(_AO_8B, compile_scope="layers+loss+upcast"), ""),
     "PM1343": ("llama-3.1-8b", "mi300x", dict(_AO_8B, compile_scope="layers+loss+upcast", float8=True), ""),
 }
-# torchao's rowwise float8 recipes (Float8LinearRecipeName ROWWISE / ROWWISE_WITH_GW_HP, torchao/float8/config.py
-# @8c81863ba lines 114-135, from_recipe_name lines 289-330: per-row scales through the CUTLASS rowwise kernel, the
-# all-gather in bf16): float8_recipe knows torchao's tensorwise Float8Linear and TransformerEngine only
-FLOAT8_ROWWISE_NOT_EXPRESSIBLE = ("torchao float8 rowwise scaling (Float8LinearRecipeName.ROWWISE / "
-                                  "ROWWISE_WITH_GW_HP, bf16 all-gather): no float8_recipe for it (torchao tensorwise "
-                                  "and transformer-engine only)")
-SPEED_NOT_EXPRESSIBLE.update(dict.fromkeys(("PM1314", "PM1315", "PM1320", "PM1321", "PM1335", "PM1345", "PM1347"),
-                                           FLOAT8_ROWWISE_NOT_EXPRESSIBLE))
+# torchao's rowwise float8 recipes (Float8LinearRecipeName ROWWISE / ROWWISE_WITH_GW_HP: float8_recipe
+# 'torchao-rowwise' / 'torchao-rowwise-gw-hp', formulas/float8_training.py eqs. F4-F5; FSDP2 and TP gather in bf16, so
+# the AsyncTP rows' float8 all-gather question does not arise): every setting stated but the H100 board of torchao's
+# table (PM1335)
+_RW = dict(float8=True, float8_recipe="torchao-rowwise")
+_RW_GW_HP = dict(float8=True, float8_recipe="torchao-rowwise-gw-hp")
+TORCHTITAN_RUNS.update({
+    "PM1314": ("llama-3.1-70b", "h100-sxm", dict(_ATP_70B, **_RW), ""),
+    "PM1315": ("llama-3.1-70b", "h100-sxm", dict(_ATP_70B, tp_comm_overlap=True, **_RW), ""),
+    "PM1320": ("llama-3.1-8b", "h100-sxm", dict(_ATP_8B, **_RW), ""),
+    "PM1321": ("llama-3.1-8b", "h100-sxm", dict(_ATP_8B, tp_comm_overlap=True, **_RW), ""),
+    "PM1335": ("llama-3.1-8b", "h100-sxm", dict(_AO_8B, **_RW), _H100_ASSUMED),
+    "PM1345": ("llama-3.1-8b", "mi300x", dict(_AO_8B, compile_scope="layers+loss+upcast", **_RW_GW_HP), ""),
+    "PM1347": ("llama-3.1-8b", "mi300x", dict(_AO_8B, compile_scope="layers+loss+upcast", **_RW), ""),
+})
 
 
 def torchtitan_run_case(r: dict[str, str]) -> Case:
@@ -1150,10 +1158,12 @@ def torchtitan_run_case(r: dict[str, str]) -> Case:
     d = training_duration_for(find(model).spec(), builtin_catalog().devices[device], n, 1e6, fields)
     pred = None if d.tokens_per_second is None else d.tokens_per_second / n
     st, mp = d.step, (d.step.model_parallel if d.step else None)
+    calib = rid in TRAINING_SPEED_CALIBRATION
     return Case(rid, TRAINING_SPEED, f"torchtitan {model} {r['other_settings']} {n}x{device} tokens/s/GPU", pred,
                 value, "tokens/s/GPU", *within_tolerance(TRAINING_SPEED, pred, value),
-                excluded=ASSUMED if assumed else "", source=r["source"], no_band=d.no_band,
-                note=(f"utilisation {d.utilization:.3f}"
+                excluded=CALIBRATION if calib else ASSUMED if assumed else "", source=r["source"], no_band=d.no_band,
+                note=(("calibration row of efficiency." + TRAINING_SPEED_CALIBRATION[rid] + " (with its twin); "
+                       if calib else "") + f"utilisation {d.utilization:.3f}"
                       + ("; no training calibration row for this GPU architecture: the lowest fitted share stands in "
                          "(efficiency.TRAINING_UTILIZATION_UNCALIBRATED), and the row feeds no band "
                          "(ranges.UNCALIBRATED_ARCH_TRAINING_NO_BAND)"
@@ -2409,8 +2419,8 @@ for _rid, _n in (("PM1068", 32), ("PM1069", 64)):
                            f"over {_n}", False, "reserved")
 # torchao's float8 training benchmark on torchtitan's llama3_8b.toml (PM1330/PM1332: 8 H100, torchtitan 0.0.2, torch
 # 2.7.0a0; PM1340/PM1342: 8 MI300X, torchtitan 2c8b594, torch 2.9.0.dev20250811+rocm6.4): FSDP2 over 8, batch 1 x 8192,
-# op-level SAC, compile, bf16 and tensorwise float8 with float8 all-gather (the rowwise rows: FLOAT8_ROWWISE_NOT_
-# EXPRESSIBLE). Measured is the max of torchtitan's 'memory: X GiB' log (parse_torchtitan_logs.py @8c81863ba; metrics.py
+# op-level SAC, compile, bf16, tensorwise float8 with float8 all-gather and the rowwise recipes with the bf16 all-gather
+# (float8_recipe 'torchao-rowwise' / 'torchao-rowwise-gw-hp'). Measured is the max of torchtitan's 'memory: X GiB' log (parse_torchtitan_logs.py @8c81863ba; metrics.py
 # @0da8901b1 lines 58-67: reserved_bytes.all.peak), predicted with --metric reserved, fixed-length packed batches,
 # expandable segments (run_train.sh). H100 @0da8901b1: 9dec370's units (parallelize_llama.py lines 351-369, the root
 # kept by torch 2.7's clamp) and the loss eager (train.py line 327). MI300X @2c8b594: the loss compiled on bf16 logits
@@ -2433,7 +2443,14 @@ TRAINING_ROWS["PM1340"] = ("llama-3.1-8b", dict(_TITAN_AO, compile_scope="layers
 TRAINING_ROWS["PM1342"] = ("llama-3.1-8b", dict(_TITAN_AO, compile_scope="layers+loss+upcast", float8=True),
                            _TITAN_AO_NOTE + "; MI300X, torchtitan 2c8b594: compiled loss on bf16 logits; tensorwise "
                            "float8, float8 all-gather; its FSDP2 units read as 9dec370's", False, "reserved")
-TRAINING_NOT_EXPRESSED_ROWS.update(dict.fromkeys(("PM1334", "PM1344", "PM1346"), FLOAT8_ROWWISE_NOT_EXPRESSIBLE))
+TRAINING_ROWS["PM1334"] = ("llama-3.1-8b", dict(_TITAN_AO, **_RW), _TITAN_AO_NOTE + "; H100, torchtitan 0.0.2: loss "
+                           "eager; rowwise float8, bf16 all-gather", False, "reserved")
+TRAINING_ROWS["PM1344"] = ("llama-3.1-8b", dict(_TITAN_AO, compile_scope="layers+loss+upcast", **_RW_GW_HP),
+                           _TITAN_AO_NOTE + "; MI300X, torchtitan 2c8b594: compiled loss on bf16 logits; rowwise float8 "
+                           "with bf16 grad_weight, bf16 all-gather; its FSDP2 units read as 9dec370's", False, "reserved")
+TRAINING_ROWS["PM1346"] = ("llama-3.1-8b", dict(_TITAN_AO, compile_scope="layers+loss+upcast", **_RW),
+                           _TITAN_AO_NOTE + "; MI300X, torchtitan 2c8b594: compiled loss on bf16 logits; rowwise float8, "
+                           "bf16 all-gather; its FSDP2 units read as 9dec370's", False, "reserved")
 # litgpt's config hub table (PM1100-PM1145, config_hub/finetune/README.md @ 00af8b0d, 2024-09-27): single-device
 # LoRA / QLoRA / full fine-tunes on Alpaca2k, max_seq_length 512, each with the config file of the same commit
 # (lora_r, the lora_query/key/value/projection/mlp/head flags, micro batch, precision bf16-true, quantize bnb.nf4,

@@ -390,6 +390,38 @@ def test_float8_gemm_share_follows_from_its_row() -> None:
     assert (lo + hi) / 2 == pytest.approx(E.FLOAT8_GEMM_SHARE.expected, abs=0.0005)
 
 
+def test_float8_rowwise_gemm_share_follows_from_its_rows() -> None:
+    """FLOAT8_ROWWISE_GEMM_SHARE from torchao's float8 table on 8 x H100 (torchtitan llama3_8b.toml, FSDP2, compile):
+    rowwise 6768 tokens/s per GPU (PM1335) over its tensorwise twin 7689.5 (PM1333), the rows' settings as the
+    validation runs them (TORCHTITAN_RUNS); the share of the tensorwise FP8 GEMMs' rate at which the duration rule's
+    ratio of the two meets the measured one, solved by bisection."""
+    from llmsizer.validation_cases import TORCHTITAN_RUNS, TRAINING_SPEED_CALIBRATION
+
+    assert TRAINING_SPEED_CALIBRATION["PM1335"] == TRAINING_SPEED_CALIBRATION["PM1333"] == "FLOAT8_ROWWISE_GEMM_SHARE"
+    rows = public_rows()
+    target = float(rows["PM1335"]["value"]) / float(rows["PM1333"]["value"])
+    assert "rowwise" in rows["PM1335"]["other_settings"] and "tensorwise" in rows["PM1333"]["other_settings"]
+
+    def per_gpu(rid: str, share: float) -> float:
+        model, device, fields, _ = TORCHTITAN_RUNS[rid]
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(E, "FLOAT8_ROWWISE_GEMM_SHARE", dataclasses.replace(E.FLOAT8_ROWWISE_GEMM_SHARE,
+                                                                           expected=share))
+            d = training_duration_for(find(model).spec(), builtin_catalog().devices[device], fields["gpus"], 1e6,
+                                      fields)
+        assert d.tokens_per_second is not None
+        return d.tokens_per_second / fields["gpus"]
+
+    tensorwise = per_gpu("PM1333", 0.5)
+    assert per_gpu("PM1333", 1.0) == tensorwise  # the share touches the rowwise recipe only
+    assert per_gpu("PM1335", 0.5) / tensorwise < target < per_gpu("PM1335", 1.0) / tensorwise
+    lo, hi = 0.3, 1.5  # tokens/s rise with the share
+    for _ in range(40):
+        mid = (lo + hi) / 2
+        lo, hi = (lo, mid) if per_gpu("PM1335", mid) / tensorwise > target else (mid, hi)
+    assert (lo + hi) / 2 == pytest.approx(E.FLOAT8_ROWWISE_GEMM_SHARE.expected, abs=0.0005)
+
+
 def test_pm0018_miss_is_not_the_nf4_or_paging_term() -> None:
     """#12 asked whether PM0018 (torchtune Llama2-7B QLoRA, compiled, 1 x RTX 4090, 3155 tokens/s) needs u > 1
     because the NF4-under-compile or the paging term over-counts. Neither can: the row pages nothing, its NF4

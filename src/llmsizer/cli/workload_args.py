@@ -473,7 +473,9 @@ def add_framework_args(g: argparse._ArgumentGroup) -> None:
     g.add_argument("--float8", action="store_true", default=None,
                    help="torchao float8 linears; with --fsdp (FSDP2) the linears' weights are all-gathered in float8")
     g.add_argument("--float8-recipe", choices=FLOAT8_RECIPES,
-                   help="with --float8: torchao (Float8Linear, tensorwise) or transformer-engine (te.Linear, "
+                   help="with --float8: torchao (Float8Linear, tensorwise), torchao-rowwise / torchao-rowwise-gw-hp "
+                        "(torchao's ROWWISE / ROWWISE_WITH_GW_HP recipes: per-row scales, bf16 all-gather; the latter's "
+                        "grad_weight GEMM in bf16) or transformer-engine (te.Linear, "
                         f"fused cast-transpose; its float8 weight copies saved per layer, or cached under "
                         f"gradient accumulation) (default {TW.float8_recipe})")
     g.add_argument("--compile", action="store_true", default=None,

@@ -48,7 +48,14 @@ from ..formulas.elementwise_traffic import (
     step_bytes_per_token,
 )
 from ..formulas.float8_training import SOURCE_TIME as FLOAT8_TIME_SOURCE
-from ..formulas.float8_training import float8_cast_bytes, float8_layer_flops, layer_linears, shared_inputs
+from ..formulas.float8_training import (
+    TORCHAO_RECIPES,
+    float8_cast_bytes,
+    float8_gemms,
+    float8_layer_flops,
+    layer_linears,
+    shared_inputs,
+)
 from ..formulas.gemm_shapes import block_shape_efficiency, running_sum, tally, training_gemms
 from ..formulas.launch_overhead import (
     BNB_SERVING_RELEASE,
@@ -691,6 +698,16 @@ def _weight_format(w: TrainingWorkload, spec: ModelSpec) -> str:
     return "fp32" if w.precision == "fp32" or w.base_dtype == "fp32" else "bf16"
 
 
+def float8_cast_eq(recipe: str, compiled: bool) -> int:
+    """The equation of formulas/float8_training.py that times ``recipe``'s casts: F1 eager torchao (any recipe), F2
+    compiled tensorwise, F3 TransformerEngine, F4 / F5 compiled rowwise / rowwise with bf16 grad_weight."""
+    if recipe == "transformer-engine":
+        return 3
+    if not compiled:
+        return 1
+    return {"torchao": 2, "torchao-rowwise": 4}.get(recipe, 5)
+
+
 @dataclass(frozen=True)
 class Float8Time:
     """The float8 share of a micro-step (formulas/float8_training.py): FLOPs per token of the converted linears
@@ -706,13 +723,16 @@ def float8_time(spec: ModelSpec, w: TrainingWorkload, tokens: int) -> Float8Time
     """Float8 linears of ``w`` on one device: every decoder layer's projections (an MoE layer's attention only: its
     routed experts are grouped GEMMs convert_to_float8_training leaves alone; the lm_head stays bf16, torchtitan
     float8.py @9dec370 line 99 ``fqn != "output"``). A checkpointed layer's forward runs again: once under full
-    recomputation, every second matmul under torchtitan's op-level policy. Memoized on its immutable arguments."""
+    recomputation, every second matmul under torchtitan's op-level policy; the GEMMs in float8 per pass:
+    ``float8_gemms`` (ROWWISE_WITH_GW_HP's grad_weight runs in bf16 and stays with the BF16 FLOPs). Memoized on its
+    immutable arguments."""
     tp = w.tp if w.tp > 1 else 1
     c = 4.0 if w.precision == "fp32" else 2.0
     recompute = recompute_mode(w.grad_checkpointing)
     ckpt = set(checkpointed_layers(spec.num_layers, w.checkpoint_every)) if recompute != "none" else set()
     again = 1.0 if recompute == "full" else 0.5
-    sharded = w.fsdp is not None and w.float8_recipe == "torchao"
+    sharded = w.fsdp is not None and w.float8_recipe == "torchao"  # rowwise gathers bf16: each device casts it all
+    gemms = float(float8_gemms(w.float8_recipe))
     share = 1.0 / max(1, w.gpus // max(1, w.tp * w.pp)) if sharded else 1.0
     # a layer's float8 linears depend on it only through being MoE: (FLOPs, forward and backward cast bytes) once
     # per kind; the sums below still run layer by layer, so every float is the same
@@ -733,7 +753,7 @@ def float8_time(spec: ModelSpec, w: TrainingWorkload, tokens: int) -> Float8Time
     addends: dict[tuple[bool, bool], tuple[float, float]] = {}
     for moe, again_i in dict.fromkeys(layer_kinds):
         f, fwd, bwd = per_kind[moe]
-        addends[moe, again_i] = (f * (3.0 + (again if again_i else 0.0)),
+        addends[moe, again_i] = (f * (gemms + (again if again_i else 0.0)),
                                  fwd * (1.0 + (1.0 if again_i else 0.0)) + bwd)
     rows = list(map(addends.__getitem__, layer_kinds))
     flops = running_sum(map(itemgetter(0), rows))
@@ -1096,7 +1116,12 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
         if peak8:  # the converted linears' FLOPs at the FP8 tensor rate (its own share of u), the rest at BF16
             # (float8_time counts one device's 1/tp shards: the whole model's are tp times that)
             rho8 = E.FLOAT8_GEMM_SHARE
-            flops_eff = fl.per_token - f8.flops_per_token * max(1, w.tp) * (1.0 - peak / (peak8 * rho8.expected))
+            share8 = rho8.expected
+            rowwise = E.float8_rowwise_share(w.float8_recipe, device.vendor)
+            if rowwise is not None:  # torchao's rowwise recipes on CUDA: CUTLASS's rowwise kernel
+                share8 *= rowwise.expected
+                notes.append(Assumption(rowwise.name, rowwise.expected, True, rowwise.source))
+            flops_eff = fl.per_token - f8.flops_per_token * max(1, w.tp) * (1.0 - peak / (peak8 * share8))
             notes.append(Assumption("float8_gemm_flops_per_token", round(f8.flops_per_token), True,
                                     f"formulas/float8_training.py: the float8 linears' forward, backward and "
                                     f"recomputed GEMMs at the dense FP8 peak {peak8:.4g} FLOP/s x "
@@ -1107,9 +1132,9 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
         if bw_mem:
             t_f8 = elementwise_seconds(f8.cast_bytes, bw_mem, E.MEMORY_BOUND_BANDWIDTH.expected)
             notes.append(Assumption("float8_cast_bytes_per_token", round(f8.cast_bytes / tokens), True,
-                                    f"formulas/float8_training.py eq. (F{3 if w.float8_recipe != 'torchao' else 2 if w.compile else 1}): "
+                                    f"formulas/float8_training.py eq. (F{float8_cast_eq(w.float8_recipe, w.compile)}): "
                                     f"{w.float8_recipe} casts, forward, backward and recompute ({FLOAT8_TIME_SOURCE})"))
-        if w.float8_recipe == "torchao" and not w.compile:
+        if w.float8_recipe in TORCHAO_RECIPES and not w.compile:
             warnings.append("torchao float8 runs its casts as separate eager kernels (eq. F1); torchtitan/float8.py "
                             "@9dec370 line 14: 'Float8 experimental is intended to be ran under torch.compile for "
                             "competitive performance' (add --compile)")

@@ -755,6 +755,26 @@ FLOAT8_GEMM_SHARE = Factor(
     "float8_gemm_share_of_gemm_utilization", 0.8752, 0.8752, 0.8752,
     "calibrated: torchtitan Llama 3.1 8B FSDP + compile + Float8 8 x H100 8532 tokens/s/GPU (PM0503); the FP8 "
     "GEMMs' share of the FP8 peak over the BF16 GEMMs' share of the BF16 peak")
+# torchao's rowwise float8 recipes on an NVIDIA GPU (formulas/float8_training.py eqs. F4-F5): torch._scaled_mm with
+# per-row scales runs CUTLASS's f8f8bf16_rowwise (torch aten/src/ATen/native/cuda/Blas.cpp, _scaled_mm_out_cuda: the
+# rowwise branch calls at::cuda::detail::f8f8bf16_rowwise, not cuBLASLt, for the torch of these rows; ROCm's branch
+# runs hipBLASLt and is not scaled), the tensorwise recipe cuBLASLt (torchao config.py @36027d82 lines 147-149:
+# "TENSORWISE ... with the cuBLAS tensorwise kernel. Fastest option", "ROWWISE: ... with the CUTLASS rowwise
+# kernel"). The rowwise kernel's rate as a share of FLOAT8_GEMM_SHARE's. CALIBRATED on two named rows of one table
+# (torchao float8 README @8c81863ba, 8 x H100, torchtitan llama3_8b.toml, FSDP2, compile, op-level SAC): rowwise 6768
+# tokens/s per GPU (PM1335) over its tensorwise twin 7689.5 (PM1333), 0.880: the share at which the duration rule's
+# PM1335 / PM1333 ratio meets it, 0.8604 (the rest of the rule, bf16 all-gather and F4's casts included, as it stands);
+# re-derived by tests/hardware/test_training_calibration.py. Both rows excluded from the summary. Held out: the
+# AsyncTP table's rowwise rows (PM1314/PM1315/PM1320/PM1321), whose rowwise/tensorwise ratios are 0.73-0.74.
+FLOAT8_ROWWISE_GEMM_SHARE = Factor(
+    "float8_rowwise_gemm_share_of_tensorwise", 0.8604, 0.8604, 0.8604,
+    "calibrated: torchao float8 README 8 x H100 Llama 3 8B rowwise 6768 over tensorwise 7689.5 tokens/s/GPU "
+    "(PM1335 / PM1333); CUTLASS f8f8bf16_rowwise against cuBLASLt's tensorwise FP8 GEMM")
+
+
+def float8_rowwise_share(recipe: str, vendor: str) -> Factor | None:
+    """FLOAT8_ROWWISE_GEMM_SHARE where it applies: a torchao rowwise recipe on an NVIDIA GPU; None otherwise."""
+    return FLOAT8_ROWWISE_GEMM_SHARE if vendor == "NVIDIA" and recipe.startswith("torchao-rowwise") else None
 
 
 # Training on a CPU with a BF16 matrix unit (Intel AMX): the share of the AMX peak (cores x all-core clock x 1,024

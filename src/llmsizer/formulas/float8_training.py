@@ -88,6 +88,37 @@ linear of in -> out features over t tokens, c bytes per compute element, counted
 
 With FSDP's float8 all-gather the weight casts run on each device's shard before the all-gather (fsdp_utils.py lines
 228-251), a 1/n share of the i o terms. A checkpointed layer runs its forward casts again in the recompute.
+
+**Rowwise recipes** (``Float8LinearConfig.from_recipe_name``, pytorch/ao @36027d82 torchao/float8/config.py lines
+141-176 and 334-381; torchtitan ``--float8.recipe_name rowwise | rowwise_with_gw_hp``): the same ``Float8Linear`` and
+``matmul_with_hp_or_float8_args``, so the same saved tensors (float8_linear.py line 45: the bf16 input and the
+weight's view) and no autocast copy; what changes (recipe 'torchao-rowwise' / 'torchao-rowwise-gw-hp' here):
+
+- scales: every cast is ``ScalingGranularity.AXISWISE`` (one fp32 scale per row along the GEMM's reduction dim,
+  ``round_scales_to_power_of_2=True``), e4m3 for all three tensors, the GEMMs ``torch._scaled_mm`` with per-row
+  scales (the CUTLASS rowwise kernel on Hopper, config.py line 149). A scale tensor holds 4 B per row of a t x i
+  tensor, 4/i of its float8 bytes (0.1 % at i = 4096): left out of the byte counts below;
+- float8 all-gather: ``__post_init__`` asserts ``enable_fsdp_float8_all_gather`` only with tensorwise weight scaling
+  (config.py lines 270-274), so FSDP2 all-gathers these weights in param_dtype (bf16) and every device casts the
+  whole gathered weight (no 1/n share); torchtitan's float8 tensor-parallel styles are tensorwise-only too (its
+  parallelize_llama ``enable_float8_tensorwise_tp``), so the TP collectives stay bf16;
+- 'torchao-rowwise' (ROWWISE, config.py lines 334-351): all three GEMMs in float8; the two casts of grad_output
+  scale along different axes (axiswise_dim -1 for grad_input, 0 for grad_weight: float8_linear.py lines 119-121 and 173-175) and so
+  cannot share one amax pass; compiled::
+
+      B_rowwise = (c + 1) 2 t i + a c 2 t i + (2c + 1) 2 i o + (2c + 1) 2 t o                    (F4)
+
+- 'torchao-rowwise-gw-hp' (ROWWISE_WITH_GW_HP, lines 353-381): ``cast_config_input_for_grad_weight`` and
+  ``cast_config_grad_output_for_grad_weight`` are ``ScalingType.DISABLED``: the grad_weight GEMM runs in bf16 on the
+  saved input and the bf16 grad_output (float8_linear.py lines 161-164 and 182-183 skip the casts); grad_input
+  casts the weight tensorwise (``cast_config_weight_for_grad_input``). Two of the three GEMMs in float8; compiled::
+
+      B_gw_hp = (c + 1 + a c) t i + (2c + 1) 2 i o + (2c + 1) t o                                  (F5)
+
+  and the backward holds no step-4/5 casts (:func:`float8_backward_bytes` with ``grad_weight_fp8`` False).
+
+Eagerly the rowwise casts follow F1's per-cast kernels over the same tensors as F4/F5 (the power-of-2 rounding adds
+no pass of its own over the tensor).
 """
 
 from __future__ import annotations
@@ -118,7 +149,7 @@ def float8_forward_bytes(tokens: int, in_features: int, out_features: int, compi
 
 
 def float8_backward_bytes(tokens: int, in_features: int, out_features: int, compute_bytes: int,
-                          compiled: bool = True, weight_gathered_fp8: bool = False) -> int:
+                          compiled: bool = True, weight_gathered_fp8: bool = False, grad_weight_fp8: bool = True) -> int:
     """Peak bytes one Float8Linear backward adds to its incoming grad_output [bytes].
 
     ``matmul_with_hp_or_float8_args.backward`` (torchao 0.18.0 float8_linear.py lines 94-204) keeps every cast in a
@@ -133,7 +164,8 @@ def float8_backward_bytes(tokens: int, in_features: int, out_features: int, comp
 
     Run eagerly (``compiled`` False) the step's own cast also holds two fp32 temporaries, 8 bytes per element of the
     tensor being cast (module docstring). The weight gradient made at line 197 is the parameter's gradient, counted
-    with the gradients, not here. Returns the largest step.
+    with the gradients, not here. ``grad_weight_fp8`` False (ROWWISE_WITH_GW_HP, module docstring): steps 4 and 5
+    cast nothing (the grad_weight GEMM reads the bf16 tensors). Returns the largest step.
     """
     t, i, o, c = tokens, in_features, out_features, compute_bytes
     e = 0 if compiled else 8
@@ -147,10 +179,25 @@ def float8_backward_bytes(tokens: int, in_features: int, out_features: int, comp
         2 * f * t * o + w + c * t * i + e * t * o,
         2 * f * t * o + w + c * t * i + f * t * i + e * t * i,
     )
-    return max(steps)
+    return max(steps if grad_weight_fp8 else steps[:3])
 
 
-RECIPES = ("torchao", "transformer-engine")
+# torchao's Float8Linear recipes (Float8LinearRecipeName TENSORWISE, ROWWISE, ROWWISE_WITH_GW_HP: module docstring)
+TORCHAO_RECIPES = ("torchao", "torchao-rowwise", "torchao-rowwise-gw-hp")
+RECIPES = TORCHAO_RECIPES + ("transformer-engine",)
+
+
+def float8_gathers_in_float8(recipe: str) -> bool:
+    """Whether FSDP2 can all-gather the float8 linears' weights in float8 under ``recipe``: not with torchao's
+    rowwise recipes (config.py lines 270-274: ``enable_fsdp_float8_all_gather`` asserts tensorwise weight scaling);
+    TransformerEngine's gather is sized as torchao tensorwise's (estimate/training/gather_units.py)."""
+    return recipe not in ("torchao-rowwise", "torchao-rowwise-gw-hp")
+
+
+def float8_gemms(recipe: str) -> int:
+    """How many of a float8 linear's three GEMMs (output, grad_input, grad_weight) run in float8 under ``recipe``:
+    2 for ROWWISE_WITH_GW_HP (grad_weight in bf16, module docstring), else 3."""
+    return 2 if recipe == "torchao-rowwise-gw-hp" else 3
 SOURCE_TIME = ("torchao 0.18.0 float8/float8_linear.py lines 28-204, float8_utils.py lines 57-137, "
                "float8_training_tensor.py line 153, float8_ops.py lines 342-345; TransformerEngine "
                "pytorch/module/linear.py @0004dbd _Linear (fp8_cast_transpose_fused)")
@@ -178,7 +225,8 @@ def float8_cast_bytes(tokens: int, in_features: int, out_features: int, compute_
                       compiled: bool = True, weight_share: float = 1.0,
                       shared_input: bool = False) -> tuple[float, float]:
     """(forward, backward) bytes one float8 linear's casts move over ``tokens`` tokens: eqs. (F1) eager torchao,
-    (F2) compiled torchao, (F3) TransformerEngine. ``weight_share``: the part of the weight this device casts (1/n
+    (F2) compiled torchao, (F3) TransformerEngine, (F4)/(F5) compiled torchao rowwise / rowwise with bf16 grad_weight
+    (eager: F1's per-cast bytes over the tensors they cast). ``weight_share``: the part of the weight this device casts (1/n
     when FSDP all-gathers the weights in float8, each device casting its shard). ``shared_input``: a sibling linear
     reads the same input and its fused amax pass is counted there (compiled torchao only, F2's a = 0)."""
     t, i, o, c = float(tokens), float(in_features), float(out_features), float(compute_bytes)
@@ -187,8 +235,17 @@ def float8_cast_bytes(tokens: int, in_features: int, out_features: int, compute_
     w = i * o
     if recipe == "transformer-engine":
         return (c + 2) * (t * i + w * weight_share), (c + 2) * t * o
-    if recipe != "torchao":
+    if recipe not in TORCHAO_RECIPES:
         raise InputError(unknown_choice("float8 recipe", recipe, RECIPES))
+    if recipe != "torchao":  # rowwise: no float8 all-gather, each cast with its own amax pass
+        gw = recipe == "torchao-rowwise"  # the grad_weight GEMM's two casts (input, grad_output along dim 1)
+        if compiled:
+            x = (c + 1 + (0.0 if shared_input else c)) * t * i
+            wc = (2 * c + 1) * w
+            return x + wc, (x if gw else 0.0) + wc + (2 * c + 1) * t * o * (2 if gw else 1)
+        cast = 4 * c + 25
+        return cast * (t * i + w), cast * (t * o * (2 if gw else 1) + (t * i if gw else 0.0) + w) + 2 * (
+            (t * o + t * i if gw else 0.0) + w)
     if compiled:
         x = (c + 1 + (0.0 if shared_input else c)) * t * i
         wc = (2 * c + 1) * w * weight_share
@@ -247,7 +304,8 @@ def layer_linears(spec: ModelSpec, tp: int = 1) -> tuple[tuple[int, int], ...]:
 
 @lru_cache(maxsize=256)
 def float8_layer_backward_peak(spec: ModelSpec, tokens: int, compute_bytes: int, residual_bytes: int,
-                               tp: int = 1, compiled: bool = True, weight_gathered_fp8: bool = False) -> int:
+                               tp: int = 1, compiled: bool = True, weight_gathered_fp8: bool = False,
+                               grad_weight_fp8: bool = True) -> int:
     """Peak bytes of a dense decoder layer's backward inside its Float8Linears [bytes]: the incoming and outgoing
     residual gradients (2 t h r, as in ``layer_backward_transient``), the linear's bf16 grad_output (c t o) and
     :func:`float8_backward_bytes`, for the linear where that is largest.
@@ -259,7 +317,7 @@ def float8_layer_backward_peak(spec: ModelSpec, tokens: int, compute_bytes: int,
     """
     c, r = compute_bytes, residual_bytes
     return 2 * tokens * spec.hidden_size * r + max(
-        c * tokens * o + float8_backward_bytes(tokens, i, o, c, compiled, weight_gathered_fp8)
+        c * tokens * o + float8_backward_bytes(tokens, i, o, c, compiled, weight_gathered_fp8, grad_weight_fp8)
         for i, o in layer_linears(spec, tp))
 
 

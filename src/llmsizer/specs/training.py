@@ -230,7 +230,8 @@ KERNELS = ("pytorch", "unsloth")
 # what runs a Mamba layer: mamba_ssm + causal-conv1d's kernels (a CUDA GPU with both installed) or transformers'
 # torch reference functions (formulas/mamba_activations.py)
 MAMBA_PATHS = ("cuda-kernels", "torch")
-FLOAT8_RECIPES = ("torchao", "transformer-engine")  # formulas/float8_training.py RECIPES
+FLOAT8_RECIPES = ("torchao", "torchao-rowwise", "torchao-rowwise-gw-hp",
+                  "transformer-engine")  # formulas/float8_training.py RECIPES
 # what torch.compile covers: the decoder layers and the loss (torchtune compile_model + compile_loss) or the decoder
 # layers alone, the loss eager (torchtitan @ 9dec370 apply_compile; its train.py lines 137-138 leave loss_fn eager)
 COMPILE_SCOPES = ("layers+loss", "layers", "layers+loss+upcast")
@@ -586,7 +587,9 @@ class TrainingWorkload:
         backward (torchtune ``OffloadActivations``; ``formulas/activation_offload.py``).
     float8: torchao float8 training (``convert_to_float8_training``, tensorwise scaling; with FSDP2 the linears'
         weights are all-gathered in float8; ``formulas/float8_training.py``).
-    float8_recipe: with float8, whose float8 linears: 'torchao' (``Float8Linear``, dynamic tensorwise scaling) or
+    float8_recipe: with float8, whose float8 linears: 'torchao' (``Float8Linear``, dynamic tensorwise scaling),
+        'torchao-rowwise' / 'torchao-rowwise-gw-hp' (torchao's ROWWISE / ROWWISE_WITH_GW_HP recipes: per-row scales,
+        FSDP2 and TP gather in bf16, the latter's grad_weight GEMM in bf16: formulas/float8_training.py eqs. F4-F5) or
         'transformer-engine' (``te.Linear`` under ``fp8_autocast``, delayed scaling, fused cast-transpose kernels:
         llm-foundry ``fc_type: te``); it changes the casts' memory-bound time (eqs. F1-F3) and the weight copies:
         torchao keeps none, TransformerEngine keeps each te.Linear's float8 weight (rowwise + transposed on Hopper)

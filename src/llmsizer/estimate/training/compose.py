@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 
 from ...catalog.hardware import Device
 from ...errors import InputError
-from ...formulas.float8_training import TE_SOURCE, te_weight_copy_bytes
+from ...formulas.float8_training import TE_SOURCE, TORCHAO_RECIPES, te_weight_copy_bytes
 from ...formulas.parallelism import DDP_BUCKET_CAP_BYTES, MOE_CAPACITY_FACTOR, pipeline_stage_layers, zero_shards
 from ...formulas.params import count_params
 from ...formulas.selective_checkpointing import op_sac_saved_terms
@@ -753,14 +753,16 @@ def _items(ctx: TrainingContext, st: StageStates, tl: StageTimeline, acc: Acc) -
             formula += ("; none of the te.Linears' (TransformerEngine quantizes their weights to float8 from the "
                         "parameter, fp8_weight_copies): the linears left nn.Linear only (lm_head)")
             src += "; " + TE_SOURCE
-        if name == "autocast_weight_copies" and w.float8 and w.float8_recipe == "torchao":
+        if name == "autocast_weight_copies" and w.float8 and w.float8_recipe in TORCHAO_RECIPES:
             formula += ("; none of the Float8Linears' (torchao casts their weights to float8 itself, from a view the "
                         "autocast cache never takes): the linears left nn.Linear only (lm_head, MoE router and shared "
                         "expert)")
             src += "; formulas/float8_training.py float8_autocast_copied (torchao float8_linear.py lines 255-273)"
         if name == "backward_transient" and w.float8:
             formula = (f"max({formula}, the largest Float8Linear backward: its bf16 grad_output + float8 casts "
-                       "(grad_output twice, weight, input; 1 B each" + ("" if w.compile else
+                       + ("(grad_output once, weight; 1 B each: the grad_weight GEMM in bf16"
+                          if w.float8_recipe == "torchao-rowwise-gw-hp" else "(grad_output twice, weight, input; 1 B each")
+                       + ("" if w.compile else
                                                                      ", + 2 fp32 temporaries of the cast in flight")
                        + ") + grad_input + 2 residual gradients)")
             src += "; formulas/float8_training.py (torchao float8_linear.py lines 94-204)"
@@ -956,7 +958,7 @@ def _explain(ctx: TrainingContext, acc: Acc, tl: StageTimeline) -> None:
     value = f"{total:g} B per trained param = " + " + ".join(parts)
     if float8_copies:
         value += (f" (+ {rec.autocast_bytes} B autocast copy only of the linears left nn.Linear, as lm_head, MoE "
-                  "router, shared expert: " + ("torchao's Float8Linears have none)" if ctx.w.float8_recipe == "torchao"
+                  "router, shared expert: " + ("torchao's Float8Linears have none)" if ctx.w.float8_recipe in TORCHAO_RECIPES
                                                else "te.Linears have none)"))
     if ctx.w.float8 and ctx.w.float8_recipe == "transformer-engine":
         cc = ctx.w.gpu_capability

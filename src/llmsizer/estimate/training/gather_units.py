@@ -20,8 +20,9 @@ under pipeline parallelism, ``offload='params'`` and the traced layouts of formu
   blocks' Float8Linear weights are all-gathered in float8, 1 B per element (torchao ``WeightWithDynamicFloat8CastTensor
   .fsdp_pre_all_gather`` returns the float8 data: torchao/float8/fsdp_utils.py lines 228-251, 0.18.0; an FSDP2
   extension: config.py lines 223-225 ``enable_fsdp_float8_all_gather``, "float8 all-gather with FSDP2", so FSDP1
-  gathers them in param_dtype; ``float8_recipe`` does not change it: the memory follows torchao's for both,
-  specs/training.py); everything else, the
+  gathers them in param_dtype; TransformerEngine's recipe is sized as torchao's, specs/training.py; torchao's rowwise
+  recipes gather in param_dtype: ``enable_fsdp_float8_all_gather`` is tensorwise-only, formulas/float8_training.py
+  ``float8_gathers_in_float8``); everything else, the
   blocks' norms and biases, the embedding and the output projection (``convert_to_float8_training`` leaves it a
   plain nn.Linear, torchtitan's float8 converter filters ``output``), stays in ``param_dtype``.
 
@@ -99,7 +100,7 @@ from ...formulas.deepspeed_zero import (
     persists,
     zero3_collective_elements,
 )
-from ...formulas.float8_training import float8_gathered_bytes, float8_weight_elements
+from ...formulas.float8_training import float8_gathered_bytes, float8_gathers_in_float8, float8_weight_elements
 from ...formulas.fsdp2_units import backward_gathers_of
 from ...formulas.parallelism import zero_shards
 from ...formulas.tensors import model_tensors
@@ -131,7 +132,8 @@ class GatherUnits:
 def float8_all_gather(w: TrainingWorkload) -> bool:
     """Whether the blocks' Float8Linear weights are all-gathered in float8 (module doc): float8 training under
     FSDP2 with the parameters sharded (or offloaded) and gathered for compute."""
-    return w.float8 and w.fsdp is not None and w.fsdp_version == 2 and (w.shard_stage >= 3 or w.offload == "params")
+    return (w.float8 and float8_gathers_in_float8(w.float8_recipe) and w.fsdp is not None and w.fsdp_version == 2
+            and (w.shard_stage >= 3 or w.offload == "params"))
 
 
 def fsdp_gather_units(ctx: TrainingContext, st: StageStates) -> GatherUnits:

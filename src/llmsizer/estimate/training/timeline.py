@@ -42,6 +42,7 @@ from ...formulas.deepspeed_zero import (
     step_grad_copy_bytes,
 )
 from ...formulas.float8_training import (
+    float8_gemms,
     float8_layer_backward_peak,
     float8_weight_elements,
     te_weight_copy_bytes,
@@ -261,7 +262,8 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
     if w.float8:
         fp8_weights = float8_all_gather(w)
         float8_peak = float8_layer_backward_peak(spec, act.tokens, act.compute, act.residual, w.tp,
-                                                 compiled=w.compile, weight_gathered_fp8=fp8_weights)
+                                                 compiled=w.compile, weight_gathered_fp8=fp8_weights,
+                                                 grad_weight_fp8=float8_gemms(w.float8_recipe) == 3)
     layers = list(st.layers)  # ascending; the lists below are by position in it
     # unsharded full training whose .grads persist across micro-batches: each new gradient is added to its kept one
     fresh_grads = (w.method == "full" and w.shard_stage == 0 and w.fsdp is None and w.tp == 1 and w.offload == "none"
