@@ -92,7 +92,7 @@ def test_gpt_oss_120b_verbatim_config_equals_transformers_documented_120b_defaul
 
 def test_derived_entries_say_so_in_their_source():
     derived = sorted(name for name, e in ENTRIES.items() if e.source.startswith("DERIVED"))
-    assert derived == ["mistral-small-24b-instruct-2501"]
+    assert derived == ["llama-3.2-11b-vision-instruct", "mistral-small-24b-instruct-2501"]
     for name in ("llama-3.1-405b", "gpt-oss-120b"):
         assert ENTRIES[name].source.startswith("ai-dynamo/aiconfigurator:"), name
 
@@ -267,3 +267,71 @@ def test_assembled_gemma4_configs_agree_with_the_first_party_statements():
     assert e2b.source.startswith("ASSEMBLED (no single verbatim copy found) from:")
     assert (spec.num_layers, spec.hidden_size) == (35, 1536)
     assert {spec.ffn_size(i) for i in range(spec.num_layers)} == GEMMA4_E2B_GEMMA_CPP["ffn_widths"]
+
+
+# --- Llama-3.2-11B-Vision-Instruct (DERIVED) ---------------------------------------------------------------------
+# Meta's arch_args (sku_list.py) and its reference vision encoder's constants (multimodal/model.py), carried through
+# the rules of transformers' converter that wrote the Hub's config.json (convert_mllama_weights_to_hf.py @39f542c2
+# write_model). The rules are restated here from the converter's text, not from the catalog file.
+
+def _mllama_from_meta(args: dict, enc: dict) -> dict:
+    layers, cross = args["n_layers"], args["vision_num_cross_attention_layers"]
+    freq = math.ceil(layers / cross)  # one cross-attention layer before every freq-th text layer
+    hidden = 4 * int(2 * args["dim"] / 3)  # compute_intermediate_size: Meta's FeedForward rule
+    hidden = int(args["ffn_dim_multiplier"] * hidden)
+    hidden = args["multiple_of"] * ((hidden + args["multiple_of"] - 1) // args["multiple_of"])
+    tiles = args["vision_max_num_chunks"]
+    return {
+        "text": {"vocab_size": args["vocab_size"], "hidden_size": args["dim"], "num_attention_heads": args["n_heads"],
+                 "num_key_value_heads": args["n_kv_heads"], "rms_norm_eps": args["norm_eps"],
+                 "rope_theta": args["rope_theta"], "num_hidden_layers": layers + cross,
+                 "cross_attention_layers": list(range(freq - 1, layers + cross, freq + 1)),
+                 "intermediate_size": hidden, "max_position_embeddings": 131072, "tie_word_embeddings": False},
+        "vision": {"hidden_size": enc["width"], "num_hidden_layers": enc["layers"], "attention_heads": enc["heads"],
+                   "intermediate_size": enc["width"] * enc["mlp_ratio"], "num_channels": enc["in_channels"],
+                   "patch_size": enc["patch_size"], "num_global_layers": enc["n_global_layers"],
+                   "intermediate_layers_indices": enc["return_intermediate"],
+                   "vision_output_dim": enc["width"] * (1 + len(enc["return_intermediate"])),
+                   "image_size": args["vision_chunk_size"], "max_num_tiles": tiles,
+                   # get_all_supported_aspect_ratios: every (rows, cols) with rows x cols <= tiles, rows first
+                   "supported_aspect_ratios": [[r, c] for r in range(1, tiles + 1) for c in range(1, tiles + 1)
+                                               if r * c <= tiles]},
+    }
+
+
+def test_llama32_11b_vision_config_is_metas_args_through_the_hf_converter():
+    d = _derivation("llama-3.2-11b-vision-instruct")
+    cfg = ENTRIES["llama-3.2-11b-vision-instruct"].config
+    derived = _mllama_from_meta(d["first_party_args"], d["vision_encoder"])
+    for key, value in derived["text"].items():
+        assert cfg["text_config"][key] == value, key
+    for key, value in derived["vision"].items():
+        assert cfg["vision_config"][key] == value, key
+    # Meta's fusion schedule (multimodal/model.py _init_fusion_schedule: every k-th text layer counted from the last,
+    # a cross-attention block run before it) lands on the converter's shifted indices
+    sched = list(range(32))[::-1][::4][:8][::-1]
+    assert [s + i for i, s in enumerate(sched)] == cfg["text_config"]["cross_attention_layers"]
+    assert cfg["text_config"]["rope_scaling"]["rope_type"] == "llama3" and d["first_party_args"]["use_scaled_rope"]
+
+
+def test_llama32_11b_vision_kv_from_the_transformers_modules():
+    """Self-attention K/V per text token and the cross-attention layers' image K/V, from the shapes of the model
+    transformers builds (k_proj / v_proj widths of each layer, the vision model's patches per tile) against
+    formulas/kv_cache.py eqs. (1) and (4): 40 layers, 8 of them cross-attention; 4 tiles x 1601 states per image."""
+    from llmsizer.formulas.kv_cache import cross_attention_kv, kv_cache
+    from llmsizer.formulas.vision_tokens import image_tokens
+    from oracle_utils import build
+
+    entry = ENTRIES["llama-3.2-11b-vision-instruct"]
+    model = build(entry.config)
+    lm = model.model.language_model
+    self_rate = sum(2 * layer.self_attn.k_proj.out_features for layer in lm.layers if hasattr(layer, "self_attn"))
+    cross_rate = sum(2 * layer.cross_attn.k_proj.out_features for layer in lm.layers if hasattr(layer, "cross_attn"))
+    assert all(layer.self_attn.v_proj.out_features == layer.self_attn.k_proj.out_features
+               for layer in lm.layers if hasattr(layer, "self_attn"))
+    per_image = model.model.vision_model.max_num_tiles * model.model.vision_model.num_patches
+    spec = entry.spec()
+    assert kv_cache(spec, 4096, 1, "bf16").total_bytes == 4096 * self_rate * 2 == 32 * 2 * 1024 * 4096 * 2
+    cross_tokens = image_tokens(spec.vision, 1120, 1120).cross_tokens
+    assert cross_tokens == per_image == 4 * 1601
+    assert cross_attention_kv(spec, cross_tokens, 1, "bf16") == cross_rate * per_image * 2

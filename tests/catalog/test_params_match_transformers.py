@@ -76,6 +76,8 @@ KNOWN_PUBLISHED_DEVIATIONS: dict[tuple[str, str], str] = {
                                   "(32 layers, 4096 hidden, 14336 FFN, 32000 vocab, untied) -- 0.8 % apart",
     ("qwen2.5-32b", "total"): "Qwen2.5-32B card '32.5B' (non-embedding 31.0B) vs 32,763,876,352 built from its "
                               "config (64 layers, 5120 hidden, 27648 FFN, 152064 vocab, untied) -- 0.8 % apart",
+    ("llama-3.2-11b-vision-instruct", "total"): "Meta's vision card '11B (10.6)' vs 10,670,220,835 built from the "
+                                                "derived config (+0.66 %): 10.67B truncated, not rounded",
     ("qwen3-30b-a3b", "active"): "card '3.3B activated' vs 3,353,032,704 (8 of 128 experts, embedding included): "
                                  "3.35B truncated, not rounded; excluding the embedding gives 3.04B, further off",
     ("deepseek-v2-lite", "active"): "card '2.4B active' vs 2,661,150,208 with the embedding, 2,451,435,008 without "
