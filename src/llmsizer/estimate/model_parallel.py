@@ -247,9 +247,17 @@ def model_parallel_time(spec: ModelSpec, w: TrainingWorkload, stage_seconds: flo
         c_rs = reduce_scatter_bytes(one * a, tp) / b_tp
         again_set = set(recomputed)
         added = carried = 0.0
+        # a layer's pairs depend on it only through its linears (its kind, ModelSpec.layer_key, as eq. (T4) above
+        # reads them) and whether it is recomputed: each (kind, recomputed) once, added layer by layer in order
+        keys = layer_kind_firsts(spec)
+        pairs: dict[tuple[int, bool], tuple[float, float]] = {}
         for i in busiest:
-            x, c = micro_pipelined_layer(spec, i, tp, tokens, c_ag, c_rs, gemm_rate, memory_bandwidth or inf, a,
-                                         i in again_set)
+            like = (keys[i], i in again_set)
+            pair = pairs.get(like)
+            if pair is None:
+                pair = pairs[like] = micro_pipelined_layer(spec, like[0], tp, tokens, c_ag, c_rs, gemm_rate,
+                                                           memory_bandwidth or inf, a, like[1])
+            x, c = pair
             added, carried = added + x, carried + c
         pipelined = added + max(0.0, (fwd + bwd) / b_tp - carried)
     p2p = pipeline_p2p_bytes(tokens, spec.hidden_size, a, tp, v) if pp > 1 else 0.0

@@ -322,10 +322,13 @@ def _measured_items(spec: ModelSpec, w: TrainingWorkload) -> tuple[Sequence[Item
 
 
 def _keep(spec: ModelSpec, w: TrainingWorkload, measured: _Measured | None, key: tuple[Any, ...] | None) -> None:
-    """The estimate of the stage a search took, finished from its measurement into the memo (``_memoized`` answers
-    it from there, as when the search made every stage's whole estimate)."""
+    """The measurement of the stage a search took, kept for ``_memoized`` to finish (``_finish``) when the estimate
+    is asked for: a caller that reads the need alone (``training_needs``, the not-fitting ladder's steps) never
+    composes its words; one that asks for the estimate gets what finishing it at once gave."""
     if measured is not None and key is not None and measured.items_key is not None:
-        _remember(spec, key, measured.items_key, _finish(spec, w, measured))
+        if len(_MEASURED) >= 1024:
+            _MEASURED.clear()
+        _MEASURED[key] = (spec, w, measured)
 
 
 def _device_need(items: Sequence[Item]) -> int:
@@ -392,6 +395,11 @@ def _memoized(spec: ModelSpec, w: TrainingWorkload) -> Estimate:
         return _estimate(spec, w)
     if hit is not None and hit[0] is spec:
         return _copy(hit[1], hit[2])
+    kept = _MEASURED.pop(key, None)  # a search's measurement of this workload (``_keep``): finished now, once
+    if kept is not None and kept[0] is spec and kept[2].items_key is not None:
+        est = _finish(spec, kept[1], kept[2])
+        _remember(spec, key, kept[2].items_key, est)
+        return est
     items_key = _items_key(spec, w, key)
     est = _estimate(spec, w, items_key)
     _remember(spec, key, items_key, est)
@@ -420,6 +428,8 @@ def _remember_items(items_key: tuple[Any, ...], spec: ModelSpec, items: tuple[It
 
 
 _MEMO: dict[tuple[Any, ...], tuple[ModelSpec, Estimate, bytes | None]] = {}
+# the measurement of the ZeRO stage a search took (``_keep``), on ``_MEMO``'s key, until ``_memoized`` finishes it
+_MEASURED: dict[tuple[Any, ...], tuple[ModelSpec, TrainingWorkload, _Measured]] = {}
 
 # The items of an estimate do not read the memory budget, the headroom or which fields the caller named (those decide
 # the verdict, the ZeRO stage chosen by ``sharded_workload`` and the assumptions' "(default)" flags): an estimate's
