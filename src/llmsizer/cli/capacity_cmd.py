@@ -125,6 +125,17 @@ def register(sub: Any) -> None:
         q.add_argument("--json", action="store_true", help="print the result as JSON: {id, before, after} or "
                                                            "{id, refused} per id")
         q.set_defaults(func=cmd_state, state=state)
+    helptext = ("move orphaned bookings (on a node the --inventory renamed or re-equipped) to a node that holds "
+                "them, each in its own window, checked as `capacity check` checks; all or none")
+    q = cs.add_parser("re-place", help=helptext, description=helptext + ". Exit 0: every one moved (or none "
+                      "orphaned); 1: some cannot be re-placed (each with the check's reason; nothing was moved); 2: "
+                      "invalid input", epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    q.add_argument("ids", nargs="*", metavar="ID", help="only these orphaned bookings (default: every orphaned one)")
+    common(q)
+    actor(q)
+    auth(q)
+    q.add_argument("--json", action="store_true", help="print the result as JSON: {moved, cannot, written}")
+    q.set_defaults(func=cmd_replace)
     q = cs.add_parser("show", help="reservations and utilisation over time")
     common(q)
     q.add_argument("--at", help="utilisation of every resource at this time (UTC)")
@@ -639,6 +650,68 @@ def cmd_state(args: argparse.Namespace) -> int:
         else:
             say(f"{e['id']}: {e['before']} -> {e['after']}")
     return status
+
+
+def replace_answer(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
+    """``capacity re-place``: every orphaned booking (:func:`provider.store.orphaned`, past or future, as
+    ``release --orphans``), or those of ``args.ids``, placed again by the check's own rule
+    (:func:`provider.replace.plan_moves`) and moved in one store transaction (:meth:`Store.move`), or nothing moved.
+    Returns ({moved, cannot, written}, exit code: 0 all moved, 1 some cannot or the store changed meanwhile)."""
+    from ..catalog.hardware import load_catalog
+    from ..provider.inventory import load_inventory
+    from ..provider.placement import capacities
+    from ..provider.replace import plan_moves
+    from ..provider.store import BookingConflict, Store, db_url, orphaned, sqlite_path
+    _authorize(args, "re-place")
+    inv = load_inventory(args.inventory, hardware_files=args.hardware_file)
+    if not Store.exists(args.db):
+        raise InputError(f"--db {sqlite_path(db_url(args.db))}: no reservation store there (`llmsizer capacity book` "
+                         "creates it); nothing was changed")
+    store = _store(args)
+    try:
+        live = store.bookings()
+        found = [i for o in orphaned(inv, live) for i in o.ids]
+        for rid in args.ids:
+            if rid not in found:
+                raise InputError(f"{rid}: not an orphaned booking of --inventory {args.inventory} (see `llmsizer "
+                                 "capacity show`)")
+        ids = list(dict.fromkeys(args.ids or found))
+        cat = load_catalog(args.hardware_file)
+        kinds = {b.device: cat.device(b.device).kind for b in live if b.id in ids and b.device}
+        moves, stuck = plan_moves(inv, live, ids, kinds)
+        data: dict[str, Any] = {"moved": [m.to_dict() for m in moves], "cannot": [s.to_dict() for s in stuck],
+                                "written": False}
+        if stuck:
+            return data, 1
+        try:
+            store.move(moves, capacities(inv), actor=args.actor)
+        except BookingConflict as e:
+            data["moved"], data["cannot"] = [], [{"id": m.id, "job": m.job, "from": list(m.old_nodes),
+                                                  "binding": "busy", "reason": str(e)} for m in moves]
+            return data, 1
+        data["written"] = bool(moves)
+        return data, 0
+    finally:
+        store.close()
+
+
+def cmd_replace(args: argparse.Namespace) -> int:
+    data, code = replace_answer(args)
+    if args.json:
+        emit_json(data)
+        return code
+    verb = "moved" if data["written"] else "could move"
+    for m in data["moved"]:
+        say(f"{m['id']}: {m['job']} {verb} {', '.join(m['from'])} -> {', '.join(m['to'])} ({m['how']})")
+    for s in data["cannot"]:
+        say(f"{s['id']}: {s['job']} on {', '.join(s['from'])} cannot be re-placed: [{s['binding']}] {s['reason']}",
+            file=sys.stderr)
+    if data["cannot"] and data["moved"]:
+        say("nothing was moved (all or none): the bookings above that could move stay where they are",
+            file=sys.stderr)
+    elif not data["moved"] and not data["cannot"]:
+        say("no orphaned booking: nothing to re-place")
+    return code
 
 
 def timeline(inv: Any, bookings: list[Any], points: int = 40) -> tuple[list[_dt.datetime], dict[str, list[float]]]:

@@ -1,8 +1,8 @@
 """Who may do what to the provider's bookings: roles from tokens, checked against salted scrypt hashes.
 
 Two roles: a ``requester`` checks requests, submits them (``book`` as requested or held) and reads bookings; an
-``operator`` may do all that, and confirm, activate, finish, release and expire bookings, book straight into
-``confirmed``, and edit the inventory (``capacity import``). :data:`ACTIONS` is the one table.
+``operator`` may do all that, and confirm, activate, finish, release and expire bookings, move orphaned ones
+(``re-place``), book straight into ``confirmed``, and edit the inventory (``capacity import``). :data:`ACTIONS` is the one table.
 
 The provider's auth file (YAML) lists tokens by name, role and hash; no token is stored in plaintext::
 
@@ -33,7 +33,8 @@ ROLES = ("requester", "operator")
 ACTIONS: dict[str, str] = {
     "check": "requester", "show": "requester", "submit": "requester",
     "book-confirmed": "operator", "hold": "operator", "confirm": "operator", "activate": "operator",
-    "finish": "operator", "release": "operator", "expire": "operator", "inventory": "operator", "export": "operator",
+    "finish": "operator", "release": "operator", "re-place": "operator", "expire": "operator",
+    "inventory": "operator", "export": "operator",
     # over HTTP, the time a check or booking is made at is the server's clock; only an operator may give another
     # (a requester could otherwise book a window in the past)
     "now": "operator",

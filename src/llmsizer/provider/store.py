@@ -350,13 +350,15 @@ class Store:
                   .order_by(self.locks.c.resource).with_for_update()).all()
 
     def _held_items(self, c: Any, resources: Sequence[str], lo: _dt.datetime, hi: _dt.datetime,
-                    exclude: str | None = None) -> list[Item]:
+                    exclude: str | Sequence[str] | None = None) -> list[Item]:
         sa = self.sa
         q = (sa.select(self.holds).join(self.res, self.holds.c.reservation == self.res.c.id)
              .where(self.res.c.state.in_(HOLDING), self.holds.c.resource.in_(list(resources)),
                     self.holds.c.start < hi, self.holds.c.end > lo))
-        if exclude is not None:
+        if isinstance(exclude, str):
             q = q.where(self.res.c.id != exclude)
+        elif exclude:
+            q = q.where(self.res.c.id.notin_(list(exclude)))
         return [Item(r["resource"], r["amount"], r["start"], r["end"]) for r in c.execute(q).mappings().all()]
 
     @staticmethod
@@ -590,6 +592,57 @@ class Store:
                                     f"UTC and is now expired; book again")
         return str(before)
 
+    def move(self, moves: Sequence[Any], capacity: dict[str, float], *, actor: str | None = None,
+             now: _dt.datetime | None = None) -> None:
+        """Re-place orphaned bookings (``moves``: :class:`replace.Move`, each a reservation id, the node holds it
+        was planned from and its new items) in ONE transaction, all or none: under the locks of every resource
+        the old and new holds name and of the reservations' rows, each booking must still be capacity-holding and
+        still hold what the move was planned from (else another change came first: :class:`BookingConflict`,
+        nothing written), and its new holds are re-checked against every other booking's and the moves' before it
+        (as :meth:`submit`). The quota usage hold moves unchanged (same team, device, count and window), so the
+        team's quota is as it was. Each move appends one ``re-place`` audit row (state unchanged)."""
+        sa = self.sa
+        if not moves:
+            return
+        actor = actor or default_actor()
+        now = now or utcnow()
+        ids = sorted(m.id for m in moves)
+        planned = {m.id: m.before for m in moves}
+        resources = sorted({i.resource for m in moves for i in (*m.items, *m.before)})
+        try:
+            with self.engine.begin() as c:
+                self._lock(c, resources)
+                q = sa.select(self.res).where(self.res.c.id.in_(ids)).order_by(self.res.c.id)
+                rows = {r["id"]: r for r in c.execute(q if self.sqlite else q.with_for_update()).mappings().all()}
+                for m in moves:
+                    row = rows.get(m.id)
+                    held = self._holds_in(c, m.id)
+                    if row is None or row["state"] not in HOLDING or sorted(held, key=repr) != \
+                            sorted(planned[m.id], key=repr):
+                        raise BookingConflict(f"{m.id} ({m.job}) changed since it was read (moved, released or "
+                                              "re-booked by another change): nothing was moved; run it again")
+                items = [i for m in moves for i in m.items]
+                existing = self._held_items(c, resources, min(i.start for i in items), max(i.end for i in items),
+                                            exclude=ids)
+                for m in moves:
+                    err = self._conflict(m.job, m.items, existing, capacity, "; nothing was moved")
+                    if err:
+                        raise err
+                    existing.extend(m.items)
+                for m in moves:
+                    c.execute(sa.delete(self.holds).where(self.holds.c.reservation == m.id))
+                    c.execute(self.holds.insert(), [dict(reservation=m.id, resource=i.resource, amount=i.amount,
+                                                         start=i.start, end=i.end) for i in m.items])
+                    state = rows[m.id]["state"]
+                    self._log(c, m.id, state, state, actor, now, "re-place",
+                              f"{', '.join(m.old_nodes)} -> {', '.join(m.placement.nodes)} ({m.how})")
+        except sa.exc.OperationalError as e:
+            raise StoreError(f"re-placing failed: {str(e).splitlines()[0]}") from None
+
+    def _holds_in(self, c: Any, rid: str) -> list[Item]:
+        rows = c.execute(self.sa.select(self.holds).where(self.holds.c.reservation == rid)).mappings().all()
+        return [Item(r["resource"], r["amount"], r["start"], r["end"]) for r in rows]
+
     def expire_due(self, now: _dt.datetime | None = None, *, actor: str | None = None) -> list[str]:
         """Expire every requested/held booking whose ``hold_until`` has passed; returns their ids."""
         sa = self.sa
@@ -677,7 +730,8 @@ def orphan_refusal(inv: Inventory, bookings: Sequence[Booking], now: _dt.datetim
     if not found:
         return None
     return (f"{inv.source}: {orphan_text(found)}; the inventory and the bookings disagree, so a renamed or "
-            "re-equipped node could be booked twice: restore the node in the inventory, or release those bookings "
+            "re-equipped node could be booked twice: restore the node in the inventory, move those bookings to a "
+            f"node that holds them (`llmsizer capacity re-place --inventory {inv.source}`), or release them "
             f"(`llmsizer capacity release --orphans --inventory {inv.source}`)")
 
 
