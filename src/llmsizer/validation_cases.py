@@ -789,7 +789,8 @@ TRAINING_SPEED_CALIBRATION = {"PM0020": "TRAINING_DEVICE_UTILIZATION", "PM0022":
                               **{rid: "TRAINING_UTILIZATION_BY_ARCH['ampere'] and FLASH_ATTENTION_SHARE"
                                  for rid in AMPERE_CALIBRATION},
                               "PM0720": "HOST_SECONDS_PER_KERNEL",
-                              **dict.fromkeys(("PM1333", "PM1335"), "FLOAT8_ROWWISE_GEMM_SHARE")}
+                              **dict.fromkeys(("PM1333", "PM1335"), "FLOAT8_ROWWISE_GEMM_SHARE"),
+                              "PM1341": "TRAINING_UTILIZATION_BY_ARCH['cdna3']"}
 
 
 @dataclass(frozen=True)
@@ -1090,7 +1091,8 @@ def torchtitan_mp_case(r: dict[str, str]) -> Case:
                     if mp else ""))
 
 
-# torchtitan runs published outside its benchmark file of 2024-12 (held out; nothing is fitted on them):
+# torchtitan runs published outside its benchmark file of 2024-12 (held out but PM1333/PM1335, the rowwise share's
+# pair, and PM1341, CDNA3's utilisation: TRAINING_SPEED_CALIBRATION):
 # - PM1310-PM1321: benchmarks/asyncTP_llama3_h100_2025-06_torchtitan.md @2887250bb (the Grand Teton H100s of PM0501,
 #   h100-sxm taken as there), torchtitan 820504e: Llama 3.1 70B FSDP 32 x TP 8 on 256 GPUs, full AC, local batch 16,
 #   and 8B FSDP 8 x TP 8 on 64 GPUs, op-level SAC, local batch 12; compile; seq_len 8192 and AdamW from
@@ -1103,7 +1105,8 @@ def torchtitan_mp_case(r: dict[str, str]) -> Case:
 #   errors, turning off for now"); tensorwise with float8 all-gather.
 # - PM1341/PM1343: the same benchmark on 8 x MI300X @853f87d1b (2025-08-11), torchtitan 2c8b594, whose
 #   build_cross_entropy_loss compiles the loss on bf16 logits (compile_scope 'layers+loss+upcast'): every setting
-#   stated.
+#   stated. PM1341 (bf16) calibrates TRAINING_UTILIZATION_BY_ARCH['cdna3']; the float8 rows PM1343/PM1345/PM1347 test
+#   it, and FLOAT8_GEMM_SHARE (Hopper's), out of sample.
 # Value: (catalog model, device, TrainingWorkload fields, why settings are assumed or '').
 _TITAN_RUN = dict(method="full", precision="bf16-mixed", seq_len=8192, fsdp="full", optimizer="adamw", compile=True,
                   compile_scope="layers")
@@ -1162,10 +1165,11 @@ def torchtitan_run_case(r: dict[str, str]) -> Case:
     return Case(rid, TRAINING_SPEED, f"torchtitan {model} {r['other_settings']} {n}x{device} tokens/s/GPU", pred,
                 value, "tokens/s/GPU", *within_tolerance(TRAINING_SPEED, pred, value),
                 excluded=CALIBRATION if calib else ASSUMED if assumed else "", source=r["source"], no_band=d.no_band,
-                note=(("calibration row of efficiency." + TRAINING_SPEED_CALIBRATION[rid] + " (with its twin); "
-                       if calib else "") + f"utilisation {d.utilization:.3f}"
-                      + ("; no training calibration row for this GPU architecture: the lowest fitted share stands in "
-                         "(efficiency.TRAINING_UTILIZATION_UNCALIBRATED), and the row feeds no band "
+                note=(("calibration row of efficiency." + TRAINING_SPEED_CALIBRATION[rid]
+                       + (" (with its twin); " if list(TRAINING_SPEED_CALIBRATION.values()).count(
+                           TRAINING_SPEED_CALIBRATION[rid]) > 1 else "; ") if calib else "") + f"utilisation {d.utilization:.3f}"
+                      + ("; no training calibration row for this GPU architecture: the lowest fitted share of its "
+                         "stand-ins stands in (efficiency.training_utilization), and the row feeds no band "
                          "(ranges.UNCALIBRATED_ARCH_TRAINING_NO_BAND)"
                          if d.no_band else "")
                       + (f"; per micro-step compute {st.compute_seconds:.2f} s (memory-bound kernels "

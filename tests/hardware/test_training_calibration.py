@@ -8,6 +8,8 @@ the one duration rule (estimate/duration.py, formulas/training_time.py eqs. 6-8)
   the compute time is not proportional to 1/u: u is solved by bisection.
 - TRAINING_UTILIZATION_BY_ARCH['hopper'] from PM0501 (torchtitan Llama 3.1 8B FSDP, 8 x H100, 5762 tokens/s per
   GPU): communication (NVLink) overlapped and shorter than compute, so u is solved the same way.
+- TRAINING_UTILIZATION_BY_ARCH['cdna3'] from PM1341 (torchao's float8 benchmark, bf16 row: torchtitan Llama 3 8B
+  FSDP2 + compile, 8 x MI300X, 5376.5 tokens/s per GPU): compute-bound, solved the same way.
 - HOST_STAGED_COLLECTIVE_BANDWIDTH from PM0022 (the same recipe with FSDP on 2 x RTX 4090, 2768 tokens/s): the
   step is communication-bound in its forward phase (eq. 8'), so the row determines B_host: the bandwidth at which
   the one duration rule gives the measured tokens/s, by bisection.
@@ -113,15 +115,54 @@ def test_hopper_utilization_follows_from_its_row() -> None:
     assert u == pytest.approx(E.TRAINING_UTILIZATION_BY_ARCH["hopper"].expected, abs=0.0005)
 
 
+def test_cdna3_utilization_follows_from_its_row() -> None:
+    """TRAINING_UTILIZATION_BY_ARCH['cdna3'] from PM1341 (torchao's float8 benchmark, bf16 row: torchtitan Llama 3 8B
+    FSDP2 + compile on 8 x MI300X, 5376.5 tokens/s per GPU), the row's settings as the validation runs them
+    (TORCHTITAN_RUNS): compute-bound (the FSDP collectives shorter than a micro-step's compute), so the row
+    determines u, solved by bisection through the one duration rule. Its float8 twins stay held out."""
+    from llmsizer.validation_cases import TORCHTITAN_RUNS, TRAINING_SPEED_CALIBRATION
+
+    assert TRAINING_SPEED_CALIBRATION["PM1341"] == "TRAINING_UTILIZATION_BY_ARCH['cdna3']"
+    assert not {"PM1343", "PM1345", "PM1347"} & set(TRAINING_SPEED_CALIBRATION)
+    r = public_rows()["PM1341"]
+    assert r["hardware"] == "MI300X" and "bfloat16" in r["other_settings"]
+    model, device, fields, assumed = TORCHTITAN_RUNS["PM1341"]
+    assert device == "mi300x" and not fields.get("float8") and not assumed
+    n = fields["gpus"]
+    dev = builtin_catalog().devices[device]
+    assert dev.architecture == "cdna3" and dev.flops["bf16"].raw == 1307.4  # dense, not the 2614.9 sparse figure
+
+    def step(u: float) -> float:  # seconds per token per GPU
+        d = training_duration_for(find(model).spec(), dev, n, 1e6, fields, utilization=u)
+        assert d.step is not None and d.step.comm_seconds < d.step.compute_seconds
+        return n / d.step.tokens_per_second
+
+    u = solve_utilization(step, 1.0 / float(r["value"]))
+    assert u == pytest.approx(E.TRAINING_UTILIZATION_BY_ARCH["cdna3"].expected, abs=0.0005)
+    assert E.training_utilization("cdna3") == (E.TRAINING_UTILIZATION_BY_ARCH["cdna3"], True)
+
+
 def test_architectures_without_a_row_take_the_lowest_fitted_value() -> None:
     """The named fallback rule (efficiency.TRAINING_UTILIZATION_UNCALIBRATED): an architecture without a row gets
-    the lowest fitted share, whichever architecture that is, and is marked as not its own."""
-    least = min(f.expected for f in E.TRAINING_UTILIZATION_BY_ARCH.values())
+    the lowest fitted share of its stand-ins, and is marked as not its own: an NVIDIA or unknown part the lowest of
+    the NVIDIA architectures' (CDNA3's share, ROCm's stack, does not bound a CUDA part), an AMD Instinct part
+    (CDNA 2 / CDNA 4) CDNA3's."""
+    least = min(E.TRAINING_UTILIZATION_BY_ARCH[a].expected for a in ("ada", "ampere", "hopper"))
     for arch in ("blackwell", "volta", "", "apple"):
         f, own = E.training_utilization(arch)
         assert f is E.TRAINING_UTILIZATION_UNCALIBRATED and not own
         assert f.expected == least
-    assert E.training_utilization("hopper")[1] and E.training_utilization("ampere")[1]
+    for arch in ("cdna2", "cdna4"):
+        f, own = E.training_utilization(arch)
+        assert f is E.TRAINING_UTILIZATION_UNCALIBRATED_CDNA and not own
+        assert f.expected == E.TRAINING_UTILIZATION_BY_ARCH["cdna3"].expected < least
+    assert all(E.training_utilization(a)[1] for a in ("hopper", "ampere", "ada", "cdna3"))
+    # the attention kernel's stand-in share follows the same stand-ins
+    u_c = E.TRAINING_UTILIZATION_BY_ARCH["cdna3"].expected
+    assert E.attention_kernel_share("flash-attn-2", "cdna4", u_c)[0] == E.attention_kernel_share(
+        "flash-attn-2", "cdna3", u_c)[0]
+    assert E.attention_kernel_share("flash-attn-2", "blackwell", least)[0] > E.attention_kernel_share(
+        "flash-attn-2", "cdna3", u_c)[0]
 
 
 def test_an_uncalibrated_faster_gpu_is_not_faster_than_its_peak_ratio() -> None:

@@ -545,36 +545,42 @@ def test_known_misses_stay_in_the_summary_and_the_band(cases) -> None:
 
 def test_an_uncalibrated_architecture_feeds_no_training_band_and_gets_no_range(cases) -> None:
     """A GPU architecture without a training calibration row (efficiency.TRAINING_UTILIZATION_BY_ARCH) gets no
-    calibrated duration range: its rows (the MI300X rows PM1341/PM1343, CDNA3) are summarised but carry
-    ``Case.no_band`` and stay out of the training-throughput band; a duration on such a part has no range and no
-    coverage, states why in an assumption, and its warning quotes what the published rows measured instead of
-    calling the stand-in conservative. A Hopper duration keeps its range."""
+    calibrated duration range: a duration on such a part (8 x B200, Blackwell; 8 x MI250X, CDNA 2) has no range and
+    no coverage, states why in an assumption, and its warning says that no published run on it is compared instead of
+    calling the stand-in conservative. Since CDNA3 is calibrated on PM1341 (a calibration row, excluded), the
+    MI300X float8 rows PM1343/PM1345/PM1347 are held out and feed the training-throughput band like any other
+    calibrated architecture's rows, and an MI300X duration carries the range. A Hopper duration keeps its range."""
     from llmsizer.catalog.hardware import builtin_catalog
     from llmsizer.catalog.models import find
     from llmsizer.estimate import efficiency as E
     from llmsizer.estimate.duration import training_duration_for
-    from llmsizer.validation_cases import PYTORCH_TRAINING, TRAINING_SPEED
+    from llmsizer.validation_cases import CALIBRATION, PYTORCH_TRAINING, TRAINING_SPEED
 
     by_id = {c.id: c for c in cases}
     band_ids = {c.id for c in band_rows(cases)[(TRAINING_SPEED, PYTORCH_TRAINING)]}
-    for rid in ("PM1341", "PM1343"):
+    assert by_id["PM1341"].excluded == CALIBRATION and "PM1341" not in band_ids
+    for rid in ("PM1343", "PM1345", "PM1347"):
         c = by_id[rid]
-        assert c.kind == TRAINING_SPEED and not c.excluded and c.no_band == R.UNCALIBRATED_ARCH_TRAINING_NO_BAND
-        assert rid not in band_ids
+        assert c.kind == TRAINING_SPEED and not c.excluded and not c.no_band
+        assert rid in band_ids
     devs = builtin_catalog().devices
-    assert devs["mi300x"].architecture not in E.TRAINING_UTILIZATION_BY_ARCH
+    assert devs["mi300x"].architecture in E.TRAINING_UTILIZATION_BY_ARCH
     spec = find("llama-3.1-8b").spec()
     fields = dict(method="full", micro_batch=1, seq_len=8192, fsdp="full")
-    mi = training_duration_for(spec, devs["mi300x"], 8, 1e9, dict(fields))
     h = training_duration_for(spec, devs["h100-sxm"], 8, 1e9, dict(fields))
-    assert mi.seconds is not None and mi.seconds_range is None and mi.seconds_range_coverage is None
-    assert mi.to_dict()["calibrated_seconds_range"] is None
-    assert any(a.name == "training_range_band" and R.UNCALIBRATED_ARCH_TRAINING_NO_BAND in a.why
-               for a in mi.assumptions)
-    (warn,) = [w for w in mi.warnings if "no training calibration row" in w]
-    assert "conservative" not in warn and "0.53-0.61" in warn and "PM1341" in warn
-    assert h.seconds_range is not None and not h.no_band
-    assert not any(a.name == "training_range_band" for a in h.assumptions)
+    mi = training_duration_for(spec, devs["mi300x"], 8, 1e9, dict(fields))
+    for d in (h, mi):
+        assert d.seconds_range is not None and not d.no_band
+        assert not any(a.name == "training_range_band" for a in d.assumptions)
+        assert not any("calibration row" in w for w in d.warnings)
+    for dev in ("b200", "mi250x"):
+        d = training_duration_for(spec, devs[dev], 8, 1e9, dict(fields))
+        assert d.seconds is not None and d.seconds_range is None and d.seconds_range_coverage is None, dev
+        assert d.to_dict()["calibrated_seconds_range"] is None
+        assert any(a.name == "training_range_band" and R.UNCALIBRATED_ARCH_TRAINING_NO_BAND in a.why
+                   for a in d.assumptions)
+        (warn,) = [w for w in d.warnings if "no training calibration row" in w]
+        assert "conservative" not in warn and "no published run on it is compared" in warn, warn
 
 
 def test_the_uncalibrated_architectures_measured_ratios_follow_from_their_rows(cases) -> None:

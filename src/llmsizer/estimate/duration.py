@@ -1592,8 +1592,9 @@ def training_duration(spec: ModelSpec, device: Device, devices: int, tokens: flo
         if utilization is None:
             notes.append(Assumption("utilization_architecture", arch, True, factor.source))
             warnings.append(f"{device.id}: no training calibration row for GPU architecture {arch!r}; its "
-                            f"utilisation is the lowest fitted architecture's ({factor.expected:.3g}), an "
-                            f"uncalibrated stand-in: {R.uncalibrated_training_note(arch)}; no calibrated range")
+                            f"utilisation is the lowest fitted share of {'/'.join(E.stand_in_architectures(arch))} "
+                            f"({factor.expected:.3g}), an uncalibrated stand-in: "
+                            f"{R.uncalibrated_training_note(arch)}; no calibrated range")
     if w.method == "qlora" and qlora_base_format(spec) == "gptq-int4":
         notes.append(Assumption("gptq_dequant_bytes_per_weight", GPTQ_DEQUANT_BYTES_PER_WEIGHT, True,
                                 "formulas/training_time.py eq. (9b): auto-gptq qlinear_cuda_old QuantLinear above "

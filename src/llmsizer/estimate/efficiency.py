@@ -492,7 +492,24 @@ TRAINING_DEVICE_UTILIZATION = Factor(
 # (formulas/elementwise_traffic.py eq. (E11), 4c V per token, not the eager loss's 44 B per logit); 0.694-0.756,
 # median 0.7348 (rho 0.4250 -> 0.4230), since Composer's two train-metric cross-entropies per micro-batch are counted
 # (eq. (E12), 28 B per bf16 logit); re-derived by tests/hardware/test_training_calibration.py. Every other A100 row (the rest of both MPT A100 tables, torchtune,
-# Qwen) is held out. Architectures without a row of their own: TRAINING_UTILIZATION_UNCALIBRATED below.
+# Qwen) is held out.
+# CDNA3 (AMD Instinct MI300X): CALIBRATED on one named row, torchao's float8 training benchmark on 8 x MI300X, its
+# bf16 row: torchtitan llama3_8b.toml (Llama 3 8B, FSDP2, batch 1 x 8192, op-level SAC, torch.compile of the blocks
+# and the loss), 5376.5 tokens/s per GPU (PM1341, torchao/float8/README.md @853f87d1b, 2025-08-11, torch
+# 2.9.0.dev20250811+rocm6.4), against the catalog's MI300X dense BF16 peak (1307.4 TFLOP/s: 2048 FLOPS/clock/CU x 304
+# CUs x 2.1 GHz, AMD's 'AMD Instinct MI300 series microarchitecture' table; dense, not the 2614.9 sparse figure, so no
+# 2x mix-up); the u at which the duration rule meets the row, re-derived by tests/hardware/test_training_calibration.py.
+# Why this row: it is the only MI300X bf16 row, and its setup has three more rows (the float8 tensorwise / rowwise /
+# rowwise-with-bf16-grad_weight runs PM1343 / PM1347 / PM1345, the same script, torch and node) that stay held out and
+# test FLOAT8_GEMM_SHARE, Hopper's, on CDNA3 out of sample. Before (Hopper's 0.4705 standing in, the lowest fitted
+# share) the four rows measured 0.53-0.61 x the estimate. The mechanism is the share of the datasheet peak that
+# ROCm's stack reaches, not a catalog error: 0.269 here against Hopper's 0.4705 on the same torchtitan recipe (PM0501),
+# i.e. 352 TFLOP/s of executed GEMM FLOPs per MI300X against 465 per H100; SemiAnalysis ("MI300X vs H100 vs H200
+# Benchmark Part 1: Training", 2024-12-22) reports the same direction: the MI300X's "on paper specs ... are not
+# representative of performance that can be expected in a real-world environment" (a cross-check, not an input; its
+# GEMM table was not read here). RCCL: the row is compute-bound (FSDP2's collectives over the Infinity Fabric, 0.18 s
+# per micro-step against 1.5 s of compute, overlapped by eq. (8')), so the row does not separate a slow collective
+# from a slow GEMM: both land in u. Architectures without a row of their own: TRAINING_UTILIZATION_UNCALIBRATED below.
 TRAINING_UTILIZATION_BY_ARCH = {
     "ada": TRAINING_DEVICE_UTILIZATION,
     "ampere": Factor("training_device_utilization_ampere", 0.7348, 0.7348, 0.7348,
@@ -501,6 +518,9 @@ TRAINING_UTILIZATION_BY_ARCH = {
     "hopper": Factor("training_device_utilization_hopper", 0.4705, 0.4705, 0.4705,
                      "calibrated: torchtitan Llama 3.1 8B FSDP 8 x H100 5762 tokens/s/GPU (PM0501), executed FLOPs / "
                      "(H100 SXM peak x time)"),
+    "cdna3": Factor("training_device_utilization_cdna3", 0.2690, 0.2690, 0.2690,
+                    "calibrated: torchao float8 benchmark, torchtitan Llama 3 8B FSDP2 + compile 8 x MI300X bf16 "
+                    "5376.5 tokens/s/GPU (PM1341), executed FLOPs / (MI300X dense BF16 peak x time)"),
 }
 
 
@@ -730,13 +750,15 @@ def attention_kernel_share(kernel: str, architecture: str, u: float) -> tuple[fl
     (ATTENTION_KERNEL_SPEED, FLASH_ATTENTION_SHARE); where warp-level mma.sync cannot reach the dense peak
     (sync_mma_share: Hopper), sync x speed x rho x u_ampere, the share of its instruction ceiling the kernel reaches on
     Ampere (see above); Hopper's wgmma kernels, FlashAttention-2's share times WGMMA_KERNEL_OVER_FA2; an architecture
-    without a calibration row, the lowest share of the calibrated ones (the rule of TRAINING_UTILIZATION_UNCALIBRATED).
+    without a calibration row, the lowest share of its stand-ins (stand_in_architectures, the rule of
+    TRAINING_UTILIZATION_UNCALIBRATED).
     Returns the share and why it is not speed x rho x u (None: it is)."""
     if architecture in TRAINING_UTILIZATION_BY_ARCH:
         return _attention_share_of(kernel, architecture, u)
     arch, (share, _) = min(((a, _attention_share_of(kernel if a in WGMMA_ARCHITECTURES or kernel not in
-                                                              WGMMA_KERNEL_OVER_FA2 else "flash-attn-2", a, f.expected))
-                            for a, f in TRAINING_UTILIZATION_BY_ARCH.items()), key=lambda x: x[1][0])
+                                                              WGMMA_KERNEL_OVER_FA2 else "flash-attn-2", a,
+                                                    TRAINING_UTILIZATION_BY_ARCH[a].expected))
+                            for a in stand_in_architectures(architecture)), key=lambda x: x[1][0])
     return share, (f"no calibration row for this GPU architecture: the lowest {kernel} share of the calibrated "
                    f"architectures, {arch}'s (estimate/efficiency.py attention_kernel_share)")
 
@@ -822,19 +844,47 @@ TRAINING_UTILIZATION_CPU_VECTOR = Factor(
 # to an 8 x B200 run made it 3.66x faster than 8 x H100 for a peak ratio of 2.27x (8B full fine-tune, ZeRO-3).
 # The duration names this factor and warns that the architecture has no calibration row (estimate/duration.py
 # training_duration).
-_LEAST_FITTED = min(TRAINING_UTILIZATION_BY_ARCH.values(), key=lambda f: f.expected)
-TRAINING_UTILIZATION_UNCALIBRATED = Factor(
-    "training_device_utilization_uncalibrated", _LEAST_FITTED.low, _LEAST_FITTED.expected, _LEAST_FITTED.high,
-    f"no calibration row for this GPU architecture: the lowest fitted share of the calibrated architectures "
-    f"({', '.join(sorted(TRAINING_UTILIZATION_BY_ARCH))}), {_LEAST_FITTED.name} = {_LEAST_FITTED.expected:g} "
-    "(the share falls as the tensor peak grows; see estimate/efficiency.py)")
+# Which calibrated architectures the minimum runs over: the NVIDIA (CUDA: cuBLAS, NCCL) ones. CDNA3's share (0.269,
+# PM1341) is ROCm's stack on an AMD part (hipBLASLt, RCCL), not a bound on an NVIDIA one: with it in the minimum an
+# 8 x B200 run would be timed 1.75x slower than on Hopper's share for no measured reason. An uncalibrated AMD Instinct
+# architecture (CDNA 2, CDNA 4: MI250X, MI355X) takes CDNA3's instead, the same vendor's stack
+# (TRAINING_UTILIZATION_UNCALIBRATED_CDNA); no MI250X or MI355X training row is compared, so whether it holds there
+# is not known (an assumption the duration names).
+CUDA_ARCHITECTURES = ("ada", "ampere", "hopper")
+UNCALIBRATED_STAND_INS: dict[str, tuple[str, ...]] = {"cdna": ("cdna3",)}  # architecture prefix -> calibrated ones
+
+
+def stand_in_architectures(architecture: str) -> tuple[str, ...]:
+    """The calibrated architectures whose lowest share stands in for an uncalibrated ``architecture``: the same
+    family's (UNCALIBRATED_STAND_INS: AMD Instinct 'cdna*' -> CDNA3), else the NVIDIA ones (CUDA_ARCHITECTURES)."""
+    for prefix, archs in UNCALIBRATED_STAND_INS.items():
+        if architecture.startswith(prefix):
+            return archs
+    return CUDA_ARCHITECTURES
+
+
+def _least_fitted(name: str, archs: tuple[str, ...]) -> Factor:
+    f = min((TRAINING_UTILIZATION_BY_ARCH[a] for a in archs), key=lambda x: x.expected)
+    return Factor(name, f.low, f.expected, f.high,
+                  f"no calibration row for this GPU architecture: the lowest fitted share of the calibrated "
+                  f"architectures ({', '.join(sorted(archs))}), {f.name} = {f.expected:g} (the share falls as the "
+                  "tensor peak grows; see estimate/efficiency.py)")
+
+
+TRAINING_UTILIZATION_UNCALIBRATED = _least_fitted("training_device_utilization_uncalibrated", CUDA_ARCHITECTURES)
+TRAINING_UTILIZATION_UNCALIBRATED_CDNA = _least_fitted("training_device_utilization_uncalibrated_cdna",
+                                                       UNCALIBRATED_STAND_INS["cdna"])
 
 
 def training_utilization(architecture: str) -> tuple[Factor, bool]:
     """The calibrated utilisation of a GPU architecture, and whether it is that architecture's own (False: no
-    calibration row; TRAINING_UTILIZATION_UNCALIBRATED, the lowest fitted share, stands in)."""
+    calibration row; the lowest fitted share of its stand-ins stands in: TRAINING_UTILIZATION_UNCALIBRATED_CDNA for
+    an AMD Instinct part, TRAINING_UTILIZATION_UNCALIBRATED otherwise)."""
     f = TRAINING_UTILIZATION_BY_ARCH.get(architecture)
-    return (f, True) if f is not None else (TRAINING_UTILIZATION_UNCALIBRATED, False)
+    if f is not None:
+        return f, True
+    cdna = stand_in_architectures(architecture) == UNCALIBRATED_STAND_INS["cdna"]
+    return (TRAINING_UTILIZATION_UNCALIBRATED_CDNA if cdna else TRAINING_UTILIZATION_UNCALIBRATED), False
 # GeForce RTX 40-series cards have no peer-to-peer access (NVIDIA/nccl#1127: "It is for sure that 4090 does not
 # support it"); NCCL then stages every transfer through host memory, a path the devices share (eq. 7). Its
 # bandwidth is CALIBRATED on one named row: torchtune Llama2-7B LoRA FSDP on 2 x RTX 4090, 2768 tokens/s (PM0022),
