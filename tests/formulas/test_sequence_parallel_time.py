@@ -63,14 +63,15 @@ def test_full_recompute_overhead_is_table4s() -> None:
     """Full recomputation adds 7.6 ms (39 %) to the layer in Table 4. Megatron re-runs the whole layer (its reentrant
     CheckpointFunction: the down projection too) and its recomputed forward's all-reduces are exposed while the
     backward's hide behind the weight-gradient GEMMs (eq. (T4)): predicted 7.15 ms, 38 %. Counted as PyTorch's
-    non-reentrant early stop and without the overlap (the model before these mechanisms) it was 5.8 ms, 29 %."""
+    non-reentrant early stop and without the overlap (the model before these mechanisms) it is 6.1 ms (5.8 ms before
+    NCCL's NVLink bus bandwidth, formulas/network.py eq. (12)): outside the 10 % the mechanisms meet."""
     megatron = dict(tp_backward_overlap=True)
     none = _per_layer(grad_checkpointing="none", **megatron)
     full = _per_layer(grad_checkpointing="full", checkpoint_impl="reentrant", **megatron)
     assert full - none == pytest.approx(7.6e-3, rel=0.10)
     assert (full - none) / none == pytest.approx(0.39, abs=0.03)
     before = _per_layer(grad_checkpointing="full") - _per_layer(grad_checkpointing="none")
-    assert before < 0.8 * 7.6e-3
+    assert before < 0.9 * 7.6e-3
 
 
 def test_selective_plus_sequence_parallel_gain_over_full_recompute() -> None:

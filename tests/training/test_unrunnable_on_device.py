@@ -199,3 +199,16 @@ def test_qlora_on_apple_is_sized():
     # 167, 241: quantize_4bit, dequantize_4bit, gemm_4bit), so a QLoRA base quantizes and runs there
     r = run_cli("train", "llama-3.2-1b", "--method", "qlora", "--device", "apple-m3-max-128gb")
     assert r.returncode == 0 and "fits: yes" in r.stdout, r.stderr
+
+
+@pytest.mark.parametrize(("recipe", "says", "not_says"), [
+    ("torchao", "e5m2", None),
+    # torchao config.py from_recipe_name ROWWISE / ROWWISE_WITH_GW_HP: e4m3 for input, weight and grad_output
+    ("torchao-rowwise", "e4m3", "e5m2"),
+    ("torchao-rowwise-gw-hp", "e4m3", "e5m2"),
+])
+def test_apple_float8_refusal_names_the_recipes_dtypes(recipe: str, says: str, not_says: str | None):
+    err = one_line_error(run_cli("train", "llama-3.2-1b", "--float8", "--float8-recipe", recipe, "--device",
+                                 "apple-m3-max-128gb", "--tokens", "1M"))
+    assert "an Apple GPU lacks" in err and says in err
+    assert not_says is None or not_says not in err

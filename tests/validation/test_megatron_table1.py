@@ -48,7 +48,8 @@ def test_table1_rows_are_held_out_and_within_10_percent() -> None:
 def test_pipeline_and_tensor_parallel_terms_are_in_the_rows() -> None:
     """The 1T run (p 64, m 512) idles 63/512 of its micro-batches' time; the tensor-parallel all-reduces of the 18.4B
     run (t 8, micro-batch 8 x 2048, h 6144, 40 layers, 6 all-reduces per recomputed layer) take 6 x 40 x 2 x 7/8 x
-    8 x 2048 x 6144 x 2 B at NVLink 3's 300 GB/s per direction."""
+    8 x 2048 x 6144 x 2 B at NCCL's bus bandwidth over NVLink 3's 12 links, 20 GB/s each (NVIDIA/nccl src/graph/topo.h
+    SM80_NVLINK_BW; formulas/network.py eq. (12)), 0.8 of the 300 GB/s line rate per direction."""
     from llmsizer.catalog.hardware import builtin_catalog
     from llmsizer.estimate.duration import training_duration_for
     from llmsizer.readers.hf_config import spec_from_config
@@ -60,7 +61,7 @@ def test_pipeline_and_tensor_parallel_terms_are_in_the_rows() -> None:
                                    grad_checkpointing="full", tp=8, gpus=256, network="ib-hdr", attention="eager"))
     mp = d.step.model_parallel if d.step else None
     assert mp is not None
-    assert mp.tp_seconds == pytest.approx((6 * 40 * 2 * 7 / 8 * 8 * 2048 * 6144 * 2) / 300e9, rel=1e-12)
+    assert mp.tp_seconds == pytest.approx((6 * 40 * 2 * 7 / 8 * 8 * 2048 * 6144 * 2) / (12 * 20.0e9), rel=1e-12)
     assert any(a.name == "tp_comm_overlap" and a.value is False for a in d.assumptions)
     one_t = {c.id: c for c in _cases()}["PM0312"]
     assert "bubble 0.123" in one_t.note

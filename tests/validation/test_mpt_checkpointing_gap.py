@@ -9,7 +9,7 @@ large share of the step (the all-gathers and reduce-scatter move the whole model
 
 What the rows show, predicted against measured only (no constant is fitted here):
 
-- at sequences of 8k tokens and more with collectives under 3 % of the compute, the gap is 2.3 (40GB) and 2.9 (80GB)
+- at sequences of 8k tokens and more with collectives under 3 % of the compute, the gap is 2.5 (40GB, 4 checkpointed and 8 plain rows) and 2.5 (80GB)
   points: most of it is the row mix;
 - the A100 40GB table's own excess is its collectives: for the same configuration without checkpointing on 8 GPUs
   in both tables (same model, sequence, sharding), the 40GB row is over-predicted against its 80GB twin by about the
@@ -98,7 +98,8 @@ def test_the_a100_checkpointing_gap_is_mostly_the_row_mix() -> None:
     for gpu, whole, matched in (("a100_40gb", 0.07, 0.03), ("a100_80gb", 0.05, 0.035)):
         table = [r for r in rows if r.gpu == gpu]
         alike = [r for r in table if r.seq_len >= 8192 and r.comm_share < 0.03]
-        assert sum(r.checkpointing for r in alike) >= 5 and sum(not r.checkpointing for r in alike) >= 5, gpu
+        # at NCCL's NVLink bus bandwidth (formulas/network.py eq. (12)) one 40GB checkpointed row's collectives pass 3 %
+        assert sum(r.checkpointing for r in alike) >= 4 and sum(not r.checkpointing for r in alike) >= 4, gpu
         assert _gap(table) > whole, (gpu, _gap(table))
         assert 0.0 < _gap(alike) < matched, (gpu, _gap(alike))
 

@@ -596,3 +596,19 @@ def test_the_uncalibrated_architectures_measured_ratios_follow_from_their_rows(c
     # every summarised no-band training row of an uncalibrated architecture is quoted
     quoted = {i for _, _, ids in R.UNCALIBRATED_TRAINING_MEASURED.values() for i in ids}
     assert {c.id for c in cases if c.no_band == R.UNCALIBRATED_ARCH_TRAINING_NO_BAND and not c.excluded} == quoted
+
+
+def test_the_tensor_parallel_training_measured_ratios_follow_from_their_rows(cases) -> None:
+    """ranges.TENSOR_PARALLEL_TRAINING_MEASURED, which the duration's warning on PyTorch tensor-parallel training
+    quotes: per recipe, the lowest and highest measured / expected of torchtitan's AsyncTP rows, to 2 decimals,
+    re-derived from the rows (held out: none is a calibration row)."""
+    from llmsizer.validation_cases import TORCHTITAN_RUNS
+
+    by_id = {c.id: c for c in cases}
+    for recipe, (lo, hi, ids) in R.TENSOR_PARALLEL_TRAINING_MEASURED.items():
+        rows = [by_id[i] for i in ids]
+        assert all(not c.excluded and TORCHTITAN_RUNS[c.id][2]["tp"] > 1 for c in rows), recipe
+        assert all((TORCHTITAN_RUNS[c.id][2].get("float8_recipe") or "bf16") == recipe for c in rows), recipe
+        ratios = [c.measured / c.predicted for c in rows if c.predicted]
+        assert len(ratios) == len(ids)
+        assert (round(min(ratios), 2), round(max(ratios), 2)) == (lo, hi), (recipe, ratios)

@@ -73,6 +73,7 @@ from ..formulas.launch_overhead import (
 from ..formulas.launch_overhead import SOURCE as LAUNCH_SOURCE
 from ..formulas.lora import AdaptedModule, adapted_layout, adapted_roles, expert_adapter_work, lora_params
 from ..formulas.model_parallel_time import ModelParallelStep
+from ..formulas.network import nccl_nvlink_share
 from ..formulas.optimizer_step import accumulation_bytes, optimizer_step_bytes, step_source
 from ..formulas.parallelism import pipeline_stage_layers, zero_shards
 from ..formulas.params import count_params
@@ -1052,6 +1053,21 @@ def fp32_attention_peak(device: Device, w: TrainingWorkload, kernel: str, peak: 
     return p_tf32 / 3
 
 
+def nccl_bus_bandwidth(device: Device, link_bandwidth: float, notes: list[Assumption]) -> float:
+    """The bus bandwidth NCCL's rings reach on ``device``'s link: formulas/network.py eq. (12) on an NVLink GPU of
+    known compute capability (the device's catalog interconnect an NVLink), else the link's line rate."""
+    ic = load_catalog().interconnect(device.interconnect) if device.kind == "gpu" else None
+    share = nccl_nvlink_share(device.capability) if ic is not None and ic.kind == "nvlink" else None
+    if share is None:
+        return link_bandwidth
+    notes.append(Assumption("nccl_nvlink_bus_bandwidth", round(link_bandwidth * share / 1e9, 1), True,
+                            f"formulas/network.py eq. (12): NCCL's per-link NVLink bandwidth on compute capability "
+                            f"{device.capability} over the line rate (NVIDIA/nccl src/graph/topo.h ncclTopoNVLinkBw), "
+                            f"{share:.3f} x {link_bandwidth / 1e9:.4g} GB/s, GB/s per direction for every collective "
+                            "inside a machine"))
+    return link_bandwidth * share
+
+
 def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: TrainingFlops, peak: float, u: float,
               link_bandwidth: float | None, paged_bytes: float, notes: list[Assumption],
               warnings: list[str], network: Network | None = None,
@@ -1060,6 +1076,8 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
     accumulation) on ``device``; ``paged_bytes``: optimizer states in unified memory (the memory estimate's);
     ``paged_free_bytes``: the device memory the step's tensors leave them (eq. (12); None: not known, all move)."""
     n = w.gpus
+    if link_bandwidth and n > 1:
+        link_bandwidth = nccl_bus_bandwidth(device, link_bandwidth, notes)
     tokens = float(w.micro_batch * w.seq_len)
     e, t_dq, t_ew = 1.0, 0.0, 0.0
     bw_mem = float(device.memory_bandwidth.base) if device.memory_bandwidth and device.memory_bandwidth.base else 0.0
@@ -1595,6 +1613,13 @@ def training_duration(spec: ModelSpec, device: Device, devices: int, tokens: flo
                             f"utilisation is the lowest fitted share of {'/'.join(E.stand_in_architectures(arch))} "
                             f"({factor.expected:.3g}), an uncalibrated stand-in: "
                             f"{R.uncalibrated_training_note(arch)}; no calibrated range")
+    # PyTorch-native tensor parallelism (no Megatron backward overlap), bf16 or rowwise float8: what the published
+    # torchtitan TP rows measured (ranges.TENSOR_PARALLEL_TRAINING_MEASURED)
+    if w.tp > 1 and device.kind == "gpu" and not w.tp_backward_overlap and (
+            not w.float8 or w.float8_recipe == "torchao-rowwise"):
+        tp_note = R.tensor_parallel_training_note("bf16" if not w.float8 else "torchao-rowwise")
+        if tp_note:
+            warnings.append(tp_note)
     if w.method == "qlora" and qlora_base_format(spec) == "gptq-int4":
         notes.append(Assumption("gptq_dequant_bytes_per_weight", GPTQ_DEQUANT_BYTES_PER_WEIGHT, True,
                                 "formulas/training_time.py eq. (9b): auto-gptq qlinear_cuda_old QuantLinear above "

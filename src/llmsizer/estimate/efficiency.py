@@ -767,14 +767,15 @@ def attention_kernel_share(kernel: str, architecture: str, u: float) -> tuple[fl
 # shape does half the bytes per FLOP, against a scaling epilogue and a smaller K-tile per pipeline stage (0.9191 when
 # the attention ran at rho x u_hopper; 1.0272 on its mma.sync ceiling at the Triton kernel's rate; 0.8646 since the
 # row's SDPA attention runs at FlashAttention-2's speed, attention_kernel_share; 0.8752 with rho and u_hopper re-derived
-# for eq. (10'')). CALIBRATED on one named row: torchtitan Llama 3.1 8B FSDP + torch.compile + Float8
+# for eq. (10''); 0.8757 since NCCL's NVLink bus bandwidth times the FSDP collectives, formulas/network.py eq. (12)).
+# CALIBRATED on one named row: torchtitan Llama 3.1 8B FSDP + torch.compile + Float8
 # (torchao tensorwise dynamic scaling, float8 all-gather) on 8 x H100, 8532 tokens/s per GPU (PM0503,
 # benchmarks/llama3_h100_202412_torchtitan.md Table 1), with Hopper's u from its BF16 twin PM0501 and the casts timed
 # apart (formulas/float8_training.py eq. F2): the rho8 at which the duration rule meets the row; re-derived by
 # tests/hardware/test_training_calibration.py. Held out: the same table's 128-GPU float8 row (PM0506) and llm-foundry's
 # seven TransformerEngine FP8 rows on H100 (PM0870-PM0876).
 FLOAT8_GEMM_SHARE = Factor(
-    "float8_gemm_share_of_gemm_utilization", 0.8752, 0.8752, 0.8752,
+    "float8_gemm_share_of_gemm_utilization", 0.8757, 0.8757, 0.8757,
     "calibrated: torchtitan Llama 3.1 8B FSDP + compile + Float8 8 x H100 8532 tokens/s/GPU (PM0503); the FP8 "
     "GEMMs' share of the FP8 peak over the BF16 GEMMs' share of the BF16 peak")
 # torchao's rowwise float8 recipes on an NVIDIA GPU (formulas/float8_training.py eqs. F4-F5): torch._scaled_mm with

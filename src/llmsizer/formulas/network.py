@@ -47,6 +47,21 @@ of the 2(n-1) ring steps) is not counted: at the per-layer message sizes of data
 hundreds of MB) the bandwidth term dominates (nccl-tests PERFORMANCE.md: "on large sizes, the time becomes linear
 with the size").
 
+What a ring collective reaches over NVLink (NCCL's own model): NCCL's topology search gives each NVLink link of a
+GPU of compute capability cc a bandwidth ``ncclTopoNVLinkBw(cc)`` (NVIDIA/nccl @069a3d4f ``src/graph/topo.h`` lines
+21-26: SM60 18.0, SM70 20.0, SM80 20.0, SM90 20.6, SM100 40.1 GB/s per link) below the link's line rate per
+direction (NVLink 1: 20 GB/s, NVLink 2-4: 25 GB/s, NVLink 5: 50 GB/s per link per direction: the catalog's
+per-direction totals, e.g. NVLink 4 450 GB/s = 18 links x 25); the rings run at the sum over the links. The bus
+bandwidth of a ring collective inside an NVLink machine is therefore::
+
+    B_bus = s(cc) B_link,   s(cc) = NCCL bw per link / line rate per link
+          (0.9 on SM60, 0.8 on SM70/SM80, 0.824 on SM90, 0.802 on SM100; None where not an NVLink GPU)   (12)
+
+Measured: 8 x H100 NVLink all_gather / all_reduce busbw "saturated at ~360 GB/s" at 128 MB-16 GB, and NCCL's
+maintainer: "360 GB/s is exactly what we'd expect on H100" (NVIDIA/nccl-tests issue #326, sjeaugey 2025-06-24), 0.80
+of 450 GB/s; eq. (12) gives 370.8 GB/s. SM86 (GA102's NVLink bridge, 12.0 per link) has no line rate in the catalog
+to divide: not applied.
+
 Serving
 -------
 Little's law (Little 1961, Operations Research 9(3)): requests in the system = arrival rate x time in the
@@ -235,3 +250,23 @@ def egress_bytes_per_second(rate: float, output_tokens: float, stream: bool = Tr
     """Eq. (10): bytes/s leaving the service (streamed: one SSE chunk per token)."""
     per_token = STREAM_BYTES_PER_TOKEN if stream else TEXT_BYTES_PER_TOKEN
     return rate * (output_tokens * per_token + overhead)
+
+
+# NCCL's per-link NVLink bandwidth by compute capability (NVIDIA/nccl @069a3d4f src/graph/topo.h lines 21-26:
+# SM60_NVLINK_BW .. SM100_NVLINK_BW, GB/s) over the link's line rate per direction (GB/s), eq. (12)
+NCCL_NVLINK_LINK_BW = ((100, 40.1, 50.0), (90, 20.6, 25.0), (80, 20.0, 25.0), (70, 20.0, 25.0), (60, 18.0, 20.0))
+
+
+def nccl_nvlink_share(capability: int | None) -> float | None:
+    """Eq. (12): the share s(cc) of an NVLink GPU's per-direction line rate that NCCL's rings reach (NCCL's per-link
+    bandwidth over the line rate); None for no capability, SM86 (no line rate to divide) or below SM60.
+
+    >>> round(nccl_nvlink_share(90), 3), nccl_nvlink_share(80), nccl_nvlink_share(86)
+    (0.824, 0.8, None)
+    """
+    if capability is None or capability == 86:
+        return None
+    for cc, nccl, line in NCCL_NVLINK_LINK_BW:
+        if capability >= cc:
+            return nccl / line
+    return None

@@ -341,8 +341,10 @@ def off_unified_memory(w: TrainingWorkload) -> tuple[str, str] | None:
     - ``float8``: torchao's Float8Linear calls torch._scaled_mm, whose GPU kernels run on FP8 tensor cores (CUDA 8.9+,
       ROCm CDNA3+: estimate/device.py ``float8_refusal``); a CPU has none, and an Apple GPU has no FP8 units: torch's
       MPS _scaled_mm (aten/src/ATen/native/mps/operations/ScaledMM.mm ``_scaled_mm_out_mps``) is a Metal shader that
-      takes Float8_e4m3fn operands only, while torchao's tensorwise recipe casts gradients to float8_e5m2 for the
-      backward GEMMs.
+      takes Float8_e4m3fn operands only, while torchao's tensorwise recipe ('torchao') casts gradients to float8_e5m2
+      for the backward GEMMs; the rowwise recipes ('torchao-rowwise', 'torchao-rowwise-gw-hp') cast every operand to
+      e4m3 (pytorch/ao @36027d82 torchao/float8/config.py lines 334-381), so there the refusal rests on the missing
+      FP8 units alone: the shader has no FP8 tensor-core rate for a float8 speed-up to be timed at.
     - ``zero`` on an Apple chip: ZeRO is DeepSpeed's, and DeepSpeed's MPS accelerator (accelerator/mps_accelerator.py
       @edaa7221) sets ``_communication_backend_name = None`` (line 22), answers NotImplementedBuilder for every op
       (lines 242-245: FusedAdam, the default ZeRO optimizer, included), and has no bf16 or fp16 (lines 149-156:
@@ -361,10 +363,13 @@ def off_unified_memory(w: TrainingWorkload) -> tuple[str, str] | None:
                         "no op and supports fp32 only (accelerator/mps_accelerator.py @edaa7221 lines 22, 149-156, "
                         "242-245): no ZeRO on an Apple GPU; use zero 0")
     if w.float8:
+        why = ("torch's MPS _scaled_mm takes e4m3fn operands only; torchao's tensorwise recipe casts gradients to e5m2"
+               if w.float8_recipe == "torchao" else
+               f"{w.float8_recipe} casts every operand to e4m3, but torch's MPS _scaled_mm is a Metal shader with no "
+               "FP8 tensor-core rate")
         return "float8", ("float8 training runs torch._scaled_mm on GPU tensor cores; on device cpu it does not apply"
                           if cpu else "float8 training runs torch._scaled_mm on FP8 tensor cores, which an Apple GPU "
-                          "lacks (torch's MPS _scaled_mm takes e4m3fn operands only; torchao casts gradients to "
-                          "e5m2); train without float8")
+                          f"lacks ({why}); train without float8")
     return None
 
 
