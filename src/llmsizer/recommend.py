@@ -681,11 +681,13 @@ def slow_first_token_warning(meets: Sequence[Option], c: Constraints) -> str | N
     if past is None:
         return None
     quick = next((o for o in meets[1:] if (s := _first_token_seconds(o)) is not None and s <= limit), None)
-    alt = (f"the cheapest option within it: {quick.target} ({_price_text(quick.price_per_hour, quick.cost_basis)}, "
+    alt = (f"the cheapest option within {limit:g} s: {quick.target} ({_price_text(quick.price_per_hour, quick.cost_basis)}, "
            f"first token in {format_seconds(_first_token_seconds(quick) or 0.0)})" if quick is not None
-           else "no option found here answers within it")
-    return (f"the chosen {meets[0].target} {past}; no latency limit was given (--max-ttft), so none was applied; "
-            f"{alt}")
+           else f"no option found here answers within {limit:g} s")
+    # the first token past the limit is the chosen fit's own warning, said above it (estimate/fit.py
+    # slow_first_token, rate_capacity.py rate_warnings): this line adds the search's part only
+    return (f"the chosen {meets[0].target} answers a request's first token after {format_seconds(first or 0.0)} "
+            f"(above): no latency limit was given (--max-ttft), so none was applied; {alt}")
 
 
 def _option_from_fit(stub: dict[str, Any], r: FitResult, status: str, reasons: list[str]) -> Option:

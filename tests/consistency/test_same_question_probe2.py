@@ -40,10 +40,10 @@ def test_recommend_says_the_warnings_fit_says_of_its_choice(flags: tuple[str, ..
             *((fit["training_time"] or {}).get("warnings", ()) if training else ())]
     said = list(dict.fromkeys(said))
     assert said, "the premise: fit warns about this choice"
-    # beside fit's, the search's own about its choice (a first token past the attention limit: recommend.py
-    # slow_first_token_warning), after them
+    # beside fit's, the search's own about its choice (a first token past the attention limit, which fit says:
+    # recommend.py slow_first_token_warning adds that no limit was applied and the option within it), after them
     assert rec["warnings"][:len(said)] == said
-    assert all("attention stays on a dialogue" in w for w in rec["warnings"][len(said):])
+    assert all("no latency limit was given (--max-ttft)" in w for w in rec["warnings"][len(said):])
 
 
 @pytest.mark.parametrize("argv, call, kwargs, field", [

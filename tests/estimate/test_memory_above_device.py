@@ -90,6 +90,9 @@ def test_fit_and_infer_say_the_same_warnings_in_the_same_order() -> None:
         code, out, err = run(command, *SAME_QUESTION, "--json")
         assert code in (0, 1), err
         answers[command] = json.loads(out)["warnings"]
+    # fit times the speed, infer does not: fit's first token past the attention limit (estimate/fit.py
+    # slow_first_token, 1.9 min here) is its alone
+    answers["fit"] = [w for w in answers["fit"] if "a user's attention stays on a dialogue" not in w]
     assert answers["infer"] == answers["fit"]
     first, *rest = answers["fit"]
     assert first.startswith("the memory given, 100.00 GiB, is 3.12x what one v100-sxm2-32gb holds")

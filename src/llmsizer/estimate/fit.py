@@ -277,6 +277,28 @@ class FitResult:
         return self.kind == "inference" and llamacpp_layer_split(self.engine, self.count // max(1, self.replicas))
 
     @property
+    def refused_window(self) -> dict[str, Any] | None:
+        """The model's window the engine refuses this context past (W2, W4: context_window.py ``window_fits_at`` of
+        the estimate's ``engine_refusal_reason``): {engine, tokens, override, reason: that refusal in words}; None
+        when the engine starts. No memory, device count or weight format changes it: only a context within ``tokens``
+        or the override does."""
+        at = window_fits_at(self.estimate.details) if self.estimate is not None else None
+        if not at or self.estimate is None:
+            return None
+        return {**dict(at["window"]), "reason": self.estimate.details["engine_refusal_reason"]}  # type: ignore[call-overload]
+
+    @property
+    def binding(self) -> str | None:
+        """What the verdict is bound by when it does not fit, the basis every surface words its reason and remedy
+        from: 'context window' (the engine will not start: ``refused_window``), 'rate' (a stated request rate past
+        what the devices carry: ``details['rate_capacity']``), else 'memory'; None when it fits."""
+        if self.fits:
+            return None
+        if self.refused_window is not None:
+            return "context window"
+        return "rate" if "rate_capacity" in self.details else "memory"
+
+    @property
     def tokens_per_second_total(self) -> float | None:
         """Output tokens/s of all ``replicas`` together (the speed estimate is one replica's, at its share of the
         load): what a price per hour of the whole target buys, so the one input of its cost per million tokens."""
@@ -1175,12 +1197,17 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
         queue = queue_details(concurrency, replicas, per_rep, run_now, sp)
         if queue["queued_sequences"] and fits:  # (one that does not fit says why: the verdict)
             named.append(queue_note(queue, per_rep, run, d))
+        slow = slow_first_token(sp, concurrency, queue["queue_wait_seconds"]) if fits and request_rate is None \
+            else None  # (at a rate: rate_capacity.py rate_warnings says it, with the rate's remedy)
+        if slow is not None:
+            said.append(slow)
         return FitResult("inference", spec.name, target, device.id, n, tp, replicas, eng, fmt, fits, mem_used,
                          hi if eng not in ("vllm", "sglang") else mem_used, budget, verdict_headroom, est, sp, None,
                          tuple(reasons),
                          tuple(named), tuple(said),
                          {"usable_memory_per_device": usable, "context": context, "concurrency": concurrency,
                           "busy_replicas": busy_replicas(concurrency, replicas), **queue,
+                          **({"slow_first_token": slow} if slow is not None else {}),
                           **({"tensor_parallel_layouts": layouts} if layouts else {})},
                          cost=serving_cost(device, n, instance, kwh_price, replicas_tokens_per_second(sp, replicas, concurrency)),
                          instances=instances_for(n, instance))
@@ -1256,6 +1283,20 @@ def first_token_seconds(ttft: float | None, wait: float | None) -> float | None:
     plus its mean wait for a running slot where requests queue above the engine's cap (``queue_details``'s
     ``queue_wait_seconds``: formulas/serving_queue.py eq. Q3; None or 0 where none waits). None without a TTFT."""
     return None if ttft is None else ttft + (wait or 0.0)
+
+
+def slow_first_token(sp: SpeedEstimate | None, concurrency: int, wait: float | None) -> str | None:
+    """The warning of a deployment whose request waits past efficiency.ATTENTION_LIMIT_SECONDS (Nielsen 1993) for
+    its first token at ``concurrency`` requests in flight (``first_token_seconds``: the TTFT at that load plus ``wait``,
+    a queued request's wait for a running slot, eq. Q3), the one warning fit, infer on a device, fit --auto and plan
+    give for it (at a request rate, rate_capacity.py ``rate_warnings``); None within it or without a speed."""
+    past = E.past_attention_limit(first_token_seconds(sp.ttft_seconds, wait)) if sp is not None else None
+    if past is None or sp is None:
+        return None
+    return (f"at concurrency {concurrency} this deployment {past}"
+            + (f" ({wait:.1f} s of it waiting for a running slot, formulas/serving_queue.py eq. Q3)" if wait else "")
+            + f"; alone it answers in {sp.ttft_idle_seconds or 0.0:.2f} s; shorter prompts, fewer requests at once, "
+            "more replicas or faster devices lower it")
 
 
 def queue_note(queue: dict[str, Any], per: int, running: int, details: dict[str, Any]) -> Assumption:

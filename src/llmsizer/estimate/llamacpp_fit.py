@@ -47,7 +47,7 @@ from ..units import comma_values, format_bytes
 from .device import usable_memory
 from .inference import estimate_inference
 from .search import largest_true, smallest_true
-from .verdict import LLAMACPP_FIT_TARGET, host_memory_verdict, margin_rule
+from .verdict import LLAMACPP_FIT_TARGET, Margin, host_memory_verdict, margin_rule, memory_verdict
 
 FIT_TARGET = LLAMACPP_FIT_TARGET  # common/common.h:483: fit_params_target, 1024 MiB per device (estimate/verdict.py)
 FIT_MIN_CTX = 4096  # common/common.h:480: fit_params_min_ctx
@@ -290,7 +290,7 @@ def _auto_fit(model: ModelSpec | str, free: Sequence[int], *, fit_target: int | 
         steps.append(f"step 1: every layer offloaded at context {ctx_max} fits each GPU's target: no changes needed")
         counts = [d["n_layers"] for d in default.details["split"]["devices"][:nd]]
         return _result(spec, free, targets, ctx_max, counts, 0, run(ctx_max, counts, 0), steps, assumptions,
-                       host_memory, workload)
+                       host_memory, workload, margin)
     steps.append(f"step 1: every layer offloaded at context {ctx_max} exceeds a GPU's target (free - margin)")
     ctx = ctx_max
     counts_found: list[int] | None = None
@@ -331,16 +331,22 @@ def _auto_fit(model: ModelSpec | str, free: Sequence[int], *, fit_target: int | 
                              f"{n_cpu_moe} stay in host memory (--n-cpu-moe {n_cpu_moe})")
     assert counts_found is not None
     est = run(ctx, counts_found, n_cpu_moe)
-    return _result(spec, free, targets, ctx, counts_found, n_cpu_moe, est, steps, assumptions, host_memory, workload)
+    return _result(spec, free, targets, ctx, counts_found, n_cpu_moe, est, steps, assumptions, host_memory, workload, margin)
 
 
 def _result(spec: ModelSpec, free: Sequence[int], targets: Sequence[int], ctx: int, counts: Sequence[int], n_cpu_moe: int,
             est: Estimate, steps: list[str], assumptions: list[Assumption], host_memory: int | None,
-            workload: dict[str, Any]) -> LlamaCppFit:
+            workload: dict[str, Any], margin: Margin) -> LlamaCppFit:
     nd = len(free)
     devs = est.details["split"]["devices"]
     warnings = [w for w in est.warnings if not w.startswith("MoE: every expert")]
     fits = all(d["total"] <= t for d, t in zip(devs[:nd], targets, strict=True))
+    if fits:  # the chosen flags' verdict as `fit` with them gives it (estimate/verdict.py eqs. 1'-2 on the fullest
+        # GPU, inference/compose.py _check_fit's split rule, with its free memory and margin): llama.cpp chooses at
+        # the expected need, so a high end past the target is warned as fit warns it
+        i = min(range(nd), key=lambda k: targets[k] - devs[k]["total"])
+        warnings += memory_verdict(devs[i]["total"], max(d["total_high"] for d in devs[:nd]), free[i],
+                                   margin).warnings
     if not fits:
         warnings.append("not even the CUDA context and compute buffer fit a GPU's target; lower --fit-target or "
                         "--headroom, or use a smaller model or format")
@@ -386,8 +392,10 @@ def with_speed(r: LlamaCppFit, model: ModelSpec | str, hardware: str | Device, c
         why = next((w for w in timed.warnings if "host-device" in w or "speed" in w), "no speed estimate")
         return replace(r, speed={"tokens_per_second": None, "tokens_per_second_per_user": None, "why": why})
     # tokens_per_second: fit's output rate, under its modelled serving load (each request's TTFT counted,
-    # estimate/serving_load.py) where ``loaded``; decode_tokens_per_second: the decode steps alone, idle
-    return replace(r, speed={"tokens_per_second": sp.tokens_per_second,
+    # estimate/serving_load.py) where ``loaded``; decode_tokens_per_second: the decode steps alone, idle. The first
+    # token past the attention limit is fit's warning of these flags (estimate/fit.py ``slow_first_token``)
+    slow = timed.details.get("slow_first_token") if r.fits else None
+    return replace(r, warnings=(*r.warnings, slow) if slow else r.warnings, speed={"tokens_per_second": sp.tokens_per_second,
                              "tokens_per_second_per_user": sp.tokens_per_second_per_user,
                              "decode_tokens_per_second": sp.decode_tokens_per_second, "loaded": sp.load is not None,
                              "concurrency": sp.concurrency, "decode_seconds": sp.decode.seconds,

@@ -197,6 +197,20 @@ class Verdict:
                 "verdict_high": self.need_high, "verdict_high_basis": self.high_basis, "verdict": self.reason}
 
 
+def decimal_memory_note(memory: int | None) -> str | None:
+    """The warning of a device memory given in decimal units (a whole number of GB, 10^9 bytes: '24GB', '24 GB' in a
+    request file or the web form), the classic GiB-vs-GB mistake: a card sold as '24 GB' has 24 GiB (2^30 bytes),
+    and its driver (nvidia-smi, rocm-smi) reports MiB/GiB, so 24 GB sizes it 7 % (2^30/10^9 - 1) too small. Said with
+    both figures and the binary size it likely meant; None for any other size (GiB, MiB, bytes not whole GB). No
+    catalog device's memory is a whole number of GB (tests/consistency/test_probe7_verdict_basis.py), so only a size a
+    user wrote in GB is warned."""
+    if not memory or memory % 10**9:
+        return None
+    gb = memory // 10**9
+    return (f"memory {gb} GB = {format_bytes(memory)} (GB = 10^9 bytes, GiB = 2^30); a device sold as {gb} GB "
+            f"usually has {gb} GiB, which its driver reports (nvidia-smi): did you mean {gb}GiB?")
+
+
 def high_end(need_high: int, calibrated: dict[str, object] | None = None) -> tuple[int, str]:
     """(the high end of a need per device [bytes], its name): the larger of the components' high end ``need_high``
     (the sum of the items' ranges) and the calibrated range's high (estimate/allocator.py ``calibrated_need``), the

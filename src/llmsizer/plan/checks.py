@@ -268,6 +268,17 @@ def peak_load(c: _Ctx) -> Iterator[Check]:
                           "traffic.output is not stated: speed and traffic use a default", j, "traffic")
 
 
+def _does_not_fit_remedy(f: dict[str, Any]) -> str:
+    """The remedy of a service that does not fit, from what binds fit's verdict (the facts ``binding`` and
+    ``refused_window``: estimate/fit.py ``FitResult.binding``): an engine that will not start past the model's window
+    needs a context within it or its override (render/fit_text.py ``window_remedy``, fit's hint); memory or a rate,
+    more devices, a smaller format or a lower peak."""
+    if f.get("binding") == "context window" and f.get("refused_window"):
+        from ..render.fit_text import window_remedy
+        return "give " + window_remedy(f["refused_window"], rerun=False)
+    return "more devices (tensor parallel or replicas), a smaller weight format, or a lower peak"
+
+
 @check
 def fit_and_latency(c: _Ctx) -> Iterator[Check]:
     for j, p in _inference(c):
@@ -285,8 +296,7 @@ def fit_and_latency(c: _Ctx) -> Iterator[Check]:
             fig = p.section("memory").get("fits")
             why = f.get("rate_refusal") or (fig.formula if fig is not None else "over the memory budget")
             yield c.check("service-does-not-fit", "error", "Peak load does not fit", f"{p.hardware.label}: {why}",
-                          j, "resources", "more devices (tensor parallel or replicas), a smaller weight format, or a "
-                          "lower peak")
+                          j, "resources", _does_not_fit_remedy(f))
         lat = j.latency
         # fit's warnings of the peak rate, as fit gives them (estimate/rate_capacity.py rate_warnings); the first
         # token past a stated latency.ttft is the latency-ttft check's
@@ -295,6 +305,10 @@ def fit_and_latency(c: _Ctx) -> Iterator[Check]:
             yield c.check("slow-first-token", "warning", "First token slower than a user waits",
                           f"{p.hardware.label} at the peak rate: {said['slow_first_token']}", j,
                           "traffic.requests_per_second")
+        elif f.get("slow_first_token_peak") and lat.ttft is None:  # (at the peak concurrency: fit's, the same)
+            yield c.check("slow-first-token", "warning", "First token slower than a user waits",
+                          f"{p.hardware.label} at the peak load: {f['slow_first_token_peak']}", j,
+                          "traffic.concurrency")
         if said.get("near_capacity"):
             yield c.check("near-capacity", "warning", "Peak rate near the capacity",
                           f"{p.hardware.label}: {said['near_capacity']}", j, "traffic.requests_per_second")

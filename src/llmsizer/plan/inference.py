@@ -571,11 +571,19 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
                         **(pool_reserved(f_peak.estimate) if f_peak is not None and f_peak.estimate is not None
                            else {}),
                         "verdict_need_per_device": need, "verdict_budget_per_device": budget_dev,
+                        # what binds fit's verdict (FitResult.binding) and the window the engine refuses: the basis
+                        # of the error check's remedy and the capacity check's binding constraint
+                        "binding": f_peak.binding if f_peak is not None and fits is False else None,
+                        "refused_window": f_peak.refused_window if f_peak is not None else None,
                         "memory_need": need, "memory_budget": budget_dev, "weights_format": fmt_used,
                         # fit's answer to a peak rate the deployment does not carry (its memory may fit)
                         # fit's warnings of a peak rate (estimate/rate_capacity.py rate_warnings): plan's checks
                         "rate_warnings_peak": dict(f_peak.details.get("rate_warnings") or {}) if f_peak is not None
                         else {},
+                        # fit's first token past the attention limit at the peak concurrency (estimate/fit.py
+                        # slow_first_token; at a rate: rate_warnings_peak's)
+                        "slow_first_token_peak": f_peak.details.get("slow_first_token") if f_peak is not None
+                        else None,
                         **({"rate_refusal": f_peak.reasons[0]} if f_peak is not None and
                            "rate_capacity" in f_peak.details else
                            {"rate_refusal": stated_refusal} if stated_refusal else {})})

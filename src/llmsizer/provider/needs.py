@@ -191,7 +191,8 @@ def need_of(jp: JobPlan, job: Any, request: Request, now: _dt.datetime,
         fit_on=_fitter(job, jp, hardware_files),
         pool=job.resources.pool, jurisdiction=job.resources.jurisdiction,
         network=jp.value("network", "node_bandwidth") if hw.nodes > 1 else None, ongoing=ongoing,
-        team=request.team, memory_verdict=_memory_verdict(jp), duration_basis=basis, duration_verdict=unknown,
+        team=request.team, memory_verdict=_memory_verdict(jp),
+        memory_binding=_memory_binding(jp), duration_basis=basis, duration_verdict=unknown,
         hardware_named=job.resources.given,
         replan=_replanner(job, request, now, hardware_files))
 
@@ -205,6 +206,10 @@ def _memory_verdict(jp: JobPlan) -> str:
     if f.get("fit_error"):
         return (f"{jp.hardware.label} cannot be sized for the job: {f['fit_error']} (`llmsizer plan`: Cannot be "
                 "fitted)")
+    if f.get("binding") == "context window" and f.get("refused_window"):  # the engine will not start, whatever
+        from ..render.fit_text import window_remedy  # the memory: fit's reason and its remedy
+        return (f"{jp.hardware.label}: {f['refused_window']['reason']}; give "
+                f"{window_remedy(f['refused_window'], rerun=False)} (`llmsizer plan`: Peak load does not fit)")
     if f.get("rate_refusal"):  # fit's answer: the devices do not carry the peak rate (plan/inference.py)
         return f"{jp.hardware.label} {f['rate_refusal']} (`llmsizer plan`: Peak load does not fit)"
     need, budget = f.get("verdict_need_per_device"), f.get("verdict_budget_per_device")
@@ -212,6 +217,18 @@ def _memory_verdict(jp: JobPlan) -> str:
         return ""
     return (f"{jp.hardware.label} does not hold the job: it needs {format_bytes(need)} per device, over the "
             f"{format_bytes(budget)} budget per device (`llmsizer plan`: memory)")
+
+
+def _memory_binding(jp: JobPlan) -> str:
+    """What binds the plan's verdict of :func:`_memory_verdict` (its facts ``binding``, estimate/fit.py
+    ``FitResult.binding``): 'context window' where the engine refuses the context, 'rate' where the devices do not
+    carry the peak rate, else 'memory'."""
+    f = jp.facts
+    if f.get("fit_error"):
+        return "memory"
+    if f.get("binding") == "context window" and f.get("refused_window"):
+        return "context window"
+    return "rate" if f.get("rate_refusal") else "memory"
 
 
 def needs_from_plan(plan: Plan, request: Request, now: _dt.datetime | None = None,

@@ -173,6 +173,9 @@ class JobNeed:
     # the plan's memory verdict when the job does not fit its device's memory (plan facts "fits" False): why, in one
     # line; '' when it fits or is not known. No window or node can help then.
     memory_verdict: str = ""
+    # what binds that verdict (plan facts "binding": estimate/fit.py ``FitResult.binding``): 'memory', 'rate' or
+    # 'context window' (the engine will not start past the model's window: no device or node helps)
+    memory_binding: str = "memory"
     # a training run the plan could not time (a device with no sourced peak FLOP/s): where ``seconds`` came from
     # (the request's expected_duration), or, with no figure at all, why it cannot be placed; '' when the plan timed it
     duration_basis: str = ""
@@ -447,7 +450,7 @@ def suitable(need: JobNeed, inv: Inventory) -> list[Node]:
         have = ", ".join(inv.device_types) or "none"
         raise NoFit("device", f"no node holds {need.device} (this inventory has: {have})", waits=False)
     if need.memory_verdict:
-        raise NoFit("memory", need.memory_verdict, waits=False)
+        raise NoFit(need.memory_binding, need.memory_verdict, waits=False)
     if need.duration_verdict:
         raise NoFit("duration", need.duration_verdict, waits=False)
     pooled = [n for n in of_type if need.label in n.pools]

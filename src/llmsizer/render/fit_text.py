@@ -40,7 +40,7 @@ def render_fit(r: FitResult) -> str:
     if s is not None:
         rows = speed_rows(s, queued_wait(r) is not None)
         if rows and not r.fits:  # a setup that cannot run: its speed is labelled so, never read as an answer
-            out.append(f"speed if it fit (it does not, at {r.weights_format}; memory permitting):")
+            out.append(speed_if_heading(r))
         if rows:
             out.append(table(rows, SPEED_HEADER))
             out += speed_coverage_lines(s)
@@ -153,6 +153,30 @@ def _host_words(at: dict[str, Any], rerun: bool) -> str:
     return f" + {format_bytes(host)} host RAM per machine, not checked: {give}"
 
 
+def speed_if_heading(r: FitResult) -> str:
+    """The heading over the speed of an answer that does not fit, worded from what binds its verdict
+    (``FitResult.binding``): an engine that will not start past the model's window is no matter of format or
+    memory."""
+    win = r.refused_window
+    if win is not None:
+        name = ENGINE_NAMES.get(win["engine"], win["engine"])
+        return (f"speed if it started ({name} does not: the context is past the model's window "
+                f"{win['tokens']:,}, whatever the memory or the weight format):")
+    if r.binding == "rate":
+        return f"speed if it fit (it does not carry the request rate at {r.weights_format}):"
+    return f"speed if it fit (it does not, at {r.weights_format}; memory permitting):"
+
+
+def window_remedy(win: dict[str, Any], rerun: bool = True) -> str:
+    """What starts an engine that refuses the context past the model's window (``FitResult.refused_window``): a
+    context within it, or the engine's override; the CLI's flags (``rerun``) or the request file's keys."""
+    lower = (f"--context {win['tokens']} or less" if rerun else
+             f"a context (prompt + output) of {win['tokens']:,} tokens or less")
+    override = "--allow-long-context" if rerun else "engine_settings.allow_long_context: true"
+    return (f"{lower}, the model's window, or {override} ({win['override']}; positions past the window may give "
+            "wrong outputs)")
+
+
 def fits_at_line(at: dict[str, Any] | None, rerun: bool = True) -> str | None:
     """The hint under an answer that does not fit: what does (``FitResult.fits_at`` / ``LlamaCppFit.fits_at``).
     Serving: the best format on the engine's ladder (recommend.py ``fits_at``), or, when none of that engine's fits,
@@ -167,12 +191,8 @@ def fits_at_line(at: dict[str, Any] | None, rerun: bool = True) -> str | None:
     if "window" in at:  # the engine refuses the context past the model's window (context_window.window_fits_at)
         win = at["window"]
         name = ENGINE_NAMES.get(win["engine"], win["engine"])
-        lower = (f"--context {win['tokens']} or less" if rerun else
-                 f"a context (prompt + output) of {win['tokens']:,} tokens or less")
-        override = "--allow-long-context" if rerun else "engine_settings.allow_long_context: true"
-        return (f"hint: {name} refuses the context, not the memory (no weight format changes that): give {lower}, "
-                f"the model's window, or {override} ({win['override']}; positions past the window may give wrong "
-                "outputs)")
+        return (f"hint: {name} refuses the context, not the memory (no weight format changes that): give "
+                f"{window_remedy(win, rerun)}")
     if "changes" in at:
         flags = " ".join(f"--{k.replace('_', '-')} {v}" for k, v in at["changes"].items())
         if mem and at.get("host_per_machine"):

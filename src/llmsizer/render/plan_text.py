@@ -55,9 +55,14 @@ def _job_lines(j: JobPlan) -> list[str]:
         unfitted = "not fitted: see the error above" if j.facts.get("fit_error") else "budget unknown"
         room, running = mem.get("kv_room"), mem.get("running")
         verdict = ('fits' if fits else 'does not carry the peak rate (see the error above);'
-                   if j.facts.get("rate_refusal") else 'DOES NOT FIT' if fits is False else unfitted)
-        sequences = (f"; {ENGINE_NAMES.get(j.hardware.engine or '', 'the engine')} runs {running.value} sequences at "
-                     f"once per replica (KV pool room for {room.value} of the peak context)"
+                   if j.facts.get("rate_refusal") else
+                   # what binds fit's verdict (estimate/fit.py FitResult.binding): not the memory
+                   "DOES NOT START (the engine refuses the context past the model's window: see the error above); "
+                   "the memory alone" if j.facts.get("binding") == "context window" else
+                   'DOES NOT FIT' if fits is False else unfitted)
+        sequences = (f"; {ENGINE_NAMES.get(j.hardware.engine or '', 'the engine')} runs {running.value} "
+                     f"sequence{'s' if running.value != 1 else ''} at once per replica (KV pool room for {room.value} "
+                     "of the peak context)"
                      if room is not None and running is not None else "")
         per_device, of_budget = j.facts.get("memory_per_device"), j.facts.get("budget_per_device")
         if per_device is not None and of_budget is not None:

@@ -50,7 +50,7 @@ from ..formats import (
     serving_weight_spec,
 )
 from ..model_warnings import model_note_assumptions, model_warnings, mtp_assumptions, refuse_serving, refuse_unmodelled
-from ..verdict import admission_verdict, check_headroom, margin_rule, memory_verdict
+from ..verdict import admission_verdict, check_headroom, decimal_memory_note, margin_rule, memory_verdict
 from .common import Acc, Context, running_and_queued, running_sequences, state_dtypes, state_of
 from .media import media_in_context
 
@@ -529,8 +529,8 @@ def queue_assumption(engine: str, concurrency: int, running: int, cap_name: str,
     why = (f"its KV pool holds {room} sequences of this context, fewer than {cap_name} {cap}, and a request whose KV "
            "blocks cannot be allocated stays in the waiting queue" if pool_bound
            else f"it runs at most {cap_name} = {cap} sequences at once")
-    return Assumption("running_sequences", running, default,
-                      f"{engine} runs {running} sequences at once = {bounds}) (estimate/inference/common.py eq. R1): "
+    return Assumption("running_sequences", running, default,  # (a min of the others: marked derived)
+                      f"derived: {engine} runs {running} sequences at once = {bounds}) (estimate/inference/common.py eq. R1): "
                       f"{why}; {running_and_queued(concurrency, running)[1]} of the {concurrency} requests wait in its queue (vLLM: "
                       "vllm/v1/core/sched/scheduler.py Scheduler.schedule takes no waiting request once "
                       "max_num_running_reqs run, and stops at the first whose allocate_slots returns None; SGLang: "
@@ -586,3 +586,6 @@ def _check_fit(est: Estimate, w: InferenceWorkload, acc: Acc) -> None:
         v = dataclasses.replace(v, fits=False, reason=f"{refusal}; the memory alone: {v.reason}", warnings=())
     est.details.update(v.details())
     acc.warnings.extend(v.warnings)
+    decimal = decimal_memory_note(w.memory)  # memory given in GB, not GiB
+    if decimal is not None:
+        acc.warnings.append(decimal)

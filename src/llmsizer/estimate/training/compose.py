@@ -37,7 +37,7 @@ from ..inference import inference_sized, inference_sized_floor
 from ..inference.common import Acc
 from ..model_warnings import model_note_assumptions, model_warnings, mtp_assumptions, refuse_unmodelled
 from ..ranges import PYTORCH_TRAINING, TRAINING_MEMORY
-from ..verdict import check_headroom, fits_budget, headroom_assumption, memory_verdict
+from ..verdict import check_headroom, decimal_memory_note, fits_budget, headroom_assumption, memory_verdict
 from .gather_units import float8_all_gather
 from .levers import inference_comparable
 from .setup import TrainingContext, compile_partitions_layers, record_workload, refuse_attention_kernel, resolve
@@ -611,6 +611,9 @@ def _finish(spec: ModelSpec, w: TrainingWorkload, measured: _Measured) -> Estima
         v = memory_verdict(mid, hi, w.memory, check_headroom(w.headroom), calibrated)
         details.update(v.details())
         acc.warnings.extend(v.warnings)
+        decimal = decimal_memory_note(w.memory)  # memory given in GB, not GiB
+        if decimal is not None:
+            acc.warnings.append(decimal)
         est = est.but(tuple(acc.assumptions), tuple(acc.warnings))  # the same items (the verdict adds none)
     return est
 
