@@ -25,7 +25,7 @@ def test_train_gpus_beyond_one_instance_is_several(capsys: pytest.CaptureFixture
     d = data["duration"]
     assert d["devices"] == 16 and d["step"]["topology"] == "multi-node"
     network = ROW["network"]["value"] * 1e9 / 8  # 3200 Gb/s per machine
-    assert d["step"]["bus_bandwidth"] == pytest.approx(min(450e9, network))
+    assert d["step"]["bus_bandwidth"] == pytest.approx(min(18 * 20.6e9, network))  # NVLink as NCCL credits it (eq. 12)
     notes = {a["name"]: a for a in d["assumptions"]}
     assert notes["inter_node_network"]["value"] == pytest.approx(network)
 

@@ -17,7 +17,9 @@ from llmsizer.plan import make_plan
 from llmsizer.request import parse_request
 from request.helpers import job_yaml
 
-H100_NVLINK = 450e9  # catalog h100-sxm NVLink 4, per direction
+# catalog h100-sxm NVLink 4 (18 links, 450 GB/s per direction) as NCCL's topology credits it: 20.6 GB/s per NVLink 4
+# link (NVIDIA/nccl src/graph/topo.h SM90_NVLINK_BW; formulas/network.py eq. (12))
+H100_NVLINK = 18 * 20.6e9
 
 
 def _plan_job(body: str):

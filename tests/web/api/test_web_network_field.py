@@ -22,7 +22,7 @@ def _duration(client, **extra) -> dict:  # type: ignore[no-untyped-def]
 @pytest.mark.parametrize("network,per_machine", [("100 Gb/s", 12.5e9), ("3200 Gb/s", 400e9), ("ib-ndr", 8 * 50e9)])
 def test_network_sets_the_bus_bandwidth(client, network: str, per_machine: float) -> None:  # type: ignore[no-untyped-def]
     d = _duration(client, network=network)
-    assert d["step"]["bus_bandwidth"] == pytest.approx(min(450e9, per_machine))
+    assert d["step"]["bus_bandwidth"] == pytest.approx(min(18 * 20.6e9, per_machine))  # NVLink as NCCL credits it (eq. 12)
     assert {a["name"]: a["value"] for a in d["assumptions"]}["inter_node_network"] == pytest.approx(per_machine)
 
 
