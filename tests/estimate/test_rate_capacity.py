@@ -64,9 +64,14 @@ def test_fit_refuses_a_rate_past_the_decode_capacity_and_names_the_closed_loop_t
     cap = float(over.details["rate_capacity"])
     assert cap == min(float(v) for v in ceilings.values()) and over.details["rate_binding"] == "memory"
     assert f"carries at most about {cap:.3g} requests/s" in over.reasons[0]
+    assert "decode" not in ceilings  # past the slots that fit: at least the memory's, not said (llamarate)
     closed = fit("llama-3.1-8b-instruct", "rtx-4090", concurrency=2**20, **LLAMA)
     assert closed.speed is not None and closed.speed.load is not None
-    assert float(ceilings["decode"]) == pytest.approx(float(closed.speed.load["requests_per_second"]), rel=0.02)
+    x = float(closed.speed.load["requests_per_second"])  # the decode's sup: where fit's fixed point ceases to exist
+    assert over.details["rate_refused_by"] == "decode" and x < 2
+    under, past = (fit("llama-3.1-8b-instruct", "rtx-4090", request_rate=f * x, **LLAMA) for f in (0.98, 1.02))
+    assert under.details["rate_refused_by"] == "memory" and past.details["rate_refused_by"] == "decode"
+    assert under.reasons[0].replace(f"at {0.98 * x:g}", "") == past.reasons[0].replace(f"at {1.02 * x:g}", "")
     r = fit("llama-3.1-8b-instruct", "rtx-4090", request_rate=0.95 * cap, **LLAMA)
     assert r.speed is not None and r.speed.load is not None
     load = r.speed.load

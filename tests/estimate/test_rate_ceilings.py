@@ -61,27 +61,31 @@ def test_an_engine_with_no_admission_bound_states_one_capacity_at_every_rate() -
     assert a.details["rate_binding"] == b.details["rate_binding"] == "memory"
     cap = float(a.details["rate_capacity"])
     assert cap == pytest.approx(float(b.details["rate_capacity"]), rel=2e-3)
-    assert cap < a.details["rate_ceilings"]["decode"] < a.details["rate_ceilings"]["server"]
+    assert cap < a.details["rate_ceilings"]["server"] and a.details["rate_ceilings"] == b.details["rate_ceilings"]
+    assert "decode" not in a.details["rate_ceilings"]  # its sup is at least the memory's (llamarate): not said
     assert a.reasons[0].endswith("(each sequence in flight holds its KV cache)")
     below = fit("llama-3.1-8b", "h100-sxm", request_rate=0.97 * cap, **kw)
     assert below.fits and "rate_capacity" not in below.details and below.speed is not None
 
 
 def test_an_engine_with_no_admission_bound_states_the_rate_its_slots_memory_carries() -> None:
-    """llama.cpp, 4k context on an H100: the decode's ceiling (about 2.4/s) is reached only with more slots than the
+    """llama.cpp, 4k context on an H100: the decode's ceiling (above 2.4/s) is reached only with more slots than the
     KV memory holds (review9 #2: 2.2/s needed 137.7 GiB of 78.65), so the capacity stated is the memory's: a rate
-    just below it fits in memory, one just above does not (the memory verdict, each at its own slots)."""
+    just below it fits in memory, one just above is refused as a rate (llamarate: its capacity and remedy, the
+    memory verdict at its own slots after it), not with the plain memory verdict."""
     kw = dict(engine="llamacpp", context=4096)
     over = fit("llama-3.1-8b", "h100", request_rate=5, **kw)
     ceil = over.details["rate_ceilings"]
-    assert over.details["rate_binding"] == "memory" and ceil["memory"] < ceil["decode"]
+    assert over.details["rate_binding"] == "memory" and ceil["memory"] < ceil["server"] and "decode" not in ceil
     cap = float(over.details["rate_capacity"])
     assert f"carries at most about {cap:.3g} requests/s" in over.reasons[0]
     assert "shorten the context or the outputs" in over.reasons[0]
     below = fit("llama-3.1-8b", "h100", request_rate=0.999 * cap, **kw)
     above = fit("llama-3.1-8b", "h100", request_rate=1.001 * cap, **kw)
     assert below.fits and not above.fits
-    assert "rate_capacity" not in above.details  # refused by its memory (its slots), not by a ceiling of the rate
+    assert above.details["rate_capacity"] == cap and above.details["rate_binding"] == "memory"
+    assert above.reasons[0] == over.reasons[0].replace("at 5 requests/s", f"at {1.001 * cap:g} requests/s")
+    assert above.reasons[1].startswith("needs ")  # the memory verdict at the slots the rate needs
 
 
 def test_a_slow_first_token_and_a_rate_near_capacity_are_warned() -> None:

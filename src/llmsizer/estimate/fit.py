@@ -594,8 +594,9 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
     request in flight, gets that capacity [requests/s, all replicas] appended: on a layout that does not depend on the
     rate (one tensor-parallel degree), every rate at or above it is refused alike, since the fit at one request in
     flight differs only in the rate (the copies search of ``recommend`` skips the shares past it, format_search.py
-    ``pick_format``); a caller that gives it searches many deployments, and a refusal by that capacity then leaves
-    the decode's ceiling of an engine with no admission bound unsearched (rate_capacity.py ``ceilings``).
+    ``pick_format``). Where llama.cpp's slots (``slots_for``) at the fixed point do not fit though one request's
+    do, the rate is refused by the memory's ceiling (``memory_refusal``), with its capacity and remedy as every
+    other refusal of a rate (rate_capacity.py ``over_capacity``), not with the plain memory verdict.
     ``refusal_only`` (a search that reads a refusal of the rate only as one, never its text: recommend's copies
     below MAX_REPLICAS): a rate this deployment does not carry raises its RateOverloadError instead of the answer
     with its ceilings (rate_capacity.py ``over_capacity``, not computed), and on a layout of one replica the climb
@@ -626,8 +627,8 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
             raise no_rate_load(r)
         return slots_for(r.engine, float(load["in_flight"])) * r.replicas
 
-    def served(r: FitResult) -> float | None:  # the rate the answer's C in all sustain (the refusal's capacity)
-        x = sustained_rate(r.speed, r.engine)
+    def served(r: FitResult) -> float | None:  # the rate the answer's C in all sustain (the refusal's capacity),
+        x = sustained_rate(r.speed, r.engine, sized=True)  # on the statistic ``in_flight`` sizes (slots_for)
         return None if x is None else x * r.replicas
 
     fitted: dict[int, FitResult] = {}  # C in flight -> the fit at the rate (the climb's, admission's)
@@ -663,6 +664,8 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
         except RateCapacityError as e:
             raise RateOverloadError(str(e), e.capacity, e.in_flight, kind="decode") from None
         r = admission_queued(r, rate, at)
+        if not r.fits and r.engine in SLOTS_FROM_CONCURRENCY and at(1).fits:
+            raise memory_refusal(r, rate)
     except RateOverloadError as e:  # an answer about the hardware: it does not carry the rate (exit 1, not 2)
         if refusal_only:  # refused; its ceilings and text unread
             raise
@@ -675,7 +678,7 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
             if pinned.get("tensor_parallel") is None and done[c].count > 1:  # every ceiling of the one layout
                 pinned["tensor_parallel"] = done[c].tensor_parallel  # the first fit took (one device: one layout)
             return done[c]
-        return over_capacity(rate, e, closed, search=rate_bound is not None)
+        return over_capacity(rate, e, closed)
     r = _rate_queue_details(_derived_concurrency(r, rate))
     said = rate_warnings(r, rate)
     return replace(r, warnings=(*r.warnings, *said.values()), details={**r.details, "rate_warnings": said}) \
@@ -697,6 +700,18 @@ class RateOverloadError(FieldError):
         # eq. Q10a's bound (1 / max(prefill, s H) per replica): the capacity every rate at or above which is refused
         # alike by the same answer; None for the decode's capacity and the engine's admission (load-dependent)
         self.server_capacity = capacity if server else None
+
+
+def memory_refusal(r: FitResult, rate: float) -> RateOverloadError:
+    """The refusal of a rate whose slots do not fit though one request's do (an engine that sizes its slots from the
+    requests in flight, ``SLOTS_FROM_CONCURRENCY``: llama-server gives each of its -np slots its own KV stream, and a
+    request that finds every slot busy waits, tools/server/server-context.cpp process_single_task "no slot is
+    available, defer task"): the rate needs ``r``'s slots, more than the device holds, so it is the memory's ceiling
+    of the rate (rate_capacity.py), shown at those slots, not the plain memory verdict."""
+    slots = int(r.details.get("concurrency", 1))
+    return RateOverloadError(f"at {rate:g} requests/s the slots it needs ({slots:,} in all: the {SLOT_TAIL:.0%} "
+                             "tail of the requests in flight, formulas/arrival_tail.py eq. T1) do not fit in memory",
+                             None, slots, kind="memory")
 
 
 class RateMissCertain(Exception):  # noqa: N818 (an answer, not an error: fit's ``miss``)

@@ -9,13 +9,21 @@ least of its ceilings, each per replica times the replicas (formulas/serving_que
 - ``admission``: eq. Q12's c / T(c), the c sequences a pool engine (vLLM, SGLang) admits per replica (eq. R1's
   bounds: its running cap, its KV pool's room), each held the closed load's time per request with c running (eq. Q7:
   the fit at c in flight, its ``speed.load['requests_per_second']`` = c / T(c));
-- ``decode``: eq. Q10c, the most requests/s whose mean in flight stays within the sequences the decode runs
-  (``serving_load.sustained_rate``), the refusal's own where it refused the rate: it binds an engine with no
-  admission bound (llama.cpp); where one admits c, the requests past c wait (eq. Q12) and the step stays timed at c,
-  so c / T(c) is that engine's decode ceiling;
+- ``decode``: eq. Q10c, the most requests/s whose slots stay within the sequences the decode runs
+  (``serving_load.sustained_rate`` ``sized``; ``_decode_ceiling``'s search for an engine with no admission bound,
+  llama.cpp, where it can bind, not said where its sup lies past the slots that fit); where one admits c, the
+  requests past c wait (eq. Q12) and the step stays timed at c, so c / T(c) is that engine's decode ceiling;
 - ``memory``: for an engine with no admission bound (llama.cpp gives every sequence in flight its slot), eq. Q10c's
-  rate at the most sequences per replica whose memory fits (``_decode_ceiling``): a rate above it holds more in
-  flight than the device holds, so the memory verdict refuses it.
+  rate at the most slots per replica whose memory fits (``_decode_ceiling``): a rate above it needs more slots than
+  the device holds, refused as a rate (fit.py ``memory_refusal``), not with the plain memory verdict.
+
+The one rule for an engine that sizes its slots from the requests in flight (serving_load.SLOTS_FROM_CONCURRENCY,
+llama.cpp): every ceiling is computed on the statistic fit sizes its memory and times its step at, the slots of
+eq. T1 at serving_load.SLOT_TAIL (the 99 % tail of the Poisson number in flight), never on the mean: a rate is
+carried exactly where fit's fixed point exists and fits (``slots_for``), so the decode ceiling is the sup over C
+of the rate whose slots stay within C, the memory ceiling that rate at the most C that fits, and decode >= memory
+(so the decode's is said only where its peak comes before the slots outgrow the memory).
+An engine whose slots are the mean in flight (vLLM, SGLang) is unchanged (``slots_for`` returns the mean).
 
 The remedy names the ceiling that binds (RATE_REMEDY). A deployment whose pool holds no sequence does not start:
 that is said first, as the memory verdict's reasons.
@@ -28,7 +36,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..numbers import CONCURRENCY
-from .serving_load import RATE_REMEDY, server_capacity, sustained_rate
+from .serving_load import RATE_REMEDY, SLOT_TAIL, SLOTS_FROM_CONCURRENCY, server_capacity, sustained_rate
 
 if TYPE_CHECKING:
     from .fit import FitResult
@@ -39,6 +47,20 @@ RATE_CEILING_SAID = {
     "decode": "the decode (eq. Q10c: the most requests/s whose mean in flight stays within the sequences it runs)",
     "memory": "the memory (eq. Q10c's rate at the most sequences in flight whose KV cache fits on the device)",
 }
+# What the decode's and memory's ceilings count where the engine sizes its slots from the requests in flight
+# (``ceiling_said``): the same statistic fit's memory is sized at.
+SLOTS_SAID = (f"its slots, the {SLOT_TAIL:.0%} tail of the requests in flight (formulas/arrival_tail.py eq. T1), as "
+              "its memory is sized")
+
+
+def ceiling_said(kind: str, engine: str) -> str:
+    """RATE_CEILING_SAID[kind], where ``engine`` sizes its slots from the requests in flight (llama.cpp) the decode's
+    and memory's ceilings said on its slots (SLOTS_SAID), the one statistic its fit sizes and refuses at."""
+    if engine not in SLOTS_FROM_CONCURRENCY or kind not in ("decode", "memory"):
+        return RATE_CEILING_SAID[kind]
+    return ("the decode (eq. Q10c: the most requests/s whose slots stay within the sequences it runs; "
+            if kind == "decode" else
+            "the memory (eq. Q10c's rate at the most slots whose KV cache fits on the device; ") + SLOTS_SAID + ")"
 
 
 class Refusal(Protocol):
@@ -49,17 +71,17 @@ class Refusal(Protocol):
     kind: str
 
 
-def ceilings(closed: Callable[[int, bool], FitResult], refusal: Refusal,
-             search: bool = False) -> tuple[dict[str, float], FitResult, int | None]:
+def ceilings(closed: Callable[[int, bool], FitResult],
+             refusal: Refusal) -> tuple[dict[str, float], FitResult, int | None]:
     """The deployment's ceilings [requests/s, all replicas] by kind, a memory fit of the layout (``closed(c, speed)``:
     the fit at c in flight in all, no rate) and the sequences admitted per replica (None: no admission bound; 0: its
     pool holds none). ``refusal``'s own capacity is one of them; the others are computed only where they can be lower:
     c / T(c) is never above the server's ceiling (eq. Q7: each request holds the device its prefill D and the server
     its serial s H, so X(c) <= 1 / max(D, s H)), and a rate the decode refused is below the server's (the search's
     first fit, at one request in flight, would have met eq. Q10a first). So an admission refusal needs no other fit, a
-    server or decode refusal the fit at the c admitted (c / T(c)), and a server refusal of an engine with no admission
-    bound, and a decode refusal, the decode's search (``_decode_ceiling``, with the memory's ceiling; not where the caller is itself a search over many deployments,
-    ``search``, recommend's copies: there the server's ceiling is stated as an upper bound, the decode's not searched)."""
+    server or decode refusal the fit at the c admitted (c / T(c)), and every refusal of an engine with no admission
+    bound (server, decode, memory) the decode's search (``_decode_ceiling``: its server's, decode's and memory's
+    ceilings on its slots, the same whichever refused the rate and whoever asks: fit, plan, recommend)."""
     first = closed(max(1, refusal.in_flight) if refusal.kind == "admission" else 1, False)
     n = first.replicas
     found: dict[str, float] = {}
@@ -80,30 +102,43 @@ def ceilings(closed: Callable[[int, bool], FitResult], refusal: Refusal,
         load = full.speed.load if full.speed is not None else None
         if load and load.get("requests_per_second"):
             add("admission", float(load["requests_per_second"]) * n)
-    elif refusal.kind in ("server", "decode") and not search:
-        decode, memory = _decode_ceiling(closed, n)  # a decode refusal carries its own decode ceiling
-        add("decode", decode if refusal.kind == "server" else None)
-        add("memory", memory)
+    else:  # no admission bound (llama.cpp): the three ceilings on its slots, the same at every rate refused
+        kinds = ("server", "decode", "memory")
+        searched = {k: cap for k, cap in zip(kinds, _decode_ceiling(closed, n), strict=True) if cap and cap > 0}
+        if searched:  # (a decode refusal's own capacity: one C of the sup searched, or past the memory's C)
+            found = searched
     return found, first, admitted
 
 
 # Sequences per replica the decode ceiling of an engine with no admission bound is searched over: doubling from one
-# while the sustained rate still rises by more than DECODE_CEILING_GAIN (its sup: the step's cost per sequence
-# catches up with the sequences added), up to numbers.CONCURRENCY.high.
-DECODE_CEILING_GAIN = 1e-3
+# while the sustained rate still rises (its sup: the step's cost per sequence catches up with the sequences added), up
+# to numbers.CONCURRENCY.high or the first C whose slots do not fit. Below that C the decode's ceiling can bind, so it
+# is searched to its peak (the former stop at a gain under 1e-3 per doubling left it where the rate still crept
+# towards eq. Q10a's bound: Qwen2.5-0.5B on an H100, 1k context, 44.44/s stated where fit carried 44.48/s); past
+# it the memory's ceiling binds (the decode's sup is at least that rate, one C of it) and the decode's is not said
+# (stopped by that gain it was a lower bound: Llama-3.1-8B on an H100, 4k context, 2.41/s stated where fit's fixed
+# point exists at 2.416/s; searched on, its fits at millions of slots take seconds).
 
 
-def _decode_ceiling(closed: Callable[[int, bool], FitResult], n: int) -> tuple[float | None, float | None]:
-    """The decode's and the memory's ceilings [requests/s, all ``n`` replicas] of an engine with no admission bound.
-    Decode: the most requests/s whose mean in flight stays within C (``sustained_rate`` of the fit at C per replica,
-    eq. Q10c), over C doubling from 1 while it rises (DECODE_CEILING_GAIN), fitting or not. Memory: at the first C
-    on that way that does not fit (each sequence in flight holds its KV slot), the rate whose slots (``sustained_rate``
-    ``sized``, as a fit at a rate sizes them) stay within the largest C that fits, bisected between the last C that
-    fit and it (None where every C tried fits, or none does). None without a load."""
-    def rate(c: int, sized: bool = False) -> tuple[bool, float | None]:
+def _decode_ceiling(closed: Callable[[int, bool], FitResult],
+                    n: int) -> tuple[float | None, float | None, float | None]:
+    """The server's, the decode's and the memory's ceilings [requests/s, all ``n`` replicas] of an engine with no
+    admission bound, each on the slots its fit sizes (``sustained_rate`` ``sized``: serving_load.slots_for, the one
+    rule). Server: eq. Q10a (``server_capacity``, the same at every C). Decode: the most requests/s whose slots stay
+    within C (eq. Q10c at the fit at C per replica), over C doubling from 1 while it rises; None where a C on that
+    way does not fit (its sup is then at least the memory's, which binds). Memory: at the first C on that way that
+    does not fit (each slot holds its KV stream), the rate whose slots stay within the largest C that fits, bisected
+    between the last C that fit and it (None where every C tried fits, or none does). None without a load."""
+    server: list[float] = []
+
+    def rate(c: int, sized: bool = True) -> tuple[bool, float | None]:
         r = closed(c * n, True)
         load = r.speed.load if r.speed is not None else None
-        return r.fits, (sustained_rate(r.speed, r.engine, sized) if load and "chunk_tokens" in load else None)
+        if not load or "chunk_tokens" not in load:
+            return r.fits, None
+        if not server:
+            server.append(server_capacity(r.speed, r.engine, int(load["chunk_tokens"])) or 0.0)
+        return r.fits, sustained_rate(r.speed, r.engine, sized)
 
     best: float | None = None
     memory: float | None = None
@@ -116,24 +151,24 @@ def _decode_ceiling(closed: Callable[[int, bool], FitResult], n: int) -> tuple[f
                 mid = (low + high) // 2
                 low, high = (mid, high) if rate(mid)[0] else (low, mid)
             memory = rate(low, True)[1] if low > 0 else None  # the rate whose slots (as a fit sizes them) fit
+            break  # the decode's sup is at least this rate (one C of it): the memory binds, the decode is not said
         if x is None and c > 1:
             break
         if x is not None:
-            if best is not None and x <= best * (1 + DECODE_CEILING_GAIN):
+            if best is not None and x <= best:  # past its peak
                 break
             best = x
         fitting = c if fits else fitting
         c *= 2
-    return (None if best is None else best * n), (None if memory is None else memory * n)
+    return (server[0] * n if server and server[0] > 0 else None), \
+        (None if best is None or memory is not None else best * n), (None if memory is None else memory * n)
 
 
-def over_capacity(rate: float, refusal: Refusal, closed: Callable[[int, bool], FitResult],
-                  search: bool = False) -> FitResult:
+def over_capacity(rate: float, refusal: Refusal, closed: Callable[[int, bool], FitResult]) -> FitResult:
     """The answer to a rate the deployment does not carry: the memory fit (``closed(c, False)``) not fitting, its
     first reason the rate, the capacity the least ceiling (``ceilings``) and the remedy of the one that binds; where
-    the pool holds no sequence, the memory's reasons first (it does not start). No speed (no steady state).
-    ``search``: the caller searches many deployments (``ceilings``)."""
-    found, one, admitted = ceilings(closed, refusal, search)
+    the pool holds no sequence, the memory's reasons first (it does not start). No speed (no steady state)."""
+    found, one, admitted = ceilings(closed, refusal)
     n = one.replicas
     layout = f"TP {one.tensor_parallel} x {n} replica{'s' if n != 1 else ''}"
     if admitted == 0 or not found:
@@ -149,16 +184,15 @@ def over_capacity(rate: float, refusal: Refusal, closed: Callable[[int, bool], F
     cap = found[binding]
     per = f" ({cap / n:.3g} per replica)" if n > 1 else ""
     others = ", ".join(f"{k} {found[k]:.3g}" for k in sorted(found, key=lambda k: found[k]) if k != binding)
-    own = refusal.detail.split("; lower the rate")[0] if binding == refusal.kind and binding != "decode" else ""
+    own = refusal.detail.split("; lower the rate")[0] if binding == refusal.kind and binding not in (
+        "decode", "memory") else ""
     admits = (f"; {one.engine} admits {admitted} at once per replica" if binding == "admission" and admitted
               and not own else "")
     why = (f"does not carry the rate: at {rate:g} requests/s this deployment ({layout}) carries at most about "
            f"{cap:.3g} requests/s{per} (its capacity, the least of its ceilings, whatever the rate), bound by "
-           f"{RATE_CEILING_SAID[binding]}{admits}"
+           f"{ceiling_said(binding, one.engine)}{admits}"
            + (f" (its other ceilings, requests/s: {others})" if others else "")
-           + (f": {own}" if own else "")
-           + ("; the decode's ceiling, possibly lower, is not searched here" if search and admitted is None
-              and binding == "server" else "") + f"; {RATE_REMEDY[binding]}")
+           + (f": {own}" if own else "") + f"; {RATE_REMEDY[binding]}")
     at = admitted * n if binding == "admission" and admitted else min(max(1, refusal.in_flight),
                                                                        (admitted or refusal.in_flight) * n)
     shown = closed(max(1, at), False)
