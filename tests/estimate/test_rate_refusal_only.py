@@ -97,3 +97,20 @@ def test_a_certain_miss_misses_at_the_fixed_point() -> None:
     full = fit(spec, "rtx-4090", **kw)  # the climb to its end
     assert full.fits and miss(full) and not serves_alone(full)
     assert early.details["concurrency"] < full.details["concurrency"]  # the climb stopped before its end
+
+
+def test_several_layouts_refuse_without_ceilings_and_climb_in_full() -> None:
+    """A rung of several tensor-parallel degrees (4 devices: TP 1, 2, 4) gets ``refusal_only`` too (its ceilings
+    unbuilt) but not the climb's stops (``climb_stops`` False: the layout, and its admitted count, may change with
+    C): a refused rate raises the refusal fit states in full, and a carried rate's answer is fit's own."""
+    spec = find("llama-3.1-8b").spec()
+    kw: dict[str, Any] = dict(engine="vllm", weights="bf16", context=4096, output_tokens=512, fits_at=False)
+    full = fit(spec, "h100-sxm", 4, request_rate=200, **kw)
+    assert not full.fits and "rate_refused_by" in full.details
+    with pytest.raises(RateOverloadError) as e:
+        fit(spec, "h100-sxm", 4, request_rate=200, refusal_only=True, climb_stops=False, **kw)
+    assert e.value.kind == full.details["rate_refused_by"]
+    carried = fit(spec, "h100-sxm", 4, request_rate=8, **kw)
+    assert carried.fits
+    assert fit(spec, "h100-sxm", 4, request_rate=8, refusal_only=True, climb_stops=False, **kw).to_dict() \
+        == carried.to_dict()

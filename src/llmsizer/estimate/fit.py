@@ -564,7 +564,7 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
         host_device: str | Device | None = None, engine_version: str | None = None, kwh_price: float | None = None,
         tensor_parallel: int | None = None, fits_at: bool | None = None, host_memory: int | str | None = None,
         request_rate: float | None = None, rate_bound: list[float] | None = None, refusal_only: bool = False,
-        miss: Callable[[FitResult], bool] | None = None, **workload: Any) -> FitResult:
+        climb_stops: bool = True, miss: Callable[[FitResult], bool] | None = None, **workload: Any) -> FitResult:
     """Fit an inference workload on ``count`` x ``hardware`` (a device or instance name; an instance brings its
     own count). ``memory`` overrides the device memory (e.g. the RAM of a CPU machine). The memory, the weight
     format and the verdict are the inference estimate's (``estimate_inference`` with ``memory`` and ``headroom``),
@@ -599,9 +599,10 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
     other refusal of a rate (rate_capacity.py ``over_capacity``), not with the plain memory verdict.
     ``refusal_only`` (a search that reads a refusal of the rate only as one, never its text: recommend's copies
     below MAX_REPLICAS): a rate this deployment does not carry raises its RateOverloadError instead of the answer
-    with its ceilings (rate_capacity.py ``over_capacity``, not computed), and on a layout of one replica the climb
-    to eq. Q10c's fixed point stops once refusal is certain (``_admission_certain``). ``miss`` (with
-    ``refusal_only``): a test of an answer that, once true at some C, is true at every larger C (memory that does not
+    with its ceilings (rate_capacity.py ``over_capacity``, not computed), and, with ``climb_stops`` (a caller whose
+    deployment has one tensor-parallel degree: the layout, and so the admitted count, read no C), on a layout of one
+    replica the climb to eq. Q10c's fixed point stops once refusal is certain (``_admission_certain``). ``miss``
+    (with ``refusal_only`` and ``climb_stops``): a test of an answer that, once true at some C, is true at every larger C (memory that does not
     fit, a per-user decode speed below a floor: both worsen with the sequences in flight); where it holds at a C
     known to be at or below the fixed point, with more requests in flight than replicas and no admission bound,
     RateMissCertain carries that answer instead of the climb's end: the answer at the fixed point misses too (or the
@@ -648,7 +649,7 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
             if rate_bound is not None and c == 1 and e.server_capacity is not None:
                 rate_bound.append(e.server_capacity)
             raise
-        if refusal_only and c in below:
+        if refusal_only and climb_stops and c in below:
             flight = in_flight(r)
             if flight is not None and math.isfinite(flight):
                 below.add(max(1, math.ceil(flight)))
@@ -1332,14 +1333,31 @@ def rate_seconds(sp: SpeedEstimate | None, engine: str, rate: float, chunk: int 
     """A layout's mean request seconds (TTFT + the output's steps, eq. Q10) with each replica at ``rate`` arrivals
     per second (serving_load.at_rate), the wait for the sequences it admits added where ``grid`` gives its X(k)
     (eq. Q13, serving_load.admission_wait); infinite past its capacity (eq. Q10a or X(c): no steady state) or with
-    no speed."""
+    no speed. Memoized on ``sp`` and ``grid`` themselves (``_speed_cached``'s estimate and ``layout_grid``'s X(k),
+    each kept alive by the memo and the hit checked to be the same objects): a rate's climb ranks every layout at each
+    requests-in-flight count it visits, and where a layout runs the same sequences at two counts (its admitted or
+    capped share) it asks the same question again."""
+    key = (id(sp), engine, rate, chunk, id(grid))
+    hit = _RATE_SECONDS_MEMO.get(key)
+    if hit is not None and hit[0] is sp and hit[1] is grid:
+        return hit[2]
     try:
         out = at_rate(sp, engine, rate, chunk, closed=grid)
         out = admission_wait(out, engine, rate) or out
     except InputError:
-        return math.inf
-    load = out.load if out is not None else None
-    return float(load["request_seconds"]) if load and "request_seconds" in load else math.inf
+        seconds = math.inf
+    else:
+        load = out.load if out is not None else None
+        seconds = float(load["request_seconds"]) if load and "request_seconds" in load else math.inf
+    if len(_RATE_SECONDS_MEMO) > 4096:
+        _RATE_SECONDS_MEMO.clear()
+    _RATE_SECONDS_MEMO[key] = (sp, grid, seconds)
+    return seconds
+
+
+# ``rate_seconds`` of one layout's speed and X(k) grid at a per-replica rate (keyed on the objects' ids, which the
+# values keep alive)
+_RATE_SECONDS_MEMO: dict[tuple[Any, ...], tuple[SpeedEstimate | None, list[list[float]] | None, float]] = {}
 
 
 def admitted_per_replica(details: dict[str, Any]) -> int | None:

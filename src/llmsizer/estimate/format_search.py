@@ -231,9 +231,10 @@ def pick_format(spec: ModelSpec, device: Device, count: int, instance: Instance 
     ``past_capacity`` (with ``rate_bound`` where eq. Q10a's capacity decides every rung). ``sized_memo``: a
     caller's dict of each rung's memory at ``concurrency`` (fit's memory stage, which no rate reaches), shared by the
     calls that differ only in ``request_rate`` (recommend's copies search). ``refusal_only``: a caller that reads a
-    past-capacity pick only as one (its ``reasons`` unread: recommend's copies below MAX_REPLICAS), so each rung of
-    one tensor-parallel degree asks ``fit(refusal_only=True)``, which refuses without the deployment's ceilings and
-    stops its climb once refusal is certain; the pick's status, rung, ``past_capacity`` and ``rate_bound`` are the
+    past-capacity pick only as one (its ``reasons`` unread: recommend's copies below MAX_REPLICAS), so each rung
+    asks ``fit(refusal_only=True)``, which refuses without the deployment's ceilings (any layout: the ceilings are
+    read only by the refusal's text) and, on a rung of one tensor-parallel degree (``climb_stops``), stops its climb
+    once refusal is certain; the pick's status, rung, ``past_capacity`` and ``rate_bound`` are the
     same, a past-capacity reason is the refusal's bare line. Where the only limit is a per-user decode speed, such a
     rung also stops its climb once it certainly misses (``fit(miss=)``, ``misses_at_every_load``): its answer there
     stands for the fixed point's (more in flight than replicas, as there), or for a refusal of the rate, which this
@@ -359,7 +360,7 @@ def pick_format(spec: ModelSpec, device: Device, count: int, instance: Instance 
             one_layout = len(serving_layout(eng, dev, n).tensor_parallel_options(spec, n, per_node)) == 1
             try:
                 r = fit(spec, target, cnt, request_rate=request_rate, fits_at=False, rate_bound=server,
-                        refusal_only=refusal_only and one_layout, miss=miss if one_layout else None,
+                        refusal_only=refusal_only, climb_stops=one_layout, miss=miss if one_layout else None,
                         **{k: v for k, v in args.items() if k != "concurrency"})
             except RateMissCertain as e:  # misses at the fixed point (or is refused there): reasons unread
                 if first_fit is None:
@@ -367,7 +368,7 @@ def pick_format(spec: ModelSpec, device: Device, count: int, instance: Instance 
                 continue
             except RateOverloadError as e:  # (refusal_only: fit's past-capacity answer below, without its ceilings)
                 capacity = capacity or f"at {format_name(fmt)}: {e.detail}"
-                bound = max(bound, server[0]) if server and bound is not None else None
+                bound = max(bound, server[0]) if server and one_layout and bound is not None else None
                 continue
             except FieldError as e:
                 if "request_rate" not in e.fields:
