@@ -18,6 +18,7 @@ from typing import Any
 
 from ..catalog.hardware import GENERIC_DEVICES, Device, Instance, load_catalog
 from ..errors import FieldError, InputError, UnknownNameError
+from ..formulas.network import nccl_nvlink_share
 from ..formulas.weight_formats import normalize_format
 from ..numbers import DEVICE_MEMORY
 from ..result import Assumption, Notes
@@ -596,6 +597,25 @@ def peer_to_peer_why(device: Device) -> str:
                 "give peer_to_peer: false, as the catalog's rtx-4090 does: GeForce RTX 40, NVIDIA/nccl#1127)")
     return (f"peer-to-peer access {'stated' if v.base else 'none'}: {device.id} peer_to_peer {str(bool(v.base)).lower()}"
             f" ({v.source}, {v.date})")
+
+
+def nvlink_link_bandwidth(device: Device, link_bandwidth: float) -> tuple[float, float | None]:
+    """The one rule for what bandwidth a collective between GPUs of one machine reaches on ``device``'s link of line
+    rate ``link_bandwidth`` [B/s per direction], read by training's collectives (estimate/duration.py
+    ``nccl_bus_bandwidth``) and serving's tensor-parallel all-reduces (estimate/speed.py ``layout``): on an NVLink GPU
+    of known compute capability (the device's catalog interconnect an NVLink) formulas/network.py eq. (12), NCCL's
+    per-link NVLink figure over the line rate (NVIDIA/nccl src/graph/topo.h ``ncclTopoNVLinkBw``); else the line rate.
+    Returns (bandwidth, the share s(cc) applied or None)."""
+    ic = load_catalog().interconnect(device.interconnect) if device.kind == "gpu" else None
+    share = nccl_nvlink_share(device.capability) if ic is not None and ic.kind == "nvlink" else None
+    return (link_bandwidth, None) if share is None else (link_bandwidth * share, share)
+
+
+def nvlink_link_why(device: Device, link_bandwidth: float, share: float) -> str:
+    """The words for :func:`nvlink_link_bandwidth`'s share where an assumption states it."""
+    return (f"formulas/network.py eq. (12): NCCL's per-link NVLink bandwidth on compute capability {device.capability} "
+            f"over the line rate (NVIDIA/nccl src/graph/topo.h ncclTopoNVLinkBw), {share:.3f} x "
+            f"{link_bandwidth / 1e9:.4g} GB/s per direction")
 
 
 def nvlink_mesh_for(device: Device, instance: Instance | None, count: int,

@@ -73,7 +73,6 @@ from ..formulas.launch_overhead import (
 from ..formulas.launch_overhead import SOURCE as LAUNCH_SOURCE
 from ..formulas.lora import AdaptedModule, adapted_layout, adapted_roles, expert_adapter_work, lora_params
 from ..formulas.model_parallel_time import ModelParallelStep
-from ..formulas.network import nccl_nvlink_share
 from ..formulas.optimizer_step import accumulation_bytes, optimizer_step_bytes, step_source
 from ..formulas.parallelism import pipeline_stage_layers, zero_shards
 from ..formulas.params import count_params
@@ -120,6 +119,8 @@ from .device import (
     TF32_MIN_CAPABILITY,
     fp32_matmul_peak,
     numa_assumption,
+    nvlink_link_bandwidth,
+    nvlink_link_why,
     peer_to_peer,
     peer_to_peer_why,
     resolve_target,
@@ -1054,18 +1055,15 @@ def fp32_attention_peak(device: Device, w: TrainingWorkload, kernel: str, peak: 
 
 
 def nccl_bus_bandwidth(device: Device, link_bandwidth: float, notes: list[Assumption]) -> float:
-    """The bus bandwidth NCCL's rings reach on ``device``'s link: formulas/network.py eq. (12) on an NVLink GPU of
-    known compute capability (the device's catalog interconnect an NVLink), else the link's line rate."""
-    ic = load_catalog().interconnect(device.interconnect) if device.kind == "gpu" else None
-    share = nccl_nvlink_share(device.capability) if ic is not None and ic.kind == "nvlink" else None
-    if share is None:
-        return link_bandwidth
-    notes.append(Assumption("nccl_nvlink_bus_bandwidth", round(link_bandwidth * share / 1e9, 1), True,
-                            f"formulas/network.py eq. (12): NCCL's per-link NVLink bandwidth on compute capability "
-                            f"{device.capability} over the line rate (NVIDIA/nccl src/graph/topo.h ncclTopoNVLinkBw), "
-                            f"{share:.3f} x {link_bandwidth / 1e9:.4g} GB/s, GB/s per direction for every collective "
-                            "inside a machine"))
-    return link_bandwidth * share
+    """The bus bandwidth NCCL's rings reach on ``device``'s link: estimate/device.py ``nvlink_link_bandwidth`` (eq. (12)
+    of formulas/network.py on an NVLink GPU of known compute capability, else the link's line rate), the rule serving's
+    tensor-parallel all-reduces read too."""
+    bw, share = nvlink_link_bandwidth(device, link_bandwidth)
+    if share is not None:
+        notes.append(Assumption("nccl_nvlink_bus_bandwidth", round(bw / 1e9, 1), True,
+                                nvlink_link_why(device, link_bandwidth, share)
+                                + "; value in GB/s, for every collective inside a machine"))
+    return bw
 
 
 def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: TrainingFlops, peak: float, u: float,

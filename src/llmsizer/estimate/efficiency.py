@@ -931,11 +931,12 @@ HOST_SECONDS_PER_KERNEL = Factor(
 # vLLM PR #3240): the row with the least device work per step; (measured - predicted) / 49 decode steps, the device
 # step at SERVING_DECODE_BANDWIDTH (fitted first, on rows with no host term; 6.548 ms at the former 0.8, 4.876 ms at
 # the four-row share 0.703 of sessions 9-10) with its TP2
-# all-reduces' latency (65 x CUSTOM_ALLREDUCE_LATENCY, estimate/engines.py tp_allreduce; 5.464 ms without it).
+# all-reduces' latency (65 x CUSTOM_ALLREDUCE_LATENCY, estimate/engines.py tp_allreduce; 5.464 ms without it) and their
+# bytes at NVLink's eq.-(12) bandwidth (formulas/network.py; 5.207 ms at the 300 GB/s line rate, 5.197 ms at 240).
 # Re-derived by tests/validation/test_vllm_static_batch.py; VB07 is left out of the summary, VB01-VB06 and VB08-VB13
 # are held out.
 VLLM_V0_STEP_SECONDS = Factor(
-    "vllm_v0_engine_step_seconds", 5.207e-3, 5.207e-3, 5.207e-3,
+    "vllm_v0_engine_step_seconds", 5.197e-3, 5.197e-3, 5.197e-3,
     "calibrated: vLLM PR #3240 benchmark_latency Mixtral-8x7B TP2 A100 b1 p1000 g50, 0.762 s (VB07); the V0 engine's "
     "host time between steps (vLLM v0.6.0 post, 2024-09-05: scheduling 29% of execution)")
 # vLLM 0.6-0.7 (V0 engine after the v0.6.0 performance work: asynchronous output processing, blog.vllm.ai 2024-09-05)

@@ -66,6 +66,8 @@ from .device import (
     TF32_DEFAULT_WHY,
     fp32_matmul_peak,
     numa_assumption,
+    nvlink_link_bandwidth,
+    nvlink_link_why,
     nvlink_mesh_for,
     peer_to_peer,
     peer_to_peer_why,
@@ -842,7 +844,9 @@ def speed_model(spec: ModelSpec, device: Any, *, weights_format: str = "bf16", p
         shard = wb_dev.total / wb.total if wb.total else 1.0
         kv_share = kv_fraction_per_device(spec, tp, mla_mode == "latent")
         kv_read: dict[int, float] = {}  # KV cache bytes one decode step of b sequences reads, by b
-        link = link_bandwidth
+        # the bandwidth the all-reduces reach: the one rule training's collectives read (device.nvlink_link_bandwidth,
+        # formulas/network.py eq. 12 on NVLink), whichever kernel the engine runs
+        link, link_share = nvlink_link_bandwidth(device, link_bandwidth) if link_bandwidth else (link_bandwidth, None)
         if tp > 1 and link is None:
             warnings.append(f"no interconnect bandwidth for {count} x {device.id}; tensor-parallel communication "
                             "is not counted")
@@ -861,9 +865,12 @@ def speed_model(spec: ModelSpec, device: Any, *, weights_format: str = "bf16", p
             lat = ar_path.latency if ar_path else None
             assumptions.append(Assumption(
                 "tp_allreduce", f"{reductions} x ({ar_path.kernel if ar_path else 'given'}: {alpha * 1e6:.2f} us + "
-                f"bytes / link) per step", allreduce_latency is None,
-                "formulas/speed.py eq. (6): 2 all-reduces per layer + 1 for the vocabulary-parallel embedding (a "
+                f"bytes / {link / 1e9:.4g} GB/s) per step", allreduce_latency is None,
+                "formulas/speed.py eq. (6) (eq. (6') for the custom one-stage kernel: each GPU reads the whole "
+                "message from every peer): 2 all-reduces per layer + 1 for the vocabulary-parallel embedding (a "
                 "decode step of the sequences; a prefill's or another batch's larger message picks its own kernel); "
+                + (f"link: {nvlink_link_why(device, link_bandwidth, link_share)} (NCCL's figure, taken for the custom "
+                   "kernel's peer loads too); " if link_share is not None and link_bandwidth else "")
                 + (f"{ar_path.why}; {lat.name} {lat.source}" if ar_path and lat and allreduce_latency is None
                    else "latency given")
                 + (f"; {peer_to_peer_why(device)}" if ar_path is not None
@@ -873,11 +880,13 @@ def speed_model(spec: ModelSpec, device: Any, *, weights_format: str = "bf16", p
             if tp <= 1 or not link:
                 return 0.0
             per_layer = tokens * spec.hidden_size * act_bytes
-            a = alpha
-            if allreduce_latency is None and ar_path is not None and tokens != concurrency:  # the engine's kernel for
-                path = ENG.tp_allreduce(engine, tp, per_layer, nvlink_mesh, p2p)   # this message's size
-                a = path.latency.expected if path else 0.0
-            return reductions * allreduce_time(per_layer, tp, link, a)
+            a, path = alpha, ar_path
+            if ar_path is not None and tokens != concurrency:  # the engine's kernel for this message's size
+                path = ENG.tp_allreduce(engine, tp, per_layer, nvlink_mesh, p2p)
+                if allreduce_latency is None:
+                    a = path.latency.expected if path else 0.0
+            one = path is not None and path.kernel == "custom one-stage"
+            return reductions * allreduce_time(per_layer, tp, link, a, one_stage=one)
 
         # prefill of one prompt (TTFT); the lm_head runs for the last prompt token only (formulas/speed.py eq. 9 note)
         prefill = roof_p = None
@@ -1160,7 +1169,7 @@ def speed_model(spec: ModelSpec, device: Any, *, weights_format: str = "bf16", p
         details = {"params_active": pc.active, "matmul_params": matmul_params, "weights_bytes": wb.total,
                    "weights_bytes_per_device": wb_dev.total, "attention_width": width, "peak_flops": peak,
                    "peak_key": peak_key, "bandwidth": bw, "prefill_flops": p_flops,
-                   "bandwidth_factor": bw_factor.name, "link_bandwidth": link,
+                   "bandwidth_factor": bw_factor.name, "link_bandwidth": link_bandwidth, "allreduce_bandwidth": link,
                    "decode_overhead_seconds": step_fixed, "host_step_seconds": host_step,
                    "kv_bytes_per_decode_step": kv_read.get(concurrency)}
         if t5 is not None:

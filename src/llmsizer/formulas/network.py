@@ -59,7 +59,10 @@ bandwidth of a ring collective inside an NVLink machine is therefore::
 
 Measured: 8 x H100 NVLink all_gather / all_reduce busbw "saturated at ~360 GB/s" at 128 MB-16 GB, and NCCL's
 maintainer: "360 GB/s is exactly what we'd expect on H100" (NVIDIA/nccl-tests issue #326, sjeaugey 2025-06-24), 0.80
-of 450 GB/s; eq. (12) gives 370.8 GB/s. SM86 (GA102's NVLink bridge, 12.0 per link) has no line rate in the catalog
+of 450 GB/s; eq. (12) gives 370.8 GB/s. One rule for every collective inside an NVLink machine: training's
+(estimate/duration.py) and serving's tensor-parallel all-reduces (estimate/speed.py, formulas/speed.py eqs. (6), (6'))
+read it through estimate/device.py ``nvlink_link_bandwidth``; vLLM's and SGLang's custom all-reduce (peer loads, not
+NCCL) is taken at the same per-link figure, an assumption its tp_allreduce note states. SM86 (GA102's NVLink bridge, 12.0 per link) has no line rate in the catalog
 to divide: not applied.
 
 Serving

@@ -43,6 +43,15 @@ per device (Patarasuk & Yuan 2009, J. Parallel Distrib. Comput. 69(2))::
 
     t_allreduce = alpha + 2 (n - 1) / n * S / B_link                                    (6)
 
+vLLM's (and SGLang's copy of its) custom all-reduce has two kernels (vllm csrc/custom_all_reduce.cuh @036bb68
+cross_device_reduce_1stage / _2stage): the two-stage one is a reduce-scatter then an all-gather, the ring's volume
+(6); the one-stage one has every GPU read the whole message from each of its n - 1 peers::
+
+    t_allreduce,1-stage = alpha + (n - 1) S / B_link                                    (6')
+
+B_link is the bandwidth the link reaches, not its line rate: on NVLink formulas/network.py eq. (12), NCCL's own
+per-link figure (estimate/device.py ``nvlink_link_bandwidth``, the one rule training's collectives read too).
+
 alpha is the latency of one all-reduce whatever its size (the alpha-beta, "Hockney", model of a message: Hockney
 1994, "The communication challenge for MPP: Intel Paragon and Meiko CS-2", Parallel Computing 20(3), eq. 1;
 for collectives Thakur, Rabenseifner & Gropp 2005, "Optimization of collective communication operations in MPICH",
@@ -484,15 +493,22 @@ def unfused_attention_time(kv_bytes: float, bandwidth: float, bandwidth_efficien
     return max(memory_time(kv_bytes, bandwidth, bandwidth_efficiency), work_per_flop * attn_flops / path_peak)
 
 
-def allreduce_time(nbytes: float, devices: int, link_bandwidth: float, latency_seconds: float = 0.0) -> float:
+def allreduce_time(nbytes: float, devices: int, link_bandwidth: float, latency_seconds: float = 0.0,
+                   one_stage: bool = False) -> float:
     """Eq. (6): all-reduce of ``nbytes`` over ``devices`` devices on links of ``link_bandwidth`` [B/s]: the
-    latency ``latency_seconds`` (alpha) plus the ring's bandwidth term."""
+    latency ``latency_seconds`` (alpha) plus the ring's bandwidth term; ``one_stage``: eq. (6'), every device reads
+    the whole message from each peer.
+
+    >>> allreduce_time(1e6, 4, 1e9), allreduce_time(1e6, 4, 1e9, one_stage=True)
+    (0.0015, 0.003)
+    """
     if devices <= 1:
         return 0.0
     _positive("link_bandwidth", link_bandwidth)
     if latency_seconds < 0:
         raise InputError("latency_seconds must not be negative")
-    return latency_seconds + 2.0 * (devices - 1) / devices * nbytes / link_bandwidth
+    volume = (devices - 1) * nbytes if one_stage else 2.0 * (devices - 1) / devices * nbytes
+    return latency_seconds + volume / link_bandwidth
 
 
 @fast_init
