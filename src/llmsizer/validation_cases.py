@@ -442,6 +442,9 @@ SPEED_NOT_EXPRESSIBLE = {
     "PM0601": "3 x GCP c3-highmem-8 data parallel over the VMs' network: no sourced network bandwidth for C3 VMs, "
               "and each rank's iteration (25.2 s) is faster than the single-VM run of the same settings (PM0600, "
               "40.76 s), which no data-parallel model reproduces",
+    **dict.fromkeys(("PM1354", "PM1355"), "torchtune on wikitext with SEQ_LEN=null and PACKED=False: each batch of 64 "
+                    "samples is padded to its own longest document, so neither the sequence length nor the tokens "
+                    "per step is stated"),
 }
 # Intel's Cloud Optimization Module for GCP: GPT-2 small (nanoGPT: 12 layers, width 768, 12 heads, vocab 50,257,
 # tied embeddings, 124,439,808 parameters) as a Llama-style manual model of that parameter count: the FLOP count
@@ -1180,6 +1183,55 @@ def torchtitan_run_case(r: dict[str, str]) -> Case:
                       + (f"; {assumed} (settings assumed)" if assumed else "")))
 
 
+# SemiAnalysis's Llama 3 8B FSDP runs on 8 x MI300X (ROCm/TransformerEngine issue #79, 2024-10, PM1350-PM1353): a
+# custom script (torch FSDP1, bf16 mixed precision; the bf16 run torch.compile'd, the float8 runs TransformerEngine
+# layers under fp8_autocast with delayed scaling: float8_recipe 'transformer-engine') that reports model TFLOP/s per
+# GPU = (6N + 12 L H d_h s) x tokens/s per GPU, N every parameter: formulas/training_time.py eq. (1), so the case
+# multiplies the predicted tokens/s by that count. The readable issue text gives the batch but not the sequence length
+# or the recomputation: both from AMD's derivative of the same code (AMD-AIG-AIMA/pytorch-training-benchmark
+# configs/llama-3.1-8b.json @c5ab85a: max_seq_len 4096; train_fsdp.py: no activation checkpointing), so the rows are
+# settings assumed (out of the summary); the TFLOP/s barely moves with s (eq. (1)'s attention term grows with s while
+# the tokens/s falls). They are held out: CDNA3's utilisation is PM1341's. Value: (micro-batch, workload fields).
+SEMIANALYSIS_SEQ_ASSUMED = 4096
+_SA_FSDP = dict(method="full", precision="bf16-mixed", seq_len=SEMIANALYSIS_SEQ_ASSUMED, fsdp="full", optimizer="adamw",
+                gpus=8)
+_SA_TE = dict(_SA_FSDP, float8=True, float8_recipe="transformer-engine")
+SEMIANALYSIS_MI300X: dict[str, dict[str, Any]] = {
+    "PM1350": dict(_SA_FSDP, micro_batch=4, compile=True, compile_scope="layers"),
+    "PM1351": dict(_SA_TE, micro_batch=2),
+    "PM1352": dict(_SA_TE, micro_batch=2),
+    "PM1353": dict(_SA_TE, micro_batch=4),
+}
+
+
+def semianalysis_case(r: dict[str, str]) -> Case:
+    """One SEMIANALYSIS_MI300X row: the script's model TFLOP/s per GPU (eq. (1) x the predicted tokens/s per GPU)."""
+    from .catalog.hardware import builtin_catalog
+    from .catalog.models import find
+    from .estimate.duration import training_duration_for
+    from .formulas.params import count_params
+    from .formulas.training_time import training_flops_per_token
+
+    rid, value = r["id"], float(r["value"])
+    fields = SEMIANALYSIS_MI300X[rid]
+    spec = find("llama-3.1-8b").spec()
+    d = training_duration_for(spec, builtin_catalog().devices["mi300x"], 8, 1e6, fields)
+    per_token = training_flops_per_token(count_params(spec).total, spec.num_layers, spec.num_heads * spec.head_dim,
+                                         int(fields["seq_len"]))
+    tps = None if d.tokens_per_second is None else d.tokens_per_second / 8
+    pred = None if tps is None else tps * per_token / 1e12
+    st = d.step
+    return Case(rid, TRAINING_SPEED, f"SemiAnalysis FSDP llama-3.1-8b {r['other_settings']} b{fields['micro_batch']} "
+                "8xmi300x TFLOP/s per GPU", pred, value, "TFLOP/s/GPU", *within_tolerance(TRAINING_SPEED, pred, value),
+                excluded=ASSUMED, source=r["source"],
+                note=(f"model TFLOP/s = {per_token / 1e9:.2f} GFLOP per token (6N + 12 L H d_h s) x predicted "
+                      + (f"{tps:,.0f}" if tps is not None else "-") + f" tokens/s/GPU; utilisation {d.utilization:.3f}"
+                      + (f"; per micro-step compute {st.compute_seconds:.2f} s (memory-bound kernels "
+                         f"{st.elementwise_seconds:.2f} s), communication {st.comm_seconds:.2f} s" if st else "")
+                      + f"; sequence length {SEMIANALYSIS_SEQ_ASSUMED} and no recomputation assumed (AMD's derivative "
+                        "of the script) (settings assumed)"))
+
+
 def cpu_gpt2_spec() -> Any:
     """GPT-2 small as the manual model of CPU_GPT2 (the CPU training rows)."""
     from .readers.manual import spec_from_manual
@@ -1246,6 +1298,8 @@ def speed_case(r: dict[str, str]) -> Case | NotExpressed:
         return torchtitan_mp_case(r)
     if rid in TORCHTITAN_RUNS:
         return torchtitan_run_case(r)
+    if rid in SEMIANALYSIS_MI300X:
+        return semianalysis_case(r)
     if r["framework"] == "torchtitan":
         n = int(r["num_gpus"])
         extra = TORCHTITAN_SETTINGS[r["other_settings"]]
