@@ -68,7 +68,7 @@ def _book_two(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[Path,
 
 def _replace(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict]:
     capsys.readouterr()
-    code = run("capacity", "re-place", *argv, "--json")
+    code = run("capacity", "re-place", *argv, *NOW, "--json")  # the bookings' own "now": windows not ended
     return code, json.loads(capsys.readouterr().out)
 
 
@@ -125,7 +125,7 @@ def test_a_re_equip_where_one_booking_no_longer_fits_moves_nothing(tmp_path, cap
     s.close()
     # the text answer: what could move, what cannot and why, and that nothing moved
     capsys.readouterr()
-    assert run("capacity", "re-place", "--inventory", str(changed), "--db", db) == 1
+    assert run("capacity", "re-place", "--inventory", str(changed), "--db", db, *NOW) == 1
     got = capsys.readouterr()
     assert "could move gpu-07 -> gpu-08" in got.out and "cannot be re-placed: [busy]" in got.err
     assert "nothing was moved" in got.err

@@ -130,8 +130,12 @@ def register(sub: Any) -> None:
     q = cs.add_parser("re-place", help=helptext, description=helptext + ". Exit 0: every one moved (or none "
                       "orphaned); 1: some cannot be re-placed (each with the check's reason; nothing was moved); 2: "
                       "invalid input", epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    q.add_argument("ids", nargs="*", metavar="ID", help="only these orphaned bookings (default: every orphaned one)")
+    q.add_argument("ids", nargs="*", metavar="ID", help="only these orphaned bookings, windows ended or not "
+                                                         "(default: every orphaned one, requested ones too, whose "
+                                                         "window has not ended by --now: what `check` refuses over)")
     common(q)
+    q.add_argument("--now", help="time of the command: bookings whose window ended by then are left alone unless "
+                                 "named (UTC, default now)")
     actor(q)
     auth(q)
     q.add_argument("--json", action="store_true", help="print the result as JSON: {moved, cannot, written}")
@@ -601,7 +605,7 @@ def state_answer(args: argparse.Namespace, *, existing_store: bool = False) -> t
             from ..provider.inventory import load_inventory
             from ..provider.store import orphaned
             inv = load_inventory(args.inventory, hardware_files=args.hardware_file)
-            found = orphaned(inv, store.bookings())  # what `show` flags, past or future
+            found = orphaned(inv, store.bookings(requested=True))  # what `show` flags, past or future
             args.ids = list(dict.fromkeys([*args.ids, *(i for o in found for i in o.ids)]))
             if not args.ids:
                 return [], 0  # nothing orphaned: nothing to release
@@ -653,8 +657,10 @@ def cmd_state(args: argparse.Namespace) -> int:
 
 
 def replace_answer(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
-    """``capacity re-place``: every orphaned booking (:func:`provider.store.orphaned`, past or future, as
-    ``release --orphans``), or those of ``args.ids``, placed again by the check's own rule
+    """``capacity re-place``: every orphaned booking whose window has not ended by ``--now`` (the refusal's own
+    rule, :func:`provider.store.orphaned` with ``now``: an ended window is neither moved nor able to block the
+    others), or those of ``args.ids`` (any orphaned one, ended or not), requested bookings included (their planned
+    holds; the hold/confirm refusal names them), placed again by the check's own rule
     (:func:`provider.replace.plan_moves`) and moved in one store transaction (:meth:`Store.move`), or nothing moved.
     Returns ({moved, cannot, written}, exit code: 0 all moved, 1 some cannot or the store changed meanwhile)."""
     from ..catalog.hardware import load_catalog
@@ -669,13 +675,14 @@ def replace_answer(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
                          "creates it); nothing was changed")
     store = _store(args)
     try:
-        live = store.bookings()
+        live = store.bookings(requested=True)
         found = [i for o in orphaned(inv, live) for i in o.ids]
         for rid in args.ids:
             if rid not in found:
                 raise InputError(f"{rid}: not an orphaned booking of --inventory {args.inventory} (see `llmsizer "
                                  "capacity show`)")
-        ids = list(dict.fromkeys(args.ids or found))
+        due = [i for o in orphaned(inv, live, _utcnow(args)) for i in o.ids]
+        ids = list(dict.fromkeys(args.ids or due))
         cat = load_catalog(args.hardware_file)
         kinds = {b.device: cat.device(b.device).kind for b in live if b.id in ids and b.device}
         moves, stuck = plan_moves(inv, live, ids, kinds)
@@ -732,14 +739,15 @@ def show_answer(args: argparse.Namespace) -> tuple[Any, list[dict[str, Any]], li
     store = _store(args, readonly=True)
     try:
         rows = store.reservations() if store else []
-        bookings = store.bookings() if store else []
+        everything = store.bookings(requested=True) if store else []
         audit = store.audit() if store and args.audit else []
     finally:
         if store is not None:
             store.close()
     from ..provider.store import orphaned
     data: dict[str, Any] = {"reservations": rows}
-    orphans = orphaned(inv, bookings)  # every capacity-holding booking: the chart spans them all
+    bookings = [b for b in everything if b.state != "requested"]  # what holds capacity: the chart
+    orphans = orphaned(inv, everything)  # every live booking, requested ones too (what re-place reaches)
     if orphans:  # listed, and counted against nothing (not against a renamed node's new id or its new device)
         data["orphaned"] = [o.to_dict() for o in orphans]
         gone = {i for o in orphans for i in o.ids}

@@ -137,6 +137,7 @@ from .training.gather_units import (
     CollectiveVolume,
     backward_layout,
     deepspeed_zero3_volume,
+    float8_all_gather,
     fsdp_collective_volume,
 )
 from .training.setup import (
@@ -733,7 +734,11 @@ def float8_time(spec: ModelSpec, w: TrainingWorkload, tokens: int) -> Float8Time
     recompute = recompute_mode(w.grad_checkpointing)
     ckpt = set(checkpointed_layers(spec.num_layers, w.checkpoint_every)) if recompute != "none" else set()
     again = 1.0 if recompute == "full" else 0.5
-    sharded = w.fsdp is not None and w.float8_recipe == "torchao"  # rowwise gathers bf16: each device casts it all
+    # each device casts only its 1/n shard of a weight exactly when FSDP2 all-gathers that weight in float8 (the one
+    # rule, gather_units.py ``float8_all_gather``: torchao tensorwise's WeightWithDynamicFloat8CastTensor and
+    # TransformerEngine's Float8Tensor.fsdp_pre_all_gather send the float8 shard); FSDP1, grad_op (SHARD_GRAD_OP keeps
+    # the gathered weight) and the rowwise recipes gather the high-precision weight and cast all of it on each device
+    sharded = float8_all_gather(w)
     gemms = float(float8_gemms(w.float8_recipe))
     share = 1.0 / max(1, w.gpus // max(1, w.tp * w.pp)) if sharded else 1.0
     # a layer's float8 linears depend on it only through being MoE: (FLOPs, forward and backward cast bytes) once
@@ -1141,7 +1146,9 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
             notes.append(Assumption("float8_gemm_flops_per_token", round(f8.flops_per_token), True,
                                     f"formulas/float8_training.py: the float8 linears' forward, backward and "
                                     f"recomputed GEMMs at the dense FP8 peak {peak8:.4g} FLOP/s x "
-                                    f"{rho8.expected:g} of the BF16 GEMMs' utilisation"))
+                                    f"{rho8.expected:g}" + (f" x {rowwise.expected:g} (rowwise) = {share8:.4g}"
+                                                            if rowwise is not None else "")
+                                    + " of the BF16 GEMMs' utilisation"))
             notes.append(Assumption(rho8.name, rho8.expected, True, rho8.source))
         else:
             warnings.append(f"{device.id} has no sourced FP8 peak: the float8 GEMMs are timed at its BF16 peak")

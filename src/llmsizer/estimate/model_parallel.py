@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import NamedTuple
 
+from ..formulas.float8_training import float8_gathers_in_float8
 from ..formulas.gemm_shapes import gemm_efficiency, tally
 from ..formulas.model_parallel_time import (
     ModelParallelStep,
@@ -220,9 +221,12 @@ def model_parallel_time(spec: ModelSpec, w: TrainingWorkload, stage_seconds: flo
     nodes = -(-n // g)
     b_dp = intra if nodes == 1 or net is None or intra == inf else \
         data_parallel_bus_bandwidth(intra, net, g, tp * pp, nodes)
-    # torchao float8 tensor parallelism all-gathers the sequence-parallel activations and gradients in float8
-    # (formulas/model_parallel_time.py eq. (T1''))
-    float8_gather = w.sequence_parallel and w.float8 and w.float8_recipe == "torchao"
+    # float8 tensor parallelism all-gathers the sequence-parallel activations and gradients in float8
+    # (formulas/model_parallel_time.py eq. (T1'')) under the recipes whose weights FSDP2 gathers in float8 (one
+    # predicate, float8_gathers_in_float8): torchao tensorwise (Float8ColwiseParallel casts the input tensorwise),
+    # TransformerEngine (module/linear.py @d0067d0 lines 378-411: the local input is quantized, then
+    # gather_along_first_dim with the input quantizer); torchao's rowwise recipes gather bf16
+    float8_gather = w.sequence_parallel and w.float8 and float8_gathers_in_float8(w.float8_recipe)
     fwd, bwd = tensor_parallel_bytes(layers, again, tokens, spec.hidden_size, a, tp,
                                      1.0 if float8_gather else None) if tp > 1 else (0.0, 0.0)
     hidden_s = regather = 0.0

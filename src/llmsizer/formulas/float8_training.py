@@ -188,9 +188,12 @@ RECIPES = TORCHAO_RECIPES + ("transformer-engine",)
 
 
 def float8_gathers_in_float8(recipe: str) -> bool:
-    """Whether FSDP2 can all-gather the float8 linears' weights in float8 under ``recipe``: not with torchao's
-    rowwise recipes (config.py lines 270-274: ``enable_fsdp_float8_all_gather`` asserts tensorwise weight scaling);
-    TransformerEngine's gather is sized as torchao tensorwise's (estimate/training/gather_units.py)."""
+    """Whether ``recipe``'s collectives carry float8 (FSDP2's weight all-gather, tensor parallelism's
+    sequence-parallel all-gathers): not with torchao's rowwise recipes (config.py lines 270-274:
+    ``enable_fsdp_float8_all_gather`` asserts tensorwise weight scaling); TransformerEngine's do
+    (pytorch/tensor/float8_tensor.py @d0067d0 lines 938-990: ``Float8Tensor.fsdp_pre_all_gather`` sends the float8
+    shard ``self._data``; module/linear.py lines 378-411: the sequence-parallel input is quantized, then gathered).
+    Whether a workload's weights are gathered in float8: estimate/training/gather_units.py ``float8_all_gather``."""
     return recipe not in ("torchao-rowwise", "torchao-rowwise-gw-hp")
 
 

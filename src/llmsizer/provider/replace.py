@@ -23,14 +23,18 @@ within the site it was booked at (the site its ``storage:``/``addr:``/``seg:`` h
 the inventory, or of the node the old id was renamed to) and as a job that accepts no maintenance; its storage
 holds (a pool at that site) are kept as they are. Where the inventory maps an old node id cleanly to a new one
 (:func:`renamed_to`: one node of the booked device whose id is the old one with leading zeros and separators
-dropped, gpu-07 -> gpu-7), that node is tried first; the answer says which node was taken and why.
+dropped, gpu-07 -> gpu-7), that node is tried first. A multi-node booking keeps the nodes that still hold it
+(never orphaned, or renamed) and only its orphaned ones are replaced by free nodes at the site; only when those
+cannot hold it is it placed on any free nodes there. The answer says, per old node, what happened: kept, renamed,
+or replaced (and why). Requested bookings (holds planned, none taken) are re-placed the same way and block no
+other booking.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .inventory import Inventory, Node
 from .placement import ONGOING_END, Booking, Held, Item, JobNeed, NoFit, Placement, suitable, try_window
@@ -124,13 +128,46 @@ def _site(b: Booking, inv: Inventory, preferred: Sequence[Node]) -> str | None:
     return preferred[0].site if preferred else None
 
 
+def _mapped(old: Sequence[str], device: str, inv: Inventory) -> dict[str, Node]:
+    """Old node id -> the node that still is it: the same id with the booked device (never orphaned), or the node it
+    was cleanly renamed to (:func:`renamed_to`); an old node with neither is absent."""
+    nodes = {n.id: n for n in inv.nodes}
+    out: dict[str, Node] = {}
+    for nid in old:
+        n = nodes.get(nid)
+        n = n if n is not None and n.device == device else renamed_to(nid, device, inv)
+        if n is not None:
+            out[nid] = n
+    return out
+
+
+def _how(old: Sequence[str], mapped: dict[str, Node], to: Sequence[str], fill: str) -> str:
+    """What happened to each old node: kept (never orphaned), renamed, or replaced by a free node (``fill``)."""
+    if all(mapped.get(o) is not None and mapped[o].id == o for o in old) and list(to) == list(old):
+        return "its own node"
+    parts = []
+    kept = {n.id for n in mapped.values()}
+    spare = iter(t for t in to if t not in kept)
+    for o in old:
+        n = mapped.get(o)
+        if n is not None and n.id in to:
+            parts.append(f"{o} kept (not orphaned)" if n.id == o else
+                         f"{o} -> {n.id} (the old node's new name, same device)")
+        else:
+            parts.append(f"{o} -> {next(spare, '?')} ({fill})")
+    return "; ".join(parts)
+
+
 def plan_moves(inv: Inventory, live: Sequence[Booking], orphan_ids: Sequence[str],
                device_kind: dict[str, str]) -> tuple[list[Move], list[Stuck]]:
-    """Where each booking of ``orphan_ids`` (among ``live``, every capacity-holding booking) goes, in order: each
-    placed by :func:`try_window` in its own window against the other live bookings and the moves before it.
+    """Where each booking of ``orphan_ids`` (among ``live``: every capacity-holding booking, and the requested
+    ones) goes, in order: each placed by :func:`try_window` in its own window against the other capacity-holding
+    bookings and the moves before it (a requested booking holds nothing: it blocks no other, moved or not).
+    A booking's nodes that still hold it (never orphaned, or renamed cleanly) are kept, and only the others are
+    replaced by free nodes at its site; when those cannot hold it, any free nodes at the site.
     ``device_kind``: catalog device id -> its kind (gpu, cpu, ...)."""
     moving = set(orphan_ids)
-    held = Held([b for b in live if b.id not in moving])
+    held = Held([b for b in live if b.id not in moving and b.state != "requested"])
     by_id = {b.id: b for b in live}
     moves: list[Move] = []
     stuck: list[Stuck] = []
@@ -142,13 +179,8 @@ def plan_moves(inv: Inventory, live: Sequence[Booking], orphan_ids: Sequence[str
                                "what it needs cannot be told; restore the node in the inventory or release it"))
             continue
         need = stored_need(b, device_kind.get(b.device, "gpu"))
-        nodes = {n.id: n for n in inv.nodes}
-        preferred: list[Node] = []
-        for nid in old:
-            n = nodes.get(nid)
-            n = n if n is not None and n.device == b.device else renamed_to(nid, b.device, inv)
-            if n is not None:
-                preferred.append(n)
+        mapped = _mapped(old, b.device, inv)
+        preferred = list(mapped.values())
         site = _site(b, inv, preferred)
         try:
             if site is None:
@@ -158,26 +190,42 @@ def plan_moves(inv: Inventory, live: Sequence[Booking], orphan_ids: Sequence[str
             if not at_site:
                 raise NoFit("device", f"no {need.label} node of {b.device} with {need.per_node} device(s) at site "
                             f"{site} (the job is kept at the site it was booked at)", waits=False)
-            first = [n for n in at_site if n in preferred]
-            p, how = None, ""
-            if first and len(first) == len(old):
-                try:
-                    p = try_window(need, inv, held, need.start, nodes=first)
-                    how = "the old node's new name, same device" if any(n.id not in old for n in first) else \
-                        "its own node"
-                except NoFit:
-                    p = None
-            if p is None:
+            p = _keep_what_holds(need, inv, held, at_site, [n for n in at_site if n in preferred], len(old))
+            fill = f"a free {b.device} node at {site}"
+            if p is not None:
+                how = _how(old, mapped, p.nodes, fill + ": the inventory has no node that is the old one")
+            else:
                 p = try_window(need, inv, held, need.start, nodes=at_site)
-                how = f"a free {b.device} node at {site}" + (
-                    "; no node of the inventory is the old one renamed" if not first else
-                    "; the old node's new name is not free for the window")
+                why = ("no node of the inventory is the old one renamed" if not preferred else
+                       f"{', '.join(n.id for n in preferred)} (the old node(s) as the inventory has them) cannot "
+                       "hold it for the window")
+                how = _how(old, mapped, p.nodes, f"{fill}; {why}")
         except NoFit as e:
             stuck.append(Stuck(rid, b.job, old, e.binding, e.reason))
             continue
         kept = tuple(i for i in b.items if i.resource.startswith(KEPT))
         move = Move(rid, b.job, old, p, kept, how, b.items)
         moves.append(move)
-        held.add(Booking(f"moving:{rid}", b.job, b.kind, move.items, "tentative"))
+        if b.state != "requested":  # a requested booking takes nothing until it is held
+            held.add(Booking(f"moving:{rid}", b.job, b.kind, move.items, "tentative"))
     return moves, stuck
 
+
+def _keep_what_holds(need: JobNeed, inv: Inventory, held: Held, at_site: list[Node], first: list[Node],
+                     count: int) -> Placement | None:
+    """The booking on the nodes that still hold it (``first``) plus free nodes at its site for the rest (one
+    fabric with them for a multi-node training run, as :func:`try_window` places it), or None when those cannot
+    hold it or none of its nodes is left."""
+    if not first:
+        return None
+    try:
+        chosen = list(first)
+        k = count - len(first)
+        if k > 0:
+            fabric = need.kind == "training" and need.nodes > 1
+            rest = [n for n in at_site if n not in first and (not fabric or n.fabric == first[0].fabric)]
+            extra = try_window(replace(need, devices=need.per_node * k, nodes=k), inv, held, need.start, nodes=rest)
+            chosen += [n for n in rest if n.id in extra.nodes]
+        return try_window(need, inv, held, need.start, nodes=chosen)
+    except NoFit:
+        return None

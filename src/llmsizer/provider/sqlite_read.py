@@ -53,12 +53,15 @@ class ReadOnlySqlite:
         names = [d[0] for d in cur.description]
         return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
 
-    def bookings(self, *, include_tentative: bool = True, also: Sequence[str] = ()) -> list[Booking]:
-        """Reservations that hold capacity (held, confirmed, active; a schema-1 ``tentative`` counts as held), and
-        the reservations ``also`` names in any state."""
+    def bookings(self, *, include_tentative: bool = True, also: Sequence[str] = (),
+                 requested: bool = False) -> list[Booking]:
+        """Reservations that hold capacity (held, confirmed, active; a schema-1 ``tentative`` counts as held), the
+        reservations ``also`` names in any state, and with ``requested`` every requested one (as
+        :meth:`Store.bookings`)."""
         if self.empty:
             return []
         states = (*HOLDING, "tentative") if include_tentative else ("confirmed", "active")
+        states = (*states, "requested") if requested else states
         marks = ",".join("?" * len(states))
         named = f' OR {{t}}id IN ({",".join("?" * len(also))})' if also else ""
         where = (f"state IN ({marks})" + named).format(t="")

@@ -262,15 +262,18 @@ class Store:
         self.engine.dispose()
 
     # ------------------------------------------------------------------ reading
-    def bookings(self, *, include_tentative: bool = True, also: Sequence[str] = ()) -> list[Booking]:
+    def bookings(self, *, include_tentative: bool = True, also: Sequence[str] = (),
+                 requested: bool = False) -> list[Booking]:
         """Reservations that hold capacity (held, confirmed, active; without held ones when
-        ``include_tentative`` is false) with their holds, and the reservations ``also`` names in any state (a
-        requested booking about to be held)."""
+        ``include_tentative`` is false) with their holds, the reservations ``also`` names in any state (a
+        requested booking about to be held), and with ``requested`` every requested one (holds planned, none taken
+        yet: what ``orphaned`` checks for re-place, ``release --orphans`` and ``show``; never capacity)."""
         sa = self.sa
         if self.empty:
             return []
         # "tentative": a schema-1 file opened read-only (not migrated) still counts its holds
         states = (*HOLDING, "tentative") if include_tentative else ("confirmed", "active")
+        states = (*states, "requested") if requested else states
         with self.engine.connect() as c:
             cols = [*self._base_cols(), *([self.res.c.device] if self._has_device() else [])]
             live = self.res.c.state.in_(states)
@@ -599,8 +602,10 @@ class Store:
         the old and new holds name and of the reservations' rows, each booking must still be capacity-holding and
         still hold what the move was planned from (else another change came first: :class:`BookingConflict`,
         nothing written), and its new holds are re-checked against every other booking's and the moves' before it
-        (as :meth:`submit`). The quota usage hold moves unchanged (same team, device, count and window), so the
-        team's quota is as it was. Each move appends one ``re-place`` audit row (state unchanged)."""
+        (as :meth:`submit`). A requested booking (its holds planned, none taken) moves the same way, re-checked as
+        well, but counts against no later move (it holds nothing until ``hold``). The quota usage hold moves unchanged
+        (same team, device, count and window), so the team's quota is as it was. Each move appends one ``re-place``
+        audit row (state unchanged)."""
         sa = self.sa
         if not moves:
             return
@@ -617,7 +622,7 @@ class Store:
                 for m in moves:
                     row = rows.get(m.id)
                     held = self._holds_in(c, m.id)
-                    if row is None or row["state"] not in HOLDING or sorted(held, key=repr) != \
+                    if row is None or row["state"] not in LIVE or sorted(held, key=repr) != \
                             sorted(planned[m.id], key=repr):
                         raise BookingConflict(f"{m.id} ({m.job}) changed since it was read (moved, released or "
                                               "re-booked by another change): nothing was moved; run it again")
@@ -628,7 +633,8 @@ class Store:
                     err = self._conflict(m.job, m.items, existing, capacity, "; nothing was moved")
                     if err:
                         raise err
-                    existing.extend(m.items)
+                    if rows[m.id]["state"] in HOLDING:
+                        existing.extend(m.items)
                 for m in moves:
                     c.execute(sa.delete(self.holds).where(self.holds.c.reservation == m.id))
                     c.execute(self.holds.insert(), [dict(reservation=m.id, resource=i.resource, amount=i.amount,
@@ -694,8 +700,9 @@ class Orphan:
 
 
 def orphaned(inv: Inventory, bookings: Sequence[Booking], now: _dt.datetime | None = None) -> list[Orphan]:
-    """The one rule for bookings the inventory cannot place: every capacity-holding booking (``bookings``: held,
-    confirmed, active) with a hold on ``node:<id>`` that has not ended by ``now`` (every hold when None), where the
+    """The one rule for bookings the inventory cannot place: every booking of ``bookings`` (held, confirmed,
+    active; requested ones where the caller passes them) with a hold on ``node:<id>`` that has not ended by ``now``
+    (every hold when None), where the
     inventory has no node ``<id>`` or the node's device is not the booked one (bookings made before schema 3 carry
     no device and are checked by node only). Grouped per node and reason, in the order first seen."""
     nodes = {n.id: n for n in inv.nodes}
@@ -722,17 +729,22 @@ def orphan_text(orphans: Sequence[Orphan]) -> str:
     return "; ".join(f"node {o.node!r} holds live booking(s) {', '.join(o.ids)}: {o.why}" for o in orphans)
 
 
-def orphan_refusal(inv: Inventory, bookings: Sequence[Booking], now: _dt.datetime | None = None) -> str | None:
+def orphan_refusal(inv: Inventory, bookings: Sequence[Booking], now: _dt.datetime | None = None, *,
+                   named: bool = False) -> str | None:
     """The one line every capacity-taking step (``check``, ``book``, ``hold``/``confirm``/``activate``, the web
     console's queue check) refuses with when :func:`orphaned` finds any; None when the inventory and the store
-    agree."""
+    agree. The commands it suggests reach exactly what it names: ``re-place`` without ids moves what
+    ``orphaned(inv, live, now)`` finds (windows not ended), so a refusal over whole windows (``named``: the
+    bookings a lifecycle step moves, past windows too) names their ids."""
     found = orphaned(inv, bookings, now)
     if not found:
         return None
+    ids = " ".join(dict.fromkeys(i for o in found for i in o.ids))
+    move, drop = (f"re-place {ids}", f"release {ids}") if named else ("re-place", "release --orphans")
     return (f"{inv.source}: {orphan_text(found)}; the inventory and the bookings disagree, so a renamed or "
             "re-equipped node could be booked twice: restore the node in the inventory, move those bookings to a "
-            f"node that holds them (`llmsizer capacity re-place --inventory {inv.source}`), or release them "
-            f"(`llmsizer capacity release --orphans --inventory {inv.source}`)")
+            f"node that holds them (`llmsizer capacity {move} --inventory {inv.source}`), or release them "
+            f"(`llmsizer capacity {drop}" + ("`)" if named else f" --inventory {inv.source}`)"))
 
 
 def moving_refusal(inv: Inventory, live: Sequence[Booking], moving: Sequence[str],
@@ -741,7 +753,7 @@ def moving_refusal(inv: Inventory, live: Sequence[Booking], moving: Sequence[str
     those are checked whole (a window already past is no licence to confirm them on a node that is gone), every
     other live booking from ``now`` on, as ``check`` and ``book`` do."""
     ids = set(moving)
-    return orphan_refusal(inv, [b for b in live if b.id in ids]) or orphan_refusal(inv, live, now)
+    return orphan_refusal(inv, [b for b in live if b.id in ids], named=True) or orphan_refusal(inv, live, now)
 
 
 def refuse_orphans(inv: Inventory, bookings: Sequence[Booking], now: _dt.datetime | None = None) -> None:
