@@ -96,7 +96,7 @@ def test_a_decode_refusal_names_the_tail_slots() -> None:
     above = fit(model, device, request_rate=1.0001 * cap, **kw)
     assert not above.fits and above.details["rate_binding"] == "memory"
     assert above.details["rate_capacity"] == pytest.approx(cap, rel=1e-9)
-    assert "its slots, the 99% tail of the requests in flight" in above.reasons[0]
+    assert "its slots (the 99% tail of the requests in flight" in above.reasons[0]
 
 
 @pytest.mark.parametrize("rate", [1.03, 2.07, 2.3, 2.5, 5.0])  # under the memory's, between it and the decode's, past

@@ -639,6 +639,14 @@ def llamacpp_layer_split(engine: str | None, devices: int) -> bool:
     return engine == "llamacpp" and devices > 1
 
 
+# What a llama.cpp split's verdict takes of the GPUs' memory (inference/compose.py ``_check_fit``): one memory for
+# every GPU, the fullest GPU against it; llama.cpp's --fit checks each GPU against its own free memory (common/fit.cpp:
+# targets = free - margins, per device), as ``fit --auto --free`` does (llamacpp_fit.py ``unequal_free_note``). Said
+# in the split's verdict so that an answer for GPUs of unequal free memory is read as what it is.
+ONE_MEMORY_SAID = ("one memory for all; for GPUs of unequal free memory, fit --auto --free checks each against its "
+                   "own")
+
+
 def llamacpp_kv_cells(model_type: str, window: int | None, ubatch: int, sequences: int, context: int,
                       unified: bool) -> LlamaCppKV:
     """llama.cpp's KV cells for ``sequences`` sequences of ``context`` tokens (-c = context x sequences, -np =

@@ -66,6 +66,7 @@ from .serving_load import (
     admission_wait,
     at_rate,
     closed_throughputs,
+    in_flight_said,
     rate_fixed_point,
     slots_for,
     sustained_rate,
@@ -661,7 +662,7 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
 
     try:
         try:
-            r = rate_fixed_point(run, in_flight, rate, served)
+            r = rate_fixed_point(run, in_flight, rate, served, said=lambda r: in_flight_said(r.engine))
         except RateCapacityError as e:
             raise RateOverloadError(str(e), e.capacity, e.in_flight, kind="decode") from None
         r = admission_queued(r, rate, at)
@@ -710,9 +711,8 @@ def memory_refusal(r: FitResult, rate: float) -> RateOverloadError:
     available, defer task"): the rate needs ``r``'s slots, more than the device holds, so it is the memory's ceiling
     of the rate (rate_capacity.py), shown at those slots, not the plain memory verdict."""
     slots = int(r.details.get("concurrency", 1))
-    return RateOverloadError(f"at {rate:g} requests/s the slots it needs ({slots:,} in all: the {SLOT_TAIL:.0%} "
-                             "tail of the requests in flight, formulas/arrival_tail.py eq. T1) do not fit in memory",
-                             None, slots, kind="memory")
+    return RateOverloadError(f"at {rate:g} requests/s the {in_flight_said(r.engine)} it needs ({slots:,} in all) do "
+                             "not fit in memory", None, slots, kind="memory")
 
 
 class RateMissCertain(Exception):  # noqa: N818 (an answer, not an error: fit's ``miss``)

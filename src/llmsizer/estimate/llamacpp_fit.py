@@ -168,6 +168,16 @@ def gpu_free(device: Device, count: int, free: Sequence[int] | None = None, memo
     return list(free)
 
 
+def unequal_free_note(free: Sequence[int]) -> str:
+    """What ``fit --auto`` on GPUs of unequal free memory says of the plain ``fit`` of its flags: the auto-fit checks
+    each GPU against its own free memory (common/fit.cpp: targets = free - margins, per device), while ``fit`` takes
+    one memory for every GPU (inference/compose.py ``_check_fit``'s split rule: ``--memory``, else the device's), so
+    the two verdicts and headrooms differ; the plain fit's reason says the one memory it took (``ONE_MEMORY_SAID``)."""
+    return (f"the GPUs' free memory differs ({', '.join(format_bytes(f) for f in free)}): this verdict checks each "
+            "GPU against its own; `fit` with these flags takes one memory for every GPU (--memory, else the "
+            "device's), so its verdict and headroom are the fullest GPU's against that one memory, not these")
+
+
 def free_sizes(free: object) -> list[Any]:
     """The free memory of each GPU as ``fit_llamacpp`` takes it: text split as ``--free`` splits it (one size per
     GPU, units.comma_values), a single number or size as one GPU, a list as it is; each item is read (bytes or a
@@ -344,9 +354,15 @@ def _result(spec: ModelSpec, free: Sequence[int], targets: Sequence[int], ctx: i
     if fits:  # the chosen flags' verdict as `fit` with them gives it (estimate/verdict.py eqs. 1'-2 on the fullest
         # GPU, inference/compose.py _check_fit's split rule, with its free memory and margin): llama.cpp chooses at
         # the expected need, so a high end past the target is warned as fit warns it
-        i = min(range(nd), key=lambda k: targets[k] - devs[k]["total"])
-        warnings += memory_verdict(devs[i]["total"], max(d["total_high"] for d in devs[:nd]), free[i],
-                                   margin).warnings
+        if len(set(free)) == 1:  # one memory for every GPU, as fit takes it: the fullest GPU, the highest high end
+            i = min(range(nd), key=lambda k: targets[k] - devs[k]["total"])
+            warnings += memory_verdict(devs[i]["total"], max(d["total_high"] for d in devs[:nd]), free[i],
+                                       margin).warnings
+        else:  # each GPU's high end against its own free memory: the GPU it leaves least room on
+            i = min(range(nd), key=lambda k: targets[k] - devs[k]["total_high"])
+            warnings += memory_verdict(devs[i]["total"], devs[i]["total_high"], free[i], margin).warnings
+    if len(set(free)) > 1:
+        warnings.append(unequal_free_note(free))
     if not fits:
         warnings.append("not even the CUDA context and compute buffer fit a GPU's target; lower --fit-target or "
                         "--headroom, or use a smaller model or format")

@@ -36,31 +36,31 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..numbers import CONCURRENCY
-from .serving_load import RATE_REMEDY, SLOT_TAIL, SLOTS_FROM_CONCURRENCY, server_capacity, sustained_rate
+from .serving_load import RATE_REMEDY, SLOTS_FROM_CONCURRENCY, in_flight_said, server_capacity, sustained_rate
 
 if TYPE_CHECKING:
     from .fit import FitResult
 
+# (the decode's as said for an engine whose statistic is the mean in flight; ``ceiling_said`` says each engine's)
 RATE_CEILING_SAID = {
     "server": "the prompts' prefill and the API server (eq. Q10a: 1 / max(prefill, the server's serial time))",
     "admission": "the sequences the engine admits at once (eq. Q12: c / T(c))",
-    "decode": "the decode (eq. Q10c: the most requests/s whose mean in flight stays within the sequences it runs)",
+    "decode": "the decode (eq. Q10c: the most requests/s with its mean in flight within the sequences it runs)",
     "memory": "the memory (eq. Q10c's rate at the most sequences in flight whose KV cache fits on the device)",
 }
-# What the decode's and memory's ceilings count where the engine sizes its slots from the requests in flight
-# (``ceiling_said``): the same statistic fit's memory is sized at.
-SLOTS_SAID = (f"its slots, the {SLOT_TAIL:.0%} tail of the requests in flight (formulas/arrival_tail.py eq. T1), as "
-              "its memory is sized")
 
 
 def ceiling_said(kind: str, engine: str) -> str:
     """RATE_CEILING_SAID[kind], where ``engine`` sizes its slots from the requests in flight (llama.cpp) the decode's
-    and memory's ceilings said on its slots (SLOTS_SAID), the one statistic its fit sizes and refuses at."""
-    if engine not in SLOTS_FROM_CONCURRENCY or kind not in ("decode", "memory"):
+    and memory's ceilings said on its slots (serving_load.in_flight_said: the one name of the statistic its fit sizes
+    and refuses at)."""
+    said = in_flight_said(engine)
+    if kind == "decode":
+        return f"the decode (eq. Q10c: the most requests/s with its {said} within the sequences it runs)"
+    if engine not in SLOTS_FROM_CONCURRENCY or kind != "memory":
         return RATE_CEILING_SAID[kind]
-    return ("the decode (eq. Q10c: the most requests/s whose slots stay within the sequences it runs; "
-            if kind == "decode" else
-            "the memory (eq. Q10c's rate at the most slots whose KV cache fits on the device; ") + SLOTS_SAID + ")"
+    return (f"the memory (eq. Q10c's rate at the most slots whose KV cache fits on the device; its {said}, as its "
+            "memory is sized)")
 
 
 class Refusal(Protocol):
@@ -72,10 +72,11 @@ class Refusal(Protocol):
 
 
 def ceilings(closed: Callable[[int, bool], FitResult],
-             refusal: Refusal) -> tuple[dict[str, float], FitResult, int | None]:
+             refusal: Refusal) -> tuple[dict[str, float], FitResult, int | None, int | None]:
     """The deployment's ceilings [requests/s, all replicas] by kind, a memory fit of the layout (``closed(c, speed)``:
-    the fit at c in flight in all, no rate) and the sequences admitted per replica (None: no admission bound; 0: its
-    pool holds none). ``refusal``'s own capacity is one of them; the others are computed only where they can be lower:
+    the fit at c in flight in all, no rate), the sequences admitted per replica (None: no admission bound; 0: its
+    pool holds none) and, for an engine with no admission bound, the slots per replica its capacity is reached at
+    (``_decode_ceiling``; None: not found). ``refusal``'s own capacity is one of them; the others are computed only where they can be lower:
     c / T(c) is never above the server's ceiling (eq. Q7: each request holds the device its prefill D and the server
     its serial s H, so X(c) <= 1 / max(D, s H)), and a rate the decode refused is below the server's (the search's
     first fit, at one request in flight, would have met eq. Q10a first). So an admission refusal needs no other fit, a
@@ -95,8 +96,9 @@ def ceilings(closed: Callable[[int, bool], FitResult],
     d = first.estimate.details if first.estimate is not None else {}
     bounds = [int(b) for b in (d.get("running_cap"), d.get("max_concurrency_at_context")) if b is not None]
     admitted = min(bounds) if bounds else None
+    slots: int | None = None
     if refusal.kind == "admission" or admitted == 0:
-        return found, first, admitted
+        return found, first, admitted, slots
     if admitted is not None:
         full = closed(admitted * n, True)
         load = full.speed.load if full.speed is not None else None
@@ -104,10 +106,11 @@ def ceilings(closed: Callable[[int, bool], FitResult],
             add("admission", float(load["requests_per_second"]) * n)
     else:  # no admission bound (llama.cpp): the three ceilings on its slots, the same at every rate refused
         kinds = ("server", "decode", "memory")
-        searched = {k: cap for k, cap in zip(kinds, _decode_ceiling(closed, n), strict=True) if cap and cap > 0}
+        *caps, slots = _decode_ceiling(closed, n)
+        searched = {k: cap for k, cap in zip(kinds, caps, strict=True) if cap and cap > 0}
         if searched:  # (a decode refusal's own capacity: one C of the sup searched, or past the memory's C)
             found = searched
-    return found, first, admitted
+    return found, first, admitted, slots
 
 
 # Sequences per replica the decode ceiling of an engine with no admission bound is searched over: doubling from one
@@ -121,10 +124,11 @@ def ceilings(closed: Callable[[int, bool], FitResult],
 
 
 def _decode_ceiling(closed: Callable[[int, bool], FitResult],
-                    n: int) -> tuple[float | None, float | None, float | None]:
+                    n: int) -> tuple[float | None, float | None, float | None, int | None]:
     """The server's, the decode's and the memory's ceilings [requests/s, all ``n`` replicas] of an engine with no
-    admission bound, each on the slots its fit sizes (``sustained_rate`` ``sized``: serving_load.slots_for, the one
-    rule). Server: eq. Q10a (``server_capacity``, the same at every C). Decode: the most requests/s whose slots stay
+    admission bound and the slots per replica its capacity is reached at (the largest C that fits where the memory
+    binds, else the C of the decode's peak; None where neither was found), each on the slots its fit sizes
+    (``sustained_rate`` ``sized``: serving_load.slots_for, the one rule). Server: eq. Q10a (``server_capacity``, the same at every C). Decode: the most requests/s whose slots stay
     within C (eq. Q10c at the fit at C per replica), over C doubling from 1 while it rises; None where a C on that
     way does not fit (its sup is then at least the memory's, which binds). Memory: at the first C on that way that
     does not fit (each slot holds its KV stream), the rate whose slots stay within the largest C that fits, bisected
@@ -142,7 +146,7 @@ def _decode_ceiling(closed: Callable[[int, bool], FitResult],
 
     best: float | None = None
     memory: float | None = None
-    c, fitting = 1, 0
+    c, fitting, peak = 1, 0, None
     while c <= CONCURRENCY.high:
         fits, x = rate(c)
         if not fits and fitting == c // 2:  # the first C that does not fit
@@ -151,24 +155,26 @@ def _decode_ceiling(closed: Callable[[int, bool], FitResult],
                 mid = (low + high) // 2
                 low, high = (mid, high) if rate(mid)[0] else (low, mid)
             memory = rate(low, True)[1] if low > 0 else None  # the rate whose slots (as a fit sizes them) fit
+            peak = low if memory is not None else None
             break  # the decode's sup is at least this rate (one C of it): the memory binds, the decode is not said
         if x is None and c > 1:
             break
         if x is not None:
             if best is not None and x <= best:  # past its peak
                 break
-            best = x
+            best, peak = x, c
         fitting = c if fits else fitting
         c *= 2
     return (server[0] * n if server and server[0] > 0 else None), \
-        (None if best is None or memory is not None else best * n), (None if memory is None else memory * n)
+        (None if best is None or memory is not None else best * n), (None if memory is None else memory * n), \
+        (peak if memory is not None or best is not None else None)
 
 
 def over_capacity(rate: float, refusal: Refusal, closed: Callable[[int, bool], FitResult]) -> FitResult:
     """The answer to a rate the deployment does not carry: the memory fit (``closed(c, False)``) not fitting, its
     first reason the rate, the capacity the least ceiling (``ceilings``) and the remedy of the one that binds; where
     the pool holds no sequence, the memory's reasons first (it does not start). No speed (no steady state)."""
-    found, one, admitted = ceilings(closed, refusal)
+    found, one, admitted, slots = ceilings(closed, refusal)
     n = one.replicas
     layout = f"TP {one.tensor_parallel} x {n} replica{'s' if n != 1 else ''}"
     if admitted == 0 or not found:
@@ -193,12 +199,27 @@ def over_capacity(rate: float, refusal: Refusal, closed: Callable[[int, bool], F
            f"{ceiling_said(binding, one.engine)}{admits}"
            + (f" (its other ceilings, requests/s: {others})" if others else "")
            + (f": {own}" if own else "") + f"; {RATE_REMEDY[binding]}")
-    at = admitted * n if binding == "admission" and admitted else min(max(1, refusal.in_flight),
-                                                                       (admitted or refusal.in_flight) * n)
-    shown = closed(max(1, at), False)
+    shown = closed(max(1, _shown_at(refusal, binding, admitted, slots, n)), False)
+    # no steady state: the queue grows without bound, so no mean wait or number waiting is stated (None)
     details = {**shown.details, "request_rate": rate, "rate_capacity": cap, "rate_ceilings": found,
-               "rate_binding": binding, "rate_refused_by": refusal.kind}
+               "rate_binding": binding, "rate_refused_by": refusal.kind, "queued_sequences": None,
+               "queue_wait_seconds": None}
     return replace(shown, fits=False, speed=None, reasons=(why, *shown.reasons), details=details)
+
+
+def _shown_at(refusal: Refusal, binding: str, admitted: int | None, slots: int | None, n: int) -> int:
+    """The requests in flight [all ``n`` replicas] a refused rate's memory is shown at. A memory refusal (fit.py
+    ``memory_refusal``) has a fixed point: the slots the rate needs, more than fit, its own count. Otherwise past the
+    capacity every sequence the deployment runs at once is busy and the rest wait, so the sequences it runs at its
+    capacity: the ``admitted`` per replica (a pool engine's eq. R1 bound, where that binds), the ``slots`` per
+    replica its capacity is reached at (an engine with no admission bound: the most that fit, or the decode's peak),
+    else the refusal's own count within the admitted. Never the search's bound (numbers.CONCURRENCY.high), which a
+    decode refusal of an engine with no admission bound meets where the rate has no fixed point."""
+    if binding == "admission" and admitted:
+        return admitted * n
+    if admitted is None and slots is not None and refusal.kind != "memory":
+        return slots * n
+    return min(max(1, refusal.in_flight), (admitted or refusal.in_flight) * n)
 
 
 # A rate at or above this share of the deployment's capacity is warned as near it: there the mean wait rises

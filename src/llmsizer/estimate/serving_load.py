@@ -238,12 +238,14 @@ class RateCapacityError(OverCapacityError):
 
 
 def rate_fixed_point(run: Callable[[int], T], in_flight: Callable[[T], float | None], rate: float,
-                     served: Callable[[T], float | None] | None = None, limit: int = int(CONCURRENCY.high)) -> T:
+                     served: Callable[[T], float | None] | None = None, limit: int = int(CONCURRENCY.high),
+                     said: Callable[[T], str] | None = None) -> T:
     """``run(C)`` at the least C (1 .. ``limit``) with ceil(``in_flight`` of its answer) <= C (``in_flight`` None: no
     load to follow, that answer): the answer whose decode step is timed at the requests in flight it derives (eq.
     Q10c) for requests arriving at ``rate`` per second. RateCapacityError where none up to ``limit`` has one, naming
     the most ``served`` over the C tried (an answer's sustained rate at its C, ``sustained_rate``; None: C / R(C)
-    at ``rate``, Little's law, R = in flight / ``rate``)."""
+    at ``rate``, Little's law, R = in flight / ``rate``) and what ``in_flight`` counts (``said`` of an answer:
+    ``in_flight_said`` of its engine; None: the mean in flight)."""
     tried: dict[int, tuple[T, int]] = {}  # C -> (answer, ceil(in flight))
 
     def at(c: int) -> tuple[T, int | None]:
@@ -282,9 +284,10 @@ def rate_fixed_point(run: Callable[[int], T], in_flight: Callable[[T], float | N
         best = max(tried, key=most)
         cap = most(best)
         seen = f"{best:,} in flight" if best < limit else "the most in flight tried"
+        counted = said(tried[best][0]) if said is not None else "mean in flight"
         raise RateCapacityError(
             f"request rate {rate:g}/s is at or above the decode's capacity, about {cap:.4g}/s (the most requests/s "
-            f"whose mean in flight stays within the sequences the step is timed at, here at {seen}: lambda = "
+            f"with its {counted} within the sequences the step is timed at, here at {seen}: lambda = "
             "C / R_lambda(C), Little's law, formulas/serving_queue.py eq. Q10c; each request in flight slows the "
             f"decode step): its queue grows without bound; {RATE_REMEDY['decode']}", cap, best)
     while high - low > 1:  # bisection to the least C with f(C) <= C
@@ -365,6 +368,14 @@ def rate_notes(sp: SpeedEstimate, load: dict[str, Any], host_note: str) -> tuple
 # an upper bound of the mean step.
 SLOT_TAIL = 0.99
 SLOTS_FROM_CONCURRENCY = ("llamacpp",)
+
+
+def in_flight_said(engine: str) -> str:
+    """The name of the statistic of the requests in flight ``slots_for`` sizes and times ``engine``'s load at: the
+    one home of that name, which every refusal and ceiling of a rate says (estimate/rate_capacity.py, fit.py)."""
+    if engine in SLOTS_FROM_CONCURRENCY:
+        return f"slots (the {SLOT_TAIL:.0%} tail of the requests in flight, formulas/arrival_tail.py eq. T1)"
+    return "mean in flight"
 
 
 def slots_for(engine: str, mean_in_flight: float) -> float:

@@ -590,9 +590,9 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
     if not fits and f_peak is not None and f_peak.fits_at:  # fit's hint, the one rule (recommend.py fits_at)
         from ..render.fit_text import fits_at_line
         notes.facts["fits_at"] = f_peak.fits_at
-        if "window" in f_peak.fits_at:  # the engine refuses the context: the line names the request's keys
-            notes.advice.append(str(fits_at_line(f_peak.fits_at, rerun=False)))
-        else:
+        # the engine refuses the context: the fix is said once, as the service-does-not-fit check's advice
+        # (plan/checks.py _does_not_fit_remedy, the same window_remedy), not again as the job's hint
+        if "window" not in f_peak.fits_at:
             notes.advice.append(f"{fits_at_line(f_peak.fits_at, rerun=False)}; in the request: quantization: "
                                 f"{f_peak.fits_at['weights'].removeprefix('gguf:')}"
                                 + (f", engine: {f_peak.fits_at['engine']}" if not f_peak.fits_at["same_engine"]

@@ -21,6 +21,7 @@ from ...formulas.weight_formats import GROUP_SIZE_DEFAULT, weight_bytes
 from ...result import Assumption, Estimate, Notes
 from ...specs import InferenceWorkload, ModelSpec
 from ...specs.workload import ENGINE_NAMES, check_pool_shares
+from ...units import format_bytes
 from .. import engines as E
 from .. import ranges as R
 from ..allocator import INFERENCE, apply_metric, calibrated_need
@@ -574,7 +575,8 @@ def _check_fit(est: Estimate, w: InferenceWorkload, acc: Acc) -> None:
         gpus = [d for d in est.details["split"]["devices"] if d["device"] != "host"]
         worst = max(gpus, key=lambda d: d["total"])
         v = memory_verdict(worst["total"], max(d["total_high"] for d in gpus), mem, margin)
-        v = dataclasses.replace(v, reason=v.reason.replace("per device", f"on the fullest GPU ({worst['device']})", 1))
+        v = dataclasses.replace(v, reason=v.reason.replace("per device", f"on the fullest GPU ({worst['device']})", 1)
+                                + (f"; every GPU taken to have {format_bytes(mem)} ({E.ONE_MEMORY_SAID})" if mem else ""))
     else:
         margin = margin_rule(w.engine, w.device, w.headroom, w.fit_target)  # eq. (1), llama.cpp on a GPU eq. (1')
         acc.assumptions.append(margin.assumption())
