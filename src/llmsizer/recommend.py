@@ -768,8 +768,14 @@ def _replicas_for(spec: ModelSpec, cand: _Candidate, opt: Option, target: float,
         total = one_total * min(r, max(1, concurrency) / per)
         if total >= target:
             running = running_and_queued(concurrency, int(one.details.get("running_sequences", per)) * r)[0]
-            return r, total, sp.tokens_per_second_per_user, {"running_sequences": running,
-                                                              "queue_wait_seconds": one.details.get("queue_wait_seconds")}
+            # the layout, memory and first token are those of the fit whose speed is quoted (each instance at
+            # ``per`` sequences may take another tensor-parallel layout than one instance at the whole load)
+            return r, total, sp.tokens_per_second_per_user, {
+                "running_sequences": running, "queue_wait_seconds": one.details.get("queue_wait_seconds"),
+                "tensor_parallel": one.tensor_parallel, "replicas": one.replicas,
+                "memory_per_device": one.memory_per_device, "budget_per_device": one.budget_per_device,
+                "ttft_seconds": sp.ttft_seconds, "ttft_idle_seconds": sp.ttft_idle_seconds,
+                "queue_wait_in_ttft": bool(one.details.get("queue_wait_in_ttft"))}
     return MAX_REPLICAS, None, None, {}
 
 
