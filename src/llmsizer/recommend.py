@@ -33,7 +33,12 @@ from typing import Any
 from .catalog.hardware import Device, HardwareCatalog, Instance, load_catalog
 from .errors import DeviceCannotRunError, FieldError, InputError, NotModelledError
 from .estimate import efficiency as E
-from .estimate.duration import flops_per_token, recompute_mode, training_peak
+from .estimate.duration import (
+    PRACTICAL_TRAINING_SECONDS,  # the 90-day practical limit's one home
+    flops_per_token,
+    recompute_mode,
+    training_peak,
+)
 from .estimate.engines import newer_release_note
 from .estimate.fit import (
     FitResult,
@@ -94,14 +99,6 @@ from .units import format_bytes, format_count, format_seconds, format_usd
 
 MAX_REPLICAS = 64
 MAX_NODES = 512
-# A training run with no deadline given is judged against a practical limit: an option that would take longer is
-# rejected as "too slow", not listed as meeting every constraint (a 25-year CPU run beside 4-hour GPU runs). 90 days
-# is a policy default, not a measured bound: a quarter's hardware lease, about the length of one published frontier
-# pre-training run (Llama 3.1 405B: 30.84M H100-hours on up to 16,384 H100s, the Llama 3.1 model card's "Training
-# Factors", i.e. about 78 days at that size; the "54-day" of Dubey et al. 2024 section 3.3.4 is a snapshot window of
-# that run, not its length). --deadline (the request's deadline) replaces it, longer or shorter. Serving's
-# counterpart is the reading-speed floor.
-PRACTICAL_TRAINING_SECONDS = 90 * 86400.0
 
 
 @dataclass(frozen=True)
@@ -963,6 +960,7 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
                                    memory_per_device=fr.memory_per_device, budget_per_device=fr.budget_per_device,
                                    layout=_layout(wl, fr)))
             continue
+        fit_at = slice(len(reasons), len(reasons) + len(fr.reasons))  # the verdict of the layout fr is
         reasons.extend(fr.reasons)
         if per_option > 1 and cand.instance is not None:  # --gpus N over several instances: said, with their link
             net, each = cand.instance.network, cand.count // per_option
@@ -1013,6 +1011,7 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
                                            + missed,)))
                 continue
             fr = many
+            reasons[fit_at] = many.reasons  # the scaled-out layout's memory, not the one instance's
             if many.duration is not None:  # the run the option is: several instances' collectives
                 timed[cand.target] = (many.duration.assumptions, many.all_warnings)
             reasons.append(f"{nodes} instances to meet the " + ("deadline" if c.deadline is not None else

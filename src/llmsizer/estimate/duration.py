@@ -19,9 +19,10 @@ calibrated range of the result: estimate/ranges.py.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from operator import itemgetter
 from pathlib import Path
@@ -29,7 +30,11 @@ from typing import Any
 
 from ..catalog.hardware import Device, Instance, load_catalog
 from ..errors import InputError
+from ..formulas.activation_offload import STREAM_SOURCE as OFFLOAD_STREAM_SOURCE
+from ..formulas.activation_offload import offload_step_seconds
 from ..formulas.attention_mask import FLEX_BLOCK, flex_pairs, mean_attended
+from ..formulas.context_parallel import SOURCE as CP_SOURCE
+from ..formulas.context_parallel import local_tokens, ring_exchange_bytes, ring_exposed_seconds
 from ..formulas.cost import run_cost
 from ..formulas.cpu_offload_time import SOURCE as OFFLOAD_SOURCE
 from ..formulas.cpu_offload_time import host_link_traffic, host_step_seconds, offloaded_comm
@@ -84,7 +89,7 @@ from ..formulas.selective_checkpointing import (
     whole_layer_recompute_flops,
 )
 from ..formulas.tensors import layer_keys, layer_kind_firsts
-from ..formulas.training_activations import ActivationSetup, needs_mask
+from ..formulas.training_activations import ActivationSetup, _head_dims, needs_mask
 from ..formulas.training_states import recipe, training_recipe_name
 from ..formulas.training_time import (
     DEQUANT_BYTES_PER_WEIGHT,
@@ -112,6 +117,7 @@ from ..specs import ModelSpec, TrainingWorkload
 from ..specs.training import normalize_targets, recomputes_whole_layer
 from ..specs.workload import read_number
 from ..suggest import unknown_choice
+from ..units import format_seconds
 from . import efficiency as E
 from . import ranges as R
 from .device import (
@@ -1074,14 +1080,18 @@ def nccl_bus_bandwidth(device: Device, link_bandwidth: float, notes: list[Assump
 def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: TrainingFlops, peak: float, u: float,
               link_bandwidth: float | None, paged_bytes: float, notes: list[Assumption],
               warnings: list[str], network: Network | None = None,
-              paged_free_bytes: float | None = None) -> StepTime:
+              paged_free_bytes: float | None = None, offloaded_bytes: float = 0.0) -> StepTime:
     """Eqs. (6)-(8) of formulas/training_time.py for workload ``w`` (its gpus, sharding, micro-batch, grad
-    accumulation) on ``device``; ``paged_bytes``: optimizer states in unified memory (the memory estimate's);
+    accumulation) on ``device``; ``offloaded_bytes``: the activations offloaded to host memory per micro-step (the
+    memory estimate's, formulas/activation_offload.py eq. (AO1)); ``paged_bytes``: optimizer states in unified memory
+    (the memory estimate's);
     ``paged_free_bytes``: the device memory the step's tensors leave them (eq. (12); None: not known, all move)."""
     n = w.gpus
     if link_bandwidth and n > 1:
         link_bandwidth = nccl_bus_bandwidth(device, link_bandwidth, notes)
-    tokens = float(w.micro_batch * w.seq_len)
+    # context parallelism: each device runs its 1/cp share of every sequence (torchtitan cp_shard,
+    # formulas/context_parallel.py local_tokens): its GEMMs, attention and elementwise kernels on seq / cp tokens
+    tokens = float(w.micro_batch * local_tokens(w.seq_len, w.context_parallel))
     e, t_dq, t_ew = 1.0, 0.0, 0.0
     bw_mem = float(device.memory_bandwidth.base) if device.memory_bandwidth and device.memory_bandwidth.base else 0.0
     if device.kind == "gpu":
@@ -1271,6 +1281,10 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
                                 f"one micro-step ({LAUNCH_SOURCE})"))
         notes.append(Assumption(tau.name, tau.expected, True, tau.source))
         t_c = overlapped_seconds(t_c, t_launch)
+    if w.context_parallel > 1:
+        t_c += _ring_exchange_seconds(spec, w, int(tokens), t_attn / tp_div * share, link_bandwidth, notes, warnings)
+    if offloaded_bytes and device.kind == "gpu":
+        t_c = _activation_offload_seconds(t_c, fl.forward_share, offloaded_bytes, w, notes, warnings)
     comm_b = t_m = 0.0
     comm: DataParallelComm | None = None
     topology = "single"
@@ -1378,6 +1392,61 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
                     t_f8, t_steps / k - t_c, t_launch, mode, grad_sync_of(w, mode) if mode else "",
                     attention_seconds=t_attn, tokens_per_device_micro=tokens, devices=n,
                     bus_bandwidth=comm.bus_bandwidth if comm is not None else 0.0)
+
+
+def _ring_exchange_seconds(spec: ModelSpec, w: TrainingWorkload, tokens: int, t_attn: float,
+                           link_bandwidth: float | None, notes: list[Assumption], warnings: list[str]) -> float:
+    """Ring attention's K/V exchange a context-parallel rank does not hide behind its attention, per micro-step
+    (formulas/context_parallel.py eqs. (CP1)-(CP2)) over the devices' link."""
+    if not link_bandwidth:
+        warnings.append(f"no interconnect bandwidth for context parallelism {w.context_parallel}: ring attention's "
+                        "K/V exchange is not timed")
+        return 0.0
+    q_w, k_w, v_w, _ = (-(-x // w.tp) for x in _head_dims(spec))
+    if spec.kv_expanded_in_attention:  # the ring runs on the K/V the module expanded to every query head
+        k_w = v_w = q_w
+    full = recompute_mode(w.grad_checkpointing) == "full"
+    layers = spec.num_layers // max(1, w.pp)
+    again = len(checkpointed_layers(spec.num_layers, w.checkpoint_every)) // max(1, w.pp) if full else 0
+    compute = 4 if w.precision == "fp32" else 2
+    v_f, v_b = ring_exchange_bytes(tokens, k_w, v_w, w.context_parallel, compute, layers, again)
+    t_x = (v_f + v_b) / link_bandwidth
+    exposed = ring_exposed_seconds(t_x, t_attn)
+    notes.append(Assumption("ring_attention_exchange_bytes", v_f + v_b, True,
+                            f"formulas/context_parallel.py eq. (CP1): {layers} layers' K/V gathered from the other "
+                            f"{w.context_parallel - 1} ranks in the forward and again in the backward, with the fp32 "
+                            f"dK/dV rotated {w.context_parallel - 1} rounds" + (f", {again} recomputed forwards"
+                                                                               if again else "")
+                            + f" ({CP_SOURCE})"))
+    notes.append(Assumption("ring_attention_exposed_seconds", round(exposed, 6), True,
+                            f"formulas/context_parallel.py eq. (CP2): {t_x:.3g} s of exchange at "
+                            f"{link_bandwidth / 1e9:.4g} GB/s against {t_attn:.3g} s of attention per micro-step, "
+                            "overlapped with it only"))
+    return exposed
+
+
+def _activation_offload_seconds(t_c: float, forward_share: float, offloaded: float, w: TrainingWorkload,
+                                notes: list[Assumption], warnings: list[str]) -> float:
+    """A micro-step's compute with ``offloaded`` bytes of saved activations copied out in the forward and back in
+    the backward over the host link, each phase overlapped with its compute (formulas/activation_offload.py eq.
+    (AO1))."""
+    bw = E.HOST_LINK_BANDWIDTH
+    t_f, t_b = t_c * forward_share, t_c * (1.0 - forward_share)
+    t_new = offload_step_seconds(t_f, t_b, offloaded, bw)
+    t_x = offloaded / bw
+    notes.append(Assumption("activation_offload_bytes_per_micro_step", round(offloaded), True,
+                            "the memory estimate's host_offloaded_activations: copied device-to-host in the forward "
+                            "and host-to-device in the backward" + (f" (the {w.pp} pipeline stages' micro-batches in "
+                                                                     "flight: an upper bound)" if w.pp > 1 else "")))
+    notes.append(Assumption("host_link_bandwidth", bw, True, E.HOST_LINK_SOURCE))
+    notes.append(Assumption("activation_offload_overlap", "by phase", True,
+                            f"formulas/activation_offload.py eq. (AO1): max(forward {t_f:.3g} s, copies {t_x:.3g} s) + "
+                            f"max(backward {t_b:.3g} s, copies {t_x:.3g} s) per micro-step ({OFFLOAD_STREAM_SOURCE})"))
+    if t_new > t_c * 1.05:
+        warnings.append(f"activation offload: {offloaded / 2**30:.3g} GiB each way per micro-step over the host link "
+                        f"({bw / 1e9:.4g} GB/s per direction) take {t_x:.3g} s per phase against {t_c:.3g} s of compute: "
+                        f"the step is transfer-bound ({t_new:.3g} s per micro-step; eq. AO1)")
+    return t_new
 
 
 def _paging_seconds(paged_bytes: float, free_bytes: float | None, notes: list[Assumption]) -> float:
@@ -1572,7 +1641,8 @@ def training_duration(spec: ModelSpec, device: Device, devices: int, tokens: flo
                       rank: int = 16, targets: tuple[str, ...] | str = TrainingWorkload.targets,
                       flops: TrainingFlops | None = None, workload: TrainingWorkload | None = None,
                       link_bandwidth: float | None = None, paged_bytes: float = 0.0,
-                      network: Network | None = None, paged_free_bytes: float | None = None) -> Duration:
+                      network: Network | None = None, paged_free_bytes: float | None = None,
+                      offloaded_bytes: float | None = None) -> Duration:
     """Eqs. (6)-(8) of formulas/training_time.py for this model, method and device: per-device compute at the
     achieved utilisation of the executed FLOPs, data-parallel communication over the interconnect (overlapped),
     optimizer paging (``paged_bytes`` of states, ``paged_free_bytes`` the device memory the step leaves them, eq.
@@ -1580,7 +1650,8 @@ def training_duration(spec: ModelSpec, device: Device, devices: int, tokens: flo
     without it one data-parallel replica per device with the method/sequence given here. Tensor/pipeline-parallel
     runs: each device's share of the GEMMs at the same utilisation, plus formulas/model_parallel_time.py's
     tensor-parallel collectives, point-to-point transfers, bubble and gradient all-reduce (estimate/model_parallel.py).
-    ``flops``: the FLOP count of these same settings when the caller already has it."""
+    ``flops``: the FLOP count of these same settings when the caller already has it. ``offloaded_bytes``: the
+    memory estimate's activations in host memory (activation_offload; None: read from it here)."""
     tokens = float(read_number(tokens, "tokens", TRAIN_TOKENS))  # a Python caller's "1B": one line, not a TypeError
     # no checkpointing given (None): the method's default (specs/training.py default_grad_checkpointing)
     w = workload or TrainingWorkload(method=method, seq_len=seq_len,
@@ -1648,11 +1719,33 @@ def training_duration(spec: ModelSpec, device: Device, devices: int, tokens: flo
                            "per cycle)" if device.kind == "cpu" else ""))
         return Duration(tokens, devices, fl, None, key, u, u_source, None, tuple(notes), tuple(warnings),
                         micro_batch=w.micro_batch, no_band=no_band)
+    if offloaded_bytes is None:
+        offloaded_bytes = offloaded_activation_bytes(spec, w) if w.activation_offload else 0.0
     st = step_time(spec, device, w, fl, peak, u, link_bandwidth, paged_bytes, notes, warnings, network,
-                   paged_free_bytes)
+                   paged_free_bytes, offloaded_bytes)
     secs = tokens / st.tokens_per_second
     return Duration(tokens, devices, fl, peak, key, u, u_source, secs, tuple(notes), tuple(warnings), st, w.micro_batch,
                     no_band)
+
+
+# A training run with no deadline given is judged against a practical limit: an option that would take longer is
+# rejected as "too slow", not listed as meeting every constraint (a 25-year CPU run beside 4-hour GPU runs). 90 days
+# is a policy default, not a measured bound: a quarter's hardware lease, about the length of one published frontier
+# pre-training run (Llama 3.1 405B: 30.84M H100-hours on up to 16,384 H100s, the Llama 3.1 model card's "Training
+# Factors", i.e. about 78 days at that size; the "54-day" of Dubey et al. 2024 section 3.3.4 is a snapshot window of
+# that run, not its length). --deadline (the request's deadline) replaces it, longer or shorter. Serving's
+# counterpart is the reading-speed floor.
+# train / fit --train --tokens warn past it (training_time_on: practical_limit_warning).
+PRACTICAL_TRAINING_SECONDS = 90 * 86400.0
+
+
+OFFLOADED_ITEM = "host_offloaded_activations"  # estimate/training/compose.py's item of activation_offload
+
+
+def offloaded_activation_bytes(spec: ModelSpec, w: TrainingWorkload) -> float:
+    """The saved activations activation_offload copies to host memory per micro-step [B]: the memory estimate's
+    item."""
+    return float(sum(i.bytes for i in estimate_items(spec, w) if i.name == OFFLOADED_ITEM))
 
 
 def training_duration_for(spec: ModelSpec, device: Device, devices: int, tokens: float, fields: dict[str, Any],
@@ -1677,22 +1770,41 @@ def training_duration_for(spec: ModelSpec, device: Device, devices: int, tokens:
         usable, _ = usable_memory(device, w.memory, record=False)
         if usable is not None:
             free = float(usable - sum(i.bytes for i in items if i.location == "device"))
-    return training_duration(spec, device, devices, tokens, utilization=utilization, workload=w,
+    offloaded = float(sum(i.bytes for i in items if i.name == OFFLOADED_ITEM))
+    return training_duration(spec, device, devices, tokens, utilization=utilization, workload=w, offloaded_bytes=offloaded,
                              link_bandwidth=(link_bandwidth or link_bandwidth_for(device, instance, hardware_files)
                                              if devices > 1 else None),
                              paged_bytes=paged, network=network_for(w, instance, hardware_files),
                              paged_free_bytes=free)
 
 
+def practical_limit_warning(dur: Duration) -> Duration:
+    """``dur`` with a warning when the run is past PRACTICAL_TRAINING_SECONDS: the devices that would bring it under
+    at linear scaling, ceil(devices x seconds / limit) (a lower bound: the collectives grow with the devices;
+    ``recommend --train`` scales out with them timed)."""
+    if not dur.seconds or dur.seconds <= PRACTICAL_TRAINING_SECONDS:
+        return dur
+    need = math.ceil(dur.devices * dur.seconds / PRACTICAL_TRAINING_SECONDS)
+    text = (f"{format_seconds(dur.seconds)} on {dur.devices} device(s) is past the "
+            f"{format_seconds(PRACTICAL_TRAINING_SECONDS)} practical limit of a training run (the one recommend and "
+            f"plan apply): about {need} devices would bring it under at linear scaling, a lower bound as the "
+            f"collectives grow (recommend --train --tokens sizes it with them timed)")
+    return replace(dur, warnings=(*dur.warnings, text))
+
+
 def training_time_on(spec: ModelSpec, hardware: str | Device | Instance, devices: int, tokens: float,
                      fields: dict[str, Any], utilization: float | None = None, kwh_price: float | None = None,
-                     hardware_files: Sequence[str | Path] = ()) -> tuple[Duration, float | None, float | None]:
+                     hardware_files: Sequence[str | Path] = (), limit_warning: bool = True
+                     ) -> tuple[Duration, float | None, float | None]:
     """(duration, USD per hour, USD for the run) of training on ``tokens`` with ``devices`` x ``hardware`` (a device,
     or an instance: a CPU VM is timed on its share of the socket, ``fit.vm_share_device``), priced by
     ``fit.hourly_price``: the one composition ``fit --train --tokens``, ``train --device --tokens`` and the Python
-    API's ``fit_training(tokens=...)`` read."""
+    API's ``fit_training(tokens=...)`` read. ``limit_warning``: warn past the practical limit
+    (``practical_limit_warning``; False for a search that applies the limit itself, recommend)."""
     device, _, _, instance = resolve_target(hardware, hardware_files)
     dur = training_duration_for(spec, vm_share_device(device, instance), devices, tokens, fields, utilization, instance,
                                 hardware_files)
+    if limit_warning:
+        dur = practical_limit_warning(dur)
     price = hourly_price(device, devices, instance, kwh_price)[0]
     return dur, price, run_cost(price, dur.seconds) if price is not None and dur.seconds else None

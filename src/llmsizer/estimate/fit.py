@@ -1660,7 +1660,8 @@ def fit_training(model: ModelSpec | str, hardware: str | Device | Instance, coun
         timed = {k: v for k, v in training_fields.items() if v is not None}
         if chosen:  # the stage the memory took is the run that is timed (as the plan times it)
             timed["zero"] = chosen[0].value
-        dur, price, cost = training_time_on(spec, hardware, n, tokens, timed, utilization, kwh_price, hardware_files)
+        dur, price, cost = training_time_on(spec, hardware, n, tokens, timed, utilization, kwh_price, hardware_files,
+                                            limit_warning=fits_at)  # a search (recommend) applies the limit itself
         timing = {**dur.to_dict(), "price_per_hour": price, "cost": cost}
     at = None
     changed: tuple[dict[str, Any], ...] = ()

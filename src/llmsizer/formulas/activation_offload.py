@@ -64,3 +64,27 @@ def repeated_saves(tokens: int, hidden: int, residual_bytes: int, compute_bytes:
     shared = (max(0, qkv_consumers - 1) + max(0, mlp_consumers - 1)) * tokens * hidden * compute_bytes
     rope = 4 * tokens * head_dim * residual_bytes
     return norm + shared + rope
+
+
+STREAM_SOURCE = ("torchtune training/_activation_offloading.py @bd2a0fc OffloadActivations(use_streams=True): pack "
+                 "copies each save to pinned host memory on the side stream s1 after s1.wait_stream(s0) and the "
+                 "compute stream waits only for copies older than max_fwd_stash_size saves (pack, lines 137-211); unpack "
+                 "copies each save back on s1 and the compute stream waits for it (s0.wait_stream(s1); unpack_tensor_with_streams, lines 240-361)")
+
+
+def offload_step_seconds(forward_seconds: float, backward_seconds: float, offloaded_bytes: float,
+                         link_bandwidth: float) -> float:
+    """One micro-step's device time with activation offloading on a side stream [s] (``STREAM_SOURCE``).
+
+    Every offloaded save crosses the host link once device-to-host in the forward and once host-to-device in the
+    backward, X bytes each way per micro-step at B bytes/s per direction. The copies run on their own stream beside
+    the compute, which waits for them only through the bounded forward stash and, in the backward, for the save the
+    next autograd node needs: each phase takes the longer of its compute and its copies::
+
+        t_x = X / B;   t_step = max(c_f, t_x) + max(c_b, t_x)                                          (AO1)
+
+    (the first copy of a phase, one save of ~1/(saves per step) of X, is left unhidden: not modelled)."""
+    if offloaded_bytes <= 0:
+        return forward_seconds + backward_seconds
+    t_x = offloaded_bytes / link_bandwidth
+    return max(forward_seconds, t_x) + max(backward_seconds, t_x)

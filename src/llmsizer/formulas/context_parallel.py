@@ -88,3 +88,31 @@ def ring_attention_backward_bytes(tokens: int, q_width: int, k_width: int, v_wid
     dkv_exchange = 4 * kv * FP32 - half_kv * compute_bytes
     dq_update = q * FP32 + 3 * kv * FP32 - half_q * compute_bytes
     return held + max(block_op, dkv_exchange, dq_update)
+
+
+def ring_exchange_bytes(tokens: int, k_width: int, v_width: int, cp: int, compute_bytes: int, layers: int,
+                        recomputed_layers: int = 0) -> tuple[int, int]:
+    """(forward, backward) bytes one context-parallel rank receives per micro-step for ring attention's K/V
+    exchange [bytes] (module docstring's line numbers): every layer's forward gathers the K/V of the other cp - 1
+    ranks (``_AllGatherRotater``: (cp - 1) t (k + v) c, the same bytes as cp - 1 ring rounds); its backward gathers
+    them again and passes the fp32 dK/dV accumulators round the ring (``_AllToAllRotater``, cp - 1 rounds of
+    t (k + v) 4 B); a checkpointed layer's recomputed forward gathers once more, in the backward::
+
+        V_f = L (cp - 1) t (k + v) c
+        V_b = (L + L_r) (cp - 1) t (k + v) c + L (cp - 1) t (k + v) 4                             (CP1)
+    """
+    if cp <= 1:
+        return 0, 0
+    kv = (cp - 1) * tokens * (k_width + v_width)
+    return layers * kv * compute_bytes, (layers + recomputed_layers) * kv * compute_bytes + layers * kv * FP32
+
+
+def ring_exposed_seconds(exchange_seconds: float, attention_seconds: float) -> float:
+    """The ring exchange's time the attention does not hide [s]: each step's transfer is issued before that step's
+    block attention runs (the forward's all-gather is waited after step 0's local block, the backward's all-to-all
+    of step i after step i + 1's block op, lines 438-487 and 574-627), so the exchange overlaps the attention
+    kernels of its layer and nothing else::
+
+        t_cp = max(0, V / B - t_attn)                                                            (CP2)
+    """
+    return max(0.0, exchange_seconds - attention_seconds)

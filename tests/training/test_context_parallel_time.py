@@ -1,0 +1,40 @@
+"""Context parallelism's time (formulas/context_parallel.py eqs. (CP1)-(CP2)): each rank computes its 1/cp share of
+the sequence and receives the other ranks' K/V in every layer's forward and backward (probe8 defect 6). Hand
+numbers for Llama 3.1 8B (32 layers, 8 KV heads x 128 = 1024 wide K and V, bf16)."""
+
+from __future__ import annotations
+
+import pytest
+
+from llmsizer.catalog.hardware import builtin_catalog
+from llmsizer.estimate.duration import training_duration_for
+from llmsizer.formulas.context_parallel import ring_exchange_bytes, ring_exposed_seconds
+from llmsizer.models import load_model
+
+RUN = dict(seq_len=4096, micro_batch=2, grad_checkpointing="full", fsdp="full")
+
+
+def test_exchange_bytes_by_hand() -> None:
+    """t = 2 x 4096 / 8 = 1024 tokens per rank, 7 peers: 7 x 1024 x 2048 = 14,680,064 K/V elements per layer;
+    forward 32 x 2 B of them, backward (32 + 32 recomputed) x 2 B + 32 x 4 B (fp32 dK/dV)."""
+    kv = 7 * 1024 * 2048
+    assert kv == 14_680_064
+    f, b = ring_exchange_bytes(1024, 1024, 1024, 8, 2, 32, 32)
+    assert f == 32 * kv * 2 == 939_524_096
+    assert b == 64 * kv * 2 + 32 * kv * 4 == 3_758_096_384
+    assert ring_exchange_bytes(1024, 1024, 1024, 1, 2, 32, 32) == (0, 0)
+    assert ring_exposed_seconds(0.5, 0.2) == pytest.approx(0.3)
+    assert ring_exposed_seconds(0.1, 0.2) == 0.0
+
+
+def test_duration_counts_the_share_and_the_exchange() -> None:
+    spec, h100 = load_model("llama-3.1-8b"), builtin_catalog().devices["h100-sxm"]
+    none = training_duration_for(spec, h100, 8, 1e9, RUN)
+    cp8 = training_duration_for(spec, h100, 8, 1e9, dict(RUN, context_parallel=8))
+    assert none.step is not None and cp8.step is not None
+    assert cp8.step.tokens_per_device_micro == 2 * 4096 / 8  # the rank's 1/cp share of each sequence
+    a = {x.name: x.value for x in cp8.assumptions}
+    assert a["ring_attention_exchange_bytes"] == 939_524_096 + 3_758_096_384
+    # 512-token GEMMs run less efficiently than 4096-token ones: the same tokens take longer than without CP
+    assert cp8.tokens_per_second < none.tokens_per_second
+    assert cp8.step.compute_seconds < none.step.compute_seconds / 4  # but each micro-step is 1/8 of the work
