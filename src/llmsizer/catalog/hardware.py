@@ -190,6 +190,9 @@ class Device:
     # whether GPUs of this device map each other's memory (NCCL's P2P transport, vLLM's / SGLang's _can_p2p): a
     # sourced flag (unit 'flag', raw True/False); None: not stated (estimate/device.py peer_to_peer, the one reader)
     peer_to_peer: Value | None = None
+    # the PCIe generation of the device's own host link, as the catalog writes it ("gen4"); None: not stated
+    # (estimate/device.py host_link, the one reader)
+    pcie: str | None = None
 
     @property
     def capability(self) -> int | None:
@@ -597,6 +600,9 @@ def _device(raw: dict[str, Any], where: str, ctx: _Ctx) -> list[Device]:
         if not isinstance(isa[k].raw, bool):
             raise ctx.fail(f"{where}.isa.{k}", "must be true or false")
     p2p = _flag(raw.get("peer_to_peer"), f"{where}.peer_to_peer", ctx, missing)
+    pcie = raw.get("pcie")
+    if pcie is not None and not (isinstance(pcie, str) and re.fullmatch(r"gen[1-9]", pcie)):
+        raise ctx.fail(f"{where}.pcie", f"{pcie!r} is not a PCIe generation (gen3, gen4, gen5, ...)")
     base = Device(id=str(raw["id"]).lower(), name=str(raw["name"]), kind=raw["kind"], vendor=str(raw.get("vendor", "")),
                   form_factor=ff, aliases=tuple(str(a) for a in raw.get("aliases", ())),
                   memory=vals.get("memory"), memory_usable=vals.get("memory_usable"),
@@ -607,7 +613,7 @@ def _device(raw: dict[str, Any], where: str, ctx: _Ctx) -> list[Device]:
                   owned=bool(raw.get("owned", False)), origin=ctx.origin,
                   architecture=str(raw.get("architecture", "")).lower(), sm_count=vals.get("sm_count"),
                   fp32_cores=vals.get("fp32_cores"), compute_capability=vals.get("compute_capability"),
-                  peer_to_peer=p2p)
+                  peer_to_peer=p2p, pcie=pcie)
     opts = vals.get("memory_options")
     if opts is None:
         return [base]

@@ -599,6 +599,36 @@ def peer_to_peer_why(device: Device) -> str:
             f" ({v.source}, {v.date})")
 
 
+def host_link(device: Device) -> tuple[float, str]:
+    """The one rule for the bandwidth [B/s per direction] between ``device`` and host memory, and the words naming
+    the link, read by every host-transfer term (estimate/duration.py: paged optimizer states, formulas/
+    training_time.py eq. (12); FSDP / ZeRO CPU-offload copies, formulas/cpu_offload_time.py eqs. (H1)-(H3);
+    activation offload, formulas/activation_offload.py eq. (AO1)):
+
+    - a card whose catalog interconnect is a PCIe link: that link's stated per-direction figure (its
+      ``interconnect_bandwidth``, else the interconnect's), the card's own slot, so an electrically x8 card keeps its
+      half link (rtx-5060: PCIe Gen5 x8, 32 GB/s);
+    - else the x16 link of the device's ``pcie`` generation: the catalog's ``pcie<N>`` interconnect (interconnects.json:
+      Gen3 16, Gen4 32, Gen5 64, Gen6 128 GB/s per direction). These are PCI-SIG's published x16 rates halved
+      (PCI-SIG, "PCI Express 6.0 Specification" announcement table: x16 bidirectional 32 / 64 / 128 / 256 GB/s at
+      8 / 16 / 32 / 64 GT/s); after Gen3-5's 128b/130b encoding the exact line rate is 15.75 / 31.5 / 63 GB/s, 1.6 %
+      under them. The line rate, no achievable share (none is sourced for host copies);
+    - else (no ``pcie`` field: a user's hardware file, a generic ``gpu``) efficiency.HOST_LINK_BANDWIDTH, PCIe Gen4
+      x16, stated as the fallback."""
+    cat = load_catalog()
+    ic = cat.interconnect(device.interconnect)
+    if ic is not None and ic.kind == "pcie":
+        v = device.interconnect_bandwidth or ic.bandwidth
+        return float(v.base), (f"{device.id}'s own PCIe link: interconnect {ic.id} at {float(v.base) / 1e9:.4g} GB/s "
+                               f"per direction ({v.source})")
+    gen = cat.interconnect(f"pcie{device.pcie[3:]}") if device.pcie else None
+    if gen is not None:
+        v = gen.bandwidth
+        return float(v.base), (f"{device.id}'s host link: pcie {device.pcie}, {gen.name} at {float(v.base) / 1e9:.4g} "
+                               f"GB/s per direction (interconnects.json {gen.id}, {v.source}; PCI-SIG x16 rate)")
+    return E.HOST_LINK_BANDWIDTH, (f"{device.id} states no PCIe generation: the fallback {E.HOST_LINK_SOURCE}")
+
+
 def nvlink_link_bandwidth(device: Device, link_bandwidth: float) -> tuple[float, float | None]:
     """The one rule for what bandwidth a collective between GPUs of one machine reaches on ``device``'s link of line
     rate ``link_bandwidth`` [B/s per direction], read by training's collectives (estimate/duration.py

@@ -124,6 +124,7 @@ from .device import (
     TF32_DEFAULT_WHY,
     TF32_MIN_CAPABILITY,
     fp32_matmul_peak,
+    host_link,
     numa_assumption,
     nvlink_link_bandwidth,
     nvlink_link_why,
@@ -1284,7 +1285,7 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
     if w.context_parallel > 1:
         t_c += _ring_exchange_seconds(spec, w, int(tokens), t_attn / tp_div * share, link_bandwidth, notes, warnings)
     if offloaded_bytes and device.kind == "gpu":
-        t_c = _activation_offload_seconds(t_c, fl.forward_share, offloaded_bytes, w, notes, warnings)
+        t_c = _activation_offload_seconds(device, t_c, fl.forward_share, offloaded_bytes, w, notes, warnings)
     comm_b = t_m = 0.0
     comm: DataParallelComm | None = None
     topology = "single"
@@ -1327,7 +1328,7 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
             if ds3 is not None:
                 notes.extend(deepspeed_volume_notes(ds3, gb))
             if w.offload == "params" and w.fsdp is not None:
-                comm = _offload_copies(spec, w, comm, mode, float(fl.trained_params), notes)
+                comm = _offload_copies(spec, device, w, comm, mode, float(fl.trained_params), notes)
             k = w.grad_accumulation
             comm_b, t_m = comm.bytes_per_step(k) / k, comm.seconds_per_step(k) / k
             if mode == "ddp" and k > 1:
@@ -1368,7 +1369,7 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
         topology = "cpu"
     t_p = 0.0
     if paged_bytes:
-        t_p = _paging_seconds(paged_bytes, paged_free_bytes, notes)
+        t_p = _paging_seconds(device, paged_bytes, paged_free_bytes, notes)
     t_opt = t_acc = 0.0
     if w.offload != "none" and device.kind == "gpu":
         t_opt, t_acc = _host_step_seconds(spec, w, fl.trained_params, notes, warnings)
@@ -1425,12 +1426,12 @@ def _ring_exchange_seconds(spec: ModelSpec, w: TrainingWorkload, tokens: int, t_
     return exposed
 
 
-def _activation_offload_seconds(t_c: float, forward_share: float, offloaded: float, w: TrainingWorkload,
-                                notes: list[Assumption], warnings: list[str]) -> float:
+def _activation_offload_seconds(device: Device, t_c: float, forward_share: float, offloaded: float,
+                                w: TrainingWorkload, notes: list[Assumption], warnings: list[str]) -> float:
     """A micro-step's compute with ``offloaded`` bytes of saved activations copied out in the forward and back in
     the backward over the host link, each phase overlapped with its compute (formulas/activation_offload.py eq.
-    (AO1))."""
-    bw = E.HOST_LINK_BANDWIDTH
+    (AO1)), over ``device``'s host link (estimate/device.py host_link)."""
+    bw, link = host_link(device)
     t_f, t_b = t_c * forward_share, t_c * (1.0 - forward_share)
     t_new = offload_step_seconds(t_f, t_b, offloaded, bw)
     t_x = offloaded / bw
@@ -1438,7 +1439,7 @@ def _activation_offload_seconds(t_c: float, forward_share: float, offloaded: flo
                             "the memory estimate's host_offloaded_activations: copied device-to-host in the forward "
                             "and host-to-device in the backward" + (f" (the {w.pp} pipeline stages' micro-batches in "
                                                                      "flight: an upper bound)" if w.pp > 1 else "")))
-    notes.append(Assumption("host_link_bandwidth", bw, True, E.HOST_LINK_SOURCE))
+    notes.append(Assumption("host_link_bandwidth", bw, True, link))
     notes.append(Assumption("activation_offload_overlap", "by phase", True,
                             f"formulas/activation_offload.py eq. (AO1): max(forward {t_f:.3g} s, copies {t_x:.3g} s) + "
                             f"max(backward {t_b:.3g} s, copies {t_x:.3g} s) per micro-step ({OFFLOAD_STREAM_SOURCE})"))
@@ -1449,10 +1450,10 @@ def _activation_offload_seconds(t_c: float, forward_share: float, offloaded: flo
     return t_new
 
 
-def _paging_seconds(paged_bytes: float, free_bytes: float | None, notes: list[Assumption]) -> float:
+def _paging_seconds(device: Device, paged_bytes: float, free_bytes: float | None, notes: list[Assumption]) -> float:
     """Eq. (12) of formulas/training_time.py: the paged optimizer states' traffic per optimizer step over the host
     link, none when they fit in the ``free_bytes`` the step leaves on the device (None: not known, every byte
-    moves), timed at the link's bandwidth."""
+    moves), timed at ``device``'s host link (estimate/device.py host_link)."""
     moved = paged_step_bytes(paged_bytes, 0.0 if free_bytes is None else free_bytes)
     fits = free_bytes is not None and moved == 0.0
     where = ("device memory not known: every byte taken to move" if free_bytes is None
@@ -1463,15 +1464,16 @@ def _paging_seconds(paged_bytes: float, free_bytes: float | None, notes: list[As
                                        else "; each step moves them in and out (eviction in arrival order)")))
     if not moved:
         return 0.0
-    notes.append(Assumption("host_link_bandwidth", E.HOST_LINK_BANDWIDTH, True, E.HOST_LINK_SOURCE))
-    return moved / E.HOST_LINK_BANDWIDTH
+    bw, link = host_link(device)
+    notes.append(Assumption("host_link_bandwidth", bw, True, link))
+    return moved / bw
 
 
-def _offload_copies(spec: ModelSpec, w: TrainingWorkload, comm: DataParallelComm, mode: str, trained: float,
-                    notes: list[Assumption]) -> DataParallelComm:
+def _offload_copies(spec: ModelSpec, device: Device, w: TrainingWorkload, comm: DataParallelComm, mode: str,
+                    trained: float, notes: list[Assumption]) -> DataParallelComm:
     """FSDP with CPU offload (formulas/cpu_offload_time.py eqs. (H1)-(H3)): the parameter shards copied to the
     device before every all-gather and the gradient shards copied to the host after every reduce-scatter, over the
-    device's host link, folded into the phases of ``comm``."""
+    device's host link (estimate/device.py host_link), folded into the phases of ``comm``."""
     ctx = training_context(spec, w)
     if w.adapters:  # the frozen base as stored (the adapters' own bytes are a rounding error)
         stored = float(_base_weight_bytes(w, spec))
@@ -1485,12 +1487,13 @@ def _offload_copies(spec: ModelSpec, w: TrainingWorkload, comm: DataParallelComm
                             "copied host-to-device before each all-gather (forward"
                             + (" and backward" if mode != "grad_op" else "") + ") and the gradient shard "
                             f"device-to-host after its reduce-scatter ({OFFLOAD_SOURCE})"))
-    notes.append(Assumption("host_link_bandwidth", E.HOST_LINK_BANDWIDTH, True, E.HOST_LINK_SOURCE))
+    bw, link = host_link(device)
+    notes.append(Assumption("host_link_bandwidth", bw, True, link))
     notes.append(Assumption("offload_copy_overlap", "by phase", True,
                             "formulas/cpu_offload_time.py eq. (H3): pinned, non_blocking copies on FSDP's copy-in and "
                             "post-reduce streams; each phase takes the longer of its collectives and its copies, the "
                             "first unit's H2D and the last unit's D2H copy are not hidden"))
-    return offloaded_comm(comm, traffic, E.HOST_LINK_BANDWIDTH)
+    return offloaded_comm(comm, traffic, bw)
 
 
 def _host_step_seconds(spec: ModelSpec, w: TrainingWorkload, trained: int, notes: list[Assumption],

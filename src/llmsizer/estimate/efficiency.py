@@ -1045,8 +1045,9 @@ LLAMACPP_ROW_EXCHANGE = Factor(
     NCCL_ALLREDUCE_LATENCY.high,
     "closest published small cross-GPU exchange: SGLang PR #2904 custom all-reduce H100 4-32 KB 8.5-8.85 us; vllm "
     "issue #50576 NCCL A800 PCIe 16 KB 63.8 us (high)")
-# Paged optimizer states move over the device's host link: PCIe Gen4 x16, 32 GB/s per direction (the catalog's
-# pcie4 interconnect), the link of every device the validation rows use.
+# The host link of a device whose catalog row states no PCIe generation (a user's hardware file, a generic `gpu`):
+# PCIe Gen4 x16, 32 GB/s per direction (the catalog's pcie4 interconnect). Every other device's link is its own
+# (estimate/device.py host_link: its PCIe interconnect, else its `pcie` generation's x16 link).
 HOST_LINK_BANDWIDTH = 32e9
 HOST_LINK_SOURCE = "PCIe Gen4 x16 per direction (interconnects.json pcie4, llm-analysis)"
 

@@ -1,0 +1,121 @@
+"""Each device's own host link (estimate/device.py ``host_link``), the one figure every host-transfer term reads.
+
+Truth by hand from PCI-SIG's published per-lane rates (8 / 16 / 32 / 64 GT/s for Gen3 / 4 / 5 / 6; the "PCI Express
+6.0 Specification" announcement's x16 bidirectional 32 / 64 / 128 / 256 GB/s): per direction, x16, one bit per
+transfer per lane, 16 lanes / 8 bits = 2 GB/s per GT/s (the published rounding; after Gen3-5's 128b/130b encoding
+15.75 / 31.5 / 63 GB/s, within 1.6 %). The catalog's ``pcie`` field of each accelerator names the generation."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from llmsizer.catalog.hardware import builtin_catalog
+from llmsizer.estimate import duration as D
+from llmsizer.estimate import efficiency as E
+from llmsizer.estimate.device import host_link
+from llmsizer.estimate.duration import training_duration_for
+from llmsizer.models import load_model
+
+GT_PER_S = {"gen3": 8, "gen4": 16, "gen5": 32, "gen6": 64}
+
+
+def _by_hand(gen: str, lanes: int = 16) -> float:
+    """Per-direction bytes/s of a PCIe link: GT/s x lanes / 8 bits (PCI-SIG's rounded figure)."""
+    return GT_PER_S[gen] * 1e9 * lanes / 8
+
+
+def _raw_row(ident: str) -> dict[str, Any]:
+    path = Path(__file__).parents[2] / "src/llmsizer/catalog/data/hardware/accelerators.json"
+    return next(r for r in json.loads(path.read_text())["devices"] if r["id"] == ident)
+
+
+@pytest.mark.parametrize("ident, gen, lanes", [
+    ("v100-sxm2-32gb", "gen3", 16),   # NVLink between GPUs: the host link is its PCIe Gen3 slot
+    ("t4", "gen3", 16),
+    ("a100-sxm-80gb", "gen4", 16),
+    ("a100-pcie-80gb", "gen4", 16),
+    ("rtx-4090", "gen4", 16),
+    ("h100-sxm", "gen5", 16),
+    ("h100-pcie", "gen5", 16),
+    ("rtx-5090", "gen5", 16),
+    ("rtx-5060", "gen5", 8),          # GB206: electrically x8 (its catalog interconnect_bandwidth)
+    ("b200", "gen6", 16),
+])
+def test_the_link_is_the_devices_pcie_generation(ident: str, gen: str, lanes: int) -> None:
+    dev = builtin_catalog().devices[ident]
+    assert _raw_row(ident)["pcie"] == gen == dev.pcie  # the loader keeps the field
+    bw, why = host_link(dev)
+    assert bw == _by_hand(gen, lanes)
+    if gen != "gen6":  # Gen3-5 encode 128b/130b: the exact line rate is 1.6 % under the published figure
+        assert bw == pytest.approx(GT_PER_S[gen] * 1e9 * lanes * (128 / 130) / 8, rel=0.016)
+    assert ident in why and f"{bw / 1e9:.4g} GB/s" in why
+
+
+def test_a_device_without_the_field_falls_back() -> None:
+    """No ``pcie`` and no PCIe interconnect (a user's hardware file, ``--device gpu``): the named fallback."""
+    h100 = builtin_catalog().devices["h100-sxm"]
+    bare = replace(h100, id="my-gpu", pcie=None)
+    bw, why = host_link(bare)
+    assert bw == E.HOST_LINK_BANDWIDTH == _by_hand("gen4") and "fallback" in why
+    assert host_link(builtin_catalog().devices["dgx-spark"])[0] == E.HOST_LINK_BANDWIDTH  # the catalog's one without
+
+
+def test_a_bad_pcie_field_is_refused(tmp_path: Path) -> None:
+    from llmsizer.catalog.hardware import load_catalog
+    from llmsizer.errors import InputError
+    f = tmp_path / "hw.json"
+    f.write_text(json.dumps({"devices": [{"id": "x1", "name": "X1", "kind": "gpu", "pcie": "4"}]}))
+    with pytest.raises(InputError, match="pcie"):
+        load_catalog([f])
+
+
+def _link_notes(d: Any) -> list[float]:
+    return [a.value for a in d.assumptions if a.name == "host_link_bandwidth"]
+
+
+def test_the_three_host_terms_read_the_one_function(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Paged optimizer states, FSDP CPU-offload copies and activation offload all time their bytes at
+    ``host_link``'s figure: with it replaced by an odd value, each term states and uses that value (a term with
+    its own figure fails here)."""
+    odd = 7.77e9
+    monkeypatch.setattr(D, "host_link", lambda dev: (odd, "probe link"))
+    cat = builtin_catalog().devices
+    run = dict(method="full", precision="bf16", micro_batch=2, seq_len=2048, grad_checkpointing="full")
+    paged = training_duration_for(load_model("llama-3.1-8b"), cat["rtx-4090"], 1, 1e6,
+                                  dict(run, optimizer="paged-adamw-8bit"))
+    moved = next(a.value for a in paged.assumptions if a.name == "paged_bytes_per_step")
+    assert paged.step is not None and moved > 0 and _link_notes(paged) == [odd]
+    assert paged.step.paging_seconds == pytest.approx(moved / odd, rel=1e-12)
+
+    act = training_duration_for(load_model("llama-3.1-8b"), cat["h100-sxm"], 1, 1e6,
+                                dict(run, grad_checkpointing="none", activation_offload=True))
+    assert act.step is not None and _link_notes(act) == [odd]
+    assert any(f"{odd / 1e9:.4g} GB/s" in w for w in act.warnings)  # transfer-bound at the probe's rate
+
+    fsdp = dict(run, optimizer="adamw", fsdp="full", offload="params")
+    off = training_duration_for(load_model("llama-3.1-70b"), cat["a100-sxm-80gb"], 8, 1e6, fsdp)
+    assert _link_notes(off) == [odd]
+    monkeypatch.setattr(D, "host_link", lambda dev: (odd / 100, "slow probe"))
+    slow = training_duration_for(load_model("llama-3.1-70b"), cat["a100-sxm-80gb"], 8, 1e6, fsdp)
+    assert slow.step is not None and off.step is not None
+    assert slow.step.exposed_comm_seconds > off.step.exposed_comm_seconds  # the copies are timed on it
+
+
+def test_each_device_states_its_own_link() -> None:
+    """The same paged run on an RTX 4090 (its own PCIe Gen4 x16 link) and on the same card stated only as Gen5
+    (no interconnect): the paging time halves with the link."""
+    cat = builtin_catalog().devices
+    spec = load_model("llama-3.1-8b")
+    run = dict(method="full", precision="bf16", micro_batch=2, seq_len=2048, grad_checkpointing="full",
+               optimizer="paged-adamw-8bit")
+    a = training_duration_for(spec, replace(cat["rtx-4090"], pcie="gen4"), 1, 1e6, run)
+    b = training_duration_for(spec, replace(cat["rtx-4090"], interconnect=None, interconnect_bandwidth=None,
+                                            pcie="gen5"), 1, 1e6, run)
+    assert a.step is not None and b.step is not None and a.step.paging_seconds > 0
+    assert _link_notes(a) == [_by_hand("gen4")] and _link_notes(b) == [_by_hand("gen5")]
+    assert b.step.paging_seconds == pytest.approx(a.step.paging_seconds / 2, rel=1e-12)
