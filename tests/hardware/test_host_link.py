@@ -119,3 +119,16 @@ def test_each_device_states_its_own_link() -> None:
     assert a.step is not None and b.step is not None and a.step.paging_seconds > 0
     assert _link_notes(a) == [_by_hand("gen4")] and _link_notes(b) == [_by_hand("gen5")]
     assert b.step.paging_seconds == pytest.approx(a.step.paging_seconds / 2, rel=1e-12)
+
+
+def test_a_split_prefill_copies_the_host_weights_over_the_host_link_not_nvlink() -> None:
+    """llama.cpp -ngl 40 of Llama-3.1-70B on one H100 SXM: the host layers' weights reach the GPU over its PCIe Gen5
+    x16 slot (64 GB/s per direction), not over the 450 GB/s NVLink between GPUs it was timed at before."""
+    import llmsizer
+    fit = llmsizer.fit("llama-3.1-70b-instruct", "h100-sxm", engine="llamacpp", weights="q4_k_m", context=4352,
+                       output_tokens=256, n_gpu_layers=40, host_device="amd-epyc-9654")
+    assert fit.speed is not None
+    res = fit.speed.details["split_prefill"]
+    assert res["link_bandwidth"] == _by_hand("gen5")
+    assert any("PCIe Gen5 x16 at 64 GB/s" in a.why for a in fit.speed.assumptions
+               if a.name == "op_offload_min_batch")

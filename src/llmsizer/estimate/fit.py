@@ -41,6 +41,7 @@ from .device import (
     device_fields,
     engine_assumption,
     hardware_decides,
+    host_link,
     host_part,
     named_device_notes,
     nvlink_mesh_for,
@@ -1483,7 +1484,7 @@ def _split_speed(spec: ModelSpec, est: Estimate, device: Device, host_device: st
                         "decode speed of the split")
     link = link_bandwidth_for(device, instance, hardware_files)
     if host_holds and sp.prefill is not None:  # eq. 8p: each ubatch copies the host's weights to the GPU
-        sp = _split_prefill_speed(spec, split, sp, prompt, est, host, link, warnings)
+        sp = _split_prefill_speed(spec, split, sp, prompt, est, host, host_link(device), warnings)
     res = split_decode(spec, split, device, host, sp.weights_format, prompt + out // 2, int(est.details.get("n_ctx", prompt + out)),
                        link)
     warnings.extend(res.get("warnings", []))
@@ -1506,14 +1507,13 @@ def _split_speed(spec: ModelSpec, est: Estimate, device: Device, host_device: st
 
 
 def _split_prefill_speed(spec: ModelSpec, split: dict[str, Any], sp: SpeedEstimate, prompt: int, est: Estimate,
-                         host: Device | None, link: float | None, warnings: list[str]) -> SpeedEstimate:
+                         host: Device | None, host_link: tuple[float, str], warnings: list[str]) -> SpeedEstimate:
     """``sp`` with the prefill of a split whose host holds weights (``speed.split_prefill``, eq. 8p) in place of
-    the all-on-GPU one; no calibrated prefill range (``SpeedEstimate.prefill_band``: no row measured a split)."""
+    the all-on-GPU one, the host's weights copied over the GPU's host link (``host_link``: estimate/device.py
+    host_link's figure and words, not the link between GPUs); no calibrated prefill range
+    (``SpeedEstimate.prefill_band``: no row measured a split)."""
     assert sp.prefill is not None
-    if link is None:
-        warnings.append("no PCIe bandwidth for the device: the prefill does not count the host's weights copied to "
-                        "the GPU for each ubatch, so it is too fast; no calibrated range")
-        return replace(sp, details=dict(sp.details, split_prefill=None))
+    link, link_why = host_link
     ubatch = int(est.details.get("n_ubatch") or LLAMACPP_N_UBATCH)
     res = split_prefill(spec, split, sp.prefill, prompt, ubatch, host, sp.weights_format, link,
                         int(est.details.get("n_ctx") or prompt))
@@ -1529,7 +1529,8 @@ def _split_prefill_speed(spec: ModelSpec, split: dict[str, Any], sp: SpeedEstima
                    f"llama.cpp's CUDA offload threshold: each ubatch of {OP_OFFLOAD_MIN_BATCH} tokens or more (here "
                    f"{res['ubatches']} of n_ubatch {ubatch}) copies the host's "
                    f"{(res['host_layer_bytes'] + res['host_expert_bytes']) / 2**30:.2f} GiB of weights (the experts "
-                   "it routes to) and the host layers' K/V cells it attends over the link to the GPU, which runs "
+                   f"it routes to) and the host layers' K/V cells it attends over the host link ({link_why}) to "
+                   "the GPU, which runs "
                    f"their products and attention (ggml-cuda.cu offload_op, {OP_OFFLOAD_MIN_BATCH} tokens and more; "
                    "formulas/speed.py eq. 8p); a larger -ub copies them fewer times; the link's pinned rate (under "
                    "llama.cpp's default mmap the host weights are pageable, slower: a lower bound); no calibrated "
