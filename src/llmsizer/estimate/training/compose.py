@@ -569,6 +569,8 @@ def _measure(spec: ModelSpec, w: TrainingWorkload, items_key: tuple[Any, ...] | 
             _CONTEXTS.clear()
         _CONTEXTS[items_key] = (spec, ctx)
     record_workload(w, acc, ("gpus", "zero", "tp", "pp", "ep", "offload"))
+    if w.tp > 1:  # a framework profile's default too (torchtitan's TP plan: estimate/framework.py)
+        record_workload(w, acc, ("sequence_parallel",))
     if w.pp > 1:
         record_workload(w, acc, ("pipeline_split",))
     results = []
