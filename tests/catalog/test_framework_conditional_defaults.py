@@ -106,3 +106,18 @@ def test_doc_len_under_sdpa_says_it_has_no_effect(capsys: pytest.CaptureFixture[
     assert "every tile of the s x s scores" in out  # what the duration times for the masked layers
     main([*base, "--attention", "flash"])
     assert "doc_len has no effect" not in capsys.readouterr().out
+
+
+def test_fixed_batch_shapes_without_a_pool_metric_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    """batch_shapes only changes the caching allocator's reserve (estimate/allocator.py eq. R1), read under metric
+    reserved or nvidia-smi (the flag's own help): elsewhere refused like the other dependent settings, exit 2."""
+    from llmsizer.errors import InputError
+
+    with pytest.raises(InputError, match="batch_shapes 'fixed'.*metric reserved or nvidia-smi"):
+        TrainingWorkload(batch_shapes="fixed")
+    with pytest.raises(InputError, match="batch_shapes 'fixed'"):
+        TrainingWorkload(batch_shapes="fixed", metric="allocated")
+    assert TrainingWorkload(batch_shapes="fixed", metric="reserved").batch_shapes == "fixed"
+    assert main(["train", "llama-3.1-8b", "--device", "h100-sxm", "--batch-shapes", "fixed"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "batch_shapes 'fixed'" in err
