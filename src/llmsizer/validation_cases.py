@@ -2746,14 +2746,14 @@ def training_prediction(row_id: str) -> int:
         fields = dict(fields, framework="torchtitan")
     if row_id in TORCHTUNE_ATTENTION_ROWS:  # torchtune's MultiHeadAttention: K/V expanded before SDPA (its profile)
         fields = dict(fields, framework="torchtune")
+    if what == "reserved":  # max_memory_reserved: the tensors + the allocator's reserve (estimate/allocator.py)
+        est = estimate_training(spec, **fields, metric="reserved")
+        return int(est.details["tensor_peak_bytes"] + est.item("allocator_reserve").bytes)
     est = estimate_training(spec, **fields)
     if what == "weights":
         return int(est.item("weights").bytes + sum(i.bytes for i in est.items if i.name == "adapter_weights"))
     if what == "host":  # host RAM: the items the estimate places in host memory
         return est.total("host")[1]
-    if what == "reserved":  # max_memory_reserved: the tensors + the allocator's reserve (estimate/allocator.py)
-        est = estimate_training(spec, **fields, metric="reserved")
-        return int(est.details["tensor_peak_bytes"] + est.item("allocator_reserve").bytes)
     return int(est.details["tensor_peak_bytes"])
 
 

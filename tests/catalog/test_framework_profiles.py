@@ -55,20 +55,27 @@ def test_every_profile_default_has_a_source_and_a_date() -> None:
         assert p["description"], name
         if name != "none":  # the repository @ commit the sources were read at, named by one of them
             assert re.fullmatch(r"[\w.-]+/[\w.-]+ @[0-9a-f]{7,}", p["pinned"]), name
-            assert any(p["pinned"] in d["source"] for part in ("workload", "model") for d in p[part].values()), name
+            assert any(p["pinned"] in d["source"] for part in ("workload", "model") for _, d in _entries(p[part])), name
         for part, known in (("workload", workload_fields), ("model", model_fields)):
-            for field, d in p[part].items():
+            for field, d in _entries(p[part]):
                 rows += 1
                 assert field in known, f"{name}.{part}.{field}"
-                assert set(d) == {"value", "source", "date"}, f"{name}.{part}.{field}"
+                # a condition ('when': catalog/frameworks.py WORKLOAD_RULES) on workload defaults only
+                assert set(d) - {"when"} == {"value", "source", "date"}, f"{name}.{part}.{field}"
+                assert part == "workload" or "when" not in d, f"{name}.{part}.{field}"
                 assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", d["date"]), f"{name}.{part}.{field}"
                 # a repository at a commit (or release) and a file line
                 assert re.search(r"@\s?[0-9a-fv][0-9a-f.]{5,}", d["source"]) and "line" in d["source"], field
                 if part == "model":
                     assert d["value"] in MODEL_RULES, f"{name}.model.{field}"
-        # the profile's workload defaults together are a valid workload
-        TrainingWorkload(**{f: d["value"] for f, d in p["workload"].items()})
+        # the profile's unconditional workload defaults together are a valid workload
+        TrainingWorkload(**{f: d["value"] for f, d in _entries(p["workload"]) if "when" not in d})
     assert rows >= 8
+
+
+def _entries(part: dict[str, object]) -> list[tuple[str, dict[str, object]]]:
+    """(field, default) of a profile part: a field may list several defaults (each but the last with a 'when')."""
+    return [(f, d) for f, e in part.items() for d in (e if isinstance(e, list) else [e])]  # type: ignore[union-attr]
 
 
 def test_llm_foundry_profile_is_llm_foundrys_source() -> None:
@@ -125,12 +132,13 @@ def test_the_reverse_questions_run_the_profile() -> None:
 
     spec = load_model("llama-3.1-8b")
     kv = replace(spec, kv_expanded_in_attention=True)
-    run = dict(method="lora", seq_len=4096)
+    # torchtune's recipes train in pure bf16 (its profile's precision: test_framework_conditional_defaults.py)
+    run = dict(method="lora", seq_len=4096, precision="bf16")
     assert max_micro_batch(spec, 80 * 2**30, framework="torchtune", **run) == max_micro_batch(kv, 80 * 2**30, **run)
-    assert max_seq_len(spec, 80 * 2**30, framework="torchtune", method="lora") == max_seq_len(kv, 80 * 2**30,
-                                                                                               method="lora")
-    assert max_seq_len(spec, 80 * 2**30, framework="torchtune", method="lora") < max_seq_len(spec, 80 * 2**30,
-                                                                                              method="lora")
+    assert max_seq_len(spec, 80 * 2**30, framework="torchtune", method="lora") == max_seq_len(
+        kv, 80 * 2**30, method="lora", precision="bf16")
+    assert max_seq_len(spec, 80 * 2**30, framework="torchtune", method="lora", precision="bf16") < max_seq_len(
+        spec, 80 * 2**30, method="lora", precision="bf16")
 
 
 def test_a_profile_default_the_given_settings_refuse_is_one_line() -> None:
@@ -163,7 +171,9 @@ def test_torchtune_and_torchtitan_profiles_lay_out_k_and_v_as_their_code(model: 
         assert got.kv_expanded_in_attention == _copies(layout, n_kv, heads // n_kv), (layout, model)
         assert w.attention == "sdpa"
         assert (got is spec) == (not got.kv_expanded_in_attention)  # unchanged: the same object
-        assert with_framework(got, w) == (got, w) and with_framework(spec, w)[0] is got  # idempotent, one object
+        # idempotent; the same raw workload gives the same model object (the memos match it by identity)
+        assert with_framework(got, w) == (got, w)
+        assert with_framework(spec, TrainingWorkload(framework=layout))[0] is got
     # MQA: torchtune's merge is a view (no copy), so its profile leaves the layout alone
     mqa = replace(spec, num_kv_heads=1)
     assert not _copies("torchtune", 1, heads) and not with_framework(
@@ -210,7 +220,8 @@ def test_cli_and_request_reach_the_profile(tmp_path: Path, capsys: pytest.Captur
     a = {x["name"]: x for x in out["assumptions"]}
     assert a["model.kv_expanded_in_attention"]["value"] is True
     assert a["model.kv_expanded_in_attention"]["why"].startswith("from framework profile torchtune (pytorch/torchtune")
-    est = estimate_training(replace(load_model("llama-3.1-8b"), kv_expanded_in_attention=True), micro_batch=2)
+    est = estimate_training(replace(load_model("llama-3.1-8b"), kv_expanded_in_attention=True), micro_batch=2,
+                            precision="bf16")  # torchtune's dtype: bf16 (its profile's precision)
     assert int(out["totals"]["device"]["bytes"]) == est.total("device")[1]
     for bad in (["--framework", "torchtun"], ["--train-metric-passes", "-1"]):  # bad input: exit 2, one line
         with pytest.raises(SystemExit) as e:

@@ -26,6 +26,19 @@ MODEL_RULES = {
     "fewer-kv-heads": "num_kv_heads != num_heads",
 }
 
+# the conditions ('when') a profile's workload default may hold under: the framework sets that value only in that
+# setup (estimate/framework.py ``workload_rule_holds``). A field may list several defaults: the first whose
+# condition holds applies (one without a condition always holds)
+WORKLOAD_RULES = {
+    # the precision still llmsizer's bf16-mixed default: a device without BF16 tensor cores keeps its fp16-mixed
+    # (estimate/device.py with_device_precision), as torch refuses neither but the framework's bf16 has no tensor path
+    "bf16-device": "precision bf16-mixed by default (a GPU with BF16 tensor cores)",
+    "fsdp-bf16-device": "fsdp given, precision bf16-mixed by default (a GPU with BF16 tensor cores)",
+    "fsdp2-full": "fsdp full with fsdp_version 2",
+    "tp": "tp > 1",
+    "packing": "packing",
+}
+
 
 @dataclass(frozen=True)
 class FrameworkDefault:
@@ -35,6 +48,7 @@ class FrameworkDefault:
     value: Any
     source: str
     date: str
+    when: str | None = None  # a WORKLOAD_RULES name: the setup the framework sets this value in (None: always)
 
 
 @dataclass(frozen=True)
@@ -52,19 +66,29 @@ class FrameworkProfile:
         return self.name if self.pinned is None else f"{self.name} ({self.pinned})"
 
     def default(self, field: str) -> FrameworkDefault | None:
-        """The profile's default for workload or model field ``field`` (None: the profile does not set it)."""
-        return next((d for d in (*self.workload, *self.model) if d.field == field), None)
+        """The profile's unconditional default for workload or model field ``field`` (None: the profile does not set
+        it, or sets it only under a condition: estimate/framework.py applies those)."""
+        return next((d for d in (*self.workload, *self.model) if d.field == field and d.when is None), None)
 
 
 def _defaults(name: str, part: str, entries: dict[str, Any]) -> tuple[FrameworkDefault, ...]:
+    """A part's defaults; a workload field may list several (each with its 'when' but the last: :data:`WORKLOAD_RULES`)."""
     out = []
-    for field, e in entries.items():
-        missing = [k for k in ("value", "source", "date") if not e.get(k) and e.get(k) != 0]
-        if missing:
-            raise InputError(f"frameworks.json: {name}.{part}.{field} has no {', '.join(missing)}")
-        if part == "model" and e["value"] not in MODEL_RULES:
-            raise InputError(f"frameworks.json: {name}.model.{field}: {unknown_choice('rule', e['value'], MODEL_RULES)}")
-        out.append(FrameworkDefault(field, e["value"], e["source"], e["date"]))
+    for field, listed in entries.items():
+        alternatives = listed if isinstance(listed, list) else [listed]
+        for i, e in enumerate(alternatives):
+            missing = [k for k in ("value", "source", "date") if not e.get(k) and e.get(k) != 0]
+            if missing:
+                raise InputError(f"frameworks.json: {name}.{part}.{field} has no {', '.join(missing)}")
+            if part == "model" and e["value"] not in MODEL_RULES:
+                raise InputError(f"frameworks.json: {name}.model.{field}: "
+                                 f"{unknown_choice('rule', e['value'], MODEL_RULES)}")
+            when = e.get("when")
+            if when is not None and (part == "model" or when not in WORKLOAD_RULES):
+                raise InputError(f"frameworks.json: {name}.{part}.{field}: {unknown_choice('when', when, WORKLOAD_RULES)}")
+            if when is None and i < len(alternatives) - 1:
+                raise InputError(f"frameworks.json: {name}.{part}.{field}: only the last default may have no 'when'")
+            out.append(FrameworkDefault(field, e["value"], e["source"], e["date"], when))
     return tuple(out)
 
 

@@ -171,6 +171,14 @@ def _timed_kernel(d: Duration) -> str:
     return next((str(a.value) for a in d.assumptions if a.name == "attention_kernel_timed"), "fused")
 
 
+def _masked_tiles(d: Duration) -> str:
+    """What the duration times for the layers SDPA gets an explicit mask (its ``attention_masked_layers``
+    assumption, estimate/duration.py: packing or a window under SDPA): every tile of the s x s scores, none skipped."""
+    n = next((a.value for a in d.assumptions if a.name == "attention_masked_layers"), 0)
+    return (f", {n} layers under an explicit mask timed over every tile of the s x s scores (no causal or document "
+            "tile skipped: attention_masked_layers)") if n else ""
+
+
 def render_duration(d: Duration) -> str:
     from ..render.markdown import format_value  # a count as the plan shows it (one spelling)
 
@@ -188,7 +196,8 @@ def render_duration(d: Duration) -> str:
                  + (f" (of it {st.attention_seconds:.3g} s "
                     + ("eager attention's score GEMMs with their s x s traffic)"
                        if any(a.name == "eager_score_gemm_seconds_per_token" for a in d.assumptions)
-                       else f"attention in {_timed_kernel(d)} at its executed FLOPs)") if st.attention_seconds else "")
+                       else f"attention in {_timed_kernel(d)} at its executed FLOPs{_masked_tiles(d)})")
+                    if st.attention_seconds else "")
                  + (f" (of it {st.float8_cast_seconds:.3g} s float8 casts; the float8 linears at the FP8 peak)"
                     if st.float8_cast_seconds else "")
                  + (" (host-bound: the kernel launches take longer than the device's work)"

@@ -31,6 +31,26 @@ def model_rule_holds(rule: str, spec: ModelSpec) -> bool:
     raise InputError(f"unknown framework model rule {rule!r}")  # (checked on load: catalog/frameworks.py)
 
 
+def workload_rule_holds(rule: str | None, w: TrainingWorkload) -> bool:
+    """Whether a profile default's condition (catalog/frameworks.py WORKLOAD_RULES; None: always) holds for ``w``."""
+    if rule is None:
+        return True
+    # where llmsizer's own default stays bf16-mixed (estimate/device.py with_device_precision: not a GPU without BF16
+    # tensor cores); read from the device, not the precision, so the condition holds after the profile set it too
+    bf16_default = w.bf16_tensor_cores or w.float8
+    if rule == "bf16-device":
+        return bf16_default
+    if rule == "fsdp-bf16-device":
+        return w.fsdp is not None and bf16_default
+    if rule == "fsdp2-full":
+        return w.fsdp == "full" and w.fsdp_version == 2
+    if rule == "tp":
+        return w.tp > 1
+    if rule == "packing":
+        return w.packing
+    raise InputError(f"unknown framework workload rule {rule!r}")  # (checked on load: catalog/frameworks.py)
+
+
 # a setting that qualifies another: the profile's value of it is the framework's choice for the profile's value of
 # the other, so it applies only where the other holds the profile's value (a given attention 'sdpa' under
 # llm-foundry runs SDPA's own kernel, not llm-foundry's Triton FlashAttention)
@@ -39,7 +59,9 @@ QUALIFIES = {"attention_kernel": "attention"}
 
 def applied_workload_defaults(w: TrainingWorkload) -> tuple[FrameworkDefault, ...]:
     """The defaults of ``w``'s profile that apply: those whose field the caller did not give (and, for a field that
-    qualifies another, :data:`QUALIFIES`, whose other field holds the profile's value)."""
+    qualifies another, :data:`QUALIFIES`, whose other field holds the profile's value), of a field the profile lists
+    several defaults for the first whose condition holds (``workload_rule_holds``: the conditions read the caller's
+    settings, which a profile's defaults never change)."""
     given = w.given or frozenset()
     profile = framework_profile(w.framework)
 
@@ -49,7 +71,11 @@ def applied_workload_defaults(w: TrainingWorkload) -> tuple[FrameworkDefault, ..
         return d.field not in given and (other is None or other not in given or base is None
                                          or getattr(w, other) == base.value)
 
-    return tuple(d for d in profile.workload if applies(d))
+    chosen: dict[str, FrameworkDefault] = {}
+    for d in profile.workload:
+        if d.field not in chosen and workload_rule_holds(d.when, w):
+            chosen[d.field] = d
+    return tuple(d for d in chosen.values() if applies(d))
 
 
 def profile_why(w: TrainingWorkload, field: str) -> str | None:

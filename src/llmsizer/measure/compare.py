@@ -133,7 +133,9 @@ def training_estimate(spec: ModelSpec, s: dict[str, Any]) -> tuple[Estimate | No
     why no estimate exists; it is always empty now that the estimator is part of the core)."""
     from ..estimate.training import estimate_training
 
-    fields = training_fields(s)
+    # no metric: the device total, which the shapes do not change (batch_shapes is read under a pool metric only, and
+    # refused without one: specs/training.py POOL_METRICS)
+    fields = {k: v for k, v in training_fields(s).items() if k != "batch_shapes"}
     try:
         return estimate_training(spec, **fields), ""
     except (TypeError, LlmsizerError) as e:
@@ -322,7 +324,6 @@ def throughput_rows(record: dict[str, Any], spec: ModelSpec) -> list[Row]:
     # carries rank and targets, which the workload refuses for method 'full' (as training_estimate leaves them out)
     fields = {k: v for k, v in s.items() if k in TrainingWorkload.__dataclass_fields__ and v is not None
               and (s["method"] != "full" or k not in ADAPTER_FIELDS)}
-    fields["batch_shapes"] = RUN_BATCH_SHAPES
     try:  # the one duration rule (estimate/duration.py), with the record's own settings
         d = training_duration_for(spec, device, int(fields.get("gpus", 1)), 1e6, fields)
     except LlmsizerError:

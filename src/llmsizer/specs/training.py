@@ -237,6 +237,8 @@ FLOAT8_RECIPES = ("torchao", "torchao-rowwise", "torchao-rowwise-gw-hp",
 COMPILE_SCOPES = ("layers+loss", "layers", "layers+loss+upcast")
 # whether every step has the same tensor shapes (estimate/allocator.py: what the caching allocator keeps reserved)
 BATCH_SHAPES = ("variable", "fixed")
+# the memory metrics that read the caching allocator's reserve (estimate/allocator.py), so batch_shapes
+POOL_METRICS = ("reserved", "nvidia-smi")
 # how FSDP2 units are laid out and resharded (formulas/fsdp2_units.py FSDP2_UNITS)
 FSDP2_UNITS = ("largest-two", "torchtitan", "torchtitan-resharded", "torchtune")
 # how the decoder layers are split over pipeline stages (formulas/parallelism.py PIPELINE_SPLITS)
@@ -888,6 +890,9 @@ class TrainingWorkload:
             raise InputError("tp_backward_overlap needs tensor parallelism (tp > 1)")
         if self.sequence_parallel and self.tp == 1:
             raise InputError("sequence_parallel needs tensor parallelism (tp > 1)")
+        if self.batch_shapes == "fixed" and self.metric not in POOL_METRICS:  # only the allocator's reserve reads it
+            raise InputError("batch_shapes 'fixed' sets the caching allocator's reserve, which only metric 'reserved' "
+                             "or 'nvidia-smi' reads; give metric reserved or nvidia-smi")
         if self.fsdp == "hybrid" and self.gpus % min(self.gpus, self.gpus_per_node):
             raise InputError(f"hybrid sharding needs gpus ({self.gpus}) to be a multiple of gpus_per_node "
                              f"({self.gpus_per_node})")

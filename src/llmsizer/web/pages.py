@@ -368,7 +368,10 @@ def choices() -> dict[str, Any]:
         # each framework profile's workload defaults (catalog/data/frameworks.json): the training form's empty options
         # say the profile's value when one is chosen, as the estimate applies it to the settings left empty
         # (named as the form names its controls: TRAIN_FORM_NAME)
-        "framework_defaults": {n: {TRAIN_FORM_NAME.get(d.field, d.field): d.value for d in p.workload}
+        # (the unconditional ones: a default with a 'when' applies only in its setup, named in the estimate's
+        # assumptions)
+        "framework_defaults": {n: {TRAIN_FORM_NAME.get(d.field, d.field): d.value for d in p.workload
+                                   if d.when is None}
                                for n, p in framework_profiles().items()},
         "defaults": defaults,
         "engine_names": dict(ENGINE_NAMES),  # what the answers call each engine (render/text.py pool_and_need)

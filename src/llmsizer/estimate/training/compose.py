@@ -28,6 +28,7 @@ from ...formulas.training_states import optimizer_info, recipe, state_bytes_per_
 from ...frozen import replace_checked
 from ...result import Assumption, Estimate, Item, KindedWarning, Notes
 from ...specs import ModelSpec, TrainingWorkload
+from ...specs.training import POOL_METRICS
 from ...units import format_bytes, format_count
 from .. import engines as E
 from ..allocator import TRAINING, apply_metric, calibrated_need, device_context, training_side_streams
@@ -569,6 +570,8 @@ def _measure(spec: ModelSpec, w: TrainingWorkload, items_key: tuple[Any, ...] | 
             _CONTEXTS.clear()
         _CONTEXTS[items_key] = (spec, ctx)
     record_workload(w, acc, ("gpus", "zero", "tp", "pp", "ep", "offload"))
+    if w.tp > 1:  # a framework profile's default too (torchtitan's TP plan: estimate/framework.py)
+        record_workload(w, acc, ("sequence_parallel",))
     if w.pp > 1:
         record_workload(w, acc, ("pipeline_split",))
     results = []
@@ -651,7 +654,7 @@ def _metric_items(ctx: TrainingContext, st: StageStates, tl: StageTimeline, acc:
     _items(ctx, st, tl, acc)
     init = next((p.total for p in tl.phases if p.name == "model init"), 0)  # reserved before the step
     fixed = None
-    if w.batch_shapes == "fixed" and w.metric in ("reserved", "nvidia-smi"):  # eq. (R1), estimate/allocator.py
+    if w.batch_shapes == "fixed" and w.metric in POOL_METRICS:  # eq. (R1), estimate/allocator.py
         fixed = training_side_streams(w.fsdp is not None and w.fsdp_version == 2 and w.offload == "none", w.pp,
                                       w.grad_accumulation, st.layer_grads, st.grads,
                                       zero_shards(w.shard_stage, w.shard_group)[1],

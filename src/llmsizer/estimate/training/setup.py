@@ -91,7 +91,19 @@ _WHY = {
     "compile_scope": "the decoder layers and the cross-entropy (torchtune compile_model + compile_loss)",
     "pipeline_split": "even: the remainder of the layers on the first stages (Megatron-LM, DeepSpeed uniform)",
     "batch_shapes": "variable: batches padded to their longest sample, shapes change between steps",
+    "sequence_parallel": "off: the norms' and dropouts' activations replicated on every tensor-parallel rank "
+                         "(Korthikanti et al. 2022 sec. 4.2.2 without sequence parallelism)",
 }
+
+
+# Korthikanti et al. 2022 (arXiv 2205.05198) §4.2: selective recompute drops only the attention's s^2 terms (QK^T,
+# softmax, its dropout), which a fused kernel (SDPA, flash, flex) never saves (formulas/training_activations.py)
+SELECTIVE_FUSED_WARNING = ("grad_checkpointing 'selective' (Korthikanti's selective recompute) drops only eager "
+                           "attention's s x s terms; attention {attention} saves none, so it saves nothing here: "
+                           "for torchtitan's op-level selective checkpointing use selective-op")
+# packing under SDPA/eager: one explicit mask over the row, every tile computed (estimate/duration.py doc_len_masked)
+DOC_LEN_MASKED_WARNING = ("doc_len has no effect with attention {attention}: the packed documents share one explicit "
+                          "mask over the row, every tile computed; use attention flash or flex (--attention)")
 
 
 def given(w: TrainingWorkload, *names: str) -> bool:
@@ -333,6 +345,10 @@ def resolve(spec: ModelSpec, w: TrainingWorkload, acc: Acc) -> TrainingContext:
         record_workload(w, acc, ("deepspeed_gather",))
     if not w.zero and w.fsdp is None and not w.optimizer_in_backward:
         record_workload(w, acc, ("zero_grad",))
+    if w.grad_checkpointing == "selective" and w.attention != "eager":
+        acc.warnings.append(SELECTIVE_FUSED_WARNING.format(attention=w.attention))
+    if w.doc_len is not None and w.attention in ("sdpa", "eager"):
+        acc.warnings.append(DOC_LEN_MASKED_WARNING.format(attention=w.attention))
     if w.grad_checkpointing in ("full", "selective-op"):
         record_workload(w, acc, ("checkpoint_every",))
     if w.grad_checkpointing == "full":
