@@ -1684,9 +1684,13 @@ def sglang_serving_cases(data: str | Path | None = None) -> list[Case]:
 
 # validation/moe_multigpu_decode.csv: published decode runs of large MoE models (DeepSeek V3/R1/V3.2) tensor-parallel
 # on one 8-GPU node at one or few sequences, in the same form, read by the same loop; held out (nothing is fitted on
-# them). A one-sequence decode on more than one GPU has no calibrated range (SpeedEstimate.decode_band,
-# MULTI_GPU_DECODE_NO_BAND): those rows feed no band (``Case.no_band``).
+# them, but MD01, the calibration row of efficiency.MLA_MOE_LAYER_KERNEL_SECONDS). An MLA + MoE decode on more than
+# one GPU has no calibrated range (SpeedEstimate.decode_band, MLA_MOE_MULTI_GPU_NO_BAND): those rows feed no band
+# (``Case.no_band``).
 MOE_MULTIGPU_FILE = "moe_multigpu_decode.csv"
+# the row efficiency.MLA_MOE_LAYER_KERNEL_SECONDS (formulas/speed.py eq. 15's tau_k of an MLA + MoE layer) is
+# calibrated on; left out of the summary, the other rows of the file held out
+MLA_MOE_KERNEL_CALIBRATION = "MD01"
 
 
 def moe_multigpu_cases(data: str | Path | None = None) -> list[Case]:
@@ -1707,9 +1711,11 @@ def serving_tpot_cases(data: str | Path | None, name: str) -> list[Case]:
         pred = s.tokens_per_second_per_user if c == 1 else s.decode_tokens_per_second
         value = per_seq * c
         rule = step_host(r["engine"], r["engine_version"])
-        calib = r["id"] in (VLLM_V1_CALIBRATION, SERVING_STREAM_CALIBRATION) or r["id"] in SERVING_SHARE_CALIBRATION
+        calib = r["id"] in (VLLM_V1_CALIBRATION, SERVING_STREAM_CALIBRATION) or r["id"] in SERVING_SHARE_CALIBRATION \
+            or (name == MOE_MULTIGPU_FILE and r["id"] == MLA_MOE_KERNEL_CALIBRATION)
         fed = ("VLLM_V1_HOST_STEP_SECONDS" if r["id"] == VLLM_V1_CALIBRATION else
                "SERVING_STREAM_BYTES_PER_SM_CYCLE" if r["id"] == SERVING_STREAM_CALIBRATION else
+               "MLA_MOE_LAYER_KERNEL_SECONDS" if r["id"] == MLA_MOE_KERNEL_CALIBRATION else
                "SERVING_DECODE_BANDWIDTH")
         bound = f"{s.decode.bound}-bound step {s.decode.seconds * 1e3:.2f} ms" if s.decode else "no decode estimate"
         out.append(Case(r["id"], kind, f"{ENGINE_NAMES[r['engine']]} {r['engine_version']} {r['catalog_model']} "

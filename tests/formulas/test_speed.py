@@ -190,6 +190,37 @@ def test_phase_time_adds_attention_after_the_weight_stream() -> None:
         phase_time(1.6e10, 8e9, 330e12, 1e12, 0.75, 0.9, attention_seconds=-1.0)
 
 
+def _chain_seconds(kernel_bytes: list[float], bandwidth: float, latency: float) -> float:
+    """A chain of kernels run one after another, each taking the longer of its latency and its bytes at the
+    bandwidth: the step eq. (15) bounds from below. Independent of phase_time."""
+    return sum(max(latency, b / bandwidth) for b in kernel_bytes)
+
+
+def test_kernel_latency_roof_is_eq_15() -> None:
+    """Eq. (15) against a chain of kernels: exact where every kernel is latency-bound (the step is the chain, not
+    the bytes) or every kernel is bandwidth-bound (the roof stays under the bytes: eq. 3 unchanged), a lower bound
+    between; it carries through eq. (14); the source's launch-bound decode (gLLM PR #264: 8412 kernels, 22.7 ms of
+    GPU time) is 2.70 us a kernel."""
+    from llmsizer.formulas.speed import PhaseTime, host_overlapped_step, step_overhead
+
+    bw, lat = 3.0e12, 3e-6
+    for sizes in ([1e6] * 40, [1e9] * 40, [1e6] * 30 + [5e7] * 10):  # 0.33 us, 333 us, mixed (16.7 us)
+        chain = _chain_seconds(sizes, bw, lat)
+        t = phase_time(0.0, sum(sizes), None, bw, 1.0, 1.0, floor_seconds=step_overhead(len(sizes), lat))
+        assert t.seconds <= chain + 1e-15
+        if all(b / bw <= lat for b in sizes) or all(b / bw >= lat for b in sizes):
+            assert t.seconds == pytest.approx(chain, rel=1e-12)
+        assert t.bound == ("kernel latency" if sizes[-1] == 1e6 else "memory")
+    t = phase_time(0.0, 1e6, None, bw, 1.0, 1.0, comm_seconds=1e-3, floor_seconds=12e-3)
+    assert t.seconds == pytest.approx(13e-3) and t.to_dict()["kernel_floor_seconds"] == 12e-3
+    assert host_overlapped_step(t, 2e-3).floor_seconds == 12e-3 and host_overlapped_step(t, 2e-3).bound == \
+        "kernel latency"
+    assert "kernel_floor_seconds" not in phase_time(0.0, 1e6, None, bw, 1.0, 1.0).to_dict()
+    assert isinstance(t, PhaseTime) and 22.7e-3 / 8412 == pytest.approx(2.70e-6, rel=2e-3)
+    with pytest.raises(InputError):
+        phase_time(0.0, 1e6, None, bw, 1.0, 1.0, floor_seconds=-1.0)
+
+
 def _pipeline_seconds_per_step(device: float, host: float, steps: int = 400, depth: int = 2) -> float:
     """A discrete-event run of vLLM's asynchronous loop (vllm/v1/engine/core.py step_with_batch_queue, a queue of
     ``depth`` batches): the host prepares step n (schedule, inputs) when it is free and fewer than ``depth`` steps

@@ -1033,6 +1033,25 @@ NCCL_ALLREDUCE_LATENCY = Factor(
     "nccl_allreduce_latency_seconds", 19.19e-6, 20.71e-6, 63.8e-6,
     "Triton-distributed issue #57: torch/NCCL all_reduce on 8 x H100, 128 B-32 KB, 19.2-22.7 us (16 KB 20.7 us); "
     "vllm issue #50576: NCCL on 8 x A800 PCIe, 16 KB 63.8 us")
+# The device time of one decoder layer of an MLA + routed-expert model (DeepSeek V3 / R1 / V3.2, Kimi K2, ...) in a
+# serving engine's CUDA-graph decode step at small batch: formulas/speed.py eq. (15)'s tau_k, the roof of the layer's
+# chain of latency-bound kernels (MLA's down- and up-projections, norms, RoPE, the absorbed W_UK / W_UV products, the
+# latent attention, the router and its top-k, the fused-MoE kernels with their alignment and activation, the shared
+# expert, the fp8 activation quantizations between them), each at its minimum duration whatever its few bytes. No
+# published count of that chain's kernels and their durations in hand, so CALIBRATED on one named row, MD01
+# (validation/moe_multigpu_decode.csv: SGLang 0.5.7, DeepSeek-R1-0528 FP8, TP 8 on 8 x H200, 8 sequences, 12.8 ms per
+# output token, every setting stated): (measured step - the step's all-reduces, 123 x the custom kernel's latency +
+# bytes, estimate/engines.py tp_allreduce) / 61 layers; the weight and K/V read of that step (6.09 ms at the serving
+# share) lies under the roof. Left out of the summary; MD02-MD04 (one sequence, other engines, releases, GPUs) are
+# held out. One row, no spread claimed (low = expected = high). For scale: 188 us a layer is about 70 kernels at the
+# 2.7 us a kernel of gLLM PR #264's launch-bound DeepSeek-V4 decode (8412 kernels, 22.7 ms of GPU time).
+# Re-derived by tests/validation/test_moe_multigpu_rows.py.
+MLA_MOE_LAYER_KERNEL_SECONDS = Factor(
+    "mla_moe_layer_kernel_seconds", 187.6e-6, 187.6e-6, 187.6e-6,
+    "calibrated: InferenceX issue #870, SGLang 0.5.7 DeepSeek-R1-0528 FP8 TP8 8 x H200, concurrency 8, 12.8 ms mean "
+    "TPOT (MD01): (step - all-reduces) / 61 layers")
+
+
 # llama.cpp -sm row (formulas/speed.py eq. 8r): the latency of one synchronised exchange between the main GPU and the
 # others per split matmul (an event recorded, waited on by the other stream, a small peer copy: the input to each GPU,
 # or its output slice back), two per matmul. No published timing of llama.cpp's row-split exchange is in hand: the
@@ -1152,6 +1171,16 @@ def llamacpp_unfused_attention(weights_format: str, device_kind: str, vendor: st
     if device_kind == "apple":
         return LLAMACPP_UNFUSED_ATTENTION_WORK_APPLE, "fp16"
     return None
+
+
+def layer_kernel_floor(engine: str | None, device_kind: str, mla: bool, moe: bool) -> Factor | None:
+    """The per-layer roof of latency-bound kernels (formulas/speed.py eq. 15) of a serving engine's (vLLM, SGLang)
+    decode step on a GPU: MLA_MOE_LAYER_KERNEL_SECONDS for an MLA + mixture-of-experts model; None elsewhere (no
+    published row measures another layer kind's chain, and dense layers' products hide theirs in the bandwidth
+    share)."""
+    if engine not in SERVING_ENGINES or device_kind != "gpu" or not (mla and moe):
+        return None
+    return MLA_MOE_LAYER_KERNEL_SECONDS
 
 
 def decode_layer_overhead(device_kind: str, weights_format: str) -> Factor | None:

@@ -307,21 +307,27 @@ MIN_BAND_DEVICES = 2
 # A one-sequence decode on more than one GPU (tensor parallel) has no calibrated range: every summarised one-sequence
 # vLLM / SGLang row that feeds a decode band ran on one GPU (the tensor-parallel Qwen2.5 rows QV23-QV29 have assumed
 # settings; the MoE rows of validation/moe_multigpu_decode.csv, DeepSeek V3/R1/V3.2 on 8 H100 / H200 / H20 at one
-# sequence, have assumed settings and measure 10-15 % of the estimate: per-layer kernels and all-reduces of a
-# 61-layer MoE step that eq. (14)'s host floor and the weight read do not count). A band fitted on one-GPU dense
-# decodes says nothing about such a step, so none is applied (tests/validation/test_moe_multigpu_rows.py checks the
-# premise: no summarised band row of the kind has more than one GPU).
+# sequence, have assumed settings). A band fitted on one-GPU dense decodes says nothing about such a step -- its
+# per-layer kernels and all-reduces weigh more than on one GPU -- so none is applied (tests/validation/
+# test_moe_multigpu_rows.py checks the premise: no summarised band row of the kind has more than one GPU).
 MULTI_GPU_DECODE_NO_BAND = ("a one-sequence decode on more than one GPU: no summarised one-sequence vLLM / SGLang "
                             "row measures one (every decode band row ran on one GPU), so no calibrated range")
 # An MLA + mixture-of-experts model (DeepSeek V3 / R1 / V3.2, Kimi K2, ...) tensor-parallel on more than one GPU has no
-# calibrated decode range at any concurrency: the published runs of that shape (validation/moe_multigpu_decode.csv
-# MD01-MD04: 8 sequences on 8 x H200 at 56 % of the estimate, one sequence at 10-15 %) measure per-layer kernels of a
-# 61-layer MLA + routed-expert step that the model does not count; those rows feed no band (a band widened by a
-# mechanism the model lacks would misstate every other estimate's range). The dense and Mixtral tensor-parallel rows
-# (VB04: 8 x A100, batch 8, within the pooled band) keep theirs.
+# calibrated decode range at any concurrency. Its step is bound by the layers' latency-bound kernels (formulas/speed.py
+# eq. 15, efficiency.MLA_MOE_LAYER_KERNEL_SECONDS, calibrated on MD01 of validation/moe_multigpu_decode.csv); the held-
+# out rows measure 0.70-0.76 x the estimate at 16-64 sequences on the calibration row's server (MD05-MD07: the fused-MoE
+# and attention kernels grow with the batch above the roof, and a serving sweep's TPOT holds displaced decode steps)
+# and 0.38-0.78 at one sequence on other engines, releases and GPUs (MD02-MD04, settings assumed): more than a band
+# fitted on other shapes may claim (a band widened by what the model lacks would misstate every other estimate's
+# range); the ratios are re-derived by tests/validation/test_moe_multigpu_rows.py. The dense and Mixtral
+# tensor-parallel rows (VB04: 8 x A100, batch 8, within the pooled band) keep theirs.
+MLA_MOE_MEASURED = {"one sequence": (0.38, 0.78, ("MD02", "MD03", "MD04")),
+                    "16-64 sequences": (0.70, 0.76, ("MD05", "MD06", "MD07"))}
 MLA_MOE_MULTI_GPU_NO_BAND = ("an MLA + mixture-of-experts decode on more than one GPU: the published runs of that "
-                             "shape (validation/moe_multigpu_decode.csv) measure per-layer kernels the model does not "
-                             "count, so no calibrated range")
+                             "shape (validation/moe_multigpu_decode.csv) measure "
+                             + "; ".join(f"{lo:.2f}-{hi:.2f} x the estimate at {k} ({', '.join(ids)})"
+                                         for k, (lo, hi, ids) in MLA_MOE_MEASURED.items())
+                             + ", so no calibrated range")
 
 
 # A training run on a GPU architecture with no training calibration row (estimate/efficiency.py

@@ -612,6 +612,15 @@ def speed_model(spec: ModelSpec, device: Any, *, weights_format: str = "bf16", p
     if ov_factor is not None or layer_overhead is not None:
         assumptions.append(Assumption("decode_overhead_per_layer_seconds", tau, layer_overhead is None,
                                       ov_factor.source if ov_factor and layer_overhead is None else "given"))
+    # eq. (15): the layers' chains of latency-bound kernels, a roof of the serving engine's decode step
+    floor_factor = E.layer_kernel_floor(engine, device.kind, spec.mla is not None, spec.moe is not None)
+    kernel_floor = step_overhead(spec.num_layers, floor_factor.expected) if floor_factor is not None else 0.0
+    if floor_factor is not None:
+        assumptions.append(Assumption(
+            floor_factor.name, floor_factor.expected, True,
+            f"formulas/speed.py eq. (15): a decode step takes at least {spec.num_layers} layers x "
+            f"{floor_factor.expected * 1e6:.1f} us ({kernel_floor * 1e3:.2f} ms) of latency-bound kernels, whatever "
+            f"its bytes; {floor_factor.source}"))
     pre = tuple(assumptions)  # the load's identical_sequences goes between pre and post (estimate_speed's order)
     assumptions = []
     step_fixed = step_overhead(spec.num_layers, tau)
@@ -1112,7 +1121,8 @@ def speed_model(spec: ModelSpec, device: Any, *, weights_format: str = "bf16", p
                 # cost follows their arithmetic (efficiency.LLAMACPP_UNFUSED_ATTENTION_WORK_*)
                 t_attn = unfused_attention_time(kv, float(bw), be, attn, unfused_peak, unfused.expected)
                 nbytes -= kv
-            t = phase_time(flops, nbytes, peak, bw, ce, be, comm(batch), step_fixed, attention_seconds=t_attn)
+            t = phase_time(flops, nbytes, peak, bw, ce, be, comm(batch), step_fixed, attention_seconds=t_attn,
+                           floor_seconds=kernel_floor)
             hs = decode_host(batch) if decode_host is not None else host_step
             if hs:  # eq. (14): the engine's host step overlaps the device's
                 t = host_overlapped_step(t, hs)
@@ -1189,9 +1199,9 @@ def speed_model(spec: ModelSpec, device: Any, *, weights_format: str = "bf16", p
                     f"decode of one sequence on {tp} GPUs is host-bound: the engine's host step "
                     f"({decode.seconds * 1e3:.2f} ms, estimate/engines.py STEP_HOST) decides it, above the modelled "
                     f"device step ({max(decode.compute_seconds, decode.memory_seconds) * 1e3:.2f} ms of weights and KV "
-                    f"+ {decode.comm_seconds * 1e3:.2f} ms of all-reduces); the per-layer kernels of a tensor-parallel "
-                    "step are not counted, and published one-sequence MoE decodes on 8 GPUs run at 10-15 % of such "
-                    "estimates (validation/moe_multigpu_decode.csv MD02-MD04): no calibrated range")
+                    f"+ {decode.comm_seconds * 1e3:.2f} ms of all-reduces); the per-layer latency-bound kernels of a "
+                    "tensor-parallel step are counted for MLA + MoE layers only (formulas/speed.py eq. 15), so the "
+                    "step may be slower: no calibrated range")
         return SpeedEstimate(spec.name, device.id, count, tp, bytes_fmt, dtype, prompt_tokens, output_tokens,
                              concurrency, prefill, decode, single, roof_p, roof_d, tuple(assumptions), tuple(warnings),
                              details, serving, engine_version, R.TRANSFORMERS if launch_host else None,

@@ -261,6 +261,21 @@ Architecture*, 5th ed., section C.1: throughput is set by the longest stage)::
     t_step = max(t_device, t_host)                                                        (14)
 
 t_device the step of eqs. (3)-(7), t_host the engine's host seconds per step (estimate/engines.py STEP_HOST).
+
+The kernel-latency roof. A decode step is a chain of kernels run one after the other (a CUDA graph removes the
+host's launches, not the kernels); each takes at least its own latency -- start on the device, DRAM latency, a grid
+too small to fill the GPU, the tail -- whatever its bytes. Where the bytes one layer reads on one GPU are few (a
+routed-expert layer at small batch, its experts and heads split over 8 GPUs) the sum of those minimums, not the
+bytes, sets the device's step: the step is at least the layers' chains of latency-bound kernels::
+
+    t_device = max(t_c, t_m, L tau_k) + t_comm + ...                                       (15)
+
+tau_k the device time of one layer's chain at small batch (estimate/efficiency.py: per layer kind, calibrated on a
+named row), L tau_k from eq. (7)'s product (``step_overhead``). A roof, not a term added to t_m: where the weight
+products stream long enough to hide the chain (dense layers on one GPU, whose rows fitted the bandwidth share), eq.
+(3) is unchanged. Published launch-bound decodes measure such chains: gLLM PR #264 (gty111/gLLM, 2026-08-31),
+DeepSeek-V4 TP 4, one token: 8412 kernels in 22.7 ms of GPU time, 2.7 us a kernel; vLLM PR #36559 (fused_moe
+kernel, batch 1: 26.7 us for a step whose expert bytes stream in a few us).
 """
 
 from __future__ import annotations
@@ -550,13 +565,16 @@ class PhaseTime:
     attention_seconds: float = 0.0  # eq. (13): unfused single-token attention products, outside memory_seconds
     host_seconds: float = 0.0  # the engine's host step when it overlaps the device's (eq. 14); 0: none
     elementwise_seconds: float = 0.0  # eager memory-bound kernels between the GEMMs (elementwise_traffic eq. E13)
+    floor_seconds: float = 0.0  # eq. (15): the layers' chains of latency-bound kernels, a roof beside t_c and t_m
 
     @property
     def bound(self) -> str:
         if self.host_seconds and self.host_seconds >= self.seconds:
             return "host"
-        if self.comm_seconds > max(self.compute_seconds, self.memory_seconds):
+        if self.comm_seconds > max(self.compute_seconds, self.memory_seconds, self.floor_seconds):
             return "communication"
+        if self.floor_seconds > max(self.compute_seconds, self.memory_seconds):
+            return "kernel latency"
         if self.attention_seconds > max(self.compute_seconds, self.memory_seconds):
             return "attention"
         # the eager memory-bound kernels run apart from the GEMMs: memory time of their own
@@ -572,30 +590,34 @@ class PhaseTime:
             out["attention_seconds"] = self.attention_seconds
         if self.elementwise_seconds:
             out["elementwise_seconds"] = self.elementwise_seconds
+        if self.floor_seconds:
+            out["kernel_floor_seconds"] = self.floor_seconds
         return out
 
 
 def phase_time(flops: float, nbytes: float, peak_flops: float | None, bandwidth: float | None,
                compute_efficiency: float, bandwidth_efficiency: float, comm_seconds: float = 0.0,
                overhead_seconds: float = 0.0, attention_seconds: float = 0.0,
-               elementwise_seconds: float = 0.0) -> PhaseTime:
+               elementwise_seconds: float = 0.0, floor_seconds: float = 0.0) -> PhaseTime:
     """Eq. (3) with either resource optional (an unknown peak contributes no lower bound of its own), plus
     communication, a fixed per-step ``overhead_seconds`` (eq. 7) and ``attention_seconds``: the unfused attention
     products of eq. (13), or the flash-attention K/V stream of eq. F1, that run after the weight products (their cache
     read is then not part of ``nbytes``); and ``elementwise_seconds``: the memory-bound kernels an eager framework
-    runs one after another between its GEMMs (formulas/elementwise_traffic.py eqs. E7, E13), which overlap neither::
+    runs one after another between its GEMMs (formulas/elementwise_traffic.py eqs. E7, E13), which overlap neither;
+    ``floor_seconds``: eq. (15)'s roof of latency-bound kernels (0: none)::
 
-        T = max(t_c, t_m) + t_comm + t_overhead + t_attn + t_elementwise                             (3')
+        T = max(t_c, t_m, t_floor) + t_comm + t_overhead + t_attn + t_elementwise                    (3')
 
     Raises InputError when both are unknown."""
     if not peak_flops and not bandwidth:
         raise InputError("need a peak FLOP/s or a memory bandwidth to estimate time")
-    if attention_seconds < 0 or elementwise_seconds < 0:
-        raise InputError("attention_seconds and elementwise_seconds must not be negative")
+    if attention_seconds < 0 or elementwise_seconds < 0 or floor_seconds < 0:
+        raise InputError("attention_seconds, elementwise_seconds and floor_seconds must not be negative")
     tc = compute_time(flops, peak_flops, compute_efficiency) if peak_flops else 0.0
     tm = memory_time(nbytes, bandwidth, bandwidth_efficiency) if bandwidth else 0.0
-    return PhaseTime(max(tc, tm) + comm_seconds + overhead_seconds + attention_seconds + elementwise_seconds, tc, tm,
-                     comm_seconds, overhead_seconds, attention_seconds, elementwise_seconds=elementwise_seconds)
+    return PhaseTime(max(tc, tm, floor_seconds) + comm_seconds + overhead_seconds + attention_seconds
+                     + elementwise_seconds, tc, tm, comm_seconds, overhead_seconds, attention_seconds,
+                     elementwise_seconds=elementwise_seconds, floor_seconds=floor_seconds)
 
 
 def host_overlapped_step(device: PhaseTime, host_seconds: float) -> PhaseTime:
@@ -605,7 +627,8 @@ def host_overlapped_step(device: PhaseTime, host_seconds: float) -> PhaseTime:
         raise InputError("host_seconds must be >= 0")
     return PhaseTime(max(device.seconds, host_seconds), device.compute_seconds, device.memory_seconds,
                      device.comm_seconds, device.overhead_seconds, attention_seconds=device.attention_seconds,
-                     host_seconds=host_seconds, elementwise_seconds=device.elementwise_seconds)
+                     host_seconds=host_seconds, elementwise_seconds=device.elementwise_seconds,
+                     floor_seconds=device.floor_seconds)
 
 
 def batched_decode_time(nbytes: float, bandwidth: float, bandwidth_efficiency: float, extra_gemm_flops: float,
