@@ -253,3 +253,31 @@ def test_the_profiles_layernorm_on_an_rmsnorm_model_warns_only_when_given() -> N
     assert not any("layernorm" in w for w in quiet.warnings), quiet.warnings
     told = estimate_training(spec, TrainingWorkload(framework="llm-foundry", layernorm="low-precision"))
     assert any(w.startswith("layernorm 'low-precision' changes nothing") for w in told.warnings), told.warnings
+
+
+@pytest.mark.parametrize("rid", [f"PM04{k:02d}" for k in range(10)])
+def test_torchtitan_trains_on_fixed_shapes_where_the_reserve_is_read(rid: str) -> None:
+    """torchtitan's dataloader packs every sample's tokens into one buffer and cuts it into rows of exactly seq_len + 1
+    tokens (torchtitan @9dec370 torchtitan/datasets/hf_datasets.py lines 111-127), so every step has the same shapes:
+    under --metric reserved / nvidia-smi the profile sets batch_shapes 'fixed' (what torchtitan's published
+    max-reserved rows state by hand), and the prediction lies nearer the measured figure than with shapes that vary;
+    under allocated (which refuses 'fixed') the profile sets nothing; a given 'variable' wins."""
+    from llmsizer.units import GiB
+    model, f, *_ = V.TRAINING_ROWS[rid]
+    assert f["batch_shapes"] == "fixed"
+    row = V.public_rows()[rid]
+    measured = float(row["value"]) * V.TRAINING_UNIT[row["unit"]]
+    bare = {k: v for k, v in f.items() if k != "batch_shapes"}
+    by_hand = estimate_training(model, **f, metric="reserved")
+    profiled = estimate_training(model, **bare, framework="torchtitan", metric="reserved")
+    assert profiled.total("device") == by_hand.total("device")
+    assert "from framework profile torchtitan" in next(a.why for a in profiled.assumptions
+                                                       if a.name == "batch_shapes")
+    varying = estimate_training(model, **bare, framework="torchtitan", metric="reserved", batch_shapes="variable")
+    assert abs(profiled.total("device")[1] - measured) < abs(varying.total("device")[1] - measured), \
+        (rid, profiled.total("device")[1] / GiB, varying.total("device")[1] / GiB, measured / GiB)
+    smi = estimate_training(model, **bare, framework="torchtitan", metric="nvidia-smi")
+    assert smi.total("device")[1] > profiled.total("device")[1]  # fixed too, plus the CUDA context
+    assert "eq. R1" in smi.item("allocator_reserve").formula
+    allocated = estimate_training(model, **bare, framework="torchtitan", metric="allocated")  # not refused
+    assert all(a.name != "batch_shapes" or a.value == "variable" for a in allocated.assumptions)

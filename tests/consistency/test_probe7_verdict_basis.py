@@ -13,27 +13,13 @@ Truths, each apart from llmsizer's wording:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from cli_capture import run, run_json
 from llmsizer.models import load_model
 
 MODEL = "llama-3.1-8b"
-REQUEST = """\
-version: 1
-title: window
-jobs:
-  - name: long
-    kind: inference
-    model: {{name: {model}}}
-    engine: vllm
-    start: 2027-01-04
-    traffic:
-      concurrency: {{typical: 1, peak: {conc}}}
-      context: {{typical: {ctx}, peak: {ctx}}}
-    service: {{duration: 1 month}}
-    resources: {{device: {device}, count: 1{memory}}}
-"""
 INVENTORY = """\
 version: 1
 provider: test
@@ -44,13 +30,6 @@ nodes:
 storage:
   - {id: st, site: s1, capacity: 100 TB}
 """
-
-
-def _request(tmp_path: Path, ctx: str, conc: int = 1, device: str = "h100-sxm", memory: str = "") -> Path:
-    p = tmp_path / "req.yaml"
-    p.write_text(REQUEST.format(model=MODEL, ctx=ctx, conc=conc, device=device,
-                                memory=f", memory: {memory}" if memory else ""))
-    return p
 
 
 def _window() -> int:
@@ -67,21 +46,21 @@ def _check(tmp_path: Path, req: Path) -> tuple[int, dict]:
     return code, c
 
 
-def test_capacity_binds_on_the_window_not_memory(tmp_path: Path) -> None:
+def test_capacity_binds_on_the_window_not_memory(tmp_path: Path, window_request: Callable[..., Path]) -> None:
     window = _window()
-    code, c = _check(tmp_path, _request(tmp_path, "200k"))
+    code, c = _check(tmp_path, window_request("200k"))
     assert code == 1 and not c["fits"]
     assert c["binding"] == "context window", c
     assert f"{window:,} tokens or less" in c["reason"] and "engine_settings.allow_long_context" in c["reason"]
     assert "does not hold the job" not in c["reason"]
     # the control: within the window the same job fits the same devices (so memory was never the constraint)
-    code, c = _check(tmp_path, _request(tmp_path, "128k"))
+    code, c = _check(tmp_path, window_request("128k"))
     assert code == 0 and c["fits"], c
 
 
-def test_plan_and_fit_advise_the_window(tmp_path: Path) -> None:
+def test_plan_and_fit_advise_the_window(window_request: Callable[..., Path]) -> None:
     window = _window()
-    code, plan = run_json("plan", str(_request(tmp_path, "200k")))
+    code, plan = run_json("plan", str(window_request("200k")))
     assert code == 1
     (err,) = [c for c in plan["checks"] if c["id"] == "service-does-not-fit"]
     assert f"{window:,} tokens or less" in err["advice"] and "allow_long_context" in err["advice"]
@@ -105,7 +84,7 @@ def test_auto_fit_warns_as_the_plain_fit_of_its_flags() -> None:
     assert high and set(high) <= set(auto["warnings"]), (high, auto["warnings"])
 
 
-def test_first_token_past_ten_seconds_is_warned_everywhere(tmp_path: Path) -> None:
+def test_first_token_past_ten_seconds_is_warned_everywhere(window_request: Callable[..., Path]) -> None:
     code, f = run_json("fit", "llama-3.2-3b", "--device", "aws-m7i.2xlarge", "--context", "4096", "--concurrency",
                        "2")
     assert code == 0 and f["speed"]["ttft_seconds"] > 10  # the premise (a CPU's prefill of 4k tokens)
@@ -115,7 +94,7 @@ def test_first_token_past_ten_seconds_is_warned_everywhere(tmp_path: Path) -> No
     code, auto = run_json("fit", "llama-3.3-70b-instruct", "--device", "rtx-3090", "--count", "2", "--engine",
                           "llama.cpp", "--weights", "q4_k_m", "--auto")
     assert [w for w in auto["warnings"] if "Nielsen 1993" in w]
-    code, plan = run_json("plan", str(_request(tmp_path, "120k", conc=3)))  # no latency limit in the request
+    code, plan = run_json("plan", str(window_request("120k", conc=3)))  # no latency limit in the request
     (job,) = plan["jobs"]
     assert job["speed_estimate"]["ttft_seconds"] > 10  # the premise
     assert [c for c in plan["checks"] if c["id"] == "slow-first-token"]
@@ -124,13 +103,13 @@ def test_first_token_past_ten_seconds_is_warned_everywhere(tmp_path: Path) -> No
     assert len([w for w in rec["warnings"] if "Nielsen 1993" in w]) == 1  # said once, fit's of the choice
 
 
-def test_decimal_gigabytes_are_named(tmp_path: Path) -> None:
+def test_decimal_gigabytes_are_named(window_request: Callable[..., Path]) -> None:
     gib = 24e9 / 2**30
     code, out, _ = run("infer", MODEL, "--memory", "24GB")
     assert f"24 GB = {gib:.2f} GiB" in out and "did you mean 24GiB?" in out
     code, out, _ = run("infer", MODEL, "--memory", "24GiB")
     assert "did you mean 24GiB" not in out
-    code, plan = run_json("plan", str(_request(tmp_path, "32k", device="gpu", memory="24 GB")))
+    code, plan = run_json("plan", str(window_request("32k", device="gpu", memory="24 GB")))
     (job,) = plan["jobs"]
     assert [w for w in job["warnings"] if f"24 GB = {gib:.2f} GiB" in w]
 
@@ -142,10 +121,10 @@ def test_no_catalog_device_is_a_whole_number_of_gb() -> None:
                 if d.memory_bytes and int(d.memory_bytes) % 10**9 == 0]
 
 
-def test_running_sequences_derived_and_singular(tmp_path: Path) -> None:
+def test_running_sequences_derived_and_singular(window_request: Callable[..., Path]) -> None:
     code, out, _ = run("infer", MODEL, "--engine", "vllm", "--weights", "fp8", "--device", "h100-sxm", "--context",
                        "32768", "--concurrency", "16")
     assert "running_sequences=" in out
     assert "running_sequences=14 (default)" not in out and "(derived)" in out.split("running_sequences=")[1][:20]
-    code, out, _ = run("plan", str(_request(tmp_path, "200k")))
+    code, out, _ = run("plan", str(window_request("200k")))
     assert "runs 1 sequence at once" in out and "runs 1 sequences" not in out

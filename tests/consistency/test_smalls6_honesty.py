@@ -18,6 +18,7 @@ Truths, each apart from llmsizer's numbers:
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -81,28 +82,10 @@ def test_the_decode_refusal_names_the_engines_statistic() -> None:
         assert word in str(e.value) and (engine == "vllm" or "mean in flight" not in str(e.value))
 
 
-REQUEST = """\
-version: 1
-title: window
-jobs:
-  - name: long
-    kind: inference
-    model: {name: llama-3.1-8b}
-    engine: vllm
-    start: 2027-01-04
-    traffic:
-      concurrency: {typical: 1, peak: 1}
-      context: {typical: 200k, peak: 200k}
-    service: {duration: 1 month}
-    resources: {device: h100-sxm, count: 1}
-"""
-
-
-def test_plan_says_the_window_fix_once(tmp_path: Path) -> None:
+def test_plan_says_the_window_fix_once(window_request: Callable[..., Path]) -> None:
     window = load_model("llama-3.1-8b").max_position_embeddings
     assert window == 131072
-    p = tmp_path / "req.yaml"
-    p.write_text(REQUEST)
+    p = window_request("200k")
     code, out, _ = run("plan", str(p))
     assert code == 1
     assert out.count(f"{window:,} tokens or less") == 1, out

@@ -37,6 +37,9 @@ WORKLOAD_RULES = {
     "fsdp2-full": "fsdp full with fsdp_version 2",
     "tp": "tp > 1",
     "packing": "packing",
+    # the memory metric reads the caching allocator's reserve (specs/training.py POOL_METRICS), the only one that
+    # reads batch_shapes (refused under any other)
+    "pool-metric": "metric reserved or nvidia-smi",
 }
 
 

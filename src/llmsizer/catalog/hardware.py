@@ -193,6 +193,10 @@ class Device:
     # the PCIe generation of the device's own host link, as the catalog writes it ("gen4"); None: not stated
     # (estimate/device.py host_link, the one reader)
     pcie: str | None = None
+    # the id of the interconnects.json link between the device and its host's memory where that is no PCIe slot
+    # (a Grace superchip's NVLink-C2C: "nvlink-c2c"); None: the host link is the `pcie` generation's x16 slot
+    # (estimate/device.py host_link, the one reader)
+    host_interconnect: str | None = None
 
     @property
     def capability(self) -> int | None:
@@ -568,7 +572,7 @@ def _flag(raw: Any, where: str, ctx: _Ctx, missing: dict[str, str]) -> Value | N
 _DEVICE_FIELDS = {"id", "name", "aliases", "vendor", "kind", "form_factor", "memory", "memory_usable",
                   "memory_options", "memory_bandwidth", "flops", "flops_sparse", "tdp", "interconnect",
                   "interconnect_bandwidth", "launch_price", "price", "memory_channels", "cores", "isa", "owned", "pcie",
-                  "note", "notes", "architecture", "sm_count", "fp32_cores", "compute_capability", "peer_to_peer"}
+                  "host_interconnect", "note", "notes", "architecture", "sm_count", "fp32_cores", "compute_capability", "peer_to_peer"}
 
 
 def _device(raw: dict[str, Any], where: str, ctx: _Ctx) -> list[Device]:
@@ -603,6 +607,10 @@ def _device(raw: dict[str, Any], where: str, ctx: _Ctx) -> list[Device]:
     pcie = raw.get("pcie")
     if pcie is not None and not (isinstance(pcie, str) and re.fullmatch(r"gen[1-9]", pcie)):
         raise ctx.fail(f"{where}.pcie", f"{pcie!r} is not a PCIe generation (gen3, gen4, gen5, ...)")
+    host_ic = raw.get("host_interconnect")
+    if host_ic is not None and host_ic not in _interconnect_ids():
+        raise ctx.fail(f"{where}.host_interconnect",
+                       unknown_choice("host_interconnect", host_ic, sorted(_interconnect_ids())))
     base = Device(id=str(raw["id"]).lower(), name=str(raw["name"]), kind=raw["kind"], vendor=str(raw.get("vendor", "")),
                   form_factor=ff, aliases=tuple(str(a) for a in raw.get("aliases", ())),
                   memory=vals.get("memory"), memory_usable=vals.get("memory_usable"),
@@ -613,7 +621,7 @@ def _device(raw: dict[str, Any], where: str, ctx: _Ctx) -> list[Device]:
                   owned=bool(raw.get("owned", False)), origin=ctx.origin,
                   architecture=str(raw.get("architecture", "")).lower(), sm_count=vals.get("sm_count"),
                   fp32_cores=vals.get("fp32_cores"), compute_capability=vals.get("compute_capability"),
-                  peer_to_peer=p2p, pcie=pcie)
+                  peer_to_peer=p2p, pcie=pcie, host_interconnect=host_ic)
     opts = vals.get("memory_options")
     if opts is None:
         return [base]
@@ -672,6 +680,12 @@ def _read_builtin(name: str) -> dict[str, Any]:
     text = resources.files("llmsizer.catalog.data").joinpath("hardware").joinpath(name).read_text("utf-8")
     data: dict[str, Any] = json.loads(text)
     return data
+
+
+@lru_cache(maxsize=1)
+def _interconnect_ids() -> frozenset[str]:
+    """The ids of the bundled interconnects.json (a device's ``host_interconnect`` names one of them)."""
+    return frozenset(str(r["id"]) for r in _read_builtin("interconnects.json")["interconnects"])
 
 
 _SOURCE_FILES = ("sources.json", "sources_cloud.json")

@@ -605,6 +605,9 @@ def host_link(device: Device) -> tuple[float, str]:
     training_time.py eq. (12); FSDP / ZeRO CPU-offload copies, formulas/cpu_offload_time.py eqs. (H1)-(H3);
     activation offload, formulas/activation_offload.py eq. (AO1)):
 
+    - a device whose catalog row names a ``host_interconnect`` (a Grace superchip's GPU: NVLink-C2C to its Grace CPU,
+      not a PCIe slot): that interconnects.json link's stated per-direction figure (nvlink-c2c: NVIDIA's 900 GB/s
+      bidirectional / 2 = 450 GB/s, the superchip's one figure; its source and date in the words);
     - a card whose catalog interconnect is a PCIe link: that link's stated per-direction figure (its
       ``interconnect_bandwidth``, else the interconnect's), the card's own slot, so an electrically x8 card keeps its
       half link (rtx-5060: PCIe Gen5 x8, 32 GB/s);
@@ -616,6 +619,11 @@ def host_link(device: Device) -> tuple[float, str]:
     - else (no ``pcie`` field: a user's hardware file, a generic ``gpu``) efficiency.HOST_LINK_BANDWIDTH, PCIe Gen4
       x16, stated as the fallback."""
     cat = load_catalog()
+    host = cat.interconnect(device.host_interconnect)
+    if host is not None:
+        v = host.bandwidth
+        return float(v.base), (f"{device.id}'s host link: {host.name}, {float(v.base) / 1e9:.4g} GB/s per direction "
+                               f"(interconnects.json {host.id}, {v.source}, {v.date})")
     ic = cat.interconnect(device.interconnect)
     if ic is not None and ic.kind == "pcie":
         v = device.interconnect_bandwidth or ic.bandwidth

@@ -1066,7 +1066,8 @@ LLAMACPP_ROW_EXCHANGE = Factor(
     "issue #50576 NCCL A800 PCIe 16 KB 63.8 us (high)")
 # The host link of a device whose catalog row states no PCIe generation (a user's hardware file, a generic `gpu`):
 # PCIe Gen4 x16, 32 GB/s per direction (the catalog's pcie4 interconnect). Every other device's link is its own
-# (estimate/device.py host_link: its PCIe interconnect, else its `pcie` generation's x16 link).
+# (estimate/device.py host_link: its host_interconnect (NVLink-C2C on a Grace superchip), else its PCIe interconnect,
+# else its `pcie` generation's x16 link).
 HOST_LINK_BANDWIDTH = 32e9
 HOST_LINK_SOURCE = "PCIe Gen4 x16 per direction (interconnects.json pcie4, llm-analysis)"
 

@@ -18,7 +18,7 @@ from typing import Any
 from ..catalog.frameworks import FrameworkDefault, FrameworkProfile, framework_profile
 from ..errors import InputError
 from ..specs import ModelSpec, TrainingWorkload
-from ..specs.training import check_kernels
+from ..specs.training import POOL_METRICS, check_kernels
 from .device import with_device_precision
 
 
@@ -48,6 +48,8 @@ def workload_rule_holds(rule: str | None, w: TrainingWorkload) -> bool:
         return w.tp > 1
     if rule == "packing":
         return w.packing
+    if rule == "pool-metric":
+        return w.metric in POOL_METRICS
     raise InputError(f"unknown framework workload rule {rule!r}")  # (checked on load: catalog/frameworks.py)
 
 
