@@ -411,9 +411,9 @@ def usable_memory(device: Device, memory: int | None = None, source: str = "give
         if record:
             notes.append(Assumption("device_memory", format_bytes(base), True, device.memory_basis_text()))
     if device.kind == "apple":
-        frac = E.APPLE_GPU_WORKING_SET.expected
+        frac = E.apple_gpu_working_set(base)
         if record:
-            notes.append(Assumption("apple_gpu_working_set", frac, True, E.APPLE_GPU_WORKING_SET.source))
+            notes.append(Assumption(E.APPLE_WORKING_SET_NAME, round(frac, 4), True, E.APPLE_WORKING_SET_SOURCE))
         base = int(base * frac)
     return base, notes
 

@@ -3,8 +3,8 @@ estimators (``estimate_inference`` / ``estimate_training`` given the device's me
 rule in ``estimate/verdict.py``), and the speed it would run at from ``performance.estimate_speed``.
 
 Usable memory is the catalog's device memory (``Device.memory_bytes``). Apple GPUs may use only the Metal
-working-set share of unified memory (``efficiency.APPLE_GPU_WORKING_SET``); CPUs use RAM, which must not spill
-into swap.
+working-set share of unified memory (``efficiency.apple_gpu_working_set``: 2/3 up to 32 GB, 3/4 above); CPUs use
+RAM, which must not spill into swap.
 """
 
 from __future__ import annotations
