@@ -38,6 +38,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..readers import system_outputs as so
+from ..units import format_bytes
 from .hardware import Device, HardwareCatalog, Value, builtin_catalog
 
 # output name (the file name under --from DIR) -> the fixed, read-only command that prints it
@@ -536,6 +537,9 @@ class _Builder:
         if ram is not None and meminfo is not None:
             entry["memory"] = {"value": ram // so.KIB, "unit": "KiB", "source": meminfo.source_key,
                                "where": f"MemTotal: {ram // so.KIB} kB"}
+            short = memavailable_short(meminfo.text, ram)
+            if short is not None:
+                self.det.warnings.append(f"{entry['id']}: {short}")
         else:
             entry["memory"] = {"value": None, "note": "/proc/meminfo not read"}
         if dev is not None:
@@ -606,6 +610,30 @@ class _Builder:
             entry["note"] = ("chip not named in the outputs" if not chip
                              else "" if mem else "memory size not in the outputs")
         self.add(entry, name, 1, mem, mem_o.source_key if mem_o and mem else "", dev)
+
+
+# `hardware detect` writes MemTotal as the CPU's memory; a machine whose MemAvailable is far below it (huge pages
+# reserved, other tenants, a page cache that will not drop) gives a process much less. Below this share of MemTotal
+# the detection warns, naming both figures: a policy threshold, not a measurement (an idle server reads 0.9 and more).
+MEMAVAILABLE_SHORT_SHARE = 0.5
+
+
+def memavailable_short(meminfo: str, total: int) -> str | None:
+    """The warning for a ``/proc/meminfo`` whose MemAvailable is under MEMAVAILABLE_SHORT_SHARE of MemTotal
+    (``total``, bytes), naming both and the reserved huge pages where printed; None otherwise or without the line."""
+    available = so.meminfo_field(meminfo, "MemAvailable")
+    if available is None or total <= 0 or available >= MEMAVAILABLE_SHORT_SHARE * total:
+        return None
+    huge = so.meminfo_huge_pages(meminfo)
+    if huge:
+        why = f"{format_bytes(huge)} reserved as huge pages, HugePages_Total x Hugepagesize"
+    elif huge == 0:
+        why = "no huge pages reserved: other processes or tenants hold it"
+    else:
+        why = "huge pages, other processes or tenants; this copy has no HugePages_Total line"
+    return (f"MemAvailable {format_bytes(available)} is {available / total:.0%} of MemTotal {format_bytes(total)}: "
+            f"the memory written is MemTotal, but a process gets about MemAvailable ({why}); give --memory "
+            "with what the workload may use")
 
 
 def detect(outputs: list[Output], skipped: list[str] | None = None,

@@ -85,14 +85,16 @@ def register(sub: Any) -> None:
     p.add_argument("--train", action="store_true", help="fit a training run instead of serving")
     a = p.add_argument_group("llama.cpp auto-fit")
     a.add_argument("--auto", action="store_true",
-                   help="llama.cpp: choose -c, -ngl, -ts and --n-cpu-moe to fit each GPU (prints the flags)")
+                   help="llama.cpp: choose -c, -ngl, -ts and --n-cpu-moe to fit each GPU, or an Apple chip's Metal "
+                        "working set (prints the flags)")
     a.add_argument("--free", type=list_of(bytes_arg, "sizes", MAX_GPUS),
                    help="free memory of each GPU for --auto, e.g. 23GiB,11GiB, each at most the --device's memory "
                         "(mixed cards: name the largest) (default: --memory or the catalog memory, x --count)")
     a.add_argument("--host-memory", type=bytes_arg, help="llama.cpp on GPUs: host RAM for what it keeps on the CPU (-ngl below all layers, "
                         "--n-cpu-moe, token embeddings), checked with or without --auto")
     p.add_argument("--host-device", help="llama.cpp: the host CPU (catalog name) whose memory bandwidth runs the "
-                   "layers and experts kept on the CPU, for the decode speed of the split")
+                   "layers and experts kept on the CPU, for the decode speed of the split (an Apple chip is its own "
+                   "host: the default there)")
     add_inference_args(p, tensor_parallel=False, attention=False, speed=True,
                        engine_default=f"default: {engine_rule_text('--device gpu')}")
     p.add_argument("--request-rate", type=float_arg(REQUEST_RATE),
@@ -174,8 +176,9 @@ def _auto(spec: Any, args: argparse.Namespace, fields: dict[str, Any]) -> LlamaC
     if fields.get("engine") is not None and normalize_engine(fields["engine"]) != "llamacpp":
         raise InputError("--auto fits llama.cpp; drop --engine or use --engine llamacpp")
     device, count, _, _ = target_and_count(args.device, args.count, args.hardware_file)
-    if device.kind in ("cpu", "apple"):
-        raise InputError(f"--auto places layers on GPUs; {device.id} is {device.kind}")
+    if device.kind == "cpu":
+        raise InputError(f"--auto places layers on GPUs; {device.id} is a CPU: llama.cpp keeps the whole model in its "
+                         "RAM (drop --auto; --max-context gives the longest context that fits)")
     if args.free and args.count is not None and args.count != len(args.free):
         raise InputError(f"--free gives {len(args.free)} GPU(s) but --count is {args.count}")
     free = gpu_free(device, count, args.free, args.memory)
@@ -183,4 +186,4 @@ def _auto(spec: Any, args: argparse.Namespace, fields: dict[str, Any]) -> LlamaC
     # with the decode of the printed flags, as `fit` with them times it (one answer: llamacpp_fit.py with_speed)
     return fit_llamacpp(spec, free, fit_target=args.fit_target, headroom=args.headroom, context=context,
                         host_memory=args.host_memory, device=device, host_device=args.host_device,
-                        hardware_files=args.hardware_file, **fields)
+                        hardware_files=args.hardware_file, memory=args.memory, **fields)

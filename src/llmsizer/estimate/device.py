@@ -153,6 +153,28 @@ def engine_assumption(engine: str | None, device: Device, count: int, weights: s
     return eng, Assumption("engine", eng, True, f"default for {where}: {why}")
 
 
+# On an Apple chip llama.cpp's CPU part (-ngl below all layers, --n-cpu-moe) runs on the chip's own CPU cores, which
+# read the same unified memory as its GPU (ggml's CPU backend on the host buffers; no copy over a link): the chip is its
+# own host. Its CPU cores' share of the chip's memory bandwidth is not stated for every chip (no source gives it per
+# configuration), so the chip's whole bandwidth is used, named as an assumption and said in a warning (an upper
+# bound: the decode of the host part is at least this slow). The one rule fit, fit --auto and the search read.
+APPLE_OWN_HOST_WARNING = ("the layers or experts on the CPU run on {chip}'s own CPU cores over the same unified memory: "
+                          "their decode assumes the chip's whole memory bandwidth ({bw}); no source states the CPU "
+                          "cores' share of it, which is likely lower, so this decode is an upper bound")
+
+
+def apple_own_host(device: Device) -> Device:
+    """The host of llama.cpp's CPU part on Apple chip ``device``: the chip itself seen from its CPU cores (kind cpu,
+    so the CPU decode share applies; the chip's memory bandwidth, APPLE_OWN_HOST_WARNING)."""
+    return replace(device, kind="cpu", id=f"{device.id}:cpu", name=f"{device.name} (CPU cores)", flops={},
+                   flops_sparse={}, origin=device.origin)
+
+
+def is_apple_own_host(host: Device | None) -> bool:
+    """Whether ``host`` is an Apple chip's own CPU side (``apple_own_host``)."""
+    return host is not None and host.id.endswith(":cpu")
+
+
 _HOST_WHY = "layers or experts kept on the CPU"
 
 
@@ -176,10 +198,18 @@ def host_part(engine: str | None, device: Device, host_device: str | Device | No
                 raise FieldError("host_device", f"host_device: {e}") from None
         else:
             found = host_device
-        if isinstance(found, Instance) or found.kind != "cpu":
+        if device.kind == "apple":  # the chip is its own host (APPLE_OWN_HOST_WARNING): only itself may be named
+            if isinstance(found, Instance) or found.id != device.id:
+                raise FieldError("host_device", f"host_device: on {device.id} (apple) llama.cpp's CPU part runs on "
+                                 f"the chip's own CPU cores; drop it or name {device.id}, not "
+                                 f"{getattr(found, 'id', found)}")
+            found = apple_own_host(device)
+        elif isinstance(found, Instance) or found.kind != "cpu":
             raise FieldError("host_device", f"host_device must be a CPU from the catalog (the host of llama.cpp's "
                              f"CPU part), got {getattr(found, 'id', found)} ({getattr(found, 'kind', 'an instance')})")
         host = found
+    elif device.kind == "apple" and engine in (None, "llamacpp"):
+        host = apple_own_host(device)
     memory = None
     if host_memory is not None:  # llama.cpp's host part beside GPUs (verdict.py host_memory_verdict), as fit --auto
         memory = int(read_number(host_memory, "host_memory", DEVICE_MEMORY))
@@ -411,11 +441,37 @@ def usable_memory(device: Device, memory: int | None = None, source: str = "give
         if record:
             notes.append(Assumption("device_memory", format_bytes(base), True, device.memory_basis_text()))
     if device.kind == "apple":
-        frac = E.APPLE_GPU_WORKING_SET.expected
+        frac = E.apple_gpu_working_set(base)
         if record:
-            notes.append(Assumption("apple_gpu_working_set", frac, True, E.APPLE_GPU_WORKING_SET.source))
+            notes.append(Assumption(E.APPLE_WORKING_SET_NAME, round(frac, 4), True, E.APPLE_WORKING_SET_SOURCE))
         base = int(base * frac)
     return base, notes
+
+
+# llama.cpp on an Apple chip: its Metal device is a GPU-type backend device (ggml-metal.cpp
+# ggml_backend_metal_device_get_type: GGML_BACKEND_DEVICE_TYPE_GPU) whose memory is recommendedMaxWorkingSetSize
+# (ggml/src/ggml-metal/ggml-metal-device.m ggml_metal_device_get_memory: total = recommendedMaxWorkingSetSize, free =
+# total - currentAllocatedSize), so -ngl and llama.cpp's --fit fill it as they fill a CUDA GPU's free memory (the GPU
+# budget here: usable_memory), and the CPU part (layers kept off the GPU, token embeddings) sits in the same unified memory, outside
+# that working set. The auto-fit's host memory there is the rest of the unified memory: memory - working set (1/3 up to
+# 32 GB, 1/4 above), named as an assumption: the OS and other processes share it, so it is an upper bound.
+APPLE_HOST_MEMORY_NAME = "apple_host_memory"
+
+
+def apple_host_memory(device: Device, memory: int | str | None = None) -> tuple[int | None, Assumption | None]:
+    """The host memory of llama.cpp's CPU part on Apple chip ``device`` (the unified memory, ``memory`` when given,
+    outside the Metal working set) and the assumption naming it; (None, None) for another device or no memory."""
+    if device.kind != "apple":
+        return None, None
+    unified = int(read_number(memory, "memory", DEVICE_MEMORY)) if memory is not None else device.memory_bytes
+    gpu, _ = usable_memory(device, unified, record=False)
+    if unified is None or gpu is None:
+        return None, None
+    rest = unified - gpu
+    return rest, Assumption(APPLE_HOST_MEMORY_NAME, format_bytes(rest), True,
+                            f"the unified memory {format_bytes(unified)} outside the Metal working set "
+                            f"{format_bytes(gpu)}: llama.cpp's CPU part shares the chip's memory (OS and other "
+                            "processes included, so an upper bound)")
 
 
 # A given --memory above what the device can hold is most likely a typo or another device (a "200GiB" H100), but

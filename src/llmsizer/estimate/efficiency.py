@@ -1084,12 +1084,61 @@ OFFLOAD_HOST_MEMORY_BANDWIDTH = Factor(
     "(cpus.json amd-epyc-milan / epyc-rome; NVIDIA DGX A100 architecture blog); range one Rome socket .. two "
     "8-channel DDR5-4800 sockets")
 
-# Apple GPUs may use about 70-78 % of unified memory (Metal recommendedMaxWorkingSetSize: 70 % on a 32 GB
-# M1 Max, ~78 % on larger configurations; XiongjieDai/GPU-Benchmarks-on-LLM-Inference README citing Apple's
-# tech talk 10580).
-APPLE_GPU_WORKING_SET = Factor(
-    "apple_gpu_working_set_fraction", 0.70, 0.75, 0.78,
-    "Metal recommendedMaxWorkingSetSize 70-78 % of unified memory (XiongjieDai README, Apple tech talk 10580)")
+# An Apple GPU may use Metal's recommendedMaxWorkingSetSize of the unified memory: llama.cpp's Metal device reports
+# it as the device's total (its free = it - currentAllocatedSize) and warns past it ("current allocated size is greater
+# than the recommended max working set size"); allocations beyond it fail or page. ggml-metal logs it at init, in
+# MiB labelled "MB" until 2023 (ggml-metal.m: recommendedMaxWorkingSetSize / 1024.0 / 1024.0) and in 10^6 bytes
+# since (recommendedMaxWorkingSetSize / 1e6). The published logs (APPLE_WORKING_SET_LOGS, each re-derived by
+# tests/hardware/test_apple_working_set.py) give 2/3 of the memory on Macs of 16 and 32 GB and 3/4 on Macs of 64 and
+# 96 GB. Between 32 and 64 GB the threshold is set above 32 GB: two logs in the public index without a stable address
+# (an M4 Max, 36 GB: 28991.03 MB; a 48 GB Mac: 38654.71 MB, both 10^6-byte) read 3/4. Newer macOS releases report more on some sizes (0.78 on 32 and 36 GB, 0.84 on 128 GB,
+# macOS 26): kept as the observed high, not the expected share, so a fit never counts on them.
+APPLE_WORKING_SET_SMALL = 2 / 3
+APPLE_WORKING_SET_LARGE = 3 / 4
+APPLE_WORKING_SET_SMALL_UPTO = 32 * 2**30  # the largest memory logged at 2/3 (32 GB)
+APPLE_WORKING_SET_NEWER_MACOS_HIGH = 0.84  # M5 Max 128 GB, macOS 26 (antirez/ds4 PR #893: 107.52 GiB)
+
+
+@dataclass(frozen=True)
+class MetalWorkingSetLog:
+    """One published ``recommendedMaxWorkingSetSize`` log line: the Mac's unified memory [GiB], the figure printed,
+    the unit it was printed in (bytes per "MB": 2**20 before 2023's change, 10**6 after), the chip and where."""
+    memory_gib: int
+    figure_mb: float
+    unit: int
+    chip: str
+    source: str
+    newer_macos: bool = False  # a macOS release that raised the share above the classic rule (the observed high)
+
+
+APPLE_WORKING_SET_LOGS: tuple[MetalWorkingSetLog, ...] = (
+    MetalWorkingSetLog(16, 10922.67, 2**20, "M1 (MacBook Pro 16 GB)",
+                       "github.com/abetlen/llama-cpp-python/issues/687"),
+    MetalWorkingSetLog(16, 10922.67, 2**20, "M1 (MacBook Air 16 GB)", "github.com/ise-uiuc/magicoder/issues/19"),
+    MetalWorkingSetLog(16, 11453.25, 10**6, "M4 (ggml-org CI runner ggml-100-mac-m4)",
+                       "github.com/ggml-org/ci llama.cpp/667d72846c06b2cf4f7c8a4265e210991a49706b/ggml-100-mac-m4/"
+                       "README.md"),
+    MetalWorkingSetLog(32, 21845.34, 2**20, "M2 Max 32 GB", "github.com/ollama/ollama/issues/434"),
+    MetalWorkingSetLog(32, 21845.34, 2**20, "M1 Max 32 GB", "github.com/ggml-org/llama.cpp/pull/2011"),
+    MetalWorkingSetLog(64, 49152.00, 2**20, "M1 Max 64 GB", "github.com/ggml-org/llama.cpp/issues/1870"),
+    MetalWorkingSetLog(96, 73728.00, 2**20, "M2 Max 96 GB", "github.com/ggml-org/llama.cpp/issues/3213"),
+    MetalWorkingSetLog(128, 107.52 * 1024, 2**20, "M5 Max 128 GB, macOS 26 (printed 107.52 GiB)",
+                       "github.com/antirez/ds4/pull/893", newer_macos=True),
+)
+APPLE_WORKING_SET_NAME = "apple_gpu_working_set"
+APPLE_WORKING_SET_SOURCE = (
+    "Metal recommendedMaxWorkingSetSize as llama.cpp logs it: 2/3 of unified memory up to 32 GB (M1 16 GB "
+    "10922.67 MiB, llama-cpp-python #687; M2 Max 32 GB 21845.34 MiB, ollama #434), 3/4 above (M1 Max 64 GB "
+    "49152 MiB, llama.cpp #1870; M2 Max 96 GB 73728 MiB, llama.cpp #3213; 36 and 48 GB read 3/4); macOS 26 "
+    "reports up to 0.84 (M5 Max 128 GB, antirez/ds4 #893), not counted on")
+
+
+def apple_gpu_working_set(unified_memory: int | float) -> float:
+    """The share of an Apple chip's ``unified_memory`` [bytes] its GPU may use (Metal's recommendedMaxWorkingSetSize
+    over the memory): 2/3 up to APPLE_WORKING_SET_SMALL_UPTO (32 GiB), 3/4 above, the rule the published logs in
+    APPLE_WORKING_SET_LOGS follow (allowing 1 % for a memory given as 32 GB in 10^9 bytes or a driver's figure)."""
+    return APPLE_WORKING_SET_SMALL if unified_memory <= APPLE_WORKING_SET_SMALL_UPTO * 1.01 else APPLE_WORKING_SET_LARGE
+
 
 # A cloud CPU VM shares its host socket's memory channels with other tenants. Assumption (named, not measured):
 # a VM's memory bandwidth scales with its share of one socket's physical cores, bandwidth_vm = bandwidth_socket x

@@ -3,8 +3,8 @@ estimators (``estimate_inference`` / ``estimate_training`` given the device's me
 rule in ``estimate/verdict.py``), and the speed it would run at from ``performance.estimate_speed``.
 
 Usable memory is the catalog's device memory (``Device.memory_bytes``). Apple GPUs may use only the Metal
-working-set share of unified memory (``efficiency.APPLE_GPU_WORKING_SET``); CPUs use RAM, which must not spill
-into swap.
+working-set share of unified memory (``efficiency.apple_gpu_working_set``: 2/3 up to 32 GB, 3/4 above); CPUs use
+RAM, which must not spill into swap.
 """
 
 from __future__ import annotations
@@ -37,12 +37,14 @@ from . import engines as ENG
 from . import ranges as R
 from .context_window import window_fits_at
 from .device import (
+    APPLE_OWN_HOST_WARNING,
     check_engine_on_device,
     device_fields,
     engine_assumption,
     hardware_decides,
     host_link,
     host_part,
+    is_apple_own_host,
     named_device_notes,
     nvlink_mesh_for,
     one_replica_per_device,
@@ -1482,6 +1484,9 @@ def _split_speed(spec: ModelSpec, est: Estimate, device: Device, host_device: st
     if host is None and host_holds:
         warnings.append("layers or experts run on the CPU: give --host-device (a CPU from the catalog) for the "
                         "decode speed of the split")
+    if host_holds and is_apple_own_host(host):
+        bw = host.bandwidth if host is not None else None
+        warnings.append(APPLE_OWN_HOST_WARNING.format(chip=device.id, bw=f"{bw / 1e9:.4g} GB/s" if bw else "unknown"))
     link = link_bandwidth_for(device, instance, hardware_files)
     if host_holds and sp.prefill is not None:  # eq. 8p: each ubatch copies the host's weights to the GPU
         sp = _split_prefill_speed(spec, split, sp, prompt, est, host, host_link(device), warnings)

@@ -44,7 +44,7 @@ from ..result import Assumption, Estimate
 from ..specs import ModelSpec
 from ..specs.workload import read_number
 from ..units import comma_values, format_bytes
-from .device import usable_memory
+from .device import APPLE_OWN_HOST_WARNING, apple_host_memory, gpu_runtime, usable_memory
 from .inference import estimate_inference
 from .search import largest_true, smallest_true
 from .verdict import LLAMACPP_FIT_TARGET, Margin, host_memory_verdict, margin_rule, memory_verdict
@@ -196,7 +196,7 @@ def fit_llamacpp(model: ModelSpec | str, free: Sequence[int | str] | str | int, 
                  headroom: float | None = None, context: int | None = None, min_context: int = FIT_MIN_CTX,
                  host_memory: int | None = None, fits_at: bool = True, device: str | Device | None = None,
                  host_device: str | Device | None = None, hardware_files: Sequence[str] = (),
-                 **workload: Any) -> LlamaCppFit:
+                 memory: int | str | None = None, **workload: Any) -> LlamaCppFit:
     """Auto-fit llama.cpp on GPUs with ``free`` bytes each (module docstring, steps 1-4), each keeping the margin of
     every llama.cpp verdict (estimate/verdict.py ``margin_rule``): ``fit_target`` bytes, or a ``headroom`` share of its
     free memory; neither: llama.cpp's --fit-target default. ``context`` None: the largest that fits, from the model's
@@ -205,17 +205,41 @@ def fit_llamacpp(model: ModelSpec | str, free: Sequence[int | str] | str | int, 
     ``device`` (the GPUs' catalog id or Device; ``host_device``: the host CPU): the decode speed of the printed flags
     as ``fit`` times them (:func:`with_speed`), so ``fit --auto``, the web and Python give one answer; None: memory
     only (``speed`` None). ``free``: a list of sizes (bytes, or text as '24GiB'), or text read as ``fit --auto
-    --free`` reads it ('24GiB,12GiB': one size per GPU, :func:`free_sizes`)."""
+    --free`` reads it ('24GiB,12GiB': one size per GPU, :func:`free_sizes`). On an Apple chip (Metal, one device)
+    ``free`` is its working set (``usable_memory``), the memory estimated is Metal's (no CUDA context), and the host
+    memory is the unified memory (``memory``, else the catalog's) outside it (``apple_host_memory``)."""
     free = free_sizes(free)
+    apple_note = None
+    dev = _named_device(device, hardware_files)
+    if dev is not None and dev.kind == "apple":
+        if len(free) != 1:
+            raise InputError(f"{dev.id} is one Metal device: give one free memory, not {len(free)}")
+        if host_memory is not None:
+            raise InputError(f"host_memory is the host RAM beside GPUs; on {dev.id} (apple) the CPU part shares the "
+                             "unified memory: give that instead (--memory; memory= in Python)")
+        workload["gpu_runtime"] = gpu_runtime(dev)
+        host_memory, apple_note = apple_host_memory(dev, memory)
     r = _auto_fit(model, free, fit_target=fit_target, headroom=headroom, context=context, min_context=min_context,
                   host_memory=host_memory, **workload)
     if not (r.fits or not fits_at or workload.get("weights") is not None):
         r = replace(r, fits_at=auto_fits_at(model, free, fit_target=fit_target, headroom=headroom, context=context,
                                             min_context=min_context, host_memory=host_memory, **workload))
+    if apple_note is not None:
+        r = replace(r, assumptions=(*r.assumptions, apple_note))
     if device is None:
         return r
     return with_speed(r, model, device, len(free), host_device=host_device, hardware_files=hardware_files,
                       **workload)
+
+
+def _named_device(device: str | Device | None, hardware_files: Sequence[str]) -> Device | None:
+    """``device`` as a catalog Device (a hardware file's too); None when not given or not one device."""
+    if device is None or isinstance(device, Device):
+        return device
+    from ..catalog.hardware import load_catalog
+
+    found = load_catalog(hardware_files).find(device)
+    return found if isinstance(found, Device) else None
 
 
 def auto_fits_at(model: ModelSpec | str, free: Sequence[int], **kwargs: Any) -> dict[str, Any] | None:
@@ -400,7 +424,7 @@ def with_speed(r: LlamaCppFit, model: ModelSpec | str, hardware: str | Device, c
     from .fit import fit  # (fit sits beside this module and composes the speed; imported when a speed is asked)
 
     fields = {k: v for k, v in workload.items() if k not in ("context", "n_gpu_layers", "split_mode", "engine",
-                                                             "tensor_split", "n_cpu_moe", "gpus")}
+                                                             "tensor_split", "n_cpu_moe", "gpus", "gpu_runtime")}
     timed = fit(model, hardware, count, engine="llamacpp", host_device=host_device, hardware_files=hardware_files,
                 fits_at=False, **fields, **r.flag_fields())
     sp = timed.speed
@@ -411,7 +435,9 @@ def with_speed(r: LlamaCppFit, model: ModelSpec | str, hardware: str | Device, c
     # estimate/serving_load.py) where ``loaded``; decode_tokens_per_second: the decode steps alone, idle. The first
     # token past the attention limit is fit's warning of these flags (estimate/fit.py ``slow_first_token``)
     slow = timed.details.get("slow_first_token") if r.fits else None
-    return replace(r, warnings=(*r.warnings, slow) if slow else r.warnings, speed={"tokens_per_second": sp.tokens_per_second,
+    said = [w for w in timed.warnings if w.startswith(APPLE_OWN_HOST_WARNING[:40])]  # an Apple chip as its own host
+    said += [slow] if slow else []
+    return replace(r, warnings=(*r.warnings, *said), speed={"tokens_per_second": sp.tokens_per_second,
                              "tokens_per_second_per_user": sp.tokens_per_second_per_user,
                              "decode_tokens_per_second": sp.decode_tokens_per_second, "loaded": sp.load is not None,
                              "concurrency": sp.concurrency, "decode_seconds": sp.decode.seconds,

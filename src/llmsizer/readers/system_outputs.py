@@ -10,7 +10,8 @@ Outputs read (tests: real recorded outputs in ``tests/fixtures/real_outputs/``):
 - ``rocm-smi --showproductname --showmeminfo vram --json``: ``Card Series`` (else ``Device Name``) and
   ``VRAM Total Memory (B)`` per card;
 - ``lscpu`` (English labels, ``LC_ALL=C``): model name, sockets, cores per socket, threads per core, CPUs;
-- ``/proc/meminfo``: ``MemTotal`` (its ``kB`` is KiB, proc(5));
+- ``/proc/meminfo``: ``MemTotal`` (its ``kB`` is KiB, proc(5)); ``MemAvailable`` and the reserved huge pages
+  (``HugePages_Total`` x ``Hugepagesize``) where printed, for the warning that MemTotal is not what a process gets;
 - ``sysctl machdep.cpu.brand_string hw.memsize`` (``key: value`` lines, as ``sysctl -a`` prints them);
 - ``system_profiler SPHardwareDataType``: ``Chip`` and ``Memory`` (``16 GB``; read as GiB, MEMORY_CONVENTION).
 - ``system_profiler SPDisplaysDataType``: the Apple GPU's ``Chipset Model`` and, in its block, ``Total Number of
@@ -218,6 +219,22 @@ def parse_meminfo(text: str, what: str = "/proc/meminfo") -> int:
     return int(m.group(1)) * KIB
 
 
+def meminfo_field(text: str, key: str) -> int | None:
+    """One ``/proc/meminfo`` figure in bytes (``kB`` lines: KiB, proc(5)), or a bare count (``HugePages_Total``);
+    None where the line is absent (an older kernel, a truncated copy)."""
+    m = re.search(rf"^{re.escape(key)}:\s*([0-9]{{1,18}})(\s*kB)?\s*$", text, re.M)
+    if not m:
+        return None
+    return int(m.group(1)) * (KIB if m.group(2) else 1)
+
+
+def meminfo_huge_pages(text: str) -> int | None:
+    """Bytes reserved as huge pages (``HugePages_Total`` x ``Hugepagesize``, proc(5)): memory an ordinary allocation
+    cannot take; None where either line is absent."""
+    count, size = meminfo_field(text, "HugePages_Total"), meminfo_field(text, "Hugepagesize")
+    return None if count is None or size is None else count * size
+
+
 def parse_sysctl(text: str, what: str = "sysctl output") -> AppleMachine:
     """Chip and memory from ``sysctl machdep.cpu.brand_string hw.memsize`` (``key: value`` lines). A brand that
     is not ``Apple ...`` (Intel Macs) or the early-Big-Sur ``Apple processor`` gives no chip."""
@@ -294,6 +311,6 @@ def _block(lines: list[str], i: int) -> list[str]:
     return out
 
 
-__all__ = ["AppleGpu", "AppleMachine", "Cpu", "Gpu", "parse_lscpu", "parse_meminfo", "parse_nvidia_smi_csv",
-           "parse_nvidia_smi_q", "parse_rocm_smi_json", "parse_sysctl", "parse_system_profiler_displays",
+__all__ = ["AppleGpu", "AppleMachine", "Cpu", "Gpu", "meminfo_field", "meminfo_huge_pages", "parse_lscpu",
+           "parse_meminfo", "parse_nvidia_smi_csv", "parse_nvidia_smi_q", "parse_rocm_smi_json", "parse_sysctl", "parse_system_profiler_displays",
            "parse_system_profiler_hardware"]
