@@ -48,3 +48,14 @@ def test_bad_ngl_in_the_flag_words(value: str) -> None:
         parse_request(REQUEST.replace("NGL", value), source="r.yaml")
     assert f"engine_settings.n_gpu_layers: {value} is out of range; expected an integer in [0, 10,000] (layers " \
            "offloaded to the GPU; 0 = none)" in exc.value.errors[0]
+
+
+def test_plan_with_ubatch_is_fit_with_ubatch(capsys: pytest.CaptureFixture[str]) -> None:
+    """engine_settings.n_ubatch is `fit --ubatch`: the compute buffers (one ubatch's f32 graph) match."""
+    text = REQUEST.replace("n_gpu_layers: NGL,", "n_ubatch: 2048,")
+    job = make_plan(parse_request(text, source="r.yaml"), alternatives=False).jobs[0].to_dict()
+    fit = answer(["fit", "llama-3.3-70b-instruct", "--engine", "llamacpp", "--device", "rtx-4090", "--count", "2",
+                  "--weights", "q4_k_m", "--context", "32768", "--ubatch", "2048", "-ts", "37,36"], capsys)[1]
+    est = job["memory_estimate"]
+    assert est["details"]["n_ubatch"] == 2048
+    assert est["totals"] == fit["memory"]["totals"]
