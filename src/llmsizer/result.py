@@ -6,6 +6,7 @@ JSON structure (``schema_version`` bumps on incompatible changes).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -92,6 +93,20 @@ class Assumption:
         if self.why.startswith("from framework profile "):
             return f" ({self.why.split(' (', 1)[0]})"
         return f" ({self.why})" if self.why.startswith(("default for ", "implied by ")) else " (default)"
+
+
+def merged_assumptions(*groups: Sequence[Assumption]) -> tuple[Assumption, ...]:
+    """Every assumption of ``groups`` (an answer's own first, then its estimates'), each name once: a name an
+    earlier group names is left out of the later ones; a name one group repeats (the images and the video of one
+    prompt, two ``media`` lines) keeps every entry of that group. The one rule of an answer's assumptions line
+    (``FitResult.all_assumptions``, ``LlamaCppFit.all_assumptions``)."""
+    seen: set[str] = set()
+    out: list[Assumption] = []
+    for group in groups:
+        new = [a for a in group if a.name not in seen]
+        seen.update(a.name for a in new)
+        out.extend(new)
+    return tuple(out)
 
 
 class Notes:

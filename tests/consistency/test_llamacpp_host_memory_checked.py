@@ -9,7 +9,8 @@ llama-cpp-python 0.3.36):
 - src/llama-kv-cache.cpp:216-219: each layer's K and V live on that layer's device, so the host holds
   13 layers x 4096 cells x 2 (K, V) x 8 KV heads x 128 x 2 B (f16, the default ``-ctk/-ctv``) = 208 MiB of KV.
 The verdict is then the one comparison llama.cpp's placement implies: the host part against the RAM given, the
-check ``fit --auto`` already made (estimate/verdict.py ``host_memory_verdict``): below the part it does not fit
+check ``fit --auto`` already made (estimate/verdict.py ``host_memory_verdict``), keeping llama.cpp's own 1024 MiB
+--fit-target free on the host (common/fit.cpp:317-326, common/common.h:483): below the part + 1 GiB it does not fit
 (exit 1), at it it fits, on the CLI (text and JSON), in Python and on the web API's /fit alike.
 """
 
@@ -26,6 +27,7 @@ from llmsizer.units import GiB, MiB
 MODEL = "llama-3.1-8b"
 ARGV = ["fit", MODEL, "--device", "rtx-4090", "--engine", "llamacpp", "--weights", "q4_k_m", "-ngl", "20"]
 KW = dict(engine="llamacpp", weights="q4_k_m", n_gpu_layers=20)
+HOST_MARGIN = 1024 * MiB  # llama.cpp's --fit-target default, kept free in system memory (common/fit.cpp:317-326)
 
 
 def _host(r) -> dict:
@@ -42,7 +44,7 @@ def test_host_part_is_the_layers_llama_cpp_keeps_on_the_cpu() -> None:
 
 
 def test_host_memory_below_the_host_part_does_not_fit_on_every_surface() -> None:
-    need = _host(llmsizer.fit(MODEL, "rtx-4090", **KW))["total"]
+    need = _host(llmsizer.fit(MODEL, "rtx-4090", **KW))["total"] + HOST_MARGIN
     assert llmsizer.fit(MODEL, "rtx-4090", **KW, host_memory=need).fits
     short = llmsizer.fit(MODEL, "rtx-4090", **KW, host_memory=need - 1)
     assert not short.fits and any(x.startswith("host memory: needs") for x in short.reasons)
@@ -62,7 +64,7 @@ def test_fit_and_fit_auto_give_one_host_verdict() -> None:
     part (the one rule, verdict.py host_memory_verdict)."""
     free = [8 * GiB]
     auto = fit_llamacpp("llama-3.3-70b-instruct", free, weights="q4_k_m", context=4096)
-    need = _host(auto)["total"]
+    need = _host(auto)["total"] + HOST_MARGIN
     for ram in (need - 1, need):
         a = fit_llamacpp("llama-3.3-70b-instruct", free, weights="q4_k_m", context=4096, host_memory=ram)
         f = llmsizer.fit(
@@ -196,7 +198,7 @@ def test_host_memory_keeps_the_format_hint_and_names_what_the_host_holds() -> No
     printed no hint; and the reason blamed "layers and experts kept on the CPU" where every layer was on the GPU. The
     truth: fit itself at the hinted format, with the same host memory, fits; at -ngl all the host holds only the
     token embeddings (llama.cpp keeps tok_embd in host memory: estimate/inference/llamacpp_split.py rule (3))."""
-    argv = ("fit", "llama-3.1-8b", "--device", "rtx-4090", "--engine", "llamacpp", "--host-memory", "1GiB")
+    argv = ("fit", "llama-3.1-8b", "--device", "rtx-4090", "--engine", "llamacpp", "--host-memory", "2GiB")
     code, d = run_json(*argv)
     assert code == 1 and d["fits_at"] is not None, d["reasons"]
     hinted = d["fits_at"]["weights"].removeprefix("gguf:")

@@ -28,7 +28,7 @@ from ..frozen import fast_init
 from ..models import load_model
 from ..numbers import CONCURRENCY, COUNT, KWH_PRICE, LLAMACPP_GPUS, REQUEST_RATE, check_number
 from ..request.quantities import parse_money
-from ..result import Assumption, Estimate, Notes
+from ..result import Assumption, Estimate, Notes, merged_assumptions
 from ..specs import InferenceWorkload, ModelSpec, TrainingWorkload
 from ..specs.workload import DEFAULT_ATTENTION, INFERENCE_NUMBERS, normalize_engine, prompt_and_output, read_number
 from ..units import format_bytes
@@ -79,7 +79,15 @@ from .speed import SpeedEstimate, SpeedLayout, estimate_speed, for_device, speed
 from .training import estimate_training
 from .training.compose import ZERO_NONE_FITS_WHY, ZERO_WHY, training_needs, training_workload, with_device_notes
 from .training.setup import refuse_attention_kernel
-from .verdict import check_headroom, fits_budget, headroom_assumption, host_memory_verdict, margin_rule, memory_budget
+from .verdict import (
+    check_headroom,
+    fits_budget,
+    headroom_assumption,
+    host_fit_target_assumption,
+    host_memory_verdict,
+    margin_rule,
+    memory_budget,
+)
 
 # Devices of one machine when the target is a device name, not an instance (an instance is one machine of its own
 # devices): an HGX/DGX board's 8, the training layout's default too (specs/training.py ``gpus_per_node``)
@@ -316,14 +324,8 @@ class FitResult:
         name already. A name one list repeats (the images and the video of one prompt, two ``media`` lines of the
         estimate) keeps every entry of that list. The text and the notebook print these; the JSON keeps each list in
         its own object."""
-        seen: set[str] = set()
-        out = []
-        for group in (self.assumptions, self.estimate.assumptions if self.estimate else (),
-                      self.speed.assumptions if self.speed else ()):
-            new = [a for a in group if a.name not in seen]
-            seen.update(a.name for a in new)
-            out.extend(new)
-        return tuple(out)
+        return merged_assumptions(self.assumptions, self.estimate.assumptions if self.estimate else (),
+                                  self.speed.assumptions if self.speed else ())
 
     @property
     def all_warnings(self) -> tuple[str, ...]:
@@ -1181,6 +1183,7 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
         placement = est.details.get("split") or {}
         held = next((str(d["layers"]) for d in placement.get("devices", ()) if d.get("device") == "host"), "token embd")
         short = host_memory_verdict(est.total("host")[1], host_memory, held)
+        assumptions.append(host_fit_target_assumption())
         if short is not None:
             fits = False
             reasons.append(short)
@@ -1729,7 +1732,7 @@ def training_host(p: _Placement, host_per_rank: int) -> dict[str, Any]:
     ``est.total("host")[1]``, what offload= keeps pinned in host RAM and the host runtime; ZeRO partitions it over
     the ranks, Ren et al. 2021 section 4) times the processes on one machine (min(count, devices per machine: an
     instance's own, else the workload's gpus_per_node)), against the instance's RAM where the catalog gives it
-    (``host_memory_verdict``, the one check of a host part, no margin); a bare device's host is not known.
+    (``host_memory_verdict``, the one check of a host part, HOST_FIT_TARGET kept free); a bare device's host is not known.
     ``host_per_machine``, ``ram`` (None: not known), ``short`` (the verdict's words when it does not fit, else
     None), ``words`` (the need stated)."""
     per_node = (p.instance.device_count if p.instance is not None else

@@ -34,20 +34,30 @@ from __future__ import annotations
 import warnings as _warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from types import SimpleNamespace
 from typing import Any
 
 from ..catalog.hardware import Device
 from ..errors import InputError
 from ..models import load_model
 from ..numbers import DEVICE_MEMORY, MAX_GPUS
-from ..result import Assumption, Estimate
+from ..result import Assumption, Estimate, merged_assumptions
 from ..specs import ModelSpec
 from ..specs.workload import read_number
 from ..units import comma_values, format_bytes
 from .device import APPLE_OWN_HOST_WARNING, apple_host_memory, gpu_runtime, usable_memory
+from .efficiency import READING_RATE_TOKENS_PER_SECOND
 from .inference import estimate_inference
 from .search import largest_true, smallest_true
-from .verdict import LLAMACPP_FIT_TARGET, Margin, host_memory_verdict, margin_rule, memory_verdict
+from .verdict import (
+    HOST_FIT_TARGET,
+    LLAMACPP_FIT_TARGET,
+    Margin,
+    host_fit_target_assumption,
+    host_memory_verdict,
+    margin_rule,
+    memory_verdict,
+)
 
 FIT_TARGET = LLAMACPP_FIT_TARGET  # common/common.h:483: fit_params_target, 1024 MiB per device (estimate/verdict.py)
 FIT_MIN_CTX = 4096  # common/common.h:480: fit_params_min_ctx
@@ -130,9 +140,16 @@ class LlamaCppFit:
                 row["free"], row["target"] = self.free[i], self.free[i] - self.margins[i]
                 row["left"] = self.free[i] - dev["total"]
             elif self.host_memory is not None:
-                row["free"], row["target"], row["left"] = self.host_memory, self.host_memory, self.host_memory - dev["total"]
+                row["free"], row["target"] = self.host_memory, self.host_memory - HOST_FIT_TARGET
+                row["left"] = self.host_memory - dev["total"]
             rows.append(row)
         return rows
+
+    @property
+    def all_assumptions(self) -> tuple[Assumption, ...]:
+        """The auto-fit's own assumptions (its margins, the context searched), then its estimate's (the weights,
+        kv_dtype, concurrency... each default named), each name once, as ``FitResult.all_assumptions``."""
+        return merged_assumptions(self.assumptions, self.estimate.assumptions)
 
     def to_dict(self) -> dict[str, Any]:
         return {"schema_version": 1, "kind": "llamacpp-fit", "model": self.model, "fits": self.fits,
@@ -222,8 +239,10 @@ def fit_llamacpp(model: ModelSpec | str, free: Sequence[int | str] | str | int, 
     r = _auto_fit(model, free, fit_target=fit_target, headroom=headroom, context=context, min_context=min_context,
                   host_memory=host_memory, **workload)
     if not (r.fits or not fits_at or workload.get("weights") is not None):
+        timing = (device, host_device, hardware_files) if device is not None else None
         r = replace(r, fits_at=auto_fits_at(model, free, fit_target=fit_target, headroom=headroom, context=context,
-                                            min_context=min_context, host_memory=host_memory, **workload))
+                                            min_context=min_context, host_memory=host_memory, timing=timing,
+                                            **workload))
     if apple_note is not None:
         r = replace(r, assumptions=(*r.assumptions, apple_note))
     if device is None:
@@ -242,23 +261,56 @@ def _named_device(device: str | Device | None, hardware_files: Sequence[str]) ->
     return found if isinstance(found, Device) else None
 
 
-def auto_fits_at(model: ModelSpec | str, free: Sequence[int], **kwargs: Any) -> dict[str, Any] | None:
+def auto_fits_at(model: ModelSpec | str, free: Sequence[int], *,
+                 timing: tuple[str | Device, str | Device | None, Sequence[str]] | None = None,
+                 **kwargs: Any) -> dict[str, Any] | None:
     """The best rung of llama.cpp's format ladder (estimate/formats.py ``format_ladder``, best first) whose auto-fit
     (``fit_llamacpp`` with ``kwargs``) fits, as fit's ``fits_at`` names a format (format_search.py ``fits_at``): the
     weights, the flags and the memory of the fullest GPU and of the host; None when no rung fits (a GPU too small
-    for even the CUDA context and compute buffer, or host RAM too small for the smallest format's CPU share)."""
+    for even the CUDA context and compute buffer, or host RAM too small for the smallest format's CPU share).
+    ``timing`` (the GPUs' device, the host CPU, hardware files): each fitting rung is timed as ``fit`` times its
+    printed flags (:func:`with_speed`) and the first that also meets recommend's reading-speed floor is named
+    (format_search.py ``reading_floor_applies`` / ``latency_failures``, the rule recommend and ``models --fits-on``
+    apply); none meeting it, the best rung that fits, its speed stated (``meets_reading_speed`` False). A rung whose
+    speed is unknown (layers or experts on a host CPU not named) is named unchecked (None), as recommend judges a
+    device of no sourced bandwidth on memory only (format_search.py ``reading_floor_unchecked``)."""
+    from .format_search import LatencyLimits, latency_failures, reading_floor_applies
     from .formats import format_ladder, weights_asked
 
     spec = load_model(model) if isinstance(model, str) else model
+    limits = LatencyLimits()
+    if timing is not None and reading_floor_applies(limits, kwargs.get("output_tokens")):
+        limits = LatencyLimits(user_tokens_per_second=round(READING_RATE_TOKENS_PER_SECOND, 2))
+    first: dict[str, Any] | None = None
     for fmt in format_ladder(spec, "llamacpp", None):
         r = fit_llamacpp(spec, free, fits_at=False, **{**kwargs, "weights": weights_asked(fmt)})
-        if r.fits:
-            rows = r.devices()
-            fullest = max((d for d in rows if d["device"] != "host"), key=lambda d: d["total"])
-            return {"weights": fmt, "engine": "llamacpp", "same_engine": True, "flags": r.flags(),
-                    "memory_per_device": fullest["total"], "budget_per_device": fullest["target"],
-                    "host_bytes": sum(d["total"] for d in rows if d["device"] == "host")}
-    return None
+        if not r.fits:
+            continue
+        rows = r.devices()
+        fullest = max((d for d in rows if d["device"] != "host"), key=lambda d: d["total"])
+        at: dict[str, Any] = {"weights": fmt, "engine": "llamacpp", "same_engine": True, "flags": r.flags(),
+                              "memory_per_device": fullest["total"], "budget_per_device": fullest["target"],
+                              "host_bytes": sum(d["total"] for d in rows if d["device"] == "host")}
+        if timing is None:
+            return at
+        device, host_device, files = timing
+        fields = {k: v for k, v in kwargs.items() if k not in ("fit_target", "headroom", "min_context",
+                                                               "host_memory")}
+        sp = with_speed(r, spec, device, len(free), host_device=host_device, hardware_files=files,
+                        **{**fields, "weights": weights_asked(fmt)}).speed
+        at["decode_tokens_per_second"] = sp.get("decode_tokens_per_second") if sp else None
+        at["tokens_per_second_per_user"] = sp.get("tokens_per_second_per_user") if sp else None
+        timed = SimpleNamespace(ttft_seconds=None, tokens_per_second=sp.get("tokens_per_second") if sp else None,
+                                tokens_per_second_per_user=at["tokens_per_second_per_user"])
+        at["reading_speed"] = limits.user_tokens_per_second
+        if timed.tokens_per_second_per_user is None:  # no host CPU named: the floor not checked, as recommend
+            at["meets_reading_speed"] = None          # judges a device of unknown bandwidth on memory only
+            return at
+        at["meets_reading_speed"] = not latency_failures(timed, limits)
+        if at["meets_reading_speed"]:
+            return at
+        first = first or at
+    return first
 
 
 def _auto_fit(model: ModelSpec | str, free: Sequence[int], *, fit_target: int | None = None,
@@ -392,6 +444,8 @@ def _result(spec: ModelSpec, free: Sequence[int], targets: Sequence[int], ctx: i
                         "--headroom, or use a smaller model or format")
     host = devs[-1]
     host_short = host_memory_verdict(host["total"], host_memory, host["layers"]) if host_memory is not None else None
+    if host_memory is not None:
+        assumptions = [*assumptions, host_fit_target_assumption()]
     if host_short is not None:
         fits = False
         warnings.append(host_short)

@@ -268,20 +268,34 @@ def admission_verdict(admitted: int, concurrency: int, context: int, need: int, 
     return Verdict(fits, need, need, usable, round(1 - utilization, 9), budget, basis, reason, warnings)
 
 
+# The margin kept free in host RAM wherever a host part is checked (eq. 1'' : host part + HOST_FIT_TARGET <= RAM):
+# llama.cpp's --fit keeps its --fit-target margin (fit_params_target[0], 1024 MiB, common/common.h:483) of system
+# memory free when the model runs on the host alone -- common/fit.cpp:317-326 (llama.cpp@0c1e57098): "will leave
+# >= margin MiB of system memory" -- and checks nothing on the host beside GPUs; the same 1 GiB is kept there for
+# the OS, the server process's other allocations and the page cache.
+HOST_FIT_TARGET = LLAMACPP_FIT_TARGET
+HOST_FIT_TARGET_WHY = ("host RAM kept free beside the host part (the OS, other processes, page cache): llama.cpp's "
+                       "--fit keeps its 1024 MiB --fit-target of system memory free on a host-only run "
+                       "(common/fit.cpp:317-326, common/common.h:483, llama.cpp@0c1e57098)")
+
+
+def host_fit_target_assumption() -> Assumption:
+    return Assumption("host_fit_target", format_bytes(HOST_FIT_TARGET), True, HOST_FIT_TARGET_WHY)
+
+
 def host_memory_verdict(host_bytes: int, host_memory: int, held: str,
                         rest: str = "with its KV cells, buffers and runtime") -> str | None:
     """llama.cpp's host part against the host RAM given (``--host-memory``): None when it fits, else the reason.
 
     The host part is what llama.cpp keeps in host memory beside its GPUs (estimate/inference/llamacpp_split.py rules
     (3), (4) and (6)-(7): token embeddings, the layers not offloaded with ``-ngl``, the experts ``--n-cpu-moe`` keeps
-    there, their KV cells and compute buffer, the host runtime). No margin is kept on it: llama.cpp's ``--fit``
-    checks only device memory (common/fit.cpp), and the host part is compared with the RAM as given, as ``fit
-    --auto`` has compared it. ``held``: the placement's words for what the host holds ('token embd, layers 0-12,
-    experts 0-3', estimate/inference/llamacpp.py ``_split_details``). The one check of ``fit --auto``
-    (estimate/llamacpp_fit.py) and of ``fit`` with the flags given (estimate/fit.py); a training run's host part
-    (what offload= keeps in pinned host RAM, per machine) against an instance's RAM is checked by the same rule
-    (estimate/fit.py ``training_host``), ``rest`` its words for what else is there."""
-    if host_bytes <= host_memory:
+    there, their KV cells and compute buffer, the host runtime). It fits when it leaves HOST_FIT_TARGET of the RAM
+    free (eq. 1'', above: llama.cpp's own margin on a host-only run). ``held``: the placement's words for what the
+    host holds ('token embd, layers 0-12, experts 0-3', estimate/inference/llamacpp.py ``_split_details``). The one
+    check of ``fit --auto`` (estimate/llamacpp_fit.py) and of ``fit`` with the flags given (estimate/fit.py); a
+    training run's host part (what offload= keeps in pinned host RAM, per machine) against an instance's RAM is
+    checked by the same rule (estimate/fit.py ``training_host``), ``rest`` its words for what else is there."""
+    if host_bytes + HOST_FIT_TARGET <= host_memory:
         return None
-    return (f"host memory: needs {format_bytes(host_bytes)} of {format_bytes(host_memory)} RAM (on the host: {held}, "
-            f"{rest})")
+    return (f"host memory: needs {format_bytes(host_bytes)} of {format_bytes(host_memory)} RAM less "
+            f"{format_bytes(HOST_FIT_TARGET)} host_fit_target (on the host: {held}, {rest})")

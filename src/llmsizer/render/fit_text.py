@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..estimate.verdict import budget_term
@@ -23,8 +23,7 @@ def render_fit(r: FitResult) -> str:
     if r.kind == "training":
         lines = [f"{r.model} training on {r.devices_text}: {'FITS' if r.fits else 'DOES NOT FIT'}"]
         lines += [f"  {why}" for why in r.reasons]
-        lines.append("assumptions: " + "; ".join(f"{a.name}={a.value}{a.mark}"
-                                                 for a in r.all_assumptions))
+        lines.append(assumptions_line(r.all_assumptions))
         lines += [f"warning: {w}" for w in r.warnings]
         hint = fits_at_line(r.fits_at)
         return "\n".join(lines + ([hint] if hint else []) + fits_if_changed_lines(r.fits_if_changed))
@@ -75,8 +74,7 @@ def render_fit(r: FitResult) -> str:
     layouts = layouts_line(r)
     if layouts:
         out.append(layouts)
-    out.append("assumptions: " + "; ".join(f"{a.name}={a.value}{a.mark}"
-                                           for a in r.all_assumptions))
+    out.append(assumptions_line(r.all_assumptions))
     shown = set(s.warnings) if s is not None else set()
     for w in r.warnings:  # a note both the memory and the speed estimate carry (a newer release) is printed once
         if w not in shown:
@@ -177,6 +175,12 @@ def window_remedy(win: dict[str, Any], rerun: bool = True) -> str:
             "wrong outputs)")
 
 
+def assumptions_line(assumptions: Iterable[Any]) -> str:
+    """An answer's assumptions line: each name=value, a default marked (``Assumption.mark``). The one renderer of
+    ``fit``'s, ``fit --train``'s and ``fit --auto``'s (their ``all_assumptions``: each default named)."""
+    return "assumptions: " + "; ".join(f"{a.name}={a.value}{a.mark}" for a in assumptions)
+
+
 def fits_at_line(at: dict[str, Any] | None, rerun: bool = True) -> str | None:
     """The hint under an answer that does not fit: what does (``FitResult.fits_at`` / ``LlamaCppFit.fits_at``).
     Serving: the best format on the engine's ladder (recommend.py ``fits_at``), or, when none of that engine's fits,
@@ -203,13 +207,31 @@ def fits_at_line(at: dict[str, Any] | None, rerun: bool = True) -> str | None:
     if at.get("experts_in_host"):  # no rung fits on the GPUs alone: llama.cpp's auto-fit with experts in host memory
         return _experts_in_host_hint(at, fmt, rerun)
     if at.get("same_engine", True):
-        return (f"hint: it fits at --weights {fmt}{mem}, the best format on {at['engine']}'s ladder that does"
-                + (f" (rerun with --weights {fmt})" if rerun else ""))
+        return (f"hint: it fits at --weights {fmt}{mem}{_rung_speed(at)}, the best format on {at['engine']}'s ladder "
+                f"that does{_reading_words(at)}" + (f" (rerun with --weights {fmt})" if rerun else ""))
     none = at.get("none_on") or {}
     return (f"hint: no format on {none.get('engine')}'s ladder fits; it fits on {at['engine']} at --weights {fmt}"
             f"{mem}, the best format on {at['engine']}'s ladder that does"
             + (f" (rerun with --engine {at['engine']} --weights {fmt})" if rerun else ""))
 
+
+
+def _rung_speed(at: dict[str, Any]) -> str:
+    """The named rung's decode speed where the hint timed it (llamacpp_fit.auto_fits_at with a device)."""
+    if "meets_reading_speed" not in at:
+        return ""
+    tps = at.get("decode_tokens_per_second")
+    return " (decode speed unknown: give --host-device)" if tps is None else f" at {tps:,.1f} tokens/s decode"
+
+
+def _reading_words(at: dict[str, Any]) -> str:
+    """Whether the named rung meets recommend's reading-speed floor (``reading_speed`` tokens/s per user)."""
+    if at.get("meets_reading_speed") is None or not at.get("reading_speed"):
+        return ""
+    if at["meets_reading_speed"]:
+        return f" at reading speed ({at['reading_speed']:g} tokens/s per user, recommend's floor)"
+    return (f"; none that fits reaches reading speed ({at['reading_speed']:g} tokens/s per user, recommend's floor), "
+            "so this is the best-quality one")
 
 
 def _experts_in_host_hint(at: dict[str, Any], fmt: str, rerun: bool) -> str:
@@ -426,8 +448,7 @@ def render_llamacpp_fit(r: Any) -> str:
     if sp is not None:  # the printed flags' speed, as `fit` with them times it (llamacpp_fit.with_speed)
         out.append(llamacpp_speed_line(sp))
     out += [f"  {s}" for s in r.steps]
-    out.append("assumptions: " + "; ".join(f"{a.name}={a.value}{a.mark}"
-                                           for a in r.assumptions))
+    out.append(assumptions_line(r.all_assumptions))
     out += [f"warning: {w}" for w in r.warnings]
     hint = fits_at_line(r.fits_at)
     return "\n".join(out + ([hint] if hint else []))

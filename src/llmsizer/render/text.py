@@ -97,6 +97,8 @@ def estimate_facts(est: Estimate) -> list[str]:
                    + (f", --n-cpu-moe {sp['n_cpu_moe']}" if sp["n_cpu_moe"] else "") + "):")
         for dev in sp["devices"]:
             state = f", state {format_bytes(dev['recurrent_state'])}" if dev.get("recurrent_state") else ""
+            if dev.get("vision_compute_buffer"):
+                state += f", vision compute {format_bytes(dev['vision_compute_buffer'])}"
             out.append(f"  {dev['device']:<5} {dev['layers']:<22} weights {format_bytes(dev['weights'])}, KV "
                        f"{format_bytes(dev['kv_cache'])}{state}, compute {format_bytes(dev['compute_buffer'])}, "
                        f"runtime {format_bytes(dev['runtime'])} = {format_bytes(dev['total'])}")

@@ -17,12 +17,14 @@ from ..numbers import (
     COUNT,
     CPU_MOE_LAYERS,
     FSDP_VERSION,
+    GPU_LAYERS,
     HEADROOM,
     IMAGES,
     LORA_ALPHA,
     LORA_RANK,
     MEMORY_RATIO,
     PASSES,
+    TOKENS,
     UTILIZATION,
     VIDEO_FRAMES,
     ZERO_STAGE,
@@ -421,6 +423,11 @@ INFERENCE = (
           "memory, equal for identical GPUs)", [3, 1], template=False),
         F("n_cpu_moe", "int", "llama.cpp --n-cpu-moe: keep the MoE expert tensors of the first N layers in host "
           "memory", 8, bounds=CPU_MOE_LAYERS, template=False),
+        F("n_gpu_layers", "int", "llama.cpp -ngl: layers offloaded to the GPUs, the output layer counting as the "
+          "last, as `fit -ngl` and the flags `fit --auto` prints (default: all)", 36, bounds=GPU_LAYERS,
+          template=False),
+        F("n_ubatch", "int", "llama.cpp -ub (`fit --ubatch`): tokens per physical batch, which sizes the compute "
+          "buffer (default 512)", 512, bounds=TOKENS, template=False),
         F("mem_fraction_static", "share", "SGLang --mem-fraction-static: share of the memory free before loading "
           "for weights + token pool (default: SGLang's, by GPU memory and TP)", 0.85, bounds=UTILIZATION,
           template=False),

@@ -224,6 +224,8 @@ class EngineSettings:
     split_mode: str | None = None  # llama.cpp -sm
     tensor_split: tuple[float, ...] | None = None  # llama.cpp -ts
     n_cpu_moe: int | None = None  # llama.cpp --n-cpu-moe
+    n_gpu_layers: int | None = None  # llama.cpp -ngl (the output layer counting as the last)
+    n_ubatch: int | None = None  # llama.cpp -ub (CLI --ubatch)
     mem_fraction_static: float | None = None  # SGLang --mem-fraction-static
     max_mamba_cache_size: int | None = None  # SGLang --max-mamba-cache-size (hybrid models' recurrent-state pool)
     mamba_full_memory_ratio: float | None = None  # SGLang --mamba-full-memory-ratio

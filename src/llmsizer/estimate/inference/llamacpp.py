@@ -26,6 +26,11 @@ from ..allocator import NATIVE, context_span, device_context
 from .common import Context, kv_item, state_item, weights_item
 from .llamacpp_split import DevicePart, LayerCosts, per_layer_kv, place, split_points
 
+MMPROJ_ON_GPU_WHY = ("llama.cpp loads the vision tower (mmproj) on the first GPU: mmproj_use_gpu = true "
+                     "(common/common.h:596), clip.cpp:188-198 ggml_backend_init_by_type(GPU) = the first GPU device "
+                     "(ggml-backend-reg.cpp:355-363); --no-mmproj-offload keeps it in host memory (not modelled) "
+                     "(llama.cpp@0c1e57098)")
+
 
 def compose_llamacpp(ctx: Context) -> None:
     spec, w, acc, wb = ctx.spec, ctx.w, ctx.acc, ctx.wb
@@ -46,8 +51,12 @@ def compose_llamacpp(ctx: Context) -> None:
     emb = wb.by_component.get("embedding", 0) + wb.by_component.get("per_layer_embedding", 0)
     # rope_freqs / rope_factors: one copy per device holding layers (llamacpp_split.py rule 3b), not host-only
     per_layer = spec.file_weights.per_layer_device_bytes if wb.format == "file" and spec.file_weights else 0
+    # the multimodal towers (mmproj) on the first GPU by default (llamacpp_split.py rule (8)), named as an assumption
+    mmproj = wb.by_component.get("vision", 0) if on_gpu else 0
+    if mmproj:
+        acc.assumptions.append(Assumption("mmproj_device", "GPU0", True, MMPROJ_ON_GPU_WHY))
     other_host = max(wb.total - sum(wb.layer_bytes) - emb - (0 if spec.tie_word_embeddings else out_matrix)
-                     - out_other - per_layer, 0)
+                     - out_other - per_layer - mmproj, 0)
     unified = bool(acc.assume("kv_unified", E.LLAMACPP_KV_UNIFIED, w.kv_unified, E.LLAMACPP_KV_UNIFIED_SOURCE))
     ctx.details["kv_unified"] = unified  # the speed estimate reads the same cells (estimate/fit.py)
     cells = E.llamacpp_kv_cells(spec.model_type, spec.sliding_window, ubatch, w.concurrency, w.context, unified)
@@ -76,7 +85,7 @@ def compose_llamacpp(ctx: Context) -> None:
     zeros = (0,) * n
     costs = LayerCosts(wb.layer_bytes or zeros, wb.layer_expert_bytes or zeros, wb.layer_matrix_bytes or zeros,
                        kv_layers, out_matrix, out_other, emb, other_host, spec.tie_word_embeddings, layer_graph,
-                       graph.peak_bytes, per_layer)
+                       graph.peak_bytes, per_layer, mmproj)
     parts = place(costs, gpus, ngl, split_points(shares) if gpus else [], split_mode=mode, row_shares=shares,
                   n_cpu_moe=n_cpu_moe)
     gpu_parts, host = parts[:-1], parts[-1]
@@ -86,6 +95,8 @@ def compose_llamacpp(ctx: Context) -> None:
         note = f"; {layers_on}/{n} layers offloaded" + (" + output layer" if out_on_gpu else "")
         if n_cpu_moe:
             note += f"; experts of layers 0-{n_cpu_moe - 1} in host memory (--n-cpu-moe {n_cpu_moe})"
+        if mmproj:
+            note += f"; vision tower (mmproj) {format_bytes(mmproj)} on GPU0"
         acc.items.append(weights_item(wb, "device", sum(p.weights for p in gpu_parts), note + _per_gpu(gpu_parts, "weights")))
         acc.items.append(Item("weights_host", host.weights, "host",
                               formula=f"token embeddings {format_bytes(emb)}"
@@ -143,6 +154,11 @@ def compose_llamacpp(ctx: Context) -> None:
             d["recurrent_state_per_sequence"] = d["recurrent_state"] // max(w.concurrency, 1)
             d["total"] += d["recurrent_state"]
             d["total_high"] += d["recurrent_state"]
+        if enc is not None:  # clip's compute buffer on the mmproj's device, GPU0 (llamacpp_split.py rule (8))
+            gpu0 = ctx.details["split"]["devices"][0]
+            gpu0["vision_compute_buffer"] = enc.peak_bytes
+            gpu0["total"] += enc.peak_bytes
+            gpu0["total_high"] += 2 * enc.peak_bytes
 
 
 def _state_items(ctx: Context, gpu_parts: list[DevicePart]) -> dict[str, int]:

@@ -36,6 +36,13 @@ line numbers of that tree):
     ubatch. ``-sm layer`` with every layer offloaded to several GPUs turns on pipeline parallelism
     (src/llama-context.cpp:430-457), which keeps up to GGML_SCHED_MAX_COPIES = 4 copies of each split's inputs
     (ggml/src/ggml-backend.cpp:772): small (ubatch x hidden x 4 B each), not modelled.
+(8) Multimodal towers (the mmproj GGUF, loaded by tools/mtmd/clip.cpp, not by the layer placement above): on a GPU by
+    default -- ``mmproj_use_gpu = true`` (common/common.h:596), turned off only by ``--no-mmproj-offload`` or
+    ``-mmdev none`` (common/arg.cpp:2600-2617), passed to mtmd as ``use_gpu`` (tools/server/server-context.cpp:1029,
+    tools/mtmd/mtmd-cli.cpp:157). Without ``-mmdev`` (or ``--device``, common/arg.cpp:889-893) clip.cpp:188-198 opens
+    ``ggml_backend_init_by_type(GPU)``, which is the first GPU device registered
+    (ggml/src/ggml-backend-reg.cpp:355-363, 374-380): GPU0, whatever ``-ngl`` and ``--tensor-split`` say; the
+    towers' weights and clip's compute buffer live there. With no GPU (device cpu) they are in host memory.
 """
 
 from __future__ import annotations
@@ -149,11 +156,12 @@ class LayerCosts:
     output_matrix: int  # lm_head (or, tied, the device copy of token_embd)
     output_other: int  # final norm
     embedding: int  # token embeddings (always host)
-    other_host: int  # anything outside the layers, embedding and output (e.g. a vision tower), kept on the host
+    other_host: int  # anything outside the layers, embedding, output and mmproj, kept on the host
     tied: bool
     layer_compute: int  # one GPU's compute buffer for its layers (f32 graph of one ubatch)
     output_compute: int  # the output device's compute buffer (the layers' graph or the ubatch's logits, larger)
     per_layer_device: int = 0  # rule (3b): rope_freqs / rope_factors, one copy on each device holding layers
+    mmproj: int = 0  # rule (8): the multimodal towers (mmproj GGUF), on the first GPU (the host without one)
 
 
 def place(costs: LayerCosts, n_gpus: int, n_gpu_layers: int, points: Sequence[float], *,
@@ -169,6 +177,7 @@ def place(costs: LayerCosts, n_gpus: int, n_gpu_layers: int, points: Sequence[fl
     parts = [DevicePart(f"GPU{g}") for g in range(n_gpus)] + [DevicePart("host")]
     host = parts[-1]
     host.weights += costs.embedding + costs.other_host
+    parts[0].weights += costs.mmproj  # rule (8): GPU0, or the host when no GPU is used
     row = split_mode == "row" and n_gpus > 1
     shares = [float(s) for s in row_shares] if row_shares else [1.0] * n_gpus
     share_sum = sum(shares)
