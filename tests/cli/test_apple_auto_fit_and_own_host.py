@@ -57,3 +57,12 @@ def test_apple_host_memory_is_the_unified_memory_outside_the_working_set(name: s
 def test_auto_on_a_cpu_names_the_alternative() -> None:
     code, _, err = run("fit", "qwen2.5-7b", "--device", "amd-epyc-9654", "--auto")
     assert code == 2 and "--max-context" in err
+
+
+def test_a_format_search_on_a_mac_reads_the_chip_as_its_own_host_again() -> None:
+    # review11 defect 1: the search passes the host it already read (`<chip>:cpu`) to host_part a second time; it was
+    # refused, so every model was "rejected" on a Mac and fit lost its "fits at" hint
+    code, d = run_json("models", "--fits-on", "apple-m1-16gb")
+    assert code == 0 and any(m["status"] == "meets" for m in d["models"])
+    code, f = run_json("fit", "qwen2.5-14b", "--device", "apple-m1-16gb")
+    assert code == 1 and f["fits_at"] is not None and f["fits_at"]["weights"].startswith("gguf:q")

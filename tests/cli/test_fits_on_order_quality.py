@@ -46,7 +46,7 @@ def test_text_header_and_quality_column_match_the_json() -> None:
 
 @pytest.mark.parametrize(("device", "fmt", "quality"), [
     ("rtx-4090", "gguf:mxfp4_moe", "as released (mxfp4)"),
-    ("apple-m2-pro-16gb", "gguf:q4_k_m", "not rated (re-quantized from mxfp4)"),
+    ("apple-m3-pro-18gb", "gguf:q4_k_m", "not rated (re-quantized from mxfp4)"),
 ])
 def test_a_model_published_quantized_is_rated_from_its_own_format(device: str, fmt: str, quality: str) -> None:
     # gpt-oss publishes its experts in MXFP4 (config quantization_config quant_method mxfp4): its own format (GGUF

@@ -199,6 +199,8 @@ def host_part(engine: str | None, device: Device, host_device: str | Device | No
         else:
             found = host_device
         if device.kind == "apple":  # the chip is its own host (APPLE_OWN_HOST_WARNING): only itself may be named
+            if isinstance(found, Device) and found.id == apple_own_host(device).id:
+                found = device  # already read once (a search reads a candidate's host part again)
             if isinstance(found, Instance) or found.id != device.id:
                 raise FieldError("host_device", f"host_device: on {device.id} (apple) llama.cpp's CPU part runs on "
                                  f"the chip's own CPU cores; drop it or name {device.id}, not "
