@@ -66,20 +66,44 @@ def test_the_unfused_backward_reduce_scatters_stay_blocking() -> None:
     assert carried_again == pytest.approx(6 * (c_ag + c_rs)) and again == pytest.approx(added)
 
 
+
+def test_op_sac_regathers_pair_with_the_recomputed_matmuls() -> None:
+    """Op-level selective checkpointing gathers each column-parallel block's input again in the backward (eq.
+    (T1''')): two more all-gathers carried, each fused with the block's recomputed matmul (k; up). With all-gathers
+    far longer than those matmuls, each exposes its collective less (t - 1)/t of the chunked matmul; with all-gathers
+    far shorter, nothing."""
+    from llmsizer.catalog.models import find
+    from llmsizer.estimate.model_parallel import micro_pipelined_layer
+    from llmsizer.formulas.selective_checkpointing import op_sac_recomputed_matmuls
+    from llmsizer.formulas.training_activations import ActivationSetup
+
+    spec = find("llama-3.1-8b").spec()
+    st = ActivationSetup(batch=1, seq=1, full=True, adapted=frozenset(), rank=0, tp=8)
+    assert [n for n, _, _ in op_sac_recomputed_matmuls(spec, 0, st)] == ["k", "o", "up"]
+    rate, tokens = 4e14, 8192
+    for c_ag, c_rs in ((1e-6, 2e-6), (1.0, 2.0)):
+        base = micro_pipelined_layer(spec, 0, 8, tokens, c_ag, c_rs, rate, float("inf"), 2.0, False)
+        more = micro_pipelined_layer(spec, 0, 8, tokens, c_ag, c_rs, rate, float("inf"), 2.0, False, True)
+        assert more[1] == pytest.approx(base[1] + 2 * c_ag)
+        g_k, g_up = (2.0 * tokens * 4096 * w / rate for w in (1024 // 8, 14336 // 8))
+        expected = sum(max(0.0, c_ag - g * 7 / 8) for g in (g_k, g_up))  # chunks at no shape cost (no roofline)
+        assert more[0] - base[0] == pytest.approx(expected, rel=1e-9, abs=1e-15)
+
 # (vanilla, async) row pairs of the torchtitan AsyncTP benchmark (validation/public_measurements.csv)
 PAIRS = (("PM1310", "PM1311"), ("PM1316", "PM1317"), ("PM1312", "PM1313"), ("PM1318", "PM1319"))
 
 
 def test_the_predicted_async_gain_follows_the_measured_one() -> None:
-    """Async TP over vanilla TP, predicted against measured (1.09-1.16x): every collective hidden (eq. (T3')) gave
-    1.17-1.21x (8B bf16 1.213 for 1.098 measured); the micro-pipeline with the unfused reduce-scatters stays within
-    0.08 of each measured gain. (Within 0.06 at NVLink's line rate; at NCCL's bus bandwidth, formulas/network.py eq.
-    (12), the collectives are longer and more of them is hidden: 70B bf16 1.167 predicted for 1.092 measured, 8B bf16
-    1.129 for 1.099, 70B float8 1.156 for 1.164, 8B float8 1.107 for 1.097.)"""
+    """Async TP over vanilla TP, predicted against measured (1.09-1.16x). Every collective hidden (eq. (T3')) gave
+    1.17-1.21x (8B bf16 1.213 for 1.098 measured). Since the vanilla rows count the copies around their
+    sequence-dimension collectives (formulas/elementwise_traffic.py eq. (E14)), which the fused pairs of async TP
+    replace by symmetric-memory ops whose own layout handling is not counted, the prediction is an upper bound of the
+    gain: 70B bf16 1.190 for 1.092 measured, 8B bf16 1.221 for 1.099, 70B float8 1.165 for 1.164, 8B float8 1.169
+    for 1.097. Each predicted gain is at least the measured one and within 0.13 of it."""
     from llmsizer.validation_cases import repo_cases
 
     by_id = {c.id: c for c in repo_cases() if c.id in {i for p in PAIRS for i in p}}
     for van, asy in PAIRS:
         measured = by_id[asy].measured / by_id[van].measured
         predicted = by_id[asy].predicted / by_id[van].predicted  # type: ignore[operator]
-        assert abs(predicted - measured) < 0.08, (van, asy, predicted, measured)
+        assert measured - 0.005 <= predicted < measured + 0.13, (van, asy, predicted, measured)

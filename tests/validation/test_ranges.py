@@ -612,3 +612,31 @@ def test_the_tensor_parallel_training_measured_ratios_follow_from_their_rows(cas
         ratios = [c.measured / c.predicted for c in rows if c.predicted]
         assert len(ratios) == len(ids)
         assert (round(min(ratios), 2), round(max(ratios), 2)) == (lo, hi), (recipe, ratios)
+
+
+def test_the_tensor_parallel_training_warning_says_which_recipes_have_a_published_row() -> None:
+    """The duration's warning on PyTorch tensor-parallel training: bf16 and torchao rowwise quote their own torchtitan
+    rows (ranges.TENSOR_PARALLEL_TRAINING_MEASURED); rowwise with high-precision weight gradients, which no published
+    TP run used, says it has no row and quotes the rowwise rows as the nearest; tensorwise float8 gets no warning."""
+    from llmsizer.catalog.hardware import builtin_catalog
+    from llmsizer.catalog.models import find
+    from llmsizer.estimate.duration import training_duration_for
+    from llmsizer.validation_cases import TORCHTITAN_RUNS
+
+    model, device, fields, _ = TORCHTITAN_RUNS["PM1320"]
+    dev = builtin_catalog().devices[device]
+
+    def tp_warnings(**extra: object) -> list[str]:
+        f = dict(fields, **extra)
+        d = training_duration_for(find(model).spec(), dev, int(f["gpus"]), 1e6, f)
+        return [x for x in d.warnings if x.startswith("PyTorch tensor-parallel training")]
+
+    lo, hi, ids = R.TENSOR_PARALLEL_TRAINING_MEASURED["torchao-rowwise"]
+    (rowwise,) = tp_warnings()
+    assert "no published" not in rowwise and ", ".join(ids) in rowwise and f"{lo:.2f}-{hi:.2f}" in rowwise
+    (gw_hp,) = tp_warnings(float8_recipe="torchao-rowwise-gw-hp")
+    assert "torchao-rowwise-gw-hp: no published tensor-parallel row" in gw_hp
+    assert ", ".join(ids) in gw_hp and f"{lo:.2f}-{hi:.2f}" in gw_hp
+    assert tp_warnings(float8_recipe="torchao") == []
+    (bf16,) = tp_warnings(float8=False, float8_recipe="torchao")
+    assert ", ".join(R.TENSOR_PARALLEL_TRAINING_MEASURED["bf16"][2]) in bf16

@@ -50,12 +50,14 @@ from ..formulas.elementwise_traffic import (
     SOURCE_EAGER,
     elementwise_seconds,
     model_layer_widths,
+    sequence_parallel_copy_bytes,
     step_bytes_per_token,
 )
 from ..formulas.float8_training import SOURCE_TIME as FLOAT8_TIME_SOURCE
 from ..formulas.float8_training import (
     TORCHAO_RECIPES,
     float8_cast_bytes,
+    float8_gathers_in_float8,
     float8_gemms,
     float8_layer_flops,
     layer_linears,
@@ -137,7 +139,7 @@ from .device import (
 from .fit import hourly_price, link_bandwidth_for, vm_share_device
 from .framework import with_framework
 from .launch import kernel_linears, layer_code, moe_kinds, nf4_weight_shapes
-from .model_parallel import FsdpStage, model_parallel_time, stage_share
+from .model_parallel import COLUMN_PARALLEL_BLOCKS, FsdpStage, model_parallel_time, stage_share
 from .speed import attention_width
 from .training.compose import context_stage_states, estimate_items, training_context, training_workload
 from .training.gather_units import (
@@ -394,6 +396,10 @@ def elementwise_bytes_per_token(spec: ModelSpec, w: TrainingWorkload) -> float:
                                  sequence_parallel=w.sequence_parallel and tp > 1,
                                  metric_passes=w.train_metric_passes, metric_autocast=metric_autocast,
                                  fp16="fp16" in w.precision)
+    if w.compile and w.sequence_parallel and tp > 1:
+        total += _sequence_parallel_copies_per_token(spec, c, tp, w.micro_batch, w.tp_comm_overlap, ckpt,
+                                                     1.0 if w.float8 and float8_gathers_in_float8(w.float8_recipe)
+                                                     else None)
     if w.attention == "eager":  # formulas/eager_attention_traffic.py eqs. (A1)-(A2): the [b, heads, s, s] scores
         # the layers whose attention core runs its forward again: the checkpointed ones under full recomputation,
         # every layer under Megatron's selective recomputation (it re-runs exactly the attention core)
@@ -403,6 +409,30 @@ def elementwise_bytes_per_token(spec: ModelSpec, w: TrainingWorkload) -> float:
         total += sum(eager_attention_bytes_per_token(heads, w.seq_len, c, EAGER_ATTENTION_DROPOUT, i in again)
                      for i in range(spec.num_layers) if spec.layer_types[i] != "none")
     return total
+
+
+def _sequence_parallel_copies_per_token(spec: ModelSpec, c: float, tp: int, sequences: int, fused: bool,
+                                        again_layers: int, gather_bytes: float | None) -> float:
+    """Eq. (E14) of formulas/elementwise_traffic.py over the decoder layers, per token of the micro-batch: each
+    layer's copies around its sequence-dimension collectives and its column-parallel blocks' input-gradient sums on the
+    full T (n_b: the block's separate linears, COLUMN_PARALLEL_BLOCKS in layer_matmul_shapes' names), and the
+    all-gathers' copies again for the ``again_layers`` checkpointed layers (each taken at the average layer);
+    ``gather_bytes``: float8 all-gathers' element size (as estimate/model_parallel.py times them), else None."""
+    st = ActivationSetup(batch=1, seq=1, full=True, adapted=frozenset(), rank=0, tp=tp)
+    firsts = layer_kind_firsts(spec)
+    per_kind: dict[int, tuple[float, float]] = {}
+    total = again = 0.0
+    for i in range(spec.num_layers):
+        k = firsts[i]
+        if k not in per_kind:
+            names = [name for name, _, _, _ in layer_matmul_shapes(spec, k, st)]
+            n_b = tuple(n for n in (sum(map(block.__contains__, names)) for block in COLUMN_PARALLEL_BLOCKS) if n)
+            f, b, a = (sequence_parallel_copy_bytes(spec.hidden_size, c, n_b, sequences, fused, gather_bytes)
+                       if n_b else (0.0, 0.0, 0.0))
+            per_kind[k] = (f + b, a)
+        x, a = per_kind[k]
+        total, again = total + x, again + a
+    return total + again * again_layers / spec.num_layers
 
 
 def eager_score_seconds_per_token(spec: ModelSpec, w: TrainingWorkload, fl: TrainingFlops, c: float,
@@ -1133,6 +1163,11 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
                                    else "eager (" + SOURCE_EAGER + ")")
                                 + (f"; sequence parallelism: the norms, residual adds and input-gradient sums on "
                                    f"1/{w.tp} of the tokens (eq. (E10))" if w.sequence_parallel and w.tp > 1 else "")
+                                + ("; compiled, the copies around the sequence-dimension collectives and the "
+                                   "column-parallel blocks' input-gradient sums on all the tokens (eq. (E14)"
+                                   + (": under async TP the unfused reduce-scatters' sums only, the fused pairs' "
+                                      "layout copies not counted" if w.tp_comm_overlap else "") + ")"
+                                   if w.sequence_parallel and w.tp > 1 and w.compile else "")
                                 + ("; eager attention's softmax and dropout over the scores, "
                                    "formulas/eager_attention_traffic.py eqs. (A1)-(A2), attention dropout on "
                                    "(Megatron's GPT default)" if w.attention == "eager" else "")
@@ -1357,12 +1392,14 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
     mp: ModelParallelStep | None = None
     if w.tp * w.pp > 1:
         topology = "model-parallel"
-        full = recompute_mode(w.grad_checkpointing) == "full"
+        mode_r = recompute_mode(w.grad_checkpointing)
         fsdp = fsdp_stage(spec, w)
+        ckpt_layers = checkpointed_layers(spec.num_layers, w.checkpoint_every)
         mp = model_parallel_time(spec, w, t_c, float(fl.trained_params) * reduced_grad_bytes(w),
-                                 checkpointed_layers(spec.num_layers, w.checkpoint_every) if full else [],
+                                 ckpt_layers if mode_r == "full" else [],
                                  link_bandwidth, network.bandwidth if network is not None else None, notes, warnings,
-                                 peak * u * e if device.kind == "gpu" else 0.0, fsdp, fl.forward_share, bw_mem)
+                                 peak * u * e if device.kind == "gpu" else 0.0, fsdp, fl.forward_share, bw_mem,
+                                 ckpt_layers if mode_r == "selective-op" else [])
         if fsdp is not None and link_bandwidth:
             notes.extend(fsdp_volume_notes(w, fsdp.forward, fsdp.backward, fsdp.reduced))
     if device.kind == "cpu" and n == 1:
@@ -1693,10 +1730,11 @@ def training_duration(spec: ModelSpec, device: Device, devices: int, tokens: flo
                             f"({factor.expected:.3g}), an uncalibrated stand-in: "
                             f"{R.uncalibrated_training_note(arch)}; no calibrated range")
     # PyTorch-native tensor parallelism (no Megatron backward overlap), bf16 or rowwise float8: what the published
-    # torchtitan TP rows measured (ranges.TENSOR_PARALLEL_TRAINING_MEASURED)
+    # torchtitan TP rows measured (ranges.TENSOR_PARALLEL_TRAINING_MEASURED); rowwise with high-precision weight
+    # gradients: that it has no such row (ranges.NO_TENSOR_PARALLEL_TRAINING_ROW)
     if w.tp > 1 and device.kind == "gpu" and not w.tp_backward_overlap and (
-            not w.float8 or w.float8_recipe == "torchao-rowwise"):
-        tp_note = R.tensor_parallel_training_note("bf16" if not w.float8 else "torchao-rowwise")
+            not w.float8 or w.float8_recipe in ("torchao-rowwise", "torchao-rowwise-gw-hp")):
+        tp_note = R.tensor_parallel_training_note("bf16" if not w.float8 else w.float8_recipe)
         if tp_note:
             warnings.append(tp_note)
     if w.method == "qlora" and qlora_base_format(spec) == "gptq-int4":

@@ -27,12 +27,13 @@ from ..formulas.network import (
     ring_bus_bandwidth,
 )
 from ..formulas.parallelism import pipeline_stage_layers
-from ..formulas.selective_checkpointing import layer_matmul_shapes
+from ..formulas.selective_checkpointing import layer_matmul_shapes, op_sac_recomputed_matmuls
 from ..formulas.tensors import layer_kind_firsts
 from ..formulas.training_activations import ActivationSetup
 from ..formulas.training_time import data_parallel_comm
 from ..result import Assumption
 from ..specs import ModelSpec, TrainingWorkload
+from ..specs.training import recomputes_whole_layer
 from .speed import attention_width
 
 TP_COMM_OVERLAP_WHY = ("Megatron-Core ModelParallelConfig.tp_comm_overlap defaults to False (NVIDIA/Megatron-LM "
@@ -138,17 +139,30 @@ ASYNC_TP_BLOCKS = ((frozenset({"q", "k", "v"}), True), (frozenset({"o"}), False)
 
 @lru_cache(maxsize=1024)
 def micro_pipelined_layer(spec: ModelSpec, layer: int, tp: int, tokens: int, c_ag: float, c_rs: float,
-                          gemm_rate: float, bandwidth: float, elem_bytes: float, recomputed: bool
-                          ) -> tuple[float, float]:
+                          gemm_rate: float, bandwidth: float, elem_bytes: float, recomputed: bool,
+                          regathered: bool = False, early_stop: bool = False) -> tuple[float, float]:
     """Eq. (T5) over one decoder layer's pairs (``ASYNC_TP_BLOCKS``; the forward pairs twice in a ``recomputed``
     layer): (seconds the pairs add to the compute, seconds of collectives they carry). ``c_ag`` / ``c_rs``: one
     all-gather / reduce-scatter of the layer's T x h activations over B_tp; each matmul at ``gemm_rate`` FLOP/s at its
     full T rows, and t chunks of T/t rows at the ratio of their shape efficiencies (formulas/gemm_shapes.py eqs.
-    (2)-(4), at ``bandwidth``); memoized on its immutable arguments."""
+    (2)-(4), at ``bandwidth``); ``regathered``: an op-checkpointed layer, whose column-parallel blocks' all-gathers
+    run again in the backward (eq. (T1''')), each fused with the block's recomputed matmuls
+    (formulas/selective_checkpointing.py ``op_sac_recomputed_matmuls``: k, up), the lhs consumers inductor's pass
+    finds (``_find_consumer_matmuls``, line 725; the weight-gradient matmuls read the gathered input as their rhs),
+    or blocking where the block has none; ``early_stop``: a recomputed layer's forward stops before its last pair (the
+    MLP output's reduce-scatter, eq. (T1''')); memoized on its immutable arguments."""
     st = ActivationSetup(batch=1, seq=1, full=True, adapted=frozenset(), rank=0, tp=tp)
     mm = layer_matmul_shapes(spec, layer, st)
+    again = op_sac_recomputed_matmuls(spec, layer, st) if regathered else []
     added = carried = 0.0
     rows = max(1, tokens // tp)
+
+    def chunked(w_in: int, w_out: int, n: int, k: int) -> tuple[float, float]:
+        """(G, G') of one matmul of ``tokens`` rows, output width n, reduction k."""
+        t_g = 2.0 * tokens * w_in * w_out / gemm_rate
+        return t_g, t_g * (gemm_efficiency(tokens, n, k, gemm_rate, bandwidth, elem_bytes)
+                           / gemm_efficiency(rows, n, k, gemm_rate, bandwidth, elem_bytes))
+
     for names, gathered in ASYNC_TP_BLOCKS:
         lin = [(a, b) for name, a, b, _ in mm if name in names]
         if not lin:
@@ -156,18 +170,21 @@ def micro_pipelined_layer(spec: ModelSpec, layer: int, tp: int, tokens: int, c_a
         for backward in (False, True):
             g = g_chunked = 0.0
             for w_in, w_out in lin:
-                n, k = (w_in, w_out) if backward else (w_out, w_in)
-                t_g = 2.0 * tokens * w_in * w_out / gemm_rate
-                g += t_g
-                g_chunked += t_g * (gemm_efficiency(tokens, n, k, gemm_rate, bandwidth, elem_bytes)
-                                    / gemm_efficiency(rows, n, k, gemm_rate, bandwidth, elem_bytes))
+                t_g, t_c = chunked(w_in, w_out, *((w_in, w_out) if backward else (w_out, w_in)))
+                g, g_chunked = g + t_g, g_chunked + t_c
             c = c_ag if gathered != backward else c_rs
-            times = 2 if recomputed and not backward else 1
+            last = (names, gathered) == ASYNC_TP_BLOCKS[-1]
+            times = 2 if recomputed and not backward and not (early_stop and last) else 1
             # a column-parallel block of several linears: its input gradient is the sum of their matmuls, which
             # inductor's pass does not fuse with the reduce-scatter (ASYNC_TP_UNFUSED): c stays blocking
             unfused = backward and gathered and len(lin) > 1
             added += times * (c if unfused else micro_pipelined_pair_seconds(c, g, g_chunked, tp))
             carried += times * c
+        if regathered and gathered:  # eq. (T1'''): the block's all-gather again in the backward
+            pairs = [chunked(w_in, w_out, w_out, w_in) for name, w_in, w_out in again if name in names]
+            g, g_chunked = sum(p[0] for p in pairs), sum(p[1] for p in pairs)
+            added += micro_pipelined_pair_seconds(c_ag, g, g_chunked, tp) if pairs else c_ag
+            carried += c_ag
     return added, carried
 
 
@@ -185,7 +202,7 @@ def model_parallel_time(spec: ModelSpec, w: TrainingWorkload, stage_seconds: flo
                         recomputed: Sequence[int], link_bandwidth: float | None, network: float | None,
                         notes: list[Assumption], warnings: list[str], gemm_rate: float = 0.0,
                         fsdp: FsdpStage | None = None, forward_share: float = 1.0 / 3.0,
-                        memory_bandwidth: float = 0.0) -> ModelParallelStep:
+                        memory_bandwidth: float = 0.0, op_checkpointed: Sequence[int] = ()) -> ModelParallelStep:
     """Eqs. (T1)-(P7) of formulas/model_parallel_time.py for one device of ``w``: ``stage_seconds`` its stage's
     compute per micro-batch, ``grad_bytes`` the whole model's reduced gradients (estimate/duration.py
     ``reduced_grad_bytes``), ``recomputed`` the fully recomputed layers, ``link_bandwidth`` the link inside a
@@ -193,7 +210,8 @@ def model_parallel_time(spec: ModelSpec, w: TrainingWorkload, stage_seconds: flo
     (for eq. (T4) under ``w.tp_backward_overlap``); ``fsdp``: FSDP's payloads on the data-parallel group (eq. (P7)
     in place of the gradient all-reduce of eq. (P5); None: FSDP not timed beside tensor/pipeline parallelism),
     ``forward_share`` phi of eq. (8'); ``memory_bandwidth``: the device's [B/s], the roofline of eq. (T5)'s chunked
-    matmuls (0: not sourced, roofline off)."""
+    matmuls (0: not sourced, roofline off); ``op_checkpointed``: the layers under op-level selective checkpointing,
+    whose all-gathers run again in the backward under sequence parallelism (eq. (T1'''))."""
     tp, pp, v = w.tp, w.pp, w.virtual_stages if w.pp > 1 else 1
     n, g = w.gpus, min(w.gpus, w.gpus_per_node)
     dp = n // (tp * pp)
@@ -203,6 +221,8 @@ def model_parallel_time(spec: ModelSpec, w: TrainingWorkload, stage_seconds: flo
     layers = max(len(r) for r in ranges)
     busiest = max(ranges, key=len)
     again = sum(map(busiest.__contains__, recomputed))  # (ints: True counts 1)
+    regather_set = set(op_checkpointed) if tp > 1 and w.sequence_parallel else set()
+    regathered = sum(map(regather_set.__contains__, busiest))
     inf = float("inf")
     intra = link_bandwidth if link_bandwidth else inf
     if not link_bandwidth:
@@ -227,8 +247,11 @@ def model_parallel_time(spec: ModelSpec, w: TrainingWorkload, stage_seconds: flo
     # TransformerEngine (module/linear.py @d0067d0 lines 378-411: the local input is quantized, then
     # gather_along_first_dim with the input quantizer); torchao's rowwise recipes gather bf16
     float8_gather = w.sequence_parallel and w.float8 and float8_gathers_in_float8(w.float8_recipe)
+    # torch's early-stopping non-reentrant checkpoint does not re-run the layer's last collective (eq. (T1'''))
+    early = not recomputes_whole_layer(w.checkpoint_impl)
     fwd, bwd = tensor_parallel_bytes(layers, again, tokens, spec.hidden_size, a, tp,
-                                     1.0 if float8_gather else None) if tp > 1 else (0.0, 0.0)
+                                     1.0 if float8_gather else None, regathered, early,
+                                     w.sequence_parallel) if tp > 1 else (0.0, 0.0)
     hidden_s = regather = 0.0
     if tp > 1 and w.tp_backward_overlap and intra != inf and gemm_rate > 0:
         # eq. (T4): each layer of the busiest stage, once per layer kind (ModelSpec.layer_key: its linears)
@@ -254,13 +277,13 @@ def model_parallel_time(spec: ModelSpec, w: TrainingWorkload, stage_seconds: flo
         # a layer's pairs depend on it only through its linears (its kind, ModelSpec.layer_key, as eq. (T4) above
         # reads them) and whether it is recomputed: each (kind, recomputed) once, added layer by layer in order
         keys = layer_kind_firsts(spec)
-        pairs: dict[tuple[int, bool], tuple[float, float]] = {}
+        pairs: dict[tuple[int, bool, bool], tuple[float, float]] = {}
         for i in busiest:
-            like = (keys[i], i in again_set)
+            like = (keys[i], i in again_set, i in regather_set)
             pair = pairs.get(like)
             if pair is None:
                 pair = pairs[like] = micro_pipelined_layer(spec, like[0], tp, tokens, c_ag, c_rs, gemm_rate,
-                                                           memory_bandwidth or inf, a, like[1])
+                                                           memory_bandwidth or inf, a, like[1], like[2], early)
             x, c = pair
             added, carried = added + x, carried + c
         pipelined = added + max(0.0, (fwd + bwd) / b_tp - carried)
@@ -304,6 +327,9 @@ def model_parallel_time(spec: ModelSpec, w: TrainingWorkload, stage_seconds: flo
         notes.append(Assumption("tp_comm_bytes_per_micro_batch", round(fwd + bwd), True,
                                 f"formulas/model_parallel_time.py eq. (T1): {layers} layers x (2 + 2) all-reduces"
                                 + (f" + 2 again in {again} recomputed layers" if again else "")
+                                + (f" + 2 all-gathers again in the backward of {regathered} op-checkpointed layers "
+                                   "(torchtitan's op SAC saves no all-gather output: eq. (T1'''))"
+                                   if regathered else "")
                                 + (f" + {round(regather)} B re-gathering each column-parallel linear's input in the "
                                    "backward (Megatron, eq. (T4))" if regather else "")
                                 + f" of {w.micro_batch} x {w.seq_len} x {spec.hidden_size} activations over {tp} "

@@ -363,22 +363,41 @@ def uncalibrated_training_note(architecture: str) -> str:
 
 # Tensor-parallel training measured slower than the estimate where no sourced mechanism accounts for it
 # (torchtitan's AsyncTP benchmark, validation_cases.TORCHTITAN_RUNS, held out: nothing is fitted on them). After the
-# tensor-parallel collectives at NCCL's NVLink bus bandwidth (formulas/network.py eq. (12)) Llama 3.1 70B on TP 8
-# lands within 2-9 % but 8B on TP 8 (its sharded GEMMs 1/8 of a 4096-wide layer) 16-18 % fast, and torchao's rowwise
-# float8 with TP (its collectives in bf16, casts around them: formulas/float8_training.py eqs. F4-F5) 14-48 % fast.
-# Ruled out (numbers in the tpmech report): wave quantisation of the forward / input-gradient GEMMs (98,304 rows:
-# >= 40 waves on 132 SMs, < 1 %); collective latency (the 805 MB all-gathers: bandwidth term). The rows stay
-# summarised and in the band; the duration warns with what they measured. (recipe key, (lowest, highest)
-# measured / expected to 2 decimals, rows); tests/validation/test_ranges.py re-derives the ratios from the rows.
+# tensor-parallel collectives at NCCL's NVLink bus bandwidth (formulas/network.py eq. (12)), op-level selective
+# checkpointing's all-gathers again in the backward and full recomputation's early stop (formulas/model_parallel_time.py
+# eq. (T1''')), and the copies around the sequence-dimension collectives (formulas/elementwise_traffic.py eq. (E14)),
+# vanilla TP lands within 4 % (PM1310 -1.6 %, PM1316 +3.6 %) but async TP 7-15 % fast (PM1311, PM1317: its gain
+# over-estimated), and torchao's rowwise float8 with TP (its collectives in bf16, casts around them:
+# formulas/float8_training.py eqs. F4-F5) 12-40 % fast. Ruled out (numbers in the tpmech and tpwgrad reports): wave
+# quantisation of the forward / input-gradient GEMMs (98,304 rows: >= 40 waves on 132 SMs, < 1 %); of the sharded
+# weight-gradient GEMMs (k/v: 128 x 4096 outputs, 16 tiles, K = 98,304): cuBLAS runs such long-K few-tile shapes as
+# split-K kernels (its nvjet *_splitK kernels + splitKreduce_kernel, Dao-AILab/quack PR #157's baseline); collective
+# latency (the 805 MB all-gathers: bandwidth term). The rows stay summarised and in the band; the duration warns with
+# what they measured. (recipe key, (lowest, highest) measured / expected to 2 decimals, rows);
+# tests/validation/test_ranges.py re-derives the ratios from the rows.
+# torchao's rowwise recipe with high-precision weight gradients ('torchao-rowwise-gw-hp') has no published TP row.
 TENSOR_PARALLEL_TRAINING_MEASURED: dict[str, tuple[float, float, tuple[str, ...]]] = {
-    "bf16": (0.82, 0.98, ("PM1310", "PM1311", "PM1316", "PM1317")),
-    "torchao-rowwise": (0.68, 0.86, ("PM1314", "PM1315", "PM1320", "PM1321")),
+    "bf16": (0.87, 1.02, ("PM1310", "PM1311", "PM1316", "PM1317")),
+    "torchao-rowwise": (0.72, 0.90, ("PM1314", "PM1315", "PM1320", "PM1321")),
 }
 
 
+# float8 recipes of PyTorch tensor parallelism with no published TP row, and the recipe whose rows are the nearest
+NO_TENSOR_PARALLEL_TRAINING_ROW = {"torchao-rowwise-gw-hp": "torchao-rowwise"}
+
+
 def tensor_parallel_training_note(recipe: str) -> str | None:
-    """Words for a tensor-parallel training estimate of ``recipe`` ('bf16' or 'torchao-rowwise'): what the published
-    torchtitan TP rows measured against it (``TENSOR_PARALLEL_TRAINING_MEASURED``); None for another recipe."""
+    """Words for a tensor-parallel training estimate of ``recipe`` ('bf16', 'torchao-rowwise' or
+    'torchao-rowwise-gw-hp'): what the published torchtitan TP rows measured against it
+    (``TENSOR_PARALLEL_TRAINING_MEASURED``), or, for a recipe without such a row (``NO_TENSOR_PARALLEL_TRAINING_ROW``),
+    that it has none and what the nearest recipe's rows measured; None for another recipe."""
+    near = NO_TENSOR_PARALLEL_TRAINING_ROW.get(recipe)
+    if near is not None:
+        lo, hi, ids = TENSOR_PARALLEL_TRAINING_MEASURED[near]
+        return (f"PyTorch tensor-parallel training with {recipe}: no published tensor-parallel row of this recipe "
+                f"checks this estimate; torchtitan's TP 8 runs of {near} on H100 ({', '.join(ids)}) measured "
+                f"{lo:.2f}-{hi:.2f} x that recipe's tokens/s (the estimate {1 / hi - 1:.0%}-{1 / lo - 1:.0%} too "
+                "fast): a mechanism not modelled")
     m = TENSOR_PARALLEL_TRAINING_MEASURED.get(recipe)
     if m is None:
         return None

@@ -65,6 +65,40 @@ activation, LoRA scale-and-add: head and intermediate widths, already per device
 
     F = F_h / t + F_r,   B = B_h / t + B_r   (t = 1 without sequence parallelism)                 (E10)
 
+**Sequence-dimension collectives under torch.compile** (eq. (E14)). PyTorch's sequence parallelism shards the
+[b, s, h] residual stream on dimension 1 (torchtitan @820504e ``parallelize_llama.py`` lines 178-197:
+``SequenceParallel`` norms, ``PrepareModuleInput`` Shard(1) -> Replicate, row-parallel outputs Shard(1); its note at
+lines 175-177 that folding the batch and sequence dimensions would "accelerate Sequence Parallel"). NCCL gathers and
+scatters along dimension 0, so torch's functional collectives move the data between the two layouts
+(torch 2.13 ``torch/distributed/_functional_collectives.py``: ``all_gather_single`` lines 207-223,
+``all_gather_into_tensor`` then ``_maybe_view_chunk_cat``, a view only when the leading dimension is the group
+size, else ``torch.cat``; ``reduce_scatter_single`` lines 276-277, ``_chunk_or_narrow_cat`` of the input onto
+dimension 0). Each such copy reads and writes the whole [T, h] tensor, on every rank: 2c h per token of the
+micro-batch's T tokens, not T/t. And the input gradient of a column-parallel block of n_b separate linears
+(torchtitan's q/k/v, gate/up) is the sum of n_b partial [T, h] matmul outputs, summed on the full T before its
+reduce-scatter (the reduce-scatter splits the fused norm-backward kernel that (E5) counts on T/t): inductor writes the
+sum in the layout the reduce-scatter wants, (n_b + 1) c h per token. Per token of T and decoder layer, for blocks b
+with n_b linears (2 blocks: attention, MLP)::
+
+    F_x = sum_b 4c h   (all-gather copy + reduce-scatter copy; micro-batch of one sequence: 2c h, the
+                        all-gather's only)
+    B_x = sum_b [2c h (the output gradient's all-gather copy; 0 for one sequence)
+                 + (n_b + 1) c h (n_b > 1: the input-gradient sum; n_b = 1: the copy 2c h, 0 for one sequence)]
+                                                                                                  (E14)
+
+and a layer whose backward gathers its block inputs again (op-level selective checkpointing, formulas/
+model_parallel_time.py eq. (T1''') or recomputes its forward copies them again (2c h per block, the all-gathers'
+share of F_x). Under async tensor parallelism (torchtitan ``enable_async_tp``) inductor's micro-pipeline pass
+replaces each fused all-gather + matmul and matmul + reduce-scatter by symmetric-memory ops that restride the shard
+(torch 2.13 ``torch/distributed/_symmetric_memory/__init__.py`` ``restride_A_shard_for_fused_all_gather_matmul``,
+lines 1192-1202: a copy of the T/t shard) and move the gathered dimension by views (``movedim``, line 587); what
+layout copies their consumers then make was not measured (symmetric memory needs CUDA) and is not counted: only the
+unfused reduce-scatters' input-gradient sums, (n_b + 1) c h each, are, so async TP's gain over the vanilla count is an
+upper bound (tests/formulas/test_async_tp_time.py). Measured: inductor's own byte count of the compiled forward and
+backward of a torchtitan-style Llama block on rank 0 of 8 (a fake process group), one and two sequences, within 5 %
+(tests/formulas/test_sequence_parallel_copies.py; the count keeps (E5)'s T/t norm-backward terms, about 6c h / t more
+than inductor's split kernels read). Eager runs (and their view for one sequence) are not counted.
+
 (The hidden dropouts after the attention and MLP blocks, Megatron's ``bias_dropout_add`` with its GPT default
 ``--hidden-dropout 0.1``, are not counted in (E1)/(E2) at all, with or without sequence parallelism: a mask write
 forward and a masked read backward per hidden element, about 12 B x h per token and layer in fp16.)
@@ -276,6 +310,41 @@ def metric_pass_bytes(vocab: int, c: float, autocast: bool, fp16: bool = False) 
     if not autocast or c >= F32:
         return 2 * c * vocab
     return ((c + F32) if fp16 else (c + 3 * F32)) * vocab
+
+
+def sequence_parallel_copy_bytes(hidden: int, c: float, block_linears: tuple[int, ...], sequences: int,
+                                 fused: bool, gather_bytes: float | None = None) -> tuple[float, float, float]:
+    """Eq. (E14): (forward, backward, again) bytes per token of the micro-batch's full T tokens and decoder layer
+    that a compiled sequence-parallel rank moves around its collectives on the sequence dimension; ``block_linears``:
+    n_b, the separate column-parallel linears of each block (Llama: (3, 2)); ``sequences``: the micro-batch's b;
+    ``fused``: async tensor parallelism's fused pairs; ``again``: the all-gathers' copies once more (a layer whose
+    backward gathers its block inputs again); ``gather_bytes``: the all-gathered elements' size when it is not c
+    (float8 all-gathers, formulas/model_parallel_time.py eq. (T1''): the copies after them move 1-byte elements).
+
+    >>> sequence_parallel_copy_bytes(10, 2.0, (3, 2), 4, False)   # copies of 40 B: 2 x 2 x 40; 2 x 40 + 80 + 60
+    (160.0, 220.0, 80.0)
+    >>> sequence_parallel_copy_bytes(10, 2.0, (3, 2), 1, False)   # the all-gathers' copies; the sums
+    (80.0, 140.0, 80.0)
+    >>> sequence_parallel_copy_bytes(10, 2.0, (3, 1), 4, True)    # the unfused reduce-scatter's sum only
+    (0.0, 80.0, 0.0)
+    """
+    _check(c, hidden)
+    if sequences < 1 or any(n < 1 for n in block_linears):
+        raise InputError("sequences and linears per block must be >= 1")
+    copy = 2.0 * c * hidden  # a reduce-scatter's input copied onto dimension 0
+    gathered = copy if gather_bytes is None else 2.0 * gather_bytes * hidden  # an all-gather's output copied back
+    many = sequences > 1
+    blocks = len(block_linears)
+    fwd = 0.0 if fused else blocks * (gathered + copy) if many else blocks * gathered
+    bwd = 0.0
+    for n in block_linears:
+        if n > 1:
+            bwd += (n + 1) * c * hidden
+        elif many and not fused:
+            bwd += copy
+        if many and not fused:
+            bwd += gathered
+    return fwd, bwd, 0.0 if fused else blocks * gathered
 
 
 def elementwise_seconds(total_bytes: float, memory_bandwidth: float, efficiency: float) -> float:

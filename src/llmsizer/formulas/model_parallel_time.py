@@ -27,6 +27,27 @@ float8 before the all-gather that is the reduce-scatter's backward (``Float8Roww
 input gradients) stay in a bytes. Every pair then moves (t - 1)/t T h (1 + a)::
 
     V_tp = (4 L_s + 2 c_s) (t - 1)/t T h (a_g + a),   a_g = 1 (float8) or a                     (T1'')
+
+torchtitan's op-level selective checkpointing (formulas/selective_checkpointing.py; torchtitan @820504e
+``parallelize_llama.py`` lines 217-270) saves the outputs of every other matmul, the SDPA kernels and the
+reduce-scatters (``_save_list``), not the all-gathers: under sequence parallelism the gathered [T, h] input of each
+column-parallel block (q/k/v, gate/up), which the backward needs for those linears' weight gradients and for the
+recomputed k / up matmuls, is gathered again in the backward. Under torch.compile the partitioner recomputes a
+collective that a user checkpoint region tags for recomputation (torch 2.13 ``torch/_functorch/partitioners.py``:
+``force_save_collectives``, lines 1973-1986, forces a save only where ``must_recompute`` is False, and
+``must_recompute``, lines 166-170, is True for PREFER_RECOMPUTE; pytorch/pytorch PR #147561). Each of the c_o
+op-checkpointed layers of the stage adds two all-gathers to the backward::
+
+    V_tp += 2 c_o (t - 1)/t T h a_g                                                              (T1''')
+
+Measured on two gloo ranks (tests/training/test_op_sac_tp_collectives.py): a torchtitan-style Llama block under that
+policy runs 4 all-gathers and 2 reduce-scatters in its backward, 2 + 2 being the backward's own. Under full
+recomputation with torch's non-reentrant checkpoint (early stop, as formulas/selective_checkpointing.py
+``full_recompute_flops`` skips the last matmul) the recomputed forward stops before the MLP output's collective,
+which only the residual add reads: 2 all-gathers and 1 reduce-scatter again (1 all-reduce without sequence
+parallelism), measured the same way (4 all-gathers, 3 reduce-scatters); (T1)'s 2 c_s holds for the reentrant
+checkpoint (Megatron-LM's ``CheckpointFunction``), which re-runs the whole layer. Without sequence
+parallelism (all-reduces) the recomputed all-reduces are not counted.
     c_tp = V_tp / B_tp                                                                          (T2)
 
 B_tp is the link inside a machine when the t devices share one (t <= g devices per machine); a tensor-parallel group
@@ -189,25 +210,41 @@ from .training_time import DataParallelComm, micro_step_seconds
 
 
 def tensor_parallel_bytes(layers: int, recomputed_layers: int, tokens: int, hidden: int, act_bytes: float,
-                          tp: int, gather_bytes: float | None = None) -> tuple[float, float]:
+                          tp: int, gather_bytes: float | None = None, regathered_layers: int = 0,
+                          early_stop: bool = False, sequence_parallel: bool = False) -> tuple[float, float]:
     """Eq. (T1): (forward, backward) bytes each tensor-parallel rank sends per micro-batch of ``tokens`` tokens on a
     stage of ``layers`` layers, ``recomputed_layers`` of them recomputed in full (their forward collectives run
     again in the backward); ``gather_bytes``: under sequence parallelism, the element size of the all-gather half of
-    each pair when it differs from ``act_bytes`` (eq. (T1''): float8 all-gathers).
+    each pair when it differs from ``act_bytes`` (eq. (T1''): float8 all-gathers); ``regathered_layers``: layers
+    under op-level selective checkpointing with sequence parallelism, whose two all-gathers run again in the
+    backward (eq. (T1''')); ``early_stop``: the recomputation stops before the layer's last collective (the MLP
+    output's reduce-scatter, or its all-reduce without sequence parallelism: torch's non-reentrant checkpoint, whose
+    backward needs nothing that collective produces; formulas/selective_checkpointing.py ``full_recompute_flops``);
+    ``sequence_parallel``: the pairs are all-gathers and reduce-scatters (implied by ``gather_bytes``).
 
     >>> tensor_parallel_bytes(2, 2, 10, 10, 2, 2)   # one all-reduce of 200 B over 2 ranks sends 200 B
     (800.0, 1600.0)
     >>> tensor_parallel_bytes(2, 2, 10, 10, 2, 2, gather_bytes=1)   # all-gathers of 100 B, reduce-scatters of 200 B
     (600.0, 1200.0)
+    >>> tensor_parallel_bytes(2, 0, 10, 10, 2, 2, regathered_layers=2)   # + 2 x 2 all-gathers of 100 B
+    (800.0, 1200.0)
+    >>> tensor_parallel_bytes(2, 2, 10, 10, 2, 2, early_stop=True, sequence_parallel=True)   # less 2 reduce-scatters
+    (800.0, 1400.0)
+    >>> tensor_parallel_bytes(2, 2, 10, 10, 2, 2, early_stop=True)   # less 2 all-reduces
+    (800.0, 1200.0)
     """
-    if layers < 0 or not 0 <= recomputed_layers <= layers:
-        raise InputError("stage layers must not be negative, recomputed layers between 0 and the stage's layers")
+    if layers < 0 or not 0 <= recomputed_layers <= layers or not 0 <= regathered_layers <= layers:
+        raise InputError("stage layers must not be negative, recomputed and regathered layers between 0 and the "
+                         "stage's layers")
+    gather = all_gather_bytes(float(tokens) * hidden * (act_bytes if gather_bytes is None else gather_bytes), tp)
     if gather_bytes is None:
         one = allreduce_bytes(float(tokens) * hidden * act_bytes, tp)
+        last = reduce_scatter_bytes(float(tokens) * hidden * act_bytes, tp) if sequence_parallel else one
     else:
-        one = all_gather_bytes(float(tokens) * hidden * gather_bytes, tp) \
-            + reduce_scatter_bytes(float(tokens) * hidden * act_bytes, tp)
-    return 2.0 * layers * one, (2.0 * layers + 2.0 * recomputed_layers) * one
+        last = reduce_scatter_bytes(float(tokens) * hidden * act_bytes, tp)
+        one = gather + last
+    again = (2.0 * one - last) if early_stop else 2.0 * one
+    return 2.0 * layers * one, 2.0 * layers * one + recomputed_layers * again + 2.0 * regathered_layers * gather
 
 
 def tensor_parallel_backward_overlap(tokens: int, hidden: int, act_bytes: float, tp: int, bandwidth: float,

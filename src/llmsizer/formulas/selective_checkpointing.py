@@ -170,15 +170,23 @@ def op_sac_recompute_flops(spec: ModelSpec, layer: int, st: ActivationSetup) -> 
     router (2 h E) and the routed experts' ``_grouped_mm`` (outside the save set: 2 k x (3 or 2) h i_e). Norms,
     rotary, activations and adds are recomputed too but carry no matmul FLOPs; the saved SDPA output means the
     attention core is not run again."""
-    flops = 0
+    flops = sum(2 * w_in * w_out for _, w_in, w_out in op_sac_recomputed_matmuls(spec, layer, st))
+    return flops + moe_expert_flops(spec, layer, st)
+
+
+def op_sac_recomputed_matmuls(spec: ModelSpec, layer: int, st: ActivationSetup) -> list[tuple[str, int, int]]:
+    """(name, input width, output width) of the matmuls the backward of an op-checkpointed layer runs again, in
+    forward order: the mm calls the policy does not save (2, 4, 6, ...: in a Llama block k, o and up) but the
+    layer's last matmul (early stop, :func:`full_recompute_flops`)."""
+    out: list[tuple[str, int, int]] = []
     count = 0
     mm = layer_matmul_shapes(spec, layer, st)
-    for j, (_, w_in, w_out, counted) in enumerate(mm):
+    for j, (name, w_in, w_out, counted) in enumerate(mm):
         if counted:
             count += 1
             if count % 2 == 0 and j < len(mm) - 1:
-                flops += 2 * w_in * w_out
-    return flops + moe_expert_flops(spec, layer, st)
+                out.append((name, w_in, w_out))
+    return out
 
 
 def saved_matmuls(spec: ModelSpec, layer: int, st: ActivationSetup,
