@@ -145,7 +145,9 @@ CASES = [
     ("model-size-mismatch", "warning", "model.size", [edit(TRN, model={"name": "qwen2.5-0.5b", "size": "7B"})]),
     ("training-may-not-be-needed", "warning", "purpose", [edit(TRN, purpose="knowledge", baseline_tried=False)]),
     ("lora-deployment-undecided", "info", "adapters", [TRN, edit(INF, model={"from_job": "ft"})]),
-    ("pricing-undecided", "info", "pricing", [edit(TRN, pricing=None)]),
+    # on the catalog's price: owned hardware (a bare device at the team's own price_per_hour) gets no provider
+    # advice (docs/plans.md; probe10 #12)
+    ("pricing-undecided", "info", "pricing", [edit(TRN, pricing=None, resources__price_per_hour=None)]),
 ]
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from llmsizer.provider.inventory import parse_inventory
 from llmsizer.provider.scheduler_import import SlurmNode, parse_scontrol_nodes
 
 pytest.importorskip("sqlalchemy")
@@ -60,16 +61,25 @@ def test_a_down_node_is_not_bookable(tmp_path, capsys):
     assert [n["id"] for n in data["nodes"]] == ["gpunode-1"]  # the catalog's a40: no --device-map needed
     assert data["nodes"][0]["device"] == "a40" and data["nodes"][0]["cpus"] == 11
     assert "# - {id: gpunode-2" in inv.read_text()
-    # every GPU node out of service: nothing to book, one line naming why
+    # every GPU node out of service (probe10 #7: the message said "written commented out" and no file was
+    # written): the inventory is written with the node commented out, as said, and the import exits 1 (nothing can
+    # be booked), so a provider re-importing after a node fails keeps its row to restore
     only = tmp_path / "down.txt"
     only.write_text(A40.read_text().replace("State=IDLE+DYNAMIC_NORM", "State=DOWN+DRAIN"))
-    assert run("capacity", "import", "--scontrol", str(only), "--site", "s", "-o", str(tmp_path / "x.yaml")) == 2
-    assert not (tmp_path / "x.yaml").exists()
+    out = tmp_path / "x.yaml"
+    assert run("capacity", "import", "--scontrol", str(only), "--site", "s", "-o", str(out)) == 1
+    err = capsys.readouterr().err
+    assert "gpunode-1: State=DOWN+DRAIN (down, drained by the administrator), written commented out" in err
+    assert "no bookable node at site s" in err
+    text = out.read_text()
+    assert yaml.safe_load(text)["nodes"] == [] and "  # - {id: gpunode-1, site: s, device: a40" in text
+    # the operator's step the file names: delete [] and uncomment the row -> the node is bookable again
+    back = text.replace("nodes: []", "nodes:").replace("  # - {id: gpunode-1", "  - {id: gpunode-1")
+    assert [n.id for n in parse_inventory(back, source="back.yaml").nodes] == ["gpunode-1"]
     from llmsizer.errors import InputError
     from llmsizer.provider.scheduler_import import inventory_yaml
-    with pytest.raises(InputError, match=r"no bookable node with a gpu GRES \(1 not in service: gpunode-1: "
-                                         r"State=DOWN\+DRAIN"):
-        inventory_yaml(parse_scontrol_nodes(only.read_text()), site="s", device_map={}, pools=(), known={"a40"})
+    with pytest.raises(InputError, match=r"no node with a gpu GRES$"):  # no GPU node at all: nothing to write
+        inventory_yaml([], site="s", device_map={}, pools=(), known={"a40"})
 
 
 def test_import_says_storage_is_missing_and_the_check_says_what_to_add(tmp_path, capsys):

@@ -159,9 +159,14 @@ def register(sub: Any) -> None:
     auth(q)
     q.set_defaults(func=cmd_export)
     q = cs.add_parser("import", help="write an inventory from `scontrol show node` output (either form) or a "
-                                     "Kubernetes node list (`kubectl get nodes -o json`)")
+                                     "Kubernetes node list (`kubectl get nodes -o json`)",
+                      description="Write an inventory from `scontrol show node` output (either form) or a Kubernetes "
+                                  "node list. A node that takes no new work is written commented out. Exit 0: "
+                                  "written; 1: written, but every GPU node is out of service (nodes: [], each row "
+                                  "commented out: nothing can be booked until one is back); 2: invalid input, "
+                                  "nothing written.")
     src = q.add_mutually_exclusive_group(required=True)
-    src.add_argument("--scontrol", metavar="FILE", help="saved output of `scontrol show node [--oneline]`")
+    src.add_argument("--scontrol", metavar="FILE", help="saved output of `scontrol show node [--oneliner]`")
     src.add_argument("--kubectl", metavar="FILE", help="saved output of `kubectl get nodes -o json` (GPU count from "
                                                        "nvidia.com/gpu or amd.com/gpu, product from the GPU feature "
                                                        "discovery label)")
@@ -195,7 +200,7 @@ def _authorize(args: argparse.Namespace, action: str) -> None:
     from dataclasses import replace
 
     from ..provider.auth import Forbidden, allow, authorize, load_auth, read_token
-    web = hasattr(args, "web_token") or hasattr(args, "web_role")  # the server's auth file only, never the env
+    web = over_http(args)  # the server's auth file only, never the env
     path = getattr(args, "auth", None) or (None if web else os.environ.get("LLMSIZER_AUTH"))
     if not path:
         return
@@ -217,6 +222,12 @@ def _authorize(args: argparse.Namespace, action: str) -> None:
         log_denied(args, action, str(e))
         raise
     args.actor = role.name
+
+
+def over_http(args: argparse.Namespace) -> bool:
+    """Whether the call is answered over HTTP (the web API sets ``web_token`` or ``web_role``): its messages then name
+    no server path or operator command (WEB_AUTH_SOURCE, provider.store.orphan_remedy)."""
+    return hasattr(args, "web_token") or hasattr(args, "web_role")
 
 
 def log_denied(args: argparse.Namespace, action: str, detail: str) -> None:
@@ -307,7 +318,11 @@ def cmd_import(args: argparse.Namespace) -> int:
     say(f"note: {si.storage_note(args.site)}", file=sys.stderr)
     say(f"note: every node joins pool(s) {', '.join(pools) or 'none'} (--pools; a training job runs only on "
         "'training' nodes, a service only on 'serving' ones)", file=sys.stderr)
-    say(f"wrote {args.output}: {len(nodes) - len(notes)} bookable node(s) at site {args.site}")
+    if not written.nodes:  # every GPU node out of service: written commented out, nothing bookable (exit 1)
+        say(f"wrote {args.output}: no bookable node at site {args.site}: every GPU node is out of service and "
+            "written commented out; nothing can be booked until one is back (uncomment its row)", file=sys.stderr)
+        return 1
+    say(f"wrote {args.output}: {len(written.nodes)} bookable node(s) at site {args.site}")
     return 0
 
 
@@ -368,9 +383,12 @@ def _needs(args: argparse.Namespace) -> tuple[Any, Any, list[Any]]:
     plan = make_plan(req, hardware_files=args.hardware_file, alternatives=False, today=now.date())
     needs = needs_from_plan(plan, req, now, args.hardware_file)
     if getattr(args, "job", None):
-        unknown = [j for j in args.job if j not in {n.name for n in needs}]
+        names = [n.name for n in needs]
+        unknown = [j for j in args.job if j not in names]
         if unknown:
-            raise InputError(f"--job {unknown[0]!r}: no such job with hardware in {args.request}")
+            from ..suggest import did_you_mean
+            raise InputError(f"--job {unknown[0]!r}: no such job with hardware in {args.request}"
+                             f"{did_you_mean(unknown[0], names)} (its jobs with hardware: {', '.join(names) or 'none'})")
         needs = [n for n in needs if n.name in args.job]
     return inv, req, needs
 
@@ -392,7 +410,8 @@ def _checks(args: argparse.Namespace) -> tuple[Any, list[Any]]:
     from ..provider.store import refuse_orphans
     inv, _, needs = _needs(args)
     bookings = _bookings(args)
-    refuse_orphans(inv, bookings, _utcnow(args))  # a renamed node would look free: no answer until reconciled
+    refuse_orphans(inv, bookings, _utcnow(args), web=over_http(args))  # a renamed node would look free: no answer
+    # until reconciled
     return inv, check_needs(needs, inv, bookings, _utcnow(args))  # no earlier window than now
 
 
@@ -477,6 +496,15 @@ def cmd_check(args: argparse.Namespace) -> int:
     return code
 
 
+def past_start_line(req: Any, job: str, start: _dt.datetime, now: _dt.datetime) -> str:
+    """``book``'s refusal of a window that starts before now, in the form of every other request error
+    (``FILE:LINE: job 'x' (kind): start: ...``): the line of the job's own ``start``, else of the request's."""
+    j = next(x for x in req.jobs if x.name == job)
+    line = req.line_of(j, "start") if j.start else req.line_of(None, "start") or j.line
+    return (f"{req.source}:{line}: job '{j.name}' ({j.kind}): start: the requested window starts {_fmt(start)}, "
+            f"before now ({_fmt(now)} UTC); give a later start or use --earliest")
+
+
 def book_answer(args: argparse.Namespace) -> tuple[list[dict[str, Any]], int, list[str]]:
     """All or none: when some job of the request does not fit, nothing is booked; the jobs that do fit are
     booked together in one transaction (re-checked under the same locks), so either all are recorded or none.
@@ -492,25 +520,46 @@ def book_answer(args: argparse.Namespace) -> tuple[list[dict[str, Any]], int, li
     if args.earliest:  # the search starts now at the earliest: a window in the past is never offered
         needs = [replace(n, start=max(n.start, now)) for n in needs]
     else:
-        for n in needs:
-            if n.start < now:
-                raise InputError(f"job {n.name!r}: the requested window starts {_fmt(n.start)}, before now "
-                                 f"({_fmt(now)} UTC); give a later start or use --earliest")
+        past = [past_start_line(req, n.name, n.start, now) for n in needs if n.start < now]
+        if past:
+            from ..request import RequestError
+            raise RequestError(past)
     state = args.state or ("held" if args.tentative else "confirmed")
     cap = capacities(inv)
     keys = {n.name: request_key(req, n.name) for n in needs}
-    store = _store(args)
+    # a SQLite store not there yet is created by the first change only (docs/provider.md): until the write, the
+    # booking reads it as empty, so a refused book leaves no file behind
+    store = _FirstChangeStore(args)
     try:
         return _book(args, inv, needs, now, state, cap, keys, store)
     finally:
         store.close()
 
 
+class _FirstChangeStore:
+    """The store of a booking: ``read`` is the open store, or None while a SQLite file is not there yet (read as
+    empty); ``write()`` opens it, creating the file, just before the first change."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.read: Any = _store(args) if store_not_created(args.db) is None else None
+
+    def write(self) -> Any:
+        if self.read is None:
+            self.read = _store(self.args)
+        return self.read
+
+    def close(self) -> None:
+        if self.read is not None:
+            self.read.close()
+
+
 def _book(args: argparse.Namespace, inv: Any, needs: list[Any], now: _dt.datetime, state: str,
-          cap: dict[str, float], keys: dict[str, str], store: Any) -> tuple[list[dict[str, Any]], int, list[str]]:
+          cap: dict[str, float], keys: dict[str, str], store: _FirstChangeStore
+          ) -> tuple[list[dict[str, Any]], int, list[str]]:
     from ..provider.placement import check_needs
     from ..provider.store import BookingConflict, Submitted, refuse_orphans
-    found = store.live_by_key(list(keys.values()))
+    found = store.read.live_by_key(list(keys.values())) if store.read is not None else {}
     done_before = [Submitted(found[keys[n.name]][0], n.name, True, found[keys[n.name]][1])
                    for n in needs if keys[n.name] in found]
     needs = [n for n in needs if keys[n.name] not in found]
@@ -519,8 +568,8 @@ def _book(args: argparse.Namespace, inv: Any, needs: list[Any], now: _dt.datetim
     placements: list[Any] = []
     tries = RACE_RETRIES if args.earliest else 1
     for attempt in range(tries if needs else 0):
-        held = [] if args.no_db else store.bookings()
-        refuse_orphans(inv, held, now)  # before anything is written: the same rule as `check`
+        held = [] if args.no_db or store.read is None else store.read.bookings()
+        refuse_orphans(inv, held, now, web=over_http(args))  # before anything is written: the same rule as `check`
         checks = check_needs(needs, inv, held)
         missing = [c for c in checks if c.placement is None or (not c.fits and not args.earliest)]
         for c in missing:
@@ -531,7 +580,7 @@ def _book(args: argparse.Namespace, inv: Any, needs: list[Any], now: _dt.datetim
             return [], 1, notes
         placements = [c.placement for c in checks if c.placement is not None]
         try:
-            done = store.submit(placements, cap, state=state, note=str(args.request), quotas=inv.quotas,
+            done = store.write().submit(placements, cap, state=state, note=str(args.request), quotas=inv.quotas,
                                 keys=[keys[p.job] for p in placements], actor=args.actor, not_before=now,
                                 hold_for=_dt.timedelta(hours=args.hold_hours))
             break
@@ -544,11 +593,23 @@ def _book(args: argparse.Namespace, inv: Any, needs: list[Any], now: _dt.datetim
             notes.append(f"not booked: {e}" + (f" (after {tries} tries)" if tries > 1 else
                                                "; --earliest books the next free window instead"))
             return [], 1, notes
-    booked: list[dict[str, Any]] = [{"id": d.id, "job": d.job, "state": d.state, "existing": True}
-                                    for d in done_before]
-    booked += [{"id": d.id, "job": p.job, "state": d.state, "existing": d.existing, "start": p.start.isoformat(),
-                "end": p.end.isoformat(), "nodes": list(p.nodes)} for d, p in zip(done, placements, strict=True)]
-    return booked, 0, notes
+    subs = [*done_before, *done]
+    return booking_records(store.read, subs) if subs else [], 0, notes
+
+
+def booking_records(store: Any, subs: list[Any]) -> list[dict[str, Any]]:
+    """``book``'s answer, ONE shape for a new booking and an existing one (the same request and job booked before):
+    the stored record (:meth:`Store.records`: the reservation with the plan's numbers it was booked for, the nodes
+    it holds), times in ISO 8601, and ``existing``."""
+    from ..provider.store import FIGURES
+    recs = store.records([d.id for d in subs])
+    out = []
+    for d in subs:
+        r = recs[d.id]
+        out.append({"id": d.id, "job": r["job"], "kind": r["kind"], "state": r["state"], "existing": d.existing,
+                    "start": r["start"].isoformat(), "end": r["end"].isoformat(), "nodes": r["nodes"],
+                    **{k: r[k] for k, _ in FIGURES}})
+    return out
 
 
 def cmd_book(args: argparse.Namespace) -> int:
@@ -560,8 +621,8 @@ def cmd_book(args: argparse.Namespace) -> int:
         return code
     for b in booked:
         if b["existing"]:
-            say(f"already booked {b['id']}: {b['job']} ({b['state']}); the same request and job was booked "
-                "before, nothing new was recorded")
+            say(f"already booked {b['id']}: {b['job']} ({b['state']}) {b['start']} -> {b['end']} on "
+                f"{', '.join(b['nodes'])}; the same request and job was booked before, nothing new was recorded")
         else:
             say(f"booked {b['id']}: {b['job']} {b['start']} -> {b['end']} on {', '.join(b['nodes'])} "
                 f"({b['state']})")
@@ -613,7 +674,7 @@ def state_answer(args: argparse.Namespace, *, existing_store: bool = False) -> t
             from ..provider.store import moving_refusal
             # the rule of `check` and `book` (one home): taking capacity on an inventory that disagrees with the
             # bookings could give a renamed or re-equipped node twice
-            why = moving_refusal(inv, store.bookings(also=args.ids), args.ids, _utcnow(args))
+            why = moving_refusal(inv, store.bookings(also=args.ids), args.ids, _utcnow(args), web=over_http(args))
             if why is not None:
                 raise InputError(why)
         return _transitions(args, store, cap, quotas)
@@ -754,9 +815,26 @@ def show_answer(args: argparse.Namespace) -> tuple[Any, list[dict[str, Any]], li
         bookings = [b for b in bookings if b.id not in gone]
     if args.audit:
         data["audit"] = audit
-    if at:
-        data["utilisation"] = utilisation(bookings, capacities(inv), at)
+    if at or not args.audit:  # the audit log's answer is {reservations, audit} (API.md), the log, not a moment
+        # the share of every resource held at --at, else now (the clock the console's "now" reads): the one rule,
+        # provider/store.py utilisation, over the bookings the chart shows
+        moment = at or _utcnow(args)
+        data["utilisation_at"] = moment.isoformat()
+        data["utilisation"] = utilisation(bookings, capacities(inv), moment)
     return inv, rows, bookings, audit, at, data
+
+
+def figures_text(r: dict[str, Any]) -> str:
+    """The plan's numbers a booking record carries, as the plan words them: '1 x 23.31 GiB/device, 3.6 h, $5.43'."""
+    from ..units import format_usd
+    parts = [f"{r['devices']} x {format_bytes(r['memory_per_device'])}/device"]
+    if r.get("seconds") is not None:
+        parts.append(format_seconds(r["seconds"]))
+    if r.get("cost") is not None:
+        parts.append(format_usd(r["cost"]))
+    if r.get("cost_per_month") is not None:
+        parts.append(f"{format_usd(r['cost_per_month'])}/month")
+    return ", ".join(parts)
 
 
 def cmd_show(args: argparse.Namespace) -> int:
@@ -783,7 +861,8 @@ def cmd_show(args: argparse.Namespace) -> int:
     else:
         say(f"{len(rows)} reservation(s)")
         for r in rows:
-            say(f"  {r['id']}  {r['state']:<10} {r['job']:<24} {_fmt(r['start'])} -> {_fmt(r['end'])}")
+            say(f"  {r['id']}  {r['state']:<10} {r['job']:<24} {_fmt(r['start'])} -> {_fmt(r['end'])}"
+                + (f"  {figures_text(r)}" if r.get("devices") else ""))
         times, series = timeline(inv, bookings)
         if times:
             mark = format_seconds((times[1] - times[0]).total_seconds())

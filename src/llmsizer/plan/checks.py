@@ -19,6 +19,7 @@ from ..estimate.inference.compose import check_engine_kv_dtype
 from ..recommend import PRACTICAL_TRAINING_SECONDS
 from ..request.spec import InferenceJob, Job, Request, TrainingJob
 from ..units import format_bytes, format_seconds, format_usd
+from .hardware import owned_hardware
 from .result import Check, JobPlan
 
 SENSITIVE = ("confidential", "restricted")
@@ -487,8 +488,8 @@ def faq(c: _Ctx) -> Iterator[Check]:
                               "adapters")
     for job in c.req.jobs:
         model = job.pricing.model or c.req.pricing.model
-        if model in (None, "undecided"):
-            p = c.plans[job.name]
+        p = c.plans[job.name]
+        if model in (None, "undecided") and not owned_hardware(p.hardware, job.resources):
             be = p.value("cost", "break_even_discount")
             extra = ""
             if be is not None and be < 0.005:

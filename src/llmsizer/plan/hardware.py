@@ -83,6 +83,13 @@ def _price(res: Resources, device: Device, instance: Instance | None, count: int
     return None, "unknown: no catalog price; give resources.price_per_hour"
 
 
+def owned_hardware(hw: Hardware, res: Resources) -> bool:
+    """Owned hardware: a bare device (no cloud instance) priced at the request's own hourly figure
+    (``resources.price_per_hour``), the team's cost of hardware it runs itself. The one rule behind "owned hardware
+    gets no provider advice" (docs/plans.md): neither the job's hourly-or-reserved note nor the plan's check."""
+    return hw.instance is None and res.price_per_hour is not None
+
+
 MEMORY_ONLY_DEVICE = "gpu"  # resources.memory alone: a GPU known only by its kind (catalog GENERIC_DEVICES)
 
 

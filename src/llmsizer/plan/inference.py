@@ -48,7 +48,7 @@ from ..specs.workload import ENGINE_NAMES, LLAMACPP_SPLIT_FIELDS, implied_engine
 from ..units import format_bytes, format_count
 from . import pricing as P
 from .common import JobNotes, Sec, deadline_seconds, geometric_points
-from .hardware import PlanContext, from_option, none_hardware, option_dict, requested
+from .hardware import PlanContext, from_option, none_hardware, option_dict, owned_hardware, requested
 from .result import Chart, Hardware, JobPlan, Series
 
 
@@ -671,8 +671,7 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
                            ctx_peak, mem)
     summary = (f"serving {spec.name} ({format_count(pc.total)} params, {fmt_used}, {engine}) on {hw.label}; peak "
                f"{conc_peak} requests x {media or f'{ctx_peak} tokens'}")
-    _advice(job, spec, src, adapters, fmt_used, cost, notes, owned=hw.instance is None
-            and job.resources.price_per_hour is not None)
+    _advice(job, spec, src, adapters, fmt_used, cost, notes, owned=owned_hardware(hw, job.resources))
     # the plan's own assumptions, then every one of fit's (its own, its memory estimate's and its speed estimate's:
     # FitResult.all_assumptions, as `fit` prints them), each name once: what the request gives (context, ...) is said
     # by the plan; the plan's replicas count every machine; the engine the settings imply is said once, as implied

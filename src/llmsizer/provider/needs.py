@@ -191,10 +191,15 @@ def need_of(jp: JobPlan, job: Any, request: Request, now: _dt.datetime,
         fit_on=_fitter(job, jp, hardware_files),
         pool=job.resources.pool, jurisdiction=job.resources.jurisdiction,
         network=jp.value("network", "node_bandwidth") if hw.nodes > 1 else None, ongoing=ongoing,
-        team=request.team, memory_verdict=_memory_verdict(jp),
+        team=request.team, cost=_usd(f.get("cost_total")), cost_per_month=_usd(f.get("cost_month")),
+        memory_verdict=_memory_verdict(jp),
         memory_binding=_memory_binding(jp), duration_basis=basis, duration_verdict=unknown,
         hardware_named=job.resources.given,
         replan=_replanner(job, request, now, hardware_files))
+
+
+def _usd(v: Any) -> float | None:
+    return float(v) if v is not None else None
 
 
 def _memory_verdict(jp: JobPlan) -> str:

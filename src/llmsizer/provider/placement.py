@@ -181,6 +181,10 @@ class JobNeed:
     duration_basis: str = ""
     duration_verdict: str = ""
     team: str | None = None  # request.team: whose quota (inventory quotas) the job counts against
+    # the plan's cost [USD] of the job (its facts cost_total: a run's, a service's over its stated duration) and a
+    # service's per month (cost_month); None where the plan has no price. Carried into the booking (Figures)
+    cost: float | None = None
+    cost_per_month: float | None = None
     # the request names the job's hardware (resources.device/instance); False: the plan's device is its suggestion
     # from the whole catalog, and the check sizes the job on the inventory's own device types (on_inventory)
     hardware_named: bool = True
@@ -221,6 +225,30 @@ class JobNeed:
 
 
 @dataclass(frozen=True)
+class Figures:
+    """The plan's numbers a booking carries, so it can be reconciled with the plan after booking: those of the need
+    it was placed for (provider/needs.py reads them from the plan's facts; nothing here recomputes them). Memory per
+    device [B] (fit's ``memory_per_device``), the device count, the run's seconds (None: a service held until
+    released), its cost [USD] (the plan's ``cost_total``: a run's, or a service's over its stated duration; None
+    when the plan has no price) and a service's cost per month [USD] (``cost_month``)."""
+
+    memory_per_device: int = 0
+    devices: int = 0
+    seconds: float | None = None
+    cost: float | None = None
+    cost_per_month: float | None = None
+
+    @classmethod
+    def of(cls, need: JobNeed) -> Figures:
+        return cls(need.memory_per_device, need.devices, None if need.ongoing else need.seconds, need.cost,
+                   need.cost_per_month)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"memory_per_device": self.memory_per_device, "devices": self.devices, "seconds": self.seconds,
+                "cost": self.cost, "cost_per_month": self.cost_per_month}
+
+
+@dataclass(frozen=True)
 class Placement:
     job: str
     kind: str
@@ -233,6 +261,7 @@ class Placement:
     storage_pool: str | None
     items: tuple[Item, ...]
     quota: str = ""  # how the team's quota admits it (within nominal, or borrowing from the cohort)
+    figures: Figures = Figures()  # the plan's numbers, recorded with the booking
 
     def to_dict(self) -> dict[str, Any]:
         return {"job": self.job, "kind": self.kind, "start": self.start.isoformat(), "end": self.end.isoformat(),
@@ -664,7 +693,7 @@ def _place(need: JobNeed, inv: Inventory, held: Held, cap: dict[str, float], sit
                         f"{format_bytes(need.storage_peak, binary=False)} "
                         f"at its peak, checkpoints accumulating)")
     return Placement(need.name, need.kind, start, end, site_id, tuple(n.id for n in chosen), need.per_node,
-                     need.device, pool_id, tuple(items))
+                     need.device, pool_id, tuple(items), figures=Figures.of(need))
 
 
 def _node_items(need: JobNeed, n: Node, start: _dt.datetime, end: _dt.datetime) -> list[Item]:

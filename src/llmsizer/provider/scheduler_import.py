@@ -1,4 +1,4 @@
-"""An inventory from what a scheduler reports: ``scontrol show node`` (the multi-line form or ``--oneline``: the same
+"""An inventory from what a scheduler reports: ``scontrol show node`` (the multi-line form or ``--oneliner``: the same
 ``Key=Value`` fields, one node per record starting at ``NodeName=``) and a Kubernetes node list (``kubectl get nodes
 -o json``, or one node: ``kubectl get node NAME -o json``).
 
@@ -165,10 +165,19 @@ def inventory_yaml(nodes: list[SlurmNode], *, site: str, device_map: dict[str, s
             kept += 1
         else:
             down += 1
+    if not kept and not down:
+        raise InputError(f"{source}: no node with a gpu GRES")
+    return _nodes_list(lines, kept), notes
+
+
+def _nodes_list(lines: list[str], kept: int) -> str:
+    """The inventory's text. With no bookable node (every GPU node out of service, each written commented out) the
+    list is written empty, ``nodes: []``, so the file reads back (an inventory of no node books nothing) and keeps
+    the rows for the operator: the one rule of both imports."""
     if not kept:
-        raise InputError(f"{source}: no bookable node with a gpu GRES" + (
-            f" ({down} not in service: {', '.join(x for x in notes if 'not bookable' in x)})" if down else ""))
-    return "\n".join(lines) + "\n", notes
+        at = lines.index("nodes:")
+        lines[at] = "nodes: []  # no node in service: when one is back, delete [] and uncomment its row below"
+    return "\n".join(lines) + "\n"
 
 
 def _write_node(lines: list[str], notes: list[str], name: str, row: str, state: str, why: str) -> bool:
@@ -414,7 +423,4 @@ def kubectl_inventory_yaml(nodes: list[K8sNode], *, site: str, device_map: dict[
                f"ram: {n.ram_mib} MiB, pools: [{node_pools}]}}  # {n.product}{mem}, {n.state}")
         if not _write_node(lines, notes, n.name, row, n.state, n.unavailable):
             down.append(notes[-1])
-    if len(down) == len(rows):
-        raise InputError(f"{source}: no bookable node with nvidia.com/gpu or amd.com/gpu ({len(down)} not in "
-                         f"service: {', '.join(down)})")
-    return "\n".join(lines) + "\n", notes
+    return _nodes_list(lines, len(rows) - len(down)), notes

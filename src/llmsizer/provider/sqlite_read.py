@@ -3,7 +3,7 @@ and ``capacity show`` need (the holding bookings, the reservations, the audit lo
 works without the ``provider`` extra (SQLAlchemy), opens the file with ``mode=ro`` (never creates or changes it)
 and reads 10,000 bookings in a few tens of milliseconds. Writing stays in :mod:`.store`.
 
-The tables and columns are the ones :class:`~.store.Store` creates (schema 1 or 2); a file with no tables yet
+The tables and columns are the ones :class:`~.store.Store` creates (schema 1 to 4); a file with no tables yet
 holds nothing."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from .placement import Booking, Item
-from .store import ALIASES, HOLDING, StoreError
+from .store import ALIASES, FIGURES, HOLDING, StoreError, with_figures
 
 BASE_COLS = ("id", "job", "kind", "state", "start", "end", "created", "note")
 
@@ -82,13 +82,14 @@ class ReadOnlySqlite:
     def reservations(self) -> list[dict[str, Any]]:
         if self.empty:
             return []
-        cols = ", ".join(f'"{c}"' for c in BASE_COLS)
+        have = {r["name"] for r in self._rows("PRAGMA table_info(reservations)")}
+        cols = ", ".join(f'"{c}"' for c in (*BASE_COLS, *(k for k, _ in FIGURES if k in have)))
         rows = self._rows(f"SELECT {cols} FROM reservations ORDER BY start, created")
         for r in rows:
             for k in ("start", "end", "created"):
                 r[k] = _time(r[k])
             r["state"] = ALIASES.get(r["state"], r["state"])
-        return rows
+        return [with_figures(r) for r in rows]
 
     def audit(self) -> list[dict[str, Any]]:
         if "audit" not in self.tables:

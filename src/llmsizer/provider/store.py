@@ -3,7 +3,8 @@ driver psycopg 3), through SQLAlchemy 2 Core (the ``provider`` extra; imported l
 first use (never by a read-only open: ``capacity check`` and ``show`` do not create a database file).
 
 Tables: ``reservations`` (id, job, kind, state, start, end, created, note, idem_key, hold_until, device: the
-catalog device the placement was made on, schema 3),
+catalog device the placement was made on, schema 3; the plan's numbers the booking was made for, schema 4:
+:data:`FIGURES`, from :class:`~.placement.Figures`),
 ``holds`` (reservation, resource, amount, start, end: the placement's items), ``resource_locks`` (one row per
 resource, locked while a booking re-checks capacity), ``audit`` (append-only: who, what, when, before -> after),
 ``meta`` (schema version), ``login_failures`` (the console's failed sign-ins per client, so every ``serve`` process
@@ -52,7 +53,12 @@ from .inventory import Inventory, Quota
 from .placement import Booking, Item, Placement, format_amount, overflow
 from .quota import USAGE, check_quota, usage_resource
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
+#: schema 4: the plan's numbers a booking carries (placement.Figures), one column each, with its SQL type: memory per
+#: device [B], device count, the run's seconds (NULL: held until released), cost and cost per month [USD] (NULL: the
+#: plan has no price). NULL in a booking made before schema 4.
+FIGURES = (("memory_per_device", "BIGINT"), ("devices", "INTEGER"), ("seconds", "FLOAT"), ("cost", "FLOAT"),
+           ("cost_per_month", "FLOAT"))
 STATES = ("requested", "held", "confirmed", "active", "finished", "released", "expired")
 HOLDING = ("held", "confirmed", "active")
 #: console sign-in limit: at most LOGIN_FAILURES failed sign-ins per client within LOGIN_WINDOW (counted from the
@@ -185,7 +191,9 @@ class Store:
             sa.Column("state", sa.String(20), nullable=False), sa.Column("start", sa.DateTime, nullable=False),
             sa.Column("end", sa.DateTime, nullable=False), sa.Column("created", sa.DateTime, nullable=False),
             sa.Column("note", sa.Text, default=""), sa.Column("idem_key", sa.String(64), index=True),
-            sa.Column("hold_until", sa.DateTime), sa.Column("device", sa.String(200)))
+            sa.Column("hold_until", sa.DateTime), sa.Column("device", sa.String(200)),
+            sa.Column("memory_per_device", sa.BigInteger), sa.Column("devices", sa.Integer),
+            sa.Column("seconds", sa.Float), sa.Column("cost", sa.Float), sa.Column("cost_per_month", sa.Float))
         self.holds = sa.Table(
             "holds", md, sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
             sa.Column("reservation", sa.String(64), sa.ForeignKey("reservations.id"), nullable=False, index=True),
@@ -223,13 +231,14 @@ class Store:
     def _migrate(self) -> None:
         """Schema 1 -> 2: the idem_key and hold_until columns; state ``tentative`` is now ``held``. 2 -> 3: the
         device column (the booked device type; empty for bookings made before, which are then checked by node only,
-        :func:`orphaned`)."""
+        :func:`orphaned`). 3 -> 4: the :data:`FIGURES` columns (NULL for bookings made before)."""
         sa = self.sa
         with self.engine.connect() as c:
             row = c.execute(sa.select(self.meta.c.value).where(self.meta.c.key == "schema_version")).first()
         if row is not None and row[0] == str(SCHEMA_VERSION):
             return
-        for name, typ in (("idem_key", "VARCHAR(64)"), ("hold_until", "TIMESTAMP"), ("device", "VARCHAR(200)")):
+        for name, typ in (("idem_key", "VARCHAR(64)"), ("hold_until", "TIMESTAMP"), ("device", "VARCHAR(200)"),
+                          *FIGURES):
             if name not in {c["name"] for c in sa.inspect(self.engine).get_columns("reservations")}:
                 try:
                     with self.engine.begin() as c:
@@ -298,14 +307,28 @@ class Store:
         """The columns of schema 1 (present in every version)."""
         return [self.res.c[k] for k in ("id", "job", "kind", "state", "start", "end", "created", "note")]
 
+    def _figure_cols(self) -> list[Any]:
+        """Schema 4's :data:`FIGURES` columns (a store opened read-only is not migrated: only those it has)."""
+        have = {c["name"] for c in self.sa.inspect(self.engine).get_columns("reservations")} if self.readonly \
+            else {k for k, _ in FIGURES}
+        return [self.res.c[k] for k, _ in FIGURES if k in have]
+
     def reservations(self) -> list[dict[str, Any]]:
+        """Every reservation, by start: schema 1's columns and the plan's numbers (:func:`with_figures`)."""
         sa = self.sa
         if self.empty:
             return []
         with self.engine.connect() as c:
-            rows = c.execute(sa.select(*self._base_cols()).order_by(self.res.c.start, self.res.c.created)
-                             ).mappings().all()
-        return [{**r, "state": ALIASES.get(r["state"], r["state"])} for r in rows]
+            rows = c.execute(sa.select(*self._base_cols(), *self._figure_cols())
+                             .order_by(self.res.c.start, self.res.c.created)).mappings().all()
+        return [with_figures({**r, "state": ALIASES.get(r["state"], r["state"])}) for r in rows]
+
+    def records(self, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """id -> the booking record of each of ``ids``: its reservation row (:meth:`reservations`' keys) and the
+        nodes its holds are on. What ``book`` answers for a new booking and an existing one alike."""
+        rows = {r["id"]: r for r in self.reservations() if r["id"] in set(ids)}
+        return {rid: {**r, "nodes": sorted({i.resource[5:] for i in self.holds_of(rid) if i.resource.startswith("node:")})}
+                for rid, r in rows.items()}
 
     def audit(self) -> list[dict[str, Any]]:
         """The audit log, oldest first."""
@@ -463,6 +486,7 @@ class Store:
                     c.execute(self.res.insert().values(
                         id=rid, job=placement.job, kind=placement.kind, state=state, start=placement.start,
                         end=placement.end, created=now, note=note, idem_key=key, device=placement.device,
+                        **placement.figures.to_dict(),
                         hold_until=now + hold_for if state in ("held", "requested") else None))
                     if placement.items:
                         c.execute(self.holds.insert(), [dict(reservation=rid, resource=i.resource, amount=i.amount,
@@ -675,6 +699,12 @@ class Store:
         self.transition(rid, "released", **kw)
 
 
+def with_figures(row: dict[str, Any]) -> dict[str, Any]:
+    """A reservation row with every :data:`FIGURES` key (None where the store predates schema 4), as both readers
+    return it."""
+    return {**row, **{k: row.get(k) for k, _ in FIGURES}}
+
+
 def utilisation(bookings: Sequence[Booking], capacity: dict[str, float], at: _dt.datetime) -> dict[str, float]:
     """Share of each resource held at moment ``at`` (0..1)."""
     load: dict[str, float] = {}
@@ -729,36 +759,55 @@ def orphan_text(orphans: Sequence[Orphan]) -> str:
     return "; ".join(f"node {o.node!r} holds live booking(s) {', '.join(o.ids)}: {o.why}" for o in orphans)
 
 
+#: how the inventory is named in a refusal answered over HTTP (the server's path is not the caller's business, as
+#: the auth file's is not: cli/capacity_cmd.py WEB_AUTH_SOURCE)
+WEB_INVENTORY_SOURCE = "the provider's inventory"
+
+
+def orphan_remedy(source: str, ids: str, *, named: bool, web: bool) -> str:
+    """What to do about orphaned bookings, the one wording: the operator's commands on the command line
+    (``source``: the inventory file; ``ids``: the bookings a ``named`` refusal reaches), the console's actions over
+    HTTP, where the caller may be a requester and the server's files and commands are not its business."""
+    if web:
+        return (f"an operator restores the node in {WEB_INVENTORY_SOURCE} (the console's inventory editor), moves "
+                "those bookings to a node that holds them (re-place), or releases them (the console's release)")
+    move, drop = (f"re-place {ids}", f"release {ids}") if named else ("re-place", "release --orphans")
+    return (f"restore the node in the inventory, move those bookings to a node that holds them (`llmsizer capacity "
+            f"{move} --inventory {source}`), or release them (`llmsizer capacity {drop}"
+            + ("`)" if named else f" --inventory {source}`)"))
+
+
 def orphan_refusal(inv: Inventory, bookings: Sequence[Booking], now: _dt.datetime | None = None, *,
-                   named: bool = False) -> str | None:
+                   named: bool = False, web: bool = False) -> str | None:
     """The one line every capacity-taking step (``check``, ``book``, ``hold``/``confirm``/``activate``, the web
     console's queue check) refuses with when :func:`orphaned` finds any; None when the inventory and the store
     agree. The commands it suggests reach exactly what it names: ``re-place`` without ids moves what
     ``orphaned(inv, live, now)`` finds (windows not ended), so a refusal over whole windows (``named``: the
-    bookings a lifecycle step moves, past windows too) names their ids."""
+    bookings a lifecycle step moves, past windows too) names their ids. ``web``: answered over HTTP, naming no
+    server path or command (:func:`orphan_remedy`)."""
     found = orphaned(inv, bookings, now)
     if not found:
         return None
     ids = " ".join(dict.fromkeys(i for o in found for i in o.ids))
-    move, drop = (f"re-place {ids}", f"release {ids}") if named else ("re-place", "release --orphans")
-    return (f"{inv.source}: {orphan_text(found)}; the inventory and the bookings disagree, so a renamed or "
-            "re-equipped node could be booked twice: restore the node in the inventory, move those bookings to a "
-            f"node that holds them (`llmsizer capacity {move} --inventory {inv.source}`), or release them "
-            f"(`llmsizer capacity {drop}" + ("`)" if named else f" --inventory {inv.source}`)"))
+    where = WEB_INVENTORY_SOURCE if web else inv.source
+    return (f"{where}: {orphan_text(found)}; the inventory and the bookings disagree, so a renamed or re-equipped "
+            f"node could be booked twice: {orphan_remedy(inv.source, ids, named=named, web=web)}")
 
 
 def moving_refusal(inv: Inventory, live: Sequence[Booking], moving: Sequence[str],
-                   now: _dt.datetime | None) -> str | None:
+                   now: _dt.datetime | None, *, web: bool = False) -> str | None:
     """:func:`orphan_refusal` for a step that makes bookings ``moving`` take capacity (hold, confirm, activate):
     those are checked whole (a window already past is no licence to confirm them on a node that is gone), every
     other live booking from ``now`` on, as ``check`` and ``book`` do."""
     ids = set(moving)
-    return orphan_refusal(inv, [b for b in live if b.id in ids], named=True) or orphan_refusal(inv, live, now)
+    return orphan_refusal(inv, [b for b in live if b.id in ids], named=True, web=web) or \
+        orphan_refusal(inv, live, now, web=web)
 
 
-def refuse_orphans(inv: Inventory, bookings: Sequence[Booking], now: _dt.datetime | None = None) -> None:
+def refuse_orphans(inv: Inventory, bookings: Sequence[Booking], now: _dt.datetime | None = None, *,
+                   web: bool = False) -> None:
     """Raise :class:`InputError` (one line, exit 2) when :func:`orphaned` finds any: the inventory and the store
     disagree, and placing on the inventory as it stands could give a renamed or re-equipped machine twice."""
-    why = orphan_refusal(inv, bookings, now)
+    why = orphan_refusal(inv, bookings, now, web=web)
     if why is not None:
         raise InputError(why)

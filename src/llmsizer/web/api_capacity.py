@@ -424,7 +424,7 @@ def console_view(args: argparse.Namespace) -> dict[str, Any]:
             # capacity; the team quota is re-checked at confirm too, not here. Before it, confirm's orphan rule
             # (store.moving_refusal, one home): this booking on a node the inventory lost or re-equipped, or any
             # live booking so from now on
-            refused = moving_refusal(inv, live, [r["id"]], utcnow())
+            refused = moving_refusal(inv, live, [r["id"]], utcnow(), web=True)
             mine = list(b.items) if b else []
             others = [i for o in bookings if o.id != r["id"] for i in o.items]
             bad = overflow(mine, others, cap) if mine and not refused else []

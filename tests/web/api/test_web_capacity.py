@@ -110,7 +110,8 @@ def test_book_lifecycle_show_export_match_the_cli(provider):
     (b,) = r.json()
     assert b["state"] == "held" and not b["existing"]
     again = book(c, 0)  # the same request and job: the existing booking (idempotency key)
-    assert again.json() == [{"id": b["id"], "job": "support-chat-0", "state": "held", "existing": True}]
+    # one shape for a new and an existing booking (probe10 #8: the existing one was {id, job, state, existing})
+    assert again.json() == [{**b, "existing": True}] and b["job"] == "support-chat-0"
     r = c.post("/api/v1/capacity/confirm", json={"ids": [b["id"]]}, headers=bearer(OPERATOR))
     assert r.status_code == 200 and r.json() == [{"id": b["id"], "before": "held", "after": "confirmed"}]
     r = c.post("/api/v1/capacity/confirm", json={"ids": [b["id"]]}, headers=bearer(OPERATOR))

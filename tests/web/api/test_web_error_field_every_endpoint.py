@@ -164,8 +164,9 @@ CAPACITY: list[tuple[str, str, Any, str | None, str]] = [
     ("POST", "/api/v1/capacity/check", {"request": "version: 1\njobs: 5\n"}, REQUESTER, "request"),
     ("POST", "/api/v1/capacity/book", {"request": LORA, "state": "weird"}, REQUESTER, "state"),
     ("POST", "/api/v1/capacity/book", {"request": LORA, "hold_hours": -1}, REQUESTER, "hold_hours"),
-    # its window is in the past: the field its message offers ('give a later start or use --earliest')
-    ("POST", "/api/v1/capacity/book", {"request": LORA}, OPERATOR, "earliest"),
+    # its window is in the past: a request error like every other (FILE:LINE: job 'x' (kind): start: ..., probe10
+    # #10), so the request's field, its line in errors[]
+    ("POST", "/api/v1/capacity/book", {"request": LORA}, OPERATOR, "request"),
     *[("POST", f"/api/v1/capacity/{a}", {"ids": 5}, REQUESTER, "ids")
       for a in ("hold", "confirm", "activate", "finish", "release", "expire")],
     ("POST", "/api/v1/capacity/confirm", {"ids": ["nope"]}, REQUESTER, "token"),  # a requester may not confirm

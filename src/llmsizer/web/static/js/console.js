@@ -5,7 +5,7 @@
 
 import { API, ApiError } from "./api.js";
 import { gantt } from "./charts.js";
-import { el } from "./format.js";
+import { el, formatBytes, formatSeconds, formatUsd } from "./format.js";
 
 const $ = (id) => document.getElementById(id);
 let session = null;
@@ -54,6 +54,17 @@ function buttons(r) {
   return out;
 }
 
+// the plan's numbers the booking was made for (the store's record: capacity show --json), as the plan words them;
+// "-" for a booking made before they were recorded
+function planned(r) {
+  if (!r.devices) return "-";
+  const parts = [`${r.devices} x ${formatBytes(r.memory_per_device)}/device`];
+  if (r.seconds !== null && r.seconds !== undefined) parts.push(formatSeconds(r.seconds));
+  if (r.cost !== null && r.cost !== undefined) parts.push(formatUsd(r.cost));
+  if (r.cost_per_month !== null && r.cost_per_month !== undefined) parts.push(`${formatUsd(r.cost_per_month)}/month`);
+  return parts.join(", ");
+}
+
 function fill(table, rows) {
   const body = $(table).tBodies[0];
   body.replaceChildren(...rows);
@@ -82,7 +93,8 @@ function render(view) {
     el("td", {}, ...buttons(r)))));
   fill("bookings", view.reservations.map((r) => el("tr", { "data-id": r.id },
     el("td", {}, el("code", {}, r.id)), el("td", {}, r.job), el("td", {}, r.state), el("td", {}, day(r.start)),
-    el("td", {}, day(r.end)), el("td", {}, ...buttons(r).filter((b) => b.classList.contains("release"))))));
+    el("td", {}, day(r.end)), el("td", { class: "plan" }, planned(r)),
+    el("td", {}, ...buttons(r).filter((b) => b.classList.contains("release"))))));
   fill("inventory", view.nodes.map((n) => el("tr", {}, el("td", {}, n.id), el("td", {}, n.site), el("td", {}, n.device),
     el("td", { class: "num" }, n.devices), el("td", {}, n.pools.join(", ")), el("td", { class: "num" }, pct(n.now)),
     el("td", { class: "num" }, pct(n.peak)))));
