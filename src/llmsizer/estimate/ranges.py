@@ -451,7 +451,7 @@ _add("batched decode throughput", "serving engines (pooled)", 0.7469, 1.1851, 16
      ('a100-sxm-80gb', 'h100-sxm'))
 _add("batched decode throughput", "transformers", 0.4477, 1.5225, 6, 1, 1.000, None)
 _add("batched decode throughput", "vllm 0.8-0.13", 0.9301, 1.0330, 3, 1, 1.000, None, ('h100-sxm',))
-_add("batched decode throughput", "vllm < 0.6", 0.7469, 1.2487, 12, 2, 1.000, 0.917, ('a100-sxm-80gb',))
+_add("batched decode throughput", "vllm < 0.6", 0.7469, 1.2488, 12, 2, 1.000, 0.917, ('a100-sxm-80gb',))
 _add("decode throughput", "llama.cpp", 0.8752, 1.1335, 154, 33, 0.941, 0.896)
 _add("decode throughput", "serving engines (pooled)", 0.8452, 1.0478, 34, 2, 1.000, 0.786, ('a100-sxm-80gb', 'a10g'))
 _add("decode throughput", "sglang 0.4 on h20", 0.3572, 1.4182, 7, 1, 1.000, None, ('h20',))

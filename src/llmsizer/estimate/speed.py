@@ -849,7 +849,8 @@ def speed_model(spec: ModelSpec, device: Any, *, weights_format: str = "bf16", p
                 "distinct prompts: a decode step reads the experts of b independent routings (formulas/speed.py "
                 "eq. 5)"))
         assumptions += post
-        wb_dev = shard_weights(spec, wb, tp, act_bytes)
+        wb_dev = shard_weights(spec, wb, tp, act_bytes, engine, group_size,
+                               serving_fused_experts(spec, engine, bytes_fmt), other_bytes)
         shard = wb_dev.total / wb.total if wb.total else 1.0
         kv_share = kv_fraction_per_device(spec, tp, mla_mode == "latent")
         kv_read: dict[int, float] = {}  # KV cache bytes one decode step of b sequences reads, by b

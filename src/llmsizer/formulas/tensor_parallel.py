@@ -5,6 +5,9 @@ embeddings and lm_head split the vocabulary (vLLM ``VocabParallelEmbedding``); 1
 replicated. KV heads are split across devices, but a device holds at least one head, so with fewer KV
 heads than devices they are replicated (vLLM ``get_num_kv_heads``: max(1, num_kv_heads // tp)). An MLA
 latent cache is one shared "head" and is replicated on every device.
+
+A serving engine also keeps some 2-D weights whole on every rank (``REPLICATED_MATRICES``, per engine and tensor
+role): MLA's down-projections, the DSA indexer's projections, the MoE router and Qwen's shared-expert gate.
 """
 
 from __future__ import annotations
@@ -15,8 +18,8 @@ from functools import lru_cache
 
 from ..errors import FieldError, InputError
 from ..specs import ModelSpec
-from .tensors import model_tensors
-from .weight_formats import WeightBytes
+from .tensors import Tensor, model_tensors
+from .weight_formats import GROUP_SIZE_DEFAULT, WeightBytes, normalize_format, tensor_bytes
 
 
 def check_tensor_parallel(spec: ModelSpec, tp: int) -> None:
@@ -51,18 +54,77 @@ def replicated_elements(spec: ModelSpec) -> int:
     return sum(t.numel for t in model_tensors(spec) if len(t.shape) == 1)
 
 
-def shard_weights(spec: ModelSpec, wb: WeightBytes, tp: int, bytes_per_replicated: float = 4.0) -> WeightBytes:
+# The 2-D weights (llmsizer tensor roles, formulas/tensors.py) a tensor-parallel serving engine builds as a
+# ReplicatedLinear (or a plain nn.Linear / nn.Parameter): whole on every rank, never divided by tp.
+# vllm 0.19.1 (PyPI wheel), vllm/model_executor/models/:
+#   attn_q_a + attn_kv_a_mqa: deepseek_v2.py:870-875 ``fused_qkv_a_proj = DeepSeekV2FusedQkvAProjLinear`` (a
+#     MergedColumnParallelLinear with ``disable_tp=True``, :773-787); without a q LoRA rank (DeepSeek-V2-Lite)
+#     :877-883 ``kv_a_proj_with_mqa = ReplicatedLinear`` while q_proj is a ColumnParallelLinear (:895);
+#   indexer_q_b / indexer_k / indexer_proj: deepseek_v2.py:635-655 (``wq_b``, ``wk``, ``weights_proj``
+#     ReplicatedLinear, DeepSeek-V3.2's DSA indexer);
+#   ffn_gate_inp (the router): deepseek_v2.py:263 ``GateLinear`` (a ReplicatedLinear,
+#     layers/fused_moe/router/gate_linear.py:14), qwen3_moe.py:176, qwen2_moe.py:135, mixtral.py:120,
+#     qwen3_next.py:118, llama4.py:97 ReplicatedLinear, gpt_oss.py:177 GateLinear, glm4_moe.py:143 nn.Linear: every
+#     MoE family's router;
+#   ffn_gate_inp_shexp: qwen2_moe.py:143, qwen3_moe.py:188 ``shared_expert_gate = ReplicatedLinear``.
+# sglang 0.5.6 (PyPI wheel), sglang/srt/models/:
+#   attn_q_a + attn_kv_a_mqa: deepseek_v2.py:1217-1223 ``fused_qkv_a_proj_with_mqa = ReplicatedLinear``,
+#     :1244-1250 ``kv_a_proj_with_mqa = ReplicatedLinear`` without a q LoRA rank;
+#   indexer_*: sglang/srt/layers/attention/nsa/nsa_indexer.py:133-155 (wq_b, wk, weights_proj ReplicatedLinear);
+#   ffn_gate_inp: deepseek_v2.py:513-525 ``MoEGate.weight = nn.Parameter([n_routed_experts, hidden])``,
+#     qwen3_moe.py:123, qwen2_moe.py:169, mixtral.py:81 ReplicatedLinear;
+#   ffn_gate_inp_shexp: qwen2_moe.py:192 ``torch.nn.Linear(hidden, 1)``.
+# Both shard the rest: q_b/kv_b/q column-parallel, o_proj row-parallel, the fused experts and shared experts over
+# the intermediate size, the vocabulary-parallel embedding and lm_head. Every 1-D tensor (norms,
+# e_score_correction_bias) is replicated everywhere (``replicated_elements``). Other engines (transformers' TP
+# plans, Megatron training) keep the 1-D rule only here.
+_SERVING_REPLICATED = frozenset({"attn_q_a", "attn_kv_a_mqa", "indexer_q_b", "indexer_k", "indexer_proj",
+                                 "ffn_gate_inp", "ffn_gate_inp_shexp"})
+REPLICATED_MATRICES: dict[str, frozenset[str]] = {"vllm": _SERVING_REPLICATED, "sglang": _SERVING_REPLICATED}
+
+
+def replicated_matrix(engine: str | None, t: Tensor) -> bool:
+    """Whether ``engine`` keeps the 2-D tensor ``t`` whole on every tensor-parallel rank (``REPLICATED_MATRICES``)."""
+    return engine is not None and len(t.shape) == 2 and t.role in REPLICATED_MATRICES.get(engine, frozenset())
+
+
+@lru_cache(maxsize=256)  # per spec and format, like weight_bytes
+def replicated_matrix_bytes(spec: ModelSpec, engine: str, fmt: str, group_size: int, other_bytes: int,
+                            fused_experts: bool) -> tuple[tuple[int, ...], dict[str, int]]:
+    """Bytes of the 2-D tensors ``engine`` replicates (``replicated_matrix``) in format ``fmt``, per decoder layer
+    and per component: each tensor's own bytes by ``weight_formats.tensor_bytes``, the rule ``weight_bytes`` sums."""
+    fmt = normalize_format(fmt)
+    layers = [0] * spec.num_layers
+    comps: dict[str, int] = {}
+    for t in model_tensors(spec):
+        if replicated_matrix(engine, t):
+            b = tensor_bytes(spec, fmt, t, group_size, other_bytes, fused_experts)[0]
+            if 0 <= t.layer < spec.num_layers:
+                layers[t.layer] += b
+            comps[t.component] = comps.get(t.component, 0) + b
+    return tuple(layers), comps
+
+
+def shard_weights(spec: ModelSpec, wb: WeightBytes, tp: int, bytes_per_replicated: float = 4.0,
+                  engine: str | None = None, group_size: int = GROUP_SIZE_DEFAULT,
+                  fused_experts: bool = False, other_bytes: int | None = None) -> WeightBytes:
     """Per-device weights: (total - replicated) / tp + replicated. ``bytes_per_replicated`` = 4 (F32 in GGUF) or
-    the compute dtype's size; the 1-D share is tiny either way."""
+    the compute dtype's size, the size of the 1-D tensors and of an unquantized replicated matrix; ``engine``: the
+    serving engine whose replicated matrices (``REPLICATED_MATRICES``) stay whole too, in ``wb``'s format at
+    ``group_size`` (``fused_experts`` and ``other_bytes``, default ``bytes_per_replicated``, as ``weight_bytes``
+    took them); a file's own bytes ("file") count them at
+    their layer's bytes per element."""
     if tp == 1:
         return wb
     # memoized on the spec and weight objects themselves (both treated as immutable, as weight_bytes' cache
     # already does) and the numbers with their types
-    key = (id(spec), id(wb), tp, bytes_per_replicated, type(tp), type(bytes_per_replicated))
+    key = (id(spec), id(wb), tp, bytes_per_replicated, type(tp), type(bytes_per_replicated), engine, group_size,
+           fused_experts, other_bytes)
     hit = _SHARD_MEMO.get(key)
     if hit is not None and hit[0] is spec and hit[1] is wb:
         return hit[2]
-    out = _shard_weights(spec, wb, tp, bytes_per_replicated)
+    other = int(bytes_per_replicated) if other_bytes is None else other_bytes
+    out = _shard_weights(spec, wb, tp, bytes_per_replicated, engine, group_size, fused_experts, other)
     if len(_SHARD_MEMO) >= 2048:
         _SHARD_MEMO.clear()
     _SHARD_MEMO[key] = (spec, wb, out)
@@ -85,23 +147,47 @@ def replicated_by_place(spec: ModelSpec) -> tuple[tuple[int, ...], dict[str, int
     return tuple(layers), comps
 
 
-def _shard_weights(spec: ModelSpec, wb: WeightBytes, tp: int, bytes_per_replicated: float) -> WeightBytes:
-    rep = int(replicated_elements(spec) * bytes_per_replicated)
+def _matrix_share(spec: ModelSpec, wb: WeightBytes, engine: str | None, other_bytes: int, group_size: int,
+                  fused_experts: bool) -> tuple[tuple[int, ...], dict[str, int]]:
+    """The replicated matrices' bytes per layer and component in ``wb``'s format (``replicated_matrix_bytes``); for
+    a file's own bytes, their elements at their layer's bytes per element (a file gives no per-tensor split)."""
+    if engine not in REPLICATED_MATRICES:
+        return (0,) * spec.num_layers, {}
+    if wb.format != "file":
+        return replicated_matrix_bytes(spec, engine, wb.format, group_size, other_bytes, fused_experts)
+    n = spec.num_layers
+    numel = [0] * n
+    rep = [0] * n
+    for t in model_tensors(spec):
+        if 0 <= t.layer < n:
+            numel[t.layer] += t.numel
+            if replicated_matrix(engine, t):
+                rep[t.layer] += t.numel
+    per = wb.layer_bytes if len(wb.layer_bytes) == n else (0,) * n
+    layers = tuple(int(r * b / e) if e else 0 for r, b, e in zip(rep, per, numel, strict=True))
+    return layers, {"layers_and_other": sum(layers)} if sum(layers) else {}
+
+
+def _shard_weights(spec: ModelSpec, wb: WeightBytes, tp: int, bytes_per_replicated: float, engine: str | None,
+                   group_size: int, fused_experts: bool, other_bytes: int) -> WeightBytes:
+    mat_layers, mat_comp = _matrix_share(spec, wb, engine, other_bytes, group_size, fused_experts)
+    rep = int(replicated_elements(spec) * bytes_per_replicated) + sum(mat_comp.values())
     rep = min(rep, wb.total)
 
     def share(x: int) -> int:  # the 1-D share in proportion to the bytes (where their place is not known)
         frac = x / wb.total if wb.total else 0.0
         return int((x - rep * frac) / tp + rep * frac)
 
-    def exact(x: int, elements: int) -> int:  # a part whose own 1-D elements are known stay whole, the rest / tp
-        r = min(x, int(elements * bytes_per_replicated))
+    def exact(x: int, elements: int, whole: int = 0) -> int:  # a part whose replicated bytes are known keeps them
+        r = min(x, int(elements * bytes_per_replicated) + whole)  # whole (1-D elements + matrices), the rest / tp
         return int((x - r) / tp + r)
 
     per_layer, per_comp = replicated_by_place(spec)
-    layers = (tuple(map(exact, wb.layer_bytes, per_layer)) if len(wb.layer_bytes) == len(per_layer)
+    layers = (tuple(map(exact, wb.layer_bytes, per_layer, mat_layers)) if len(wb.layer_bytes) == len(per_layer)
               else tuple(share(v) for v in wb.layer_bytes))
     return replace(wb, total=share(wb.total),
-                   by_component={k: exact(v, per_comp.get(k, 0)) for k, v in wb.by_component.items()},
+                   by_component={k: exact(v, per_comp.get(k, 0), mat_comp.get(k, 0))
+                                 for k, v in wb.by_component.items()},
                    by_storage={k: share(v) for k, v in wb.by_storage.items()}, layer_bytes=layers,
                    notes=wb.notes + (f"per device under tensor parallel {tp}",))
 

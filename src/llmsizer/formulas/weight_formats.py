@@ -248,6 +248,16 @@ def _tensor_bytes_simple(fmt: str, t: Tensor, group_size: int, other_bytes: int 
     raise InputError(f"unknown weight format {fmt!r}")
 
 
+def tensor_bytes(spec: ModelSpec, fmt: str, t: Tensor, group_size: int = GROUP_SIZE_DEFAULT,
+                 other_bytes: int = OTHER_BYTES_DEFAULT, fused_experts: bool = False) -> tuple[int, str]:
+    """(bytes, storage label) of tensor group ``t`` of ``spec`` in the normalized format ``fmt`` (a GGUF type by
+    llama-quant.cpp's rules, else the module table's); the one per-tensor rule ``weight_bytes`` sums."""
+    if fmt.startswith("gguf:"):
+        gtype = gguf_tensor_type(spec, fmt[5:], t)
+        return ggml_tensor_bytes(gtype, t.numel // t.count) * t.count, gtype
+    return _tensor_bytes_simple(fmt, t, group_size, other_bytes, fused_experts)
+
+
 _LAYER_DEPENDENT = frozenset({"attn_v", "attn_kv_b", "ffn_down", "ffn_exps_down", "ffn_shexp_down"})
 
 
@@ -430,12 +440,7 @@ def weight_bytes(spec: ModelSpec, fmt: str, group_size: int = GROUP_SIZE_DEFAULT
         key = (role, shape, count, comp, cls if role in layer_dependent else None)
         hit = memo.get(key)
         if hit is None:
-            if gguf:
-                gtype = gguf_tensor_type(spec, fmt[5:], t)
-                hit = (ggml_tensor_bytes(gtype, numel // count) * count, gtype)
-            else:
-                hit = _tensor_bytes_simple(fmt, t, group_size, other_bytes, fused_experts)
-            memo[key] = hit
+            hit = memo[key] = tensor_bytes(spec, fmt, t, group_size, other_bytes, fused_experts)
         return hit
 
     def add(comp: str, label: str, b: int) -> None:

@@ -393,7 +393,7 @@ def _estimate(spec: ModelSpec, w: InferenceWorkload) -> Estimate:
             raise FieldError("tensor_parallel", "tensor_parallel applies to vLLM, SGLang and transformers: llama.cpp "
                              "splits layers (or rows) across GPUs rather than tensor-parallel shards; use gpus N with "
                              "split_mode layer|row", also=("gpus", "split_mode"))
-        wb = shard_weights(served, wb, w.tensor_parallel, act_bytes)
+        wb = shard_weights(served, wb, w.tensor_parallel, act_bytes, str(w.engine), group, fused)
         acc.warnings.append(f"memory is per device, for each of {w.tensor_parallel} tensor-parallel devices")
     kvd = _kv_dtype(w, profile, dtype, acc, spec)
     window = engine_window(spec, str(w.engine))
