@@ -305,6 +305,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     for n in [*notes, *(f"warning: {w}" for w in written.warnings)]:
         say(n, file=sys.stderr)
     say(f"note: {si.storage_note(args.site)}", file=sys.stderr)
+    say(f"note: {si.FABRIC_NOTE}", file=sys.stderr)
     say(f"note: every node joins pool(s) {', '.join(pools) or 'none'} (--pools; a training job runs only on "
         "'training' nodes, a service only on 'serving' ones)", file=sys.stderr)
     say(f"wrote {args.output}: {len(nodes) - len(notes)} bookable node(s) at site {args.site}")
