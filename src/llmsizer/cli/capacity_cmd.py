@@ -388,13 +388,38 @@ def _bookings(args: argparse.Namespace) -> list[Any]:
         store.close()
 
 
-def _checks(args: argparse.Namespace) -> tuple[Any, list[Any]]:
+def _checks(args: argparse.Namespace) -> tuple[Any, list[Any], list[Any], dict[str, tuple[str, str]]]:
+    """The inventory, the jobs' needs, the checks of those not booked yet, and job -> (id, state) of those already booked (the
+    idempotency key `book` recognises, :func:`already_booked`: checked against its own booking, a booked job
+    would not fit)."""
     from ..provider.placement import check_needs
     from ..provider.store import refuse_orphans
-    inv, _, needs = _needs(args)
+    inv, req, needs = _needs(args)
+    found: dict[str, tuple[str, str]] = {}
+    store = None if args.no_db else _store(args, readonly=True)
+    if store is not None:
+        try:
+            found = already_booked(store, {n.name: request_key(req, n.name) for n in needs})
+        finally:
+            store.close()
     bookings = _bookings(args)
     refuse_orphans(inv, bookings, _utcnow(args))  # a renamed node would look free: no answer until reconciled
-    return inv, check_needs(needs, inv, bookings, _utcnow(args))  # no earlier window than now
+    rest = [n for n in needs if n.name not in found]
+    return inv, needs, check_needs(rest, inv, bookings, _utcnow(args)), found  # no earlier window than now
+
+
+def already_booked(store: Any, keys: dict[str, str]) -> dict[str, tuple[str, str]]:
+    """job name -> (reservation id, state) for each job of ``keys`` (job -> its idempotency key, :func:`request_key`)
+    that has a live booking in ``store`` (None: no store, nothing booked): the one rule `book` (nothing new
+    recorded) and `check` (answered "already booked") share."""
+    found = store.live_by_key(list(keys.values())) if store is not None else {}
+    return {name: found[k] for name, k in keys.items() if k in found}
+
+
+def already_booked_line(rid: str, job: str, state: str) -> str:
+    """What `book` and `check` say of a job booked before (its idempotency key matched a live booking)."""
+    return (f"already booked {rid}: {job} ({state}); the same request and job was booked before, nothing new was "
+            "recorded")
 
 
 def request_key(req: Any, job: str) -> str:
@@ -446,11 +471,24 @@ def render_checks(checks: list[Any], inv: Any = None, now: _dt.datetime | None =
 
 
 def check_answer(args: argparse.Namespace) -> tuple[list[dict[str, Any]], int, str]:
-    """(the --json answer, exit code: 0 every job fits, 1 some do not, the text)."""
+    """(the --json answer, exit code: 0 every job fits or is already booked, 1 some do not, the text). A job the
+    store already holds a live booking of (the idempotency key `book` recognises) is answered as `book` answers
+    it: ``{job, fits: true, existing: true, id, state}`` and "already booked ID: ..." (exit 0); every other entry
+    carries ``existing: false``."""
     _authorize(args, "check")
-    inv, checks = _checks(args)
-    return ([c.to_dict() for c in checks], 0 if all(c.fits for c in checks) else 1,
-            render_checks(checks, inv, _utcnow(args)))
+    inv, needs, checks, found = _checks(args)
+    by = {c.need.name: c for c in checks}
+    data: list[dict[str, Any]] = []
+    lines: list[str] = []
+    for n in needs:
+        if n.name in found:
+            rid, state = found[n.name]
+            data.append({"job": n.name, "fits": True, "existing": True, "id": rid, "state": state})
+            lines.append(already_booked_line(rid, n.name, state))
+        else:
+            data.append({**by[n.name].to_dict(), "existing": False})
+    text = render_checks(checks, inv, _utcnow(args))
+    return data, 0 if all(c.fits for c in checks) else 1, "\n".join([*lines, *([text] if text else [])])
 
 
 def store_not_created(db: str | None) -> str | None:
@@ -511,10 +549,9 @@ def _book(args: argparse.Namespace, inv: Any, needs: list[Any], now: _dt.datetim
           cap: dict[str, float], keys: dict[str, str], store: Any) -> tuple[list[dict[str, Any]], int, list[str]]:
     from ..provider.placement import check_needs
     from ..provider.store import BookingConflict, Submitted, refuse_orphans
-    found = store.live_by_key(list(keys.values()))
-    done_before = [Submitted(found[keys[n.name]][0], n.name, True, found[keys[n.name]][1])
-                   for n in needs if keys[n.name] in found]
-    needs = [n for n in needs if keys[n.name] not in found]
+    found = already_booked(store, keys)
+    done_before = [Submitted(found[n.name][0], n.name, True, found[n.name][1]) for n in needs if n.name in found]
+    needs = [n for n in needs if n.name not in found]
     notes: list[str] = []
     done: list[Any] = []
     placements: list[Any] = []
@@ -561,8 +598,7 @@ def cmd_book(args: argparse.Namespace) -> int:
         return code
     for b in booked:
         if b["existing"]:
-            say(f"already booked {b['id']}: {b['job']} ({b['state']}); the same request and job was booked "
-                "before, nothing new was recorded")
+            say(already_booked_line(b["id"], b["job"], b["state"]))
         else:
             say(f"booked {b['id']}: {b['job']} {b['start']} -> {b['end']} on {', '.join(b['nodes'])} "
                 f"({b['state']})")
