@@ -646,26 +646,36 @@ def state_answer(args: argparse.Namespace, *, existing_store: bool = False) -> t
             args.ids = list(dict.fromkeys([*args.ids, *(i for o in found for i in o.ids)]))
             if not args.ids:
                 return [], 0  # nothing orphaned: nothing to release
+        blocked: dict[str, str] = {}
         if args.state in HOLDING:
+            from ..provider.disagree import maintenance_refusal
             from ..provider.store import moving_refusal
             # the rule of `check` and `book` (one home): taking capacity on an inventory that disagrees with the
             # bookings could give a renamed or re-equipped node twice
-            why = moving_refusal(inv, store.bookings(also=args.ids), args.ids, _utcnow(args))
+            live = store.bookings(also=args.ids)
+            why = moving_refusal(inv, live, args.ids, _utcnow(args))
             if why is not None:
                 raise InputError(why)
-        return _transitions(args, store, cap, quotas)
+            # a training booking across a maintenance window added since it was booked: refused (exit 1, answered)
+            blocked = {rid: w for rid in args.ids if (w := maintenance_refusal(inv, live, rid)) is not None}
+        return _transitions(args, store, cap, quotas, blocked)
     finally:
         store.close()
 
 
 def _transitions(args: argparse.Namespace, store: Any, cap: dict[str, float] | None,
-                 quotas: tuple[Any, ...]) -> tuple[list[dict[str, Any]], int]:
+                 quotas: tuple[Any, ...], blocked: dict[str, str] | None = None) -> tuple[list[dict[str, Any]], int]:
+    """Each id's transition; ``blocked``: id -> why it may not take capacity (refused without trying)."""
     from ..provider.store import BookingConflict, IllegalTransition
     if args.state == "expired" and not args.ids:
         return [{"id": rid, "before": None, "after": "expired"} for rid in store.expire_due(actor=args.actor)], 0
     status = 0
     out: list[dict[str, Any]] = []
     for rid in args.ids:
+        if blocked and rid in blocked:
+            out.append({"id": rid, "refused": blocked[rid]})
+            status = 1
+            continue
         try:
             before = store.transition(rid, args.state, cap, actor=args.actor, quotas=quotas)
         except (IllegalTransition, BookingConflict) as e:
@@ -781,19 +791,31 @@ def show_answer(args: argparse.Namespace) -> tuple[Any, list[dict[str, Any]], li
     finally:
         if store is not None:
             store.close()
-    from ..provider.store import orphaned
+    from ..provider.disagree import disagreements
     data: dict[str, Any] = {"reservations": rows}
     bookings = [b for b in everything if b.state != "requested"]  # what holds capacity: the chart
-    orphans = orphaned(inv, everything)  # every live booking, requested ones too (what re-place reaches)
-    if orphans:  # listed, and counted against nothing (not against a renamed node's new id or its new device)
-        data["orphaned"] = [o.to_dict() for o in orphans]
-        gone = {i for o in orphans for i in o.ids}
+    # every live booking, requested ones too (what re-place reaches): orphaned ones listed, and counted against
+    # nothing (not against a renamed node's new id or its new device); ones across a maintenance window listed
+    data.update(disagreements(inv, everything))
+    if data.get("orphaned"):
+        gone = {i for o in data["orphaned"] for i in o["reservations"]}
         bookings = [b for b in bookings if b.id not in gone]
     if args.audit:
         data["audit"] = audit
     if at:
         data["utilisation"] = utilisation(bookings, capacities(inv), at)
     return inv, rows, bookings, audit, at, data
+
+
+def _live(args: argparse.Namespace) -> list[Any]:
+    """Every live booking of the --db store, requested ones too (none when it is not there)."""
+    store = _store(args, readonly=True)
+    if store is None:
+        return []
+    try:
+        return list(store.bookings(requested=True))
+    finally:
+        store.close()
 
 
 def cmd_show(args: argparse.Namespace) -> int:
@@ -810,11 +832,10 @@ def cmd_show(args: argparse.Namespace) -> int:
         data["store_not_created"] = missing
     for w in inv.warnings:
         say(f"warning: {w}", file=sys.stderr)
-    if data.get("orphaned"):
-        from ..provider.store import Orphan, orphan_text
-        found = [Orphan(o["node"], tuple(o["reservations"]), o["why"]) for o in data["orphaned"]]
-        say(f"warning: {orphan_text(found)}; the chart below does not show them as booked (restore the node in the "
-            f"inventory, or `llmsizer capacity release --orphans --inventory {args.inventory}`)", file=sys.stderr)
+    if data.get("orphaned") or data.get("maintenance"):
+        from ..provider.disagree import disagreement_warnings
+        for w in disagreement_warnings(inv, _live(args), args.inventory):
+            say(f"warning: {w}", file=sys.stderr)
     if args.json:
         emit_json(data)
     else:
