@@ -39,7 +39,11 @@ def test_check_book_show_release(tmp_path, capsys):
     import json
     (booked,) = json.loads(capsys.readouterr().out)
     assert len(booked["nodes"]) == 8
-    assert run("capacity", "check", PRE, "--inventory", INV, "--db", db) == 1
+    assert run("capacity", "check", PRE, "--inventory", INV, "--db", db) == 0  # its own booking: already booked
+    assert capsys.readouterr().out.startswith(f"already booked {booked['id']}")
+    again = tmp_path / "again.yaml"  # the same run asked again by another request (another idempotency key)
+    again.write_text(Path(PRE).read_text().replace('title: "', 'title: "again: '))
+    assert run("capacity", "check", str(again), "--inventory", INV, "--db", db) == 1
     out = capsys.readouterr().out
     assert "DOES NOT FIT" in out and "[busy] 4 of 12" in out and "start later" in out
     svg = tmp_path / "u.svg"

@@ -88,6 +88,9 @@ def test_import_says_storage_is_missing_and_the_check_says_what_to_add(tmp_path,
     err = capsys.readouterr().err
     assert "no shared storage was imported" in err and "storage: [{id: fs, site: lab" in err
     assert "# no shared storage was imported" in inv.read_text()
+    # nor fabrics (probe10 defect 4): said in the file and on stderr, naming what a multi-node training check answers
+    assert "no fabrics were imported" in err and "these nodes state no fabric:" in err
+    assert "# no fabrics were imported" in inv.read_text()
     req = tmp_path / "req.yaml"
     req.write_text("version: 1\njobs:\n  - name: chat\n    kind: inference\n    model: {name: qwen2.5-0.5b}\n"
                    "    traffic: {concurrency: {typical: 2}, context: {typical: 2k}}\n"

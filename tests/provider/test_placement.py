@@ -60,6 +60,27 @@ def test_multi_node_training_stays_inside_one_fabric():
     c = check_job(train(devices=32, nodes=4), FABRICS, [])
     assert not c.fits and c.binding == "fabric"
     assert "at most 3 on one fabric" in c.reason
+    # the inventory decides how many nodes share a fabric: no later window lifts it, none is searched (probe10 #4)
+    assert c.waits is False and c.placement is None
+
+
+NO_FABRIC = inv("""
+    sites: [{id: s1}]
+    nodes:
+      - {id: gpunode, count: 3, site: s1, device: a40, devices: 1, pools: [training, serving]}
+""")
+
+
+def test_nodes_without_a_fabric_refuse_multi_node_training_and_name_the_fix():
+    """An imported cluster states no fabric (probe10 defect 4): a 2-node training job was answered "no window found
+    within two years" after searching them, waits true; the inventory decides it, so it is refused at once, naming
+    the nodes that state none. A 2-node service runs no collective between its nodes: placed."""
+    c = check_job(train(device="a40", devices=2, nodes=2), NO_FABRIC, [])
+    assert not c.fits and c.binding == "fabric" and c.waits is False and c.placement is None
+    assert "at most 0 on one fabric" in c.reason
+    assert "these nodes state no fabric: gpunode-01, gpunode-02, gpunode-03" in c.reason
+    assert check_job(serve(device="a40", devices=2, nodes=2, memory_per_device=20 * 2**30,
+                           verdict_need_per_device=20 * 2**30), NO_FABRIC, []).fits
 
 
 def test_fabric_blocked_by_booking_then_earliest_window():

@@ -96,9 +96,14 @@ def test_a_rename_keeps_every_booking(tmp_path, capsys):
     assert replay(audit) == {rid: "confirmed" for rid in holds}  # the re-place rows keep the log replaying
     assert [e["action"] for e in audit].count("re-place") == 2
     s.close()
-    # the inventory and the store agree again: check answers, and the two bookings hold both devices
+    # the inventory and the store agree again: check answers (the request itself: already booked, under the same
+    # ids), and the two bookings hold both devices (the same jobs asked by another request are busy)
     capsys.readouterr()
-    assert run("capacity", "check", str(req), "--inventory", str(renamed), "--db", db, *NOW, "--json") == 1
+    assert run("capacity", "check", str(req), "--inventory", str(renamed), "--db", db, *NOW, "--json") == 0
+    assert {j["id"] for j in json.loads(capsys.readouterr().out) if j["existing"]} == set(holds)
+    other = tmp_path / "other.yaml"
+    other.write_text("version: 1\ntitle: another team\njobs:\n" + JOB.format(n="a") + JOB.format(n="b"))
+    assert run("capacity", "check", str(other), "--inventory", str(renamed), "--db", db, *NOW, "--json") == 1
     assert all(j["binding"] == "busy" for j in json.loads(capsys.readouterr().out))
     # a second run finds nothing to move
     assert _replace(capsys, "--inventory", str(renamed), "--db", db) == (0, {"moved": [], "cannot": [],

@@ -223,6 +223,11 @@ TRAINING_CASES = [
     ("budget.total", "budget: {total: 5000 EUR}  #<", "US dollars"),
     ("deadline", "deadline: soon  #<", "a date"),
     ("start", "start: tomorrow  #<", "YYYY-MM-DD"),
+    # probe10 defect 3: an unquoted YAML timestamp had its time dropped (the booking covered another window); refused
+    # with the quoted form's line, start and deadline alike
+    ("start", "start: 2027-01-10T10:30:00+02:00  #<", "'2027-01-10T10:30:00+02:00' as a date (a request's start"),
+    ("start", "start: '2027-01-10 18:00'  #<", "'2027-01-10 18:00' as a date (a request's start"),
+    ("deadline", "start: 2027-01-10\ndeadline: 2027-01-12T02:00:00  #<", "'2027-01-12T02:00:00' as a date (a request"),
     ("deadline", "start: 2025-09-10\ndeadline: 2025-09-01  #<", "is not after the start"),
     ("pricing.model", "pricing: {model: spot}  #<", "hourly, reserved, undecided"),
     ("pricing.reserved_discount", "pricing: {reserved_discount: 140%}  #<", "between 0 and 1"),

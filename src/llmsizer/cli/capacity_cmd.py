@@ -316,6 +316,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     for n in [*notes, *(f"warning: {w}" for w in written.warnings)]:
         say(n, file=sys.stderr)
     say(f"note: {si.storage_note(args.site)}", file=sys.stderr)
+    say(f"note: {si.FABRIC_NOTE}", file=sys.stderr)
     say(f"note: every node joins pool(s) {', '.join(pools) or 'none'} (--pools; a training job runs only on "
         "'training' nodes, a service only on 'serving' ones)", file=sys.stderr)
     if not written.nodes:  # every GPU node out of service: written commented out, nothing bookable (exit 1)
@@ -405,14 +406,39 @@ def _bookings(args: argparse.Namespace) -> list[Any]:
         store.close()
 
 
-def _checks(args: argparse.Namespace) -> tuple[Any, list[Any]]:
+def _checks(args: argparse.Namespace) -> tuple[Any, list[Any], list[Any], dict[str, tuple[str, str]]]:
+    """The inventory, the jobs' needs, the checks of those not booked yet, and job -> (id, state) of those already booked (the
+    idempotency key `book` recognises, :func:`already_booked`: checked against its own booking, a booked job
+    would not fit)."""
     from ..provider.placement import check_needs
     from ..provider.store import refuse_orphans
-    inv, _, needs = _needs(args)
+    inv, req, needs = _needs(args)
+    found: dict[str, tuple[str, str]] = {}
+    store = None if args.no_db else _store(args, readonly=True)
+    if store is not None:
+        try:
+            found = already_booked(store, {n.name: request_key(req, n.name) for n in needs})
+        finally:
+            store.close()
     bookings = _bookings(args)
-    refuse_orphans(inv, bookings, _utcnow(args), web=over_http(args))  # a renamed node would look free: no answer
-    # until reconciled
-    return inv, check_needs(needs, inv, bookings, _utcnow(args))  # no earlier window than now
+    refuse_orphans(inv, bookings, _utcnow(args), web=over_http(args))  # a renamed node would look free: no
+    # answer until reconciled
+    rest = [n for n in needs if n.name not in found]
+    return inv, needs, check_needs(rest, inv, bookings, _utcnow(args)), found  # no earlier window than now
+
+
+def already_booked(store: Any, keys: dict[str, str]) -> dict[str, tuple[str, str]]:
+    """job name -> (reservation id, state) for each job of ``keys`` (job -> its idempotency key, :func:`request_key`)
+    that has a live booking in ``store`` (None: no store, nothing booked): the one rule `book` (nothing new
+    recorded) and `check` (answered "already booked") share."""
+    found = store.live_by_key(list(keys.values())) if store is not None else {}
+    return {name: found[k] for name, k in keys.items() if k in found}
+
+
+def already_booked_line(rid: str, job: str, state: str) -> str:
+    """What `book` and `check` say of a job booked before (its idempotency key matched a live booking)."""
+    return (f"already booked {rid}: {job} ({state}); the same request and job was booked before, nothing new was "
+            "recorded")
 
 
 def request_key(req: Any, job: str) -> str:
@@ -464,11 +490,24 @@ def render_checks(checks: list[Any], inv: Any = None, now: _dt.datetime | None =
 
 
 def check_answer(args: argparse.Namespace) -> tuple[list[dict[str, Any]], int, str]:
-    """(the --json answer, exit code: 0 every job fits, 1 some do not, the text)."""
+    """(the --json answer, exit code: 0 every job fits or is already booked, 1 some do not, the text). A job the
+    store already holds a live booking of (the idempotency key `book` recognises) is answered as `book` answers
+    it: ``{job, fits: true, existing: true, id, state}`` and "already booked ID: ..." (exit 0); every other entry
+    carries ``existing: false``."""
     _authorize(args, "check")
-    inv, checks = _checks(args)
-    return ([c.to_dict() for c in checks], 0 if all(c.fits for c in checks) else 1,
-            render_checks(checks, inv, _utcnow(args)))
+    inv, needs, checks, found = _checks(args)
+    by = {c.need.name: c for c in checks}
+    data: list[dict[str, Any]] = []
+    lines: list[str] = []
+    for n in needs:
+        if n.name in found:
+            rid, state = found[n.name]
+            data.append({"job": n.name, "fits": True, "existing": True, "id": rid, "state": state})
+            lines.append(already_booked_line(rid, n.name, state))
+        else:
+            data.append({**by[n.name].to_dict(), "existing": False})
+    text = render_checks(checks, inv, _utcnow(args))
+    return data, 0 if all(c.fits for c in checks) else 1, "\n".join([*lines, *([text] if text else [])])
 
 
 def store_not_created(db: str | None) -> str | None:
@@ -559,10 +598,9 @@ def _book(args: argparse.Namespace, inv: Any, needs: list[Any], now: _dt.datetim
           ) -> tuple[list[dict[str, Any]], int, list[str]]:
     from ..provider.placement import check_needs
     from ..provider.store import BookingConflict, Submitted, refuse_orphans
-    found = store.read.live_by_key(list(keys.values())) if store.read is not None else {}
-    done_before = [Submitted(found[keys[n.name]][0], n.name, True, found[keys[n.name]][1])
-                   for n in needs if keys[n.name] in found]
-    needs = [n for n in needs if keys[n.name] not in found]
+    found = already_booked(store.read, keys)
+    done_before = [Submitted(found[n.name][0], n.name, True, found[n.name][1]) for n in needs if n.name in found]
+    needs = [n for n in needs if n.name not in found]
     notes: list[str] = []
     done: list[Any] = []
     placements: list[Any] = []
@@ -621,8 +659,7 @@ def cmd_book(args: argparse.Namespace) -> int:
         return code
     for b in booked:
         if b["existing"]:
-            say(f"already booked {b['id']}: {b['job']} ({b['state']}) {b['start']} -> {b['end']} on "
-                f"{', '.join(b['nodes'])}; the same request and job was booked before, nothing new was recorded")
+            say(already_booked_line(b["id"], b["job"], b["state"]))
         else:
             say(f"booked {b['id']}: {b['job']} {b['start']} -> {b['end']} on {', '.join(b['nodes'])} "
                 f"({b['state']})")
@@ -670,26 +707,36 @@ def state_answer(args: argparse.Namespace, *, existing_store: bool = False) -> t
             args.ids = list(dict.fromkeys([*args.ids, *(i for o in found for i in o.ids)]))
             if not args.ids:
                 return [], 0  # nothing orphaned: nothing to release
+        blocked: dict[str, str] = {}
         if args.state in HOLDING:
+            from ..provider.disagree import maintenance_refusal
             from ..provider.store import moving_refusal
             # the rule of `check` and `book` (one home): taking capacity on an inventory that disagrees with the
             # bookings could give a renamed or re-equipped node twice
-            why = moving_refusal(inv, store.bookings(also=args.ids), args.ids, _utcnow(args), web=over_http(args))
+            live = store.bookings(also=args.ids)
+            why = moving_refusal(inv, live, args.ids, _utcnow(args), web=over_http(args))
             if why is not None:
                 raise InputError(why)
-        return _transitions(args, store, cap, quotas)
+            # a training booking across a maintenance window added since it was booked: refused (exit 1, answered)
+            blocked = {rid: w for rid in args.ids if (w := maintenance_refusal(inv, live, rid)) is not None}
+        return _transitions(args, store, cap, quotas, blocked)
     finally:
         store.close()
 
 
 def _transitions(args: argparse.Namespace, store: Any, cap: dict[str, float] | None,
-                 quotas: tuple[Any, ...]) -> tuple[list[dict[str, Any]], int]:
+                 quotas: tuple[Any, ...], blocked: dict[str, str] | None = None) -> tuple[list[dict[str, Any]], int]:
+    """Each id's transition; ``blocked``: id -> why it may not take capacity (refused without trying)."""
     from ..provider.store import BookingConflict, IllegalTransition
     if args.state == "expired" and not args.ids:
         return [{"id": rid, "before": None, "after": "expired"} for rid in store.expire_due(actor=args.actor)], 0
     status = 0
     out: list[dict[str, Any]] = []
     for rid in args.ids:
+        if blocked and rid in blocked:
+            out.append({"id": rid, "refused": blocked[rid]})
+            status = 1
+            continue
         try:
             before = store.transition(rid, args.state, cap, actor=args.actor, quotas=quotas)
         except (IllegalTransition, BookingConflict) as e:
@@ -805,13 +852,14 @@ def show_answer(args: argparse.Namespace) -> tuple[Any, list[dict[str, Any]], li
     finally:
         if store is not None:
             store.close()
-    from ..provider.store import orphaned
+    from ..provider.disagree import disagreements
     data: dict[str, Any] = {"reservations": rows}
     bookings = [b for b in everything if b.state != "requested"]  # what holds capacity: the chart
-    orphans = orphaned(inv, everything)  # every live booking, requested ones too (what re-place reaches)
-    if orphans:  # listed, and counted against nothing (not against a renamed node's new id or its new device)
-        data["orphaned"] = [o.to_dict() for o in orphans]
-        gone = {i for o in orphans for i in o.ids}
+    # every live booking, requested ones too (what re-place reaches): orphaned ones listed, and counted against
+    # nothing (not against a renamed node's new id or its new device); ones across a maintenance window listed
+    data.update(disagreements(inv, everything))
+    if data.get("orphaned"):
+        gone = {i for o in data["orphaned"] for i in o["reservations"]}
         bookings = [b for b in bookings if b.id not in gone]
     if args.audit:
         data["audit"] = audit
@@ -837,6 +885,17 @@ def figures_text(r: dict[str, Any]) -> str:
     return ", ".join(parts)
 
 
+def _live(args: argparse.Namespace) -> list[Any]:
+    """Every live booking of the --db store, requested ones too (none when it is not there)."""
+    store = _store(args, readonly=True)
+    if store is None:
+        return []
+    try:
+        return list(store.bookings(requested=True))
+    finally:
+        store.close()
+
+
 def cmd_show(args: argparse.Namespace) -> int:
     from ..provider.placement import capacities
     from ..provider.store import utilisation
@@ -851,11 +910,10 @@ def cmd_show(args: argparse.Namespace) -> int:
         data["store_not_created"] = missing
     for w in inv.warnings:
         say(f"warning: {w}", file=sys.stderr)
-    if data.get("orphaned"):
-        from ..provider.store import Orphan, orphan_text
-        found = [Orphan(o["node"], tuple(o["reservations"]), o["why"]) for o in data["orphaned"]]
-        say(f"warning: {orphan_text(found)}; the chart below does not show them as booked (restore the node in the "
-            f"inventory, or `llmsizer capacity release --orphans --inventory {args.inventory}`)", file=sys.stderr)
+    if data.get("orphaned") or data.get("maintenance"):
+        from ..provider.disagree import disagreement_warnings
+        for w in disagreement_warnings(inv, _live(args), args.inventory):
+            say(f"warning: {w}", file=sys.stderr)
     if args.json:
         emit_json(data)
     else:

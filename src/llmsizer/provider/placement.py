@@ -521,7 +521,28 @@ def suitable(need: JobNeed, inv: Inventory) -> list[Node]:
                         f"its nodes (the network its plan assumes); the fabrics of the suitable nodes give less "
                         f"({have})", waits=False)
         big = fast
+    if need.nodes > 1 and need.kind == "training":
+        # a training run over several nodes stays inside one fabric (try_window's rule): the inventory decides how
+        # many suitable nodes share one, so too few is no constraint a later window lifts
+        share: dict[tuple[str, str], int] = {}
+        for n in big:
+            if n.fabric is not None:
+                share[(n.site, n.fabric)] = share.get((n.site, n.fabric), 0) + 1
+        most = max(share.values(), default=0)
+        if most < need.nodes:
+            bare = [n.id for n in big if n.fabric is None]
+            fix = (f"; these nodes state no fabric: {_few(bare)} (name the fabric their network forms under the "
+                   "site's fabrics: and give each node fabric: in the inventory; `capacity import` writes none)"
+                   if bare else "")
+            raise NoFit("fabric", f"{len(big)} suitable {need.device} node(s), but at most {most} on one fabric; a "
+                        f"{need.nodes}-node training job must stay inside one fabric{fix}", waits=False)
     return big
+
+
+def _few(ids: Sequence[str], shown: int = 4) -> str:
+    """``ids`` joined, the first ``shown`` of them and how many more."""
+    more = f" and {len(ids) - shown} more" if len(ids) > shown else ""
+    return ", ".join(ids[:shown]) + more
 
 
 def _maintenance_ok(need: JobNeed, inv: Inventory, nodes: list[Node], start: _dt.datetime,

@@ -132,11 +132,19 @@ def storage_note(site: str) -> str:
     return STORAGE_NOTE.replace("SITE", site)
 
 
+#: the other thing an import cannot know: which nodes share a network. A multi-node training job is placed on nodes
+#: of one fabric only (placement.suitable), so without one every such check answers [fabric] naming the nodes
+FABRIC_NOTE = ("no fabrics were imported (the scheduler does not report which nodes share a network): a multi-node "
+               "training job runs only on nodes of one fabric, so name it under the site (fabrics: [{id: ib0, "
+               "bandwidth: 200 Gb/s}]) and give each node fabric: ib0, or every multi-node training check answers "
+               "'[fabric] ... these nodes state no fabric:'")
+
+
 def _header(source: str, command: str, site: str) -> list[str]:
-    """The first lines of an imported inventory: where it came from, what it lacks (storage), the version, its one
+    """The first lines of an imported inventory: where it came from, what it lacks (storage, fabrics), the version, its one
     site, ``nodes:``."""
     return [f"# imported from {source} ({command}) by llmsizer capacity import",
-            f"# {storage_note(site)}", "version: 1", f"sites:\n  - id: {site}", "nodes:"]
+            f"# {storage_note(site)}", f"# {FABRIC_NOTE}", "version: 1", f"sites:\n  - id: {site}", "nodes:"]
 
 
 def inventory_yaml(nodes: list[SlurmNode], *, site: str, device_map: dict[str, str], pools: tuple[str, ...],

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from .placement import Booking, Item
-from .store import ALIASES, FIGURES, HOLDING, StoreError, with_figures
+from .store import ALIASES, FIGURES, HOLDING, LIVE, StoreError, with_figures
 
 BASE_COLS = ("id", "job", "kind", "state", "start", "end", "created", "note")
 
@@ -78,6 +78,19 @@ class ReadOnlySqlite:
                 Item(h["resource"], float(h["amount"]), _time(h["start"]), _time(h["end"])))
         return [Booking(r["id"], r["job"], r["kind"], tuple(by.get(r["id"], [])), ALIASES.get(r["state"], r["state"]),
                         r.get("device") or "") for r in rows]
+
+    def live_by_key(self, keys: Sequence[str]) -> dict[str, tuple[str, str]]:
+        """key -> (id, state) of the oldest live booking with that key (as :meth:`Store.live_by_key`); a schema-1
+        file has no keys: nothing."""
+        if self.empty or not keys or "idem_key" not in {r["name"] for r in self._rows("PRAGMA table_info("
+                                                                                      "reservations)")}:
+            return {}
+        out: dict[str, tuple[str, str]] = {}
+        rows = self._rows(f'SELECT id, idem_key, state FROM reservations WHERE idem_key IN ({",".join("?" * len(keys))})'
+                          f' AND state IN ({",".join("?" * len(LIVE))}) ORDER BY created', (*keys, *LIVE))
+        for r in rows:
+            out.setdefault(r["idem_key"], (r["id"], r["state"]))
+        return out
 
     def reservations(self) -> list[dict[str, Any]]:
         if self.empty:

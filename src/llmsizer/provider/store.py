@@ -343,7 +343,7 @@ class Store:
         """key -> (id, state) of the oldest live booking (requested/held/confirmed/active) with that key."""
         sa = self.sa
         out: dict[str, tuple[str, str]] = {}
-        if not keys:
+        if not keys or self.empty:  # a read-only open of a store nobody has booked into: no tables, no keys
             return out
         with self.engine.connect() as c:
             for r in c.execute(sa.select(self.res.c.id, self.res.c.idem_key, self.res.c.state)

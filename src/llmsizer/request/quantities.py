@@ -251,15 +251,20 @@ def parse_rate(value: object) -> float:
 
 
 def parse_date(value: object) -> _dt.date:
-    """A calendar date: YAML's 2025-07-01 or the string "2025-07-01"."""
+    """A calendar date: YAML's 2025-07-01 or the string "2025-07-01". A time of day is refused, unquoted (YAML reads
+    ``2027-01-10T10:30:00+02:00`` as a timestamp) or quoted alike, with one line: a request's start and deadline are
+    days (the request schema's ``format: date``; docs/provider.md: a job's window starts at its ``start`` day), so a
+    time would otherwise be dropped and the booking cover another window than the one asked for."""
     if isinstance(value, _dt.datetime):
-        return value.date()
+        raise InputError(f"cannot read {short(value.isoformat())} as a date (a request's start and deadline are days, "
+                         "a time of day is not read); write YYYY-MM-DD, e.g. 2025-07-01")
     if isinstance(value, _dt.date):
         return value
     try:
         return _dt.date.fromisoformat(str(value).strip())
     except ValueError:
-        raise InputError(f"cannot read {short(value)} as a date; write YYYY-MM-DD, e.g. 2025-07-01") from None
+        raise InputError(f"cannot read {short(value)} as a date (a request's start and deadline are days, a time of "
+                         "day is not read); write YYYY-MM-DD, e.g. 2025-07-01") from None
 
 
 def parse_date_or_duration(value: object) -> tuple[_dt.date | None, float | None]:

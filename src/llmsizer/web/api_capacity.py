@@ -292,15 +292,21 @@ async def edit_inventory(request: Request) -> Response:
         old = read_small_text(path, "inventory", MAX_INVENTORY_BYTES)
         write_atomic(path, text)
         digest = [hashlib.sha256(t.encode()).hexdigest()[:12] for t in (old, text)]
+        live: list[Any] = []
         if Store.exists(cfg.db):
             store = Store(cfg.db)
             try:
                 store.log_inventory(digest[0], digest[1], f"{len(inv.nodes)} node(s), {len(inv.sites)} site(s)",
                                     actor=args.actor)
+                live = store.bookings(requested=True)
             finally:
                 store.close()
+        # saved, as `capacity import` saves an inventory (no booking blocks a save); what the new file leaves
+        # disagreeing with the live bookings is answered as `capacity show` warns of it (one rule, disagree.py)
+        from ..provider.disagree import disagreement_warnings, disagreements
         return json_answer({"nodes": len(inv.nodes), "sites": len(inv.sites), "before": digest[0],
-                            "after": digest[1]})
+                            "after": digest[1], **disagreements(inv, live),
+                            "warnings": disagreement_warnings(inv, live, cfg.inventory)})
     return await run(request, forbidden_as_403(work), fields=fields, default="inventory")
 
 
@@ -394,9 +400,10 @@ async def console(request: Request) -> Response:
 
 def console_view(args: argparse.Namespace) -> dict[str, Any]:
     from ..cli.capacity_cmd import _store, show_answer
+    from ..provider.disagree import maintenance_refusal
     from ..provider.placement import capacities, overflow
     from ..provider.store import moving_refusal, utcnow, utilisation
-    inv, rows, bookings, audit_rows, _, _ = show_answer(args)
+    inv, rows, bookings, audit_rows, _, shown = show_answer(args)
     store = _store(args, readonly=True)
     try:  # every booking confirm would see, orphaned ones and requested ones included (show drops them)
         live = store.bookings(also=[r["id"] for r in rows if r["state"] in ("requested", "held")]) if store else []
@@ -412,6 +419,7 @@ def console_view(args: argparse.Namespace) -> dict[str, Any]:
               "fabric": n.fabric, "now": now.get(f"node:{n.id}", 0.0),
               "peak": max((u.get(f"node:{n.id}", 0.0) for u in shares), default=0.0)} for n in inv.nodes]
     items = {b.id: b for b in bookings}
+    planned = {b.id: b for b in live}  # a requested booking's placed holds too (confirm re-checks those)
     queue, holds = [], []
     for r in rows:
         b = items.get(r["id"])
@@ -423,13 +431,16 @@ def console_view(args: argparse.Namespace) -> dict[str, Any]:
             # confirm's capacity rule (store.transition): its holds against every other booking's that holds
             # capacity; the team quota is re-checked at confirm too, not here. Before it, confirm's orphan rule
             # (store.moving_refusal, one home): this booking on a node the inventory lost or re-equipped, or any
-            # live booking so from now on
-            refused = moving_refusal(inv, live, [r["id"]], utcnow(), web=True)
-            mine = list(b.items) if b else []
+            # live booking so from now on; and confirm's maintenance rule (disagree.maintenance_refusal). A requested
+            # booking holds nothing yet, but its holds were placed when it was booked: those are what confirm checks
+            refused = (moving_refusal(inv, live, [r["id"]], utcnow(), web=True)
+                       or maintenance_refusal(inv, live, r["id"]))
+            p = planned.get(r["id"])
+            mine = list(p.items) if p else []
             others = [i for o in bookings if o.id != r["id"] for i in o.items]
             bad = overflow(mine, others, cap) if mine and not refused else []
-            fits = False if refused else (not bad) if b else None
+            fits = False if refused else (not bad) if mine else None
             queue.append({**r, "fits": fits, "binding": refused or (
                 f"{bad[0][0]} would hold {bad[0][1]:g} of {bad[0][2]:g}" if bad else "")})
     return {"provider": inv.provider, "nodes": nodes, "reservations": rows, "holds": holds, "queue": queue,
-            "audit": audit_rows}
+            "audit": audit_rows, "orphaned": shown.get("orphaned", []), "maintenance": shown.get("maintenance", [])}

@@ -365,3 +365,65 @@ def test_sign_in_is_limited_per_client_across_server_processes(provider):
     finally:
         store.close()
     assert c.post("/api/v1/capacity/login", json={"token": OPERATOR}).status_code == 200
+
+
+def test_an_inventory_edit_that_orphans_live_bookings_says_so_and_the_console_lists_them(provider):
+    """probe10 defect 1: a save that renames the node under live bookings answered only {nodes, sites, before,
+    after}, and the console then drew the renamed node empty with no word of the bookings. The save stays a save
+    (as `capacity import` writes an inventory), and answers with what `capacity show` warns of, in its words; the
+    console lists the orphaned bookings."""
+    c, tmp, cfg = provider
+    ids = [book(c, 40 + k).json()[0]["id"] for k in range(2)]
+    renamed = INVENTORY.replace("id: serve-01", "id: serve-1")
+    r = c.put("/api/v1/capacity/inventory", json={"inventory": renamed}, headers=bearer(OPERATOR))
+    assert r.status_code == 200
+    saved = r.json()
+    assert saved["orphaned"] == [{"node": "serve-01", "reservations": ids,
+                                  "why": "the inventory has no such node (removed or renamed)"}]
+    out = cli(tmp, REQUESTER, "show", "--inventory", cfg.inventory, "--db", cfg.db)  # the CLI's warning, word for word
+    assert out.returncode == 0 and len(saved["warnings"]) == 1 and f"warning: {saved['warnings'][0]}\n" in out.stderr
+    view = c.get("/api/v1/capacity/console", headers=bearer(REQUESTER)).json()
+    assert view["orphaned"] == saved["orphaned"] and view["maintenance"] == []
+    # put back: nothing to say
+    r = c.put("/api/v1/capacity/inventory", json={"inventory": INVENTORY}, headers=bearer(OPERATOR))
+    assert "orphaned" not in r.json() and r.json()["warnings"] == []
+
+
+def test_console_queue_says_whether_a_requested_booking_fits(provider):
+    """probe10 defect 5: a requested booking's queue entry had fits null ("not placed yet") though book placed it;
+    confirm re-checks its placed holds, and so does the queue now."""
+    from fastapi.testclient import TestClient
+
+    from llmsizer.web.api_capacity import ProviderConfig
+    from llmsizer.web.app import create_app
+    c, tmp, cfg = provider
+    ids = [book(c, 50 + k, state="requested").json()[0]["id"] for k in range(2)]
+    held = book(c, 52).json()[0]["id"]
+    queue = {q["id"]: q for q in c.get("/api/v1/capacity/console", headers=bearer(REQUESTER)).json()["queue"]}
+    assert [(queue[i]["state"], queue[i]["fits"], queue[i]["binding"]) for i in ids] == [("requested", True, "")] * 2
+    small = tmp / "small.yaml"
+    small.write_text(INVENTORY.replace("devices: 4", "devices: 1"))  # the held booking takes the one device
+    with TestClient(create_app(provider=ProviderConfig(str(small), cfg.db, cfg.auth, b"k" * 32))) as s:
+        queue = {q["id"]: q for q in s.get("/api/v1/capacity/console", headers=bearer(REQUESTER)).json()["queue"]}
+        assert [(queue[i]["fits"], queue[i]["binding"]) for i in ids] == [(False, "node:serve-01 would hold 2 of 1")] * 2
+        r = s.post("/api/v1/capacity/confirm", json={"ids": ids[:1]}, headers=bearer(OPERATOR))
+        assert "node:serve-01 would hold 2 of 1" in r.json()[0]["refused"]  # what the queue said
+        assert queue[held]["fits"] is True  # requested bookings hold nothing: the held one alone fits
+    r = c.post("/api/v1/capacity/confirm", json={"ids": ids[:1]}, headers=bearer(OPERATOR))
+    assert r.json() == [{"id": ids[0], "before": "requested", "after": "confirmed"}]
+
+
+def test_a_maintenance_window_saved_over_a_booking_is_listed(provider):
+    """probe10 defect 6 on the web: a window saved over a live booking is answered by the save and listed by the
+    console (a service's: listed, not refused; the store keeps no record of the windows it agreed to)."""
+    c, tmp, cfg = provider
+    (b,) = book(c, 60).json()
+    start = b["start"][:10]
+    window = f"maintenance: [{{start: {start}T06:00, end: {start}T08:00, nodes: [serve-01]}}]\n"
+    r = c.put("/api/v1/capacity/inventory", json={"inventory": INVENTORY + window}, headers=bearer(OPERATOR))
+    (m,) = r.json()["maintenance"]
+    assert (m["reservation"], m["node"], m["kind"], m["refused"]) == (b["id"], "serve-01", "inference", False)
+    assert r.json()["warnings"][0].startswith(f"booking {b['id']} (support-chat-60, inference) on node 'serve-01' "
+                                              f"runs across the provider's maintenance window {start} 06:00-")
+    view = c.get("/api/v1/capacity/console", headers=bearer(REQUESTER)).json()
+    assert view["maintenance"] == r.json()["maintenance"]

@@ -5,6 +5,7 @@
 
 import { API, ApiError } from "./api.js";
 import { gantt } from "./charts.js";
+import { flagLines, savedLine } from "./console_flags.js";
 import { el, formatBytes, formatSeconds, formatUsd } from "./format.js";
 
 const $ = (id) => document.getElementById(id);
@@ -85,6 +86,9 @@ function render(view) {
   const fig = $("timeline");
   fig.querySelector("svg")?.remove();
   fig.prepend(gantt("timeline", `Bookings${view.provider ? `: ${view.provider}` : ""}`, rows, holds, notes, new Date()));
+  const flags = flagLines(view);  // orphaned bookings and ones across a maintenance window: not on the timeline
+  $("disagree").hidden = !flags.length;
+  $("disagree-list").replaceChildren(...flags.map((t) => el("li", {}, t)));
   fill("queue", view.queue.map((r) => el("tr", { "data-id": r.id },
     el("td", {}, el("code", {}, r.id)), el("td", {}, r.job), el("td", {}, r.state),
     el("td", {}, `${day(r.start)} -> ${day(r.end)}`),
@@ -121,7 +125,7 @@ $("inventory-edit").addEventListener("submit", async (ev) => {
   problem("");
   try {
     const r = await call("PUT", "/capacity/inventory", { inventory: $("inventory-text").value });
-    $("status").textContent = `inventory saved: ${r.nodes} node(s), ${r.sites} site(s) (${r.before} -> ${r.after})`;
+    $("status").textContent = savedLine(r);
   } catch (e) {
     problem(e.message);
     return;

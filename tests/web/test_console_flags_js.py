@@ -1,0 +1,73 @@
+"""The console's list of bookings the inventory disagrees with (static/js/console_flags.js, probe10 defects 1 and 6):
+fed the console's real answer (GET /api/v1/capacity/console through the app, with a node renamed under a booking
+and a maintenance window over another), it gives one line per orphaned node and per booking across a window, and the
+inventory editor's save line carries the save's warnings. Run through node; skipped where node is not installed."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("fastapi")
+pytest.importorskip("sqlalchemy")
+
+FLAGS_JS = Path(__file__).resolve().parents[2] / "src" / "llmsizer" / "web" / "static" / "js" / "console_flags.js"
+INVENTORY = ("sites: [{id: s1}]\nstorage: [{id: fs, site: s1, capacity: 1 PB}]\n"
+             "nodes: [{id: serve-01, site: s1, device: a100-pcie-80gb, devices: 1, pools: [serving]},\n"
+             "        {id: serve-02, site: s1, device: a100-pcie-80gb, devices: 1, pools: [serving]}]\n")
+REQUEST = """\
+version: 1
+title: t{k}
+jobs:
+  - name: chat-{k}
+    kind: inference
+    model: {{name: llama-3.1-8b}}
+    precision: bf16
+    engine: vllm
+    traffic: {{concurrency: {{typical: 2}}, context: {{typical: 2k}}}}
+    service: {{duration: 10 days}}
+    resources: {{device: a100-pcie-80gb, count: 1, nodes: 1}}
+    start: 2030-10-01
+"""
+
+
+def _node(script: str) -> object:
+    out = subprocess.run(["node", "--input-type=module", "-e", script], capture_output=True, text=True, timeout=60,
+                         check=True).stdout
+    return json.loads(out)
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+def test_the_console_lists_what_the_api_flags(tmp_path: Path) -> None:
+    from fastapi.testclient import TestClient
+
+    from llmsizer.web.api_capacity import ProviderConfig
+    from llmsizer.web.app import create_app
+    inv = tmp_path / "inv.yaml"
+    inv.write_text(INVENTORY)
+    cfg = ProviderConfig(inventory=str(inv), db=str(tmp_path / "b.db"))
+    with TestClient(create_app(provider=cfg)) as c:
+        ids = []
+        for k in range(2):
+            r = c.post("/api/v1/capacity/book", json={"request": REQUEST.format(k=k), "state": "held"})
+            ids.append((r.json()[0]["id"], r.json()[0]["nodes"][0]))
+        assert [n for _, n in ids] == ["serve-01", "serve-02"]  # one device each
+        (a, _), (b, _) = ids
+        edited = INVENTORY.replace("id: serve-01", "id: serve-1") + (
+            "maintenance: [{start: 2030-10-03T06:00, end: 2030-10-03T08:00, nodes: [serve-02]}]\n")
+        saved = c.put("/api/v1/capacity/inventory", json={"inventory": edited}).json()
+        view = c.get("/api/v1/capacity/console").json()
+    script = (f"import {{ flagLines, savedLine }} from {json.dumps(FLAGS_JS.as_uri())};\n"
+              f"console.log(JSON.stringify([flagLines({json.dumps(view)}), savedLine({json.dumps(saved)})]));")
+    lines, said = _node(script)
+    assert lines == [
+        f"node 'serve-01' holds live booking(s) {a}: the inventory has no such node (removed or renamed); not on the "
+        "timeline (restore the node in the inventory, or move them with `llmsizer capacity re-place`, or release them)",
+        f"booking {b} (chat-1, inference) on node 'serve-02' runs across the provider's maintenance window "
+        "2030-10-03 06:00-2030-10-03 08:00: a service's may be one it agreed to"]
+    assert said.startswith("inventory saved: 2 node(s), 1 site(s)") and len(saved["warnings"]) == 2
+    assert said.endswith(f"; warning: {saved['warnings'][0]}; warning: {saved['warnings'][1]}")
