@@ -82,10 +82,12 @@ def training_in_process(repeat: int) -> dict[str, float]:
     return out
 
 
+# (no batch_shapes 'fixed': only the allocator's reserve reads it, and since 138d2d2d a workload refuses it under the
+# default metric 'allocated', which this case sizes; it changed nothing here before)
 _TITAN_405B: dict[str, Any] = dict(
     method="full", precision="fsdp-bf16-mixed", seq_len=8192, grad_checkpointing="full", fsdp="full", optimizer="adamw",
     compile=True, compile_scope="layers", float8=True, sequence_parallel=True, loss="ce-loss-parallel",
-    batch_shapes="fixed", fsdp2_units="torchtitan", tp=8, pp=8, micro_batch=4, grad_accumulation=8,
+    fsdp2_units="torchtitan", tp=8, pp=8, micro_batch=4, grad_accumulation=8,
     tp_comm_overlap=True, pipeline_split="torchtitan-9dec370")
 DURATION_CASES: list[tuple[str, str, str, int | None, dict[str, Any]]] = [
     ("llama-3.1-8b full, ckpt, 1 x h100-sxm", "llama-3.1-8b", "h100-sxm", None,

@@ -136,8 +136,29 @@ def float8_all_gather(w: TrainingWorkload) -> bool:
             and (w.shard_stage >= 3 or w.offload == "params"))
 
 
+# Each stage's units, by its states and their context: ``stage_states`` makes the states of a frozen context and
+# nothing changes them after (training/compose.py ``_STAGE_STATES`` keeps them so too), and a measurement asks the
+# units of the same states up to three times (the timeline's gathered parameters, a traced layout's or a pipeline
+# stage's copy-in events for the items), the duration's FSDP collective volume once more (on the states its
+# context kept): computed once. Keyed on the two objects' ids while the value holds them (identity-checked, as
+# ``_STAGE_STATES``); cleared by ``clear_caches``.
+_UNITS: dict[tuple[int, int], tuple[TrainingContext, StageStates, GatherUnits]] = {}
+
+
 def fsdp_gather_units(ctx: TrainingContext, st: StageStates) -> GatherUnits:
     """The FSDP units of stage ``st`` and the bytes each all-gathers (module doc) [bytes]."""
+    hit = _UNITS.get((id(ctx), id(st)))
+    if hit is not None and hit[0] is ctx and hit[1] is st:
+        return hit[2]
+    units = _gather_units(ctx, st)
+    if len(_UNITS) >= 1024:
+        _UNITS.clear()
+    _UNITS[id(ctx), id(st)] = (ctx, st, units)
+    return units
+
+
+def _gather_units(ctx: TrainingContext, st: StageStates) -> GatherUnits:
+    """``fsdp_gather_units`` computed."""
     w, spec = ctx.w, ctx.spec
     elt = max(1, ctx.base_bytes)  # the stored weights' element (a LoRA's frozen base: its own dtype)
     mixed = ctx.recipe.compute_bytes if w.precision == "fsdp-bf16-mixed" else 0

@@ -70,6 +70,7 @@ from ...formulas.parallelism import (
     zero_shards,
 )
 from ...formulas.selective_checkpointing import op_sac_reused_bytes, op_sac_saved_terms
+from ...formulas.tensors import layer_kind_firsts
 from ...formulas.training_activations import (
     Term,
     _div,
@@ -237,11 +238,9 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
     mode = w.grad_checkpointing
     m = inflight_microbatches(st.stage, w.pp, w.grad_accumulation) if w.pp > 1 else 1
     copy_b = ctx.weight_copy_bytes
-    # a layer's terms depend on it only through its attention kind, whether its MLP is MoE and its autocast weight
-    # copies: evaluate each distinct kind once (a 32-layer model has one or two kinds)
-    # per kind: (saved terms, their total, bytes selective recompute drops, backward transient,
+    # per kind of layer (below): (saved terms, their total, bytes selective recompute drops, backward transient,
     #            bytes a checkpointed layer keeps, bytes its backward rebuilds)
-    by_kind: dict[tuple[object, ...], tuple[tuple[Term, ...], int, int, int, int, int]] = {}
+    by_kind: dict[int, tuple[tuple[Term, ...], int, int, int, int, int]] = {}
     none = replace(act, checkpointing="none") if mode == "selective" else None
     # the recomputed layer's first norm keeps the checkpointed input itself when the residual is fp32
     shared_input = checkpoint_input_bytes(spec, act) if act.residual == 4 else 0
@@ -270,30 +269,36 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
                    and not w.optimizer_in_backward and (w.grad_accumulation > 1 or w.pp > 1 or w.zero_grad == "zeros"))
     n_layers = len(layers)
     lce = st.layer_copy_elements
-    # (an encoder-decoder's encoder and decoder blocks are two kinds: formulas/encoder_decoder_activations.py E4)
-    n_enc = spec.encoder_decoder.encoder_layers if spec.encoder_decoder is not None else 0
-    # (a hybrid's mixer and feed-forward decide a layer's tensors too: Nemotron-H's Mamba and MLP layers are both
-    # layer_types "none")
-    # (the first decoder layer's input, the embedding's output, may need no gradient, and so the next layers' until
-    # one holds an adapter: eq. F1)
+    # a layer's terms depend on it only through what decides its tensors (its kind, ModelSpec.layer_keys: attention,
+    # recurrent mixer, feed-forward, MoE, cross-attention, K/V sharing, feed-forward width, head size; named by the
+    # kind's first layer, formulas/tensors.py layer_kind_firsts, the rule eqs. (T4)/(T5') of model_parallel.py read),
+    # its attention type (a sliding layer's mask: training_activations.needs_mask), its MoE flag, its autocast weight
+    # copies, whether its input needs a gradient (eq. F1: the first decoder layers' input, the embedding's output,
+    # may need none until one holds an adapter) and, in an encoder-decoder, its stack and whether it is a stack's
+    # first block (eqs. E4, E6 of formulas/encoder_decoder_activations.py): each distinct kind evaluated once
     input_grad = layer_inputs_need_grad(w, ctx.lora, layers, st.has_embedding)
-    # (and an encoder-decoder's first block of each stack is a kind of its own: eq. E6 counts it apart)
-    stack_first = [spec.encoder_decoder is not None and i in (0, n_enc) for i in layers]
-    kinds = list(zip(map(spec.layer_types.__getitem__, layers), map(spec.moe_layers.__getitem__, layers),
-                     map(lce.get, layers, repeat(0)), map(n_enc.__le__, layers),
-                     map(spec.recurrent_layers.__getitem__, layers), map(spec.ffn_layers.__getitem__, layers),
-                     input_grad, stack_first, strict=True))
-    for k in dict.fromkeys(kinds):
-        i = layers[kinds.index(k)]  # the first layer of this kind
-        g_i = bool(k[6])
+    kind_firsts = layer_kind_firsts(spec)
+    alike = [False] * n_layers
+    enc = spec.encoder_decoder is not None
+    n_enc = spec.encoder_decoder.encoder_layers if spec.encoder_decoder is not None else 0
+    kinds = list(zip(map(kind_firsts.__getitem__, layers), map(spec.layer_types.__getitem__, layers),
+                     map(spec.moe_layers.__getitem__, layers), map(lce.get, layers, repeat(0)), input_grad,
+                     map(n_enc.__le__, layers) if enc else alike,
+                     [i in (0, n_enc) for i in layers] if enc else alike, strict=True))
+    # each layer's kind as the position of the first layer of that kind (ints: the loops below hash no tuples)
+    kind_at: dict[tuple[object, ...], int] = {}
+    kid = list(map(kind_at.setdefault, kinds, range(n_layers)))
+    for p in kind_at.values():
+        k, i = kinds[p], layers[p]  # the first layer of this kind
+        g_i = bool(k[4])
         t_i = (unsloth_kernels.saved_terms(spec, act) if w.kernels == "unsloth"
-               else layer_saved_terms(spec, i, act, k[2], input_grad=g_i))  # type: ignore[arg-type]
+               else layer_saved_terms(spec, i, act, k[3], input_grad=g_i))  # type: ignore[arg-type]
         if compile_partitions_layers(w):  # the min-cut partitioner's set (formulas/compiled_activations.py)
             t_i = compiled_layer_terms(spec, i, act, t_i)
         full_i = _sum(t_i)
-        drop_i = (_sum(layer_saved_terms(spec, i, none, k[2], input_grad=g_i))  # type: ignore[arg-type]
+        drop_i = (_sum(layer_saved_terms(spec, i, none, k[3], input_grad=g_i))  # type: ignore[arg-type]
                   - full_i if none is not None else 0)
-        copies_i = int(k[2]) * copy_b  # type: ignore[call-overload]
+        copies_i = int(k[3]) * copy_b  # type: ignore[call-overload]
         if mode == "selective-op":
             keep_i = _sum(op_sac_saved_terms(spec, i, act, compiled=compile_partitions_layers(w)))
             rebuild_i = max(0, full_i - copies_i - op_sac_reused_bytes(spec, i, act))
@@ -310,7 +315,7 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
         if fresh_grads and not (spec.moe_layers[i] and spec.moe is not None) and not lce.get(i, 0):
             # kept .grads: the down projection's new weight gradient beside its own (eq. A2; no autocast copies)
             plain_i = max(plain_i, layer_fresh_gradient_bytes(spec, act, ctx.recipe.grad_bytes))
-        by_kind[k] = (t_i, full_i, drop_i, max(plain_i, float8_peak) + extra_transient, keep_i, rebuild_i)
+        by_kind[p] = (t_i, full_i, drop_i, max(plain_i, float8_peak) + extra_transient, keep_i, rebuild_i)
     # checkpointed layers: every layer under 'full'/'selective-op', or every N-th (torchtitan's count from 1)
     ckpt_all = mode in ("full", "selective-op")
     every = w.checkpoint_every
@@ -319,13 +324,13 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
     # per (kind, checkpointed): (saved terms, activations (autocast copies apart) a layer keeps between its forward
     # and its backward, bytes its backward rebuilds (the checkpointed layer's recompute, or what selective drops),
     # backward transient, its autocast copies, the copies autograd keeps saved): layers alike share one entry
-    per: dict[tuple[object, bool], tuple[tuple[Term, ...], int, int, int, int, int]] = {}
-    for k, c in dict.fromkeys(zip(kinds, ckpt, strict=True)):
-        t_i, full_i, drop_i, tr_i, keep_i, rebuild_i = by_kind[k]
-        copies_i = k[2] * copy_b  # type: ignore[operator]
-        per[k, c] = (t_i, keep_i if c else full_i - copies_i, rebuild_i if c else drop_i, tr_i, copies_i,
+    per: dict[tuple[int, bool], tuple[tuple[Term, ...], int, int, int, int, int]] = {}
+    for p, c in dict.fromkeys(zip(kid, ckpt, strict=True)):
+        t_i, full_i, drop_i, tr_i, keep_i, rebuild_i = by_kind[p]
+        copies_i = kinds[p][3] * copy_b  # type: ignore[operator]
+        per[p, c] = (t_i, keep_i if c else full_i - copies_i, rebuild_i if c else drop_i, tr_i, copies_i,
                      0 if c else copies_i)
-    rows = list(map(per.__getitem__, zip(kinds, ckpt, strict=True)))
+    rows = list(map(per.__getitem__, zip(kid, ckpt, strict=True)))
     terms_at, act_kept, recompute, transient, copies, copies_kept = (list(col) for col in zip(*rows, strict=True))
     terms = dict(zip(layers, terms_at, strict=True))
     head = head_activations(spec, act, lm_head_trained=w.method == "full" or "output" in act.adapted
