@@ -157,3 +157,24 @@ def test_mla_moe_on_several_gpus_has_no_band_at_any_concurrency() -> None:
     named = {a.name: a for a in s.assumptions}
     assert R.MLA_MOE_MULTI_GPU_NO_BAND in named["decode_range_band"].why
     assert _tp8("mixtral-8x7b-v0.1", "h100-sxm", "bf16", concurrency=8).decode_band is not None
+
+
+def test_the_kernel_floor_on_one_gpu_gives_no_band_where_it_decides_the_step() -> None:
+    """review11 #3: eq. (15)'s roof also holds on one GPU (MD01's figure has the all-reduces, the only kernels tensor
+    parallelism adds, taken out), but no row measures it there: DeepSeek-V2-Lite on one H100 (vLLM, one sequence),
+    whose step the roof decides (27 layers x tau_k above the weight read), quotes no calibrated range and says why;
+    a one-GPU MLA + MoE step the weight read decides keeps the pooled band."""
+    dev = builtin_catalog().devices["h100-sxm"]
+    lite = find("deepseek-v2-lite").spec()
+    s = estimate_speed(lite, dev, 1, weights_format="bf16", prompt_tokens=128, output_tokens=128, concurrency=1,
+                       kv_dtype="bf16", engine="vllm")
+    d = s.decode
+    assert d is not None and d.bound == "kernel latency"
+    assert d.floor_seconds == lite.num_layers * E.MLA_MOE_LAYER_KERNEL_SECONDS.expected
+    assert s.decode_band is None and s.decode_range is None
+    named = {a.name: a for a in s.assumptions}
+    assert named["decode_range_band"].value == "none" and R.MLA_MOE_FLOOR_NO_BAND in named["decode_range_band"].why
+    # many sequences at once: the weight read (every expert) is above the roof, and the pooled band stays
+    busy = estimate_speed(lite, dev, 1, weights_format="bf16", prompt_tokens=128, output_tokens=128, concurrency=64,
+                          kv_dtype="bf16", engine="vllm")
+    assert busy.decode is not None and busy.decode.bound != "kernel latency" and busy.decode_band is not None
