@@ -315,12 +315,14 @@ MULTI_GPU_DECODE_NO_BAND = ("a one-sequence decode on more than one GPU: no summ
 # An MLA + mixture-of-experts model (DeepSeek V3 / R1 / V3.2, Kimi K2, ...) tensor-parallel on more than one GPU has no
 # calibrated decode range at any concurrency. Its step is bound by the layers' latency-bound kernels (formulas/speed.py
 # eq. 15, efficiency.MLA_MOE_LAYER_KERNEL_SECONDS, calibrated on MD01 of validation/moe_multigpu_decode.csv); the held-
-# out rows measure 0.70-0.76 x the estimate at 16-64 sequences on the calibration row's server (MD05-MD07: the fused-MoE
-# and attention kernels grow with the batch above the roof, and a serving sweep's TPOT holds displaced decode steps)
-# and 0.38-0.78 at one sequence on other engines, releases and GPUs (MD02-MD04, settings assumed): more than a band
-# fitted on other shapes may claim (a band widened by what the model lacks would misstate every other estimate's
-# range); the ratios are re-derived by tests/validation/test_moe_multigpu_rows.py. The dense and Mixtral
-# tensor-parallel rows (VB04: 8 x A100, batch 8, within the pooled band) keep theirs.
+# out rows measure below the estimate (MLA_MOE_MEASURED) at 16-64 sequences on the calibration row's server (MD05-MD07:
+# the fused-MoE and attention kernels grow with the batch above the roof, and a serving sweep's TPOT holds displaced
+# decode steps) and at one sequence on other engines, releases and GPUs (MD02-MD04, settings assumed): more than a
+# band fitted on other shapes may claim (a band widened by what the model lacks would misstate every other estimate's
+# range). The dense and Mixtral tensor-parallel rows (VB04: 8 x A100, batch 8, within the pooled band) keep theirs.
+# MLA_MOE_MEASURED: (lowest, highest) measured / estimated to 2 decimals and the rows, per group; written from the rows
+# by scripts/rederive_bands.py (validation_cases.mla_moe_measured; scripts/gen_docs.py runs it), do not edit by hand;
+# tests/validation/test_moe_multigpu_rows.py compares it with a fresh derivation.
 MLA_MOE_MEASURED = {"one sequence": (0.38, 0.78, ("MD02", "MD03", "MD04")),
                     "16-64 sequences": (0.70, 0.76, ("MD05", "MD06", "MD07"))}
 MLA_MOE_MULTI_GPU_NO_BAND = ("an MLA + mixture-of-experts decode on more than one GPU: the published runs of that "
