@@ -1,4 +1,5 @@
-"""Rewrite the BANDS of src/llmsizer/estimate/ranges.py from the repository's validation rows.
+"""Rewrite the BANDS of src/llmsizer/estimate/ranges.py from the repository's validation rows, and the held-out
+ratios its MLA + MoE no-band note quotes (MLA_MOE_MEASURED, validation_cases.mla_moe_measured).
 
 scripts/gen_docs.py runs this first (so regenerating the docs after a merge that moves predictions also re-derives
 the bands, and the README examples quote the new ones); tests/validation/test_ranges.py fails with the same lines
@@ -13,7 +14,15 @@ from __future__ import annotations
 from pathlib import Path
 
 from llmsizer.estimate import ranges as R
-from llmsizer.validation_cases import band_of, band_rows, inside_share, loso_share, repo_cases, setup_of
+from llmsizer.validation_cases import (
+    band_of,
+    band_rows,
+    inside_share,
+    loso_share,
+    mla_moe_measured,
+    repo_cases,
+    setup_of,
+)
 
 Derived = dict[tuple[str, str], tuple[float, float, int, int, float | None, float | None, tuple[str, ...]]]
 
@@ -48,11 +57,38 @@ def lines(bands: Derived) -> list[str]:
     return out
 
 
+MEASURED_START, MEASURED_END = "MLA_MOE_MEASURED = {", "\nMLA_MOE_MULTI_GPU_NO_BAND = "
+
+
+def measured_text(measured: dict[str, tuple[float, float, tuple[str, ...]]]) -> str:
+    """``MLA_MOE_MEASURED = {...}`` as ranges.py states it."""
+    pad = " " * len(MEASURED_START)
+    items = [f"{k!r}: ({lo:.2f}, {hi:.2f}, {ids!r})".replace("'", '"') for k, (lo, hi, ids) in measured.items()]
+    return MEASURED_START + f",\n{pad}".join(items) + "}"
+
+
+def rewrite_measured() -> bool:
+    """Rewrite ranges.MLA_MOE_MEASURED (and the loaded dict) from the held-out rows; True when it changed. The note
+    that quotes it (MLA_MOE_MULTI_GPU_NO_BAND) is built at import: the next run reads it (gen_docs runs twice)."""
+    measured = mla_moe_measured()
+    if measured == R.MLA_MOE_MEASURED:
+        return False
+    path = Path(R.__file__)
+    text = path.read_text(encoding="utf-8")
+    start, end = text.index(MEASURED_START), text.index(MEASURED_END)
+    path.write_text(text[:start] + measured_text(measured) + text[end:], encoding="utf-8")
+    R.MLA_MOE_MEASURED.clear()
+    R.MLA_MOE_MEASURED.update(measured)
+    print(measured_text(measured))
+    return True
+
+
 def main() -> bool:
     """Rewrite ranges.py (and the loaded BANDS) when they differ from the rows; True when something changed."""
+    changed = rewrite_measured()
     bands = derived()
     if stated_bands() == bands:
-        return False
+        return changed
     path = Path(R.__file__)
     text = path.read_text(encoding="utf-8")
     start, end = text.index('_add("'), text.index("\n\n\ndef band_for")

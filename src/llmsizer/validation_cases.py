@@ -1698,6 +1698,30 @@ def moe_multigpu_cases(data: str | Path | None = None) -> list[Case]:
     return serving_tpot_cases(data, MOE_MULTIGPU_FILE)
 
 
+def mla_moe_measured(cases: Iterable[Case] | None = None,
+                     data: str | Path | None = None) -> dict[str, tuple[float, float, tuple[str, ...]]]:
+    """estimate/ranges.py ``MLA_MOE_MEASURED`` from the rows: the held-out rows of validation/moe_multigpu_decode.csv
+    (every row but MD01, the calibration row of efficiency.MLA_MOE_LAYER_KERNEL_SECONDS), grouped as one sequence and
+    several ("16-64 sequences": the lowest and highest concurrency of the group), each group's lowest and highest
+    measured / estimated to 2 decimals and its rows. ``cases``: the rows' Cases (default ``moe_multigpu_cases``).
+    scripts/rederive_bands.py writes it into ranges.py (scripts/gen_docs.py runs it); the tests compare the two."""
+    with (data_dir(data) / MOE_MULTIGPU_FILE).open(newline="") as f:
+        conc = {r["id"]: int(r["concurrency"]) for r in csv.DictReader(f)}
+    groups: dict[bool, list[Case]] = {True: [], False: []}
+    for c in (moe_multigpu_cases(data) if cases is None else cases):
+        if c.id in conc and c.id != MLA_MOE_KERNEL_CALIBRATION and c.predicted:
+            groups[conc[c.id] == 1].append(c)
+    out: dict[str, tuple[float, float, tuple[str, ...]]] = {}
+    for one, rows in sorted(groups.items(), reverse=True):
+        if not rows:
+            continue
+        lo, hi = min(conc[c.id] for c in rows), max(conc[c.id] for c in rows)
+        label = "one sequence" if one else (f"{lo} sequences" if lo == hi else f"{lo}-{hi} sequences")
+        ratios = [c.measured / c.predicted for c in rows if c.predicted]
+        out[label] = (round(min(ratios), 2), round(max(ratios), 2), tuple(sorted(c.id for c in rows)))
+    return out
+
+
 def serving_tpot_cases(data: str | Path | None, name: str) -> list[Case]:
     """The serving rows of ``name`` (a file in the vllm_serving_tpot.csv form), each with its engine's release."""
     from .estimate.engines import step_host

@@ -57,36 +57,45 @@ def test_the_link_is_the_devices_pcie_generation(ident: str, gen: str, lanes: in
     assert ident in why and f"{bw / 1e9:.4g} GB/s" in why
 
 
-# NVLink-C2C between a Grace CPU and its GPU: NVIDIA's 900 GB/s bidirectional (GH200 and GB200 superchips, "7x faster
+# NVLink-C2C between a Grace CPU and its GPUs: NVIDIA's 900 GB/s bidirectional (GH200 and GB200 superchips, "7x faster
 # than PCIe Gen5"), so 450 GB/s per direction; one GH200 measured 346 GB/s host-to-device with nvbandwidth's copy
-# engines (NVIDIA/nvbandwidth issue #23), under the line rate and 5.4x PCIe Gen5's 64.
+# engines (NVIDIA/nvbandwidth issue #23), under the line rate and 5.4x PCIe Gen5's 64. A GB200 superchip has one
+# Grace CPU and two Blackwell GPUs on that one link (the cited "a 72-core Grace CPU with two high-end Blackwell GPUs
+# using ... 900 GBps NVLink-C2C"): each GPU's share when both copy is half of it.
 NVLINK_C2C_BIDIRECTIONAL = 900e9
+GB200_GPUS_PER_GRACE = 2
 GH200_MEASURED_H2D = 346e9
 
 
 def test_a_grace_superchip_gpu_reads_host_memory_over_nvlink_c2c() -> None:
     """GB200: the GPU's host is its Grace CPU over NVLink-C2C, not the PCIe Gen5 x16 slot its ``pcie`` field names
-    (that link goes to its NICs): the host link is the C2C's per-direction figure, with its source and date."""
-    dev = builtin_catalog().devices["gb200"]
-    assert _raw_row("gb200")["host_interconnect"] == "nvlink-c2c" == dev.host_interconnect
+    (that link goes to its NICs): the host link is one GPU's share of the superchip's C2C per direction (the two
+    GPUs share the Grace CPU's one link, review11 #5: was the whole link's 450 GB/s per GPU), with its source and
+    date; the superchip's whole link stays in the catalog (nvlink-c2c)."""
+    cat = builtin_catalog()
+    dev = cat.devices["gb200"]
+    assert _raw_row("gb200")["host_interconnect"] == "nvlink-c2c-gb200-gpu" == dev.host_interconnect
     bw, why = host_link(dev)
-    assert bw == NVLINK_C2C_BIDIRECTIONAL / 2
-    assert GH200_MEASURED_H2D < bw and bw / _by_hand("gen5") == pytest.approx(7, rel=0.01)  # NVIDIA's "7x PCIe Gen5"
-    assert "NVLink-C2C" in why and "450 GB/s per direction" in why and "2026-" in why
+    assert bw == NVLINK_C2C_BIDIRECTIONAL / 2 / GB200_GPUS_PER_GRACE
+    whole = cat.interconnect("nvlink-c2c")
+    assert whole is not None and float(whole.bandwidth.base) == NVLINK_C2C_BIDIRECTIONAL / 2
+    assert float(whole.bandwidth.base) / _by_hand("gen5") == pytest.approx(7, rel=0.01)  # NVIDIA's "7x PCIe Gen5"
+    assert bw > _by_hand("gen5")
+    assert "NVLink-C2C" in why and "225 GB/s per direction" in why and "two Blackwell GPUs" in why and "2026-" in why
     # a PCIe-hosted Blackwell keeps its slot
     assert host_link(builtin_catalog().devices["b200"])[0] == _by_hand("gen6")
 
 
 def test_cpu_offload_on_a_grace_superchip_is_timed_at_the_c2c_link() -> None:
     """The same FSDP CPU-offload run on a GB200 and on the GB200 stated without its C2C host link (its PCIe Gen5
-    slot): the copies are timed at 450 GB/s vs 64 GB/s, so less communication is exposed."""
+    slot): the copies are timed at its share of the C2C, 225 GB/s, vs 64 GB/s, so less communication is exposed."""
     cat = builtin_catalog().devices
     run = dict(method="full", precision="bf16", micro_batch=2, seq_len=2048, grad_checkpointing="full",
                optimizer="adamw", fsdp="full", offload="params")
     spec = load_model("llama-3.1-70b")
     c2c = training_duration_for(spec, cat["gb200"], 8, 1e6, run)
     pcie = training_duration_for(spec, replace(cat["gb200"], host_interconnect=None), 8, 1e6, run)
-    assert _link_notes(c2c) == [NVLINK_C2C_BIDIRECTIONAL / 2] and _link_notes(pcie) == [_by_hand("gen5")]
+    assert _link_notes(c2c) == [NVLINK_C2C_BIDIRECTIONAL / 2 / GB200_GPUS_PER_GRACE] and _link_notes(pcie) == [_by_hand("gen5")]
     assert c2c.step is not None and pcie.step is not None
     assert c2c.step.exposed_comm_seconds < pcie.step.exposed_comm_seconds
 

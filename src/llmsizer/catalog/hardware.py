@@ -194,8 +194,8 @@ class Device:
     # (estimate/device.py host_link, the one reader)
     pcie: str | None = None
     # the id of the interconnects.json link between the device and its host's memory where that is no PCIe slot
-    # (a Grace superchip's NVLink-C2C: "nvlink-c2c"); None: the host link is the `pcie` generation's x16 slot
-    # (estimate/device.py host_link, the one reader)
+    # (a Grace superchip's NVLink-C2C: "nvlink-c2c"; a GB200 GPU's share of it: "nvlink-c2c-gb200-gpu"); None: the
+    # host link is the `pcie` generation's x16 slot (estimate/device.py host_link, the one reader)
     host_interconnect: str | None = None
 
     @property

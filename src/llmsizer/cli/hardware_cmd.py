@@ -12,7 +12,7 @@ from typing import Any
 from ..catalog.detect import COMMANDS, NUMA_MODES, detect_machine
 from ..catalog.hardware import MEMORY_CONVENTION, Device, Instance, load_catalog, search
 from ..errors import InputError
-from ..estimate.device import target_memory
+from ..estimate.device import host_link, target_memory
 from ..render.safe import say
 from ..render.text import table
 from ..units import format_bytes
@@ -195,6 +195,10 @@ def cmd_show(args: argparse.Namespace) -> int:
         if hw.memory_bytes is not None:
             say(f"memory: {format_bytes(hw.memory_bytes)} ({hw.memory_bytes:,} B), {hw.memory_basis_text()}")
             say(f"  convention: {MEMORY_CONVENTION}")
+        link = cat.interconnect(hw.host_interconnect) if hw.host_interconnect else None
+        if link is not None:  # the link host-transfer terms read (estimate/device.py host_link), with its basis
+            say(f"host link: {host_link(hw)[1]}" + (f"; derived: {link.bandwidth.derived}" if link.bandwidth.derived
+                                                    else "") + (f"; {link.bandwidth.note}" if link.bandwidth.note else ""))
     usable = usable_memory_of(hw)  # shown where it is not the memory line above: Apple's share, an instance's
     if usable["bytes"] is not None and (isinstance(hw, Instance) or usable["bytes"] != hw.memory_bytes):
         why = "; ".join(f"{a['name']} {a['value']}: {a['why']}" for a in usable["assumptions"])

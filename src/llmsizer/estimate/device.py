@@ -178,6 +178,14 @@ def is_apple_own_host(host: Device | None) -> bool:
 _HOST_WHY = "layers or experts kept on the CPU"
 
 
+def host_holds_weights(split: Mapping[str, Any]) -> bool:
+    """Whether llama.cpp's host part of placement ``split`` (an estimate's ``details['split']``) holds layers or
+    experts: its decode then reads them on a host CPU, which must be known (``host_part``: named, or an Apple chip's
+    own) for a speed. The one test fit's split decode (fit.py ``_split_speed``) and the auto-fit's hint (llamacpp_fit.py
+    ``auto_fits_at``, which skips timing a rung whose speed cannot be known) apply."""
+    return any(d["device"] == "host" and (d["n_layers"] or d.get("experts")) for d in split["devices"])
+
+
 def host_part(engine: str | None, device: Device, host_device: str | Device | None, host_memory: int | str | None,
               hardware_files: Sequence[str | Path] = ()) -> tuple[Device | None, int | None]:
     """llama.cpp's host part beside GPUs, read and checked up front (FieldError naming the field: the CLI and the
@@ -218,9 +226,10 @@ def host_part(engine: str | None, device: Device, host_device: str | Device | No
         if engine is not None and engine != "llamacpp":
             raise FieldError("host_memory", f"host_memory applies to engine llamacpp ({_HOST_WHY}), not {engine}")
         if device.kind in ("cpu", "apple"):  # (a CPU's RAM, an Apple chip's unified memory: the device's own)
+            own = ("the CPU part's memory is the unified memory outside the Metal working set, read from the "
+                   "chip's memory" if device.kind == "apple" else "llama.cpp keeps the whole model in the CPU's RAM")
             raise FieldError("host_memory", f"host_memory is the host RAM beside GPUs; on {device.id} ({device.kind}) "
-                             "llama.cpp keeps the whole model in the device's memory: give that instead (--memory; "
-                             "memory= in Python)")
+                             f"{own}: give that instead (--memory; memory= in Python)")
     return host, memory
 
 
@@ -657,6 +666,11 @@ def peer_to_peer_why(device: Device) -> str:
             f" ({v.source}, {v.date})")
 
 
+# A memcpy within one memory (an Apple chip's unified memory, ``host_link``) passes each byte through it twice: read
+# from the source, written to the destination.
+APPLE_COPY_PASSES = 2
+
+
 def host_link(device: Device) -> tuple[float, str]:
     """The one rule for the bandwidth [B/s per direction] between ``device`` and host memory, and the words naming
     the link, read by every host-transfer term (estimate/duration.py: paged optimizer states, formulas/
@@ -664,8 +678,9 @@ def host_link(device: Device) -> tuple[float, str]:
     activation offload, formulas/activation_offload.py eq. (AO1)):
 
     - a device whose catalog row names a ``host_interconnect`` (a Grace superchip's GPU: NVLink-C2C to its Grace CPU,
-      not a PCIe slot): that interconnects.json link's stated per-direction figure (nvlink-c2c: NVIDIA's 900 GB/s
-      bidirectional / 2 = 450 GB/s, the superchip's one figure; its source and date in the words);
+      not a PCIe slot): that interconnects.json link's stated per-direction figure (gb200: nvlink-c2c-gb200-gpu,
+      NVIDIA's 900 GB/s bidirectional / 2 directions / the superchip's 2 GPUs sharing its Grace CPU's link = 225 GB/s;
+      its source and date in the words);
     - a card whose catalog interconnect is a PCIe link: that link's stated per-direction figure (its
       ``interconnect_bandwidth``, else the interconnect's), the card's own slot, so an electrically x8 card keeps its
       half link (rtx-5060: PCIe Gen5 x8, 32 GB/s);
@@ -674,8 +689,20 @@ def host_link(device: Device) -> tuple[float, str]:
       (PCI-SIG, "PCI Express 6.0 Specification" announcement table: x16 bidirectional 32 / 64 / 128 / 256 GB/s at
       8 / 16 / 32 / 64 GT/s); after Gen3-5's 128b/130b encoding the exact line rate is 15.75 / 31.5 / 63 GB/s, 1.6 %
       under them. The line rate, no achievable share (none is sourced for host copies);
+    - an Apple chip: no link; its host memory is the same unified memory (``apple_host_memory``), and a weight
+      that llama.cpp keeps in a CPU buffer is copied into a Metal buffer before Metal runs its product
+      (ggml-org/llama.cpp@0048056b ggml/src/ggml-metal/ggml-metal.cpp ``ggml_backend_metal_device_supports_buft``
+      takes only Metal's shared, private and mapped buffer types, and ``ggml_backend_metal_device_offload_op`` runs a
+      MUL_MAT / MUL_MAT_ID of 32 rows or more on Metal; ggml-metal-device.m ``ggml_metal_buffer_set_tensor``: into a
+      shared buffer that copy is a ``memcpy``): a copy within one memory reads and writes each byte, so it moves at
+      half the chip's memory bandwidth (``APPLE_COPY_PASSES``; the line rate, no achievable share, as for PCIe);
     - else (no ``pcie`` field: a user's hardware file, a generic ``gpu``) efficiency.HOST_LINK_BANDWIDTH, PCIe Gen4
       x16, stated as the fallback."""
+    if device.kind == "apple" and device.bandwidth:
+        rate = float(device.bandwidth) / APPLE_COPY_PASSES
+        return rate, (f"{device.id}'s unified memory: no link, a memcpy from llama.cpp's CPU buffer into a Metal "
+                      f"buffer (ggml-metal.cpp supports_buft / offload_op), each byte read and written: "
+                      f"{float(device.bandwidth) / 1e9:.4g} GB/s / {APPLE_COPY_PASSES} = {rate / 1e9:.4g} GB/s")
     cat = load_catalog()
     host = cat.interconnect(device.host_interconnect)
     if host is not None:

@@ -38,10 +38,12 @@ from . import ranges as R
 from .context_window import window_fits_at
 from .device import (
     APPLE_OWN_HOST_WARNING,
+    apple_host_memory,
     check_engine_on_device,
     device_fields,
     engine_assumption,
     hardware_decides,
+    host_holds_weights,
     host_link,
     host_part,
     is_apple_own_host,
@@ -974,6 +976,10 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
     if usable is None:
         raise InputError(f"{device.id} has no sourced memory size; give one with --memory (e.g. 64GiB; "
                          "memory= in Python, resources.memory in a request file)")
+    if host_memory is None and eng == "llamacpp":  # on an Apple chip the CPU part's memory is the unified memory
+        host_memory, apple_note = apple_host_memory(device, memory)  # outside the working set, as fit --auto
+        if apple_note is not None:                                    # checks it (llamacpp_fit.py fit_llamacpp)
+            assumptions.append(apple_note)
     # the estimate names the device, its memory and the engine's default as estimate_inference(device=) does (so
     # `infer --device`): the device's notes (named_device_notes), its warnings first, through the one path
     est_notes = named_device_notes(device, notes)
@@ -1479,7 +1485,7 @@ def _split_speed(spec: ModelSpec, est: Estimate, device: Device, host_device: st
     split = est.details.get("split")
     if not split or device.kind == "cpu":
         return sp
-    host_holds = any(d["device"] == "host" and (d["n_layers"] or d.get("experts")) for d in split["devices"])
+    host_holds = host_holds_weights(split)
     gpus = sum(1 for d in split["devices"] if d["device"] != "host" and d["n_layers"])
     if not host_holds and gpus <= 1:
         return sp
@@ -1490,12 +1496,15 @@ def _split_speed(spec: ModelSpec, est: Estimate, device: Device, host_device: st
     if host_holds and is_apple_own_host(host):
         bw = host.bandwidth if host is not None else None
         warnings.append(APPLE_OWN_HOST_WARNING.format(chip=device.id, bw=f"{bw / 1e9:.4g} GB/s" if bw else "unknown"))
-    link = link_bandwidth_for(device, instance, hardware_files)
+    # on a Mac the host part is the same unified memory: its transfers are copies within it (device.host_link), no PCIe
+    own = is_apple_own_host(host)
+    link = host_link(device)[0] if own else link_bandwidth_for(device, instance, hardware_files)
     if host_holds and sp.prefill is not None:  # eq. 8p: each ubatch copies the host's weights to the GPU
         sp = _split_prefill_speed(spec, split, sp, prompt, est, host, host_link(device), warnings)
     res = split_decode(spec, split, device, host, sp.weights_format, prompt + out // 2, int(est.details.get("n_ctx", prompt + out)),
                        link)
     warnings.extend(res.get("warnings", []))
+    res["link"] = "unified-memory copy" if own else "PCIe"
     if res.get("seconds") is None:
         return replace(sp, decode=None, decode_single=None, roofline_decode=None) if host_holds else sp
     t = PhaseTime(res["seconds"], 0.0, res["memory_seconds"], res["transfer_seconds"], res["overhead_seconds"])

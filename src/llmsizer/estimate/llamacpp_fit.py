@@ -45,7 +45,7 @@ from ..result import Assumption, Estimate, merged_assumptions
 from ..specs import ModelSpec
 from ..specs.workload import read_number
 from ..units import comma_values, format_bytes
-from .device import APPLE_OWN_HOST_WARNING, apple_host_memory, gpu_runtime, usable_memory
+from .device import APPLE_OWN_HOST_WARNING, apple_host_memory, gpu_runtime, host_holds_weights, usable_memory
 from .efficiency import READING_RATE_TOKENS_PER_SECOND
 from .inference import estimate_inference
 from .search import largest_true, smallest_true
@@ -261,6 +261,12 @@ def _named_device(device: str | Device | None, hardware_files: Sequence[str]) ->
     return found if isinstance(found, Device) else None
 
 
+def _own_host(device: str | Device, hardware_files: Sequence[str]) -> bool:
+    """Whether ``device`` is its own host for llama.cpp's CPU part (an Apple chip: device.host_part)."""
+    dev = _named_device(device, hardware_files)
+    return dev is not None and dev.kind == "apple"
+
+
 def auto_fits_at(model: ModelSpec | str, free: Sequence[int], *,
                  timing: tuple[str | Device, str | Device | None, Sequence[str]] | None = None,
                  **kwargs: Any) -> dict[str, Any] | None:
@@ -294,6 +300,12 @@ def auto_fits_at(model: ModelSpec | str, free: Sequence[int], *,
         if timing is None:
             return at
         device, host_device, files = timing
+        if host_device is None and host_holds_weights(r.estimate.details["split"]) and not _own_host(device, files):
+            # layers or experts on a host CPU not named: fit's speed is None (fit.py _split_speed), so the rung is
+            # named unchecked without timing it (the same answer, a full fit less per call)
+            at.update(decode_tokens_per_second=None, tokens_per_second_per_user=None,
+                      reading_speed=limits.user_tokens_per_second, meets_reading_speed=None)
+            return at
         fields = {k: v for k, v in kwargs.items() if k not in ("fit_target", "headroom", "min_context",
                                                                "host_memory")}
         sp = with_speed(r, spec, device, len(free), host_device=host_device, hardware_files=files,

@@ -315,12 +315,14 @@ MULTI_GPU_DECODE_NO_BAND = ("a one-sequence decode on more than one GPU: no summ
 # An MLA + mixture-of-experts model (DeepSeek V3 / R1 / V3.2, Kimi K2, ...) tensor-parallel on more than one GPU has no
 # calibrated decode range at any concurrency. Its step is bound by the layers' latency-bound kernels (formulas/speed.py
 # eq. 15, efficiency.MLA_MOE_LAYER_KERNEL_SECONDS, calibrated on MD01 of validation/moe_multigpu_decode.csv); the held-
-# out rows measure 0.70-0.76 x the estimate at 16-64 sequences on the calibration row's server (MD05-MD07: the fused-MoE
-# and attention kernels grow with the batch above the roof, and a serving sweep's TPOT holds displaced decode steps)
-# and 0.38-0.78 at one sequence on other engines, releases and GPUs (MD02-MD04, settings assumed): more than a band
-# fitted on other shapes may claim (a band widened by what the model lacks would misstate every other estimate's
-# range); the ratios are re-derived by tests/validation/test_moe_multigpu_rows.py. The dense and Mixtral
-# tensor-parallel rows (VB04: 8 x A100, batch 8, within the pooled band) keep theirs.
+# out rows measure below the estimate (MLA_MOE_MEASURED) at 16-64 sequences on the calibration row's server (MD05-MD07:
+# the fused-MoE and attention kernels grow with the batch above the roof, and a serving sweep's TPOT holds displaced
+# decode steps) and at one sequence on other engines, releases and GPUs (MD02-MD04, settings assumed): more than a
+# band fitted on other shapes may claim (a band widened by what the model lacks would misstate every other estimate's
+# range). The dense and Mixtral tensor-parallel rows (VB04: 8 x A100, batch 8, within the pooled band) keep theirs.
+# MLA_MOE_MEASURED: (lowest, highest) measured / estimated to 2 decimals and the rows, per group; written from the rows
+# by scripts/rederive_bands.py (validation_cases.mla_moe_measured; scripts/gen_docs.py runs it), do not edit by hand;
+# tests/validation/test_moe_multigpu_rows.py compares it with a fresh derivation.
 MLA_MOE_MEASURED = {"one sequence": (0.38, 0.78, ("MD02", "MD03", "MD04")),
                     "16-64 sequences": (0.70, 0.76, ("MD05", "MD06", "MD07"))}
 MLA_MOE_MULTI_GPU_NO_BAND = ("an MLA + mixture-of-experts decode on more than one GPU: the published runs of that "
@@ -328,6 +330,17 @@ MLA_MOE_MULTI_GPU_NO_BAND = ("an MLA + mixture-of-experts decode on more than on
                              + "; ".join(f"{lo:.2f}-{hi:.2f} x the estimate at {k} ({', '.join(ids)})"
                                          for k, (lo, hi, ids) in MLA_MOE_MEASURED.items())
                              + ", so no calibrated range")
+
+# The same kernel floor on one GPU. Its chain (MLA's projections, norms, RoPE, the absorbed products, the router and
+# top-k, the fused-MoE kernels, the shared expert) runs on one GPU as on eight: MD01's figure has the step's
+# all-reduces, the only kernels tensor parallelism adds to a layer (two per layer, SGLang/vLLM DeepSeek-V2 model
+# code: after attention and after the MoE), taken out, so the floor applies at any tensor-parallel degree. But it was
+# fitted on one shape (R1, hidden 7168, FP8 with its activation quantizations, TP 8 on H200) and no row measures
+# another: where the floor decides a one-GPU step (bound "kernel latency"), the pooled band fitted on bandwidth-bound
+# steps says nothing about it, so none is given.
+MLA_MOE_FLOOR_NO_BAND = ("the step is the MLA + mixture-of-experts kernel floor (formulas/speed.py eq. 15, "
+                         "efficiency.MLA_MOE_LAYER_KERNEL_SECONDS, fitted on one row: DeepSeek-R1 FP8, TP 8 on 8 x "
+                         "H200, MD01); no published run checks it on one GPU or another model, so no calibrated range")
 
 
 # A training run on a GPU architecture with no training calibration row (estimate/efficiency.py
@@ -409,14 +422,17 @@ def tensor_parallel_training_note(recipe: str) -> str | None:
 
 
 def serving_band(kind: str, engine: str, version: str | None, device: str | None,
-                 devices: int = 1, mla_moe: bool = False) -> tuple[Band | None, str]:
+                 devices: int = 1, mla_moe: bool = False, floor_bound: bool = False) -> tuple[Band | None, str]:
     """(band, why) for a serving-engine estimate: its release scope's band where its rows are representative (at
     least ``MIN_BAND_ROWS`` rows, and rows of ``MIN_BAND_DEVICES`` devices or of this device), else the pooled
     serving-engine band, else None; ``why`` names the choice (the estimate's assumption). A one-sequence decode on
     ``devices`` > 1 GPUs gets none (``MULTI_GPU_DECODE_NO_BAND``), nor does an MLA + MoE model (``mla_moe``) on
-    more than one GPU at any concurrency (``MLA_MOE_MULTI_GPU_NO_BAND``)."""
+    more than one GPU at any concurrency (``MLA_MOE_MULTI_GPU_NO_BAND``), nor one whose step the MLA + MoE kernel
+    floor decides on one GPU (``floor_bound``: ``MLA_MOE_FLOOR_NO_BAND``)."""
     if devices > 1 and mla_moe:
         return None, f"no {kind} band: {MLA_MOE_MULTI_GPU_NO_BAND}"
+    if mla_moe and floor_bound:
+        return None, f"no {kind} band: {MLA_MOE_FLOOR_NO_BAND}"
     if kind == DECODE and devices > 1:
         return None, f"no {kind} band: {MULTI_GPU_DECODE_NO_BAND}"
     sc = serving_scope(engine, version, device)

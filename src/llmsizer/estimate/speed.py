@@ -263,7 +263,8 @@ class SpeedEstimate:
             return None
         if self.serving_engine in R.SERVING_ENGINES:
             return R.serving_band(kind, self.serving_engine, self.engine_version, self.device,
-                                  self.tensor_parallel, bool(self.details.get("mla_moe")))[0]
+                                  self.tensor_parallel, bool(self.details.get("mla_moe")),
+                                  bool(self.details.get("kernel_floor_bound")))[0]
         return R.band_for(kind, self.engine or "")
 
     @property
@@ -1193,7 +1194,10 @@ def speed_model(spec: ModelSpec, device: Any, *, weights_format: str = "bf16", p
             kind = R.BATCHED if concurrency > 1 else R.DECODE
             if spec.mla is not None and spec.moe is not None:  # ranges.MLA_MOE_MULTI_GPU_NO_BAND reads it
                 details["mla_moe"] = True
-            b, why = R.serving_band(kind, serving, engine_version, device.id, tp, bool(details.get("mla_moe")))
+                if decode.bound == "kernel latency":  # eq. 15 decides the step (ranges.MLA_MOE_FLOOR_NO_BAND)
+                    details["kernel_floor_bound"] = True
+            b, why = R.serving_band(kind, serving, engine_version, device.id, tp, bool(details.get("mla_moe")),
+                                    bool(details.get("kernel_floor_bound")))
             assumptions.append(Assumption("decode_range_band", b.engine if b else "none", True, why))
             if tp > 1 and concurrency == 1 and decode.bound == "host":  # eq. (14): the host floor sets the step
                 warnings.append(

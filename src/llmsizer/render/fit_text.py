@@ -53,7 +53,8 @@ def render_fit(r: FitResult) -> str:
                        f"{sd['overhead_seconds'] * 1e3:.1f} ms = {sd['seconds'] * 1e3:.1f} ms/token")
         elif sd and sd.get("seconds"):
             parts = " + ".join(f"{d['device']} {d['seconds'] * 1e3:.1f} ms" for d in sd["devices"])
-            out.append(f"split decode (one sequence, eq. 8): {parts} + PCIe {sd['transfer_seconds'] * 1e3:.2f} ms + "
+            out.append(f"split decode (one sequence, eq. 8): {parts} + {sd.get('link', 'PCIe')} "
+                       f"{sd['transfer_seconds'] * 1e3:.2f} ms + "
                        f"launch overhead {sd['overhead_seconds'] * 1e3:.1f} ms = {sd['seconds'] * 1e3:.1f} ms/token")
         if r.replicas > 1 and r.tokens_per_second_total is not None:  # the table is one replica's share
             conc, busy = int(r.details["concurrency"]), int(r.details["busy_replicas"])
