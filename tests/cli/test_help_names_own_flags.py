@@ -19,7 +19,7 @@ OTHER_TOOLS = {
     ("train", "--nf4-format", "--quantize"), ("fit", "--nf4-format", "--quantize"),
     ("recommend", "--nf4-format", "--quantize"),  # HF Trainer --bf16, litgpt --quantize
     ("train", "--device", "--train"),  # "as in `fit --train`": another llmsizer command
-    ("capacity import", "--scontrol", "--oneline"),  # `scontrol show node --oneline`
+    ("capacity import", "--scontrol", "--oneliner"),  # `scontrol show node --oneliner`
 }
 FLAG = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*")
 
