@@ -797,7 +797,7 @@ TRAINING_SPEED_CALIBRATION = {"PM0020": "TRAINING_DEVICE_UTILIZATION", "PM0022":
                                  for rid in AMPERE_CALIBRATION},
                               "PM0720": "HOST_SECONDS_PER_KERNEL",
                               **dict.fromkeys(("PM1333", "PM1335"), "FLOAT8_ROWWISE_GEMM_SHARE"),
-                              "PM1341": "TRAINING_UTILIZATION_BY_ARCH['cdna3']"}
+                              "PM1341": "TRAINING_UTILIZATION_BY_ARCH['cdna3']", "PM1343": "FLOAT8_GEMM_SHARE_CDNA3"}
 
 
 @dataclass(frozen=True)
@@ -1099,7 +1099,7 @@ def torchtitan_mp_case(r: dict[str, str]) -> Case:
 
 
 # torchtitan runs published outside its benchmark file of 2024-12 (held out but PM1333/PM1335, the rowwise share's
-# pair, and PM1341, CDNA3's utilisation: TRAINING_SPEED_CALIBRATION):
+# pair, PM1341, CDNA3's utilisation, and PM1343, CDNA3's float8 share: TRAINING_SPEED_CALIBRATION):
 # - PM1310-PM1321: benchmarks/asyncTP_llama3_h100_2025-06_torchtitan.md @2887250bb (the Grand Teton H100s of PM0501,
 #   h100-sxm taken as there), torchtitan 820504e: Llama 3.1 70B FSDP 32 x TP 8 on 256 GPUs, full AC, local batch 16,
 #   and 8B FSDP 8 x TP 8 on 64 GPUs, op-level SAC, local batch 12; compile; seq_len 8192 and AdamW from
@@ -1112,8 +1112,8 @@ def torchtitan_mp_case(r: dict[str, str]) -> Case:
 #   errors, turning off for now"); tensorwise with float8 all-gather.
 # - PM1341/PM1343: the same benchmark on 8 x MI300X @853f87d1b (2025-08-11), torchtitan 2c8b594, whose
 #   build_cross_entropy_loss compiles the loss on bf16 logits (compile_scope 'layers+loss+upcast'): every setting
-#   stated. PM1341 (bf16) calibrates TRAINING_UTILIZATION_BY_ARCH['cdna3']; the float8 rows PM1343/PM1345/PM1347 test
-#   it, and FLOAT8_GEMM_SHARE (Hopper's), out of sample.
+#   stated. PM1341 (bf16) calibrates TRAINING_UTILIZATION_BY_ARCH['cdna3'] and PM1343 (tensorwise)
+#   FLOAT8_GEMM_SHARE_CDNA3; the float8 rows PM1345/PM1347 test both out of sample.
 # Value: (catalog model, device, TrainingWorkload fields, why settings are assumed or '').
 _TITAN_RUN = dict(method="full", precision="bf16-mixed", seq_len=8192, fsdp="full", optimizer="adamw", compile=True,
                   compile_scope="layers")

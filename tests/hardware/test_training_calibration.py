@@ -10,6 +10,8 @@ the one duration rule (estimate/duration.py, formulas/training_time.py eqs. 6-8)
   GPU): communication (NVLink) overlapped and shorter than compute, so u is solved the same way.
 - TRAINING_UTILIZATION_BY_ARCH['cdna3'] from PM1341 (torchao's float8 benchmark, bf16 row: torchtitan Llama 3 8B
   FSDP2 + compile, 8 x MI300X, 5376.5 tokens/s per GPU): compute-bound, solved the same way.
+- FLOAT8_GEMM_SHARE_CDNA3 from PM1343 (the same benchmark's tensorwise float8 row, 6166 tokens/s per GPU), CDNA3's
+  u fixed by PM1341: the FP8 GEMMs' share, solved the same way.
 - HOST_STAGED_COLLECTIVE_BANDWIDTH from PM0022 (the same recipe with FSDP on 2 x RTX 4090, 2768 tokens/s): the
   step is communication-bound in its forward phase (eq. 8'), so the row determines B_host: the bandwidth at which
   the one duration rule gives the measured tokens/s, by bisection.
@@ -119,11 +121,12 @@ def test_cdna3_utilization_follows_from_its_row() -> None:
     """TRAINING_UTILIZATION_BY_ARCH['cdna3'] from PM1341 (torchao's float8 benchmark, bf16 row: torchtitan Llama 3 8B
     FSDP2 + compile on 8 x MI300X, 5376.5 tokens/s per GPU), the row's settings as the validation runs them
     (TORCHTITAN_RUNS): compute-bound (the FSDP collectives shorter than a micro-step's compute), so the row
-    determines u, solved by bisection through the one duration rule. Its float8 twins stay held out."""
+    determines u, solved by bisection through the one duration rule. Its float8 twins stay held out but the
+    tensorwise one, PM1343, which fixes CDNA3's float8 share (the test below)."""
     from llmsizer.validation_cases import TORCHTITAN_RUNS, TRAINING_SPEED_CALIBRATION
 
     assert TRAINING_SPEED_CALIBRATION["PM1341"] == "TRAINING_UTILIZATION_BY_ARCH['cdna3']"
-    assert not {"PM1343", "PM1345", "PM1347"} & set(TRAINING_SPEED_CALIBRATION)
+    assert not {"PM1345", "PM1347"} & set(TRAINING_SPEED_CALIBRATION)
     r = public_rows()["PM1341"]
     assert r["hardware"] == "MI300X" and "bfloat16" in r["other_settings"]
     model, device, fields, assumed = TORCHTITAN_RUNS["PM1341"]
@@ -429,6 +432,43 @@ def test_float8_gemm_share_follows_from_its_row() -> None:
         mid = (lo + hi) / 2
         lo, hi = (lo, mid) if per_gpu(mid) > target else (mid, hi)
     assert (lo + hi) / 2 == pytest.approx(E.FLOAT8_GEMM_SHARE.expected, abs=0.0005)
+
+
+def test_cdna3_float8_gemm_share_follows_from_its_row() -> None:
+    """FLOAT8_GEMM_SHARE_CDNA3 from PM1343 (torchao's float8 benchmark on 8 x MI300X, tensorwise with float8
+    all-gather, 6166 tokens/s per GPU; the same script, torch and node as PM1341, which fixes CDNA3's u): the share
+    of the FP8 peak the float8 GEMMs reach over the BF16 GEMMs' share, solved by bisection through the one duration
+    rule. It is below Hopper's (the measured speed-up over bf16 is 1.147 on MI300X, 1.250 on H100), and below the
+    0.899 that AMD's max-achievable FLOPs give at one ideal shape (708 BF16 / 1273 FP8 TFLOPs over the 1307.4 / 2614.9
+    peaks). The rule picks it for an AMD Instinct part and Hopper's for any other."""
+    from llmsizer.validation_cases import TORCHTITAN_RUNS, TRAINING_SPEED_CALIBRATION
+
+    assert TRAINING_SPEED_CALIBRATION["PM1343"] == "FLOAT8_GEMM_SHARE_CDNA3"
+    r = public_rows()["PM1343"]
+    assert r["hardware"] == "MI300X" and "tensorwise" in r["other_settings"]
+    model, device, fields, assumed = TORCHTITAN_RUNS["PM1343"]
+    assert device == "mi300x" and fields["float8"] and fields["compile"] and not assumed
+    dev = builtin_catalog().devices[device]
+    assert dev.flops["fp8"].raw == 2614.9  # dense, twice the dense BF16 peak
+    target = float(r["value"])
+
+    def per_gpu(share: float) -> float:
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(E, "FLOAT8_GEMM_SHARE_CDNA3", dataclasses.replace(E.FLOAT8_GEMM_SHARE_CDNA3, expected=share))
+            d = training_duration_for(find(model).spec(), dev, fields["gpus"], 1e6, fields)
+        assert d.tokens_per_second is not None
+        return d.tokens_per_second / fields["gpus"]
+
+    assert per_gpu(0.3) < target < per_gpu(E.FLOAT8_GEMM_SHARE.expected)
+    lo, hi = 0.1, 1.5  # tokens/s rise with the share
+    for _ in range(40):
+        mid = (lo + hi) / 2
+        lo, hi = (lo, mid) if per_gpu(mid) > target else (mid, hi)
+    assert (lo + hi) / 2 == pytest.approx(E.FLOAT8_GEMM_SHARE_CDNA3.expected, abs=0.0005)
+    assert 708 / 1307.4 * 2614.9 / 1273 < 1 / E.FLOAT8_GEMM_SHARE_CDNA3.expected  # AMD's MAF ratio 0.899 > the fit
+    assert E.float8_gemm_share("cdna3") is E.float8_gemm_share("cdna4") is E.FLOAT8_GEMM_SHARE_CDNA3
+    for arch in ("hopper", "ada", "blackwell", "", None):
+        assert E.float8_gemm_share(arch) is E.FLOAT8_GEMM_SHARE
 
 
 def test_float8_rowwise_gemm_share_follows_from_its_rows() -> None:

@@ -1182,7 +1182,7 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
         peak8, _ = device.peak_flops("fp8")
         if peak8:  # the converted linears' FLOPs at the FP8 tensor rate (its own share of u), the rest at BF16
             # (float8_time counts one device's 1/tp shards: the whole model's are tp times that)
-            rho8 = E.FLOAT8_GEMM_SHARE
+            rho8 = E.float8_gemm_share(device.architecture)
             share8 = rho8.expected
             rowwise = E.float8_rowwise_share(w.float8_recipe, device.vendor)
             if rowwise is not None:  # torchao's rowwise recipes on CUDA: CUTLASS's rowwise kernel

@@ -351,7 +351,8 @@ MLA_MOE_FLOOR_NO_BAND = ("the step is the MLA + mixture-of-experts kernel floor 
 # (PM1341-PM1347) were such rows while CDNA3 had no calibration row: at Hopper's share they measured 0.53-0.61 x the
 # estimate and had widened the pooled band of every GPU (0.632-1.160 -> 0.529-1.157, leave-one-setup-out 0.89 ->
 # 0.83). Since CDNA3 is calibrated on PM1341 (efficiency.TRAINING_UTILIZATION_BY_ARCH['cdna3'], excluded as a
-# calibration row), its three held-out float8 rows (0.80-0.92 x the estimate, inside the pooled band) feed the band.
+# calibration row) and its float8 share on PM1343 (efficiency.FLOAT8_GEMM_SHARE_CDNA3, likewise excluded), its two
+# held-out float8 rows (0.98-1.05 x the estimate; 0.80-0.92 at Hopper's float8 share) feed the band.
 UNCALIBRATED_ARCH_TRAINING_NO_BAND = ("a training run on a GPU architecture with no training calibration row: its "
                                       "utilisation is another architecture's, so the band fitted on calibrated "
                                       "architectures' runs says nothing about it; no calibrated range")
@@ -480,7 +481,7 @@ _add("inference memory", "vllm", 0.9622, 1.0546, 13, 2, 0.950, 0.900)
 _add("prefill throughput", "llama.cpp", 0.6257, 1.1420, 27, 12, 1.000, 0.951)
 _add("prefill throughput", "transformers", 0.7607, 1.0000, 11, 1, 1.000, None)
 _add("training memory", "pytorch training", 0.9085, 1.0873, 34, 7, 1.000, 0.914)
-_add("training throughput", "pytorch training", 0.6324, 1.1574, 255, 12, 0.945, 0.882)
+_add("training throughput", "pytorch training", 0.6324, 1.1574, 254, 12, 0.945, 0.882)
 
 
 def band_for(kind: str, engine: str) -> Band | None:
