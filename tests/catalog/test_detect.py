@@ -322,6 +322,7 @@ def test_run_commands_runs_what_exists_and_skips_the_rest(tmp_path: Path) -> Non
     ("NVIDIA GB200", "gb200"), ("NVIDIA RTX PRO 6000 Blackwell Workstation Edition", "rtx-pro-6000-workstation"),
     ("AMD Instinct MI325X", "mi325x"), ("NVIDIA GeForce RTX 5060 Ti", "rtx-5060-ti-16gb"),
     ("NVIDIA GeForce RTX 5070 Ti", "rtx-5070-ti"), ("NVIDIA GeForce RTX 5070", "rtx-5070"),
+    ("NVIDIA GH200 480GB", "gh200"), ("NVIDIA GH200 144G HBM3e", "gh200-144gb"), ("NVIDIA GB300", "gb300"),
 ])
 def test_driver_names_of_the_new_devices_map_to_their_catalog_rows(driver_name, device):
     """Names as nvidia-smi / rocm-smi print them (e.g. 'NVIDIA B300 SXM6 AC' in published nvidia-smi captures)."""

@@ -92,7 +92,7 @@ REQUIRED = ["b200", "h200", "h100-sxm", "h100-pcie", "h100-nvl", "a100-sxm-80gb"
             "mi300x", "mi250x", "gaudi2", "gaudi3", "tpu-v5e", "tpu-v5p",
             # issue #16: RTX 50 below the 5090, B300/GB200, MI325X/MI355X, H20, RTX PRO 6000 Workstation
             "rtx-5080", "rtx-5070-ti", "rtx-5070", "rtx-5060-ti-16gb", "rtx-5060-ti-8gb", "rtx-5060", "rtx-5050", "b300",
-            "gb200",
+            "gb200", "gb300", "gh200", "gh200-144gb",
             "mi325x", "mi355x", "h20", "rtx-pro-6000-workstation"]
 
 

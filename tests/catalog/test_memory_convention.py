@@ -46,6 +46,9 @@ DRIVER_MIB: dict[str, float] = {
     "mi300x": 205822885888 / MiB,  # rocm-smi 'VRAM Total Memory (B): 205822885888'
     "b300": 275040,  # AIConfigurator b300_sxm.yaml '275040MiB reported by nvidia-smi'; 'NVIDIA B300 SXM6 AC' 275040 MiB
     "gb200": 189471,  # NVIDIA AIConfigurator gb200.yaml: '189471MiB reported by nvidia-smi'
+    "gh200": 97871,  # nvidia-smi 'NVIDIA GH200 480GB, 97871 MiB' (96GB HBM3 part)
+    "gh200-144gb": 146831,  # nvidia-smi '0, NVIDIA GH200 144G HBM3e, 580.173.02, 146831 MiB, 9.0'
+    "gb300": 279 * 1024,  # Google Cloud A4X Max: 'GPU count 4', 'GPU memory (GB HBM3e) 1,116' -> 279 GB read as GiB
     "rtx-5080": 16303,  # resource audit 'NVIDIA GeForce RTX 5080', driver 610.88, 'gpu_total_memory_mib': 16303
     "rtx-pro-6000-workstation": 97886,
     "rtx-5070-ti": 16303,  # 'NVIDIA GeForce RTX 5070 Ti ... driver 596.49 ... 16,303 MiB reported VRAM'

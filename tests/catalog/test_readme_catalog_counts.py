@@ -25,6 +25,21 @@ def test_every_model_count_in_the_readme_is_the_catalogs() -> None:
     assert set(stated) == {len(entries())}, stated
 
 
+def test_the_readme_hardware_counts_are_the_catalogs() -> None:
+    """The README's '(N accelerators, ..., M AWS/GCP/Azure instances' equal the hardware catalog's GPUs, TPUs and
+    other accelerators (catalog/hardware.py ``builtin_catalog``, the kinds ``hardware list`` counts as accelerators)
+    and its cloud instances. Hand-kept, they had gone stale: '44 accelerators' and '65 ... instances' while the
+    catalog held 47 and 73, before the GH200 (two memory options) and GB300 rows made it 50."""
+    from llmsizer.catalog.hardware import builtin_catalog
+
+    cat = builtin_catalog()
+    text = README.read_text(encoding="utf-8")
+    found = re.search(r"a sourced catalog \((\d+) accelerators,.*?(\d+) AWS/GCP/Azure instances", text, re.S)
+    assert found is not None
+    accelerators = sum(1 for d in cat.devices.values() if d.kind in ("gpu", "tpu", "accelerator"))
+    assert (int(found.group(1)), int(found.group(2))) == (accelerators, len(cat.instances))
+
+
 def test_the_readme_speed_figures_are_the_accuracy_tables() -> None:
     """The README's decode, batched-decode and prefill figures ('N held-out rows' ... 'median M%, 90th percentile
     P%') are docs/accuracy.md's lines of those kinds (written by scripts/gen_docs.py from ``llmsizer validate``).

@@ -679,8 +679,9 @@ def host_link(device: Device) -> tuple[float, str]:
 
     - a device whose catalog row names a ``host_interconnect`` (a Grace superchip's GPU: NVLink-C2C to its Grace CPU,
       not a PCIe slot): that interconnects.json link's stated per-direction figure (gb200: nvlink-c2c-gb200-gpu,
-      NVIDIA's 900 GB/s bidirectional / 2 directions / the superchip's 2 GPUs sharing its Grace CPU's link = 225 GB/s;
-      its source and date in the words);
+      NVIDIA's 900 GB/s bidirectional / 2 directions / the superchip's 2 GPUs sharing its Grace CPU's link = 225 GB/s,
+      and gb300, two GPUs per Grace too; gh200: nvlink-c2c, the whole 450 GB/s, one GPU per Grace; its source and date
+      in the words);
     - a card whose catalog interconnect is a PCIe link: that link's stated per-direction figure (its
       ``interconnect_bandwidth``, else the interconnect's), the card's own slot, so an electrically x8 card keeps its
       half link (rtx-5060: PCIe Gen5 x8, 32 GB/s);
