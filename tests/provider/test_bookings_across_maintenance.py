@@ -1,8 +1,9 @@
 """A maintenance window added over a live booking (probe10 defect 6): `show` said nothing and `activate` moved the
 booking to active, so a training job that placement never puts across a provider window ran across one. Now
 `show` lists it (`maintenance`, a warning naming the window), and hold/confirm/activate of a training booking are
-refused naming the window (exit 1, answered); a service's booking is listed, not refused (the store keeps no record
-of the windows its request agreed to). On real SQLite files and a real PostgreSQL server."""
+refused naming the window (exit 1, answered); a service's booking whose agreement is not recorded (built by hand
+here, as one from before schema 5) is listed, not refused (tests/provider/test_service_agreed_windows.py: one that
+records it). On real SQLite files and a real PostgreSQL server."""
 
 from __future__ import annotations
 
@@ -55,7 +56,7 @@ def test_the_rule_overlap_per_node_and_kind():
     assert [(f.id, f.node) for f in found] == [("t1", "gpunode-1"), ("s1", "gpunode-1")]
     why = maintenance_refusal(i, [train, svc], "t1")
     assert why is not None and "2027-01-10 00:05-2027-01-10 00:15 firmware" in why and "t1 (lora, training)" in why
-    assert maintenance_refusal(i, [train, svc], "s1") is None  # a service may have agreed to it: listed only
+    assert maintenance_refusal(i, [train, svc], "s1") is None  # agreement not recorded: listed only
     assert maintenance_refusal(i, [other], "t3") is None
 
 

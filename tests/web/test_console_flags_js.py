@@ -68,6 +68,6 @@ def test_the_console_lists_what_the_api_flags(tmp_path: Path) -> None:
         f"node 'serve-01' holds live booking(s) {a}: the inventory has no such node (removed or renamed); not on the "
         "timeline (restore the node in the inventory, or move them with `llmsizer capacity re-place`, or release them)",
         f"booking {b} (chat-1, inference) on node 'serve-02' runs across the provider's maintenance window "
-        "2030-10-03 06:00-2030-10-03 08:00: a service's may be one it agreed to"]
+        "2030-10-03 06:00-2030-10-03 08:00: its request agreed to no maintenance window; confirm and activate refuse it"]
     assert said.startswith("inventory saved: 2 node(s), 1 site(s)") and len(saved["warnings"]) == 2
     assert said.endswith(f"; warning: {saved['warnings'][0]}; warning: {saved['warnings'][1]}")

@@ -5,14 +5,15 @@ over them.
 
 - **orphaned**: a booking on a node the inventory no longer has, or has with another device
   (:func:`.store.orphaned`; hold, confirm and activate refuse: :func:`.store.moving_refusal`).
-- **in maintenance**: a booking whose hold on a node overlaps a provider maintenance window on that node
-  (:func:`in_maintenance`). A window added over a booking is what it catches: placement never places a job across
-  a window it does not accept (:func:`.placement._maintenance_ok`). A *training* booking never accepts one
-  (placement's rule: only a service that states its own windows or interruptible periods does), so hold, confirm
-  and activate refuse it (:func:`maintenance_refusal`, naming the window). A *service* booking is listed, not
-  refused: the store keeps no record of the windows its request agreed to (``replace.py``'s table: "maintenance
-  acceptance is not stored"), so one booked across a window it agreed to cannot be told from one the window was
-  added over.
+- **in maintenance**: a booking whose hold on a node overlaps a provider maintenance window on that node that the
+  booking's job did not agree to (:func:`in_maintenance`). Placement never places a job across a window it does not
+  accept (:func:`.placement._maintenance_ok`, by the job's :class:`~.windows.Agreement`), so such a window was added
+  over the booking. What the job agreed to is recorded with the booking (schema 5, :func:`agreed`): a training run
+  none; a service the windows its request states (``service.maintenance_windows``, ``interruptible``), or none.
+  A window it agreed to is no disagreement and is not listed; one it did not agree to is listed, and hold, confirm
+  and activate refuse the booking (:func:`maintenance_refusal`, naming the window). A service booked before the
+  store recorded agreements (schema < 5) is listed with its agreement unknown, and not refused: one booked across a
+  window it accepted cannot be told from one the window was added over.
 """
 
 from __future__ import annotations
@@ -24,29 +25,63 @@ from typing import Any
 from .inventory import Inventory, Maintenance
 from .placement import Booking
 from .store import LIVE, orphan_text, orphaned
+from .windows import Agreement
+
+#: why a service booked before schema 5 is listed, not refused
+UNKNOWN = ("it was booked before the store recorded the maintenance windows a service's request agreed to, so "
+           "whether it agreed to this one is unknown (listed, not refused)")
+
+
+def agreed(b: Booking) -> Agreement | None:
+    """What booking ``b``'s job agreed to: as recorded at booking (schema 5); a training booking made before schema 5
+    agreed to none (placement's rule: training never runs across a provider window); None: a service booked before
+    schema 5, not known."""
+    if b.agreement is not None:
+        return b.agreement
+    return Agreement() if b.kind == "training" else None
 
 
 @dataclass(frozen=True)
 class InMaintenance:
-    """Live booking ``id`` holds ``node`` across the provider's maintenance ``window`` there."""
+    """Live booking ``id`` holds ``node`` across the provider's maintenance ``window`` there, which its job did not
+    agree to (``agreement`` what it agreed to) or, ``agreement`` None, may have (booked before schema 5)."""
 
     id: str
     job: str
     kind: str
     node: str
     window: Maintenance
+    agreement: Agreement | None
+
+    @property
+    def refused(self) -> bool:
+        return self.agreement is not None
+
+    def why(self) -> str:
+        a = self.agreement
+        if a is None:
+            return UNKNOWN
+        if self.kind == "training":
+            return "a training job does not run across the provider's maintenance windows"
+        if not a.accepts:
+            return "its request agreed to no maintenance window"
+        return f"it lies outside the maintenance windows its request agreed to ({'; '.join(a.windows)})"
 
     def to_dict(self) -> dict[str, Any]:
         m = self.window
         return {"reservation": self.id, "job": self.job, "kind": self.kind, "node": self.node,
                 "start": m.start.isoformat(), "end": m.end.isoformat(), "note": m.note,
-                "refused": self.kind == "training"}
+                "refused": self.refused,
+                "agreed_windows": None if self.agreement is None else list(self.agreement.windows),
+                "why": self.why()}
 
 
 def in_maintenance(inv: Inventory, bookings: Sequence[Booking]) -> list[InMaintenance]:
     """Every (booking, node, window) where a live booking of ``bookings`` holds ``node:<id>`` over an interval
     that overlaps (``m.start < hold end and m.end > hold start``, half-open as placement's rule) a maintenance window
-    of the inventory that lists that node; in the order of the bookings, each (booking, node, window) once."""
+    of the inventory that lists that node, and the booking's job did not agree to it (:func:`agreed`, the
+    agreement's ``covers``: placement's rule) or its agreement is not known; in the order of the bookings, each
+    (booking, node, window) once."""
     on: dict[str, list[Maintenance]] = {}
     for m in inv.maintenance:
         for nid in m.nodes:
@@ -56,14 +91,16 @@ def in_maintenance(inv: Inventory, bookings: Sequence[Booking]) -> list[InMainte
     for b in bookings:
         if b.state not in LIVE and b.state != "tentative":
             continue
+        a = agreed(b)
         for i in b.items:
             if not i.resource.startswith("node:"):
                 continue
             nid = i.resource[len("node:"):]
             for k, m in enumerate(on.get(nid, ())):
-                if m.start < i.end and m.end > i.start and (b.id, nid, k) not in seen:
+                if m.start < i.end and m.end > i.start and (b.id, nid, k) not in seen and \
+                        not (a is not None and a.covers(m.start, m.end)):
                     seen.add((b.id, nid, k))
-                    out.append(InMaintenance(b.id, b.job, b.kind, nid, m))
+                    out.append(InMaintenance(b.id, b.job, b.kind, nid, m, a))
     return out
 
 
@@ -72,20 +109,20 @@ def _window(m: Maintenance) -> str:
 
 
 def maintenance_text(found: Sequence[InMaintenance]) -> str:
+    """One clause per finding: the booking, the node, the window and why it is listed."""
     return "; ".join(f"booking {f.id} ({f.job}, {f.kind}) on node {f.node!r} runs across the provider's "
-                     f"maintenance window {_window(f.window)}" for f in found)
+                     f"maintenance window {_window(f.window)}: {f.why()}" for f in found)
 
 
 def maintenance_refusal(inv: Inventory, live: Sequence[Booking], rid: str) -> str | None:
     """Why booking ``rid`` (among ``live``) may not take capacity (hold, confirm, activate) over the inventory's
-    maintenance windows: a training booking on a node with a window in its run; None otherwise (a service: see
-    the module's note)."""
-    found = [f for f in in_maintenance(inv, [b for b in live if b.id == rid]) if f.kind == "training"]
+    maintenance windows: a window in its run on one of its nodes that its job did not agree to; None otherwise
+    (none, or a service booked before schema 5, whose agreement is not known: see the module's note)."""
+    found = [f for f in in_maintenance(inv, [b for b in live if b.id == rid]) if f.refused]
     if not found:
         return None
-    return (f"{maintenance_text(found)}: a training job does not run across the provider's maintenance windows "
-            "(the window was added after it was booked); release it and book again (`capacity book --earliest` "
-            "places it after the window), or move the window")
+    return (f"{maintenance_text(found)} (the window was added after it was booked); release it and book again "
+            "(`capacity book --earliest` places it after the window), or move the window")
 
 
 def disagreements(inv: Inventory, live: Sequence[Booking]) -> dict[str, list[dict[str, Any]]]:
@@ -111,7 +148,11 @@ def disagreement_warnings(inv: Inventory, live: Sequence[Booking], inventory: st
                    f"inventory, move them with `llmsizer capacity re-place --inventory {inventory}`, or release "
                    f"them with `llmsizer capacity release --orphans --inventory {inventory}`)")
     found = in_maintenance(inv, live)
-    if found:
-        out.append(f"{maintenance_text(found)}: hold, confirm and activate refuse a training booking so; a "
-                   "service's may be one it agreed to (its request's maintenance windows are not stored)")
+    refused = [f for f in found if f.refused]
+    if refused:
+        out.append(f"{maintenance_text(refused)}; hold, confirm and activate refuse a booking across a window its "
+                   "job did not agree to")
+    unknown = [f for f in found if not f.refused]
+    if unknown:
+        out.append(maintenance_text(unknown))
     return out

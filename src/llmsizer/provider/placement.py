@@ -34,9 +34,9 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..units import format_bytes, format_seconds
-from .inventory import SENSITIVITY, SERVING, TRAINING, Inventory, Maintenance, Node, Site
+from .inventory import SENSITIVITY, SERVING, TRAINING, Inventory, Node, Site
 from .quota import USAGE, check_quota, usage_resource
-from .windows import within
+from .windows import Agreement
 
 SERVICE_HORIZON = 365 * 86400.0  # the span of a timeline when every booking is open-ended
 #: an ongoing service (``service.ongoing``, or no ``service.duration``) holds its devices until it is released:
@@ -82,6 +82,9 @@ class Booking:
     items: tuple[Item, ...]
     state: str = "confirmed"
     device: str = ""  # the catalog device the placement was made on ('' : booked before schema 3 recorded it)
+    # the provider maintenance its request agreed to, as recorded at booking (schema 5); None: not recorded (booked
+    # before schema 5, or a booking built by hand)
+    agreement: Agreement | None = None
 
 
 @dataclass(frozen=True)
@@ -206,6 +209,11 @@ class JobNeed:
         return TRAINING if self.kind == "training" else SERVING
 
     @property
+    def agreement(self) -> Agreement:
+        """The provider maintenance the job accepts (its ``accepts_maintenance`` and ``maintenance_windows``)."""
+        return Agreement(self.accepts_maintenance, self.maintenance_windows)
+
+    @property
     def memory_need(self) -> int:
         """Deprecated name of ``verdict_need_per_device`` (the same number), kept for one release."""
         return self.verdict_need_per_device
@@ -262,6 +270,7 @@ class Placement:
     items: tuple[Item, ...]
     quota: str = ""  # how the team's quota admits it (within nominal, or borrowing from the cohort)
     figures: Figures = Figures()  # the plan's numbers, recorded with the booking
+    agreement: Agreement = Agreement()  # the provider maintenance the job accepts, recorded with the booking
 
     def to_dict(self) -> dict[str, Any]:
         return {"job": self.job, "kind": self.kind, "start": self.start.isoformat(), "end": self.end.isoformat(),
@@ -548,23 +557,20 @@ def _few(ids: Sequence[str], shown: int = 4) -> str:
 def _maintenance_ok(need: JobNeed, inv: Inventory, nodes: list[Node], start: _dt.datetime,
                     end: _dt.datetime) -> list[Node]:
     """``nodes`` without those whose maintenance in [start, end) the job does not accept; NoFit when none is left."""
-    if need.accepts_maintenance and not need.maintenance_windows:
+    agreed = need.agreement
+    if agreed.accepts and not agreed.windows:
         return nodes
-
-    def refused(m: Maintenance) -> bool:
-        return m.start < end and m.end > start and (
-            not need.accepts_maintenance or not within(m.start, m.end, need.maintenance_windows))
-    hit = [m for m in inv.maintenance if refused(m)]
+    hit = [m for m in inv.maintenance if m.start < end and m.end > start and not agreed.covers(m.start, m.end)]
     if not hit:
         return nodes
     down = {nid for m in hit for nid in m.nodes}
     ok = [n for n in nodes if n.id not in down]
     if not ok:
         m = next(m for m in hit if set(m.nodes) & {n.id for n in nodes})
-        agreed = f" outside the job's agreed maintenance windows ({'; '.join(need.maintenance_windows)})" \
-            if need.accepts_maintenance else ""
+        outside = f" outside the job's agreed maintenance windows ({'; '.join(agreed.windows)})" \
+            if agreed.accepts else ""
         raise NoFit("maintenance", f"every suitable node has a maintenance window in the run "
-                    f"({m.start:%Y-%m-%d %H:%M}-{m.end:%Y-%m-%d %H:%M}{' ' + m.note if m.note else ''}){agreed}")
+                    f"({m.start:%Y-%m-%d %H:%M}-{m.end:%Y-%m-%d %H:%M}{' ' + m.note if m.note else ''}){outside}")
     return ok
 
 
@@ -714,7 +720,7 @@ def _place(need: JobNeed, inv: Inventory, held: Held, cap: dict[str, float], sit
                         f"{format_bytes(need.storage_peak, binary=False)} "
                         f"at its peak, checkpoints accumulating)")
     return Placement(need.name, need.kind, start, end, site_id, tuple(n.id for n in chosen), need.per_node,
-                     need.device, pool_id, tuple(items), figures=Figures.of(need))
+                     need.device, pool_id, tuple(items), figures=Figures.of(need), agreement=need.agreement)
 
 
 def _node_items(need: JobNeed, n: Node, start: _dt.datetime, end: _dt.datetime) -> list[Item]:

@@ -16,11 +16,13 @@ start, seconds          the window of its ``node:`` holds (an ongoing service: e
 device_kind, memory     the catalog's kind of the device; a CPU job's memory per device from its ``ram:`` hold
 team                    its quota usage hold (``usage:<team>:<device>``), so the team's quota is re-checked
 fixed_address           an ``addr:`` hold; isolation: a ``seg:`` hold
+accepts_maintenance     and maintenance_windows: what its request agreed to (schema 5, ``maintenance_agreed``);
+                        a booking made before records none: it moves as a job that accepts no maintenance
 ======================  ===============================================================================
 
-The request's data policy, pool, network and maintenance acceptance are not stored, so a booking is only moved
+The request's data policy, pool and network are not stored, so a booking is only moved
 within the site it was booked at (the site its ``storage:``/``addr:``/``seg:`` holds name, or of its node's id in
-the inventory, or of the node the old id was renamed to) and as a job that accepts no maintenance; its storage
+the inventory, or of the node the old id was renamed to); its storage
 holds (a pool at that site) are kept as they are. Where the inventory maps an old node id cleanly to a new one
 (:func:`renamed_to`: one node of the booked device whose id is the old one with leading zeros and separators
 dropped, gpu-07 -> gpu-7), that node is tried first. A multi-node booking keeps the nodes that still hold it
@@ -39,6 +41,7 @@ from dataclasses import dataclass, replace
 from .inventory import Inventory, Node
 from .placement import ONGOING_END, Booking, Held, Item, JobNeed, NoFit, Placement, suitable, try_window
 from .quota import USAGE
+from .windows import Agreement
 
 #: holds that stay as they are when a booking moves (a storage pool of its site); every other hold is placed again
 KEPT = ("storage:",)
@@ -105,11 +108,13 @@ def stored_need(b: Booking, device_kind: str) -> JobNeed:
     ram = [i.amount for i in b.items if i.resource.startswith("ram:")]
     memory = int(max(ram) / per_node) if device_kind == "cpu" and ram else 0
     team = next((i.resource[len(USAGE):].rsplit(":", 1)[0] for i in b.items if i.resource.startswith(USAGE)), None)
+    agreed = b.agreement or Agreement()
     return JobNeed(b.job, b.kind, b.device, per_node * len(nodes), len(nodes), seconds=(end - start).total_seconds(),
                    start=start, memory_per_device=memory, verdict_need_per_device=memory, device_kind=device_kind,
                    fixed_address=any(i.resource.startswith("addr:") for i in b.items),
                    isolation="isolated" if any(i.resource.startswith("seg:") for i in b.items) else None,
-                   ongoing=end >= ONGOING_END, team=team)
+                   ongoing=end >= ONGOING_END, team=team, accepts_maintenance=agreed.accepts,
+                   maintenance_windows=agreed.windows)
 
 
 def _site(b: Booking, inv: Inventory, preferred: Sequence[Node]) -> str | None:

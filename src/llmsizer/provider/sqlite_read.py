@@ -3,7 +3,7 @@ and ``capacity show`` need (the holding bookings, the reservations, the audit lo
 works without the ``provider`` extra (SQLAlchemy), opens the file with ``mode=ro`` (never creates or changes it)
 and reads 10,000 bookings in a few tens of milliseconds. Writing stays in :mod:`.store`.
 
-The tables and columns are the ones :class:`~.store.Store` creates (schema 1 to 4); a file with no tables yet
+The tables and columns are the ones :class:`~.store.Store` creates (schema 1 to 5); a file with no tables yet
 holds nothing."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from .placement import Booking, Item
-from .store import ALIASES, FIGURES, HOLDING, LIVE, StoreError, with_figures
+from .store import AGREED, ALIASES, FIGURES, HOLDING, LIVE, StoreError, booking_of, with_figures
 
 BASE_COLS = ("id", "job", "kind", "state", "start", "end", "created", "note")
 
@@ -68,16 +68,16 @@ class ReadOnlySqlite:
         where_r = (f"r.state IN ({marks})" + named).format(t="r.")
         args = (*states, *also)
         with self.con:  # one read transaction: the holds belong to the rows read
-            device = ", device" if "device" in {r["name"] for r in self._rows("PRAGMA table_info(reservations)")} else ""
-            rows = self._rows(f'SELECT id, job, kind, state{device} FROM reservations WHERE {where}', args)
+            have = {r["name"] for r in self._rows("PRAGMA table_info(reservations)")}
+            extra = "".join(f", {k}" for k in ("device", AGREED) if k in have)  # schema 3's, schema 5's
+            rows = self._rows(f'SELECT id, job, kind, state{extra} FROM reservations WHERE {where}', args)
             holds = self._rows(f'SELECT h.reservation, h.resource, h.amount, h.start, h."end" FROM holds h JOIN '
                                f'reservations r ON h.reservation = r.id WHERE {where_r}', args)
         by: dict[str, list[Item]] = {}
         for h in holds:
             by.setdefault(h["reservation"], []).append(
                 Item(h["resource"], float(h["amount"]), _time(h["start"]), _time(h["end"])))
-        return [Booking(r["id"], r["job"], r["kind"], tuple(by.get(r["id"], [])), ALIASES.get(r["state"], r["state"]),
-                        r.get("device") or "") for r in rows]
+        return [booking_of(r, tuple(by.get(r["id"], []))) for r in rows]
 
     def live_by_key(self, keys: Sequence[str]) -> dict[str, tuple[str, str]]:
         """key -> (id, state) of the oldest live booking with that key (as :meth:`Store.live_by_key`); a schema-1

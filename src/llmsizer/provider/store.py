@@ -4,7 +4,8 @@ first use (never by a read-only open: ``capacity check`` and ``show`` do not cre
 
 Tables: ``reservations`` (id, job, kind, state, start, end, created, note, idem_key, hold_until, device: the
 catalog device the placement was made on, schema 3; the plan's numbers the booking was made for, schema 4:
-:data:`FIGURES`, from :class:`~.placement.Figures`),
+:data:`FIGURES`, from :class:`~.placement.Figures`; ``maintenance_agreed``, schema 5: the provider maintenance
+the job's request agreed to, :func:`agreement_text`),
 ``holds`` (reservation, resource, amount, start, end: the placement's items), ``resource_locks`` (one row per
 resource, locked while a booking re-checks capacity), ``audit`` (append-only: who, what, when, before -> after),
 ``meta`` (schema version), ``login_failures`` (the console's failed sign-ins per client, so every ``serve`` process
@@ -41,7 +42,9 @@ booking instead of a second one.
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import getpass
+import json
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -52,8 +55,12 @@ from ..errors import InputError, LlmsizerError
 from .inventory import Inventory, Quota
 from .placement import Booking, Item, Placement, format_amount, overflow
 from .quota import USAGE, check_quota, usage_resource
+from .windows import Agreement
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
+#: schema 5: the provider maintenance a booking's request agreed to (windows.Agreement: whether it accepts any and
+#: the windows it states), JSON text (:func:`agreement_text`). NULL in a booking made before schema 5: not known
+AGREED = "maintenance_agreed"
 #: schema 4: the plan's numbers a booking carries (placement.Figures), one column each, with its SQL type: memory per
 #: device [B], device count, the run's seconds (NULL: held until released), cost and cost per month [USD] (NULL: the
 #: plan has no price). NULL in a booking made before schema 4.
@@ -193,7 +200,8 @@ class Store:
             sa.Column("note", sa.Text, default=""), sa.Column("idem_key", sa.String(64), index=True),
             sa.Column("hold_until", sa.DateTime), sa.Column("device", sa.String(200)),
             sa.Column("memory_per_device", sa.BigInteger), sa.Column("devices", sa.Integer),
-            sa.Column("seconds", sa.Float), sa.Column("cost", sa.Float), sa.Column("cost_per_month", sa.Float))
+            sa.Column("seconds", sa.Float), sa.Column("cost", sa.Float), sa.Column("cost_per_month", sa.Float),
+            sa.Column(AGREED, sa.Text))
         self.holds = sa.Table(
             "holds", md, sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
             sa.Column("reservation", sa.String(64), sa.ForeignKey("reservations.id"), nullable=False, index=True),
@@ -231,14 +239,15 @@ class Store:
     def _migrate(self) -> None:
         """Schema 1 -> 2: the idem_key and hold_until columns; state ``tentative`` is now ``held``. 2 -> 3: the
         device column (the booked device type; empty for bookings made before, which are then checked by node only,
-        :func:`orphaned`). 3 -> 4: the :data:`FIGURES` columns (NULL for bookings made before)."""
+        :func:`orphaned`). 3 -> 4: the :data:`FIGURES` columns (NULL for bookings made before). 4 -> 5: the
+        :data:`AGREED` column (NULL for bookings made before: whether a service agreed to a window is not known)."""
         sa = self.sa
         with self.engine.connect() as c:
             row = c.execute(sa.select(self.meta.c.value).where(self.meta.c.key == "schema_version")).first()
         if row is not None and row[0] == str(SCHEMA_VERSION):
             return
         for name, typ in (("idem_key", "VARCHAR(64)"), ("hold_until", "TIMESTAMP"), ("device", "VARCHAR(200)"),
-                          *FIGURES):
+                          *FIGURES, (AGREED, "TEXT")):
             if name not in {c["name"] for c in sa.inspect(self.engine).get_columns("reservations")}:
                 try:
                     with self.engine.begin() as c:
@@ -284,7 +293,8 @@ class Store:
         states = (*HOLDING, "tentative") if include_tentative else ("confirmed", "active")
         states = (*states, "requested") if requested else states
         with self.engine.connect() as c:
-            cols = [*self._base_cols(), *([self.res.c.device] if self._has_device() else [])]
+            have = self._columns()
+            cols = [*self._base_cols(), *(self.res.c[k] for k in ("device", AGREED) if k in have)]
             live = self.res.c.state.in_(states)
             if also:
                 live = sa.or_(live, self.res.c.id.in_(list(also)))
@@ -294,14 +304,13 @@ class Store:
         by: dict[str, list[Item]] = {}
         for h in holds:
             by.setdefault(h["reservation"], []).append(Item(h["resource"], h["amount"], h["start"], h["end"]))
-        return [Booking(r["id"], r["job"], r["kind"], tuple(by.get(r["id"], [])), ALIASES.get(r["state"], r["state"]),
-                        r.get("device") or "") for r in rows]
+        return [booking_of(dict(r), tuple(by.get(r["id"], []))) for r in rows]
 
-    def _has_device(self) -> bool:
-        """Whether the reservations table has schema 3's device column (a store opened read-only is not migrated)."""
+    def _columns(self) -> set[str]:
+        """The reservations table's columns (a store opened read-only is not migrated: those it has)."""
         if not self.readonly:
-            return True
-        return "device" in {c["name"] for c in self.sa.inspect(self.engine).get_columns("reservations")}
+            return {c.name for c in self.res.columns}
+        return {c["name"] for c in self.sa.inspect(self.engine).get_columns("reservations")}
 
     def _base_cols(self) -> list[Any]:
         """The columns of schema 1 (present in every version)."""
@@ -309,8 +318,7 @@ class Store:
 
     def _figure_cols(self) -> list[Any]:
         """Schema 4's :data:`FIGURES` columns (a store opened read-only is not migrated: only those it has)."""
-        have = {c["name"] for c in self.sa.inspect(self.engine).get_columns("reservations")} if self.readonly \
-            else {k for k, _ in FIGURES}
+        have = self._columns()
         return [self.res.c[k] for k, _ in FIGURES if k in have]
 
     def reservations(self) -> list[dict[str, Any]]:
@@ -486,7 +494,7 @@ class Store:
                     c.execute(self.res.insert().values(
                         id=rid, job=placement.job, kind=placement.kind, state=state, start=placement.start,
                         end=placement.end, created=now, note=note, idem_key=key, device=placement.device,
-                        **placement.figures.to_dict(),
+                        **placement.figures.to_dict(), **{AGREED: agreement_text(placement.agreement)},
                         hold_until=now + hold_for if state in ("held", "requested") else None))
                     if placement.items:
                         c.execute(self.holds.insert(), [dict(reservation=rid, resource=i.resource, amount=i.amount,
@@ -697,6 +705,29 @@ class Store:
 
     def release(self, rid: str, **kw: Any) -> None:
         self.transition(rid, "released", **kw)
+
+
+def agreement_text(a: Agreement) -> str:
+    """The :data:`AGREED` column's text: ``{"accepts": bool, "windows": [text, ...]}``."""
+    return json.dumps(a.to_dict())
+
+
+def agreement_read(text: str | None) -> Agreement | None:
+    """The :data:`AGREED` column read back; None for a booking made before schema 5 (NULL, or no column)."""
+    return None if text is None else _agreement(text)
+
+
+@functools.lru_cache(maxsize=256)
+def _agreement(text: str) -> Agreement:
+    """Parsed once per distinct text: most bookings of a store share a few (10,000 bookings read in tens of ms)."""
+    return Agreement.from_dict(json.loads(text))
+
+
+def booking_of(row: dict[str, Any], items: tuple[Item, ...]) -> Booking:
+    """A reservation row (schema 1's id, job, kind, state; the device and the agreement where the store has them)
+    with its holds, as both readers build it."""
+    return Booking(row["id"], row["job"], row["kind"], items, ALIASES.get(row["state"], row["state"]),
+                   row.get("device") or "", agreement_read(row.get(AGREED)))
 
 
 def with_figures(row: dict[str, Any]) -> dict[str, Any]:

@@ -12,6 +12,8 @@ from __future__ import annotations
 import datetime as _dt
 import re
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 DAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
 _TIME = r"(\d{1,2}):(\d{2})"
@@ -122,3 +124,26 @@ def within(start: _dt.datetime, end: _dt.datetime, windows: Sequence[str]) -> bo
     if any(p is None for p in parsed):
         return True
     return any(p(start, end) for p in parsed if p is not None)
+
+
+@dataclass(frozen=True)
+class Agreement:
+    """Which provider maintenance a job agreed to run across: none (``accepts`` False: every training run, and a
+    service whose request states no window), any (``accepts`` with no ``windows``), or only a window lying inside
+    one occurrence of one of ``windows`` (the request's ``service.maintenance_windows`` then ``interruptible``
+    periods, as written). The one acceptance rule: placement places by it (placement.py ``_maintenance_ok``), the
+    store records it with each booking (schema 5) and disagree.py checks a window added later by it."""
+
+    accepts: bool = False
+    windows: tuple[str, ...] = ()
+
+    def covers(self, start: _dt.datetime, end: _dt.datetime) -> bool:
+        """Does the job accept a provider maintenance window over [start, end)?"""
+        return self.accepts and (not self.windows or within(start, end, self.windows))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"accepts": self.accepts, "windows": list(self.windows)}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Agreement:
+        return cls(bool(d.get("accepts")), tuple(str(w) for w in d.get("windows") or ()))

@@ -415,14 +415,16 @@ def test_console_queue_says_whether_a_requested_booking_fits(provider):
 
 def test_a_maintenance_window_saved_over_a_booking_is_listed(provider):
     """probe10 defect 6 on the web: a window saved over a live booking is answered by the save and listed by the
-    console (a service's: listed, not refused; the store keeps no record of the windows it agreed to)."""
+    console; it lies outside the windows the service's request agreed to (recorded with the booking, schema 5), so
+    it is refused as a training run's would be."""
     c, tmp, cfg = provider
     (b,) = book(c, 60).json()
     start = b["start"][:10]
     window = f"maintenance: [{{start: {start}T06:00, end: {start}T08:00, nodes: [serve-01]}}]\n"
     r = c.put("/api/v1/capacity/inventory", json={"inventory": INVENTORY + window}, headers=bearer(OPERATOR))
     (m,) = r.json()["maintenance"]
-    assert (m["reservation"], m["node"], m["kind"], m["refused"]) == (b["id"], "serve-01", "inference", False)
+    assert (m["reservation"], m["node"], m["kind"], m["refused"], m["agreed_windows"]) == (
+        b["id"], "serve-01", "inference", True, ["Sundays 02:00-04:00 UTC", "weekdays 01:00-05:00 UTC"])
     assert r.json()["warnings"][0].startswith(f"booking {b['id']} (support-chat-60, inference) on node 'serve-01' "
                                               f"runs across the provider's maintenance window {start} 06:00-")
     view = c.get("/api/v1/capacity/console", headers=bearer(REQUESTER)).json()

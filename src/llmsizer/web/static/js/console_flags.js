@@ -13,7 +13,7 @@ export function flagLines(view) {
   for (const m of view.maintenance || []) {
     out.push(`booking ${m.reservation} (${m.job}, ${m.kind}) on node '${m.node}' runs across the provider's `
       + `maintenance window ${day(m.start)}-${day(m.end)}${m.note ? ` ${m.note}` : ""}`
-      + (m.refused ? ": confirm and activate refuse it" : ": a service's may be one it agreed to"));
+      + `: ${m.why}` + (m.refused ? "; confirm and activate refuse it" : ""));
   }
   return out;
 }
