@@ -22,7 +22,7 @@ from ..errors import FieldError, InputError
 from ..formulas.cost import cost_per_million_tokens, power_price_per_hour
 from ..formulas.serving_queue import OverCapacityError, queue_wait_seconds
 from ..formulas.speed import OP_OFFLOAD_MIN_BATCH, PhaseTime
-from ..formulas.tensor_parallel import serving_tensor_parallel_refusal
+from ..formulas.tensor_parallel import serving_tensor_parallel_refusal, transformers_tensor_parallel_refusal
 from ..formulas.weight_formats import GROUP_SIZE_DEFAULT, OTHER_BYTES_DEFAULT
 from ..frozen import fast_init
 from ..models import load_model
@@ -117,11 +117,16 @@ class ServingLayout(NamedTuple):
 
     apart: bool  # each device a replica of its own, one model each (device.py ``one_replica_per_device``)
     split: bool  # one llama.cpp model spread over the devices, no TP (engines.py ``llamacpp_layer_split``)
+    engine: str = ""  # the serving engine (transformers has no tensor-parallel plan for some model types)
 
     def tensor_parallel_options(self, spec: ModelSpec, count: int, per_node: int) -> list[int]:
         """The degrees ``fit`` may take on this layout: 1 for replicas apart or a llama.cpp split (neither runs
-        tensor parallelism), else ``tensor_parallel_options``."""
-        return [1] if self.apart or self.split else tensor_parallel_options(spec, count, per_node)
+        tensor parallelism) or a model transformers has no tensor-parallel plan for
+        (``formulas/tensor_parallel.transformers_tensor_parallel_refusal``), else ``tensor_parallel_options``."""
+        if self.apart or self.split or (self.engine == "transformers"
+                                        and transformers_tensor_parallel_refusal(spec) is not None):
+            return [1]
+        return tensor_parallel_options(spec, count, per_node)
 
 
 def serving_layout(engine: str, device: Device, count: int) -> ServingLayout:
@@ -129,7 +134,7 @@ def serving_layout(engine: str, device: Device, count: int) -> ServingLayout:
     each (``one_replica_per_device``); several GPUs under llama.cpp hold one model spread over them (layer/row split);
     else tensor-parallel replicas. The one rule ``fit`` lays its answer out by and recommend sizes a candidate by."""
     apart = count > 1 and one_replica_per_device(device)
-    return ServingLayout(apart, llamacpp_layer_split(engine, count) and not apart)
+    return ServingLayout(apart, llamacpp_layer_split(engine, count) and not apart, engine)
 
 
 def choose_tensor_parallel(spec: ModelSpec, count: int, per_node: int | None = None) -> int:
@@ -948,7 +953,7 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
     # llama.cpp's host CPU and RAM, checked up front (estimate/device.py host_part, the search's check too)
     host_device, host_memory = host_part(eng, device, host_device, host_memory, hardware_files)
     layout = serving_layout(eng, device, n)
-    apart, split = layout
+    split = layout.split
     if split and n > LLAMACPP_GPUS.high:  # --count is its GPUs here: said in fit's words, not as "gpus"
         raise FieldError("count", f"llama.cpp splits one model over at most {LLAMACPP_GPUS.high} GPUs (tensor_split"
                          f"[128], common/common.h:477), not {n}: give count {LLAMACPP_GPUS.high} or fewer, or engine "

@@ -8,6 +8,9 @@ latent cache is one shared "head" and is replicated on every device.
 
 A serving engine also keeps some 2-D weights whole on every rank (``REPLICATED_MATRICES``, per engine and tensor
 role): MLA's down-projections, the DSA indexer's projections, the MoE router and Qwen's shared-expert gate.
+transformers' own tensor parallelism (``tp_plan="auto"``) splits only what the model's plan names and keeps every
+other tensor whole (``TRANSFORMERS_SPLIT``, per model type); a model type without a plan it refuses
+(``transformers_tensor_parallel_refusal``). ``replicated_matrix`` is the one rule for both.
 """
 
 from __future__ import annotations
@@ -49,9 +52,10 @@ def serving_tensor_parallel_refusal(spec: ModelSpec, tp: int) -> str | None:
 
 
 @lru_cache(maxsize=256)  # per spec, like model_tensors
-def replicated_elements(spec: ModelSpec) -> int:
-    """Elements of 1-D tensors (norms, biases of row-parallel layers, sinks) kept whole on every device."""
-    return sum(t.numel for t in model_tensors(spec) if len(t.shape) == 1)
+def replicated_elements(spec: ModelSpec, engine: str | None = None) -> int:
+    """Elements of 1-D tensors (norms, biases of row-parallel layers, sinks) kept whole on every device (on
+    transformers, all but the biases its plan shards: ``_whole_vector``)."""
+    return sum(t.numel for t in model_tensors(spec) if _whole_vector(engine, t, spec.model_type))
 
 
 # The 2-D weights (llmsizer tensor roles, formulas/tensors.py) a tensor-parallel serving engine builds as a
@@ -82,10 +86,90 @@ _SERVING_REPLICATED = frozenset({"attn_q_a", "attn_kv_a_mqa", "indexer_q_b", "in
                                  "ffn_gate_inp", "ffn_gate_inp_shexp"})
 REPLICATED_MATRICES: dict[str, frozenset[str]] = {"vllm": _SERVING_REPLICATED, "sglang": _SERVING_REPLICATED}
 
+# transformers 5.24.0 (PyPI wheel) tensor parallelism, transformers/distributed/:
+#   mixin.py:79-104 ``init_parallel_plans``: the plan is the model class's ``_tp_plan`` (``lm_head:
+#     colwise_gather_output`` in each *ForCausalLM / *ForConditionalGeneration), the config's ``base_model_tp_plan``
+#     (configuration_<model>.py; a multimodal model's text config, merged through its children at :98-100) and, at
+#     :93-94, ``embed_tokens: embedding_rowwise`` whenever the base model has a plan and an ``nn.Embedding`` named so;
+#   mixin.py:211-231 ``_expand_parallel_plan`` gives each parameter its own name's style or its module's
+#     (parallel_utils.py:49-64 ``_get_parameter_plan``); tensor_parallel.py:639-662 ``apply_tensor_parallelism``
+#     calls that style's ``shard_param`` on it. Styles that shard (tensor_parallel.py): colwise /
+#     colwise_gather_output / colwise_rep (:163-171, Shard(ndim - 2): the output rows, a bias too), rowwise /
+#     rowwise_split_input / rowwise_rep (:234-243, Shard(-1): the input columns; the bias Replicate),
+#     embedding_rowwise / embedding_colwise (:326-333, Shard(0) / Shard(1)), packed_colwise (:498-511, the packed
+#     output dim of a 2-D linear or a 3-D expert tensor, a 1-D bias Shard), packed_rowwise (:541-549, Shard(-1), a
+#     1-D tensor Replicate). Every other style (sequence_parallel, replicated_with_grad_allreduce, mla_kv_a_proj,
+#     all_reduce, moe_tp_experts, moe_identity_expert, local_params, replicate: :358-458, :552-622, the base
+#     ``shard_param`` at :105-107 a no-op) only hooks the forward, and a parameter no rule names is never touched:
+#     whole on every rank. So: the roles below are split tp ways, every other tensor of the model is replicated.
+#   mixin.py:257-264: ``tp_size > 1`` with an empty plan raises ValueError ("... has no `tp_plan`"): the model types
+#     in ``TRANSFORMERS_NO_PLAN`` (``transformers_tensor_parallel_refusal``).
+# The table is the installed plans read through llmsizer's tensor roles (formulas/tensors.py); the test
+# tests/formulas/test_transformers_tp_plan.py applies each catalog model type's real plan with transformers' own
+# code to the meta-device model and compares the per-GPU bytes, and checks the no-plan set against the refusal.
+_EMBED = frozenset({"token_embd"})  # embed_tokens / embed_in / embeddings: embedding_rowwise
+_HEAD = frozenset({"output", "output.bias"})  # lm_head: colwise_gather_output (Phi's bias too)
+_ATTN = frozenset({"attn_q", "attn_k", "attn_v", "attn_q.bias", "attn_k.bias", "attn_v.bias",  # colwise
+                   "attn_output"})  # o_proj / dense: rowwise (its bias replicated)
+_MLP = frozenset({"ffn_gate", "ffn_up", "ffn_gate.bias", "ffn_up.bias", "ffn_down"})  # colwise; down rowwise
+_EXPERTS = frozenset({"ffn_exps_gate", "ffn_exps_up", "ffn_exps_down"})  # experts.gate_up_proj / up_proj, down_proj
+_SHEXP = frozenset({"ffn_shexp_gate", "ffn_shexp_up", "ffn_shexp_down"})
+_MLA = frozenset({"attn_q", "attn_q_b", "attn_kv_b", "attn_output"})  # kv_a_proj_with_mqa: mla_kv_a_proj (whole)
+_LM = _EMBED | _HEAD
+_DENSE = _LM | _ATTN | _MLP
+TRANSFORMERS_SPLIT: dict[str, frozenset[str]] = {
+    **dict.fromkeys(("llama", "mistral", "qwen2", "qwen3", "gemma2", "gemma3_text", "qwen2_5_vl_text", "phi",
+                     "phi3", "gpt_neox"), _DENSE),
+    "mixtral": _LM | _ATTN | _EXPERTS,
+    **dict.fromkeys(("qwen3_moe", "qwen3_vl_moe_text"), _DENSE | _EXPERTS),
+    "glm4_moe": _DENSE | _EXPERTS | _SHEXP,
+    # Gated DeltaNet in_proj_qkvz / in_proj_ba / out_proj: colwise_gather_output
+    "qwen3_next": _DENSE | _EXPERTS | _SHEXP | {"ssm_in", "ssm_ba", "ssm_out"},
+    "deepseek_v2": _LM | _MLA | _MLP | _EXPERTS | _SHEXP,
+    "deepseek_v32": _LM | (_MLA - {"attn_q"}) | _MLP | _EXPERTS | _SHEXP,
+    "deepseek_v3": _LM | _MLP | _EXPERTS | _SHEXP,  # no attention entry: MLA whole on every rank
+    # the vision encoder's attention and patch_embedding.linear too (its MLPs whole); the projector and the
+    # vision adapter, split as well, are one 1-D lump in llmsizer's inventory (v_projector): counted whole
+    "llama4": _DENSE | _EXPERTS | _SHEXP | {"v_attn_q", "v_attn_k", "v_attn_v", "v_attn_q.bias", "v_attn_k.bias",
+                                            "v_attn_v.bias", "v_attn_o", "v_patch_embd"},
+    "gemma4": _DENSE | _EXPERTS | {"v_attn_q", "v_attn_k", "v_attn_v", "v_attn_o", "v_ffn_gate", "v_ffn_up",
+                                   "v_ffn_down"},
+    **dict.fromkeys(("jamba", "granitemoehybrid"), _LM | _EXPERTS),
+    "nemotron_h": _EMBED | _EXPERTS,  # no lm_head entry
+    **dict.fromkeys(("falcon_h1", "gpt_oss", "qwen3_vl_text"), _LM),
+}
+# model types whose transformers model has no tensor-parallel plan at all (mixin.py:257-264 refuses them)
+TRANSFORMERS_NO_PLAN = frozenset({"falcon", "mamba2", "mllama", "mt5", "stablelm", "t5"})
 
-def replicated_matrix(engine: str | None, t: Tensor) -> bool:
-    """Whether ``engine`` keeps the 2-D tensor ``t`` whole on every tensor-parallel rank (``REPLICATED_MATRICES``)."""
+
+def transformers_tensor_parallel_refusal(spec: ModelSpec) -> str | None:
+    """Why transformers will not load ``spec`` tensor-parallel, or None: no ``tp_plan`` for its model type
+    (transformers 5.24.0 distributed/mixin.py:257-264 raises ValueError for ``tp_size > 1`` with an empty plan)."""
+    if spec.model_type in TRANSFORMERS_NO_PLAN:
+        return (f"engine transformers has no tensor-parallel plan for model type {spec.model_type!r} ({spec.name}): "
+                "transformers 5.24 refuses tp_size > 1 for it; use vLLM/SGLang or one device")
+    return None
+
+
+def transformers_split_roles(model_type: str) -> frozenset[str]:
+    """The tensor roles transformers' plan splits for ``model_type`` (``TRANSFORMERS_SPLIT``); a model type the
+    table does not know gets the plan most families share (attention q/k/v colwise, o rowwise, MLP, experts and
+    shared experts, embedding, lm_head): llama's plus the MoE blocks, the router whole."""
+    return TRANSFORMERS_SPLIT.get(model_type, _DENSE | _EXPERTS | _SHEXP)
+
+
+def replicated_matrix(engine: str | None, t: Tensor, model_type: str = "") -> bool:
+    """Whether ``engine`` keeps the 2-D (or larger) tensor ``t`` whole on every tensor-parallel rank: the serving
+    engines' ``REPLICATED_MATRICES``; for transformers every tensor of two or more dimensions its plan for
+    ``model_type`` does not split (``transformers_split_roles``)."""
+    if engine == "transformers":
+        return len(t.shape) >= 2 and t.role not in transformers_split_roles(model_type)
     return engine is not None and len(t.shape) == 2 and t.role in REPLICATED_MATRICES.get(engine, frozenset())
+
+
+def _whole_vector(engine: str | None, t: Tensor, model_type: str) -> bool:
+    """A 1-D tensor stays whole on every rank, but on transformers one its plan shards (a colwise bias)."""
+    return len(t.shape) == 1 and not (engine == "transformers" and t.role in transformers_split_roles(model_type))
 
 
 @lru_cache(maxsize=256)  # per spec and format, like weight_bytes
@@ -97,7 +181,7 @@ def replicated_matrix_bytes(spec: ModelSpec, engine: str, fmt: str, group_size: 
     layers = [0] * spec.num_layers
     comps: dict[str, int] = {}
     for t in model_tensors(spec):
-        if replicated_matrix(engine, t):
+        if replicated_matrix(engine, t, spec.model_type):
             b = tensor_bytes(spec, fmt, t, group_size, other_bytes, fused_experts)[0]
             if 0 <= t.layer < spec.num_layers:
                 layers[t.layer] += b
@@ -135,12 +219,12 @@ _SHARD_MEMO: dict[tuple[object, ...], tuple[ModelSpec, WeightBytes, WeightBytes]
 
 
 @lru_cache(maxsize=256)  # per spec, like model_tensors
-def replicated_by_place(spec: ModelSpec) -> tuple[tuple[int, ...], dict[str, int]]:
+def replicated_by_place(spec: ModelSpec, engine: str | None = None) -> tuple[tuple[int, ...], dict[str, int]]:
     """The 1-D elements of ``replicated_elements`` by where they sit: per decoder layer, and per component."""
     layers = [0] * spec.num_layers
     comps: dict[str, int] = {}
     for t in model_tensors(spec):
-        if len(t.shape) == 1:
+        if _whole_vector(engine, t, spec.model_type):
             if 0 <= t.layer < spec.num_layers:
                 layers[t.layer] += t.numel
             comps[t.component] = comps.get(t.component, 0) + t.numel
@@ -151,7 +235,7 @@ def _matrix_share(spec: ModelSpec, wb: WeightBytes, engine: str | None, other_by
                   fused_experts: bool) -> tuple[tuple[int, ...], dict[str, int]]:
     """The replicated matrices' bytes per layer and component in ``wb``'s format (``replicated_matrix_bytes``); for
     a file's own bytes, their elements at their layer's bytes per element (a file gives no per-tensor split)."""
-    if engine not in REPLICATED_MATRICES:
+    if engine not in REPLICATED_MATRICES and engine != "transformers":
         return (0,) * spec.num_layers, {}
     if wb.format != "file":
         return replicated_matrix_bytes(spec, engine, wb.format, group_size, other_bytes, fused_experts)
@@ -161,7 +245,7 @@ def _matrix_share(spec: ModelSpec, wb: WeightBytes, engine: str | None, other_by
     for t in model_tensors(spec):
         if 0 <= t.layer < n:
             numel[t.layer] += t.numel
-            if replicated_matrix(engine, t):
+            if replicated_matrix(engine, t, spec.model_type):
                 rep[t.layer] += t.numel
     per = wb.layer_bytes if len(wb.layer_bytes) == n else (0,) * n
     layers = tuple(int(r * b / e) if e else 0 for r, b, e in zip(rep, per, numel, strict=True))
@@ -171,7 +255,7 @@ def _matrix_share(spec: ModelSpec, wb: WeightBytes, engine: str | None, other_by
 def _shard_weights(spec: ModelSpec, wb: WeightBytes, tp: int, bytes_per_replicated: float, engine: str | None,
                    group_size: int, fused_experts: bool, other_bytes: int) -> WeightBytes:
     mat_layers, mat_comp = _matrix_share(spec, wb, engine, other_bytes, group_size, fused_experts)
-    rep = int(replicated_elements(spec) * bytes_per_replicated) + sum(mat_comp.values())
+    rep = int(replicated_elements(spec, engine) * bytes_per_replicated) + sum(mat_comp.values())
     rep = min(rep, wb.total)
 
     def share(x: int) -> int:  # the 1-D share in proportion to the bytes (where their place is not known)
@@ -182,7 +266,7 @@ def _shard_weights(spec: ModelSpec, wb: WeightBytes, tp: int, bytes_per_replicat
         r = min(x, int(elements * bytes_per_replicated) + whole)  # whole (1-D elements + matrices), the rest / tp
         return int((x - r) / tp + r)
 
-    per_layer, per_comp = replicated_by_place(spec)
+    per_layer, per_comp = replicated_by_place(spec, engine)
     layers = (tuple(map(exact, wb.layer_bytes, per_layer, mat_layers)) if len(wb.layer_bytes) == len(per_layer)
               else tuple(share(v) for v in wb.layer_bytes))
     return replace(wb, total=share(wb.total),

@@ -16,7 +16,12 @@ from ...formulas.dtypes import DTYPE_BYTES
 from ...formulas.kv_cache import KV_DTYPE_AUTO, KV_DTYPE_NAMES, kv_cache, kv_dtype_name, resolve_kv_dtype
 from ...formulas.nf4_quantization import FUSED_EXPERTS_WHY
 from ...formulas.params import count_params
-from ...formulas.tensor_parallel import check_tensor_parallel, serving_tensor_parallel_refusal, shard_weights
+from ...formulas.tensor_parallel import (
+    check_tensor_parallel,
+    serving_tensor_parallel_refusal,
+    shard_weights,
+    transformers_tensor_parallel_refusal,
+)
 from ...formulas.weight_formats import GROUP_SIZE_DEFAULT, weight_bytes
 from ...result import Assumption, Estimate, Notes
 from ...specs import InferenceWorkload, ModelSpec
@@ -389,6 +394,9 @@ def _estimate(spec: ModelSpec, w: InferenceWorkload) -> Estimate:
         kv_refusal = serving_tensor_parallel_refusal(spec, w.tensor_parallel)
         if kv_refusal is not None:
             raise InputError(kv_refusal)
+        plan_refusal = transformers_tensor_parallel_refusal(spec) if w.engine == "transformers" else None
+        if plan_refusal is not None:
+            raise FieldError("tensor_parallel", plan_refusal, also=("engine",))
         if w.engine == "llamacpp":
             raise FieldError("tensor_parallel", "tensor_parallel applies to vLLM, SGLang and transformers: llama.cpp "
                              "splits layers (or rows) across GPUs rather than tensor-parallel shards; use gpus N with "
