@@ -2,7 +2,7 @@ import pytest
 
 from llmsizer.errors import InputError, MissingUnitError
 from llmsizer.request.quantities import parse_duration
-from llmsizer.units import GiB, format_bytes, format_seconds, parse_bytes, parse_count, parse_tokens
+from llmsizer.units import GiB, format_bytes, format_rate, format_seconds, parse_bytes, parse_count, parse_tokens
 
 
 @pytest.mark.parametrize("text,expected", [
@@ -122,3 +122,13 @@ def test_bytes_text_reads_back_exactly() -> None:
     assert bytes_text(512 * 2**20) == "512MiB" and bytes_text(int(23.5 * 2**30)) == "24064MiB"
     for n in (24 * 2**30, 64 * 10**9, 1536 * 2**20, 12_345_678_901, 3 * 2**40, 7 * 10**12 + 2**20):
         assert parse_bytes(bytes_text(n)) == n
+
+
+def test_a_small_rate_keeps_its_significant_digits() -> None:
+    # probe11 defect 8: recommend's CPU advice said "0 tokens/s in total" ("{:.0f}") of a 0.15 tokens/s total. Below 1
+    # a rate keeps two significant digits, so it reads within 5 % of itself and never 0; from 1 up, one decimal.
+    for x in [10 ** (k / 50) for k in range(-250, 0)]:
+        said = format_rate(x)
+        assert float(said) > 0 and abs(float(said) - x) <= 0.05 * x, (x, said)
+    assert [format_rate(x) for x in (0.0, 0.056, 0.15, 0.81, 129.46, 5017.76)] == [
+        "0.0", "0.056", "0.15", "0.81", "129.5", "5,017.8"]

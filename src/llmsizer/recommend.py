@@ -95,7 +95,7 @@ from .specs import InferenceWorkload, ModelSpec, TrainingWorkload
 from .specs.training import layout_devices, recomputes_whole_layer
 from .specs.workload import implied_engine, normalize_engine, read_number
 from .suggest import did_you_mean
-from .units import format_bytes, format_count, format_seconds, format_usd
+from .units import format_bytes, format_count, format_rate, format_seconds, format_usd
 
 MAX_REPLICAS = 64
 MAX_NODES = 512
@@ -788,8 +788,8 @@ def _cpu_gpu_advice(spec: ModelSpec, meets: list[Option], rejected: list[Option]
 
     def speed(o: Option) -> str:
         ttft = f", TTFT {format_seconds(o.ttft_seconds)}" if o.ttft_seconds is not None else ""
-        return (f"{o.name} at {format_name(o.weights_format)}: {o.tokens_per_second_per_user:.1f} tokens/s per user, "
-                f"{o.tokens_per_second or 0:.0f} tokens/s in total at {load}{ttft}, "
+        return (f"{o.name} at {format_name(o.weights_format)}: {format_rate(o.tokens_per_second_per_user or 0.0)} tokens/s "
+                f"per user, {format_rate(o.tokens_per_second or 0)} tokens/s in total at {load}{ttft}, "
                 f"{_price_text(o.price_per_hour, o.cost_basis)}")
 
     n = count_params(spec).total

@@ -323,6 +323,19 @@ def format_usd(x: float) -> str:
     return f"${x:,.2f}"
 
 
+def format_rate(x: float) -> str:
+    """Format a rate (tokens/s, requests/s) for people, the one way every surface says one: one decimal with
+    thousands separators from 1 up ('129.5', '5,017.8'); below 1, two significant digits, trailing zeros dropped
+    ('0.81', '0.1', '0.083'), so a small rate never reads '0' or '0.0'. The pages' ``formatRate``
+    (web/static/js/format.js) is the same (tests/web/test_format_js.py)."""
+    v = float(x)
+    if v == 0 or abs(v) >= 1 or not math.isfinite(v):
+        return f"{v:,.1f}"
+    places = 1 - math.floor(math.log10(abs(v)))  # the second significant digit's decimal place
+    text = f"{v:.{places}f}".rstrip("0").rstrip(".")
+    return text if abs(float(text)) < 1 else f"{float(text):,.1f}"  # 0.996 rounds to 1: said as '1.0'
+
+
 def format_count(n: float) -> str:
     """Format a parameter or token count with a decimal suffix (K, M, B, T)."""
     x = float(n)

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from cli_capture import run, run_json
+from llmsizer.units import format_rate
 
 # meta-llama/Llama-3.1-70B-Instruct: 70,553,706,496 parameters (model.safetensors.index.json total_size / 2, bf16)
 LLAMA_70B_PARAMS = 70_553_706_496
@@ -172,7 +173,7 @@ def test_models_fits_on_rejects_an_encoder_decoder_for_the_reason_fit_gives(devi
     assert code in (0, 1), fit
     if fit["fits"]:  # fits the memory: rejected for its speed, below reading speed
         assert fit["speed"]["tokens_per_second_per_user"] < 5.29
-        assert f"{fit['speed']['tokens_per_second_per_user']:.1f} tokens/s per user" in m["reasons"][0]
+        assert f"{format_rate(fit['speed']['tokens_per_second_per_user'])} tokens/s per user" in m["reasons"][0]
     else:
         assert m["memory_per_device"] is None and not fit["fits"]
 

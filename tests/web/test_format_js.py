@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from llmsizer.units import format_seconds
+from llmsizer.render.markdown import format_value
+from llmsizer.units import format_rate, format_seconds, format_seconds_range
 
 FORMAT_JS = Path(__file__).resolve().parents[2] / "src" / "llmsizer" / "web" / "static" / "js" / "format.js"
 
@@ -30,3 +31,32 @@ def test_pages_say_a_duration_as_the_cli_does() -> None:
     said = json.loads(out)
     differ = [(v, js, format_seconds(v)) for v, js in zip(values, said, strict=True) if js != format_seconds(v)]
     assert differ == []
+
+
+def _node_map(function: str, values: list) -> list:
+    script = (f"import {{ {function} }} from {json.dumps(FORMAT_JS.as_uri())};\n"
+              f"console.log(JSON.stringify({json.dumps(values)}.map((v) => Array.isArray(v) ? {function}(...v) : {function}(v))));")
+    out = subprocess.run(["node", "--input-type=module", "-e", script], capture_output=True, text=True, timeout=60,
+                         check=True).stdout
+    return json.loads(out)
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+def test_pages_say_a_rate_as_the_cli_does() -> None:
+    """formatRate is units.format_rate: the /fits table, the grid and the compare page write 129.5 where the CLI
+    writes 129.5 (before: 130), and a rate below 1 with its significant digits, never 0."""
+    rng = random.Random(11)
+    edges = [0.0, 0.0996, 0.1, 0.125, 0.8137, 0.995, 0.9996, 1.0, 9.95, 16.14, 28.85, 129.46, 129.5, 999.95, 5017.76]
+    values = edges + [10 ** rng.uniform(-4, 6) for _ in range(3000)]
+    differ = [(v, js, format_rate(v)) for v, js in zip(values, _node_map("formatRate", values), strict=True)
+              if js != format_rate(v)]
+    assert differ == []
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+def test_pages_say_device_hours_and_duration_ranges_as_the_cli_does() -> None:
+    rng = random.Random(5)
+    counts = [0.0, 0.128, 5.535889, 99.95, 100.0, 3040.2] + [10 ** rng.uniform(-3, 5) for _ in range(2000)]
+    assert _node_map("formatFigureCount", counts) == [format_value(v, "count") for v in counts]
+    pairs = [[lo, lo * rng.uniform(1, 3)] for lo in (10 ** rng.uniform(-2, 8) for _ in range(2000))]
+    assert _node_map("formatSecondsRange", pairs) == [format_seconds_range(lo, hi) for lo, hi in pairs]

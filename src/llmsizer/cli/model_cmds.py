@@ -17,7 +17,7 @@ from ..render.safe import say
 from ..render.text import table
 from ..specs import ENGINES, InferenceWorkload, ModelSpec, normalize_engine
 from ..specs.workload import OUTPUT_TOKENS, engine_rule_text
-from ..units import bytes_text, format_bytes, format_count
+from ..units import bytes_text, format_bytes, format_count, format_rate
 from .commands import COMMAND_HELP
 from .common import (
     add_model_args,
@@ -285,7 +285,7 @@ def _fits_on(found: list[Any], args: argparse.Namespace) -> int:
         rows.append([e.name, format_count(count_params(e.spec()).total),
                      o.weights_format.removeprefix("gguf:") if ok else "-", quality[e.id] or "-",
                      format_bytes(o.memory_per_device) if ok and o.memory_per_device else "-",
-                     "-" if not ok else f"{o.tokens_per_second_per_user:.1f}" if o.tokens_per_second_per_user
+                     "-" if not ok else format_rate(o.tokens_per_second_per_user) if o.tokens_per_second_per_user
                      else "unknown",
                      "yes" if ok else "experts in host memory (below)" if h else "no: " + "; ".join(o.reasons)[:90]])
     on = "".join(f", {k} {v}" for k, v in (("engine", args.engine), ("release", args.engine_version),

@@ -34,7 +34,7 @@ from ..specs.workload import (
     normalize_engine,
     read_number,
 )
-from ..units import format_bytes
+from ..units import format_bytes, format_rate
 from . import efficiency as E
 from .device import (
     check_engine_on_device,
@@ -157,7 +157,7 @@ def latency_failures(sp: Any, limits: LatencyLimits, wait: float | None = None) 
         if sp.tokens_per_second_per_user is None:
             bad.append("decode speed unknown (no sourced bandwidth)")
         elif sp.tokens_per_second_per_user < limits.user_tokens_per_second:
-            bad.append(f"{sp.tokens_per_second_per_user:.1f} tokens/s per user < {limits.user_tokens_per_second:g}")
+            bad.append(f"{format_rate(sp.tokens_per_second_per_user)} tokens/s per user < {limits.user_tokens_per_second:g}")
     if limits.tokens_per_second is not None and sp.tokens_per_second is None:
         bad.append("decode speed unknown (no sourced bandwidth)")
     return bad

@@ -29,7 +29,7 @@ from ..formulas.serving_queue import (
 from ..frozen import replace_fields
 from ..numbers import CONCURRENCY
 from ..result import Assumption
-from ..units import format_chance
+from ..units import format_chance, format_rate
 from . import engines as ENG
 from .speed import SpeedEstimate
 
@@ -125,7 +125,7 @@ def prefill_bound_warning(share: float, at: str, ttft: str, user: float, step: f
         return ()
     return (f"prefill-bound at {at}: the prompts' prefill takes {share:.0%} of device time (formulas/serving_queue.py "
             f"eqs. Q7, Q10a), so a request waits {ttft} for its first token (alone: {idle or 0.0:.2f} s)"
-            + (f" and gets {user:.1f} tokens/s (decoding alone: {1 / step:.1f})" if output_tokens else "")
+            + (f" and gets {format_rate(user)} tokens/s (decoding alone: {format_rate(1 / step)})" if output_tokens else "")
             + f"; {levers} lower it",)
 
 
@@ -179,7 +179,7 @@ def under_load(sp: SpeedEstimate | None, engine: str, chunk_tokens: int | None =
             "source": "formulas/serving_queue.py eqs. Q4-Q9; " + source}
     if sp.output_tokens:
         user = 1 / state["step_seconds"]
-        rate = (f"{user:.1f} tokens/s per user ({1 / step:.1f} decoding alone) and "
+        rate = (f"{format_rate(user)} tokens/s per user ({format_rate(1 / step)} decoding alone) and "
                 f"{state['requests_per_second']:.3g} requests/s (eqs. Q5b, Q7)")
     else:  # prefill only: no decode, the requests cycle through the server and the prefill (eq. Q9a at N = 0)
         user = 0.0

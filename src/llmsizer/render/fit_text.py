@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..estimate.verdict import budget_term
 from ..specs.workload import ENGINE_NAMES
-from ..units import format_bytes, format_chance
+from ..units import format_bytes, format_chance, format_rate
 from .text import coverage_lines, pool_and_need, room_left, table
 
 if TYPE_CHECKING:
@@ -58,7 +58,7 @@ def render_fit(r: FitResult) -> str:
                        f"launch overhead {sd['overhead_seconds'] * 1e3:.1f} ms = {sd['seconds'] * 1e3:.1f} ms/token")
         if r.replicas > 1 and r.tokens_per_second_total is not None:  # the table is one replica's share
             conc, busy = int(r.details["concurrency"]), int(r.details["busy_replicas"])
-            out.append(f"all {r.replicas} replicas: {r.tokens_per_second_total:,.1f} tokens/s (the table: one replica "
+            out.append(f"all {r.replicas} replicas: {format_rate(r.tokens_per_second_total)} tokens/s (the table: one replica "
                        f"at {s.concurrency} of the {conc} sequences"
                        + (f"; {busy} replica{'s' if busy > 1 else ''} busy, the others idle)" if busy < r.replicas
                           else ")"))
@@ -364,8 +364,8 @@ def speed_rows(s: SpeedEstimate, queued: bool = False) -> list[list[str]]:
     if s.decode is not None:
         rows.append([f"decode x{s.concurrency}" + (" only (no prompts)" if load else ""),
                      f"{s.decode.seconds * 1e3:.1f} ms/step",
-                     f"{s.decode_tokens_per_second:,.1f} tokens/s{_range(s.decode_range, '{:,.1f}')} "
-                     f"({1.0 / s.decode.seconds:.1f} per user)",
+                     f"{format_rate(s.decode_tokens_per_second or 0.0)} tokens/s{_range(s.decode_range, '{:,.1f}')} "
+                     f"({format_rate(1.0 / s.decode.seconds)} per user)",
                      s.decode.bound, _roof(s.roofline_decode)])
     if load:  # what the users see at this concurrency (estimate/serving_load.py: formulas/serving_queue.py Q4-Q9)
         # the total is requests/s x output tokens (eq. Q7): each request's TTFT included, so one request's total is
@@ -375,8 +375,8 @@ def speed_rows(s: SpeedEstimate, queued: bool = False) -> list[list[str]]:
         rate = load.get("request_rate")  # an open load (eq. Q10): requests at a rate, those in flight derived
         together = f"arriving together {load['ttft_burst_seconds']:.3f} s; " if many and rate is None else ""
         per_user = ("" if not s.tokens_per_second_per_user else
-                    f"{s.tokens_per_second_per_user:.1f} per user at this load" if many else
-                    f"decoding at {s.tokens_per_second_per_user:.1f}; the total counts its TTFT")
+                    f"{format_rate(s.tokens_per_second_per_user)} per user at this load" if many else
+                    f"decoding at {format_rate(s.tokens_per_second_per_user)}; the total counts its TTFT")
         several = int(load.get("replicas", 1)) > 1  # the rate typed, each replica's share and in flight beside it
         at = (f"at {rate:g} requests/s ({load['in_flight']:.1f} in flight" + (
               f", {load['request_rate_per_replica']:g}/s per replica)" if several else ")") if rate is not None else
@@ -387,7 +387,7 @@ def speed_rows(s: SpeedEstimate, queued: bool = False) -> list[list[str]]:
         rows.append([at,
                      f"TTFT {load['ttft_seconds']:.3f} s at this load ({together}idle {s.ttft_idle_seconds:.3f} s"
                      f"{admission})",
-                     f"{s.tokens_per_second:,.1f} tokens/s ({per_user})" if s.tokens_per_second_per_user else
+                     f"{format_rate(s.tokens_per_second or 0.0)} tokens/s ({per_user})" if s.tokens_per_second_per_user else
                      f"{load['requests_per_second']:,.2f} requests/s (prefill only)",
                      f"prefill {load['prefill_share']:.0%}", "queue eqs. Q4-Q9" if rate is None else
                      "queue eqs. Q10, Q13" if "admitted" in load else "queue eq. Q10"])
@@ -419,12 +419,12 @@ def llamacpp_speed_line(sp: dict[str, Any]) -> str:
         return f"speed: tokens/s unknown ({sp['why']})"
     n, how = sp["concurrency"], "as `fit` with these flags times it"
     if not sp.get("loaded"):
-        return (f"decode: {sp['tokens_per_second']:,.1f} tokens/s ({sp['tokens_per_second_per_user']:,.1f} per "
+        return (f"decode: {format_rate(sp['tokens_per_second'])} tokens/s ({format_rate(sp['tokens_per_second_per_user'])} per "
                 f"sequence, {n} at once; {sp['bound']}), {how}")
-    per = (f"{sp['tokens_per_second_per_user']:,.1f} per sequence at this load" if n > 1 else
-           f"decoding at {sp['tokens_per_second_per_user']:,.1f}; the total counts its TTFT")
-    return (f"at {n} sequence{'s' if n > 1 else ''}: {sp['tokens_per_second']:,.1f} tokens/s output ({per}); "
-            f"decode alone {sp['decode_tokens_per_second']:,.1f} tokens/s ({sp['bound']}), {how}")
+    per = (f"{format_rate(sp['tokens_per_second_per_user'])} per sequence at this load" if n > 1 else
+           f"decoding at {format_rate(sp['tokens_per_second_per_user'])}; the total counts its TTFT")
+    return (f"at {n} sequence{'s' if n > 1 else ''}: {format_rate(sp['tokens_per_second'])} tokens/s output ({per}); "
+            f"decode alone {format_rate(sp['decode_tokens_per_second'])} tokens/s ({sp['bound']}), {how}")
 
 
 def render_llamacpp_fit(r: Any) -> str:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..recommend import Option, Recommendation
-from ..units import format_bytes, format_count, format_seconds, format_usd
+from ..units import format_bytes, format_count, format_rate, format_seconds, format_usd
 from .markdown import format_value
 from .text import table
 
@@ -25,8 +25,8 @@ def option_rows(rec: Recommendation, top: int = 8) -> tuple[list[list[str]], lis
                   + (f" (+{format_seconds(o.queue_wait_seconds)} queue)" if o.queue_wait_seconds
                      and not o.queue_wait_in_ttft else ""))
                  if o.ttft_seconds is not None else "?",
-                 f"{o.tokens_per_second_per_user:.1f}" if o.tokens_per_second_per_user else "?",
-                 f"{o.tokens_per_second:,.0f}" if o.tokens_per_second else "?",
+                 format_rate(o.tokens_per_second_per_user) if o.tokens_per_second_per_user else "?",
+                 format_rate(o.tokens_per_second) if o.tokens_per_second else "?",
                  f"${o.cost_per_million_tokens:.2f}" if o.cost_per_million_tokens is not None else "-"]
                 for o in rec.options[:top]]
         return rows, ["", "option", "hardware", "weights", "cost", "TTFT", "tok/s/user", "tok/s total", "$/M tokens"]

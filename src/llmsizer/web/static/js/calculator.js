@@ -3,7 +3,8 @@
 
 import { ApiError, debounce, get, pool, post } from "./api.js";
 import { memoryBars } from "./charts.js";
-import { el, formatBytes, formatCount, formatInt, formatRate, formatSeconds, formatUsd } from "./format.js";
+import { calibratedLines, durationLines } from "./estimate_text.js";
+import { el, formatBytes, formatInt, formatRate, formatSeconds, formatSecondsRange, formatUsd } from "./format.js";
 import { modelPicker } from "./model-picker.js";
 import { COMMON_FIELDS, INFER_FIELDS, MEDIA_FIELDS, TRAIN_FIELDS, apiFields, cliCommand, download, formValues, loadFromUrl,
   requestYaml, saveToUrl } from "./state.js";
@@ -163,6 +164,10 @@ function render(d) {
   $("verdict").replaceChildren(fits === undefined || fits === null ? "" :
     el("span", { class: `badge ${fits ? "b-yes" : "b-no"}`, id: "fits" }, fits ? "fits" : "does not fit"));
   $("verdict-text").textContent = d.details.verdict || "";
+  // the calibrated range the verdict's "calibrated high end" is of, its coverage and warning, as infer / train print
+  const cal = $("calibrated-range");
+  cal.hidden = !d.details.calibrated_range;
+  cal.replaceChildren(...(cal.hidden ? [] : cliLines(calibratedLines(d.details.calibrated_range))));
   // vLLM / SGLang reserve their pool whatever the load: the reservation (the total above) and what this workload
   // needs of it (the estimate's workload_bytes), worded as render/text.py pool_and_need words it for infer, fit, plan
   const need = d.details.workload_bytes;
@@ -233,13 +238,21 @@ function render(d) {
   if (!d.reverse) cards.push(el("div", { class: "small muted" }, "Give a memory per device (or, training, a device) to see the largest workload that fits."));
   $("reverse").replaceChildren(...cards);
   const du = d.duration;
+  // train --tokens's duration: the headline, then the CLI's own lines (cli/train_cmd.py render_duration: every
+  // factor, the GEMM shape efficiency and the per-micro-step breakdown that give the wall clock, its calibrated
+  // range and coverage, the warnings)
+  const rng = du?.calibrated_seconds_range;
   $("duration").replaceChildren(...(du ? [el("div", { class: "card", id: "duration-card", "data-seconds": du.seconds ?? "" },
     el("h3", {}, "Duration"),
-    du.seconds === null ? el("p", {}, du.warnings.join("; ")) : el("p", {},
-      el("b", {}, `${formatSeconds(du.seconds)} wall clock`), `, ${formatRate(du.device_hours)} device-hours: `,
-      `${formatCount(du.tokens)} tokens × ${du.flops_per_token.toPrecision(3)} FLOP/token (${du.flops_formula}) on ${du.devices} device(s) `
-      + `at ${(du.utilization * 100).toFixed(1)} % of ${du.peak_flops.toPrecision(3)} FLOP/s (${du.peak_key})`),
+    du.seconds === null ? "" : el("p", {}, el("b", {}, `${formatSeconds(du.seconds)} wall clock`),
+      rng ? ` (${formatSecondsRange(rng[0], rng[1])} calibrated range)` : ""),
+    el("div", { class: "small cli-lines", id: "duration-lines" }, cliLines(durationLines(du))),
     el("p", { class: "small muted" }, `${du.flops_source}; utilization: ${du.utilization_source}`))] : []));
+}
+
+/** Lines of the CLI's text, one block each; a warning line marked as one. */
+function cliLines(lines) {
+  return lines.map((line) => el("div", { class: /^\s*warning/.test(line) ? "cli-line warning" : "cli-line" }, line));
 }
 
 // ---------------------------------------------------------------------------------------------- fits-on grid

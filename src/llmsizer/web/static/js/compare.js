@@ -3,7 +3,7 @@
 
 import { ApiError, debounce, get, post } from "./api.js";
 import { costSpeed } from "./charts.js";
-import { el, formatBytes, formatRate, formatSeconds, formatTick, formatUsd } from "./format.js";
+import { el, formatBytes, formatFigureCount, formatRate, formatSeconds, formatTick, formatUsd } from "./format.js";
 import { modelPicker } from "./model-picker.js";
 import { cliCommand, formValues, loadFromUrl, saveToUrl } from "./state.js";
 import { copyButton, fillChoices, setupTabs } from "./ui.js";
@@ -64,7 +64,7 @@ function render(rec, top) {
     el("h2", { id: "chosen-title" }, "Chosen: ", label(c)),
     el("div", { class: "headline" },
       el("span", {}, el("span", { class: "big" }, formatUsd(train ? c.run_cost : c.price_per_hour)), el("span", { class: "sub" }, train ? " for the run" : " per hour")),
-      train ? el("span", { class: "sub" }, `${formatSeconds(c.training_seconds)} wall clock, ${formatRate(c.device_hours)} device-hours`)
+      train ? el("span", { class: "sub" }, `${formatSeconds(c.training_seconds)} wall clock, ${formatFigureCount(c.device_hours)} device-hours`)
         : el("span", { class: "sub" }, `${formatRate(c.tokens_per_second)} tokens/s in total; at the requested concurrency ${formatRate(c.tokens_per_second_per_user)} per user, TTFT ${formatSeconds(c.ttft_seconds)}${c.ttft_idle_seconds != null && c.ttft_idle_seconds !== c.ttft_seconds ? ` (idle ${formatSeconds(c.ttft_idle_seconds)})` : ""}`),
       el("span", { class: "sub" }, `${c.weights_format || "-"}${c.engine ? ` on ${c.engine}` : ""}, ${formatBytes(c.memory_per_device)} of ${formatBytes(c.budget_per_device)} per device`)),
     reasons(c)] : [el("p", { class: "problem" }, "No option fits and meets every constraint: see the rejections below.")]));

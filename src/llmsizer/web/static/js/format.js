@@ -1,5 +1,6 @@
 // Formatting for people, the same text the CLI prints (units.format_bytes, units.format_count, units.format_seconds,
-// render/markdown.format_axis, format_usd): the pages only render numbers the API returned.
+// render/markdown.format_axis, format_usd, units.format_rate): the pages only render numbers the API returned.
+import { pyFixed, pyGeneral, pyGrouped } from "./pyformat.js";
 
 const BIN = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
 const DEC = ["B", "KB", "MB", "GB", "TB", "PB"];
@@ -24,7 +25,7 @@ export function axisBytes(n) { return formatBytes(n).replace(".00 ", " "); }
 export function formatCount(n) {
   if (n === null || n === undefined) return "-";
   for (const [s, v] of [["T", 1e12], ["B", 1e9], ["M", 1e6], ["K", 1e3]]) {
-    if (Math.abs(n) >= v) return `${(n / v).toFixed(2)}${s}`;
+    if (Math.abs(n) >= v) return `${pyFixed(n / v, 2)}${s}`;
   }
   return String(Math.trunc(n));
 }
@@ -37,11 +38,22 @@ export function formatUsd(x) {
   return `$${x.toFixed(2)}`;
 }
 
+/** units.format_rate: one decimal with thousands separators from 1 up ("129.5", "5,017.8"); below 1 two significant
+ * digits, trailing zeros dropped ("0.81", "0.083"), so a small rate never reads 0; tests/web/test_format_js.py
+ * compares the two. */
 export function formatRate(x) {
   if (x === null || x === undefined) return "-";
-  if (x >= 100) return Math.round(x).toLocaleString("en-US");
-  if (x >= 10) return x.toFixed(1);
-  return x.toPrecision(2);
+  const v = Number(x);
+  if (v === 0 || Math.abs(v) >= 1 || !Number.isFinite(v)) return pyGrouped(v, 1);
+  const text = pyFixed(v, 1 - Math.floor(Math.log10(Math.abs(v)))).replace(/0+$/, "").replace(/\.$/, "");
+  return Math.abs(Number(text)) < 1 ? text : pyGrouped(Number(text), 1);
+}
+
+/** render/markdown.format_value(v, "count"): whole with thousands separators from 100 or when whole, else three
+ * significant digits ("3,040", "5.54", "0.128"): the plan's and `train`'s spelling of device-hours. */
+export function formatFigureCount(v) {
+  if (v === null || v === undefined) return "-";
+  return v >= 100 || Number.isInteger(v) ? pyGrouped(v, 0) : pyGeneral(v, 3);
 }
 
 /** A round axis tick (1, 2, 5 x 10^k): "0.5", "20", "1,000". */
@@ -49,16 +61,27 @@ export function formatTick(v) { return Number(v.toPrecision(3)).toLocaleString("
 
 /** units.format_seconds: ms below 1 s, s below 90 s, min below 90 min (one decimal below 10 min), h below 2 days, days below 120 days, then
  * months of 730 h (units.HOURS_PER_MONTH) below 24 months, then years of 8760 h (units.HOURS_PER_YEAR); tests/web/test_format_js.py compares the two. */
+function secondsUnit(s) {
+  if (s < 1) return [0.001, "ms", 0];
+  if (s < 90) return [1, "s", 1];
+  if (s < 600) return [60, "min", 1];
+  if (s < 5400) return [60, "min", 0];
+  if (s < 2 * 86400) return [3600, "h", 1];
+  if (s < 120 * 86400) return [86400, "days", 1];
+  if (s < 24 * 730 * 3600) return [3600 * 730, "months", 1];
+  return [3600 * 8760, "years", 1];
+}
+
 export function formatSeconds(s) {
   if (s === null || s === undefined) return "-";
-  if (s < 1) return `${(s * 1000).toFixed(0)} ms`;
-  if (s < 90) return `${s.toFixed(1)} s`;
-  if (s < 600) return `${(s / 60).toFixed(1)} min`;
-  if (s < 5400) return `${(s / 60).toFixed(0)} min`;
-  if (s < 2 * 86400) return `${(s / 3600).toFixed(1)} h`;
-  if (s < 120 * 86400) return `${(s / 86400).toFixed(1)} days`;
-  if (s < 24 * 730 * 3600) return `${(s / 3600 / 730).toFixed(1)} months`;
-  return `${(s / 3600 / 8760).toFixed(1)} years`;
+  const [size, name, places] = secondsUnit(s);
+  return `${pyFixed(s / size, places)} ${name}`;
+}
+
+/** units.format_seconds_range: both ends in the low end's unit ("4.8 - 8.8 h"). */
+export function formatSecondsRange(low, high) {
+  const [size, name, places] = secondsUnit(low);
+  return `${pyFixed(low / size, places)} - ${pyFixed(high / size, places)} ${name}`;
 }
 
 /** Element builder: el("td", {class: "num"}, "text", child...). Text is set as text, never parsed as HTML. */

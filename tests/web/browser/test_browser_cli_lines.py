@@ -1,0 +1,85 @@
+"""The web pages show the figures the CLI prints, in its words (probe11 defects 1, 2, 7): the calculator's calibrated
+range with its coverage and warning (the range the verdict's "calibrated high end" is of), the training Duration
+card's every factor, per-micro-step breakdown and calibrated range (so the card's factors give its total), and the
+/fits table's rates rounded and labelled as the CLI's. Each is checked against the text a separate ``llmsizer``
+process prints for the same input."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+import pytest
+from browser_helpers import CHROMIUM, ROOT, SKIP, cli_env
+from playwright.sync_api import Page
+
+pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason=SKIP)
+
+
+def cli_text(*args: str) -> list[str]:
+    r = subprocess.run([sys.executable, "-m", "llmsizer.cli.main", *args], env=cli_env(), cwd=ROOT,
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode in (0, 1), r.stderr
+    return r.stdout.splitlines()
+
+
+def shown_lines(page: Page, selector: str, first: str) -> list[str]:
+    """The lines a block shows once its first line starts with ``first`` (the page answered)."""
+    page.wait_for_function("([s, f]) => document.querySelector(s)?.innerText.startsWith(f)", arg=[selector, first],
+                           timeout=30_000)
+    return [line for line in page.locator(selector).inner_text().split("\n") if line.strip()]
+
+
+def test_calculator_shows_the_calibrated_range_the_verdict_cites(page: Page) -> None:
+    page.goto("/?model=llama-3.1-8b&context=8k&concurrency=1&memory=24GiB")
+    text = cli_text("infer", "llama-3.1-8b", "--context", "8k", "--concurrency", "1", "--memory", "24GiB")
+    start = next(i for i, line in enumerate(text) if line.startswith("calibrated range:"))
+    shown = shown_lines(page, "#calibrated-range", "calibrated range:")
+    assert [s.strip() for s in shown] == [t.strip() for t in text[start:start + len(shown)]]
+    assert any(s.strip().startswith("warning") for s in shown)  # this range is less sure than its 90 % target
+    high = re.search(r" - ([\d.]+ GiB) per device", shown[0])
+    assert high and f"calibrated high end {high.group(1)}" in page.locator("#verdict-text").inner_text()
+
+
+def test_duration_card_gives_the_cli_breakdown_and_range(page: Page) -> None:
+    page.goto("/?tab=train&model=qwen2.5-7b&method=lora&rank=16&micro_batch=4&seq_len=2048"
+              "&train_device=a100-sxm-80gb&count=1&tokens=100M")
+    text = cli_text("train", "qwen2.5-7b", "--method", "lora", "--rank", "16", "--batch", "4", "--seq", "2048",
+                    "--device", "a100-sxm-80gb", "--count", "1", "--tokens", "100M")
+    start = next(i for i, line in enumerate(text) if line.startswith("duration:"))
+    shown = shown_lines(page, "#duration-lines", "duration:")
+    assert [s.strip() for s in shown] == [t.strip() for t in text[start:start + len(shown)]]
+    line = shown[0]
+    assert "GEMM shape efficiency" in line and "per micro-step" in line and "calibrated range" in line
+    # the factors shown give the total shown: tokens / (tokens/s of the breakdown) = the wall clock
+    rate = float(re.search(r"-> ([\d,]+) tokens/s", line).group(1).replace(",", ""))  # type: ignore[union-attr]
+    hours = float(re.search(r"= ([\d.]+) h wall clock", line).group(1))  # type: ignore[union-attr]
+    assert abs(100e6 / rate / 3600 - hours) <= 0.05 + 1e-9
+    assert "calibrated range" in page.locator("#duration-card p").first.inner_text()
+
+
+def test_fits_rates_are_labelled_and_rounded_as_the_cli(page: Page) -> None:
+    page.goto("/fits?fits_on=rtx-4090&count=1&context=8k&concurrency=1")
+    page.wait_for_function("() => document.querySelectorAll('#fits-table tbody tr[data-status=meets]').length > 0",
+                           timeout=60_000)
+    text = cli_text("models", "--fits-on", "rtx-4090", "--context", "8k", "--concurrency", "1")
+    header = next(line for line in text if line.startswith("name "))
+    assert re.split(r"\s{2,}", header)[5] == "tok/s/user"
+    cli_rate = {}  # name -> the CLI table's tok/s/user of each model that fits
+    for line in text[text.index(header) + 2:]:
+        cells = re.split(r"\s{2,}", line.strip())
+        if len(cells) == 7 and cells[6] == "yes":
+            cli_rate[cells[0]] = cells[5]
+    assert page.locator("#col-user").inner_text() == "tok/s/user"
+    assert page.locator("#col-total").inner_text() == "tok/s total"
+    assert "counts its TTFT" in page.locator("#rates-note").inner_text()
+    rows = page.locator("#fits-table tbody tr[data-status=meets]")
+    compared = 0
+    for i in range(rows.count()):
+        row = rows.nth(i)
+        name, user = row.locator("th").inner_text().split("\n")[0], row.locator("td").nth(6).inner_text()
+        if name in cli_rate and user != "unknown":
+            assert user == cli_rate[name], name
+            compared += 1
+    assert compared >= 3

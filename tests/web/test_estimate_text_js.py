@@ -1,0 +1,91 @@
+"""The calculator's calibrated range and Duration card (static/js/estimate_text.js) say what the CLI says, word for
+word and digit for digit, from the answer's JSON: `infer` / `train`'s "calibrated range: ..." line with its coverage
+and warning (render/text.py estimate_facts), and `train --tokens`'s duration line with its GEMM-shape efficiency,
+per-micro-step breakdown, calibrated range and coverage (cli/train_cmd.py render_duration), so the card's factors
+reproduce its total. The answers are real ones (the CLI's own answer functions, the JSON the API serves); the JS runs
+in node as the browser imports it; skipped where node is not installed."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from llmsizer.cli.common import json_text, resolve_model
+from llmsizer.cli.infer_cmd import infer_answer
+from llmsizer.cli.main import build_parser
+from llmsizer.cli.train_cmd import render_duration, train_answer
+from llmsizer.render.text import estimate_facts
+
+pytestmark = pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+
+JS = Path(__file__).resolve().parents[2] / "src" / "llmsizer" / "web" / "static" / "js" / "estimate_text.js"
+
+# each branch of render_duration: one GPU with its memory-bound kernels and attention; QLoRA's dequantization; a
+# data-parallel run over several nodes; tensor + pipeline parallelism; FSDP with parameters offloaded; eager
+# attention; a CPU (no calibrated range); a run that cannot be timed (no FLOP/s)
+TRAIN_RUNS = [
+    "qwen2.5-7b --method lora --rank 16 --batch 4 --seq 2048 --device a100-sxm-80gb --count 1 --tokens 100M",
+    "llama-3.1-70b-instruct --method full --batch 1 --seq 4096 --gpus 64 --zero 3 --device h100-sxm --count 64 "
+    "--tokens 10B",
+    "llama-3.1-8b --method qlora --rank 64 --batch 2 --seq 4096 --device rtx-4090 --tokens 50M",
+    "llama-3.1-70b-instruct --gpus 16 --tp 4 --pp 2 --precision megatron-bf16 --grad-accumulation 8 "
+    "--device h100-sxm --count 16 --tokens 1B",
+    "llama-3.1-8b --fsdp full --offload params --gpus 4 --device a100-sxm-80gb --count 4 --tokens 100M",
+    "qwen2.5-0.5b --method full --attention eager --batch 2 --seq 1024 --device l4 --tokens 10M",
+    "qwen2.5-0.5b --method lora --batch 1 --seq 512 --device cpu --count 1 --tokens 1M",
+]
+
+INFER_RUNS = [
+    "llama-3.1-8b --context 8k --concurrency 1 --memory 24GiB",
+    "deepseek-v3 --engine vllm --context 8k --concurrency 16 --memory 141GiB --tp 8",
+    "qwen2.5-7b --engine transformers --context 4k --concurrency 4 --memory 40GiB",
+]
+
+
+def _node(function: str, inputs: list) -> list:
+    script = (f"import {{ {function} }} from {json.dumps(JS.as_uri())};\n"
+              "let s = ''; process.stdin.on('data', (c) => { s += c; });\n"
+              f"process.stdin.on('end', () => console.log(JSON.stringify(JSON.parse(s).map((x) => {function}(x)))));")
+    out = subprocess.run(["node", "--input-type=module", "-e", script], input=json.dumps(inputs), capture_output=True,
+                         text=True, timeout=60, check=True).stdout
+    return json.loads(out)
+
+
+def _answer(command: str, argv: str):  # type: ignore[no-untyped-def]
+    args = build_parser().parse_args([command, *argv.split()])
+    spec = resolve_model(args)
+    return (train_answer if command == "train" else infer_answer)(spec, args)
+
+
+def test_duration_card_says_the_cli_duration() -> None:
+    expected, answers = [], []
+    for argv in TRAIN_RUNS:
+        data, _, _, duration, _ = _answer("train", argv)
+        assert duration is not None, argv
+        expected.append(render_duration(duration).split("\n"))
+        answers.append(json.loads(json_text(data))["duration"])  # the bytes the API serves
+    said = _node("durationLines", answers)
+    assert said == expected
+    # the branches the runs are there for are met: the shape efficiency, a calibrated range, none on the CPU
+    assert " x GEMM shape efficiency " in said[0][0] and "calibrated range)" in said[0][0]
+    assert "tensor-parallel" in said[3][0] and "dequantization" in said[2][0]
+    assert "calibrated range)" not in said[-1][0]
+
+
+def test_calculator_says_the_cli_calibrated_range() -> None:
+    ranges, facts = [], []
+    for command, argv in [*(("infer", a) for a in INFER_RUNS), ("train", TRAIN_RUNS[0])]:
+        data, _, est, *_ = _answer(command, argv)
+        c = json.loads(json_text(data))["details"].get("calibrated_range")
+        assert c is not None, argv
+        ranges.append(c)
+        facts.append(estimate_facts(est))
+    said = _node("calibratedLines", ranges)
+    for lines, cli in zip(said, facts, strict=True):
+        start = cli.index(lines[0])  # the CLI's "calibrated range:" line, then its coverage and warning
+        assert cli[start:start + len(lines)] == lines
+    assert any(line.startswith("  warning: ") for lines in said for line in lines)  # a range less sure than 90 %
