@@ -57,11 +57,14 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
                  (503, "the server was started without --inventory"))}
 
 
+NO_INVENTORY = ("this server has no provider inventory: start it with `llmsizer serve --inventory FILE --db URL "
+                "[--auth FILE]`")
+
+
 def config_of(request: Request) -> ProviderConfig:
     cfg: ProviderConfig | None = getattr(request.app.state, "provider", None)
     if cfg is None:
-        raise Problem(503, "this server has no provider inventory: start it with `llmsizer serve --inventory FILE "
-                           "--db URL [--auth FILE]`", None)
+        raise Problem(503, NO_INVENTORY, None)
     return cfg
 
 
@@ -374,6 +377,13 @@ async def logout(request: Request) -> Response:
     response = json_answer({"signed_in": False})
     response.delete_cookie(sessions.COOKIE, path="/", httponly=True, samesite="strict")
     return response
+
+
+@router.get("/status", summary="whether this server has a provider inventory (the console asks it first, so a server "
+            "without one answers 200 with why, not a 503 per call)")
+async def status(request: Request) -> Response:
+    cfg: ProviderConfig | None = getattr(request.app.state, "provider", None)
+    return json_answer({"inventory": cfg is not None, "detail": None if cfg is not None else NO_INVENTORY})
 
 
 @router.get("/session", summary="who is signed in, their role and the session's CSRF token")

@@ -96,10 +96,10 @@ PAGES = {
                      skip_to="console-main", skip_text="Skip to the console", main_id="console-main"),
 }
 
-# the nav of every page, in order: (URL path, label); the console (the provider's page) is listed on itself only
+# the nav of every page, in order: (URL path, label); the same links on every page (the console too: without an
+# inventory it says how to start a server with one, GET /api/v1/capacity/status)
 NAV = (("/", "Calculator"), ("/compare", "Compare hardware"), ("/fits", "What fits my machine"),
        ("/request", "Request"), ("/console", "Console"), ("/api/v1/openapi.json", "API"))
-NAV_ON_ITSELF_ONLY = frozenset({"/console"})
 
 _INCLUDE = re.compile(r"^<!-- include ([a-z0-9-]+\.html) -->$", re.MULTILINE)
 _GENERATE = re.compile(r"^ *<!-- generate ([a-z0-9-]+) -->$", re.MULTILINE)
@@ -211,6 +211,9 @@ NOT_ON_SERVING_TAB = ("attention",)
 # the serving tab's controls named apart from the training tab's (one form holds both; state.js SERVE_AS): flag dest
 # -> form name
 SERVE_FORM_NAME = {"gpus": "infer_gpus"}
+# engine flags the serving tab shows in its main fieldset, beside the device, not in the Engine settings section:
+# --tp, so "8 x H200" is said where the device is (`infer --device h200 --tp 8`)
+ENGINE_MAIN = ("tensor_parallel",)
 
 
 def _infer_parser() -> argparse.ArgumentParser:
@@ -230,10 +233,26 @@ def engine_settings(names_on_page: set[str]) -> tuple[list[argparse.Action], str
     an on/off flag, a select of the flag and its ``--no-`` form for a flag that is said either way, else a text
     input (the API parses it as the CLI does). Generated at import, so a setting added to the CLI is offered here."""
     p = _infer_parser()
-    fmt = p._get_formatter()
     owned = {**ENGINE_COUNTS, **ENGINE_SETTINGS}
     actions = [a for a in p._actions if a.option_strings and a.dest in owned and a.dest not in NOT_ON_SERVING_TAB
-               and SERVE_FORM_NAME.get(a.dest, a.dest) not in names_on_page]
+               and a.dest not in ENGINE_MAIN and SERVE_FORM_NAME.get(a.dest, a.dest) not in names_on_page]
+    rows = _engine_rows(p, actions)
+    section = _details("engine-settings", f"Engine settings: {len(actions)} <code>llmsizer infer</code> engine flags "
+                       "(empty: the engine's default; shown for the engine chosen)", "Engine settings", rows)
+    return actions, section
+
+
+def engine_main() -> str:
+    """The rows of ENGINE_MAIN (``infer --tp``) for the serving tab's main fieldset, made as the Engine settings
+    section makes its rows (labelled with their flags and the engines that read them, shown for those engines)."""
+    p = _infer_parser()
+    return "\n".join("      " + r for r in _engine_rows(p, [a for a in p._actions if a.dest in ENGINE_MAIN]))
+
+
+def _engine_rows(p: argparse.ArgumentParser, actions: list[argparse.Action]) -> list[str]:
+    """One form row per engine flag of ``infer`` (engine_settings' rows)."""
+    fmt = p._get_formatter()
+    owned = {**ENGINE_COUNTS, **ENGINE_SETTINGS}
     rows = []
     for a in actions:
         name = SERVE_FORM_NAME.get(a.dest, a.dest)
@@ -263,10 +282,12 @@ def engine_settings(names_on_page: set[str]) -> tuple[list[argparse.Action], str
             rows.append(div.format(cls="") + f'{label}<select {attrs}><option value="">'
                         f"{html.escape(default_text(name, text))}</option>{_options(a.choices)}</select>{hint}</div>")
             continue
-        rows.append(div.format(cls="") + f'{label}<input type="text" {attrs} spellcheck="false">{hint}</div>')
-    section = _details("engine-settings", f"Engine settings: {len(actions)} <code>llmsizer infer</code> engine flags "
-                       "(empty: the engine's default; shown for the engine chosen)", "Engine settings", rows)
-    return actions, section
+        # the empty box names its default as the select's empty option does (the CLI's --help: "(default 0.9)")
+        said = default_text(name, text)
+        said = said if said in ("default", "default (see below)") else "default " + said[len("default ("):-1]
+        holder = f' placeholder="{html.escape(said)}"' if said != "default" else ""
+        rows.append(div.format(cls="") + f'{label}<input type="text" {attrs}{holder} spellcheck="false">{hint}</div>')
+    return rows
 
 
 def render_page(path: str, templates: Path = TEMPLATES) -> bytes:
@@ -277,11 +298,12 @@ def render_page(path: str, templates: Path = TEMPLATES) -> bytes:
     body = _INCLUDE.sub(lambda m: (templates / m.group(1)).read_text(encoding="utf-8").rstrip("\n"),
                         (templates / page.body).read_text(encoding="utf-8"))
     generated = {"train-advanced": lambda: train_advanced(set(_NAME.findall(body)))[1],
-                 "engine-settings": lambda: engine_settings(set(_NAME.findall(body)))[1]}
+                 "engine-settings": lambda: engine_settings(set(_NAME.findall(body)))[1],
+                 "engine-main": engine_main}
     body = _GENERATE.sub(lambda m: generated[m.group(1)](), body)
     current = ' aria-current="page"'
     nav = "\n".join(f'    <li><a href="{href}"{current if href == path else ""}>{label}</a></li>'
-                     for href, label in NAV if href not in NAV_ON_ITSELF_ONLY or href == path)
+                     for href, label in NAV)
     layout = (templates / "layout.html").read_text(encoding="utf-8")
     return layout.format(title=page.title, script=page.script, skip_to=page.skip_to, skip_text=page.skip_text,
                          nav=nav, tagline=page.tagline, main_id=f' id="{page.main_id}"' if page.main_id else "",

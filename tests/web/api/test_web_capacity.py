@@ -218,6 +218,15 @@ def test_console_sign_in_session_and_csrf(provider):
 def test_without_an_inventory_the_capacity_routes_say_how_to_start(client):
     r = client.post("/api/v1/capacity/check", json={"request": "x"})
     assert r.status_code == 503 and "--inventory" in r.json()["detail"]
+    # the console asks first, and is told why with a 200 (a 503 is a console error in the browser)
+    r = client.get("/api/v1/capacity/status")
+    assert r.status_code == 200 and r.json() == {"inventory": False, "detail": client.post(
+        "/api/v1/capacity/check", json={"request": "x"}).json()["detail"]}
+
+
+def test_a_server_with_an_inventory_says_so(provider):
+    c, _, _ = provider
+    assert c.get("/api/v1/capacity/status").json() == {"inventory": True, "detail": None}
 
 
 def test_the_json_of_the_cli_has_not_moved(provider):

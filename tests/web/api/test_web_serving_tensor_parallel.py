@@ -1,5 +1,6 @@
 """The calculator's serving tab offers ``infer --tp`` (the tensor-parallel devices of one replica, dest
-``tensor_parallel``) in its generated Engine settings section (web/pages.py ENGINE_COUNTS), for the engines that
+``tensor_parallel``) beside its Device, made as its generated Engine settings section makes its rows (web/pages.py
+ENGINE_MAIN, ENGINE_COUNTS; "8 x H200" is Device h200 with --tp 8), for the engines that
 shard a model with it; the API answers it as ``infer --tp N --json`` does (a separate CLI process, byte for byte),
 and refuses a bad degree with the CLI's line, naming the field the body gave.
 
@@ -24,7 +25,7 @@ def test_the_tp_control_is_shown_for_exactly_the_engines_infer_takes_it_on(clien
     """The control's engines (data-engines) are the ones whose ``infer --tp 2`` answers (exit 0, the weights
     sharded: less per device than --tp 1); on the others infer refuses it (exit 2, one line)."""
     c = _form(client).controls["tensor_parallel"]
-    assert c["infer"] and c["section"] and c["attrs"]["data-flag"] == "--tp"
+    assert c["infer"] and not c["section"] and c["attrs"]["data-flag"] == "--tp"  # in the main fieldset
     assert c["tag"] == "input" and c["attrs"]["type"] == "text"
     shown = c["engines"].split()
     for engine in ENGINES:

@@ -74,3 +74,16 @@ def test_choices_are_the_specs_sets(client: TestClient) -> None:
     assert InferenceWorkload.engine is None and c["defaults"]["engine"] == "by device"
     assert c["defaults"]["headroom"] == DEFAULT_HEADROOM
     assert c["defaults"]["seq_len"] == TrainingWorkload.seq_len
+
+
+def test_every_page_has_the_same_nav(client: TestClient) -> None:
+    """The Console link (probe11 defect 11) is on every page, as every other link: one nav."""
+    navs = {}
+    for path in pages.PAGES:
+        html = client.get(path).text
+        nav = re.search(r'<nav aria-label="Pages"><ul>(.*?)</ul></nav>', html, re.S)
+        assert nav, path
+        navs[path] = re.findall(r'<a href="([^"]+)"', nav.group(1))
+        assert re.findall(r'<a href="([^"]+)" aria-current="page"', nav.group(1)) == [path]
+    assert "/console" in navs["/"]
+    assert all(n == navs["/"] for n in navs.values()), navs

@@ -60,7 +60,10 @@ export async function pool(items, limit, fn) {
   await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
 }
 
+/** ``fn`` once ``ms`` after the last call; ``.cancel()`` drops the call scheduled. */
 export function debounce(fn, ms) {
   let timer = null;
-  return (...args) => { clearTimeout(timer); timer = setTimeout(() => fn(...args), ms); };
+  const call = (...args) => { clearTimeout(timer); timer = setTimeout(() => fn(...args), ms); };
+  call.cancel = () => { clearTimeout(timer); timer = null; };
+  return call;
 }

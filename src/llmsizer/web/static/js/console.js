@@ -135,6 +135,9 @@ $("inventory-edit").addEventListener("submit", async (ev) => {
 
 async function start() {
   try {
+    // a server without an inventory says so here (200), not in a 503 the browser logs as an error
+    const st = await call("GET", "/capacity/status");
+    if (!st.inventory) { problem(st.detail); return; }
     session = await call("GET", "/capacity/session");
   } catch (e) {
     problem(e.message);

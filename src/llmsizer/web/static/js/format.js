@@ -100,3 +100,12 @@ export function el(tag, attrs = {}, ...children) {
   }
   return node;
 }
+
+/** An assumption's value as every other surface writes it (render/text.py, html.py, markdown.py: Python's str of
+ * the value): a boolean True / False, nothing None; the rest as the JSON holds it. */
+export function assumptionValue(v) {
+  if (v === true) return "True";
+  if (v === false) return "False";
+  if (v === null || v === undefined) return "None";
+  return String(v);
+}

@@ -12,12 +12,18 @@ export const MEDIA_FIELDS = ["images", "image_size", "video_frames", "video_size
 // (train_device: the training tab's catalog device, `train --device`; the inference tab's device is gpu/cpu;
 // train_attention: the training tab's attention, `train --attention`, whose list has flex where serving's has not)
 const FLAG = { micro_batch: "--batch", seq_len: "--seq", train_device: "--device", train_attention: "--attention",
-  infer_gpus: "--gpus" };
+  infer_gpus: "--gpus", tensor_parallel: "--tp" };
 
 // the training tab's fields named apart from the serving tab's (one form holds both), with the API field of each
 const TRAIN_AS = { train_device: "device", train_attention: "attention" };
 // the serving tab's fields named apart from the training tab's: llama.cpp's GPU count (web/pages.py SERVE_FORM_NAME)
 const SERVE_AS = { infer_gpus: "gpus" };
+
+/** Per tab: the API field -> the form's control for it (an API 400's ``field``, problems.js controlOf). */
+export const FORM_NAMES = {
+  train: Object.fromEntries(Object.entries(TRAIN_AS).map(([k, v]) => [v, k])),
+  infer: Object.fromEntries(Object.entries(SERVE_AS).map(([k, v]) => [v, k])),
+};
 
 /** The form's fields as the API names them (the training tab's device is the API's ``device``, its attention
  * ``attention``; the serving tab's llama.cpp GPU count ``gpus``). */

@@ -1,0 +1,62 @@
+// The web error renderer: the one place a form turns the API's 400 (the CLI's one-line message and the field at
+// fault, web/problems.py) into a message at that field. The message keeps the CLI's text; only the flags the form
+// has a control for are named by the control's label, the flag kept after it ("argument --context: ..." ->
+// "Context (--context): ..."), and the CLI's "(see --help)" is left out (the field's own hint is beside it).
+
+/** The CLI's message as the form says it. ``labels``: flag -> the label of the form control that gives it. */
+export function formMessage(detail, labels) {
+  const named = (flag) => (labels[flag] ? `${labels[flag]} (${flag})` : flag);
+  return String(detail)
+    .replace(/\s*\(see --help\)/g, "")
+    // argparse's "argument --tp/--tensor-parallel:" names the option by all its spellings: the first one the form knows
+    .replace(/\bargument ((?:-{1,2}[\w-]+)(?:\/-{1,2}[\w-]+)*):/g, (all, flags) => {
+      const known = flags.split("/").find((f) => labels[f]);
+      return known ? `${named(known)}:` : all;
+    })
+    .replace(/(^|[^\w(/-])(--[a-z][\w-]*)/g, (all, before, flag) => (labels[flag] ? `${before}${named(flag)}` : all));
+}
+
+/** The form control the API's ``field`` names: one of ``names`` (the controls the form sends now), the API field
+ * under the form's own name (``aliases``: API field -> form name), or the control whose flag is the field's
+ * (``--tp`` names the serving tab's tensor_parallel); null when the form has none (the input as a whole). */
+export function controlOf(field, names, aliases, flags) {
+  if (!field) return null;
+  const own = aliases[field];
+  if (own && names.includes(own)) return own;
+  if (names.includes(field)) return field;
+  const flag = `--${field.replaceAll("_", "-")}`;
+  return names.find((n) => flags[n] === flag) || null;
+}
+
+const ERROR = "field-error";
+
+/** Show ``message`` at ``control`` (after its hint, in its .field): described by it (aria-describedby), marked
+ * aria-invalid, scrolled into view; focused when the focus is not already in its form (a link opened with a bad
+ * value), never taken from a field being typed in. */
+export function showAtField(control, message) {
+  const box = control.closest(".field") || control.parentElement;
+  const id = `${control.id}-error`;
+  const span = document.createElement("span");
+  span.className = `hint ${ERROR}`;
+  span.id = id;
+  span.textContent = message;
+  box.append(span);
+  const described = (control.getAttribute("aria-describedby") || "").split(" ").filter(Boolean);
+  control.dataset.describedby = described.join(" ");
+  control.setAttribute("aria-describedby", [...described, id].join(" "));
+  control.setAttribute("aria-invalid", "true");
+  span.scrollIntoView({ block: "nearest" });
+  if (!control.form?.contains(document.activeElement)) control.focus({ preventScroll: true });
+}
+
+/** Take every message shown at a field of ``form`` away, and the marks with them. */
+export function clearAtFields(form) {
+  for (const s of form.querySelectorAll(`.${ERROR}`)) s.remove();
+  for (const c of form.querySelectorAll("[aria-invalid]")) {
+    c.removeAttribute("aria-invalid");
+    if (c.dataset.describedby === undefined) continue;
+    if (c.dataset.describedby) c.setAttribute("aria-describedby", c.dataset.describedby);
+    else c.removeAttribute("aria-describedby");
+    delete c.dataset.describedby;
+  }
+}
