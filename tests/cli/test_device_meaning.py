@@ -80,7 +80,7 @@ def test_an_unknown_device_is_the_same_one_line_in_every_command(cmd, capsys):
     code, out, err = run([cmd, MODEL, "--device", "h100x"], capsys)
     assert code == 2 and out == ""
     assert err.strip().splitlines() == ["llmsizer: error: unknown hardware 'h100x'; closest: h100-sxm, h200, "
-                                        "h100-nvl, h100-pcie, mi300x (list them with `llmsizer hardware list`)"]
+                                        "h100-nvl, gh200, h100-pcie (list them with `llmsizer hardware list`)"]
 
 
 def test_infer_on_an_instance_of_several_devices_says_how_to_ask(capsys):

@@ -76,7 +76,7 @@ ROWS: list[tuple[str, str, Any, str, tuple[str, ...] | None]] = [
     ("GET", "/static/nope.js", None, "path", None),
 ]
 # the routes that take no input: a wrong method is the bad input each can get
-NO_INPUT = ["/api/v1", "/api/v1/formats", "/api/v1/request/template", "/api/v1/request/schema"]
+NO_INPUT = ["/api/v1", "/api/v1/formats", "/api/v1/request/template", "/api/v1/request/schema", "/api/v1/capacity/status"]
 
 
 def send(client, method: str, url: str, body: Any, headers: dict[str, str] | None = None):
