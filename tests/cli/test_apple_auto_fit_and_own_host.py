@@ -68,3 +68,15 @@ def test_a_format_search_on_a_mac_reads_the_chip_as_its_own_host_again() -> None
     assert code == 0 and any(m["status"] == "meets" for m in d["models"])
     code, f = run_json("fit", "qwen2.5-14b", "--device", "apple-m1-16gb")
     assert code == 1 and f["fits_at"] is not None and f["fits_at"]["weights"].startswith("gguf:q")
+
+
+def test_a_split_prefill_on_a_mac_names_metals_offload_threshold_not_cudas() -> None:
+    """The prefill of a Mac split copies the CPU part's weights into Metal buffers for each ubatch of 32 tokens or
+    more: llama.cpp's Metal backend decides it (ggml-metal.cpp ggml_backend_metal_device_offload_op, the same 32-row
+    threshold), so the assumption names Metal's function, never ggml-cuda.cu's."""
+    code, r = run_json("fit", *Q, "-ngl", "34")
+    assert code == 0
+    why = [a["why"] for a in r["speed"]["assumptions"] if a["name"] == "op_offload_min_batch"]
+    assert len(why) == 1, r["speed"]["assumptions"]
+    assert "llama.cpp's Metal offload threshold" in why[0]
+    assert "ggml_backend_metal_device_offload_op" in why[0] and "cuda" not in why[0].lower()

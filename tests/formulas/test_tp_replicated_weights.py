@@ -71,6 +71,35 @@ def test_deepseek_v3_fp8_tp8_per_gpu_weights_keep_mla_down_projections_and_route
     assert expected - split_all > 0.9e9
 
 
+# DeepSeek-V3.2's DSA indexer: wq_b, wk (fp8 in the checkpoint, ReplicatedLinear with the quant config) and
+# weights_proj, which both engines build without the quant config in a dtype of their own: vLLM deepseek_v2.py:635-655
+# (quant_config=None: bf16, 2 B), SGLang nsa_indexer.py:149-155 (params_dtype=torch.float32: 4 B).
+INDEXER = (".self_attn.indexer.wq_b.", ".self_attn.indexer.wk.", ".self_attn.indexer.weights_proj.")
+WEIGHTS_PROJ_BYTES = {"vllm": 2, "sglang": 4}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("engine", ["vllm", "sglang"])
+def test_deepseek_v32_fp8_tp8_indexer_whole_and_weights_proj_in_the_engines_dtype(engine):
+    pytest.importorskip("torch")
+
+    def bytes_of(name: str, shape: tuple[int, ...]) -> float:
+        if ".indexer.weights_proj." in name:
+            return WEIGHTS_PROJ_BYTES[engine] * math.prod(shape)
+        return _fp8_block_bytes(name, shape)
+
+    model = build(entries()["deepseek-v3.2"].config)
+    expected = 0.0
+    weights_proj = 0
+    for name, p in model.named_parameters():
+        b = bytes_of(name, tuple(p.shape))
+        whole = p.dim() == 1 or any(r in name for r in REPLICATED + INDEXER)
+        expected += b if whole else b / 8
+        weights_proj += p.numel() if ".indexer.weights_proj." in name else 0
+    assert weights_proj == 61 * 64 * 7168  # the cited shapes: 61 layers x [index_n_heads, hidden]
+    assert _served("deepseek-v3.2", engine, 8) == pytest.approx(expected, rel=1e-7, abs=64)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize(("model_name", "tp"), [("deepseek-v2-lite", 2), ("mixtral-8x7b-v0.1", 2),
                                                 ("qwen3-235b-a22b", 8)])

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from llmsizer.render.markdown import format_value
-from llmsizer.units import format_rate, format_seconds, format_seconds_range
+from llmsizer.units import format_bytes, format_rate, format_seconds, format_seconds_range, format_usd
 
 FORMAT_JS = Path(__file__).resolve().parents[2] / "src" / "llmsizer" / "web" / "static" / "js" / "format.js"
 
@@ -60,3 +60,20 @@ def test_pages_say_device_hours_and_duration_ranges_as_the_cli_does() -> None:
     assert _node_map("formatFigureCount", counts) == [format_value(v, "count") for v in counts]
     pairs = [[lo, lo * rng.uniform(1, 3)] for lo in (10 ** rng.uniform(-2, 8) for _ in range(2000))]
     assert _node_map("formatSecondsRange", pairs) == [format_seconds_range(lo, hi) for lo, hi in pairs]
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+def test_pages_say_bytes_and_dollars_as_the_cli_does_ties_included() -> None:
+    """formatBytes and formatUsd are units.format_bytes and units.format_usd digit for digit: a value exactly halfway
+    between two last digits (1.125 GiB, $0.125, $100.5, $1,234.5) rounds half to even as Python's format does (JS's
+    toFixed and Math.round round it up: 1.13 GiB, $0.13, $101, $1,235)."""
+    rng = random.Random(13)
+    ties = [k * 1024 ** e for e in (1, 2, 3, 4) for k in (1.125, 1.375, 2.625, 10.005, 512.125, 1023.995)]
+    ties += [1.125e9, 2.375e6, 0.0, 1023.0, 1024.0, -1.125 * 1024 ** 3]
+    values = ties + [10 ** rng.uniform(0, 17) for _ in range(3000)]
+    for binary in (True, False):
+        pairs = [[v, binary] for v in values]
+        assert _node_map("formatBytes", pairs) == [format_bytes(v, binary=binary) for v in values]
+    dollars = [0.125, 0.375, 2.625, 99.125, 99.995, 100.5, 101.5, 1234.5, 2500.5, -0.125, -100.5, 0.0]
+    dollars += [10 ** rng.uniform(-3, 7) for _ in range(3000)]
+    assert _node_map("formatUsd", dollars) == [format_usd(v) for v in dollars]

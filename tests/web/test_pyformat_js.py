@@ -18,10 +18,11 @@ JS = Path(__file__).resolve().parents[2] / "src" / "llmsizer" / "web" / "static"
 @pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
 def test_pyformat_writes_numbers_as_python_does() -> None:
     rng = random.Random(3)
-    ties = [0.125, 0.375, 2.5, 3.5, 129.25, 999.5, 998.5, 0.0625, 1.5e-5, 9.995, 99950.0, 0.00012345]
+    ties = [0.125, 0.375, 2.5, 3.5, 129.25, 999.5, 998.5, 0.0625, 1.5e-5, 9.995, 99950.0, 0.00012345,
+            1.125, 2.625, 100.5, 1234.5, 2500.5, 1234567.125, -0.125, -100.5]
     values = ties + [rng.choice([1, -1]) * 10 ** rng.uniform(-7, 24) for _ in range(3000)] + [0.0, 1.0, 100.0]
     cases = [("pyFixed", [v, p], f"{{:.{p}f}}") for v in values for p in (0, 1, 3)]
-    cases += [("pyGrouped", [v, p], f"{{:,.{p}f}}") for v in values for p in (0, 1)]
+    cases += [("pyGrouped", [v, p], f"{{:,.{p}f}}") for v in values for p in (0, 1, 2)]
     cases += [("pyGeneral", [v, p], f"{{:.{p}g}}") for v in values for p in (3, 6)]
     cases += [("pyPercent", [v, p], f"{{:.{p}%}}") for v in values if abs(v) < 1e6 for p in (0, 1)]
     script = (f"import * as F from {json.dumps(JS.as_uri())};\n"

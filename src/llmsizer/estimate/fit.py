@@ -21,7 +21,7 @@ from ..catalog.hardware import Device, Instance, Value, load_catalog
 from ..errors import FieldError, InputError
 from ..formulas.cost import cost_per_million_tokens, power_price_per_hour
 from ..formulas.serving_queue import OverCapacityError, queue_wait_seconds
-from ..formulas.speed import OP_OFFLOAD_MIN_BATCH, PhaseTime
+from ..formulas.speed import OP_OFFLOAD_MIN_BATCH, PhaseTime, op_offload_source
 from ..formulas.tensor_parallel import serving_tensor_parallel_refusal, transformers_tensor_parallel_refusal
 from ..formulas.weight_formats import GROUP_SIZE_DEFAULT, OTHER_BYTES_DEFAULT
 from ..frozen import fast_init
@@ -42,6 +42,7 @@ from .device import (
     check_engine_on_device,
     device_fields,
     engine_assumption,
+    gpu_runtime,
     hardware_decides,
     host_holds_weights,
     host_link,
@@ -1505,7 +1506,8 @@ def _split_speed(spec: ModelSpec, est: Estimate, device: Device, host_device: st
     own = is_apple_own_host(host)
     link = host_link(device)[0] if own else link_bandwidth_for(device, instance, hardware_files)
     if host_holds and sp.prefill is not None:  # eq. 8p: each ubatch copies the host's weights to the GPU
-        sp = _split_prefill_speed(spec, split, sp, prompt, est, host, host_link(device), warnings)
+        sp = _split_prefill_speed(spec, split, sp, prompt, est, host, host_link(device), warnings,
+                                  gpu_runtime(device))
     res = split_decode(spec, split, device, host, sp.weights_format, prompt + out // 2, int(est.details.get("n_ctx", prompt + out)),
                        link)
     warnings.extend(res.get("warnings", []))
@@ -1529,11 +1531,13 @@ def _split_speed(spec: ModelSpec, est: Estimate, device: Device, host_device: st
 
 
 def _split_prefill_speed(spec: ModelSpec, split: dict[str, Any], sp: SpeedEstimate, prompt: int, est: Estimate,
-                         host: Device | None, host_link: tuple[float, str], warnings: list[str]) -> SpeedEstimate:
+                         host: Device | None, host_link: tuple[float, str], warnings: list[str],
+                         runtime: str = "cuda") -> SpeedEstimate:
     """``sp`` with the prefill of a split whose host holds weights (``speed.split_prefill``, eq. 8p) in place of
     the all-on-GPU one, the host's weights copied over the GPU's host link (``host_link``: estimate/device.py
     host_link's figure and words, not the link between GPUs); no calibrated prefill range
-    (``SpeedEstimate.prefill_band``: no row measured a split)."""
+    (``SpeedEstimate.prefill_band``: no row measured a split); ``runtime``: the GPU's (device.gpu_runtime), whose
+    llama.cpp backend the threshold's source is (``formulas.speed.op_offload_source``)."""
     assert sp.prefill is not None
     link, link_why = host_link
     ubatch = int(est.details.get("n_ubatch") or LLAMACPP_N_UBATCH)
@@ -1547,13 +1551,14 @@ def _split_prefill_speed(spec: ModelSpec, split: dict[str, Any], sp: SpeedEstima
     t = PhaseTime(res["seconds"], p.compute_seconds, p.memory_seconds + res["host_seconds"],
                   p.comm_seconds + res["transfer_seconds"], p.overhead_seconds, p.attention_seconds, p.host_seconds,
                   p.elementwise_seconds)
+    backend, offload_op = op_offload_source(runtime)
     a = Assumption("op_offload_min_batch", OP_OFFLOAD_MIN_BATCH, True,
-                   f"llama.cpp's CUDA offload threshold: each ubatch of {OP_OFFLOAD_MIN_BATCH} tokens or more (here "
+                   f"llama.cpp's {backend} offload threshold: each ubatch of {OP_OFFLOAD_MIN_BATCH} tokens or more (here "
                    f"{res['ubatches']} of n_ubatch {ubatch}) copies the host's "
                    f"{(res['host_layer_bytes'] + res['host_expert_bytes']) / 2**30:.2f} GiB of weights (the experts "
                    f"it routes to) and the host layers' K/V cells it attends over the host link ({link_why}) to "
                    "the GPU, which runs "
-                   f"their products and attention (ggml-cuda.cu offload_op, {OP_OFFLOAD_MIN_BATCH} tokens and more; "
+                   f"their products and attention ({offload_op}, {OP_OFFLOAD_MIN_BATCH} tokens and more; "
                    "formulas/speed.py eq. 8p); a larger -ub copies them fewer times; the link's pinned rate (under "
                    "llama.cpp's default mmap the host weights are pageable, slower: a lower bound); no calibrated "
                    "prefill range (no validation row measures a split)")

@@ -746,7 +746,7 @@ def speed_model(spec: ModelSpec, device: Any, *, weights_format: str = "bf16", p
     # the bytes held, as the memory estimate sizes them (transformers keeps fused experts unquantized under
     # bitsandbytes: formats.serving_fused_experts)
     wb = file_weight_bytes(spec) if weights_format == "file" else weight_bytes(
-        spec, bytes_fmt, group_size, other_bytes, serving_fused_experts(spec, engine, bytes_fmt))
+        spec, bytes_fmt, group_size, other_bytes, serving_fused_experts(spec, engine, bytes_fmt), engine)
     emb_params = pc.by_component.get("embedding", 0)
     emb_bytes = wb.by_component.get("embedding", 0)
     # decode reads the embedding row only; a tied embedding is read in full as the lm_head. A vision tower

@@ -718,8 +718,19 @@ def row_split_decode_time(row_parts: Sequence[tuple[float, float, float]],
 # ``ggml_backend_sched_backend_id_from_cur``, ``sched->op_offload``, on by default: llama.cpp --no-op-offload turns
 # it off) then copies those weights to the GPU for every graph, i.e. every ubatch, and for MUL_MAT_ID copies only
 # the experts the ubatch's router ids use (``ggml_backend_sched_compute_splits``: "copying only the experts that are
-# used").
+# used"). llama.cpp's Metal backend takes the same ops at the same threshold: ggml/src/ggml-metal/ggml-metal.cpp
+# ``ggml_backend_metal_device_offload_op`` (MUL_MAT / MUL_MAT_ID whose ``get_op_batch_size`` is at least the device
+# props' ``op_offload_min_batch_size``, set in ggml-metal-device.m: 32 unless GGML_OP_OFFLOAD_MIN_BATCH).
 OP_OFFLOAD_MIN_BATCH = 32
+# the backend whose offload_op decides it, per GPU runtime (estimate/device.py gpu_runtime): its name and function;
+# ROCm builds ggml-cuda.cu as its HIP backend, so every runtime but Metal is the CUDA one's
+OP_OFFLOAD_SOURCES = {"metal": ("Metal", "ggml-metal.cpp ggml_backend_metal_device_offload_op"),
+                      "cuda": ("CUDA", "ggml-cuda.cu ggml_backend_cuda_device_offload_op")}
+
+
+def op_offload_source(runtime: str) -> tuple[str, str]:
+    """(backend name, its offload_op function) of llama.cpp's GPU backend on ``runtime`` (``OP_OFFLOAD_SOURCES``)."""
+    return OP_OFFLOAD_SOURCES.get(runtime, OP_OFFLOAD_SOURCES["cuda"])
 
 
 def split_prefill_time(gpu_seconds: float, ubatches: Sequence[int], dense_bytes: float, expert_bytes: float,

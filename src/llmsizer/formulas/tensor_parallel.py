@@ -182,7 +182,7 @@ def replicated_matrix_bytes(spec: ModelSpec, engine: str, fmt: str, group_size: 
     comps: dict[str, int] = {}
     for t in model_tensors(spec):
         if replicated_matrix(engine, t, spec.model_type):
-            b = tensor_bytes(spec, fmt, t, group_size, other_bytes, fused_experts)[0]
+            b = tensor_bytes(spec, fmt, t, group_size, other_bytes, fused_experts, engine)[0]
             if 0 <= t.layer < spec.num_layers:
                 layers[t.layer] += b
             comps[t.component] = comps.get(t.component, 0) + b

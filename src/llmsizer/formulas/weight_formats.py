@@ -224,7 +224,7 @@ def _tensor_bytes_simple(fmt: str, t: Tensor, group_size: int, other_bytes: int 
     if fmt == "mxfp4":
         quantizable = t.matrix and t.component == "experts"
     if not quantizable:
-        return n * other_bytes, {2: "bf16/fp16", 4: "fp32"}.get(other_bytes, "other")
+        return n * other_bytes, _STORAGE_LABEL.get(other_bytes, "other")
     if fmt == "fp8":
         return n + 4 * t.count, "fp8"
     if fmt == "fp8-block":
@@ -248,13 +248,31 @@ def _tensor_bytes_simple(fmt: str, t: Tensor, group_size: int, other_bytes: int 
     raise InputError(f"unknown weight format {fmt!r}")
 
 
+# Tensors a serving engine builds in a dtype of its own, whatever the checkpoint's format: role -> bytes per element
+# (None: unquantized, in the compute dtype ``other_bytes``). DeepSeek-V3.2's DSA indexer ``weights_proj``
+# (llmsizer role ``indexer_proj``, [index_n_heads, hidden]):
+#   vllm 0.19.1 (PyPI wheel) vllm/model_executor/models/deepseek_v2.py:635-655 ``weights_proj =
+#     ReplicatedLinear(hidden_size, n_head, bias=False, quant_config=None)``: no fp8, the model dtype (bf16);
+#   sglang 0.5.6 (PyPI wheel) python/sglang/srt/layers/attention/nsa/nsa_indexer.py:149-155 ``ReplicatedLinear(...,
+#     params_dtype=torch.float32, quant_config=None)``: fp32 (the checkpoint's tensor is cast on load).
+ENGINE_TENSOR_BYTES: dict[str, dict[str, int | None]] = {"vllm": {"indexer_proj": None},
+                                                         "sglang": {"indexer_proj": 4}}
+_STORAGE_LABEL = {2: "bf16/fp16", 4: "fp32"}
+
+
 def tensor_bytes(spec: ModelSpec, fmt: str, t: Tensor, group_size: int = GROUP_SIZE_DEFAULT,
-                 other_bytes: int = OTHER_BYTES_DEFAULT, fused_experts: bool = False) -> tuple[int, str]:
+                 other_bytes: int = OTHER_BYTES_DEFAULT, fused_experts: bool = False,
+                 engine: str | None = None) -> tuple[int, str]:
     """(bytes, storage label) of tensor group ``t`` of ``spec`` in the normalized format ``fmt`` (a GGUF type by
-    llama-quant.cpp's rules, else the module table's); the one per-tensor rule ``weight_bytes`` sums."""
+    llama-quant.cpp's rules, else the module table's); the one per-tensor rule ``weight_bytes`` sums. ``engine``:
+    the serving engine that builds it, whose own dtype for the role (``ENGINE_TENSOR_BYTES``) wins."""
     if fmt.startswith("gguf:"):
         gtype = gguf_tensor_type(spec, fmt[5:], t)
         return ggml_tensor_bytes(gtype, t.numel // t.count) * t.count, gtype
+    own = ENGINE_TENSOR_BYTES.get(engine or "", {})
+    if t.role in own:
+        per = own[t.role] or other_bytes
+        return t.numel * per, _STORAGE_LABEL.get(per, "other")
     return _tensor_bytes_simple(fmt, t, group_size, other_bytes, fused_experts)
 
 
@@ -409,12 +427,14 @@ def gguf_tensor_type(spec: ModelSpec, ftype: str, t: Tensor) -> str:
 
 @lru_cache(maxsize=512)
 def weight_bytes(spec: ModelSpec, fmt: str, group_size: int = GROUP_SIZE_DEFAULT,
-                 other_bytes: int = OTHER_BYTES_DEFAULT, fused_experts: bool = False) -> WeightBytes:
+                 other_bytes: int = OTHER_BYTES_DEFAULT, fused_experts: bool = False,
+                 engine: str | None = None) -> WeightBytes:
     """Weight memory of ``spec`` stored in format ``fmt`` (see the module table for each rule).
 
     ``other_bytes`` is the element size of the tensors a quantized format leaves unquantized (embeddings,
     lm_head, norms, router): 2 when loaded in bf16/fp16, 4 when loaded without a torch_dtype (fp32).
     ``fused_experts``: bitsandbytes formats leave routed experts and router unquantized (``bnb_quantizes``).
+    ``engine``: the serving engine, whose own dtype for some roles wins (``ENGINE_TENSOR_BYTES``).
     ``fmt`` "file": the bytes stored in the model file the spec was read from (``file_weight_bytes``).
     """
     if fmt == "file":
@@ -440,7 +460,7 @@ def weight_bytes(spec: ModelSpec, fmt: str, group_size: int = GROUP_SIZE_DEFAULT
         key = (role, shape, count, comp, cls if role in layer_dependent else None)
         hit = memo.get(key)
         if hit is None:
-            hit = memo[key] = tensor_bytes(spec, fmt, t, group_size, other_bytes, fused_experts)
+            hit = memo[key] = tensor_bytes(spec, fmt, t, group_size, other_bytes, fused_experts, engine)
         return hit
 
     def add(comp: str, label: str, b: int) -> None:

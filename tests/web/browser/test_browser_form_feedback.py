@@ -95,6 +95,28 @@ def test_one_bad_edit_asks_one_question(page: Page) -> None:
     assert [u.rsplit("/", 1)[-1] for u in bad] == ["infer"], bad
 
 
+def test_an_unknown_model_asks_one_question(page: Page) -> None:
+    """Typing a model the server cannot read logs one 400, the estimate's (before: the vision check's POST /inspect
+    and the estimate each logged one); a known model afterwards is estimated and checked for images again."""
+    bad: list[str] = []
+    asked: list[str] = []
+    page.on("response", lambda r: bad.append(r.url) if r.status == 400 else None)
+    ready(page, START)
+    _answered(page)
+    page.on("request", lambda r: asked.append(r.url.rsplit("/", 1)[-1]) if r.method == "POST" else None)
+    model = page.get_by_label("Model", exact=True)
+    model.fill("")
+    model.press_sequentially("no-such-model-xyz")
+    page.wait_for_selector("#problem:not([hidden])")
+    page.wait_for_timeout(2500)  # past every debounce: a vision check would have answered by now
+    assert [u.rsplit("/", 1)[-1] for u in bad] == ["infer"], bad
+    assert "inspect" not in asked, asked
+    model.fill("")
+    model.press_sequentially("qwen2.5-vl-7b-instruct")
+    page.wait_for_selector("#media:not([hidden])")  # a readable model: the vision check runs after its answer
+    assert [u.rsplit("/", 1)[-1] for u in bad] == ["infer"], bad
+
+
 def test_empty_engine_settings_name_their_default(page: Page) -> None:
     ready(page, START)
     page.locator("#engine-settings summary").click()

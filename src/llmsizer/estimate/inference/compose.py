@@ -386,7 +386,7 @@ def _estimate(spec: ModelSpec, w: InferenceWorkload) -> Estimate:
     kv_shared_note = kv_shared_weights_assumption(spec, served, str(w.engine))
     if kv_shared_note is not None:
         acc.assumptions.append(kv_shared_note)
-    wb = weight_bytes(served, fmt, group, act_bytes, fused)  # "file": the file's exact bytes
+    wb = weight_bytes(served, fmt, group, act_bytes, fused, str(w.engine))  # "file": the file's exact bytes
     if fused:  # transformers leaves the fused experts and router in the compute dtype (formats.serving_fused_experts)
         acc.assumptions.append(Assumption("fused_experts", dtype, True, FUSED_EXPERTS_WHY))
     if w.tensor_parallel > 1:

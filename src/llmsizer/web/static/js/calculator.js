@@ -82,10 +82,20 @@ let current = null; // AbortController of the request in flight
 let gridCurrent = null;
 let seq = 0;
 
-const picker = modelPicker(() => { changed(); visionSoon(); });
+const picker = modelPicker(() => {
+  // another model: no image inputs until its estimate is answered and its vision check says so (a text-only model
+  // refuses --images, so the inputs of the previous one must not go with its first estimate)
+  if (JSON.stringify(picker.fields()) !== visionFor) showVision(false);
+  changed();
+});
 
-/** Show the image and video inputs when the model has a vision encoder (POST /inspect: params.by_component.vision). */
+/** Show the image and video inputs when the model has a vision encoder (POST /inspect: params.by_component.vision).
+ * Asked once per model, and only once an estimate of that model has been answered (compute): a model the server
+ * cannot read is said by the estimate's one 400, never by a second one from here. */
 async function checkVision() {
+  const model = JSON.stringify(picker.fields());
+  if (model === visionFor) return;
+  visionFor = model;
   const mine = ++visionAsked;
   let has = false;
   try {
@@ -93,12 +103,20 @@ async function checkVision() {
     has = (d.params?.by_component?.vision || 0) > 0;
   } catch { has = false; } // a model the server cannot read: the estimate says why
   if (mine !== visionAsked) return;
+  if (showVision(has)) changed();
+}
+
+/** Show or hide the image and video inputs; whether that changed what the form sends. */
+function showVision(has) {
   $("media").hidden = !has;
-  if (has !== vision) { vision = has; changed(); }
+  if (has === vision) return false;
+  vision = has;
+  return true;
 }
 
 let vision = false; // the model has a vision encoder (its inspect answer counts vision parameters)
 let visionAsked = 0;
+let visionFor = null; // the model (its request fields) the vision check last asked about
 
 function workload() {
   const names = tab === "train" ? TRAIN : [...INFER_FIELDS, ...(vision ? MEDIA_FIELDS : []), ...engineSent()];
@@ -171,6 +189,7 @@ async function compute() {
     showProblem(null);
     render(data);
     gridLater(); // the grid asks 32 questions of the same model and workload: only once this one is answered
+    checkVision(); // the model is one the server reads: does it take images?
     status(`answered in the same way as: ${command()}`);
   } catch (e) {
     if (e.name === "AbortError") return;
@@ -416,7 +435,6 @@ function gridLater() {
   delete $("fits-grid").dataset.answered;
   gridSoon();
 }
-const visionSoon = debounce(checkVision, 250);
 
 /** The KV dtype select offers what the CLI takes for the chosen engine (every name with the engine left to the
  * device); a choice the engine does not take goes back to the engine's default. */
@@ -491,7 +509,6 @@ async function start() {
   offerEngineSettings();
   if (countEngineSettings()) engineSection.open = true; // a link with engine settings shows them
   labelFrameworkDefaults();
-  await checkVision();
   document.body.dataset.ready = "1";
   changed();
 }

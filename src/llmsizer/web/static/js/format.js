@@ -5,7 +5,8 @@ import { pyFixed, pyGeneral, pyGrouped } from "./pyformat.js";
 const BIN = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
 const DEC = ["B", "KB", "MB", "GB", "TB", "PB"];
 
-/** units.format_bytes: GiB/MiB (binary, default) or GB/MB, two decimals. */
+/** units.format_bytes: GiB/MiB (binary, default) or GB/MB, two decimals, rounded as Python rounds (half to even on
+ * the exact value: pyFixed), so the last digit is the CLI's; tests/web/test_format_js.py compares the two. */
 export function formatBytes(n, binary = true) {
   if (n === null || n === undefined || Number.isNaN(n)) return "-";
   const units = binary ? BIN : DEC;
@@ -15,7 +16,7 @@ export function formatBytes(n, binary = true) {
   let i = 0;
   while (x >= base && i < units.length - 1) { x /= base; i += 1; }
   if (i === 0) return `${sign}${Math.trunc(x)} B`;
-  return `${sign}${x.toFixed(2)} ${units[i]}`;
+  return `${sign}${pyFixed(x, 2)} ${units[i]}`;
 }
 
 /** render/markdown.format_axis for byte axes: "16 GiB" rather than "16.00 GiB". */
@@ -32,10 +33,12 @@ export function formatCount(n) {
 
 export function formatInt(n) { return n === null || n === undefined ? "-" : Number(n).toLocaleString("en-US"); }
 
+/** units.format_usd: whole dollars with thousands separators from $100 ("$1,234"), cents below ("$6.88"), rounded
+ * as Python's "{:,.0f}" / "{:,.2f}" round (pyGrouped); tests/web/test_format_js.py compares the two. */
 export function formatUsd(x) {
   if (x === null || x === undefined) return "-";
-  if (Math.abs(x) >= 100) return `$${Math.round(x).toLocaleString("en-US")}`;
-  return `$${x.toFixed(2)}`;
+  const v = Number(x);
+  return `$${pyGrouped(v, Math.abs(v) >= 100 ? 0 : 2)}`;
 }
 
 /** units.format_rate: one decimal with thousands separators from 1 up ("129.5", "5,017.8"); below 1 two significant
