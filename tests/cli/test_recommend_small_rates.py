@@ -13,7 +13,8 @@ from llmsizer.estimate.format_search import format_name
 
 
 def test_cpu_advice_never_rounds_a_rate_to_zero() -> None:
-    args = build_parser().parse_args(["recommend", "llama-3.1-8b", "--infer", "--context", "8k", "--concurrency", "8"])
+    argv = ["recommend", "llama-3.1-8b", "--infer", "--context", "8k", "--concurrency", "8"]
+    args = build_parser(argv).parse_args(argv)  # the command's own parser (not sys.argv's: pytest's there)
     data, _, rec = recommend_answer(resolve_model(args), args)
     advice = " ".join(data["advice"]) if isinstance(data["advice"], list) else str(data["advice"])
     said = re.search(r"the best CPU option reaches (\S+) at (\S+): ([\d.,]+) tokens/s per user, ([\d.,]+) tokens/s "

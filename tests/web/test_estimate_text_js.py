@@ -56,7 +56,8 @@ def _node(function: str, inputs: list) -> list:
 
 
 def _answer(command: str, argv: str):  # type: ignore[no-untyped-def]
-    args = build_parser().parse_args([command, *argv.split()])
+    words = [command, *argv.split()]
+    args = build_parser(words).parse_args(words)  # the command's own parser (not sys.argv's: pytest's there)
     spec = resolve_model(args)
     return (train_answer if command == "train" else infer_answer)(spec, args)
 
