@@ -19,6 +19,7 @@ from llmsizer.provider.disagree import in_maintenance, maintenance_refusal  # no
 from llmsizer.provider.placement import Booking, Item  # noqa: E402
 
 from .conftest import inv  # noqa: E402
+from .pg_databases import fresh_database  # noqa: E402
 from .test_cli_capacity import run  # noqa: E402
 
 INVENTORY = """\
@@ -63,16 +64,7 @@ def test_the_rule_overlap_per_node_and_kind():
 def _db(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> str:
     if kind == "sqlite":
         return str(tmp_path / "b.db")
-    import sqlalchemy as sa
-
-    from llmsizer.provider.store import db_url
-    pg_url = request.getfixturevalue("pg_url")
-    eng = sa.create_engine(db_url(pg_url), isolation_level="AUTOCOMMIT")
-    with eng.connect() as c:
-        c.exec_driver_sql("DROP DATABASE IF EXISTS llmsizer_maint")
-        c.exec_driver_sql("CREATE DATABASE llmsizer_maint")
-    eng.dispose()
-    return pg_url.rsplit("/", 1)[0] + "/llmsizer_maint"
+    return fresh_database(request.getfixturevalue("pg_url"), "llmsizer_maint")
 
 
 @pytest.mark.parametrize("kind", ["sqlite", "postgresql"])

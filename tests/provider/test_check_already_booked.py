@@ -13,6 +13,7 @@ import pytest
 
 pytest.importorskip("sqlalchemy", reason="the reservation store needs SQLAlchemy 2 (the 'provider' extra)")
 
+from .pg_databases import fresh_database
 from .test_cli_capacity import INV, NOW, PRE, run  # noqa: E402
 
 
@@ -46,12 +47,5 @@ def test_check_of_a_booked_request_says_already_booked_sqlite(tmp_path, capsys):
 
 
 def test_check_of_a_booked_request_says_already_booked_postgresql(pg_url, tmp_path, capsys):
-    import sqlalchemy as sa
-
-    from llmsizer.provider.store import db_url
-    eng = sa.create_engine(db_url(pg_url), isolation_level="AUTOCOMMIT")
-    with eng.connect() as c:
-        c.exec_driver_sql("DROP DATABASE IF EXISTS llmsizer_check_booked")
-        c.exec_driver_sql("CREATE DATABASE llmsizer_check_booked")
-    eng.dispose()
-    _round_trip(pg_url.rsplit("/", 1)[0] + "/llmsizer_check_booked", tmp_path, capsys)
+    url = fresh_database(pg_url, "llmsizer_check_booked")
+    _round_trip(url, tmp_path, capsys)

@@ -22,6 +22,7 @@ from llmsizer.provider.store import (  # noqa: E402
     utilisation,
 )
 
+from .pg_databases import fresh_database
 from .test_cli_capacity import LORA, NOW, run  # noqa: E402
 
 T0 = dt.datetime(2025, 10, 1)
@@ -243,15 +244,7 @@ def test_confirm_race_sqlite(tmp_path):
 
 
 def test_confirm_race_postgresql(pg_url):
-    import sqlalchemy as sa
-
-    from llmsizer.provider.store import db_url
-    eng = sa.create_engine(db_url(pg_url), isolation_level="AUTOCOMMIT")
-    with eng.connect() as c:
-        c.exec_driver_sql("DROP DATABASE IF EXISTS llmsizer_lifecycle")
-        c.exec_driver_sql("CREATE DATABASE llmsizer_lifecycle")
-    eng.dispose()
-    confirm_race(pg_url.rsplit("/", 1)[0] + "/llmsizer_lifecycle")
+    confirm_race(fresh_database(pg_url, "llmsizer_lifecycle"))
 
 
 # ------------------------------------------------------------------------------------------ CLI: item 2 of #14
@@ -370,12 +363,7 @@ def test_check_on_an_empty_postgresql_database(pg_url, capsys):
     import sqlalchemy as sa
 
     from llmsizer.provider.store import db_url
-    eng = sa.create_engine(db_url(pg_url), isolation_level="AUTOCOMMIT")
-    with eng.connect() as c:
-        c.exec_driver_sql("DROP DATABASE IF EXISTS llmsizer_empty")
-        c.exec_driver_sql("CREATE DATABASE llmsizer_empty")
-    eng.dispose()
-    url = pg_url.rsplit("/", 1)[0] + "/llmsizer_empty"
+    url = fresh_database(pg_url, "llmsizer_empty")
     from .test_cli_capacity import INV, PRE
     assert run("capacity", "check", PRE, "--inventory", INV, "--db", url, *NOW) == 0
     eng = sa.create_engine(db_url(url))

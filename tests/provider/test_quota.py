@@ -13,6 +13,7 @@ from llmsizer.provider.inventory import InventoryError
 from llmsizer.provider.placement import Booking, Item, JobNeed, check_job, check_needs
 
 from .conftest import inv
+from .pg_databases import fresh_database
 
 T0 = dt.datetime(2026, 1, 1)
 H = 3600.0
@@ -195,12 +196,5 @@ def test_confirm_rechecks_the_quota_sqlite(tmp_path, capsys):
 
 
 def test_confirm_rechecks_the_quota_postgresql(pg_url, tmp_path, capsys):
-    import sqlalchemy as sa
-
-    from llmsizer.provider.store import db_url
-    eng = sa.create_engine(db_url(pg_url), isolation_level="AUTOCOMMIT")
-    with eng.connect() as c:
-        c.exec_driver_sql("DROP DATABASE IF EXISTS llmsizer_quota")
-        c.exec_driver_sql("CREATE DATABASE llmsizer_quota")
-    eng.dispose()
-    _confirm_over_quota(pg_url.rsplit("/", 1)[0] + "/llmsizer_quota", tmp_path, capsys)
+    url = fresh_database(pg_url, "llmsizer_quota")
+    _confirm_over_quota(url, tmp_path, capsys)

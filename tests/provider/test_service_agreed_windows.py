@@ -20,6 +20,7 @@ from llmsizer.provider.placement import Booking, Item, JobNeed, NoFit, try_windo
 from llmsizer.provider.windows import Agreement  # noqa: E402
 
 from .conftest import inv  # noqa: E402
+from .pg_databases import fresh_database  # noqa: E402
 from .test_cli_capacity import run  # noqa: E402
 
 INVENTORY = """\
@@ -107,16 +108,7 @@ def test_the_rule_is_placements(window):
 def _db(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> str:
     if kind == "sqlite":
         return str(tmp_path / "b.db")
-    import sqlalchemy as sa
-
-    from llmsizer.provider.store import db_url
-    pg_url = request.getfixturevalue("pg_url")
-    eng = sa.create_engine(db_url(pg_url), isolation_level="AUTOCOMMIT")
-    with eng.connect() as c:
-        c.exec_driver_sql("DROP DATABASE IF EXISTS llmsizer_svcwin")
-        c.exec_driver_sql("CREATE DATABASE llmsizer_svcwin")
-    eng.dispose()
-    return pg_url.rsplit("/", 1)[0] + "/llmsizer_svcwin"
+    return fresh_database(request.getfixturevalue("pg_url"), "llmsizer_svcwin")
 
 
 def _sql(kind: str, db: str, *statements: str) -> list[tuple]:

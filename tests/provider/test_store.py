@@ -14,6 +14,8 @@ pytest.importorskip("sqlalchemy", reason="the reservation store needs SQLAlchemy
 from llmsizer.provider.placement import Item, Placement  # noqa: E402
 from llmsizer.provider.store import BookingConflict, Store, StoreError, db_url, utilisation  # noqa: E402
 
+from .pg_databases import fresh_database
+
 T0 = dt.datetime(2025, 10, 1)
 CAP = {"node:n1": 2.0, "storage:fs": 10e12}
 PROCESSES = 8
@@ -136,12 +138,5 @@ def test_concurrent_bookings_sqlite(tmp_path):
 
 
 def test_concurrent_bookings_postgresql(pg_url):
-    import sqlalchemy as sa
-
-    from llmsizer.provider.store import db_url as to_url
-    eng = sa.create_engine(to_url(pg_url), isolation_level="AUTOCOMMIT")
-    with eng.connect() as c:  # a fresh database per run
-        c.exec_driver_sql("DROP DATABASE IF EXISTS llmsizer_race")
-        c.exec_driver_sql("CREATE DATABASE llmsizer_race")
-    eng.dispose()
-    race(pg_url.rsplit("/", 1)[0] + "/llmsizer_race")
+    url = fresh_database(pg_url, "llmsizer_race")
+    race(url)

@@ -12,77 +12,31 @@ Nothing here imports llmsizer.
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
 from typing import Any
 
 
 def main(case: dict[str, Any]) -> dict[str, Any] | None:
     import torch
     import torch.distributed as dist
-    import torch.nn.functional as F
     from ranks import end_rank
-    from torch import nn
     from torch.distributed.device_mesh import init_device_mesh
-    from torch.distributed.tensor import Replicate, Shard, distribute_tensor
-    from torch.distributed.tensor.parallel import (
-        ColwiseParallel,
-        PrepareModuleInput,
-        RowwiseParallel,
-        SequenceParallel,
-        parallelize_module,
-    )
+    from torch.distributed.tensor import Shard, distribute_tensor
     from torch.utils._python_dispatch import TorchDispatchMode
     from torch.utils.checkpoint import CheckpointPolicy, checkpoint, create_selective_checkpoint_contexts
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "formulas"))
+    from tp_llama_block import tp_llama_block
 
     dist.init_process_group("gloo")
     torch.manual_seed(0)
     torch.set_num_threads(1)
     world = dist.get_world_size()
     h, i, heads, b, s = case["hidden"], case["inter"], case["heads"], case["batch"], case["seq"]
-    d = h // heads
 
-    class Attention(nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.wq, self.wk, self.wv = (nn.Linear(h, h, bias=False) for _ in range(3))
-            self.wo = nn.Linear(h, h, bias=False)
-
-        def forward(self, x: Any) -> Any:
-            bs, sl, _ = x.shape
-            q, k, v = (m(x).view(bs, sl, -1, d).transpose(1, 2) for m in (self.wq, self.wk, self.wv))
-            o = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-            return self.wo(o.transpose(1, 2).reshape(bs, sl, -1))
-
-    class FeedForward(nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.w1, self.w3 = nn.Linear(h, i, bias=False), nn.Linear(h, i, bias=False)
-            self.w2 = nn.Linear(i, h, bias=False)
-
-        def forward(self, x: Any) -> Any:
-            return self.w2(F.silu(self.w1(x)) * self.w3(x))
-
-    class Block(nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.attention_norm, self.ffn_norm = nn.RMSNorm(h), nn.RMSNorm(h)
-            self.attention, self.feed_forward = Attention(), FeedForward()
-
-        def forward(self, x: Any) -> Any:
-            x = x + self.attention(self.attention_norm(x))
-            return x + self.feed_forward(self.ffn_norm(x))
-
-    block = Block()
     mesh = init_device_mesh("cpu", (world,))
-    parallelize_module(block, mesh, {
-        "attention_norm": SequenceParallel(),
-        "attention": PrepareModuleInput(input_layouts=(Shard(1),), desired_input_layouts=(Replicate(),)),
-        "attention.wq": ColwiseParallel(), "attention.wk": ColwiseParallel(), "attention.wv": ColwiseParallel(),
-        "attention.wo": RowwiseParallel(output_layouts=Shard(1)),
-        "ffn_norm": SequenceParallel(),
-        "feed_forward": PrepareModuleInput(input_layouts=(Shard(1),), desired_input_layouts=(Replicate(),)),
-        "feed_forward.w1": ColwiseParallel(), "feed_forward.w3": ColwiseParallel(),
-        "feed_forward.w2": RowwiseParallel(output_layouts=Shard(1)),
-    })
+    block = tp_llama_block(h, i, heads, mesh)
     x = distribute_tensor(torch.randn(b, s, h), mesh, [Shard(1)]).to_local().requires_grad_(True)
 
     saved = {torch.ops.aten.mm.default, torch.ops.aten._scaled_dot_product_efficient_attention.default,
