@@ -48,3 +48,16 @@ def test_hint_prefers_a_rung_at_reading_speed():
                      host_device="desktop-ddr5-4800-2ch")
     at = r.fits_at
     assert at["meets_reading_speed"] is True and at["decode_tokens_per_second"] >= READING
+
+
+def test_a_training_runs_host_check_names_the_margin_it_keeps():
+    # final review: training_host goes through host_memory_verdict (HOST_FIT_TARGET kept free) but fit --train did not
+    # name the margin; now the assumption stands beside the check whenever an instance's RAM is checked
+    from cli_capture import run_json
+
+    code, d = run_json("fit", "llama-3.1-70b", "--train", "--device", "aws-p4d.24xlarge", "--offload", "optimizer")
+    assert code in (0, 1)
+    assert any(a["name"] == "host_fit_target" and a["value"] == "1.00 GiB" for a in d["assumptions"])
+    code, d = run_json("fit", "llama-3.1-70b", "--train", "--device", "a100-sxm-80gb", "--count", "8",
+                       "--offload", "optimizer")  # a bare device: its host RAM is not known, nothing kept free
+    assert not any(a["name"] == "host_fit_target" for a in d["assumptions"])

@@ -216,7 +216,7 @@ def test_kernel_latency_roof_is_eq_15() -> None:
     assert host_overlapped_step(t, 2e-3).floor_seconds == 12e-3 and host_overlapped_step(t, 2e-3).bound == \
         "kernel latency"
     assert "kernel_floor_seconds" not in phase_time(0.0, 1e6, None, bw, 1.0, 1.0).to_dict()
-    assert isinstance(t, PhaseTime) and 22.7e-3 / 8412 == pytest.approx(2.70e-6, rel=2e-3)
+    assert isinstance(t, PhaseTime)
     with pytest.raises(InputError):
         phase_time(0.0, 1e6, None, bw, 1.0, 1.0, floor_seconds=-1.0)
 

@@ -1681,6 +1681,8 @@ def fit_training(model: ModelSpec | str, hardware: str | Device | Instance, coun
         reasons.append(host["short"] or host["words"])
         if host["ram"] is None:
             assumptions.append(Assumption("host_memory", "not checked", True, host["words"]))
+        else:  # the margin host_memory_verdict kept free of the instance's RAM, named as fit's llama.cpp check names it
+            assumptions.append(host_fit_target_assumption())
     tp = int(fields.get("tp", 1))
     dur, timing = None, None
     if tokens is not None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..estimate.verdict import budget_term
@@ -222,7 +222,7 @@ def _rung_speed(at: dict[str, Any]) -> str:
     if "meets_reading_speed" not in at:
         return ""
     tps = at.get("decode_tokens_per_second")
-    return " (decode speed unknown: give --host-device)" if tps is None else f" at {tps:,.1f} tokens/s decode"
+    return " (decode speed unknown: give --host-device)" if tps is None else f" at {format_rate(tps)} tokens/s decode"
 
 
 def _reading_words(at: dict[str, Any]) -> str:
@@ -359,12 +359,12 @@ def speed_rows(s: SpeedEstimate, queued: bool = False) -> list[list[str]]:
     if s.prefill is not None:
         label = "prefill (one prompt, idle)" if load else "prefill (TTFT once running)" if queued else "prefill (TTFT)"
         rows.append([label, f"{s.ttft_idle_seconds:.3f} s",
-                     f"{s.prefill_tokens_per_second:,.0f} tokens/s{_range(s.prefill_range, '{:,.0f}')}",
+                     f"{s.prefill_tokens_per_second:,.0f} tokens/s{_range(s.prefill_range, '{:,.0f}'.format)}",
                      s.prefill.bound, _roof(s.roofline_prefill)])
     if s.decode is not None:
         rows.append([f"decode x{s.concurrency}" + (" only (no prompts)" if load else ""),
                      f"{s.decode.seconds * 1e3:.1f} ms/step",
-                     f"{format_rate(s.decode_tokens_per_second or 0.0)} tokens/s{_range(s.decode_range, '{:,.1f}')} "
+                     f"{format_rate(s.decode_tokens_per_second or 0.0)} tokens/s{_range(s.decode_range, format_rate)} "
                      f"({format_rate(1.0 / s.decode.seconds)} per user)",
                      s.decode.bound, _roof(s.roofline_decode)])
     if load:  # what the users see at this concurrency (estimate/serving_load.py: formulas/serving_queue.py Q4-Q9)
@@ -402,9 +402,9 @@ def speed_coverage_lines(s: SpeedEstimate) -> list[str]:
             *(coverage_lines(c, "decode range") if (c := cov["decode_tokens_per_second"]) and s.decode else [])]
 
 
-def _range(r: tuple[float, float] | None, fmt: str) -> str:
-    """' (low-high)': the calibrated range (estimate/ranges.py), or nothing without one."""
-    return "" if r is None else f" ({fmt.format(r[0])}-{fmt.format(r[1])})"
+def _range(r: tuple[float, float] | None, fmt: Callable[[float], str]) -> str:
+    """' (low-high)': the calibrated range (estimate/ranges.py), each bound written by ``fmt``, or nothing without one."""
+    return "" if r is None else f" ({fmt(r[0])}-{fmt(r[1])})"
 
 
 def _roof(rf: Any) -> str:
