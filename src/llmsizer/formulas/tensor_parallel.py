@@ -80,11 +80,46 @@ def replicated_elements(spec: ModelSpec, engine: str | None = None) -> int:
 #   ffn_gate_inp_shexp: qwen2_moe.py:192 ``torch.nn.Linear(hidden, 1)``.
 # Both shard the rest: q_b/kv_b/q column-parallel, o_proj row-parallel, the fused experts and shared experts over
 # the intermediate size, the vocabulary-parallel embedding and lm_head. Every 1-D tensor (norms,
-# e_score_correction_bias) is replicated everywhere (``replicated_elements``). Other engines (transformers' TP
-# plans, Megatron training) keep the 1-D rule only here.
+# e_score_correction_bias) is replicated everywhere (``replicated_elements``). transformers' TP plans have their own
+# table below (``TRANSFORMERS_SPLIT``).
+#
+# Training frameworks (the keys ``training_tp_framework`` names), the same roles without the DSA indexer (neither
+# framework's DeepSeek model here builds one):
+# Megatron-Core (NVIDIA/Megatron-LM @d98e8a64, its default Transformer-Engine spec):
+#   attn_q_a + attn_kv_a_mqa: megatron/core/models/gpt/gpt_layer_specs.py:302,304 ``linear_q_down_proj=
+#     backend.linear()``, ``linear_kv_down_proj=backend.linear()``, TESpecProvider.linear() = TELinear
+#     (megatron/core/extensions/transformer_engine_spec_provider.py:39-41); multi_latent_attention.py:526-527 and
+#     :573-574 build a TELinear one with ``parallel_mode='duplicated'``, tp_group None (:548-552, :596-599), and
+#     transformer_engine.py:1229-1231 then uses tp_size 1: the whole [q_lora_rank, hidden] and
+#     [kv_lora_rank + qk_rope_head_dim, hidden] on every TP rank. (The local spec's ColumnParallelLinear, and the
+#     non-default ``mla_down_proj_fusion`` with a TELayerNormColumnParallelLinear, :1280-1290, shard them: not modelled.)
+#   ffn_gate_inp: megatron/core/transformer/moe/router.py:64-66 ``Router.weight = nn.Parameter([num_moe_experts,
+#     hidden_size])``, no TP split; ffn_gate_inp_shexp: moe/shared_experts.py:139 ``gate_weight [1, hidden_size]``.
+#   Gradients: each such parameter has its full gradient on every TP rank (transformer_engine.py:1310-1318 marks it
+#   ``tensor_model_parallel=False`` and, under sequence parallelism, ``sequence_parallel``; router.py:85 the same), and
+#   finalize_model_grads.py:416-460 ``_allreduce_non_tensor_model_parallel_grads`` sums those partial gradients over
+#   the TP group; the distributed optimizer shards each TP rank's own gradient buffer over the data-parallel group only
+#   (distributed/param_and_grad_buffer.py:69-77 ``shard_buffer`` over data_parallel_world_size): so weights, gradients,
+#   main gradients and optimizer states of these matrices are whole per TP rank, divided by DP as the rest are.
+# torchtitan (pytorch/torchtitan @b5bcd76, torchtitan/models/deepseek_v3/sharding.py): :112-116 and :131-132
+#   ``wkv_a`` and ``wq_a`` (with kv_norm, q_norm) keep ``Replicate`` weights on TP, :118 and :133 ``wkv_b``/``wq_b``
+#   colwise, :119 ``wo`` rowwise; the router gate Replicate (torchtitan/models/common/moe_sharding.py:89-97, :349-350);
+#   Qwen's shared-expert gate: models/qwen3_5/sharding.py:225-232. The same set as Megatron-Core's.
 _SERVING_REPLICATED = frozenset({"attn_q_a", "attn_kv_a_mqa", "indexer_q_b", "indexer_k", "indexer_proj",
                                  "ffn_gate_inp", "ffn_gate_inp_shexp"})
-REPLICATED_MATRICES: dict[str, frozenset[str]] = {"vllm": _SERVING_REPLICATED, "sglang": _SERVING_REPLICATED}
+_TRAINING_REPLICATED = frozenset({"attn_q_a", "attn_kv_a_mqa", "ffn_gate_inp", "ffn_gate_inp_shexp"})
+REPLICATED_MATRICES: dict[str, frozenset[str]] = {"vllm": _SERVING_REPLICATED, "sglang": _SERVING_REPLICATED,
+                                                  "megatron-core": _TRAINING_REPLICATED,
+                                                  "torchtitan": _TRAINING_REPLICATED}
+
+
+def training_tp_framework(precision: str, framework: str) -> str | None:
+    """The ``REPLICATED_MATRICES`` key of a training run's tensor-parallel plan: 'megatron-core' for Megatron's own
+    mixed precision (precision 'megatron-bf16' / 'megatron-fp16', the recipes of formulas/training_states.py),
+    'torchtitan' under that framework profile; None (every matrix split tp ways, 1-D tensors whole) otherwise."""
+    if precision.startswith("megatron-"):
+        return "megatron-core"
+    return "torchtitan" if framework == "torchtitan" else None
 
 # transformers 5.24.0 (PyPI wheel) tensor parallelism, transformers/distributed/:
 #   mixin.py:79-104 ``init_parallel_plans``: the plan is the model class's ``_tp_plan`` (``lm_head:

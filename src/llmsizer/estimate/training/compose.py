@@ -22,6 +22,7 @@ from ...formulas.float8_training import TE_SOURCE, TORCHAO_RECIPES, te_weight_co
 from ...formulas.parallelism import DDP_BUCKET_CAP_BYTES, MOE_CAPACITY_FACTOR, pipeline_stage_layers, zero_shards
 from ...formulas.params import count_params
 from ...formulas.selective_checkpointing import op_sac_saved_terms
+from ...formulas.tensor_parallel import training_tp_framework
 from ...formulas.tensors import layer_keys
 from ...formulas.training_activations import checkpoint_input_bytes, korthikanti_layer_bytes
 from ...formulas.training_states import optimizer_info, recipe, state_bytes_per_param
@@ -893,7 +894,9 @@ def _items(ctx: TrainingContext, st: StageStates, tl: StageTimeline, acc: Acc) -
 def _layout_text(w: TrainingWorkload) -> str:
     parts = []
     if w.tp > 1:
-        parts.append(f"/ TP {w.tp}")
+        plan = training_tp_framework(w.precision, w.framework)
+        parts.append(f"/ TP {w.tp}" + (f" ({plan}'s plan: MLA down-projections and MoE routers whole on every rank, "
+                                       "formulas/tensor_parallel.py REPLICATED_MATRICES)" if plan else ""))
     if w.pp > 1:
         parts.append(f"PP stage of {w.pp}")
     if w.ep > 1:

@@ -21,7 +21,7 @@ from ...formulas.fsdp_flat_param import flat_grad_elements, no_sync_grad_bytes
 from ...formulas.lora import AdaptedModule, adapted_layout
 from ...formulas.nf4_quantization import quantizes_lm_head
 from ...formulas.parallelism import pipeline_stage_layers, shard, zero_shards
-from ...formulas.tensor_parallel import shard_weights
+from ...formulas.tensor_parallel import replicated_matrix, shard_weights, training_tp_framework
 from ...formulas.tensors import RECURRENT_LINEARS, Tensor, at_layer, expand, layer_groups, layer_keys, model_tensors
 from ...formulas.training_states import optimizer_state_bytes, optimizer_state_bytes_counted, paged_state_bytes_counted
 from ...formulas.weight_formats import GROUP_SIZE_DEFAULT, bnb4_matrix_bytes, weight_bytes
@@ -113,10 +113,13 @@ def stage_states(ctx: TrainingContext, stage: int) -> StageStates:
     st = StageStates(stage=stage, layers=stages[stage], has_embedding=stage == 0, has_head=stage == last)
     tp, ep = w.tp, w.ep
     tied_copy = spec.tie_word_embeddings and w.pp > 1 and stage == last
+    # the framework's TP plan: the matrices it keeps whole on every TP rank (formulas/tensor_parallel.py
+    # REPLICATED_MATRICES: Megatron-Core's and torchtitan's MLA down-projections and router)
+    plan = training_tp_framework(w.precision, w.framework) if tp > 1 else None
 
     # ---- base weights (format-aware, TP-sharded by weight_formats/tensor_parallel) ----
     wb = weight_bytes(spec, ctx.base_format, GROUP_SIZE_DEFAULT, ctx.base_bytes, ctx.fused_experts)
-    wb = shard_weights(spec, wb, tp, ctx.base_bytes) if tp > 1 else wb
+    wb = shard_weights(spec, wb, tp, ctx.base_bytes, engine=plan, fused_experts=ctx.fused_experts) if tp > 1 else wb
     expert_elems = _expert_elements(spec)
     total_expert = sum(expert_elems.values())
     expert_bytes = wb.by_component.get("experts", 0)
@@ -148,7 +151,7 @@ def stage_states(ctx: TrainingContext, stage: int) -> StageStates:
         st.notes.append("tied embeddings: the last pipeline stage holds a copy of the embedding for lm_head")
 
     # ---- trained tensors ----
-    base = _trained_base(spec, w.pp, stage, tp, ep, w.method == "full", w.pipeline_split, w.virtual_stages)
+    base = _trained_base(spec, w.pp, stage, tp, ep, w.method == "full", w.pipeline_split, w.virtual_stages, plan)
     per_layer_elems: dict[int, int] = dict(base.per_layer_elems)
     head_elems, embed_elems = base.head_elems, base.embed_elems
     st.largest_trained = max(st.largest_trained, base.largest)
@@ -260,7 +263,7 @@ def stage_states(ctx: TrainingContext, stage: int) -> StageStates:
         torch_conv = ctx.act.mamba_path == "torch" if spec.recurrent is not None and spec.recurrent.kind != \
             "gated_deltanet" else ctx.act.recurrent_kernel == "torch"
         head_copy, layer_copy = _autocast_copies(spec, w.pp, stage, tp, w.pipeline_split, w.virtual_stages,
-                                                 torch_conv, w.float8)
+                                                 torch_conv, w.float8, plan)
         st.lm_head_copy_elements += head_copy
         st.layer_copy_elements.update(layer_copy)
         if spec.tie_word_embeddings and stage == last:
@@ -464,10 +467,11 @@ class TrainedBase:
 
 @lru_cache(maxsize=256)
 def _trained_base(spec: ModelSpec, pp: int, stage: int, tp: int, ep: int, full: bool, split: str = "even",
-                  virtual: int = 1) -> TrainedBase:
+                  virtual: int = 1, plan: str | None = None) -> TrainedBase:
     """:class:`TrainedBase` of pipeline stage ``stage`` of ``pp``: each kind of decoder layer's tensors counted once
     (``_layers_alike``; integer sums and a max, so the same in any grouping), the tensors outside the layers one by
-    one."""
+    one. ``plan``: the training framework whose TP plan keeps some matrices whole on every rank
+    (formulas/tensor_parallel.py ``replicated_matrix``)."""
     if not full:
         return TrainedBase((), (), 0, 0, 0)
     stages = pipeline_stage_layers(spec.num_layers, pp, split, virtual)
@@ -484,7 +488,7 @@ def _trained_base(spec: ModelSpec, pp: int, stage: int, tp: int, ep: int, full: 
         out = []
         for shp, t in zip(torch_param_shapes(spec, trained), _fused_order(trained), strict=False):
             n = math.prod(shp)
-            n = n if len(shp) == 1 else math.ceil(n / tp)
+            n = n if len(shp) == 1 or replicated_matrix(plan, t, spec.model_type) else math.ceil(n / tp)
             if t[1] == "experts":  # Tensor is a tuple: [1] is its component
                 n = math.ceil(n / ep)
             out.append((shp if (tp == 1 and ep == 1) else (n,), n, t))
@@ -519,14 +523,15 @@ def _trained_base(spec: ModelSpec, pp: int, stage: int, tp: int, ep: int, full: 
 
 @lru_cache(maxsize=256)
 def _autocast_copies(spec: ModelSpec, pp: int, stage: int, tp: int, split: str = "even",
-                     virtual: int = 1, torch_conv: bool = False,
-                     float8: bool = False) -> tuple[int, tuple[tuple[int, int], ...]]:
+                     virtual: int = 1, torch_conv: bool = False, float8: bool = False,
+                     plan: str | None = None) -> tuple[int, tuple[tuple[int, int], ...]]:
     """(lm_head elements, elements per decoder layer) of the linear weights autocast copies to half precision on
     pipeline stage ``stage`` of ``pp`` (a tied lm_head is added by the caller); each kind of decoder layer once.
     A recurrent mixer's weights as :func:`recurrent_copied` says (``torch_conv``: its conv runs as ``nn.Conv1d``).
     ``float8``: float8 training converted the layers' linears, whose weights autocast never copies: torchao's
     Float8Linear (formulas/float8_training.py :func:`float8_autocast_copied`) and TransformerEngine's te.Linear,
-    which quantizes from the parameter itself (its float8 copy is the timeline's ``fp8_weight_copies``)."""
+    which quantizes from the parameter itself (its float8 copy is the timeline's ``fp8_weight_copies``). ``plan``:
+    as :func:`_trained_base`'s."""
     stages = pipeline_stage_layers(spec.num_layers, pp, split, virtual)
     last = len(stages) - 1
     layer_stage = _layer_stages(spec.num_layers, pp, split, virtual)
@@ -539,7 +544,9 @@ def _autocast_copies(spec: ModelSpec, pp: int, stage: int, tp: int, split: str =
         kept = (recurrent_copied(role, len(shape), torch_conv) if comp == "recurrent"
                 else len(shape) == 2 and comp in AUTOCAST_COMPONENTS
                 and (not float8 or float8_autocast_copied(role, comp)))
-        return math.ceil(numel / tp) if kept else 0
+        if not kept:
+            return 0
+        return numel if replicated_matrix(plan, t, spec.model_type) else math.ceil(numel / tp)
 
     for alike in kinds.values():
         mine = [i for i in alike if layer_stage.get(i) == stage] if pp > 1 else alike
