@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Regenerate the documentation that is program output: docs/cli.md (every command's --help), the example
-outputs in README.md (each fenced block that starts with ``$ llmsizer ...`` is re-run and replaced) and
-docs/openapi.json (the web API's OpenAPI document, as ``llmsizer serve`` serves it; when the web extra is installed).
+outputs in README.md (each fenced block that starts with ``$ llmsizer ...`` is re-run and replaced), the outputs in
+docs/python-api.md (its ```python blocks run in order in one namespace; a ```text block right after one is replaced by
+what that block printed) and docs/openapi.json (the web API's OpenAPI document, as ``llmsizer serve`` serves it; when the web extra is installed).
 Without --check it first re-derives the calibrated bands from the validation rows (scripts/rederive_bands.py, so the
 examples quote bands that match the rows after a merge that moved predictions) and rewrites docs/accuracy.md (as
 ``llmsizer validate --no-store --markdown docs/accuracy.md``; it carries its date, so --check leaves it out).
@@ -84,6 +85,29 @@ def readme_examples(text: str, cwd: Path) -> str:
     return re.sub(rf"{FENCE}\n\$ (llmsizer [^\n]*)\n.*?\n{FENCE}", replace, text, flags=re.S)
 
 
+def python_api_outputs(text: str, cwd: Path) -> str:
+    """Run every ```python block of ``text`` in order in one namespace (in ``cwd``); the ```text block that follows
+    one (after a blank line) becomes what it printed."""
+    ns: dict[str, object] = {"__name__": "__doc_session__"}
+    pattern = re.compile(rf"{FENCE}python\n(.*?)\n{FENCE}\n(\n{FENCE}text\n.*?\n{FENCE}\n)?", re.S)
+
+    def replace(m: re.Match[str]) -> str:
+        out = io.StringIO()
+        old = Path.cwd()
+        os.chdir(cwd)
+        try:
+            with contextlib.redirect_stdout(out):
+                exec(compile(m.group(1), "docs/python-api.md", "exec"), ns)
+        finally:
+            os.chdir(old)
+        block = f"{FENCE}python\n{m.group(1)}\n{FENCE}\n"
+        if m.group(2) is None:
+            return block
+        return f"{block}\n{FENCE}text\n{out.getvalue().rstrip()}\n{FENCE}\n"
+
+    return pattern.sub(replace, text)
+
+
 def generate() -> dict[Path, str]:
     os.environ["COLUMNS"] = WIDTH
     with tempfile.TemporaryDirectory() as tmp:
@@ -92,6 +116,8 @@ def generate() -> dict[Path, str]:
         readme = ROOT / "README.md"
         out = {ROOT / "docs" / "cli.md": cli_reference(cwd) + "\n",
                readme: readme_examples(readme.read_text("utf-8"), cwd)}
+        api = ROOT / "docs" / "python-api.md"
+        out[api] = python_api_outputs(api.read_text("utf-8"), cwd)
     if importlib.util.find_spec("fastapi") is not None:
         out[ROOT / "docs" / "openapi.json"] = openapi_text()
     return out

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Create .venv and install llmsizer (core has no dependencies). Pass "test" to add the test extras.
+# Create .venv and install llmsizer (its one dependency, PyYAML, comes with it: pyproject.toml). Pass "test" to add the test extras.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ ! -x .venv/bin/python ]; then python3 -m venv .venv; fi

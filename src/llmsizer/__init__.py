@@ -58,6 +58,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time these load laz
     from .recommend import Constraints, Recommendation, recommend_inference, recommend_training
     from .request import load_request
     from .specs import InferenceWorkload, ModelSpec, TrainingWorkload
+del TYPE_CHECKING  # not part of the public API
 
 
 # Written out (not built from _LAZY) so linters and type checkers read it; tests/api checks the two agree.
@@ -82,5 +83,6 @@ def __getattr__(name: str) -> object:
 
 
 def __dir__() -> list[str]:
-    """The public API (``__all__``, including the lazily loaded names) and the module's own attributes."""
-    return sorted(set(__all__) | set(globals()))
+    """The public API (``__all__``, including the lazily loaded names) and the module's dunder attributes; submodules
+    imported along the way (``errors``, ``result``, ...) are reachable but not listed."""
+    return sorted(set(__all__) | {n for n in globals() if n.startswith("__")})

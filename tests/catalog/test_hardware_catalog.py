@@ -106,7 +106,7 @@ def test_the_issue_list_of_accelerators_is_present() -> None:
 
 
 def test_sparse_figures_are_twice_dense_where_both_are_given() -> None:
-    """NVIDIA 2:4 structured sparsity doubles the math rate (hardware_notes.md §1)."""
+    """NVIDIA 2:4 structured sparsity doubles the math rate (the vendors' datasheets quote both figures)."""
     checked = 0
     for d in builtin_catalog().devices.values():
         for k, sparse in d.flops_sparse.items():
@@ -116,7 +116,7 @@ def test_sparse_figures_are_twice_dense_where_both_are_given() -> None:
     assert checked >= 15
 
 
-# Sparse marketing figures named in shared/research/hardware_notes.md §1: they must never sit in a dense field.
+# The vendors' 2:4-sparse marketing figures (docs/hardware.md cites this list): they must never sit in a dense field.
 KNOWN_SPARSE = {("h100-sxm", "bf16"): 1979, ("h100-sxm", "fp8"): 3958, ("l4", "bf16"): 242, ("l40s", "fp8"): 1466,
                 ("h200", "bf16"): 1979, ("rtx-5090", "fp8"): 3352, ("rtx-5090", "fp4"): 3352, ("mi300x", "bf16"): 2614.9}
 

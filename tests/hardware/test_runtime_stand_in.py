@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from cli.cli_run import answer
+from cli.cli_run import answer, run
 
 GPU = {"kind": "gpu", "form_factor": "datacenter", "memory": "64GiB", "memory_bandwidth": "2000 GB/s",
        "flops": {"bf16": "400 TFLOP/s"}, "tdp": "500 W"}
@@ -45,6 +45,20 @@ def test_an_unknown_vendor_is_a_named_stand_in(command: list[str], device: str, 
     assert a["value"] == "cuda" and a["default"] is True
     assert said in a["why"] and device in a["why"] and str(hw) in a["why"], a
     assert "CUDA's context used as stand-in" in a["why"]
+
+
+@pytest.mark.parametrize("command", [["infer"], ["fit"], ["train", "--method", "lora"]])
+def test_the_text_answer_gives_the_stand_in_reason(command: list[str], hw: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """The text answer prints the reason the JSON gives (Assumption.mark, as for the engine's default for the
+    device). Before (probe12 #14): 'gpu_runtime=cuda (default)', the stand-in unsaid."""
+    argv = [command[0], "qwen2.5-0.5b", *command[1:], "--device", "acme-x1", "--hardware-file", str(hw)]
+    _, out = answer(argv, capsys)
+    (why,) = {a["why"] for a in _runtime(out)}
+    code, text, err = run(argv, capsys)
+    assert code in (0, 1), err
+    assert f"gpu_runtime=cuda ({why})" in text
+    assert "gpu_runtime=cuda (default);" not in text
 
 
 @pytest.mark.parametrize("device", ["green-x1", "red-x1"])

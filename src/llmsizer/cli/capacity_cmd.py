@@ -20,9 +20,9 @@ from .common import emit_json, needs_subcommand
 
 EPILOG = """examples:
   llmsizer capacity check examples/pretraining-multinode.yaml --inventory examples/provider/inventory.yaml
-  llmsizer capacity book examples/pretraining-multinode.yaml --inventory examples/provider/inventory.yaml --db bookings.db
+  llmsizer capacity book examples/pretraining-multinode.yaml --inventory examples/provider/inventory.yaml --db bookings.db --earliest
   llmsizer capacity book my-request.yaml --inventory inv.yaml --db postgresql://user@host/llmsizer --earliest
-  llmsizer capacity show --inventory examples/provider/inventory.yaml --db bookings.db --at 2025-10-05 --svg usage.svg
+  llmsizer capacity show --inventory examples/provider/inventory.yaml --db bookings.db --svg usage.svg
   llmsizer capacity show --inventory examples/provider/inventory.yaml --db bookings.db --html capacity.html
   llmsizer capacity confirm 3f2a9c0d1e4b --inventory examples/provider/inventory.yaml --db bookings.db
   llmsizer capacity release 3f2a9c0d1e4b --db bookings.db --actor ops-alice

@@ -41,14 +41,14 @@ from .workload_args import (
 )
 
 EPILOG = """examples:
-  llmsizer fit llama-3.1-70b-instruct --device h100-sxm --count 2
+  llmsizer fit llama-3.1-70b-instruct --device h100-sxm --count 2     # exit 1, does not fit: the hint names fp8
   llmsizer fit llama-3.1-70b-instruct --device p5.48xlarge --concurrency 64 --json
   llmsizer fit llama-3.1-8b --device rtx-4090 --weights q4_k_m --context 8k
   llmsizer fit qwen2.5-1.5b-instruct --device desktop-ddr5-4800-2ch --memory 16GiB --weights q8_0
   llmsizer fit llama-3.1-8b --device apple-m3-max-36gb --headroom 0.2
   llmsizer fit llama-3.1-8b --device a100-sxm-80gb --count 8 --train --tokens 10B --seq 4096
-  llmsizer fit llama-3.1-8b --device h100-sxm --train --method lora --batch 4 --seq 4096 --tokens 1B
-  llmsizer fit llama-3.1-70b-instruct --device rtx-3090 --count 2 --engine llamacpp --weights q4_k_m -ts 3,2
+  llmsizer fit llama-3.1-8b --device h100-sxm --train --method lora --batch 4 --seq 4096 --tokens 1B --grad-checkpointing full
+  llmsizer fit llama-3.1-70b-instruct --device rtx-3090 --count 2 --engine llamacpp --weights q4_k_m -ts 1,1
   llmsizer fit qwen3-30b-a3b --device rtx-4090 --engine llamacpp --weights q4_k_m --auto --context 64k
   llmsizer fit llama-3.3-70b-instruct --device rtx-3090 --engine llamacpp --weights q4_k_m --auto --free 23GiB,11GiB
 

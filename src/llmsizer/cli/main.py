@@ -22,9 +22,9 @@ EPILOG = """examples:
   llmsizer models qwen
   llmsizer inspect meta-llama/Llama-3.1-8B
   llmsizer infer llama-3.1-8b --weights q4_k_m --engine llamacpp --context 8192
-  llmsizer infer qwen2.5-7b --engine vllm --memory 24GiB --context 32k --concurrency 8 --json
+  llmsizer infer qwen2.5-7b --engine vllm --memory 24GiB --context 32k --concurrency 2 --json
   llmsizer train llama-3.1-8b --method lora --batch 4 --seq 4096 --grad-checkpointing full
-  llmsizer fit llama-3.3-70b-instruct --device h100-sxm --count 2 --engine vllm
+  llmsizer fit llama-3.3-70b-instruct --device h100-sxm --count 4 --engine vllm
   llmsizer recommend llama-3.1-8b --context 8k --concurrency 8
   llmsizer measure infer qwen2.5-0.5b --context 4096
   llmsizer validate

@@ -30,7 +30,7 @@ EPILOG = """examples:
   llmsizer train llama-3.1-70b-instruct --gpus 16 --tp 4 --pp 2 --precision megatron-bf16 --grad-accumulation 8
   llmsizer train qwen3-30b-a3b --gpus 8 --ep 8 --fsdp full --seq 4096
   llmsizer train llama-3.1-8b --zero 2 --gpus 4 --offload optimizer --json
-  llmsizer train llama-3.1-8b --method lora --memory 24GiB --max-batch --seq 2048
+  llmsizer train llama-3.1-8b --method lora --memory 24GiB --max-batch --seq 2048 --grad-checkpointing full
   llmsizer train llama-3.1-8b --method lora --memory 80GiB --max-seq
 """
 

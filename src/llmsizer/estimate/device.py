@@ -426,8 +426,9 @@ def runtime_stand_in(device: Device) -> Assumption | None:
         return None
     vendor = f"unknown vendor {device.vendor!r}" if device.vendor else "no vendor"
     where = "the catalog" if device.origin == "catalog" else device.origin
+    # 'default for DEVICE: ' is the prefix Assumption.mark prints in the text answer, as for the engine's default
     return Assumption("gpu_runtime", "cuda", True,
-                      f"{vendor} for {device.id} ({device.kind}) in {where}: CUDA's context used as stand-in (runtime "
+                      f"default for {device.id}: {vendor} ({device.kind}) in {where}, CUDA's context used as stand-in (runtime "
                       "rules: NVIDIA -> CUDA, AMD GPU -> ROCm, Intel accelerator -> Gaudi, TPU -> XLA, Apple -> Metal; "
                       "give the entry's vendor)")
 

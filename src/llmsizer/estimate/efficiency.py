@@ -160,7 +160,7 @@ MEMORY_BOUND_BANDWIDTH = Factor(
     DECODE_BANDWIDTH_GPU.high, DECODE_BANDWIDTH_GPU.source)
 
 # CPU decode: a llama.cpp user measured about 35 GB/s on dual-channel DDR5-4800 (76.8 GB/s theoretical),
-# 35 / 76.8 = 0.46 (ai-radar.it, 'ottimizzare modelli MoE su CPU', in shared/research/hardware_notes.md §5).
+# 35 / 76.8 = 0.46 (ai-radar.it, 'ottimizzare modelli MoE su CPU').
 DECODE_BANDWIDTH_CPU = Factor(
     "decode_bandwidth_efficiency_cpu", 0.35, 0.46, 0.65,
     "ai-radar.it: ~35 GB/s of 76.8 GB/s in llama.cpp on desktop DDR5 (35 / 76.8 = 0.46)")
