@@ -59,6 +59,7 @@ from .estimate.fit import (
 # the format-ladder search's public names (fits_at, the reading-speed floor), at home in estimate/format_search.py
 from .estimate.format_search import FLOOR_UNCHECKED as FLOOR_UNCHECKED
 from .estimate.format_search import (
+    READING_FLOOR,
     FormatPick,
     LatencyLimits,
     check_search_workload,
@@ -488,7 +489,7 @@ def recommend_inference(model: ModelSpec | str, *, context: int = InferenceWorkl
     file_skipped = gguf_file_skipped(spec, normalize_engine(engine), weights) if engine is not None else None
     reading_floor = reading_floor_applies(c.latency(), output_tokens)
     if reading_floor:  # no speed limit given: each user gets at least reading speed (efficiency.py)
-        c = dataclasses.replace(c, user_tokens_per_second=round(E.READING_RATE_TOKENS_PER_SECOND, 2))
+        c = dataclasses.replace(c, user_tokens_per_second=READING_FLOOR)
     cat = catalog or load_catalog(hardware_files)
     check_headroom(c.headroom)  # checked once; each option's margin is its engine's (estimate/verdict.py margin_rule)
     hr = c.headroom

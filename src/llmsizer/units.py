@@ -336,6 +336,13 @@ def format_rate(x: float) -> str:
     return text if abs(float(text)) < 1 else f"{float(text):,.1f}"  # 0.996 rounds to 1: said as '1.0'
 
 
+def format_limit(x: float) -> str:
+    """Format a rate limit (a tokens/s floor: recommend's reading speed, a --user-tokens-per-second given) as it is
+    set, not rounded to a measurement's one decimal (``format_rate``): a speed of 5.26 reads '5.3' yet misses a floor
+    of 5.29, which must read '5.29' ('7.25', '20'). The one way fit --auto, the search and recommend write a floor."""
+    return f"{float(x):g}"
+
+
 def format_count(n: float) -> str:
     """Format a parameter or token count with a decimal suffix (K, M, B, T)."""
     x = float(n)

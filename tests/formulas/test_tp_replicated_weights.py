@@ -73,7 +73,8 @@ def test_deepseek_v3_fp8_tp8_per_gpu_weights_keep_mla_down_projections_and_route
 
 # DeepSeek-V3.2's DSA indexer: wq_b, wk (fp8 in the checkpoint, ReplicatedLinear with the quant config) and
 # weights_proj, which both engines build without the quant config in a dtype of their own: vLLM deepseek_v2.py:635-655
-# (quant_config=None: bf16, 2 B), SGLang nsa_indexer.py:149-155 (params_dtype=torch.float32: 4 B).
+# (quant_config=None: bf16, 2 B), SGLang nsa_indexer.py:149-155 (params_dtype=torch.float32: 4 B); SGLang's k_norm
+# (weight and bias) in fp32 too (nsa_indexer.py:156 LayerNorm(dtype=torch.float32), layernorm.py:288-305).
 INDEXER = (".self_attn.indexer.wq_b.", ".self_attn.indexer.wk.", ".self_attn.indexer.weights_proj.")
 WEIGHTS_PROJ_BYTES = {"vllm": 2, "sglang": 4}
 
@@ -86,6 +87,8 @@ def test_deepseek_v32_fp8_tp8_indexer_whole_and_weights_proj_in_the_engines_dtyp
     def bytes_of(name: str, shape: tuple[int, ...]) -> float:
         if ".indexer.weights_proj." in name:
             return WEIGHTS_PROJ_BYTES[engine] * math.prod(shape)
+        if ".indexer.k_norm." in name and engine == "sglang":  # nsa_indexer.py:156 LayerNorm(dtype=torch.float32)
+            return 4 * math.prod(shape)
         return _fp8_block_bytes(name, shape)
 
     model = build(entries()["deepseek-v3.2"].config)
@@ -97,6 +100,8 @@ def test_deepseek_v32_fp8_tp8_indexer_whole_and_weights_proj_in_the_engines_dtyp
         expected += b if whole else b / 8
         weights_proj += p.numel() if ".indexer.weights_proj." in name else 0
     assert weights_proj == 61 * 64 * 7168  # the cited shapes: 61 layers x [index_n_heads, hidden]
+    k_norm = [tuple(p.shape) for name, p in model.named_parameters() if ".indexer.k_norm." in name]
+    assert k_norm == [(128,)] * (2 * 61)  # weight and bias of [index_head_dim] in each of the 61 layers
     assert _served("deepseek-v3.2", engine, 8) == pytest.approx(expected, rel=1e-7, abs=64)
 
 

@@ -7,7 +7,8 @@ import shlex
 from typing import Any
 
 from ..catalog import models as catalog
-from ..errors import InputError
+from ..errors import FieldError, InputError
+from ..estimate.device import own_memory_refusal
 from ..formulas.mtp import mtp_params, mtp_unique_params, stored_file_bytes
 from ..formulas.params import count_params
 from ..formulas.tensors import gemma4_tower_params
@@ -192,10 +193,8 @@ def fits_on_answer(found: list[Any], args: argparse.Namespace) -> tuple[dict[str
     engine = normalize_engine(args.engine) if args.engine else None
     # fit's rule for the target and count: an instance's own, or the whole instances a multiple of it is
     device, n, _, instance = target_and_count(args.fits_on, args.count, args.hardware_file, instances=True)
-    if args.host_memory is not None:
-        if device.kind != "gpu":  # host RAM beside GPUs; a CPU's or Apple chip's own memory is --memory
-            raise InputError(f"--host-memory is the host RAM beside GPUs (llama.cpp's experts in host memory); "
-                             f"{device.id} is {device.kind}: give its memory with --memory")
+    if args.host_memory is not None and (refused := own_memory_refusal(device)) is not None:
+        raise FieldError("host_memory", refused)  # host RAM beside GPUs: fit's words (estimate/device.py)
     constraints = Constraints(headroom=args.headroom)
     media = media_fields(args)
     text_only = 0

@@ -170,9 +170,34 @@ def apple_own_host(device: Device) -> Device:
                    flops_sparse={}, origin=device.origin)
 
 
+def is_own_host(device: Device | None) -> bool:
+    """Whether ``device`` is its own host for llama.cpp's CPU part (an Apple chip: ``apple_own_host``). The one
+    predicate: fit (``host_part``), the auto-fit's hint (llamacpp_fit.py ``auto_fits_at``) and the split decode
+    (``is_apple_own_host``) read it."""
+    return device is not None and device.kind == "apple"
+
+
 def is_apple_own_host(host: Device | None) -> bool:
-    """Whether ``host`` is an Apple chip's own CPU side (``apple_own_host``)."""
+    """Whether ``host`` is an Apple chip's own CPU side (``apple_own_host``: the chip seen from its CPU cores)."""
     return host is not None and host.id.endswith(":cpu")
+
+
+def says_apple_own_host(warning: str) -> bool:
+    """Whether ``warning`` is APPLE_OWN_HOST_WARNING (its text before the chip's name)."""
+    return warning.startswith(APPLE_OWN_HOST_WARNING.split("{", 1)[0])
+
+
+def own_memory_refusal(device: Device) -> str | None:
+    """Why host RAM (``host_memory``: llama.cpp's host part beside GPUs) is refused on ``device``, None on a GPU: a
+    CPU's RAM and an Apple chip's unified memory are the device's own (--memory). The one wording fit, the search
+    (``host_part``) and ``models --fits-on`` give."""
+    if device.kind == "gpu":
+        return None
+    own = {"apple": "the CPU part's memory is the unified memory outside the Metal working set, read from the chip's "
+                    "memory",
+           "cpu": "llama.cpp keeps the whole model in the CPU's RAM"}.get(device.kind, "its memory is its own")
+    return (f"host_memory is the host RAM beside GPUs; on {device.id} ({device.kind}) {own}: give that instead "
+            "(--memory; memory= in Python)")
 
 
 _HOST_WHY = "layers or experts kept on the CPU"
@@ -206,7 +231,7 @@ def host_part(engine: str | None, device: Device, host_device: str | Device | No
                 raise FieldError("host_device", f"host_device: {e}") from None
         else:
             found = host_device
-        if device.kind == "apple":  # the chip is its own host (APPLE_OWN_HOST_WARNING): only itself may be named
+        if is_own_host(device):  # the chip is its own host (APPLE_OWN_HOST_WARNING): only itself may be named
             if isinstance(found, Device) and found.id == apple_own_host(device).id:
                 found = device  # already read once (a search reads a candidate's host part again)
             if isinstance(found, Instance) or found.id != device.id:
@@ -218,7 +243,7 @@ def host_part(engine: str | None, device: Device, host_device: str | Device | No
             raise FieldError("host_device", f"host_device must be a CPU from the catalog (the host of llama.cpp's "
                              f"CPU part), got {getattr(found, 'id', found)} ({getattr(found, 'kind', 'an instance')})")
         host = found
-    elif device.kind == "apple" and engine in (None, "llamacpp"):
+    elif is_own_host(device) and engine in (None, "llamacpp"):
         host = apple_own_host(device)
     memory = None
     if host_memory is not None:  # llama.cpp's host part beside GPUs (verdict.py host_memory_verdict), as fit --auto
@@ -226,10 +251,7 @@ def host_part(engine: str | None, device: Device, host_device: str | Device | No
         if engine is not None and engine != "llamacpp":
             raise FieldError("host_memory", f"host_memory applies to engine llamacpp ({_HOST_WHY}), not {engine}")
         if device.kind in ("cpu", "apple"):  # (a CPU's RAM, an Apple chip's unified memory: the device's own)
-            own = ("the CPU part's memory is the unified memory outside the Metal working set, read from the "
-                   "chip's memory" if device.kind == "apple" else "llama.cpp keeps the whole model in the CPU's RAM")
-            raise FieldError("host_memory", f"host_memory is the host RAM beside GPUs; on {device.id} ({device.kind}) "
-                             f"{own}: give that instead (--memory; memory= in Python)")
+            raise FieldError("host_memory", own_memory_refusal(device) or "")
     return host, memory
 
 

@@ -34,7 +34,7 @@ from ..specs.workload import (
     normalize_engine,
     read_number,
 )
-from ..units import format_bytes, format_rate
+from ..units import format_bytes, format_limit, format_rate
 from . import efficiency as E
 from .device import (
     check_engine_on_device,
@@ -77,6 +77,12 @@ class LatencyLimits:
 FLOOR_UNCHECKED = "decode speed unknown"
 
 
+# recommend's reading-speed floor in tokens/s per user (efficiency.py READING_RATE_TOKENS_PER_SECOND to two decimals,
+# as it is stated): the one value recommend, the search (``format_on``, ``models --fits-on``) and fit --auto's hint
+# (llamacpp_fit.py ``auto_fits_at``) hold each user to
+READING_FLOOR = round(E.READING_RATE_TOKENS_PER_SECOND, 2)
+
+
 def reading_floor_applies(limits: LatencyLimits, output_tokens: int | None) -> bool:
     """Whether a serving search holds each user to reading speed (efficiency.py READING_RATE_TOKENS_PER_SECOND): when
     no speed or latency limit is given and tokens are generated. A prefill-only workload (``output_tokens`` 0:
@@ -94,7 +100,7 @@ def reading_floor_unchecked(device: Device) -> str | None:
     if device.bandwidth is not None:
         return None
     return (f"{FLOOR_UNCHECKED}: {device.id} has no sourced memory bandwidth, so the reading-speed floor "
-            f"({E.READING_RATE_TOKENS_PER_SECOND:.2f} tokens/s per user) is not checked and fit is judged on memory "
+            f"({format_limit(READING_FLOOR)} tokens/s per user) is not checked and fit is judged on memory "
             "only; give memory_bandwidth in a hardware file (--hardware-file; `llmsizer hardware detect -o FILE` "
             "writes one for this machine) or name a catalog device")
 
@@ -157,7 +163,8 @@ def latency_failures(sp: Any, limits: LatencyLimits, wait: float | None = None) 
         if sp.tokens_per_second_per_user is None:
             bad.append("decode speed unknown (no sourced bandwidth)")
         elif sp.tokens_per_second_per_user < limits.user_tokens_per_second:
-            bad.append(f"{format_rate(sp.tokens_per_second_per_user)} tokens/s per user < {limits.user_tokens_per_second:g}")
+            bad.append(f"{format_rate(sp.tokens_per_second_per_user)} tokens/s per user < "
+                       f"{format_limit(limits.user_tokens_per_second)}")
     if limits.tokens_per_second is not None and sp.tokens_per_second is None:
         bad.append("decode speed unknown (no sourced bandwidth)")
     return bad
@@ -454,7 +461,8 @@ def format_on(spec: ModelSpec, hardware: str | Device | Instance, count: int | N
     if device.bandwidth is None and (limits.user_tokens_per_second or limits.tokens_per_second):
         # a decode speed the caller asked for: no bandwidth can answer it (each model would be "no: speed unknown")
         raise InputError(f"{device.id} has no sourced memory bandwidth, so no model's decode speed can be checked "
-                         f"against {limits.user_tokens_per_second or limits.tokens_per_second:g} tokens/s; give its "
+                         f"against {format_limit(limits.user_tokens_per_second or limits.tokens_per_second or 0)} "
+                         "tokens/s; give its "
                          "memory_bandwidth in a hardware file (--hardware-file; `llmsizer hardware detect -o FILE` "
                          "writes one for this machine) or name a catalog device")
     if engine is not None:  # fit's refusal (a GPU-serving engine on a CPU or Apple), once, not once per model
@@ -466,7 +474,7 @@ def format_on(spec: ModelSpec, hardware: str | Device | Instance, count: int | N
     unchecked = reading_floor_unchecked(device) if output_tokens != 0 else None
     if unchecked is None and reading_floor_applies(limits, output_tokens):
         # the same floor as recommend; a device of unknown bandwidth is judged on memory only (the note says so)
-        limits = dataclasses.replace(limits, user_tokens_per_second=round(E.READING_RATE_TOKENS_PER_SECOND, 2))
+        limits = dataclasses.replace(limits, user_tokens_per_second=READING_FLOOR)
     check_headroom(headroom)  # checked once; each rung's margin is its engine's (estimate/verdict.py margin_rule)
     # a memory given is fit's memory; else a CPU instance's RAM, as recommend sizes its candidates
     mem = instance_memory(device, instance, int(memory) if memory is not None else None)

@@ -653,8 +653,10 @@ def rung_bytes(spec: ModelSpec, fmt: str, group_size: int = GROUP_SIZE_DEFAULT, 
     ``weight_bytes`` at the format catalog's defaults (formulas/weight_formats.py ``GROUP_SIZE_DEFAULT``, unless a
     group size is known; ``OTHER_BYTES_DEFAULT``), what an estimate of that format with no group size or compute
     dtype given holds, so a rung is never ranked by other sizes than the estimate's. ``engine``: the engine the rung
-    runs on, whose fused MoE experts a bitsandbytes format may keep in the compute dtype (``serving_fused_experts``,
-    as the estimate's weights count them); None: experts quantized, the smaller size (a bound that rejects nothing
-    an engine could fit)."""
+    runs on, whose fused MoE experts a bitsandbytes format may keep in the compute dtype (``serving_fused_experts``)
+    and whose own dtype for some tensors wins (formulas/weight_formats.py ``ENGINE_TENSOR_BYTES``: SGLang's fp32 DSA
+    indexer ``weights_proj``), as the estimate's weights count them (inference/compose.py passes the engine to
+    ``weight_bytes``); None: experts quantized, no engine's own dtype (a bound that rejects nothing an engine could
+    fit)."""
     kept = engine is not None and serving_fused_experts(spec, engine, fmt)
-    return weight_bytes(spec, fmt, group_size, OTHER_BYTES_DEFAULT, fused_experts=kept).total
+    return weight_bytes(spec, fmt, group_size, OTHER_BYTES_DEFAULT, fused_experts=kept, engine=engine).total

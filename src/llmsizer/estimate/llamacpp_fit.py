@@ -45,8 +45,7 @@ from ..result import Assumption, Estimate, merged_assumptions
 from ..specs import ModelSpec
 from ..specs.workload import read_number
 from ..units import comma_values, format_bytes
-from .device import APPLE_OWN_HOST_WARNING, apple_host_memory, gpu_runtime, host_holds_weights, usable_memory
-from .efficiency import READING_RATE_TOKENS_PER_SECOND
+from .device import apple_host_memory, gpu_runtime, host_holds_weights, is_own_host, says_apple_own_host, usable_memory
 from .inference import estimate_inference
 from .search import largest_true, smallest_true
 from .verdict import (
@@ -261,12 +260,6 @@ def _named_device(device: str | Device | None, hardware_files: Sequence[str]) ->
     return found if isinstance(found, Device) else None
 
 
-def _own_host(device: str | Device, hardware_files: Sequence[str]) -> bool:
-    """Whether ``device`` is its own host for llama.cpp's CPU part (an Apple chip: device.host_part)."""
-    dev = _named_device(device, hardware_files)
-    return dev is not None and dev.kind == "apple"
-
-
 def auto_fits_at(model: ModelSpec | str, free: Sequence[int], *,
                  timing: tuple[str | Device, str | Device | None, Sequence[str]] | None = None,
                  **kwargs: Any) -> dict[str, Any] | None:
@@ -280,13 +273,13 @@ def auto_fits_at(model: ModelSpec | str, free: Sequence[int], *,
     apply); none meeting it, the best rung that fits, its speed stated (``meets_reading_speed`` False). A rung whose
     speed is unknown (layers or experts on a host CPU not named) is named unchecked (None), as recommend judges a
     device of no sourced bandwidth on memory only (format_search.py ``reading_floor_unchecked``)."""
-    from .format_search import LatencyLimits, latency_failures, reading_floor_applies
+    from .format_search import READING_FLOOR, LatencyLimits, latency_failures, reading_floor_applies
     from .formats import format_ladder, weights_asked
 
     spec = load_model(model) if isinstance(model, str) else model
     limits = LatencyLimits()
     if timing is not None and reading_floor_applies(limits, kwargs.get("output_tokens")):
-        limits = LatencyLimits(user_tokens_per_second=round(READING_RATE_TOKENS_PER_SECOND, 2))
+        limits = LatencyLimits(user_tokens_per_second=READING_FLOOR)
     first: dict[str, Any] | None = None
     for fmt in format_ladder(spec, "llamacpp", None):
         r = fit_llamacpp(spec, free, fits_at=False, **{**kwargs, "weights": weights_asked(fmt)})
@@ -300,7 +293,8 @@ def auto_fits_at(model: ModelSpec | str, free: Sequence[int], *,
         if timing is None:
             return at
         device, host_device, files = timing
-        if host_device is None and host_holds_weights(r.estimate.details["split"]) and not _own_host(device, files):
+        if (host_device is None and host_holds_weights(r.estimate.details["split"])
+                and not is_own_host(_named_device(device, files))):
             # layers or experts on a host CPU not named: fit's speed is None (fit.py _split_speed), so the rung is
             # named unchecked without timing it (the same answer, a full fit less per call)
             at.update(decode_tokens_per_second=None, tokens_per_second_per_user=None,
@@ -501,7 +495,7 @@ def with_speed(r: LlamaCppFit, model: ModelSpec | str, hardware: str | Device, c
     # estimate/serving_load.py) where ``loaded``; decode_tokens_per_second: the decode steps alone, idle. The first
     # token past the attention limit is fit's warning of these flags (estimate/fit.py ``slow_first_token``)
     slow = timed.details.get("slow_first_token") if r.fits else None
-    said = [w for w in timed.warnings if w.startswith(APPLE_OWN_HOST_WARNING[:40])]  # an Apple chip as its own host
+    said = [w for w in timed.warnings if says_apple_own_host(w)]  # an Apple chip as its own host
     said += [slow] if slow else []
     return replace(r, warnings=(*r.warnings, *said), speed={"tokens_per_second": sp.tokens_per_second,
                              "tokens_per_second_per_user": sp.tokens_per_second_per_user,

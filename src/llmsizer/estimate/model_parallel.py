@@ -43,9 +43,6 @@ TP_COMM_OVERLAP_WHY = ("Megatron-Core ModelParallelConfig.tp_comm_overlap defaul
 TP_BACKWARD_OVERLAP_WHY = ("Megatron-LM LinearWithGradAccumulationAndAsyncCommunication (@9aad920 megatron/mpu/layers.py "
                            "lines 241-315; Megatron-Core allreduce_dgrad): each column-parallel linear's backward "
                            "collective runs while its GEMMs run (formulas/model_parallel_time.py eq. (T4))")
-# the column-parallel linears of a decoder layer (formulas/selective_checkpointing.py layer_matmul_shapes names), per
-# block: their input gradient is what the block's backward collective carries (Megatron fuses each block's into one)
-COLUMN_PARALLEL_BLOCKS = (frozenset({"q", "k", "v"}), frozenset({"gate", "up"}))
 FSDP_BESIDE_MP_WHY = {
     False: ("formulas/model_parallel_time.py eq. (P7), p = 1: FSDP over the data-parallel group of the tensor-parallel "
             "shards gathers, re-gathers and reduce-scatters every micro-batch as plain FSDP does (eq. (7c)), "
@@ -135,6 +132,10 @@ ASYNC_TP_UNFUSED = ("the backward reduce-scatter of a column-parallel block of s
                     "one matmul)")
 ASYNC_TP_BLOCKS = ((frozenset({"q", "k", "v"}), True), (frozenset({"o"}), False), (frozenset({"gate", "up"}), True),
                    (frozenset({"down"}), False))
+# the column-parallel linears of a decoder layer (formulas/selective_checkpointing.py layer_matmul_shapes names), per
+# block: their input gradient is what the block's backward collective carries (Megatron fuses each block's into one).
+# ASYNC_TP_BLOCKS' gathered blocks (those whose forward follows an all-gather): one table of the layer's blocks
+COLUMN_PARALLEL_BLOCKS = tuple(names for names, gathered in ASYNC_TP_BLOCKS if gathered)
 
 
 @lru_cache(maxsize=1024)

@@ -22,7 +22,7 @@ from functools import lru_cache
 from ..errors import FieldError, InputError
 from ..specs import ModelSpec
 from .tensors import Tensor, model_tensors
-from .weight_formats import GROUP_SIZE_DEFAULT, WeightBytes, normalize_format, tensor_bytes
+from .weight_formats import ENGINE_TENSOR_BYTES, GROUP_SIZE_DEFAULT, WeightBytes, normalize_format, tensor_bytes
 
 
 def check_tensor_parallel(spec: ModelSpec, tp: int) -> None:
@@ -193,30 +193,55 @@ def transformers_split_roles(model_type: str) -> frozenset[str]:
     return TRANSFORMERS_SPLIT.get(model_type, _DENSE | _EXPERTS | _SHEXP)
 
 
-def replicated_matrix(engine: str | None, t: Tensor, model_type: str = "") -> bool:
-    """Whether ``engine`` keeps the 2-D (or larger) tensor ``t`` whole on every tensor-parallel rank: the serving
-    engines' ``REPLICATED_MATRICES``; for transformers every tensor of two or more dimensions its plan for
-    ``model_type`` does not split (``transformers_split_roles``)."""
+def kept_whole(engine: str | None, t: Tensor, model_type: str = "") -> bool:
+    """Whether ``engine`` keeps tensor ``t`` whole on every tensor-parallel rank: the one rule of replication. On
+    transformers every tensor its plan for ``model_type`` does not split (``transformers_split_roles``: a 2-D weight
+    or a 1-D bias alike); on the serving engines every 1-D tensor (norms, row-parallel biases, sinks) and their 2-D
+    ``REPLICATED_MATRICES``; with no engine known, the 1-D tensors."""
     if engine == "transformers":
-        return len(t.shape) >= 2 and t.role not in transformers_split_roles(model_type)
-    return engine is not None and len(t.shape) == 2 and t.role in REPLICATED_MATRICES.get(engine, frozenset())
+        return t.role not in transformers_split_roles(model_type)
+    return len(t.shape) == 1 or (len(t.shape) == 2 and t.role in REPLICATED_MATRICES.get(engine or "", frozenset()))
+
+
+def replicates_matrices(engine: str | None) -> bool:
+    """Whether ``engine`` keeps some 2-D weights whole (``kept_whole``): transformers and the serving engines."""
+    return engine == "transformers" or engine in REPLICATED_MATRICES
+
+
+def replicated_matrix(engine: str | None, t: Tensor, model_type: str = "") -> bool:
+    """Whether ``engine`` keeps the 2-D (or larger) tensor ``t`` whole on every tensor-parallel rank (``kept_whole``)."""
+    return len(t.shape) >= 2 and kept_whole(engine, t, model_type)
+
+
+def _own_dtype(engine: str | None, t: Tensor) -> bool:
+    """Whether ``engine`` builds ``t`` in a dtype of its own (weight_formats.py ``ENGINE_TENSOR_BYTES``)."""
+    return t.role in ENGINE_TENSOR_BYTES.get(engine or "", {})
 
 
 def _whole_vector(engine: str | None, t: Tensor, model_type: str) -> bool:
-    """A 1-D tensor stays whole on every rank, but on transformers one its plan shards (a colwise bias)."""
-    return len(t.shape) == 1 and not (engine == "transformers" and t.role in transformers_split_roles(model_type))
+    """A 1-D tensor stays whole on every rank, but on transformers one its plan shards (a colwise bias): ``kept_whole``;
+    counted at the replicated element size, but one the engine builds in a dtype of its own (``_sized_whole``)."""
+    return len(t.shape) == 1 and kept_whole(engine, t, model_type) and not _own_dtype(engine, t)
+
+
+def _sized_whole(engine: str | None, t: Tensor, model_type: str) -> bool:
+    """A whole tensor sized by its own bytes (``replicated_matrix_bytes``): a replicated matrix, or a 1-D tensor the
+    engine builds in a dtype of its own (SGLang's fp32 DSA indexer k_norm)."""
+    return replicated_matrix(engine, t, model_type) or (len(t.shape) == 1 and _own_dtype(engine, t)
+                                                         and kept_whole(engine, t, model_type))
 
 
 @lru_cache(maxsize=256)  # per spec and format, like weight_bytes
 def replicated_matrix_bytes(spec: ModelSpec, engine: str, fmt: str, group_size: int, other_bytes: int,
                             fused_experts: bool) -> tuple[tuple[int, ...], dict[str, int]]:
-    """Bytes of the 2-D tensors ``engine`` replicates (``replicated_matrix``) in format ``fmt``, per decoder layer
-    and per component: each tensor's own bytes by ``weight_formats.tensor_bytes``, the rule ``weight_bytes`` sums."""
+    """Bytes of the 2-D tensors ``engine`` replicates (``replicated_matrix``) and of the 1-D ones it builds in a dtype
+    of its own (``_sized_whole``) in format ``fmt``, per decoder layer and per component: each tensor's own bytes by
+    ``weight_formats.tensor_bytes``, the rule ``weight_bytes`` sums."""
     fmt = normalize_format(fmt)
     layers = [0] * spec.num_layers
     comps: dict[str, int] = {}
     for t in model_tensors(spec):
-        if replicated_matrix(engine, t, spec.model_type):
+        if _sized_whole(engine, t, spec.model_type):
             b = tensor_bytes(spec, fmt, t, group_size, other_bytes, fused_experts, engine)[0]
             if 0 <= t.layer < spec.num_layers:
                 layers[t.layer] += b
@@ -270,7 +295,7 @@ def _matrix_share(spec: ModelSpec, wb: WeightBytes, engine: str | None, other_by
                   fused_experts: bool) -> tuple[tuple[int, ...], dict[str, int]]:
     """The replicated matrices' bytes per layer and component in ``wb``'s format (``replicated_matrix_bytes``); for
     a file's own bytes, their elements at their layer's bytes per element (a file gives no per-tensor split)."""
-    if engine not in REPLICATED_MATRICES and engine != "transformers":
+    if engine is None or not replicates_matrices(engine):
         return (0,) * spec.num_layers, {}
     if wb.format != "file":
         return replicated_matrix_bytes(spec, engine, wb.format, group_size, other_bytes, fused_experts)
@@ -280,7 +305,7 @@ def _matrix_share(spec: ModelSpec, wb: WeightBytes, engine: str | None, other_by
     for t in model_tensors(spec):
         if 0 <= t.layer < n:
             numel[t.layer] += t.numel
-            if replicated_matrix(engine, t, spec.model_type):
+            if _sized_whole(engine, t, spec.model_type):
                 rep[t.layer] += t.numel
     per = wb.layer_bytes if len(wb.layer_bytes) == n else (0,) * n
     layers = tuple(int(r * b / e) if e else 0 for r, b, e in zip(rep, per, numel, strict=True))

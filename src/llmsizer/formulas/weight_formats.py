@@ -255,8 +255,15 @@ def _tensor_bytes_simple(fmt: str, t: Tensor, group_size: int, other_bytes: int 
 #     ReplicatedLinear(hidden_size, n_head, bias=False, quant_config=None)``: no fp8, the model dtype (bf16);
 #   sglang 0.5.6 (PyPI wheel) python/sglang/srt/layers/attention/nsa/nsa_indexer.py:149-155 ``ReplicatedLinear(...,
 #     params_dtype=torch.float32, quant_config=None)``: fp32 (the checkpoint's tensor is cast on load).
-ENGINE_TENSOR_BYTES: dict[str, dict[str, int | None]] = {"vllm": {"indexer_proj": None},
-                                                         "sglang": {"indexer_proj": 4}}
+# and its key LayerNorm ``k_norm`` (role ``indexer_k_norm``, weight and bias of [index_head_dim]): sglang 0.5.6
+#   nsa_indexer.py:156 ``LayerNorm(self.head_dim, dtype=torch.float32)``, whose weight and bias are built in that
+#   dtype (sglang/srt/layers/layernorm.py:288-305): fp32. The indexer's ``wk`` ([index_head_dim, hidden]) is NOT
+#   the engine's own: nsa_indexer.py:141-147 builds it with the model's ``quant_config`` (passed by
+#   models/deepseek_v2.py:1253-1266), so an fp8 checkpoint's wk is fp8 as the format rule sizes it; likewise wq_b
+#   (:133-139).
+ENGINE_TENSOR_BYTES: dict[str, dict[str, int | None]] = {
+    "vllm": {"indexer_proj": None},
+    "sglang": {"indexer_proj": 4, "indexer_k_norm": 4, "indexer_k_norm.bias": 4}}
 _STORAGE_LABEL = {2: "bf16/fp16", 4: "fp32"}
 
 

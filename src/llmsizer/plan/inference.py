@@ -36,7 +36,7 @@ from ..formulas.cost import cost_per_million_tokens
 from ..formulas.lora import lora_params
 from ..formulas.mtp import stored_file_bytes
 from ..formulas.params import count_params
-from ..formulas.weight_formats import GROUP_SIZE_DEFAULT, format_alias, normalize_format, stored_format, weight_bytes
+from ..formulas.weight_formats import GROUP_SIZE_DEFAULT, format_alias, normalize_format, stored_format
 from ..models import load_model
 from ..recommend import Constraints, best_option_on, recommend_inference
 from ..request.quantities import HOURS_PER_MONTH
@@ -671,7 +671,7 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
                            ctx_peak, mem)
     summary = (f"serving {spec.name} ({format_count(pc.total)} params, {fmt_used}, {engine}) on {hw.label}; peak "
                f"{conc_peak} requests x {media or f'{ctx_peak} tokens'}")
-    _advice(job, spec, src, adapters, fmt_used, cost, notes, owned=owned_hardware(hw, job.resources))
+    _advice(job, spec, src, adapters, fmt_used, engine, cost, notes, owned=owned_hardware(hw, job.resources))
     # the plan's own assumptions, then every one of fit's (its own, its memory estimate's and its speed estimate's:
     # FitResult.all_assumptions, as `fit` prints them), each name once: what the request gives (context, ...) is said
     # by the plan; the plan's replicas count every machine; the engine the settings imply is said once, as implied
@@ -1113,9 +1113,9 @@ def _charts(job: InferenceJob, spec: ModelSpec, engine: str, fmt: str, tp: int, 
 
 
 def _advice(job: InferenceJob, spec: ModelSpec, src: TrainingJob | None, adapters: dict[str, Any], fmt: str,
-            cost: Sec, notes: JobNotes, owned: bool = False) -> None:
-    if adapters["mode"] is not None:
-        w = weight_bytes(spec, fmt).total
+            engine: str, cost: Sec, notes: JobNotes, owned: bool = False) -> None:
+    if adapters["mode"] is not None:  # the weights as the option's engine holds them (``_smaller``'s measure)
+        w = rung_bytes(spec, fmt, rung_group_size(spec, fmt, None), engine)
         n = adapters["count"]
         per = adapters["per_adapter_dynamic"]
         origin = f"the adapter from training job '{src.name}'" if src is not None else "the LoRA adapters"

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..estimate.verdict import budget_term
 from ..specs.workload import ENGINE_NAMES
-from ..units import format_bytes, format_chance, format_rate
+from ..units import format_bytes, format_chance, format_limit, format_rate
 from .text import coverage_lines, pool_and_need, room_left, table
 
 if TYPE_CHECKING:
@@ -230,9 +230,9 @@ def _reading_words(at: dict[str, Any]) -> str:
     if at.get("meets_reading_speed") is None or not at.get("reading_speed"):
         return ""
     if at["meets_reading_speed"]:
-        return f" at reading speed ({at['reading_speed']:g} tokens/s per user, recommend's floor)"
-    return (f"; none that fits reaches reading speed ({at['reading_speed']:g} tokens/s per user, recommend's floor), "
-            "so this is the best-quality one")
+        return f" at reading speed ({format_limit(at['reading_speed'])} tokens/s per user, recommend's floor)"
+    return (f"; none that fits reaches reading speed ({format_limit(at['reading_speed'])} tokens/s per user, "
+            "recommend's floor), so this is the best-quality one")
 
 
 def _experts_in_host_hint(at: dict[str, Any], fmt: str, rerun: bool) -> str:
