@@ -198,3 +198,41 @@ def test_confirm_rechecks_the_quota_sqlite(tmp_path, capsys):
 def test_confirm_rechecks_the_quota_postgresql(pg_url, tmp_path, capsys):
     url = fresh_database(pg_url, "llmsizer_quota")
     _confirm_over_quota(url, tmp_path, capsys)
+
+
+def test_console_queue_applies_the_quota_confirm_applies(tmp_path, capsys):
+    """provider9 #1: the console's queue `fits` is confirm's rule (store.taking_refusal), the team quota included.
+    Three requested bookings of one team on a 4-device node with a team quota of 2: after two are confirmed, the
+    third is inside the node's capacity (3 of 4) but over the quota; the queue says no with the reason confirm then
+    gives. Before, the queue checked capacity alone and showed it as fitting."""
+    pytest.importorskip("sqlalchemy")
+    pytest.importorskip("fastapi")
+    import argparse
+
+    from llmsizer.web.api_capacity import console_view
+
+    from .test_cli_capacity import run
+    from .test_lifecycle import RACE_REQ
+    inv_file = tmp_path / "inv.yaml"
+    inv_file.write_text("sites: [{id: s1}]\nstorage: [{id: fs, site: s1, capacity: 1 PB}]\n"
+                        "nodes: [{id: n1, site: s1, device: a100-pcie-80gb, devices: 4, pools: [serving]}]\n"
+                        "quotas: [{team: chat team, device: a100-pcie-80gb, devices: 2}]\n")
+    db = str(tmp_path / "q.db")
+    ids = []
+    for k in range(3):
+        req = tmp_path / f"r{k}.yaml"
+        req.write_text(RACE_REQ.format(k=k))
+        assert run("capacity", "book", str(req), "--inventory", str(inv_file), "--db", db, "--state", "requested",
+                   "--now", "2025-09-01") == 0
+        ids.append(capsys.readouterr().out.split("booked ")[1].split(":")[0])
+    args = argparse.Namespace(inventory=str(inv_file), db=db, auth=None, hardware_file=[], actor="t",
+                              token_file=None, json=True, at=None, audit=True, svg=None, html=None)
+    assert [q["fits"] for q in console_view(args)["queue"]] == [True, True, True]  # nothing holds capacity yet
+    for rid in ids[:2]:
+        assert run("capacity", "confirm", rid, "--inventory", str(inv_file), "--db", db) == 0
+    (third,) = [q for q in console_view(args)["queue"] if q["id"] == ids[2]]
+    assert third["fits"] is False
+    assert run("capacity", "confirm", ids[2], "--inventory", str(inv_file), "--db", db) == 1
+    err = capsys.readouterr().err
+    assert f"{ids[2]}: refused: {third['binding']}\n" in err, (third, err)
+    assert "quota of team 'chat team' a100-pcie-80gb: 2 held + 1 asked" in third["binding"]

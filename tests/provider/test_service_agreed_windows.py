@@ -207,3 +207,32 @@ def test_re_place_moves_a_service_as_it_agreed(agreement, moved):
     moves, stuck = plan_moves(i, [_svc(agreement)], ["s"], {"a40": "gpu"})
     assert [m.placement.nodes for m in moves] == ([("gpunode-01",)] if moved else [])
     assert [s.binding for s in stuck] == ([] if moved else ["maintenance"])
+
+
+@pytest.mark.parametrize("key, text", [("maintenance_windows", "Sundays 02:00-04:00 CET"),
+                                       ("interruptible", "outside office hours")])
+def test_an_unreadable_agreed_window_is_bad_input_on_the_cli_and_over_http(key, text, tmp_path, capsys):
+    """provider9 #2: a window text parse_window cannot read is refused (exit 2; HTTP 4xx), one line naming the file,
+    the line of the field and the field; before, the service was placed as agreeing to every provider window."""
+    inventory = tmp_path / "inv.yaml"
+    inventory.write_text(INVENTORY + AGREED)
+    body = REQUEST.replace('maintenance_windows: ["Sundays 02:00-04:00 UTC"]', f'{key}: ["{text}"]')
+    assert text in body
+    req = tmp_path / "req.yaml"
+    req.write_text(body)
+    line = 1 + next(k for k, s in enumerate(body.splitlines()) if text in s)
+    from llmsizer.cli.main import main
+    assert main(["capacity", "check", str(req), "--inventory", str(inventory), "--no-db", "--now", "2027-01-01"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1, err
+    assert err.startswith(f"llmsizer: error: {req}:{line}: job 'chat' (inference): service.{key}: {text!r} is not a window "
+                          "llmsizer can read"), err
+    pytest.importorskip("fastapi")
+    from fastapi.testclient import TestClient
+
+    from llmsizer.web.api_capacity import ProviderConfig
+    from llmsizer.web.app import create_app
+    with TestClient(create_app(provider=ProviderConfig(inventory=str(inventory), db=str(tmp_path / "b.db")))) as c:
+        r = c.post("/api/v1/capacity/check", json={"request": body})
+    assert r.status_code == 400, r.text
+    assert f":{line}: job 'chat' (inference): service.{key}: {text!r} is not a window llmsizer can read" in r.text

@@ -1,13 +1,16 @@
-"""The console's list of bookings the inventory disagrees with (static/js/console_flags.js, probe10 defects 1 and 6):
-fed the console's real answer (GET /api/v1/capacity/console through the app, with a node renamed under a booking
-and a maintenance window over another), it gives one line per orphaned node and per booking across a window, and the
-inventory editor's save line carries the save's warnings. Run through node; skipped where node is not installed."""
+"""The console's list of bookings the inventory disagrees with and each booking's plan (static/js/console_flags.js,
+probe10 defects 1 and 6, provider9 #6): fed the console's real answer (GET /api/v1/capacity/console through the app,
+with a node renamed under a booking and a maintenance window over another), it renders the server's words verbatim,
+which are `capacity show`'s warnings and row figures (the CLI run on the same files), and the inventory editor's save
+line carries the save's warnings. Run through node; skipped where node is not installed."""
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -15,7 +18,8 @@ import pytest
 pytest.importorskip("fastapi")
 pytest.importorskip("sqlalchemy")
 
-FLAGS_JS = Path(__file__).resolve().parents[2] / "src" / "llmsizer" / "web" / "static" / "js" / "console_flags.js"
+SRC = Path(__file__).resolve().parents[2] / "src"
+FLAGS_JS = SRC / "llmsizer" / "web" / "static" / "js" / "console_flags.js"
 INVENTORY = ("sites: [{id: s1}]\nstorage: [{id: fs, site: s1, capacity: 1 PB}]\n"
              "nodes: [{id: serve-01, site: s1, device: a100-pcie-80gb, devices: 1, pools: [serving]},\n"
              "        {id: serve-02, site: s1, device: a100-pcie-80gb, devices: 1, pools: [serving]}]\n")
@@ -61,13 +65,28 @@ def test_the_console_lists_what_the_api_flags(tmp_path: Path) -> None:
             "maintenance: [{start: 2030-10-03T06:00, end: 2030-10-03T08:00, nodes: [serve-02]}]\n")
         saved = c.put("/api/v1/capacity/inventory", json={"inventory": edited}).json()
         view = c.get("/api/v1/capacity/console").json()
-    script = (f"import {{ flagLines, savedLine }} from {json.dumps(FLAGS_JS.as_uri())};\n"
-              f"console.log(JSON.stringify([flagLines({json.dumps(view)}), savedLine({json.dumps(saved)})]));")
-    lines, said = _node(script)
-    assert lines == [
-        f"node 'serve-01' holds live booking(s) {a}: the inventory has no such node (removed or renamed); not on the "
-        "timeline (restore the node in the inventory, or move them with `llmsizer capacity re-place`, or release them)",
-        f"booking {b} (chat-1, inference) on node 'serve-02' runs across the provider's maintenance window "
-        "2030-10-03 06:00-2030-10-03 08:00: its request agreed to no maintenance window; confirm and activate refuse it"]
+    script = (f"import {{ flagLines, planned, savedLine }} from {json.dumps(FLAGS_JS.as_uri())};\n"
+              f"const view = {json.dumps(view)};\n"
+              f"console.log(JSON.stringify([flagLines(view), view.reservations.map(planned), "
+              f"savedLine({json.dumps(saved)})]));")
+    lines, plans, said = _node(script)
+    # the page renders the server's words verbatim, and those are what `capacity show` warns with, word for word
+    # (provider9 #6: before, console_flags.js worded the lines itself)
+    assert lines == view["flags"] and len(lines) == 2
+    show = subprocess.run([sys.executable, "-m", "llmsizer", "capacity", "show", "--inventory", str(inv), "--db",
+                           str(tmp_path / "b.db")], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(SRC)})
+    assert show.returncode == 0, show.stderr
+    assert [x[len("warning: "):] for x in show.stderr.splitlines() if x.startswith("warning: ") and (
+        "booking(s)" in x or "maintenance window" in x)] == lines
+    # and they name what happened: the renamed node under booking a, the window over booking b
+    assert f"node 'serve-01' holds live booking(s) {a}: the inventory has no such node (removed or renamed)" in lines[0]
+    assert f"booking {b} (chat-1, inference) on node 'serve-02' runs across the provider's maintenance window " \
+           "2030-10-03 06:00-2030-10-03 08:00: its request agreed to no maintenance window" in lines[1]
+    # each booking's plan: the text `capacity show` prints on its row
+    rows = {x.split()[0]: x for x in show.stdout.splitlines()[1:] if x.startswith("  ") and len(x.split()) > 2}
+    assert [p for p in plans] == [r["figures_text"] for r in view["reservations"]]
+    for r, p in zip(view["reservations"], plans, strict=True):
+        assert p.startswith("1 x ") and f"  {p}  " in rows[r["id"]], (p, rows)
     assert said.startswith("inventory saved: 2 node(s), 1 site(s)") and len(saved["warnings"]) == 2
     assert said.endswith(f"; warning: {saved['warnings'][0]}; warning: {saved['warnings'][1]}")

@@ -9,7 +9,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..errors import InputError
 from ..inputs import check_output, regular_file
@@ -835,9 +835,21 @@ def timeline(inv: Any, bookings: list[Any], points: int = 40) -> tuple[list[_dt.
     return _timeline(inv, bookings, points)
 
 
-def show_answer(args: argparse.Namespace) -> tuple[Any, list[dict[str, Any]], list[Any], list[dict[str, Any]],
-                                                  _dt.datetime | None, dict[str, Any]]:
-    """The inventory, reservations, bookings, audit entries, the --at time, and the --json answer."""
+class Shown(NamedTuple):
+    """What ``capacity show`` (and the console) answer from one read of the store."""
+
+    inv: Any
+    rows: list[dict[str, Any]]  # every reservation (store.with_figures' records)
+    bookings: list[Any]  # what holds capacity: the chart's (requested and orphaned ones left out)
+    audit: list[dict[str, Any]]
+    at: _dt.datetime | None
+    data: dict[str, Any]  # the --json answer
+    live: list[Any]  # every live booking, requested ones too (what the warnings and confirm's rules read)
+
+
+def show_answer(args: argparse.Namespace) -> Shown:
+    """The inventory, reservations, bookings, audit entries, the --at time, the --json answer and the live bookings,
+    from one read of the store."""
     from ..provider.inventory import load_inventory
     from ..provider.placement import capacities
     from ..provider.store import utilisation
@@ -869,31 +881,7 @@ def show_answer(args: argparse.Namespace) -> tuple[Any, list[dict[str, Any]], li
         moment = at or _utcnow(args)
         data["utilisation_at"] = moment.isoformat()
         data["utilisation"] = utilisation(bookings, capacities(inv), moment)
-    return inv, rows, bookings, audit, at, data
-
-
-def figures_text(r: dict[str, Any]) -> str:
-    """The plan's numbers a booking record carries, as the plan words them: '1 x 23.31 GiB/device, 3.6 h, $5.43'."""
-    from ..units import format_usd
-    parts = [f"{r['devices']} x {format_bytes(r['memory_per_device'])}/device"]
-    if r.get("seconds") is not None:
-        parts.append(format_seconds(r["seconds"]))
-    if r.get("cost") is not None:
-        parts.append(format_usd(r["cost"]))
-    if r.get("cost_per_month") is not None:
-        parts.append(f"{format_usd(r['cost_per_month'])}/month")
-    return ", ".join(parts)
-
-
-def _live(args: argparse.Namespace) -> list[Any]:
-    """Every live booking of the --db store, requested ones too (none when it is not there)."""
-    store = _store(args, readonly=True)
-    if store is None:
-        return []
-    try:
-        return list(store.bookings(requested=True))
-    finally:
-        store.close()
+    return Shown(inv, rows, bookings, audit, at, data, everything)
 
 
 def cmd_show(args: argparse.Namespace) -> int:
@@ -903,7 +891,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     for out in (args.svg, args.html):
         if out:
             check_output(out, inputs)  # before any work
-    inv, rows, bookings, audit, at, data = show_answer(args)
+    inv, rows, bookings, audit, at, data, live = show_answer(args)
     missing = store_not_created(args.db)  # read as empty, said with its path (the CLI's own: the web's store is
     _say_store_not_created(missing)  # the server's, whose path it does not show)
     if missing is not None:
@@ -912,7 +900,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         say(f"warning: {w}", file=sys.stderr)
     if data.get("orphaned") or data.get("maintenance"):
         from ..provider.disagree import disagreement_warnings
-        for w in disagreement_warnings(inv, _live(args), args.inventory):
+        for w in disagreement_warnings(inv, live, args.inventory):
             say(f"warning: {w}", file=sys.stderr)
     if args.json:
         emit_json(data)
@@ -920,7 +908,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         say(f"{len(rows)} reservation(s)")
         for r in rows:
             say(f"  {r['id']}  {r['state']:<10} {r['job']:<24} {_fmt(r['start'])} -> {_fmt(r['end'])}"
-                + (f"  {figures_text(r)}" if r.get("devices") else ""))
+                + (f"  {r['figures_text']}" if r["figures_text"] else "") + f"  ({r['agreement_text']})")
         times, series = timeline(inv, bookings)
         if times:
             mark = format_seconds((times[1] - times[0]).total_seconds())

@@ -136,9 +136,31 @@ def _replanner(job: Any, request: Request, now: _dt.datetime, hardware_files: Se
     return on
 
 
+def _agreed_windows(job: Any, request: Request) -> tuple[str, ...]:
+    """The service's agreed maintenance windows (``service.maintenance_windows``, then ``interruptible``), each
+    read by :func:`.windows.parse_window`: a text it cannot read is a request error naming the field and its
+    file:line (RequestError, exit 2 / HTTP 4xx), not an agreement to every provider window (``windows.within``
+    takes one it cannot check as accepting, for stores written before this check)."""
+    from ..request.reader import RequestError
+    from .windows import FORMS, parse_window
+    service = getattr(job, "service", None)
+    out: list[str] = []
+    for key in ("maintenance_windows", "interruptible"):
+        for w in getattr(service, key, None) or ():
+            if parse_window(w) is None:
+                path = f"service.{key}"
+                raise RequestError([f"{request.source}:{request.line_of(job, path)}: job '{job.name}' ({job.kind}): "
+                                    f"{path}: {w!r} is not a window llmsizer can read ({FORMS}); give one of those "
+                                    "forms (an unreadable window cannot be checked against the provider's "
+                                    "maintenance)"])
+            out.append(w)
+    return tuple(out)
+
+
 def need_of(jp: JobPlan, job: Any, request: Request, now: _dt.datetime,
             hardware_files: Sequence[str | Path] = ()) -> JobNeed:
     hw = jp.hardware
+    agreed = _agreed_windows(job, request)
     f = jp.facts
     start = _day(job.start) or _day(request.start) or now
     ongoing = False
@@ -173,7 +195,6 @@ def need_of(jp: JobPlan, job: Any, request: Request, now: _dt.datetime,
     fixed = float(fixed_raw) * scale if fixed_raw is not None else total
     access = getattr(job, "access", None)
     data = getattr(job, "dataset", None)
-    service = getattr(job, "service", None)
     return JobNeed(
         name=jp.name, kind=jp.kind, device=hw.device or "", devices=max(1, hw.count), nodes=max(1, hw.nodes),
         seconds=seconds, start=start, deadline=deadline, memory_per_device=int(f.get("memory_per_device") or 0),
@@ -183,9 +204,7 @@ def need_of(jp: JobPlan, job: Any, request: Request, now: _dt.datetime,
         checkpoint_interval=float(f.get("interval_seconds") or 0.0), checkpoints_max=n_ck,
         fixed_address=bool(access and access.fixed_address),
         isolation=access.isolation if access and access.isolation not in (None, "none") else None,
-        accepts_maintenance=bool(service and (service.maintenance_windows or service.interruptible)),
-        maintenance_windows=(*(service.maintenance_windows or ()), *(service.interruptible or ())) if service
-        else (), sensitivity=getattr(data, "sensitivity", None), offsite_allowed=getattr(data, "offsite_allowed", None),
+        accepts_maintenance=bool(agreed), maintenance_windows=agreed, sensitivity=getattr(data, "sensitivity", None), offsite_allowed=getattr(data, "offsite_allowed", None),
         run_seconds=_timer(job, hardware_files) if jp.kind == "training" else None,
         quantized=_quantizer(job, jp, hardware_files) if jp.kind == "inference" else None,
         fit_on=_fitter(job, jp, hardware_files),

@@ -75,7 +75,9 @@ def _fmt(t: Any) -> str:
 
 def render_capacity_html(inv: Inventory, bookings: Sequence[Booking], reservations: Sequence[dict[str, Any]],
                          *, title: str = "", generated: _dt.datetime | None = None) -> str:
-    """The utilisation timeline (one chart per device type) and the reservations as one HTML page."""
+    """The utilisation timeline (one chart per device type) and the reservations as one HTML page: each row with the
+    plan's numbers it was booked for (``figures_text``) and the maintenance its job agreed to (``agreement_text``),
+    the words of the records the text and ``--json`` answers carry (store.with_figures)."""
     from .._version import __version__
     from ..render.html import CSP, CSS
     from ..render.svg import line_chart
@@ -98,10 +100,13 @@ def render_capacity_html(inv: Inventory, bookings: Sequence[Booking], reservatio
                     f'<td>{escape(str(r["state"]))}</td><td>{escape(str(r["job"]))}</td>'
                     f'<td>{escape(str(r["kind"]))}</td><td class="num">{escape(_fmt(r["start"]))}</td>'
                     f'<td class="num">{escape(_fmt(r["end"]))}</td><td class="num">{devices:g}</td>'
-                    f'<td>{escape(", ".join(nodes) or "-")}</td><td class="how">{escape(str(r.get("note") or ""))}'
-                    "</td></tr>")
+                    f'<td>{escape(", ".join(nodes) or "-")}</td>'
+                    f'<td class="plan">{escape(r.get("figures_text") or "-")}</td>'
+                    f'<td class="how">{escape(str(r.get("agreement_text") or ""))}</td>'
+                    f'<td class="how">{escape(str(r.get("note") or ""))}</td></tr>')
     table = ('<div class="card"><table id="bookings"><thead><tr><th>id</th><th>state</th><th>job</th><th>kind</th>'
-             "<th>start (UTC)</th><th>end (UTC)</th><th>devices</th><th>nodes</th><th>note</th></tr></thead><tbody>"
+             "<th>start (UTC)</th><th>end (UTC)</th><th>devices</th><th>nodes</th><th>plan</th>"
+             "<th>maintenance</th><th>note</th></tr></thead><tbody>"
              + "".join(rows) + "</tbody></table></div>") if rows else '<p class="card muted">No reservations.</p>'
     name = title or "Capacity"
     active = sum(1 for r in reservations if r["state"] != "released")

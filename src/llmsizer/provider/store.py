@@ -327,7 +327,8 @@ class Store:
         if self.empty:
             return []
         with self.engine.connect() as c:
-            rows = c.execute(sa.select(*self._base_cols(), *self._figure_cols())
+            agreed = [self.res.c[k] for k in ("device", AGREED) if k in self._columns()]
+            rows = c.execute(sa.select(*self._base_cols(), *self._figure_cols(), *agreed)
                              .order_by(self.res.c.start, self.res.c.created)).mappings().all()
         return [with_figures({**r, "state": ALIASES.get(r["state"], r["state"])}) for r in rows]
 
@@ -395,20 +396,6 @@ class Store:
             q = q.where(self.res.c.id.notin_(list(exclude)))
         return [Item(r["resource"], r["amount"], r["start"], r["end"]) for r in c.execute(q).mappings().all()]
 
-    @staticmethod
-    def _conflict(job: str, items: Sequence[Item], existing: Sequence[Item], capacity: dict[str, float],
-                  suffix: str = "") -> BookingConflict | None:
-        bad = overflow(items, existing, capacity)
-        if not bad:
-            return None
-        lo = min(i.start for i in items)
-        hi = max(i.end for i in items)
-        res, load, cap = bad[0]
-        return BookingConflict(f"job {job!r} no longer fits: {res} would hold {format_amount(res, load)} of "
-                               f"{format_amount(res, cap)} between "
-                               f"{lo:%Y-%m-%d %H:%M} and {hi:%Y-%m-%d %H:%M}{suffix}; run `llmsizer capacity check` "
-                               "again")
-
     def book(self, placement: Placement, capacity: dict[str, float], *, state: str = "confirmed",
              note: str = "", **kw: Any) -> str:
         """Record ``placement`` atomically; raise :class:`BookingConflict` when it no longer fits."""
@@ -471,18 +458,11 @@ class Store:
                     usage = self._held_items(c, usage_res, _dt.datetime.min, _dt.datetime.max) if usage_res else []
                     for placement, _ in new:
                         others = "; nothing of this request was booked" if len(placements) > 1 else ""
-                        err = self._conflict(placement.job, placement.items, existing, capacity, others) \
-                            if placement.items else None
-                        if err:
-                            raise err
-                        for u in [i for i in placement.items if i.resource.startswith(USAGE) and quotas]:
-                            team, device = u.resource[len(USAGE):].rsplit(":", 1)
-                            ans = check_quota(team, device, int(u.amount), u.start, u.end, quotas,
-                                              lambda res, lo, hi: [i for i in usage if i.resource == res and
-                                                                   i.start < hi and i.end > lo])
-                            if ans is not None and not ans.fits:
-                                raise BookingConflict(f"job {placement.job!r} no longer fits: {ans.text}{others}; "
-                                                      "run `llmsizer capacity check` again")
+                        held = [*(i for i in existing if not i.resource.startswith(USAGE)), *usage]  # usage once
+                        why = taking_refusal(placement.job, placement.items, held, capacity, quotas, suffix=others,
+                                             again=True)
+                        if why:
+                            raise BookingConflict(why)
                         existing.extend(placement.items)  # the next job of the request counts on these too
                         usage.extend(i for i in placement.items if i.resource.startswith(USAGE))
                 for placement, key in zip(placements, keys, strict=True):
@@ -600,19 +580,13 @@ class Store:
                         raise InputError(f"becoming {to} re-checks capacity: give --inventory")
                     lo = min(i.start for i in items)
                     hi = max(i.end for i in items)
-                    err = self._conflict(row["job"], items, self._held_items(
-                        c, sorted({i.resource for i in items}), lo, hi, exclude=rid), capacity)
-                    if err:
-                        raise err
-                    usage = self._held_items(c, usage_res, _dt.datetime.min, _dt.datetime.max, exclude=rid) \
-                        if usage_res else []
-                    for u in [i for i in items if i.resource.startswith(USAGE) and quotas]:
-                        team, device = u.resource[len(USAGE):].rsplit(":", 1)
-                        ans = check_quota(team, device, int(u.amount), u.start, u.end, quotas,
-                                          lambda res, lo, hi: [i for i in usage if i.resource == res and
-                                                               i.start < hi and i.end > lo])
-                        if ans is not None and not ans.fits:
-                            raise BookingConflict(f"job {row['job']!r} no longer fits: {ans.text}")
+                    others = self._held_items(c, sorted({i.resource for i in items if not i.resource.startswith(
+                        USAGE)}), lo, hi, exclude=rid)  # the team usage: once, over all time (the quota's period)
+                    if usage_res:
+                        others += self._held_items(c, usage_res, _dt.datetime.min, _dt.datetime.max, exclude=rid)
+                    why = taking_refusal(row["job"], items, others, capacity, quotas)
+                    if why:
+                        raise BookingConflict(why)
                 if not lapsed or to == "expired":
                     c.execute(sa.update(self.res).where(self.res.c.id == rid)
                               .values(state=to, hold_until=None if to not in ("held", "requested") else
@@ -662,9 +636,9 @@ class Store:
                 existing = self._held_items(c, resources, min(i.start for i in items), max(i.end for i in items),
                                             exclude=ids)
                 for m in moves:
-                    err = self._conflict(m.job, m.items, existing, capacity, "; nothing was moved")
-                    if err:
-                        raise err
+                    why = taking_refusal(m.job, m.items, existing, capacity, suffix="; nothing was moved")
+                    if why:  # capacity only: the quota usage hold moves unchanged
+                        raise BookingConflict(why)
                     if rows[m.id]["state"] in HOLDING:
                         existing.extend(m.items)
                 for m in moves:
@@ -707,6 +681,34 @@ class Store:
         self.transition(rid, "released", **kw)
 
 
+
+def taking_refusal(job: str, items: Sequence[Item], others: Sequence[Item], capacity: dict[str, float],
+                   quotas: Sequence[Quota] = (), *, suffix: str = "", again: bool = False) -> str | None:
+    """Why a booking's ``items`` may not take capacity (book, hold, confirm, activate), or None: the one rule of
+    :meth:`Store.submit` and :meth:`Store.transition` (under their locks) and of the web console's queue column
+    (web/api_capacity.py ``console_view``, over the same bookings read without a lock). ``others``: the holds of
+    every other booking that holds capacity, its ``team:`` usage holds included. First capacity
+    (:func:`.placement.overflow` of every resource ``items`` hold), then each usage hold's team quota
+    (:func:`.quota.check_quota`, Kueue's rule). ``suffix`` is added to the reason; ``again``: a quota refusal ends
+    with the advice to check again (as a capacity refusal always does)."""
+    bad = overflow(items, others, capacity) if items else []
+    if bad:
+        lo = min(i.start for i in items)
+        hi = max(i.end for i in items)
+        res, load, cap = bad[0]
+        return (f"job {job!r} no longer fits: {res} would hold {format_amount(res, load)} of "
+                f"{format_amount(res, cap)} between {lo:%Y-%m-%d %H:%M} and {hi:%Y-%m-%d %H:%M}{suffix}; run "
+                "`llmsizer capacity check` again")
+    usage = [i for i in others if i.resource.startswith(USAGE)]
+    for u in [i for i in items if i.resource.startswith(USAGE) and quotas]:
+        team, device = u.resource[len(USAGE):].rsplit(":", 1)
+        ans = check_quota(team, device, int(u.amount), u.start, u.end, quotas,
+                          lambda res, lo, hi: [i for i in usage if i.resource == res and i.start < hi and i.end > lo])
+        if ans is not None and not ans.fits:
+            return f"job {job!r} no longer fits: {ans.text}{suffix}" + ("; run `llmsizer capacity check` again"
+                                                                        if again else "")
+    return None
+
 def agreement_text(a: Agreement) -> str:
     """The :data:`AGREED` column's text: ``{"accepts": bool, "windows": [text, ...]}``."""
     return json.dumps(a.to_dict())
@@ -731,9 +733,44 @@ def booking_of(row: dict[str, Any], items: tuple[Item, ...]) -> Booking:
 
 
 def with_figures(row: dict[str, Any]) -> dict[str, Any]:
-    """A reservation row with every :data:`FIGURES` key (None where the store predates schema 4), as both readers
-    return it."""
-    return {**row, **{k: row.get(k) for k, _ in FIGURES}}
+    """A reservation row as both readers return it: every :data:`FIGURES` key (None where the store predates
+    schema 4) and ``figures_text``, those numbers as the plan words them (None without them); the stored
+    :data:`AGREED` column read as ``agreement`` (``{"accepts", "windows"}``, with :func:`.disagree.agreed`'s rule
+    for a booking made before schema 5: a training run agreed to none, a service's is unknown, None) and
+    ``agreement_text``, it in words (:func:`agreement_words`). One record, which the text, ``--json``, ``--html``
+    and the console render."""
+    from .disagree import agreed  # here: disagree.py reads this module
+    out = {k: v for k, v in row.items() if k != AGREED}
+    out.update({k: row.get(k) for k, _ in FIGURES})
+    out["figures_text"] = figures_text(out) if out.get("devices") else None
+    a = agreed(booking_of(row, ()))
+    out["agreement"] = None if a is None else a.to_dict()
+    out["agreement_text"] = agreement_words(a)
+    return out
+
+
+def figures_text(r: dict[str, Any]) -> str:
+    """The plan's numbers a booking record carries, as the plan words them: '1 x 23.31 GiB/device, 3.6 h, $5.43'."""
+    from ..units import format_bytes, format_seconds, format_usd
+    parts = [f"{r['devices']} x {format_bytes(r['memory_per_device'])}/device"]
+    if r.get("seconds") is not None:
+        parts.append(format_seconds(r["seconds"]))
+    if r.get("cost") is not None:
+        parts.append(format_usd(r["cost"]))
+    if r.get("cost_per_month") is not None:
+        parts.append(f"{format_usd(r['cost_per_month'])}/month")
+    return ", ".join(parts)
+
+
+def agreement_words(a: Agreement | None) -> str:
+    """The provider maintenance a booking's job agreed to, in words (``show``'s reservation rows)."""
+    if a is None:
+        return "maintenance agreement unknown (booked before the store recorded it)"
+    if not a.accepts:
+        return "agreed to no maintenance window"
+    if not a.windows:
+        return "agreed to any maintenance window (interruptible)"
+    return f"agreed maintenance windows: {'; '.join(a.windows)}"
 
 
 def utilisation(bookings: Sequence[Booking], capacity: dict[str, float], at: _dt.datetime) -> dict[str, float]:

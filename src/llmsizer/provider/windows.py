@@ -22,6 +22,9 @@ _RECUR = re.compile(rf"^(?P<days>[a-z ,\-]+?)\s+(?:at\s+|from\s+)?{_TIME}\s*(?:-
 _ONE_SAME_DAY = re.compile(rf"^{_DATE}[ t]{_TIME}\s*(?:-|–|to)\s*{_TIME}$")
 _ONE_SPAN = re.compile(rf"^{_DATE}[ t]{_TIME}\s*(?:-|–|to)\s*{_DATE}[ t]{_TIME}$")
 
+#: the understood forms, as a refusal of another lists them
+FORMS = ("UTC: 'Sundays 02:00-04:00', 'Mon-Fri 01:00-02:00', 'daily 03:00-04:00', '2025-11-15 06:00-18:00' or "
+         "'2025-11-15 06:00 - 2025-11-16 06:00'")
 Window = Callable[[_dt.datetime, _dt.datetime], bool]  # does [start, end) lie inside one occurrence?
 
 
@@ -119,7 +122,9 @@ def parse_window(text: str) -> Window | None:
 
 def within(start: _dt.datetime, end: _dt.datetime, windows: Sequence[str]) -> bool:
     """Does [start, end) lie inside one of the agreed ``windows``? True as soon as one of them is not understood
-    (the agreement cannot be checked, so it is taken as accepting the provider's windows, as before)."""
+    (the agreement cannot be checked, so it is taken as accepting the provider's windows, as before). A request
+    cannot state such a window any more (provider/needs.py ``_agreed_windows`` refuses it): only a booking stored
+    before that check can carry one."""
     parsed = [parse_window(w) for w in windows]
     if any(p is None for p in parsed):
         return True

@@ -221,7 +221,7 @@ def _show(request: Request, cfg: ProviderConfig, at: str | None, audit: bool) ->
     from ..cli.capacity_cmd import show_answer
 
     def work() -> Response:
-        *_, data = show_answer(namespace(request, cfg, at=at, audit=audit, svg=None, html=None))
+        data = show_answer(namespace(request, cfg, at=at, audit=audit, svg=None, html=None)).data
         return json_answer(data)
     return forbidden_as_403(work)
 
@@ -409,17 +409,13 @@ async def console(request: Request) -> Response:
 
 
 def console_view(args: argparse.Namespace) -> dict[str, Any]:
-    from ..cli.capacity_cmd import _store, show_answer
-    from ..provider.disagree import maintenance_refusal
-    from ..provider.placement import capacities, overflow
-    from ..provider.store import moving_refusal, utcnow, utilisation
-    inv, rows, bookings, audit_rows, _, shown = show_answer(args)
-    store = _store(args, readonly=True)
-    try:  # every booking confirm would see, orphaned ones and requested ones included (show drops them)
-        live = store.bookings(also=[r["id"] for r in rows if r["state"] in ("requested", "held")]) if store else []
-    finally:
-        if store is not None:
-            store.close()
+    from ..cli.capacity_cmd import show_answer
+    from ..provider.disagree import disagreement_warnings, maintenance_refusal
+    from ..provider.placement import capacities
+    from ..provider.store import HOLDING, moving_refusal, taking_refusal, utcnow, utilisation
+    # one read of the store; ``live``: every booking confirm would see, orphaned and requested ones included (the
+    # chart's ``bookings`` drop them)
+    inv, rows, bookings, audit_rows, _, shown, live = show_answer(args)
     cap = capacities(inv)
     # utilisation (the store's rule) now and at its peak: the moments a hold starts are where the load can rise
     starts = sorted({i.start for b in bookings for i in b.items if i.resource.startswith("node:")})
@@ -438,19 +434,23 @@ def console_view(args: argparse.Namespace) -> dict[str, Any]:
                 holds.append({"id": r["id"], "job": r["job"], "state": r["state"], "node": i.resource[5:],
                               "amount": i.amount, "start": i.start, "end": i.end})
         if r["state"] in ("requested", "held"):
-            # confirm's capacity rule (store.transition): its holds against every other booking's that holds
-            # capacity; the team quota is re-checked at confirm too, not here. Before it, confirm's orphan rule
-            # (store.moving_refusal, one home): this booking on a node the inventory lost or re-equipped, or any
-            # live booking so from now on; and confirm's maintenance rule (disagree.maintenance_refusal). A requested
-            # booking holds nothing yet, but its holds were placed when it was booked: those are what confirm checks
-            refused = (moving_refusal(inv, live, [r["id"]], utcnow(), web=True)
-                       or maintenance_refusal(inv, live, r["id"]))
+            # confirm's rules, each from its one home, in confirm's order (cli/capacity_cmd.py state_answer): the
+            # orphan rule (store.moving_refusal: this booking on a node the inventory lost or re-equipped, or any
+            # live booking so from now on), the maintenance rule (disagree.maintenance_refusal), then
+            # store.transition's capacity-and-quota rule (store.taking_refusal) over the holds of every other
+            # booking that holds capacity, team usage included. A requested booking holds nothing yet, but its holds
+            # were placed when it was booked: those are what confirm checks
             p = planned.get(r["id"])
             mine = list(p.items) if p else []
-            others = [i for o in bookings if o.id != r["id"] for i in o.items]
-            bad = overflow(mine, others, cap) if mine and not refused else []
-            fits = False if refused else (not bad) if mine else None
-            queue.append({**r, "fits": fits, "binding": refused or (
-                f"{bad[0][0]} would hold {bad[0][1]:g} of {bad[0][2]:g}" if bad else "")})
+            others = [i for o in live if o.id != r["id"] and o.state in HOLDING for i in o.items]
+            refused = (moving_refusal(inv, live, [r["id"]], utcnow(), web=True)
+                       or maintenance_refusal(inv, live, r["id"])
+                       or (taking_refusal(r["job"], mine, others, cap, inv.quotas) if mine else None))
+            fits = False if refused else True if mine else None
+            queue.append({**r, "fits": fits, "binding": refused or ""})
+    # the console lists what `capacity show` warns of, in its words (one rule, disagree.py), as the save does
+    flags = disagreement_warnings(inv, live, args.inventory) if shown.get("orphaned") or shown.get("maintenance") \
+        else []
     return {"provider": inv.provider, "nodes": nodes, "reservations": rows, "holds": holds, "queue": queue,
-            "audit": audit_rows, "orphaned": shown.get("orphaned", []), "maintenance": shown.get("maintenance", [])}
+            "audit": audit_rows, "orphaned": shown.get("orphaned", []), "maintenance": shown.get("maintenance", []),
+            "flags": flags}

@@ -5,8 +5,8 @@
 
 import { API, ApiError } from "./api.js";
 import { gantt } from "./charts.js";
-import { flagLines, savedLine } from "./console_flags.js";
-import { el, formatBytes, formatSeconds, formatUsd } from "./format.js";
+import { flagLines, planned, savedLine } from "./console_flags.js";
+import { el } from "./format.js";
 
 const $ = (id) => document.getElementById(id);
 let session = null;
@@ -57,15 +57,6 @@ function buttons(r) {
 
 // the plan's numbers the booking was made for (the store's record: capacity show --json), as the plan words them;
 // "-" for a booking made before they were recorded
-function planned(r) {
-  if (!r.devices) return "-";
-  const parts = [`${r.devices} x ${formatBytes(r.memory_per_device)}/device`];
-  if (r.seconds !== null && r.seconds !== undefined) parts.push(formatSeconds(r.seconds));
-  if (r.cost !== null && r.cost !== undefined) parts.push(formatUsd(r.cost));
-  if (r.cost_per_month !== null && r.cost_per_month !== undefined) parts.push(`${formatUsd(r.cost_per_month)}/month`);
-  return parts.join(", ");
-}
-
 function fill(table, rows) {
   const body = $(table).tBodies[0];
   body.replaceChildren(...rows);
@@ -93,7 +84,7 @@ function render(view) {
     el("td", {}, el("code", {}, r.id)), el("td", {}, r.job), el("td", {}, r.state),
     el("td", {}, `${day(r.start)} -> ${day(r.end)}`),
     el("td", {}, r.fits === null ? "not placed yet" : r.fits ? el("span", { class: "badge b-ok" }, "fits")
-      : el("span", { class: "badge b-no", title: r.binding }, `no longer fits: ${r.binding}`)),
+      : el("span", { class: "badge b-no", title: r.binding }, r.binding)),  // confirm's own reason, verbatim
     el("td", {}, ...buttons(r)))));
   fill("bookings", view.reservations.map((r) => el("tr", { "data-id": r.id },
     el("td", {}, el("code", {}, r.id)), el("td", {}, r.job), el("td", {}, r.state), el("td", {}, day(r.start)),
