@@ -54,7 +54,8 @@ def clear_caches(estimates_only: bool = False) -> None:
               params.count_params, weight_formats.normalize_format, weight_formats.weight_bytes,
               weight_formats.gguf_product_weights, formats._all_layers_own_kv,  # vLLM's Gemma 3n / 4 spec with every layer's k/v
               tensor_parallel.replicated_elements, tensor_parallel.replicated_by_place,
-              tensor_parallel.replicated_matrix_bytes, lora.adapted_layout,
+              tensor_parallel.replicated_matrix_bytes, tensor_parallel.full_token_replicated_elements,
+              lora.adapted_layout,
               lora.adapted_modules,
               lora._alike_modules, lora.adapted_roles, duration._adapted_linears,
               lora._role_target, kv_cache.kv_cache, format_bytes, llamacpp_split._layer_devices,

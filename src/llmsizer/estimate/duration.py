@@ -90,6 +90,7 @@ from ..formulas.selective_checkpointing import (
     op_sac_recompute_flops,
     whole_layer_recompute_flops,
 )
+from ..formulas.tensor_parallel import full_token_replicated_elements, training_tp_framework
 from ..formulas.tensors import layer_keys, layer_kind_firsts
 from ..formulas.training_activations import ActivationSetup, _head_dims, needs_mask
 from ..formulas.training_states import recipe, training_recipe_name
@@ -1304,7 +1305,9 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
             warnings.append(kernel_warning)
     # a tensor/pipeline-parallel device runs 1/tp of each GEMM (shapes above at hidden/tp) and of the attention heads
     # of its stage's layers; its memory-bound kernels above are already per device (widths / tp), for its stage's
-    # share of the layers
+    # share of the layers; the matrices its framework keeps whole and runs on every token run in full on each rank
+    if tp_div > 1:
+        flops_eff += (tp_div - 1) * _tp_replicated_flops_per_token(spec, w, fl, notes)
     t_dq, t_ew, t_f8 = t_dq * share, t_ew * share, t_f8 * share
     t_c = ((tokens * flops_eff + fl.per_micro_step) / (peak * u * e) + t_attn) / tp_div * share + t_dq + t_ew + t_f8
     t_launch = 0.0
@@ -1579,6 +1582,28 @@ def _per_step_seconds(spec: ModelSpec, w: TrainingWorkload, trained: int, eta: f
                             "kernel bandwidth"))
     t_acc = local_g * accumulation_bytes(grad) / eta
     return t_opt, t_acc
+
+
+def _tp_replicated_flops_per_token(spec: ModelSpec, w: TrainingWorkload, fl: TrainingFlops,
+                                   notes: list[Assumption]) -> float:
+    """Model FLOPs per token of the matrices ``w``'s framework keeps whole on each TP rank and runs on every token
+    there (formulas/tensor_parallel.py ``full_token_replicated_elements``: Megatron-Core without sequence
+    parallelism, torchtitan's MLA down-projections always): R x (F - F_attn) / N, their share of the parameter
+    FLOPs of eqs. (1)-(2'), forward, backward and recomputation alike. Each TP rank runs all of it, so the step's
+    division by tp leaves (tp - 1) x this per token to add back."""
+    plan = training_tp_framework(w.precision, w.framework)
+    repl = full_token_replicated_elements(spec, plan, w.sequence_parallel, w.ep)
+    n = count_params(spec).active
+    if not repl or n <= 0:
+        return 0.0
+    f = repl * (fl.per_token - fl.attention) / n
+    notes.append(Assumption("tp_replicated_flops_per_token", round(f), True,
+                            f"{plan}'s TP plan keeps {repl / 1e9:.4g} B matrix elements (MLA down-projections, "
+                            "router) whole and runs them on every token of each TP rank"
+                            + ("" if plan == "torchtitan" else " (no sequence parallelism)")
+                            + ": their share of the parameter FLOPs, not divided by tp "
+                            "(formulas/tensor_parallel.py full_token_replicated_elements)"))
+    return f
 
 
 def _trained_per_device(w: TrainingWorkload, trained: int) -> tuple[float, float]:

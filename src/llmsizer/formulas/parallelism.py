@@ -83,6 +83,33 @@ def zero_shards(stage: int, group: int) -> tuple[int, int, int]:
     return (group if stage >= 3 else 1, group if stage >= 2 else 1, group if stage >= 1 else 1)
 
 
+def expert_shard_group(shard_group: int, ep: int) -> int:
+    """Ranks the ZeRO / distributed-optimizer / FSDP shards of one expert parameter span: ``shard_group / ep``
+    (at least 1), where ``shard_group`` is the dense parameters' (dp x cp, or a node's ranks under hybrid sharding).
+
+    Expert parallelism takes its ``ep`` ranks out of the data-parallel ranks, so each expert tensor exists on only
+    ``shard_group / ep`` of them and can be partitioned over those alone:
+
+    - Megatron-Core (NVIDIA/Megatron-LM @d98e8a64): expert_data_parallel_size = world / (expert_TP x EP x PP)
+      (megatron/core/parallel_state.py:871-880; expert_TP defaults to TP, and the expert grid has cp = 1, :893), the
+      DDP's expert buffers use intra_expt_dp_group (distributed/distributed_data_parallel.py:285-289) and the
+      distributed optimizer of the expert parameters shards over it (optimizer/__init__.py:1213-1245); with
+      expert_TP = TP that is (dp x cp) / ep.
+    - torchtitan (pytorch/torchtitan @b5bcd76): experts are fully_shard-ed over the 'efsdp' mesh of
+      dp_shard x cp x tp / ep ranks (torchtitan/distributed/parallel_dims.py:280-282, :380; used as the experts'
+      FSDP mesh in models/deepseek_v3/parallelize.py:63-68); its experts are not split by TP, so a rank's resident
+      share, E / ep / (dp_shard x cp x tp / ep) = E / (tp x dp_shard x cp), is llmsizer's E / (tp x ep) over
+      (dp x cp) / ep.
+    - DeepSpeed-MoE (deepspeedai/DeepSpeed @edaa7221): the expert data-parallel groups take every ep-th rank of a
+      pipeline stage (deepspeed/utils/groups.py:350-372), and ZeRO-1/2 partitions a MoE parameter group over its
+      expert data-parallel group (runtime/zero/stage_1_and_2.py:780-787).
+
+    >>> expert_shard_group(64, 8), expert_shard_group(8, 8), expert_shard_group(4, 8)
+    (8, 1, 1)
+    """
+    return max(1, shard_group // max(1, ep))
+
+
 def zero_bytes_per_param(stage: int, group: int, weight_b: float = 2, grad_b: float = 2, k: float = 12) -> float:
     """Model-state bytes per parameter per device under ZeRO (section 5, Figure 1): e.g. (2 + 2 + 12)/N_d at 3.
 

@@ -121,6 +121,39 @@ def training_tp_framework(precision: str, framework: str) -> str | None:
         return "megatron-core"
     return "torchtitan" if framework == "torchtitan" else None
 
+# The replicated matrices a training framework's TP rank runs on every token of the sequence (not on its 1/tp
+# share): their FLOPs are not divided by tp (``full_token_replicated_elements``).
+# - Megatron-Core (NVIDIA/Megatron-LM @d98e8a64): a duplicated linear sees the layer's input as it comes, [s/tp]
+#   under sequence parallelism and [s] without (megatron/core/transformer/multi_latent_attention.py:641-663, the
+#   down projections' output shapes); the router likewise reads the MoE layer's input (transformer/moe/router.py).
+# - torchtitan (pytorch/torchtitan @b5bcd76): the MLA input x is gathered to Replicate before wq_a / wkv_a, with or
+#   without sequence parallelism (models/deepseek_v3/sharding.py:96-104, :115, :131); the router gate runs on the
+#   local token shard under EP and on all tokens without it (models/common/moe_sharding.py:89-123).
+_MLA_DOWN = frozenset({"attn_q_a", "attn_kv_a_mqa"})
+_ROUTERS = frozenset({"ffn_gate_inp", "ffn_gate_inp_shexp"})
+
+
+def full_token_roles(framework: str | None, sequence_parallel: bool, ep: int) -> frozenset[str]:
+    """The ``REPLICATED_MATRICES`` roles ``framework`` runs on all the sequence's tokens on each TP rank (the rules
+    above); empty where none (no replicating plan, or Megatron under sequence parallelism)."""
+    if framework == "megatron-core":
+        return frozenset() if sequence_parallel else REPLICATED_MATRICES[framework]
+    if framework == "torchtitan":
+        return _MLA_DOWN if ep > 1 else _MLA_DOWN | _ROUTERS
+    return frozenset()
+
+
+@lru_cache(maxsize=256)  # per spec, like model_tensors
+def full_token_replicated_elements(spec: ModelSpec, framework: str | None, sequence_parallel: bool, ep: int) -> int:
+    """Elements of the 2-D matrices ``framework`` keeps whole on every TP rank (``replicated_matrix``) and runs on
+    every token there (``full_token_roles``): each TP rank does their whole matmul work, tp times the model's."""
+    roles = full_token_roles(framework, sequence_parallel, ep)
+    if not roles:
+        return 0
+    return sum(t.numel for t in model_tensors(spec)
+               if t.role in roles and replicated_matrix(framework, t, spec.model_type))
+
+
 # transformers 5.24.0 (PyPI wheel) tensor parallelism, transformers/distributed/:
 #   mixin.py:79-104 ``init_parallel_plans``: the plan is the model class's ``_tp_plan`` (``lm_head:
 #     colwise_gather_output`` in each *ForCausalLM / *ForConditionalGeneration), the config's ``base_model_tp_plan``

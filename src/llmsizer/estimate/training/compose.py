@@ -19,7 +19,13 @@ from typing import Any, NamedTuple
 from ...catalog.hardware import Device
 from ...errors import InputError
 from ...formulas.float8_training import TE_SOURCE, TORCHAO_RECIPES, te_weight_copy_bytes
-from ...formulas.parallelism import DDP_BUCKET_CAP_BYTES, MOE_CAPACITY_FACTOR, pipeline_stage_layers, zero_shards
+from ...formulas.parallelism import (
+    DDP_BUCKET_CAP_BYTES,
+    MOE_CAPACITY_FACTOR,
+    expert_shard_group,
+    pipeline_stage_layers,
+    zero_shards,
+)
 from ...formulas.params import count_params
 from ...formulas.selective_checkpointing import op_sac_saved_terms
 from ...formulas.tensor_parallel import training_tp_framework
@@ -903,7 +909,9 @@ def _layout_text(w: TrainingWorkload) -> str:
         parts.append(f"experts / EP {w.ep}")
     if w.shard_stage:
         kind = f"FSDP {w.fsdp}" if w.fsdp else f"ZeRO-{w.zero}"
-        parts.append(f"{kind} over {w.shard_group}")
+        parts.append(f"{kind} over {w.shard_group}" + (
+            f" (experts over {expert_shard_group(w.shard_group, w.ep)}: the expert data-parallel ranks, "
+            "formulas/parallelism.py expert_shard_group)" if w.ep > 1 else ""))
     return (" " + ", ".join(parts)) if parts else ""
 
 

@@ -20,7 +20,7 @@ from ...formulas.float8_training import float8_autocast_copied
 from ...formulas.fsdp_flat_param import flat_grad_elements, no_sync_grad_bytes
 from ...formulas.lora import AdaptedModule, adapted_layout
 from ...formulas.nf4_quantization import quantizes_lm_head
-from ...formulas.parallelism import pipeline_stage_layers, shard, zero_shards
+from ...formulas.parallelism import expert_shard_group, pipeline_stage_layers, shard, zero_shards
 from ...formulas.tensor_parallel import replicated_matrix, shard_weights, training_tp_framework
 from ...formulas.tensors import RECURRENT_LINEARS, Tensor, at_layer, expand, layer_groups, layer_keys, model_tensors
 from ...formulas.training_states import optimizer_state_bytes, optimizer_state_bytes_counted, paged_state_bytes_counted
@@ -123,12 +123,14 @@ def stage_states(ctx: TrainingContext, stage: int) -> StageStates:
     expert_elems = _expert_elements(spec)
     total_expert = sum(expert_elems.values())
     expert_bytes = wb.by_component.get("experts", 0)
-    layer_total = 0
+    layer_total = expert_weights = 0  # expert_weights: this stage's routed-expert bytes (after EP), EP > 1 only
     if ep > 1 and total_expert or not wb.layer_bytes:
         for i in stages[stage]:
             b = wb.layer_bytes[i] if wb.layer_bytes else 0
             if ep > 1 and total_expert:
-                b -= int(expert_bytes * expert_elems.get(i, 0) / total_expert * (1 - 1 / ep))
+                mine_e = expert_bytes * expert_elems.get(i, 0) / total_expert
+                b -= int(mine_e * (1 - 1 / ep))
+                expert_weights += int(mine_e / ep)
             st.layer_weights[i] = b
             layer_total += b
     else:  # each layer's bytes as the weight table has them
@@ -210,26 +212,39 @@ def stage_states(ctx: TrainingContext, stage: int) -> StageStates:
 
     # ---- ZeRO / FSDP shards ----
     w_shard, g_shard, o_shard = zero_shards(w.shard_stage, w.shard_group)
+    # the routed experts' weights, gradients and states: over the expert data-parallel ranks only (shard_group / ep,
+    # formulas/parallelism.py expert_shard_group: Megatron's expert distributed optimizer, torchtitan's efsdp mesh,
+    # DeepSpeed-MoE's expert data-parallel group); the same ways as the dense ones without EP
+    we_shard, ge_shard, oe_shard = zero_shards(w.shard_stage, expert_shard_group(w.shard_group, ep))
+    n_exp = base.expert_elems if ep > 1 else 0  # (without EP every tensor shards one way: kept as one sum)
+    n_dense = trained_elems - n_exp
+
+    def split(dense_b: int, expert_b: int, ways: int, e_ways: int) -> int:
+        return shard(dense_b, ways) + shard(expert_b, e_ways) if expert_b else shard(dense_b, ways)
+
     if w.adapters:
         st.adapter_weights = shard((trained_elems - save_elems) * ctx.adapter_bytes + save_elems * save_b, w_shard)
-        st.weights = shard(weights, w_shard)
-    else:
-        st.weights = shard(weights, w_shard)
-    st.master = shard(trained_elems * 4, o_shard) if rec.master_bytes else 0
-    st.grads = shard((trained_elems - save_elems) * grad_b + save_elems * save_b, g_shard)
-    st.main_grads = shard(trained_elems * 4, o_shard) if rec.main_grad_bytes else 0
+    st.weights = split(weights - expert_weights, expert_weights, w_shard, we_shard)
+    st.master = split(n_dense * 4, n_exp * 4, o_shard, oe_shard) if rec.master_bytes else 0
+    st.grads = split((n_dense - save_elems) * grad_b + save_elems * save_b, n_exp * grad_b, g_shard, ge_shard)
+    st.main_grads = split(n_dense * 4, n_exp * 4, o_shard, oe_shard) if rec.main_grad_bytes else 0
     counts = Counter(dict(base.shape_counts))
     if ctx.lora is not None:
         counts.update(adapter_counts)
+    e_counts = Counter(dict(base.expert_shape_counts) if ep > 1 else {})
+    counts.subtract(e_counts)  # the dense tensors' shapes (a shape shared with an expert tensor keeps its others)
+    counts = +counts
     states = optimizer_state_bytes_counted(counts, ctx.optimizer.name, ctx.state_bytes)
     if save_shapes:  # torch optimizers keep states in the dtype of the parameter (torch/optim/adamw.py zeros_like)
         states += optimizer_state_bytes(save_shapes, ctx.optimizer.name, save_b)
-    states = shard(states, o_shard)
+    e_states = optimizer_state_bytes_counted(e_counts, ctx.optimizer.name, ctx.state_bytes) if e_counts else 0
+    states = split(states, e_states, o_shard, oe_shard)
     if ctx.optimizer.paged:  # the large tensors' moments in unified memory; absmax, maps, small tensors' on device
         paged = paged_state_bytes_counted(counts, ctx.optimizer.name)
         if save_shapes:
             paged += paged_state_bytes_counted(Counter(tuple(sp) for sp in save_shapes), ctx.optimizer.name)
-        st.paged_optimizer = min(states, shard(paged, o_shard))
+        e_paged = paged_state_bytes_counted(e_counts, ctx.optimizer.name) if e_counts else 0
+        st.paged_optimizer = min(states, split(paged, e_paged, o_shard, oe_shard))
         st.optimizer = states - st.paged_optimizer
     else:
         st.optimizer = states
@@ -463,6 +478,10 @@ class TrainedBase:
     head_elems: int
     embed_elems: int
     largest: int
+    # the routed experts' share of shape_counts and of the elements (each split over tp x ep): sharded over the
+    # expert data-parallel ranks (formulas/parallelism.py expert_shard_group), not the dense ones
+    expert_shape_counts: tuple[tuple[tuple[int, ...], int], ...] = ()
+    expert_elems: int = 0
 
 
 @lru_cache(maxsize=256)
@@ -480,8 +499,9 @@ def _trained_base(spec: ModelSpec, pp: int, stage: int, tp: int, ep: int, full: 
     tied_copy = spec.tie_word_embeddings and pp > 1 and stage == last
     before, after, kinds = _layers_alike(spec)
     shapes: Counter[tuple[int, ...]] = Counter()
+    expert_shapes: Counter[tuple[int, ...]] = Counter()
     per_layer_elems: dict[int, int] = {}
-    head_elems = embed_elems = largest = 0
+    head_elems = embed_elems = largest = expert_elems = 0
 
     def counted(trained: list[Tensor]) -> list[tuple[tuple[int, ...], int, Tensor]]:
         """(the shape the optimizer sees after TP / EP splitting, its elements, the tensor) of each parameter."""
@@ -499,8 +519,11 @@ def _trained_base(spec: ModelSpec, pp: int, stage: int, tp: int, ep: int, full: 
         if not mine:
             continue
         params = counted(list(_layer_tensors(spec, mine[0])))
-        for shp, _, _ in params:
+        for shp, n, t in params:
             shapes[shp] += len(mine)
+            if t[1] == "experts":
+                expert_shapes[shp] += len(mine)
+                expert_elems += n * len(mine)
         n_layer = sum(n for _, n, _ in params)
         per_layer_elems.update(dict.fromkeys(mine, n_layer))
         largest = max(largest, *(n for _, n, _ in params)) if params else largest
@@ -509,6 +532,9 @@ def _trained_base(spec: ModelSpec, pp: int, stage: int, tp: int, ep: int, full: 
     for shp, n, t in counted(outside):
         role, comp, _, _, layer, _ = t  # Tensor is a tuple: unpacking is the fast path
         shapes[shp] += 1
+        if comp == "experts":
+            expert_shapes[shp] += 1
+            expert_elems += n
         if layer >= 0 and comp != "vision":
             per_layer_elems[layer] = per_layer_elems.get(layer, 0) + n
         elif comp in ("embedding", "vision", "per_layer_embedding") and not (role == "token_embd" and spec.tie_word_embeddings
@@ -518,7 +544,7 @@ def _trained_base(spec: ModelSpec, pp: int, stage: int, tp: int, ep: int, full: 
             head_elems += n
         largest = max(largest, n)
     return TrainedBase(tuple(shapes.items()), tuple(sorted(per_layer_elems.items())), head_elems, embed_elems,
-                       largest)
+                       largest, tuple(expert_shapes.items()), expert_elems)
 
 
 @lru_cache(maxsize=256)
