@@ -856,7 +856,7 @@ def fsdp_stage(spec: ModelSpec, w: TrainingWorkload) -> FsdpStage | None:
     ranges = pipeline_stage_layers(spec.num_layers, w.pp, w.pipeline_split, w.virtual_stages)
     # a middle stage whose layer kinds an earlier one has holds its states (compose.py stage_representatives): the
     # same payloads over as many layers, never more than the earlier one (ties keep the first), so not asked again
-    reps = stage_representatives(spec, w.pp, w.pipeline_split, w.virtual_stages) if w.pp > 1 else (0,)
+    reps = stage_representatives(spec, w.pp, w.pipeline_split, w.virtual_stages)
     best: FsdpStage | None = None
     for stage, layers in enumerate(ranges):
         if reps[stage] != stage:

@@ -641,9 +641,11 @@ def _stages_to_evaluate(spec: ModelSpec, pp: int, split: str, virtual: int) -> t
 
 @lru_cache(maxsize=256)
 def stage_representatives(spec: ModelSpec, pp: int, split: str, virtual: int) -> tuple[int, ...]:
-    """Each of the ``pp`` pipeline stages' (``pp`` > 1) representative by the rule of :func:`stages_to_evaluate`:
-    the first and the last stage stand for themselves, a middle stage for the first middle stage with the same
-    sequence of layer kinds (``layer_keys``), whose states (``stage_states``) it holds."""
+    """Each of the ``pp`` pipeline stages' representative by the rule of :func:`stages_to_evaluate`: the first and
+    the last stage stand for themselves, a middle stage for the first middle stage with the same sequence of layer
+    kinds (``layer_keys``), whose states (``stage_states``) it holds; ``(0,)`` without pipeline parallelism."""
+    if pp <= 1:
+        return (0,)
     keys = layer_keys(spec)
     first: dict[tuple[Any, ...], int] = {}
     out = [0]
