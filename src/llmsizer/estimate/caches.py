@@ -63,7 +63,8 @@ def clear_caches(estimates_only: bool = False) -> None:
               parallelism.interleaved_backward_states, parallelism.interleaved_forward_accumulating,
               parallelism.pipeline_rank_boundary_bytes, parallelism.interleaved_peak_inflight, training_states._expert_elements, training_states._embedding_and_head,
               training_states._trained_base, training_states._autocast_copies,
-              training_states._stage_adapters, training_compose._stages_to_evaluate, duration.quantized_weights,
+              training_states._stage_adapters, training_compose._stages_to_evaluate,
+              training_compose.stage_representatives, duration.quantized_weights,
               weight_formats.largest_quantized_matrix, weight_formats.largest_quantized_layer,
               encoder_decoder_serving.t5_params, float8_training.layer_linears, float8_training.float8_weight_elements):
         f.cache_clear()

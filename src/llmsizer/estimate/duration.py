@@ -142,7 +142,13 @@ from .framework import with_framework
 from .launch import kernel_linears, layer_code, moe_kinds, nf4_weight_shapes
 from .model_parallel import COLUMN_PARALLEL_BLOCKS, FsdpStage, model_parallel_time, stage_share
 from .speed import attention_width
-from .training.compose import context_stage_states, estimate_items, training_context, training_workload
+from .training.compose import (
+    context_stage_states,
+    estimate_items,
+    stage_representatives,
+    training_context,
+    training_workload,
+)
 from .training.gather_units import (
     CollectiveVolume,
     backward_layout,
@@ -849,8 +855,13 @@ def fsdp_stage(spec: ModelSpec, w: TrainingWorkload) -> FsdpStage | None:
         return None
     per = reduced_grad_bytes(w)
     ranges = pipeline_stage_layers(spec.num_layers, w.pp, w.pipeline_split, w.virtual_stages)
+    # a middle stage whose layer kinds an earlier one has holds its states (compose.py stage_representatives): the
+    # same payloads over as many layers, never more than the earlier one (ties keep the first), so not asked again
+    reps = stage_representatives(spec, w.pp, w.pipeline_split, w.virtual_stages)
     best: FsdpStage | None = None
     for stage, layers in enumerate(ranges):
+        if reps[stage] != stage:
+            continue
         vol = fsdp_volume(spec, w, stage)
         one = FsdpStage(float(vol.forward), float(vol.backward) if w.pp == 1 and w.fsdp != "grad_op" else 0.0,
                         float(vol.reduced_elements) * per, len(layers))

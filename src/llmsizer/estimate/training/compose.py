@@ -643,14 +643,21 @@ def stages_to_evaluate(spec: ModelSpec, w: TrainingWorkload) -> tuple[int, ...]:
 
 @lru_cache(maxsize=256)
 def _stages_to_evaluate(spec: ModelSpec, pp: int, split: str, virtual: int) -> tuple[int, ...]:
+    return tuple(s for s, r in enumerate(stage_representatives(spec, pp, split, virtual)) if r == s)
+
+
+@lru_cache(maxsize=256)
+def stage_representatives(spec: ModelSpec, pp: int, split: str, virtual: int) -> tuple[int, ...]:
+    """Each of the ``pp`` pipeline stages' representative by the rule of :func:`stages_to_evaluate`: the first and
+    the last stage stand for themselves, a middle stage for the first middle stage with the same sequence of layer
+    kinds (``layer_keys``), whose states (``stage_states``) it holds; ``(0,)`` without pipeline parallelism."""
+    if pp <= 1:
+        return (0,)
     keys = layer_keys(spec)
-    seen: set[tuple[Any, ...]] = set()
+    first: dict[tuple[Any, ...], int] = {}
     out = [0]
     for k, r in enumerate(pipeline_stage_layers(spec.num_layers, pp, split, virtual)[1:-1], start=1):
-        kinds = tuple(keys[i] for i in r)
-        if kinds not in seen:
-            seen.add(kinds)
-            out.append(k)
+        out.append(first.setdefault(tuple(keys[i] for i in r), k))
     return (*out, pp - 1)
 
 
