@@ -132,6 +132,12 @@ def test_what_fits_my_machine_is_models_fits_on(page: Page, server: str, shots: 
     assert command == "llmsizer models --fits-on rtx-4090 --context 8k --concurrency 2 --json"
     assert cli(*shlex.split(command)[1:-1]) == want
     assert "fits_on=rtx-4090" in page.url and "concurrency=2" in page.url
+    # a model's line about experts in host memory wraps under its name (at most 60ch, as a reason does): before, it
+    # kept the name's nowrap and made the model column ~1,800 px wide, the other columns out of view
+    host_widths = page.evaluate("[...document.querySelectorAll('#fits-table .experts-in-host')].map((e) => "
+                                "[e.getBoundingClientRect().width, parseFloat(getComputedStyle(e).maxWidth)])")
+    assert host_widths and all(w <= most + 1 for w, most in host_widths), host_widths
+    page.evaluate("window.scrollTo(0, 0)")  # the copy button scrolled the page: the form and the list's top
     page.screenshot(path=shots / "fits.png")
 
     page.get_by_label("Device or instance").fill("no-such-card")
