@@ -26,7 +26,8 @@ JS = Path(__file__).resolve().parents[2] / "src" / "llmsizer" / "web" / "static"
 
 # each branch of render_duration: one GPU with its memory-bound kernels and attention; QLoRA's dequantization; a
 # data-parallel run over several nodes; tensor + pipeline parallelism; FSDP with parameters offloaded; eager
-# attention; a CPU (no calibrated range); a run that cannot be timed (no FLOP/s)
+# attention; a catalog CPU (timed, no calibrated range); two runs that cannot be timed (no sourced peak FLOP/s): the
+# cpu kind (one warning) and the gpu kind (its uncalibrated-architecture warning too: the warnings joined)
 TRAIN_RUNS = [
     "qwen2.5-7b --method lora --rank 16 --batch 4 --seq 2048 --device a100-sxm-80gb --count 1 --tokens 100M",
     "llama-3.1-70b-instruct --method full --batch 1 --seq 4096 --gpus 64 --zero 3 --device h100-sxm --count 64 "
@@ -36,8 +37,11 @@ TRAIN_RUNS = [
     "--device h100-sxm --count 16 --tokens 1B",
     "llama-3.1-8b --fsdp full --offload params --gpus 4 --device a100-sxm-80gb --count 4 --tokens 100M",
     "qwen2.5-0.5b --method full --attention eager --batch 2 --seq 1024 --device l4 --tokens 10M",
+    "qwen2.5-0.5b --method lora --batch 1 --seq 512 --device amd-epyc-9654 --memory 64GiB --tokens 1M",
     "qwen2.5-0.5b --method lora --batch 1 --seq 512 --device cpu --count 1 --tokens 1M",
+    "qwen2.5-0.5b --method lora --batch 1 --seq 512 --device gpu --memory 24GiB --tokens 1M",
 ]
+UNTIMED = 2  # the last runs of TRAIN_RUNS, answered with no seconds
 
 INFER_RUNS = [
     "llama-3.1-8b --context 8k --concurrency 1 --memory 24GiB",
@@ -74,7 +78,13 @@ def test_duration_card_says_the_cli_duration() -> None:
     # the branches the runs are there for are met: the shape efficiency, a calibrated range, none on the CPU
     assert " x GEMM shape efficiency " in said[0][0] and "calibrated range)" in said[0][0]
     assert "tensor-parallel" in said[3][0] and "dequantization" in said[2][0]
-    assert "calibrated range)" not in said[-1][0]
+    cpu = -UNTIMED - 1
+    assert answers[cpu]["seconds"] and " wall clock" in said[cpu][0] and "calibrated range)" not in said[cpu][0]
+    # the runs that cannot be timed: no seconds in the JSON, one line of the warnings (two of them joined on the gpu)
+    for du, lines in zip(answers[-UNTIMED:], said[-UNTIMED:], strict=True):
+        assert du["seconds"] is None and len(lines) == 1 and "duration not estimated" in lines[0], lines
+        assert "FLOP/token" not in lines[0]
+    assert len(answers[-1]["warnings"]) >= 2 and lines[0] == "duration: " + "; ".join(answers[-1]["warnings"])
 
 
 def test_calculator_says_the_cli_calibrated_range() -> None:

@@ -286,6 +286,9 @@ def _fits_on(found: list[Any], args: argparse.Namespace) -> int:
                      format_bytes(o.memory_per_device) if ok and o.memory_per_device else "-",
                      "-" if not ok else format_rate(o.tokens_per_second_per_user) if o.tokens_per_second_per_user
                      else "unknown",
+                     # all sequences' output tokens per second of their whole requests, TTFT counted (fit's
+                     # tokens_per_second_total; the JSON's tokens_per_second, the web page's "tok/s total")
+                     "-" if not ok else format_rate(o.tokens_per_second) if o.tokens_per_second else "unknown",
                      "yes" if ok else "experts in host memory (below)" if h else "no: " + "; ".join(o.reasons)[:90]])
     on = "".join(f", {k} {v}" for k, v in (("engine", args.engine), ("release", args.engine_version),
                                             ("memory", args.memory and format_bytes(args.memory)),
@@ -297,7 +300,8 @@ def _fits_on(found: list[Any], args: argparse.Namespace) -> int:
     floor = "in memory (decode speed unknown: see the warning)" if unchecked else "at reading speed or faster"
     say(f"models on {data['devices_text']}{on}: {context:,} tokens x {concurrency} sequence(s), the highest-quality format "
         f"that fits {floor}; {data['order']}")
-    say(table(rows, ["name", "params", "format", "quality", "memory/device", "tok/s/user", "fits"]))
+    say(table(rows, ["name", "params", "format", "quality", "memory/device", "tok/s/user", "tok/s total",
+                     "fits"]))
     n, split = len(data["fitting"]), sum(1 for h in host.values() if h and h["host_memory_checked"])
     say(f"{n} of {len(opts)} models fit" + (f" ({split} with experts in host memory, below)" if split else ""))
     for line in host_lines:

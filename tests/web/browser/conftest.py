@@ -94,10 +94,27 @@ def page(browser: Browser, server: str) -> Iterator[Page]:
     assert not problems, "the page reported errors:\n" + "\n".join(problems)
 
 
+def shrink_png(path: Path) -> None:
+    """Rewrite a screenshot as a 256-colour palette PNG (Pillow's fast octree, no dithering): the pages' flat colours
+    and text survive, the file is about a third of Chromium's RGB one (docs/web/*.png stay modest in git)."""
+    from PIL import Image
+
+    with Image.open(path) as im:
+        small = im.convert("RGB").quantize(colors=256, method=Image.Quantize.FASTOCTREE, dither=Image.Dither.NONE)
+    small.save(path, optimize=True)
+
+
 @pytest.fixture(scope="session")
-def shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def shots(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The screenshots' folder; when it is ``LLMSIZER_WEB_SCREENSHOTS`` (the docs' copies), each one taken in this
+    session is shrunk (``shrink_png``) once the session ends."""
     folder = os.environ.get("LLMSIZER_WEB_SCREENSHOTS")
     out = Path(folder) if folder else tmp_path_factory.mktemp("web-screenshots")
     out.mkdir(parents=True, exist_ok=True)
     print(f"\nscreenshots of the pages: {out}")
-    return out
+    started = time.time()
+    yield out
+    if folder:
+        for png in out.glob("*.png"):
+            if png.stat().st_mtime >= started - 1:
+                shrink_png(png)

@@ -74,6 +74,27 @@ def test_images_on_a_vision_model_are_the_cli_media_tokens_and_totals(page: Page
     assert page.locator("#problem").is_hidden()
 
 
+def test_a_link_with_images_estimates_once(page: Page, server: str) -> None:
+    """A page opened from a link that carries images asks whether the model takes them before its first estimate:
+    one POST /infer, with the images (the CLI's total), not one without them and a second with them."""
+    argv = ["infer", VL, "--context", "8k", "--memory", "24GiB", "--images", "2", "--image-size", "1024x768",
+            "--max-context", "--max-concurrency"]
+    want = cli(*argv)
+    without = cli("infer", VL, "--context", "8k", "--memory", "24GiB", "--max-context", "--max-concurrency")
+    assert want["totals"]["device"]["bytes"] != without["totals"]["device"]["bytes"]  # the images count
+    posts: list[str] = []
+    page.on("request", lambda r: posts.append(r.url.removeprefix(server))
+            if r.method == "POST" and r.url.startswith(server) else None)
+    ready(page, f"/?model={VL}&context=8k&memory=24GiB&images=2&image_size=1024x768")
+    wait_attr(page, "#total", "bytes", want["totals"]["device"]["bytes"], "the page opened from a link with images")
+    # the fits-on grid is asked only once the estimate on show is the last one (gridLater): once it is answered, no
+    # second estimate is pending
+    page.wait_for_selector("#fits-grid[data-answered]", timeout=60_000)
+    assert posts.count("/api/v1/infer") == 1, posts
+    assert posts.count("/api/v1/inspect") == 1, posts
+    assert page.locator("#media-token-count").get_attribute("data-value") == str(want["details"]["media_tokens"])
+
+
 def test_what_fits_my_machine_is_models_fits_on(page: Page, server: str, shots: Path) -> None:
     ready(page, "/")
     page.get_by_role("link", name="What fits my machine").click()
@@ -111,6 +132,12 @@ def test_what_fits_my_machine_is_models_fits_on(page: Page, server: str, shots: 
     assert command == "llmsizer models --fits-on rtx-4090 --context 8k --concurrency 2 --json"
     assert cli(*shlex.split(command)[1:-1]) == want
     assert "fits_on=rtx-4090" in page.url and "concurrency=2" in page.url
+    # a model's line about experts in host memory wraps under its name (at most 60ch, as a reason does): before, it
+    # kept the name's nowrap and made the model column ~1,800 px wide, the other columns out of view
+    host_widths = page.evaluate("[...document.querySelectorAll('#fits-table .experts-in-host')].map((e) => "
+                                "[e.getBoundingClientRect().width, parseFloat(getComputedStyle(e).maxWidth)])")
+    assert host_widths and all(w <= most + 1 for w, most in host_widths), host_widths
+    page.evaluate("window.scrollTo(0, 0)")  # the copy button scrolled the page: the form and the list's top
     page.screenshot(path=shots / "fits.png")
 
     page.get_by_label("Device or instance").fill("no-such-card")

@@ -89,12 +89,14 @@ const picker = modelPicker(() => {
   changed();
 });
 
-/** Show the image and video inputs when the model has a vision encoder (POST /inspect: params.by_component.vision).
- * Asked once per model, and only once an estimate of that model has been answered (compute): a model the server
- * cannot read is said by the estimate's one 400, never by a second one from here. */
+/** Show the image and video inputs when the model has a vision encoder (POST /inspect: params.by_component.vision);
+ * whether that changed what the form sends. Asked once per model, and only once an estimate of that model has been
+ * answered (compute): a model the server cannot read is said by the estimate's one 400, never by a second one from
+ * here. The one exception is a page opened from a link that carries images (start): asked before its first
+ * estimate, so that estimate is the one with the images (one POST /infer, not one without them and one with). */
 async function checkVision() {
   const model = JSON.stringify(picker.fields());
-  if (model === visionFor) return;
+  if (model === visionFor) return false;
   visionFor = model;
   const mine = ++visionAsked;
   let has = false;
@@ -102,8 +104,8 @@ async function checkVision() {
     const d = await post("/inspect", picker.fields());
     has = (d.params?.by_component?.vision || 0) > 0;
   } catch { has = false; } // a model the server cannot read: the estimate says why
-  if (mine !== visionAsked) return;
-  if (showVision(has)) changed();
+  if (mine !== visionAsked) return false;
+  return showVision(has);
 }
 
 /** Show or hide the image and video inputs; whether that changed what the form sends. */
@@ -189,7 +191,7 @@ async function compute() {
     showProblem(null);
     render(data);
     gridLater(); // the grid asks 32 questions of the same model and workload: only once this one is answered
-    checkVision(); // the model is one the server reads: does it take images?
+    checkVision().then((c) => { if (c) changed(); }); // the model is one the server reads: does it take images?
     status(`answered in the same way as: ${command()}`);
   } catch (e) {
     if (e.name === "AbortError") return;
@@ -482,6 +484,9 @@ async function start() {
   const q = loadFromUrl(form, [...COMMON_FIELDS, "hub", ...INFER_FIELDS, ...RATE_FIELDS, ...MEDIA_FIELDS, ...ENGINE_FIELDS,
     ...TRAIN]);
   if (q && q.get("tab") === "train") { tabs.select("train", false); tab = "train"; }
+  // a link with images or video: whether the model takes them is asked beside the choices, so the first estimate
+  // sends them (or not) once (checkVision)
+  const linkMedia = tab !== "train" && !picker.file && MEDIA_FIELDS.some((n) => q?.get(n));
   const [choices] = await Promise.all([
     fetch("/pages/choices.json").then((r) => r.json()),
     get("/hardware").then((h) => {
@@ -490,6 +495,7 @@ async function start() {
       $("device-options").replaceChildren(...catalog());
       $("infer-device-options").append(...catalog()); // after the kinds (gpu, cpu: /pages/choices.json)
     }).catch(() => {}),
+    linkMedia ? checkVision() : null, // its change is sent by changed() below
   ]);
   fillChoices(form, choices);
   deviceKinds = choices.choices.devices || [];
