@@ -81,7 +81,7 @@ from ..formulas.launch_overhead import SOURCE as LAUNCH_SOURCE
 from ..formulas.lora import AdaptedModule, adapted_layout, adapted_roles, expert_adapter_work, lora_params
 from ..formulas.model_parallel_time import ModelParallelStep
 from ..formulas.optimizer_step import accumulation_bytes, optimizer_step_bytes, step_source
-from ..formulas.parallelism import pipeline_stage_layers, zero_shards
+from ..formulas.parallelism import expert_shard_group, pipeline_stage_layers, zero_shards
 from ..formulas.params import count_params
 from ..formulas.sdpa_dispatch import attention_dtype, sdpa_backend
 from ..formulas.selective_checkpointing import (
@@ -291,7 +291,9 @@ def flops_per_token(spec: ModelSpec, method: str = "full", seq_len: int = 2048, 
     elif method == "full":
         f = training_flops_per_token(n, layers, width, seq_len, "none")
         fwd = f / 3.0  # 2N + 4 L d s
-        base, source, trained = "6N + 12 L d s", "eqs. (1)-(2)", n
+        # every parameter is trained (gradients, optimizer step, gradient reduction): an MoE model's total, not the
+        # active count the FLOPs take (each routed expert gets its tokens' gradients; the states hold all of them)
+        base, source, trained = "6N + 12 L d s", "eqs. (1)-(2)", count_params(spec).total
     else:
         raise InputError(unknown_choice("method", method, ("full", *ADAPTER_METHODS)))
     st = _matmul_setup(spec, method, rank, targets, dora=method == "dora")
@@ -1351,7 +1353,7 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
             gb = float(ds3.reduced) * reduced_grad_bytes(w)
         else:
             wb = float(_base_weight_bytes(w, spec))
-            gb = float(fl.trained_params) * reduced_grad_bytes(w)
+            gb = _dp_reduced_elements(spec, w, fl.trained_params) * reduced_grad_bytes(w)
         host = device.kind == "gpu" and not peer_to_peer(device)
         bw = E.HOST_STAGED_COLLECTIVE_BANDWIDTH.expected if host else link_bandwidth
         per_node = min(n, w.gpus_per_node)
@@ -1368,7 +1370,7 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
                 per_node, nodes = n, 1
             mode = sharding_mode(w)
             sync = grad_sync_of(w, mode)
-            ub = float(fl.trained_params) * (4 if w.precision == "fp32" else 2)  # ZeRO-1/2's 16-bit weights
+            ub = _dp_reduced_elements(spec, w, fl.trained_params) * (4 if w.precision == "fp32" else 2)  # ZeRO-1/2's
             comm = data_parallel_comm(n, per_node, wb, gb, mode, spec.num_layers, bw,
                                       network.bandwidth if network is not None and nodes > 1 else None, host,
                                       sync, ub, wb_again, after)
@@ -1409,7 +1411,7 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
         mode_r = recompute_mode(w.grad_checkpointing)
         fsdp = fsdp_stage(spec, w)
         ckpt_layers = checkpointed_layers(spec.num_layers, w.checkpoint_every)
-        mp = model_parallel_time(spec, w, t_c, float(fl.trained_params) * reduced_grad_bytes(w),
+        mp = model_parallel_time(spec, w, t_c, _dp_reduced_elements(spec, w, fl.trained_params) * reduced_grad_bytes(w),
                                  ckpt_layers if mode_r == "full" else [],
                                  link_bandwidth, network.bandwidth if network is not None else None, notes, warnings,
                                  peak * u * e if device.kind == "gpu" else 0.0, fsdp, fl.forward_share, bw_mem,
@@ -1554,7 +1556,7 @@ def _host_step_seconds(spec: ModelSpec, w: TrainingWorkload, trained: int, notes
     the memory estimate resolves (formulas/optimizer_step.py)."""
     host, eta = E.OFFLOAD_HOST_MEMORY_BANDWIDTH, E.MEMORY_BOUND_BANDWIDTH_CPU
     optimizer, impl, grad, per = _optimizer_step_setup(spec, w)
-    local = _trained_per_device(w, trained)[0]
+    local = _trained_per_device(spec, w, trained)[0]
     machine = local * min(w.gpus, w.gpus_per_node)  # every rank of one machine steps at once
     t_opt = host_step_seconds(machine, per, host.expected, eta.expected)
     t_acc = host_step_seconds(machine, accumulation_bytes(grad), host.expected, eta.expected)
@@ -1586,7 +1588,7 @@ def _per_step_seconds(spec: ModelSpec, w: TrainingWorkload, trained: int, eta: f
     resolves (estimate/training/setup.py ``resolve``), the trained elements this device holds (sharded by ZeRO /
     FSDP)."""
     optimizer, impl, grad, per = _optimizer_step_setup(spec, w)
-    local, local_g = _trained_per_device(w, trained)
+    local, local_g = _trained_per_device(spec, w, trained)
     t_opt = local * per / eta
     notes.append(Assumption("optimizer_step_bytes_per_element", per, True,
                             f"formulas/optimizer_step.py: {step_source(optimizer, impl)}; at the memory-bound "
@@ -1617,13 +1619,43 @@ def _tp_replicated_flops_per_token(spec: ModelSpec, w: TrainingWorkload, fl: Tra
     return f
 
 
-def _trained_per_device(w: TrainingWorkload, trained: int) -> tuple[float, float]:
+def _expert_elements_trained(spec: ModelSpec, w: TrainingWorkload) -> int:
+    """The routed-expert parameters ``w`` trains under expert parallelism (full training, ep > 1), else 0: the part
+    of the trained parameters whose shards and reductions span the expert data-parallel ranks."""
+    return count_params(spec).by_component.get("experts", 0) if w.ep > 1 and w.method == "full" else 0
+
+
+def _dp_reduced_elements(spec: ModelSpec, w: TrainingWorkload, trained: int) -> float:
+    """Trained elements of the data-parallel reduction (and ZeRO-1/2's weight all-gather), in dense-group terms: the
+    dense ones as they are; the routed experts, split ep ways more, reduce over the expert data-parallel ranks
+    (formulas/parallelism.py ``expert_shard_group``: Megatron-Core's expert DDP buffers on intra_expt_dp_group,
+    NVIDIA/Megatron-LM @d98e8a64 distributed/distributed_data_parallel.py:285-289), whose ring moves
+    (g_e - 1) / g_e of them per rank against the dense ring's (g - 1) / g: E / ep x that ratio (0 with one expert
+    data-parallel rank)."""
+    experts = _expert_elements_trained(spec, w)
+    if not experts:
+        return float(trained)
+    dp = max(1, w.gpus // max(1, w.tp * w.pp))
+    edp = expert_shard_group(dp, w.ep)
+    ratio = ((edp - 1) / edp) / ((dp - 1) / dp) if dp > 1 else 0.0
+    return (trained - experts) + experts / w.ep * ratio
+
+
+def _trained_per_device(spec: ModelSpec, w: TrainingWorkload, trained: int) -> tuple[float, float]:
     """(optimizer-state elements, gradient elements) of the trained parameters one device holds: split over tp x pp,
     then partitioned as the memory estimate partitions them (formulas/parallelism.py ``zero_shards`` over
-    ``TrainingWorkload.shard_stage`` / ``shard_group``: FSDP hybrid shards within one node's GPUs only)."""
+    ``TrainingWorkload.shard_stage`` / ``shard_group``: FSDP hybrid shards within one node's GPUs only). Under
+    expert parallelism in full training the routed experts are split ep ways more and partitioned over the expert
+    data-parallel ranks (``expert_shard_group``), as estimate/training/states.py ``stage_states`` places them."""
     _, grad_shards, state_shards = zero_shards(w.shard_stage, w.shard_group)
-    per = trained / max(1, w.tp * w.pp)
-    return per / state_shards, per / grad_shards
+    ways = max(1, w.tp * w.pp)
+    experts = _expert_elements_trained(spec, w)
+    dense = (trained - experts) / ways
+    if not experts:
+        return dense / state_shards, dense / grad_shards
+    _, ge_shards, oe_shards = zero_shards(w.shard_stage, expert_shard_group(w.shard_group, w.ep))
+    mine = experts / (ways * w.ep)
+    return dense / state_shards + mine / oe_shards, dense / grad_shards + mine / ge_shards
 
 
 @lru_cache(maxsize=1024)

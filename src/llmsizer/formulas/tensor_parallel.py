@@ -121,6 +121,24 @@ def training_tp_framework(precision: str, framework: str) -> str | None:
         return "megatron-core"
     return "torchtitan" if framework == "torchtitan" else None
 
+def expert_tp_ways(plan: str | None, tp: int, ep: int) -> int:
+    """Ways a training framework's TP plan splits each routed expert's matrices: ``tp``, except torchtitan under
+    expert parallelism, whose experts are whole on every TP rank (1).
+
+    torchtitan (pytorch/torchtitan @b5bcd76): with EP on, the routed-expert weights take the 'sparse' placement,
+    ``Shard(0)`` over the EP axis and ``Replicate`` over DP_REPLICATE / EFSDP, no TP axis at all
+    (torchtitan/models/common/moe_sharding.py:29-47, chosen at :208, :214-216); the TP ranks are folded into the experts'
+    FSDP mesh instead, efsdp = dp_shard x cp x tp / ep (torchtitan/distributed/parallel_dims.py:280-282). Without EP
+    the experts take the 'dense' placement, sharded on the TP axis (moe_sharding.py:50-68, :219-223). Megatron-Core
+    splits them over expert_TP, which defaults to TP (NVIDIA/Megatron-LM @d98e8a64 megatron/core/parallel_state.py
+    :871-880). So one FSDP unit of a torchtitan MoE layer gathers its experts / ep, not experts / (tp x ep).
+
+    >>> expert_tp_ways("torchtitan", 8, 8), expert_tp_ways("torchtitan", 8, 1), expert_tp_ways("megatron-core", 8, 8)
+    (1, 8, 8)
+    """
+    return 1 if plan == "torchtitan" and ep > 1 else max(1, tp)
+
+
 # The replicated matrices a training framework's TP rank runs on every token of the sequence (not on its 1/tp
 # share): their FLOPs are not divided by tp (``full_token_replicated_elements``).
 # - Megatron-Core (NVIDIA/Megatron-LM @d98e8a64): a duplicated linear sees the layer's input as it comes, [s/tp]

@@ -21,7 +21,7 @@ from ...formulas.fsdp_flat_param import flat_grad_elements, no_sync_grad_bytes
 from ...formulas.lora import AdaptedModule, adapted_layout
 from ...formulas.nf4_quantization import quantizes_lm_head
 from ...formulas.parallelism import expert_shard_group, pipeline_stage_layers, shard, zero_shards
-from ...formulas.tensor_parallel import replicated_matrix, shard_weights, training_tp_framework
+from ...formulas.tensor_parallel import expert_tp_ways, replicated_matrix, shard_weights, training_tp_framework
 from ...formulas.tensors import RECURRENT_LINEARS, Tensor, at_layer, expand, layer_groups, layer_keys, model_tensors
 from ...formulas.training_states import optimizer_state_bytes, optimizer_state_bytes_counted, paged_state_bytes_counted
 from ...formulas.weight_formats import GROUP_SIZE_DEFAULT, bnb4_matrix_bytes, weight_bytes
@@ -82,6 +82,9 @@ class StageStates:
     optimizer: int = 0
     paged_optimizer: int = 0
     trained_elements: int = 0  # on this device, before ZeRO sharding
+    # the routed experts' share of trained_elements under EP (0 without): sharded over the expert data-parallel
+    # ranks (formulas/parallelism.py expert_shard_group), the rest over the dense ones
+    expert_elements: int = 0
     # gradient elements the data-parallel reduction takes, unsharded: the trained ones; FSDP1 with the adapters in
     # their layer's unit, every element of a unit with a trained one (frozen included; formulas/fsdp_flat_param.py)
     reduced_elements: int = 0
@@ -124,6 +127,10 @@ def stage_states(ctx: TrainingContext, stage: int) -> StageStates:
     total_expert = sum(expert_elems.values())
     expert_bytes = wb.by_component.get("experts", 0)
     layer_total = expert_weights = 0  # expert_weights: this stage's routed-expert bytes (after EP), EP > 1 only
+    # the experts' extra TP ways a gather unit does not have: torchtitan keeps each expert whole on every TP rank
+    # under EP (formulas/tensor_parallel.py expert_tp_ways), so its FSDP unit gathers experts / ep, not / (tp x ep);
+    # the resident share is the same (E / (tp x ep) over dp x cp / ep = E / ep over efsdp = dp x cp x tp / ep)
+    unit_tp = tp // expert_tp_ways(plan, tp, ep) if plan else 1
     if ep > 1 and total_expert or not wb.layer_bytes:
         for i in stages[stage]:
             b = wb.layer_bytes[i] if wb.layer_bytes else 0
@@ -131,7 +138,9 @@ def stage_states(ctx: TrainingContext, stage: int) -> StageStates:
                 mine_e = expert_bytes * expert_elems.get(i, 0) / total_expert
                 b -= int(mine_e * (1 - 1 / ep))
                 expert_weights += int(mine_e / ep)
-            st.layer_weights[i] = b
+                st.layer_weights[i] = b + int(mine_e / ep) * (unit_tp - 1)
+            else:
+                st.layer_weights[i] = b
             layer_total += b
     else:  # each layer's bytes as the weight table has them
         r = stages[stage]
@@ -218,6 +227,7 @@ def stage_states(ctx: TrainingContext, stage: int) -> StageStates:
     we_shard, ge_shard, oe_shard = zero_shards(w.shard_stage, expert_shard_group(w.shard_group, ep))
     n_exp = base.expert_elems if ep > 1 else 0  # (without EP every tensor shards one way: kept as one sum)
     n_dense = trained_elems - n_exp
+    st.expert_elements = n_exp
 
     def split(dense_b: int, expert_b: int, ways: int, e_ways: int) -> int:
         return shard(dense_b, ways) + shard(expert_b, e_ways) if expert_b else shard(dense_b, ways)

@@ -55,6 +55,7 @@ from ...formulas.loss_allocations import eager_loss_events
 from ...formulas.nf4_quantization import dequant_bytes, quantize_transient_bytes, quantizes_lm_head
 from ...formulas.parallelism import (
     ddp_bucket_bytes,
+    expert_shard_group,
     gathered_layer_bytes,
     inflight_microbatches,
     interleaved_backward_states,
@@ -823,7 +824,16 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
         step_tmp = step_temporary_bytes(ctx.optimizer.name, ctx.optimizer_impl, st.trained_elements,
                                         st.largest_trained, ctx.state_bytes)
         _, _, o_shard = zero_shards(w.shard_stage, w.shard_group)
-        step_tmp, foreach_tmp = shard(step_tmp, o_shard), shard(foreach_tmp, o_shard)
+        # the experts' share of the step's temporaries (the step runs over each rank's state shards) over the expert
+        # data-parallel ranks, the rest over the dense ones (formulas/parallelism.py expert_shard_group)
+        _, _, oe_shard = zero_shards(w.shard_stage, expert_shard_group(w.shard_group, w.ep))
+        n_all, n_exp = max(1, st.trained_elements), st.expert_elements
+
+        def by_group(b: int) -> int:
+            e = b * n_exp // n_all
+            return shard(b - e, o_shard) + shard(e, oe_shard) if e else shard(b, o_shard)
+
+        step_tmp, foreach_tmp = by_group(step_tmp), by_group(foreach_tmp)
         s = Phase("optimizer step", dict(base))
         s.parts["gradients"] = grads_all
         s.parts["optimizer_step_temporaries"] = step_tmp
