@@ -24,7 +24,7 @@ from typing import Any
 
 from .inventory import Inventory, Maintenance
 from .placement import Booking
-from .store import LIVE, orphan_text, orphaned
+from .store import LIVE, orphan_remedy, orphan_text, orphaned
 from .windows import Agreement
 
 #: why a service booked before schema 5 is listed, not refused
@@ -138,15 +138,17 @@ def disagreements(inv: Inventory, live: Sequence[Booking]) -> dict[str, list[dic
     return out
 
 
-def disagreement_warnings(inv: Inventory, live: Sequence[Booking], inventory: str) -> list[str]:
+def disagreement_warnings(inv: Inventory, live: Sequence[Booking], inventory: str, *,
+                          web: bool = False) -> list[str]:
     """The warnings (one line each) ``capacity show`` prints and the inventory editor answers with: the commands
-    name ``inventory``, the inventory file the bookings are checked against."""
+    name ``inventory``, the inventory file the bookings are checked against. ``web``: listed by the console, whose
+    viewer may not be the operator: the remedy in the console's words, naming no server path or command
+    (store.orphan_remedy, the one wording of both)."""
     out = []
     orphans = orphaned(inv, live)
     if orphans:
-        out.append(f"{orphan_text(orphans)}; the chart does not show them as booked (restore the node in the "
-                   f"inventory, move them with `llmsizer capacity re-place --inventory {inventory}`, or release "
-                   f"them with `llmsizer capacity release --orphans --inventory {inventory}`)")
+        out.append(f"{orphan_text(orphans)}; the chart does not show them as booked ("
+                   f"{orphan_remedy(inventory, '', named=False, web=web)})")
     found = in_maintenance(inv, live)
     refused = [f for f in found if f.refused]
     if refused:

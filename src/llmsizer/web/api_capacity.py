@@ -449,7 +449,7 @@ def console_view(args: argparse.Namespace) -> dict[str, Any]:
             fits = False if refused else True if mine else None
             queue.append({**r, "fits": fits, "binding": refused or ""})
     # the console lists what `capacity show` warns of, in its words (one rule, disagree.py), as the save does
-    flags = disagreement_warnings(inv, live, args.inventory) if shown.get("orphaned") or shown.get("maintenance") \
+    flags = disagreement_warnings(inv, live, args.inventory, web=True) if shown.get("orphaned") or shown.get("maintenance") \
         else []
     return {"provider": inv.provider, "nodes": nodes, "reservations": rows, "holds": holds, "queue": queue,
             "audit": audit_rows, "orphaned": shown.get("orphaned", []), "maintenance": shown.get("maintenance", []),
