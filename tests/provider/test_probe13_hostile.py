@@ -146,3 +146,19 @@ def test_import_errors_cite_the_input_not_the_unwritten_inventory(tmp_path, caps
     line = _one_line_error(capsys, ["capacity", "import", "--scontrol", str(tmp_path / "sc.txt"), "--site",
                                     "a\nb", "-o", str(out)])
     assert line.startswith("llmsizer: error: --site: ") and str(out) not in line
+
+
+def test_far_future_dates_over_http_are_a_400(tmp_path):
+    # probe13 D1: POST /api/v1/capacity/check with start 9999-12-30 answered 500 "internal error"
+    pytest.importorskip("fastapi")
+    pytest.importorskip("sqlalchemy")
+    from fastapi.testclient import TestClient
+
+    from llmsizer.web.api_capacity import ProviderConfig
+    from llmsizer.web.app import create_app
+    text = _pretrain(tmp_path, "9999-12-30", "3 weeks").read_text()
+    cfg = ProviderConfig(inventory=INV, db=str(tmp_path / "b.db"), auth=None, session_key=b"k" * 32)
+    with TestClient(create_app(provider=cfg), raise_server_exceptions=False) as c:
+        r = c.post("/api/v1/capacity/check", json={"request": text})
+    assert r.status_code == 400, r.text
+    assert "start: 9999-12-30 is after 9000-12-31" in r.json()["detail"]
