@@ -96,9 +96,9 @@ def test_import_book_export_round_trip(tmp_path, capsys):
         docs[1]["metadata"]["name"]
     assert run("capacity", "export", rid, "--format", "blazar", "--db", db) == 0
     assert capsys.readouterr().out == (
-        "openstack reservation lease create --reservation resource_type=physical:host,min=1,max=1,"
-        "hypervisor_properties='[\"in\", \"$hypervisor_hostname\", \"gpunode-1\"]' --start-date \"2026-02-01 00:00\" "
-        f"--end-date \"2026-02-08 00:00\" llmsizer-chat-{rid}\n")
+        "openstack reservation lease create --reservation 'resource_type=physical:host,min=1,max=1,"
+        "hypervisor_properties=[\"in\", \"$hypervisor_hostname\", \"gpunode-1\"]' --start-date '2026-02-01 00:00' "
+        f"--end-date '2026-02-08 00:00' llmsizer-chat-{rid}\n")
     # only a confirmed booking is handed over; an unknown id is bad input
     assert run("capacity", "release", rid, "--db", db) == 0
     assert run("capacity", "export", rid, "--format", "slurm", "--db", db) == 1
@@ -108,7 +108,7 @@ def test_import_book_export_round_trip(tmp_path, capsys):
 def test_ongoing_booking_exports():
     h = Handover("abc", "svc", dt.datetime(2026, 1, 1), ONGOING_END, ("n1", "n2"), 4, "h100-sxm", "ML team")
     assert "Duration=UNLIMITED Nodes=n1,n2" in slurm(h) and "--gres=gpu:4" in slurm(h)
-    assert "--end-date \"2027-01-01 00:00\"" in blazar(h) and "--prolong-for" in blazar(h)
+    assert "--end-date '2027-01-01 00:00'" in blazar(h) and "--prolong-for" in blazar(h)
     assert "nominalQuota: 8" in kueue(h) and "until released" in kueue(h)
 
 

@@ -284,7 +284,6 @@ def cmd_import(args: argparse.Namespace) -> int:
     from ..catalog.hardware import load_catalog
     from ..inputs import read_small_text
     from ..provider import scheduler_import as si
-    from ..provider.inventory import parse_inventory
     from .common import refuse_overwrite, write_atomic
     _authorize(args, "inventory")
     given = args.scontrol or args.kubectl
@@ -311,7 +310,7 @@ def cmd_import(args: argparse.Namespace) -> int:
         nodes = si.parse_kubectl_nodes(read_small_text(Path(given), "kubectl output", 64 * 2**20), given)
         text, notes = si.kubectl_inventory_yaml(nodes, site=args.site, device_map=mapping, catalog=cat,
                                                 source=given, pools=pools)
-    written = parse_inventory(text, source=args.output, hardware_files=args.hardware_file)  # it reads back
+    written = si.read_back(text, nodes, given=given, site=args.site, hardware_files=args.hardware_file)
     write_atomic(Path(args.output), text, [given])
     for n in [*notes, *(f"warning: {w}" for w in written.warnings)]:
         say(n, file=sys.stderr)

@@ -49,16 +49,13 @@ def make_plan(request: Request, *, hardware_files: Sequence[str | Path] = (), to
         raise RequestError(errors)
     ctx = PlanContext(hardware_files=tuple(hardware_files), today=today or _dt.date.today(), alternatives=alternatives)
     plans: dict[str, JobPlan] = {}
-    trained: dict[str, TrainingJob] = {}
-    for job in request.jobs:
+    trained = {j.name: j for j in request.jobs if isinstance(j, TrainingJob)}
+    for job in request.jobs:  # training first, so a service can serve a trained model
         if isinstance(job, TrainingJob):
-            with _about(request, job):
-                plans[job.name] = plan_training(job, request, ctx)
-            trained[job.name] = job
+            plans[job.name] = plan_job(request, job, ctx, trained)
     for job in request.jobs:
         if isinstance(job, InferenceJob):
-            with _about(request, job):
-                plans[job.name] = plan_inference(job, request, ctx, trained)
+            plans[job.name] = plan_job(request, job, ctx, trained)
     ordered = tuple(plans[j.name] for j in request.jobs)
     checks = run_checks(request, plans)
     totals = _totals(request, ordered)
@@ -66,6 +63,21 @@ def make_plan(request: Request, *, hardware_files: Sequence[str | Path] = (), to
     title = request.title or Path(request.source).stem
     return Plan(title, request.source, ordered, totals, checks, charts, GENERAL_NOTES, tuple(ctx.notes),
                 request.to_dict())
+
+
+def plan_job(request: Request, job: Job, ctx: PlanContext, trained: dict[str, TrainingJob] | None = None) -> JobPlan:
+    """One job of ``request`` planned as :func:`make_plan` plans it. A job's plan reads only the job, the request's
+    own fields and (a service) the request's training jobs, whose adapters it may serve (``trained``: those jobs by
+    name, read from the request when not given), never another job's plan; so the plan of one job with other
+    resources (provider/needs.py: the capacity check sizing a job on an inventory's device type) is this, not the
+    whole request planned again. Input errors name the file, line and job."""
+    with _about(request, job):
+        if isinstance(job, TrainingJob):
+            return plan_training(job, request, ctx)
+        if trained is None:
+            trained = {j.name: j for j in request.jobs if isinstance(j, TrainingJob)}
+        assert isinstance(job, InferenceJob)
+        return plan_inference(job, request, ctx, trained)
 
 
 @contextmanager
@@ -177,4 +189,4 @@ def _memory_chart(jobs: tuple[JobPlan, ...]) -> Chart:
                  note="training at its peak moment; services at their peak load per replica; ticks: device budget")
 
 
-__all__ = ["Assumption", "make_plan", "plan_file"]
+__all__ = ["Assumption", "make_plan", "plan_file", "plan_job"]

@@ -12,7 +12,7 @@ from typing import Any
 from ..plan.result import JobPlan, Plan
 from ..request.spec import Request
 from ..units import format_bytes
-from .placement import ONGOING_END, DeviceFit, JobNeed, Quantized
+from .placement import ONGOING_END, DeviceFit, JobNeed, Quantized, moment_after
 
 
 def _day(d: _dt.date | None) -> _dt.datetime | None:
@@ -113,25 +113,30 @@ def _fitter(job: Any, jp: JobPlan, hardware_files: Sequence[str | Path]
     return on
 
 
-def _replanner(job: Any, request: Request, now: _dt.datetime, hardware_files: Sequence[str | Path]
-               ) -> Callable[[str, int, int], JobNeed]:
-    """``job`` planned again with its resources naming (device, devices, nodes): the whole request through
-    plan/compose.py ``make_plan`` (a service's adapters come from its training job), the same plan a request naming
-    that hardware gets, read into a need by :func:`need_of`. Each question asked once."""
+def _replanner(job: Any, request: Request, now: _dt.datetime, hardware_files: Sequence[str | Path],
+               ctx: Any = None) -> Callable[[str, int, int], JobNeed]:
+    """``job`` planned again with its resources naming (device, devices, nodes): plan/compose.py ``plan_job``, the
+    plan ``make_plan`` gives that job in the request naming that hardware (a job's plan reads only the job, the
+    request's own fields and its training jobs, so the rest of the request is not planned again: once per request,
+    not once per job), read into a need by :func:`need_of`. ``ctx``: the plan context the request's replans share
+    (its catalog and memoized searches), made on first use when not given. Each question asked once."""
     import dataclasses
 
-    from ..plan import make_plan
+    from ..plan.compose import plan_job
+    from ..plan.hardware import PlanContext
     answers: dict[tuple[str, int, int], JobNeed] = {}
 
     def on(device: str, devices: int, nodes: int) -> JobNeed:
+        nonlocal ctx
         key = (device, devices, nodes)
         if key not in answers:
+            if ctx is None:
+                ctx = PlanContext(hardware_files=tuple(hardware_files), today=now.date(), alternatives=False)
             res = dataclasses.replace(job.resources, device=device, instance=None, count=devices,
                                       nodes=nodes if nodes > 1 else None)
             named = dataclasses.replace(job, resources=res)
             req = dataclasses.replace(request, jobs=tuple(named if j.name == job.name else j for j in request.jobs))
-            plan = make_plan(req, hardware_files=hardware_files, alternatives=False, today=now.date())
-            answers[key] = need_of(plan.job(job.name), named, req, now, hardware_files)
+            answers[key] = need_of(plan_job(req, named, ctx), named, req, now, hardware_files, ctx)
         return answers[key]
     return on
 
@@ -158,7 +163,8 @@ def _agreed_windows(job: Any, request: Request) -> tuple[str, ...]:
 
 
 def need_of(jp: JobPlan, job: Any, request: Request, now: _dt.datetime,
-            hardware_files: Sequence[str | Path] = ()) -> JobNeed:
+            hardware_files: Sequence[str | Path] = (), plan_ctx: Any = None) -> JobNeed:
+    """``job``'s need read from its plan ``jp``; ``plan_ctx``: the plan context its replans share (:func:`_replanner`)."""
     hw = jp.hardware
     agreed = _agreed_windows(job, request)
     f = jp.facts
@@ -185,7 +191,7 @@ def need_of(jp: JobPlan, job: Any, request: Request, now: _dt.datetime,
     deadline = None  # a service's deadline is when it must be up, not when it ends
     if jp.kind == "training" and job.deadline is not None:
         deadline = _day(job.deadline.date) if job.deadline.date is not None else \
-            start + _dt.timedelta(seconds=float(job.deadline.seconds or 0))
+            moment_after(start, float(job.deadline.seconds or 0))
     total = float(f.get("storage_total") or 0)
     sub = float(f.get("storage_subtotal") or total)
     scale = total / sub if sub else 1.0  # the plan's headroom over the sum of parts
@@ -214,7 +220,7 @@ def need_of(jp: JobPlan, job: Any, request: Request, now: _dt.datetime,
         memory_verdict=_memory_verdict(jp),
         memory_binding=_memory_binding(jp), duration_basis=basis, duration_verdict=unknown,
         hardware_named=job.resources.given,
-        replan=_replanner(job, request, now, hardware_files))
+        replan=_replanner(job, request, now, hardware_files, plan_ctx))
 
 
 def _usd(v: Any) -> float | None:
@@ -260,7 +266,9 @@ def needs_from_plan(plan: Plan, request: Request, now: _dt.datetime | None = Non
     """One need per job with hardware, in the request's order: a job whose request names none is kept even when
     the plan found no catalog device for it (the check sizes it on the inventory's devices: placement.py
     ``on_inventory``); a job with named hardware the plan could not resolve to a device is skipped."""
+    from ..plan.hardware import PlanContext
     now = now or _dt.datetime.now(_dt.timezone.utc).replace(tzinfo=None, microsecond=0)
     jobs = {j.name: j for j in request.jobs}
-    return [need_of(jp, jobs[jp.name], request, now, hardware_files) for jp in plan.jobs
+    ctx = PlanContext(hardware_files=tuple(hardware_files), today=now.date(), alternatives=False)  # the replans'
+    return [need_of(jp, jobs[jp.name], request, now, hardware_files, ctx) for jp in plan.jobs
             if jp.hardware.device or not jobs[jp.name].resources.given]

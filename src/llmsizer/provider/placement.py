@@ -302,11 +302,26 @@ class JobCheck:
                 "waits": self.waits}
 
 
+def moment_after(t: _dt.datetime, seconds: float, cap: _dt.datetime = ONGOING_END) -> _dt.datetime:
+    """``t`` + ``seconds``, or ``cap`` where that moment is past it or past the calendar (Python's datetime ends at
+    9999-12-31; a stored booking or a plan's run time may reach beyond): ONGOING_END by default, the store's
+    "until released". Every moment computed from a booking or a need's start goes through here, so a far date
+    cannot raise OverflowError (the request reader bounds its own dates: request/quantities.py LATEST_DATE)."""
+    if not seconds < (cap - t).total_seconds():  # NaN too
+        return max(cap, t)
+    return t + _dt.timedelta(seconds=seconds)
+
+
 def window_end(need: JobNeed, start: _dt.datetime) -> _dt.datetime:
-    """When ``need`` started at ``start`` ends: ONGOING_END for an ongoing service, else start + its seconds."""
+    """When ``need`` started at ``start`` ends: ONGOING_END for an ongoing service, else start + its seconds; a run
+    that would end past ONGOING_END has no window (:class:`NoFit`, binding 'duration')."""
     if need.ongoing:
         return ONGOING_END
-    return start + _dt.timedelta(seconds=math.ceil(need.seconds))
+    end = moment_after(start, math.ceil(need.seconds) if math.isfinite(need.seconds) else need.seconds)
+    if end >= ONGOING_END:
+        raise NoFit("duration", f"the run ({format_seconds(need.seconds)} from {start:%Y-%m-%d}) would end after "
+                    f"{ONGOING_END:%Y-%m-%d}, the end of the bookings' calendar", waits=False)
+    return end
 
 
 class NoFit(Exception):
@@ -372,7 +387,7 @@ def storage_items(need: JobNeed, pool: str, start: _dt.datetime, end: _dt.dateti
         prev = 0
         for s in range(1, steps + 1):
             upto = round(s * n / steps)
-            t = start + _dt.timedelta(seconds=need.checkpoint_interval * (prev + 1))
+            t = moment_after(start, need.checkpoint_interval * (prev + 1))
             if t < end and upto > prev:
                 items.append(Item(res, need.checkpoint_bytes * (upto - prev), t, end))
             prev = upto
@@ -748,7 +763,7 @@ def earliest(need: JobNeed, inv: Inventory, bookings: Sequence[Booking] | Held,
         return try_window(need, inv, held, t0, nodes=nodes), None
     except NoFit as e:
         first = e
-    limit = t0 + _dt.timedelta(seconds=horizon)
+    limit = moment_after(t0, horizon)
     sites = {n.site for n in nodes}
     resources = [f"{kind}:{n.id}" for n in nodes for kind in ("node", "ram")]
     resources += [f"storage:{s.id}" for s in inv.storage if s.site in sites]

@@ -22,9 +22,10 @@ import datetime as _dt
 import json
 import math
 import re
+import shlex
 from dataclasses import dataclass
 
-from .placement import ONGOING_END
+from .placement import ONGOING_END, moment_after
 
 FORMATS = ("slurm", "kueue", "blazar")
 
@@ -57,12 +58,22 @@ def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9-]+", "-", text.lower()).strip("-")[:40] or "x"
 
 
+def arg(value: object) -> str:
+    """One value written into a generated shell command, quoted for a POSIX shell (``shlex.quote``: a word of
+    safe characters as it is, anything else in single quotes), so that the line runs as exactly the command it
+    shows whatever a user, node or job name holds (``--user 'bob;rm -rf ~'``, a newline): every exporter writes
+    its command's values through here."""
+    return shlex.quote(str(value))
+
+
 def slurm(h: Handover) -> str:
     minutes = "UNLIMITED" if h.ongoing else str(math.ceil((h.end - h.start).total_seconds() / 60))
-    users = f" Users={h.user}" if h.user else ""
-    return (f"scontrol create reservation ReservationName={h.name} StartTime={h.start:%Y-%m-%dT%H:%M:%S} "
-            f"Duration={minutes} Nodes={','.join(h.nodes)}{users}\n"
-            f"sbatch --reservation={h.name} --nodes={len(h.nodes)} --gres=gpu:{h.devices_per_node} JOB_SCRIPT\n")
+    users = f" {arg(f'Users={h.user}')}" if h.user else ""
+    return (f"scontrol create reservation {arg(f'ReservationName={h.name}')} "
+            f"{arg(f'StartTime={h.start:%Y-%m-%dT%H:%M:%S}')} {arg(f'Duration={minutes}')} "
+            f"{arg('Nodes=' + ','.join(h.nodes))}{users}\n"
+            f"sbatch {arg(f'--reservation={h.name}')} {arg(f'--nodes={len(h.nodes)}')} "
+            f"{arg(f'--gres=gpu:{h.devices_per_node}')} JOB_SCRIPT\n")
 
 
 def kueue(h: Handover) -> str:
@@ -112,13 +123,14 @@ def blazar(h: Handover) -> str:
     end = h.end
     note = ""
     if h.ongoing:
-        end = h.start + _dt.timedelta(days=365)
+        end = moment_after(h.start, 365 * 86400.0, _dt.datetime.max)  # a stored start near the calendar's end
         note = ("# ongoing booking: a Blazar lease needs an end date; this one ends after a year: extend it with "
                 "`openstack reservation lease update --prolong-for` before then\n")
     n = len(h.nodes)
-    return (note + f"openstack reservation lease create --reservation resource_type=physical:host,min={n},max={n},"
-            f"hypervisor_properties='{props}' --start-date \"{h.start:%Y-%m-%d %H:%M}\" "
-            f"--end-date \"{end:%Y-%m-%d %H:%M}\" {h.name}\n")
+    reservation = f"resource_type=physical:host,min={n},max={n},hypervisor_properties={props}"
+    return (note + f"openstack reservation lease create --reservation {arg(reservation)} "
+            f"--start-date {arg(f'{h.start:%Y-%m-%d %H:%M}')} --end-date {arg(f'{end:%Y-%m-%d %H:%M}')} "
+            f"{arg(h.name)}\n")
 
 
 def render(h: Handover, fmt: str) -> str:

@@ -31,12 +31,15 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError
 from ..inputs import TOO_DEEP, short
+from .inventory import Inventory, InventoryError, parse_inventory
 
 if TYPE_CHECKING:
     from ..catalog.hardware import HardwareCatalog
@@ -68,6 +71,7 @@ class SlurmNode:
     state: str
     features: tuple[str, ...]
     cpus_total: int = 0  # CPUTot
+    line: int = 0  # the line of the input where its record starts (0: not known)
 
     @property
     def unavailable(self) -> str:
@@ -110,7 +114,10 @@ def parse_scontrol_nodes(text: str, source: str = "<scontrol>") -> list[SlurmNod
     out = []
     for k, s in enumerate(starts):
         f = _fields(text[s:starts[k + 1] if k + 1 < len(starts) else len(text)])
-        name = f.get("NodeName", "")
+        line = text.count("\n", 0, text.index("NodeName=", s)) + 1
+        name = _slurm_name(f.get("NodeName", ""), "node name", f"{source}:{line}")
+        for p in (x for x in f.get("Partitions", "").split(",") if x):
+            _slurm_name(p, f"node {name!r}: partition", f"{source}:{line}")
         gpu = _GPU.search(f.get("Gres", ""))
         total = _num(f, "CPUTot", name, source)
         cpus = _num(f, "CPUEfctv", name, source) if "CPUEfctv" in f else total
@@ -118,8 +125,41 @@ def parse_scontrol_nodes(text: str, source: str = "<scontrol>") -> list[SlurmNod
                              cpus, _num(f, "RealMemory", name, source),
                              tuple(p for p in f.get("Partitions", "").split(",") if p),
                              f.get("State", ""), tuple(x for x in f.get("AvailableFeatures", "").split(",")
-                                                       if x and x != "(null)"), total))
+                                                       if x and x != "(null)"), total, line))
     return out
+
+
+def _slurm_name(value: str, what: str, where: str) -> str:
+    """A node or partition name as Slurm sites write them (letters, digits, '.', '_', '-': the Kubernetes import's
+    rule, :func:`_name`), so that it is written into the inventory, and from there into a scheduler command
+    (scheduler_export.py), unquoted and unchanged; anything else is refused in one line naming the input's line."""
+    if not _NAME.match(value):
+        raise InputError(f"{where}: {what} {short(value)} is not a Slurm name llmsizer writes (letters, digits, "
+                         "'.', '_', '-')")
+    return value
+
+
+def read_back(text: str, nodes: Sequence[SlurmNode | K8sNode], *, given: str, site: str,
+              hardware_files: Sequence[str | Path] = ()) -> Inventory:
+    """The generated inventory ``text`` read by the inventory reader (it must read back); its errors cite the
+    *input* (``given``): a node's error the line of that node's record where known (``scontrol``), else the file
+    alone; never a line of the inventory, which is not written when it does not read back."""
+    if not _NAME.match(site):
+        raise InputError(f"--site: {short(site)} is not a site id llmsizer writes (letters, digits, '.', '_', '-')")
+    try:
+        return parse_inventory(text, source=_GENERATED, hardware_files=hardware_files)
+    except InventoryError as e:
+        lines = {n.name: getattr(n, "line", 0) for n in nodes}
+        out = []
+        for msg in e.errors:
+            rest = re.sub(rf"^{re.escape(_GENERATED)}(:\d+)?: ", "", msg)
+            m = re.match(r"nodes\[\d+\] '([^']*)'", rest)
+            line = lines.get(m.group(1), 0) if m else 0
+            out.append(f"{given}:{line}: {rest}" if line else f"{given}: {rest}")
+        raise InventoryError(out) from None
+
+
+_GENERATED = "<imported inventory>"
 
 
 #: what an import cannot know and the check needs: said in the file and on stderr

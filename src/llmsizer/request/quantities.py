@@ -250,6 +250,22 @@ def parse_rate(value: object) -> float:
     return float(check_number(_number(m.group(1)) * _RATE_UNITS[unit], "", RATE))
 
 
+#: the latest day a request may name (its start, a deadline) and the latest its windows may reach (start + a
+#: deadline or service duration): the provider's calendar holds every window from such a start (the 2-year search
+#: for the earliest window, provider/placement.py ``earliest``; a year's lease for an ongoing booking,
+#: provider/scheduler_export.py) well before its own end (placement.py ONGOING_END, 9999-01-01, "until released")
+#: and Python's last day (9999-12-31), past which the arithmetic raises OverflowError
+LATEST_DATE = _dt.date(9000, 12, 31)
+
+
+def check_reach(begin: _dt.date, seconds: float, what: str) -> None:
+    """Refuse a window from ``begin`` lasting ``seconds`` that ends after :data:`LATEST_DATE` (one line naming
+    ``what``, the duration's meaning)."""
+    if seconds > (_dt.datetime.combine(LATEST_DATE, _dt.time.max) - _dt.datetime.combine(begin, _dt.time())
+                  ).total_seconds():
+        raise InputError(f"{what} from {begin} ends after {LATEST_DATE}, the latest date a request may reach")
+
+
 def parse_date(value: object) -> _dt.date:
     """A calendar date: YAML's 2025-07-01 or the string "2025-07-01". A time of day is refused, unquoted (YAML reads
     ``2027-01-10T10:30:00+02:00`` as a timestamp) or quoted alike, with one line: a request's start and deadline are
@@ -259,12 +275,17 @@ def parse_date(value: object) -> _dt.date:
         raise InputError(f"cannot read {short(value.isoformat())} as a date (a request's start and deadline are days, "
                          "a time of day is not read); write YYYY-MM-DD, e.g. 2025-07-01")
     if isinstance(value, _dt.date):
-        return value
-    try:
-        return _dt.date.fromisoformat(str(value).strip())
-    except ValueError:
-        raise InputError(f"cannot read {short(value)} as a date (a request's start and deadline are days, a time of "
-                         "day is not read); write YYYY-MM-DD, e.g. 2025-07-01") from None
+        d = value
+    else:
+        try:
+            d = _dt.date.fromisoformat(str(value).strip())
+        except ValueError:
+            raise InputError(f"cannot read {short(value)} as a date (a request's start and deadline are days, a time "
+                             "of day is not read); write YYYY-MM-DD, e.g. 2025-07-01") from None
+    if d > LATEST_DATE:
+        raise InputError(f"{d} is after {LATEST_DATE}, the latest date a request may name (the windows planned from it "
+                         "must stay within the calendar)")
+    return d
 
 
 def parse_date_or_duration(value: object) -> tuple[_dt.date | None, float | None]:

@@ -566,8 +566,24 @@ class _Reader:
             if j.deadline is not None and j.deadline.date is not None and begin is not None \
                     and j.deadline.date <= begin:
                 self.jerr(i, j, "deadline", f"{j.deadline.date} is not after the start {begin}")
+            self.reach_checks(i, j, begin)
             out.append(j)
         return out
+
+    def reach_checks(self, i: int, j: Any, begin: _dt.date | None) -> None:
+        """A deadline given as a duration, and a service's duration, end by quantities.py LATEST_DATE from the
+        job's start (its own, else the request's; none given: the command's today, far before it)."""
+        if begin is None:
+            return
+        service = getattr(j, "service", None)
+        for path, seconds, what in (("deadline", j.deadline.seconds if j.deadline is not None else None,
+                                     "the deadline"),
+                                    ("service.duration", getattr(service, "duration", None), "the service")):
+            if seconds:
+                try:
+                    Q.check_reach(begin, float(seconds), what)
+                except InputError as e:
+                    self.jerr(i, j, path, str(e))
 
     def model_ref(self, name: str) -> str:
         from ..models import local_paths_allowed
