@@ -345,7 +345,7 @@ def test_needs_from_the_example_plans():
 
 
 def test_service_maintenance_windows_are_honoured():
-    from llmsizer.provider.windows import parse_window, within
+    from llmsizer.request.windows import parse_window, within
     # the provider's window is Wednesday 2025-10-01 04:00-08:00
     def agreed(*w: str) -> JobNeed:
         return serve(accepts_maintenance=True, maintenance_windows=w)

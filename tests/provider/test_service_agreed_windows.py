@@ -17,7 +17,7 @@ pytest.importorskip("sqlalchemy", reason="the reservation store needs SQLAlchemy
 
 from llmsizer.provider.disagree import in_maintenance, maintenance_refusal  # noqa: E402
 from llmsizer.provider.placement import Booking, Item, JobNeed, NoFit, try_window  # noqa: E402
-from llmsizer.provider.windows import Agreement  # noqa: E402
+from llmsizer.request.windows import Agreement  # noqa: E402
 
 from .conftest import inv  # noqa: E402
 from .pg_databases import fresh_database  # noqa: E402
@@ -227,6 +227,10 @@ def test_an_unreadable_agreed_window_is_bad_input_on_the_cli_and_over_http(key, 
     assert len(err.splitlines()) == 1, err
     assert err.startswith(f"llmsizer: error: {req}:{line}: job 'chat' (inference): service.{key}: {text!r} is not a window "
                           "llmsizer can read"), err
+    # review12 D2: the request reader refuses it, so request check and plan give capacity's line (one answer)
+    for argv in (["request", "check", str(req)], ["plan", str(req), "-o", str(tmp_path / "p.html")]):
+        assert main(argv) == 2, argv
+        assert capsys.readouterr().err.strip() == err, argv
     pytest.importorskip("fastapi")
     from fastapi.testclient import TestClient
 

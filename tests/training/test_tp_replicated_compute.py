@@ -41,15 +41,36 @@ def test_full_token_replicated_counts() -> None:
     assert full_token_replicated_elements(spec, None, False, 1) == 0
 
 
-def test_megatron_without_sequence_parallelism_runs_them_on_every_rank() -> None:
-    """TP 8, no recomputation: 6 R FLOPs per token per rank, not 6 R / 8 (the step adds 7/8 of it back to the
-    FLOPs it divides by tp); under sequence parallelism none."""
+def test_torchtitan_tp_ranks_run_them_whole_in_the_count_and_the_time() -> None:
+    """torchtitan, TP 8, no pipeline, no EP, no recomputation: each TP rank runs the MLA down-projections and the
+    router (R elements, from config.json) on all its tokens, 6 R FLOPs per token, where the model's count has them
+    once. So the run's FLOP/token is the model's F + (tp - 1) x 6 R (the line the duration prints), and a rank's GEMM
+    seconds per micro-step are (T / tp) x (F - F_attn + (tp - 1) x 6 R) / (peak x u x e): the step's compute less
+    its memory-bound kernels and its attention kernel (max with the host launches, eq. (K1): the device side here)."""
     spec, h100 = load_model("deepseek-v3"), builtin_catalog().devices["h100-sxm"]
     down, router = _counts()
+    tp, seq = 8, 4096
+    run = dict(method="full", precision="bf16-mixed", framework="torchtitan", fsdp="full", tp=tp, micro_batch=1,
+               seq_len=seq, grad_checkpointing="none", gpus_per_node=8)
+    d = training_duration_for(spec, h100, tp, 1e9, run)
+    extra = (tp - 1) * 6 * (down + router)
+    assert d.flops_per_token == pytest.approx(d.flops.per_token + extra, rel=1e-9)
+    assert {x.name: x.value for x in d.assumptions}["tp_replicated_flops_per_token"] == pytest.approx(
+        6 * (down + router), rel=1e-9)
+    st = d.step
+    assert st is not None and d.peak_flops is not None
+    assert st.compute_seconds > st.launch_seconds  # the device's work, not the host's launches, sets the step
+    gemm = st.compute_seconds - st.elementwise_seconds - st.attention_seconds
+    rate = d.peak_flops * d.utilization * st.shape_efficiency
+    assert gemm == pytest.approx(seq / tp * (d.flops.per_token - d.flops.attention + extra) / rate, rel=1e-9)
+
+
+def test_megatron_with_sequence_parallelism_runs_them_on_a_token_shard() -> None:
+    """Megatron-Core trains an MoE under TP only with sequence parallelism (moe_layer.py:636-640), where its
+    duplicated matrices read [s/tp] tokens: nothing run again, the FLOP/token is the model's."""
+    spec, h100 = load_model("deepseek-v3"), builtin_catalog().devices["h100-sxm"]
     run = dict(method="full", precision="megatron-bf16", tp=8, pp=16, ep=8, zero=1, micro_batch=1, seq_len=4096,
-               grad_checkpointing="none", grad_accumulation=16, gpus_per_node=8)
-    plain = training_duration_for(spec, h100, 1024, 1e9, run)
-    sp = training_duration_for(spec, h100, 1024, 1e9, dict(run, sequence_parallel=True))
-    a = {x.name: x.value for x in plain.assumptions}
-    assert a["tp_replicated_flops_per_token"] == pytest.approx(6 * (down + router), rel=1e-9)
+               grad_checkpointing="none", grad_accumulation=16, gpus_per_node=8, sequence_parallel=True)
+    sp = training_duration_for(spec, h100, 1024, 1e9, run)
     assert "tp_replicated_flops_per_token" not in {x.name for x in sp.assumptions}
+    assert sp.flops_per_token == sp.flops.per_token

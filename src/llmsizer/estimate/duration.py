@@ -206,6 +206,9 @@ class TrainingFlops:
     seq_len: int = 0
     # FLOPs per micro-step whatever its tokens: the fused-expert LoRA adapters' W + B A (formulas/lora.py eq. (3))
     per_micro_step: float = 0.0
+    # FLOPs per token the tensor-parallel ranks execute beyond the model's: (tp - 1) x the share of the matrices the
+    # framework's TP plan keeps whole and runs on every token of each rank (``with_tp_replicated``)
+    tp_replicated: float = 0.0
 
     def attention_executed(self, kernel: str, recompute_weight: float = 1.0,
                            attended: tuple[float, float] | None = None) -> float:
@@ -225,15 +228,19 @@ class TrainingFlops:
         F + D / T, T = ``micro_batch`` x seq_len the tokens of one micro-step per device): what a run's total
         (tokens x this) and step time (T x F + D, eq. (6)) count; ``per_token`` where there is no such term."""
         if not self.per_micro_step:
-            return self.per_token
-        return self.per_token + self.per_micro_step / (max(1, micro_batch) * max(1, self.seq_len))
+            return self.per_token + self.tp_replicated
+        return (self.per_token + self.tp_replicated
+                + self.per_micro_step / (max(1, micro_batch) * max(1, self.seq_len)))
 
     def effective_formula(self, micro_batch: int) -> str:
         """``formula`` with the per-micro-step term stated per token, as ``effective_per_token`` counts it."""
+        formula = (f"{self.formula} + {self.tp_replicated:.4g} run again on the other tensor-parallel ranks "
+                   "(matrices kept whole)" if self.tp_replicated else self.formula)
         if not self.per_micro_step:
-            return self.formula
+            return formula
         t = max(1, micro_batch) * max(1, self.seq_len)
-        return (f"{self.formula}; per token: {self.per_token:.4g} + D / T = {self.per_micro_step:.4g} / {t:,} "
+        return (f"{formula}; per token: {self.per_token + self.tp_replicated:.4g} + D / T = "
+                f"{self.per_micro_step:.4g} / {t:,} "
                 f"(micro_batch {micro_batch} x seq_len {self.seq_len}) = "
                 f"{self.effective_per_token(micro_batch):.4g} (eq. (4'))")
 
@@ -1319,8 +1326,7 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
     # a tensor/pipeline-parallel device runs 1/tp of each GEMM (shapes above at hidden/tp) and of the attention heads
     # of its stage's layers; its memory-bound kernels above are already per device (widths / tp), for its stage's
     # share of the layers; the matrices its framework keeps whole and runs on every token run in full on each rank
-    if tp_div > 1:
-        flops_eff += (tp_div - 1) * _tp_replicated_flops_per_token(spec, w, fl, notes)
+    flops_eff += fl.tp_replicated  # (tp - 1) x R's share, counted once in the FLOPs (with_tp_replicated)
     t_dq, t_ew, t_f8 = t_dq * share, t_ew * share, t_f8 * share
     t_c = ((tokens * flops_eff + fl.per_micro_step) / (peak * u * e) + t_attn) / tp_div * share + t_dq + t_ew + t_f8
     t_launch = 0.0
@@ -1597,6 +1603,18 @@ def _per_step_seconds(spec: ModelSpec, w: TrainingWorkload, trained: int, eta: f
     return t_opt, t_acc
 
 
+def with_tp_replicated(spec: ModelSpec, w: TrainingWorkload, fl: TrainingFlops,
+                       notes: list[Assumption]) -> TrainingFlops:
+    """``fl`` with the FLOPs the tensor-parallel ranks run beyond the model's: each of the tp ranks runs the whole
+    of the matrices ``w``'s framework keeps whole and feeds every token (``_tp_replicated_flops_per_token``: f per
+    token), where the model's count has them once, so tp x (F - f)/tp + tp x f = F + (tp - 1) f per token. The run's
+    total (tokens x FLOP/token) and the step time (each rank's 1/tp of it) count this same number."""
+    if w.tp <= 1 or fl.tp_replicated:
+        return fl
+    f = _tp_replicated_flops_per_token(spec, w, fl, notes)
+    return replace(fl, tp_replicated=(w.tp - 1) * f) if f else fl
+
+
 def _tp_replicated_flops_per_token(spec: ModelSpec, w: TrainingWorkload, fl: TrainingFlops,
                                    notes: list[Assumption]) -> float:
     """Model FLOPs per token of the matrices ``w``'s framework keeps whole on each TP rank and runs on every token
@@ -1778,9 +1796,11 @@ def training_duration(spec: ModelSpec, device: Device, devices: int, tokens: flo
     # a given utilisation in the range `--utilization` and a request file's take (numbers.UTILIZATION), one line
     u = check_number(utilization, "utilization", UTILIZATION) if utilization is not None else factor.expected
     u_source = factor.source if utilization is None else "given"  # a calibration row does not stand behind a given u
+    repl_notes: list[Assumption] = []
+    fl = with_tp_replicated(spec, w, fl, repl_notes)
     notes = [Assumption("utilization", u, utilization is None, u_source),
              Assumption("flops_per_token", round(fl.effective_per_token(w.micro_batch)), True,
-                        f"{fl.effective_formula(w.micro_batch)} ({fl.source})")]
+                        f"{fl.effective_formula(w.micro_batch)} ({fl.source})"), *repl_notes]
     numa = numa_assumption(device)  # a detected machine of several sockets: its bandwidth and compute sockets
     if numa is not None:
         notes.append(numa)

@@ -104,10 +104,17 @@ def expert_shard_group(shard_group: int, ep: int) -> int:
       pipeline stage (deepspeed/utils/groups.py:350-372), and ZeRO-1/2 partitions a MoE parameter group over its
       expert data-parallel group (runtime/zero/stage_1_and_2.py:780-787).
 
-    >>> expert_shard_group(64, 8), expert_shard_group(8, 8), expert_shard_group(4, 8)
-    (8, 1, 1)
+    ``ep`` must divide ``shard_group`` (a group of ``shard_group / ep`` ranks exists only then: torchtitan's efsdp
+    mesh is a whole number of ranks); specs/training.py refuses a workload where it does not (hybrid sharding over a
+    node whose data-parallel ranks ep does not divide), and this raises ValueError rather than round.
+
+    >>> expert_shard_group(64, 8), expert_shard_group(8, 8), expert_shard_group(16, 8)
+    (8, 1, 2)
     """
-    return max(1, shard_group // max(1, ep))
+    ep = max(1, ep)
+    if shard_group % ep:
+        raise ValueError(f"ep {ep} does not divide the shard group of {shard_group} ranks")
+    return shard_group // ep
 
 
 def zero_bytes_per_param(stage: int, group: int, weight_b: float = 2, grad_b: float = 2, k: float = 12) -> float:

@@ -22,10 +22,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..request.windows import Agreement
 from .inventory import Inventory, Maintenance
 from .placement import Booking
 from .store import LIVE, orphan_remedy, orphan_text, orphaned
-from .windows import Agreement
 
 #: why a service booked before schema 5 is listed, not refused
 UNKNOWN = ("it was booked before the store recorded the maintenance windows a service's request agreed to, so "

@@ -141,32 +141,19 @@ def _replanner(job: Any, request: Request, now: _dt.datetime, hardware_files: Se
     return on
 
 
-def _agreed_windows(job: Any, request: Request) -> tuple[str, ...]:
-    """The service's agreed maintenance windows (``service.maintenance_windows``, then ``interruptible``), each
-    read by :func:`.windows.parse_window`: a text it cannot read is a request error naming the field and its
-    file:line (RequestError, exit 2 / HTTP 4xx), not an agreement to every provider window (``windows.within``
-    takes one it cannot check as accepting, for stores written before this check)."""
-    from ..request.reader import RequestError
-    from .windows import FORMS, parse_window
+def _agreed_windows(job: Any) -> tuple[str, ...]:
+    """The service's agreed maintenance windows (``service.maintenance_windows``, then ``interruptible``), as the
+    request reader checked them (request/reader.py ``inference_checks``: a text request/windows.py ``parse_window``
+    cannot read is refused there, naming the field and its file:line, for request check, plan and capacity alike)."""
     service = getattr(job, "service", None)
-    out: list[str] = []
-    for key in ("maintenance_windows", "interruptible"):
-        for w in getattr(service, key, None) or ():
-            if parse_window(w) is None:
-                path = f"service.{key}"
-                raise RequestError([f"{request.source}:{request.line_of(job, path)}: job '{job.name}' ({job.kind}): "
-                                    f"{path}: {w!r} is not a window llmsizer can read ({FORMS}); give one of those "
-                                    "forms (an unreadable window cannot be checked against the provider's "
-                                    "maintenance)"])
-            out.append(w)
-    return tuple(out)
+    return tuple(w for key in ("maintenance_windows", "interruptible") for w in getattr(service, key, None) or ())
 
 
 def need_of(jp: JobPlan, job: Any, request: Request, now: _dt.datetime,
             hardware_files: Sequence[str | Path] = (), plan_ctx: Any = None) -> JobNeed:
     """``job``'s need read from its plan ``jp``; ``plan_ctx``: the plan context its replans share (:func:`_replanner`)."""
     hw = jp.hardware
-    agreed = _agreed_windows(job, request)
+    agreed = _agreed_windows(job)
     f = jp.facts
     start = _day(job.start) or _day(request.start) or now
     ongoing = False

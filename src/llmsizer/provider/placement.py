@@ -33,10 +33,10 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from ..request.windows import Agreement
 from ..units import format_bytes, format_seconds
 from .inventory import SENSITIVITY, SERVING, TRAINING, Inventory, Node, Site
 from .quota import USAGE, check_quota, usage_resource
-from .windows import Agreement
 
 SERVICE_HORIZON = 365 * 86400.0  # the span of a timeline when every booking is open-ended
 #: an ongoing service (``service.ongoing``, or no ``service.duration``) holds its devices until it is released:

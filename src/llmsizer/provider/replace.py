@@ -38,10 +38,10 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from ..request.windows import Agreement
 from .inventory import Inventory, Node
 from .placement import ONGOING_END, Booking, Held, Item, JobNeed, NoFit, Placement, suitable, try_window
 from .quota import USAGE
-from .windows import Agreement
 
 #: holds that stay as they are when a booking moves (a storage pool of its site); every other hold is placed again
 KEPT = ("storage:",)

@@ -52,10 +52,10 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError, LlmsizerError
+from ..request.windows import Agreement
 from .inventory import Inventory, Quota
 from .placement import Booking, Item, Placement, format_amount, overflow
 from .quota import USAGE, check_quota, usage_resource
-from .windows import Agreement
 
 SCHEMA_VERSION = 5
 #: schema 5: the provider maintenance a booking's request agreed to (windows.Agreement: whether it accepts any and

@@ -78,6 +78,7 @@ from .spec import (
     TrainingJob,
     TrainingSettings,
 )
+from .windows import FORMS, parse_window
 
 
 class RequestError(InputError):
@@ -648,6 +649,13 @@ class _Reader:
         sv = j.service
         if sv.duration is not None and sv.ongoing:
             self.jerr(i, j, "service.ongoing", "give service.duration or ongoing: true, not both")
+        for key in ("maintenance_windows", "interruptible"):  # read once, here: plan, check and capacity alike
+            for w in getattr(sv, key) or ():
+                if parse_window(w) is None:
+                    self.jerr(i, j, f"service.{key}", f"{w!r} is not a window llmsizer can read ({FORMS}); give "
+                              "one of those forms (an unreadable window cannot be checked against the provider's "
+                              "maintenance)")
+                    break
         if j.kv_cache_dtype is not None:
             try:
                 from ..formulas.kv_cache import kv_dtype_name

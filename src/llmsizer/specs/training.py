@@ -896,6 +896,14 @@ class TrainingWorkload:
         if self.fsdp == "hybrid" and self.gpus % min(self.gpus, self.gpus_per_node):
             raise InputError(f"hybrid sharding needs gpus ({self.gpus}) to be a multiple of gpus_per_node "
                              f"({self.gpus_per_node})")
+        if self.ep > 1 and self.shard_group % self.ep:
+            # expert parallelism takes its ranks out of the shard group (formulas/parallelism.py expert_shard_group):
+            # torchtitan's efsdp mesh is dp_shard x cp x tp / ep (torchtitan/distributed/parallel_dims.py:280-282),
+            # which has no size when ep does not divide the ranks hybrid sharding shards over (one node's)
+            raise FieldError("ep", also=("fsdp", "gpus_per_node", "tp", "pp"), message=(
+                f"ep ({self.ep}) must divide the {self.shard_group} data-parallel ranks of one node (gpus_per_node / "
+                "(tp x pp)) that fsdp 'hybrid' shards over: expert parallelism takes its ranks out of that shard "
+                "group"))
         if self.precision == "fsdp-bf16-mixed" and self.fsdp is None:
             raise InputError("precision 'fsdp-bf16-mixed' is FSDP's MixedPrecisionPolicy; give fsdp (full, grad_op or "
                              "hybrid)")

@@ -377,6 +377,7 @@ def resolve(spec: ModelSpec, w: TrainingWorkload, acc: Acc) -> TrainingContext:
             raise InputError(f"expert parallelism (ep={w.ep}) needs a mixture-of-experts model; {spec.name} is dense")
         if spec.moe.num_experts % w.ep:
             raise InputError(f"ep {w.ep} does not divide the {spec.moe.num_experts} routed experts of {spec.name}")
+    check_moe_layout(spec, w)
     if w.pp > spec.num_layers:
         raise InputError(f"pp {w.pp} exceeds the {spec.num_layers} layers of {spec.name}")
     if w.context_parallel > 1 and spec.recurrent_layer_count:
@@ -561,3 +562,28 @@ def default_optimizer_impl(optimizer: str, device: str) -> tuple[str, str]:
                             "torch/optim/_adafactor.py line 636)")
     return "fused", ("HF Trainer default optim adamw_torch_fused (torch >= 2.8); plain torch.optim.AdamW on CUDA uses "
                      "foreach, which adds one state-sized temporary at the step")
+
+
+def check_moe_layout(spec: ModelSpec, w: TrainingWorkload) -> None:
+    """Refuse the mixture-of-experts layouts the framework itself refuses to train (one line naming the fields):
+
+    - Megatron-Core (precision 'megatron-*'; NVIDIA/Megatron-LM @d98e8a64): ``MoELayer.forward`` raises ValueError
+      in training when the attention's tensor-parallel group has more than one rank and sequence parallelism is off
+      (megatron/core/transformer/moe/moe_layer.py:636-640; megatron/training/yaml_arguments.py:335-338 asserts the
+      same, and model_parallel_config.py:560-565 warns for ep > 1 with tp > 1).
+    - DeepSpeed ZeRO-3 with expert parallelism (deepspeedai/DeepSpeed @edaa7221,
+      deepspeed/runtime/engine.py:1872-1897 ``_validate_zero3_moe_compatibility``): native DeepSpeed-MoE layers are
+      refused under stage 3 and only AutoEP layers pass, and AutoEP under stage 3 refuses AutoTP (tensor
+      parallelism): ep > 1 with tp > 1 cannot run. (AutoEP alone partitions the experts over their expert
+      data-parallel group, runtime/zero/stage3.py:658-675: formulas/parallelism.py expert_shard_group.)"""
+    moe = spec.is_moe and spec.moe is not None
+    if moe and w.tp > 1 and w.precision.startswith("megatron-") and not w.sequence_parallel:
+        raise FieldError("sequence_parallel", also=("tp",), message=(
+            f"Megatron-Core refuses to train a mixture-of-experts model ({spec.name}) with tp {w.tp} and no "
+            "sequence_parallel (megatron/core/transformer/moe/moe_layer.py:636-640 raises ValueError): give "
+            "sequence_parallel"))
+    if w.ep > 1 and w.zero == 3 and w.fsdp is None and w.tp > 1:
+        raise FieldError("zero", also=("ep", "tp"), message=(
+            f"DeepSpeed ZeRO-3 with expert parallelism (ep {w.ep}) runs only AutoEP layers, and AutoEP under ZeRO "
+            f"stage 3 does not take tensor parallelism (tp {w.tp}; deepspeed/runtime/engine.py:1889-1897): give "
+            "zero 1 or 2, or tp 1"))
