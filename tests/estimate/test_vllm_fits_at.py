@@ -30,6 +30,10 @@ CASES = [  # model, memory per device, tensor parallel, weights, context: fittin
     ("qwen3-30b-a3b", 48 * GIB, 2, "fp8", 8192),
     ("llama-3.1-70b-instruct", 80 * GIB, 4, "bf16", 16384),
     ("llama-3.1-8b", 80 * GIB, 1, "bf16", 262144),  # past the model's window: vLLM refuses the context
+    ("granite-4.0-h-tiny", 24 * GIB, 2, "bf16", 8192),  # hybrid: a recurrent state page per sequence in the pool
+    ("qwen3-next-80b-a3b-thinking", 80 * GIB, 4, "fp8", 16384),
+    ("gemma-3-4b-it", 16 * GIB, 1, "bf16", 32768),  # sliding layers; the profile run's images
+    ("gpt-oss-20b", 24 * GIB, 1, "mxfp4", 16384),
 ]
 
 
@@ -39,6 +43,8 @@ def test_verdict_at_any_concurrency_from_one_sequence(model: str, memory: int, t
     spec = find(model).spec()
     kw: dict[str, Any] = dict(engine="vllm", device="gpu", memory=memory, weights=weights, context=context,
                               **({"tensor_parallel": tp} if tp > 1 else {}))
+    if model == "llama-3.1-8b" and tp == 2:  # a running cap and a utilization given
+        kw.update(max_num_seqs=48, gpu_memory_utilization=0.8)
     try:
         one = estimate_inference(spec, concurrency=1, **kw)
     except Exception as e:  # a refusal to start at all is raised whatever the concurrency
