@@ -96,3 +96,19 @@ def test_fit_same_as_sizing_every_layout_at_its_share(monkeypatch: pytest.Monkey
     derived = _answer(**kw)
     monkeypatch.setattr(F, "vllm_fits_at", lambda est, c: None)  # not derivable: every layout sized at its share
     assert _answer(**kw) == derived
+
+
+def test_speed_model_memo_same_answer_and_cleared() -> None:
+    """fit_memory's speed model per (model, device, workload) is kept for the process (fit.py ``_SPEED_MODELS``): an
+    answer built from a kept model is the one built anew, and ``clear_caches`` forgets it."""
+    kw: dict[str, Any] = dict(model="llama-3.1-8b", hardware="aws-g6.12xlarge", engine="vllm", context=4096,
+                              output_tokens=512, request_rate=5, fits_at=False)
+    first = _answer(**kw)  # (cleared before: every model built anew)
+    assert F._SPEED_MODELS
+    F._SPEED_MEMO.clear()  # the speed estimates asked again: from the kept models
+    F._CLOSED_MEMO.clear()
+    F._GRID_MEMO.clear()
+    F._RATE_SECONDS_MEMO.clear()
+    assert fit(**kw).to_dict() == first
+    clear_caches()
+    assert not F._SPEED_MODELS
