@@ -62,7 +62,7 @@ from .engines import LLAMACPP_N_UBATCH, llamacpp_layer_split
 from .formats import check_engine_runs, engine_dtype_note
 from .inference import estimate_inference
 from .inference.common import running_and_queued
-from .inference.compose import with_serving_notes
+from .inference.compose import vllm_fits_at, with_serving_notes
 from .model_warnings import one_device_serving
 from .rate_capacity import over_capacity, rate_warnings
 from .serving_load import (
@@ -464,6 +464,8 @@ def link_bandwidth_for(device: Device, instance: Instance | None, hardware_files
 
 
 _SPEED_MEMO: dict[tuple[Any, ...], SpeedEstimate] = {}
+# fit_memory's speed.speed_model per (model, device, workload): (the spec and device it was built for, the model)
+_SPEED_MODELS: dict[tuple[Any, ...], tuple[ModelSpec, Device, SpeedLayout]] = {}
 
 
 def _speed_cached(spec: ModelSpec, device: Device, tp: int, fmt: str, prompt: int, out: int, conc: int, kvd: str,
@@ -999,9 +1001,11 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
         as the user's)."""
         return {"tensor_parallel": t} if t > 1 else {}
 
-    def sized(t: int) -> Estimate:
-        """The memory estimate of one replica at tensor parallelism ``t`` (its share of the load)."""
-        per = per_replica(concurrency, 1 if split else n // t)  # the fullest replica's: its memory and speed are reported
+    def sized(t: int, share: int | None = None) -> Estimate:
+        """The memory estimate of one replica at tensor parallelism ``t`` (its share of the load; ``share``: at that
+        many sequences instead)."""
+        per = per_replica(concurrency, 1 if split else n // t) if share is None else share  # the fullest replica's:
+        # its memory and speed are reported
         return with_serving_notes(estimate_inference(
             spec, **{**given, **({"concurrency": per} if "concurrency" in given else {})}, output_tokens=output_tokens,
             weights=weights, engine=eng, device=dev["device"], gpu_runtime=dev["gpu_runtime"],
@@ -1032,11 +1036,22 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
         def model() -> SpeedLayout:
             m = models.get(work)
             if m is None:
+                # one speed model per (model, device, workload) for the process: a rate's climb calls fit_memory
+                # once per C, each asking the same model (its inputs are all in the key; the device compared whole,
+                # since an instance's share of a device is a new object each call)
+                key = (id(spec), device.id, work, out, eng, engine_version, attention)
+                hit = _SPEED_MODELS.get(key)
+                if hit is not None and hit[0] is spec and (hit[1] is device or hit[1] == device):
+                    m = models[work] = hit[2]
+                    return m
                 m = models[work] = speed_model(spec, device, weights_format=wf, prompt_tokens=pr, output_tokens=out,
                                                kv_dtype=kvd, mla_mode="latent", state_dtypes=states, ubatch=ub,
                                                kv_unified=kvu, identical_sequences=same, engine=eng,
                                                engine_version=engine_version, group_size=group, other_bytes=other,
                                                encoder_flops=enc, attention=attention)
+                if len(_SPEED_MODELS) > 1024:
+                    _SPEED_MODELS.clear()
+                _SPEED_MODELS[key] = (spec, device, m)
             return m
 
         if t > 1 and not links:
@@ -1073,12 +1088,23 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
     # beyond their count hold more per device) and only those that fit are ranked.
     within = [t for t in tp_options if t <= per_node] or tp_options  # (a degree given: that one, wherever it is)
     across = [t for t in tp_options if t not in within]
-    tried = {within[0]: sized(within[0])}
+    # vLLM at a rate with layouts to rank: a layout's admitted count, running cap, verdict at any share (compose.py
+    # ``vllm_fits_at``) and what the ranking reads of the largest (its format, prompt tokens, KV dtype, batch: speed_work,
+    # prefill_chunk_tokens) read no concurrency, so each layout is sized at one sequence (one estimate at every C and
+    # rate of a search), its verdict at its share derived (``derived``), and sized at its share only to be taken
+    derived: dict[int, bool] = {}
+    probe = request_rate is not None and eng == "vllm" and len(within) > 1
+    tried = {within[0]: sized(within[0], 1 if probe else None)}
     check_engine_runs(eng, str(tried[within[0]].details.get("weights_format")), device, spec)
     prompt, out = prompt_and_output(context, output_tokens)  # image/video tokens join the prompt (speed_at)
-    if not tried[within[0]].details["fits"]:
+    if probe:
+        if vllm_fits_at(tried[within[0]], per_replica(concurrency, n // within[0])):
+            derived[within[0]] = True
+        else:  # not fitting at its share (or not derivable): every degree sized at its share, as without a rate
+            tried[within[0]] = sized(within[0])
+    if not (derived.get(within[0]) or tried[within[0]].details["fits"]):
         tried.update((t, sized(t)) for t in within[1:])
-    rankable = [t for t in within if t not in tried or tried[t].details["fits"]]
+    rankable = [t for t in within if t not in tried or derived.get(t) or tried[t].details["fits"]]
     layout_tps: dict[int, float | None] = {}
     layout_w: dict[int, float] = {}  # at a request rate: each layout's mean request seconds (eq. Q10)
     if len(rankable) > 1:
@@ -1096,7 +1122,14 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
             # mean request seconds with its replicas at their share of the rate (open arrivals, eq. Q10), the wait for
             # the sequences its pool admits included (eq. Q13, as ``admission_queued`` adds it to the answer), past
             # its capacity last (``rate_seconds``)
-            tried.update((t, sized(t)) for t in rankable if t not in tried)  # each layout's admitted count
+            for t in rankable:  # each layout's admitted count (vLLM: at one sequence, its verdict derived)
+                if t not in tried:
+                    tried[t] = sized(t, 1 if probe else None)
+                    at_share = vllm_fits_at(tried[t], per_replica(concurrency, n // t)) if probe else None
+                    if at_share is None:
+                        tried[t] = sized(t)
+                    else:
+                        derived[t] = at_share
             for t in rankable:
                 admitted = admitted_per_replica(tried[t].details)
                 running = cap if admitted is None else admitted
@@ -1105,6 +1138,11 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
     order = quickest_first(layout_w) if layout_w else fastest_first(layout_tps) if layout_tps else rankable
     tp = within[0] if not across else across[-1]  # none fits: the largest degree shown (as before this choice)
     for t in (*order, *across):
+        if t in derived:  # its verdict at its share known: sized there only to be taken
+            if not derived[t]:
+                continue
+            tried[t] = sized(t)
+            del derived[t]
         if t not in tried:
             tried[t] = sized(t)
         if tried[t].details["fits"]:
@@ -1132,7 +1170,7 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
     # (a pool that holds fewer than its share is timed at those it holds); where it runs none, at the load it would
     # run if it fit (running_per_replica)
     run_now = min(per_rep, int(est.details.get("running_sequences", per_rep)))
-    fitted = {t: bool(e.details["fits"]) for t, e in tried.items()}
+    fitted = {t: derived[t] if t in derived else bool(e.details["fits"]) for t, e in tried.items()}
     spread = (f"{replicas} replicas, the load split evenly ({per_rep} of {concurrency} sequences on the fullest)"
               if replicas > 1 else "no replicas")
     est = as_fit_chose(est, pinned is not None, concurrency if "concurrency" in given else None, replicas)

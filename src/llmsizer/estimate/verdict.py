@@ -242,6 +242,12 @@ def memory_verdict(need: int, need_high: int, usable: int, headroom: float | Mar
     return Verdict(fits, need, need_high, usable, margin.headroom(usable), budget, "expected", reason, warnings, bound)
 
 
+def pool_admits(admitted: int, concurrency: int) -> bool:
+    """Eq. (3)'s test: a pool engine's pool that holds ``admitted`` sequences of the context fits the ``concurrency``
+    it runs at once (at least one: a pool that holds none serves nothing)."""
+    return admitted >= max(concurrency, 1)
+
+
 def admission_verdict(admitted: int, concurrency: int, context: int, need: int, usable: int,
                       utilization: float, *, engine: str = "vLLM", pool: str = "KV pool",
                       knob: str = "gpu_memory_utilization", requested: int | None = None) -> Verdict:
@@ -249,7 +255,7 @@ def admission_verdict(admitted: int, concurrency: int, context: int, need: int, 
     ``concurrency`` sequences of ``context`` tokens: those it runs at once (``requested`` more are asked, the others
     wait in its queue: estimate/inference/common.py eq. R1). A pool that admits no sequence serves nothing, whatever
     the engine's running cap (SGLang's default cap is tokens // 2, 0 for an empty pool: sglang.py eq. 4)."""
-    fits = admitted >= max(concurrency, 1)
+    fits = pool_admits(admitted, concurrency)
     asked = ("requested" if requested is None or requested == concurrency
              else f"would run at once (its running cap) of {requested} requested")
     budget = usable  # the engine sizes its pool from the whole device (utilization x memory)

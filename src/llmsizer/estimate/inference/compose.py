@@ -56,7 +56,7 @@ from ..formats import (
     serving_weight_spec,
 )
 from ..model_warnings import model_note_assumptions, model_warnings, mtp_assumptions, refuse_serving, refuse_unmodelled
-from ..verdict import admission_verdict, check_headroom, decimal_memory_note, margin_rule, memory_verdict
+from ..verdict import admission_verdict, check_headroom, decimal_memory_note, margin_rule, memory_verdict, pool_admits
 from .common import Acc, Context, running_and_queued, running_sequences, state_dtypes, state_of
 from .media import media_in_context
 
@@ -526,6 +526,22 @@ def _to_run(est: Estimate, w: InferenceWorkload) -> int:
     """The sequences a pool engine runs at once with room for them: min(concurrency, its cap) (common.py eq. R1
     without the pool's bound); the others wait in its queue, which is no reason not to fit."""
     return int(est.details.get("need_sequences", running_sequences(w, est.details.get("running_cap"))))
+
+
+def vllm_fits_at(est: Estimate, concurrency: int) -> bool | None:
+    """The fit verdict (``_check_fit``'s vLLM branch) that the vLLM estimate ``est``, sized with a memory at any
+    concurrency, would give at ``concurrency`` sequences: eq. (3), ``pool_admits(admitted, min(concurrency, cap))``,
+    not fitting where there is no pool or the engine refuses the context. Every input but the concurrency reads none:
+    the sequences the pool admits are (util x memory - weights - profiled activations - non-torch - CUDA graphs) //
+    one sequence's KV at the context, the cap is max_num_seqs (vllm.py ``compose_vllm``), the missing pool and the
+    context's refusal likewise. None where ``est`` has no pool count (no memory given): not derivable."""
+    d = est.details
+    admitted = d.get("max_concurrency_at_context")
+    if admitted is None:
+        return None
+    if d.get("vllm_no_pool") or d.get("engine_refusal_reason") is not None:
+        return False
+    return pool_admits(int(admitted), running_and_queued(concurrency, d.get("running_cap"))[0])
 
 
 def queue_assumption(engine: str, concurrency: int, running: int, cap_name: str, cap: int,
