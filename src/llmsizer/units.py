@@ -81,6 +81,8 @@ def _checked(value: float, what: str, rng: Range, scaled: bool = True) -> int:
     Python API refuses it ("must be a whole number, got 2.7": `--concurrency 2.7` is no count of sequences)."""
     if scaled and isinstance(value, float) and math.isfinite(value):
         value = round(value)
+    if isinstance(value, float) and value.is_integer():  # '99999999' read as 1e8: an out-of-range message echoes
+        value = int(value)  # the whole number typed (99999999), not the float's '1e+08' (probe13 D8)
     return int(check_number(value, what, rng))
 
 
