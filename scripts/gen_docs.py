@@ -5,7 +5,7 @@ docs/python-api.md (its ```python blocks run in order in one namespace; a ```tex
 what that block printed) and docs/openapi.json (the web API's OpenAPI document, as ``llmsizer serve`` serves it; when the web extra is installed).
 Without --check it first re-derives the calibrated bands from the validation rows (scripts/rederive_bands.py, so the
 examples quote bands that match the rows after a merge that moved predictions) and rewrites docs/accuracy.md (as
-``llmsizer validate --no-store --markdown docs/accuracy.md``; it carries its date, so --check leaves it out).
+``llmsizer validate --no-store --markdown docs/accuracy.md --force``; it carries its date, so --check leaves it out).
 
     python scripts/gen_docs.py          # rewrite both files
     python scripts/gen_docs.py --check  # exit 1 and name the stale file when either differs (tests/docs)
@@ -144,7 +144,7 @@ def rederive_bands_and_accuracy() -> None:
     os.chdir(ROOT)
     try:
         with contextlib.redirect_stdout(io.StringIO()):
-            rc = validate_cmd.main(["--no-store", "--markdown", "docs/accuracy.md"])
+            rc = validate_cmd.main(["--no-store", "--markdown", "docs/accuracy.md", "--force"])
     finally:
         os.chdir(old)
     if rc:

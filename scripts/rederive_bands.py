@@ -3,7 +3,7 @@ ratios its MLA + MoE no-band note quotes (MLA_MOE_MEASURED, validation_cases.mla
 
 scripts/gen_docs.py runs this first (so regenerating the docs after a merge that moves predictions also re-derives
 the bands, and the README examples quote the new ones); tests/validation/test_ranges.py fails with the same lines
-when they are stale. Then regenerate docs/accuracy.md with `llmsizer validate --no-store --markdown docs/accuracy.md`
+when they are stale. Then regenerate docs/accuracy.md with `llmsizer validate --no-store --markdown docs/accuracy.md --force`
 (scripts/gen_docs.py does that too):
 
     PYTHONPATH=src python scripts/rederive_bands.py

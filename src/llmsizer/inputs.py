@@ -134,6 +134,20 @@ def check_output(path: str | Path, inputs: Iterable[str | Path | None] = ()) -> 
 MAX_MODEL_NAME = 4096
 
 
+def check_model_ref(ref: object, what: str = "model") -> str:
+    """A Python caller's model reference (``load_model``, and ``estimate_inference``/``fit`` given a name) as text:
+    ``None``, a number or bytes is refused naming the argument, a path-like object read as its path, then
+    :func:`check_model_name` (before, a TypeError or an OSError 'File name too long', probe13 D6)."""
+    if isinstance(ref, os.PathLike):
+        ref = os.fspath(ref)
+    if not isinstance(ref, str):
+        raise InputError(f"{what}: expected a model name, Hub id or path (text) or a ModelSpec, got "
+                         f"{type(ref).__name__} {short(ref, 40)}")
+    if not ref.strip():
+        raise InputError(f"{what}: expected a model name, Hub id or path, got an empty string")
+    return check_model_name(ref, what)
+
+
 def check_model_name(name: str, what: str = "model") -> str:
     """``name`` if it can be a catalog name, Hub id or path; else a one-line InputError (never the whole name)."""
     if len(name) > MAX_MODEL_NAME:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from .catalog import models as catalog
 from .errors import ModelFileError, UnknownNameError
+from .inputs import check_model_ref
 from .specs import ModelSpec
 
 # False while serving the web API: a name from the network is never looked up as a file on the server (issue #13,
@@ -39,12 +40,17 @@ def local_paths_allowed() -> bool:
 
 def load_model(ref: str, *, hub: bool = False) -> ModelSpec:
     """A ModelSpec for ``ref``: a catalog name/id, a config.json, a model folder, or a .gguf file."""
+    ref = check_model_ref(ref, "model")  # None, bytes, a 100,000-character name: one line naming it (the API's entry)
     if not local_paths_allowed():
         return load_named(ref, hub=hub)
     p = Path(ref).expanduser()
-    if p.is_file() and (p.suffix == ".safetensors" or p.name.endswith(".safetensors.index.json")):
+    try:
+        is_file, exists = p.is_file(), p.exists()
+    except OSError:  # a component past NAME_MAX (255 bytes): no such path, so a name
+        is_file = exists = False
+    if is_file and (p.suffix == ".safetensors" or p.name.endswith(".safetensors.index.json")):
         p = p.parent  # a weight file or shard index: read the folder it belongs to
-    if p.exists():
+    if exists:
         if p.is_dir():
             from .readers.hf_folder import spec_from_folder
             return spec_from_folder(p)
@@ -79,3 +85,9 @@ def load_named(ref: str, *, hub: bool = False) -> ModelSpec:
             from .readers.hub import spec_from_hub
             return spec_from_hub(ref)
     return catalog.find_spec(ref)
+
+
+def spec_of(model: ModelSpec | str) -> ModelSpec:
+    """The ModelSpec a public function was given as ``model``: itself, or ``load_model`` of a name or path; anything
+    else (None, a number) refused by ``load_model``'s entry check naming ``model`` (inputs.check_model_ref)."""
+    return model if isinstance(model, ModelSpec) else load_model(model)

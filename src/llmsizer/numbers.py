@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 
-from .errors import InputError
+from .errors import FieldError, InputError
 
 
 @dataclass(frozen=True)
@@ -116,6 +116,11 @@ VIDEO_FRAMES = Range(0, 2**16, True, "sampled video frames per sequence; Qwen2-V
 class NumberError(InputError):
     """A number that was read but is not finite, not whole where it must be, or out of its range: its message
     already says everything (parsers that rewrite their own "cannot read" messages pass it through)."""
+
+
+class FieldNumberError(NumberError, FieldError):
+    """A NumberError about one workload field, named by ``field`` (FieldError): each surface writes the field as
+    its user gave it (``--count`` for the device count of `fit --auto --count`, not the Python name ``gpus``)."""
 
 
 def check_number(value: object, name: str, rng: Range, where: str = "") -> float | int:

@@ -89,7 +89,7 @@ from .formulas.params import count_params
 from .formulas.training_time import device_hours
 from .formulas.weight_formats import normalize_format
 from .frozen import fast_init
-from .models import load_model
+from .models import spec_of
 from .numbers import BUDGET, KWH_PRICE, TIME_LIMIT, TOKEN_RATE, TRAIN_TOKENS, Range, check_number
 from .result import Assumption, Notes
 from .specs import InferenceWorkload, ModelSpec, TrainingWorkload
@@ -379,7 +379,7 @@ def best_option_on(model: ModelSpec | str, hardware: str | Device | Instance, co
     ``memory`` (bytes per device, None: the catalog's, or a CPU instance's RAM) and ``constraints.headroom`` reach
     ``fit`` as its ``memory`` and ``headroom`` (``fit --memory --headroom``).
     ``llmsizer models --fits-on`` asks it for every catalog model."""
-    spec = load_model(model) if isinstance(model, str) else model
+    spec = spec_of(model)
     c = (constraints or Constraints()).for_mode("serving")
     # the ladder walk with the search's checks and the reading-speed floor (estimate/format_search.py format_on)
     pick, unchecked = format_on(spec, hardware, count, context=context, concurrency=concurrency,
@@ -463,7 +463,7 @@ def recommend_inference(model: ModelSpec | str, *, context: int = InferenceWorkl
     ``request_rate`` [requests/s]: requests arriving at random at that rate (open arrivals, formulas/serving_queue.py
     eq. Q10) in place of ``concurrency``: each option is the fewest copies of a candidate whose each copy, at its
     equal share of the rate, fits and meets the limits (``_rate_copies``; fit's rate path, the in flight derived)."""
-    spec = load_model(model) if isinstance(model, str) else model
+    spec = spec_of(model)
     refuse_unmodelled(spec, training=False, search=True)  # one line for the model, not one rejection per candidate
     media = dict(media or {})
     # the workload fields every fit of a candidate gets: media, KV dtype, engine settings, metric, ...
@@ -892,7 +892,7 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
     chosen option's duration's (its device's utilisation, collective bandwidth...), the warnings all that
     ``fit --train --tokens`` says of it (memory and duration); with none chosen, none (each option timed states
     its own in ``fit --train --tokens``; the first timed would make the answer depend on the listing order)."""
-    spec = load_model(model) if isinstance(model, str) else model
+    spec = spec_of(model)
     refuse_unmodelled(spec, training=True)
     tokens = read_number(tokens, "tokens", TRAIN_TOKENS)  # the range and line of `--tokens` (fit_training's)
     wl = {**(training_fields or {}), **{k: v for k, v in fields.items() if v is not None}}

@@ -84,6 +84,14 @@ def _checked(value: float, what: str, rng: Range, scaled: bool = True) -> int:
     return int(check_number(value, what, rng))
 
 
+def _as_typed(number: str) -> int | float:
+    """The number ``number`` (``_NUM``'s match) as read: a plain integer as an int, so an out-of-range message
+    echoes the whole number typed ('99999999', not the float's '1e+08', probe13 D8); anything else ('1e9', '2.5')
+    as a float. At most 30 digits as an int (int() of text is linear up to Python's limit; past 30 digits the range
+    check says 'about 10^N' either way)."""
+    return int(number) if len(number) <= 30 and number.lstrip("+-").isdigit() else float(number)
+
+
 def _not_negative(number: str, written: str, what: str, rng: Range) -> None:
     """A negative value as written ('-8k', '-1GiB') is out of range, said in the user's own words (the range check
     would show it scaled: -8192, -1073741824)."""
@@ -185,7 +193,7 @@ def parse_count(text: str | int | float, *, what: str = "count", rng: Range = AM
     if not m.group(2) and not exactly_whole(m.group(1)):
         # '4.00000000000000001' reads as the float 4.0: a whole number only up to the float's precision
         raise NumberError(f"{_head(what)}must be a whole number, got {m.group(1)}; expected {rng.describe()}")
-    return _checked(float(m.group(1)) * _COUNT_SUFFIX[m.group(2)], what, rng, scaled=bool(m.group(2)))
+    return _checked(_as_typed(m.group(1)) * _COUNT_SUFFIX[m.group(2)], what, rng, scaled=bool(m.group(2)))
 
 
 def parse_tokens(text: str | int | float, *, what: str = "context", rng: Range = TOKENS) -> int:
@@ -200,7 +208,7 @@ def parse_tokens(text: str | int | float, *, what: str = "context", rng: Range =
         raise InputError(f"{_head(what)}cannot read {short(text)} as a token count; write e.g. '8192', '8k' (= 8192), '128k'")
     _not_negative(m.group(1), s, what, rng)
     factor = {"": 1, "k": 1024, "K": 1024, "m": 1024**2, "M": 1024**2}[m.group(2)]
-    return _checked(float(m.group(1)) * factor, what, rng, scaled=bool(m.group(2)))
+    return _checked(_as_typed(m.group(1)) * factor, what, rng, scaled=bool(m.group(2)))
 
 
 def parse_share(value: object, bounds: Range | None = None) -> float:

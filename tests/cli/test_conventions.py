@@ -174,7 +174,7 @@ def test_overwritten_file_keeps_its_mode(tmp_path, umask):
     out = tmp_path / "schema.json"
     out.write_text("old")
     out.chmod(0o600)
-    assert run_cli("request", "schema", "-o", str(out)).returncode == 0
+    assert run_cli("request", "schema", "-o", str(out), "--force").returncode == 0
     assert out.stat().st_mode & 0o777 == 0o600 and out.read_text() != "old"
 
 

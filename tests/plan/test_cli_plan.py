@@ -68,7 +68,7 @@ def test_invalid_request_writes_nothing(tmp_path, monkeypatch, capsys):
     req.write_text(BAD)
     out = tmp_path / "report.html"
     out.write_text("previous report")
-    assert run_cli(["plan", str(req), "-o", str(out)], monkeypatch) == 2
+    assert run_cli(["plan", str(req), "-o", str(out), "--force"], monkeypatch) == 2
     err = capsys.readouterr().err.splitlines()
     assert err[0] == (f"llmsizer: error: {req}:5: job 'chat' (inference): traffic.concurrency.peak: cannot read "
                       "'lots' as a number; expected an integer in [1, 16,777,216] (sequences at once); decimal suffixes are read: "
@@ -98,7 +98,7 @@ def test_atomic_write_cleans_up_on_error(tmp_path, monkeypatch):
     monkeypatch.setattr("os.replace", fail)
     from llmsizer.errors import InputError
     with pytest.raises(InputError, match="disk full"):  # one line for the CLI, not an OSError traceback
-        write_atomic(tmp_path / "x.md", "text")
+        write_atomic(tmp_path / "x.md", "text", force=False)
     assert list(tmp_path.iterdir()) == []
 
 

@@ -21,7 +21,7 @@ EXAMPLES = sorted((ROOT / "examples").glob("*.yaml"))
 def test_published_schema_is_current():
     assert published_schema_text() == schema_text(), (
         "src/llmsizer/request/request.schema.json is stale: run "
-        "`llmsizer request schema -o src/llmsizer/request/request.schema.json`")
+        "`llmsizer request schema -o src/llmsizer/request/request.schema.json --force`")
 
 
 def test_schema_lists_every_field():

@@ -33,8 +33,8 @@ from typing import Any
 
 from ..errors import InputError, ModelFileError, UnknownNameError
 from ..frozen import fast_init
-from ..inputs import not_true_or_false
-from ..numbers import BANDWIDTH, BYTES, MONEY, POSITIVE, SIZE, NumberError, Range, check_number
+from ..inputs import not_true_or_false, short
+from ..numbers import BANDWIDTH, BYTES, DEVICE_MEMORY, MONEY, POSITIVE, SIZE, NumberError, Range, check_number
 from ..suggest import unknown_choice
 from ..units import GiB
 
@@ -597,6 +597,13 @@ def _device(raw: dict[str, Any], where: str, ctx: _Ctx) -> list[Device]:
             if v is None:
                 missing[name] = why
             vals[name] = v
+    for name in ("memory", "memory_usable"):  # a device's memory in the range every estimate reads it in
+        v = vals.get(name)  # (estimate/device.py usable_memory): '1KiB' refused here, naming the file and field,
+        if v is not None and isinstance(v.base, (int, float)) and not isinstance(v.base, bool):  # not later as a
+            try:  # bare "memory: 1024 is out of range" (probe13 D8)
+                check_number(round(v.base), "", DEVICE_MEMORY)
+            except NumberError as e:
+                raise ctx.fail(f"{where}.{name}", str(e)) from None
     flops = _values_map(raw.get("flops"), "flops", f"{where}.flops", ctx, missing)
     sparse = _values_map(raw.get("flops_sparse"), "flops", f"{where}.flops_sparse", ctx, missing)
     isa = _values_map(raw.get("isa"), "count", f"{where}.isa", ctx, missing)
@@ -746,6 +753,37 @@ def _load_user_file(path: Path) -> dict[str, Any]:
     return _parse_user_text(text, str(path), path.suffix.lower() in (".yaml", ".yml"))
 
 
+def _unique_pairs(pairs: list[tuple[str, Any]], path: str, line: int | None = None) -> dict[str, Any]:
+    """An object of a hardware file, refusing a key given twice as request files (request/reader.py ``pairs``) and
+    web bodies (web/bridge.py ``unique_pairs``) refuse it: before, the last one was taken silently (probe13 D9)."""
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            at = f" (line {line})" if line else ""
+            raise InputError(f"hardware file {path}: key {short(key, 60)} given twice in one object{at}; give it once")
+        out[key] = value
+    return out
+
+
+def _unique_keys_loader(yaml: Any, path: str) -> Any:
+    """PyYAML's SafeLoader refusing a key given twice in one mapping (``_unique_pairs``)."""
+    class Loader(yaml.SafeLoader):  # type: ignore[misc,name-defined]
+        def construct_mapping(self, node: Any, deep: bool = False) -> dict[Any, Any]:
+            self.flatten_mapping(node)
+            seen: set[Any] = set()
+            for knode, _ in node.value:
+                key = self.construct_object(knode, deep=deep)
+                try:
+                    dup = key in seen
+                except TypeError:  # an unhashable key: SafeLoader's own error below
+                    break
+                if dup:
+                    _unique_pairs([(key, None), (key, None)], path, knode.start_mark.line + 1)
+                seen.add(key)
+            return dict(super().construct_mapping(node, deep=deep))
+    return Loader
+
+
 def _parse_user_text(text: str, path: str, is_yaml: bool) -> dict[str, Any]:
     """A user hardware file's object from its text; ``path`` names it in the one-line messages."""
     if len(text.encode()) > MAX_HARDWARE_FILE_BYTES:
@@ -756,7 +794,9 @@ def _parse_user_text(text: str, path: str, is_yaml: bool) -> dict[str, Any]:
         except ImportError:
             raise InputError(f"hardware file {path}: YAML needs PyYAML (pip install pyyaml); or write JSON") from None
         try:
-            data = yaml.safe_load(text)
+            data = yaml.load(text, Loader=_unique_keys_loader(yaml, path))  # noqa: S506 - a SafeLoader subclass
+        except InputError:  # a key given twice (_unique_pairs): its own line
+            raise
         except yaml.YAMLError as e:
             raise InputError(f"hardware file {path}: not valid YAML ({str(e).splitlines()[0]})") from None
         except RecursionError:
@@ -766,7 +806,7 @@ def _parse_user_text(text: str, path: str, is_yaml: bool) -> dict[str, Any]:
                              "cannot be read)") from None
     else:
         try:
-            data = json.loads(text)
+            data = json.loads(text, object_pairs_hook=lambda pairs: _unique_pairs(pairs, path))
         except json.JSONDecodeError as e:
             raise InputError(f"hardware file {path}: not valid JSON (line {e.lineno}: {e.msg})") from None
         except RecursionError:
@@ -843,6 +883,10 @@ def _load_with_files(key: tuple[tuple[str, float] | tuple[str, str, str], ...]) 
             for i, raw in enumerate(items):
                 if not isinstance(raw, dict) or not raw.get("id"):
                     raise InputError(f"hardware file {path}: {group}[{i}].id: is required")
+                if isinstance(raw["id"], str) and not raw["id"].isprintable():  # a NUL, newline or bidi control
+                    # printed an id across two lines of a message (probe13 D8)
+                    raise InputError(f"hardware file {path}: {group}[{i}].id: {short(raw['id'], 60)} holds a "
+                                     "control character; ids are printable text")
                 ident = str(raw["id"]).lower()
                 if ident in store:
                     _, old = store[ident]

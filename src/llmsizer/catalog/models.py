@@ -104,7 +104,10 @@ def _entry(stem: str) -> CatalogEntry | None:
     """The entry in ``data/models/<stem>.json`` (the file is named after the entry's name: tests/catalog checks
     it), parsed once per process; None without such a file."""
     f = _folder().joinpath(f"{stem}.json")
-    if not f.is_file():
+    try:
+        if not f.is_file():
+            return None
+    except OSError:  # a name past the file system's NAME_MAX (255 bytes) names no catalog file
         return None
     try:
         d = json.loads(f.read_text("utf-8"))

@@ -12,11 +12,11 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from ..errors import InputError
-from ..inputs import check_output, regular_file
+from ..inputs import regular_file
 from ..render.safe import say
 from ..units import format_bytes, format_seconds
 from .commands import COMMAND_HELP
-from .common import emit_json, needs_subcommand
+from .common import add_force, check_output_file, emit_json, needs_subcommand
 
 EPILOG = """examples:
   llmsizer capacity check examples/pretraining-multinode.yaml --inventory examples/provider/inventory.yaml
@@ -146,6 +146,7 @@ def register(sub: Any) -> None:
     q.add_argument("--svg", metavar="FILE", help="write the utilisation timeline as an SVG chart")
     q.add_argument("--html", metavar="FILE", help="write a self-contained HTML page: the timeline chart per device "
                                                   "type and the bookings table")
+    add_force(q, "the --svg/--html file")
     q.add_argument("--audit", action="store_true", help="print the audit log: who changed what, when, before -> after")
     q.add_argument("--json", action="store_true")
     auth(q)
@@ -284,11 +285,11 @@ def cmd_import(args: argparse.Namespace) -> int:
     from ..catalog.hardware import load_catalog
     from ..inputs import read_small_text
     from ..provider import scheduler_import as si
-    from .common import refuse_overwrite, write_atomic
+    from .common import write_atomic
     _authorize(args, "inventory")
     given = args.scontrol or args.kubectl
-    check_output(args.output, [given])
-    refuse_overwrite(args.output, args.force, "an inventory may hold storage, fabrics and policy added by hand")
+    why = "an inventory may hold storage, fabrics and policy added by hand"
+    check_output_file(args.output, [given], force=args.force, why=why)
     mapping = {}
     for m in args.device_map:
         if "=" not in m:
@@ -311,7 +312,7 @@ def cmd_import(args: argparse.Namespace) -> int:
         text, notes = si.kubectl_inventory_yaml(nodes, site=args.site, device_map=mapping, catalog=cat,
                                                 source=given, pools=pools)
     written = si.read_back(text, nodes, given=given, site=args.site, hardware_files=args.hardware_file)
-    write_atomic(Path(args.output), text, [given])
+    write_atomic(Path(args.output), text, [given], force=args.force, why=why)
     for n in [*notes, *(f"warning: {w}" for w in written.warnings)]:
         say(n, file=sys.stderr)
     say(f"note: {si.storage_note(args.site)}", file=sys.stderr)
@@ -889,7 +890,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     inputs = [args.inventory, args.db, *(args.hardware_file or ())]
     for out in (args.svg, args.html):
         if out:
-            check_output(out, inputs)  # before any work
+            check_output_file(out, inputs, force=args.force)  # before any work (an existing file: --force)
     inv, rows, bookings, audit, at, data, live = show_answer(args)
     missing = store_not_created(args.db)  # read as empty, said with its path (the CLI's own: the web's store is
     _say_store_not_created(missing)  # the server's, whose path it does not show)
@@ -929,12 +930,12 @@ def cmd_show(args: argparse.Namespace) -> int:
     if args.svg:
         from ..provider.report import timeline_svg
         from .common import write_atomic
-        write_atomic(Path(args.svg), timeline_svg(inv, bookings), inputs)
+        write_atomic(Path(args.svg), timeline_svg(inv, bookings), inputs, force=args.force)
     if args.html:
         from ..provider.report import render_capacity_html
         from .common import write_atomic
         title = f"Capacity: {inv.provider}" if inv.provider else "Capacity"
         write_atomic(Path(args.html), render_capacity_html(
             inv, bookings, rows, title=title,
-            generated=_dt.datetime.now(_dt.timezone.utc).replace(tzinfo=None, microsecond=0)), inputs)
+            generated=_dt.datetime.now(_dt.timezone.utc).replace(tzinfo=None, microsecond=0)), inputs, force=args.force)
     return 0

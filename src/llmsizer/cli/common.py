@@ -244,18 +244,35 @@ def _umask() -> int:
 
 
 def refuse_overwrite(path: str | Path | None, force: bool, why: str = "") -> None:
-    """The one rule of commands that write a file a user may have edited (`request new`, `hardware detect`,
-    `capacity import`): an existing ``path`` is refused without ``--force``; ``why`` says what may be lost."""
+    """The one rule of every file a command writes (`-o`, `--svg`, `--html`, `--markdown`): an existing ``path`` is
+    refused without ``--force`` (a report may have been renamed over a file the user keeps; `request new`,
+    `hardware detect` and `capacity import` refused before the others did); ``why`` says what may be lost."""
     if path and Path(path).exists() and not force:
         raise InputError(f"{path} exists{f' ({why})' if why else ''}; use --force to overwrite it")
 
 
-def write_atomic(path: Path, text: str, inputs: Iterable[str | Path | None] = ()) -> None:
+def check_output_file(path: str | Path, inputs: Iterable[str | Path | None] = (), *, force: bool,
+                      why: str = "") -> Path:
+    """``path`` as a command's output, checked before any work: not a folder, device or input of the command
+    (inputs.check_output), and not an existing file without ``--force`` (refuse_overwrite)."""
+    out = check_output(path, inputs)
+    refuse_overwrite(out, force, why)
+    return out
+
+
+def add_force(p: Any, what: str = "the output file") -> None:
+    """The --force flag of a command that writes a file (refuse_overwrite)."""
+    p.add_argument("--force", action="store_true", help=f"overwrite {what} when it exists")
+
+
+def write_atomic(path: Path, text: str, inputs: Iterable[str | Path | None] = (), *, force: bool,
+                 why: str = "") -> None:
     """Write ``text`` to ``path`` through a temporary file in the same folder, renamed when complete: a failure
     leaves nothing half-written. The file gets the permissions a plain ``open()`` would give it (an existing
     file keeps its own; a new one NEW_FILE_MODE less the umask), not the private 0600 of a temporary file.
-    A folder, a device or pipe, or one of the command's ``inputs`` is refused (inputs.check_output)."""
-    path = check_output(path, inputs)
+    A folder, a device or pipe, or one of the command's ``inputs`` is refused (inputs.check_output), and an
+    existing file without ``force`` (refuse_overwrite)."""
+    path = check_output_file(path, inputs, force=force, why=why)
     folder = path.parent if str(path.parent) else Path(".")
     if not folder.is_dir():
         raise InputError(f"cannot write {path}: folder {folder} does not exist")

@@ -17,7 +17,7 @@ from ..render.safe import say
 from ..render.text import table
 from ..units import format_bytes
 from .commands import COMMAND_HELP
-from .common import emit_json, refuse_overwrite, write_atomic
+from .common import check_output_file, emit_json, write_atomic
 
 EPILOG = """examples:
   llmsizer hardware list
@@ -222,8 +222,9 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def cmd_detect(args: argparse.Namespace) -> int:
-    refuse_overwrite(args.output, args.force,  # the user may have filled in its nulls
-                     "a hardware file may hold values added by hand: bandwidth, FLOP/s")
+    why = "a hardware file may hold values added by hand: bandwidth, FLOP/s"  # the user may have filled in its nulls
+    if args.output:
+        check_output_file(args.output, force=args.force, why=why)
     det = detect_machine(args.from_dir, args.numa)
     text = json.dumps(det.document, indent=2) + "\n"
     with tempfile.TemporaryDirectory() as tmp:  # it must load as every command will read it, before it is written
@@ -231,7 +232,7 @@ def cmd_detect(args: argparse.Namespace) -> int:
         check.write_text(text, "utf-8")
         load_catalog([check])
     if args.output:
-        write_atomic(Path(args.output), text)
+        write_atomic(Path(args.output), text, force=args.force, why=why)
     if args.json:
         emit_json({"written": args.output, "hardware_file": det.document,
                    "read": [{"output": o.name, "command": o.command, "from": o.origin, "date": o.date}

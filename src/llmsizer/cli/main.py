@@ -37,6 +37,25 @@ stderr, with "did you mean" when a known name is close, and exits 2. A request p
 
 _INVALID_CHOICE = re.compile(r"invalid choice: (?P<value>'[^']*'|\"[^\"]*\") \(choose from (?P<choices>.*)\)$")
 _UNRECOGNIZED = "unrecognized arguments: "
+UNKNOWN_SHOWN = 3  # unknown options an error line names (and says how many more): 50,000 unknown web fields made a
+# 209 KB "one line" and 50,000 did-you-mean searches (probe13 D3)
+ECHO_CHARS = 40  # characters of one unknown word echoed (a 900 kB value is not repeated back)
+
+
+def bounded_unrecognized(words: Sequence[str]) -> str:
+    """argparse's "unrecognized arguments: ..." for ``words`` (the unknown words as typed), bounded: the words up to
+    the first UNKNOWN_SHOWN options, each cut to ECHO_CHARS characters with "...", then "(and N more)" counting the
+    options left out. Applied to its own output it changes nothing (the web API builds the line before argparse)."""
+    shown: list[str] = []
+    options = 0
+    for i, w in enumerate(words):
+        if w.startswith("-"):
+            options += 1
+            if options > UNKNOWN_SHOWN:
+                more = sum(1 for x in words[i:] if x.startswith("-"))
+                return _UNRECOGNIZED + " ".join(shown) + f" (and {more:,} more)"
+        shown.append(w if len(w) <= ECHO_CHARS else w[:ECHO_CHARS - 3] + "...")
+    return _UNRECOGNIZED + " ".join(shown)
 
 
 def _option_strings(parser: argparse.ArgumentParser) -> list[str]:
@@ -83,6 +102,7 @@ def _with_suggestion(parser: argparse.ArgumentParser, message: str) -> str:
         head = message[:m.end("value")]
         return head + did_you_mean(str(value), choices) + message[m.end("value"):]
     if message.startswith(_UNRECOGNIZED):
+        message = bounded_unrecognized(message[len(_UNRECOGNIZED):].split(" "))
         argv = getattr(parser, "argv", None)
         invoked = _invoked(parser, argv)
         options = _option_strings(invoked)
@@ -168,10 +188,17 @@ def _training_fields(options: list[str]) -> dict[str, str]:
     return field
 
 
-def usage_message(parser: argparse.ArgumentParser, message: str) -> str:
-    """The one line a usage error prints after "llmsizer: error: " (the web API answers it as its 4xx detail)."""
+def usage_line(parser: argparse.ArgumentParser, message: str) -> str:
+    """A usage error's one line, as the web API answers it in its 4xx detail: the CLI's line (usage_message) without
+    "(see --help)", which the web's forms leave out too (web/static/js/problems.js formMessage): a JSON client has
+    no --help to see."""
     from ..render.safe import term
-    return term(f"{_with_suggestion(parser, message)} (see --help)")
+    return term(_with_suggestion(parser, message))
+
+
+def usage_message(parser: argparse.ArgumentParser, message: str) -> str:
+    """The one line a usage error prints after "llmsizer: error: "."""
+    return f"{usage_line(parser, message)} (see --help)"
 
 
 _ARGV = threading.local()  # _Parser.argv

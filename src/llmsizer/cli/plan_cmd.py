@@ -10,13 +10,12 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
-from ..inputs import check_output
 from ..plan import Plan, make_plan
 from ..render.plan_text import render_plan_text
 from ..render.safe import say
 from ..request import Request, RequestError, load_request
 from .commands import COMMAND_HELP
-from .common import write_atomic
+from .common import add_force, check_output_file, write_atomic
 
 EPILOG = """examples:
   llmsizer plan examples/lora-finetune-and-chat.yaml
@@ -44,6 +43,7 @@ def register(sub: Any) -> None:
     p.add_argument("request", help="request file (YAML or JSON), or - to read it from standard input; start from "
                                    "`llmsizer request new`")
     p.add_argument("-o", "--output", help="write a report: .html (self-contained, with charts), .md or .json")
+    add_force(p, "the -o file")
     p.add_argument("--format", choices=("html", "md", "json"), help="report format (default: from the -o extension)")
     p.add_argument("--json", action="store_true", help="print the plan as JSON instead of the summary")
     p.add_argument("--hardware-file", action="append", default=[], metavar="FILE", help="extra hardware (JSON/YAML)")
@@ -90,7 +90,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
     today = plan_today(args)
     inputs = [args.request, *(args.hardware_file or ())]
     if out is not None:
-        check_output(out, inputs)  # before any work: a folder, a device or an input is refused up front
+        check_output_file(out, inputs, force=args.force)  # before any work: a folder, a device, an input or an
+        # existing file (without --force) is refused up front
     try:
         req = load_request(args.request, hardware_files=args.hardware_file)
     except RequestError as e:
@@ -99,7 +100,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
         return 2
     plan = plan_answer(req, args, today)
     if out is not None:
-        write_atomic(out, render(plan, fmt or "json"), inputs)
+        write_atomic(out, render(plan, fmt or "json"), inputs, force=args.force)
     if args.json:
         sys.stdout.write(render(plan, "json"))
     elif not args.quiet:

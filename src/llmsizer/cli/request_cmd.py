@@ -13,7 +13,7 @@ from ..render.safe import say
 from ..request import Request, load_request
 from ..request.spec import TrainingJob
 from .commands import COMMAND_HELP
-from .common import json_text, needs_subcommand, refuse_overwrite, write_atomic
+from .common import add_force, json_text, needs_subcommand, write_atomic
 
 EPILOG = """examples:
   llmsizer request new -o my-request.yaml
@@ -36,7 +36,7 @@ def register(sub: Any) -> None:
     n = rs.add_parser("new", help="write a commented request template", epilog=EPILOG,
                       formatter_class=argparse.RawDescriptionHelpFormatter)
     n.add_argument("-o", "--output", help="file to write (default: print it)")
-    n.add_argument("--force", action="store_true", help="overwrite an existing file")
+    add_force(n)
     n.set_defaults(func=cmd_new)
     c = rs.add_parser("check", help="validate a request file", epilog=EPILOG,
                       formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -47,6 +47,7 @@ def register(sub: Any) -> None:
     s = rs.add_parser("schema", help="print the JSON Schema of request files", epilog=EPILOG,
                       formatter_class=argparse.RawDescriptionHelpFormatter)
     s.add_argument("-o", "--output", help="file to write (default: print it)")
+    add_force(s)
     s.set_defaults(func=cmd_schema)
     p.set_defaults(func=needs_subcommand(p))
 
@@ -58,8 +59,7 @@ def cmd_new(args: argparse.Namespace) -> int:
         sys.stdout.write(text)
         return 0
     out = Path(args.output)
-    refuse_overwrite(out, args.force)
-    write_atomic(out, text)
+    write_atomic(out, text, force=args.force)
     say(f"template written to {out}; fill it in, then: llmsizer request check {out}")
     return 0
 
@@ -93,7 +93,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 def cmd_schema(args: argparse.Namespace) -> int:
     from ..request.schema import schema_text
     if args.output:
-        write_atomic(Path(args.output), schema_text())
+        write_atomic(Path(args.output), schema_text(), force=args.force)
         say(f"schema written to {args.output}")
     else:
         sys.stdout.write(schema_text())

@@ -8,12 +8,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..inputs import check_output
 from ..render.safe import say
 from .commands import COMMAND_HELP
-from .common import emit_json, write_atomic
+from .common import add_force, check_output_file, emit_json, write_atomic
 
-GENERATOR = "llmsizer validate --no-store --markdown docs/accuracy.md"
+GENERATOR = "llmsizer validate --no-store --markdown docs/accuracy.md --force"
 
 EPILOG = f"""examples:
   llmsizer validate                       # public set + validation/measured/*.jsonl + local results store
@@ -49,6 +48,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-store", action="store_true", help="leave the local results store out")
     p.add_argument("--no-public", action="store_true", help="measured runs only")
     p.add_argument("--markdown", metavar="PATH", help="also write the report as Markdown")
+    add_force(p, "the --markdown file")
     p.add_argument("--json", action="store_true", help="cases and summary as JSON")
 
 
@@ -180,7 +180,7 @@ def render_markdown(g: dict[str, Any], command: str = GENERATOR) -> str:
              "listed but kept out of the summary. Sources: every public row carries its source in "
              "`validation/*.csv`; measured runs carry their settings, device, versions and date in "
              "`validation/measured/*.jsonl`. The same command without the main CLI: "
-             "`python -m llmsizer.cli.validate_cmd --no-store --markdown docs/accuracy.md`.", "", "## Summary", "",
+             "`python -m llmsizer.cli.validate_cmd --no-store --markdown docs/accuracy.md --force`.", "", "## Summary", "",
              "| kind | rows | median abs error | 90th percentile abs error | within 10 % | within tolerance | "
              "excluded rows |",
              "|---|---:|---:|---:|---:|---:|---:|"]
@@ -288,10 +288,11 @@ def _rel(path: str) -> str:
 
 def cmd_validate(args: argparse.Namespace) -> int:
     if args.markdown:
-        check_output(args.markdown)  # a folder or a device is refused before the cases run
+        check_output_file(args.markdown, force=args.force)  # a folder, a device or an existing file (without
+        # --force) is refused before the cases run
     g = gather(args)
     if args.markdown:
-        write_atomic(Path(args.markdown), render_markdown(g))
+        write_atomic(Path(args.markdown), render_markdown(g), force=args.force)
     if args.json:
         emit_json({"cases": [c.to_dict() for c in g["cases"]],
                    "not_expressed": [{"id": m.id, "kind": m.kind, "why": m.why} for m in g["missing"]],

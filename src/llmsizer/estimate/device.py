@@ -20,6 +20,7 @@ from ..catalog.hardware import GENERIC_DEVICES, Device, Instance, load_catalog
 from ..errors import FieldError, InputError, UnknownNameError
 from ..formulas.network import nccl_nvlink_share
 from ..formulas.weight_formats import normalize_format
+from ..inputs import short
 from ..numbers import DEVICE_MEMORY
 from ..result import Assumption, Notes
 from ..specs import ModelSpec, TrainingWorkload
@@ -570,6 +571,10 @@ def resolve_target(hardware: str | Device | Instance, hardware_files: Sequence[s
         # what the built-in catalog's find answers for 'cpu'/'gpu' (it names no entry so), without loading it: an
         # estimate with no device or a device kind stays well under a millisecond from a cold start
         return resolve_target(GENERIC_DEVICES[hardware.strip().lower()])
+    if not isinstance(hardware, (str, Device, Instance)):  # fit(spec, None, 1): one line naming the argument (before,
+        # an AttributeError '.id', probe13 D6)
+        raise InputError(f"hardware: expected a device or instance name (text), a Device or an Instance, got "
+                         f"{type(hardware).__name__} {short(hardware, 40)}")
     hw = load_catalog(hardware_files).find(hardware) if isinstance(hardware, str) else hardware
     if isinstance(hw, Instance):
         return hw.device, hw.device_count, hw.id, hw

@@ -25,7 +25,7 @@ from ..formulas.speed import OP_OFFLOAD_MIN_BATCH, PhaseTime, op_offload_source
 from ..formulas.tensor_parallel import serving_tensor_parallel_refusal, transformers_tensor_parallel_refusal
 from ..formulas.weight_formats import GROUP_SIZE_DEFAULT, OTHER_BYTES_DEFAULT
 from ..frozen import fast_init
-from ..models import load_model
+from ..models import spec_of
 from ..numbers import CONCURRENCY, COUNT, KWH_PRICE, LLAMACPP_GPUS, REQUEST_RATE, check_number
 from ..request.quantities import parse_money
 from ..result import Assumption, Estimate, Notes, merged_assumptions
@@ -875,7 +875,7 @@ def _fit_at(model: ModelSpec | str, hardware: str | Device | Instance, count: in
     if window is not None:  # the engine refuses the context, whatever the format: the hint names the window
         return replace(r, fits_at=window)
     from .format_search import fits_at as format_fits_at  # the ladder search sizes each rung by this module's fit
-    spec = load_model(model) if isinstance(model, str) else model
+    spec = spec_of(model)
     return replace(r, fits_at=format_fits_at(
         spec, hardware, count, headroom=headroom, engine=engine, context=context, concurrency=concurrency,
         output_tokens=output_tokens, memory=memory, kv_dtype=kv_dtype, hardware_files=hardware_files,
@@ -915,7 +915,7 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
     ``concurrency`` that fits (each degree's replicas at their share of the load, ``replicas_tokens_per_second``;
     a tie to the smaller degree, ``fastest_first``, while it fits at its high end too, ``fits_high``), else the
     smallest across machines that fits."""
-    spec = load_model(model) if isinstance(model, str) else model
+    spec = spec_of(model)
     # text quantities ('8k', '24GiB') read as the CLI reads them, by the workload's one reader (specs/workload.py)
     ranges = dict(INFERENCE_NUMBERS)
     context, output_tokens, memory = (v if v is None else int(read_number(v, n, ranges[n])) for v, n in
@@ -1699,7 +1699,7 @@ def fit_training(model: ModelSpec | str, hardware: str | Device | Instance, coun
     run's wall clock, hourly price and cost (``training_time``: ``duration.training_time_on``, the rule
     ``fit --train --tokens`` and ``train --device --tokens`` print). When it does not fit, ``FitResult.fits_at``
     names the settings that do (``training_fits_at``); ``fits_at`` False: not searched (a search over candidates)."""
-    spec = load_model(model) if isinstance(model, str) else model
+    spec = spec_of(model)
     kwh_price = read_kwh_price(kwh_price)
     p = _training_placement(hardware, count, headroom, memory, hardware_files, training_fields)
     device, n, target, instance, hr, usable, notes, fields = p

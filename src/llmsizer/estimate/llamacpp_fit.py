@@ -39,7 +39,7 @@ from typing import Any
 
 from ..catalog.hardware import Device
 from ..errors import InputError
-from ..models import load_model
+from ..models import spec_of
 from ..numbers import DEVICE_MEMORY, MAX_GPUS
 from ..result import Assumption, Estimate, merged_assumptions
 from ..specs import ModelSpec
@@ -56,6 +56,7 @@ from .verdict import (
     host_memory_verdict,
     margin_rule,
     memory_verdict,
+    unchecked_host_verdict,
 )
 
 FIT_TARGET = LLAMACPP_FIT_TARGET  # common/common.h:483: fit_params_target, 1024 MiB per device (estimate/verdict.py)
@@ -276,7 +277,7 @@ def auto_fits_at(model: ModelSpec | str, free: Sequence[int], *,
     from .format_search import READING_FLOOR, LatencyLimits, latency_failures, reading_floor_applies
     from .formats import format_ladder, weights_asked
 
-    spec = load_model(model) if isinstance(model, str) else model
+    spec = spec_of(model)
     limits = LatencyLimits()
     if timing is not None and reading_floor_applies(limits, kwargs.get("output_tokens")):
         limits = LatencyLimits(user_tokens_per_second=READING_FLOOR)
@@ -326,7 +327,7 @@ def _auto_fit(model: ModelSpec | str, free: Sequence[int], *, fit_target: int | 
     if "margin" in workload:  # the name before fit_target (one margin rule for fit and fit --auto)
         raise InputError("margin is now fit_target (bytes kept free on each GPU, llama.cpp's --fit-target) or "
                          "headroom (a share)")
-    spec = load_model(model) if isinstance(model, str) else model
+    spec = spec_of(model)
     if not free:
         raise InputError(f"free memory must be given for each GPU, got {list(free)}")
     # bytes, as memory= everywhere in Python (numbers.DEVICE_MEMORY): 24 is a forgotten unit, as --free 24 is
@@ -449,7 +450,8 @@ def _result(spec: ModelSpec, free: Sequence[int], targets: Sequence[int], ctx: i
         warnings.append("not even the CUDA context and compute buffer fit a GPU's target; lower --fit-target or "
                         "--headroom, or use a smaller model or format")
     host = devs[-1]
-    host_short = host_memory_verdict(host["total"], host_memory, host["layers"]) if host_memory is not None else None
+    host_short = host_memory_verdict(host["total"], host_memory, host["layers"]) if host_memory is not None else \
+        unchecked_host_verdict(host["total"], host["layers"]) if host["n_layers"] or host.get("experts") else None
     if host_memory is not None:
         assumptions = [*assumptions, host_fit_target_assumption()]
     if host_short is not None:

@@ -28,6 +28,7 @@ CPU-only check compares with the total, not the free, host memory (common/fit.cp
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
 
 from ..errors import InputError
 from ..frozen import fast_init
@@ -287,6 +288,30 @@ HOST_FIT_TARGET_WHY = ("host RAM kept free beside the host part (the OS, other p
 
 def host_fit_target_assumption() -> Assumption:
     return Assumption("host_fit_target", format_bytes(HOST_FIT_TARGET), True, HOST_FIT_TARGET_WHY)
+
+
+@cache
+def largest_host() -> tuple[int, str]:
+    """(RAM bytes, id) of the machine of the built-in catalog with the most host RAM (an instance's memory, a CPU
+    device's): the most any host the catalog knows holds, the bound of a host part whose RAM was not given."""
+    from ..catalog.hardware import builtin_catalog
+    cat = builtin_catalog()
+    sizes = [(int(i.memory.base), i.id) for i in cat.instances.values() if i.memory is not None]
+    sizes += [(d.memory_bytes, d.id) for d in cat.devices.values() if d.kind == "cpu" and d.memory_bytes]
+    return max(sizes)
+
+
+def unchecked_host_verdict(host_bytes: int, held: str, rest: str = "with its KV cells, buffers and runtime") -> str | None:
+    """llama.cpp's host part when no host RAM was given (``--host-memory``): None when some machine of the catalog
+    could hold it (it is then only warned as unchecked), else the reason it fits no machine (host_memory_verdict
+    against the catalog's largest host, :func:`largest_host`): before, `fit --auto --context 2147483647` answered
+    FITS with 256 TiB on the host and a warning (probe13 D7)."""
+    ram, ident = largest_host()
+    if host_bytes + HOST_FIT_TARGET <= ram:
+        return None
+    return (f"host memory: needs {format_bytes(host_bytes)} on the host ({held}, {rest}), more than the largest "
+            f"machine of the catalog holds ({ident}: {format_bytes(ram)} RAM less {format_bytes(HOST_FIT_TARGET)} "
+            "host_fit_target); give --host-memory to check it against your RAM")
 
 
 def host_memory_verdict(host_bytes: int, host_memory: int, held: str,

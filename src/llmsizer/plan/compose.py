@@ -44,6 +44,9 @@ def make_plan(request: Request, *, hardware_files: Sequence[str | Path] = (), to
     >>> plan.job("chat").facts["fits"]
     True
     """
+    if not isinstance(request, Request):  # make_plan({"version": 1}): one line naming the argument (probe13 D6)
+        raise InputError(f"request: expected a Request (llmsizer.load_request(path) or request.parse_request(text)), "
+                         f"got {type(request).__name__}")
     errors = engine_rule_errors(request)  # the estimate's engine rules: bad input, as `request check` refuses them
     if errors:
         raise RequestError(errors)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from itertools import accumulate
@@ -122,6 +123,15 @@ def json_shape(raw: bytes) -> tuple[int, int, int]:
     return depth, values + 1, objects
 
 
+def _int_or_digits(digits: str) -> int | str:
+    """A JSON integer as ``json.loads`` reads it, except one past Python's int-from-text limit
+    (``sys.get_int_max_str_digits``, 4,300 digits), which ``int`` refuses with a ValueError: kept as its text, so the
+    field's own reader refuses it in its words (the CLI's "a value of 5,000 characters is not a number"), not as
+    "the body cannot be parsed (ValueError)" (probe13 D8)."""
+    limit = sys.get_int_max_str_digits()
+    return digits if limit and len(digits.lstrip("-")) > limit else int(digits)
+
+
 def loads_bounded(raw: bytes, where: str, what: str = "JSON", max_objects: int | None = None,
                   objects_are: str = "objects",
                   object_pairs_hook: Callable[[list[tuple[str, Any]]], Any] | None = None) -> Any:
@@ -143,7 +153,7 @@ def loads_bounded(raw: bytes, where: str, what: str = "JSON", max_objects: int |
     if max_objects is not None and objects > max_objects:
         raise ModelFileError(f"{where}: {what} holds {objects:,} {objects_are}; the limit is {max_objects:,}")
     try:
-        return json.loads(text, object_pairs_hook=object_pairs_hook)
+        return json.loads(text, object_pairs_hook=object_pairs_hook, parse_int=_int_or_digits)
     except json.JSONDecodeError as e:
         raise ModelFileError(f"{where}: {what} is not valid JSON (line {e.lineno}, column {e.colno}: {e.msg})") from None
     except (RecursionError, ValueError) as e:  # belt and braces: the depth check above should make these impossible

@@ -1,6 +1,6 @@
 """The request format as a JSON Schema (draft 2020-12), generated from the same field table the reader validates
 with (``fields.py``). The published copy is ``request.schema.json`` beside this module; ``tests/request`` checks
-it is current (regenerate with ``llmsizer request schema -o src/llmsizer/request/request.schema.json``).
+it is current (regenerate with ``llmsizer request schema -o src/llmsizer/request/request.schema.json --force``).
 
 Quantities with units ("2 TB", "3 days") are strings or numbers in the schema; the schema documents the units
 and the reader does the parsing, so an editor with the schema completes keys and enum values while llmsizer gives

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import MISSING, dataclass, field
+from dataclasses import fields as dataclass_fields
+from functools import cache
 from itertools import combinations, compress, repeat
 from operator import attrgetter, is_, is_not, itemgetter
+from typing import Any
 
 from ..errors import FieldError, InputError
 from ..frozen import fast_init
@@ -26,6 +29,7 @@ from ..numbers import (
     TOKENS,
     UTILIZATION,
     VIDEO_FRAMES,
+    FieldNumberError,
     NumberError,
     Range,
     check_number,
@@ -273,16 +277,36 @@ def read_number(value: object, name: str, rng: Range) -> float | int:
     return check_number(value, name, rng)
 
 
+@cache
+def _defaults(cls: type) -> dict[str, Any]:
+    """The dataclass ``cls``'s field defaults (those it has)."""
+    return {f.name: f.default for f in dataclass_fields(cls) if f.default is not MISSING}
+
+
+def _refuse_none(workload: object, names: list[str]) -> None:
+    """A field given None whose default is a value (``context=None``: the default is 4096): refused naming it (before,
+    a TypeError '<=' deep in a formula, probe13 D6); a field whose default is None takes None as "the default"."""
+    defaults = _defaults(type(workload))  # type: ignore[arg-type]
+    for name in names:
+        if name in defaults and defaults[name] is not None:
+            raise FieldError(name, f"{name}: None is not a value; leave it out for the default, {defaults[name]!r}")
+
+
 def check_numbers(workload: object, fields: tuple[tuple[str, Range], ...]) -> None:
     """Each named numeric field of a workload (None: not given) through the one number check (numbers.py): a Python
     caller's ``context="8k"`` or ``memory="24GiB"`` is read as the CLI's flags and request files read it
     (:func:`read_number`); ``concurrency=2.5``, NaN or unreadable text gets one line naming the field and the allowed
     range, instead of a TypeError deep in a formula."""
     values = list(map(getattr, repeat(workload), map(itemgetter(0), fields)))
+    if None in values:
+        _refuse_none(workload, [name for (name, _), v in zip(fields, values, strict=True) if v is None])
     # only the fields given a value (None: not given) reach the Python loop; a frozen dataclass's fields are stored
     # in its instance dict (frozen.fast_init does the same), written there directly
     for (name, rng), value in compress(zip(fields, values, strict=True), map(is_not, values, repeat(None))):
-        workload.__dict__[name] = read_number(value, name, rng)
+        try:
+            workload.__dict__[name] = read_number(value, name, rng)
+        except NumberError as e:  # named as a field: the CLI and the web write it as the flag the user gave
+            raise FieldNumberError(name, str(e)) from None
 
 
 def check_memory_target(memory: int | None, headroom: float | None, metric: str | None) -> None:

@@ -293,7 +293,7 @@ async def edit_inventory(request: Request) -> Response:
         inv = parse_inventory(text, source="inventory.yaml")  # a bad file: 400 with the reader's line
         path = Path(cfg.inventory)
         old = read_small_text(path, "inventory", MAX_INVENTORY_BYTES)
-        write_atomic(path, text)
+        write_atomic(path, text, force=True)  # the server's inventory, replaced on purpose (PUT)
         digest = [hashlib.sha256(t.encode()).hexdigest()[:12] for t in (old, text)]
         live: list[Any] = []
         if Store.exists(cfg.db):

@@ -76,7 +76,7 @@ def test_a_kernel_the_attention_does_not_run_is_one_line(client) -> None:
     assert "--attention-kernel 'cudnn' does not run --attention 'flash'" in done.stderr
     web = client.post("/api/v1/train", json={"model": "llama-3.1-8b", "attention": "flash",
                                              "attention_kernel": "cudnn"})
-    assert 400 <= web.status_code < 500 and web.json()["detail"] == done.stderr.strip().removeprefix("llmsizer: error: ")
+    assert 400 <= web.status_code < 500 and web.json()["detail"] == done.stderr.strip().removeprefix("llmsizer: error: ").removesuffix(" (see --help)")
     done = run_cli("train", "llama-3.1-8b", "--attention-kernel", "fa9")
     assert done.returncode == 2 and "--attention-kernel" in done.stderr
 
@@ -145,7 +145,7 @@ def test_a_kernel_the_gpu_cannot_run_is_the_same_4xx_on_every_form(client, devic
     flags = [w for k, v in extra.items() for w in ("--" + k.replace("_", "-"), v)]
     done = run_cli("train", "llama-3.2-1b", "--method", "lora", "--device", device, *flags)
     assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
-    line = done.stderr.strip().removeprefix("llmsizer: error: ")
+    line = done.stderr.strip().removeprefix("llmsizer: error: ").removesuffix(" (see --help)")
     assert line.startswith("--") and line.endswith(message[len(e.value.field):]), (line, message)
     for path, fields in (("/api/v1/train", body), ("/api/v1/train", {**body, "tokens": "1B"}),
                          ("/api/v1/fit", {**body, "train": True}), ("/api/v1/fit", {**body, "train": True,

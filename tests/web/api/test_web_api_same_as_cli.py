@@ -161,7 +161,7 @@ def test_request_check_valid_and_invalid_are_the_cli_json(client, request_dir):
     (request_dir / "broken.yaml").write_text(broken)
     cli = run_cli("request", "check", "broken.yaml", "--json", cwd=request_dir)
     assert cli.returncode == 2 and cli.stdout == ""  # bad input, as plan says of the same file (below)
-    lines = [ln.removeprefix("llmsizer: error: ") for ln in cli.stderr.splitlines()]
+    lines = [ln.removeprefix("llmsizer: error: ").removesuffix(" (see --help)") for ln in cli.stderr.splitlines()]
     r = client.post("/api/v1/request/check", json={"request": broken, "filename": "broken.yaml"})
     assert r.status_code == 400 and r.headers["content-type"] == "application/problem+json"
     assert r.json()["errors"] == lines and lines[0].startswith("broken.yaml:")
@@ -173,7 +173,7 @@ def test_plan_of_an_invalid_request_is_a_400_with_the_cli_lines(client, request_
     (request_dir / "broken.yaml").write_text(broken)
     cli = run_cli("plan", "broken.yaml", cwd=request_dir)
     assert cli.returncode == 2
-    lines = [ln.removeprefix("llmsizer: error: ") for ln in cli.stderr.splitlines()]
+    lines = [ln.removeprefix("llmsizer: error: ").removesuffix(" (see --help)") for ln in cli.stderr.splitlines()]
     r = client.post("/api/v1/plan", json={"request": broken, "filename": "broken.yaml"})
     assert r.status_code == 400 and r.headers["content-type"] == "application/problem+json"
     p = r.json()
@@ -298,7 +298,7 @@ def test_bad_input_is_a_400_with_the_cli_line(client, path, body, argv, field):
     assert r.headers["content-type"] == "application/problem+json"
     p = r.json()
     # the CLI's line, a field error's too (bridge.field_problem: one rule, API.md "Errors")
-    assert "llmsizer: error: " + p["detail"] == line
+    assert "llmsizer: error: " + p["detail"] == line.removesuffix(" (see --help)")  # the web has no --help
     assert p["status"] == 400 and p["title"] == "Bad Request" and p["type"] == "about:blank"
     assert p.get("field") == field
 
@@ -309,7 +309,7 @@ def test_an_unknown_name_in_the_path_is_a_404_with_the_cli_line(client, path, ar
     cli = run_cli(*argv)
     assert cli.returncode == 2
     r = client.get(path)
-    assert r.status_code == 404 and "llmsizer: error: " + r.json()["detail"] == cli.stderr.strip()
+    assert r.status_code == 404 and "llmsizer: error: " + r.json()["detail"] == cli.stderr.strip().removesuffix(" (see --help)")
 
 
 @pytest.mark.parametrize(("path", "body", "argv"), [
@@ -323,4 +323,4 @@ def test_input_of_another_mode_or_engine_is_the_same_4xx_as_the_cli(client, path
     r = client.post(path, json=body)
     cli = run_cli(*argv)
     assert cli.returncode == 2 and 400 <= r.status_code < 500, (r.status_code, r.text)
-    assert cli.stderr.strip().removeprefix("llmsizer: error: ") in r.text, (r.text, cli.stderr)
+    assert cli.stderr.strip().removeprefix("llmsizer: error: ").removesuffix(" (see --help)") in r.text, (r.text, cli.stderr)

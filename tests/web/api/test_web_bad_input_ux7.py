@@ -39,7 +39,7 @@ def test_request_check_refuses_the_engines_kv_dtype_as_the_cli_does(client, tmp_
     (tmp_path / "kv.yaml").write_text(KV_REQUEST)
     cli = run_cli("request", "check", "kv.yaml", cwd=tmp_path)
     assert cli.returncode == 2
-    lines = [ln.removeprefix("llmsizer: error: ") for ln in cli.stderr.splitlines()]
+    lines = [ln.removeprefix("llmsizer: error: ").removesuffix(" (see --help)") for ln in cli.stderr.splitlines()]
     r = client.post("/api/v1/request/check", json={"request": KV_REQUEST, "filename": "kv.yaml"})
     assert r.status_code == 400 and r.json()["errors"] == lines
     assert "engine vllm has no 'q4_0' KV cache" in lines[0]

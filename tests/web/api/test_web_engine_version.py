@@ -86,7 +86,7 @@ def test_a_bad_version_is_a_400_with_the_cli_line(client, route: str, argv: list
     assert cli.returncode == 2
     r = client.post(f"/api/v1/{route}", json=dict(BODY, **extra, engine_version="latest"))
     assert r.status_code == 400, r.text
-    assert "llmsizer: error: " + r.json()["detail"] == cli.stderr.strip()
+    assert "llmsizer: error: " + r.json()["detail"] == cli.stderr.strip().removesuffix(" (see --help)")
     assert r.json()["detail"] == "engine_version must look like 0.19 or 0.19.1, got 'latest'"
 
 

@@ -109,7 +109,7 @@ def cli_line(args: tuple[str, ...], tmp_path: Path, request_text: str | None) ->
     done = run_cli(*args, cwd=tmp_path)
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
     (line,) = done.stderr.strip().splitlines()
-    return line.removeprefix("llmsizer: error: ")
+    return line.removeprefix("llmsizer: error: ").removesuffix(" (see --help)")
 
 
 @pytest.mark.parametrize(("method", "url", "body", "field", "cli"), ROWS,

@@ -33,7 +33,7 @@ def test_another_engine_is_a_400_with_the_cli_line(client) -> None:
     assert r.status_code == 400
     # the CLI's line (API.md "Errors"), the field the body's key
     assert cli.stderr.startswith("llmsizer: error: --kv-unified applies")
-    assert "llmsizer: error: " + r.json()["detail"] == cli.stderr.strip()
+    assert "llmsizer: error: " + r.json()["detail"] == cli.stderr.strip().removesuffix(" (see --help)")
     assert r.json()["field"] == "kv_unified"
 
 

@@ -31,7 +31,7 @@ def test_request_check_and_plan_refuse_the_kv_dtype_of_fits_engine(client, tmp_p
     text = REQUEST.format(kv=kv)
     (tmp_path / "kv.yaml").write_text(text)
     cli = run_cli("request", "check", "kv.yaml", cwd=tmp_path)
-    lines = [ln.removeprefix("llmsizer: error: ") for ln in cli.stderr.splitlines()]
+    lines = [ln.removeprefix("llmsizer: error: ").removesuffix(" (see --help)") for ln in cli.stderr.splitlines()]
     assert cli.returncode == 2 and lines == [f"kv.yaml:5: job 'chat8' (inference): kv_cache_dtype: {fit_line}"]
     for route in ("/api/v1/request/check", "/api/v1/plan"):
         r = client.post(route, json={"request": text, "filename": "kv.yaml"})

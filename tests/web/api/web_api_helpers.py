@@ -26,7 +26,7 @@ def cli_error_line(*args: str) -> str:
     assert done.returncode == 2, (args, done.returncode, done.stdout[-300:])
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in done.stderr, done.stderr
-    return lines[0].removeprefix("llmsizer: error: ")
+    return lines[0].removeprefix("llmsizer: error: ").removesuffix(" (see --help)")  # the web says no --help
 
 
 def command_flags(command: str) -> list:

@@ -177,11 +177,11 @@ def estimate_inference(model: ModelSpec | str, workload: InferenceWorkload | Non
     """
     if workload is not None and kwargs:
         raise InputError("give either a workload or keyword fields, not both")
-    if isinstance(model, str):
-        from ...models import load_model
-        spec = load_model(model)
-    else:
+    if isinstance(model, ModelSpec):
         spec = model
+    else:
+        from ...models import spec_of  # a name, or something else refused naming `model`
+        spec = spec_of(model)
     refuse_unmodelled(spec, training=False)
     # memoized on exactly what the estimate reads: the spec (by identity: specs are frozen and the memo keeps the
     # object alive) and the workload, field by field with each value's type (1 and 1.0, True and 1 are different

@@ -12,7 +12,7 @@ from dataclasses import replace
 from typing import Any
 
 from ...errors import InputError
-from ...models import load_model
+from ...models import spec_of
 from ...numbers import CONCURRENCY, DEVICE_MEMORY, TOKENS
 from ...result import Estimate
 from ...specs import InferenceWorkload, ModelSpec
@@ -53,7 +53,7 @@ def _prepare(model: ModelSpec | str, memory: int | None, kwargs: dict[str, Any])
     elif fields.get("device") in (None, "gpu", "cpu"):
         raise InputError("a memory budget is needed: memory=... in bytes or a device=... of known memory (on the "
                          "command line --memory 24GiB or --device NAME)")
-    spec = load_model(model) if isinstance(model, str) else model
+    spec = spec_of(model)
     w = inference_workload(fields, "estimate_inference", spec)[0]
     if w.memory is None:
         raise InputError(f"{fields.get('device')} has no sourced memory size: give memory=... (--memory 64GiB)")

@@ -140,10 +140,8 @@ TENSOR_ITEMS_EXCLUDED = ("cuda_context", "allocator_reserve")
 
 
 def _load(model: ModelSpec | str) -> ModelSpec:
-    if isinstance(model, str):
-        from ...models import load_model
-        return load_model(model)
-    return model
+    from ...models import spec_of
+    return spec_of(model)
 
 
 def estimate_training(model: ModelSpec | str, workload: TrainingWorkload | None = None, **kwargs: Any) -> Estimate:
