@@ -247,6 +247,11 @@ FITS_ON_ORDER = ("ranked: the models that fit first, then by parameter count, la
                  "a model published quantized: 'as released' in its own format, else not rated)")
 
 
+# The columns of ``models --fits-on``'s table, the web page's (/fits) too: one answer, one table, each cell from the
+# same JSON field on both (tests/web/browser/test_browser_cli_lines.py compares every cell).
+FITS_ON_COLUMNS = ["name", "params", "format", "quality", "engine", "memory/device", "tok/s/user", "tok/s total", "fits"]
+
+
 def ranked(opts: list[tuple[Any, Any]]) -> list[tuple[Any, Any]]:
     """``fits_on_answer``'s rows in :data:`FITS_ON_ORDER`: fits first, then the most parameters first (stable)."""
     return sorted(opts, key=lambda p: (p[1].status != "meets", -count_params(p[0].spec()).total))
@@ -283,6 +288,7 @@ def _fits_on(found: list[Any], args: argparse.Namespace) -> int:
                 host_lines.append(f"  warning: {h['quality_warning']}")
         rows.append([e.name, format_count(count_params(e.spec()).total),
                      o.weights_format.removeprefix("gguf:") if ok else "-", quality[e.id] or "-",
+                     o.engine if ok else "-",  # the engine the memory and speed are of (the JSON's engine)
                      format_bytes(o.memory_per_device) if ok and o.memory_per_device else "-",
                      "-" if not ok else format_rate(o.tokens_per_second_per_user) if o.tokens_per_second_per_user
                      else "unknown",
@@ -300,8 +306,7 @@ def _fits_on(found: list[Any], args: argparse.Namespace) -> int:
     floor = "in memory (decode speed unknown: see the warning)" if unchecked else "at reading speed or faster"
     say(f"models on {data['devices_text']}{on}: {context:,} tokens x {concurrency} sequence(s), the highest-quality format "
         f"that fits {floor}; {data['order']}")
-    say(table(rows, ["name", "params", "format", "quality", "memory/device", "tok/s/user", "tok/s total",
-                     "fits"]))
+    say(table(rows, FITS_ON_COLUMNS))
     n, split = len(data["fitting"]), sum(1 for h in host.values() if h and h["host_memory_checked"])
     say(f"{n} of {len(opts)} models fit" + (f" ({split} with experts in host memory, below)" if split else ""))
     for line in host_lines:

@@ -137,7 +137,12 @@ def test_what_fits_my_machine_is_models_fits_on(page: Page, server: str, shots: 
     host_widths = page.evaluate("[...document.querySelectorAll('#fits-table .experts-in-host')].map((e) => "
                                 "[e.getBoundingClientRect().width, parseFloat(getComputedStyle(e).maxWidth)])")
     assert host_widths and all(w <= most + 1 for w, most in host_widths), host_widths
-    page.evaluate("window.scrollTo(0, 0)")  # the copy button scrolled the page: the form and the list's top
+    # the copy button scrolled the page, and Playwright's fill/click scrolled the form's own scroller (its sticky
+    # column, overflow-y: auto) to the fields it typed in: both back to their top (the page itself scrolls neither)
+    # (instant: the page's scroll-behavior is smooth, and a screenshot taken mid-way shows neither top)
+    page.evaluate("window.scrollTo({ top: 0, behavior: 'instant' }); "
+                  "document.getElementById('fits-form').scrollTo({ top: 0, behavior: 'instant' })")
+    assert page.evaluate("[window.scrollY, document.getElementById('fits-form').scrollTop]") == [0, 0]
     page.screenshot(path=shots / "fits.png")
 
     page.get_by_label("Device or instance").fill("no-such-card")

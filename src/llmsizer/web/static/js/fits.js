@@ -75,21 +75,32 @@ function render(d) {
   $("summary").replaceChildren(el("b", { id: "fit-count", "data-fits": n }, `${n} of ${rows.length}`),
     ` catalog models fit ${d.devices_text} at ${d.context.toLocaleString("en-US")} tokens × ${d.concurrency} sequence(s).`);
   $("fits-warnings").replaceChildren(...(d.warnings || []).map((w) => el("li", {}, `warning: ${w}`))); // as the CLI's
-  $("fits-table").tBodies[0].replaceChildren(...rows.map((m, i) => {
+  // the CLI's table (cli/model_cmds.py FITS_ON_COLUMNS), cell for cell from the same JSON fields, "-" where it has none
+  $("fits-table").tBodies[0].replaceChildren(...rows.map((m) => {
     const ok = m.status === "meets";
+    const h = m.experts_in_host;
     return el("tr", { "data-id": m.id, "data-status": m.status },
-      el("td", {}, String(i + 1)),
       el("th", { scope: "row", title: `${m.id}: ${m.reasons.join("; ")}` }, names.get(m.id) || m.id,
         ...(ok ? [] : [el("div", { class: "small muted reason" }, m.reasons.join("; "))]), // a fit's reason: the columns
-        ...(m.experts_in_host ? [el("div", { class: "small experts-in-host" }, hostLine(m.experts_in_host))] : [])),
+        ...(h ? [el("div", { class: "small experts-in-host" }, hostLine(h))] : [])),
       el("td", { class: "num" }, formatCount(m.params)),
-      el("td", {}, ok ? m.weights_format.replace(/^gguf:/, "") : "–"), el("td", {}, m.quality ?? "–"),
-      el("td", {}, ok ? m.engine : ""),
-      el("td", { class: "num", "data-bytes": m.memory_per_device ?? "" }, ok && m.memory_per_device ? formatBytes(m.memory_per_device) : "–"),
-      el("td", { class: "num", "data-value": m.tokens_per_second_per_user ?? "" }, !ok ? "–" : m.tokens_per_second_per_user ? formatRate(m.tokens_per_second_per_user) : "unknown"),
-      el("td", { class: "num" }, !ok ? "–" : m.tokens_per_second ? formatRate(m.tokens_per_second) : "unknown"), // no bandwidth: the warning says why
-      el("td", {}, el("span", { class: `badge ${ok ? "b-yes" : "b-no"}` }, ok ? "fits" : "no")));
+      el("td", { class: "nowrap" }, ok ? m.weights_format.replace(/^gguf:/, "") : "-"),
+      el("td", {}, ...quality(m.quality)),
+      el("td", {}, ok ? m.engine : "-"),
+      el("td", { class: "num", "data-bytes": m.memory_per_device ?? "" }, ok && m.memory_per_device ? formatBytes(m.memory_per_device) : "-"),
+      el("td", { class: "num", "data-value": m.tokens_per_second_per_user ?? "" }, !ok ? "-" : m.tokens_per_second_per_user ? formatRate(m.tokens_per_second_per_user) : "unknown"),
+      el("td", { class: "num" }, !ok ? "-" : m.tokens_per_second ? formatRate(m.tokens_per_second) : "unknown"), // no bandwidth: the warning says why
+      // the CLI's "yes" / "experts in host memory (below)" / "no: <reasons>"; here the line and reasons are in the row
+      el("td", {}, el("span", { class: `badge ${ok ? "b-yes" : "b-no"}` }, ok ? "yes" : h ? "experts in host memory" : "no")));
   }));
+}
+
+/** The quality cell: its text, "+3.52 ppl" kept on one line, the parenthesis ("(below Q4_0)") on the next if need be. */
+function quality(q) {
+  if (!q) return ["-"];
+  const i = q.indexOf(" (");
+  return i < 0 ? [el("span", { class: "nowrap" }, q)]
+    : [el("span", { class: "nowrap" }, q.slice(0, i)), " ", q.slice(i + 1)];
 }
 
 copyButton($("copy-cli"), $("action-status"), command);
