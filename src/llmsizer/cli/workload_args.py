@@ -330,6 +330,10 @@ def add_training_args(p: argparse.ArgumentParser, *, attention: bool = True,
                    "full for --method qlora, as peft's prepare_model_for_kbit_training)")
     g.add_argument("--checkpoint-every", type=int_arg(COUNT), help="checkpoint only every N-th layer (full or "
                    "selective-op; torchtitan selective_ac_option N; default 1)")
+    g.add_argument("--recompute-modules", dest="recompute_modules",
+                   help="with --grad-checkpointing selective and --precision megatron-*: Megatron-Core's "
+                   "--recompute-modules, comma-separated: core_attn, mla_up_proj, moe_act, layernorm, mlp (mlp: dense "
+                   "layers' MLP only) (default core_attn)")
     if attention:
         add_attention_arg(g)
     g.add_argument("--attention-kernel", choices=TRAIN_ATTENTION_KERNELS,
@@ -348,12 +352,13 @@ def add_training_args(p: argparse.ArgumentParser, *, attention: bool = True,
     g.add_argument("--loss-chunks", type=int_arg(COUNT), help="cross-entropy chunks (torchtune: 8; default 1)")
     g.add_argument("--loss", choices=LOSSES, help="ce: the model returns the logits (transformers; torchtune "
                    "CEWithChunkedOutputLoss with --loss-chunks 8); linear-ce: lm_head inside the loss per chunk "
-                   f"(torchtune LinearCrossEntropyLoss, with --loss-chunks 8); cut-ce: no logits tensor at all (Cut "
-                   f"Cross-Entropy, Unsloth's fused loss); ce-kept-logits: ce whose loop keeps the shifted fp32 logits through the "
-                   f"backward (torchtune's recipes of 2024-05); ce-loss-parallel: ce under torch's loss_parallel over the --tp "
-                   f"vocabulary shards (torchtitan with --tp > 1); fused-xentropy: flash-attn's fused cross-entropy "
-                   f"kernel, the half-precision logits kept, no fp32 copy (llm-foundry's default loss_fn) "
-                   f"(default {TW.loss})")
+                   "(torchtune LinearCrossEntropyLoss, with --loss-chunks 8); cut-ce: no logits tensor at all (Cut "
+                   "Cross-Entropy, Unsloth's fused loss); ce-kept-logits: ce whose loop keeps the shifted fp32 logits through the "
+                   "backward (torchtune's recipes of 2024-05); ce-loss-parallel: ce under torch's loss_parallel over the --tp "
+                   "vocabulary shards (torchtitan with --tp > 1); fused-xentropy: flash-attn's fused cross-entropy "
+                   "kernel, the half-precision logits kept, no fp32 copy (llm-foundry's default loss_fn); "
+                   "megatron-ce: Megatron-Core's vocab-parallel cross-entropy, one fp32 copy made the softmax in place "
+                   "(default ce; megatron-ce under --precision megatron-*)")
     g.add_argument("--layernorm", choices=LAYERNORMS, help="a LayerNorm model's norms under autocast: torch "
                    "(nn.LayerNorm runs in fp32 and keeps its fp32 input) or low-precision (llm-foundry's LPLayerNorm, "
                    f"its default norm_type: cast to the autocast dtype first) (default {TW.layernorm})")
@@ -496,7 +501,7 @@ def add_framework_args(g: argparse._ArgumentGroup) -> None:
 
 TRAINING_FIELDS = ("method", "rank", "alpha", "targets", "modules_to_save", "adapter_dtype", "base_dtype", "optimizer",
                    "optimizer_state_dtype", "optimizer_impl", "precision", "tf32", "micro_batch", "seq_len",
-                   "target_len", "grad_accumulation", "grad_checkpointing", "checkpoint_every", "attention", "attention_kernel", "packing", "doc_len", "loss_chunks", "loss", "layernorm", "train_metric_passes", "framework", "checkpoint_offload", "checkpoint_impl", "kernels", "mamba_path", "nf4_quantizer", "lora_dropout", "nf4_format", "loop_keeps_graph", "deepspeed_gather", "zero_grad",
+                   "target_len", "grad_accumulation", "grad_checkpointing", "checkpoint_every", "recompute_modules", "attention", "attention_kernel", "packing", "doc_len", "loss_chunks", "loss", "layernorm", "train_metric_passes", "framework", "checkpoint_offload", "checkpoint_impl", "kernels", "mamba_path", "nf4_quantizer", "lora_dropout", "nf4_format", "loop_keeps_graph", "deepspeed_gather", "zero_grad",
                    "optimizer_in_backward", "gpus", "zero", "fsdp", "tp", "pp", "virtual_stages", "pipeline_split", "tp_comm_overlap", "tp_backward_overlap", "ep", "sequence_parallel",
                    "offload", "gpus_per_node", "network", "grad_sync", "metric", "fsdp_version", "fsdp2_units",
                    "fsdp1_lora_wrap", "context_parallel",

@@ -420,7 +420,7 @@ def elementwise_bytes_per_token(spec: ModelSpec, w: TrainingWorkload) -> float:
         # the layers whose attention core runs its forward again: the checkpointed ones under full recomputation,
         # every layer under Megatron's selective recomputation (it re-runs exactly the attention core)
         again = (set(checkpointed_layers(spec.num_layers, w.checkpoint_every)) if recompute == "full"
-                 else set(range(spec.num_layers)) if w.grad_checkpointing == "selective" else set())
+                 else set(range(spec.num_layers)) if "core_attn" in w.recomputed_modules else set())
         heads = -(-spec.num_heads // tp)
         total += sum(eager_attention_bytes_per_token(heads, w.seq_len, c, EAGER_ATTENTION_DROPOUT, i in again)
                      for i in range(spec.num_layers) if spec.layer_types[i] != "none")
@@ -459,7 +459,7 @@ def eager_score_seconds_per_token(spec: ModelSpec, w: TrainingWorkload, fl: Trai
     recomputation (Korthikanti et al. 2022 section 5: it checkpoints and re-runs the attention core) [s per token]."""
     heads = spec.num_heads
     d_h = fl.attention_width // heads
-    again = fl.attention_layers if w.grad_checkpointing == "selective" else fl.attention_recomputed
+    again = fl.attention_layers if "core_attn" in w.recomputed_modules else fl.attention_recomputed
     return ((fl.attention_layers - again)
             * score_gemm_seconds_per_token(heads, fl.seq_len, d_h, c, False, math_rate, bandwidth)
             + again * score_gemm_seconds_per_token(heads, fl.seq_len, d_h, c, True, math_rate, bandwidth))

@@ -124,6 +124,26 @@ r = residual-stream element size (the embedding's dtype):
   ``torch.utils.checkpoint`` per decoder layer): a layer keeps only its input (r t h); its activations are
   recomputed one layer at a time in the backward. 'selective' recomputes only the attention core
   (Korthikanti et al. 2022 section 4.2): the s^2 terms of eager attention; SDPA/flash have none to drop.
+- Megatron-Core's selective recompute by module (``st.recompute``, ``--recompute-modules``; NVIDIA/Megatron-LM
+  @d98e8a64, the layer spec megatron/core/models/gpt/gpt_layer_specs.py lines 244-336: with Transformer Engine the
+  attention norm is a separate ``TENorm`` only for MLA (line 296; otherwise fused into ``linear_qkv``, line 320), the
+  pre-MLP norm a separate one only in MoE layers (lines 313, 336; fused into the dense MLP's ``linear_fc1``)).
+  ``CheckpointWithoutOutput`` (tensor_parallel/random.py) runs a function, keeps its inputs, and frees its outputs'
+  storage once their consumers have saved them (``discard_output_and_register_recompute``), rebuilding them before
+  the backward; so each module drops the tensors it makes, which its consumers had kept::
+
+      core_attn    the attention core (tensor_parallel.checkpoint of core_attention): the s^2 terms         (R1)
+      mla_up_proj  q, k, v of MLA: ``qkv_up_proj_and_rope_apply`` under CheckpointWithoutOutput, outputs
+                   discarded after the core attention (multi_latent_attention.py lines 983-988, 455-457);
+                   the latents are its inputs, kept                                                         (R2)
+      layernorm    a separate norm's output (transformer_layer.py lines 475-527, 686, 944-950): MLA's
+                   down-projection input, an MoE layer's block input (router, experts)                       (R3)
+      mlp          a dense layer's whole MLP, its fused norm included (transformer_layer.py lines 537-539: not
+                   MoE layers; line 992-1010 ``tensor_parallel.checkpoint`` of the MLP): only its input
+                   t_sp h r is kept                                                                          (R4)
+      moe_act      the routed experts' activation (moe/experts.py lines 1019-1030: ``bias_act_func``, the
+                   probability product inside, under CheckpointWithoutOutput): the activation output and
+                   the product (fc2's input) go; fc1's output, its input, stays                              (R5)
 
 Tensor parallelism splits the per-head and intermediate terms by t (Megatron column/row-parallel
 linears); the [t, h] terms outside the TP region are replicated unless sequence parallelism splits them
@@ -197,10 +217,22 @@ class ActivationSetup:
     mamba_path: str = "cuda-kernels"
     # LayerNorms run in the autocast dtype (llm-foundry's LPLayerNorm, eq. N4) instead of autocast's fp32
     lp_layernorm: bool = False
+    # Megatron-Core's Transformer Engine layer spec (the megatron precisions): TE's RMSNorm (eq. N5) and the spec's
+    # separate norms (eqs. R3, R4)
+    megatron_te: bool = False
+    # Megatron's selective recompute modules (TrainingWorkload.recomputed_modules); empty: ``checkpointing`` alone
+    recompute: frozenset[str] = field(default_factory=frozenset)
 
     @property
     def tokens(self) -> int:
         return self.batch * self.seq
+
+    def recomputes(self, module: str) -> bool:
+        """Whether Megatron's selective recompute rebuilds ``module`` (RECOMPUTE_MODULES); without a module list,
+        'selective' recomputes the attention core (Korthikanti et al. 2022 section 4.2, Megatron's default)."""
+        if self.recompute:
+            return module in self.recompute
+        return module == "core_attn" and self.checkpointing == "selective"
 
     @property
     def fp32_weights(self) -> bool:
@@ -258,7 +290,15 @@ def _norm_terms(name: str, tokens: int, width: int, input_bytes: int, trained: b
 
         t width min(r, c) + 2 t 4 + 2 width c   (the weight and bias copies only when the weights are fp32)   (N4)
 
-    and its output is c, the next linear's input without autocast's copy (the same c bytes, counted there)."""
+    and its output is c, the next linear's input without autocast's copy (the same c bytes, counted there).
+
+    Transformer Engine's RMSNorm (``st.megatron_te``: Megatron-Core's TE layer spec, ``TENorm``; NVIDIA/
+    TransformerEngine @d0067d0 transformer_engine/pytorch/ops/basic/rmsnorm.py lines 188-209: ``x`` in the compute
+    dtype, ``rmsnorm_fwd`` returns fp32 ``rstdevs``, ``ctx.save_for_backward(x, rstdevs)``) keeps its input as it
+    came (no fp32 copy) and one fp32 rsigma per token; its weight gradient is recomputed from them in the backward
+    kernel, so no normalised tensor is kept (the next linear keeps its own input, counted there)::
+
+        t width r + 4 t                                                                                  (N5)"""
     t = _div(tokens, st.tp) if st.sp else tokens
     if kind == "layernorm":
         if st.lp_layernorm and st.autocast:
@@ -268,6 +308,9 @@ def _norm_terms(name: str, tokens: int, width: int, input_bytes: int, trained: b
                          f"{t} tokens x {width} x {ib} B + 2 x 4 B per token + {wb} B weight/bias copies (eq. N4)")]
         return [Term(f"{name} input + mean/rstd", t * width * input_bytes + 2 * t * 4,
                      f"{t} tokens x {width} x {input_bytes} B + 2 x 4 B per token (native_layer_norm)")]
+    if st.megatron_te:  # eq. N5
+        return [Term(f"{name} input + fp32 rsigma (Transformer Engine RMSNorm)", t * width * input_bytes + t * 4,
+                     f"{t} tokens x {width} x {input_bytes} B + 4 B per token (eq. N5)")]
     out = [Term(f"{name} fp32 input + 1/rms", t * width * 4 + t * 4,
                 f"{t} tokens x {width} x 4 B (hidden.to(float32)) + 4 B per token")]
     if fp32_normalised and weight_copy:
@@ -459,6 +502,8 @@ def layer_saved_terms(spec: ModelSpec, layer: int, st: ActivationSetup,
         if spec.fused_qkv and n_in:  # one query_key_value linear: one input (one autocast copy)
             n_in = 1
         ts = _div(t, tp) if st.sp else t
+        if n_in and spec.mla is not None and st.megatron_te and st.recomputes("layernorm"):
+            n_in = 0  # eq. R3: MLA's separate input_layernorm recomputed, its output (the down-projections' input)
         if n_in:
             out.append(Term("q/k/v projection inputs", n_in * ts * h * c,
                             f"{n_in} x {ts} tokens x {h} x {c} B" + (" (one autocast copy per projection)" if n_in > 1 else "")))
@@ -489,12 +534,18 @@ def layer_saved_terms(spec: ModelSpec, layer: int, st: ActivationSetup,
             # shared K: no k_norm
             kn_w, kn_h = (0, 0) if kv_shared or not k_on else (k_w, max(1, spec.num_kv_heads // tp))
             qn_w, qn_h = (q_w, heads) if q_on else (0, 0)
-            out.append(Term("q/k norms fp32 inputs", t * (qn_w + kn_w) * 4 + t * (qn_h + kn_h) * 4,
-                            f"{t} x ({qn_w} + {kn_w}) x 4 B + 1/rms per head"))
-            if w32:  # the per-head norms are the same class: their fp32 weight copies (eq. N3)
+            if st.megatron_te:  # eq. N5: TE's RMSNorm over each head (gpt_layer_specs.py line 318: q/k_layernorm
+                # = backend.layer_norm(for_qk=True), a TENorm): its input as it came + fp32 rsigma, no normalised tensor
+                out.append(Term("q/k norms inputs + fp32 rsigma (Transformer Engine RMSNorm)",
+                                t * (qn_w + kn_w) * c + t * (qn_h + kn_h) * 4,
+                                f"{t} x ({qn_w} + {kn_w}) x {c} B + rsigma per head (eq. N5)"))
+            else:
+                out.append(Term("q/k norms fp32 inputs", t * (qn_w + kn_w) * 4 + t * (qn_h + kn_h) * 4,
+                                f"{t} x ({qn_w} + {kn_w}) x 4 B + 1/rms per head"))
+            if w32 and not st.megatron_te:  # the per-head norms are the same class: their fp32 weight copies (eq. N3)
                 hd = spec.attention_head_dim(layer)
                 out.append(Term("q/k norms fp32 weight copies", 2 * hd * 4, f"2 x {hd} x 4 B"))
-            if st.full:
+            if st.full and not st.megatron_te:
                 qk_c = 4 if g3n or f32n or spec.gemma4 is not None else c  # Gemma 3n/4: fp32 normalised (measured)
                 out.append(Term("q/k norms normalised", t * (q_w + kn_w) * qk_c, f"{t} x ({q_w} + {kn_w}) x {qk_c} B"))
         mask = needs_mask(spec, layer, st)
@@ -507,7 +558,7 @@ def layer_saved_terms(spec: ModelSpec, layer: int, st: ActivationSetup,
                             3 * t * q_w * 4 + t * q_w * c,
                             f"3 x {t} x {q_w} x 4 B + {t} x {q_w} x {c} B (fused kernels refuse {spec.num_kv_heads} "
                             f"K/V heads for {spec.num_heads} query heads without enable_gqa)"))
-            if st.checkpointing != "selective":
+            if not st.recomputes("core_attn"):
                 out.append(Term("attention probabilities (fp32 softmax, SDPA math kernel)",
                                 st.batch * heads * st.seq * st.seq * 4,
                                 f"{st.batch} x {heads} heads x {st.seq}^2 x 4 B"))
@@ -516,7 +567,7 @@ def layer_saved_terms(spec: ModelSpec, layer: int, st: ActivationSetup,
             out.append(Term("attention q, K^T copy, repeated V, output copy", 4 * t * q_w * c,
                             f"4 x {t} x {q_w} x {c} B (eager_attention_forward: repeat_kv, matmul copies)"))
             score_b = 4 + (c if c != 4 else 0) + (c if spec.attention_softcapping else 0)  # + the kept tanh output
-            if st.checkpointing != "selective":
+            if not st.recomputes("core_attn"):
                 out.append(Term("attention scores (softmax)", st.batch * heads * st.seq * kv_len * score_b,
                                 f"{st.batch} x {heads} heads x {st.seq} x {kv_len} x ({score_b} B: fp32 softmax"
                                 + (f" + {c} B cast" if c != 4 else "")
@@ -531,8 +582,12 @@ def layer_saved_terms(spec: ModelSpec, layer: int, st: ActivationSetup,
                 # head the expanded V reshapes to a stride-0 view of the fused output instead (litgpt MQA: value_view)
                 kk, vv = q_w, vv if spec.value_view_of_qkv else q_w
             mask = mask or spec.attention_mask_materialised
-            out.append(Term("attention q, k, v, output", t * (q_w + kk + vv + o_w) * c,
-                            f"{t} x ({q_w} + {kk} + {vv} + {o_w}) x {c} B"
+            qq = q_w
+            if spec.mla is not None and st.recomputes("mla_up_proj"):  # eq. R2: q, k, v discarded, rebuilt
+                qq, kk, vv = 0, 0, 0
+            out.append(Term("attention q, k, v, output" + (" (q, k, v recomputed: mla_up_proj)" if not qq else ""),
+                            t * (qq + kk + vv + o_w) * c,
+                            f"{t} x ({qq} + {kk} + {vv} + {o_w}) x {c} B"
                             + (" (K/V repeated to every head: SDPA with a mask)" if kv_rep else "")))
             out.append(Term("attention log-sum-exp", st.batch * heads * st.seq * 4, f"{st.batch} x {heads} x {st.seq} x 4 B"))
             if st.attention == "flex":  # eq. (FX1): FlexAttentionAutogradOp saves max_scores beside the log-sum-exp
@@ -572,7 +627,12 @@ def layer_saved_terms(spec: ModelSpec, layer: int, st: ActivationSetup,
         if spec.residual_dropout:
             out.append(Term("residual dropout masks (attention and MLP branches)", 2 * t * h * st.dropout_mask,
                             f"2 x {t} x {h} x {st.dropout_mask} B"))
-    else:
+    dense_mlp_recomputed = (has_ffn and not (spec.moe_layers[layer] and spec.moe is not None)
+                            and st.recomputes("mlp") and st.megatron_te)
+    if dense_mlp_recomputed:  # eq. R4: the dense MLP with its fused norm, recomputed from its input
+        ts_m = _div(t, tp) if st.sp else t
+        out.append(Term("MLP checkpoint input (recompute 'mlp')", ts_m * h * r, f"{ts_m} x {h} x {r} B (eq. R4)"))
+    elif not spec.parallel_block:
         for j in range(spec.norms_per_layer - 1):
             if j == 0 and not res_grad and spec.norms_per_layer == 2:  # eq. F1: the residual needs no gradient yet
                 continue
@@ -581,7 +641,7 @@ def layer_saved_terms(spec: ModelSpec, layer: int, st: ActivationSetup,
                                fp32_normalised=f32n, weight_copy=w32)
     if has_ffn and spec.moe_layers[layer] and spec.moe is not None:
         out += moe_saved_terms(spec, st)
-    elif has_ffn:
+    elif has_ffn and not dense_mlp_recomputed:
         out += _dense_mlp_terms(spec, st, spec.intermediate_size, "mlp", ("ffn_gate", "ffn_up", "ffn_down"),
                                 input_counted=mlp_input_counted, input_grad=res_grad)
     if g3n:
@@ -857,6 +917,8 @@ def moe_saved_terms(spec: ModelSpec, st: ActivationSetup) -> list[Term]:
     consumers = ["router"] + (["ffn_shexp_gate", "ffn_shexp_up"] if moe.shared_intermediate_size else []) \
         + (["ffn_latent_in"] if moe.latent_size else []) + (["ffn_gate_inp_shexp"] if moe.shared_expert_gate else [])
     n_in = len(consumers) if (st.autocast and st.residual != c and st.full) else (1 if st.full else 0)
+    if st.megatron_te and st.recomputes("layernorm"):
+        n_in = 0  # eq. R3: the separate pre-MLP norm recomputed, its output (the block input) discarded
     if n_in:
         out.append(Term("MoE block input (router, shared expert" + (", fc1_latent_proj)" if moe.latent_size else ")"),
                         n_in * t * h * c, f"{n_in} x {t} x {h} x {c} B"))
@@ -875,9 +937,13 @@ def moe_saved_terms(spec: ModelSpec, st: ActivationSetup) -> list[Term]:
                         f"{moe.num_experts} experts x merged W + BA of {', '.join(sorted(adapted))} x {e} B"))
     width = "L" if moe.latent_size else "h"
     if st.full or adapted:
-        n = 2 * x + (up + 2) * i_w if moe.expert_gated else 2 * x + 2 * i_w
-        out.append(Term("routed experts (grouped_mm)", s_routed * n * e + s_routed * 16,
-                        f"{s_routed} routed copies x (2 x {x} ({width}) + {up + 2 if moe.expert_gated else 2} x {i_w}) "
+        # eq. R5: recompute 'moe_act' drops the activation output and the product, fc1's output stays
+        act_kept = 0 if st.recomputes("moe_act") else 2 if moe.expert_gated else 1
+        n_i = (up if moe.expert_gated else 1) + act_kept
+        n = 2 * x + n_i * i_w
+        out.append(Term("routed experts (grouped_mm)" + (" (activation recomputed: moe_act)" if not act_kept else ""),
+                        s_routed * n * e + s_routed * 16,
+                        f"{s_routed} routed copies x (2 x {x} ({width}) + {n_i} x {i_w}) "
                         f"x {e} B (inputs, gate_up, act, product, output; weight dtype)"))
     else:
         n = (up + 1) * i_w
@@ -1057,7 +1123,7 @@ def head_activations(spec: ModelSpec, st: ActivationSetup, lm_head_trained: bool
                      linear_loss: bool = False, cut_loss: bool = False,
                      kept_logits: bool = False, compiled_loss: bool = False,
                      loss_parallel: bool = False, upcast_in_loss: bool = False,
-                     fused_xentropy: bool = False) -> HeadActivations:
+                     fused_xentropy: bool = False, megatron_ce: bool = False) -> HeadActivations:
     """Final norm, lm_head input, loss tensors (module docstring, 'Head'), vocabulary split by TP.
 
     ``loss_chunks`` > 1 (torchtune ``CEWithChunkedOutputLoss``): the fp32 upcast and the two fp32 loss
@@ -1166,6 +1232,18 @@ def head_activations(spec: ModelSpec, st: ActivationSetup, lm_head_trained: bool
 
     beside the per-token fp32 losses in the forward (t 4). The logits are freed with the loss node once its
     backward has run (the lm_head backward then holds their gradient only, ``lm_head_backward_bytes``).
+
+    ``megatron_ce`` (Megatron-Core's ``vocab_parallel_cross_entropy`` on the rank's vocabulary shard V / tp,
+    NVIDIA/Megatron-LM @d98e8a64 megatron/core/tensor_parallel/cross_entropy.py): ``calculate_logits_max`` makes one
+    fp32 copy of the half-precision logits (line 25), every later step works in place on it (line 42 subtracts the
+    max, lines 61-62 ``torch.exp(..., out=exp_logits)``, line 77 ``exp_logits.div_``) and line 181 saves that softmax
+    with the bool target mask and the int64 masked targets; the backward writes the gradient into the saved softmax
+    (``grad_input = softmax``), and the ``.float()`` cast's backward hands the lm_head a gradient in the logits'
+    dtype c. So, per token and vocabulary shard::
+
+        kept: t V_tp 4 + t (1 + 8)    forward: the logits t V_tp c beside it    backward: t V_tp c         (MC1)
+
+    (14 B per token x vocabulary for 'ce' becomes 4 + c = 6 B under bf16, each divided by tp).
     """
     t, c, r, h = st.tokens, st.compute, st.residual, spec.hidden_size
     v = _div(spec.vocab_size, st.tp)
@@ -1199,6 +1277,10 @@ def head_activations(spec: ModelSpec, st: ActivationSetup, lm_head_trained: bool
             saved.append(Term("lm_head input", t * h * c, f"{t} x {h} x {c} B (kept by the fused loss)"))
         saved.append(Term("loss log-sum-exp (fp32)", t * 4 + t * 8, f"{t} tokens x 4 B + int64 labels (Cut CE)"))
         return HeadActivations(tuple(saved), 0, 0, shared_activations(spec, st))
+    if megatron_ce:  # eq. MC1
+        saved.append(Term("loss softmax (fp32, in place of the logits' fp32 copy: Megatron vocab-parallel CE)",
+                          t * v * 4 + t * 9, f"{t} tokens x {v} vocab x 4 B + bool mask + int64 targets (eq. MC1)"))
+        return HeadActivations(tuple(saved), t * v * c, t * v * c, shared_activations(spec, st))
     if fused_xentropy:  # eq. X1
         saved.append(Term("loss input logits (fused cross-entropy)", t * v * c + t * 4 + t * 8,
                           f"{t} tokens x {v} vocab x {c} B (flash-attn's kernel keeps the logits) + fp32 log-sum-exp "

@@ -260,6 +260,9 @@ TRAINING = (
           F("grad_checkpointing", "enum", "activation checkpointing", "full", choices=_GC),
           F("checkpoint_every", "int", "checkpoint only every N-th layer (torchtitan selective_ac_option N)",
             template=False, minimum=1),
+          F("recompute_modules", "str_list", "with grad_checkpointing selective and a megatron precision, "
+            "Megatron-Core's --recompute-modules: core_attn, mla_up_proj, moe_act, layernorm, mlp (default core_attn; "
+            "`train --recompute-modules`)", template=False),
           F("attention", "enum", "attention kernel", template=False, choices=_ATTN),
           F("attention_kernel", "enum", "the kernel that runs the attention, for the duration: sdpa (torch's "
             "dispatch), flash-attn-2, flash-attn-3, triton-flash, cudnn, mem-efficient, eager or flex-attention, one "
@@ -272,7 +275,8 @@ TRAINING = (
           F("loss", "enum", "loss head: ce (the model returns logits), linear-ce (torchtune LinearCrossEntropyLoss), "
             "cut-ce (Cut Cross-Entropy, Unsloth), ce-kept-logits (ce, the loop keeps the shifted fp32 logits: "
             "torchtune 2024-05), ce-loss-parallel (ce under torch loss_parallel over the tp vocabulary shards: torchtitan "
-            "with tp > 1), fused-xentropy (flash-attn's fused cross-entropy kernel: llm-foundry's default)",
+            "with tp > 1), fused-xentropy (flash-attn's fused cross-entropy kernel: llm-foundry's default), megatron-ce "
+            "(Megatron-Core's vocab-parallel cross-entropy: the default under the megatron precisions)",
             template=False, choices=_LOSSES),
           F("layernorm", "enum", "LayerNorm precision under autocast: torch (nn.LayerNorm, in fp32) or low-precision "
             "(llm-foundry's LPLayerNorm, in the autocast dtype)", template=False, choices=LAYERNORMS),

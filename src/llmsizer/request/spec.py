@@ -87,6 +87,7 @@ class TrainingSettings:
     grad_accumulation: int | None = None
     grad_checkpointing: str | None = None
     checkpoint_every: int | None = None
+    recompute_modules: tuple[str, ...] | None = None  # TrainingWorkload.recompute_modules (`train --recompute-modules`)
     attention: str | None = None
     attention_kernel: str | None = None
     packing: bool | None = None

@@ -28,6 +28,14 @@ PRECISIONS = ("fp32", "bf16-mixed", "fp16-mixed", "fsdp-bf16-mixed", "bf16", "fp
 STATE_DTYPES = ("fp32", "bf16", "fp16")
 OPTIMIZER_IMPLS = ("fused", "foreach", "for-loop")
 GRAD_CHECKPOINTING = ("none", "full", "selective", "selective-op")
+MEGATRON_PRECISIONS = ("megatron-bf16", "megatron-fp16")
+# Megatron-Core's selective recompute by module (``--recompute-granularity selective --recompute-modules ...``,
+# NVIDIA/Megatron-LM @d98e8a64 megatron/core/transformer/transformer_config.py ``recompute_modules``, default
+# ['core_attn']): the modules whose saved tensors grad_checkpointing 'selective' drops, each by the rule of
+# formulas/training_activations.py ``layer_saved_terms`` (eq. R1-R5). 'moe', 'shared_experts' and 'mhc' are
+# Megatron's too, not modelled (refused by name).
+RECOMPUTE_MODULES = ("core_attn", "mla_up_proj", "moe_act", "layernorm", "mlp")
+DEFAULT_RECOMPUTE_MODULES = ("core_attn",)
 # The checkpointing a workload that states none gets: QLoRA's recipe turns it on. peft's
 # ``prepare_model_for_kbit_training(model, use_gradient_checkpointing=True, ...)`` (peft 0.21.2 and huggingface/peft
 # src/peft/utils/other.py lines 158-159 @5d602fdb, its default True) calls ``model.gradient_checkpointing_enable``
@@ -42,6 +50,30 @@ class MethodDefault(str):
     keeping the old method's default labelled "(default)"."""
 
     __slots__ = ()
+
+
+class PrecisionDefault(str):
+    """A ``loss`` the workload took from its precision (:func:`default_loss`), not one the caller stated: a copy
+    with another ``precision`` resolves it again (TrainingWorkload.__post_init__), as :class:`MethodDefault`."""
+
+    __slots__ = ()
+
+
+def default_loss(precision: str) -> str:
+    """The ``loss`` of a workload that states none: Megatron's own vocabulary-parallel cross-entropy ('megatron-ce')
+    under the megatron precisions, transformers' 'ce' otherwise. The one rule."""
+    return PrecisionDefault("megatron-ce" if precision in MEGATRON_PRECISIONS else "ce")
+
+
+def normalize_recompute_modules(names: str | tuple[str, ...] | list[str]) -> tuple[str, ...]:
+    """Megatron's recompute module names from 'mla_up_proj,mlp' / ['moe_act'], in RECOMPUTE_MODULES order, each
+    once. Unknown (or one of Megatron's not modelled here) -> FieldError naming it."""
+    items = [t.strip().lower() for t in (names.split(",") if isinstance(names, str) else names) if t.strip()]
+    for t in items:
+        if t not in RECOMPUTE_MODULES:
+            raise FieldError("recompute_modules", f"recompute module {t!r} is not modelled; choose from: "
+                             + ", ".join(RECOMPUTE_MODULES))
+    return tuple(m for m in RECOMPUTE_MODULES if m in items)
 
 
 def default_grad_checkpointing(method: str) -> str:
@@ -199,7 +231,10 @@ FSDP_VERSIONS = (1, 2)
 # reads the half-precision logits and saves them with the fp32 log-sum-exp per token; its backward writes the
 # logits' gradient into a fresh tensor of their dtype (inplace_backward False, as llm-foundry builds it): no fp32
 # [t, V] tensor at all (formulas/training_activations.py eq. X1)
-LOSSES = ("ce", "linear-ce", "cut-ce", "ce-kept-logits", "ce-loss-parallel", "fused-xentropy")
+# megatron-ce: Megatron-Core's vocab_parallel_cross_entropy on the tp vocabulary shards (the default under the
+# megatron precisions, ``default_loss``): one fp32 copy of the logits, turned into the softmax in place and kept
+# (formulas/training_activations.py eq. MC1)
+LOSSES = ("ce", "linear-ce", "cut-ce", "ce-kept-logits", "ce-loss-parallel", "fused-xentropy", "megatron-ce")
 # the LayerNorm's precision under torch.autocast: torch (nn.LayerNorm: layer_norm is on autocast's fp32 list, so it
 # keeps its fp32 input) or low-precision (llm-foundry's LPLayerNorm, its default norm_type
 # 'low_precision_layernorm': input, weight and bias cast to the autocast dtype and the norm run with autocast off,
@@ -449,6 +484,9 @@ class TrainingWorkload:
         Korthikanti et al. 2022 section 4.2) | 'selective-op' (torchtitan's op-level ``SelectiveAC``: matmul and
         attention outputs saved, every second matmul and all other ops recomputed;
         ``formulas/selective_checkpointing.py``).
+    recompute_modules: with grad_checkpointing 'selective', Megatron-Core's ``--recompute-modules`` (RECOMPUTE_MODULES:
+        core_attn, mla_up_proj, moe_act, layernorm, mlp); each drops the tensors its module's recompute rebuilds
+        (formulas/training_activations.py eqs. R1-R5). None: ['core_attn'], Megatron's default.
     checkpoint_every: with 'full' or 'selective-op', only every N-th decoder layer is checkpointed, the others
         keep all their activations (torchtitan ``selective_ac_option = "N"``; 1: every layer).
     attention: 'sdpa' | 'flash' | 'eager' | 'flex' (torch FlexAttention on a BlockMask: torchtune's packed path; a
@@ -642,6 +680,8 @@ class TrainingWorkload:
     targets: tuple[str, ...] = DECODER_LINEAR
     adapter_dtype: str | None = None
     modules_to_save: tuple[str, ...] = ()
+    # None: DEFAULT_RECOMPUTE_MODULES under grad_checkpointing 'selective' (``recomputed_modules``)
+    recompute_modules: tuple[str, ...] | None = None
     base_dtype: str | None = None
     optimizer: str | None = None
     optimizer_state_dtype: str | None = None
@@ -659,7 +699,7 @@ class TrainingWorkload:
     packing: bool = False
     doc_len: int | None = None
     loss_chunks: int = 1
-    loss: str = "ce"
+    loss: str = None  # type: ignore[assignment]  # None: default_loss(precision)
     layernorm: str = "torch"
     train_metric_passes: int = 0
     framework: str = "none"
@@ -714,6 +754,18 @@ class TrainingWorkload:
             # not stated (or a copy's method default, MethodDefault): this method's default (QLoRA: peft's k-bit
             # preparation), resolved here, the one place, whichever way the workload was built
             object.__setattr__(self, "grad_checkpointing", default_grad_checkpointing(self.method))
+        if self.loss is None or type(self.loss) is PrecisionDefault:  # as grad_checkpointing, from the precision
+            object.__setattr__(self, "loss", default_loss(self.precision))
+        if self.recompute_modules is not None:
+            object.__setattr__(self, "recompute_modules", normalize_recompute_modules(self.recompute_modules))
+            if self.precision not in MEGATRON_PRECISIONS:
+                raise FieldError("recompute_modules", "recompute_modules is Megatron-Core's selective recompute (its "
+                                 "Transformer Engine layer spec); it needs precision megatron-bf16 or megatron-fp16, "
+                                 f"not {self.precision!r}")
+            if self.grad_checkpointing != "selective":
+                raise FieldError("recompute_modules", "recompute_modules names what Megatron's selective recompute "
+                                 "recomputes; it needs grad_checkpointing 'selective', not "
+                                 f"{self.grad_checkpointing!r}")
         # memory="80GiB", rank=0, alpha="x": one line naming the field and its range (the CLI's and the request's)
         check_numbers(self, _NUMBERS)
         closed = _CLOSED_VALUES(self)
@@ -943,6 +995,14 @@ class TrainingWorkload:
         if self.fsdp is None:
             return self.zero
         return 2 if self.fsdp == "grad_op" else 3
+
+    @property
+    def recomputed_modules(self) -> frozenset[str]:
+        """Megatron's modules a 'selective' checkpointing recomputes (``recompute_modules``, else Megatron's default
+        ['core_attn']: the attention core, Korthikanti et al. 2022 section 4.2); none under any other."""
+        if self.grad_checkpointing != "selective":
+            return frozenset()
+        return frozenset(self.recompute_modules or DEFAULT_RECOMPUTE_MODULES)
 
     @property
     def shard_group(self) -> int:

@@ -833,6 +833,13 @@ def _items(ctx: TrainingContext, st: StageStates, tl: StageTimeline, acc: Acc) -
                        "(backward): no fp32 [tokens, vocab] tensor (eq. X1)")
             src = ("flash-attn v1.0.9 flash_attn/losses/cross_entropy.py lines 36, 89, 100-102, 109; "
                    "csrc/xentropy/xentropy_kernel.cu lines 638-639, 697 (formulas/training_activations.py eq. X1)")
+        if name in ("head_activations", "logits_and_loss") and w.loss == "megatron-ce":
+            formula = ("final norm, lm_head input, the fp32 softmax Megatron's vocab-parallel cross-entropy keeps in "
+                       "place of its one fp32 copy of the logits" if name == "head_activations" else
+                       "the half-precision logits beside their fp32 copy (forward) or the logits' gradient in their "
+                       "dtype (backward), on the rank's vocabulary shard (eq. MC1)")
+            src = ("NVIDIA/Megatron-LM @d98e8a64 megatron/core/tensor_parallel/cross_entropy.py lines 25, 42, 61-62, "
+                   "77, 181 (formulas/training_activations.py eq. MC1)")
         if name == "gathered_params" and float8_all_gather(w):
             formula += ("; the blocks' Float8Linear weights all-gathered in float8 (1 B per element, torchao "
                         "enable_fsdp_float8_all_gather), their norms, the embedding and the output in param_dtype")

@@ -39,7 +39,9 @@ from ...specs import ModelSpec, TrainingWorkload
 from ...specs.training import (
     ALL_LINEAR,
     DEFAULT_ATTENTION_KERNEL_WHY,
+    MEGATRON_PRECISIONS,
     QLORA_GRAD_CHECKPOINTING_WHY,
+    RECOMPUTE_MODULES,
     attention_kernel_of,
     default_grad_checkpointing,
     offload_without_zero,
@@ -112,17 +114,27 @@ def given(w: TrainingWorkload, *names: str) -> bool:
     return bool(w.given and w.given.intersection(names))
 
 
+MEGATRON_LOSS_WHY = ("default under the megatron precisions: Megatron-Core's vocab_parallel_cross_entropy (one fp32 "
+                     "copy of the logits made the softmax in place; formulas/training_activations.py eq. MC1)")
+
+
 def record_workload(w: TrainingWorkload, acc: Acc, names: tuple[str, ...]) -> None:
     """Record workload fields; a field the caller did not give is flagged default=True."""
     named = w.given or ()
     device_precision_why, _ = precision_notes(w)
     for name in names:
         value = getattr(w, name)
+        if name == "recompute_modules":  # the list the estimate applies (Megatron's default where none is stated)
+            value = ",".join(m for m in RECOMPUTE_MODULES if m in w.recomputed_modules)
         default = name not in named  # not given(w, name)
         why = _WHY.get(name, "") if default else "given"
         if default and name == "grad_checkpointing" and w.grad_checkpointing == default_grad_checkpointing(w.method) \
                 and w.method == "qlora":  # the method's own default (specs/training.py default_grad_checkpointing)
             why = QLORA_GRAD_CHECKPOINTING_WHY
+        if default and name == "loss" and w.precision in MEGATRON_PRECISIONS:  # specs/training.py default_loss
+            why = MEGATRON_LOSS_WHY
+        if default and name == "recompute_modules":
+            why = "Megatron-Core's default recompute_modules ['core_attn'] (transformer_config.py)"
         if name == "precision":
             why = device_precision_why or recipe(w.precision).description
         if default and w.framework != "none":  # a framework profile's default (estimate/framework.py)
@@ -345,12 +357,14 @@ def resolve(spec: ModelSpec, w: TrainingWorkload, acc: Acc) -> TrainingContext:
         record_workload(w, acc, ("deepspeed_gather",))
     if not w.zero and w.fsdp is None and not w.optimizer_in_backward:
         record_workload(w, acc, ("zero_grad",))
-    if w.grad_checkpointing == "selective" and w.attention != "eager":
+    if w.grad_checkpointing == "selective" and w.attention != "eager" and w.recomputed_modules == {"core_attn"}:
         acc.warnings.append(SELECTIVE_FUSED_WARNING.format(attention=w.attention))
     if w.doc_len is not None and w.attention in ("sdpa", "eager"):
         acc.warnings.append(DOC_LEN_MASKED_WARNING.format(attention=w.attention))
     if w.grad_checkpointing in ("full", "selective-op"):
         record_workload(w, acc, ("checkpoint_every",))
+    if w.grad_checkpointing == "selective" and w.precision in MEGATRON_PRECISIONS:
+        record_workload(w, acc, ("recompute_modules",))
     if w.grad_checkpointing == "full":
         record_workload(w, acc, ("checkpoint_offload", "checkpoint_impl"))
     record_workload(w, acc, ("compile", "activation_offload", "float8", "context_parallel"))
@@ -537,6 +551,7 @@ def resolve(spec: ModelSpec, w: TrainingWorkload, acc: Acc) -> TrainingContext:
         recurrent_kernel="torch" if w.device == "cpu" else "fla",
         frozen_keeps_input=qlora_nf4 and matmul_keeps_input(w.nf4_quantizer),
         lp_layernorm=w.layernorm == "low-precision",
+        megatron_te=w.precision in MEGATRON_PRECISIONS, recompute=w.recomputed_modules,
         lm_head_keeps_input=(qlora_nf4 and matmul_keeps_input(w.nf4_quantizer) and quantizes_lm_head(w.nf4_quantizer)
                              and not spec.tie_word_embeddings))
     if w.kernels == "unsloth":

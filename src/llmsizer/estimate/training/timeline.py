@@ -341,7 +341,8 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
                             cut_loss=w.loss == "cut-ce", kept_logits=w.loss == "ce-kept-logits",
                             compiled_loss=compiled_loss(w), upcast_in_loss=w.compile_scope == "layers+loss+upcast",
                             loss_parallel=w.loss == "ce-loss-parallel",
-                            fused_xentropy=w.loss == "fused-xentropy") if st.has_head else None
+                            fused_xentropy=w.loss == "fused-xentropy",
+                            megatron_ce=w.loss == "megatron-ce") if st.has_head else None
     shared_saved = sum(t.bytes for t in head.shared if not t.forward_only) if head else 0
     shared_fwd = sum(t.bytes for t in head.shared) if head else 0
     if not head:  # rotary tables exist on every stage
