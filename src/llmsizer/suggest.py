@@ -26,6 +26,7 @@ OTHER_PROGRAMS_NAMES: tuple[frozenset[str], ...] = tuple(frozenset(g) for g in (
      "tensor_parallel_degree"),
     ("pp", "pipeline_parallel", "pipeline_parallel_size", "pp_size", "pipeline_model_parallel_size",
      "pipeline_parallel_degree"),
+    ("etp", "expert_tensor_parallel_size", "expert_tensor_parallel_degree"),
     ("ep", "expert_parallel", "expert_parallel_size", "ep_size", "expert_model_parallel_size",
      "expert_parallel_degree"),
     ("cp", "context_parallel", "context_parallel_size", "context_parallel_degree"),

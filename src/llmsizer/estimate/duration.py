@@ -160,6 +160,7 @@ from .training.setup import (
     attention_kernel_call,
     compiled_loss,
     compute_bytes,
+    expert_tp,
     given,
     qlora_base_format,
     qlora_fused_experts,
@@ -1638,32 +1639,36 @@ def _tp_replicated_flops_per_token(spec: ModelSpec, w: TrainingWorkload, fl: Tra
 
 
 def _expert_elements_trained(spec: ModelSpec, w: TrainingWorkload) -> int:
-    """The routed-expert parameters ``w`` trains under expert parallelism (full training, ep > 1), else 0: the part
-    of the trained parameters whose shards and reductions span the expert data-parallel ranks."""
-    return count_params(spec).by_component.get("experts", 0) if w.ep > 1 and w.method == "full" else 0
+    """The routed-expert parameters ``w`` trains under expert parallelism (full training, ep > 1, or a stated
+    Megatron expert TP other than tp), else 0: the part of the trained parameters whose shards and reductions span
+    the expert data-parallel ranks."""
+    apart = w.ep > 1 or expert_tp(w) != w.tp
+    return count_params(spec).by_component.get("experts", 0) if apart and w.method == "full" else 0
 
 
 def _dp_reduced_elements(spec: ModelSpec, w: TrainingWorkload, trained: int) -> float:
     """Trained elements of the data-parallel reduction (and ZeRO-1/2's weight all-gather), in dense-group terms: the
-    dense ones as they are; the routed experts, split ep ways more, reduce over the expert data-parallel ranks
+    dense ones as they are; the routed experts, split ep x etp / tp ways more (etp: training/setup.py
+    ``expert_tp``), reduce over the expert data-parallel ranks
     (formulas/parallelism.py ``expert_shard_group``: Megatron-Core's expert DDP buffers on intra_expt_dp_group,
     NVIDIA/Megatron-LM @d98e8a64 distributed/distributed_data_parallel.py:285-289), whose ring moves
-    (g_e - 1) / g_e of them per rank against the dense ring's (g - 1) / g: E / ep x that ratio (0 with one expert
-    data-parallel rank)."""
+    (g_e - 1) / g_e of them per rank against the dense ring's (g - 1) / g: E x tp / (etp x ep) x that ratio (0 with
+    one expert data-parallel rank)."""
     experts = _expert_elements_trained(spec, w)
     if not experts:
         return float(trained)
     dp = max(1, w.gpus // max(1, w.tp * w.pp))
-    edp = expert_shard_group(dp, w.ep)
+    e_tp = expert_tp(w)
+    edp = expert_shard_group(dp, w.ep, w.tp, e_tp)
     ratio = ((edp - 1) / edp) / ((dp - 1) / dp) if dp > 1 else 0.0
-    return (trained - experts) + experts / w.ep * ratio
+    return (trained - experts) + experts * w.tp / (e_tp * w.ep) * ratio
 
 
 def _trained_per_device(spec: ModelSpec, w: TrainingWorkload, trained: int) -> tuple[float, float]:
     """(optimizer-state elements, gradient elements) of the trained parameters one device holds: split over tp x pp,
     then partitioned as the memory estimate partitions them (formulas/parallelism.py ``zero_shards`` over
     ``TrainingWorkload.shard_stage`` / ``shard_group``: FSDP hybrid shards within one node's GPUs only). Under
-    expert parallelism in full training the routed experts are split ep ways more and partitioned over the expert
+    expert parallelism in full training the routed experts are split etp x ep ways (not tp) and partitioned over the expert
     data-parallel ranks (``expert_shard_group``), as estimate/training/states.py ``stage_states`` places them."""
     _, grad_shards, state_shards = zero_shards(w.shard_stage, w.shard_group)
     ways = max(1, w.tp * w.pp)
@@ -1671,8 +1676,9 @@ def _trained_per_device(spec: ModelSpec, w: TrainingWorkload, trained: int) -> t
     dense = (trained - experts) / ways
     if not experts:
         return dense / state_shards, dense / grad_shards
-    _, ge_shards, oe_shards = zero_shards(w.shard_stage, expert_shard_group(w.shard_group, w.ep))
-    mine = experts / (ways * w.ep)
+    e_tp = expert_tp(w)
+    _, ge_shards, oe_shards = zero_shards(w.shard_stage, expert_shard_group(w.shard_group, w.ep, w.tp, e_tp))
+    mine = experts / (w.pp * e_tp * w.ep)
     return dense / state_shards + mine / oe_shards, dense / grad_shards + mine / ge_shards
 
 

@@ -1682,6 +1682,8 @@ def training_layout(fields: dict[str, Any], est: Estimate, count: int) -> str:
     for key, name in (("tp", "TP"), ("pp", "PP"), ("ep", "EP"), ("context_parallel", "CP")):
         if int(fields.get(key) or 1) > 1:
             parts.append(f"{name} {fields[key]} (stated)")
+    if fields.get("etp") is not None:
+        parts.append(f"ETP {fields['etp']} (stated)")
     if fields.get("offload", "none") != "none":
         parts.append(f"offload {fields['offload']} (stated)")
     return ", ".join(parts) if parts else "one device, no sharding"

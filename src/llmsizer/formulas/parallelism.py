@@ -83,15 +83,20 @@ def zero_shards(stage: int, group: int) -> tuple[int, int, int]:
     return (group if stage >= 3 else 1, group if stage >= 2 else 1, group if stage >= 1 else 1)
 
 
-def expert_shard_group(shard_group: int, ep: int) -> int:
-    """Ranks the ZeRO / distributed-optimizer / FSDP shards of one expert parameter span: ``shard_group / ep``
-    (at least 1), where ``shard_group`` is the dense parameters' (dp x cp, or a node's ranks under hybrid sharding).
+def expert_shard_group(shard_group: int, ep: int, tp: int = 1, etp: int = 1) -> int:
+    """Ranks the ZeRO / distributed-optimizer / FSDP shards of one expert parameter span:
+    ``shard_group x tp / (etp x ep)``, where ``shard_group`` is the dense parameters' (dp x cp, or a
+    node's ranks under hybrid sharding) and ``etp`` the experts' own tensor-parallel size (Megatron-Core's
+    expert_tensor_parallel_size; equal to ``tp`` unless stated otherwise: formulas/tensor_parallel.py
+    ``resident_expert_tp``).
 
     Expert parallelism takes its ``ep`` ranks out of the data-parallel ranks, so each expert tensor exists on only
     ``shard_group / ep`` of them and can be partitioned over those alone:
 
     - Megatron-Core (NVIDIA/Megatron-LM @d98e8a64): expert_data_parallel_size = world / (expert_TP x EP x PP)
-      (megatron/core/parallel_state.py:871-880; expert_TP defaults to TP, and the expert grid has cp = 1, :893), the
+      (megatron/core/parallel_state.py:871-880; expert_TP defaults to TP, and the expert grid has cp = 1, :892);
+      world = tp x pp x (dp x cp), so that is (dp x cp) x tp / (expert_TP x EP), (dp x cp) / EP at expert_TP = TP;
+      the
       DDP's expert buffers use intra_expt_dp_group (distributed/distributed_data_parallel.py:285-289) and the
       distributed optimizer of the expert parameters shards over it (optimizer/__init__.py:1213-1245); with
       expert_TP = TP that is (dp x cp) / ep.
@@ -104,17 +109,20 @@ def expert_shard_group(shard_group: int, ep: int) -> int:
       pipeline stage (deepspeed/utils/groups.py:350-372), and ZeRO-1/2 partitions a MoE parameter group over its
       expert data-parallel group (runtime/zero/stage_1_and_2.py:780-787).
 
-    ``ep`` must divide ``shard_group`` (a group of ``shard_group / ep`` ranks exists only then: torchtitan's efsdp
-    mesh is a whole number of ranks); specs/training.py refuses a workload where it does not (hybrid sharding over a
-    node whose data-parallel ranks ep does not divide), and this raises ValueError rather than round.
+    ``etp x ep`` must divide ``shard_group x tp`` (a group of that many ranks exists only then: Megatron's expert grid
+    and torchtitan's efsdp mesh are whole numbers of ranks); specs/training.py refuses a workload where it does not
+    (hybrid sharding over a node whose data-parallel ranks ep does not divide; a stated etp outside Megatron's rule),
+    and this raises ValueError rather than round.
 
-    >>> expert_shard_group(64, 8), expert_shard_group(8, 8), expert_shard_group(16, 8)
-    (8, 1, 2)
+    >>> expert_shard_group(64, 8), expert_shard_group(8, 8), expert_shard_group(16, 8), expert_shard_group(16, 32, 2, 1)
+    (8, 1, 2, 1)
+    >>> expert_shard_group(64, 8, 8, 1)  # Megatron, 512 GPUs TP8 PP1 EP8 ETP1: 512 / (1 x 8 x 1)
+    64
     """
-    ep = max(1, ep)
-    if shard_group % ep:
-        raise ValueError(f"ep {ep} does not divide the shard group of {shard_group} ranks")
-    return shard_group // ep
+    ranks, ways = shard_group * max(1, tp), max(1, etp) * max(1, ep)
+    if ranks % ways:
+        raise ValueError(f"etp x ep = {ways} does not divide the {ranks} ranks the experts shard over")
+    return ranks // ways
 
 
 def zero_bytes_per_param(stage: int, group: int, weight_b: float = 2, grad_b: float = 2, k: float = 12) -> float:

@@ -121,22 +121,43 @@ def training_tp_framework(precision: str, framework: str) -> str | None:
         return "megatron-core"
     return "torchtitan" if framework == "torchtitan" else None
 
-def expert_tp_ways(plan: str | None, tp: int, ep: int) -> int:
-    """Ways a training framework's TP plan splits each routed expert's matrices: ``tp``, except torchtitan under
-    expert parallelism, whose experts are whole on every TP rank (1).
+def expert_tp_ways(plan: str | None, tp: int, ep: int, etp: int | None = None) -> int:
+    """Ways a training framework's TP plan splits each routed expert's matrices: the stated expert tensor-parallel
+    size ``etp`` under Megatron-Core, else its default ``tp``; torchtitan under expert parallelism keeps its experts
+    whole on every TP rank (1).
 
-    torchtitan (pytorch/torchtitan @b5bcd76): with EP on, the routed-expert weights take the 'sparse' placement,
-    ``Shard(0)`` over the EP axis and ``Replicate`` over DP_REPLICATE / EFSDP, no TP axis at all
-    (torchtitan/models/common/moe_sharding.py:29-47, chosen at :208, :214-216); the TP ranks are folded into the experts'
-    FSDP mesh instead, efsdp = dp_shard x cp x tp / ep (torchtitan/distributed/parallel_dims.py:280-282). Without EP
-    the experts take the 'dense' placement, sharded on the TP axis (moe_sharding.py:50-68, :219-223). Megatron-Core
-    splits them over expert_TP, which defaults to TP (NVIDIA/Megatron-LM @d98e8a64 megatron/core/parallel_state.py
-    :871-880). So one FSDP unit of a torchtitan MoE layer gathers its experts / ep, not experts / (tp x ep).
+    Megatron-Core (NVIDIA/Megatron-LM @d98e8a64) splits the experts over expert_TP: ``expert_tensor_parallel_size``,
+    which is TP when unset (megatron/training/arguments.py:587-588, megatron/core/parallel_state.py:871-872);
+    Megatron-Bridge's MoE recipes set it to 1. torchtitan (pytorch/torchtitan @b5bcd76): with EP on, the
+    routed-expert weights take the 'sparse' placement, ``Shard(0)`` over the EP axis and ``Replicate`` over
+    DP_REPLICATE / EFSDP, no TP axis at all (torchtitan/models/common/moe_sharding.py:29-47, chosen at :208,
+    :214-216); the TP ranks are folded into the experts' FSDP mesh instead, efsdp = dp_shard x cp x tp / ep
+    (torchtitan/distributed/parallel_dims.py:280-282). Without EP the experts take the 'dense' placement, sharded on
+    the TP axis (moe_sharding.py:50-68, :219-223). So one FSDP unit of a torchtitan MoE layer gathers its experts /
+    ep, not experts / (tp x ep).
 
     >>> expert_tp_ways("torchtitan", 8, 8), expert_tp_ways("torchtitan", 8, 1), expert_tp_ways("megatron-core", 8, 8)
     (1, 8, 8)
+    >>> expert_tp_ways("megatron-core", 2, 32, 1), expert_tp_ways("megatron-core", 2, 32, None)
+    (1, 2)
     """
+    if plan == "megatron-core" and etp is not None:
+        return etp
     return 1 if plan == "torchtitan" and ep > 1 else max(1, tp)
+
+
+def resident_expert_tp(plan: str | None, tp: int, ep: int, etp: int | None = None) -> int:
+    """The TP ways llmsizer's states divide a rank's routed-expert weights, gradients and optimizer states by, and
+    the ``etp`` of its expert data-parallel group (``parallelism.expert_shard_group``): :func:`expert_tp_ways`
+    under Megatron-Core (its expert grid is ETP x EP x expert-DP x PP, parallel_state.py:873-880), ``tp`` otherwise.
+    torchtitan's whole experts are counted as E / (tp x ep) over dp x cp / ep ranks, the same share per rank as
+    E / ep over its efsdp = dp x cp x tp / ep (``expert_tp_ways``), so its FSDP units alone read the whole-expert
+    split.
+
+    >>> resident_expert_tp("megatron-core", 2, 32, 1), resident_expert_tp("torchtitan", 8, 8, None)
+    (1, 8)
+    """
+    return expert_tp_ways(plan, tp, ep, etp) if plan == "megatron-core" else max(1, tp)
 
 
 # The replicated matrices a training framework's TP rank runs on every token of the sequence (not on its 1/tp

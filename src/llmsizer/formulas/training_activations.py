@@ -200,6 +200,9 @@ class ActivationSetup:
     checkpointing: str = "none"
     tp: int = 1
     sp: bool = False
+    # Megatron-Core's stated expert tensor-parallel size (eq. E1 in :func:`moe_saved_terms`); 0: the experts split tp
+    # ways over the tokens each TP rank's MoE block reads
+    etp: int = 0
     dropout: str = "none"
     # bytes per element of a dropout mask: CUDA's fused ``native_dropout`` keeps a bool mask (1 B); on a CPU
     # ``at::dropout`` multiplies by a noise tensor of the input dtype and MulBackward keeps it (c B)
@@ -904,6 +907,13 @@ def moe_saved_terms(spec: ModelSpec, st: ActivationSetup) -> list[Term]:
       the hidden size, or Nemotron-H's ``moe_latent_size`` L. ``NemotronHMoE.forward`` (modeling_nemotron_h.py
       lines 745-757) runs ``fc1_latent_proj`` (H -> L, line 750) before the experts and ``fc2_latent_proj``
       (L -> H, line 752) after them; ``NemotronHExperts`` builds its weights [E, I, L] / [E, L, I] (lines 668-674).
+    - Megatron-Core with a stated expert tensor-parallel size ``etp`` (``st.etp``), eq. E1: a rank's experts run
+      S = (t / tp) x etp x k routed copies (balanced routing) at width I / etp. Its MoE layer reads the rank's
+      sequence-parallel shard, t / tp tokens (SP is required with TP: megatron/core/transformer/moe/moe_layer.py
+      :636-640 @d98e8a64); the all-to-all token dispatcher exchanges them over the EP group
+      (moe/token_dispatcher.py:705-711) and all-gathers them over the expert-TP group only
+      (dispatch_postprocess, :741-752; its tp_group is pg_collection.expt_tp, :86-90). At etp = tp that is t x k
+      copies at I / tp, the terms without etp; at etp = 1, (t / tp) x k copies at the full I.
     - ``fc2_latent_proj`` keeps its input, the experts' combined output (c t L); ``fc1_latent_proj``'s input is the
       block input above, and its output is only gathered (the gather keeps indices, not the tensor).
     """
@@ -911,8 +921,12 @@ def moe_saved_terms(spec: ModelSpec, st: ActivationSetup) -> list[Term]:
     moe = spec.moe
     t, c, e, h = st.tokens, st.compute, st.expert, spec.hidden_size
     x = moe.latent_size or h
-    s_routed = t * moe.experts_per_token
-    i_w = _div(moe.expert_intermediate_size, st.tp)
+    if st.etp:  # eq. E1
+        s_routed = (_div(t, st.tp) if st.sp else t) * st.etp * moe.experts_per_token
+        i_w = _div(moe.expert_intermediate_size, st.etp)
+    else:
+        s_routed = t * moe.experts_per_token
+        i_w = _div(moe.expert_intermediate_size, st.tp)
     out: list[Term] = []
     consumers = ["router"] + (["ffn_shexp_gate", "ffn_shexp_up"] if moe.shared_intermediate_size else []) \
         + (["ffn_latent_in"] if moe.latent_size else []) + (["ffn_gate_inp_shexp"] if moe.shared_expert_gate else [])

@@ -326,6 +326,10 @@ TRAINING = (
             "(PyTorch tensor parallelism)", template=False),
           F("ep", "int", "expert-parallel degree of an MoE model: the experts split over N devices of the "
             "data-parallel group (`train --ep`; default 1)", template=False, bounds=COUNT),
+          F("etp", "int", "with Megatron-Core (precision megatron-bf16/-fp16), an MoE model: the routed experts' own "
+            "tensor-parallel size, Megatron expert_tensor_parallel_size (`train --etp`; Megatron-Bridge's MoE recipes "
+            "set 1); etp x ep x pp must divide gpus; default the framework's rule (Megatron: tp)", template=False,
+            bounds=COUNT),
           F("sequence_parallel", "bool", "with tp: Megatron sequence parallelism (`train --sequence-parallel`)",
             template=False),
           F("offload", "enum", "ZeRO-Offload to host memory", template=False, choices=_OFFLOAD),

@@ -116,6 +116,7 @@ class TrainingSettings:
     tp_comm_overlap: bool | None = None
     tp_backward_overlap: bool | None = None
     ep: int | None = None
+    etp: int | None = None
     sequence_parallel: bool | None = None
     offload: str | None = None
     fsdp_version: int | None = None

@@ -7,6 +7,7 @@ model is known. Names follow ``docs/nomenclature.md`` and ``docs/training.md``.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from operator import attrgetter, contains
@@ -286,10 +287,12 @@ FSDP1_LORA_WRAPS = ("adapters-apart", "with-layers")
 # alternatives leave these out (plan/training.py); the loss under tensor parallelism's vocabulary shards goes with tp
 def layout_devices(fields: dict[str, Any]) -> int:
     """The fewest devices the layout ``fields`` state runs on: tp x pp x context_parallel x ep (the checks of
-    ``TrainingWorkload``: gpus a multiple of tp x pp x cp, ep dividing the data-parallel degree gpus / (tp x pp)).
+    ``TrainingWorkload``: gpus a multiple of tp x pp x cp, ep dividing the data-parallel degree gpus / (tp x pp));
+    with etp stated, pp x lcm(tp x cp, etp x ep) (gpus a multiple of etp x ep x pp, Megatron's expert grid).
     What a check with the devices not yet known takes (a request without resources, a search before its options)."""
-    return int(fields.get("tp") or 1) * int(fields.get("pp") or 1) * int(fields.get("context_parallel") or 1) \
-        * int(fields.get("ep") or 1)
+    dense = int(fields.get("tp") or 1) * int(fields.get("context_parallel") or 1)
+    ep, etp = int(fields.get("ep") or 1), fields.get("etp")
+    return int(fields.get("pp") or 1) * (dense * ep if etp is None else math.lcm(dense, int(etp) * ep))
 
 
 ADAPTER_DTYPES = ("fp32", "bf16", "fp16")
@@ -569,7 +572,8 @@ class TrainingWorkload:
     optimizer_in_backward: each parameter is updated as soon as its gradient is ready and the gradient freed
         (torchtune ``optimizer_in_bwd``; PyTorch ``register_post_accumulate_grad_hook`` tutorial).
     gpus [devices], zero (DeepSpeed ZeRO stage 0-3) or fsdp ('full' | 'grad_op' | 'hybrid'), tp, pp, ep,
-        sequence_parallel, offload ('none' | 'optimizer' | 'params'), gpus_per_node (devices per machine: hybrid
+        etp (Megatron-Core's expert tensor-parallel size; None: the framework's rule, Megatron's tp, torchtitan's
+        whole experts under EP: formulas/tensor_parallel.py ``expert_tp_ways``), sequence_parallel, offload ('none' | 'optimizer' | 'params'), gpus_per_node (devices per machine: hybrid
         sharding, and where the data-parallel collectives leave the machine).
     virtual_stages: with pp > 1, model chunks per device of Megatron's interleaved 1F1B schedule (v =
         layers per stage / ``--num-layers-per-virtual-pipeline-stage``): the bubble (p - 1)/(v m) of the duration
@@ -724,6 +728,9 @@ class TrainingWorkload:
     tp_comm_overlap: bool = False
     tp_backward_overlap: bool = False
     ep: int = 1
+    # the routed experts' own tensor-parallel size (Megatron-Core --expert-tensor-parallel-size); None: the
+    # framework's rule (Megatron: tp; torchtitan: experts whole under EP) -- formulas/tensor_parallel.py expert_tp_ways
+    etp: int | None = None
     sequence_parallel: bool = False
     offload: str = "none"
     gpus_per_node: int = 8
@@ -807,6 +814,8 @@ class TrainingWorkload:
         if self.target_len is not None and (not isinstance(self.target_len, int) or isinstance(self.target_len, bool)
                                             or self.target_len < 1):
             raise InputError(f"target_len must be a positive integer, got {self.target_len!r}")
+        if self.etp is not None and (type(self.etp) is not int or not 1 <= self.etp <= COUNT.high):
+            self.__dict__["etp"] = int(read_number(self.etp, "etp", COUNT))  # the CLI's --etp range and line
         if isinstance(self.doc_len, str):
             self.__dict__["doc_len"] = int(read_number(self.doc_len, "doc_len", TOKENS))
         if self.doc_len is not None:
@@ -928,10 +937,17 @@ class TrainingWorkload:
                                                                         "deepspeed-fp16", "megatron-fp16")):
             raise InputError("float8 applies to full training with bf16 compute (torchao convert_to_float8_training "
                              "in torchtitan); use method full and a bf16 precision")
-        if (self.gpus // (self.tp * self.pp)) % self.ep:
+        if self.etp is not None:
+            # Megatron-Core's expert grid, ETP x EP x expert-DP x PP over the same world (NVIDIA/Megatron-LM @d98e8a64
+            # megatron/core/parallel_state.py:873-884: world_size divisible by ETP x EP x PP, else RuntimeError)
+            if self.gpus % (self.etp * self.ep * self.pp):
+                raise FieldError("etp", also=("ep", "pp", "gpus"), message=(
+                    f"etp x ep x pp ({self.etp} x {self.ep} x {self.pp}) must divide gpus ({self.gpus}): Megatron's "
+                    "expert grid, expert data-parallel = gpus / (etp x ep x pp)"))
+        elif (self.gpus // (self.tp * self.pp)) % self.ep:
             raise FieldError("ep", also=("gpus", "tp", "pp"), message=(
                 f"ep ({self.ep}) must divide the data-parallel degree, gpus / (tp x pp) = "
-                f"{self.gpus // (self.tp * self.pp)}"))
+                f"{self.gpus // (self.tp * self.pp)} (or state etp: Megatron's expert grid takes gpus / (etp x pp))"))
         if self.virtual_stages > 1 and self.pp == 1:
             raise InputError("virtual_stages (interleaved pipeline schedule) needs pipeline parallelism (pp > 1)")
         if self.pipeline_split != "even" and self.pp == 1:

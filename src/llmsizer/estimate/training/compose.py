@@ -48,7 +48,14 @@ from ..ranges import PYTORCH_TRAINING, TRAINING_MEMORY
 from ..verdict import check_headroom, decimal_memory_note, fits_budget, headroom_assumption, memory_verdict
 from .gather_units import float8_all_gather
 from .levers import inference_comparable
-from .setup import TrainingContext, compile_partitions_layers, record_workload, refuse_attention_kernel, resolve
+from .setup import (
+    TrainingContext,
+    compile_partitions_layers,
+    expert_tp,
+    record_workload,
+    refuse_attention_kernel,
+    resolve,
+)
 from .states import StageStates, stage_states
 from .timeline import (
     StageTimeline,
@@ -917,13 +924,16 @@ def _layout_text(w: TrainingWorkload) -> str:
                                        "formulas/tensor_parallel.py REPLICATED_MATRICES)" if plan else ""))
     if w.pp > 1:
         parts.append(f"PP stage of {w.pp}")
+    e_tp = expert_tp(w)
     if w.ep > 1:
         parts.append(f"experts / EP {w.ep}")
+    if e_tp != w.tp:
+        parts.append(f"experts / ETP {e_tp} (not / TP)")
     if w.shard_stage:
         kind = f"FSDP {w.fsdp}" if w.fsdp else f"ZeRO-{w.zero}"
         parts.append(f"{kind} over {w.shard_group}" + (
-            f" (experts over {expert_shard_group(w.shard_group, w.ep)}: the expert data-parallel ranks, "
-            "formulas/parallelism.py expert_shard_group)" if w.ep > 1 else ""))
+            f" (experts over {expert_shard_group(w.shard_group, w.ep, w.tp, e_tp)}: the expert data-parallel ranks, "
+            "formulas/parallelism.py expert_shard_group)" if w.ep > 1 or e_tp != w.tp else ""))
     return (" " + ", ".join(parts)) if parts else ""
 
 

@@ -21,7 +21,7 @@ from ...formulas.nf4_quantization import (
     quantizes_lm_head,
 )
 from ...formulas.sdpa_dispatch import attention_dtype
-from ...formulas.tensor_parallel import check_tensor_parallel
+from ...formulas.tensor_parallel import check_tensor_parallel, resident_expert_tp, training_tp_framework
 from ...formulas.training_activations import ActivationSetup
 from ...formulas.training_states import (
     BNB_BLOCKSIZE,
@@ -116,6 +116,39 @@ def given(w: TrainingWorkload, *names: str) -> bool:
 
 MEGATRON_LOSS_WHY = ("default under the megatron precisions: Megatron-Core's vocab_parallel_cross_entropy (one fp32 "
                      "copy of the logits made the softmax in place; formulas/training_activations.py eq. MC1)")
+
+
+# why the experts' tensor-parallel size is what it is when etp is not stated (formulas/tensor_parallel.py
+# expert_tp_ways), by training_tp_framework's plan ("" for none)
+ETP_WHY = {
+    "megatron-core": "Megatron-Core's default, expert_tensor_parallel_size = tensor_model_parallel_size when unset "
+                     "(Megatron-LM @d98e8a64 megatron/training/arguments.py:587-588); Megatron-Bridge's MoE recipes "
+                     "state 1",
+    "torchtitan": "torchtitan keeps each routed expert whole on every TP rank under EP (moe_sharding.py 'sparse' "
+                  "placement), split tp ways without EP",
+    "": "the experts split tp ways like the dense layers (PyTorch tensor parallelism)",
+}
+
+
+def expert_tp(w: TrainingWorkload) -> int:
+    """The experts' tensor-parallel ways llmsizer's states and expert data-parallel group use for ``w``
+    (formulas/tensor_parallel.py ``resident_expert_tp``: the stated etp under Megatron-Core, else tp)."""
+    return resident_expert_tp(training_tp_framework(w.precision, w.framework), w.tp, w.ep, w.etp)
+
+
+def check_expert_tp(spec: ModelSpec, w: TrainingWorkload) -> None:
+    """A stated ``etp``: Megatron-Core's ``--expert-tensor-parallel-size``, for an MoE model, under sequence
+    parallelism when tp > 1 (Megatron-LM @d98e8a64 megatron/core/transformer/moe/moe_layer.py:636-640 raises in
+    training with MoE and TP without it). Its layout rule is TrainingWorkload's (etp x ep x pp dividing gpus)."""
+    if not spec.is_moe:
+        raise FieldError("etp", f"etp (expert tensor parallelism) needs a mixture-of-experts model; {spec.name} is "
+                         "dense")
+    if training_tp_framework(w.precision, w.framework) != "megatron-core":
+        raise FieldError("etp", f"etp is Megatron-Core's expert_tensor_parallel_size; give precision megatron-bf16 "
+                         f"or megatron-fp16 (here {w.precision})")
+    if w.tp > 1 and not w.sequence_parallel:
+        raise FieldError("etp", "Megatron-Core trains an MoE model with tp > 1 only under sequence parallelism "
+                         "(moe_layer.py raises otherwise); give sequence_parallel")
 
 
 def record_workload(w: TrainingWorkload, acc: Acc, names: tuple[str, ...]) -> None:
@@ -392,6 +425,12 @@ def resolve(spec: ModelSpec, w: TrainingWorkload, acc: Acc) -> TrainingContext:
         if spec.moe.num_experts % w.ep:
             raise InputError(f"ep {w.ep} does not divide the {spec.moe.num_experts} routed experts of {spec.name}")
     check_moe_layout(spec, w)
+    if w.etp is not None:
+        check_expert_tp(spec, w)
+    if spec.is_moe and (w.tp > 1 or w.etp is not None):
+        acc.assumptions.append(Assumption(
+            "etp", expert_tp(w), w.etp is None,
+            "given" if w.etp is not None else ETP_WHY[training_tp_framework(w.precision, w.framework) or ""]))
     if w.pp > spec.num_layers:
         raise InputError(f"pp {w.pp} exceeds the {spec.num_layers} layers of {spec.name}")
     if w.context_parallel > 1 and spec.recurrent_layer_count:
@@ -543,7 +582,7 @@ def resolve(spec: ModelSpec, w: TrainingWorkload, acc: Acc) -> TrainingContext:
         weight_copy=copies, autocast=rec.autocast, full=w.method == "full", adapted=adapted,
         adapter_cast_copy=bool(w.adapters and rec.autocast and adapter_bytes != compute),
         rank=w.rank if w.adapters else 0, dora=w.dora, attention=w.attention, packing=w.packing,
-        checkpointing=w.grad_checkpointing, tp=w.tp, sp=w.sequence_parallel,
+        checkpointing=w.grad_checkpointing, tp=w.tp, sp=w.sequence_parallel, etp=expert_tp(w) if w.etp else 0,
         dropout=w.lora_dropout if w.adapters else "none",
         # a dropout mask: bool on CUDA (native_dropout), the scaled noise in the input dtype on a CPU (_dropout_impl)
         dropout_mask=compute if w.device == "cpu" else 1,

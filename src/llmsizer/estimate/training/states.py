@@ -27,7 +27,7 @@ from ...formulas.training_states import optimizer_state_bytes, optimizer_state_b
 from ...formulas.weight_formats import GROUP_SIZE_DEFAULT, bnb4_matrix_bytes, weight_bytes
 from ...specs import ModelSpec
 from ...specs.training import MODULES_TO_SAVE
-from .setup import TrainingContext
+from .setup import TrainingContext, expert_tp
 
 AUTOCAST_COMPONENTS = {"attention", "mlp", "router", "shared_experts", "lm_head"}  # F.linear under autocast
 
@@ -131,12 +131,17 @@ def stage_states(ctx: TrainingContext, stage: int) -> StageStates:
     # under EP (formulas/tensor_parallel.py expert_tp_ways), so its FSDP unit gathers experts / ep, not / (tp x ep);
     # the resident share is the same (E / (tp x ep) over dp x cp / ep = E / ep over efsdp = dp x cp x tp / ep)
     unit_tp = tp // expert_tp_ways(plan, tp, ep) if plan else 1
-    if ep > 1 and total_expert or not wb.layer_bytes:
+    # Megatron-Core's stated expert TP (etp): each expert split e_tp ways, not tp (formulas/tensor_parallel.py
+    # resident_expert_tp); the experts then shard apart from the dense tensors even without EP
+    e_tp = expert_tp(w)
+    apart = ep > 1 or e_tp != tp
+    if apart and total_expert or not wb.layer_bytes:
         for i in stages[stage]:
             b = wb.layer_bytes[i] if wb.layer_bytes else 0
-            if ep > 1 and total_expert:
-                mine_e = expert_bytes * expert_elems.get(i, 0) / total_expert
-                b -= int(mine_e * (1 - 1 / ep))
+            if apart and total_expert:
+                mine_tp = expert_bytes * expert_elems.get(i, 0) / total_expert  # split tp ways by shard_weights
+                mine_e = mine_tp * tp / e_tp
+                b += int(mine_e - mine_tp) - int(mine_e * (1 - 1 / ep))
                 expert_weights += int(mine_e / ep)
                 st.layer_weights[i] = b + int(mine_e / ep) * (unit_tp - 1)
             else:
@@ -162,7 +167,8 @@ def stage_states(ctx: TrainingContext, stage: int) -> StageStates:
         st.notes.append("tied embeddings: the last pipeline stage holds a copy of the embedding for lm_head")
 
     # ---- trained tensors ----
-    base = _trained_base(spec, w.pp, stage, tp, ep, w.method == "full", w.pipeline_split, w.virtual_stages, plan)
+    base = _trained_base(spec, w.pp, stage, tp, ep, w.method == "full", w.pipeline_split, w.virtual_stages, plan,
+                         e_tp)
     per_layer_elems: dict[int, int] = dict(base.per_layer_elems)
     head_elems, embed_elems = base.head_elems, base.embed_elems
     st.largest_trained = max(st.largest_trained, base.largest)
@@ -224,8 +230,8 @@ def stage_states(ctx: TrainingContext, stage: int) -> StageStates:
     # the routed experts' weights, gradients and states: over the expert data-parallel ranks only (shard_group / ep,
     # formulas/parallelism.py expert_shard_group: Megatron's expert distributed optimizer, torchtitan's efsdp mesh,
     # DeepSpeed-MoE's expert data-parallel group); the same ways as the dense ones without EP
-    we_shard, ge_shard, oe_shard = zero_shards(w.shard_stage, expert_shard_group(w.shard_group, ep))
-    n_exp = base.expert_elems if ep > 1 else 0  # (without EP every tensor shards one way: kept as one sum)
+    we_shard, ge_shard, oe_shard = zero_shards(w.shard_stage, expert_shard_group(w.shard_group, ep, tp, e_tp))
+    n_exp = base.expert_elems if apart else 0  # (without EP every tensor shards one way: kept as one sum)
     n_dense = trained_elems - n_exp
     st.expert_elements = n_exp
 
@@ -241,7 +247,7 @@ def stage_states(ctx: TrainingContext, stage: int) -> StageStates:
     counts = Counter(dict(base.shape_counts))
     if ctx.lora is not None:
         counts.update(adapter_counts)
-    e_counts = Counter(dict(base.expert_shape_counts) if ep > 1 else {})
+    e_counts = Counter(dict(base.expert_shape_counts) if apart else {})
     counts.subtract(e_counts)  # the dense tensors' shapes (a shape shared with an expert tensor keeps its others)
     counts = +counts
     states = optimizer_state_bytes_counted(counts, ctx.optimizer.name, ctx.state_bytes)
@@ -496,11 +502,11 @@ class TrainedBase:
 
 @lru_cache(maxsize=256)
 def _trained_base(spec: ModelSpec, pp: int, stage: int, tp: int, ep: int, full: bool, split: str = "even",
-                  virtual: int = 1, plan: str | None = None) -> TrainedBase:
+                  virtual: int = 1, plan: str | None = None, etp: int = 0) -> TrainedBase:
     """:class:`TrainedBase` of pipeline stage ``stage`` of ``pp``: each kind of decoder layer's tensors counted once
     (``_layers_alike``; integer sums and a max, so the same in any grouping), the tensors outside the layers one by
     one. ``plan``: the training framework whose TP plan keeps some matrices whole on every rank
-    (formulas/tensor_parallel.py ``replicated_matrix``)."""
+    (formulas/tensor_parallel.py ``replicated_matrix``). ``etp``: the ways each routed expert is split (0: tp)."""
     if not full:
         return TrainedBase((), (), 0, 0, 0)
     stages = pipeline_stage_layers(spec.num_layers, pp, split, virtual)
@@ -518,9 +524,11 @@ def _trained_base(spec: ModelSpec, pp: int, stage: int, tp: int, ep: int, full: 
         out = []
         for shp, t in zip(torch_param_shapes(spec, trained), _fused_order(trained), strict=False):
             n = math.prod(shp)
-            n = n if len(shp) == 1 or replicated_matrix(plan, t, spec.model_type) else math.ceil(n / tp)
             if t[1] == "experts":  # Tensor is a tuple: [1] is its component
-                n = math.ceil(n / ep)
+                n = math.ceil(n if len(shp) == 1 else math.ceil(n / (etp or tp)) / ep)
+                out.append((shp if ((etp or tp) == 1 and ep == 1) else (n,), n, t))
+                continue
+            n = n if len(shp) == 1 or replicated_matrix(plan, t, spec.model_type) else math.ceil(n / tp)
             out.append((shp if (tp == 1 and ep == 1) else (n,), n, t))
         return out
 
