@@ -132,27 +132,42 @@ def check_output(path: str | Path, inputs: Iterable[str | Path | None] = ()) -> 
 # PATH_MAX on Linux; Hugging Face ids are at most 96 characters. A longer "model name" is a mistake, and the
 # operating system would refuse it as a path anyway (with an OSError, not a message).
 MAX_MODEL_NAME = 4096
+# the most characters of a model name an error echoes (its repr, quotes included; a longer one is cut with "..."):
+# every Hugging Face id (at most 96 characters) is shown whole, a 2,000-character mistake is not (probe13 D8)
+SHOWN_MODEL_NAME = 100
+
+
+def shown_model_name(name: str) -> str:
+    """``name`` as an error about it writes it: quoted, cut to :data:`SHOWN_MODEL_NAME` characters."""
+    return short(name, SHOWN_MODEL_NAME)
 
 
 def check_model_ref(ref: object, what: str = "model") -> str:
     """A Python caller's model reference (``load_model``, and ``estimate_inference``/``fit`` given a name) as text:
     ``None``, a number or bytes is refused naming the argument, a path-like object read as its path, then
     :func:`check_model_name` (before, a TypeError or an OSError 'File name too long', probe13 D6)."""
+    text = text_arg(ref, what, "a model name, Hub id or path (text) or a ModelSpec")
+    return check_model_name(text, what)
+
+
+def text_arg(ref: object, what: str, expected: str) -> str:
+    """The one entry check of a Python argument that names something by text (a model, a request file's path): a
+    path-like object read as its path; ``None``, a number, bytes, a dict or an empty string refused in one line
+    naming the argument ``what`` and what to give (``expected``), instead of a TypeError from ``os.fspath``."""
     if isinstance(ref, os.PathLike):
         ref = os.fspath(ref)
     if not isinstance(ref, str):
-        raise InputError(f"{what}: expected a model name, Hub id or path (text) or a ModelSpec, got "
-                         f"{type(ref).__name__} {short(ref, 40)}")
+        raise InputError(f"{what}: expected {expected}, got {type(ref).__name__} {short(ref, 40)}")
     if not ref.strip():
-        raise InputError(f"{what}: expected a model name, Hub id or path, got an empty string")
-    return check_model_name(ref, what)
+        raise InputError(f"{what}: expected {expected}, got an empty string")
+    return ref
 
 
 def check_model_name(name: str, what: str = "model") -> str:
     """``name`` if it can be a catalog name, Hub id or path; else a one-line InputError (never the whole name)."""
     if len(name) > MAX_MODEL_NAME:
-        raise InputError(f"{what} {short(name, 40)}: a name of {len(name):,} characters is too long "
+        raise InputError(f"{what} {shown_model_name(name)}: a name of {len(name):,} characters is too long "
                          f"(at most {MAX_MODEL_NAME:,})")
     if "\x00" in name:
-        raise InputError(f"{what} {short(name, 40)}: a name cannot contain a NUL character")
+        raise InputError(f"{what} {shown_model_name(name)}: a name cannot contain a NUL character")
     return name

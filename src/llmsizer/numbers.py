@@ -100,6 +100,7 @@ TOP = Range(1, 10_000, True, "rows shown")
 # model-description fields that may be 0 (absent block / first layer index) and image sizes (readers, #15)
 LAYER_INDEX = Range(0, 10_000, True, "a layer index or number of layers; 0 allowed, at most LAYERS' maximum")
 TOKENS_OR_ZERO = Range(0, 2**31, True, "a token count; 0 means none")
+SEQUENCES_OR_ZERO = Range(0, 2**24, True, "sequences at once; 0 means none")
 # LoRA (peft LoraConfig r and lora_alpha: the adapter is B A x scaled by alpha / r; Hu et al. 2021, sec. 4.1): one
 # range each for `train --rank/--alpha`, the request's peft.rank/alpha and TrainingWorkload
 GROUP_SIZE = Range(1, 2**20, True, "weights sharing one quantization scale (GPTQ/AWQ groups: 32, 64, 128)")

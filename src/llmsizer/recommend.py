@@ -38,6 +38,7 @@ from .estimate.duration import (
     flops_per_token,
     recompute_mode,
     training_peak,
+    with_tp_replicated,
 )
 from .estimate.engines import newer_release_note
 from .estimate.fit import (
@@ -80,6 +81,7 @@ from .estimate.formats import (
     rung_bytes,
     weights_asked,
 )
+from .estimate.framework import with_framework
 from .estimate.inference.common import running_and_queued
 from .estimate.inference.media import media_in_context
 from .estimate.model_warnings import refuse_engine, refuse_unmodelled
@@ -906,6 +908,10 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
     method = w.method
     fl = flops_per_token(spec, w.method, w.seq_len, recompute_mode(w.grad_checkpointing), w.rank, w.targets,
                          w.checkpoint_every, recomputes_whole_layer(w.checkpoint_impl))
+    # the FLOPs the tensor-parallel ranks run again on the matrices their framework keeps whole (every option runs
+    # the workload's tp): the number each option's duration counts (duration.with_tp_replicated, review12 D5), so
+    # the headline's FLOP/token x tokens is the run's total, not the model's count before that repeated work
+    fl = with_tp_replicated(*with_framework(spec, w), fl, [])
     fpt = fl.effective_per_token(w.micro_batch)  # eq. (4'): D / T of an MoE LoRA's step term included
     timed: dict[str, tuple[tuple[Assumption, ...], tuple[str, ...]]] = {}  # each timed option's duration notes
     cands, rejected = _candidates(cat, c, training=True)

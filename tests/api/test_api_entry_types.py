@@ -56,3 +56,28 @@ def test_a_long_model_name_is_one_line(n) -> None:
 def test_make_plan_of_no_request_names_the_argument() -> None:
     with pytest.raises(InputError, match=r"^request: expected a Request"):
         llmsizer.make_plan({"version": 1})
+
+
+@pytest.mark.parametrize("path", [{"version": 1}, None, 3, b"request.yaml", ""])
+def test_load_request_of_no_path_names_the_argument(path) -> None:
+    # before: a raw TypeError from os.fspath ("expected str, bytes or os.PathLike object, not dict")
+    with pytest.raises(InputError, match=r"^path: expected a request file's path"):
+        llmsizer.load_request(path)
+
+
+@pytest.mark.parametrize(("args", "field"), [
+    ((float("nan"),), "tokens"), ((float("inf"),), "tokens"), ((-1,), "tokens"), ((None,), "tokens"),
+    ((2.5,), "tokens"), ((True,), "tokens"),
+    ((4096, float("nan")), "sequences"), ((4096, None), "sequences"), ((4096, -3), "sequences"),
+])
+def test_kv_cache_of_a_bad_count_names_the_argument(spec, args, field) -> None:
+    # before: ValueError 'cannot convert float NaN to integer', OverflowError for inf, TypeError for None
+    with pytest.raises(FieldError, match=rf"^{field}: ") as e:
+        llmsizer.kv_cache(spec, *args)
+    assert e.value.field == field and "\n" not in str(e.value)
+
+
+def test_kv_cache_of_good_counts_is_unchanged(spec) -> None:
+    # a whole float and an int give the same bytes: the entry check reads them as the same count
+    assert llmsizer.kv_cache(spec, 4096.0, 2.0).total_bytes == llmsizer.kv_cache(spec, 4096, 2).total_bytes > 0
+    assert llmsizer.kv_cache(spec, 0, 0).total_bytes == 0

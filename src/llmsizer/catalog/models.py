@@ -24,6 +24,7 @@ from importlib import resources
 from typing import Any
 
 from ..errors import InputError, ModelFileError, UnknownNameError
+from ..inputs import shown_model_name
 from ..readers.hf_config import spec_from_config
 from ..specs import ModelSpec
 from ..suggest import did_you_mean
@@ -176,13 +177,13 @@ def _lookup(name: str, *, variants: bool) -> tuple[CatalogEntry, bool]:
         own = {e.name, e.id.lower(), e.id.lower().split("/")[-1]}
         return e, bare not in own and variant_base(bare) in {variant_base(k) for k in own}
     if bare in VARIANTS_THAT_DIFFER:
-        raise UnknownNameError(f"unknown model {name!r}: not resolved to its base because "
+        raise UnknownNameError(f"unknown model {shown_model_name(name)}: not resolved to its base because "
                                f"{VARIANTS_THAT_DIFFER[bare]}; give its config.json")
     base = _variant_index().get(variant_base(bare)) if variants and variant_base(bare) != bare else None
     if base:
         return entries()[base], True
     hint = did_you_mean(bare, list(entries()), cutoff=MODEL_SUGGESTION_CUTOFF)
-    raise UnknownNameError(f"unknown model {name!r}{hint} (list them with `llmsizer models`)")
+    raise UnknownNameError(f"unknown model {shown_model_name(name)}{hint} (list them with `llmsizer models`)")
 
 
 def find(name: str, *, variants: bool = True) -> CatalogEntry:

@@ -91,7 +91,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from ..errors import InputError
+from ..numbers import SEQUENCES_OR_ZERO, TOKENS_OR_ZERO
 from ..specs import ModelSpec
+from ..specs.workload import read_field
 from ..suggest import did_you_mean
 from .dtypes import DTYPE_BYTES
 
@@ -220,8 +222,12 @@ def kv_cache(spec: ModelSpec, tokens: int, sequences: int = 1, kv_dtype: str = "
     ``residual_tokens`` of each sequence's tokens are held at ``residual_bytes`` per element instead).
     ``bytes_per_token`` is the quantized rate (one more token past the residual). ``sliding_block_size``: the
     tokens of a sliding layer's block where it differs from ``block_size`` (None: the same)."""
-    if tokens < 0 or sequences < 0:
-        raise InputError(f"tokens and sequences must not be negative (got {tokens}, {sequences})")
+    if not (type(tokens) is int and type(sequences) is int and 0 <= tokens <= TOKENS_OR_ZERO.high
+            and 0 <= sequences <= SEQUENCES_OR_ZERO.high):  # the estimates' case answered without a call
+        # a Python caller's NaN, inf, None, -1 or "8k": one FieldError naming the argument (the workloads' entry
+        # check, specs/workload.py read_field), not a ValueError from int(nan) or a TypeError from None < 0
+        tokens = int(read_field(tokens, "tokens", TOKENS_OR_ZERO))
+        sequences = int(read_field(sequences, "sequences", SEQUENCES_OR_ZERO))
     per_elem = kv_dtype_bytes(kv_dtype) + (group_param_bytes / q_group_size if q_group_size > 0 else 0.0)
 
     def rate(kind: str) -> tuple[int, float]:  # (elements, bytes) of one token in one layer of that kind

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import FieldError, InputError, LlmsizerError
-from ..inputs import check_model_name, foreign_tag, not_true_or_false, read_small_text, yaml_problem
+from ..inputs import check_model_name, foreign_tag, not_true_or_false, read_small_text, text_arg, yaml_problem
 from ..inputs import short as _short
 from ..numbers import (
     AMOUNT,
@@ -796,8 +796,10 @@ STDIN_SOURCE = "<stdin>"  # how error messages name standard input
 
 def load_request(path: str | Path, *, hardware_files: Sequence[str | Path] = (), check_names: bool = True) -> Request:
     """Read and validate a request file (YAML or JSON); ``"-"`` reads standard input (errors name
-    ``<stdin>:LINE``; relative model paths count from the current folder)."""
-    if str(path) == STDIN:
+    ``<stdin>:LINE``; relative model paths count from the current folder). A ``path`` that is not text or a path
+    (a dict, None) is refused naming ``path`` (inputs.text_arg, the API's entry check)."""
+    path = text_arg(path, "path", "a request file's path (text or a Path), or '-' for standard input")
+    if path == STDIN:
         try:
             text = sys.stdin.read(MAX_REQUEST_BYTES + 1)
         except UnicodeDecodeError:

@@ -277,6 +277,16 @@ def read_number(value: object, name: str, rng: Range) -> float | int:
     return check_number(value, name, rng)
 
 
+def read_field(value: object, name: str, rng: Range) -> float | int:
+    """:func:`read_number` of a named field or argument, its error a FieldError naming ``name`` (FieldNumberError):
+    the CLI and the web write it as the flag the user gave. The entry check of the workloads' numeric fields
+    (:func:`check_numbers`) and of the public formulas' arguments (``kv_cache(spec, tokens, sequences)``)."""
+    try:
+        return read_number(value, name, rng)
+    except NumberError as e:
+        raise FieldNumberError(name, str(e)) from None
+
+
 @cache
 def _defaults(cls: type) -> dict[str, Any]:
     """The dataclass ``cls``'s field defaults (those it has)."""
@@ -303,10 +313,7 @@ def check_numbers(workload: object, fields: tuple[tuple[str, Range], ...]) -> No
     # only the fields given a value (None: not given) reach the Python loop; a frozen dataclass's fields are stored
     # in its instance dict (frozen.fast_init does the same), written there directly
     for (name, rng), value in compress(zip(fields, values, strict=True), map(is_not, values, repeat(None))):
-        try:
-            workload.__dict__[name] = read_number(value, name, rng)
-        except NumberError as e:  # named as a field: the CLI and the web write it as the flag the user gave
-            raise FieldNumberError(name, str(e)) from None
+        workload.__dict__[name] = read_field(value, name, rng)  # named as a field: written as the flag given
 
 
 def check_memory_target(memory: int | None, headroom: float | None, metric: str | None) -> None:
@@ -492,19 +499,20 @@ class InferenceWorkload:
         if self.n_cpu_moe is not None and self.n_cpu_moe < 0:
             raise FieldError("n_cpu_moe", f"n_cpu_moe must not be negative, got {self.n_cpu_moe}")
         if self.split_mode is not None and self.split_mode not in SPLIT_MODES:
-            raise InputError(unknown_choice("split_mode", self.split_mode, SPLIT_MODES))
+            raise FieldError("split_mode", unknown_choice("split_mode", self.split_mode, SPLIT_MODES))
         if self.tensor_split is not None:
             if isinstance(self.tensor_split, (str, bytes)) or not hasattr(self.tensor_split, "__iter__"):
                 # the command line's "3,1" is one proportion per GPU here, as a tuple (a string would be its characters)
-                raise InputError(f"tensor_split: expected one proportion per GPU, e.g. (3, 1) (the command line's "
-                                 f"-ts 3,1), got {self.tensor_split!r}")
+                raise FieldError("tensor_split", f"tensor_split: expected one proportion per GPU, e.g. (3, 1) (the "
+                                 f"command line's -ts 3,1), got {self.tensor_split!r}")
             # proportions of any scale (fit passes free bytes), so no range here: the command line's is SPLIT_SHARE
             bad = next((x for x in self.tensor_split if isinstance(x, bool) or not isinstance(x, (int, float))), None)
             if bad is not None:
-                raise InputError(f"tensor_split: expected a number per GPU, got {bad!r}")
+                raise FieldError("tensor_split", f"tensor_split: expected a number per GPU, got {bad!r}")
             ts = tuple(float(x) for x in self.tensor_split)
             if not ts or any(not x >= 0 or x == float("inf") for x in ts) or not sum(ts) > 0:
-                raise InputError(f"tensor_split: expected non-negative proportions with a positive sum, got {list(ts)}")
+                raise FieldError("tensor_split", f"tensor_split: expected non-negative proportions with a positive "
+                                 f"sum, got {list(ts)}")
             object.__setattr__(self, "tensor_split", ts)
         llamacpp_only = [name for name, v in (("gpus", self.gpus > 1), ("split_mode", self.split_mode),
                                               ("tensor_split", self.tensor_split), ("n_cpu_moe", self.n_cpu_moe))
