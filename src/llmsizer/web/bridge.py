@@ -225,11 +225,14 @@ def _refuse_many_unknown(command: tuple[str, ...], fields: Mapping[str, Any], sk
     argparse and a did-you-mean per field run past the 30 s limit, probe13 D3), with the line argparse would give,
     bounded as the CLI bounds it (cli/main.py bounded_unrecognized): the first fields, then how many more."""
     unknown = [k for k in fields if k not in skipped and not (isinstance(k, str) and _option(k) in actions)]
-    if len(unknown) <= UNKNOWN_SHOWN:
+    # an unknown field set to null / false says no word to argparse, which would then answer as if it were absent:
+    # refused here like any other unknown field, whatever their number (review13 D1: 1-3 such fields answered 200)
+    silent = any(fields[k] is None or fields[k] is False for k in unknown)
+    if len(unknown) <= UNKNOWN_SHOWN and not silent:
         return
     words = [w for k in unknown[:UNKNOWN_SHOWN] for v in [fields[k]] for w in (
         _option(str(k)), *([str(v)] if isinstance(v, (str, int, float)) and not isinstance(v, bool) else []))]
-    more = ["-"] * (len(unknown) - UNKNOWN_SHOWN)  # counted, not echoed
+    more = ["-"] * max(0, len(unknown) - UNKNOWN_SHOWN)  # counted, not echoed
     message = usage_line(subparser(command), bounded_unrecognized([*words, *more]))
     raise Problem(400, message, str(unknown[0])[:64])
 

@@ -48,3 +48,17 @@ def test_the_cli_bounds_unknown_options_the_same_way() -> None:
     line = done.stderr.strip()
     assert done.returncode == 2 and len(line.splitlines()) == 1, done.stderr
     assert "--contxt 3 (and 3 more)" in line and "xxxx" not in line and line.endswith(" (see --help)"), line
+
+
+def test_an_unknown_field_set_to_null_or_false_is_refused_like_any_other() -> None:
+    """review13 D1: an unknown field whose value says no word to argparse (null, false) was ignored (200) when 1-3
+    were sent and refused (400) from 4 on: one verdict, refused at any count, naming the field."""
+    from fastapi.testclient import TestClient
+
+    from llmsizer.web.app import create_app
+    with TestClient(create_app()) as c:
+        for value in (None, False):
+            r = c.post("/api/v1/infer", json={"model": "qwen2.5-0.5b", "no_such_field": value})
+            assert r.status_code == 400, r.text
+            assert "--no-such-field" in r.json()["detail"]
+        assert c.post("/api/v1/infer", json={"model": "qwen2.5-0.5b", "kv_dtype": None}).status_code == 200

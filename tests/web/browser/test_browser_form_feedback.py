@@ -43,7 +43,7 @@ def _cli_message(*args: str) -> str:
     r = subprocess.run([sys.executable, "-m", "llmsizer.cli.main", *args], env=cli_env(), capture_output=True,
                        text=True, timeout=60)
     assert r.returncode == 2, r.stderr
-    return r.stderr.strip().removeprefix("llmsizer: error: ")
+    return r.stderr.strip().removeprefix("llmsizer: error: ").removesuffix(" (see --help)")
 
 
 def test_a_bad_headroom_is_answered_at_the_field_in_view_and_in_the_forms_words(page: Page) -> None:

@@ -205,7 +205,7 @@ def test_bad_input_shows_the_cli_message_at_its_field_and_the_yaml_is_a_valid_re
     r = subprocess.run([sys.executable, "-m", "llmsizer.cli.main", "infer", "llama-3.1-8b", "--context=-5"],
                        env=cli_env(), capture_output=True, text=True, timeout=60)
     assert r.returncode == 2
-    message = r.stderr.strip().removeprefix("llmsizer: error: ")
+    message = r.stderr.strip().removeprefix("llmsizer: error: ").removesuffix(" (see --help)")
     page.wait_for_selector("#problem:not([hidden])")
     assert page.locator("#problem").inner_text() == message
     assert page.get_by_label("Context", exact=True).get_attribute("aria-invalid") == "true"
@@ -327,7 +327,7 @@ def test_drop_a_gguf_file_and_see_its_exact_weight_bytes(page: Page, server: str
     page.wait_for_function("() => document.querySelector('#fits-grid')?.dataset.answered === location.search",
                            timeout=60_000)
     if r.returncode == 2:
-        assert page.locator("#grid-problem").inner_text().endswith(r.stderr.strip().removeprefix("llmsizer: error: "))
+        assert page.locator("#grid-problem").inner_text().endswith(r.stderr.strip().removeprefix("llmsizer: error: ").removesuffix(" (see --help)"))
     else:
         assert page.locator("#cell-rtx-4090-1").get_attribute("data-fits") == str(json.loads(r.stdout)["fits"]).lower()
 

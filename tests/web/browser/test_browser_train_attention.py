@@ -68,7 +68,7 @@ def test_flex_on_a_cpu_is_the_clis_line(page: Page) -> None:
     done = subprocess.run([sys.executable, "-m", "llmsizer.cli.main", "train", "qwen2.5-0.5b", "--attention", "flex",
                            "--device", "cpu"], env=cli_env(), cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert done.returncode == 2
-    line = done.stderr.strip().removeprefix("llmsizer: error: ")
+    line = done.stderr.strip().removeprefix("llmsizer: error: ").removesuffix(" (see --help)")
     # the web shows the CLI's own line, its flag included (web/API.md: detail is the CLI's line)
     assert line.startswith("--attention flex: ")
     ready(page, "/?model=qwen2.5-0.5b&tab=train&train_device=cpu&memory=")
