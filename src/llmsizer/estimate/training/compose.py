@@ -17,7 +17,7 @@ from operator import itemgetter
 from typing import Any, NamedTuple
 
 from ...catalog.hardware import Device
-from ...errors import InputError
+from ...errors import FieldError, InputError
 from ...formulas.float8_training import TE_SOURCE, TORCHAO_RECIPES, te_weight_copy_bytes
 from ...formulas.parallelism import (
     DDP_BUCKET_CAP_BYTES,
@@ -50,6 +50,7 @@ from .gather_units import float8_all_gather
 from .levers import inference_comparable
 from .setup import (
     TrainingContext,
+    check_framework_layout,
     compile_partitions_layers,
     expert_tp,
     record_workload,
@@ -295,13 +296,21 @@ def sharded_workload(spec: ModelSpec | str, w: TrainingWorkload) -> TrainingWork
     # DeepSpeed's optimizer offload needs a ZeRO stage (specs/training.py ``offload_without_zero``): from ZeRO-1
     # and its parameter offload ZeRO-3 (``offload_without_zero``: offload_param is valid with stage 3 only)
     stages = (1, 2, 3) if w.offload == "optimizer" else (3,) if w.offload == "params" else (0, 1, 2, 3)
+    refused: FieldError | None = None
     for stage in stages:
         staged = replace_checked(w, zero=stage)
+        try:  # a stage the framework refuses (setup.py check_framework_layout: Megatron's ZeRO-3) is never offered
+            check_framework_layout(spec, staged)
+        except FieldError as e:
+            refused = e
+            continue
         need, measured, key = _need(spec, staged)
         if fits_budget(need, w.memory, headroom):
             _keep(spec, staged, measured, key)
             return staged
         tried.append((need, stage, staged, measured, key))
+    if not tried and refused is not None:
+        raise refused
     _, _, staged, measured, key = min(tried, key=itemgetter(0, 1))
     _keep(spec, staged, measured, key)
     return staged
@@ -696,7 +705,7 @@ def _items(ctx: TrainingContext, st: StageStates, tl: StageTimeline, acc: Acc) -
     spec, w, rec = ctx.spec, ctx.w, ctx.recipe
     parts = tl.peak.parts
     pc = count_params(spec)
-    layout = _layout_text(w)
+    layout = _layout_text(w, spec)
     fmt = ctx.base_format
     size = {"nf4-dq": "NF4 double-quantized", "nf4": "NF4, fp32 block scales"}.get(fmt, f"{ctx.base_bytes} B")
     acc.items.append(Item("weights", parts.get("weights", 0), "device",
@@ -705,7 +714,11 @@ def _items(ctx: TrainingContext, st: StageStates, tl: StageTimeline, acc: Acc) -
     if "adapter_weights" in parts and ctx.lora is not None:
         acc.items.append(Item("adapter_weights", parts["adapter_weights"], "device",
                               formula=f"{format_count(ctx.lora.total)} LoRA params (rank {ctx.lora.rank}"
-                                      f"{', DoRA' if ctx.lora.dora else ''}) x {ctx.adapter_bytes} B"
+                                      f"{', DoRA' if ctx.lora.dora else ''})"
+                                      + (f", {format_count(st.trained_elements)} on this rank (the routed experts' "
+                                         f"adapters with their experts / EP {w.ep})"
+                                         if w.ep > 1 and ctx.lora.experts_total else "")
+                                      + f" x {ctx.adapter_bytes} B"
                                       + (f" + trained copies of {', '.join(w.modules_to_save)} (modules_to_save) in "
                                          "the base dtype" if w.modules_to_save else ""),
                               source="formulas/lora.py (Hu et al. 2021 eq. 3; PEFT lora.Linear; "
@@ -730,8 +743,7 @@ def _items(ctx: TrainingContext, st: StageStates, tl: StageTimeline, acc: Acc) -
         g_note += (" - FSDP2 under pipeline parallelism: unsharded, accumulated over the micro-batches until the "
                    "step's one reduce-scatter (formulas/parallelism.py eq. PP2)")
     head_g = tl.peak.head_weight_grad
-    kept = (f"{format_count(st.trained_elements)} trained x {grad_b} B"
-            + (" + 4 B fp32 main grads" if rec.main_grad_bytes else "")) if not head_g or g > head_g else ""
+    kept = _grads_text(st, w, grad_b, bool(rec.main_grad_bytes)) if not head_g or g > head_g else ""
     if head_g:  # the lm_head backward moment (timeline.py, eq. H1): its weight gradient on top of the kept .grads
         g_note = (" + " if kept else "") + (
             f"{format_bytes(head_g)} the lm_head backward's weight gradient in the compute dtype"
@@ -916,12 +928,35 @@ def _items(ctx: TrainingContext, st: StageStates, tl: StageTimeline, acc: Acc) -
                                   source=PAR_SRC + "; Ren et al. 2021 ZeRO-Offload section 4"))
 
 
-def _layout_text(w: TrainingWorkload) -> str:
+def _grads_text(st: StageStates, w: TrainingWorkload, grad_b: int, main_grads: bool) -> str:
+    """The gradients' full size in words that reproduce it: the trained elements x bytes, and where ZeRO-2/3 or FSDP
+    shards them, each part over its ways (the dense ones over the shard group, the routed experts' over the expert
+    data-parallel ranks: states.py ``stage_states``; Megatron's fp32 main grads over the optimizer's ways)."""
+    _, g_ways, o_ways = zero_shards(w.shard_stage, w.shard_group)
+    _, ge_ways, oe_ways = zero_shards(w.shard_stage, expert_shard_group(w.shard_group, w.ep))
+    flat_units = w.fsdp is not None and w.fsdp_version == 1 and w.adapters and w.fsdp1_lora_wrap == "with-layers"
+    if flat_units or (g_ways == ge_ways == 1 and (not main_grads or o_ways == oe_ways == 1)):
+        return (f"{format_count(st.trained_elements)} trained x {grad_b} B"
+                + (" + 4 B fp32 main grads" if main_grads else ""))
+    n_exp = st.expert_elements
+    n_dense = st.trained_elements - n_exp
+
+    def part(b: int, ways: int, e_ways: int) -> str:
+        return (f"{format_count(n_dense)} trained x {b} B / {ways}"
+                + (f" + {format_count(n_exp)} routed-expert x {b} B / {e_ways}" if n_exp else ""))
+
+    return part(grad_b, g_ways, ge_ways) + (f" + fp32 main grads: {part(4, o_ways, oe_ways)}" if main_grads else "")
+
+
+def _layout_text(w: TrainingWorkload, spec: ModelSpec) -> str:
     parts = []
     if w.tp > 1:
         plan = training_tp_framework(w.precision, w.framework)
-        parts.append(f"/ TP {w.tp}" + (f" ({plan}'s plan: MLA down-projections and MoE routers whole on every rank, "
-                                       "formulas/tensor_parallel.py REPLICATED_MATRICES)" if plan else ""))
+        # the matrices the plan keeps whole that this model has (MLA's down-projections, the routers)
+        whole = [name for has, name in ((spec.mla is not None, "MLA down-projections"), (spec.is_moe, "MoE routers"))
+                 if has]
+        parts.append(f"/ TP {w.tp}" + (f" ({plan}'s plan: {' and '.join(whole)} whole on every rank, "
+                                       "formulas/tensor_parallel.py REPLICATED_MATRICES)" if plan and whole else ""))
     if w.pp > 1:
         parts.append(f"PP stage of {w.pp}")
     e_tp = expert_tp(w)

@@ -424,7 +424,9 @@ def resolve(spec: ModelSpec, w: TrainingWorkload, acc: Acc) -> TrainingContext:
             raise InputError(f"expert parallelism (ep={w.ep}) needs a mixture-of-experts model; {spec.name} is dense")
         if spec.moe.num_experts % w.ep:
             raise InputError(f"ep {w.ep} does not divide the {spec.moe.num_experts} routed experts of {spec.name}")
-    check_moe_layout(spec, w)
+    check_framework_layout(spec, w)
+    if w.ep > 1 and w.zero == 3 and w.fsdp is None:  # (tp 1: check_framework_layout refuses tp > 1 here)
+        acc.assumptions.append(Assumption("expert_layer", "AutoEP", True, AUTOEP_WHY))
     if w.etp is not None:
         check_expert_tp(spec, w)
     if spec.is_moe and (w.tp > 1 or w.etp is not None):
@@ -618,7 +620,15 @@ def default_optimizer_impl(optimizer: str, device: str) -> tuple[str, str]:
                      "foreach, which adds one state-sized temporary at the step")
 
 
-def check_moe_layout(spec: ModelSpec, w: TrainingWorkload) -> None:
+# DeepSpeed ZeRO-3 with expert parallelism: the one layer kind that runs (check_framework_layout's docstring)
+AUTOEP_WHY = ("DeepSpeed ZeRO-3 with ep > 1 is read as AutoEP expert layers: DeepSpeed refuses native DeepSpeed-MoE "
+              "layers (deepspeed.moe.layer.MoE) under stage 3 and passes only AutoEP ones (deepspeedai/DeepSpeed "
+              "@edaa7221 deepspeed/runtime/engine.py:1872-1897 _validate_zero3_moe_compatibility); AutoEP partitions "
+              "each rank's experts over the expert data-parallel group only (runtime/zero/stage3.py:658-675), so "
+              "the gathered layers hold the rank's own experts, not all of them")
+
+
+def check_framework_layout(spec: ModelSpec, w: TrainingWorkload) -> None:
     """Refuse the mixture-of-experts layouts the framework itself refuses to train (one line naming the fields):
 
     - Megatron-Core (precision 'megatron-*'; NVIDIA/Megatron-LM @d98e8a64): ``MoELayer.forward`` raises ValueError
@@ -629,8 +639,20 @@ def check_moe_layout(spec: ModelSpec, w: TrainingWorkload) -> None:
       deepspeed/runtime/engine.py:1872-1897 ``_validate_zero3_moe_compatibility``): native DeepSpeed-MoE layers are
       refused under stage 3 and only AutoEP layers pass, and AutoEP under stage 3 refuses AutoTP (tensor
       parallelism): ep > 1 with tp > 1 cannot run. (AutoEP alone partitions the experts over their expert
-      data-parallel group, runtime/zero/stage3.py:658-675: formulas/parallelism.py expert_shard_group.)"""
+      data-parallel group, runtime/zero/stage3.py:658-675: formulas/parallelism.py expert_shard_group.)
+    - Megatron-Core with ZeRO stage 3 (any model): Megatron has no ZeRO-3. Its distributed optimizer
+      (``--use-distributed-optimizer``, megatron/core/optimizer/distrib_optimizer.py ``DistributedOptimizer``) shards
+      the fp32 main parameters and optimizer states over the data-parallel group and reduce-scatters the gradients
+      (ZeRO-1/2-like) while every rank keeps its whole model shard; parameter sharding is the separate Megatron-FSDP
+      path (``--use-megatron-fsdp``), which the megatron precisions do not model. ``zero`` is DeepSpeed's stage.
+
+    ``sharded_workload`` (recommend, fit, train --memory) skips the stages refused here: one check."""
     moe = spec.is_moe and spec.moe is not None
+    if w.zero == 3 and w.precision.startswith("megatron-"):
+        raise FieldError("zero", also=("precision",), message=(
+            f"zero 3 with precision {w.precision}: Megatron-Core has no ZeRO-3 (its distributed optimizer shards the "
+            "optimizer states and gradients, not the parameters: megatron/core/optimizer/distrib_optimizer.py): give "
+            "zero 1 or 2, or a deepspeed-*/fsdp-* precision"))
     if moe and w.tp > 1 and w.precision.startswith("megatron-") and not w.sequence_parallel:
         raise FieldError("sequence_parallel", also=("tp",), message=(
             f"Megatron-Core refuses to train a mixture-of-experts model ({spec.name}) with tp {w.tp} and no "

@@ -18,7 +18,7 @@ from typing import Any
 from ...formulas.dtypes import DTYPE_BYTES
 from ...formulas.float8_training import float8_autocast_copied
 from ...formulas.fsdp_flat_param import flat_grad_elements, no_sync_grad_bytes
-from ...formulas.lora import AdaptedModule, adapted_layout
+from ...formulas.lora import AdaptedModule, LoraParams, adapted_layout
 from ...formulas.nf4_quantization import quantizes_lm_head
 from ...formulas.parallelism import expert_shard_group, pipeline_stage_layers, shard, zero_shards
 from ...formulas.tensor_parallel import expert_tp_ways, replicated_matrix, shard_weights, training_tp_framework
@@ -172,17 +172,23 @@ def stage_states(ctx: TrainingContext, stage: int) -> StageStates:
     per_layer_elems: dict[int, int] = dict(base.per_layer_elems)
     head_elems, embed_elems = base.head_elems, base.embed_elems
     st.largest_trained = max(st.largest_trained, base.largest)
+    adapter_expert_elems = 0  # this rank's routed-expert adapter elements under EP (in per_layer_elems too)
+    adapter_expert_counts: Counter[tuple[int, ...]] = Counter()
     if ctx.lora is not None:
         # the adapters of this stage, modules alike counted once (_stage_adapters); integer sums: exact
         alike = _stage_adapters(spec, w.targets, w.pp, stage, w.pipeline_split, w.virtual_stages)
         n_alike: list[int] = []  # elements of one module of each kind
         adapter_counts: Counter[tuple[int, ...]] = Counter()
         for m, k in alike.modules:
-            m_shapes = ctx.lora.module_shapes(m)  # the same tensors for each of the module's m.count copies
+            m_shapes = _rank_adapter_shapes(ctx.lora, m, ep)  # the same tensors for each of the m.count copies
             sizes = [math.prod(shp) for shp in m_shapes]
             n_alike.append(sum(sizes) * m.count)
             for shp in m_shapes:
                 adapter_counts[shp] += m.count * k
+            if ep > 1 and m.experts > 1:  # routed experts' adapters: with their experts (_rank_adapter_shapes)
+                adapter_expert_elems += sum(sizes) * m.count * k
+                for shp in m_shapes:
+                    adapter_expert_counts[shp] += m.count * k
             if max(sizes) > st.largest_trained:
                 st.largest_trained = max(sizes)
         for layers, parts in alike.layers:  # (the groups partition the layers: each layer once, in order, in C)
@@ -231,7 +237,8 @@ def stage_states(ctx: TrainingContext, stage: int) -> StageStates:
     # formulas/parallelism.py expert_shard_group: Megatron's expert distributed optimizer, torchtitan's efsdp mesh,
     # DeepSpeed-MoE's expert data-parallel group); the same ways as the dense ones without EP
     we_shard, ge_shard, oe_shard = zero_shards(w.shard_stage, expert_shard_group(w.shard_group, ep, tp, e_tp))
-    n_exp = base.expert_elems if apart else 0  # (without EP every tensor shards one way: kept as one sum)
+    # (without EP or a stated etp every tensor shards one way: kept as one sum; expert adapters are apart under EP)
+    n_exp = base.expert_elems + adapter_expert_elems if apart else 0
     n_dense = trained_elems - n_exp
     st.expert_elements = n_exp
 
@@ -239,7 +246,8 @@ def stage_states(ctx: TrainingContext, stage: int) -> StageStates:
         return shard(dense_b, ways) + shard(expert_b, e_ways) if expert_b else shard(dense_b, ways)
 
     if w.adapters:
-        st.adapter_weights = shard((trained_elems - save_elems) * ctx.adapter_bytes + save_elems * save_b, w_shard)
+        st.adapter_weights = split((trained_elems - save_elems - adapter_expert_elems) * ctx.adapter_bytes
+                                   + save_elems * save_b, adapter_expert_elems * ctx.adapter_bytes, w_shard, we_shard)
     st.weights = split(weights - expert_weights, expert_weights, w_shard, we_shard)
     st.master = split(n_dense * 4, n_exp * 4, o_shard, oe_shard) if rec.master_bytes else 0
     st.grads = split((n_dense - save_elems) * grad_b + save_elems * save_b, n_exp * grad_b, g_shard, ge_shard)
@@ -248,6 +256,7 @@ def stage_states(ctx: TrainingContext, stage: int) -> StageStates:
     if ctx.lora is not None:
         counts.update(adapter_counts)
     e_counts = Counter(dict(base.expert_shape_counts) if apart else {})
+    e_counts.update(adapter_expert_counts)
     counts.subtract(e_counts)  # the dense tensors' shapes (a shape shared with an expert tensor keeps its others)
     counts = +counts
     states = optimizer_state_bytes_counted(counts, ctx.optimizer.name, ctx.state_bytes)
@@ -321,6 +330,21 @@ def stage_states(ctx: TrainingContext, stage: int) -> StageStates:
     if stage == last and head_part:
         st.layer_weights[-2] = head_part + (wb.by_component.get("embedding", 0) if tied_copy else 0)
     return st
+
+
+def _rank_adapter_shapes(lora: LoraParams, m: AdaptedModule, ep: int) -> list[tuple[int, ...]]:
+    """The adapter tensors one rank holds for module ``m`` under expert parallelism ``ep``: a routed-expert
+    adapter (``m.experts`` > 1, formulas/lora.py eq. 2) lives with its experts, so a rank holding E / ep of them holds
+    their adapters only: PEFT's ``lora.ParamWrapper`` sizes lora_A [r' E, in] / lora_B [out, r' E] by the expert
+    dimension of the parameter it wraps, which EP shards (transformers' grouped-experts EP plan splits dim 0), and
+    Megatron-Bridge adds an expert linear's adapter on the rank holding it, marked ``is_expert`` so its gradients
+    reduce over the expert data-parallel group (NVIDIA-NeMo/Megatron-Bridge @2afd2d34
+    src/megatron/bridge/peft/lora.py ``LoRA.transform``: ``is_expert_linear`` -> ``ParallelLinearAdapter(is_expert=
+    ...)``). Every other module's adapter as ``LoraParams.module_shapes``."""
+    if ep <= 1 or m.experts <= 1:
+        return lora.module_shapes(m)
+    r = lora.rank * m.rank_mult * (m.experts // ep)  # (setup refuses an ep that does not divide the experts)
+    return [(r, m.in_features), (m.out_features, r)]
 
 
 def _save_bytes(ctx: TrainingContext) -> int:
