@@ -268,8 +268,8 @@ class FitResult:
     warnings: tuple[str, ...] = ()
     details: dict[str, Any] = field(default_factory=dict)
     duration: Any = None  # training: the Duration behind ``training_time`` (estimate/duration.py), for rendering
-    # serving: the target's hourly price and its cost per million output tokens (``serving_cost``); training's
-    # price and cost are in ``training_time``
+    # the target's hourly price: serving, with its cost per million output tokens (``serving_cost``); training,
+    # with the run's cost (``training_cost``: training_time's price and cost, the same numbers)
     cost: dict[str, Any] | None = None
     # what does fit when this does not: serving, the weight format (format_search.py ``fits_at``); training, the
     # settings changed (``training_fits_at``). None: it fits, a format or the settings were given, or nothing fits
@@ -378,8 +378,8 @@ class FitResult:
             **({"fits_if_changed": list(self.fits_if_changed),
                 # the lines the text answer prints under them (render/fit_text.py, their one home), as CLI flags
                 "fits_if_changed_text": self._fits_if_changed_text()} if self.kind == "training" else {}),
-            **({"cost": self.cost, "running_sequences": self.details.get("running_sequences")}
-               if self.kind == "inference" else {}),
+            "cost": self.cost,
+            **({"running_sequences": self.details.get("running_sequences")} if self.kind == "inference" else {}),
         }
 
     def _fits_if_changed_text(self) -> list[str]:
@@ -438,16 +438,19 @@ def instances_for(count: int, instance: Instance | None) -> int:
     return max(1, -(-count // instance.device_count))
 
 
-def devices_text(count: int, device: str, instances: int = 1, instance: str | None = None) -> str:
+def devices_text(count: int, device: str, instances: int = 1, instance: str | None = None,
+                 copies: bool = True) -> str:
     """The devices of an answer as one line, the one text ``models --fits-on``'s header, the web's "what fits" page
     and ``recommend``'s options (CLI, JSON, web, plan) name their hardware by: ``count`` every device, ``instances``
     the machines they are (:func:`instances_for`; local devices: copies of the group), ``instance`` the catalog
     instance id (None: devices named bare). '16 x h100-sxm (aws-p5.48xlarge, 2 instances)', '8 x h100-sxm
-    (aws-p5.48xlarge)', '4 x h100-sxm', '3 x rtx-4090 (3 copies)', a single device by its id alone."""
+    (aws-p5.48xlarge)', '4 x h100-sxm', '3 x rtx-4090 (3 copies)', a single device by its id alone. ``copies``
+    False: the machines do not each hold a copy of the model (one training job over all of them, a plan's
+    resources.nodes), so they are named as machines: '64 x h100-sxm (8 machines)'."""
     if instance is not None:
         return f"{count} x {device} ({instance}" + (f", {instances} instances)" if instances > 1 else ")")
     text = device if count == 1 else f"{count} x {device}"
-    return text + (f" ({instances} copies)" if instances > 1 else "")
+    return text + (f" ({instances} {'copies' if copies else 'machines'})" if instances > 1 else "")
 
 
 def link_bandwidth_for(device: Device, instance: Instance | None, hardware_files: Sequence[str | Path] = ()) -> float | None:
@@ -1522,6 +1525,18 @@ def serving_cost(device: Device, count: int, instance: Instance | None, kwh_pric
             if price is not None and tokens_per_second else None}
 
 
+def training_cost(device: Device, count: int, instance: Instance | None, kwh_price: float | None,
+                  timing: dict[str, Any] | None) -> dict[str, Any]:
+    """A training fit's top-level cost: the target's hourly price by the rule ``serving_cost`` prices a serving fit
+    by (``hourly_price``) and, with a run timed, its cost in USD (``run``): ``timing`` is ``training_time``
+    (``duration.training_time_on``), whose price and cost are read here, not computed again, so ``fit --train
+    --json``'s ``cost`` and ``training_time`` carry one number."""
+    price, kind, how = hourly_price(device, count, instance, kwh_price)
+    if timing is not None:
+        price = timing["price_per_hour"]
+    return {"price_per_hour": price, "basis": how or kind, "run": timing["cost"] if timing is not None else None}
+
+
 def _split_speed(spec: ModelSpec, est: Estimate, device: Device, host_device: str | Device | None,
                  hardware_files: Sequence[str | Path], instance: Instance | None, fmt: str, prompt: int, out: int,
                  concurrency: int, sp: SpeedEstimate, warnings: list[str]) -> SpeedEstimate:
@@ -1682,6 +1697,8 @@ def training_layout(fields: dict[str, Any], est: Estimate, count: int) -> str:
     for key, name in (("tp", "TP"), ("pp", "PP"), ("ep", "EP"), ("context_parallel", "CP")):
         if int(fields.get(key) or 1) > 1:
             parts.append(f"{name} {fields[key]} (stated)")
+        if key == "tp" and fields.get("sequence_parallel") and int(fields.get("tp") or 1) > 1:
+            parts.append("sequence parallel (stated)")  # it changes the activations and the time (TP's own split)
     if fields.get("etp") is not None:
         parts.append(f"ETP {fields['etp']} (stated)")
     if fields.get("offload", "none") != "none":
@@ -1747,7 +1764,8 @@ def fit_training(model: ModelSpec | str, hardware: str | Device | Instance, coun
                      verdict_high(est) or hi, int(d["memory_budget"]), hr, est, None, timing, tuple(reasons),
                      tuple(assumptions), tuple(est.warnings),
                      {"usable_memory_per_device": usable, "components_high_per_device": hi}, dur, fits_at=at,
-                     fits_if_changed=changed, instances=instances_for(n, instance))
+                     fits_if_changed=changed, instances=instances_for(n, instance),
+                     cost=training_cost(device, n, instance, kwh_price, timing))
 
 
 class _Placement(NamedTuple):

@@ -126,11 +126,28 @@ def checkpoint_bytes(trained_params: int, weight_bytes: float, master_bytes: flo
                          + frozen_params_saved * frozen_bytes))
 
 
-def checkpoint_shard_bytes(checkpoint: int, ranks: int) -> int:
-    """Eq. (5): the part one of ``ranks`` ranks writes [B]."""
+def checkpoint_shard_bytes(checkpoint: int, ranks: int, own: int = 0) -> int:
+    """Eq. (5): the part of one checkpoint the most loaded of ``ranks`` ranks writes [B]:
+
+        written = max(ceil(checkpoint / ranks), own)
+
+    A distributed checkpoint writes every tensor once and spreads the replicated ones over the ranks holding them:
+    torch.distributed.checkpoint keeps each duplicate write item on the rank whose plan is smallest so far
+    (torch/distributed/checkpoint/_dedup_save_plans.py ``dedup_save_plans`` @1baca9bc lines 12-37), Megatron-Core's
+    dist-ckpt distributes the save "as uniformly as possible" over the ranks by their replication
+    (megatron/core/dist_checkpointing/strategies/fully_parallel.py ``FullyParallelSaveStrategyWrapper``
+    @008e9cdb lines 50-66). So each of ``ranks`` ranks writes an even share, but never less than ``own``: the bytes
+    only it holds (its shard of sharded states), which no other rank can write for it.
+
+    >>> checkpoint_shard_bytes(98_000_000_000, 64)
+    1531250000
+    >>> checkpoint_shard_bytes(100, 4, own=30)   # a rank holding 30 B no other rank has
+    30
+    """
     if ranks < 1:
         raise InputError(f"ranks must be >= 1, got {ranks}")
-    return math.ceil(checkpoint / ranks)
+    _nonneg(own=own)
+    return max(math.ceil(checkpoint / ranks), own)
 
 
 def kept_checkpoints_bytes(checkpoint: int, keep: int) -> int:

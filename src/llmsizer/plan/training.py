@@ -252,10 +252,22 @@ def plan_training(job: TrainingJob, req: Request, ctx: PlanContext) -> JobPlan:
             "estimate would ask for)")
     mem_ratio = need / inf_need if inf_need else None
     mem.add("ratio", "training / inference memory", mem_ratio, "ratio")
+    # "of which": the parts of the need above, the estimate's device items at the peak (the memory table's cells,
+    # one field); a state's full size (details.model_states: e.g. every gradient, after the backward) under its own
+    # label where it differs, so one label never carries two numbers (probe14 D4)
     states = est.details.get("model_states", {})
+    at_peak: dict[str, int] = {}
+    for i in est.items:
+        if i.location == "device":
+            at_peak[i.name] = at_peak.get(i.name, 0) + i.bytes
     for k in ("weights", "adapter_weights", "master_weights", "gradients", "optimizer_states"):
-        if states.get(k):
-            mem.add(f"state_{k}", f"  of which {k.replace('_', ' ')}", states[k], "B", "per device")
+        what = k.replace('_', ' ')
+        if at_peak.get(k):
+            mem.add(f"state_{k}", f"  of which {what} (at the peak)", at_peak[k], "B",
+                    f"per device, live at the peak ({est.details.get('peak_phase') or 'the peak'}): the item {k}")
+        if states.get(k) and states[k] != at_peak.get(k, 0):
+            mem.add(f"state_{k}_full", f"  {what} at full size (not all live at the peak)", states[k], "B",
+                    "per device, every one of them held at once (details.model_states)")
     if est.details.get("peak_phase"):
         mem.note(f"peak at: {est.details['peak_phase']}")
     # fit's names (docs/nomenclature.md): a training run's verdict compares its memory per device with the budget;
@@ -368,6 +380,40 @@ def _checkpoint_size(job: TrainingJob, spec: ModelSpec, est: Estimate, params: i
     return S.checkpoint_bytes(trained, wb, mb, ob), what, trained
 
 
+def _checkpoint_per_rank(job: TrainingJob, est: Estimate, one: int, precision: str, gpus: int
+                         ) -> tuple[int, str] | None:
+    """(bytes the most loaded rank writes of one checkpoint, formula text), or None where one process writes it all
+    (one device; DDP / HF Trainer with no sharding: rank 0's torch.save).
+
+    The rank's own shard is the estimate's (one home): its per-device model states that the data-parallel sharding
+    splits (``details.model_states``: optimizer states and fp32 master from ZeRO-1 / Megatron's distributed
+    optimizer up, the weights too at ZeRO-3 / FSDP full or hybrid shard), already divided by TP, PP and EP there.
+    Megatron (dist-ckpt, every rank writes) and FSDP (torch.distributed.checkpoint) spread the rest over all
+    ``gpus`` ranks (eq. (5)); DeepSpeed writes each data-parallel rank's ZeRO partition file, its own shard, and the
+    model file from data-parallel rank 0 (deepspeed/runtime/engine.py ``_save_zero_checkpoint``,
+    ``_save_checkpoint``)."""
+    s = job.settings
+    stage = 2 if s.fsdp == "grad_op" else 3 if s.fsdp is not None else (s.zero or 0)
+    megatron = precision.startswith("megatron-")
+    if gpus <= 1 or not (stage or megatron):
+        return None
+    states = est.details.get("model_states", {})
+    saved = ("master_weights", "optimizer_states") if job.checkpoints.save_optimizer is not False else ()
+    kinds = [k for k in saved if stage >= 1] + (["weights", "adapter_weights"] if stage >= 3 else [])
+    own = int(sum(states.get(k) or 0 for k in kinds))
+    what = " + ".join(k.replace("_", " ") for k in kinds if states.get(k))
+    if megatron or s.fsdp is not None:
+        fw = "Megatron dist-ckpt" if megatron else "torch.distributed.checkpoint"
+        return (S.checkpoint_shard_bytes(one, gpus, own),
+                f"{fw}: each tensor written once, replicas spread evenly: one checkpoint / {gpus} ranks"
+                + (f", at least the rank's own shard ({what} per device, {format_bytes(own, binary=False)})"
+                   if own else ""))
+    if not own:
+        return None
+    return (own, f"DeepSpeed ZeRO-{stage}: each data-parallel rank's partition file, its {what} per device"
+            + ("; data-parallel rank 0 also writes the model file" if stage < 3 else ""))
+
+
 def _storage(job: TrainingJob, spec: ModelSpec, est: Estimate, params: int, tokens: int | None,
              per_epoch: int | None, steps: int | None, secs: float | None, interval_s: float | None,
              saves: int | None, precision: str, gpus: int, notes: JobNotes) -> tuple[Sec, list[Series], int]:
@@ -412,13 +458,9 @@ def _storage(job: TrainingJob, spec: ModelSpec, est: Estimate, params: int, toke
     st.add("checkpoint_one", "one checkpoint", one, "B_disk", one_how, "formulas/storage.py eq. (4)")
     base_file = weight_bytes(spec, "bf16").total
     st.add("checkpoint_vs_model", "one checkpoint / bf16 model file", one / base_file if base_file else None, "ratio")
-    shard_stage = job.settings.zero or 0
-    if job.settings.fsdp is not None:
-        shard_stage = 2 if job.settings.fsdp == "grad_op" else 3
-    if shard_stage:
-        ranks = max(1, gpus // ((job.settings.tp or 1) * (job.settings.pp or 1)))
-        st.add("checkpoint_shard", "written by each rank", S.checkpoint_shard_bytes(one, ranks), "B_disk",
-               f"one checkpoint / {ranks} data-parallel ranks (sharded optimizer states)", "formulas/storage.py eq. (5)")
+    shard = _checkpoint_per_rank(job, est, one, precision, gpus)
+    if shard is not None:
+        st.add("checkpoint_shard", "written by each rank", shard[0], "B_disk", shard[1], "formulas/storage.py eq. (5)")
     keep = ck.keep
     if keep is None and interval_s is not None:
         keep_n = saves or 1

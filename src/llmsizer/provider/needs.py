@@ -206,6 +206,7 @@ def need_of(jp: JobPlan, job: Any, request: Request, now: _dt.datetime,
         team=request.team, cost=_usd(f.get("cost_total")), cost_per_month=_usd(f.get("cost_month")),
         memory_verdict=_memory_verdict(jp),
         memory_binding=_memory_binding(jp), duration_basis=basis, duration_verdict=unknown,
+        warnings=tuple(str(w) for w in jp.warnings),
         hardware_named=job.resources.given,
         replan=_replanner(job, request, now, hardware_files, plan_ctx))
 

@@ -183,6 +183,9 @@ class JobNeed:
     # (the request's expected_duration), or, with no figure at all, why it cannot be placed; '' when the plan timed it
     duration_basis: str = ""
     duration_verdict: str = ""
+    # the plan's warnings on the job (JobPlan.warnings, as `plan` prints them: e.g. a duration timed over the link
+    # inside one machine, a lower bound), carried so that `capacity check` and `book` say what the plan says
+    warnings: tuple[str, ...] = ()
     team: str | None = None  # request.team: whose quota (inventory quotas) the job counts against
     # the plan's cost [USD] of the job (its facts cost_total: a run's, a service's over its stated duration) and a
     # service's per month (cost_month); None where the plan has no price. Carried into the booking (Figures)

@@ -1,0 +1,94 @@
+"""probe14 D3, D4, D10: a training plan's per-rank checkpoint write, its "of which" rows and its hardware words.
+
+D3: "written by each rank" divided one checkpoint by the data-parallel ranks only (gpus / (tp x pp)): 13.36 GB for
+Qwen3-30B-A3B under Megatron (TP 2, EP 8, ZeRO-1, 64 x H100) where a distributed checkpoint (Megatron dist-ckpt,
+torch DCP) writes each tensor once and spreads the replicas over all 64 ranks: one / 64 (6.68 GB), at least the
+rank's own shard. DeepSpeed writes each data-parallel rank's ZeRO partition: its fp32 master + Adam states only.
+D4: the plan listed "of which gradients 9.64 GiB" (full size, details.model_states) under a need whose memory table
+holds 8.89 GiB of gradients at the peak: one label, two numbers.
+D10: 64 x h100-sxm on 8 nodes read "(8 copies)": one training job spread over 8 machines holds no copy per machine.
+The truths here are parameter counts (count_params, checked against transformers' modules in tests/catalog) times
+bytes per parameter from the frameworks' state layouts, not llmsizer's own per-rank output."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from llmsizer.formulas.params import count_params
+from llmsizer.models import load_model
+from llmsizer.plan import make_plan
+from llmsizer.request import parse_request
+
+
+def _plan(settings: str, count: int, nodes: int | None = None, model: str = "qwen3-30b-a3b"):
+    nodes_line = f", nodes: {nodes}" if nodes else ""
+    text = f"""
+version: 1
+jobs:
+  - name: t
+    kind: training
+    model: {{name: {model}}}
+    method: full
+    purpose: pretraining
+    settings: {{micro_batch: 1, seq_len: 4096, grad_checkpointing: full, attention: flash, {settings}}}
+    dataset: {{tokens: 10B tokens}}
+    resources: {{device: h100-sxm, count: {count}{nodes_line}}}
+"""
+    return make_plan(parse_request(text)).jobs[0]
+
+
+MEGATRON = "precision: megatron-bf16, tp: 2, ep: 8, sequence_parallel: true, train_tokens: 10B tokens"
+
+
+def _params(model: str) -> int:
+    return count_params(load_model(model)).total
+
+
+def test_megatron_dist_ckpt_each_rank_writes_one_sixty_fourth() -> None:
+    jp = _plan(MEGATRON + ", zero: 1", 64, 8)
+    p = _params("qwen3-30b-a3b")
+    one = p * (2 + 4 + 8)  # Megatron bf16 model + fp32 main params + Adam's two fp32 moments (dist-ckpt's contents)
+    assert jp.value("storage", "checkpoint_one") == one
+    per_rank = jp.value("storage", "checkpoint_shard")
+    assert per_rank == math.ceil(one / 64)  # 6.68 GB; the data-parallel ranks alone (32) gave twice that
+    assert per_rank < one / 32
+
+
+def test_megatron_without_distributed_optimizer_still_writes_per_rank() -> None:
+    """zero 0 with tp 2: dist-ckpt still has every rank write its share; the plan printed no per-rank line."""
+    jp = _plan(MEGATRON + ", zero: 0", 64, 8)
+    assert jp.value("storage", "checkpoint_shard") == math.ceil(_params("qwen3-30b-a3b") * 14 / 64)
+
+
+def test_deepspeed_zero1_rank_writes_its_partition() -> None:
+    """DeepSpeed ZeRO-1, 8 ranks: each writes its optimizer partition file, fp32 master + Adam moments (12 B) / 8;
+    the bf16 model file is data-parallel rank 0's. One checkpoint / 8 (14 B / 8) counted the weights on every rank."""
+    jp = _plan("precision: deepspeed-bf16, zero: 1, train_tokens: 1B tokens", 8, model="llama-3.1-8b")
+    p = _params("llama-3.1-8b")
+    assert jp.value("storage", "checkpoint_shard") == pytest.approx(p * 12 / 8, rel=1e-6)
+
+
+def test_of_which_rows_are_the_memory_tables_items() -> None:
+    jp = _plan(MEGATRON + ", zero: 1", 64, 8)
+    items = {i.name: i.bytes for i in jp.estimate.items if i.location == "device"}
+    mem = {f.key: f for f in jp.section("memory").figures}
+    rows = {k[len("state_"):]: f for k, f in mem.items() if k.startswith("state_") and not k.endswith("_full")}
+    assert set(rows) >= {"weights", "master_weights", "gradients", "optimizer_states"}
+    for k, f in rows.items():
+        assert f.value == items[k], k  # the table's cell, at the peak
+        assert f.label.strip().startswith("of which") and "at the peak" in f.label
+    assert sum(f.value for f in rows.values()) <= jp.value("memory", "need")
+    # the full-size gradients (fp32 main grads, all of them) differ from those live at the peak: their own label
+    full = mem["state_gradients_full"]
+    assert full.value == jp.estimate.details["model_states"]["gradients"] != rows["gradients"].value
+    assert "of which" not in full.label and "full size" in full.label
+    labels = [f.label for f in mem.values()]
+    assert len(labels) == len(set(labels))
+
+
+def test_training_machines_are_not_copies() -> None:
+    jp = _plan(MEGATRON + ", zero: 1", 64, 8)
+    assert jp.hardware.label == "64 x h100-sxm (8 machines)"
+    assert "copies" not in jp.summary
