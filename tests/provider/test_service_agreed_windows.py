@@ -240,3 +240,19 @@ def test_an_unreadable_agreed_window_is_bad_input_on_the_cli_and_over_http(key, 
         r = c.post("/api/v1/capacity/check", json={"request": body})
     assert r.status_code == 400, r.text
     assert f":{line}: job 'chat' (inference): service.{key}: {text!r} is not a window llmsizer can read" in r.text
+
+
+def test_a_day_alone_is_that_whole_day() -> None:
+    """'Sat' / 'Sundays' / 'weekends' with no hours: each of those days whole, 00:00-24:00 UTC (tests/plan's requests
+    say `maintenance_windows: [Sun]`; the request reader refused them as unreadable once it checked every window)."""
+    import datetime as dt
+
+    from llmsizer.request.windows import parse_window
+    sat = parse_window("Sat")
+    assert sat is not None
+    assert sat(dt.datetime(2026, 12, 5, 0, 0), dt.datetime(2026, 12, 6, 0, 0))        # 2026-12-05 is a Saturday
+    assert not sat(dt.datetime(2026, 12, 5, 23, 0), dt.datetime(2026, 12, 6, 1, 0))   # into Sunday
+    assert not sat(dt.datetime(2026, 12, 4, 12, 0), dt.datetime(2026, 12, 4, 13, 0))  # a Friday
+    weekends = parse_window("weekends")
+    assert weekends is not None and weekends(dt.datetime(2026, 12, 6, 10), dt.datetime(2026, 12, 6, 11))
+    assert parse_window("Sundays") is not None and parse_window("lunchtime") is None

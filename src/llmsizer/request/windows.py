@@ -2,7 +2,8 @@
 provider's maintenance can be checked against them. Understood forms (UTC; a trailing ``UTC``/``Z`` is allowed):
 
 * recurring: ``Sundays 02:00-04:00``, ``Sun 23:00-01:00`` (crossing midnight), ``Mon,Thu 01:00-02:00``,
-  ``Mon-Fri 01:00-02:00``, ``daily 03:00-04:00`` (also ``every day``, ``weekdays``, ``weekends``);
+  ``Mon-Fri 01:00-02:00``, ``daily 03:00-04:00`` (also ``every day``, ``weekdays``, ``weekends``); days alone
+  (``Sat``, ``Sundays``, ``weekends``): each of those days whole, 00:00-24:00;
 * one-off: ``2025-11-15 06:00-18:00`` or ``2025-11-15 06:00 - 2025-11-16 06:00``.
 
 Anything else (another time zone, prose) is not understood: :func:`parse_window` returns ``None``."""
@@ -23,8 +24,8 @@ _ONE_SAME_DAY = re.compile(rf"^{_DATE}[ t]{_TIME}\s*(?:-|–|to)\s*{_TIME}$")
 _ONE_SPAN = re.compile(rf"^{_DATE}[ t]{_TIME}\s*(?:-|–|to)\s*{_DATE}[ t]{_TIME}$")
 
 #: the understood forms, as a refusal of another lists them
-FORMS = ("UTC: 'Sundays 02:00-04:00', 'Mon-Fri 01:00-02:00', 'daily 03:00-04:00', '2025-11-15 06:00-18:00' or "
-         "'2025-11-15 06:00 - 2025-11-16 06:00'")
+FORMS = ("UTC: 'Sundays 02:00-04:00', 'Mon-Fri 01:00-02:00', 'daily 03:00-04:00', 'Sat' (the whole day), "
+         "'2025-11-15 06:00-18:00' or '2025-11-15 06:00 - 2025-11-16 06:00'")
 Window = Callable[[_dt.datetime, _dt.datetime], bool]  # does [start, end) lie inside one occurrence?
 
 
@@ -101,9 +102,11 @@ def parse_window(text: str) -> Window | None:
         a, b = day + t1, day + t2 if t2 > t1 else day + t2 + _dt.timedelta(days=1)
         return lambda s, e: a <= s and e <= b
     m = _RECUR.match(t)
-    if m:
-        days = _days(m.group("days"))
-        t1, t2 = _t(m.group(2), m.group(3)), _t(m.group(4), m.group(5))
+    whole = None if m else _days(t)  # days alone ('Sat', 'weekends'): each of them whole
+    if m or whole:
+        days = _days(m.group("days")) if m else whole
+        t1, t2 = (_t(m.group(2), m.group(3)), _t(m.group(4), m.group(5))) if m else \
+            (_dt.timedelta(0), _dt.timedelta(hours=24))
         if days is None or t1 is None or t2 is None or t1 == t2:
             return None
         length = t2 - t1 if t2 > t1 else t2 + _dt.timedelta(days=1) - t1
