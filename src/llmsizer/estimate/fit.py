@@ -1663,11 +1663,12 @@ def refuse_unknown_memory(device: Device, usable: int | None) -> int:
     return usable
 
 
-def training_layout(fields: dict[str, Any], est: Estimate, count: int) -> str:
+def training_layout(fields: dict[str, Any], est: Estimate, count: int, searched: Sequence[str] = ()) -> str:
     """The layout a training run on ``count`` devices takes, in words: the sharding (``fields``' fsdp, or the ZeRO
     stage: the one stated, else the one ``training_on_memory`` chose, ``zero_chosen``), tensor / pipeline / expert /
-    context parallelism and offload as ``fields`` state them. What a search's option names (``recommend --train``
-    and a plan's alternatives: each option's memory is this layout's)."""
+    context parallelism and offload as ``fields`` state them (``searched``: the degrees ``recommend --train``'s
+    scale-out search chose, read so; sequence parallelism named with them). What a search's option names
+    (``recommend --train`` and a plan's alternatives: each option's memory is this layout's)."""
     taken = zero_chosen(est)
     parts: list[str] = []
     if fields.get("fsdp"):
@@ -1681,7 +1682,9 @@ def training_layout(fields: dict[str, Any], est: Estimate, count: int) -> str:
         parts.append(f"{kind} ({why})")
     for key, name in (("tp", "TP"), ("pp", "PP"), ("ep", "EP"), ("context_parallel", "CP")):
         if int(fields.get(key) or 1) > 1:
-            parts.append(f"{name} {fields[key]} (stated)")
+            parts.append(f"{name} {fields[key]} ({'searched' if key in searched else 'stated'})")
+    if fields.get("sequence_parallel") and "sequence_parallel" in searched:
+        parts.append("SP (searched: Megatron MoE with TP)")
     if fields.get("offload", "none") != "none":
         parts.append(f"offload {fields['offload']} (stated)")
     return ", ".join(parts) if parts else "one device, no sharding"
