@@ -892,6 +892,8 @@ def _scale_out(spec: ModelSpec, cands: list[_Candidate], wl: dict[str, Any], c: 
     gpus = [x for x in cands if x.instance is not None and x.device.kind == "gpu" and x.device.memory_bytes
             and training_peak(x.device, str(wl.get("precision", TrainingWorkload.precision)),
                               bool(wl.get("tf32", False)))[0] is not None]
+    if not gpus:  # local devices only (--laptop) or no GPU instance: nothing scales out, nothing to say
+        return [], [], []
     gpus.sort(key=lambda x: (-int(x.device.memory_bytes or 0), -x.count, x.target))
     done: dict[tuple[str, int], ScaledLayout | None] = {}
     found: list[tuple[_Candidate, ScaledLayout]] = []
