@@ -85,6 +85,7 @@ from .estimate.framework import with_framework
 from .estimate.inference.common import running_and_queued
 from .estimate.inference.media import media_in_context
 from .estimate.model_warnings import refuse_engine, refuse_unmodelled
+from .estimate.recommend_layout import MAX_SCALE_INSTANCES, NEEDS_LEAST, ScaledLayout, search_layout
 from .estimate.verdict import check_headroom, margin_rule, search_margin_assumption
 from .formulas.cost import cost_per_million_tokens
 from .formulas.params import count_params
@@ -874,9 +875,69 @@ def _quantization_advice(spec: ModelSpec, cat: HardwareCatalog, context: int, co
 
 # ------------------------------------------------------------------------------------------------- training
 
-def _layout(fields: dict[str, Any], fr: FitResult) -> str | None:
-    """The layout of the run ``fr`` sized (``training_layout``) on its devices."""
-    return training_layout(fields, fr.estimate, fr.count) if fr.estimate is not None else None
+def _layout(fields: dict[str, Any], fr: FitResult, scaled: ScaledLayout | None = None) -> str | None:
+    """The layout of the run ``fr`` sized (``training_layout``) on its devices; ``scaled``: the degrees the
+    scale-out search chose read so, not as stated."""
+    searched = tuple(scaled.fields) if scaled is not None else ()
+    return training_layout(fields, fr.estimate, fr.count, searched) if fr.estimate is not None else None
+
+
+def _scale_out(spec: ModelSpec, cands: list[_Candidate], wl: dict[str, Any], c: Constraints,
+               hardware_files: Sequence[str | Path]) -> tuple[list[tuple[_Candidate, ScaledLayout]], list[str],
+                                                             list[Assumption]]:
+    """When no instance holds the run: for each GPU instance type, the fewest instances and a layout on which it
+    fits (``estimate/recommend_layout.py`` ``search_layout``), the options to size; the advice (what was searched,
+    or the closest layout and why it does not fit) and the search's assumptions. One search per (device, devices
+    per instance): instances of one kind share the memory answer (their networks time it apart). Instance types
+    are searched by device memory, largest first: a device with less memory needs at least the devices one with
+    more needed, so its counts start there."""
+    gpus = [x for x in cands if x.instance is not None and x.device.kind == "gpu" and x.device.memory_bytes
+            and training_peak(x.device, str(wl.get("precision", TrainingWorkload.precision)),
+                              bool(wl.get("tf32", False)))[0] is not None]
+    if not gpus:  # local devices only (--laptop) or no GPU instance: nothing scales out, nothing to say
+        return [], [], []
+    gpus.sort(key=lambda x: (-int(x.device.memory_bytes or 0), -x.count, x.target))
+    done: dict[tuple[str, int], ScaledLayout | None] = {}
+    found: list[tuple[_Candidate, ScaledLayout]] = []
+    closest: tuple[_Candidate, ScaledLayout] | None = None
+    floor, calls = 1, 0
+    memo: dict[tuple[Any, ...], FitResult | None] = {}
+    for cand in gpus:
+        inst = cand.instance
+        assert inst is not None
+        key = (cand.device.id, inst.device_count)
+        if key not in done:
+            got, near, n = search_layout(spec, inst, wl, headroom=c.headroom, hardware_files=hardware_files,
+                                         cap=MAX_SCALE_INSTANCES, min_devices=floor, memo=memo)
+            calls += n
+            done[key] = got
+            floor = max(floor, got.devices if got is not None else MAX_SCALE_INSTANCES * inst.device_count + 1)
+            if near is not None and (closest is None or near.load < closest[1].load):
+                closest = (cand, near)
+        lay = done[key]
+        if lay is not None:
+            found.append((cand, lay))
+    notes = [Assumption("scale_out_cap", f"{MAX_SCALE_INSTANCES} instances", True,
+                        "no instance holds the run: each GPU instance type grown 1, 2, 4, ... instances up to this "
+                        "cap until a TP / PP / EP layout fits (estimate/recommend_layout.py: TP within an instance, "
+                        "PP up to 16, the least model parallelism that fits, sequence parallelism with TP for a "
+                        f"Megatron MoE; {NEEDS_LEAST}; a device with less memory starts at the devices one with "
+                        f"more needed); {calls} layouts sized")]
+    if found:
+        best = min(found, key=lambda f: (f[1].devices, f[0].target))
+        advice = [f"no single instance holds this run: {len(found)} instance types fit on several instances with a "
+                  f"chosen layout; e.g. {best[0].target}: fit --train --device {best[0].target} {best[1].flags()}"]
+    elif closest is not None:
+        cand, near = closest
+        advice = [f"no layout fits on up to {MAX_SCALE_INSTANCES} instances of any GPU instance type; the closest: "
+                  f"{near.devices} x {cand.device.id} ({cand.target}, {near.instances} instances) with "
+                  f"{near.flags()}: needs {format_bytes(near.fit.memory_per_device or 0)} per device of a "
+                  f"{format_bytes(near.fit.budget_per_device or 0)} budget (fit --train --device {cand.target} "
+                  f"{near.flags()} says what fits: offload, a smaller micro-batch, recomputation)"]
+    else:
+        advice = [f"no layout fits on up to {MAX_SCALE_INSTANCES} instances of any GPU instance type, and none of "
+                  "the layouts searched is valid for this model and workload"]
+    return found, advice, notes
 
 
 def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: float | None = None,
@@ -917,24 +978,30 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
     cands, rejected = _candidates(cat, c, training=True)
     gpus = wl.get("gpus")  # --gpus N: every option is N devices (checked by TrainingWorkload above)
     meets: list[Option] = []
-    for cand0 in cands:
+    fitted: list[str] = []  # the candidates whose own devices hold the run (no scale-out search when any does)
+
+    def consider(cand0: _Candidate, scaled: ScaledLayout | None = None) -> None:
+        """``cand0`` sized and timed as ``fit --train`` sizes it: its own devices, ``--gpus N``'s or, ``scaled``,
+        the instances and layout the scale-out search found; appended to ``meets`` or ``rejected``."""
+        tf = training_fields if scaled is None else {**{k: v for k, v in wl.items() if k != "gpus"}, **scaled.fields}
         dev = cand0.device
         stub: dict[str, Any] = dict(target=cand0.target, name=cand0.name, provider=cand0.provider, device=dev.id,
                                     device_kind=dev.kind, count=cand0.count,
-                                    tensor_parallel=int(wl.get("tp", 1)), engine="",
+                                    tensor_parallel=int(tf.get("tp", 1)), engine="",
                                     weights_format="nf4-dq" if method == "qlora" else "bf16")
-        sized = cand0 if gpus is None else _with_devices(cand0, int(gpus), c)
+        sized = (cand0 if gpus is None and scaled is None else
+                 _with_devices(cand0, scaled.devices if scaled is not None else int(gpus or 0), c))
         if isinstance(sized, str):
             rejected.append(Option(**stub, replicas=1, status="rejected",
                                    reasons=(f"{sized} (--gpus {gpus}: whole instances only)",)))
-            continue
+            return
         cand = sized
-        if least > 1 and "gpus" not in wl:  # a layout the option's devices cannot take (tp 8 on 4 devices): rejected
+        if scaled is None and least > 1 and "gpus" not in wl:  # a layout the option's devices cannot take (tp 8 on 4 devices): rejected
             try:
                 TrainingWorkload(**{**known, "gpus": cand.count})
             except InputError as e:
                 rejected.append(Option(**stub, replicas=1, status="rejected", reasons=(str(e),)))
-                continue
+                return
         # the instances the option is (--gpus N over several whole instances), before any added for a deadline;
         # an option's count is all its devices and its instances the machines they are (fit's FitResult.instances)
         per_option = instances_for(cand.count, cand.instance)
@@ -943,16 +1010,16 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
                                         bool(wl.get("tf32", False)))
         if peak is None:
             rejected.append(Option(**stub, replicas=1, status="rejected", reasons=(f"no sourced {key} peak FLOP/s",)))
-            continue
+            return
         reasons: list[str] = []
         if dev.memory_bytes is None and cand.memory is None:
             rejected.append(Option(**stub, replicas=1, status="rejected", reasons=("device memory unknown",)))
-            continue
+            return
         try:  # a setting this device cannot run (GPU offload or paged optimizers on a CPU) rejects the option
             fr = fit_training(spec, cand.instance or dev,
-                              None if cand.instance is not None and gpus is None else cand.count,
+                              None if cand.instance is not None and gpus is None and scaled is None else cand.count,
                               headroom=c.headroom, memory=cand.memory, hardware_files=hardware_files,
-                              tokens=tokens, utilization=utilization, fits_at=False, **(training_fields or {}))
+                              tokens=tokens, utilization=utilization, fits_at=False, **(tf or {}))
         except InputError as e:
             # bad input for every device: exit 2 as before (a CPU or an Apple chip refuses the CUDA-only settings:
             # offload, paging; a GPU the kernel a setting names, DeviceCannotRunError: rejected)
@@ -961,15 +1028,25 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
             # NotModelledError: a setting the device runs through a stack llmsizer does not size; its message says
             # "not modelled", not that the device cannot run it
             rejected.append(Option(**stub, replicas=1, status="rejected", reasons=(str(e),)))
-            continue
+            return
         if not fr.fits:
             rejected.append(Option(**stub, replicas=1, status="rejected", reasons=fr.reasons,
                                    memory_per_device=fr.memory_per_device, budget_per_device=fr.budget_per_device,
-                                   layout=_layout(wl, fr)))
-            continue
+                                   layout=_layout(tf, fr, scaled)))
+            return
+        if scaled is None:
+            fitted.append(cand.target)
         fit_at = slice(len(reasons), len(reasons) + len(fr.reasons))  # the verdict of the layout fr is
         reasons.extend(fr.reasons)
-        if per_option > 1 and cand.instance is not None:  # --gpus N over several instances: said, with their link
+        if scaled is not None:  # the scale-out search's instances and layout, with the flags that state them
+            net = cand.instance.network if cand.instance is not None else None
+            reasons.append(f"{scaled.instances} instances: the fewest of this type on which a layout fits (recommend's "
+                           f"scale-out search, up to {MAX_SCALE_INSTANCES}); fit --train --device {cand.target} "
+                           f"{scaled.flags()} gives these numbers; collectives between the instances over "
+                           + (f"--network {wl['network']}" if wl.get("network") else
+                              f"the instance's {net.raw:g} {net.unit} network" if net is not None else
+                              "one machine's link (no network in the catalog), a lower bound"))
+        elif per_option > 1 and cand.instance is not None:  # --gpus N over several instances: said, with their link
             net, each = cand.instance.network, cand.count // per_option
             reasons.append(f"{per_option} instances of {each} device{'s' if each > 1 else ''} (--gpus {gpus}), "
                            + (f"collectives between them over --network {wl['network']}" if wl.get("network")
@@ -993,18 +1070,18 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
                                        training_seconds=one,
                                        reasons=(f"{format_seconds(one)} on {cand.count} devices (--gpus) misses the "
                                                 + missed,)))
-                continue
+                return
             if nodes > MAX_NODES or cand.instance is None:
                 rejected.append(Option(**stub, replicas=1, status="rejected", training_seconds=one, reasons=(
                     f"{format_seconds(one)} on one {'instance' if cand.instance else 'device'} misses the "
                     + missed + ("" if cand.instance else " (local hardware does not scale out)"),)))
-                continue
+                return
             # several instances: fit --train --count N x the instance's devices (memory, and the duration with the
             # collectives over the instance's network), adding instances while the network keeps it past the deadline
             while True:
                 many = fit_training(spec, cand.instance, cand.count * nodes, headroom=c.headroom, memory=cand.memory,
                                     hardware_files=hardware_files, tokens=tokens, utilization=utilization,
-                                    fits_at=False, **{k: v for k, v in (training_fields or {}).items() if k != "gpus"})
+                                    fits_at=False, **{k: v for k, v in (tf or {}).items() if k != "gpus"})
                 secs = float(many.duration.seconds or 0.0) if many.duration is not None else one / nodes
                 if secs <= limit or nodes >= MAX_NODES or not many.fits:
                     break
@@ -1014,14 +1091,14 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
                                        replicas=many.replicas, status="rejected",
                                        training_seconds=secs,
                                        reasons=many.reasons if not many.fits else (
-                                           f"{format_seconds(secs)} on {nodes} instances misses the "
+                                           f"{format_seconds(secs)} on {many.instances} instances misses the "
                                            + missed,)))
-                continue
+                return
             fr = many
             reasons[fit_at] = many.reasons  # the scaled-out layout's memory, not the one instance's
             if many.duration is not None:  # the run the option is: several instances' collectives
                 timed[cand.target] = (many.duration.assumptions, many.all_warnings)
-            reasons.append(f"{nodes} instances to meet the " + ("deadline" if c.deadline is not None else
+            reasons.append(f"{many.instances} instances to meet the " + ("deadline" if c.deadline is not None else
                            f"{format_seconds(limit)} practical limit (no deadline given)")
                            + " (collectives over the instance's network)")
         devices = cand.count * nodes
@@ -1032,7 +1109,7 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
                      price_per_hour=price,
                      cost_basis=cand.cost_basis, training_seconds=secs, device_hours=device_hours(secs, devices),
                      run_cost=total, memory_per_device=fr.memory_per_device, budget_per_device=fr.budget_per_device,
-                     layout=_layout(wl, fr))
+                     layout=_layout(tf, fr, scaled))
         if c.max_cost is not None and (total is None or total > c.max_cost):
             opt = _replace(opt, status="rejected", reasons=(  # money as units.format_usd: cents below $100
                 "no price to compare with the budget" if total is None
@@ -1041,6 +1118,15 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
             opt = _replace(opt, status="rejected", reasons=(
                 "no hourly price" if price is None else f"${price:.2f}/h exceeds ${c.max_cost_per_hour:g}/h",))
         (meets if opt.status == "meets" else rejected).append(opt)
+
+    for cand0 in cands:
+        consider(cand0)
+    advice: list[str] = []
+    scale_notes: list[Assumption] = []
+    if gpus is None and not fitted and cands:  # no instance holds the run: the fewest instances and a layout that do
+        found, advice, scale_notes = _scale_out(spec, cands, wl, c, hardware_files)
+        for cand0, lay in found:
+            consider(cand0, lay)
     # ties broken by name and size, so the ranking does not follow the catalog's or a hardware file's listing order
     meets.sort(key=lambda o: (o.run_cost is None, o.run_cost or 0.0, o.training_seconds or 0.0, o.target, o.count))
     if meets:
@@ -1062,8 +1148,8 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
                                   "--deadline replaces it)"), *assumptions)
     workload = {"tokens": tokens, **{k: (list(v) if isinstance(v, tuple) else v) for k, v in wl.items()},
                 "flops_per_token": fpt, "flops_formula": fl.effective_formula(w.micro_batch), "total_flops": fpt * tokens}
-    return Recommendation("training", spec.name, workload, c, tuple(meets), tuple(rejected), (), (),
-                          tuple(assumptions), tuple(warnings))
+    return Recommendation("training", spec.name, workload, c, tuple(meets), tuple(rejected), tuple(advice), (),
+                          (*assumptions, *scale_notes), tuple(warnings))
 
 
 

@@ -1678,11 +1678,12 @@ def refuse_unknown_memory(device: Device, usable: int | None) -> int:
     return usable
 
 
-def training_layout(fields: dict[str, Any], est: Estimate, count: int) -> str:
+def training_layout(fields: dict[str, Any], est: Estimate, count: int, searched: Sequence[str] = ()) -> str:
     """The layout a training run on ``count`` devices takes, in words: the sharding (``fields``' fsdp, or the ZeRO
     stage: the one stated, else the one ``training_on_memory`` chose, ``zero_chosen``), tensor / pipeline / expert /
-    context parallelism and offload as ``fields`` state them. What a search's option names (``recommend --train``
-    and a plan's alternatives: each option's memory is this layout's)."""
+    context parallelism and offload as ``fields`` state them (``searched``: the degrees ``recommend --train``'s
+    scale-out search chose, read so; sequence parallelism named with them). What a search's option names
+    (``recommend --train`` and a plan's alternatives: each option's memory is this layout's)."""
     taken = zero_chosen(est)
     parts: list[str] = []
     if fields.get("fsdp"):
@@ -1696,9 +1697,11 @@ def training_layout(fields: dict[str, Any], est: Estimate, count: int) -> str:
         parts.append(f"{kind} ({why})")
     for key, name in (("tp", "TP"), ("pp", "PP"), ("ep", "EP"), ("context_parallel", "CP")):
         if int(fields.get(key) or 1) > 1:
-            parts.append(f"{name} {fields[key]} (stated)")
+            parts.append(f"{name} {fields[key]} ({'searched' if key in searched else 'stated'})")
         if key == "tp" and fields.get("sequence_parallel") and int(fields.get("tp") or 1) > 1:
-            parts.append("sequence parallel (stated)")  # it changes the activations and the time (TP's own split)
+            # it changes the activations and the time (TP's own split)
+            parts.append("sequence parallel (searched: Megatron MoE with TP)" if "sequence_parallel" in searched
+                         else "sequence parallel (stated)")
     if fields.get("etp") is not None:
         parts.append(f"ETP {fields['etp']} (stated)")
     if fields.get("offload", "none") != "none":

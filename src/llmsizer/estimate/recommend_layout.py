@@ -1,0 +1,163 @@
+"""The scale-out layout search of ``recommend --train``: for a training run no single instance holds, the fewest
+instances of one type (powers of two up to ``MAX_SCALE_INSTANCES``) and a model-parallel layout (TP, PP, EP) on
+which ``fit_training`` says it fits -- the search Megatron-Bridge's recipes answer by hand (Qwen3-235B-A22B:
+TP 4, PP 16, EP 8 with sequence parallelism; DeepSeek-V3: TP 2, PP 16, EP 64).
+
+Every verdict is ``fit_training``'s (memory only, no duration: ``tokens`` left out), so an option's layout given
+to ``fit --train`` with the same flags gives the same numbers. A layout the workload's checks refuse
+(``TrainingWorkload``: gpus a multiple of tp x pp, ep dividing gpus / (tp x pp); the estimator: tp dividing the
+attention heads, ep dividing the routed experts) is skipped as that call refuses it: the rules are not restated.
+
+Search order and its assumptions (each named in the answer):
+- instance counts 1, 2, 4, ... ``MAX_SCALE_INSTANCES`` (a policy cap: 64 instances = 512 GPUs of an 8-GPU
+  instance); the first count where some layout fits is the answer.
+- TP within one instance (powers of two up to its devices: TP's all-reduces on every layer need its link);
+  PP up to ``MAX_PP`` (Megatron-Bridge's largest recipe PP) and the model's layers; EP (MoE only) any power of two.
+- at each count, the most-sharded layout first: when it does not fit, no layout at that count is searched (it
+  needs the least memory per device: ``NEEDS_LEAST`` below).
+- of the layouts that fit at that count, the one with the least model parallelism (tp x pp, then pp, then tp: less
+  communication first, as ``sharded_workload``'s ZeRO ladder), then the least EP (memory is not monotone in EP:
+  the ZeRO stage ``fit_training`` takes changes with it, so every EP is tried in order).
+- Megatron with an MoE model and TP > 1: sequence parallelism on, as megatron-core requires
+  (megatron/core/transformer/moe/moe_layer.py:636-640, the refusal in estimate/training/setup.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..catalog.hardware import Instance
+from ..errors import InputError
+from ..specs import ModelSpec
+from .fit import FitResult, fit_training
+
+MAX_SCALE_INSTANCES = 64  # the cap on instances the scale-out search grows to (a policy default, named in answers)
+MAX_PP = 16  # the largest pipeline degree searched (Megatron-Bridge's Qwen3-235B and DeepSeek-V3 recipes: PP 16)
+LAYOUT_KEYS = ("tp", "pp", "ep", "sequence_parallel")  # the fields the search may choose (a stated one stays)
+NEEDS_LEAST = ("the most-sharded layout (largest TP, PP and EP) needs the least memory per device, so a count "
+               "where it does not fit is skipped")
+
+
+@dataclass(frozen=True)
+class ScaledLayout:
+    """A layout the search found (``fits``) or the closest one at the cap (not ``fits``): ``instances`` of the
+    instance type, ``devices`` in all, the searched ``fields`` (those the workload left open; a stated degree is
+    the workload's) and the memory-only fit of it."""
+
+    instances: int
+    devices: int
+    fields: dict[str, Any]
+    fit: FitResult
+
+    @property
+    def fits(self) -> bool:
+        return self.fit.fits
+
+    @property
+    def load(self) -> float:
+        """Memory need / budget per device (< 1 fits), how close a layout that does not fit comes."""
+        need, budget = self.fit.memory_per_device, self.fit.budget_per_device
+        return need / budget if need is not None and budget else float("inf")
+
+    def flags(self) -> str:
+        """The CLI flags that state this layout (``fit --train --device INSTANCE`` + these)."""
+        out = [f"--count {self.devices}"]
+        for key in ("tp", "pp", "ep"):
+            if int(self.fields.get(key, 1)) > 1:
+                out.append(f"--{key} {self.fields[key]}")
+        if self.fields.get("sequence_parallel"):
+            out.append("--sequence-parallel")
+        return " ".join(out)
+
+
+def _powers(limit: int) -> list[int]:
+    out, k = [], 1
+    while k <= limit:
+        out.append(k)
+        k *= 2
+    return out
+
+
+def candidate_layouts(spec: ModelSpec, workload: dict[str, Any], devices: int, per_node: int) -> list[dict[str, Any]]:
+    """The (tp, pp, ep) layouts searched on ``devices`` (``per_node`` a machine), least model parallelism first
+    (key tp x pp, pp, tp, ep); a degree the workload states is kept. Unchecked: ``fit_training`` refuses the
+    invalid ones."""
+    megatron = str(workload.get("precision", "")).startswith("megatron-")
+    tps = [int(workload["tp"])] if workload.get("tp") else _powers(min(per_node, devices))
+    pps = [int(workload["pp"])] if workload.get("pp") else _powers(min(MAX_PP, spec.num_layers, devices))
+    eps = [int(workload["ep"])] if workload.get("ep") else _powers(devices) if spec.moe is not None else [1]
+    out = []
+    for tp in tps:
+        for pp in pps:
+            if devices % (tp * pp):
+                continue
+            for ep in eps:
+                if (devices // (tp * pp)) % ep:
+                    continue
+                lay: dict[str, Any] = {"tp": tp, "pp": pp, "ep": ep}
+                if "sequence_parallel" not in workload and megatron and spec.moe is not None and tp > 1:
+                    lay["sequence_parallel"] = True
+                out.append(lay)
+    out.sort(key=lambda f: (f["tp"] * f["pp"], f["pp"], f["tp"], f["ep"]))
+    return out
+
+
+def search_layout(spec: ModelSpec, instance: Instance, workload: dict[str, Any], *, headroom: float | None,
+                  hardware_files: Sequence[str | Path] = (),
+                  cap: int = MAX_SCALE_INSTANCES,
+                  min_devices: int = 1,
+                  memo: dict[tuple[Any, ...], FitResult | None] | None = None
+                  ) -> tuple[ScaledLayout | None, ScaledLayout | None, int]:
+    """The fewest ``instance``s (1, 2, 4, ... ``cap``; none with fewer than ``min_devices`` devices in all: a
+    bound another search gave) and the layout there on which ``workload`` fits
+    (``fit_training``'s verdict, memory only), else None; beside it the closest layout tried that does not fit
+    (the least need / budget, None when every layout was refused) and the count of ``fit_training`` calls made.
+    ``memo``: verdicts by (device, devices, layout), shared by the instance types of one device (a memory verdict
+    does not read the devices per instance, except hybrid sharding's node: not shared then)."""
+    per_node = instance.device_count
+    calls = 0
+    closest: ScaledLayout | None = None
+    base = {k: v for k, v in workload.items() if k != "gpus"}
+
+    def sized(n: int, lay: dict[str, Any]) -> ScaledLayout | None:
+        nonlocal calls, closest
+        key = (instance.device.id, n * per_node, tuple(sorted(lay.items())),
+               per_node if base.get("fsdp") == "hybrid" else None)
+        if memo is not None and key in memo:
+            fr = memo[key]
+        else:
+            calls += 1
+            try:
+                fr = fit_training(spec, instance, n * per_node, headroom=headroom, hardware_files=hardware_files,
+                                  fits_at=False, **{**base, **lay})
+            except InputError:  # a layout the workload's checks or the estimator refuse (the one rule, not restated)
+                fr = None
+            if memo is not None:
+                memo[key] = fr
+        if fr is None:
+            return None
+        out = ScaledLayout(n, n * per_node, {k: v for k, v in lay.items() if k not in base}, fr)
+        if not out.fits and (closest is None or out.load < closest.load):
+            closest = out
+        return out
+
+    for n in _powers(cap):
+        if n * per_node < min_devices:
+            continue
+        layouts = candidate_layouts(spec, base, n * per_node, per_node)
+        most = None
+        for lay in reversed(layouts):  # the most-sharded valid layout: a bound on the count (NEEDS_LEAST)
+            most = sized(n, lay)
+            if most is not None:
+                break
+        if most is None or not most.fits:
+            continue
+        for lay in layouts:  # least model parallelism first, then the least EP: the first that fits
+            got = sized(n, lay)
+            if got is not None and got.fits:
+                return got, closest, calls
+        return most, closest, calls  # (unreached: the bound is one of the layouts)
+    return None, closest, calls
