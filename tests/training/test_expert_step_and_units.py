@@ -43,7 +43,7 @@ def _shares(tp: int, layer: int | None = None) -> tuple[float, float, float]:
 
 
 MEGATRON = dict(method="full", micro_batch=1, seq_len=4096, optimizer="adamw", gpus_per_node=8, zero=1,
-                grad_checkpointing="full", precision="megatron-bf16")
+                grad_checkpointing="full", precision="megatron-bf16", sequence_parallel=True)
 
 
 def test_optimizer_step_elements_follow_the_expert_groups() -> None:
@@ -102,6 +102,6 @@ def test_expert_gradients_reduce_over_the_expert_data_parallel_ranks() -> None:
     _, expert, total = _shares(1)
     spec = load_model("qwen3-30b-a3b")
     for gpus, ratio in ((8, 0.0), (64, (7 / 8) / (63 / 64))):
-        w = TrainingWorkload(**{**MEGATRON, "gpus": gpus, "ep": 8})  # type: ignore[arg-type]
+        w = TrainingWorkload(**{**MEGATRON, "gpus": gpus, "ep": 8, "sequence_parallel": False})  # type: ignore[arg-type]
         got = _dp_reduced_elements(spec, w, int(total))
         assert got == pytest.approx(total - expert + expert / 8 * ratio, rel=1e-9), gpus

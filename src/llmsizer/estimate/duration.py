@@ -160,6 +160,7 @@ from .training.setup import (
     attention_kernel_call,
     compiled_loss,
     compute_bytes,
+    expert_group,
     expert_tp,
     given,
     qlora_base_format,
@@ -1677,7 +1678,7 @@ def _trained_per_device(spec: ModelSpec, w: TrainingWorkload, trained: int) -> t
     if not experts:
         return dense / state_shards, dense / grad_shards
     e_tp = expert_tp(w)
-    _, ge_shards, oe_shards = zero_shards(w.shard_stage, expert_shard_group(w.shard_group, w.ep, w.tp, e_tp))
+    _, ge_shards, oe_shards = zero_shards(w.shard_stage, expert_group(w))
     mine = experts / (w.pp * e_tp * w.ep)
     return dense / state_shards + mine / oe_shards, dense / grad_shards + mine / ge_shards
 

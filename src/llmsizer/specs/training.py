@@ -964,7 +964,8 @@ class TrainingWorkload:
         if self.fsdp == "hybrid" and self.gpus % min(self.gpus, self.gpus_per_node):
             raise InputError(f"hybrid sharding needs gpus ({self.gpus}) to be a multiple of gpus_per_node "
                              f"({self.gpus_per_node})")
-        if self.ep > 1 and self.shard_group % self.ep:
+        if self.ep > 1 and (self.shard_group * self.tp) % ((self.etp or self.tp) * self.ep):
+            # (expert_shard_group's rule: shard_group x tp / (etp x ep) ranks; without a stated etp, shard_group / ep)
             # expert parallelism takes its ranks out of the shard group (formulas/parallelism.py expert_shard_group):
             # torchtitan's efsdp mesh is dp_shard x cp x tp / ep (torchtitan/distributed/parallel_dims.py:280-282),
             # which has no size when ep does not divide the ranks hybrid sharding shards over (one node's)

@@ -22,7 +22,6 @@ from ...formulas.float8_training import TE_SOURCE, TORCHAO_RECIPES, te_weight_co
 from ...formulas.parallelism import (
     DDP_BUCKET_CAP_BYTES,
     MOE_CAPACITY_FACTOR,
-    expert_shard_group,
     pipeline_stage_layers,
     zero_shards,
 )
@@ -52,6 +51,7 @@ from .setup import (
     TrainingContext,
     check_framework_layout,
     compile_partitions_layers,
+    expert_group,
     expert_tp,
     record_workload,
     refuse_attention_kernel,
@@ -933,7 +933,7 @@ def _grads_text(st: StageStates, w: TrainingWorkload, grad_b: int, main_grads: b
     shards them, each part over its ways (the dense ones over the shard group, the routed experts' over the expert
     data-parallel ranks: states.py ``stage_states``; Megatron's fp32 main grads over the optimizer's ways)."""
     _, g_ways, o_ways = zero_shards(w.shard_stage, w.shard_group)
-    _, ge_ways, oe_ways = zero_shards(w.shard_stage, expert_shard_group(w.shard_group, w.ep))
+    _, ge_ways, oe_ways = zero_shards(w.shard_stage, expert_group(w))
     flat_units = w.fsdp is not None and w.fsdp_version == 1 and w.adapters and w.fsdp1_lora_wrap == "with-layers"
     if flat_units or (g_ways == ge_ways == 1 and (not main_grads or o_ways == oe_ways == 1)):
         return (f"{format_count(st.trained_elements)} trained x {grad_b} B"
@@ -967,7 +967,7 @@ def _layout_text(w: TrainingWorkload, spec: ModelSpec) -> str:
     if w.shard_stage:
         kind = f"FSDP {w.fsdp}" if w.fsdp else f"ZeRO-{w.zero}"
         parts.append(f"{kind} over {w.shard_group}" + (
-            f" (experts over {expert_shard_group(w.shard_group, w.ep, w.tp, e_tp)}: the expert data-parallel ranks, "
+            f" (experts over {expert_group(w)}: the expert data-parallel ranks, "
             "formulas/parallelism.py expert_shard_group)" if w.ep > 1 or e_tp != w.tp else ""))
     return (" " + ", ".join(parts)) if parts else ""
 

@@ -20,6 +20,7 @@ from ...formulas.nf4_quantization import (
     matmul_keeps_input,
     quantizes_lm_head,
 )
+from ...formulas.parallelism import expert_shard_group
 from ...formulas.sdpa_dispatch import attention_dtype
 from ...formulas.tensor_parallel import check_tensor_parallel, resident_expert_tp, training_tp_framework
 from ...formulas.training_activations import ActivationSetup
@@ -134,6 +135,13 @@ def expert_tp(w: TrainingWorkload) -> int:
     """The experts' tensor-parallel ways llmsizer's states and expert data-parallel group use for ``w``
     (formulas/tensor_parallel.py ``resident_expert_tp``: the stated etp under Megatron-Core, else tp)."""
     return resident_expert_tp(training_tp_framework(w.precision, w.framework), w.tp, w.ep, w.etp)
+
+
+def expert_group(w: TrainingWorkload) -> int:
+    """The ranks one routed expert's shards span under ``w``'s ZeRO / FSDP (formulas/parallelism.py
+    ``expert_shard_group`` over the dense shard group, with the experts' own tensor-parallel ways, ``expert_tp``): the
+    one reading of that rule every caller uses (states, the optimizer-step temporaries, the duration, the texts)."""
+    return expert_shard_group(w.shard_group, w.ep, w.tp, expert_tp(w))
 
 
 def check_expert_tp(spec: ModelSpec, w: TrainingWorkload) -> None:

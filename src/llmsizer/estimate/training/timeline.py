@@ -55,7 +55,6 @@ from ...formulas.loss_allocations import eager_loss_events
 from ...formulas.nf4_quantization import dequant_bytes, quantize_transient_bytes, quantizes_lm_head
 from ...formulas.parallelism import (
     ddp_bucket_bytes,
-    expert_shard_group,
     gathered_layer_bytes,
     inflight_microbatches,
     interleaved_backward_states,
@@ -93,7 +92,13 @@ from ...formulas.training_states import autocast_cache_holds, step_temporary_byt
 from ...formulas.weight_formats import largest_quantized_layer, largest_quantized_matrix
 from ...specs.training import TrainingWorkload
 from .gather_units import deepspeed_zero3_persistent, float8_all_gather, fsdp_gather_units
-from .setup import TrainingContext, compile_partitions_layers, compiled_loss, expert_tp, layer_inputs_need_grad
+from .setup import (
+    TrainingContext,
+    compile_partitions_layers,
+    compiled_loss,
+    expert_group,
+    layer_inputs_need_grad,
+)
 from .states import StageStates
 
 
@@ -827,7 +832,7 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
         _, _, o_shard = zero_shards(w.shard_stage, w.shard_group)
         # the experts' share of the step's temporaries (the step runs over each rank's state shards) over the expert
         # data-parallel ranks, the rest over the dense ones (formulas/parallelism.py expert_shard_group)
-        _, _, oe_shard = zero_shards(w.shard_stage, expert_shard_group(w.shard_group, w.ep, w.tp, expert_tp(w)))
+        _, _, oe_shard = zero_shards(w.shard_stage, expert_group(w))
         n_all, n_exp = max(1, st.trained_elements), st.expert_elements
 
         def by_group(b: int) -> int:
