@@ -25,7 +25,7 @@ def clear_caches(estimates_only: bool = False) -> None:
     )
     from ..formulas import speed as speed_formulas
     from ..units import format_bytes
-    from . import duration, engines, fit, formats, framework, launch, model_parallel, ranges
+    from . import duration, engines, fit, formats, framework, launch, model_parallel, ranges, verdict
     from .inference import compose as inference_compose
     from .inference import llamacpp_split
     from .training import compose as training_compose
@@ -53,6 +53,7 @@ def clear_caches(estimates_only: bool = False) -> None:
     for f in (tensors.model_layout, tensors.layer_groups, tensors.layer_keys, tensors.layer_kind_firsts,
               params.count_params, weight_formats.normalize_format, weight_formats.weight_bytes,
               weight_formats.gguf_product_weights, formats._all_layers_own_kv,  # vLLM's Gemma 3n / 4 spec with every layer's k/v
+              verdict.largest_host,  # the catalog's largest instance RAM (llama.cpp's unchecked host part)
               tensor_parallel.replicated_elements, tensor_parallel.replicated_by_place,
               tensor_parallel.replicated_matrix_bytes, tensor_parallel.full_token_replicated_elements,
               lora.adapted_layout,
