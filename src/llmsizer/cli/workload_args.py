@@ -357,8 +357,8 @@ def add_training_args(p: argparse.ArgumentParser, *, attention: bool = True,
                    "backward (torchtune's recipes of 2024-05); ce-loss-parallel: ce under torch's loss_parallel over the --tp "
                    "vocabulary shards (torchtitan with --tp > 1); fused-xentropy: flash-attn's fused cross-entropy "
                    "kernel, the half-precision logits kept, no fp32 copy (llm-foundry's default loss_fn); "
-                   "megatron-ce: Megatron-Core's vocab-parallel cross-entropy, one fp32 copy made the softmax in place "
-                   "(default ce; megatron-ce under --precision megatron-*)")
+                   "megatron-ce: Megatron-Core's vocab-parallel cross-entropy, one fp32 copy made the softmax in place, "
+                   "the default under --precision megatron-* (default ce)")
     g.add_argument("--layernorm", choices=LAYERNORMS, help="a LayerNorm model's norms under autocast: torch "
                    "(nn.LayerNorm runs in fp32 and keeps its fp32 input) or low-precision (llm-foundry's LPLayerNorm, "
                    f"its default norm_type: cast to the autocast dtype first) (default {TW.layernorm})")

@@ -180,7 +180,7 @@ def test_a_pasted_hardware_entry_is_models_fits_on_with_that_file(page: Page, se
     assert line.returncode == 2
     page.get_by_label("Your hardware (optional)").fill(bad)
     page.wait_for_function("() => !document.getElementById('problem').hidden")
-    assert "llmsizer: error: " + page.locator("#problem").inner_text() + "\n" == line.stderr
+    assert "llmsizer: error: " + page.locator("#problem").inner_text() + "\n" == line.stderr.replace(" (see --help)\n", "\n")
     assert page.get_by_label("Your hardware (optional)").get_attribute("aria-invalid") == "true"
 
 
@@ -258,5 +258,5 @@ def test_memory_and_headroom_of_the_fits_page_are_models_fits_on_with_them(page:
     line = subprocess.run([sys.executable, "-m", "llmsizer.cli.main", "models", "qwen3", "--fits-on", "rtx-4090",
                            "--memory", "12", "--json"], capture_output=True, text=True, env=cli_env())
     assert line.returncode == 2
-    assert "llmsizer: error: " + page.locator("#problem").inner_text() + "\n" == line.stderr
+    assert "llmsizer: error: " + page.locator("#problem").inner_text() + "\n" == line.stderr.replace(" (see --help)\n", "\n")
     assert page.get_by_label("Memory per device").get_attribute("aria-invalid") == "true"
