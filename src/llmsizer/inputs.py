@@ -106,7 +106,11 @@ def yaml_problem(source: str, error: Exception, depth_hint: str) -> tuple[int, s
 
 def check_output(path: str | Path, inputs: Iterable[str | Path | None] = ()) -> Path:
     """``path`` as an output: not a folder, not a device or pipe, not one of ``inputs`` (compared as the same file
-    on disk, so ``./req.json`` and a link to it count). Called before any work, and again by the writer."""
+    on disk, so ``./req.json`` and a link to it count). Called before any work, and again by the writer. ``-`` is
+    refused: it reads as standard output, where the answer goes without the option, and written as a file it made
+    one named '-' beside the user's files (review13)."""
+    if str(path) == "-":
+        raise InputError("cannot write '-': the answer goes to standard output without this option; give a file name")
     out = Path(path).expanduser()
     try:
         st = os.stat(out)

@@ -51,3 +51,24 @@ def test_force_replaces_it(name, tmp_path, capsys) -> None:
     code, _, err = run([*argv, "--force"], capsys)
     assert code in (0, 1), err
     assert out.read_text() != KEEP and out.stat().st_size > 100
+
+
+@pytest.mark.parametrize("name", [n for n in WRITERS if not n.startswith("validate")])
+def test_a_dash_is_refused_not_written_as_a_file_named_dash(name, tmp_path, capsys, monkeypatch) -> None:
+    """review13: `-o -` wrote a file literally named '-' in the working folder (the commands read '-' as standard
+    input, so a user takes it for standard output): refused in one line, nothing written."""
+    monkeypatch.chdir(tmp_path)
+    argv, _ = _argv(name, tmp_path)
+    code, _, err = run([*argv[:-1], "-"], capsys)
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "'-'" in err, err
+    assert "standard output" in err or name == "plan -o", err  # plan: no report format from '-' (its own refusal)
+    assert not (tmp_path / "-").exists()
+
+
+def test_svg_and_html_on_one_path_are_refused_before_either_is_written(tmp_path, capsys) -> None:
+    """review13: `capacity show --svg F --html F` wrote the SVG, then refused the HTML (or with --force replaced the
+    SVG by it): the same file named twice is refused up front."""
+    out = tmp_path / "t.out"
+    code, _, err = run(["capacity", "show", "--inventory", INVENTORY, "--db", str(tmp_path / "none.db"), "--svg",
+                        str(out), "--html", str(tmp_path / "." / "t.out"), "--force"], capsys)
+    assert code == 2 and "name the same file" in err and not out.exists(), err

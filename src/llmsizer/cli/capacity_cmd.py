@@ -889,6 +889,8 @@ def cmd_show(args: argparse.Namespace) -> int:
     from ..provider.placement import capacities
     from ..provider.store import utilisation
     inputs = [args.inventory, args.db, *(args.hardware_file or ())]
+    if args.svg and args.html and Path(args.svg).expanduser().resolve() == Path(args.html).expanduser().resolve():
+        raise InputError(f"--svg and --html name the same file ({args.html}); give each its own")
     for out in (args.svg, args.html):
         if out:
             check_output_file(out, inputs, force=args.force)  # before any work (an existing file: --force)
