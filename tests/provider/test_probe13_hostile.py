@@ -48,6 +48,15 @@ def test_far_future_dates_refused_in_one_line(tmp_path, capsys, start, deadline,
     assert line.startswith(f"llmsizer: error: {req}:") and f" {field}: " in line and "9000-12-31" in line
 
 
+
+@pytest.mark.parametrize("argv", [["capacity", "check", str(PRE), "--inventory", INV, "--no-db", "--now",
+                                   "9999-12-30T00:00"],
+                                  ["plan", str(PRE), "-q", "--today", "9500-01-01"]])
+def test_the_commands_own_dates_have_the_requests_bound(capsys, argv):
+    # review13 D4: --now 9999-12-30 answered exit 1 "does not fit ... after 9999-01-01"; --today had no bound
+    line = _one_line_error(capsys, argv)
+    assert "is after 9000-12-31" in line and ("--now" in line or "--today" in line), line
+
 def test_a_service_duration_past_the_latest_date_is_refused():
     text = """
 jobs:

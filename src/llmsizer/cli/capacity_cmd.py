@@ -355,7 +355,11 @@ def _now(text: str | None) -> _dt.datetime | None:
     if not text:
         return None
     from ..provider.inventory import parse_time
-    return parse_time(text)
+    from ..request.quantities import LATEST_DATE
+    t = parse_time(text)
+    if t.date() > LATEST_DATE:  # the bound of a request's own dates (review13 D4: 9999-12-30 answered exit 1)
+        raise InputError(f"--now {text!r} is after {LATEST_DATE}, the latest date a request may name")
+    return t
 
 
 def _utcnow(args: argparse.Namespace) -> _dt.datetime:

@@ -69,10 +69,14 @@ def plan_today(args: argparse.Namespace) -> _dt.date | None:
     """--today as a date (None: today)."""
     if not args.today:
         return None
+    from ..request.quantities import LATEST_DATE
     try:
-        return _dt.date.fromisoformat(args.today)
+        today = _dt.date.fromisoformat(args.today)
     except ValueError:
         raise InputError(f"--today {args.today!r}: write YYYY-MM-DD") from None
+    if today > LATEST_DATE:  # the bound of a request's own dates (review13 D4)
+        raise InputError(f"--today {args.today!r} is after {LATEST_DATE}, the latest date a request may name")
+    return today
 
 
 def plan_answer(req: Request, args: argparse.Namespace, today: _dt.date | None) -> Plan:
