@@ -256,3 +256,8 @@ def test_a_day_alone_is_that_whole_day() -> None:
     weekends = parse_window("weekends")
     assert weekends is not None and weekends(dt.datetime(2026, 12, 6, 10), dt.datetime(2026, 12, 6, 11))
     assert parse_window("Sundays") is not None and parse_window("lunchtime") is None
+    # consecutive days join (review14: Saturday 22:00 - Sunday 02:00 fell outside 'weekends'); 'daily' is any time
+    assert weekends(dt.datetime(2026, 12, 5, 22), dt.datetime(2026, 12, 6, 2))
+    assert not weekends(dt.datetime(2026, 12, 6, 22), dt.datetime(2026, 12, 7, 2))     # into Monday
+    daily = parse_window("daily")
+    assert daily is not None and daily(dt.datetime(2026, 12, 1, 22), dt.datetime(2026, 12, 20, 2))

@@ -107,3 +107,14 @@ def test_small_model_unchanged() -> None:
     assert rec.options and not rec.advice
     assert not any(a.name == "scale_out_cap" for a in rec.assumptions)
     assert not any("searched" in (o.layout or "") for o in (*rec.options, *rec.rejected))
+
+
+def test_a_stated_etp_keeps_the_layouts_megatrons_expert_grid_allows() -> None:
+    """review14 D1: the search pre-filtered ep by the dense data-parallel degree, so with --etp 1 on 32 GPUs it
+    never tried TP 4 / EP 32 (dp 8), which Megatron's expert grid (32 % (etp x ep x pp) == 0) and fit --train accept."""
+    spec = load_model("qwen3-235b-a22b")
+    base = {"precision": "megatron-bf16", "etp": 1}
+    with_etp = candidate_layouts(spec, base, 32, 8)
+    assert any((f["tp"], f["pp"], f["ep"]) == (4, 1, 32) for f in with_etp)
+    without = candidate_layouts(spec, {"precision": "megatron-bf16"}, 32, 8)
+    assert not any((f["tp"], f["pp"], f["ep"]) == (4, 1, 32) for f in without)  # ep must divide dp = 8 there

@@ -95,8 +95,8 @@ def candidate_layouts(spec: ModelSpec, workload: dict[str, Any], devices: int, p
             if devices % (tp * pp):
                 continue
             for ep in eps:
-                if (devices // (tp * pp)) % ep:
-                    continue
+                if (devices // (tp * pp)) % ep and not workload.get("etp"):
+                    continue  # (a stated etp: Megatron's expert grid, whose rule fit_training's refusal applies)
                 lay: dict[str, Any] = {"tp": tp, "pp": pp, "ep": ep}
                 if "sequence_parallel" not in workload and megatron and spec.moe is not None and tp > 1:
                     lay["sequence_parallel"] = True

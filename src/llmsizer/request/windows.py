@@ -102,11 +102,18 @@ def parse_window(text: str) -> Window | None:
         a, b = day + t1, day + t2 if t2 > t1 else day + t2 + _dt.timedelta(days=1)
         return lambda s, e: a <= s and e <= b
     m = _RECUR.match(t)
-    whole = None if m else _days(t)  # days alone ('Sat', 'weekends'): each of them whole
-    if m or whole:
-        days = _days(m.group("days")) if m else whole
-        t1, t2 = (_t(m.group(2), m.group(3)), _t(m.group(4), m.group(5))) if m else \
-            (_dt.timedelta(0), _dt.timedelta(hours=24))
+    whole = None if m else _days(t)  # days alone ('Sat', 'weekends'): those days whole, consecutive ones joined
+    if whole:
+        agreed: set[int] = whole
+
+        def whole_days(s: _dt.datetime, e: _dt.datetime) -> bool:
+            last = (e - _dt.timedelta(microseconds=1)).date() if e > s else s.date()
+            return all((s.date() + _dt.timedelta(days=k)).weekday() in agreed
+                       for k in range(min(8, (last - s.date()).days + 1)))
+        return whole_days
+    if m:
+        days = _days(m.group("days"))
+        t1, t2 = _t(m.group(2), m.group(3)), _t(m.group(4), m.group(5))
         if days is None or t1 is None or t2 is None or t1 == t2:
             return None
         length = t2 - t1 if t2 > t1 else t2 + _dt.timedelta(days=1) - t1
