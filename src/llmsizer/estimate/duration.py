@@ -1839,10 +1839,12 @@ def training_duration(spec: ModelSpec, device: Device, devices: int, tokens: flo
                             f"utilisation is the lowest fitted share of {'/'.join(E.stand_in_architectures(arch))} "
                             f"({factor.expected:.3g}), an uncalibrated stand-in: "
                             f"{R.uncalibrated_training_note(arch)}; no calibrated range")
-    # PyTorch-native tensor parallelism (no Megatron backward overlap), bf16 or rowwise float8: what the published
+    # PyTorch-native tensor parallelism (not Megatron-Core's plan, whose runs those rows do not measure; no Megatron
+    # backward overlap), bf16 or rowwise float8: what the published
     # torchtitan TP rows measured (ranges.TENSOR_PARALLEL_TRAINING_MEASURED); rowwise with high-precision weight
     # gradients: that it has no such row (ranges.NO_TENSOR_PARALLEL_TRAINING_ROW)
     if w.tp > 1 and device.kind == "gpu" and not w.tp_backward_overlap and (
+            training_tp_framework(w.precision, w.framework) != "megatron-core") and (
             not w.float8 or w.float8_recipe in ("torchao-rowwise", "torchao-rowwise-gw-hp")):
         tp_note = R.tensor_parallel_training_note("bf16" if not w.float8 else w.float8_recipe)
         if tp_note:
