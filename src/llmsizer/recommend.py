@@ -883,14 +883,16 @@ def _layout(fields: dict[str, Any], fr: FitResult, scaled: ScaledLayout | None =
 
 
 def _scale_out(spec: ModelSpec, cands: list[_Candidate], wl: dict[str, Any], c: Constraints,
-               hardware_files: Sequence[str | Path]) -> tuple[list[tuple[_Candidate, ScaledLayout]], list[str],
+               hardware_files: Sequence[str | Path], model: str,
+               extra: Sequence[str] = ()) -> tuple[list[tuple[_Candidate, ScaledLayout]], list[str],
                                                              list[Assumption]]:
     """When no instance holds the run: for each GPU instance type, the fewest instances and a layout on which it
     fits (``estimate/recommend_layout.py`` ``search_layout``), the options to size; the advice (what was searched,
     or the closest layout and why it does not fit) and the search's assumptions. One search per (device, devices
     per instance): instances of one kind share the memory answer (their networks time it apart). Instance types
     are searched by device memory, largest first: a device with less memory needs at least the devices one with
-    more needed, so its counts start there."""
+    more needed, so its counts start there. ``model`` and ``extra``: the model and the question's flags of the
+    ``fit --train`` command each layout is printed as (``ScaledLayout.command``)."""
     gpus = [x for x in cands if x.instance is not None and x.device.kind == "gpu" and x.device.memory_bytes
             and training_peak(x.device, str(wl.get("precision", TrainingWorkload.precision)),
                               bool(wl.get("tf32", False)))[0] is not None]
@@ -926,14 +928,14 @@ def _scale_out(spec: ModelSpec, cands: list[_Candidate], wl: dict[str, Any], c: 
     if found:
         best = min(found, key=lambda f: (f[1].devices, f[0].target))
         advice = [f"no single instance holds this run: {len(found)} instance types fit on several instances with a "
-                  f"chosen layout; e.g. {best[0].target}: fit --train --device {best[0].target} {best[1].flags()}"]
+                  f"chosen layout; e.g. {best[0].target}: {best[1].command(model, best[0].target, wl, extra)}"]
     elif closest is not None:
         cand, near = closest
         advice = [f"no layout fits on up to {MAX_SCALE_INSTANCES} instances of any GPU instance type; the closest: "
                   f"{near.devices} x {cand.device.id} ({cand.target}, {near.instances} instances) with "
                   f"{near.flags()}: needs {format_bytes(near.fit.memory_per_device or 0)} per device of a "
-                  f"{format_bytes(near.fit.budget_per_device or 0)} budget (fit --train --device {cand.target} "
-                  f"{near.flags()} says what fits: offload, a smaller micro-batch, recomputation)"]
+                  f"{format_bytes(near.fit.budget_per_device or 0)} budget ({near.command(model, cand.target, wl, extra)} "
+                  "says what fits: offload, a smaller micro-batch, recomputation)"]
     else:
         advice = [f"no layout fits on up to {MAX_SCALE_INSTANCES} instances of any GPU instance type, and none of "
                   "the layouts searched is valid for this model and workload"]
@@ -961,6 +963,12 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
     wl = {**(training_fields or {}), **{k: v for k, v in fields.items() if v is not None}}
     c = _search_constraints(wl, (constraints or Constraints()).for_mode("training"), training=True)
     training_fields = wl
+    # the model and the question's own flags of the `fit --train` command a scaled-out option prints
+    model_arg = model if isinstance(model, str) else spec.name
+    extra = [f"--tokens={tokens:.0f}" if tokens == int(tokens) else f"--tokens={tokens!r}",
+             *(["--utilization", repr(utilization)] if utilization is not None else []),
+             *(["--headroom", repr(c.headroom)] if c.headroom is not None else []),
+             *(a for h in hardware_files for a in ("--hardware-file", str(h)))]
     cat = catalog or load_catalog(hardware_files)
     # the run's settings, checked once (bad input: exit 2), and its FLOPs per token as the duration counts them
     known = {k: v for k, v in wl.items() if k in TrainingWorkload.__dataclass_fields__}
@@ -1041,8 +1049,9 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
         if scaled is not None:  # the scale-out search's instances and layout, with the flags that state them
             net = cand.instance.network if cand.instance is not None else None
             reasons.append(f"{scaled.instances} instances: the fewest of this type on which a layout fits (recommend's "
-                           f"scale-out search, up to {MAX_SCALE_INSTANCES}); fit --train --device {cand.target} "
-                           f"{scaled.flags()} gives these numbers; collectives between the instances over "
+                           f"scale-out search, up to {MAX_SCALE_INSTANCES}); "
+                           f"{scaled.command(model_arg, cand.target, wl, extra)} gives these numbers; collectives "
+                           "between the instances over "
                            + (f"--network {wl['network']}" if wl.get("network") else
                               f"the instance's {net.raw:g} {net.unit} network" if net is not None else
                               "one machine's link (no network in the catalog), a lower bound"))
@@ -1124,7 +1133,7 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
     advice: list[str] = []
     scale_notes: list[Assumption] = []
     if gpus is None and not fitted and cands:  # no instance holds the run: the fewest instances and a layout that do
-        found, advice, scale_notes = _scale_out(spec, cands, wl, c, hardware_files)
+        found, advice, scale_notes = _scale_out(spec, cands, wl, c, hardware_files, model_arg, extra)
         for cand0, lay in found:
             consider(cand0, lay)
     # ties broken by name and size, so the ranking does not follow the catalog's or a hardware file's listing order

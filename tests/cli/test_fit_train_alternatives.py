@@ -66,3 +66,37 @@ def test_the_python_answer_carries_the_lines_as_the_cli_json_does() -> None:
     _, d = run_json(*ARGS)
     r = fit_training("llama-3.1-70b", "a100-sxm-80gb", 2, method="lora", offload="none")
     assert r.to_dict()["fits_if_changed_text"] == d["fits_if_changed_text"] and len(d["fits_if_changed_text"]) > 1
+
+
+# review14 D5: Qwen3-30B-A3B on 8 H100 at EP 8, Megatron bf16, seq 16384 x 2: selective recompute does not fit
+MOE = ("fit", "qwen3-30b-a3b", "--train", "--device", "h100-sxm", "--count", "8", "--ep", "8", "--precision",
+       "megatron-bf16", "--grad-checkpointing", "selective", "--seq", "16384", "--batch", "2")
+
+
+def test_recompute_modules_does_not_remove_the_alternatives() -> None:
+    """A ladder step that switches to full checkpointing drops ``--recompute-modules`` (it applies to selective
+    recompute only: TrainingWorkload refuses it otherwise) instead of being refused and lost: the alternatives are
+    the same as without the flag, and the step, run by fit itself without the flag, fits at the memory it names."""
+    code, with_modules = run_json(*MOE, "--recompute-modules", "moe_act")
+    _, without = run_json(*MOE)
+    assert code == 1 and with_modules["fits_if_changed"]
+    first = with_modules["fits_if_changed"][0]
+    assert first["changes"].pop("recompute_modules", "kept") is None and "recompute_modules" in first["changes_given"]
+    assert first["changes"] == without["fits_if_changed"][0]["changes"]
+    kw = dict(ep=8, precision="megatron-bf16", seq_len=16384, micro_batch=2, **first["changes"])
+    r = fit_training("qwen3-30b-a3b", "h100-sxm", 8, **kw)
+    assert r.fits and first["memory_per_device"] == without["fits_if_changed"][0]["memory_per_device"]
+    _, out, _ = run(*MOE, "--recompute-modules", "moe_act")
+    assert "without --recompute-modules" in out
+
+
+def test_megatron_run_gets_no_torchtitan_advice() -> None:
+    """A Megatron-Core run is not told to use torchtitan's op-level checkpointing, nor warned with torchtitan's
+    published tensor-parallel rows; a PyTorch (torchtitan plan) TP run still is."""
+    common = ("--device", "h100-sxm", "--gpus", "8", "--tokens", "1e8", "--grad-checkpointing", "selective")
+    _, out, _ = run("train", "qwen3-30b-a3b", *common, "--precision", "megatron-bf16", "--tp", "2",
+                    "--sequence-parallel")
+    assert "saves nothing here" in out and "duration:" in out
+    assert "selective-op" not in out and "PyTorch tensor-parallel training" not in out
+    _, out, _ = run("train", "llama-3.1-8b", *common, "--tp", "8")
+    assert "selective-op" in out and "PyTorch tensor-parallel training" in out

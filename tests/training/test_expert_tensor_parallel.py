@@ -137,3 +137,38 @@ def test_request_field_reaches_the_workload() -> None:
                                 "etp: 1}")
     with pytest.raises(RequestError, match=r"t\.yaml:8: .*settings\.etp .*mixture-of-experts"):
         make_plan(parse_request(text, source="t.yaml"), alternatives=False)
+
+
+# Qwen3-30B-A3B's config.json (Qwen/Qwen3-30B-A3B): 48 layers of 128 experts, each a gate, up and down projection
+# of hidden_size 2048 x moe_intermediate_size 768; attention of 32 query and 4 key/value heads of head_dim 128
+_QWEN3_30B_EXPERTS = 48 * 128 * 3 * 2048 * 768
+
+
+def _step_comm_bytes(*argv: str) -> float:
+    from cli_capture import run_json
+
+    code, d = run_json("train", "qwen3-30b-a3b", "--precision", "megatron-bf16", "--seq", "4096", "--batch", "1",
+                       "--zero", "1", "--tokens", "1e8", "--device", "h100-sxm", *argv)
+    assert code in (0, 1)  # 1: the run does not fit the device; its duration is still estimated
+    return float(d["duration"]["step"]["comm_bytes_per_step"])
+
+
+def test_expert_gradients_reduce_over_the_expert_group_with_one_dense_replica() -> None:
+    """review14 D2: on 4 GPUs at tp 4 there is one dense data-parallel replica, but at etp 1 every rank holds all
+    the routed experts (world / (etp x ep x pp) = 4 expert data-parallel ranks: Megatron-LM parallel_state.py
+    :871-880), whose gradients Megatron's DDP all-reduces over that group: eq. (1) 2 x 3/4 x E x 2 B (bf16 grad
+    buffers, grad_reduce_in_fp32 off) per rank and step more than at etp = tp (one expert data-parallel rank)."""
+    layout = ("--gpus", "4", "--tp", "4", "--sequence-parallel")
+    extra = _step_comm_bytes(*layout, "--etp", "1") - _step_comm_bytes(*layout, "--etp", "4")
+    assert extra == pytest.approx(2 * 3 / 4 * _QWEN3_30B_EXPERTS * 2, rel=1e-6)
+
+
+def test_lora_expert_adapters_reduce_over_the_expert_group() -> None:
+    """review14 D3: LoRA all-linear r16 under EP 8 on 8 GPUs: the routed experts' adapters live with their experts
+    (one expert data-parallel rank: nothing to reduce), so only the dense adapters (per layer q 2048->4096, k and v
+    2048->512, o 4096->2048, router 2048->128: r x (in + out) each) move: ZeRO-1's bf16 reduction, 2 x 7/8, and
+    its all-gather of the updated weights, 7/8."""
+    r = 16
+    dense = 48 * r * ((2048 + 4096) * 2 + (2048 + 512) * 2 + (2048 + 128))
+    lora = ("--method", "lora", "--targets", "all-linear", "--rank", str(r), "--gpus", "8")
+    assert _step_comm_bytes(*lora, "--ep", "8") == pytest.approx(dense * 2 * (2 * 7 / 8 + 7 / 8), rel=1e-6)

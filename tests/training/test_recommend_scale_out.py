@@ -5,12 +5,16 @@ with nothing fitting within the cap the advice names the closest layout and its 
 
 from __future__ import annotations
 
+import argparse
 import re
+import shlex
 
 import pytest
 
 import llmsizer.recommend as R
-from llmsizer.estimate.fit import fit_training
+from llmsizer.cli.main import build_parser
+from llmsizer.cli.workload_args import training_fields
+from llmsizer.estimate.fit import FitResult, fit_training
 from llmsizer.estimate.recommend_layout import candidate_layouts
 from llmsizer.models import load_model
 from llmsizer.recommend import Constraints, recommend_training
@@ -19,16 +23,23 @@ MEGATRON = dict(precision="megatron-bf16", seq_len=4096, grad_checkpointing="ful
 AWS = Constraints(providers=("aws",))
 
 
-def _flags(text: str) -> dict[str, object]:
-    """The layout flags a reason or advice states (``fit --train --device X --count N --tp .. --sequence-parallel``)."""
-    m = re.search(r"fit --train --device (\S+) (--count \d+(?: --(?:tp|pp|ep) \d+)*(?: --sequence-parallel)?)", text)
+def _command(text: str) -> list[str]:
+    """The ``fit ... --train`` command a reason or advice prints, as argv (up to 'gives these numbers' / 'says what
+    fits')."""
+    m = re.search(r"(fit \S+ --train .*?)(?= gives these numbers| says what fits|$)", text)
     assert m, text
-    out: dict[str, object] = {"target": m.group(1)}
-    for key, value in re.findall(r"--(count|tp|pp|ep) (\d+)", m.group(2)):
-        out[key] = int(value)
-    if "--sequence-parallel" in m.group(2):
-        out["sequence_parallel"] = True
-    return out
+    return shlex.split(m.group(1))
+
+
+def _run_printed(text: str) -> tuple[argparse.Namespace, FitResult]:
+    """The printed command through the CLI's parser and fit's call (cli/fit_cmd.py fit_answer): its flags and
+    fit_training's answer for them (the workload exactly as printed, nothing added)."""
+    argv = _command(text)
+    args = build_parser(argv).parse_args(argv)
+    fr = fit_training(args.model, args.device, args.count, headroom=args.headroom, memory=args.memory,
+                      hardware_files=args.hardware_file, tokens=args.tokens, utilization=args.utilization,
+                      fits_at=False, **training_fields(args))
+    return args, fr
 
 
 _RECS: dict[str, R.Recommendation] = {}
@@ -46,18 +57,16 @@ def test_giant_moe_gets_a_cluster_and_layout_that_fit_says_fits(model: str) -> N
     assert rec.options, rec.advice  # before: 0 options, no advice
     assert any(a.name == "scale_out_cap" for a in rec.assumptions)
     for opt in rec.options:
-        flags = _flags(next(r for r in opt.reasons if "scale-out search" in r))
-        target, count = flags.pop("target"), flags.pop("count")
-        assert (target, count) == (opt.target, opt.count)
+        args, fr = _run_printed(next(r for r in opt.reasons if "scale-out search" in r))
+        assert (args.device, args.count) == (opt.target, opt.count)
         assert opt.instances > 1
-        fr = fit_training(model, str(target), int(count), tokens=10e9, fits_at=False, **MEGATRON, **flags)  # type: ignore[arg-type]
         assert fr.fits
         assert fr.memory_per_device == opt.memory_per_device
         assert fr.budget_per_device == opt.budget_per_device
         assert fr.duration is not None and fr.duration.seconds == pytest.approx(opt.training_seconds, rel=1e-12)
-        if int(flags.get("tp", 1)) > 1:  # megatron-core refuses an MoE layer under TP without SP
-            assert flags.get("sequence_parallel") is True
-        assert "(searched)" in (opt.layout or "") or not flags
+        if int(args.tp or 1) > 1:  # megatron-core refuses an MoE layer under TP without SP
+            assert args.sequence_parallel is True
+        assert "(searched)" in (opt.layout or "")
 
 
 def test_fewest_instances_first() -> None:
@@ -81,9 +90,7 @@ def test_nothing_within_the_cap_names_the_closest(monkeypatch: pytest.MonkeyPatc
     assert not rec.options
     (advice,) = rec.advice
     assert advice.startswith("no layout fits on up to 2 instances")
-    flags = _flags(advice)
-    target, count = flags.pop("target"), flags.pop("count")
-    fr = fit_training("qwen3-235b-a22b", str(target), int(count), fits_at=False, **MEGATRON, **flags)  # type: ignore[arg-type]
+    _, fr = _run_printed(advice)
     assert not fr.fits
     need = re.search(r"needs (\S+ \S+) per device of a (\S+ \S+) budget", advice)
     assert need and fr.memory_per_device and fr.budget_per_device
@@ -118,3 +125,23 @@ def test_a_stated_etp_keeps_the_layouts_megatrons_expert_grid_allows() -> None:
     assert any((f["tp"], f["pp"], f["ep"]) == (4, 1, 32) for f in with_etp)
     without = candidate_layouts(spec, {"precision": "megatron-bf16"}, 32, 8)
     assert not any((f["tp"], f["pp"], f["ep"]) == (4, 1, 32) for f in without)  # ep must divide dp = 8 there
+
+
+def test_printed_command_carries_the_workload_flags() -> None:
+    """review14 D6: the printed command held only --count / --tp / --pp / --ep / --sequence-parallel, so run as
+    printed it sized bf16-mixed at seq 2048 (129.61 GiB for the option's 158.46 GiB). Now it names the model and
+    every flag the question gave (precision, seq, batch, etp, tokens, headroom), and run through the CLI's parser
+    and fit_training it gives the option's memory and seconds."""
+    wl = dict(precision="megatron-bf16", etp=1, seq_len=4096, micro_batch=1)
+    rec = recommend_training("qwen3-235b-a22b", tokens=1e9, constraints=Constraints(providers=("aws",), headroom=0.15),
+                             **wl)
+    assert rec.options
+    for opt in rec.options[:3]:
+        text = next(r for r in opt.reasons if "scale-out search" in r)
+        args, fr = _run_printed(text)
+        assert (args.precision, args.etp, args.seq_len, args.micro_batch) == ("megatron-bf16", 1, 4096, 1)
+        assert (args.tokens, args.headroom) == (1e9, 0.15)
+        assert fr.memory_per_device == opt.memory_per_device and fr.budget_per_device == opt.budget_per_device
+        assert fr.duration is not None and fr.duration.seconds == pytest.approx(opt.training_seconds, rel=1e-12)
+    _, fr = _run_printed(rec.advice[0])
+    assert fr.fits

@@ -81,7 +81,7 @@ from ..formulas.launch_overhead import SOURCE as LAUNCH_SOURCE
 from ..formulas.lora import AdaptedModule, adapted_layout, adapted_roles, expert_adapter_work, lora_params
 from ..formulas.model_parallel_time import ModelParallelStep
 from ..formulas.optimizer_step import accumulation_bytes, optimizer_step_bytes, step_source
-from ..formulas.parallelism import expert_shard_group, pipeline_stage_layers, zero_shards
+from ..formulas.parallelism import pipeline_stage_layers, zero_shards
 from ..formulas.params import count_params
 from ..formulas.sdpa_dispatch import attention_dtype, sdpa_backend
 from ..formulas.selective_checkpointing import (
@@ -1419,7 +1419,7 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
         mode_r = recompute_mode(w.grad_checkpointing)
         fsdp = fsdp_stage(spec, w)
         ckpt_layers = checkpointed_layers(spec.num_layers, w.checkpoint_every)
-        mp = model_parallel_time(spec, w, t_c, _dp_reduced_elements(spec, w, fl.trained_params) * reduced_grad_bytes(w),
+        mp = model_parallel_time(spec, w, t_c, _dp_ring_elements(spec, w, fl.trained_params) * reduced_grad_bytes(w),
                                  ckpt_layers if mode_r == "full" else [],
                                  link_bandwidth, network.bandwidth if network is not None else None, notes, warnings,
                                  peak * u * e if device.kind == "gpu" else 0.0, fsdp, fl.forward_share, bw_mem,
@@ -1639,30 +1639,46 @@ def _tp_replicated_flops_per_token(spec: ModelSpec, w: TrainingWorkload, fl: Tra
     return f
 
 
-def _expert_elements_trained(spec: ModelSpec, w: TrainingWorkload) -> int:
-    """The routed-expert parameters ``w`` trains under expert parallelism (full training, ep > 1, or a stated
-    Megatron expert TP other than tp), else 0: the part of the trained parameters whose shards and reductions span
-    the expert data-parallel ranks."""
-    apart = w.ep > 1 or expert_tp(w) != w.tp
-    return count_params(spec).by_component.get("experts", 0) if apart and w.method == "full" else 0
+def _expert_elements_trained(spec: ModelSpec, w: TrainingWorkload) -> tuple[int, int]:
+    """(elements, tensor-parallel ways) of the trained routed-expert tensors that ``w`` places apart from the dense
+    ones, as estimate/training/states.py ``stage_states`` places them: in full training the routed experts under
+    expert parallelism or a stated Megatron expert TP other than tp, split etp (``expert_tp``) ways; in LoRA the
+    routed experts' adapters under ep > 1 (formulas/lora.py ``LoraParams.experts_total``), which live with their
+    experts and split ep ways only (states.py ``_rank_adapter_shapes``); else (0, 1). Both shard and reduce over
+    the expert data-parallel group (setup.py ``expert_group``)."""
+    if w.method == "full":
+        e_tp = expert_tp(w)
+        if w.ep > 1 or e_tp != w.tp:
+            return count_params(spec).by_component.get("experts", 0), e_tp
+        return 0, 1
+    if w.adapters and w.ep > 1:
+        return lora_params(spec, w.rank, w.targets, dora=w.dora).experts_total, 1
+    return 0, 1
+
+
+def _dp_ring_elements(spec: ModelSpec, w: TrainingWorkload, trained: int) -> float:
+    """Eq. (1) of formulas/network.py without its factor 2, summed over the gradient rings a rank joins, in
+    whole-model terms (the caller divides by tp x pp): the dense trained elements x (g - 1) / g over the dense
+    data-parallel group g = gpus / (tp x pp); the routed experts (``_expert_elements_trained``: E elements split
+    e_tp x ep ways, not tp) x tp / (e_tp x ep) x (g_e - 1) / g_e over their own group g_e (setup.py
+    ``expert_group``: Megatron-Core's expert DDP buffers reduce on intra_expt_dp_group, NVIDIA/Megatron-LM
+    @d98e8a64 distributed/distributed_data_parallel.py:285-289). Each share stands alone: with one dense replica
+    (dp = 1) and etp < tp the experts still reduce over tp / etp ranks; with g_e = 1 they move nothing."""
+    dp = max(1, w.gpus // max(1, w.tp * w.pp))
+    experts, e_tp = _expert_elements_trained(spec, w)
+    dense = (trained - experts) * (dp - 1) / dp
+    if not experts:
+        return dense
+    edp = expert_group(w)
+    return dense + experts * w.tp / (e_tp * w.ep) * (edp - 1) / edp
 
 
 def _dp_reduced_elements(spec: ModelSpec, w: TrainingWorkload, trained: int) -> float:
-    """Trained elements of the data-parallel reduction (and ZeRO-1/2's weight all-gather), in dense-group terms: the
-    dense ones as they are; the routed experts, split ep x etp / tp ways more (etp: training/setup.py
-    ``expert_tp``), reduce over the expert data-parallel ranks
-    (formulas/parallelism.py ``expert_shard_group``: Megatron-Core's expert DDP buffers on intra_expt_dp_group,
-    NVIDIA/Megatron-LM @d98e8a64 distributed/distributed_data_parallel.py:285-289), whose ring moves
-    (g_e - 1) / g_e of them per rank against the dense ring's (g - 1) / g: E x tp / (etp x ep) x that ratio (0 with
-    one expert data-parallel rank)."""
-    experts = _expert_elements_trained(spec, w)
-    if not experts:
-        return float(trained)
-    dp = max(1, w.gpus // max(1, w.tp * w.pp))
-    e_tp = expert_tp(w)
-    edp = expert_shard_group(dp, w.ep, w.tp, e_tp)
-    ratio = ((edp - 1) / edp) / ((dp - 1) / dp) if dp > 1 else 0.0
-    return (trained - experts) + experts * w.tp / (e_tp * w.ep) * ratio
+    """Trained elements of a data-parallel reduction over all ``w.gpus`` ranks (tp = pp = 1; and ZeRO-1/2's weight
+    all-gather) whose ring moves (n - 1) / n of them: ``_dp_ring_elements`` over that share (``trained`` with one
+    rank, which moves nothing)."""
+    n = max(1, w.gpus // max(1, w.tp * w.pp))
+    return _dp_ring_elements(spec, w, trained) * n / (n - 1) if n > 1 else float(trained)
 
 
 def _trained_per_device(spec: ModelSpec, w: TrainingWorkload, trained: int) -> tuple[float, float]:
@@ -1673,11 +1689,10 @@ def _trained_per_device(spec: ModelSpec, w: TrainingWorkload, trained: int) -> t
     data-parallel ranks (``expert_shard_group``), as estimate/training/states.py ``stage_states`` places them."""
     _, grad_shards, state_shards = zero_shards(w.shard_stage, w.shard_group)
     ways = max(1, w.tp * w.pp)
-    experts = _expert_elements_trained(spec, w)
+    experts, e_tp = _expert_elements_trained(spec, w)
     dense = (trained - experts) / ways
     if not experts:
         return dense / state_shards, dense / grad_shards
-    e_tp = expert_tp(w)
     _, ge_shards, oe_shards = zero_shards(w.shard_stage, expert_group(w))
     mine = experts / (w.pp * e_tp * w.ep)
     return dense / state_shards + mine / oe_shards, dense / grad_shards + mine / ge_shards
@@ -1824,10 +1839,12 @@ def training_duration(spec: ModelSpec, device: Device, devices: int, tokens: flo
                             f"utilisation is the lowest fitted share of {'/'.join(E.stand_in_architectures(arch))} "
                             f"({factor.expected:.3g}), an uncalibrated stand-in: "
                             f"{R.uncalibrated_training_note(arch)}; no calibrated range")
-    # PyTorch-native tensor parallelism (no Megatron backward overlap), bf16 or rowwise float8: what the published
+    # PyTorch-native tensor parallelism (not Megatron-Core's plan, whose runs those rows do not measure; no Megatron
+    # backward overlap), bf16 or rowwise float8: what the published
     # torchtitan TP rows measured (ranges.TENSOR_PARALLEL_TRAINING_MEASURED); rowwise with high-precision weight
     # gradients: that it has no such row (ranges.NO_TENSOR_PARALLEL_TRAINING_ROW)
     if w.tp > 1 and device.kind == "gpu" and not w.tp_backward_overlap and (
+            training_tp_framework(w.precision, w.framework) != "megatron-core") and (
             not w.float8 or w.float8_recipe in ("torchao-rowwise", "torchao-rowwise-gw-hp")):
         tp_note = R.tensor_parallel_training_note("bf16" if not w.float8 else w.float8_recipe)
         if tp_note:

@@ -1850,6 +1850,17 @@ TRAINING_LADDER: tuple[dict[str, str], ...] = (
 )
 
 
+def _step_changes(training_fields: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
+    """``changes`` (a ``TRAINING_LADDER`` step) with what it makes meaningless dropped (value None): a step that sets
+    grad_checkpointing other than 'selective' drops a given ``recompute_modules``, Megatron-Core's list of what
+    selective recompute recomputes (TrainingWorkload refuses it under any other mode), so the step is tried, not
+    refused."""
+    if (changes.get("grad_checkpointing") not in (None, "selective")
+            and training_fields.get("recompute_modules") is not None):
+        return {**changes, "recompute_modules": None}
+    return changes
+
+
 def training_fits_at(spec: ModelSpec, hardware: str | Device | Instance, count: int | None,
                      training_fields: dict[str, Any], *, headroom: float | None = None, memory: int | None = None,
                      hardware_files: Sequence[str | Path] = ()) -> dict[str, Any] | None:
@@ -1859,7 +1870,8 @@ def training_fits_at(spec: ModelSpec, hardware: str | Device | Instance, count: 
     memory need (``training_need``: the estimate's need without its words), so the ZeRO stage it takes on several
     devices is its own."""
     given = {k for k, v in training_fields.items() if v is not None}
-    steps = ({k: v for k, v in step.items() if k not in given} for step in TRAINING_LADDER)
+    steps = (_step_changes(training_fields, {k: v for k, v in step.items() if k not in given})
+             for step in TRAINING_LADDER)
     return _first_fitting(spec, hardware, count, training_fields, steps, headroom, memory, hardware_files)
 
 
@@ -1874,7 +1886,8 @@ def training_fits_if_changed(spec: ModelSpec, hardware: str | Device | Instance,
     the budget; an empty list when neither fits. ``FitResult.fits_if_changed``: a key of its own, as ``fits_at``
     keeps the caller's settings."""
     given = {k for k, v in training_fields.items() if v is not None}
-    steps = ({k: v for k, v in step.items() if training_fields.get(k) != v} for step in TRAINING_LADDER)
+    steps = (_step_changes(training_fields, {k: v for k, v in step.items() if training_fields.get(k) != v})
+             for step in TRAINING_LADDER)
     out = []
     at = _first_fitting(spec, hardware, count, training_fields, steps, headroom, memory, hardware_files)
     if at is not None:
@@ -1893,7 +1906,7 @@ def _more_devices(spec: ModelSpec, hardware: str | Device | Instance, count: int
     machine: an instance's own, else the field's, TrainingWorkload's default 8) when past one: the count then
     rounded up to whole machines (17 H100s -> 24 = 3 x 8; a request's resources.count must split evenly over its
     resources.nodes, request/reader.py), its need taken again at that count."""
-    defaults = {k: v for k, v in TRAINING_LADDER[0].items() if k not in given}
+    defaults = _step_changes(training_fields, {k: v for k, v in TRAINING_LADDER[0].items() if k not in given})
     more = _fewest_devices(spec, hardware, count, {**training_fields, **defaults}, headroom, memory, hardware_files)
     if more is None:
         return []

@@ -21,7 +21,6 @@ from ..formulas.model_parallel_time import (
 )
 from ..formulas.network import (
     all_gather_bytes,
-    allreduce_bytes,
     device_share_of_node_bandwidth,
     reduce_scatter_bytes,
     ring_bus_bandwidth,
@@ -199,14 +198,15 @@ class FsdpStage(NamedTuple):
     units: int  # the stage's wrapped units U (its decoder layers)
 
 
-def model_parallel_time(spec: ModelSpec, w: TrainingWorkload, stage_seconds: float, grad_bytes: float,
+def model_parallel_time(spec: ModelSpec, w: TrainingWorkload, stage_seconds: float, ring_bytes: float,
                         recomputed: Sequence[int], link_bandwidth: float | None, network: float | None,
                         notes: list[Assumption], warnings: list[str], gemm_rate: float = 0.0,
                         fsdp: FsdpStage | None = None, forward_share: float = 1.0 / 3.0,
                         memory_bandwidth: float = 0.0, op_checkpointed: Sequence[int] = ()) -> ModelParallelStep:
     """Eqs. (T1)-(P7) of formulas/model_parallel_time.py for one device of ``w``: ``stage_seconds`` its stage's
-    compute per micro-batch, ``grad_bytes`` the whole model's reduced gradients (estimate/duration.py
-    ``reduced_grad_bytes``), ``recomputed`` the fully recomputed layers, ``link_bandwidth`` the link inside a
+    compute per micro-batch, ``ring_bytes`` the whole model's reduced gradient bytes, each weighted by the ring
+    share (g - 1) / g of its own data-parallel group (estimate/duration.py ``_dp_ring_elements``: the dense and the
+    expert groups apart), ``recomputed`` the fully recomputed layers, ``link_bandwidth`` the link inside a
     machine and ``network`` a machine's whole network (per direction); ``gemm_rate``: the FLOP/s its GEMMs run at
     (for eq. (T4) under ``w.tp_backward_overlap``); ``fsdp``: FSDP's payloads on the data-parallel group (eq. (P7)
     in place of the gradient all-reduce of eq. (P5); None: FSDP not timed beside tensor/pipeline parallelism),
@@ -289,7 +289,7 @@ def model_parallel_time(spec: ModelSpec, w: TrainingWorkload, stage_seconds: flo
             added, carried = added + x, carried + c
         pipelined = added + max(0.0, (fwd + bwd) / b_tp - carried)
     p2p = pipeline_p2p_bytes(tokens, spec.hidden_size, a, tp, v) if pp > 1 else 0.0
-    dp_b = allreduce_bytes(grad_bytes / (tp * pp), dp) if dp > 1 else 0.0
+    dp_b = 2.0 * ring_bytes / (tp * pp)  # eq. (1), its (g - 1) / g in ring_bytes (0 with one rank per group)
     fsdp_comm = None
     if dp > 1 and fsdp is not None:  # eq. (P7): eq. (7c)'s collectives over the dp ranks at B_dp
         fsdp_comm = data_parallel_comm(dp, dp, fsdp.forward, fsdp.reduced, "grad_op" if w.fsdp == "grad_op" else "full",
@@ -354,7 +354,7 @@ def model_parallel_time(spec: ModelSpec, w: TrainingWorkload, stage_seconds: flo
                                 True, FSDP_BESIDE_MP_WHY[pp > 1] + f": {round(mp.dp_bytes)} B per step and device "
                                 f"over {dp} data-parallel ranks" + (f" at {b_dp / 1e9:.4g} GB/s" if b_dp != inf else "")
                                 + f", {mp.dp_exposed_seconds * 1e3:.4g} ms of it not hidden"))
-    elif dp > 1:
+    elif dp_b:
         notes.append(Assumption("dp_grad_overlap", False, True, DP_GRAD_OVERLAP_WHY))
     if fsdp_comm is not None and pp > 1 and v > 3:
         warnings.append(f"{v} interleaved stages a rank: torch's runtime keeps at most 3 stages unsharded "

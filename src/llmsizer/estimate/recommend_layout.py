@@ -24,6 +24,7 @@ Search order and its assumptions (each named in the answer):
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -71,6 +72,30 @@ class ScaledLayout:
         if self.fields.get("sequence_parallel"):
             out.append("--sequence-parallel")
         return " ".join(out)
+
+    def command(self, model: str, target: str, workload: dict[str, Any], extra: Sequence[str] = ()) -> str:
+        """The whole ``fit --train`` command that sizes this layout as the search did: ``model``, ``--device``
+        ``target``, ``--count``, every ``workload`` field (``training_flags``) with the searched ones in place of
+        the workload's, and ``extra`` (the question's own flags: --tokens, --headroom, --hardware-file); running it
+        gives the option's numbers."""
+        fields = {**{k: v for k, v in workload.items() if k != "gpus"}, **self.fields}
+        argv = ["fit", model, "--train", "--device", target, "--count", str(self.devices),
+                *training_flags(fields), *extra]
+        return " ".join(map(shlex.quote, argv))
+
+
+def training_flags(fields: dict[str, Any]) -> list[str]:
+    """TrainingWorkload keyword ``fields`` as the CLI's training flags (``--field-name``, which ``fit --train`` and
+    ``train`` accept for every field: cli/workload_args.py TRAINING_FIELDS): a true switch as its flag alone, a
+    false or None one left out, a list comma-joined."""
+    out: list[str] = []
+    for k, v in fields.items():
+        if v is None or v is False:
+            continue
+        out.append("--" + k.replace("_", "-"))
+        if v is not True:
+            out.append(",".join(map(str, v)) if isinstance(v, (tuple, list)) else str(v))
+    return out
 
 
 def _powers(limit: int) -> list[int]:

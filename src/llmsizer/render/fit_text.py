@@ -105,10 +105,13 @@ def training_request_key(field: str) -> str:
 
 def training_setting_words(changes: dict[str, Any], rerun: bool = True) -> str:
     """``changes`` (field -> value) as the caller writes them: CLI flags (``--method lora``) when ``rerun``,
-    request keys (``method: lora, settings.grad_checkpointing: full``) in a plan of a request file."""
+    request keys (``method: lora, settings.grad_checkpointing: full``) in a plan of a request file; a None value
+    (a setting the change drops, estimate/fit.py ``_step_changes``) as 'without --flag' / 'without key'."""
     if rerun:
-        return " ".join(f"--{k.replace('_', '-')} {v}" for k, v in changes.items())
-    return ", ".join(f"{training_request_key(k)}: {v}" for k, v in changes.items())
+        return " ".join(f"without --{k.replace('_', '-')}" if v is None else f"--{k.replace('_', '-')} {v}"
+                        for k, v in changes.items())
+    return ", ".join(f"without {training_request_key(k)}" if v is None else f"{training_request_key(k)}: {v}"
+                     for k, v in changes.items())
 
 
 def fits_if_changed_lines(alts: Sequence[dict[str, Any]], rerun: bool = True) -> list[str]:

@@ -103,7 +103,14 @@ _WHY = {
 # softmax, its dropout), which a fused kernel (SDPA, flash, flex) never saves (formulas/training_activations.py)
 SELECTIVE_FUSED_WARNING = ("grad_checkpointing 'selective' (Korthikanti's selective recompute) drops only eager "
                            "attention's s x s terms; attention {attention} saves none, so it saves nothing here: "
-                           "for torchtitan's op-level selective checkpointing use selective-op")
+                           "{advice}")
+# what SELECTIVE_FUSED_WARNING advises, by whether the run's TP plan is Megatron-Core's (formulas/tensor_parallel.py training_tp_framework):
+# Megatron-Core recomputes more modules by name (specs/training.py RECOMPUTE_MODULES); the others run torchtitan's
+# op-level selective checkpointing
+SELECTIVE_FUSED_ADVICE = {
+    True: "name more of Megatron-Core's modules to recompute with recompute_modules "
+                     "(--recompute-modules: " + ", ".join(RECOMPUTE_MODULES) + ")",
+    False: "for torchtitan's op-level selective checkpointing use selective-op"}
 # packing under SDPA/eager: one explicit mask over the row, every tile computed (estimate/duration.py doc_len_masked)
 DOC_LEN_MASKED_WARNING = ("doc_len has no effect with attention {attention}: the packed documents share one explicit "
                           "mask over the row, every tile computed; use attention flash or flex (--attention)")
@@ -399,7 +406,8 @@ def resolve(spec: ModelSpec, w: TrainingWorkload, acc: Acc) -> TrainingContext:
     if not w.zero and w.fsdp is None and not w.optimizer_in_backward:
         record_workload(w, acc, ("zero_grad",))
     if w.grad_checkpointing == "selective" and w.attention != "eager" and w.recomputed_modules == {"core_attn"}:
-        acc.warnings.append(SELECTIVE_FUSED_WARNING.format(attention=w.attention))
+        megatron = training_tp_framework(w.precision, w.framework) == "megatron-core"
+        acc.warnings.append(SELECTIVE_FUSED_WARNING.format(attention=w.attention, advice=SELECTIVE_FUSED_ADVICE[megatron]))
     if w.doc_len is not None and w.attention in ("sdpa", "eager"):
         acc.warnings.append(DOC_LEN_MASKED_WARNING.format(attention=w.attention))
     if w.grad_checkpointing in ("full", "selective-op"):

@@ -313,7 +313,7 @@ function cliLines(lines) {
  * changed. */
 export function fitsAtText(at) {
   if (at.window) return `${at.window.engine} refuses a context past the model's ${at.window.tokens}-token window`;
-  if (at.changes) return `fits with ${Object.entries(at.changes).map(([k, v]) => `${k.replace(/_/g, " ")} ${v}`).join(", ")}`;
+  if (at.changes) return `fits with ${Object.entries(at.changes).map(([k, v]) => (v === null ? `no ${k.replace(/_/g, " ")}` : `${k.replace(/_/g, " ")} ${v}`)).join(", ")}`;
   const fmt = at.weights.replace(/^gguf:/, "");
   if (at.experts_in_host) return `fits on llama.cpp at ${fmt} with experts in host memory (--n-cpu-moe ${at.experts_in_host.n_cpu_moe})`;
   return at.same_engine === false ? `fits on ${at.engine} at ${fmt}` : `fits at ${fmt}`;
