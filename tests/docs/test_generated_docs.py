@@ -3,27 +3,20 @@ go stale (run ``python scripts/gen_docs.py`` after a change that alters them).""
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
+
+from gen_docs_loader import gen_docs
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _gen():  # type: ignore[no-untyped-def]
-    spec = importlib.util.spec_from_file_location("gen_docs", ROOT / "scripts" / "gen_docs.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 def test_cli_reference_and_readme_examples_are_current() -> None:
-    for path, text in _gen().generate().items():
+    for path, text in gen_docs().generate().items():
         assert path.read_text("utf-8") == text, f"{path.relative_to(ROOT)} is stale: run scripts/gen_docs.py"
 
 
 def test_the_cli_reference_covers_every_command() -> None:
-    gen = _gen()
+    gen = gen_docs()
     text = (ROOT / "docs" / "cli.md").read_text("utf-8")
     for argv in gen._commands():
         assert f"## `{' '.join(['llmsizer', *argv])}`" in text

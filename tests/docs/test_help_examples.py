@@ -8,7 +8,6 @@ examples exited 2 (their 2025 windows had passed) and the top-level `fit` exampl
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import io
 import re
 import shlex
@@ -16,6 +15,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from gen_docs_loader import gen_docs
 
 ROOT = Path(__file__).resolve().parents[2]
 #: names in examples that stand for the user's own files, ids and servers
@@ -25,14 +25,6 @@ PLACEHOLDERS = ("./my-model", "my-hardware.json", "saved-outputs/", "my-server.j
 #: (serve), a shell (completion)
 NOT_RUN = ("measure", "serve", "completion")
 STATED = re.compile(r"#.*\bexit (\d)\b")
-
-
-def _gen():  # type: ignore[no-untyped-def]
-    spec = importlib.util.spec_from_file_location("gen_docs", ROOT / "scripts" / "gen_docs.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def run(argv: list[str]) -> tuple[int, str, str]:
@@ -68,7 +60,7 @@ def scratch(tmp_path, monkeypatch):  # type: ignore[no-untyped-def]
 
 
 def test_every_help_example_answers_or_exits_as_stated(scratch) -> None:  # type: ignore[no-untyped-def]
-    examples = help_examples(_gen())
+    examples = help_examples(gen_docs())
     assert len(examples) > 60 and any("capacity book" in e for e in examples)
     wrong = []
     for line in examples:
