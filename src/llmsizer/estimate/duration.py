@@ -53,6 +53,7 @@ from ..formulas.elementwise_traffic import (
     sequence_parallel_copy_bytes,
     step_bytes_per_token,
 )
+from ..formulas.expert_parallel_time import expert_parallel_exchange, peers_in_machine
 from ..formulas.float8_training import SOURCE_TIME as FLOAT8_TIME_SOURCE
 from ..formulas.float8_training import (
     TORCHAO_RECIPES,
@@ -80,6 +81,7 @@ from ..formulas.launch_overhead import (
 from ..formulas.launch_overhead import SOURCE as LAUNCH_SOURCE
 from ..formulas.lora import AdaptedModule, adapted_layout, adapted_roles, expert_adapter_work, lora_params
 from ..formulas.model_parallel_time import ModelParallelStep
+from ..formulas.network import device_share_of_node_bandwidth
 from ..formulas.optimizer_step import accumulation_bytes, optimizer_step_bytes, step_source
 from ..formulas.parallelism import pipeline_stage_layers, zero_shards
 from ..formulas.params import count_params
@@ -1343,6 +1345,8 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
         t_c = overlapped_seconds(t_c, t_launch)
     if w.context_parallel > 1:
         t_c += _ring_exchange_seconds(spec, w, int(tokens), t_attn / tp_div * share, link_bandwidth, notes, warnings)
+    if spec.moe is not None and w.ep > 1 and n > 1:
+        t_c += _ep_exchange_seconds(spec, w, tokens, link_bandwidth, network, notes, warnings)
     if offloaded_bytes and device.kind == "gpu":
         t_c = _activation_offload_seconds(device, t_c, fl.forward_share, offloaded_bytes, w, notes, warnings)
     comm_b = t_m = 0.0
@@ -1485,6 +1489,51 @@ def _ring_exchange_seconds(spec: ModelSpec, w: TrainingWorkload, tokens: int, t_
                             f"{link_bandwidth / 1e9:.4g} GB/s against {t_attn:.3g} s of attention per micro-step, "
                             "overlapped with it only"))
     return exposed
+
+
+def _ep_exchange_seconds(spec: ModelSpec, w: TrainingWorkload, tokens: float, link_bandwidth: float | None,
+                         network: Network | None, notes: list[Assumption], warnings: list[str]) -> float:
+    """The expert-parallel token exchange of the busiest pipeline stage's MoE layers per micro-step, blocking
+    (formulas/expert_parallel_time.py eqs. (E1)-(E4)): ``tokens`` the micro-step's tokens on the device (b s / cp),
+    / tp under sequence parallelism; over the devices' link inside a machine and each device's share of the
+    machine's network (formulas/network.py eq. (8)) for the peers on other machines."""
+    moe = spec.moe
+    assert moe is not None
+    if not link_bandwidth:
+        warnings.append(f"no interconnect bandwidth for expert parallelism {w.ep}: the token all-to-alls are not "
+                        "timed")
+        return 0.0
+    g = min(w.gpus, w.gpus_per_node)
+    e_tp = expert_tp(w)
+    ranges = pipeline_stage_layers(spec.num_layers, w.pp, w.pipeline_split, w.virtual_stages if w.pp > 1 else 1)
+    is_moe = [bool(m) for m in spec.moe_layers] or [True] * spec.num_layers
+    full = recompute_mode(w.grad_checkpointing) == "full"
+    again = set(checkpointed_layers(spec.num_layers, w.checkpoint_every)) if full else set()
+    layers, recomputed = max((sum(is_moe[i] for i in r), sum(is_moe[i] and i in again for i in r)) for r in ranges)
+    in_machine = peers_in_machine(w.ep, e_tp, g)
+    crosses = in_machine < w.ep or e_tp > g
+    net = device_share_of_node_bandwidth(network.bandwidth, g) if crosses and network is not None else link_bandwidth
+    if crosses and network is None:
+        warnings.append(f"expert-parallel group of {w.ep} x etp {e_tp} crosses machines of {g} (gpus_per_node) and no "
+                        "network between them is given (--network, or an instance with a network): its all-to-alls "
+                        "are timed over the link inside a machine, a lower bound of their time")
+    local = tokens / (w.tp if w.sequence_parallel and w.tp > 1 else 1)
+    width = moe.latent_size or spec.hidden_size
+    x = expert_parallel_exchange(local, moe.experts_per_token, width, 4.0 if w.precision == "fp32" else 2.0, w.ep,
+                                 e_tp, layers, recomputed, g, link_bandwidth, net)
+    where = (f"{in_machine - 1} peers over the link at {link_bandwidth / 1e9:.4g} GB/s"
+             + (f", {w.ep - in_machine} over the device's network share at {net / 1e9:.4g} GB/s"
+                if w.ep > in_machine else ""))
+    notes.append(Assumption("ep_all_to_all_bytes_per_micro_batch", round(x.bytes), True,
+                            f"formulas/expert_parallel_time.py eqs. (E1)-(E4), uniform routing (dropless): "
+                            f"{x.collectives} all-to-alls (dispatch + combine, forward and backward, of {layers} MoE "
+                            f"layers" + (f", again in {recomputed} recomputed" if recomputed else "")
+                            + f") of {local:g} tokens x top-{moe.experts_per_token} x {width} x (ep - 1)/ep over "
+                            f"ep {w.ep}" + (f", each with an all-gather / reduce-scatter in etp {e_tp}"
+                                            if e_tp > 1 else "") + f"; {where}; not overlapped with compute "
+                            f"(Megatron-Core overlap_moe_expert_parallel_comm = False): {x.seconds * 1e3:.4g} ms per "
+                            "micro-batch"))
+    return x.seconds
 
 
 def _activation_offload_seconds(device: Device, t_c: float, forward_share: float, offloaded: float,
