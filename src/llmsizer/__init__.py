@@ -12,7 +12,7 @@ Results print as the table the CLI prints (``print(est)``), render as an HTML ta
 docs/python-api.md walks through a notebook session.
 """
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ._version import __version__
 from .errors import (
@@ -73,11 +73,39 @@ __all__ = [
 ]
 
 
+# The public functions whose first argument is a ModelSpec (formulas below the model loader, and the speed
+# model): as every other entry point (``estimate_inference``, ``fit``, ...) they take the model as a ModelSpec or a
+# catalog name, Hub id or path, resolved by the one rule, ``models.spec_of`` (anything else refused by its
+# ``model: expected a model name ...`` line). Before, ``llmsizer.kv_cache("llama-3.1-8b", 4096)`` raised an
+# AttributeError from inside the formula.
+_MODEL_FIRST = frozenset({"kv_cache", "count_params", "weight_bytes", "estimate_speed"})
+
+
+def _model_first(f: Any) -> Any:
+    """``f`` with its first argument (``spec``, positional or by name) read by ``models.spec_of``."""
+    import functools
+
+    from .models import spec_of
+
+    @functools.wraps(f)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        if args:
+            args = (spec_of(args[0]), *args[1:])
+        elif "spec" in kwargs:
+            kwargs["spec"] = spec_of(kwargs["spec"])
+        return f(*args, **kwargs)
+    return call
+
+
 def __getattr__(name: str) -> object:
-    """Load a public name of ``_LAZY`` from its module on first use."""
+    """Load a public name of ``_LAZY`` from its module on first use (a function taking a model first: wrapped
+    once by ``_model_first`` and kept)."""
     if name in _LAZY:
         import importlib
-        return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+        obj = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+        if name in _MODEL_FIRST:
+            obj = globals()[name] = _model_first(obj)
+        return obj
     raise AttributeError(f"module 'llmsizer' has no attribute {name!r}")
 
 

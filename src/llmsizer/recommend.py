@@ -237,6 +237,10 @@ class Option:
     # training: the layout the option's memory and time are for (``estimate/fit.py`` ``training_layout``: the
     # sharding stated or the least-sharded ZeRO stage that fits there, the parallelism the workload states)
     layout: str | None = None
+    # training: the FLOPs per token the option's duration counts for its own layout (``fit_training``'s
+    # ``duration.flops_per_token``: the work each tensor-parallel rank repeats depends on the TP, EP and sequence
+    # parallelism the option runs, the scale-out search's where it chose them)
+    flops_per_token: float | None = None
 
     @property
     def is_cpu(self) -> bool:
@@ -884,17 +888,19 @@ def _layout(fields: dict[str, Any], fr: FitResult, scaled: ScaledLayout | None =
 
 def _scale_out(spec: ModelSpec, cands: list[_Candidate], wl: dict[str, Any], c: Constraints,
                hardware_files: Sequence[str | Path], model: str,
-               extra: Sequence[str] = ()) -> tuple[list[tuple[_Candidate, ScaledLayout]], list[str],
-                                                             list[Assumption]]:
-    """When no instance holds the run: for each GPU instance type, the fewest instances and a layout on which it
-    fits (``estimate/recommend_layout.py`` ``search_layout``), the options to size; the advice (what was searched,
+               extra: Sequence[str] = (), held: Sequence[str] = ()) -> tuple[list[tuple[_Candidate, ScaledLayout]],
+                                                                           list[str], list[Assumption]]:
+    """When no option meets every constraint (none holds the run, or those that hold it miss the deadline or the
+    budget, ``held``: their targets): for each GPU instance type that does not hold it on one instance, the fewest
+    instances and a layout on which it fits (``estimate/recommend_layout.py`` ``search_layout``), the options to
+    size (instances added to them for the deadline as to any); the advice (what was searched,
     or the closest layout and why it does not fit) and the search's assumptions. One search per (device, devices
     per instance): instances of one kind share the memory answer (their networks time it apart). Instance types
     are searched by device memory, largest first: a device with less memory needs at least the devices one with
     more needed, so its counts start there. ``model`` and ``extra``: the model and the question's flags of the
     ``fit --train`` command each layout is printed as (``ScaledLayout.command``)."""
     gpus = [x for x in cands if x.instance is not None and x.device.kind == "gpu" and x.device.memory_bytes
-            and training_peak(x.device, str(wl.get("precision", TrainingWorkload.precision)),
+            and x.target not in held and training_peak(x.device, str(wl.get("precision", TrainingWorkload.precision)),
                               bool(wl.get("tf32", False)))[0] is not None]
     if not gpus:  # local devices only (--laptop) or no GPU instance: nothing scales out, nothing to say
         return [], [], []
@@ -919,15 +925,24 @@ def _scale_out(spec: ModelSpec, cands: list[_Candidate], wl: dict[str, Any], c: 
         lay = done[key]
         if lay is not None:
             found.append((cand, lay))
+    n_held = len(held)
+    why = ("no instance holds the run" if not n_held else
+           f"no option meets every constraint: the {n_held} instance type{'s' if n_held > 1 else ''} that hold"
+           f"{'' if n_held > 1 else 's'} the run miss{'' if n_held > 1 else 'es'} the deadline or the budget even "
+           "with instances added")
     notes = [Assumption("scale_out_cap", f"{MAX_SCALE_INSTANCES} instances", True,
-                        "no instance holds the run: each GPU instance type grown 1, 2, 4, ... instances up to this "
+                        f"{why}: each GPU instance type that does not hold it grown 1, 2, 4, ... instances up to this "
                         "cap until a TP / PP / EP layout fits (estimate/recommend_layout.py: TP within an instance, "
                         "PP up to 16, the least model parallelism that fits, sequence parallelism with TP for a "
                         f"Megatron MoE; {NEEDS_LEAST}; a device with less memory starts at the devices one with "
-                        f"more needed); {calls} layouts sized")]
+                        f"more needed; searched whenever no option meets every constraint, not only when none "
+                        "holds the memory: a user with a deadline or a budget would rather run on more instances of "
+                        "another type, with a model-parallel layout, than get no answer; the types that hold the run "
+                        f"grow by data-parallel instances instead); {calls} layouts sized")]
     if found:
         best = min(found, key=lambda f: (f[1].devices, f[0].target))
-        advice = [f"no single instance holds this run: {len(found)} instance types fit on several instances with a "
+        advice = [f"{why}: {len(found)} instance type{'s' if len(found) > 1 else ''} "
+                  f"fit{'' if len(found) > 1 else 's'} on several instances with a "
                   f"chosen layout; e.g. {best[0].target}: {best[1].command(model, best[0].target, wl, extra)}"]
     elif closest is not None:
         cand, near = closest
@@ -977,16 +992,16 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
     method = w.method
     fl = flops_per_token(spec, w.method, w.seq_len, recompute_mode(w.grad_checkpointing), w.rank, w.targets,
                          w.checkpoint_every, recomputes_whole_layer(w.checkpoint_impl))
-    # the FLOPs the tensor-parallel ranks run again on the matrices their framework keeps whole (every option runs
-    # the workload's tp): the number each option's duration counts (duration.with_tp_replicated, review12 D5), so
-    # the headline's FLOP/token x tokens is the run's total, not the model's count before that repeated work
+    # the FLOPs of the layout as stated, with those the tensor-parallel ranks run again on the matrices their
+    # framework keeps whole (duration.with_tp_replicated, review12 D5): the headline's only where no option is chosen
+    # (an option's own count is fit_training's for its layout, ``Option.flops_per_token``)
     fl = with_tp_replicated(*with_framework(spec, w), fl, [])
-    fpt = fl.effective_per_token(w.micro_batch)  # eq. (4'): D / T of an MoE LoRA's step term included
     timed: dict[str, tuple[tuple[Assumption, ...], tuple[str, ...]]] = {}  # each timed option's duration notes
     cands, rejected = _candidates(cat, c, training=True)
     gpus = wl.get("gpus")  # --gpus N: every option is N devices (checked by TrainingWorkload above)
     meets: list[Option] = []
-    fitted: list[str] = []  # the candidates whose own devices hold the run (no scale-out search when any does)
+    fitted: list[str] = []  # the candidates whose own devices hold the run (grown by instances, not searched)
+    flops_of: dict[tuple[str, int], tuple[float, str]] = {}  # each timed option's FLOP/token and its formula
 
     def consider(cand0: _Candidate, scaled: ScaledLayout | None = None) -> None:
         """``cand0`` sized and timed as ``fit --train`` sizes it: its own devices, ``--gpus N``'s or, ``scaled``,
@@ -1113,7 +1128,10 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
         devices = cand.count * nodes
         price = cand.price * nodes if cand.price is not None else None
         total = price * secs / 3600 if price is not None else None
+        if fr.duration is not None:  # the FLOP count of this option's own layout (fit_training's), for the headline
+            flops_of[(cand.target, fr.count)] = (fr.duration.flops_per_token, fr.duration.flops_formula)
         opt = Option(**{**stub, "count": fr.count, "instances": fr.instances}, replicas=fr.replicas, status="meets",
+                     flops_per_token=fr.duration.flops_per_token if fr.duration is not None else None,
                      reasons=tuple(reasons),
                      price_per_hour=price,
                      cost_basis=cand.cost_basis, training_seconds=secs, device_hours=device_hours(secs, devices),
@@ -1132,8 +1150,12 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
         consider(cand0)
     advice: list[str] = []
     scale_notes: list[Assumption] = []
-    if gpus is None and not fitted and cands:  # no instance holds the run: the fewest instances and a layout that do
-        found, advice, scale_notes = _scale_out(spec, cands, wl, c, hardware_files, model_arg, extra)
+    # no option meets every constraint (no instance holds the run, or those that do miss the deadline or budget even
+    # with instances added): the other instance types' fewest instances and a layout that hold it, then instances
+    # added for the deadline as to any option (recfix D7: an instance that held the memory but missed the deadline
+    # stopped the search, so the faster types that needed a model-parallel layout were never sized)
+    if gpus is None and not meets and cands:
+        found, advice, scale_notes = _scale_out(spec, cands, wl, c, hardware_files, model_arg, extra, fitted)
         for cand0, lay in found:
             consider(cand0, lay)
     # ties broken by name and size, so the ranking does not follow the catalog's or a hardware file's listing order
@@ -1155,8 +1177,12 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
                                   "default: a quarter's "
                                   "lease, about one frontier run's length, Llama 3.1 405B's ~78 days; "
                                   "--deadline replaces it)"), *assumptions)
+    # the headline's FLOP/token is the chosen option's, fit_training's for its layout (recfix D8: it was the
+    # workload's TP's, 1.080e12 where the option searched TP 2 / EP 2 ran 1.087e12); none chosen: the layout stated
+    fpt, formula = (flops_of[(meets[0].target, meets[0].count)] if meets else
+                    (fl.effective_per_token(w.micro_batch), fl.effective_formula(w.micro_batch)))
     workload = {"tokens": tokens, **{k: (list(v) if isinstance(v, tuple) else v) for k, v in wl.items()},
-                "flops_per_token": fpt, "flops_formula": fl.effective_formula(w.micro_batch), "total_flops": fpt * tokens}
+                "flops_per_token": fpt, "flops_formula": formula, "total_flops": fpt * tokens}
     return Recommendation("training", spec.name, workload, c, tuple(meets), tuple(rejected), tuple(advice), (),
                           (*assumptions, *scale_notes), tuple(warnings))
 

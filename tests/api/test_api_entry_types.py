@@ -81,3 +81,23 @@ def test_kv_cache_of_good_counts_is_unchanged(spec) -> None:
     # a whole float and an int give the same bytes: the entry check reads them as the same count
     assert llmsizer.kv_cache(spec, 4096.0, 2.0).total_bytes == llmsizer.kv_cache(spec, 4096, 2).total_bytes > 0
     assert llmsizer.kv_cache(spec, 0, 0).total_bytes == 0
+
+
+def test_spec_first_functions_take_a_model_name_as_every_entry_point() -> None:
+    """recfix: kv_cache / count_params / weight_bytes / estimate_speed took a ModelSpec only (a name: AttributeError
+    from inside the formula); now a name resolves as estimate_inference's ``model`` does (models.spec_of). Truths
+    from Qwen2.5-0.5B's config.json: 24 layers x (K, V) x 2 KV heads x 64 head_dim x 2 B x 4096 tokens; its
+    parameter count as transformers counts it, 494,032,768 (the model card's 0.49B)."""
+    assert llmsizer.kv_cache(MODEL, 4096).total_bytes == 24 * 2 * 2 * 64 * 2 * 4096
+    assert llmsizer.kv_cache(spec=MODEL, tokens=4096).total_bytes == 24 * 2 * 2 * 64 * 2 * 4096
+    assert llmsizer.count_params(MODEL).total == 494_032_768
+    assert llmsizer.weight_bytes(MODEL, "bf16").total == 2 * 494_032_768
+    h100 = llmsizer.find_hardware("h100-sxm")
+    assert (llmsizer.estimate_speed(MODEL, h100).decode_tokens_per_second
+            == llmsizer.estimate_speed(llmsizer.load_model(MODEL), h100).decode_tokens_per_second)
+
+
+@pytest.mark.parametrize("bad", [None, 5])
+def test_spec_first_functions_refuse_no_model_naming_the_argument(bad) -> None:
+    with pytest.raises(InputError, match=r"^model: expected a model name"):
+        llmsizer.kv_cache(bad, 4096)

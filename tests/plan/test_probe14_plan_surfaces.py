@@ -63,11 +63,33 @@ def test_megatron_without_distributed_optimizer_still_writes_per_rank() -> None:
 
 
 def test_deepspeed_zero1_rank_writes_its_partition() -> None:
-    """DeepSpeed ZeRO-1, 8 ranks: each writes its optimizer partition file, fp32 master + Adam moments (12 B) / 8;
-    the bf16 model file is data-parallel rank 0's. One checkpoint / 8 (14 B / 8) counted the weights on every rank."""
+    """DeepSpeed ZeRO-1, 8 ranks: each writes its optimizer partition file, fp32 master + Adam moments (12 B) / 8,
+    and data-parallel rank 0 the bf16 model file too (recfix D9: deepspeed/runtime/engine.py @edaa7221
+    ``_save_checkpoint`` lines 5239-5266 writes ``mp_rank_00_model_states.pt``, the module's state_dict, where
+    ``save_non_zero_checkpoint``: dp rank 0, lines 1583-1589): the most loaded rank writes 2 B + 12 B / 8 per
+    parameter. Before: 12 B / 8, the model file left out."""
     jp = _plan("precision: deepspeed-bf16, zero: 1, train_tokens: 1B tokens", 8, model="llama-3.1-8b")
     p = _params("llama-3.1-8b")
-    assert jp.value("storage", "checkpoint_shard") == pytest.approx(p * 12 / 8, rel=1e-6)
+    assert jp.value("storage", "checkpoint_shard") == pytest.approx(p * (2 + 12 / 8), rel=1e-6)
+
+
+def test_deepspeed_stage_the_memory_took_is_the_one_written() -> None:
+    """recfix D9: with no zero given the memory takes the least-sharded stage that fits (here ZeRO-1 or 2 on 8 x
+    H100 for an 8B full fine-tune, which ZeRO-0's 16 B / param does not fit); the per-rank line read the request's
+    zero (none: stage 0) and printed nothing. Rank 0 writes its partition (12 B / 8) and the bf16 model file (2 B)."""
+    jp = _plan("precision: deepspeed-bf16, train_tokens: 1B tokens", 8, model="llama-3.1-8b")
+    stage = next(a.value for a in jp.estimate.assumptions if a.name == "zero")
+    assert int(stage) in (1, 2)
+    p = _params("llama-3.1-8b")
+    assert jp.value("storage", "checkpoint_shard") == pytest.approx(p * (2 + 12 / 8), rel=1e-6)
+
+
+def test_deepspeed_zero3_has_no_model_file_on_rank_0() -> None:
+    """ZeRO-3: the weights are partitioned, each rank writes its own (bf16 weights + fp32 master + Adam's two fp32
+    moments: 14 B / 8); no whole model file on rank 0 (unchanged by D9, a guard that the file is below stage 3 only)."""
+    jp = _plan("precision: deepspeed-bf16, zero: 3, train_tokens: 1B tokens", 8, model="llama-3.1-8b")
+    p = _params("llama-3.1-8b")
+    assert jp.value("storage", "checkpoint_shard") == pytest.approx(p * 14 / 8, rel=1e-6)
 
 
 def test_of_which_rows_are_the_memory_tables_items() -> None:

@@ -338,7 +338,7 @@ def plan_training(job: TrainingJob, req: Request, ctx: PlanContext) -> JobPlan:
 
     # ---- storage ----
     st, series, _ = _storage(job, spec, est, pc.total, tokens, per_epoch, steps, secs, interval_s, saves, w_prec,
-                             gpus, notes)
+                             gpus, notes, wl)
     # ---- network ----
     net = _network(job, spec, hw, gpus, d, tokens, secs, notes)
     # ---- cost ----
@@ -380,21 +380,27 @@ def _checkpoint_size(job: TrainingJob, spec: ModelSpec, est: Estimate, params: i
     return S.checkpoint_bytes(trained, wb, mb, ob), what, trained
 
 
-def _checkpoint_per_rank(job: TrainingJob, est: Estimate, one: int, precision: str, gpus: int
+def _checkpoint_per_rank(job: TrainingJob, est: Estimate, one: int, wl: TrainingWorkload, gpus: int
                          ) -> tuple[int, str] | None:
     """(bytes the most loaded rank writes of one checkpoint, formula text), or None where one process writes it all
-    (one device; DDP / HF Trainer with no sharding: rank 0's torch.save).
+    (one device; DDP / HF Trainer with no sharding: rank 0's torch.save). ``wl``: the workload the estimate sized,
+    its ZeRO stage the one the memory took (``TrainingWorkload.shard_stage``: FSDP's modes read as their stage).
 
     The rank's own shard is the estimate's (one home): its per-device model states that the data-parallel sharding
     splits (``details.model_states``: optimizer states and fp32 master from ZeRO-1 / Megatron's distributed
     optimizer up, the weights too at ZeRO-3 / FSDP full or hybrid shard), already divided by TP, PP and EP there.
     Megatron (dist-ckpt, every rank writes) and FSDP (torch.distributed.checkpoint) spread the rest over all
-    ``gpus`` ranks (eq. (5)); DeepSpeed writes each data-parallel rank's ZeRO partition file, its own shard, and the
-    model file from data-parallel rank 0 (deepspeed/runtime/engine.py ``_save_zero_checkpoint``,
-    ``_save_checkpoint``)."""
-    s = job.settings
-    stage = 2 if s.fsdp == "grad_op" else 3 if s.fsdp is not None else (s.zero or 0)
-    megatron = precision.startswith("megatron-")
+    ``gpus`` ranks (eq. (5)). DeepSpeed (deepspeedai/DeepSpeed @edaa7221 deepspeed/runtime/engine.py) has every
+    rank write its ZeRO partition file, ``zero_pp_rank_{dp}_mp_rank_{mp}_optim_states.pt`` (``_save_zero_checkpoint``
+    lines 5409-5424, its name lines 4197-4210: the optimizer's state_dict, its own shard), and below ZeRO-3 the data-
+    parallel rank 0 of each model-parallel rank also writes ``mp_rank_{mp}_model_states.pt``, the module's
+    state_dict (``_save_checkpoint`` lines 5239-5266: ``module_state_dict`` line 5252, written where
+    ``save_non_zero_checkpoint``, set for the data-parallel writer in ``_configure_checkpointing`` lines 1583-1589,
+    runtime/checkpoint_engine/checkpoint_engine.py lines 47-48: dp_rank == 0): that rank writes its partition plus
+    the per-device weights (an adapter method: the adapters, the frozen base left out as ``checkpoint_one``
+    counts it)."""
+    stage = wl.shard_stage
+    megatron = wl.precision.startswith("megatron-")
     if gpus <= 1 or not (stage or megatron):
         return None
     states = est.details.get("model_states", {})
@@ -402,7 +408,7 @@ def _checkpoint_per_rank(job: TrainingJob, est: Estimate, one: int, precision: s
     kinds = [k for k in saved if stage >= 1] + (["weights", "adapter_weights"] if stage >= 3 else [])
     own = int(sum(states.get(k) or 0 for k in kinds))
     what = " + ".join(k.replace("_", " ") for k in kinds if states.get(k))
-    if megatron or s.fsdp is not None:
+    if megatron or wl.fsdp is not None:
         fw = "Megatron dist-ckpt" if megatron else "torch.distributed.checkpoint"
         return (S.checkpoint_shard_bytes(one, gpus, own),
                 f"{fw}: each tensor written once, replicas spread evenly: one checkpoint / {gpus} ranks"
@@ -410,13 +416,20 @@ def _checkpoint_per_rank(job: TrainingJob, est: Estimate, one: int, precision: s
                    if own else ""))
     if not own:
         return None
-    return (own, f"DeepSpeed ZeRO-{stage}: each data-parallel rank's partition file, its {what} per device"
-            + ("; data-parallel rank 0 also writes the model file" if stage < 3 else ""))
+    if stage >= 3:
+        return own, f"DeepSpeed ZeRO-{stage}: each data-parallel rank's partition files, its {what} per device"
+    module = "adapter_weights" if wl.adapters else "weights"
+    model_file = int(states.get(module) or 0)
+    return (own + model_file,
+            f"DeepSpeed ZeRO-{stage}: data-parallel rank 0 writes its partition file ({what} per device, "
+            f"{format_bytes(own, binary=False)}) and the model file ({module.replace('_', ' ')} per device, "
+            f"{format_bytes(model_file, binary=False)}); the other ranks their partition file only")
 
 
 def _storage(job: TrainingJob, spec: ModelSpec, est: Estimate, params: int, tokens: int | None,
              per_epoch: int | None, steps: int | None, secs: float | None, interval_s: float | None,
-             saves: int | None, precision: str, gpus: int, notes: JobNotes) -> tuple[Sec, list[Series], int]:
+             saves: int | None, precision: str, gpus: int, notes: JobNotes, wl: TrainingWorkload
+             ) -> tuple[Sec, list[Series], int]:
     st = Sec("storage", "Storage")
     d, ck, ho = job.dataset, job.checkpoints, job.handover
     parts: dict[str, int] = {}
@@ -458,9 +471,9 @@ def _storage(job: TrainingJob, spec: ModelSpec, est: Estimate, params: int, toke
     st.add("checkpoint_one", "one checkpoint", one, "B_disk", one_how, "formulas/storage.py eq. (4)")
     base_file = weight_bytes(spec, "bf16").total
     st.add("checkpoint_vs_model", "one checkpoint / bf16 model file", one / base_file if base_file else None, "ratio")
-    shard = _checkpoint_per_rank(job, est, one, precision, gpus)
+    shard = _checkpoint_per_rank(job, est, one, wl, gpus)
     if shard is not None:
-        st.add("checkpoint_shard", "written by each rank", shard[0], "B_disk", shard[1], "formulas/storage.py eq. (5)")
+        st.add("checkpoint_shard", "written by the most loaded rank", shard[0], "B_disk", shard[1], "formulas/storage.py eq. (5)")
     keep = ck.keep
     if keep is None and interval_s is not None:
         keep_n = saves or 1
