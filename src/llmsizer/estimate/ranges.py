@@ -476,7 +476,7 @@ _add("decode throughput", "sglang >= 0.5", 0.9031, 1.0742, 7, 1, 1.000, None, ('
 _add("decode throughput", "transformers", 0.5177, 1.3817, 21, 2, 0.969, 1.000)
 _add("decode throughput", "vllm 0.6-0.7", 0.8452, 1.0478, 21, 1, 1.000, None, ('a100-sxm-80gb',))
 _add("decode throughput", "vllm >= 0.14", 0.9098, 1.0560, 6, 1, 1.000, None, ('a10g',))
-_add("inference memory", "transformers", 0.9702, 1.0619, 120, 4, 0.993, 0.782)
+_add("inference memory", "transformers", 0.9702, 1.0414, 120, 4, 0.993, 0.766)
 _add("inference memory", "vllm", 0.9622, 1.0546, 13, 2, 0.950, 0.900)
 _add("prefill throughput", "llama.cpp", 0.6257, 1.1420, 27, 12, 1.000, 0.951)
 _add("prefill throughput", "transformers", 0.7607, 1.0000, 11, 1, 1.000, None)

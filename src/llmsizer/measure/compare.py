@@ -13,6 +13,7 @@ row                 estimate                                            measurem
 weights             item ``weights``                                    parameter + buffer (+ 4-bit state) bytes
 kv_cache            item ``kv_cache`` (KV at the peak phase)            KV-cache storages live at the tensor peak
 activations         ``activations`` + ``dequant_buffer``                the rest of the live tensors at the peak
+                    (+ ``tied_copy_on_load`` when loading peaks)
 peak tensors        sum of the three                                    tracker peak (CPU) / ``max_memory_allocated``
 allocator cache     ``allocator_cache``                                 ``max_memory_reserved - max_memory_allocated``
 cuda_context        ``cuda_context``                                    NVML process memory - ``memory_reserved()``
@@ -216,10 +217,10 @@ def inference_rows(record: dict[str, Any], est: Estimate) -> list[Row]:
     rows = [
         _row("weights", _item_bytes(est, "weights"), m.get("weights_bytes")),
         _row("kv_cache", _item_bytes(est, "kv_cache"), split.get("kv_cache"), note="KV live at the tensor peak"),
-        _row("activations", _item_bytes(est, "activations", "dequant_buffer"), split.get("activations"),
+        _row("activations", _item_bytes(est, "activations", "dequant_buffer", "tied_copy_on_load"), split.get("activations"),
              note="live tensors at the peak besides weights and KV"),
     ]
-    tensors = _item_bytes(est, "weights", "kv_cache", "activations", "dequant_buffer")
+    tensors = _item_bytes(est, "weights", "kv_cache", "activations", "dequant_buffer", "tied_copy_on_load")
     if cuda:
         rows.append(_row("peak tensors (tracker)", tensors, m.get("peak_tensor_bytes")))
         rows.append(_row("peak allocated", tensors, m.get("max_memory_allocated"), kind,

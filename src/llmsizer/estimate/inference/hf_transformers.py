@@ -7,12 +7,17 @@ context, a one-token forward). Logits are computed for the last position only an
 bitsandbytes 4-bit layers dequantize the whole weight to the compute dtype for inputs of more than one
 token (bitsandbytes ``autograd/_functions.py`` ``matmul_4bit``: ``gemv_4bit`` only for a single token,
 else ``dequantize_4bit(...).to(A.dtype)``), so prefill holds one dequantized matrix at a time.
+A third moment can be the peak: the end of loading, when an AWQ checkpoint of a tied-embedding model (AutoAWQ
+<= 0.2.6 stores ``lm_head.weight`` beside ``embed_tokens.weight``) holds its second copy of the matrix until
+``from_pretrained`` re-ties the two (formulas/checkpoint_loading.py eq. L1); the page script's
+``max_memory_allocated`` counts it.
 """
 
 from __future__ import annotations
 
 from ...formulas import encoder_decoder_serving as ED
 from ...formulas.activations import prefill_activation_bytes
+from ...formulas.checkpoint_loading import stored_tied_copy_bytes
 from ...formulas.kv_cache import cross_attention_kv, kv_dtype_bytes
 from ...formulas.tensor_parallel import kv_fraction_per_device, per_device
 from ...formulas.weight_formats import largest_quantized_matrix
@@ -75,13 +80,26 @@ def compose_transformers(ctx: Context) -> None:
                 source="formulas/vision_activations.py eqs. (1)-(4) (transformers modeling_siglip.py), (5)-(8) "
                        "(modeling_qwen2_5_vl.py, modeling_qwen3_vl.py), (9)-(13) (modeling_mllama.py), (14)-(17) "
                        "(modeling_llama4.py)")
+    tied_copy = _tied_copy_on_load(ctx)
+    loading = tied_copy > kv.bytes + act_item.bytes + deq and not spec.recurrent_layer_count
+    if loading:  # nothing of generate() exists yet: no K/V, no activations
+        phase, deq = "end of loading (before generate(): the checkpoint's second copy of the tied embedding)", 0
+        kv = kv_item(ctx, 0, w.concurrency, loc)
+        act_item = Item("activations", 0, loc, formula=f"none at {phase}",
+                        source="transformers modeling_utils.py from_pretrained (the re-tie follows the last tensor)")
     ctx.details["peak_phase"] = phase
     acc.items.append(weights_item(ctx.wb, loc))
+    if loading:
+        acc.items.append(Item("tied_copy_on_load", tied_copy, loc,
+                              formula=f"lm_head.weight stored beside the tied embedding: 1 x {format_bytes(tied_copy)} "
+                                      "held until from_pretrained re-ties them (eq. L1)",
+                              source="formulas/checkpoint_loading.py eq. (L1) (AutoAWQ base.py save_quantized @ "
+                                     "v0.2.6; transformers 4.46.0 modeling_utils.py L908-992, L4245)"))
     if spec.kv_cache_layers:
         acc.items.append(kv)
     if spec.recurrent_layer_count:  # the same after prefill and at the end: it does not grow with the context
         acc.items.append(state_item(ctx, w.concurrency, loc))
-    if ctx.media is not None and ctx.media.cross_tokens:  # written by the first forward, held to the end
+    if ctx.media is not None and ctx.media.cross_tokens and not loading:  # written by the first forward, held to the end
         cross, share = ctx.media.cross_tokens, kv_fraction_per_device(spec, w.tensor_parallel, False)
         acc.items.append(Item(
             "cross_attention_kv", per_device(cross_attention_kv(spec, cross, w.concurrency, ctx.kv_dtype), share), loc,
@@ -100,6 +118,20 @@ def compose_transformers(ctx: Context) -> None:
                               formula="reserved - allocated: 0 expected, up to one more activation peak cached",
                               source="PyTorch CUDA caching allocator keeps freed blocks (docs 'CUDA semantics')"))
     acc.span("host_runtime", E.TORCH_HOST_RUNTIME, "host")
+
+
+def _tied_copy_on_load(ctx: Context) -> int:
+    """Bytes of the tied embedding's second copy held at the end of loading (formulas/checkpoint_loading.py eq. L1):
+    assumed stored by an AWQ checkpoint of a tied-embedding model, the files AutoAWQ <= 0.2.6 writes."""
+    if ctx.fmt != "awq-int4" or not ctx.spec.tie_word_embeddings:
+        return 0
+    extra = int(ctx.acc.assume(
+        "awq_tied_lm_head_copy", 1, None,
+        "an AWQ checkpoint of a tied-embedding model stores lm_head.weight beside embed_tokens.weight (AutoAWQ <= "
+        "0.2.6 save_quantized writes every state_dict name, awq/models/base.py L302-312 @ v0.2.6); transformers "
+        "loads both and re-ties them only after the last tensor, so loading peaks at weights + one copy of the "
+        "embedding (formulas/checkpoint_loading.py eq. L1)"))
+    return stored_tied_copy_bytes(ctx.wb.by_component.get("embedding", 0), extra)
 
 
 # line numbers of transformers v5.24.0 (the release formulas/encoder_decoder_serving.py is read from; checked there)
