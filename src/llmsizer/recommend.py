@@ -37,6 +37,7 @@ from .estimate.duration import (
     PRACTICAL_TRAINING_SECONDS,  # the 90-day practical limit's one home
     flops_per_token,
     recompute_mode,
+    recomputed_matmul_modules,
     training_peak,
     with_tp_replicated,
 )
@@ -991,7 +992,7 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
     w = TrainingWorkload(**({"gpus": least, **known} if least > 1 else known))
     method = w.method
     fl = flops_per_token(spec, w.method, w.seq_len, recompute_mode(w.grad_checkpointing), w.rank, w.targets,
-                         w.checkpoint_every, recomputes_whole_layer(w.checkpoint_impl))
+                         w.checkpoint_every, recomputes_whole_layer(w.checkpoint_impl), recomputed_matmul_modules(w))
     # the FLOPs of the layout as stated, with those the tensor-parallel ranks run again on the matrices their
     # framework keeps whole (duration.with_tp_replicated, review12 D5): the headline's only where no option is chosen
     # (an option's own count is fit_training's for its layout, ``Option.flops_per_token``)

@@ -87,8 +87,10 @@ from ..formulas.parallelism import pipeline_stage_layers, zero_shards
 from ..formulas.params import count_params
 from ..formulas.sdpa_dispatch import attention_dtype, sdpa_backend
 from ..formulas.selective_checkpointing import (
+    MODULE_RECOMPUTE_MATMULS,
     full_recompute_flops,
     layer_matmul_shapes,
+    module_recompute_flops,
     op_sac_recompute_flops,
     whole_layer_recompute_flops,
 )
@@ -267,15 +269,26 @@ def _matmul_setup(spec: ModelSpec, method: str, rank: int, targets: tuple[str, .
                            rank=rank if adapted else 0, tp=tp)
 
 
+def recomputed_matmul_modules(w: TrainingWorkload) -> frozenset[str]:
+    """Megatron's selective recompute modules of ``w`` whose recomputed forward runs matmuls
+    (formulas/selective_checkpointing.py MODULE_RECOMPUTE_MATMULS); empty without 'selective'."""
+    if w.grad_checkpointing != "selective":
+        return frozenset()
+    return w.recomputed_modules & frozenset(MODULE_RECOMPUTE_MATMULS)
+
+
 @lru_cache(maxsize=1024, typed=True)
 def flops_per_token(spec: ModelSpec, method: str = "full", seq_len: int = 2048, recompute: str = "none",
                     rank: int = 16, targets: tuple[str, ...] | str = TrainingWorkload.targets,
-                    checkpoint_every: int = 1, reentrant: bool = False) -> TrainingFlops:
+                    checkpoint_every: int = 1, reentrant: bool = False,
+                    modules: frozenset[str] = frozenset()) -> TrainingFlops:
     """Training FLOPs per token for ``method`` (full, lora, dora, qlora) and ``recompute`` ('none', 'full',
     'selective-op'; see :func:`recompute_mode`) on every ``checkpoint_every``-th layer; ``reentrant``: a full
     recomputation re-runs each layer's last matmul too (``checkpoint_impl`` 'reentrant', Megatron-LM's
-    CheckpointFunction, or 'non-reentrant-no-early-stop': specs/training.py ``recomputes_whole_layer``); memoized
-    on its immutable arguments (the same for every device of a catalog search)."""
+    CheckpointFunction, or 'non-reentrant-no-early-stop': specs/training.py ``recomputes_whole_layer``);
+    ``modules``: Megatron's selective recompute modules with matmuls (:func:`recomputed_matmul_modules`), their
+    forward again in every layer (selective_checkpointing.py eq. M1); memoized on its immutable arguments (the same
+    for every device of a catalog search)."""
     n = count_params(spec).active
     width = attention_width(spec)
     # L of the attention-core term: the layers that attend to the sequence (a hybrid's per-layer schedule,
@@ -323,6 +336,12 @@ def flops_per_token(spec: ModelSpec, method: str = "full", seq_len: int = 2048, 
         source += ", (2'')"
     else:
         formula = base
+    if modules:
+        r = _sum_by_kind(spec, list(range(spec.num_layers)),
+                         lambda sp, i, s: module_recompute_flops(sp, i, s, modules), st)
+        f += r
+        formula += f" + {r:.4g} (Megatron selective recompute of {', '.join(sorted(modules))}: their forward again)"
+        source += ", selective_checkpointing.py (M1)"
     recomputed_attn = ckpt_attn if recompute == "full" else 0
     attn = 12.0 * layers * width * seq_len + 4.0 * recomputed_attn * width * seq_len
     return TrainingFlops(f, formula, f"formulas/training_time.py {source}", trained, fwd, attn, layers,
@@ -1857,7 +1876,7 @@ def training_duration(spec: ModelSpec, device: Device, devices: int, tokens: flo
     spec, w = with_framework(spec, w)  # the framework profile's defaults (estimate/framework.py)
     recompute = recompute_mode(w.grad_checkpointing)
     fl = flops or flops_per_token(spec, w.method, w.seq_len, recompute, w.rank, w.targets, w.checkpoint_every,
-                                  recomputes_whole_layer(w.checkpoint_impl))
+                                  recomputes_whole_layer(w.checkpoint_impl), recomputed_matmul_modules(w))
     own = True
     peak, key, cpu_vector, peak_warning = training_peak(device, w.precision, w.tf32)
     if device.kind == "cpu":

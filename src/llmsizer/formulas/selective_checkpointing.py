@@ -174,6 +174,30 @@ def op_sac_recompute_flops(spec: ModelSpec, layer: int, st: ActivationSetup) -> 
     return flops + moe_expert_flops(spec, layer, st)
 
 
+# Megatron-Core's selective recompute modules whose recomputed forward runs matmuls (NVIDIA/Megatron-LM @d98e8a64):
+# 'mlp' re-runs a dense layer's whole MLP (transformer_layer.py:537-539, :992-1010: ``tensor_parallel.checkpoint``,
+# reentrant, so the last matmul too; not MoE layers), 'mla_up_proj' the MLA up projections
+# (multi_latent_attention.py:855-875, :983-988: linear_q_up_proj or linear_q_proj, and linear_kv_up_proj, under
+# CheckpointWithoutOutput). 'core_attn' is the attention core (counted with the attention term, formulas/
+# training_time.py); 'layernorm' and 'moe_act' re-run element-wise kernels only (no matmul FLOPs).
+MODULE_RECOMPUTE_MATMULS = {"mlp": ("gate", "up", "down"), "mla_up_proj": ("q_b", "kv_b")}
+
+
+def module_recompute_flops(spec: ModelSpec, layer: int, st: ActivationSetup, modules: frozenset[str]) -> int:
+    """Forward FLOPs per token that Megatron's selective recompute of ``modules`` runs again in the backward of one
+    layer (eq. M1)::
+
+        F_rec = sum over the recomputed linears of 2 x input width x output width                             (M1)
+
+    the linears of :data:`MODULE_RECOMPUTE_MATMULS` among the layer's matmuls (:func:`layer_matmul_shapes`: a dense
+    layer's gate/up/down, MLA's q_b (q without a q LoRA rank) and kv_b; an MoE layer's shared expert is named
+    'shared ...' and is not 'mlp')."""
+    names = {n for m in modules for n in MODULE_RECOMPUTE_MATMULS.get(m, ())}
+    if "mla_up_proj" in modules and spec.mla is not None and not spec.mla.q_lora_rank:
+        names.add("q")  # linear_q_proj runs inside qkv_up_proj_and_rope_apply (line 869)
+    return sum(2 * w_in * w_out for name, w_in, w_out, _ in layer_matmul_shapes(spec, layer, st) if name in names)
+
+
 def op_sac_recomputed_matmuls(spec: ModelSpec, layer: int, st: ActivationSetup) -> list[tuple[str, int, int]]:
     """(name, input width, output width) of the matmuls the backward of an op-checkpointed layer runs again, in
     forward order: the mm calls the policy does not save (2, 4, 6, ...: in a Llama block k, o and up) but the

@@ -916,6 +916,25 @@ def moe_saved_terms(spec: ModelSpec, st: ActivationSetup) -> list[Term]:
       copies at I / tp, the terms without etp; at etp = 1, (t / tp) x k copies at the full I.
     - ``fc2_latent_proj`` keeps its input, the experts' combined output (c t L); ``fc1_latent_proj``'s input is the
       block input above, and its output is only gathered (the gather keeps indices, not the tensor).
+    - Megatron-Core (``st.megatron_te``; NVIDIA/Megatron-LM @d98e8a64), eqs. E2-E4. Under sequence parallelism the MoE
+      layer reads the rank's shard (moe_layer.py:636-640, :661-663: the router, the shared expert and the dispatch
+      all take ``hidden_states`` as it comes, [t / tp, h]), so the block input and the router's [t, E] tensors are
+      sized at t_sp = t / tp::
+
+          block input  t_sp h c;   router  t_sp (4 E + 12 k)                                                 (E2)
+
+      The router keeps no fp32 copy of its input: ``RouterGatingLinearFunction`` saves ``inp`` as it comes and casts
+      inside its forward (moe/moe_utils.py:1382, :1389-1400; ``moe_router_dtype`` 'fp32' types only the logits,
+      router.py:106-111). TEGroupedMLP (moe/experts.py) multiplies the routing probabilities inside the activation
+      (the fused ``weighted_bias_swiglu_impl``, line 966; Megatron-LM's default ``--bias-swiglu-fusion``,
+      training/arguments.py:2895-2898), so the unpermute after the combine keeps no expert output; per routed copy
+      it keeps fc1's input (line 932), fc1's output and the fp32 probability (``WeightedSwiGLUFunction``
+      saves both, fusions/fused_bias_swiglu.py:266-270) and fc2's input (line 1028)::
+
+          routed  S (x c + (u + a) i_w c + 4),   u = 2 gated / 1,   a = 0 under 'moe_act' else 1            (E3)
+
+      the permutes, all-to-alls and expert-TP gathers keeping only indices (moe_utils.py ``permute`` /
+      ``unpermute`` :497). Under 'moe_act' (eq. R5) fc2's input is rebuilt from fc1's output (lines 1019-1030).
     """
     assert spec.moe is not None
     moe = spec.moe
@@ -933,13 +952,14 @@ def moe_saved_terms(spec: ModelSpec, st: ActivationSetup) -> list[Term]:
     n_in = len(consumers) if (st.autocast and st.residual != c and st.full) else (1 if st.full else 0)
     if st.megatron_te and st.recomputes("layernorm"):
         n_in = 0  # eq. R3: the separate pre-MLP norm recomputed, its output (the block input) discarded
+    ts = _div(t, st.tp) if (st.megatron_te and st.sp) else t  # eq. E2: the MoE layer reads the SP shard
     if n_in:
         out.append(Term("MoE block input (router, shared expert" + (", fc1_latent_proj)" if moe.latent_size else ")"),
-                        n_in * t * h * c, f"{n_in} x {t} x {h} x {c} B"))
-    if moe.router_fp32 and st.full and c != 4 and not st.autocast:
+                        n_in * ts * h * c, f"{n_in} x {ts} x {h} x {c} B"))
+    if moe.router_fp32 and st.full and c != 4 and not st.autocast and not st.megatron_te:
         out.append(Term("router fp32 input copy", t * h * 4, f"{t} x {h} x 4 B (input.type(float32))"))
-    out.append(Term("router probabilities", t * moe.num_experts * 4 + t * moe.experts_per_token * 12,
-                    f"{t} x {moe.num_experts} experts x 4 B (fp32 softmax) + top-k weights/indices"))
+    out.append(Term("router probabilities", ts * moe.num_experts * 4 + ts * moe.experts_per_token * 12,
+                    f"{ts} x {moe.num_experts} experts x 4 B (fp32 softmax) + top-k weights/indices"))
     up = 2 if moe.expert_gated else 1
     adapted = [r for r in st.adapted if r.startswith("ffn_exps_")]
     if adapted:
@@ -950,7 +970,14 @@ def moe_saved_terms(spec: ModelSpec, st: ActivationSetup) -> list[Term]:
         out.append(Term("LoRA-merged expert weights", _div(merged, st.tp) * e,
                         f"{moe.num_experts} experts x merged W + BA of {', '.join(sorted(adapted))} x {e} B"))
     width = "L" if moe.latent_size else "h"
-    if st.full or adapted:
+    if st.megatron_te and st.full:  # eq. E3: TEGroupedMLP with the probabilities inside the fused activation
+        n_i = up + (0 if st.recomputes("moe_act") else 1)
+        out.append(Term("routed experts (TEGroupedMLP)" + (" (activation recomputed: moe_act)"
+                                                           if st.recomputes("moe_act") else ""),
+                        s_routed * (x + n_i * i_w) * e + s_routed * 4,
+                        f"{s_routed} routed copies x ({x} ({width}) + {n_i} x {i_w}) x {e} B + 4 B fp32 probability "
+                        f"(fc1 input, fc1 output, fc2 input; eq. E3)"))
+    elif st.full or adapted:
         # eq. R5: recompute 'moe_act' drops the activation output and the product, fc1's output stays
         act_kept = 0 if st.recomputes("moe_act") else 2 if moe.expert_gated else 1
         n_i = (up if moe.expert_gated else 1) + act_kept
