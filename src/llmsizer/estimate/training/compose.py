@@ -191,6 +191,7 @@ def training_needs(model: ModelSpec | str, **kwargs: Any) -> tuple[int, int]:
         return prepared.total("device")[1], prepared.total("host")[1]
     spec, w, _ = prepared
     items = _measured_items(spec, sharded_workload(spec, w))[0]
+    assert items is not None  # (no budget: always measured)
     return _device_need(items), sum(i.bytes for i in items if i.location == "host")
 
 
@@ -297,6 +298,7 @@ def sharded_workload(spec: ModelSpec | str, w: TrainingWorkload) -> TrainingWork
     # and its parameter offload ZeRO-3 (``offload_without_zero``: offload_param is valid with stage 3 only)
     stages = (1, 2, 3) if w.offload == "optimizer" else (3,) if w.offload == "params" else (0, 1, 2, 3)
     refused: FieldError | None = None
+    skipped: list[tuple[int, TrainingWorkload]] = []
     for stage in stages:
         staged = replace_checked(w, zero=stage)
         try:  # a stage the framework refuses (setup.py check_framework_layout: Megatron's ZeRO-3) is never offered
@@ -304,10 +306,17 @@ def sharded_workload(spec: ModelSpec | str, w: TrainingWorkload) -> TrainingWork
         except FieldError as e:
             refused = e
             continue
-        need, measured, key = _need(spec, staged)
+        need, measured, key = _need(spec, staged, (w.memory, headroom))
+        if need is None:  # its model states alone are past the budget: measured only if no stage fits
+            skipped.append((stage, staged))
+            continue
         if fits_budget(need, w.memory, headroom):
             _keep(spec, staged, measured, key)
             return staged
+        tried.append((need, stage, staged, measured, key))
+    for stage, staged in skipped:  # none fits: the least need of every stage, those skipped too
+        need, measured, key = _need(spec, staged)
+        assert need is not None  # (no budget: always measured)
         tried.append((need, stage, staged, measured, key))
     if not tried and refused is not None:
         raise refused
@@ -316,16 +325,20 @@ def sharded_workload(spec: ModelSpec | str, w: TrainingWorkload) -> TrainingWork
     return staged
 
 
-def _need(spec: ModelSpec, w: TrainingWorkload) -> tuple[int, _Measured | None, tuple[Any, ...] | None]:
+def _need(spec: ModelSpec, w: TrainingWorkload, budget: tuple[int, float] | None = None
+          ) -> tuple[int | None, _Measured | None, tuple[Any, ...] | None]:
     """The expected device bytes of ``w``'s estimate (``est.total("device")[1]``), its measurement when it was
     measured now (None: read from an estimate or items already made for ``w``) and ``_MEMO``'s key of ``w`` (None:
-    a field value cannot be hashed, no memo)."""
-    items, measured, key = _measured_items(spec, w)
-    return _device_need(items), measured, key
+    a field value cannot be hashed, no memo). ``budget`` (usable bytes, headroom): a need not yet measured whose
+    model states alone do not fit it (``_states_past``) is not measured: (None, None, key)."""
+    items, measured, key = _measured_items(spec, w, budget)
+    return (None if items is None else _device_need(items)), measured, key
 
 
-def _measured_items(spec: ModelSpec, w: TrainingWorkload) -> tuple[Sequence[Item], _Measured | None, tuple[Any, ...] | None]:
-    """``w``'s estimate's items (from ``_MEMO``, ``_ITEMS`` or measured now), as ``_need`` returns beside them."""
+def _measured_items(spec: ModelSpec, w: TrainingWorkload, budget: tuple[int, float] | None = None
+                    ) -> tuple[Sequence[Item] | None, _Measured | None, tuple[Any, ...] | None]:
+    """``w``'s estimate's items (from ``_MEMO``, ``_ITEMS`` or measured now), as ``_need`` returns beside them;
+    None in place of the items where ``budget`` is given and ``w``'s model states alone are past it."""
     key = _memo_key(spec, w)
     try:
         hit = _MEMO.get(key)
@@ -338,9 +351,30 @@ def _measured_items(spec: ModelSpec, w: TrainingWorkload) -> tuple[Sequence[Item
     made = _ITEMS.get(items_key)
     if made is not None and made[0] is spec:
         return made[1], None, key
-    measured = _measure(spec, w, items_key)
+    started = None
+    if budget is not None and w.pp == 1 and w.method != "qlora":
+        started = _states_past(spec, w, items_key, budget)
+        if started is None:
+            return None, None, key
+    measured = _measure(spec, w, items_key, started)
     _remember_items(items_key, spec, tuple(measured.acc.items))
     return measured.acc.items, measured, key
+
+
+def _states_past(spec: ModelSpec, w: TrainingWorkload, items_key: tuple[Any, ...],
+                 budget: tuple[int, float]) -> tuple[Acc, TrainingContext, StageStates] | None:
+    """None when the model states of ``w`` (one pipeline stage, not QLoRA) alone do not fit ``budget``: the weights,
+    fp32 master weights and optimizer states on the device (``stage_states``) are parts of every moment of the
+    step (training/timeline.py ``stage_timeline``'s ``base``; only QLoRA's model-init moment holds fewer), so
+    items of their bytes are in the estimate at its peak, and no metric drops them (allocator.py ``apply_metric``
+    drops the reserve and the CUDA context alone): the need is at least their sum (eq. 2 then refuses it, whatever
+    the rest). Else the start of ``_measure`` (its assumptions so far, the context, stage 0's states), for it to go
+    on from."""
+    acc, ctx = _start(spec, w, items_key)
+    st = stage_states(ctx, 0)
+    if not fits_budget(st.weights + st.master + st.optimizer, *budget):
+        return None
+    return acc, ctx, st
 
 
 def _keep(spec: ModelSpec, w: TrainingWorkload, measured: _Measured | None, key: tuple[Any, ...] | None) -> None:
@@ -387,6 +421,7 @@ def _fsdp_precision_hint(spec: ModelSpec, w: TrainingWorkload, est: Estimate) ->
         need = _need(spec, replace_checked(w, precision="fsdp-bf16-mixed"))[0]
     except InputError:  # a setting fsdp-bf16-mixed does not take: no alternative to name
         return est
+    assert need is not None  # (no budget: always measured)
     copies = est.item("autocast_weight_copies").bytes
     verdict = "which fits" if fits_budget(need, w.memory, check_headroom(w.headroom)) else "still over the budget"
     text = (f"{FSDP_MIXED_PRECISION}: precision bf16-mixed holds torch.autocast's bf16 copies of the fp32 weights "
@@ -578,9 +613,8 @@ def _estimate(spec: ModelSpec, w: TrainingWorkload, items_key: tuple[Any, ...] |
     return _finish(spec, w, _measure(spec, w, items_key))
 
 
-def _measure(spec: ModelSpec, w: TrainingWorkload, items_key: tuple[Any, ...] | None) -> _Measured:
-    """The first part of an estimate: the stages' states and timelines and the items of the most loaded stage
-    (every item: what follows adds only words and the verdict)."""
+def _start(spec: ModelSpec, w: TrainingWorkload, items_key: tuple[Any, ...] | None) -> tuple[Acc, TrainingContext]:
+    """The start of a measurement: the model's notes and the resolved context (kept on ``items_key``)."""
     acc = Acc()
     acc.assumptions.extend(model_note_assumptions(spec))  # config values the model reader defaulted or derived
     acc.assumptions.extend(mtp_assumptions(spec, training=True))  # stored MTP layers: not loaded (formulas/mtp.py)
@@ -590,6 +624,19 @@ def _measure(spec: ModelSpec, w: TrainingWorkload, items_key: tuple[Any, ...] | 
         if len(_CONTEXTS) >= 1024:
             _CONTEXTS.clear()
         _CONTEXTS[items_key] = (spec, ctx)
+    return acc, ctx
+
+
+def _measure(spec: ModelSpec, w: TrainingWorkload, items_key: tuple[Any, ...] | None,
+             started: tuple[Acc, TrainingContext, StageStates] | None = None) -> _Measured:
+    """The first part of an estimate: the stages' states and timelines and the items of the most loaded stage
+    (every item: what follows adds only words and the verdict). ``started``: ``_start``'s answer and stage 0's
+    states, made already (``_states_past``)."""
+    if started is None:
+        acc, ctx = _start(spec, w, items_key)
+        st0 = None
+    else:
+        acc, ctx, st0 = started
     record_workload(w, acc, ("gpus", "zero", "tp", "pp", "ep", "offload"))
     if w.tp > 1:  # a framework profile's default too (torchtitan's TP plan: estimate/framework.py)
         record_workload(w, acc, ("sequence_parallel",))
@@ -597,7 +644,7 @@ def _measure(spec: ModelSpec, w: TrainingWorkload, items_key: tuple[Any, ...] | 
         record_workload(w, acc, ("pipeline_split",))
     results = []
     for s in stages_to_evaluate(spec, w):
-        st = stage_states(ctx, s)
+        st = st0 if s == 0 and st0 is not None else stage_states(ctx, s)
         if items_key is not None:  # (the context is memoized: its stages' states are kept with it)
             if len(_STAGE_STATES) >= 1024:
                 _STAGE_STATES.clear()
