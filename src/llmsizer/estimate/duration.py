@@ -84,7 +84,7 @@ from ..formulas.model_parallel_time import ModelParallelStep
 from ..formulas.network import device_share_of_node_bandwidth
 from ..formulas.optimizer_step import accumulation_bytes, optimizer_step_bytes, step_source
 from ..formulas.parallelism import pipeline_stage_layers, zero_shards
-from ..formulas.params import count_params
+from ..formulas.params import count_params, routed_share
 from ..formulas.sdpa_dispatch import attention_dtype, sdpa_backend
 from ..formulas.selective_checkpointing import (
     full_recompute_flops,
@@ -1355,7 +1355,7 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
     if w.context_parallel > 1:
         t_c += _ring_exchange_seconds(spec, w, int(tokens), t_attn / tp_div * share, link_bandwidth, notes, warnings)
     if spec.moe is not None and w.ep > 1 and n > 1:
-        t_c += _ep_exchange_seconds(spec, w, tokens, link_bandwidth, network, notes, warnings, t_c)
+        t_c += _ep_exchange_seconds(spec, w, tokens, link_bandwidth, network, notes, warnings, t_c, fl)
     if offloaded_bytes and device.kind == "gpu":
         t_c = _activation_offload_seconds(device, t_c, fl.forward_share, offloaded_bytes, w, notes, warnings)
     comm_b = t_m = 0.0
@@ -1502,12 +1502,14 @@ def _ring_exchange_seconds(spec: ModelSpec, w: TrainingWorkload, tokens: int, t_
 
 def _ep_exchange_seconds(spec: ModelSpec, w: TrainingWorkload, tokens: float, link_bandwidth: float | None,
                          network: Network | None, notes: list[Assumption], warnings: list[str],
-                         compute_seconds: float) -> float:
+                         compute_seconds: float, fl: TrainingFlops) -> float:
     """The expert-parallel token exchange of the busiest pipeline stage's MoE layers per micro-step
     (formulas/expert_parallel_time.py eqs. (E1)-(E7), by ``w.moe_dispatcher``): ``tokens`` the micro-step's tokens on
     the device (b s / cp), / tp under sequence parallelism; over the devices' link inside a machine and each device's
     share of the machine's network (formulas/network.py eq. (8)) for the peers on other machines. Blocking, or under
-    ``w.ep_comm_overlap`` only what exceeds the micro-step's ``compute_seconds`` (eq. (E8))."""
+    ``w.ep_comm_overlap`` only what the micro-step's ``compute_seconds`` does not hide (eq. (E8)): per MoE layer, its
+    routed experts' share of the executed FLOPs (6 x their active parameters per token, ``fl``) as the expert MLP,
+    the rest as the attention block."""
     moe = spec.moe
     assert moe is not None
     if not link_bandwidth:
@@ -1545,14 +1547,21 @@ def _ep_exchange_seconds(spec: ModelSpec, w: TrainingWorkload, tokens: float, li
                          "of ep x etp (eq. (E6))",
             "flex": f"DeepEP / HybridEP dispatches / combines of {local:g} tokens x {width}, once per destination "
                     f"rank and machine of the {w.ep * e_tp} ranks of ep x etp (eqs. (E5), (E7))"}[kind]
-    exposed = exposed_seconds(x.seconds, compute_seconds) if w.ep_comm_overlap else x.seconds
+    exposed = x.seconds
+    if w.ep_comm_overlap and layers:
+        rho = min(1.0, 6.0 * count_params(spec).by_component.get("experts", 0) * routed_share(spec)
+                  / max(fl.per_token, 1.0))
+        per_layer = compute_seconds / layers
+        exposed = exposed_seconds(x.seconds / x.collectives, layers, (1 - rho) * per_layer, rho * per_layer,
+                                  fl.forward_share)
     notes.append(Assumption("ep_all_to_all_bytes_per_micro_batch", round(x.bytes), True,
                             f"formulas/expert_parallel_time.py, uniform routing (dropless): {x.collectives} "
                             f"{what}, dispatch + combine, forward and backward, of {layers} MoE layers"
                             + (f", again in {recomputed} recomputed" if recomputed else "")
                             + f"; per collective {where}: {x.seconds * 1e3:.4g} ms per micro-batch, "
-                            + (f"overlapped with another micro-batch's compute ({compute_seconds * 1e3:.4g} ms; "
-                               f"Megatron combined 1F1B, eq. (E8)): {exposed * 1e3:.4g} ms exposed"
+                            + (f"each dispatch / combine overlapped with another micro-batch's attention block or "
+                               f"expert MLP ({compute_seconds * 1e3:.4g} ms of compute; Megatron combined 1F1B, eq. "
+                               f"(E8)): {exposed * 1e3:.4g} ms exposed"
                                if w.ep_comm_overlap else "not overlapped with compute (Megatron-Core "
                                "overlap_moe_expert_parallel_comm = False)")))
     return exposed

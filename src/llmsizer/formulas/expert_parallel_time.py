@@ -85,13 +85,18 @@ Other dispatchers (Megatron-Core ``moe_token_dispatcher_type``, @d98e8a64 transf
 Megatron-Core's overlap (``overlap_moe_expert_parallel_comm``, default False, model_parallel_config.py line 343;
 alltoall or flex only, no full recompute, interleaved stages when pp > 1: transformer_config.py lines 3002-3032):
 the combined 1F1B schedule (``megatron/core/pipeline_parallel/combined_1f1b.py``, lines 161-200) runs the forward of
-one micro-batch merged with the backward of another, layer by layer, so the dispatch / combine of one runs while the
-other computes. Per micro-step the exposed exchange is::
+one micro-batch merged with the backward of another, layer by layer, the collectives on their own stream. Per layer
+pair (``megatron/core/models/common/model_chunk_schedule_plan.py`` ``run``, lines 236-301, @d98e8a64): the backward's
+combine runs under the forward's attention block (``pre_dispatch_computation``), the forward's dispatch under the
+backward's expert MLP, the backward's dispatch under the forward's expert MLP, and the forward's combine under the
+backward's attention block. With t_x one dispatch or combine (eqs. (E3), (E6), (E7)), A and M a layer's attention
+block and expert MLP compute (forward and backward), phi the forward's share of it::
 
-      t_exposed = max(0, t_ep - t_compute)                                                                   (E8)
+      t_exposed = L_e [max(0, t_x - phi A) + max(0, t_x - (1 - phi) M) + max(0, t_x - phi M)
+                       + max(0, t_x - (1 - phi) A)]                                                          (E8)
 
 (the first forward and the last backward of a step have no partner: with m micro-batches per step that is 1/m of
-the exchange, not counted).
+the exchange, not counted; nor are the SMs the collectives' kernels take from the compute).
 
 Without the overlap, not overlapped with compute: Megatron-Core's ``overlap_moe_expert_parallel_comm`` defaults to False (@d98e8a64
 ``megatron/core/model_parallel_config.py`` line 343) and ``moe_shared_expert_overlap`` to False
@@ -224,14 +229,23 @@ def flex_dispatch_bytes(tokens: float, experts: int, topk: int, hidden: int, act
     return (per_token * machines * (in_machine - 1) * p_rank, per_token * (machines - 1) * p_machine)
 
 
-def exposed_seconds(exchange_seconds: float, compute_seconds: float) -> float:
-    """Eq. (E8): the exchange left exposed when it overlaps another micro-batch's compute (Megatron's combined
-    1F1B).
+def exposed_seconds(collective_seconds: float, moe_layers: int, attention_seconds: float, expert_seconds: float,
+                    forward_share: float) -> float:
+    """Eq. (E8): the exchange left exposed per micro-batch when each dispatch / combine of ``collective_seconds``
+    overlaps another micro-batch's compute (Megatron's combined 1F1B): ``attention_seconds`` A and ``expert_seconds``
+    M one layer's attention block and expert MLP, forward and backward, ``forward_share`` phi.
 
-    >>> exposed_seconds(3.0, 5.0), exposed_seconds(5.0, 3.0)
-    (0.0, 2.0)
+    >>> exposed_seconds(1.0, 2, 3.0, 3.0, 1 / 3)    # every collective under at least 1 s of compute
+    0.0
+    >>> exposed_seconds(2.0, 1, 3.0, 6.0, 1 / 3)    # the combine under the forward's attention (1 s): 1 s exposed
+    1.0
     """
-    return max(0.0, exchange_seconds - compute_seconds)
+    if collective_seconds < 0 or moe_layers < 0 or attention_seconds < 0 or expert_seconds < 0 \
+            or not 0 <= forward_share <= 1:
+        raise InputError("times and layers must not be negative, the forward share within [0, 1]")
+    phi = forward_share
+    return moe_layers * sum(max(0.0, collective_seconds - c) for c in (
+        phi * attention_seconds, (1 - phi) * expert_seconds, phi * expert_seconds, (1 - phi) * attention_seconds))
 
 
 def expert_parallel_exchange(tokens: float, topk: int, hidden: int, act_bytes: float, ep: int, etp: int,
