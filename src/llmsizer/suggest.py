@@ -27,6 +27,8 @@ OTHER_PROGRAMS_NAMES: tuple[frozenset[str], ...] = tuple(frozenset(g) for g in (
     ("pp", "pipeline_parallel", "pipeline_parallel_size", "pp_size", "pipeline_model_parallel_size",
      "pipeline_parallel_degree"),
     ("etp", "expert_tensor_parallel_size", "expert_tensor_parallel_degree"),
+    ("moe_dispatcher", "moe_token_dispatcher_type"),  # Megatron-Core --moe-token-dispatcher-type
+    ("ep_comm_overlap", "overlap_moe_expert_parallel_comm", "moe_a2a_overlap"),  # Megatron-Core; Megatron-Bridge
     ("ep", "expert_parallel", "expert_parallel_size", "ep_size", "expert_model_parallel_size",
      "expert_parallel_degree"),
     ("cp", "context_parallel", "context_parallel_size", "context_parallel_degree"),

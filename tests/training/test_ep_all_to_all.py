@@ -15,11 +15,14 @@ from typing import Any
 import pytest
 
 from llmsizer.catalog.hardware import builtin_catalog
+from llmsizer.errors import InputError
 from llmsizer.estimate.duration import training_duration_for
 from llmsizer.formulas.expert_parallel_time import (
     all_to_all_bytes,
     all_to_all_seconds,
     expert_parallel_exchange,
+    flex_dispatch_bytes,
+    holder_probability,
     peers_in_machine,
 )
 from llmsizer.models import load_model
@@ -86,3 +89,73 @@ def test_full_recompute_repeats_the_forward_pair() -> None:
     again = {x.name: x.value for x in _run(8, ep=8, grad_checkpointing="full").assumptions}
     key = "ep_all_to_all_bytes_per_micro_batch"
     assert again[key] == plain[key] * 6 // 4
+
+
+# the allgather and flex dispatchers (ep_dispatchers_step.py): 4 ranks as 2 machines of 2, top-4 of 16 experts
+CASE2 = dict(tokens=1024, experts=16, topk=4, hidden=16, per_machine=2)
+
+
+def _dispatched(dispatcher: str) -> list[dict[str, Any]]:
+    pytest.importorskip("torch")
+    from ranks import run_ranks
+
+    out: list[dict[str, Any]] = run_ranks(HERE / "ep_dispatchers_step.py", dict(CASE2, dispatcher=dispatcher),
+                                          4)["ranks"]
+    return out
+
+
+def test_measured_allgather_dispatcher_matches_eq_e6() -> None:
+    ranks = _dispatched("allgather")
+    x = expert_parallel_exchange(CASE2["tokens"], CASE2["topk"], CASE2["hidden"], 4.0, 4, 1, 1, 0, 2, 1.0, 1.0,
+                                 "allgather", CASE2["experts"])
+    # all-gather and reduce-scatter forward, their transposes backward: each (4 - 1) x 1024 x 16 x 4 B, no top-k
+    assert [len(r["moved"]) for r in ranks] == [x.collectives] * 4 == [4] * 4
+    assert {b for r in ranks for b in r["moved"]} == {x.a2a_bytes} == {3 * 1024 * 16 * 4}
+
+
+def test_measured_flex_dispatcher_matches_eqs_e5_e7() -> None:
+    ranks = _dispatched("flex")
+    assert {len(r["moved"]) for r in ranks} == {4}  # dispatch, combine, and the transposed pair
+    mean = sum(sum(r["moved"]) for r in ranks) / 16
+    # all 4 ranks in one machine: each token once per other rank holding one of its experts
+    link, net = flex_dispatch_bytes(CASE2["tokens"], CASE2["experts"], CASE2["topk"], CASE2["hidden"], 4.0, 4, 1, 4)
+    assert net == 0 and mean == pytest.approx(link, rel=0.03)
+    assert link < all_to_all_bytes(CASE2["tokens"], CASE2["topk"], CASE2["hidden"], 4.0, 4)  # dedup: 2.18 vs 3
+    # 2 machines of 2: the other machine gets a token once if it holds any of its experts (DeepEP's RDMA copy)
+    _, net = flex_dispatch_bytes(CASE2["tokens"], CASE2["experts"], CASE2["topk"], 1, 1.0, 4, 1, 2)
+    copies = sum(r["machine_copies"] for r in ranks) / 4
+    assert copies == pytest.approx(net, rel=0.03)
+
+
+def test_distinct_destinations_match_real_topk_draws() -> None:
+    torch = pytest.importorskip("torch")
+    g = torch.Generator().manual_seed(7)
+    # Qwen3-30B-A3B's routing shape: top-8 of 128 experts over EP 16 ranks of 8 experts, 2 machines of 8 ranks
+    chosen = torch.rand(20000, 128, generator=g).topk(8, dim=1).indices
+    ranks = torch.zeros(20000, 16).scatter_(1, chosen // 8, 1.0).sum(1).mean().item()
+    machines = torch.zeros(20000, 2).scatter_(1, chosen // 64, 1.0).sum(1).mean().item()
+    assert ranks == pytest.approx(16 * holder_probability(128, 8, 8), rel=0.01)  # 6.6 ranks, not 8
+    assert machines == pytest.approx(2 * holder_probability(128, 8, 64), rel=0.01)
+
+
+def test_dispatcher_and_overlap_in_the_estimate() -> None:
+    base = _run(16, ep=16, gpus_per_node=8, grad_accumulation=64)
+    flex = _run(16, ep=16, gpus_per_node=8, grad_accumulation=64, moe_dispatcher="flex")
+    gather = _run(8, ep=8, moe_dispatcher="allgather")
+    over = _run(16, ep=16, gpus_per_node=8, grad_accumulation=64, ep_comm_overlap=True)
+    assert base.step is not None and flex.step is not None and over.step is not None
+    a = {x.name: x for x in base.assumptions}
+    assert a["moe_dispatcher"].value == "alltoall" and a["moe_dispatcher"].default
+    # flex sends about 1 network copy per token instead of the all-to-all's 8 x 8/16 = 4: faster
+    assert flex.step.compute_seconds < base.step.compute_seconds
+    # allgather inside one machine of 8: 48 layers x 4 collectives x 7 x 4096 tokens x 2048 x 2 B
+    g = {x.name: x.value for x in gather.assumptions}
+    assert g["ep_all_to_all_bytes_per_micro_batch"] == 192 * 7 * 4096 * 2048 * 2
+    assert over.step.compute_seconds < base.step.compute_seconds
+
+
+@pytest.mark.parametrize("fields", [dict(moe_dispatcher="allgather"), dict(grad_checkpointing="full"),
+                                    dict(ep=1)])
+def test_ep_comm_overlap_refused_where_megatron_refuses(fields: dict[str, Any]) -> None:
+    with pytest.raises(InputError, match="ep_comm_overlap|overlap"):
+        _run(16, **{"ep": 16, "ep_comm_overlap": True, **fields})

@@ -53,7 +53,7 @@ from ..formulas.elementwise_traffic import (
     sequence_parallel_copy_bytes,
     step_bytes_per_token,
 )
-from ..formulas.expert_parallel_time import expert_parallel_exchange, peers_in_machine
+from ..formulas.expert_parallel_time import expert_parallel_exchange, exposed_seconds, peers_in_machine
 from ..formulas.float8_training import SOURCE_TIME as FLOAT8_TIME_SOURCE
 from ..formulas.float8_training import (
     TORCHAO_RECIPES,
@@ -84,7 +84,7 @@ from ..formulas.model_parallel_time import ModelParallelStep
 from ..formulas.network import device_share_of_node_bandwidth
 from ..formulas.optimizer_step import accumulation_bytes, optimizer_step_bytes, step_source
 from ..formulas.parallelism import pipeline_stage_layers, zero_shards
-from ..formulas.params import count_params
+from ..formulas.params import count_params, routed_share
 from ..formulas.sdpa_dispatch import attention_dtype, sdpa_backend
 from ..formulas.selective_checkpointing import (
     MODULE_RECOMPUTE_MATMULS,
@@ -965,6 +965,15 @@ def reduced_grad_bytes(w: TrainingWorkload) -> int:
 
 
 GRAD_SYNC_DEFAULT = "optimizer-step"
+MOE_DISPATCHER_WHY = ("alltoall: what the MoE recipes run (Megatron-Bridge @bf07e5678c scripts/performance/configs: "
+                      "qwen3_llm_pretrain.py line 212 for Qwen3-235B on H100, recipes/gpt_oss/gpt_oss.py line 79; "
+                      "Megatron-LM's MoE examples) and torchtitan's default comm_backend 'standard' (all_to_all_single; "
+                      "@b5bcd76 torchtitan/models/common/config_utils.py lines 388-423 also offer deepep and hybridep, "
+                      "= flex); Megatron-Core's own default is allgather (transformer_config.py line 891, "
+                      "@d98e8a64), and Bridge's Qwen3-30B-A3B H100 recipe runs flex (HybridEP, line 374): give "
+                      "moe_dispatcher")
+
+
 GRAD_SYNC_WHY = ("DDP under no_sync: HF accelerate's accumulate and the HF Trainer reduce the gradients once per "
                  "optimizer step (formulas/training_time.py eq. (7d)); 'micro-step' for a loop without no_sync")
 
@@ -1365,7 +1374,7 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
     if w.context_parallel > 1:
         t_c += _ring_exchange_seconds(spec, w, int(tokens), t_attn / tp_div * share, link_bandwidth, notes, warnings)
     if spec.moe is not None and w.ep > 1 and n > 1:
-        t_c += _ep_exchange_seconds(spec, w, tokens, link_bandwidth, network, notes, warnings)
+        t_c += _ep_exchange_seconds(spec, w, tokens, link_bandwidth, network, notes, warnings, t_c, fl)
     if offloaded_bytes and device.kind == "gpu":
         t_c = _activation_offload_seconds(device, t_c, fl.forward_share, offloaded_bytes, w, notes, warnings)
     comm_b = t_m = 0.0
@@ -1511,11 +1520,15 @@ def _ring_exchange_seconds(spec: ModelSpec, w: TrainingWorkload, tokens: int, t_
 
 
 def _ep_exchange_seconds(spec: ModelSpec, w: TrainingWorkload, tokens: float, link_bandwidth: float | None,
-                         network: Network | None, notes: list[Assumption], warnings: list[str]) -> float:
-    """The expert-parallel token exchange of the busiest pipeline stage's MoE layers per micro-step, blocking
-    (formulas/expert_parallel_time.py eqs. (E1)-(E4)): ``tokens`` the micro-step's tokens on the device (b s / cp),
-    / tp under sequence parallelism; over the devices' link inside a machine and each device's share of the
-    machine's network (formulas/network.py eq. (8)) for the peers on other machines."""
+                         network: Network | None, notes: list[Assumption], warnings: list[str],
+                         compute_seconds: float, fl: TrainingFlops) -> float:
+    """The expert-parallel token exchange of the busiest pipeline stage's MoE layers per micro-step
+    (formulas/expert_parallel_time.py eqs. (E1)-(E7), by ``w.moe_dispatcher``): ``tokens`` the micro-step's tokens on
+    the device (b s / cp), / tp under sequence parallelism; over the devices' link inside a machine and each device's
+    share of the machine's network (formulas/network.py eq. (8)) for the peers on other machines. Blocking, or under
+    ``w.ep_comm_overlap`` only what the micro-step's ``compute_seconds`` does not hide (eq. (E8)): per MoE layer, its
+    routed experts' share of the executed FLOPs (6 x their active parameters per token, ``fl``) as the expert MLP,
+    the rest as the attention block."""
     moe = spec.moe
     assert moe is not None
     if not link_bandwidth:
@@ -1538,21 +1551,39 @@ def _ep_exchange_seconds(spec: ModelSpec, w: TrainingWorkload, tokens: float, li
                         "are timed over the link inside a machine, a lower bound of their time")
     local = tokens / (w.tp if w.sequence_parallel and w.tp > 1 else 1)
     width = moe.latent_size or spec.hidden_size
+    kind = w.moe_dispatcher or "alltoall"
     x = expert_parallel_exchange(local, moe.experts_per_token, width, 4.0 if w.precision == "fp32" else 2.0, w.ep,
-                                 e_tp, layers, recomputed, g, link_bandwidth, net)
-    where = (f"{in_machine - 1} peers over the link at {link_bandwidth / 1e9:.4g} GB/s"
-             + (f", {w.ep - in_machine} over the device's network share at {net / 1e9:.4g} GB/s"
-                if w.ep > in_machine else ""))
+                                 e_tp, layers, recomputed, g, link_bandwidth, net, kind, moe.num_experts)
+    notes.append(Assumption("moe_dispatcher", kind, w.moe_dispatcher is None,
+                            "given" if w.moe_dispatcher is not None else MOE_DISPATCHER_WHY))
+    where = (f"{x.intra_bytes / 1e6:.4g} MB over the link at {link_bandwidth / 1e9:.4g} GB/s"
+             + (f", {x.inter_bytes / 1e6:.4g} MB over the device's network share at {net / 1e9:.4g} GB/s"
+                if x.inter_bytes else ""))
+    what = {"alltoall": f"all-to-alls of {local:g} tokens x top-{moe.experts_per_token} x {width} x (ep - 1)/ep over "
+                        f"ep {w.ep}" + (f", each with an all-gather / reduce-scatter in etp {e_tp}" if e_tp > 1
+                                        else "") + " (eqs. (E1)-(E4))",
+            "allgather": f"all-gathers / reduce-scatters of {local:g} tokens x {width} over the {w.ep * e_tp} ranks "
+                         "of ep x etp (eq. (E6))",
+            "flex": f"DeepEP / HybridEP dispatches / combines of {local:g} tokens x {width}, once per destination "
+                    f"rank and machine of the {w.ep * e_tp} ranks of ep x etp (eqs. (E5), (E7))"}[kind]
+    exposed = x.seconds
+    if w.ep_comm_overlap and layers:
+        rho = min(1.0, 6.0 * count_params(spec).by_component.get("experts", 0) * routed_share(spec)
+                  / max(fl.per_token, 1.0))
+        per_layer = compute_seconds / layers
+        exposed = exposed_seconds(x.seconds / x.collectives, layers, (1 - rho) * per_layer, rho * per_layer,
+                                  fl.forward_share)
     notes.append(Assumption("ep_all_to_all_bytes_per_micro_batch", round(x.bytes), True,
-                            f"formulas/expert_parallel_time.py eqs. (E1)-(E4), uniform routing (dropless): "
-                            f"{x.collectives} all-to-alls (dispatch + combine, forward and backward, of {layers} MoE "
-                            f"layers" + (f", again in {recomputed} recomputed" if recomputed else "")
-                            + f") of {local:g} tokens x top-{moe.experts_per_token} x {width} x (ep - 1)/ep over "
-                            f"ep {w.ep}" + (f", each with an all-gather / reduce-scatter in etp {e_tp}"
-                                            if e_tp > 1 else "") + f"; {where}; not overlapped with compute "
-                            f"(Megatron-Core overlap_moe_expert_parallel_comm = False): {x.seconds * 1e3:.4g} ms per "
-                            "micro-batch"))
-    return x.seconds
+                            f"formulas/expert_parallel_time.py, uniform routing (dropless): {x.collectives} "
+                            f"{what}, dispatch + combine, forward and backward, of {layers} MoE layers"
+                            + (f", again in {recomputed} recomputed" if recomputed else "")
+                            + f"; per collective {where}: {x.seconds * 1e3:.4g} ms per micro-batch, "
+                            + (f"each dispatch / combine overlapped with another micro-batch's attention block or "
+                               f"expert MLP ({compute_seconds * 1e3:.4g} ms of compute; Megatron combined 1F1B, eq. "
+                               f"(E8)): {exposed * 1e3:.4g} ms exposed"
+                               if w.ep_comm_overlap else "not overlapped with compute (Megatron-Core "
+                               "overlap_moe_expert_parallel_comm = False)")))
+    return exposed
 
 
 def _activation_offload_seconds(device: Device, t_c: float, forward_share: float, offloaded: float,

@@ -48,7 +48,57 @@ and torch's checkpoint)::
 
     t_ep = (4 L_e + 2 c_e) (t_a2a + V_etp / B_intra)                                                       (E4)
 
-Not overlapped with compute: Megatron-Core's ``overlap_moe_expert_parallel_comm`` defaults to False (@d98e8a64
+Other dispatchers (Megatron-Core ``moe_token_dispatcher_type``, @d98e8a64 transformer_config.py line 891:
+'allgather' | 'alltoall' | 'flex'). Both use the expert tensor x expert parallel group of P = e u ranks
+(``tp_ep_group``) and no separate ETP collective:
+
+- 'allgather' (``MoEAllGatherTokenDispatcher``, token_dispatcher.py lines 233-303): every rank all-gathers the T
+  tokens of all P ranks, with no top-k factor (``gather_from_sequence_parallel_region(hidden_states,
+  group=self.tp_ep_group)``, lines 299-301), and reduce-scatters the expert outputs back (line 365). A ring over P
+  ranks, its bus bandwidth B_bus of formulas/network.py eq. (11)::
+
+      V_ag = (P - 1) T h a,      t_ag = V_ag / B_bus                                                         (E6)
+
+- 'flex' (``MoEFlexTokenDispatcher``, lines 1809-1860: DeepEP or HybridEP fused kernels over ``tp_ep_group``, the
+  experts counted u times and top-k u times). DeepEP's normal kernels send a token once per destination machine
+  over RDMA (to the rank of its local index there) and forward it over NVLink to the ranks of that machine that hold
+  its experts (torchtitan's comm_backend 'deepep' / 'hybridep', @b5bcd76 torchtitan/models/common/config_utils.py
+  lines 388-409, the same kernels; deepseek-ai/DeepEP README, "normal kernels ... asymmetric-domain bandwidth forwarding, such as from
+  NVLink domain to RDMA domain"); HybridEP is the same hierarchy. A rank's copies therefore go once per distinct
+  destination, not once per chosen expert. Under uniform routing the k experts of a token are k distinct experts
+  drawn from E; a set of S of them (one rank's E u / P, one machine's E n / P) holds at least one with probability::
+
+      p(S) = 1 - C(E - S, k) / C(E, k)                                                                       (E5)
+
+  (the expected distinct holders among G equal sets is G p(E/G): the n_dest (1 - (1 - 1/n_dest)^k) of drawing with
+  replacement, exact for distinct experts). With n = min(P, g) ranks of the group in a machine and N = P / n
+  machines, per token and dispatch (combine the same, reversed)::
+
+      V_net = (N - 1) p(E n / P) h a              once per other machine holding one of its experts
+      V_link = N (n - 1) p(E u / P) h a          to the other ranks of its own machine, and forwarded inside each
+                                                  destination machine (by symmetry the same count per rank)
+      t_flex = max(T V_link / B_intra, T V_net / B_net)                                                      (E7)
+
+  Node-limited routing (DeepSeek-V3's ``moe_router_group_topk``: a token's experts in at most M machines) lowers
+  (N - 1) p(E n / P) further; it is not modelled (uniform routing over all experts).
+
+Megatron-Core's overlap (``overlap_moe_expert_parallel_comm``, default False, model_parallel_config.py line 343;
+alltoall or flex only, no full recompute, interleaved stages when pp > 1: transformer_config.py lines 3002-3032):
+the combined 1F1B schedule (``megatron/core/pipeline_parallel/combined_1f1b.py``, lines 161-200) runs the forward of
+one micro-batch merged with the backward of another, layer by layer, the collectives on their own stream. Per layer
+pair (``megatron/core/models/common/model_chunk_schedule_plan.py`` ``run``, lines 236-301, @d98e8a64): the backward's
+combine runs under the forward's attention block (``pre_dispatch_computation``), the forward's dispatch under the
+backward's expert MLP, the backward's dispatch under the forward's expert MLP, and the forward's combine under the
+backward's attention block. With t_x one dispatch or combine (eqs. (E3), (E6), (E7)), A and M a layer's attention
+block and expert MLP compute (forward and backward), phi the forward's share of it::
+
+      t_exposed = L_e [max(0, t_x - phi A) + max(0, t_x - (1 - phi) M) + max(0, t_x - phi M)
+                       + max(0, t_x - (1 - phi) A)]                                                          (E8)
+
+(the first forward and the last backward of a step have no partner: with m micro-batches per step that is 1/m of
+the exchange, not counted; nor are the SMs the collectives' kernels take from the compute).
+
+Without the overlap, not overlapped with compute: Megatron-Core's ``overlap_moe_expert_parallel_comm`` defaults to False (@d98e8a64
 ``megatron/core/model_parallel_config.py`` line 343) and ``moe_shared_expert_overlap`` to False
 (``megatron/core/transformer/transformer_config.py`` line 717); the experts wait for the dispatched tokens and the
 next layer for the combined ones. Megatron-Core's default dispatcher is 'allgather'
@@ -58,9 +108,14 @@ instead; its MoE recipes (Megatron-Bridge) and torchtitan run the all-to-all tim
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 from ..errors import InputError
+from .network import ring_bus_bandwidth
+
+# Megatron-Core moe_token_dispatcher_type (transformer_config.py line 891)
+DISPATCHERS = ("alltoall", "allgather", "flex")
 
 
 def all_to_all_bytes(tokens: float, topk: int, hidden: int, act_bytes: float, ep: int) -> float:
@@ -135,25 +190,103 @@ class ExpertParallelExchange(NamedTuple):
         return self.collectives * (self.a2a_bytes + self.etp_bytes)
 
 
+def holder_probability(experts: int, topk: int, held: float) -> float:
+    """Eq. (E5): the probability that a token's ``topk`` distinct experts, drawn uniformly from ``experts``, include
+    at least one of a set of ``held`` of them (a rank's or a machine's experts; fractional sets interpolate).
+
+    >>> round(holder_probability(128, 8, 8), 4), holder_probability(8, 2, 8), holder_probability(8, 2, 0)
+    (0.4123, 1.0, 0.0)
+    >>> round(16 * holder_probability(128, 8, 8), 1)   # distinct ranks of 16 holding 8 experts each: 6.6, not 8
+    6.6
+    """
+    if experts < 1 or not 1 <= topk <= experts or held < 0:
+        raise InputError("experts must be positive, 1 <= top-k <= experts, the held experts not negative")
+    s = min(float(held), float(experts))
+    lo = math.floor(s)
+
+    def miss(n: int) -> float:
+        return math.comb(experts - n, topk) / math.comb(experts, topk)
+
+    m = miss(lo) if lo == s else miss(lo) + (s - lo) * (miss(lo + 1) - miss(lo))
+    return 1.0 - m
+
+
+def flex_dispatch_bytes(tokens: float, experts: int, topk: int, hidden: int, act_bytes: float, ranks: int,
+                        etp: int, in_machine: int) -> tuple[float, float]:
+    """Eq. (E7)'s bytes one rank sends in one flex (DeepEP / HybridEP) dispatch over ``ranks`` P = ep x etp ranks,
+    ``in_machine`` n of them per machine: (over the link inside the machine, over the network).
+
+    >>> link, net = flex_dispatch_bytes(1, 128, 8, 1, 1, 16, 1, 8)    # Qwen3-30B-A3B, EP 16 on 2 machines of 8
+    >>> round(link, 3), round(net, 3)                                   # vs the all-to-all's 3.5 + 4 copies
+    (5.772, 0.997)
+    """
+    if tokens < 0 or hidden < 1 or act_bytes <= 0 or ranks < 1 or etp < 1 or not 1 <= in_machine <= ranks:
+        raise InputError("tokens must not be negative, hidden, bytes, ranks, etp positive, 1 <= n <= ranks")
+    machines = ranks / in_machine
+    per_token = hidden * act_bytes * float(tokens)
+    p_rank = holder_probability(experts, topk, experts * etp / ranks)
+    p_machine = holder_probability(experts, topk, experts * in_machine / ranks)
+    return (per_token * machines * (in_machine - 1) * p_rank, per_token * (machines - 1) * p_machine)
+
+
+def exposed_seconds(collective_seconds: float, moe_layers: int, attention_seconds: float, expert_seconds: float,
+                    forward_share: float) -> float:
+    """Eq. (E8): the exchange left exposed per micro-batch when each dispatch / combine of ``collective_seconds``
+    overlaps another micro-batch's compute (Megatron's combined 1F1B): ``attention_seconds`` A and ``expert_seconds``
+    M one layer's attention block and expert MLP, forward and backward, ``forward_share`` phi.
+
+    >>> exposed_seconds(1.0, 2, 3.0, 3.0, 1 / 3)    # every collective under at least 1 s of compute
+    0.0
+    >>> exposed_seconds(2.0, 1, 3.0, 6.0, 1 / 3)    # the combine under the forward's attention (1 s): 1 s exposed
+    1.0
+    """
+    if collective_seconds < 0 or moe_layers < 0 or attention_seconds < 0 or expert_seconds < 0 \
+            or not 0 <= forward_share <= 1:
+        raise InputError("times and layers must not be negative, the forward share within [0, 1]")
+    phi = forward_share
+    return moe_layers * sum(max(0.0, collective_seconds - c) for c in (
+        phi * attention_seconds, (1 - phi) * expert_seconds, phi * expert_seconds, (1 - phi) * attention_seconds))
+
+
 def expert_parallel_exchange(tokens: float, topk: int, hidden: int, act_bytes: float, ep: int, etp: int,
                              moe_layers: int, recomputed_moe_layers: int, devices_per_node: int,
-                             intra_bandwidth: float, device_network_bandwidth: float) -> ExpertParallelExchange:
+                             intra_bandwidth: float, device_network_bandwidth: float, dispatcher: str = "alltoall",
+                             experts: int = 0) -> ExpertParallelExchange:
     """Eq. (E4): the EP token exchange of one rank's stage per micro-batch: ``moe_layers`` L_e, ``recomputed_moe_layers``
-    c_e; ``device_network_bandwidth`` B_net (B_intra where the group stays in its machine or no network is known).
+    c_e; ``device_network_bandwidth`` B_net (B_intra where the group stays in its machine or no network is known);
+    ``dispatcher`` 'alltoall' (E1)-(E3), 'allgather' (E6) or 'flex' (E7, which needs ``experts``).
 
     >>> x = expert_parallel_exchange(1024, 8, 2048, 2, 8, 1, 2, 1, 8, 1e11, 5e10)   # 10 all-to-alls in one machine
     >>> x.collectives, round(x.seconds * 1e6, 1)
     (10, 2936.0)
     >>> expert_parallel_exchange(1024, 8, 2048, 2, 1, 1, 2, 0, 8, 1e11, 5e10).seconds
     0.0
+    >>> round(expert_parallel_exchange(1024, 8, 2048, 2, 8, 1, 2, 1, 8, 1e11, 5e10, "allgather").seconds * 1e6, 1)
+    2936.0
     """
     if moe_layers < 0 or not 0 <= recomputed_moe_layers <= moe_layers:
         raise InputError("MoE layers must not be negative, recomputed ones between 0 and the MoE layers")
+    if dispatcher not in DISPATCHERS:
+        raise InputError(f"dispatcher must be one of {', '.join(DISPATCHERS)}")
+    count = 4 * moe_layers + 2 * recomputed_moe_layers
+    if dispatcher != "alltoall":
+        ranks = ep * etp
+        n = min(ranks, devices_per_node)
+        if dispatcher == "allgather":
+            v = (ranks - 1) * float(tokens) * hidden * act_bytes
+            bus = ring_bus_bandwidth(intra_bandwidth, -(-ranks // n),
+                                     device_network_bandwidth * devices_per_node) if ranks > 1 else intra_bandwidth
+            intra = v * (n - 1) / (ranks - 1) if ranks > 1 else 0.0
+            return ExpertParallelExchange(count, v, intra, v - intra, 0.0, count * v / bus)
+        if experts < 1:
+            raise InputError("the flex dispatcher needs the routed experts' count")
+        link, net = flex_dispatch_bytes(tokens, experts * 1, topk, hidden, act_bytes, ranks, etp, n)
+        t = max(link / intra_bandwidth, net / device_network_bandwidth)
+        return ExpertParallelExchange(count, link + net, link, net, 0.0, count * t)
     v = all_to_all_bytes(tokens, topk, hidden, act_bytes, ep)
     n = peers_in_machine(ep, etp, devices_per_node)
     t_a2a = all_to_all_seconds(v, ep, n, intra_bandwidth, device_network_bandwidth)
     v_etp = expert_tp_gather_bytes(tokens, topk, hidden, act_bytes, etp)
     etp_bw = intra_bandwidth if etp <= devices_per_node else min(intra_bandwidth, device_network_bandwidth)
-    count = 4 * moe_layers + 2 * recomputed_moe_layers
     intra = v * (n - 1) / (ep - 1) if ep > 1 else 0.0
     return ExpertParallelExchange(count, v, intra, v - intra, v_etp, count * (t_a2a + v_etp / etp_bw))

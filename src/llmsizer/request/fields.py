@@ -44,6 +44,7 @@ from ..specs.training import (
     LORA_DROPOUTS,
     LOSSES,
     MAMBA_PATHS,
+    MOE_DISPATCHERS,
     NF4_FORMATS,
     NF4_QUANTIZERS,
     OPTIMIZER_IMPLS,
@@ -330,6 +331,13 @@ TRAINING = (
             "tensor-parallel size, Megatron expert_tensor_parallel_size (`train --etp`; Megatron-Bridge's MoE recipes "
             "set 1); etp x ep x pp must divide gpus; default the framework's rule (Megatron: tp)", template=False,
             bounds=COUNT),
+          F("moe_dispatcher", "enum", "with ep: the MoE token dispatcher, Megatron-Core moe_token_dispatcher_type "
+            "(`train --moe-dispatcher`): alltoall (a copy per chosen expert), allgather (all tokens of the EP x ETP "
+            "group; Megatron-Core's own default) or flex (DeepEP / HybridEP: once per destination rank and machine); "
+            "default alltoall (Megatron-Bridge's and Megatron-LM's MoE recipes, torchtitan)", template=False,
+            choices=MOE_DISPATCHERS),
+          F("ep_comm_overlap", "bool", "with ep: Megatron-Core --overlap-moe-expert-parallel-comm, the expert-parallel "
+            "exchange overlaps another micro-batch's compute (combined 1F1B); default off", template=False),
           F("sequence_parallel", "bool", "with tp: Megatron sequence parallelism (`train --sequence-parallel`)",
             template=False),
           F("offload", "enum", "ZeRO-Offload to host memory", template=False, choices=_OFFLOAD),

@@ -117,6 +117,8 @@ class TrainingSettings:
     tp_backward_overlap: bool | None = None
     ep: int | None = None
     etp: int | None = None
+    moe_dispatcher: str | None = None
+    ep_comm_overlap: bool | None = None
     sequence_parallel: bool | None = None
     offload: str | None = None
     fsdp_version: int | None = None

@@ -279,6 +279,8 @@ POOL_METRICS = ("reserved", "nvidia-smi")
 FSDP2_UNITS = ("largest-two", "torchtitan", "torchtitan-resharded", "torchtune")
 # how the decoder layers are split over pipeline stages (formulas/parallelism.py PIPELINE_SPLITS)
 PIPELINE_SPLITS = ("even", "torchtitan-9dec370", "torchtitan")
+# the MoE token dispatchers timed (formulas/expert_parallel_time.py: Megatron-Core moe_token_dispatcher_type)
+MOE_DISPATCHERS = ("alltoall", "allgather", "flex")
 # how FSDP1 wraps a LoRA model (formulas/fsdp_flat_param.py): every adapter matrix its own unit (torchtune's
 # lora_fsdp_wrap_policy, PEFT's fsdp_auto_wrap_policy) or the adapters in their decoder layer's unit (use_orig_params)
 FSDP1_LORA_WRAPS = ("adapters-apart", "with-layers")
@@ -594,6 +596,12 @@ class TrainingWorkload:
         ``--tp-comm-overlap``, torchtitan's async TP ``enable_async_tensor_parallel``): the duration takes the larger
         of a micro-batch's compute and its tensor-parallel communication (formulas/model_parallel_time.py eq. (T3'));
         False: they add to it (both frameworks' default). It does not change memory.
+    moe_dispatcher: with ep > 1, how the routed tokens reach their experts (formulas/expert_parallel_time.py):
+        'alltoall' (one copy per chosen expert, eqs. (E1)-(E3)), 'allgather' (all tokens of the EP x ETP group, eq.
+        (E6); Megatron-Core's own default) or 'flex' (DeepEP / HybridEP, once per destination rank and machine, eq.
+        (E7)); None: alltoall, what Megatron-Bridge's and Megatron-LM's MoE recipes and torchtitan run.
+    ep_comm_overlap: Megatron-Core ``--overlap-moe-expert-parallel-comm``: the EP exchange overlaps another
+        micro-batch's compute (combined 1F1B, eq. (E8)); default off, as in Megatron.
     tp_backward_overlap: with tp > 1, Megatron-LM's backward overlap of each column-parallel linear's
         input-gradient all-reduce (or, under sequence parallelism, the re-gather of its input and the reduce-scatter
         of its input gradient) with its own GEMMs (``LinearWithGradAccumulationAndAsyncCommunication``: on by default
@@ -731,6 +739,11 @@ class TrainingWorkload:
     # the routed experts' own tensor-parallel size (Megatron-Core --expert-tensor-parallel-size); None: the
     # framework's rule (Megatron: tp; torchtitan: experts whole under EP) -- formulas/tensor_parallel.py expert_tp_ways
     etp: int | None = None
+    # the MoE token dispatcher (Megatron-Core --moe-token-dispatcher-type; formulas/expert_parallel_time.py
+    # DISPATCHERS); None: the framework's (alltoall, a named assumption)
+    moe_dispatcher: str | None = None
+    # Megatron-Core --overlap-moe-expert-parallel-comm: the EP exchange overlaps another micro-batch's compute
+    ep_comm_overlap: bool = False
     sequence_parallel: bool = False
     offload: str = "none"
     gpus_per_node: int = 8
@@ -891,7 +904,7 @@ class TrainingWorkload:
                                  f"parallelism's vocabulary shards (torch loss_parallel, torchtitan): {why}")
         if self.fsdp is not None and self.zero:
             raise InputError("give ZeRO (zero=1..3) or FSDP (fsdp=full|grad_op|hybrid), not both")
-        for flag in ("activation_offload", "float8", "compile", "loop_keeps_graph", "tf32"):
+        for flag in ("activation_offload", "float8", "compile", "loop_keeps_graph", "tf32", "ep_comm_overlap"):
             if not isinstance(getattr(self, flag), bool):
                 raise InputError(f"{flag}: {not_true_or_false(getattr(self, flag))}")
         if self.activation_offload and self.checkpoint_offload:
@@ -948,6 +961,22 @@ class TrainingWorkload:
             raise FieldError("ep", also=("gpus", "tp", "pp"), message=(
                 f"ep ({self.ep}) must divide the data-parallel degree, gpus / (tp x pp) = "
                 f"{self.gpus // (self.tp * self.pp)} (or state etp: Megatron's expert grid takes gpus / (etp x pp))"))
+        if self.moe_dispatcher is not None and self.moe_dispatcher not in MOE_DISPATCHERS:
+            raise FieldError("moe_dispatcher", f"moe_dispatcher must be one of {', '.join(MOE_DISPATCHERS)}, got "
+                             f"{self.moe_dispatcher!r}")
+        if self.ep_comm_overlap:
+            if self.ep == 1:
+                raise FieldError("ep_comm_overlap", "ep_comm_overlap (Megatron overlap_moe_expert_parallel_comm) "
+                                 "needs expert parallelism (ep > 1)")
+            if self.moe_dispatcher == "allgather":
+                raise FieldError("ep_comm_overlap", "Megatron overlaps the expert-parallel exchange with the alltoall "
+                                 "or flex dispatcher only (transformer_config.py), not allgather")
+            if self.grad_checkpointing == "full":
+                raise FieldError("ep_comm_overlap", "Megatron refuses overlap_moe_expert_parallel_comm with full "
+                                 "recomputation (transformer_config.py)")
+            if self.pp > 1 and self.virtual_stages == 1:
+                raise FieldError("ep_comm_overlap", "Megatron's EP overlap with pp > 1 needs the interleaved schedule "
+                                 "(virtual_stages > 1, transformer_config.py)")
         if self.virtual_stages > 1 and self.pp == 1:
             raise InputError("virtual_stages (interleaved pipeline schedule) needs pipeline parallelism (pp > 1)")
         if self.pipeline_split != "even" and self.pp == 1:
