@@ -57,8 +57,12 @@ def test_deepseek_v3_h100_recipe_fits() -> None:
 
 
 def test_recompute_modules_drop_what_they_recompute() -> None:
-    """Each stated module lowers the DeepSeek-V3 recipe's activations (mla_up_proj: q, k, v; mlp: the dense layers'
-    MLP); Megatron's default list (core_attn) moves nothing under a fused attention kernel."""
+    """mla_up_proj (q, k, v) lowers the DeepSeek-V3 recipe's peak activations; Megatron's default list (core_attn)
+    moves nothing under a fused attention kernel. 'mlp' recomputes the dense layers' MLP only (transformer_layer.py
+    :537-539), and under mla_up_proj the peak is a stage without dense layers (the first pipeline stage, three dense
+    layers and 8 micro-batches in flight, keeps less than the next, 8 MoE layers and 7 in flight, since the dense
+    layers' fused SwiGLU keeps 3 t I, eq. S1), so it leaves the peak as it is; its per-layer effect is
+    test_mlp_recompute_keeps_a_dense_layer_input_only's."""
     def act(**f: object) -> int:
         est = estimate_training("deepseek-v3", **{**COMMON, **DEEPSEEK, **f})  # type: ignore[arg-type]
         return next(i.bytes for i in est.items if i.name == "activations")
@@ -66,9 +70,7 @@ def test_recompute_modules_drop_what_they_recompute() -> None:
     base = act(recompute_modules=("core_attn",))
     assert act(recompute_modules=None) == base
     up = act(recompute_modules=("mla_up_proj",))
-    # 'mlp' (dense layers' MLP, transformer_layer.py:537-539) lowers the first stage, the one with the three dense
-    # layers, which peaks under mla_up_proj alone
-    assert act(recompute_modules=("mla_up_proj", "mlp")) < up < base
+    assert act(recompute_modules=("mla_up_proj", "mlp")) == up < base
 
 
 def test_mlp_recompute_keeps_a_dense_layer_input_only() -> None:

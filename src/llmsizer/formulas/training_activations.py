@@ -43,6 +43,22 @@ r = residual-stream element size (the embedding's dtype):
   (LLMs train with attention_dropout 0: no mask is made).
 - SwiGLU MLP ``down(act(gate(x)) * up(x))`` (Shazeer 2020): act input, act output, up output and the product
   (4 c t I); K1's GeLU MLP keeps 2 x 4h-wide tensors + a dropout mask (19 sbh). GeLU MLPs here keep 2 c t I.
+  Megatron-Core (``st.megatron_te``; NVIDIA/Megatron-LM @d98e8a64) runs a dense MLP's and a shared expert's SwiGLU
+  as one autograd function (``MLP.forward``, transformer/mlp.py lines 308-317, ``bias_swiglu_impl``; the
+  ``bias_activation_fusion`` that Megatron-LM's default ``--bias-swiglu-fusion`` sets, training/arguments.py lines
+  2895-2898 and argument_utils.py lines 314-317; ``SharedExpertMLP.forward`` calls ``MLP.forward``,
+  moe/shared_experts.py line 202). ``SwiGLUFunction`` saves only its input, fc1's [t, 2I] output
+  (fusions/fused_bias_swiglu.py lines 232-235), and TE's row-parallel fc2 (``_Linear``, no input all-gather) saves its
+  input as it comes in 16-bit training (NVIDIA/TransformerEngine @d0067d0d transformer_engine/pytorch/module/linear.py
+  lines 438-439, 619-621)::
+
+      fused SwiGLU MLP  (2 + 1) c t I / tp                                                                (S1)
+
+  Not modelled: the unfused ``glu`` (mlp.py lines 320-334, ``--no-bias-swiglu-fusion``), which keeps 5 c t I: silu's
+  input (a view of fc1's output, whose 2I storage it keeps), silu's output, ``x_linear + glu_linear_offset`` (a new
+  tensor even at the default offset 0.0, transformer_config.py line 231) and fc2's input;
+  fp8 (TE saves fc2's input quantized, 1 B per element, linear.py lines 428-436, 616; ``activation_func_fp8_input_store``
+  the fused function's input in fp8, fused_bias_swiglu.py line 232); llmsizer's Megatron precisions are bf16 / fp16.
 - MoE (grouped_mm experts, transformers ``integrations/moe.py``): router input, fp32 router probabilities
   (4 t E), then for the S = t k routed token copies: gathered inputs (S h), gate_up output (2 S I), act
   output and product (2 S I) and the expert output kept for the routing-weight product (S h), in the
@@ -221,7 +237,7 @@ class ActivationSetup:
     # LayerNorms run in the autocast dtype (llm-foundry's LPLayerNorm, eq. N4) instead of autocast's fp32
     lp_layernorm: bool = False
     # Megatron-Core's Transformer Engine layer spec (the megatron precisions): TE's RMSNorm (eq. N5) and the spec's
-    # separate norms (eqs. R3, R4)
+    # separate norms (eqs. R3, R4), the fused SwiGLU of dense MLPs and shared experts (eq. S1)
     megatron_te: bool = False
     # Megatron's selective recompute modules (TrainingWorkload.recomputed_modules); empty: ``checkpointing`` alone
     recompute: frozenset[str] = field(default_factory=frozenset)
@@ -868,7 +884,10 @@ def _dense_mlp_terms(spec: ModelSpec, st: ActivationSetup, width: int, name: str
         out.append(Term(f"{name} input", n_in * ts * h * c, f"{n_in} x {ts} x {h} x {c} B"))
     gate_on = input_grad or roles[0] in st.adapted
     up_on = input_grad or roles[1] in st.adapted
-    if gated:
+    if gated and st.megatron_te and st.full:  # eq. S1: Megatron-Core's fused SwiGLU keeps fc1's output only
+        out.append(Term(f"{name} fc1 output (fused SwiGLU input), fc2 input", 3 * t * i_w * c,
+                        f"(2 + 1) x {t} x {i_w} x {c} B (Megatron bias-SwiGLU fusion, eq. S1)"))
+    elif gated:
         down_saves = _saves_input(roles[2], st, gate_on or up_on)
         if input_grad:
             n, what = 3, "act input, act output, up output"
