@@ -223,3 +223,13 @@ def test_etp_reduce_scatter_in_the_probs_dtype() -> None:
 def test_zero_network_is_refused_naming_the_field() -> None:
     with pytest.raises(InputError, match=r"network '0GB/s'.*positive"):
         _run(16, ep=16, gpus_per_node=8, network="0GB/s")
+
+
+def test_straddling_allgather_ring_leaves_the_machine() -> None:
+    """allgather over P = 6 consecutive ranks on machines of 8 (24 ranks): ranks 6-11 split 2 + 4, so that ring
+    crosses the network: eq. (11)'s bus bandwidth min(B_intra, B_node) = 100 GB/s, not the link's 370.8 GB/s;
+    V = 5 x 1024 x 2048 x 2 B per collective, 4 collectives."""
+    args = (1024, 8, 2048, 2, 6, 1, 1, 0, 8, 370.8e9, 100e9 / 8, "allgather")
+    v = 5 * 1024 * 2048 * 2
+    assert expert_parallel_exchange(*args).seconds == pytest.approx(4 * v / 370.8e9)  # one group: inside
+    assert expert_parallel_exchange(*args, world=24).seconds == pytest.approx(4 * v / 100e9)

@@ -74,6 +74,8 @@ Other dispatchers (Megatron-Core ``moe_token_dispatcher_type``, @d98e8a64 transf
 
       V_ag = (P - 1) T h a,      t_ag = V_ag / B_bus                                                         (E6)
 
+  (over more than one machine whenever a group of P consecutive ranks straddles two, eq. (E3'))
+
 - 'flex' (``MoEFlexTokenDispatcher``, lines 1809-1860: DeepEP or HybridEP fused kernels over ``tp_ep_group``, the
   experts counted u times and top-k u times). DeepEP's normal kernels send a token once per destination machine
   over RDMA (to the rank of its local index there) and forward it over NVLink to the ranks of that machine that hold
@@ -94,6 +96,7 @@ Other dispatchers (Megatron-Core ``moe_token_dispatcher_type``, @d98e8a64 transf
                                                   destination machine (by symmetry the same count per rank)
       t_flex = max(T V_link / B_intra, T V_net / B_net)                                                      (E7)
 
+  Groups that straddle machines (P not a multiple or divisor of g) are timed as if aligned here: n = min(P, g).
   Node-limited routing (DeepSeek-V3's ``moe_router_group_topk``: a token's experts in at most M machines) lowers
   (N - 1) p(E n / P) further; it is not modelled (uniform routing over all experts).
 
@@ -303,7 +306,9 @@ def expert_parallel_exchange(tokens: float, topk: int, hidden: int, act_bytes: f
         n = min(ranks, devices_per_node)
         if dispatcher == "allgather":
             v = (ranks - 1) * float(tokens) * hidden * act_bytes
-            bus = ring_bus_bandwidth(intra_bandwidth, -(-ranks // n),
+            # the ring of ep x etp consecutive ranks leaves its machine when some group straddles two (eq. (E3'))
+            whole = min(machine_shares(ranks, 1, devices_per_node, world or ranks)) == ranks
+            bus = ring_bus_bandwidth(intra_bandwidth, 1 if whole else max(2, -(-ranks // n)),
                                      device_network_bandwidth * devices_per_node) if ranks > 1 else intra_bandwidth
             intra = v * (n - 1) / (ranks - 1) if ranks > 1 else 0.0
             return ExpertParallelExchange(count, v, intra, v - intra, 0.0, count * v / bus)
