@@ -128,6 +128,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from functools import lru_cache
 from typing import NamedTuple
 
 from ..errors import InputError
@@ -162,6 +163,7 @@ def expert_tp_gather_bytes(tokens: float, topk: int, hidden: int, act_bytes: flo
     return float(tokens) * topk * hidden * act_bytes * (etp - 1)
 
 
+@lru_cache(maxsize=256)  # pure in its ints; called per estimate of a layout search
 def machine_shares(ep: int, stride: int, devices_per_node: int, world: int) -> tuple[int, ...]:
     """Eq. (E3'): the distinct n over the ranks of ``world``, n a rank's EP group ranks (itself included) inside its
     machine of ``devices_per_node``, the group's ``ep`` ranks ``stride`` apart among ep x stride consecutive ranks
