@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from ..catalog.hardware import Device, Instance, load_catalog
-from ..errors import InputError
+from ..errors import FieldError, InputError
 from ..formulas.activation_offload import STREAM_SOURCE as OFFLOAD_STREAM_SOURCE
 from ..formulas.activation_offload import offload_step_seconds
 from ..formulas.attention_mask import FLEX_BLOCK, flex_pairs, mean_attended
@@ -53,7 +53,7 @@ from ..formulas.elementwise_traffic import (
     sequence_parallel_copy_bytes,
     step_bytes_per_token,
 )
-from ..formulas.expert_parallel_time import expert_parallel_exchange, exposed_seconds, peers_in_machine
+from ..formulas.expert_parallel_time import expert_parallel_exchange, exposed_seconds, machine_shares
 from ..formulas.float8_training import SOURCE_TIME as FLOAT8_TIME_SOURCE
 from ..formulas.float8_training import (
     TORCHAO_RECIPES,
@@ -166,6 +166,7 @@ from .training.setup import (
     compute_bytes,
     expert_group,
     expert_tp,
+    expert_tp_split,
     given,
     qlora_base_format,
     qlora_fused_experts,
@@ -424,7 +425,7 @@ def elementwise_bytes_per_token(spec: ModelSpec, w: TrainingWorkload) -> float:
         adapters = _adapted_linears(spec, w.targets)
     recompute = recompute_mode(w.grad_checkpointing)
     ckpt = len(checkpointed_layers(spec.num_layers, w.checkpoint_every)) if recompute != "none" else 0
-    c = 4.0 if w.precision == "fp32" else 2.0
+    c = float(compute_bytes(w))
     # the training-metric passes (eq. (E12)) run under the loop's precision context: torch.autocast for an autocast
     # recipe, except Composer's amp_fp8, which is transformer-engine's fp8_autocast alone (core/precision.py @
     # v0.16.4 lines 69-81)
@@ -806,7 +807,7 @@ def float8_time(spec: ModelSpec, w: TrainingWorkload, tokens: int) -> Float8Time
     ``float8_gemms`` (ROWWISE_WITH_GW_HP's grad_weight runs in bf16 and stays with the BF16 FLOPs). Memoized on its
     immutable arguments."""
     tp = w.tp if w.tp > 1 else 1
-    c = 4.0 if w.precision == "fp32" else 2.0
+    c = float(compute_bytes(w))
     recompute = recompute_mode(w.grad_checkpointing)
     ckpt = set(checkpointed_layers(spec.num_layers, w.checkpoint_every)) if recompute != "none" else set()
     again = 1.0 if recompute == "full" else 0.5
@@ -1184,7 +1185,7 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
         # one GEMM block per layer kind (the layers of a kind share their linears' block object)
         gemms = {k: tuple(training_gemms(int(tokens), b))
                  for k, b in dict(zip(map(id, blocks), blocks, strict=True)).items()}
-        elem = 4.0 if w.precision == "fp32" else 2.0  # the GEMMs' operand bytes b of eq. (1)
+        elem = float(compute_bytes(w))  # the GEMMs' operand bytes b of eq. (1)
         e = block_shape_efficiency(list(map(gemms.__getitem__, map(id, blocks))), peak * u, bw_mem or float("inf"),
                                    elem)
         notes.append(Assumption("gemm_shape_efficiency", round(e, 4), True,
@@ -1410,7 +1411,7 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
                 per_node, nodes = n, 1
             mode = sharding_mode(w)
             sync = grad_sync_of(w, mode)
-            ub = _dp_reduced_elements(spec, w, fl.trained_params) * (4 if w.precision == "fp32" else 2)  # ZeRO-1/2's
+            ub = _dp_reduced_elements(spec, w, fl.trained_params) * compute_bytes(w)  # ZeRO-1/2's
             comm = data_parallel_comm(n, per_node, wb, gb, mode, spec.num_layers, bw,
                                       network.bandwidth if network is not None and nodes > 1 else None, host,
                                       sync, ub, wb_again, after)
@@ -1502,7 +1503,7 @@ def _ring_exchange_seconds(spec: ModelSpec, w: TrainingWorkload, tokens: int, t_
     full = recompute_mode(w.grad_checkpointing) == "full"
     layers = spec.num_layers // max(1, w.pp)
     again = len(checkpointed_layers(spec.num_layers, w.checkpoint_every)) // max(1, w.pp) if full else 0
-    compute = 4 if w.precision == "fp32" else 2
+    compute = compute_bytes(w)
     v_f, v_b = ring_exchange_bytes(tokens, k_w, v_w, w.context_parallel, compute, layers, again)
     t_x = (v_f + v_b) / link_bandwidth
     exposed = ring_exposed_seconds(t_x, t_attn)
@@ -1536,14 +1537,13 @@ def _ep_exchange_seconds(spec: ModelSpec, w: TrainingWorkload, tokens: float, li
                         "timed")
         return 0.0
     g = min(w.gpus, w.gpus_per_node)
-    e_tp = expert_tp(w)
+    e_tp = expert_tp_split(w)  # torchtitan: no expert TP, its EP ranks consecutive (eq. (E3'))
     ranges = pipeline_stage_layers(spec.num_layers, w.pp, w.pipeline_split, w.virtual_stages if w.pp > 1 else 1)
     is_moe = [bool(m) for m in spec.moe_layers] or [True] * spec.num_layers
     full = recompute_mode(w.grad_checkpointing) == "full"
     again = set(checkpointed_layers(spec.num_layers, w.checkpoint_every)) if full else set()
     layers, recomputed = max((sum(is_moe[i] for i in r), sum(is_moe[i] and i in again for i in r)) for r in ranges)
-    in_machine = peers_in_machine(w.ep, e_tp, g)
-    crosses = in_machine < w.ep or e_tp > g
+    crosses = min(machine_shares(w.ep, e_tp, g, w.gpus)) < w.ep or e_tp > g
     net = device_share_of_node_bandwidth(network.bandwidth, g) if crosses and network is not None else link_bandwidth
     if crosses and network is None:
         warnings.append(f"expert-parallel group of {w.ep} x etp {e_tp} crosses machines of {g} (gpus_per_node) and no "
@@ -1552,16 +1552,18 @@ def _ep_exchange_seconds(spec: ModelSpec, w: TrainingWorkload, tokens: float, li
     local = tokens / (w.tp if w.sequence_parallel and w.tp > 1 else 1)
     width = moe.latent_size or spec.hidden_size
     kind = w.moe_dispatcher or "alltoall"
-    x = expert_parallel_exchange(local, moe.experts_per_token, width, 4.0 if w.precision == "fp32" else 2.0, w.ep,
-                                 e_tp, layers, recomputed, g, link_bandwidth, net, kind, moe.num_experts)
+    x = expert_parallel_exchange(local, moe.experts_per_token, width, compute_bytes(w), w.ep, e_tp, layers,
+                                 recomputed, g, link_bandwidth, net, kind, moe.num_experts, w.gpus)
     notes.append(Assumption("moe_dispatcher", kind, w.moe_dispatcher is None,
                             "given" if w.moe_dispatcher is not None else MOE_DISPATCHER_WHY))
     where = (f"{x.intra_bytes / 1e6:.4g} MB over the link at {link_bandwidth / 1e9:.4g} GB/s"
              + (f", {x.inter_bytes / 1e6:.4g} MB over the device's network share at {net / 1e9:.4g} GB/s"
                 if x.inter_bytes else ""))
     what = {"alltoall": f"all-to-alls of {local:g} tokens x top-{moe.experts_per_token} x {width} x (ep - 1)/ep over "
-                        f"ep {w.ep}" + (f", each with an all-gather / reduce-scatter in etp {e_tp}" if e_tp > 1
-                                        else "") + " (eqs. (E1)-(E4))",
+                        f"ep {w.ep}" + (f", each with an all-gather / reduce-scatter in etp {e_tp} (the "
+                                        "combine's in the router probabilities' dtype, taken as the activations': "
+                                        "Megatron's default moe_router_dtype None; 'fp32' doubles that half)"
+                                        if e_tp > 1 else "") + " (eqs. (E1)-(E4))",
             "allgather": f"all-gathers / reduce-scatters of {local:g} tokens x {width} over the {w.ep * e_tp} ranks "
                          "of ep x etp (eq. (E6))",
             "flex": f"DeepEP / HybridEP dispatches / combines of {local:g} tokens x {width}, once per destination "
@@ -1844,6 +1846,8 @@ def network_for(w: TrainingWorkload, instance: Instance | None = None,
         bw = count * parse_bandwidth(rest)
     except InputError as e:
         raise InputError(f"network {text!r}: not a catalog interconnect of a network kind, and {e}") from None
+    if bw <= 0:  # one refusal for every collective that crosses machines (data, tensor, pipeline, expert parallel)
+        raise FieldError("network", f"network {text!r}: the bandwidth between machines must be positive")
     return Network(bw, f"{text} per machine (given)")
 
 

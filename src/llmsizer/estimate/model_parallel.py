@@ -34,6 +34,7 @@ from ..result import Assumption
 from ..specs import ModelSpec, TrainingWorkload
 from ..specs.training import recomputes_whole_layer
 from .speed import attention_width
+from .training.setup import compute_bytes
 
 TP_COMM_OVERLAP_WHY = ("Megatron-Core ModelParallelConfig.tp_comm_overlap defaults to False (NVIDIA/Megatron-LM "
                        "@d98e8a6 megatron/core/model_parallel_config.py line 265): the tensor-parallel all-reduces "
@@ -217,7 +218,7 @@ def model_parallel_time(spec: ModelSpec, w: TrainingWorkload, stage_seconds: flo
     n, g = w.gpus, min(w.gpus, w.gpus_per_node)
     dp = n // (tp * pp)
     tokens = w.micro_batch * w.seq_len
-    a = 4.0 if w.precision == "fp32" else 2.0
+    a = float(compute_bytes(w))
     ranges = pipeline_stage_layers(spec.num_layers, pp, w.pipeline_split, v)
     layers = max(len(r) for r in ranges)
     busiest = max(ranges, key=len)

@@ -27,13 +27,28 @@ sends T k h a / e bytes to each of its e - 1 peers (and keeps 1/e) and receives 
     V_a2a = T k h a (e - 1)/e                        bytes sent (= received) by one rank in one all-to-all   (E1)
     V_etp = (u - 1) T k h a                          the all-gather (or reduce-scatter) inside the ETP group  (E2)
 
+The combine's reduce-scatter (and its backward all-gather) runs in the router probabilities' dtype, a_p bytes, not
+the activations' (token_dispatcher.py line 830: ``reduce_scatter_to_sequence_parallel_region(hidden_states.to(
+self.probs.dtype))``): the probabilities keep the router's logits dtype (megatron/core/transformer/moe/moe_utils.py
+line 936, ``probs.type_as(logits)``), the layer input's dtype unless ``moe_router_dtype`` is 'fp32' / 'fp64'
+(router.py lines 106-111; default None, transformer_config.py line 811; Megatron-Bridge's Nemotron-H and Qwen3.5
+recipes set 'fp32'). Half of a layer's ETP collectives move a bytes per element (the dispatch's all-gather and its
+backward reduce-scatter), half a_p (the combine's reduce-scatter and its backward all-gather).
+
 The router's probabilities (one float per copy, Megatron's ``global_probs`` all-to-all, line 718) are not counted:
 4 bytes against h a (under 0.2 % for h >= 1024 in bf16). Capacity-factor padding (token dropping, Megatron's
 ``moe_expert_capacity_factor``; DeepSpeed-MoE's ``_AllToAll`` of capacity-sized buffers) is not modelled: dropless.
 
 The link (E3). Megatron orders the expert ranks 'tp-ep-dp-pp' with tp = u (``megatron/core/parallel_state.py``
-``RankGenerator``): an EP group's e ranks sit u apart among e u consecutive ranks, so a machine of g devices holds
-n = min(e, max(1, g // u)) of them. NCCL runs an all-to-all as one group of point-to-point sends and receives to every
+``RankGenerator``): an EP group's e ranks sit u apart among e u consecutive ranks. torchtitan has no expert TP: its
+sparse mesh ['pp', 'dp_replicate', 'efsdp', 'ep'] puts 'ep' innermost over the flattened dp_shard x cp x tp ranks
+(pytorch/torchtitan @b5bcd76 torchtitan/distributed/parallel_dims.py lines 187-191, 242), so its EP ranks are
+consecutive (stride u = 1). DeepSpeed with tensor parallelism places them tp apart (deepspeedai/DeepSpeed @edaa7221
+deepspeed/utils/groups.py lines 479-486, ``_get_expert_parallel_ranks``' example). A machine of g devices holds
+ranks [m g, (m + 1) g); the group of block start b (a multiple of e u) and offset j < u holds ranks b + j + u i,
+i < e. A rank's n counts its group's ranks in its own machine, itself included (eq. (E3'), ``machine_shares``):
+n = min(e, g // u) when the groups align with the machines, fewer for a group that straddles two (EP 6 on machines
+of 8: ranks 6-11 split 2 + 4). The step waits for its slowest rank, so t_a2a is the largest over the ranks' n. NCCL runs an all-to-all as one group of point-to-point sends and receives to every
 peer (NCCL user guide, "Point-to-point communication", all-to-all example: ncclGroupStart, ncclSend / ncclRecv per
 peer, ncclGroupEnd), the ones inside the machine over its link B_intra and the others over the device's share of the
 machine's network B_net = B_node / g (formulas/network.py eq. (8)), concurrently::
@@ -46,7 +61,7 @@ Per MoE layer and micro-batch: dispatch and combine in the forward, their transp
 forward's pair again in a fully recomputed layer (the whole layer's forward runs again, Megatron's full recompute
 and torch's checkpoint)::
 
-    t_ep = (4 L_e + 2 c_e) (t_a2a + V_etp / B_intra)                                                       (E4)
+    t_ep = (4 L_e + 2 c_e) (t_a2a + (V_etp(a) + V_etp(a_p)) / 2 / B_intra)                                (E4)
 
 Other dispatchers (Megatron-Core ``moe_token_dispatcher_type``, @d98e8a64 transformer_config.py line 891:
 'allgather' | 'alltoall' | 'flex'). Both use the expert tensor x expert parallel group of P = e u ranks
@@ -58,6 +73,8 @@ Other dispatchers (Megatron-Core ``moe_token_dispatcher_type``, @d98e8a64 transf
   ranks, its bus bandwidth B_bus of formulas/network.py eq. (11)::
 
       V_ag = (P - 1) T h a,      t_ag = V_ag / B_bus                                                         (E6)
+
+  (over more than one machine whenever a group of P consecutive ranks straddles two, eq. (E3'))
 
 - 'flex' (``MoEFlexTokenDispatcher``, lines 1809-1860: DeepEP or HybridEP fused kernels over ``tp_ep_group``, the
   experts counted u times and top-k u times). DeepEP's normal kernels send a token once per destination machine
@@ -79,6 +96,7 @@ Other dispatchers (Megatron-Core ``moe_token_dispatcher_type``, @d98e8a64 transf
                                                   destination machine (by symmetry the same count per rank)
       t_flex = max(T V_link / B_intra, T V_net / B_net)                                                      (E7)
 
+  Groups that straddle machines (P not a multiple or divisor of g) are timed as if aligned here: n = min(P, g).
   Node-limited routing (DeepSeek-V3's ``moe_router_group_topk``: a token's experts in at most M machines) lowers
   (N - 1) p(E n / P) further; it is not modelled (uniform routing over all experts).
 
@@ -109,6 +127,8 @@ instead; its MoE recipes (Megatron-Bridge) and torchtitan run the all-to-all tim
 from __future__ import annotations
 
 import math
+from collections import Counter
+from functools import lru_cache
 from typing import NamedTuple
 
 from ..errors import InputError
@@ -143,16 +163,27 @@ def expert_tp_gather_bytes(tokens: float, topk: int, hidden: int, act_bytes: flo
     return float(tokens) * topk * hidden * act_bytes * (etp - 1)
 
 
-def peers_in_machine(ep: int, etp: int, devices_per_node: int) -> int:
-    """Eq. (E3)'s n: the ranks of one EP group (itself included) in its machine of ``devices_per_node`` devices, the
-    group's ranks ``etp`` apart among ep x etp consecutive ranks (Megatron's expert rank order 'tp-ep-dp-pp').
+@lru_cache(maxsize=256)  # pure in its ints; called per estimate of a layout search
+def machine_shares(ep: int, stride: int, devices_per_node: int, world: int) -> tuple[int, ...]:
+    """Eq. (E3'): the distinct n over the ranks of ``world``, n a rank's EP group ranks (itself included) inside its
+    machine of ``devices_per_node``, the group's ``ep`` ranks ``stride`` apart among ep x stride consecutive ranks
+    (Megatron's expert order 'tp-ep-dp-pp', stride = etp; torchtitan's and AutoEP's stride 1). The pattern repeats
+    every lcm(ep x stride, devices_per_node) ranks: only those are walked.
 
-    >>> peers_in_machine(8, 1, 8), peers_in_machine(16, 1, 8), peers_in_machine(8, 2, 8), peers_in_machine(4, 16, 8)
-    (8, 8, 4, 1)
+    >>> machine_shares(8, 1, 8, 16), machine_shares(16, 1, 8, 16), machine_shares(8, 2, 8, 16)
+    ((8,), (8,), (4,))
+    >>> machine_shares(6, 1, 8, 24), machine_shares(4, 16, 8, 64)    # ranks 6-11 straddle: 2 + 4
+    ((2, 4, 6), (1,))
     """
-    if ep < 1 or etp < 1 or devices_per_node < 1:
-        raise InputError("ep, etp and devices per node must be >= 1")
-    return min(ep, max(1, devices_per_node // etp))
+    if ep < 1 or stride < 1 or devices_per_node < 1 or world < 1:
+        raise InputError("ep, etp, devices per node and ranks must be >= 1")
+    block = ep * stride
+    period = block * devices_per_node // math.gcd(block, devices_per_node)
+    shares: set[int] = set()
+    for b in range(0, max(block, min(world, period)), block):
+        for j in range(stride):
+            shares.update(Counter((b + j + stride * i) // devices_per_node for i in range(ep)).values())
+    return tuple(sorted(shares))
 
 
 def all_to_all_seconds(bytes_sent: float, ep: int, in_machine: int, intra_bandwidth: float,
@@ -181,7 +212,7 @@ class ExpertParallelExchange(NamedTuple):
     a2a_bytes: float  # bytes sent per all-to-all (E1)
     intra_bytes: float  # of which to peers inside the machine
     inter_bytes: float  # of which over the network
-    etp_bytes: float  # per ETP all-gather / reduce-scatter (E2)
+    etp_bytes: float  # per ETP all-gather / reduce-scatter (E2), the mean of the a and a_p halves
     seconds: float  # t_ep
 
     @property
@@ -251,10 +282,13 @@ def exposed_seconds(collective_seconds: float, moe_layers: int, attention_second
 def expert_parallel_exchange(tokens: float, topk: int, hidden: int, act_bytes: float, ep: int, etp: int,
                              moe_layers: int, recomputed_moe_layers: int, devices_per_node: int,
                              intra_bandwidth: float, device_network_bandwidth: float, dispatcher: str = "alltoall",
-                             experts: int = 0) -> ExpertParallelExchange:
+                             experts: int = 0, world: int = 0, probs_bytes: float | None = None
+                             ) -> ExpertParallelExchange:
     """Eq. (E4): the EP token exchange of one rank's stage per micro-batch: ``moe_layers`` L_e, ``recomputed_moe_layers``
     c_e; ``device_network_bandwidth`` B_net (B_intra where the group stays in its machine or no network is known);
-    ``dispatcher`` 'alltoall' (E1)-(E3), 'allgather' (E6) or 'flex' (E7, which needs ``experts``).
+    ``dispatcher`` 'alltoall' (E1)-(E3), 'allgather' (E6) or 'flex' (E7, which needs ``experts``); ``world`` the
+    ranks the EP groups tile (eq. (E3'), 0: one group of ep x etp), ``probs_bytes`` a_p of the combine's ETP
+    reduce-scatter (None: ``act_bytes``).
 
     >>> x = expert_parallel_exchange(1024, 8, 2048, 2, 8, 1, 2, 1, 8, 1e11, 5e10)   # 10 all-to-alls in one machine
     >>> x.collectives, round(x.seconds * 1e6, 1)
@@ -274,7 +308,9 @@ def expert_parallel_exchange(tokens: float, topk: int, hidden: int, act_bytes: f
         n = min(ranks, devices_per_node)
         if dispatcher == "allgather":
             v = (ranks - 1) * float(tokens) * hidden * act_bytes
-            bus = ring_bus_bandwidth(intra_bandwidth, -(-ranks // n),
+            # the ring of ep x etp consecutive ranks leaves its machine when some group straddles two (eq. (E3'))
+            whole = min(machine_shares(ranks, 1, devices_per_node, world or ranks)) == ranks
+            bus = ring_bus_bandwidth(intra_bandwidth, 1 if whole else max(2, -(-ranks // n)),
                                      device_network_bandwidth * devices_per_node) if ranks > 1 else intra_bandwidth
             intra = v * (n - 1) / (ranks - 1) if ranks > 1 else 0.0
             return ExpertParallelExchange(count, v, intra, v - intra, 0.0, count * v / bus)
@@ -284,9 +320,13 @@ def expert_parallel_exchange(tokens: float, topk: int, hidden: int, act_bytes: f
         t = max(link / intra_bandwidth, net / device_network_bandwidth)
         return ExpertParallelExchange(count, link + net, link, net, 0.0, count * t)
     v = all_to_all_bytes(tokens, topk, hidden, act_bytes, ep)
-    n = peers_in_machine(ep, etp, devices_per_node)
-    t_a2a = all_to_all_seconds(v, ep, n, intra_bandwidth, device_network_bandwidth)
-    v_etp = expert_tp_gather_bytes(tokens, topk, hidden, act_bytes, etp)
+    # the slowest rank's n (eq. (E3'))
+    t_a2a, n = max((all_to_all_seconds(v, ep, m, intra_bandwidth, device_network_bandwidth), -m)
+                   for m in machine_shares(ep, etp, devices_per_node, world or ep * etp))
+    n = -n
+    p_bytes = act_bytes if probs_bytes is None else probs_bytes
+    v_etp = (expert_tp_gather_bytes(tokens, topk, hidden, act_bytes, etp)
+             + expert_tp_gather_bytes(tokens, topk, hidden, p_bytes, etp)) / 2
     etp_bw = intra_bandwidth if etp <= devices_per_node else min(intra_bandwidth, device_network_bandwidth)
     intra = v * (n - 1) / (ep - 1) if ep > 1 else 0.0
     return ExpertParallelExchange(count, v, intra, v - intra, v_etp, count * (t_a2a + v_etp / etp_bw))

@@ -22,7 +22,12 @@ from ...formulas.nf4_quantization import (
 )
 from ...formulas.parallelism import expert_shard_group
 from ...formulas.sdpa_dispatch import attention_dtype
-from ...formulas.tensor_parallel import check_tensor_parallel, resident_expert_tp, training_tp_framework
+from ...formulas.tensor_parallel import (
+    check_tensor_parallel,
+    expert_tp_ways,
+    resident_expert_tp,
+    training_tp_framework,
+)
 from ...formulas.training_activations import ActivationSetup
 from ...formulas.training_states import (
     BNB_BLOCKSIZE,
@@ -142,6 +147,14 @@ def expert_tp(w: TrainingWorkload) -> int:
     """The experts' tensor-parallel ways llmsizer's states and expert data-parallel group use for ``w``
     (formulas/tensor_parallel.py ``resident_expert_tp``: the stated etp under Megatron-Core, else tp)."""
     return resident_expert_tp(training_tp_framework(w.precision, w.framework), w.tp, w.ep, w.etp)
+
+
+def expert_tp_split(w: TrainingWorkload) -> int:
+    """The ways ``w``'s framework really splits each routed expert (formulas/tensor_parallel.py ``expert_tp_ways``:
+    Megatron-Core's etp, torchtitan's whole experts under EP, tp otherwise): the expert tensor-parallel group the EP
+    exchange gathers in and the stride of an EP group's ranks (formulas/expert_parallel_time.py eq. (E3'));
+    ``expert_tp`` is the states' counting equivalent."""
+    return expert_tp_ways(training_tp_framework(w.precision, w.framework), w.tp, w.ep, w.etp)
 
 
 def expert_group(w: TrainingWorkload) -> int:
