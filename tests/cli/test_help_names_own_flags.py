@@ -20,6 +20,9 @@ OTHER_TOOLS = {
     ("recommend", "--nf4-format", "--quantize"),  # HF Trainer --bf16, litgpt --quantize
     ("train", "--device", "--train"),  # "as in `fit --train`": another llmsizer command
     ("capacity import", "--scontrol", "--oneliner"),  # `scontrol show node --oneliner`
+    *((cmd, "--moe-dispatcher", "--moe-token-dispatcher-type") for cmd in ("train", "fit", "recommend")),
+    *((cmd, "--ep-comm-overlap", "--overlap-moe-expert-parallel-comm")  # Megatron-LM's own flags
+      for cmd in ("train", "fit", "recommend")),
 }
 FLAG = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*")
 
