@@ -447,6 +447,11 @@ SPEED_NOT_EXPRESSIBLE = {
     **dict.fromkeys(("PM1354", "PM1355"), "torchtune on wikitext with SEQ_LEN=null and PACKED=False: each batch of 64 "
                     "samples is padded to its own longest document, so neither the sequence length nor the tokens "
                     "per step is stated"),
+    # Megatron-Bridge rows (docs/performance-summary-archive.md @067f987df; settings: the rows' notes)
+    "PM1366": "Megatron-Core context parallelism (CP 2) with TP 8, PP 8 and the distributed optimizer: llmsizer's "
+              "context_parallel is torchtitan's (FSDP2 shards over dp x cp), not Megatron's",
+    "PM1367": "the H100 FP8 recipe recomputes the whole MoE layer (recompute_modules 'moe'), a module llmsizer's "
+              "selective recomputation does not model (specs/training.py RECOMPUTE_MODULES)",
 }
 # Intel's Cloud Optimization Module for GCP: GPT-2 small (nanoGPT: 12 layers, width 768, 12 heads, vocab 50,257,
 # tied embeddings, 124,439,808 parameters) as a Llama-style manual model of that parameter count: the FLOP count
@@ -1234,6 +1239,79 @@ def semianalysis_case(r: dict[str, str]) -> Case:
                         "of the script) (settings assumed)"))
 
 
+# Megatron-Bridge's published pre-training throughput (PM1360-PM1365: docs/performance-summary-archive.md @067f987df,
+# the 26.04.01 NeMo container's tables), each run with the settings of its performance recipe at Megatron-Bridge
+# v0.4.1 (f9b6319e, the r0.4 release line of the 26.04 containers; every table column matches it): the row's notes
+# give the config file and lines. Megatron-Core throughout: TransformerEngine layers, the distributed optimizer (zero
+# 1), bf16 gradient reduction, no recompute unless stated, Megatron's cross-entropy fusion; MoE runs force balanced
+# routing (moe_router_force_load_balancing). DGX-H100 and DGX-B200 nodes carry "eight single-port NVIDIA
+# ConnectX-7 VPI ... up to 400 Gb/s" (NVIDIA DGX BasePOD reference architecture, 'Core Components':
+# docs.nvidia.com/dgx-basepod/reference-architecture-infrastructure-foundation-enterprise-ai/latest/core-components.html);
+# DGX-GB200 is the NVL72 rack, 72 GPUs in one NVLink domain (gpus_per_node 72), so its 64 GPUs need no network.
+# The H100 "FP8" rows run Bridge's fp8_cs (bf16_with_fp8_current_scaling_mixed: a per-tensor scale from each
+# tensor's own amax, taken before its cast); llmsizer's one TransformerEngine recipe is delayed scaling (the amax of
+# earlier steps), so their casts are timed without the extra amax pass: settings assumed, out of the summary.
+# Value: (catalog model, device, TrainingWorkload fields, why settings are assumed or '').
+MEGATRON_BRIDGE_DGX_NETWORK = "8x400 Gb/s"
+MEGATRON_BRIDGE_FP8_CS_ASSUMED = ("FP8 current scaling (Bridge fp8_cs) timed as TransformerEngine's delayed-scaling "
+                                  "recipe (float8_recipe 'transformer-engine'): the amax pass before each cast is "
+                                  "not counted")
+_MB = dict(method="full", precision="megatron-bf16", optimizer="adamw", zero=1, micro_batch=1)
+_MB_F8 = dict(_MB, float8=True, float8_recipe="transformer-engine")
+_MB_GPT_OSS = dict(_MB, seq_len=4096, etp=1, grad_checkpointing="selective", recompute_modules=("layernorm", "moe_act"))
+MEGATRON_BRIDGE_RUNS: dict[str, tuple[str, str, dict[str, Any], str]] = {
+    # Llama 3 70B has Llama 3.1 70B's shapes (80 layers, width 8192, FFN 28672, 64 heads / 8 KV, vocab 128,256);
+    # the v0.4.1 recipe leaves pipeline_model_parallel_layout None: the even split
+    "PM1360": ("llama-3.1-70b-instruct", "h100-sxm",
+               dict(_MB_F8, gpus=64, seq_len=8192, tp=4, pp=8, virtual_stages=5, sequence_parallel=True,
+                    tp_comm_overlap=True, grad_accumulation=128, network=MEGATRON_BRIDGE_DGX_NETWORK),
+               MEGATRON_BRIDGE_FP8_CS_ASSUMED),
+    "PM1361": ("gpt-oss-120b", "h100-sxm",
+               dict(_MB_GPT_OSS, gpus=64, pp=4, ep=8, moe_dispatcher="alltoall", grad_accumulation=80,
+                    network=MEGATRON_BRIDGE_DGX_NETWORK), ""),
+    "PM1362": ("qwen3-30b-a3b", "h100-sxm",
+               dict(_MB_F8, gpus=16, seq_len=4096, ep=16, etp=1, moe_dispatcher="flex", grad_accumulation=64,
+                    network=MEGATRON_BRIDGE_DGX_NETWORK), MEGATRON_BRIDGE_FP8_CS_ASSUMED),
+    "PM1363": ("qwen3-235b-a22b", "h100-sxm",
+               dict(_MB_F8, gpus=256, seq_len=4096, tp=2, pp=8, virtual_stages=4, sequence_parallel=True, ep=32,
+                    etp=1, moe_dispatcher="alltoall", ep_comm_overlap=True, grad_accumulation=512,
+                    network=MEGATRON_BRIDGE_DGX_NETWORK), MEGATRON_BRIDGE_FP8_CS_ASSUMED),
+    "PM1364": ("gpt-oss-120b", "b200",
+               dict(_MB_GPT_OSS, gpus=64, micro_batch=4, ep=8, moe_dispatcher="flex", grad_accumulation=5,
+                    network=MEGATRON_BRIDGE_DGX_NETWORK), ""),
+    "PM1365": ("gpt-oss-120b", "gb200",
+               dict(_MB_GPT_OSS, gpus=64, micro_batch=4, ep=64, moe_dispatcher="flex", ep_comm_overlap=True,
+                    grad_accumulation=5, gpus_per_node=72), ""),
+}
+
+
+def megatron_bridge_case(r: dict[str, str]) -> Case:
+    """One MEGATRON_BRIDGE_RUNS row through the duration rule (estimate/duration.py)."""
+    from .catalog.hardware import builtin_catalog
+    from .catalog.models import find
+    from .estimate.duration import training_duration_for
+
+    rid, value = r["id"], float(r["value"])
+    model, device, fields, assumed = MEGATRON_BRIDGE_RUNS[rid]
+    n = int(fields["gpus"])
+    d = training_duration_for(find(model).spec(), builtin_catalog().devices[device], n, 1e6, fields)
+    pred = None if d.tokens_per_second is None else d.tokens_per_second / n
+    st, mp = d.step, (d.step.model_parallel if d.step else None)
+    return Case(rid, TRAINING_SPEED, f"Megatron-Bridge {model} {n}x{device} tokens/s/GPU", pred, value,
+                "tokens/s/GPU", *within_tolerance(TRAINING_SPEED, pred, value),
+                excluded=ASSUMED if assumed else "", source=r["source"], no_band=d.no_band,
+                note=(f"{r['other_settings']}; global batch {r['batch_size'].split(',')[0].split()[-1]}, "
+                      f"{fields['grad_accumulation']} micro-batches of {fields['micro_batch']} x {fields['seq_len']} "
+                      f"per pipeline and step; utilisation {d.utilization:.3f}"
+                      + ("; no training calibration row for this GPU architecture (ranges."
+                         "UNCALIBRATED_ARCH_TRAINING_NO_BAND)" if d.no_band else "")
+                      + (f"; per micro-batch stage compute {st.compute_seconds * 1e3:.1f} ms" if st else "")
+                      + (f", tensor-parallel {mp.tp_seconds * 1e3:.1f} ms, bubble {mp.bubble:.3f}, gradient "
+                         f"reduce-scatter + all-gather {mp.dp_seconds * 1e3:.0f} ms per step" if mp else "")
+                      + (f"; communication {st.comm_seconds * 1e3:.1f} ms per micro-step" if st and not mp else "")
+                      + (f"; {assumed} (settings assumed)" if assumed else "")))
+
+
 def cpu_gpt2_spec() -> Any:
     """GPT-2 small as the manual model of CPU_GPT2 (the CPU training rows)."""
     from .readers.manual import spec_from_manual
@@ -1302,6 +1380,8 @@ def speed_case(r: dict[str, str]) -> Case | NotExpressed:
         return torchtitan_run_case(r)
     if rid in SEMIANALYSIS_MI300X:
         return semianalysis_case(r)
+    if rid in MEGATRON_BRIDGE_RUNS:
+        return megatron_bridge_case(r)
     if r["framework"] == "torchtitan":
         n = int(r["num_gpus"])
         extra = TORCHTITAN_SETTINGS[r["other_settings"]]

@@ -546,8 +546,9 @@ def test_known_misses_stay_in_the_summary_and_the_band(cases) -> None:
 def test_an_uncalibrated_architecture_feeds_no_training_band_and_gets_no_range(cases) -> None:
     """A GPU architecture without a training calibration row (efficiency.TRAINING_UTILIZATION_BY_ARCH) gets no
     calibrated duration range: a duration on such a part (8 x B200, Blackwell; 8 x MI250X, CDNA 2) has no range and
-    no coverage, states why in an assumption, and its warning says that no published run on it is compared instead of
-    calling the stand-in conservative. Since CDNA3 is calibrated on PM1341 and its float8 share on PM1343
+    no coverage, states why in an assumption, and its warning says what its compared published runs measured
+    (Blackwell: Megatron-Bridge's PM1364-PM1365) or that none is compared (CDNA 2) instead of calling the stand-in
+    conservative. Since CDNA3 is calibrated on PM1341 and its float8 share on PM1343
     (calibration rows, excluded), the MI300X float8 rows PM1345/PM1347 are held out and feed the training-throughput
     band like any other
     calibrated architecture's rows, and an MI300X duration carries the range. A Hopper duration keeps its range."""
@@ -582,7 +583,10 @@ def test_an_uncalibrated_architecture_feeds_no_training_band_and_gets_no_range(c
         assert any(a.name == "training_range_band" and R.UNCALIBRATED_ARCH_TRAINING_NO_BAND in a.why
                    for a in d.assumptions)
         (warn,) = [w for w in d.warnings if "no training calibration row" in w]
-        assert "conservative" not in warn and "no published run on it is compared" in warn, warn
+        # what the architecture's published rows measured, where any is compared (ranges.UNCALIBRATED_TRAINING_MEASURED)
+        said = (R.uncalibrated_training_note(devs[dev].architecture) if devs[dev].architecture in
+                R.UNCALIBRATED_TRAINING_MEASURED else "no published run on it is compared")
+        assert "conservative" not in warn and said in warn, warn
 
 
 def test_the_uncalibrated_architectures_measured_ratios_follow_from_their_rows(cases) -> None:

@@ -359,9 +359,11 @@ UNCALIBRATED_ARCH_TRAINING_NO_BAND = ("a training run on a GPU architecture with
 # What the summarised rows of each such architecture measured: (lowest, highest) measured / expected, to 2 decimals,
 # and the rows; the duration's warning quotes them (estimate/duration.py) in place of a range.
 # tests/validation/test_ranges.py re-derives the ratios from the rows.
-# Empty today: no summarised training row of an uncalibrated architecture is compared (CDNA3's four MI300X rows left
-# it when CDNA3 was calibrated).
-UNCALIBRATED_TRAINING_MEASURED: dict[str, tuple[float, float, tuple[str, ...]]] = {}
+# CDNA3's four MI300X rows left it when CDNA3 was calibrated. Blackwell: Megatron-Bridge's GPT-OSS 120B BF16 runs on
+# 64 x B200 (DGX-B200, EP 8) and 64 x GB200 (NVL72, EP 64) (validation_cases.MEGATRON_BRIDGE_RUNS PM1364-PM1365).
+UNCALIBRATED_TRAINING_MEASURED: dict[str, tuple[float, float, tuple[str, ...]]] = {
+    "blackwell": (0.91, 0.91, ("PM1364", "PM1365")),
+}
 
 
 def uncalibrated_training_note(architecture: str) -> str:
@@ -371,8 +373,10 @@ def uncalibrated_training_note(architecture: str) -> str:
     if m is None:
         return "no published run on it is compared, so how far a run lies from the estimate is not known"
     lo, hi, ids = m
-    return (f"its published runs ({', '.join(ids)}) measured {lo:.2f}-{hi:.2f} x this rule's tokens/s (the "
-            f"estimate is {1 / hi - 1:.0%}-{1 / lo - 1:.0%} too fast there)")
+    measured = f"{lo:.2f}" if lo == hi else f"{lo:.2f}-{hi:.2f}"
+    fast = f"{1 / hi - 1:.0%}" if lo == hi else f"{1 / hi - 1:.0%}-{1 / lo - 1:.0%}"
+    return (f"its published runs ({', '.join(ids)}) measured {measured} x this rule's tokens/s (the "
+            f"estimate is {fast} too fast there)")
 
 
 # Tensor-parallel training measured slower than the estimate where no sourced mechanism accounts for it
@@ -481,7 +485,7 @@ _add("inference memory", "vllm", 0.9622, 1.0546, 13, 2, 0.950, 0.900)
 _add("prefill throughput", "llama.cpp", 0.6257, 1.1420, 27, 12, 1.000, 0.951)
 _add("prefill throughput", "transformers", 0.7607, 1.0000, 11, 1, 1.000, None)
 _add("training memory", "pytorch training", 0.9085, 1.0873, 34, 7, 1.000, 0.914)
-_add("training throughput", "pytorch training", 0.6324, 1.1574, 254, 12, 0.945, 0.882)
+_add("training throughput", "pytorch training", 0.6324, 1.2005, 255, 13, 0.967, 0.858)
 
 
 def band_for(kind: str, engine: str) -> Band | None:

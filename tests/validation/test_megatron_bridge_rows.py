@@ -1,0 +1,89 @@
+"""Megatron-Bridge's published pre-training throughput (PM1360-PM1367, validation/public_measurements.csv, from
+NVIDIA-NeMo/Megatron-Bridge docs/performance-summary-archive.md @067f987df): every row is expressed or says why, each
+expressed row runs with the layout its quoted table line prints (GPUs, precision, global and micro batch, sequence
+length, TP / PP / CP / VP / EP), and the CSV's own columns agree with that line."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+
+from llmsizer.validation_cases import (
+    ASSUMED,
+    MEGATRON_BRIDGE_RUNS,
+    SPEED_NOT_EXPRESSIBLE,
+    TRAINING_SPEED,
+    public_cases,
+)
+
+DATA = Path(__file__).resolve().parents[2] / "validation" / "public_measurements.csv"
+# the archive's 26.04.01 column order: System | #-GPUs | Precision | GBS | MBS | Sequence Length | FSDP | TP | PP | CP |
+# VP | EP | Tokens / sec / GPU | Model TFLOP / sec / GPU
+COLUMNS = ("system", "gpus", "precision", "gbs", "mbs", "seq", "fsdp", "tp", "pp", "cp", "vp", "ep", "tokens", "tflops")
+
+
+def _rows() -> dict[str, dict[str, str]]:
+    with DATA.open(newline="", encoding="utf-8") as f:
+        return {r["id"]: r for r in csv.DictReader(f) if "PM1360" <= r["id"] <= "PM1367"}
+
+
+def _cells(quote: str) -> dict[str, str]:
+    cells = [c.strip() for c in quote.strip().strip("|").split("|")]
+    assert len(cells) == len(COLUMNS), quote
+    return dict(zip(COLUMNS, cells, strict=True))
+
+
+def _degree(cell: str) -> int:
+    return 1 if cell == "n/a" else int(cell)
+
+
+def test_every_row_is_expressed_or_says_why() -> None:
+    rows = _rows()
+    assert sorted(rows) == [f"PM{i}" for i in range(1360, 1368)]
+    assert set(MEGATRON_BRIDGE_RUNS) | {"PM1366", "PM1367"} == set(rows)
+    assert not set(MEGATRON_BRIDGE_RUNS) & set(SPEED_NOT_EXPRESSIBLE)
+    cases, missing = public_cases()
+    got = {c.id: c for c in cases}
+    assert {m.id for m in missing} >= {"PM1366", "PM1367"}
+    for rid in MEGATRON_BRIDGE_RUNS:
+        c = got[rid]
+        assert c.kind == TRAINING_SPEED and c.predicted is not None and c.unit == "tokens/s/GPU"
+
+
+@pytest.mark.parametrize("rid", sorted(MEGATRON_BRIDGE_RUNS))
+def test_each_run_has_the_layout_of_its_table_line(rid: str) -> None:
+    """The fields each row runs with against the cells of the table line it quotes: the data-parallel degree is what
+    the GPUs leave (FSDP 0: Megatron DDP with the distributed optimizer), and the micro-batches per step fill the global
+    batch."""
+    r = _rows()[rid]
+    q = _cells(r["quote"])
+    _, _, fields, assumed = MEGATRON_BRIDGE_RUNS[rid]
+    n, tp, pp = int(q["gpus"]), _degree(q["tp"]), _degree(q["pp"])
+    assert q["fsdp"] == "0" and fields.get("zero") == 1 and not fields.get("fsdp")
+    assert fields["gpus"] == n == int(r["num_gpus"])
+    assert (fields.get("tp", 1), fields.get("pp", 1), fields.get("virtual_stages", 1), fields.get("ep", 1)) == (
+        tp, pp, _degree(q["vp"]), _degree(q["ep"]))
+    assert _degree(q["cp"]) == fields.get("context_parallel", 1) == 1
+    assert fields["micro_batch"] == int(q["mbs"]) and fields["seq_len"] == int(q["seq"]) == int(r["seq_len"])
+    dp = n // (tp * pp)
+    assert fields["micro_batch"] * fields["grad_accumulation"] * dp == int(q["gbs"])
+    assert r["batch_size"] == f"global {q['gbs']}, micro {q['mbs']}"
+    # sequence parallelism wherever TP > 1 (Megatron-Bridge v0.4.1 scripts/performance/utils/utils.py lines 69-71)
+    assert bool(fields.get("sequence_parallel")) == (tp > 1)
+    fp8 = q["precision"] == "FP8"
+    assert q["precision"] in ("FP8", "BF16") and bool(fields.get("float8")) == fp8
+    assert fields["precision"] == "megatron-bf16"
+    # the H100 FP8 rows run current scaling, which llmsizer times as delayed scaling: settings assumed
+    assert bool(assumed) == fp8 and r["precision"].startswith("FP8 (current scaling" if fp8 else "bf16")
+    assert float(r["value"]) == float(q["tokens"])
+
+
+def test_the_summary_takes_the_bf16_rows_and_the_blackwell_rows_feed_no_band() -> None:
+    cases, _ = public_cases()
+    got = {c.id: c for c in cases if c.id in MEGATRON_BRIDGE_RUNS}
+    for rid, (_, device, _, assumed) in MEGATRON_BRIDGE_RUNS.items():
+        c = got[rid]
+        assert c.excluded == (ASSUMED if assumed else ""), rid
+        assert bool(c.no_band) == (device in ("b200", "gb200")), rid
