@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from llmsizer.errors import InputError
 from llmsizer.estimate.inference import estimate_inference
 from llmsizer.formulas.checkpoint_loading import stored_tied_copy_bytes
 from llmsizer.readers.hf_config import spec_from_config
@@ -81,7 +82,7 @@ def test_no_transient_without_the_stored_copy(tmp_path: Path) -> None:
 
 
 def test_counts_and_bytes_must_be_non_negative() -> None:
-    with pytest.raises(ValueError):
+    with pytest.raises(InputError, match=r"^tied_matrix_bytes and extra_names_in_file must not be negative, got -1"):
         stored_tied_copy_bytes(-1, 1)
 
 
