@@ -84,6 +84,7 @@ _MODEL_FIRST = frozenset({"kv_cache", "count_params", "weight_bytes", "estimate_
 def _model_first(f: Any) -> Any:
     """``f`` with its first argument (``spec``, positional or by name) read by ``models.spec_of``."""
     import functools
+    import inspect
 
     from .models import spec_of
 
@@ -94,6 +95,12 @@ def _model_first(f: Any) -> Any:
         elif "spec" in kwargs:
             kwargs["spec"] = spec_of(kwargs["spec"])
         return f(*args, **kwargs)
+    # what help() and inspect.signature show: the first parameter takes a name too (functools.wraps copied f's
+    # ``spec: ModelSpec``, which told a reader, or a type checker reading the signature, that a name is wrong)
+    sig = inspect.signature(f)
+    first, *rest = sig.parameters.values()
+    call.__signature__ = sig.replace(parameters=[first.replace(annotation="ModelSpec | str"), *rest])  # type: ignore[attr-defined]
+    call.__annotations__ = {**getattr(f, "__annotations__", {}), first.name: "ModelSpec | str"}
     return call
 
 

@@ -86,7 +86,15 @@ from .estimate.framework import with_framework
 from .estimate.inference.common import running_and_queued
 from .estimate.inference.media import media_in_context
 from .estimate.model_warnings import refuse_engine, refuse_unmodelled
-from .estimate.recommend_layout import MAX_SCALE_INSTANCES, NEEDS_LEAST, ScaledLayout, search_layout
+from .estimate.recommend_layout import (
+    LEAST_EP_TIMED,
+    MAX_SCALE_INSTANCES,
+    NEEDS_LEAST,
+    SAME_GLOBAL_BATCH,
+    ScaledLayout,
+    fastest_layout,
+    search_layout,
+)
 from .estimate.verdict import check_headroom, margin_rule, search_margin_assumption
 from .formulas.cost import cost_per_million_tokens
 from .formulas.params import count_params
@@ -889,8 +897,9 @@ def _layout(fields: dict[str, Any], fr: FitResult, scaled: ScaledLayout | None =
 
 def _scale_out(spec: ModelSpec, cands: list[_Candidate], wl: dict[str, Any], c: Constraints,
                hardware_files: Sequence[str | Path], model: str,
-               extra: Sequence[str] = (), held: Sequence[str] = ()) -> tuple[list[tuple[_Candidate, ScaledLayout]],
-                                                                           list[str], list[Assumption]]:
+               extra: Sequence[str] = (), held: Sequence[str] = (), tokens: float | None = None,
+               utilization: float | None = None) -> tuple[list[tuple[_Candidate, ScaledLayout]], list[str],
+                                                         list[Assumption]]:
     """When no option meets every constraint (none holds the run, or those that hold it miss the deadline or the
     budget, ``held``: their targets): for each GPU instance type that does not hold it on one instance, the fewest
     instances and a layout on which it fits (``estimate/recommend_layout.py`` ``search_layout``), the options to
@@ -899,7 +908,9 @@ def _scale_out(spec: ModelSpec, cands: list[_Candidate], wl: dict[str, Any], c: 
     per instance): instances of one kind share the memory answer (their networks time it apart). Instance types
     are searched by device memory, largest first: a device with less memory needs at least the devices one with
     more needed, so its counts start there. ``model`` and ``extra``: the model and the question's flags of the
-    ``fit --train`` command each layout is printed as (``ScaledLayout.command``)."""
+    ``fit --train`` command each layout is printed as (``ScaledLayout.command``). With ``tokens``, each instance
+    type's layout is the fastest of those that fit at that count on its own network (``fastest_layout``, at the
+    memory-first layout's global batch), not the memory-first one."""
     gpus = [x for x in cands if x.instance is not None and x.device.kind == "gpu" and x.device.memory_bytes
             and x.target not in held and training_peak(x.device, str(wl.get("precision", TrainingWorkload.precision)),
                               bool(wl.get("tf32", False)))[0] is not None]
@@ -924,6 +935,10 @@ def _scale_out(spec: ModelSpec, cands: list[_Candidate], wl: dict[str, Any], c: 
             if near is not None and (closest is None or near.load < closest[1].load):
                 closest = (cand, near)
         lay = done[key]
+        if lay is not None and tokens is not None:  # timed on this instance's own link and network
+            lay, n = fastest_layout(spec, inst, wl, lay, tokens, headroom=c.headroom, hardware_files=hardware_files,
+                                    utilization=utilization)
+            calls += n
         if lay is not None:
             found.append((cand, lay))
     n_held = len(held)
@@ -934,8 +949,8 @@ def _scale_out(spec: ModelSpec, cands: list[_Candidate], wl: dict[str, Any], c: 
     notes = [Assumption("scale_out_cap", f"{MAX_SCALE_INSTANCES} instances", True,
                         f"{why}: each GPU instance type that does not hold it grown 1, 2, 4, ... instances up to this "
                         "cap until a TP / PP / EP layout fits (estimate/recommend_layout.py: TP within an instance, "
-                        "PP up to 16, the least model parallelism that fits, sequence parallelism with TP for a "
-                        f"Megatron MoE; {NEEDS_LEAST}; a device with less memory starts at the devices one with "
+                        "PP up to 16, sequence parallelism with TP for a Megatron MoE; "
+                        f"{NEEDS_LEAST}; {SAME_GLOBAL_BATCH}; {LEAST_EP_TIMED}; a device with less memory starts at the devices one with "
                         f"more needed; searched whenever no option meets every constraint, not only when none "
                         "holds the memory: a user with a deadline or a budget would rather run on more instances of "
                         "another type, with a model-parallel layout, than get no answer; the types that hold the run "
@@ -1156,7 +1171,8 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
     # added for the deadline as to any option (recfix D7: an instance that held the memory but missed the deadline
     # stopped the search, so the faster types that needed a model-parallel layout were never sized)
     if gpus is None and not meets and cands:
-        found, advice, scale_notes = _scale_out(spec, cands, wl, c, hardware_files, model_arg, extra, fitted)
+        found, advice, scale_notes = _scale_out(spec, cands, wl, c, hardware_files, model_arg, extra, fitted,
+                                                     tokens, utilization)
         for cand0, lay in found:
             consider(cand0, lay)
     # ties broken by name and size, so the ranking does not follow the catalog's or a hardware file's listing order

@@ -101,3 +101,29 @@ def test_spec_first_functions_take_a_model_name_as_every_entry_point() -> None:
 def test_spec_first_functions_refuse_no_model_naming_the_argument(bad) -> None:
     with pytest.raises(InputError, match=r"^model: expected a model name"):
         llmsizer.kv_cache(bad, 4096)
+
+
+# review15 low 8: the model-first wrappers say they take a name (help() and inspect.signature read __signature__)
+@pytest.mark.parametrize("name", ["kv_cache", "count_params", "weight_bytes", "estimate_speed"])
+def test_model_first_functions_say_they_take_a_name(name) -> None:
+    import inspect
+
+    first = next(iter(inspect.signature(getattr(llmsizer, name)).parameters.values()))
+    assert first.name == "spec" and first.annotation == "ModelSpec | str"
+
+
+def test_estimate_speed_reads_a_device_name_as_fit_reads_hardware(spec) -> None:
+    # recfix: estimate_speed(spec, "h100-sxm") raised AttributeError; a name is now the catalog entry it names, and
+    # an instance name its device with the instance's device count (8 for p5.48xlarge, as fit reads it)
+    by_name = llmsizer.estimate_speed(MODEL, "h100-sxm", tensor_parallel=1)
+    by_device = llmsizer.estimate_speed(spec, llmsizer.find_hardware("h100-sxm"), 1, tensor_parallel=1)
+    assert by_name.decode == by_device.decode
+    inst = llmsizer.estimate_speed(spec, "p5.48xlarge", tensor_parallel=8)
+    assert inst.decode == llmsizer.estimate_speed(spec, llmsizer.find_hardware("h100-sxm"), 8,
+                                                  tensor_parallel=8).decode
+
+
+@pytest.mark.parametrize("device", [None, 5])
+def test_estimate_speed_of_no_device_names_the_argument(spec, device) -> None:
+    with pytest.raises(InputError, match=r"^device: expected a device or instance name"):
+        llmsizer.estimate_speed(spec, device)

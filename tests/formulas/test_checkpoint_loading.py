@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from llmsizer.errors import InputError
 from llmsizer.estimate.inference import estimate_inference
 from llmsizer.formulas.checkpoint_loading import stored_tied_copy_bytes
 from llmsizer.readers.hf_config import spec_from_config
@@ -81,7 +82,7 @@ def test_no_transient_without_the_stored_copy(tmp_path: Path) -> None:
 
 
 def test_counts_and_bytes_must_be_non_negative() -> None:
-    with pytest.raises(ValueError):
+    with pytest.raises(InputError, match=r"^tied_matrix_bytes and extra_names_in_file must not be negative, got -1"):
         stored_tied_copy_bytes(-1, 1)
 
 
@@ -91,3 +92,43 @@ def test_only_an_awq_checkpoint_of_a_tied_model_is_assumed_to_store_it(weights: 
                              output_tokens=1, weights=weights, dtype="fp16", engine="transformers", device="cpu")
     assert "tied_copy_on_load" not in {i.name for i in est.items}
     assert "awq_tied_lm_head_copy" not in {a.name for a in est.assumptions}
+
+
+def _held_bytes(folder: Path) -> int:
+    """Parameter bytes transformers holds once from_pretrained returns (the tied matrix once)."""
+    model = transformers.AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float16, device_map="cpu")
+    return sum({p.untyped_storage().data_ptr(): p.untyped_storage().nbytes() for p in model.parameters()}.values())
+
+
+@pytest.mark.parametrize("keep", [True, False])
+def test_a_model_folder_s_header_decides_the_load_copy_and_the_resident_weights(tmp_path: Path, keep: bool) -> None:
+    # review15 D3: the folder read as weights 'file' counted a stored lm_head as resident for the whole run, and the
+    # load-time copy was keyed on the format name. Truth: the real load's transient and held bytes of the same files.
+    from llmsizer import load_model
+
+    _write(tmp_path, keep_tied_copy=keep)
+    transient, tied = _load_transient(tmp_path)
+    held = _held_bytes(tmp_path)
+    spec = load_model(str(tmp_path))
+    assert tied and spec.file_weights is not None and (spec.file_weights.output_bytes > 0) == keep
+    for weights in (None, "fp16"):  # the file's own bytes, and a format named over the files
+        est = estimate_inference(spec, context=64, output_tokens=1, weights=weights, dtype="fp16",
+                                 engine="transformers", device="cpu")
+        copy = next((i.bytes for i in est.items if i.name == "tied_copy_on_load"), 0)
+        assert copy == transient
+        if weights is None:
+            assert est.item("weights").bytes == held
+    # vLLM never loads lm_head of a tied model (qwen2.py load_weights skip_prefixes): weights = the held bytes
+    vllm = estimate_inference(spec, context=64, output_tokens=1, engine="vllm", device="gpu")
+    assert vllm.item("weights").bytes == held
+
+
+def test_an_awq_folder_without_a_stored_head_has_no_load_copy(tmp_path: Path) -> None:
+    # the AWQ default (c = 1) is for a catalog model only: a folder's header that holds no lm_head says c = 0
+    from llmsizer import load_model
+
+    _write(tmp_path, keep_tied_copy=False)
+    est = estimate_inference(load_model(str(tmp_path)), context=64, output_tokens=1, weights="awq-int4",
+                             dtype="fp16", engine="transformers", device="cpu")
+    assert "tied_copy_on_load" not in {i.name for i in est.items}
+    assert not {"awq_tied_lm_head_copy", "tied_lm_head_in_file"} & {a.name for a in est.assumptions}

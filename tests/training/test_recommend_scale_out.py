@@ -145,3 +145,40 @@ def test_printed_command_carries_the_workload_flags() -> None:
         assert fr.duration is not None and fr.duration.seconds == pytest.approx(opt.training_seconds, rel=1e-12)
     _, fr = _run_printed(rec.advice[0])
     assert fr.fits
+
+
+# review15 D2: at the fewest instances the scale-out search ranked layouts by memory only, at grad accumulation 1,
+# so for Qwen3-235B on 64 x p4de it chose TP 2 + EP 32 (28 of 31 EP peers over the network, 30.4 h) though PP 8 EP 8
+# at the same global batch (grad accumulation 4) fits and takes 17.6 h. Truth: fit_training's own time for every
+# layout the search timed, and for the review's hand-found layout.
+@pytest.mark.parametrize(("model", "target", "hand"), [
+    ("qwen3-235b-a22b", "aws-p4de.24xlarge", {"pp": 8, "ep": 8, "grad_accumulation": 4}),
+    ("qwen3-235b-a22b", "aws-g6e.48xlarge", None),
+])
+def test_the_scale_out_layout_is_the_fastest_of_those_it_timed(model: str, target: str, hand: dict | None) -> None:
+    from llmsizer.catalog.hardware import load_catalog
+    from llmsizer.estimate.recommend_layout import fastest_layout, search_layout
+
+    spec, inst = load_model(model), load_catalog().find(target)
+    wl = dict(precision="megatron-bf16", grad_checkpointing="full")
+    first, _, _ = search_layout(spec, inst, wl, headroom=None)
+    assert first is not None and first.fits
+    chosen, _ = fastest_layout(spec, inst, wl, first, 1e9, headroom=None)
+    assert len(chosen.timed) > 1  # the memory-first layout sends EP over the network: alternatives were timed
+    times = {}
+    dp_ga = set()
+    for lay in chosen.timed:
+        fr = fit_training(spec, inst, first.devices, tokens=1e9, fits_at=False, **{**wl, **lay})
+        dp = first.devices // (lay["tp"] * lay["pp"])
+        dp_ga.add(dp * lay.get("grad_accumulation", 1))
+        if fr.fits:
+            times[tuple(sorted(lay.items()))] = fr.training_time["seconds"]
+    assert len(dp_ga) == 1  # every layout timed at one global batch (micro-batch 1 x GA x DP)
+    full = {**{k: v for k, v in chosen.timed[0].items() if k not in chosen.fields}, **chosen.fields}
+    best = min(times.values())
+    assert times[tuple(sorted(full.items()))] == best == chosen.fit.training_time["seconds"]
+    mem_first = times[tuple(sorted(chosen.timed[0].items()))]
+    assert best < mem_first
+    if hand is not None:  # the layout review15 found by hand (17.6 h): the search's is at least as fast
+        fr = fit_training(spec, inst, first.devices, tokens=1e9, fits_at=False, **{**wl, **hand})
+        assert fr.fits and best <= fr.training_time["seconds"] < mem_first

@@ -1702,6 +1702,8 @@ def training_layout(fields: dict[str, Any], est: Estimate, count: int, searched:
             # it changes the activations and the time (TP's own split)
             parts.append("sequence parallel (searched: Megatron MoE with TP)" if "sequence_parallel" in searched
                          else "sequence parallel (stated)")
+    if "grad_accumulation" in searched:  # scaled to keep the memory-first layout's global batch (recommend_layout)
+        parts.append(f"grad accumulation {fields['grad_accumulation']} (searched: the same global batch)")
     if fields.get("etp") is not None:
         parts.append(f"ETP {fields['etp']} (stated)")
     if fields.get("offload", "none") != "none":

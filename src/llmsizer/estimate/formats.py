@@ -39,6 +39,7 @@ from ..formulas.weight_formats import (
     GGUF_FTYPES,
     GROUP_SIZE_DEFAULT,
     OTHER_BYTES_DEFAULT,
+    WeightBytes,
     dtype_format,
     format_alias,
     normalize_format,
@@ -660,3 +661,36 @@ def rung_bytes(spec: ModelSpec, fmt: str, group_size: int = GROUP_SIZE_DEFAULT, 
     fit)."""
     kept = engine is not None and serving_fused_experts(spec, engine, fmt)
     return weight_bytes(spec, fmt, group_size, OTHER_BYTES_DEFAULT, fused_experts=kept, engine=engine).total
+
+
+# Engines that keep one copy of a tied embedding however many names the checkpoint stores it under: transformers
+# loads a stored lm_head.weight and frees it when from_pretrained re-ties the two names after the last tensor
+# (formulas/checkpoint_loading.py eq. L1: a load-time copy, counted there, not resident); vLLM never allocates or
+# loads it (vllm/model_executor/models/qwen2.py @ 013a2792 Qwen2ForCausalLM.__init__: ``self.lm_head =
+# self.model.embed_tokens`` when tie_word_embeddings; load_weights: ``AutoWeightsLoader(self,
+# skip_prefixes=["lm_head."])`` when tied; llama.py the same). A .gguf's output tensor is kept as stored (llama.cpp
+# builds it when the file holds one); SGLang was not read at a current commit (kept as stored).
+TIED_HEAD_DROPPED = ("transformers", "vllm")
+
+
+def resident_file_weights(spec: ModelSpec, wb: WeightBytes, engine: str | None
+                          ) -> tuple[WeightBytes, Assumption | None]:
+    """The bytes of weights read from safetensors (format 'file') that ``engine`` keeps for the whole run: the file's
+    own, less a stored ``lm_head.weight`` of a tied-embedding model on :data:`TIED_HEAD_DROPPED` (before, counted
+    resident, so a folder read as weights 'file' held it at every phase: +272 MB on an AWQ Qwen2.5-0.5B, review15
+    D3b). Anything else: ``wb`` unchanged, no assumption."""
+    fw, head = spec.file_weights, wb.by_component.get("lm_head", 0)
+    if (wb.format != "file" or fw is None or fw.gguf or not spec.tie_word_embeddings or not head
+            or engine not in TIED_HEAD_DROPPED):
+        return wb, None
+    storage = dict(wb.by_storage)
+    kind = next((k for k in ("F16", "BF16", "F32") if storage.get(k, 0) >= head), None)
+    if kind is not None:  # the header's dtype totals do not say which dtype lm_head is in: an unquantized one
+        storage[kind] -= head
+    kept = replace(wb, total=wb.total - head, by_component={k: v for k, v in wb.by_component.items() if k != "lm_head"},
+                   by_storage={k: v for k, v in storage.items() if v})
+    how = ("loaded, then freed when from_pretrained re-ties it to the embedding (the load-time copy: "
+           "tied_copy_on_load)" if engine == "transformers" else "skipped by vLLM's loader (lm_head is embed_tokens)")
+    return kept, Assumption("stored_tied_lm_head", head, True,
+                            f"the weight files store lm_head.weight beside the tied embedding ({head:,} B, read from "
+                            f"their headers): not resident, {how}")

@@ -20,6 +20,16 @@ Search order and its assumptions (each named in the answer):
   the ZeRO stage ``fit_training`` takes changes with it, so every EP is tried in order).
 - Megatron with an MoE model and TP > 1: sequence parallelism on, as megatron-core requires
   (megatron/core/transformer/moe/moe_layer.py:636-640, the refusal in estimate/training/setup.py).
+- then, at that count, the layouts that fit are ranked by ``fit_training``'s own run time (``tokens`` given: the
+  one estimate, with its pipeline bubble and its EP all-to-all over the link and the network), not by memory
+  (review15 D2: on 64 x p4de, Qwen3-235B's least model-parallel fit TP 2 + EP 32 sends 28 of 31 EP peers over
+  the network, 30.4 h; PP 8 EP 8 at the same global batch fits and takes 17.6 h): ``fastest_layout``. Each is
+  timed at the global batch of the memory-first layout (micro-batch x grad accumulation x DP kept: its grad
+  accumulation scaled by DP_first / DP, ``SAME_GLOBAL_BATCH``; a layout whose DP does not divide it is skipped) --
+  at grad accumulation 1 a PP p layout is judged by a (p-1)/p bubble that its real run, accumulating, does not
+  have. Bounded (recommend stays fast: one fit per layout timed, at most log2(16) + 1 per instance type, none
+  when the memory-first layout keeps EP in one machine): only the layouts that keep EP in one machine at the
+  same TP with PP doubled (``LEAST_EP_TIMED``) are timed beside the memory-first one.
 """
 
 from __future__ import annotations
@@ -38,6 +48,14 @@ from .fit import FitResult, fit_training
 MAX_SCALE_INSTANCES = 64  # the cap on instances the scale-out search grows to (a policy default, named in answers)
 MAX_PP = 16  # the largest pipeline degree searched (Megatron-Bridge's Qwen3-235B and DeepSeek-V3 recipes: PP 16)
 LAYOUT_KEYS = ("tp", "pp", "ep", "sequence_parallel")  # the fields the search may choose (a stated one stays)
+SAME_GLOBAL_BATCH = ("the layouts that fit at the fewest instances are timed at the global batch of the least "
+                     "model-parallel one (micro-batch x grad accumulation x data-parallel ranks kept: grad accumulation "
+                     "scaled by its data parallelism over theirs), so a pipelined layout accumulates as its run would "
+                     "rather than paying a (pp-1)/pp bubble at grad accumulation 1; the fastest by fit --train --tokens "
+                     "is chosen")
+LEAST_EP_TIMED = ("when that layout's EP all-to-all leaves the machine, the same TP with EP kept in one machine and "
+                  "PP doubled up to 16 is timed beside it (a pipeline's point-to-point sends in place of the "
+                  "network's all-to-all)")
 NEEDS_LEAST = ("the most-sharded layout (largest TP, PP and EP) needs the least memory per device, so a count "
                "where it does not fit is skipped")
 
@@ -52,6 +70,9 @@ class ScaledLayout:
     devices: int
     fields: dict[str, Any]
     fit: FitResult
+    # the layouts (full TP / PP / EP / SP / grad-accumulation fields) ``fastest_layout`` timed to choose this one,
+    # the memory-first one first; () where none was compared
+    timed: tuple[dict[str, Any], ...] = ()
 
     @property
     def fits(self) -> bool:
@@ -71,6 +92,8 @@ class ScaledLayout:
                 out.append(f"--{key} {self.fields[key]}")
         if self.fields.get("sequence_parallel"):
             out.append("--sequence-parallel")
+        if "grad_accumulation" in self.fields:  # chosen to keep the global batch (SAME_GLOBAL_BATCH)
+            out.append(f"--grad-accumulation {self.fields['grad_accumulation']}")
         return " ".join(out)
 
     def command(self, model: str, target: str, workload: dict[str, Any], extra: Sequence[str] = ()) -> str:
@@ -186,3 +209,66 @@ def search_layout(spec: ModelSpec, instance: Instance, workload: dict[str, Any],
                 return got, closest, calls
         return most, closest, calls  # (unreached: the bound is one of the layouts)
     return None, closest, calls
+
+
+def _dp(devices: int, lay: dict[str, Any], base: dict[str, Any]) -> int:
+    """The data-parallel ranks of ``lay`` on ``devices`` (devices / (tp x pp x cp), TrainingWorkload's rule)."""
+    return devices // (int(lay.get("tp", 1)) * int(lay.get("pp", 1)) * int(base.get("cp") or 1))
+
+
+def same_batch_layouts(spec: ModelSpec, found: ScaledLayout, workload: dict[str, Any], per_node: int
+                       ) -> list[dict[str, Any]]:
+    """The layouts ``fastest_layout`` times for ``found`` (the memory-first fit at its count), its own first: when
+    its EP all-to-all leaves the machine (EP x TP ranks beyond ``per_node``; Megatron places EP ranks TP apart),
+    the same TP with EP kept in one machine (``per_node`` / TP) and PP doubled up to ``MAX_PP`` -- the layouts
+    that trade the network's all-to-all for a pipeline (LEAST_EP_TIMED) -- each at ``found``'s global batch
+    (SAME_GLOBAL_BATCH: grad accumulation x DP kept; one whose DP does not divide it is left out). A degree the
+    workload states is not changed. Unchecked: ``fit_training`` sizes each (its verdict and its time)."""
+    base = {k: v for k, v in workload.items() if k != "gpus"}
+    first = {**{k: base[k] for k in LAYOUT_KEYS if k in base}, **found.fields}
+    tp, pp, ep = (int(first.get(k) or 1) for k in ("tp", "pp", "ep"))
+    out = [first]
+    if spec.moe is None or ep * tp <= per_node or "pp" in base or "ep" in base:
+        return out
+    ga0 = int(base.get("grad_accumulation") or 1)
+    batch = ga0 * _dp(found.devices, first, base)  # micro-batches per step over all ranks (x micro_batch)
+    ep_in = max(1, per_node // tp)
+    p = 2 * pp
+    while p <= min(MAX_PP, spec.num_layers):
+        lay = {**first, "pp": p, "ep": ep_in}
+        dp = _dp(found.devices, lay, base) if found.devices % (tp * p) == 0 else 0
+        if dp and batch % dp == 0 and dp % ep_in == 0:
+            if batch // dp != ga0:
+                lay["grad_accumulation"] = batch // dp
+            out.append(lay)
+        p *= 2
+    return out
+
+
+def fastest_layout(spec: ModelSpec, instance: Instance, workload: dict[str, Any], found: ScaledLayout,
+                   tokens: float, *, headroom: float | None, hardware_files: Sequence[str | Path] = (),
+                   utilization: float | None = None) -> tuple[ScaledLayout, int]:
+    """Of ``same_batch_layouts`` of ``found`` (``search_layout``'s memory-first fit), the one ``fit_training`` on
+    ``instance`` with ``tokens`` says runs fastest and fits (ties: the earlier), as a ScaledLayout whose ``fields``
+    hold what it chose (grad accumulation too when it changed) and whose ``timed`` the layouts timed; beside it the
+    count of fits made. The time is the one estimate's (``training_time['seconds']``), so the option ``fit --train
+    --tokens`` prints for it is the time it was ranked by."""
+    base = {k: v for k, v in workload.items() if k != "gpus"}
+    lays = same_batch_layouts(spec, found, workload, instance.device_count)
+    if len(lays) == 1:  # nothing to compare: the memory-first layout, timed by the option itself
+        return found, 0
+    best: tuple[float, dict[str, Any], FitResult] | None = None
+    for lay in lays:
+        try:
+            fr = fit_training(spec, instance, found.devices, headroom=headroom, hardware_files=hardware_files,
+                              tokens=tokens, utilization=utilization, fits_at=False, **{**base, **lay})
+        except InputError:  # a layout the workload's checks or the estimator refuse
+            continue
+        secs = (fr.training_time or {}).get("seconds")
+        if fr.fits and secs is not None and (best is None or secs < best[0]):
+            best = (secs, lay, fr)
+    if best is None:  # none timed (no duration for this device): the memory-first answer
+        return found, len(lays)
+    _, lay, fr = best
+    fields = {k: v for k, v in lay.items() if k not in base or base[k] != v}
+    return ScaledLayout(found.instances, found.devices, fields, fr, tuple(lays)), len(lays)

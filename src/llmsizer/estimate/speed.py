@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..catalog.hardware import Device, Instance
 from ..errors import InputError
 from ..formulas import encoder_decoder_serving as ED
 from ..formulas import flash_attention as FA
@@ -57,6 +58,7 @@ from ..formulas.weight_formats import (
     weight_bytes,
 )
 from ..frozen import fast_init, replace_fields
+from ..inputs import short
 from ..result import Assumption
 from ..specs import ModelSpec
 from . import efficiency as E
@@ -72,6 +74,7 @@ from .device import (
     peer_to_peer,
     peer_to_peer_why,
     refuse_tensor_parallel_apart,
+    resolve_target,
 )
 from .formats import engine_kernel_format, file_kernel_format, serving_fused_experts
 from .launch import inference_kernels
@@ -452,7 +455,7 @@ def _metal_prefill_efficiency(spec: ModelSpec, fmt: str, efficiency: float, flop
     return efficiency * flops / (flops + product_flops * share)
 
 
-def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_format: str = "bf16",
+def estimate_speed(spec: ModelSpec, device: Any, count: int | None = None, *, weights_format: str = "bf16",
                    prompt_tokens: int = 1024, output_tokens: int = 256, concurrency: int = 1,
                    tensor_parallel: int | None = None, kv_dtype: str = "bf16", mla_mode: str = "latent",
                    link_bandwidth: float | None = None, compute_efficiency: float | None = None,
@@ -466,8 +469,10 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
                    group_size: int = GROUP_SIZE_DEFAULT, other_bytes: int = OTHER_BYTES_DEFAULT,
                    encoder_flops: float = 0.0, decode_loop: str = "generate",
                    attention: str = "sdpa") -> SpeedEstimate:
-    """Speed of ``spec`` on ``count`` x ``device`` (a catalog ``Device``) serving ``concurrency`` sequences of
-    ``prompt_tokens`` + ``output_tokens``. Decode is evaluated mid-generation (context = prompt + output/2).
+    """Speed of ``spec`` on ``count`` x ``device`` serving ``concurrency`` sequences of ``prompt_tokens`` +
+    ``output_tokens``. Decode is evaluated mid-generation (context = prompt + output/2). ``device``: a catalog
+    ``Device`` or ``Instance``, or its name (``resolve_target``, the rule ``fit`` reads ``hardware`` by: an instance
+    is its device); ``count``: the devices (None: an instance's device count, else 1).
 
     ``layer_overhead`` [s per layer per decode step] overrides the engine default (eq. 7 of formulas/speed.py);
     ``identical_sequences`` says every sequence carries the same tokens (benchmarks such as llama-batched-bench),
@@ -511,6 +516,11 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
     or 'forward' (a bare forward + argmax loop, the measure worker's: measure/workloads.py inference_pass).
     ``attention``: transformers' attn_implementation (sdpa, eager or flash): eager repeats K/V to every query head
     and writes the score tensor (formulas/hf_cache_traffic.py eqs. H2, H3)."""
+    if not isinstance(device, (str, Device, Instance)):  # before, a name or None: an AttributeError from inside
+        raise InputError(f"device: expected a device or instance name (text), a Device or an Instance, got "
+                         f"{type(device).__name__} {short(device, 40)}")
+    device, inst_count, _, _ = resolve_target(device)
+    count = inst_count or 1 if count is None else count
     if count < 1 or concurrency < 1 or prompt_tokens < 1 or output_tokens < 0:
         raise InputError("count, concurrency and prompt_tokens must be >= 1; output_tokens >= 0")
     refuse_tensor_parallel_apart(device, tensor_parallel or 1)  # infer's and fit's rule for a CPU or an Apple chip

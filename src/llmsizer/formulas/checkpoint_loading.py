@@ -26,6 +26,8 @@ generation adds less than c * T.
 
 from __future__ import annotations
 
+from ..errors import InputError
+
 
 def stored_tied_copy_bytes(tied_matrix_bytes: int, extra_names_in_file: int) -> int:
     """Eq. (L1)'s c * T: the bytes loaded, and held until the re-tie, for the extra names of a tied matrix.
@@ -34,5 +36,6 @@ def stored_tied_copy_bytes(tied_matrix_bytes: int, extra_names_in_file: int) -> 
     ``extra_names_in_file``: c, the names beyond the first that the checkpoint stores the matrix under.
     """
     if tied_matrix_bytes < 0 or extra_names_in_file < 0:
-        raise ValueError("tied_matrix_bytes and extra_names_in_file must be >= 0")
+        raise InputError(f"tied_matrix_bytes and extra_names_in_file must not be negative, got {tied_matrix_bytes} "
+                         f"and {extra_names_in_file}")
     return tied_matrix_bytes * extra_names_in_file

@@ -52,6 +52,7 @@ from ..formats import (
     engine_dtype_note,
     engine_weights,
     kv_shared_weights_assumption,
+    resident_file_weights,
     serving_fused_experts,
     serving_weight_spec,
 )
@@ -387,6 +388,9 @@ def _estimate(spec: ModelSpec, w: InferenceWorkload) -> Estimate:
     if kv_shared_note is not None:
         acc.assumptions.append(kv_shared_note)
     wb = weight_bytes(served, fmt, group, act_bytes, fused, str(w.engine))  # "file": the file's exact bytes
+    wb, stored_head = resident_file_weights(spec, wb, str(w.engine))  # a tied model's stored lm_head: not kept
+    if stored_head is not None:
+        acc.assumptions.append(stored_head)
     if fused:  # transformers leaves the fused experts and router in the compute dtype (formats.serving_fused_experts)
         acc.assumptions.append(Assumption("fused_experts", dtype, True, FUSED_EXPERTS_WHY))
     if w.tensor_parallel > 1:

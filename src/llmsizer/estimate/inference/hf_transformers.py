@@ -121,16 +121,31 @@ def compose_transformers(ctx: Context) -> None:
 
 
 def _tied_copy_on_load(ctx: Context) -> int:
-    """Bytes of the tied embedding's second copy held at the end of loading (formulas/checkpoint_loading.py eq. L1):
-    assumed stored by an AWQ checkpoint of a tied-embedding model, the files AutoAWQ <= 0.2.6 writes."""
-    if ctx.fmt != "awq-int4" or not ctx.spec.tie_word_embeddings:
+    """Bytes of the tied embedding's second copy held at the end of loading (formulas/checkpoint_loading.py eq. L1),
+    T in the load dtype (the weights' embedding) x c, the extra names the checkpoint stores it under: read from the
+    weight files' headers where the model was read from safetensors (c = 1 when they hold lm_head.weight, whatever
+    the format: a file written by ``save_pretrained`` drops it, one by AutoAWQ <= 0.2.6 keeps it); for a catalog model
+    (no files) assumed 1 for an AWQ checkpoint, the files AutoAWQ <= 0.2.6 writes, else 0."""
+    spec, fw = ctx.spec, ctx.spec.file_weights
+    if not spec.tie_word_embeddings:
         return 0
-    extra = int(ctx.acc.assume(
-        "awq_tied_lm_head_copy", 1, None,
-        "an AWQ checkpoint of a tied-embedding model stores lm_head.weight beside embed_tokens.weight (AutoAWQ <= "
-        "0.2.6 save_quantized writes every state_dict name, awq/models/base.py L302-312 @ v0.2.6); transformers "
-        "loads both and re-ties them only after the last tensor, so loading peaks at weights + one copy of the "
-        "embedding (formulas/checkpoint_loading.py eq. L1)"))
+    if fw is not None and not fw.gguf:  # the file says (before: the format name did, review15 D3a)
+        if not fw.output_bytes:
+            return 0
+        extra = int(ctx.acc.assume(
+            "tied_lm_head_in_file", 1, None,
+            f"the weight files store lm_head.weight ({fw.output_bytes:,} B, read from their safetensors headers) beside "
+            "the tied embedding: transformers loads both and re-ties them only after the last tensor, so loading "
+            "peaks at weights + one copy of the embedding (formulas/checkpoint_loading.py eq. L1)"))
+    elif ctx.fmt == "awq-int4":
+        extra = int(ctx.acc.assume(
+            "awq_tied_lm_head_copy", 1, None,
+            "an AWQ checkpoint of a tied-embedding model stores lm_head.weight beside embed_tokens.weight (AutoAWQ <= "
+            "0.2.6 save_quantized writes every state_dict name, awq/models/base.py L302-312 @ v0.2.6); transformers "
+            "loads both and re-ties them only after the last tensor, so loading peaks at weights + one copy of the "
+            "embedding (formulas/checkpoint_loading.py eq. L1)"))
+    else:
+        return 0
     return stored_tied_copy_bytes(ctx.wb.by_component.get("embedding", 0), extra)
 
 
