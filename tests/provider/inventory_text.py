@@ -27,9 +27,10 @@ storage:
 """
 
 
-def chat_service(model: str, device: str, engine: str = "", concurrency: int = 4) -> str:
+def chat_service(model: str, device: str, engine: str = "", concurrency: int = 4, quantization: str = "") -> str:
     """A request for a month of chat on one ``device`` from 2027-01-04: up to ``concurrency`` sequences of 8k tokens
-    (512 generated) at peak."""
+    (512 generated) at peak. ``quantization``: the job's (``none`` pins the checkpoint's format: left out, a plan on
+    devices the default format does not fit serves the format fit names, fits_at)."""
     return f"""\
 version: 1
 title: a chat service
@@ -38,6 +39,7 @@ jobs:
     kind: inference
     model: {{name: {model}}}
 {f"    engine: {engine}" if engine else ""}
+{f"    quantization: {quantization}" if quantization else ""}
     start: 2027-01-04
     resources: {{device: {device}, count: 1}}
     traffic:

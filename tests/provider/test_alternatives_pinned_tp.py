@@ -26,7 +26,7 @@ L40S_AND_B200 = one_site_inventory("""\
 
 def pinned_service(tp: int, count: int) -> str:
     """The chat service on ``count`` x l40s under vLLM, its tensor_parallel pinned at ``tp``."""
-    text = chat_service(MODEL, "l40s", engine="vllm").replace("count: 1}", f"count: {count}}}")
+    text = chat_service(MODEL, "l40s", engine="vllm", quantization="none").replace("count: 1}", f"count: {count}}}")
     return text.replace("    engine: vllm\n", f"    engine: vllm\n    tensor_parallel: {tp}\n")
 
 

@@ -54,7 +54,7 @@ def test_a_70b_that_does_not_fit_an_a100_is_offered_the_fewest_h100s_fit_says(tm
         - {id: a, site: s1, device: a100-pcie-80gb, devices: 1, cpus: 32, ram: 256 GiB, pools: [serving]}
         - {id: h, site: s1, device: h100-sxm, devices: 8, cpus: 64, ram: 1 TiB, pools: [serving]}
         - {id: l, site: s1, device: l4, devices: 2, cpus: 16, ram: 128 GiB, pools: [serving]}""")
-    c = failing_check(tmp_path, inventory, chat_service("llama-3.1-70b", "a100-pcie-80gb"))
+    c = failing_check(tmp_path, inventory, chat_service("llama-3.1-70b", "a100-pcie-80gb", quantization="none"))
     assert c["binding"] == "memory", c  # the premise: the plan's devices do not hold it
     fits = {}
     for dev, n in (("h100-sxm", 1), ("h100-sxm", 2), ("h100-sxm", 4), ("l4", 1), ("l4", 2)):

@@ -40,7 +40,7 @@ def test_a_70b_that_does_not_fit_an_a100_is_offered_int4_with_infers_memory(tmp_
     assert code == 1 and not bf16["details"]["fits"]  # the CLI's own answer: unquantized does not fit
     code, int4 = run_json("infer", "llama-3.1-70b", "--weights", "awq-int4", "--device", "a100-pcie-80gb", *PEAK)
     assert code == 0 and int4["details"]["fits"]
-    c = _check(tmp_path, A100_AND_L4, chat_service("llama-3.1-70b", "a100-pcie-80gb"))
+    c = _check(tmp_path, A100_AND_L4, chat_service("llama-3.1-70b", "a100-pcie-80gb", quantization="none"))
     (line,) = _quantized(c)
     assert line.startswith("serve a quantized model: awq-int4 on vllm, 1 x a100-pcie-80gb at s1"), line
     # the memory per device is infer's total on the device for the same load and format (one answer)
@@ -56,7 +56,8 @@ def test_llama_cpp_takes_the_best_gguf_rung_that_fits(tmp_path: Path) -> None:
     common/common.h:483, leaves 6.96 GiB), with infer's memory for it, and the type above it (Q4_K_M) does not fit."""
     inventory = one_site_inventory("  - {id: g, site: s1, device: rtx-5060, devices: 1, cpus: 16, ram: 64 GiB, "
                            "pools: [serving]}")
-    c = _check(tmp_path, inventory, chat_service("llama-3.1-8b", "rtx-5060", engine="llamacpp", concurrency=2))
+    c = _check(tmp_path, inventory, chat_service("llama-3.1-8b", "rtx-5060", engine="llamacpp", concurrency=2,
+                                                         quantization="none"))
     (line,) = _quantized(c)
     assert line.startswith("serve a quantized model: gguf:q3_k_m on llamacpp, 1 x rtx-5060 at s1"), line
     args = ("llama-3.1-8b", "--engine", "llamacpp", "--device", "rtx-5060", *PEAK_2)

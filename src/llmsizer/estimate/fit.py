@@ -1765,7 +1765,8 @@ def fit_training(model: ModelSpec | str, hardware: str | Device | Instance, coun
                                                      memory=memory, hardware_files=hardware_files))
     # the high end is the verdict's (verdict.py high_end: the calibrated high end where it is higher), the one
     # `fit --train` and `train` print; the items' summed ranges' high, kept under its own name
-    return FitResult("training", spec.name, target, device.id, n, tp, n // tp, "", "", fits, need,
+    # replicas: the data-parallel degree, gpus / (tp x pp x cp) (TrainingWorkload.dp), not gpus / tp (probe15 D6)
+    return FitResult("training", spec.name, target, device.id, n, tp, training_workload(fields).dp, "", "", fits, need,
                      verdict_high(est) or hi, int(d["memory_budget"]), hr, est, None, timing, tuple(reasons),
                      tuple(assumptions), tuple(est.warnings),
                      {"usable_memory_per_device": usable, "components_high_per_device": hi}, dur, fits_at=at,

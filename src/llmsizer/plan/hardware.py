@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 
 from ..catalog.hardware import Device, HardwareCatalog, Instance, load_catalog
 from ..estimate.device import target_memory, usable_memory
-from ..estimate.fit import link_bandwidth_for
+from ..estimate.fit import SERVING_GPUS_PER_NODE, link_bandwidth_for
 from ..recommend import Option
 from ..request.spec import Resources
 from ..result import Assumption
@@ -83,6 +83,15 @@ def _price(res: Resources, device: Device, instance: Instance | None, count: int
     return None, "unknown: no catalog price; give resources.price_per_hour"
 
 
+def machines_of(count: int, per_node: int = SERVING_GPUS_PER_NODE) -> int:
+    """The machines ``count`` devices named bare (no instance, no ``resources.nodes``) are: machines of
+    ``per_node`` devices, ceil(count / min(count, per_node)), the rule ``fit`` lays them out by (estimate/fit.py
+    ``SERVING_GPUS_PER_NODE``, TrainingWorkload.gpus_per_node = 8, an HGX/DGX board; estimate/duration.py times
+    a run's data-parallel traffic over these machines). 16 bare H100s are 2 machines of 8, as `fit --count 16`."""
+    per = max(1, min(count, per_node))
+    return -(-count // per)
+
+
 def owned_hardware(hw: Hardware, res: Resources) -> bool:
     """Owned hardware: a bare device (no cloud instance) priced at the request's own hourly figure
     (``resources.price_per_hour``), the team's cost of hardware it runs itself. The one rule behind "owned hardware
@@ -112,6 +121,8 @@ def requested(res: Resources, ctx: PlanContext) -> tuple[Hardware | None, Device
         count = instance.device_count * nodes
     else:
         count = res.count or nodes
+        if res.nodes is None:  # bare devices: the machines fit takes them for (machines_of, gpus_per_node)
+            nodes = machines_of(count)
     usable, _ = target_memory(device, instance, res.memory)  # a CPU VM: its RAM, as fit
     price, basis = _price(res, device, instance, count, nodes)
     link = None

@@ -16,6 +16,7 @@ from ..errors import FieldError, InputError, LlmsizerError
 from ..estimate.device import default_engine, engine_assumption, generic_device, one_replica_per_device
 from ..estimate.engines import llamacpp_layer_split, step_host
 from ..estimate.fit import (
+    SERVING_GPUS_PER_NODE,
     FitResult,
     as_fit_chose,
     first_token_seconds,
@@ -397,26 +398,45 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
     f_peak = f_typ = None
     stated_refusal: str | None = None  # fit's answer to a stated peak rate the deployment does not carry
     tp, replicas = 1, 1
-    machines = 1
-    # what one machine is fitted as: the instance itself (its RAM, VM share and link), or devices
+    machines = 1  # fit lays out every device: its replicas take the load (the rate's share is fit's); else below
+    # what the devices are fitted as: the instance (its RAM, VM share and link), or the device
     fit_target: Any = None
     fit_count: int | None = None
     if hw is not None and device is not None:
-        # one machine is what `fit` is asked about (it chooses TP and replicas within the machine, as for `fit
-        # --device`); machines (nodes) are replicas of it, and the load is spread evenly over all replicas. CPUs and
-        # Apple chips run one replica per device.
-        one_each = one_replica_per_device(device)
-        if instance is not None and (hw.per_node == 1 or not one_each):
-            fit_target = instance
-        else:
-            fit_target, fit_count = device, 1 if one_each else hw.per_node
-        machines = hw.nodes * (hw.per_node if one_each else 1)
+        # every device named is what `fit` is asked about, as `fit --device D --count N` (estimate/fit.py: it
+        # chooses the tensor parallelism and the replicas over all of them, a degree spanning machines included,
+        # with its warning; CPUs and Apple chips one replica each): one deployment, the load over fit's replicas.
+        # Machines smaller than fit takes bare devices for (resources.nodes: 2 of count 2; fit's are
+        # SERVING_GPUS_PER_NODE) cannot be said to fit: there one machine is fitted and the machines are replicas
+        fit_target = instance if instance is not None else device
+        fit_count = hw.count
+        if instance is None and hw.per_node < min(hw.count, SERVING_GPUS_PER_NODE):
+            one_each = one_replica_per_device(device)
+            fit_count = 1 if one_each else hw.per_node
+            machines = hw.nodes * (hw.per_node if one_each else 1)
         try:
             # no format pinned (the plan may choose one): what fits when the default does not, fit's hint
             # (at a rate: each machine takes its share of the requests/s, as fit gives each replica its share)
             f_peak = _fit(spec, fit_target, fit_count, job, fmt, job.engine, ctx_peak, per_replica(conc_peak, machines),
                           out_peak, ctx.hardware_files, job.resources.memory, fits_at=pinned is None,
                           rate=("peak", rates[1] / machines) if rates else None)
+            at = f_peak.fits_at
+            if pinned is None and not f_peak.fits and at and "weights" in at and at["same_engine"] \
+                    and "experts_in_host" not in at:
+                # no quantization key: the plan takes the format fit's one format rule picks on these devices
+                # (estimate/format_search.py, the best rung of the engine's ladder that fits), as the request
+                # template and docs/plans.md say ("the plan may choose one"); a rung of another engine, or one
+                # that fits only with experts in host memory (flags the request cannot state), stays a hint
+                taken = _fit(spec, fit_target, fit_count, job, str(at["weights"]), job.engine, ctx_peak,
+                             per_replica(conc_peak, machines), out_peak, ctx.hardware_files, job.resources.memory,
+                             rate=("peak", rates[1] / machines) if rates else None)
+                if taken.fits:
+                    notes.assumptions.append(Assumption(
+                        "weights", taken.weights_format, True, f"no quantization given: {f_peak.weights_format} "
+                        f"does not fit {hw.label} at the peak load, so the plan serves {taken.weights_format}, the "
+                        "format `fit` names for these devices (its fits_at: estimate/format_search.py, the best "
+                        "rung of the engine's ladder that fits); give quantization to pin one"))
+                    f_peak, fmt = taken, str(at["weights"])
             f_typ = _fit(spec, fit_target, fit_count, job, fmt, job.engine, ctx_typ, per_replica(conc_typ, machines), out_typ,
                          ctx.hardware_files, job.resources.memory, f_peak,
                          rate=("typical", rates[0] / machines) if rates else None)
@@ -451,12 +471,13 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
             # the need is sized over; the hardware records fit's own tensor parallelism (a split's is 1: llama.cpp runs
             # none), as `fit --json` reports the layout
             tp, replicas = f_peak.count // f_peak.replicas, f_peak.replicas * machines
-            if machines > 1:
+            if replicas > 1 and machines > 1:
                 notes.assumptions.append(Assumption("replicas", replicas, True, f"{hw.count} devices as {replicas} "
                                                     f"replicas of {tp} device{'s' if tp > 1 else ''} (" + (
                                                         f"a llama.cpp {tp}-GPU split" if f_peak.layer_split else
-                                                        "tensor parallel") + " within a machine); the load is split "
-                                                    "evenly"))
+                                                        "tensor parallel") + (" spanning machines" if tp > hw.per_node
+                                                                              else " within a machine") +
+                                                    ", fit's layout); the load is split evenly"))
             # the layout fit chose, as fit --json names it: a llama.cpp split is tensor parallel 1 over its devices
             hw = Hardware(**{**{k: getattr(hw, k) for k in hw.__dataclass_fields__}, "engine": f_peak.engine,
                              "tensor_parallel": f_peak.tensor_parallel, "replicas": replicas})

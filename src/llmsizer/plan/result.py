@@ -155,7 +155,9 @@ class Hardware:
         # the one spelling of a devices line (estimate/fit.py devices_text), as recommend's options name theirs
         # each machine a copy of the model only where the replicas are the machines (a service's copies); a job
         # spread over its machines (training, a model split across nodes) names them as machines
-        return devices_text(self.count, self.device, self.nodes, self.instance, copies=self.replicas == self.nodes)
+        # (a training job has no engine: its data-parallel replicas are one job, never copies)
+        return devices_text(self.count, self.device, self.nodes, self.instance,
+                            copies=self.replicas == self.nodes and bool(self.engine))
 
     def to_dict(self) -> dict[str, Any]:
         d = {k: getattr(self, k) for k in self.__dataclass_fields__}

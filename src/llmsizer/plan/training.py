@@ -5,6 +5,7 @@ modules or a formula module (``formulas/storage.py``, ``formulas/network.py``, `
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from pathlib import Path
@@ -244,6 +245,8 @@ def plan_training(job: TrainingJob, req: Request, ctx: PlanContext) -> JobPlan:
     fits = bool(est.details["fits"]) if budget_dev is not None else None
     mem.add("fits", "fits", fits, "bool")
     wl = training_workload(fields)
+    if hw.origin != "none":  # the layout as `fit --train --json` reports it: TP, and replicas = gpus / (tp x pp x cp)
+        hw = dataclasses.replace(hw, tensor_parallel=wl.tp, replicas=wl.dp)
     # as train's warning: only where each device holds all the weights, as serving on one device does (levers.py)
     inf_need = inference_sized(spec, micro, seq_len, str(fields.get("device", "gpu")),
                                str(fields.get("gpu_runtime", "cuda"))) if inference_comparable(wl) else None
@@ -280,7 +283,7 @@ def plan_training(job: TrainingJob, req: Request, ctx: PlanContext) -> JobPlan:
 
     # ---- duration ----
     dur = Sec("duration", "Duration")
-    dp = gpus // ((s.tp or 1) * (s.pp or 1))
+    dp = wl.dp  # data-parallel replicas: gpus / (tp x pp x cp), TrainingWorkload.dp
     tokens_per_step = micro * seq_len * accum * dp
     dur.add("tokens", "tokens to train on", tokens, "tokens", tokens_how)
     secs = None

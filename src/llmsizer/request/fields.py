@@ -169,7 +169,8 @@ RESOURCES = F("resources", "section", "the resources you have in mind (optional:
                   F("count", "int", "devices in total (default: the instance's devices x nodes, else 1); with an "
                     "instance and no nodes, a whole multiple of its devices is that many instances", 1,
                     minimum=1),
-                  F("nodes", "int", "machines the devices are spread over (default 1)", 1, minimum=1),
+                  F("nodes", "int", "machines the devices are spread over (default: the instances; devices named bare are "
+                    "machines of 8, fit's gpus_per_node: 16 are 2)", 1, minimum=1),
                   F("memory", "size", "memory per device (overrides the catalog; RAM for a CPU); alone, with no device or "
                     "instance: a GPU of that memory, as `infer --memory` answers", template=False),
                   F("headroom", "share", "share of each device's memory kept free, as `fit --headroom` (default: "
