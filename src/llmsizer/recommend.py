@@ -706,6 +706,12 @@ def slow_first_token_warning(meets: Sequence[Option], c: Constraints) -> str | N
 
 def _option_from_fit(stub: dict[str, Any], r: FitResult, status: str, reasons: list[str]) -> Option:
     sp = r.speed
+    if status == "meets":  # fit's own warning of a first token past the attention limit (estimate/fit.py
+        # slow_first_token; at a rate rate_capacity.py rate_warnings): a meeting option states it, a limit only when
+        # given (--max-ttft; efficiency.ATTENTION_LIMIT_SECONDS is no constraint)
+        slow = r.details.get("slow_first_token") or (r.details.get("rate_warnings") or {}).get("slow_first_token")
+        if slow:
+            reasons = [*reasons, f"meets only the limits given (no --max-ttft): {slow}"]
     return Option(**{**stub, "tensor_parallel": r.tensor_parallel, "replicas": r.replicas, "engine": r.engine,
                      "count": r.count, "instances": r.instances},
                   weights_format=r.weights_format,

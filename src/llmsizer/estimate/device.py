@@ -621,7 +621,18 @@ def workload_on_device(fields: dict[str, Any], asker: str, hardware_files: Seque
            "device": workload_device_kind(device)}
     if usable is not None:
         out["memory"] = usable
+    elif device.origin != "generic":  # a named device of no sourced memory: the estimate stands, no verdict (fit refuses)
+        notes.warnings.append(no_memory_checked(device))
     return out, device, target, named_device_notes(device, notes)
+
+
+def no_memory_checked(device: Device) -> str:
+    """The warning of a one-device estimate on a named device with no sourced memory size and none given
+    (``workload_on_device``): the breakdown is answered, but no memory budget was checked against it (``fit``, and the
+    plan, refuse such a device instead: no verdict can be given)."""
+    return (f"no memory budget was checked: {device.id} has no sourced memory size, so this estimate says nothing of "
+            "whether it fits; give the memory with --memory (memory= in Python) or in a hardware file "
+            "(--hardware-file)")
 
 
 def named_device_notes(device: Device, notes: Notes) -> Notes:

@@ -651,6 +651,10 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
         x = sustained_rate(r.speed, r.engine, sized=True)  # on the statistic ``in_flight`` sizes (slots_for)
         return None if x is None else x * r.replicas
 
+    if tensor_parallel is None:  # the layout: the quickest at its own fixed point (``rate_layout_seconds``)
+        layouts = rate_layout_seconds(model, hardware, count, rate, workload, kw)
+        if layouts is not None:
+            kw["rate_layouts"] = layouts
     fitted: dict[int, FitResult] = {}  # C in flight -> the fit at the rate (the climb's, admission's)
     # C at or below every C rate_fixed_point may answer at (an f(C') <= C' with f monotone): 1, and f of each such C
     # (Kleene's iterates from the bottom)
@@ -777,6 +781,50 @@ def no_rate_load(r: FitResult) -> FieldError:
                       f"llamacpp) with a prefill and decode estimate; this answer runs {r.engine}")
 
 
+def rate_layout_seconds(model: ModelSpec | str, hardware: str | Device | Instance, count: int | None, rate: float,
+                        workload: dict[str, Any], kw: dict[str, Any]) -> dict[int, float] | None:
+    """At a request rate with no degree given, each tensor-parallel layout within one machine
+    (``tensor_parallel_options``) timed at its own answer: the fit pinned to it at the rate (its least fixed point of
+    eq. Q10c, ``rate_fixed_point``, and the wait for admission, eq. Q13) and that answer's mean request seconds
+    (TTFT + the wait + the output's steps: in flight / rate, Little's law); infinite where it does not fit or the rate
+    is refused on it. ``fit`` then climbs ranking the layouts by these (``quickest_first``), so the layout it takes is
+    the quickest at the load it will carry, and its answer is the one ``fit --tp`` gives for that layout: ranking
+    each layout at the climb's C instead (its own f(C) at another layout's iterate) made the unpinned climb pass
+    through other layouts' iterates and stop above the taken layout's least fixed point (probe15 D4: Qwen3-235B-A22B
+    fp8, 8 x H100, 32k, 1 request/s took TP 4 x 2 at 5 in flight, 75.3 tokens/s per user, where TP 4 x 2 pinned
+    holds at 4, 97.3). None where there is no choice (one degree within a machine, a llama.cpp split, one device)."""
+    device, n, _, instance = target_and_count(hardware, count, kw.get("hardware_files", ()), instances=True)
+    if n < 2:
+        return None
+    spec = spec_of(model)
+    try:  # the engine fit takes (its memory stage at one request: checks, engine rule)
+        eng = fit_memory(spec, hardware, count, **{k: v for k, v in kw.items() if k != "fits_at"}, concurrency=1,
+                         request_rate=rate, **workload).result(False).engine
+    except InputError:
+        return None  # (the climb below refuses it with its own line)
+    layout = serving_layout(eng, device, n)
+    if layout.split:
+        return None
+    per_node = instance.device_count if instance is not None and instance.device_count else SERVING_GPUS_PER_NODE
+    within = [t for t in layout.tensor_parallel_options(spec, n, per_node) if t <= per_node]
+    if len(within) < 2:
+        return None
+    seconds: dict[int, float] = {}
+    for t in within:
+        try:
+            r = fit(spec, hardware, count, **{**kw, "tensor_parallel": t, "fits_at": False}, request_rate=rate,
+                    refusal_only=True, **workload)
+        except (RateOverloadError, RateMissCertain):
+            seconds[t] = math.inf
+            continue
+        load = r.speed.load if r.speed is not None else None
+        seconds[t] = (float(load["request_seconds"]) if r.fits and load and "request_seconds" in load
+                      else math.inf)
+    if not any(math.isfinite(w) for w in seconds.values()):
+        return None  # refused on every layout: the climb as before, for the refusal's ceilings and text
+    return seconds
+
+
 def admission_queued(r: FitResult, rate: float, run: Callable[..., FitResult]) -> FitResult:
     """``r`` (the open load at ``rate``, eq. Q10, as if every request in flight ran) with the wait for admission of
     formulas/serving_queue.py eq. Q13 where the engine admits a bounded A sequences per replica (vLLM's KV pool or
@@ -864,14 +912,14 @@ def _fit_at(model: ModelSpec | str, hardware: str | Device | Instance, count: in
             output_tokens: int | None, memory: int | None, kv_dtype: str | None,
             hardware_files: Sequence[str | Path], host_device: str | Device | None, engine_version: str | None,
             kwh_price: float | None, tensor_parallel: int | None, host_memory: int | str | None,
-            fits_at: bool | None) -> FitResult:
+            fits_at: bool | None, rate_layouts: dict[int, float] | None = None) -> FitResult:
     """``fit`` at ``concurrency`` (``request_rate``: the rate whose load the speed takes, eq. Q10, else the closed
     load of eqs. Q4-Q9)."""
     r = fit_memory(model, hardware, count, headroom=headroom, engine=engine, weights=weights, context=context,
                    concurrency=concurrency, output_tokens=output_tokens, memory=memory, kv_dtype=kv_dtype,
                    hardware_files=hardware_files, host_device=host_device, engine_version=engine_version,
                    kwh_price=kwh_price, tensor_parallel=tensor_parallel, host_memory=host_memory,
-                   request_rate=request_rate, **workload).result(speed)
+                   request_rate=request_rate, rate_layouts=rate_layouts, **workload).result(speed)
     if r.fits or not (fits_at if fits_at is not None else weights is None and tensor_parallel is None):
         return r
     window = window_fits_at(r.estimate.details) if r.estimate is not None else None
@@ -910,7 +958,7 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
                host_device: str | Device | None = None, engine_version: str | None = None,
                kwh_price: float | None = None, tensor_parallel: int | None = None,
                host_memory: int | str | None = None, request_rate: float | None = None,
-               **workload: Any) -> MemoryFit:
+               rate_layouts: dict[int, float] | None = None, **workload: Any) -> MemoryFit:
     """``fit``'s memory stage (its arguments but ``speed``): every check, the estimate and the verdict; the speed
     is estimated by the returned ``MemoryFit.result(True)``. Serving on several devices (not a llama.cpp split), the
     tensor-parallel degree of each replica is, unless ``tensor_parallel`` gives one: of the degrees vLLM shards the
@@ -1138,6 +1186,8 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
                 running = cap if admitted is None else admitted
                 layout_w[t] = rate_seconds(speed_at(t, first, running), eng, request_rate / (n // t), chunk,
                                            layout_grid(t, first, admitted, chunk))
+    if layout_w and rate_layouts is not None:  # fit's rate path: each layout at its own answer (rate_layout_seconds)
+        layout_w = {t: rate_layouts.get(t, math.inf) for t in layout_w}
     order = quickest_first(layout_w) if layout_w else fastest_first(layout_tps) if layout_tps else rankable
     tp = within[0] if not across else across[-1]  # none fits: the largest degree shown (as before this choice)
     for t in (*order, *across):

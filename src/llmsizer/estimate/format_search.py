@@ -60,7 +60,7 @@ from .fit import (
 )
 from .formats import engine_refuses, format_ladder, quality_warning, rung_bytes, rung_group_size, weights_asked
 from .inference.compose import check_engine_kv_dtype
-from .verdict import check_headroom, margin_rule
+from .verdict import POOL_ENGINES, check_headroom, margin_rule
 
 
 @dataclass(frozen=True)
@@ -194,6 +194,12 @@ class FormatPick:
     # on a layout of one tensor-parallel degree: the largest of those capacities [requests/s], at or above which any
     # rate is refused alike (fit's ``rate_bound``); None otherwise
     rate_bound: float | None = None
+    # a pick met on the next engine's ladder (``next_ladder_engine``): the engine whose ladder had no rung that
+    # meets, and why
+    none_on: tuple[str, str] | None = None
+    # the engine refuses the context past the model's window (estimate/context_window.py): no format changes that,
+    # so no other ladder is walked (fit's hint names the window, ``window_fits_at``)
+    past_window: bool = False
 
 
 def serves_alone(r: FitResult) -> bool:
@@ -280,7 +286,7 @@ def pick_format(spec: ModelSpec, device: Device, count: int, instance: Instance 
     first_reasons: list[str] = []
     # the smallest format tried that does not fit: (the weights' bytes per device, format, fit's memory stage when
     # fit was asked: its answer is built only for the one reported)
-    smallest: tuple[int, str, MemoryFit | None, Any] | None = None
+    smallest: tuple[int, str, MemoryFit | None, Any, str] | None = None
     refused: str | None = None
     # a context past the model's window: the first rung's engine refusal (fit's memory stage, whose answer it is), and
     # the engines that refused it (vLLM, SGLang refuse it at every format: estimate/context_window.py W2, W4)
@@ -328,7 +334,7 @@ def pick_format(spec: ModelSpec, device: Device, count: int, instance: Instance 
             return rejected(str(e), fmt)
         weights_limit = usable if own_share else margin.budget(usable)
         if wb / spread > weights_limit and not offloaded:  # the weights alone cannot fit (not asked; fit decides
-            smallest = (int(wb / spread), fmt, None, margin)  # every rung that passes)
+            smallest = (int(wb / spread), fmt, None, margin, eng)  # every rung that passes)
             continue
         # the user's headroom (None: the default, which every engine accepts; an explicit one SGLang refuses); the
         # host CPU to the rungs llama.cpp runs (fit refuses it on another engine)
@@ -357,7 +363,7 @@ def pick_format(spec: ModelSpec, device: Device, count: int, instance: Instance 
             past_window.add(eng)
             continue
         if not sized.fits:
-            smallest = (int(wb / spread), fmt, sized, margin)
+            smallest = (int(wb / spread), fmt, sized, margin, eng)
             continue
         if request_rate is None:
             r = sized.result(True)
@@ -424,14 +430,20 @@ def pick_format(spec: ModelSpec, device: Device, count: int, instance: Instance 
         need, budget_shown = failed.memory_per_device, failed.budget_per_device
         shown_engine = failed.engine  # the rung's engine, whose numbers these are
     elif smallest is not None:
-        budget_shown = usable if own_share else smallest[3].budget(usable)
+        # budget_per_device as fit reports it for the rung's engine (verdict.py): a pool engine's (vLLM, SGLang,
+        # eq. 3 admission_verdict) the device memory, its pool named apart in the reason; another's eq. (1) budget
+        pool_engine = smallest[4] in POOL_ENGINES
+        shown_engine = smallest[4]
+        budget_shown = usable if pool_engine else smallest[3].budget(usable)
         limit = (f"the device's {format_bytes(usable)}" if own_share else
-                 f"the {format_bytes(budget_shown)} budget ({smallest[3].words(usable)})")
+                 f"the {format_bytes(smallest[3].budget(usable))} "
+                 f"{'pool' if pool_engine else 'budget'} ({smallest[3].words(usable)})")
         why = (f"does not fit: the weights alone at the smallest format tried ({format_name(smallest[1])}) need "
                f"{format_bytes(smallest[0])} per device, more than {limit}")
     if refused is not None:
         why = refused if smallest is None and window is None else f"{why}; {refused}"
-    return FormatPick("rejected", shown_engine, tp, "", (why,), None, need, budget_shown)
+    return FormatPick("rejected", shown_engine, tp, "", (why,), None, need, budget_shown,
+                      past_window=window is not None)
 
 
 def format_on(spec: ModelSpec, hardware: str | Device | Instance, count: int | None = None, *,
@@ -439,12 +451,15 @@ def format_on(spec: ModelSpec, hardware: str | Device | Instance, count: int | N
               output_tokens: int | None = None, weights: str | None = None, limits: LatencyLimits = LatencyLimits(),
               headroom: float | None = None, hardware_files: Sequence[str | Path] = (), engine: str | None = None,
               memory: int | None = None, host_device: str | Device | None = None, host_memory: int | None = None,
-              **workload: Any) -> tuple[FormatPick, str | None]:
+              also_smallest_ladder: bool = False, **workload: Any) -> tuple[FormatPick, str | None]:
     """``pick_format`` on one named target as ``best_option_on`` (``models --fits-on``, the plan) and ``fits_at`` ask
     it, with the search's checks first (bad input raises ``InputError``: ``check_search_workload``, fit's target and
     count rule, a device of no known memory, a speed limit on a device of no known bandwidth, an engine the device
     cannot run) and the reading-speed floor (``reading_floor_applies``) where no limit is given. Returns the pick and,
-    for a device of no sourced bandwidth, why the floor was not checked (``reading_floor_unchecked``)."""
+    for a device of no sourced bandwidth, why the floor was not checked (``reading_floor_unchecked``). No engine
+    named and no weight format given (or ``also_smallest_ladder``, fit's hint), a ladder that ends with no rung that
+    meets goes on to the next engine's (``next_ladder_engine``): its pick, when one meets, says which engine had none
+    (``none_on``)."""
     fields: dict[str, Any] = {k: v for k, v in workload.items() if v is not None}
     w = check_search_workload(fields, context, concurrency, output_tokens, engine, headroom)
     context, concurrency, output_tokens = w.context, w.concurrency, w.output_tokens  # text read as fit reads it
@@ -482,7 +497,38 @@ def format_on(spec: ModelSpec, hardware: str | Device | Instance, count: int | N
                        output_tokens=output_tokens, weights=weights, limits=limits, headroom=headroom,
                        hardware_files=hardware_files, engine_given=engine, fields=fields, host_device=host_device,
                        host_memory=host_memory)
+    nxt = next_ladder_engine(device, pick) if (engine is None or also_smallest_ladder) and weights is None else None
+    if nxt is not None:  # the asked ladder ended with no rung that meets: the one that goes further down
+        # the settings llama.cpp reads (the asked engine's own, gpu_memory_utilization, max_num_seqs..., left out)
+        other_fields = {k: v for k, v in fields.items() if nxt in ENGINE_SETTINGS.get(k, (nxt,))}
+        try:
+            if other_fields.get("kv_dtype") is not None:
+                check_engine_kv_dtype(nxt, str(other_fields["kv_dtype"]))
+            margin_rule(nxt, workload_device_kind(device), headroom, other_fields.get("fit_target"))
+        except InputError:  # a setting that engine refuses: the asked engine's answer stands
+            return pick, unchecked
+        other = pick_format(spec, device, n, instance, mem, context=context, concurrency=concurrency,
+                            output_tokens=output_tokens, weights=None, limits=limits, headroom=headroom,
+                            hardware_files=hardware_files, engine_given=nxt, fields=other_fields,
+                            host_device=host_device, host_memory=host_memory)
+        # met there; or, none fitting the asked ladder's memory, the next ladder's rung that fits but misses a limit
+        if other.status == "meets" or other.fit is not None and pick.fit is None:
+            why = pick.reasons[0] if pick.reasons else "no rung fits"
+            return dataclasses.replace(other, none_on=(pick.engine, why), reasons=(
+                *other.reasons, f"no rung of {ENGINE_NAMES.get(pick.engine, pick.engine)}'s ladder meets: {why}")), \
+                unchecked
     return pick, unchecked
+
+
+def next_ladder_engine(device: Device, pick: FormatPick) -> str | None:
+    """The one rule for the engine ladders a search walks when the first ends with no rung that meets: on a GPU,
+    after a vLLM or SGLang ladder (whose smallest rung is a 4-bit AWQ checkpoint), llama.cpp's
+    (``SMALLEST_LADDER_ENGINE``: GGUF continues to Q3_K_M and Q2_K). Walked by ``format_on`` when no engine is named
+    (``models --fits-on``, the web's fits page, the plan) and by ``fits_at`` (fit's hint) whether or not one is;
+    None: no further ladder."""
+    if pick.status == "meets" or device.kind != "gpu" or pick.engine == SMALLEST_LADDER_ENGINE or pick.past_window:
+        return None
+    return SMALLEST_LADDER_ENGINE
 
 
 # the engine whose ladder goes furthest down (GGUF's 2- to 8-bit formats) when the asked engine's ladder ends
@@ -516,29 +562,27 @@ def fits_at(spec: ModelSpec | str, hardware: str | Device | Instance, count: int
     (``ENGINE_SETTINGS``: gpu_memory_utilization, max_num_seqs...) are left out of that search. None: no rung of
     either ladder fits (or the search refuses the workload). ``kwargs``: ``format_on``'s own."""
     spec = load_model(spec) if isinstance(spec, str) else spec
-    asked = _pick_or_none(spec, hardware, count, headroom, {**kwargs, "engine": engine, "host_device": host_device})
+    asked = _pick_or_none(spec, hardware, count, headroom, {**kwargs, "engine": engine, "host_device": host_device,
+                                                              "also_smallest_ladder": True})
     if asked is None:
         return None
     if asked.status == "meets":
-        return _fits_at_dict(asked, True)
+        if asked.none_on is None:
+            return _fits_at_dict(asked, True)
+        return {**_fits_at_dict(asked, False), "none_on": {"engine": asked.none_on[0], "why": asked.none_on[1]}}
     kind = target_and_count(hardware, count, kwargs.get("hardware_files", ()), instances=True)[0].kind
     if kind != "gpu":
-        return None
-    # the settings llama.cpp reads (the asked engine's own, gpu_memory_utilization, max_num_seqs..., left out)
+        return _below_floor(asked, {})
     other_fields = {k: v for k, v in kwargs.items()
                     if SMALLEST_LADDER_ENGINE in ENGINE_SETTINGS.get(k, (SMALLEST_LADDER_ENGINE,))}
-    none_on = ({"none_on": {"engine": asked.engine, "why": asked.reasons[0] if asked.reasons else ""}}
-               if asked.engine != SMALLEST_LADDER_ENGINE else {})
-    if asked.engine != SMALLEST_LADDER_ENGINE:
-        other = _pick_or_none(spec, hardware, count, headroom, {**other_fields, "engine": SMALLEST_LADDER_ENGINE})
-        if other is not None and other.status == "meets":
-            return {**_fits_at_dict(other, False), **none_on}
+    first = asked.none_on or (asked.engine, asked.reasons[0] if asked.reasons else "")  # the asked engine's ladder
+    none_on = {"none_on": {"engine": first[0], "why": first[1]}} if first[0] != SMALLEST_LADDER_ENGINE else {}
     # no rung fits on the GPUs alone: models --fits-on's answer, llama.cpp's auto-fit with the experts of some layers
     # in host memory (experts_in_host_at, the one rule), its flags named; the layer placement is the auto-fit's own
     fields = {k: v for k, v in other_fields.items() if k not in ("n_cpu_moe", "n_gpu_layers", "host_device")}
     host = experts_in_host_at(spec, hardware, count, headroom=headroom, **fields)
     if host is None:
-        return None
+        return _below_floor(asked, none_on)
     return {"weights": host["weights"], "engine": SMALLEST_LADDER_ENGINE,
             "same_engine": asked.engine == SMALLEST_LADDER_ENGINE, "memory_per_device": host["memory_per_device"],
             "budget_per_device": None, "experts_in_host": host, **none_on}
@@ -611,6 +655,24 @@ def _expert_bytes(spec: ModelSpec, fmt: str) -> tuple[int, ...]:
     the experts alike (gpt-oss: MXFP4 in every GGUF file type, weight_formats.py ``gguf_tensor_type`` and its sources), so
     the smaller saves only GPU-side bytes, at its quality cost."""
     return weight_bytes(spec, fmt).layer_expert_bytes
+
+
+def _below_floor(pick: FormatPick, none_on: dict[str, Any]) -> dict[str, Any] | None:
+    """``fits_at``'s answer where a rung fits in memory but none reaches the reading-speed floor (``format_on``'s
+    ``READING_FLOOR``, the rule ``models --fits-on`` holds a row to): the highest-quality rung that fits, its decode
+    speed per user and ``meets_reading_speed`` False, as fit --auto's hint states it (llamacpp_fit.py
+    ``auto_fits_at``), so the rejection row and the hint say the same thing. None: no rung fits in memory, or its
+    speed is unknown (a split whose host CPU is not named: no speed to compare, fit says so at that rung)."""
+    r = pick.fit
+    if r is None or not r.fits:
+        return None
+    user = r.speed.tokens_per_second_per_user if r.speed is not None else None
+    if user is None or user >= READING_FLOOR:  # speed unknown (a split's host CPU not named), or another limit
+        return None
+    same = not none_on
+    return {**_fits_at_dict(pick, same), **none_on, "reading_speed": READING_FLOOR, "meets_reading_speed": False,
+            "decode_tokens_per_second": r.speed.tokens_per_second if r.speed is not None else None,
+            "tokens_per_second_per_user": user}
 
 
 def _fits_at_dict(pick: FormatPick, same_engine: bool) -> dict[str, Any]:

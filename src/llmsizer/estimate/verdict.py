@@ -243,6 +243,11 @@ def memory_verdict(need: int, need_high: int, usable: int, headroom: float | Mar
     return Verdict(fits, need, need_high, usable, margin.headroom(usable), budget, "expected", reason, warnings, bound)
 
 
+# the engines whose verdict is eq. (3)'s pool admission (inference/compose.py ``_check_fit``): their
+# ``budget_per_device`` is the device memory they size the pool from, the pool itself a share of it
+POOL_ENGINES = ("vllm", "sglang")
+
+
 def pool_admits(admitted: int, concurrency: int) -> bool:
     """Eq. (3)'s test: a pool engine's pool that holds ``admitted`` sequences of the context fits the ``concurrency``
     it runs at once (at least one: a pool that holds none serves nothing)."""

@@ -215,7 +215,7 @@ def fits_at_line(at: dict[str, Any] | None, rerun: bool = True) -> str | None:
                 f"that does{_reading_words(at)}" + (f" (rerun with --weights {fmt})" if rerun else ""))
     none = at.get("none_on") or {}
     return (f"hint: no format on {none.get('engine')}'s ladder fits; it fits on {at['engine']} at --weights {fmt}"
-            f"{mem}, the best format on {at['engine']}'s ladder that does"
+            f"{mem}{_rung_speed(at)}, the best format on {at['engine']}'s ladder that does{_reading_words(at)}"
             + (f" (rerun with --engine {at['engine']} --weights {fmt})" if rerun else ""))
 
 
@@ -224,7 +224,9 @@ def _rung_speed(at: dict[str, Any]) -> str:
     """The named rung's decode speed where the hint timed it (llamacpp_fit.auto_fits_at with a device)."""
     if "meets_reading_speed" not in at:
         return ""
-    tps = at.get("decode_tokens_per_second")
+    tps, user = at.get("decode_tokens_per_second"), at.get("tokens_per_second_per_user")
+    if user is not None:  # the floor is per user (format_search.READING_FLOOR): the number it is compared with
+        return f" at {format_rate(user)} tokens/s per user"
     return " (decode speed unknown: give --host-device)" if tps is None else f" at {format_rate(tps)} tokens/s decode"
 
 

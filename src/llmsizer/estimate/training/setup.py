@@ -377,6 +377,21 @@ DDP_ON_MPS = ("data parallel over several Apple GPUs: DDP's gradient all-reduce 
               "#160732), so no multi-device run on MPS is known; sized as on a CUDA GPU")
 
 
+# bitsandbytes on an Apple GPU (MPS), at tag 0.50.1 (commit 37d2a93): the 4-bit ops QLoRA runs (quantize_4bit,
+# dequantize_4bit, gemm_4bit) are registered for "mps" in bitsandbytes/backends/mps/ops.py (lines 131, 167, 241), first
+# in 0.50.0 (c5d481b; 0.49.2 has no MPS backend); the 8-bit blockwise optimizer step (optimizer_update_8bit_blockwise)
+# is registered for cpu, cuda and xpu only (backends/{cpu,cuda,xpu}/ops.py; none in backends/mps or default), and
+# README.md's support table marks 8-bit optimizers on Metal as in progress (line 185-190)
+NF4_ON_MPS_WHY = ("QLoRA's NF4 base on an Apple GPU runs on bitsandbytes' MPS backend, first released in 0.50.0 "
+                  "(bitsandbytes/backends/mps/ops.py quantize_4bit, gemm_4bit @37d2a93, tag 0.50.1); older releases "
+                  "have no 4-bit path on MPS")
+EIGHT_BIT_OPTIMIZER_ON_MPS = (
+    "optimizer {optimizer} on an Apple GPU: bitsandbytes has no 8-bit optimizer step for MPS "
+    "(optimizer_update_8bit_blockwise is registered for cpu, cuda and xpu only, backends/*/ops.py @37d2a93, tag "
+    "0.50.1; its README marks 8-bit optimizers on Metal as in progress), so no such run is known; sized as on a CUDA "
+    "GPU (adamw keeps fp32 states and runs)")
+
+
 def resolve(spec: ModelSpec, w: TrainingWorkload, acc: Acc) -> TrainingContext:
     """Apply the workload's defaults for ``spec`` and validate what needs the model (see module docstring)."""
     no_stage = offload_without_zero(w)  # on the stage the estimate sizes (a chosen one included)
@@ -446,6 +461,10 @@ def resolve(spec: ModelSpec, w: TrainingWorkload, acc: Acc) -> TrainingContext:
         record_workload(w, acc, ("device",))
     opt_name = acc.assume("optimizer", *_default_optimizer(w)[:1], w.optimizer, _default_optimizer(w)[1])
     opt = optimizer_info(str(opt_name))
+    if w.gpu_runtime == "metal" and str(opt_name).endswith("-8bit"):
+        acc.warnings.append(EIGHT_BIT_OPTIMIZER_ON_MPS.format(optimizer=opt_name))
+    if w.method == "qlora" and w.gpu_runtime == "metal":
+        acc.assumptions.append(Assumption("nf4_on_mps", "bitsandbytes >= 0.50.0", True, NF4_ON_MPS_WHY))
     if w.tp > 1:
         check_tensor_parallel(spec, w.tp)
     if w.ep > 1:
