@@ -70,7 +70,9 @@ def reference(need: JobNeed, inventory, bookings: list[Booking], start: dt.datet
             continue
         free.append(n)
     groups: dict[tuple[str, str], list] = {}
-    fabric = need.nodes > 1 and need.kind == "training"  # a service's nodes are replicas: no fabric between them
+    # collectives between the nodes: a training run's, a service's whose one model copy spans machines; a service
+    # whose copies each fit one machine has none between its nodes
+    fabric = need.nodes > 1 and (need.kind == "training" or need.copy_nodes > 1)
     for n in free:
         if fabric and n.fabric is None:
             continue
@@ -87,7 +89,7 @@ def test_index_and_search_match_brute_force(seed):
     inventory = _inventory(rng)
     bookings = _bookings(rng, inventory)
     need = JobNeed("x", rng.choice(["training", "inference"]), "h100-sxm", rng.choice([1, 2, 4, 8, 16]),
-                   rng.choice([1, 1, 2]), rng.randrange(1, 8 * 24) * 3600.0, T0)
+                   rng.choice([1, 1, 2]), rng.randrange(1, 8 * 24) * 3600.0, T0, copy_nodes=rng.choice([1, 2]))
     held = Held(bookings)
     # every single start: the indexed window check agrees with the brute force
     candidates = sorted({T0} | {i.end for b in bookings for i in b.items if i.end > T0}

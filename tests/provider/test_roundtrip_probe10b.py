@@ -66,7 +66,7 @@ def test_a_schema_3_store_migrates_and_reads_its_old_bookings(tmp_path, capsys):
     (same,) = json.loads(capsys.readouterr().out)
     assert same["existing"] and same["id"] == old["id"] and same["devices"] is None
     con = sqlite3.connect(db)
-    assert con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == ("5",)
+    assert con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == ("6",)
     con.close()
 
 

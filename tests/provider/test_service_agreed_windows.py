@@ -191,7 +191,7 @@ def test_an_old_schema_stores_service_bookings_are_listed_as_unknown(kind, tmp_p
     assert "whether it agreed to this one is unknown (listed, not refused)" in out.err
     assert run("capacity", "activate", b["id"], "--inventory", str(later), "--db", db) == 0  # migrates, unknown
     assert f"{b['id']}: confirmed -> active" in capsys.readouterr().out
-    assert _sql(kind, db, "SELECT value FROM meta WHERE key = 'schema_version'") == [("5",)]
+    assert _sql(kind, db, "SELECT value FROM meta WHERE key = 'schema_version'") == [("6",)]
     assert _sql(kind, db, "SELECT maintenance_agreed FROM reservations") == [(None,)]
     assert run("capacity", "show", "--inventory", str(later), "--db", db, "--json") == 0
     assert [m["refused"] for m in json.loads(capsys.readouterr().out)["maintenance"]] == [False, False]

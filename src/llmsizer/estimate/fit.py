@@ -97,6 +97,13 @@ from .verdict import (
 SERVING_GPUS_PER_NODE = TrainingWorkload.gpus_per_node
 
 
+def machines_spanned(devices: int, per_node: int) -> int:
+    """The machines a group of ``devices`` (one copy of the model: a tensor-parallel degree) spans on machines of
+    ``per_node`` devices: ceil(devices / per_node). Past 1 its collectives cross the network between machines, so
+    they need one shared fabric (provider/placement.py ``JobNeed.one_fabric``)."""
+    return -(-max(1, devices) // max(1, per_node))
+
+
 def tensor_parallel_options(spec: ModelSpec, count: int, per_node: int) -> list[int]:
     """The tensor-parallel degrees ``fit`` may take for ``spec`` on ``count`` devices, in the order it sizes them.
     Each t divides ``count`` (the other count / t devices run replicas, data parallel) and is one vLLM/SGLang shards
@@ -1257,7 +1264,7 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
                         "fits_at_high_end": fits_high(tried[t], on_cpu),
                         **pool_reserved(tried[t])})
     if tp > per_node:
-        warnings.append(f"tensor parallel {tp} spans {-(-tp // per_node)} machines of {per_node} devices: its "
+        warnings.append(f"tensor parallel {tp} spans {machines_spanned(tp, per_node)} machines of {per_node} devices: its "
                         "all-reduces cross the network every layer (vLLM would rather run pipeline parallelism "
                         "between machines, which is not modelled)")
     d = est.details

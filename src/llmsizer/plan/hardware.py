@@ -88,8 +88,14 @@ def machines_of(count: int, per_node: int = SERVING_GPUS_PER_NODE) -> int:
     ``per_node`` devices, ceil(count / min(count, per_node)), the rule ``fit`` lays them out by (estimate/fit.py
     ``SERVING_GPUS_PER_NODE``, TrainingWorkload.gpus_per_node = 8, an HGX/DGX board; estimate/duration.py times
     a run's data-parallel traffic over these machines). 16 bare H100s are 2 machines of 8, as `fit --count 16`."""
-    per = max(1, min(count, per_node))
-    return -(-count // per)
+    return -(-count // machine_size(count, per_node))
+
+
+def machine_size(count: int, per_node: int = SERVING_GPUS_PER_NODE) -> int:
+    """The devices of one machine ``count`` devices named bare are laid out on: ``per_node`` (fit's
+    ``SERVING_GPUS_PER_NODE``), or all of them when fewer. fit fills machines in order, so 12 bare H100s are 8 + 4
+    (estimate/fit.py, ``per_node`` for a device name), not 6 + 6."""
+    return max(1, min(count, per_node))
 
 
 def owned_hardware(hw: Hardware, res: Resources) -> bool:
@@ -115,6 +121,7 @@ def requested(res: Resources, ctx: PlanContext) -> tuple[Hardware | None, Device
         instance = hw if isinstance(hw, Instance) else None
     device = instance.device if instance is not None else cat.device(str(res.device or MEMORY_ONLY_DEVICE))
     nodes = res.nodes or 1
+    machine = 0  # the count's equal share per machine (Hardware.per_node) unless fit's machine size is taken below
     if instance is not None:
         if res.nodes is None and res.count:  # a whole multiple of the instance (the request reader checks it)
             nodes = max(1, res.count // instance.device_count)
@@ -123,6 +130,7 @@ def requested(res: Resources, ctx: PlanContext) -> tuple[Hardware | None, Device
         count = res.count or nodes
         if res.nodes is None:  # bare devices: the machines fit takes them for (machines_of, gpus_per_node)
             nodes = machines_of(count)
+            machine = machine_size(count)
     usable, _ = target_memory(device, instance, res.memory)  # a CPU VM: its RAM, as fit
     price, basis = _price(res, device, instance, count, nodes)
     link = None
@@ -135,7 +143,7 @@ def requested(res: Resources, ctx: PlanContext) -> tuple[Hardware | None, Device
     if node_bw is None and instance is not None and instance.network is not None:
         node_bw = float(instance.network.base)
     return Hardware("requested", device.id, device.name, device.kind, count, nodes, instance.id if instance else None,
-                    usable, price, basis, res.pool, link, node_bw), device, instance
+                    usable, price, basis, res.pool, link, node_bw, machine_devices=machine), device, instance
 
 
 def from_option(o: Option, res: Resources, ctx: PlanContext) -> tuple[Hardware, Device, Instance | None]:

@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..estimate.fit import devices_text
+from ..estimate.fit import devices_text, machines_spanned
 from ..result import Assumption, Estimate
 
 SCHEMA_VERSION = 1
@@ -143,10 +143,22 @@ class Hardware:
     engine: str | None = None
     tensor_parallel: int = 1
     replicas: int = 1
+    # the devices of one machine where they are not the count's equal share: bare devices named with no
+    # resources.nodes are machines of fit's size (plan/hardware.py ``machine_size``: 12 are 8 + 4); 0: count / nodes
+    machine_devices: int = 0
 
     @property
     def per_node(self) -> int:
-        return max(1, self.count // max(1, self.nodes))
+        """The devices of one machine (its first, where the last is partly filled: fit's 8 + 4 of 12 bare GPUs)."""
+        return self.machine_devices or max(1, self.count // max(1, self.nodes))
+
+    @property
+    def copy_nodes(self) -> int:
+        """The machines one copy of the model spans: its devices (count / replicas: a service's tensor-parallel
+        group, a llama.cpp split; a training run's model-parallel group) over the devices of a machine, rounded up,
+        at most the machines there are (estimate/fit.py ``machines_spanned``, fit's rule for a degree past a
+        machine). 1: each copy runs inside one machine, with no collective between machines."""
+        return min(max(1, self.nodes), machines_spanned(max(1, self.count // max(1, self.replicas)), self.per_node))
 
     @property
     def label(self) -> str:
@@ -160,7 +172,7 @@ class Hardware:
                             copies=self.replicas == self.nodes and bool(self.engine))
 
     def to_dict(self) -> dict[str, Any]:
-        d = {k: getattr(self, k) for k in self.__dataclass_fields__}
+        d = {k: getattr(self, k) for k in self.__dataclass_fields__ if k != "machine_devices"}  # said as per_node
         # the memory of one device before any headroom is `device_memory` (docs/nomenclature.md), not fit's
         # memory_per_device (what a workload takes of it); the old key is a deprecated alias, kept for one release
         d["device_memory"] = self.memory_per_device

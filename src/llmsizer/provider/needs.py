@@ -207,7 +207,7 @@ def need_of(jp: JobPlan, job: Any, request: Request, now: _dt.datetime,
         memory_verdict=_memory_verdict(jp),
         memory_binding=_memory_binding(jp), duration_basis=basis, duration_verdict=unknown,
         warnings=tuple(str(w) for w in jp.warnings),
-        hardware_named=job.resources.given,
+        hardware_named=job.resources.given, copy_nodes=hw.copy_nodes,
         replan=_replanner(job, request, now, hardware_files, plan_ctx))
 
 

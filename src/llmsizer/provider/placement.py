@@ -17,8 +17,8 @@ resource             capacity                                  held by
 Rules: a job runs only at a site its data may sit at (policy: data with ``offsite_allowed: false``, or
 confidential/restricted data that does not state it, never at a ``partner`` site; data more sensitive than a
 site's ``max_sensitivity`` never there); a training job runs only on nodes labelled ``training``, a service only on ``serving`` nodes, and a
-node never hosts a training job and a service at the same time; a multi-node training job takes all its nodes
-from one fabric; a job that states no maintenance window of its own does not run across a provider's
+node never hosts a training job and a service at the same time; a multi-node training job, and a service whose
+one copy of the model spans machines (``JobNeed.one_fabric``), takes all its nodes from one fabric; a job that states no maintenance window of its own does not run across a provider's
 maintenance window on its nodes, and a service that states its own maintenance windows or interruptible periods
 accepts the provider's only inside one of them; storage is checked over the whole run (the peak of fixed data + accumulated
 checkpoints against the pool's capacity minus what other bookings hold at each moment).
@@ -85,6 +85,9 @@ class Booking:
     # the provider maintenance its request agreed to, as recorded at booking (schema 5); None: not recorded (booked
     # before schema 5, or a booking built by hand)
     agreement: Agreement | None = None
+    # the machines one copy of the model spans (JobNeed.copy_nodes), as recorded at booking (schema 6); None: not
+    # recorded (booked before schema 6, or a booking built by hand), taken as 1 (each copy inside one machine)
+    copy_nodes: int | None = None
 
 
 @dataclass(frozen=True)
@@ -198,10 +201,22 @@ class JobNeed:
     # (plan/compose.py make_plan via provider/needs.py): the need the same request gets when it names that hardware.
     # None: not known (a hand-made need); on_inventory's moved need is then used as it is
     replan: Callable[[str, int, int], JobNeed] | None = field(default=None, compare=False, repr=False)
+    # the machines one copy of the model spans (plan/result.py ``Hardware.copy_nodes``: a service whose tensor
+    # parallelism crosses machines, 2 for 405B at TP 16 on 2 x 8 GPUs); 1: each copy inside one machine (a
+    # service's replicas, one per machine), or not known (a hand-made need, a booking stored before schema 6)
+    copy_nodes: int = 1
 
     @property
     def per_node(self) -> int:
         return math.ceil(self.devices / max(1, self.nodes))
+
+    @property
+    def one_fabric(self) -> bool:
+        """Whether the job's nodes must share one fabric: the job runs collectives between its nodes. A training run
+        over several nodes does (its data-parallel gradients at least); a service does where one copy of its model
+        spans machines (``copy_nodes`` > 1: its tensor-parallel all-reduces cross the network every layer,
+        estimate/fit.py ``machines_spanned``). A service whose copies each fit one machine runs none between them."""
+        return self.nodes > 1 and (self.kind == "training" or self.copy_nodes > 1)
 
     @property
     def end(self) -> _dt.datetime:
@@ -274,6 +289,7 @@ class Placement:
     quota: str = ""  # how the team's quota admits it (within nominal, or borrowing from the cohort)
     figures: Figures = Figures()  # the plan's numbers, recorded with the booking
     agreement: Agreement = Agreement()  # the provider maintenance the job accepts, recorded with the booking
+    copy_nodes: int = 1  # the machines one copy of the model spans (JobNeed.copy_nodes), recorded with the booking
 
     def to_dict(self) -> dict[str, Any]:
         return {"job": self.job, "kind": self.kind, "start": self.start.isoformat(), "end": self.end.isoformat(),
@@ -548,9 +564,9 @@ def suitable(need: JobNeed, inv: Inventory) -> list[Node]:
                         f"its nodes (the network its plan assumes); the fabrics of the suitable nodes give less "
                         f"({have})", waits=False)
         big = fast
-    if need.nodes > 1 and need.kind == "training":
-        # a training run over several nodes stays inside one fabric (try_window's rule): the inventory decides how
-        # many suitable nodes share one, so too few is no constraint a later window lifts
+    if need.one_fabric:
+        # a job with collectives between its nodes stays inside one fabric (try_window's rule): the inventory
+        # decides how many suitable nodes share one, so too few is no constraint a later window lifts
         share: dict[tuple[str, str], int] = {}
         for n in big:
             if n.fabric is not None:
@@ -562,8 +578,16 @@ def suitable(need: JobNeed, inv: Inventory) -> list[Node]:
                    "site's fabrics: and give each node fabric: in the inventory; `capacity import` writes none)"
                    if bare else "")
             raise NoFit("fabric", f"{len(big)} suitable {need.device} node(s), but at most {most} on one fabric; a "
-                        f"{need.nodes}-node training job must stay inside one fabric{fix}", waits=False)
+                        f"{_why_fabric(need)} must stay inside one fabric{fix}", waits=False)
     return big
+
+
+def _why_fabric(need: JobNeed) -> str:
+    """Why ``need`` stays inside one fabric (:attr:`JobNeed.one_fabric`), as the subject of a refusal."""
+    if need.kind == "training":
+        return f"{need.nodes}-node training job"
+    return (f"{need.nodes}-node service whose one copy of the model spans {need.copy_nodes} machines (tensor "
+            "parallel across machines: all-reduces between them every layer)")
 
 
 def _few(ids: Sequence[str], shown: int = 4) -> str:
@@ -643,10 +667,9 @@ def try_window(need: JobNeed, inv: Inventory, bookings: Sequence[Booking] | Held
             busy_until[n.id] = until
         return until is None
 
-    # a training run over several nodes runs collectives between them: one fabric. A service's nodes are replicas
-    # of one machine's layout (plan/inference.py: each machine fitted alone, the load split evenly), with no
-    # collective between them: any nodes of the site
-    fabric = need.nodes > 1 and need.kind == "training"
+    # a job with collectives between its nodes (JobNeed.one_fabric: a training run, a service whose one copy spans
+    # machines): one fabric. A service whose copies each fit one machine has none between them: any nodes of the site
+    fabric = need.one_fabric
     groups: dict[tuple[str, str], list[Node]] = {}
     for n in big:
         if fabric and n.fabric is None:
@@ -691,7 +714,7 @@ def try_window(need: JobNeed, inv: Inventory, bookings: Sequence[Booking] | Held
         raise NoFit("busy", f"{len(frees)} free {need.device} nodes, but at most {max(best.values(), default=0)} at "
                     f"one site; a {need.nodes}-node service is placed at one site")
     raise NoFit("fabric", f"{len(frees)} free {need.device} nodes, but at most {max(best.values(), default=0)} on "
-                f"one fabric; a {need.nodes}-node training job must stay inside one fabric")
+                f"one fabric; a {_why_fabric(need)} must stay inside one fabric")
 
 
 def _place(need: JobNeed, inv: Inventory, held: Held, cap: dict[str, float], site_id: str, chosen: list[Node],
@@ -738,7 +761,8 @@ def _place(need: JobNeed, inv: Inventory, held: Held, cap: dict[str, float], sit
                         f"{format_bytes(need.storage_peak, binary=False)} "
                         f"at its peak, checkpoints accumulating)")
     return Placement(need.name, need.kind, start, end, site_id, tuple(n.id for n in chosen), need.per_node,
-                     need.device, pool_id, tuple(items), figures=Figures.of(need), agreement=need.agreement)
+                     need.device, pool_id, tuple(items), figures=Figures.of(need), agreement=need.agreement,
+                     copy_nodes=need.copy_nodes)
 
 
 def _node_items(need: JobNeed, n: Node, start: _dt.datetime, end: _dt.datetime) -> list[Item]:

@@ -114,7 +114,7 @@ def stored_need(b: Booking, device_kind: str) -> JobNeed:
                    fixed_address=any(i.resource.startswith("addr:") for i in b.items),
                    isolation="isolated" if any(i.resource.startswith("seg:") for i in b.items) else None,
                    ongoing=end >= ONGOING_END, team=team, accepts_maintenance=agreed.accepts,
-                   maintenance_windows=agreed.windows)
+                   maintenance_windows=agreed.windows, copy_nodes=b.copy_nodes or 1)
 
 
 def _site(b: Booking, inv: Inventory, preferred: Sequence[Node]) -> str | None:
@@ -219,15 +219,15 @@ def plan_moves(inv: Inventory, live: Sequence[Booking], orphan_ids: Sequence[str
 def _keep_what_holds(need: JobNeed, inv: Inventory, held: Held, at_site: list[Node], first: list[Node],
                      count: int) -> Placement | None:
     """The booking on the nodes that still hold it (``first``) plus free nodes at its site for the rest (one
-    fabric with them for a multi-node training run, as :func:`try_window` places it), or None when those cannot
-    hold it or none of its nodes is left."""
+    fabric with them for a job with collectives between its nodes, ``JobNeed.one_fabric``, as :func:`try_window`
+    places it), or None when those cannot hold it or none of its nodes is left."""
     if not first:
         return None
     try:
         chosen = list(first)
         k = count - len(first)
         if k > 0:
-            fabric = need.kind == "training" and need.nodes > 1
+            fabric = need.one_fabric
             rest = [n for n in at_site if n not in first and (not fabric or n.fabric == first[0].fabric)]
             extra = try_window(replace(need, devices=need.per_node * k, nodes=k), inv, held, need.start, nodes=rest)
             chosen += [n for n in rest if n.id in extra.nodes]

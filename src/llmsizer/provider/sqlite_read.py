@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from .placement import Booking, Item
-from .store import AGREED, ALIASES, FIGURES, HOLDING, LIVE, StoreError, booking_of, with_figures
+from .store import AGREED, ALIASES, COPY_NODES, FIGURES, HOLDING, LIVE, StoreError, booking_of, with_figures
 
 BASE_COLS = ("id", "job", "kind", "state", "start", "end", "created", "note")
 
@@ -69,7 +69,7 @@ class ReadOnlySqlite:
         args = (*states, *also)
         with self.con:  # one read transaction: the holds belong to the rows read
             have = {r["name"] for r in self._rows("PRAGMA table_info(reservations)")}
-            extra = "".join(f", {k}" for k in ("device", AGREED) if k in have)  # schema 3's, schema 5's
+            extra = "".join(f", {k}" for k in ("device", AGREED, COPY_NODES) if k in have)  # schema 3's, 5's, 6's
             rows = self._rows(f'SELECT id, job, kind, state{extra} FROM reservations WHERE {where}', args)
             holds = self._rows(f'SELECT h.reservation, h.resource, h.amount, h.start, h."end" FROM holds h JOIN '
                                f'reservations r ON h.reservation = r.id WHERE {where_r}', args)

@@ -5,7 +5,8 @@ first use (never by a read-only open: ``capacity check`` and ``show`` do not cre
 Tables: ``reservations`` (id, job, kind, state, start, end, created, note, idem_key, hold_until, device: the
 catalog device the placement was made on, schema 3; the plan's numbers the booking was made for, schema 4:
 :data:`FIGURES`, from :class:`~.placement.Figures`; ``maintenance_agreed``, schema 5: the provider maintenance
-the job's request agreed to, :func:`agreement_text`),
+the job's request agreed to, :func:`agreement_text`; ``copy_nodes``, schema 6: the machines one copy of the model
+spans, :data:`COPY_NODES`),
 ``holds`` (reservation, resource, amount, start, end: the placement's items), ``resource_locks`` (one row per
 resource, locked while a booking re-checks capacity), ``audit`` (append-only: who, what, when, before -> after),
 ``meta`` (schema version), ``login_failures`` (the console's failed sign-ins per client, so every ``serve`` process
@@ -57,7 +58,10 @@ from .inventory import Inventory, Quota
 from .placement import Booking, Item, Placement, format_amount, overflow
 from .quota import USAGE, check_quota, usage_resource
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
+#: schema 6: the machines one copy of a booking's model spans (placement.JobNeed.copy_nodes: a service whose tensor
+#: parallelism crosses machines, re-placed only on nodes of one fabric). NULL in a booking made before schema 6: 1
+COPY_NODES = "copy_nodes"
 #: schema 5: the provider maintenance a booking's request agreed to (windows.Agreement: whether it accepts any and
 #: the windows it states), JSON text (:func:`agreement_text`). NULL in a booking made before schema 5: not known
 AGREED = "maintenance_agreed"
@@ -201,7 +205,7 @@ class Store:
             sa.Column("hold_until", sa.DateTime), sa.Column("device", sa.String(200)),
             sa.Column("memory_per_device", sa.BigInteger), sa.Column("devices", sa.Integer),
             sa.Column("seconds", sa.Float), sa.Column("cost", sa.Float), sa.Column("cost_per_month", sa.Float),
-            sa.Column(AGREED, sa.Text))
+            sa.Column(AGREED, sa.Text), sa.Column(COPY_NODES, sa.Integer))
         self.holds = sa.Table(
             "holds", md, sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
             sa.Column("reservation", sa.String(64), sa.ForeignKey("reservations.id"), nullable=False, index=True),
@@ -240,14 +244,15 @@ class Store:
         """Schema 1 -> 2: the idem_key and hold_until columns; state ``tentative`` is now ``held``. 2 -> 3: the
         device column (the booked device type; empty for bookings made before, which are then checked by node only,
         :func:`orphaned`). 3 -> 4: the :data:`FIGURES` columns (NULL for bookings made before). 4 -> 5: the
-        :data:`AGREED` column (NULL for bookings made before: whether a service agreed to a window is not known)."""
+        :data:`AGREED` column (NULL for bookings made before: whether a service agreed to a window is not known).
+        5 -> 6: the :data:`COPY_NODES` column (NULL for bookings made before: read as 1, each copy in one machine)."""
         sa = self.sa
         with self.engine.connect() as c:
             row = c.execute(sa.select(self.meta.c.value).where(self.meta.c.key == "schema_version")).first()
         if row is not None and row[0] == str(SCHEMA_VERSION):
             return
         for name, typ in (("idem_key", "VARCHAR(64)"), ("hold_until", "TIMESTAMP"), ("device", "VARCHAR(200)"),
-                          *FIGURES, (AGREED, "TEXT")):
+                          *FIGURES, (AGREED, "TEXT"), (COPY_NODES, "INTEGER")):
             if name not in {c["name"] for c in sa.inspect(self.engine).get_columns("reservations")}:
                 try:
                     with self.engine.begin() as c:
@@ -294,7 +299,7 @@ class Store:
         states = (*states, "requested") if requested else states
         with self.engine.connect() as c:
             have = self._columns()
-            cols = [*self._base_cols(), *(self.res.c[k] for k in ("device", AGREED) if k in have)]
+            cols = [*self._base_cols(), *(self.res.c[k] for k in ("device", AGREED, COPY_NODES) if k in have)]
             live = self.res.c.state.in_(states)
             if also:
                 live = sa.or_(live, self.res.c.id.in_(list(also)))
@@ -475,6 +480,7 @@ class Store:
                         id=rid, job=placement.job, kind=placement.kind, state=state, start=placement.start,
                         end=placement.end, created=now, note=note, idem_key=key, device=placement.device,
                         **placement.figures.to_dict(), **{AGREED: agreement_text(placement.agreement)},
+                        **{COPY_NODES: placement.copy_nodes},
                         hold_until=now + hold_for if state in ("held", "requested") else None))
                     if placement.items:
                         c.execute(self.holds.insert(), [dict(reservation=rid, resource=i.resource, amount=i.amount,
@@ -729,7 +735,7 @@ def booking_of(row: dict[str, Any], items: tuple[Item, ...]) -> Booking:
     """A reservation row (schema 1's id, job, kind, state; the device and the agreement where the store has them)
     with its holds, as both readers build it."""
     return Booking(row["id"], row["job"], row["kind"], items, ALIASES.get(row["state"], row["state"]),
-                   row.get("device") or "", agreement_read(row.get(AGREED)))
+                   row.get("device") or "", agreement_read(row.get(AGREED)), row.get(COPY_NODES))
 
 
 def with_figures(row: dict[str, Any]) -> dict[str, Any]:
