@@ -1667,6 +1667,16 @@ def engine_runs(data: str | Path | None, file: str, batch_column: str,
                 engine_step_seconds: float | None = None) -> list[EngineRun]:
     """The rows of ``file`` (in the validation folder) estimated through ``estimate_speed`` with each row's engine
     and release; ``engine_step_seconds`` replaces the release's host-work rule by a given serial step time."""
+    out = []
+    for r in _read_csv(str(data_dir(data) / file)):
+        n, b, prompt, gen = int(r["gpus"]), int(r[batch_column]), int(r["prompt"]), int(r["generated"])
+        out.append(EngineRun(r, n, b, prompt, gen, row_speed(r, b, engine_step_seconds)))
+    return out
+
+
+def row_speed(r: dict[str, str], batch: int, engine_step_seconds: float | None = None) -> Any:
+    """The speed estimate of an engine benchmark row ``r`` at ``batch`` sequences (``engine_runs``' estimate, also
+    at the sequences an engine admits of a larger burst, ``serving_load_cases``)."""
     from .catalog.hardware import builtin_catalog
     from .catalog.models import find
     from .estimate.device import nvlink_mesh_for
@@ -1675,22 +1685,18 @@ def engine_runs(data: str | Path | None, file: str, batch_column: str,
     from .estimate.speed import estimate_speed
     from .formulas.kv_cache import KV_DTYPE_NAMES
 
-    out = []
-    for r in _read_csv(str(data_dir(data) / file)):
-        dev = builtin_catalog().devices[r["device"]]
-        n, b, prompt, gen = int(r["gpus"]), int(r[batch_column]), int(r["prompt"]), int(r["generated"])
-        # a quantized weight format (fp8-block, awq-int4) is no KV dtype: the engines cache K/V in the model's
-        # 16-bit dtype then (kv_cache_dtype 'auto', formulas/kv_cache.py KV_DTYPE_AUTO; fp16 and bf16 are 2 bytes)
-        kv = r["dtype"] if r["dtype"] in KV_DTYPE_NAMES else "bf16"
-        s = estimate_speed(find(r["catalog_model"]).spec(), dev, n, weights_format=r["dtype"], prompt_tokens=prompt,
-                           output_tokens=gen, concurrency=b, kv_dtype=kv,
-                           link_bandwidth=link_bandwidth_for(dev, None) if n > 1 else None,
-                           engine_step_seconds=engine_step_seconds, engine=r["engine"],
-                           # a release picks a host rule for the serving engines only (engines.step_host)
-                           engine_version=r["engine_version"] if r["engine"] in CURRENT_VERSION else None,
-                           nvlink_mesh=nvlink_mesh_for(dev, None, n) if n > 1 else None)
-        out.append(EngineRun(r, n, b, prompt, gen, s))
-    return out
+    dev = builtin_catalog().devices[r["device"]]
+    n = int(r["gpus"])
+    # a quantized weight format (fp8-block, awq-int4) is no KV dtype: the engines cache K/V in the model's
+    # 16-bit dtype then (kv_cache_dtype 'auto', formulas/kv_cache.py KV_DTYPE_AUTO; fp16 and bf16 are 2 bytes)
+    kv = r["dtype"] if r["dtype"] in KV_DTYPE_NAMES else "bf16"
+    return estimate_speed(find(r["catalog_model"]).spec(), dev, n, weights_format=r["dtype"],
+                          prompt_tokens=int(r["prompt"]), output_tokens=int(r["generated"]), concurrency=batch,
+                          kv_dtype=kv, link_bandwidth=link_bandwidth_for(dev, None) if n > 1 else None,
+                          engine_step_seconds=engine_step_seconds, engine=r["engine"],
+                          # a release picks a host rule for the serving engines only (engines.step_host)
+                          engine_version=r["engine_version"] if r["engine"] in CURRENT_VERSION else None,
+                          nvlink_mesh=nvlink_mesh_for(dev, None, n) if n > 1 else None)
 
 
 # -- vLLM static batches: validation/vllm_benchmark_latency.csv (vLLM benchmarks/benchmark_latency.py in PRs) ---------
@@ -1842,7 +1848,10 @@ def serving_tpot_cases(data: str | Path | None, name: str) -> list[Case]:
 # arriving independently, the expected figure) and completed requests/s (eq. Q7; one request: 1 / its time,
 # formulas/network.py eq. 9); a TTFT row also carries the estimate's bounds (``span``, not a calibrated range:
 # independent arrivals .. arriving together, eqs. Q8, Q9b, a fixed-length sweep's rounds in lockstep, an upper bound),
-# whose coverage and width ``span_coverage`` reports. SL01
+# whose coverage and width ``span_coverage`` reports. A row of more requests than the engine admits (fit's memory
+# estimate, ``serving_admission``: eq. R1) is one burst sent at once, estimated at the admitted c with the wait for
+# admission (estimate/serving_load.py burst_over_pool, eq. Q14). SGLang rows take their chunked_prefill_size from the
+# same estimate (its memory tier, engines.SGLANG_TIERS), as vLLM rows their max_num_batched_tokens. SL01
 # (one request) calibrates the server's own time per request (efficiency.VLLM_API_SERVER_SECONDS). TTFT is held to a factor (RATIO_KINDS: an under-estimate by 10x is a
 # miss as large as an over-estimate by 10x). No band.
 SERVING_LOAD_FILE = "serving_load.csv"
@@ -1854,19 +1863,37 @@ API_SERVER_SERIAL_ROW = "SL23"
 SERVING_LOAD_NO_BAND = "a serving-load row: llmsizer prints no calibrated range for the loaded TTFT or requests/s"
 
 
+def serving_admission(r: dict[str, str], concurrency: int) -> tuple[int, int | None]:
+    """What the serving engine of row ``r`` admits at ``concurrency`` requests and its prompt tokens per step, both
+    as fit's memory estimate applies them (the defaults for the row's GPU): (``running_sequences``, estimate/
+    inference/common.py eq. R1: the running cap and the KV pool's sequences of the row's prompt + generated tokens;
+    vLLM's max_num_batched_tokens or SGLang's chunked_prefill_size, fit.prefill_chunk_tokens: None for llama.cpp,
+    whose n_batch default serving_load takes)."""
+    from .estimate.fit import fit, prefill_chunk_tokens
+    from .formulas.kv_cache import KV_DTYPE_NAMES
+
+    kv = r["dtype"] if r["dtype"] in KV_DTYPE_NAMES else "bf16"  # as row_speed
+    f = fit(r["catalog_model"], r["device"], int(r["gpus"]), engine=r["engine"], weights=r["dtype"], kv_dtype=kv,
+            context=int(r["prompt"]) + int(r["generated"]), output_tokens=int(r["generated"]),
+            concurrency=concurrency, speed=False)
+    est = f.estimate
+    running = int(est.details.get("running_sequences", concurrency)) if est is not None else concurrency
+    return max(1, min(concurrency, running)), (prefill_chunk_tokens(est) if est is not None else None)
+
+
 def serving_load_cases(data: str | Path | None = None) -> list[Case]:
     """The serving-load rows, each estimated as fit does (its engine's chunk default for the row's GPU)."""
-    from .catalog.hardware import builtin_catalog
-    from .estimate.inference.vllm import vllm_batch_defaults
-    from .estimate.serving_load import under_load
+    from .estimate.serving_load import burst_over_pool, under_load
     from .specs.workload import ENGINE_NAMES
 
     out = []
     for run in engine_runs(data, SERVING_LOAD_FILE, "concurrency"):
         r, c = run.row, run.batch
-        chunk = vllm_batch_defaults(builtin_catalog().devices[r["device"]].memory_bytes)[1] \
-            if r["engine"] == "vllm" else None
-        s = under_load(run.speed, r["engine"], chunk)
+        admitted, chunk = serving_admission(r, c)
+        # a row of more requests than the engine admits is one burst sent at once (its notes say so; tested):
+        # the requests pass through the admitted slots (eq. Q14), the speed timed at those
+        s = burst_over_pool(row_speed(r, admitted), r["engine"], c, chunk) if admitted < c else \
+            under_load(run.speed, r["engine"], chunk)
         assert s is not None  # engine_runs estimates every row's speed
         load = s.load or {}
         if r["metric"] == "ttft":

@@ -27,6 +27,12 @@ from llmsizer.validation_cases import (
 PREFILL_BOUND = [f"SL{i}" for i in range(13, 23)]
 # one burst of 500 requests on one H100 (SL23 requests/s, SL24 TTFT): the server's serial share (eq. Q11)
 BURST_500 = ("SL23", "SL24")
+# the sweeps the server time H was calibrated and first checked on: Qwen2.5-0.5B on an L4 (SL01-SL12), Mistral-7B on
+# an RTX 4090 (SL13-SL22); the gpustack H100 rows (SL29-SL34, SL41-SL42) came later, held out
+FIRST_SWEEPS = {f"SL{i:02d}" for i in range(1, 23)}
+# gpustack's Qwen3-8B page on one H100 (SL29-SL32 vLLM 0.11.0 at 4 and 8 requests, SL33-SL34 SGLang 0.5.3.post3 at 4)
+# and its Qwen3-14B burst of 1000 short prompts (SL41-SL42)
+GPUSTACK = ("SL29", "SL30", "SL31", "SL32", "SL33", "SL34", "SL41", "SL42")
 
 
 def _cases() -> dict[str, object]:
@@ -45,7 +51,7 @@ def _speed(c: object) -> object:
 
 def test_every_row_is_estimated() -> None:
     cases = _cases()
-    assert len(cases) == 24 and all(c.predicted for c in cases.values())
+    assert len(cases) == 32 and all(c.predicted for c in cases.values())
     assert {c.kind for c in cases.values()} == {SERVING_TTFT, SERVING_RATE}
 
 
@@ -55,23 +61,27 @@ def test_the_measured_ttft_lies_within_the_stated_bounds() -> None:
     L4 rows lie between them; on the prefill-bound sweep one prompt's idle TTFT is far below the measured one from 16
     requests on (the queue the speed table used to leave out). The Mistral rows at 4 and 8 requests (assumed settings,
     another host than SL01's) lie below the independent-arrival figure: its H of SL01's host and the decode step each
-    prompt's step carries (eq. Q9a's k t_d, 20 ms on the RTX 4090) exceed what that run spent."""
+    prompt's step carries (eq. Q9a's k t_d, 20 ms on the RTX 4090) exceed what that run spent. SL33 (SGLang at 4
+    requests) lies below it too: SGLang's server time is vLLM's SL01 value by default (engines.API_SERVER_SECONDS),
+    and the run's 27.7 ms TTFT leaves at most 21.5 ms for it beside the 6.2 ms idle prefill. The expected figure is
+    either end (the bounds are sorted): near saturation independent arrivals wait the longer (SL41, 1000 short
+    prompts at once)."""
     rows = 0
     below = []
     for c in _cases().values():
         if c.kind != SERVING_TTFT or c.id == API_SERVER_CALIBRATION or c.id in BURST_500:
             continue
         low, high = c.span
-        assert low == c.predicted and c.measured <= high, (c.id, low, c.measured, high)
+        assert c.predicted in (low, high) and c.measured <= high, (c.id, low, c.measured, high)
         if c.measured < low:
             below.append(c.id)
         burst = float(c.note.split("arriving together (eqs. Q8, Q9b) ")[1].split(";")[0])
-        assert burst == pytest.approx(high, rel=1e-3)
+        assert burst == pytest.approx(high if c.predicted == low else low, rel=1e-3)
         rows += 1
         if c.id in PREFILL_BOUND and int(c.what.split(" c")[1].split(" ")[0]) >= 16:
             idle = float(c.note.split("TTFT alone ")[1].split(" s")[0])
             assert c.measured > 4 * idle, c.id
-    assert rows == 10 and below == ["SL13", "SL15"]
+    assert rows == 14 and below == ["SL13", "SL15", "SL33"]
 
 
 def test_the_server_time_follows_from_its_row() -> None:
@@ -91,7 +101,7 @@ def test_the_server_time_moves_the_held_out_rows_in() -> None:
     (L4 at 2-32 requests, Mistral-7B at 4-48) comes closer, and the L4 rows' requests/s too."""
     host = E.VLLM_API_SERVER_SECONDS.expected
     for c in _cases().values():
-        if c.id in (API_SERVER_CALIBRATION, "SL02", *BURST_500):
+        if c.id in (API_SERVER_CALIBRATION, "SL02") or c.id not in FIRST_SWEEPS:
             continue
         s = _speed(c)
         bare = loaded_serving(s.concurrency, s.prefill.seconds, s.decode.seconds, s.output_tokens, None)
@@ -149,15 +159,16 @@ def test_one_request_waits_for_nothing_but_the_server(row: str) -> None:
 
 
 def test_validate_reports_the_ranges_coverage() -> None:
-    """validate's coverage of the stated bounds (validation_cases.span_coverage): the TTFT kind only, every
-    summarised L4 row inside and the H100 burst (SL24) below both, 8 of 11 with the assumed-settings rows, the
-    calibration row (one request: no bounds) counted in neither; the width is each row's high / low, recomputed here
-    from the rows."""
+    """validate's coverage of the stated bounds (validation_cases.span_coverage): the TTFT kind only; of the 10
+    summarised rows every L4 row, the gpustack vLLM rows at 4 and 8 requests (SL29, SL31) and the burst of 1000 short
+    prompts (SL41) inside, the H100 burst of 500 (SL24) and SGLang at 4 requests (SL33) below both; 11 of 15 with the
+    assumed-settings rows; the calibration row (one request: no bounds) counted in neither; the width is each row's
+    high / low, recomputed here from the rows."""
     cases = serving_load_cases()
     ((kind, inside, summarised, inside_all, rows, median, widest),) = span_coverage(cases)
-    assert (kind, inside, summarised, inside_all, rows) == (SERVING_TTFT, 5, 6, 8, 11)
+    assert (kind, inside, summarised, inside_all, rows) == (SERVING_TTFT, 8, 10, 11, 15)
     widths = sorted(c.span[1] / c.span[0] for c in cases if c.span)
-    assert widest == max(widths) and median == pytest.approx(widths[5])
+    assert widest == max(widths) and median == pytest.approx(widths[7])
 
 
 def test_the_burst_rows_are_the_runs_numbers() -> None:
@@ -205,3 +216,75 @@ def test_the_serial_share_the_burst_gives_makes_the_held_out_rows_worse(monkeypa
     for row in ("SL11", "SR01"):
         assert abs(fitted[row].predicted / fitted[row].measured - 1) > 0.2 > \
             abs(stated[row].predicted / stated[row].measured - 1), row
+
+
+def test_sglang_rows_get_the_load_model() -> None:
+    """SGLang rows are loaded like vLLM's (formulas/serving_queue.py eqs. Q4-Q9): the chunk is the one fit's memory
+    estimate applies, SGLang's chunked_prefill_size default for an 80 GB GPU (8192, the memory tier of
+    sglang/srt/arg_groups/memory_hook.py, engines.SGLANG_TIERS), its prefill batches run apart from the decode (no
+    decode carried by the prompt's own steps), with the server's time per request; so SL33's TTFT is the closed load
+    at 4 requests, above the idle prefill plus H (before: the idle 6.2 ms alone, -77.6 %)."""
+    c = _cases()["SL33"]
+    s = estimate_speed(find("qwen3-8b").spec(), builtin_catalog().devices["h100-sxm"], 1, weights_format="bf16",
+                       prompt_tokens=233, output_tokens=221, concurrency=4, kv_dtype="bf16", engine="sglang",
+                       engine_version="0.5.3.post3")
+    assert ENG.SGLANG_TIERS[3][1] == 8192  # the H100 / A100 80GB tier
+    host = ENG.API_SERVER_SECONDS["sglang"]
+    want = loaded_serving(4, s.prefill.seconds, s.decode.seconds, 221, None, host, 0)["ttft_seconds"]
+    assert c.predicted == pytest.approx(want, rel=1e-9)
+    assert c.predicted > s.ttft_idle_seconds + host
+    assert abs(c.predicted / c.measured - 1) < 0.2
+
+
+# gpustack's Qwen3-14B bursts on one H100 SXM, vLLM 0.11.0 (docs/performance-lab/qwen3-14b/h100.md @7ae332a:
+# 'Mean TTFT (ms)', 'Request throughput (req/s)'), random prompts of (prompt, output) tokens, N sent at once: more than
+# the KV pool holds. Kept out of validation/serving_load.csv (/work/notes: rowhunt's SL35-SL40): the measured TTFT lies
+# above eq. Q14b's waves even so.
+LONG_BURSTS = (  # (prompt, output, N, measured TTFT s, measured requests/s, sequences the pool admits)
+    (32000, 100, 100, 191.02443, 0.26, 7),
+    (4000, 200, 500, 112.71692, 2.20, 59),
+    (2000, 100, 500, 50.71613, 5.06, 117),
+)
+
+
+def _burst_rows(tmp_path: object) -> dict[str, object]:
+    """The LONG_BURSTS as serving_load.csv rows in a folder of their own, estimated through serving_load_cases."""
+    import csv
+
+    head = ("id,engine,engine_version,device,gpus,catalog_model,dtype,prompt,generated,concurrency,metric,value,unit,"
+            "settings,source,quote,notes").split(",")
+    (tmp_path / "public_measurements.csv").write_text("")  # type: ignore[operator]  # data_dir's marker
+    path = tmp_path / "serving_load.csv"  # type: ignore[operator]
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(head)
+        for i, (p, g, n, ttft, rps, _) in enumerate(LONG_BURSTS):
+            for metric, value, unit in (("ttft", ttft * 1e3, "ms"), ("requests_per_second", rps, "requests/s")):
+                w.writerow([f"LB{i}{metric[0]}", "vllm", "0.11.0", "h100-sxm", 1, "qwen3-14b", "bf16", p, g, n,
+                            metric, value, unit, "defaults", "gpustack qwen3-14b/h100.md @7ae332a", "-",
+                            "one closed burst"])
+    return {c.id: c for c in serving_load_cases(tmp_path)}
+
+
+def test_a_burst_larger_than_the_pool_runs_through_its_admitted_slots(tmp_path: object) -> None:
+    """The mechanism (formulas/serving_queue.py eq. Q14), on published bursts that overflow the KV pool: the engine
+    runs the sequences of the full context its pool holds (estimate/inference/common.py eq. R1: 7, 59, 117, for
+    Qwen3-14B's 160 KiB per token), the rest wait for admission. Against the closed load at all N in flight, the
+    TTFT error falls from -93..-99 % to -48..-70 % and the requests/s error from +95..+115 % to +74..+96 %; the
+    measured TTFT still lies above the upper bound (waves in lockstep, eq. Q14b): the measured token rate is about
+    half the predicted one (vLLM's prefill at these batches is not calibrated; preemption's recomputed prompts are
+    not counted), so these rows stay out of the CSV."""
+    from llmsizer.estimate.serving_load import under_load
+    from llmsizer.validation_cases import row_speed, serving_admission
+
+    cases = _burst_rows(tmp_path)
+    for i, (p, g, n, ttft, rps, admitted) in enumerate(LONG_BURSTS):
+        row = {"engine": "vllm", "engine_version": "0.11.0", "device": "h100-sxm", "gpus": "1",
+               "catalog_model": "qwen3-14b", "dtype": "bf16", "prompt": str(p), "generated": str(g)}
+        assert serving_admission(row, n) == (admitted, 8192)
+        closed = under_load(row_speed(row, n), "vllm", 8192)
+        assert closed is not None and closed.load is not None
+        t, r = cases[f"LB{i}t"], cases[f"LB{i}r"]
+        assert abs(math.log(t.predicted / ttft)) < abs(math.log(closed.ttft_seconds / ttft))
+        assert abs(math.log(r.predicted / rps)) < abs(math.log(closed.load["requests_per_second"] / rps))
+        assert t.predicted < t.span[1] < ttft  # the known miss: above eq. Q14b

@@ -18,7 +18,9 @@ from ..formulas.arrival_tail import slots_for_tail
 from ..formulas.serving_queue import (
     OverCapacityError,
     admission_grid,
+    burst_admission_wait,
     burst_serving,
+    burst_waves,
     erlang_c,
     grid_throughputs,
     load_dependent_queue,
@@ -200,6 +202,47 @@ def under_load(sp: SpeedEstimate | None, engine: str, chunk_tokens: int | None =
         sp.output_tokens, sp.ttft_idle_seconds, prefill_levers(sp, sp.concurrency < 2)))
     server = server_assumption(q)
     return replace_fields(sp, load=load, assumptions=(*sp.assumptions, note, *server), warnings=warnings)
+
+
+
+def burst_over_pool(sp: SpeedEstimate | None, engine: str, in_flight: int,
+                    chunk_tokens: int | None = None) -> SpeedEstimate | None:
+    """A closed burst of ``in_flight`` requests sent at once and not replaced, on an engine that admits only
+    ``sp.concurrency`` = c of them (estimate/inference/common.py eq. R1: ``running_sequences``, the KV pool's
+    sequences of the full context or the running cap; ``sp`` the speed at c): ``under_load`` at c, its TTFT and
+    requests/s then those of the N requests passing through c slots (formulas/serving_queue.py eq. Q14a, the expected
+    figure: each slot handed to the next waiting request as one finishes; eq. Q14b, the upper bound: waves of c in
+    lockstep, each eq. Q8's round). ``sp`` unchanged where all N are admitted (``under_load`` at N is the answer) or
+    no closed load is known."""
+    if sp is None or in_flight <= sp.concurrency:
+        return sp
+    at_c = under_load(sp, engine, chunk_tokens)
+    if at_c is None or at_c.load is None:
+        return at_c
+    c, load = sp.concurrency, at_c.load
+    x = float(load["requests_per_second"])
+    wait = burst_admission_wait(in_flight, c, x)  # eq. Q14a
+    waves = burst_waves(in_flight, c, c / float(load["requests_per_second_burst"]))  # eq. Q14b
+    ttft, ttft_waves = float(load["ttft_seconds"]) + wait, float(load["ttft_burst_seconds"]) + waves["wait_seconds"]
+    burst = {**load, "ttft_seconds": ttft, "ttft_burst_seconds": ttft_waves,
+             "ttft_bounds_seconds": tuple(sorted((ttft, ttft_waves))),
+             "requests_per_second_burst": waves["requests_per_second"],
+             "burst_requests": in_flight, "admitted": c, "admission_wait_seconds": wait,
+             "waves": int(waves["waves"]), "wave_wait_seconds": waves["wait_seconds"],
+             "ttft_rule": "a burst larger than the engine admits: each slot handed on as a request finishes "
+                          "(eq. Q14a), waves in lockstep the upper bound (eq. Q14b)",
+             "source": "formulas/serving_queue.py eqs. Q4-Q9, Q14; " + str(load["source"]).removeprefix(
+                 "formulas/serving_queue.py eqs. Q4-Q9; ")}
+    note = Assumption(
+        "burst_over_pool", f"{in_flight} requests, {c} admitted", True,
+        f"derived: {in_flight} requests sent at once, {engine} runs {c} (estimate/inference/common.py eq. R1: its "
+        f"running cap, the sequences of the full context its KV pool holds) and keeps the others in its waiting "
+        f"queue (vLLM: Scheduler.schedule, vllm/v1/core/sched/scheduler.py @00024d31). Each slot handed on as a "
+        f"request finishes ({x:.3g} requests/s at {c} running, eq. Q7): {wait:.3g} s of waiting on average, TTFT "
+        f"{ttft:.3f} s (eq. Q14a); in {waves['waves']:.0f} waves of {c} in lockstep: TTFT {ttft_waves:.3f} s, "
+        f"{waves['requests_per_second']:.3g} requests/s (eq. Q14b, an upper bound without preemption: a request "
+        "preempted to free blocks recomputes its prompt, device time neither counts)")
+    return replace_fields(at_c, load=burst, assumptions=(*at_c.assumptions, note))
 
 
 # Open arrivals (formulas/serving_queue.py eq. Q10): requests sent at a rate, whatever the server does. The requests in

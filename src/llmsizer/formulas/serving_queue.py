@@ -16,7 +16,8 @@ So the output tokens/s are the R running sequences' (the queued ones add none), 
 first token is its wait (Q3) plus the TTFT in service. This is the mean over a closed, saturated system (every
 request in flight is replaced when it finishes: the "concurrency" llmsizer sizes for), not a burst's worst case.
 W is the loaded one where the engine batches continuously: eqs. Q4-Q9 below give the TTFT and the decode step of R
-running requests whose prompts compete with the decode for the device. Preemption is not modelled.
+running requests whose prompts compete with the decode for the device; eq. Q14 a burst of more requests than
+the engine admits, passing through its slots. Preemption is not modelled.
 """
 
 from __future__ import annotations
@@ -492,3 +493,56 @@ def load_dependent_queue(rate: float, throughputs: list[float]) -> dict[str, flo
     in_service = (sum(k * wk for k, wk in enumerate(w[:-1])) + servers * tail) / total
     return {"wait_probability": p_wait, "wait_seconds": waiting / rate, "waiting": waiting,
             "in_service": in_service, "in_flight": in_service + waiting}
+
+
+# --- a closed burst larger than the engine admits (eq. Q14) ------------------------------------------------------
+#
+# N requests sent at once and not replaced (a benchmark without a rate or a concurrency cap: ``vllm bench serve``
+# with --request-rate inf sends every prompt at once), on an engine that runs at most c of them (estimate/inference/
+# common.py eq. R1: its running cap, the sequences of the full context its KV pool holds). vLLM v1 keeps the rest in
+# its waiting queue (vllm/v1/core/sched/scheduler.py @00024d31, Scheduler.schedule: "Next, schedule the WAITING
+# requests", a request whose ``kv_cache_manager.allocate_slots`` returns None ends the loop and stays in
+# ``self.waiting``; none is taken while ``len(self.running) == self.max_num_running_reqs``), and takes them first come,
+# first served as finished requests free their blocks. The burst's N requests then pass through c slots; two
+# patterns bound what a request waits for admission, as eqs. Q9a / Q9b bound the TTFT of the c running:
+#
+#   continuous admission (the c running a closed load at c, eq. Q7's X(c), each slot handed to the next waiting
+#   request as one finishes): the i-th request (i = 0 .. N - 1, in order) is admitted at the (i - c + 1)-th
+#   completion, 1 / X(c) apart:
+#       wait_i = max(0, i - c + 1) / X(c),   mean wait = (N - c)(N - c + 1) / (2 N X(c))                  (Q14a)
+#       TTFT = eq. Q9a's TTFT at c + mean wait,   requests/s = X(c)
+#   waves in lockstep (the c admitted prefilled together and finishing together, eq. Q8's round at c, then the next
+#   c admitted): k = ceil(N / c) waves, the j-th (j = 0 .. k - 1) waiting j rounds:
+#       mean wait = round(c) x mean_i floor(i / c),   TTFT = eq. Q9b's TTFT at c + mean wait,
+#       requests/s = N / (k round(c))                                                                      (Q14b)
+#   (every wave, the last one of N - (k - 1) c requests too, timed as a full wave of c: an upper bound of the
+#   pattern, as Q9b is.)
+#
+# Not modelled: preemption. vLLM v1 admits a waiting request once its next prompt chunk's blocks fit, not its whole
+# context, and a running request that cannot grow preempts the newest running one (Scheduler.schedule:
+# ``preempted_req = self.running.pop()``, ``_preempt_request``), which goes back to the waiting queue and recomputes
+# its prompt from the start; that recomputed prefill is device time neither pattern counts, so a burst that preempts
+# can exceed Q14b.
+
+
+def burst_admission_wait(in_flight: int, admitted: int, throughput: float) -> float:
+    """Eq. (Q14a): the mean wait [s] for admission of a burst of ``in_flight`` requests through ``admitted`` slots
+    handed on first come, first served as requests complete at ``throughput`` [1/s]; 0 where all are admitted."""
+    if in_flight < 1 or admitted < 1 or throughput <= 0:
+        raise InputError("in_flight and admitted must be >= 1, throughput > 0")
+    queued = max(0, in_flight - admitted)
+    return queued * (queued + 1) / (2.0 * in_flight * throughput)
+
+
+def burst_waves(in_flight: int, admitted: int, round_seconds: float) -> dict[str, float]:
+    """Eq. (Q14b): a burst of ``in_flight`` requests run in waves of ``admitted``, each a round of ``round_seconds``
+    (eq. Q8/Q9b's round at ``admitted``): ``waves`` k, ``wait_seconds`` (the mean wait for the request's wave) and
+    ``requests_per_second`` (N / (k round))."""
+    if in_flight < 1 or admitted < 1 or round_seconds <= 0:
+        raise InputError("in_flight and admitted must be >= 1, round_seconds > 0")
+    waves = -(-in_flight // admitted)
+    # mean_i floor(i / c) over i = 0 .. N - 1: full waves 0 .. k - 2 of c each, the last of N - (k - 1) c
+    last = in_flight - (waves - 1) * admitted
+    mean_index = (admitted * (waves - 1) * (waves - 2) / 2 + last * (waves - 1)) / in_flight
+    return {"waves": float(waves), "wait_seconds": round_seconds * mean_index,
+            "requests_per_second": in_flight / (waves * round_seconds)}
