@@ -143,7 +143,7 @@ from .device import (
 )
 from .fit import hourly_price, link_bandwidth_for, vm_share_device
 from .framework import with_framework
-from .launch import kernel_linears, layer_code, moe_kinds, nf4_weight_shapes
+from .launch import kernel_linears, layer_code, moe_block_kernels, moe_implementation, moe_kinds, nf4_weight_shapes
 from .model_parallel import COLUMN_PARALLEL_BLOCKS, FsdpStage, model_parallel_time, stage_share
 from .speed import attention_width
 from .training.compose import (
@@ -526,12 +526,15 @@ def _adapted_linears(spec: ModelSpec, targets: tuple[str, ...] | str) -> dict[in
 def kernels_per_micro_step(spec: ModelSpec, w: TrainingWorkload, capability: int | None = None) -> int:
     """Kernels one micro-step of ``w`` launches on one device (formulas/launch_overhead.py eqs. (K2)/(K3)): each
     decoder layer's projections and adapters (``layer_matmul_shapes``), an MoE layer's top-k routed experts as
-    linears, the recomputed forward of the checkpointed layers, the embedding, head and loss; eager or compiled;
-    memoized on its immutable arguments. ``capability``: the GPU's compute capability (``Device.capability``), which a
+    linears (compiled) or, eager, the MoE block of the framework's implementation (eq. K9: ``moe_implementation``,
+    ``moe_block_kernels``), the recomputed forward of the checkpointed layers, the embedding, head and loss; eager
+    or compiled; memoized on its immutable arguments. ``capability``: the GPU's compute capability (``Device.capability``), which a
     bitsandbytes NF4 base's fused-kernel reach depends on (eq. K5; None: the fallback ladder)."""
     tp = w.tp if w.tp > 1 else 1
     st = _matmul_setup(spec, w.method, w.rank, w.targets, tp, w.dora)
-    widths, linears = kernel_linears(spec, st)
+    # eager: an MoE layer's router, dispatch and routed experts as its framework's implementation runs them (eq. K9)
+    by_implementation = spec.moe is not None and not w.compile
+    widths, linears = kernel_linears(spec, st, routed=not by_implementation)
     recompute = recompute_mode(w.grad_checkpointing)
     ckpt = len(checkpointed_layers(spec.num_layers, w.checkpoint_every)) if recompute != "none" else 0
     # a full fine-tune under torch.autocast keeps fp32 weights and an fp32 residual stream: the casts of eq. K6,
@@ -550,6 +553,13 @@ def kernels_per_micro_step(spec: ModelSpec, w: TrainingWorkload, capability: int
     total = step_kernels(widths, linears, w.compile, w.method == "full", ckpt, head, half, early_stop=early_stop,
                          autocast=amp, adapter_casts=adapter_casts, code=code,
                          adapter_dropout=w.adapters and w.lora_dropout != "none")
+    if by_implementation:
+        # the tokens one device's MoE layer sees per micro-step (its context-parallel share of each sequence)
+        tokens_local = w.micro_batch * w.seq_len / max(1, w.context_parallel)
+        f, b = moe_block_kernels(spec, moe_implementation(w.precision, w.framework), tokens_local,
+                                 max(1, w.ep), half)
+        n_moe = sum(moe_kinds(spec))
+        total += round(n_moe * (f + b) + f * n_moe * ckpt / len(widths))
     fmt = qlora_base_format(spec, w.nf4_format) if w.method == "qlora" else ""
     if fmt in ("nf4", "nf4-dq") and w.nf4_quantizer in BNB_QUANTIZERS:
         # a bitsandbytes NF4 base (formulas/launch_overhead.py eq. K5): each frozen linear's dequantization kernels in
@@ -1371,6 +1381,11 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
                                 f"formulas/launch_overhead.py: {'compiled' if w.compile else 'eager'} kernels of "
                                 f"one micro-step ({LAUNCH_SOURCE})"))
         notes.append(Assumption(tau.name, tau.expected, True, tau.source))
+        if spec.moe is not None and not w.compile:
+            notes.append(Assumption("moe_kernels_implementation", moe_implementation(w.precision, w.framework), True,
+                                    "formulas/launch_overhead.py eq. K9: the MoE block's kernels as the framework "
+                                    "runs it (Megatron-Core TEGroupedMLP: a cuBLAS GEMM per local expert; "
+                                    "torchtitan / transformers 5.x: grouped_mm)"))
         t_c = overlapped_seconds(t_c, t_launch)
     if w.context_parallel > 1:
         t_c += _ring_exchange_seconds(spec, w, int(tokens), t_attn / tp_div * share, link_bandwidth, notes, warnings)

@@ -1,11 +1,13 @@
 """Kernels an eager transformers inference step launches, from the model's structure (formulas/launch_overhead.py
-eq. K4), and the layer-kind split the training kernel counts share (``moe_kinds``)."""
+eq. K4), the layer-kind split the training kernel counts share (``moe_kinds``), and the MoE block a training
+framework runs (``moe_implementation``, ``moe_block_kernels``: eq. K9)."""
 
 from __future__ import annotations
 
 import dataclasses
 from functools import lru_cache
 
+from ..errors import InputError
 from ..formulas.elementwise_traffic import LayerWidths, model_layer_widths
 from ..formulas.launch_overhead import (
     BNB_SERVING_RELEASE,
@@ -16,6 +18,8 @@ from ..formulas.launch_overhead import (
     Linear,
     forward_head_kernels,
     inference_step_kernels,
+    mlp_activation_kernels,
+    moe_layer_kernels,
     nf4_fused_max_rows,
     nf4_linear_kernels,
 )
@@ -63,20 +67,46 @@ def _fuse(spec: ModelSpec, rows: list[tuple[str, int, int, bool]]) -> list[tuple
     return rows
 
 
-def kernel_linears(spec: ModelSpec, st: ActivationSetup) -> tuple[list[LayerWidths], list[list[Linear]]]:
+def moe_implementation(precision: str, framework: str) -> str:
+    """The MoE block a training run's framework executes (formulas/launch_overhead.py eq. K9,
+    ``MOE_IMPLEMENTATIONS``): Megatron-Core's TEGroupedMLP for Megatron's own mixed precision (precision
+    'megatron-bf16' / 'megatron-fp16': the one marker of a Megatron run, as formulas/tensor_parallel.py
+    ``training_tp_framework`` reads it), torchtitan's GroupedExperts under that profile, else transformers' default
+    ``experts_implementation`` (5.x: 'grouped_mm', modeling_utils.py L1893-1915 @5.24.0)."""
+    if precision.startswith("megatron-"):
+        return "megatron-te"
+    return "torchtitan" if framework == "torchtitan" else "transformers-grouped-mm"
+
+
+def moe_block_kernels(spec: ModelSpec, implementation: str, tokens: float, ep: int = 1,
+                      half: bool = True) -> tuple[float, float]:
+    """(forward, backward) kernels an MoE layer of ``spec`` adds to its attention and norms per micro-step on one
+    device: the block of eq. K9 (``moe_layer_kernels``) less the MLP activation K2/K3 count it already has
+    (``mlp_activation_kernels``, which the block contains). ``tokens``: the tokens the layer sees on the device."""
+    if spec.moe is None:
+        raise InputError("moe_block_kernels needs an MoE model")
+    m = spec.moe
+    f, b = moe_layer_kernels(implementation, m.num_experts, m.experts_per_token, tokens, ep, half)
+    af, ab = mlp_activation_kernels(m.expert_gated)
+    return f - af, b - ab
+
+
+def kernel_linears(spec: ModelSpec, st: ActivationSetup,
+                   routed: bool = True) -> tuple[list[LayerWidths], list[list[Linear]]]:
     """Per decoder layer, its widths (``model_layer_widths``) and the linears the eager kernel counts take (name,
     trained, has bias): the projections and adapters of ``layer_matmul_shapes`` (trained: a full fine-tune's, or an
     adapter's; a fused q/k/v or gate/up linear as one, :func:`_fuse`) and, in an MoE layer, its top-k routed experts' linears (``experts_per_token`` x 3 gated | 2; trained
     in a full fine-tune). The one rule of the training count (estimate/duration.py kernels_per_micro_step) and the
     inference count (:func:`inference_kernels`); layers of one kind (``moe_kinds``) share their objects, which
-    formulas/launch_overhead.py counts once."""
+    formulas/launch_overhead.py counts once. ``routed`` False: an MoE layer's routed experts left out, for a count that
+    takes them from its implementation (:func:`moe_block_kernels`, eq. K9)."""
     by_kind: dict[bool, tuple[LayerWidths, list[Linear]]] = {}
     kinds = moe_kinds(spec)
     for moe in dict.fromkeys(kinds):
         i = kinds.index(moe)  # the first layer of this kind
         lin = [(name, st.full or "lora_" in name, not counted)
                for name, _, _, counted in _fuse(spec, layer_matmul_shapes(spec, i, st))]
-        if moe and spec.moe is not None:
+        if moe and spec.moe is not None and routed:
             m = spec.moe
             lin += [("expert", st.full, False)] * (m.experts_per_token * (3 if m.expert_gated else 2))
         by_kind[moe] = (model_layer_widths(spec, i, st.tp), lin)

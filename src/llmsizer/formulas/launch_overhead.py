@@ -152,7 +152,65 @@ previous step's kernels: eq. K1 per step, not across steps. The worker's loop ha
 stays on the device), so its launches may run ahead across steps; its steps being alike, the sum of the per-step
 maxima is the maximum of the sums all the same.
 
-MoE layers are counted with the MLP of their top-k experts (transformers' eager expert loop, e.g.
+**MoE layers, by implementation** (eq. K9, :func:`moe_layer_kernels`). A training micro-step's MoE block (router,
+dispatch, routed experts, combine) is counted as the implementation its framework runs, which launches a count that
+depends on the tokens, the top-k or the local experts in different ways:
+
+- ``transformers-eager`` (transformers 5.24.0 ``Qwen3MoeExperts.forward``, models/qwen3_moe/modeling_qwen3_moe.py
+  L223-245, the router L260-268, the block L277-282; the loop of transformers 4.x's MoE blocks): the router (GEMM,
+  softmax, top-k, the renormalisation: 5 with its clone), ``zeros_like``, the ``one_hot`` mask (``zeros``,
+  ``aminmax``'s bounds check, ``scatter_``), its ``sum`` and ``gt``, ``nonzero``, two host reads, then per expert hit
+  14 (``expert_idx == num_experts`` and its host read, ``torch.where``'s ``nonzero`` and two host reads, the token
+  gather, the gate/up GEMM, ``silu``, ``* up``, the down GEMM, the routing weight gather and ``*``, ``index_add_``):
+  15 + 14 h forward; backward 9 + 22 h (per hit: 4 GEMMs, the two weight ``select_backward`` and their gradient
+  ``add``, the two gathers' ``new_zeros`` + ``index_put``, ``index_select`` of ``index_add_``, the products'
+  gradients, ``silu_backward``, the chunk's ``cat``, the sums);
+- ``transformers-grouped-mm`` (the same file with ``experts_implementation="grouped_mm"``, integrations/moe.py
+  ``grouped_mm_experts_forward`` L424-536, the default of every model whose experts class carries
+  ``@use_experts_implementation``: modeling_utils.py L1893-1915 picks 'grouped_mm' when none is requested): the
+  router, a ``sort``, the gathers, ``histc`` + ``cumsum`` offsets, two ``_grouped_mm`` (gate/up fused, down), the
+  gate, the weights, the inverse permutation and the top-k sum: 22 forward, 31 backward, independent of tokens
+  (at T >= 2), k and E;
+- ``torchtitan`` (pytorch/torchtitan @b5bcd76 torchtitan/models/common/moe.py L55-120 ``GroupedExperts``: always
+  ``torch._grouped_mm``, with w1 and w3 as two grouped GEMMs, so one more than transformers' fused gate/up; its router
+  and ``LocalTokenDispatcher`` (token_dispatcher.py) are taken as transformers' grouped path's, not traced): 23 / 33;
+- ``megatron-te`` (Megatron-Core's ``TEGroupedMLP`` under the all-to-all dispatcher with permute and router fusion,
+  NVIDIA/Megatron-LM @d7288711, the commit Megatron-Bridge v0.4.1 pins; read, not traced): Transformer Engine's
+  ``GroupedLinear`` launches one cuBLAS GEMM per local expert on a pool of streams unless
+  ``NVTE_USE_CUTLASS_GROUPED_GEMM`` is set (NVIDIA/TransformerEngine v2.18 @27486e03
+  transformer_engine/common/gemm/cublaslt_gemm.cu L1054-1077 ``nvte_multi_tensor_gemm``, the per-GEMM loop of
+  ``multi_stream_cublas_gemm`` L985-1011), so fc1 and fc2 are 2 n_local GEMMs forward and 4 n_local backward
+  (dgrad + wgrad), n_local = E / ep, independent of k. Around them, forward (:data:`MEGATRON_MOE_FIXED`): the router
+  (router.py ``gating`` L85-108: the fp32 casts and GEMM, 3; the fused top-k + score function, 1; the fused aux-loss
+  scores, the token count, its all-reduce and the fused aux loss, 4), the dispatcher's ``preprocess``
+  (token_dispatcher.py L471-592: the routing-map sums and the count all-gather, 8, and the four device-to-host
+  copies of the splits, 4), TE's fused ``permute`` (row-id map, 3, and the permute, 1), two all-to-alls (tokens,
+  probs), the fused chunk sort (map and sort, 2), the fused weighted SwiGLU (experts.py ``bias_act_func``, 1), the
+  sort back (2), the combine all-to-all (1) and the fused ``unpermute`` (1): 33; backward the router's two GEMMs and
+  cast, the top-k's and aux loss's backward (3 + 1 + 2), the permute's and its probabilities' (2), the two
+  all-to-alls, the chunk sorts (2 + 1), the SwiGLU's (1), the combine all-to-all and the unpermute (1 + 1): 16.
+  Without expert parallelism the count all-gather, the split copies and the all-to-alls go (fwd - 9, bwd - 3).
+  Transformer Engine launches its per-expert GEMMs from a C++ loop without PyTorch's dispatcher, so tau_host
+  over-states their host time (as for inductor's launcher below).
+
+Per MoE layer, forward and backward (h: the experts hit by T tokens, eq. K9a; half precision adds the router's two
+casts each way in transformers' paths)::
+
+    transformers-eager        K_moe,f = 15 + 14 h            K_moe,b = 9 + 22 h
+    transformers-grouped-mm   K_moe,f = 22                   K_moe,b = 31
+    torchtitan                K_moe,f = 23                   K_moe,b = 33
+    megatron-te               K_moe,f = 33 + 2 n_local       K_moe,b = 16 + 4 n_local                   (K9)
+
+    h = E (1 - (1 - k/E)^T)                                                                             (K9a)
+
+(K9a: under uniform routing each token picks k distinct experts of E, so a given expert is missed by one token with
+probability 1 - k/E and, the tokens independent, by all T with (1 - k/E)^T; the expected hit count is E times one
+minus that, by linearity of expectation.) The block replaces the layer's MLP activation kernels of K2/K3
+(:func:`mlp_activation_kernels`), which it contains. A compiled step keeps the top-k experts as linears (below).
+tests/formulas/test_moe_kernels.py traces transformers' two paths on a CPU Qwen3-MoE block.
+
+MoE layers in an inference step (eq. K4) and in a compiled training step are counted with the MLP of their top-k
+experts (transformers' eager expert loop, e.g.
 qwen3_moe/modeling_qwen3_moe.py:235-245 @5.24.0, launches about ten kernels and two host reads per expert hit, and a
 prefill hits nearly every expert: an under-count, which estimate/speed.py warns of). A tensor-parallel forward's
 all-reduces are not counted either (warned). A QLoRA base adds bitsandbytes' dequantization kernels per NF4 linear and pass and PEFT's
@@ -281,9 +339,9 @@ def layer_kernels(w: LayerWidths, linears: Sequence[Linear], compiled: bool, nor
     qkv_grad = max(0, separate_qkv - 1) if FUSED_QKV not in names else (1 if code.qkv_split else 3 + 2)
     rot_f, rot_b = (10, 12) if code.rotary_fused else (10 + (2 if code.rotary_pass_cat else 0),
                                                         16 + (4 if code.rotary_pass_cat else 0))
-    fwd = 2 * nf + n_lin + rot_f * rot + 1 + (2 if w.gated else 1) + 2 + 2 * adapters + (1 if code.output_copy else 0)
-    bwd = (2 * nb + gemm_bwd + rot_b * rot + 1 + (3 if w.gated else 1) + 2 + qkv_grad
-           + (1 if w.gated else 0) + 2 * adapters)
+    act_f, act_b = mlp_activation_kernels(w.gated)
+    fwd = 2 * nf + n_lin + rot_f * rot + 1 + act_f + 2 + 2 * adapters + (1 if code.output_copy else 0)
+    bwd = 2 * nb + gemm_bwd + rot_b * rot + 1 + act_b + 2 + qkv_grad + 2 * adapters
     return fwd, bwd
 
 
@@ -428,6 +486,72 @@ def gptq_linear_kernels(tokens: int, bias: bool) -> tuple[int, int]:
 # PEFT's LoRA over a bitsandbytes 4-bit linear clones the base output before adding the adapter
 # (peft @5d602fdb src/peft/tuners/lora/bnb.py:533, ``result = result.clone()``): one copy kernel per forward
 PEFT_4BIT_CLONE_KERNELS = 1
+
+
+# eq. K9's implementations of an MoE block (see the module docstring)
+MOE_IMPLEMENTATIONS = ("transformers-eager", "transformers-grouped-mm", "torchtitan", "megatron-te")
+# transformers' two paths, traced in fp32 on a CPU Qwen3-MoE block (tests/formulas/test_moe_kernels.py): (forward,
+# backward) per layer, and the eager loop's per expert hit
+HF_EAGER_MOE_FIXED, HF_EAGER_MOE_PER_HIT = (15, 9), (14, 22)
+HF_GROUPED_MOE = (22, 31)
+# in half precision the router's fp32 softmax output and the weights are cast back, a kernel each way (traced)
+HF_MOE_HALF_CASTS = (2, 2)
+# torchtitan's GroupedExperts: w1 and w3 as two grouped GEMMs (one forward, two backward more than a fused gate/up)
+TORCHTITAN_EXTRA_GROUPED_GEMM = (1, 2)
+# Megatron-Core's router, dispatcher, fused permute/sort/unpermute and SwiGLU around TE's GEMMs (read), with expert
+# parallelism; without it the count all-gather, the 4 split copies, the all-to-alls go
+MEGATRON_MOE_FIXED, MEGATRON_MOE_NO_EP = (33, 16), (9, 3)
+
+
+def expected_hit_experts(experts: int, top_k: int, tokens: float) -> float:
+    """Eq. (K9a): the experts that at least one of ``tokens`` tokens is routed to, in expectation, when each token picks
+    ``top_k`` distinct experts of ``experts`` uniformly: E (1 - (1 - k/E)^T)."""
+    if experts < 1 or not 1 <= top_k <= experts:
+        raise InputError("an MoE layer needs 1 <= top-k <= experts")
+    if tokens < 0:
+        raise InputError("tokens must not be negative")
+    return experts * (1.0 - (1.0 - top_k / experts) ** tokens)
+
+
+def mlp_activation_kernels(gated: bool) -> tuple[int, int]:
+    """(forward, backward) kernels of a layer's eager MLP activation in eqs. K2/K3: ``act(gate) * up`` (2) and its
+    backward (3) with the gate/up input-gradient sum (1); ``act`` alone (1, 1) ungated."""
+    return (2, 4) if gated else (1, 1)
+
+
+def moe_layer_kernels(implementation: str, experts: int, top_k: int, tokens: float, ep: int = 1,
+                      half: bool = True) -> tuple[float, float]:
+    """Eq. (K9): (forward, backward) kernels one MoE block (router, dispatch, routed experts, combine) launches per
+    micro-step on one device, by ``implementation`` (:data:`MOE_IMPLEMENTATIONS`): ``experts`` E of the layer,
+    ``top_k``, ``tokens`` T the device's layer sees per micro-step, ``ep`` the expert-parallel degree (Megatron:
+    n_local = E / ep GEMMs per fc), ``half`` half-precision activations (transformers' router casts).
+
+    >>> moe_layer_kernels("transformers-grouped-mm", 128, 8, 4096)
+    (24, 33)
+    >>> moe_layer_kernels("megatron-te", 128, 8, 4096, ep=16)
+    (49, 48)
+    """
+    if implementation not in MOE_IMPLEMENTATIONS:
+        raise InputError(f"MoE implementation must be one of {', '.join(MOE_IMPLEMENTATIONS)}, got {implementation!r}")
+    if ep < 1 or experts % ep:
+        raise InputError(f"expert parallelism {ep} must divide the {experts} experts")
+    if tokens < 1:
+        raise InputError("tokens per micro-step must be at least 1")
+    if implementation == "megatron-te":
+        n_local = experts // ep
+        f, b = MEGATRON_MOE_FIXED
+        if ep == 1:
+            f, b = f - MEGATRON_MOE_NO_EP[0], b - MEGATRON_MOE_NO_EP[1]
+        return f + 2 * n_local, b + 4 * n_local
+    cf, cb = HF_MOE_HALF_CASTS if half else (0, 0)
+    if implementation == "transformers-eager":
+        h = expected_hit_experts(experts, top_k, tokens)
+        return (HF_EAGER_MOE_FIXED[0] + cf + HF_EAGER_MOE_PER_HIT[0] * h,
+                HF_EAGER_MOE_FIXED[1] + cb + HF_EAGER_MOE_PER_HIT[1] * h)
+    f, b = HF_GROUPED_MOE[0] + cf, HF_GROUPED_MOE[1] + cb
+    if implementation == "torchtitan":
+        f, b = f + TORCHTITAN_EXTRA_GROUPED_GEMM[0], b + TORCHTITAN_EXTRA_GROUPED_GEMM[1]
+    return f, b
 
 
 def host_seconds(kernels: float, seconds_per_kernel: float) -> float:
