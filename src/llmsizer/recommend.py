@@ -71,6 +71,7 @@ from .estimate.format_search import (
     pick_format,
     reading_floor_applies,
     serves_alone,
+    walk_ladders,
 )
 from .estimate.format_search import fits_at as fits_at
 from .estimate.format_search import reading_floor_unchecked as reading_floor_unchecked
@@ -600,11 +601,12 @@ def _evaluate(spec: ModelSpec, cand: _Candidate, context: int, concurrency: int,
               engine_given: str | None = None,
               fields: Mapping[str, Any] | None = None) -> tuple[Option, tuple[str, ...]]:
     """Best weight format for one device x count (price-independent part; estimate/format_search.py
-    ``pick_format``, the ladder walk ``fit``'s hint asks too); status meets/rejected; with the warnings of the fit a
-    meeting option is (``FitResult.all_warnings``; none for a rejection)."""
-    pick = pick_format(spec, cand.device, cand.count, cand.instance, cand.memory, context=context,
-                       concurrency=concurrency, output_tokens=output_tokens, weights=weights, limits=c.latency(),
-                       headroom=hr, hardware_files=hardware_files, engine_given=engine_given, fields=fields)
+    ``walk_ladders``: the engine ladders ``models --fits-on`` and ``fit``'s hint walk, the next engine's where no
+    engine is named and the first ends with no rung that meets); status meets/rejected; with the warnings of the fit
+    a meeting option is (``FitResult.all_warnings``; none for a rejection)."""
+    pick = walk_ladders(spec, cand.device, cand.count, cand.instance, cand.memory, context=context,
+                        concurrency=concurrency, output_tokens=output_tokens, weights=weights, limits=c.latency(),
+                        headroom=hr, hardware_files=hardware_files, engine_given=engine_given, fields=fields)
     return _option_from_pick(cand, pick), pick.warnings
 
 

@@ -493,31 +493,54 @@ def format_on(spec: ModelSpec, hardware: str | Device | Instance, count: int | N
     check_headroom(headroom)  # checked once; each rung's margin is its engine's (estimate/verdict.py margin_rule)
     # a memory given is fit's memory; else a CPU instance's RAM, as recommend sizes its candidates
     mem = instance_memory(device, instance, int(memory) if memory is not None else None)
-    pick = pick_format(spec, device, n, instance, mem, context=context, concurrency=concurrency,
-                       output_tokens=output_tokens, weights=weights, limits=limits, headroom=headroom,
-                       hardware_files=hardware_files, engine_given=engine, fields=fields, host_device=host_device,
-                       host_memory=host_memory)
-    nxt = next_ladder_engine(device, pick) if (engine is None or also_smallest_ladder) and weights is None else None
-    if nxt is not None:  # the asked ladder ended with no rung that meets: the one that goes further down
-        # the settings llama.cpp reads (the asked engine's own, gpu_memory_utilization, max_num_seqs..., left out)
-        other_fields = {k: v for k, v in fields.items() if nxt in ENGINE_SETTINGS.get(k, (nxt,))}
-        try:
-            if other_fields.get("kv_dtype") is not None:
-                check_engine_kv_dtype(nxt, str(other_fields["kv_dtype"]))
-            margin_rule(nxt, workload_device_kind(device), headroom, other_fields.get("fit_target"))
-        except InputError:  # a setting that engine refuses: the asked engine's answer stands
-            return pick, unchecked
-        other = pick_format(spec, device, n, instance, mem, context=context, concurrency=concurrency,
-                            output_tokens=output_tokens, weights=None, limits=limits, headroom=headroom,
-                            hardware_files=hardware_files, engine_given=nxt, fields=other_fields,
-                            host_device=host_device, host_memory=host_memory)
-        # met there; or, none fitting the asked ladder's memory, the next ladder's rung that fits but misses a limit
-        if other.status == "meets" or other.fit is not None and pick.fit is None:
-            why = pick.reasons[0] if pick.reasons else "no rung fits"
-            return dataclasses.replace(other, none_on=(pick.engine, why), reasons=(
-                *other.reasons, f"no rung of {ENGINE_NAMES.get(pick.engine, pick.engine)}'s ladder meets: {why}")), \
-                unchecked
+    pick = walk_ladders(spec, device, n, instance, mem, context=context, concurrency=concurrency,
+                        output_tokens=output_tokens, weights=weights, limits=limits, headroom=headroom,
+                        hardware_files=hardware_files, engine_given=engine, fields=fields, host_device=host_device,
+                        host_memory=host_memory, also_smallest_ladder=also_smallest_ladder)
     return pick, unchecked
+
+
+def walk_ladders(spec: ModelSpec, device: Device, count: int, instance: Instance | None, memory: int | None, *,
+                 context: int, concurrency: int, output_tokens: int | None, weights: str | None,
+                 limits: LatencyLimits, headroom: float | None, hardware_files: Sequence[str | Path] = (),
+                 engine_given: str | None = None, fields: Mapping[str, Any] | None = None,
+                 host_device: str | Device | None = None, host_memory: int | None = None,
+                 also_smallest_ladder: bool = False) -> FormatPick:
+    """``pick_format`` on the asked engine's ladder, then, where no engine is named and no weight format given (or
+    ``also_smallest_ladder``: fit's hint) and that ladder ends with no rung that meets, on the next engine's
+    (``next_ladder_engine``): the one walk of the engine ladders that ``format_on`` (``models --fits-on``, the web's
+    fits page, the plan, fit's hint) and recommend's catalog search (``recommend.py`` ``_evaluate``) ask, so each
+    candidate gets one verdict and format from every surface. The next ladder's pick is taken where it meets, or
+    where it fits but misses a limit and no rung of the asked ladder fits; it then says which engine had none
+    (``none_on``) and why."""
+    given = dict(fields or {})
+    pick = pick_format(spec, device, count, instance, memory, context=context, concurrency=concurrency,
+                       output_tokens=output_tokens, weights=weights, limits=limits, headroom=headroom,
+                       hardware_files=hardware_files, engine_given=engine_given, fields=given,
+                       host_device=host_device, host_memory=host_memory)
+    walk = (engine_given is None or also_smallest_ladder) and weights is None
+    nxt = next_ladder_engine(device, pick) if walk else None
+    if nxt is None:
+        return pick
+    # the asked ladder ended with no rung that meets: the one that goes further down, with the settings that engine
+    # reads (the asked engine's own, gpu_memory_utilization, max_num_seqs..., left out)
+    other_fields = {k: v for k, v in given.items() if nxt in ENGINE_SETTINGS.get(k, (nxt,))}
+    try:
+        if other_fields.get("kv_dtype") is not None:
+            check_engine_kv_dtype(nxt, str(other_fields["kv_dtype"]))
+        margin_rule(nxt, workload_device_kind(device), headroom, other_fields.get("fit_target"))
+    except InputError:  # a setting that engine refuses: the asked engine's answer stands
+        return pick
+    other = pick_format(spec, device, count, instance, memory, context=context, concurrency=concurrency,
+                        output_tokens=output_tokens, weights=None, limits=limits, headroom=headroom,
+                        hardware_files=hardware_files, engine_given=nxt, fields=other_fields,
+                        host_device=host_device, host_memory=host_memory)
+    # met there; or, none fitting the asked ladder's memory, the next ladder's rung that fits but misses a limit
+    if other.status == "meets" or other.fit is not None and pick.fit is None:
+        why = pick.reasons[0] if pick.reasons else "no rung fits"
+        return dataclasses.replace(other, none_on=(pick.engine, why), reasons=(
+            *other.reasons, f"no rung of {ENGINE_NAMES.get(pick.engine, pick.engine)}'s ladder meets: {why}"))
+    return pick
 
 
 def next_ladder_engine(device: Device, pick: FormatPick) -> str | None:
