@@ -14,6 +14,7 @@ def clear_caches(estimates_only: bool = False) -> None:
     ``_stage_adapters``, duration.py ``_adapted_linears``): "warm", the same model asked again with other settings."""
     from ..formulas import (
         encoder_decoder_serving,
+        expert_parallel_time,
         float8_training,
         kv_cache,
         lora,
@@ -67,7 +68,8 @@ def clear_caches(estimates_only: bool = False) -> None:
               training_states._stage_adapters, training_compose._stages_to_evaluate,
               training_compose.stage_representatives, duration.quantized_weights,
               weight_formats.largest_quantized_matrix, weight_formats.largest_quantized_layer,
-              encoder_decoder_serving.t5_params, float8_training.layer_linears, float8_training.float8_weight_elements):
+              encoder_decoder_serving.t5_params, float8_training.layer_linears, float8_training.float8_weight_elements,
+              expert_parallel_time.machine_shares):  # an EP group's ranks per machine (eq. E3')
         f.cache_clear()
     tensor_parallel._SHARD_MEMO.clear()
     fit._VM_SHARE.clear()
