@@ -113,8 +113,20 @@ block and expert MLP compute (forward and backward), phi the forward's share of 
       t_exposed = L_e [max(0, t_x - phi A) + max(0, t_x - (1 - phi) M) + max(0, t_x - phi M)
                        + max(0, t_x - (1 - phi) A)]                                                          (E8)
 
-(the first forward and the last backward of a step have no partner: with m micro-batches per step that is 1/m of
-the exchange, not counted; nor are the SMs the collectives' kernels take from the compute).
+Not every micro-batch has a partner. Without pipelining (``combined_1f1b_schedule_for_no_pipelining``,
+combined_1f1b.py lines 35-135 @d98e8a64) the first micro-batch's forward runs alone (line 76), then m - 1 merged
+forward-backward phases (line 98), then the last backward alone (line 119): one micro-batch's exchange blocks. With
+interleaved stages the warm-up forwards and the cool-down backwards run alone (schedules.py
+``forward_backward_pipelining_with_interleaving``: the warm-up loop line 1573, the steady 1F1B line 1733 that
+``combined_1f1b_schedule_for_interleaved_pipelining`` merges, the cool-down line 1971); ``get_pp_rank_microbatches``
+(schedules.py lines 929-979) gives W = 2 (p - r - 1) + (v - 1) G + 1 warm-up virtual micro-batches of T = m v on
+pipeline rank r (G = microbatch_group_size_per_vp_stage, default p: model_parallel_config.py line 568; the + 1 is the
+overlap's extra forward, line 970), at most T. Taking the first stage's (r = 0, the most unpaired: its warm-up
+forwards fill the pipeline and its cool-down backwards drain it), per micro-batch::
+
+      t_step_exposed = ((T - W) t_exposed + W t_blocking) / T,   W = 1 when p = 1                           (E8')
+
+(the SMs the collectives' kernels take from the compute are not counted).
 
 Without the overlap, not overlapped with compute: Megatron-Core's ``overlap_moe_expert_parallel_comm`` defaults to False (@d98e8a64
 ``megatron/core/model_parallel_config.py`` line 343) and ``moe_shared_expert_overlap`` to False
@@ -277,6 +289,38 @@ def exposed_seconds(collective_seconds: float, moe_layers: int, attention_second
     phi = forward_share
     return moe_layers * sum(max(0.0, collective_seconds - c) for c in (
         phi * attention_seconds, (1 - phi) * expert_seconds, phi * expert_seconds, (1 - phi) * attention_seconds))
+
+
+def unpaired_microbatches(micro_batches: int, pp: int, virtual_stages: int) -> tuple[int, int]:
+    """Eq. (E8'): (W, T), the virtual micro-batches the first pipeline stage runs alone (W: warm-up forwards, whose
+    backwards run alone in the cool-down) of the T = m v it runs per step, under Megatron's combined 1F1B.
+
+    >>> unpaired_microbatches(8, 1, 1)       # no pipelining: the first forward and the last backward alone
+    (1, 8)
+    >>> unpaired_microbatches(512, 8, 4)     # PP8 VP4: 2 x 7 + 3 x 8 + 1 warm-up of 2048
+    (39, 2048)
+    >>> unpaired_microbatches(4, 4, 2)       # every micro-batch in the warm-up
+    (8, 8)
+    """
+    if micro_batches < 1 or pp < 1 or virtual_stages < 1:
+        raise InputError("micro-batches, pipeline stages and virtual stages must be at least 1")
+    total = micro_batches * virtual_stages
+    warmup = 1 if pp == 1 else 2 * (pp - 1) + (virtual_stages - 1) * pp + 1
+    return min(warmup, total), total
+
+
+def paired_exposed_seconds(paired_seconds: float, blocking_seconds: float, micro_batches: int, pp: int,
+                           virtual_stages: int) -> float:
+    """Eq. (E8'): the exchange exposed per micro-batch when the paired ones expose ``paired_seconds`` (eq. (E8)) and
+    the unpaired ones all of ``blocking_seconds``.
+
+    >>> paired_exposed_seconds(0.0, 1.0, 1, 1, 1)    # one micro-batch: no partner, all exposed
+    1.0
+    >>> paired_exposed_seconds(0.0, 1.0, 4, 1, 1)    # 3 pairs hidden, one micro-batch's exchange alone
+    0.25
+    """
+    warmup, total = unpaired_microbatches(micro_batches, pp, virtual_stages)
+    return ((total - warmup) * paired_seconds + warmup * blocking_seconds) / total
 
 
 def expert_parallel_exchange(tokens: float, topk: int, hidden: int, act_bytes: float, ep: int, etp: int,

@@ -969,6 +969,13 @@ class TrainingWorkload:
             raise FieldError("moe_dispatcher", f"moe_dispatcher must be one of {', '.join(MOE_DISPATCHERS)}, got "
                              f"{self.moe_dispatcher!r}")
         if self.ep_comm_overlap:
+            # Megatron-Core's overlap_moe_expert_parallel_comm (combined 1F1B); torchtitan, DeepSpeed and plain PyTorch
+            # have none. Megatron asserts a bf16 or fp16 model (transformer_config.py:3034-3037 @d98e8a64), which both
+            # MEGATRON_PRECISIONS are
+            if self.precision not in MEGATRON_PRECISIONS:
+                raise FieldError("ep_comm_overlap", "ep_comm_overlap is Megatron-Core's overlap_moe_expert_parallel_comm "
+                                 "(combined 1F1B); it needs precision megatron-bf16 or megatron-fp16, not "
+                                 f"{self.precision!r}")
             if self.ep == 1:
                 raise FieldError("ep_comm_overlap", "ep_comm_overlap (Megatron overlap_moe_expert_parallel_comm) "
                                  "needs expert parallelism (ep > 1)")
