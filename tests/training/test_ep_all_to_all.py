@@ -175,6 +175,28 @@ def test_ep_comm_overlap_is_megatrons_only(fields: dict[str, Any]) -> None:
     assert "not overlapped with compute" in note.why and "Megatron" not in note.why
 
 
+@pytest.mark.parametrize(("model", "fields", "field"), [
+    ("llama-3.1-8b", dict(moe_dispatcher="allgather"), "moe_dispatcher"),
+    ("qwen3-30b-a3b", dict(moe_dispatcher="flex"), "moe_dispatcher"),
+    ("qwen3-30b-a3b", dict(ep_comm_overlap=True), "ep_comm_overlap")])
+def test_ep_settings_without_ep_are_refused(model: str, fields: dict[str, Any], field: str) -> None:
+    """review16 defect 3: a dispatcher (or the overlap) where no expert-parallel exchange runs (a dense model, ep 1)
+    is refused naming the field, as etp on a dense model is, not silently ignored."""
+    spec, h100 = load_model(model), builtin_catalog().devices["h100-sxm"]
+    with pytest.raises(InputError, match=rf"^{field} sets the expert-parallel token exchange; it needs an MoE model"):
+        training_duration_for(spec, h100, 8, 1e9, {**RUN, **fields})
+
+
+def test_allgather_dispatcher_is_megatrons_only() -> None:
+    """torchtitan's comm backends are standard (all-to-all), deepep, hybridep and minimal_async_ep
+    (torchtitan/models/common/config_utils.py:388-424 @b5bcd76): no allgather dispatcher to time."""
+    spec, h100 = load_model("qwen3-30b-a3b"), builtin_catalog().devices["h100-sxm"]
+    with pytest.raises(InputError, match=r"moe_dispatcher 'allgather' is Megatron-Core's"):
+        training_duration_for(spec, h100, 16, 1e9, dict(TITAN, moe_dispatcher="allgather"))
+    # DeepEP / HybridEP: torchtitan's too
+    assert training_duration_for(spec, h100, 16, 1e9, dict(TITAN, moe_dispatcher="flex")).step is not None
+
+
 def _exposed_ms(note: Any) -> float:
     return float(re.search(r"([\d.]+) ms exposed", note.why).group(1))  # type: ignore[union-attr]
 
