@@ -109,9 +109,11 @@ def test_measured_allgather_dispatcher_matches_eq_e6() -> None:
     ranks = _dispatched("allgather")
     x = expert_parallel_exchange(CASE2["tokens"], CASE2["topk"], CASE2["hidden"], 4.0, 4, 1, 1, 0, 2, 1.0, 1.0,
                                  "allgather", CASE2["experts"])
-    # all-gather and reduce-scatter forward, their transposes backward: each (4 - 1) x 1024 x 16 x 4 B, no top-k
-    assert [len(r["moved"]) for r in ranks] == [x.collectives] * 4 == [4] * 4
-    assert {b for r in ranks for b in r["moved"]} == {x.a2a_bytes} == {3 * 1024 * 16 * 4}
+    # all-gather and reduce-scatter forward, their transposes backward: each (4 - 1) x 1024 x 16 x 4 B, no top-k;
+    # and the routing map (1 B, forward only) and probabilities (4 B, and their gradient back) of 16 experts
+    assert x.collectives == 4
+    assert [sorted(r["moved"]) for r in ranks] == [[3 * 1024 * 16 * 1] + [3 * 1024 * 16 * 4] * 6] * 4
+    assert {sum(r["moved"]) for r in ranks} == {x.bytes}
 
 
 def test_measured_flex_dispatcher_matches_eqs_e5_e7() -> None:
@@ -149,9 +151,10 @@ def test_dispatcher_and_overlap_in_the_estimate() -> None:
     assert a["moe_dispatcher"].value == "alltoall" and a["moe_dispatcher"].default
     # flex sends about 1 network copy per token instead of the all-to-all's 8 x 8/16 = 4: faster
     assert flex.step.compute_seconds < base.step.compute_seconds
-    # allgather inside one machine of 8: 48 layers x 4 collectives x 7 x 4096 tokens x 2048 x 2 B
+    # allgather inside one machine of 8: 48 layers x 4 collectives x 7 x 4096 tokens x 2048 x 2 B, + each layer's
+    # routing map (1 B) and probabilities (2 B) of 128 experts forward and the probabilities' gradient backward
     g = {x.name: x.value for x in gather.assumptions}
-    assert g["ep_all_to_all_bytes_per_micro_batch"] == 192 * 7 * 4096 * 2048 * 2
+    assert g["ep_all_to_all_bytes_per_micro_batch"] == 192 * 7 * 4096 * 2048 * 2 + 48 * 7 * 4096 * 128 * (3 + 2)
     assert over.step.compute_seconds < base.step.compute_seconds
 
 
@@ -301,8 +304,9 @@ def test_zero_network_is_refused_naming_the_field() -> None:
 def test_straddling_allgather_ring_leaves_the_machine() -> None:
     """allgather over P = 6 consecutive ranks on machines of 8 (24 ranks): ranks 6-11 split 2 + 4, so that ring
     crosses the network: eq. (11)'s bus bandwidth min(B_intra, B_node) = 100 GB/s, not the link's 370.8 GB/s;
-    V = 5 x 1024 x 2048 x 2 B per collective, 4 collectives."""
-    args = (1024, 8, 2048, 2, 6, 1, 1, 0, 8, 370.8e9, 100e9 / 8, "allgather")
-    v = 5 * 1024 * 2048 * 2
+    V = 5 x 1024 x 2048 x 2 B per collective, 4 collectives, + 5 x 1024 x 128 x (3 + 2) B of routing map and
+    probabilities."""
+    args = (1024, 8, 2048, 2, 6, 1, 1, 0, 8, 370.8e9, 100e9 / 8, "allgather", 128)
+    v = 5 * 1024 * (2048 * 2 + (128 * 3 + 128 * 2) / 4)  # + the routing map and probabilities (eq. (E6))
     assert expert_parallel_exchange(*args).seconds == pytest.approx(4 * v / 370.8e9)  # one group: inside
     assert expert_parallel_exchange(*args, world=24).seconds == pytest.approx(4 * v / 100e9)

@@ -279,7 +279,8 @@ POOL_METRICS = ("reserved", "nvidia-smi")
 FSDP2_UNITS = ("largest-two", "torchtitan", "torchtitan-resharded", "torchtune")
 # how the decoder layers are split over pipeline stages (formulas/parallelism.py PIPELINE_SPLITS)
 PIPELINE_SPLITS = ("even", "torchtitan-9dec370", "torchtitan")
-# the MoE token dispatchers timed (formulas/expert_parallel_time.py: Megatron-Core moe_token_dispatcher_type)
+# the MoE token dispatchers timed (formulas/expert_parallel_time.py DISPATCHERS imports this one: Megatron-Core
+# moe_token_dispatcher_type)
 MOE_DISPATCHERS = ("alltoall", "allgather", "flex")
 # how FSDP1 wraps a LoRA model (formulas/fsdp_flat_param.py): every adapter matrix its own unit (torchtune's
 # lora_fsdp_wrap_policy, PEFT's fsdp_auto_wrap_policy) or the adapters in their decoder layer's unit (use_orig_params)
