@@ -310,3 +310,15 @@ def test_straddling_allgather_ring_leaves_the_machine() -> None:
     v = 5 * 1024 * (2048 * 2 + (128 * 3 + 128 * 2) / 4)  # + the routing map and probabilities (eq. (E6))
     assert expert_parallel_exchange(*args).seconds == pytest.approx(4 * v / 370.8e9)  # one group: inside
     assert expert_parallel_exchange(*args, world=24).seconds == pytest.approx(4 * v / 100e9)
+
+
+def test_flex_buffers_are_named_not_counted() -> None:
+    """review16 defect 3: DeepEP / HybridEP allocate persistent device buffers (Megatron fused_a2a.py:36-66
+    @d98e8a64) that the memory does not size yet: the estimate says so under flex, and only there."""
+    from llmsizer import estimate_training
+
+    fields = dict(RUN, gpus=16, ep=16, gpus_per_node=8)
+    flex = {a.name: a for a in estimate_training("qwen3-30b-a3b", moe_dispatcher="flex", **fields).assumptions}
+    plain = {a.name for a in estimate_training("qwen3-30b-a3b", **fields).assumptions}
+    assert flex["flex_dispatcher_buffers"].value == "not counted" and "fused_a2a.py" in flex["flex_dispatcher_buffers"].why
+    assert "flex_dispatcher_buffers" not in plain
