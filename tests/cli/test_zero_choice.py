@@ -6,7 +6,7 @@ same numbers. Before, only the CLI chose; the Python API sized ZeRO-0, which can
 from __future__ import annotations
 
 import pytest
-from cli_run import answer, totals
+from cli_run import answer, run, totals
 
 from llmsizer import estimate_training, max_micro_batch
 from llmsizer.catalog.hardware import builtin_catalog
@@ -47,3 +47,14 @@ def test_max_micro_batch_holds_the_chosen_stage_as_train_does(capsys: pytest.Cap
                      capsys)
     got = max_micro_batch("llama-3.1-8b", 80 * 2**30, gpus=8, seq_len=2048)
     assert got == data["reverse"]["max_micro_batch"] > 0
+
+
+def test_every_stage_refused_names_the_first_stages_reason(capsys: pytest.CaptureFixture[str]) -> None:
+    """review16 defect 5: Megatron-Core refuses an MoE model under tp 2 without sequence parallelism (moe_layer.py
+    :636-640 @d98e8a64) at every ZeRO stage, and ZeRO-3 for its own reason too; the search must answer with the
+    reason that applies to the run (the one the same input gives without --memory), not the last stage's ZeRO-3."""
+    args = ["train", "qwen3-30b-a3b", "--precision", "megatron-bf16", "--gpus", "8", "--tp", "2", "--ep", "4"]
+    code, _, err = run([*args, "--memory", "80GiB"], capsys)
+    code_plain, _, err_plain = run(args, capsys)
+    assert code == code_plain == 2 and err == err_plain
+    assert "no --sequence-parallel" in err and "ZeRO-3" not in err

@@ -112,6 +112,8 @@ def test_lora_duration_and_cost(lora_plan):
     # one device, no communication or paging: steps of 4 micro-steps of t tokens
     secs = 20_000_000 / (4 * t) * t_step
     assert d.value("seconds") == pytest.approx(secs)
+    # the step time is one step's (review16 item 11), not the wall clock over ceil(610.35) = 611 steps
+    assert d.value("steps") == 611 and d.value("step_seconds") == pytest.approx(t_step)
     assert c.value("hourly_total") == pytest.approx(4.0 * secs / 3600)
     # an interruption loses at most one interval (30 min) when the run is longer than that
     assert d.value("lost_per_interruption") == pytest.approx(min(1800.0, secs))

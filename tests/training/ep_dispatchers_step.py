@@ -2,8 +2,9 @@
 over gloo, random top-k routing, every collective's bytes to or from the other ranks recorded.
 
 - 'allgather' (NVIDIA/Megatron-LM @d98e8a64 megatron/core/transformer/moe/token_dispatcher.py
-  ``MoEAllGatherTokenDispatcher``, lines 233-303 and 365): every rank all-gathers all ranks' tokens, runs its local
-  experts on the tokens routed to them, and reduce-scatters the outputs back. The autograd functions are Megatron's
+  ``MoEAllGatherTokenDispatcher``, lines 233-303 and 365): every rank all-gathers all ranks' routing map ([T, E]
+  bool, under no_grad, lines 287-292), probabilities ([T, E], with autograd, line 296) and tokens (lines 299-301),
+  runs its local experts on the tokens routed to them, and reduce-scatters the outputs back. The autograd functions are Megatron's
   pair (megatron/core/tensor_parallel/mappings.py ``_GatherFromSequenceParallelRegion``: forward all-gather, backward
   reduce-scatter; ``_ReduceScatterToSequenceParallelRegion``: the reverse). Gloo has no reduce-scatter, so it runs as
   an all-to-all of the P chunks and a sum, which moves the same bytes per rank as a ring reduce-scatter.
@@ -41,7 +42,7 @@ def main(case: dict[str, Any]) -> None:
 
     def counted(output: Any, input: Any, output_split_sizes: Any = None, input_split_sizes: Any = None,
                 group: Any = None, async_op: bool = False) -> Any:
-        if input.is_floating_point() and input.dim() == 2 and input.shape[1] == hidden:
+        if input.is_floating_point() and input.dim() == 2:
             rows = input_split_sizes or [input.shape[0] // ranks] * ranks
             moved.append((input.shape[0] - rows[rank]) * hidden * input.element_size())
         return original(output, input, output_split_sizes, input_split_sizes, group=group, async_op=async_op)
@@ -57,7 +58,7 @@ def main(case: dict[str, Any]) -> None:
     def reduce_scatter(x: Any) -> Any:
         got = torch.empty_like(x)
         dist.all_to_all_single(got, x.contiguous())  # chunk j to rank j (counted above), then summed
-        return got.reshape(ranks, -1, hidden).sum(0)
+        return got.reshape(ranks, -1, x.shape[1]).sum(0)
 
     class Gather(torch.autograd.Function):
         @staticmethod
@@ -80,24 +81,24 @@ def main(case: dict[str, Any]) -> None:
     torch.manual_seed(4321 + rank)
     x = torch.randn(tokens, hidden, requires_grad=True)
     w = torch.nn.Parameter(torch.randn(local, hidden, hidden) / hidden ** 0.5)
-    probs, chosen = torch.rand(tokens, experts).topk(topk, dim=1)
+    scores = torch.rand(tokens, experts, requires_grad=True)
+    probs, chosen = scores.topk(topk, dim=1)
     owner = chosen // local  # the rank holding each chosen expert
     machine = owner // case["per_machine"]
     mine = rank // case["per_machine"]
     machine_copies = sum(len(set(m.tolist()) - {mine}) for m in machine)
 
     if case["dispatcher"] == "allgather":
+        # the bool map as its 1-byte uint8 (gloo has no bool all-gather)
+        routing_map = torch.zeros(tokens, experts, dtype=torch.uint8).scatter(1, chosen, 1)
+        with torch.no_grad():
+            all_map = all_gather(routing_map).bool()
+        all_probs = Gather.apply(torch.zeros(tokens, experts).scatter(1, chosen, probs))
         every = Gather.apply(x)
-        all_probs = torch.empty(ranks * tokens, topk)
-        all_chosen = torch.empty(ranks * tokens, topk, dtype=torch.long)
-        dist.all_gather_into_tensor(all_probs, probs.contiguous())  # routing metadata: not counted
-        dist.all_gather_into_tensor(all_chosen, chosen.contiguous())
         out = torch.zeros_like(every)
         for e in range(local):
-            hit = all_chosen == rank * local + e
-            rows = hit.any(1)
-            out = out.index_add(0, rows.nonzero()[:, 0],
-                                (every[rows] @ w[e]) * (all_probs * hit).sum(1)[rows][:, None])
+            rows = all_map[:, rank * local + e]
+            out = out.index_add(0, rows.nonzero()[:, 0], (every[rows] @ w[e]) * all_probs[rows, rank * local + e, None])
         y = Scatter.apply(out)
     else:
         dest = [[t for t in range(tokens) if (owner[t] == r).any()] for r in range(ranks)]

@@ -4,7 +4,8 @@ Megatron-Core itself does not run on a CPU (Transformer Engine, CUDA process gro
 analogue built op for op from its source (NVIDIA/Megatron-LM @d98e8a64), measured with autograd's saved-tensor hooks:
 
 - the router's gating linear, ``RouterGatingLinearFunction`` (moe/moe_utils.py:1357-1402): saves ``inp`` as it
-  comes and casts to the router dtype (fp32, ``moe_router_dtype``) inside its forward;
+  comes and casts to the router dtype inside its forward (the input's dtype under the default ``moe_router_dtype``
+  None, router.py:106-111), so the probabilities (``probs.type_as(logits)``, moe_utils.py:936) are bf16 here;
 - the all-to-all dispatcher's permute (moe_utils.py ``permute``: an index_select of the rank's SP shard) and
   unpermute (``unpermute`` :497: a scatter-add, no probabilities, they were applied in the experts);
 - TEGroupedMLP (moe/experts.py): fc1 per local expert (line 932), the fused ``weighted_bias_swiglu_impl``
@@ -38,7 +39,8 @@ class _RouterGatingLinear(torch.autograd.Function):
     @staticmethod
     def forward(ctx: Any, inp: Any, weight: Any) -> Any:
         ctx.save_for_backward(inp, weight)  # moe_utils.py:1382: the input as it comes
-        return torch.mm(inp.to(torch.float32), weight.to(torch.float32).t())
+        # router.py:106-111: router_dtype = input.dtype (moe_router_dtype None, the default); moe_utils.py:1396
+        return torch.mm(inp.to(inp.dtype), weight.to(inp.dtype).t())
 
     @staticmethod
     def backward(ctx: Any, g: Any) -> Any:  # pragma: no cover - the forward is what is measured

@@ -53,7 +53,13 @@ from ..formulas.elementwise_traffic import (
     sequence_parallel_copy_bytes,
     step_bytes_per_token,
 )
-from ..formulas.expert_parallel_time import expert_parallel_exchange, exposed_seconds, machine_shares
+from ..formulas.expert_parallel_time import (
+    expert_parallel_exchange,
+    exposed_seconds,
+    machine_shares,
+    paired_exposed_seconds,
+    unpaired_microbatches,
+)
 from ..formulas.float8_training import SOURCE_TIME as FLOAT8_TIME_SOURCE
 from ..formulas.float8_training import (
     TORCHAO_RECIPES,
@@ -121,7 +127,7 @@ from ..numbers import TRAIN_TOKENS, UTILIZATION, check_number
 from ..request.quantities import parse_bandwidth
 from ..result import Assumption
 from ..specs import ModelSpec, TrainingWorkload
-from ..specs.training import normalize_targets, recomputes_whole_layer
+from ..specs.training import MEGATRON_PRECISIONS, normalize_targets, recomputes_whole_layer
 from ..specs.workload import read_number
 from ..suggest import unknown_choice
 from ..units import format_seconds
@@ -1584,12 +1590,16 @@ def _ep_exchange_seconds(spec: ModelSpec, w: TrainingWorkload, tokens: float, li
             "flex": f"DeepEP / HybridEP dispatches / combines of {local:g} tokens x {width}, once per destination "
                     f"rank and machine of the {w.ep * e_tp} ranks of ep x etp (eqs. (E5), (E7))"}[kind]
     exposed = x.seconds
+    unpaired, total = unpaired_microbatches(w.grad_accumulation, w.pp, w.virtual_stages if w.pp > 1 else 1)
     if w.ep_comm_overlap and layers:
         rho = min(1.0, 6.0 * count_params(spec).by_component.get("experts", 0) * routed_share(spec)
                   / max(fl.per_token, 1.0))
         per_layer = compute_seconds / layers
-        exposed = exposed_seconds(x.seconds / x.collectives, layers, (1 - rho) * per_layer, rho * per_layer,
-                                  fl.forward_share)
+        paired = exposed_seconds(x.seconds / x.collectives, layers, (1 - rho) * per_layer, rho * per_layer,
+                                 fl.forward_share)
+        # the first forward / last backward (pp 1) or the first stage's warm-up / cool-down have no partner (E8')
+        exposed = paired_exposed_seconds(paired, x.seconds, w.grad_accumulation, w.pp,
+                                         w.virtual_stages if w.pp > 1 else 1)
     notes.append(Assumption("ep_all_to_all_bytes_per_micro_batch", round(x.bytes), True,
                             f"formulas/expert_parallel_time.py, uniform routing (dropless): {x.collectives} "
                             f"{what}, dispatch + combine, forward and backward, of {layers} MoE layers"
@@ -1597,9 +1607,11 @@ def _ep_exchange_seconds(spec: ModelSpec, w: TrainingWorkload, tokens: float, li
                             + f"; per collective {where}: {x.seconds * 1e3:.4g} ms per micro-batch, "
                             + (f"each dispatch / combine overlapped with another micro-batch's attention block or "
                                f"expert MLP ({compute_seconds * 1e3:.4g} ms of compute; Megatron combined 1F1B, eq. "
-                               f"(E8)): {exposed * 1e3:.4g} ms exposed"
-                               if w.ep_comm_overlap else "not overlapped with compute (Megatron-Core "
-                               "overlap_moe_expert_parallel_comm = False)")))
+                               f"(E8)), the first stage's {unpaired} of {total} (virtual) micro-batches per step "
+                               f"alone (eq. (E8')): {exposed * 1e3:.4g} ms exposed"
+                               if w.ep_comm_overlap else "not overlapped with compute" + (
+                                   " (Megatron-Core overlap_moe_expert_parallel_comm = False)"
+                                   if w.precision in MEGATRON_PRECISIONS else ""))))
     return exposed
 
 

@@ -35,8 +35,9 @@ line 936, ``probs.type_as(logits)``), the layer input's dtype unless ``moe_route
 recipes set 'fp32'). Half of a layer's ETP collectives move a bytes per element (the dispatch's all-gather and its
 backward reduce-scatter), half a_p (the combine's reduce-scatter and its backward all-gather).
 
-The router's probabilities (one float per copy, Megatron's ``global_probs`` all-to-all, line 718) are not counted:
-4 bytes against h a (under 0.2 % for h >= 1024 in bf16). Capacity-factor padding (token dropping, Megatron's
+a_p is ``routed_probs_bytes``, the one home of that fact (the saved routed probability of formulas/
+training_activations.py eq. E3 reads it too). The router's probabilities (one a_p per copy, Megatron's
+``global_probs`` all-to-all, line 718) are not counted: a_p bytes against h a (under 0.1 % for h >= 1024 in bf16). Capacity-factor padding (token dropping, Megatron's
 ``moe_expert_capacity_factor``; DeepSpeed-MoE's ``_AllToAll`` of capacity-sized buffers) is not modelled: dropless.
 
 The link (E3). Megatron orders the expert ranks 'tp-ep-dp-pp' with tp = u (``megatron/core/parallel_state.py``
@@ -69,10 +70,12 @@ Other dispatchers (Megatron-Core ``moe_token_dispatcher_type``, @d98e8a64 transf
 
 - 'allgather' (``MoEAllGatherTokenDispatcher``, token_dispatcher.py lines 233-303): every rank all-gathers the T
   tokens of all P ranks, with no top-k factor (``gather_from_sequence_parallel_region(hidden_states,
-  group=self.tp_ep_group)``, lines 299-301), and reduce-scatters the expert outputs back (line 365). A ring over P
-  ranks, its bus bandwidth B_bus of formulas/network.py eq. (11)::
+  group=self.tp_ep_group)``, lines 299-301), and reduce-scatters the expert outputs back (line 365). Before the
+  tokens it gathers the routing map, [T, E] bool (1 B), under no_grad (lines 287-292: forward only), and the
+  probabilities, [T, E] in a_p, with autograd (line 296: the backward reduce-scatters their gradient). A ring over
+  P ranks, its bus bandwidth B_bus of formulas/network.py eq. (11); per micro-batch, with E routed experts::
 
-      V_ag = (P - 1) T h a,      t_ag = V_ag / B_bus                                                         (E6)
+      V_ag = (P - 1) T [(4 L_e + 2 c_e) h a + (L_e + c_e) E (1 + a_p) + L_e E a_p],  t_ag = V_ag / B_bus     (E6)
 
   (over more than one machine whenever a group of P consecutive ranks straddles two, eq. (E3'))
 
@@ -113,8 +116,20 @@ block and expert MLP compute (forward and backward), phi the forward's share of 
       t_exposed = L_e [max(0, t_x - phi A) + max(0, t_x - (1 - phi) M) + max(0, t_x - phi M)
                        + max(0, t_x - (1 - phi) A)]                                                          (E8)
 
-(the first forward and the last backward of a step have no partner: with m micro-batches per step that is 1/m of
-the exchange, not counted; nor are the SMs the collectives' kernels take from the compute).
+Not every micro-batch has a partner. Without pipelining (``combined_1f1b_schedule_for_no_pipelining``,
+combined_1f1b.py lines 35-135 @d98e8a64) the first micro-batch's forward runs alone (line 76), then m - 1 merged
+forward-backward phases (line 98), then the last backward alone (line 119): one micro-batch's exchange blocks. With
+interleaved stages the warm-up forwards and the cool-down backwards run alone (schedules.py
+``forward_backward_pipelining_with_interleaving``: the warm-up loop line 1573, the steady 1F1B line 1733 that
+``combined_1f1b_schedule_for_interleaved_pipelining`` merges, the cool-down line 1971); ``get_pp_rank_microbatches``
+(schedules.py lines 929-979) gives W = 2 (p - r - 1) + (v - 1) G + 1 warm-up virtual micro-batches of T = m v on
+pipeline rank r (G = microbatch_group_size_per_vp_stage, default p: model_parallel_config.py line 568; the + 1 is the
+overlap's extra forward, line 970), at most T. Taking the first stage's (r = 0, the most unpaired: its warm-up
+forwards fill the pipeline and its cool-down backwards drain it), per micro-batch::
+
+      t_step_exposed = ((T - W) t_exposed + W t_blocking) / T,   W = 1 when p = 1                           (E8')
+
+(the SMs the collectives' kernels take from the compute are not counted).
 
 Without the overlap, not overlapped with compute: Megatron-Core's ``overlap_moe_expert_parallel_comm`` defaults to False (@d98e8a64
 ``megatron/core/model_parallel_config.py`` line 343) and ``moe_shared_expert_overlap`` to False
@@ -132,10 +147,11 @@ from functools import lru_cache
 from typing import NamedTuple
 
 from ..errors import InputError
+from ..specs.training import MOE_DISPATCHERS
 from .network import ring_bus_bandwidth
 
-# Megatron-Core moe_token_dispatcher_type (transformer_config.py line 891)
-DISPATCHERS = ("alltoall", "allgather", "flex")
+# Megatron-Core moe_token_dispatcher_type (transformer_config.py line 891): the workload's choices, one home
+DISPATCHERS = MOE_DISPATCHERS
 
 
 def all_to_all_bytes(tokens: float, topk: int, hidden: int, act_bytes: float, ep: int) -> float:
@@ -279,6 +295,51 @@ def exposed_seconds(collective_seconds: float, moe_layers: int, attention_second
         phi * attention_seconds, (1 - phi) * expert_seconds, phi * expert_seconds, (1 - phi) * attention_seconds))
 
 
+def routed_probs_bytes(act_bytes: float, router_fp32: bool = False) -> float:
+    """a_p, the bytes of one routed probability in Megatron-Core: the router's logits dtype (``probs.type_as(logits)``,
+    moe/moe_utils.py line 936 @d98e8a64), which is the layer input's, ``act_bytes``, unless ``moe_router_dtype`` is
+    'fp32' (router.py lines 106-111; default None, transformer_config.py line 811). The dispatchers carry them in
+    that dtype (token_dispatcher.py line 830) and ``WeightedSwiGLUFunction`` saves them as they come
+    (fusions/fused_bias_swiglu.py lines 266-270).
+
+    >>> routed_probs_bytes(2), routed_probs_bytes(2, router_fp32=True)
+    (2, 4)
+    """
+    return 4 if router_fp32 else act_bytes
+
+
+def unpaired_microbatches(micro_batches: int, pp: int, virtual_stages: int) -> tuple[int, int]:
+    """Eq. (E8'): (W, T), the virtual micro-batches the first pipeline stage runs alone (W: warm-up forwards, whose
+    backwards run alone in the cool-down) of the T = m v it runs per step, under Megatron's combined 1F1B.
+
+    >>> unpaired_microbatches(8, 1, 1)       # no pipelining: the first forward and the last backward alone
+    (1, 8)
+    >>> unpaired_microbatches(512, 8, 4)     # PP8 VP4: 2 x 7 + 3 x 8 + 1 warm-up of 2048
+    (39, 2048)
+    >>> unpaired_microbatches(4, 4, 2)       # every micro-batch in the warm-up
+    (8, 8)
+    """
+    if micro_batches < 1 or pp < 1 or virtual_stages < 1:
+        raise InputError("micro-batches, pipeline stages and virtual stages must be at least 1")
+    total = micro_batches * virtual_stages
+    warmup = 1 if pp == 1 else 2 * (pp - 1) + (virtual_stages - 1) * pp + 1
+    return min(warmup, total), total
+
+
+def paired_exposed_seconds(paired_seconds: float, blocking_seconds: float, micro_batches: int, pp: int,
+                           virtual_stages: int) -> float:
+    """Eq. (E8'): the exchange exposed per micro-batch when the paired ones expose ``paired_seconds`` (eq. (E8)) and
+    the unpaired ones all of ``blocking_seconds``.
+
+    >>> paired_exposed_seconds(0.0, 1.0, 1, 1, 1)    # one micro-batch: no partner, all exposed
+    1.0
+    >>> paired_exposed_seconds(0.0, 1.0, 4, 1, 1)    # 3 pairs hidden, one micro-batch's exchange alone
+    0.25
+    """
+    warmup, total = unpaired_microbatches(micro_batches, pp, virtual_stages)
+    return ((total - warmup) * paired_seconds + warmup * blocking_seconds) / total
+
+
 def expert_parallel_exchange(tokens: float, topk: int, hidden: int, act_bytes: float, ep: int, etp: int,
                              moe_layers: int, recomputed_moe_layers: int, devices_per_node: int,
                              intra_bandwidth: float, device_network_bandwidth: float, dispatcher: str = "alltoall",
@@ -286,17 +347,18 @@ def expert_parallel_exchange(tokens: float, topk: int, hidden: int, act_bytes: f
                              ) -> ExpertParallelExchange:
     """Eq. (E4): the EP token exchange of one rank's stage per micro-batch: ``moe_layers`` L_e, ``recomputed_moe_layers``
     c_e; ``device_network_bandwidth`` B_net (B_intra where the group stays in its machine or no network is known);
-    ``dispatcher`` 'alltoall' (E1)-(E3), 'allgather' (E6) or 'flex' (E7, which needs ``experts``); ``world`` the
+    ``dispatcher`` 'alltoall' (E1)-(E3), 'allgather' (E6) or 'flex' (E7; both need ``experts``); ``world`` the
     ranks the EP groups tile (eq. (E3'), 0: one group of ep x etp), ``probs_bytes`` a_p of the combine's ETP
-    reduce-scatter (None: ``act_bytes``).
+    reduce-scatter and of the allgather dispatcher's probabilities (None: ``routed_probs_bytes(act_bytes)``).
 
     >>> x = expert_parallel_exchange(1024, 8, 2048, 2, 8, 1, 2, 1, 8, 1e11, 5e10)   # 10 all-to-alls in one machine
     >>> x.collectives, round(x.seconds * 1e6, 1)
     (10, 2936.0)
     >>> expert_parallel_exchange(1024, 8, 2048, 2, 1, 1, 2, 0, 8, 1e11, 5e10).seconds
     0.0
-    >>> round(expert_parallel_exchange(1024, 8, 2048, 2, 8, 1, 2, 1, 8, 1e11, 5e10, "allgather").seconds * 1e6, 1)
-    2936.0
+    >>> g = expert_parallel_exchange(1024, 8, 2048, 2, 8, 1, 2, 1, 8, 1e11, 5e10, "allgather", 128)
+    >>> g.bytes == 7 * 1024 * (10 * 2048 * 2 + 3 * 128 * 3 + 2 * 128 * 2), round(g.seconds * 1e6, 1)
+    (True, 3055.3)
     """
     if moe_layers < 0 or not 0 <= recomputed_moe_layers <= moe_layers:
         raise InputError("MoE layers must not be negative, recomputed ones between 0 and the MoE layers")
@@ -306,17 +368,21 @@ def expert_parallel_exchange(tokens: float, topk: int, hidden: int, act_bytes: f
     if dispatcher != "alltoall":
         ranks = ep * etp
         n = min(ranks, devices_per_node)
+        if experts < 1:
+            raise InputError(f"the {dispatcher} dispatcher needs the routed experts' count")
         if dispatcher == "allgather":
-            v = (ranks - 1) * float(tokens) * hidden * act_bytes
+            a_p = routed_probs_bytes(act_bytes) if probs_bytes is None else probs_bytes
+            # the tokens of every collective; the routing map and probabilities of each forward dispatch, the
+            # probabilities' gradient of each backward one (eq. (E6)): the mean per collective
+            v = (ranks - 1) * float(tokens) * (count * hidden * act_bytes + (moe_layers + recomputed_moe_layers)
+                                               * experts * (1 + a_p) + moe_layers * experts * a_p) / max(count, 1)
             # the ring of ep x etp consecutive ranks leaves its machine when some group straddles two (eq. (E3'))
             whole = min(machine_shares(ranks, 1, devices_per_node, world or ranks)) == ranks
             bus = ring_bus_bandwidth(intra_bandwidth, 1 if whole else max(2, -(-ranks // n)),
                                      device_network_bandwidth * devices_per_node) if ranks > 1 else intra_bandwidth
             intra = v * (n - 1) / (ranks - 1) if ranks > 1 else 0.0
             return ExpertParallelExchange(count, v, intra, v - intra, 0.0, count * v / bus)
-        if experts < 1:
-            raise InputError("the flex dispatcher needs the routed experts' count")
-        link, net = flex_dispatch_bytes(tokens, experts * 1, topk, hidden, act_bytes, ranks, etp, n)
+        link, net = flex_dispatch_bytes(tokens, experts, topk, hidden, act_bytes, ranks, etp, n)
         t = max(link / intra_bandwidth, net / device_network_bandwidth)
         return ExpertParallelExchange(count, link + net, link, net, 0.0, count * t)
     v = all_to_all_bytes(tokens, topk, hidden, act_bytes, ep)
@@ -324,7 +390,7 @@ def expert_parallel_exchange(tokens: float, topk: int, hidden: int, act_bytes: f
     t_a2a, n = max((all_to_all_seconds(v, ep, m, intra_bandwidth, device_network_bandwidth), -m)
                    for m in machine_shares(ep, etp, devices_per_node, world or ep * etp))
     n = -n
-    p_bytes = act_bytes if probs_bytes is None else probs_bytes
+    p_bytes = routed_probs_bytes(act_bytes) if probs_bytes is None else probs_bytes
     v_etp = (expert_tp_gather_bytes(tokens, topk, hidden, act_bytes, etp)
              + expert_tp_gather_bytes(tokens, topk, hidden, p_bytes, etp)) / 2
     etp_bw = intra_bandwidth if etp <= devices_per_node else min(intra_bandwidth, device_network_bandwidth)

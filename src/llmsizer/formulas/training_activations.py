@@ -179,6 +179,7 @@ from .encoder_decoder_activations import (
     t5_lora_outside_blocks_saved_terms,
     t5_outside_blocks_saved_terms,
 )
+from .expert_parallel_time import routed_probs_bytes
 from .mamba_activations import jamba_mamba_saved_terms, mamba2_saved_terms
 from .sdpa_dispatch import sdpa_backend
 
@@ -947,10 +948,12 @@ def moe_saved_terms(spec: ModelSpec, st: ActivationSetup) -> list[Term]:
       router.py:106-111). TEGroupedMLP (moe/experts.py) multiplies the routing probabilities inside the activation
       (the fused ``weighted_bias_swiglu_impl``, line 966; Megatron-LM's default ``--bias-swiglu-fusion``,
       training/arguments.py:2895-2898), so the unpermute after the combine keeps no expert output; per routed copy
-      it keeps fc1's input (line 932), fc1's output and the fp32 probability (``WeightedSwiGLUFunction``
-      saves both, fusions/fused_bias_swiglu.py:266-270) and fc2's input (line 1028)::
+      it keeps fc1's input (line 932), fc1's output and the routed probability (``WeightedSwiGLUFunction``
+      saves both as they come, fusions/fused_bias_swiglu.py:266-270) and fc2's input (line 1028); the probability
+      in the router's logits dtype, a_p (formulas/expert_parallel_time.py ``routed_probs_bytes``: c under
+      Megatron's default moe_router_dtype None)::
 
-          routed  S (x c + (u + a) i_w c + 4),   u = 2 gated / 1,   a = 0 under 'moe_act' else 1            (E3)
+          routed  S (x c + (u + a) i_w c + a_p),   u = 2 gated / 1,   a = 0 under 'moe_act' else 1          (E3)
 
       the permutes, all-to-alls and expert-TP gathers keeping only indices (moe_utils.py ``permute`` /
       ``unpermute`` :497). Under 'moe_act' (eq. R5) fc2's input is rebuilt from fc1's output (lines 1019-1030).
@@ -990,11 +993,12 @@ def moe_saved_terms(spec: ModelSpec, st: ActivationSetup) -> list[Term]:
                         f"{moe.num_experts} experts x merged W + BA of {', '.join(sorted(adapted))} x {e} B"))
     width = "L" if moe.latent_size else "h"
     if st.megatron_te and st.full:  # eq. E3: TEGroupedMLP with the probabilities inside the fused activation
+        a_p = int(routed_probs_bytes(c))
         n_i = up + (0 if st.recomputes("moe_act") else 1)
         out.append(Term("routed experts (TEGroupedMLP)" + (" (activation recomputed: moe_act)"
                                                            if st.recomputes("moe_act") else ""),
-                        s_routed * (x + n_i * i_w) * e + s_routed * 4,
-                        f"{s_routed} routed copies x ({x} ({width}) + {n_i} x {i_w}) x {e} B + 4 B fp32 probability "
+                        s_routed * (x + n_i * i_w) * e + s_routed * a_p,
+                        f"{s_routed} routed copies x ({x} ({width}) + {n_i} x {i_w}) x {e} B + {a_p} B probability "
                         f"(fc1 input, fc1 output, fc2 input; eq. E3)"))
     elif st.full or adapted:
         # eq. R5: recompute 'moe_act' drops the activation output and the product, fc1's output stays

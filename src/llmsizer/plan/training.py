@@ -304,8 +304,10 @@ def plan_training(job: TrainingJob, req: Request, ctx: PlanContext) -> JobPlan:
     dur.add("tokens_per_step", "tokens per optimizer step", tokens_per_step, "tokens",
             f"micro_batch {micro} x seq_len {seq_len} x grad_accumulation {accum} x data-parallel {dp}")
     dur.add("steps", "optimizer steps", steps, "steps", "ceil(tokens / tokens per step)")
-    step_s = secs / steps if secs and steps else None
-    dur.add("step_seconds", "time per step", step_s, "s", "wall-clock / steps")
+    # the estimate's own step time (StepTime.step_seconds): the wall clock covers tokens / tokens per step steps,
+    # a fraction of the last one included, so wall-clock / ceil(steps) would understate it
+    step_s = d.step.step_seconds if d is not None and d.step is not None else None
+    dur.add("step_seconds", "time per step", step_s, "s", "one optimizer step's time (the duration estimate)")
     dh = device_hours(secs, gpus) if secs else None
     dur.add("device_hours", "device-hours", dh, "count", f"{gpus} devices x hours", "formulas/training_time.py eq. (3)")
     dur.add("expected", "expected duration (request)", job.expected_duration, "s", "expected_duration")

@@ -279,7 +279,8 @@ POOL_METRICS = ("reserved", "nvidia-smi")
 FSDP2_UNITS = ("largest-two", "torchtitan", "torchtitan-resharded", "torchtune")
 # how the decoder layers are split over pipeline stages (formulas/parallelism.py PIPELINE_SPLITS)
 PIPELINE_SPLITS = ("even", "torchtitan-9dec370", "torchtitan")
-# the MoE token dispatchers timed (formulas/expert_parallel_time.py: Megatron-Core moe_token_dispatcher_type)
+# the MoE token dispatchers timed (formulas/expert_parallel_time.py DISPATCHERS imports this one: Megatron-Core
+# moe_token_dispatcher_type)
 MOE_DISPATCHERS = ("alltoall", "allgather", "flex")
 # how FSDP1 wraps a LoRA model (formulas/fsdp_flat_param.py): every adapter matrix its own unit (torchtune's
 # lora_fsdp_wrap_policy, PEFT's fsdp_auto_wrap_policy) or the adapters in their decoder layer's unit (use_orig_params)
@@ -968,10 +969,28 @@ class TrainingWorkload:
         if self.moe_dispatcher is not None and self.moe_dispatcher not in MOE_DISPATCHERS:
             raise FieldError("moe_dispatcher", f"moe_dispatcher must be one of {', '.join(MOE_DISPATCHERS)}, got "
                              f"{self.moe_dispatcher!r}")
+        # the settings of the expert-parallel exchange only: one rule where there is none (ep 1, and so any dense
+        # model, whose ep > 1 estimate/training/setup.py refuses)
+        for name, stated in (("moe_dispatcher", self.moe_dispatcher is not None),
+                             ("ep_comm_overlap", self.ep_comm_overlap)):
+            if stated and self.ep == 1:
+                raise FieldError(name, f"{name} sets the expert-parallel token exchange; it needs an MoE model "
+                                 "with expert parallelism (ep > 1)")
+        if self.moe_dispatcher == "allgather" and self.precision not in MEGATRON_PRECISIONS:
+            # Megatron-Core's moe_token_dispatcher_type 'allgather'; torchtitan's comm_backend is standard
+            # (all-to-all), deepep, hybridep or minimal_async_ep (pytorch/torchtitan @b5bcd76
+            # torchtitan/models/common/config_utils.py:388-424), DeepSpeed-MoE's an all-to-all (sharded_moe.py)
+            raise FieldError("moe_dispatcher", "moe_dispatcher 'allgather' is Megatron-Core's allgather token "
+                             "dispatcher; it needs precision megatron-bf16 or megatron-fp16 (torchtitan and "
+                             f"DeepSpeed exchange with an all-to-all), not {self.precision!r}")
         if self.ep_comm_overlap:
-            if self.ep == 1:
-                raise FieldError("ep_comm_overlap", "ep_comm_overlap (Megatron overlap_moe_expert_parallel_comm) "
-                                 "needs expert parallelism (ep > 1)")
+            # Megatron-Core's overlap_moe_expert_parallel_comm (combined 1F1B); torchtitan, DeepSpeed and plain PyTorch
+            # have none. Megatron asserts a bf16 or fp16 model (transformer_config.py:3034-3037 @d98e8a64), which both
+            # MEGATRON_PRECISIONS are
+            if self.precision not in MEGATRON_PRECISIONS:
+                raise FieldError("ep_comm_overlap", "ep_comm_overlap is Megatron-Core's overlap_moe_expert_parallel_comm "
+                                 "(combined 1F1B); it needs precision megatron-bf16 or megatron-fp16, not "
+                                 f"{self.precision!r}")
             if self.moe_dispatcher == "allgather":
                 raise FieldError("ep_comm_overlap", "Megatron overlaps the expert-parallel exchange with the alltoall "
                                  "or flex dispatcher only (transformer_config.py), not allgather")

@@ -303,8 +303,8 @@ def sharded_workload(spec: ModelSpec | str, w: TrainingWorkload) -> TrainingWork
         staged = replace_checked(w, zero=stage)
         try:  # a stage the framework refuses (setup.py check_framework_layout: Megatron's ZeRO-3) is never offered
             check_framework_layout(spec, staged)
-        except FieldError as e:
-            refused = e
+        except FieldError as e:  # every stage refused: the first stage's reason (the least sharded, the one the
+            refused = refused or e  # search would take; the later stages add their own, such as Megatron's ZeRO-3)
             continue
         need, measured, key = _need(spec, staged, (w.memory, headroom))
         if need is None:  # its model states alone are past the budget: measured only if no stage fits

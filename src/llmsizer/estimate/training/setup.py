@@ -475,6 +475,8 @@ def resolve(spec: ModelSpec, w: TrainingWorkload, acc: Acc) -> TrainingContext:
     check_framework_layout(spec, w)
     if w.ep > 1 and w.zero == 3 and w.fsdp is None:  # (tp 1: check_framework_layout refuses tp > 1 here)
         acc.assumptions.append(Assumption("expert_layer", "AutoEP", True, AUTOEP_WHY))
+    if w.ep > 1 and w.moe_dispatcher == "flex":
+        acc.assumptions.append(Assumption("flex_dispatcher_buffers", "not counted", True, FLEX_BUFFERS_WHY))
     if w.etp is not None:
         check_expert_tp(spec, w)
     if spec.is_moe and (w.tp > 1 or w.etp is not None):
@@ -669,6 +671,12 @@ def default_optimizer_impl(optimizer: str, device: str) -> tuple[str, str]:
 
 
 # DeepSpeed ZeRO-3 with expert parallelism: the one layer kind that runs (check_framework_layout's docstring)
+FLEX_BUFFERS_WHY = ("the flex dispatcher's persistent DeepEP / HybridEP communication buffers are not in the memory "
+                    "above: Megatron-Core allocates a DeepEP Buffer of the size hints of its dispatch and combine "
+                    "configs (NVIDIA/Megatron-LM @d98e8a64 megatron/core/transformer/moe/fused_a2a.py lines 36-66; "
+                    "deepseek-ai/DeepEP csrc/config.hpp Config.get_nvl_buffer_size_hint / "
+                    "get_rdma_buffer_size_hint) or a HybridEP buffer (fused_a2a.py init_hybrid_ep_buffer), typically "
+                    "hundreds of MB per device")
 AUTOEP_WHY = ("DeepSpeed ZeRO-3 with ep > 1 is read as AutoEP expert layers: DeepSpeed refuses native DeepSpeed-MoE "
               "layers (deepspeed.moe.layer.MoE) under stage 3 and passes only AutoEP ones (deepspeedai/DeepSpeed "
               "@edaa7221 deepspeed/runtime/engine.py:1872-1897 _validate_zero3_moe_compatibility); AutoEP partitions "
