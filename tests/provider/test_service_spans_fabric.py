@@ -140,3 +140,29 @@ def test_booking_records_the_span_and_old_rows_read_as_one(kind: str, tmp_path: 
         con = sqlite3.connect(db)
         assert con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == ("6",)
         con.close()
+
+
+def test_worst_copy_machines_counts_straddling_copies() -> None:
+    from llmsizer.estimate.fit import worst_copy_machines
+    # by hand, copies laid out in rank order: devices 0-3, 4-7, 8-11 on machines of 8 (0-7, 8-15): each in one
+    assert worst_copy_machines(4, 8, 3) == 1
+    # on machines of 6 (0-5, 6-11): the second copy, devices 4-7, takes 2 + 2 of two machines
+    assert worst_copy_machines(4, 6, 3) == 2
+    assert worst_copy_machines(16, 8, 1) == 2 and worst_copy_machines(8, 8, 2) == 1
+    assert worst_copy_machines(3, 8, 5) == 2  # devices 6-8 cross the first machine's end
+
+
+TWELVE = _service("llama-3.1-70b", "{device: h100-sxm, count: 12}")  # the plan: 8 + 4, TP 4 x 3 (fit --count 12)
+
+
+def test_twelve_bare_gpus_booked_six_and_six_need_one_fabric(tmp_path: Path) -> None:
+    """The plan lays 12 bare H100s out as fit does, machines of 8 + 4 with three TP-4 copies (each inside a machine);
+    the provider books ceil(12 / 2) = 6 per node, where the second copy takes 2 + 2 GPUs of two machines: its
+    all-reduces cross them, so the two nodes must share a fabric (review17 D1: copy_nodes was the plan's 1)."""
+    code, plan = run_json("fit", "llama-3.1-70b", "--engine", "vllm", "--weights", "bf16", "--device", "h100-sxm",
+                          "--count", "12", "--context", "8k", "--concurrency", "16")
+    assert code == 0 and plan["tensor_parallel"] == 4, plan  # three copies of 4: 12 = 8 + 4 leaves each in a machine
+    c = _check(tmp_path, TWELVE, APART)
+    assert (c["need"]["nodes"], c["need"]["copy_nodes"]) == (2, 2), c["need"]
+    assert c["fits"] is False and c["binding"] == "fabric", c
+    assert _check(tmp_path, TWELVE, SHARED)["fits"] is True

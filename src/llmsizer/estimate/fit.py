@@ -104,6 +104,16 @@ def machines_spanned(devices: int, per_node: int) -> int:
     return -(-max(1, devices) // max(1, per_node))
 
 
+def worst_copy_machines(devices: int, per_node: int, copies: int) -> int:
+    """The most machines any of ``copies`` copies of ``devices`` devices each spans when they are laid out in rank
+    order on machines of ``per_node`` devices (copy i on devices i d .. (i + 1) d - 1): :func:`machines_spanned` for a
+    copy that starts on a machine's first device, more where a copy straddles (TP 4 copies on machines of 6: the
+    second copy takes 2 + 2 devices of two machines). The provider books ``ceil(count / nodes)`` per node, which need
+    not be the plan's machine size (12 bare GPUs: fit's 8 + 4, booked 6 + 6)."""
+    d, p = max(1, devices), max(1, per_node)
+    return max(((i + 1) * d - 1) // p - (i * d) // p + 1 for i in range(max(1, copies)))
+
+
 def tensor_parallel_options(spec: ModelSpec, count: int, per_node: int) -> list[int]:
     """The tensor-parallel degrees ``fit`` may take for ``spec`` on ``count`` devices, in the order it sizes them.
     Each t divides ``count`` (the other count / t devices run replicas, data parallel) and is one vLLM/SGLang shards

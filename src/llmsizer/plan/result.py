@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..estimate.fit import devices_text, machines_spanned
+from ..estimate.fit import devices_text, worst_copy_machines
 from ..result import Assumption, Estimate
 
 SCHEMA_VERSION = 1
@@ -156,9 +156,15 @@ class Hardware:
     def copy_nodes(self) -> int:
         """The machines one copy of the model spans: its devices (count / replicas: a service's tensor-parallel
         group, a llama.cpp split; a training run's model-parallel group) over the devices of a machine, rounded up,
-        at most the machines there are (estimate/fit.py ``machines_spanned``, fit's rule for a degree past a
+        at most the machines there are (estimate/fit.py ``worst_copy_machines``, fit's rule for a degree past a
         machine). 1: each copy runs inside one machine, with no collective between machines."""
-        return min(max(1, self.nodes), machines_spanned(max(1, self.count // max(1, self.replicas)), self.per_node))
+        return self.copy_nodes_on(self.per_node)
+
+    def copy_nodes_on(self, per_node: int) -> int:
+        """:attr:`copy_nodes` with the copies laid out in rank order on machines of ``per_node`` devices (the provider's
+        booking, ``ceil(count / nodes)`` per node: estimate/fit.py ``worst_copy_machines``)."""
+        copies = max(1, self.replicas)
+        return min(max(1, self.nodes), worst_copy_machines(max(1, self.count // copies), per_node, copies))
 
     @property
     def label(self) -> str:

@@ -207,7 +207,10 @@ def need_of(jp: JobPlan, job: Any, request: Request, now: _dt.datetime,
         memory_verdict=_memory_verdict(jp),
         memory_binding=_memory_binding(jp), duration_basis=basis, duration_verdict=unknown,
         warnings=tuple(str(w) for w in jp.warnings),
-        hardware_named=job.resources.given, copy_nodes=hw.copy_nodes,
+        hardware_named=job.resources.given,
+        # the machines one copy spans as booked: ceil(count / nodes) per node (JobNeed.per_node), which need not be
+        # the plan's machine size (12 bare GPUs: 8 + 4 planned, 6 + 6 booked, where a TP-4 copy straddles two)
+        copy_nodes=hw.copy_nodes_on(-(-max(1, hw.count) // max(1, hw.nodes))),
         replan=_replanner(job, request, now, hardware_files, plan_ctx))
 
 
