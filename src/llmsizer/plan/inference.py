@@ -970,7 +970,7 @@ def _storage(job: InferenceJob, spec: ModelSpec, fmt: str, adapters: dict[str, A
     if mtp:
         how_files += (f", with the checkpoint's {spec.mtp_layers} multi-token-prediction layer(s), "
                       f"{format_bytes(mtp, binary=False)}, which serving does not load")
-    if normalize_format(fmt) != normalize_format(stored):
+    if fmt != stored and normalize_format(fmt) != normalize_format(stored):  # (a model read from its files: "file")
         # the served format's file, downloaded ready-made (as GGUF / AWQ / GPTQ builds are published); converting it
         # yourself keeps the stored checkpoint on disk while the converter runs, which is not counted
         how_files += (f" (the served file only, downloaded ready-made; converting it here from the {stored} "
