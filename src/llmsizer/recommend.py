@@ -1085,15 +1085,18 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
             fitted.append(cand.target)
         fit_at = slice(len(reasons), len(reasons) + len(fr.reasons))  # the verdict of the layout fr is
         reasons.extend(fr.reasons)
-        if scaled is not None:  # the scale-out search's instances and layout, with the flags that state them
+        scaled_at = len(reasons)  # the scale-out line, said again if the deadline adds instances below
+
+        def scaled_line(lay: ScaledLayout, how: str) -> str:
             net = cand.instance.network if cand.instance is not None else None
-            reasons.append(f"{scaled.instances} instances: the fewest of this type on which a layout fits (recommend's "
-                           f"scale-out search, up to {MAX_SCALE_INSTANCES}); "
-                           f"{scaled.command(model_arg, cand.target, wl, extra)} gives these numbers; collectives "
-                           "between the instances over "
-                           + (f"--network {wl['network']}" if wl.get("network") else
-                              f"the instance's {net.raw:g} {net.unit} network" if net is not None else
-                              "one machine's link (no network in the catalog), a lower bound"))
+            return (f"{lay.instances} instances: {how}; {lay.command(model_arg, cand.target, wl, extra)} gives these "
+                    "numbers; collectives between the instances over "
+                    + (f"--network {wl['network']}" if wl.get("network") else
+                       f"the instance's {net.raw:g} {net.unit} network" if net is not None else
+                       "one machine's link (no network in the catalog), a lower bound"))
+        if scaled is not None:  # the scale-out search's instances and layout, with the flags that state them
+            reasons.append(scaled_line(scaled, "the fewest of this type on which a layout fits (recommend's "
+                                               f"scale-out search, up to {MAX_SCALE_INSTANCES})"))
         elif per_option > 1 and cand.instance is not None:  # --gpus N over several instances: said, with their link
             net, each = cand.instance.network, cand.count // per_option
             reasons.append(f"{per_option} instances of {each} device{'s' if each > 1 else ''} (--gpus {gpus}), "
@@ -1144,6 +1147,11 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
                 return
             fr = many
             reasons[fit_at] = many.reasons  # the scaled-out layout's memory, not the one instance's
+            if scaled is not None:  # the searched layout on the instances the deadline needs: its command reproduces
+                reasons[scaled_at] = scaled_line(  # the option (probe15 D5: it said the search's --count)
+                    dataclasses.replace(scaled, instances=many.instances, devices=many.count),
+                    f"the scale-out search's layout (the fewest instances on which it fits: {scaled.instances}), "
+                    "on the instances the time limit needs")
             if many.duration is not None:  # the run the option is: several instances' collectives
                 timed[cand.target] = (many.duration.assumptions, many.all_warnings)
             reasons.append(f"{many.instances} instances to meet the " + ("deadline" if c.deadline is not None else

@@ -182,3 +182,17 @@ def test_the_scale_out_layout_is_the_fastest_of_those_it_timed(model: str, targe
     if hand is not None:  # the layout review15 found by hand (17.6 h): the search's is at least as fast
         fr = fit_training(spec, inst, first.devices, tokens=1e9, fits_at=False, **{**wl, **hand})
         assert fr.fits and best <= fr.training_time["seconds"] < mem_first
+
+
+def test_a_scaled_option_grown_for_the_time_limit_prints_its_own_count() -> None:
+    """probe15 D5: Llama-3.1-70B Megatron TP 8 PP 4 on gcp-a3-highgpu-1g (one H100 each) fits on 32 instances but
+    needs 64 to finish 10B tokens within the 90-day practical limit; the scale-out line printed the search's
+    `--count 32` command, whose run takes twice as long. The printed command must give the option's numbers."""
+    rec = recommend_training("llama-3.1-70b-instruct", tokens=10e9, constraints=Constraints(providers=("gcp",)),
+                             method="full", precision="megatron-bf16", micro_batch=1, seq_len=8192,
+                             grad_checkpointing="selective", tp=8, pp=4, sequence_parallel=True, grad_accumulation=16)
+    opt = next(o for o in rec.options if o.target == "gcp-a3-highgpu-1g")
+    assert any("to meet the" in r for r in opt.reasons)  # grown for the time limit
+    args, fr = _run_printed(next(r for r in opt.reasons if "scale-out search" in r))
+    assert (args.device, args.count) == (opt.target, opt.count)
+    assert fr.duration is not None and fr.duration.seconds == pytest.approx(opt.training_seconds, rel=1e-12)
