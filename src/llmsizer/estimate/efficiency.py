@@ -390,29 +390,37 @@ LLAMACPP_MMQ_TILE_COLUMNS = 128  # 0: no tile-read term (how LLAMACPP_MMQ_STEP i
 LLAMACPP_INT8_MMQ_SINCE = "ggml-org/ggml @5378ea0d (2024-06-26 sync of llama.cpp; PR #8075)"
 _VOLTA_CAPABILITY = 7.0
 
-# Shader operations llama.cpp's Metal kernel_mul_mm spends per weight dequantizing its weight tiles (w_q of
+# Issue cycles llama.cpp's Metal kernel_mul_mm spends per weight dequantizing its weight tiles (c_q of
 # formulas/speed.py eq. 9m), per GGML type, COUNTED from the dequantize functions of ggml-org/ggml
-# src/ggml-metal.metal @8c44bc9 (the 2024-05-14 sync of llama.cpp's file, the build of the May 2024 Apple rows): each
-# arithmetic, bitwise, shift, select and type conversion on a value counts one operation (index and pointer arithmetic,
-# which the compiler folds into addressing, and the loads and stores, which every type makes, do not); the per-call
-# set-up (scales, minima, masks of one 4x4 call) is spread over its 16 weights. F16 (L5558 dequantize_f16): a copy,
-# 0. F32 (L5550): a float -> half conversion, 1. Q8_0 (L5652): int8 -> half, x d: 2. Q4_0 (L5566): per weight & mask,
-# convert, fma, float -> half (4); set-up d1 select, / 16, half -> float, d2, md (2), mask0 select, mask1 shift (8 /
-# 16): 4.5. Q4_K (L5728, get_scale_min_k4_just2 L5722): per weight & mask, convert, fma (dl q - ml), float -> half
-# (4); set-up the 6-bit scale and min (3 operations for j < 4, 9 for j >= 4, each half of the calls), d select, / 16,
-# half -> float, min half -> float, dl and ml (2 + 2), mask select (15 / 16): 4.94. Q5_K (L5757): per weight & mask,
-# & ul, select, convert, add, fma, float -> half (7); set-up Q4_K's plus ul shift and qh_val select (17 / 16): 8.06.
-# Q6_K (L5792): per weight ql & kmask2, qh & kmask1, shift, or, int -> half, half -> float, fma, float -> half (8;
-# the il & 1 branch is uniform over the call); set-up sc int8 -> float, 3 selects of kmask1, kmask2, coef, d_all
-# half -> float and 2 multiplies for ml, 2 for dl (11 / 16): 8.69. A type absent here (Q2_K, Q3_K, the IQ types,
-# MXFP4) has no count: eq. (9m) is then left out and named. Not fitted; tests/hardware/test_metal_dequant.py checks
-# the resulting Q4_K_M / F16 prefill ratio against the measured one of three Apple chips.
-LLAMACPP_METAL_DEQUANT_OPS: dict[str, float] = {
-    "F16": 0.0, "F32": 1.0, "Q8_0": 2.0, "Q4_0": 4.5, "Q4_K": 4 + 15 / 16, "Q5_K": 7 + 17 / 16, "Q6_K": 8 + 11 / 16,
+# src/ggml-metal.metal @8c44bc9 (the 2024-05-14 sync of llama.cpp's file, the build of the May 2024 Apple rows; the
+# Q4_0 and Q8_0 functions and kernel_mul_mm read the same in the November 2023 tree of build 8e672ef, the AP rows)
+# at the M1-family cycle costs of philipturner/metal-benchmarks README @936d911: an arithmetic, bitwise or select
+# operation 1 cycle, an integer -> float CONVERT 4, a shift (LSHIFT32) 4; float <-> half changes ride on the ALU
+# operands (0); index and pointer arithmetic, which the compiler folds into addressing, and the loads and stores,
+# which every type makes, do not count; the per-call set-up (scales, minima, masks of one 4x4 call) is spread over
+# its 16 weights. F16 (L5558 dequantize_f16): a copy, 0. F32 (L5550): a float -> half change, 0. Q8_0 (L5652): per
+# weight int8 -> half CONVERT (4), x d (1): 5. Q4_0 (L5566): per weight & mask (1), CONVERT (4), fma (1): 6; set-up
+# d1 select, / 16, d2, md (4 x 1), mask0 select (1), mask1 shift (4): 9 / 16; 6.56. Q4_K (L5728,
+# get_scale_min_k4_just2 L5722): per weight & mask, CONVERT, fma (6); set-up the 6-bit scale and min (2 ands for
+# j < 4; 5 bitwise and 3 shifts, 17 cycles, for j >= 4; each half of the calls: 9.5), d select, / 16 (2), dl and ml
+# each a CONVERT of the 6-bit value and a multiply (10), mask select (1): 22.5 / 16; 7.41. Q5_K (L5757): per weight
+# & mask, & ul, select, CONVERT, add, fma (9); set-up Q4_K's plus the ul shift (4) and qh_val select (1): 27.5 / 16;
+# 10.72. Q6_K (L5792): per weight ql & kmask2, qh & kmask1, shift (4), or, CONVERT (4), fma (12; the il & 1 branch is
+# uniform over the call); set-up sc int8 -> half CONVERT (4), 3 selects of kmask1, kmask2, coef, 2 multiplies for ml
+# and 2 for dl: 11 / 16; 12.69. A type absent here (Q2_K, Q3_K, the IQ types, MXFP4) has no count: eq. (9m) is then
+# left out and named. Not fitted. Before (each operation 1 cycle, the CONVERT too, and an FMA of the simdgroup
+# matrices 1 cycle: Q8_0 2, Q4_0 4.5 operations) Q4_0 prefill came out at 0.932 of Q8_0 on every chip, while the 22
+# chips of llama.cpp discussion #4167 (validation rows AP01-AP50) measure 0.978-1.006; the shared CONVERT makes it
+# 0.97. tests/hardware/test_metal_dequant.py checks the resulting Q4_K_M / F16 and Q4_0 / Q8_0 prefill ratios
+# against the measured ones.
+LLAMACPP_METAL_DEQUANT_CYCLES: dict[str, float] = {
+    "F16": 0.0, "F32": 0.0, "Q8_0": 5.0, "Q4_0": 6 + 9 / 16, "Q4_K": 6 + 22.5 / 16, "Q5_K": 9 + 27.5 / 16,
+    "Q6_K": 12 + 11 / 16,
 }
 LLAMACPP_METAL_DEQUANT_SOURCE = (
     "counted from ggml-org/ggml src/ggml-metal.metal @8c44bc9 dequantize_* (L5550-5820) that kernel_mul_mm "
-    "(L6159-6290) runs on every weight tile of every 32-column tile; formulas/speed.py eq. (9m)")
+    "(L6159-6290) runs on every weight tile of every 32-column tile, at the M1-family issue cycles of "
+    "philipturner/metal-benchmarks @936d911; formulas/speed.py eq. (9m)")
 
 
 def llamacpp_gemm_path(weights_format: str, device_kind: str, vendor: str, int8_mmq: bool = True,

@@ -482,7 +482,7 @@ _add("decode throughput", "vllm 0.6-0.7", 0.8452, 1.0478, 21, 1, 1.000, None, ('
 _add("decode throughput", "vllm >= 0.14", 0.9098, 1.0560, 6, 1, 1.000, None, ('a10g',))
 _add("inference memory", "transformers", 0.9702, 1.0414, 120, 4, 0.993, 0.766)
 _add("inference memory", "vllm", 0.9622, 1.0546, 13, 2, 0.950, 0.900)
-_add("prefill throughput", "llama.cpp", 0.7952, 1.1420, 77, 34, 0.931, 0.909)
+_add("prefill throughput", "llama.cpp", 0.7952, 1.1869, 77, 34, 0.936, 0.912)
 _add("prefill throughput", "transformers", 0.7607, 1.0000, 11, 1, 1.000, None)
 _add("training memory", "pytorch training", 0.9085, 1.0873, 34, 7, 1.000, 0.914)
 _add("training throughput", "pytorch training", 0.6324, 1.2005, 255, 13, 0.967, 0.858)

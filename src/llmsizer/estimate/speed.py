@@ -25,6 +25,7 @@ from ..formulas.launch_overhead import INFERENCE_SOURCE as LAUNCH_INFERENCE_SOUR
 from ..formulas.params import count_params, routed_share
 from ..formulas.recurrent_state import recurrent_state
 from ..formulas.speed import (
+    METAL_SIMDGROUP_MATMUL_CYCLES,
     PhaseTime,
     Roofline,
     allreduce_time,
@@ -426,7 +427,7 @@ def _metal_prefill_efficiency(spec: ModelSpec, fmt: str, efficiency: float, flop
                               assumptions: list[Assumption]) -> float:
     """llama.cpp prefill on Apple silicon (Metal): the ``product_flops`` of the layer stack's matrix products pay the
     dequantization of their weight tiles on the same shader ALUs (formulas/speed.py eq. 9m, w_q per GGML type from
-    efficiency.LLAMACPP_METAL_DEQUANT_OPS, weighted over the products' tensors of the file type); returned as the
+    efficiency.LLAMACPP_METAL_DEQUANT_CYCLES, weighted over the products' tensors of the file type); returned as the
     share of the peak the prefill's ``flops`` reach so that eq. (3) keeps one form. F16 pays nothing (its tiles are
     copied); a type without a count leaves eq. (9m) out, named."""
     ftype = fmt[5:]
@@ -434,7 +435,7 @@ def _metal_prefill_efficiency(spec: ModelSpec, fmt: str, efficiency: float, flop
         return efficiency
     mix = gguf_product_weights(spec, ftype)
     total = sum(w for _, w in mix)
-    ops_by_type = E.LLAMACPP_METAL_DEQUANT_OPS
+    ops_by_type = E.LLAMACPP_METAL_DEQUANT_CYCLES
     missing = [g for g, _ in mix if g not in ops_by_type]
     if missing or total <= 0:
         assumptions.append(Assumption(
@@ -449,8 +450,9 @@ def _metal_prefill_efficiency(spec: ModelSpec, fmt: str, efficiency: float, flop
     types = ", ".join(f"{g} {w / total:.0%}" for g, w in mix)
     assumptions.append(Assumption(
         "llamacpp_metal_dequant_share", round(share, 4), True,
-        f"{ops:.2f} shader operations per weight ({types} of the products' weights) x 16 weights dequantized per "
-        f"512 simdgroup-matrix FMAs per thread: the products take {1 + share:.3f} x their F16 time; "
+        f"{ops:.2f} issue cycles per weight ({types} of the products' weights) x 16 weights dequantized per "
+        f"32 simdgroup 8x8x8 products of {METAL_SIMDGROUP_MATMUL_CYCLES} cycles per simdgroup: the products take "
+        f"{1 + share:.3f} x their F16 time; "
         + E.LLAMACPP_METAL_DEQUANT_SOURCE))
     return efficiency * flops / (flops + product_flops * share)
 

@@ -122,16 +122,24 @@ along the reduction every thread first dequantizes 16 weights of the 64 x 32 wei
 temp_a)``, one 4x4, into threadgroup memory as half), then each simdgroup issues 4 x 8 ``simdgroup_multiply_accumulate``
 of 8 x 8 x 8, i.e. 64 x 32 x 32 / 128 = 512 FMAs per thread. The weights are dequantized again for every 32-column
 tile (each threadgroup loads its own). Apple's GPUs before M5 have no separate matrix units: the simdgroup matrix
-instructions and the dequantization issue on the same shader ALUs whose rate is the catalog's FP16 peak. With w_q the
-shader operations the type's dequantize function spends per weight (estimate/efficiency.py
-LLAMACPP_METAL_DEQUANT_OPS, counted from the source) and the kernel issuing both at the same efficiency, the products
-take::
+instructions and the dequantization issue on the same shader cores whose rate is the catalog's FP16 peak. Both are
+counted in issue cycles of one SIMD (philipturner/metal-benchmarks README @936d911, M1-family instruction
+throughputs): a simple ALU operation (FFMA16/32, FMUL, bitwise, select) takes 1 cycle, an integer <-> float
+CONVERT 4 (the "integer and complex math pipeline"), a constant shift LSHIFT32 4, and one 8 x 8 x 8
+``simdgroup_multiply_accumulate`` ~20.87 (MATMUL<F16x8x8>; 20.14 for F32), i.e. 1.30 cycles per FMA, not 1.
+Float <-> half changes of a value ride on the operands of the ALU instruction that reads or writes it (G13 operands
+name 16-bit register halves, dougallj/applegpu README disassembly) and cost nothing of their own. With c_q the issue
+cycles the type's dequantize function spends per weight (estimate/efficiency.py LLAMACPP_METAL_DEQUANT_CYCLES,
+counted from the source) and the kernel issuing both on one pipeline, the products take::
 
-    t = 2 P T / (R e) x (1 + w_q n_w / n_fma),     n_w = 16, n_fma = 512                   (9m)
+    t = 2 P T / (R e) x (1 + c_q n_w / (n_mm tau_mm)),   n_w = 16, n_mm = 32, tau_mm = 20.87          (9m)
 
 independent of the column count once the 32-column tiles are full (a ubatch of 512 tokens: 16 of them); an F16
-product's dequantize_f16 only copies (w_q = 0), so F16 keeps eq. (3) alone. w_q of a file type mixing GGML types
-(Q4_K_M: Q4_K and Q6_K) is the weight-weighted mean over the products' tensors.
+product's dequantize_f16 only copies (c_q = 0), so F16 keeps eq. (3) alone. c_q of a file type mixing GGML types
+(Q4_K_M: Q4_K and Q6_K) is the weight-weighted mean over the products' tensors. Every quantized type pays one
+int -> float CONVERT per weight (4 of its cycles), so the types differ less than their operation counts: Q4_0 (6.5
+cycles) and Q8_0 (5) take 1.156 and 1.120 x their F16 time, a Q4_0 / Q8_0 prefill of 0.97 (0.93 when each operation
+counted one cycle and an FMA one cycle).
 
 When all b sequences carry the same tokens (llama.cpp's llama-batched-bench feeds token 0 to every sequence:
 tools/batched-bench/batched-bench.cpp), they would route to the same k experts and (5) would take b = 1; measured
@@ -384,18 +392,24 @@ def dequantize_time(quantized_bytes: float, params: float, tokens: int, ubatch: 
 
 METAL_MM_WEIGHTS_PER_THREAD = 16  # kernel_mul_mm: one half4x4 dequantized per thread per 32-wide K step
 METAL_MM_FMA_PER_THREAD = 512  # 64 x 32 x 32 FMAs of a K step over the threadgroup's 128 threads
+METAL_MM_PRODUCTS_PER_SIMDGROUP = 32  # 4 x 8 simdgroup_multiply_accumulate of 8x8x8 per simdgroup per K step
+# Issue cycles of one 8x8x8 simdgroup_multiply_accumulate: MATMUL<F16x8x8> ~20.87 (philipturner/metal-benchmarks
+# README @936d911, intra-simd communication table, measured on M1-family GPUs)
+METAL_SIMDGROUP_MATMUL_CYCLES = 20.87
 
 
-def metal_dequant_share(ops_per_weight: float, weights_per_thread: int = METAL_MM_WEIGHTS_PER_THREAD,
-                        fma_per_thread: int = METAL_MM_FMA_PER_THREAD) -> float:
+def metal_dequant_share(cycles_per_weight: float, weights_per_thread: int = METAL_MM_WEIGHTS_PER_THREAD,
+                        products_per_thread: int = METAL_MM_PRODUCTS_PER_SIMDGROUP,
+                        cycles_per_product: float = METAL_SIMDGROUP_MATMUL_CYCLES) -> float:
     """Eq. (9m): the issue time a Metal ``kernel_mul_mm`` product spends dequantizing its weight tiles, as a share of
-    its simdgroup-matrix FMAs: ``ops_per_weight`` shader operations on each of ``weights_per_thread`` weights per
-    ``fma_per_thread`` FMAs."""
-    if ops_per_weight < 0:
-        raise InputError(f"ops_per_weight must not be negative, got {ops_per_weight}")
-    if weights_per_thread < 1 or fma_per_thread < 1:
-        raise InputError("weights_per_thread and fma_per_thread must be >= 1")
-    return ops_per_weight * weights_per_thread / fma_per_thread
+    its simdgroup-matrix products: ``cycles_per_weight`` issue cycles on each of ``weights_per_thread`` weights per
+    ``products_per_thread`` 8x8x8 products of ``cycles_per_product`` cycles each."""
+    if cycles_per_weight < 0:
+        raise InputError(f"cycles_per_weight must not be negative, got {cycles_per_weight}")
+    if weights_per_thread < 1 or products_per_thread < 1:
+        raise InputError("weights_per_thread and products_per_thread must be >= 1")
+    _positive("cycles_per_product", cycles_per_product)
+    return cycles_per_weight * weights_per_thread / (products_per_thread * cycles_per_product)
 
 
 def mmq_tile_reads(tokens: int, ubatch: int, tile_columns: int) -> int:
