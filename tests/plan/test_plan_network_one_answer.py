@@ -142,3 +142,31 @@ def test_the_communication_share_is_the_step_estimates(capsys: pytest.CaptureFix
     share = (mp["micro_batches"] * (exposed_tp + mp["p2p_seconds"]) + mp["dp_exposed_seconds"]) / mp["step_seconds"]
     assert st["comm_share"] == pytest.approx(share, rel=1e-12) and share > 0
     assert j.section("network").value("comm_share") == j.facts["comm_share"] == st["comm_share"]
+
+
+@pytest.mark.parametrize(("network", "per_machine"), [("efa-p5", 3200e9 / 8), ("ib-ndr", 4 * 400e9 / 8)])
+def test_a_catalog_network_name_in_a_request_is_fits_network(network: str, per_machine: float,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """probe16 D-G: ``resources.network`` takes the catalog interconnect names ``fit --network`` takes (one reader,
+    request/quantities.py ``parse_network``; before, 'efa-p5' was refused as "not a bandwidth", exit 2): the plan's
+    duration is fit's. Independent truth for the bus: AWS p5's EFA is 3200 Gb/s per instance
+    (aws.amazon.com/ec2/instance-types/p5), InfiniBand NDR 400 Gb/s per port, one port per device (4 per machine)."""
+    j = _plan_job(f"""\
+    method: full
+    settings: {{micro_batch: 1, seq_len: 2048, grad_accumulation: 2}}
+    resources: {{device: h100-sxm, count: 8, nodes: 2, network: {network}}}
+    """)
+    net, dur = j.section("network"), j.section("duration")
+    _, fit = answer(["fit", "qwen2.5-0.5b", "--train", "--method", "full", "--device", "h100-sxm", "--count", "8",
+                     "--gpus-per-node", "4", "--network", network, "--grad-accumulation", "2",
+                     "--tokens", str(int(dur.value("tokens")))], capsys)
+    assert dur.value("seconds") == pytest.approx(fit["training_time"]["seconds"], rel=1e-12)
+    assert net.value("bus_bandwidth") == pytest.approx(min(H100_NVLINK, per_machine))
+
+
+def test_a_network_inside_a_machine_is_refused_with_the_field() -> None:
+    with pytest.raises(Exception, match=r"resources\.network.*nvlink4.*link inside a machine"):
+        _plan_job("""\
+        method: full
+        resources: {device: h100-sxm, count: 8, nodes: 2, network: nvlink4}
+        """)

@@ -10,6 +10,7 @@ import pytest
 
 from llmsizer.request import InferenceJob, RequestError, TrainingJob, parse_request
 from llmsizer.request.fields import JOB_FIELDS, SEED_ITEMS, TOP, job_fields
+from llmsizer.request.quantities import parse_network
 from llmsizer.request.reader import JOB_SECTIONS, TOP_SECTIONS
 from llmsizer.request.spec import Request
 from llmsizer.request.template import template
@@ -141,7 +142,9 @@ def test_other_values_of_the_full_request(full):
     assert serve.adapters.mode == "dynamic" and serve.adapters.max_loaded == 2
     assert train.pricing.reserved_discount == pytest.approx(0.35)
     assert train.pricing.reserved_term == pytest.approx(730 * 3600)
-    assert train.resources.network == pytest.approx(400e9)
+    # kept as written, read by fit --network's reader (request/quantities.py parse_network): 3200 Gb/s = 400 GB/s
+    assert train.resources.network == "3200 Gb/s"
+    assert parse_network(train.resources.network, 8)[0] == pytest.approx(400e9)
     assert full.budget.total == 60000.0
     assert full.line_of(train, "dataset.size") == 14  # counted in FULL above
     assert full.line_of(serve, "traffic.concurrency.peak") == 46

@@ -27,7 +27,14 @@ from ..specs import ModelSpec, TrainingWorkload
 from ..specs.workload import implied_engine, read_number, refuse_default_not_reading
 from ..units import format_bytes
 from . import efficiency as E
-from .formats import bnb_moe_refused, engine_refuses, gguf_stand_in, requested_format, runs_on_llamacpp_instead
+from .formats import (
+    bnb_moe_refused,
+    engine_refuses,
+    file_kernel_format,
+    gguf_stand_in,
+    requested_format,
+    runs_on_llamacpp_instead,
+)
 from .model_warnings import SERVING_ENGINE, SERVING_ENGINE_WHY
 
 # what a form names as the default engine (InferenceWorkload.engine None: engine_rule's for the device)
@@ -65,6 +72,10 @@ def _default_engine_rule(device: Device, count: int, weights: str | None,
         # a .gguf file is the GGUF format requested: the engine of that format, as for --weights q4_k_m (on
         # transformers it would be dequantized on load, formats.engine_weights, not the file's bytes)
         return "llamacpp", "a GGUF file runs on llama.cpp"
+    if weights is None and spec is not None and fw is not None:
+        # a safetensors folder: the rule reads its stored format (quantization_config / torch_dtype) as it reads the
+        # same format named with --weights, so a folder and the catalog model with that format get one engine
+        return _folder_engine_rule(device, count, file_kernel_format(spec)[0])
     eng, why = _device_engine_rule(device, count, weights)
     fmt = requested_format(spec, weights)
     refused = engine_refuses(eng, fmt, device, spec) if fmt is not None else None
@@ -82,6 +93,18 @@ def _default_engine_rule(device: Device, count: int, weights: str | None,
         return eng, why
     return "llamacpp", (f"{refused}, so llama.cpp, the next engine that runs the model there (as "
                         f"{stand_in[0].removeprefix('gguf:').upper()}, llama.cpp's default for it: {stand_in[1]})")
+
+
+def _folder_engine_rule(device: Device, count: int, fmt: str) -> tuple[str, str]:
+    """``_device_engine_rule``'s engine for a safetensors folder stored in ``fmt``, the format read as if named with
+    ``--weights``; where that is llama.cpp, which loads GGUF files only (``formats.engine_weights`` refuses a folder
+    there), the next engine that loads the folder: vLLM on a GPU, transformers on CPUs and Apple."""
+    eng, why = _device_engine_rule(device, count, fmt)
+    if eng != "llamacpp":
+        return eng, f"{why} (the folder's stored format)"
+    nxt = "vllm" if engine_runs_on("vllm", device) else "transformers"
+    return nxt, (f"{why}, but llama.cpp loads GGUF files, not a safetensors folder: "
+                 f"{'vLLM' if nxt == 'vllm' else 'transformers'}, the next engine that loads it")
 
 
 def _device_engine_rule(device: Device, count: int, weights: str | None) -> tuple[str, str]:

@@ -20,7 +20,6 @@ calibrated range of the result: estimate/ranges.py.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
@@ -28,8 +27,8 @@ from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
-from ..catalog.hardware import Device, Instance, load_catalog
-from ..errors import FieldError, InputError
+from ..catalog.hardware import Device, Instance
+from ..errors import InputError
 from ..formulas.activation_offload import STREAM_SOURCE as OFFLOAD_STREAM_SOURCE
 from ..formulas.activation_offload import offload_step_seconds
 from ..formulas.attention_mask import FLEX_BLOCK, flex_pairs, mean_attended
@@ -124,7 +123,7 @@ from ..formulas.training_time import (
 from ..formulas.weight_formats import weight_bytes
 from ..frozen import fast_init
 from ..numbers import TRAIN_TOKENS, UTILIZATION, check_number
-from ..request.quantities import parse_bandwidth
+from ..request.quantities import parse_network
 from ..result import Assumption
 from ..specs import ModelSpec, TrainingWorkload
 from ..specs.training import MEGATRON_PRECISIONS, normalize_targets, recomputes_whole_layer
@@ -1841,41 +1840,18 @@ def _optimizer_step_setup(spec: ModelSpec, w: TrainingWorkload) -> tuple[str, st
     return ctx.optimizer.name, ctx.optimizer_impl, grad, per
 
 
-NETWORK_KINDS = ("infiniband", "ethernet", "efa")
-
-
 def network_for(w: TrainingWorkload, instance: Instance | None = None,
                 hardware_files: Sequence[str | Path] = ()) -> Network | None:
-    """The network between the machines of ``w`` (formulas/network.py eq. (11)): ``w.network``, a catalog interconnect
-    of a network kind (per port: one port per device of a machine, the rail-optimised layout of DGX / Grand Teton /
-    p5 hosts; 'per instance' / 'per VM' entries: the machine's whole network) or a bandwidth per machine ('1600 Gb/s',
-    '8x400Gb/s'); else ``instance``'s own network; else None."""
+    """The network between the machines of ``w`` (formulas/network.py eq. (11)): ``w.network`` as
+    request/quantities.py ``parse_network`` reads it (a catalog interconnect of a network kind, per port times
+    ``w.gpus_per_node``, or a bandwidth per machine), the reader a request's ``resources.network`` goes through too;
+    else ``instance``'s own network; else None."""
     if w.network is None:
         if instance is not None and instance.network is not None:
             return Network(float(instance.network.base), f"{instance.id}'s network (catalog)", False)
         return None
-    text = w.network.strip()
-    ic = load_catalog(hardware_files).interconnect(text)
-    if ic is not None:
-        if ic.kind not in NETWORK_KINDS:
-            raise InputError(f"network {text!r} is a {ic.kind} link inside a machine; give a network between "
-                             f"machines ({', '.join(NETWORK_KINDS)} interconnects, or a bandwidth such as '1600 Gb/s')")
-        note = ic.bandwidth.note
-        bw = float(ic.bandwidth.base)
-        if "per instance" in note or "per VM" in note:
-            return Network(bw, f"{ic.name} ({text}, per machine)")
-        return Network(bw * w.gpus_per_node, f"{ic.name} ({text}), one port per device x {w.gpus_per_node}")
-    m = re.fullmatch(r"(\d+)\s*[x\u00d7*]\s*(.+)", text)
-    count, rest = (int(m.group(1)), m.group(2)) if m else (1, text)
-    if count < 1:
-        raise InputError(f"network {text!r}: the port count must be >= 1")
-    try:
-        bw = count * parse_bandwidth(rest)
-    except InputError as e:
-        raise InputError(f"network {text!r}: not a catalog interconnect of a network kind, and {e}") from None
-    if bw <= 0:  # one refusal for every collective that crosses machines (data, tensor, pipeline, expert parallel)
-        raise FieldError("network", f"network {text!r}: the bandwidth between machines must be positive")
-    return Network(bw, f"{text} per machine (given)")
+    bw, what = parse_network(w.network, w.gpus_per_node, hardware_files)
+    return Network(bw, what)
 
 
 def training_peak(device: Device, precision: str = TrainingWorkload.precision, tf32: bool = False

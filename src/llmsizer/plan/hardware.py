@@ -13,6 +13,7 @@ from ..catalog.hardware import Device, HardwareCatalog, Instance, load_catalog
 from ..estimate.device import target_memory, usable_memory
 from ..estimate.fit import SERVING_GPUS_PER_NODE, link_bandwidth_for
 from ..recommend import Option
+from ..request.quantities import parse_network
 from ..request.spec import Resources
 from ..result import Assumption
 from .result import Hardware
@@ -139,8 +140,10 @@ def requested(res: Resources, ctx: PlanContext) -> tuple[Hardware | None, Device
         link = float(ic.bandwidth.base) if ic is not None else None
     elif count // nodes > 1:
         link = link_bandwidth_for(device, instance, ctx.hardware_files)
-    node_bw = res.network
-    if node_bw is None and instance is not None and instance.network is not None:
+    node_bw = None
+    if res.network is not None:  # fit --network's reader, per port times the devices of one machine
+        node_bw = parse_network(res.network, machine or max(1, count // nodes), ctx.hardware_files)[0]
+    elif instance is not None and instance.network is not None:
         node_bw = float(instance.network.base)
     return Hardware("requested", device.id, device.name, device.kind, count, nodes, instance.id if instance else None,
                     usable, price, basis, res.pool, link, node_bw, machine_devices=machine), device, instance

@@ -114,8 +114,8 @@ def run_seconds(job: TrainingJob, device: Device, devices: int, nodes: int = 1) 
     zero = zero_chosen(sized.estimate) if sized is not None and sized.estimate is not None else None
     if zero is not None:  # the ZeRO stage the memory takes on these devices is the run timed (as plan_training)
         fields["zero"] = zero.value
-    if nodes > 1 and job.resources.network:  # resources.network, per machine (as plan_training times it)
-        fields["network"] = f"{job.resources.network * 8 / 1e9:g} Gb/s"
+    if nodes > 1 and job.resources.network:  # resources.network, read by fit's reader (as plan_training times it)
+        fields["network"] = job.resources.network
     return training_duration_for(spec, device, devices, tokens, fields, job.settings.utilization).seconds
 
 
@@ -290,7 +290,9 @@ def plan_training(job: TrainingJob, req: Request, ctx: PlanContext) -> JobPlan:
     d: Duration | None = None
     util = s.utilization
     if tokens and device is not None:
-        if hw.nodes > 1 and hw.node_bandwidth and "network" not in fields:  # resources.network, per machine
+        if hw.nodes > 1 and job.resources.network and "network" not in fields:  # as fit --network reads it
+            fields = dict(fields, network=job.resources.network)
+        elif hw.nodes > 1 and hw.node_bandwidth and "network" not in fields:  # the instance's, per machine
             fields = dict(fields, network=f"{hw.node_bandwidth * 8 / 1e9:g} Gb/s")
         d = training_duration_for(spec, vm_share_device(device, instance), gpus, tokens, fields,  # the one duration rule
                                   s.utilization, instance, ctx.hardware_files, hw.link_bandwidth)

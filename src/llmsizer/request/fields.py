@@ -75,6 +75,8 @@ TYPES = {
     "money_h": "US dollars per hour: 12.5, '$12.5/h'",
     "money_month": "US dollars per month: '$5k/month'",
     "bandwidth": "a bandwidth: '10 Gb/s' (bits), '500 MB/s' (bytes)",
+    "network": "a network between machines: a catalog interconnect ('efa-p5', 'ib-ndr') or a bandwidth per machine "
+               "('400 Gb/s', '8x400Gb/s')",
     "rate": "requests per time: 5 (per second), '300/min', '10000/day'",
     "share": "a share: 0.4 or '40%'",
     "date": "a date YYYY-MM-DD",
@@ -187,7 +189,8 @@ RESOURCES = F("resources", "section", "the resources you have in mind (optional:
                     "places it only at sites of that jurisdiction or region", template=False),
                   F("interconnect", "str", "link between the devices of one machine (nvlink4, pcie5, ...)",
                     template=False),
-                  F("network", "bandwidth", "network bandwidth of each machine to the others ('400 Gb/s')",
+                  F("network", "network", "network of each machine to the others, as `fit --network` reads it (ib-ndr: "
+                    "one port per device; efa-p5: per machine)",
                     template=False),
                   F("price_per_hour", "money_h", "hourly price of all these resources together (overrides the "
                     "catalog's on-demand price; for owned hardware: your cost)", template=False),

@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import datetime as _dt
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from pathlib import Path
 
-from ..errors import InputError, MissingUnitError
+from ..errors import FieldError, InputError, MissingUnitError
 from ..inputs import short
 from ..numbers import (
     AMOUNT,
@@ -229,6 +230,43 @@ def parse_bandwidth(value: object) -> float:
         raise InputError(f"cannot read {short(value)} as a bandwidth; write e.g. '10 Gb/s', '25 Gbps', '500 MB/s' "
                          "(b = bits, B = bytes)")
     return float(check_number(_number(m.group(1)) * _BANDWIDTH_UNITS[m.group(2)], "", BANDWIDTH))
+
+
+NETWORK_KINDS = ("infiniband", "ethernet", "efa")  # catalog interconnect kinds that link machines
+
+
+def parse_network(value: object, gpus_per_node: int, hardware_files: Sequence[str | Path] = ()) -> tuple[float, str]:
+    """(bytes/s per machine, what) of a network between machines (formulas/network.py eq. (11)), the one reader of
+    ``fit --train --network``, the Python API's ``network=`` and a request's ``resources.network``: a catalog
+    interconnect of a network kind (per port: one port per device of a machine, the rail-optimised layout of DGX /
+    Grand Teton / p5 hosts, so times ``gpus_per_node``; 'per instance' / 'per VM' entries: the machine's whole
+    network) or a bandwidth per machine ('1600 Gb/s', '8x400Gb/s')."""
+    from ..catalog.hardware import load_catalog
+
+    if isinstance(value, (bool, int, float)):
+        parse_bandwidth(value)  # a number names no interconnect and has no unit: parse_bandwidth's one refusal
+    text = str(value).strip()
+    ic = load_catalog(hardware_files).interconnect(text)
+    if ic is not None:
+        if ic.kind not in NETWORK_KINDS:
+            raise InputError(f"network {text!r} is a {ic.kind} link inside a machine; give a network between "
+                             f"machines ({', '.join(NETWORK_KINDS)} interconnects, or a bandwidth such as '1600 Gb/s')")
+        note = ic.bandwidth.note
+        bw = float(ic.bandwidth.base)
+        if "per instance" in note or "per VM" in note:
+            return bw, f"{ic.name} ({text}, per machine)"
+        return bw * gpus_per_node, f"{ic.name} ({text}), one port per device x {gpus_per_node}"
+    m = re.fullmatch(r"(\d+)\s*[x\u00d7*]\s*(.+)", text)
+    count, rest = (int(m.group(1)), m.group(2)) if m else (1, text)
+    if count < 1:
+        raise InputError(f"network {text!r}: the port count must be >= 1")
+    try:
+        bw = count * parse_bandwidth(rest)
+    except InputError as e:
+        raise InputError(f"network {text!r}: not a catalog interconnect of a network kind, and {e}") from None
+    if bw <= 0:  # one refusal for every collective that crosses machines (data, tensor, pipeline, expert parallel)
+        raise FieldError("network", f"network {text!r}: the bandwidth between machines must be positive")
+    return bw, f"{text} per machine (given)"
 
 
 def parse_rate(value: object) -> float:

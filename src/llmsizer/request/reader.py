@@ -310,6 +310,9 @@ class _Reader:
             return Q.parse_money(v if not plain else text, "month")
         if t == "bandwidth":
             return Q.parse_bandwidth(v if not plain else text)
+        if t == "network":  # fit --network's reader, checked here; its per-port count is the plan's (plan/hardware.py)
+            Q.parse_network(v if not plain else text, 1, self.hardware_files)
+            return text.strip()
         if t == "rate":
             return Q.parse_rate(v if not plain else text)
         if t == "share":

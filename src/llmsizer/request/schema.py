@@ -33,6 +33,7 @@ _SCALAR: dict[str, dict[str, Any]] = {
     "money_h": {"type": ["string", "number"]},
     "money_month": {"type": ["string", "number"]},
     "bandwidth": {"type": "string"},
+    "network": {"type": "string"},
     "rate": {"type": ["string", "number"]},
     "share": {"type": ["string", "number"]},
     "date": {"type": "string", "format": "date"},

@@ -34,7 +34,7 @@ class Resources:
     pool: str | None = None
     jurisdiction: str | None = None
     interconnect: str | None = None
-    network: float | None = None  # bytes/s per machine
+    network: str | None = None  # as `fit --network` reads it (request/quantities.py parse_network)
     price_per_hour: float | None = None  # USD/h for all of it
 
     @property

@@ -62,7 +62,8 @@ def _value(f: Field, v: Any) -> str:
 SHORT_HINT = {
     "size": "e.g. 2 TB, 80GiB", "count": "e.g. 40k", "tokens": "e.g. 500k tokens", "context": "e.g. 4096, 8k",
     "duration": "e.g. 3 days, 12h", "interval": "e.g. 2h or 500 steps", "money": "USD", "money_h": "USD/h",
-    "money_month": "USD/month", "bandwidth": "e.g. 10 Gb/s, 500 MB/s", "rate": "e.g. 5/s, 300/min",
+    "money_month": "USD/month", "bandwidth": "e.g. 10 Gb/s, 500 MB/s", "network": "e.g. efa-p5, 400 Gb/s",
+    "rate": "e.g. 5/s, 300/min",
     "share": "e.g. 0.4 or 40%", "date": "YYYY-MM-DD", "deadline": "a date or a duration from the start",
     "str_list": "a list", "dist": "{typical: .., peak: ..}", "ratios": "e.g. [3, 1]",
 }

@@ -123,9 +123,8 @@ export function requestYaml(kind, model, f, common, defaults = {}, answered = {}
     if (f.count || f.gpus) res.push(`      count: ${yq(f.count || f.gpus)}`);
     const devices = Number(f.count || f.gpus || 1), perNode = Number(f.gpus_per_node || 0);
     if (perNode && devices > perNode) res.push(`      nodes: ${Math.ceil(devices / perNode)}`);
-    // resources.network is a bandwidth per machine; a catalog interconnect name stays a note
-    if (f.network) res.push(/^\s*[0-9.]+\s*[kMGT]?b(it)?\/s\s*$/i.test(f.network) ? `      network: ${yq(f.network)}`
-      : `      # network ${f.network}: give its bandwidth per machine here (network: 1600 Gb/s)`);
+    // resources.network reads what train's --network reads: a catalog interconnect or a bandwidth per machine
+    if (f.network) res.push(`      network: ${yq(f.network)}`);
   } else {
     L.push("  - name: serving", "    kind: inference", "    model:", `      name: ${yq(model)}`);
     // what the form names wins (an answer may still be on its way); the answer fills what the form leaves default
