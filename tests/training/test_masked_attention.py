@@ -175,3 +175,35 @@ def test_doc_len_needs_packing_and_fits_the_row() -> None:
         TrainingWorkload(packing=True, seq_len=1024, doc_len=2048)
     assert TrainingWorkload(packing=True, doc_len="1k").doc_len == 1024  # read as --seq reads it (4k = 4096)
 
+
+
+def test_megatron_core_sliding_layers_are_timed_at_their_window() -> None:
+    """GPT-OSS-120B under Megatron-Core (precision megatron-bf16, Megatron-Bridge's GPT-OSS recipe): Megatron hands
+    Transformer Engine each sliding layer's window as ``window_size`` = (sliding_window - 1, 0) (Megatron-Bridge
+    gpt_oss_bridge.py line 87 @f9b6319e; Megatron-LM transformer_engine.py lines 2163-2171 @d98e8a64), never an
+    explicit [s, s] mask, so no layer is timed over every tile. Truth: that band mask enumerated pair by pair (query i
+    keeps keys i - 127 .. i), less the half diagonal cells the area convention leaves out (see
+    test_sliding_window_pairs_are_transformers_masks), against the causal row of the full layers."""
+    from llmsizer.formulas.training_activations import ActivationSetup, needs_mask
+
+    spec = load_model("gpt-oss-120b")
+    s, window = 4096, spec.sliding_window
+    assert window == 128 and set(spec.layer_types) == {"sliding", "full"}
+    i = torch.arange(s).view(-1, 1)
+    j = torch.arange(s).view(1, -1)
+    # keys per query in the area convention: the kept pairs less the half diagonal cells, min(s, window) / 2
+    band = (int(((j <= i) & (j >= i - (window - 1))).sum()) - window / 2) / s
+    causal = (int((j <= i).sum()) - s / 2) / s
+    kinds = [t for t in spec.layer_types if t != "none"]
+    mean = sum(band if t == "sliding" else causal for t in kinds) / len(kinds)
+    got = _attention_flops("gpt-oss-120b", dict(method="full", micro_batch=1, seq_len=s, precision="megatron-bf16"))
+    assert "attention_masked_layers" not in got
+    assert got["attention_keys_per_query"] == round(mean, 1)
+    d = flops_per_token(spec, "full", s).attention_width
+    n_sliding = kinds.count("sliding")
+    assert got["attention_flops_per_token"] == pytest.approx(
+        14 * d * (n_sliding * band + (len(kinds) - n_sliding) * causal), rel=1e-9)
+    # the memory's rule agrees: no mask tensor under Megatron-Core, one under transformers' SDPA
+    layer = spec.layer_types.index("sliding")
+    assert not needs_mask(spec, layer, ActivationSetup(batch=1, seq=s, megatron_te=True))
+    assert needs_mask(spec, layer, ActivationSetup(batch=1, seq=s))

@@ -1055,7 +1055,10 @@ def masked_attended(spec: ModelSpec, w: TrainingWorkload, kernel: str,
                                    "skips the tiles outside it" if "sliding" in spec.layer_types
                                    and spec.sliding_window else "")))
         return a, a
-    window = (spec.sliding_window if w.attention == "flash" and kernel in FLASH_ATTN_PACKAGE_KERNELS
+    # Megatron-Core hands Transformer Engine the window itself (window_size, training_activations.needs_mask): its
+    # fused kernels (flash-attn's window_size, cuDNN's sliding_window_length) skip the tiles outside it too
+    megatron = w.precision in MEGATRON_PRECISIONS
+    window = (spec.sliding_window if (megatron or w.attention == "flash" and kernel in FLASH_ATTN_PACKAGE_KERNELS)
               and not spec.chunked_attention and "sliding" in spec.layer_types else None)
     if docs is None and window is None:
         return None
@@ -1069,7 +1072,10 @@ def masked_attended(spec: ModelSpec, w: TrainingWorkload, kernel: str,
     notes.append(Assumption("attention_keys_per_query", round(mean, 1), False,
                             f"formulas/attention_mask.py: {kernel} skips the tiles "
                             + " and ".join(([f"outside the {window}-token window of the sliding layers "
-                                             "(flash-attn window_size)"] if window else [])
+                                             + ("(Megatron-Core TEDotProductAttention window_size: Megatron-LM "
+                                                "@d98e8a64 megatron/core/extensions/transformer_engine.py lines "
+                                                "2163-2171)" if megatron else "(flash-attn window_size)")]
+                                            if window else [])
                                            + ([f"across the {docs}-token packed documents (flash-attn varlen)"]
                                               if docs else []))
                             + f", mean over the attention layers (causal over the row: {w.seq_len / 2:g})"))
@@ -1091,7 +1097,8 @@ def sdpa_masked_layers(spec: ModelSpec, w: TrainingWorkload, kernel: str, device
     if (w.attention != "sdpa" or w.attention_kernel not in (None, "sdpa") or spec.attention_mask_materialised
             or device.capability is None):
         return 0, 0, kernel
-    st = ActivationSetup(batch=1, seq=w.seq_len, attention=w.attention, packing=w.packing)
+    st = ActivationSetup(batch=1, seq=w.seq_len, attention=w.attention, packing=w.packing,
+                         megatron_te=w.precision in MEGATRON_PRECISIONS)
     masked = [i for i, t in enumerate(spec.layer_types) if t != "none" and needs_mask(spec, i, st)]
     if not masked:
         return 0, 0, kernel

@@ -362,7 +362,7 @@ UNCALIBRATED_ARCH_TRAINING_NO_BAND = ("a training run on a GPU architecture with
 # CDNA3's four MI300X rows left it when CDNA3 was calibrated. Blackwell: Megatron-Bridge's GPT-OSS 120B BF16 runs on
 # 64 x B200 (DGX-B200, EP 8) and 64 x GB200 (NVL72, EP 64) (validation_cases.MEGATRON_BRIDGE_RUNS PM1364-PM1365).
 UNCALIBRATED_TRAINING_MEASURED: dict[str, tuple[float, float, tuple[str, ...]]] = {
-    "blackwell": (0.91, 0.92, ("PM1364", "PM1365")),
+    "blackwell": (0.73, 0.73, ("PM1364", "PM1365")),
 }
 
 
@@ -485,7 +485,7 @@ _add("inference memory", "vllm", 0.9622, 1.0546, 13, 2, 0.950, 0.900)
 _add("prefill throughput", "llama.cpp", 0.7952, 1.1869, 77, 34, 0.936, 0.912)
 _add("prefill throughput", "transformers", 0.7607, 1.0000, 11, 1, 1.000, None)
 _add("training memory", "pytorch training", 0.9085, 1.0873, 34, 7, 1.000, 0.914)
-_add("training throughput", "pytorch training", 0.6324, 1.2005, 255, 13, 0.967, 0.858)
+_add("training throughput", "pytorch training", 0.6324, 1.1574, 255, 13, 0.949, 0.891)
 
 
 def band_for(kind: str, engine: str) -> Band | None:

@@ -378,8 +378,11 @@ def _head_dims(spec: ModelSpec, layer: int | None = None) -> tuple[int, int, int
 def needs_mask(spec: ModelSpec, layer: int, st: ActivationSetup) -> bool:
     """True when transformers hands SDPA an explicit mask: a sliding window shorter than the sequence, or packed
     documents (block-diagonal mask). Flash kernels take windows and varlen offsets natively, FlexAttention its
-    BlockMask (torchtune's packed path)."""
-    if st.attention in ("flash", "flex"):
+    BlockMask (torchtune's packed path). Megatron-Core (``st.megatron_te``) hands none either: its
+    TEDotProductAttention passes a sliding layer's window to Transformer Engine as ``window_size`` and the mask as
+    ``attn_mask_type`` (NVIDIA/Megatron-LM @d98e8a64 megatron/core/extensions/transformer_engine.py lines 2163-2171,
+    2301-2306), never an [s, s] tensor."""
+    if st.attention in ("flash", "flex") or st.megatron_te:
         return False
     sliding = spec.layer_types[layer] == "sliding" and spec.sliding_window is not None and st.seq > spec.sliding_window
     return sliding or st.packing
