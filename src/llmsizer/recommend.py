@@ -981,10 +981,57 @@ def _scale_out(spec: ModelSpec, cands: list[_Candidate], wl: dict[str, Any], c: 
     return found, advice, notes
 
 
+STATED_GROWTH = ("an instance type whose one instance does not hold the run is grown to 2, 4, 8, ... instances up to "
+                 "this cap with the layout the workload states (its TP, PP and EP; data-parallel ranks added) even when "
+                 "another option meets every constraint, the fewest instances on which fit --train says it fits "
+                 "(estimate/recommend_layout.py search_layout: one doubling search per device and devices per "
+                 "instance; a device with less memory starts at the devices one with more needed), so the cheapest "
+                 "run chosen is the cheapest of the options listed; the instance types "
+                 "that hold the run grow by instances only for the deadline")
+
+
+def _grow_stated(spec: ModelSpec, short: list[_Candidate], wl: dict[str, Any], c: Constraints,
+                 hardware_files: Sequence[str | Path]) -> tuple[list[tuple[_Candidate, ScaledLayout]],
+                                                                  list[Assumption]]:
+    """When some option meets every constraint: for each GPU instance type in ``short`` (one instance sized and
+    rejected for memory), the fewest instances (2, 4, ... ``MAX_SCALE_INSTANCES``) on which the run fits with the
+    layout the workload states -- ``search_layout`` with every degree pinned (tp, pp, ep, sequence parallelism as
+    stated, else TrainingWorkload's defaults), so the option's ``fit --train --count`` command with the workload's
+    own flags gives its numbers; the options to size and the ``scale_out_cap`` assumption naming the rule (with the
+    count of fits made). One search per (device, devices per instance); none when ``short`` is empty."""
+    if not short:
+        return [], []
+    pinned = {**{k: v for k, v in wl.items() if k != "gpus"},
+              **{k: int(wl.get(k) or 1) for k in ("tp", "pp", "ep")},
+              "sequence_parallel": bool(wl.get("sequence_parallel", False))}
+    done: dict[tuple[str, int], ScaledLayout | None] = {}
+    memo: dict[tuple[Any, ...], FitResult | None] = {}
+    found: list[tuple[_Candidate, ScaledLayout]] = []
+    calls, floor = 0, 1
+    # largest device memory first: a device with less memory needs at least the devices one with more needed
+    # (_scale_out's bound), so its counts start there
+    for cand in sorted(short, key=lambda x: (-int(x.device.memory_bytes or 0), -x.count, x.target)):
+        inst = cand.instance
+        assert inst is not None
+        key = (cand.device.id, inst.device_count)
+        if key not in done:
+            got, _, n = search_layout(spec, inst, pinned, headroom=c.headroom, hardware_files=hardware_files,
+                                      cap=MAX_SCALE_INSTANCES, min_devices=max(floor, 2 * inst.device_count),
+                                      memo=memo)
+            calls += n
+            done[key] = got
+            floor = max(floor, got.devices if got is not None else MAX_SCALE_INSTANCES * inst.device_count + 1)
+        lay = done[key]
+        if lay is not None:
+            found.append((cand, lay))
+    return found, [Assumption("scale_out_cap", f"{MAX_SCALE_INSTANCES} instances", True,
+                              f"{STATED_GROWTH}; {calls} layouts sized")]
+
+
 def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: float | None = None,
                        constraints: Constraints | None = None, hardware_files: Sequence[str | Path] = (),
                        catalog: HardwareCatalog | None = None, training_fields: dict[str, Any] | None = None,
-                       **fields: Any) -> Recommendation:
+                       model_name: str | None = None, **fields: Any) -> Recommendation:
     """Rank hardware for training ``model`` on ``tokens`` tokens. The workload is keyword fields of
     TrainingWorkload (``training_fields`` and/or ``**fields``: method, seq_len, micro_batch, grad_checkpointing,
     ...): memory, verdict and time per option from ``fit_training(tokens=...)`` with every field (the call
@@ -995,7 +1042,10 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
     with the reason; N is then fixed (no instances added for a deadline). The assumptions are the
     chosen option's duration's (its device's utilisation, collective bandwidth...), the warnings all that
     ``fit --train --tokens`` says of it (memory and duration); with none chosen, none (each option timed states
-    its own in ``fit --train --tokens``; the first timed would make the answer depend on the listing order)."""
+    its own in ``fit --train --tokens``; the first timed would make the answer depend on the listing order).
+    ``model_name``: the model as the question spelled it, in the ``fit --train`` commands a scaled-out option prints
+    (the CLI's argument, so the CLI and a Python call with that spelling print one command); default ``model`` when a
+    str, else the spec's name."""
     spec = spec_of(model)
     refuse_unmodelled(spec, training=True)
     tokens = read_number(tokens, "tokens", TRAIN_TOKENS)  # the range and line of `--tokens` (fit_training's)
@@ -1003,7 +1053,7 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
     c = _search_constraints(wl, (constraints or Constraints()).for_mode("training"), training=True)
     training_fields = wl
     # the model and the question's own flags of the `fit --train` command a scaled-out option prints
-    model_arg = model if isinstance(model, str) else spec.name
+    model_arg = model_name or (model if isinstance(model, str) else spec.name)
     extra = [f"--tokens={tokens:.0f}" if tokens == int(tokens) else f"--tokens={tokens!r}",
              *(["--utilization", repr(utilization)] if utilization is not None else []),
              *(["--headroom", repr(c.headroom)] if c.headroom is not None else []),
@@ -1025,6 +1075,7 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
     gpus = wl.get("gpus")  # --gpus N: every option is N devices (checked by TrainingWorkload above)
     meets: list[Option] = []
     fitted: list[str] = []  # the candidates whose own devices hold the run (grown by instances, not searched)
+    short: list[_Candidate] = []  # the GPU instance types one instance of which is short of memory (STATED_GROWTH)
     flops_of: dict[tuple[str, int], tuple[float, str]] = {}  # each timed option's FLOP/token and its formula
 
     def consider(cand0: _Candidate, scaled: ScaledLayout | None = None) -> None:
@@ -1077,6 +1128,9 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
             rejected.append(Option(**stub, replicas=1, status="rejected", reasons=(str(e),)))
             return
         if not fr.fits:
+            if (scaled is None and gpus is None and cand.instance is not None and dev.kind == "gpu"
+                    and cand.memory is None):  # one instance short of memory: grown with the stated layout
+                short.append(cand0)
             rejected.append(Option(**stub, replicas=1, status="rejected", reasons=fr.reasons,
                                    memory_per_device=fr.memory_per_device, budget_per_device=fr.budget_per_device,
                                    layout=_layout(tf, fr, scaled)))
@@ -1095,8 +1149,9 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
                        f"the instance's {net.raw:g} {net.unit} network" if net is not None else
                        "one machine's link (no network in the catalog), a lower bound"))
         if scaled is not None:  # the scale-out search's instances and layout, with the flags that state them
-            reasons.append(scaled_line(scaled, "the fewest of this type on which a layout fits (recommend's "
-                                               f"scale-out search, up to {MAX_SCALE_INSTANCES})"))
+            reasons.append(scaled_line(scaled, "the fewest of this type on which " + (
+                "a layout fits (recommend's scale-out search" if scaled.fields else
+                "the workload's layout fits (recommend's instance growth") + f", up to {MAX_SCALE_INSTANCES})"))
         elif per_option > 1 and cand.instance is not None:  # --gpus N over several instances: said, with their link
             net, each = cand.instance.network, cand.count // per_option
             reasons.append(f"{per_option} instances of {each} device{'s' if each > 1 else ''} (--gpus {gpus}), "
@@ -1190,6 +1245,12 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
         found, advice, scale_notes = _scale_out(spec, cands, wl, c, hardware_files, model_arg, extra, fitted,
                                                      tokens, utilization)
         for cand0, lay in found:
+            consider(cand0, lay)
+    elif gpus is None and meets:  # some option meets: the types one instance cannot hold, on the fewest instances
+        # that hold the run with the stated layout (probe16 D-B: 8 x H200 chosen at $298.23 where 2 x p5.48xlarge
+        # fit at $266.82), so "cheapest" is over them too
+        grown, scale_notes = _grow_stated(spec, short, wl, c, hardware_files)
+        for cand0, lay in grown:
             consider(cand0, lay)
     # ties broken by name and size, so the ranking does not follow the catalog's or a hardware file's listing order
     meets.sort(key=lambda o: (o.run_cost is None, o.run_cost or 0.0, o.training_seconds or 0.0, o.target, o.count))

@@ -72,12 +72,19 @@ def test_a_type_that_holds_the_run_but_misses_the_deadline_does_not_stop_the_sea
     assert rec.advice and rec.advice[0].startswith("no option meets every constraint: the 1 instance type that holds")
 
 
-def test_nothing_searched_when_an_option_meets(hw: str) -> None:
-    """A deadline the slow type meets with instances added: an option meets, no scale-out search (as before)."""
+def test_no_layout_searched_when_an_option_meets(hw: str) -> None:
+    """A deadline the slow type meets with instances added: an option meets, so no TP / PP / EP layout is searched
+    (no advice, no searched layout); the type one instance of which is short of memory is grown only with the
+    workload's own layout (recscale), which data parallelism alone does not fit here: fit_training says so at 64
+    instances."""
     rec = recommend_training("llama-3.1-8b", tokens=1e7, constraints=Constraints(providers=("recfix",), deadline=DAY),
                              hardware_files=[hw])
     assert rec.chosen is not None and rec.chosen.target == "rf-big-1"
-    assert not any(a.name == "scale_out_cap" for a in rec.assumptions) and not rec.advice
+    assert not rec.advice and not any("(searched)" in (o.layout or "") for o in (*rec.options, *rec.rejected))
+    note = next(a for a in rec.assumptions if a.name == "scale_out_cap")
+    assert "with the layout the workload states" in note.why
+    assert not any(o.target == "rf-small-8" for o in rec.options)
+    assert not llmsizer.fit_training("llama-3.1-8b", "rf-small-8", 64 * 8, hardware_files=[hw], fits_at=False).fits
 
 
 TORCHTITAN = dict(framework="torchtitan", precision="bf16-mixed", fsdp="full", seq_len=32768,

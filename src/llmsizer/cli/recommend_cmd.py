@@ -96,7 +96,8 @@ def recommend_answer(spec: ModelSpec, args: argparse.Namespace) -> tuple[dict[st
         if args.tokens is None:
             raise InputError("--train needs --tokens (how many tokens to train on, e.g. 10B)")
         rec = recommend_training(spec, tokens=args.tokens, utilization=args.utilization, constraints=cons,
-                                 hardware_files=args.hardware_file, training_fields=training_fields(args))
+                                 hardware_files=args.hardware_file, training_fields=training_fields(args),
+                                 model_name=args.model if isinstance(getattr(args, "model", None), str) else None)
     else:
         refuse_training_flags(args)
         fields = inference_fields(args)  # every serving field given, as `fit` takes them

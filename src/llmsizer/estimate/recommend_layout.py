@@ -1,5 +1,7 @@
 """The scale-out layout search of ``recommend --train``: for a training run no single instance of a type holds (the
-search runs when no option meets every constraint, recommend.py ``_scale_out``), the fewest instances of one type (powers of two up to ``MAX_SCALE_INSTANCES``) and a model-parallel layout (TP, PP, EP) on
+search runs when no option meets every constraint, recommend.py ``_scale_out``; where one does, recommend.py
+``_grow_stated`` runs it with every degree pinned to the workload's, for the types one instance of which is short of
+memory), the fewest instances of one type (powers of two up to ``MAX_SCALE_INSTANCES``) and a model-parallel layout (TP, PP, EP) on
 which ``fit_training`` says it fits -- the search Megatron-Bridge's recipes answer by hand (Qwen3-235B-A22B:
 TP 4, PP 16, EP 8 with sequence parallelism; DeepSeek-V3: TP 2, PP 16, EP 64).
 
