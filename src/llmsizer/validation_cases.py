@@ -1159,18 +1159,27 @@ TORCHTITAN_RUNS.update({
 })
 
 
-def torchtitan_run_case(r: dict[str, str]) -> Case:
-    """One TORCHTITAN_RUNS row through the duration rule (estimate/duration.py)."""
+def _run_row(run: tuple[str, str, dict[str, Any], str]) -> tuple[Any, float | None, Any, Any]:
+    """A published multi-GPU training run (model, device, TrainingWorkload fields with ``gpus``, assumed) through the
+    duration rule (estimate/duration.py ``training_duration_for``): its duration, predicted tokens/s per GPU, and the
+    per-micro-step and model-parallel parts the row's note quotes."""
     from .catalog.hardware import builtin_catalog
     from .catalog.models import find
     from .estimate.duration import training_duration_for
 
-    rid, value = r["id"], float(r["value"])
-    model, device, fields, assumed = TORCHTITAN_RUNS[rid]
+    model, device, fields, _ = run
     n = int(fields["gpus"])
     d = training_duration_for(find(model).spec(), builtin_catalog().devices[device], n, 1e6, fields)
     pred = None if d.tokens_per_second is None else d.tokens_per_second / n
-    st, mp = d.step, (d.step.model_parallel if d.step else None)
+    return d, pred, d.step, (d.step.model_parallel if d.step else None)
+
+
+def torchtitan_run_case(r: dict[str, str]) -> Case:
+    """One TORCHTITAN_RUNS row through the duration rule (estimate/duration.py)."""
+    rid, value = r["id"], float(r["value"])
+    model, device, fields, assumed = TORCHTITAN_RUNS[rid]
+    n = int(fields["gpus"])
+    d, pred, st, mp = _run_row(TORCHTITAN_RUNS[rid])
     calib = rid in TRAINING_SPEED_CALIBRATION
     return Case(rid, TRAINING_SPEED, f"torchtitan {model} {r['other_settings']} {n}x{device} tokens/s/GPU", pred,
                 value, "tokens/s/GPU", *within_tolerance(TRAINING_SPEED, pred, value),
@@ -1287,16 +1296,10 @@ MEGATRON_BRIDGE_RUNS: dict[str, tuple[str, str, dict[str, Any], str]] = {
 
 def megatron_bridge_case(r: dict[str, str]) -> Case:
     """One MEGATRON_BRIDGE_RUNS row through the duration rule (estimate/duration.py)."""
-    from .catalog.hardware import builtin_catalog
-    from .catalog.models import find
-    from .estimate.duration import training_duration_for
-
     rid, value = r["id"], float(r["value"])
     model, device, fields, assumed = MEGATRON_BRIDGE_RUNS[rid]
     n = int(fields["gpus"])
-    d = training_duration_for(find(model).spec(), builtin_catalog().devices[device], n, 1e6, fields)
-    pred = None if d.tokens_per_second is None else d.tokens_per_second / n
-    st, mp = d.step, (d.step.model_parallel if d.step else None)
+    d, pred, st, mp = _run_row(MEGATRON_BRIDGE_RUNS[rid])
     return Case(rid, TRAINING_SPEED, f"Megatron-Bridge {model} {n}x{device} tokens/s/GPU", pred, value,
                 "tokens/s/GPU", *within_tolerance(TRAINING_SPEED, pred, value),
                 excluded=ASSUMED if assumed else "", source=r["source"], no_band=d.no_band,
