@@ -1866,49 +1866,70 @@ API_SERVER_SERIAL_ROW = "SL23"
 SERVING_LOAD_NO_BAND = "a serving-load row: llmsizer prints no calibrated range for the loaded TTFT or requests/s"
 
 
+def serving_fit(r: dict[str, str], concurrency: int, speed: bool = True) -> Any:
+    """fit's answer for serving row ``r`` at ``concurrency`` requests (its model, device, engine and release, weights,
+    prompt + generated tokens; the defaults for the row's GPU), the speed at the release's host rule when ``speed``:
+    the one answer a user gets (``fit`` / ``plan`` / the web), whose burst figure (``details['burst']``,
+    estimate/fit.py ``burst_figure``) a row of more requests than the engine admits is judged by."""
+    from .estimate.engines import CURRENT_VERSION
+    from .estimate.fit import fit
+    from .formulas.kv_cache import KV_DTYPE_NAMES
+
+    kv = r["dtype"] if r["dtype"] in KV_DTYPE_NAMES else "bf16"  # as row_speed
+    return fit(r["catalog_model"], r["device"], int(r["gpus"]), engine=r["engine"], weights=r["dtype"], kv_dtype=kv,
+               context=int(r["prompt"]) + int(r["generated"]), output_tokens=int(r["generated"]),
+               concurrency=concurrency, speed=speed,
+               engine_version=r["engine_version"] if speed and r["engine"] in CURRENT_VERSION else None)
+
+
 def serving_admission(r: dict[str, str], concurrency: int) -> tuple[int, int | None]:
     """What the serving engine of row ``r`` admits at ``concurrency`` requests and its prompt tokens per step, both
     as fit's memory estimate applies them (the defaults for the row's GPU): (``running_sequences``, estimate/
     inference/common.py eq. R1: the running cap and the KV pool's sequences of the row's prompt + generated tokens;
     vLLM's max_num_batched_tokens or SGLang's chunked_prefill_size, fit.prefill_chunk_tokens: None for llama.cpp,
     whose n_batch default serving_load takes)."""
-    from .estimate.fit import fit, prefill_chunk_tokens
-    from .formulas.kv_cache import KV_DTYPE_NAMES
+    from .estimate.fit import prefill_chunk_tokens
+    from .estimate.inference.common import running_and_queued
 
-    kv = r["dtype"] if r["dtype"] in KV_DTYPE_NAMES else "bf16"  # as row_speed
-    f = fit(r["catalog_model"], r["device"], int(r["gpus"]), engine=r["engine"], weights=r["dtype"], kv_dtype=kv,
-            context=int(r["prompt"]) + int(r["generated"]), output_tokens=int(r["generated"]),
-            concurrency=concurrency, speed=False)
-    est = f.estimate
+    est = serving_fit(r, concurrency, speed=False).estimate
     running = int(est.details.get("running_sequences", concurrency)) if est is not None else concurrency
-    return max(1, min(concurrency, running)), (prefill_chunk_tokens(est) if est is not None else None)
+    return max(1, running_and_queued(concurrency, running)[0]), (prefill_chunk_tokens(est) if est is not None else None)
 
 
 def serving_load_cases(data: str | Path | None = None) -> list[Case]:
     """The serving-load rows, each estimated as fit does (its engine's chunk default for the row's GPU)."""
-    from .estimate.serving_load import burst_over_pool, under_load
+    from .estimate.serving_load import under_load
     from .specs.workload import ENGINE_NAMES
 
     out = []
     for run in engine_runs(data, SERVING_LOAD_FILE, "concurrency"):
         r, c = run.row, run.batch
         admitted, chunk = serving_admission(r, c)
-        # a row of more requests than the engine admits is one burst sent at once (its notes say so; tested):
-        # the requests pass through the admitted slots (eq. Q14), the speed timed at those
-        s = burst_over_pool(row_speed(r, admitted), r["engine"], c, chunk) if admitted < c else \
-            under_load(run.speed, r["engine"], chunk)
+        burst = None
+        if admitted < c:
+            # a row of more requests than the engine admits is one burst sent at once (its notes say so; tested):
+            # judged by fit's own burst figure (estimate/fit.py burst_figure: the requests pass through the admitted
+            # slots, eq. Q14, the speed timed at those), the one a user gets from fit / plan / the web
+            f = serving_fit(r, c)
+            s, burst = f.speed, f.details["burst"]
+        else:
+            s = under_load(run.speed, r["engine"], chunk)
         assert s is not None  # engine_runs estimates every row's speed
         load = s.load or {}
         if r["metric"] == "ttft":
-            kind, pred, value = SERVING_TTFT, s.ttft_seconds, float(r["value"]) * {"ms": 1e-3, "s": 1.0}[r["unit"]]
-            unit = "s"
+            kind, value, unit = SERVING_TTFT, float(r["value"]) * {"ms": 1e-3, "s": 1.0}[r["unit"]], "s"
+            pred = burst["ttft_seconds"] if burst else s.ttft_seconds
+            other = burst["ttft_upper_seconds"] if burst else load.get("ttft_burst_seconds")
         else:
             kind, value, unit = SERVING_RATE, float(r["value"]), "requests/s"
-            pred = load.get("requests_per_second") or (c / s.request_seconds if s.request_seconds else None)
-        other = load.get("ttft_burst_seconds") if kind == SERVING_TTFT else load.get("requests_per_second_burst")
+            pred = burst["requests_per_second"] if burst else \
+                load.get("requests_per_second") or (c / s.request_seconds if s.request_seconds else None)
+            other = burst["requests_per_second_waves"] if burst else load.get("requests_per_second_burst")
         calib = r["id"] == API_SERVER_CALIBRATION
         # the calibration row reproduces its own TTFT (idle prefill + H): no range to cover
-        span = load.get("ttft_bounds_seconds") if kind == SERVING_TTFT and not calib else None
+        bounds = tuple(sorted((burst["ttft_seconds"], burst["ttft_upper_seconds"]))) if burst else \
+            load.get("ttft_bounds_seconds")
+        span = bounds if kind == SERVING_TTFT and not calib else None
         out.append(Case(r["id"], kind, f"{ENGINE_NAMES[r['engine']]} {r['engine_version']} {r['catalog_model']} "
                         f"{r['dtype']} {run.gpus}x {r['device']} c{c} p{run.prompt} g{run.generated}", pred, value, unit,
                         *within_tolerance(kind, pred, value),

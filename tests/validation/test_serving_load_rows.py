@@ -288,3 +288,39 @@ def test_a_burst_larger_than_the_pool_runs_through_its_admitted_slots(tmp_path: 
         assert abs(math.log(t.predicted / ttft)) < abs(math.log(closed.ttft_seconds / ttft))
         assert abs(math.log(r.predicted / rps)) < abs(math.log(closed.load["requests_per_second"] / rps))
         assert t.predicted < t.span[1] < ttft  # the known miss: above eq. Q14b
+
+
+def test_fit_reports_the_burst_figure_validation_judges(tmp_path: object) -> None:
+    """One path (review17 D2): fit's answer for the bursts above (``details['burst']``, estimate/fit.py
+    ``burst_figure``) is the figure their validation rows are judged by, and it equals the composition from the
+    engine-row speed alone (validation's ``row_speed`` at the admitted c, through ``burst_over_pool``) and eq. Q14a
+    written out from its definition: the closed load's TTFT at c plus the mean admission wait (N - c)(N - c + 1) /
+    (2 N X(c)). The memory verdict keeps its meaning (the pool does not hold the N at once: does not fit)."""
+    from llmsizer.estimate.fit import fit
+    from llmsizer.estimate.serving_load import burst_over_pool, under_load
+    from llmsizer.validation_cases import row_speed
+
+    cases = _burst_rows(tmp_path)
+    for i, (p, g, n, _, _, admitted) in enumerate(LONG_BURSTS):
+        f = fit("qwen3-14b", "h100-sxm", 1, engine="vllm", weights="bf16", context=p + g, output_tokens=g,
+                concurrency=n, engine_version="0.11.0")
+        assert not f.fits
+        b = f.details["burst"]
+        assert (b["requests"], b["admitted"], b["waiting"]) == (n, admitted, n - admitted)
+        t, r = cases[f"LB{i}t"], cases[f"LB{i}r"]
+        assert (b["ttft_seconds"], b["requests_per_second"]) == (t.predicted, r.predicted)
+        assert t.span == tuple(sorted((b["ttft_seconds"], b["ttft_upper_seconds"])))
+        row = {"engine": "vllm", "engine_version": "0.11.0", "device": "h100-sxm", "gpus": "1",
+               "catalog_model": "qwen3-14b", "dtype": "bf16", "prompt": str(p), "generated": str(g)}
+        alone = burst_over_pool(row_speed(row, admitted), "vllm", n, 8192)
+        assert alone is not None and alone.load is not None
+        assert b["ttft_seconds"] == pytest.approx(alone.load["ttft_seconds"], rel=1e-12)
+        assert b["ttft_upper_seconds"] == pytest.approx(alone.load["ttft_burst_seconds"], rel=1e-12)
+        assert b["requests_per_second_waves"] == pytest.approx(alone.load["requests_per_second_burst"], rel=1e-12)
+        at_c = under_load(row_speed(row, admitted), "vllm", 8192)
+        assert at_c is not None and at_c.load is not None
+        x, c = at_c.load["requests_per_second"], admitted
+        assert b["requests_per_second"] == pytest.approx(x, rel=1e-12)
+        assert b["ttft_seconds"] == pytest.approx(at_c.ttft_seconds + (n - c) * (n - c + 1) / (2 * n * x), rel=1e-12)
+        assert b["ttft_seconds"] <= b["ttft_upper_seconds"]
+        assert b["waves"] == math.ceil(n / c)

@@ -71,6 +71,7 @@ from .serving_load import (
     RateCapacityError,
     admission_wait,
     at_rate,
+    burst_over_pool,
     closed_throughputs,
     in_flight_said,
     rate_fixed_point,
@@ -1314,7 +1315,7 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
 
     def result(speed: bool) -> FitResult:
         named, said = list(assumptions), list(warnings)  # this result's own: the speed stage adds to them
-        sp = None
+        sp = idle = None
         run = running_per_replica(per_rep, d)
         if speed:
             if output_tokens is None:
@@ -1333,10 +1334,15 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
                               prompt + int(d.get("media_tokens", 0)), out, run, sp, said)
             # every running request's prompt competes with the decode (formulas/serving_queue.py eqs. Q4-Q9)
             # (at a request rate: the open load of eq. Q10, each replica at its share of the rate)
+            idle = sp  # (at the sequences run at once: a burst past them passes through those, eq. Q14)
             sp = under_load(sp, eng, prefill_chunk_tokens(est)) if request_rate is None else \
                 _at_rate(sp, eng, request_rate / replicas, prefill_chunk_tokens(est), replicas,
                          layout_grid(tp, speed_work(d), admitted_per_replica(d), prefill_chunk_tokens(est)))
         queue = queue_details(concurrency, replicas, per_rep, run_now, sp)
+        burst = burst_figure(idle, eng, per_rep, run_now, prefill_chunk_tokens(est)) \
+            if speed and request_rate is None else None
+        if burst is not None:
+            said.append(burst_warning(burst, replicas))
         if queue["queued_sequences"] and fits:  # (one that does not fit says why: the verdict)
             named.append(queue_note(queue, per_rep, run, d))
         slow = slow_first_token(sp, concurrency, queue["queue_wait_seconds"]) if fits and request_rate is None \
@@ -1350,6 +1356,7 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
                          {"usable_memory_per_device": usable, "context": context, "concurrency": concurrency,
                           "busy_replicas": busy_replicas(concurrency, replicas), **queue,
                           **({"slow_first_token": slow} if slow is not None else {}),
+                          **({"burst": burst} if burst is not None else {}),
                           **({"tensor_parallel_layouts": layouts} if layouts else {})},
                          cost=serving_cost(device, n, instance, kwh_price, replicas_tokens_per_second(sp, replicas, concurrency)),
                          instances=instances_for(n, instance))
@@ -1387,6 +1394,44 @@ def running_per_replica(per: int, details: dict[str, Any]) -> int:
         need = details.get("need_sequences")
         return max(1, min(per, int(need))) if need else max(1, per)
     return min(per, running)
+
+
+# the engines that keep the requests past what they admit in a waiting queue, admitted as slots free (vLLM
+# Scheduler.schedule, vllm/v1/core/sched/scheduler.py @00024d31; SGLang's waiting_queue): a burst past the pool
+BURST_ENGINES = ("vllm", "sglang")
+
+
+def burst_figure(idle: SpeedEstimate | None, engine: str, per: int, running: int,
+                 chunk: int | None) -> dict[str, Any] | None:
+    """The burst figure of a serving fit whose ``per`` requests on one replica exceed the ``running`` its engine
+    admits at once (estimate/inference/common.py eq. R1: the running cap, the KV pool's sequences of the full
+    context): the ``per`` sent at once pass through the ``running`` slots (estimate/serving_load.py
+    ``burst_over_pool``, formulas/serving_queue.py eq. Q14, the one function the validation's serving-load rows
+    call), ``idle`` the speed at ``running``. Its TTFT expected (eq. Q14a: each slot handed on as a request
+    finishes) and upper bound (eq. Q14b: waves in lockstep), its requests/s of each; None where all are admitted,
+    none runs (a pool that holds no sequence), the engine is not a pool engine or no closed load is known."""
+    if engine not in BURST_ENGINES or idle is None or running < 1 or per <= running:
+        return None
+    b = burst_over_pool(idle, engine, per, chunk)
+    load = b.load if b is not None else None
+    if load is None or "admitted" not in load:
+        return None
+    admitted, waiting = running_and_queued(per, int(load["admitted"]))  # eqs. R1-R2
+    return {"requests": per, "admitted": admitted, "waiting": waiting,
+            "ttft_seconds": float(load["ttft_seconds"]), "ttft_upper_seconds": float(load["ttft_burst_seconds"]),
+            "admission_wait_seconds": float(load["admission_wait_seconds"]), "waves": int(load["waves"]),
+            "requests_per_second": float(load["requests_per_second"]),
+            "requests_per_second_waves": float(load["requests_per_second_burst"]),
+            "source": "estimate/serving_load.py burst_over_pool: formulas/serving_queue.py eqs. Q14a, Q14b"}
+
+
+def burst_warning(burst: dict[str, Any], replicas: int) -> str:
+    """The warning of a fit's ``burst_figure``: what a burst of the stated concurrency gets, sent at once."""
+    each = " on each replica" if replicas > 1 else ""
+    return (f"sent at once, the {burst['requests']:,} requests{each} run {burst['admitted']:,} at a time (the rest "
+            f"wait for a free slot): first token after {burst['ttft_seconds']:.1f} s on average (eq. Q14a), at most "
+            f"{burst['ttft_upper_seconds']:.1f} s ({burst['waves']} waves in lockstep, eq. Q14b), "
+            f"{burst['requests_per_second']:.3g} requests/s{each} (formulas/serving_queue.py eq. Q14)")
 
 
 def prefill_chunk_tokens(est: Estimate) -> int | None:

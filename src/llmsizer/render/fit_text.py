@@ -70,6 +70,14 @@ def render_fit(r: FitResult) -> str:
                           f"{wait + (s.ttft_seconds or 0):.2f} s (the table's is once running)"
                           if wait is not None else "")
                        + "; the tokens/s are the running sequences' (formulas/serving_queue.py eqs. Q1-Q3)")
+        burst = r.details.get("burst")
+        if burst:  # estimate/fit.py burst_figure: the requests sent at once pass through the slots admitted (eq. Q14)
+            each = " per replica" if r.replicas > 1 else ""
+            out.append(f"burst{each}: {burst['requests']:,} sent at once, {burst['admitted']:,} admitted at a time "
+                       f"({burst['waiting']:,} wait): TTFT {burst['ttft_seconds']:.2f} s expected (eq. Q14a), "
+                       f"{burst['ttft_upper_seconds']:.2f} s at most ({burst['waves']} waves in lockstep, eq. Q14b); "
+                       f"{burst['requests_per_second']:.3g} requests/s ({burst['requests_per_second_waves']:.3g} in "
+                       "waves); formulas/serving_queue.py eq. Q14")
         for w in s.warnings:
             out.append(f"warning: {w}")
     layouts = layouts_line(r)
