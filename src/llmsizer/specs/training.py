@@ -460,10 +460,6 @@ def paged_off_cuda(optimizer: str, cpu: bool, measure: bool = False) -> str:
     if cpu:  # bitsandbytes 0.50.2 optim/optimizer.py get_state_buffer lines 374-382
         return (f"optimizer {optimizer} pages CUDA unified memory, which device cpu lacks: bitsandbytes allocates "
                 f"its states unpaged in RAM there (a warning), so size the run as optimizer {same}")
-    if twin.endswith("-8bit"):  # bitsandbytes 0.50.1 has no 8-bit optimizer step for MPS (estimate/training/setup.py
-        # EIGHT_BIT_OPTIMIZER_ON_MPS): the unpaged twin would warn, torch's AdamW runs
-        return (f"optimizer {optimizer} pages CUDA unified memory, which an Apple chip (metal) lacks, and "
-                "bitsandbytes has no 8-bit optimizer step for MPS; use adamw (torch's, which runs on MPS)")
     return f"optimizer {optimizer} pages CUDA unified memory, which an Apple chip (metal) lacks; use {same}"
 
 
