@@ -43,8 +43,10 @@ MiB = 2**20
 PEAK_TOLERANCE = 0.10
 # Non-tensor memory of a training step (allocator arenas, autograd nodes, thread pools, oneDNN kernels, the
 # tracker's own bookkeeping). Measured: up to 48 MiB on the AMD EPYC CI machine (2026-11), 55-74 MiB on an Intel
-# Sapphire Rapids KVM guest (2026-12-01, the three checkpointing cases). The bound is the larger, rounded up.
-RSS_SLACK = 80 * MiB
+# Sapphire Rapids KVM guest (2026-12-01, the three checkpointing cases), 81.7 MiB on an Intel Xeon KVM guest
+# (2026-12-05, LoRA q,v bf16-mixed checkpointing; e021d171's tree measured the same 101.0 MiB there, its prediction
+# unchanged). The bound is the largest, rounded up.
+RSS_SLACK = 96 * MiB
 
 LLAMA = {"model_type": "llama", "vocab_size": 5000, "hidden_size": 320, "intermediate_size": 864,
          "num_hidden_layers": 3, "num_attention_heads": 10, "num_key_value_heads": 2,
