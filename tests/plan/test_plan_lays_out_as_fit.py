@@ -79,12 +79,17 @@ storage: [{id: fs, site: s1, capacity: 100 TB}]
 """
 
 
-def test_capacity_check_405b_on_two_nodes_of_8(tmp_path: Path) -> None:
+def _capacity_check(tmp_path: Path, request: str) -> tuple[int, dict]:
+    """Exit code and the one job's verdict of `capacity check` of ``request`` on INVENTORY."""
     (tmp_path / "inv.yaml").write_text(INVENTORY)
-    (tmp_path / "r.yaml").write_text(_serving("{device: h100-sxm, count: 16}"))
+    (tmp_path / "r.yaml").write_text(request)
     code, d = run_json("capacity", "check", str(tmp_path / "r.yaml"), "--inventory", str(tmp_path / "inv.yaml"),
                        "--no-db", "--now", "2027-01-01T00:00")
-    c = d[0]
+    return code, d[0]
+
+
+def test_capacity_check_405b_on_two_nodes_of_8(tmp_path: Path) -> None:
+    _, c = _capacity_check(tmp_path, _serving("{device: h100-sxm, count: 16}"))
     assert c["binding"] not in ("memory", "node-size"), c
     assert c["need"]["nodes"] == 2 and c["need"]["devices"] == 16
 
@@ -111,11 +116,7 @@ def test_bare_devices_are_fits_machines_and_cross_the_network(tmp_path: Path) ->
 
 
 def test_capacity_check_places_16_bare_h100_on_two_nodes(tmp_path: Path) -> None:
-    (tmp_path / "inv.yaml").write_text(INVENTORY)
-    (tmp_path / "r.yaml").write_text(_training(""))
-    code, d = run_json("capacity", "check", str(tmp_path / "r.yaml"), "--inventory", str(tmp_path / "inv.yaml"),
-                       "--no-db", "--now", "2027-01-01T00:00")
-    c = d[0]
+    code, c = _capacity_check(tmp_path, _training(""))
     assert code == 0 and c["fits"] is True, c
     assert c["need"]["nodes"] == 2 and len(c["placement"]["nodes"]) == 2
     f = fit_training("llama-3.1-8b", "h100-sxm", 16, **TRAIN)  # type: ignore[arg-type]
