@@ -32,7 +32,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .errors import InputError
+from .errors import InputError, LlmsizerError
 from .estimate.ranges import (  # the kind names have one home, next to their bands
     BATCHED,
     DECODE,
@@ -3121,13 +3121,39 @@ def repo_cases(data: str | Path | None = None) -> list[Case]:
     return cases
 
 
+def row_backend(case: Case) -> str | None:
+    """The llama.cpp backend of the device a published row measured (estimate/device.py llamacpp_backend of the
+    catalog device its CSV names, ``Case.hardware``); None where the catalog has no such device."""
+    from .catalog.hardware import builtin_catalog
+    from .estimate.device import llamacpp_backend
+
+    if not case.hardware:
+        return None
+    try:
+        device = builtin_catalog().device(case.hardware)
+    except LlmsizerError:
+        return None
+    return llamacpp_backend(device)
+
+
 def band_keys(case: Case) -> tuple[str, ...]:
-    """The bands (estimate/ranges.py keys beside the kind) a summarised row feeds: its engine's; for a serving engine
-    (vLLM, SGLang) its release scope's (``ranges.serving_scope`` of the row's release and device) and, unless that
-    scope is held out as specific to its release and devices, the pooled serving-engine band."""
-    from .estimate.ranges import SERVING_ENGINES, SERVING_POOLED, serving_scope
+    """The bands (estimate/ranges.py keys beside the kind) a summarised row feeds: its engine's; for a llama.cpp
+    row of a kind keyed by backend (``ranges.LLAMACPP_BACKEND_KINDS``) also its backend's (``row_backend``,
+    ``ranges.llamacpp_band_name``); for a serving engine (vLLM, SGLang) its release scope's (``ranges.serving_scope``
+    of the row's release and device) and, unless that scope is held out as specific to its release and devices, the
+    pooled serving-engine band."""
+    from .estimate.ranges import (
+        LLAMACPP_BACKEND_KINDS,
+        SERVING_ENGINES,
+        SERVING_POOLED,
+        llamacpp_band_name,
+        serving_scope,
+    )
 
     engine = engine_of(case)
+    if engine == LLAMACPP and case.kind in LLAMACPP_BACKEND_KINDS:
+        backend = row_backend(case)
+        return (engine,) if backend is None else (engine, llamacpp_band_name(backend))
     if engine not in SERVING_ENGINES or case.kind not in (DECODE, BATCHED):
         return (engine,)
     scope = serving_scope(engine, case.engine_version or None, case.device or None)

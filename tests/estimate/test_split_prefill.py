@@ -40,8 +40,13 @@ def test_n_cpu_moe_prefill_pays_the_expert_copies_per_ubatch() -> None:
     gpu_only = sp.details["split_prefill"]["gpu_seconds"]
     assert sp.prefill.seconds - gpu_only == pytest.approx(expected_copies, rel=0.01)
     assert sp.prefill.bound == "communication"
-    # a split's prefill has no calibrated range: no validation row measures one
+    # a split's prefill has no calibrated range: no validation row measures one; nor does it name the band the
+    # all-on-GPU prefill would take (ranges.llamacpp_band), nor the decode band (host-held experts: none either)
     assert sp.prefill_range is None and sp.range_coverage["prefill_tokens_per_second"] is None
+    names = {a.name for a in sp.assumptions}
+    assert "prefill_range_band" not in names and "decode_range_band" not in names
+    alone = llmsizer.fit("gpt-oss-20b", "rtx-4090", context=8192, engine="llamacpp").speed
+    assert alone is not None and {"prefill_range_band", "decode_range_band"} <= {a.name for a in alone.assumptions}
 
 
 def test_all_on_gpu_prefill_is_unchanged() -> None:

@@ -71,3 +71,15 @@ def test_catalog_devices_add_none(capsys: pytest.CaptureFixture[str]) -> None:
     for device in ("h100-sxm", "mi300x", "gpu"):
         _, out = answer(["infer", "qwen2.5-0.5b", "--device", device], capsys)
         assert _runtime(out) == [], device
+
+
+def test_llamacpp_backend_follows_the_device() -> None:
+    """llama.cpp's backend (the key of its calibrated speed bands, estimate/ranges.py llamacpp_band): ggml-cpu on a
+    CPU, ggml-metal on an Apple chip, ggml-cuda on an NVIDIA GPU, the GPU's runtime elsewhere (ROCm on an AMD GPU)."""
+    from llmsizer.catalog.hardware import builtin_catalog
+    from llmsizer.estimate.device import llamacpp_backend
+
+    cat = builtin_catalog()
+    assert [llamacpp_backend(cat.device(d)) for d in ("amd-epyc-9654", "apple-m2-ultra-192gb", "rtx-4090",
+                                                      "dgx-spark", "mi300x")] == ["cpu", "metal", "cuda", "cuda",
+                                                                                  "rocm"]

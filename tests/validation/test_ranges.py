@@ -467,7 +467,7 @@ def test_fit_text_prints_each_speed_ranges_coverage(cases) -> None:
     """`fit` text: under the speed table, each rate printed with a range names its range's coverage, the numbers of
     its band counted from the rows, and its warning exactly when leave-one-setup-out is below target: vLLM at 8
     sequences on 8 H100s (pooled serving batched decode; no prefill band), llama.cpp on one RTX 4090 (prefill and
-    decode ranges, llama.cpp bands). The JSON carries the same coverage."""
+    decode ranges, llama.cpp's CUDA bands). The JSON carries the same coverage."""
     from cli_capture import run, run_json
     from llmsizer.validation_cases import BATCHED, PREFILL
 
@@ -475,8 +475,8 @@ def test_fit_text_prints_each_speed_ranges_coverage(cases) -> None:
     for args, prefill_key, decode_key in (
             (("llama-3.1-70b-instruct", "--device", "h100-sxm", "--count", "8", "--engine", "vllm",
               "--concurrency", "8"), None, (BATCHED, R.SERVING_POOLED)),
-            (("llama-3.1-8b", "--device", "rtx-4090", "--engine", "llamacpp"), (PREFILL, R.LLAMACPP),
-             (DECODE, R.LLAMACPP))):
+            (("llama-3.1-8b", "--device", "rtx-4090", "--engine", "llamacpp"), (PREFILL, "llama.cpp on CUDA"),
+             (DECODE, "llama.cpp on CUDA"))):
         code, d = run_json("fit", *args)
         assert code == 0
         covs = d["speed"]["calibrated_ranges"]["coverage"]
@@ -521,6 +521,80 @@ def test_removed_coverage_keys_live_on_as_deprecated_aliases() -> None:
     for name in ("calibrated_range.coverage_target", "coverage_of", "coverage_new_setup_leave_one_setup_out",
                  "Deprecated alias"):
         assert name in row, name
+
+
+# -- llama.cpp: one band per backend --------------------------------------------------------------------------------
+
+def _vendor(case) -> str:
+    """The vendor the hardware catalog states for the device a row's CSV names (catalog data, not the band code)."""
+    from llmsizer.catalog.hardware import builtin_catalog
+
+    return builtin_catalog().device(case.hardware).vendor
+
+
+def test_llamacpp_rows_feed_their_devices_backends_band(cases) -> None:
+    """Each summarised llama.cpp prefill and one-sequence decode row feeds the engine-wide band and the band of its
+    device's backend: an Apple chip's rows (Metal) the Metal band, an NVIDIA GPU's (CUDA) the CUDA band, no row
+    lost and none in two backends. Discussion 4167's 50 Apple pp512 rows (AP01-AP50) are all Metal, so the CUDA
+    prefill band is the one the NVIDIA rows give alone: the Apple rows cannot move it (they moved the engine-wide
+    low end 0.6257 -> 0.7952)."""
+    from llmsizer.validation_cases import PREFILL
+
+    rows = band_rows(cases)
+    for kind in (PREFILL, DECODE):
+        engine_wide = rows[(kind, R.LLAMACPP)]
+        cuda, metal = rows[(kind, "llama.cpp on CUDA")], rows[(kind, "llama.cpp on Metal")]
+        assert {c.id for c in cuda} | {c.id for c in metal} == {c.id for c in engine_wide}, kind
+        assert not {c.id for c in cuda} & {c.id for c in metal}, kind
+        assert {_vendor(c) for c in cuda} == {"NVIDIA"} and {_vendor(c) for c in metal} == {"Apple"}, kind
+        assert not any(k == kind and e == "llama.cpp on CPU" for k, e in rows)  # no published CPU row (yet)
+    ap = [c for c in rows[(PREFILL, R.LLAMACPP)] if c.id.startswith("AP")]
+    assert len(ap) == 50 and all(band_keys(c) == (R.LLAMACPP, "llama.cpp on Metal") for c in ap)
+    nvidia = [c for c in rows[(PREFILL, R.LLAMACPP)] if _vendor(c) == "NVIDIA"]
+    b = R.band_for(PREFILL, "llama.cpp on CUDA")
+    assert b is not None and (b.low, b.high) == band_of(nvidia) and b.setups == len({setup_of(c) for c in nvidia})
+
+
+def test_an_estimate_takes_its_backends_llamacpp_band_or_the_engine_wide_one_named(cases) -> None:
+    """A llama.cpp estimate's prefill and decode ranges are its rate x its backend's band (CUDA on an RTX 4090, Metal
+    on an M2 Ultra), named in its assumptions; a CPU (no CPU row) and an AMD GPU (ROCm, no row) take the engine-wide
+    band, the assumption saying so and why; a batched decode (not keyed by backend) the engine-wide batched band."""
+    from llmsizer import fit
+    from llmsizer.validation_cases import BATCHED, PREFILL
+
+    for device, memory, band in (("rtx-4090", None, "llama.cpp on CUDA"),
+                                 ("apple-m2-ultra-192gb", None, "llama.cpp on Metal"),
+                                 ("amd-epyc-9654", "64GiB", R.LLAMACPP), ("mi300x", None, R.LLAMACPP)):
+        sp = fit("llama-3.1-8b", device, engine="llamacpp", memory=memory).speed
+        assert sp is not None
+        named = {a.name: a for a in sp.assumptions}
+        for name, kind, rate, got in (("prefill_range_band", PREFILL, sp.prefill_tokens_per_second, sp.prefill_range),
+                                      ("decode_range_band", DECODE, sp.decode_tokens_per_second, sp.decode_range)):
+            b = R.BANDS[(kind, band)]
+            assert got == pytest.approx((rate * b.low, rate * b.high)), (device, kind)
+            assert named[name].value == band, (device, name)
+            assert named[name].why.startswith("engine-wide") == (band == R.LLAMACPP), named[name].why
+            if band == R.LLAMACPP:
+                assert "has no band of its own" in named[name].why and "CUDA, Metal" in named[name].why
+    sp = fit("llama-3.1-8b", "rtx-4090", engine="llamacpp", concurrency=4).speed
+    assert sp is not None and sp.decode_band is R.band_for(BATCHED, R.LLAMACPP)
+    assert {a.name: a.value for a in sp.assumptions}["decode_range_band"] == R.LLAMACPP
+
+
+def test_a_backend_band_of_one_setup_falls_back_to_the_engine_wide_band(monkeypatch) -> None:
+    """A backend whose rows measured one setup (one device) speaks for no other device: the engine-wide band, named,
+    with why (the serving scopes' rule, MIN_BAND_DEVICES); no engine-wide band: none."""
+    from llmsizer.validation_cases import PREFILL
+
+    one = R.Band(PREFILL, "llama.cpp on CPU", 0.5, 1.5, 12, setups=1, inside=1.0)
+    monkeypatch.setitem(R.BANDS, (PREFILL, "llama.cpp on CPU"), one)
+    b, why = R.llamacpp_band(PREFILL, "cpu")
+    assert b is R.band_for(PREFILL, R.LLAMACPP) and why.startswith("engine-wide") and "measured 1 setup" in why
+    assert R.llamacpp_band(PREFILL, "metal")[0] is R.band_for(PREFILL, "llama.cpp on Metal")
+    assert R.llamacpp_band(PREFILL, None)[0] is R.band_for(PREFILL, R.LLAMACPP)
+    monkeypatch.delitem(R.BANDS, (PREFILL, R.LLAMACPP))
+    b, why = R.llamacpp_band(PREFILL, "cpu")
+    assert b is None and why.startswith("no prefill throughput band")
 
 
 # -- known misses --------------------------------------------------------------------------------------------------

@@ -461,6 +461,14 @@ def gpu_runtime(device: Device) -> str:
     return "rocm" if vendor == "amd" and device.kind == "gpu" else "cuda"
 
 
+def llamacpp_backend(device: Device) -> str:
+    """The ggml backend llama.cpp runs a model's layers on ``device`` with: 'cpu' on a CPU (ggml-cpu), else the
+    device's ``gpu_runtime`` ('metal' on an Apple chip: ggml-metal; 'cuda' on NVIDIA: ggml-cuda; 'rocm', 'xla',
+    'hpu' elsewhere). The key of llama.cpp's calibrated speed bands (estimate/ranges.py ``llamacpp_band``): the
+    kernels, and so the error, are the backend's."""
+    return "cpu" if device.kind == "cpu" else gpu_runtime(device)
+
+
 def runtime_stand_in(device: Device) -> Assumption | None:
     """The named assumption when ``gpu_runtime`` takes CUDA for a GPU or accelerator it has no rule for: one whose
     vendor is not NVIDIA (a hardware file's entry with no ``vendor``, or one no rule above maps to its runtime), so

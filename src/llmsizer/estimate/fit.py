@@ -1678,10 +1678,13 @@ def _split_speed(spec: ModelSpec, est: Estimate, device: Device, host_device: st
     warnings.extend(res.get("warnings", []))
     res["link"] = "unified-memory copy" if own else "PCIe"
     if res.get("seconds") is None:
-        return replace(sp, decode=None, decode_single=None, roofline_decode=None) if host_holds else sp
+        return replace(sp, decode=None, decode_single=None, roofline_decode=None,
+                       assumptions=_without(sp.assumptions, "decode_range_band")) if host_holds else sp
     t = PhaseTime(res["seconds"], 0.0, res["memory_seconds"], res["transfer_seconds"], res["overhead_seconds"])
     # host-held layers or experts: no validation row measures such a decode, so no calibrated range (decode_band)
     details = dict(sp.details, split_decode=res, **({"split_decode_on_host": True} if host_holds else {}))
+    if host_holds:
+        sp = replace(sp, assumptions=_without(sp.assumptions, "decode_range_band"))
     if "exchange_seconds" in res:  # -sm row: the named latency of its exchanges (eq. 8r), stated like every default
         a = E.LLAMACPP_ROW_EXCHANGE
         sp = replace(sp, assumptions=(*sp.assumptions, Assumption(a.name, res["exchange_seconds"], True,
@@ -1711,7 +1714,8 @@ def _split_prefill_speed(spec: ModelSpec, split: dict[str, Any], sp: SpeedEstima
     if res["host_seconds"] == float("inf"):
         warnings.append(f"the prompt's last ubatch is under {OP_OFFLOAD_MIN_BATCH} tokens and runs on the CPU: give "
                         "--host-device (a CPU from the catalog) for its time")
-        return replace(sp, prefill=None, roofline_prefill=None, details=dict(sp.details, split_prefill=res))
+        return replace(sp, prefill=None, roofline_prefill=None, details=dict(sp.details, split_prefill=res),
+                       assumptions=_without(sp.assumptions, "prefill_range_band"))
     p = sp.prefill
     t = PhaseTime(res["seconds"], p.compute_seconds, p.memory_seconds + res["host_seconds"],
                   p.comm_seconds + res["transfer_seconds"], p.overhead_seconds, p.attention_seconds, p.host_seconds,
@@ -1727,7 +1731,14 @@ def _split_prefill_speed(spec: ModelSpec, split: dict[str, Any], sp: SpeedEstima
                    "formulas/speed.py eq. 8p); a larger -ub copies them fewer times; the link's pinned rate (under "
                    "llama.cpp's default mmap the host weights are pageable, slower: a lower bound); no calibrated "
                    "prefill range (no validation row measures a split)")
-    return replace(sp, prefill=t, assumptions=(*sp.assumptions, a), details=dict(sp.details, split_prefill=res))
+    return replace(sp, prefill=t, assumptions=(*_without(sp.assumptions, "prefill_range_band"), a),
+                   details=dict(sp.details, split_prefill=res))
+
+
+def _without(assumptions: tuple[Assumption, ...], name: str) -> tuple[Assumption, ...]:
+    """``assumptions`` less the one named ``name``: a split's range has no band (SpeedEstimate.prefill_band,
+    decode_band), so the band the all-on-GPU estimate named (ranges.llamacpp_band) is not its."""
+    return tuple(a for a in assumptions if a.name != name)
 
 
 _TRAINING_CACHE: dict[tuple[int, tuple[tuple[str, type, Any], ...]], Any] = {}

@@ -53,6 +53,11 @@ devices); a scope held out as specific to its release and devices (``ServingScop
 applies to those devices alone. Elsewhere the estimate takes the pooled serving-engine band (``SERVING_POOLED``: every
 summarised vLLM and SGLang row of the kind outside held-out scopes), named in its assumptions; a held-out scope's rows
 never feed the pooled band.
+
+llama.cpp's prefill and one-sequence decode get a band per backend (``llamacpp_band``: CUDA, Metal, CPU, other, as
+estimate/device.py ``llamacpp_backend`` decides it from the device), fitted on that backend's rows by the rule above,
+where its rows measured at least ``MIN_BAND_DEVICES`` setups; elsewhere the estimate takes the engine-wide llama.cpp
+band (every such row of the kind), named in its assumptions.
 """
 
 from __future__ import annotations
@@ -457,6 +462,50 @@ def serving_band(kind: str, engine: str, version: str | None, device: str | None
                     f"{', '.join(pooled.devices)}, outside held-out scopes {', '.join(HELD_OUT_SCOPES)}): {reason}")
 
 
+# -- llama.cpp: one band per backend ---------------------------------------------------------------------------------
+# llama.cpp's prefill and one-sequence decode run the backend's own kernels (ggml-cuda's MMQ / cuBLAS, ggml-metal's
+# simdgroup products, ggml-cpu's), so how far a run lies from the estimate is the backend's: a band pooled over
+# backends let one source's 50 Apple rows (discussion 4167, AP01-AP50: 22 of the prefill band's 34 setups) move the
+# CUDA and CPU prefill ranges (low end 0.6257 -> 0.7952). Each summarised llama.cpp row of these kinds feeds its
+# engine-wide band and the band of its device's backend (validation_cases.band_keys; estimate/device.py
+# llamacpp_backend of the catalog device its CSV names). An estimate takes its backend's band where that band has
+# rows of at least MIN_BAND_DEVICES setups (a setup is one device: validation_cases.setup_of), else the engine-wide
+# band, named as such in its assumption (``llamacpp_band``).
+LLAMACPP_BACKEND_KINDS = (PREFILL, DECODE)
+LLAMACPP_BACKENDS = {"cuda": "CUDA", "metal": "Metal", "cpu": "CPU"}  # any other backend's rows: 'other backends'
+
+
+def llamacpp_band_name(backend: str) -> str:
+    """The band key of llama.cpp on ``backend`` (estimate/device.py llamacpp_backend: 'cuda', 'metal', 'cpu' or
+    another runtime, which share 'other backends')."""
+    return f"{LLAMACPP} on {LLAMACPP_BACKENDS.get(backend, 'other backends')}"
+
+
+def llamacpp_band(kind: str, backend: str | None) -> tuple[Band | None, str]:
+    """(band, why) for a llama.cpp estimate of ``kind`` on ``backend`` (estimate/device.py llamacpp_backend; None:
+    not known): its backend's band where ``kind`` is keyed by backend (``LLAMACPP_BACKEND_KINDS``) and that band's
+    rows measured at least ``MIN_BAND_DEVICES`` setups, else the engine-wide llama.cpp band (None without one);
+    ``why`` names the choice (the estimate's assumption)."""
+    engine_wide = BANDS.get((kind, LLAMACPP))
+    if kind not in LLAMACPP_BACKEND_KINDS:
+        return engine_wide, f"{kind} band of {LLAMACPP} (not keyed by backend)"
+    name = llamacpp_band_name(backend or "")
+    own = BANDS.get((kind, name))
+    if own is not None and own.setups >= MIN_BAND_DEVICES:
+        return own, f"{kind} band of {name} ({own.rows} validation rows of {own.setups} setups on that backend)"
+    if backend is None:
+        reason = "the device's backend is not known"
+    elif own is None:
+        reason = f"{name} has no band of its own (fewer than {MIN_BAND_ROWS} summarised rows)"
+    else:
+        reason = f"the {name} band's {own.rows} rows measured {own.setups} setup (fewer than {MIN_BAND_DEVICES})"
+    if engine_wide is None:
+        return None, f"no {kind} band: {reason}, and no engine-wide {LLAMACPP} band exists"
+    fed = sorted(e.removeprefix(f"{LLAMACPP} on ") for k, e in BANDS if k == kind and e.startswith(f"{LLAMACPP} on "))
+    return engine_wide, (f"engine-wide {kind} band of {LLAMACPP} ({engine_wide.rows} rows of {engine_wide.setups} "
+                         f"setups, on {', '.join(fed) or 'every backend'}): {reason}")
+
+
 # Written by scripts/rederive_bands.py from the rows of `llmsizer validate` (tests/validation/test_ranges.py re-derives
 # them); do not edit by hand.
 BANDS: dict[tuple[str, str], Band] = {}
@@ -474,6 +523,8 @@ _add("batched decode throughput", "transformers", 0.4477, 1.5225, 6, 1, 1.000, N
 _add("batched decode throughput", "vllm 0.8-0.13", 0.9301, 1.0330, 3, 1, 1.000, None, ('h100-sxm',))
 _add("batched decode throughput", "vllm < 0.6", 0.7469, 1.2488, 12, 2, 1.000, 0.917, ('a100-sxm-80gb',))
 _add("decode throughput", "llama.cpp", 0.8752, 1.1335, 154, 33, 0.941, 0.896)
+_add("decode throughput", "llama.cpp on CUDA", 0.8765, 1.0932, 86, 9, 0.966, 0.908)
+_add("decode throughput", "llama.cpp on Metal", 0.8724, 1.1366, 68, 24, 0.964, 0.908)
 _add("decode throughput", "serving engines (pooled)", 0.8452, 1.0478, 34, 2, 1.000, 0.786, ('a100-sxm-80gb', 'a10g'))
 _add("decode throughput", "sglang 0.4 on h20", 0.3572, 1.4182, 7, 1, 1.000, None, ('h20',))
 _add("decode throughput", "sglang >= 0.5", 0.9031, 1.0742, 7, 1, 1.000, None, ('a10g',))
@@ -483,6 +534,8 @@ _add("decode throughput", "vllm >= 0.14", 0.9098, 1.0560, 6, 1, 1.000, None, ('a
 _add("inference memory", "transformers", 0.9702, 1.0414, 120, 4, 0.993, 0.766)
 _add("inference memory", "vllm", 0.9622, 1.0546, 13, 2, 0.950, 0.900)
 _add("prefill throughput", "llama.cpp", 0.7952, 1.1869, 77, 34, 0.936, 0.912)
+_add("prefill throughput", "llama.cpp on CUDA", 0.6257, 1.1985, 21, 9, 1.000, 0.963)
+_add("prefill throughput", "llama.cpp on Metal", 0.8199, 1.1904, 56, 25, 0.960, 0.920)
 _add("prefill throughput", "transformers", 0.7607, 1.0000, 11, 1, 1.000, None)
 _add("training memory", "pytorch training", 0.9085, 1.0873, 34, 7, 1.000, 0.914)
 _add("training throughput", "pytorch training", 0.6324, 1.1574, 255, 13, 0.949, 0.891)

@@ -68,6 +68,7 @@ from . import ranges as R
 from .device import (
     TF32_DEFAULT_WHY,
     fp32_matmul_peak,
+    llamacpp_backend,
     numa_assumption,
     nvlink_link_bandwidth,
     nvlink_link_why,
@@ -256,6 +257,8 @@ class SpeedEstimate:
         """The calibrated band of the prefill rate (estimate/ranges.py); None without validation rows."""
         if "split_prefill" in self.details:  # eq. 8p: no validation row measures a split's prefill
             return None
+        if self.engine == R.LLAMACPP:  # its backend's band, else the engine-wide one (ranges.llamacpp_band)
+            return R.llamacpp_band(R.PREFILL, self.details.get("llamacpp_backend"))[0]
         return R.band_for(R.PREFILL, self.engine or "")
 
     @property
@@ -269,6 +272,8 @@ class SpeedEstimate:
             return R.serving_band(kind, self.serving_engine, self.engine_version, self.device,
                                   self.tensor_parallel, bool(self.details.get("mla_moe")),
                                   bool(self.details.get("kernel_floor_bound")))[0]
+        if self.engine == R.LLAMACPP:
+            return R.llamacpp_band(kind, self.details.get("llamacpp_backend"))[0]
         return R.band_for(kind, self.engine or "")
 
     @property
@@ -1202,6 +1207,14 @@ def speed_model(spec: ModelSpec, device: Any, *, weights_format: str = "bf16", p
             details["recurrent_state_bytes_per_decode_step"] = 2 * state_bytes(concurrency)
             details["state_dtypes"] = list(state_dtypes)
         serving = engine if engine in R.SERVING_ENGINES else None
+        if llamacpp and serving is None and not launch_host:  # which llama.cpp band calibrates each range, and why
+            backend = llamacpp_backend(device)
+            details["llamacpp_backend"] = backend
+            for name, kind, value in (("prefill_range_band", R.PREFILL, prefill),
+                                      ("decode_range_band", R.BATCHED if concurrency > 1 else R.DECODE, decode)):
+                if value is not None:
+                    b, why = R.llamacpp_band(kind, backend)
+                    assumptions.append(Assumption(name, b.engine if b else "none", True, why))
         if serving is not None and decode is not None:  # which validation rows calibrate the decode range, and why
             kind = R.BATCHED if concurrency > 1 else R.DECODE
             if spec.mla is not None and spec.moe is not None:  # ranges.MLA_MOE_MULTI_GPU_NO_BAND reads it
