@@ -944,9 +944,11 @@ MEGATRON_NETWORK = "ib-hdr"
 
 # What every Megatron-LM GPT run on Selene shares: full training, fp16 mixed precision, sequence 2048, Adam, eager
 # attention (no fused attention kernel in Megatron-LM 2021-2022: formulas/eager_attention_traffic.py), DGX A100 nodes
-# of 8 over HDR InfiniBand
+# of 8 over HDR InfiniBand. No gradient-accumulation fusion: the SC21 code (Table 1, @6985e58) has none (its local DDP
+# adds each micro-batch's gradient into main_grad, megatron/model/distributed.py:174), and the 2022 code (Korthikanti,
+# @9aad920) turns it off for fp16 without --accumulate-allreduce-grads-in-fp32 (megatron/arguments.py:176-188)
 MEGATRON_SELENE: dict[str, Any] = dict(method="full", precision="megatron-fp16", seq_len=2048, gpus_per_node=8,
-                                       network=MEGATRON_NETWORK, optimizer="adamw",
+                                       network=MEGATRON_NETWORK, optimizer="adamw", gradient_accumulation_fusion=False,
                                        **framework_attention("megatron-lm"))
 
 

@@ -446,6 +446,11 @@ def add_training_args(p: argparse.ArgumentParser, *, attention: bool = True,
     g.add_argument("--ep-comm-overlap", action="store_true", default=None,
                    help="with --ep: Megatron-Core --overlap-moe-expert-parallel-comm, the expert-parallel exchange "
                         "overlaps another micro-batch's compute (combined 1F1B) (default: not overlapped)")
+    g.add_argument("--gradient-accumulation-fusion", action=argparse.BooleanOptionalAction, default=None,
+                   help="Megatron gradient_accumulation_fusion: TE's wgrad GEMMs accumulate into the fp32 main_grad, "
+                        "no separate accumulation pass; --no-gradient-accumulation-fusion: Megatron's DDP hook adds "
+                        "each micro-batch's gradient (default: on under the megatron precisions, Megatron-LM's and "
+                        "Megatron-Bridge's default)")
     g.add_argument("--sequence-parallel", action="store_true", default=None,
                    help="Megatron sequence parallelism (needs --tp)")
     g.add_argument("--offload", choices=OFFLOAD, help="CPU offload, ZeRO-Offload / -Infinity (default none): "
@@ -515,7 +520,7 @@ def add_framework_args(g: argparse._ArgumentGroup) -> None:
 TRAINING_FIELDS = ("method", "rank", "alpha", "targets", "modules_to_save", "adapter_dtype", "base_dtype", "optimizer",
                    "optimizer_state_dtype", "optimizer_impl", "precision", "tf32", "micro_batch", "seq_len",
                    "target_len", "grad_accumulation", "grad_checkpointing", "checkpoint_every", "recompute_modules", "attention", "attention_kernel", "packing", "doc_len", "loss_chunks", "loss", "layernorm", "train_metric_passes", "framework", "checkpoint_offload", "checkpoint_impl", "kernels", "mamba_path", "nf4_quantizer", "lora_dropout", "nf4_format", "loop_keeps_graph", "deepspeed_gather", "zero_grad",
-                   "optimizer_in_backward", "gpus", "zero", "fsdp", "tp", "pp", "virtual_stages", "pipeline_split", "tp_comm_overlap", "tp_backward_overlap", "ep", "etp", "moe_dispatcher", "ep_comm_overlap", "sequence_parallel",
+                   "optimizer_in_backward", "gpus", "zero", "fsdp", "tp", "pp", "virtual_stages", "pipeline_split", "tp_comm_overlap", "tp_backward_overlap", "ep", "etp", "moe_dispatcher", "ep_comm_overlap", "gradient_accumulation_fusion", "sequence_parallel",
                    "offload", "gpus_per_node", "network", "grad_sync", "metric", "fsdp_version", "fsdp2_units",
                    "fsdp1_lora_wrap", "context_parallel",
                    "activation_offload", "float8", "float8_recipe", "compile", "compile_scope",

@@ -87,7 +87,12 @@ from ..formulas.launch_overhead import SOURCE as LAUNCH_SOURCE
 from ..formulas.lora import AdaptedModule, adapted_layout, adapted_roles, expert_adapter_work, lora_params
 from ..formulas.model_parallel_time import ModelParallelStep
 from ..formulas.network import device_share_of_node_bandwidth
-from ..formulas.optimizer_step import accumulation_bytes, optimizer_step_bytes, step_source
+from ..formulas.optimizer_step import (
+    accumulation_bytes,
+    megatron_accumulation_bytes,
+    optimizer_step_bytes,
+    step_source,
+)
 from ..formulas.parallelism import pipeline_stage_layers, zero_shards
 from ..formulas.params import count_params, routed_share
 from ..formulas.sdpa_dispatch import attention_dtype, sdpa_backend
@@ -723,7 +728,7 @@ class StepTime:
     dequant_seconds: float = 0.0  # per micro-step, eq. (9), inside compute_seconds
     elementwise_seconds: float = 0.0  # per micro-step, formulas/elementwise_traffic.py eq. (E7), inside compute
     optimizer_seconds: float = 0.0  # per optimizer step, formulas/optimizer_step.py (O1)/(O2)
-    accumulation_seconds: float = 0.0  # per micro-step after the first, formulas/optimizer_step.py (O3)
+    accumulation_seconds: float = 0.0  # per micro-step after the first, formulas/optimizer_step.py (O3); 0 fused (O3m)
     float8_cast_seconds: float = 0.0  # per micro-step, formulas/float8_training.py (F1)-(F3), inside compute
     exposed_comm_seconds: float = 0.0  # per micro-step, the communication compute does not hide (eqs. (8'), (8''))
     # per micro-step, host time of the kernel launches (formulas/launch_overhead.py eq. K1): compute_seconds is
@@ -990,6 +995,12 @@ MOE_DISPATCHER_WHY = ("alltoall: what the MoE recipes run (Megatron-Bridge @bf07
                       "moe_dispatcher")
 
 
+GRADIENT_ACCUMULATION_FUSION_WHY = (
+    "Megatron's default: Megatron-LM's --no-gradient-accumulation-fusion turns it off (arguments.py:2944-2948 "
+    "@d98e8a64, store_false) and Megatron-Bridge's providers default it on wherever Transformer Engine imports "
+    "(gpt_provider.py:197, utils/fusions.py:34-54 @f9b6319e); TE's wgrad GEMMs accumulate into the fp32 main_grad "
+    "(transformer_engine.py:1293, 1524, 2527 @d98e8a64), so the separate accumulation pass (formulas/optimizer_step.py "
+    "eq. (O3)) does not run")
 GRAD_SYNC_WHY = ("DDP under no_sync: HF accelerate's accumulate and the HF Trainer reduce the gradients once per "
                  "optimizer step (formulas/training_time.py eq. (7d)); 'micro-step' for a loop without no_sync")
 
@@ -1735,8 +1746,17 @@ def _per_step_seconds(spec: ModelSpec, w: TrainingWorkload, trained: int, eta: f
     notes.append(Assumption("optimizer_step_bytes_per_element", per, True,
                             f"formulas/optimizer_step.py: {step_source(optimizer, impl)}; at the memory-bound "
                             "kernel bandwidth"))
-    t_acc = local_g * accumulation_bytes(grad) / eta
-    return t_opt, t_acc
+    if w.accumulation_fused:  # eq. (O3) runs inside TE's wgrad GEMMs: no separate pass
+        notes.append(Assumption("gradient_accumulation_fusion", True, w.gradient_accumulation_fusion is None,
+                                GRADIENT_ACCUMULATION_FUSION_WHY))
+        return t_opt, 0.0
+    if w.precision in MEGATRON_PRECISIONS and not w.adapters:  # the DDP hook's main_grad.add_(param.grad), eq. (O3m)
+        t_acc = local_g * megatron_accumulation_bytes(grad, float(training_context(spec, w).recipe.model_bytes)) / eta
+        notes.append(Assumption("gradient_accumulation_fusion", False, False,
+                                "Megatron's DDP backward hook adds each micro-batch's model-dtype gradient into "
+                                "main_grad (formulas/optimizer_step.py eq. (O3m))"))
+        return t_opt, t_acc
+    return t_opt, local_g * accumulation_bytes(grad) / eta
 
 
 def with_tp_replicated(spec: ModelSpec, w: TrainingWorkload, fl: TrainingFlops,

@@ -90,6 +90,23 @@ model's elements under 0.1 %.
 each new gradient into ``.grad`` in place (torch/csrc/autograd/functions/accumulate_grad.h: ``variable_grad +=
 new_grad``): 3g per trained element and micro-step (O3).
 
+Megatron keeps the gradient in its own ``main_grad`` buffer of g bytes per element (fp32 under bf16; fp16 under fp16
+without fp32 accumulation) and, unfused, its DDP backward hook adds the model-dtype ``param.grad`` of p bytes into
+it (NVIDIA/Megatron-LM @d98e8a64 megatron/core/distributed/distributed_data_parallel.py:575-578,
+``param.main_grad.add_(param.grad.data)``; @9aad920 megatron/model/distributed.py:174): it reads ``main_grad`` and
+``param.grad`` and writes ``main_grad``::
+
+    b_megatron = 2g + p                                                                  (O3m)
+
+(= 3g when the buffer has the model's dtype, fp16; 10 B under bf16 with fp32 ``main_grad``).
+
+Megatron's ``gradient_accumulation_fusion`` removes that pass: Transformer Engine's wgrad GEMM accumulates into the
+fp32 ``main_grad`` itself (``fuse_wgrad_accumulation``, NVIDIA/Megatron-LM @d98e8a64
+megatron/core/extensions/transformer_engine.py:1293, 1524, 2527), and the DDP backward hook skips its
+``param.main_grad.add_(param.grad.data)`` for those weights (megatron/core/distributed/distributed_data_parallel.py:
+575-578, ``grad_added_to_main_grad``): 0 bytes of (O3). The GEMM's read of ``main_grad`` as its accumulator is part
+of a compute-bound GEMM and is not timed.
+
 A model with separate master weights (DeepSpeed, Megatron: an fp32 master of m bytes beside the half-precision
 model of p bytes) updates the master (p -> m in O1/O2) and copies it back to the model (m + p) (O4).
 
@@ -189,6 +206,15 @@ def step_source(optimizer: str, impl: str) -> str:
                                                                   if impl == "fused" else "")
         return f"{optimizer} {ran}, {ADAFACTOR_SOURCE}"
     return f"{optimizer} {impl}, {SOURCE}"
+
+
+def megatron_accumulation_bytes(main_grad: float, grad: float) -> float:
+    """Eq. (O3m): bytes per trained element of Megatron's unfused ``main_grad.add_(param.grad)``: the
+    ``main_grad`` buffer (``main_grad`` bytes per element) read and written, the model-dtype gradient (``grad``)
+    read."""
+    if main_grad < 0 or grad < 0:
+        raise InputError("element size must not be negative")
+    return 2.0 * main_grad + grad
 
 
 def accumulation_bytes(grad: float) -> float:

@@ -342,6 +342,10 @@ TRAINING = (
             choices=MOE_DISPATCHERS),
           F("ep_comm_overlap", "bool", "with ep: Megatron-Core --overlap-moe-expert-parallel-comm, the expert-parallel "
             "exchange overlaps another micro-batch's compute (combined 1F1B); default off", template=False),
+          F("gradient_accumulation_fusion", "bool", "Megatron gradient_accumulation_fusion (`train "
+            "--[no-]gradient-accumulation-fusion`): TE's wgrad GEMMs accumulate into the fp32 main_grad, no separate "
+            "accumulation pass; default on under megatron precisions (Megatron-LM's and Megatron-Bridge's), true "
+            "needs one", template=False),
           F("sequence_parallel", "bool", "with tp: Megatron sequence parallelism (`train --sequence-parallel`)",
             template=False),
           F("offload", "enum", "ZeRO-Offload to host memory", template=False, choices=_OFFLOAD),

@@ -119,6 +119,7 @@ class TrainingSettings:
     etp: int | None = None
     moe_dispatcher: str | None = None
     ep_comm_overlap: bool | None = None
+    gradient_accumulation_fusion: bool | None = None
     sequence_parallel: bool | None = None
     offload: str | None = None
     fsdp_version: int | None = None

@@ -603,6 +603,11 @@ class TrainingWorkload:
         (E7)); None: alltoall, what Megatron-Bridge's and Megatron-LM's MoE recipes and torchtitan run.
     ep_comm_overlap: Megatron-Core ``--overlap-moe-expert-parallel-comm``: the EP exchange overlaps another
         micro-batch's compute (combined 1F1B, eq. (E8)); default off, as in Megatron.
+    gradient_accumulation_fusion: under Megatron precision, Megatron's ``gradient_accumulation_fusion``: TE's wgrad
+        GEMMs accumulate into the fp32 ``main_grad`` (``fuse_wgrad_accumulation``), so no separate accumulation pass
+        runs (formulas/optimizer_step.py eq. (O3) not timed); False: the DDP hook's ``main_grad.add_(grad)`` runs
+        (eq. (O3)). None: on under Megatron precision (Megatron-LM's and Megatron-Bridge's default, a named
+        assumption); True needs a Megatron precision.
     tp_backward_overlap: with tp > 1, Megatron-LM's backward overlap of each column-parallel linear's
         input-gradient all-reduce (or, under sequence parallelism, the re-gather of its input and the reduce-scatter
         of its input gradient) with its own GEMMs (``LinearWithGradAccumulationAndAsyncCommunication``: on by default
@@ -745,6 +750,8 @@ class TrainingWorkload:
     moe_dispatcher: str | None = None
     # Megatron-Core --overlap-moe-expert-parallel-comm: the EP exchange overlaps another micro-batch's compute
     ep_comm_overlap: bool = False
+    # Megatron gradient_accumulation_fusion (wgrad GEMMs accumulate into main_grad); None: on under Megatron precision
+    gradient_accumulation_fusion: bool | None = None
     sequence_parallel: bool = False
     offload: str = "none"
     gpus_per_node: int = 8
@@ -996,6 +1003,15 @@ class TrainingWorkload:
             if self.pp > 1 and self.virtual_stages == 1:
                 raise FieldError("ep_comm_overlap", "Megatron's EP overlap with pp > 1 needs the interleaved schedule "
                                  "(virtual_stages > 1, transformer_config.py)")
+        if self.gradient_accumulation_fusion is not None:
+            if not isinstance(self.gradient_accumulation_fusion, bool):
+                raise InputError(f"gradient_accumulation_fusion: {not_true_or_false(self.gradient_accumulation_fusion)}")
+            if self.gradient_accumulation_fusion and self.precision not in MEGATRON_PRECISIONS:
+                # Megatron's fusion of the gradient accumulation into TE's / APEX's wgrad GEMM; torch autograd, FSDP
+                # and DeepSpeed accumulate into .grad with a separate add (eq. (O3))
+                raise FieldError("gradient_accumulation_fusion", "gradient_accumulation_fusion is Megatron's (TE "
+                                 "fuse_wgrad_accumulation into main_grad); it needs precision megatron-bf16 or "
+                                 f"megatron-fp16, not {self.precision!r}")
         if self.virtual_stages > 1 and self.pp == 1:
             raise InputError("virtual_stages (interleaved pipeline schedule) needs pipeline parallelism (pp > 1)")
         if self.pipeline_split != "even" and self.pp == 1:
@@ -1048,6 +1064,14 @@ class TrainingWorkload:
     def adapters(self) -> bool:
         """True for the parameter-efficient methods (a frozen base plus trained adapters)."""
         return self.method != "full"
+
+    @property
+    def accumulation_fused(self) -> bool:
+        """True when the gradient accumulation runs inside the wgrad GEMMs (Megatron gradient_accumulation_fusion;
+        None: on under Megatron precision, Megatron-LM's and Megatron-Bridge's default)."""
+        if self.gradient_accumulation_fusion is None:
+            return self.precision in MEGATRON_PRECISIONS
+        return self.gradient_accumulation_fusion
 
     @property
     def dp(self) -> int:

@@ -1,0 +1,125 @@
+"""Megatron's gradient_accumulation_fusion (issue #12, training throughput).
+
+Unfused, Megatron's DDP backward hook adds each micro-batch's model-dtype ``param.grad`` into the ``main_grad``
+buffer (NVIDIA/Megatron-LM @d98e8a64 megatron/core/distributed/distributed_data_parallel.py:575-578,
+``param.main_grad.add_(param.grad.data)``): formulas/optimizer_step.py eq. (O3m). Fused (Megatron-LM's and
+Megatron-Bridge's default, gpt_provider.py:197 @f9b6319e), TE's wgrad GEMMs accumulate into ``main_grad``
+themselves (transformer_engine.py:1293/1524/2527 @d98e8a64: ``fuse_wgrad_accumulation``) and that pass does not run.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from llmsizer.catalog.hardware import builtin_catalog
+from llmsizer.errors import InputError
+from llmsizer.estimate import efficiency as E
+from llmsizer.estimate.duration import training_duration_for
+from llmsizer.formulas.optimizer_step import accumulation_bytes, megatron_accumulation_bytes
+from llmsizer.models import load_model
+from llmsizer.specs.training import TrainingWorkload
+from llmsizer.validation_cases import MEGATRON_BRIDGE_RUNS
+
+torch = pytest.importorskip("torch")
+
+# Llama 3.1 8B's parameters (meta-llama/Llama-3.1-8B safetensors index: 8,030,261,248), every one trained
+LLAMA31_8B_PARAMS = 8_030_261_248
+_DENSE = dict(method="full", optimizer="adamw", zero=1, micro_batch=1, seq_len=4096, grad_accumulation=8)
+
+
+def _hook_bytes(main_dtype: Any, grad_dtype: Any) -> int:
+    """Bytes per element Megatron's hook moves, from the tensors it touches: ``main_grad.add_(grad)`` on CPU reads
+    both and writes ``main_grad`` in place, in its own dtype."""
+    n = 1024
+    main = torch.full((n,), 1.5, dtype=main_dtype)
+    grad = torch.full((n,), 0.25, dtype=grad_dtype)
+    ptr = main.data_ptr()
+    main.add_(grad)
+    assert main.data_ptr() == ptr and main.dtype == main_dtype  # written in place, in the buffer's dtype
+    assert torch.equal(main, torch.full((n,), 1.75, dtype=main_dtype))
+    return (2 * main.nbytes + grad.nbytes) // n
+
+
+@pytest.mark.parametrize(("main_dtype", "grad_dtype"), [("float32", "bfloat16"), ("float16", "float16"),
+                                                        ("bfloat16", "bfloat16")])
+def test_megatron_hook_bytes_are_the_tensors_it_touches(main_dtype: str, grad_dtype: str) -> None:
+    m, g = getattr(torch, main_dtype), getattr(torch, grad_dtype)
+    got = megatron_accumulation_bytes(torch.empty(0, dtype=m).element_size(), torch.empty(0, dtype=g).element_size())
+    assert got == _hook_bytes(m, g)
+    with pytest.raises(InputError):
+        megatron_accumulation_bytes(-1.0, 2.0)
+
+
+@pytest.mark.parametrize(("precision", "main_dtype", "grad_dtype"), [
+    # megatron-bf16: the bf16 model's gradient into an fp32 main_grad (the recipe's 4 B gradient, Megatron-LM README
+    # "Distributed Optimizer"); megatron-fp16: fp16 into the fp16 buffer (no fp32 accumulation)
+    ("megatron-bf16", "float32", "bfloat16"), ("megatron-fp16", "float16", "float16")])
+def test_unfused_pass_is_the_hook_over_every_gradient_element(precision: str, main_dtype: str,
+                                                              grad_dtype: str) -> None:
+    """--no-gradient-accumulation-fusion: the pass of each micro-batch after the first moves the hook's bytes over every
+    element of the gradient buffer (the distributed optimizer shards states, not ``main_grad``) at the memory-bound
+    bandwidth; fused it is 0 and the step is shorter by exactly (k - 1) of those passes."""
+    spec, dev = load_model("llama-3.1-8b"), builtin_catalog().devices["h100-sxm"]
+    fields = dict(_DENSE, precision=precision)
+    off = training_duration_for(spec, dev, 8, 1e9, dict(fields, gradient_accumulation_fusion=False))
+    on = training_duration_for(spec, dev, 8, 1e9, fields)
+    assert off.step is not None and on.step is not None
+    rate = float(dev.memory_bandwidth.base) * E.memory_bound_bandwidth("gpu").expected
+    hook = _hook_bytes(getattr(torch, main_dtype), getattr(torch, grad_dtype))
+    assert off.step.accumulation_seconds * rate == pytest.approx(LLAMA31_8B_PARAMS * hook, rel=1e-12)
+    assert on.step.accumulation_seconds == 0.0
+    _removes_exactly_the_passes(on, off, 8)
+    fused = {a.name: a for a in on.assumptions}["gradient_accumulation_fusion"]
+    assert fused.value is True and fused.default and "arguments.py:2944-2948" in fused.why
+    assert {a.name: a for a in off.assumptions}["gradient_accumulation_fusion"].value is False
+
+
+def _removes_exactly_the_passes(on: Any, off: Any, k: int) -> None:
+    """The fused step is the unfused one less (k - 1) accumulation passes, every other term the same."""
+    assert off.step.step_seconds - on.step.step_seconds == pytest.approx((k - 1) * off.step.accumulation_seconds,
+                                                                          rel=1e-9)
+    for part in ("compute_seconds", "comm_seconds", "optimizer_seconds", "elementwise_seconds", "launch_seconds"):
+        assert getattr(on.step, part) == getattr(off.step, part), part
+
+
+def test_bridge_gpt_oss_row_loses_exactly_the_pass() -> None:
+    """PM1361 (GPT-OSS-120B, 64 x H100, PP 4, 80 micro-batches): its recipe leaves the fusion at Bridge's default, so the
+    row runs fused; stating it off puts back 79 passes of eq. (O3m) and nothing else."""
+    model, device, fields, _ = MEGATRON_BRIDGE_RUNS["PM1361"]
+    assert "gradient_accumulation_fusion" not in fields
+    spec, dev = load_model(model), builtin_catalog().devices[device]
+    on = training_duration_for(spec, dev, fields["gpus"], 1e9, fields)
+    off = training_duration_for(spec, dev, fields["gpus"], 1e9, dict(fields, gradient_accumulation_fusion=False))
+    assert on.step is not None and off.step is not None and on.step.model_parallel is not None
+    assert on.step.accumulation_seconds == 0.0 < off.step.accumulation_seconds
+    assert on.step.model_parallel.step_seconds == off.step.model_parallel.step_seconds
+    _removes_exactly_the_passes(on, off, fields["grad_accumulation"])
+
+
+def test_the_field_is_megatron_only() -> None:
+    """True outside the megatron precisions is refused, naming the field (torch autograd, FSDP and DeepSpeed add
+    into .grad with a separate pass: eq. (O3)); False and None there keep eq. (O3)."""
+    with pytest.raises(InputError, match="gradient_accumulation_fusion.*megatron-bf16"):
+        TrainingWorkload(precision="bf16-mixed", gradient_accumulation_fusion=True)
+    with pytest.raises(InputError, match="gradient_accumulation_fusion"):
+        TrainingWorkload(precision="megatron-bf16", gradient_accumulation_fusion="yes")  # type: ignore[arg-type]
+    assert TrainingWorkload(precision="megatron-fp16").accumulation_fused
+    assert not TrainingWorkload(precision="megatron-bf16", gradient_accumulation_fusion=False).accumulation_fused
+    assert not TrainingWorkload(precision="bf16-mixed", gradient_accumulation_fusion=False).accumulation_fused
+    spec, dev = load_model("llama-3.1-8b"), builtin_catalog().devices["h100-sxm"]
+    plain = training_duration_for(spec, dev, 8, 1e9, dict(_DENSE, precision="bf16-mixed", zero=0))
+    assert plain.step is not None
+    rate = float(dev.memory_bandwidth.base) * E.memory_bound_bandwidth("gpu").expected
+    assert plain.step.accumulation_seconds * rate == pytest.approx(LLAMA31_8B_PARAMS * accumulation_bytes(4.0),
+                                                                   rel=1e-12)
+    assert "gradient_accumulation_fusion" not in {a.name for a in plain.assumptions}
+
+
+def test_selene_rows_run_unfused() -> None:
+    """Megatron-LM's 2021 SC21 code has no gradient-accumulation fusion, and the 2022 code turns it off for fp16
+    without fp32 accumulation (megatron/arguments.py:176-188 @9aad920): Table 1's and Korthikanti's rows state it off."""
+    from llmsizer.validation_cases import MEGATRON_SELENE
+
+    assert MEGATRON_SELENE["precision"] == "megatron-fp16" and MEGATRON_SELENE["gradient_accumulation_fusion"] is False
