@@ -876,11 +876,11 @@ def alternatives(need: JobNeed, inv: Inventory, bookings: Sequence[Booking] | He
 
 def _replicas_over_nodes(need: JobNeed, inv: Inventory, bookings: Sequence[Booking] | Held) -> list[str]:
     """A service whose devices per node no serving node of its device type holds (a tensor-parallel group wider
-    than the nodes: [node-size]): the same devices over k nodes, fewest first, each node one machine of the plan's
-    layout (``need.replan``: the plan the request gets naming those nodes, where each machine is fitted as `fit`
-    lays its share out and the machines are replicas of it, plan/inference.py: the estimate's layout choice, not
-    the provider's). The first split whose plan holds the job and is free in the requested window, one line naming
-    its nodes; nothing when none does or the job cannot be planned again."""
+    than the nodes: [node-size]): the same devices over k nodes, fewest first (``need.replan``: the plan the request
+    gets naming those nodes, whose devices `fit` lays out on machines of devices / k, its ``gpus_per_node``,
+    plan/inference.py: the estimate's layout choice, not the provider's; a copy that then spans machines needs their
+    fabric). The first split whose plan holds the job and is free in the requested window, one line naming its
+    nodes; nothing when none does or the job cannot be planned again."""
     if need.replan is None:
         return []
     largest = max((n.devices for n in inv.nodes if n.device == need.device and need.label in n.pools), default=0)
@@ -895,9 +895,9 @@ def _replicas_over_nodes(need: JobNeed, inv: Inventory, bookings: Sequence[Booki
         p = _fits_by_deadline(alt, inv, bookings)
         if p is not None:
             per = need.devices // k
-            return [f"as {k} replicas of {per} device{'s' if per > 1 else ''} (one per node, each laid out as "
-                    f"`llmsizer fit --device {need.device} --count {per}` chooses; resources.nodes: {k}): fits on "
-                    f"{', '.join(p.nodes)} at {p.site}"]
+            return [f"over {k} nodes of {per} device{'s' if per > 1 else ''} (resources.nodes: {k}; laid out as "
+                    f"`llmsizer fit --device {need.device} --count {need.devices} --gpus-per-node {per}` chooses): "
+                    f"fits on {', '.join(p.nodes)} at {p.site}"]
     return []
 
 
