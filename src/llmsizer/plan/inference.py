@@ -65,11 +65,11 @@ def _fit(spec: ModelSpec, target: Any, count: int | None, job: InferenceJob, fmt
          context: int, concurrency: int, output: int, hardware_files: Sequence[str | Path], memory: int | None,
          layout: FitResult | None = None, speed: bool = True, fits_at: bool | None = False,
          rate: tuple[str, float] | None = None, per_node: int | None = None) -> FitResult:
-    """``fit`` of the devices at this load (``per_node``: bare devices' machine size, fit's ``gpus_per_node``); with ``layout`` (the peak load's fit) on that fit's tensor parallelism:
-    one deployment serves every load, so the typical load is timed on the layout fit chose for the peak. Without
+    """``fit`` of the devices at this load (``per_node``: bare devices' machine size, fit's ``gpus_per_node``); with
+    ``layout`` (the peak load's fit) on that fit's tensor parallelism: one deployment serves every load, so the typical load is timed on the layout fit chose for the peak. Without
     it, on the job's ``tensor_parallel`` (the request's pin, fit's ``tensor_parallel``: `fit --tp`), else fit's
     choice. ``fits_at``: fit's hint when it does not fit (``FitResult.fits_at``), asked for the peak load only.
-    ``rate``: (level, requests/s of this machine) of a job whose load is an arrival rate (``open_rates``): fit's
+    ``rate``: (level, requests/s of all the devices) of a job whose load is an arrival rate (``open_rates``): fit's
     ``request_rate`` (`fit --request-rate`: open arrivals, eq. Q10, the requests in flight derived) in place of
     ``concurrency``; fit's refusal of a rate at or above the server's capacity is the request's bad input at
     traffic.requests_per_second.LEVEL, fit's own line (``rate_refusal``)."""
@@ -414,7 +414,7 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
         fit_per_node = hw.per_node if instance is None else None
         try:
             # no format pinned (the plan may choose one): what fits when the default does not, fit's hint
-            # (at a rate: each machine takes its share of the requests/s, as fit gives each replica its share)
+            # (at a rate: fit gives each of its replicas its share of the requests/s)
             f_peak = _fit(spec, fit_target, fit_count, job, fmt, job.engine, ctx_peak, conc_peak,
                           out_peak, ctx.hardware_files, job.resources.memory, fits_at=pinned is None,
                           rate=("peak", rates[1]) if rates else None, per_node=fit_per_node)
@@ -463,7 +463,7 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
                 "traffic.concurrency", f"typical {conc_typ}, peak {conc_peak} (derived)", True,
                 f"derived: the requests in flight at traffic.requests_per_second (typical {rates[0]:g}/s, peak "
                 f"{rates[1]:g}/s), as `fit --request-rate` derives them (Little's law over the time each is served, "
-                "formulas/serving_queue.py eq. Q10c), rounded up, each machine at its share of the rate"))
+                "formulas/serving_queue.py eq. Q10c), rounded up, each replica at its share of the rate"))
         if f_peak is not None:
             # tp: the devices one replica spans (a llama.cpp split: all of the machine's GPUs, as one replica), what
             # the need is sized over; the hardware records fit's own tensor parallelism (a split's is 1: llama.cpp runs
@@ -635,7 +635,7 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
     # fit's total over its replicas (replicas beyond the users' add no tokens/s: fit's rule)
     agg_typ = f_typ.tokens_per_second_total if f_typ and f_typ.tokens_per_second_total else None
     spd.add("tps_total_typical", "output tokens/s in total, typical", agg_typ, "tokens/s",
-            *(("every machine's requests/s x output tokens, each request's TTFT and stretched steps included",
+            *(("every replica's requests/s x output tokens, each request's TTFT and stretched steps included",
                "formulas/serving_queue.py eq. (Q7)") if loaded else ()))
     # the engine release's host work per decode step, as fit applied it (estimate/engines.py step_host)
     if sp_peak is not None and any(a.name.endswith("_host_seconds_per_step") for a in sp_peak.assumptions):
@@ -685,7 +685,7 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
     _advice(job, spec, src, adapters, fmt_used, engine, cost, notes, owned=owned_hardware(hw, job.resources))
     # the plan's own assumptions, then every one of fit's (its own, its memory estimate's and its speed estimate's:
     # FitResult.all_assumptions, as `fit` prints them), each name once: what the request gives (context, ...) is said
-    # by the plan; the plan's replicas count every machine; the engine the settings imply is said once, as implied
+    # by the plan; the engine the settings imply is said once, as implied
     own = {a.name for a in notes.assumptions} | ({"output_tokens"} if any(a.name == "output" for a in notes.assumptions)
                                                  else set())  # the plan's `output` is fit's `output_tokens`
     fitted = tuple(a for a in (f_peak.all_assumptions if f_peak else ()) if a.name not in own
