@@ -1291,6 +1291,11 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
         warnings.append(f"tensor parallel {tp} spans {machines_spanned(tp, per_node)} machines of {per_node} devices: its "
                         "all-reduces cross the network every layer (vLLM would rather run pipeline parallelism "
                         "between machines, which is not modelled)")
+    if split and n > per_node:  # one llama.cpp model over the GPUs of several machines
+        warnings.append(f"the llama.cpp split over {n} GPUs spans {machines_spanned(n, per_node)} machines of "
+                        f"{per_node} device{'s' if per_node > 1 else ''}: llama.cpp reaches another machine's GPUs only through its RPC backend "
+                        "(--rpc; ggml-org/llama.cpp tools/rpc/README.md @339453e: a proof of concept), whose "
+                        "transfers between machines are not timed here")
     d = est.details
     # the defaults that size this workload, named where the fit's own assumptions are read (the text's line)
     sizing = {"context", "concurrency"} - given.keys()  # (the set once, not once per assumption; none when both given)
