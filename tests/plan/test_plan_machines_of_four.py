@@ -8,7 +8,8 @@ agree with fit), plus a hand derivation of why only tensor parallel 8 holds the 
   naming fitted one machine of 4 and called the machines replicas: TP 4 x 2, DOES NOT FIT, where the instances fit.
   The capacity check then refuses both for the fabric (a copy spanning machines that share none), not for memory.
   `{device: a100-pcie-80gb, count: 8}` (no nodes) names one machine of 8 (fit's SERVING_GPUS_PER_NODE): TP 8
-  within it, and an inventory of 4-GPU nodes refuses it for node size.
+  within it, and an inventory of 4-GPU nodes refuses it for node size, saying that over its 2 nodes of 4 the fabric
+  binds (with a fabric, that split is the alternative).
 - D-F: one "does not fit" (the model on one machine of 4) prints fit's memory line on every surface: fit, the
   plan's text and the capacity check's verdict, each figure named (memory per device of the device memory, the
   pool reserved, what this workload needs of what the pool offers).
@@ -124,9 +125,15 @@ def test_capacity_check_refuses_two_machines_of_four_for_the_fabric(tmp_path: Pa
     assert len(c["placement"]["nodes"]) == 2
 
 
-def test_capacity_check_one_machine_of_eight_is_node_size(tmp_path: Path) -> None:
-    code, c = _check(tmp_path, _request("{device: a100-pcie-80gb, count: 8}"))
+def test_capacity_check_one_machine_of_eight_is_node_size_and_says_the_fabric(tmp_path: Path) -> None:
+    request = _request("{device: a100-pcie-80gb, count: 8}")
+    code, c = _check(tmp_path, request)
     assert code == 1 and c["binding"] == "node-size", c
+    # the same 8 over the 2 nodes of 4 that exist: what binds there is the fabric, not memory
+    assert "over 2 nodes of 4" in c["reason"] and "--gpus-per-node 4" in c["reason"] and "[fabric]" in c["reason"]
+    code, c = _check(tmp_path, request, fabric=True)
+    assert code == 1 and c["binding"] == "node-size" and "[fabric]" not in c["reason"], c
+    assert any(a.startswith("over 2 nodes of 4 devices") for a in c["alternatives"]), c["alternatives"]
 
 
 def test_one_does_not_fit_prints_fits_memory_line_on_every_surface(tmp_path: Path) -> None:
