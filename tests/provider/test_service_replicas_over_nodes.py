@@ -1,8 +1,8 @@
 """A 2-GPU service on an inventory of 1-GPU nodes (probe6 defect 11, the imported-Slurm A40 case): the plan lays the
 two devices out as TP 2 on one machine, which no node holds ([node-size]); the same devices as two replicas, one per
 node, hold the 8B model (one A40 has 48 GB for its 16 GB of bf16 weights). The check names that layout as the
-alternative, and the request naming it (resources.nodes: 2, the plan's machines-are-replicas rule, the estimate's
-layout choice) fits on exactly the nodes it names. A service's nodes run no collective between them, so they need
+alternative, and the request naming it (resources.nodes: 2: fit's layout on machines of 1, `fit --gpus-per-node 1`,
+whose tensor-parallel degree within a machine is 1, so two replicas) fits on exactly the nodes it names. A service's nodes run no collective between them, so they need
 no common fabric (an imported cluster has none)."""
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from cli_capture import run_json
+from llmsizer.estimate.fit import fit
 
 INVENTORY = """\
 version: 1
@@ -56,8 +57,9 @@ def test_a_tp_group_wider_than_the_nodes_names_the_replica_layout(tmp_path: Path
     code, d = _check(tmp_path)
     c = d[0]
     assert code == 1 and c["fits"] is False and c["binding"] == "node-size"
-    alt = [a for a in c["alternatives"] if a.startswith("as 2 replicas of 1 device")]
+    alt = [a for a in c["alternatives"] if a.startswith("over 2 nodes of 1 device")]
     assert len(alt) == 1 and "gpunode-1-01, gpunode-1-02" in alt[0] and "resources.nodes: 2" in alt[0]
+    assert "--count 2 --gpus-per-node 1" in alt[0]
 
 
 def test_the_request_naming_that_layout_fits_where_the_alternative_says(tmp_path: Path) -> None:
@@ -66,3 +68,6 @@ def test_the_request_naming_that_layout_fits_where_the_alternative_says(tmp_path
     assert code == 0 and c["fits"] is True, c
     assert sorted(c["placement"]["nodes"]) == ["gpunode-1-01", "gpunode-1-02"]
     assert c["placement"]["devices_per_node"] == 1
+    # fit's layout on machines of 1 (the alternative's command): two replicas of one device, as the plan books them
+    f = fit("llama-3.1-8b", "a40", 2, engine="vllm", weights="bf16", context=8192, concurrency=4, gpus_per_node=1)
+    assert (f.tensor_parallel, f.replicas) == (1, 2) and f.fits

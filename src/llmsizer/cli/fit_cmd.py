@@ -129,8 +129,16 @@ def fit_answer(spec: ModelSpec, args: argparse.Namespace
     # --tp serving: the degree each replica runs (estimate/fit.py fit's ``tensor_parallel``, as the Python API takes
     # it); left out, fit picks it from --count and --concurrency
     pinned_tp, args.tp = args.tp, None
+    # --gpus-per-node serving: the devices of one machine fit's layout reads (estimate/fit.py serving_machine_size:
+    # the tensor-parallel degrees within a machine, the spanning warning), as a plan's resources.nodes tells it
+    per_node, args.gpus_per_node = args.gpus_per_node, None
+    if per_node is not None:
+        fields["gpus_per_node"] = per_node
     refuse_training_flags(args)
     if args.auto or args.free:
+        if per_node is not None:
+            raise InputError("--gpus-per-node applies to a tensor-parallel layout (vLLM, SGLang), not to llama.cpp's "
+                             "--auto (one machine's GPUs)")
         if pinned_tp is not None:
             raise InputError("--tp applies to a tensor-parallel layout (vLLM, SGLang), not to llama.cpp's --auto")
         if args.engine_version is not None:

@@ -456,7 +456,8 @@ def add_training_args(p: argparse.ArgumentParser, *, attention: bool = True,
     g.add_argument("--offload", choices=OFFLOAD, help="CPU offload, ZeRO-Offload / -Infinity (default none): "
                    "optimizer needs ZeRO 1-3 or --fsdp, params ZeRO 3 or --fsdp full/hybrid")
     g.add_argument("--gpus-per-node", type=int_arg(COUNT), help="devices per machine: --fsdp hybrid, and where the "
-                   f"data-parallel collectives leave the machine (default: the instance's count, else {TW.gpus_per_node})")
+                   "data-parallel collectives leave the machine; serving (fit): the machine the tensor-parallel "
+                   f"degrees are chosen within (default: the instance's count, else {TW.gpus_per_node})")
     g.add_argument("--network", help="network between machines when --gpus exceeds --gpus-per-node, for the duration: "
                    "a catalog interconnect (ib-ndr: one 400 Gb/s port per device; efa-p5: per machine) or a bandwidth "
                    "per machine ('1600 Gb/s', '8x400Gb/s') (default: the instance's network, else none: a warning)")

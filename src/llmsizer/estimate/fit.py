@@ -98,6 +98,17 @@ from .verdict import (
 SERVING_GPUS_PER_NODE = TrainingWorkload.gpus_per_node
 
 
+def serving_machine_size(instance: Instance | None, gpus_per_node: int | None = None) -> int:
+    """The devices of one machine that ``fit``'s serving layout reads (its tensor-parallel options within a machine,
+    the spanning warning): ``gpus_per_node`` where given (``fit --gpus-per-node``; a plan's bare devices over
+    ``resources.nodes`` machines), else an instance's own device count, else ``SERVING_GPUS_PER_NODE``: the
+    precedence the training fit gives its ``gpus_per_node`` (``fit_training``: the field given, else the
+    instance's). One rule, so the same machines get one layout however they are named."""
+    if gpus_per_node is not None:
+        return int(check_number(gpus_per_node, "gpus_per_node", COUNT))
+    return instance.device_count if instance is not None and instance.device_count else SERVING_GPUS_PER_NODE
+
+
 def machines_spanned(devices: int, per_node: int) -> int:
     """The machines a group of ``devices`` (one copy of the model: a tensor-parallel degree) spans on machines of
     ``per_node`` devices: ceil(devices / per_node). Past 1 its collectives cross the network between machines, so
@@ -823,7 +834,7 @@ def rate_layout_seconds(model: ModelSpec | str, hardware: str | Device | Instanc
     layout = serving_layout(eng, device, n)
     if layout.split:
         return None
-    per_node = instance.device_count if instance is not None and instance.device_count else SERVING_GPUS_PER_NODE
+    per_node = serving_machine_size(instance, workload.get("gpus_per_node"))
     within = [t for t in layout.tensor_parallel_options(spec, n, per_node) if t <= per_node]
     if len(within) < 2:
         return None
@@ -976,14 +987,16 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
                host_device: str | Device | None = None, engine_version: str | None = None,
                kwh_price: float | None = None, tensor_parallel: int | None = None,
                host_memory: int | str | None = None, request_rate: float | None = None,
-               rate_layouts: dict[int, float] | None = None, **workload: Any) -> MemoryFit:
+               rate_layouts: dict[int, float] | None = None, gpus_per_node: int | None = None,
+               **workload: Any) -> MemoryFit:
     """``fit``'s memory stage (its arguments but ``speed``): every check, the estimate and the verdict; the speed
     is estimated by the returned ``MemoryFit.result(True)``. Serving on several devices (not a llama.cpp split), the
     tensor-parallel degree of each replica is, unless ``tensor_parallel`` gives one: of the degrees vLLM shards the
     model over (``tensor_parallel_options``), within one machine the layout with the most output tokens/s at
     ``concurrency`` that fits (each degree's replicas at their share of the load, ``replicas_tokens_per_second``;
     a tie to the smaller degree, ``fastest_first``, while it fits at its high end too, ``fits_high``), else the
-    smallest across machines that fits."""
+    smallest across machines that fits. ``gpus_per_node``: the devices of one machine (``serving_machine_size``;
+    None: an instance's own count, else ``SERVING_GPUS_PER_NODE``)."""
     spec = spec_of(model)
     # text quantities ('8k', '24GiB') read as the CLI reads them, by the workload's one reader (specs/workload.py)
     ranges = dict(INFERENCE_NUMBERS)
@@ -1032,7 +1045,7 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
                          "vllm (tensor parallel, the other devices replicas)", also=("engine",))
     if split:
         workload.setdefault("gpus", n)
-    per_node = instance.device_count if instance is not None and instance.device_count else SERVING_GPUS_PER_NODE
+    per_node = serving_machine_size(instance, gpus_per_node)
     pinned = None  # a degree given (a plan times its typical load on the layout chosen for its peak)
     if tensor_parallel is not None:
         pinned = int(check_number(tensor_parallel, "tensor_parallel", COUNT))
@@ -1278,6 +1291,11 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
         warnings.append(f"tensor parallel {tp} spans {machines_spanned(tp, per_node)} machines of {per_node} devices: its "
                         "all-reduces cross the network every layer (vLLM would rather run pipeline parallelism "
                         "between machines, which is not modelled)")
+    if split and n > per_node:  # one llama.cpp model over the GPUs of several machines
+        warnings.append(f"the llama.cpp split over {n} GPUs spans {machines_spanned(n, per_node)} machines of "
+                        f"{per_node} device{'s' if per_node > 1 else ''}: llama.cpp reaches another machine's GPUs only through its RPC backend "
+                        "(--rpc; ggml-org/llama.cpp tools/rpc/README.md @339453e: a proof of concept), whose "
+                        "transfers between machines are not timed here")
     d = est.details
     # the defaults that size this workload, named where the fit's own assumptions are read (the text's line)
     sizing = {"context", "concurrency"} - given.keys()  # (the set once, not once per assumption; none when both given)

@@ -46,7 +46,6 @@ from .device import (
     workload_device_kind,
 )
 from .fit import (
-    SERVING_GPUS_PER_NODE,
     FitResult,
     MemoryFit,
     RateMissCertain,
@@ -55,6 +54,7 @@ from .fit import (
     fit,
     fit_memory,
     serving_layout,
+    serving_machine_size,
     target_and_count,
     wait_before_ttft,
 )
@@ -261,7 +261,9 @@ def pick_format(spec: ModelSpec, device: Device, count: int, instance: Instance 
     # fit's layout (fit.serving_layout): several CPUs or Apple chips are replicas, one whole model each; llama.cpp
     # spreads one model over several GPUs (layer split); the others shard it (TP, the widest fit may take)
     layout = serving_layout(engine, dev, n)
-    tp = max(layout.tensor_parallel_options(spec, n, SERVING_GPUS_PER_NODE))
+    # (fit_memory's machine size, which its tensor-parallel options read: fit's gpus_per_node, in ``fields``)
+    per_node = serving_machine_size(instance, given.get("gpus_per_node"))
+    tp = max(layout.tensor_parallel_options(spec, n, per_node))
     spread = n if layout.split else tp
     usable, _ = usable_memory(dev, memory, record=False)
 
@@ -294,8 +296,6 @@ def pick_format(spec: ModelSpec, device: Device, count: int, instance: Instance 
     past_window: set[str] = set()
     capacity: str | None = None  # at a rate: the first fitting rung's refusal of it (fit's line)
     bound: float | None = 0.0  # at a rate: the largest eq. Q10a capacity of the rungs refused (None: not all were)
-    # (fit_memory's machine size, which its tensor-parallel options read)
-    per_node = instance.device_count if instance is not None and instance.device_count else SERVING_GPUS_PER_NODE
     # the rung whose climb stopped on a certain miss, where it is the pick's first fitting one (its answer or a
     # refusal: fit's ``miss``)
     unsure = False
@@ -461,7 +461,10 @@ def format_on(spec: ModelSpec, hardware: str | Device | Instance, count: int | N
     meets goes on to the next engine's (``next_ladder_engine``): its pick, when one meets, says which engine had none
     (``none_on``)."""
     fields: dict[str, Any] = {k: v for k, v in workload.items() if v is not None}
+    per_node = fields.pop("gpus_per_node", None)  # fit's machine size (not a workload field): each rung's fit's
     w = check_search_workload(fields, context, concurrency, output_tokens, engine, headroom)
+    if per_node is not None:
+        fields["gpus_per_node"] = per_node
     context, concurrency, output_tokens = w.context, w.concurrency, w.output_tokens  # text read as fit reads it
     engine = engine or w.engine  # none stated: the one the settings imply (check_search_workload), else None
     # fit's rule for a target and a count (an instance brings its own; a whole multiple of it is that many instances,
@@ -602,7 +605,8 @@ def fits_at(spec: ModelSpec | str, hardware: str | Device | Instance, count: int
     none_on = {"none_on": {"engine": first[0], "why": first[1]}} if first[0] != SMALLEST_LADDER_ENGINE else {}
     # no rung fits on the GPUs alone: models --fits-on's answer, llama.cpp's auto-fit with the experts of some layers
     # in host memory (experts_in_host_at, the one rule), its flags named; the layer placement is the auto-fit's own
-    fields = {k: v for k, v in other_fields.items() if k not in ("n_cpu_moe", "n_gpu_layers", "host_device")}
+    fields = {k: v for k, v in other_fields.items()
+              if k not in ("n_cpu_moe", "n_gpu_layers", "host_device", "gpus_per_node")}  # (one machine of GPUs)
     host = experts_in_host_at(spec, hardware, count, headroom=headroom, **fields)
     if host is None:
         return _below_floor(asked, none_on)

@@ -13,10 +13,9 @@ from typing import Any, NamedTuple
 
 from ..catalog.hardware import Device
 from ..errors import FieldError, InputError, LlmsizerError
-from ..estimate.device import default_engine, engine_assumption, generic_device, one_replica_per_device
+from ..estimate.device import default_engine, engine_assumption, generic_device
 from ..estimate.engines import llamacpp_layer_split, step_host
 from ..estimate.fit import (
-    SERVING_GPUS_PER_NODE,
     FitResult,
     as_fit_chose,
     first_token_seconds,
@@ -65,12 +64,12 @@ VLLM_DEFAULT_MAX_LORA_RANK = 16  # vLLM EngineArgs --max-lora-rank default
 def _fit(spec: ModelSpec, target: Any, count: int | None, job: InferenceJob, fmt: str | None, engine: str | None,
          context: int, concurrency: int, output: int, hardware_files: Sequence[str | Path], memory: int | None,
          layout: FitResult | None = None, speed: bool = True, fits_at: bool | None = False,
-         rate: tuple[str, float] | None = None) -> FitResult:
-    """``fit`` of one machine at this load; with ``layout`` (the peak load's fit) on that fit's tensor parallelism:
-    one deployment serves every load, so the typical load is timed on the layout fit chose for the peak. Without
+         rate: tuple[str, float] | None = None, per_node: int | None = None) -> FitResult:
+    """``fit`` of the devices at this load (``per_node``: bare devices' machine size, fit's ``gpus_per_node``); with
+    ``layout`` (the peak load's fit) on that fit's tensor parallelism: one deployment serves every load, so the typical load is timed on the layout fit chose for the peak. Without
     it, on the job's ``tensor_parallel`` (the request's pin, fit's ``tensor_parallel``: `fit --tp`), else fit's
     choice. ``fits_at``: fit's hint when it does not fit (``FitResult.fits_at``), asked for the peak load only.
-    ``rate``: (level, requests/s of this machine) of a job whose load is an arrival rate (``open_rates``): fit's
+    ``rate``: (level, requests/s of all the devices) of a job whose load is an arrival rate (``open_rates``): fit's
     ``request_rate`` (`fit --request-rate`: open arrivals, eq. Q10, the requests in flight derived) in place of
     ``concurrency``; fit's refusal of a rate at or above the server's capacity is the request's bad input at
     traffic.requests_per_second.LEVEL, fit's own line (``rate_refusal``)."""
@@ -82,7 +81,8 @@ def _fit(spec: ModelSpec, target: Any, count: int | None, job: InferenceJob, fmt
                    concurrency=None if rate else concurrency, request_rate=rate[1] if rate else None,
                    output_tokens=output, memory=memory, headroom=job.resources.headroom, kv_dtype=job.kv_cache_dtype,
                    dtype=job.precision, tensor_parallel=pinned, speed=speed or rate is not None, fits_at=fits_at,
-                   hardware_files=hardware_files, **job.media.fields(), **engine_settings(job, engine))
+                   hardware_files=hardware_files, gpus_per_node=per_node, **job.media.fields(),
+                   **engine_settings(job, engine))
     except FieldError as e:
         if rate is None or e.field != "request_rate":
             raise
@@ -108,10 +108,10 @@ def rate_refusal(e: FieldError, level: str) -> FieldError:
     return FieldError(f"traffic.requests_per_second.{level}", e.renamed(lambda f: "").removeprefix(": "))
 
 
-def derived_concurrency(f: FitResult, machines: int) -> int:
-    """The requests in flight of all ``machines`` at a rate: each machine's fit derived its own (fit's details
-    ``concurrency``, ceil(lambda x the time each is served), eq. Q10c)."""
-    return int(f.details["concurrency"]) * machines
+def derived_concurrency(f: FitResult) -> int:
+    """The requests in flight at a rate, as fit derived them over all its replicas (fit's details ``concurrency``,
+    ceil(lambda x the time each is served), eq. Q10c)."""
+    return int(f.details["concurrency"])
 
 
 def refuse_bad_input(spec: ModelSpec, job: InferenceJob, fmt: str | None, context: int, concurrency: int,
@@ -398,28 +398,26 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
     f_peak = f_typ = None
     stated_refusal: str | None = None  # fit's answer to a stated peak rate the deployment does not carry
     tp, replicas = 1, 1
-    machines = 1  # fit lays out every device: its replicas take the load (the rate's share is fit's); else below
     # what the devices are fitted as: the instance (its RAM, VM share and link), or the device
     fit_target: Any = None
     fit_count: int | None = None
+    fit_per_node: int | None = None  # bare devices' machine size, fit's gpus_per_node (an instance brings its own)
     if hw is not None and device is not None:
         # every device named is what `fit` is asked about, as `fit --device D --count N` (estimate/fit.py: it
         # chooses the tensor parallelism and the replicas over all of them, a degree spanning machines included,
         # with its warning; CPUs and Apple chips one replica each): one deployment, the load over fit's replicas.
-        # Machines smaller than fit takes bare devices for (resources.nodes: 2 of count 2; fit's are
-        # SERVING_GPUS_PER_NODE) cannot be said to fit: there one machine is fitted and the machines are replicas
+        # Bare devices are machines of hw.per_node (resources.nodes: count / nodes each; else fit's
+        # SERVING_GPUS_PER_NODE, plan/hardware.py machine_size), told to fit as its gpus_per_node
+        # (estimate/fit.py serving_machine_size): the same machines named as instances get the same layout and verdict
         fit_target = instance if instance is not None else device
         fit_count = hw.count
-        if instance is None and hw.per_node < min(hw.count, SERVING_GPUS_PER_NODE):
-            one_each = one_replica_per_device(device)
-            fit_count = 1 if one_each else hw.per_node
-            machines = hw.nodes * (hw.per_node if one_each else 1)
+        fit_per_node = hw.per_node if instance is None else None
         try:
             # no format pinned (the plan may choose one): what fits when the default does not, fit's hint
-            # (at a rate: each machine takes its share of the requests/s, as fit gives each replica its share)
-            f_peak = _fit(spec, fit_target, fit_count, job, fmt, job.engine, ctx_peak, per_replica(conc_peak, machines),
+            # (at a rate: fit gives each of its replicas its share of the requests/s)
+            f_peak = _fit(spec, fit_target, fit_count, job, fmt, job.engine, ctx_peak, conc_peak,
                           out_peak, ctx.hardware_files, job.resources.memory, fits_at=pinned is None,
-                          rate=("peak", rates[1] / machines) if rates else None)
+                          rate=("peak", rates[1]) if rates else None, per_node=fit_per_node)
             at = f_peak.fits_at
             if pinned is None and not f_peak.fits and at and "weights" in at and at["same_engine"] \
                     and "experts_in_host" not in at:
@@ -428,8 +426,8 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
                 # template and docs/plans.md say ("the plan may choose one"); a rung of another engine, or one
                 # that fits only with experts in host memory (flags the request cannot state), stays a hint
                 taken = _fit(spec, fit_target, fit_count, job, str(at["weights"]), job.engine, ctx_peak,
-                             per_replica(conc_peak, machines), out_peak, ctx.hardware_files, job.resources.memory,
-                             rate=("peak", rates[1] / machines) if rates else None)
+                             conc_peak, out_peak, ctx.hardware_files, job.resources.memory,
+                             rate=("peak", rates[1]) if rates else None, per_node=fit_per_node)
                 if taken.fits:
                     notes.assumptions.append(Assumption(
                         "weights", taken.weights_format, True, f"no quantization given: {f_peak.weights_format} "
@@ -437,9 +435,9 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
                         "format `fit` names for these devices (its fits_at: estimate/format_search.py, the best "
                         "rung of the engine's ladder that fits); give quantization to pin one"))
                     f_peak, fmt = taken, str(at["weights"])
-            f_typ = _fit(spec, fit_target, fit_count, job, fmt, job.engine, ctx_typ, per_replica(conc_typ, machines), out_typ,
+            f_typ = _fit(spec, fit_target, fit_count, job, fmt, job.engine, ctx_typ, conc_typ, out_typ,
                          ctx.hardware_files, job.resources.memory, f_peak,
-                         rate=("typical", rates[0] / machines) if rates else None)
+                         rate=("typical", rates[0]) if rates else None, per_node=fit_per_node)
         except InputError as e:
             if isinstance(e, FieldError) and (e.field == "tensor_parallel" and job.tensor_parallel is not None
                                               or e.field.startswith("traffic.requests_per_second")):
@@ -454,30 +452,23 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
             try:
                 at_stated = _fit(spec, fit_target, fit_count, job, fmt, job.engine, ctx_peak, 1, out_peak,
                                  ctx.hardware_files, job.resources.memory, f_peak,
-                                 rate=("peak", float(stated) / machines))
+                                 rate=("peak", float(stated)), per_node=fit_per_node)
                 if "rate_capacity" in at_stated.details:
                     stated_refusal = at_stated.reasons[0]
             except InputError:
                 pass
         if f_peak is not None and f_typ is not None and rates:
-            conc_peak, conc_typ = derived_concurrency(f_peak, machines), derived_concurrency(f_typ, machines)
+            conc_peak, conc_typ = derived_concurrency(f_peak), derived_concurrency(f_typ)
             notes.assumptions.append(Assumption(
                 "traffic.concurrency", f"typical {conc_typ}, peak {conc_peak} (derived)", True,
                 f"derived: the requests in flight at traffic.requests_per_second (typical {rates[0]:g}/s, peak "
                 f"{rates[1]:g}/s), as `fit --request-rate` derives them (Little's law over the time each is served, "
-                "formulas/serving_queue.py eq. Q10c), rounded up, each machine at its share of the rate"))
+                "formulas/serving_queue.py eq. Q10c), rounded up, each replica at its share of the rate"))
         if f_peak is not None:
             # tp: the devices one replica spans (a llama.cpp split: all of the machine's GPUs, as one replica), what
             # the need is sized over; the hardware records fit's own tensor parallelism (a split's is 1: llama.cpp runs
             # none), as `fit --json` reports the layout
-            tp, replicas = f_peak.count // f_peak.replicas, f_peak.replicas * machines
-            if replicas > 1 and machines > 1:
-                notes.assumptions.append(Assumption("replicas", replicas, True, f"{hw.count} devices as {replicas} "
-                                                    f"replicas of {tp} device{'s' if tp > 1 else ''} (" + (
-                                                        f"a llama.cpp {tp}-GPU split" if f_peak.layer_split else
-                                                        "tensor parallel") + (" spanning machines" if tp > hw.per_node
-                                                                              else " within a machine") +
-                                                    ", fit's layout); the load is split evenly"))
+            tp, replicas = f_peak.count // f_peak.replicas, f_peak.replicas
             # the layout fit chose, as fit --json names it: a llama.cpp split is tensor parallel 1 over its devices
             hw = Hardware(**{**{k: getattr(hw, k) for k in hw.__dataclass_fields__}, "engine": f_peak.engine,
                              "tensor_parallel": f_peak.tensor_parallel, "replicas": replicas})
@@ -568,8 +559,8 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
     fits = f_peak.fits if f_peak else None
     if f_peak is not None and adapters["mode"] == "dynamic" and adapters["slot_bytes"] and usable:
         try:
-            f_dyn = _fit(spec, fit_target, fit_count, job, fmt_used, engine, ctx_peak, per_replica(conc_peak, machines),
-                         out_peak, ctx.hardware_files, usable - adapters["slot_bytes"], f_peak)
+            f_dyn = _fit(spec, fit_target, fit_count, job, fmt_used, engine, ctx_peak, conc_peak,
+                         out_peak, ctx.hardware_files, usable - adapters["slot_bytes"], f_peak, per_node=fit_per_node)
             fits = f_dyn.fits
             f_peak = f_dyn
         except InputError:
@@ -641,11 +632,10 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
               ("decode step time at the typical concurrency", "formulas/speed.py eq. (4)")))
     spd.add("tps_user_peak", "tokens/s per user, peak", sp_peak.tokens_per_second_per_user if sp_peak else None,
             "tokens/s")
-    # each machine is fitted at its share of the users; machines beyond the users' add no tokens/s (fit's rule)
-    agg_typ = (f_typ.tokens_per_second_total * min(machines, max(1, conc_typ) / per_replica(conc_typ, machines))
-               if f_typ and f_typ.tokens_per_second_total else None)
+    # fit's total over its replicas (replicas beyond the users' add no tokens/s: fit's rule)
+    agg_typ = f_typ.tokens_per_second_total if f_typ and f_typ.tokens_per_second_total else None
     spd.add("tps_total_typical", "output tokens/s in total, typical", agg_typ, "tokens/s",
-            *(("every machine's requests/s x output tokens, each request's TTFT and stretched steps included",
+            *(("every replica's requests/s x output tokens, each request's TTFT and stretched steps included",
                "formulas/serving_queue.py eq. (Q7)") if loaded else ()))
     # the engine release's host work per decode step, as fit applied it (estimate/engines.py step_host)
     if sp_peak is not None and any(a.name.endswith("_host_seconds_per_step") for a in sp_peak.assumptions):
@@ -663,7 +653,7 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
     if queued and f_peak is not None:  # above the engine's running cap the rest of the users wait (fit's queue, one answer)
         spd.add("queue_wait_peak", "wait for a running slot, peak (queued requests)",
                 f_peak.details.get("queue_wait_seconds"), "s",
-                f"{queued} of {per_replica(conc_peak, machines)} requests per machine above the engine's running cap "
+                f"{queued} of {conc_peak} requests per machine above the engine's running cap "
                 "(estimate/inference/common.py eq. R1) wait W x (C / R - 1)", "formulas/serving_queue.py eq. (Q3)")
     spd.add("ttft_required", "time to first token required", job.latency.ttft, "s", "latency.ttft")
     spd.add("tps_user_required", "tokens/s per user required", job.latency.tokens_per_second_per_user, "tokens/s")
@@ -677,7 +667,7 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
     # ---- network ----
     # the requests in service: above the engine's running cap the others wait and add no requests/s (eq. Q1)
     net = _network(job, sp_typ, sp_peak, conc_typ, conc_peak, ctx_typ, ctx_peak, out_typ, out_peak, notes,
-                   {"typical": _in_service(f_typ, conc_typ, machines), "peak": _in_service(f_peak, conc_peak, machines)},
+                   {"typical": _in_service(f_typ, conc_typ), "peak": _in_service(f_peak, conc_peak)},
                    need_est)
     # ---- storage ----
     st = _storage(job, spec, fmt_used, adapters, net, notes)
@@ -695,11 +685,11 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
     _advice(job, spec, src, adapters, fmt_used, engine, cost, notes, owned=owned_hardware(hw, job.resources))
     # the plan's own assumptions, then every one of fit's (its own, its memory estimate's and its speed estimate's:
     # FitResult.all_assumptions, as `fit` prints them), each name once: what the request gives (context, ...) is said
-    # by the plan; the plan's replicas count every machine; the engine the settings imply is said once, as implied
+    # by the plan; the engine the settings imply is said once, as implied
     own = {a.name for a in notes.assumptions} | ({"output_tokens"} if any(a.name == "output" for a in notes.assumptions)
                                                  else set())  # the plan's `output` is fit's `output_tokens`
     fitted = tuple(a for a in (f_peak.all_assumptions if f_peak else ()) if a.name not in own
-                   and not (a.name == "replicas" and machines > 1) and not (a.name == "engine" and implied is not None))
+                   and not (a.name == "engine" and implied is not None))
     return JobPlan(job.name, "inference", spec.name, summary, hw,
                    (mem.build(), spd.build(), st.build(), net.build(), cost.build(), ops.build()), need_est,
                    tuple(notes.assumptions) + fitted,
@@ -804,11 +794,11 @@ def _media_figures(job: InferenceJob, est: Estimate | None, ctx_peak: int, mem: 
             else f"({ctx_peak:,} text tokens + {media}, their tokens not sized)")
 
 
-def _in_service(f: FitResult | None, concurrency: int, machines: int) -> int:
-    """The requests the ``machines`` serve at once of ``concurrency`` (each machine's fit at its share runs
+def _in_service(f: FitResult | None, concurrency: int) -> int:
+    """The requests the devices serve at once of ``concurrency`` (fit's ``running_sequences``:
     ``running_sequences``: estimate/inference/common.py eq. R1); the rest wait in the engines' queues."""
     running = f.details.get("running_sequences") if f is not None else None
-    return running_and_queued(concurrency, None if running is None else int(running) * machines)[0]
+    return running_and_queued(concurrency, None if running is None else int(running))[0]
 
 
 def _need(spec: ModelSpec, engine: str, fmt: str, context: int, concurrency: int, output: int, tp: int,

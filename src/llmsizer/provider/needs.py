@@ -236,6 +236,15 @@ def _memory_verdict(jp: JobPlan) -> str:
     need, budget = f.get("verdict_need_per_device"), f.get("verdict_budget_per_device")
     if f.get("fits") is not False or not need or not budget:
         return ""
+    per_device, of_budget = f.get("memory_per_device"), f.get("budget_per_device")
+    if jp.kind == "inference" and per_device is not None and of_budget is not None:
+        # fit's memory line (render/fit_text.py memory_words), as `fit` and the plan's text print it for the same
+        # devices: each figure named (memory per device of the device memory; under vLLM/SGLang the pool reserved
+        # and what this workload needs of what the pool offers, the pair the verdict compares)
+        from ..render.fit_text import memory_words
+        words = memory_words(jp.hardware.engine or "", int(per_device), int(of_budget),
+                             jp.estimate.details if jp.estimate is not None else {})
+        return f"{jp.hardware.label} does not hold the job: {words} (`llmsizer plan`: memory)"
     return (f"{jp.hardware.label} does not hold the job: it needs {format_bytes(need)} per device, over the "
             f"{format_bytes(budget)} budget per device (`llmsizer plan`: memory)")
 

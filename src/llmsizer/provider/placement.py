@@ -29,7 +29,7 @@ from __future__ import annotations
 import bisect
 import datetime as _dt
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -829,6 +829,8 @@ def check_job(need: JobNeed, inv: Inventory, bookings: Sequence[Booking] | Held,
         reason = NoFit("deadline", f"the run ends {p.end:%Y-%m-%d %H:%M}, after the deadline {need.deadline:%Y-%m-%d %H:%M}")
     except NoFit as e:
         reason = e
+        if e.binding == "node-size" and need.kind != "training":
+            reason = NoFit(e.binding, e.reason + _node_split_refusal(need, inv, bookings), waits=e.waits)
     later, _ = earliest(replace(need, start=not_before) if not_before is not None and not_before > need.start
                         else need, inv, bookings)
     alts: list[str] = []
@@ -876,29 +878,54 @@ def alternatives(need: JobNeed, inv: Inventory, bookings: Sequence[Booking] | He
 
 def _replicas_over_nodes(need: JobNeed, inv: Inventory, bookings: Sequence[Booking] | Held) -> list[str]:
     """A service whose devices per node no serving node of its device type holds (a tensor-parallel group wider
-    than the nodes: [node-size]): the same devices over k nodes, fewest first, each node one machine of the plan's
-    layout (``need.replan``: the plan the request gets naming those nodes, where each machine is fitted as `fit`
-    lays its share out and the machines are replicas of it, plan/inference.py: the estimate's layout choice, not
-    the provider's). The first split whose plan holds the job and is free in the requested window, one line naming
-    its nodes; nothing when none does or the job cannot be planned again."""
-    if need.replan is None:
-        return []
-    largest = max((n.devices for n in inv.nodes if n.device == need.device and need.label in n.pools), default=0)
-    if not 0 < largest < need.per_node:
-        return []
-    for k in range(max(need.nodes + 1, math.ceil(need.devices / largest)), need.devices + 1):
-        if need.devices % k:  # equal machines: each replica the same layout
-            continue
-        alt = need.replan(need.device, need.devices, k)
-        if alt.memory_verdict:
-            continue
+    than the nodes: [node-size]): the same devices over k nodes, fewest first (``need.replan``: the plan the request
+    gets naming those nodes, whose devices `fit` lays out on machines of devices / k, its ``gpus_per_node``,
+    plan/inference.py: the estimate's layout choice, not the provider's; a copy that then spans machines needs their
+    fabric). The first split whose plan holds the job and is free in the requested window, one line naming its
+    nodes; nothing when none does or the job cannot be planned again."""
+    for k, alt in _node_splits(need, inv):
         p = _fits_by_deadline(alt, inv, bookings)
         if p is not None:
             per = need.devices // k
-            return [f"as {k} replicas of {per} device{'s' if per > 1 else ''} (one per node, each laid out as "
-                    f"`llmsizer fit --device {need.device} --count {per}` chooses; resources.nodes: {k}): fits on "
-                    f"{', '.join(p.nodes)} at {p.site}"]
+            return [f"over {k} nodes of {per} device{'s' if per > 1 else ''} (resources.nodes: {k}; laid out as "
+                    f"`llmsizer fit --device {need.device} --count {need.devices} --gpus-per-node {per}` chooses): "
+                    f"fits on {', '.join(p.nodes)} at {p.site}"]
     return []
+
+
+def _node_splits(need: JobNeed, inv: Inventory) -> Iterator[tuple[int, JobNeed]]:
+    """The splits :func:`_replicas_over_nodes` tries: k nodes of devices / k each (fewest first, past the need's own
+    nodes and at most the largest serving node of its device type each), with the plan the request gets naming them
+    (``need.replan``) where that plan holds the job's memory. None where the need's nodes fit some node or the job
+    cannot be planned again."""
+    if need.replan is None:
+        return
+    largest = max((n.devices for n in inv.nodes if n.device == need.device and need.label in n.pools), default=0)
+    if not 0 < largest < need.per_node:
+        return
+    for k in range(max(need.nodes + 1, math.ceil(need.devices / largest)), need.devices + 1):
+        if need.devices % k:  # equal machines: each the same share
+            continue
+        alt = need.replan(need.device, need.devices, k)
+        if not alt.memory_verdict:
+            yield k, alt
+
+
+def _node_split_refusal(need: JobNeed, inv: Inventory, bookings: Sequence[Booking] | Held) -> str:
+    """Why the fewest nodes the node-size refusal's devices could be split over (:func:`_node_splits`) do not take
+    the job either, in the check's words ('; ...'): a service named as one machine wider than the nodes, whose
+    split would span machines with no fabric between them (probe16 D-E), hears that, not node size alone. '' where
+    no split holds it, or the first split places (its alternative then says so)."""
+    for k, alt in _node_splits(need, inv):
+        try:
+            try_window(alt, inv, bookings, alt.start)
+        except NoFit as e:
+            per = need.devices // k
+            return (f"; over {k} nodes of {per} (resources.nodes: {k}, laid out as `llmsizer fit --device "
+                    f"{need.device} --count {need.devices} --gpus-per-node {per}` lays them out) it does not place "
+                    f"either: [{e.binding}] {e.reason}")
+        return ""
+    return ""
 
 
 def _counts(most: int) -> list[int]:
