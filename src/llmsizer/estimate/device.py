@@ -387,6 +387,69 @@ def float8_refusal(device: Device) -> str | None:
     return None
 
 
+# Whether a device executes FP8 GEMMs (both operands e4m3/e5m2 on tensor or matrix cores), one rule for the serving
+# format ladder (estimate/format_search.py), the prefill's matmul dtype (estimate/speed.py) and float8 training's
+# GEMM rate (estimate/duration.py), read from the hardware, not from whether the catalog row lists an FP8 figure:
+# - NVIDIA: FP8 MMA exists from compute capability 8.9 (Ada, Hopper, Blackwell): NVIDIA's PTX ISA (8.4 and later,
+#   docs.nvidia.com/cuda/parallel-thread-execution, "Warp-level matrix multiply-accumulate instructions: mma",
+#   target ISA notes: mma with the .e4m3/.e5m2 types requires sm_89 or higher); torch's _scaled_mm
+#   (FP8_GEMM_MIN_CAPABILITY above) and vLLM (vllm/model_executor/layers/quantization/fp8.py Fp8LinearMethod
+#   ``use_marlin = not current_platform.has_device_capability(89)``: "For GPUs that lack FP8 hardware support, we
+#   can leverage the Marlin kernel for fast weight-only FP8 quantization") draw the same line. Below it vLLM serves
+#   FP8 checkpoints weight-only (FP8 Marlin, 16-bit activations and matmuls): an fp8 prefill there is timed at the
+#   16-bit rate (estimate/speed.py compute_dtype_for) and the serving ladder offers no fp8 rung (format_ladder).
+# - AMD: MI300 (CDNA3), MI350 (CDNA4) and RDNA4 (FP8_GEMM_ROCM_ARCHITECTURES, torch's own list above).
+# - any other device: FP8 only where its row sources an FP8 figure (Intel Gaudi 2/3).
+# A device with FP8 tensor cores and no sourced FP8 figure (the catalog's rtx-4080-super, dgx-spark, h20: NVIDIA
+# publishes none for them) is timed at FP8_TENSOR_RATIO x its dense 16-bit tensor peak, a named assumption
+# (fp8_peak), never silently at the 16-bit rate.
+FP8_TENSOR_RATIO = 2.0
+FP8_TENSOR_RATIO_SOURCE = (
+    "NVIDIA's architecture whitepapers and datasheets give the dense FP8 tensor rate as 2x the dense FP16/BF16 one at "
+    "the same accumulation on every FP8 generation: Hopper (H100 SXM5 1,979 vs 989.4 TFLOPS), Ada (L40S 733 vs 362; "
+    "RTX 4090 330.3 vs 165.2 with FP32 accumulate), Blackwell (B200 4.5 vs 2.25 PFLOPS)")
+
+
+def fp8_tensor_cores(device: Device) -> bool:
+    """Whether ``device`` executes FP8 GEMMs (the module rule above): a sourced FP8 figure; else a CUDA GPU of
+    compute capability >= :data:`FP8_GEMM_MIN_CAPABILITY`; else an AMD GPU of :data:`FP8_GEMM_ROCM_ARCHITECTURES`.
+    False for a CPU, an Apple chip, a TPU without a figure, and a GPU whose capability is unknown (a hardware file
+    that names neither ``compute_capability`` nor ``architecture``: give ``flops.fp8``)."""
+    if "fp8" in device.flops:
+        return True
+    if device.kind != "gpu":
+        return False
+    runtime = gpu_runtime(device)
+    if runtime == "cuda":
+        cc = device.capability
+        return cc is not None and cc >= FP8_GEMM_MIN_CAPABILITY
+    return runtime == "rocm" and device.architecture in FP8_GEMM_ROCM_ARCHITECTURES
+
+
+def fp8_peak(device: Device) -> tuple[float | None, Assumption | None]:
+    """(the dense FP8 peak FLOP/s ``device``'s FP8 GEMMs are timed at, the assumption that stands in for a figure):
+    its sourced ``flops.fp8`` (no assumption); on a device with FP8 tensor cores (:func:`fp8_tensor_cores`) but no
+    sourced figure, :data:`FP8_TENSOR_RATIO` x its dense 16-bit tensor peak (``bf16``, else ``fp16``), named as
+    ``fp8_peak`` with why; (None, None) where the device has no FP8 tensor cores or no 16-bit figure either."""
+    p, _ = device.peak_flops("fp8")
+    if p is not None:
+        return p, None
+    if not fp8_tensor_cores(device):
+        return None, None
+    p16, key16 = device.peak_flops("bf16")
+    if p16 is None:
+        return None, None
+    cc = device.capability if gpu_runtime(device) == "cuda" else None
+    has = (f"compute capability {cc // 10}.{cc % 10} >= 8.9" if cc is not None
+           else device.architecture or "an FP8 architecture")
+    peak = FP8_TENSOR_RATIO * p16
+    return peak, Assumption(
+        "fp8_peak", f"{peak / 1e12:.4g} TFLOP/s", True,
+        f"{device.id} has FP8 tensor cores ({has}) and no sourced FP8 figure: {FP8_TENSOR_RATIO:g} x its dense "
+        f"{key16} tensor peak {p16 / 1e12:.4g} TFLOP/s (give flops.fp8 in a --hardware-file entry to replace it); "
+        f"{FP8_TENSOR_RATIO_SOURCE}")
+
+
 def training_device_fields(device: Device) -> dict[str, Any]:
     """:func:`device_fields` for a training workload, with ``bf16_tensor_cores`` (:func:`bf16_tensor_cores`) and
     ``gpu_capability`` (:func:`cuda_capability`): every caller that puts a training workload on a named device (train,

@@ -140,6 +140,7 @@ from . import ranges as R
 from .device import (
     TF32_DEFAULT_WHY,
     TF32_MIN_CAPABILITY,
+    fp8_peak,
     fp32_matmul_peak,
     host_link,
     numa_assumption,
@@ -1266,7 +1267,9 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
     f8: Float8Time | None = None
     if w.float8 and device.kind == "gpu":
         f8 = float8_time(spec, w, int(tokens))
-        peak8, _ = device.peak_flops("fp8")
+        peak8, stand_in = fp8_peak(device)  # sourced, or the architecture's FP8:BF16 ratio named (device.fp8_peak)
+        if stand_in is not None:
+            notes.append(stand_in)
         if peak8:  # the converted linears' FLOPs at the FP8 tensor rate (its own share of u), the rest at BF16
             # (float8_time counts one device's 1/tp shards: the whole model's are tp times that)
             rho8 = E.float8_gemm_share(device.architecture)
@@ -1284,7 +1287,9 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
                                     + " of the BF16 GEMMs' utilisation"))
             notes.append(Assumption(rho8.name, rho8.expected, True, rho8.source))
         else:
-            warnings.append(f"{device.id} has no sourced FP8 peak: the float8 GEMMs are timed at its BF16 peak")
+            warnings.append(f"{device.id} has no sourced FP8 peak and no FP8 tensor cores known to llmsizer (give "
+                            "compute_capability or flops.fp8 in a --hardware-file entry): the float8 GEMMs are timed "
+                            "at its BF16 peak")
         if bw_mem:
             t_f8 = elementwise_seconds(f8.cast_bytes, bw_mem, E.MEMORY_BOUND_BANDWIDTH.expected)
             notes.append(Assumption("float8_cast_bytes_per_token", round(f8.cast_bytes / tokens), True,

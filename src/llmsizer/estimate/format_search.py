@@ -39,6 +39,7 @@ from . import efficiency as E
 from .device import (
     check_engine_on_device,
     default_engine,
+    fp8_tensor_cores,
     host_part,
     instance_memory,
     target_memory,
@@ -257,7 +258,7 @@ def pick_format(spec: ModelSpec, device: Device, count: int, instance: Instance 
     given = fields or {}
     settings = {**given, "host_device": host_device, "host_memory": host_memory}  # which may name the engine
     engine = normalize_engine(engine_given) if engine_given else default_engine(dev, n, weights, spec, settings)
-    ladder = format_ladder(spec, engine, weights, fp8="fp8" in dev.flops)
+    ladder = format_ladder(spec, engine, weights, fp8=fp8_tensor_cores(dev))
     # fit's layout (fit.serving_layout): several CPUs or Apple chips are replicas, one whole model each; llama.cpp
     # spreads one model over several GPUs (layer split); the others shard it (TP, the widest fit may take)
     layout = serving_layout(engine, dev, n)
@@ -642,7 +643,7 @@ def experts_in_host_at(spec: ModelSpec, hardware: str | Device | Instance, count
     fields = {k: v for k, v in workload.items() if v is not None and k not in ("engine", "weights")}
     try:
         free = gpu_free(device, n, None, memory)
-        ladder = format_ladder(spec, "llamacpp", None, fp8="fp8" in device.flops)
+        ladder = format_ladder(spec, "llamacpp", None, fp8=fp8_tensor_cores(device))
 
         def split(fmt: str) -> Any:
             r = fit_llamacpp(spec, free, fit_target=fit_target, headroom=headroom, context=context,

@@ -67,6 +67,8 @@ from . import engines as ENG
 from . import ranges as R
 from .device import (
     TF32_DEFAULT_WHY,
+    fp8_peak,
+    fp8_tensor_cores,
     fp32_matmul_peak,
     llamacpp_backend,
     numa_assumption,
@@ -87,8 +89,9 @@ _FA_KV_TYPES = {"fp16": False, "fp32": False, "q8_0": True, "q4_0": True}
 
 
 def compute_dtype_for(fmt: str, device_kind: str, has_fp8: bool) -> str:
-    """The matmul dtype a weight format runs at: fp8 weights on fp8-capable devices, fp32 on CPUs, else 16-bit
-    (quantized integer/GGUF weights are dequantized to 16-bit for the matmul)."""
+    """The matmul dtype a weight format runs at: fp8 weights on fp8-capable devices (``has_fp8``: estimate/device.py
+    ``fp8_tensor_cores``; below compute capability 8.9 vLLM runs FP8 weight-only, FP8 Marlin, so 16-bit), fp32 on
+    CPUs, else 16-bit (quantized integer/GGUF weights are dequantized to 16-bit for the matmul)."""
     if device_kind == "cpu":
         return "fp32"
     if fmt in ("fp8", "fp8-block") and has_fp8:
@@ -584,11 +587,18 @@ def speed_model(spec: ModelSpec, device: Any, *, weights_format: str = "bf16", p
     if why:  # one assumption per name: the kernels that run, with every step of the reason
         assumptions.append(Assumption("kernel_format", fmt, True, why))
     warnings: list[str] = []
-    has_fp8 = "fp8" in device.flops
-    dtype = compute_dtype_for(fmt, device.kind, has_fp8)
+    # FP8 GEMMs where the hardware runs them (device.fp8_tensor_cores), not where the catalog happens to list a rate
+    dtype = compute_dtype_for(fmt, device.kind, fp8_tensor_cores(device))
     act_bytes = DTYPE_BYTES.get(dtype, 2)
-    # an fp32 prefill's matmuls: the one rule of an fp32 matmul (device.fp32_matmul_peak), TF32 off
-    peak, peak_key = fp32_matmul_peak(device)[:2] if dtype == "fp32" else device.peak_flops(dtype)
+    if dtype == "fp32":  # an fp32 prefill's matmuls: the one rule of an fp32 matmul (device.fp32_matmul_peak), TF32 off
+        peak, peak_key = fp32_matmul_peak(device)[:2]
+    elif dtype == "fp8":  # the sourced FP8 peak, or the architecture's FP8:16-bit ratio named (device.fp8_peak)
+        peak, stand_in = fp8_peak(device)
+        peak_key = "fp8"
+        if stand_in is not None:
+            assumptions.append(stand_in)
+    else:
+        peak, peak_key = device.peak_flops(dtype)
     if dtype == "fp32" and device.kind == "gpu":
         assumptions.append(Assumption("tf32", False, True, TF32_DEFAULT_WHY + ": the FP32 peak"))
     if peak is not None and peak_key != dtype:
