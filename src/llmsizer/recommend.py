@@ -43,6 +43,7 @@ from .estimate.duration import (
 )
 from .estimate.engines import newer_release_note
 from .estimate.fit import (
+    SERVING_GPUS_PER_NODE,
     FitResult,
     MemoryFit,
     devices_text,
@@ -355,6 +356,75 @@ def _with_devices(cand: _Candidate, devices: int, c: Constraints) -> _Candidate 
     return dataclasses.replace(cand, count=devices, price=price, cost_basis=basis, notes=list(cand.notes))
 
 
+def _more_cards_asked(cand: _Candidate, opt: Option) -> bool:
+    """Whether recommend asks more cards of ``cand``: a local GPU (a desktop card, an owned or a hardware file's GPU:
+    not a laptop's one, not an instance, whose count is its own) on one of which no weight format fits (``opt`` has
+    no fit behind it)."""
+    d = cand.device
+    return (cand.instance is None and cand.count == 1 and d.kind == "gpu" and d.form_factor != "laptop"
+            and opt.status != "meets" and opt.tokens_per_second is None)
+
+
+Evaluated = tuple[Option, tuple[str, ...], int]  # recommend's evaluation: the option, fit's warnings, copies
+
+
+def _fewest_cards(short: Sequence[_Candidate], c: Constraints, evaluated_for: Callable[[_Candidate], Evaluated]
+                  ) -> list[tuple[_Candidate, Evaluated]]:
+    """For each local GPU one card of which holds no format (``_more_cards_asked``), the fewest of the same card, up
+    to one machine's GPUs (``SERVING_GPUS_PER_NODE``, fit's machine), on which one does, as ``fit --count N`` and
+    ``models --fits-on --count N`` lay them out (tensor parallelism on vLLM, a llama.cpp split): that many cards as a
+    candidate, priced as that many (``_with_devices``), with its evaluation (``evaluated_for``, recommend's for any
+    candidate); none where even that many hold no format. The fewest: a card more costs more, and copies for a load
+    are ``_priced``'s. Each card's share of the weights and KV cache falls as cards are added, so whether a format
+    fits turns from no to yes once as the count grows: the floor is asked first, then the most cards, then the
+    fewest between by halving. The cards are asked by memory, largest first: a card with less memory needs at least
+    the cards one with more needed (the bound recommend's training scale-out takes, ``_scale_out``), so its counts
+    start there; and where k cards of memory M held no format, k' cards of memory M' <= M hold none while
+    k' M' <= k M: with a card's need at k cards S / k + R (S the bytes split over the cards, R those each card
+    keeps: buffers, context), k cards short means S > k (B - R) for the budget B of M, so k' cards need
+    k' (B' - R) >= S > k (B - R), hence k' > k B / B' >= k M / M' (B' <= B, the margin a share or a fixed amount).
+    Once a card holds no format on the most, none with less memory is asked."""
+    found: list[tuple[_Candidate, Evaluated]] = []
+    floor = 2
+    short_of = 0  # the most memory k cards of one kind (k >= 2) held and no format fitted: k x memory per card
+    for cand in sorted(short, key=lambda x: (-int(x.memory or x.device.memory_bytes or 0), x.target)):
+        memory = int(cand.memory or cand.device.memory_bytes or 0)
+        if memory:  # fewer cards than that memory over this card's cannot hold it either
+            floor = max(floor, short_of // memory + 1)
+        asked: dict[int, tuple[_Candidate, Evaluated]] = {}
+
+        def at(k: int, cand: _Candidate = cand, asked: dict[int, tuple[_Candidate, Evaluated]] = asked
+               ) -> tuple[_Candidate, Evaluated]:
+            if k not in asked:
+                more = _with_devices(cand, k, c)
+                assert not isinstance(more, str)  # a bare device: any count
+                asked[k] = (more, evaluated_for(more))
+            return asked[k]
+
+        def holds(k: int, memory: int = memory) -> bool:
+            nonlocal short_of
+            held = at(k)[1][0].tokens_per_second is not None
+            if not held:
+                short_of = max(short_of, k * memory)
+            return held
+
+        low, high = floor, SERVING_GPUS_PER_NODE  # below the floor no format fits (the one card, or the bound)
+        if floor > high:
+            break
+        if not holds(floor):
+            if floor == high or not holds(high):
+                floor = high + 1  # a card with no more memory holds none either
+                continue
+            while high - low > 1:
+                mid = (low + high) // 2
+                low, high = (low, mid) if holds(mid) else (mid, high)
+        else:
+            high = floor
+        floor = high
+        found.append(at(high))
+    return found
+
+
 def _candidates(cat: HardwareCatalog, c: Constraints, training: bool) -> tuple[list[_Candidate], list[Option]]:
     out: list[_Candidate] = []
     skipped: list[Option] = []
@@ -514,7 +584,8 @@ def recommend_inference(model: ModelSpec | str, *, context: int = InferenceWorkl
     meets: list[Option] = []
     memo: dict[tuple[Any, ...], tuple[Option, tuple[str, ...], int]] = {}  # (option, fit's warnings, copies)
     said: dict[int, tuple[str, ...]] = {}  # a meeting option (by id) -> the warnings of the fit behind it
-    for cand in cands:
+
+    def evaluated_for(cand: _Candidate) -> tuple[Option, tuple[str, ...], int]:
         inst = cand.instance  # the key holds everything the evaluation reads (the VM share needs vCPUs and SMT)
         key = (cand.device.id, cand.count, cand.memory, inst.interconnect if inst else None,
                inst.vcpus.raw if inst and inst.vcpus else None,
@@ -526,11 +597,23 @@ def recommend_inference(model: ModelSpec | str, *, context: int = InferenceWorkl
                          _rate_copies(spec, cand, request_rate, context, output_tokens, weights, c, hr,
                                       hardware_files, engine, fields))
             memo[key] = evaluated
+        return evaluated
+
+    def add(cand: _Candidate, evaluated: tuple[Option, tuple[str, ...], int]) -> None:
         opt = _priced(evaluated[0], cand, c, concurrency, context, output_tokens, spec, hardware_files, hr, fields,
                       evaluated[2], request_rate)
         if opt.status == "meets":
             said[id(opt)] = evaluated[1]
         (meets if opt.status == "meets" else rejected).append(opt)
+
+    short: list[_Candidate] = []  # the local GPUs one card of which holds no format (_fewest_cards)
+    for cand in cands:
+        evaluated = evaluated_for(cand)
+        add(cand, evaluated)
+        if _more_cards_asked(cand, evaluated[0]):
+            short.append(cand)
+    for cand, more in _fewest_cards(short, c, evaluated_for):  # the fewest of each that hold one
+        add(cand, more)
     meets.sort(key=lambda o: (o.price_per_hour is None, o.price_per_hour or 0.0, -(o.tokens_per_second or 0.0)))
     # the chosen option's warnings are fit's for it (an MoE's, a recurrent layer's approximation, the high end of
     # the range past the budget...): `fit` on the chosen target says them; none chosen: none

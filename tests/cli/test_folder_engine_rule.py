@@ -105,3 +105,26 @@ def test_an_unquantized_folder_is_not_sent_to_llamacpp(tmp_path, capsys, device,
     assert code == 0 and fit["engine"] == engine
     assert "llama.cpp loads GGUF files, not a safetensors folder" in {a["name"]: a for a in fit["assumptions"]}[
         "engine"]["why"]
+
+
+@pytest.mark.parametrize("engine", ["vllm", "transformers"])
+def test_awq_runs_in_fp16_from_the_catalog_as_from_the_folder(tmp_path, engine):
+    """probe16 D-I: AutoAWQ writes its checkpoint in float16 (the folder above: torch_dtype float16, scales and the
+    unquantized tensors F16), and vLLM's AWQ kernel takes fp16 activations only (awq.py get_supported_act_dtypes at
+    vLLM 92d756e9). The catalog model asked at awq-int4 is that checkpoint: the same dtype and KV dtype as the folder
+    (before: bf16, the base model's), the same bytes; the catalog model at its own bf16 stays bf16."""
+    from llmsizer import estimate_inference
+    folder = tmp_path / "awq7b"
+    awq_folder(folder)
+    kw = dict(engine=engine, context=8192, concurrency=4, device="l4")
+    cat = estimate_inference(CATALOG, weights="awq-int4", **kw)
+    fol = estimate_inference(str(folder), **kw)
+
+    def dtypes(e):
+        a = {x.name: x.value for x in e.assumptions}
+        return a["dtype"], a["kv_dtype"]
+
+    assert json.loads(folder.joinpath("config.json").read_text())["torch_dtype"] == "float16"
+    assert dtypes(cat) == dtypes(fol) == ("fp16", "fp16")
+    assert cat.total_bytes == fol.total_bytes
+    assert dtypes(estimate_inference(CATALOG, **kw))[0] == "bf16"  # the base checkpoint: torch_dtype bfloat16

@@ -49,7 +49,9 @@ def _same_answers(model: str, rec_kw: dict[str, Any], flags: list[str]) -> list[
                 _fits_on(model, o.target, flags)
             assert o.status == "rejected", o.target
             continue
-        row = _fits_on(model, o.target, flags)
+        # several cards of a local GPU (recommend's fewest that hold a format): fits-on asked for that many
+        many = ["--count", str(o.count)] if o.target == o.device and o.count > 1 else []
+        row = _fits_on(model, o.target, [*flags, *many])
         assert row["count"] == o.count, o.target
         got = (row["status"], row["engine"], row["weights_format"])
         assert got == (_verdict(o), o.engine, o.weights_format), (o.target, got, o.reasons[:1], row["reasons"][:1])

@@ -12,6 +12,7 @@ real SQLite files and a real PostgreSQL server (the suite's, tests/provider/conf
 from __future__ import annotations
 
 import dataclasses
+import math
 import sqlite3
 from pathlib import Path
 
@@ -166,3 +167,37 @@ def test_twelve_bare_gpus_booked_six_and_six_need_one_fabric(tmp_path: Path) -> 
     assert (c["need"]["nodes"], c["need"]["copy_nodes"]) == (2, 2), c["need"]
     assert c["fits"] is False and c["binding"] == "fabric", c
     assert _check(tmp_path, TWELVE, SHARED)["fits"] is True
+
+
+def test_show_and_export_say_how_many_machines_a_copy_spans(tmp_path: Path) -> None:
+    """review17 D4: the span the booking records (schema 6) is shown by `capacity show` (text, --json) and said by
+    `capacity export`; a service whose copies each fit one machine shows 1 and no span words. The span is the hand
+    derivation's (405B bf16 over 8 H100s: 2 machines; 70B: 1), not read back from the placement."""
+    pytest.importorskip("sqlalchemy", reason="the reservation store needs SQLAlchemy 2 (the 'provider' extra)")
+    from cli_capture import run
+    db = str(tmp_path / "b.db")
+    (tmp_path / "inv.yaml").write_text(SHARED)
+    ids = {}
+    for name, req in (("spans", SPANS), ("replicas", REPLICAS)):
+        (tmp_path / f"{name}.yaml").write_text(req)
+        code, out = run_json("capacity", "book", str(tmp_path / f"{name}.yaml"), "--inventory",
+                             str(tmp_path / "inv.yaml"), "--db", db, *NOW)
+        assert code == 0, out
+        (rec,) = out if isinstance(out, list) else out["bookings"]
+        ids[name] = rec["id"]
+        if name == "spans":  # booked confirmed; the replicas would not fit beside it: released before booking them
+            code, shown = run_json("capacity", "show", "--inventory", str(tmp_path / "inv.yaml"), "--db", db)
+            (r,) = shown["reservations"]
+            assert r["copy_nodes"] == math.ceil(PARAMS_405B * 2 / 8 / H100_BYTES) == 2
+            code, text, _ = run("capacity", "show", "--inventory", str(tmp_path / "inv.yaml"), "--db", db)
+            (line,) = [x for x in text.splitlines() if rec["id"] in x]
+            assert "one copy spans 2 machines" in line, line
+            for fmt in ("slurm", "kueue", "blazar"):
+                code, exported, err = run("capacity", "export", rec["id"], "--format", fmt, "--db", db)
+                assert code == 0, err
+                assert exported.startswith("# one copy of the model spans 2 machines"), exported
+            assert run("capacity", "release", rec["id"], "--db", db)[0] == 0
+    code, shown = run_json("capacity", "show", "--inventory", str(tmp_path / "inv.yaml"), "--db", db)
+    r = next(x for x in shown["reservations"] if x["id"] == ids["replicas"])
+    assert r["copy_nodes"] == math.ceil(PARAMS_70B * 2 / 8 / H100_BYTES) == 1
+    assert "spans" not in r["figures_text"]

@@ -266,7 +266,8 @@ def export_answer(args: argparse.Namespace) -> tuple[str, int, str]:
     per = int(max((i.amount for i in items if i.resource.startswith("node:")), default=0))
     usage = next((i.resource[len(USAGE):] for i in items if i.resource.startswith(USAGE)), None)
     team, device = usage.rsplit(":", 1) if usage else (None, "gpu")
-    return render(Handover(args.id, str(row["job"]), row["start"], row["end"], nodes, per, device, team, args.user),
+    return render(Handover(args.id, str(row["job"]), row["start"], row["end"], nodes, per, device, team, args.user,
+                           row.get("copy_nodes")),
                   args.format), 0, ""
 
 

@@ -76,7 +76,7 @@ GGUF_FTYPES: dict[str, str] = {
 GROUP_SIZE_DEFAULT = 128
 # The element size of the tensors a quantized format leaves unquantized (embeddings, lm_head, norms, router) when
 # they are loaded in a 16-bit dtype (bf16 or fp16): what an estimate holds them in unless the compute dtype is fp32
-# (estimate/inference/compose.py ``_compute_dtype``: bf16, or fp16 for a float16 checkpoint; fp32 only for an fp32
+# (estimate/inference/compose.py ``_compute_dtype``: bf16, or fp16 for a float16 checkpoint or AWQ; fp32 only for an fp32
 # format or when asked). ``weight_bytes``'s default and the format ladder's.
 OTHER_BYTES_DEFAULT = DTYPE_BYTES["bf16"]
 

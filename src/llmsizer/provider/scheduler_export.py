@@ -43,6 +43,16 @@ class Handover:
     device: str
     team: str | None = None
     user: str | None = None
+    copy_nodes: int | None = None  # the machines one copy of the model spans (store schema 6; None: before it)
+
+    @property
+    def span_note(self) -> str:
+        """A comment line for a booking whose one copy spans machines (tensor parallel across them): its nodes were
+        placed on one fabric (placement.py ``JobNeed.one_fabric``) and must run together; empty otherwise."""
+        if (self.copy_nodes or 1) <= 1:
+            return ""
+        return (f"# one copy of the model spans {self.copy_nodes} machines (tensor parallel across them): the booked "
+                "nodes share one fabric; run the copy on them together\n")
 
     @property
     def name(self) -> str:
@@ -69,7 +79,7 @@ def arg(value: object) -> str:
 def slurm(h: Handover) -> str:
     minutes = "UNLIMITED" if h.ongoing else str(math.ceil((h.end - h.start).total_seconds() / 60))
     users = f" {arg(f'Users={h.user}')}" if h.user else ""
-    return (f"scontrol create reservation {arg(f'ReservationName={h.name}')} "
+    return (h.span_note + f"scontrol create reservation {arg(f'ReservationName={h.name}')} "
             f"{arg(f'StartTime={h.start:%Y-%m-%dT%H:%M:%S}')} {arg(f'Duration={minutes}')} "
             f"{arg('Nodes=' + ','.join(h.nodes))}{users}\n"
             f"sbatch {arg(f'--reservation={h.name}')} {arg(f'--nodes={len(h.nodes)}')} "
@@ -82,7 +92,7 @@ def kueue(h: Handover) -> str:
     ns = _slug(h.team or "default")
     total = h.devices_per_node * len(h.nodes)
     until = "until released" if h.ongoing else f"{h.end:%Y-%m-%d %H:%M} UTC"
-    return f"""# booking {h.id} ({h.job}): {total} x {h.device} on {', '.join(h.nodes)}, {h.start:%Y-%m-%d %H:%M} UTC ->
+    return h.span_note + f"""# booking {h.id} ({h.job}): {total} x {h.device} on {', '.join(h.nodes)}, {h.start:%Y-%m-%d %H:%M} UTC ->
 # {until}. Kueue has no calendar: apply at the start, delete the ClusterQueue at the end. Label the booked
 # nodes llmsizer.io/device={h.device} so the flavor selects them.
 apiVersion: kueue.x-k8s.io/v1beta1
@@ -128,7 +138,7 @@ def blazar(h: Handover) -> str:
                 "`openstack reservation lease update --prolong-for` before then\n")
     n = len(h.nodes)
     reservation = f"resource_type=physical:host,min={n},max={n},hypervisor_properties={props}"
-    return (note + f"openstack reservation lease create --reservation {arg(reservation)} "
+    return (h.span_note + note + f"openstack reservation lease create --reservation {arg(reservation)} "
             f"--start-date {arg(f'{h.start:%Y-%m-%d %H:%M}')} --end-date {arg(f'{end:%Y-%m-%d %H:%M}')} "
             f"{arg(h.name)}\n")
 

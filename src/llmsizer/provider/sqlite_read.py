@@ -97,7 +97,7 @@ class ReadOnlySqlite:
             return []
         have = {r["name"] for r in self._rows("PRAGMA table_info(reservations)")}
         cols = ", ".join(f'"{c}"' for c in (*BASE_COLS, *(k for k, _ in FIGURES if k in have),
-                                             *(k for k in ("device", AGREED) if k in have)))
+                                             *(k for k in ("device", AGREED, COPY_NODES) if k in have)))
         rows = self._rows(f"SELECT {cols} FROM reservations ORDER BY start, created")
         for r in rows:
             for k in ("start", "end", "created"):

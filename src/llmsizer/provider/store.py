@@ -332,7 +332,7 @@ class Store:
         if self.empty:
             return []
         with self.engine.connect() as c:
-            agreed = [self.res.c[k] for k in ("device", AGREED) if k in self._columns()]
+            agreed = [self.res.c[k] for k in ("device", AGREED, COPY_NODES) if k in self._columns()]
             rows = c.execute(sa.select(*self._base_cols(), *self._figure_cols(), *agreed)
                              .order_by(self.res.c.start, self.res.c.created)).mappings().all()
         return [with_figures({**r, "state": ALIASES.get(r["state"], r["state"])}) for r in rows]
@@ -740,7 +740,9 @@ def booking_of(row: dict[str, Any], items: tuple[Item, ...]) -> Booking:
 
 def with_figures(row: dict[str, Any]) -> dict[str, Any]:
     """A reservation row as both readers return it: every :data:`FIGURES` key (None where the store predates
-    schema 4) and ``figures_text``, those numbers as the plan words them (None without them); the stored
+    schema 4), :data:`COPY_NODES` (the machines one copy of the model spans; None where the booking predates
+    schema 6, read as 1 by placement) and ``figures_text``, those numbers as the plan words them (None without
+    them); the stored
     :data:`AGREED` column read as ``agreement`` (``{"accepts", "windows"}``, with :func:`.disagree.agreed`'s rule
     for a booking made before schema 5: a training run agreed to none, a service's is unknown, None) and
     ``agreement_text``, it in words (:func:`agreement_words`). One record, which the text, ``--json``, ``--html``
@@ -748,6 +750,7 @@ def with_figures(row: dict[str, Any]) -> dict[str, Any]:
     from .disagree import agreed  # here: disagree.py reads this module
     out = {k: v for k, v in row.items() if k != AGREED}
     out.update({k: row.get(k) for k, _ in FIGURES})
+    out[COPY_NODES] = row.get(COPY_NODES)  # None: booked before schema 6 (read as 1 by placement)
     out["figures_text"] = figures_text(out) if out.get("devices") else None
     a = agreed(booking_of(row, ()))
     out["agreement"] = None if a is None else a.to_dict()
@@ -756,9 +759,12 @@ def with_figures(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def figures_text(r: dict[str, Any]) -> str:
-    """The plan's numbers a booking record carries, as the plan words them: '1 x 23.31 GiB/device, 3.6 h, $5.43'."""
+    """The plan's numbers a booking record carries, as the plan words them: '1 x 23.31 GiB/device, 3.6 h, $5.43';
+    a service whose one copy spans machines says so: '16 x 62.1 GiB/device, one copy spans 2 machines, ...'."""
     from ..units import format_bytes, format_seconds, format_usd
     parts = [f"{r['devices']} x {format_bytes(r['memory_per_device'])}/device"]
+    if (r.get(COPY_NODES) or 1) > 1:
+        parts.append(f"one copy spans {r[COPY_NODES]} machines")
     if r.get("seconds") is not None:
         parts.append(format_seconds(r["seconds"]))
     if r.get("cost") is not None:

@@ -71,11 +71,25 @@ def _resolve_weights(spec: ModelSpec, w: InferenceWorkload, acc: Acc) -> tuple[s
     return choice.fmt, choice.group_size
 
 
+# An AWQ checkpoint runs in fp16: AutoAWQ loads the model it quantizes and writes it in float16
+# (casper-hansen/AutoAWQ awq/models/base.py ``from_pretrained(torch_dtype=torch.float16)`` @ 93d7e8e0, "may not work
+# with other values than float16"), so its config's torch_dtype is float16, the dtype vLLM's --dtype auto takes; and
+# vLLM refuses another activation dtype for AWQ's own kernel (vllm/model_executor/layers/quantization/awq.py L43-44
+# @ 92d756e9: ``get_supported_act_dtypes`` -> [torch.half]; vllm/config/vllm.py ``_get_quantization_config`` @
+# 09f030ea: "... is not supported for quantization method ..." when the model dtype is not among them; awq_marlin,
+# Ampere and newer, takes fp16 or bf16, awq_marlin.py L118-120 @ 0322f292). A catalog model asked at awq-int4 is
+# that checkpoint, so it takes fp16 as an AWQ folder does (its torch_dtype float16); bytes do not move (2 bytes).
+AWQ_DTYPE_WHY = ("an AWQ checkpoint is written in fp16 (AutoAWQ), the dtype vLLM's --dtype auto takes and its AWQ "
+                 "kernel requires")
+
+
 def _compute_dtype(spec: ModelSpec, w: InferenceWorkload, fmt: str, acc: Acc) -> str:
     if fmt in ("fp32", "gguf:f32"):
         default, why = "fp32", "fp32 weights compute in fp32"
     elif (spec.torch_dtype or "").lower() == "float16":
         default, why = "fp16", "checkpoint torch_dtype float16"
+    elif fmt == "awq-int4" and str(spec.quantization_config.get("quant_method", "")).lower() != "awq":
+        default, why = "fp16", AWQ_DTYPE_WHY  # a model asked at AWQ: the AWQ checkpoint's dtype, not the base's
     else:
         default, why = "bf16", "bf16 compute (torch_dtype of the checkpoint or the usual choice)"
     return str(acc.assume("dtype", default, w.dtype, why + "; activations and unquantized tensors use it"))
