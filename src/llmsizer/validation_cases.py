@@ -448,8 +448,6 @@ SPEED_NOT_EXPRESSIBLE = {
                     "samples is padded to its own longest document, so neither the sequence length nor the tokens "
                     "per step is stated"),
     # Megatron-Bridge rows (docs/performance-summary-archive.md @067f987df; settings: the rows' notes)
-    "PM1366": "Megatron-Core context parallelism (CP 2) with TP 8, PP 8 and the distributed optimizer: llmsizer's "
-              "context_parallel is torchtitan's (FSDP2 shards over dp x cp), not Megatron's",
     "PM1367": "the H100 FP8 recipe recomputes the whole MoE layer (recompute_modules 'moe'), a module llmsizer's "
               "selective recomputation does not model (specs/training.py RECOMPUTE_MODULES)",
 }
@@ -1250,7 +1248,7 @@ def semianalysis_case(r: dict[str, str]) -> Case:
                         "of the script) (settings assumed)"))
 
 
-# Megatron-Bridge's published pre-training throughput (PM1360-PM1365: docs/performance-summary-archive.md @067f987df,
+# Megatron-Bridge's published pre-training throughput (PM1360-PM1366: docs/performance-summary-archive.md @067f987df,
 # the 26.04.01 NeMo container's tables), each run with the settings of its performance recipe at Megatron-Bridge
 # v0.4.1 (f9b6319e, the r0.4 release line of the 26.04 containers; every table column matches it): the row's notes
 # give the config file and lines. Megatron-Core throughout: TransformerEngine layers, the distributed optimizer (zero
@@ -1293,6 +1291,14 @@ MEGATRON_BRIDGE_RUNS: dict[str, tuple[str, str, dict[str, Any], str]] = {
     "PM1365": ("gpt-oss-120b", "gb200",
                dict(_MB_GPT_OSS, gpus=64, micro_batch=4, ep=64, moe_dispatcher="flex", ep_comm_overlap=True,
                     grad_accumulation=5, gpus_per_node=72), ""),
+    # Megatron-Core context parallelism (formulas/context_parallel.py, TransformerEngine's P2P ring): dp = 1024 /
+    # (8 x 8 x 2) = 8, 1536 / 8 = 192 micro-batches a pipeline; the recipe's account_for_embedding / loss split puts
+    # 2 of 128 slots (126 layers + embedding + loss) on each of the 64 chunks, the even split's busiest stage the same
+    # 16 layers
+    "PM1366": ("llama-3.1-405b", "h100-sxm",
+               dict(_MB_F8, gpus=1024, seq_len=8192, tp=8, pp=8, virtual_stages=8, context_parallel=2,
+                    sequence_parallel=True, tp_comm_overlap=True, grad_accumulation=192,
+                    network=MEGATRON_BRIDGE_DGX_NETWORK), MEGATRON_BRIDGE_FP8_CS_ASSUMED),
 }
 
 

@@ -490,8 +490,8 @@ def add_framework_args(g: argparse._ArgumentGroup) -> None:
                         "unit, use_orig_params: that unit's whole flat gradient) "
                         f"(default {TW.fsdp1_lora_wrap})")
     g.add_argument("--context-parallel", "--cp", type=int_arg(COUNT), dest="context_parallel",
-                   help="torchtitan context-parallel degree: each sequence split over N devices, ring attention "
-                        "(needs --fsdp; default 1)")
+                   help="context-parallel degree: each sequence split over N devices, ring attention: torchtitan's "
+                        "(needs --fsdp) or, under a megatron precision, Megatron-Core's (default 1)")
     g.add_argument("--activation-offload", action="store_true", default=None,
                    help="saved activations offloaded to host memory (torchtune enable_activation_offloading)")
     g.add_argument("--float8", action="store_true", default=None,

@@ -33,7 +33,13 @@ from ..formulas.activation_offload import STREAM_SOURCE as OFFLOAD_STREAM_SOURCE
 from ..formulas.activation_offload import offload_step_seconds
 from ..formulas.attention_mask import FLEX_BLOCK, flex_pairs, mean_attended
 from ..formulas.context_parallel import SOURCE as CP_SOURCE
-from ..formulas.context_parallel import local_tokens, ring_exchange_bytes, ring_exposed_seconds
+from ..formulas.context_parallel import (
+    TE_CP_SOURCE,
+    local_tokens,
+    p2p_ring_exchange_bytes,
+    ring_exchange_bytes,
+    ring_exposed_seconds,
+)
 from ..formulas.cost import run_cost
 from ..formulas.cpu_offload_time import SOURCE as OFFLOAD_SOURCE
 from ..formulas.cpu_offload_time import host_link_traffic, host_step_seconds, offloaded_comm
@@ -1416,7 +1422,8 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
                                     "torchtitan / transformers 5.x: grouped_mm)"))
         t_c = overlapped_seconds(t_c, t_launch)
     if w.context_parallel > 1:
-        t_c += _ring_exchange_seconds(spec, w, int(tokens), t_attn / tp_div * share, link_bandwidth, notes, warnings)
+        t_c += _ring_exchange_seconds(spec, w, int(tokens), t_attn / tp_div * share, link_bandwidth, network, notes,
+                                      warnings)
     if spec.moe is not None and w.ep > 1 and n > 1:
         t_c += _ep_exchange_seconds(spec, w, tokens, link_bandwidth, network, notes, warnings, t_c, fl)
     if offloaded_bytes and device.kind == "gpu":
@@ -1533,9 +1540,14 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
 
 
 def _ring_exchange_seconds(spec: ModelSpec, w: TrainingWorkload, tokens: int, t_attn: float,
-                           link_bandwidth: float | None, notes: list[Assumption], warnings: list[str]) -> float:
+                           link_bandwidth: float | None, network: Network | None, notes: list[Assumption],
+                           warnings: list[str]) -> float:
     """Ring attention's K/V exchange a context-parallel rank does not hide behind its attention, per micro-step
-    (formulas/context_parallel.py eqs. (CP1)-(CP2)) over the devices' link."""
+    (formulas/context_parallel.py eqs. (CP1)-(CP3), by ``w.cp_ring``: torch's ring attention or TransformerEngine's
+    P2P ring), over the devices' link, or each device's share of its machine's network (formulas/network.py eq. (8))
+    where a CP group spans machines: both frameworks place a CP group's ranks tp apart (Megatron-Core's order
+    tp-cp-ep-dp-pp, parallel_state.py line 617; torchtitan's mesh [..., cp, tp], parallel_dims.py), so the ring
+    leaves the machine when tp x cp exceeds gpus_per_node."""
     if not link_bandwidth:
         warnings.append(f"no interconnect bandwidth for context parallelism {w.context_parallel}: ring attention's "
                         "K/V exchange is not timed")
@@ -1544,22 +1556,39 @@ def _ring_exchange_seconds(spec: ModelSpec, w: TrainingWorkload, tokens: int, t_
     if spec.kv_expanded_in_attention:  # the ring runs on the K/V the module expanded to every query head
         k_w = v_w = q_w
     full = recompute_mode(w.grad_checkpointing) == "full"
-    layers = spec.num_layers // max(1, w.pp)
+    layers = max(map(len, pipeline_stage_layers(spec.num_layers, w.pp, w.pipeline_split,
+                                                w.virtual_stages if w.pp > 1 else 1)))
     again = len(checkpointed_layers(spec.num_layers, w.checkpoint_every)) // max(1, w.pp) if full else 0
     compute = compute_bytes(w)
-    v_f, v_b = ring_exchange_bytes(tokens, k_w, v_w, w.context_parallel, compute, layers, again)
-    t_x = (v_f + v_b) / link_bandwidth
+    te = w.cp_ring == "te-p2p"
+    v_f, v_b = (p2p_ring_exchange_bytes if te else ring_exchange_bytes)(tokens, k_w, v_w, w.context_parallel, compute,
+                                                                        layers, again)
+    g = min(w.gpus, w.gpus_per_node)
+    across = w.tp * w.context_parallel > g
+    if across and network is None:
+        warnings.append(f"context parallelism {w.context_parallel} beside tp {w.tp} spans machines of {g} "
+                        "(gpus_per_node) and no network between them is given: its ring timed over the link inside a "
+                        "machine, a lower bound of its time")
+    bandwidth = device_share_of_node_bandwidth(network.bandwidth, g) if across and network is not None \
+        else link_bandwidth
+    t_x = (v_f + v_b) / bandwidth
     exposed = ring_exposed_seconds(t_x, t_attn)
+    rounds = w.context_parallel - 1
     notes.append(Assumption("ring_attention_exchange_bytes", v_f + v_b, True,
-                            f"formulas/context_parallel.py eq. (CP1): {layers} layers' K/V gathered from the other "
-                            f"{w.context_parallel - 1} ranks in the forward and again in the backward, with the fp32 "
-                            f"dK/dV rotated {w.context_parallel - 1} rounds" + (f", {again} recomputed forwards"
-                                                                               if again else "")
-                            + f" ({CP_SOURCE})"))
+                            (f"formulas/context_parallel.py eq. (CP3): {layers} layers' K/V sent on {rounds} times "
+                             f"in the forward, K/V and dK/dV {rounds} times each in the backward (TransformerEngine's "
+                             f"P2P ring, Megatron-Core cp_comm_type 'p2p'; {TE_CP_SOURCE})" if te else
+                             f"formulas/context_parallel.py eq. (CP1): {layers} layers' K/V gathered from the other "
+                             f"{rounds} ranks in the forward and again in the backward, with the fp32 dK/dV rotated "
+                             f"{rounds} rounds ({CP_SOURCE})")
+                            + (f", {again} recomputed forwards" if again else "")))
     notes.append(Assumption("ring_attention_exposed_seconds", round(exposed, 6), True,
                             f"formulas/context_parallel.py eq. (CP2): {t_x:.3g} s of exchange at "
-                            f"{link_bandwidth / 1e9:.4g} GB/s against {t_attn:.3g} s of attention per micro-step, "
-                            "overlapped with it only"))
+                            f"{bandwidth / 1e9:.4g} GB/s ("
+                            + ("each device's share of its machine's network: the CP ranks sit tp apart, on other "
+                               "machines" if across and network is not None else "the link inside a machine")
+                            + f") against {t_attn:.3g} s of attention per micro-step, overlapped with the attention "
+                            "kernels only (each step's transfer posted before its block attention, waited after)"))
     return exposed
 
 

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import NamedTuple
 
+from ..formulas.context_parallel import local_tokens
 from ..formulas.float8_training import float8_gathers_in_float8
 from ..formulas.gemm_shapes import gemm_efficiency, tally
 from ..formulas.model_parallel_time import (
@@ -216,8 +217,9 @@ def model_parallel_time(spec: ModelSpec, w: TrainingWorkload, stage_seconds: flo
     whose all-gathers run again in the backward under sequence parallelism (eq. (T1'''))."""
     tp, pp, v = w.tp, w.pp, w.virtual_stages if w.pp > 1 else 1
     n, g = w.gpus, min(w.gpus, w.gpus_per_node)
-    dp = n // (tp * pp)
-    tokens = w.micro_batch * w.seq_len
+    dp = n // (tp * pp)  # the gradient reduction's ranks: dp x cp (formulas/context_parallel.py, the dp-cp group)
+    # a context-parallel rank's tensor-parallel collectives and pipeline sends carry its seq / cp tokens
+    tokens = w.micro_batch * local_tokens(w.seq_len, w.context_parallel)
     a = float(compute_bytes(w))
     ranges = pipeline_stage_layers(spec.num_layers, pp, w.pipeline_split, v)
     layers = max(len(r) for r in ranges)
@@ -334,7 +336,7 @@ def model_parallel_time(spec: ModelSpec, w: TrainingWorkload, stage_seconds: flo
                                    if regathered else "")
                                 + (f" + {round(regather)} B re-gathering each column-parallel linear's input in the "
                                    "backward (Megatron, eq. (T4))" if regather else "")
-                                + f" of {w.micro_batch} x {w.seq_len} x {spec.hidden_size} activations over {tp} "
+                                + f" of {w.micro_batch} x {tokens // w.micro_batch} x {spec.hidden_size} activations over {tp} "
                                 + ("devices (all-gather + reduce-scatter pairs, sequence parallel"
                                    + (", the all-gathers in float8: torchao Float8ColwiseParallel / "
                                       "PrepareFloat8ModuleInput, eq. (T1''))" if float8_gather else ")")

@@ -1,4 +1,8 @@
-"""Context parallelism (torchtitan ``context_parallel_degree``): per-device tokens and ring attention's buffers.
+"""Context parallelism: per-device tokens, ring attention's buffers and exchange, torchtitan's and Megatron-Core's.
+
+Two implementations, by the framework (``TrainingWorkload.cp_ring``): torchtitan's (``context_parallel_degree``,
+torch's ring attention, below) and Megatron-Core's (``context_parallel_size``, TransformerEngine's P2P ring, the
+section "Megatron-Core" further down).
 
 torchtitan shards every sequence over the ``cp`` mesh (``torchtitan/distributed/context_parallel/api.py``
 ``prepare_context_parallel_input`` / ``cp_shard``, commit b5bcd76, lines 36-228: inputs, labels and positions split along the sequence, with the
@@ -38,6 +42,29 @@ accumulators (``convert_to_f32=True``, line 75):
 
 Measured on torch's own ring attention over gloo, the largest rank's peak live bytes above the inputs
 (tests/training/test_context_parallel.py).
+
+Megatron-Core (NVIDIA/Megatron-LM @d98e8a64, TransformerEngine @d0067d0):
+
+- the batch: each sequence split into 2 x cp chunks, rank r taking chunks r and 2cp-1-r
+  (``megatron/core/utils.py`` ``_get_batch_on_this_cp_rank_per_sequence_balancing``, lines 2504-2560): seq / cp
+  tokens a rank, every activation of a layer those of seq / cp tokens, as torchtitan's;
+- attention: ``TEDotProductAttention`` passes ``cp_comm_type`` 'p2p' when none is configured
+  (``megatron/core/extensions/transformer_engine.py`` lines 2063, 2141-2142; ``transformer_config.py`` line 1030:
+  default None), TransformerEngine's ``AttnFuncWithCPAndKVP2P``
+  (``transformer_engine/pytorch/attention/dot_product_attention/context_parallel.py``): the forward (lines
+  1685-1717) runs cp steps; before step i < cp - 1's block it posts the send of the K/V it holds (local t x (k + v)
+  elements, concatenated into ``p2p_comm_buffers[0]``, line 1690) to the next rank and the receive of the previous
+  rank's into a new ``p2p_comm_buffers[i + 1]`` (``flash_attn_p2p_communicate``, lines 96-135: isend / irecv), so
+  the K/V travel cp - 1 times and the cp receive buffers stay in the list to the end of the forward (line 2087);
+  the backward (lines 2393-2401 and 2459-2497, the 16-bit path: no FP8 attention) holds two send / receive buffers
+  of [2, t x (k + v)] in the compute dtype and a dq buffer like q (line 2396), and at step i sends the K/V (step 0),
+  the K/V and the accumulated dK/dV (0 < i < cp - 1), the dK/dV (step cp - 1): 2 (cp - 1) transfers of t (k + v)
+  elements in the compute dtype, each posted before that step's block attention and waited after it (line 2718);
+- the data-parallel gradient reduction and the distributed optimizer's shards span dp x cp ranks (the DDP buffers
+  reduce on ``intra_dp_cp_group``, ``megatron/core/distributed/distributed_data_parallel.py`` line 289; the group
+  from ``RankGenerator.get_ranks('dp-cp')``, ``megatron/core/parallel_state.py`` line 963);
+- placement: ranks are laid out in the order tp-cp-ep-dp-pp (``parallel_state.py`` line 617, ``RankGenerator`` line
+  465): a CP group's ranks are tp apart, so the ring stays inside one machine only when tp x cp <= its GPUs.
 """
 
 from __future__ import annotations
@@ -48,6 +75,10 @@ SOURCE = ("torch distributed/tensor/experimental/_context_parallel/_attention.py
           "136, 186, 214, 253-302, 317-487, 488-657); torchtitan distributed/context_parallel/api.py, parallel_dims.py "
           "line 281")
 
+TE_CP_SOURCE = ("TransformerEngine @d0067d0 transformer_engine/pytorch/attention/dot_product_attention/"
+                "context_parallel.py AttnFuncWithCPAndKVP2P lines 96-135, 1685-1717, 2087, 2393-2401, 2459-2497; "
+                "Megatron-LM @d98e8a64 megatron/core/extensions/transformer_engine.py lines 2063, 2141-2142 "
+                "(cp_comm_type 'p2p')")
 FP32 = dtype_bytes("fp32")  # the accumulators' bytes per element (convert_to_f32=True, line 75)
 
 
@@ -107,6 +138,46 @@ def ring_exchange_bytes(tokens: int, k_width: int, v_width: int, cp: int, comput
     return layers * kv * compute_bytes, (layers + recomputed_layers) * kv * compute_bytes + layers * kv * FP32
 
 
+def p2p_ring_exchange_bytes(tokens: int, k_width: int, v_width: int, cp: int, compute_bytes: int, layers: int,
+                            recomputed_layers: int = 0) -> tuple[int, int]:
+    """(forward, backward) bytes one context-parallel rank sends (and receives) per micro-step for
+    TransformerEngine's P2P ring (``AttnFuncWithCPAndKVP2P``, module docstring's Megatron-Core lines): every layer's
+    forward passes its K/V on cp - 1 times; its backward passes the K/V and the dK/dV, in the compute dtype, cp - 1
+    times each; a fully recomputed layer's forward runs the ring again in the backward::
+
+        V_f = L (cp - 1) t (k + v) c
+        V_b = (L + L_r) (cp - 1) t (k + v) c + L (cp - 1) t (k + v) c                          (CP3)
+    """
+    if cp <= 1:
+        return 0, 0
+    kv = (cp - 1) * tokens * (k_width + v_width) * compute_bytes
+    return layers * kv, (2 * layers + recomputed_layers) * kv
+
+
+def p2p_ring_forward_bytes(tokens: int, k_width: int, v_width: int, cp: int, compute_bytes: int) -> int:
+    """Receive buffers of one layer's P2P ring-attention forward [bytes]: the cp K/V buffers of
+    ``p2p_comm_buffers`` (the local K/V concatenated and the cp - 1 received), held to the end of the forward::
+
+        M_f = cp t (k + v) c                                                                      (CP4)
+
+    Left out: the per-step outputs and log-sum-exps and the fp32 output correction."""
+    if cp <= 1:
+        return 0
+    return cp * tokens * (k_width + v_width) * compute_bytes
+
+
+def p2p_ring_backward_bytes(tokens: int, q_width: int, k_width: int, v_width: int, cp: int,
+                            compute_bytes: int) -> int:
+    """Buffers of one layer's P2P ring-attention backward beyond a plain attention backward's dq, dk, dv [bytes]:
+    the two send / receive buffers of [2, t (k + v)] (K/V and dK/dV) and the dq buffer like q::
+
+        M_b = 4 t (k + v) c + t q c                                                               (CP5)
+    """
+    if cp <= 1:
+        return 0
+    return (4 * tokens * (k_width + v_width) + tokens * q_width) * compute_bytes
+
+
 def ring_exposed_seconds(exchange_seconds: float, attention_seconds: float) -> float:
     """The ring exchange's time the attention does not hide [s]: each step's transfer is issued before that step's
     block attention runs (the forward's all-gather is waited after step 0's local block, the backward's all-to-all
@@ -114,5 +185,8 @@ def ring_exposed_seconds(exchange_seconds: float, attention_seconds: float) -> f
     kernels of its layer and nothing else::
 
         t_cp = max(0, V / B - t_attn)                                                            (CP2)
-    """
+
+    TransformerEngine's P2P ring the same way: each step's send / receive is posted before that step's block
+    attention and waited after it (context_parallel.py lines 1700-1717, 2459-2497, 2718), so it hides behind the
+    attention kernels only (not the GEMMs)."""
     return max(0.0, exchange_seconds - attention_seconds)

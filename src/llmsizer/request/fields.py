@@ -361,7 +361,8 @@ TRAINING = (
           F("fsdp1_lora_wrap", "enum", "with FSDP1 and LoRA: adapters-apart (every LoRA matrix its own unit: "
             "torchtune, PEFT; the default) or with-layers (the adapters in their decoder layer's unit, "
             "use_orig_params)", template=False, choices=FSDP1_LORA_WRAPS),
-          F("context_parallel", "int", "torchtitan context-parallel degree (each sequence split over N devices)",
+          F("context_parallel", "int", "context-parallel degree (each sequence split over N devices): torchtitan's, "
+            "or Megatron-Core's under a megatron precision",
             template=False, minimum=1),
           F("activation_offload", "bool", "saved activations offloaded to host memory (torchtune)", template=False),
           F("float8", "bool", "torchao float8 training (float8 all-gather with FSDP)", template=False),

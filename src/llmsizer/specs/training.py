@@ -644,8 +644,10 @@ class TrainingWorkload:
         resharded after its forward, the last too, the root kept, holding what is not sharded on its own: the
         embedding, final norm and output of the LoRA recipes). Read under full sharding without pipeline parallelism
         (there every unit stays gathered, formulas/parallelism.py eq. PP1) or parameter offload.
-    context_parallel: torchtitan context parallelism degree: each sequence split over this many devices, ring
-        attention over their K/V, parameters sharded over dp x cp (``formulas/context_parallel.py``).
+    context_parallel: context parallelism degree: each sequence split over this many devices, ring attention over
+        their K/V (``formulas/context_parallel.py``): torchtitan's (FSDP2 over dp x cp, torch's ring attention) or,
+        under the Megatron precisions, Megatron-Core's (TransformerEngine's P2P ring, the DDP / distributed optimizer
+        over dp x cp).
     activation_offload: saved activations copied to pinned host memory in the forward and brought back in the
         backward (torchtune ``OffloadActivations``; ``formulas/activation_offload.py``).
     float8: torchao float8 training (``convert_to_float8_training``, tensorwise scaling; with FSDP2 the linears'
@@ -944,12 +946,19 @@ class TrainingWorkload:
                 f"gpus ({self.gpus}) must be a multiple of tp x pp x context_parallel ({self.tp} x {self.pp} x "
                 f"{self.context_parallel})"))
         if self.context_parallel > 1:
-            if self.fsdp is None or self.fsdp_version != 2:
-                raise InputError("context_parallel is torchtitan's, which shards the parameters with FSDP2 over "
-                                 "dp x cp; give fsdp (full, grad_op or hybrid) with fsdp_version 2")
+            if self.cp_ring == "te-p2p":
+                # Megatron-Core's context parallelism beside its own DDP / distributed optimizer (the dp-cp group,
+                # formulas/context_parallel.py); Megatron FSDP is not modelled
+                if self.fsdp is not None:
+                    raise InputError("context_parallel under a Megatron precision is Megatron-Core's, beside its DDP "
+                                     "or distributed optimizer (zero 0 or 1); fsdp does not apply")
+            elif self.fsdp is None or self.fsdp_version != 2:
+                raise InputError("context_parallel is torchtitan's (or, under precision megatron-bf16 / "
+                                 "megatron-fp16, Megatron-Core's); torchtitan shards the parameters with FSDP2 over "
+                                 "dp x cp: give fsdp (full, grad_op or hybrid) with fsdp_version 2")
             if self.attention == "eager":
-                raise InputError("context_parallel runs ring attention over SDPA kernels (flash, efficient, cuDNN); "
-                                 "attention 'eager' does not apply")
+                raise InputError("context_parallel runs ring attention over fused attention kernels (SDPA's flash, "
+                                 "efficient, cuDNN; TransformerEngine's); attention 'eager' does not apply")
             if self.seq_len % (2 * self.context_parallel):
                 raise InputError(f"seq_len ({self.seq_len}) must be a multiple of 2 x context_parallel "
                                  f"({2 * self.context_parallel}): the head-tail load balancer splits each sequence "
@@ -1079,6 +1088,13 @@ class TrainingWorkload:
         return self.gpus // (self.tp * self.pp * self.context_parallel)
 
     @property
+    def cp_ring(self) -> str:
+        """Whose context parallelism (formulas/context_parallel.py): 'te-p2p' (Megatron-Core, TransformerEngine's
+        P2P ring, cp_comm_type 'p2p') under the Megatron precisions, else 'torch' (torchtitan's, torch's ring
+        attention)."""
+        return "te-p2p" if self.precision in MEGATRON_PRECISIONS else "torch"
+
+    @property
     def shard_stage(self) -> int:
         """ZeRO stage equivalent: fsdp full/hybrid -> 3, grad_op -> 2 (PyTorch FSDP docs, ShardingStrategy)."""
         if self.fsdp is None:
@@ -1096,7 +1112,8 @@ class TrainingWorkload:
     @property
     def shard_group(self) -> int:
         """Devices one shard group spans: the data-parallel degree, or one node's GPUs for hybrid sharding."""
-        # torchtitan shards parameters over dp_shard x cp (parallel_dims.py: fsdp = dp_shard * cp)
+        # torchtitan shards parameters over dp_shard x cp (parallel_dims.py: fsdp = dp_shard * cp), Megatron-Core's
+        # distributed optimizer over the dp-cp group (formulas/context_parallel.py)
         ways = self.dp * self.context_parallel
         if self.fsdp == "hybrid":
             return max(1, min(ways, self.gpus_per_node // (self.tp * self.pp) or 1))

@@ -18,6 +18,7 @@ from typing import Any, NamedTuple
 
 from ...catalog.hardware import Device
 from ...errors import FieldError, InputError
+from ...formulas.context_parallel import TE_CP_SOURCE
 from ...formulas.float8_training import TE_SOURCE, TORCHAO_RECIPES, te_weight_copy_bytes
 from ...formulas.parallelism import (
     DDP_BUCKET_CAP_BYTES,
@@ -860,10 +861,19 @@ def _items(ctx: TrainingContext, st: StageStates, tl: StageTimeline, acc: Acc) -
                                                                      ", + 2 fp32 temporaries of the cast in flight")
                        + ") + grad_input + 2 residual gradients)")
             src += "; formulas/float8_training.py (torchao float8_linear.py lines 94-204)"
-        if name == "backward_transient" and w.context_parallel > 1:
+        if name == "backward_transient" and w.context_parallel > 1 and w.cp_ring == "te-p2p":
+            formula += (f" + TransformerEngine's P2P ring over {w.context_parallel} ranks: two [2, K/V] send / "
+                        "receive buffers (K/V and dK/dV) and the dq buffer (eq. CP5)")
+            src += "; formulas/context_parallel.py p2p_ring_backward_bytes (" + TE_CP_SOURCE + ")"
+        elif name == "backward_transient" and w.context_parallel > 1:
             formula += (f" + ring attention over {w.context_parallel} ranks: K/V gathered from all ranks, fp32 dq/dk/dv "
                         "accumulators and the rotating dK/dV buffer")
             src += "; formulas/context_parallel.py (torch _context_parallel/_attention.py)"
+        if name == "ring_attention_forward" and w.cp_ring == "te-p2p":
+            formula = ("context parallelism: one layer's P2P ring-attention forward receive buffers (the local K/V "
+                       f"and the {w.context_parallel - 1} received, held to the forward's end; eq. CP4), live while "
+                       "the last layer's attention runs")
+            src = "formulas/context_parallel.py p2p_ring_forward_bytes (" + TE_CP_SOURCE + ")"
         if name == "gathered_params" and pipeline_fsdp2(w):  # eq. PP1 where the timeline sized it so
             formula = ("FSDP2 under pipeline parallelism: every unit of the stage stays gathered through the step "
                        "(torchtitan reshard_after_forward=False with PP; the stage's backward does not reshard "

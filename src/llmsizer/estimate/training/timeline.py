@@ -32,7 +32,12 @@ from operator import add, attrgetter, ge, mul, sub
 from ...formulas import unsloth_kernels
 from ...formulas.activation_offload import offload_host_bytes, offload_stash_bytes, repeated_saves
 from ...formulas.compiled_activations import compiled_layer_terms
-from ...formulas.context_parallel import ring_attention_backward_bytes, ring_attention_forward_bytes
+from ...formulas.context_parallel import (
+    p2p_ring_backward_bytes,
+    p2p_ring_forward_bytes,
+    ring_attention_backward_bytes,
+    ring_attention_forward_bytes,
+)
 from ...formulas.deepspeed_zero import (
     gather_copy_bytes,
     held_after_forward,
@@ -258,8 +263,13 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
         q_w, k_w, v_w, o_w = (_div(x, w.tp) for x in _head_dims(spec))
         if spec.kv_expanded_in_attention:  # the ring runs on the K/V the module expanded to every query head
             k_w = v_w = q_w
-        extra_transient += ring_attention_backward_bytes(act.tokens, q_w, k_w, v_w, w.context_parallel, act.compute)
-        ring_forward = ring_attention_forward_bytes(act.tokens, k_w, v_w, o_w, w.context_parallel, act.compute)
+        if w.cp_ring == "te-p2p":  # Megatron-Core: TransformerEngine's P2P ring (eqs. CP4-CP5)
+            extra_transient += p2p_ring_backward_bytes(act.tokens, q_w, k_w, v_w, w.context_parallel, act.compute)
+            ring_forward = p2p_ring_forward_bytes(act.tokens, k_w, v_w, w.context_parallel, act.compute)
+        else:
+            extra_transient += ring_attention_backward_bytes(act.tokens, q_w, k_w, v_w, w.context_parallel,
+                                                             act.compute)
+            ring_forward = ring_attention_forward_bytes(act.tokens, k_w, v_w, o_w, w.context_parallel, act.compute)
         ring_inputs = act.tokens * (q_w + k_w + v_w) * act.compute  # the op's q, k, v (the formula counts beyond)
     # a Float8Linear's backward peak (its float8 casts, formulas/float8_training.py) comes after the elementwise
     # backward that made its grad_output: the layer's transient is the larger of the two, not their sum
