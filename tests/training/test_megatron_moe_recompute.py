@@ -227,3 +227,30 @@ def test_moe_recompute_flops_are_the_moe_layers_forward_again(latent: int) -> No
     again = backward_flops(True) - backward_flops(False)
     assert again == TOKENS * module_recompute_flops(spec, 0, st, frozenset({"moe"}))
     assert module_recompute_flops(spec, 0, st, frozenset({"moe_act", "layernorm", "mlp"})) == 0
+
+
+def test_the_backward_peak_holds_one_moe_layers_rebuild(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The estimate's backward peak at an MoE layer holds the kept inputs of the layers below and that layer's re-run
+    (moe_recompute_bytes, measured above), not every layer's MoE activations."""
+    import llmsizer.estimate.training.timeline as timeline
+    from llmsizer.estimate.inference.common import Acc
+    from llmsizer.estimate.training import estimate_training
+    from llmsizer.estimate.training.setup import resolve
+    from llmsizer.specs import TrainingWorkload
+
+    cfg = {**CFG, "hidden_size": 256, "num_hidden_layers": 4, "head_dim": 64, "num_experts": 16,
+           "num_experts_per_tok": 8, "moe_intermediate_size": 512}
+    w = TrainingWorkload(method="full", precision="megatron-bf16", micro_batch=1, seq_len=4096,
+                         grad_checkpointing="selective", recompute_modules=("moe",))
+
+    def activations(name: str) -> tuple[int, str]:
+        est = estimate_training(spec_from_config(cfg, name=name), w)
+        return next(i.bytes for i in est.items if i.name == "activations"), est.details["peak_phase"]
+
+    with_rebuild, phase = activations("tiny-moe-rebuilt")
+    monkeypatch.setattr(timeline, "moe_recompute_bytes", lambda *a: 0)
+    without, _ = activations("tiny-moe-not-rebuilt")
+    spec = spec_from_config(cfg, name="tiny-moe")
+    act = resolve(spec, w, Acc()).act
+    assert phase.startswith("backward layer")
+    assert with_rebuild - without == moe_recompute_bytes(spec, int(phase.split()[-1]), act) > 0
