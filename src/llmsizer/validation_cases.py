@@ -1246,7 +1246,7 @@ def semianalysis_case(r: dict[str, str]) -> Case:
                         "of the script) (settings assumed)"))
 
 
-# Megatron-Bridge's published pre-training throughput (PM1360-PM1365: docs/performance-summary-archive.md @067f987df,
+# Megatron-Bridge's published pre-training throughput (PM1360-PM1367: docs/performance-summary-archive.md @067f987df,
 # the 26.04.01 NeMo container's tables), each run with the settings of its performance recipe at Megatron-Bridge
 # v0.4.1 (f9b6319e, the r0.4 release line of the 26.04 containers; every table column matches it): the row's notes
 # give the config file and lines. Megatron-Core throughout: TransformerEngine layers, the distributed optimizer (zero
