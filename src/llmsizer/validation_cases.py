@@ -448,8 +448,6 @@ SPEED_NOT_EXPRESSIBLE = {
                     "samples is padded to its own longest document, so neither the sequence length nor the tokens "
                     "per step is stated"),
     # Megatron-Bridge rows (docs/performance-summary-archive.md @067f987df; settings: the rows' notes)
-    "PM1367": "the H100 FP8 recipe recomputes the whole MoE layer (recompute_modules 'moe'), a module llmsizer's "
-              "selective recomputation does not model (specs/training.py RECOMPUTE_MODULES)",
 }
 # Intel's Cloud Optimization Module for GCP: GPT-2 small (nanoGPT: 12 layers, width 768, 12 heads, vocab 50,257,
 # tied embeddings, 124,439,808 parameters) as a Llama-style manual model of that parameter count: the FLOP count
@@ -1248,7 +1246,7 @@ def semianalysis_case(r: dict[str, str]) -> Case:
                         "of the script) (settings assumed)"))
 
 
-# Megatron-Bridge's published pre-training throughput (PM1360-PM1366: docs/performance-summary-archive.md @067f987df,
+# Megatron-Bridge's published pre-training throughput (PM1360-PM1367: docs/performance-summary-archive.md @067f987df,
 # the 26.04.01 NeMo container's tables), each run with the settings of its performance recipe at Megatron-Bridge
 # v0.4.1 (f9b6319e, the r0.4 release line of the 26.04 containers; every table column matches it): the row's notes
 # give the config file and lines. Megatron-Core throughout: TransformerEngine layers, the distributed optimizer (zero
@@ -1268,6 +1266,12 @@ MEGATRON_BRIDGE_FP8_CS_ASSUMED = ("FP8 current scaling (Bridge fp8_cs) timed as 
 _MB = dict(method="full", precision="megatron-bf16", optimizer="adamw", zero=1, micro_batch=1)
 _MB_F8 = dict(_MB, float8=True, float8_recipe="transformer-engine")
 _MB_GPT_OSS = dict(_MB, seq_len=4096, etp=1, grad_checkpointing="selective", recompute_modules=("layernorm", "moe_act"))
+# Nemotron 3 Nano's H100 recipe (nemotron_3_workload_base_configs.py lines 31-40, 70-87 @f9b6319e) captures its Mamba
+# layers in Transformer Engine CUDA graphs (cuda_graph_impl 'transformer_engine', scope ['mamba']): graphs remove the
+# host's kernel launches, which llmsizer's duration rule overlaps with the GPU's work (formulas/launch_overhead.py
+# eq. K1) and which stay under it here, so the graphs change no prediction; not a field of its own
+MEGATRON_BRIDGE_CUDA_GRAPHS = ("Transformer Engine CUDA graphs of the Mamba layers not expressed (their host launches "
+                               "are overlapped with the GPU work either way, eq. K1)")
 MEGATRON_BRIDGE_RUNS: dict[str, tuple[str, str, dict[str, Any], str]] = {
     # Llama 3 70B has Llama 3.1 70B's shapes (80 layers, width 8192, FFN 28672, 64 heads / 8 KV, vocab 128,256);
     # the v0.4.1 recipe leaves pipeline_model_parallel_layout None: the even split
@@ -1299,6 +1303,13 @@ MEGATRON_BRIDGE_RUNS: dict[str, tuple[str, str, dict[str, Any], str]] = {
                dict(_MB_F8, gpus=1024, seq_len=8192, tp=8, pp=8, virtual_stages=8, context_parallel=2,
                     sequence_parallel=True, tp_comm_overlap=True, grad_accumulation=192,
                     network=MEGATRON_BRIDGE_DGX_NETWORK), MEGATRON_BRIDGE_FP8_CS_ASSUMED),
+    # the H100 FP8_CS recipe: EP 8, ETP 1, the flex dispatcher's HybridEP backend, recompute_modules moe, layernorm,
+    # core_attn, moe_act (Megatron-Core's 'moe': the whole MoE layer, training_activations.py eq. R6)
+    "PM1367": ("nvidia-nemotron-3-nano-30b-a3b-bf16", "h100-sxm",
+               dict(_MB_F8, gpus=16, seq_len=8192, ep=8, etp=1, moe_dispatcher="flex", grad_accumulation=64,
+                    grad_checkpointing="selective", recompute_modules=("moe", "layernorm", "core_attn", "moe_act"),
+                    network=MEGATRON_BRIDGE_DGX_NETWORK),
+               f"{MEGATRON_BRIDGE_FP8_CS_ASSUMED}; {MEGATRON_BRIDGE_CUDA_GRAPHS}"),
 }
 
 

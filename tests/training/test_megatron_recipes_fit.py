@@ -93,3 +93,18 @@ def test_mlp_recompute_keeps_a_dense_layer_input_only() -> None:
     assert {n: b for n, b in kept.items() if not n.startswith("MLP")} == \
         {n: b for n, b in dropped.items() if not n.startswith("mlp")}
     assert [n for n in dropped if n.startswith("mlp ")]  # the dense MLP's own terms, before
+
+
+def test_nemotron_3_nano_h100_fp8_recipe_fits_with_its_moe_recompute() -> None:
+    """Nemotron 3 Nano 30B-A3B's H100 FP8_CS recipe (Megatron-Bridge v0.4.1 f9b6319e scripts/performance/configs/
+    nemotronh/nemotron_3_workload_base_configs.py lines 31-40, 70-87: 16 GPUs, GBS 1024, MBS 1, EP 8, ETP 1, flex
+    dispatcher, recompute_modules moe, layernorm, core_attn, moe_act; seq 8192; table row PM1367) ran on 80 GB
+    H100s. Megatron's 'moe' module keeps only each MoE layer's input (training_activations.py eq. R6)."""
+    from llmsizer.validation_cases import MEGATRON_BRIDGE_RUNS
+
+    model, _, fields, _ = MEGATRON_BRIDGE_RUNS["PM1367"]
+    recipe = {k: v for k, v in fields.items() if k != "network"}
+    peak = _peak(model, recipe)
+    assert peak <= H100_BYTES, f"{model}: {peak / 1e9:.1f} GB > 80 GB"
+    without = _peak(model, {**recipe, "recompute_modules": ("layernorm", "core_attn", "moe_act")})
+    assert without > peak

@@ -333,8 +333,8 @@ def add_training_args(p: argparse.ArgumentParser, *, attention: bool = True,
                    "selective-op; torchtitan selective_ac_option N; default 1)")
     g.add_argument("--recompute-modules", dest="recompute_modules",
                    help="with --grad-checkpointing selective and --precision megatron-*: Megatron-Core's "
-                   "--recompute-modules, comma-separated: core_attn, mla_up_proj, moe_act, layernorm, mlp (mlp: dense "
-                   "layers' MLP only) (default core_attn)")
+                   "--recompute-modules, comma-separated: core_attn, mla_up_proj, moe_act, layernorm, mlp, moe (mlp: dense "
+                   "layers' MLP only; moe: an MoE layer's whole forward) (default core_attn)")
     if attention:
         add_attention_arg(g)
     g.add_argument("--attention-kernel", choices=TRAIN_ATTENTION_KERNELS,

@@ -1614,6 +1614,8 @@ def _ep_exchange_seconds(spec: ModelSpec, w: TrainingWorkload, tokens: float, li
     is_moe = [bool(m) for m in spec.moe_layers] or [True] * spec.num_layers
     full = recompute_mode(w.grad_checkpointing) == "full"
     again = set(checkpointed_layers(spec.num_layers, w.checkpoint_every)) if full else set()
+    if "moe" in recomputed_matmul_modules(w):  # Megatron's 'moe' module re-runs the dispatch and combine (eq. R6)
+        again = set(range(spec.num_layers))
     layers, recomputed = max((sum(is_moe[i] for i in r), sum(is_moe[i] and i in again for i in r)) for r in ranges)
     crosses = min(machine_shares(w.ep, e_tp, g, w.gpus)) < w.ep or e_tp > g
     net = device_share_of_node_bandwidth(network.bandwidth, g) if crosses and network is not None else link_bandwidth

@@ -60,7 +60,8 @@ The ETP collectives run inside u consecutive ranks: over B_intra when u <= g.
 
 Per MoE layer and micro-batch: dispatch and combine in the forward, their transposes in the backward, and the
 forward's pair again in a fully recomputed layer (the whole layer's forward runs again, Megatron's full recompute
-and torch's checkpoint)::
+and torch's checkpoint, or Megatron's selective recompute module 'moe': moe_layer.py lines 701-717, a reentrant
+checkpoint of the MoE layer's forward, dispatch and combine included)::
 
     t_ep = (4 L_e + 2 c_e) (t_a2a + (V_etp(a) + V_etp(a_p)) / 2 / B_intra)                                (E4)
 

@@ -178,9 +178,12 @@ def op_sac_recompute_flops(spec: ModelSpec, layer: int, st: ActivationSetup) -> 
 # 'mlp' re-runs a dense layer's whole MLP (transformer_layer.py:537-539, :992-1010: ``tensor_parallel.checkpoint``,
 # reentrant, so the last matmul too; not MoE layers), 'mla_up_proj' the MLA up projections
 # (multi_latent_attention.py:855-875, :983-988: linear_q_up_proj or linear_q_proj, and linear_kv_up_proj, under
-# CheckpointWithoutOutput). 'core_attn' is the attention core (counted with the attention term, formulas/
+# CheckpointWithoutOutput), 'moe' an MoE layer's whole forward (moe/moe_layer.py:658-717: shared experts, router,
+# latent projections and routed experts under a reentrant checkpoint; the routed experts and router are
+# :func:`moe_expert_flops`). 'core_attn' is the attention core (counted with the attention term, formulas/
 # training_time.py); 'layernorm' and 'moe_act' re-run element-wise kernels only (no matmul FLOPs).
-MODULE_RECOMPUTE_MATMULS = {"mlp": ("gate", "up", "down"), "mla_up_proj": ("q_b", "kv_b")}
+MODULE_RECOMPUTE_MATMULS = {"mlp": ("gate", "up", "down"), "mla_up_proj": ("q_b", "kv_b"),
+                            "moe": ("latent in", "latent out", "shared gate", "shared up", "shared down")}
 
 
 def module_recompute_flops(spec: ModelSpec, layer: int, st: ActivationSetup, modules: frozenset[str]) -> int:
@@ -191,11 +194,14 @@ def module_recompute_flops(spec: ModelSpec, layer: int, st: ActivationSetup, mod
 
     the linears of :data:`MODULE_RECOMPUTE_MATMULS` among the layer's matmuls (:func:`layer_matmul_shapes`: a dense
     layer's gate/up/down, MLA's q_b (q without a q LoRA rank) and kv_b; an MoE layer's shared expert is named
-    'shared ...' and is not 'mlp')."""
+    'shared ...' and is not 'mlp'), and under 'moe' an MoE layer's router and routed experts
+    (:func:`moe_expert_flops`)."""
     names = {n for m in modules for n in MODULE_RECOMPUTE_MATMULS.get(m, ())}
     if "mla_up_proj" in modules and spec.mla is not None and not spec.mla.q_lora_rank:
         names.add("q")  # linear_q_proj runs inside qkv_up_proj_and_rope_apply (line 869)
-    return sum(2 * w_in * w_out for name, w_in, w_out, _ in layer_matmul_shapes(spec, layer, st) if name in names)
+    experts = moe_expert_flops(spec, layer, st) if "moe" in modules else 0
+    return experts + sum(2 * w_in * w_out for name, w_in, w_out, _ in layer_matmul_shapes(spec, layer, st)
+                         if name in names)
 
 
 def op_sac_recomputed_matmuls(spec: ModelSpec, layer: int, st: ActivationSetup) -> list[tuple[str, int, int]]:

@@ -160,6 +160,15 @@ r = residual-stream element size (the embedding's dtype):
       moe_act      the routed experts' activation (moe/experts.py lines 1019-1030: ``bias_act_func``, the
                    probability product inside, under CheckpointWithoutOutput): the activation output and
                    the product (fc2's input) go; fc1's output, its input, stays                              (R5)
+      moe          an MoE layer's whole forward (moe/moe_layer.py lines 247-251, 701-717: ``custom_forward``
+                   -- shared experts, router, dispatch, experts, combine -- under ``te_checkpoint`` (fp8/fp4)
+                   or ``tensor_parallel.checkpoint``, both reentrant: the forward runs under no_grad and
+                   saves only the arguments, tensor_parallel/random.py lines 616-628): the layer keeps its
+                   input, the pre-MLP norm's output t_sp h c, or nothing under 'layernorm' too (that output
+                   is discarded and rebuilt by the norm's hook, transformer_layer.py lines 1088-1093). Its
+                   backward re-runs the whole forward with grad (lines 656-668, the all-to-alls included)
+                   and holds, for one layer at a time, the MoE terms below (E2-E4, 'moe_act' still applying
+                   inside the re-run) and the re-run's output t_sp h c (kept through line 668)            (R6)
 
 Tensor parallelism splits the per-head and intermediate terms by t (Megatron column/row-parallel
 linears); the [t, h] terms outside the TP region are replicated unless sequence parallelism splits them
@@ -168,7 +177,7 @@ linears); the [t, h] terms outside the TP region are replicated unless sequence 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..frozen import fast_init
 from ..specs import ModelSpec
@@ -662,7 +671,9 @@ def layer_saved_terms(spec: ModelSpec, layer: int, st: ActivationSetup,
             out += _norm_terms("mlp norm" if j == 0 else f"extra norm {j}", t, h,
                                norm_out if g3n else r if j == 0 else c, norm_trained, st, kind=kind,
                                fp32_normalised=f32n, weight_copy=w32)
-    if has_ffn and spec.moe_layers[layer] and spec.moe is not None:
+    if has_ffn and spec.moe_layers[layer] and spec.moe is not None and st.megatron_te and st.recomputes("moe"):
+        out += moe_checkpoint_terms(spec, st)  # eq. R6: the whole MoE layer recomputed from its input
+    elif has_ffn and spec.moe_layers[layer] and spec.moe is not None:
         out += moe_saved_terms(spec, st)
     elif has_ffn and not dense_mlp_recomputed:
         out += _dense_mlp_terms(spec, st, spec.intermediate_size, "mlp", ("ffn_gate", "ffn_up", "ffn_down"),
@@ -1026,6 +1037,28 @@ def moe_saved_terms(spec: ModelSpec, st: ActivationSetup) -> list[Term]:
         out.append(Term("shared expert output + sigmoid gate (kept by their product)", t * (h + 1) * c,
                         f"{t} x ({h} + 1) x {c} B"))
     return out
+
+
+def moe_checkpoint_terms(spec: ModelSpec, st: ActivationSetup) -> list[Term]:
+    """What an MoE layer keeps under Megatron's recompute module 'moe' (eq. R6): the checkpoint's argument, the
+    pre-MLP norm's output t_sp h c, unless 'layernorm' discards that too."""
+    if st.recomputes("layernorm"):
+        return []
+    ts = _div(st.tokens, st.tp) if st.sp else st.tokens
+    return [Term("MoE checkpoint input (recompute 'moe')", ts * spec.hidden_size * st.compute,
+                 f"{ts} x {spec.hidden_size} x {st.compute} B (eq. R6)")]
+
+
+def moe_recompute_bytes(spec: ModelSpec, layer: int, st: ActivationSetup) -> int:
+    """Bytes the backward of MoE layer ``layer`` rebuilds under Megatron's recompute module 'moe' (eq. R6): the MoE
+    terms of its re-run forward (eqs. E2-E4 with the other modules but 'layernorm', whose discarded norm output the
+    re-run reads rebuilt) and the re-run's output t_sp h c, less what the layer kept; 0 where 'moe' does not apply."""
+    if not (spec.moe is not None and spec.moe_layers[layer] and st.megatron_te and st.recomputes("moe")):
+        return 0
+    rerun = replace(st, recompute=st.recompute - {"moe", "layernorm"})
+    ts = _div(st.tokens, st.tp) if st.sp else st.tokens
+    return (sum(t.bytes for t in moe_saved_terms(spec, rerun)) + ts * spec.hidden_size * st.compute
+            - sum(t.bytes for t in moe_checkpoint_terms(spec, st)))
 
 
 def _gated_deltanet_layer(spec: ModelSpec, layer: int) -> bool:

@@ -266,7 +266,7 @@ TRAINING = (
           F("checkpoint_every", "int", "checkpoint only every N-th layer (torchtitan selective_ac_option N)",
             template=False, minimum=1),
           F("recompute_modules", "str_list", "with grad_checkpointing selective and a megatron precision, "
-            "Megatron-Core's --recompute-modules: core_attn, mla_up_proj, moe_act, layernorm, mlp (default core_attn; "
+            "Megatron-Core's --recompute-modules: core_attn, mla_up_proj, moe_act, layernorm, mlp, moe (default core_attn; "
             "`train --recompute-modules`)", template=False),
           F("attention", "enum", "attention kernel", template=False, choices=_ATTN),
           F("attention_kernel", "enum", "the kernel that runs the attention, for the duration: sdpa (torch's "

@@ -33,9 +33,9 @@ MEGATRON_PRECISIONS = ("megatron-bf16", "megatron-fp16")
 # Megatron-Core's selective recompute by module (``--recompute-granularity selective --recompute-modules ...``,
 # NVIDIA/Megatron-LM @d98e8a64 megatron/core/transformer/transformer_config.py ``recompute_modules``, default
 # ['core_attn']): the modules whose saved tensors grad_checkpointing 'selective' drops, each by the rule of
-# formulas/training_activations.py ``layer_saved_terms`` (eq. R1-R5). 'moe', 'shared_experts' and 'mhc' are
-# Megatron's too, not modelled (refused by name).
-RECOMPUTE_MODULES = ("core_attn", "mla_up_proj", "moe_act", "layernorm", "mlp")
+# formulas/training_activations.py ``layer_saved_terms`` (eq. R1-R6). 'shared_experts' and 'mhc' are Megatron's
+# too, not modelled (refused by name).
+RECOMPUTE_MODULES = ("core_attn", "mla_up_proj", "moe_act", "layernorm", "mlp", "moe")
 DEFAULT_RECOMPUTE_MODULES = ("core_attn",)
 # The checkpointing a workload that states none gets: QLoRA's recipe turns it on. peft's
 # ``prepare_model_for_kbit_training(model, use_gradient_checkpointing=True, ...)`` (peft 0.21.2 and huggingface/peft
@@ -491,8 +491,8 @@ class TrainingWorkload:
         attention outputs saved, every second matmul and all other ops recomputed;
         ``formulas/selective_checkpointing.py``).
     recompute_modules: with grad_checkpointing 'selective', Megatron-Core's ``--recompute-modules`` (RECOMPUTE_MODULES:
-        core_attn, mla_up_proj, moe_act, layernorm, mlp); each drops the tensors its module's recompute rebuilds
-        (formulas/training_activations.py eqs. R1-R5). None: ['core_attn'], Megatron's default.
+        core_attn, mla_up_proj, moe_act, layernorm, mlp, moe); each drops the tensors its module's recompute
+        rebuilds (formulas/training_activations.py eqs. R1-R6). None: ['core_attn'], Megatron's default.
     checkpoint_every: with 'full' or 'selective-op', only every N-th decoder layer is checkpointed, the others
         keep all their activations (torchtitan ``selective_ac_option = "N"``; 1: every layer).
     attention: 'sdpa' | 'flash' | 'eager' | 'flex' (torch FlexAttention on a BlockMask: torchtune's packed path; a

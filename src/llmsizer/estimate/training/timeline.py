@@ -89,6 +89,7 @@ from ...formulas.training_activations import (
     layer_fresh_gradient_bytes,
     layer_saved_terms,
     lm_head_backward_bytes,
+    moe_recompute_bytes,
     reentrant_recompute_bytes,
     shared_activations,
     tied_embedding_backward_end_bytes,
@@ -314,6 +315,8 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
         full_i = _sum(t_i)
         drop_i = (_sum(layer_saved_terms(spec, i, none, k[3], input_grad=g_i))  # type: ignore[arg-type]
                   - full_i if none is not None else 0)
+        if none is not None:  # Megatron's 'moe' module: the MoE layer's re-run forward (training_activations eq. R6)
+            drop_i += moe_recompute_bytes(spec, i, act)
         copies_i = int(k[3]) * copy_b  # type: ignore[call-overload]
         if mode == "selective-op":
             keep_i = _sum(op_sac_saved_terms(spec, i, act, compiled=compile_partitions_layers(w)))
