@@ -5,7 +5,8 @@ cross-attention projections, which share the self-attention's names.
 
 Truth: ``peft.get_peft_model`` with ``LoraConfig(target_modules=[q_proj, ..., down_proj])`` on the real transformers
 model built on the meta device from the catalog's config.json, counting its trainable parameters; and the names of
-the tower modules PEFT wrapped, against the module names the estimate's LoRA assumption states.
+the tower modules PEFT wrapped, against the module names the estimate's LoRA assumption states. Under 'all-linear'
+the Qwen-VL patch mergers too.
 """
 
 from __future__ import annotations
@@ -28,14 +29,18 @@ NAMED = [DECODER_MODULES[t] for t in DECODER_LINEAR]  # q_proj, k_proj, v_proj, 
 TOWER = ("visual.", "vision_tower.", "vision_model.")  # the towers' attribute names in the four models
 
 
-@pytest.fixture(scope="module", params=["qwen2.5-vl-7b-instruct", "gemma-3-4b-it", "llama-3.2-11b-vision-instruct",
-                                        "qwen3-vl-4b-instruct"])
-def peft_model(request: pytest.FixtureRequest) -> tuple[str, object]:
-    cfg = json.loads((MODELS / f"{request.param}.json").read_text())["config"]
+def _peft(name: str, targets: object) -> object:
+    cfg = json.loads((MODELS / f"{name}.json").read_text())["config"]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        pm = peft.get_peft_model(build(cfg), peft.LoraConfig(r=16, target_modules=NAMED, lora_dropout=0.0))
-    return request.param, pm
+        return peft.get_peft_model(build(cfg), peft.LoraConfig(r=16, target_modules=targets, lora_dropout=0.0))
+
+
+# one per vision encoder of formulas/lora.py VISION_MODULES (Qwen2.5-VL, SigLIP, Mllama, Qwen3-VL, Llama 4)
+@pytest.fixture(scope="module", params=["qwen2.5-vl-7b-instruct", "gemma-3-4b-it", "llama-3.2-11b-vision-instruct",
+                                        "qwen3-vl-4b-instruct", "llama-4-scout-17b-16e-instruct"])
+def peft_model(request: pytest.FixtureRequest) -> tuple[str, object]:
+    return request.param, _peft(request.param, NAMED)
 
 
 def test_default_targets_count_matches_peft(peft_model: tuple[str, object]) -> None:
@@ -48,3 +53,11 @@ def test_named_tower_modules_are_those_peft_wrapped(peft_model: tuple[str, objec
     wrapped = {n.rsplit(".", 1)[1] for n, m in pm.named_modules()  # type: ignore[attr-defined]
                if hasattr(m, "lora_A") and any(t in n for t in TOWER)}
     assert set(vision_targets(load_model(name), DECODER_LINEAR)) == wrapped
+
+
+# 'all-linear' on the Qwen-VL towers: Qwen3-VL's patch merger and DeepStack mergers (linear_fc1/2 each) and its MoE
+# text model's nn.Parameter router (formulas/lora.py PARAMETER_ROUTERS) as PEFT finds them
+@pytest.mark.parametrize("name", ["qwen3-vl-4b-instruct", "qwen3-vl-30b-a3b-instruct", "qwen2.5-vl-7b-instruct"])
+def test_all_linear_count_matches_peft(name: str) -> None:
+    pm = _peft(name, "all-linear")
+    assert lora_params(load_model(name), 16, "all-linear").total == pm.get_nb_trainable_parameters()[0]  # type: ignore[attr-defined]

@@ -101,8 +101,8 @@ PEFT_EXPERT_CONVERSION = frozenset({
 # model types whose MoE router is an nn.Parameter, not an nn.Linear, so 'all-linear' leaves it alone
 # (transformers v5.24.0 modeling_gpt_oss.py GptOssTopKRouter line 123, modeling_qwen2_moe.py Qwen2MoeTopKRouter
 # line 318, modeling_jamba.py JambaTopKRouter line 692, modeling_granitemoehybrid.py GraniteMoeHybridTopKRouter
-# line 832: ``self.weight = nn.Parameter(...)``)
-PARAMETER_ROUTERS = frozenset({"gpt_oss", "qwen2_moe", "jamba", "granitemoehybrid"})
+# line 832, modeling_qwen3_vl_moe.py Qwen3VLMoeTextTopKRouter line 159: ``self.weight = nn.Parameter(...)``)
+PARAMETER_ROUTERS = frozenset({"gpt_oss", "qwen2_moe", "jamba", "granitemoehybrid", "qwen3_vl_moe", "qwen3_vl_moe_text"})
 # model types on which PEFT refuses LoRA on a Mamba layer's out_proj and conv1d, so on 'all-linear' (peft 0.21.2
 # tuners/tuners_utils.py ``_check_lora_target_modules_mamba``, lines 145-165: ``mamba_model_types``)
 PEFT_MAMBA_REFUSED = frozenset({"falcon_h1", "mamba", "mamba2", "falcon_mamba", "nemotron_h"})
@@ -369,11 +369,17 @@ def adapted_layout(spec: ModelSpec, targets: tuple[str, ...] | str) -> AdaptedLa
         for i in idx:
             layers[i] = mods_k
     after = _matched(expand(tail), wanted, vision=vision_role_targets(spec.vision.encoder) if spec.vision else None)
-    if wanted & {"linear", "linear-no-router"} and spec.vision is not None and spec.vision.encoder == "qwen2_5_vl":
+    v = spec.vision
+    if wanted & {"linear", "linear-no-router"} and v is not None and v.encoder in ("qwen2_5_vl", "qwen3_vl"):
         # Qwen2.5-VL's patch merger (modeling_qwen2_5_vl.py Qwen2_5_VLPatchMerger): Linear(d m^2, d m^2), GELU,
-        # Linear(d m^2, H); held as one count in the inventory's v_projector
-        dm = spec.vision.hidden_size * spec.vision.spatial_merge_size ** 2
-        after += [AdaptedModule("v_projector", -1, dm, dm), AdaptedModule("v_projector", -1, dm, spec.hidden_size)]
+        # Linear(d m^2, H); Qwen3-VL's merger and its DeepStack mergers, one per deepstack_visual_indexes entry
+        # (transformers v5.24.0 modeling_qwen3_vl.py Qwen3VLVisionPatchMerger lines 171-179: linear_fc1 and
+        # linear_fc2 of the same shapes; Qwen3VLVisionModel lines 648-660); held as one count in the inventory's
+        # v_projector
+        dm = v.hidden_size * v.spatial_merge_size ** 2
+        # (deepstack_features counts the indexes before the last block: every one in the published configs)
+        n = 1 + (v.deepstack_features if v.encoder == "qwen3_vl" else 0)
+        after += [AdaptedModule("v_projector", -1, dm, dm, n), AdaptedModule("v_projector", -1, dm, spec.hidden_size, n)]
     if "lm_head" in wanted and spec.tie_word_embeddings:
         # a tied lm_head is still a Linear module PEFT can wrap (its weight is the embedding)
         after.append(AdaptedModule("output", -1, spec.hidden_size, spec.vocab_size))
