@@ -6,7 +6,7 @@ cross-attention projections, which share the self-attention's names.
 Truth: ``peft.get_peft_model`` with ``LoraConfig(target_modules=[q_proj, ..., down_proj])`` on the real transformers
 model built on the meta device from the catalog's config.json, counting its trainable parameters; and the names of
 the tower modules PEFT wrapped, against the module names the estimate's LoRA assumption states. Under 'all-linear'
-the Qwen-VL patch mergers too.
+the Qwen-VL patch mergers and Mllama's projector too.
 """
 
 from __future__ import annotations
@@ -56,8 +56,10 @@ def test_named_tower_modules_are_those_peft_wrapped(peft_model: tuple[str, objec
 
 
 # 'all-linear' on the Qwen-VL towers: Qwen3-VL's patch merger and DeepStack mergers (linear_fc1/2 each) and its MoE
-# text model's nn.Parameter router (formulas/lora.py PARAMETER_ROUTERS) as PEFT finds them
-@pytest.mark.parametrize("name", ["qwen3-vl-4b-instruct", "qwen3-vl-30b-a3b-instruct", "qwen2.5-vl-7b-instruct"])
+# text model's nn.Parameter router (formulas/lora.py PARAMETER_ROUTERS) as PEFT finds them; Mllama's projector and
+# cross-attention
+@pytest.mark.parametrize("name", ["qwen3-vl-4b-instruct", "qwen3-vl-30b-a3b-instruct", "qwen2.5-vl-7b-instruct",
+                                  "llama-3.2-11b-vision-instruct"])
 def test_all_linear_count_matches_peft(name: str) -> None:
     pm = _peft(name, "all-linear")
     assert lora_params(load_model(name), 16, "all-linear").total == pm.get_nb_trainable_parameters()[0]  # type: ignore[attr-defined]

@@ -380,6 +380,11 @@ def adapted_layout(spec: ModelSpec, targets: tuple[str, ...] | str) -> AdaptedLa
         # (deepstack_features counts the indexes before the last block: every one in the published configs)
         n = 1 + (v.deepstack_features if v.encoder == "qwen3_vl" else 0)
         after += [AdaptedModule("v_projector", -1, dm, dm, n), AdaptedModule("v_projector", -1, dm, spec.hidden_size, n)]
+    if wanted & {"linear", "linear-no-router"} and v is not None and v.encoder == "mllama":
+        # Mllama's multi_modal_projector: Linear(vision_output_dim, H) over the last hidden state and the
+        # intermediate_features local-layer outputs concatenated (modeling_mllama.py lines 1285-1289; readers/
+        # hf_llama_vision.py); held in the inventory's v_projector
+        after.append(AdaptedModule("v_projector", -1, v.hidden_size * (1 + v.intermediate_features), spec.hidden_size))
     if "lm_head" in wanted and spec.tie_word_embeddings:
         # a tied lm_head is still a Linear module PEFT can wrap (its weight is the embedding)
         after.append(AdaptedModule("output", -1, spec.hidden_size, spec.vocab_size))
