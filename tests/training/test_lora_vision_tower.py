@@ -63,3 +63,18 @@ def test_named_tower_modules_are_those_peft_wrapped(peft_model: tuple[str, objec
 def test_all_linear_count_matches_peft(name: str) -> None:
     pm = _peft(name, "all-linear")
     assert lora_params(load_model(name), 16, "all-linear").total == pm.get_nb_trainable_parameters()[0]  # type: ignore[attr-defined]
+
+
+def test_gemma4_named_targets_refused_by_peft_and_the_regex_counted() -> None:
+    """Gemma 4's towers hold their projections in Gemma4ClippableLinear: PEFT refuses the named list, and the estimate
+    warns, giving the language-model regex whose PEFT count is the estimate's."""
+    name = "gemma-4-e2b-it"
+    with pytest.raises(ValueError, match="Gemma4ClippableLinear"):
+        _peft(name, NAMED)
+    from llmsizer import estimate_training
+    warned = [w for w in estimate_training(name, method="lora", micro_batch=1, seq_len=1024).warnings
+              if "PEFT refuses" in w]
+    assert len(warned) == 1
+    regex = warned[0].split("such as r'", 1)[1].split("'", 1)[0]
+    pm = _peft(name, regex)
+    assert lora_params(load_model(name), 16, DECODER_LINEAR).total == pm.get_nb_trainable_parameters()[0]  # type: ignore[attr-defined]

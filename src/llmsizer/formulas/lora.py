@@ -269,6 +269,27 @@ def vision_targets(spec: ModelSpec, targets: tuple[str, ...] | str) -> tuple[str
     return tuple(DECODER_MODULES[t] for t in wanted if t in roles.values())
 
 
+# Gemma 4's towers wrap these projections in ``Gemma4ClippableLinear`` (an nn.Module holding an nn.Linear ``linear``:
+# transformers v5.24.0 modeling_gemma4.py lines 167-176): vision q/k/v/o_proj (Gemma4VisionAttention, lines 905-908)
+# and gate/up/down_proj (Gemma4VisionMLP, lines 693-695), audio q/k/v_proj (Gemma4AudioAttention, lines 266-268).
+# A named target list matches them by suffix and PEFT refuses the module ("Target module Gemma4ClippableLinear ...
+# is not supported": peft 0.21.2 tuners/lora/model.py ``_create_new_module``); its own default for gemma4 is a regex
+# restricted to the language model (utils/constants.py line 102), which is what the count here is.
+_GEMMA4_CLIPPABLE = {"vision": ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"),
+                     "audio": ("q_proj", "k_proj", "v_proj")}
+
+
+def peft_refused_towers(spec: ModelSpec, targets: tuple[str, ...] | str) -> tuple[str, ...]:
+    """The module names among the named ``targets`` that PEFT cannot wrap in Gemma 4's towers
+    (``_GEMMA4_CLIPPABLE``): PEFT raises on such a target list; the count is the language model's."""
+    g = spec.gemma4
+    wanted = normalize_targets(targets)
+    if g is None or "linear" in wanted:
+        return ()
+    names = {n for tower in ("vision", "audio") if getattr(g, tower) is not None for n in _GEMMA4_CLIPPABLE[tower]}
+    return tuple(DECODER_MODULES[t] for t in wanted if DECODER_MODULES.get(t) in names)
+
+
 # a T5 decoder layer's cross-attention (EncDecAttention) has modules named q, k, v, o like its self-attention: PEFT
 # matches a target by the module name's last part (peft tuners/tuners_utils.py ``check_target_module_exists``; T5's
 # default targets q and v, utils/constants.py), so it adapts both attentions (measured, PEFT 0.21.2:

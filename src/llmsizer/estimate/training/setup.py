@@ -19,6 +19,7 @@ from ...formulas.lora import (
     any_quantizable,
     fused_targets,
     lora_params,
+    peft_refused_towers,
     rank_ceiling,
     vision_targets,
 )
@@ -573,6 +574,13 @@ def resolve(spec: ModelSpec, w: TrainingWorkload, acc: Acc) -> TrainingContext:
         record_workload(w, acc, ("lora_dropout",))
         fused = fused_targets(spec, w.targets)  # the targets that name a fused linear on this model (one adapter)
         tower = vision_targets(spec, w.targets)  # the vision tower's modules the named targets adapt as well
+        refused = peft_refused_towers(spec, w.targets)
+        if refused:
+            acc.warnings.append(
+                f"PEFT refuses target_modules {', '.join(refused)} on {spec.name}: they also match its vision/audio "
+                f"towers' Gemma4ClippableLinear modules, which LoRA cannot wrap (formulas/lora.py "
+                f"peft_refused_towers); the count is the language model's, as a regex target such as "
+                f"r'.*language_model\\..*\\.({'|'.join(refused)})' adapts")
         acc.assumptions.append(Assumption("lora", f"rank {w.rank}, targets {'all-linear' if w.targets == ALL_LINEAR else ','.join(w.targets)}"
                                           + (f" (one adapter on each fused {', '.join(m for _, m in fused)})"
                                              if fused else "")
