@@ -16,7 +16,9 @@ attn_q/attn_k/attn_v/attn_output; gate/up/down -> the dense MLP and shared-exper
 token_embd; lm_head -> output; in_proj -> a recurrent mixer's ssm_in; 'linear' -> every other nn.Linear PEFT's
 'all-linear' adapts (routers, MLA and indexer projections, recurrent x/dt/out projections, the vision tower and
 Qwen2.5-VL's patch merger). 'all-linear' names them all (``specs.training.ALL_LINEAR``); PEFT refuses it on the
-Mamba model types of :data:`PEFT_MAMBA_REFUSED`, and so do we, naming the targets that work.
+Mamba model types of :data:`PEFT_MAMBA_REFUSED`, and so do we, naming the targets that work. A named target
+also adapts the vision tower's linears whose module name is the one it names in the decoder (PEFT matches by
+name suffix: :data:`VISION_MODULES`), e.g. Qwen2.5-VL's tower gate/up/down_proj, SigLIP's q/k/v_proj.
 
 Routed experts: transformers 5 stores them as fused 3-D parameters (``gate_up_proj`` [E, 2I, H], ``down_proj``
 [E, H, I]). For the model types transformers converts with the 'qwen2_moe' or 'mixtral' pattern
@@ -99,8 +101,8 @@ PEFT_EXPERT_CONVERSION = frozenset({
 # model types whose MoE router is an nn.Parameter, not an nn.Linear, so 'all-linear' leaves it alone
 # (transformers v5.24.0 modeling_gpt_oss.py GptOssTopKRouter line 123, modeling_qwen2_moe.py Qwen2MoeTopKRouter
 # line 318, modeling_jamba.py JambaTopKRouter line 692, modeling_granitemoehybrid.py GraniteMoeHybridTopKRouter
-# line 832: ``self.weight = nn.Parameter(...)``)
-PARAMETER_ROUTERS = frozenset({"gpt_oss", "qwen2_moe", "jamba", "granitemoehybrid"})
+# line 832, modeling_qwen3_vl_moe.py Qwen3VLMoeTextTopKRouter line 159: ``self.weight = nn.Parameter(...)``)
+PARAMETER_ROUTERS = frozenset({"gpt_oss", "qwen2_moe", "jamba", "granitemoehybrid", "qwen3_vl_moe", "qwen3_vl_moe_text"})
 # model types on which PEFT refuses LoRA on a Mamba layer's out_proj and conv1d, so on 'all-linear' (peft 0.21.2
 # tuners/tuners_utils.py ``_check_lora_target_modules_mamba``, lines 145-165: ``mamba_model_types``)
 PEFT_MAMBA_REFUSED = frozenset({"falcon_h1", "mamba", "mamba2", "falcon_mamba", "nemotron_h"})
@@ -219,10 +221,81 @@ def fused_targets(spec: ModelSpec, targets: tuple[str, ...] | str) -> tuple[tupl
     return tuple((t, mod) for mod, t in seen.items())
 
 
+# The vision tower under a named target list. PEFT matches a listed target against every module of the model, the
+# vision tower's included: a module is adapted when its name equals the target or ends with "." + the target (peft
+# 0.21.2 tuners/tuners_utils.py ``check_target_module_exists``, lines 2372-2376). Our target names are roles; on the
+# multimodal models' decoders each names the module ``DECODER_MODULES`` gives (q_proj ... down_proj: the text models
+# of Gemma 3, Qwen2.5-VL, Qwen3-VL, Mllama and Llama 4), so the tower's linears of that same name are adapted too.
+# ``VISION_MODULES``: the module name of each tower linear role of formulas/tensors.py, per ``VisionSpec.encoder``
+# (transformers v5.24.0): SigLIP modeling_siglip.py SiglipAttention lines 268-271 (q/k/v_proj, out_proj), SiglipMLP
+# lines 315-316 (fc1, fc2); Qwen2.5-VL modeling_qwen2_5_vl.py Qwen2_5_VLVisionAttention lines 266-267 (qkv, proj),
+# Qwen2_5_VLMLP lines 90-92 (gate/up/down_proj); Qwen3-VL modeling_qwen3_vl.py Qwen3VLVisionAttention lines
+# 252-253 (qkv, proj), Qwen3VLVisionMLP lines 83-84 (linear_fc1, linear_fc2); Mllama modeling_mllama.py
+# MllamaVisionAttention lines 246-249 (q/k/v/o_proj), MllamaVisionMLP lines 186-187 (fc1, fc2); Llama 4
+# modeling_llama4.py Llama4VisionAttention lines 763-766 (q/k/v/o_proj), Llama4VisionMLP lines 816-817 (fc1, fc2).
+# The projectors' linears (Qwen's merger mlp.0 / mlp.2 and linear_fc1/2, Mllama's multi_modal_projector, Llama 4's
+# vision_adapter fc1/fc2 and linear_1) are held in ``v_projector`` and answer to 'linear' only: none is named as a
+# decoder module is (Qwen3-VL's merger linear_fc1/2 share the tower MLP's names, which no decoder module has).
+DECODER_MODULES = {"q": "q_proj", "k": "k_proj", "v": "v_proj", "o": "o_proj", "gate": "gate_proj", "up": "up_proj",
+                   "down": "down_proj"}
+_QKV_O = {"v_attn_q": "q_proj", "v_attn_k": "k_proj", "v_attn_v": "v_proj"}
+VISION_MODULES: dict[str, dict[str, str]] = {
+    "siglip": {**_QKV_O, "v_attn_o": "out_proj", "v_ffn_up": "fc1", "v_ffn_down": "fc2"},
+    "qwen2_5_vl": {"v_attn_qkv": "qkv", "v_attn_o": "proj", "v_ffn_gate": "gate_proj", "v_ffn_up": "up_proj",
+                   "v_ffn_down": "down_proj"},
+    "qwen3_vl": {"v_attn_qkv": "qkv", "v_attn_o": "proj", "v_ffn_up": "linear_fc1", "v_ffn_down": "linear_fc2"},
+    "mllama": {**_QKV_O, "v_attn_o": "o_proj", "v_ffn_up": "fc1", "v_ffn_down": "fc2"},
+    "llama4": {**_QKV_O, "v_attn_o": "o_proj", "v_ffn_up": "fc1", "v_ffn_down": "fc2"},
+}
+_TARGET_OF_MODULE = {m: t for t, m in DECODER_MODULES.items()}
+
+
+@cache
+def vision_role_targets(encoder: str) -> dict[str, str]:
+    """Vision tower role -> the target name whose decoder module it shares a name with (PEFT adapts it under that
+    target: ``VISION_MODULES``); the tower's other linears answer to 'linear' only."""
+    return {role: _TARGET_OF_MODULE[mod] for role, mod in VISION_MODULES.get(encoder, {}).items()
+            if mod in _TARGET_OF_MODULE}
+
+
+def vision_targets(spec: ModelSpec, targets: tuple[str, ...] | str) -> tuple[str, ...]:
+    """The vision tower's module names that the named ``targets`` adapt on ``spec`` as well (PEFT's suffix match,
+    ``VISION_MODULES``), in target order: what the estimate's LoRA assumption says about the tower. Empty under
+    'all-linear' (which names the whole tower) and for a model without one."""
+    wanted = normalize_targets(targets)
+    if spec.vision is None or "linear" in wanted:
+        return ()
+    roles = vision_role_targets(spec.vision.encoder)
+    return tuple(DECODER_MODULES[t] for t in wanted if t in roles.values())
+
+
+# Gemma 4's towers wrap these projections in ``Gemma4ClippableLinear`` (an nn.Module holding an nn.Linear ``linear``:
+# transformers v5.24.0 modeling_gemma4.py lines 167-176): vision q/k/v/o_proj (Gemma4VisionAttention, lines 905-908)
+# and gate/up/down_proj (Gemma4VisionMLP, lines 693-695), audio q/k/v_proj (Gemma4AudioAttention, lines 266-268).
+# A named target list matches them by suffix and PEFT refuses the module ("Target module Gemma4ClippableLinear ...
+# is not supported": peft 0.21.2 tuners/lora/model.py ``_create_new_module``); its own default for gemma4 is a regex
+# restricted to the language model (utils/constants.py line 102), which is what the count here is.
+_GEMMA4_CLIPPABLE = {"vision": ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"),
+                     "audio": ("q_proj", "k_proj", "v_proj")}
+
+
+def peft_refused_towers(spec: ModelSpec, targets: tuple[str, ...] | str) -> tuple[str, ...]:
+    """The module names among the named ``targets`` that PEFT cannot wrap in Gemma 4's towers
+    (``_GEMMA4_CLIPPABLE``): PEFT raises on such a target list; the count is the language model's."""
+    g = spec.gemma4
+    wanted = normalize_targets(targets)
+    if g is None or "linear" in wanted:
+        return ()
+    names = {n for tower in ("vision", "audio") if getattr(g, tower) is not None for n in _GEMMA4_CLIPPABLE[tower]}
+    return tuple(DECODER_MODULES[t] for t in wanted if DECODER_MODULES.get(t) in names)
+
+
 # a T5 decoder layer's cross-attention (EncDecAttention) has modules named q, k, v, o like its self-attention: PEFT
 # matches a target by the module name's last part (peft tuners/tuners_utils.py ``check_target_module_exists``; T5's
 # default targets q and v, utils/constants.py), so it adapts both attentions (measured, PEFT 0.21.2:
-# tests/training/test_t5_saved_tensors.py). Other models' cross-attention (mllama) keeps its own names.
+# tests/training/test_t5_saved_tensors.py). Llama-3.2-Vision's cross-attention layers name theirs q_proj, k_proj,
+# v_proj, o_proj as its self-attention does (transformers v5.24.0 modeling_mllama.py MllamaTextCrossAttention,
+# lines 419-422), so the same targets adapt them (measured: tests/training/test_lora_vision_tower.py).
 T5_CROSS_TARGET = {"cross_attn_q": "q", "cross_attn_k": "k", "cross_attn_v": "v", "cross_attn_o": "o"}
 
 
@@ -313,15 +386,26 @@ def adapted_layout(spec: ModelSpec, targets: tuple[str, ...] | str) -> AdaptedLa
     head, groups, tail = layer_groups(spec)
     layers: list[tuple[AdaptedModule, ...]] = [()] * spec.num_layers
     for _kind, tensors, idx in groups:
-        mods_k = tuple(_matched(tensors, wanted, fused, cross=spec.encoder_decoder is not None))
+        mods_k = tuple(_matched(tensors, wanted, fused, cross=True))
         for i in idx:
             layers[i] = mods_k
-    after = _matched(expand(tail), wanted)
-    if wanted & {"linear", "linear-no-router"} and spec.vision is not None and spec.vision.encoder == "qwen2_5_vl":
+    after = _matched(expand(tail), wanted, vision=vision_role_targets(spec.vision.encoder) if spec.vision else None)
+    v = spec.vision
+    if wanted & {"linear", "linear-no-router"} and v is not None and v.encoder in ("qwen2_5_vl", "qwen3_vl"):
         # Qwen2.5-VL's patch merger (modeling_qwen2_5_vl.py Qwen2_5_VLPatchMerger): Linear(d m^2, d m^2), GELU,
-        # Linear(d m^2, H); held as one count in the inventory's v_projector
-        dm = spec.vision.hidden_size * spec.vision.spatial_merge_size ** 2
-        after += [AdaptedModule("v_projector", -1, dm, dm), AdaptedModule("v_projector", -1, dm, spec.hidden_size)]
+        # Linear(d m^2, H); Qwen3-VL's merger and its DeepStack mergers, one per deepstack_visual_indexes entry
+        # (transformers v5.24.0 modeling_qwen3_vl.py Qwen3VLVisionPatchMerger lines 171-179: linear_fc1 and
+        # linear_fc2 of the same shapes; Qwen3VLVisionModel lines 648-660); held as one count in the inventory's
+        # v_projector
+        dm = v.hidden_size * v.spatial_merge_size ** 2
+        # (deepstack_features counts the indexes before the last block: every one in the published configs)
+        n = 1 + (v.deepstack_features if v.encoder == "qwen3_vl" else 0)
+        after += [AdaptedModule("v_projector", -1, dm, dm, n), AdaptedModule("v_projector", -1, dm, spec.hidden_size, n)]
+    if wanted & {"linear", "linear-no-router"} and v is not None and v.encoder == "mllama":
+        # Mllama's multi_modal_projector: Linear(vision_output_dim, H) over the last hidden state and the
+        # intermediate_features local-layer outputs concatenated (modeling_mllama.py lines 1285-1289; readers/
+        # hf_llama_vision.py); held in the inventory's v_projector
+        after.append(AdaptedModule("v_projector", -1, v.hidden_size * (1 + v.intermediate_features), spec.hidden_size))
     if "lm_head" in wanted and spec.tie_word_embeddings:
         # a tied lm_head is still a Linear module PEFT can wrap (its weight is the embedding)
         after.append(AdaptedModule("output", -1, spec.hidden_size, spec.vocab_size))
@@ -337,11 +421,12 @@ def adapted_modules(spec: ModelSpec, targets: tuple[str, ...] | str) -> tuple[Ad
 
 
 def _matched(tensors: Iterable[Tensor], wanted: set[str], fused: tuple[FusedLinear, ...] = (),
-             cross: bool = False) -> list[AdaptedModule]:
-    """The adapted modules of ``tensors`` whose target name is in ``wanted`` (2-D weights outside the vision tower
-    and the fused experts); ``fused``: the fused linears a target names, one adapter each in place of their parts
-    (in = their shared input, out = the sum of theirs); ``cross``: a T5 decoder's cross-attention answers to q/k/v/o
-    (``T5_CROSS_TARGET``)."""
+             cross: bool = False, vision: dict[str, str] | None = None) -> list[AdaptedModule]:
+    """The adapted modules of ``tensors`` whose target name is in ``wanted`` (2-D weights outside the fused
+    experts); ``fused``: the fused linears a target names, one adapter each in place of their parts (in = their
+    shared input, out = the sum of theirs); ``cross``: a T5 decoder's cross-attention answers to q/k/v/o
+    (``T5_CROSS_TARGET``: T5's and Mllama's); ``vision``: the vision tower roles that answer to a named target as well as to 'linear'
+    (:func:`vision_role_targets`)."""
     part_of = {p: f for f in fused for p in f.parts}
     if part_of:  # the out features of each fused linear, per layer: its parts' summed
         tensors = list(tensors)
@@ -363,6 +448,8 @@ def _matched(tensors: Iterable[Tensor], wanted: set[str], fused: tuple[FusedLine
                 out.append(AdaptedModule(f.role, layer, shape[1], width[f.role, layer], count))
             continue
         name = _role_target(role) or (T5_CROSS_TARGET.get(role) if cross else None)
+        if vision and vision.get(role) in wanted:  # a tower linear named as a decoder module (VISION_MODULES)
+            name = vision[role]
         if name == "linear" and "linear-no-router" in wanted:
             name = "linear-no-router"
         if name is None or name not in wanted:
@@ -393,10 +480,14 @@ def lora_params(spec: ModelSpec, rank: int, targets: tuple[str, ...] | str, dora
                          "use_dora); target attention projections only")
     by: dict[str, int] = {}
     total = experts = 0
+    vision = vision_role_targets(spec.vision.encoder) if spec.vision is not None else {}
+    wanted = normalize_targets(targets)
     for m, k in alike:  # eq. (1) once per kind of module, times the modules of that kind (integers: exact)
         r = rank * m.rank_mult * m.experts
         n = k * m.count * (r * (m.in_features + m.out_features) + (m.out_features if dora else 0))
         name = _role_target(m.role) or T5_CROSS_TARGET.get(m.role, m.role)
+        if vision.get(m.role) in wanted:  # a tower linear named as a decoder module (VISION_MODULES)
+            name = vision[m.role]
         by[name] = by.get(name, 0) + n
         total += n
         experts += n if m.experts > 1 else 0

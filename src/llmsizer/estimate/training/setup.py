@@ -13,7 +13,16 @@ from ...errors import DeviceCannotRunError, FieldError, InputError, NotModelledE
 from ...formulas import unsloth_kernels
 from ...formulas.context_parallel import local_tokens
 from ...formulas.dtypes import DTYPE_BYTES
-from ...formulas.lora import LoraParams, adapted_roles, any_quantizable, fused_targets, lora_params, rank_ceiling
+from ...formulas.lora import (
+    LoraParams,
+    adapted_roles,
+    any_quantizable,
+    fused_targets,
+    lora_params,
+    peft_refused_towers,
+    rank_ceiling,
+    vision_targets,
+)
 from ...formulas.nf4_quantization import (
     FUSED_EXPERTS_WHY,
     fused_experts_kept,
@@ -564,13 +573,25 @@ def resolve(spec: ModelSpec, w: TrainingWorkload, acc: Acc) -> TrainingContext:
                                               "trained copies beside the frozen originals (PEFT ModulesToSaveWrapper)"))
         record_workload(w, acc, ("lora_dropout",))
         fused = fused_targets(spec, w.targets)  # the targets that name a fused linear on this model (one adapter)
+        tower = vision_targets(spec, w.targets)  # the vision tower's modules the named targets adapt as well
+        refused = peft_refused_towers(spec, w.targets)
+        if refused:
+            acc.warnings.append(
+                f"PEFT refuses target_modules {', '.join(refused)} on {spec.name}: they also match its vision/audio "
+                f"towers' Gemma4ClippableLinear modules, which LoRA cannot wrap (formulas/lora.py "
+                f"peft_refused_towers); the count is the language model's, as a regex target such as "
+                f"r'.*language_model\\..*\\.({'|'.join(refused)})' adapts")
         acc.assumptions.append(Assumption("lora", f"rank {w.rank}, targets {'all-linear' if w.targets == ALL_LINEAR else ','.join(w.targets)}"
                                           + (f" (one adapter on each fused {', '.join(m for _, m in fused)})"
                                              if fused else "")
+                                          + (f" (vision tower's {', '.join(tower)} too)" if tower else "")
                                           + (", DoRA" if w.dora else ""), not given(w, "rank", "targets"),
                                           "LoRA rank and adapted modules (Hu et al. 2021)" + "".join(
                                               f"; {t} name the fused {m}: PEFT adapts the whole linear once"
-                                              for t, m in fused)))
+                                              for t, m in fused)
+                                          + ("; PEFT matches target names by suffix, so the vision tower's "
+                                             f"{', '.join(tower)} take adapters as the decoder's do (formulas/lora.py "
+                                             "VISION_MODULES)" if tower else "")))
     if opt.bnb:  # bitsandbytes' 32-bit-class states are fp32 whatever the parameters (formulas/training_states.py)
         if w.optimizer_state_dtype not in (None, "fp32"):
             raise InputError(f"optimizer {opt.name} (bitsandbytes) keeps its states in fp32 (8-bit: uint8 + fp32 "
