@@ -485,7 +485,7 @@ _add("inference memory", "vllm", 0.9622, 1.0546, 13, 2, 0.950, 0.900)
 _add("prefill throughput", "llama.cpp", 0.7952, 1.1869, 77, 34, 0.936, 0.912)
 _add("prefill throughput", "transformers", 0.7607, 1.0000, 11, 1, 1.000, None)
 _add("training memory", "pytorch training", 0.9085, 1.0873, 34, 7, 1.000, 0.914)
-_add("training throughput", "pytorch training", 0.6324, 1.1574, 255, 13, 0.949, 0.891)
+_add("training throughput", "pytorch training", 0.6324, 1.1655, 258, 13, 0.945, 0.906)
 
 
 def band_for(kind: str, engine: str) -> Band | None:
