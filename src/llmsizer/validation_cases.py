@@ -1255,16 +1255,14 @@ def semianalysis_case(r: dict[str, str]) -> Case:
 # ConnectX-7 VPI ... up to 400 Gb/s" (NVIDIA DGX BasePOD reference architecture, 'Core Components':
 # docs.nvidia.com/dgx-basepod/reference-architecture-infrastructure-foundation-enterprise-ai/latest/core-components.html);
 # DGX-GB200 is the NVL72 rack, 72 GPUs in one NVLink domain (gpus_per_node 72), so its 64 GPUs need no network.
-# The H100 "FP8" rows run Bridge's fp8_cs (bf16_with_fp8_current_scaling_mixed: a per-tensor scale from each
-# tensor's own amax, taken before its cast); llmsizer's one TransformerEngine recipe is delayed scaling (the amax of
-# earlier steps), so their casts are timed without the extra amax pass: settings assumed, out of the summary.
+# The H100 "FP8" rows run Bridge's fp8_cs (scripts/performance/utils/precision.py @f9b6319e lines 28-32:
+# bf16_with_fp8_current_scaling_mixed, fp8_recipe 'tensorwise', with its first/last bf16 layers switched off): a
+# per-tensor scale from each tensor's own amax, taken before its cast: float8_recipe 'transformer-engine-current'
+# (formulas/float8_training.py eq. F3c).
 # Value: (catalog model, device, TrainingWorkload fields, why settings are assumed or '').
 MEGATRON_BRIDGE_DGX_NETWORK = "8x400 Gb/s"
-MEGATRON_BRIDGE_FP8_CS_ASSUMED = ("FP8 current scaling (Bridge fp8_cs) timed as TransformerEngine's delayed-scaling "
-                                  "recipe (float8_recipe 'transformer-engine'): the amax pass before each cast is "
-                                  "not counted")
 _MB = dict(method="full", precision="megatron-bf16", optimizer="adamw", zero=1, micro_batch=1)
-_MB_F8 = dict(_MB, float8=True, float8_recipe="transformer-engine")
+_MB_F8 = dict(_MB, float8=True, float8_recipe="transformer-engine-current")
 _MB_GPT_OSS = dict(_MB, seq_len=4096, etp=1, grad_checkpointing="selective", recompute_modules=("layernorm", "moe_act"))
 # Nemotron 3 Nano's H100 recipe (nemotron_3_workload_base_configs.py lines 31-40, 70-87 @f9b6319e) captures its Mamba
 # layers in Transformer Engine CUDA graphs (cuda_graph_impl 'transformer_engine', scope ['mamba']): graphs remove the
@@ -1277,18 +1275,17 @@ MEGATRON_BRIDGE_RUNS: dict[str, tuple[str, str, dict[str, Any], str]] = {
     # the v0.4.1 recipe leaves pipeline_model_parallel_layout None: the even split
     "PM1360": ("llama-3.1-70b-instruct", "h100-sxm",
                dict(_MB_F8, gpus=64, seq_len=8192, tp=4, pp=8, virtual_stages=5, sequence_parallel=True,
-                    tp_comm_overlap=True, grad_accumulation=128, network=MEGATRON_BRIDGE_DGX_NETWORK),
-               MEGATRON_BRIDGE_FP8_CS_ASSUMED),
+                    tp_comm_overlap=True, grad_accumulation=128, network=MEGATRON_BRIDGE_DGX_NETWORK), ""),
     "PM1361": ("gpt-oss-120b", "h100-sxm",
                dict(_MB_GPT_OSS, gpus=64, pp=4, ep=8, moe_dispatcher="alltoall", grad_accumulation=80,
                     network=MEGATRON_BRIDGE_DGX_NETWORK), ""),
     "PM1362": ("qwen3-30b-a3b", "h100-sxm",
                dict(_MB_F8, gpus=16, seq_len=4096, ep=16, etp=1, moe_dispatcher="flex", grad_accumulation=64,
-                    network=MEGATRON_BRIDGE_DGX_NETWORK), MEGATRON_BRIDGE_FP8_CS_ASSUMED),
+                    network=MEGATRON_BRIDGE_DGX_NETWORK), ""),
     "PM1363": ("qwen3-235b-a22b", "h100-sxm",
                dict(_MB_F8, gpus=256, seq_len=4096, tp=2, pp=8, virtual_stages=4, sequence_parallel=True, ep=32,
                     etp=1, moe_dispatcher="alltoall", ep_comm_overlap=True, grad_accumulation=512,
-                    network=MEGATRON_BRIDGE_DGX_NETWORK), MEGATRON_BRIDGE_FP8_CS_ASSUMED),
+                    network=MEGATRON_BRIDGE_DGX_NETWORK), ""),
     "PM1364": ("gpt-oss-120b", "b200",
                dict(_MB_GPT_OSS, gpus=64, micro_batch=4, ep=8, moe_dispatcher="flex", grad_accumulation=5,
                     network=MEGATRON_BRIDGE_DGX_NETWORK), ""),
@@ -1302,14 +1299,14 @@ MEGATRON_BRIDGE_RUNS: dict[str, tuple[str, str, dict[str, Any], str]] = {
     "PM1366": ("llama-3.1-405b", "h100-sxm",
                dict(_MB_F8, gpus=1024, seq_len=8192, tp=8, pp=8, virtual_stages=8, context_parallel=2,
                     sequence_parallel=True, tp_comm_overlap=True, grad_accumulation=192,
-                    network=MEGATRON_BRIDGE_DGX_NETWORK), MEGATRON_BRIDGE_FP8_CS_ASSUMED),
+                    network=MEGATRON_BRIDGE_DGX_NETWORK), ""),
     # the H100 FP8_CS recipe: EP 8, ETP 1, the flex dispatcher's HybridEP backend, recompute_modules moe, layernorm,
     # core_attn, moe_act (Megatron-Core's 'moe': the whole MoE layer, training_activations.py eq. R6)
     "PM1367": ("nvidia-nemotron-3-nano-30b-a3b-bf16", "h100-sxm",
                dict(_MB_F8, gpus=16, seq_len=8192, ep=8, etp=1, moe_dispatcher="flex", grad_accumulation=64,
                     grad_checkpointing="selective", recompute_modules=("moe", "layernorm", "core_attn", "moe_act"),
                     network=MEGATRON_BRIDGE_DGX_NETWORK),
-               f"{MEGATRON_BRIDGE_FP8_CS_ASSUMED}; {MEGATRON_BRIDGE_CUDA_GRAPHS}"),
+               MEGATRON_BRIDGE_CUDA_GRAPHS),
 }
 
 

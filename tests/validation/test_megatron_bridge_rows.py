@@ -76,8 +76,13 @@ def test_each_run_has_the_layout_of_its_table_line(rid: str) -> None:
     fp8 = q["precision"] == "FP8"
     assert q["precision"] in ("FP8", "BF16") and bool(fields.get("float8")) == fp8
     assert fields["precision"] == "megatron-bf16"
-    # the H100 FP8 rows run current scaling, which llmsizer times as delayed scaling: settings assumed
-    assert bool(assumed) == fp8 and r["precision"].startswith("FP8 (current scaling" if fp8 else "bf16")
+    # the H100 FP8 rows run Bridge's fp8_cs, TransformerEngine's current scaling (scripts/performance/utils/
+    # precision.py @f9b6319e lines 28-32): the recipe they are timed with, so none of them is assumed
+    assert r["precision"].startswith("FP8 (current scaling" if fp8 else "bf16")
+    assert fields.get("float8_recipe") == ("transformer-engine-current" if fp8 else None)
+    # assumed only where a setting is not expressed: Nemotron 3 Nano's CUDA graphs of its Mamba layers (the recipe's
+    # cuda_graph_impl transformer_engine, cuda_graph_scope mamba)
+    assert bool(assumed) == ("CUDA graphs" in r["other_settings"]), rid
     assert float(r["value"]) == float(q["tokens"])
 
 

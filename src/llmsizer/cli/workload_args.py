@@ -499,9 +499,11 @@ def add_framework_args(g: argparse._ArgumentGroup) -> None:
     g.add_argument("--float8-recipe", choices=FLOAT8_RECIPES,
                    help="with --float8: torchao (Float8Linear, tensorwise), torchao-rowwise / torchao-rowwise-gw-hp "
                         "(torchao's ROWWISE / ROWWISE_WITH_GW_HP recipes: per-row scales, bf16 all-gather; the latter's "
-                        "grad_weight GEMM in bf16) or transformer-engine (te.Linear, "
+                        "grad_weight GEMM in bf16), transformer-engine (te.Linear, "
                         f"fused cast-transpose; its float8 weight copies saved per layer, or cached under "
-                        f"gradient accumulation) (default {TW.float8_recipe})")
+                        "gradient accumulation; delayed scaling) or transformer-engine-current (the same under "
+                        "current scaling, Megatron-Bridge fp8_cs: an amax pass before each cast) "
+                        f"(default {TW.float8_recipe})")
     g.add_argument("--compile", action="store_true", default=None,
                    help="torch.compile: the partitioner's saved activations (fused RMSNorm, SwiGLU) and, "
                         "for the duration, inductor's fused memory-bound kernels")

@@ -67,12 +67,14 @@ from ..formulas.expert_parallel_time import (
 )
 from ..formulas.float8_training import SOURCE_TIME as FLOAT8_TIME_SOURCE
 from ..formulas.float8_training import (
+    TE_RECIPES,
     TORCHAO_RECIPES,
     float8_cast_bytes,
     float8_gathers_in_float8,
     float8_gemms,
     float8_layer_flops,
     layer_linears,
+    norm_fed_inputs,
     shared_inputs,
 )
 from ..formulas.gemm_shapes import block_shape_efficiency, running_sum, tally, training_gemms
@@ -447,7 +449,7 @@ def elementwise_bytes_per_token(spec: ModelSpec, w: TrainingWorkload) -> float:
     # recipe, except Composer's amp_fp8, which is transformer-engine's fp8_autocast alone (core/precision.py @
     # v0.16.4 lines 69-81)
     metric_autocast = (recipe(training_recipe_name(w.precision, w.zero, w.method)).autocast
-                       and not (w.float8 and w.float8_recipe == "transformer-engine"))
+                       and not (w.float8 and w.float8_recipe in TE_RECIPES))
     total = step_bytes_per_token(spec, c, w.compile, w.method == "full", adapters, ckpt, w.loss, tp,
                                  w.kernels == "unsloth", loss_compiled=compiled_loss(w),
                                  sequence_parallel=w.sequence_parallel and tp > 1,
@@ -805,14 +807,15 @@ def _weight_format(w: TrainingWorkload, spec: ModelSpec) -> str:
     return "fp32" if w.precision == "fp32" or w.base_dtype == "fp32" else "bf16"
 
 
-def float8_cast_eq(recipe: str, compiled: bool) -> int:
+def float8_cast_eq(recipe: str, compiled: bool) -> str:
     """The equation of formulas/float8_training.py that times ``recipe``'s casts: F1 eager torchao (any recipe), F2
-    compiled tensorwise, F3 TransformerEngine, F4 / F5 compiled rowwise / rowwise with bf16 grad_weight."""
-    if recipe == "transformer-engine":
-        return 3
+    compiled tensorwise, F3 / F3c TransformerEngine delayed / current scaling, F4 / F5 compiled rowwise / rowwise
+    with bf16 grad_weight."""
+    if recipe in TE_RECIPES:
+        return "3" if recipe == "transformer-engine" else "3c"
     if not compiled:
-        return 1
-    return {"torchao": 2, "torchao-rowwise": 4}.get(recipe, 5)
+        return "1"
+    return {"torchao": "2", "torchao-rowwise": "4"}.get(recipe, "5")
 
 
 @dataclass(frozen=True)
@@ -853,8 +856,8 @@ def float8_time(spec: ModelSpec, w: TrainingWorkload, tokens: int) -> Float8Time
         linears = layer_linears(spec, tp)[:4] if moe else layer_linears(spec, tp)
         f = 2.0 * sum(a * b for a, b in linears) if moe else float8_layer_flops(spec, tp)
         fwd = bwd = 0.0
-        for (a, b), same in zip(linears, shared_inputs(spec), strict=False):
-            fa, ba = float8_cast_bytes(tokens, a, b, c, w.float8_recipe, w.compile, share, same)
+        for (a, b), same, normed in zip(linears, shared_inputs(spec), norm_fed_inputs(spec), strict=False):
+            fa, ba = float8_cast_bytes(tokens, a, b, c, w.float8_recipe, w.compile, share, same, normed)
             fwd += fa
             bwd += ba
         per_kind[moe] = (f, fwd, bwd)

@@ -538,7 +538,7 @@ _add("prefill throughput", "llama.cpp on CUDA", 0.6257, 1.1985, 21, 9, 1.000, 0.
 _add("prefill throughput", "llama.cpp on Metal", 0.8199, 1.1904, 56, 25, 0.960, 0.920)
 _add("prefill throughput", "transformers", 0.7607, 1.0000, 11, 1, 1.000, None)
 _add("training memory", "pytorch training", 0.9085, 1.0873, 34, 7, 1.000, 0.914)
-_add("training throughput", "pytorch training", 0.6324, 1.1574, 255, 13, 0.949, 0.891)
+_add("training throughput", "pytorch training", 0.6324, 1.2224, 259, 13, 0.942, 0.912)
 
 
 def band_for(kind: str, engine: str) -> Band | None:

@@ -86,6 +86,31 @@ linear of in -> out features over t tokens, c bytes per compute element, counted
 
       B_te = (c + 2) (t i + t o + i o)                                                            (F3)
 
+- TransformerEngine under ``Float8CurrentScaling`` (recipe 'transformer-engine-current': Megatron-Bridge's
+  ``fp8_cs``, ``bf16_with_fp8_current_scaling_mixed`` sets ``fp8_recipe = "tensorwise"``, NVIDIA-NeMo/Megatron-Bridge
+  src/megatron/bridge/training/mixed_precision.py @f9b6319e lines 277-295): the same casts and the same cast-transpose
+  kernel, but no amax history: ``Float8CurrentScalingQuantizer::quantize_impl`` (TransformerEngine @d0067d0d
+  transformer_engine/pytorch/csrc/quantizer.cpp lines 980-1033) first runs ``nvte_compute_amax_with_config`` over the
+  whole input (line 1011: one more read of the tensor, c bytes per element, writing one fp32), then
+  ``nvte_compute_scale_from_amax`` (line 1024, one scalar) and only then the cast (``nvte_quantize_v2``, line 1028).
+  The amax is fused into the kernel that makes the tensor where TE makes it: Megatron-Core's TE layers fuse the
+  pre-attention and pre-MLP norms into the q/k/v and gate/up linears (``TELayerNormColumnParallelLinear``:
+  NVIDIA/Megatron-LM @d98e8a64 megatron/core/models/gpt/gpt_layer_specs.py lines 324 and 543,
+  extensions/transformer_engine_spec_provider.py lines 55-57), whose norm under current scaling writes its bf16
+  output and its amax in one kernel (csrc/extensions/normalization.cpp ``FUSED_NORM_AMAX_FP8``: LayerNorm lines
+  114-118, RMSNorm lines 351-355), then ``quantize_with_amax`` casts without the amax pass (lines 203 and 438).
+  Every other cast pays the pass: the input of o and down (Megatron's attention output and its own SwiGLU make them),
+  each weight (cast from the parameter) and each grad_output (``grad_output_preprocess`` quantizes it)::
+
+      B_te_cs = F3 + c (t i [input not norm-fed] + i o + t o)                                    (F3c)
+
+  The scale's fp32 scalars (8 B per cast, quantizer.cpp line 1038) and, for a sequence-parallel column-parallel input,
+  the one-float amax all-reduce over the tensor-parallel group (line 1020; module/linear.py lines 351-354) are left
+  out of the byte counts. Memory is the delayed recipe's: ``Float8CurrentScalingQuantizer::create_tensor`` allocates
+  the rowwise data and the transpose by the same rule (quantizer.cpp lines 670-700, eq. T1), and the delayed recipe's
+  amax-history buffers, which current scaling drops, are not counted for delayed scaling either (fp32 scalars per
+  cast: kilobytes per layer).
+
 With FSDP's float8 all-gather the weight casts run on each device's shard before the all-gather (fsdp_utils.py lines
 228-251), a 1/n share of the i o terms. A checkpointed layer runs its forward casts again in the recompute.
 
@@ -184,7 +209,10 @@ def float8_backward_bytes(tokens: int, in_features: int, out_features: int, comp
 
 # torchao's Float8Linear recipes (Float8LinearRecipeName TENSORWISE, ROWWISE, ROWWISE_WITH_GW_HP: module docstring)
 TORCHAO_RECIPES = ("torchao", "torchao-rowwise", "torchao-rowwise-gw-hp")
-RECIPES = TORCHAO_RECIPES + ("transformer-engine",)
+# TransformerEngine's per-tensor recipes: DelayedScaling ('transformer-engine', llm-foundry's) and
+# Float8CurrentScaling ('transformer-engine-current', Megatron-Bridge's fp8_cs; eq. F3c)
+TE_RECIPES = ("transformer-engine", "transformer-engine-current")
+RECIPES = TORCHAO_RECIPES + TE_RECIPES
 
 
 def float8_gathers_in_float8(recipe: str) -> bool:
@@ -203,7 +231,9 @@ def float8_gemms(recipe: str) -> int:
     return 2 if recipe == "torchao-rowwise-gw-hp" else 3
 SOURCE_TIME = ("torchao 0.18.0 float8/float8_linear.py lines 28-204, float8_utils.py lines 57-137, "
                "float8_training_tensor.py line 153, float8_ops.py lines 342-345; TransformerEngine "
-               "pytorch/module/linear.py @0004dbd _Linear (fp8_cast_transpose_fused)")
+               "pytorch/module/linear.py @0004dbd _Linear (fp8_cast_transpose_fused); current scaling: "
+               "TransformerEngine @d0067d0d pytorch/csrc/quantizer.cpp lines 980-1033 (amax pass, then the cast), "
+               "csrc/extensions/normalization.cpp lines 114-118, 351-355 (the norm's fused amax)")
 
 
 # the weights convert_to_float8_training makes Float8Linear weights, as :func:`layer_linears` lists them (formulas/
@@ -226,18 +256,31 @@ def float8_autocast_copied(role: str, component: str) -> bool:
 
 def float8_cast_bytes(tokens: int, in_features: int, out_features: int, compute_bytes: float, recipe: str = "torchao",
                       compiled: bool = True, weight_share: float = 1.0,
-                      shared_input: bool = False) -> tuple[float, float]:
+                      shared_input: bool = False, norm_fed: bool = False) -> tuple[float, float]:
     """(forward, backward) bytes one float8 linear's casts move over ``tokens`` tokens: eqs. (F1) eager torchao,
-    (F2) compiled torchao, (F3) TransformerEngine, (F4)/(F5) compiled torchao rowwise / rowwise with bf16 grad_weight
-    (eager: F1's per-cast bytes over the tensors they cast). ``weight_share``: the part of the weight this device casts (1/n
-    when FSDP all-gathers the weights in float8, each device casting its shard). ``shared_input``: a sibling linear
-    reads the same input and its fused amax pass is counted there (compiled torchao only, F2's a = 0)."""
+    (F2) compiled torchao, (F3) TransformerEngine delayed scaling, (F3c) its current scaling, (F4)/(F5) compiled
+    torchao rowwise / rowwise with bf16 grad_weight (eager: F1's per-cast bytes over the tensors they cast).
+    ``weight_share``: the part of the weight this device casts (1/n when FSDP all-gathers the weights in float8, each
+    device casting its shard). ``shared_input``: a sibling linear reads the same input and its fused amax pass is
+    counted there (compiled torchao only, F2's a = 0). ``norm_fed``: the input is the layer's norm output, whose amax
+    TransformerEngine's fused norm computes (current scaling only, F3c's first term 0).
+
+    >>> float8_cast_bytes(10, 4, 8, 2, "transformer-engine")
+    (288.0, 320.0)
+    >>> float8_cast_bytes(10, 4, 8, 2, "transformer-engine-current"), float8_cast_bytes(
+    ...     10, 4, 8, 2, "transformer-engine-current", norm_fed=True)
+    ((432.0, 480.0), (352.0, 480.0))
+    """
     t, i, o, c = float(tokens), float(in_features), float(out_features), float(compute_bytes)
     if t < 0 or i < 0 or o < 0 or c <= 0 or not 0 <= weight_share <= 1:
         raise InputError("float8 cast sizes must not be negative, the element size positive, the share in [0, 1]")
     w = i * o
-    if recipe == "transformer-engine":
-        return (c + 2) * (t * i + w * weight_share), (c + 2) * t * o
+    if recipe in TE_RECIPES:
+        fwd, bwd = (c + 2) * (t * i + w * weight_share), (c + 2) * t * o
+        if recipe == "transformer-engine-current":  # eq. F3c: the amax pass before each cast not fused upstream
+            fwd += c * ((0.0 if norm_fed else t * i) + w * weight_share)
+            bwd += c * t * o
+        return fwd, bwd
     if recipe not in TORCHAO_RECIPES:
         raise InputError(unknown_choice("float8 recipe", recipe, RECIPES))
     if recipe != "torchao":  # rowwise: no float8 all-gather, each cast with its own amax pass
@@ -261,6 +304,13 @@ def shared_inputs(spec: ModelSpec) -> list[bool]:
     """Per entry of :func:`layer_linears`: True when an earlier linear of the layer reads the same input (k and v
     after q; up after gate)."""
     return [False, True, True, False] + ([False, True, False] if spec.mlp_gated else [False, False])
+
+
+def norm_fed_inputs(spec: ModelSpec) -> list[bool]:
+    """Per entry of :func:`layer_linears`: True when the linear reads the layer's norm output (q, k, v; gate and
+    up), which Megatron-Core's TE layers fuse with the norm (``TELayerNormColumnParallelLinear``), so current scaling's
+    amax comes from the norm kernel (eq. F3c); False for o and down."""
+    return [True, True, True, False] + ([True, True, False] if spec.mlp_gated else [True, False])
 
 
 def float8_layer_flops(spec: ModelSpec, tp: int = 1) -> float:

@@ -367,7 +367,7 @@ TRAINING = (
           F("activation_offload", "bool", "saved activations offloaded to host memory (torchtune)", template=False),
           F("float8", "bool", "torchao float8 training (float8 all-gather with FSDP)", template=False),
           F("float8_recipe", "enum", "with float8: torchao Float8Linear (tensorwise, rowwise, rowwise with bf16 "
-            "grad_weight) or transformer-engine te.Linear",
+            "grad_weight) or transformer-engine te.Linear (delayed scaling; -current: current scaling)",
             template=False, choices=FLOAT8_RECIPES),
           F("compile", "bool", "the model runs under torch.compile", template=False),
           F("compile_scope", "enum", "with compile: the decoder layers and the loss (torchtune), the loss with the "

@@ -267,7 +267,7 @@ KERNELS = ("pytorch", "unsloth")
 # torch reference functions (formulas/mamba_activations.py)
 MAMBA_PATHS = ("cuda-kernels", "torch")
 FLOAT8_RECIPES = ("torchao", "torchao-rowwise", "torchao-rowwise-gw-hp",
-                  "transformer-engine")  # formulas/float8_training.py RECIPES
+                  "transformer-engine", "transformer-engine-current")  # formulas/float8_training.py RECIPES
 # what torch.compile covers: the decoder layers and the loss (torchtune compile_model + compile_loss) or the decoder
 # layers alone, the loss eager (torchtitan @ 9dec370 apply_compile; its train.py lines 137-138 leave loss_fn eager)
 COMPILE_SCOPES = ("layers+loss", "layers", "layers+loss+upcast")
@@ -656,7 +656,10 @@ class TrainingWorkload:
         'torchao-rowwise' / 'torchao-rowwise-gw-hp' (torchao's ROWWISE / ROWWISE_WITH_GW_HP recipes: per-row scales,
         FSDP2 and TP gather in bf16, the latter's grad_weight GEMM in bf16: formulas/float8_training.py eqs. F4-F5) or
         'transformer-engine' (``te.Linear`` under ``fp8_autocast``, delayed scaling, fused cast-transpose kernels:
-        llm-foundry ``fc_type: te``); it changes the casts' memory-bound time (eqs. F1-F3) and the weight copies:
+        llm-foundry ``fc_type: te``) or 'transformer-engine-current' (the same te layers under TransformerEngine's
+        ``Float8CurrentScaling``, Megatron-Bridge's ``fp8_cs``: an amax pass over each tensor before its cast, except
+        the norm-fed inputs whose amax the fused norm computes, eq. F3c; no amax history; the same weight copies);
+        it changes the casts' memory-bound time (eqs. F1-F3c) and the weight copies:
         torchao keeps none, TransformerEngine keeps each te.Linear's float8 weight (rowwise + transposed on Hopper)
         from the layer's forward to its backward (llm-foundry's blocks pass no ``is_first_microbatch``: no
         ``_fp8_workspaces`` cache across micro-batches), none under FSDP2 (``fp8_weight_copies``, eq. T1);

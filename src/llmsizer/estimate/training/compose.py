@@ -19,7 +19,7 @@ from typing import Any, NamedTuple
 from ...catalog.hardware import Device
 from ...errors import FieldError, InputError
 from ...formulas.context_parallel import TE_CP_SOURCE
-from ...formulas.float8_training import TE_SOURCE, TORCHAO_RECIPES, te_weight_copy_bytes
+from ...formulas.float8_training import TE_RECIPES, TE_SOURCE, TORCHAO_RECIPES, te_weight_copy_bytes
 from ...formulas.parallelism import (
     DDP_BUCKET_CAP_BYTES,
     MOE_CAPACITY_FACTOR,
@@ -844,7 +844,7 @@ def _items(ctx: TrainingContext, st: StageStates, tl: StageTimeline, acc: Acc) -
                           if w.offload == "params" else ""))
             src = ("formulas/deepspeed_zero.py (partitioned_param_coordinator.py fetch_sub_module lines 446-476, "
                    "__params_to_release lines 634-665; partition_parameters.py _all_gather_sequential 1388-1402)")
-        if name == "autocast_weight_copies" and w.float8 and w.float8_recipe == "transformer-engine":
+        if name == "autocast_weight_copies" and w.float8 and w.float8_recipe in TE_RECIPES:
             formula += ("; none of the te.Linears' (TransformerEngine quantizes their weights to float8 from the "
                         "parameter, fp8_weight_copies): the linears left nn.Linear only (lm_head)")
             src += "; " + TE_SOURCE
@@ -1101,12 +1101,13 @@ def _explain(ctx: TrainingContext, acc: Acc, tl: StageTimeline) -> None:
         value += (f" (+ {rec.autocast_bytes} B autocast copy only of the linears left nn.Linear, as lm_head, MoE "
                   "router, shared expert: " + ("torchao's Float8Linears have none)" if ctx.w.float8_recipe in TORCHAO_RECIPES
                                                else "te.Linears have none)"))
-    if ctx.w.float8 and ctx.w.float8_recipe == "transformer-engine":
+    if ctx.w.float8 and ctx.w.float8_recipe in TE_RECIPES:
         cc = ctx.w.gpu_capability
         on = "Hopper's, the GPU not known" if cc is None else f"compute capability {cc // 10}.{cc % 10}"
         value += (f"; + TransformerEngine's float8 copy of each te.Linear weight ({te_weight_copy_bytes(1, cc)} B per "
                   f"element on {on}: fp8_weight_copies, eq. T1), per layer from its forward to its backward "
-                  "(llm-foundry passes no is_first_microbatch: no _fp8_workspaces cache), none under FSDP2")
+                  "(taken as llm-foundry calls the te modules, without is_first_microbatch: no _fp8_workspaces "
+                  "cache), none under FSDP2")
     acc.assumptions.append(Assumption("bytes_per_param", value, True, WHY_16_VS_18))
     # The recipe adds up every state a step allocates; they are not all live at the peak (timeline.py).
     trained = count_params(ctx.spec).total

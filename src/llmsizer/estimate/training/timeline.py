@@ -47,6 +47,7 @@ from ...formulas.deepspeed_zero import (
     step_grad_copy_bytes,
 )
 from ...formulas.float8_training import (
+    TE_RECIPES,
     float8_gemms,
     float8_layer_backward_peak,
     float8_weight_elements,
@@ -579,7 +580,7 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
     # is_first_microbatch (formulas/float8_training.py LLM_FOUNDRY_TE_CALL)
     te_i, te_kept = [0] * n_layers, [0] * n_layers
     te_life = (te_weight_copy_lifetime(w.fsdp is not None and w.fsdp_version == 2, False)
-               if w.float8 and w.float8_recipe == "transformer-engine" else "none")
+               if w.float8 and w.float8_recipe in TE_RECIPES else "none")
     if te_life != "none":
         moe = [spec.moe is not None and bool(spec.moe_layers[i]) for i in layers]
         per_moe = {k: te_weight_copy_bytes(float8_weight_elements(spec, w.tp, k), w.gpu_capability)
