@@ -6,6 +6,8 @@ check: each reference below is the replaced code, kept here verbatim as the defi
   replaced loop's, in order, for every field name, any ``given`` set, with and without a framework profile.
 - specs/workload.py ``setting_engines``: for a mapping only the names it holds are tested (a missing name reads
   None, no setting); the answer must be the replaced one's for mappings and workload objects alike.
+- formulas/training_activations.py ``masked_layers``: the layers ``needs_mask`` holds for, without testing each layer
+  where it can hold for none; the list must be the replaced per-layer test's.
 - training/compose.py ``_prepared``: the workload of ``estimate_training(device=...)`` is built by
   ``training_workload`` (the memo ``fit_training``'s kernel check fills) from the caller's fields in the caller's
   order and the device resolver's additions; it must equal the replaced ``TrainingWorkload(**resolved)`` field by
@@ -19,7 +21,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from llmsizer.catalog.frameworks import framework_profiles
-from llmsizer.catalog.models import find
+from llmsizer.catalog.models import entries, find
 from llmsizer.errors import InputError
 from llmsizer.estimate.caches import clear_caches
 from llmsizer.estimate.device import precision_notes, resolve_target, training_device_fields, workload_on_device
@@ -27,6 +29,7 @@ from llmsizer.estimate.framework import profile_why, with_framework
 from llmsizer.estimate.inference.common import Acc
 from llmsizer.estimate.training import compose, setup
 from llmsizer.estimate.training.setup import record_workload
+from llmsizer.formulas.training_activations import ActivationSetup, masked_layers, needs_mask
 from llmsizer.formulas.training_states import recipe
 from llmsizer.result import Assumption, Estimate
 from llmsizer.specs import TrainingWorkload
@@ -200,3 +203,28 @@ def test_prepared_workload_as_before() -> None:
         assert [type(v) for v in new.__dict__.values()] == [type(v) for v in old.__dict__.values()]
         compared += 1
     assert compared > 500
+
+
+def test_masked_layers_as_before() -> None:
+    """formulas/training_activations.py ``masked_layers`` (the duration's SDPA mask check, estimate/duration.py
+    ``sdpa_masked_layers``) must list what the replaced per-layer test listed, on every catalog model (sliding windows,
+    hybrids, encoder-decoders) and random settings: windows shorter and longer than the sequence, packing, each
+    attention, Megatron-Core."""
+    rng = random.Random(17)
+    specs = []
+    for name in sorted(entries()):
+        try:
+            specs.append(entries()[name].spec())
+        except InputError:
+            continue
+    assert sum(s.sliding_window is not None for s in specs) >= 5
+    nonempty = 0
+    for spec in specs:
+        for _ in range(12):
+            st = ActivationSetup(batch=1, seq=rng.choice((128, 1024, 4096, 32768, 131072)),
+                                 attention=rng.choice(("sdpa", "flash", "eager", "flex")), packing=rng.random() < 0.3,
+                                 megatron_te=rng.random() < 0.2)
+            old = [i for i, t in enumerate(spec.layer_types) if t != "none" and needs_mask(spec, i, st)]
+            assert masked_layers(spec, st) == old, (spec.name, st)
+            nonempty += bool(old)
+    assert nonempty > 100
