@@ -114,7 +114,7 @@ from ..formulas.selective_checkpointing import (
 )
 from ..formulas.tensor_parallel import full_token_replicated_elements, training_tp_framework
 from ..formulas.tensors import layer_keys, layer_kind_firsts
-from ..formulas.training_activations import ActivationSetup, _head_dims, needs_mask
+from ..formulas.training_activations import ActivationSetup, _head_dims, masked_layers
 from ..formulas.training_states import recipe, training_recipe_name
 from ..formulas.training_time import (
     DEQUANT_BYTES_PER_WEIGHT,
@@ -1120,7 +1120,7 @@ def sdpa_masked_layers(spec: ModelSpec, w: TrainingWorkload, kernel: str, device
         return 0, 0, kernel
     st = ActivationSetup(batch=1, seq=w.seq_len, attention=w.attention, packing=w.packing,
                          megatron_te=w.precision in MEGATRON_PRECISIONS)
-    masked = [i for i, t in enumerate(spec.layer_types) if t != "none" and needs_mask(spec, i, st)]
+    masked = masked_layers(spec, st)
     if not masked:
         return 0, 0, kernel
     kernel_m, why = sdpa_backend(device.capability, attention_dtype(w.precision, compute_bytes(w)),

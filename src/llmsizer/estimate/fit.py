@@ -1796,7 +1796,8 @@ def training_on_device(spec: ModelSpec, fields: dict[str, Any], memory: int, hea
     stand-in, where its memory came from, and their warnings): the one path of `fit --train` (``fit_training``) and
     the training plan, so both say the same assumptions. An attention kernel ``device`` cannot run is refused here,
     memory asked or not (training/setup.py ``refuse_attention_kernel``), as the duration refuses it."""
-    refuse_attention_kernel(spec, training_workload(fields), device)
+    # the workload the estimate builds (training_workload: one object for both)
+    refuse_attention_kernel(spec, training_workload(dict(fields, memory=memory, headroom=headroom)), device)
     return with_device_notes(training_on_memory(spec, fields, memory, headroom), named_device_notes(device, notes))
 
 
@@ -1907,7 +1908,8 @@ def fit_training(model: ModelSpec | str, hardware: str | Device | Instance, coun
     # the high end is the verdict's (verdict.py high_end: the calibrated high end where it is higher), the one
     # `fit --train` and `train` print; the items' summed ranges' high, kept under its own name
     # replicas: the data-parallel degree, gpus / (tp x pp x cp) (TrainingWorkload.dp), not gpus / tp (probe15 D6)
-    return FitResult("training", spec.name, target, device.id, n, tp, training_workload(fields).dp, "", "", fits, need,
+    dp = training_workload(dict(fields, memory=usable, headroom=headroom)).dp  # (the estimate's workload)
+    return FitResult("training", spec.name, target, device.id, n, tp, dp, "", "", fits, need,
                      verdict_high(est) or hi, int(d["memory_budget"]), hr, est, None, timing, tuple(reasons),
                      tuple(assumptions), tuple(est.warnings),
                      {"usable_memory_per_device": usable, "components_high_per_device": hi}, dur, fits_at=at,
@@ -2102,7 +2104,8 @@ def _training_step_need(spec: ModelSpec, hardware: str | Device | Instance, coun
     cannot hold does not fit); None when the workload or the devices refuse it (QLoRA under fp32 precision)."""
     try:
         p = _training_placement(hardware, count, headroom, memory, hardware_files, fields)
-        refuse_attention_kernel(spec, training_workload(p.fields), p.device)  # as training_on_device
+        refuse_attention_kernel(spec, training_workload(dict(p.fields, memory=p.usable, headroom=headroom)),
+                                p.device)  # as training_on_device (the workload training_needs builds)
         need, host_per_rank = training_needs(spec, **p.fields, memory=p.usable, headroom=headroom)
     except InputError:
         return None

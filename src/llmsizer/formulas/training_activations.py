@@ -397,6 +397,15 @@ def needs_mask(spec: ModelSpec, layer: int, st: ActivationSetup) -> bool:
     return sliding or st.packing
 
 
+
+def masked_layers(spec: ModelSpec, st: ActivationSetup) -> list[int]:
+    """The attention layers (ascending) for which :func:`needs_mask` holds. None without packed documents and without
+    a sliding window (or under flash, flex or Megatron-Core): there ``needs_mask`` holds for no layer, which is not
+    tested one layer at a time (a 126-layer model asks it 126 times per training duration)."""
+    if st.attention in ("flash", "flex") or st.megatron_te or (not st.packing and spec.sliding_window is None):
+        return []
+    return [i for i, t in enumerate(spec.layer_types) if t != "none" and needs_mask(spec, i, st)]
+
 def sdpa_runs_math(spec: ModelSpec, st: ActivationSetup) -> bool:
     """True when the attention runs torch's math kernel (its fp32 q/K^T/V copies and softmax probabilities kept):
     the backend formulas/sdpa_dispatch.py ``sdpa_backend`` picks, the one rule the duration times too. The memory is

@@ -122,10 +122,14 @@ def setting_engines(given: Mapping[str, object] | object) -> tuple[list[str], se
     """(the engine settings given, the engines that read every one of them): ENGINE_SETTINGS and
     OTHER_ENGINE_SETTINGS (gpus only above 1). ``given``: the fields (a mapping) or a workload (its attributes). No
     setting given: ([], set()); an empty set with settings given: no one engine reads them together."""
-    read = given.get if isinstance(given, Mapping) else (lambda n: getattr(given, n, None))
+    read: Callable[[str], object]
+    if isinstance(given, Mapping):  # a name the fields lack reads None, which is no setting: only those present
+        read, names = given.get, [n for n in _OWNERS if n in given]  # looked at (the same names, in _OWNERS' order)
+    else:
+        read, names = (lambda n: getattr(given, n, None)), list(_OWNERS)
     gpus = read("gpus")
-    named = [n for n in _OWNERS if (engine_setting_given(n, read(n)) if n != "gpus"
-                                     else isinstance(gpus, int) and not isinstance(gpus, bool) and gpus > 1)]
+    named = [n for n in names if (engine_setting_given(n, read(n)) if n != "gpus"
+                                  else isinstance(gpus, int) and not isinstance(gpus, bool) and gpus > 1)]
     if not named:
         return [], set()
     return named, set(_OWNERS[named[0]]).intersection(*(_OWNERS[n] for n in named[1:]))

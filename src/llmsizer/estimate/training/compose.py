@@ -216,8 +216,13 @@ def _prepared(model: ModelSpec | str, workload: TrainingWorkload | None, kwargs:
             return on_instance
         # a catalog device or instance, as `train --device` takes it (estimate/device.py, the one resolver): its kind,
         # its memory when none is given, the assumptions naming both and the memory's warning
-        kwargs, device, _, notes = workload_on_device(kwargs, "estimate_training")
-    w = workload if workload is not None else TrainingWorkload(**kwargs)
+        resolved, device, _, notes = workload_on_device(kwargs, "estimate_training")
+        # the caller's fields in the caller's order, then what the resolver added (the same keywords and values): the
+        # workload ``training_workload`` built for the same fields is the one this estimate reads (fit_training's
+        # kernel check, ``training_on_device``)
+        kwargs = {k: resolved[k] for k in kwargs if k in resolved}
+        kwargs.update(resolved)
+    w = workload if workload is not None else training_workload(kwargs)
     spec, w = with_framework(spec, w)  # the framework profile's defaults where the caller stated nothing
     refuse_unmodelled(spec, training=True, w=w)
     if device is not None:  # an attention kernel the device cannot run: refused as the duration refuses it
@@ -251,7 +256,8 @@ def training_workload(fields: dict[str, Any]) -> TrainingWorkload:
     """``TrainingWorkload(**fields)``, memoized on the fields (their names, values and the values' types: all the
     constructor reads; a workload is immutable): a catalog-wide search (``recommend --train``, ``plan``) times one
     run on every device with the same fields, and the same object lets the duration's memos keyed on the workload
-    (estimate/duration.py) match it by identity. A field value that cannot be hashed: built each time."""
+    (estimate/duration.py) match it by identity; ``fit_training``'s kernel check and its estimate (``_prepared``)
+    build one workload. A field value that cannot be hashed: built each time."""
     vals = tuple(fields.values())
     key = (tuple(fields), vals, tuple(map(type, vals)))
     try:

@@ -188,28 +188,43 @@ def check_expert_tp(spec: ModelSpec, w: TrainingWorkload) -> None:
                          "(moe_layer.py raises otherwise); give sequence_parallel")
 
 
+# the fields whose recorded value or reason has a rule of its own (``_recorded``; under a framework profile every
+# field has: ``profile_why``); any other field records its value with _WHY's reason or "given"
+_RECORDED_APART = frozenset({"recompute_modules", "grad_checkpointing", "loss", "precision"})
+
+
 def record_workload(w: TrainingWorkload, acc: Acc, names: tuple[str, ...]) -> None:
     """Record workload fields; a field the caller did not give is flagged default=True."""
     named = w.given or ()
-    device_precision_why, _ = precision_notes(w)
+    profiled = w.framework != "none"
+    append = acc.assumptions.append
     for name in names:
-        value = getattr(w, name)
-        if name == "recompute_modules":  # the list the estimate applies (Megatron's default where none is stated)
-            value = ",".join(m for m in RECOMPUTE_MODULES if m in w.recomputed_modules)
         default = name not in named  # not given(w, name)
-        why = _WHY.get(name, "") if default else "given"
-        if default and name == "grad_checkpointing" and w.grad_checkpointing == default_grad_checkpointing(w.method) \
-                and w.method == "qlora":  # the method's own default (specs/training.py default_grad_checkpointing)
-            why = QLORA_GRAD_CHECKPOINTING_WHY
-        if default and name == "loss" and w.precision in MEGATRON_PRECISIONS:  # specs/training.py default_loss
-            why = MEGATRON_LOSS_WHY
-        if default and name == "recompute_modules":
-            why = "Megatron-Core's default recompute_modules ['core_attn'] (transformer_config.py)"
-        if name == "precision":
-            why = device_precision_why or recipe(w.precision).description
-        if default and w.framework != "none":  # a framework profile's default (estimate/framework.py)
-            why = profile_why(w, name) or why
-        acc.assumptions.append(Assumption(name, value, default, why))
+        if profiled or name in _RECORDED_APART:
+            value, why = _recorded(w, name, default)
+        else:  # a plain field without a profile: its value, with _WHY's reason or "given" (as ``_recorded`` says)
+            value, why = getattr(w, name), (_WHY.get(name, "") if default else "given")
+        append(Assumption(name, value, default, why))
+
+
+def _recorded(w: TrainingWorkload, name: str, default: bool) -> tuple[object, str]:
+    """(the value, the reason) ``record_workload`` records for field ``name`` of ``w`` (``default``: not given)."""
+    value = getattr(w, name)
+    if name == "recompute_modules":  # the list the estimate applies (Megatron's default where none is stated)
+        value = ",".join(m for m in RECOMPUTE_MODULES if m in w.recomputed_modules)
+    why = _WHY.get(name, "") if default else "given"
+    if default and name == "grad_checkpointing" and w.grad_checkpointing == default_grad_checkpointing(w.method) \
+            and w.method == "qlora":  # the method's own default (specs/training.py default_grad_checkpointing)
+        why = QLORA_GRAD_CHECKPOINTING_WHY
+    if default and name == "loss" and w.precision in MEGATRON_PRECISIONS:  # specs/training.py default_loss
+        why = MEGATRON_LOSS_WHY
+    if default and name == "recompute_modules":
+        why = "Megatron-Core's default recompute_modules ['core_attn'] (transformer_config.py)"
+    if name == "precision":
+        why = precision_notes(w)[0] or recipe(w.precision).description
+    if default and w.framework != "none":  # a framework profile's default (estimate/framework.py)
+        why = profile_why(w, name) or why
+    return value, why
 
 
 @dataclass(frozen=True)
