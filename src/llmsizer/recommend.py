@@ -372,56 +372,21 @@ def _fewest_cards(short: Sequence[_Candidate], c: Constraints, evaluated_for: Ca
                   ) -> list[tuple[_Candidate, Evaluated]]:
     """For each local GPU one card of which holds no format (``_more_cards_asked``), the fewest of the same card, up
     to one machine's GPUs (``SERVING_GPUS_PER_NODE``, fit's machine), on which one does, as ``fit --count N`` and
-    ``models --fits-on --count N`` lay them out (tensor parallelism on vLLM, a llama.cpp split): that many cards as a
-    candidate, priced as that many (``_with_devices``), with its evaluation (``evaluated_for``, recommend's for any
-    candidate); none where even that many hold no format. The fewest: a card more costs more, and copies for a load
-    are ``_priced``'s. Each card's share of the weights and KV cache falls as cards are added, so whether a format
-    fits turns from no to yes once as the count grows: the floor is asked first, then the most cards, then the
-    fewest between by halving. The cards are asked by memory, largest first: a card with less memory needs at least
-    the cards one with more needed (the bound recommend's training scale-out takes, ``_scale_out``), so its counts
-    start there; and where k cards of memory M held no format, k' cards of memory M' <= M hold none while
-    k' M' <= k M: with a card's need at k cards S / k + R (S the bytes split over the cards, R those each card
-    keeps: buffers, context), k cards short means S > k (B - R) for the budget B of M, so k' cards need
-    k' (B' - R) >= S > k (B - R), hence k' > k B / B' >= k M / M' (B' <= B, the margin a share or a fixed amount).
-    Once a card holds no format on the most, none with less memory is asked."""
+    ``models --fits-on --count N`` lay them out (tensor parallelism on vLLM / SGLang, a llama.cpp split): that many
+    cards as a candidate, priced as that many (``_with_devices``), with its evaluation (``evaluated_for``,
+    recommend's for any candidate); none where even that many hold no format. The fewest: a card more costs more, and
+    copies for a load are ``_priced``'s. Every count from 2 up is asked, in order: whether a format fits is not
+    monotone in the count (vLLM and SGLang lay a model out at a tensor-parallel degree that divides its heads: 70B at
+    2, 4 or 8 cards, never 5-7), so no count is skipped by a bound (review19 D1)."""
     found: list[tuple[_Candidate, Evaluated]] = []
-    floor = 2
-    short_of = 0  # the most memory k cards of one kind (k >= 2) held and no format fitted: k x memory per card
-    for cand in sorted(short, key=lambda x: (-int(x.memory or x.device.memory_bytes or 0), x.target)):
-        memory = int(cand.memory or cand.device.memory_bytes or 0)
-        if memory:  # fewer cards than that memory over this card's cannot hold it either
-            floor = max(floor, short_of // memory + 1)
-        asked: dict[int, tuple[_Candidate, Evaluated]] = {}
-
-        def at(k: int, cand: _Candidate = cand, asked: dict[int, tuple[_Candidate, Evaluated]] = asked
-               ) -> tuple[_Candidate, Evaluated]:
-            if k not in asked:
-                more = _with_devices(cand, k, c)
-                assert not isinstance(more, str)  # a bare device: any count
-                asked[k] = (more, evaluated_for(more))
-            return asked[k]
-
-        def holds(k: int, memory: int = memory) -> bool:
-            nonlocal short_of
-            held = at(k)[1][0].tokens_per_second is not None
-            if not held:
-                short_of = max(short_of, k * memory)
-            return held
-
-        low, high = floor, SERVING_GPUS_PER_NODE  # below the floor no format fits (the one card, or the bound)
-        if floor > high:
-            break
-        if not holds(floor):
-            if floor == high or not holds(high):
-                floor = high + 1  # a card with no more memory holds none either
-                continue
-            while high - low > 1:
-                mid = (low + high) // 2
-                low, high = (low, mid) if holds(mid) else (mid, high)
-        else:
-            high = floor
-        floor = high
-        found.append(at(high))
+    for cand in short:
+        for k in range(2, SERVING_GPUS_PER_NODE + 1):
+            more = _with_devices(cand, k, c)
+            assert not isinstance(more, str)  # a bare device: any count
+            evaluated = evaluated_for(more)
+            if evaluated[0].tokens_per_second is not None:
+                found.append((more, evaluated))
+                break
     return found
 
 

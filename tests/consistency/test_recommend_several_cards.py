@@ -70,3 +70,17 @@ def test_the_fewest_cards_that_hold_a_format():
 def test_a_laptop_and_an_instance_keep_their_own_count():
     rec = recommend_inference(MODEL, constraints=Constraints(laptop=True), **KW)
     assert all(o.count == 1 for o in (*rec.options, *rec.rejected) if o.device_kind == "gpu")
+
+
+def test_on_a_tensor_parallel_engine_each_card_gets_the_fewest_count_fit_fits():
+    """review19 D1: on vLLM a model is laid out at a tensor-parallel degree dividing its 64 heads and 8 KV heads
+    (Llama-3.3-70B config.json), so 5-7 cards hold no layout while 4 and 8 may: whether a format fits is not monotone
+    in the count. For every card recommend grows, its count is the fewest k in 2..8 at which fit on k cards (same
+    engine) finds a format, every smaller k finding none; and a card fit fits at some k in 2..8 is offered."""
+    rec = recommend_inference(MODEL, engine="vllm", constraints=Constraints(kwh_price=KWH), **KW)
+    grown = {o.target: o.count for o in (*rec.options, *rec.rejected) if o.count > 1}
+    for card in ("rtx-4090", "rtx-5080", "rtx-5060-ti-16gb"):
+        hints = {k: fit(MODEL, card, k, engine="vllm", **KW).fits_at for k in range(2, 9)}
+        fits_at = [k for k, h in hints.items() if h is not None and h["engine"] == "vllm"]  # fit's hint on vLLM
+        assert fits_at and fits_at[0] in (2, 4, 8)  # a TP degree dividing 64 and 8
+        assert grown.get(card) == fits_at[0], (card, grown.get(card), fits_at)
