@@ -143,3 +143,27 @@ def test_refusals() -> None:
         TrainingWorkload(**base, precision="megatron-bf16", attention="eager")  # type: ignore[arg-type]
     with pytest.raises(InputError, match="multiple of 2 x context_parallel"):
         TrainingWorkload(**dict(base, seq_len=4098), precision="megatron-bf16")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("checkpointing", "modules", "again"), [
+    ("none", None, 0),
+    ("selective", None, 16),  # Megatron's default recompute module, core_attn: the attention core and its ring re-run
+    ("selective", ("layernorm",), 0),
+    ("full", None, 16),
+])
+def test_a_recomputed_attention_core_runs_its_ring_again(checkpointing: str, modules: tuple[str, ...] | None,
+                                                         again: int) -> None:
+    """review19 D2/D3: TransformerEngine's ring runs inside the attention core (AttnFuncWithCPAndKVP2P, attention.py
+    @d0067d0 lines 392, 495, 1555), so a layer whose core is recomputed (Megatron's selective 'core_attn', or full
+    recomputation) sends its K/V around the ring once more in the backward; counted on the busiest pipeline stage:
+    Llama 3.1 405B's 126 layers over pp 8 give the first stages 16 (Megatron's even split, the remainder first).
+    By hand: t = 8192 / 2 tokens, K and V 8 heads x 128 / tp 8 each, bf16, cp - 1 = 1 round: (3 x 16 + again) x
+    t x 256 x 2 bytes."""
+    spec, h100 = load_model("llama-3.1-405b"), builtin_catalog().devices["h100-sxm"]
+    fields = dict(RUN, gpus=256, tp=8, pp=8, context_parallel=2, grad_checkpointing=checkpointing)
+    if modules:
+        fields["recompute_modules"] = modules
+    d = training_duration_for(spec, h100, 256, 1e9, fields)
+    a = {x.name: x for x in d.assumptions}
+    t, kv = 4096, 2 * 8 * 128 // 8
+    assert a["ring_attention_exchange_bytes"].value == (3 * 16 + again) * t * kv * 2

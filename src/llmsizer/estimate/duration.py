@@ -1559,9 +1559,16 @@ def _ring_exchange_seconds(spec: ModelSpec, w: TrainingWorkload, tokens: int, t_
     if spec.kv_expanded_in_attention:  # the ring runs on the K/V the module expanded to every query head
         k_w = v_w = q_w
     full = recompute_mode(w.grad_checkpointing) == "full"
-    layers = max(map(len, pipeline_stage_layers(spec.num_layers, w.pp, w.pipeline_split,
-                                                w.virtual_stages if w.pp > 1 else 1)))
-    again = len(checkpointed_layers(spec.num_layers, w.checkpoint_every)) // max(1, w.pp) if full else 0
+    busiest = max(pipeline_stage_layers(spec.num_layers, w.pp, w.pipeline_split, w.virtual_stages if w.pp > 1 else 1),
+                  key=len)
+    layers = len(busiest)
+    # the layers whose forward runs the ring again in the backward, on that busiest stage (review19 D2/D3): the
+    # checkpointed ones under full recomputation; every one where Megatron's selective recomputation re-runs the
+    # attention core ('core_attn': TransformerEngine's ring inside it, attention.py @d0067d0 lines 392, 495, 1555)
+    if full:
+        again = len(set(busiest) & set(checkpointed_layers(spec.num_layers, w.checkpoint_every)))
+    else:
+        again = layers if "core_attn" in w.recomputed_modules else 0
     compute = compute_bytes(w)
     te = w.cp_ring == "te-p2p"
     v_f, v_b = (p2p_ring_exchange_bytes if te else ring_exchange_bytes)(tokens, k_w, v_w, w.context_parallel, compute,

@@ -143,7 +143,8 @@ def p2p_ring_exchange_bytes(tokens: int, k_width: int, v_width: int, cp: int, co
     """(forward, backward) bytes one context-parallel rank sends (and receives) per micro-step for
     TransformerEngine's P2P ring (``AttnFuncWithCPAndKVP2P``, module docstring's Megatron-Core lines): every layer's
     forward passes its K/V on cp - 1 times; its backward passes the K/V and the dK/dV, in the compute dtype, cp - 1
-    times each; a fully recomputed layer's forward runs the ring again in the backward::
+    times each; a layer whose attention core is recomputed (full recomputation, or Megatron's selective
+    'core_attn') runs the ring again in the backward, L_r such layers::
 
         V_f = L (cp - 1) t (k + v) c
         V_b = (L + L_r) (cp - 1) t (k + v) c + L (cp - 1) t (k + v) c                          (CP3)

@@ -954,7 +954,7 @@ class TrainingWorkload:
                 # formulas/context_parallel.py); Megatron FSDP is not modelled
                 if self.fsdp is not None:
                     raise InputError("context_parallel under a Megatron precision is Megatron-Core's, beside its DDP "
-                                     "or distributed optimizer (zero 0 or 1); fsdp does not apply")
+                                     "or distributed optimizer (the zero setting); fsdp does not apply")
             elif self.fsdp is None or self.fsdp_version != 2:
                 raise InputError("context_parallel is torchtitan's (or, under precision megatron-bf16 / "
                                  "megatron-fp16, Megatron-Core's); torchtitan shards the parameters with FSDP2 over "
