@@ -643,6 +643,10 @@ def recommend_inference(model: ModelSpec | str, *, context: int = InferenceWorkl
                                    "formulas/serving_queue.py eq. Q10c), as `fit --request-rate`")]
     if implied is not None:
         assumptions.append(Assumption("engine", implied[0], True, implied[1]))
+    if per_node is not None:
+        assumptions.append(Assumption("gpus_per_node", serving_machine_size(None, per_node), False,
+                                      "devices per machine of the bare devices: each one's cards searched up to one "
+                                      "machine, each fit's `--gpus-per-node`; an instance is its own machine"))
     if weights is not None:  # a given format, and the alias it resolved from ('int4' -> gptq-int4)
         assumptions.append(Assumption("weights", normalize_format(weights), False, given_format_why(weights)))
     if found is not None:

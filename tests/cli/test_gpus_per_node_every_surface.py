@@ -49,6 +49,8 @@ def test_recommend_searches_bare_cards_within_one_machine_of_gpus_per_node() -> 
     assert code == 0
     code, two = run_json("recommend", MODEL, "--gpus-per-node", "2", "--json")
     assert code == 0
+    assert [a["value"] for a in two["assumptions"] if a["name"] == "gpus_per_node"] == [2]
+    assert not [a for a in base["assumptions"] if a["name"] == "gpus_per_node"]
     local = [o for o in two["options"] if o["provider"] == "local"]
     assert local and max(o["count"] for o in local) <= 2
     assert max(o["count"] for o in base["options"] if o["provider"] == "local") > 2  # the bound changed something
