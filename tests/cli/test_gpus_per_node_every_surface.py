@@ -37,6 +37,11 @@ def test_fits_on_takes_gpus_per_node_as_fit() -> None:
     assert (row["tensor_parallel"], row["replicas"]) == (default.tensor_parallel, default.replicas)
 
 
+def test_fits_on_text_names_the_machine_size() -> None:
+    code, out, _ = run("models", MODEL, "--fits-on", DEVICE, "--count", "4", "--gpus-per-node", "2")
+    assert code == 0 and out.startswith(f"models on 4 x {DEVICE}, devices per machine 2:")
+
+
 def test_fits_on_gpus_per_node_needs_fits_on() -> None:
     code, _, err = run("models", "--gpus-per-node", "2")
     assert code == 2 and "--gpus-per-node" in err and "--fits-on" in err

@@ -305,6 +305,7 @@ def _fits_on(found: list[Any], args: argparse.Namespace) -> int:
                                             ("memory", args.memory and format_bytes(args.memory)),
                                             ("host memory", args.host_memory and format_bytes(args.host_memory)),
                                             ("headroom", args.headroom),
+                                            ("devices per machine", args.gpus_per_node),
                                             ("fit target", args.fit_target and format_bytes(args.fit_target)),
                                             *((k.replace("_", " "), "x".join(map(str, v)) if isinstance(v, tuple) else v)
                                               for k, v in media_fields(args).items())) if v is not None)
