@@ -55,6 +55,7 @@ from .estimate.fit import (
     not_whole_instances,
     per_replica,
     read_request_rate,
+    serving_machine_size,
     target_and_count,
     training_layout,
 )
@@ -368,19 +369,20 @@ def _more_cards_asked(cand: _Candidate, opt: Option) -> bool:
 Evaluated = tuple[Option, tuple[str, ...], int]  # recommend's evaluation: the option, fit's warnings, copies
 
 
-def _fewest_cards(short: Sequence[_Candidate], c: Constraints, evaluated_for: Callable[[_Candidate], Evaluated]
-                  ) -> list[tuple[_Candidate, Evaluated]]:
+def _fewest_cards(short: Sequence[_Candidate], c: Constraints, evaluated_for: Callable[[_Candidate], Evaluated],
+                  per_node: int = SERVING_GPUS_PER_NODE) -> list[tuple[_Candidate, Evaluated]]:
     """For each local GPU one card of which holds no format (``_more_cards_asked``), the fewest of the same card, up
-    to one machine's GPUs (``SERVING_GPUS_PER_NODE``, fit's machine), on which one does, as ``fit --count N`` and
-    ``models --fits-on --count N`` lay them out (tensor parallelism on vLLM / SGLang, a llama.cpp split): that many
-    cards as a candidate, priced as that many (``_with_devices``), with its evaluation (``evaluated_for``,
-    recommend's for any candidate); none where even that many hold no format. The fewest: a card more costs more, and
-    copies for a load are ``_priced``'s. Every count from 2 up is asked, in order: whether a format fits is not
-    monotone in the count (vLLM and SGLang lay a model out at a tensor-parallel degree that divides its heads: 70B at
-    2, 4 or 8 cards, never 5-7), so no count is skipped by a bound (review19 D1)."""
+    to one machine's GPUs (``per_node``: fit's machine, ``serving_machine_size``; ``recommend --gpus-per-node``
+    where given, else SERVING_GPUS_PER_NODE), on which one does, as ``fit --count N`` and ``models --fits-on --count
+    N`` lay them out (tensor parallelism on vLLM / SGLang, a llama.cpp split): that many cards as a candidate, priced
+    as that many (``_with_devices``), with its evaluation (``evaluated_for``, recommend's for any candidate); none
+    where even that many hold no format. The fewest: a card more costs more, and copies for a load are ``_priced``'s.
+    Every count from 2 up is asked, in order: whether a format fits is not monotone in the count (vLLM and SGLang lay
+    a model out at a tensor-parallel degree that divides its heads: 70B at 2, 4 or 8 cards, never 5-7), so no count
+    is skipped by a bound (review19 D1)."""
     found: list[tuple[_Candidate, Evaluated]] = []
     for cand in short:
-        for k in range(2, SERVING_GPUS_PER_NODE + 1):
+        for k in range(2, per_node + 1):
             more = _with_devices(cand, k, c)
             assert not isinstance(more, str)  # a bare device: any count
             evaluated = evaluated_for(more)
@@ -522,6 +524,9 @@ def recommend_inference(model: ModelSpec | str, *, context: int = InferenceWorkl
     fields: dict[str, Any] = {**media, **{k: v for k, v in workload.items() if v is not None}}
     if kv_unified is not None:
         fields["kv_unified"] = kv_unified
+    # fit's machine size (estimate/fit.py serving_machine_size; not a workload field): the machines the bare devices
+    # are, told to each of their fits as `fit --gpus-per-node`; an instance is its own machine (the plan's rule)
+    per_node = fields.pop("gpus_per_node", None)
     c = _search_constraints(fields, (constraints or Constraints()).for_mode("serving"))
     if request_rate is not None:
         request_rate = read_request_rate(request_rate)
@@ -550,23 +555,27 @@ def recommend_inference(model: ModelSpec | str, *, context: int = InferenceWorkl
     memo: dict[tuple[Any, ...], tuple[Option, tuple[str, ...], int]] = {}  # (option, fit's warnings, copies)
     said: dict[int, tuple[str, ...]] = {}  # a meeting option (by id) -> the warnings of the fit behind it
 
+    def fields_of(cand: _Candidate) -> dict[str, Any]:
+        """The fields of ``cand``'s fits: with the machine size given, for bare devices only."""
+        return fields if per_node is None or cand.instance is not None else {**fields, "gpus_per_node": per_node}
+
     def evaluated_for(cand: _Candidate) -> tuple[Option, tuple[str, ...], int]:
         inst = cand.instance  # the key holds everything the evaluation reads (the VM share needs vCPUs and SMT)
         key = (cand.device.id, cand.count, cand.memory, inst.interconnect if inst else None,
                inst.vcpus.raw if inst and inst.vcpus else None,
-               inst.threads_per_core.raw if inst and inst.threads_per_core else None)
+               inst.threads_per_core.raw if inst and inst.threads_per_core else None, inst is None)
         evaluated = memo.get(key)
         if evaluated is None:
             evaluated = ((*_evaluate(spec, cand, context, concurrency, output_tokens, weights, c, hr,
-                                     hardware_files, engine, fields), 1) if request_rate is None else
+                                     hardware_files, engine, fields_of(cand)), 1) if request_rate is None else
                          _rate_copies(spec, cand, request_rate, context, output_tokens, weights, c, hr,
-                                      hardware_files, engine, fields))
+                                      hardware_files, engine, fields_of(cand)))
             memo[key] = evaluated
         return evaluated
 
     def add(cand: _Candidate, evaluated: tuple[Option, tuple[str, ...], int]) -> None:
-        opt = _priced(evaluated[0], cand, c, concurrency, context, output_tokens, spec, hardware_files, hr, fields,
-                      evaluated[2], request_rate)
+        opt = _priced(evaluated[0], cand, c, concurrency, context, output_tokens, spec, hardware_files, hr,
+                      fields_of(cand), evaluated[2], request_rate)
         if opt.status == "meets":
             said[id(opt)] = evaluated[1]
         (meets if opt.status == "meets" else rejected).append(opt)
@@ -577,7 +586,8 @@ def recommend_inference(model: ModelSpec | str, *, context: int = InferenceWorkl
         add(cand, evaluated)
         if _more_cards_asked(cand, evaluated[0]):
             short.append(cand)
-    for cand, more in _fewest_cards(short, c, evaluated_for):  # the fewest of each that hold one
+    # the fewest of each that hold one, within one of the machines the bare devices are (fit's machine size)
+    for cand, more in _fewest_cards(short, c, evaluated_for, serving_machine_size(None, per_node)):
         add(cand, more)
     meets.sort(key=lambda o: (o.price_per_hour is None, o.price_per_hour or 0.0, -(o.tokens_per_second or 0.0)))
     # the chosen option's warnings are fit's for it (an MoE's, a recurrent layer's approximation, the high end of
@@ -598,6 +608,10 @@ def recommend_inference(model: ModelSpec | str, *, context: int = InferenceWorkl
                                    "formulas/serving_queue.py eq. Q10c), as `fit --request-rate`")]
     if implied is not None:
         assumptions.append(Assumption("engine", implied[0], True, implied[1]))
+    if per_node is not None:
+        assumptions.append(Assumption("gpus_per_node", serving_machine_size(None, per_node), False,
+                                      "devices per machine of the bare devices: each one's cards searched up to one "
+                                      "machine, each fit's `--gpus-per-node`; an instance is its own machine"))
     if weights is not None:  # a given format, and the alias it resolved from ('int4' -> gptq-int4)
         assumptions.append(Assumption("weights", normalize_format(weights), False, given_format_why(weights)))
     if found is not None:

@@ -16,7 +16,7 @@ from ..formulas.weight_formats import file_weight_bytes, format_names, stored_fo
 from ..numbers import CONCURRENCY, COUNT
 from ..render.safe import say
 from ..render.text import table
-from ..specs import ENGINES, InferenceWorkload, ModelSpec, normalize_engine
+from ..specs import ENGINES, InferenceWorkload, ModelSpec, TrainingWorkload, normalize_engine
 from ..specs.workload import OUTPUT_TOKENS, engine_rule_text
 from ..units import bytes_text, format_bytes, format_count, format_rate
 from .commands import COMMAND_HELP
@@ -80,6 +80,10 @@ def register(sub: Any) -> None:
     p.add_argument("--host-memory", type=bytes_arg, help="host RAM beside the GPUs, with --fits-on, as fit's "
                    "llama.cpp auto-fit checks it: a model that fits only with experts in host memory is named at the "
                    "highest-quality format whose host share fits it (default: not checked, the smallest format)")
+    p.add_argument("--gpus-per-node", type=int_arg(COUNT), help="devices per machine, with --fits-on, as `fit "
+                   "--gpus-per-node`: the machine the tensor-parallel degrees are chosen within and a llama.cpp split "
+                   "stays inside (default: the instance's count, else "
+                   f"{TrainingWorkload.gpus_per_node})")
     add_headroom_arg(p, engines="defaults")
     add_metric_arg(p)  # with --fits-on, as `fit --metric` and `recommend --metric`
     add_fit_target_arg(p)
@@ -143,6 +147,7 @@ def _fits_on_flags_need_fits_on(args: argparse.Namespace) -> None:
                             ("--engine", args.engine), ("--engine-version", args.engine_version),
                             ("--allow-long-context", args.allow_long_context), ("--memory", args.memory),
                             ("--host-memory", args.host_memory), ("--headroom", args.headroom), ("--metric", args.metric), ("--fit-target", args.fit_target),
+                            ("--gpus-per-node", args.gpus_per_node),
                             *(("--" + k.replace("_", "-"), v) for k, v in media_fields(args).items())) if v is not None]
     if given:
         raise InputError(f"{', '.join(given)} need{'s' if len(given) == 1 else ''} --fits-on DEVICE (the hardware the "
@@ -206,13 +211,13 @@ def fits_on_answer(found: list[Any], args: argparse.Namespace) -> tuple[dict[str
                                output_tokens=args.output_tokens, hardware_files=args.hardware_file, engine=engine,
                                memory=args.memory, constraints=constraints, engine_version=args.engine_version,
                                kv_dtype=args.kv_dtype, allow_long_context=args.allow_long_context, metric=args.metric,
-                               fit_target=args.fit_target, **media))
+                               fit_target=args.fit_target, gpus_per_node=args.gpus_per_node, **media))
             for e in found]
     given = {k: v for k, v in (("output_tokens", args.output_tokens), ("kv_dtype", args.kv_dtype), ("engine", engine),
                                ("engine_version", args.engine_version),
                                ("allow_long_context", args.allow_long_context), ("memory", args.memory),
                                ("host_memory", args.host_memory), ("headroom", args.headroom), ("metric", args.metric), ("fit_target", args.fit_target),
-                               *media.items()) if v is not None}
+                               ("gpus_per_node", args.gpus_per_node), *media.items()) if v is not None}
     if text_only:
         given["text_only_left_out"] = text_only
     newer = newer_release_note(engine, args.engine_version) if engine else None  # fit's warning, as recommend's
@@ -300,6 +305,7 @@ def _fits_on(found: list[Any], args: argparse.Namespace) -> int:
                                             ("memory", args.memory and format_bytes(args.memory)),
                                             ("host memory", args.host_memory and format_bytes(args.host_memory)),
                                             ("headroom", args.headroom),
+                                            ("devices per machine", args.gpus_per_node),
                                             ("fit target", args.fit_target and format_bytes(args.fit_target)),
                                             *((k.replace("_", " "), "x".join(map(str, v)) if isinstance(v, tuple) else v)
                                               for k, v in media_fields(args).items())) if v is not None)

@@ -99,6 +99,9 @@ def recommend_answer(spec: ModelSpec, args: argparse.Namespace) -> tuple[dict[st
                                  hardware_files=args.hardware_file, training_fields=training_fields(args),
                                  model_name=args.model if isinstance(getattr(args, "model", None), str) else None)
     else:
+        # --gpus-per-node serving: the machines your own (bare) devices are, each candidate's `fit --gpus-per-node`
+        # (estimate/fit.py serving_machine_size, the one rule; an instance is its own machine)
+        per_node, args.gpus_per_node = args.gpus_per_node, None
         refuse_training_flags(args)
         fields = inference_fields(args)  # every serving field given, as `fit` takes them
         for name in ("gpus", "weights", "context", "concurrency", "output_tokens", "engine"):
@@ -112,7 +115,8 @@ def recommend_answer(spec: ModelSpec, args: argparse.Namespace) -> tuple[dict[st
                                   request_rate=args.request_rate,
                                   output_tokens=args.output_tokens, weights=args.weights, constraints=cons,
                                   hardware_files=args.hardware_file,
-                                  engine=normalize_engine(args.engine) if args.engine else None, **fields)
+                                  engine=normalize_engine(args.engine) if args.engine else None,
+                                  gpus_per_node=per_node, **fields)
     return rec.to_dict(), exit_code(bool(rec.options)), rec
 
 

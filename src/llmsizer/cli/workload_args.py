@@ -457,7 +457,9 @@ def add_training_args(p: argparse.ArgumentParser, *, attention: bool = True,
                    "optimizer needs ZeRO 1-3 or --fsdp, params ZeRO 3 or --fsdp full/hybrid")
     g.add_argument("--gpus-per-node", type=int_arg(COUNT), help="devices per machine: --fsdp hybrid, and where the "
                    "data-parallel collectives leave the machine; serving (fit): the machine the tensor-parallel "
-                   f"degrees are chosen within (default: the instance's count, else {TW.gpus_per_node})")
+                   "degrees are chosen within; recommend: the machines your own (bare) devices are, their cards "
+                   "searched up to one of them (an instance is its own machine) (default: the instance's count, "
+                   f"else {TW.gpus_per_node})")
     g.add_argument("--network", help="network between machines when --gpus exceeds --gpus-per-node, for the duration: "
                    "a catalog interconnect (ib-ndr: one 400 Gb/s port per device; efa-p5: per machine) or a bandwidth "
                    "per machine ('1600 Gb/s', '8x400Gb/s') (default: the instance's network, else none: a warning)")

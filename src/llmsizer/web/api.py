@@ -157,7 +157,8 @@ async def models(request: Request, query: str | None = Query(None, description="
                  count: str | None = None, context: str | None = None, concurrency: str | None = None,
                  output_tokens: str | None = None, kv_dtype: str | None = None,
                  engine: str | None = None, engine_version: str | None = None, memory: str | None = None,
-                 host_memory: str | None = None, headroom: str | None = None, metric: str | None = None, images: str | None = None,
+                 host_memory: str | None = None, headroom: str | None = None, metric: str | None = None,
+                 gpus_per_node: str | None = None, images: str | None = None,
                  image_size: str | None = None, video_frames: str | None = None,
                  video_size: str | None = None) -> Response:
     from ..cli.model_cmds import models_answer
@@ -180,7 +181,8 @@ async def models_fits_on(request: Request,
                          concurrency: str | None = None, output_tokens: str | None = None,
                          kv_dtype: str | None = None, engine: str | None = None,
                          engine_version: str | None = None, memory: str | None = None,
-                         host_memory: str | None = None, headroom: str | None = None, metric: str | None = None, images: str | None = None,
+                         host_memory: str | None = None, headroom: str | None = None, metric: str | None = None,
+                         gpus_per_node: str | None = None, images: str | None = None,
                          image_size: str | None = None, video_frames: str | None = None,
                          video_size: str | None = None) -> Response:
     """`models [QUERY] --fits-on DEVICE --json`: the CLI's own answer function (`models_answer`), byte for byte."""

@@ -28,6 +28,8 @@ CASES = [
      ["qwen2.5-0", "--fits-on", "intel-xeon-spr-8ch", "--memory", "16GiB"]),
     ({"fits_on": "rtx-4090", "query": "qwen3-next", "host_memory": "64 GB"},  # fit --auto --host-memory
      ["qwen3-next", "--fits-on", "rtx-4090", "--host-memory", "64 GB"]),
+    ({"fits_on": "a100-pcie-80gb", "query": "qwen3-32b", "count": "4", "gpus_per_node": "2"},  # fit --gpus-per-node
+     ["qwen3-32b", "--fits-on", "a100-pcie-80gb", "--count", "4", "--gpus-per-node", "2"]),
 ]
 
 

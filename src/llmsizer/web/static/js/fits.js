@@ -7,7 +7,7 @@ import { el, formatBytes, formatCount, formatRate } from "./format.js";
 import { cliCommand, formValues, loadFromUrl, saveToUrl } from "./state.js";
 import { copyButton } from "./ui.js";
 
-export const FIELDS = ["fits_on", "count", "memory", "host_memory", "headroom", "context", "concurrency", "engine", "engine_version",
+export const FIELDS = ["fits_on", "count", "gpus_per_node", "memory", "host_memory", "headroom", "context", "concurrency", "engine", "engine_version",
   "query", "hardware"];
 const PASTED = "hardware.yaml"; // how the CLI command and the server's messages name the pasted entry
 
