@@ -263,7 +263,7 @@ def pick_format(spec: ModelSpec, device: Device, count: int, instance: Instance 
     # spreads one model over several GPUs (layer split); the others shard it (TP, the widest fit may take)
     layout = serving_layout(engine, dev, n)
     # (fit_memory's machine size, which its tensor-parallel options read: fit's gpus_per_node, in ``fields``)
-    per_node = serving_machine_size(instance, given.get("gpus_per_node"))
+    per_node = serving_machine_size(instance, given.get("gpus_per_node"), n)
     tp = max(layout.tensor_parallel_options(spec, n, per_node))
     spread = n if layout.split else tp
     usable, _ = usable_memory(dev, memory, record=False)
