@@ -83,3 +83,28 @@ def test_llamacpp_backend_follows_the_device() -> None:
     assert [llamacpp_backend(cat.device(d)) for d in ("amd-epyc-9654", "apple-m2-ultra-192gb", "rtx-4090",
                                                       "dgx-spark", "mi300x")] == ["cpu", "metal", "cuda", "cuda",
                                                                                   "rocm"]
+
+
+def test_a_stand_in_runtime_takes_no_cuda_band(hw: Path) -> None:
+    """review18 D7: a GPU on the CUDA stand-in (a hardware file's Acme or Intel card) is not run by ggml-cuda
+    (llama.cpp reaches Intel GPUs through SYCL or Vulkan: ggml/src/ggml-sycl, ggml-vulkan), so no CUDA row speaks for
+    it: its backend is 'other' and its prefill range is not the 'llama.cpp on CUDA' band (the NVIDIA card of the same
+    file keeps it)."""
+    from llmsizer.catalog.hardware import load_catalog
+    from llmsizer.estimate.device import llamacpp_backend
+    from llmsizer.estimate.ranges import llamacpp_band
+
+    cat = load_catalog([hw])
+    assert [llamacpp_backend(cat.device(d)) for d in ("acme-x1", "no-vendor", "green-x1", "red-x1")] == [
+        "other", "other", "cuda", "rocm"]
+    band, why = llamacpp_band("prefill throughput", "other")
+    assert "CUDA" not in why.split(":")[-1] and "other backends" in why
+    from llmsizer.estimate.fit import fit
+
+    def band_of(device: str) -> object:
+        speed = fit("llama-3.1-8b", device, engine="llamacpp", weights="gguf:q4_k_m", hardware_files=[hw]).speed
+        assert speed is not None
+        return next(a.value for a in speed.assumptions if a.name == "prefill_range_band")
+
+    assert {d: band_of(d) for d in ("acme-x1", "green-x1")} == {"acme-x1": "llama.cpp",
+                                                               "green-x1": "llama.cpp on CUDA"}

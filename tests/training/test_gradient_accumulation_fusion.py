@@ -4,7 +4,10 @@ Unfused, Megatron's DDP backward hook adds each micro-batch's model-dtype ``para
 buffer (NVIDIA/Megatron-LM @d98e8a64 megatron/core/distributed/distributed_data_parallel.py:575-578,
 ``param.main_grad.add_(param.grad.data)``): formulas/optimizer_step.py eq. (O3m). Fused (Megatron-LM's and
 Megatron-Bridge's default, gpt_provider.py:197 @f9b6319e), TE's wgrad GEMMs accumulate into ``main_grad``
-themselves (transformer_engine.py:1293/1524/2527 @d98e8a64: ``fuse_wgrad_accumulation``) and that pass does not run.
+themselves (transformer_engine.py:1293/1524/2527 @d98e8a64: ``fuse_wgrad_accumulation``) and that pass runs only over
+the parameters outside those linears (review18 D5): the hook skips the add only where a layer set
+``grad_added_to_main_grad`` (distributed_data_parallel.py:184-187, :575-578), which only the wgrad-fused linears do
+(tensor_parallel/layers.py:733-762), so the word embedding, the norm weights and an MoE router still pay it.
 """
 
 from __future__ import annotations
@@ -26,6 +29,9 @@ torch = pytest.importorskip("torch")
 
 # Llama 3.1 8B's parameters (meta-llama/Llama-3.1-8B safetensors index: 8,030,261,248), every one trained
 LLAMA31_8B_PARAMS = 8_030_261_248
+# its parameters outside the linears, from its config.json (vocab_size 128256, hidden_size 4096, 32 layers): the
+# embedding table and the 2 RMSNorm weights per layer plus the final one
+LLAMA31_8B_UNFUSED = 128_256 * 4096 + (2 * 32 + 1) * 4096
 _DENSE = dict(method="full", optimizer="adamw", zero=1, micro_batch=1, seq_len=4096, grad_accumulation=8)
 
 
@@ -69,7 +75,9 @@ def test_unfused_pass_is_the_hook_over_every_gradient_element(precision: str, ma
     rate = float(dev.memory_bandwidth.base) * E.memory_bound_bandwidth("gpu").expected
     hook = _hook_bytes(getattr(torch, main_dtype), getattr(torch, grad_dtype))
     assert off.step.accumulation_seconds * rate == pytest.approx(LLAMA31_8B_PARAMS * hook, rel=1e-12)
-    assert on.step.accumulation_seconds == 0.0
+    # fused: the hook still adds the embedding's and the norms' gradients (ZeRO-1: main_grad is not sharded)
+    assert on.step.accumulation_seconds * rate == pytest.approx(LLAMA31_8B_UNFUSED * hook, rel=1e-12)
+    assert {a.name: a.value for a in on.assumptions}["unfused_accumulation_elements"] == LLAMA31_8B_UNFUSED
     _removes_exactly_the_passes(on, off, 8)
     fused = {a.name: a for a in on.assumptions}["gradient_accumulation_fusion"]
     assert fused.value is True and fused.default and "arguments.py:2944-2948" in fused.why
@@ -77,9 +85,10 @@ def test_unfused_pass_is_the_hook_over_every_gradient_element(precision: str, ma
 
 
 def _removes_exactly_the_passes(on: Any, off: Any, k: int) -> None:
-    """The fused step is the unfused one less (k - 1) accumulation passes, every other term the same."""
-    assert off.step.step_seconds - on.step.step_seconds == pytest.approx((k - 1) * off.step.accumulation_seconds,
-                                                                          rel=1e-9)
+    """The fused step is the unfused one less (k - 1) times the part of the accumulation pass the fusion removes,
+    every other term the same."""
+    removed = off.step.accumulation_seconds - on.step.accumulation_seconds
+    assert off.step.step_seconds - on.step.step_seconds == pytest.approx((k - 1) * removed, rel=1e-9)
     for part in ("compute_seconds", "comm_seconds", "optimizer_seconds", "elementwise_seconds", "launch_seconds"):
         assert getattr(on.step, part) == getattr(off.step, part), part
 
@@ -93,7 +102,11 @@ def test_bridge_gpt_oss_row_loses_exactly_the_pass() -> None:
     on = training_duration_for(spec, dev, fields["gpus"], 1e9, fields)
     off = training_duration_for(spec, dev, fields["gpus"], 1e9, dict(fields, gradient_accumulation_fusion=False))
     assert on.step is not None and off.step is not None and on.step.model_parallel is not None
-    assert on.step.accumulation_seconds == 0.0 < off.step.accumulation_seconds
+    assert 0.0 < on.step.accumulation_seconds < off.step.accumulation_seconds
+    # fused, what is left is the embedding, the norms and the routers (gpt-oss-120b config.json: vocab 201088,
+    # hidden 2880, 36 layers of 128 experts, each router a 128 x 2880 weight and a 128 bias)
+    unfused = 201_088 * 2880 + (2 * 36 + 1) * 2880 + 36 * (128 * 2880 + 128)
+    assert {a.name: a.value for a in on.assumptions}["unfused_accumulation_elements"] == unfused
     assert on.step.model_parallel.step_seconds == off.step.model_parallel.step_seconds
     _removes_exactly_the_passes(on, off, fields["grad_accumulation"])
 
@@ -115,11 +128,3 @@ def test_the_field_is_megatron_only() -> None:
     assert plain.step.accumulation_seconds * rate == pytest.approx(LLAMA31_8B_PARAMS * accumulation_bytes(4.0),
                                                                    rel=1e-12)
     assert "gradient_accumulation_fusion" not in {a.name for a in plain.assumptions}
-
-
-def test_selene_rows_run_unfused() -> None:
-    """Megatron-LM's 2021 SC21 code has no gradient-accumulation fusion, and the 2022 code turns it off for fp16
-    without fp32 accumulation (megatron/arguments.py:176-188 @9aad920): Table 1's and Korthikanti's rows state it off."""
-    from llmsizer.validation_cases import MEGATRON_SELENE
-
-    assert MEGATRON_SELENE["precision"] == "megatron-fp16" and MEGATRON_SELENE["gradient_accumulation_fusion"] is False

@@ -159,6 +159,11 @@ def render_text(g: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
+# a band's leave-one-setup-out coverage is guaranteed (split conformal over setups, floor(0.05 (n + 1)) >= 1) from
+# this many setups; below it the column is published evidence only (the accuracy page's words)
+GUARANTEED_SETUPS = 20
+
+
 def _band(c: Any) -> str:
     return "-" if c.low is None else f"{c.low:.3f} .. {c.high:.3f}"
 
@@ -203,6 +208,11 @@ def render_markdown(g: dict[str, Any], command: str = GENERATOR) -> str:
             if s.n:
                 lines.append(f"| {s.kind} | {origin} | {s.n} | {_pct(s.median).lstrip('+')} | "
                              f"{_pct(s.p90).lstrip('+')} |")
+    # the bands of at least GUARANTEED_SETUPS setups, from the coverage rows the table below prints (review18 D9:
+    # the sentence was written by hand and went stale)
+    many = [f"{c.engine} {c.kind}" for c in g["coverage"] if c.setups >= GUARANTEED_SETUPS]
+    few_setups = f"every band but {', '.join(many[:-1]) + ' and ' if len(many) > 1 else ''}{many[-1]}" if many \
+        else "every band"
     lines += ["", "## Calibrated ranges", "",
               "Each estimate's range is [expected x low, expected x high] with the band of its kind and engine "
               "(for vLLM and SGLang: of its release scope, `ranges.SERVING_SCOPES`, applied only where its rows are "
@@ -229,7 +239,7 @@ def render_markdown(g: dict[str, Any], command: str = GENERATOR) -> str:
               "coverage, setups and rows, from `ranges.Band.coverage`), below 90 % for several bands, where that "
               "`coverage` carries a warning in words. *Leave-one-out* judges each row by the band "
               "of the other rows; *leave-one-setup-out* each setup's rows by the band of the other setups (the "
-              "coverage of a new setup: with fewer than 20 setups, as every band but llama.cpp decode has today, it "
+              f"coverage of a new setup: with fewer than {GUARANTEED_SETUPS} setups, as {few_setups} has today, it "
               "is published, not guaranteed). A measured run feeds a memory band with the figure predicted by the live tensors, the "
               "part the band multiplies (peak allocated on CUDA, the tracker's peak tensors on a CPU); its device "
               "total or process RSS is summarised but feeds none. A CUDA device total is judged (*within*, tolerance "

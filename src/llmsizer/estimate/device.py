@@ -364,9 +364,10 @@ def float8_not_modelled(device: Device) -> str | None:
 
 def float8_refusal(device: Device) -> str | None:
     """Why float8 training (``TrainingWorkload.float8``) cannot run on ``device``, or None where it runs or the device
-    does not say (a hardware file's GPU without capability or architecture): a CUDA GPU below compute capability
-    :data:`FP8_GEMM_MIN_CAPABILITY` (A100, V100, T4), an AMD GPU of another architecture than
-    :data:`FP8_GEMM_ROCM_ARCHITECTURES` (MI250X, CDNA2), and a TPU: torch_xla lowers no ``_scaled_mm`` (pytorch/xla
+    does not say (a hardware file's GPU without capability or architecture): a GPU without FP8 tensor cores by
+    :func:`fp8_tensor_cores`, the one rule (a CUDA GPU below compute capability :data:`FP8_GEMM_MIN_CAPABILITY`:
+    A100, V100, T4; an AMD GPU of another architecture than :data:`FP8_GEMM_ROCM_ARCHITECTURES`: MI250X, CDNA2),
+    whose capability or architecture is known, and a TPU: torch_xla lowers no ``_scaled_mm`` (pytorch/xla
     codegen/xla_native_functions.yaml @0192ff75 lists ``mm``, ``addmm``, ``bmm`` but no ``_scaled_mm``), so torchao's
     float8 training, whose GEMM is that op, has no XLA path. A CPU and an Apple GPU are refused by the workload
     itself (specs/training.py, from ``device``/``gpu_runtime``). An Intel Gaudi runs FP8 training, through a stack
@@ -375,13 +376,16 @@ def float8_refusal(device: Device) -> str | None:
     if runtime == "xla":
         return (f"float8 training runs torch._scaled_mm, which torch_xla does not lower, so it has no path on "
                 f"{device.id} (a TPU): torchao's Float8Linear runs on CUDA and ROCm GPUs only; train without float8")
-    if device.kind != "gpu":
+    if device.kind != "gpu" or fp8_tensor_cores(device):
         return None
+    # the hardware rule is fp8_tensor_cores' alone (one home); what stays here is whether the GPU says enough to
+    # refuse: a CUDA GPU whose capability is known, an AMD GPU whose architecture is known. A GPU that says neither
+    # (a hardware file's) passes: fp8_peak then has no FP8 rate and the run is timed at 16 bits, with a warning.
     cc = device.capability
-    if runtime == "cuda" and cc is not None and cc < FP8_GEMM_MIN_CAPABILITY:
+    if runtime == "cuda" and cc is not None:
         return (f"float8 training runs torch._scaled_mm on FP8 tensor cores, which {device.id} (compute capability "
                 f"{cc // 10}.{cc % 10}) lacks: torch allows it from 8.9 (Ada, Hopper, Blackwell); train without float8")
-    if runtime == "rocm" and device.architecture and device.architecture not in FP8_GEMM_ROCM_ARCHITECTURES:
+    if runtime == "rocm" and device.architecture:
         return (f"float8 training runs torch._scaled_mm on FP8 matrix cores, which {device.id} ({device.architecture}) "
                 "lacks: on ROCm torch allows it on MI300 (CDNA3), MI350 (CDNA4) and RDNA4 only; train without float8")
     return None
@@ -527,9 +531,13 @@ def gpu_runtime(device: Device) -> str:
 def llamacpp_backend(device: Device) -> str:
     """The ggml backend llama.cpp runs a model's layers on ``device`` with: 'cpu' on a CPU (ggml-cpu), else the
     device's ``gpu_runtime`` ('metal' on an Apple chip: ggml-metal; 'cuda' on NVIDIA: ggml-cuda; 'rocm', 'xla',
-    'hpu' elsewhere). The key of llama.cpp's calibrated speed bands (estimate/ranges.py ``llamacpp_band``): the
-    kernels, and so the error, are the backend's."""
-    return "cpu" if device.kind == "cpu" else gpu_runtime(device)
+    'hpu' elsewhere); 'other' where CUDA only stands in for a runtime no rule names (``runtime_stand_in``: a
+    hardware file's Intel Arc or unknown vendor, which llama.cpp runs through SYCL or Vulkan, not ggml-cuda, so no
+    CUDA row speaks for it). The key of llama.cpp's calibrated speed bands (estimate/ranges.py ``llamacpp_band``):
+    the kernels, and so the error, are the backend's."""
+    if device.kind == "cpu":
+        return "cpu"
+    return "other" if runtime_stand_in(device) is not None else gpu_runtime(device)
 
 
 def runtime_stand_in(device: Device) -> Assumption | None:

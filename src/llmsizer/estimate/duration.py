@@ -1011,6 +1011,29 @@ GRADIENT_ACCUMULATION_FUSION_WHY = (
     "(gpt_provider.py:197, utils/fusions.py:34-54 @f9b6319e); TE's wgrad GEMMs accumulate into the fp32 main_grad "
     "(transformer_engine.py:1293, 1524, 2527 @d98e8a64), so the separate accumulation pass (formulas/optimizer_step.py "
     "eq. (O3)) does not run")
+# The parameters whose gradients the fusion does not reach: Megatron's DDP sets grad_added_to_main_grad = False on
+# every parameter it wraps (megatron/core/distributed/distributed_data_parallel.py:184-187 @d98e8a64) and its backward
+# hook skips the add only where a layer set it True (:575-578); only the wgrad-fused linears set it (Megatron's
+# LinearWithGradAccumulationAndAsyncCommunication, megatron/core/tensor_parallel/layers.py:733-762 @d98e8a64, and TE's
+# linears under fuse_wgrad_accumulation), so the word embedding (VocabParallelEmbedding, layers.py:232: a lookup, no
+# wgrad GEMM), the norm weights and an MoE router's weight (a plain parameter) still pay eq. (O3m) every micro-step.
+# Counted by component from count_params (formulas/params.py: embedding, per-layer embedding, norm, router); biases
+# and attention sinks inside the attention component are left out (under 0.01 % of the models here).
+UNFUSED_COMPONENTS = ("embedding", "per_layer_embedding", "norm", "router")
+UNFUSED_ACCUMULATION_WHY = (
+    "under gradient_accumulation_fusion Megatron's DDP hook still runs main_grad.add_(param.grad) (eq. (O3m)) for the "
+    "parameters outside the wgrad-fused linears: the word embedding, the norm weights, an MoE router "
+    "(distributed_data_parallel.py:184-187 and :575-578, tensor_parallel/layers.py:733-762 @d98e8a64); these "
+    "elements, split over tp x pp and the gradient shards as the dense parameters are")
+
+
+def unfused_elements(spec: ModelSpec) -> int:
+    """The parameters of ``spec`` the fused wgrad accumulation does not reach (``UNFUSED_COMPONENTS``, count_params'
+    exact counts): Llama 3.1 8B 525.6 M of 8.03 B (6.5 %), Llama 3.1 70B 1.5 %, gpt-oss-120b 0.5 %."""
+    c = count_params(spec)
+    return sum(c.by_component.get(k, 0) for k in UNFUSED_COMPONENTS)
+
+
 GRAD_SYNC_WHY = ("DDP under no_sync: HF accelerate's accumulate and the HF Trainer reduce the gradients once per "
                  "optimizer step (formulas/training_time.py eq. (7d)); 'micro-step' for a loop without no_sync")
 
@@ -1792,10 +1815,17 @@ def _per_step_seconds(spec: ModelSpec, w: TrainingWorkload, trained: int, eta: f
     notes.append(Assumption("optimizer_step_bytes_per_element", per, True,
                             f"formulas/optimizer_step.py: {step_source(optimizer, impl)}; at the memory-bound "
                             "kernel bandwidth"))
-    if w.accumulation_fused:  # eq. (O3) runs inside TE's wgrad GEMMs: no separate pass
+    if w.accumulation_fused:  # eq. (O3) runs inside TE's wgrad GEMMs, but not for the parameters outside them
         notes.append(Assumption("gradient_accumulation_fusion", True, w.gradient_accumulation_fusion is None,
                                 GRADIENT_ACCUMULATION_FUSION_WHY))
-        return t_opt, 0.0
+        unfused = 0 if w.adapters else unfused_elements(spec)
+        if not unfused:
+            return t_opt, 0.0
+        _, grad_shards, _ = zero_shards(w.shard_stage, w.shard_group)  # dense parameters: as _trained_per_device
+        local_u = unfused / max(1, w.tp * w.pp) / grad_shards
+        t_acc = local_u * megatron_accumulation_bytes(grad, float(training_context(spec, w).recipe.model_bytes)) / eta
+        notes.append(Assumption("unfused_accumulation_elements", unfused, True, UNFUSED_ACCUMULATION_WHY))
+        return t_opt, t_acc
     if w.precision in MEGATRON_PRECISIONS and not w.adapters:  # the DDP hook's main_grad.add_(param.grad), eq. (O3m)
         t_acc = local_g * megatron_accumulation_bytes(grad, float(training_context(spec, w).recipe.model_bytes)) / eta
         notes.append(Assumption("gradient_accumulation_fusion", False, False,

@@ -30,6 +30,7 @@ from ..numbers import CONCURRENCY, COUNT, KWH_PRICE, LLAMACPP_GPUS, REQUEST_RATE
 from ..request.quantities import parse_money
 from ..result import Assumption, Estimate, Notes, merged_assumptions
 from ..specs import InferenceWorkload, ModelSpec, TrainingWorkload
+from ..specs.training import uneven_machines
 from ..specs.workload import DEFAULT_ATTENTION, INFERENCE_NUMBERS, normalize_engine, prompt_and_output, read_number
 from ..units import format_bytes
 from . import efficiency as E
@@ -98,15 +99,27 @@ from .verdict import (
 SERVING_GPUS_PER_NODE = TrainingWorkload.gpus_per_node
 
 
-def serving_machine_size(instance: Instance | None, gpus_per_node: int | None = None) -> int:
+def serving_machine_size(instance: Instance | None, gpus_per_node: int | None = None,
+                         count: int | None = None) -> int:
     """The devices of one machine that ``fit``'s serving layout reads (its tensor-parallel options within a machine,
     the spanning warning): ``gpus_per_node`` where given (``fit --gpus-per-node``; a plan's bare devices over
     ``resources.nodes`` machines), else an instance's own device count, else ``SERVING_GPUS_PER_NODE``: the
     precedence the training fit gives its ``gpus_per_node`` (``fit_training``: the field given, else the
-    instance's). One rule, so the same machines get one layout however they are named."""
-    if gpus_per_node is not None:
-        return int(check_number(gpus_per_node, "gpus_per_node", COUNT))
-    return instance.device_count if instance is not None and instance.device_count else SERVING_GPUS_PER_NODE
+    instance's). One rule, so the same machines get one layout however they are named. A ``gpus_per_node`` that
+    contradicts the instance's own devices (an instance is one machine of them), or ``count`` devices that do not
+    fill whole machines of it (specs/training.py ``uneven_machines``, the rule a plan's ``resources.nodes`` is
+    checked by), is bad input: one line, exit 2."""
+    if gpus_per_node is None:
+        return instance.device_count if instance is not None and instance.device_count else SERVING_GPUS_PER_NODE
+    per_node = int(check_number(gpus_per_node, "gpus_per_node", COUNT))
+    if instance is not None and instance.device_count and per_node != instance.device_count:
+        raise FieldError("gpus_per_node", f"gpus_per_node {per_node} contradicts {instance.id}, one machine of "
+                         f"{instance.device_count} devices: leave it out or give {instance.device_count}")
+    uneven = uneven_machines(count, per_node=per_node) if count is not None else None
+    if uneven:
+        raise FieldError("gpus_per_node", f"gpus_per_node {per_node}: {uneven}; give a count that is a multiple "
+                         f"of {per_node}, or at most {per_node}", also=("count",))
+    return per_node
 
 
 def machines_spanned(devices: int, per_node: int) -> int:
@@ -856,7 +869,7 @@ def rate_layout_seconds(model: ModelSpec | str, hardware: str | Device | Instanc
                          request_rate=rate, **workload).result(False).engine
     except InputError:
         return None  # (the climb below refuses it with its own line)
-    per_node = serving_machine_size(instance, workload.get("gpus_per_node"))
+    per_node = serving_machine_size(instance, workload.get("gpus_per_node"), n)
     layout = serving_layout(eng, device, n, per_node)
     if layout.split:
         return None
@@ -1062,7 +1075,7 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
     check_engine_on_device(eng, device)
     # llama.cpp's host CPU and RAM, checked up front (estimate/device.py host_part, the search's check too)
     host_device, host_memory = host_part(eng, device, host_device, host_memory, hardware_files)
-    per_node = serving_machine_size(instance, gpus_per_node)
+    per_node = serving_machine_size(instance, gpus_per_node, n)
     layout = serving_layout(eng, device, n, per_node)
     split = layout.split
     if split and layout.split_gpus > LLAMACPP_GPUS.high:  # --count is its GPUs here: said in fit's words
@@ -1981,7 +1994,8 @@ def _training_placement(hardware: str | Device | Instance, count: int | None, he
     if n > 1 or count is not None:  # the devices the hardware names; one device unnamed is the workload's default
         fields.setdefault("gpus", n)
     if instance is not None and n > 1:  # an instance is one machine (hybrid sharding, collectives across machines)
-        fields.setdefault("gpus_per_node", instance.device_count)
+        # (a gpus_per_node given that contradicts it: refused, serving's one rule)
+        fields["gpus_per_node"] = serving_machine_size(instance, fields.get("gpus_per_node"))
     hardware_decides(device, fields)  # device=, gpu_runtime= are the hardware's (another: one line, not CPU rules)
     for k, v in training_device_fields(device).items():
         fields.setdefault(k, v)

@@ -262,7 +262,7 @@ def pick_format(spec: ModelSpec, device: Device, count: int, instance: Instance 
     # fit's layout (fit.serving_layout): several CPUs or Apple chips are replicas, one whole model each; llama.cpp
     # spreads one model over the GPUs of one machine (layer split; the machines replicas); the others shard it (TP,
     # the widest fit may take). fit_memory's machine size, which both read: fit's gpus_per_node, in ``fields``
-    per_node = serving_machine_size(instance, given.get("gpus_per_node"))
+    per_node = serving_machine_size(instance, given.get("gpus_per_node"), n)
     layout = serving_layout(engine, dev, n, per_node)
     tp = max(layout.tensor_parallel_options(spec, n, per_node))
     spread = layout.split_gpus if layout.split else tp

@@ -56,7 +56,8 @@ never feed the pooled band.
 
 llama.cpp's prefill and one-sequence decode get a band per backend (``llamacpp_band``: CUDA, Metal, CPU, other, as
 estimate/device.py ``llamacpp_backend`` decides it from the device), fitted on that backend's rows by the rule above,
-where its rows measured at least ``MIN_BAND_DEVICES`` setups; elsewhere the estimate takes the engine-wide llama.cpp
+where its rows measured at least ``MIN_BAND_DEVICES`` setups (setups, each one device measured by one author's
+procedure, not distinct devices); elsewhere the estimate takes the engine-wide llama.cpp
 band (every such row of the kind), named in its assumptions.
 """
 
@@ -306,6 +307,7 @@ def serving_scope(engine: str, version: str | None, device: str | None) -> Servi
 
 # A release scope's band speaks for other GPUs only when its rows measured at least this many devices; rows of one
 # device represent that device (another GPU's kernels, memory and clocks move the ratio: the H20 rows above).
+# llama.cpp's per-backend bands (``llamacpp_band``) take the same number as their least setups, not devices.
 MIN_BAND_DEVICES = 2
 
 
@@ -469,8 +471,10 @@ def serving_band(kind: str, engine: str, version: str | None, device: str | None
 # CUDA and CPU prefill ranges (low end 0.6257 -> 0.7952). Each summarised llama.cpp row of these kinds feeds its
 # engine-wide band and the band of its device's backend (validation_cases.band_keys; estimate/device.py
 # llamacpp_backend of the catalog device its CSV names). An estimate takes its backend's band where that band has
-# rows of at least MIN_BAND_DEVICES setups (a setup is one device: validation_cases.setup_of), else the engine-wide
-# band, named as such in its assumption (``llamacpp_band``).
+# rows of at least MIN_BAND_DEVICES setups, else the engine-wide band, named as such in its assumption
+# (``llamacpp_band``). This rule counts setups, not devices (the serving bands' rule above counts devices; the two
+# share the threshold's number only): a setup is one device measured by one author's procedure
+# (validation_cases.setup_of, the unit a band weighs as one), so two authors' rows of one GPU are two setups and pass.
 LLAMACPP_BACKEND_KINDS = (PREFILL, DECODE)
 LLAMACPP_BACKENDS = {"cuda": "CUDA", "metal": "Metal", "cpu": "CPU"}  # any other backend's rows: 'other backends'
 
@@ -484,8 +488,9 @@ def llamacpp_band_name(backend: str) -> str:
 def llamacpp_band(kind: str, backend: str | None) -> tuple[Band | None, str]:
     """(band, why) for a llama.cpp estimate of ``kind`` on ``backend`` (estimate/device.py llamacpp_backend; None:
     not known): its backend's band where ``kind`` is keyed by backend (``LLAMACPP_BACKEND_KINDS``) and that band's
-    rows measured at least ``MIN_BAND_DEVICES`` setups, else the engine-wide llama.cpp band (None without one);
-    ``why`` names the choice (the estimate's assumption)."""
+    rows measured at least ``MIN_BAND_DEVICES`` setups (``Band.setups``: one device by one author's procedure each,
+    validation_cases.setup_of; not distinct devices, which this rule does not count), else the engine-wide llama.cpp
+    band (None without one); ``why`` names the choice (the estimate's assumption)."""
     engine_wide = BANDS.get((kind, LLAMACPP))
     if kind not in LLAMACPP_BACKEND_KINDS:
         return engine_wide, f"{kind} band of {LLAMACPP} (not keyed by backend)"

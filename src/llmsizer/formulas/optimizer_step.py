@@ -104,8 +104,11 @@ Megatron's ``gradient_accumulation_fusion`` removes that pass: Transformer Engin
 fp32 ``main_grad`` itself (``fuse_wgrad_accumulation``, NVIDIA/Megatron-LM @d98e8a64
 megatron/core/extensions/transformer_engine.py:1293, 1524, 2527), and the DDP backward hook skips its
 ``param.main_grad.add_(param.grad.data)`` for those weights (megatron/core/distributed/distributed_data_parallel.py:
-575-578, ``grad_added_to_main_grad``): 0 bytes of (O3). The GEMM's read of ``main_grad`` as its accumulator is part
-of a compute-bound GEMM and is not timed.
+575-578, ``grad_added_to_main_grad``): 0 bytes of (O3) for them. Only the wgrad-fused linears set that flag (TE's,
+and Megatron's own ``LinearWithGradAccumulationAndAsyncCommunication``, tensor_parallel/layers.py:733-762); the DDP
+wrapper sets it False on every parameter (distributed_data_parallel.py:184-187), so the word embedding (a lookup), the
+norm weights and an MoE router's weight still pay (O3m) each micro-step (estimate/duration.py ``unfused_elements``).
+The GEMM's read of ``main_grad`` as its accumulator is part of a compute-bound GEMM and is not timed.
 
 A model with separate master weights (DeepSpeed, Megatron: an fp32 master of m bytes beside the half-precision
 model of p bytes) updates the master (p -> m in O1/O2) and copies it back to the model (m + p) (O4).

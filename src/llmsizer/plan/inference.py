@@ -411,7 +411,10 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
         # (estimate/fit.py serving_machine_size): the same machines named as instances get the same layout and verdict
         fit_target = instance if instance is not None else device
         fit_count = hw.count
-        fit_per_node = hw.per_node if instance is None else None
+        # (bare GPUs past one machine with no resources.nodes: fit's own machine size, the same 8, left unstated:
+        # 12 fill machines of 8 in order, 8 + 4, which a stated size refuses as uneven, serving_machine_size)
+        fit_per_node = None if instance is not None or (job.resources.nodes is None and hw.count > hw.per_node) \
+            else hw.per_node
         try:
             # no format pinned (the plan may choose one): what fits when the default does not, fit's hint
             # (at a rate: fit gives each of its replicas its share of the requests/s)

@@ -38,7 +38,7 @@ from ..numbers import (
     exactly_whole,
     not_a_boolean,
 )
-from ..specs.training import TrainingWorkload, layout_devices
+from ..specs.training import TrainingWorkload, layout_devices, uneven_machines
 from ..specs.workload import (
     ENGINE_SETTINGS,
     ENGINES,
@@ -734,8 +734,9 @@ class _Reader:
 
     def resource_checks(self, i: int, j: Any) -> None:
         r: Resources = j.resources
-        if r.count is not None and r.nodes is not None and r.count % r.nodes:
-            self.jerr(i, j, "resources.count", f"{r.count} devices do not split evenly over {r.nodes} nodes")
+        uneven = uneven_machines(r.count, nodes=r.nodes) if r.count is not None and r.nodes is not None else None
+        if uneven:  # the one rule fit's --gpus-per-node takes too (specs/training.py uneven_machines)
+            self.jerr(i, j, "resources.count", uneven)
         if not self.check_names or (not r.given and r.interconnect is None):
             return
         from ..catalog.hardware import Instance, load_catalog

@@ -288,6 +288,20 @@ FSDP1_LORA_WRAPS = ("adapters-apart", "with-layers")
 # the fields that lay a job out over the hardware it names (devices, sharding, parallelism, offload, and what is
 # defined only under them): a search over other hardware (recommend_training) chooses the layout itself, so a plan's
 # alternatives leave these out (plan/training.py); the loss under tensor parallelism's vocabulary shards goes with tp
+def uneven_machines(count: int, *, nodes: int | None = None, per_node: int | None = None) -> str | None:
+    """Whether ``count`` devices fail to fill whole machines: stated as ``nodes`` machines (a request's
+    ``resources.nodes``: count % nodes) or as machines of ``per_node`` devices (``fit --gpus-per-node``: count %
+    per_node, where count is more than one machine). The one rule and its words, so the plan's reader and fit's
+    machine size (estimate/fit.py ``serving_machine_size``) refuse the same shape alike; None where they divide.
+    A count within one machine (2 GPUs of a machine of 8) is whole."""
+    if nodes is not None and count % nodes:
+        return f"{count} devices do not split evenly over {nodes} nodes"
+    if per_node is not None and count > per_node and count % per_node:
+        return (f"{count} devices do not split evenly over machines of {per_node} devices ({count / per_node:.3g} "
+                "machines)")
+    return None
+
+
 def layout_devices(fields: dict[str, Any]) -> int:
     """The fewest devices the layout ``fields`` state runs on: tp x pp x context_parallel x ep (the checks of
     ``TrainingWorkload``: gpus a multiple of tp x pp x cp, ep dividing the data-parallel degree gpus / (tp x pp));
