@@ -72,3 +72,14 @@ def test_recommend_searches_bare_cards_within_one_machine_of_gpus_per_node() -> 
 def test_recommend_serving_no_longer_refuses_gpus_per_node() -> None:
     code, _, err = run("recommend", MODEL, "--gpus-per-node", "2", "--laptop")
     assert code in (0, 1), err
+
+
+def test_fits_on_refuses_a_machine_size_as_fit_does() -> None:
+    """A machine size that contradicts an instance (AWS p4d.24xlarge: 8 A100 GPUs in one instance, AWS's instance
+    page) or does not divide the devices: fits-on exits 2 with fit's one line (estimate/fit.py serving_machine_size)."""
+    for extra in (["aws-p4d.24xlarge", "--gpus-per-node", "2"],
+                  [DEVICE, "--count", "4", "--gpus-per-node", "3"]):
+        code, _, err = run("models", MODEL, "--fits-on", *extra)
+        fit_code, _, fit_err = run("fit", MODEL, "--device", *extra)
+        assert code == fit_code == 2
+        assert len(err.strip().splitlines()) == 1 and "--gpus-per-node" in err and err == fit_err
