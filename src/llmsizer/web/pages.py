@@ -182,6 +182,13 @@ def train_advanced(names_on_page: set[str]) -> tuple[list[argparse.Action], str]
         hint = f'<span class="hint" id="{name}-hint">{html.escape(text)}</span>' if text else ""
         described = f' aria-describedby="{name}-hint"' if text else ""
         label = f'<label for="{name}"><code>{html.escape(flag)}</code></label>'
+        if isinstance(a, argparse.BooleanOptionalAction):  # said either way, its default a rule: --x / --no-x
+            no = next(o for o in a.option_strings if o.startswith("--no-"))
+            rows.append(f'<div class="field">{label}<select id="{name}" name="{name}"{described} data-boolean="">'
+                        f'<option value="">{html.escape(default_text(name, text))}</option>'
+                        f'<option value="true">{html.escape(flag)}</option>'
+                        f'<option value="false">{html.escape(no)}</option></select>{hint}</div>')
+            continue
         if a.choices is None:  # on/off
             note = f' <span class="small muted" id="{name}-hint">{html.escape(text)}</span>' if text else ""
             rows.append(f'<div class="field check">{label}<span><input type="checkbox" id="{name}" name="{name}"'

@@ -105,7 +105,10 @@ def test_every_closed_choice_flag_of_train_is_on_the_training_tab(client) -> Non
         if c is None or not c["train"]:
             missing.append(a.option_strings[-1])
             continue
-        if a.choices is None:
+        if isinstance(a, argparse.BooleanOptionalAction):  # said either way, its default a rule: a select of both
+            assert c["kind"] == "select", a.dest
+            assert [v for v in c["options"] if v] == ["true", "false"], a.dest
+        elif a.choices is None:
             assert c["kind"] == "checkbox", a.dest
         elif a.dest != "zero":  # zero: a range (numbers.ZERO_STAGE), a select of its stages filled by the page
             assert c["kind"] == "select", a.dest

@@ -49,12 +49,13 @@ function offerEngineSettings() {
 /** The engine settings the form sends: the enabled ones, as the form holds them (strings, for the URL). */
 function engineSent() { return ENGINE_FIELDS.filter((n) => !form.elements.namedItem(n).disabled); }
 
-/** The fields with the engine settings said either way (--kv-unified / --no-kv-unified: data-boolean) as true or
- * false, as the API, the request file and the command take them. */
+/** The fields with the settings said either way (--kv-unified / --no-kv-unified, --[no-]gradient-accumulation-fusion:
+ * data-boolean) as true or false, as the API, the request file and the command take them. */
 function typed(fields) {
   const out = { ...fields };
-  for (const n of ENGINE_FIELDS) {
-    if (n in out && form.elements.namedItem(n).dataset.boolean !== undefined) out[n] = out[n] === "true";
+  for (const n of Object.keys(out)) {
+    const el = form.elements.namedItem(n);
+    if (el && el.dataset && el.dataset.boolean !== undefined) out[n] = out[n] === "true";
   }
   return out;
 }

@@ -112,7 +112,7 @@ export function requestYaml(kind, model, f, common, defaults = {}, answered = {}
     const more = Object.keys(f).filter((k) => !keys.includes(k) && !notSettings.has(k));
     const taken = (k) => requestSettings === null || requestSettings.includes(TRAIN_AS[k] || k);
     const settings = [...keys, ...more].filter((k) => f[k] && taken(k))
-      .map((k) => `      ${TRAIN_AS[k] || k}: ${f[k] === true ? "true" : yq(f[k])}`);
+      .map((k) => `      ${TRAIN_AS[k] || k}: ${f[k] === true ? "true" : /^(true|false)$/.test(f[k]) ? f[k] : yq(f[k])}`);
     const untaken = more.filter((k) => f[k] && !taken(k)).map((k) =>
       `    # ${flagOf(k)}${f[k] === true ? "" : ` ${f[k]}`}: not a request setting (llmsizer train only)`);
     if (f.tokens) settings.push(`      train_tokens: ${yq(f.tokens)}`);
