@@ -166,13 +166,16 @@ def test_float8_training_on_fp8_devices_is_faster_than_bf16(name: str) -> None:
 def test_float8_training_and_serving_read_one_fp8_rule(tmp_path) -> None:  # type: ignore[no-untyped-def]
     """review18 D3: ``float8_refusal`` asks ``fp8_tensor_cores`` (one rule), so float8 training and the serving
     ladder / prefill give one answer for every GPU. Before, a hardware-file GPU at capability 8.0 with a stated
-    ``flops.fp8`` was FP8-capable to serving (figure first) and refused by ``--float8`` (capability below 8.9).
+    ``flops.fp8`` was FP8-capable to serving (figure first) and refused by ``--float8`` (capability below 8.9); now
+    the capability decides for both (review20 D5).
     Independent truth for the capability-only GPUs: torch's ``_scaled_mm_allowed_device`` (ScaledBlas.cpp @2bec3bdf
     lines 90-111) allows major >= 9 or 8.9, so 8.0 and 8.6 refused, 8.9 and 9.0 taken; AMD: gfx942 (CDNA3) taken,
     CDNA2 refused."""
     f = tmp_path / "hw.json"
+    # a stated FP8 figure does not give a capability-8.0 GPU FP8 tensor cores: the capability decides where it is
+    # known (review20 D5), as torch's gate does
     gpus = {"stated-fp8-cc80": ('"compute_capability": 8.0, "flops": {"fp16": "100 TFLOP/s", "fp8": "200 TFLOP/s"}',
-                                True),
+                                False),
             "cc80": ('"compute_capability": 8.0, "flops": {"fp16": "100 TFLOP/s"}', False),
             "cc86": ('"compute_capability": 8.6, "flops": {"fp16": "100 TFLOP/s"}', False),
             "cc89": ('"compute_capability": 8.9, "flops": {"fp16": "100 TFLOP/s"}', True),

@@ -153,8 +153,8 @@ def test_refusals() -> None:
 ])
 def test_a_recomputed_attention_core_runs_its_ring_again(checkpointing: str, modules: tuple[str, ...] | None,
                                                          again: int) -> None:
-    """review19 D2/D3: TransformerEngine's ring runs inside the attention core (AttnFuncWithCPAndKVP2P, attention.py
-    @d0067d0 lines 392, 495, 1555), so a layer whose core is recomputed (Megatron's selective 'core_attn', or full
+    """review19 D2/D3: TransformerEngine's ring runs inside the attention core (AttnFuncWithCPAndKVP2P, called from
+    Megatron-LM @d98e8a64 megatron/core/transformer/attention.py lines 392, 495, 1555), so a layer whose core is recomputed (Megatron's selective 'core_attn', or full
     recomputation) sends its K/V around the ring once more in the backward; counted on the busiest pipeline stage:
     Llama 3.1 405B's 126 layers over pp 8 give the first stages 16 (Megatron's even split, the remainder first).
     By hand: t = 8192 / 2 tokens, K and V 8 heads x 128 / tp 8 each, bf16, cp - 1 = 1 round: (3 x 16 + again) x
@@ -167,3 +167,17 @@ def test_a_recomputed_attention_core_runs_its_ring_again(checkpointing: str, mod
     a = {x.name: x for x in d.assumptions}
     t, kv = 4096, 2 * 8 * 128 // 8
     assert a["ring_attention_exchange_bytes"].value == (3 * 16 + again) * t * kv * 2
+
+
+def test_torchtitans_selective_checkpointing_runs_no_ring_again() -> None:
+    """torchtitan's selective activation checkpointing is op-level and saves the attention op's output (its
+    _save_list holds aten._scaled_dot_product_flash_attention / efficient_attention), so its ring attention does not
+    run again in the backward: the ring's bytes under selective equal those with no checkpointing (review20 D6)."""
+    spec, h100 = load_model("llama-3.1-8b"), builtin_catalog().devices["h100-sxm"]
+    base = dict(method="full", precision="bf16-mixed", optimizer="adamw", micro_batch=1, seq_len=8192, gpus=8,
+                fsdp="full", fsdp_version=2, context_parallel=2)
+    got = {}
+    for ckpt in ("none", "selective"):
+        d = training_duration_for(spec, h100, 8, 1e9, dict(base, grad_checkpointing=ckpt))
+        got[ckpt] = {x.name: x.value for x in d.assumptions}["ring_attention_exchange_bytes"]
+    assert got["selective"] == got["none"] > 0

@@ -415,19 +415,19 @@ FP8_TENSOR_RATIO_SOURCE = (
 
 
 def fp8_tensor_cores(device: Device) -> bool:
-    """Whether ``device`` executes FP8 GEMMs (the module rule above): a sourced FP8 figure; else a CUDA GPU of
-    compute capability >= :data:`FP8_GEMM_MIN_CAPABILITY`; else an AMD GPU of :data:`FP8_GEMM_ROCM_ARCHITECTURES`.
-    False for a CPU, an Apple chip, a TPU without a figure, and a GPU whose capability is unknown (a hardware file
-    that names neither ``compute_capability`` nor ``architecture``: give ``flops.fp8``)."""
-    if "fp8" in device.flops:
-        return True
-    if device.kind != "gpu":
-        return False
-    runtime = gpu_runtime(device)
-    if runtime == "cuda":
-        cc = device.capability
-        return cc is not None and cc >= FP8_GEMM_MIN_CAPABILITY
-    return runtime == "rocm" and device.architecture in FP8_GEMM_ROCM_ARCHITECTURES
+    """Whether ``device`` executes FP8 GEMMs (the module rule above): a CUDA GPU whose compute capability is known,
+    by that capability (>= :data:`FP8_GEMM_MIN_CAPABILITY`); an AMD GPU whose architecture is known, by that
+    architecture (:data:`FP8_GEMM_ROCM_ARCHITECTURES`); any other device by a sourced FP8 figure. The hardware
+    decides where it is known: a hardware file's capability-8.0 GPU that states an FP8 figure still has no FP8 tensor
+    cores (torch's ``_scaled_mm`` refuses it; review20 D5). False for a CPU, an Apple chip, a TPU without a figure,
+    and a GPU that names neither ``compute_capability`` nor ``architecture`` and gives no ``flops.fp8``."""
+    if device.kind == "gpu":
+        runtime = gpu_runtime(device)
+        if runtime == "cuda" and device.capability is not None:
+            return device.capability >= FP8_GEMM_MIN_CAPABILITY
+        if runtime == "rocm" and device.architecture:
+            return device.architecture in FP8_GEMM_ROCM_ARCHITECTURES
+    return "fp8" in device.flops
 
 
 def fp8_peak(device: Device) -> tuple[float | None, Assumption | None]:

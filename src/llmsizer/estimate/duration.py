@@ -1585,15 +1585,17 @@ def _ring_exchange_seconds(spec: ModelSpec, w: TrainingWorkload, tokens: int, t_
     busiest = max(pipeline_stage_layers(spec.num_layers, w.pp, w.pipeline_split, w.virtual_stages if w.pp > 1 else 1),
                   key=len)
     layers = len(busiest)
+    te = w.cp_ring == "te-p2p"
     # the layers whose forward runs the ring again in the backward, on that busiest stage (review19 D2/D3): the
-    # checkpointed ones under full recomputation; every one where Megatron's selective recomputation re-runs the
-    # attention core ('core_attn': TransformerEngine's ring inside it, attention.py @d0067d0 lines 392, 495, 1555)
+    # checkpointed ones under full recomputation; under Megatron's selective recomputation every one, where it re-runs
+    # the attention core ('core_attn': TransformerEngine's ring inside it, NVIDIA/Megatron-LM @d98e8a64
+    # megatron/core/transformer/attention.py lines 392, 495, 1555); torchtitan's op-level selective checkpointing
+    # saves the attention op's output, so its ring does not run again
     if full:
         again = len(set(busiest) & set(checkpointed_layers(spec.num_layers, w.checkpoint_every)))
     else:
-        again = layers if "core_attn" in w.recomputed_modules else 0
+        again = layers if te and "core_attn" in w.recomputed_modules else 0
     compute = compute_bytes(w)
-    te = w.cp_ring == "te-p2p"
     v_f, v_b = (p2p_ring_exchange_bytes if te else ring_exchange_bytes)(tokens, k_w, v_w, w.context_parallel, compute,
                                                                         layers, again)
     g = min(w.gpus, w.gpus_per_node)
