@@ -1112,6 +1112,9 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
     refuse_unmodelled(spec, training=True)
     tokens = read_number(tokens, "tokens", TRAIN_TOKENS)  # the range and line of `--tokens` (fit_training's)
     wl = {**(training_fields or {}), **{k: v for k, v in fields.items() if v is not None}}
+    # the instances' workload: an instance is its own machine, a --gpus-per-node given sizes the local devices only
+    # (fit's serving_machine_size refuses one that contradicts an instance)
+    on_instances = {k: v for k, v in wl.items() if k != "gpus_per_node"}
     c = _search_constraints(wl, (constraints or Constraints()).for_mode("training"), training=True)
     training_fields = wl
     # the model and the question's own flags of the `fit --train` command a scaled-out option prints
@@ -1144,6 +1147,9 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
         """``cand0`` sized and timed as ``fit --train`` sizes it: its own devices, ``--gpus N``'s or, ``scaled``,
         the instances and layout the scale-out search found; appended to ``meets`` or ``rejected``."""
         tf = training_fields if scaled is None else {**{k: v for k, v in wl.items() if k != "gpus"}, **scaled.fields}
+        if cand0.instance is not None and tf and "gpus_per_node" in tf:  # an instance is its own machine: the
+            # --gpus-per-node given sizes the local devices (fit's serving_machine_size refuses it on an instance)
+            tf = {k: v for k, v in tf.items() if k != "gpus_per_node"}
         dev = cand0.device
         stub: dict[str, Any] = dict(target=cand0.target, name=cand0.name, provider=cand0.provider, device=dev.id,
                                     device_kind=dev.kind, count=cand0.count,
@@ -1205,8 +1211,8 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
 
         def scaled_line(lay: ScaledLayout, how: str) -> str:
             net = cand.instance.network if cand.instance is not None else None
-            return (f"{lay.instances} instances: {how}; {lay.command(model_arg, cand.target, wl, extra)} gives these "
-                    "numbers; collectives between the instances over "
+            return (f"{lay.instances} instances: {how}; {lay.command(model_arg, cand.target, on_instances, extra)} gives "
+                    "these numbers; collectives between the instances over "
                     + (f"--network {wl['network']}" if wl.get("network") else
                        f"the instance's {net.raw:g} {net.unit} network" if net is not None else
                        "one machine's link (no network in the catalog), a lower bound"))
@@ -1304,14 +1310,14 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
     # added for the deadline as to any option (recfix D7: an instance that held the memory but missed the deadline
     # stopped the search, so the faster types that needed a model-parallel layout were never sized)
     if gpus is None and not meets and cands:
-        found, advice, scale_notes = _scale_out(spec, cands, wl, c, hardware_files, model_arg, extra, fitted,
+        found, advice, scale_notes = _scale_out(spec, cands, on_instances, c, hardware_files, model_arg, extra, fitted,
                                                      tokens, utilization)
         for cand0, lay in found:
             consider(cand0, lay)
     elif gpus is None and meets:  # some option meets: the types one instance cannot hold, on the fewest instances
         # that hold the run with the stated layout (probe16 D-B: 8 x H200 chosen at $298.23 where 2 x p5.48xlarge
         # fit at $266.82), so "cheapest" is over them too
-        grown, scale_notes = _grow_stated(spec, short, wl, c, hardware_files)
+        grown, scale_notes = _grow_stated(spec, short, on_instances, c, hardware_files)
         for cand0, lay in grown:
             consider(cand0, lay)
     # ties broken by name and size, so the ranking does not follow the catalog's or a hardware file's listing order

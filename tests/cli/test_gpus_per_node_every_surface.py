@@ -83,3 +83,25 @@ def test_fits_on_refuses_a_machine_size_as_fit_does() -> None:
         fit_code, _, fit_err = run("fit", MODEL, "--device", *extra)
         assert code == fit_code == 2
         assert len(err.strip().splitlines()) == 1 and "--gpus-per-node" in err and err == fit_err
+
+
+def test_recommend_train_sizes_instances_as_their_own_machines() -> None:
+    """An instance is its own machine (AWS p5.48xlarge: 8 H100 GPUs, AWS's instance page): `recommend --train
+    --gpus-per-node 4` sizes the local devices by it and every instance option as without it (review20: it exited 2
+    on the first 8-GPU instance, fit's refusal of a machine size that contradicts an instance)."""
+    from llmsizer.recommend import recommend_training
+
+    kw = dict(tokens=1e8, method="full", seq_len=2048)
+    given, plain = recommend_training("llama-3.1-8b", gpus_per_node=4, **kw), recommend_training("llama-3.1-8b", **kw)
+
+    def instances(rec: Any) -> dict[str, Any]:
+        return {o.target: (o.count, o.training_seconds, o.run_cost) for o in rec.options if o.provider != "local"}
+
+    assert instances(given) and instances(given) == instances(plain)
+
+
+def test_fit_train_refuses_machines_the_devices_do_not_fill() -> None:
+    """8 GPUs in machines of 3 are not whole machines: fit --train refuses them with serving's line (one rule)."""
+    code, _, err = run("fit", MODEL, "--train", "--device", DEVICE, "--count", "8", "--gpus-per-node", "3")
+    serve_code, _, serve_err = run("fit", MODEL, "--device", DEVICE, "--count", "8", "--gpus-per-node", "3")
+    assert code == serve_code == 2 and err == serve_err and "split evenly" in err

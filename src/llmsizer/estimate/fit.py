@@ -1961,8 +1961,10 @@ def _training_placement(hardware: str | Device | Instance, count: int | None, he
     if n > 1 or count is not None:  # the devices the hardware names; one device unnamed is the workload's default
         fields.setdefault("gpus", n)
     if instance is not None and n > 1:  # an instance is one machine (hybrid sharding, collectives across machines)
-        # (a gpus_per_node given that contradicts it: refused, serving's one rule)
-        fields["gpus_per_node"] = serving_machine_size(instance, fields.get("gpus_per_node"))
+        # (a gpus_per_node given that contradicts it, or machines it does not fill: refused, serving's one rule)
+        fields["gpus_per_node"] = serving_machine_size(instance, fields.get("gpus_per_node"), n)
+    elif fields.get("gpus_per_node") is not None:  # bare devices in machines of that size: whole machines, as serving
+        serving_machine_size(None, fields["gpus_per_node"], int(fields.get("gpus") or n))
     hardware_decides(device, fields)  # device=, gpu_runtime= are the hardware's (another: one line, not CPU rules)
     for k, v in training_device_fields(device).items():
         fields.setdefault(k, v)
