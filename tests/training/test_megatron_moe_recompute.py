@@ -22,7 +22,8 @@ from typing import Any
 import pytest
 
 torch = pytest.importorskip("torch")
-F = torch.nn.functional
+
+from tests.training.test_megatron_moe_saved import _WeightedSwiGLU  # noqa: E402  (fused_bias_swiglu.py's stand-in)
 
 from llmsizer.formulas.training_activations import (  # noqa: E402
     ActivationSetup,
@@ -48,19 +49,6 @@ class _RouterGatingLinear(torch.autograd.Function):
     def backward(ctx: Any, g: Any) -> Any:
         inp, weight = ctx.saved_tensors
         return g @ weight, g.t() @ inp
-
-
-class _WeightedSwiGLU(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx: Any, x: Any, w: Any) -> Any:
-        ctx.save_for_backward(x, w)  # fused_bias_swiglu.py:270
-        a, b = torch.chunk(x, 2, dim=-1)
-        return (F.silu(a.float()) * b.float() * w).to(x.dtype)
-
-    @staticmethod
-    def backward(ctx: Any, g: Any) -> Any:
-        x, w = ctx.saved_tensors
-        return torch.zeros_like(x), torch.zeros_like(w)
 
 
 class _Tally:
