@@ -1112,11 +1112,11 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
     refuse_unmodelled(spec, training=True)
     tokens = read_number(tokens, "tokens", TRAIN_TOKENS)  # the range and line of `--tokens` (fit_training's)
     wl = {**(training_fields or {}), **{k: v for k, v in fields.items() if v is not None}}
+    c = _search_constraints(wl, (constraints or Constraints()).for_mode("training"), training=True)
+    training_fields = wl
     # the instances' workload: an instance is its own machine, a --gpus-per-node given sizes the local devices only
     # (fit's serving_machine_size refuses one that contradicts an instance)
     on_instances = {k: v for k, v in wl.items() if k != "gpus_per_node"}
-    c = _search_constraints(wl, (constraints or Constraints()).for_mode("training"), training=True)
-    training_fields = wl
     # the model and the question's own flags of the `fit --train` command a scaled-out option prints
     model_arg = model_name or (model if isinstance(model, str) else spec.name)
     extra = [f"--tokens={tokens:.0f}" if tokens == int(tokens) else f"--tokens={tokens!r}",

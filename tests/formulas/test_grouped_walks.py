@@ -42,8 +42,15 @@ def _adapted_by_tensor(spec: Any, targets: str) -> tuple[lora.AdaptedModule, ...
     # adapter in attn_q's place; a fused gate_up (Phi-3, Granite-4.0-H's shared MLP) one in the gate's place
     fused = spec.fused_qkv and bool(wanted & {"q", "k", "v"})
     fused_mlp = spec.fused_gate_up and bool(wanted & {"gate", "up"})
+    # PEFT's suffix match adapts the vision tower's linears named as a decoder target is (formulas/lora.py
+    # VISION_MODULES, from transformers' modeling files)
+    tower = lora.vision_role_targets(spec.vision.encoder) if spec.vision is not None else {}
     for t in T.model_tensors(spec):
-        if len(t.shape) != 2 or t.component in ("vision", "experts") or t.role.endswith(".bias"):
+        if len(t.shape) != 2 or t.component == "experts" or t.role.endswith(".bias"):
+            continue
+        if t.component == "vision":
+            if tower.get(t.role) in wanted:
+                out.append(lora.AdaptedModule(t.role, t.layer, t.shape[1], t.shape[0], t.count))
             continue
         if fused and t.role in ("attn_q", "attn_k", "attn_v"):
             if t.role == "attn_q":
@@ -55,7 +62,7 @@ def _adapted_by_tensor(spec: Any, targets: str) -> tuple[lora.AdaptedModule, ...
                 out.append(lora.AdaptedModule(t.role + "_up", t.layer, t.shape[1], 2 * t.shape[0], t.count))
             continue
         name = lora._role_target(t.role)
-        if name is None and spec.encoder_decoder is not None:  # PEFT matches T5's cross-attention q/k/v/o by name
+        if name is None:  # PEFT matches T5's and Mllama's cross-attention q/k/v/o by name (lora.T5_CROSS_TARGET)
             name = {"cross_attn_q": "q", "cross_attn_k": "k", "cross_attn_v": "v", "cross_attn_o": "o"}.get(t.role)
         if name is None or name not in wanted:
             continue
