@@ -106,7 +106,7 @@ def test_cli_and_request_schema_take_the_recipe() -> None:
 
     from llmsizer.cli.main import build_parser
 
-    ns = build_parser().parse_args(["train", "llama-3.1-8b", "--float8", "--float8-recipe",
+    ns = build_parser(["train"]).parse_args(["train", "llama-3.1-8b", "--float8", "--float8-recipe",
                                     "transformer-engine-current"])
     assert ns.float8_recipe == "transformer-engine-current"
     schema = json.loads(resources.files("llmsizer.request").joinpath("request.schema.json").read_text())
