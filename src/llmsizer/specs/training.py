@@ -285,9 +285,6 @@ MOE_DISPATCHERS = ("alltoall", "allgather", "flex")
 # how FSDP1 wraps a LoRA model (formulas/fsdp_flat_param.py): every adapter matrix its own unit (torchtune's
 # lora_fsdp_wrap_policy, PEFT's fsdp_auto_wrap_policy) or the adapters in their decoder layer's unit (use_orig_params)
 FSDP1_LORA_WRAPS = ("adapters-apart", "with-layers")
-# the fields that lay a job out over the hardware it names (devices, sharding, parallelism, offload, and what is
-# defined only under them): a search over other hardware (recommend_training) chooses the layout itself, so a plan's
-# alternatives leave these out (plan/training.py); the loss under tensor parallelism's vocabulary shards goes with tp
 def uneven_machines(count: int, *, nodes: int | None = None, per_node: int | None = None) -> str | None:
     """Whether ``count`` devices fail to fill whole machines: stated as ``nodes`` machines (a request's
     ``resources.nodes``: count % nodes) or as machines of ``per_node`` devices (``fit --gpus-per-node``: count %
