@@ -498,6 +498,12 @@ SGLANG_BIG_GPU_MIN_RESERVED_MIB = 10 * 1024
 # MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO (3, :227; radix cache on, no extra buffer: :3062-3088, :3135-3150).
 SGLANG_MAMBA_FULL_MEMORY_RATIO = 0.9
 SGLANG_MAMBA_REQUESTS_RATIO = 3
+# Hybrid sliding-window (SWA) models on SGLang's hybrid pool (estimate/inference/sglang.py eq. 3s,
+# formulas/swa_pool.py): the SWA pool holds swa_full_tokens_ratio x the full pool's tokens (--swa-full-tokens-ratio,
+# fallback 0.8: SGLang 0.5.23 arg_groups/fields/schedule.py:150-162), and a running request's out-of-window SWA slots
+# are freed every SGLANG_SWA_EVICTION_INTERVAL decoded tokens (128: environ.py:730).
+SGLANG_SWA_FULL_TOKENS_RATIO = 0.8
+SGLANG_SWA_EVICTION_INTERVAL = 128
 
 # vLLM's hybrid allocator: attention blocks grow until one attention page (block x KV bytes per token and layer, on one
 # GPU) holds one Mamba state page (this GPU's shard), in multiples of the kernel block alignment (16 tokens); the Mamba

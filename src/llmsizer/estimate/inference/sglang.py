@@ -54,9 +54,30 @@ Rules read in SGLang 0.5.23 (the PyPI wheel; line numbers of that release):
     ratio r <= 0 leaves the split no slot: both refused as inputs (numbers.py COUNT, MEMORY_RATIO). Only one of the
     two is read, so giving both is refused (specs/workload.py). Not modelled: speculative decoding's intermediate
     states, attention data parallelism (K // attn_dp_size per shard, :3306), pipeline parallelism's per-stage share.
+(3s) Sliding-window models (SGLang 0.5.23 configs/model_config.py:1213-1256 _derive_hybrid_model): a model is
+    "hybrid SWA" when its architecture is in is_hybrid_swa_model's list (model_config.py:2651-2697: GPT-OSS via
+    SWA_SINK_ARCHS :88-96, Llama4ForConditionalGeneration, Gemma 4, MiMo-V2, Step-3.5, ...) and
+    ``disable_hybrid_swa_memory`` is off. Gemma 2, Gemma 3 and Gemma 3n are not in the list, and SGLang also turns
+    the flag on for them (arg_groups/model_overrides/gemma2_gemma3.py:13-26, "Disable hybrid SWA memory ... as it is
+    not yet supported"; Exaone 4 with a sliding_window_pattern: exaone.py:15-22; Olmo2ForCausalLM: olmo2.py:45-53), as does
+    ``--disable-hybrid-swa-memory`` (arg_groups/fields/schedule.py:182-184) for any model. Those models, and every
+    other one with sliding layers (Mistral v0.1, Phi-3), get the one token pool of eq. (3): every layer holds every
+    token of a sequence, sliding or not (``SWA_KV_POOL`` below says which family gets which). A hybrid SWA model
+    gets two pools from eq. (2)'s budget (model_executor/pool_configurator.py:656-921 HybridSWAPoolConfigurator,
+    picked by create_memory_pool_configurator :1715-1725; formulas/swa_pool.py eqs. S1-S5):
+
+        full_tokens = kv_pool // (B_full + swa_full_tokens_ratio x B_swa);  swa_tokens = full_tokens x ratio    (3s)
+
+    B_full = kv_heads per rank x (head_dim + v_head_dim) x full layers x dtype bytes, B_swa the same over the
+    sliding layers (:703-716), ratio 0.8 by default (--swa-full-tokens-ratio, schedule.py:150-162).
+    max_total_num_tokens = full_tokens (eq. 4 reads it); a sequence of t tokens holds t full-pool tokens and
+    min(t, window + 128 + 2) SWA tokens (S4); an SWA pool of no more than window + page tokens stops SGLang at start
+    (validate_swa_pool_size :198-216). Not modelled: the request-cap sizing used only with --disable-radix-cache and
+    a given --max-running-requests (SWARequestCapPoolConfigurator :971-1042), DeepSeek V4's pool, unified memory.
 (5) Radix cache: finished requests' KV stays in the same pool as a prefix cache and is evicted (LRU) when running
     requests need the room, so it does not lower the capacity for running requests; requests that share a prefix
-    hold it once.
+    hold it once. With the hybrid SWA pool the tree indexes both pools (mem_cache/registry.py:159-170:
+    UnifiedRadixCache with the FULL and SWA components) and evicts from each the same way.
 
 Why vLLM reports a different capacity for the same card: vLLM's pool is ``gpu_memory_utilization x total - weights
 - profiled activation peak - non-torch - CUDA graphs`` (vllm.py eq. 1), SGLang's is eq. (2): a different fraction
@@ -70,8 +91,10 @@ from typing import Any
 
 from ...errors import FieldError
 from ...formulas.kv_cache import kv_cache
+from ...formulas.swa_pool import hybrid_swa_admitted, hybrid_swa_pool_tokens, swa_tokens_held
 from ...formulas.tensor_parallel import kv_fraction_per_device, per_device
 from ...result import Assumption, Item
+from ...specs import ModelSpec
 from ...units import MiB, format_bytes
 from .. import engines as E
 from ..allocator import context_span, device_context
@@ -105,17 +128,81 @@ def default_mem_fraction_static(total_bytes: int, tp: int = 1, mla: bool = False
         "reserved_mib": reserved, "activation_mib": activation, "graphs_mib": graphs}
 
 
+# Which KV pool SGLang 0.5.23 gives each family with sliding-window layers (by the config's model_type): "hybrid"
+# (two pools, eq. 3s, modelled), "hybrid_unmodelled" (two pools, whose layer geometry is not modelled here: counted
+# as the one pool, with a warning) or "one" (the one pool of eq. 3: every layer holds every token). A family not
+# listed gets the one pool: its architecture is not in is_hybrid_swa_model's list (model_config.py:2651-2697).
+_ONE_POOL_OVERRIDE = ("SGLang turns disable_hybrid_swa_memory on for it (arg_groups/model_overrides/gemma2_gemma3.py:"
+                      "13-26: Gemma2ForCausalLM, Gemma3ForCausalLM, Gemma3ForConditionalGeneration, Gemma3n*)")
+SWA_KV_POOL: dict[str, tuple[str, str]] = {
+    "gpt_oss": ("hybrid", "GptOssForCausalLM is in SWA_SINK_ARCHS (configs/model_config.py:88-96), so "
+                          "is_hybrid_swa_model (:2651-2697) is true; sliding and full layers from layer_types "
+                          "(get_hybrid_layer_ids :2700, :2712-2722)"),
+    "llama4": ("hybrid_unmodelled", "Llama4ForConditionalGeneration is in is_hybrid_swa_model's list "
+                                    "(model_config.py:2657); its chunked-attention layers ((i + 1) % 4 != 0, "
+                                    ":2705-2711) go to the SWA pool, whose window (no sliding_window in the config, "
+                                    "_get_sliding_window_size :1961-1966) and eviction were not read"),
+    "gemma4": ("hybrid_unmodelled", "Gemma4ForConditionalGeneration is in is_hybrid_swa_model's list "
+                                    "(model_config.py:2668) with is_hybrid_swa_compress (:1246-1256); the "
+                                    "per-kind head sizes and KV-shared layers of its two pools were not read"),
+    "gemma4_text": ("hybrid_unmodelled", "Gemma4ForCausalLM is in is_hybrid_swa_model's list (model_config.py:"
+                                         "2667); its two pools' geometry was not read"),
+    "gemma2": ("one", _ONE_POOL_OVERRIDE),
+    "gemma3": ("one", _ONE_POOL_OVERRIDE),
+    "gemma3_text": ("one", _ONE_POOL_OVERRIDE),
+    "gemma3n": ("one", _ONE_POOL_OVERRIDE),
+    "gemma3n_text": ("one", _ONE_POOL_OVERRIDE),
+    "exaone4": ("one", "SGLang turns disable_hybrid_swa_memory on for Exaone 4 with a sliding_window_pattern "
+                       "(arg_groups/model_overrides/exaone.py:15-22)"),
+    "olmo3": ("one", "Olmo3ForCausalLM is not in is_hybrid_swa_model's list (model_config.py:2651-2697)"),
+}
+
+
+def swa_kv_pool(spec: ModelSpec) -> tuple[str, str] | None:
+    """Eq. (3s): which KV pool SGLang gives ``spec`` ("hybrid", "hybrid_unmodelled" or "one") and why; None for a
+    model without sliding-window layers (the one pool, nothing to say)."""
+    if "sliding" not in spec.kv_cache_layer_types:
+        return None
+    return SWA_KV_POOL.get(spec.model_type, (
+        "one", f"model_type {spec.model_type!r}: its architecture is not in is_hybrid_swa_model's list "
+               "(configs/model_config.py:2651-2697)"))
+
+
 def compose_sglang(ctx: Context) -> None:
     spec, w, acc = ctx.spec, ctx.w, ctx.acc
     refuse_mamba_settings(ctx)
     tp = w.tensor_parallel
     mla = spec.mla is not None
     share = kv_fraction_per_device(spec, tp, mla_latent=True)
-    cell = per_device(int(kv_cache(spec, 1, 1, ctx.kv_dtype, mla_mode="latent",
-                                         indexer_cache=E.SGLANG.dsa_indexer_cache).bytes_per_token), share)
-    if any(k == "sliding" for k in spec.layer_types):
-        acc.warnings.append("SGLang sizes sliding-window models with a separate SWA pool (HybridSWAPoolConfigurator); "
-                            "not modelled: every layer is counted as full attention (fewer tokens than SGLang)")
+    one_token = kv_cache(spec, 1, 1, ctx.kv_dtype, mla_mode="latent", indexer_cache=E.SGLANG.dsa_indexer_cache)
+    cell = per_device(int(one_token.bytes_per_token), share)
+    pool_kind = swa_kv_pool(spec)
+    page = 1  # SGLang's default page_size on CUDA (arg_groups/overrides.py:1341-1363 _page_size_default)
+    swa: tuple[int, int, float] | None = None  # eq. (3s): (B_full, B_swa, swa_full_tokens_ratio) per device
+    # the need's sliding-layer tokens: eq. (S4)'s in the hybrid pool; in the one pool every token (extra = context)
+    need_extra = w.context
+    if pool_kind is not None and pool_kind[0] == "hybrid":
+        ratio = float(acc.assume("swa_full_tokens_ratio", E.SGLANG_SWA_FULL_TOKENS_RATIO, None,
+                                 "SGLang default (--swa-full-tokens-ratio fallback, arg_groups/fields/schedule.py:"
+                                 "150-162): the SWA pool holds ratio x the full pool's tokens (eq. 3s)"))
+        acc.assumptions.append(Assumption(
+            "sglang_kv_pool", "hybrid SWA", True, f"{pool_kind[1]}: a full pool for the {one_token.full_layers} full "
+            f"layers and an SWA pool for the {one_token.sliding_layers} sliding layers (pool_configurator.py:656-921, "
+            "eq. 3s of estimate/inference/sglang.py); --disable-hybrid-swa-memory would give the one pool"))
+        swa = (per_device(int(one_token.layer_bytes_per_token_full * one_token.full_layers), share),
+               per_device(int(one_token.layer_bytes_per_token_sliding * one_token.sliding_layers), share), ratio)
+        swa_window = spec.sliding_window or 0  # window + need_extra = eq. (S4)'s tokens held
+        need_extra = swa_tokens_held(w.context, swa_window, E.SGLANG_SWA_EVICTION_INTERVAL, page) - swa_window
+    elif pool_kind is not None:
+        unmodelled = pool_kind[0] == "hybrid_unmodelled"
+        acc.assumptions.append(Assumption(
+            "sglang_kv_pool", "hybrid SWA, counted as one pool" if unmodelled else "one pool", True,
+            f"{pool_kind[1]}: every layer, sliding or not, counted as holding every token of a sequence (eq. 3 of "
+            "estimate/inference/sglang.py)"))
+        if unmodelled:
+            acc.warnings.append(f"SGLang serves {spec.name} with a hybrid SWA pool (a full pool and a smaller "
+                                f"sliding-window pool: {pool_kind[1]}); not modelled: every layer is counted as full "
+                                "attention, so SGLang holds more tokens than shown")
     if any(spec.kv_shared_layers):
         acc.assumptions.append(Assumption(
             "sglang_kv_shared_cells", sum(spec.kv_shared_layers), True,
@@ -126,7 +213,7 @@ def compose_sglang(ctx: Context) -> None:
     acc.items.append(weights_item(ctx.wb, "device"))
     ctx.details.update({"kv_cell_bytes": cell})
     # without a memory SGLang's default max_running_requests (eq. 4, from the pool) is unknown: a stated one caps
-    need = kv_item(ctx, w.context, running_sequences(w, w.max_num_seqs), "device", block=1, window_extra=0)
+    need = kv_item(ctx, w.context, running_sequences(w, w.max_num_seqs), "device", block=1, window_extra=need_extra)
     ctx.details.update({"running_cap": w.max_num_seqs, "running_cap_name": "max_running_requests",
                         "running_sequences": running_sequences(w, w.max_num_seqs)})
     if w.memory is None:
@@ -164,8 +251,10 @@ def compose_sglang(ctx: Context) -> None:
     mamba = _mamba_pool(ctx, pool)
     if mamba is not None:
         pool = max(pool - mamba[1], 0)
-    page = 1
-    tokens = pool // cell // page * page if cell else 0
+    if swa is not None:  # eq. (3s): max_total_num_tokens is the full pool's
+        tokens, swa_tokens = hybrid_swa_pool_tokens(pool, swa[0], swa[1], swa[2], page)
+    else:
+        tokens = pool // cell // page * page if cell else 0
     # eq. (4)'s context_len: the window SGLang derives (estimate/context_window.py eq. W3), or the context itself past
     # it under the override (model_config.py:1291-1318: context_len = the given --context-length); no window known:
     # the context, as before
@@ -176,16 +265,27 @@ def compose_sglang(ctx: Context) -> None:
     max_running = min(w.max_num_seqs, tokens // 2) if w.max_num_seqs is not None else min(est_reqs, tokens // 2)
     if mamba is not None:  # eq. (4b): every running request holds state slots in the MambaPool
         max_running = min(max_running, mamba[0] // E.SGLANG_MAMBA_REQUESTS_RATIO)
-    fits_one = tokens // w.context
+    fits_one = (hybrid_swa_admitted(tokens, swa_tokens, w.context, spec.sliding_window or 0,
+                                    E.SGLANG_SWA_EVICTION_INTERVAL, page) if swa is not None else tokens // w.context)
     admitted = min(fits_one, max_running)
     if max_running != w.max_num_seqs:  # the pool's default cap: the need is for what it runs (common.py eq. R1)
-        need = kv_item(ctx, w.context, running_sequences(w, max_running), "device", block=1, window_extra=0)
+        need = kv_item(ctx, w.context, running_sequences(w, max_running), "device", block=1, window_extra=need_extra)
     reserve = pre - int(mfs * pre)
-    acc.items.append(Item("kv_cache", pool, "device",
-                          formula=f"{mfs} x (memory - CUDA context) {format_bytes(pre)} - weights = "
-                                  f"{tokens:,} tokens x {cell:,} B",
-                          source="SGLang kv_cache_configurator.py:2990-3060, pool_configurator.py:636-647 "
-                                 "(eqs. 2-3 of estimate/inference/sglang.py)"))
+    if swa is not None:
+        acc.items.append(Item("kv_cache", pool, "device",
+                              formula=f"{mfs} x (memory - CUDA context) {format_bytes(pre)} - weights = full pool "
+                                      f"{tokens:,} tokens x {swa[0]:,} B + SWA pool {swa_tokens:,} tokens x "
+                                      f"{swa[1]:,} B (swa_full_tokens_ratio {swa[2]:g})",
+                              source="SGLang kv_cache_configurator.py:2990-3060, pool_configurator.py:656-921 "
+                                     "(eqs. 2, 3s of estimate/inference/sglang.py; formulas/swa_pool.py S1-S3)"))
+        ctx.details.update({"swa_pool_tokens": swa_tokens, "full_pool_bytes_per_token": swa[0],
+                            "swa_pool_bytes_per_token": swa[1], "swa_full_tokens_ratio": swa[2]})
+    else:
+        acc.items.append(Item("kv_cache", pool, "device",
+                              formula=f"{mfs} x (memory - CUDA context) {format_bytes(pre)} - weights = "
+                                      f"{tokens:,} tokens x {cell:,} B",
+                              source="SGLang kv_cache_configurator.py:2990-3060, pool_configurator.py:636-647 "
+                                     "(eqs. 2-3 of estimate/inference/sglang.py)"))
     if mamba is not None:
         slots, mamba_bytes, per_req, how = mamba
         acc.items.append(Item("recurrent_state_pool", mamba_bytes, "device",
@@ -229,6 +329,11 @@ def compose_sglang(ctx: Context) -> None:
             "mem_fraction_static" + (", lower max_mamba_cache_size" if mamba is not None
                                        and w.max_mamba_cache_size is not None else "")
             + " or use more memory")
+    elif swa is not None and swa_tokens <= (spec.sliding_window or 0) + page:
+        ctx.details["sglang_no_pool"] = (
+            f"SGLang would fail at start-up: its SWA pool ({swa_tokens:,} tokens) cannot hold one request, whose "
+            f"prefill needs the sliding window ({spec.sliding_window}) + page_size ({page}) (validate_swa_pool_size, "
+            "pool_configurator.py:198-216); raise mem_fraction_static or use more memory")
     elif fits_one < 1:
         acc.warnings.append(f"one sequence of {w.context} tokens needs more than the {tokens:,} tokens SGLang's pool "
                             "holds")

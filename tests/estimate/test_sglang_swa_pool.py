@@ -1,0 +1,150 @@
+"""SGLang's KV pool for models with sliding-window layers, against SGLang 0.5.23's own code (the PyPI wheel) and the
+models' real config.json (the catalog's copy, read here as plain JSON).
+
+- Gemma 2 / 3 / 3n: SGLang turns ``disable_hybrid_swa_memory`` on (arg_groups/model_overrides/gemma2_gemma3.py:
+  13-26) and their architectures are not in ``is_hybrid_swa_model``'s list (configs/model_config.py:2651-2697): the one
+  token pool, ``cell_size = kv_heads per rank x (head_dim + v_head_dim) x num_hidden_layers x dtype bytes``
+  (model_executor/pool_configurator.py:340-498), every layer, sliding or not, holding every token.
+- GPT-OSS: ``GptOssForCausalLM`` is in ``SWA_SINK_ARCHS`` (model_config.py:88-96): ``HybridSWAPoolConfigurator``
+  (pool_configurator.py:656-921): full_tokens = available // (B_full + 0.8 x B_swa), swa_tokens = int(full x 0.8),
+  0.8 the ``--swa-full-tokens-ratio`` fallback (arg_groups/fields/schedule.py:150-162); a running request holds
+  min(t, window + 128 + 2) SWA tokens (compute_swa_request_cap :924-968, SGLANG_SWA_EVICTION_INTERVAL 128:
+  environ.py:730).
+
+Every expected number below is worked out from the config.json values and those rules; only the pool's byte budget
+(eq. 2 of estimate/inference/sglang.py, tested in test_sglang.py) is taken from the estimate.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import llmsizer
+from llmsizer.formulas.swa_pool import hybrid_swa_admitted, hybrid_swa_pool_tokens, swa_tokens_held
+from llmsizer.units import GiB
+
+MODELS = Path(__file__).resolve().parents[2] / "src" / "llmsizer" / "catalog" / "data" / "models"
+
+
+def _config(name: str) -> dict:
+    cfg = json.loads((MODELS / f"{name}.json").read_text())["config"]
+    return cfg.get("text_config", cfg)
+
+
+def _assumption(est, name):
+    return next(a.value for a in est.assumptions if a.name == name)
+
+
+@pytest.mark.parametrize("tp", [1, 2])
+def test_gemma3_27b_gets_the_one_pool_every_layer_every_token(tp):
+    """Gemma 3 27B: 62 layers x 2 (K, V) x 16 kv heads x 128 head_dim x 2 B (bf16) = 507,904 B per token, / TP on
+    each GPU (253,952 at TP 2: the brief's number). No SWA pool: SGLang does not use one for Gemma 3. The need of a
+    sequence is that cell times every one of its tokens (before: the sliding layers were counted at their 1,024-token
+    window, 51.89 GiB 'needed' beside a verdict of 5 of 8 sequences)."""
+    c = _config("gemma-3-27b-it")
+    assert (c["num_hidden_layers"], c["num_key_value_heads"], c["head_dim"], c["sliding_window"]) == (62, 16, 128, 1024)
+    cell = c["num_hidden_layers"] * 2 * c["num_key_value_heads"] * c["head_dim"] * 2 // tp
+    assert cell == {1: 507_904, 2: 253_952}[tp]
+    est = llmsizer.estimate_inference("gemma-3-27b-it", engine="sglang", memory=int(79.65 * GiB), context=32768,
+                                      concurrency=8, tensor_parallel=tp)
+    d = est.details
+    assert d["kv_cell_bytes"] == cell
+    assert "swa_pool_tokens" not in d
+    assert d["max_total_num_tokens"] == d["kv_pool_bytes"] // cell
+    assert d["max_concurrency_at_context"] == d["max_total_num_tokens"] // 32768
+    # the need is for the load asked (8), as many as max_running_requests lets run (common.py eq. R1)
+    assert d["kv_needed_bytes"] == cell * 32768 * min(8, d["max_running_requests"])
+    assert _assumption(est, "sglang_kv_pool") == "one pool"
+    assert not any("SWA pool" in w for w in est.warnings)
+
+
+def test_gemma3_27b_on_two_h100_still_does_not_fit_eight_at_32k():
+    """The case of the brief (fit gemma-3-27b-it --engine sglang --device h100-sxm --count 2 --context 32k
+    --concurrency 8): SGLang's one pool at 253,952 B per token on each GPU holds fewer than 8 x 32,768 tokens, so it
+    stays 'does not fit' (vLLM, whose Gemma 3 sliding layers keep only their window, fits all 8)."""
+    r = llmsizer.fit("gemma-3-27b-it", "h100-sxm", 2, engine="sglang", context=32768, concurrency=8)
+    d = r.estimate.details
+    assert d["kv_cell_bytes"] == 253_952
+    room = d["kv_pool_bytes"] // 253_952 // 32768
+    assert room < 8 and d["max_concurrency_at_context"] == room and not r.fits
+    v = llmsizer.fit("gemma-3-27b-it", "h100-sxm", 2, engine="vllm", context=32768, concurrency=8)
+    assert v.fits
+
+
+@pytest.mark.parametrize("name", ["gpt-oss-20b", "gpt-oss-120b"])
+@pytest.mark.parametrize("tp", [1, 2])
+@pytest.mark.parametrize("context", [32768, 100])
+def test_gpt_oss_hybrid_swa_pool_split(name, tp, context):
+    """GPT-OSS: layer_types alternate sliding_attention / full_attention, 8 kv heads of 64, window 128. Per token
+    on each GPU: B_full = full layers x 2 x (8 / TP) x 64 x 2 B, B_swa the same over the sliding layers; the pools
+    split by 0.8; a 32k sequence holds 128 + 128 + 2 = 258 SWA tokens (the full pool binds), a 100-token one 100 in
+    each pool (the SWA pool, 0.8 x the full one, binds). The need of the 8 sequences asked: every token in the full
+    layers, eq. (S4)'s in the sliding ones."""
+    c = _config(name)
+    kinds = c["layer_types"]
+    n_full, n_swa = kinds.count("full_attention"), kinds.count("sliding_attention")
+    assert n_full + n_swa == c["num_hidden_layers"] and n_full == n_swa
+    heads = c["num_key_value_heads"] // tp
+    b_full = n_full * 2 * heads * c["head_dim"] * 2
+    b_swa = n_swa * 2 * heads * c["head_dim"] * 2
+    window = c["sliding_window"]
+    assert window == 128 and c["head_dim"] == 64 and c["num_key_value_heads"] == 8
+    est = llmsizer.estimate_inference(name, engine="sglang", memory=80 * GiB, context=context, concurrency=8,
+                                      tensor_parallel=tp)
+    d = est.details
+    assert (d["full_pool_bytes_per_token"], d["swa_pool_bytes_per_token"], d["swa_full_tokens_ratio"]) == \
+        (b_full, b_swa, 0.8)
+    pool = d["kv_pool_bytes"]
+    full = int(pool // (b_full + 0.8 * b_swa))
+    swa = int(full * 0.8)
+    assert (d["max_total_num_tokens"], d["swa_pool_tokens"]) == (full, swa)
+    held = min(context, window + 128 + 2)
+    assert d["max_concurrency_at_context"] == min(full // context, swa // held)
+    sliding_need = n_swa * 2 * heads * c["head_dim"] * 2 * held
+    assert d["kv_needed_bytes"] == (b_full * context + sliding_need) * min(8, d["max_running_requests"])
+    assert _assumption(est, "sglang_kv_pool") == "hybrid SWA"
+    assert _assumption(est, "swa_full_tokens_ratio") == 0.8
+
+
+def test_hybrid_pool_holds_more_than_counting_every_layer_full():
+    """The two pools hold B_full + B_swa per token where one pool would: with 0.8 the full pool gets
+    (B_full + B_swa) / (B_full + 0.8 B_swa) = 2 / 1.8 = 1.11 x the tokens (GPT-OSS: as many full as sliding layers)."""
+    est = llmsizer.estimate_inference("gpt-oss-120b", engine="sglang", memory=80 * GiB, context=8192)
+    d = est.details
+    one_pool = d["kv_pool_bytes"] // (d["full_pool_bytes_per_token"] + d["swa_pool_bytes_per_token"])
+    assert d["max_total_num_tokens"] / one_pool == pytest.approx(2 / 1.8, rel=1e-4)
+
+
+@pytest.mark.parametrize("name", ["gemma-2-9b-it", "mistral-7b-v0.1", "phi-3-mini-4k-instruct"])
+def test_other_sliding_families_keep_the_one_pool(name):
+    """Gemma 2 (override), Mistral v0.1 and Phi-3 (architectures not in is_hybrid_swa_model's list): the one pool,
+    with every layer in the cell, as before this change."""
+    est = llmsizer.estimate_inference(name, engine="sglang", memory=24 * GiB, context=4096)
+    c = _config(name)
+    d = est.details
+    head_dim = c.get("head_dim") or c["hidden_size"] // c["num_attention_heads"]
+    assert d["kv_cell_bytes"] == c["num_hidden_layers"] * 2 * c["num_key_value_heads"] * head_dim * 2
+    assert "swa_pool_tokens" not in d and _assumption(est, "sglang_kv_pool") == "one pool"
+
+
+@pytest.mark.parametrize("name", ["gemma-4-e4b-it", "llama-4-scout-17b-16e-instruct"])
+def test_hybrid_families_not_modelled_say_so(name):
+    """Gemma 4 and Llama 4 (Llama4ForConditionalGeneration) are hybrid SWA in SGLang (model_config.py:2657, 2668),
+    but their pools' geometry is not modelled here: counted as the one pool, with a warning naming SGLang's pool."""
+    est = llmsizer.estimate_inference(name, engine="sglang", memory=80 * GiB, context=4096)
+    assert _assumption(est, "sglang_kv_pool") == "hybrid SWA, counted as one pool"
+    assert any("hybrid SWA pool" in w and "not modelled" in w for w in est.warnings)
+
+
+def test_swa_pool_formulas():
+    """formulas/swa_pool.py eqs. S1-S5 on small numbers worked by hand: 10,000 B at 100 + 0.8 x 100 = 180 B per
+    full token -> 55 full tokens, int(55 x 0.8) = 44 SWA tokens; with pages of 4: 52 (13 pages) and int(41.6) = 41
+    -> 40."""
+    assert hybrid_swa_pool_tokens(10_000, 100, 100, 0.8) == (55, 44)
+    assert hybrid_swa_pool_tokens(10_000, 100, 100, 0.8, page_size=4) == (52, 40)
+    assert hybrid_swa_pool_tokens(0, 100, 100, 0.8) == (0, 0)
+    assert swa_tokens_held(32768, 1024, 128) == 1024 + 128 + 2
+    assert hybrid_swa_admitted(1000, 800, 300, 128, 128) == min(1000 // 300, 800 // 258)
