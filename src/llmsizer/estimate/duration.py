@@ -76,6 +76,7 @@ from ..formulas.float8_training import (
     layer_linears,
     norm_fed_inputs,
     shared_inputs,
+    te_weight_casts_per_step,
 )
 from ..formulas.gemm_shapes import block_shape_efficiency, running_sum, tally, training_gemms
 from ..formulas.launch_overhead import (
@@ -189,6 +190,7 @@ from .training.setup import (
     given,
     qlora_base_format,
     qlora_fused_experts,
+    te_first_microbatch_cache,
 )
 from .training.timeline import pipeline_fsdp2
 
@@ -848,27 +850,37 @@ def float8_time(spec: ModelSpec, w: TrainingWorkload, tokens: int) -> Float8Time
     sharded = float8_all_gather(w)
     gemms = float(float8_gemms(w.float8_recipe))
     share = 1.0 / max(1, w.gpus // max(1, w.tp * w.pp)) if sharded else 1.0
-    # a layer's float8 linears depend on it only through being MoE: (FLOPs, forward and backward cast bytes) once
-    # per kind; the sums below still run layer by layer, so every float is the same
-    per_kind: dict[bool, tuple[float, float, float]] = {}
+    # TransformerEngine under Megatron-Core quantizes each weight once per step, into _fp8_workspaces, and every
+    # later forward of the step (the other micro-batches', a recompute) reads it (eq. T2; the one rule the copies'
+    # memory reads too, setup.py te_first_microbatch_cache): a micro-batch's share of the weight casts is 1/k, a
+    # recompute's none; elsewhere every forward casts the weight
+    cached = te_first_microbatch_cache(w)
+    k = max(1, w.grad_accumulation)
+    first_share = share * te_weight_casts_per_step(k, cached) / k if cached else share
+    again_share = 0.0 if cached else share
+    # a layer's float8 linears depend on it only through being MoE: (FLOPs, forward, recomputed forward and backward
+    # cast bytes) once per kind; the sums below still run layer by layer, so every float is the same
+    per_kind: dict[bool, tuple[float, float, float, float]] = {}
     kinds = moe_kinds(spec)
     for moe in dict.fromkeys(kinds):
         linears = layer_linears(spec, tp)[:4] if moe else layer_linears(spec, tp)
         f = 2.0 * sum(a * b for a, b in linears) if moe else float8_layer_flops(spec, tp)
-        fwd = bwd = 0.0
+        fwd = refwd = bwd = 0.0
         for (a, b), same, normed in zip(linears, shared_inputs(spec), norm_fed_inputs(spec), strict=False):
-            fa, ba = float8_cast_bytes(tokens, a, b, c, w.float8_recipe, w.compile, share, same, normed)
+            fa, ba = float8_cast_bytes(tokens, a, b, c, w.float8_recipe, w.compile, first_share, same, normed)
             fwd += fa
             bwd += ba
-        per_kind[moe] = (f, fwd, bwd)
+            refwd += fa if again_share == first_share else float8_cast_bytes(
+                tokens, a, b, c, w.float8_recipe, w.compile, again_share, same, normed)[0]
+        per_kind[moe] = (f, fwd, refwd, bwd)
     # each layer's addends, per (kind, recomputed): the sums run layer by layer in order (running_sum: the floats a
     # += loop makes)
     layer_kinds = list(zip(kinds, map(ckpt.__contains__, range(len(kinds))), strict=True))
     addends: dict[tuple[bool, bool], tuple[float, float]] = {}
     for moe, again_i in dict.fromkeys(layer_kinds):
-        f, fwd, bwd = per_kind[moe]
+        f, fwd, refwd, bwd = per_kind[moe]
         addends[moe, again_i] = (f * (gemms + (again if again_i else 0.0)),
-                                 fwd * (1.0 + (1.0 if again_i else 0.0)) + bwd)
+                                 (fwd + refwd if again_i else fwd) + bwd)
     rows = list(map(addends.__getitem__, layer_kinds))
     flops = running_sum(map(itemgetter(0), rows))
     cast = running_sum(map(itemgetter(1), rows))
@@ -1326,7 +1338,11 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
             t_f8 = elementwise_seconds(f8.cast_bytes, bw_mem, E.MEMORY_BOUND_BANDWIDTH.expected)
             notes.append(Assumption("float8_cast_bytes_per_token", round(f8.cast_bytes / tokens), True,
                                     f"formulas/float8_training.py eq. (F{float8_cast_eq(w.float8_recipe, w.compile)}): "
-                                    f"{w.float8_recipe} casts, forward, backward and recompute ({FLOAT8_TIME_SOURCE})"))
+                                    f"{w.float8_recipe} casts, forward, backward and recompute"
+                                    + (f"; each weight cast once per step into TransformerEngine's _fp8_workspaces "
+                                       f"(Megatron-Core passes is_first_microbatch, eq. T2): 1/{w.grad_accumulation} "
+                                       f"of it per micro-batch, none in a recompute"
+                                       if te_first_microbatch_cache(w) else "") + f" ({FLOAT8_TIME_SOURCE})"))
         if w.float8_recipe in TORCHAO_RECIPES and not w.compile:
             warnings.append("torchao float8 runs its casts as separate eager kernels (eq. F1); torchtitan/float8.py "
                             "@9dec370 line 14: 'Float8 experimental is intended to be ran under torch.compile for "

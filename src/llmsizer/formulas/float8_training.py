@@ -409,15 +409,38 @@ def float8_layer_backward_peak(spec: ModelSpec, tokens: int, compute_bytes: int,
 #   ``self.down_proj(self.act(self.up_proj(x)))`` (mosaicml/llm-foundry llmfoundry/models/layers/ffn.py
 #   @63d37d79 ``MPTMLP.forward`` / ``MPTGLU.forward``), so ``is_first_microbatch`` stays None and no workspace cache is
 #   kept (Megatron-core passes it: a loop that does keeps every layer's copy, lifetime 'workspace').
+# - Megatron-Core (NVIDIA/Megatron-LM @d98e8a64) passes it: every TE linear it builds (TELinear, TELayerNormColumnParallel-
+#   Linear, TEGroupedLinear: megatron/core/extensions/transformer_engine.py lines 1160, 1435, 2419) starts with
+#   ``self.is_first_microbatch = True``, hands it to TE's forward and sets it False after (lines 1337-1345, 1586-1602,
+#   2721-2728; None only under ``disable_parameter_transpose_cache``, default False: transformer_config.py line 1175);
+#   the schedules set it True again (``MegatronModule.set_is_first_microbatch``, transformer/module.py lines 114-132,
+#   whenever config.fp8 is set) for a model chunk's first micro-batch of the step only (pipeline_parallel/
+#   schedules.py ``forward_step`` lines 496-497; no pipelining: ``i == 0``, lines 826 and 851; 1F1B: lines 2358 and
+#   2401; interleaved: ``is_first_microbatch_for_model_chunk``, lines 1271-1275 and 1405-1408; training runs have
+#   forward_only False, so ``check_first_val_step`` returns the condition, lines 671-676). A recomputed forward comes
+#   after the flag went False: it reads the workspace too. In TE ``update_ws = is_first_microbatch is None or
+#   is_first_microbatch`` (module/linear.py line 479) and ``quantize_weight`` (module/base.py lines 861-872) rewrites a
+#   cached workspace only when it is set: one weight cast per layer per optimizer step (eq. T2).
+# - Megatron-Bridge's fp8_cs and delayed recipes also set ``fp8_param_gather`` (NVIDIA-NeMo/Megatron-Bridge
+#   src/megatron/bridge/training/mixed_precision.py @f9b6319e lines 223 and 294): the parameters are then TE
+#   Float8Tensors (fp8_model_init, Megatron-LM megatron/core/fp8_utils.py line 848), ``quantize_weight`` returns them
+#   as they are (base.py lines 835-845: no forward cast, no workspace) and the distributed optimizer quantizes its
+#   own shard of the master weights once per step (fp8_utils.py ``quantize_param_shard`` line 672, called from
+#   optimizer/distrib_optimizer.py line 2847) before the float8 all-gather. Not modelled apart: llmsizer sizes the
+#   bf16 parameter with the workspace copy beside it, and times one cast of the whole weight per step (T2), which
+#   over-counts fp8_param_gather's by the data-parallel factor on a term already 1/k of a micro-step's.
 LLM_FOUNDRY_TE_CALL = ("mosaicml/llm-foundry llmfoundry/models/layers/ffn.py @63d37d79 MPTMLP.forward "
                        "(no is_first_microbatch)")
+MEGATRON_TE_CALL = ("NVIDIA/Megatron-LM @d98e8a64 megatron/core/extensions/transformer_engine.py lines 1337-1345 "
+                    "(TELinear passes is_first_microbatch), pipeline_parallel/schedules.py lines 496-497, 826, 1405-1408 "
+                    "(True at a chunk's first micro-batch of the step): one weight cast per step, eq. T2")
 TE_NON_TN_CAPABILITIES = ((100, 120), (130, 10_000))
 TE_SOURCE = ("TransformerEngine @d0067d0d pytorch/module/linear.py lines 461-490 (quantize_weight from the parameter), "
              "641-648 (saved for backward, not under FSDP2), 1958-1960 + 2068-2071 (_fp8_workspaces); "
              "pytorch/csrc/quantizer.cpp lines 355-384 (Float8Quantizer::create_tensor: with_data line 363, "
              "with_transpose line 375); common/transformer_engine.cpp lines 1191-1203 (non-TN FP8 GEMMs: 10.x, 11.x, "
              ">= 13.0); mosaicml/composer composer/core/precision.py @02c872e4 (amp_fp8: DelayedScaling always); "
-             + LLM_FOUNDRY_TE_CALL)
+             + LLM_FOUNDRY_TE_CALL + "; " + MEGATRON_TE_CALL)
 
 
 def te_weight_copy_bytes(elements: int, capability: int | None = 90, columnwise: bool = True) -> int:
@@ -452,3 +475,22 @@ def te_weight_copy_lifetime(fsdp2: bool, first_microbatch_cache: bool) -> str:
     if fsdp2:
         return "none"
     return "workspace" if first_microbatch_cache else "saved"
+
+
+def te_weight_casts_per_step(micro_batches: int, first_microbatch_cache: bool) -> int:
+    """How many times TransformerEngine quantizes one te layer's weight in an optimizer step of ``micro_batches``
+    forward passes (per layer and linear; a recomputed forward adds its own only without the cache)::
+
+        n_cast = 1        when the loop passes is_first_microbatch (Megatron-Core: the first micro-batch refreshes
+                          _fp8_workspaces, the others read it)                                             (T2)
+        n_cast = k        else (is_first_microbatch None: update_ws is True at every forward, llm-foundry)
+
+    (module/linear.py line 479 ``update_ws``, module/base.py lines 861-872; the comment block above). The weight
+    terms of eqs. F3/F3c are paid n_cast / k times per micro-batch.
+
+    >>> te_weight_casts_per_step(8, True), te_weight_casts_per_step(8, False)
+    (1, 8)
+    """
+    if micro_batches < 1:
+        raise InputError(f"micro-batches per step must be at least 1, got {micro_batches}")
+    return 1 if first_microbatch_cache else micro_batches

@@ -673,7 +673,9 @@ class TrainingWorkload:
         it changes the casts' memory-bound time (eqs. F1-F3c) and the weight copies:
         torchao keeps none, TransformerEngine keeps each te.Linear's float8 weight (rowwise + transposed on Hopper)
         from the layer's forward to its backward (llm-foundry's blocks pass no ``is_first_microbatch``: no
-        ``_fp8_workspaces`` cache across micro-batches), none under FSDP2 (``fp8_weight_copies``, eq. T1);
+        ``_fp8_workspaces`` cache across micro-batches; under a megatron precision Megatron-Core passes it: every
+        layer's copy kept the whole step, each weight cast once per step, eq. T2), none under FSDP2
+        (``fp8_weight_copies``, eq. T1);
         the casts' transient buffers follow torchao's for both.
     compile: the model runs under ``torch.compile`` (inductor): the min-cut partitioner decides what is saved
         for the backward (fused RMSNorm / SwiGLU; ``formulas/compiled_activations.py``), and the step's

@@ -57,6 +57,7 @@ from .setup import (
     record_workload,
     refuse_attention_kernel,
     resolve,
+    te_first_microbatch_cache,
 )
 from .states import StageStates, stage_states
 from .timeline import (
@@ -91,7 +92,8 @@ COMPONENT_FORMULA = {
     "fp8_weight_copies": ("TransformerEngine's float8 copies of the te.Linear weights, quantized from the parameter "
                           "(1 B rowwise + 1 B transposed per element on Hopper/Ada, 1 B on datacenter Blackwell, whose "
                           "non-TN FP8 GEMMs need no transpose, eq. T1), saved from each layer's "
-                          "forward to its backward (a checkpointed layer: its recompute's only)",
+                          "forward to its backward (a checkpointed layer: its recompute's only); under Megatron-Core, "
+                          "which passes is_first_microbatch, every layer's kept in _fp8_workspaces the whole step",
                           "formulas/float8_training.py te_weight_copy_bytes (" + TE_SOURCE + ")"),
     "head_activations": ("final norm, lm_head input, fp32 log-softmax of the loss", ACT_SRC),
     "logits_and_loss": ("logits + fp32 upcast (forward) or the two fp32 [tokens, vocab] loss gradients (backward)",
@@ -1111,9 +1113,11 @@ def _explain(ctx: TrainingContext, acc: Acc, tl: StageTimeline) -> None:
         cc = ctx.w.gpu_capability
         on = "Hopper's, the GPU not known" if cc is None else f"compute capability {cc // 10}.{cc % 10}"
         value += (f"; + TransformerEngine's float8 copy of each te.Linear weight ({te_weight_copy_bytes(1, cc)} B per "
-                  f"element on {on}: fp8_weight_copies, eq. T1), per layer from its forward to its backward "
-                  "(taken as llm-foundry calls the te modules, without is_first_microbatch: no _fp8_workspaces "
-                  "cache), none under FSDP2")
+                  f"element on {on}: fp8_weight_copies, eq. T1), "
+                  + ("every layer's for the whole step (Megatron-Core passes is_first_microbatch: TE keeps it in "
+                     "_fp8_workspaces, eq. T2)" if te_first_microbatch_cache(ctx.w) else
+                     "per layer from its forward to its backward (as llm-foundry calls the te modules, without "
+                     "is_first_microbatch: no _fp8_workspaces cache), none under FSDP2"))
     acc.assumptions.append(Assumption("bytes_per_param", value, True, WHY_16_VS_18))
     # The recipe adds up every state a step allocates; they are not all live at the peak (timeline.py).
     trained = count_params(ctx.spec).total

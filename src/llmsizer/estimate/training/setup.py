@@ -13,6 +13,7 @@ from ...errors import DeviceCannotRunError, FieldError, InputError, NotModelledE
 from ...formulas import unsloth_kernels
 from ...formulas.context_parallel import local_tokens
 from ...formulas.dtypes import DTYPE_BYTES
+from ...formulas.float8_training import TE_RECIPES
 from ...formulas.lora import (
     LoraParams,
     adapted_roles,
@@ -249,6 +250,16 @@ def compile_partitions_layers(w: TrainingWorkload) -> bool:
     (formulas/compiled_activations.py, formulas/selective_checkpointing.py): under ``compile``, unless Unsloth's
     hand-written autograd kernels replace the layer (formulas/unsloth_kernels.py)."""
     return w.compile and w.kernels != "unsloth"
+
+
+def te_first_microbatch_cache(w: TrainingWorkload) -> bool:
+    """Whether TransformerEngine keeps each te layer's float8 weight in ``_fp8_workspaces`` across the micro-batches
+    of a step: the training loop passes ``is_first_microbatch``, which Megatron-Core does (the megatron precisions;
+    formulas/float8_training.py ``MEGATRON_TE_CALL``) and llm-foundry's blocks do not (``LLM_FOUNDRY_TE_CALL``);
+    never under FSDP2 (TE keeps no cache there). The one rule both the casts' time (estimate/duration.py
+    ``float8_time``, eq. T2) and the copies' lifetime (timeline.py, ``te_weight_copy_lifetime``) read."""
+    return (w.float8 and w.float8_recipe in TE_RECIPES and w.precision in MEGATRON_PRECISIONS
+            and not (w.fsdp is not None and w.fsdp_version == 2))
 
 
 def compiled_loss(w: TrainingWorkload) -> bool:

@@ -105,6 +105,7 @@ from .setup import (
     compiled_loss,
     expert_group,
     layer_inputs_need_grad,
+    te_first_microbatch_cache,
 )
 from .states import StageStates
 
@@ -575,11 +576,11 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
         fwd_kept = offload_stash_bytes(last_save, final_norm)
     # TransformerEngine's float8 weight copies (formulas/float8_training.py eq. T1): te.Linear quantizes each layer's
     # weight from the parameter itself (no autocast copy); the copy is saved from the layer's forward to its backward
-    # (a checkpointed layer's forward keeps none: its recompute makes it again), none under FSDP2; never kept in
-    # _fp8_workspaces: the recipe sized is llm-foundry's, whose blocks call the te modules without
-    # is_first_microbatch (formulas/float8_training.py LLM_FOUNDRY_TE_CALL)
+    # (a checkpointed layer's forward keeps none: its recompute makes it again), none under FSDP2; kept in
+    # _fp8_workspaces (every layer's, the whole step) where the loop passes is_first_microbatch: Megatron-Core does,
+    # llm-foundry's blocks do not (setup.py te_first_microbatch_cache, the rule the casts' time reads too)
     te_i, te_kept = [0] * n_layers, [0] * n_layers
-    te_life = (te_weight_copy_lifetime(w.fsdp is not None and w.fsdp_version == 2, False)
+    te_life = (te_weight_copy_lifetime(w.fsdp is not None and w.fsdp_version == 2, te_first_microbatch_cache(w))
                if w.float8 and w.float8_recipe in TE_RECIPES else "none")
     if te_life != "none":
         moe = [spec.moe is not None and bool(spec.moe_layers[i]) for i in layers]
