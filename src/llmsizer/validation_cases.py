@@ -1513,7 +1513,10 @@ def speed_case(r: dict[str, str]) -> Case | NotExpressed:
 # -- llama.cpp llama-bench rows: validation/llamacpp_bench.csv (XiongjieDai/GPU-Benchmarks-on-LLM-Inference) -------
 # ``role`` calibration: the row fed estimate/efficiency.py's llama.cpp decode constants (tgN rows) or prefill
 # constants (ppN rows of the RTX 4090); kept out of the summary. ``role`` suspect: a row whose figures contradict the
-# rest of its table (the reason is in its ``notes``); reported, kept out of the summary (SUSPECT).
+# rest of its table (the reason is in its ``notes``); reported, kept out of the summary (SUSPECT). ``role`` assumed: a
+# row whose machine the source leaves unstated where the estimate needs it (the XC rows, llama.cpp's CPU backend: the
+# DIMMs and channels populated, so the catalog CPU's rated bandwidth stands for the machine's; the thread count, which
+# the estimate does not model); reported, kept out of the summary and of every band (ASSUMED), the reason in ``notes``.
 
 @dataclass(frozen=True)
 class BenchRow:
@@ -1624,13 +1627,16 @@ def llamacpp_bench_cases(data: str | Path | None = None) -> list[Case]:
         pred = s.tokens_per_second_per_user if decode else s.prefill_tokens_per_second
         calib = r.role == "calibration"
         suspect = r.role == "suspect"
+        assumed = r.role == "assumed"
         kind = DECODE if decode else PREFILL
-        why = r.notes[r.notes.index("SUSPECT"):] if suspect and "SUSPECT" in r.notes else ""
+        why = (r.notes[r.notes.index("SUSPECT"):] if suspect and "SUSPECT" in r.notes
+               else r.notes[r.notes.index("ASSUMED"):] if assumed and "ASSUMED" in r.notes else "")
         main = (f"; ./main: its evals attend {cells} KV cells on average (context swapping at n_ctx {n_ctx}), the "
                 "step at that depth; its cold first step and K-shift graphs are not modelled (< 1 %)") if run else ""
         out.append(Case(r.id, kind, f"llama.cpp {r.model} {r.weights[5:]} {r.device} {r.test}", pred, r.value,
                         "tokens/s", *within_tolerance(kind, pred, r.value),
-                        excluded=CALIBRATION if calib else (SUSPECT if suspect else ""), source=r.source,
+                        excluded=CALIBRATION if calib else SUSPECT if suspect else ASSUMED if assumed else "",
+                        source=r.source,
                         note=r.table + ("; calibration row of estimate/efficiency.py" if calib else "") + main
                         + (f"; {why}" if why else "")))
     return out
