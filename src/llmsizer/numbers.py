@@ -91,6 +91,14 @@ MEMORY_RATIO = Range(0.001, 1000, False, "a ratio of recurrent-state memory to K
 CPU_MOE_LAYERS = Range(0, 10_000, True, "layers whose MoE expert tensors stay in host memory; 0 = none")
 SPLIT_SHARE = Range(0, 1e6, False, "a GPU's share of a llama.cpp --tensor-split (proportions, e.g. 3,1)")
 MAX_GPUS = 128  # llama.cpp tensor_split[128] (common/common.h:477)
+# the devices of one machine (`--gpus-per-node` of fit, train, models --fits-on, recommend; a plan's devices per node;
+# TrainingWorkload.gpus_per_node), in one home: at most the largest single NVLink domain the catalog holds, a GB200 /
+# GB300 NVL72 rack's 72 GPUs (catalog/data/hardware/accelerators.json gb200 interconnect_bandwidth: aiconfigurator
+# gb200.yaml, "NVLink 5 within the 72-GPU rack"; gb300: klockwood-gb300-nvl72, the rack's figures over its 72 GPUs).
+# Before, only COUNT bounded it: `recommend --gpus-per-node 4096` searched 2..4096 cards (21 s) and chose
+# "4096 x rx-7800-xt" as one machine (review20 D8)
+MACHINE_GPUS = Range(1, 72, True, "devices of one machine; the largest single NVLink domain in the catalog is a "
+                     "GB200/GB300 NVL72 rack's 72 GPUs")
 LLAMACPP_GPUS = Range(1, MAX_GPUS, True, "GPUs llama.cpp splits one model over")
 ZERO_STAGE = Range(0, 3, True, "DeepSpeed ZeRO stages are 0, 1, 2 and 3")
 FSDP_VERSION = Range(1, 2, True, "PyTorch FSDP1 (FullyShardedDataParallel) or FSDP2 (fully_shard)")

@@ -14,7 +14,11 @@ Search (inference):
 - the devices laid out as ``fit`` lays them (``fit.serving_layout``: tensor parallelism over a candidate's GPUs, a
   llama.cpp split, or several CPUs or Apple chips as replicas of one model each); instances (more copies of the
   option) are added until an aggregate tokens/s target is met;
-- rank: on-demand $/h (owned hardware: power at the user's $/kWh, else unpriced and listed after priced ones).
+- rank (``rank_key``, the one rule): the user's own hardware first (devices a hardware file marks ``owned``, as
+  ``hardware detect`` writes them: "your hardware"), the best of it chosen where it meets the constraints; then the
+  catalog's alternatives by on-demand $/h (owned hardware: power at the user's $/kWh, else unpriced and listed after
+  priced ones). Where the user owns hardware, the catalog's local cards (GeForce, Apple, desktop GPUs) are hardware
+  "to buy": no hourly price (their power alone is not their cost), listed after the priced ones.
 
 CPU vs GPU follows the seed's reasoning with numbers: small models, low traffic and quantization can serve on
 a CPU; large models, high concurrency or low latency need GPUs. The advice quotes the speed each would give.
@@ -115,6 +119,11 @@ from .units import format_bytes, format_count, format_rate, format_seconds, form
 
 MAX_REPLICAS = 64
 MAX_NODES = 512
+# the words an option on the user's hardware and one on a catalog card the user would buy are labelled with
+# (``Option.ownership``): the CLI table, the JSON and the web's compare page show them verbatim
+YOURS = "your hardware"
+TO_BUY = "to buy"
+PURCHASE = "purchase"  # the cost basis of a card to buy: no hourly price (``_device_candidate``)
 
 
 @dataclass(frozen=True)
@@ -259,6 +268,13 @@ class Option:
         return self.device_kind == "cpu"
 
     @property
+    def ownership(self) -> str | None:
+        """Whose the hardware is: ``YOURS`` (a device the user's hardware file marks owned), ``TO_BUY`` (a catalog
+        card, where the user owns other hardware: ``_device_candidate``), else None (a cloud instance, or a local
+        card when the user named no hardware of their own)."""
+        return YOURS if self.provider == "owned" else TO_BUY if self.cost_basis == PURCHASE else None
+
+    @property
     def devices_text(self) -> str:
         """The option's hardware as one line (``fit.devices_text``: '16 x b200 (gcp-a4-highgpu-8g, 2 instances)'),
         what the CLI table, the web's compare page and a plan's alternatives show."""
@@ -270,6 +286,7 @@ class Option:
         d = dict(zip(_OPTION_FIELDS, _option_values(self.__dict__), strict=True))
         d["reasons"] = list(self.reasons)
         d["devices_text"] = self.devices_text
+        d["ownership"] = self.ownership
         return d
 
 
@@ -337,9 +354,27 @@ def _instance_candidate(inst: Instance) -> _Candidate:
     return cand
 
 
-def _device_candidate(d: Device, c: Constraints, count: int = 1) -> _Candidate:
+def _device_candidate(d: Device, c: Constraints, count: int = 1, to_buy: bool = False) -> _Candidate:
+    """``count`` x ``d`` as a candidate, priced by ``fit.hourly_price`` (a given price; owned hardware: its power at
+    ``c.kwh_price``). ``to_buy``: the user owns other hardware (``_candidates``) and ``d`` is a catalog card they
+    would buy: the power it draws is not its cost, so it has no hourly price (cost basis ``PURCHASE``) and ranks
+    after the priced options (``rank_key``), its launch price named where the catalog gives one."""
+    if to_buy and not d.owned and d.price is None:
+        launch = (f" (launch price ${float(d.launch_price.base):,.0f}, {d.launch_price.source})"
+                  if d.launch_price is not None else "")
+        note = (f"to buy: not among your hardware (the devices your --hardware-file marks owned){launch}; its power "
+                "alone is not its cost, so it has no hourly price")
+        return _Candidate(d.id, d.name, "local", d, count, None, None, PURCHASE, notes=[note])
     price, basis, _ = hourly_price(d, count, None, c.kwh_price)
     return _Candidate(d.id, d.name, "owned" if d.owned else "local", d, count, None, price, basis)
+
+
+def rank_key(o: Option) -> tuple[bool, bool, float, float]:
+    """The order recommend lists options in, the one rule (serving: the options that meet and the rejections; the
+    CPU-or-GPU advice's best of each kind): the user's own hardware first (``Option.ownership`` ``YOURS``: what they
+    passed their machine for, and what costs them at most its power), then by $/h, cheapest first, unpriced last
+    (a card to buy, owned hardware with no --kwh-price), then by output tokens/s, fastest first."""
+    return (o.provider != "owned", o.price_per_hour is None, o.price_per_hour or 0.0, -(o.tokens_per_second or 0.0))
 
 
 def _with_devices(cand: _Candidate, devices: int, c: Constraints) -> _Candidate | str:
@@ -348,8 +383,8 @@ def _with_devices(cand: _Candidate, devices: int, c: Constraints) -> _Candidate 
     an 8-GPU one), priced as that many (``fit.hourly_price``); else why it cannot give N, for its skipped entry."""
     inst = cand.instance
     if inst is None:
-        return dataclasses.replace(_device_candidate(cand.device, c, devices), memory=cand.memory,
-                                   notes=list(cand.notes))
+        return dataclasses.replace(_device_candidate(cand.device, c, devices, cand.cost_basis == PURCHASE),
+                                   memory=cand.memory, notes=list(cand.notes))
     why = not_whole_instances(inst.id, inst.device_count, devices)
     if why is not None:
         return why
@@ -406,6 +441,8 @@ def _candidates(cat: HardwareCatalog, c: Constraints, training: bool) -> tuple[l
             out.append(_instance_candidate(inst))
     if c.cloud_only or providers:
         return out, skipped
+    # the user's own hardware (a hardware file's owned devices): the catalog's local cards are then ones to buy
+    to_buy = any(d.owned and (not c.laptop or d.form_factor == "laptop") for d in cat.devices.values())
     for d in cat.devices.values():
         local = d.owned or d.kind == "apple" or d.form_factor in ("desktop", "laptop") or d.origin != "catalog"
         if c.laptop and d.form_factor != "laptop":
@@ -413,9 +450,10 @@ def _candidates(cat: HardwareCatalog, c: Constraints, training: bool) -> tuple[l
         if not local:
             continue
         if d.memory_bytes is None:
-            skipped.append(_rejected_stub(d, "memory size unknown (add it with --hardware-file)"))
+            skipped.append(_rejected_stub(d, "memory size unknown (add it with --hardware-file)",
+                                          PURCHASE if to_buy and d.origin == "catalog" else "unknown"))
             continue
-        out.append(_device_candidate(d, c))
+        out.append(_device_candidate(d, c, to_buy=to_buy and d.origin == "catalog"))
     return out, skipped
 
 
@@ -489,8 +527,8 @@ def _search_constraints(fields: dict[str, Any], c: Constraints, training: bool =
     return dataclasses.replace(c, headroom=hr)
 
 
-def _rejected_stub(d: Device, why: str) -> Option:
-    return Option(d.id, d.name, "local", d.id, d.kind, 1, 1, 1, "", "", "rejected", (why,))
+def _rejected_stub(d: Device, why: str, cost_basis: str = "unknown") -> Option:
+    return Option(d.id, d.name, "local", d.id, d.kind, 1, 1, 1, "", "", "rejected", (why,), cost_basis=cost_basis)
 
 
 def _price_text(p: float | None, basis: str) -> str:
@@ -528,6 +566,11 @@ def recommend_inference(model: ModelSpec | str, *, context: int = InferenceWorkl
     # are, told to each of their fits as `fit --gpus-per-node`; an instance is its own machine (the plan's rule)
     per_node = fields.pop("gpus_per_node", None)
     c = _search_constraints(fields, (constraints or Constraints()).for_mode("serving"))
+    limited = [k for k, v in (("cloud_only", c.cloud_only), ("provider", c.providers)) if v]
+    if per_node is not None and limited:  # it sizes bare devices only, and these searches have none
+        raise FieldError("gpus_per_node", f"gpus_per_node sizes the machines of bare devices (your own and local "
+                         f"cards); {' and '.join(limited)} search{'es' if len(limited) == 1 else ''} only cloud "
+                         "instances, each one machine of its own devices: give one or the other", also=tuple(limited))
     if request_rate is not None:
         request_rate = read_request_rate(request_rate)
         if c.tokens_per_second is not None:  # (at a rate the output tokens/s are the rate's: rate x output tokens)
@@ -589,16 +632,21 @@ def recommend_inference(model: ModelSpec | str, *, context: int = InferenceWorkl
     # the fewest of each that hold one, within one of the machines the bare devices are (fit's machine size)
     for cand, more in _fewest_cards(short, c, evaluated_for, serving_machine_size(None, per_node)):
         add(cand, more)
-    meets.sort(key=lambda o: (o.price_per_hour is None, o.price_per_hour or 0.0, -(o.tokens_per_second or 0.0)))
+    meets.sort(key=rank_key)
     # the chosen option's warnings are fit's for it (an MoE's, a recurrent layer's approximation, the high end of
     # the range past the budget...): `fit` on the chosen target says them; none chosen: none
     chosen_said = said.get(id(meets[0]), ()) if meets else ()
     if meets:
         first = meets[0]
-        why = (f"cheapest option that fits and meets every constraint ({_price_text(first.price_per_hour, first.cost_basis)})"
+        others = sum(o.ownership != YOURS for o in meets)
+        why = (f"{YOURS} (marked owned in --hardware-file): fits and meets every constraint "
+               f"({_price_text(first.price_per_hour, first.cost_basis)}); {others} catalog option"
+               f"{'s' if others != 1 else ''} follow{'s' if others == 1 else ''}, cheapest first"
+               if first.ownership == YOURS else
+               f"cheapest option that fits and meets every constraint ({_price_text(first.price_per_hour, first.cost_basis)})"
                if first.price_per_hour is not None else "fits and meets every constraint; no option with a price does")
         meets[0] = _replace(first, status="chosen", reasons=(why, *first.reasons))
-    rejected.sort(key=lambda o: (o.price_per_hour is None, o.price_per_hour or 0.0))
+    rejected.sort(key=lambda o: rank_key(o)[:3])
     assumptions = [search_margin_assumption(c.headroom, fields.get("fit_target")),
                    Assumption("context", context, False, "tokens per sequence (prompt + output)"),
                    Assumption("concurrency", concurrency, False, "sequences served at once") if request_rate is None
@@ -638,6 +686,9 @@ def recommend_inference(model: ModelSpec | str, *, context: int = InferenceWorkl
         warnings.append(slow)
     if not any(o.price_per_hour is not None for o in meets + rejected):
         warnings.append("no candidate has an hourly price; ranking is by throughput")
+    unpriced = unpriced_yours(meets + rejected, c)
+    if unpriced:
+        warnings.append(unpriced)
     newer = newer_release_note(normalize_engine(engine), fields.get("engine_version")) if engine else None
     if newer:  # fit's warning for a release newer than the data: every option was timed by the newest rule
         warnings.append(newer)
@@ -645,6 +696,21 @@ def recommend_inference(model: ModelSpec | str, *, context: int = InferenceWorkl
                           **({"request_rate": request_rate} if request_rate is not None else {}),
                           "output_tokens": output_tokens, "weights": weights}, c, tuple(meets), tuple(rejected),
                           tuple(advice), tuple(quant), tuple(assumptions), tuple(dict.fromkeys(warnings)))
+
+
+def unpriced_yours(options: Sequence[Option], c: Constraints) -> str | None:
+    """The line for the user's own hardware left with no hourly price (``rank_key`` lists it first all the same):
+    without ``kwh_price``, that it can be priced by its power draw; with it, which devices have no power figure (TDP)
+    to price by. None where every one is priced."""
+    names = list(dict.fromkeys(o.device for o in options if o.ownership == YOURS and o.price_per_hour is None))
+    if not names:
+        return None
+    if c.kwh_price is None:
+        return (f"{YOURS} ({', '.join(names)}) has no hourly price, so it is ranked first unpriced: give kwh_price "
+                "(--kwh-price, USD per kWh, e.g. 0.15) to price it by its power draw (its TDP at full load) against "
+                "the catalog's options")
+    return (f"{YOURS} ({', '.join(names)}) has no power figure (tdp) to price it by at ${c.kwh_price:g}/kWh: add its "
+            "tdp to the hardware file")
 
 
 def _replace(o: Option, **kw: Any) -> Option:
@@ -870,7 +936,7 @@ def _cpu_gpu_advice(spec: ModelSpec, meets: list[Option], rejected: list[Option]
     load = f"concurrency {concurrency}" if rate is None else f"{rate:g} requests/s"
     def best(opts: list[Option], cpu: bool) -> Option | None:
         pool = [o for o in opts if o.is_cpu == cpu and o.tokens_per_second_per_user]
-        pool.sort(key=lambda o: (o.price_per_hour is None, o.price_per_hour or 0.0, -(o.tokens_per_second or 0)))
+        pool.sort(key=rank_key)
         return pool[0] if pool else None
 
     def speed(o: Option) -> str:
@@ -892,7 +958,8 @@ def _cpu_gpu_advice(spec: ModelSpec, meets: list[Option], rejected: list[Option]
             out[-1] += (" No speed or latency limit was given, so any speed counts: set --user-tokens-per-second, "
                         "--tokens-per-second or --max-ttft to hold the CPU to one.")
         if gpu_ok:
-            out.append(f"For comparison, the cheapest GPU option: {speed(gpu_ok)}.")
+            first = f"the first GPU option of {YOURS}" if gpu_ok.ownership == YOURS else "the cheapest GPU option"
+            out.append(f"For comparison, {first}: {speed(gpu_ok)}.")
     elif gpu_ok and (cpu_any is not None or any(o.is_cpu for o in rejected)):
         if cpu_any is not None:
             cpu_txt = f"the best CPU option reaches {speed(cpu_any)}"
@@ -1321,13 +1388,18 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
         for cand0, lay in grown:
             consider(cand0, lay)
     # ties broken by name and size, so the ranking does not follow the catalog's or a hardware file's listing order
-    meets.sort(key=lambda o: (o.run_cost is None, o.run_cost or 0.0, o.training_seconds or 0.0, o.target, o.count))
+    # (the user's own hardware first, as rank_key orders a serving search)
+    meets.sort(key=lambda o: (o.provider != "owned", o.run_cost is None, o.run_cost or 0.0, o.training_seconds or 0.0,
+                              o.target, o.count))
     if meets:
         f0 = meets[0]
+        cost = (f"{format_usd(f0.run_cost) if f0.run_cost is not None else 'no price'}, "
+                f"{format_seconds(f0.training_seconds or 0)}")
         meets[0] = _replace(f0, status="chosen", reasons=(
-            f"cheapest run that meets every constraint ({format_usd(f0.run_cost)}, {format_seconds(f0.training_seconds or 0)})"
+            f"{YOURS} (marked owned in --hardware-file): meets every constraint ({cost})" if f0.ownership == YOURS
+            else f"cheapest run that meets every constraint ({cost})"
             if f0.run_cost is not None else "meets every constraint; no priced option does", *f0.reasons))
-    rejected.sort(key=lambda o: (o.run_cost is None, o.run_cost or 0.0, o.target, o.count))
+    rejected.sort(key=lambda o: (o.provider != "owned", o.run_cost is None, o.run_cost or 0.0, o.target, o.count))
     # the chosen option's duration assumptions and fit's warnings for it, memory and duration (another device's
     # collective bandwidth or utilisation would not describe it); none chosen: none (the first option timed would
     # depend on the listing order)

@@ -13,7 +13,7 @@ from ..formulas.mtp import mtp_params, mtp_unique_params, stored_file_bytes
 from ..formulas.params import count_params
 from ..formulas.tensors import gemma4_tower_params
 from ..formulas.weight_formats import file_weight_bytes, format_names, stored_format, weight_bytes
-from ..numbers import CONCURRENCY, COUNT
+from ..numbers import CONCURRENCY, COUNT, MACHINE_GPUS
 from ..render.safe import say
 from ..render.text import table
 from ..specs import ENGINES, InferenceWorkload, ModelSpec, TrainingWorkload, normalize_engine
@@ -80,9 +80,10 @@ def register(sub: Any) -> None:
     p.add_argument("--host-memory", type=bytes_arg, help="host RAM beside the GPUs, with --fits-on, as fit's "
                    "llama.cpp auto-fit checks it: a model that fits only with experts in host memory is named at the "
                    "highest-quality format whose host share fits it (default: not checked, the smallest format)")
-    p.add_argument("--gpus-per-node", type=int_arg(COUNT), help="devices per machine, with --fits-on, as `fit "
+    p.add_argument("--gpus-per-node", type=int_arg(MACHINE_GPUS), help="devices per machine, with --fits-on, as `fit "
                    "--gpus-per-node`: the machine the tensor-parallel degrees are chosen within and a llama.cpp split "
-                   "stays inside (default: the instance's count, else "
+                   f"stays inside; at most {MACHINE_GPUS.high:g}, a GB200/GB300 NVL72 rack (default: the "
+                   "instance's count, else "
                    f"{TrainingWorkload.gpus_per_node})")
     add_headroom_arg(p, engines="defaults")
     add_metric_arg(p)  # with --fits-on, as `fit --metric` and `recommend --metric`

@@ -74,10 +74,13 @@ def register(sub: Any) -> None:
     c.add_argument("--cloud-only", action="store_true", help="cloud instances only")
     c.add_argument("--provider", action="append", default=[], help="aws, gcp, azure (repeatable)")
     c.add_argument("--kwh-price", type=money_arg(KWH_PRICE, "kWh"),
-                   help="USD per kWh ('0.12', '$0.12/kWh'; 0: free power), to price owned hardware by its power draw")
+                   help="USD per kWh ('0.12', '$0.12/kWh'; 0: free power), to price owned hardware by its power draw "
+                        "(with no owned device in --hardware-file, the catalog's local cards)")
     add_headroom_arg(c)
     add_fit_target_arg(c)  # the margin fit keeps for llama.cpp (estimate/verdict.py margin_rule), as fit's flag
-    p.add_argument("--hardware-file", action="append", default=[], metavar="FILE", help="extra hardware (JSON/YAML)")
+    p.add_argument("--hardware-file", action="append", default=[], metavar="FILE",
+                   help="extra hardware (JSON/YAML); its devices marked owned (`hardware detect` writes them) are "
+                        "your hardware: answered first, the catalog's local cards then ones to buy")
     p.add_argument("--top", type=int_arg(TOP), default=8, help="options and rejections to show (default 8)")
     p.add_argument("--json", action="store_true", help="machine-readable output (everything)")
     p.set_defaults(func=cmd_recommend)

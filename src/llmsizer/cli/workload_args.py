@@ -29,6 +29,7 @@ from ..numbers import (
     LLAMACPP_GPUS,
     LORA_ALPHA,
     LORA_RANK,
+    MACHINE_GPUS,
     MAX_GPUS,
     MEMORY_RATIO,
     PASSES,
@@ -455,10 +456,11 @@ def add_training_args(p: argparse.ArgumentParser, *, attention: bool = True,
                    help="Megatron sequence parallelism (needs --tp)")
     g.add_argument("--offload", choices=OFFLOAD, help="CPU offload, ZeRO-Offload / -Infinity (default none): "
                    "optimizer needs ZeRO 1-3 or --fsdp, params ZeRO 3 or --fsdp full/hybrid")
-    g.add_argument("--gpus-per-node", type=int_arg(COUNT), help="devices per machine: --fsdp hybrid, and where the "
+    g.add_argument("--gpus-per-node", type=int_arg(MACHINE_GPUS), help="devices per machine: --fsdp hybrid, and where the "
                    "data-parallel collectives leave the machine; serving (fit): the machine the tensor-parallel "
                    "degrees are chosen within; recommend: the machines your own (bare) devices are, their cards "
-                   "searched up to one of them (an instance is its own machine) (default: the instance's count, "
+                   "searched up to one of them (an instance is its own machine); at most "
+                   f"{MACHINE_GPUS.high:g}, a GB200/GB300 NVL72 rack (default: the instance's count, "
                    f"else {TW.gpus_per_node})")
     g.add_argument("--network", help="network between machines when --gpus exceeds --gpus-per-node, for the duration: "
                    "a catalog interconnect (ib-ndr: one 400 Gb/s port per device; efa-p5: per machine) or a bandwidth "

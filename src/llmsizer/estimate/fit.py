@@ -26,7 +26,7 @@ from ..formulas.tensor_parallel import serving_tensor_parallel_refusal, transfor
 from ..formulas.weight_formats import GROUP_SIZE_DEFAULT, OTHER_BYTES_DEFAULT
 from ..frozen import fast_init
 from ..models import spec_of
-from ..numbers import CONCURRENCY, COUNT, KWH_PRICE, LLAMACPP_GPUS, REQUEST_RATE, check_number
+from ..numbers import CONCURRENCY, COUNT, KWH_PRICE, LLAMACPP_GPUS, MACHINE_GPUS, REQUEST_RATE, check_number
 from ..request.quantities import parse_money
 from ..result import Assumption, Estimate, Notes, merged_assumptions
 from ..specs import InferenceWorkload, ModelSpec, TrainingWorkload
@@ -111,7 +111,7 @@ def serving_machine_size(instance: Instance | None, gpus_per_node: int | None = 
     checked by), is bad input: one line, exit 2."""
     if gpus_per_node is None:
         return instance.device_count if instance is not None and instance.device_count else SERVING_GPUS_PER_NODE
-    per_node = int(check_number(gpus_per_node, "gpus_per_node", COUNT))
+    per_node = int(check_number(gpus_per_node, "gpus_per_node", MACHINE_GPUS))  # numbers.py, one home
     if instance is not None and instance.device_count and per_node != instance.device_count:
         raise FieldError("gpus_per_node", f"gpus_per_node {per_node} contradicts {instance.id}, one machine of "
                          f"{instance.device_count} devices: leave it out or give {instance.device_count}")

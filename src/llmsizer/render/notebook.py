@@ -13,7 +13,7 @@ from html import escape
 from typing import TYPE_CHECKING
 
 from ..units import format_bytes
-from .recommend_text import option_rows, workload_line
+from .recommend_text import option_name, option_rows, workload_line
 from .text import estimate_facts, estimate_heading
 
 if TYPE_CHECKING:
@@ -147,10 +147,10 @@ def recommendation_html(rec: Recommendation, top: int = 8) -> str:
     if len(rec.options) > top:
         parts.append(_lines([f"... {len(rec.options) - top} more options (to_dict() has all)"]))
     if rec.chosen is not None:
-        parts.append(_lines(["chosen: " + rec.chosen.target + " - " + "; ".join(rec.chosen.reasons)]))
+        parts.append(_lines(["chosen: " + option_name(rec.chosen) + " - " + "; ".join(rec.chosen.reasons)]))
     parts.append(_lines([*("advice: " + a for a in rec.advice), *("quantization: " + q for q in rec.quantization)]))
     if rec.rejected:
-        rej = [[o.target, "; ".join(o.reasons), format_bytes(o.memory_per_device) if o.memory_per_device else ""]
+        rej = [[option_name(o), "; ".join(o.reasons), format_bytes(o.memory_per_device) if o.memory_per_device else ""]
                for o in rec.rejected[:top]]
         parts.append("<h4>Rejected (cheapest first)</h4>"
                      + _table(["option", "why", "memory per device"], rej, num=(2,), table_class="rejected"))

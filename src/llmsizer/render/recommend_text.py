@@ -14,13 +14,20 @@ def _price(o: Option) -> str:
     return f"${o.price_per_hour:,.2f}/h" + (" (power)" if o.cost_basis == "power" else "")
 
 
+def option_name(o: Option) -> str:
+    """The option's name as the table and the rejections show it: its target, and whose the hardware is where
+    recommend says (``Option.ownership``: 'your hardware', 'to buy'), as the JSON's ``ownership`` and the web's
+    compare page give it."""
+    return f"{o.target} ({o.ownership})" if o.ownership else o.target
+
+
 def option_rows(rec: Recommendation, top: int = 8) -> tuple[list[list[str]], list[str]]:
     """The options table (rows, header) the terminal and the notebook HTML both show."""
     def hw(o: Option) -> str:
         return o.devices_text
 
     if rec.kind == "inference":
-        rows = [[o.status, o.target, hw(o), o.weights_format.removeprefix("gguf:"), _price(o),
+        rows = [[o.status, option_name(o), hw(o), o.weights_format.removeprefix("gguf:"), _price(o),
                  (format_seconds(o.ttft_seconds)
                   + (f" (+{format_seconds(o.queue_wait_seconds)} queue)" if o.queue_wait_seconds
                      and not o.queue_wait_in_ttft else ""))
@@ -33,7 +40,7 @@ def option_rows(rec: Recommendation, top: int = 8) -> tuple[list[list[str]], lis
     # durations as every renderer says one (units.format_seconds: '7.5 min', not '0.1 h'; a 20-minute run was
     # '0.3 h' and a 2-minute one '0.0 h'), the cost as format_usd ('$0.23', not '$0'), the device-hours as the plan
     # and `train` spell a count (format_value 'count': 3 significant figures below 100, '0.128', not '0')
-    rows = [[o.status, o.target, hw(o), _price(o),
+    rows = [[o.status, option_name(o), hw(o), _price(o),
              format_seconds(o.training_seconds) if o.training_seconds is not None else "?",
              format_value(o.device_hours, "count"), format_usd(o.run_cost) if o.run_cost is not None else "-"]
             for o in rec.options[:top]]
@@ -59,7 +66,7 @@ def render_recommendation(rec: Recommendation, top: int = 8) -> str:
         queue = (f"; {c.running_sequences:,} run at once, the other requests wait {c.queue_wait_seconds:.2f} s for a "
                  "slot on average (formulas/serving_queue.py eq. Q3)" if c.queue_wait_seconds and c.running_sequences
                  and not c.queue_wait_in_ttft else "")
-        out.append("chosen: " + c.target + " - " + "; ".join(c.reasons) + queue)
+        out.append("chosen: " + option_name(c) + " - " + "; ".join(c.reasons) + queue)
     for a in rec.advice:
         out.append("advice: " + a)
     for q in rec.quantization:
@@ -68,7 +75,7 @@ def render_recommendation(rec: Recommendation, top: int = 8) -> str:
         out.append("rejected (cheapest first):")
         for o in rec.rejected[:top]:
             mem = f" [{format_bytes(o.memory_per_device)}]" if o.memory_per_device else ""
-            out.append(f"  {o.target}: {'; '.join(o.reasons)}{mem}")
+            out.append(f"  {option_name(o)}: {'; '.join(o.reasons)}{mem}")
         if len(rec.rejected) > top:
             out.append(f"  ... {len(rec.rejected) - top} more (--top N or --json)")
     if rec.assumptions:  # a training search with none chosen states none (each option's are its fit's)

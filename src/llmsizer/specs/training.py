@@ -16,7 +16,7 @@ from typing import Any
 from ..errors import DeviceCannotRunError, FieldError, InputError
 from ..frozen import fast_init
 from ..inputs import not_true_or_false
-from ..numbers import COUNT, DEVICE_MEMORY, HEADROOM, LORA_ALPHA, LORA_RANK, TOKENS, ZERO_STAGE
+from ..numbers import COUNT, DEVICE_MEMORY, HEADROOM, LORA_ALPHA, LORA_RANK, MACHINE_GPUS, TOKENS, ZERO_STAGE
 from ..suggest import unknown_choice
 from .given import tracks_given
 from .workload import DEVICES, GPU_RUNTIMES, check_memory_target, check_numbers, read_number
@@ -290,9 +290,13 @@ def uneven_machines(count: int, *, nodes: int | None = None, per_node: int | Non
     ``resources.nodes``: count % nodes) or as machines of ``per_node`` devices (``fit --gpus-per-node``: count %
     per_node, where count is more than one machine). The one rule and its words, so the plan's reader and fit's
     machine size (estimate/fit.py ``serving_machine_size``) refuse the same shape alike; None where they divide.
-    A count within one machine (2 GPUs of a machine of 8) is whole."""
+    A count within one machine (2 GPUs of a machine of 8) is whole. ``nodes`` machines of more devices each than one
+    machine holds (numbers.py ``MACHINE_GPUS``, the bound ``--gpus-per-node`` takes) are refused too."""
     if nodes is not None and count % nodes:
         return f"{count} devices do not split evenly over {nodes} nodes"
+    if nodes is not None and count // nodes > MACHINE_GPUS.high:
+        return (f"{count} devices over {nodes} node{'s' if nodes > 1 else ''} are {count // nodes} per machine, past "
+                f"{MACHINE_GPUS.high:g} ({MACHINE_GPUS.why}); give more nodes")
     if per_node is not None and count > per_node and count % per_node:
         return (f"{count} devices do not split evenly over machines of {per_node} devices ({count / per_node:.3g} "
                 "machines)")
@@ -839,12 +843,13 @@ class TrainingWorkload:
         if self.framework == "none":  # under a profile, once it has filled the attention the caller left unstated
             check_kernels(self)  # (estimate/framework.py with_framework)
         counts = _COUNT_VALUES(self)
-        if not (set(map(type, counts)) == {int} and min(counts) >= 1 and max(counts) <= COUNT.high):  # (in C)
+        if not (set(map(type, counts)) == {int} and min(counts) >= 1 and max(counts) <= COUNT.high  # (in C)
+                and self.gpus_per_node <= MACHINE_GPUS.high):
             # each through its flag's range (numbers.py: COUNT, seq_len TOKENS), so micro_batch=0 or 2e6 from Python
             # is the CLI's line, and text ('4k') is read as the CLI reads it (specs/workload.py read_number): one rule
             # for the command line, the request file and the Python API
             for name, v in zip(_COUNTS, counts, strict=True):  # a bool too: numbers.not_a_boolean's line
-                self.__dict__[name] = int(read_number(v, name, TOKENS if name == "seq_len" else COUNT))  # 2.0 -> 2
+                self.__dict__[name] = int(read_number(v, name, _COUNT_RANGES.get(name, COUNT)))  # 2.0 -> 2
         if type(self.zero) is not int or not 0 <= self.zero <= 3:  # the CLI's --zero range and line (ZERO_STAGE);
             # a bool too: the one number check refuses it with the range (numbers.check_number)
             self.__dict__["zero"] = int(read_number(self.zero, "zero", ZERO_STAGE))  # '2' or 2.0 -> 2, as the CLI
@@ -1151,5 +1156,7 @@ _CLOSED_VALUES = attrgetter(*(name for name, _ in _CLOSED))
 _COUNTS = ("micro_batch", "seq_len", "grad_accumulation", "gpus", "tp", "pp", "virtual_stages", "ep", "gpus_per_node",
            "loss_chunks", "checkpoint_every", "context_parallel")
 _COUNT_VALUES = attrgetter(*_COUNTS)
+# the counts whose flag's range is not COUNT (numbers.py): seq_len TOKENS, gpus_per_node one machine's devices
+_COUNT_RANGES = {"seq_len": TOKENS, "gpus_per_node": MACHINE_GPUS}
 # the ranged numbers (numbers.py), each the range its CLI flag and request field check
 _NUMBERS = (("memory", DEVICE_MEMORY), ("headroom", HEADROOM), ("rank", LORA_RANK), ("alpha", LORA_ALPHA))

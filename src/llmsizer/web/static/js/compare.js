@@ -54,7 +54,8 @@ async function compute() {
 
 // the option's hardware as the core names it (recommend.Option.devices_text: count, device, instances), verbatim,
 // then the catalog's name of the device or instance where that line does not hold it (Standard_D2as_v5)
-const label = (o) => `${o.devices_text}${o.name && !o.devices_text.includes(o.name) ? ` — ${o.name}` : ""}`;
+// and whose it is where the core says (recommend.Option.ownership: "your hardware", "to buy"), as the CLI's table
+const label = (o) => `${o.devices_text}${o.name && !o.devices_text.includes(o.name) ? ` — ${o.name}` : ""}${o.ownership ? ` (${o.ownership})` : ""}`;
 const reasons = (o) => el("ul", { class: "reasons" }, o.reasons.map((r) => el("li", {}, r)));
 
 function render(rec, top) {
