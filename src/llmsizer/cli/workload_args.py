@@ -508,6 +508,12 @@ def add_framework_args(g: argparse._ArgumentGroup) -> None:
                         "gradient accumulation; delayed scaling) or transformer-engine-current (the same under "
                         "current scaling, Megatron-Bridge fp8_cs: an amax pass before each cast) "
                         f"(default {TW.float8_recipe})")
+    g.add_argument("--fp8-param-gather", action=argparse.BooleanOptionalAction, default=None,
+                   help="with a megatron precision, --float8, a transformer-engine recipe and --zero 1: Megatron's "
+                        "--fp8-param-gather, the te linears' weights kept as float8 parameters (1 B, + the transpose "
+                        "on Hopper; no bf16 weight, no float8 copy), the optimizer's shard cast once per step, the "
+                        "all-gather at 1 B; --no-fp8-param-gather: bf16 weights and TE's float8 copies (default: on "
+                        "there, as Megatron-Bridge's float8 recipes set it)")
     g.add_argument("--compile", action="store_true", default=None,
                    help="torch.compile: the partitioner's saved activations (fused RMSNorm, SwiGLU) and, "
                         "for the duration, inductor's fused memory-bound kernels")
@@ -530,7 +536,7 @@ TRAINING_FIELDS = ("method", "rank", "alpha", "targets", "modules_to_save", "ada
                    "optimizer_in_backward", "gpus", "zero", "fsdp", "tp", "pp", "virtual_stages", "pipeline_split", "tp_comm_overlap", "tp_backward_overlap", "ep", "etp", "moe_dispatcher", "ep_comm_overlap", "gradient_accumulation_fusion", "sequence_parallel",
                    "offload", "gpus_per_node", "network", "grad_sync", "metric", "fsdp_version", "fsdp2_units",
                    "fsdp1_lora_wrap", "context_parallel",
-                   "activation_offload", "float8", "float8_recipe", "compile", "compile_scope",
+                   "activation_offload", "float8", "float8_recipe", "fp8_param_gather", "compile", "compile_scope",
                    "batch_shapes")
 
 

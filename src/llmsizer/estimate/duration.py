@@ -65,19 +65,21 @@ from ..formulas.expert_parallel_time import (
     paired_exposed_seconds,
     unpaired_microbatches,
 )
-from ..formulas.float8_training import SOURCE_TIME as FLOAT8_TIME_SOURCE
 from ..formulas.float8_training import (
+    FLOAT8_BYTES,
     TE_RECIPES,
     TORCHAO_RECIPES,
     float8_cast_bytes,
     float8_gathers_in_float8,
     float8_gemms,
     float8_layer_flops,
+    float8_weight_elements,
     layer_linears,
     norm_fed_inputs,
     shared_inputs,
     te_weight_casts_per_step,
 )
+from ..formulas.float8_training import SOURCE_TIME as FLOAT8_TIME_SOURCE
 from ..formulas.gemm_shapes import block_shape_efficiency, running_sum, tally, training_gemms
 from ..formulas.launch_overhead import (
     BNB_SERVING_RELEASE,
@@ -858,6 +860,9 @@ def float8_time(spec: ModelSpec, w: TrainingWorkload, tokens: int) -> Float8Time
     k = max(1, w.grad_accumulation)
     first_share = share * te_weight_casts_per_step(k, cached) / k if cached else share
     again_share = 0.0 if cached else share
+    if w.fp8_params:  # float8 parameters (eq. T3): no forward casts the weight; the distributed optimizer casts its
+        # 1/(dp x cp) shard of the main params once per step, timed at the eq. F3/F3c weight term's bytes per element
+        first_share, again_share = 1.0 / (max(1, w.shard_group) * k), 0.0
     # a layer's float8 linears depend on it only through being MoE: (FLOPs, forward, recomputed forward and backward
     # cast bytes) once per kind; the sums below still run layer by layer, so every float is the same
     per_kind: dict[bool, tuple[float, float, float, float]] = {}
@@ -1339,7 +1344,11 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
             notes.append(Assumption("float8_cast_bytes_per_token", round(f8.cast_bytes / tokens), True,
                                     f"formulas/float8_training.py eq. (F{float8_cast_eq(w.float8_recipe, w.compile)}): "
                                     f"{w.float8_recipe} casts, forward, backward and recompute"
-                                    + (f"; each weight cast once per step into TransformerEngine's _fp8_workspaces "
+                                    + (f"; float8 parameters (fp8_param_gather, eq. T3): no forward casts a "
+                                       f"weight, the distributed optimizer casts its 1/{w.shard_group} shard once "
+                                       f"per step, 1/{w.grad_accumulation} of that per micro-batch"
+                                       if w.fp8_params else
+                                       f"; each weight cast once per step into TransformerEngine's _fp8_workspaces "
                                        f"(Megatron-Core passes is_first_microbatch, eq. T2): 1/{w.grad_accumulation} "
                                        f"of it per micro-batch, none in a recompute"
                                        if te_first_microbatch_cache(w) else "") + f" ({FLOAT8_TIME_SOURCE})"))
@@ -1504,6 +1513,8 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
             mode = sharding_mode(w)
             sync = grad_sync_of(w, mode)
             ub = _dp_reduced_elements(spec, w, fl.trained_params) * compute_bytes(w)  # ZeRO-1/2's
+            if w.fp8_params:  # the te linears' float8 parameters all-gathered at 1 B (eq. T3)
+                ub -= _fp8_param_elements(spec) * (compute_bytes(w) - FLOAT8_BYTES)
             comm = data_parallel_comm(n, per_node, wb, gb, mode, spec.num_layers, bw,
                                       network.bandwidth if network is not None and nodes > 1 else None, host,
                                       sync, ub, wb_again, after)
@@ -1544,11 +1555,16 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
         mode_r = recompute_mode(w.grad_checkpointing)
         fsdp = fsdp_stage(spec, w)
         ckpt_layers = checkpointed_layers(spec.num_layers, w.checkpoint_every)
-        mp = model_parallel_time(spec, w, t_c, _dp_ring_elements(spec, w, fl.trained_params) * reduced_grad_bytes(w),
+        ring = _dp_ring_elements(spec, w, fl.trained_params) * reduced_grad_bytes(w)
+        dp_mp = max(1, w.gpus // max(1, w.tp * w.pp))
+        # float8 parameters (eq. T3): the te linears' weights all-gathered at 1 B, the rest as before
+        gather = (ring - _fp8_param_elements(spec) * (dp_mp - 1) / dp_mp * (reduced_grad_bytes(w) - FLOAT8_BYTES)
+                  if w.fp8_params else None)
+        mp = model_parallel_time(spec, w, t_c, ring,
                                  ckpt_layers if mode_r == "full" else [],
                                  link_bandwidth, network.bandwidth if network is not None else None, notes, warnings,
                                  peak * u * e if device.kind == "gpu" else 0.0, fsdp, fl.forward_share, bw_mem,
-                                 ckpt_layers if mode_r == "selective-op" else [])
+                                 ckpt_layers if mode_r == "selective-op" else [], gather)
         if fsdp is not None and link_bandwidth:
             notes.extend(fsdp_volume_notes(w, fsdp.forward, fsdp.backward, fsdp.reduced))
     if device.kind == "cpu" and n == 1:
@@ -1919,6 +1935,12 @@ def _dp_ring_elements(spec: ModelSpec, w: TrainingWorkload, trained: int) -> flo
         return dense
     edp = expert_group(w)
     return dense + experts * w.tp / (e_tp * w.ep) * (edp - 1) / edp
+
+
+def _fp8_param_elements(spec: ModelSpec) -> int:
+    """The whole model's te linear weight elements held as float8 parameters under ``fp8_param_gather``
+    (formulas/float8_training.py eq. T3; an MoE layer's attention only, as ``float8_time`` counts them)."""
+    return sum(float8_weight_elements(spec, 1, k) for k in moe_kinds(spec))
 
 
 def _dp_reduced_elements(spec: ModelSpec, w: TrainingWorkload, trained: int) -> float:

@@ -204,7 +204,8 @@ def model_parallel_time(spec: ModelSpec, w: TrainingWorkload, stage_seconds: flo
                         recomputed: Sequence[int], link_bandwidth: float | None, network: float | None,
                         notes: list[Assumption], warnings: list[str], gemm_rate: float = 0.0,
                         fsdp: FsdpStage | None = None, forward_share: float = 1.0 / 3.0,
-                        memory_bandwidth: float = 0.0, op_checkpointed: Sequence[int] = ()) -> ModelParallelStep:
+                        memory_bandwidth: float = 0.0, op_checkpointed: Sequence[int] = (),
+                        gather_bytes: float | None = None) -> ModelParallelStep:
     """Eqs. (T1)-(P7) of formulas/model_parallel_time.py for one device of ``w``: ``stage_seconds`` its stage's
     compute per micro-batch, ``ring_bytes`` the whole model's reduced gradient bytes, each weighted by the ring
     share (g - 1) / g of its own data-parallel group (estimate/duration.py ``_dp_ring_elements``: the dense and the
@@ -214,7 +215,10 @@ def model_parallel_time(spec: ModelSpec, w: TrainingWorkload, stage_seconds: flo
     in place of the gradient all-reduce of eq. (P5); None: FSDP not timed beside tensor/pipeline parallelism),
     ``forward_share`` phi of eq. (8'); ``memory_bandwidth``: the device's [B/s], the roofline of eq. (T5)'s chunked
     matmuls (0: not sourced, roofline off); ``op_checkpointed``: the layers under op-level selective checkpointing,
-    whose all-gathers run again in the backward under sequence parallelism (eq. (T1'''))."""
+    whose all-gathers run again in the backward under sequence parallelism (eq. (T1''')); ``gather_bytes``: the
+    all-reduce's second half (the distributed optimizer's parameter all-gather), weighted as ``ring_bytes``, where
+    it moves other bytes than the gradients (float8 parameters at 1 B, formulas/float8_training.py eq. T3; None:
+    ``ring_bytes``)."""
     tp, pp, v = w.tp, w.pp, w.virtual_stages if w.pp > 1 else 1
     n, g = w.gpus, min(w.gpus, w.gpus_per_node)
     dp = n // (tp * pp)  # the gradient reduction's ranks: dp x cp (formulas/context_parallel.py, the dp-cp group)
@@ -292,7 +296,8 @@ def model_parallel_time(spec: ModelSpec, w: TrainingWorkload, stage_seconds: flo
             added, carried = added + x, carried + c
         pipelined = added + max(0.0, (fwd + bwd) / b_tp - carried)
     p2p = pipeline_p2p_bytes(tokens, spec.hidden_size, a, tp, v) if pp > 1 else 0.0
-    dp_b = 2.0 * ring_bytes / (tp * pp)  # eq. (1), its (g - 1) / g in ring_bytes (0 with one rank per group)
+    # eq. (1), its (g - 1) / g in ring_bytes (0 with one rank per group): a reduce-scatter and an all-gather
+    dp_b = (ring_bytes + (ring_bytes if gather_bytes is None else gather_bytes)) / (tp * pp)
     fsdp_comm = None
     if dp > 1 and fsdp is not None:  # eq. (P7): eq. (7c)'s collectives over the dp ranks at B_dp
         fsdp_comm = data_parallel_comm(dp, dp, fsdp.forward, fsdp.reduced, "grad_op" if w.fsdp == "grad_op" else "full",

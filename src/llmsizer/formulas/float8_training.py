@@ -422,13 +422,27 @@ def float8_layer_backward_peak(spec: ModelSpec, tokens: int, compute_bytes: int,
 #   is_first_microbatch`` (module/linear.py line 479) and ``quantize_weight`` (module/base.py lines 861-872) rewrites a
 #   cached workspace only when it is set: one weight cast per layer per optimizer step (eq. T2).
 # - Megatron-Bridge's fp8_cs and delayed recipes also set ``fp8_param_gather`` (NVIDIA-NeMo/Megatron-Bridge
-#   src/megatron/bridge/training/mixed_precision.py @f9b6319e lines 223 and 294): the parameters are then TE
-#   Float8Tensors (fp8_model_init, Megatron-LM megatron/core/fp8_utils.py line 848), ``quantize_weight`` returns them
-#   as they are (base.py lines 835-845: no forward cast, no workspace) and the distributed optimizer quantizes its
-#   own shard of the master weights once per step (fp8_utils.py ``quantize_param_shard`` line 672, called from
-#   optimizer/distrib_optimizer.py line 2847) before the float8 all-gather. Not modelled apart: llmsizer sizes the
-#   bf16 parameter with the workspace copy beside it, and times one cast of the whole weight per step (T2), which
-#   over-counts fp8_param_gather's by the data-parallel factor on a term already 1/k of a micro-step's.
+#   src/megatron/bridge/training/mixed_precision.py @f9b6319e lines 223 and 294), which Megatron turns into
+#   ``config.fp8_param`` (Megatron-LM @d98e8a64 megatron/training/argument_utils.py line 312; the flag: arguments.py
+#   line 2016, "keep the compute param in fp8 ... and perform the param all-gather in fp8"; it needs the distributed
+#   optimizer, lines 1095-1097). Eq. T3 below and ``FP8_PARAM_SOURCE``: the te layers are built under
+#   ``fp8_model_init`` (fp8_utils.py ``get_fp8_context(is_init=True)`` lines 865-881), so TE quantizes each weight
+#   into a Float8Tensor parameter at init (TE @d0067d0d module/base.py lines 1838-1865, ``set_usage(rowwise=True,
+#   columnwise=torch.is_grad_enabled())``); ``quantize_weight`` hands such a parameter to the GEMM as it is (base.py
+#   lines 835-845: no forward cast, no ``_fp8_workspaces``); the DDP buffer stores it as uint8 (distributed/
+#   param_and_grad_buffer.py lines 920-923: 1 B an element, the all-gather of that buffer 1 B an element) and, after
+#   the all-gather, ``post_all_gather_processing`` makes the transpose on GPUs without non-TN FP8 GEMMs (param_and_
+#   grad_buffer.py line 343 -> fp8_utils.py lines 687-704 -> TE tensor/utils.py lines 1404-1426 ``_create_transpose``:
+#   the T1 rule). The distributed optimizer keeps its fp32 main shard (optimizer/distrib_optimizer.py lines 428-445,
+#   from the high-precision init value) and the fp32 gradient buffer as with bf16 parameters, and casts its own
+#   1/(dp x cp) shard of the main params into the float8 parameters once per step (distrib_optimizer.py lines
+#   2824-2853, ``quantize_param_shard``, fp8_utils.py line 672).
+FP8_PARAM_SOURCE = ("NVIDIA/Megatron-LM @d98e8a64 training/arguments.py lines 1095-1097, 2016; training/argument_utils.py "
+                    "line 312; core/fp8_utils.py lines 672, 687-704, 865-881; core/distributed/param_and_grad_buffer.py "
+                    "lines 343, 920-923; core/optimizer/distrib_optimizer.py lines 428-445, 2824-2853; "
+                    "TransformerEngine @d0067d0d pytorch/module/base.py lines 835-845, 1838-1865, "
+                    "pytorch/tensor/utils.py lines 1404-1426; NVIDIA-NeMo/Megatron-Bridge @f9b6319e "
+                    "src/megatron/bridge/training/mixed_precision.py lines 223, 294")
 LLM_FOUNDRY_TE_CALL = ("mosaicml/llm-foundry llmfoundry/models/layers/ffn.py @63d37d79 MPTMLP.forward "
                        "(no is_first_microbatch)")
 MEGATRON_TE_CALL = ("NVIDIA/Megatron-LM @d98e8a64 megatron/core/extensions/transformer_engine.py lines 1337-1345 "
@@ -494,3 +508,20 @@ def te_weight_casts_per_step(micro_batches: int, first_microbatch_cache: bool) -
     if micro_batches < 1:
         raise InputError(f"micro-batches per step must be at least 1, got {micro_batches}")
     return 1 if first_microbatch_cache else micro_batches
+
+
+def fp8_param_bytes(elements: int, capability: int | None = 90) -> int:
+    """Bytes per device of ``elements`` te linear weight elements kept as TransformerEngine float8 parameters
+    (Megatron ``fp8_param_gather``, the comment block above)::
+
+        B = n (the Float8Tensor's data, the DDP buffer's uint8)
+            + n (its transpose, made after each all-gather on TN-only GPUs: eq. T1's rule)             (T3)
+
+    in place of the n x param_bytes high-precision parameter and of eq. T1's copy (no ``_fp8_workspaces``). The
+    fp32 main parameter and gradient the distributed optimizer keeps are unchanged; its per-step cast covers its
+    own 1/(dp x cp) shard, and the parameters' all-gather moves 1 B per element (``FP8_PARAM_SOURCE``).
+
+    >>> fp8_param_bytes(1000), fp8_param_bytes(1000, 100)
+    (2000, 1000)
+    """
+    return te_weight_copy_bytes(elements, capability)

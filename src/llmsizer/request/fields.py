@@ -369,6 +369,11 @@ TRAINING = (
           F("float8_recipe", "enum", "with float8: torchao Float8Linear (tensorwise, rowwise, rowwise with bf16 "
             "grad_weight) or transformer-engine te.Linear (delayed scaling; -current: current scaling)",
             template=False, choices=FLOAT8_RECIPES),
+          F("fp8_param_gather", "bool", "Megatron --fp8-param-gather (`train --[no-]fp8-param-gather`): the te "
+            "linears' weights kept as float8 parameters (1 B + the transpose on Hopper, no bf16 weight, no float8 "
+            "copy), the optimizer's shard cast once per step, the all-gather at 1 B; default on with a megatron "
+            "precision, float8, a transformer-engine recipe and zero >= 1 (Megatron-Bridge's float8 recipes), true "
+            "needs them", template=False),
           F("compile", "bool", "the model runs under torch.compile", template=False),
           F("compile_scope", "enum", "with compile: the decoder layers and the loss (torchtune), the loss with the "
             "logits' upcast (torchtitan e7c0cae) or the layers alone "

@@ -130,6 +130,7 @@ class TrainingSettings:
     activation_offload: bool | None = None
     float8: bool | None = None
     float8_recipe: str | None = None
+    fp8_param_gather: bool | None = None
     compile: bool | None = None
     compile_scope: str | None = None
     batch_shapes: str | None = None

@@ -266,8 +266,8 @@ KERNELS = ("pytorch", "unsloth")
 # what runs a Mamba layer: mamba_ssm + causal-conv1d's kernels (a CUDA GPU with both installed) or transformers'
 # torch reference functions (formulas/mamba_activations.py)
 MAMBA_PATHS = ("cuda-kernels", "torch")
-FLOAT8_RECIPES = ("torchao", "torchao-rowwise", "torchao-rowwise-gw-hp",
-                  "transformer-engine", "transformer-engine-current")  # formulas/float8_training.py RECIPES
+FLOAT8_TE_RECIPES = ("transformer-engine", "transformer-engine-current")  # formulas/float8_training.py TE_RECIPES
+FLOAT8_RECIPES = ("torchao", "torchao-rowwise", "torchao-rowwise-gw-hp") + FLOAT8_TE_RECIPES  # ... RECIPES
 # what torch.compile covers: the decoder layers and the loss (torchtune compile_model + compile_loss) or the decoder
 # layers alone, the loss eager (torchtitan @ 9dec370 apply_compile; its train.py lines 137-138 leave loss_fn eager)
 COMPILE_SCOPES = ("layers+loss", "layers", "layers+loss+upcast")
@@ -681,6 +681,13 @@ class TrainingWorkload:
         layer's copy kept the whole step, each weight cast once per step, eq. T2), none under FSDP2
         (``fp8_weight_copies``, eq. T1);
         the casts' transient buffers follow torchao's for both.
+    fp8_param_gather: Megatron's ``--fp8-param-gather`` (Megatron-Bridge's ``fp8_param_gather``): the te linears'
+        weights are TransformerEngine Float8Tensors (``fp8_model_init``), stored at 1 B (+ the transpose on
+        TN-only GPUs, eq. T1) with no bf16 copy and no ``_fp8_workspaces``; the distributed optimizer casts its fp32
+        shard to float8 after each step and the parameters are all-gathered at 1 B (formulas/float8_training.py
+        eq. T3). Only with a megatron precision, float8 and a transformer-engine recipe; True needs the
+        distributed optimizer (zero >= 1) and no FSDP (Megatron-LM arguments.py lines 1051-1056, 1095-1097).
+        None: on wherever it can be, as Megatron-Bridge's float8 recipes set it (a named assumption).
     compile: the model runs under ``torch.compile`` (inductor): the min-cut partitioner decides what is saved
         for the backward (fused RMSNorm / SwiGLU; ``formulas/compiled_activations.py``), and the step's
         memory-bound kernels are inductor's fused ones (``formulas/elementwise_traffic.py`` eqs. E4-E6).
@@ -786,6 +793,8 @@ class TrainingWorkload:
     activation_offload: bool = False
     float8: bool = False
     float8_recipe: str = "torchao"
+    # Megatron --fp8-param-gather (None: on where it applies, Megatron-Bridge's fp8 recipes; ``fp8_params``)
+    fp8_param_gather: bool | None = None
     compile: bool = False
     compile_scope: str = "layers+loss"
     memory: int | None = None
@@ -1033,6 +1042,16 @@ class TrainingWorkload:
             if self.pp > 1 and self.virtual_stages == 1:
                 raise FieldError("ep_comm_overlap", "Megatron's EP overlap with pp > 1 needs the interleaved schedule "
                                  "(virtual_stages > 1, transformer_config.py)")
+        if self.fp8_param_gather is not None:
+            if not isinstance(self.fp8_param_gather, bool):
+                raise InputError(f"fp8_param_gather: {not_true_or_false(self.fp8_param_gather)}")
+            if self.fp8_param_gather and not self.fp8_params_possible:
+                raise FieldError("fp8_param_gather", "fp8_param_gather is Megatron's (TransformerEngine float8 "
+                                 "parameters): it needs precision megatron-bf16 or megatron-fp16, float8 with "
+                                 "float8_recipe transformer-engine or transformer-engine-current, the distributed "
+                                 "optimizer (zero >= 1) and no fsdp (Megatron-LM arguments.py lines 1095-1097); got "
+                                 f"precision {self.precision!r}, float8 {self.float8}, float8_recipe "
+                                 f"{self.float8_recipe!r}, zero {self.zero}, fsdp {self.fsdp!r}")
         if self.gradient_accumulation_fusion is not None:
             if not isinstance(self.gradient_accumulation_fusion, bool):
                 raise InputError(f"gradient_accumulation_fusion: {not_true_or_false(self.gradient_accumulation_fusion)}")
@@ -1094,6 +1113,23 @@ class TrainingWorkload:
     def adapters(self) -> bool:
         """True for the parameter-efficient methods (a frozen base plus trained adapters)."""
         return self.method != "full"
+
+    @property
+    def fp8_params_possible(self) -> bool:
+        """Whether Megatron's fp8_param_gather can apply: a megatron precision, float8 with a TransformerEngine
+        recipe, the distributed optimizer (zero >= 1; Megatron-LM @d98e8a64 arguments.py lines 1095-1097 assert it)
+        and no FSDP (torch FSDP2 turns it off under TE 2.x, lines 1051-1056)."""
+        return (self.precision in MEGATRON_PRECISIONS and self.float8 and self.float8_recipe in FLOAT8_TE_RECIPES
+                and self.zero >= 1 and self.fsdp is None)
+
+    @property
+    def fp8_params(self) -> bool:
+        """True when the te linears' weights are float8 parameters (``fp8_param_gather``; None: on wherever
+        ``fp8_params_possible``, as Megatron-Bridge's float8 recipes set it: training/mixed_precision.py @f9b6319e
+        lines 223 and 294)."""
+        if self.fp8_param_gather is None:
+            return self.fp8_params_possible
+        return self.fp8_param_gather and self.fp8_params_possible
 
     @property
     def accumulation_fused(self) -> bool:

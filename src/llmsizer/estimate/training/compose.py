@@ -19,7 +19,14 @@ from typing import Any, NamedTuple
 from ...catalog.hardware import Device
 from ...errors import FieldError, InputError
 from ...formulas.context_parallel import TE_CP_SOURCE
-from ...formulas.float8_training import TE_RECIPES, TE_SOURCE, TORCHAO_RECIPES, te_weight_copy_bytes
+from ...formulas.float8_training import (
+    FP8_PARAM_SOURCE,
+    TE_RECIPES,
+    TE_SOURCE,
+    TORCHAO_RECIPES,
+    fp8_param_bytes,
+    te_weight_copy_bytes,
+)
 from ...formulas.parallelism import (
     DDP_BUCKET_CAP_BYTES,
     MOE_CAPACITY_FACTOR,
@@ -764,9 +771,12 @@ def _items(ctx: TrainingContext, st: StageStates, tl: StageTimeline, acc: Acc) -
     layout = _layout_text(w, spec)
     fmt = ctx.base_format
     size = {"nf4-dq": "NF4 double-quantized", "nf4": "NF4, fp32 block scales"}.get(fmt, f"{ctx.base_bytes} B")
+    f8p = (f"; the te linears' {format_count(st.fp8_param_elements)} on this rank as float8 parameters "
+           f"(fp8_param_gather, eq. T3: {fp8_param_bytes(1, w.gpu_capability)} B each)" if st.fp8_param_elements else "")
     acc.items.append(Item("weights", parts.get("weights", 0), "device",
-                          formula=f"{format_count(pc.total)} params in {fmt} ({size}){layout}",
-                          source="formulas/weight_formats.py; " + RECIPE_SRC))
+                          formula=f"{format_count(pc.total)} params in {fmt} ({size}){layout}{f8p}",
+                          source="formulas/weight_formats.py; " + RECIPE_SRC
+                          + ("; formulas/float8_training.py fp8_param_bytes (" + FP8_PARAM_SOURCE + ")" if f8p else "")))
     if "adapter_weights" in parts and ctx.lora is not None:
         acc.items.append(Item("adapter_weights", parts["adapter_weights"], "device",
                               formula=f"{format_count(ctx.lora.total)} LoRA params (rank {ctx.lora.rank}"
@@ -1109,7 +1119,13 @@ def _explain(ctx: TrainingContext, acc: Acc, tl: StageTimeline) -> None:
         value += (f" (+ {rec.autocast_bytes} B autocast copy only of the linears left nn.Linear, as lm_head, MoE "
                   "router, shared expert: " + ("torchao's Float8Linears have none)" if ctx.w.float8_recipe in TORCHAO_RECIPES
                                                else "te.Linears have none)"))
-    if ctx.w.float8 and ctx.w.float8_recipe in TE_RECIPES:
+    if ctx.w.float8 and ctx.w.float8_recipe in TE_RECIPES and ctx.w.fp8_params:
+        cc = ctx.w.gpu_capability
+        on = "Hopper's, the GPU not known" if cc is None else f"compute capability {cc // 10}.{cc % 10}"
+        value += (f"; the te linears' weights are float8 parameters (fp8_param_gather): {fp8_param_bytes(1, cc)} B "
+                  f"per element on {on} in place of the {ctx.base_bytes} B weight, and no float8 copy "
+                  "(formulas/float8_training.py eq. T3)")
+    elif ctx.w.float8 and ctx.w.float8_recipe in TE_RECIPES:
         cc = ctx.w.gpu_capability
         on = "Hopper's, the GPU not known" if cc is None else f"compute capability {cc // 10}.{cc % 10}"
         value += (f"; + TransformerEngine's float8 copy of each te.Linear weight ({te_weight_copy_bytes(1, cc)} B per "

@@ -257,9 +257,23 @@ def te_first_microbatch_cache(w: TrainingWorkload) -> bool:
     of a step: the training loop passes ``is_first_microbatch``, which Megatron-Core does (the megatron precisions;
     formulas/float8_training.py ``MEGATRON_TE_CALL``) and llm-foundry's blocks do not (``LLM_FOUNDRY_TE_CALL``);
     never under FSDP2 (TE keeps no cache there). The one rule both the casts' time (estimate/duration.py
-    ``float8_time``, eq. T2) and the copies' lifetime (timeline.py, ``te_weight_copy_lifetime``) read."""
+    ``float8_time``, eq. T2) and the copies' lifetime (timeline.py, ``te_weight_copy_lifetime``) read. Under
+    ``w.fp8_params`` (eq. T3) there is no copy to keep: both read that first."""
     return (w.float8 and w.float8_recipe in TE_RECIPES and w.precision in MEGATRON_PRECISIONS
             and not (w.fsdp is not None and w.fsdp_version == 2))
+
+
+def fp8_param_gather_why(w: TrainingWorkload) -> str:
+    """Why ``w``'s te linears hold float8 parameters or not (``TrainingWorkload.fp8_params``, eq. T3)."""
+    if given(w, "fp8_param_gather"):
+        return "given" + ("" if w.fp8_params else ": each te linear keeps its bf16 parameter and a float8 copy")
+    if not w.fp8_params:
+        return ("off: Megatron's fp8_param_gather needs the distributed optimizer (zero >= 1) and no fsdp "
+                "(Megatron-LM arguments.py lines 1095-1097): each te linear keeps its bf16 parameter and a float8 copy")
+    return ("on, as Megatron-Bridge's float8 recipes set it (training/mixed_precision.py @f9b6319e lines 223, 294): "
+            "the te linears' weights are float8 parameters, 1 B an element + the transpose on TN-only GPUs, no bf16 "
+            "weight and no float8 copy; the distributed optimizer casts its fp32 shard once per step and the "
+            "all-gather moves 1 B an element (formulas/float8_training.py eq. T3); --no-fp8-param-gather: bf16 weights")
 
 
 def compiled_loss(w: TrainingWorkload) -> bool:
@@ -482,6 +496,9 @@ def resolve(spec: ModelSpec, w: TrainingWorkload, acc: Acc) -> TrainingContext:
     record_workload(w, acc, ("compile", "activation_offload", "float8", "context_parallel"))
     if w.float8:
         record_workload(w, acc, ("float8_recipe",))
+        if w.precision in MEGATRON_PRECISIONS and w.float8_recipe in TE_RECIPES:
+            acc.assumptions.append(Assumption("fp8_param_gather", w.fp8_params, not given(w, "fp8_param_gather"),
+                                              fp8_param_gather_why(w)))
     if w.compile:
         record_workload(w, acc, ("compile_scope",))
     if w.fsdp is not None:

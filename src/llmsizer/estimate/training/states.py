@@ -16,7 +16,7 @@ from operator import add, mul
 from typing import Any
 
 from ...formulas.dtypes import DTYPE_BYTES
-from ...formulas.float8_training import float8_autocast_copied
+from ...formulas.float8_training import float8_autocast_copied, float8_weight_elements, fp8_param_bytes
 from ...formulas.fsdp_flat_param import flat_grad_elements, no_sync_grad_bytes
 from ...formulas.lora import AdaptedModule, LoraParams, adapted_layout
 from ...formulas.nf4_quantization import quantizes_lm_head
@@ -85,6 +85,7 @@ class StageStates:
     # the routed experts' share of trained_elements under EP (0 without): sharded over the expert data-parallel
     # ranks (formulas/parallelism.py expert_shard_group), the rest over the dense ones
     expert_elements: int = 0
+    fp8_param_elements: int = 0  # te linear weight elements held as float8 parameters (fp8_param_gather, eq. T3)
     # gradient elements the data-parallel reduction takes, unsharded: the trained ones; FSDP1 with the adapters in
     # their layer's unit, every element of a unit with a trained one (frozen included; formulas/fsdp_flat_param.py)
     reduced_elements: int = 0
@@ -249,6 +250,15 @@ def stage_states(ctx: TrainingContext, stage: int) -> StageStates:
         st.adapter_weights = split((trained_elems - save_elems - adapter_expert_elems) * ctx.adapter_bytes
                                    + save_elems * save_b, adapter_expert_elems * ctx.adapter_bytes, w_shard, we_shard)
     st.weights = split(weights - expert_weights, expert_weights, w_shard, we_shard)
+    if w.fp8_params:  # the te linears' weights are float8 parameters (formulas/float8_training.py eq. T3): each
+        # element fp8_param_bytes in place of the base_bytes weight (the distributed optimizer never shards them:
+        # w_shard 1); the routed experts stay counted in the base dtype, as the casts' time counts them
+        for i in stages[stage]:
+            n_f8 = float8_weight_elements(spec, tp, spec.moe is not None and bool(spec.moe_layers[i]))
+            cut = n_f8 * ctx.base_bytes - fp8_param_bytes(n_f8, w.gpu_capability)
+            st.layer_weights[i] -= cut
+            st.weights -= cut
+            st.fp8_param_elements += n_f8
     st.master = split(n_dense * 4, n_exp * 4, o_shard, oe_shard) if rec.master_bytes else 0
     st.grads = split((n_dense - save_elems) * grad_b + save_elems * save_b, n_exp * grad_b, g_shard, ge_shard)
     st.main_grads = split(n_dense * 4, n_exp * 4, o_shard, oe_shard) if rec.main_grad_bytes else 0

@@ -580,8 +580,9 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
     # _fp8_workspaces (every layer's, the whole step) where the loop passes is_first_microbatch: Megatron-Core does,
     # llm-foundry's blocks do not (setup.py te_first_microbatch_cache, the rule the casts' time reads too)
     te_i, te_kept = [0] * n_layers, [0] * n_layers
+    # (float8 parameters, eq. T3: none; the parameter itself is the GEMM's operand, states.py sizes it)
     te_life = (te_weight_copy_lifetime(w.fsdp is not None and w.fsdp_version == 2, te_first_microbatch_cache(w))
-               if w.float8 and w.float8_recipe in TE_RECIPES else "none")
+               if w.float8 and w.float8_recipe in TE_RECIPES and not w.fp8_params else "none")
     if te_life != "none":
         moe = [spec.moe is not None and bool(spec.moe_layers[i]) for i in layers]
         per_moe = {k: te_weight_copy_bytes(float8_weight_elements(spec, w.tp, k), w.gpu_capability)
