@@ -59,6 +59,22 @@ def test_ryzen_7950x_peak_is_cores_x_clock_x_zen4_width() -> None:
     assert v.source == "derived" and "llvm-znver4-sched" in v.derived and "webautoai-7950x" in v.derived
 
 
+def test_epyc_9654_peak_is_96_cores_x_base_clock_x_zen4_width() -> None:
+    """96 cores x 2.40 GHz base clock (llmperf-genoa's table, 'Microarchitecture Zen 4') x 32 = 7.3728 TFLOP/s;
+    huggingface.js's 'EPYC 4th Generation (Genoa)' figure was 5."""
+    dev = builtin_catalog().devices["amd-epyc-9654"]
+    assert dev.peak_flops("fp32")[0] == pytest.approx(96 * 2.4e9 * 32)
+    assert dev.flops["fp32"].source == "derived" and "llmperf-genoa" in dev.flops["fp32"].derived
+
+
+def test_epyc_7763_peak_is_64_cores_x_base_clock_x_zen3_width() -> None:
+    """Zen 3: two FMAs per cycle (LLVM's Znver3 model, inverse throughput 0.5), 256-bit AVX2: 32 FP32 FLOP per
+    cycle; 64 cores x 2.45 GHz base (llmperf-rome) = 5.0176 TFLOP/s, huggingface.js's Milan figure was 2.4."""
+    dev = builtin_catalog().devices["amd-epyc-7763"]
+    assert cpu_fp32_flop_per_cycle("zen3") == fma_width(2, 256, 32) == 32.0
+    assert dev.peak_flops("fp32")[0] == pytest.approx(64 * 2.45e9 * 32)
+
+
 def test_the_7950x_llamacpp_prefill_work_fits_under_the_new_peak_not_the_old_one() -> None:
     """Independent truth: the published llama.cpp pp512 rows on the 7950X (validation/llamacpp_bench.csv XC01-XC03,
     XC13-XC14) did 2 x P FLOP per token, with P = 14.96 GiB / 2 bytes (the F16 file's quoted size). Their useful
@@ -80,11 +96,12 @@ def test_the_7950x_llamacpp_prefill_work_fits_under_the_new_peak_not_the_old_one
 
 
 def test_cpus_without_the_data_keep_their_figure() -> None:
-    """No sourced clock (EPYC 9654, Milan, the i9-13900K, the generic rows) or no published width (Apple's CPU
-    cores), so the previous figure stands: huggingface.js's, or none."""
+    """No sourced cores or clock (the generic EPYC Milan row, the i9-13900K, the generic DDR5 / Sapphire Rapids rows;
+    the 5975WX's clock) or no published width (Apple's CPU cores), so the previous figure stands: huggingface.js's,
+    or none."""
     devs = builtin_catalog().devices
-    assert devs["amd-epyc-9654"].peak_flops("fp32")[0] == pytest.approx(5e12)
-    assert devs["amd-epyc-9654"].flops["fp32"].source == "hfjs-hardware"
+    assert devs["amd-epyc-milan"].peak_flops("fp32")[0] == pytest.approx(2.4e12)
+    assert devs["amd-epyc-milan"].flops["fp32"].source == "hfjs-hardware"
     assert devs["intel-xeon-spr-8ch"].peak_flops("fp32")[0] == pytest.approx(1.3e12)
     assert devs["intel-core-i9-13900k"].peak_flops("fp32")[0] == pytest.approx(0.85e12)
     for ident in ("apple-m2-max-cpu", "amd-threadripper-pro-5975wx"):
