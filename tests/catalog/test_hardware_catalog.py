@@ -46,7 +46,9 @@ def test_the_expected_files_exist() -> None:
                           "instances_azure.json", "interconnects.json", "sources.json"}
 
 
-@pytest.mark.parametrize("fname", [f for f in FILES if f not in SOURCE_FILES])
+# cpu_microarchitectures.json holds per-core widths (pipes, vector bits) with a source each, not value objects;
+# tests/catalog/test_cpu_peak.py checks every source it names is dated
+@pytest.mark.parametrize("fname", [f for f in FILES if f not in SOURCE_FILES and f != "cpu_microarchitectures.json"])
 def test_every_non_null_value_has_a_known_source_with_a_date_and_a_unit(fname: str) -> None:
     sources = _all_sources()
     data = json.loads(DATA.joinpath(fname).read_text("utf-8"))

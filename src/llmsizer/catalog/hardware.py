@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError, ModelFileError, UnknownNameError
+from ..formulas.cpu_peak import cpu_peak_flops, fma_width
 from ..frozen import fast_init
 from ..inputs import not_true_or_false, short
 from ..numbers import BANDWIDTH, BYTES, DEVICE_MEMORY, MONEY, POSITIVE, SIZE, NumberError, Range, check_number
@@ -50,6 +51,7 @@ _BANDWIDTH = {"B/s": 1.0, "MB/s": 1e6, "GB/s": 1e9, "TB/s": 1e12, "MiB/s": 2.0**
               "Mb/s": 1e6 / 8, "Gb/s": 1e9 / 8, "Tb/s": 1e12 / 8}
 _FLOPS = {"FLOP/s": 1.0, "GFLOP/s": 1e9, "TFLOP/s": 1e12, "PFLOP/s": 1e15, "TOP/s": 1e12, "POP/s": 1e15}
 _POWER = {"W": 1.0, "kW": 1e3}
+_FREQUENCY = {"Hz": 1.0, "MHz": 1e6, "GHz": 1e9}
 # Memory capacity: JEDEC's binary prefixes. Decimal-looking units (KB, MB, GB, TB) written for a memory capacity
 # mean 2^10, 2^20, 2^30, 2^40 bytes (see MEMORY_CONVENTION); disks and bandwidths stay decimal (_MEMORY, _BANDWIDTH).
 _JEDEC_BINARY = {"KB": 10, "MB": 20, "GB": 30, "TB": 40}
@@ -61,7 +63,7 @@ _COUNT = {"vCPU": 1.0, "channels": 1.0, "cores": 1.0, "flag": 1.0, "threads/core
 _CAPABILITY = {"major.minor": 1.0}
 UNIT_TABLES: dict[str, dict[str, float]] = {
     "memory": _MEMORY, "capacity": _CAPACITY, "bandwidth": _BANDWIDTH, "flops": _FLOPS, "power": _POWER,
-    "price": _PRICE, "count": _COUNT, "capability": _CAPABILITY,
+    "price": _PRICE, "count": _COUNT, "capability": _CAPABILITY, "frequency": _FREQUENCY,
 }
 # what a value may be once in its base unit (numbers.py, the one number check): finite, and within the documented
 # maxima; a device's memory capacity at least one byte (it is the budget every fit divides). Byte counts need not be
@@ -69,13 +71,14 @@ UNIT_TABLES: dict[str, dict[str, float]] = {
 QUANTITY_RANGES: dict[str, Range] = {
     "memory": replace(SIZE, integral=False), "capacity": replace(BYTES, integral=False), "bandwidth": BANDWIDTH,
     "flops": POSITIVE, "power": POSITIVE, "price": MONEY, "count": POSITIVE, "capability": POSITIVE,
+    "frequency": POSITIVE,
 }
 _FIELD_QUANTITY = {
     "memory": "capacity", "memory_usable": "capacity", "memory_options": "capacity", "memory_bandwidth": "bandwidth",
     "interconnect_bandwidth": "bandwidth", "tdp": "power", "launch_price": "price", "memory_channels": "count",
     "cores": "count", "price": "price", "vcpus": "count", "local_disk": "memory", "network": "bandwidth",
     "bandwidth": "bandwidth", "threads_per_core": "count", "sm_count": "count", "fp32_cores": "count",
-    "compute_capability": "capability",
+    "compute_capability": "capability", "clock": "frequency",
 }
 
 # Compute capability (major x 10 + minor) of the first GPUs of each NVIDIA architecture (Device.architecture), for a
@@ -197,6 +200,11 @@ class Device:
     # (a Grace superchip's NVLink-C2C: "nvlink-c2c"; a GB200 GPU's share of it: "nvlink-c2c-gb200-gpu"); None: the
     # host link is the `pcie` generation's x16 slot (estimate/device.py host_link, the one reader)
     host_interconnect: str | None = None
+    # a CPU's micro-architecture (a key of cpu_microarchitectures.json: "zen4", "golden-cove-server") and the clock
+    # its cores sustain under load (the sourced all-core figure, else the base clock, named in the value): with
+    # ``cores`` they give its FP32 peak (formulas/cpu_peak.py eq. CP1, _cpu_fp32_peak)
+    microarchitecture: str = ""
+    clock: Value | None = None
 
     @property
     def capability(self) -> int | None:
@@ -278,7 +286,7 @@ class Device:
         out: dict[str, Value] = {}
         for name in ("memory", "memory_usable", "memory_bandwidth", "tdp", "interconnect_bandwidth", "launch_price",
                      "price", "memory_channels", "cores", "sm_count", "fp32_cores", "compute_capability",
-                     "peer_to_peer"):
+                     "peer_to_peer", "clock"):
             v = getattr(self, name)
             if v is not None:
                 out[name] = v
@@ -447,7 +455,7 @@ class _Ctx:
 _SHORTHAND = re.compile(r"\s*([-+]?[0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([A-Za-z/]+)?\s*")
 _DEFAULT_UNIT = {"memory": "GiB", "capacity": "GiB", "bandwidth": "GB/s", "flops": "TFLOP/s", "power": "W",
                  "price": "USD/h", "count": "vCPU",
-                 "capability": "major.minor"}
+                 "capability": "major.minor", "frequency": "GHz"}
 
 
 def _parse_value(raw: Any, quantity: str, where: str, ctx: _Ctx) -> tuple[Value | None, str]:
@@ -572,7 +580,53 @@ def _flag(raw: Any, where: str, ctx: _Ctx, missing: dict[str, str]) -> Value | N
 _DEVICE_FIELDS = {"id", "name", "aliases", "vendor", "kind", "form_factor", "memory", "memory_usable",
                   "memory_options", "memory_bandwidth", "flops", "flops_sparse", "tdp", "interconnect",
                   "interconnect_bandwidth", "launch_price", "price", "memory_channels", "cores", "isa", "owned", "pcie",
-                  "host_interconnect", "note", "notes", "architecture", "sm_count", "fp32_cores", "compute_capability", "peer_to_peer"}
+                  "host_interconnect", "note", "notes", "architecture", "sm_count", "fp32_cores", "compute_capability", "peer_to_peer",
+                  "microarchitecture", "clock"}
+
+
+@lru_cache(maxsize=1)
+def cpu_microarchitectures() -> dict[str, dict[str, Any]]:
+    """The per-core FMA widths of cpu_microarchitectures.json, by micro-architecture key."""
+    table: dict[str, dict[str, Any]] = _read_builtin("cpu_microarchitectures.json")["microarchitectures"]
+    return table
+
+
+def cpu_fp32_flop_per_cycle(uarch: str) -> float | None:
+    """FP32 FLOP per cycle per core of a micro-architecture: FMA pipes x 32-bit lanes x 2 (formulas/cpu_peak.py
+    ``fma_width``, eq. CP1); None for one the table does not hold."""
+    row = cpu_microarchitectures().get(uarch)
+    if row is None:
+        return None
+    fma = row["fp32_fma"]
+    return fma_width(int(fma["pipes"]), int(fma["vector_bits"]), 32)
+
+
+def _cpu_fp32_peak(raw: dict[str, Any], uarch: str, cores: Value | None, clock: Value | None, where: str,
+                   ctx: _Ctx) -> Value | None:
+    """A CPU's FP32 peak from its mechanism, cores x clock x the micro-architecture's FP32 FLOP per cycle per core
+    (formulas/cpu_peak.py eq. CP1), as a derived Value naming its three sources; None when one of the three is not
+    given, and when the row states its own ``flops.fp32`` (a user file's figure over a catalog row): the row keeps
+    its ``flops.fp32`` as written. No built-in row states both (tests/catalog/test_cpu_peak.py)."""
+    if raw.get("kind") != "cpu":
+        raise ctx.fail(f"{where}.microarchitecture", "microarchitecture and clock describe a CPU (kind 'cpu')")
+    table = cpu_microarchitectures()
+    if uarch and uarch not in table:
+        raise ctx.fail(f"{where}.microarchitecture", unknown_choice("microarchitecture", uarch, sorted(table)))
+    if not uarch or cores is None or clock is None:
+        return None
+    if "fp32" in (raw.get("flops") or {}):  # a stated fp32 wins (a user file's measured or vendor figure)
+        return None
+    width = cpu_fp32_flop_per_cycle(uarch)
+    assert width is not None
+    fma = table[uarch]["fp32_fma"]
+    peak = cpu_peak_flops(float(cores.base), float(clock.base), width)
+    derived = (f"cores x clock x FP32 FLOP per cycle per core (formulas/cpu_peak.py eq. CP1): {cores.raw:g} cores "
+               f"({cores.source}) x {clock.raw:g} {clock.unit} ({clock.source}) x {width:g} ({uarch}: "
+               f"{fma['pipes']} FMA pipes x {fma['vector_bits']}-bit / 32-bit lanes x 2 FLOP, {fma['source']}"
+               + (f", {fma['width_source']}" if fma.get("width_source") not in (None, fma["source"]) else "")
+               + ", cpu_microarchitectures.json)")
+    return Value(round(peak / 1e12, 6), "TFLOP/s", peak, "derived", clock.date, clock.date_kind, derived,
+                 f"the clock: {clock.note}" if clock.note else "", "")
 
 
 def _device(raw: dict[str, Any], where: str, ctx: _Ctx) -> list[Device]:
@@ -591,7 +645,7 @@ def _device(raw: dict[str, Any], where: str, ctx: _Ctx) -> list[Device]:
     vals: dict[str, Any] = {}
     for name in ("memory", "memory_usable", "memory_bandwidth", "tdp", "interconnect_bandwidth", "launch_price",
                  "price", "memory_channels", "cores", "memory_options", "sm_count", "fp32_cores",
-                 "compute_capability"):
+                 "compute_capability", "clock"):
         if name in raw:
             v, why = _parse_value(raw[name], _FIELD_QUANTITY[name], f"{where}.{name}", ctx)
             if v is None:
@@ -606,6 +660,12 @@ def _device(raw: dict[str, Any], where: str, ctx: _Ctx) -> list[Device]:
                 raise ctx.fail(f"{where}.{name}", str(e)) from None
     flops = _values_map(raw.get("flops"), "flops", f"{where}.flops", ctx, missing)
     sparse = _values_map(raw.get("flops_sparse"), "flops", f"{where}.flops_sparse", ctx, missing)
+    uarch = str(raw.get("microarchitecture", "")).lower()
+    if uarch or "clock" in raw:
+        fp32 = _cpu_fp32_peak(raw, uarch, vals.get("cores"), vals.get("clock"), f"{where}", ctx)
+        if fp32 is not None:
+            flops = {**flops, "fp32": fp32}
+            missing.pop("flops.fp32", None)
     isa = _values_map(raw.get("isa"), "count", f"{where}.isa", ctx, missing)
     for k in list(isa):  # ISA flags are booleans with unit 'flag'
         if not isinstance(isa[k].raw, bool):
@@ -628,7 +688,8 @@ def _device(raw: dict[str, Any], where: str, ctx: _Ctx) -> list[Device]:
                   owned=bool(raw.get("owned", False)), origin=ctx.origin,
                   architecture=str(raw.get("architecture", "")).lower(), sm_count=vals.get("sm_count"),
                   fp32_cores=vals.get("fp32_cores"), compute_capability=vals.get("compute_capability"),
-                  peer_to_peer=p2p, pcie=pcie, host_interconnect=host_ic)
+                  peer_to_peer=p2p, pcie=pcie, host_interconnect=host_ic, microarchitecture=uarch,
+                  clock=vals.get("clock"))
     opts = vals.get("memory_options")
     if opts is None:
         return [base]

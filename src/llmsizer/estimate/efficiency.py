@@ -438,6 +438,39 @@ def llamacpp_gemm_path(weights_format: str, device_kind: str, vendor: str, int8_
     return MMQ_PATH
 
 
+# llama.cpp's CPU backend, read at mainline as ikawrakow/ik_llama.cpp squash-merged it (commit 0ceeb11721f7, "Merge
+# mainline llama.cpp", 2024-07-27; the XC rows' build 081fe431 is of 2024-07-23): ggml.c L12324-12331 first offers a
+# product to llamafile_sgemm (tinyBLAS) with the F32 activations, then L12402-12408 with the activations converted
+# to the weight type's vec_dot_type (Q8_0 for Q4_0/Q8_0); types tinyBLAS has no kernel for fall back to ggml's
+# per-row vec_dot (ggml_vec_dot_q4_K_q8_K ...). ggml/src/llamafile/sgemm.cpp:
+_LLAMACPP_CPU_SOURCE = "llama.cpp ggml.c L12324-12331, L12402-12408; llamafile/sgemm.cpp L906-1009 (ik_llama.cpp @0ceeb117)"
+_LLAMACPP_CPU_KERNEL = {
+    # L906-957: F16 weights x F32 activations, weights widened by _mm512_cvtph_ps / _mm256_cvtph_ps (L223-235) and
+    # multiplied on the FP32 FMA units (madd = _mm512_fmadd_ps, L126-130)
+    # (ARM with FP16 vector arithmetic: L931-942, F16 x F16 on FP16 FMAs, vfmaq_f16 L139-144)
+    "gguf:f16": "tinyBLAS F16: x86 widens the weights to FP32 (vcvtph2ps) for the FP32 FMA units (ARM with FP16 "
+                "arithmetic: FP16 FMAs)",
+    "gguf:f32": "tinyBLAS F32 x F32 on the FP32 FMA units",
+    # L962-1009 -> tinyBLAS_Q0_AVX (L587-): per 32-weight block an int8 dot product (updot, L787-794:
+    # _mm256_dpbusd_epi32 with AVX-512 VNNI+VL, else maddubs + madd) converted to FP32 and one FP32 FMA with the two
+    # blocks' F16 scales (L750-753); ARM with dotprod: tinyBLAS_Q0_ARM (L450-), sdot
+    "gguf:q8_0": "tinyBLAS_Q0 (x86 AVX, ARM dotprod): activations quantized to Q8_0, per 32-block an int8 dot "
+                 "product (vpdpbusd, or vpmaddubsw + vpmaddwd; ARM sdot) then one FP32 FMA with the blocks' scales",
+    "gguf:q4_0": "tinyBLAS_Q0 (x86 AVX, ARM dotprod): activations quantized to Q8_0, per 32-block an int8 dot "
+                 "product (vpdpbusd, or vpmaddubsw + vpmaddwd; ARM sdot) then one FP32 FMA with the blocks' scales",
+}
+
+
+def llamacpp_cpu_kernel(weights_format: str) -> tuple[str, str]:
+    """(what llama.cpp's CPU backend runs for a GGUF type's prefill products, its source). The
+    estimate times all of them at the FP32 FMA peak: F16 is FMA-bound; the Q8_0/Q4_0 kernel does an int8 dot and
+    one FP32 FMA per 32-block, and its published rate on a Zen 4 (validation XC02/XC03 vs XC01: 118 and 104 vs 112
+    tok/s) is the F16 rate, not a multiple of it, so no int8 peak bounds it there."""
+    what = _LLAMACPP_CPU_KERNEL.get(weights_format, "ggml's per-row vec_dot for the type against Q8_0/Q8_K "
+                                    "activations (int8 dot products; tinyBLAS has no kernel for it)")
+    return what, _LLAMACPP_CPU_SOURCE
+
+
 # Training on one device, data-parallel devices or each device of a tensor/pipeline-parallel run
 # (formulas/training_time.py eqs. 6-8, formulas/model_parallel_time.py): the share of the dense BF16
 # peak that the executed FLOPs (recomputation counted) reach on one device, communication and optimizer paging

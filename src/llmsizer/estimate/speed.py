@@ -958,6 +958,11 @@ def speed_model(spec: ModelSpec, device: Any, *, weights_format: str = "bf16", p
                                                   expert_quantized_bytes=float(expert_bytes)
                                                   if spec.moe is not None else 0.0,
                                                   stream_rate=bw * be if bw else None)
+            elif llamacpp and device.kind == "cpu" and peak is not None:
+                kernel, kernel_src = E.llamacpp_cpu_kernel(fmt)
+                assumptions.append(Assumption(
+                    "llamacpp_cpu_kernel", kernel, True,
+                    f"timed at the {peak_key} FMA peak, {peak / 1e12:.3g} TFLOP/s ({kernel_src})"))
             elif llamacpp and device.kind == "apple" and peak is not None \
                     and compute_efficiency is None:
                 ce_p = _metal_prefill_efficiency(spec, fmt, ce, p_flops,

@@ -1,0 +1,151 @@
+"""A CPU's FP32 peak from its mechanism (formulas/cpu_peak.py eq. CP1): cores x clock x the micro-architecture's
+FP32 FLOP per cycle per core (catalog/data/hardware/cpu_microarchitectures.json). The widths are checked by hand
+from their cited pipe counts and vector widths, the 7950X's peak against the work its published llama.cpp runs did,
+and CPUs without the data keep their previous figure."""
+
+from __future__ import annotations
+
+import json
+import re
+from importlib import resources
+from pathlib import Path
+
+import pytest
+
+from llmsizer.catalog.hardware import (
+    builtin_catalog,
+    cpu_fp32_flop_per_cycle,
+    cpu_microarchitectures,
+    load_catalog,
+)
+from llmsizer.errors import InputError
+from llmsizer.formulas.cpu_peak import cpu_peak_flops, fma_width
+
+
+def _raw_cpus() -> list[dict]:
+    text = resources.files("llmsizer.catalog").joinpath("data/hardware/cpus.json").read_text("utf-8")
+    return list(json.loads(text)["devices"])
+
+
+def test_fma_widths_by_hand() -> None:
+    """Zen 4: two FMA pipes (AMD SOG Zen 4 §2.11.1 via LLVM's X86ScheduleZnver4.td: (v)FMA* on FP0 and FP1), each
+    256 bits (AVX-512 double-pumped through the 256-bit hardware): 2 x 8 lanes x 2 FLOP = 32. A Xeon Scalable
+    server core: two 512-bit FMA units (rten's note, 'server CPUs have two'): 2 x 16 x 2 = 64."""
+    assert fma_width(2, 256, 32) == 32.0
+    assert fma_width(2, 512, 32) == 64.0
+    assert cpu_fp32_flop_per_cycle("zen4") == 32.0
+    assert cpu_fp32_flop_per_cycle("golden-cove-server") == cpu_fp32_flop_per_cycle("sunny-cove-server") == 64.0
+    assert cpu_fp32_flop_per_cycle("no-such-core") is None
+    assert cpu_peak_flops(16, 4.5e9, 32) == pytest.approx(2.304e12)
+    with pytest.raises(ValueError):
+        cpu_peak_flops(0, 4.5e9, 32)
+
+
+def test_every_width_names_a_dated_source() -> None:
+    sources = builtin_catalog().sources
+    for key, row in cpu_microarchitectures().items():
+        fma = row["fp32_fma"]
+        for src in {fma["source"], fma.get("width_source", fma["source"])}:
+            assert src in sources and sources[src].get("date"), (key, src)
+
+
+def test_ryzen_7950x_peak_is_cores_x_clock_x_zen4_width() -> None:
+    """16 cores x 4.5 GHz base clock (webautoai-7950x) x 32 = 2.304 TFLOP/s, replacing huggingface.js's 0.56."""
+    dev = builtin_catalog().devices["amd-ryzen-9-7950x"]
+    assert dev.microarchitecture == "zen4" and dev.clock is not None and dev.clock.base == 4.5e9
+    peak, key = dev.peak_flops("fp32")
+    assert key == "fp32" and peak == pytest.approx(16 * 4.5e9 * 2 * 8 * 2)
+    v = dev.flops["fp32"]
+    assert v.source == "derived" and "llvm-znver4-sched" in v.derived and "webautoai-7950x" in v.derived
+
+
+def test_epyc_9654_peak_is_96_cores_x_base_clock_x_zen4_width() -> None:
+    """96 cores x 2.40 GHz base clock (llmperf-genoa's table, 'Microarchitecture Zen 4') x 32 = 7.3728 TFLOP/s;
+    huggingface.js's 'EPYC 4th Generation (Genoa)' figure was 5."""
+    dev = builtin_catalog().devices["amd-epyc-9654"]
+    assert dev.peak_flops("fp32")[0] == pytest.approx(96 * 2.4e9 * 32)
+    assert dev.flops["fp32"].source == "derived" and "llmperf-genoa" in dev.flops["fp32"].derived
+
+
+def test_epyc_7763_peak_is_64_cores_x_base_clock_x_zen3_width() -> None:
+    """Zen 3: two FMAs per cycle (LLVM's Znver3 model, inverse throughput 0.5), 256-bit AVX2: 32 FP32 FLOP per
+    cycle; 64 cores x 2.45 GHz base (llmperf-rome) = 5.0176 TFLOP/s, huggingface.js's Milan figure was 2.4."""
+    dev = builtin_catalog().devices["amd-epyc-7763"]
+    assert cpu_fp32_flop_per_cycle("zen3") == fma_width(2, 256, 32) == 32.0
+    assert dev.peak_flops("fp32")[0] == pytest.approx(64 * 2.45e9 * 32)
+
+
+def test_the_7950x_llamacpp_prefill_work_fits_under_the_new_peak_not_the_old_one() -> None:
+    """Independent truth: the published llama.cpp pp512 rows on the 7950X (validation/llamacpp_bench.csv XC01-XC03,
+    XC13-XC14) did 2 x P FLOP per token, with P = 14.96 GiB / 2 bytes (the F16 file's quoted size). Their useful
+    rate is above huggingface.js's 0.56 TFLOP/s (impossible for a peak) and below the mechanism's peak."""
+    path = Path(__file__).resolve().parents[2] / "validation" / "llamacpp_bench.csv"
+    import csv
+
+    with path.open(newline="", encoding="utf-8") as f:
+        rows = [r for r in csv.DictReader(f) if r["device"] == "amd-ryzen-9-7950x" and r["test"] == "pp512"]
+    f16 = next(r for r in rows if r["weights"] == "gguf:f16")
+    gib = float(re.search(r"([0-9.]+) GiB", f16["quote"]).group(1))  # type: ignore[union-attr]
+    params = gib * 2**30 / 2
+    assert 8.0e9 < params < 8.1e9
+    peak = builtin_catalog().devices["amd-ryzen-9-7950x"].peak_flops("fp32")[0]
+    assert peak is not None
+    for r in rows:
+        useful = 2 * params * float(r["value"])
+        assert 0.56e12 < useful < peak, (r["id"], useful)
+
+
+def test_cpus_without_the_data_keep_their_figure() -> None:
+    """No sourced cores or clock (the generic EPYC Milan row, the i9-13900K, the generic DDR5 / Sapphire Rapids rows;
+    the 5975WX's clock) or no published width (Apple's CPU cores), so the previous figure stands: huggingface.js's,
+    or none."""
+    devs = builtin_catalog().devices
+    assert devs["amd-epyc-milan"].peak_flops("fp32")[0] == pytest.approx(2.4e12)
+    assert devs["amd-epyc-milan"].flops["fp32"].source == "hfjs-hardware"
+    assert devs["intel-xeon-spr-8ch"].peak_flops("fp32")[0] == pytest.approx(1.3e12)
+    assert devs["intel-core-i9-13900k"].peak_flops("fp32")[0] == pytest.approx(0.85e12)
+    for ident in ("apple-m2-max-cpu", "amd-threadripper-pro-5975wx"):
+        assert devs[ident].peak_flops("fp32")[0] is None and "flops.fp32" in devs[ident].missing
+
+
+def test_no_builtin_cpu_states_its_fp32_beside_the_mechanism() -> None:
+    """The peak has one home: a row with microarchitecture and clock states no fp32 of its own."""
+    for raw in _raw_cpus():
+        if "microarchitecture" in raw:
+            assert "clock" in raw and "cores" in raw, raw["id"]
+            assert "fp32" not in raw.get("flops", {}), raw["id"]
+
+
+def test_a_hardware_file_cpu_gets_the_mechanism_and_a_stated_fp32_wins(tmp_path: Path) -> None:
+    f = tmp_path / "hw.json"
+    f.write_text(json.dumps({"devices": [
+        {"id": "my-zen4", "name": "my Zen 4 box", "kind": "cpu", "cores": "8 cores", "clock": "5 GHz",
+         "microarchitecture": "zen4"},
+        {"id": "amd-ryzen-9-7950x", "flops": {"fp32": "3 TFLOP/s"}}]}), encoding="utf-8")
+    cat = load_catalog([f])
+    assert cat.device("my-zen4").peak_flops("fp32")[0] == pytest.approx(8 * 5e9 * 32)
+    assert cat.device("amd-ryzen-9-7950x").peak_flops("fp32")[0] == pytest.approx(3e12)
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"devices": [{"id": "x", "name": "x", "kind": "cpu", "cores": "8 cores",
+                                            "clock": "5 GHz", "microarchitecture": "zen9"}]}), encoding="utf-8")
+    with pytest.raises(InputError, match="microarchitecture"):
+        load_catalog([bad])
+
+
+def test_llamacpp_cpu_prefill_names_its_kernel_and_runs_at_the_fp32_peak() -> None:
+    """llama.cpp's CPU products (llamafile sgemm.cpp): F16 on the FP32 FMA units, Q8_0/Q4_0 as int8 block dots with
+    one FP32 FMA per 32-block (tinyBLAS_Q0). The published 7950X pp512 rates (XC01-XC03: 112.37, 118.07, 104.46
+    tok/s, one build) are within 13 % of each other, so no int8 peak several times the FP32 one bounds the
+    quantized kernels: all three are timed at the FP32 peak, and the assumption says which kernel runs."""
+    from llmsizer.catalog.models import find_spec
+    from llmsizer.estimate.speed import estimate_speed
+
+    dev = builtin_catalog().devices["amd-ryzen-9-7950x"]
+    rates = {}
+    for fmt in ("gguf:f16", "gguf:q8_0", "gguf:q4_0"):
+        s = estimate_speed(find_spec("llama-3.1-8b"), dev, weights_format=fmt, engine="llamacpp", prompt_tokens=512)
+        kernel = next(a for a in s.assumptions if a.name == "llamacpp_cpu_kernel")
+        assert ("tinyBLAS_Q0" in str(kernel.value)) == (fmt != "gguf:f16") and "fp32 FMA peak" in kernel.why
+        rates[fmt] = s.prefill_tokens_per_second
+    assert max(rates.values()) == pytest.approx(min(rates.values()), rel=1e-9)
+    assert max(112.37, 118.07, 104.46) / min(112.37, 118.07, 104.46) < 1.14
