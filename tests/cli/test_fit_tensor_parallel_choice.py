@@ -104,9 +104,12 @@ def test_a_llamacpp_split_over_more_gpus_than_it_takes_is_refused(capsys: pytest
     """llama.cpp's tensor_split holds 128 devices (common/common.h:477, numbers.MAX_GPUS): fit --count 10^6 on
     llama.cpp placed a model over a million GPUs (27 s, 'FITS') where infer --gpus refuses 129; the Python API's
     gpus=200 was taken too."""
-    code, out, err = run(["fit", "qwen3-8b", "--device", "h100", "--count", "1e6", "--engine", "llamacpp"], capsys)
+    # a split takes one machine's GPUs (estimate/fit.py llamacpp_split_gpus): a machine of 129 is refused, 128 taken
+    code, out, err = run(["fit", "qwen3-8b", "--device", "h100", "--count", "129", "--gpus-per-node", "129",
+                          "--engine", "llamacpp"], capsys)
     assert code == 2 and out == "" and err.count("\n") == 1 and "at most 128 GPUs" in err
-    assert run(["fit", "qwen3-8b", "--device", "h100", "--count", "128", "--engine", "llamacpp"], capsys)[0] == 0
+    assert run(["fit", "qwen3-8b", "--device", "h100", "--count", "128", "--gpus-per-node", "128", "--engine",
+                "llamacpp"], capsys)[0] == 0
     import llmsizer
     from llmsizer.errors import InputError
     with pytest.raises(InputError, match=r"gpus: 200 is out of range; expected an integer in \[1, 128\]"):

@@ -260,12 +260,12 @@ def pick_format(spec: ModelSpec, device: Device, count: int, instance: Instance 
     engine = normalize_engine(engine_given) if engine_given else default_engine(dev, n, weights, spec, settings)
     ladder = format_ladder(spec, engine, weights, fp8=fp8_tensor_cores(dev))
     # fit's layout (fit.serving_layout): several CPUs or Apple chips are replicas, one whole model each; llama.cpp
-    # spreads one model over several GPUs (layer split); the others shard it (TP, the widest fit may take)
-    layout = serving_layout(engine, dev, n)
-    # (fit_memory's machine size, which its tensor-parallel options read: fit's gpus_per_node, in ``fields``)
+    # spreads one model over the GPUs of one machine (layer split; the machines replicas); the others shard it (TP,
+    # the widest fit may take). fit_memory's machine size, which both read: fit's gpus_per_node, in ``fields``
     per_node = serving_machine_size(instance, given.get("gpus_per_node"), n)
+    layout = serving_layout(engine, dev, n, per_node)
     tp = max(layout.tensor_parallel_options(spec, n, per_node))
-    spread = n if layout.split else tp
+    spread = layout.split_gpus if layout.split else tp
     usable, _ = usable_memory(dev, memory, record=False)
 
     def rejected(why: str, fmt: str = "") -> FormatPick:
@@ -371,7 +371,7 @@ def pick_format(spec: ModelSpec, device: Device, count: int, instance: Instance 
         else:  # fit's rate path (estimate/fit.py: the in flight derived, eq. Q10c): one answer with fit
             server: list[float] = []  # eq. Q10a's capacity where it refuses the rate at one request in flight
             # rate-independent only where fit ranks no layouts by the rate (one degree: fit_memory's options)
-            one_layout = len(serving_layout(eng, dev, n).tensor_parallel_options(spec, n, per_node)) == 1
+            one_layout = len(serving_layout(eng, dev, n, per_node).tensor_parallel_options(spec, n, per_node)) == 1
             try:
                 r = fit(spec, target, cnt, request_rate=request_rate, fits_at=False, rate_bound=server,
                         refusal_only=refusal_only, climb_stops=one_layout, miss=miss if one_layout else None,

@@ -351,7 +351,10 @@ def host_weights_line(r: FitResult) -> str | None:
         return (f"weights {format_bytes(dev.bytes)} in Metal buffers + {format_bytes(host.bytes)} in llama.cpp's CPU "
                 f"buffers ({host.formula}): the same unified memory, but outside the GPU working set the budget "
                 "counts, so not in it")
-    return (f"weights {format_bytes(dev.bytes)} on {f'the {r.count} devices' if r.count > 1 else 'the device'} + "
+    per = r.count // max(1, r.replicas)  # one replica's devices (a llama.cpp split: one machine's GPUs)
+    on = (f"the {per} devices" if per > 1 else "the device") + (f" of each of {r.replicas} replicas"
+                                                                 if r.replicas > 1 else "")
+    return (f"weights {format_bytes(dev.bytes)} on {on} + "
             f"{format_bytes(host.bytes)} in host memory ({host.formula}; not in the device budget)")
 
 
