@@ -1,7 +1,7 @@
 """A llama.cpp split stays within one machine: the machines are replicas, each holding a whole copy over its own
-GPUs (estimate/fit.py ``llamacpp_split_gpus``, read by ``serving_layout``). llama.cpp splits a model over the
-devices of its own process (ggml-org/llama.cpp@01649e61c782 src/llama.cpp:217-263, llama_prepare_model_devices
-lists the local ggml backend devices; @0c1e57098 src/llama-model.cpp:1557-1600 places the layers on them); another
+GPUs (specs/training.py ``llamacpp_split_gpus``, read by estimate/fit.py ``serving_layout``). llama.cpp splits a
+model over the devices of its own process (ggml-org/llama.cpp@01649e61c782 src/llama.cpp:217-263,
+llama_prepare_model_devices lists the local ggml backend devices; @0c1e57098 src/llama-model.cpp:1557-1600 places the layers on them); another
 machine's GPUs join only as RPC backend devices (src/llama.cpp:227-228; tools/rpc/README.md @339453e: a proof of
 concept), not timed here. Before, fit laid one split over 2 x 1-GPU machines (10.41 GB per device, a warning).
 
@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 
 from cli_capture import run_json
-from llmsizer.estimate.fit import fit, llamacpp_split_gpus
+from llmsizer.errors import FieldError
+from llmsizer.estimate.fit import fit
 from llmsizer.plan import make_plan
 from llmsizer.recommend import best_option_on
 from llmsizer.request import parse_request
@@ -54,10 +55,27 @@ def _check(tmp_path: Path, request: str, device: str, per_node: int) -> tuple[in
     return code, d[0]
 
 
-def test_split_gpus_is_one_machines_share() -> None:
-    # the most GPUs dividing the count within one machine: 2 x 1 -> 1, 4 on machines of 2 -> 2, 12 on 8 -> 6
-    assert [llamacpp_split_gpus(c, p) for c, p in ((2, 1), (4, 2), (2, 8), (8, 8), (16, 8), (12, 8))] == \
-        [1, 2, 2, 8, 8, 6]
+@pytest.mark.parametrize("per_node", [None, 1, 2, 3, 4, 6, 8])
+def test_no_copy_spans_a_machine_of_fits_own_layout(per_node: int | None) -> None:
+    """The property, not the rule's output: for every count up to 40, fit on llama.cpp either refuses the shape
+    (a count past one machine that is not whole machines, exit 2 naming the machine size) or lays it out so that
+    copy i, on devices i g .. (i + 1) g - 1 in rank order, sits on the machine of device // machine size alone,
+    the copies covering every device. The default machine is 8 (an HGX board), as a given 8."""
+    size = per_node or 8
+    for count in range(1, 41):
+        try:
+            f = fit(SMALL, "rtx-4090", count, gpus_per_node=per_node, speed=False, **LOAD)  # type: ignore[arg-type]
+        except FieldError as e:
+            assert count > size and count % size, (count, per_node, str(e))  # only what is not whole machines
+            assert f"machines of {size} devices" in str(e)
+            continue
+        g = count // f.replicas
+        assert g * f.replicas == count and f.tensor_parallel == 1
+        for i in range(f.replicas):
+            machines = {d // size for d in range(i * g, (i + 1) * g)}
+            assert len(machines) == 1, (count, per_node, i, machines)
+        if count <= size:  # within one machine: one copy over all of it, as llama.cpp splits its own devices
+            assert f.replicas == 1
 
 
 # (fit's target, count, gpus_per_node, the plan's resources, the inventory's device and GPUs per node)
@@ -136,7 +154,8 @@ def test_a_model_no_machine_holds_does_not_fit_on_llamacpp(tmp_path: Path) -> No
     # whole copy, which it cannot, and the reason names the RPC backend as the untimed way out
     f = fit(BIG["model"], "rtx-4090", 2, gpus_per_node=1, weights=BIG["weights"], **BIG_LOAD)  # type: ignore[arg-type]
     assert not f.fits and f.replicas == 2
-    assert any("within one machine's GPU" in r and "RPC backend" in r for r in f.reasons), f.reasons
+    assert any("within one machine" in r and "2 machines of 1 GPU" in r and "RPC backend" in r for r in f.reasons), \
+        f.reasons
     # the same 2 GPUs in one machine hold it (a split of 2)
     together = fit(BIG["model"], "rtx-4090", 2, weights=BIG["weights"], **BIG_LOAD)  # type: ignore[arg-type]
     assert together.fits and together.layer_split

@@ -30,7 +30,7 @@ from ..numbers import CONCURRENCY, COUNT, KWH_PRICE, LLAMACPP_GPUS, REQUEST_RATE
 from ..request.quantities import parse_money
 from ..result import Assumption, Estimate, Notes, merged_assumptions
 from ..specs import InferenceWorkload, ModelSpec, TrainingWorkload
-from ..specs.training import uneven_machines
+from ..specs.training import llamacpp_split_gpus, tensor_split_refusal, uneven_machines
 from ..specs.workload import DEFAULT_ATTENTION, INFERENCE_NUMBERS, normalize_engine, prompt_and_output, read_number
 from ..units import format_bytes
 from . import efficiency as E
@@ -181,19 +181,6 @@ class ServingLayout(NamedTuple):
         return max(1, count // (self.split_gpus if self.split else max(1, tp)))
 
 
-def llamacpp_split_gpus(count: int, per_node: int) -> int:
-    """The GPUs one llama.cpp process splits a model over, of ``count`` GPUs on machines of ``per_node``: the most
-    that divide ``count`` within one machine (all of a machine's GPUs where ``per_node`` divides ``count``); the other
-    machines run replicas. llama.cpp splits a model over the devices of its own process (``-sm layer|row``,
-    ``--tensor-split``): llama_prepare_model_devices lists the local ggml backend devices (``ggml_backend_dev_count``
-    / ``ggml_backend_dev_get``, ggml-org/llama.cpp@01649e61c782 src/llama.cpp:217-263) and the model's layers go to
-    ``model->devices`` (@0c1e57098 src/llama-model.cpp:1557-1600). Another machine's GPUs join that list only as
-    devices of the RPC backend's registry ("RPC", src/llama.cpp:227-228, put first at 266-267: ``--rpc``, a proof
-    of concept, tools/rpc/README.md @339453e), whose transfers are not timed here: so no split spans machines."""
-    top = max(1, min(count, per_node))
-    return max(d for d in range(1, top + 1) if count % d == 0)
-
-
 def serving_layout(engine: str, device: Device, count: int, per_node: int = SERVING_GPUS_PER_NODE) -> ServingLayout:
     """The layout of ``count`` x ``device`` (machines of ``per_node``: ``serving_machine_size``) serving on
     ``engine``: several CPUs or Apple chips are replicas, one model each (``one_replica_per_device``); several GPUs
@@ -203,6 +190,16 @@ def serving_layout(engine: str, device: Device, count: int, per_node: int = SERV
     apart = count > 1 and one_replica_per_device(device)
     gpus = 1 if apart or engine != "llamacpp" else llamacpp_split_gpus(count, per_node)
     return ServingLayout(apart, llamacpp_layer_split(engine, gpus) and not apart, engine, gpus)
+
+
+def llamacpp_copy(device: Device, count: int, instance: Instance | None = None,
+                  gpus_per_node: int | None = None) -> tuple[int, int]:
+    """(GPUs one llama.cpp copy is split over, copies) for ``count`` x ``device``: ``serving_layout``'s split over
+    ``serving_machine_size``'s machine, the layout ``fit`` sizes. llama.cpp's auto-fit (estimate/llamacpp_fit.py:
+    ``fit --auto``, fit's host-memory hint, ``models --fits-on``) fits one copy on these GPUs at its share of the
+    load (``per_replica``), so the flags it prints, rerun through ``fit`` on the same ``count``, are sized alike."""
+    layout = serving_layout("llamacpp", device, count, serving_machine_size(instance, gpus_per_node, count))
+    return layout.split_gpus, layout.replicas(count, 1)
 
 
 def choose_tensor_parallel(spec: ModelSpec, count: int, per_node: int | None = None) -> int:
@@ -1079,11 +1076,18 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
     layout = serving_layout(eng, device, n, per_node)
     split = layout.split
     if split and layout.split_gpus > LLAMACPP_GPUS.high:  # --count is its GPUs here: said in fit's words
-        raise FieldError("count", f"llama.cpp splits one model over at most {LLAMACPP_GPUS.high} GPUs (tensor_split"
-                         f"[128], common/common.h:477), not {layout.split_gpus}: give count {LLAMACPP_GPUS.high} or "
-                         "fewer, or engine vllm (tensor parallel, the other devices replicas)", also=("engine",))
+        raise FieldError("count", f"llama.cpp splits one model over at most {LLAMACPP_GPUS.high} GPUs "
+                         f"(llama_max_devices(), numbers.py LLAMA_MAX_DEVICES), not one machine's {layout.split_gpus}: "
+                         f"give machines of {LLAMACPP_GPUS.high} GPUs or fewer (gpus_per_node), or engine vllm "
+                         "(tensor parallel, the other devices replicas)", also=("engine", "gpus_per_node"))
     if split:  # one copy over one machine's GPUs (llamacpp_split_gpus), the other machines replicas of it
         workload.setdefault("gpus", layout.split_gpus)
+    ts = workload.get("tensor_split")
+    if eng == "llamacpp" and not layout.apart and ts is not None:  # one rule with a request's (tensor_split_refusal)
+        shares = len(ts) if isinstance(ts, (list, tuple)) else len(str(ts).replace("/", ",").split(","))
+        why = tensor_split_refusal(shares, n, per_node)
+        if why is not None:
+            raise FieldError("tensor_split", f"tensor_split {why}", also=("count",))
     pinned = None  # a degree given (a plan times its typical load on the layout chosen for its peak)
     if tensor_parallel is not None:
         pinned = int(check_number(tensor_parallel, "tensor_parallel", COUNT))
@@ -1361,17 +1365,17 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
             fits = False
             reasons.append(short)
     if eng == "llamacpp" and not layout.apart and replicas > 1:  # GPUs of several machines: a copy on each
-        g = layout.split_gpus
-        gpus_words = f"{g} GPUs" if g > 1 else "GPU"
+        g = layout.split_gpus  # one machine's GPUs (specs/training.py llamacpp_split_gpus): the machine size
+        machines = f"{replicas} machines of {g} GPU{'s' if g > 1 else ''}"
         rpc = ("llama.cpp reaches another machine's GPUs only through its RPC backend (--rpc; ggml-org/llama.cpp "
                "tools/rpc/README.md @339453e: a proof of concept), whose transfers between machines are not timed here")
         if fits:
             assumptions.append(Assumption("llamacpp_split", g, True, f"llama.cpp holds one copy of the model within "
-                                          f"one machine's {gpus_words} (estimate/fit.py llamacpp_split_gpus), the "
-                                          f"{replicas} copies replicas; {rpc}"))
+                                          f"one machine (specs/training.py llamacpp_split_gpus): the {n} devices are "
+                                          f"{machines}, each a replica; {rpc}"))
         else:
-            reasons.append(f"llama.cpp holds one copy of the model within one machine's {gpus_words}, and it does not "
-                           f"fit there: the {n} devices are {replicas} replicas, not one split; {rpc}")
+            reasons.append(f"llama.cpp holds one copy of the model within one machine, and it does not fit there: the "
+                           f"{n} devices are {machines}, each a replica, not one split; {rpc}")
     if dtype_note is not None:  # last, where estimate_inference(device=) says it (it was sized on the device's kind)
         est = est.but(warnings=(*est.warnings, dtype_note))
     # (the device's warnings, which the estimate says first, are said above already)

@@ -54,6 +54,8 @@ from .fit import (
     first_token_seconds,
     fit,
     fit_memory,
+    llamacpp_copy,
+    per_replica,
     serving_layout,
     serving_machine_size,
     target_and_count,
@@ -607,7 +609,7 @@ def fits_at(spec: ModelSpec | str, hardware: str | Device | Instance, count: int
     # no rung fits on the GPUs alone: models --fits-on's answer, llama.cpp's auto-fit with the experts of some layers
     # in host memory (experts_in_host_at, the one rule), its flags named; the layer placement is the auto-fit's own
     fields = {k: v for k, v in other_fields.items()
-              if k not in ("n_cpu_moe", "n_gpu_layers", "host_device", "gpus_per_node")}  # (one machine of GPUs)
+              if k not in ("n_cpu_moe", "n_gpu_layers", "host_device")}  # (gpus_per_node: the copy's machine)
     host = experts_in_host_at(spec, hardware, count, headroom=headroom, **fields)
     if host is None:
         return _below_floor(asked, none_on)
@@ -619,7 +621,8 @@ def fits_at(spec: ModelSpec | str, hardware: str | Device | Instance, count: int
 def experts_in_host_at(spec: ModelSpec, hardware: str | Device | Instance, count: int | None = None, *,
                        context: int | None = None, concurrency: int | None = None, memory: int | None = None,
                        headroom: float | None = None, fit_target: int | None = None, host_memory: int | None = None,
-                       hardware_files: Sequence[str | Path] = (), **workload: Any) -> dict[str, Any] | None:
+                       hardware_files: Sequence[str | Path] = (), gpus_per_node: int | None = None,
+                       **workload: Any) -> dict[str, Any] | None:
     """What ``fit --auto`` answers for an MoE model no format of which fits on the GPUs alone: with ``host_memory``,
     the first format on llama.cpp's ladder (``format_ladder``, best first), else its smallest (the least host RAM) --
     or, of the rungs above it that store the routed experts alike (``_expert_bytes``: the host side the same), the
@@ -627,22 +630,26 @@ def experts_in_host_at(spec: ModelSpec, hardware: str | Device | Instance, count
     that llama.cpp's auto-fit (``estimate/llamacpp_fit.py`` ``fit_llamacpp``, steps 1-4) fits with the routed experts
     of some layers in host memory (``--n-cpu-moe``), its flags and the bytes each side holds. The one rule
     ``models --fits-on`` (``recommend.experts_in_host``) and fit's hint (``fits_at``) answer with. None for a dense
-    model, a target that is not one machine of GPUs, a workload the auto-fit refuses, or when no rung fits so. Host
-    RAM is checked only when ``host_memory`` is given (fit --auto --host-memory); the decode speed of the split is
-    not judged. The answer names its ``format_rule`` and carries fit --auto's ``warnings`` (``quality_warning``: the
+    model, a target that is not GPUs, a workload the auto-fit refuses, or when no rung fits so. The auto-fit sizes
+    one copy over one machine's GPUs at its share of ``concurrency`` (estimate/fit.py ``llamacpp_copy``: the layout
+    fit sizes, machines of ``gpus_per_node`` / the instance's / 8, the machines replicas), so its flags rerun through
+    fit on the same count give its verdict. Host RAM is checked only when ``host_memory`` is given (fit --auto
+    --host-memory); the decode speed of the split is not judged. The answer names its ``format_rule`` and carries fit --auto's ``warnings`` (``quality_warning``: the
     format's own, if any). ``context``/``concurrency`` None: fit's defaults."""
     from .llamacpp_fit import fit_llamacpp, gpu_free  # the auto-fit sizes each layer by the estimate (fit's layer)
 
     if spec.moe is None:
         return None
     device, n, _, instance = target_and_count(hardware, count, hardware_files, instances=True)
-    if device.kind != "gpu" or (instance is not None and instance.device_count != n):
-        return None  # host memory beside GPUs; several instances: one auto-fit is one machine
+    if device.kind != "gpu":
+        return None  # host memory beside GPUs
     context = InferenceWorkload.context if context is None else context
     concurrency = InferenceWorkload.concurrency if concurrency is None else concurrency
     fields = {k: v for k, v in workload.items() if v is not None and k not in ("engine", "weights")}
     try:
-        free = gpu_free(device, n, None, memory)
+        gpus, copies = llamacpp_copy(device, n, instance, gpus_per_node)  # one copy: one machine's GPUs
+        concurrency = per_replica(concurrency, copies)
+        free = gpu_free(device, gpus, None, memory)
         ladder = format_ladder(spec, "llamacpp", None, fp8=fp8_tensor_cores(device))
 
         def split(fmt: str) -> Any:
