@@ -85,6 +85,23 @@ def test_fit_auto_past_one_machine_fits_or_names_the_count() -> None:
     assert "(2 machines of 5 GPUs)" in out.splitlines()[0]
 
 
+@pytest.mark.parametrize("per_node", [None, "2"], ids=["one-machine", "machines-of-2"])
+def test_fit_autos_own_hint_rerun_as_printed_fits(per_node: str | None) -> None:
+    # host RAM too small for the default format's CPU share: --auto names a format, its flags rerun through --auto
+    # and through plain fit both give FITS
+    base = ["fit", MOE, *_shape_args("rtx-4090", "4", per_node), "--engine", "llamacpp", "--auto", "--context", "8k",
+            "--host-memory", "128GB"]
+    code, out, err = run(*base)
+    assert code == 1 and "DOES NOT FIT" in out.splitlines()[0], err
+    hint = re.search(r"\(rerun with ([^)]*)\)", out)
+    assert hint is not None, out
+    auto = _fits(base + shlex.split(hint.group(1)))
+    flags = shlex.split(auto.splitlines()[1].removeprefix("flags: "))
+    placement = [w for k, v in zip(flags, flags[1:], strict=False) if k in ("-ngl", "-sm", "-ts", "--n-cpu-moe")
+                 for w in (k, v)]
+    _fits([w for w in base if w != "--auto"] + shlex.split(hint.group(1)) + placement)
+
+
 def test_fit_headline_names_one_copys_gpus() -> None:
     code, out, _ = run("fit", "llama-3.1-70b", "--device", "rtx-4090", "--count", "4", "--gpus-per-node", "2",
                        "--engine", "llamacpp", "--weights", "gguf:q4_k_m", "--context", "8k", "--concurrency", "2")

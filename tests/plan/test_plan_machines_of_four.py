@@ -159,7 +159,7 @@ def test_one_does_not_fit_prints_fits_memory_line_on_every_surface(tmp_path: Pat
 
 def test_llamacpp_on_machines_of_one_is_replicas_as_fit() -> None:
     # llama.cpp splits one model over the GPUs of one machine (no tensor parallelism); the machines are replicas
-    # (estimate/fit.py llamacpp_split_gpus; tests/plan/test_llamacpp_split_within_machine.py): the plan's bare GPUs
+    # (specs/training.py llamacpp_split_gpus; tests/plan/test_llamacpp_split_within_machine.py): the plan's bare GPUs
     # on 2 nodes of 1 are fit's answer on machines of 1
     f = fit("llama-3.1-8b", "rtx-4090", 2, engine="llamacpp", context=8192, concurrency=4, gpus_per_node=1)
     assert not f.layer_split and f.replicas == 2
