@@ -456,9 +456,9 @@ def add_training_args(p: argparse.ArgumentParser, *, attention: bool = True,
     g.add_argument("--offload", choices=OFFLOAD, help="CPU offload, ZeRO-Offload / -Infinity (default none): "
                    "optimizer needs ZeRO 1-3 or --fsdp, params ZeRO 3 or --fsdp full/hybrid")
     g.add_argument("--gpus-per-node", type=int_arg(COUNT), help="devices per machine: --fsdp hybrid, and where the "
-                   "data-parallel collectives leave the machine; serving (fit, fit --auto): the machine the "
-                   "tensor-parallel degrees are chosen within, and the GPUs one llama.cpp copy is split over (the "
-                   "machines replicas); recommend: the machines your own (bare) devices are, their cards "
+                   "data-parallel collectives leave the machine; serving (fit, and its llama.cpp auto-fit): the "
+                   "machine the tensor-parallel degrees are chosen within, and the GPUs one llama.cpp copy is split "
+                   "over (the machines replicas); recommend: the machines your own (bare) devices are, their cards "
                    "searched up to one of them (an instance is its own machine) (default: the instance's count, "
                    f"else {TW.gpus_per_node})")
     g.add_argument("--network", help="network between machines when --gpus exceeds --gpus-per-node, for the duration: "
