@@ -1370,9 +1370,9 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
         rpc = ("llama.cpp reaches another machine's GPUs only through its RPC backend (--rpc; ggml-org/llama.cpp "
                "tools/rpc/README.md @339453e: a proof of concept), whose transfers between machines are not timed here")
         if fits:
-            assumptions.append(Assumption("llamacpp_split", g, True, f"llama.cpp holds one copy of the model within "
-                                          f"one machine (specs/training.py llamacpp_split_gpus): the {n} devices are "
-                                          f"{machines}, each a replica; {rpc}"))
+            assumptions.append(Assumption("llamacpp_split", machines, True, "llama.cpp holds one copy of the model "
+                                          "within one machine (specs/training.py llamacpp_split_gpus): the "
+                                          f"{n} devices are {machines}, each a replica; {rpc}"))
         else:
             reasons.append(f"llama.cpp holds one copy of the model within one machine, and it does not fit there: the "
                            f"{n} devices are {machines}, each a replica, not one split; {rpc}")
