@@ -83,6 +83,14 @@ def test_fit_auto_past_one_machine_fits_or_names_the_count() -> None:
     out = _fits(["fit", "llama-3.1-70b", "--device", "rtx-4090", "--count", "10", "--gpus-per-node", "5", "--engine",
                  "llamacpp", "--auto", "--context", "8k"])
     assert "(2 machines of 5 GPUs)" in out.splitlines()[0]
+    # --free lists one machine's GPUs: 3 sizes for 6 GPUs in machines of 3 are one copy's; 2 for machines of 8 are
+    # refused in one line naming --count and --gpus-per-node
+    out = _fits(["fit", "llama-3.1-70b", "--device", "rtx-4090", "--count", "6", "--gpus-per-node", "3", "--engine",
+                 "llamacpp", "--auto", "--context", "8k", "--free", "20GiB,20GiB,20GiB"])
+    assert "auto-fit on 3 GPU(s) of one machine" in out.splitlines()[0]
+    code, out, err = run("fit", "llama-3.1-70b", "--device", "rtx-4090", "--count", "16", "--engine", "llamacpp",
+                         "--auto", "--context", "8k", "--free", "20GiB,20GiB")
+    assert code == 2 and err.count("\n") == 1 and "one machine's 8" in err and "--gpus-per-node" in err
 
 
 @pytest.mark.parametrize("per_node", [None, "2"], ids=["one-machine", "machines-of-2"])

@@ -184,16 +184,15 @@ def _auto(spec: Any, args: argparse.Namespace, fields: dict[str, Any], per_node:
         raise InputError("--free applies to --auto")
     if fields.get("engine") is not None and normalize_engine(fields["engine"]) != "llamacpp":
         raise InputError("--auto fits llama.cpp; drop --engine or use --engine llamacpp")
-    if args.free and args.count is not None and args.count != len(args.free):
-        raise InputError(f"--free gives {len(args.free)} GPU(s) but --count is {args.count}")
     count = args.count if args.count is not None else (len(args.free) if args.free else None)
     device, count, _, instance = target_and_count(args.device, count, args.hardware_file, instances=True)
     if device.kind == "cpu":
         raise InputError(f"--auto places layers on GPUs; {device.id} is a CPU: llama.cpp keeps the whole model in its "
                          "RAM (drop --auto; --max-context gives the longest context that fits)")
     gpus, copies = llamacpp_copy(device, count, instance, per_node)
-    if args.free and len(args.free) != gpus:
-        raise InputError(f"--free gives {len(args.free)} GPUs, but llama.cpp splits one copy over one machine's "
+    if args.free and len(args.free) != gpus:  # --free lists the GPUs of one copy: one machine's
+        raise InputError(f"--free gives {len(args.free)} GPU(s) but --count is {count}" if copies == 1 else
+                         f"--free gives {len(args.free)} GPU(s), but llama.cpp splits one copy over one machine's "
                          f"{gpus} (the {copies} machines are replicas): give the free memory of one machine's GPUs "
                          "(--count, --gpus-per-node)")
     free = gpu_free(device, gpus, args.free, args.memory)
