@@ -90,7 +90,14 @@ GPU_LAYERS = Range(0, 10_000, True, "layers offloaded to the GPU; 0 = none")
 MEMORY_RATIO = Range(0.001, 1000, False, "a ratio of recurrent-state memory to KV-pool memory; 0 leaves no state pool")
 CPU_MOE_LAYERS = Range(0, 10_000, True, "layers whose MoE expert tensors stay in host memory; 0 = none")
 SPLIT_SHARE = Range(0, 1e6, False, "a GPU's share of a llama.cpp --tensor-split (proportions, e.g. 3,1)")
-MAX_GPUS = 128  # llama.cpp tensor_split[128] (common/common.h:477)
+# llama.cpp's device limit, one home: llama_max_devices() returns 16 (ggml-org/llama.cpp@01649e61c782
+# src/llama.cpp:85-87), the size of llama_model_params.tensor_split ("size: llama_max_devices()", include/llama.h
+# @0011438e): the most GPUs one llama.cpp model is split over (common.h's tensor_split[128] is only the CLI's buffer)
+LLAMA_MAX_DEVICES = 16
+# the most shares a -ts / --tensor-split names: common/arg.cpp's -ts handler throws "got %d input configs, but system
+# only has %d devices" when split_arg.size() >= llama_max_devices(), so 15; the auto-fit prints one share per GPU
+MAX_GPUS = LLAMA_MAX_DEVICES - 1
+LLAMACPP_GPUS = Range(1, LLAMA_MAX_DEVICES, True, "GPUs llama.cpp splits one model over (llama_max_devices())")
 # the devices of one machine (`--gpus-per-node` of fit, train, models --fits-on, recommend; a plan's devices per node;
 # TrainingWorkload.gpus_per_node), in one home: at most the largest single NVLink domain the catalog holds, a GB200 /
 # GB300 NVL72 rack's 72 GPUs (catalog/data/hardware/accelerators.json gb200 interconnect_bandwidth: aiconfigurator
@@ -99,7 +106,6 @@ MAX_GPUS = 128  # llama.cpp tensor_split[128] (common/common.h:477)
 # "4096 x rx-7800-xt" as one machine (review20 D8)
 MACHINE_GPUS = Range(1, 72, True, "devices of one machine; the largest single NVLink domain in the catalog is a "
                      "GB200/GB300 NVL72 rack's 72 GPUs")
-LLAMACPP_GPUS = Range(1, MAX_GPUS, True, "GPUs llama.cpp splits one model over")
 ZERO_STAGE = Range(0, 3, True, "DeepSpeed ZeRO stages are 0, 1, 2 and 3")
 FSDP_VERSION = Range(1, 2, True, "PyTorch FSDP1 (FullyShardedDataParallel) or FSDP2 (fully_shard)")
 SEED = Range(0, 2**32 - 1, True, "a 32-bit random seed")

@@ -42,7 +42,12 @@ def test_fit_hint_is_models_fits_on_experts_in_host(device: str) -> None:
     fmt = host["weights"].removeprefix("gguf:")
     _, out, _ = run("fit", MODEL, "--device", device)
     engine = "" if at["same_engine"] else "--engine llamacpp "
-    rerun = f"{engine}--weights {fmt} --n-cpu-moe {host['n_cpu_moe']}"
+    # (the auto-fit's layer placement under fit's own aliases: -ngl, -sm, -ts, --n-cpu-moe)
+    flags = host["flags"]
+    placement = [w for k, v in zip(flags, flags[1:], strict=False) if k in ("-ngl", "-sm", "-ts", "--n-cpu-moe")
+                 for w in (k, v)]
+    assert f"--n-cpu-moe {host['n_cpu_moe']}" in " ".join(placement)
+    rerun = f"{engine}--weights {fmt} {' '.join(placement)}"
     assert f"(rerun with {rerun})" in out and "host memory" in out
     code, again = run_json("fit", MODEL, "--device", device, *rerun.split())
     assert code == 0 and again["fits"] is True and again["memory_per_device"] == host["memory_per_device"]

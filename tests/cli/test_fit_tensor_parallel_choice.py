@@ -101,15 +101,28 @@ def test_idle_replicas_add_no_tokens_per_second(capsys: pytest.CaptureFixture[st
 
 
 def test_a_llamacpp_split_over_more_gpus_than_it_takes_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
-    """llama.cpp's tensor_split holds 128 devices (common/common.h:477, numbers.MAX_GPUS): fit --count 10^6 on
-    llama.cpp placed a model over a million GPUs (27 s, 'FITS') where infer --gpus refuses 129; the Python API's
-    gpus=200 was taken too."""
-    code, out, err = run(["fit", "qwen3-8b", "--device", "h100", "--count", "1e6", "--engine", "llamacpp"], capsys)
-    assert code == 2 and out == "" and err.count("\n") == 1 and "at most 128 GPUs" in err
-    assert run(["fit", "qwen3-8b", "--device", "h100", "--count", "128", "--engine", "llamacpp"], capsys)[0] == 0
+    """llama.cpp splits one model over at most llama_max_devices() = 16 GPUs (ggml-org/llama.cpp@01649e61c782
+    src/llama.cpp:85-87; include/llama.h sizes llama_model_params.tensor_split by it), and its -ts parser
+    (common/arg.cpp) refuses 16 shares or more: fit --count 10^6 on llama.cpp once placed a model over a million
+    GPUs (27 s, 'FITS'); the Python API's gpus=200 was taken too."""
+    # a split takes one machine's GPUs (specs/training.py llamacpp_split_gpus): a machine of 17 is refused, 16 taken
+    code, out, err = run(["fit", "qwen3-8b", "--device", "h100", "--count", "17", "--gpus-per-node", "17",
+                          "--engine", "llamacpp"], capsys)
+    assert code == 2 and out == "" and err.count("\n") == 1 and "at most 16 GPUs" in err
+    assert run(["fit", "qwen3-8b", "--device", "h100", "--count", "16", "--gpus-per-node", "16", "--engine",
+                "llamacpp"], capsys)[0] == 0
+    # a -ts of 16 shares is what llama.cpp's parser throws on (split_arg.size() >= llama_max_devices())
+    code, out, err = run(["fit", "qwen3-8b", "--device", "h100", "--count", "16", "--gpus-per-node", "16",
+                          "--engine", "llamacpp", "--tensor-split", ",".join(["1"] * 16)], capsys)
+    assert code == 2 and err.count("\n") == 1 and "--tensor-split" in err
+    # the auto-fit prints one -ts share per GPU: 16 GPUs of one machine are refused, not printed as a -ts llama.cpp
+    # throws on
+    code, out, err = run(["fit", "qwen3-8b", "--device", "h100", "--count", "16", "--gpus-per-node", "16",
+                          "--auto"], capsys)
+    assert code == 2 and err.count("\n") == 1 and "at most 15 GPUs" in err
     import llmsizer
     from llmsizer.errors import InputError
-    with pytest.raises(InputError, match=r"gpus: 200 is out of range; expected an integer in \[1, 128\]"):
+    with pytest.raises(InputError, match=r"gpus: 200 is out of range; expected an integer in \[1, 16\]"):
         llmsizer.estimate_inference("qwen3-8b", engine="llamacpp", gpus=200)
 
 

@@ -40,9 +40,13 @@ def test_auto_fit_with_an_ordinary_host_part_still_fits(capsys) -> None:
 
 
 def test_count_is_named_as_typed(capsys) -> None:
-    code, _, err = run(["fit", "llama-3.1-8b", "--auto", "--device", "rtx-4090", "--count", "1048576"], capsys)
+    code, _, err = run(["fit", "llama-3.1-8b", "--auto", "--device", "rtx-4090", "--count", "1048577"], capsys)
     line = one_line(err)
-    assert code == 2 and line.startswith("--count: 1048576 is out of range") and "gpus" not in line, line
+    assert code == 2 and "--count: 1048577 is out of range" in line and "gpus" not in line, line
+    # 2^20 bare GPUs are machines of 8, each its own llama.cpp copy (specs/training.py llamacpp_split_gpus): the
+    # auto-fit sizes one of them, not one split over a million GPUs
+    code, out, err = run(["fit", "llama-3.1-8b", "--auto", "--device", "rtx-4090", "--count", "1048576"], capsys)
+    assert code == 0 and "(131072 machines of 8 GPUs)" in out.splitlines()[0], err
 
 
 @pytest.mark.parametrize("flag, typed", [("--count", "99999999"), ("--concurrency", "2147483648")])

@@ -42,9 +42,9 @@ def one_line(err: str) -> str:
 # ------------------------------------------------------------------ 3. the flags the user gave, not Python's names
 @pytest.mark.parametrize("argv, opening", [
     (["infer", "llama-3.1-8b", "--engine", "llamacpp", "--gpus", "2", "--tensor-split", "1,1,1"],
-     "--tensor-split has 3 shares for 2 GPUs"),
+     "--tensor-split has 3 shares; give one share per GPU of one machine (2 GPUs; one copy of the model)"),
     (["fit", "llama-3.1-8b", "--device", "rtx-4090", "--count", "2", "--tensor-split", "1,1,1"],
-     "--tensor-split has 3 shares for 2 GPUs"),
+     "--tensor-split has 3 shares; give one share per GPU of one machine (2 GPUs; one copy of the model)"),
     (["train", "llama-3.1-8b", "--gpus", "8", "--tp", "3"], "--gpus (8) must be a multiple of --tp x --pp"),
     (["train", "qwen3-30b-a3b", "--gpus", "8", "--ep", "3"],
      "--ep (3) must divide the data-parallel degree, --gpus / (--tp x --pp) = 8"),
@@ -58,7 +58,7 @@ def test_a_cli_line_names_the_flags_given(argv, opening, capsys) -> None:
 
 def test_python_keeps_the_field_names() -> None:
     """The same refusals from the Python API: FieldErrors naming the fields by their Python names."""
-    with pytest.raises(FieldError, match=r"^tensor_split has 3 shares for 2 GPUs") as e:
+    with pytest.raises(FieldError, match=r"^tensor_split has 3 shares; give one share per GPU of one machine \(2 GPUs") as e:
         estimate_inference("llama-3.1-8b", engine="llamacpp", gpus=2, tensor_split=(1, 1, 1))
     assert e.value.field == "tensor_split"
     with pytest.raises(FieldError, match=r"^gpus \(8\) must be a multiple of tp x pp") as e:

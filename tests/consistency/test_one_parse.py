@@ -192,13 +192,15 @@ def test_an_encoder_decoder_refusal_names_both_fields_each_surface_has() -> None
 
 
 def test_llamacpps_gpu_limit_names_count_and_engine_as_each_surface_does() -> None:
-    """llama.cpp splits a model over at most 128 GPUs (tensor_split[128], llama.cpp common/common.h:477)."""
+    """llama.cpp splits a model over at most llama_max_devices() = 16 GPUs (ggml-org/llama.cpp@01649e61c782
+    src/llama.cpp:85-87), one machine's (specs/training.py llamacpp_split_gpus): a machine of 17 is refused."""
     from llmsizer import fit
 
     with pytest.raises(FieldError) as e:
-        fit("llama-3.1-8b", "rtx-4090", count=200, engine="llamacpp")
+        fit("llama-3.1-8b", "rtx-4090", count=17, gpus_per_node=17, engine="llamacpp")
     said = str(e.value)
-    assert "give count 128 or fewer, or engine vllm" in said and "--" not in said
-    code, out, err = run("fit", "llama-3.1-8b", "--engine", "llamacpp", "--device", "rtx-4090", "--count", "200")
-    cli = said.replace("count 128", "--count 128").replace("engine vllm", "--engine vllm")
+    assert "give machines of 16 GPUs or fewer (gpus_per_node), or engine vllm" in said and "--" not in said
+    code, out, err = run("fit", "llama-3.1-8b", "--engine", "llamacpp", "--device", "rtx-4090", "--count", "17",
+                         "--gpus-per-node", "17")
+    cli = said.replace("(gpus_per_node)", "(--gpus-per-node)").replace("engine vllm", "--engine vllm")
     assert code == 2 and not out and err.strip() == f"llmsizer: error: {cli}", err

@@ -207,7 +207,7 @@ def test_verdict_is_the_fullest_gpu():
 
 
 def test_bad_split_inputs_are_one_line_errors():
-    for kw, msg in (({"gpus": 2, "tensor_split": (1, 1, 1)}, "3 shares for 2 GPUs"),
+    for kw, msg in (({"gpus": 2, "tensor_split": (1, 1, 1)}, r"3 shares; give one share per GPU of one machine \(2 GPUs"),
                     ({"gpus": 2, "split_mode": "none"}, "one GPU"),
                     ({"tensor_split": (1, -1)}, "non-negative")):
         with pytest.raises(InputError, match=msg):

@@ -69,8 +69,10 @@ def test_fit_cli_takes_gpus_per_node_for_serving(fit_two_of_four) -> None:  # ty
                        "--concurrency", "8", "--device", "a100-pcie-80gb", "--count", "8", "--gpus-per-node", "4")
     assert code == 0 and (d["tensor_parallel"], d["replicas"]) == (8, 1)
     assert d["memory_per_device"] == fit_two_of_four.memory_per_device
-    code, _, err = run("fit", "llama-3.1-8b", "--auto", "--device", "rtx-4090", "--gpus-per-node", "1")
-    assert code == 2 and "--gpus-per-node" in err
+    # fit --auto takes it too: the GPUs one llama.cpp copy is split over (estimate/fit.py llamacpp_copy)
+    code, out, err = run("fit", "llama-3.1-8b", "--auto", "--device", "rtx-4090", "--count", "2", "--gpus-per-node",
+                         "1")
+    assert code == 0 and "auto-fit on 1 GPU(s) of one machine" in out and "(2 machines of 1 GPU)" in out, err
 
 
 @pytest.mark.parametrize("resources", [f"{{instance: {INSTANCE}, count: 8}}",
@@ -155,17 +157,16 @@ def test_one_does_not_fit_prints_fits_memory_line_on_every_surface(tmp_path: Pat
     assert line in c["reason"], c["reason"]
 
 
-def test_llamacpp_split_over_machines_is_fits_and_says_so() -> None:
-    # llama.cpp splits one model over its GPUs (no tensor parallelism); over machines it needs its RPC backend:
-    # the plan's bare GPUs on 2 nodes of 1 are fit's answer on machines of 1, with fit's warning
+def test_llamacpp_on_machines_of_one_is_replicas_as_fit() -> None:
+    # llama.cpp splits one model over the GPUs of one machine (no tensor parallelism); the machines are replicas
+    # (specs/training.py llamacpp_split_gpus; tests/plan/test_llamacpp_split_within_machine.py): the plan's bare GPUs
+    # on 2 nodes of 1 are fit's answer on machines of 1
     f = fit("llama-3.1-8b", "rtx-4090", 2, engine="llamacpp", context=8192, concurrency=4, gpus_per_node=1)
-    assert f.layer_split and f.replicas == 1
-    assert any("spans 2 machines of 1 device:" in w and "--rpc" in w for w in f.warnings)
+    assert not f.layer_split and f.replicas == 2
     j = _plan("version: 1\ntitle: p\njobs:\n- name: j\n  kind: inference\n  model: {name: llama-3.1-8b}\n"
               "  engine: llamacpp\n  resources: {device: rtx-4090, count: 2, nodes: 2}\n"
               "  traffic:\n    concurrency: {peak: 4, typical: 4}\n    context: {peak: 8k, typical: 8k}\n")
-    assert (j.hardware.replicas, j.facts["fits"], j.facts["memory_per_device"]) == (1, f.fits, f.memory_per_device)
-    assert any("spans 2 machines of 1 device:" in w for w in j.warnings)
-    # one machine of 2 (fit's default machine for bare GPUs): no such warning
+    assert (j.hardware.replicas, j.facts["fits"], j.facts["memory_per_device"]) == (2, f.fits, f.memory_per_device)
+    # one machine of 2 (fit's default machine for bare GPUs): one split of 2
     one = fit("llama-3.1-8b", "rtx-4090", 2, engine="llamacpp", context=8192, concurrency=4)
-    assert not any("--rpc" in w for w in one.warnings)
+    assert one.layer_split and one.replicas == 1

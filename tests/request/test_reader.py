@@ -426,7 +426,7 @@ def test_engine_settings_are_read_as_the_cli_flags_read_them():
     ("engine: llamacpp\nengine_settings:\n  tensor_split: [3, a]  #<\nresources: {device: rtx-3090, count: 2}",
      "must be numbers, one share per GPU"),
     ("engine: llamacpp\nengine_settings:\n  tensor_split: [3, 1, 1]  #<\nresources: {device: rtx-3090, count: 2}",
-     "has 3 shares for 2 GPUs; give one per GPU"),
+     "has 3 shares; give one share per GPU of one machine (2 GPUs; one copy of the model)"),
     ("engine: llamacpp\nengine_settings:\n  split_mode: diagonal  #<", "unknown value 'diagonal'; choose one of: "
      "none, layer, row"),
     ("engine: llamacpp\nengine_settings:\n  n_cpu_moe: -1  #<", "engine_settings.n_cpu_moe: -1 is out of range"),

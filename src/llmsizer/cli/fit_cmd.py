@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 from typing import Any
 
 from ..errors import InputError
 from ..estimate.duration import Duration
-from ..estimate.fit import FitResult, fit, fit_training, target_and_count
-from ..estimate.llamacpp_fit import LlamaCppFit, fit_llamacpp, gpu_free
+from ..estimate.fit import FitResult, fit, fit_training, llamacpp_copy, per_replica, target_and_count
+from ..estimate.llamacpp_fit import LlamaCppFit, copies_note, fit_llamacpp, gpu_free
 from ..numbers import COUNT, KWH_PRICE, MAX_GPUS, REQUEST_RATE
 from ..render.fit_text import render_fit
 from ..render.safe import say
 from ..specs import ModelSpec
-from ..specs.workload import engine_rule_text, normalize_engine
+from ..specs.workload import InferenceWorkload, engine_rule_text, normalize_engine
 from ..units import format_usd
 from .commands import COMMAND_HELP
 from .common import (
@@ -130,22 +131,20 @@ def fit_answer(spec: ModelSpec, args: argparse.Namespace
     # it); left out, fit picks it from --count and --concurrency
     pinned_tp, args.tp = args.tp, None
     # --gpus-per-node serving: the devices of one machine fit's layout reads (estimate/fit.py serving_machine_size:
-    # the tensor-parallel degrees within a machine, the spanning warning), as a plan's resources.nodes tells it
+    # the tensor-parallel degrees within a machine, the spanning warning, the GPUs one llama.cpp copy is split over,
+    # --auto's too: estimate/fit.py llamacpp_copy), as a plan's resources.nodes tells it
     per_node, args.gpus_per_node = args.gpus_per_node, None
     if per_node is not None:
         fields["gpus_per_node"] = per_node
     refuse_training_flags(args)
     if args.auto or args.free:
-        if per_node is not None:
-            raise InputError("--gpus-per-node applies to a tensor-parallel layout (vLLM, SGLang), not to llama.cpp's "
-                             "--auto (one machine's GPUs)")
         if pinned_tp is not None:
             raise InputError("--tp applies to a tensor-parallel layout (vLLM, SGLang), not to llama.cpp's --auto")
         if args.engine_version is not None:
             raise InputError("--engine-version applies to vllm and sglang, not to llama.cpp's --auto")
         if args.request_rate is not None:
             raise InputError("--request-rate applies to a serving speed at a load, not to llama.cpp's --auto")
-        auto = _auto(spec, args, fields)
+        auto = _auto(spec, args, fields, per_node)
         return auto.to_dict(), exit_code(auto.fits), auto, None
     if args.attention is not None:
         fields["attention"] = args.attention
@@ -177,21 +176,35 @@ def cmd_fit(args: argparse.Namespace) -> int:
     return code
 
 
-def _auto(spec: Any, args: argparse.Namespace, fields: dict[str, Any]) -> LlamaCppFit:
-    """`fit --auto`: llama.cpp's auto-fit (estimate/llamacpp_fit.py) on the GPUs named by --free or --device."""
+def _auto(spec: Any, args: argparse.Namespace, fields: dict[str, Any], per_node: int | None) -> LlamaCppFit:
+    """`fit --auto`: llama.cpp's auto-fit (estimate/llamacpp_fit.py) on the GPUs named by --free or --device: one
+    copy over one machine's GPUs (estimate/fit.py ``llamacpp_copy``, the layout `fit` sizes; machines of
+    --gpus-per-node, the instance's or 8), at its share of the load, the other machines replicas of it."""
     if not args.auto:
         raise InputError("--free applies to --auto")
     if fields.get("engine") is not None and normalize_engine(fields["engine"]) != "llamacpp":
         raise InputError("--auto fits llama.cpp; drop --engine or use --engine llamacpp")
-    device, count, _, _ = target_and_count(args.device, args.count, args.hardware_file)
+    count = args.count if args.count is not None else (len(args.free) if args.free else None)
+    device, count, _, instance = target_and_count(args.device, count, args.hardware_file, instances=True)
     if device.kind == "cpu":
         raise InputError(f"--auto places layers on GPUs; {device.id} is a CPU: llama.cpp keeps the whole model in its "
                          "RAM (drop --auto; --max-context gives the longest context that fits)")
-    if args.free and args.count is not None and args.count != len(args.free):
-        raise InputError(f"--free gives {len(args.free)} GPU(s) but --count is {args.count}")
-    free = gpu_free(device, count, args.free, args.memory)
+    gpus, copies = llamacpp_copy(device, count, instance, per_node)
+    if args.free and len(args.free) != gpus:  # --free lists the GPUs of one copy: one machine's
+        raise InputError(f"--free gives {len(args.free)} GPU(s) but --count is {count}" if copies == 1 else
+                         f"--free gives {len(args.free)} GPU(s), but llama.cpp splits one copy over one machine's "
+                         f"{gpus} (the {copies} machines are replicas): give the free memory of one machine's GPUs "
+                         "(--count, --gpus-per-node)")
+    free = gpu_free(device, gpus, args.free, args.memory)
     context = fields.pop("context", None)
+    fields.pop("gpus_per_node", None)  # (read above: the auto-fit is one machine's GPUs)
+    total = int(fields.get("concurrency") or InferenceWorkload.concurrency)
+    if copies > 1:  # each machine a replica at its share of the sequences (fit's per_replica)
+        fields["concurrency"] = per_replica(total, copies)
     # with the decode of the printed flags, as `fit` with them times it (one answer: llamacpp_fit.py with_speed)
-    return fit_llamacpp(spec, free, fit_target=args.fit_target, headroom=args.headroom, context=context,
-                        host_memory=args.host_memory, device=device, host_device=args.host_device,
-                        hardware_files=args.hardware_file, memory=args.memory, **fields)
+    r = fit_llamacpp(spec, free, fit_target=args.fit_target, headroom=args.headroom, context=context,
+                     host_memory=args.host_memory, device=device, host_device=args.host_device,
+                     hardware_files=args.hardware_file, memory=args.memory, **fields)
+    if copies > 1:
+        r = replace(r, assumptions=(*r.assumptions, copies_note(count, gpus, copies, fields["concurrency"], total)))
+    return r

@@ -160,7 +160,7 @@ def _experts_in_host_args(args: argparse.Namespace, context: int, concurrency: i
     ``fit ... --auto`` command printed with it (``_fit_auto_command``), so running that command gives the same flags."""
     return {"context": context, "concurrency": concurrency, "memory": args.memory, "headroom": args.headroom,
             "fit_target": args.fit_target, "host_memory": args.host_memory, "hardware_files": args.hardware_file, "kv_dtype": args.kv_dtype,
-            "output_tokens": args.output_tokens, **media_fields(args)}
+            "output_tokens": args.output_tokens, "gpus_per_node": args.gpus_per_node, **media_fields(args)}
 
 
 _SIZES = ("memory", "fit_target", "host_memory")  # the byte-valued arguments of ``_experts_in_host_args``

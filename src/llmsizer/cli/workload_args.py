@@ -243,8 +243,8 @@ def add_inference_args(p: argparse.ArgumentParser, *, engine: bool = True, tenso
     g.add_argument("--split-mode", "-sm", choices=SPLIT_MODES,
                    help="llama.cpp: split whole layers (layer, the default) or each matrix by rows (row) over the GPUs")
     g.add_argument("--tensor-split", "-ts", type=list_of(float_arg(SPLIT_SHARE), "proportions", MAX_GPUS),
-                   help="llama.cpp: share of the model per GPU, e.g. 3,1 (default: by free memory, equal for "
-                        "identical GPUs)")
+                   help="llama.cpp: share of the model per GPU of one machine, e.g. 3,1 (one copy; the machines "
+                        "are replicas) (default: by free memory, equal for identical GPUs)")
     g.add_argument("--n-cpu-moe", "-ncmoe", type=int_arg(CPU_MOE_LAYERS),
                    help="llama.cpp: keep the MoE expert tensors of the first N layers in host memory")
     add_media_args(g)
@@ -457,8 +457,9 @@ def add_training_args(p: argparse.ArgumentParser, *, attention: bool = True,
     g.add_argument("--offload", choices=OFFLOAD, help="CPU offload, ZeRO-Offload / -Infinity (default none): "
                    "optimizer needs ZeRO 1-3 or --fsdp, params ZeRO 3 or --fsdp full/hybrid")
     g.add_argument("--gpus-per-node", type=int_arg(MACHINE_GPUS), help="devices per machine: --fsdp hybrid, and where the "
-                   "data-parallel collectives leave the machine; serving (fit): the machine the tensor-parallel "
-                   "degrees are chosen within; recommend: the machines your own (bare) devices are, their cards "
+                   "data-parallel collectives leave the machine; serving (fit, and its llama.cpp auto-fit): the "
+                   "machine the tensor-parallel degrees are chosen within, and the GPUs one llama.cpp copy is split "
+                   "over (the machines replicas); recommend: the machines your own (bare) devices are, their cards "
                    "searched up to one of them (an instance is its own machine); at most "
                    f"{MACHINE_GPUS.high:g}, a GB200/GB300 NVL72 rack (default: the instance's count, "
                    f"else {TW.gpus_per_node})")

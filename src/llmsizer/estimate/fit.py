@@ -30,7 +30,7 @@ from ..numbers import CONCURRENCY, COUNT, KWH_PRICE, LLAMACPP_GPUS, MACHINE_GPUS
 from ..request.quantities import parse_money
 from ..result import Assumption, Estimate, Notes, merged_assumptions
 from ..specs import InferenceWorkload, ModelSpec, TrainingWorkload
-from ..specs.training import uneven_machines
+from ..specs.training import llamacpp_split_gpus, tensor_split_refusal, uneven_machines
 from ..specs.workload import DEFAULT_ATTENTION, INFERENCE_NUMBERS, normalize_engine, prompt_and_output, read_number
 from ..units import format_bytes
 from . import efficiency as E
@@ -159,25 +159,47 @@ class ServingLayout(NamedTuple):
     """How ``fit`` lays out ``count`` devices serving one model on an engine (``serving_layout``)."""
 
     apart: bool  # each device a replica of its own, one model each (device.py ``one_replica_per_device``)
-    split: bool  # one llama.cpp model spread over the devices, no TP (engines.py ``llamacpp_layer_split``)
+    split: bool  # one llama.cpp model spread over the GPUs of one machine, no TP (engines.py ``llamacpp_layer_split``)
     engine: str = ""  # the serving engine (transformers has no tensor-parallel plan for some model types)
+    # llama.cpp: the GPUs one copy of the model is split over (``llamacpp_split_gpus``: those of one machine), the
+    # machines replicas of it; 1 for another engine (its devices per replica are the tensor-parallel degree)
+    split_gpus: int = 1
 
     def tensor_parallel_options(self, spec: ModelSpec, count: int, per_node: int) -> list[int]:
-        """The degrees ``fit`` may take on this layout: 1 for replicas apart or a llama.cpp split (neither runs
-        tensor parallelism) or a model transformers has no tensor-parallel plan for
-        (``formulas/tensor_parallel.transformers_tensor_parallel_refusal``), else ``tensor_parallel_options``."""
-        if self.apart or self.split or (self.engine == "transformers"
-                                        and transformers_tensor_parallel_refusal(spec) is not None):
+        """The degrees ``fit`` may take on this layout: 1 for replicas apart or llama.cpp (a split over one
+        machine's GPUs, or one GPU a copy: it runs no tensor parallelism) or a model transformers has no
+        tensor-parallel plan for (``formulas/tensor_parallel.transformers_tensor_parallel_refusal``), else
+        ``tensor_parallel_options``."""
+        if self.apart or self.split or self.engine == "llamacpp" or (
+                self.engine == "transformers" and transformers_tensor_parallel_refusal(spec) is not None):
             return [1]
         return tensor_parallel_options(spec, count, per_node)
 
+    def replicas(self, count: int, tp: int) -> int:
+        """Copies of the model on ``count`` devices at tensor parallelism ``tp``: count / the GPUs of one llama.cpp
+        split (one per machine), else count / tp (every device a copy where apart: tp 1)."""
+        return max(1, count // (self.split_gpus if self.split else max(1, tp)))
 
-def serving_layout(engine: str, device: Device, count: int) -> ServingLayout:
-    """The layout of ``count`` x ``device`` serving on ``engine``: several CPUs or Apple chips are replicas, one model
-    each (``one_replica_per_device``); several GPUs under llama.cpp hold one model spread over them (layer/row split);
-    else tensor-parallel replicas. The one rule ``fit`` lays its answer out by and recommend sizes a candidate by."""
+
+def serving_layout(engine: str, device: Device, count: int, per_node: int = SERVING_GPUS_PER_NODE) -> ServingLayout:
+    """The layout of ``count`` x ``device`` (machines of ``per_node``: ``serving_machine_size``) serving on
+    ``engine``: several CPUs or Apple chips are replicas, one model each (``one_replica_per_device``); several GPUs
+    under llama.cpp hold one model spread over the GPUs of one machine (layer/row split, ``llamacpp_split_gpus``),
+    each machine a replica; else tensor-parallel replicas. The one rule ``fit`` lays its answer out by and recommend,
+    ``models --fits-on`` and the plan (so the capacity check) read through it."""
     apart = count > 1 and one_replica_per_device(device)
-    return ServingLayout(apart, llamacpp_layer_split(engine, count) and not apart, engine)
+    gpus = 1 if apart or engine != "llamacpp" else llamacpp_split_gpus(count, per_node)
+    return ServingLayout(apart, llamacpp_layer_split(engine, gpus) and not apart, engine, gpus)
+
+
+def llamacpp_copy(device: Device, count: int, instance: Instance | None = None,
+                  gpus_per_node: int | None = None) -> tuple[int, int]:
+    """(GPUs one llama.cpp copy is split over, copies) for ``count`` x ``device``: ``serving_layout``'s split over
+    ``serving_machine_size``'s machine, the layout ``fit`` sizes. llama.cpp's auto-fit (estimate/llamacpp_fit.py:
+    ``fit --auto``, fit's host-memory hint, ``models --fits-on``) fits one copy on these GPUs at its share of the
+    load (``per_replica``), so the flags it prints, rerun through ``fit`` on the same ``count``, are sized alike."""
+    layout = serving_layout("llamacpp", device, count, serving_machine_size(instance, gpus_per_node, count))
+    return layout.split_gpus, layout.replicas(count, 1)
 
 
 def choose_tensor_parallel(spec: ModelSpec, count: int, per_node: int | None = None) -> int:
@@ -844,10 +866,10 @@ def rate_layout_seconds(model: ModelSpec | str, hardware: str | Device | Instanc
                          request_rate=rate, **workload).result(False).engine
     except InputError:
         return None  # (the climb below refuses it with its own line)
-    layout = serving_layout(eng, device, n)
+    per_node = serving_machine_size(instance, workload.get("gpus_per_node"), n)
+    layout = serving_layout(eng, device, n, per_node)
     if layout.split:
         return None
-    per_node = serving_machine_size(instance, workload.get("gpus_per_node"), n)
     within = [t for t in layout.tensor_parallel_options(spec, n, per_node) if t <= per_node]
     if len(within) < 2:
         return None
@@ -1050,22 +1072,30 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
     check_engine_on_device(eng, device)
     # llama.cpp's host CPU and RAM, checked up front (estimate/device.py host_part, the search's check too)
     host_device, host_memory = host_part(eng, device, host_device, host_memory, hardware_files)
-    layout = serving_layout(eng, device, n)
-    split = layout.split
-    if split and n > LLAMACPP_GPUS.high:  # --count is its GPUs here: said in fit's words, not as "gpus"
-        raise FieldError("count", f"llama.cpp splits one model over at most {LLAMACPP_GPUS.high} GPUs (tensor_split"
-                         f"[128], common/common.h:477), not {n}: give count {LLAMACPP_GPUS.high} or fewer, or engine "
-                         "vllm (tensor parallel, the other devices replicas)", also=("engine",))
-    if split:
-        workload.setdefault("gpus", n)
     per_node = serving_machine_size(instance, gpus_per_node, n)
+    layout = serving_layout(eng, device, n, per_node)
+    split = layout.split
+    if split and layout.split_gpus > LLAMACPP_GPUS.high:  # --count is its GPUs here: said in fit's words
+        raise FieldError("count", f"llama.cpp splits one model over at most {LLAMACPP_GPUS.high} GPUs "
+                         f"(llama_max_devices(), numbers.py LLAMA_MAX_DEVICES), not one machine's {layout.split_gpus}: "
+                         f"give machines of {LLAMACPP_GPUS.high} GPUs or fewer (gpus_per_node), or engine vllm "
+                         "(tensor parallel, the other devices replicas)", also=("engine", "gpus_per_node"))
+    if split:  # one copy over one machine's GPUs (llamacpp_split_gpus), the other machines replicas of it
+        workload.setdefault("gpus", layout.split_gpus)
+    ts = workload.get("tensor_split")
+    if eng == "llamacpp" and not layout.apart and ts is not None:  # one rule with a request's (tensor_split_refusal)
+        shares = len(ts) if isinstance(ts, (list, tuple)) else len(str(ts).replace("/", ",").split(","))
+        why = tensor_split_refusal(shares, n, per_node)
+        if why is not None:
+            raise FieldError("tensor_split", f"tensor_split {why}", also=("count",))
     pinned = None  # a degree given (a plan times its typical load on the layout chosen for its peak)
     if tensor_parallel is not None:
         pinned = int(check_number(tensor_parallel, "tensor_parallel", COUNT))
         # 1 is these layouts' own degree (the answer's tensor_parallel): given, it changes nothing
         if split and pinned != 1:
-            raise FieldError("tensor_parallel", f"tensor_parallel {pinned}: llama.cpp splits the model over the {n} "
-                             "GPUs, it runs no tensor parallelism (give 1 or leave it out)")
+            raise FieldError("tensor_parallel", f"tensor_parallel {pinned}: llama.cpp splits the model over the "
+                             f"{layout.split_gpus} GPUs of a machine, it runs no tensor parallelism (give 1 or leave "
+                             "it out)")
         refuse_tensor_parallel_apart(device, pinned)  # a CPU or Apple chip, one device or several
         if n % pinned:
             raise FieldError("tensor_parallel", f"tensor_parallel {pinned} does not divide the {n} devices (the others "
@@ -1099,7 +1129,7 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
     def sized(t: int, share: int | None = None) -> Estimate:
         """The memory estimate of one replica at tensor parallelism ``t`` (its share of the load; ``share``: at that
         many sequences instead)."""
-        per = per_replica(concurrency, 1 if split else n // t) if share is None else share  # the fullest replica's:
+        per = per_replica(concurrency, layout.replicas(n, t)) if share is None else share  # the fullest replica's:
         # its memory and speed are reported
         return with_serving_notes(estimate_inference(
             spec, **{**given, **({"concurrency": per} if "concurrency" in given else {})}, output_tokens=output_tokens,
@@ -1153,7 +1183,7 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
             links.append(link_bandwidth_for(device, instance, hardware_files))
         link = links[0] if t > 1 else None
         mesh = nvlink_mesh_for(device, instance, t, hardware_files) if t > 1 else None
-        per = per_replica(concurrency, 1 if split else n // t)
+        per = per_replica(concurrency, layout.replicas(n, t))
         per = per if running is None else max(1, min(per, running))
         per = per if exact is None else exact
         return _speed_cached(spec, device, t, wf, pr, out, per, kvd, "latent", link, states, ub, kvu, same, eng,
@@ -1261,7 +1291,7 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
     if ranked_by_speed:
         tried.update((t, sized(t)) for t in within if t not in tried)
     est = tried[tp]
-    replicas = 1 if split else n // tp
+    replicas = layout.replicas(n, tp)
     per_rep = per_replica(concurrency, replicas)
     # the sequences one replica runs at once now (0 where its pool holds none) and those it is timed at: what it runs
     # (a pool that holds fewer than its share is timed at those it holds); where it runs none, at the load it would
@@ -1304,11 +1334,6 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
         warnings.append(f"tensor parallel {tp} spans {machines_spanned(tp, per_node)} machines of {per_node} devices: its "
                         "all-reduces cross the network every layer (vLLM would rather run pipeline parallelism "
                         "between machines, which is not modelled)")
-    if split and n > per_node:  # one llama.cpp model over the GPUs of several machines
-        warnings.append(f"the llama.cpp split over {n} GPUs spans {machines_spanned(n, per_node)} machines of "
-                        f"{per_node} device{'s' if per_node > 1 else ''}: llama.cpp reaches another machine's GPUs only through its RPC backend "
-                        "(--rpc; ggml-org/llama.cpp tools/rpc/README.md @339453e: a proof of concept), whose "
-                        "transfers between machines are not timed here")
     d = est.details
     # the defaults that size this workload, named where the fit's own assumptions are read (the text's line)
     sizing = {"context", "concurrency"} - given.keys()  # (the set once, not once per assumption; none when both given)
@@ -1339,6 +1364,18 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
         if short is not None:
             fits = False
             reasons.append(short)
+    if eng == "llamacpp" and not layout.apart and replicas > 1:  # GPUs of several machines: a copy on each
+        g = layout.split_gpus  # one machine's GPUs (specs/training.py llamacpp_split_gpus): the machine size
+        machines = f"{replicas} machines of {g} GPU{'s' if g > 1 else ''}"
+        rpc = ("llama.cpp reaches another machine's GPUs only through its RPC backend (--rpc; ggml-org/llama.cpp "
+               "tools/rpc/README.md @339453e: a proof of concept), whose transfers between machines are not timed here")
+        if fits:
+            assumptions.append(Assumption("llamacpp_split", machines, True, "llama.cpp holds one copy of the model "
+                                          "within one machine (specs/training.py llamacpp_split_gpus): the "
+                                          f"{n} devices are {machines}, each a replica; {rpc}"))
+        else:
+            reasons.append(f"llama.cpp holds one copy of the model within one machine, and it does not fit there: the "
+                           f"{n} devices are {machines}, each a replica, not one split; {rpc}")
     if dtype_note is not None:  # last, where estimate_inference(device=) says it (it was sized on the device's kind)
         est = est.but(warnings=(*est.warnings, dtype_note))
     # (the device's warnings, which the estimate says first, are said above already)

@@ -54,6 +54,8 @@ from .fit import (
     first_token_seconds,
     fit,
     fit_memory,
+    llamacpp_copy,
+    per_replica,
     serving_layout,
     serving_machine_size,
     target_and_count,
@@ -260,12 +262,12 @@ def pick_format(spec: ModelSpec, device: Device, count: int, instance: Instance 
     engine = normalize_engine(engine_given) if engine_given else default_engine(dev, n, weights, spec, settings)
     ladder = format_ladder(spec, engine, weights, fp8=fp8_tensor_cores(dev))
     # fit's layout (fit.serving_layout): several CPUs or Apple chips are replicas, one whole model each; llama.cpp
-    # spreads one model over several GPUs (layer split); the others shard it (TP, the widest fit may take)
-    layout = serving_layout(engine, dev, n)
-    # (fit_memory's machine size, which its tensor-parallel options read: fit's gpus_per_node, in ``fields``)
+    # spreads one model over the GPUs of one machine (layer split; the machines replicas); the others shard it (TP,
+    # the widest fit may take). fit_memory's machine size, which both read: fit's gpus_per_node, in ``fields``
     per_node = serving_machine_size(instance, given.get("gpus_per_node"), n)
+    layout = serving_layout(engine, dev, n, per_node)
     tp = max(layout.tensor_parallel_options(spec, n, per_node))
-    spread = n if layout.split else tp
+    spread = layout.split_gpus if layout.split else tp
     usable, _ = usable_memory(dev, memory, record=False)
 
     def rejected(why: str, fmt: str = "") -> FormatPick:
@@ -371,7 +373,7 @@ def pick_format(spec: ModelSpec, device: Device, count: int, instance: Instance 
         else:  # fit's rate path (estimate/fit.py: the in flight derived, eq. Q10c): one answer with fit
             server: list[float] = []  # eq. Q10a's capacity where it refuses the rate at one request in flight
             # rate-independent only where fit ranks no layouts by the rate (one degree: fit_memory's options)
-            one_layout = len(serving_layout(eng, dev, n).tensor_parallel_options(spec, n, per_node)) == 1
+            one_layout = len(serving_layout(eng, dev, n, per_node).tensor_parallel_options(spec, n, per_node)) == 1
             try:
                 r = fit(spec, target, cnt, request_rate=request_rate, fits_at=False, rate_bound=server,
                         refusal_only=refusal_only, climb_stops=one_layout, miss=miss if one_layout else None,
@@ -607,7 +609,7 @@ def fits_at(spec: ModelSpec | str, hardware: str | Device | Instance, count: int
     # no rung fits on the GPUs alone: models --fits-on's answer, llama.cpp's auto-fit with the experts of some layers
     # in host memory (experts_in_host_at, the one rule), its flags named; the layer placement is the auto-fit's own
     fields = {k: v for k, v in other_fields.items()
-              if k not in ("n_cpu_moe", "n_gpu_layers", "host_device", "gpus_per_node")}  # (one machine of GPUs)
+              if k not in ("n_cpu_moe", "n_gpu_layers", "host_device")}  # (gpus_per_node: the copy's machine)
     host = experts_in_host_at(spec, hardware, count, headroom=headroom, **fields)
     if host is None:
         return _below_floor(asked, none_on)
@@ -619,7 +621,8 @@ def fits_at(spec: ModelSpec | str, hardware: str | Device | Instance, count: int
 def experts_in_host_at(spec: ModelSpec, hardware: str | Device | Instance, count: int | None = None, *,
                        context: int | None = None, concurrency: int | None = None, memory: int | None = None,
                        headroom: float | None = None, fit_target: int | None = None, host_memory: int | None = None,
-                       hardware_files: Sequence[str | Path] = (), **workload: Any) -> dict[str, Any] | None:
+                       hardware_files: Sequence[str | Path] = (), gpus_per_node: int | None = None,
+                       **workload: Any) -> dict[str, Any] | None:
     """What ``fit --auto`` answers for an MoE model no format of which fits on the GPUs alone: with ``host_memory``,
     the first format on llama.cpp's ladder (``format_ladder``, best first), else its smallest (the least host RAM) --
     or, of the rungs above it that store the routed experts alike (``_expert_bytes``: the host side the same), the
@@ -627,22 +630,26 @@ def experts_in_host_at(spec: ModelSpec, hardware: str | Device | Instance, count
     that llama.cpp's auto-fit (``estimate/llamacpp_fit.py`` ``fit_llamacpp``, steps 1-4) fits with the routed experts
     of some layers in host memory (``--n-cpu-moe``), its flags and the bytes each side holds. The one rule
     ``models --fits-on`` (``recommend.experts_in_host``) and fit's hint (``fits_at``) answer with. None for a dense
-    model, a target that is not one machine of GPUs, a workload the auto-fit refuses, or when no rung fits so. Host
-    RAM is checked only when ``host_memory`` is given (fit --auto --host-memory); the decode speed of the split is
-    not judged. The answer names its ``format_rule`` and carries fit --auto's ``warnings`` (``quality_warning``: the
+    model, a target that is not GPUs, a workload the auto-fit refuses, or when no rung fits so. The auto-fit sizes
+    one copy over one machine's GPUs at its share of ``concurrency`` (estimate/fit.py ``llamacpp_copy``: the layout
+    fit sizes, machines of ``gpus_per_node`` / the instance's / 8, the machines replicas), so its flags rerun through
+    fit on the same count give its verdict. Host RAM is checked only when ``host_memory`` is given (fit --auto
+    --host-memory); the decode speed of the split is not judged. The answer names its ``format_rule`` and carries fit --auto's ``warnings`` (``quality_warning``: the
     format's own, if any). ``context``/``concurrency`` None: fit's defaults."""
     from .llamacpp_fit import fit_llamacpp, gpu_free  # the auto-fit sizes each layer by the estimate (fit's layer)
 
     if spec.moe is None:
         return None
     device, n, _, instance = target_and_count(hardware, count, hardware_files, instances=True)
-    if device.kind != "gpu" or (instance is not None and instance.device_count != n):
-        return None  # host memory beside GPUs; several instances: one auto-fit is one machine
+    if device.kind != "gpu":
+        return None  # host memory beside GPUs
     context = InferenceWorkload.context if context is None else context
     concurrency = InferenceWorkload.concurrency if concurrency is None else concurrency
     fields = {k: v for k, v in workload.items() if v is not None and k not in ("engine", "weights")}
     try:
-        free = gpu_free(device, n, None, memory)
+        gpus, copies = llamacpp_copy(device, n, instance, gpus_per_node)  # one copy: one machine's GPUs
+        concurrency = per_replica(concurrency, copies)
+        free = gpu_free(device, gpus, None, memory)
         ladder = format_ladder(spec, "llamacpp", None, fp8=fp8_tensor_cores(device))
 
         def split(fmt: str) -> Any:

@@ -171,6 +171,11 @@ def gpu_free(device: Device, count: int, free: Sequence[int] | None = None, memo
     memory on each of ``count`` GPUs. The device's memory is ``memory`` when given, else the catalog's; a GPU cannot
     have more free than it has, so a larger ``free`` is refused: a typo, or a larger card than the one named (with
     mixed cards the device named is the largest, whose memory bounds them all)."""
+    if (len(free) if free else count) > MAX_GPUS:  # the flags name one -ts share per GPU
+        raise InputError(f"llama.cpp's -ts names at most {MAX_GPUS} GPUs (common/arg.cpp refuses "
+                         f"llama_max_devices() = {MAX_GPUS + 1} shares or more; numbers.py MAX_GPUS), and the "
+                         f"auto-fit gives one per GPU, not {len(free) if free else count}: give machines of at most "
+                         f"{MAX_GPUS} GPUs (--gpus-per-node, --count)")
     usable, _ = usable_memory(device, memory, record=False)
     if not free:
         if usable is None:
@@ -183,6 +188,18 @@ def gpu_free(device: Device, count: int, free: Sequence[int] | None = None, memo
                                  f"{device.id} has" + ("" if memory is not None else
                                                        "; with mixed cards name the largest (--device)"))
     return list(free)
+
+
+def copies_note(count: int, gpus: int, copies: int, per_copy: int, concurrency: int) -> Assumption:
+    """What ``fit --auto`` on GPUs of several machines says of its answer: one copy's, over one machine's ``gpus``
+    (estimate/fit.py ``llamacpp_copy``, the layout fit sizes), at its share ``per_copy`` of ``concurrency``; the
+    ``copies`` machines run the same flags, each a replica (llama.cpp reaches another machine's GPUs only through its
+    RPC backend, specs/training.py ``llamacpp_split_gpus``)."""
+    return Assumption("llamacpp_split", f"{copies} machines of {gpus} GPU{'s' if gpus > 1 else ''}", True,
+                      f"llama.cpp holds one copy of the model within one machine (specs/training.py "
+                      f"llamacpp_split_gpus): the {count} GPUs are {copies} machines of {gpus} GPU"
+                      f"{'s' if gpus > 1 else ''}, each a replica running these flags at its {per_copy} of the "
+                      f"{concurrency} sequences; this auto-fit is one copy's")
 
 
 def unequal_free_note(free: Sequence[int]) -> str:
@@ -482,13 +499,16 @@ def with_speed(r: LlamaCppFit, model: ModelSpec | str, hardware: str | Device, c
     ``hardware`` with those flags times it (estimate/fit.py ``fit``, its speed stage: estimate/speed.py, the split's
     eq. 8 with ``host_device``'s bandwidth for the layers and experts on the CPU): one answer for ``fit --auto`` and
     ``fit`` with the flags it prints. ``workload``: the auto-fit's own fields (weights, concurrency, ...), without
-    context and the split flags, which come from ``r``. No speed (None) where fit has none (a warning says why)."""
+    context and the split flags, which come from ``r``. No speed (None) where fit has none (a warning says why).
+    The ``count`` GPUs are one copy, one machine's (fit's ``gpus_per_node``: estimate/fit.py ``llamacpp_copy``, the
+    GPUs the auto-fit was given), the workload its share of the load."""
     from .fit import fit  # (fit sits beside this module and composes the speed; imported when a speed is asked)
 
     fields = {k: v for k, v in workload.items() if k not in ("context", "n_gpu_layers", "split_mode", "engine",
-                                                             "tensor_split", "n_cpu_moe", "gpus", "gpu_runtime")}
+                                                             "tensor_split", "n_cpu_moe", "gpus", "gpu_runtime",
+                                                             "gpus_per_node")}
     timed = fit(model, hardware, count, engine="llamacpp", host_device=host_device, hardware_files=hardware_files,
-                fits_at=False, **fields, **r.flag_fields())
+                fits_at=False, gpus_per_node=count, **fields, **r.flag_fields())
     sp = timed.speed
     if sp is None or sp.decode is None:
         why = next((w for w in timed.warnings if "host-device" in w or "speed" in w), "no speed estimate")

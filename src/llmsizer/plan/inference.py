@@ -73,7 +73,7 @@ def _fit(spec: ModelSpec, target: Any, count: int | None, job: InferenceJob, fmt
     ``request_rate`` (`fit --request-rate`: open arrivals, eq. Q10, the requests in flight derived) in place of
     ``concurrency``; fit's refusal of a rate at or above the server's capacity is the request's bad input at
     traffic.requests_per_second.LEVEL, fit's own line (``rate_refusal``)."""
-    pinned = (layout.tensor_parallel  # (not a llama.cpp split: one replica over every GPU, no tensor parallelism)
+    pinned = (layout.tensor_parallel  # (not a llama.cpp split: one copy over one machine's GPUs, no tensor parallelism)
               if layout is not None and layout.count > 1 and not layout.layer_split else
               job.tensor_parallel if layout is None else None)
     try:

@@ -262,10 +262,18 @@ def _experts_in_host_hint(at: dict[str, Any], fmt: str, rerun: bool) -> str:
              + f"; llama.cpp fits it at {fmt.upper()} with the routed experts of {n} layers in host memory "
              f"({format_bytes(h['memory_per_device'])} per GPU, {host}; {h['format_rule']}; llama.cpp "
              f"{' '.join(h['flags'])})")
-    if rerun:
+    if rerun:  # fit's own aliases of the auto-fit's layer placement, so fit sizes what it placed
         engine = "" if at.get("same_engine", True) else "--engine llamacpp "
-        return words + f" (rerun with {engine}--weights {fmt} --n-cpu-moe {n})"
+        return words + f" (rerun with {engine}--weights {fmt} {' '.join(_placement_flags(h['flags']))})"
     return words + f", with engine_settings.n_cpu_moe: {n}"  # the plan adds "; in the request: quantization: ..."
+
+
+def _placement_flags(flags: list[str]) -> list[str]:
+    """The layer placement of llama.cpp's printed ``flags`` (llamacpp_fit.py ``LlamaCppFit.flags``) that ``fit``
+    takes under the same names (-ngl, -sm, -ts, --n-cpu-moe: cli/workload_args.py), so the rerun sizes what the
+    auto-fit placed; -c / -np / -kvu / -fit are the workload fit is already given."""
+    return [w for k, v in zip(flags, flags[1:], strict=False) if k in ("-ngl", "-sm", "-ts", "--n-cpu-moe")
+            for w in (k, v)]
 
 
 SPEED_HEADER = ["phase", "time", "rate", "bound", "roofline (intensity / ridge FLOP/B)"]
@@ -273,8 +281,10 @@ SPEED_HEADER = ["phase", "time", "rate", "bound", "roofline (intensity / ridge F
 
 def fit_headline(r: FitResult) -> str:
     """'MODEL on N x DEVICE (TARGET): FITS  [engine, format, TP t]' for an inference fit."""
-    split = (r.estimate.details.get("split") if r.estimate is not None else None) if r.count > 1 else None
-    par = f"{split['split_mode']} split over {r.count} GPUs" if split else f"TP {r.tensor_parallel}"
+    # one copy's GPUs (a llama.cpp split: one machine's, specs/training.py llamacpp_split_gpus; the machines replicas)
+    per = r.count // max(1, r.replicas)
+    split = (r.estimate.details.get("split") if r.estimate is not None else None) if per > 1 else None
+    par = f"{split['split_mode']} split over {per} GPUs" if split else f"TP {r.tensor_parallel}"
     return (f"{r.model} on {r.devices_text}: {'FITS' if r.fits else 'DOES NOT FIT'}  "
             f"[{r.engine}, {r.weights_format}, {par}"
             + (f", {r.replicas} replicas" if r.replicas > 1 else "") + "]")
@@ -351,7 +361,10 @@ def host_weights_line(r: FitResult) -> str | None:
         return (f"weights {format_bytes(dev.bytes)} in Metal buffers + {format_bytes(host.bytes)} in llama.cpp's CPU "
                 f"buffers ({host.formula}): the same unified memory, but outside the GPU working set the budget "
                 "counts, so not in it")
-    return (f"weights {format_bytes(dev.bytes)} on {f'the {r.count} devices' if r.count > 1 else 'the device'} + "
+    per = r.count // max(1, r.replicas)  # one replica's devices (a llama.cpp split: one machine's GPUs)
+    on = (f"the {per} devices" if per > 1 else "the device") + (f" of each of {r.replicas} replicas"
+                                                                 if r.replicas > 1 else "")
+    return (f"weights {format_bytes(dev.bytes)} on {on} + "
             f"{format_bytes(host.bytes)} in host memory ({host.formula}; not in the device budget)")
 
 
@@ -442,7 +455,10 @@ def llamacpp_speed_line(sp: dict[str, Any]) -> str:
 
 def render_llamacpp_fit(r: Any) -> str:
     """The auto-fit of llama.cpp: the flags, each device's memory against its target, the steps taken."""
-    out = [f"{r.model}: llama.cpp auto-fit on {len(r.free)} GPU(s): {'FITS' if r.fits else 'DOES NOT FIT'}"
+    copies = next((a for a in r.assumptions if a.name == "llamacpp_split"), None)  # fit --auto past one machine
+    out = [f"{r.model}: llama.cpp auto-fit on {len(r.free)} GPU(s)"
+           + (f" of one machine, each machine a replica ({copies.value})" if copies is not None else "")
+           + f": {'FITS' if r.fits else 'DOES NOT FIT'}"
            + ("" if r.full_offload else f" (partial offload: {r.n_gpu_layers}/{r.n_layer + 1} layers on GPUs)"),
            "flags: " + " ".join(r.flags())]
     rows = []

@@ -449,8 +449,8 @@ INFERENCE = (
       "engine's); each applies to the engine named", kinds=("inference",), fields=(
         F("split_mode", "enum", "llama.cpp -sm: whole layers (layer) or each matrix by rows (row) over the GPUs",
           "layer", choices=SPLIT_MODES, template=False),
-        F("tensor_split", "ratios", "llama.cpp -ts: share of the model per GPU, one per device (default: by free "
-          "memory, equal for identical GPUs)", [3, 1], template=False),
+        F("tensor_split", "ratios", "llama.cpp -ts: share of the model per GPU, one per GPU of one machine (the "
+          "machines are replicas) (default: by free memory, equal for identical GPUs)", [3, 1], template=False),
         F("n_cpu_moe", "int", "llama.cpp --n-cpu-moe: keep the MoE expert tensors of the first N layers in host "
           "memory", 8, bounds=CPU_MOE_LAYERS, template=False),
         F("n_gpu_layers", "int", "llama.cpp -ngl: layers offloaded to the GPUs, the output layer counting as the "

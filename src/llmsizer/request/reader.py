@@ -38,7 +38,7 @@ from ..numbers import (
     exactly_whole,
     not_a_boolean,
 )
-from ..specs.training import TrainingWorkload, layout_devices, uneven_machines
+from ..specs.training import TrainingWorkload, layout_devices, tensor_split_refusal, uneven_machines
 from ..specs.workload import (
     ENGINE_SETTINGS,
     ENGINES,
@@ -729,8 +729,31 @@ class _Reader:
                           f"{engine if engine else 'the default engine'}; set engine: {owners}")
         ts = j.engine_settings.tensor_split
         n = self.device_count(j.resources)
-        if ts is not None and n is not None and len(ts) != n:
-            self.jerr(i, j, "engine_settings.tensor_split", f"has {len(ts)} shares for {n} GPUs; give one per GPU")
+        if ts is not None and n is not None:  # fit's one rule (specs/training.py tensor_split_refusal)
+            try:
+                why = tensor_split_refusal(len(ts), n, self.machine_size(j.resources, n))
+            except FieldError as e:  # a count that is not whole machines of the default 8
+                self.jerr(i, j, "resources.count", str(e))
+                return
+            if why is not None:
+                self.jerr(i, j, "engine_settings.tensor_split", why)
+
+    def machine_size(self, r: Resources, n: int) -> int:
+        """The devices of one machine fit lays ``n`` devices out on (estimate/fit.py ``serving_machine_size``, as
+        plan/hardware.py tells it): count / resources.nodes, else an instance's devices, else the default 8."""
+        if r.nodes:
+            return max(1, n // r.nodes)
+        if r.instance is not None and r.count is None and self.check_names:
+            return n  # one instance named, no count: its devices
+        if r.instance is not None and self.check_names:
+            from ..catalog.hardware import Instance, load_catalog
+            try:
+                hw = load_catalog(self.hardware_files).find(r.instance)
+            except LlmsizerError:
+                return n
+            if isinstance(hw, Instance) and hw.device_count:
+                return hw.device_count
+        return TrainingWorkload.gpus_per_node
 
     def resource_checks(self, i: int, j: Any) -> None:
         r: Resources = j.resources

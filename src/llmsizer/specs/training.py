@@ -303,6 +303,40 @@ def uneven_machines(count: int, *, nodes: int | None = None, per_node: int | Non
     return None
 
 
+def llamacpp_split_gpus(count: int, per_node: int) -> int:
+    """The GPUs one llama.cpp process splits a model over, of ``count`` GPUs on machines of ``per_node``: one
+    machine's (``min(count, per_node)``), the other machines replicas of it. llama.cpp splits a model over the devices
+    of its own process (``-sm layer|row``, ``--tensor-split``): llama_prepare_model_devices lists the local ggml
+    backend devices (``ggml_backend_dev_count`` / ``ggml_backend_dev_get``, ggml-org/llama.cpp@01649e61c782
+    src/llama.cpp:217-263) and the model's layers go to ``model->devices`` (@0c1e57098 src/llama-model.cpp:1557-1600).
+    Another machine's GPUs join that list only as devices of the RPC backend's registry ("RPC", src/llama.cpp:227-228,
+    put first at 266-267: ``--rpc``, a proof of concept, tools/rpc/README.md @339453e), whose transfers are not timed
+    here: so no split spans machines, and ``count`` past one machine must fill whole machines (``uneven_machines``),
+    the default machine of 8 (``TrainingWorkload.gpus_per_node``) as a given one: 12 bare GPUs are machines of 8 + 4
+    (estimate/fit.py ``worst_copy_machines``), which hold no equal copies, so they are refused with one line asking
+    for the machine size. The one rule fit's layout (estimate/fit.py ``serving_layout``), its auto-fit and a
+    request's ``engine_settings.tensor_split`` read."""
+    uneven = uneven_machines(count, per_node=per_node)
+    if uneven:
+        raise FieldError("count", f"llama.cpp holds one copy of the model within one machine, and {uneven}: give "
+                         f"a count that is a multiple of {per_node}, or at most {per_node}, or the machine size "
+                         "(--gpus-per-node; a request's resources.nodes)", also=("gpus_per_node",))
+    return max(1, min(count, per_node))
+
+
+def tensor_split_refusal(shares: int, count: int, per_node: int) -> str | None:
+    """Why a llama.cpp ``tensor_split`` of ``shares`` does not fit ``count`` GPUs on machines of ``per_node``: it
+    gives one share per GPU of one machine (``llamacpp_split_gpus``: the GPUs one copy is split over), the machines
+    replicas; None where it does. The one rule and its words for fit (``--tensor-split``) and a request's
+    ``engine_settings.tensor_split`` (request/reader.py)."""
+    gpus = llamacpp_split_gpus(count, per_node)
+    if shares == gpus:
+        return None
+    machines = max(1, count // gpus)
+    return (f"has {shares} shares; give one share per GPU of one machine ({gpus} GPU{'s' if gpus > 1 else ''}; "
+            + (f"the {machines} machines are replicas)" if machines > 1 else "one copy of the model)"))
+
+
 def layout_devices(fields: dict[str, Any]) -> int:
     """The fewest devices the layout ``fields`` state runs on: tp x pp x context_parallel x ep (the checks of
     ``TrainingWorkload``: gpus a multiple of tp x pp x cp, ep dividing the data-parallel degree gpus / (tp x pp));

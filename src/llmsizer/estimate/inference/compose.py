@@ -417,8 +417,9 @@ def _estimate(spec: ModelSpec, w: InferenceWorkload) -> Estimate:
             raise FieldError("tensor_parallel", plan_refusal, also=("engine",))
         if w.engine == "llamacpp":
             raise FieldError("tensor_parallel", "tensor_parallel applies to vLLM, SGLang and transformers: llama.cpp "
-                             "splits layers (or rows) across GPUs rather than tensor-parallel shards; use gpus N with "
-                             "split_mode layer|row", also=("gpus", "split_mode"))
+                             "splits layers (or rows) over the GPUs of one machine rather than tensor-parallel shards, "
+                             "the machines replicas (specs/training.py llamacpp_split_gpus); use gpus N, one "
+                             "machine's, with split_mode layer|row", also=("gpus", "split_mode"))
         wb = shard_weights(served, wb, w.tensor_parallel, act_bytes, str(w.engine), group, fused)
         acc.warnings.append(f"memory is per device, for each of {w.tensor_parallel} tensor-parallel devices")
     kvd = _kv_dtype(w, profile, dtype, acc, spec)

@@ -20,6 +20,7 @@ from ...errors import FieldError, InputError
 from ...formulas.activations import prefill_activation_bytes
 from ...formulas.kv_cache import kv_cache
 from ...result import DEVICES_SUMMED, Assumption, Item
+from ...specs.training import tensor_split_refusal
 from ...units import format_bytes
 from .. import engines as E
 from ..allocator import NATIVE, context_span, device_context
@@ -213,9 +214,9 @@ def _split_settings(ctx: Context, gpus: int) -> tuple[str, list[float]]:
                    "llama.cpp splits by each GPU's free memory when no --tensor-split is given "
                    "(src/llama-model.cpp:1559-1574): equal shares for identical GPUs")
         return mode, [1.0] * gpus
-    if len(w.tensor_split) != gpus:
-        raise FieldError("tensor_split", f"tensor_split has {len(w.tensor_split)} shares for {gpus} GPUs; give one "
-                         "per GPU")
+    why = tensor_split_refusal(len(w.tensor_split), gpus, gpus)  # the gpus of one copy: one machine's (fit's rule)
+    if why is not None:
+        raise FieldError("tensor_split", f"tensor_split {why}")
     acc.assume("tensor_split", ",".join(f"{s:g}" for s in w.tensor_split), ",".join(f"{s:g}" for s in w.tensor_split), "given")
     return mode, list(w.tensor_split)
 
