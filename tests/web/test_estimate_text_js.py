@@ -26,8 +26,9 @@ JS = Path(__file__).resolve().parents[2] / "src" / "llmsizer" / "web" / "static"
 
 # each branch of render_duration: one GPU with its memory-bound kernels and attention; QLoRA's dequantization; a
 # data-parallel run over several nodes; tensor + pipeline parallelism; FSDP with parameters offloaded; eager
-# attention; a catalog CPU (timed, no calibrated range); two runs that cannot be timed (no sourced peak FLOP/s): the
-# cpu kind (one warning) and the gpu kind (its uncalibrated-architecture warning too: the warnings joined)
+# attention; probe17 F3's run at a given utilisation (the MFU it implies below it); a catalog CPU (timed, no
+# calibrated range); two runs that cannot be timed (no sourced peak FLOP/s): the cpu kind (one warning) and the gpu
+# kind (its uncalibrated-architecture warning too: the warnings joined)
 TRAIN_RUNS = [
     "qwen2.5-7b --method lora --rank 16 --batch 4 --seq 2048 --device a100-sxm-80gb --count 1 --tokens 100M",
     "llama-3.1-70b-instruct --method full --batch 1 --seq 4096 --gpus 64 --zero 3 --device h100-sxm --count 64 "
@@ -37,6 +38,8 @@ TRAIN_RUNS = [
     "--device h100-sxm --count 16 --tokens 1B",
     "llama-3.1-8b --fsdp full --offload params --gpus 4 --device a100-sxm-80gb --count 4 --tokens 100M",
     "qwen2.5-0.5b --method full --attention eager --batch 2 --seq 1024 --device l4 --tokens 10M",
+    "llama-3.1-8b --method full --batch 1 --seq 4096 --grad-checkpointing none --device h100-sxm --tokens 1B "
+    "--utilization 0.4",
     "qwen2.5-0.5b --method lora --batch 1 --seq 512 --device amd-epyc-9654 --memory 64GiB --tokens 1M",
     "qwen2.5-0.5b --method lora --batch 1 --seq 512 --device cpu --count 1 --tokens 1M",
     "qwen2.5-0.5b --method lora --batch 1 --seq 512 --device gpu --memory 24GiB --tokens 1M",
@@ -78,6 +81,10 @@ def test_duration_card_says_the_cli_duration() -> None:
     # the branches the runs are there for are met: the shape efficiency, a calibrated range, none on the CPU
     assert " x GEMM shape efficiency " in said[0][0] and "calibrated range)" in said[0][0]
     assert "tensor-parallel" in said[3][0] and "dequantization" in said[2][0]
+    # the MFU the answer carries (Duration.mfu; tests/training/test_mfu_line.py checks it against PaLM's count) on
+    # every timed run, the card reading it rather than computing it; none on an untimed one
+    assert all("; MFU " in lines[0] and " on the GEMMs" in lines[0] for lines in said[:-UNTIMED])
+    assert not any("MFU" in lines[0] for lines in said[-UNTIMED:])
     cpu = -UNTIMED - 1
     assert answers[cpu]["seconds"] and " wall clock" in said[cpu][0] and "calibrated range)" not in said[cpu][0]
     # the runs that cannot be timed: no seconds in the JSON, one line of the warnings (two of them joined on the gpu)

@@ -185,7 +185,8 @@ def render_duration(d: Duration) -> str:
     if d.seconds is None:
         return "duration: " + "; ".join(d.warnings)
     line = (f"duration: {format_count(d.tokens)} tokens x {d.flops_per_token:.3g} FLOP/token ({d.flops_formula}) "
-            f"on {d.devices} device(s) at {d.utilization:.1%} of {d.peak_flops or 0:.3g} FLOP/s ({d.peak_key})")
+            f"on {d.devices} device(s) at {d.utilization:.1%} of {d.peak_flops or 0:.3g} FLOP/s ({d.peak_key}) on "
+            f"{d.utilization_applies_to}")
     st = d.step
     if st is not None:
         line += (f" x GEMM shape efficiency {st.shape_efficiency:.3f}" if st.shape_efficiency < 1 else "")
@@ -224,6 +225,9 @@ def render_duration(d: Duration) -> str:
     rng = d.seconds_range
     line += (f" = {format_seconds(d.seconds)} wall clock"
              + (f" ({format_seconds_range(rng[0], rng[1])} calibrated range)" if rng else "")
-             + f", {format_value(d.device_hours or 0, 'count')} device-hours")  # the plan's spelling of it
+             + f", {format_value(d.device_hours or 0, 'count')} device-hours"  # the plan's spelling of it
+             # the MFU this wall clock implies (Duration.mfu: the model FLOPs without recomputation at the peak)
+             + (f"; MFU {d.mfu:.1%} ({d.model_flops_formula} per token, no recomputation, over the wall clock at "
+                f"the {d.peak_key} peak)" if d.mfu is not None else ""))
     cov = d.seconds_range_coverage  # the range's coverage under it, as every printed calibrated range has
     return "\n".join([line, *(coverage_lines(cov) if rng and cov else []), *(f"warning: {w}" for w in d.warnings)])

@@ -667,6 +667,26 @@ class Duration:
     # why the duration carries no calibrated range ('' = it carries the training-throughput band's): a GPU
     # architecture with no training calibration row (ranges.UNCALIBRATED_ARCH_TRAINING_NO_BAND)
     no_band: str = ""
+    # the model FLOPs per token MFU counts (PaLM, Chowdhery et al. 2022, arXiv 2204.02311, section 4.1 and Appendix
+    # B): the method's count without recomputation or tensor-parallel repeats (formulas/training_time.py eq. (1),
+    # (4) or (4')), and its formula; 0 where not counted
+    model_flops_per_token: float = 0.0
+    model_flops_formula: str = ""
+
+    # what ``utilization`` multiplies: the peak of the matmuls' executed FLOPs (estimate/duration.py step_time eq.
+    # (6): T F / (R u e)); the memory-bound kernels, dequantization, float8 casts, the optimizer step and
+    # communication are timed apart, attention at its kernel's share of it (efficiency.attention_kernel_share)
+    utilization_applies_to = "the GEMMs"
+
+    @property
+    def mfu(self) -> float | None:
+        """Model-FLOPs utilisation the answer implies (PaLM section 4.1): tokens x ``model_flops_per_token`` over
+        (seconds x devices x peak); None where the run is not timed. Below ``utilization`` where time goes to work
+        beyond the GEMMs at u (memory-bound kernels, optimizer, exposed communication), above it never by recompute
+        (which MFU does not count)."""
+        if self.seconds is None or not self.peak_flops or not self.model_flops_per_token or self.seconds <= 0:
+            return None
+        return self.tokens * self.model_flops_per_token / (self.seconds * self.devices * self.peak_flops)
 
     @property
     def flops_per_token(self) -> float:
@@ -713,8 +733,11 @@ class Duration:
         return {"tokens": self.tokens, "devices": self.devices, "flops_per_token": self.flops_per_token,
                 "flops_formula": self.flops_formula, "flops_source": self.flops.source,
                 "peak_flops": self.peak_flops, "peak_key": self.peak_key, "utilization": self.utilization,
-                "utilization_source": self.utilization_source, "seconds": self.seconds,
+                "utilization_source": self.utilization_source,
+                "utilization_applies_to": self.utilization_applies_to, "seconds": self.seconds,
                 "device_hours": self.device_hours, "tokens_per_second": self.tokens_per_second,
+                "model_flops_per_token": self.model_flops_per_token,
+                "model_flops_formula": self.model_flops_formula, "mfu": self.mfu,
                 "calibrated_seconds_range": self.seconds_range,
                 "calibrated_seconds_range_coverage": self.seconds_range_coverage,
                 "step": self.step.to_dict() if self.step is not None else None,
@@ -2121,13 +2144,15 @@ def training_duration(spec: ModelSpec, device: Device, devices: int, tokens: flo
                            "per cycle)" if device.kind == "cpu" else ""))
         return Duration(tokens, devices, fl, None, key, u, u_source, None, tuple(notes), tuple(warnings),
                         micro_batch=w.micro_batch, no_band=no_band)
+    # MFU's count: this method's FLOPs with no recomputation (and none of the tensor-parallel repeats), eq. (1)/(4)
+    mfl = flops_per_token(spec, w.method, w.seq_len, "none", w.rank, w.targets)
     if offloaded_bytes is None:
         offloaded_bytes = offloaded_activation_bytes(spec, w) if w.activation_offload else 0.0
     st = step_time(spec, device, w, fl, peak, u, link_bandwidth, paged_bytes, notes, warnings, network,
                    paged_free_bytes, offloaded_bytes)
     secs = tokens / st.tokens_per_second
     return Duration(tokens, devices, fl, peak, key, u, u_source, secs, tuple(notes), tuple(warnings), st, w.micro_batch,
-                    no_band)
+                    no_band, mfl.effective_per_token(w.micro_batch), mfl.formula)
 
 
 # A training run with no deadline given is judged against a practical limit: an option that would take longer is

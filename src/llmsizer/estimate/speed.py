@@ -40,8 +40,8 @@ from ..formulas.speed import (
     mmq_tile_reads,
     moe_expert_fraction,
     moe_expert_tiles,
+    phase_roofline,
     phase_time,
-    roofline,
     row_split_decode_time,
     split_decode_time,
     split_prefill_time,
@@ -429,6 +429,29 @@ def _llamacpp_prefill_efficiency(spec: ModelSpec, device: Any, path: str, pc: An
     assumptions.append(Assumption("llamacpp_ubatch", int(cols), True,
                                   "llama.cpp n_ubatch (common/common.h default 512), capped at the prompt"))
     return flops / (peak * t)
+
+
+def _moe_ubatch_note(ubatch: int, efficiency: float, one_ubatch_efficiency: float, tokens: int,
+                     peak_seconds: float, assumptions: list[Assumption], warnings: list[str]) -> None:
+    """An MoE prefill on llama.cpp's MMQ path split into ubatches of ``ubatch`` < ``tokens``: each ubatch fills its
+    own expert tiles and reads every expert's weights again (formulas/speed.py eq. 9'''), so n_ubatch sets the rate.
+    The assumption names what the same prompt takes in one ubatch (``one_ubatch_efficiency``: the same eq. (9) at
+    ubatch = the prompt); a warning where the split at least doubles the compute time (most of it the ubatches'
+    doing), naming --ubatch: llama-bench's published pp rows of MoE models run their own n_ubatch (llama.cpp's
+    gpt-oss-120b DGX Spark pp2048 row, PM0093 of docs/accuracy.md, at n_ubatch 2048)."""
+    t_now, t_one = peak_seconds / efficiency, peak_seconds / one_ubatch_efficiency
+    assumptions.append(Assumption(
+        "llamacpp_moe_ubatch_prefill_seconds", f"{t_now:.4g} s in ubatches of {ubatch}; {t_one:.4g} s in one of "
+        f"{tokens}", True, "the MoE prefill's compute at llama.cpp's n_ubatch and with the prompt in one ubatch "
+        "(formulas/speed.py eqs. 9, 9''': each ubatch fills its own expert tiles and reads the experts' weights "
+        "again); "
+        "--ubatch sets it"))
+    if t_now >= 2.0 * t_one:
+        warnings.append(f"llama.cpp n_ubatch {ubatch} sets this MoE prefill's rate: each of its "
+                        f"{-(-tokens // ubatch)} ubatches gives each expert a few columns in whole MMQ tiles and reads "
+                        f"its weights again, {t_now:.3g} s against "
+                        f"{t_one:.3g} s with the {tokens}-token prompt in one ubatch (--ubatch {tokens}, at a larger "
+                        "compute buffer); llama-bench's published MoE pp rows state their own n_ubatch")
 
 
 def _metal_prefill_efficiency(spec: ModelSpec, fmt: str, efficiency: float, flops: float, product_flops: float,
@@ -958,6 +981,13 @@ def speed_model(spec: ModelSpec, device: Any, *, weights_format: str = "bf16", p
                                                   expert_quantized_bytes=float(expert_bytes)
                                                   if spec.moe is not None else 0.0,
                                                   stream_rate=bw * be if bw else None)
+                moe_ub = ubatch or ENG.LLAMACPP_N_UBATCH
+                if spec.moe is not None and prefill_path == E.MMQ_PATH and moe_ub < prompt_tokens:
+                    _moe_ubatch_note(moe_ub, ce_p, _llamacpp_prefill_efficiency(
+                        spec, device, prefill_path, pc, gemm_params, prompt_tokens, prompt_tokens, p_flops, p_attn,
+                        peak, [], flash_attention=flash_attention, quantized_bytes=read_bytes - head_bytes,
+                        expert_quantized_bytes=float(expert_bytes), stream_rate=bw * be if bw else None),
+                        prompt_tokens, p_flops / peak, assumptions, warnings)
             elif llamacpp and device.kind == "cpu" and peak is not None:
                 kernel, kernel_src = E.llamacpp_cpu_kernel(fmt)
                 assumptions.append(Assumption(
@@ -1003,7 +1033,7 @@ def speed_model(spec: ModelSpec, device: Any, *, weights_format: str = "bf16", p
                 if prefill_host:  # eq. K1: the forward's launches overlap its device work
                     prefill = host_overlapped_step(prefill, prefill_host)
                 if peak and bw:
-                    roof_p = roofline((p_flops + encoder_flops) / tp, p_bytes, peak, bw)
+                    roof_p = phase_roofline((p_flops + encoder_flops) / tp, p_bytes, prefill, peak, bw)
 
         def _fattn_assumptions(kernel: str, batch: int, unified: bool) -> None:
             fa = E.LLAMACPP_FA_STREAM_SHARE
@@ -1142,8 +1172,8 @@ def speed_model(spec: ModelSpec, device: Any, *, weights_format: str = "bf16", p
             if peak is None and bw is None:
                 return None, None
             if path is not None and batch > 1 and bw and peak and compute_efficiency is None:
-                return (_llamacpp_batched(batch, attn, nbytes, kv, kernel),
-                        roofline(flops, nbytes, peak, bw) if peak else None)
+                tb = _llamacpp_batched(batch, attn, nbytes, kv, kernel)
+                return tb, phase_roofline(flops, nbytes, tb, peak, bw)
             t_attn = 0.0
             if kernel is not None and bw:
                 # eq. F1: the flash-attention kernel streams the K/V cells at a share of the weight stream's rate
@@ -1160,7 +1190,7 @@ def speed_model(spec: ModelSpec, device: Any, *, weights_format: str = "bf16", p
             hs = decode_host(batch) if decode_host is not None else host_step
             if hs:  # eq. (14): the engine's host step overlaps the device's
                 t = host_overlapped_step(t, hs)
-            r = roofline(flops, nbytes + (kv if t_attn else 0.0), peak, bw) if peak and bw else None
+            r = phase_roofline(flops, nbytes + (kv if t_attn else 0.0), t, peak, bw) if peak and bw else None
             return t, r
 
         def _t5_decode(batch: int) -> tuple[PhaseTime | None, Roofline | None]:
@@ -1175,7 +1205,7 @@ def speed_model(spec: ModelSpec, device: Any, *, weights_format: str = "bf16", p
             t = phase_time(flops, nbytes, peak, bw, ce, be, 0.0, step_fixed)
             if host_step:
                 t = host_overlapped_step(t, host_step)
-            return t, (roofline(flops, nbytes, peak, bw) if peak and bw else None)
+            return t, (phase_roofline(flops, nbytes, t, peak, bw) if peak and bw else None)
 
         # fit's ranking decoded this layout already (one speed_model per fit; not llama.cpp, whose decode_at also
         # writes assumptions)

@@ -30,7 +30,12 @@ Transformer Inference", arXiv 2211.05102, section 2)::
     bytes_step = W + b * KV(c)          F_step = b * F_token(c)                         (4)
 
 for b sequences decoded together. Arithmetic intensity I = F / bytes; the ridge point R / B separates
-memory-bound (I < R/B) from compute-bound phases.
+memory-bound (I < R/B) from compute-bound phases. Taken at the rates eq. (3) times the phase with, the ridge is
+(R e_c) / (B e_m), and I >= (R e_c) / (B e_m) exactly when F / (R e_c) >= bytes / (B e_m): the roofline's label and
+the phase's bound are one comparison (a llama.cpp MoE prefill at its MMQ efficiency sits far right of the peak ridge
+R / B, probe17 F1)::
+
+    ridge = (R e_c) / (B e_m),   bound = compute if I >= ridge else memory             (3r)
 
 MoE weights read per decode step: with k of E experts per token and uniform routing, b tokens touch a
 fraction 1 - (1 - k/E)^b of a layer's experts (expected coverage of b independent draws)::
@@ -543,27 +548,36 @@ def allreduce_time(nbytes: float, devices: int, link_bandwidth: float, latency_s
 @fast_init
 @dataclass(frozen=True)
 class Roofline:
-    """Where a phase sits on the roofline: intensity [FLOP/B], ridge point [FLOP/B], the attainable rate
-    min(R, I B) [FLOP/s] and the binding resource."""
+    """Where a phase sits on the roofline: intensity [FLOP/B], ridge point [FLOP/B] at the rates the phase is timed
+    with (eq. 3r), the attainable rate min(R e_c, I B e_m) [FLOP/s], the binding resource, and the ridge of the
+    peaks R / B [FLOP/B] beside it."""
 
     intensity: float
     ridge: float
     attainable_flops: float
     bound: str  # "memory" or "compute"
+    peak_ridge: float = 0.0  # R / B (0: not given)
 
     def to_dict(self) -> dict[str, float | str]:
         return {"intensity_flop_per_byte": self.intensity, "ridge_flop_per_byte": self.ridge,
+                "peak_ridge_flop_per_byte": self.peak_ridge,
                 "attainable_flops": self.attainable_flops, "bound": self.bound}
 
 
-def roofline(flops: float, nbytes: float, peak_flops: float, bandwidth: float) -> Roofline:
-    """Arithmetic intensity I = flops / bytes against the ridge R / B (Williams et al. 2009)."""
+def roofline(flops: float, nbytes: float, peak_flops: float, bandwidth: float, compute_efficiency: float = 1.0,
+             bandwidth_efficiency: float = 1.0) -> Roofline:
+    """Arithmetic intensity I = flops / bytes against the ridge (R e_c) / (B e_m) of eq. (3r) (Williams et al. 2009
+    at the achieved rates: the same comparison as eq. (3)'s two times; e_c = e_m = 1: the peaks' ridge R / B)."""
     _positive("peak_flops", peak_flops)
     _positive("bandwidth", bandwidth)
+    _positive("compute_efficiency", compute_efficiency)
+    _positive("bandwidth_efficiency", bandwidth_efficiency)
+    rate, stream = peak_flops * compute_efficiency, bandwidth * bandwidth_efficiency
     intensity = flops / nbytes if nbytes > 0 else float("inf")
-    ridge = peak_flops / bandwidth
-    attainable = min(peak_flops, intensity * bandwidth)
-    return Roofline(intensity, ridge, attainable, "memory" if intensity < ridge else "compute")
+    ridge = rate / stream
+    attainable = min(rate, intensity * stream)
+    return Roofline(intensity, ridge, attainable, "memory" if intensity < ridge else "compute",
+                    peak_flops / bandwidth)
 
 
 @fast_init
@@ -632,6 +646,19 @@ def phase_time(flops: float, nbytes: float, peak_flops: float | None, bandwidth:
     return PhaseTime(max(tc, tm, floor_seconds) + comm_seconds + overhead_seconds + attention_seconds
                      + elementwise_seconds, tc, tm, comm_seconds, overhead_seconds, attention_seconds,
                      elementwise_seconds=elementwise_seconds, floor_seconds=floor_seconds)
+
+
+def phase_roofline(flops: float, nbytes: float, phase: PhaseTime, peak_flops: float, bandwidth: float) -> Roofline:
+    """Eq. (3r) for a timed ``phase`` of ``flops`` and ``nbytes`` (their true counts): the roofline at the rates its
+    eq. (3) achieved, e_c = flops / (R t_c) and e_m = bytes / (B (t_m + t_e)) (t_e: the eager memory-bound kernels,
+    which ``PhaseTime.bound`` adds to the memory side), so its compute/memory label is ``PhaseTime.bound``'s last
+    comparison whatever efficiency, quantized-kernel rate or encoder scaling timed it; a phase with no compute or
+    memory time: the peaks' ridge."""
+    t_m = phase.memory_seconds + phase.elementwise_seconds
+    if phase.compute_seconds <= 0 or t_m <= 0 or flops <= 0 or nbytes <= 0:
+        return roofline(flops, nbytes, peak_flops, bandwidth)
+    return roofline(flops, nbytes, peak_flops, bandwidth, flops / (peak_flops * phase.compute_seconds),
+                    nbytes / (bandwidth * t_m))
 
 
 def host_overlapped_step(device: PhaseTime, host_seconds: float) -> PhaseTime:

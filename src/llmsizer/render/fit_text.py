@@ -276,7 +276,7 @@ def _placement_flags(flags: list[str]) -> list[str]:
             for w in (k, v)]
 
 
-SPEED_HEADER = ["phase", "time", "rate", "bound", "roofline (intensity / ridge FLOP/B)"]
+SPEED_HEADER = ["phase", "time", "rate", "bound", "roofline (intensity / ridge at the timed rates, FLOP/B)"]
 
 
 def fit_headline(r: FitResult) -> str:
@@ -434,7 +434,12 @@ def _range(r: tuple[float, float] | None, fmt: Callable[[float], str]) -> str:
 
 
 def _roof(rf: Any) -> str:
-    return f"{rf.intensity:,.1f} / {rf.ridge:,.0f} -> {rf.bound}-bound" if rf is not None else ""
+    """Intensity / ridge at the rates the phase is timed with (formulas/speed.py eq. 3r: its label is the bound
+    column's comparison), the peaks' ridge beside it where they differ."""
+    if rf is None:
+        return ""
+    peak = f" (peak ridge {rf.peak_ridge:,.0f})" if rf.peak_ridge and f"{rf.peak_ridge:,.0f}" != f"{rf.ridge:,.0f}" else ""
+    return f"{rf.intensity:,.1f} / {rf.ridge:,.0f} -> {rf.bound}-bound{peak}"
 
 
 def llamacpp_speed_line(sp: dict[str, Any]) -> str:
