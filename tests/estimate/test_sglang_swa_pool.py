@@ -9,7 +9,11 @@ models' real config.json (the catalog's copy, read here as plain JSON).
   (pool_configurator.py:656-921): full_tokens = available // (B_full + 0.8 x B_swa), swa_tokens = int(full x 0.8),
   0.8 the ``--swa-full-tokens-ratio`` fallback (arg_groups/fields/schedule.py:150-162); a running request holds
   min(t, window + 128 + 2) SWA tokens (compute_swa_request_cap :924-968, SGLANG_SWA_EVICTION_INTERVAL 128:
-  environ.py:730).
+  environ.py:730), window = the model's get_attention_sliding_window_size (sliding_window - 1, models/gpt_oss.py:131).
+- Llama 4 Scout and Gemma 4 E4B: the same two pools; Llama 4's chunked layers ((i + 1) % 4 != 0) in the SWA pool,
+  window attention_chunk_size (model_config.py:2705-2711, load_model_utils.py:152-155); Gemma 4's full layers at
+  global_head_dim, sliding at head_dim (utils/hf_transformers/config.py:115-145), every layer in layer_types with a
+  buffer, KV-sharing ones included (mem_cache/swa_memory_pool.py:96-107).
 
 Every expected number below is worked out from the config.json values and those rules; only the pool's byte budget
 (eq. 2 of estimate/inference/sglang.py, tested in test_sglang.py) is taken from the estimate.
@@ -80,7 +84,7 @@ def test_gemma3_27b_on_two_h100_still_does_not_fit_eight_at_32k():
 def test_gpt_oss_hybrid_swa_pool_split(name, tp, context):
     """GPT-OSS: layer_types alternate sliding_attention / full_attention, 8 kv heads of 64, window 128. Per token
     on each GPU: B_full = full layers x 2 x (8 / TP) x 64 x 2 B, B_swa the same over the sliding layers; the pools
-    split by 0.8; a 32k sequence holds 128 + 128 + 2 = 258 SWA tokens (the full pool binds), a 100-token one 100 in
+    split by 0.8; a 32k sequence holds 127 + 128 + 2 = 257 SWA tokens (SGLang's window is sliding_window - 1) (the full pool binds), a 100-token one 100 in
     each pool (the SWA pool, 0.8 x the full one, binds). The need of the 8 sequences asked: every token in the full
     layers, eq. (S4)'s in the sliding ones."""
     c = _config(name)
@@ -101,7 +105,8 @@ def test_gpt_oss_hybrid_swa_pool_split(name, tp, context):
     full = int(pool // (b_full + 0.8 * b_swa))
     swa = int(full * 0.8)
     assert (d["max_total_num_tokens"], d["swa_pool_tokens"]) == (full, swa)
-    held = min(context, window + 128 + 2)
+    # SGLang evicts by the model's get_attention_sliding_window_size: sliding_window - 1 (models/gpt_oss.py:131-132)
+    held = min(context, (window - 1) + 128 + 2)
     assert d["max_concurrency_at_context"] == min(full // context, swa // held)
     sliding_need = n_swa * 2 * heads * c["head_dim"] * 2 * held
     assert d["kv_needed_bytes"] == (b_full * context + sliding_need) * min(8, d["max_running_requests"])
@@ -130,13 +135,72 @@ def test_other_sliding_families_keep_the_one_pool(name):
     assert "swa_pool_tokens" not in d and _assumption(est, "sglang_kv_pool") == "one pool"
 
 
-@pytest.mark.parametrize("name", ["gemma-4-e4b-it", "llama-4-scout-17b-16e-instruct"])
-def test_hybrid_families_not_modelled_say_so(name):
-    """Gemma 4 and Llama 4 (Llama4ForConditionalGeneration) are hybrid SWA in SGLang (model_config.py:2657, 2668),
-    but their pools' geometry is not modelled here: counted as the one pool, with a warning naming SGLang's pool."""
-    est = llmsizer.estimate_inference(name, engine="sglang", memory=80 * GiB, context=4096)
-    assert _assumption(est, "sglang_kv_pool") == "hybrid SWA, counted as one pool"
-    assert any("hybrid SWA pool" in w and "not modelled" in w for w in est.warnings)
+def _hybrid_case(name, tp, context, b_full, b_swa, window):
+    """The estimate's pool split and admission against the hand-computed B_full, B_swa and SGLang's window."""
+    est = llmsizer.estimate_inference(name, engine="sglang", memory=80 * GiB, context=context, concurrency=8,
+                                      tensor_parallel=tp)
+    d = est.details
+    assert (d["full_pool_bytes_per_token"], d["swa_pool_bytes_per_token"]) == (b_full, b_swa)
+    full = int(d["kv_pool_bytes"] // (b_full + 0.8 * b_swa))
+    swa = int(full * 0.8)
+    assert full > 0 and (d["max_total_num_tokens"], d["swa_pool_tokens"]) == (full, swa)
+    held = min(context, window + 128 + 2)
+    assert d["max_concurrency_at_context"] == min(full // context, swa // held, d["max_running_requests"])
+    assert _assumption(est, "sglang_kv_pool") == "hybrid SWA"
+    assert not any("not modelled" in w and "SWA" in w for w in est.warnings)
+    return d, held
+
+
+@pytest.mark.parametrize("tp", [4, 8])
+@pytest.mark.parametrize("context", [32768, 1000])
+def test_llama4_scout_hybrid_pool_chunked_layers(tp, context):
+    """Llama 4 Scout (Llama4ForConditionalGeneration): SGLang puts layers with (i + 1) % 4 != 0 (the chunked-attention
+    ones) in the SWA pool and every 4th in the full pool (get_hybrid_layer_ids, model_config.py:2705-2711): 12 full and
+    36 SWA of 48. The config has no sliding_window, so the scheduler evicts by attention_chunk_size 8192
+    (load_model_utils.py:152-155). Per token on each GPU: 12 x 2 (K, V) x (8 / TP) kv heads x 128 x 2 B (bf16) =
+    49,152 / TP full, 36 x ... = 147,456 / TP SWA."""
+    c = _config("llama-4-scout-17b-16e-instruct")
+    assert "sliding_window" not in c and "layer_types" not in c
+    n = c["num_hidden_layers"]
+    n_full = sum((i + 1) % 4 == 0 for i in range(n))
+    n_swa = n - n_full
+    assert (n, n_full, n_swa, c["attention_chunk_size"]) == (48, 12, 36, 8192)
+    per_layer = 2 * (c["num_key_value_heads"] // tp) * c["head_dim"] * 2
+    b_full, b_swa = n_full * per_layer, n_swa * per_layer
+    assert (b_full * tp, b_swa * tp) == (49_152, 147_456)
+    d, held = _hybrid_case("llama-4-scout-17b-16e-instruct", tp, context, b_full, b_swa, c["attention_chunk_size"])
+    assert held == min(context, 8192 + 130)
+    # the need: every token in the full layers, the held ones in the chunked layers
+    assert d["kv_needed_bytes"] == (b_full * context + b_swa * held) * min(8, d["max_running_requests"])
+
+
+@pytest.mark.parametrize("tp", [1, 2])
+def test_gemma4_hybrid_pool_per_kind_heads_and_shared_layers(tp):
+    """Gemma 4 E4B (Gemma4ForConditionalGeneration): layer_types give 7 full and 35 sliding layers; SGLang gives the
+    full layers global_head_dim 512 and the sliding ones head_dim 256 (utils/hf_transformers/config.py:115-145), 2 kv
+    heads each, and keeps a buffer for every listed layer, the 18 KV-sharing ones included (swa_memory_pool.py:
+    96-107): B_full = 7 x 2 x 2 x 512 x 2 B = 28,672, B_swa = 35 x 2 x 2 x 256 x 2 B = 71,680 (/ TP). The window is
+    sliding_window - 1 = 511 (models/gemma4_mm.py:314-315)."""
+    c = _config("gemma-4-e4b-it")
+    kinds = c["layer_types"]
+    n_full, n_swa = kinds.count("full_attention"), kinds.count("sliding_attention")
+    assert (n_full, n_swa, c["num_hidden_layers"], c["num_kv_shared_layers"]) == (7, 35, 42, 18)
+    heads = max(1, c["num_key_value_heads"] // tp)
+    b_full = n_full * 2 * heads * c["global_head_dim"] * 2
+    b_swa = n_swa * 2 * heads * c["head_dim"] * 2
+    assert (b_full * tp, b_swa * tp) == (28_672, 71_680)
+    _hybrid_case("gemma-4-e4b-it", tp, 32768, b_full, b_swa, c["sliding_window"] - 1)
+
+
+def test_gemma4_and_llama4_fit_on_sglang_as_the_formula_says():
+    """fit on SGLang agrees with eq. (S5) worked from the pool it reports: Llama 4 Scout on 4 H100 at 32k x 8."""
+    for name, count in (("llama-4-scout-17b-16e-instruct", 4), ("gemma-4-e4b-it", 1)):
+        r = llmsizer.fit(name, "h100-sxm", count, engine="sglang", context=32768, concurrency=8)
+        d = r.estimate.details
+        window = {"llama-4-scout-17b-16e-instruct": 8192, "gemma-4-e4b-it": 511}[name]
+        room = hybrid_swa_admitted(d["max_total_num_tokens"], d["swa_pool_tokens"], 32768, window, 128)
+        assert d["max_concurrency_at_context"] == min(room, d["max_running_requests"])
+        assert r.fits == (d["max_concurrency_at_context"] >= 8)
 
 
 def test_swa_pool_formulas():

@@ -69,10 +69,22 @@ Rules read in SGLang 0.5.23 (the PyPI wheel; line numbers of that release):
         full_tokens = kv_pool // (B_full + swa_full_tokens_ratio x B_swa);  swa_tokens = full_tokens x ratio    (3s)
 
     B_full = kv_heads per rank x (head_dim + v_head_dim) x full layers x dtype bytes, B_swa the same over the
-    sliding layers (:703-716), ratio 0.8 by default (--swa-full-tokens-ratio, schedule.py:150-162).
-    max_total_num_tokens = full_tokens (eq. 4 reads it); a sequence of t tokens holds t full-pool tokens and
-    min(t, window + 128 + 2) SWA tokens (S4); an SWA pool of no more than window + page tokens stops SGLang at start
-    (validate_swa_pool_size :198-216). Not modelled: the request-cap sizing used only with --disable-radix-cache and
+    sliding layers with the sliding layers' own swa_head_dim / swa_num_key_value_heads (:703-716; Gemma 4 states
+    them per kind: utils/hf_transformers/config.py:115-145 _apply_gemma4_attention_overrides gives the full layers
+    global_head_dim and the sliding ones head_dim; the SWA pool is built with them, mem_cache/
+    kv_cache_configurator.py:2508-2518, memory_pool.py:2234-2235), ratio 0.8 by default (--swa-full-tokens-ratio,
+    schedule.py:150-162). The layer counts are every layer of each kind (pool_configurator.py:666-667 from
+    get_hybrid_layer_ids, model_config.py:2700-2766), KV-sharing layers included: SWAKVPool gives each listed layer
+    its own buffer (mem_cache/swa_memory_pool.py:54-56, 96-107) though Gemma 4's shared layers never write it
+    (models/gemma4_causal.py:397-416, 540). Llama 4: the chunked-attention layers (i + 1) % 4 != 0 are the SWA
+    pool's, the rest the full pool's (model_config.py:2705-2711). max_total_num_tokens = full_tokens (eq. 4 reads
+    it); a sequence of t tokens holds t full-pool tokens and min(t, w + 128 + 2) SWA tokens (S4), w the window the
+    scheduler evicts by (model_runner.py:1353, load_model_utils.py:144-157): the model's
+    get_attention_sliding_window_size where it has one, sliding_window - 1 for GPT-OSS (models/gpt_oss.py:131-132)
+    and Gemma 4 (models/gemma4_mm.py:314-315, gemma4_causal.py:83-84), else attention_chunk_size (Llama 4: no
+    sliding_window in its config, so _get_sliding_window_size :1961-1966 is None); ``SGLANG_SWA_WINDOW`` below. An
+    SWA pool of no more than window + page tokens stops SGLang at start (validate_swa_pool_size :198-216; skipped
+    when the config has no sliding_window, Llama 4). Not modelled: the request-cap sizing used only with --disable-radix-cache and
     a given --max-running-requests (SWARequestCapPoolConfigurator :971-1042), DeepSeek V4's pool, unified memory.
 (5) Radix cache: finished requests' KV stays in the same pool as a prefix cache and is evicted (LRU) when running
     requests need the room, so it does not lower the capacity for running requests; requests that share a prefix
@@ -129,24 +141,26 @@ def default_mem_fraction_static(total_bytes: int, tp: int = 1, mla: bool = False
 
 
 # Which KV pool SGLang 0.5.23 gives each family with sliding-window layers (by the config's model_type): "hybrid"
-# (two pools, eq. 3s, modelled), "hybrid_unmodelled" (two pools, whose layer geometry is not modelled here: counted
-# as the one pool, with a warning) or "one" (the one pool of eq. 3: every layer holds every token). A family not
-# listed gets the one pool: its architecture is not in is_hybrid_swa_model's list (model_config.py:2651-2697).
+# (two pools, eq. 3s) or "one" (the one pool of eq. 3: every layer holds every token). A family not listed gets the
+# one pool: its architecture is not in is_hybrid_swa_model's list (model_config.py:2651-2697).
 _ONE_POOL_OVERRIDE = ("SGLang turns disable_hybrid_swa_memory on for it (arg_groups/model_overrides/gemma2_gemma3.py:"
                       "13-26: Gemma2ForCausalLM, Gemma3ForCausalLM, Gemma3ForConditionalGeneration, Gemma3n*)")
 SWA_KV_POOL: dict[str, tuple[str, str]] = {
     "gpt_oss": ("hybrid", "GptOssForCausalLM is in SWA_SINK_ARCHS (configs/model_config.py:88-96), so "
                           "is_hybrid_swa_model (:2651-2697) is true; sliding and full layers from layer_types "
                           "(get_hybrid_layer_ids :2700, :2712-2722)"),
-    "llama4": ("hybrid_unmodelled", "Llama4ForConditionalGeneration is in is_hybrid_swa_model's list "
-                                    "(model_config.py:2657); its chunked-attention layers ((i + 1) % 4 != 0, "
-                                    ":2705-2711) go to the SWA pool, whose window (no sliding_window in the config, "
-                                    "_get_sliding_window_size :1961-1966) and eviction were not read"),
-    "gemma4": ("hybrid_unmodelled", "Gemma4ForConditionalGeneration is in is_hybrid_swa_model's list "
-                                    "(model_config.py:2668) with is_hybrid_swa_compress (:1246-1256); the "
-                                    "per-kind head sizes and KV-shared layers of its two pools were not read"),
-    "gemma4_text": ("hybrid_unmodelled", "Gemma4ForCausalLM is in is_hybrid_swa_model's list (model_config.py:"
-                                         "2667); its two pools' geometry was not read"),
+    "llama4": ("hybrid", "Llama4ForConditionalGeneration is in is_hybrid_swa_model's list (model_config.py:2657); "
+                         "its chunked-attention layers ((i + 1) % 4 != 0) go to the SWA pool, every 4th to the full "
+                         "pool (get_hybrid_layer_ids :2705-2711), evicted by attention_chunk_size "
+                         "(load_model_utils.py:152-155)"),
+    "gemma4": ("hybrid", "Gemma4ForConditionalGeneration is in is_hybrid_swa_model's list (model_config.py:2668); "
+                         "sliding and full layers from layer_types (:2752-2766), each kind with its own head size "
+                         "(utils/hf_transformers/config.py:115-145), KV-sharing layers keeping a buffer "
+                         "(swa_memory_pool.py:96-107)"),
+    "gemma4_text": ("hybrid", "Gemma4ForCausalLM is in is_hybrid_swa_model's list (model_config.py:2667); sliding "
+                              "and full layers from layer_types (:2752-2766), each kind with its own head size "
+                              "(utils/hf_transformers/config.py:115-145), KV-sharing layers keeping a buffer "
+                              "(swa_memory_pool.py:96-107)"),
     "gemma2": ("one", _ONE_POOL_OVERRIDE),
     "gemma3": ("one", _ONE_POOL_OVERRIDE),
     "gemma3_text": ("one", _ONE_POOL_OVERRIDE),
@@ -158,8 +172,21 @@ SWA_KV_POOL: dict[str, tuple[str, str]] = {
 }
 
 
+# The window SGLang's scheduler evicts a hybrid model's SWA tokens by (eq. 3s, S4's w), as the config's sliding_window
+# (for Llama 4 attention_chunk_size, which the spec carries as sliding_window) plus this offset: GPT-OSS and Gemma 4
+# answer get_attention_sliding_window_size with sliding_window - 1 (models/gpt_oss.py:131-132, gemma4_mm.py:314-315,
+# gemma4_causal.py:83-84: HF's window includes the current token, SGLang's does not); Llama 4 has none, so the model
+# runner takes attention_chunk_size (model_executor/model_runner_components/load_model_utils.py:144-157).
+SGLANG_SWA_WINDOW_OFFSET: dict[str, int] = {"gpt_oss": -1, "gemma4": -1, "gemma4_text": -1, "llama4": 0}
+
+
+def sglang_swa_window(spec: ModelSpec) -> int:
+    """Eq. (3s): the window [tokens] SGLang evicts ``spec``'s SWA-pool tokens by (``SGLANG_SWA_WINDOW_OFFSET``)."""
+    return (spec.sliding_window or 0) + SGLANG_SWA_WINDOW_OFFSET.get(spec.model_type, 0)
+
+
 def swa_kv_pool(spec: ModelSpec) -> tuple[str, str] | None:
-    """Eq. (3s): which KV pool SGLang gives ``spec`` ("hybrid", "hybrid_unmodelled" or "one") and why; None for a
+    """Eq. (3s): which KV pool SGLang gives ``spec`` ("hybrid" or "one") and why; None for a
     model without sliding-window layers (the one pool, nothing to say)."""
     if "sliding" not in spec.kv_cache_layer_types:
         return None
@@ -186,30 +213,30 @@ def compose_sglang(ctx: Context) -> None:
                                  "SGLang default (--swa-full-tokens-ratio fallback, arg_groups/fields/schedule.py:"
                                  "150-162): the SWA pool holds ratio x the full pool's tokens (eq. 3s)"))
         acc.assumptions.append(Assumption(
-            "sglang_kv_pool", "hybrid SWA", True, f"{pool_kind[1]}: a full pool for the {one_token.full_layers} full "
-            f"layers and an SWA pool for the {one_token.sliding_layers} sliding layers (pool_configurator.py:656-921, "
+            "sglang_kv_pool", "hybrid SWA", True, f"{pool_kind[1]}: a full pool for the {spec.layer_types.count('full')} "
+            f"full layers and an SWA pool for the {spec.layer_types.count('sliding')} sliding layers (pool_configurator.py:656-921, "
             "eq. 3s of estimate/inference/sglang.py); --disable-hybrid-swa-memory would give the one pool"))
-        swa = (per_device(int(one_token.layer_bytes_per_token_full * one_token.full_layers), share),
-               per_device(int(one_token.layer_bytes_per_token_sliding * one_token.sliding_layers), share), ratio)
-        swa_window = spec.sliding_window or 0  # window + need_extra = eq. (S4)'s tokens held
-        need_extra = swa_tokens_held(w.context, swa_window, E.SGLANG_SWA_EVICTION_INTERVAL, page) - swa_window
+        # every layer of each kind has a buffer, KV-sharing ones included (swa_memory_pool.py:54-56, 96-107)
+        n_full, n_swa = spec.layer_types.count("full"), spec.layer_types.count("sliding")
+        swa = (per_device(int(one_token.layer_bytes_per_token_full * n_full), share),
+               per_device(int(one_token.layer_bytes_per_token_sliding * n_swa), share), ratio)
+        swa_window = sglang_swa_window(spec)  # spec.sliding_window + need_extra = eq. (S4)'s tokens held
+        need_extra = (swa_tokens_held(w.context, swa_window, E.SGLANG_SWA_EVICTION_INTERVAL, page)
+                      - (spec.sliding_window or 0))
     elif pool_kind is not None:
-        unmodelled = pool_kind[0] == "hybrid_unmodelled"
         acc.assumptions.append(Assumption(
-            "sglang_kv_pool", "hybrid SWA, counted as one pool" if unmodelled else "one pool", True,
+            "sglang_kv_pool", "one pool", True,
             f"{pool_kind[1]}: every layer, sliding or not, counted as holding every token of a sequence (eq. 3 of "
             "estimate/inference/sglang.py)"))
-        if unmodelled:
-            acc.warnings.append(f"SGLang serves {spec.name} with a hybrid SWA pool (a full pool and a smaller "
-                                f"sliding-window pool: {pool_kind[1]}); not modelled: every layer is counted as full "
-                                "attention, so SGLang holds more tokens than shown")
     if any(spec.kv_shared_layers):
         acc.assumptions.append(Assumption(
             "sglang_kv_shared_cells", sum(spec.kv_shared_layers), True,
-            "the KV-sharing layers get no cells of their own: SGLang's Gemma 4 points their RadixAttention at the last "
+            "the KV-sharing layers write no K/V of their own: SGLang's Gemma 4 points their RadixAttention at the last "
             "earlier layer of their type and does not save their K/V (sglang python/sglang/srt/models/"
-            "gemma4_causal.py @03826cdd Gemma4Attention: layer_id=kv_shared_layer_index, save_kv_cache off); whether "
-            "its pool still reserves buffers for them was not checked"))
+            "gemma4_causal.py @03826cdd Gemma4Attention: layer_id=kv_shared_layer_index, save_kv_cache off); "
+            + ("SGLang 0.5.23's hybrid pool still gives each a buffer (swa_memory_pool.py:54-56, 96-107): counted in "
+               "the pool split (eq. 3s), not in the need" if swa is not None else
+               "whether the one pool still reserves buffers for them was not checked")))
     acc.items.append(weights_item(ctx.wb, "device"))
     ctx.details.update({"kv_cell_bytes": cell})
     # without a memory SGLang's default max_running_requests (eq. 4, from the pool) is unknown: a stated one caps
@@ -265,7 +292,7 @@ def compose_sglang(ctx: Context) -> None:
     max_running = min(w.max_num_seqs, tokens // 2) if w.max_num_seqs is not None else min(est_reqs, tokens // 2)
     if mamba is not None:  # eq. (4b): every running request holds state slots in the MambaPool
         max_running = min(max_running, mamba[0] // E.SGLANG_MAMBA_REQUESTS_RATIO)
-    fits_one = (hybrid_swa_admitted(tokens, swa_tokens, w.context, spec.sliding_window or 0,
+    fits_one = (hybrid_swa_admitted(tokens, swa_tokens, w.context, sglang_swa_window(spec),
                                     E.SGLANG_SWA_EVICTION_INTERVAL, page) if swa is not None else tokens // w.context)
     admitted = min(fits_one, max_running)
     if max_running != w.max_num_seqs:  # the pool's default cap: the need is for what it runs (common.py eq. R1)
