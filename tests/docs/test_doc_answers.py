@@ -3,9 +3,12 @@ against the answer of the command the doc names beside it, at the doc's own roun
 test: the live answer is the truth it must state (whether the answer itself is right is tested against measurements
 elsewhere). Before (docnums): docs/hardware.md's CPU training table quoted the RTX 4090 at 20,254 tokens/s x 0.922,
 while `train` answered 17,570 at 0.892 x 0.820 GEMM shapes, so every "vs RTX 4090" ratio was off by 15 %; its
-Llama-3.1-8B sentence quoted 122.0 GiB where `train` answers 122.7 (GPU) / 122.2 (CPU host).
+Llama-3.1-8B sentence quoted 122.0 GiB where `train` answers 122.7 (GPU) / 122.2 (CPU host); docs/training.md quoted
+the torchtune 70B offload row (PM0705) at 2129 tokens/s (+36 %), 10.2 s of compute, where validate reports 2151 (+37 %),
+9.96 s.
 
-The commands run in this one process through the CLI's ``main`` with ``--json``."""
+The commands run in this one process through the CLI's ``main`` with ``--json``; a validation row's figures come from
+the one function `llmsizer validate` computes that row with."""
 
 from __future__ import annotations
 
@@ -90,3 +93,68 @@ def test_cpu_training_memory_sentence_is_trains_answer(capsys: pytest.CaptureFix
         assert _states(need, a["totals"]["device"]["bytes"] / GIB), (cmd, need, a["totals"]["device"])
         assert _states(budget, a["details"]["memory_budget"] / GIB), (cmd, budget, a["details"]["memory_budget"])
         assert a["details"]["fits"] is fits, cmd
+
+
+# ------------------------------------------------------ prose that quotes `llmsizer validate`'s prediction of a row
+
+def _validate_speed_case(rid: str) -> Any:
+    """The row's case as `llmsizer validate` reports it (validation_cases.speed_case on the row: one estimate)."""
+    from llmsizer import validation_cases as V
+
+    case = V.speed_case(V.public_rows()[rid])
+    assert isinstance(case, V.Case), case
+    return case
+
+
+def _signed_pct(figure: str, error: float) -> bool:
+    """'+37 %' / '-57 %' / '-0.8 %' (hyphen or U+2212) is the error at the figure's rounding."""
+    figure = figure.replace("\u2212", "-").replace(" ", "").removesuffix("%")
+    return figure == f"{error * 100:+.{_decimals(figure)}f}"
+
+
+def test_training_offload_row_is_validates_answer() -> None:
+    """docs/training.md: the torchtune 70B CPU-offload row (PM0705): prediction, error, compute per step and the
+    host optimizer step are what `llmsizer validate` reports for it (its note names the two times)."""
+    text = " ".join((ROOT / "docs" / "training.md").read_text("utf-8").split())
+    m = re.search(r"\(PM0705, ([\d,]+) tokens/s\) is estimated at ([\d,]+) tokens/s \(([+\-\u2212][\d.]+ %)\): "
+                  r"([\d.]+) s of compute per step .*? and ([\d.]+) s of host optimizer step", text)
+    assert m is not None
+    case = _validate_speed_case("PM0705")
+    assert _states(m.group(1), case.measured) and _states(m.group(2), case.predicted), (m.groups(), case)
+    assert _signed_pct(m.group(3), case.error), (m.group(3), case.error)
+    compute = re.search(r"per micro-step compute ([\d.]+) s", case.note)
+    host = re.search(r"optimizer step on the host ([\d.]+) s", case.note)
+    assert compute is not None and host is not None, case.note
+    assert _states(m.group(4), float(compute.group(1))) and _states(m.group(5), float(host.group(1))), (
+        m.groups(), case.note)
+
+
+def test_cpu_held_out_row_is_validates_answer() -> None:
+    """docs/hardware.md: the held-out Azure D32 v5 row (PM0603): its prediction and error."""
+    text = " ".join((ROOT / "docs" / "hardware.md").read_text("utf-8").split())
+    m = re.search(r"PM0603: [\d.]+ s per iteration, ([\d,]+) tokens/s\) is predicted at ([\d,]+) tokens/s, "
+                  r"([+\-\u2212][\d.]+ %)", text)
+    assert m is not None
+    case = _validate_speed_case("PM0603")
+    assert _states(m.group(1), case.measured) and _states(m.group(2), case.predicted), (m.groups(), case)
+    assert _signed_pct(m.group(3), case.error), (m.group(3), case.error)
+
+
+def test_torchtitan_held_out_memory_rows_are_validates_answer() -> None:
+    """docs/training.md "Held out": torchtitan's PM0400/PM0401 predictions, the PM0400-PM0409 error span, and the
+    Trainy (PM1068/PM1069) and 70B TP 8 (PM1060/PM1061) errors, as `llmsizer validate` reports them."""
+    from llmsizer import validation_cases as V
+
+    text = " ".join((ROOT / "docs" / "training.md").read_text("utf-8").split())
+    m = re.search(r"\(PM0400 ([\d.]+) GiB, PM0401 ([\d.]+) GiB\) against ([\d.]+) \((?:range )?[\d.\-]+\) and ([\d.]+) "
+                  r"\((?:range )?[\d.\-]+\) GiB, the whole 9dec370 table PM0400-PM0409 within (\S+ %) to (\S+ %); "
+                  r"Trainy's H200 runs \(PM1068/PM1069[^)]*\) (\S+ %) and (\S+ %); the 70B FSDP2 \+ TP 8 rows "
+                  r"\(PM1060/PM1061[^)]*\) (\S+ %) and (\S+ %)", text)
+    assert m is not None
+    cases = {c.id: c for c in V.training_cases()[0]}
+    assert _states(m.group(1), cases["PM0400"].measured) and _states(m.group(2), cases["PM0401"].measured)
+    assert _states(m.group(3), cases["PM0400"].predicted) and _states(m.group(4), cases["PM0401"].predicted)
+    table = [cases[f"PM04{i:02d}"].error for i in range(10)]
+    assert _signed_pct(m.group(5), max(table)) and _signed_pct(m.group(6), min(table)), (m.groups(), table)
+    for figure, rid in zip(m.groups()[6:], ("PM1068", "PM1069", "PM1060", "PM1061"), strict=True):
+        assert _signed_pct(figure, cases[rid].error), (rid, figure, cases[rid].error)
