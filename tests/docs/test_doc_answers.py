@@ -158,3 +158,31 @@ def test_torchtitan_held_out_memory_rows_are_validates_answer() -> None:
     assert _signed_pct(m.group(5), max(table)) and _signed_pct(m.group(6), min(table)), (m.groups(), table)
     for figure, rid in zip(m.groups()[6:], ("PM1068", "PM1069", "PM1060", "PM1061"), strict=True):
         assert _signed_pct(figure, cases[rid].error), (rid, figure, cases[rid].error)
+
+
+def test_megatron_bridge_rows_in_validation_md_are_validates_answer() -> None:
+    """docs/validation.md: each "(PMnnnn ...) comes out N % slow|fast (predicted vs measured" is the row's
+    prediction, measurement and error as `llmsizer validate` reports them."""
+    text = " ".join((ROOT / "docs" / "validation.md").read_text("utf-8").split())
+    claims = re.findall(r"\((PM\d{4})[^()]*(?:\([^()]*\)[^()]*)*\) (?:comes out )?(\d+) % (slow|fast) "
+                        r"\(([\d,]+) vs ([\d,]+)", text)
+    assert len(claims) >= 3
+    for rid, pct, way, predicted, measured in claims:
+        case = _validate_speed_case(rid)
+        assert _states(predicted, case.predicted) and _states(measured, case.measured), (rid, predicted, case)
+        assert (way == "slow") == (case.error < 0) and _states(pct, abs(case.error) * 100), (rid, pct, case.error)
+
+
+def test_todays_serving_errors_in_hardware_md_are_validates_answer() -> None:
+    """docs/hardware.md's known gaps keep the errors the vLLM serving and SGLang H20 rows had when they were added,
+    and state today's beside them ("today (`llmsizer validate`...): VS01 +5.4 %, ..."): those are the rows' errors
+    as `llmsizer validate` reports them (validation_cases.vllm_serving_cases and engine_speed_cases)."""
+    from llmsizer import validation_cases as V
+
+    text = " ".join((ROOT / "docs" / "hardware.md").read_text("utf-8").split())
+    stated = [(rid, pct) for part in re.findall(r"today \(`llmsizer validate`\)[^:]*: ([^)]*)\)", text)
+              for rid, pct in re.findall(r"\b([A-Z]{2}\d{2}) ([+\-\u2212][\d.]+ %)", part)]
+    assert {rid[:2] for rid, _ in stated} == {"VS", "SG"}, stated
+    cases = {c.id: c for c in V.vllm_serving_cases() + V.engine_speed_cases()}
+    for rid, pct in stated:
+        assert _signed_pct(pct, cases[rid].error), (rid, pct, cases[rid].error)
