@@ -186,3 +186,22 @@ def test_todays_serving_errors_in_hardware_md_are_validates_answer() -> None:
     cases = {c.id: c for c in V.vllm_serving_cases() + V.engine_speed_cases()}
     for rid, pct in stated:
         assert _signed_pct(pct, cases[rid].error), (rid, pct, cases[rid].error)
+
+
+def test_recommend_option_counts_are_recommends_answer(capsys: pytest.CaptureFixture[str]) -> None:
+    """The count of options a whole-catalog `recommend` weighs, beside its timing: docs/hardware.md names the command
+    (bench/bench_recommend.py's first case); the README's performance paragraph quotes the same count. Before
+    (docnums): hardware.md said 128 candidates, the command answers 182."""
+    text = " ".join((ROOT / "docs" / "hardware.md").read_text("utf-8").split())
+    m = re.search(r"A full `recommend` over the whole catalog \(`(recommend [^`]+)`: ([\d,]+) options, fitting or "
+                  r"rejected\)", text)
+    assert m is not None
+    answer = _answer(shlex.split(m.group(1)), capsys)
+    count = len(answer["options"]) + len(answer["rejected"])
+    assert _states(m.group(2), count), (m.group(2), count)
+    readme = " ".join((ROOT / "README.md").read_text("utf-8").split())
+    r = re.search(r"`recommend` over the whole catalog \(([\d,]+) options, (\d+) instances\)", readme)
+    assert r is not None
+    from llmsizer.catalog.hardware import builtin_catalog
+
+    assert _states(r.group(1), count) and _states(r.group(2), len(builtin_catalog().instances)), r.groups()
