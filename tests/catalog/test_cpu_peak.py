@@ -14,12 +14,13 @@ import pytest
 
 from llmsizer.catalog.hardware import (
     builtin_catalog,
+    cpu_amx_bf16_flop_per_cycle,
     cpu_fp32_flop_per_cycle,
     cpu_microarchitectures,
     load_catalog,
 )
 from llmsizer.errors import InputError
-from llmsizer.formulas.cpu_peak import cpu_peak_flops, fma_width
+from llmsizer.formulas.cpu_peak import cpu_peak_flops, fma_width, matrix_tile_width
 
 
 def _raw_cpus() -> list[dict]:
@@ -109,11 +110,45 @@ def test_cpus_without_the_data_keep_their_figure() -> None:
 
 
 def test_no_builtin_cpu_states_its_fp32_beside_the_mechanism() -> None:
-    """The peak has one home: a row with microarchitecture and clock states no fp32 of its own."""
+    """The peak has one home: a row with microarchitecture and clock states no fp32 of its own, nor a bf16 where the
+    micro-architecture has a matrix unit (review21 D2: the 8488C's and c3-highmem-8's AMX bf16 were written by hand)."""
     for raw in _raw_cpus():
         if "microarchitecture" in raw:
             assert "clock" in raw and "cores" in raw, raw["id"]
             assert "fp32" not in raw.get("flops", {}), raw["id"]
+            if "amx_bf16" in cpu_microarchitectures()[raw["microarchitecture"]]:
+                assert "bf16" not in raw.get("flops", {}), raw["id"]
+    # every built-in Sapphire Rapids row with an AMX flag names its core, so it gets both peaks
+    for raw in _raw_cpus():
+        if (raw.get("isa") or {}).get("amx", {}).get("value") and raw["id"] not in GENERIC_ROWS:
+            assert raw.get("microarchitecture") == "golden-cove-server", raw["id"]
+
+
+# the generic platform rows, not one part (no sourced cores or clock of their own)
+GENERIC_ROWS = {"intel-xeon-spr-8ch", "amd-epyc-milan", "desktop-ddr5-4800-2ch"}
+
+
+def test_amx_bf16_width_by_hand_and_one_clock_for_both_peaks(tmp_path: Path) -> None:
+    """AMX TDPBF16PS (Intel SDM): a 16x32 BF16 tile by a 32x16 one = 8,192 multiply-adds, 16,384 FLOP, once per 16
+    cycles = 1,024 FLOP per cycle per core, Intel's '1024 BF16 operations per cycle'. The 8488C: 48 cores x 3.2 GHz
+    x 1,024 = 157.2864 TFLOP/s; c3-highmem-8: 4 cores x 3.0 GHz (Google's sustained all-core turbo) x 1,024 =
+    12.288 TFLOP/s (the figures the rows stated by hand before), and its FP32 peak, which it had none of, 4 x 3.0 GHz
+    x 64 = 0.768 TFLOP/s. A hardware file's clock moves both peaks (before: 2.0 GHz gave fp32 6.144 and bf16 still
+    157.29)."""
+    assert matrix_tile_width(16, 32, 16, 16) == 2 * 16 * 32 * 16 / 16 == 1024.0
+    assert cpu_amx_bf16_flop_per_cycle("golden-cove-server") == 1024.0
+    assert cpu_amx_bf16_flop_per_cycle("zen4") is None and cpu_amx_bf16_flop_per_cycle("sunny-cove-server") is None
+    devs = builtin_catalog().devices
+    assert devs["intel-xeon-platinum-8488c"].peak_flops("bf16")[0] == pytest.approx(48 * 3.2e9 * 1024)
+    c3 = devs["xeon-spr-gcp-c3-highmem-8"]
+    assert c3.peak_flops("bf16")[0] == pytest.approx(4 * 3.0e9 * 1024)
+    assert c3.peak_flops("fp32") == (pytest.approx(4 * 3.0e9 * 64), "fp32")
+    assert "gcp-c3-turbo" in c3.flops["bf16"].derived and "amx-bf16-rate" in c3.flops["bf16"].derived
+    f = tmp_path / "clk.json"
+    f.write_text(json.dumps({"devices": [{"id": "intel-xeon-platinum-8488c", "memory": "256GiB", "clock": "2.0 GHz"}]}))
+    d = load_catalog([f]).device("intel-xeon-platinum-8488c")
+    assert d.peak_flops("fp32")[0] == pytest.approx(48 * 2.0e9 * 64)
+    assert d.peak_flops("bf16")[0] == pytest.approx(48 * 2.0e9 * 1024)
 
 
 def test_a_hardware_file_cpu_gets_the_mechanism_and_a_stated_fp32_wins(tmp_path: Path) -> None:
