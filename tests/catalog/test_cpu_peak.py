@@ -167,6 +167,28 @@ def test_a_hardware_file_cpu_gets_the_mechanism_and_a_stated_fp32_wins(tmp_path:
         load_catalog([bad])
 
 
+@pytest.mark.parametrize("clock,ok", [("5000", False), (5000, False), ("3.0", False), ("50 GHz", False),
+                                      ("50 MHz", False), ("5000 MHz", True)])
+def test_a_clock_needs_its_unit_and_a_cpu_range(tmp_path: Path, clock: object, ok: bool) -> None:
+    """review21 D7: lscpu's 'CPU max MHz: 5000' written as a bare "5000" was read as 5,000 GHz (8 Zen 4 cores: 1.28
+    PFLOP/s, rc 0). A clock without a unit, and one outside 0.1-10 GHz, is one line naming the field, exit 2, through
+    the CLI; "5000 MHz" is 8 x 5.0e9 x 32 = 1.28 TFLOP/s."""
+    from cli_capture import run
+
+    f = tmp_path / "h.json"
+    f.write_text(json.dumps({"devices": [{"id": "my", "name": "m", "kind": "cpu", "memory": "64GiB",
+                                          "memory_bandwidth": "80GB/s", "cores": "8 cores", "clock": clock,
+                                          "microarchitecture": "zen4"}]}), encoding="utf-8")
+    code, out, err = run("infer", "llama-3.1-8b", "--hardware-file", str(f), "--device", "my", "--weights",
+                         "gguf:q4_0", "--engine", "llamacpp")
+    if ok:
+        assert code == 0, err
+        assert load_catalog([f]).device("my").peak_flops("fp32")[0] == pytest.approx(8 * 5.0e9 * 32)
+        return
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert "devices[my].clock" in err and ("unit" in err or "0.1 to 10 GHz" in err), err
+
+
 def test_llamacpp_cpu_prefill_names_its_kernel_and_runs_at_the_fp32_peak() -> None:
     """llama.cpp's CPU products (llamafile sgemm.cpp): F16 on the FP32 FMA units, Q8_0/Q4_0 as int8 block dots with
     one FP32 FMA per 32-block (tinyBLAS_Q0). The published 7950X pp512 rates (XC01-XC03: 112.37, 118.07, 104.46

@@ -35,7 +35,7 @@ from ..errors import InputError, ModelFileError, UnknownNameError
 from ..formulas.cpu_peak import cpu_peak_flops, fma_width, matrix_tile_width
 from ..frozen import fast_init
 from ..inputs import not_true_or_false, short
-from ..numbers import BANDWIDTH, BYTES, DEVICE_MEMORY, MONEY, POSITIVE, SIZE, NumberError, Range, check_number
+from ..numbers import BANDWIDTH, BYTES, CLOCK, DEVICE_MEMORY, MONEY, POSITIVE, SIZE, NumberError, Range, check_number
 from ..suggest import unknown_choice
 from ..units import GiB
 
@@ -71,7 +71,7 @@ UNIT_TABLES: dict[str, dict[str, float]] = {
 QUANTITY_RANGES: dict[str, Range] = {
     "memory": replace(SIZE, integral=False), "capacity": replace(BYTES, integral=False), "bandwidth": BANDWIDTH,
     "flops": POSITIVE, "power": POSITIVE, "price": MONEY, "count": POSITIVE, "capability": POSITIVE,
-    "frequency": POSITIVE,
+    "frequency": CLOCK,
 }
 _FIELD_QUANTITY = {
     "memory": "capacity", "memory_usable": "capacity", "memory_options": "capacity", "memory_bandwidth": "bandwidth",
@@ -508,6 +508,8 @@ def _parse_value(raw: Any, quantity: str, where: str, ctx: _Ctx) -> tuple[Value 
 def _convert(v: Any, unit: str | None, quantity: str, where: str, ctx: _Ctx, src: str, date: str, kind: str,
              derived: str, note: str, confidence: str, extra: tuple[tuple[str, Any], ...]) -> Value:
     table = UNIT_TABLES[quantity]
+    if quantity == "frequency" and not unit and not isinstance(v, bool):  # 5000 (lscpu's MHz) is no 5000 GHz
+        raise ctx.fail(where, f"{v:g} has no unit: give one, e.g. '{v:g} MHz' or '3.7 GHz' ({', '.join(table)})")
     unit = unit or _DEFAULT_UNIT[quantity]
     if quantity == "count" and unit not in table:
         table = {unit: 1.0}
