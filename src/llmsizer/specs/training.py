@@ -1084,7 +1084,8 @@ class TrainingWorkload:
                 raise FieldError("fp8_param_gather", "fp8_param_gather is Megatron's (TransformerEngine float8 "
                                  "parameters): it needs precision megatron-bf16 or megatron-fp16, float8 with "
                                  "float8_recipe transformer-engine or transformer-engine-current, the distributed "
-                                 "optimizer (zero >= 1) and no fsdp (Megatron-LM arguments.py lines 1095-1097); got "
+                                 "optimizer (zero >= 1, Megatron-LM @d98e8a64 arguments.py lines 1095-1097) and "
+                                 "no fsdp (torch FSDP2 turns it off under TE >= 2.0, lines 1051-1056); got "
                                  f"precision {self.precision!r}, float8 {self.float8}, float8_recipe "
                                  f"{self.float8_recipe!r}, zero {self.zero}, fsdp {self.fsdp!r}")
         if self.gradient_accumulation_fusion is not None:
