@@ -59,7 +59,8 @@ Rules read in SGLang 0.5.23 (the PyPI wheel; line numbers of that release):
     SWA_SINK_ARCHS :88-96, Llama4ForConditionalGeneration, Gemma 4, MiMo-V2, Step-3.5, ...) and
     ``disable_hybrid_swa_memory`` is off. Gemma 2, Gemma 3 and Gemma 3n are not in the list, and SGLang also turns
     the flag on for them (arg_groups/model_overrides/gemma2_gemma3.py:13-26, "Disable hybrid SWA memory ... as it is
-    not yet supported"; Exaone 4 with a sliding_window_pattern: exaone.py:15-22; Olmo2ForCausalLM: olmo2.py:45-53), as does
+    not yet supported"; Exaone 4 with a sliding_window_pattern: exaone.py:15-22; Olmo2ForCausalLM: olmo2.py:15-23, the
+    override at :23), as does
     ``--disable-hybrid-swa-memory`` (arg_groups/fields/schedule.py:182-184) for any model. Those models, and every
     other one with sliding layers (Mistral v0.1, Phi-3), get the one token pool of eq. (3): every layer holds every
     token of a sequence, sliding or not (``SWA_KV_POOL`` below says which family gets which). A hybrid SWA model
