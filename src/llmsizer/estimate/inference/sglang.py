@@ -132,7 +132,10 @@ def default_mem_fraction_static(total_bytes: int, tp: int = 1, mla: bool = False
 # Which KV pool SGLang 0.5.23 gives each family with sliding-window layers (by the config's model_type): "hybrid"
 # (two pools, eq. 3s, modelled), "hybrid_unmodelled" (two pools, whose layer geometry is not modelled here: counted
 # as the one pool, with a warning) or "one" (the one pool of eq. 3: every layer holds every token). A family not
-# listed gets the one pool: its architecture is not in is_hybrid_swa_model's list (model_config.py:2651-2697).
+# listed is "one_assumed": SGLang decides on the config's architectures (is_hybrid_swa_model's list,
+# model_config.py:2651-2697, with SWA_SINK_ARCHS :88-96: GraniteSWA, MiMo-V2, Step-3.5, Laguna, Beam ...) or its
+# is_hybrid_swa opt-in (:2693-2695), which this table has not read for it: the one pool, assumed, with a warning
+# (review21 D9: it was stated as a fact).
 _ONE_POOL_OVERRIDE = ("SGLang turns disable_hybrid_swa_memory on for it (arg_groups/model_overrides/gemma2_gemma3.py:"
                       "13-26: Gemma2ForCausalLM, Gemma3ForCausalLM, Gemma3ForConditionalGeneration, Gemma3n*)")
 SWA_KV_POOL: dict[str, tuple[str, str]] = {
@@ -156,17 +159,22 @@ SWA_KV_POOL: dict[str, tuple[str, str]] = {
     "exaone4": ("one", "SGLang turns disable_hybrid_swa_memory on for Exaone 4 with a sliding_window_pattern "
                        "(arg_groups/model_overrides/exaone.py:15-22)"),
     "olmo3": ("one", "Olmo3ForCausalLM is not in is_hybrid_swa_model's list (model_config.py:2651-2697)"),
+    "mistral": ("one", "MistralForCausalLM is not in is_hybrid_swa_model's list (model_config.py:2651-2697) nor "
+                       "SWA_SINK_ARCHS (:88-96)"),
+    "phi3": ("one", "Phi3ForCausalLM is not in is_hybrid_swa_model's list (model_config.py:2651-2697) nor "
+                    "SWA_SINK_ARCHS (:88-96)"),
 }
 
 
 def swa_kv_pool(spec: ModelSpec) -> tuple[str, str] | None:
-    """Eq. (3s): which KV pool SGLang gives ``spec`` ("hybrid", "hybrid_unmodelled" or "one") and why; None for a
-    model without sliding-window layers (the one pool, nothing to say)."""
+    """Eq. (3s): which KV pool SGLang gives ``spec`` ("hybrid", "hybrid_unmodelled", "one" or "one_assumed") and
+    why; None for a model without sliding-window layers (the one pool, nothing to say)."""
     if "sliding" not in spec.kv_cache_layer_types:
         return None
     return SWA_KV_POOL.get(spec.model_type, (
-        "one", f"model_type {spec.model_type!r}: its architecture is not in is_hybrid_swa_model's list "
-               "(configs/model_config.py:2651-2697)"))
+        "one_assumed", f"model_type {spec.model_type!r} is not a family this table has read: SGLang gives two pools "
+                       "when the config's architecture is in is_hybrid_swa_model's list (configs/model_config.py:"
+                       "2651-2697, SWA_SINK_ARCHS :88-96) or it sets is_hybrid_swa (:2693-2695), else one"))
 
 
 def compose_sglang(ctx: Context) -> None:
@@ -197,13 +205,18 @@ def compose_sglang(ctx: Context) -> None:
     elif pool_kind is not None:
         unmodelled = pool_kind[0] == "hybrid_unmodelled"
         acc.assumptions.append(Assumption(
-            "sglang_kv_pool", "hybrid SWA, counted as one pool" if unmodelled else "one pool", True,
+            "sglang_kv_pool", "hybrid SWA, counted as one pool" if unmodelled else
+            "one pool (assumed)" if pool_kind[0] == "one_assumed" else "one pool", True,
             f"{pool_kind[1]}: every layer, sliding or not, counted as holding every token of a sequence (eq. 3 of "
             "estimate/inference/sglang.py)"))
         if unmodelled:
             acc.warnings.append(f"SGLang serves {spec.name} with a hybrid SWA pool (a full pool and a smaller "
                                 f"sliding-window pool: {pool_kind[1]}); not modelled: every layer is counted as full "
                                 "attention, so SGLang holds more tokens than shown")
+        if pool_kind[0] == "one_assumed":
+            acc.warnings.append(f"SGLang's KV pool for {spec.name} (sliding-window layers) is assumed to be the one "
+                                f"pool ({pool_kind[1]}); were it the hybrid SWA pool, SGLang would hold more tokens "
+                                "than shown")
     if any(spec.kv_shared_layers):
         acc.assumptions.append(Assumption(
             "sglang_kv_shared_cells", sum(spec.kv_shared_layers), True,
