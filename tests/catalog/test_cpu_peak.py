@@ -96,15 +96,19 @@ def test_the_7950x_llamacpp_prefill_work_fits_under_the_new_peak_not_the_old_one
         assert 0.56e12 < useful < peak, (r["id"], useful)
 
 
-def test_cpus_without_the_data_keep_their_figure() -> None:
-    """No sourced cores or clock (the generic EPYC Milan row, the i9-13900K, the generic DDR5 / Sapphire Rapids rows;
-    the 5975WX's clock) or no published width (Apple's CPU cores), so the previous figure stands: huggingface.js's,
-    or none."""
+def test_generic_rows_take_their_representative_part_and_the_rest_say_why() -> None:
+    """review21 D6: the generic Milan row kept huggingface.js's 2.4 TFLOP/s while the 7763 (a Milan) is 64 cores x
+    2.45 GHz x 32 = 5.02, and the Sapphire Rapids platform row 1.3 where the 8488C is 48 x 3.2 GHz x 64 = 9.83 (AMX
+    BF16 48 x 3.2 GHz x 1,024 = 157.3); the test pinned the old figures. The family rows now take their representative
+    part's cores and clock by the same rule. The rows still on huggingface.js's figures say so at low confidence
+    (not one sourced part); Apple's CPU cores and the 5975WX have none (no published width, no sourced clock)."""
     devs = builtin_catalog().devices
-    assert devs["amd-epyc-milan"].peak_flops("fp32")[0] == pytest.approx(2.4e12)
-    assert devs["amd-epyc-milan"].flops["fp32"].source == "hfjs-hardware"
-    assert devs["intel-xeon-spr-8ch"].peak_flops("fp32")[0] == pytest.approx(1.3e12)
-    assert devs["intel-core-i9-13900k"].peak_flops("fp32")[0] == pytest.approx(0.85e12)
+    assert devs["amd-epyc-milan"].peak_flops("fp32")[0] == pytest.approx(64 * 2.45e9 * 32)
+    assert devs["intel-xeon-spr-8ch"].peak_flops("fp32")[0] == pytest.approx(48 * 3.2e9 * 64)
+    assert devs["intel-xeon-spr-8ch"].peak_flops("bf16")[0] == pytest.approx(48 * 3.2e9 * 1024)
+    for ident in ("intel-core-i9-13900k", "desktop-ddr5-4800-2ch"):
+        v = devs[ident].flops["fp32"]
+        assert v.source == "hfjs-hardware" and v.confidence == "low" and not devs[ident].microarchitecture, ident
     for ident in ("apple-m2-max-cpu", "amd-threadripper-pro-5975wx"):
         assert devs[ident].peak_flops("fp32")[0] is None and "flops.fp32" in devs[ident].missing
 
@@ -125,7 +129,7 @@ def test_no_builtin_cpu_states_its_fp32_beside_the_mechanism() -> None:
 
 
 # the generic platform rows, not one part (no sourced cores or clock of their own)
-GENERIC_ROWS = {"intel-xeon-spr-8ch", "amd-epyc-milan", "desktop-ddr5-4800-2ch"}
+GENERIC_ROWS = {"desktop-ddr5-4800-2ch"}
 
 
 def test_amx_bf16_width_by_hand_and_one_clock_for_both_peaks(tmp_path: Path) -> None:
