@@ -200,6 +200,13 @@ def compose_sglang(ctx: Context) -> None:
             "eq. 3s of estimate/inference/sglang.py); --disable-hybrid-swa-memory would give the one pool"))
         swa = (per_device(int(one_token.layer_bytes_per_token_full * one_token.full_layers), share),
                per_device(int(one_token.layer_bytes_per_token_sliding * one_token.sliding_layers), share), ratio)
+        acc.assumptions.append(Assumption(
+            "sglang_page_size", page, True,
+            "SGLang's default page_size on CUDA (arg_groups/overrides.py:1341-1363), the pools' alignment and eq. "
+            "(S4)'s 2 x page; not modelled: a backend that forces larger pages, e.g. GPT-OSS on sm100 (B200, GB200) "
+            "picks trtllm_mha (arg_groups/model_overrides/gpt_oss.py:31), whose page_size is then 64 (overrides.py:"
+            "1174-1187): each sequence holds window + 128 + 2 x 64 SWA tokens (384 for a 128 window, not 258), so for "
+            "contexts of about 260-480 tokens SGLang admits fewer than shown (review21 D10)"))
         swa_window = spec.sliding_window or 0  # window + need_extra = eq. (S4)'s tokens held
         need_extra = swa_tokens_held(w.context, swa_window, E.SGLANG_SWA_EVICTION_INTERVAL, page) - swa_window
     elif pool_kind is not None:
