@@ -80,6 +80,9 @@ REQUEST_RATE = Range(0, 1e9, False, "requests per second, more than 0; 10^9 is p
 # a time limit the user sets (recommend --max-ttft, --deadline): 0 would rule out everything, so more than 0
 TIME_LIMIT = Range(0, 3.2e10, False, "seconds, more than 0; 3.2 x 10^10 s is about 1,000 years", low_open=True)
 BANDWIDTH = Range(0, 1e15, False, "bytes per second; 1 PB/s is past any network or disk")
+# a CPU's clock in Hz (a hardware file's ``clock``): shipping server and desktop cores run 1-6 GHz; outside 0.1-10 GHz
+# is a unit slip (lscpu's 'CPU max MHz: 5000' written as a bare 5000), review21 D7
+CLOCK = Range(1e8, 1e10, False, "Hz, a CPU core clock of 0.1 to 10 GHz; give its unit, e.g. '3.7 GHz' or '5000 MHz'")
 RATE = Range(0, 1e12, False, "requests per second; 10^12 is past any service")
 HEADROOM = Range(0, 0.99, False, "share of device memory kept free; 1 would leave nothing to use")
 UTILIZATION = Range(0.001, 1, False, "a share of device memory or of peak FLOPs; 0 would do nothing")

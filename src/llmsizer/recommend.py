@@ -374,7 +374,26 @@ def rank_key(o: Option) -> tuple[bool, bool, float, float]:
     CPU-or-GPU advice's best of each kind): the user's own hardware first (``Option.ownership`` ``YOURS``: what they
     passed their machine for, and what costs them at most its power), then by $/h, cheapest first, unpriced last
     (a card to buy, owned hardware with no --kwh-price), then by output tokens/s, fastest first."""
-    return (o.provider != "owned", o.price_per_hour is None, o.price_per_hour or 0.0, -(o.tokens_per_second or 0.0))
+    return (not mine_first(o), o.price_per_hour is None, o.price_per_hour or 0.0, -(o.tokens_per_second or 0.0))
+
+
+def mine_first(o: Option) -> bool:
+    """Whether ``o`` runs on the user's own hardware (a device their --hardware-file marks owned): the first term of
+    every ordering recommend makes (``rank_key``, the training search's sort by run cost)."""
+    return o.provider == "owned"
+
+
+def budget_unmeasured(provider: str, price: float | None) -> str | None:
+    """The one rule for a cost budget (``max_cost_per_hour``, ``max_cost``) and an option with no price: the user's
+    own hardware (``provider`` "owned") is already paid for and costs at most its power, so a budget in dollars
+    cannot be measured against it and does not reject it -- the reason returned says so and names --kwh-price, which
+    prices it by its TDP and then checks it against the budget (review21 D1: it was rejected with "no hourly price
+    to compare with the budget" and a cloud CPU at Q2_K with a 4.2 min TTFT was chosen over the user's H100). None
+    where the budget applies as to any option (a priced option; an unpriced catalog option is rejected)."""
+    if provider != "owned" or price is not None:
+        return None
+    return (f"{YOURS} with no price: the budget cannot be measured against it (it costs at most its power), so it "
+            "is not rejected by it; --kwh-price prices it by its TDP and checks it against the budget")
 
 
 def _with_devices(cand: _Candidate, devices: int, c: Constraints) -> _Candidate | str:
@@ -706,7 +725,8 @@ def unpriced_yours(options: Sequence[Option], c: Constraints) -> str | None:
     if not names:
         return None
     if c.kwh_price is None:
-        return (f"{YOURS} ({', '.join(names)}) has no hourly price, so it is ranked first unpriced: give kwh_price "
+        return (f"{YOURS} ({', '.join(names)}) has no hourly price, so it is listed first unpriced and no cost "
+                "budget rejects it: give kwh_price "
                 "(--kwh-price, USD per kWh, e.g. 0.15) to price it by its power draw (its TDP at full load) against "
                 "the catalog's options")
     return (f"{YOURS} ({', '.join(names)}) has no power figure (tdp) to price it by at ${c.kwh_price:g}/kWh: add its "
@@ -887,6 +907,9 @@ def _priced(base: Option, cand: _Candidate, c: Constraints, concurrency: int, co
                    replicas=opt.replicas * instances, tokens_per_second=tps,
                    price_per_hour=price, cost_per_million_tokens=cpm, reasons=tuple(reasons + cand.notes))
     if c.max_cost_per_hour is not None:
+        unmeasured = budget_unmeasured(cand.provider, price)
+        if unmeasured is not None:
+            return _replace(opt, reasons=(*opt.reasons, unmeasured))
         if price is None:
             return _replace(opt, status="rejected", reasons=("no hourly price to compare with the budget",))
         if price > c.max_cost_per_hour:
@@ -1359,7 +1382,10 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
                      cost_basis=cand.cost_basis, training_seconds=secs, device_hours=device_hours(secs, devices),
                      run_cost=total, memory_per_device=fr.memory_per_device, budget_per_device=fr.budget_per_device,
                      layout=_layout(tf, fr, scaled))
-        if c.max_cost is not None and (total is None or total > c.max_cost):
+        unmeasured = budget_unmeasured(cand.provider, price)
+        if unmeasured is not None and (c.max_cost is not None or c.max_cost_per_hour is not None):
+            opt = _replace(opt, reasons=(*opt.reasons, unmeasured))
+        elif c.max_cost is not None and (total is None or total > c.max_cost):
             opt = _replace(opt, status="rejected", reasons=(  # money as units.format_usd: cents below $100
                 "no price to compare with the budget" if total is None
                 else f"run costs {format_usd(total)} > {format_usd(c.max_cost)}",))
@@ -1389,7 +1415,7 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
             consider(cand0, lay)
     # ties broken by name and size, so the ranking does not follow the catalog's or a hardware file's listing order
     # (the user's own hardware first, as rank_key orders a serving search)
-    meets.sort(key=lambda o: (o.provider != "owned", o.run_cost is None, o.run_cost or 0.0, o.training_seconds or 0.0,
+    meets.sort(key=lambda o: (not mine_first(o), o.run_cost is None, o.run_cost or 0.0, o.training_seconds or 0.0,
                               o.target, o.count))
     if meets:
         f0 = meets[0]
@@ -1399,11 +1425,14 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
             f"{YOURS} (marked owned in --hardware-file): meets every constraint ({cost})" if f0.ownership == YOURS
             else f"cheapest run that meets every constraint ({cost})"
             if f0.run_cost is not None else "meets every constraint; no priced option does", *f0.reasons))
-    rejected.sort(key=lambda o: (o.provider != "owned", o.run_cost is None, o.run_cost or 0.0, o.target, o.count))
+    rejected.sort(key=lambda o: (not mine_first(o), o.run_cost is None, o.run_cost or 0.0, o.target, o.count))
     # the chosen option's duration assumptions and fit's warnings for it, memory and duration (another device's
     # collective bandwidth or utilisation would not describe it); none chosen: none (the first option timed would
     # depend on the listing order)
     assumptions, warnings = timed.get(meets[0].target, ((), ())) if meets else ((), ())
+    unpriced = unpriced_yours(meets + rejected, c)  # serving's line for the user's own unpriced hardware
+    if unpriced:
+        warnings = (*warnings, unpriced)
     if c.deadline is None:
         assumptions = (Assumption("practical_training_limit", format_seconds(PRACTICAL_TRAINING_SECONDS), True,
                                   "no deadline given: it acts as one, instances are added to meet it and an "

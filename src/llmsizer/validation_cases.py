@@ -1262,7 +1262,9 @@ def semianalysis_case(r: dict[str, str]) -> Case:
 # Value: (catalog model, device, TrainingWorkload fields, why settings are assumed or '').
 MEGATRON_BRIDGE_DGX_NETWORK = "8x400 Gb/s"
 _MB = dict(method="full", precision="megatron-bf16", optimizer="adamw", zero=1, micro_batch=1)
-_MB_F8 = dict(_MB, float8=True, float8_recipe="transformer-engine-current")
+# Bridge's float8 recipes set fp8_param_gather (training/mixed_precision.py @f9b6319e lines 223, 294), which
+# Megatron-LM's own flag leaves off: stated, as the recipes run it
+_MB_F8 = dict(_MB, float8=True, float8_recipe="transformer-engine-current", fp8_param_gather=True)
 _MB_GPT_OSS = dict(_MB, seq_len=4096, etp=1, grad_checkpointing="selective", recompute_modules=("layernorm", "moe_act"))
 # Nemotron 3 Nano's H100 recipe (nemotron_3_workload_base_configs.py lines 31-40, 70-87 @f9b6319e) captures its Mamba
 # layers in Transformer Engine CUDA graphs (cuda_graph_impl 'transformer_engine', scope ['mamba']): graphs remove the

@@ -14,12 +14,13 @@ import pytest
 
 from llmsizer.catalog.hardware import (
     builtin_catalog,
+    cpu_amx_bf16_flop_per_cycle,
     cpu_fp32_flop_per_cycle,
     cpu_microarchitectures,
     load_catalog,
 )
 from llmsizer.errors import InputError
-from llmsizer.formulas.cpu_peak import cpu_peak_flops, fma_width
+from llmsizer.formulas.cpu_peak import cpu_peak_flops, fma_width, matrix_tile_width
 
 
 def _raw_cpus() -> list[dict]:
@@ -95,25 +96,63 @@ def test_the_7950x_llamacpp_prefill_work_fits_under_the_new_peak_not_the_old_one
         assert 0.56e12 < useful < peak, (r["id"], useful)
 
 
-def test_cpus_without_the_data_keep_their_figure() -> None:
-    """No sourced cores or clock (the generic EPYC Milan row, the i9-13900K, the generic DDR5 / Sapphire Rapids rows;
-    the 5975WX's clock) or no published width (Apple's CPU cores), so the previous figure stands: huggingface.js's,
-    or none."""
+def test_generic_rows_take_their_representative_part_and_the_rest_say_why() -> None:
+    """review21 D6: the generic Milan row kept huggingface.js's 2.4 TFLOP/s while the 7763 (a Milan) is 64 cores x
+    2.45 GHz x 32 = 5.02, and the Sapphire Rapids platform row 1.3 where the 8488C is 48 x 3.2 GHz x 64 = 9.83 (AMX
+    BF16 48 x 3.2 GHz x 1,024 = 157.3); the test pinned the old figures. The family rows now take their representative
+    part's cores and clock by the same rule. The rows still on huggingface.js's figures say so at low confidence
+    (not one sourced part); Apple's CPU cores and the 5975WX have none (no published width, no sourced clock)."""
     devs = builtin_catalog().devices
-    assert devs["amd-epyc-milan"].peak_flops("fp32")[0] == pytest.approx(2.4e12)
-    assert devs["amd-epyc-milan"].flops["fp32"].source == "hfjs-hardware"
-    assert devs["intel-xeon-spr-8ch"].peak_flops("fp32")[0] == pytest.approx(1.3e12)
-    assert devs["intel-core-i9-13900k"].peak_flops("fp32")[0] == pytest.approx(0.85e12)
+    assert devs["amd-epyc-milan"].peak_flops("fp32")[0] == pytest.approx(64 * 2.45e9 * 32)
+    assert devs["intel-xeon-spr-8ch"].peak_flops("fp32")[0] == pytest.approx(48 * 3.2e9 * 64)
+    assert devs["intel-xeon-spr-8ch"].peak_flops("bf16")[0] == pytest.approx(48 * 3.2e9 * 1024)
+    for ident in ("intel-core-i9-13900k", "desktop-ddr5-4800-2ch"):
+        v = devs[ident].flops["fp32"]
+        assert v.source == "hfjs-hardware" and v.confidence == "low" and not devs[ident].microarchitecture, ident
     for ident in ("apple-m2-max-cpu", "amd-threadripper-pro-5975wx"):
         assert devs[ident].peak_flops("fp32")[0] is None and "flops.fp32" in devs[ident].missing
 
 
 def test_no_builtin_cpu_states_its_fp32_beside_the_mechanism() -> None:
-    """The peak has one home: a row with microarchitecture and clock states no fp32 of its own."""
+    """The peak has one home: a row with microarchitecture and clock states no fp32 of its own, nor a bf16 where the
+    micro-architecture has a matrix unit (review21 D2: the 8488C's and c3-highmem-8's AMX bf16 were written by hand)."""
     for raw in _raw_cpus():
         if "microarchitecture" in raw:
             assert "clock" in raw and "cores" in raw, raw["id"]
             assert "fp32" not in raw.get("flops", {}), raw["id"]
+            if "amx_bf16" in cpu_microarchitectures()[raw["microarchitecture"]]:
+                assert "bf16" not in raw.get("flops", {}), raw["id"]
+    # every built-in Sapphire Rapids row with an AMX flag names its core, so it gets both peaks
+    for raw in _raw_cpus():
+        if (raw.get("isa") or {}).get("amx", {}).get("value") and raw["id"] not in GENERIC_ROWS:
+            assert raw.get("microarchitecture") == "golden-cove-server", raw["id"]
+
+
+# the generic platform rows, not one part (no sourced cores or clock of their own)
+GENERIC_ROWS = {"desktop-ddr5-4800-2ch"}
+
+
+def test_amx_bf16_width_by_hand_and_one_clock_for_both_peaks(tmp_path: Path) -> None:
+    """AMX TDPBF16PS (Intel SDM): a 16x32 BF16 tile by a 32x16 one = 8,192 multiply-adds, 16,384 FLOP, once per 16
+    cycles = 1,024 FLOP per cycle per core, Intel's '1024 BF16 operations per cycle'. The 8488C: 48 cores x 3.2 GHz
+    x 1,024 = 157.2864 TFLOP/s; c3-highmem-8: 4 cores x 3.0 GHz (Google's sustained all-core turbo) x 1,024 =
+    12.288 TFLOP/s (the figures the rows stated by hand before), and its FP32 peak, which it had none of, 4 x 3.0 GHz
+    x 64 = 0.768 TFLOP/s. A hardware file's clock moves both peaks (before: 2.0 GHz gave fp32 6.144 and bf16 still
+    157.29)."""
+    assert matrix_tile_width(16, 32, 16, 16) == 2 * 16 * 32 * 16 / 16 == 1024.0
+    assert cpu_amx_bf16_flop_per_cycle("golden-cove-server") == 1024.0
+    assert cpu_amx_bf16_flop_per_cycle("zen4") is None and cpu_amx_bf16_flop_per_cycle("sunny-cove-server") is None
+    devs = builtin_catalog().devices
+    assert devs["intel-xeon-platinum-8488c"].peak_flops("bf16")[0] == pytest.approx(48 * 3.2e9 * 1024)
+    c3 = devs["xeon-spr-gcp-c3-highmem-8"]
+    assert c3.peak_flops("bf16")[0] == pytest.approx(4 * 3.0e9 * 1024)
+    assert c3.peak_flops("fp32") == (pytest.approx(4 * 3.0e9 * 64), "fp32")
+    assert "gcp-c3-turbo" in c3.flops["bf16"].derived and "amx-bf16-rate" in c3.flops["bf16"].derived
+    f = tmp_path / "clk.json"
+    f.write_text(json.dumps({"devices": [{"id": "intel-xeon-platinum-8488c", "memory": "256GiB", "clock": "2.0 GHz"}]}))
+    d = load_catalog([f]).device("intel-xeon-platinum-8488c")
+    assert d.peak_flops("fp32")[0] == pytest.approx(48 * 2.0e9 * 64)
+    assert d.peak_flops("bf16")[0] == pytest.approx(48 * 2.0e9 * 1024)
 
 
 def test_a_hardware_file_cpu_gets_the_mechanism_and_a_stated_fp32_wins(tmp_path: Path) -> None:
@@ -130,6 +169,28 @@ def test_a_hardware_file_cpu_gets_the_mechanism_and_a_stated_fp32_wins(tmp_path:
                                             "clock": "5 GHz", "microarchitecture": "zen9"}]}), encoding="utf-8")
     with pytest.raises(InputError, match="microarchitecture"):
         load_catalog([bad])
+
+
+@pytest.mark.parametrize("clock,ok", [("5000", False), (5000, False), ("3.0", False), ("50 GHz", False),
+                                      ("50 MHz", False), ("5000 MHz", True)])
+def test_a_clock_needs_its_unit_and_a_cpu_range(tmp_path: Path, clock: object, ok: bool) -> None:
+    """review21 D7: lscpu's 'CPU max MHz: 5000' written as a bare "5000" was read as 5,000 GHz (8 Zen 4 cores: 1.28
+    PFLOP/s, rc 0). A clock without a unit, and one outside 0.1-10 GHz, is one line naming the field, exit 2, through
+    the CLI; "5000 MHz" is 8 x 5.0e9 x 32 = 1.28 TFLOP/s."""
+    from cli_capture import run
+
+    f = tmp_path / "h.json"
+    f.write_text(json.dumps({"devices": [{"id": "my", "name": "m", "kind": "cpu", "memory": "64GiB",
+                                          "memory_bandwidth": "80GB/s", "cores": "8 cores", "clock": clock,
+                                          "microarchitecture": "zen4"}]}), encoding="utf-8")
+    code, out, err = run("infer", "llama-3.1-8b", "--hardware-file", str(f), "--device", "my", "--weights",
+                         "gguf:q4_0", "--engine", "llamacpp")
+    if ok:
+        assert code == 0, err
+        assert load_catalog([f]).device("my").peak_flops("fp32")[0] == pytest.approx(8 * 5.0e9 * 32)
+        return
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert "devices[my].clock" in err and ("unit" in err or "0.1 to 10 GHz" in err), err
 
 
 def test_llamacpp_cpu_prefill_names_its_kernel_and_runs_at_the_fp32_peak() -> None:

@@ -116,3 +116,27 @@ def test_a_training_search_answers_on_the_machine_first_too(machine: Path) -> No
     fit = _json("fit", ask[0], "--train", "--device", GPU, "--hardware-file", str(machine), "--kwh-price", "0.3",
                 "--tokens", "100M")
     assert fit["training_time"]["cost"] == pytest.approx(chosen["run_cost"])
+
+
+@pytest.mark.parametrize("train", [False, True])
+def test_a_budget_without_kwh_price_does_not_reject_the_machine(machine: Path, train: bool) -> None:
+    """review21 D1: a $ budget and no --kwh-price rejected the user's own (unpriced) devices -- "no hourly price to
+    compare with the budget" -- and a cloud CPU at Q2_K (TTFT 4.2 min) was chosen over the H100, while the warning
+    said the H100 ranked first. The H100 is the user's: a dollar budget cannot be measured against it, so it is
+    chosen as without the budget (fit's answer, as above), the reason says why and names --kwh-price, and the
+    warning is the same in both searches. With --kwh-price 0.3 the H100 costs $0.21/h (700 W x $0.3/kWh), so a
+    $0.10/h budget must then reject it: the budget still applies to what can be priced."""
+    ask = (("qwen2.5-0.5b", "--train", "--tokens", "100M", "--max-cost", "50") if train
+           else (*ASK, "--max-cost-per-hour", "1"))
+    rec = _json("recommend", *ask, "--hardware-file", str(machine))
+    chosen = rec["chosen"]
+    assert chosen["target"] == GPU and chosen["ownership"] == "your hardware" and chosen["price_per_hour"] is None
+    assert any("budget cannot be measured" in r and "--kwh-price" in r for r in chosen["reasons"])
+    assert not any(o["ownership"] == "your hardware" for o in rec["rejected"])
+    said = [w for w in rec["warnings"] if "your hardware" in w]
+    assert len(said) == 1 and GPU in said[0] and "--kwh-price" in said[0] and "no cost budget rejects it" in said[0]
+    if not train:
+        hourly = ("--max-cost-per-hour", "0.1")
+        rec = _json("recommend", *ASK, *hourly, "--hardware-file", str(machine), "--kwh-price", "0.3")
+        gpu = [o for o in rec["rejected"] if o["target"] == GPU]
+        assert gpu and "$0.21/h exceeds" in gpu[0]["reasons"][0], gpu

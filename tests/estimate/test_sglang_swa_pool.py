@@ -212,3 +212,38 @@ def test_swa_pool_formulas():
     assert hybrid_swa_pool_tokens(0, 100, 100, 0.8) == (0, 0)
     assert swa_tokens_held(32768, 1024, 128) == 1024 + 128 + 2
     assert hybrid_swa_admitted(1000, 800, 300, 128, 128) == min(1000 // 300, 800 // 258)
+
+
+def test_an_unread_sliding_family_is_assumed_one_pool_with_a_warning():
+    """review21 D9: a family the table has not read got "one pool: its architecture is not in is_hybrid_swa_model's
+    list" as a fact. SGLang 0.5.23 decides on the config's architectures: GraniteSWAForCausalLM is in SWA_SINK_ARCHS
+    (configs/model_config.py:88-96), so such a config is hybrid SWA there. A Mistral-shaped config under that
+    architecture (model_type granite, which the table does not hold) is counted as the one pool, said to be assumed, with a
+    warning; Mistral itself (MistralForCausalLM, not in the list) keeps the stated one pool and no warning."""
+    from llmsizer.readers.hf_config import spec_from_config
+
+    cfg = dict(_config("mistral-7b-v0.1"), model_type="granite", architectures=["GraniteSWAForCausalLM"],
+               layer_types=["sliding_attention", "full_attention"] * 16)
+    spec = spec_from_config(cfg, name="granite-swa-shaped")
+    assert "sliding" in spec.kv_cache_layer_types
+    est = llmsizer.estimate_inference(spec, engine="sglang", memory=24 * GiB, context=4096)
+    assert _assumption(est, "sglang_kv_pool") == "one pool (assumed)"
+    said = [w for w in est.warnings if "assumed to be the one pool" in w]
+    assert len(said) == 1 and "is_hybrid_swa_model" in said[0]
+    mistral = llmsizer.estimate_inference("mistral-7b-v0.1", engine="sglang", memory=24 * GiB, context=4096)
+    assert _assumption(mistral, "sglang_kv_pool") == "one pool"
+    assert not any("assumed to be the one pool" in w for w in mistral.warnings)
+
+
+def test_the_hybrid_pool_names_its_page_size():
+    """review21 D10: the hybrid pool's eq. (S4) uses page_size 1 (SGLang's CUDA default), but GPT-OSS on sm100 runs
+    trtllm_mha at page_size 64 (SGLang 0.5.23 model_overrides/gpt_oss.py:31, overrides.py:1174-1187): window 128 +
+    eviction interval 128 + 2 x 64 = 384 SWA tokens per sequence there, against 128 + 128 + 2 x 1 = 258 here. Not
+    modelled, so named: the assumption states page 1 and the 64-token case's numbers."""
+    cfg = _config("gpt-oss-20b")
+    assert cfg["sliding_window"] == 128
+    assert swa_tokens_held(4096, 128, 128, 64) == 128 + 128 + 2 * 64 == 384
+    assert swa_tokens_held(4096, 128, 128, 1) == 258
+    est = llmsizer.estimate_inference("gpt-oss-20b", engine="sglang", memory=80 * GiB, context=4096)
+    a = next(a for a in est.assumptions if a.name == "sglang_page_size")
+    assert a.value == 1 and "384" in a.why and "trtllm_mha" in a.why

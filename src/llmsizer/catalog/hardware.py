@@ -32,10 +32,10 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError, ModelFileError, UnknownNameError
-from ..formulas.cpu_peak import cpu_peak_flops, fma_width
+from ..formulas.cpu_peak import cpu_peak_flops, fma_width, matrix_tile_width
 from ..frozen import fast_init
 from ..inputs import not_true_or_false, short
-from ..numbers import BANDWIDTH, BYTES, DEVICE_MEMORY, MONEY, POSITIVE, SIZE, NumberError, Range, check_number
+from ..numbers import BANDWIDTH, BYTES, CLOCK, DEVICE_MEMORY, MONEY, POSITIVE, SIZE, NumberError, Range, check_number
 from ..suggest import unknown_choice
 from ..units import GiB
 
@@ -71,7 +71,7 @@ UNIT_TABLES: dict[str, dict[str, float]] = {
 QUANTITY_RANGES: dict[str, Range] = {
     "memory": replace(SIZE, integral=False), "capacity": replace(BYTES, integral=False), "bandwidth": BANDWIDTH,
     "flops": POSITIVE, "power": POSITIVE, "price": MONEY, "count": POSITIVE, "capability": POSITIVE,
-    "frequency": POSITIVE,
+    "frequency": CLOCK,
 }
 _FIELD_QUANTITY = {
     "memory": "capacity", "memory_usable": "capacity", "memory_options": "capacity", "memory_bandwidth": "bandwidth",
@@ -202,7 +202,7 @@ class Device:
     host_interconnect: str | None = None
     # a CPU's micro-architecture (a key of cpu_microarchitectures.json: "zen4", "golden-cove-server") and the clock
     # its cores sustain under load (the sourced all-core figure, else the base clock, named in the value): with
-    # ``cores`` they give its FP32 peak (formulas/cpu_peak.py eq. CP1, _cpu_fp32_peak)
+    # ``cores`` they give its FP32 peak and, with a matrix unit, its BF16 one (formulas/cpu_peak.py eqs. CP1, CP2, _cpu_peaks)
     microarchitecture: str = ""
     clock: Value | None = None
 
@@ -508,6 +508,8 @@ def _parse_value(raw: Any, quantity: str, where: str, ctx: _Ctx) -> tuple[Value 
 def _convert(v: Any, unit: str | None, quantity: str, where: str, ctx: _Ctx, src: str, date: str, kind: str,
              derived: str, note: str, confidence: str, extra: tuple[tuple[str, Any], ...]) -> Value:
     table = UNIT_TABLES[quantity]
+    if quantity == "frequency" and not unit and not isinstance(v, bool):  # 5000 (lscpu's MHz) is no 5000 GHz
+        raise ctx.fail(where, f"{v:g} has no unit: give one, e.g. '{v:g} MHz' or '3.7 GHz' ({', '.join(table)})")
     unit = unit or _DEFAULT_UNIT[quantity]
     if quantity == "count" and unit not in table:
         table = {unit: 1.0}
@@ -601,21 +603,52 @@ def cpu_fp32_flop_per_cycle(uarch: str) -> float | None:
     return fma_width(int(fma["pipes"]), int(fma["vector_bits"]), 32)
 
 
-def _cpu_fp32_peak(raw: dict[str, Any], uarch: str, cores: Value | None, clock: Value | None, where: str,
-                   ctx: _Ctx) -> Value | None:
-    """A CPU's FP32 peak from its mechanism, cores x clock x the micro-architecture's FP32 FLOP per cycle per core
-    (formulas/cpu_peak.py eq. CP1), as a derived Value naming its three sources; None when one of the three is not
-    given, and when the row states its own ``flops.fp32`` (a user file's figure over a catalog row): the row keeps
-    its ``flops.fp32`` as written. No built-in row states both (tests/catalog/test_cpu_peak.py)."""
+def cpu_amx_bf16_flop_per_cycle(uarch: str) -> float | None:
+    """BF16 FLOP per cycle per core of a micro-architecture's matrix unit (Intel AMX: formulas/cpu_peak.py
+    ``matrix_tile_width``, eq. CP2); None where the table gives it none."""
+    amx = (cpu_microarchitectures().get(uarch) or {}).get("amx_bf16")
+    if amx is None:
+        return None
+    return matrix_tile_width(int(amx["m"]), int(amx["k"]), int(amx["n"]), int(amx["cycles"]))
+
+
+def _cpu_peaks(raw: dict[str, Any], uarch: str, cores: Value | None, clock: Value | None, where: str,
+               ctx: _Ctx) -> dict[str, Value]:
+    """A CPU's peaks from its mechanism, each cores x clock x a per-core width (formulas/cpu_peak.py eq. CP1), one
+    clock for all: fp32 from the FMA pipes, bf16 from the matrix unit where the micro-architecture has one (AMX,
+    eq. CP2; review21 D2: the 8488C's bf16 was written by hand as cores x clock x 1,024 and a changed clock moved
+    fp32 alone). Each a derived Value naming its sources; none when one of the three is not given, and a dtype the
+    row states in ``flops`` (a user file's figure over a catalog row) keeps its figure as written. No built-in row
+    states both (tests/catalog/test_cpu_peak.py)."""
     if raw.get("kind") != "cpu":
         raise ctx.fail(f"{where}.microarchitecture", "microarchitecture and clock describe a CPU (kind 'cpu')")
     table = cpu_microarchitectures()
     if uarch and uarch not in table:
         raise ctx.fail(f"{where}.microarchitecture", unknown_choice("microarchitecture", uarch, sorted(table)))
     if not uarch or cores is None or clock is None:
-        return None
-    if "fp32" in (raw.get("flops") or {}):  # a stated fp32 wins (a user file's measured or vendor figure)
-        return None
+        return {}
+    stated = raw.get("flops") or {}
+    out: dict[str, Value] = {}
+    fp32 = _cpu_fp32_peak(uarch, cores, clock) if "fp32" not in stated else None
+    if fp32 is not None:
+        out["fp32"] = fp32
+    amx = table[uarch].get("amx_bf16")
+    width = cpu_amx_bf16_flop_per_cycle(uarch)
+    if amx is not None and width is not None and "bf16" not in stated:
+        peak = cpu_peak_flops(float(cores.base), float(clock.base), width)
+        derived = (f"AMX matrix peak, cores x clock x BF16 FLOP per cycle per core (formulas/cpu_peak.py eqs. CP1, "
+                   f"CP2): {cores.raw:g} cores ({cores.source}) x {clock.raw:g} {clock.unit} ({clock.source}) x "
+                   f"{width:g} ({uarch}: a {amx['m']}x{amx['k']} by {amx['k']}x{amx['n']} BF16 tile per "
+                   f"{amx['cycles']} cycles, {amx['source']}, cpu_microarchitectures.json)")
+        out["bf16"] = Value(round(peak / 1e12, 6), "TFLOP/s", peak, "derived", clock.date, clock.date_kind, derived,
+                            f"the clock: {clock.note}" if clock.note else "", "")
+    return out
+
+
+def _cpu_fp32_peak(uarch: str, cores: Value, clock: Value) -> Value | None:
+    """A CPU's FP32 peak from its mechanism, cores x clock x the micro-architecture's FP32 FLOP per cycle per core
+    (formulas/cpu_peak.py eq. CP1), as a derived Value naming its three sources."""
+    table = cpu_microarchitectures()
     width = cpu_fp32_flop_per_cycle(uarch)
     assert width is not None
     fma = table[uarch]["fp32_fma"]
@@ -662,10 +695,10 @@ def _device(raw: dict[str, Any], where: str, ctx: _Ctx) -> list[Device]:
     sparse = _values_map(raw.get("flops_sparse"), "flops", f"{where}.flops_sparse", ctx, missing)
     uarch = str(raw.get("microarchitecture", "")).lower()
     if uarch or "clock" in raw:
-        fp32 = _cpu_fp32_peak(raw, uarch, vals.get("cores"), vals.get("clock"), f"{where}", ctx)
-        if fp32 is not None:
-            flops = {**flops, "fp32": fp32}
-            missing.pop("flops.fp32", None)
+        peaks = _cpu_peaks(raw, uarch, vals.get("cores"), vals.get("clock"), f"{where}", ctx)
+        flops = {**flops, **peaks}
+        for dtype in peaks:
+            missing.pop(f"flops.{dtype}", None)
     isa = _values_map(raw.get("isa"), "count", f"{where}.isa", ctx, missing)
     for k in list(isa):  # ISA flags are booleans with unit 'flag'
         if not isinstance(isa[k].raw, bool):

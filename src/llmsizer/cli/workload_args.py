@@ -513,8 +513,8 @@ def add_framework_args(g: argparse._ArgumentGroup) -> None:
                    help="with a megatron precision, --float8, a transformer-engine recipe and --zero 1: Megatron's "
                         "--fp8-param-gather, the te linears' weights kept as float8 parameters (1 B, + the transpose "
                         "on Hopper; no bf16 weight, no float8 copy), the optimizer's shard cast once per step, the "
-                        "all-gather at 1 B; --no-fp8-param-gather: bf16 weights and TE's float8 copies (default: on "
-                        "there, as Megatron-Bridge's float8 recipes set it)")
+                        "all-gather at 1 B; --no-fp8-param-gather: bf16 weights and TE's float8 copies (default: off, "
+                        "Megatron-LM's own flag default; Megatron-Bridge's float8 recipes turn it on)")
     g.add_argument("--compile", action="store_true", default=None,
                    help="torch.compile: the partitioner's saved activations (fused RMSNorm, SwiGLU) and, "
                         "for the duration, inductor's fused memory-bound kernels")

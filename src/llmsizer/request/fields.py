@@ -371,9 +371,9 @@ TRAINING = (
             template=False, choices=FLOAT8_RECIPES),
           F("fp8_param_gather", "bool", "Megatron --fp8-param-gather (`train --[no-]fp8-param-gather`): the te "
             "linears' weights kept as float8 parameters (1 B + the transpose on Hopper, no bf16 weight, no float8 "
-            "copy), the optimizer's shard cast once per step, the all-gather at 1 B; default on with a megatron "
-            "precision, float8, a transformer-engine recipe and zero >= 1 (Megatron-Bridge's float8 recipes), true "
-            "needs them", template=False),
+            "copy), the optimizer's shard cast once per step, the all-gather at 1 B; default off, Megatron-LM's own "
+            "flag default (Megatron-Bridge's float8 recipes turn it on); true needs a megatron precision, float8, a "
+            "transformer-engine recipe, zero >= 1 and no fsdp", template=False),
           F("compile", "bool", "the model runs under torch.compile", template=False),
           F("compile_scope", "enum", "with compile: the decoder layers and the loss (torchtune), the loss with the "
             "logits' upcast (torchtitan e7c0cae) or the layers alone "

@@ -721,7 +721,8 @@ class TrainingWorkload:
         shard to float8 after each step and the parameters are all-gathered at 1 B (formulas/float8_training.py
         eq. T3). Only with a megatron precision, float8 and a transformer-engine recipe; True needs the
         distributed optimizer (zero >= 1) and no FSDP (Megatron-LM arguments.py lines 1051-1056, 1095-1097).
-        None: on wherever it can be, as Megatron-Bridge's float8 recipes set it (a named assumption).
+        None: off, Megatron-LM's own flag default (Megatron-Bridge's float8 recipes set it: give True for
+        their runs; a named assumption naming both).
     compile: the model runs under ``torch.compile`` (inductor): the min-cut partitioner decides what is saved
         for the backward (fused RMSNorm / SwiGLU; ``formulas/compiled_activations.py``), and the step's
         memory-bound kernels are inductor's fused ones (``formulas/elementwise_traffic.py`` eqs. E4-E6).
@@ -827,7 +828,7 @@ class TrainingWorkload:
     activation_offload: bool = False
     float8: bool = False
     float8_recipe: str = "torchao"
-    # Megatron --fp8-param-gather (None: on where it applies, Megatron-Bridge's fp8 recipes; ``fp8_params``)
+    # Megatron --fp8-param-gather (None: off, Megatron-LM's flag default; Bridge's fp8 recipes set it; ``fp8_params``)
     fp8_param_gather: bool | None = None
     compile: bool = False
     compile_scope: str = "layers+loss"
@@ -1083,7 +1084,8 @@ class TrainingWorkload:
                 raise FieldError("fp8_param_gather", "fp8_param_gather is Megatron's (TransformerEngine float8 "
                                  "parameters): it needs precision megatron-bf16 or megatron-fp16, float8 with "
                                  "float8_recipe transformer-engine or transformer-engine-current, the distributed "
-                                 "optimizer (zero >= 1) and no fsdp (Megatron-LM arguments.py lines 1095-1097); got "
+                                 "optimizer (zero >= 1, Megatron-LM @d98e8a64 arguments.py lines 1095-1097) and "
+                                 "no fsdp (torch FSDP2 turns it off under TE >= 2.0, lines 1051-1056); got "
                                  f"precision {self.precision!r}, float8 {self.float8}, float8_recipe "
                                  f"{self.float8_recipe!r}, zero {self.zero}, fsdp {self.fsdp!r}")
         if self.gradient_accumulation_fusion is not None:
@@ -1158,12 +1160,14 @@ class TrainingWorkload:
 
     @property
     def fp8_params(self) -> bool:
-        """True when the te linears' weights are float8 parameters (``fp8_param_gather``; None: on wherever
-        ``fp8_params_possible``, as Megatron-Bridge's float8 recipes set it: training/mixed_precision.py @f9b6319e
-        lines 223 and 294)."""
-        if self.fp8_param_gather is None:
-            return self.fp8_params_possible
-        return self.fp8_param_gather and self.fp8_params_possible
+        """True when the te linears' weights are float8 parameters (``fp8_param_gather`` given and
+        ``fp8_params_possible``; None: off, Megatron-LM's own default -- ``--fp8-param-gather`` is a store_true flag,
+        Megatron-LM @d98e8a64 megatron/training/arguments.py line 2016 -- where Megatron-Bridge's float8 recipes turn it
+        on, training/mixed_precision.py @f9b6319e lines 223 and 294: the megatron precisions stand for both launchers,
+        and their other defaults are where the two agree (gradient_accumulation_fusion); here they do not, so the
+        framework's own flag default holds, which does not understate the memory of a Megatron-LM run that did not
+        pass it (review21 D4). A Bridge recipe's run gives fp8_param_gather True.)"""
+        return bool(self.fp8_param_gather) and self.fp8_params_possible
 
     @property
     def accumulation_fused(self) -> bool:

@@ -6,8 +6,12 @@ line and the field named (tests/cli/test_machine_size_bound.py has the CLI side)
 from __future__ import annotations
 
 import json
+import shutil
+from pathlib import Path
 
 from cli_capture import run
+
+REAL = Path(__file__).resolve().parents[2] / "fixtures" / "real_outputs"
 
 
 def _cli_line(*argv: str) -> str:
@@ -39,3 +43,31 @@ def test_recommend_options_carry_ownership_as_the_cli(client) -> None:
     assert [(o["target"], o["ownership"]) for o in web["options"]] == [(o["target"], o["ownership"])
                                                                        for o in cli["options"]]
     assert all("ownership" in o for o in web["options"] + web["rejected"])
+
+
+def test_the_web_takes_no_hardware_file_and_its_answer_path_labels_one(client, tmp_path: Path) -> None:
+    """review21 D11: the ownership comparison above holds on lists that are all None (no catalog device is owned),
+    so it cannot catch a wrong label. The web refuses hardware_file (it names a server path); the answer its route
+    computes -- bridge.parse of the same fields, then recommend_answer, as ``_estimate_route`` runs them -- labels the
+    H100 of a hardware file built by `hardware detect` from real recorded outputs "your hardware", first, in the key
+    the compare page renders (compare.js ``label``: ``o.ownership``)."""
+    from llmsizer.cli.recommend_cmd import recommend_answer
+    from llmsizer.models import load_model
+    from llmsizer.web import bridge
+
+    r = client.post("/api/v1/recommend", json={"model": "qwen2.5-7b", "hardware_file": ["hw.json"]})
+    assert r.status_code == 400 and r.json()["field"] == "hardware_file", r.text
+    for name, rel in {"nvidia-smi-q.txt": "nvidia-smi-q/h100-80gb-hbm3.txt",
+                      "nvidia-smi-query-gpu.csv": "nvidia-smi-query-gpu/h100-80gb-hbm3-allfields.csv"}.items():
+        shutil.copy(REAL / rel, tmp_path / name)
+    hw = tmp_path / "hw.json"
+    code, _, err = run("hardware", "detect", "--from", str(tmp_path), "-o", str(hw))
+    assert code == 0, err
+    args = bridge.parse(("recommend",), {"context": "8k"}, positionals=["qwen2.5-7b"])
+    args.hardware_file = [str(hw)]
+    data, code, *_ = recommend_answer(load_model("qwen2.5-7b"), args)
+    labels = [o["ownership"] for o in data["options"]]
+    assert code == 0 and labels[0] == "your hardware" and data["options"][0]["target"] == "detected-h100-sxm"
+    assert labels.count("your hardware") == 1
+    js = (Path(__file__).resolve().parents[3] / "src/llmsizer/web/static/js/compare.js").read_text()
+    assert "o.ownership ? ` (${o.ownership})`" in js  # the page shows the key as the CLI's table does

@@ -59,7 +59,8 @@ Rules read in SGLang 0.5.23 (the PyPI wheel; line numbers of that release):
     SWA_SINK_ARCHS :88-96, Llama4ForConditionalGeneration, Gemma 4, MiMo-V2, Step-3.5, ...) and
     ``disable_hybrid_swa_memory`` is off. Gemma 2, Gemma 3 and Gemma 3n are not in the list, and SGLang also turns
     the flag on for them (arg_groups/model_overrides/gemma2_gemma3.py:13-26, "Disable hybrid SWA memory ... as it is
-    not yet supported"; Exaone 4 with a sliding_window_pattern: exaone.py:15-22; Olmo2ForCausalLM: olmo2.py:45-53), as does
+    not yet supported"; Exaone 4 with a sliding_window_pattern: exaone.py:15-22; Olmo2ForCausalLM: olmo2.py:15-23, the
+    override at :23), as does
     ``--disable-hybrid-swa-memory`` (arg_groups/fields/schedule.py:182-184) for any model. Those models, and every
     other one with sliding layers (Mistral v0.1, Phi-3), get the one token pool of eq. (3): every layer holds every
     token of a sequence, sliding or not (``SWA_KV_POOL`` below says which family gets which). A hybrid SWA model
@@ -141,8 +142,11 @@ def default_mem_fraction_static(total_bytes: int, tp: int = 1, mla: bool = False
 
 
 # Which KV pool SGLang 0.5.23 gives each family with sliding-window layers (by the config's model_type): "hybrid"
-# (two pools, eq. 3s) or "one" (the one pool of eq. 3: every layer holds every token). A family not listed gets the
-# one pool: its architecture is not in is_hybrid_swa_model's list (model_config.py:2651-2697).
+# (two pools, eq. 3s) or "one" (the one pool of eq. 3: every layer holds every token). A family not listed is
+# "one_assumed": SGLang decides on the config's architectures (is_hybrid_swa_model's list, model_config.py:2651-2697,
+# with SWA_SINK_ARCHS :88-96: GraniteSWA, MiMo-V2, Step-3.5, Laguna, Beam ...) or its is_hybrid_swa opt-in
+# (:2693-2695), which this table has not read for it: the one pool, assumed, with a warning (review21 D9: it was
+# stated as a fact).
 _ONE_POOL_OVERRIDE = ("SGLang turns disable_hybrid_swa_memory on for it (arg_groups/model_overrides/gemma2_gemma3.py:"
                       "13-26: Gemma2ForCausalLM, Gemma3ForCausalLM, Gemma3ForConditionalGeneration, Gemma3n*)")
 SWA_KV_POOL: dict[str, tuple[str, str]] = {
@@ -169,6 +173,10 @@ SWA_KV_POOL: dict[str, tuple[str, str]] = {
     "exaone4": ("one", "SGLang turns disable_hybrid_swa_memory on for Exaone 4 with a sliding_window_pattern "
                        "(arg_groups/model_overrides/exaone.py:15-22)"),
     "olmo3": ("one", "Olmo3ForCausalLM is not in is_hybrid_swa_model's list (model_config.py:2651-2697)"),
+    "mistral": ("one", "MistralForCausalLM is not in is_hybrid_swa_model's list (model_config.py:2651-2697) nor "
+                       "SWA_SINK_ARCHS (:88-96)"),
+    "phi3": ("one", "Phi3ForCausalLM is not in is_hybrid_swa_model's list (model_config.py:2651-2697) nor "
+                    "SWA_SINK_ARCHS (:88-96)"),
 }
 
 
@@ -186,13 +194,14 @@ def sglang_swa_window(spec: ModelSpec) -> int:
 
 
 def swa_kv_pool(spec: ModelSpec) -> tuple[str, str] | None:
-    """Eq. (3s): which KV pool SGLang gives ``spec`` ("hybrid" or "one") and why; None for a
+    """Eq. (3s): which KV pool SGLang gives ``spec`` ("hybrid", "one" or "one_assumed") and why; None for a
     model without sliding-window layers (the one pool, nothing to say)."""
     if "sliding" not in spec.kv_cache_layer_types:
         return None
     return SWA_KV_POOL.get(spec.model_type, (
-        "one", f"model_type {spec.model_type!r}: its architecture is not in is_hybrid_swa_model's list "
-               "(configs/model_config.py:2651-2697)"))
+        "one_assumed", f"model_type {spec.model_type!r} is not a family this table has read: SGLang gives two pools "
+                       "when the config's architecture is in is_hybrid_swa_model's list (configs/model_config.py:"
+                       "2651-2697, SWA_SINK_ARCHS :88-96) or it sets is_hybrid_swa (:2693-2695), else one"))
 
 
 def compose_sglang(ctx: Context) -> None:
@@ -223,11 +232,22 @@ def compose_sglang(ctx: Context) -> None:
         swa_window = sglang_swa_window(spec)  # spec.sliding_window + need_extra = eq. (S4)'s tokens held
         need_extra = (swa_tokens_held(w.context, swa_window, E.SGLANG_SWA_EVICTION_INTERVAL, page)
                       - (spec.sliding_window or 0))
+        acc.assumptions.append(Assumption(
+            "sglang_page_size", page, True,
+            "SGLang's default page_size on CUDA (arg_groups/overrides.py:1341-1363), the pools' alignment and eq. "
+            "(S4)'s 2 x page; not modelled: a backend that forces larger pages, e.g. GPT-OSS on sm100 (B200, GB200) "
+            "picks trtllm_mha (arg_groups/model_overrides/gpt_oss.py:31), whose page_size is then 64 (overrides.py:"
+            "1174-1187): each sequence holds window + 128 + 2 x 64 SWA tokens (383 for GPT-OSS's 127-token eviction window, not 257), so for "
+            "contexts of about 260-480 tokens SGLang admits fewer than shown (review21 D10)"))
     elif pool_kind is not None:
         acc.assumptions.append(Assumption(
-            "sglang_kv_pool", "one pool", True,
+            "sglang_kv_pool", "one pool (assumed)" if pool_kind[0] == "one_assumed" else "one pool", True,
             f"{pool_kind[1]}: every layer, sliding or not, counted as holding every token of a sequence (eq. 3 of "
             "estimate/inference/sglang.py)"))
+        if pool_kind[0] == "one_assumed":
+            acc.warnings.append(f"SGLang's KV pool for {spec.name} (sliding-window layers) is assumed to be the one "
+                                f"pool ({pool_kind[1]}); were it the hybrid SWA pool, SGLang would hold more tokens "
+                                "than shown")
     if any(spec.kv_shared_layers):
         acc.assumptions.append(Assumption(
             "sglang_kv_shared_cells", sum(spec.kv_shared_layers), True,

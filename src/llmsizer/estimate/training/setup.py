@@ -267,13 +267,15 @@ def fp8_param_gather_why(w: TrainingWorkload) -> str:
     """Why ``w``'s te linears hold float8 parameters or not (``TrainingWorkload.fp8_params``, eq. T3)."""
     if given(w, "fp8_param_gather"):
         return "given" + ("" if w.fp8_params else ": each te linear keeps its bf16 parameter and a float8 copy")
-    if not w.fp8_params:
-        return ("off: Megatron's fp8_param_gather needs the distributed optimizer (zero >= 1) and no fsdp "
-                "(Megatron-LM arguments.py lines 1095-1097): each te linear keeps its bf16 parameter and a float8 copy")
-    return ("on, as Megatron-Bridge's float8 recipes set it (training/mixed_precision.py @f9b6319e lines 223, 294): "
-            "the te linears' weights are float8 parameters, 1 B an element + the transpose on TN-only GPUs, no bf16 "
-            "weight and no float8 copy; the distributed optimizer casts its fp32 shard once per step and the "
-            "all-gather moves 1 B an element (formulas/float8_training.py eq. T3); --no-fp8-param-gather: bf16 weights")
+    if not w.fp8_params_possible:
+        return ("off: Megatron's fp8_param_gather needs the distributed optimizer (zero >= 1; Megatron-LM @d98e8a64 "
+                "arguments.py lines 1095-1097) and no fsdp (lines 1051-1056): each te linear keeps its bf16 "
+                "parameter and a float8 copy")
+    return ("off, Megatron-LM's own default (--fp8-param-gather is a store_true flag, Megatron-LM @d98e8a64 "
+            "megatron/training/arguments.py line 2016): each te linear keeps its bf16 parameter and a float8 copy; "
+            "Megatron-Bridge's float8 recipes turn it on (training/mixed_precision.py @f9b6319e lines 223, 294): "
+            "--fp8-param-gather for such a run, the te linears' weights then float8 parameters, 1 B an element + the "
+            "transpose on TN-only GPUs, no float8 copy, the all-gather at 1 B (formulas/float8_training.py eq. T3)")
 
 
 def compiled_loss(w: TrainingWorkload) -> bool:
