@@ -25,6 +25,7 @@ its output came from and the date. Detected devices are ``owned: true`` and thei
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import os
 import re
@@ -419,25 +420,36 @@ def _all_sockets(entry: dict[str, Any], sockets: int, catalog_id: str, numa: str
     return note
 
 
+# The Device fields `hardware detect` does not take from the catalog card it matched: who the entry is (its own id and
+# name), what the machine's outputs measure (memory; a CPU's cores, from lscpu) or the user owns (prices), and the
+# parser's bookkeeping. Every other field is copied, so the detected copy times exactly as the card (probe18 D1b: a
+# detected H100 that lost sm_count skipped llama.cpp's SM stream cap and decoded 34 % faster than the catalog H100;
+# tests/catalog/test_detect_timing.py compares fit on both ids for every engine).
+NOT_FROM_CATALOG = frozenset({"id", "name", "kind", "aliases", "memory", "memory_usable", "launch_price", "price",
+                              "missing", "owned", "origin", "chip"})
+_STRING_FIELDS = frozenset({"vendor", "form_factor", "architecture", "interconnect", "pcie", "host_interconnect",
+                            "microarchitecture"})
+
+
 def _from_catalog(entry: dict[str, Any], dev: Device, cat: HardwareCatalog, cpu: bool = False) -> None:
-    entry["vendor"] = dev.vendor
-    entry["form_factor"] = dev.form_factor
-    if dev.architecture:  # what the rules keyed on a GPU generation read (training utilisation, engine kernels)
-        entry["architecture"] = dev.architecture
-    if dev.compute_capability is not None:  # the engines' capability gates and llama.cpp's kernel choice read it
-        entry["compute_capability"] = _catalog_value(dev.compute_capability, cat)
-    if dev.peer_to_peer is not None:  # the collectives' and all-reduce's path (estimate/device.py peer_to_peer)
-        entry["peer_to_peer"] = _catalog_value(dev.peer_to_peer, cat)
-    if dev.interconnect:
-        entry["interconnect"] = dev.interconnect
-    for name in ("memory_bandwidth", "tdp"):
+    """Copy every field of catalog card ``dev`` that a rule reads (all but NOT_FROM_CATALOG) into the detected
+    ``entry``, each value keeping its catalog source; a field the entry already holds from the machine's own
+    outputs (a CPU's lscpu cores) stays. ``cpu``: the entry is a CPU (its ISA flags are copied too; lscpu's cores
+    win)."""
+    for f in dataclasses.fields(Device):
+        name = f.name
+        if name in NOT_FROM_CATALOG or name in entry:
+            continue
         v = getattr(dev, name)
-        if v is not None:
+        if name in _STRING_FIELDS:
+            if v:
+                entry[name] = v
+        elif name in ("flops", "flops_sparse", "isa"):
+            if v and (name != "isa" or cpu):
+                entry[name] = {k: _catalog_value(x, cat) for k, x in v.items()}
+        elif v is not None:
             entry[name] = _catalog_value(v, cat)
-    for group in ("flops", "isa") if cpu else ("flops",):
-        vals = getattr(dev, group)
-        if vals:
-            entry[group] = {k: _catalog_value(v, cat) for k, v in vals.items()}
+    entry["vendor"], entry["form_factor"] = dev.vendor, dev.form_factor  # the catalog's, over any default
     for name, why in dev.missing.items():
         if name in ("memory_bandwidth",) and name not in entry:
             entry[name] = {"value": None, "note": f"catalog {dev.id}: {why}"}

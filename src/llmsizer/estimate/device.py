@@ -454,6 +454,44 @@ def fp8_peak(device: Device) -> tuple[float | None, Assumption | None]:
         f"{FP8_TENSOR_RATIO_SOURCE}")
 
 
+# The dense INT8 tensor rate where a catalog row sources none (h100-nvl, the GeForce RTX 50 series, rtx-4080-super,
+# the RTX PRO 6000 rows: NVIDIA's pages for them give no INT8 figure we could quote): INT8_TENSOR_RATIO x the dense
+# FP16 tensor peak (FP16 accumulate where the row gives it, ``Device.peak_flops('fp16_acc16')``) on a CUDA GPU with
+# INT8 MMA (tensor cores taking int8 operands: compute capability >= 7.2, Turing's 7.5 and later; the PTX ISA's
+# mma.sync .s8 shapes need sm_72+); none below it (Volta 7.0: FP16 tensor cores only) nor on Blackwell Ultra (10.3),
+# whose sourced rows (b300, gb300) show NVIDIA cut INT8 to 0.07 x the FP16 rate. A named assumption (``int8_peak``),
+# never a silent fallback to a 16-bit rate at another kernel's efficiency (probe18 D1a).
+INT8_TENSOR_RATIO = 2.0
+INT8_MMA_CAPABILITY = 72
+_NO_INT8_CAPABILITIES = (103,)
+INT8_TENSOR_RATIO_SOURCE = (
+    "every catalog row with INT8 MMA that sources both figures gives the dense INT8 tensor rate as 2x the dense FP16 "
+    "one (H100 SXM 1,979 vs 989.4, A100 624 vs 312, L40S 733 vs 362, RTX 4090 660.6 vs 330.3 with FP16 accumulate, "
+    "T4 130 vs 65, B200 4,500 vs 2,250; tests/hardware/test_int8_peak.py checks every such row)")
+
+
+def int8_peak(device: Device) -> tuple[float | None, Assumption | None]:
+    """(the dense INT8 peak ops/s llama.cpp's MMQ kernels are timed at on ``device``, the assumption that stands in for
+    a figure): its sourced ``flops.int8`` (no assumption); on a CUDA GPU of compute capability >= INT8_MMA_CAPABILITY
+    (not Blackwell Ultra) with no sourced figure, INT8_TENSOR_RATIO x its dense FP16 tensor peak, named as
+    ``int8_peak``; (None, None) where the GPU has no INT8 MMA (Volta) or no 16-bit figure either."""
+    p, _ = device.peak_flops("int8")
+    if p is not None:
+        return p, None
+    cc = cuda_capability(device)
+    if cc is None or cc < INT8_MMA_CAPABILITY or cc in _NO_INT8_CAPABILITIES:
+        return None, None
+    p16, key16 = device.peak_flops("fp16_acc16")
+    if p16 is None:
+        return None, None
+    peak = INT8_TENSOR_RATIO * p16
+    return peak, Assumption(
+        "int8_peak", f"{peak / 1e12:.4g} TOPS", True,
+        f"{device.id} has INT8 tensor cores (compute capability {cc // 10}.{cc % 10} >= 7.2) and no sourced INT8 "
+        f"figure: {INT8_TENSOR_RATIO:g} x its dense {key16} tensor peak {p16 / 1e12:.4g} TFLOP/s (give flops.int8 in a "
+        f"--hardware-file entry to replace it); {INT8_TENSOR_RATIO_SOURCE}")
+
+
 def training_device_fields(device: Device) -> dict[str, Any]:
     """:func:`device_fields` for a training workload, with ``bf16_tensor_cores`` (:func:`bf16_tensor_cores`) and
     ``gpu_capability`` (:func:`cuda_capability`): every caller that puts a training workload on a named device (train,

@@ -389,6 +389,12 @@ _CUBLAS_GGUF = ("gguf:f16", "gguf:bf16", "gguf:f32")
 LLAMACPP_MMQ_TILE_COLUMNS = 128  # 0: no tile-read term (how LLAMACPP_MMQ_STEP is solved)
 LLAMACPP_INT8_MMQ_SINCE = "ggml-org/ggml @5378ea0d (2024-06-26 sync of llama.cpp; PR #8075)"
 _VOLTA_CAPABILITY = 7.0
+# Volta (7.0 <= capability < 7.5) has FP16 tensor cores but no INT8 MMA: ggml_cuda_should_use_mmq sends a quantized
+# product to MMQ only below MMQ_DP4A_MAX_BATCH_SIZE = 64 columns there (`turing_mma_available(cc)` false, then
+# `return !fp16_mma_hardware_available(cc) || ne11 < MMQ_DP4A_MAX_BATCH_SIZE;`, ggml-org/llama.cpp
+# ggml/src/ggml-cuda/mmq.cu @027ef876 L295-309; the define in mmq.cuh L12), so a prefill ubatch of 512 columns is
+# dequantized to F16 and run through cuBLAS on current builds as on those before LLAMACPP_INT8_MMQ_SINCE.
+_TURING_CAPABILITY = 7.5
 
 # Issue cycles llama.cpp's Metal kernel_mul_mm spends per weight dequantizing its weight tiles (c_q of
 # formulas/speed.py eq. 9m), per GGML type, COUNTED from the dequantize functions of ggml-org/ggml
@@ -428,13 +434,17 @@ def llamacpp_gemm_path(weights_format: str, device_kind: str, vendor: str, int8_
     """The ggml-cuda kernel path of llama.cpp's matrix products for a GGUF file type on an NVIDIA GPU: 'mmq' for
     quantized types, 'cublas' for F16/BF16/F32 (see LLAMACPP_MMQ); None off NVIDIA GPUs or for non-GGUF weights.
     ``int8_mmq`` False: a build from before LLAMACPP_INT8_MMQ_SINCE, whose quantized prefill products on Volta and
-    later (``capability`` >= 7.0, or unknown) are dequantized to F16 and run through cuBLAS (DEQUANT_CUBLAS_PATH)."""
+    later (``capability`` >= 7.0, or unknown) are dequantized to F16 and run through cuBLAS (DEQUANT_CUBLAS_PATH); so
+    are a prefill's on Volta (7.0 <= ``capability`` < 7.5) in every build (_TURING_CAPABILITY). ``capability`` is
+    major.minor (8.9), not ``Device.capability``'s 89."""
     if not weights_format.startswith("gguf:") or device_kind != "gpu" or vendor != "NVIDIA":
         return None
     if weights_format in _CUBLAS_GGUF:
         return CUBLAS_PATH
     if not int8_mmq and (capability is None or capability >= _VOLTA_CAPABILITY):
         return DEQUANT_CUBLAS_PATH
+    if capability is not None and _VOLTA_CAPABILITY <= capability < _TURING_CAPABILITY:
+        return DEQUANT_CUBLAS_PATH  # Volta: no INT8 MMA, cuBLAS at 64 columns and more (_TURING_CAPABILITY)
     return MMQ_PATH
 
 

@@ -70,6 +70,7 @@ from .device import (
     fp8_peak,
     fp8_tensor_cores,
     fp32_matmul_peak,
+    int8_peak,
     llamacpp_backend,
     numa_assumption,
     nvlink_link_bandwidth,
@@ -375,7 +376,12 @@ def _llamacpp_prefill_efficiency(spec: ModelSpec, device: Any, path: str, pc: An
         return flops / (peak * (t_gemm + t_dq))
     mmq = path == E.MMQ_PATH
     factor = E.LLAMACPP_MMQ if mmq else E.LLAMACPP_CUBLAS
-    gemm_peak, gemm_key = device.peak_flops("int8" if mmq else "fp16_acc16")
+    gemm_peak, gemm_key = device.peak_flops("fp16_acc16")
+    if mmq:  # the sourced INT8 rate, or the named stand-in of device.int8_peak (probe18 D1a)
+        gemm_peak, stand_in = int8_peak(device)
+        gemm_key = "int8"
+        if stand_in is not None and all(a.name != stand_in.name for a in assumptions):
+            assumptions.append(stand_in)
     fp16_peak, _ = device.peak_flops("fp16_acc16")
     if gemm_peak is None or fp16_peak is None:
         return E.COMPUTE.expected
@@ -642,6 +648,12 @@ def speed_model(spec: ModelSpec, device: Any, *, weights_format: str = "bf16", p
     assumptions.append(Assumption("compute_efficiency", ce, compute_efficiency is None, E.COMPUTE.source))
     assumptions.append(Assumption("bandwidth_efficiency", be, bandwidth_efficiency is None, bw_factor.source))
     cap = E.llamacpp_stream_cap(fmt, device.kind, device.vendor, device.sm_cycles_per_second)
+    if cap is None and bw and bandwidth_efficiency is None and device.sm_cycles_per_second is None \
+            and E.llamacpp_gemm_path(fmt, device.kind, device.vendor) is not None:
+        missing = [n for n in ("sm_count", "fp32_cores") if getattr(device, n) is None] or ["flops.fp32"]
+        warnings.append(f"{device.id}: no sourced {' or '.join(missing)}, so llama.cpp's SM stream cap "
+                        "(formulas/speed.py eq. 12) is not applied: the decode may be timed faster than the card "
+                        "streams (give them in a --hardware-file entry)")
     if cap is not None and bw and bandwidth_efficiency is None and cap < be * bw:
         be = cap / bw  # the SMs, not the DRAM, bound the stream (formulas/speed.py eq. 12)
         f = E.LLAMACPP_STREAM_BYTES_PER_SM_CYCLE
@@ -965,12 +977,20 @@ def speed_model(spec: ModelSpec, device: Any, *, weights_format: str = "bf16", p
             if t5 is not None:  # eq. (S7): the encoder over the source, the cross k/v projections, the first
                 # target token
                 p_flops = ED.encoder_flops(spec, 1, prompt_tokens) + ED.decode_step_flops(spec, 1, prompt_tokens, 1)
-            prefill_path = E.llamacpp_gemm_path(fmt, device.kind, device.vendor, llamacpp_int8_mmq, device.capability)
+            prefill_path = E.llamacpp_gemm_path(fmt, device.kind, device.vendor, llamacpp_int8_mmq,
+                                                device.capability / 10 if device.capability is not None else None)
             ce_p = ce
             if prefill_path is not None and peak is not None and compute_efficiency is None:
                 head_bytes = wb.by_component.get("embedding" if spec.tie_word_embeddings else "lm_head", 0)
                 gemm_params = matmul_params - head_params
-                if prefill_path != path:
+                if prefill_path != path and llamacpp_int8_mmq:  # Volta: no INT8 MMA (efficiency._TURING_CAPABILITY)
+                    assumptions.append(Assumption(
+                        "llamacpp_prefill_path", prefill_path, True,
+                        f"{device.id} (compute capability {device.capability / 10 if device.capability else 0:.1f}) "
+                        "has FP16 tensor cores and no INT8 MMA: ggml_cuda_should_use_mmq runs a quantized product "
+                        "of 64 columns or more through F16 cuBLAS (ggml-org/llama.cpp ggml/src/ggml-cuda/mmq.cu "
+                        "@027ef876 L295-309)"))
+                elif prefill_path != path:
                     assumptions.append(Assumption(
                         "llamacpp_int8_mmq", False, False, "given: a llama.cpp build from before "
                         + E.LLAMACPP_INT8_MMQ_SINCE + " (quantized prefill products dequantized to F16 for cuBLAS)"))
@@ -1052,7 +1072,8 @@ def speed_model(spec: ModelSpec, device: Any, *, weights_format: str = "bf16", p
             ``nbytes`` are the K/V cells, streamed by the flash-attention ``kernel`` (None: no flash attention)."""
             mmq = path == E.MMQ_PATH
             factor = E.LLAMACPP_MMQ_STEP if mmq else E.LLAMACPP_CUBLAS
-            gemm_peak, gemm_key = device.peak_flops("int8" if mmq else "fp16_acc16")
+            # device.int8_peak: the one INT8 rule (its stand-in named by the prefill)
+            gemm_peak, gemm_key = (int8_peak(device)[0], "int8") if mmq else device.peak_flops("fp16_acc16")
             fp16_peak, _ = device.peak_flops("fp16_acc16")
             if gemm_peak is None or fp16_peak is None:  # no tensor rate: the products at the dtype's peak
                 gemm_peak = fp16_peak = peak
@@ -1082,6 +1103,7 @@ def speed_model(spec: ModelSpec, device: Any, *, weights_format: str = "bf16", p
             # b >= 2: no CUDA graph, no single-column fusion (efficiency.LLAMACPP_GRAPHS_OFF_OVERHEAD_GPU)
             graphs_off = step_overhead(spec.num_layers, E.LLAMACPP_GRAPHS_OFF_OVERHEAD_GPU.expected)
             share = E.LLAMACPP_FA_STREAM_SHARE.expected if kernel is not None else 1.0
+            assert gemm_peak is not None and fp16_peak is not None  # float(None) failed here before: no new case
             return batched_decode_time(nbytes, float(bw), be, extra, float(gemm_peak), factor.expected, attn,
                                        float(fp16_peak), E.LLAMACPP_CUBLAS.expected, comm(batch),
                                        step_fixed + graphs_off,

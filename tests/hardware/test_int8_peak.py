@@ -1,0 +1,67 @@
+"""The INT8 rate llama.cpp's MMQ kernels are timed at where a catalog row sources none (probe18 D1a), and Volta's
+path. Truth: the datasheet figures the catalog rows quote (each row's source), and ggml-cuda's own kernel choice."""
+
+from __future__ import annotations
+
+import pytest
+
+from llmsizer.catalog.hardware import builtin_catalog
+from llmsizer.estimate import efficiency as E
+from llmsizer.estimate.device import INT8_TENSOR_RATIO, int8_peak
+from llmsizer.estimate.fit import fit
+
+
+def _nvidia() -> list:
+    return [d for d in builtin_catalog().devices.values() if d.kind == "gpu" and d.vendor == "NVIDIA"]
+
+
+def test_the_ratio_holds_on_every_row_that_sources_both_figures() -> None:
+    """INT8_TENSOR_RATIO is read off the sourced rows: dense INT8 over dense FP16 (FP16 accumulate where given) on
+    every NVIDIA GPU with INT8 MMA (capability >= 7.2) whose row quotes both, Blackwell Ultra (10.3) excepted."""
+    rows = []
+    for d in _nvidia():
+        i8 = d.flops.get("int8")
+        p16, _ = d.peak_flops("fp16_acc16")
+        cc = d.capability
+        if i8 is None or not i8.base or p16 is None or cc is None or cc < 72 or cc == 103:
+            continue
+        rows.append(d.id)
+        assert float(i8.base) / p16 == pytest.approx(INT8_TENSOR_RATIO, rel=0.03), d.id
+    assert len(rows) >= 20  # H100/H200/GH200, A100 x4, L40S/L40/L4, A40/A10/A10G, T4, RTX 4090/3090/6000 Ada/A6000..
+
+
+def test_no_int8_rate_and_the_stand_in() -> None:
+    cat = builtin_catalog().devices
+    assert int8_peak(cat["h100-sxm"]) == (1978.9e12, None)  # sourced: no assumption
+    p, why = int8_peak(cat["h100-nvl"])  # Hopper, no sourced INT8: 2 x the dense BF16 835 (no FP16 row)
+    assert p == pytest.approx(1670e12) and why is not None and why.name == "int8_peak"
+    assert int8_peak(cat["v100-sxm2-32gb"]) == (None, None)  # Volta 7.0: FP16 tensor cores only
+    assert int8_peak(cat["b300"])[1] is None  # Blackwell Ultra keeps its sourced (cut) INT8 figure
+
+
+def test_volta_prefill_is_dequantized_to_cublas() -> None:
+    """ggml-cuda mmq.cu ggml_cuda_should_use_mmq (@027ef876): no Turing MMA and FP16 MMA present -> MMQ only below
+    MMQ_DP4A_MAX_BATCH_SIZE = 64 columns; a 512-column ubatch goes to F16 cuBLAS."""
+    assert E.llamacpp_gemm_path("gguf:q4_k_m", "gpu", "NVIDIA", True, 7.0) == E.DEQUANT_CUBLAS_PATH
+    assert E.llamacpp_gemm_path("gguf:q4_k_m", "gpu", "NVIDIA", True, 7.5) == E.MMQ_PATH
+    assert E.llamacpp_gemm_path("gguf:q4_k_m", "gpu", "NVIDIA", True, 6.1) == E.MMQ_PATH  # dp4a, no FP16 MMA
+    r = fit("llama-3.1-8b", "v100-sxm2-32gb", engine="llamacpp", weights="q4_k_m", context=768, output_tokens=256,
+            fits_at=False)
+    assert r.speed is not None
+    names = {a.name: a.value for a in r.speed.assumptions}
+    assert names.get("llamacpp_prefill_path") == E.DEQUANT_CUBLAS_PATH
+
+
+def test_h100_nvl_not_faster_than_h100_sxm_beyond_their_peaks() -> None:
+    """probe18 D1a: NVL llama.cpp prefill was 44,428 tok/s beside the SXM's 12,279. The NVL has 835 / 989.4 of the
+    SXM's 16-bit tensor rate and 3.9 / 3.35 of its bandwidth: its prefill may not exceed the SXM's by more than the
+    larger of the two ratios."""
+    cat = builtin_catalog().devices
+    nvl, sxm = cat["h100-nvl"], cat["h100-sxm"]
+    bound = max(nvl.peak_flops("bf16")[0] / sxm.peak_flops("bf16")[0], nvl.bandwidth / sxm.bandwidth)  # type: ignore
+    runs = {d: fit("llama-3.1-8b", d, engine="llamacpp", weights="q4_k_m", context=768, output_tokens=256,
+                   fits_at=False).speed for d in ("h100-nvl", "h100-sxm")}
+    assert runs["h100-nvl"] is not None and runs["h100-sxm"] is not None
+    assert runs["h100-nvl"].prefill_tokens_per_second <= bound * runs["h100-sxm"].prefill_tokens_per_second
+    assert any("no sourced sm_count" in w for w in runs["h100-nvl"].warnings)  # the cap kept off, named
+    assert not any("SM stream cap" in w for w in runs["h100-sxm"].warnings)
