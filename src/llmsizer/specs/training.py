@@ -307,8 +307,10 @@ def check_whole_machines(count: int, per_node: int, count_field: str = "count") 
     """Refuse ``count`` devices that do not fill whole machines of ``per_node`` (``uneven_machines``): one line naming
     the field the caller gave the devices in (``count_field``: fit's ``count``, a training workload's ``gpus``,
     written as the flag on the command line, errors.FieldError ``renamed``). The one check of fit's machine size
-    (estimate/fit.py ``serving_machine_size``) and of every training workload (``TrainingWorkload``), so
-    ``train --gpus 8 --gpus-per-node 3`` is refused with or without a device, as ``fit --train`` refuses it."""
+    (estimate/fit.py ``serving_machine_size``), of ``train``'s stated machine size (cli/train_cmd.py
+    ``train_answer``, the web's too) and of hybrid sharding (``TrainingWorkload``: the default machine of 8 too),
+    so ``train --gpus 8 --gpus-per-node 3`` is refused with or without a device, as ``fit --train`` refuses it. A
+    plan's bare devices are sized as fit sizes them (12 GPUs: machines of 8 + 4, not refused)."""
     uneven = uneven_machines(count, per_node=per_node)
     if uneven:
         raise FieldError("gpus_per_node", f"gpus_per_node {per_node}: {uneven}; make {count_field} a multiple of "
