@@ -163,14 +163,32 @@ def _unit_given(value: float, written: str, what: str) -> None:
         raise MissingUnitError(f"{_head(what)}{written!r} has no unit (a bare number is bytes); did you mean {written}GiB?")
 
 
+# the most characters of a comma-separated list an error echoes whole (``shown_list``): MAX_GPUS + 1 = 16 sizes of
+# up to 11 characters ('1023.99 GiB') and their commas, so a list one value too long is shown whole
+LIST_SHOWN = 200
+
+
 def comma_values(text: str, *, what: str = "", most: int = 128) -> list[str]:
     """The items of a comma-separated list as the command line's list flags take it (``--free 22GiB,10GiB``,
     ``--tensor-split 3,1``; '/' separates as ',' does), each to be read by the item's own reader: 1 to ``most``
     non-empty items, else one line."""
     parts = text.replace("/", ",").split(",")
     if len(parts) > most or any(not p.strip() for p in parts):
-        raise InputError(f"{_head(what)}expected 1 to {most} comma-separated values, got {text[:80]!r}")
+        many = f"{len(parts)} values: " if len(parts) > most else ""
+        raise InputError(f"{_head(what)}expected 1 to {most} comma-separated values, got {many}"
+                         f"{shown_list(text)!r}")
     return parts
+
+
+def shown_list(text: str, limit: int = LIST_SHOWN) -> str:
+    """A comma-separated list as an error echoes it: whole up to ``limit`` characters (16 sizes as '23.99GiB' are
+    143), else cut after the last separator within ``limit`` and ended with '...', so no value is shown cut in two
+    (probe18 F3: '24GiB,...,24GiB,24' read as a mangled input) and a 1 MB value does not become the message."""
+    if len(text) <= limit:
+        return text
+    head = text[:limit]
+    cut = max(head.rfind(","), head.rfind("/"))
+    return (head[:cut + 1] if cut > 0 else head) + "..."
 
 
 def parse_count(text: str | int | float, *, what: str = "count", rng: Range = AMOUNT) -> int:

@@ -124,6 +124,12 @@ def test_a_llamacpp_split_over_more_gpus_than_it_takes_is_refused(capsys: pytest
     from llmsizer.errors import InputError
     with pytest.raises(InputError, match=r"gpus: 200 is out of range; expected an integer in \[1, 16\]"):
         llmsizer.estimate_inference("qwen3-8b", engine="llamacpp", gpus=200)
+    # the Python auto-fit takes the same limit whatever form the free sizes come in (probe18 D2: a list of 16 once
+    # printed '-ts 6,5,...' of 16 shares, which llama.cpp's parser throws on); 15 is taken
+    for free in (["23.99GiB"] * 16, ",".join(["23.99GiB"] * 16)):
+        with pytest.raises(InputError, match="15"):
+            llmsizer.fit_llamacpp("qwen3-8b", free, weights="q4_k_m", context=4096)
+    assert len(llmsizer.fit_llamacpp("qwen3-8b", ["23.99GiB"] * 15, weights="q4_k_m", context=4096).free) == 15
 
 
 def test_a_concurrency_out_of_range_is_refused_by_the_python_api() -> None:

@@ -86,3 +86,24 @@ def test_whole_machines_and_one_partial_machine_are_taken() -> None:
     assert r.tensor_parallel in (2, 4, 8)
     assert fit("llama-3.1-8b", "h100-sxm", 2, engine="vllm", gpus_per_node=8).tensor_parallel in (1, 2)
 
+
+
+def test_training_refuses_uneven_machines_with_or_without_a_device_naming_the_flag_given() -> None:
+    """probe18 D4/F1: ``train --gpus 8 --gpus-per-node 3`` ran (exit 0, a full table) without ``--device`` and was
+    refused with one; ``fit --train --gpus 8`` was refused but told the user to give a ``--count``. 8 / 3 is not whole
+    machines (the plan's own rule, ``uneven_machines``): every path refuses it in one line, naming the flag given."""
+    words = uneven_machines(8, per_node=3)
+    assert words is not None
+    for argv, flag in ((["train", "llama-3.1-8b", "--gpus", "8", "--gpus-per-node", "3"], "--gpus"),
+                       (["train", "llama-3.1-8b", "--gpus", "8", "--gpus-per-node", "3", "--device", "h100-sxm"],
+                        "--gpus"),
+                       (["train", "llama-3.1-8b", "--gpus", "8", "--gpus-per-node", "3", "--fsdp", "hybrid"], "--gpus"),
+                       (["fit", "llama-3.1-8b", "--train", "--device", "h100-sxm", "--gpus", "8", "--gpus-per-node",
+                         "3"], "--gpus"),
+                       (["fit", "llama-3.1-8b", "--train", "--device", "h100-sxm", "--count", "8", "--gpus-per-node",
+                         "3"], "--count")):
+        code, _, err = run(*argv)
+        line = _one_line(code, err)
+        assert words in line and f"make {flag} a multiple of 3" in line, (argv, line)
+        assert ("--count" if flag == "--gpus" else "--gpus ") not in line, (argv, line)
+    assert run("train", "llama-3.1-8b", "--gpus", "9", "--gpus-per-node", "3")[0] == 0  # whole machines: taken

@@ -150,3 +150,24 @@ def test_a_card_smaller_than_sglangs_reserve_is_too_small_without_negative_rows(
         assert out.returncode == 1, out.stderr
         assert "too small for SGLang" in out.stdout and "DOES NOT FIT" in out.stdout or "fits: NO" in out.stdout
         assert not re.search(r"mem_fraction_static -\d|- -\d|runtime_reserve", out.stdout)  # no negative pool rows
+
+
+def test_the_vs_vllm_line_names_the_reserve_the_table_shows(capsys):
+    """probe18 F2: ``infer gpt-oss-120b --engine sglang --device h100-sxm --context 32k --concurrency 16`` printed
+    runtime_reserve 13.43 GiB = (1 - 0.83) x 78.98 GiB in the table and "leaving 13.58 GiB" in the vs-vLLM line (the
+    default rule's reserve on the whole 81,559 MiB, before the CUDA context). One pool, one reserve: the line names the
+    table's row, (1 - mem_fraction_static) x the memory free before loading."""
+    from llmsizer.cli.main import main
+    from llmsizer.units import format_bytes
+
+    args = ["gpt-oss-120b", "--engine", "sglang", "--device", "h100-sxm", "--context", "32k", "--concurrency", "16"]
+    est = llmsizer.estimate_inference("gpt-oss-120b", engine="sglang", memory="81559MiB", context=32768,
+                                      concurrency=16)
+    reserve = next(i.bytes for i in est.items if i.name == "runtime_reserve")
+    default_rule = format_bytes(est.details["sglang_reserved_mib"] * 2**20)
+    assert format_bytes(reserve) != default_rule  # the two figures the line and the table once disagreed on
+    assert main(["infer", *args]) == 1  # does not fit: 2 of the 16 sequences admitted
+    out = capsys.readouterr().out
+    table = next(ln for ln in out.splitlines() if ln.startswith("runtime_reserve"))
+    line = next(ln for ln in out.splitlines() if "vs vLLM" in ln)
+    assert format_bytes(reserve) in table and format_bytes(reserve) in line and default_rule not in line

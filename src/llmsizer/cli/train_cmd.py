@@ -16,7 +16,7 @@ from ..render.safe import say
 from ..render.text import coverage_lines, render_estimate
 from ..result import Estimate
 from ..specs import ModelSpec
-from ..specs.training import TrainingWorkload
+from ..specs.training import TrainingWorkload, check_whole_machines
 from ..units import format_count, format_seconds, format_seconds_range, format_usd
 from .commands import COMMAND_HELP
 from .common import add_model_args, bytes_arg, emit_json, exit_code, int_arg, resolve_model
@@ -66,6 +66,10 @@ def train_answer(spec: ModelSpec, args: argparse.Namespace
     returns the same data."""
     fields = training_fields(args)
     duration, timing = None, None
+    if fields.get("gpus_per_node") is not None:  # a machine size stated: whole machines, with or without a device
+        # (fit --train's one rule, estimate/fit.py serving_machine_size), naming the flag the devices came in
+        check_whole_machines(int(args.count or fields.get("gpus") or 1), int(fields["gpus_per_node"]),
+                             "count" if args.count else "gpus")
     if args.device:
         count = args.count or fields.get("gpus")
         device, _, usable, _ = device_budget(args.device, args.memory, args.hardware_file)
@@ -82,7 +86,8 @@ def train_answer(spec: ModelSpec, args: argparse.Namespace
                                                          hardware_files=args.hardware_file)
                 timing = {**duration.to_dict(), "price_per_hour": price, "cost": cost}
         else:  # fit --train's answer: the memory, the ZeRO stage it chose, and the run timed and priced at it
-            r = fit_training(spec, args.device, count, headroom=args.headroom, memory=args.memory,
+            # (the devices as given: --count, else --gpus in fields, so a refusal names the flag the user gave)
+            r = fit_training(spec, args.device, args.count, headroom=args.headroom, memory=args.memory,
                              hardware_files=args.hardware_file, tokens=args.tokens, utilization=args.utilization,
                              **fields)
             assert r.estimate is not None

@@ -468,6 +468,14 @@ _LLAMACPP_CPU_KERNEL = {
                  "product (vpdpbusd, or vpmaddubsw + vpmaddwd; ARM sdot) then one FP32 FMA with the blocks' scales",
     "gguf:q4_0": "tinyBLAS_Q0 (x86 AVX, ARM dotprod): activations quantized to Q8_0, per 32-block an int8 dot "
                  "product (vpdpbusd, or vpmaddubsw + vpmaddwd; ARM sdot) then one FP32 FMA with the blocks' scales",
+    # sgemm.cpp's llamafile_sgemm has no BF16 case at this commit (L849-1011: F32, F16, Q8_0, Q4_0, else false), so
+    # BF16 falls to ggml's per-row vec_dot: ggml.c L922-932 type_traits[GGML_TYPE_BF16] .vec_dot = ggml_vec_dot_bf16,
+    # .vec_dot_type = GGML_TYPE_BF16 (the activations converted to BF16, not Q8); ggml_vec_dot_bf16 L1925-1983:
+    # _mm512_dpbf16_ps with AVX512_BF16 (L1934-1944), else both operands widened to FP32 (a 16-bit shift) and
+    # multiplied and added in FP32 (AVX512F L1946-1956, AVX2 L1958-1977)
+    "gguf:bf16": "ggml's per-row vec_dot_bf16 (tinyBLAS has no BF16 kernel): activations converted to BF16, BF16 x "
+                 "BF16 dot products on vdpbf16ps where the CPU has AVX512_BF16, else both widened to FP32 for FP32 "
+                 "multiplies and adds",
 }
 
 
@@ -475,9 +483,11 @@ def llamacpp_cpu_kernel(weights_format: str) -> tuple[str, str]:
     """(what llama.cpp's CPU backend runs for a GGUF type's prefill products, its source). The
     estimate times all of them at the FP32 FMA peak: F16 is FMA-bound; the Q8_0/Q4_0 kernel does an int8 dot and
     one FP32 FMA per 32-block, and its published rate on a Zen 4 (validation XC02/XC03 vs XC01: 118 and 104 vs 112
-    tok/s) is the F16 rate, not a multiple of it, so no int8 peak bounds it there."""
-    what = _LLAMACPP_CPU_KERNEL.get(weights_format, "ggml's per-row vec_dot for the type against Q8_0/Q8_K "
-                                    "activations (int8 dot products; tinyBLAS has no kernel for it)")
+    tok/s) is the F16 rate, not a multiple of it, so no int8 peak bounds it there. BF16 runs ggml's own BF16 dot
+    (vdpbf16ps on AVX512_BF16 CPUs, up to twice the FP32 FMA rate per instruction; no published row measures it, so
+    it is timed at the FP32 peak too)."""
+    what = _LLAMACPP_CPU_KERNEL.get(weights_format, "ggml's per-row vec_dot for the quantized type against "
+                                    "Q8_0/Q8_K activations (int8 dot products; tinyBLAS has no kernel for it)")
     return what, _LLAMACPP_CPU_SOURCE
 
 

@@ -30,7 +30,7 @@ from ..numbers import CONCURRENCY, COUNT, KWH_PRICE, LLAMACPP_GPUS, MACHINE_GPUS
 from ..request.quantities import parse_money
 from ..result import Assumption, Estimate, Notes, merged_assumptions
 from ..specs import InferenceWorkload, ModelSpec, TrainingWorkload
-from ..specs.training import llamacpp_split_gpus, tensor_split_refusal, uneven_machines
+from ..specs.training import check_whole_machines, llamacpp_split_gpus, tensor_split_refusal
 from ..specs.workload import DEFAULT_ATTENTION, INFERENCE_NUMBERS, normalize_engine, prompt_and_output, read_number
 from ..units import format_bytes
 from . import efficiency as E
@@ -100,7 +100,7 @@ SERVING_GPUS_PER_NODE = TrainingWorkload.gpus_per_node
 
 
 def serving_machine_size(instance: Instance | None, gpus_per_node: int | None = None,
-                         count: int | None = None) -> int:
+                         count: int | None = None, count_field: str = "count") -> int:
     """The devices of one machine that ``fit``'s serving layout reads (its tensor-parallel options within a machine,
     the spanning warning): ``gpus_per_node`` where given (``fit --gpus-per-node``; a plan's bare devices over
     ``resources.nodes`` machines), else an instance's own device count, else ``SERVING_GPUS_PER_NODE``: the
@@ -108,17 +108,15 @@ def serving_machine_size(instance: Instance | None, gpus_per_node: int | None = 
     instance's). One rule, so the same machines get one layout however they are named. A ``gpus_per_node`` that
     contradicts the instance's own devices (an instance is one machine of them), or ``count`` devices that do not
     fill whole machines of it (specs/training.py ``uneven_machines``, the rule a plan's ``resources.nodes`` is
-    checked by), is bad input: one line, exit 2."""
+    checked by), is bad input: one line, exit 2, naming ``count_field``, the field the devices were given in."""
     if gpus_per_node is None:
         return instance.device_count if instance is not None and instance.device_count else SERVING_GPUS_PER_NODE
     per_node = int(check_number(gpus_per_node, "gpus_per_node", MACHINE_GPUS))  # numbers.py, one home
     if instance is not None and instance.device_count and per_node != instance.device_count:
         raise FieldError("gpus_per_node", f"gpus_per_node {per_node} contradicts {instance.id}, one machine of "
                          f"{instance.device_count} devices: leave it out or give {instance.device_count}")
-    uneven = uneven_machines(count, per_node=per_node) if count is not None else None
-    if uneven:
-        raise FieldError("gpus_per_node", f"gpus_per_node {per_node}: {uneven}; give a count that is a multiple "
-                         f"of {per_node}, or at most {per_node}", also=("count",))
+    if count is not None:
+        check_whole_machines(count, per_node, count_field)
     return per_node
 
 
@@ -1989,6 +1987,7 @@ def _training_placement(hardware: str | Device | Instance, count: int | None, he
     gpus = training_fields.get("gpus")
     if count is not None and gpus is not None and gpus != count:
         raise InputError(f"count ({count}) and gpus ({gpus}) name different numbers of devices; give one")
+    named = "count" if count is not None else "gpus"  # the field the devices were given in: the one a refusal names
     count = count if count is not None else gpus  # the workload's devices are the target's (one count)
     device, n, target, instance = target_and_count(hardware, count, hardware_files, instances=True)
     hr = check_headroom(headroom)
@@ -1999,9 +1998,9 @@ def _training_placement(hardware: str | Device | Instance, count: int | None, he
         fields.setdefault("gpus", n)
     if instance is not None and n > 1:  # an instance is one machine (hybrid sharding, collectives across machines)
         # (a gpus_per_node given that contradicts it, or machines it does not fill: refused, serving's one rule)
-        fields["gpus_per_node"] = serving_machine_size(instance, fields.get("gpus_per_node"), n)
+        fields["gpus_per_node"] = serving_machine_size(instance, fields.get("gpus_per_node"), n, named)
     elif fields.get("gpus_per_node") is not None:  # bare devices in machines of that size: whole machines, as serving
-        serving_machine_size(None, fields["gpus_per_node"], int(fields.get("gpus") or n))
+        serving_machine_size(None, fields["gpus_per_node"], int(fields.get("gpus") or n), named)
     hardware_decides(device, fields)  # device=, gpu_runtime= are the hardware's (another: one line, not CPU rules)
     for k, v in training_device_fields(device).items():
         fields.setdefault(k, v)

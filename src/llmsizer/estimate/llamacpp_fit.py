@@ -166,16 +166,23 @@ class LlamaCppFit:
         return render_llamacpp_fit(self)
 
 
+def check_gpu_count(gpus: int) -> None:
+    """Refuse an auto-fit over more GPUs than llama.cpp's ``-ts`` names: the flags give one share per GPU, and
+    common/arg.cpp refuses llama_max_devices() = MAX_GPUS + 1 shares or more (numbers.py MAX_GPUS). The one check of
+    ``gpu_free`` (the command line's and the web's count) and ``fit_llamacpp``'s list of free sizes."""
+    if gpus > MAX_GPUS:
+        raise InputError(f"llama.cpp's -ts names at most {MAX_GPUS} GPUs (common/arg.cpp refuses "
+                         f"llama_max_devices() = {MAX_GPUS + 1} shares or more; numbers.py MAX_GPUS), and the "
+                         f"auto-fit gives one per GPU, not {gpus}: give machines of at most {MAX_GPUS} GPUs "
+                         "(--gpus-per-node, --count)")
+
+
 def gpu_free(device: Device, count: int, free: Sequence[int] | None = None, memory: int | None = None) -> list[int]:
     """The free memory of each GPU the auto-fit fills [bytes]: ``free`` as given (one per GPU), else the device's
     memory on each of ``count`` GPUs. The device's memory is ``memory`` when given, else the catalog's; a GPU cannot
     have more free than it has, so a larger ``free`` is refused: a typo, or a larger card than the one named (with
     mixed cards the device named is the largest, whose memory bounds them all)."""
-    if (len(free) if free else count) > MAX_GPUS:  # the flags name one -ts share per GPU
-        raise InputError(f"llama.cpp's -ts names at most {MAX_GPUS} GPUs (common/arg.cpp refuses "
-                         f"llama_max_devices() = {MAX_GPUS + 1} shares or more; numbers.py MAX_GPUS), and the "
-                         f"auto-fit gives one per GPU, not {len(free) if free else count}: give machines of at most "
-                         f"{MAX_GPUS} GPUs (--gpus-per-node, --count)")
+    check_gpu_count(len(free) if free else count)
     usable, _ = usable_memory(device, memory, record=False)
     if not free:
         if usable is None:
@@ -221,6 +228,7 @@ def free_sizes(free: object) -> list[Any]:
     if isinstance(free, (int, float)) and not isinstance(free, bool):
         return [free]
     if isinstance(free, (list, tuple)):
+        check_gpu_count(len(free))
         return list(free)
     raise InputError(f"free: expected the free memory of each GPU, e.g. ['22GiB', '10GiB'] or '22GiB,10GiB' (the "
                      f"command line's --free), got {type(free).__name__}")

@@ -356,6 +356,7 @@ def compose_sglang(ctx: Context) -> None:
         "mem_fraction_static": mfs, "kv_pool_bytes": pool, "max_total_num_tokens": tokens, "kv_tokens": tokens,
         "max_running_requests": max_running, "max_concurrency_at_context": fits_one,
         "admitted_sequences": admitted, "sglang_reserved_mib": parts["reserved_mib"],
+        "runtime_reserve_bytes": reserve,  # the runtime_reserve row's figure: the one the vs-vLLM line names
         "running_cap": max_running, "running_sequences": running_sequences(w, max_running, fits_one),
         "workload_bytes": ctx.wb.total + need.bytes + reserve + context_span(w.gpu_runtime).expected + comm
                           + (mamba[1] if mamba is not None else 0),
@@ -461,7 +462,8 @@ def _compare_vllm(ctx: Context, sglang_tokens: int) -> None:
     measured = sum(i.bytes for i in v.items if i.name in ("activations", "non_torch", "cuda_graphs"))
     ctx.details["engines_differ_because"] = (
         f"SGLang: mem_fraction_static {ctx.details['mem_fraction_static']} x (memory free before loading) - weights "
-        f"= {sglang_tokens:,} tokens, leaving {format_bytes(ctx.details['sglang_reserved_mib'] * MiB)} by its "
-        f"default's rule for activations and CUDA graphs; vLLM: gpu_memory_utilization "
+        f"= {sglang_tokens:,} tokens, leaving (1 - mem_fraction_static) of it, "
+        f"{format_bytes(ctx.details['runtime_reserve_bytes'])} (runtime_reserve), for activations and CUDA graphs; "
+        f"vLLM: gpu_memory_utilization "
         f"{v.details.get('gpu_memory_utilization')} x memory - weights - profiled activations, non-torch and CUDA "
         f"graphs ({format_bytes(measured)}) = {vt:,} tokens")
