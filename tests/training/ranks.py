@@ -115,16 +115,26 @@ def _launch_cases(path: Path, cases: list[dict[str, Any]], ranks: int, local_ran
                    PYTHONPATH=os.pathsep.join([str(path.parent), str(HERE), *sys.path]))
         procs.append(subprocess.Popen([sys.executable, str(HERE / "ranks.py"), json.dumps(spec)],
                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env))
-    try:
-        outs = [p.communicate(timeout=600 * max(1, len(cases))) for p in procs]
+    deadline = time.monotonic() + 600 * len(cases)
+    done: dict[int, tuple[str, str]] = {}
+    try:  # until every rank is done, one has failed (the others would wait in a collective) or the deadline
+        while len(done) < ranks and time.monotonic() < deadline and not any(p.returncode for p in procs):
+            for rank, p in enumerate(procs):
+                if rank not in done:
+                    try:
+                        done[rank] = p.communicate(timeout=1)
+                    except subprocess.TimeoutExpired:
+                        pass
     finally:
-        for p in procs:
-            if p.poll() is None:
+        for rank, p in enumerate(procs):
+            if rank not in done:
                 p.kill()
-                p.communicate()
-    for rank, (p, (_, err)) in enumerate(zip(procs, outs, strict=True)):
-        if p.returncode:
-            raise RuntimeError(f"{path.name} rank {rank} of {ranks} exited with {p.returncode}:\n{err[-4000:]}")
+                done[rank] = p.communicate()
+    outs = [done[rank] for rank in range(ranks)]
+    failed = [f"{path.name} rank {rank} of {ranks} exited with {p.returncode}:\n{err[-3000:]}"
+              for rank, (p, (_, err)) in enumerate(zip(procs, outs, strict=True)) if p.returncode]
+    if failed:  # every failed rank's end: the one that failed by itself and the ones its failure stopped
+        raise RuntimeError("\n".join(failed))
     results: dict[int, str] = {}
     for line in outs[0][0].splitlines():
         if line.startswith(_CASE_MARK):
