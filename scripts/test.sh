@@ -5,4 +5,5 @@ cd "$(dirname "$0")/.."
 ./scripts/setup.sh test
 .venv/bin/python -m ruff check src tests bench
 .venv/bin/python -m mypy
-.venv/bin/python -m pytest "$@"
+# --durations=25: every log names the slowest tests (docs/architecture.md, "A test that runs real ranks")
+.venv/bin/python -m pytest --durations=25 "$@"

@@ -31,10 +31,24 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+# rank 0's result of every case run in this session, by (script, ranks, local_rank_zero, case JSON): a step is
+# deterministic (seed 0, one thread), so a case two tests (or two modules) ask for runs once
+_RESULTS: dict[tuple[str, int, bool, str], str] = {}
+
+
+def _key(script: Path, case: dict[str, Any], ranks: int, local_rank_zero: bool) -> tuple[str, int, bool, str]:
+    return str(script.resolve()), ranks, local_rank_zero, json.dumps(case, sort_keys=True)
+
+
 def run_ranks(script: Path, case: dict[str, Any], ranks: int, *, local_rank_zero: bool = False) -> dict[str, Any]:
     """Run ``script case_json`` once per rank; the last stdout line of rank 0 is its JSON result. ``local_rank_zero``:
     every rank says LOCAL_RANK=0 (DeepSpeed on CPU), else LOCAL_RANK=rank. A rank that fails raises with its rank,
-    exit status and the end of its stderr; the other ranks are then stopped rather than left waiting for it."""
+    exit status and the end of its stderr; the other ranks are then stopped rather than left waiting for it. A case
+    this session has run already (``run_cases`` included) is not run again: its result is returned (a copy)."""
+    key = _key(script, case, ranks, local_rank_zero)
+    if key in _RESULTS:
+        cached: dict[str, Any] = json.loads(_RESULTS[key])
+        return cached
     port = str(_free_port())
     procs = []
     for rank in range(ranks):
@@ -53,8 +67,138 @@ def run_ranks(script: Path, case: dict[str, Any], ranks: int, *, local_rank_zero
     for rank, (p, (_, err)) in enumerate(zip(procs, outs, strict=True)):
         if p.returncode:
             raise RuntimeError(f"{script.name} rank {rank} of {ranks} exited with {p.returncode}:\n{err[-4000:]}")
-    result: dict[str, Any] = json.loads(outs[0][0].strip().splitlines()[-1])
+    line = outs[0][0].strip().splitlines()[-1]
+    _RESULTS[key] = line
+    result: dict[str, Any] = json.loads(line)
     return result
+
+
+def run_cases(script: Path | str, cases: list[dict[str, Any]], ranks: int = 2, *, local_rank_zero: bool = False,
+              preload: tuple[str, ...] = ()) -> list[dict[str, Any]]:
+    """``run_ranks`` of every case of ``cases`` in one launch: rank 0's result of each, in order (cases this session has run already are not run again) (``script``: a path,
+    or a step script's name beside this module). Each rank's process imports torch, transformers, the modeling module
+    of every case's ``config`` model type, the ``preload`` modules and the script once (``_zygote``), then forks one
+    child per case that joins a fresh gloo group on its own port and runs the script's ``main(case)`` exactly as a
+    launch of its own would: the child starts from the parent's state after the imports alone (no model built, no
+    group joined, no torch RNG drawn, one OpenMP thread), and whatever it patches or allocates dies with it. What it
+    saves is the per-launch interpreter start and imports (tens of seconds of CPU for two ranks on a shared 2-core
+    CI machine). A case that fails fails the launch, naming the case."""
+    path = Path(script) if isinstance(script, Path) else HERE / script
+    keys = [_key(path, c, ranks, local_rank_zero) for c in cases]
+    todo = [c for c, k in zip(cases, keys, strict=True) if k not in _RESULTS]
+    if todo:
+        for k, line in zip([_key(path, c, ranks, local_rank_zero) for c in todo],
+                           _launch_cases(path, todo, ranks, local_rank_zero, preload), strict=True):
+            _RESULTS[k] = line
+    return [json.loads(_RESULTS[k]) for k in keys]
+
+
+def _launch_cases(path: Path, cases: list[dict[str, Any]], ranks: int, local_rank_zero: bool,
+                  preload: tuple[str, ...]) -> list[str]:
+    """``run_cases``' one launch: rank 0's result line of each case, in order."""
+    held = [socket.socket() for _ in cases]  # held together: distinct ports, one group per case
+    try:
+        for s in held:
+            s.bind(("127.0.0.1", 0))
+        ports = [int(s.getsockname()[1]) for s in held]
+    finally:
+        for s in held:
+            s.close()
+    models = sorted({c["config"]["model_type"] for c in cases if isinstance(c.get("config"), dict)
+                     and "model_type" in c["config"]})
+    spec = {"script": str(path), "cases": cases, "ports": ports, "preload": [*preload],
+            "models": models}
+    procs = []
+    for rank in range(ranks):
+        env = dict(os.environ, RANK=str(rank), WORLD_SIZE=str(ranks), LOCAL_RANK="0" if local_rank_zero else str(rank),
+                   MASTER_ADDR="127.0.0.1", MASTER_PORT=str(ports[0]), OMP_NUM_THREADS="1",
+                   PYTHONPATH=os.pathsep.join([str(path.parent), str(HERE), *sys.path]))
+        procs.append(subprocess.Popen([sys.executable, str(HERE / "ranks.py"), json.dumps(spec)],
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env))
+    deadline = time.monotonic() + 600 * len(cases)
+    done: dict[int, tuple[str, str]] = {}
+    try:  # until every rank is done, one has failed (the others would wait in a collective) or the deadline
+        while len(done) < ranks and time.monotonic() < deadline and not any(p.returncode for p in procs):
+            for rank, p in enumerate(procs):
+                if rank not in done:
+                    try:
+                        done[rank] = p.communicate(timeout=1)
+                    except subprocess.TimeoutExpired:
+                        pass
+    finally:
+        for rank, p in enumerate(procs):
+            if rank not in done:
+                p.kill()
+                done[rank] = p.communicate()
+    outs = [done[rank] for rank in range(ranks)]
+    failed = [f"{path.name} rank {rank} of {ranks} exited with {p.returncode}:\n{err[-3000:]}"
+              for rank, (p, (_, err)) in enumerate(zip(procs, outs, strict=True)) if p.returncode]
+    if failed:  # every failed rank's end: the one that failed by itself and the ones its failure stopped
+        raise RuntimeError("\n".join(failed))
+    results: dict[int, str] = {}
+    for line in outs[0][0].splitlines():
+        if line.startswith(_CASE_MARK):
+            i, _, body = line[len(_CASE_MARK):].partition(" ")
+            results[int(i)] = body
+    missing = [i for i in range(len(cases)) if i not in results]
+    if missing:
+        raise RuntimeError(f"{path.name}: rank 0 returned no result for cases {missing}:\n{outs[0][1][-4000:]}")
+    return [results[i] for i in range(len(cases))]
+
+
+_CASE_MARK = "LLMSIZER_CASE "
+
+
+def _zygote(spec: dict[str, Any]) -> None:
+    """The rank process of ``run_cases``: import once, then fork a child per case (see there). A child prints its
+    result as one ``LLMSIZER_CASE <index> <json>`` line and leaves as ``leave_ranks`` does; a child that fails ends
+    this rank with its exit status (its traceback is on stderr), and the other ranks' children, waiting for it in a
+    collective, end by the launcher's timeout as a failed ``run_ranks`` launch's would."""
+    import importlib
+    import importlib.util
+    import traceback
+
+    import torch  # noqa: F401  (imported here once, before the forks)
+    import transformers
+
+    for model_type in spec["models"]:  # where transformers' module is named after the type; else it loads in the case
+        try:
+            importlib.import_module(f"transformers.models.{model_type}.modeling_{model_type}")
+        except ModuleNotFoundError:
+            pass
+    for name in spec["preload"]:
+        importlib.import_module(name)
+    del transformers
+    path = Path(spec["script"])
+    loader = importlib.util.spec_from_file_location(path.stem, path)
+    assert loader is not None and loader.loader is not None
+    module = importlib.util.module_from_spec(loader)
+    sys.modules[path.stem] = module
+    loader.loader.exec_module(module)
+    for i, (case, port) in enumerate(zip(spec["cases"], spec["ports"], strict=True)):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                os.environ["MASTER_PORT"] = str(port)
+                result = module.main(case)
+                if result is not None:
+                    print(_CASE_MARK + f"{i} " + json.dumps(result))
+            except BaseException:
+                traceback.print_exc()
+                sys.stdout.flush()
+                sys.stderr.flush()
+                os._exit(1)
+            leave_ranks()
+        _, status = os.waitpid(pid, 0)
+        code = os.waitstatus_to_exitcode(status)
+        if code:
+            print(f"case {i} ({json.dumps(case)[:300]}) exited with {code}", file=sys.stderr)
+            sys.stderr.flush()
+            os._exit(code if code > 0 else 1)
+    sys.stdout.flush()
+    os._exit(0)
 
 
 def run_step(script: str, case: dict[str, Any], ranks: int = 2, *, local_rank_zero: bool = False) -> dict[str, Any]:
@@ -160,3 +304,7 @@ def rank_main(main: Callable[[dict[str, Any]], dict[str, Any] | None]) -> None:
     if result is not None:
         print(json.dumps(result))
     leave_ranks()
+
+
+if __name__ == "__main__":
+    _zygote(json.loads(sys.argv[1]))

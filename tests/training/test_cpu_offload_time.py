@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 from ranks import TINY_LLAMA as LLAMA
-from ranks import run_step
+from ranks import run_cases
 
 from llmsizer.catalog.hardware import builtin_catalog
 from llmsizer.catalog.models import find
@@ -38,14 +38,21 @@ def _assumption(d: Any, name: str) -> Any:
     return next(a.value for a in d.assumptions if a.name == name)
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("reshard", [True, False])
-def test_host_copies_equal_what_fsdp2_copies(reshard: bool) -> None:
+@pytest.fixture(scope="module")
+def offload_steps() -> dict[bool, dict[str, Any]]:
+    """Both real steps (resharded after the forward or not), one launch of two ranks (ranks.py ``run_cases``: one
+    child process per case, forked after the imports)."""
     pytest.importorskip("torch")
     pytest.importorskip("transformers")
+    cases = {reshard: dict(config=LLAMA, batch=2, seq=64, grad_ckpt=True, reshard_after_forward=reshard)
+             for reshard in (True, False)}
+    return dict(zip(cases, run_cases("cpu_offload_step.py", list(cases.values()), 2), strict=True))
 
-    m = run_step("cpu_offload_step.py", dict(config=LLAMA, batch=2, seq=64, grad_ckpt=True,
-                                             reshard_after_forward=reshard), 2)
+
+@pytest.mark.slow
+@pytest.mark.parametrize("reshard", [True, False])
+def test_host_copies_equal_what_fsdp2_copies(reshard: bool, offload_steps: dict[bool, dict[str, Any]]) -> None:
+    m = offload_steps[reshard]
     assert m["grad_on_cpu"] and m["reduces"] == m["forward_all_gathers"] == 7  # 4 layers, embeddings, lm_head, root
     spec = spec_from_config(LLAMA, name="llama-tiny")
     n = count_params(spec).total

@@ -22,7 +22,7 @@ pytest.importorskip("transformers")
 pytest.importorskip("deepspeed")
 
 from ranks import TINY_LLAMA as LLAMA
-from ranks import run_step  # noqa: E402
+from ranks import run_cases, run_step  # noqa: E402
 
 from llmsizer.estimate.training import estimate_training  # noqa: E402
 from llmsizer.formulas.deepspeed_zero import REDUCE_BUCKET_SIZE, ipg_bucket_bytes  # noqa: E402
@@ -38,13 +38,39 @@ def _run(case: dict[str, Any], ranks: int = 1) -> dict[str, Any]:
     return run_step("deepspeed_step.py", case, ranks, local_rank_zero=True)
 
 
+# the live-window case (test_prefetch_keeps_max_live_parameters_gathered) and the persistence threshold's
+# (test_persistent_parameters_stay_whole_on_every_rank)
+PREFETCH_CONFIG = dict(LLAMA, hidden_size=512, intermediate_size=1024, num_hidden_layers=8, num_attention_heads=8,
+                       num_key_value_heads=8)
+LIVE = (4_000_000, 8_000_000)
+
+
+def _prefetch_case(live: int) -> dict[str, Any]:
+    zero = {"stage3_max_live_parameters": live, "stage3_prefetch_bucket_size": 500_000,
+            "stage3_max_reuse_distance": 100_000, "reduce_bucket_size": 1_000_000}
+    return dict(config=PREFETCH_CONFIG, batch=1, seq=32, steps=3, freeze_base=True, zero=zero)
+
+
+SMALL_BUCKET = dict(CASE, zero={"reduce_bucket_size": 1_000_000})
+NOT_PERSISTENT = dict(CASE, zero={"reduce_bucket_size": 1_000_000, "stage3_param_persistence_threshold": 0})
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _steps() -> None:
+    """This module's real steps, one launch per number of ranks (ranks.py ``run_cases``: one child process per case,
+    forked after the imports); each test's ``_run`` then reads its case's result."""
+    run_cases("deepspeed_step.py", [CASE, SMALL_BUCKET], 1, local_rank_zero=True, preload=("deepspeed",))
+    run_cases("deepspeed_step.py", [CASE, *map(_prefetch_case, LIVE), SMALL_BUCKET, NOT_PERSISTENT], 2,
+              local_rank_zero=True, preload=("deepspeed",))
+
+
 @pytest.fixture(scope="module")
 def one_rank() -> dict[str, Any]:
     return _run(CASE)
 
 
 def test_ipg_bucket_is_reduce_bucket_size_elements_of_the_gradient_dtype(one_rank: dict[str, Any]) -> None:
-    small = _run(dict(CASE, zero={"reduce_bucket_size": 1_000_000}))
+    small = _run(SMALL_BUCKET)
     delta = one_rank["init_bytes"] - small["init_bytes"]
     expected = ipg_bucket_bytes(2) - ipg_bucket_bytes(2, 1_000_000)
     print(f"\nIPG bucket: measured difference {delta / MiB:.1f} MiB, predicted {expected / MiB:.1f} MiB")
@@ -97,15 +123,10 @@ def test_prefetch_keeps_max_live_parameters_gathered() -> None:
     with a window of 8e6 elements minus that with 4e6 is 4e6 elements x 2 B gathered beyond the rank's partition."""
     from llmsizer.formulas.deepspeed_zero import live_window_elements
 
-    config = dict(LLAMA, hidden_size=512, intermediate_size=1024, num_hidden_layers=8, num_attention_heads=8,
-                  num_key_value_heads=8)
     units = [2000 * 512] + [4 * 512 * 512 + 3 * 512 * 1024 + 2 * 512] * 8 + [2000 * 512 + 512]
     peaks, windows = {}, {}
-    for live in (4_000_000, 8_000_000):
-        zero = {"stage3_max_live_parameters": live, "stage3_prefetch_bucket_size": 500_000,
-                "stage3_max_reuse_distance": 100_000, "reduce_bucket_size": 1_000_000}
-        peaks[live] = _run(dict(config=config, batch=1, seq=32, steps=3, freeze_base=True, zero=zero),
-                           ranks=2)["fb_peak_bytes"]
+    for live in LIVE:
+        peaks[live] = _run(_prefetch_case(live), ranks=2)["fb_peak_bytes"]
         windows[live] = live_window_elements(units, True, max_live=live)[0]
     measured = peaks[8_000_000] - peaks[4_000_000]
     predicted = (windows[8_000_000] - windows[4_000_000]) * 2
@@ -118,10 +139,8 @@ def test_persistent_parameters_stay_whole_on_every_rank() -> None:
     beside their partitions: in the tiny Llama (hidden 256) the norms, q/k/v/o (256 x 256, 128 x 256) persist, the
     MLP (512 x 256), embedding and lm_head do not. The difference in live bytes after the step between the default
     threshold and 0 equals the estimate's persistent_params, which reads the same rule as the collective volume."""
-    base = dict(CASE, zero={"reduce_bucket_size": 1_000_000})
-    kept = _run(base, ranks=2)["end_bytes"]
-    none = _run(dict(base, zero={"reduce_bucket_size": 1_000_000, "stage3_param_persistence_threshold": 0}),
-                ranks=2)["end_bytes"]
+    kept = _run(SMALL_BUCKET, ranks=2)["end_bytes"]
+    none = _run(NOT_PERSISTENT, ranks=2)["end_bytes"]
     spec = spec_from_config(LLAMA, name="llama-tiny")
     est = estimate_training(spec, gpus=2, **FIELDS)
     predicted = next(i.bytes for i in est.items if i.name == "persistent_params")

@@ -29,7 +29,7 @@ pytest.importorskip("transformers")
 pytest.importorskip("deepspeed")
 
 from ranks import TINY_LLAMA as LLAMA  # noqa: E402
-from ranks import run_step  # noqa: E402
+from ranks import run_cases  # noqa: E402
 
 from llmsizer.estimate.training.compose import training_context  # noqa: E402
 from llmsizer.estimate.training.gather_units import deepspeed_zero3_uses  # noqa: E402
@@ -86,10 +86,23 @@ def _predicted(case: dict[str, Any]) -> dict[str, int]:
             "backward reduce_scatter": v.reduced * grad, "step all_gather": v.persistent}
 
 
+def _case(name: str) -> dict[str, Any]:
+    return dict(CASES[name], batch=1, seq=32, steps=3)
+
+
+@pytest.fixture(scope="module")
+def steps() -> dict[str, dict[str, Any]]:
+    """Every case's three steps, one launch of two ranks (ranks.py ``run_cases``: one child process per case, forked
+    after the imports)."""
+    runs = run_cases("deepspeed_volume_step.py", [_case(n) for n in CASES], 2, local_rank_zero=True,
+                     preload=("deepspeed", "peft"))
+    return dict(zip(CASES, runs, strict=True))
+
+
 @pytest.mark.parametrize("name", list(CASES))
-def test_zero3_collective_bytes_equal_deepspeeds(name: str) -> None:
-    case = dict(CASES[name], batch=1, seq=32, steps=3)
-    last = run_step("deepspeed_volume_step.py", case, 2, local_rank_zero=True)["steps"][-1]
+def test_zero3_collective_bytes_equal_deepspeeds(name: str, steps: dict[str, dict[str, Any]]) -> None:
+    case = _case(name)
+    last = steps[name]["steps"][-1]
     measured = {f"{phase} {op}": nbytes for phase, ops in last.items() for op, nbytes in ops.items()
                 if (phase, op) != ("step", "all_reduce")}
     assert last["step"].get("all_reduce", 0) <= 8

@@ -20,7 +20,7 @@ pytest.importorskip("torch")
 pytest.importorskip("transformers")
 pytest.importorskip("peft")
 
-from ranks import TINY_LLAMA, run_step  # noqa: E402
+from ranks import TINY_LLAMA, run_cases  # noqa: E402
 
 from llmsizer.estimate.training import estimate_training  # noqa: E402
 from llmsizer.readers.hf_config import spec_from_config  # noqa: E402
@@ -28,11 +28,34 @@ from llmsizer.readers.hf_config import spec_from_config  # noqa: E402
 pytestmark = pytest.mark.slow
 
 LLAMA = dict(TINY_LLAMA, num_hidden_layers=3)
+ROOT_CONFIG = dict(LLAMA, vocab_size=16000)
+# every test's real step: name -> (step script, case)
+STEPS: dict[str, tuple[str, dict[str, Any]]] = {
+    "lora-flat": ("fsdp1_step.py", dict(config=LLAMA, batch=2, seq=128, lora=dict(r=8, targets=["q_proj", "v_proj"]))),
+    "no-sync": ("fsdp1_step.py", dict(config=LLAMA, batch=2, seq=128, no_sync=True)),
+    "root-peak": ("fsdp1_step.py", dict(config=ROOT_CONFIG, batch=1, seq=64, root_peak=True)),
+    **{f"apart-{ckpt}-{accumulate}": ("fsdp1_lora_step.py",
+                                      dict(config=LLAMA, batch=2, seq=128, lora=dict(r=8, targets=["q_proj", "v_proj"]),
+                                           grad_ckpt=ckpt, accumulate=accumulate))
+       for ckpt, accumulate in [(False, 1), (True, 2)]},
+    **{f"full-{ckpt}": ("fsdp1_lora_step.py", dict(config=LLAMA, batch=2, seq=128, grad_ckpt=ckpt))
+       for ckpt in [False, True]},
+}
 
 
-def test_fsdp1_lora_flat_gradients() -> None:
-    case: dict[str, Any] = dict(config=LLAMA, batch=2, seq=128, lora=dict(r=8, targets=["q_proj", "v_proj"]))
-    m = run_step("fsdp1_step.py", case, 2)
+@pytest.fixture(scope="module")
+def steps() -> dict[str, dict[str, Any]]:
+    """Every test's real step, one launch of two ranks per step script (ranks.py ``run_cases``: one child process
+    per case, forked after the imports)."""
+    out: dict[str, dict[str, Any]] = {}
+    for script in sorted({s for s, _ in STEPS.values()}):
+        names = [n for n, (s, _) in STEPS.items() if s == script]
+        out.update(zip(names, run_cases(script, [STEPS[n][1] for n in names], 2, preload=("peft",)), strict=True))
+    return out
+
+
+def test_fsdp1_lora_flat_gradients(steps: dict[str, dict[str, Any]]) -> None:
+    m = steps["lora-flat"]
     spec = spec_from_config(LLAMA, name="llama-tiny")
     common = dict(method="lora", rank=8, targets="q,v", base_dtype="bf16", adapter_dtype="bf16", precision="bf16",
                   micro_batch=2, seq_len=128, gpus=2, fsdp="full")
@@ -47,13 +70,12 @@ def test_fsdp1_lora_flat_gradients() -> None:
     assert abs(v2 - meas) / meas > 0.5
 
 
-def test_fsdp1_no_sync_unsharded_gradients() -> None:
+def test_fsdp1_no_sync_unsharded_gradients(steps: dict[str, dict[str, Any]]) -> None:
     """Eq. (N1): a full fine-tune's micro-batch under FSDP1 ``no_sync()`` leaves every unit's unsharded flat gradient
     (torch ``_runtime_utils.py`` lines 742-746), as litgpt's full.py accumulates under Fabric's no_backward_sync.
     ``grad_sync='optimizer-step'`` with ``fsdp_version=1`` must hold that within 2%; without it, the sharded
     gradients (half of it over two ranks) must miss by far."""
-    case: dict[str, Any] = dict(config=LLAMA, batch=2, seq=128, no_sync=True)
-    m = run_step("fsdp1_step.py", case, 2)
+    m = steps["no-sync"]
     spec = spec_from_config(LLAMA, name="llama-tiny")
     common = dict(method="full", precision="bf16", micro_batch=2, seq_len=128, gpus=2, fsdp="full",
                   fsdp_version=1, grad_accumulation=2)
@@ -68,16 +90,14 @@ def test_fsdp1_no_sync_unsharded_gradients() -> None:
     assert abs(synced - meas) / meas > 0.4
 
 
-def test_fsdp1_root_gradient_assembly() -> None:
+def test_fsdp1_root_gradient_assembly(steps: dict[str, dict[str, Any]]) -> None:
     """Eq. (N2): at the end of an FSDP1 full fine-tune's backward a rank holds the root unit's view gradients (the
     lm_head's since the loss backward, the embedding's) and their concatenation into the flat gradient. Measured:
     the peak of an accumulating micro-batch above the bytes held before it (parameters, unsharded gradients), a
     Llama-shaped model with a large vocabulary so that the root dominates; llmsizer's backward-end transient must
     agree within 8% (the rest is the loss chain's own small tensors)."""
-    config = dict(LLAMA, vocab_size=16000)
-    case: dict[str, Any] = dict(config=config, batch=1, seq=64, root_peak=True)
-    m = run_step("fsdp1_step.py", case, 2)
-    spec = spec_from_config(config, name="llama-tiny-16k")
+    m = steps["root-peak"]
+    spec = spec_from_config(ROOT_CONFIG, name="llama-tiny-16k")
     est = estimate_training(spec, method="full", precision="bf16", micro_batch=1, seq_len=64, gpus=2, fsdp="full",
                             fsdp_version=1, grad_accumulation=2, grad_sync="optimizer-step")
     assert est.details["peak_phase"] == "backward end"
@@ -97,15 +117,13 @@ TORCHTUNE_LORA = dict(method="lora", rank=8, targets="q,v", base_dtype="bf16", a
 
 
 @pytest.mark.parametrize("ckpt, accumulate", [(False, 1), (True, 2)])
-def test_fsdp1_lora_adapters_apart(ckpt: bool, accumulate: int) -> None:
+def test_fsdp1_lora_adapters_apart(ckpt: bool, accumulate: int, steps: dict[str, dict[str, Any]]) -> None:
     """Eqs. (W1), (W2) against a real FSDP1 LoRA step wrapped as torchtune's recipe wrapped it (``fsdp1_lora_step.py``):
     the frozen layer units get no gradient (the sharded flat gradients are the adapters' exactly), the root unit stays
     unsharded through the step and one block is unsharded at a time; the step's peak (CPU allocator, every
     allocation) within 3 %. The adapters-in-their-layer model ('with-layers', llmsizer's FSDP1 LoRA before) must
     miss the gradients by far, and the two-largest-units model (what FSDP1 got before) the root at the loss."""
-    case: dict[str, Any] = dict(config=LLAMA, batch=2, seq=128, lora=dict(r=8, targets=["q_proj", "v_proj"]),
-                                grad_ckpt=ckpt, accumulate=accumulate)
-    m = run_step("fsdp1_lora_step.py", case, 2)
+    m = steps[f"apart-{ckpt}-{accumulate}"]
     spec = spec_from_config(LLAMA, name="llama-tiny")
     fields = dict(TORCHTUNE_LORA, grad_checkpointing="full" if ckpt else "none", grad_accumulation=accumulate)
     est = estimate_training(spec, **fields)
@@ -155,7 +173,7 @@ TORCHTUNE_FULL = dict(method="full", precision="bf16", micro_batch=2, seq_len=12
 
 
 @pytest.mark.parametrize("ckpt", [False, True])
-def test_fsdp1_full_units(ckpt: bool) -> None:
+def test_fsdp1_full_units(ckpt: bool, steps: dict[str, dict[str, Any]]) -> None:
     """Eq. (W3) against a real FSDP1 full fine-tuning step wrapped as torchtune's recipe wrapped it
     (``fsdp1_lora_step.py`` without ``lora``): the root unit unsharded from its forward to the end of the backward,
     every block resharded after its forward, and each block's backward with the block below it prefetched
@@ -165,8 +183,7 @@ def test_fsdp1_full_units(ckpt: bool) -> None:
     backward (W2's one block misses). The moment is FSDP's state at its all-gathers and at the loss backward, not the
     allocator's highest stretch, which a reduce-scatter's free on gloo's thread moves (``fsdp1_lora_step.py``).
     Without checkpointing the step's peak above the bytes held before it within 1 %."""
-    case: dict[str, Any] = dict(config=LLAMA, batch=2, seq=128, grad_ckpt=ckpt)
-    m = run_step("fsdp1_lora_step.py", case, 2)
+    m = steps[f"full-{ckpt}"]
     spec = spec_from_config(LLAMA, name="llama-tiny")
     est = estimate_training(spec, **dict(TORCHTUNE_FULL, grad_checkpointing="full" if ckpt else "none"))
     assert m["units"] == {"trained": 1 + LLAMA["num_hidden_layers"], "frozen": 0}

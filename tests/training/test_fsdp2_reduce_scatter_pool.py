@@ -30,7 +30,7 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from ranks import TINY_LLAMA, run_ranks  # noqa: E402
+from ranks import TINY_LLAMA, run_cases, run_ranks  # noqa: E402
 
 from llmsizer.estimate.allocator import fsdp2_reduce_scatter_outputs  # noqa: E402
 from llmsizer.estimate.inference.common import Acc  # noqa: E402
@@ -45,6 +45,21 @@ pytestmark = pytest.mark.slow
 
 HERE = Path(__file__).resolve().parent
 LLAMA = TINY_LLAMA
+STEP = HERE / "fsdp_rs_output_step.py"
+PLAIN = dict(config=LLAMA, batch=2, seq=64)
+ROOT_RESHARD = {"torchtitan": None, "torchtitan-resharded": True, "torchtune": False}
+UNITS = {units: dict(PLAIN, loss_outside=True, last_kept=units != "torchtune", root_reshard=root_reshard)
+         for units, root_reshard in ROOT_RESHARD.items()}
+LORA_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+LORA_UNITS = dict(PLAIN, loss_outside=True, root_reshard=False, lora=dict(r=8, targets=LORA_TARGETS))
+PIPELINE = dict(PLAIN, loss_outside=True, pipeline=True, accumulate=2)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _steps() -> None:
+    """This module's real steps in one launch of two ranks (ranks.py ``run_cases``: one child process per case,
+    forked after the imports); each test's ``run_ranks`` then reads its case's result."""
+    run_cases(STEP, [PLAIN, *UNITS.values(), LORA_UNITS, PIPELINE], 2, preload=("peft",))
 
 
 def context(fields: dict[str, Any]) -> tuple[Any, Any]:
@@ -61,7 +76,7 @@ def predicted_blocks(fields: dict[str, Any]) -> tuple[int, ...]:
 
 
 def test_reduce_scatter_outputs_per_unit() -> None:
-    m = run_ranks(HERE / "fsdp_rs_output_step.py", dict(config=LLAMA, batch=2, seq=64), 2)
+    m = run_ranks(STEP, PLAIN, 2)
     pred = sorted(predicted_blocks({}))
     print(f"\nmeasured storages behind the sharded gradients {m['storage_bytes']} B ({m['views']} of {m['params']} "
           f"gradients are views; alive after zero_grad: {m['alive_after_zero_grad']}); llmsizer {pred} B")
@@ -104,9 +119,7 @@ def test_torchtitan_units(units: str) -> None:
     the root given reshard_after_forward=False) with the loss outside the model: the unsharded bytes at each
     copy-out and at the loss backward (eqs. U1-U4) and the copy-in stream's flat outputs in order
     (``copy_in_events``)."""
-    root_reshard = {"torchtitan": None, "torchtitan-resharded": True, "torchtune": False}[units]
-    m = run_ranks(HERE / "fsdp_rs_output_step.py", dict(config=LLAMA, batch=2, seq=64, loss_outside=True,
-                                                       last_kept=units != "torchtune", root_reshard=root_reshard), 2)
+    m = run_ranks(STEP, UNITS[units], 2)
     ctx, st = context({"fsdp2_units": units})
     traced = fsdp_traced_units(ctx, st)
     assert traced is not None
@@ -131,10 +144,8 @@ def test_torchtune_units_gather_the_lora_adapters_with_their_block() -> None:
     parameters of the block's FSDP2 unit and are all-gathered with it: the unsharded bytes at each copy-out, at the
     loss backward and the copy-in stream's flat buffers, with rank-8 adapters on every linear injected by PEFT (only
     they train), equal llmsizer's traced units (formulas/fsdp2_units.py) for LoRA r8 on all linears."""
-    targets = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
-    m = run_ranks(HERE / "fsdp_rs_output_step.py", dict(config=LLAMA, batch=2, seq=64, loss_outside=True,
-                                                       root_reshard=False, lora=dict(r=8, targets=targets)), 2)
-    ctx, st = context({"fsdp2_units": "torchtune", "method": "lora", "rank": 8, "targets": ",".join(targets)})
+    m = run_ranks(STEP, LORA_UNITS, 2)
+    ctx, st = context({"fsdp2_units": "torchtune", "method": "lora", "rank": 8, "targets": ",".join(LORA_TARGETS)})
     traced = fsdp_traced_units(ctx, st)
     assert traced is not None
     root, blocks = traced
@@ -152,8 +163,7 @@ def test_pipeline_stage_gathers_each_unit_once() -> None:
     micro-batches: each unit is all-gathered once, in the first micro-batch's forward, root first, the previous
     output alive while the next is made; nothing in the backward or the second micro-batch (``copy_in_events`` with
     ``backward_gathers=False``, what the estimate's copy-in pool replays under PP)."""
-    m = run_ranks(HERE / "fsdp_rs_output_step.py", dict(config=LLAMA, batch=2, seq=64, loss_outside=True,
-                                                       pipeline=True, accumulate=2), 2)
+    m = run_ranks(STEP, PIPELINE, 2)
     ctx, st = context({"fsdp2_units": "torchtitan"})  # the whole model as one stage: the same units
     traced = fsdp_traced_units(ctx, st)
     assert traced is not None

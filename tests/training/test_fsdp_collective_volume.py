@@ -30,7 +30,7 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from ranks import TINY_LLAMA, run_step  # noqa: E402
+from ranks import TINY_LLAMA, run_cases  # noqa: E402
 from test_deepspeed_zero3_volume import HYBRID  # noqa: E402
 
 from llmsizer.catalog.hardware import builtin_catalog  # noqa: E402
@@ -101,14 +101,27 @@ def payloads(calls: list[list[Any]]) -> dict[str, int]:
     return out
 
 
+@pytest.fixture(scope="module")
+def steps() -> dict[str, dict[str, Any]]:
+    """Every case's real step, one launch of two ranks per step script (ranks.py ``run_cases``: one child process per
+    case, forked after the imports)."""
+    out: dict[str, dict[str, Any]] = {}
+    for script in sorted({s for s, _, _ in CASES.values()}):
+        names = [n for n, (s, _, f) in CASES.items() if s == script and (HAS_TORCHAO or not f.get("float8"))]
+        runs = run_cases(script, [dict(dict(config=TINY_LLAMA, batch=2, seq=64), **CASES[n][1]) for n in names], N,
+                         preload=("peft",))
+        out.update(zip(names, runs, strict=True))
+    return out
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name", list(CASES))
-def test_step_time_collectives_carry_what_torch_sends(name: str) -> None:
+def test_step_time_collectives_carry_what_torch_sends(name: str, steps: dict[str, dict[str, Any]]) -> None:
     """The duration's FSDP payloads and its bytes per device equal the collectives' of a real step."""
     script, case, fields = CASES[name]
     if fields.get("float8") and not HAS_TORCHAO:
         pytest.skip("torchao is not installed")
-    m = run_step(script, dict(dict(config=TINY_LLAMA, batch=2, seq=64), **case), N)
+    m = steps[name]
     measured = payloads(m["collectives"])
     d = duration(fields, case.get("config", TINY_LLAMA))
     predicted = volume(d)

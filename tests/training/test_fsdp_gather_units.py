@@ -25,7 +25,7 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from ranks import TINY_LLAMA, run_step  # noqa: E402
+from ranks import TINY_LLAMA, run_cases, run_step  # noqa: E402
 
 from llmsizer.estimate.inference.common import Acc  # noqa: E402
 from llmsizer.estimate.training import estimate_training  # noqa: E402
@@ -62,12 +62,21 @@ CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
 }
 
 
+@pytest.fixture(scope="module")
+def fsdp2_steps() -> dict[str, dict[str, Any]]:
+    """Every FSDP2 case's real step, one launch of two ranks (ranks.py ``run_cases``: one child process per case,
+    forked after the imports)."""
+    runs = run_cases("fsdp_rs_output_step.py", [dict(config=LLAMA, batch=2, seq=64, **case) for case, _ in
+                                                 CASES.values()], 2, preload=("peft",))
+    return dict(zip(CASES, runs, strict=True))
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name", list(CASES))
-def test_fsdp2_all_gather_outputs(name: str) -> None:
+def test_fsdp2_all_gather_outputs(name: str, fsdp2_steps: dict[str, dict[str, Any]]) -> None:
     """Each FSDP2 unit's all-gather output in the forward (root, then the blocks) equals ``fsdp_gather_units``."""
     case, fields = CASES[name]
-    m = run_step("fsdp_rs_output_step.py", dict(config=LLAMA, batch=2, seq=64, **case), 2)
+    m = fsdp2_steps[name]
     measured = [n for p, n, _ in m["all_gathers"] if p == "forward"]
     u = units(fields)
     print(f"\n{name}: all-gather outputs {measured} B; llmsizer root {u.root} B, blocks {list(u.blocks)}")

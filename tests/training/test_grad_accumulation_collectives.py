@@ -22,7 +22,7 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from ranks import run_ranks  # noqa: E402
+from ranks import run_cases, run_ranks  # noqa: E402
 
 from llmsizer.estimate.duration import grad_sync_of, reduced_grad_bytes, sharding_mode  # noqa: E402
 from llmsizer.formulas.training_time import data_parallel_comm  # noqa: E402
@@ -37,9 +37,21 @@ SCALAR = 64  # bytes: loss-scale / overflow flags and norms DeepSpeed all-reduce
 RING = {"all_reduce": 2 * (N - 1) / N, "all_gather_into_tensor": (N - 1) / N}
 
 
+def _case(mode: str) -> dict[str, Any]:
+    return dict(config=LLAMA, batch=1, seq=32, micro_steps=K, mode=mode)
+
+
 def _run(mode: str) -> dict[str, Any]:
-    case = dict(config=LLAMA, batch=1, seq=32, micro_steps=K, mode=mode)
-    return run_ranks(HERE / "collectives_step.py", case, N, local_rank_zero=mode.startswith("zero"))
+    return run_ranks(HERE / "collectives_step.py", _case(mode), N, local_rank_zero=mode.startswith("zero"))
+
+
+@pytest.fixture(scope="module")
+def _zero_steps() -> None:
+    """Both ZeRO stages' real steps in one launch (ranks.py ``run_cases``: one child process per case, forked after
+    the imports); each test's ``_run`` then reads its case's result."""
+    pytest.importorskip("deepspeed")
+    run_cases(HERE / "collectives_step.py", [_case("zero1"), _case("zero2")], N, local_rank_zero=True,
+              preload=("deepspeed",))
 
 
 def _sent(calls: list[list[Any]], phases: set[Any]) -> float:
@@ -68,6 +80,7 @@ def test_ddp_plain_loop_and_no_sync() -> None:
     assert _sent(runs["ddp-no-sync"], {0, 1}) == 0
 
 
+@pytest.mark.usefixtures("_zero_steps")
 @pytest.mark.parametrize("stage", [1, 2])
 def test_deepspeed_zero_1_and_2(stage: int) -> None:
     pytest.importorskip("deepspeed")
