@@ -140,3 +140,17 @@ def test_a_budget_without_kwh_price_does_not_reject_the_machine(machine: Path, t
         rec = _json("recommend", *ASK, *hourly, "--hardware-file", str(machine), "--kwh-price", "0.3")
         gpu = [o for o in rec["rejected"] if o["target"] == GPU]
         assert gpu and "$0.21/h exceeds" in gpu[0]["reasons"][0], gpu
+
+
+def test_the_cpu_advice_does_not_send_the_user_from_their_own_gpu_to_a_rented_cpu(machine: Path) -> None:
+    """probe18 D5: with the user's own H100 chosen (it meets every constraint), the CPU-or-GPU advice said "CPU is
+    enough" and pointed at a cloud CPU at $11.13/h with a 3.5 min TTFT, because the unpriced owned GPU compared as
+    infinitely expensive. The advice must agree with the chosen line: the user's own GPU, not a CPU to rent."""
+    rec = _json("recommend", "llama-3.1-70b", "--context", "8k", "--gpus-per-node", "4",
+                "--hardware-file", str(machine))
+    assert rec["chosen"]["target"] == GPU and rec["chosen"]["ownership"] == "your hardware"
+    cpus = [o for o in rec["options"] if o["status"] == "meets" and o["device_kind"] == "cpu" and o["ownership"] != "your hardware"]
+    assert cpus, "a CPU option meets the floor here, which is what made the advice wrong"
+    advice = " ".join(rec["advice"])
+    assert "CPU is enough" not in advice and advice.startswith("Use a GPU")
+    assert "(detected)" in advice
