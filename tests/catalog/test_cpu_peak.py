@@ -153,6 +153,15 @@ def test_amx_bf16_width_by_hand_and_one_clock_for_both_peaks(tmp_path: Path) -> 
     d = load_catalog([f]).device("intel-xeon-platinum-8488c")
     assert d.peak_flops("fp32")[0] == pytest.approx(48 * 2.0e9 * 64)
     assert d.peak_flops("bf16")[0] == pytest.approx(48 * 2.0e9 * 1024)
+    # a row whose own ISA says no AMX (a VM whose hypervisor masks it) gets no AMX peak from its micro-architecture,
+    # only the FP32 vector one (review22 D2: 8 x 3 GHz golden-cove-server with amx false was timed at 24.6 bf16)
+    g = tmp_path / "noamx.json"
+    g.write_text(json.dumps({"devices": [{"id": "my", "name": "m", "kind": "cpu", "memory": "64GiB",
+                                          "memory_bandwidth": "80GB/s", "cores": "8 cores", "clock": "3 GHz",
+                                          "microarchitecture": "golden-cove-server", "isa": {"amx": False}}]}))
+    masked = load_catalog([g]).device("my")
+    assert masked.peak_flops("fp32") == (pytest.approx(8 * 3e9 * 64), "fp32")
+    assert "bf16" not in masked.flops
 
 
 def test_a_hardware_file_cpu_gets_the_mechanism_and_a_stated_fp32_wins(tmp_path: Path) -> None:
@@ -172,7 +181,8 @@ def test_a_hardware_file_cpu_gets_the_mechanism_and_a_stated_fp32_wins(tmp_path:
 
 
 @pytest.mark.parametrize("clock,ok", [("5000", False), (5000, False), ("3.0", False), ("50 GHz", False),
-                                      ("50 MHz", False), ("5000 MHz", True)])
+                                      ("50 MHz", False), ({"value": "x"}, False), ([1, 2], False), (True, False),
+                                      ("5000 MHz", True)])
 def test_a_clock_needs_its_unit_and_a_cpu_range(tmp_path: Path, clock: object, ok: bool) -> None:
     """review21 D7: lscpu's 'CPU max MHz: 5000' written as a bare "5000" was read as 5,000 GHz (8 Zen 4 cores: 1.28
     PFLOP/s, rc 0). A clock without a unit, and one outside 0.1-10 GHz, is one line naming the field, exit 2, through
@@ -190,7 +200,7 @@ def test_a_clock_needs_its_unit_and_a_cpu_range(tmp_path: Path, clock: object, o
         assert load_catalog([f]).device("my").peak_flops("fp32")[0] == pytest.approx(8 * 5.0e9 * 32)
         return
     assert code == 2 and len(err.strip().splitlines()) == 1, err
-    assert "devices[my].clock" in err and ("unit" in err or "0.1 to 10 GHz" in err), err
+    assert "devices[my].clock" in err and ("unit" in err or "0.1 to 10 GHz" in err or "not a number" in err), err
 
 
 def test_llamacpp_cpu_prefill_names_its_kernel_and_runs_at_the_fp32_peak() -> None:

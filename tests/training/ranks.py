@@ -6,8 +6,10 @@ llmsizer, and torch and transformers only inside a rank."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -113,8 +115,11 @@ def _launch_cases(path: Path, cases: list[dict[str, Any]], ranks: int, local_ran
         env = dict(os.environ, RANK=str(rank), WORLD_SIZE=str(ranks), LOCAL_RANK="0" if local_rank_zero else str(rank),
                    MASTER_ADDR="127.0.0.1", MASTER_PORT=str(ports[0]), OMP_NUM_THREADS="1",
                    PYTHONPATH=os.pathsep.join([str(path.parent), str(HERE), *sys.path]))
+        # each rank in its own process group, so a kill reaches the case it forked too (the case holds the pipes:
+        # killing the rank alone left communicate() waiting on an orphaned, possibly hung case; review22 D1)
         procs.append(subprocess.Popen([sys.executable, str(HERE / "ranks.py"), json.dumps(spec)],
-                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env))
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                                      start_new_session=True))
     deadline = time.monotonic() + 600 * len(cases)
     done: dict[int, tuple[str, str]] = {}
     try:  # until every rank is done, one has failed (the others would wait in a collective) or the deadline
@@ -128,7 +133,8 @@ def _launch_cases(path: Path, cases: list[dict[str, Any]], ranks: int, local_ran
     finally:
         for rank, p in enumerate(procs):
             if rank not in done:
-                p.kill()
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(p.pid, signal.SIGKILL)  # the rank and the case it forked
                 done[rank] = p.communicate()
     outs = [done[rank] for rank in range(ranks)]
     failed = [f"{path.name} rank {rank} of {ranks} exited with {p.returncode}:\n{err[-3000:]}"
@@ -182,7 +188,9 @@ def _zygote(spec: dict[str, Any]) -> None:
         if pid == 0:
             try:
                 os.environ["MASTER_PORT"] = str(port)
+                signal.alarm(600)  # a hung case dies by SIGALRM in 600 s, its rank then names it (review22 D1)
                 result = module.main(case)
+                signal.alarm(0)
                 if result is not None:
                     print(_CASE_MARK + f"{i} " + json.dumps(result))
             except BaseException:

@@ -508,7 +508,9 @@ def _parse_value(raw: Any, quantity: str, where: str, ctx: _Ctx) -> tuple[Value 
 def _convert(v: Any, unit: str | None, quantity: str, where: str, ctx: _Ctx, src: str, date: str, kind: str,
              derived: str, note: str, confidence: str, extra: tuple[tuple[str, Any], ...]) -> Value:
     table = UNIT_TABLES[quantity]
-    if quantity == "frequency" and not unit and not isinstance(v, bool):  # 5000 (lscpu's MHz) is no 5000 GHz
+    if quantity == "frequency" and (isinstance(v, (bool, list)) or not isinstance(v, (int, float, str))):
+        raise ctx.fail(where, f"value {v!r}: a clock is one number with its unit, e.g. '3.7 GHz' ({', '.join(table)})")
+    if quantity == "frequency" and not unit and isinstance(v, (int, float)):  # 5000 (lscpu's MHz) is no 5000 GHz
         raise ctx.fail(where, f"{v:g} has no unit: give one, e.g. '{v:g} MHz' or '3.7 GHz' ({', '.join(table)})")
     unit = unit or _DEFAULT_UNIT[quantity]
     if quantity == "count" and unit not in table:
@@ -634,7 +636,11 @@ def _cpu_peaks(raw: dict[str, Any], uarch: str, cores: Value | None, clock: Valu
         out["fp32"] = fp32
     amx = table[uarch].get("amx_bf16")
     width = cpu_amx_bf16_flop_per_cycle(uarch)
-    if amx is not None and width is not None and "bf16" not in stated:
+    flag = (raw.get("isa") or {}).get("amx") if isinstance(raw.get("isa"), dict) else None
+    flag = flag.get("value") if isinstance(flag, dict) else flag
+    # a row whose own ISA says no AMX (a VM whose hypervisor masks it: lscpu shows no amx flags) gets no AMX peak
+    # from its micro-architecture (review22 D2: 8 x 3 GHz golden-cove-server with amx false was timed at 24.6 bf16)
+    if amx is not None and width is not None and "bf16" not in stated and flag is not False:
         peak = cpu_peak_flops(float(cores.base), float(clock.base), width)
         derived = (f"AMX matrix peak, cores x clock x BF16 FLOP per cycle per core (formulas/cpu_peak.py eqs. CP1, "
                    f"CP2): {cores.raw:g} cores ({cores.source}) x {clock.raw:g} {clock.unit} ({clock.source}) x "
