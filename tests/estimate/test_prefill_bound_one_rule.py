@@ -119,3 +119,15 @@ def test_moe_prefill_names_the_ubatch_against_the_published_rate() -> None:
 def test_no_ubatch_warning_on_a_dense_model() -> None:
     assert _ubatch_warning(_fit("qwen2.5-7b --device dgx-spark --context 2080 --concurrency 1 "
                                 "--output-tokens 32")) is None
+
+
+def test_moe_ubatch_advice_stays_within_llama_cpp_n_batch() -> None:
+    """review22 D4: llama.cpp runs n_ubatch = min(n_batch, n_ubatch) (src/llama-context.cpp, llama_context's
+    constructor), n_batch 2048 by default (common/common.h), so for a 16,128-token prompt the comparison and the
+    advice are at ubatches of 2048, never "--ubatch 16128", which llama.cpp would cap."""
+    d = _fit("gpt-oss-120b --device dgx-spark --context 16384 --concurrency 1 --output-tokens 256")
+    assert d["speed"]["prompt_tokens"] == 16128
+    said = [a["value"] for a in d["speed"]["assumptions"] if a["name"] == "llamacpp_moe_ubatch_prefill_seconds"]
+    assert len(said) == 1 and "in ubatches of 2048" in said[0] and "16128" not in said[0], said
+    w = _ubatch_warning(d)
+    assert w is None or ("--ubatch 2048" in w and "16128" not in w), w

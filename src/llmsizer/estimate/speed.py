@@ -433,22 +433,24 @@ def _llamacpp_prefill_efficiency(spec: ModelSpec, device: Any, path: str, pc: An
     assumptions.append(Assumption("llamacpp_kernel_path", f"{path} ({gemm_key} peak)", True, factor.source))
     assumptions.append(Assumption(factor.name, factor.expected, True, factor.source))
     assumptions.append(Assumption("llamacpp_ubatch", int(cols), True,
-                                  "llama.cpp n_ubatch (common/common.h default 512), capped at the prompt"))
+                                  "llama.cpp n_ubatch (common/common.h default 512), capped at the prompt; "
+                                  "llama.cpp also caps it at n_batch (2048 by default: a larger --ubatch needs -b "
+                                  "raised with it, src/llama-context.cpp)"))
     return flops / (peak * t)
 
 
-def _moe_ubatch_note(ubatch: int, efficiency: float, one_ubatch_efficiency: float, tokens: int,
+def _moe_ubatch_note(ubatch: int, efficiency: float, one_ubatch_efficiency: float, tokens: int, one: int,
                      peak_seconds: float, assumptions: list[Assumption], warnings: list[str]) -> None:
     """An MoE prefill on llama.cpp's MMQ path split into ubatches of ``ubatch`` < ``tokens``: each ubatch fills its
     own expert tiles and reads every expert's weights again (formulas/speed.py eq. 9'''), so n_ubatch sets the rate.
-    The assumption names what the same prompt takes in one ubatch (``one_ubatch_efficiency``: the same eq. (9) at
-    ubatch = the prompt); a warning where the split at least doubles the compute time (most of it the ubatches'
+    The assumption names what the same prompt takes in ubatches of ``one`` (``one_ubatch_efficiency``: the same eq.
+    (9) at ubatch = the prompt, at most llama.cpp's default n_batch 2048, which caps n_ubatch); a warning where the split at least doubles the compute time (most of it the ubatches'
     doing), naming --ubatch: llama-bench's published pp rows of MoE models run their own n_ubatch (llama.cpp's
     gpt-oss-120b DGX Spark pp2048 row, PM0093 of docs/accuracy.md, at n_ubatch 2048)."""
     t_now, t_one = peak_seconds / efficiency, peak_seconds / one_ubatch_efficiency
     assumptions.append(Assumption(
-        "llamacpp_moe_ubatch_prefill_seconds", f"{t_now:.4g} s in ubatches of {ubatch}; {t_one:.4g} s in one of "
-        f"{tokens}", True, "the MoE prefill's compute at llama.cpp's n_ubatch and with the prompt in one ubatch "
+        "llamacpp_moe_ubatch_prefill_seconds", f"{t_now:.4g} s in ubatches of {ubatch}; {t_one:.4g} s in "
+        + (f"one of {tokens}" if one >= tokens else f"ubatches of {one}"), True, "the MoE prefill's compute at llama.cpp's n_ubatch and with the prompt in one ubatch "
         "(formulas/speed.py eqs. 9, 9''': each ubatch fills its own expert tiles and reads the experts' weights "
         "again); "
         "--ubatch sets it"))
@@ -456,8 +458,11 @@ def _moe_ubatch_note(ubatch: int, efficiency: float, one_ubatch_efficiency: floa
         warnings.append(f"llama.cpp n_ubatch {ubatch} sets this MoE prefill's rate: each of its "
                         f"{-(-tokens // ubatch)} ubatches gives each expert a few columns in whole MMQ tiles and reads "
                         f"its weights again, {t_now:.3g} s against "
-                        f"{t_one:.3g} s with the {tokens}-token prompt in one ubatch (--ubatch {tokens}, at a larger "
-                        "compute buffer); llama-bench's published MoE pp rows state their own n_ubatch")
+                        f"{t_one:.3g} s "
+                        + (f"with the {tokens}-token prompt in one ubatch" if one >= tokens else
+                           f"in ubatches of {one}, llama.cpp's default n_batch, which caps n_ubatch")
+                        + f" (--ubatch {one}, at a larger compute buffer); llama-bench's published MoE pp rows state "
+                        "their own n_ubatch")
 
 
 def _metal_prefill_efficiency(spec: ModelSpec, fmt: str, efficiency: float, flops: float, product_flops: float,
@@ -1002,12 +1007,15 @@ def speed_model(spec: ModelSpec, device: Any, *, weights_format: str = "bf16", p
                                                   if spec.moe is not None else 0.0,
                                                   stream_rate=bw * be if bw else None)
                 moe_ub = ubatch or ENG.LLAMACPP_N_UBATCH
-                if spec.moe is not None and prefill_path == E.MMQ_PATH and moe_ub < prompt_tokens:
+                # the largest ubatch llama.cpp runs at its default n_batch: it takes n_ubatch = min(n_batch,
+                # n_ubatch) (src/llama-context.cpp, llama_context's constructor), n_batch 2048 by default (review22 D4)
+                one = min(prompt_tokens, ENG.LLAMACPP_N_BATCH)
+                if spec.moe is not None and prefill_path == E.MMQ_PATH and moe_ub < one:
                     _moe_ubatch_note(moe_ub, ce_p, _llamacpp_prefill_efficiency(
-                        spec, device, prefill_path, pc, gemm_params, prompt_tokens, prompt_tokens, p_flops, p_attn,
+                        spec, device, prefill_path, pc, gemm_params, prompt_tokens, one, p_flops, p_attn,
                         peak, [], flash_attention=flash_attention, quantized_bytes=read_bytes - head_bytes,
                         expert_quantized_bytes=float(expert_bytes), stream_rate=bw * be if bw else None),
-                        prompt_tokens, p_flops / peak, assumptions, warnings)
+                        prompt_tokens, one, p_flops / peak, assumptions, warnings)
             elif llamacpp and device.kind == "cpu" and peak is not None:
                 kernel, kernel_src = E.llamacpp_cpu_kernel(fmt)
                 assumptions.append(Assumption(

@@ -303,17 +303,20 @@ def uneven_machines(count: int, *, nodes: int | None = None, per_node: int | Non
     return None
 
 
-def check_whole_machines(count: int, per_node: int, count_field: str = "count") -> None:
+def check_whole_machines(count: int, per_node: int, count_field: str = "count", default: int | None = None) -> None:
     """Refuse ``count`` devices that do not fill whole machines of ``per_node`` (``uneven_machines``): one line naming
     the field the caller gave the devices in (``count_field``: fit's ``count``, a training workload's ``gpus``,
     written as the flag on the command line, errors.FieldError ``renamed``). The one check of fit's machine size
     (estimate/fit.py ``serving_machine_size``), of ``train``'s stated machine size (cli/train_cmd.py
     ``train_answer``, the web's too) and of hybrid sharding (``TrainingWorkload``: the default machine of 8 too),
     so ``train --gpus 8 --gpus-per-node 3`` is refused with or without a device, as ``fit --train`` refuses it. A
-    plan's bare devices are sized as fit sizes them (12 GPUs: machines of 8 + 4, not refused)."""
+    plan's bare devices are sized as fit sizes them (12 GPUs: machines of 8 + 4, not refused). ``default``: the
+    machine size a caller takes when none is given, said as such where ``per_node`` is it (the user may have given
+    no --gpus-per-node: review22 D8)."""
     uneven = uneven_machines(count, per_node=per_node)
     if uneven:
-        raise FieldError("gpus_per_node", f"gpus_per_node {per_node}: {uneven}; make {count_field} a multiple of "
+        size = f"gpus_per_node {per_node}" + (" (the machine size, by default)" if per_node == default else "")
+        raise FieldError("gpus_per_node", f"{size}: {uneven}; make {count_field} a multiple of "
                          f"{per_node}, or at most {per_node}", also=(count_field,))
 
 
@@ -1125,7 +1128,7 @@ class TrainingWorkload:
             raise InputError("batch_shapes 'fixed' sets the caching allocator's reserve, which only metric 'reserved' "
                              "or 'nvidia-smi' reads; give metric reserved or nvidia-smi")
         if self.fsdp == "hybrid":  # its shard groups are machines, the default machine of 8 too: whole machines
-            check_whole_machines(self.gpus, self.gpus_per_node, "gpus")
+            check_whole_machines(self.gpus, self.gpus_per_node, "gpus", default=TrainingWorkload.gpus_per_node)
         if self.ep > 1 and (self.shard_group * self.tp) % ((self.etp or self.tp) * self.ep):
             # (expert_shard_group's rule: shard_group x tp / (etp x ep) ranks; without a stated etp, shard_group / ep)
             # expert parallelism takes its ranks out of the shard group (formulas/parallelism.py expert_shard_group):
