@@ -11,7 +11,7 @@ import pytest
 
 from cli_capture import run_json
 from llmsizer.catalog.detect import Output, apple_configuration, detect, read_outputs
-from llmsizer.catalog.hardware import builtin_catalog, load_catalog
+from llmsizer.catalog.hardware import builtin_catalog, cpu_fp32_flop_per_cycle, load_catalog
 from llmsizer.errors import InputError
 from llmsizer.readers import system_outputs as so
 
@@ -481,7 +481,11 @@ def test_numa_isolate_is_one_socket_of_a_two_socket_cpu(tmp_path: Path, rel: str
         return
     assert per_socket.flops and iso.flops.keys() == per_socket.flops.keys()
     for k, v in per_socket.flops.items():
-        assert iso.flops[k].base == v.base and off.flops[k].base == 2 * v.base
+        # a peak the catalog derives from cores x clock (catalog/hardware.py _cpu_peaks) is derived again from
+        # lscpu's cores (review22 D5: a VM's or a relabelled part's cores are not the catalog part's); a stated one
+        # is the catalog's per socket
+        per = v.base * cpu.cores_per_socket / per_socket.cores.base if v.source == "derived" else v.base
+        assert iso.flops[k].base == pytest.approx(per) and off.flops[k].base == pytest.approx(2 * per)
     if per_socket.tdp is not None:
         assert iso.tdp is not None and off.tdp is not None
         assert iso.tdp.base == per_socket.tdp.base and off.tdp.base == 2 * per_socket.tdp.base
@@ -531,3 +535,25 @@ def test_reserved_huge_pages_are_named_in_bytes() -> None:
     assert so.meminfo_huge_pages(text("proc-meminfo/16gb-server-openfalcon.txt")) == 0
     assert so.meminfo_field(text("proc-meminfo/16gb-server-openfalcon.txt"), "Hugepagesize") == 2048 * KiB
     assert so.meminfo_huge_pages(text("proc-meminfo/566gib-server-hugepages-htop-truncated.txt")) is None
+
+
+def test_a_cpu_slice_gets_its_own_cores_peaks_as_the_catalog_instance_of_that_slice(tmp_path: Path) -> None:
+    """review22 D5: a VM of 8 cores of a Xeon Platinum 8488C (the real c7i lscpu with Core(s) per socket 8 and one
+    socket, as an m7i.4xlarge's lscpu names the part) got the whole 48-core part's 157 TFLOP/s bf16 copied. Its peaks
+    are derived from its own cores: the catalog's aws-m7i.4xlarge row, 8 cores of the same part, is the truth."""
+    lscpu = text("lscpu/intel-xeon-platinum-8488c-2s-c7i-metal-truncated.txt")
+    lscpu = lscpu.replace("Core(s) per socket:   48", "Core(s) per socket:   8").replace(
+        "Socket(s):            2", "Socket(s):            1")
+    (tmp_path / "lscpu").write_text(lscpu, "utf-8")
+    (tmp_path / "proc-meminfo").write_text(text("proc-meminfo/566gib-server-hugepages-htop-truncated.txt"), "utf-8")
+    det = detect(read_outputs(tmp_path))
+    (d,) = det.devices
+    f = tmp_path / "hw.json"
+    f.write_text(json.dumps(det.document), "utf-8")
+    got = load_catalog([f]).devices[d.id]
+    part = builtin_catalog().devices["intel-xeon-platinum-8488c"]
+    assert part.clock is not None and part.microarchitecture == "golden-cove-server"
+    assert got.cores is not None and got.cores.base == 8
+    assert got.peak_flops("fp32")[0] == pytest.approx(8 * part.clock.base * cpu_fp32_flop_per_cycle("golden-cove-server"))
+    assert got.peak_flops("bf16")[0] == pytest.approx(8 * part.clock.base * 1024)  # AMX: 16x32x16 per 16 cycles
+    assert got.peak_flops("bf16")[0] == pytest.approx(26.2144e12)  # the m7i.4xlarge row's 8-core bf16 (26.2)

@@ -445,8 +445,12 @@ def _from_catalog(entry: dict[str, Any], dev: Device, cat: HardwareCatalog, cpu:
             if v:
                 entry[name] = v
         elif name in ("flops", "flops_sparse", "isa"):
-            if v and (name != "isa" or cpu):
-                entry[name] = {k: _catalog_value(x, cat) for k, x in v.items()}
+            # a CPU's peaks derived from cores x clock (catalog/hardware.py _cpu_peaks) are left for the loader to
+            # derive again from the entry's own cores (lscpu's: an 8-core VM of a 48-core part is not the part;
+            # review22 D5: it got the whole socket's 157 TFLOP/s bf16), with the clock and micro-architecture copied
+            kept = {k: x for k, x in v.items() if not (cpu and name == "flops" and x.source == "derived")}
+            if kept and (name != "isa" or cpu):
+                entry[name] = {k: _catalog_value(x, cat) for k, x in kept.items()}
         elif v is not None:
             entry[name] = _catalog_value(v, cat)
     entry["vendor"], entry["form_factor"] = dev.vendor, dev.form_factor  # the catalog's, over any default
