@@ -89,7 +89,7 @@ def test_llamacpp_refuses_tp_naming_the_tp_field_on_every_surface(client) -> Non
     error (a FieldError), so the CLI's line names --tp and the API's 400 names the field it was given -- before, a
     plain error whose text named --gpus sent the web's field to the training tab's GPUs control."""
     line = cli_error_line("infer", MODEL, "--engine", "llamacpp", "--memory", "24GiB", "--tp", "2")
-    assert line.startswith("--tp applies to") and "--gpus N with --split-mode" in line
+    assert line.startswith("--tp applies to") and "--gpus N, one machine's, with --split-mode" in line
     r = client.post("/api/v1/infer", json={"model": MODEL, "engine": "llamacpp", "memory": "24GiB",
                                            "tensor_parallel": "2"})
     assert r.status_code == 400 and r.json()["field"] == "tensor_parallel", r.text
