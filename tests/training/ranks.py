@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -95,17 +96,41 @@ def run_cases(script: Path | str, cases: list[dict[str, Any]], ranks: int = 2, *
     return [json.loads(_RESULTS[k]) for k in keys]
 
 
-def _launch_cases(path: Path, cases: list[dict[str, Any]], ranks: int, local_rank_zero: bool,
-                  preload: tuple[str, ...]) -> list[str]:
-    """``run_cases``' one launch: rank 0's result line of each case, in order."""
-    held = [socket.socket() for _ in cases]  # held together: distinct ports, one group per case
+def _quiet_ports(n: int) -> list[int]:
+    """``n`` distinct free ports for cases that bind them minutes later: below the kernel's ephemeral range
+    (/proc/sys/net/ipv4/ip_local_port_range), where no port-0 bind or outgoing connection (gloo's pair listeners, the
+    earlier cases' TCPStore clients) can land in between (review22 D6); port 0's picks where the range is unknown."""
     try:
-        for s in held:
+        low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        low = 0
+    held: list[socket.socket] = []
+    try:
+        pool = random.sample(range(10_000, low), min(low - 10_000, 50 * n)) if low > 10_000 + n else []
+        for port in pool:
+            if len(held) == n:
+                break
+            s = socket.socket()
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                s.close()
+                continue
+            held.append(s)
+        while len(held) < n:  # (no range read, or too few free below it)
+            s = socket.socket()
             s.bind(("127.0.0.1", 0))
-        ports = [int(s.getsockname()[1]) for s in held]
+            held.append(s)
+        return [int(s.getsockname()[1]) for s in held]
     finally:
         for s in held:
             s.close()
+
+
+def _launch_cases(path: Path, cases: list[dict[str, Any]], ranks: int, local_rank_zero: bool,
+                  preload: tuple[str, ...]) -> list[str]:
+    """``run_cases``' one launch: rank 0's result line of each case, in order."""
+    ports = _quiet_ports(len(cases))
     models = sorted({c["config"]["model_type"] for c in cases if isinstance(c.get("config"), dict)
                      and "model_type" in c["config"]})
     spec = {"script": str(path), "cases": cases, "ports": ports, "preload": [*preload],
