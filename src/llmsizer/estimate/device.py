@@ -440,19 +440,26 @@ def fp8_peak(device: Device) -> tuple[float | None, Assumption | None]:
         return p, None
     if not fp8_tensor_cores(device):
         return None, None
-    p16, key16 = device.peak_flops("bf16")
-    if p16 is None:
-        return None, None
     cc = device.capability if gpu_runtime(device) == "cuda" else None
     has = (f"compute capability {cc // 10}.{cc % 10} >= 8.9" if cc is not None
            else device.architecture or "an FP8 architecture")
-    peak = FP8_TENSOR_RATIO * p16
-    return peak, Assumption(
-        "fp8_peak", f"{peak / 1e12:.4g} TFLOP/s", True,
-        f"{device.id} has FP8 tensor cores ({has}) and no sourced FP8 figure: {FP8_TENSOR_RATIO:g} x its dense "
-        f"{key16} tensor peak {p16 / 1e12:.4g} TFLOP/s (give flops.fp8 in a --hardware-file entry to replace it); "
-        f"{FP8_TENSOR_RATIO_SOURCE}")
+    return _ratio_peak(device, "bf16", FP8_TENSOR_RATIO, "fp8_peak", "TFLOP/s", f"FP8 tensor cores ({has})",
+                       "FP8", "flops.fp8", FP8_TENSOR_RATIO_SOURCE)
 
+
+def _ratio_peak(device: Device, key16: str, ratio: float, name: str, unit: str, cores: str, fmt: str, field: str,
+                source: str) -> tuple[float | None, Assumption | None]:
+    """(``ratio`` x ``device``'s dense 16-bit tensor peak ``key16``, the named assumption ``name`` saying so) for a
+    format whose rate the catalog row does not source (:func:`fp8_peak`, :func:`int8_peak`: each decides first
+    whether the device has the format's tensor cores); (None, None) where the row has no 16-bit figure either."""
+    p16, used = device.peak_flops(key16)
+    if p16 is None:
+        return None, None
+    peak = ratio * p16
+    return peak, Assumption(
+        name, f"{peak / 1e12:.4g} {unit}", True,
+        f"{device.id} has {cores} and no sourced {fmt} figure: {ratio:g} x its dense {used} tensor peak "
+        f"{p16 / 1e12:.4g} TFLOP/s (give {field} in a --hardware-file entry to replace it); {source}")
 
 # The dense INT8 tensor rate where a catalog row sources none (h100-nvl, the GeForce RTX 50 series, rtx-4080-super,
 # the RTX PRO 6000 rows: NVIDIA's pages for them give no INT8 figure we could quote): INT8_TENSOR_RATIO x the dense
@@ -481,15 +488,9 @@ def int8_peak(device: Device) -> tuple[float | None, Assumption | None]:
     cc = cuda_capability(device)
     if cc is None or cc < INT8_MMA_CAPABILITY or cc in _NO_INT8_CAPABILITIES:
         return None, None
-    p16, key16 = device.peak_flops("fp16_acc16")
-    if p16 is None:
-        return None, None
-    peak = INT8_TENSOR_RATIO * p16
-    return peak, Assumption(
-        "int8_peak", f"{peak / 1e12:.4g} TOPS", True,
-        f"{device.id} has INT8 tensor cores (compute capability {cc // 10}.{cc % 10} >= 7.2) and no sourced INT8 "
-        f"figure: {INT8_TENSOR_RATIO:g} x its dense {key16} tensor peak {p16 / 1e12:.4g} TFLOP/s (give flops.int8 in a "
-        f"--hardware-file entry to replace it); {INT8_TENSOR_RATIO_SOURCE}")
+    return _ratio_peak(device, "fp16_acc16", INT8_TENSOR_RATIO, "int8_peak", "TOPS",
+                       f"INT8 tensor cores (compute capability {cc // 10}.{cc % 10} >= 7.2)", "INT8", "flops.int8",
+                       INT8_TENSOR_RATIO_SOURCE)
 
 
 def training_device_fields(device: Device) -> dict[str, Any]:
