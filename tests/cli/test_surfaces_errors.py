@@ -116,3 +116,14 @@ def test_recommend_says_it_searches_the_target(flags, capsys) -> None:
     line = one_line(err)
     assert code == 2 and f"recommend searches the catalog's devices, counts and memory itself (no {flags[0]})" in line
     assert "`llmsizer fit MODEL --device NAME`" in line and "did you mean" not in line
+
+
+def test_zero_beside_fsdp_names_the_flags_on_the_cli_and_the_fields_in_python(capsys) -> None:
+    # probe19 D5: the refusal wrote Python fields ('zero=1..3') on the command line; the CLI names its flags
+    from llmsizer import estimate_training
+    code, _, err = run(["train", "llama-3.1-8b", "--zero", "3", "--fsdp", "full"], capsys)
+    line = one_line(err)
+    assert code == 2 and "--zero (3)" in line and "--fsdp ('full')" in line and "zero=" not in line, line
+    with pytest.raises(FieldError) as e:
+        estimate_training("llama-3.1-8b", zero=3, fsdp="full")
+    assert e.value.fields == ("zero", "fsdp") and "zero (3)" in str(e.value) and "--" not in str(e.value)

@@ -995,7 +995,8 @@ class TrainingWorkload:
                 raise InputError("loss 'ce-loss-parallel' is the eager, unchunked cross-entropy over tensor "
                                  f"parallelism's vocabulary shards (torch loss_parallel, torchtitan): {why}")
         if self.fsdp is not None and self.zero:
-            raise InputError("give ZeRO (zero=1..3) or FSDP (fsdp=full|grad_op|hybrid), not both")
+            raise FieldError("zero", f"give zero ({self.zero}) or fsdp ({self.fsdp!r}), not both: ZeRO stages 1-3 and "
+                             "FSDP each shard the model states their own way", also=("fsdp",))
         for flag in ("activation_offload", "float8", "compile", "loop_keeps_graph", "tf32", "ep_comm_overlap"):
             if not isinstance(getattr(self, flag), bool):
                 raise InputError(f"{flag}: {not_true_or_false(getattr(self, flag))}")
