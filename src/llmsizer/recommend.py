@@ -974,12 +974,11 @@ def _cpu_gpu_advice(spec: ModelSpec, meets: list[Option], rejected: list[Option]
     gpu_any = gpu_ok or best(rejected, False)
     out: list[str] = []
     size = f"{format_count(n)} parameters"
-    # the user's own GPU that meets the constraints is not beaten by a CPU they would rent or buy: it is already paid
-    # for (rank_key's first term); between options alike in ownership the cheaper one wins, as before (probe18 D5: a
-    # $11.13/h cloud CPU at a 3.5 min TTFT was advised over the user's own H100, unpriced and so compared as infinite)
-    own_gpu_wins = gpu_ok is not None and cpu_ok is not None and mine_first(gpu_ok) and not mine_first(cpu_ok)
-    if cpu_ok and not own_gpu_wins and (not gpu_ok
-                                        or (cpu_ok.price_per_hour or 0) <= (gpu_ok.price_per_hour or math.inf)):
+    # the CPU is advised where the one ranking (rank_key) puts it at or before the best GPU: the user's own hardware
+    # first, then the cheaper, an unknown price after a known one, then the faster. Before, an unpriced CPU was
+    # compared as free and an unpriced GPU as infinitely dear: the user's own Xeon at a 16.2 s TTFT was advised beside
+    # their own H100, the option chosen (probe19 D2; probe18 D5 the same for a rented CPU beside an owned GPU)
+    if cpu_ok and (not gpu_ok or rank_key(cpu_ok) <= rank_key(gpu_ok)):
         out.append(f"CPU is enough ({size}, {load}): {speed(cpu_ok)}. Small models at low "
                    "traffic, quantized, serve on a CPU; a GPU only pays off with more users or a latency limit.")
         if not (c.user_tokens_per_second or c.tokens_per_second or c.max_ttft):

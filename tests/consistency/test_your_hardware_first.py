@@ -154,3 +154,19 @@ def test_the_cpu_advice_does_not_send_the_user_from_their_own_gpu_to_a_rented_cp
     advice = " ".join(rec["advice"])
     assert "CPU is enough" not in advice and advice.startswith("Use a GPU")
     assert "(detected)" in advice
+
+
+@pytest.mark.parametrize("power", [(), ("--kwh-price", "0.15")])
+def test_the_cpu_advice_follows_the_chosen_option_when_both_are_the_users(machine: Path, power: tuple[str, ...]
+                                                                           ) -> None:
+    """probe19 D2: with the user's own H100 chosen, the advice said "CPU is enough" for the user's own Xeon 8488C at a
+    16.2 s TTFT (an unpriced CPU compared as free, an unpriced GPU as infinitely dear; with --kwh-price the H100 is
+    priced by its 700 W and the 8488C row has no TDP, so still unpriced). Both are the user's: the advice must agree
+    with the chosen line, the one ranking (rank_key)."""
+    rec = _json("recommend", "llama-3.1-8b", "--context", "8192", "--concurrency", "4", "--hardware-file",
+                str(machine), *power)
+    assert rec["chosen"]["target"] == GPU
+    own_cpu = [o for o in rec["options"] if o["target"] == CPU and o["status"] == "meets"]
+    assert own_cpu, "the user's CPU meets the floor here, which is what made the advice wrong"
+    advice = " ".join(rec["advice"])
+    assert "CPU is enough" not in advice and advice.startswith("Use a GPU"), advice
