@@ -225,16 +225,22 @@ def test_llamacpp_cpu_prefill_names_its_kernel_and_runs_at_the_fp32_peak() -> No
 def test_llamacpp_cpu_bf16_kernel_is_a_bf16_dot_not_int8() -> None:
     """BF16, the CPU default GGUF format: llama.cpp's ggml.c (ik_llama.cpp @0ceeb117 L922-932) gives GGML_TYPE_BF16
     ``vec_dot = ggml_vec_dot_bf16`` and ``vec_dot_type = GGML_TYPE_BF16`` (activations in BF16, not Q8), and
-    sgemm.cpp's llamafile_sgemm has no BF16 case (L849-1011), so the assumption names the BF16 dot product and no
-    int8 or Q8 activations; a K-quant (Q8_K activations, ggml_vec_dot_q4_K_q8_K) keeps the int8 wording."""
+    sgemm.cpp's llamafile_sgemm there has no BF16 case (L849-1011); mainline's has one (ggml-org/llama.cpp @02e86cfd
+    ggml/src/ggml-cpu/llamafile/sgemm.cpp, ``case GGML_TYPE_BF16``: tinyBLAS with _mm512_dpbf16_ps under
+    __AVX512BF16__; probe19 D3), so the assumption names tinyBLAS BF16, the BF16 dot product and no int8 or Q8
+    activations; a K-quant (Q8_K activations, ggml_vec_dot_q4_K_q8_K; no K-quant case in either llamafile_sgemm)
+    keeps the int8 wording. Mainline's Q5_0 and IQ4_NL cases take tinyBLAS_Q0_AVX."""
     from llmsizer.catalog.models import find_spec
     from llmsizer.estimate.speed import estimate_speed
 
     dev = builtin_catalog().devices["amd-ryzen-9-7950x"]
     words = {}
-    for fmt in ("gguf:bf16", "gguf:q4_k_m"):
+    for fmt in ("gguf:bf16", "gguf:q4_k_m", "gguf:q5_0", "gguf:iq4_nl"):
         s = estimate_speed(find_spec("llama-3.1-8b"), dev, weights_format=fmt, engine="llamacpp", prompt_tokens=512)
         words[fmt] = str(next(a for a in s.assumptions if a.name == "llamacpp_cpu_kernel").value)
     assert "BF16 x BF16" in words["gguf:bf16"] and "vdpbf16ps" in words["gguf:bf16"]
     assert "int8" not in words["gguf:bf16"] and "Q8" not in words["gguf:bf16"]
     assert "int8" in words["gguf:q4_k_m"] and "Q8_K" in words["gguf:q4_k_m"]
+    assert "tinyBLAS BF16" in words["gguf:bf16"] and "tinyBLAS" not in words["gguf:q4_k_m"].replace(
+        "tinyBLAS has no kernel", "")
+    assert all("tinyBLAS_Q0" in words[f] and "Q8_0" in words[f] for f in ("gguf:q5_0", "gguf:iq4_nl"))

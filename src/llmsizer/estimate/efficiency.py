@@ -453,7 +453,8 @@ def llamacpp_gemm_path(weights_format: str, device_kind: str, vendor: str, int8_
 # product to llamafile_sgemm (tinyBLAS) with the F32 activations, then L12402-12408 with the activations converted
 # to the weight type's vec_dot_type (Q8_0 for Q4_0/Q8_0); types tinyBLAS has no kernel for fall back to ggml's
 # per-row vec_dot (ggml_vec_dot_q4_K_q8_K ...). ggml/src/llamafile/sgemm.cpp:
-_LLAMACPP_CPU_SOURCE = "llama.cpp ggml.c L12324-12331, L12402-12408; llamafile/sgemm.cpp L906-1009 (ik_llama.cpp @0ceeb117)"
+_LLAMACPP_CPU_SOURCE = ("llama.cpp ggml.c L12324-12331, L12402-12408; llamafile/sgemm.cpp L906-1009 (ik_llama.cpp "
+                        "@0ceeb117); mainline ggml/src/ggml-cpu/llamafile/sgemm.cpp llamafile_sgemm (@02e86cfd)")
 _LLAMACPP_CPU_KERNEL = {
     # L906-957: F16 weights x F32 activations, weights widened by _mm512_cvtph_ps / _mm256_cvtph_ps (L223-235) and
     # multiplied on the FP32 FMA units (madd = _mm512_fmadd_ps, L126-130)
@@ -468,14 +469,20 @@ _LLAMACPP_CPU_KERNEL = {
                  "product (vpdpbusd, or vpmaddubsw + vpmaddwd; ARM sdot) then one FP32 FMA with the blocks' scales",
     "gguf:q4_0": "tinyBLAS_Q0 (x86 AVX, ARM dotprod): activations quantized to Q8_0, per 32-block an int8 dot "
                  "product (vpdpbusd, or vpmaddubsw + vpmaddwd; ARM sdot) then one FP32 FMA with the blocks' scales",
-    # sgemm.cpp's llamafile_sgemm has no BF16 case at this commit (L849-1011: F32, F16, Q8_0, Q4_0, else false), so
-    # BF16 falls to ggml's per-row vec_dot: ggml.c L922-932 type_traits[GGML_TYPE_BF16] .vec_dot = ggml_vec_dot_bf16,
-    # .vec_dot_type = GGML_TYPE_BF16 (the activations converted to BF16, not Q8); ggml_vec_dot_bf16 L1925-1983:
-    # _mm512_dpbf16_ps with AVX512_BF16 (L1934-1944), else both operands widened to FP32 (a 16-bit shift) and
-    # multiplied and added in FP32 (AVX512F L1946-1956, AVX2 L1958-1977)
-    "gguf:bf16": "ggml's per-row vec_dot_bf16 (tinyBLAS has no BF16 kernel): activations converted to BF16, BF16 x "
-                 "BF16 dot products on vdpbf16ps where the CPU has AVX512_BF16, else both widened to FP32 for FP32 "
-                 "multiplies and adds",
+    # sgemm.cpp's llamafile_sgemm had no BF16 case at the XC rows' build (ik_llama.cpp @0ceeb117 L849-1011: F32, F16,
+    # Q8_0, Q4_0, else false): BF16 fell to ggml's per-row vec_dot (ggml.c L922-932 .vec_dot = ggml_vec_dot_bf16,
+    # L1925-1983: _mm512_dpbf16_ps with AVX512_BF16, else widened to FP32). Mainline's llamafile_sgemm has a
+    # `case GGML_TYPE_BF16` (ggml-org/llama.cpp @02e86cfd ggml/src/ggml-cpu/llamafile/sgemm.cpp): tinyBLAS<32, __m512,
+    # __m512bh> whose madd is _mm512_dpbf16_ps under __AVX512BF16__, else tinyBLAS<16> (AVX512F) / <8> (AVX2) with
+    # the BF16 loads widened to FP32 by a 16-bit shift and FP32 FMAs (probe19 D3: the text said tinyBLAS has none)
+    "gguf:bf16": "tinyBLAS BF16 (mainline; builds of mid-2024 and before: ggml's per-row vec_dot_bf16): BF16 x BF16 "
+                 "dot products on vdpbf16ps where the CPU has AVX512_BF16, else both widened to FP32 for FP32 FMAs",
+    # mainline also routes Q5_0 and IQ4_NL (against Q8_0 activations) to tinyBLAS_Q0_AVX on x86 (@02e86cfd
+    # llamafile_sgemm `case GGML_TYPE_Q5_0`, `case GGML_TYPE_IQ4_NL`); at @0ceeb117 they took ggml's vec_dot
+    "gguf:q5_0": "tinyBLAS_Q0 on x86 AVX in mainline (earlier builds: ggml's per-row vec_dot): activations quantized "
+                 "to Q8_0, per 32-block an int8 dot product then one FP32 FMA with the blocks' scales",
+    "gguf:iq4_nl": "tinyBLAS_Q0 on x86 AVX in mainline (earlier builds: ggml's per-row vec_dot): activations "
+                   "quantized to Q8_0, per 32-block an int8 dot product then one FP32 FMA with the blocks' scales",
 }
 
 
@@ -484,8 +491,8 @@ def llamacpp_cpu_kernel(weights_format: str) -> tuple[str, str]:
     estimate times all of them at the FP32 FMA peak: F16 is FMA-bound; the Q8_0/Q4_0 kernel does an int8 dot and
     one FP32 FMA per 32-block, and its published rate on a Zen 4 (validation XC02/XC03 vs XC01: 118 and 104 vs 112
     tok/s) is the F16 rate, not a multiple of it, so no int8 peak bounds it there. BF16 runs ggml's own BF16 dot
-    (vdpbf16ps on AVX512_BF16 CPUs, up to twice the FP32 FMA rate per instruction; no published row measures it, so
-    it is timed at the FP32 peak too)."""
+    through tinyBLAS in mainline (vdpbf16ps on AVX512_BF16 CPUs, up to twice the FP32 FMA rate per instruction; no
+    published row measures it, so it is timed at the FP32 peak too)."""
     what = _LLAMACPP_CPU_KERNEL.get(weights_format, "ggml's per-row vec_dot for the quantized type against "
                                     "Q8_0/Q8_K activations (int8 dot products; tinyBLAS has no kernel for it)")
     return what, _LLAMACPP_CPU_SOURCE
