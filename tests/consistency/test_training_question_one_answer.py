@@ -149,3 +149,20 @@ def test_train_refuses_a_device_of_unknown_memory_as_fit_does() -> None:
         llmsizer.estimate_training("llama-3.2-1b", device="amd-epyc-9654")
     code, _, _ = run("train", "llama-3.2-1b", "--device", "cpu", "--tokens", "1M")  # known only by its kind
     assert code == 0
+
+
+def test_the_plan_states_the_mfu_fit_train_states() -> None:
+    """probe19 D6: the plan's duration (text, HTML, JSON) gave the wall clock but not the MFU that `train`, `fit
+    --train` and the web state for the same run. Truth for the figure itself: MFU = tokens x model FLOPs per token /
+    (seconds x devices x peak), computed here from the fit's own seconds and the A100's sourced bf16 peak."""
+    code, fit = run_json("fit", *T16_FLAGS)
+    assert code == 0
+    t = fit["training_time"]
+    job = make_plan(parse_request(T16 % "", source="t16.yaml"), alternatives=False).jobs[0]
+    dur = job.section("duration")
+    assert dur.value("seconds") == t["seconds"] and dur.value("mfu") == t["mfu"]
+    a100_bf16 = 312e12  # NVIDIA A100 datasheet, dense BF16 tensor
+    assert t["mfu"] == pytest.approx(500e6 * t["model_flops_per_token"] / (t["seconds"] * 8 * a100_bf16), rel=1e-6)
+    from llmsizer.render.plan_text import render_plan_text  # the text renders the same figure
+    assert f"MFU {t['mfu']:.1%}" in render_plan_text(make_plan(parse_request(T16 % "", source="t16.yaml"),
+                                                               alternatives=False))

@@ -41,8 +41,10 @@ def _job_lines(j: JobPlan) -> list[str]:
                        f"of compute ({_v(j, 'network', 'comm_share')} of the step not hidden by compute)")
         lost_cost = j.section("duration").value("lost_cost")
         out.append(f"  duration  {_v(j, 'duration', 'seconds')} wall-clock, {_v(j, 'duration', 'device_hours')} "
-                   f"device-hours, {_v(j, 'duration', 'steps')} steps; an interruption loses up to "
-                   f"{_v(j, 'duration', 'lost_per_interruption')}"
+                   f"device-hours, {_v(j, 'duration', 'steps')} steps"
+                   + (f", MFU {_v(j, 'duration', 'mfu')}" if j.section("duration").value("mfu") is not None else "")
+                   + "; an interruption loses up to "
+                   + f"{_v(j, 'duration', 'lost_per_interruption')}"
                    + (f" ({_v(j, 'duration', 'lost_cost')})" if lost_cost is not None else ""))
         budget = f"; budget {_v(j, 'cost', 'budget')}" if j.section("cost").value("budget") else ""
         if j.section("cost").value("price_per_hour") is None:
