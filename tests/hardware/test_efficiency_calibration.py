@@ -235,6 +235,33 @@ def test_sm_clock_from_the_fp32_peak_is_the_boost_clock(dev, sms, boost_ghz):
     assert d.sm_cycles_per_second == pytest.approx(sms * boost_ghz * 1e9, rel=0.005)
 
 
+@pytest.mark.parametrize("dev, sms, measured_ghz, rel", [
+    ("h100-nvl", 132, 1.785, 0.01),  # nvidia-smi on an H100 NVL: 'maximum multiprocessor clock 1,785 MHz'
+    ("b200", 148, 1.965, 0.01),      # a B200: '148 SMs, 1000 W power limit, 1965 MHz maximum SM clock'
+    ("b300", 148, 2.032, 0.03),      # a B300 SXM6 AC: '148 SMs', '2.032 GHz default boost'
+])
+def test_sm_clock_of_measured_sm_counts_is_the_cards_measured_clock(dev, sms, measured_ghz, rel):
+    """Eq. (12)'s N_SM f on the rows whose SM count is measured on real cards (no NVIDIA document states it): the
+    vendor FP32 peak over 2 x (SMs x 128 lanes) lands on the SM clock those same cards report (h100nvl-sms-measured,
+    b200-sms-measured, b300-sms-measured), so the count and the lane count agree with the vendor's FP32 figure."""
+    d = builtin_catalog().devices[dev]
+    assert d.sm_count is not None and d.sm_count.base == sms
+    assert d.sm_cycles_per_second == pytest.approx(sms * measured_ghz * 1e9, rel=rel)
+
+
+def test_h100_nvl_decode_takes_the_sm_stream_cap():
+    """Before its SM count was sourced the H100 NVL took no eq. (12) cap and decoded Llama-3.1-8B Q4_K_M at 241.4
+    tokens/s, 39 % above the H100 SXM's 174.0 although both have 132 SMs and the NVL's clock is lower (FP32 60 vs 67
+    TFLOPS in NVIDIA's datasheet): llama.cpp's Hopper decode is SM-bound (the held-out H100 PCIe and SXM rows above),
+    so the NVL may not decode faster than the SXM."""
+    cat = builtin_catalog().devices
+    runs = {d: estimate_speed(find("llama-3.1-8b").spec(), cat[d], weights_format="gguf:q4_k_m", prompt_tokens=1,
+                              output_tokens=512, kv_dtype="fp16") for d in ("h100-nvl", "h100-sxm")}
+    assert "llamacpp_sm_stream_limit" in {a.name for a in runs["h100-nvl"].assumptions}
+    assert not any("SM stream cap" in w for w in runs["h100-nvl"].warnings)
+    assert runs["h100-nvl"].tokens_per_second_per_user <= runs["h100-sxm"].tokens_per_second_per_user
+
+
 def test_h100_pcie_decode_measured_by_nvidia_with_cuda_graphs():
     """An independent H100-PCIe measurement outside the validation CSV: NVIDIA's CUDA-graphs work on llama.cpp
     (issue ggml-org/llama.cpp#6763, the one formulas/speed.py step_overhead cites) measured Llama-2-7B Q4_K_M decode at
