@@ -106,7 +106,7 @@ from ..formulas.optimizer_step import (
 )
 from ..formulas.parallelism import pipeline_stage_layers, zero_shards
 from ..formulas.params import count_params, routed_share
-from ..formulas.sdpa_dispatch import attention_dtype, sdpa_backend
+from ..formulas.sdpa_dispatch import TE_ATTENTION_SOURCE, attention_dtype, sdpa_backend
 from ..formulas.selective_checkpointing import (
     MODULE_RECOMPUTE_MATMULS,
     full_recompute_flops,
@@ -190,6 +190,7 @@ from .training.setup import (
     expert_tp,
     expert_tp_split,
     given,
+    megatron_attention_kernel,
     qlora_base_format,
     qlora_fused_experts,
     te_first_microbatch_cache,
@@ -1395,6 +1396,8 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
         # always hands SDPA one (spec.attention_mask_materialised, Falcon); packed documents' and sliding layers'
         # masks: sdpa_masked_layers below (the same rule as the memory's); flex and flash take their masks natively
         kernel, kernel_why, kernel_warning = E.timed_attention_kernel(*call)
+        if megatron_attention_kernel(w, device) is not None and kernel_warning is None:
+            kernel_why = f"Megatron-Core's TEDotProductAttention: TransformerEngine's own choice ({TE_ATTENTION_SOURCE})"
     if kernel and kernel != "math":
         # the fused attention kernel apart from the GEMMs (formulas/training_time.py eq. (10)): what it executes, at
         # the share of the peak the kernel that runs it reaches (efficiency.attention_kernel_share: its speed over the

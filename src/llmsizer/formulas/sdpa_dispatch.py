@@ -52,6 +52,36 @@ TRITON_FLASH_SOURCE = "mosaicml/llm-foundry @b2a43a147 llmfoundry/models/layers/
 TRITON_FLASH_MAX_HEAD_DIM = 128  # ibid. line 593
 
 
+# TransformerEngine's DotProductAttention, Megatron-Core's core attention under its TE layer spec
+# (NVIDIA/Megatron-LM @d98e8a64 megatron/core/extensions/transformer_engine_spec_provider.py lines 71-73
+# ``core_attention`` -> ``TEDotProductAttention``; transformer_config.py line 151 ``attention_backend`` default
+# ``AttnBackend.auto``, which sets no NVTE_* variable: models/common/language_module/language_module.py lines 126-139
+# set them for flash / fused / unfused only), picks its backend itself (NVIDIA/TransformerEngine @d0067d0d
+# transformer_engine/pytorch/attention/dot_product_attention/utils.py ``get_attention_backend``: lines 538-543 every
+# backend on unless NVTE_FLASH_ATTN / NVTE_FUSED_ATTN say otherwise; lines 1647-1653 "Disabling FlashAttention to
+# give FusedAttention preference on Hopper+ for performance reasons" when both run and the compute capability is
+# (9, 0) or more). FusedAttention's F16_arbitrary_seqlen sub-backend is cuDNN's fused flash attention, the kernel
+# TRAIN_ATTENTION_KERNELS calls 'cudnn'. Below sm90 TE runs FlashAttention (the flash-attn package's FlashAttention-2
+# where installed), which torch SDPA's flash backend times the same.
+TE_ATTENTION_SOURCE = ("TransformerEngine @d0067d0d attention/dot_product_attention/utils.py get_attention_backend "
+                       "lines 1647-1653: FusedAttention (cuDNN) preferred over FlashAttention on sm90+; "
+                       "Megatron-Core TEDotProductAttention, attention_backend auto (Megatron-LM @d98e8a64 "
+                       "transformer_engine_spec_provider.py lines 71-73, transformer_config.py line 151)")
+SM90 = 90
+
+
+def te_attention_backend(capability: int | None) -> str | None:
+    """The kernel TransformerEngine's DotProductAttention runs for a training step on an NVIDIA GPU of
+    ``capability`` when no NVTE_* variable forces one (see TE_ATTENTION_SOURCE): 'cudnn' (FusedAttention, cuDNN's
+    F16_arbitrary_seqlen) from sm90; None below sm90 or without a capability (FlashAttention-2, what torch SDPA's
+    dispatch already times there).
+
+    >>> te_attention_backend(90), te_attention_backend(100), te_attention_backend(80), te_attention_backend(None)
+    ('cudnn', 'cudnn', None, None)
+    """
+    return "cudnn" if capability is not None and capability >= SM90 else None
+
+
 def attention_dtype(precision: str, compute_bytes: int) -> str:
     """The dtype the attention's q/k/v arrive in under a training ``precision`` recipe whose activations take
     ``compute_bytes`` per element: 'fp32', 'fp16' (an fp16 recipe) or 'bf16'."""

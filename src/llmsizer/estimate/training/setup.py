@@ -31,7 +31,7 @@ from ...formulas.nf4_quantization import (
     quantizes_lm_head,
 )
 from ...formulas.parallelism import expert_shard_group
-from ...formulas.sdpa_dispatch import attention_dtype
+from ...formulas.sdpa_dispatch import attention_dtype, te_attention_backend
 from ...formulas.tensor_parallel import (
     check_tensor_parallel,
     expert_tp_ways,
@@ -377,9 +377,20 @@ def attention_kernel_call(spec: ModelSpec, w: TrainingWorkload, device: Device) 
     specs/training.py), eager attention, no attention layer. The one reading the memory's device checks and the duration (estimate/duration.py) share."""
     if device.kind != "gpu" or w.attention == "eager" or not spec.attention_layers:
         return None
-    return (w.attention, attention_kernel_of(w.attention, w.attention_kernel), device.architecture, device.capability,
+    return (w.attention, megatron_attention_kernel(w, device) or attention_kernel_of(w.attention, w.attention_kernel),
+            device.architecture, device.capability,
             attention_dtype(w.precision, compute_bytes(w)), spec.math_attention, spec.attention_mask_materialised,
             given(w, "attention_kernel"), attention_head_width(spec))
+
+
+def megatron_attention_kernel(w: TrainingWorkload, device: Device) -> str | None:
+    """The kernel Megatron-Core's TEDotProductAttention runs on ``device`` where the caller named neither an attention
+    API other than the default 'sdpa' nor a kernel: TransformerEngine's own backend choice
+    (formulas/sdpa_dispatch.py ``te_attention_backend``: cuDNN's fused attention from sm90); None where it does not
+    apply (not a megatron precision, a kernel or attention given, below sm90: SDPA's dispatch stands)."""
+    if w.precision not in MEGATRON_PRECISIONS or w.attention != "sdpa" or w.attention_kernel is not None:
+        return None
+    return te_attention_backend(device.capability)
 
 
 def attention_head_width(spec: ModelSpec) -> int:
