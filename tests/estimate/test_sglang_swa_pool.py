@@ -249,3 +249,25 @@ def test_the_hybrid_pool_names_its_page_size():
     est = llmsizer.estimate_inference("gpt-oss-20b", engine="sglang", memory=80 * GiB, context=4096)
     a = next(a for a in est.assumptions if a.name == "sglang_page_size")
     assert a.value == 1 and "383" in a.why and "not 257" in a.why and "trtllm_mha" in a.why
+
+
+def test_an_swa_pool_below_the_window_stops_sglang_and_admits_none():
+    """probe19 F1/F2: SGLang's validate_swa_pool_size (pool_configurator.py:198-216) raises when the SWA pool holds no
+    more than the runner's sliding window + page_size; the window is SGLang's own (gpt_oss.py:131-132: HF's 128 - 1
+    for GPT-OSS; attention_chunk_size 8192 for Llama 4, whose config has no sliding_window). Before, the check read
+    HF's window (one token early for GPT-OSS) and the same answer said SGLang fails and admitted 1 sequence."""
+    kw = dict(engine="sglang", weights="fp8", tensor_parallel=2, context=4096)
+    e = llmsizer.estimate_inference("llama-4-scout-17b-16e-instruct", memory=int(67.25 * GiB), **kw)
+    assert e.details["swa_pool_tokens"] <= 8192 + 1
+    assert "sliding window (8192) + page_size (1)" in e.details["sglang_no_pool"]
+    assert e.details["admitted_sequences"] == 0 and e.details["max_concurrency_at_context"] == 0
+    # GPT-OSS: the smallest memory of a started SGLang holds an SWA pool past 127 + 1 tokens, not 128 + 1
+    cfg = json.loads((Path(llmsizer.__file__).parent / "catalog" / "data" / "models" / "gpt-oss-20b.json").read_text())
+    window = cfg["config"]["sliding_window"] - 1  # SGLang gpt_oss.py:131-132
+    lo, hi = 14 * GiB, 40 * GiB
+    while hi - lo > 1:  # bisect the memory (to the byte) where the start-up check stops failing
+        mid = (lo + hi) // 2
+        d = llmsizer.estimate_inference("gpt-oss-20b", engine="sglang", memory=mid, context=1024).details
+        lo, hi = (mid, hi) if d.get("sglang_no_pool") else (lo, mid)
+    d = llmsizer.estimate_inference("gpt-oss-20b", engine="sglang", memory=hi, context=1024).details
+    assert not d.get("sglang_no_pool") and d["swa_pool_tokens"] == window + 2, d["swa_pool_tokens"]  # 129, not 130

@@ -84,8 +84,8 @@ Rules read in SGLang 0.5.23 (the PyPI wheel; line numbers of that release):
     get_attention_sliding_window_size where it has one, sliding_window - 1 for GPT-OSS (models/gpt_oss.py:131-132)
     and Gemma 4 (models/gemma4_mm.py:314-315, gemma4_causal.py:83-84), else attention_chunk_size (Llama 4: no
     sliding_window in its config, so _get_sliding_window_size :1961-1966 is None); ``SGLANG_SWA_WINDOW`` below. An
-    SWA pool of no more than window + page tokens stops SGLang at start (validate_swa_pool_size :198-216; skipped
-    when the config has no sliding_window, Llama 4). Not modelled: the request-cap sizing used only with --disable-radix-cache and
+    SWA pool of no more than w + page tokens stops SGLang at start (validate_swa_pool_size :198-216, given the
+    runner's window w above: attention_chunk_size for Llama 4); none is admitted then. Not modelled: the request-cap sizing used only with --disable-radix-cache and
     a given --max-running-requests (SWARequestCapPoolConfigurator :971-1042), DeepSeek V4's pool, unified memory.
 (5) Radix cache: finished requests' KV stays in the same pool as a prefix cache and is evicted (LRU) when running
     requests need the room, so it does not lower the capacity for running requests; requests that share a prefix
@@ -312,7 +312,11 @@ def compose_sglang(ctx: Context) -> None:
     max_running = min(w.max_num_seqs, tokens // 2) if w.max_num_seqs is not None else min(est_reqs, tokens // 2)
     if mamba is not None:  # eq. (4b): every running request holds state slots in the MambaPool
         max_running = min(max_running, mamba[0] // E.SGLANG_MAMBA_REQUESTS_RATIO)
-    fits_one = (hybrid_swa_admitted(tokens, swa_tokens, w.context, sglang_swa_window(spec),
+    # validate_swa_pool_size (pool_configurator.py:198-216): an SWA pool of no more than the runner's sliding window
+    # (eq. 3s: SGLang's own, 127 for GPT-OSS, attention_chunk_size for Llama 4) + one page stops SGLang at start-up
+    swa_no_start = swa is not None and pool > 0 and swa_tokens <= sglang_swa_window(spec) + page
+    fits_one = (0 if swa_no_start else
+                hybrid_swa_admitted(tokens, swa_tokens, w.context, sglang_swa_window(spec),
                                     E.SGLANG_SWA_EVICTION_INTERVAL, page) if swa is not None else tokens // w.context)
     admitted = min(fits_one, max_running)
     if max_running != w.max_num_seqs:  # the pool's default cap: the need is for what it runs (common.py eq. R1)
@@ -377,10 +381,10 @@ def compose_sglang(ctx: Context) -> None:
             "mem_fraction_static" + (", lower max_mamba_cache_size" if mamba is not None
                                        and w.max_mamba_cache_size is not None else "")
             + " or use more memory")
-    elif swa is not None and swa_tokens <= (spec.sliding_window or 0) + page:
+    elif swa_no_start:
         ctx.details["sglang_no_pool"] = (
             f"SGLang would fail at start-up: its SWA pool ({swa_tokens:,} tokens) cannot hold one request, whose "
-            f"prefill needs the sliding window ({spec.sliding_window}) + page_size ({page}) (validate_swa_pool_size, "
+            f"prefill needs the sliding window ({sglang_swa_window(spec)}) + page_size ({page}) (validate_swa_pool_size, "
             "pool_configurator.py:198-216); raise mem_fraction_static or use more memory")
     elif fits_one < 1:
         acc.warnings.append(f"one sequence of {w.context} tokens needs more than the {tokens:,} tokens SGLang's pool "
