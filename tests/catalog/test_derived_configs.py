@@ -121,8 +121,9 @@ def test_mistral_small_count_is_the_checkpoint_size():
     assert total * idx["dtype_bytes"] == idx["total_size"] == 47_144_806_400
 
 
-# DeepSeek-V3.1 resolves to the deepseek-v3 entry. Its architecture keys, as NVIDIA's DeepSeek-V3.1-NVFP4
-# config.json copies them (ai-dynamo/aiconfigurator:aic-core/src/aiconfigurator_core/model_configs/
+# DeepSeek-V3.1 has its own row (a vendored copy of DeepSeek's config.json, catalog37); it resolved to deepseek-v3
+# before. Its architecture keys, as NVIDIA's DeepSeek-V3.1-NVFP4 config.json copies them, a second, independent copy
+# (ai-dynamo/aiconfigurator:aic-core/src/aiconfigurator_core/model_configs/
 # nvidia--DeepSeek-V3.1-NVFP4_config.json@095f58a51c4ca8e61b66ec108d86f223f8d559ce), verbatim:
 DEEPSEEK_V31_ARCH = {
     "first_k_dense_replace": 3, "hidden_size": 7168, "intermediate_size": 18432, "kv_lora_rank": 512,
@@ -134,12 +135,17 @@ DEEPSEEK_V31_ARCH = {
 }
 
 
-def test_deepseek_v31_alias_has_the_v3_architecture():
+def test_deepseek_v31_row_has_nvidia_s_v31_architecture_and_v3_s():
+    """The V3.1 row (KinChow/model-structure-viewer's copy) holds every architecture key of NVIDIA's NVFP4 copy, and
+    those are the V3 row's too: V3.1 changes the FP8 scale encoding (scale_fmt ue8m0), not the shapes."""
     from llmsizer.catalog.models import find
     entry = find("deepseek-ai/DeepSeek-V3.1")
-    assert entry.name == "deepseek-v3"
+    assert entry.name == "deepseek-v3.1" and find("deepseek-ai/DeepSeek-V3.1-Base").name == "deepseek-v3.1"
+    v3 = find("deepseek-ai/DeepSeek-V3")
     for key, value in DEEPSEEK_V31_ARCH.items():
-        assert entry.config[key] == value, key
+        assert entry.config[key] == value == v3.config[key], key
+    assert entry.config["quantization_config"]["scale_fmt"] == "ue8m0"
+    assert "scale_fmt" not in v3.config["quantization_config"]
 
 
 # GLM-4.7 (verbatim since 2026-12-02, ASSEMBLED before): the checkpoint's tensor layout, as the GLM converter test that
@@ -178,6 +184,27 @@ def test_glm47_config_builds_the_published_tensor_layout():
     assert sum(math.prod(s) for s in fused.values()) == 160 * 3 * 1536 * _GLM47_H
     assert not any(n.startswith("model.layers.2.mlp.experts") for n in shapes)
     assert sum(1 for n in shapes if n.endswith("mlp.gate.weight")) == 89
+
+
+# Llama 4 Scout (verbatim since catalog37: the sample-model config.json of a Dynamo fork). NVIDIA AIConfigurator's
+# abridged copy, a second, independent one (ai-dynamo/aiconfigurator:aic-core/src/aiconfigurator_core/model_configs/
+# meta-llama--Llama-4-Scout-17B-16E-Instruct_config.json@095f58a51c4ca8e61b66ec108d86f223f8d559ce), text_config shape keys:
+SCOUT_AIC_TEXT = {"attention_chunk_size": 8192, "head_dim": 128, "hidden_size": 5120, "interleave_moe_layer_step": 1,
+                  "intermediate_size": 8192, "intermediate_size_mlp": 16384, "max_position_embeddings": 10485760,
+                  "num_attention_heads": 40, "num_experts_per_tok": 1, "num_hidden_layers": 48,
+                  "num_key_value_heads": 8, "num_local_experts": 16, "use_qk_norm": True, "vocab_size": 202048}
+
+
+def test_llama4_scout_row_agrees_with_nvidia_s_abridged_copy():
+    """Every shape key NVIDIA's copy keeps has the row's value; the row's empty no_rope_layers leaves the NoPE layers to
+    Llama4TextConfig's default (every 4th), which the reader applies: 12 of 48 layers."""
+    entry = ENTRIES["llama-4-scout-17b-16e-instruct"]
+    text = entry.config["text_config"]
+    for key, value in SCOUT_AIC_TEXT.items():
+        assert text[key] == value, key
+    assert text["no_rope_layers"] == []
+    full = [i for i, kind in enumerate(entry.spec().layer_types) if kind == "full"]
+    assert full == list(range(3, 48, 4))  # transformers Llama4TextConfig: no_rope_layer_interval 4, (i + 1) % 4 == 0
 
 
 # --- ASSEMBLED entries: their shape keys against a first-party table ---------------------------------------------

@@ -543,6 +543,26 @@ def test_mi355x_fp32_is_256_cus_at_the_cdna_matrix_fp32_rate() -> None:
     assert value == pytest.approx(cus * per_clock * mhz * 1e6 / 1e12, abs=0.05)
 
 
+def test_mi355x_bf16_is_amd_s_rounding_of_half_the_isscc_fp8_rate() -> None:
+    """The MI355X bf16/fp16 rows (2500, mlengineering-mi355x: AMD's '2.5 PFLOPS') are AMD's rounding of 256 CUs x
+    4,096 FLOPS/clock/CU x 2.4 GHz = 2516.6: half the ISSCC report's 8,192 FP8 FLOPS/clock/CU (isscc-mi355x title),
+    at the CU count and clock of svethardware-mi355x; all parsed from the source entries, not from the catalog."""
+    import re
+
+    srcs = json.loads(DATA.joinpath("sources.json").read_text("utf-8"))["sources"]
+    sv = srcs["svethardware-mi355x"]["title"]
+    cus = int(re.search(r"= (\d+) CU", sv).group(1))  # type: ignore[union-attr]
+    mhz = int(re.search(r"at (\d+) MHz", sv).group(1))  # type: ignore[union-attr]
+    fp8_per_clock = int(re.search(r"([\d,]+) FP8 FLOPS per CU", srcs["isscc-mi355x"]["title"]).group(1).replace(",", ""))  # type: ignore[union-attr]
+    exact = cus * fp8_per_clock / 2 * mhz * 1e6 / 1e12
+    assert exact == pytest.approx(2516.6, abs=0.05)
+    quoted = re.search(r"\| 157\.3 \| \? \| (\d+) \| (\d+) \| (\d+)", srcs["mlengineering-mi355x"]["title"])
+    fp16, bf16, fp8 = (float(x) for x in quoted.groups())  # type: ignore[union-attr]
+    row = _accelerator_rows()["mi355x"]["flops"]
+    assert row["bf16"]["value"] == bf16 and row["fp16"]["value"] == fp16 and row["fp8"]["value"] == fp8
+    assert round(exact / 100) * 100 == bf16 and fp8 == 2 * bf16
+
+
 def test_rtx_3090_tf32_is_the_quoted_ga102_figure_at_the_fp32_rate() -> None:
     """The RTX 3090 TF32 row holds the number the apoorvkh-analytic source entry quotes ('geforce3090 35.6', from
     the GA102 whitepaper, without sparsity); GeForce Ampere runs TF32 at its FP32 CUDA-core rate (35.58)."""

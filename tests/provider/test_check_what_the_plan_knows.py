@@ -17,7 +17,7 @@ import pytest
 from cli_capture import run, run_json
 
 ROOT = Path(__file__).resolve().parents[2]
-DEVICE = "mi355x"  # fp8 sourced, bf16 / fp16 not (the RTX 5050 had none until its rates were derived per SM)
+DEVICE = "rx-7800-xt"  # no fp16 / bf16 matrix rate sourced (the MI355X had none until catalog37 read AMD's 2.5 PF)
 
 INVENTORY = f"""\
 version: 1
