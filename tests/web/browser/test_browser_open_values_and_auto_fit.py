@@ -63,16 +63,20 @@ def _flags_line(text: str) -> str:
 
 
 def test_the_auto_fit_shows_the_flags_line_fit_prints(page: Page) -> None:
-    typed = cli("fit", "qwen2.5-7b", "--device", "rtx-4090", "--engine", "llamacpp", "--context", "32k", "--auto",
-                json_out=False)
+    typed = cli("fit", "qwen2.5-7b", "--device", "rtx-4090", "--engine", "llamacpp", "--context", "32k",
+                "--ubatch", "2048", "--auto", json_out=False)
     ready(page, "/?model=qwen2.5-7b&engine=vllm&device=rtx-4090&context=32k&memory=")
     box = page.get_by_label("--auto auto-fit -ngl / --n-cpu-moe / context")
     assert not box.is_visible()  # vLLM: no auto-fit
     page.locator("#engine").select_option("llamacpp")
     assert box.is_visible()
+    # an engine setting named by its dest, n_ubatch, whose flag is --ubatch (before: a 400, "--n-ubatch")
+    page.locator("#engine-settings summary").click()
+    page.locator("#n_ubatch").fill("2048")
     box.check()
     page.wait_for_selector("#auto-fit[data-flags]")
     shown = page.locator("#auto-fit-lines").inner_text()
+    assert page.locator("#problem").is_hidden(), page.locator("#problem").inner_text()  # infer --ubatch answered
     assert _flags_line(shown) == _flags_line(typed), (shown, typed)
     command = page.locator("#auto-fit").get_attribute("data-command") or ""
     assert command.startswith("llmsizer fit qwen2.5-7b ") and command.endswith(" --auto"), command

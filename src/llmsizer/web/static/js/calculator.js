@@ -194,7 +194,7 @@ function reverseAsked(fields, common) {
 
 async function compute() {
   const { fields, common } = workload();
-  const body = { ...picker.fields(), ...apiFields(typed(fields)), ...common };
+  const body = { ...picker.fields(), ...apiFields(typed(fields), ENGINE_FLAGS), ...common };
   if (reverseAsked(fields, common)) Object.assign(body, tab === "train" ? { max_batch: true, max_seq: true } : { max_context: true, max_concurrency: true });
   if (current) current.abort();
   current = new AbortController();
@@ -327,7 +327,7 @@ async function autoFit() {
   delete card.dataset.flags;
   if (!autoAsked()) { card.hidden = true; return; }
   const { fields, common } = workload();
-  const f = { ...apiFields(typed(fields)), ...common };
+  const f = { ...apiFields(typed(fields), ENGINE_FLAGS), ...common };
   if (f.gpus) { f.count = f.gpus; delete f.gpus; }
   const cmd = cliCommand("fit", picker.label() || "MODEL", { ...formValues(form, ["hub"]), ...f }, ["--auto"], ENGINE_FLAGS);
   card.hidden = false;
@@ -389,7 +389,7 @@ function gridSkeleton() {
 
 async function grid() {
   const { fields, common } = workload();
-  const base = { ...picker.fields(), ...apiFields(typed(fields)), ...rate() };
+  const base = { ...picker.fields(), ...apiFields(typed(fields), ENGINE_FLAGS), ...rate() };
   // each cell says its own devices and fit chooses their layout (the serving tab's --tp, tensor_parallel, too)
   delete base.device; delete base.count; delete base.gpus; delete base.tp; delete base.tensor_parallel;
   if (common.headroom) base.headroom = common.headroom;

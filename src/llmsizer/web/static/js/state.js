@@ -26,10 +26,16 @@ export const FORM_NAMES = {
 };
 
 /** The form's fields as the API names them (the training tab's device is the API's ``device``, its attention
- * ``attention``; the serving tab's llama.cpp GPU count ``gpus``). */
-export function apiFields(fields) {
+ * ``attention``; the serving tab's llama.cpp GPU count ``gpus``); ``flags``: the flag of a control named by its dest
+ * (the Engine settings' ``data-flag``), whose field the API takes by the flag's name, as it takes every option
+ * (web/bridge.py): ``n_ubatch`` is ``ubatch`` (--ubatch), ``paged_block_size`` is ``block_size`` (--block-size). */
+export function apiFields(fields, flags = {}) {
   const out = { ...fields };
   for (const [k, api] of Object.entries({ ...TRAIN_AS, ...SERVE_AS })) if (k in out) { out[api] = out[k]; delete out[k]; }
+  for (const [k, flag] of Object.entries(flags)) {
+    const api = flag.slice(2).replaceAll("-", "_");
+    if (k in out && api !== k) { out[api] = out[k]; delete out[k]; }
+  }
   return out;
 }
 
