@@ -448,6 +448,9 @@ def choices() -> dict[str, Any]:
         # the training settings a request file takes (request/fields.py): the calculator's request YAML writes the
         # Advanced section's other settings as comments, with their flags
         "request_settings": [f.name for f in next(f for f in REQUEST_TRAINING if f.name == "settings").fields],
+        # ... and the parameter-efficient ones it takes under peft (rank, alpha, targets, modules_to_save, the adapter
+        # and base dtypes): the calculator's request YAML writes those of the form under peft:
+        "request_peft": [f.name for f in next(f for f in REQUEST_TRAINING if f.name == "peft").fields],
         # the engine settings a request file takes under engine_settings (request/fields.py): the calculator's
         # request YAML writes the Engine settings section's other settings as comments, with their flags
         "request_engine_settings": [f.name for f in next(f for f in REQUEST_INFERENCE

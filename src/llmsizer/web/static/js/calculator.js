@@ -68,6 +68,7 @@ let instances = [];
 let defaults = {}; // the estimator's defaults (/pages/choices.json)
 let engineNames = {}; // each engine's name in the answers (/pages/choices.json)
 let requestSettings = []; // the training settings a request file takes (/pages/choices.json)
+let requestPeft = ["rank"]; // ... and its parameter-efficient ones, under peft (/pages/choices.json)
 let frameworkDefaults = {}; // each framework profile's workload defaults (/pages/choices.json)
 
 /** The empty option of each setting a chosen framework profile sets says the profile's value (the estimate
@@ -472,7 +473,7 @@ $("download-yaml").addEventListener("click", () => {
   const engine = { fields: typed(formValues(form, tab === "train" ? [] : engineSent())), flags: ENGINE_FLAGS,
     taken: requestEngineSettings };
   const text = requestYaml(tab, picker.label() || "MODEL", fields, common, defaults, tab === "train" ? {} : answered,
-    requestSettings, engine);
+    requestSettings, engine, requestPeft);
   download("request.yaml", text, "application/yaml");
   $("action-status").textContent = "request.yaml downloaded: check it on the Request page";
 });
@@ -555,6 +556,7 @@ async function start() {
   if (defaults.fit_target) $("fit_target").placeholder = `default ${formatBytes(defaults.fit_target)}`;
   engineNames = choices.engine_names || {};
   requestSettings = choices.request_settings || [];
+  requestPeft = choices.request_peft || ["rank"];
   requestEngineSettings = choices.request_engine_settings || [];
   frameworkDefaults = choices.framework_defaults || {};
   for (const c of form.querySelectorAll("select[name] option[value='']")) c.dataset.plain = c.textContent;

@@ -100,7 +100,7 @@ function yq(v) { return /^[\w.@/-]+$/.test(v) && !/^(true|false|null|yes|no|on|o
  * request file takes under ``engine_settings``, /pages/choices.json's request_engine_settings): those under
  * ``engine_settings:``, fit_target and llama.cpp's GPU count under ``resources:``, the others as comments naming their flag. */
 export function requestYaml(kind, model, f, common, defaults = {}, answered = {}, requestSettings = null,
-  settings = { fields: {}, flags: {}, taken: [] }) {
+  settings = { fields: {}, flags: {}, taken: [] }, peft = ["rank"]) {
   const L = ["# written by the llmsizer calculator; check it: llmsizer request check FILE; plan it: llmsizer plan FILE",
     "version: 1", `title: ${yq(`${kind === "train" ? "Train" : "Serve"} ${model}`)}`, "jobs:"];
   const res = [];
@@ -109,10 +109,15 @@ export function requestYaml(kind, model, f, common, defaults = {}, answered = {}
   if (kind === "train") {
     L.push("  - name: training", "    kind: training", "    model:", `      name: ${yq(model)}`,
       `    method: ${yq(f.method || defaults.method)}`);
-    if (f.rank) L.push("    peft:", `      rank: ${yq(f.rank)}`);
+    // the parameter-efficient settings a request file takes under peft (``peft``: /pages/choices.json's
+    // request_peft), a comma list as a YAML list (--targets q,v: [q, v])
+    const list = (v) => (String(v).includes(",") ? `[${String(v).split(",").map((x) => yq(x.trim())).join(", ")}]` : yq(v));
+    const pefts = peft.filter((k) => f[k]);
+    if (pefts.length) L.push("    peft:", ...pefts.map((k) => `      ${k}: ${list(f[k])}`));
     // the settings: the tab's, then the Advanced section's (every other field); one a request file does not take
     // (requestSettings: request/fields.py) is written as a comment with its flag
-    const notSettings = new Set(["method", "rank", "tokens", "train_device", "count", "gpus", "gpus_per_node", "network"]);
+    const notSettings = new Set(["method", "rank", "tokens", "train_device", "count", "gpus", "gpus_per_node", "network",
+      ...peft]);
     const keys = ["precision", "tf32", "optimizer", "micro_batch", "seq_len", "grad_accumulation", "grad_checkpointing",
       "train_attention", "framework", "zero", "fsdp", "tp", "pp", "offload", "grad_sync"];
     const more = Object.keys(f).filter((k) => !keys.includes(k) && !notSettings.has(k));
