@@ -213,6 +213,8 @@ async function compute() {
   } catch (e) {
     if (e.name === "AbortError") return;
     showProblem(e instanceof ApiError ? e : new Error(`the server did not answer (${e.message})`));
+    if (autoCurrent) autoCurrent.abort();
+    $("auto-fit").hidden = true; // the auto-fit on show answered the previous input
     status("");
   }
 }
