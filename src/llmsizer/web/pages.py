@@ -323,19 +323,40 @@ def text_input(attrs: str, default: str) -> str:
 # the engine `fit --auto` fits (cli/fit_cmd.py _auto refuses another: "--auto fits llama.cpp"), and the control's words
 AUTO_FIT_ENGINE = "llamacpp"
 AUTO_FIT_WORDS = "auto-fit -ngl / --n-cpu-moe / context"
+# fit's group of the auto-fit's flags (cli/fit_cmd.py: --auto, --free, --host-memory), and --host-device, the host CPU
+# whose bandwidth times the layers and experts the auto-fit keeps on the CPU (fit's, outside the group)
+AUTO_FIT_GROUP = "llama.cpp auto-fit"
+AUTO_FIT_MORE = ("host_device",)
 
 
 def llamacpp_auto() -> str:
-    """The serving tab's row asking ``llmsizer fit --auto`` (llama.cpp's auto-fit) beside the estimate: a checkbox
-    made from fit's own ``--auto`` flag (its flag and its --help), shown for the engine it fits only
-    (``data-auto-engine``; calculator.js asks POST /api/v1/fit with ``auto`` and shows the flags line the CLI
-    prints). Named ``fit_auto``: not an ``infer`` field, so the estimate's request never carries it."""
-    a = next(a for a in _command_parser("fit")._actions if a.dest == "auto")
-    text = _command_parser("fit")._get_formatter()._expand_help(a)
-    return (f'      <div class="field check" id="fit_auto-field" data-auto-engine="{AUTO_FIT_ENGINE}" hidden>'
-            f'<label for="fit_auto"><code>--auto</code> {html.escape(AUTO_FIT_WORDS)}</label><span>'
-            f'<input type="checkbox" id="fit_auto" name="fit_auto" data-flag="--auto" aria-describedby="fit_auto-hint">'
-            f' <span class="small muted" id="fit_auto-hint">{html.escape(text)} (llmsizer fit)</span></span></div>')
+    """The serving tab's rows asking ``llmsizer fit --auto`` (llama.cpp's auto-fit) beside the estimate, made from
+    fit's own flags (AUTO_FIT_GROUP and AUTO_FIT_MORE: each labelled with its flag, described by its --help): the
+    ``--auto`` checkbox, then a text box per open value (``--free``, ``--host-memory``, ``--host-device``), shown
+    for the engine it fits only (``data-auto-engine``; calculator.js asks POST /api/v1/fit with ``auto`` and shows
+    the flags line the CLI prints). The checkbox is named ``fit_auto`` and the boxes by their dests, none an
+    ``infer`` field: the estimate's request never carries them."""
+    p = _command_parser("fit")
+    fmt = p._get_formatter()
+    group = next(g for g in p._action_groups if g.title == AUTO_FIT_GROUP)
+    actions = [*group._group_actions, *(a for a in p._actions if a.dest in AUTO_FIT_MORE)]
+    rows = []
+    for a in actions:
+        text = html.escape(fmt._expand_help(a))
+        flag = next(o for o in a.option_strings if o.startswith("--"))
+        name = "fit_auto" if a.dest == "auto" else a.dest
+        div = f'<div class="field{{cls}}" id="{name}-field" data-auto-engine="{AUTO_FIT_ENGINE}" hidden>'
+        if a.dest == "auto":
+            rows.append(div.format(cls=" check") + f'<label for="{name}"><code>{flag}</code> '
+                        f'{html.escape(AUTO_FIT_WORDS)}</label><span><input type="checkbox" id="{name}" name="{name}" '
+                        f'data-flag="{flag}" aria-describedby="{name}-hint"> <span class="small muted" '
+                        f'id="{name}-hint">{text} (llmsizer fit)</span></span></div>')
+            continue
+        attrs = f'id="{name}" name="{name}" data-flag="{flag}" aria-describedby="{name}-hint"'
+        rows.append(div.format(cls="") + f'<label for="{name}"><code>{flag}</code></label>'
+                    f'{text_input(attrs, default_text(name, fmt._expand_help(a)))}'
+                    f'<span class="hint" id="{name}-hint">{text} (sent with --auto)</span></div>')
+    return "\n".join("      " + r for r in rows)
 
 
 def render_page(path: str, templates: Path = TEMPLATES) -> bytes:

@@ -81,3 +81,33 @@ def test_the_auto_fit_the_page_asks_is_fits(client) -> None:
     # the line the page shows, "flags: " + command, is the text answer's flags line
     assert f"flags: {r.json()['command']}" in text.splitlines()
     assert len(r.json()["free"]) == 2  # both GPUs
+
+
+def test_fits_own_auto_fit_flags_are_boxes_beside_it(client) -> None:
+    """fit's flags of the auto-fit (its "llama.cpp auto-fit" group, and --host-device) are rows shown with the
+    checkbox, each labelled with its flag; infer has none of them (so the estimate's request never carries them)."""
+    from llmsizer.web.pages import AUTO_FIT_GROUP, PAGE_HTML, _command_parser
+    page = PAGE_HTML["/"].decode()
+    fit = _command_parser("fit")
+    group = next(g for g in fit._action_groups if g.title == AUTO_FIT_GROUP)
+    infer = {a.dest for a in command_flags("infer")}
+    for a in [*group._group_actions, next(a for a in fit._actions if a.dest == "host_device")]:
+        name = "fit_auto" if a.dest == "auto" else a.dest
+        flag = next(o for o in a.option_strings if o.startswith("--"))
+        assert f'id="{name}-field" data-auto-engine="llamacpp" hidden><label for="{name}"><code>{flag}</code>' in page
+        assert a.dest not in infer, a.dest
+
+
+def test_the_auto_fit_with_host_memory_and_host_device_is_fits(client) -> None:
+    """An MoE model on a small GPU: the auto-fit keeps experts on the CPU (--n-cpu-moe), checks them against
+    --host-memory and times them on --host-device's bandwidth; the page's body answers as the CLI."""
+    flags = ["--engine", "llamacpp", "--weights", "q4_k_m", "--context", "32k", "--device", "rtx-5060",
+             "--host-memory", "64GiB", "--host-device", "intel-core-i9-13900k", "--auto"]
+    cli = run_cli("fit", "qwen3-30b-a3b", *flags, "--json")
+    assert cli.returncode == 0, cli.stderr
+    body = {"model": "qwen3-30b-a3b", "engine": "llamacpp", "weights": "q4_k_m", "context": "32k",
+            "device": "rtx-5060", "host_memory": "64GiB", "host_device": "intel-core-i9-13900k", "auto": True}
+    r = client.post("/api/v1/fit", json=body)
+    assert r.status_code == 200 and r.text == cli.stdout
+    got = r.json()
+    assert got["n_cpu_moe"] > 0 and got["host_memory"] == 64 * 2**30 and got["speed"]["tokens_per_second"] > 0

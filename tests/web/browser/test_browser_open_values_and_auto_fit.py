@@ -81,8 +81,14 @@ def test_the_auto_fit_shows_the_flags_line_fit_prints(page: Page) -> None:
     command = page.locator("#auto-fit").get_attribute("data-command") or ""
     assert command.startswith("llmsizer fit qwen2.5-7b ") and command.endswith(" --auto"), command
     assert _flags_line(cli(*shlex.split(command)[1:], json_out=False)) == _flags_line(typed)
+    # fit's own flag of the auto-fit, beside it: in the command and the answer (host RAM checked)
+    page.get_by_label("--host-memory", exact=True).fill("64GiB")
+    page.wait_for_function("() => (document.querySelector('#auto-fit').dataset.command || '').includes('--host-memory 64GiB')"
+                           " && document.querySelector('#auto-fit').dataset.flags")
+    command = page.locator("#auto-fit").get_attribute("data-command") or ""
+    assert _flags_line(cli(*shlex.split(command)[1:], json_out=False)) == _flags_line(page.locator("#auto-fit-lines").inner_text())
     page.goto(page.url)  # the link keeps it
     page.wait_for_selector("#auto-fit[data-flags]")
-    assert box.is_checked()
+    assert box.is_checked() and page.get_by_label("--host-memory", exact=True).input_value() == "64GiB"
     page.locator("#engine").select_option("sglang")  # another engine: hidden, and no auto-fit shown
     page.wait_for_selector("#auto-fit", state="hidden")

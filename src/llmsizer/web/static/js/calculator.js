@@ -45,9 +45,10 @@ function offerEngineSettings() {
     for (const c of div.querySelectorAll("[name]")) c.disabled = !on;
   }
   // llama.cpp's auto-fit (`fit --auto`, web/pages.py llamacpp_auto): shown for the engine it fits only
-  const auto = $("fit_auto-field");
-  auto.hidden = engine !== auto.dataset.autoEngine;
-  $("fit_auto").disabled = auto.hidden;
+  for (const div of enginePanel.querySelectorAll("[data-auto-engine]")) {
+    div.hidden = engine !== div.dataset.autoEngine;
+    for (const c of div.querySelectorAll("[name]")) c.disabled = div.hidden;
+  }
 }
 
 /** The engine settings the form sends: the enabled ones, as the form holds them (strings, for the URL). */
@@ -144,14 +145,16 @@ const RATE_FIELDS = ["request_rate"];
 function rate() { return tab === "train" ? {} : formValues(form, RATE_FIELDS); }
 
 // llama.cpp's auto-fit asked beside the estimate (fit --auto): not an infer field, never in the estimate's request
-const AUTO_FIELDS = ["fit_auto"];
+// (the --auto checkbox, fit_auto, and fit's own flags of it: --free, --host-memory, --host-device)
+const AUTO_FIELDS = [...enginePanel.querySelectorAll("[data-auto-engine] [name]")].map((c) => c.name);
+const AUTO_MORE = AUTO_FIELDS.filter((n) => n !== "fit_auto");
 
 function autoAsked() { return tab !== "train" && !$("fit_auto").disabled && $("fit_auto").checked; }
 
 function state() {
   const { fields, common } = workload();
   const model = picker.file ? {} : formValues(form, ["model", "hub"]);
-  return { tab, ...model, ...common, ...fields, ...rate(), ...(autoAsked() ? { fit_auto: true } : {}) };
+  return { tab, ...model, ...common, ...fields, ...rate(), ...(autoAsked() ? formValues(form, AUTO_FIELDS) : {}) };
 }
 
 function status(text, busy = false) { const s = $("status"); s.textContent = text; s.classList.toggle("busy", busy); }
@@ -330,7 +333,7 @@ async function autoFit() {
   delete card.dataset.flags;
   if (!autoAsked()) { card.hidden = true; return; }
   const { fields, common } = workload();
-  const f = { ...apiFields(typed(fields), ENGINE_FLAGS), ...common };
+  const f = { ...apiFields(typed(fields), ENGINE_FLAGS), ...common, ...formValues(form, AUTO_MORE) };
   if (f.gpus) { f.count = f.gpus; delete f.gpus; }
   const cmd = cliCommand("fit", picker.label() || "MODEL", { ...formValues(form, ["hub"]), ...f }, ["--auto"], ENGINE_FLAGS);
   card.hidden = false;
