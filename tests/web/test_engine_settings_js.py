@@ -52,11 +52,15 @@ CASES = [
      {"mem_fraction_static": "0.5", "max_num_seqs": "8", "allow_long_context": True, "max_num_batched_tokens": "4096"},
      {"memory": "80GiB"}),
     ({"engine": "llamacpp", "weights": "q4_0", "context": "8k", "concurrency": "4"},
-     {"n_gpu_layers": "10", "kv_unified": False, "fit_target": "512MiB", "infer_gpus": "2", "tensor_split": "3,1"},
+     {"n_gpu_layers": "10", "kv_unified": False, "fit_target": "512MiB", "infer_gpus": "2", "tensor_split": "3,1",
+      "n_ubatch": "1024"},
      {"memory": "24GiB"}),
     # --tp (the serving tab's tensor_parallel, web/pages.py ENGINE_COUNTS): a request file has no degree to pin (plan
     # chooses the layout over resources.count as fit does), so the YAML names the flag in a comment
-    ({"engine": "vllm", "context": "8k", "concurrency": "4"}, {"tensor_parallel": "2", "max_num_seqs": "8"},
+    # --ubatch (n_ubatch) and --block-size (paged_block_size): controls named by their dest, a flag of another name;
+    # the API takes the flag's (before, the page posted n_ubatch and got "unrecognized arguments: --n-ubatch")
+    ({"engine": "vllm", "context": "8k", "concurrency": "4"},
+     {"tensor_parallel": "2", "max_num_seqs": "8", "paged_block_size": "32"},
      {"memory": "24GiB"}),
 ]
 
@@ -77,7 +81,8 @@ def test_the_copied_command_is_the_apis_answer(fields: dict[str, Any], engine: d
     done = run_cli(*shlex.split(command)[1:], "--json")
     assert done.returncode in (0, 1), done.stderr
     with TestClient(create_app(), raise_server_exceptions=False) as client:
-        body = json.loads(_node(f"JSON.stringify(apiFields({json.dumps({**fields, **engine, **common})}))"))
+        body = json.loads(_node(f"JSON.stringify(apiFields({json.dumps({**fields, **engine, **common})}, "
+                                f"{json.dumps(_flags())}))"))
         r = client.post("/api/v1/infer", json={"model": MODEL, **body})  # the body the page posts
     assert r.status_code == 200, r.text
     assert r.json() == json.loads(done.stdout)

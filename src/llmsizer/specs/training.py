@@ -406,20 +406,22 @@ _SAVE_ALIASES = {"embed_tokens": "embed", "embeddings": "embed", "wte": "embed",
 
 
 def normalize_modules_to_save(names: str | tuple[str, ...] | list[str]) -> tuple[str, ...]:
-    """Canonical names ('embed', 'lm_head') from 'embed_tokens,lm_head' / ['lm_head']. Unknown -> InputError."""
+    """Canonical names ('embed', 'lm_head') from 'embed_tokens,lm_head' / ['lm_head']. Unknown -> a FieldError naming
+    the field (the web shows it at the form's --modules-to-save box)."""
     items = [t.strip().lower() for t in (names.split(",") if isinstance(names, str) else names) if t.strip()]
     out: list[str] = []
     for t in items:
         n = _SAVE_ALIASES.get(t, t)
         if n not in MODULES_TO_SAVE:
-            raise InputError(f"unknown module to save {t!r}; choose from: embed (embed_tokens), lm_head")
+            raise FieldError("modules_to_save", f"unknown module to save {t!r}; choose from: embed (embed_tokens), lm_head")
         if n not in out:
             out.append(n)
     return tuple(out)
 
 
 def normalize_targets(targets: str | tuple[str, ...] | list[str]) -> tuple[str, ...]:
-    """Canonical LoRA target names from 'q,k,v' / ['q_proj', 'v_proj'] / 'all-linear'. Unknown -> InputError."""
+    """Canonical LoRA target names from 'q,k,v' / ['q_proj', 'v_proj'] / 'all-linear'. Unknown -> a FieldError naming
+    the field (the web shows it at the form's --targets box)."""
     if type(targets) is tuple and targets and _CANONICAL_TARGETS.issuperset(targets) and \
             len(set(targets)) == len(targets):
         return targets  # already canonical (a workload's own, or ALL_LINEAR): what the loop below returns for it
@@ -429,12 +431,12 @@ def normalize_targets(targets: str | tuple[str, ...] | list[str]) -> tuple[str, 
         names = ALL_LINEAR if t in ("all-linear", "all_linear", "all") else _TARGET_ALIASES.get(t, (t,))
         for n in names:
             if n not in LORA_TARGETS:
-                raise InputError(f"unknown LoRA target {t!r}; choose from: {', '.join(LORA_TARGETS)} "
+                raise FieldError("targets", f"unknown LoRA target {t!r}; choose from: {', '.join(LORA_TARGETS)} "
                                  "(or their module names q_proj, gate_proj, qkv_proj, gate_up_proj, ...; 'all-linear')")
             if n not in out:
                 out.append(n)
     if not out:
-        raise InputError("LoRA needs at least one target module (e.g. --targets q,v)")
+        raise FieldError("targets", "LoRA needs at least one target module (e.g. --targets q,v)")
     return tuple(out)
 
 

@@ -117,6 +117,8 @@ PAGE_ASKS = {"max_batch": "the page asks it whenever a memory or a device is giv
 # closed-choice flags of `train` that are not workload settings of the form
 NOT_A_SETTING = {"tied": "a manual model's field (with --params, --layers ...): the page's model is a catalog name, "
                          "Hub id or a dropped config.json / GGUF / safetensors header, which state it"}
+# the title of the parser's group of a manual model's fields (cli/common.py): a model, not a workload setting
+MANUAL_MODEL_GROUP = "manual model"
 _DEFAULT = re.compile(r"\(default:? ([^()]*(?:\([^()]*\)[^()]*)*)\)|default: ([^()]*)$")
 
 
@@ -162,17 +164,27 @@ def default_text(field: str, help_text: str) -> str:
     return "default" if not phrase else f"default ({phrase})" if len(phrase) <= 24 else "default (see below)"
 
 
+def manual_model_flags(p: argparse.ArgumentParser) -> set[str]:
+    """The dests of the parser's manual-model group (--params, --layers ... --tied): a model's fields, not workload
+    settings (NOT_A_SETTING's reason), read from the parser's own group so a field added there stays off the form."""
+    return {a.dest for g in p._action_groups if (g.title or "").startswith(MANUAL_MODEL_GROUP) for a in g._group_actions}
+
+
 def train_advanced(names_on_page: set[str]) -> tuple[list[argparse.Action], str]:
-    """The closed-choice flags of ``llmsizer train`` that the page has no control for (``names_on_page``) and that
-    are settings, in the parser's order, and the HTML of the Advanced section offering them: a select of the
-    parser's choices (the empty option names the CLI's default) or a checkbox, each labelled with its flag and
-    described by its --help, each named by its dest, the field the API, the request file's settings and the Python
-    API take. Generated at import, so a flag added to the CLI is offered here too."""
+    """The flags of ``llmsizer train`` that the page has no control for (``names_on_page``) and that are settings,
+    in the parser's order, and the HTML of the Advanced section offering them: a select of the parser's choices
+    (the empty option names the CLI's default), a checkbox for an on/off flag, else a text input for an open value
+    (a number, a comma list, a name: the API parses it with the CLI's own type, so a bad value gets the CLI's
+    one-line message), each labelled with its flag and described by its --help, each named by its dest, the field
+    the API, the request file's settings and the Python API take. Generated at import, so a flag added to the CLI
+    is offered here too."""
     p = _train_parser()
     fmt = p._get_formatter()
-    actions = [a for a in p._actions if closed_choice(a) and a.option_strings
+    manual = manual_model_flags(p)
+    actions = [a for a in p._actions if a.option_strings and (closed_choice(a) or a.nargs != 0)
                and TRAIN_FORM_NAME.get(a.dest, a.dest) not in names_on_page
-               and a.dest not in DENIED and a.dest not in PAGE_ASKS and a.dest not in NOT_A_SETTING]
+               and a.dest not in DENIED and a.dest not in PAGE_ASKS and a.dest not in NOT_A_SETTING
+               and a.dest not in manual]
     rows = []
     for a in actions:
         name, flag = a.dest, next(o for o in a.option_strings if o.startswith("--"))
@@ -189,10 +201,14 @@ def train_advanced(names_on_page: set[str]) -> tuple[list[argparse.Action], str]
                         f'<option value="true">{html.escape(flag)}</option>'
                         f'<option value="false">{html.escape(no)}</option></select>{hint}</div>')
             continue
-        if a.choices is None:  # on/off
+        if a.choices is None and a.nargs == 0:  # on/off
             note = f' <span class="small muted" id="{name}-hint">{html.escape(text)}</span>' if text else ""
             rows.append(f'<div class="field check">{label}<span><input type="checkbox" id="{name}" name="{name}"'
                         f"{described}>{note}</span></div>")
+            continue
+        if a.choices is None:  # an open value: a number, a comma list, a name
+            attrs = f'id="{name}" name="{name}"{described}'
+            rows.append(f'<div class="field">{label}{text_input(attrs, default_text(name, text))}{hint}</div>')
             continue
         rows.append(f'<div class="field">{label}<select id="{name}" name="{name}"{described}><option value="">'
                     f"{html.escape(default_text(name, text))}</option>{_options(a.choices)}</select>{hint}</div>")
@@ -289,24 +305,70 @@ def _engine_rows(p: argparse.ArgumentParser, actions: list[argparse.Action]) -> 
             rows.append(div.format(cls="") + f'{label}<select {attrs}><option value="">'
                         f"{html.escape(default_text(name, text))}</option>{_options(a.choices)}</select>{hint}</div>")
             continue
-        # the empty box names its default as the select's empty option does (the CLI's --help: "(default 0.9)")
-        said = default_text(name, text)
-        said = said if said in ("default", "default (see below)") else "default " + said[len("default ("):-1]
-        holder = f' placeholder="{html.escape(said)}"' if said != "default" else ""
-        rows.append(div.format(cls="") + f'{label}<input type="text" {attrs}{holder} spellcheck="false">{hint}</div>')
+        rows.append(div.format(cls="") + f"{label}{text_input(attrs, default_text(name, text))}{hint}</div>")
     return rows
+
+
+def text_input(attrs: str, default: str) -> str:
+    """The text input of an open-value flag (the Engine settings' and the training Advanced section's): the empty
+    box names its default as a select's empty option does (``default``: default_text's words, the CLI's --help
+    "(default 0.9)" as "default 0.9"); the API reads what is typed with the flag's own type."""
+    said = default if default in ("default", "default (see below)") else "default " + default[len("default ("):-1]
+    holder = f' placeholder="{html.escape(said)}"' if said != "default" else ""
+    return f'<input type="text" {attrs}{holder} spellcheck="false">'
+
+
+# ------------------------------------------------------------------ the serving tab's llama.cpp auto-fit (generated)
+
+# the engine `fit --auto` fits (cli/fit_cmd.py _auto refuses another: "--auto fits llama.cpp"), and the control's words
+AUTO_FIT_ENGINE = "llamacpp"
+AUTO_FIT_WORDS = "auto-fit -ngl / --n-cpu-moe / context"
+# fit's group of the auto-fit's flags (cli/fit_cmd.py: --auto, --free, --host-memory), and --host-device, the host CPU
+# whose bandwidth times the layers and experts the auto-fit keeps on the CPU (fit's, outside the group)
+AUTO_FIT_GROUP = "llama.cpp auto-fit"
+AUTO_FIT_MORE = ("host_device",)
+
+
+def llamacpp_auto() -> str:
+    """The serving tab's rows asking ``llmsizer fit --auto`` (llama.cpp's auto-fit) beside the estimate, made from
+    fit's own flags (AUTO_FIT_GROUP and AUTO_FIT_MORE: each labelled with its flag, described by its --help): the
+    ``--auto`` checkbox, then a text box per open value (``--free``, ``--host-memory``, ``--host-device``), shown
+    for the engine it fits only (``data-auto-engine``; calculator.js asks POST /api/v1/fit with ``auto`` and shows
+    the flags line the CLI prints). The checkbox is named ``fit_auto`` and the boxes by their dests, none an
+    ``infer`` field: the estimate's request never carries them."""
+    p = _command_parser("fit")
+    fmt = p._get_formatter()
+    group = next(g for g in p._action_groups if g.title == AUTO_FIT_GROUP)
+    actions = [*group._group_actions, *(a for a in p._actions if a.dest in AUTO_FIT_MORE)]
+    rows = []
+    for a in actions:
+        text = html.escape(fmt._expand_help(a))
+        flag = next(o for o in a.option_strings if o.startswith("--"))
+        name = "fit_auto" if a.dest == "auto" else a.dest
+        div = f'<div class="field{{cls}}" id="{name}-field" data-auto-engine="{AUTO_FIT_ENGINE}" hidden>'
+        if a.dest == "auto":
+            rows.append(div.format(cls=" check") + f'<label for="{name}"><code>{flag}</code> '
+                        f'{html.escape(AUTO_FIT_WORDS)}</label><span><input type="checkbox" id="{name}" name="{name}" '
+                        f'data-flag="{flag}" aria-describedby="{name}-hint"> <span class="small muted" '
+                        f'id="{name}-hint">{text} (llmsizer fit)</span></span></div>')
+            continue
+        attrs = f'id="{name}" name="{name}" data-flag="{flag}" aria-describedby="{name}-hint"'
+        rows.append(div.format(cls="") + f'<label for="{name}"><code>{flag}</code></label>'
+                    f'{text_input(attrs, default_text(name, fmt._expand_help(a)))}'
+                    f'<span class="hint" id="{name}-hint">{text} (sent with --auto)</span></div>')
+    return "\n".join("      " + r for r in rows)
 
 
 def render_page(path: str, templates: Path = TEMPLATES) -> bytes:
     """The HTML of the page at ``path``: its body, with its shared parts included and its generated parts
     (``<!-- generate train-advanced -->``: ``train_advanced``; ``<!-- generate engine-settings -->``:
-    ``engine_settings``) made, in the one layout."""
+    ``engine_settings``; ``<!-- generate llamacpp-auto -->``: ``llamacpp_auto``) made, in the one layout."""
     page = PAGES[path]
     body = _INCLUDE.sub(lambda m: (templates / m.group(1)).read_text(encoding="utf-8").rstrip("\n"),
                         (templates / page.body).read_text(encoding="utf-8"))
     generated = {"train-advanced": lambda: train_advanced(set(_NAME.findall(body)))[1],
                  "engine-settings": lambda: engine_settings(set(_NAME.findall(body)))[1],
-                 "engine-main": engine_main}
+                 "engine-main": engine_main, "llamacpp-auto": llamacpp_auto}
     body = _GENERATE.sub(lambda m: generated[m.group(1)](), body)
     current = ' aria-current="page"'
     nav = "\n".join(f'    <li><a href="{href}"{current if href == path else ""}>{label}</a></li>'
@@ -407,6 +469,9 @@ def choices() -> dict[str, Any]:
         # the training settings a request file takes (request/fields.py): the calculator's request YAML writes the
         # Advanced section's other settings as comments, with their flags
         "request_settings": [f.name for f in next(f for f in REQUEST_TRAINING if f.name == "settings").fields],
+        # ... and the parameter-efficient ones it takes under peft (rank, alpha, targets, modules_to_save, the adapter
+        # and base dtypes): the calculator's request YAML writes those of the form under peft:
+        "request_peft": [f.name for f in next(f for f in REQUEST_TRAINING if f.name == "peft").fields],
         # the engine settings a request file takes under engine_settings (request/fields.py): the calculator's
         # request YAML writes the Engine settings section's other settings as comments, with their flags
         "request_engine_settings": [f.name for f in next(f for f in REQUEST_INFERENCE

@@ -44,6 +44,11 @@ function offerEngineSettings() {
     div.hidden = !on;
     for (const c of div.querySelectorAll("[name]")) c.disabled = !on;
   }
+  // llama.cpp's auto-fit (`fit --auto`, web/pages.py llamacpp_auto): shown for the engine it fits only
+  for (const div of enginePanel.querySelectorAll("[data-auto-engine]")) {
+    div.hidden = engine !== div.dataset.autoEngine;
+    for (const c of div.querySelectorAll("[name]")) c.disabled = div.hidden;
+  }
 }
 
 /** The engine settings the form sends: the enabled ones, as the form holds them (strings, for the URL). */
@@ -64,6 +69,7 @@ let instances = [];
 let defaults = {}; // the estimator's defaults (/pages/choices.json)
 let engineNames = {}; // each engine's name in the answers (/pages/choices.json)
 let requestSettings = []; // the training settings a request file takes (/pages/choices.json)
+let requestPeft = ["rank"]; // ... and its parameter-efficient ones, under peft (/pages/choices.json)
 let frameworkDefaults = {}; // each framework profile's workload defaults (/pages/choices.json)
 
 /** The empty option of each setting a chosen framework profile sets says the profile's value (the estimate
@@ -76,6 +82,11 @@ function labelFrameworkDefaults() {
     if (c.dataset.plain === undefined) continue;
     const name = c.parentElement.name;
     c.textContent = name in chosen ? `default (${$("framework").value}: ${chosen[name]})` : c.dataset.plain;
+  }
+  // the Advanced section's open values (a text box: its placeholder names the default)
+  for (const c of advanced.querySelectorAll("input[type=text][name]")) {
+    if (c.dataset.plain === undefined) continue;
+    c.placeholder = c.name in chosen ? `default (${$("framework").value}: ${chosen[c.name]})` : c.dataset.plain;
   }
 }
 let kvDtypes = { all: [], byEngine: {} }; // the KV dtypes the CLI takes, per engine (/pages/choices.json)
@@ -133,10 +144,17 @@ const RATE_FIELDS = ["request_rate"];
 
 function rate() { return tab === "train" ? {} : formValues(form, RATE_FIELDS); }
 
+// llama.cpp's auto-fit asked beside the estimate (fit --auto): not an infer field, never in the estimate's request
+// (the --auto checkbox, fit_auto, and fit's own flags of it: --free, --host-memory, --host-device)
+const AUTO_FIELDS = [...enginePanel.querySelectorAll("[data-auto-engine] [name]")].map((c) => c.name);
+const AUTO_MORE = AUTO_FIELDS.filter((n) => n !== "fit_auto");
+
+function autoAsked() { return tab !== "train" && !$("fit_auto").disabled && $("fit_auto").checked; }
+
 function state() {
   const { fields, common } = workload();
   const model = picker.file ? {} : formValues(form, ["model", "hub"]);
-  return { tab, ...model, ...common, ...fields, ...rate() };
+  return { tab, ...model, ...common, ...fields, ...rate(), ...(autoAsked() ? formValues(form, AUTO_FIELDS) : {}) };
 }
 
 function status(text, busy = false) { const s = $("status"); s.textContent = text; s.classList.toggle("busy", busy); }
@@ -180,7 +198,7 @@ function reverseAsked(fields, common) {
 
 async function compute() {
   const { fields, common } = workload();
-  const body = { ...picker.fields(), ...apiFields(typed(fields)), ...common };
+  const body = { ...picker.fields(), ...apiFields(typed(fields), ENGINE_FLAGS), ...common };
   if (reverseAsked(fields, common)) Object.assign(body, tab === "train" ? { max_batch: true, max_seq: true } : { max_context: true, max_concurrency: true });
   if (current) current.abort();
   current = new AbortController();
@@ -191,12 +209,15 @@ async function compute() {
     if (mine !== seq) return;
     showProblem(null);
     render(data);
+    autoFit();
     gridLater(); // the grid asks 32 questions of the same model and workload: only once this one is answered
     checkVision().then((c) => { if (c) changed(); }); // the model is one the server reads: does it take images?
     status(`answered in the same way as: ${command()}`);
   } catch (e) {
     if (e.name === "AbortError") return;
     showProblem(e instanceof ApiError ? e : new Error(`the server did not answer (${e.message})`));
+    if (autoCurrent) autoCurrent.abort();
+    $("auto-fit").hidden = true; // the auto-fit on show answered the previous input
     status("");
   }
 }
@@ -301,6 +322,40 @@ function render(d) {
     el("p", { class: "small muted" }, `${du.flops_source}; utilization: ${du.utilization_source}`))] : []));
 }
 
+let autoCurrent = null; // AbortController of the auto-fit in flight
+
+/** llama.cpp's auto-fit of the serving tab's workload (POST /fit with auto: `llmsizer fit ... --auto --json`): its
+ * verdict, the flags line and the margin line as the CLI prints them (render/fit_text.py render_llamacpp_fit), and
+ * the command that prints them. llama.cpp's GPUs are infer's --gpus and fit's --count (the same devices). */
+async function autoFit() {
+  const card = $("auto-fit");
+  if (autoCurrent) autoCurrent.abort();
+  delete card.dataset.flags;
+  if (!autoAsked()) { card.hidden = true; return; }
+  const { fields, common } = workload();
+  const f = { ...apiFields(typed(fields), ENGINE_FLAGS), ...common, ...formValues(form, AUTO_MORE) };
+  if (f.gpus) { f.count = f.gpus; delete f.gpus; }
+  const cmd = cliCommand("fit", picker.label() || "MODEL", { ...formValues(form, ["hub"]), ...f }, ["--auto"], ENGINE_FLAGS);
+  card.hidden = false;
+  card.dataset.command = cmd;
+  $("auto-fit-command").replaceChildren("as ", el("code", {}, cmd), " prints it");
+  const ctl = (autoCurrent = new AbortController());
+  try {
+    const r = await post("/fit", { ...picker.fields(), ...f, auto: true }, ctl.signal);
+    if (ctl.signal.aborted) return;
+    const kept = [...new Set(r.margin)].sort((a, b) => a - b);
+    $("auto-fit-verdict").replaceChildren(el("span", { class: `badge ${r.fits ? "b-yes" : "b-no"}` }, r.fits ? "fits" : "does not fit"),
+      ` on ${r.free.length} GPU(s)${r.full_offload ? "" : ` (partial offload: ${r.n_gpu_layers} layers on GPUs)`}`);
+    $("auto-fit-lines").replaceChildren(...cliLines([`flags: ${r.command}`, `margin kept free on each GPU: ${
+      kept.length === 1 ? formatBytes(kept[0]) : r.margin.map(formatBytes).join(", ")}`]));
+    card.dataset.flags = r.command;
+  } catch (e) {
+    if (e.name === "AbortError") return;
+    $("auto-fit-verdict").replaceChildren(el("span", { class: "problem", id: "auto-fit-problem" }, e.message));
+    $("auto-fit-lines").replaceChildren();
+  }
+}
+
 /** Lines of the CLI's text, one block each; a warning line marked as one. */
 function cliLines(lines) {
   return lines.map((line) => el("div", { class: /^\s*warning/.test(line) ? "cli-line warning" : "cli-line" }, line));
@@ -340,7 +395,7 @@ function gridSkeleton() {
 
 async function grid() {
   const { fields, common } = workload();
-  const base = { ...picker.fields(), ...apiFields(typed(fields)), ...rate() };
+  const base = { ...picker.fields(), ...apiFields(typed(fields), ENGINE_FLAGS), ...rate() };
   // each cell says its own devices and fit chooses their layout (the serving tab's --tp, tensor_parallel, too)
   delete base.device; delete base.count; delete base.gpus; delete base.tp; delete base.tensor_parallel;
   if (common.headroom) base.headroom = common.headroom;
@@ -423,7 +478,7 @@ $("download-yaml").addEventListener("click", () => {
   const engine = { fields: typed(formValues(form, tab === "train" ? [] : engineSent())), flags: ENGINE_FLAGS,
     taken: requestEngineSettings };
   const text = requestYaml(tab, picker.label() || "MODEL", fields, common, defaults, tab === "train" ? {} : answered,
-    requestSettings, engine);
+    requestSettings, engine, requestPeft);
   download("request.yaml", text, "application/yaml");
   $("action-status").textContent = "request.yaml downloaded: check it on the Request page";
 });
@@ -483,7 +538,7 @@ const tabs = setupTabs(document.querySelector("[role=tablist]"), (name) => { tab
 
 async function start() {
   const q = loadFromUrl(form, [...COMMON_FIELDS, "hub", ...INFER_FIELDS, ...RATE_FIELDS, ...MEDIA_FIELDS, ...ENGINE_FIELDS,
-    ...TRAIN]);
+    ...AUTO_FIELDS, ...TRAIN]);
   if (q && q.get("tab") === "train") { tabs.select("train", false); tab = "train"; }
   // a link with images or video: whether the model takes them is asked beside the choices, so the first estimate
   // sends them (or not) once (checkVision)
@@ -506,9 +561,11 @@ async function start() {
   if (defaults.fit_target) $("fit_target").placeholder = `default ${formatBytes(defaults.fit_target)}`;
   engineNames = choices.engine_names || {};
   requestSettings = choices.request_settings || [];
+  requestPeft = choices.request_peft || ["rank"];
   requestEngineSettings = choices.request_engine_settings || [];
   frameworkDefaults = choices.framework_defaults || {};
   for (const c of form.querySelectorAll("select[name] option[value='']")) c.dataset.plain = c.textContent;
+  for (const c of advanced.querySelectorAll("input[type=text][name]")) c.dataset.plain = c.placeholder;
   if (countAdvanced()) advanced.open = true; // a link with advanced settings shows them
   kvDtypes = { all: choices.choices.kv_dtypes || [], byEngine: choices.kv_dtypes_by_engine || {} };
   if (q) for (const c of form.querySelectorAll("select[name]")) c.value = q.get(c.name) ?? ""; // now offered

@@ -26,10 +26,16 @@ export const FORM_NAMES = {
 };
 
 /** The form's fields as the API names them (the training tab's device is the API's ``device``, its attention
- * ``attention``; the serving tab's llama.cpp GPU count ``gpus``). */
-export function apiFields(fields) {
+ * ``attention``; the serving tab's llama.cpp GPU count ``gpus``); ``flags``: the flag of a control named by its dest
+ * (the Engine settings' ``data-flag``), whose field the API takes by the flag's name, as it takes every option
+ * (web/bridge.py): ``n_ubatch`` is ``ubatch`` (--ubatch), ``paged_block_size`` is ``block_size`` (--block-size). */
+export function apiFields(fields, flags = {}) {
   const out = { ...fields };
   for (const [k, api] of Object.entries({ ...TRAIN_AS, ...SERVE_AS })) if (k in out) { out[api] = out[k]; delete out[k]; }
+  for (const [k, flag] of Object.entries(flags)) {
+    const api = flag.slice(2).replaceAll("-", "_");
+    if (k in out && api !== k) { out[api] = out[k]; delete out[k]; }
+  }
   return out;
 }
 
@@ -94,7 +100,7 @@ function yq(v) { return /^[\w.@/-]+$/.test(v) && !/^(true|false|null|yes|no|on|o
  * request file takes under ``engine_settings``, /pages/choices.json's request_engine_settings): those under
  * ``engine_settings:``, fit_target and llama.cpp's GPU count under ``resources:``, the others as comments naming their flag. */
 export function requestYaml(kind, model, f, common, defaults = {}, answered = {}, requestSettings = null,
-  settings = { fields: {}, flags: {}, taken: [] }) {
+  settings = { fields: {}, flags: {}, taken: [] }, peft = ["rank"]) {
   const L = ["# written by the llmsizer calculator; check it: llmsizer request check FILE; plan it: llmsizer plan FILE",
     "version: 1", `title: ${yq(`${kind === "train" ? "Train" : "Serve"} ${model}`)}`, "jobs:"];
   const res = [];
@@ -103,10 +109,15 @@ export function requestYaml(kind, model, f, common, defaults = {}, answered = {}
   if (kind === "train") {
     L.push("  - name: training", "    kind: training", "    model:", `      name: ${yq(model)}`,
       `    method: ${yq(f.method || defaults.method)}`);
-    if (f.rank) L.push("    peft:", `      rank: ${yq(f.rank)}`);
+    // the parameter-efficient settings a request file takes under peft (``peft``: /pages/choices.json's
+    // request_peft), a comma list as a YAML list (--targets q,v: [q, v])
+    const list = (v) => (String(v).includes(",") ? `[${String(v).split(",").map((x) => yq(x.trim())).join(", ")}]` : yq(v));
+    const pefts = peft.filter((k) => f[k]);
+    if (pefts.length) L.push("    peft:", ...pefts.map((k) => `      ${k}: ${list(f[k])}`));
     // the settings: the tab's, then the Advanced section's (every other field); one a request file does not take
     // (requestSettings: request/fields.py) is written as a comment with its flag
-    const notSettings = new Set(["method", "rank", "tokens", "train_device", "count", "gpus", "gpus_per_node", "network"]);
+    const notSettings = new Set(["method", "rank", "tokens", "train_device", "count", "gpus", "gpus_per_node", "network",
+      ...peft]);
     const keys = ["precision", "tf32", "optimizer", "micro_batch", "seq_len", "grad_accumulation", "grad_checkpointing",
       "train_attention", "framework", "zero", "fsdp", "tp", "pp", "offload", "grad_sync"];
     const more = Object.keys(f).filter((k) => !keys.includes(k) && !notSettings.has(k));
