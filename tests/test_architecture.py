@@ -20,6 +20,7 @@ LAZY_UPWARD = {
     ("result", "render"): "Estimate.__str__ / _repr_html_ render on demand (notebook API)",
     ("estimate", "render"): "FitResult.__str__ / _repr_html_",
     ("recommend", "render"): "Recommendation.__str__ / _repr_html_",
+    ("fits_on", "render"): "ModelsThatFit.__str__",
     ("plan", "render"): "Plan.__str__ / _repr_html_",
     ("measure", "cli"): "none expected",
     ("cli", "__init__"): "none expected",

@@ -63,6 +63,10 @@ class ModelsThatFit:
     def to_dict(self) -> dict[str, Any]:
         return dict(self.answer)
 
+    def __str__(self) -> str:
+        from .render.fits_on_text import fits_on_text
+        return fits_on_text(self)
+
 
 def ranked(opts: list[tuple[Any, Option]]) -> list[tuple[Any, Option]]:
     """The answer's rows in :data:`FITS_ON_ORDER`: fits first, then the most parameters first (stable)."""

@@ -54,6 +54,16 @@ def test_the_python_answer_is_the_cli_json() -> None:
     assert "Qwen/Qwen3-4B" in res.fitting and "Qwen/Qwen3-235B-A22B" not in res.fitting
 
 
+def test_print_is_the_cli_table() -> None:
+    """``str(models_that_fit(...))`` is the text ``models --fits-on`` prints (one renderer, render/fits_on_text.py;
+    the CLI adds the ``fit ... --auto`` command to a row that fits with experts in host memory, none here)."""
+    code, out, err = run("models", "qwen2.5-7", "--fits-on", "rtx-4090", "--context", "8k", "--headroom", "0.15")
+    assert code == 0, err
+    res = llmsizer.models_that_fit("rtx-4090", "qwen2.5-7", context=8192, headroom=0.15)
+    assert str(res) + "\n" == out and len(res.options) >= 2
+    assert out.startswith("models on rtx-4090, headroom 0.15: 8,192 tokens x 1 sequence(s)")
+
+
 def test_python_arguments_are_checked_as_the_cli_checks_them() -> None:
     with pytest.raises(InputError):
         llmsizer.models_that_fit("rtx-4090", "qwen3-0.6b", headroom=1.5)
@@ -116,6 +126,9 @@ def test_fit_device_detected(this_machine_is: Path) -> None:
     assert data["device"] == "detected-h100-sxm" and data["budget_per_device"] == 81559 * MiB
     code, data = run_json("infer", "qwen2.5-0.5b", "--device", "detected")
     assert code == 0 and data["assumptions"]
+    code, out, err = run("train", "qwen2.5-0.5b", "--device", "detected")
+    assert code == 0, err
+    assert "detected-h100-sxm" in out
 
 
 def test_nothing_detected_is_one_line_exit_2(monkeypatch: pytest.MonkeyPatch) -> None:

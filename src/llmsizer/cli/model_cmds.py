@@ -17,7 +17,7 @@ from ..render.safe import say
 from ..render.text import table
 from ..specs import ENGINES, InferenceWorkload, ModelSpec, TrainingWorkload
 from ..specs.workload import OUTPUT_TOKENS, engine_rule_text
-from ..units import bytes_text, format_bytes, format_count, format_rate
+from ..units import bytes_text, format_bytes, format_count
 from .commands import COMMAND_HELP
 from .common import (
     add_model_args,
@@ -208,64 +208,14 @@ def fits_on_answer(args: argparse.Namespace) -> tuple[dict[str, Any], int, Model
     return data, exit_code(bool(data["fitting"])), res
 
 
-# The columns of ``models --fits-on``'s table, the web page's (/fits) too: one answer, one table, each cell from the
-# same JSON field on both (tests/web/browser/test_browser_cli_lines.py compares every cell).
-FITS_ON_COLUMNS = ["name", "params", "format", "quality", "engine", "memory/device", "tok/s/user", "tok/s total", "fits"]
-
-
 def _fits_on(args: argparse.Namespace) -> int:
-    from ..recommend import FLOOR_UNCHECKED
+    """``models --fits-on`` as text: the core's answer rendered (render/fits_on_text.py), each model that fits with
+    experts in host memory with the ``fit ... --auto`` command that gives it."""
+    from ..render.fits_on_text import fits_on_text
 
-    data, _, res = fits_on_answer(args)
-    opts = res.options
-    unchecked = any(w.startswith(FLOOR_UNCHECKED) for w in data["warnings"])
-    context = args.context or InferenceWorkload.context
-    concurrency = args.concurrency or InferenceWorkload.concurrency
-    rows, host_lines = [], []
-    host = {m["id"]: m["experts_in_host"] for m in data["models"]}
-    quality = {m["id"]: m["quality"] for m in data["models"]}
-    for e, o in opts:  # in the answer's order (ranked)
-        ok = o.status == "meets"
-        h = host.get(e.id)
-        if h:  # fit --auto's answer: the GPUs alone cannot hold it, the experts of some layers in host memory can
-            fmt = h["weights"].removeprefix("gguf:").upper()
-            host_lines.append(f"{e.name}: fits with experts in host memory in {fmt} ({h['format_rule']}; "
-                              f"{format_bytes(h['memory_per_device'])} per GPU, {format_bytes(h['host_bytes'])} of "
-                              f"host RAM, {'checked' if h['host_memory_checked'] else 'unchecked'}): {_fit_auto_command(e.name, args, h['weights'])}  "
-                              f"(llama.cpp {' '.join(h['flags'])})")
-            if h["quality_warning"]:
-                host_lines.append(f"  warning: {h['quality_warning']}")
-        rows.append([e.name, format_count(count_params(e.spec()).total),
-                     o.weights_format.removeprefix("gguf:") if ok else "-", quality[e.id] or "-",
-                     o.engine if ok else "-",  # the engine the memory and speed are of (the JSON's engine)
-                     format_bytes(o.memory_per_device) if ok and o.memory_per_device else "-",
-                     "-" if not ok else format_rate(o.tokens_per_second_per_user) if o.tokens_per_second_per_user
-                     else "unknown",
-                     # all sequences' output tokens per second of their whole requests, TTFT counted (fit's
-                     # tokens_per_second_total; the JSON's tokens_per_second, the web page's "tok/s total")
-                     "-" if not ok else format_rate(o.tokens_per_second) if o.tokens_per_second else "unknown",
-                     "yes" if ok else "experts in host memory (below)" if h else "no: " + "; ".join(o.reasons)[:90]])
-    on = "".join(f", {k} {v}" for k, v in (("engine", args.engine), ("release", args.engine_version),
-                                            ("memory", args.memory and format_bytes(args.memory)),
-                                            ("host memory", args.host_memory and format_bytes(args.host_memory)),
-                                            ("headroom", args.headroom),
-                                            ("devices per machine", args.gpus_per_node),
-                                            ("fit target", args.fit_target and format_bytes(args.fit_target)),
-                                            *((k.replace("_", " "), "x".join(map(str, v)) if isinstance(v, tuple) else v)
-                                              for k, v in media_fields(args).items())) if v is not None)
-    floor = "in memory (decode speed unknown: see the warning)" if unchecked else "at reading speed or faster"
-    say(f"models on {data['devices_text']}{on}: {context:,} tokens x {concurrency} sequence(s), the highest-quality format "
-        f"that fits {floor}; {data['order']}")
-    say(table(rows, FITS_ON_COLUMNS))
-    n, split = len(data["fitting"]), sum(1 for h in host.values() if h and h["host_memory_checked"])
-    say(f"{n} of {len(opts)} models fit" + (f" ({split} with experts in host memory, below)" if split else ""))
-    for line in host_lines:
-        say(line)
-    if data.get("text_only_left_out"):
-        say(f"{data['text_only_left_out']} text-only model(s) left out: images and video do not apply to them")
-    for w in data["warnings"]:
-        say(f"warning: {w}")
-    return exit_code(n > 0)
+    _, code, res = fits_on_answer(args)
+    say(fits_on_text(res, lambda name, weights: _fit_auto_command(name, args, weights)))
+    return code
 
 
 def inspect_data(spec: ModelSpec) -> dict[str, Any]:

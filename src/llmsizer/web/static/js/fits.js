@@ -75,7 +75,7 @@ function render(d) {
   $("summary").replaceChildren(el("b", { id: "fit-count", "data-fits": n }, `${n} of ${rows.length}`),
     ` catalog models fit ${d.devices_text} at ${d.context.toLocaleString("en-US")} tokens × ${d.concurrency} sequence(s).`);
   $("fits-warnings").replaceChildren(...(d.warnings || []).map((w) => el("li", {}, `warning: ${w}`))); // as the CLI's
-  // the CLI's table (cli/model_cmds.py FITS_ON_COLUMNS), cell for cell from the same JSON fields, "-" where it has none
+  // the CLI's table (render/fits_on_text.py FITS_ON_COLUMNS), cell for cell from the same JSON fields, "-" where it has none
   $("fits-table").tBodies[0].replaceChildren(...rows.map((m) => {
     const ok = m.status === "meets";
     const h = m.experts_in_host;
