@@ -131,6 +131,17 @@ def test_fit_device_detected(this_machine_is: Path) -> None:
     assert "detected-h100-sxm" in out
 
 
+def test_python_fit_on_the_detected_machine(this_machine_is: Path, h100_server: Path) -> None:
+    """``fit`` and ``fit_training`` take the detection (or "detected") as their hardware, as the CLI's --device."""
+    det = llmsizer.detect_hardware(h100_server)
+    r = llmsizer.fit("qwen2.5-0.5b", det)
+    assert r.device == "detected-h100-sxm" and r.budget_per_device == 81559 * MiB  # the driver's, by eye
+    assert llmsizer.fit("qwen2.5-0.5b", "detected").to_dict() == r.to_dict()
+    t = llmsizer.fit_training("qwen2.5-0.5b", det, seq_len=1024)
+    # training keeps the default 10 % headroom of the driver's 81559 MiB
+    assert t.device == "detected-h100-sxm" and t.budget_per_device == int(81559 * MiB * 0.9)
+
+
 def test_nothing_detected_is_one_line_exit_2(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(detect_module, "run_commands", lambda: ([], ["lscpu: not installed"]))
     code, out, err = run("models", "--fits-on", "detected")
