@@ -7,6 +7,8 @@ the expected sizes below read by eye from those files)."""
 from __future__ import annotations
 
 import json
+import re
+import shlex
 import shutil
 from pathlib import Path
 
@@ -140,6 +142,19 @@ def test_python_fit_on_the_detected_machine(this_machine_is: Path, h100_server: 
     t = llmsizer.fit_training("qwen2.5-0.5b", det, seq_len=1024)
     # training keeps the default 10 % headroom of the driver's 81559 MiB
     assert t.device == "detected-h100-sxm" and t.budget_per_device == int(81559 * MiB * 0.9)
+
+
+def test_the_fit_auto_command_printed_for_detected_runs(this_machine_is: Path) -> None:
+    """A model that fits the detected machine only with experts in host memory is printed with its ``fit ... --device
+    detected --auto`` command; that command detects the machine again and gives the same llama.cpp flags."""
+    code, out, err = run("models", "qwen3-coder-480b", "--fits-on", "detected", "--host-memory", "600GB",
+                         "--context", "8k")
+    assert code == 0, err
+    m = re.search(r": (llmsizer fit .*? --auto)  \(llama\.cpp (.*?)\)", out)
+    assert m and "--device detected" in m.group(1), out
+    code, fit_out, err = run(*shlex.split(m.group(1))[1:])
+    assert code == 0, err
+    assert f"flags: {m.group(2)}" in fit_out
 
 
 def test_nothing_detected_is_one_line_exit_2(monkeypatch: pytest.MonkeyPatch) -> None:
