@@ -12,7 +12,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "llmsizer"
 
 FLOORS = {
     "_version": 0, "errors": 0, "frozen": 0, "numbers": 0.5, "inputs": 0.5, "units": 1, "result": 1, "suggest": 1, "specs": 2, "formulas": 3, "readers": 4,
-    "catalog": 5, "models": 6, "request": 7, "estimate": 8, "recommend": 9, "plan": 10, "render": 11,
+    "catalog": 5, "models": 6, "request": 7, "estimate": 8, "recommend": 9, "fits_on": 9.5, "plan": 10, "render": 11,
     "measure": 12, "provider": 12, "validation_cases": 13, "cli": 14, "__main__": 14.2, "web": 14.5, "__init__": 15,
 }
 # upward imports made inside a function on purpose, each with its reason
@@ -20,6 +20,7 @@ LAZY_UPWARD = {
     ("result", "render"): "Estimate.__str__ / _repr_html_ render on demand (notebook API)",
     ("estimate", "render"): "FitResult.__str__ / _repr_html_",
     ("recommend", "render"): "Recommendation.__str__ / _repr_html_",
+    ("fits_on", "render"): "ModelsThatFit.__str__",
     ("plan", "render"): "Plan.__str__ / _repr_html_",
     ("measure", "cli"): "none expected",
     ("cli", "__init__"): "none expected",

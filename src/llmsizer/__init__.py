@@ -39,9 +39,12 @@ _LAZY = {
     "FitResult": "estimate.fit", "Recommendation": "recommend", "Plan": "plan",
     "fit_llamacpp": "estimate.llamacpp_fit", "LlamaCppFit": "estimate.llamacpp_fit",
     "framework_profiles": "catalog.frameworks",
+    "models_that_fit": "fits_on", "ModelsThatFit": "fits_on", "detect_hardware": "catalog.detect",
+    "Detection": "catalog.detect",
 }
 
 if TYPE_CHECKING:  # what type checkers and IDEs see; at run time these load lazily through __getattr__
+    from .catalog.detect import Detection, detect_hardware
     from .catalog.frameworks import framework_profiles
     from .catalog.hardware import find_hardware, load_catalog
     from .estimate.fit import FitResult, fit, fit_training
@@ -50,6 +53,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time these load laz
     from .estimate.llamacpp_fit import LlamaCppFit, fit_llamacpp
     from .estimate.speed import estimate_speed
     from .estimate.training import estimate_training, max_micro_batch, max_seq_len
+    from .fits_on import ModelsThatFit, models_that_fit
     from .formulas.kv_cache import kv_cache
     from .formulas.params import count_params
     from .formulas.weight_formats import format_names, weight_bytes
@@ -70,6 +74,7 @@ __all__ = [
     "max_micro_batch", "max_seq_len", "fit", "fit_training", "estimate_speed", "Constraints", "recommend_inference",
     "recommend_training", "load_catalog", "find_hardware", "make_plan", "plan_file", "load_request",
     "FitResult", "Recommendation", "Plan", "fit_llamacpp", "LlamaCppFit", "framework_profiles",
+    "models_that_fit", "ModelsThatFit", "detect_hardware", "Detection",
 ]
 
 

@@ -27,12 +27,13 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
+import json
 import os
 import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -40,7 +41,7 @@ from typing import Any
 from ..errors import InputError
 from ..readers import system_outputs as so
 from ..units import format_bytes
-from .hardware import Device, HardwareCatalog, Value, builtin_catalog
+from .hardware import Device, HardwareCatalog, HardwareText, Instance, Value, builtin_catalog
 
 # output name (the file name under --from DIR) -> the fixed, read-only command that prints it
 COMMANDS: dict[str, tuple[str, ...]] = {
@@ -95,11 +96,28 @@ class DetectedDevice:
 
 @dataclass
 class Detection:
+    """A machine as ``hardware detect`` reads it (``detect_hardware``): ``document`` the hardware file (devices with
+    their sources), ``devices`` one line each (id, kind, count, memory, catalog match), ``target`` the device a
+    question about the machine is answered for, ``outputs`` the command outputs read, ``skipped`` what was not read
+    and why, ``warnings`` what the file's values assume (one socket's bandwidth on a machine of several)."""
+
     document: dict[str, Any]  # the hardware file
     devices: list[DetectedDevice] = field(default_factory=list)
     outputs: list[Output] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)  # what was not read, and why
     warnings: list[str] = field(default_factory=list)  # what the file's values assume (several sockets)
+
+    @property
+    def target(self) -> DetectedDevice:
+        """The device a question about "this machine" is answered for: the first detected (its GPUs, else its CPU
+        or Apple chip: ``detect`` lists GPUs first), the one ``hardware detect -o`` suggests to ``fit``."""
+        return self.devices[0]
+
+    def hardware_text(self) -> HardwareText:
+        """The hardware file (``document``) as the text of a hardware file named ``detected.json`` dated today:
+        what ``hardware detect -o FILE`` writes, given to ``load_catalog`` without a file."""
+        return HardwareText(DETECTED_FILE, json.dumps(self.document, indent=2) + "\n",
+                            _dt.datetime.now(_dt.timezone.utc).date().isoformat())
 
 
 # How llama.cpp places a CPU process on a machine of several sockets (NUMA nodes), as its --numa option names it
@@ -748,5 +766,40 @@ def detect_machine(from_dir: str | Path | None = None, numa: str = "off") -> Det
     return detect(outputs, skipped, numa=numa)
 
 
-__all__ = ["COMMANDS", "NUMA_MODES", "DetectedDevice", "Detection", "Output", "apple_configuration", "detect",
-           "detect_machine", "numa_bandwidth_note", "read_outputs", "run_commands"]
+def detect_hardware(from_dir: str | Path | None = None, numa: str = "off") -> Detection:
+    """This machine as a hardware file, read as ``llmsizer hardware detect`` reads it: the fixed commands that exist
+    here (nvidia-smi, rocm-smi, lscpu, /proc/meminfo, sysctl and system_profiler on macOS; no shell, each with a
+    timeout), or the outputs saved in ``from_dir`` (``hardware detect --from``). ``numa``: how llama.cpp runs on a
+    machine of several sockets (off, distribute, isolate), which decides its CPU's memory bandwidth.
+
+    Returns a ``Detection``: ``document`` the hardware-file entry (``{"devices": [...], "sources": {...}}``, what
+    ``hardware detect -o FILE`` writes), ``devices`` what was found (id, kind, count, memory, catalog match),
+    ``target`` the device questions about this machine are answered for, ``outputs`` / ``skipped`` what was read and
+    what was not, ``warnings``; ``hardware_text()`` hands the entry to ``hardware_files=`` without writing a file.
+    Nothing detected: InputError."""
+    return detect_machine(from_dir, numa)
+
+
+DETECTED = "detected"  # the hardware name that means this machine (`models --fits-on detected`, `fit --device detected`)
+DETECTED_FILE = "detected.json"  # the name the detected hardware file goes by in messages and sources
+
+
+def detected_target(hardware: str | Device | Instance | Detection, count: int | None,
+                    hardware_files: Sequence[str | Path | HardwareText] = (),
+                    ) -> tuple[str | Device | Instance, int | None, list[str | Path | HardwareText]]:
+    """(hardware, count, hardware files) for a question about a machine: ``"detected"`` (any case) is this machine,
+    detected now (``detect_hardware``), and a ``Detection`` the machine it describes: its ``target`` device's id,
+    that device's count when ``count`` is None (more than one), and its hardware file appended as text (no file
+    written). Anything else is returned as given."""
+    if isinstance(hardware, str) and hardware.strip().lower() == DETECTED:
+        hardware = detect_hardware()
+    if isinstance(hardware, Detection):
+        dev = hardware.target
+        if count is None and dev.count > 1:
+            count = dev.count
+        return dev.id, count, [*hardware_files, hardware.hardware_text()]
+    return hardware, count, list(hardware_files)
+
+
+__all__ = ["COMMANDS", "NUMA_MODES", "DETECTED", "DetectedDevice", "Detection", "Output", "apple_configuration", "detect",
+           "detect_hardware", "detect_machine", "detected_target", "numa_bandwidth_note", "read_outputs", "run_commands"]

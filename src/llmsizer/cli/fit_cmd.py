@@ -76,7 +76,8 @@ def register(sub: Any) -> None:
                                    "--memory` / `train --memory` give for the device's memory.",
                        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_model_args(p)
-    p.add_argument("--device", required=True, help="device or instance (see `llmsizer hardware list`)")
+    p.add_argument("--device", required=True, help="device or instance (see `llmsizer hardware list`); 'detected': this machine, detected "
+                   "as `hardware detect` reads it (its GPUs, else its CPU), no file written")
     p.add_argument("--count", type=int_arg(COUNT), help="devices (default: the instance's count, else 1); with an "
                    "instance, a whole multiple of its devices is that many instances")
     add_headroom_arg(p)

@@ -4,7 +4,6 @@ describes the machine it runs on as a hardware file (catalog/detect.py)."""
 from __future__ import annotations
 
 import argparse
-import json
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -40,6 +39,10 @@ examples:
   llmsizer fit qwen2.5-7b --device detected-cpu --hardware-file my-hardware.json
   llmsizer recommend qwen2.5-7b --hardware-file my-hardware.json
   llmsizer hardware detect --from saved-outputs/ --json
+  llmsizer models qwen3 --fits-on detected
+  llmsizer fit qwen2.5-7b --device detected
+
+'detected' (models --fits-on, fit/infer/train --device) detects this machine in-process: no file is written.
 """
 
 KIND_CHOICES = ("gpu", "tpu", "accelerator", "apple", "cpu", "instance")
@@ -226,7 +229,7 @@ def cmd_detect(args: argparse.Namespace) -> int:
     if args.output:
         check_output_file(args.output, force=args.force, why=why)
     det = detect_machine(args.from_dir, args.numa)
-    text = json.dumps(det.document, indent=2) + "\n"
+    text = det.hardware_text().text
     with tempfile.TemporaryDirectory() as tmp:  # it must load as every command will read it, before it is written
         check = Path(tmp) / "detected.json"
         check.write_text(text, "utf-8")

@@ -35,7 +35,8 @@ def register(sub: Any) -> None:
     add_inference_args(p)
     p.add_argument("--device", help="a device or instance from `llmsizer hardware list`, as in `fit` and `train`: "
                    "where the tensors live (cpu: all in RAM) and, without --memory, its memory is the budget; "
-                   "cpu and gpu name a device known only by its kind (default gpu)")
+                   "cpu and gpu name a device known only by its kind; 'detected' this machine, as `hardware detect` reads it "
+                   "(default gpu)")
     p.add_argument("--memory", type=bytes_arg, help="device memory (or RAM for --device cpu), e.g. 24GiB, 80GB; "
                    "with it the answer says whether it fits (exit code 1 when it does not)")
     p.add_argument("--hardware-file", action="append", default=[], metavar="FILE",

@@ -316,6 +316,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     out = sys.stdout
     sys.stdout = _PipeSafe(out)  # a reader that stops early (`| head`) must not change the answer's exit code
     try:
+        detected_device(args)
         return int(args.func(args) or 0)
     except LlmsizerError as e:
         from ..render.safe import term
@@ -331,6 +332,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         if isinstance(sys.stdout, _PipeSafe):
             sys.stdout.flush()  # while the wrapper can still catch a closed pipe (not at interpreter exit)
             sys.stdout = out
+
+
+def detected_device(args: argparse.Namespace) -> None:
+    """``--device detected`` (fit, infer, train): this machine, detected in-process as ``hardware detect`` reads it,
+    no file written (catalog/detect.py ``detected_target``: its first device, that device's count when ``--count``
+    is not given, its hardware file added as text). ``models --fits-on detected`` is the core's
+    (``fits_on.models_that_fit``). The web does not come here: its bridge refuses 'detected'."""
+    device = getattr(args, "device", None)
+    if args.command not in ("fit", "infer", "train") or not isinstance(device, str) or device.strip().lower() != "detected":
+        return
+    from ..catalog.detect import detected_target
+
+    count = getattr(args, "count", None)
+    args.device, count, args.hardware_file = detected_target(device, count, args.hardware_file or [])
+    if hasattr(args, "count"):
+        args.count = count
 
 
 def _silence(stream: Any) -> None:

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import argparse
 import shlex
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..catalog import models as catalog
-from ..errors import FieldError, InputError
-from ..estimate.device import own_memory_refusal
+from ..errors import InputError
 from ..formulas.mtp import mtp_params, mtp_unique_params, stored_file_bytes
 from ..formulas.params import count_params
 from ..formulas.tensors import gemma4_tower_params
@@ -16,9 +15,9 @@ from ..formulas.weight_formats import file_weight_bytes, format_names, stored_fo
 from ..numbers import CONCURRENCY, COUNT, MACHINE_GPUS
 from ..render.safe import say
 from ..render.text import table
-from ..specs import ENGINES, InferenceWorkload, ModelSpec, TrainingWorkload, normalize_engine
+from ..specs import ENGINES, InferenceWorkload, ModelSpec, TrainingWorkload
 from ..specs.workload import OUTPUT_TOKENS, engine_rule_text
-from ..units import bytes_text, format_bytes, format_count, format_rate
+from ..units import bytes_text, format_bytes, format_count
 from .commands import COMMAND_HELP
 from .common import (
     add_model_args,
@@ -31,6 +30,10 @@ from .common import (
     tokens_arg,
     tokens_in,
 )
+
+if TYPE_CHECKING:
+    from ..fits_on import ModelsThatFit
+
 from .workload_args import (
     add_allow_long_context_arg,
     add_engine_version_arg,
@@ -49,7 +52,8 @@ def register(sub: Any) -> None:
                        epilog="examples:\n  llmsizer models\n  llmsizer models qwen3 --json\n"
                               "  llmsizer models --fits-on rtx-4090 --context 8k\n"
                               "  llmsizer models qwen --fits-on apple-m3-max-36gb --concurrency 2\n"
-                              "  llmsizer models --fits-on rtx-3090 --memory 20GiB --headroom 0.15\n\n"
+                              "  llmsizer models --fits-on rtx-3090 --memory 20GiB --headroom 0.15\n"
+                              "  llmsizer models qwen3 --fits-on detected --context 8k\n\n"
                               "--fits-on answers 'which models fit my machine': for each model, the highest-quality "
                               "weight format\nthat fits and serves every user at reading speed or faster (the "
                               "evaluation `recommend` makes of that\nhardware); a device of unknown memory bandwidth (--fits-on gpu or "
@@ -58,7 +62,8 @@ def register(sub: Any) -> None:
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("query", nargs="?", default="", help="text to search in ids and names")
     p.add_argument("--fits-on", metavar="DEVICE", help="a device or instance: which models fit it, at which format "
-                   "and speed")
+                   "and speed; 'detected': this machine, detected as `hardware detect` reads it (its GPUs, else its "
+                   "CPU), no file written")
     p.add_argument("--count", type=int_arg(COUNT), help="devices, with --fits-on (default: the instance's count, else 1; a "
                    "multiple of an instance's: that many instances, as `fit --count`)")
     p.add_argument("--context", type=tokens_arg, help=f"tokens per sequence, with --fits-on (default "
@@ -111,10 +116,10 @@ def register(sub: Any) -> None:
 def models_answer(args: argparse.Namespace) -> tuple[Any, int]:
     """`models [QUERY] [--fits-on ...] --json` data and exit code (the web API's model list returns the same)."""
     _fits_on_flags_need_fits_on(args)
-    found = catalog.search_some(args.query)
     if args.fits_on:
-        data, code, _ = fits_on_answer(found, args)
+        data, code, _ = fits_on_answer(args)
         return data, code
+    found = catalog.search_some(args.query)
     return [{"id": e.id, "name": e.name, "aliases": list(e.aliases), "params": count_params(e.spec()).total,
              "published_params": e.published_params, "model_type": e.config.get("model_type"),
              "source": e.public_source, "retrieved": e.retrieved} for e in found], 0
@@ -126,9 +131,9 @@ def cmd_models(args: argparse.Namespace) -> int:
         emit_json(data)
         return code
     _fits_on_flags_need_fits_on(args)
-    found = catalog.search_some(args.query)
     if args.fits_on:
-        return _fits_on(found, args)
+        return _fits_on(args)
+    found = catalog.search_some(args.query)
     rows = []
     for e in found:
         pc = count_params(e.spec())
@@ -187,142 +192,30 @@ def _fit_auto_command(name: str, args: argparse.Namespace, weights: str) -> str:
     return shlex.join([*words, "--auto"])
 
 
-def fits_on_answer(found: list[Any], args: argparse.Namespace) -> tuple[dict[str, Any], int, list[tuple[Any, Any]]]:
-    """Which catalog models fit the hardware: recommend's evaluation of that one candidate, per model."""
-    from ..estimate.engines import newer_release_note
-    from ..estimate.fit import devices_text, instances_for, target_and_count
-    from ..estimate.formats import format_quality
-    from ..recommend import Constraints, best_option_on, experts_in_host, reading_floor_unchecked
+def fits_on_answer(args: argparse.Namespace) -> tuple[dict[str, Any], int, ModelsThatFit]:
+    """``models [QUERY] --fits-on HARDWARE``'s answer: the core's (``fits_on.models_that_fit``, which the Python API
+    and the web's /api/v1/models/fits-on give too) over the parsed options, its JSON and exit code."""
+    from ..fits_on import models_that_fit
 
-    context = args.context or InferenceWorkload.context
-    concurrency = args.concurrency or InferenceWorkload.concurrency
-    engine = normalize_engine(args.engine) if args.engine else None
-    # fit's rule for the target and count: an instance's own, or the whole instances a multiple of it is
-    device, n, _, instance = target_and_count(args.fits_on, args.count, args.hardware_file, instances=True)
-    if args.host_memory is not None and (refused := own_memory_refusal(device)) is not None:
-        raise FieldError("host_memory", refused)  # host RAM beside GPUs: fit's words (estimate/device.py)
-    constraints = Constraints(headroom=args.headroom)
-    media = media_fields(args)
-    text_only = 0
-    if media.get("images") or media.get("video_frames"):  # images apply to models with a vision encoder only
-        seen = len(found)
-        found = [e for e in found if e.spec().vision is not None]
-        text_only = seen - len(found)
-    opts = [(e, best_option_on(e.spec(), args.fits_on, args.count, context=context, concurrency=concurrency,
-                               output_tokens=args.output_tokens, hardware_files=args.hardware_file, engine=engine,
-                               memory=args.memory, constraints=constraints, engine_version=args.engine_version,
-                               kv_dtype=args.kv_dtype, allow_long_context=args.allow_long_context, metric=args.metric,
-                               fit_target=args.fit_target, gpus_per_node=args.gpus_per_node, **media))
-            for e in found]
-    given = {k: v for k, v in (("output_tokens", args.output_tokens), ("kv_dtype", args.kv_dtype), ("engine", engine),
-                               ("engine_version", args.engine_version),
-                               ("allow_long_context", args.allow_long_context), ("memory", args.memory),
-                               ("host_memory", args.host_memory), ("headroom", args.headroom), ("metric", args.metric), ("fit_target", args.fit_target),
-                               ("gpus_per_node", args.gpus_per_node), *media.items()) if v is not None}
-    if text_only:
-        given["text_only_left_out"] = text_only
-    newer = newer_release_note(engine, args.engine_version) if engine else None  # fit's warning, as recommend's
-    # a device of unknown bandwidth: judged on memory only, said once (each fitting model's reasons say it too)
-    unchecked = reading_floor_unchecked(device)
-    host_args = _experts_in_host_args(args, context, concurrency)
-    # the devices the models are sized on, fit's count (an instance: its devices, count / them the instances it is),
-    # and the line that names them, the core's (estimate/fit.py devices_text): the CLI's header and the web page
-    # show it verbatim
-    k = instances_for(n, instance)
-    on = {"device": device.id, "count": n, "instances": k,
-          **({"devices_per_instance": instance.device_count} if instance else {}),
-          "devices_text": devices_text(n, device.id, k, instance.id if instance else None)}
-    opts = ranked(opts)
-    data = {"hardware": args.fits_on, **on, "context": context, "concurrency": concurrency, **given,
-            "order": FITS_ON_ORDER,
-            "models": [{"id": e.id, **o.to_dict(), "params": count_params(e.spec()).total,
-                        "quality": format_quality(o.weights_format, stored_format(e.spec())[0])
-                        if o.status == "meets" else None,
-                        "experts_in_host": experts_in_host(e.spec(), o, args.fits_on, args.count, **host_args)}
-                       for e, o in opts],
-            "warnings": [w for w in (unchecked, newer) if w]}
-    data["fitting"] = fitting(data["models"])  # the count the CLI and the web page print
-    return data, exit_code(bool(data["fitting"])), opts
+    res = models_that_fit(args.fits_on, args.query, count=args.count, context=args.context,
+                          concurrency=args.concurrency, output_tokens=args.output_tokens, kv_dtype=args.kv_dtype,
+                          engine=args.engine, engine_version=args.engine_version,
+                          allow_long_context=args.allow_long_context, memory=args.memory,
+                          host_memory=args.host_memory, headroom=args.headroom, metric=args.metric,
+                          fit_target=args.fit_target, gpus_per_node=args.gpus_per_node,
+                          hardware_files=args.hardware_file, **media_fields(args))
+    data = res.to_dict()
+    return data, exit_code(bool(data["fitting"])), res
 
 
-# The order of ``models --fits-on``'s rows (CLI table, JSON ``models`` and the web page alike: ``ranked``), stated in
-# the answer (``order``) so that a large model in a low-quality format is not read as the best choice.
-FITS_ON_ORDER = ("ranked: the models that fit first, then by parameter count, largest first (not by quality: a "
-                 "bigger model may fit only in a lossy format; the quality column is that format's perplexity "
-                 "increase on Llama-3-8B from llama.cpp's quantize table, 'below Q4_0' where it loses more than Q4_0; "
-                 "a model published quantized: 'as released' in its own format, else not rated)")
+def _fits_on(args: argparse.Namespace) -> int:
+    """``models --fits-on`` as text: the core's answer rendered (render/fits_on_text.py), each model that fits with
+    experts in host memory with the ``fit ... --auto`` command that gives it."""
+    from ..render.fits_on_text import fits_on_text
 
-
-# The columns of ``models --fits-on``'s table, the web page's (/fits) too: one answer, one table, each cell from the
-# same JSON field on both (tests/web/browser/test_browser_cli_lines.py compares every cell).
-FITS_ON_COLUMNS = ["name", "params", "format", "quality", "engine", "memory/device", "tok/s/user", "tok/s total", "fits"]
-
-
-def ranked(opts: list[tuple[Any, Any]]) -> list[tuple[Any, Any]]:
-    """``fits_on_answer``'s rows in :data:`FITS_ON_ORDER`: fits first, then the most parameters first (stable)."""
-    return sorted(opts, key=lambda p: (p[1].status != "meets", -count_params(p[0].spec()).total))
-
-
-def fitting(models: list[dict[str, Any]]) -> list[str]:
-    """The ids of the models (``fits_on_answer``'s rows) that fit: on the GPUs (status meets), or with the experts of
-    some layers in host memory whose RAM was checked (``--host-memory``: what ``fit --auto --host-memory`` calls
-    FITS, exit 0). Unchecked host RAM is no claim (fit --auto without it does not say FITS either)."""
-    return [m["id"] for m in models if m["status"] == "meets"
-            or (m["experts_in_host"] or {}).get("host_memory_checked")]
-
-
-def _fits_on(found: list[Any], args: argparse.Namespace) -> int:
-    from ..recommend import FLOOR_UNCHECKED
-
-    data, _, opts = fits_on_answer(found, args)
-    unchecked = any(w.startswith(FLOOR_UNCHECKED) for w in data["warnings"])
-    context = args.context or InferenceWorkload.context
-    concurrency = args.concurrency or InferenceWorkload.concurrency
-    rows, host_lines = [], []
-    host = {m["id"]: m["experts_in_host"] for m in data["models"]}
-    quality = {m["id"]: m["quality"] for m in data["models"]}
-    for e, o in opts:  # in the answer's order (ranked)
-        ok = o.status == "meets"
-        h = host.get(e.id)
-        if h:  # fit --auto's answer: the GPUs alone cannot hold it, the experts of some layers in host memory can
-            fmt = h["weights"].removeprefix("gguf:").upper()
-            host_lines.append(f"{e.name}: fits with experts in host memory in {fmt} ({h['format_rule']}; "
-                              f"{format_bytes(h['memory_per_device'])} per GPU, {format_bytes(h['host_bytes'])} of "
-                              f"host RAM, {'checked' if h['host_memory_checked'] else 'unchecked'}): {_fit_auto_command(e.name, args, h['weights'])}  "
-                              f"(llama.cpp {' '.join(h['flags'])})")
-            if h["quality_warning"]:
-                host_lines.append(f"  warning: {h['quality_warning']}")
-        rows.append([e.name, format_count(count_params(e.spec()).total),
-                     o.weights_format.removeprefix("gguf:") if ok else "-", quality[e.id] or "-",
-                     o.engine if ok else "-",  # the engine the memory and speed are of (the JSON's engine)
-                     format_bytes(o.memory_per_device) if ok and o.memory_per_device else "-",
-                     "-" if not ok else format_rate(o.tokens_per_second_per_user) if o.tokens_per_second_per_user
-                     else "unknown",
-                     # all sequences' output tokens per second of their whole requests, TTFT counted (fit's
-                     # tokens_per_second_total; the JSON's tokens_per_second, the web page's "tok/s total")
-                     "-" if not ok else format_rate(o.tokens_per_second) if o.tokens_per_second else "unknown",
-                     "yes" if ok else "experts in host memory (below)" if h else "no: " + "; ".join(o.reasons)[:90]])
-    on = "".join(f", {k} {v}" for k, v in (("engine", args.engine), ("release", args.engine_version),
-                                            ("memory", args.memory and format_bytes(args.memory)),
-                                            ("host memory", args.host_memory and format_bytes(args.host_memory)),
-                                            ("headroom", args.headroom),
-                                            ("devices per machine", args.gpus_per_node),
-                                            ("fit target", args.fit_target and format_bytes(args.fit_target)),
-                                            *((k.replace("_", " "), "x".join(map(str, v)) if isinstance(v, tuple) else v)
-                                              for k, v in media_fields(args).items())) if v is not None)
-    floor = "in memory (decode speed unknown: see the warning)" if unchecked else "at reading speed or faster"
-    say(f"models on {data['devices_text']}{on}: {context:,} tokens x {concurrency} sequence(s), the highest-quality format "
-        f"that fits {floor}; {data['order']}")
-    say(table(rows, FITS_ON_COLUMNS))
-    n, split = len(data["fitting"]), sum(1 for h in host.values() if h and h["host_memory_checked"])
-    say(f"{n} of {len(opts)} models fit" + (f" ({split} with experts in host memory, below)" if split else ""))
-    for line in host_lines:
-        say(line)
-    if data.get("text_only_left_out"):
-        say(f"{data['text_only_left_out']} text-only model(s) left out: images and video do not apply to them")
-    for w in data["warnings"]:
-        say(f"warning: {w}")
-    return exit_code(n > 0)
+    _, code, res = fits_on_answer(args)
+    say(fits_on_text(res, lambda name, weights: _fit_auto_command(name, args, weights)))
+    return code
 
 
 def inspect_data(spec: ModelSpec) -> dict[str, Any]:

@@ -50,7 +50,8 @@ def register(sub: Any) -> None:
     p.add_argument("--device", help="a device or instance from `llmsizer hardware list`, as in `infer` and `fit`: "
                    "where the step runs (cpu: in RAM, no CUDA context), its memory the budget (as in `fit --train`) "
                    "and, with --tokens, the duration on it (a device of no sourced memory needs --memory, as in "
-                   "`fit --train`); cpu and gpu name a device known only by its kind (sized with no verdict)")
+                   "`fit --train`); cpu and gpu name a device known only by its kind (sized with no verdict); 'detected' "
+                   "this machine, as `hardware detect` reads it")
     p.add_argument("--count", type=int_arg(COUNT), help="devices (default: the instance's count, else --gpus, else 1)")
     p.add_argument("--hardware-file", action="append", default=[], metavar="FILE", help="extra hardware (JSON/YAML)")
     p.add_argument("--max-batch", action="store_true", help="report the largest micro-batch that fits --memory")

@@ -705,6 +705,20 @@ def target_memory(device: Device, instance: Instance | None, memory: int | None)
     return usable, notes
 
 
+def detected_machine(hardware: Any, count: int | None, hardware_files: Sequence[Any]
+                     ) -> tuple[Any, int | None, Sequence[Any]]:
+    """``fit``'s and ``fit_training``'s hardware when it is ``"detected"`` (this machine, detected now) or a
+    ``Detection`` (``detect_hardware()``'s): the detected machine's target device, its count when none is given and
+    its hardware file as text (catalog/detect.py ``detected_target``, the rule ``models --fits-on detected`` and
+    ``--device detected`` follow); anything else as given. Detection is imported only for those."""
+    if isinstance(hardware, (Device, Instance)) or (isinstance(hardware, str) and hardware.strip().lower() != "detected"):
+        return hardware, count, hardware_files
+    from ..catalog.detect import Detection, detected_target
+    if isinstance(hardware, (str, Detection)):
+        return detected_target(hardware, count, hardware_files)
+    return hardware, count, hardware_files
+
+
 def resolve_target(hardware: str | Device | Instance, hardware_files: Sequence[str | Path] = ()
                    ) -> tuple[Device, int | None, str, Instance | None]:
     """(device, instance device count or None, target id, instance) for a name, Device or Instance."""

@@ -41,6 +41,7 @@ from .device import (
     APPLE_OWN_HOST_WARNING,
     apple_host_memory,
     check_engine_on_device,
+    detected_machine,
     device_fields,
     engine_assumption,
     gpu_runtime,
@@ -647,7 +648,7 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
         request_rate: float | None = None, rate_bound: list[float] | None = None, refusal_only: bool = False,
         climb_stops: bool = True, miss: Callable[[FitResult], bool] | None = None, **workload: Any) -> FitResult:
     """Fit an inference workload on ``count`` x ``hardware`` (a device or instance name; an instance brings its
-    own count). ``memory`` overrides the device memory (e.g. the RAM of a CPU machine). The memory, the weight
+    own count; ``"detected"`` or a ``Detection``: the detected machine's device, ``device.detected_machine``). ``memory`` overrides the device memory (e.g. the RAM of a CPU machine). The memory, the weight
     format and the verdict are the inference estimate's (``estimate_inference`` with ``memory`` and ``headroom``),
     so ``fit`` and ``infer`` give one answer. A llama.cpp split over several GPUs or with layers or experts on the
     CPU also gets its own decode time (``speed.split_decode``, eq. 8): ``host_device`` (a CPU from the catalog)
@@ -688,6 +689,7 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
     known to be at or below the fixed point, with more requests in flight than replicas and no admission bound,
     RateMissCertain carries that answer instead of the climb's end: the answer at the fixed point misses too (or the
     rate is refused: no fixed point)."""
+    hardware, count, hardware_files = detected_machine(hardware, count, hardware_files)  # 'detected', a Detection
     kw: dict[str, Any] = dict(headroom=headroom, engine=engine, weights=weights, context=context, output_tokens=output_tokens,
               memory=memory, kv_dtype=kv_dtype, hardware_files=hardware_files, host_device=host_device,
               engine_version=engine_version, kwh_price=kwh_price, tensor_parallel=tensor_parallel,
@@ -1906,7 +1908,8 @@ def fit_training(model: ModelSpec | str, hardware: str | Device | Instance, coun
                  hardware_files: Sequence[str | Path] = (), tokens: float | None = None,
                  utilization: float | None = None, kwh_price: float | None = None, fits_at: bool = True,
                  **training_fields: Any) -> FitResult:
-    """Fit a training workload (keyword fields of TrainingWorkload) on ``count`` x ``hardware``: the per-device
+    """Fit a training workload (keyword fields of TrainingWorkload) on ``count`` x ``hardware`` (``"detected"`` or a
+    ``Detection``: the detected machine's device, as ``fit``): the per-device
     memory and verdict are ``estimate_training``'s with the device's memory and the headroom, so ``fit --train``
     and ``train --memory`` give one answer. With several devices and no sharding given, the least-sharded ZeRO
     stage that fits is taken (less communication first: 0 -> 1 -> 2 -> 3) and recorded. With ``tokens``, the
@@ -1915,6 +1918,7 @@ def fit_training(model: ModelSpec | str, hardware: str | Device | Instance, coun
     names the settings that do (``training_fits_at``); ``fits_at`` False: not searched (a search over candidates)."""
     spec = spec_of(model)
     kwh_price = read_kwh_price(kwh_price)
+    hardware, count, hardware_files = detected_machine(hardware, count, hardware_files)  # 'detected', a Detection
     p = _training_placement(hardware, count, headroom, memory, hardware_files, training_fields)
     device, n, target, instance, hr, usable, notes, fields = p
     assumptions = [headroom_assumption(headroom), *notes.assumptions]

@@ -148,3 +148,34 @@ def test_pasted_entry_fields_are_checked(client):
                         ({"fits_on": "my-box", "hardware": MY_BOX, "hardware_file": "/etc/passwd"}, "hardware_file")):
         r = client.post("/api/v1/models/fits-on", json=body)
         assert r.status_code == 400 and r.json()["field"] == field, r.text
+
+
+def test_fits_on_is_the_python_answer(client):
+    """One function answers the three: the web's body is ``llmsizer.models_that_fit(...).to_dict()`` as the CLI
+    writes it (cli.json_out), for the same options."""
+    import llmsizer
+    from llmsizer.cli.common import json_text
+    r = client.get("/api/v1/models/fits-on", params={"fits_on": "rtx-4090", "query": "qwen3", "context": "8k",
+                                                       "concurrency": "2", "headroom": "0.15"})
+    py = llmsizer.models_that_fit("rtx-4090", "qwen3", context=8192, concurrency=2, headroom=0.15)
+    assert r.status_code in (200,), r.text
+    assert r.text == json_text(py.to_dict())
+    assert r.headers["x-llmsizer-exit-code"] == ("0" if py.fitting else "1")
+
+
+@pytest.mark.parametrize("path, params", [
+    ("/api/v1/models/fits-on", {"fits_on": "detected"}),
+    ("/api/v1/models", {"fits_on": "Detected"}),
+])
+def test_the_server_does_not_detect_its_own_machine(client, path, params):
+    """'detected' is the machine the CLI runs on; the server refuses it (a 400 naming the field) rather than run
+    nvidia-smi/lscpu on itself and answer for its own hardware."""
+    r = client.get(path, params=params)
+    assert r.status_code == 400, r.text
+    assert "fits_on" in r.text and "hardware detect" in r.text
+
+
+def test_fit_device_detected_is_refused_by_the_server(client):
+    r = client.post("/api/v1/fit", json={"model": "qwen2.5-0.5b", "device": "detected"})
+    assert r.status_code == 400, r.text
+    assert "'device'" in r.text

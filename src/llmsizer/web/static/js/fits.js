@@ -1,5 +1,5 @@
 // "What fits my machine" (issue #16): `llmsizer models --fits-on DEVICE --json` as a page. The list is the API's
-// answer (GET /api/v1/models/fits-on), in the answer's own order (its ``order`` sentence, cli/model_cmds.py ranked:
+// answer (GET /api/v1/models/fits-on), in the answer's own order (its ``order`` sentence, fits_on.py ranked:
 // the models that fit first, the largest first), with its quality column.
 
 import { ApiError, debounce, get, post } from "./api.js";
@@ -69,13 +69,13 @@ export function hostLine(h) {
 }
 
 function render(d) {
-  const rows = d.models; // ranked by the answer (cli/model_cmds.py ranked), its order stated in d.order
+  const rows = d.models; // ranked by the answer (fits_on.py ranked), its order stated in d.order
   $("fits-order").textContent = d.order;
-  const n = d.fitting.length; // the answer's own count (cli/model_cmds.py fitting: host RAM checked counts)
+  const n = d.fitting.length; // the answer's own count (fits_on.py fitting: host RAM checked counts)
   $("summary").replaceChildren(el("b", { id: "fit-count", "data-fits": n }, `${n} of ${rows.length}`),
     ` catalog models fit ${d.devices_text} at ${d.context.toLocaleString("en-US")} tokens × ${d.concurrency} sequence(s).`);
   $("fits-warnings").replaceChildren(...(d.warnings || []).map((w) => el("li", {}, `warning: ${w}`))); // as the CLI's
-  // the CLI's table (cli/model_cmds.py FITS_ON_COLUMNS), cell for cell from the same JSON fields, "-" where it has none
+  // the CLI's table (render/fits_on_text.py FITS_ON_COLUMNS), cell for cell from the same JSON fields, "-" where it has none
   $("fits-table").tBodies[0].replaceChildren(...rows.map((m) => {
     const ok = m.status === "meets";
     const h = m.experts_in_host;
