@@ -179,7 +179,9 @@ def test_the_scale_out_layout_is_the_fastest_of_those_it_timed(model: str, targe
     best = min(times.values())
     assert times[tuple(sorted(full.items()))] == best == chosen.fit.training_time["seconds"]
     mem_first = times[tuple(sorted(chosen.timed[0].items()))]
-    assert best < mem_first
+    # on g6e the memory-first layout (TP 4 EP 16 since Megatron's whole grad buffer counts at grad accumulation 1:
+    # TP 2 EP 64 no longer fits) is itself the fastest; on p4de the hand layout below is strictly faster
+    assert best <= mem_first
     if hand is not None:  # the layout review15 found by hand (17.6 h): the search's is at least as fast
         fr = fit_training(spec, inst, first.devices, tokens=1e9, fits_at=False, **{**wl, **hand})
         assert fr.fits and best <= fr.training_time["seconds"] < mem_first

@@ -42,7 +42,7 @@ from ...formulas.training_states import optimizer_info, recipe, state_bytes_per_
 from ...frozen import replace_checked
 from ...result import Assumption, Estimate, Item, KindedWarning, Notes
 from ...specs import ModelSpec, TrainingWorkload
-from ...specs.training import POOL_METRICS
+from ...specs.training import MEGATRON_PRECISIONS, POOL_METRICS
 from ...units import format_bytes, format_count
 from .. import engines as E
 from ..allocator import TRAINING, apply_metric, calibrated_need, device_context, training_side_streams
@@ -808,8 +808,17 @@ def _items(ctx: TrainingContext, st: StageStates, tl: StageTimeline, acc: Acc) -
     if pipeline_fsdp2(w):  # the timeline's rule (eq. PP2), not grad_op's sharded gradients
         g_note += (" - FSDP2 under pipeline parallelism: unsharded, accumulated over the micro-batches until the "
                    "step's one reduce-scatter (formulas/parallelism.py eq. PP2)")
+    megatron = w.precision in MEGATRON_PRECISIONS
+    if megatron and w.offload == "none":  # the timeline's rule (timeline.py stage_timeline, ``megatron``)
+        g_note += (" - Megatron-Core's grad buffer: allocated when the model is wrapped, every main_grad a view into "
+                   "it, held at every moment and reduced in place (no bucket copy; Megatron-LM @d98e8a64 "
+                   "megatron/core/distributed/param_and_grad_buffer.py:1190-1195, 1367-1369, 708-733)")
+    # Megatron fp16's fp32 main grads exist at the optimizer step only (timeline.py ``step_main``)
+    main_live = bool(rec.main_grad_bytes) and (not megatron or tl.peak.name == "optimizer step")
+    if megatron and rec.main_grad_bytes and not main_live:
+        g_note += " (its fp32 main-grad copies exist at the optimizer step only)"
     head_g = tl.peak.head_weight_grad
-    kept = _grads_text(st, w, grad_b, bool(rec.main_grad_bytes)) if not head_g or g > head_g else ""
+    kept = _grads_text(st, w, grad_b, main_live) if not head_g or g > head_g else ""
     if head_g:  # the lm_head backward moment (timeline.py, eq. H1): its weight gradient on top of the kept .grads
         g_note = (" + " if kept else "") + (
             f"{format_bytes(head_g)} the lm_head backward's weight gradient in the compute dtype"
