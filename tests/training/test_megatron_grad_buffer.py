@@ -62,7 +62,7 @@ def _phases(**kw: object) -> dict[str, dict[str, int]]:
     return {p.name: p.parts for p in stage_timeline(ctx, stage_states(ctx, 0)).phases}
 
 
-@pytest.mark.parametrize("zero", [0, 1])
+@pytest.mark.parametrize("zero", [0, 1, 2])
 @pytest.mark.parametrize("ga", [1, 2])
 def test_the_fp32_grad_buffer_is_whole_at_every_moment(llama_numels: list[int], zero: int, ga: int) -> None:
     buffer = _megatron_buffer_numel(llama_numels, 8) * 4  # fp32 main grads
@@ -88,6 +88,15 @@ def test_the_peak_does_not_depend_on_the_grad_accumulation(kw: dict[str, object]
     two = estimate_training("llama-3.1-8b", **RUN, **kw, grad_accumulation=2)  # type: ignore[arg-type]
     assert one.details["phases"] == two.details["phases"]
     assert one.total() == two.total()
+
+
+def test_zero_2_keeps_the_whole_buffer_as_zero_1() -> None:
+    """The distributed optimizer is the same at zero 1 and 2: it reduce-scatters into the rank's own view of the
+    whole buffer (param_and_grad_buffer.py:708-725) and shards the main params and optimizer states only."""
+    one = estimate_training("llama-3.1-8b", **RUN, precision="megatron-bf16", zero=1)  # type: ignore[arg-type]
+    two = estimate_training("llama-3.1-8b", **RUN, precision="megatron-bf16", zero=2)  # type: ignore[arg-type]
+    assert two.details["model_states"] == one.details["model_states"]
+    assert two.details["phases"] == one.details["phases"]
 
 
 def test_fp16_main_grads_exist_at_the_optimizer_step_only() -> None:

@@ -31,7 +31,6 @@ from ...formulas.parallelism import (
     DDP_BUCKET_CAP_BYTES,
     MOE_CAPACITY_FACTOR,
     pipeline_stage_layers,
-    zero_shards,
 )
 from ...formulas.params import count_params
 from ...formulas.selective_checkpointing import op_sac_saved_terms
@@ -61,6 +60,7 @@ from .setup import (
     compile_partitions_layers,
     expert_group,
     expert_tp,
+    model_state_ways,
     record_workload,
     refuse_attention_kernel,
     resolve,
@@ -748,7 +748,7 @@ def _metric_items(ctx: TrainingContext, st: StageStates, tl: StageTimeline, acc:
     if w.batch_shapes == "fixed" and w.metric in POOL_METRICS:  # eq. (R1), estimate/allocator.py
         fixed = training_side_streams(w.fsdp is not None and w.fsdp_version == 2 and w.offload == "none", w.pp,
                                       w.grad_accumulation, st.layer_grads, st.grads,
-                                      zero_shards(w.shard_stage, w.shard_group)[1],
+                                      model_state_ways(w, w.shard_group)[1],
                                       [(p.total, p.parts.get("gradients", 0)) for p in tl.phases],
                                       fsdp2_copy_in_events(ctx, st), eager_loss_events_of(ctx, st),
                                       next((k for k, p in enumerate(tl.phases) if p.name == "loss backward"), None),
@@ -1016,8 +1016,8 @@ def _grads_text(st: StageStates, w: TrainingWorkload, grad_b: int, main_grads: b
     """The gradients' full size in words that reproduce it: the trained elements x bytes, and where ZeRO-2/3 or FSDP
     shards them, each part over its ways (the dense ones over the shard group, the routed experts' over the expert
     data-parallel ranks: states.py ``stage_states``; Megatron's fp32 main grads over the optimizer's ways)."""
-    _, g_ways, o_ways = zero_shards(w.shard_stage, w.shard_group)
-    _, ge_ways, oe_ways = zero_shards(w.shard_stage, expert_group(w))
+    _, g_ways, o_ways = model_state_ways(w, w.shard_group)
+    _, ge_ways, oe_ways = model_state_ways(w, expert_group(w))
     flat_units = w.fsdp is not None and w.fsdp_version == 1 and w.adapters and w.fsdp1_lora_wrap == "with-layers"
     if flat_units or (g_ways == ge_ways == 1 and (not main_grads or o_ways == oe_ways == 1)):
         return (f"{format_count(st.trained_elements)} trained x {grad_b} B"

@@ -105,6 +105,7 @@ from .setup import (
     compiled_loss,
     expert_group,
     layer_inputs_need_grad,
+    model_state_ways,
     te_first_microbatch_cache,
 )
 from .states import StageStates
@@ -396,7 +397,7 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
     if st.optimizer:
         base["optimizer_states"] = st.optimizer
     # the gradients live through the forward when they persist (above)
-    w_shard, g_shard, _ = zero_shards(w.shard_stage, w.shard_group)
+    w_shard, g_shard, _ = model_state_ways(w, w.shard_group)
     # Megatron fp16's fp32 main grads (a shard under the distributed optimizer) are ``main_grad.float()`` copies the
     # optimizer step makes (optimizer/optimizer.py:1092-1097, optimizer/distrib_optimizer.py:2756-2792) and
     # ``optimizer.zero_grad()`` frees at the next step's start (training/training.py:3044): the step's alone
