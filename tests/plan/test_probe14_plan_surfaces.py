@@ -102,9 +102,22 @@ def test_of_which_rows_are_the_memory_tables_items() -> None:
         assert f.value == items[k], k  # the table's cell, at the peak
         assert f.label.strip().startswith("of which") and "at the peak" in f.label
     assert sum(f.value for f in rows.values()) <= jp.value("memory", "need")
-    # the full-size gradients (fp32 main grads, all of them) differ from those live at the peak: their own label
+    # Megatron's grad buffer holds every fp32 main grad at every moment (megrad: param_and_grad_buffer.py allocates
+    # it at wrap time): the gradients at the peak are the full size, so the plan gives them no second row
+    assert rows["gradients"].value == jp.estimate.details["model_states"]["gradients"]
+    assert "state_gradients_full" not in mem
+    labels = [f.label for f in mem.values()]
+    assert len(labels) == len(set(labels))
+
+
+def test_full_size_gradients_row_where_fewer_are_live_at_the_peak() -> None:
+    """The full-size gradients differ from those live at the peak (torch's .grads built during the backward, grad
+    accumulation 1): their own label, not an "of which" row."""
+    jp = _plan("precision: bf16-mixed, zero: 1, train_tokens: 10B tokens", 8)
+    items = {i.name: i.bytes for i in jp.estimate.items if i.location == "device"}
+    mem = {f.key: f for f in jp.section("memory").figures}
     full = mem["state_gradients_full"]
-    assert full.value == jp.estimate.details["model_states"]["gradients"] != rows["gradients"].value
+    assert full.value == jp.estimate.details["model_states"]["gradients"] != items["gradients"]
     assert "of which" not in full.label and "full size" in full.label
     labels = [f.label for f in mem.values()]
     assert len(labels) == len(set(labels))

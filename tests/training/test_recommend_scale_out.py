@@ -179,10 +179,16 @@ def test_the_scale_out_layout_is_the_fastest_of_those_it_timed(model: str, targe
     best = min(times.values())
     assert times[tuple(sorted(full.items()))] == best == chosen.fit.training_time["seconds"]
     mem_first = times[tuple(sorted(chosen.timed[0].items()))]
-    assert best < mem_first
+    # on g6e the memory-first layout (TP 4 EP 16 since Megatron's whole grad buffer counts at grad accumulation 1:
+    # TP 2 EP 64 no longer fits) is itself the fastest; on p4de the hand layout below is strictly faster
+    assert best <= mem_first
     if hand is not None:  # the layout review15 found by hand (17.6 h): the search's is at least as fast
         fr = fit_training(spec, inst, first.devices, tokens=1e9, fits_at=False, **{**wl, **hand})
-        assert fr.fits and best <= fr.training_time["seconds"] < mem_first
+        # it fitted while zero 2 split Megatron's grad buffer (14.19 GiB a rank); the distributed optimizer keeps it
+        # whole (19.03 GiB, megrad: param_and_grad_buffer.py:1190-1195), 73.21 GiB a GPU: where it fits, the search's
+        # layout is at least as fast
+        if fr.fits:
+            assert best <= fr.training_time["seconds"] < mem_first
 
 
 def test_a_scaled_option_grown_for_the_time_limit_prints_its_own_count() -> None:

@@ -104,7 +104,7 @@ from ..formulas.optimizer_step import (
     optimizer_step_bytes,
     step_source,
 )
-from ..formulas.parallelism import pipeline_stage_layers, zero_shards
+from ..formulas.parallelism import pipeline_stage_layers
 from ..formulas.params import count_params, routed_share
 from ..formulas.sdpa_dispatch import TE_ATTENTION_SOURCE, attention_dtype, sdpa_backend
 from ..formulas.selective_checkpointing import (
@@ -191,6 +191,7 @@ from .training.setup import (
     expert_tp_split,
     given,
     megatron_attention_kernel,
+    model_state_ways,
     qlora_base_format,
     qlora_fused_experts,
     te_first_microbatch_cache,
@@ -1881,7 +1882,7 @@ def _per_step_seconds(spec: ModelSpec, w: TrainingWorkload, trained: int, eta: f
         unfused = 0 if w.adapters else unfused_elements(spec)
         if not unfused:
             return t_opt, 0.0
-        _, grad_shards, _ = zero_shards(w.shard_stage, w.shard_group)  # dense parameters: as _trained_per_device
+        _, grad_shards, _ = model_state_ways(w, w.shard_group)  # dense parameters: as _trained_per_device
         local_u = unfused / max(1, w.tp * w.pp) / grad_shards
         t_acc = local_u * megatron_accumulation_bytes(grad, float(training_context(spec, w).recipe.model_bytes)) / eta
         notes.append(Assumption("unfused_accumulation_elements", unfused, True, UNFUSED_ACCUMULATION_WHY))
@@ -1983,13 +1984,13 @@ def _trained_per_device(spec: ModelSpec, w: TrainingWorkload, trained: int) -> t
     ``TrainingWorkload.shard_stage`` / ``shard_group``: FSDP hybrid shards within one node's GPUs only). Under
     expert parallelism in full training the routed experts are split etp x ep ways (not tp) and partitioned over the expert
     data-parallel ranks (``expert_shard_group``), as estimate/training/states.py ``stage_states`` places them."""
-    _, grad_shards, state_shards = zero_shards(w.shard_stage, w.shard_group)
+    _, grad_shards, state_shards = model_state_ways(w, w.shard_group)
     ways = max(1, w.tp * w.pp)
     experts, e_tp = _expert_elements_trained(spec, w)
     dense = (trained - experts) / ways
     if not experts:
         return dense / state_shards, dense / grad_shards
-    _, ge_shards, oe_shards = zero_shards(w.shard_stage, expert_group(w))
+    _, ge_shards, oe_shards = model_state_ways(w, expert_group(w))
     mine = experts / (w.pp * e_tp * w.ep)
     return dense / state_shards + mine / oe_shards, dense / grad_shards + mine / ge_shards
 

@@ -31,7 +31,6 @@ from ...formulas.parallelism import (
     DDP_BUCKET_CAP_BYTES,
     MOE_CAPACITY_FACTOR,
     pipeline_stage_layers,
-    zero_shards,
 )
 from ...formulas.params import count_params
 from ...formulas.selective_checkpointing import op_sac_saved_terms
@@ -42,7 +41,7 @@ from ...formulas.training_states import optimizer_info, recipe, state_bytes_per_
 from ...frozen import replace_checked
 from ...result import Assumption, Estimate, Item, KindedWarning, Notes
 from ...specs import ModelSpec, TrainingWorkload
-from ...specs.training import POOL_METRICS
+from ...specs.training import MEGATRON_PRECISIONS, POOL_METRICS
 from ...units import format_bytes, format_count
 from .. import engines as E
 from ..allocator import TRAINING, apply_metric, calibrated_need, device_context, training_side_streams
@@ -61,6 +60,7 @@ from .setup import (
     compile_partitions_layers,
     expert_group,
     expert_tp,
+    model_state_ways,
     record_workload,
     refuse_attention_kernel,
     resolve,
@@ -748,7 +748,7 @@ def _metric_items(ctx: TrainingContext, st: StageStates, tl: StageTimeline, acc:
     if w.batch_shapes == "fixed" and w.metric in POOL_METRICS:  # eq. (R1), estimate/allocator.py
         fixed = training_side_streams(w.fsdp is not None and w.fsdp_version == 2 and w.offload == "none", w.pp,
                                       w.grad_accumulation, st.layer_grads, st.grads,
-                                      zero_shards(w.shard_stage, w.shard_group)[1],
+                                      model_state_ways(w, w.shard_group)[1],
                                       [(p.total, p.parts.get("gradients", 0)) for p in tl.phases],
                                       fsdp2_copy_in_events(ctx, st), eager_loss_events_of(ctx, st),
                                       next((k for k, p in enumerate(tl.phases) if p.name == "loss backward"), None),
@@ -808,8 +808,17 @@ def _items(ctx: TrainingContext, st: StageStates, tl: StageTimeline, acc: Acc) -
     if pipeline_fsdp2(w):  # the timeline's rule (eq. PP2), not grad_op's sharded gradients
         g_note += (" - FSDP2 under pipeline parallelism: unsharded, accumulated over the micro-batches until the "
                    "step's one reduce-scatter (formulas/parallelism.py eq. PP2)")
+    megatron = w.precision in MEGATRON_PRECISIONS
+    if megatron and w.offload == "none":  # the timeline's rule (timeline.py stage_timeline, ``megatron``)
+        g_note += (" - Megatron-Core's grad buffer: allocated when the model is wrapped, every main_grad a view into "
+                   "it, held at every moment and reduced in place (no bucket copy; Megatron-LM @d98e8a64 "
+                   "megatron/core/distributed/param_and_grad_buffer.py:1190-1195, 1367-1369, 708-733)")
+    # Megatron fp16's fp32 main grads exist at the optimizer step only (timeline.py ``step_main``)
+    main_live = bool(rec.main_grad_bytes) and (not megatron or tl.peak.name == "optimizer step")
+    if megatron and rec.main_grad_bytes and not main_live:
+        g_note += " (its fp32 main-grad copies exist at the optimizer step only)"
     head_g = tl.peak.head_weight_grad
-    kept = _grads_text(st, w, grad_b, bool(rec.main_grad_bytes)) if not head_g or g > head_g else ""
+    kept = _grads_text(st, w, grad_b, main_live) if not head_g or g > head_g else ""
     if head_g:  # the lm_head backward moment (timeline.py, eq. H1): its weight gradient on top of the kept .grads
         g_note = (" + " if kept else "") + (
             f"{format_bytes(head_g)} the lm_head backward's weight gradient in the compute dtype"
@@ -1007,8 +1016,8 @@ def _grads_text(st: StageStates, w: TrainingWorkload, grad_b: int, main_grads: b
     """The gradients' full size in words that reproduce it: the trained elements x bytes, and where ZeRO-2/3 or FSDP
     shards them, each part over its ways (the dense ones over the shard group, the routed experts' over the expert
     data-parallel ranks: states.py ``stage_states``; Megatron's fp32 main grads over the optimizer's ways)."""
-    _, g_ways, o_ways = zero_shards(w.shard_stage, w.shard_group)
-    _, ge_ways, oe_ways = zero_shards(w.shard_stage, expert_group(w))
+    _, g_ways, o_ways = model_state_ways(w, w.shard_group)
+    _, ge_ways, oe_ways = model_state_ways(w, expert_group(w))
     flat_units = w.fsdp is not None and w.fsdp_version == 1 and w.adapters and w.fsdp1_lora_wrap == "with-layers"
     if flat_units or (g_ways == ge_ways == 1 and (not main_grads or o_ways == oe_ways == 1)):
         return (f"{format_count(st.trained_elements)} trained x {grad_b} B"

@@ -30,7 +30,7 @@ from ...formulas.nf4_quantization import (
     matmul_keeps_input,
     quantizes_lm_head,
 )
-from ...formulas.parallelism import expert_shard_group
+from ...formulas.parallelism import expert_shard_group, zero_shards
 from ...formulas.sdpa_dispatch import attention_dtype, te_attention_backend
 from ...formulas.tensor_parallel import (
     check_tensor_parallel,
@@ -172,6 +172,18 @@ def expert_group(w: TrainingWorkload) -> int:
     ``expert_shard_group`` over the dense shard group, with the experts' own tensor-parallel ways, ``expert_tp``): the
     one reading of that rule every caller uses (states, the optimizer-step temporaries, the duration, the texts)."""
     return expert_shard_group(w.shard_group, w.ep, w.tp, expert_tp(w))
+
+
+def model_state_ways(w: TrainingWorkload, group: int) -> tuple[int, int, int]:
+    """Ways (weights, gradients, optimizer states + master) ``w``'s sharding splits a tensor over ``group`` ranks:
+    formulas/parallelism.py ``zero_shards`` of ``w.shard_stage``, except that under the megatron precisions the
+    gradients are never split. Megatron-Core's distributed optimizer (zero 1 or 2 here) keeps every rank's whole
+    grad buffer (``grad_data = torch.zeros(numel)``, NVIDIA/Megatron-LM @d98e8a64
+    megatron/core/distributed/param_and_grad_buffer.py:1190-1195) and reduce-scatters into the rank's own view of it
+    (:708-725); it shards the fp32 main parameters and the optimizer states only (optimizer/distrib_optimizer.py
+    ``_build_model_and_main_param_groups``). The one reading of that rule (states, timeline, texts, duration)."""
+    w_ways, g_ways, o_ways = zero_shards(w.shard_stage, group)
+    return w_ways, 1 if w.precision in MEGATRON_PRECISIONS else g_ways, o_ways
 
 
 def check_expert_tp(spec: ModelSpec, w: TrainingWorkload) -> None:

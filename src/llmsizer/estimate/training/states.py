@@ -20,14 +20,14 @@ from ...formulas.float8_training import float8_autocast_copied, float8_weight_el
 from ...formulas.fsdp_flat_param import flat_grad_elements, no_sync_grad_bytes
 from ...formulas.lora import AdaptedModule, LoraParams, adapted_layout
 from ...formulas.nf4_quantization import quantizes_lm_head
-from ...formulas.parallelism import pipeline_stage_layers, shard, zero_shards
+from ...formulas.parallelism import pipeline_stage_layers, shard
 from ...formulas.tensor_parallel import expert_tp_ways, replicated_matrix, shard_weights, training_tp_framework
 from ...formulas.tensors import RECURRENT_LINEARS, Tensor, at_layer, expand, layer_groups, layer_keys, model_tensors
 from ...formulas.training_states import optimizer_state_bytes, optimizer_state_bytes_counted, paged_state_bytes_counted
 from ...formulas.weight_formats import GROUP_SIZE_DEFAULT, bnb4_matrix_bytes, weight_bytes
 from ...specs import ModelSpec
 from ...specs.training import MODULES_TO_SAVE
-from .setup import TrainingContext, expert_group, expert_tp
+from .setup import TrainingContext, expert_group, expert_tp, model_state_ways
 
 AUTOCAST_COMPONENTS = {"attention", "mlp", "router", "shared_experts", "lm_head"}  # F.linear under autocast
 
@@ -233,11 +233,11 @@ def stage_states(ctx: TrainingContext, stage: int) -> StageStates:
     grad_b = ctx.adapter_bytes if w.adapters else rec.grad_bytes
 
     # ---- ZeRO / FSDP shards ----
-    w_shard, g_shard, o_shard = zero_shards(w.shard_stage, w.shard_group)
+    w_shard, g_shard, o_shard = model_state_ways(w, w.shard_group)
     # the routed experts' weights, gradients and states: over the expert data-parallel ranks only (shard_group / ep,
     # formulas/parallelism.py expert_shard_group: Megatron's expert distributed optimizer, torchtitan's efsdp mesh,
     # DeepSpeed-MoE's expert data-parallel group); the same ways as the dense ones without EP
-    we_shard, ge_shard, oe_shard = zero_shards(w.shard_stage, expert_group(w))
+    we_shard, ge_shard, oe_shard = model_state_ways(w, expert_group(w))
     # (without EP or a stated etp every tensor shards one way: kept as one sum; expert adapters are apart under EP)
     n_exp = base.expert_elems + adapter_expert_elems if apart else 0
     n_dense = trained_elems - n_exp

@@ -97,7 +97,7 @@ from ...formulas.training_activations import (
 )
 from ...formulas.training_states import autocast_cache_holds, step_temporary_bytes
 from ...formulas.weight_formats import largest_quantized_layer, largest_quantized_matrix
-from ...specs.training import TrainingWorkload
+from ...specs.training import MEGATRON_PRECISIONS, TrainingWorkload
 from .gather_units import deepspeed_zero3_persistent, float8_all_gather, fsdp_gather_units
 from .setup import (
     TrainingContext,
@@ -105,6 +105,7 @@ from .setup import (
     compiled_loss,
     expert_group,
     layer_inputs_need_grad,
+    model_state_ways,
     te_first_microbatch_cache,
 )
 from .states import StageStates
@@ -283,9 +284,25 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
                                                  compiled=w.compile, weight_gathered_fp8=fp8_weights,
                                                  grad_weight_fp8=float8_gemms(w.float8_recipe) == 3)
     layers = list(st.layers)  # ascending; the lists below are by position in it
+    # Megatron-Core's DDP (the megatron precisions; NVIDIA/Megatron-LM @d98e8a64): one contiguous grad buffer per
+    # (param dtype, grad dtype) allocated when the model is wrapped, ``grad_data = torch.zeros(numel, grad_dtype)``
+    # (megatron/core/distributed/param_and_grad_buffer.py:1190-1195), every ``param.main_grad`` a view into it
+    # (:1367-1369), zeroed in place at each step's start (``reset``, :1617-1621; training/training.py:3041): every
+    # trained parameter's main grad exists in every phase, whatever the accumulation. Its hook adds the fresh
+    # ``param.grad`` (the parameter's dtype) into it and drops it (distributed/distributed_data_parallel.py:575-579),
+    # skipped for the wgrad-fused TE linears (``grad_added_to_main_grad``). The reduction runs in place on the
+    # buffer's bucket views (all_reduce, or reduce_scatter into the rank's own shard of the bucket under the
+    # distributed optimizer: param_and_grad_buffer.py:708-733): no DDP bucket copy, no reduce buffer.
+    megatron = w.precision in MEGATRON_PRECISIONS
+    # gradients kept across micro-batches: accumulated, kept by zero_grad(set_to_none=False), or Megatron's buffer
+    persist = w.grad_accumulation > 1 or w.pp > 1 or w.zero_grad == "zeros" or megatron
+    # the dtype of a fresh gradient added into a kept one: the kept .grad's, or under Megatron the parameter's
+    fresh_b = ctx.recipe.model_bytes if megatron else ctx.recipe.grad_bytes
     # unsharded full training whose .grads persist across micro-batches: each new gradient is added to its kept one
-    fresh_grads = (w.method == "full" and w.shard_stage == 0 and w.fsdp is None and w.tp == 1 and w.offload == "none"
-                   and not w.optimizer_in_backward and (w.grad_accumulation > 1 or w.pp > 1 or w.zero_grad == "zeros"))
+    # (under Megatron at any distributed-optimizer stage, unless the wgrad GEMMs accumulate into main_grad themselves)
+    fresh_grads = (w.method == "full" and (w.shard_stage == 0 or megatron) and w.fsdp is None and w.tp == 1
+                   and w.offload == "none" and not w.optimizer_in_backward and persist
+                   and not (megatron and w.accumulation_fused))
     n_layers = len(layers)
     lce = st.layer_copy_elements
     # a layer's terms depend on it only through what decides its tensors (its kind, ModelSpec.layer_keys: attention,
@@ -335,7 +352,7 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
                    else layer_backward_transient(spec, i, act))
         if fresh_grads and not (spec.moe_layers[i] and spec.moe is not None) and not lce.get(i, 0):
             # kept .grads: the down projection's new weight gradient beside its own (eq. A2; no autocast copies)
-            plain_i = max(plain_i, layer_fresh_gradient_bytes(spec, act, ctx.recipe.grad_bytes))
+            plain_i = max(plain_i, layer_fresh_gradient_bytes(spec, act, fresh_b))
         by_kind[p] = (t_i, full_i, drop_i, max(plain_i, float8_peak) + extra_transient, keep_i, rebuild_i)
     # checkpointed layers: every layer under 'full'/'selective-op', or every N-th (torchtitan's count from 1)
     ckpt_all = mode in ("full", "selective-op")
@@ -379,11 +396,14 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
         base["master_weights"] = st.master
     if st.optimizer:
         base["optimizer_states"] = st.optimizer
-    # the gradients live through the forward: accumulated over micro-batches, or kept by zero_grad(set_to_none=False)
-    persist = w.grad_accumulation > 1 or w.pp > 1 or w.zero_grad == "zeros"
-    w_shard, g_shard, _ = zero_shards(w.shard_stage, w.shard_group)
-    grads_all = st.grads + st.main_grads
-    if w.shard_stage == 0 and w.dp > 1 and st.trained_elements:
+    # the gradients live through the forward when they persist (above)
+    w_shard, g_shard, _ = model_state_ways(w, w.shard_group)
+    # Megatron fp16's fp32 main grads (a shard under the distributed optimizer) are ``main_grad.float()`` copies the
+    # optimizer step makes (optimizer/optimizer.py:1092-1097, optimizer/distrib_optimizer.py:2756-2792) and
+    # ``optimizer.zero_grad()`` frees at the next step's start (training/training.py:3044): the step's alone
+    step_main = st.main_grads if megatron else 0
+    grads_all = st.grads + st.main_grads - step_main
+    if w.shard_stage == 0 and w.dp > 1 and st.trained_elements and not megatron:
         base["gradient_buckets"] = ddp_bucket_bytes(st.grads)
     # the units a rank gathers: FSDP's in their all-gather dtypes, adapters with their unit (gather_units.py);
     # DeepSpeed ZeRO-3's the stored weights per module (its windows: formulas/deepspeed_zero.py, below)
@@ -495,7 +515,7 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
         base["gradient_buckets"] = ipg_bucket_bytes(ctx.recipe.grad_bytes if not w.adapters else ctx.adapter_bytes)
         persist = persist or w.offload == "none"
     reduce_buf = 0
-    if w.shard_stage in (1, 2) and w.dp > 1 and st.trained_elements and w.fsdp is None:
+    if w.shard_stage in (1, 2) and w.dp > 1 and st.trained_elements and w.fsdp is None and not megatron:
         reduce_buf = reduce_bucket_bytes(st.trained_elements, ctx.recipe.grad_bytes)
     if w.shard_stage >= 2 and w.fsdp is not None and st.layer_grads and not pp_fsdp2:
         reduce_buf = max(st.layer_grads.values())  # one FSDP unit's unsharded gradients before reduce-scatter
@@ -827,7 +847,7 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
             # an untied trained embedding's new [V, h] gradient beside its kept .grad until AccumulateGrad adds it
             # in place (eq. A1); sharded runs, tensor parallelism and offloading are not modeled here
             e.parts["embedding_gradient_accumulation"] = accumulate_grad_transient_bytes(
-                spec.vocab_size * spec.hidden_size * ctx.recipe.grad_bytes, persist)
+                spec.vocab_size * spec.hidden_size * fresh_b, persist)
         if w.fsdp is not None and w.fsdp_version == 1 and w.method == "full" and w.shard_group > 1:
             # FSDP1: the root unit's view gradients and their concatenation (formulas/fsdp_flat_param.py eq. N2),
             # the root still gathered until its post-backward hook
@@ -857,7 +877,7 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
 
         step_tmp, foreach_tmp = by_group(step_tmp), by_group(foreach_tmp)
         s = Phase("optimizer step", dict(base))
-        s.parts["gradients"] = grads_all
+        s.parts["gradients"] = grads_all + step_main
         s.parts["optimizer_step_temporaries"] = step_tmp
         if ds3:  # the fp32 copy of a sub-group's gradient partition (deepspeed_zero.step_grad_copy_bytes)
             s.parts["gradient_buckets"] = s.parts.get("gradient_buckets", 0) + step_grad_copy_bytes(
