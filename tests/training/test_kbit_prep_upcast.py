@@ -6,7 +6,9 @@ builds (tiny configs, on the CPU) with its decoder linears replaced by bitsandby
 The function casts every bf16 parameter that is not a ``Params4bit`` to fp32: the embedding, the norms, the lm_head
 and the 4-bit layers' biases. The bytes it adds must be what llmsizer's default QLoRA estimate adds over the same run
 with those tensors in bf16 (``base_dtype``), and the hidden state between the decoder layers it leaves must be fp32
-(llmsizer's residual stream in the base dtype, estimate/training/setup.py) -- under autocast too.
+(llmsizer's residual stream in the base dtype, estimate/training/setup.py) -- under autocast too, where autocast's
+bf16 copy of the fp32 lm_head stays saved for the backward (llmsizer's autocast_weight_copies: the lm_head's only,
+bitsandbytes' 4-bit linears dequantize their own weights).
 """
 
 from __future__ import annotations
@@ -51,7 +53,7 @@ def _unquantized_bytes(model: Any) -> int:
 
 @pytest.mark.parametrize("label", CASES)
 def test_prepare_model_for_kbit_training_upcast_is_counted(label: str) -> None:
-    cfg = TINY_CONFIGS[label]
+    cfg = dict(TINY_CONFIGS[label], vocab_size=1000)  # a vocabulary wide enough for the peak to be the loss's
     model = _quantized_model(cfg)
     before = _unquantized_bytes(model)
     model = peft.prepare_model_for_kbit_training(model)
@@ -74,9 +76,22 @@ def test_prepare_model_for_kbit_training_upcast_is_counted(label: str) -> None:
 
     model.model.layers[1].register_forward_pre_hook(hook, with_kwargs=True)
     model.train()
-    with torch.autocast("cpu", dtype=torch.bfloat16):
+    saved: list[Any] = []
+
+    def pack(t: Any) -> Any:
+        saved.append(t)
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t), torch.autocast("cpu", dtype=torch.bfloat16):
         model(input_ids=torch.randint(0, cfg["vocab_size"], (1, 16)))
     assert seen["dtype"] == torch.float32
+    # autocast's bf16 copy of the fp32 lm_head (its own storage, not the parameter's), kept for the backward
+    head = model.get_output_embeddings().weight
+    copies = {t.untyped_storage().data_ptr(): t.untyped_storage().nbytes() for t in saved
+              if t.dtype == torch.bfloat16 and t.numel() == head.numel()
+              and t.untyped_storage().data_ptr() != head.untyped_storage().data_ptr()}
+    assert sum(copies.values()) == prepared.item("autocast_weight_copies").bytes == head.numel() * 2, label
+    assert not any(i.name == "autocast_weight_copies" for i in plain.items)  # a bf16 lm_head: no copy
 
 
 def test_unsloth_and_profiles_keep_the_load_dtype() -> None:

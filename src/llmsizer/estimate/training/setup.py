@@ -352,7 +352,10 @@ def _default_optimizer(w: TrainingWorkload) -> tuple[str, str]:
 # HF's QLoRA recipe calls it (it is where the qlora checkpointing default comes from, specs/training.py
 # QLORA_GRAD_CHECKPOINTING_WHY), and TRL's SFTTrainer does for a 4-bit model unless sharded (trl @ddf4c8d
 # trl/trainer/sft_trainer.py lines 222-240) -- with bf16=True it then casts the embedding and lm_head back to bf16
-# (lines 266-272, trl/trainer/utils.py peft_module_casting_to_bf16 lines 745-752): base_dtype bf16 states that run.
+# (lines 266-272, trl/trainer/utils.py peft_module_casting_to_bf16 lines 745-752): base_dtype bf16 states that run's
+# weights, not its residual stream, which its fp32 norms keep fp32 (RMSNorm's fp32 weight times its bf16 output;
+# measured on the CPU, not modelled). Under autocast the fp32 lm_head's bf16 copy stays saved for the backward
+# (states.py, the head's only: bitsandbytes' 4-bit linears dequantize their own weights).
 # Unsloth replaces the function with its own, which casts only the LoRA weights to fp32 (unslothai/unsloth @e3162dc
 # unsloth/models/_utils.py lines 516-531); torchtune (to_nf4), litgpt (Lightning's BitsandbytesPrecision) and
 # sharded QLoRA under FSDP / ZeRO-3 (TRL skips the call when the 4-bit weights sit on the CPU, sft_trainer.py lines
@@ -682,7 +685,9 @@ def resolve(spec: ModelSpec, w: TrainingWorkload, acc: Acc) -> TrainingContext:
     impl_default, impl_why = default_optimizer_impl(opt.name, w.device)
     impl = str(acc.assume("optimizer_impl", impl_default, w.optimizer_impl, impl_why))
 
-    copies = 2 if (rec.autocast and base_bytes == 4 and w.method != "qlora") else 0
+    # autocast's half copies of fp32 linear weights; a QLoRA base's are its unquantized lm_head's only (states.py)
+    copies = 2 if (rec.autocast and base_bytes == 4 and (w.method != "qlora" or not (
+        base_format == "gptq-int4" or quantizes_lm_head(w.nf4_quantizer)))) else 0
     compute = compute_bytes(w)
     # FSDP's MixedPrecisionPolicy casts the forward inputs and gathers bf16 parameters: the residual stream is bf16
     residual = rec.compute_bytes if w.precision == "fsdp-bf16-mixed" else base_bytes
