@@ -38,6 +38,7 @@ from .estimate.ranges import (  # the kind names have one home, next to their ba
     DECODE,
     INFERENCE_MEMORY,
     LLAMACPP,
+    MAX_TRAINING_CONTEXT,
     MLA_MOE_MULTI_GPU_NO_BAND,
     MULTI_GPU_DECODE_NO_BAND,
     PREFILL,
@@ -56,10 +57,12 @@ from .units import GiB
 if TYPE_CHECKING:
     from .specs import ModelSpec
 
-KINDS = (INFERENCE_MEMORY, TRAINING_MEMORY, DECODE, BATCHED, PREFILL, TRAINING_SPEED, SERVING_TTFT, SERVING_RATE)
+KINDS = (INFERENCE_MEMORY, TRAINING_MEMORY, DECODE, BATCHED, PREFILL, TRAINING_SPEED, SERVING_TTFT, SERVING_RATE,
+         MAX_TRAINING_CONTEXT)
 CALIBRATION = "calibration"
-# Per-kind tolerances of the speed rows (|predicted / measured - 1|): a 300 % miss passes none of them.
-TOLERANCE = {DECODE: 0.25, PREFILL: 0.5, BATCHED: 0.5, TRAINING_SPEED: 0.5, SERVING_TTFT: 1.0, SERVING_RATE: 0.5}
+# Per-kind tolerances of the speed and length rows (|predicted / measured - 1|): a 300 % miss passes none of them.
+TOLERANCE = {DECODE: 0.25, PREFILL: 0.5, BATCHED: 0.5, TRAINING_SPEED: 0.5, SERVING_TTFT: 1.0, SERVING_RATE: 0.5,
+             MAX_TRAINING_CONTEXT: 0.25}
 
 # kinds held to a factor either way: max(predicted / measured, measured / predicted) <= 1 + TOLERANCE[kind]
 RATIO_KINDS = (SERVING_TTFT,)
@@ -2969,11 +2972,58 @@ def training_cases(data: str | Path | None = None) -> tuple[list[Case], list[Not
     return cases, missing
 
 
+# -- longest training sequence that fits: validation/unsloth_max_context.csv (UC: unslothai/unsloth README @e3162dc,
+# Llama 3.1 8B Instruct, 4-bit QLoRA on all linear layers, rank 32, batch 1, sequences padded to the length) ---------
+# Each recipe as llmsizer states it (tests/validation/test_unsloth_context.py): Hugging Face + FA2 is PEFT's QLoRA
+# (prepare_model_for_kbit_training: checkpointing, the unquantized tensors in fp32) with transformers' loss; Unsloth
+# adds its kernels, Apple's cut cross-entropy and checkpoint offload. A card runs out when the CUDA context plus the
+# caching allocator's reserve reach its memory, so the length is solved under metric 'nvidia-smi' with no headroom
+# (the README's "GPU VRAM" taken as GiB). The range: the length at the memory range's high end .. at its low end.
+MAX_CONTEXT_FILE = "unsloth_max_context.csv"
+UNSLOTH_QLORA = dict(method="qlora", rank=32, targets="q,k,v,o,gate,up,down", micro_batch=1,
+                     grad_checkpointing="full", attention="flash")
+MAX_CONTEXT_RECIPES: dict[str, dict[str, Any]] = {
+    "hf-fa2": UNSLOTH_QLORA,
+    "unsloth": dict(UNSLOTH_QLORA, loss="cut-ce", checkpoint_offload=True, kernels="unsloth"),
+}
+MAX_CONTEXT_NOTES = {
+    "hf-fa2": "PEFT prepare_model_for_kbit_training (embeddings, norms, lm_head in fp32), transformers' loss, every "
+              "layer checkpointed; nvidia-smi metric (CUDA context + the allocator's reserve), no headroom",
+    "unsloth": "Unsloth's kernels, cut cross-entropy, checkpointed layer inputs offloaded to host RAM; nvidia-smi "
+               "metric (CUDA context + the allocator's reserve), no headroom",
+}
+MAX_CONTEXT_NO_BAND = "a longest-sequence row: llmsizer prints no calibrated range for the length (its own range only)"
+
+
+def max_context_prediction(row: dict[str, str], level: str = "expected") -> int:
+    """The longest sequence row ``row``'s recipe fits on its card at memory level ``level``."""
+    from .catalog.models import find
+    from .estimate.training.reverse import max_seq_len
+
+    return max_seq_len(find(row["catalog_model"]).spec(), int(float(row["gpu_vram_gb"]) * GiB), headroom=0.0,
+                       level=level, metric="nvidia-smi", **MAX_CONTEXT_RECIPES[row["recipe"]])
+
+
+def max_context_cases(data: str | Path | None = None) -> list[Case]:
+    out = []
+    for r in _read_csv(str(data_dir(data) / MAX_CONTEXT_FILE)):
+        # the memory range's high end gives the shortest length, its low end the longest
+        low, pred, high = (max_context_prediction(r, level) for level in ("high", "expected", "low"))
+        meas = float(r["max_context"])
+        name = {"hf-fa2": "Hugging Face + FA2 (PEFT)", "unsloth": "Unsloth"}[r["recipe"]]
+        out.append(Case(r["id"], MAX_TRAINING_CONTEXT, f"{name} {r['model']} QLoRA r32 on {r['gpu_vram_gb']} GB",
+                        float(pred), meas, "tokens", *within_tolerance(MAX_TRAINING_CONTEXT, pred, meas),
+                        source=r["source"], note=MAX_CONTEXT_NOTES[r["recipe"]], no_band=MAX_CONTEXT_NO_BAND,
+                        span=(float(low), float(high))))
+    return out
+
+
 def public_cases(data: str | Path | None = None) -> tuple[list[Case], list[NotExpressed]]:
     """Every public row the tests express, and the public rows nothing expresses (with why)."""
     speed, missing = speed_cases(data)
     train, train_missing = training_cases(data)
-    cases = octocoder_cases(data) + qwen25_page_cases(data) + vllm_cases(data) + train + speed
+    cases = (octocoder_cases(data) + qwen25_page_cases(data) + vllm_cases(data) + train + speed
+             + max_context_cases(data))
     missing += train_missing
     used = {c.id.split(".")[0] for c in cases} | {m.id for m in missing}
     for rid, r in public_rows(data).items():

@@ -119,7 +119,9 @@ def test_serving_and_qlora_agree_on_an_moe_base() -> None:
     same load), its routed experts in bf16 (2 B x the expert parameters, counted by formulas/params.py); vLLM's
     bitsandbytes MoE method quantizes them (estimate/formats.py serving_fused_experts), so its weights are smaller."""
     serve = estimate_inference("qwen3-30b-a3b", engine="transformers", weights="nf4-dq", dtype="bf16")
-    train = estimate_training("qwen3-30b-a3b", method="qlora")
+    # before PEFT's prepare_model_for_kbit_training casts the unquantized tensors to fp32 (the training default,
+    # tests/training/test_kbit_prep_upcast.py): the load itself
+    train = estimate_training("qwen3-30b-a3b", method="qlora", base_dtype="bf16")
     assert serve.item("weights").bytes == train.item("weights").bytes
     experts = count_params(find("qwen3-30b-a3b").spec()).by_component["experts"]
     assert serve.details["weights_by_storage"]["bf16/fp16"] > 2 * experts

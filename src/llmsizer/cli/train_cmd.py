@@ -25,7 +25,7 @@ from .workload_args import add_headroom_arg, add_metric_arg, add_training_args, 
 EPILOG = """examples:
   llmsizer train llama-3.1-8b --method full --batch 4 --seq 4096 --grad-checkpointing full
   llmsizer train llama-3.1-8b --method lora --rank 16 --targets q,k,v,o,gate,up,down --seq 2048
-  llmsizer train llama-3.1-8b --method qlora --rank 64 --batch 2 --seq 4096 --memory 24GiB
+  llmsizer train llama-3.1-8b --method qlora --rank 64 --batch 1 --seq 4096 --memory 24GiB
   llmsizer train qwen2.5-7b --gpus 8 --zero 3 --batch 2 --seq 8192 --grad-checkpointing full
   llmsizer train llama-3.1-70b-instruct --gpus 16 --tp 4 --pp 2 --precision megatron-bf16 --grad-accumulation 8
   llmsizer train qwen3-30b-a3b --gpus 8 --ep 8 --fsdp full --seq 4096

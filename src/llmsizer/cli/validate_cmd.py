@@ -27,10 +27,12 @@ had to be assumed and lower bounds (out-of-memory runs) are listed but kept out 
 
 # The loaded TTFT's two arrival patterns (formulas/serving_queue.py eq. Q9), stated as bounds beside the expected
 # figure, not as a calibrated range: no constant is fitted to their width, and the high end takes all of the server's
-# time per request as serial work (an upper bound by construction).
+# time per request as serial work (an upper bound by construction). The longest training sequence's: the length at
+# the estimate's memory range's two ends (estimate/training/reverse.py max_seq_len at level 'high' and 'low').
 SPAN_TITLE = ("bounds the estimate states, not a calibrated range (the loaded TTFT: independent arrivals, the "
               "expected figure whose error the summary gives, .. arriving together, eq. Q9b's upper bound with all of "
-              "the server's time per request serial; formulas/serving_queue.py eq. Q9)")
+              "the server's time per request serial; formulas/serving_queue.py eq. Q9; the longest training sequence: "
+              "the length that fits at the high end of the estimate's memory range .. at its low end)")
 
 def register(sub: Any) -> None:
     p = sub.add_parser("validate", help=COMMAND_HELP["validate"],

@@ -88,6 +88,9 @@ TRAINING_SPEED = "training throughput"
 # own range (independent arrivals .. arriving together), whose coverage validate reports beside the error
 SERVING_TTFT = "serving TTFT under load"
 SERVING_RATE = "serving requests/s under load"
+# the longest sequence a training recipe fits on a card of a given memory (validation/unsloth_max_context.csv):
+# summarised, no band; each row carries the estimate's own range (its memory range read as a length range)
+MAX_TRAINING_CONTEXT = "longest training sequence that fits"
 # engines: the serving or training software whose behaviour the rows measured
 LLAMACPP, VLLM, TRANSFORMERS, PYTORCH_TRAINING = "llama.cpp", "vllm", "transformers", "pytorch training"
 SGLANG = "sglang"

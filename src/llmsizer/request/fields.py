@@ -240,7 +240,9 @@ TRAINING = (
         F("adapter_dtype", "enum", "dtype of the LoRA weights (default fp32 under mixed precision; `train "
           "--adapter-dtype`)", template=False, choices=STATE_DTYPES),
         F("base_dtype", "enum", "dtype of the frozen base weights for lora/dora (default bf16, fp32 under precision "
-          "fp32; `train --base-dtype`)", template=False, choices=STATE_DTYPES),
+          "fp32), of qlora's unquantized tensors (default fp32 as PEFT's prepare_model_for_kbit_training casts "
+          "them, bf16 with kernels unsloth, a framework profile or sharded qlora; `train --base-dtype`)",
+          template=False, choices=STATE_DTYPES),
     )),
     F("settings", "section", "training settings (each optional; defaults are stated in the plan)",
       kinds=("training",), fields=(

@@ -545,7 +545,9 @@ class TrainingWorkload:
         PEFT's ``ModulesToSaveWrapper`` keeps the frozen original and trains a deep copy in the base dtype
         (peft/utils/other.py), which gets gradients and optimizer states of its own.
     base_dtype: dtype of the frozen base weights for lora/dora (None: bf16, or fp32 for precision fp32); the
-        non-quantized tensors for qlora.
+        non-quantized tensors (embeddings, norms, lm_head) for qlora (None: fp32 where PEFT's
+        ``prepare_model_for_kbit_training`` casts them -- no framework profile, PyTorch kernels, a bitsandbytes base
+        not sharded under FSDP / ZeRO-3 --, else bf16; estimate/training/setup.py ``qlora_unquantized_dtype``).
     optimizer / optimizer_state_dtype / optimizer_impl: see ``formulas/training_states.py``; None = defaults.
     precision: the recipe deciding the dtype of weights, master weights, gradients and activations.
     tf32: fp32 matmuls run on the TF32 tensor cores (``torch.backends.cuda.matmul.allow_tf32 = True``,

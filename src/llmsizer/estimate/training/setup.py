@@ -356,6 +356,37 @@ def _default_optimizer(w: TrainingWorkload) -> tuple[str, str]:
     return "adamw", "AdamW, the default of HF Trainer, torchtune and Megatron-LM"
 
 
+# The dtype QLoRA's non-quantized tensors (embeddings, norms, lm_head, biases) train in, by the code that prepares
+# the model. PEFT's ``prepare_model_for_kbit_training`` (peft 0.21.2 = huggingface/peft @5d602fdb src/peft/utils/
+# other.py lines 197-209) casts every fp16/bf16 parameter that is not a bitsandbytes ``Params4bit`` to fp32 ("cast all
+# non INT8 parameters to fp32"; not for GPTQ/AQLM/EETQ/HQQ/torchao models, lines 197-203); the residual stream that
+# leaves the fp32 embedding and norms is then fp32 too (measured on the CPU: tests/training/test_kbit_prep_upcast.py).
+# HF's QLoRA recipe calls it (it is where the qlora checkpointing default comes from, specs/training.py
+# QLORA_GRAD_CHECKPOINTING_WHY), and TRL's SFTTrainer does for a 4-bit model unless sharded (trl @ddf4c8d
+# trl/trainer/sft_trainer.py lines 222-240) -- with bf16=True it then casts the embedding and lm_head back to bf16
+# (lines 266-272, trl/trainer/utils.py peft_module_casting_to_bf16 lines 745-752): base_dtype bf16 states that run's
+# weights, not its residual stream, which its fp32 norms keep fp32 (RMSNorm's fp32 weight times its bf16 output;
+# measured on the CPU, not modelled). Under autocast the fp32 lm_head's bf16 copy stays saved for the backward
+# (states.py, the head's only: bitsandbytes' 4-bit linears dequantize their own weights).
+# Unsloth replaces the function with its own, which casts only the LoRA weights to fp32 (unslothai/unsloth @e3162dc
+# unsloth/models/_utils.py lines 516-531); torchtune (to_nf4), litgpt (Lightning's BitsandbytesPrecision) and
+# sharded QLoRA under FSDP / ZeRO-3 (TRL skips the call when the 4-bit weights sit on the CPU, sft_trainer.py lines
+# 225-231) keep them in the load dtype.
+KBIT_PREP_WHY = ("PEFT prepare_model_for_kbit_training casts every non-4-bit fp16/bf16 parameter (embeddings, norms, "
+                 "lm_head) to fp32 (peft utils/other.py lines 204-209 @5d602fdb), so the residual stream is fp32 too; "
+                 "base_dtype bf16 where the model is not prepared so or TRL's bf16 recast follows")
+NO_KBIT_PREP_WHY = "non-quantized tensors (embeddings, norms, lm_head) kept in bf16; bnb_4bit_compute_dtype bf16"
+
+
+def qlora_unquantized_dtype(w: TrainingWorkload, gptq: bool) -> tuple[str, str]:
+    """(default dtype, why) of a QLoRA run's non-quantized tensors: 'fp32' where PEFT's prepare_model_for_kbit_training
+    prepares the bitsandbytes model (no framework profile, PyTorch kernels, not sharded under FSDP / ZeRO-3), else
+    'bf16' (the comment above)."""
+    peft_prep = (w.framework == "none" and w.kernels == "pytorch" and not gptq
+                 and w.nf4_quantizer in ("bitsandbytes", "bitsandbytes-0.42") and w.fsdp is None and w.zero != 3)
+    return ("fp32", KBIT_PREP_WHY) if peft_prep else ("bf16", NO_KBIT_PREP_WHY)
+
+
 def qlora_base_format(spec: ModelSpec, nf4_format: str = "nf4-dq") -> str:
     """The base format QLoRA trains over: a GPTQ int4 checkpoint stays GPTQ (PEFT LoRA over auto-gptq's QuantLinear),
     anything else is quantized by bitsandbytes to ``nf4_format`` (the workload's: NF4 with or without double
@@ -581,8 +612,8 @@ def resolve(spec: ModelSpec, w: TrainingWorkload, acc: Acc) -> TrainingContext:
                              f"checkpoint; {spec.name} is {q}-quantized (start from the unquantized checkpoint)")
         if not any_quantizable(spec):
             raise InputError(f"qlora: {spec.name} has no linear layers bitsandbytes can quantize to 4 bits")
-        other = acc.assume("base_dtype", "bf16", w.base_dtype,
-                           "non-quantized tensors (embeddings, norms, lm_head) kept in bf16; bnb_4bit_compute_dtype bf16")
+        kbit_default, kbit_why = qlora_unquantized_dtype(w, gptq)
+        other = acc.assume("base_dtype", kbit_default, w.base_dtype, kbit_why)
         base_bytes, base_format = DTYPE_BYTES[str(other)], "gptq-int4" if gptq else w.nf4_format
         if gptq:
             acc.assumptions.append(Assumption("base_weights", "gptq-int4", True, "QLoRA on the checkpoint's GPTQ "
@@ -677,7 +708,9 @@ def resolve(spec: ModelSpec, w: TrainingWorkload, acc: Acc) -> TrainingContext:
     impl_default, impl_why = default_optimizer_impl(opt.name, w.device)
     impl = str(acc.assume("optimizer_impl", impl_default, w.optimizer_impl, impl_why))
 
-    copies = 2 if (rec.autocast and base_bytes == 4 and w.method != "qlora") else 0
+    # autocast's half copies of fp32 linear weights; a QLoRA base's are its unquantized lm_head's only (states.py)
+    copies = 2 if (rec.autocast and base_bytes == 4 and (w.method != "qlora" or not (
+        base_format == "gptq-int4" or quantizes_lm_head(w.nf4_quantizer)))) else 0
     compute = compute_bytes(w)
     # FSDP's MixedPrecisionPolicy casts the forward inputs and gathers bf16 parameters: the residual stream is bf16
     residual = rec.compute_bytes if w.precision == "fsdp-bf16-mixed" else base_bytes

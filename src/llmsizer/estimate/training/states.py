@@ -315,7 +315,8 @@ def stage_states(ctx: TrainingContext, stage: int) -> StageStates:
         head_copy, layer_copy = _autocast_copies(spec, w.pp, stage, tp, w.pipeline_split, w.virtual_stages,
                                                  torch_conv, w.float8, plan)
         st.lm_head_copy_elements += head_copy
-        st.layer_copy_elements.update(layer_copy)
+        if w.method != "qlora":  # bitsandbytes' 4-bit linears dequantize their own weight: autocast copies none
+            st.layer_copy_elements.update(layer_copy)  # (the fp32 LoRA adapters' copies, rank-sized: not counted)
         if spec.tie_word_embeddings and stage == last:
             st.lm_head_copy_elements += math.ceil(spec.vocab_size * spec.hidden_size / tp)
 
