@@ -3063,18 +3063,26 @@ def device_key(text: str) -> str:
 
 # -- measured runs (llmsizer measure) ------------------------------------------------------------------------------
 
-# the measured records whose (allocated, reserved) pair is a row of estimate/allocator.py RESERVE (validation/
-# allocator_pairs.csv GPnn = validation/measured/gpu-h200-2026-12-04.jsonl line nn): their device totals are
-# calibration rows (the reserve in them was fitted there), their peak allocated rows are not
+# the measured records whose (allocated, reserved) pair is a row of estimate/allocator.py RESERVE or
+# FIXED_STEP_RESERVE (validation/allocator_pairs.csv GPnn = validation/measured/gpu-h200-2026-12-04.jsonl line nn):
+# their device totals are calibration rows (the reserve in them was fitted there), their peak allocated rows are not
 RESERVE_PAIR_FILE = "gpu-h200-2026-12-04"
 
 
 def reserve_calibration() -> dict[str, str]:
-    """Record id (``_record_id``) -> the allocator_pairs.csv row it gave, for every GP row of ``RESERVE``."""
-    from .estimate.allocator import RESERVE
+    """Record id (``_record_id``) -> the allocator_pairs.csv row it gave, for every GP row of ``RESERVE`` and
+    ``FIXED_STEP_RESERVE``."""
+    from .estimate.allocator import FIXED_STEP_RESERVE, RESERVE
 
-    return {f"{RESERVE_PAIR_FILE}:{int(r[2:])}": r for ratio in RESERVE.values() for r in ratio.rows
-            if r.startswith("GP")}
+    return {f"{RESERVE_PAIR_FILE}:{int(r[2:])}": r for ratio in (*RESERVE.values(), *FIXED_STEP_RESERVE.values())
+            for r in ratio.rows if r.startswith("GP")}
+
+
+def _reserve_constant(row: str) -> str:
+    """The name of the estimate/allocator.py constant the allocator_pairs.csv ``row`` calibrates."""
+    from .estimate.allocator import FIXED_STEP_RESERVE
+
+    return "FIXED_STEP_RESERVE" if any(row in r.rows for r in FIXED_STEP_RESERVE.values()) else "RESERVE"
 
 
 def measured_cases(records: Iterable[dict[str, Any]]) -> tuple[list[Case], list[NotExpressed]]:
@@ -3124,7 +3132,8 @@ def measured_cases(records: Iterable[dict[str, Any]]) -> tuple[list[Case], list[
             cases.append(Case(cid, row.kind, f"{what}: {row.component}", pred, meas, unit, within, tol,
                               excluded=CALIBRATION if calib else "",
                               source=rec.get("source_file", "local results store"),
-                              note=(f"calibration row of allocator.RESERVE ({calib}); " if calib else "") + row.note
+                              note=(f"calibration row of allocator.{_reserve_constant(calib)} ({calib}); " if calib else "")
+                              + row.note
                               + (f"; known miss: {KNOWN_MISSES[cid]}" if cid in KNOWN_MISSES else ""),
                               origin="measured", no_band=row.no_band or _no_band_figure(row.kind, row.component)))
         if not got:

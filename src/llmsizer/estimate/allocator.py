@@ -61,7 +61,9 @@ whose allocations and frees are replayed (eq. 4'). In the default stream's own p
 cross-entropy's [t, V] tensors leave at the loss backward (formulas/loss_allocations.py eq. L1, or L1p under torch's
 loss_parallel on the rank's [t, V / tp] shard, replayed in order: eq. 4'', the H(p) of eq. R1). Not modelled (so the
 fixed-shape reserve is a lower bound): the copy-in stream under 'largest-two', FSDP1's post-backward stream (torch
-``fsdp/_runtime_utils.py`` lines 755, 848), and other holes inside the default stream's own pool.
+``fsdp/_runtime_utils.py`` lines 755, 848), and other holes inside the default stream's own pool -- except on one GPU
+without FSDP, offloading or compilation, with no or full recomputation, where those holes are eq. (R2): a calibrated
+share of the dynamic bytes (``FIXED_STEP_RESERVE``, on llmsizer's own H200 runs).
 
 llama.cpp does not use PyTorch's allocator: its ggml buffers are allocated once at their full size, so allocated
 and reserved are the same bytes and only the CUDA context separates them from nvidia-smi.
@@ -147,13 +149,47 @@ RESERVE = {
 # GP rows set the span, their device totals are inside the printed range by construction: they are judged, but
 # excluded from the summary (CALIBRATION); the evidence for a new run is the leave-one-out coverage
 # (tests/estimate/test_calibrated_need.py: each row judged by the ratio of the other nine) and the non-calibration
-# runs (GP01, the training runs). The training runs' pairs are listed (phase 'training, not calibrating') but feed no
-# ratio: they split by recomputation, 1.05-1.13 without checkpointing (GP04, 06, 08, 16, 18) and 1.25-1.55 with
+# runs (GP01, the scored training runs). The training runs' pairs feed no ``RESERVE`` ratio (half of them feed
+# ``FIXED_STEP_RESERVE``, phases 'training fixed ...'; the rest are 'training, not calibrating'): they split by recomputation, 1.05-1.13 without checkpointing (GP04, 06, 08, 16, 18) and 1.25-1.55 with
 # full checkpointing (GP05, 07, 09, 17, 20, 23; GP19 1.05, its peak at the optimizer step), so one training ratio
 # cannot hold both: with them the median falls 1.4659 -> 1.2521 and the independent Unsloth max-context rows
 # (tests/validation/test_unsloth_context.py, nvidia-smi) overshoot by 12-22 %; without them the non-checkpointed
 # runs' device totals would be 21-33 % high. So the default expects no training reserve (below) until the reserve
-# of recomputation is modelled.
+# of recomputation is modelled. A fixed-shape step on one GPU (the measured runs' own shapes) gets eq. (R1) + (R2)
+# instead (``FIXED_STEP_RESERVE`` below), by recomputation.
+
+# Eq. (R2): a fixed-shape training step on one GPU (no FSDP, no side streams) keeps more reserved than eq. (R1)'s
+# modelled holes. The rest is the default stream's other holes -- blocks the forward freed that the backward's
+# requests of other sizes cannot reuse, and, with full recomputation, each layer's recomputed activations and (full
+# fine-tuning) its weight gradients, which stay until zero_grad, allocated into the places the loss's [t, V] tensors
+# and the previous layer's recompute freed -- which no trace of the step's thousands of allocations models here.
+# It is scaled like eq. (2): the dynamic bytes (live tensors - ``PERSISTENT``) x (rho - 1),
+#     rho = (reserved - R1 - persistent) / (allocated - persistent)                                          (R2)
+# of measured runs (``fixed_pair_ratio``), by recomputation ('none'; 'full': every decoder layer recomputed), since
+# rho - 1 differs by 4x between them: without recomputation eq. (R1)'s loss hole is 58-73 % of reserved -
+# allocated, with it 0-56 % (GP19's peak is its optimizer step, where no loss hole stands). Calibrated on NAMED rows
+# of validation/allocator_pairs.csv (llmsizer's own H200 runs, line N of validation/measured/gpu-h200-2026-12-04.jsonl
+# = GP N), chosen by a fixed rule, not by their ratios: every other row of each kind in file order, from the first,
+# so GP06, GP16 (none) and GP07, GP17, GP20 (full) are scored, not fitted (GP17, a full fine-tune, keeps rho 1.39,
+# above the range: its weight gradients, allocated layer by layer between the recomputes, are not modelled). Their device totals are calibration rows (validation_cases.reserve_calibration).
+# tests/estimate/test_allocator.py re-derives the constants (eq. R1 recomputed by the estimator, the measured
+# allocated, reserved and persistent bytes read from the records). Selective recomputation, several GPUs and
+# offloading were not measured: they keep eq. (R1) alone, a lower bound.
+FIXED_STEP_RESERVE = {
+    "none": ReserveRatio("training fixed no recomputation", 1.0145, 1.0358, 1.0473, ("GP04", "GP08", "GP18")),
+    "full": ReserveRatio("training fixed full recomputation", 1.0482, 1.156, 1.2527, ("GP05", "GP09", "GP19",
+                                                                                       "GP23")),
+}
+
+
+def fixed_pair_ratio(allocated: float, reserved: float, persistent: float, modelled: float) -> float:
+    """Eq. (R2)'s rho of one measured run: (reserved - ``modelled`` - persistent) / (allocated - persistent), with
+    ``modelled`` the run's eq. (R1) reserve (the holes the estimate replays); ``pair_ratio`` of the rest."""
+    if not 0 <= modelled <= reserved - allocated:
+        raise InputError(f"the modelled reserve {modelled} must lie in 0..{reserved - allocated} (reserved - "
+                         "allocated)")
+    return pair_ratio(allocated, reserved - modelled, persistent)
+
 
 # the runtimes without a measured context of their own (specs/workload.py GPU_RUNTIMES): their names for the words
 STAND_INS = {"rocm": "AMD ROCm (HIP)", "hpu": "Intel Gaudi (SynapseAI)", "xla": "Google TPU (XLA)"}
@@ -251,6 +287,9 @@ class SideStreams:
     holes: tuple[int, ...] = ()
     # the hole's loss runs under torch's loss_parallel (eq. L1p on the rank's vocabulary shard), else eq. L1
     loss_parallel: bool = False
+    # the key of ``FIXED_STEP_RESERVE`` for the default stream's other holes (eq. R2): a one-GPU step without side
+    # streams whose recomputation was measured; None: not calibrated, eq. (R1) alone
+    step: str | None = None
 
 
 def fsdp2_reduce_scatter_outputs(layer_grads: dict[int, int], grads: int, shards: int) -> tuple[int, ...]:
@@ -266,7 +305,8 @@ def training_side_streams(fsdp2: bool, pp: int, grad_accumulation: int, layer_gr
                           shards: int, moments: list[tuple[int, int]],
                           copy_in: list[tuple[str, int]] | tuple[tuple[str, int], ...] = (),
                           loss_events: list[tuple[str, int]] | tuple[tuple[str, int], ...] = (),
-                          loss_moment: int | None = None, loss_parallel: bool = False) -> SideStreams:
+                          loss_moment: int | None = None, loss_parallel: bool = False,
+                          step: str | None = None) -> SideStreams:
     """The side-stream blocks of a fixed-shape training step (module docstring). ``moments``: (allocated bytes, the
     gradients part) of each moment of the peak stage's timeline. FSDP2 (``fsdp2``: fully_shard, gradients on the
     device): the units' reduce-scatter outputs, all alive from their reduce-scatter to ``zero_grad``; with gradient
@@ -278,13 +318,16 @@ def training_side_streams(fsdp2: bool, pp: int, grad_accumulation: int, layer_gr
     when the units' layout is traced; none of its blocks is alive at a moment of the timeline. ``loss_events``: the
     eager loss's default-stream allocations and frees (formulas/loss_allocations.py eq. L1 or L1p), whose hole
     (eq. 4'') stands at ``loss_moment`` (the index of the loss backward in ``moments``), H(p) of eq. (R1);
-    ``loss_parallel``: those events are eq. L1p's (torch's loss_parallel), else eq. L1's."""
+    ``loss_parallel``: those events are eq. L1p's (torch's loss_parallel), else eq. L1's. ``step``: the step's key
+    of ``FIXED_STEP_RESERVE`` (eq. R2) where the caller has a one-GPU step of a measured recomputation; kept only
+    without FSDP2 (with side streams no run was measured)."""
     holes: tuple[int, ...] = ()
     if loss_events and loss_moment is not None:
         hole = stream_trace_hole_bytes(loss_events)
         holes = tuple(hole if k == loss_moment else 0 for k in range(len(moments))) if hole else ()
     if not fsdp2:
-        return SideStreams((), tuple((a, 0) for a, _ in moments), "", holes=holes, loss_parallel=loss_parallel)
+        return SideStreams((), tuple((a, 0) for a, _ in moments), "", holes=holes, loss_parallel=loss_parallel,
+                           step=step if step in FIXED_STEP_RESERVE else None)
     outputs = fsdp2_reduce_scatter_outputs(layer_grads, grads, shards)
     if grad_accumulation > 1 and pp == 1 and outputs:
         outputs += (max(outputs),)
@@ -327,7 +370,8 @@ def apply_metric(items: list[Item], metric: str | None, phase: str, pytorch: boo
         dynamic = tensor_bytes(keep) - sum(i.bytes for i in keep if i.location == "device" and i.name in persistent)
         rest = max(0, floor - tensor_bytes(keep))
         item = reserve_item(dynamic, phase, pytorch, rest)
-        keep.insert(at, item if fixed is None or not pytorch else fixed_reserve_item(fixed, rest, item.high or 0))
+        keep.insert(at, item if fixed is None or not pytorch else fixed_reserve_item(fixed, rest, item.high or 0,
+                                                                                    dynamic))
     items[:] = keep
     return Assumption("metric", metric, False, METRIC_WHY)
 
@@ -352,12 +396,18 @@ def reserve_item(tensors: int, phase: str, pytorch: bool = True, floor: int = 0)
                 source=f"{PAIRS_FILE}; PyTorch c10/cuda/CUDACachingAllocator.cpp (round_size, get_allocation_size)")
 
 
-def fixed_reserve_item(side: SideStreams, floor: int = 0, high: int = 0) -> Item:
+def fixed_reserve_item(side: SideStreams, floor: int = 0, high: int = 0, dynamic: int = 0) -> Item:
     """Eq. (R1) (formulas/caching_allocator.py): the reserve under fixed shapes, at least ``floor``. Low and expected
-    are (R1), a lower bound (what it leaves out: module docstring); high is ``high``, the calibrated variable-shape
-    reserve's high end (the most any measured run kept), or (R1) if that is more."""
+    are (R1), a lower bound (what it leaves out: module docstring), plus, for a one-GPU step whose recomputation was
+    measured (``side.step``), eq. (R2)'s calibrated rest over the ``dynamic`` bytes (``FIXED_STEP_RESERVE``); high
+    is ``high``, the calibrated variable-shape reserve's high end (the most any measured run kept), or that sum if
+    it is more."""
     pool = stream_pool_bytes(side.requests) + side.copy_in_pool
-    r = max(floor, cross_stream_reserve(side.moments, pool, side.holes))
+    r1 = cross_stream_reserve(side.moments, pool, side.holes)
+    ratio = FIXED_STEP_RESERVE.get(side.step or "")
+    rest = (0, 0, 0) if ratio is None else tuple(int(dynamic * (x - 1)) for x in (ratio.low, ratio.expected,
+                                                                                   ratio.high))
+    lo, r, hi_r2 = (max(floor, r1 + x) for x in rest)
     what = (f"{side.what}: {len(side.requests)} blocks, {format_bytes(pool)} cached on their stream (eq. 4), of "
             "which the default stream cannot reuse what is not allocated at the peak") if side.requests else \
         "no side-stream blocks modelled for this layout"
@@ -368,14 +418,21 @@ def fixed_reserve_item(side: SideStreams, floor: int = 0, high: int = 0) -> Item
                     "replayed in order: eq. 4'' of eq. L1p, formulas/loss_allocations.py)" if side.loss_parallel else
                     "(its [t, V] requests served from fresh memory at the top of the pool, replayed in order: eq. 4'' "
                     "of eq. L1, formulas/loss_allocations.py)"))
-    return Item("allocator_reserve", r, "device", r, max(r, high),
+    if ratio is None:
+        other = (("" if side.copy_in_pool else "all-gather copy-in buffers (fsdp2_units largest-two) and ")
+                 + ("other " if hole else "") + "holes in the default stream's pool (a lower bound)")
+    else:
+        other = (f"+ the default stream's other holes, eq. R2: {format_bytes(dynamic)} dynamic (not weights or "
+                 f"optimizer states) x (rho {ratio.expected:g} - 1), range {ratio.low:g}-{ratio.high:g} over "
+                 f"{len(ratio.rows)} measured one-GPU steps ({ratio.phase.removeprefix('training fixed ')}: "
+                 f"{', '.join(ratio.rows)}); not modelled: those holes' own sizes (calibrated, not replayed)")
+    return Item("allocator_reserve", r, "device", lo, max(r, hi_r2, high),
                 formula="batch_shapes=fixed: the same shapes every step, so each CUDA stream reuses its own cached "
                         f"blocks and reserved = the default stream's high-water mark + the side streams' pools "
-                        f"(eq. R1); {what}; not modelled: "
-                        + ("" if side.copy_in_pool else "all-gather copy-in buffers (fsdp2_units largest-two) and ")
-                        + ("other " if hole else "") + "holes in the default stream's pool (a lower bound); high: "
-                        "the calibrated variable-shape reserve's high end",
-                source="formulas/caching_allocator.py eqs. 4, R1 (CUDACachingAllocator.cpp @ 001074d lines 56-57, "
+                        f"(eq. R1); {what}; " + ("" if ratio is not None else "not modelled: ") + other
+                        + "; high: the calibrated variable-shape reserve's high end",
+                source=(f"{PAIRS_FILE} (eq. R2); " if ratio is not None else "")
+                + "formulas/caching_allocator.py eqs. 4, R1 (CUDACachingAllocator.cpp @ 001074d lines 56-57, "
                        "get_free_block, free_block); torch 2.13 _fsdp_collectives.py foreach_reduce lines 611-616, "
                        "704-763" + ("; foreach_all_gather lines 336-356 (formulas/fsdp2_units.py)" if side.copy_in_pool
                                     else "")

@@ -23,7 +23,10 @@ process RSS         host total (CPU runs)                               peak RSS
 ==================  ==================================================  ===========================================
 
 Training rows use ``llmsizer.estimate.training.estimate_training`` when it is installed (its items are grouped into
-weights / gradients / optimizer state / activations by name); without it only the measurement is shown.
+weights / gradients / optimizer state / activations by name); without it only the measurement is shown. A CUDA
+training run is estimated under the metric it measured, 'nvidia-smi' with the worker's fixed shapes: its ``allocator
+reserve`` row (``allocator_reserve``: eqs. R1 + R2 of estimate/allocator.py) against ``max_memory_reserved -
+max_memory_allocated``, its device total against ``cuda_context + max_memory_reserved``.
 Throughput rows need the device in the hardware catalog (``llmsizer.estimate.speed.estimate_speed``;
 training: ``formulas/training_time.py`` at the catalog's default MFU).
 """
@@ -134,9 +137,16 @@ def training_estimate(spec: ModelSpec, s: dict[str, Any]) -> tuple[Estimate | No
     why no estimate exists; it is always empty now that the estimator is part of the core)."""
     from ..estimate.training import estimate_training
 
-    # no metric: the device total, which the shapes do not change (batch_shapes is read under a pool metric only, and
-    # refused without one: specs/training.py POOL_METRICS)
-    fields = {k: v for k, v in training_fields(s).items() if k != "batch_shapes"}
+    # on CUDA the run's device total is NVML's process memory = the CUDA context + max_memory_reserved (measure/
+    # worker.py ``device_peak_bytes``): the 'nvidia-smi' metric, under the shapes the worker ran (``RUN_BATCH_SHAPES``:
+    # the allocator's reserve of a fixed-shape step, estimate/allocator.py eqs. R1, R2); the live-tensor figures
+    # (peak allocated, the tracker's) read the same tensor items under every metric. On a CPU no metric (the shapes
+    # are read under a pool metric only, and refused without one: specs/training.py POOL_METRICS)
+    fields = training_fields(s)
+    if s.get("device") == "cuda":
+        fields["metric"] = "nvidia-smi"
+    else:
+        del fields["batch_shapes"]
     try:
         return estimate_training(spec, **fields), ""
     except (TypeError, LlmsizerError) as e:
@@ -279,6 +289,9 @@ def training_rows(record: dict[str, Any], est: Estimate | None, why: str) -> lis
         rows.append(_row("peak tensors (tracker)", tensors, m.get("peak_tensor_bytes")))
         rows.append(_row("peak allocated", tensors, m.get("max_memory_allocated"), kind,
                          "torch.cuda.max_memory_allocated"))
+        if m.get("max_memory_reserved") is not None and m.get("max_memory_allocated") is not None:
+            rows.append(_row("allocator reserve", _item_bytes(est, "allocator_reserve") if est is not None else None,
+                             m["max_memory_reserved"] - m["max_memory_allocated"], note="reserved - allocated"))
         rows.append(replace(_row("device total", est.total("device") if est is not None else None,
                                  m.get("device_peak_bytes"), kind, "CUDA context + max_memory_reserved (NVML)"),
                             calibrated=_calibrated(est, kind)))

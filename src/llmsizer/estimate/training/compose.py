@@ -738,6 +738,15 @@ def stage_representatives(spec: ModelSpec, pp: int, split: str, virtual: int) ->
     return (*out, pp - 1)
 
 
+def _measured_step(w: TrainingWorkload) -> str | None:
+    """The key of estimate/allocator.py ``FIXED_STEP_RESERVE`` (eq. R2) for a step like the measured ones: one GPU,
+    no FSDP or offloading, eager (not compiled), every layer or none recomputed; None for any other step."""
+    if (w.gpus != 1 or w.fsdp is not None or w.offload != "none" or w.compile or w.checkpoint_offload
+            or w.checkpoint_every != 1):
+        return None
+    return w.grad_checkpointing
+
+
 def _metric_items(ctx: TrainingContext, st: StageStates, tl: StageTimeline, acc: Acc) -> Assumption:
     """The items of stage ``st`` into ``acc``, rewritten to the workload's metric (estimate/allocator.py
     ``apply_metric``); returns the metric assumption."""
@@ -752,7 +761,7 @@ def _metric_items(ctx: TrainingContext, st: StageStates, tl: StageTimeline, acc:
                                       [(p.total, p.parts.get("gradients", 0)) for p in tl.phases],
                                       fsdp2_copy_in_events(ctx, st), eager_loss_events_of(ctx, st),
                                       next((k for k, p in enumerate(tl.phases) if p.name == "loss backward"), None),
-                                      loss_parallel=w.loss == "ce-loss-parallel")
+                                      loss_parallel=w.loss == "ce-loss-parallel", step=_measured_step(w))
     return apply_metric(acc.items, w.metric, TRAINING, floor=init, fixed=fixed,
                         device="cpu" if w.device == "cpu" else w.gpu_runtime)
 
