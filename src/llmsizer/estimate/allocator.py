@@ -253,6 +253,37 @@ class SideStreams:
     loss_parallel: bool = False
 
 
+@dataclass(frozen=True)
+class ConcatGrowth:
+    """A KV cache grown by concatenation (transformers' DynamicCache during ``generate``), in the large-block
+    regime of formulas/caching_allocator.py eq. (C1'): what its requests make the pool reserve, against the live
+    bytes at the estimate's peak. What max_memory_reserved and nvidia-smi show (metric 'reserved', 'nvidia-smi'),
+    not what a run needs: every segment the growth leaves behind is whole and free, so a failing cudaMalloc
+    releases them and retries (CUDACachingAllocator.cpp @ 001074d ``release_cached_blocks`` in ``malloc``'s retry):
+    max_memory_reserved never passes the device's memory, and the default's device total (the fit need) keeps the
+    calibrated reserve alone."""
+
+    pool: int  # eq. (C1'): the segments the cache's K/V requests reserve from the prompt to the context
+    kv: int  # the KV cache item at the peak (the prompt's at a prefill peak, the context's at a decode peak)
+    activations: int  # the activations item at the peak: blocks alive there, which the pool may later reuse
+    what: str  # the cache, for the formula text
+
+
+def concat_kv_reserve(growth: ConcatGrowth) -> tuple[int, int]:
+    """(low, high) of what a cache grown by concatenation keeps reserved beyond its bytes at the peak [bytes]:
+
+        high = pool - kv                                                                                (C2)
+        low  = max(0, pool - kv - activations)
+
+    pool eq. (C1') of formulas/caching_allocator.py. High: no block of another tensor serves the growth's requests,
+    so all of the pool is reserved beside the peak's activations (their blocks stay cached). Low: the blocks the
+    peak's activations free (the prefill's, larger than any K/V block of the cache: hidden >= KV heads x head_dim)
+    serve the growth's requests first (best fit takes any cached block large enough), so the pool needs fresh
+    segments only past them."""
+    high = max(0, growth.pool - growth.kv)
+    return max(0, high - growth.activations), high
+
+
 def fsdp2_reduce_scatter_outputs(layer_grads: dict[int, int], grads: int, shards: int) -> tuple[int, ...]:
     """The flat reduce-scatter output of each FSDP2 unit [bytes]: a decoder layer's unsharded gradient bytes over
     the ``shards`` ranks (``reduce_scatter_output_numel = reduce_scatter_input_numel // world_size``,
@@ -299,7 +330,7 @@ def training_side_streams(fsdp2: bool, pp: int, grad_accumulation: int, layer_gr
 
 def apply_metric(items: list[Item], metric: str | None, phase: str, pytorch: bool = True,
                  kv_pool: bool = False, floor: int = 0, fixed: SideStreams | None = None, *,
-                 device: str = "cuda", engine: str | None = None) -> Assumption:
+                 device: str = "cuda", engine: str | None = None, concat: ConcatGrowth | None = None) -> Assumption:
     """Rewrite ``items`` (in place) to eq. (1), (2) or (3) for ``metric``; None keeps them. ``pytorch``: the engine
     allocates through PyTorch's caching allocator (False: llama.cpp's ggml buffers). ``kv_pool``: the KV cache is
     one pool allocated at start-up (vLLM, SGLang), so persistent; transformers' DynamicCache grows by torch.cat
@@ -308,7 +339,10 @@ def apply_metric(items: list[Item], metric: str | None, phase: str, pytorch: boo
     time (batch_shapes='fixed'): the reserve is eq. (R1) over these side streams, not the calibrated ratio.
     ``device``: 'cuda', 'metal' (the workload's ``gpu_runtime``) or 'cpu': what the default's words name (only a CUDA
     device holds a CUDA context, ``device_context``). ``engine``: the serving engine whose words the default's
-    assumption says (``default_metric_text``). Returns the assumption."""
+    assumption says (``default_metric_text``). ``concat``: the KV cache grows by concatenation (transformers'
+    DynamicCache, eq. C1'): under 'reserved' and 'nvidia-smi' its part of the reserve is eq. (C2) (``reserve_item``),
+    not in the default's device total: the segments it leaves hold no live block, so the out-of-memory retry
+    releases them (``ConcatGrowth``). Returns the assumption."""
     had_context = any(i.name == CONTEXT_ITEM and i.location == "device" for i in items)
     if check_metric(metric) is None:
         if had_context and pytorch and not kv_pool and phase == INFERENCE:  # the calibrated reserve (module docstring)
@@ -326,15 +360,20 @@ def apply_metric(items: list[Item], metric: str | None, phase: str, pytorch: boo
         persistent = PERSISTENT + (("kv_cache",) if kv_pool else ())
         dynamic = tensor_bytes(keep) - sum(i.bytes for i in keep if i.location == "device" and i.name in persistent)
         rest = max(0, floor - tensor_bytes(keep))
-        item = reserve_item(dynamic, phase, pytorch, rest)
+        item = reserve_item(dynamic, phase, pytorch, rest, None if kv_pool else concat)
         keep.insert(at, item if fixed is None or not pytorch else fixed_reserve_item(fixed, rest, item.high or 0))
     items[:] = keep
     return Assumption("metric", metric, False, METRIC_WHY)
 
 
-def reserve_item(tensors: int, phase: str, pytorch: bool = True, floor: int = 0) -> Item:
+def reserve_item(tensors: int, phase: str, pytorch: bool = True, floor: int = 0,
+                 concat: ConcatGrowth | None = None) -> Item:
     """Eq. (2)'s reserve over ``tensors`` dynamic live bytes: dynamic x (rho - 1), low/expected/high; at least
-    ``floor`` (segments kept from the model's initialisation, module docstring)."""
+    ``floor`` (segments kept from the model's initialisation, module docstring). ``concat``: the KV cache grows by
+    concatenation: its share of the calibrated term is at least eq. (C2)'s low (low, expected) and its high
+    (high), ``concat_reserve_item``."""
+    if concat is not None and pytorch:
+        return concat_reserve_item(tensors, phase, concat, floor)
     if not pytorch:
         return Item("allocator_reserve", 0, "device", 0, 0,
                     formula="llama.cpp allocates its ggml buffers once at full size: reserved = allocated",
@@ -350,6 +389,35 @@ def reserve_item(tensors: int, phase: str, pytorch: bool = True, floor: int = 0)
                         "fragmentation from variable shapes at the high end; 512 B / 2 MiB / 20 MiB block "
                         "rounding (formulas/caching_allocator.py) included" + kept,
                 source=f"{PAIRS_FILE}; PyTorch c10/cuda/CUDACachingAllocator.cpp (round_size, get_allocation_size)")
+
+
+def concat_reserve_item(tensors: int, phase: str, growth: ConcatGrowth, floor: int = 0) -> Item:
+    """The reserve of a run whose KV cache grows by concatenation (module docstring):
+
+        reserve = (dynamic - kv) x (rho - 1) + max(kv x (rho - 1), C2)                                   (C3)
+
+    per bound (rho's low with eq. C2's low, expected with C2's low, high with C2's high). The calibrating runs
+    (``RESERVE``: 32 new tokens each) grew their caches by concatenation too, so the calibrated share holds the
+    reserve of a short growth; eq. (C2) is the mechanism's own floor and ceiling, which a long growth (many segment
+    classes, eq. C1') passes. At least ``floor``."""
+    r = RESERVE[phase]
+    rest = max(0, tensors - growth.kv)
+    c_lo, c_hi = concat_kv_reserve(growth)
+    parts = [(int(rest * (x - 1)), max(int(growth.kv * (x - 1)), c)) for x, c in
+             ((r.low, c_lo), (r.expected, c_lo), (r.high, c_hi))]
+    lo, mid, hi = (max(floor, a + b) for a, b in parts)
+    kept = (f"; at least {format_bytes(floor)}: the segments reserved while the model was built stay reserved (no "
+            "empty_cache)") if floor and floor >= parts[0][0] + parts[0][1] else ""
+    return Item("allocator_reserve", mid, "device", lo, hi,
+                formula=f"{format_bytes(rest)} dynamic besides the KV cache x (reserved/allocated {r.expected:g} - 1) "
+                        f"+ the KV cache's part, max({format_bytes(growth.kv)} x ({r.expected:g} - 1), eq. C2 "
+                        f"{format_bytes(c_lo)}-{format_bytes(c_hi)}): {growth.what}, eq. C1' pool "
+                        f"{format_bytes(growth.pool)} against {format_bytes(growth.kv)} of KV at the peak; low "
+                        "counts the peak's activation blocks reused by the growth, high none (eq. C3); ratio range "
+                        f"{r.low:g}-{r.high:g} over {len(r.rows)} measured {phase} runs ({', '.join(r.rows)})" + kept,
+                source=f"{PAIRS_FILE}; formulas/caching_allocator.py eq. C1' (CUDACachingAllocator.cpp @ 001074d "
+                       "get_allocation_size, get_free_block); transformers 5.24 cache_utils.py DynamicLayer.update "
+                       "lines 136-137 (torch.cat)")
 
 
 def fixed_reserve_item(side: SideStreams, floor: int = 0, high: int = 0) -> Item:

@@ -474,7 +474,8 @@ def _estimate(spec: ModelSpec, w: InferenceWorkload) -> Estimate:
                                                 w.max_num_seqs is None, None if room is None else int(room)))
     acc.assumptions.append(apply_metric(acc.items, w.metric, INFERENCE, pytorch=w.engine != "llamacpp",
                                         device="cpu" if w.device == "cpu" else w.gpu_runtime,
-                                        kv_pool=w.engine in ("vllm", "sglang"), engine=str(w.engine)))
+                                        kv_pool=w.engine in ("vllm", "sglang"), engine=str(w.engine),
+                                        concat=ctx.kv_growth))
     pc = count_params(spec)
     details = ctx.details
     details.update({

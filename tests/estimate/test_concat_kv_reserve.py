@@ -1,0 +1,115 @@
+"""A KV cache grown by concatenation in the estimate (issue #12 item 3): under metric 'reserved' / 'nvidia-smi' a
+transformers DynamicCache's part of the allocator reserve is eq. (C2) of estimate/allocator.py over eq. (C1') of
+formulas/caching_allocator.py, checked against
+
+- eq. (C1) derived by hand from CUDACachingAllocator.cpp in tests/formulas/test_concat_cache_fragmentation.py (not
+  through the formula), and the formulas' replay of the allocator's events (eq. 4') where (C1)'s shortcuts fail
+  (a prompt that does not end on a segment boundary, a class of one step, more than 2 MiB per token);
+- the cache's live bytes counted here from the model's config (Llama-3.1-8B: 32 layers, 8 KV heads x 128, bf16).
+
+'allocated' and the default device total (the fit need: the growth's segments are released by the OOM retry) are
+unchanged; the CLI, the Python API and the web API give the same reserve."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from llmsizer.errors import InputError
+from llmsizer.estimate import allocator as A
+from llmsizer.estimate.inference import estimate_inference
+from llmsizer.formulas import caching_allocator as CA
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "formulas"))
+from test_concat_cache_fragmentation import concat_growth_events, eq_c1  # noqa: E402
+
+MiB, KiB = 1 << 20, 1 << 10
+R = A.RESERVE[A.INFERENCE]
+# Llama-3.1-8B (config.json): 32 layers, 8 KV heads x head_dim 128, bf16: one layer's K of one token, one sequence
+L8B_LAYERS, L8B_PER_TOKEN = 32, 8 * 128 * 2
+
+
+@pytest.mark.parametrize(("layers", "per_token", "prompt", "steps"),
+                         [(32, 2 * KiB, 8192, 256), (32, 2 * KiB, 8192, 2048), (32, 2 * KiB, 5120, 3000),
+                          (32, 16 * KiB, 4096, 4096)])
+def test_closed_form_is_the_hand_derived_eq_c1(layers: int, per_token: int, prompt: int, steps: int) -> None:
+    assert CA.concat_growth_reserved_bytes(layers, per_token, prompt, steps) == eq_c1(layers, per_token, prompt, steps)
+
+
+@pytest.mark.parametrize(("layers", "per_token", "prompt", "steps"),
+                         [(32, 8 * KiB, 4064, 32),  # the prompt inside a class: one spare of the prompt's class
+                          (28, 8 * KiB, 8160, 32), (32, 64 * KiB, 2016, 32),  # GP14's cache: one change at step 1
+                          (3, 1000, 11000, 5000),  # a block not a multiple of 512 B
+                          (4, (3 << 20) + 512, 4, 5),  # every step a new class: no spare
+                          (2, 2 << 20, 6, 7), (5, 7000, 1600, 0)])
+def test_closed_form_is_the_replay(layers: int, per_token: int, prompt: int, steps: int) -> None:
+    events = concat_growth_events(layers, per_token, prompt, steps)
+    assert CA.concat_growth_reserved_bytes(layers, per_token, prompt, steps) == CA.stream_trace_pool_bytes(events)
+
+
+def test_closed_form_refuses_small_blocks() -> None:
+    assert not CA.concat_growth_in_closed_form(2 * KiB, 4000)  # 7.8 MiB: 20 MiB shared segments
+    with pytest.raises(InputError, match="10 MiB"):
+        CA.concat_growth_reserved_bytes(32, 2 * KiB, 4000, 10)
+
+
+def _dynamic_besides_kv(est: object) -> tuple[int, int]:
+    items = [i for i in est.items if i.location == "device"]  # type: ignore[attr-defined]
+    kv = next(i.bytes for i in items if i.name == "kv_cache")
+    rest = sum(i.bytes for i in items if i.name not in A.NOT_TENSORS + A.PERSISTENT + ("kv_cache",))
+    return kv, rest
+
+
+def test_long_generation_reserve_is_eq_c1() -> None:
+    # 8 sequences, a 4096-token prompt grown to 8192: 16 KiB per token of one layer's K, 64 MiB -> 128 MiB blocks
+    # through 32 segment classes of 128 tokens each; the decode end is the peak (the whole cache live)
+    seqs, prompt, context = 8, 4096, 8192
+    est = estimate_inference("llama-3.1-8b", engine="transformers", context=context, concurrency=seqs,
+                             output_tokens=context - prompt, metric="reserved")
+    kv, rest = _dynamic_besides_kv(est)
+    assert kv == 2 * L8B_LAYERS * context * seqs * L8B_PER_TOKEN  # the live cache, from the config
+    pool = eq_c1(L8B_LAYERS, seqs * L8B_PER_TOKEN, prompt, context - prompt)
+    assert pool > 20 * kv  # the sum of a growing sequence
+    r = est.item("allocator_reserve")
+    act = est.item("activations").bytes
+    assert r.high == int(rest * (R.high - 1)) + pool - kv  # eq. C2 high: no block reused
+    assert r.low == int(rest * (R.low - 1)) + pool - kv - act  # eq. C2 low: the peak's activation blocks reused
+    assert any("torch.cat" in w and "releases them" in w for w in est.warnings)
+    # 'allocated' and the default device total are untouched by the growth
+    alloc = estimate_inference("llama-3.1-8b", engine="transformers", context=context, concurrency=seqs,
+                               output_tokens=context - prompt, metric="allocated")
+    assert alloc.total("device")[1] == est.total("device")[1] - r.bytes
+    default = estimate_inference("llama-3.1-8b", engine="transformers", context=context, concurrency=seqs,
+                                 output_tokens=context - prompt)
+    cache = default.item("allocator_cache")
+    assert cache.bytes == int((kv + rest) * (R.expected - 1)) and cache.high == int((kv + rest) * (R.high - 1))
+    assert not any("torch.cat" in w for w in default.warnings)
+
+
+def test_short_growth_keeps_the_calibrated_share() -> None:
+    # GP13's run (Llama-3.1-8B, 4 x 16384, 32 new tokens): one spare 128 MiB segment, well inside the calibrated
+    # share of the 8 GiB cache, so the reserve is the calibrated ratio's as before
+    est = estimate_inference("llama-3.1-8b", engine="transformers", context=16384, concurrency=4, output_tokens=32,
+                             metric="reserved")
+    kv, rest = _dynamic_besides_kv(est)
+    r = est.item("allocator_reserve")
+    assert r.bytes == int(rest * (R.expected - 1)) + int(kv * (R.expected - 1))
+    assert r.high == int(rest * (R.high - 1)) + int(kv * (R.high - 1))
+
+
+def test_small_blocks_warn_and_keep_the_calibrated_reserve() -> None:
+    est = estimate_inference("llama-3.1-8b", engine="transformers", context=4096, output_tokens=32,
+                             metric="nvidia-smi")
+    assert any("under 10 MiB" in w for w in est.warnings)
+    kv, rest = _dynamic_besides_kv(est)
+    assert est.item("allocator_reserve").bytes == int((kv + rest) * (R.expected - 1))
+
+
+def test_engines_with_a_kv_pool_are_untouched() -> None:
+    for engine in ("vllm", "sglang"):
+        est = estimate_inference("llama-3.1-8b", engine=engine, memory=141 * 10**9, context=8192, concurrency=8,
+                                 output_tokens=4096, metric="reserved")
+        assert not any("torch.cat" in w for w in est.warnings)
+        assert "eq. C1'" not in est.item("allocator_reserve").formula

@@ -1,0 +1,23 @@
+"""The DynamicCache growth's reserve (estimate/allocator.py eq. C2, tests/estimate/test_concat_kv_reserve.py) is the
+same number from the CLI, the Python API and the web API."""
+
+from __future__ import annotations
+
+import pytest
+from web_api_helpers import run_cli_json
+
+from llmsizer.estimate.inference import estimate_inference
+
+pytest.importorskip("httpx")
+pytest.importorskip("fastapi")
+
+
+def test_cli_python_and_web_give_the_same_reserve(client) -> None:
+    fields = {"context": 8192, "concurrency": 8, "output_tokens": 4096, "engine": "transformers", "metric": "reserved"}
+    api = estimate_inference("llama-3.1-8b", **fields).item("allocator_reserve")  # type: ignore[arg-type]
+    cli = run_cli_json("infer", "llama-3.1-8b", "--context", "8192", "--concurrency", "8", "--output-tokens", "4096",
+                       "--engine", "transformers", "--metric", "reserved")
+    web = client.post("/api/v1/infer", json={"model": "llama-3.1-8b", **fields})
+    assert web.status_code == 200, web.text
+    got = [next(i for i in d["items"] if i["name"] == "allocator_reserve") for d in (cli, web.json())]
+    assert [(g["bytes"], g["low"], g["high"]) for g in got] == [(api.bytes, api.low, api.high)] * 2
