@@ -262,6 +262,17 @@ def concat_growth_reserved_bytes(layers: int, per_token: int, prompt: int, steps
 
     c0 = cls(prompt)
     total = 2 * layers * c0
+    if steps and 2 * per_token <= ROUND_LARGE:
+        # at most 1 MiB a token: no class is skipped and every class wholly inside the growth holds >= 2 steps, so
+        # F = k0+1..kN and R = k0+1..kN-1, kN where it holds two steps, k0 where the first step stays in it (classes
+        # as multiples k of 2 MiB: a block's 512 B rounding never moves it across a 2 MiB boundary)
+        k0, kn = c0 // ROUND_LARGE, cls(prompt + steps) // ROUND_LARGE
+        if kn == k0:
+            return total + c0
+        ks = (kn * (kn + 1) - k0 * (k0 + 1)) // 2  # k0+1 + ... + kn
+        last_steps = prompt + steps - (kn - 1) * ROUND_LARGE // per_token
+        spare = ks - (0 if last_steps >= 2 else kn) + (k0 if cls(prompt + 1) == c0 else 0)
+        return total + ROUND_LARGE * (2 * layers * ks + spare)
     # class by class (a class spans ROUND_LARGE / per_token tokens): the steps t_lo..t_hi (tokens after the step)
     # in class c; O(classes), not O(steps)
     t, end = prompt + 1, prompt + steps
