@@ -1,6 +1,6 @@
 """Findings of issue #12 item 3: a KV cache grown by concatenation fragments PyTorch's caching allocator.
 
-Pinned here (the estimate's use of it, formulas/caching_allocator.py eq. C1' and estimate/allocator.py eqs. C2-C3,
+Pinned here (the estimate's use of it, formulas/caching_allocator.py eq. C1' and estimate/allocator.py eqs. G1-G2,
 is tested in tests/estimate/test_concat_kv_reserve.py against the hand derivation below):
 
 - transformers 5.24 ``DynamicLayer.update`` (cache_utils.py lines 136-137) grows the default DynamicCache by

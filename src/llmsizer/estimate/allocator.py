@@ -63,6 +63,13 @@ loss_parallel on the rank's [t, V / tp] shard, replayed in order: eq. 4'', the H
 fixed-shape reserve is a lower bound): the copy-in stream under 'largest-two', FSDP1's post-backward stream (torch
 ``fsdp/_runtime_utils.py`` lines 755, 848), and other holes inside the default stream's own pool.
 
+A KV cache grown by concatenation (transformers' DynamicCache during ``generate``: ``ConcatGrowth``) reserves the
+segments of eq. (C1') of formulas/caching_allocator.py, the sum of a growing sequence; under 'reserved' and
+'nvidia-smi' the cache's part of the reserve is eq. (G2) (``concat_reserve_item``) over eq. (G1)
+(``concat_kv_reserve``), instead of the calibrated share alone. Those segments hold no live block, so a failing
+cudaMalloc releases them: they are in neither the default's device total nor any fit verdict
+(``releasable_growth``).
+
 llama.cpp does not use PyTorch's allocator: its ggml buffers are allocated once at their full size, so allocated
 and reserved are the same bytes and only the CUDA context separates them from nvidia-smi.
 """
@@ -269,10 +276,24 @@ class ConcatGrowth:
     what: str  # the cache, for the formula text
 
 
+def releasable_growth(items: list[Item]) -> tuple[int, int, int]:
+    """(low, expected, high) of the ``allocator_reserve`` in ``items`` beyond the calibrated reserve of their dynamic
+    bytes [bytes]: the part eq. (G2) adds for a cache grown by concatenation, whole free segments that a failing
+    cudaMalloc releases (``ConcatGrowth``), so shown under 'reserved' / 'nvidia-smi' but not needed to run: the fit
+    verdict leaves it out (estimate/inference/compose.py ``_check_fit``)."""
+    here = [i for i in items if i.location == "device"]
+    item = next((i for i in here if i.name == "allocator_reserve"), None)
+    if item is None:
+        return 0, 0, 0
+    dynamic = tensor_bytes(here) - sum(i.bytes for i in here if i.name in PERSISTENT)
+    plain = reserve_item(dynamic, INFERENCE)
+    return tuple(max(0, a - b) for a, b in zip(item.range, plain.range, strict=True))  # type: ignore[return-value]
+
+
 def concat_kv_reserve(growth: ConcatGrowth) -> tuple[int, int]:
     """(low, high) of what a cache grown by concatenation keeps reserved beyond its bytes at the peak [bytes]:
 
-        high = pool - kv                                                                                (C2)
+        high = pool - kv                                                                                (G1)
         low  = max(0, pool - kv - activations)
 
     pool eq. (C1') of formulas/caching_allocator.py. High: no block of another tensor serves the growth's requests,
@@ -340,7 +361,7 @@ def apply_metric(items: list[Item], metric: str | None, phase: str, pytorch: boo
     ``device``: 'cuda', 'metal' (the workload's ``gpu_runtime``) or 'cpu': what the default's words name (only a CUDA
     device holds a CUDA context, ``device_context``). ``engine``: the serving engine whose words the default's
     assumption says (``default_metric_text``). ``concat``: the KV cache grows by concatenation (transformers'
-    DynamicCache, eq. C1'): under 'reserved' and 'nvidia-smi' its part of the reserve is eq. (C2) (``reserve_item``),
+    DynamicCache, eq. C1'): under 'reserved' and 'nvidia-smi' its part of the reserve is eq. (G1) (``reserve_item``),
     not in the default's device total: the segments it leaves hold no live block, so the out-of-memory retry
     releases them (``ConcatGrowth``). Returns the assumption."""
     had_context = any(i.name == CONTEXT_ITEM and i.location == "device" for i in items)
@@ -370,7 +391,7 @@ def reserve_item(tensors: int, phase: str, pytorch: bool = True, floor: int = 0,
                  concat: ConcatGrowth | None = None) -> Item:
     """Eq. (2)'s reserve over ``tensors`` dynamic live bytes: dynamic x (rho - 1), low/expected/high; at least
     ``floor`` (segments kept from the model's initialisation, module docstring). ``concat``: the KV cache grows by
-    concatenation: its share of the calibrated term is at least eq. (C2)'s low (low, expected) and its high
+    concatenation: its share of the calibrated term is at least eq. (G1)'s low (low, expected) and its high
     (high), ``concat_reserve_item``."""
     if concat is not None and pytorch:
         return concat_reserve_item(tensors, phase, concat, floor)
@@ -394,11 +415,11 @@ def reserve_item(tensors: int, phase: str, pytorch: bool = True, floor: int = 0,
 def concat_reserve_item(tensors: int, phase: str, growth: ConcatGrowth, floor: int = 0) -> Item:
     """The reserve of a run whose KV cache grows by concatenation (module docstring):
 
-        reserve = (dynamic - kv) x (rho - 1) + max(kv x (rho - 1), C2)                                   (C3)
+        reserve = (dynamic - kv) x (rho - 1) + max(kv x (rho - 1), G1)                                   (G2)
 
-    per bound (rho's low with eq. C2's low, expected with C2's low, high with C2's high). The calibrating runs
+    per bound (rho's low with eq. G1's low, expected with G1's low, high with G1's high). The calibrating runs
     (``RESERVE``: 32 new tokens each) grew their caches by concatenation too, so the calibrated share holds the
-    reserve of a short growth; eq. (C2) is the mechanism's own floor and ceiling, which a long growth (many segment
+    reserve of a short growth; eq. (G1) is the mechanism's own floor and ceiling, which a long growth (many segment
     classes, eq. C1') passes. At least ``floor``."""
     r = RESERVE[phase]
     rest = max(0, tensors - growth.kv)
@@ -410,10 +431,10 @@ def concat_reserve_item(tensors: int, phase: str, growth: ConcatGrowth, floor: i
             "empty_cache)") if floor and floor >= parts[0][0] + parts[0][1] else ""
     return Item("allocator_reserve", mid, "device", lo, hi,
                 formula=f"{format_bytes(rest)} dynamic besides the KV cache x (reserved/allocated {r.expected:g} - 1) "
-                        f"+ the KV cache's part, max({format_bytes(growth.kv)} x ({r.expected:g} - 1), eq. C2 "
+                        f"+ the KV cache's part, max({format_bytes(growth.kv)} x ({r.expected:g} - 1), eq. G1 "
                         f"{format_bytes(c_lo)}-{format_bytes(c_hi)}): {growth.what}, eq. C1' pool "
                         f"{format_bytes(growth.pool)} against {format_bytes(growth.kv)} of KV at the peak; low "
-                        "counts the peak's activation blocks reused by the growth, high none (eq. C3); ratio range "
+                        "counts the peak's activation blocks reused by the growth, high none (eq. G2); ratio range "
                         f"{r.low:g}-{r.high:g} over {len(r.rows)} measured {phase} runs ({', '.join(r.rows)})" + kept,
                 source=f"{PAIRS_FILE}; formulas/caching_allocator.py eq. C1' (CUDACachingAllocator.cpp @ 001074d "
                        "get_allocation_size, get_free_block); transformers 5.24 cache_utils.py DynamicLayer.update "

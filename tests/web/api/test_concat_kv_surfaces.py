@@ -1,4 +1,4 @@
-"""The DynamicCache growth's reserve (estimate/allocator.py eq. C2, tests/estimate/test_concat_kv_reserve.py) is the
+"""The DynamicCache growth's reserve (estimate/allocator.py eq. G1, tests/estimate/test_concat_kv_reserve.py) is the
 same number from the CLI, the Python API and the web API."""
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ from ...specs.workload import ENGINE_NAMES, check_pool_shares
 from ...units import format_bytes
 from .. import engines as E
 from .. import ranges as R
-from ..allocator import INFERENCE, apply_metric, calibrated_need
+from ..allocator import INFERENCE, apply_metric, calibrated_need, releasable_growth
 from ..context_window import (
     Window,
     engine_window,
@@ -506,6 +506,10 @@ def _estimate(spec: ModelSpec, w: InferenceWorkload) -> Estimate:
         calibrated = calibrated_need(acc.items, R.INFERENCE_MEMORY, band_engine)
         if calibrated is not None:
             details["calibrated_range"] = calibrated
+    if ctx.kv_growth is not None and w.metric in ("reserved", "nvidia-smi"):
+        growth = releasable_growth(acc.items)
+        if any(growth):  # the DynamicCache's released segments: shown by the metric, not needed (_check_fit)
+            details["kv_growth_releasable"] = list(growth)
     est = Estimate("inference", spec.name, tuple(acc.items), tuple(acc.assumptions), tuple(acc.warnings), details)
     if w.memory is not None:
         _check_fit(est, w, acc)
@@ -626,7 +630,19 @@ def _check_fit(est: Estimate, w: InferenceWorkload, acc: Acc) -> None:
         acc.assumptions.append(margin.assumption())
         loc = "host" if w.device == "cpu" else "device"
         lo, mid, hi = est.total(loc)  # type: ignore[arg-type]
-        v = memory_verdict(mid, hi, mem, margin, est.details.get("calibrated_range"))
+        calibrated = est.details.get("calibrated_range")
+        released = est.details.get("kv_growth_releasable")
+        if released:  # segments the OOM retry releases (allocator.py releasable_growth): not part of the need
+            mid, hi = mid - released[1], hi - released[2]
+            if calibrated is not None:
+                calibrated = {**calibrated, "low": calibrated["low"] - released[0],
+                              "high": calibrated["high"] - released[2]}
+        v = memory_verdict(mid, hi, mem, margin, calibrated)
+        if released:
+            v = dataclasses.replace(v, reason=v.reason + f"; not counting the {format_bytes(released[1])} of "
+                                                         "segments the DynamicCache's growth leaves cached, which a "
+                                                         "failing allocation releases (metric "
+                                                         f"{w.metric}: allocator.py eq. G2)")
     refusal = est.details.get("engine_refusal_reason")
     if refusal is not None:  # the engine will not start (warned already): whatever the memory, it does not fit
         v = dataclasses.replace(v, fits=False, reason=f"{refusal}; the memory alone: {v.reason}", warnings=())
