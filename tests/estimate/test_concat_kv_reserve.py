@@ -121,10 +121,72 @@ def test_fit_verdict_leaves_out_the_released_segments() -> None:
     fields = dict(engine="transformers", context=8192, concurrency=8, output_tokens=4096, memory=141 * 10**9)
     shown = estimate_inference("llama-3.1-8b", metric="reserved", **fields)  # type: ignore[arg-type]
     need = estimate_inference("llama-3.1-8b", metric="allocated", **fields)  # type: ignore[arg-type]
-    assert shown.total("device")[1] > 141 * 10**9 and shown.details["fits"]
+    uncapped = estimate_inference("llama-3.1-8b", metric="reserved",
+                                  **{k: v for k, v in fields.items() if k != "memory"})  # type: ignore[arg-type]
+    assert uncapped.total("device")[1] > 141 * 10**9 and shown.details["fits"]
     released = shown.details["kv_growth_releasable"]
     kv, rest = _dynamic_besides_kv(shown)
     assert released[1] == shown.item("allocator_reserve").bytes - int((kv + rest) * (R.expected - 1))
     verdict_need = shown.details["memory_budget"] - shown.details["budget_left_bytes"]  # type: ignore[operator]
     assert verdict_need == need.total("device")[1] + int((kv + rest) * (R.expected - 1))
     assert "not counting" in str(shown.details["verdict"])
+
+
+# The device's memory as its driver reports it (nvidia-smi memory.total: catalog accelerators.json memory_usable, with
+# its sources) and the CUDA context span (estimate/engines.py CUDA_CONTEXT: 250 MiB, 688 MiB measured, 1 GiB)
+H200, H100 = 143771 * MiB, 81559 * MiB
+CTX = (250 * MiB, 721_420_288, 1 << 30)
+GROWTH = dict(engine="transformers", context=8192, concurrency=8, output_tokens=4096)
+
+
+@pytest.mark.parametrize(("device", "memory"), [("h200", H200), ("h100-sxm", H100)])
+def test_reserved_total_is_capped_at_the_memory_less_the_context(device: str, memory: int) -> None:
+    # max_memory_reserved cannot pass what cudaMalloc gets: the memory less the CUDA context (the OOM retry releases
+    # the growth's free segments first: CUDACachingAllocator.cpp release_cached_blocks), low/expected/high alike
+    est = estimate_inference("llama-3.1-8b", device=device, metric="reserved", **GROWTH)  # type: ignore[arg-type]
+    assert est.total("device") == (memory - CTX[2], memory - CTX[1], memory - CTX[0])
+    calibrated = est.details["calibrated_range"]
+    assert calibrated["low"] <= memory - CTX[2] and calibrated["high"] <= memory - CTX[0]  # type: ignore[index]
+    assert "eq. G3" in est.item("allocator_reserve").formula
+    # the need (fit verdict) is the uncapped estimate's: the same with or without the cap
+    need = estimate_inference("llama-3.1-8b", device=device, metric="allocated", **GROWTH)  # type: ignore[arg-type]
+    kv, rest = _dynamic_besides_kv(est)
+    assert est.details["memory_budget"] - est.details["budget_left_bytes"] == (  # type: ignore[operator]
+        need.total("device")[1] + int((kv + rest) * (R.expected - 1)))
+    # what is left of the growth in the capped total is what the verdict left out, less the cut
+    left = est.details["kv_growth_releasable"]
+    plain = int((kv + rest) * (R.expected - 1))
+    assert left[1] == est.item("allocator_reserve").bytes - plain  # type: ignore[index]
+
+
+@pytest.mark.parametrize(("device", "memory"), [("h200", H200), ("h100-sxm", H100)])
+def test_nvidia_smi_total_is_at_most_the_memory(device: str, memory: int) -> None:
+    est = estimate_inference("llama-3.1-8b", device=device, metric="nvidia-smi", **GROWTH)  # type: ignore[arg-type]
+    lo, mid, hi = est.total("device")
+    assert hi == memory  # the context at its high, the reserve takes the rest
+    # the items' bounds are summed bound by bound: the expected reserve is the high's (it cannot pass it), so the
+    # expected total is the memory less the context's and the activations' span above their expected values
+    act = est.item("activations")
+    assert mid == memory - (CTX[2] - CTX[1]) - (act.range[2] - act.bytes)
+    assert lo == memory - (CTX[2] - CTX[0]) - (act.range[2] - act.range[0])
+    calibrated = est.details["calibrated_range"]
+    assert calibrated["high"] <= memory  # type: ignore[index]
+
+
+def test_uncapped_without_a_memory() -> None:
+    est = estimate_inference("llama-3.1-8b", metric="reserved", **GROWTH)  # type: ignore[arg-type]
+    kv, rest = _dynamic_besides_kv(est)
+    pool = eq_c1(L8B_LAYERS, 8 * L8B_PER_TOKEN, 4096, 4096)
+    assert est.item("allocator_reserve").high == int(rest * (R.high - 1)) + pool - kv  # eq. G1 high, uncapped
+    assert est.total("device")[1] > H200 and "eq. G3" not in est.item("allocator_reserve").formula
+    assert "kv_growth_capped" not in est.details
+    assert any("stops at the device's memory" in w for w in est.warnings)  # said so
+
+
+def test_a_growth_under_the_memory_is_not_capped() -> None:
+    # 8 x 4096 -> 4608 (512 new tokens, 4 segment classes): past the calibrated share, yet under an H200's memory
+    fields = dict(engine="transformers", context=4608, concurrency=8, output_tokens=512, metric="reserved")
+    free = estimate_inference("llama-3.1-8b", **fields)  # type: ignore[arg-type]
+    on = estimate_inference("llama-3.1-8b", device="h200", **fields)  # type: ignore[arg-type]
+    assert free.details["kv_growth_releasable"][2] > 0 and free.total("device")[2] < H200 - CTX[2]  # type: ignore[index]
+    assert on.items == free.items and "kv_growth_capped" not in on.details

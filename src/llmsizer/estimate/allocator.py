@@ -68,7 +68,10 @@ segments of eq. (C1') of formulas/caching_allocator.py, the sum of a growing seq
 'nvidia-smi' the cache's part of the reserve is eq. (G2) (``concat_reserve_item``) over eq. (G1)
 (``concat_kv_reserve``), instead of the calibrated share alone. Those segments hold no live block, so a failing
 cudaMalloc releases them: they are in neither the default's device total nor any fit verdict
-(``releasable_growth``).
+(``releasable_growth``). For the same reason max_memory_reserved and nvidia-smi never pass the device's memory:
+where the memory is known, eq. (G3) (``cap_growth``, ``cap_growth_at_memory``) cuts the growth's part so that the
+metric's total and its calibrated range stay under it (nvidia-smi: the memory; reserved: the memory less the CUDA
+context); without a memory the figure stays uncapped and the growth's warning says where it stops.
 
 llama.cpp does not use PyTorch's allocator: its ggml buffers are allocated once at their full size, so allocated
 and reserved are the same bytes and only the CUDA context separates them from nvidia-smi.
@@ -288,6 +291,78 @@ def releasable_growth(items: list[Item]) -> tuple[int, int, int]:
     dynamic = tensor_bytes(here) - sum(i.bytes for i in here if i.name in PERSISTENT)
     plain = reserve_item(dynamic, INFERENCE)
     return tuple(max(0, a - b) for a, b in zip(item.range, plain.range, strict=True))  # type: ignore[return-value]
+
+
+def growth_ceiling(memory: int, metric: str, gpu_runtime: str) -> tuple[int, int, int]:
+    """(low, expected, high) of the most the device total of ``metric`` can read on a device of ``memory`` bytes
+    [bytes], eq. (G3)'s ceiling: nvidia-smi reads the device's used memory, at most ``memory``; max_memory_reserved
+    (``reserved``) reads PyTorch's segments, at most what cudaMalloc can get: ``memory`` less the CUDA context
+    (``context_span``; no other device item of a transformers run is outside PyTorch's allocator), the low bound
+    less the context's high, the high bound less its low."""
+    if metric == "nvidia-smi":
+        return memory, memory, memory
+    c = context_span(gpu_runtime)
+    return memory - c.high, memory - c.expected, memory - c.low
+
+
+def cap_growth(total: tuple[int, int, int], releasable: tuple[int, int, int],
+               ceiling: tuple[int, int, int]) -> tuple[int, int, int]:
+    """The cut [bytes] of each bound (low, expected, high) of a device ``total`` that holds a DynamicCache's released
+    growth (``releasable_growth``) so that it stays under ``ceiling`` (``growth_ceiling``):
+
+        cut = min(releasable, max(0, total - ceiling))                                                    (G3)
+
+    The growth's old segments are whole and free, so when cudaMalloc fails the allocator releases them and retries
+    (CUDACachingAllocator.cpp @ 001074d ``DeviceCachingAllocator::malloc``: ``alloc_block(params, false) ||
+    (release_available_cached_blocks(params) && alloc_block(params, false)) || (release_cached_blocks(context) &&
+    alloc_block(params, true))``): max_memory_reserved, and so nvidia-smi, never pass the device's memory. Only the
+    growth's part is cut: a total over the ceiling without it stays over it (it does not fit)."""
+    return tuple(min(r, max(0, t - c)) for t, r, c in zip(total, releasable, ceiling, strict=True))  # type: ignore[return-value]
+
+
+def capped_growth_item(item: Item, cut: tuple[int, int, int], ceiling: tuple[int, int, int], metric: str) -> Item:
+    """The ``allocator_reserve`` ``item`` less eq. (G3)'s ``cut``, its formula saying the cap and why."""
+    lo, mid, hi = (a - b for a, b in zip(item.range, cut, strict=True))
+    bound = "the device's memory" if metric == "nvidia-smi" else "the device's memory less the CUDA context"
+    why = (f"; capped (eq. G3) by {format_bytes(cut[1])} ({format_bytes(cut[0])}-{format_bytes(cut[2])}) so the "
+           f"{metric} total stays at most {bound} ({format_bytes(ceiling[1])}"
+           + (f", {format_bytes(ceiling[0])}-{format_bytes(ceiling[2])}" if ceiling[0] != ceiling[2] else "")
+           + "): a failing cudaMalloc releases the growth's free segments and retries (CUDACachingAllocator.cpp "
+           "@ 001074d release_cached_blocks in DeviceCachingAllocator::malloc)")
+    return Item(item.name, mid, item.location, lo, hi, item.formula + why, item.source)
+
+
+def cap_growth_at_memory(items: tuple[Item, ...], details: dict[str, object], memory: int, metric: str,
+                         gpu_runtime: str) -> tuple[Item, ...]:
+    """``items`` with eq. (G3) applied to the device total of ``metric`` on a device of ``memory`` bytes, and in
+    ``details`` (in place) the calibrated range's low and high capped by the same rule and ``kv_growth_releasable``
+    what remains of the growth in the capped total. The one place the cap is applied (estimate/inference/compose.py,
+    where the memory is known); without a memory the figures stay uncapped (the growth's warning says so)."""
+    released = details.get("kv_growth_releasable")
+    if not released:
+        return items
+    rel = tuple(int(x) for x in released)  # type: ignore[attr-defined]
+    ceiling = growth_ceiling(memory, metric, gpu_runtime)
+    here = [i.range for i in items if i.location == "device"]
+    total = tuple(sum(r[k] for r in here) for k in range(3))
+    cut = cap_growth(total, rel, ceiling)  # type: ignore[arg-type]
+    calibrated = details.get("calibrated_range")
+    if isinstance(calibrated, dict):  # the same rule on the calibrated range's bounds
+        c_cut = cap_growth((calibrated["low"], 0, calibrated["high"]), rel, ceiling)  # type: ignore[arg-type]
+        details["calibrated_range"] = {**calibrated, "low": calibrated["low"] - c_cut[0],
+                                       "high": calibrated["high"] - c_cut[2]}
+    if not any(cut):
+        return items
+    reserve = next(i for i in items if i.location == "device" and i.name == "allocator_reserve")
+    lo, mid, hi = (a - b for a, b in zip(reserve.range, cut, strict=True))
+    # kept in order (an item's low <= expected <= high): a bound above the next one's capped figure takes it, which
+    # only lowers it (its total stays under its ceiling) and never below the calibrated reserve (both bounds hold it)
+    mid = min(mid, hi)
+    cut = (reserve.range[0] - min(lo, mid), reserve.range[1] - mid, cut[2])
+    details["kv_growth_releasable"] = [r - c for r, c in zip(rel, cut, strict=True)]
+    details["kv_growth_capped"] = list(cut)
+    return tuple(capped_growth_item(i, cut, ceiling, metric)
+                 if i.location == "device" and i.name == "allocator_reserve" else i for i in items)
 
 
 def concat_kv_reserve(growth: ConcatGrowth) -> tuple[int, int]:

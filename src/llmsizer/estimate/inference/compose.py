@@ -29,7 +29,7 @@ from ...specs.workload import ENGINE_NAMES, check_pool_shares
 from ...units import format_bytes
 from .. import engines as E
 from .. import ranges as R
-from ..allocator import INFERENCE, apply_metric, calibrated_need, releasable_growth
+from ..allocator import INFERENCE, apply_metric, calibrated_need, cap_growth_at_memory, releasable_growth
 from ..context_window import (
     Window,
     engine_window,
@@ -372,7 +372,10 @@ def _estimate(spec: ModelSpec, w: InferenceWorkload) -> Estimate:
         est = Estimate("inference", spec.name, base.items, base.assumptions, base.warnings, details)
         est.__dict__["_totals"] = base.__dict__.setdefault("_totals", {})  # same items, same sums
         _check_fit(est, w, acc)
-        return Estimate("inference", spec.name, base.items, base.assumptions + tuple(acc.assumptions),
+        items = base.items
+        if w.metric in ("reserved", "nvidia-smi") and w.device != "cpu":  # the growth's reserve at most the memory
+            items = cap_growth_at_memory(items, details, int(w.memory), str(w.metric), w.gpu_runtime)
+        return Estimate("inference", spec.name, items, base.assumptions + tuple(acc.assumptions),
                         tuple(acc.warnings), details)
     check_engine_on_device(str(w.engine), generic_device(w.device))  # known by its kind here; Apple: estimate_inference
     acc = Acc()
