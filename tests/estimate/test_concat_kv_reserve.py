@@ -157,6 +157,8 @@ def test_reserved_total_is_capped_at_the_memory_less_the_context(device: str, me
     left = est.details["kv_growth_releasable"]
     plain = int((kv + rest) * (R.expected - 1))
     assert left[1] == est.item("allocator_reserve").bytes - plain  # type: ignore[index]
+    assert est.total("device")[1] - left[1] == need.total("device")[1] + plain  # type: ignore[index]
+    assert "before the cap" in str(est.details["verdict"])
 
 
 @pytest.mark.parametrize(("device", "memory"), [("h200", H200), ("h100-sxm", H100)])

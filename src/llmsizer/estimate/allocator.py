@@ -333,36 +333,37 @@ def capped_growth_item(item: Item, cut: tuple[int, int, int], ceiling: tuple[int
 
 
 def cap_growth_at_memory(items: tuple[Item, ...], details: dict[str, object], memory: int, metric: str,
-                         gpu_runtime: str) -> tuple[Item, ...]:
-    """``items`` with eq. (G3) applied to the device total of ``metric`` on a device of ``memory`` bytes, and in
-    ``details`` (in place) the calibrated range's low and high capped by the same rule and ``kv_growth_releasable``
-    what remains of the growth in the capped total. The one place the cap is applied (estimate/inference/compose.py,
-    where the memory is known); without a memory the figures stay uncapped (the growth's warning says so)."""
+                         gpu_runtime: str) -> tuple[tuple[Item, ...], dict[str, object]]:
+    """``items`` with eq. (G3) applied to the device total of ``metric`` on a device of ``memory`` bytes, and the
+    ``details`` that change with it: the calibrated range's low and high capped by the same rule,
+    ``kv_growth_releasable`` what remains of the growth in the capped total, ``kv_growth_capped`` the cut. The one
+    place the cap is applied (estimate/inference/compose.py, where the memory is known); without a memory the
+    figures stay uncapped (the growth's warning says so)."""
     released = details.get("kv_growth_releasable")
     if not released:
-        return items
+        return items, {}
     rel = tuple(int(x) for x in released)  # type: ignore[attr-defined]
     ceiling = growth_ceiling(memory, metric, gpu_runtime)
     here = [i.range for i in items if i.location == "device"]
     total = tuple(sum(r[k] for r in here) for k in range(3))
     cut = cap_growth(total, rel, ceiling)  # type: ignore[arg-type]
+    changed: dict[str, object] = {}
     calibrated = details.get("calibrated_range")
     if isinstance(calibrated, dict):  # the same rule on the calibrated range's bounds
         c_cut = cap_growth((calibrated["low"], 0, calibrated["high"]), rel, ceiling)  # type: ignore[arg-type]
-        details["calibrated_range"] = {**calibrated, "low": calibrated["low"] - c_cut[0],
-                                       "high": calibrated["high"] - c_cut[2]}
+        if any(c_cut):
+            changed["calibrated_range"] = {**calibrated, "low": calibrated["low"] - c_cut[0],
+                                           "high": calibrated["high"] - c_cut[2]}
     if not any(cut):
-        return items
+        return items, changed
     reserve = next(i for i in items if i.location == "device" and i.name == "allocator_reserve")
     lo, mid, hi = (a - b for a, b in zip(reserve.range, cut, strict=True))
     # kept in order (an item's low <= expected <= high): a bound above the next one's capped figure takes it, which
     # only lowers it (its total stays under its ceiling) and never below the calibrated reserve (both bounds hold it)
     mid = min(mid, hi)
     cut = (reserve.range[0] - min(lo, mid), reserve.range[1] - mid, cut[2])
-    details["kv_growth_releasable"] = [r - c for r, c in zip(rel, cut, strict=True)]
-    details["kv_growth_capped"] = list(cut)
-    return tuple(capped_growth_item(i, cut, ceiling, metric)
-                 if i.location == "device" and i.name == "allocator_reserve" else i for i in items)
+    changed.update(kv_growth_releasable=[r - c for r, c in zip(rel, cut, strict=True)], kv_growth_capped=list(cut))
+    return tuple(capped_growth_item(i, cut, ceiling, metric) if i is reserve else i for i in items), changed
 
 
 def concat_kv_reserve(growth: ConcatGrowth) -> tuple[int, int]:

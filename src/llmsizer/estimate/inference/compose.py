@@ -371,10 +371,12 @@ def _estimate(spec: ModelSpec, w: InferenceWorkload) -> Estimate:
         details = dict(base.details)
         est = Estimate("inference", spec.name, base.items, base.assumptions, base.warnings, details)
         est.__dict__["_totals"] = base.__dict__.setdefault("_totals", {})  # same items, same sums
-        _check_fit(est, w, acc)
-        items = base.items
+        items, capped = base.items, dict[str, object]()
         if w.metric in ("reserved", "nvidia-smi") and w.device != "cpu":  # the growth's reserve at most the memory
-            items = cap_growth_at_memory(items, details, int(w.memory), str(w.metric), w.gpu_runtime)
+            items, capped = cap_growth_at_memory(items, details, int(w.memory), str(w.metric), w.gpu_runtime)
+        shown = capped.get("kv_growth_releasable")
+        _check_fit(est, w, acc, None if shown is None else int(shown[1]))  # type: ignore[index]
+        details.update(capped)  # after the verdict, which reads the uncapped figures (the need is the same)
         return Estimate("inference", spec.name, items, base.assumptions + tuple(acc.assumptions),
                         tuple(acc.warnings), details)
     check_engine_on_device(str(w.engine), generic_device(w.device))  # known by its kind here; Apple: estimate_inference
@@ -591,7 +593,7 @@ def queue_assumption(engine: str, concurrency: int, running: int, cap_name: str,
                       "(formulas/serving_queue.py eqs. Q1-Q3 over the running ones)")
 
 
-def _check_fit(est: Estimate, w: InferenceWorkload, acc: Acc) -> None:
+def _check_fit(est: Estimate, w: InferenceWorkload, acc: Acc, shown_growth: int | None = None) -> None:
     """The fit verdict (estimate/verdict.py): vLLM by the sequences its pool admits, the others by the expected
     need against memory less the margin ``margin_rule`` keeps: x (1 - headroom), or llama.cpp on a GPU - fit_target
     (its own --fit-target, the margin of fit --auto)."""
@@ -642,10 +644,12 @@ def _check_fit(est: Estimate, w: InferenceWorkload, acc: Acc) -> None:
                               "high": calibrated["high"] - released[2]}
         v = memory_verdict(mid, hi, mem, margin, calibrated)
         if released:
-            v = dataclasses.replace(v, reason=v.reason + f"; not counting the {format_bytes(released[1])} of "
-                                                         "segments the DynamicCache's growth leaves cached, which a "
-                                                         "failing allocation releases (metric "
-                                                         f"{w.metric}: allocator.py eq. G2)")
+            capped = "" if shown_growth is None else (f" ({format_bytes(released[1])} before the cap at the device's "
+                                                      "memory, allocator.py eq. G3)")
+            v = dataclasses.replace(v, reason=v.reason + "; not counting the "
+                                    f"{format_bytes(released[1] if shown_growth is None else shown_growth)} of "
+                                    f"segments the DynamicCache's growth leaves cached{capped}, which a failing "
+                                    f"allocation releases (metric {w.metric}: allocator.py eq. G2)")
     refusal = est.details.get("engine_refusal_reason")
     if refusal is not None:  # the engine will not start (warned already): whatever the memory, it does not fit
         v = dataclasses.replace(v, fits=False, reason=f"{refusal}; the memory alone: {v.reason}", warnings=())
