@@ -1,6 +1,7 @@
 """Findings of issue #12 item 3: a KV cache grown by concatenation fragments PyTorch's caching allocator.
 
-Pinned here (the mechanism in estimate/ is not built yet: see docs/formulas.md, 'KV caches grown by concatenation'):
+Pinned here (the estimate's use of it, formulas/caching_allocator.py eq. C1' and estimate/allocator.py eqs. G1-G2,
+is tested in tests/estimate/test_concat_kv_reserve.py against the hand derivation below):
 
 - transformers 5.24 ``DynamicLayer.update`` (cache_utils.py lines 136-137) grows the default DynamicCache by
   ``self.keys = torch.cat([self.keys, key_states], dim=-2)`` (and the same for values): each decode step allocates
@@ -23,8 +24,8 @@ Pinned here (the mechanism in estimate/ is not built yet: see docs/formulas.md, 
 
   i.e. the sum of a growing sequence, against live ~ 2 L S_last: ~2x after one class change, more after each.
   (C1) is compared with the formulas' own replay (formulas/caching_allocator.py eq. 4') of the same events.
-- The calibrated inference reserve (estimate/allocator.py ``RESERVE``, rows AL01/AL02: static shapes) does not
-  cover it: the gap the issue names.
+- The calibrated inference reserve (estimate/allocator.py ``RESERVE``: its runs grew their caches by 32 tokens)
+  does not cover a long growth: the gap the issue names.
 
 Not covered: the 1-10 MiB regime (20 MiB segments shared by split blocks: the replay gives 1.04-1.86x for a
 32-layer, 2 KiB-per-token cache at 512-6000 tokens), real CUDA measurement (no device here), the OOM retry that

@@ -65,6 +65,16 @@ fixed-shape reserve is a lower bound): the copy-in stream under 'largest-two', F
 without FSDP, offloading or compilation, with no or full recomputation, where those holes are eq. (R2): a calibrated
 share of the dynamic bytes (``FIXED_STEP_RESERVE``, on llmsizer's own H200 runs).
 
+A KV cache grown by concatenation (transformers' DynamicCache during ``generate``: ``ConcatGrowth``) reserves the
+segments of eq. (C1') of formulas/caching_allocator.py, the sum of a growing sequence; under 'reserved' and
+'nvidia-smi' the cache's part of the reserve is eq. (G2) (``concat_reserve_item``) over eq. (G1)
+(``concat_kv_reserve``), instead of the calibrated share alone. Those segments hold no live block, so a failing
+cudaMalloc releases them: they are in neither the default's device total nor any fit verdict
+(``releasable_growth``). For the same reason max_memory_reserved and nvidia-smi never pass the device's memory:
+where the memory is known, eq. (G3) (``cap_growth``, ``cap_growth_at_memory``) cuts the growth's part so that the
+metric's total and its calibrated range stay under it (nvidia-smi: the memory; reserved: the memory less the CUDA
+context); without a memory the figure stays uncapped and the growth's warning says where it stops.
+
 llama.cpp does not use PyTorch's allocator: its ggml buffers are allocated once at their full size, so allocated
 and reserved are the same bytes and only the CUDA context separates them from nvidia-smi.
 """
@@ -292,6 +302,124 @@ class SideStreams:
     step: str | None = None
 
 
+@dataclass(frozen=True)
+class ConcatGrowth:
+    """A KV cache grown by concatenation (transformers' DynamicCache during ``generate``), in the large-block
+    regime of formulas/caching_allocator.py eq. (C1'): what its requests make the pool reserve, against the live
+    bytes at the estimate's peak. What max_memory_reserved and nvidia-smi show (metric 'reserved', 'nvidia-smi'),
+    not what a run needs: every segment the growth leaves behind is whole and free, so a failing cudaMalloc
+    releases them and retries (CUDACachingAllocator.cpp @ 001074d ``release_cached_blocks`` in ``malloc``'s retry):
+    max_memory_reserved never passes the device's memory, and the default's device total (the fit need) keeps the
+    calibrated reserve alone."""
+
+    pool: int  # eq. (C1'): the segments the cache's K/V requests reserve from the prompt to the context
+    kv: int  # the KV cache item at the peak (the prompt's at a prefill peak, the context's at a decode peak)
+    activations: int  # the activations item at the peak: blocks alive there, which the pool may later reuse
+    what: str  # the cache, for the formula text
+
+
+def releasable_growth(items: list[Item]) -> tuple[int, int, int]:
+    """(low, expected, high) of the ``allocator_reserve`` in ``items`` beyond the calibrated reserve of their dynamic
+    bytes [bytes]: the part eq. (G2) adds for a cache grown by concatenation, whole free segments that a failing
+    cudaMalloc releases (``ConcatGrowth``), so shown under 'reserved' / 'nvidia-smi' but not needed to run: the fit
+    verdict leaves it out (estimate/inference/compose.py ``_check_fit``)."""
+    here = [i for i in items if i.location == "device"]
+    item = next((i for i in here if i.name == "allocator_reserve"), None)
+    if item is None:
+        return 0, 0, 0
+    dynamic = tensor_bytes(here) - sum(i.bytes for i in here if i.name in PERSISTENT)
+    plain = reserve_item(dynamic, INFERENCE)
+    return tuple(max(0, a - b) for a, b in zip(item.range, plain.range, strict=True))  # type: ignore[return-value]
+
+
+def growth_ceiling(memory: int, metric: str, gpu_runtime: str) -> tuple[int, int, int]:
+    """(low, expected, high) of the most the device total of ``metric`` can read on a device of ``memory`` bytes
+    [bytes], eq. (G3)'s ceiling: nvidia-smi reads the device's used memory, at most ``memory``; max_memory_reserved
+    (``reserved``) reads PyTorch's segments, at most what cudaMalloc can get: ``memory`` less the CUDA context
+    (``context_span``; no other device item of a transformers run is outside PyTorch's allocator), the low bound
+    less the context's high, the high bound less its low."""
+    if metric == "nvidia-smi":
+        return memory, memory, memory
+    c = context_span(gpu_runtime)
+    return memory - c.high, memory - c.expected, memory - c.low
+
+
+def cap_growth(total: tuple[int, int, int], releasable: tuple[int, int, int],
+               ceiling: tuple[int, int, int]) -> tuple[int, int, int]:
+    """The cut [bytes] of each bound (low, expected, high) of a device ``total`` that holds a DynamicCache's released
+    growth (``releasable_growth``) so that it stays under ``ceiling`` (``growth_ceiling``):
+
+        cut = min(releasable, max(0, total - ceiling))                                                    (G3)
+
+    The growth's old segments are whole and free, so when cudaMalloc fails the allocator releases them and retries
+    (CUDACachingAllocator.cpp @ 001074d ``DeviceCachingAllocator::malloc``: ``alloc_block(params, false) ||
+    (release_available_cached_blocks(params) && alloc_block(params, false)) || (release_cached_blocks(context) &&
+    alloc_block(params, true))``): max_memory_reserved, and so nvidia-smi, never pass the device's memory. Only the
+    growth's part is cut: a total over the ceiling without it stays over it (it does not fit)."""
+    return tuple(min(r, max(0, t - c)) for t, r, c in zip(total, releasable, ceiling, strict=True))  # type: ignore[return-value]
+
+
+def capped_growth_item(item: Item, cut: tuple[int, int, int], ceiling: tuple[int, int, int], metric: str) -> Item:
+    """The ``allocator_reserve`` ``item`` less eq. (G3)'s ``cut``, its formula saying the cap and why."""
+    lo, mid, hi = (a - b for a, b in zip(item.range, cut, strict=True))
+    bound = "the device's memory" if metric == "nvidia-smi" else "the device's memory less the CUDA context"
+    why = (f"; capped (eq. G3) by {format_bytes(cut[1])} ({format_bytes(cut[0])}-{format_bytes(cut[2])}) so the "
+           f"{metric} total stays at most {bound} ({format_bytes(ceiling[1])}"
+           + (f", {format_bytes(ceiling[0])}-{format_bytes(ceiling[2])}" if ceiling[0] != ceiling[2] else "")
+           + "): a failing cudaMalloc releases the growth's free segments and retries (CUDACachingAllocator.cpp "
+           "@ 001074d release_cached_blocks in DeviceCachingAllocator::malloc)")
+    return Item(item.name, mid, item.location, lo, hi, item.formula + why, item.source)
+
+
+def cap_growth_at_memory(items: tuple[Item, ...], details: dict[str, object], memory: int, metric: str,
+                         gpu_runtime: str) -> tuple[tuple[Item, ...], dict[str, object]]:
+    """``items`` with eq. (G3) applied to the device total of ``metric`` on a device of ``memory`` bytes, and the
+    ``details`` that change with it: the calibrated range's low and high capped by the same rule,
+    ``kv_growth_releasable`` what remains of the growth in the capped total, ``kv_growth_capped`` the cut. The one
+    place the cap is applied (estimate/inference/compose.py, where the memory is known); without a memory the
+    figures stay uncapped (the growth's warning says so)."""
+    released = details.get("kv_growth_releasable")
+    if not released:
+        return items, {}
+    rel = tuple(int(x) for x in released)  # type: ignore[attr-defined]
+    ceiling = growth_ceiling(memory, metric, gpu_runtime)
+    here = [i.range for i in items if i.location == "device"]
+    total = tuple(sum(r[k] for r in here) for k in range(3))
+    cut = cap_growth(total, rel, ceiling)  # type: ignore[arg-type]
+    changed: dict[str, object] = {}
+    calibrated = details.get("calibrated_range")
+    if isinstance(calibrated, dict):  # the same rule on the calibrated range's bounds
+        c_cut = cap_growth((calibrated["low"], 0, calibrated["high"]), rel, ceiling)  # type: ignore[arg-type]
+        if any(c_cut):
+            changed["calibrated_range"] = {**calibrated, "low": calibrated["low"] - c_cut[0],
+                                           "high": calibrated["high"] - c_cut[2]}
+    if not any(cut):
+        return items, changed
+    reserve = next(i for i in items if i.location == "device" and i.name == "allocator_reserve")
+    lo, mid, hi = (a - b for a, b in zip(reserve.range, cut, strict=True))
+    # kept in order (an item's low <= expected <= high): a bound above the next one's capped figure takes it, which
+    # only lowers it (its total stays under its ceiling) and never below the calibrated reserve (both bounds hold it)
+    mid = min(mid, hi)
+    cut = (reserve.range[0] - min(lo, mid), reserve.range[1] - mid, cut[2])
+    changed.update(kv_growth_releasable=[r - c for r, c in zip(rel, cut, strict=True)], kv_growth_capped=list(cut))
+    return tuple(capped_growth_item(i, cut, ceiling, metric) if i is reserve else i for i in items), changed
+
+
+def concat_kv_reserve(growth: ConcatGrowth) -> tuple[int, int]:
+    """(low, high) of what a cache grown by concatenation keeps reserved beyond its bytes at the peak [bytes]:
+
+        high = pool - kv                                                                                (G1)
+        low  = max(0, pool - kv - activations)
+
+    pool eq. (C1') of formulas/caching_allocator.py. High: no block of another tensor serves the growth's requests,
+    so all of the pool is reserved beside the peak's activations (their blocks stay cached). Low: the blocks the
+    peak's activations free (the prefill's, larger than any K/V block of the cache: hidden >= KV heads x head_dim)
+    serve the growth's requests first (best fit takes any cached block large enough), so the pool needs fresh
+    segments only past them."""
+    high = max(0, growth.pool - growth.kv)
+    return max(0, high - growth.activations), high
+
+
 def fsdp2_reduce_scatter_outputs(layer_grads: dict[int, int], grads: int, shards: int) -> tuple[int, ...]:
     """The flat reduce-scatter output of each FSDP2 unit [bytes]: a decoder layer's unsharded gradient bytes over
     the ``shards`` ranks (``reduce_scatter_output_numel = reduce_scatter_input_numel // world_size``,
@@ -342,7 +470,7 @@ def training_side_streams(fsdp2: bool, pp: int, grad_accumulation: int, layer_gr
 
 def apply_metric(items: list[Item], metric: str | None, phase: str, pytorch: bool = True,
                  kv_pool: bool = False, floor: int = 0, fixed: SideStreams | None = None, *,
-                 device: str = "cuda", engine: str | None = None) -> Assumption:
+                 device: str = "cuda", engine: str | None = None, concat: ConcatGrowth | None = None) -> Assumption:
     """Rewrite ``items`` (in place) to eq. (1), (2) or (3) for ``metric``; None keeps them. ``pytorch``: the engine
     allocates through PyTorch's caching allocator (False: llama.cpp's ggml buffers). ``kv_pool``: the KV cache is
     one pool allocated at start-up (vLLM, SGLang), so persistent; transformers' DynamicCache grows by torch.cat
@@ -351,7 +479,10 @@ def apply_metric(items: list[Item], metric: str | None, phase: str, pytorch: boo
     time (batch_shapes='fixed'): the reserve is eq. (R1) over these side streams, not the calibrated ratio.
     ``device``: 'cuda', 'metal' (the workload's ``gpu_runtime``) or 'cpu': what the default's words name (only a CUDA
     device holds a CUDA context, ``device_context``). ``engine``: the serving engine whose words the default's
-    assumption says (``default_metric_text``). Returns the assumption."""
+    assumption says (``default_metric_text``). ``concat``: the KV cache grows by concatenation (transformers'
+    DynamicCache, eq. C1'): under 'reserved' and 'nvidia-smi' its part of the reserve is eq. (G1) (``reserve_item``),
+    not in the default's device total: the segments it leaves hold no live block, so the out-of-memory retry
+    releases them (``ConcatGrowth``). Returns the assumption."""
     had_context = any(i.name == CONTEXT_ITEM and i.location == "device" for i in items)
     if check_metric(metric) is None:
         if had_context and pytorch and not kv_pool and phase == INFERENCE:  # the calibrated reserve (module docstring)
@@ -369,16 +500,21 @@ def apply_metric(items: list[Item], metric: str | None, phase: str, pytorch: boo
         persistent = PERSISTENT + (("kv_cache",) if kv_pool else ())
         dynamic = tensor_bytes(keep) - sum(i.bytes for i in keep if i.location == "device" and i.name in persistent)
         rest = max(0, floor - tensor_bytes(keep))
-        item = reserve_item(dynamic, phase, pytorch, rest)
+        item = reserve_item(dynamic, phase, pytorch, rest, None if kv_pool else concat)
         keep.insert(at, item if fixed is None or not pytorch else fixed_reserve_item(fixed, rest, item.high or 0,
                                                                                     dynamic))
     items[:] = keep
     return Assumption("metric", metric, False, METRIC_WHY)
 
 
-def reserve_item(tensors: int, phase: str, pytorch: bool = True, floor: int = 0) -> Item:
+def reserve_item(tensors: int, phase: str, pytorch: bool = True, floor: int = 0,
+                 concat: ConcatGrowth | None = None) -> Item:
     """Eq. (2)'s reserve over ``tensors`` dynamic live bytes: dynamic x (rho - 1), low/expected/high; at least
-    ``floor`` (segments kept from the model's initialisation, module docstring)."""
+    ``floor`` (segments kept from the model's initialisation, module docstring). ``concat``: the KV cache grows by
+    concatenation: its share of the calibrated term is at least eq. (G1)'s low (low, expected) and its high
+    (high), ``concat_reserve_item``."""
+    if concat is not None and pytorch:
+        return concat_reserve_item(tensors, phase, concat, floor)
     if not pytorch:
         return Item("allocator_reserve", 0, "device", 0, 0,
                     formula="llama.cpp allocates its ggml buffers once at full size: reserved = allocated",
@@ -394,6 +530,35 @@ def reserve_item(tensors: int, phase: str, pytorch: bool = True, floor: int = 0)
                         "fragmentation from variable shapes at the high end; 512 B / 2 MiB / 20 MiB block "
                         "rounding (formulas/caching_allocator.py) included" + kept,
                 source=f"{PAIRS_FILE}; PyTorch c10/cuda/CUDACachingAllocator.cpp (round_size, get_allocation_size)")
+
+
+def concat_reserve_item(tensors: int, phase: str, growth: ConcatGrowth, floor: int = 0) -> Item:
+    """The reserve of a run whose KV cache grows by concatenation (module docstring):
+
+        reserve = (dynamic - kv) x (rho - 1) + max(kv x (rho - 1), G1)                                   (G2)
+
+    per bound (rho's low with eq. G1's low, expected with G1's low, high with G1's high). The calibrating runs
+    (``RESERVE``: 32 new tokens each) grew their caches by concatenation too, so the calibrated share holds the
+    reserve of a short growth; eq. (G1) is the mechanism's own floor and ceiling, which a long growth (many segment
+    classes, eq. C1') passes. At least ``floor``."""
+    r = RESERVE[phase]
+    rest = max(0, tensors - growth.kv)
+    c_lo, c_hi = concat_kv_reserve(growth)
+    parts = [(int(rest * (x - 1)), max(int(growth.kv * (x - 1)), c)) for x, c in
+             ((r.low, c_lo), (r.expected, c_lo), (r.high, c_hi))]
+    lo, mid, hi = (max(floor, a + b) for a, b in parts)
+    kept = (f"; at least {format_bytes(floor)}: the segments reserved while the model was built stay reserved (no "
+            "empty_cache)") if floor and floor >= parts[0][0] + parts[0][1] else ""
+    return Item("allocator_reserve", mid, "device", lo, hi,
+                formula=f"{format_bytes(rest)} dynamic besides the KV cache x (reserved/allocated {r.expected:g} - 1) "
+                        f"+ the KV cache's part, max({format_bytes(growth.kv)} x ({r.expected:g} - 1), eq. G1 "
+                        f"{format_bytes(c_lo)}-{format_bytes(c_hi)}): {growth.what}, eq. C1' pool "
+                        f"{format_bytes(growth.pool)} against {format_bytes(growth.kv)} of KV at the peak; low "
+                        "counts the peak's activation blocks reused by the growth, high none (eq. G2); ratio range "
+                        f"{r.low:g}-{r.high:g} over {len(r.rows)} measured {phase} runs ({', '.join(r.rows)})" + kept,
+                source=f"{PAIRS_FILE}; formulas/caching_allocator.py eq. C1' (CUDACachingAllocator.cpp @ 001074d "
+                       "get_allocation_size, get_free_block); transformers 5.24 cache_utils.py DynamicLayer.update "
+                       "lines 136-137 (torch.cat)")
 
 
 def fixed_reserve_item(side: SideStreams, floor: int = 0, high: int = 0, dynamic: int = 0) -> Item:

@@ -26,7 +26,28 @@ segment. The OOM message's "Tried to allocate X" prints ``segment(block(n))`` (e
 rules are tested against published logs (tests/formulas/test_caching_allocator.py).
 
 What is not exact, and is modelled as a calibrated range instead (estimate/allocator.py): freed blocks the next
-allocation of another size cannot reuse (fragmentation from variable shapes, caches grown by concatenation).
+allocation of another size cannot reuse (fragmentation from variable shapes).
+
+A cache grown by concatenation (transformers' default DynamicCache: ``DynamicLayer.update`` rebinds
+``self.keys = torch.cat([self.keys, key_states], dim=-2)``, then the values, layer by layer) makes, every decode step
+and in each of its L layers, a K block of t + 1 tokens while the one of t tokens is alive, then frees it; then the
+same for V. Where every one of these blocks is >= kMinLargeAlloc (the prompt's block already is), each takes a
+segment of its own (2) whose rest (< 2 MiB) no other K/V request fits, separate segments never merge, and a freed
+segment serves only a request no larger (best fit). With p bytes per token of one layer's K (batch x KV heads x
+head_dim x bytes), c(t) = segment(t p) the segment class of t tokens, a prompt of t_0 tokens and N decode steps:
+
+    reserved = 2 L c(t_0) + sum_{c in F} 2 L c + sum_{c in R} c                                            (C1')
+    F = the classes c(t_0 + s), s = 1..N, other than c(t_0): the first step in one finds every cached segment too
+        small, so all 2 L blocks of that step take fresh segments (the old ones stay cached)
+    R = the classes in which a step follows a step of the same class (c(t_0) when c(t_0 + 1) = c(t_0)): its first
+        K finds all 2 L segments of the class in use and takes one spare, which then serves every later request of
+        the class (the block a layer's K frees serves its V, that one's the next layer's K, ...)
+
+Eq. (C1) of tests/formulas/test_concat_cache_fragmentation.py is (C1') where the prompt's block ends on a class
+boundary and every later class holds at least two steps. It is the pool of the K/V requests alone: blocks other
+tensors freed before (the prefill's activations) can serve some of F's requests (``concat_growth_reserved_bytes``'s
+caller bounds that). Below 10 MiB the blocks share 20 MiB segments (2) and split (3): not derived in closed form
+(eq. 4' replays it, at tens of milliseconds for 32 layers: too slow for an estimate).
 
 Per-stream pools (fixed shapes). "Allocations are associated with a stream. Once freed, blocks can be re-allocated
 on the same stream, but not on any other stream" (CUDACachingAllocator.cpp @ 001074d lines 56-57): ``get_free_block``
@@ -220,3 +241,50 @@ def _replay(events: list[tuple[str, int]] | tuple[tuple[str, int], ...]) -> tupl
         live += cell[0]
         peak = max(peak, live)
     return total, peak
+
+
+def concat_growth_in_closed_form(per_token: int, prompt: int) -> bool:
+    """Whether eq. (C1') holds: the prompt's K block of one layer (``prompt`` x ``per_token`` bytes) is already
+    >= kMinLargeAlloc, so every block of the growth takes segments of its own."""
+    return block_bytes(_check(prompt) * _check(per_token)) >= MIN_LARGE_ALLOC
+
+
+def concat_growth_reserved_bytes(layers: int, per_token: int, prompt: int, steps: int) -> int:
+    """Eq. (C1'): the segments a cache grown by concatenation makes its pool reserve [bytes] over ``steps`` decode
+    steps after a ``prompt`` of tokens, ``layers`` layers each holding a K and a V of ``per_token`` bytes per token
+    (module docstring). Refused outside the large-block regime (``concat_growth_in_closed_form``)."""
+    layers, per_token, prompt, steps = _check(layers), _check(per_token), _check(prompt), _check(steps)
+    if not concat_growth_in_closed_form(per_token, prompt):
+        raise InputError(f"eq. (C1') needs the prompt's K block >= 10 MiB, got {prompt} tokens x {per_token} B")
+
+    def cls(t: int) -> int:
+        return segment_bytes(t * per_token)
+
+    c0 = cls(prompt)
+    total = 2 * layers * c0
+    if steps and 2 * per_token <= ROUND_LARGE:
+        # at most 1 MiB a token: no class is skipped and every class wholly inside the growth holds >= 2 steps, so
+        # F = k0+1..kN and R = k0+1..kN-1, kN where it holds two steps, k0 where the first step stays in it (classes
+        # as multiples k of 2 MiB: a block's 512 B rounding never moves it across a 2 MiB boundary)
+        k0, kn = c0 // ROUND_LARGE, cls(prompt + steps) // ROUND_LARGE
+        if kn == k0:
+            return total + c0
+        ks = (kn * (kn + 1) - k0 * (k0 + 1)) // 2  # k0+1 + ... + kn
+        last_steps = prompt + steps - (kn - 1) * ROUND_LARGE // per_token
+        spare = ks - (0 if last_steps >= 2 else kn) + (k0 if cls(prompt + 1) == c0 else 0)
+        return total + ROUND_LARGE * (2 * layers * ks + spare)
+    # class by class (a class spans ROUND_LARGE / per_token tokens): the steps t_lo..t_hi (tokens after the step)
+    # in class c; O(classes), not O(steps)
+    t, end = prompt + 1, prompt + steps
+    prev = c0
+    while t <= end:
+        c = cls(t)
+        last = min(end, (c // MIN_BLOCK * MIN_BLOCK) // per_token)  # the most tokens whose block is still <= c
+        while last < end and cls(last + 1) == c:  # (integer division can stop one short)
+            last += 1
+        if c != prev:
+            total += 2 * layers * c
+        if last > t or c == prev:  # a step follows one of the same class: one spare segment
+            total += c
+        prev, t = c, last + 1
+    return total

@@ -41,6 +41,9 @@ class Context:
     media: Media | None = None  # images / video in each prompt (media.py); their tokens are already in w.context
     details: dict[str, Any] = field(default_factory=dict)
     dtype: str = "bf16"  # the compute (activation) dtype
+    # the KV cache grows by concatenation (transformers' DynamicCache, allocator.py ConcatGrowth): read by the
+    # metric's reserve (allocator.py apply_metric); None: a cache that does not, or outside eq. C1''s regime
+    kv_growth: Any = None
 
 
 def running_sequences(w: InferenceWorkload, cap: int | None, admits: int | None = None) -> int:

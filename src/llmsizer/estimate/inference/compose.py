@@ -29,7 +29,7 @@ from ...specs.workload import ENGINE_NAMES, check_pool_shares
 from ...units import format_bytes
 from .. import engines as E
 from .. import ranges as R
-from ..allocator import INFERENCE, apply_metric, calibrated_need
+from ..allocator import INFERENCE, apply_metric, calibrated_need, cap_growth_at_memory, releasable_growth
 from ..context_window import (
     Window,
     engine_window,
@@ -371,8 +371,13 @@ def _estimate(spec: ModelSpec, w: InferenceWorkload) -> Estimate:
         details = dict(base.details)
         est = Estimate("inference", spec.name, base.items, base.assumptions, base.warnings, details)
         est.__dict__["_totals"] = base.__dict__.setdefault("_totals", {})  # same items, same sums
-        _check_fit(est, w, acc)
-        return Estimate("inference", spec.name, base.items, base.assumptions + tuple(acc.assumptions),
+        items, capped = base.items, dict[str, object]()
+        if w.metric in ("reserved", "nvidia-smi") and w.device != "cpu":  # the growth's reserve at most the memory
+            items, capped = cap_growth_at_memory(items, details, int(w.memory), str(w.metric), w.gpu_runtime)
+        shown = capped.get("kv_growth_releasable")
+        _check_fit(est, w, acc, None if shown is None else int(shown[1]))  # type: ignore[index]
+        details.update(capped)  # after the verdict, which reads the uncapped figures (the need is the same)
+        return Estimate("inference", spec.name, items, base.assumptions + tuple(acc.assumptions),
                         tuple(acc.warnings), details)
     check_engine_on_device(str(w.engine), generic_device(w.device))  # known by its kind here; Apple: estimate_inference
     acc = Acc()
@@ -474,7 +479,8 @@ def _estimate(spec: ModelSpec, w: InferenceWorkload) -> Estimate:
                                                 w.max_num_seqs is None, None if room is None else int(room)))
     acc.assumptions.append(apply_metric(acc.items, w.metric, INFERENCE, pytorch=w.engine != "llamacpp",
                                         device="cpu" if w.device == "cpu" else w.gpu_runtime,
-                                        kv_pool=w.engine in ("vllm", "sglang"), engine=str(w.engine)))
+                                        kv_pool=w.engine in ("vllm", "sglang"), engine=str(w.engine),
+                                        concat=ctx.kv_growth))
     pc = count_params(spec)
     details = ctx.details
     details.update({
@@ -505,6 +511,10 @@ def _estimate(spec: ModelSpec, w: InferenceWorkload) -> Estimate:
         calibrated = calibrated_need(acc.items, R.INFERENCE_MEMORY, band_engine)
         if calibrated is not None:
             details["calibrated_range"] = calibrated
+    if ctx.kv_growth is not None and w.metric in ("reserved", "nvidia-smi"):
+        growth = releasable_growth(acc.items)
+        if any(growth):  # the DynamicCache's released segments: shown by the metric, not needed (_check_fit)
+            details["kv_growth_releasable"] = list(growth)
     est = Estimate("inference", spec.name, tuple(acc.items), tuple(acc.assumptions), tuple(acc.warnings), details)
     if w.memory is not None:
         _check_fit(est, w, acc)
@@ -583,7 +593,7 @@ def queue_assumption(engine: str, concurrency: int, running: int, cap_name: str,
                       "(formulas/serving_queue.py eqs. Q1-Q3 over the running ones)")
 
 
-def _check_fit(est: Estimate, w: InferenceWorkload, acc: Acc) -> None:
+def _check_fit(est: Estimate, w: InferenceWorkload, acc: Acc, shown_growth: int | None = None) -> None:
     """The fit verdict (estimate/verdict.py): vLLM by the sequences its pool admits, the others by the expected
     need against memory less the margin ``margin_rule`` keeps: x (1 - headroom), or llama.cpp on a GPU - fit_target
     (its own --fit-target, the margin of fit --auto)."""
@@ -625,7 +635,21 @@ def _check_fit(est: Estimate, w: InferenceWorkload, acc: Acc) -> None:
         acc.assumptions.append(margin.assumption())
         loc = "host" if w.device == "cpu" else "device"
         lo, mid, hi = est.total(loc)  # type: ignore[arg-type]
-        v = memory_verdict(mid, hi, mem, margin, est.details.get("calibrated_range"))
+        calibrated = est.details.get("calibrated_range")
+        released = est.details.get("kv_growth_releasable")
+        if released:  # segments the OOM retry releases (allocator.py releasable_growth): not part of the need
+            mid, hi = mid - released[1], hi - released[2]
+            if calibrated is not None:
+                calibrated = {**calibrated, "low": calibrated["low"] - released[0],
+                              "high": calibrated["high"] - released[2]}
+        v = memory_verdict(mid, hi, mem, margin, calibrated)
+        if released:
+            capped = "" if shown_growth is None else (f" ({format_bytes(released[1])} before the cap at the device's "
+                                                      "memory, allocator.py eq. G3)")
+            v = dataclasses.replace(v, reason=v.reason + "; not counting the "
+                                    f"{format_bytes(released[1] if shown_growth is None else shown_growth)} of "
+                                    f"segments the DynamicCache's growth leaves cached{capped}, which a failing "
+                                    f"allocation releases (metric {w.metric}: allocator.py eq. G2)")
     refusal = est.details.get("engine_refusal_reason")
     if refusal is not None:  # the engine will not start (warned already): whatever the memory, it does not fit
         v = dataclasses.replace(v, fits=False, reason=f"{refusal}; the memory alone: {v.reason}", warnings=())

@@ -15,17 +15,18 @@ A third moment can be the peak: the end of loading, when an AWQ checkpoint of a 
 
 from __future__ import annotations
 
+from ...formulas import caching_allocator as CA
 from ...formulas import encoder_decoder_serving as ED
 from ...formulas.activations import prefill_activation_bytes
 from ...formulas.checkpoint_loading import stored_tied_copy_bytes
-from ...formulas.kv_cache import cross_attention_kv, kv_dtype_bytes
+from ...formulas.kv_cache import cross_attention_kv, kv_dtype_bytes, kv_dtype_name
 from ...formulas.tensor_parallel import kv_fraction_per_device, per_device
 from ...formulas.weight_formats import largest_quantized_matrix
 from ...result import Item, Location
 from ...specs.workload import DEFAULT_ATTENTION, default_output_tokens, prompt_and_output
 from ...units import format_bytes
 from .. import engines as E
-from ..allocator import device_context
+from ..allocator import INFERENCE, RESERVE, ConcatGrowth, concat_kv_reserve, device_context
 from ..formats import serving_fused_experts
 from ..model_warnings import source_length_warning
 from .common import Context, kv_item, state_item, weights_item
@@ -112,12 +113,51 @@ def compose_transformers(ctx: Context) -> None:
         acc.items.append(Item("dequant_buffer", deq, loc,
                               formula="largest 4-bit matrix dequantized to the compute dtype during prefill",
                               source="bitsandbytes autograd/_functions.py matmul_4bit (dequantize_4bit for >1 token)"))
+    if loc == "device" and not loading:
+        ctx.kv_growth = concat_growth(ctx, kv, kv_end, act_item, prompt, int(out))
     if loc == "device":
         device_context(acc.items, acc.assumptions, w.gpu_runtime)
         acc.items.append(Item("allocator_cache", 0, "device", low=0, high=act_item.bytes,
                               formula="reserved - allocated: 0 expected, up to one more activation peak cached",
                               source="PyTorch CUDA caching allocator keeps freed blocks (docs 'CUDA semantics')"))
     acc.span("host_runtime", E.TORCH_HOST_RUNTIME, "host")
+
+
+def concat_growth(ctx: Context, kv: Item, kv_end: Item, act: Item, prompt: int, steps: int) -> ConcatGrowth | None:
+    """The DynamicCache's growth by torch.cat from the ``prompt`` to the context over ``steps`` decode steps
+    (allocator.py ``ConcatGrowth``, formulas/caching_allocator.py eq. C1'): every layer a full-attention layer
+    holding one K and one V tensor of the batch (no sliding window, whose DynamicSlidingWindowLayer crops; no MLA,
+    recurrent state, cross-attention or quantized cache, whose layers grow otherwise), ``kv``/``act`` the items at
+    the peak. None where it does not apply; a warning where the blocks are under 10 MiB (eq. C1' not derived)."""
+    spec, w = ctx.spec, ctx.w
+    layers = spec.kv_cache_layers
+    if (not steps or not layers or spec.mla is not None or spec.full_head_dim or spec.recurrent_layer_count
+            or any(k != "full" for k in spec.kv_cache_layer_types) or E.kv_layout("transformers", kv_dtype_name(ctx.kv_dtype),
+                                                                                   ctx.act_bytes)
+            or (ctx.media is not None and ctx.media.cross_tokens) or kv_end.bytes % (2 * layers * w.context)):
+        return None
+    per_token = kv_end.bytes // (2 * layers * w.context)  # one layer's K of one token, the batch's sequences
+    if not CA.concat_growth_in_closed_form(per_token, prompt):
+        if w.metric in ("reserved", "nvidia-smi") and CA.segment_bytes(w.context * per_token) > CA.SMALL_BUFFER:
+            ctx.acc.warnings.append(
+                f"the KV cache grows by torch.cat (DynamicCache) in blocks under 10 MiB ({format_bytes(prompt * per_token)}"
+                f" per layer's K at the prompt): they share 20 MiB segments, whose reserve eq. C1' does not derive "
+                "(a replay gives 1.04-1.86x the live cache for a 32-layer cache at 512-6000 tokens); the reserve "
+                "is the calibrated ratio's")
+        return None
+    pool = CA.concat_growth_reserved_bytes(layers, per_token, prompt, steps)
+    growth = ConcatGrowth(pool, kv.bytes, act.bytes,
+                          f"DynamicCache grown by torch.cat, {layers} layers x K and V of {format_bytes(per_token)} "
+                          f"per token from {prompt} to {w.context} tokens")
+    high = concat_kv_reserve(growth)[1]
+    if w.metric in ("reserved", "nvidia-smi") and high > kv.bytes * (RESERVE[INFERENCE].high - 1):
+        ctx.acc.warnings.append(
+            f"the KV cache grows by torch.cat (DynamicCache): its old segments keep up to {format_bytes(high)} "
+            f"reserved beyond the cache's {format_bytes(kv.bytes)} (eq. C1', {format_bytes(pool)} in all), past the "
+            "calibrated reserve; they hold no live block, so a run short of memory releases them and retries "
+            "(max_memory_reserved stops at the device's memory) and the need (default metric) does not count them; "
+            "a StaticCache (cache_implementation='static') allocates the cache once")
+    return growth
 
 
 def _tied_copy_on_load(ctx: Context) -> int:

@@ -1,0 +1,44 @@
+"""The DynamicCache growth's reserve (estimate/allocator.py eq. G1, tests/estimate/test_concat_kv_reserve.py) is the
+same number from the CLI, the Python API and the web API."""
+
+from __future__ import annotations
+
+import pytest
+from web_api_helpers import run_cli_json
+
+from llmsizer.estimate.inference import estimate_inference
+
+pytest.importorskip("httpx")
+pytest.importorskip("fastapi")
+
+
+def test_cli_python_and_web_give_the_same_reserve(client) -> None:
+    fields = {"context": 8192, "concurrency": 8, "output_tokens": 4096, "engine": "transformers", "metric": "reserved"}
+    api = estimate_inference("llama-3.1-8b", **fields).item("allocator_reserve")  # type: ignore[arg-type]
+    cli = run_cli_json("infer", "llama-3.1-8b", "--context", "8192", "--concurrency", "8", "--output-tokens", "4096",
+                       "--engine", "transformers", "--metric", "reserved")
+    web = client.post("/api/v1/infer", json={"model": "llama-3.1-8b", **fields})
+    assert web.status_code == 200, web.text
+    got = [next(i for i in d["items"] if i["name"] == "allocator_reserve") for d in (cli, web.json())]
+    assert [(g["bytes"], g["low"], g["high"]) for g in got] == [(api.bytes, api.low, api.high)] * 2
+
+
+def test_cli_python_and_web_give_the_same_capped_total(client) -> None:
+    # on an H200 (nvidia-smi memory.total 143771 MiB) the reserve is capped so that 'reserved' stays under the memory
+    # less the CUDA context (allocator.py eq. G3): every surface shows the same capped item, total and range
+    fields = {"context": 8192, "concurrency": 8, "output_tokens": 4096, "engine": "transformers", "metric": "reserved",
+              "device": "h200"}
+    est = estimate_inference("llama-3.1-8b", **fields)  # type: ignore[arg-type]
+    api = est.item("allocator_reserve")
+    assert est.total("device")[1] == 143771 * 2**20 - 721_420_288  # the memory less the context's expected
+    cli = run_cli_json("infer", "llama-3.1-8b", "--context", "8192", "--concurrency", "8", "--output-tokens", "4096",
+                       "--engine", "transformers", "--metric", "reserved", "--device", "h200")
+    web = client.post("/api/v1/infer", json={"model": "llama-3.1-8b", **fields})
+    assert web.status_code == 200, web.text
+    for d in (cli, web.json()):
+        got = next(i for i in d["items"] if i["name"] == "allocator_reserve")
+        assert (got["bytes"], got["low"], got["high"]) == (api.bytes, api.low, api.high)
+        assert "eq. G3" in got["formula"]
+        cal = d["details"]["calibrated_range"]
+        assert (cal["low"], cal["high"]) == (est.details["calibrated_range"]["low"],  # type: ignore[index]
+                                             est.details["calibrated_range"]["high"])  # type: ignore[index]
