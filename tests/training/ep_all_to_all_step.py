@@ -6,18 +6,16 @@ tokens per expert summed over each EP rank's local experts, lines 563-565; the c
 splits from the exchanged counts; combine with the splits swapped, line 864), random top-k routing.
 
 Every ``torch.distributed.all_to_all_single`` call of floating-point data is recorded: the bytes the rank sends to
-the other ranks (its input less the split it keeps). Rank 0 prints one JSON object: per rank, the list of those bytes
-in call order. Nothing here imports llmsizer.
+the other ranks (its input less the split it keeps). Rank 0 returns one JSON object (``ranks.rank_main`` prints
+it): per rank, the list of those bytes in call order. Nothing here imports llmsizer.
 """
 
 from __future__ import annotations
 
-import json
-import sys
 from typing import Any
 
 
-def main(case: dict[str, Any]) -> None:
+def main(case: dict[str, Any]) -> dict[str, Any] | None:
     import torch
     import torch.distributed as dist
     from torch.distributed.nn.functional import all_to_all_single as a2a
@@ -72,10 +70,10 @@ def main(case: dict[str, Any]) -> None:
     dist.all_to_all_single = original
     everyone: list[Any] = [None] * ep
     dist.all_gather_object(everyone, sent)
-    if rank == 0:
-        print(json.dumps({"sent": everyone}))
-    dist.destroy_process_group()
+    return {"sent": everyone} if rank == 0 else None  # the group stays up: rank_main leaves it (ranks.leave_ranks)
 
 
 if __name__ == "__main__":
-    main(json.loads(sys.argv[1]))
+    from ranks import rank_main
+
+    rank_main(main)

@@ -17,18 +17,17 @@ over gloo, random top-k routing, every collective's bytes to or from the other r
 Per rank the script also counts, from the same routing draws, the distinct other machines (ranks // per_machine)
 holding one of each token's experts: the network copies of DeepEP's hierarchical dispatch.
 
-Rank 0 prints one JSON object: per rank, the bytes of each counted collective in call order, and the machine copies.
+Rank 0 returns one JSON object (``ranks.rank_main`` prints it): per rank, the bytes of each counted collective in
+call order, and the machine copies.
 Nothing here imports llmsizer.
 """
 
 from __future__ import annotations
 
-import json
-import sys
 from typing import Any
 
 
-def main(case: dict[str, Any]) -> None:
+def main(case: dict[str, Any]) -> dict[str, Any] | None:
     import torch
     import torch.distributed as dist
     from torch.distributed.nn.functional import all_to_all_single as a2a
@@ -120,10 +119,10 @@ def main(case: dict[str, Any]) -> None:
     dist.all_to_all_single = original
     everyone: list[Any] = [None] * ranks
     dist.all_gather_object(everyone, {"moved": moved, "machine_copies": machine_copies})
-    if rank == 0:
-        print(json.dumps({"ranks": everyone}))
-    dist.destroy_process_group()
+    return {"ranks": everyone} if rank == 0 else None  # the group stays up: rank_main leaves it (ranks.leave_ranks)
 
 
 if __name__ == "__main__":
-    main(json.loads(sys.argv[1]))
+    from ranks import rank_main
+
+    rank_main(main)

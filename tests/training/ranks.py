@@ -79,9 +79,9 @@ def run_ranks(script: Path, case: dict[str, Any], ranks: int, *, local_rank_zero
 def run_cases(script: Path | str, cases: list[dict[str, Any]], ranks: int = 2, *, local_rank_zero: bool = False,
               preload: tuple[str, ...] = ()) -> list[dict[str, Any]]:
     """``run_ranks`` of every case of ``cases`` in one launch: rank 0's result of each, in order (cases this session has run already are not run again) (``script``: a path,
-    or a step script's name beside this module). Each rank's process imports torch, transformers, the modeling module
-    of every case's ``config`` model type, the ``preload`` modules and the script once (``_zygote``), then forks one
-    child per case that joins a fresh gloo group on its own port and runs the script's ``main(case)`` exactly as a
+    or a step script's name beside this module). Each rank's process imports torch, transformers and the modeling
+    module of every case's ``config`` model type (torch alone when no case has a ``config``), the ``preload``
+    modules and the script once (``_zygote``), then forks one child per case that joins a fresh gloo group on its own port and runs the script's ``main(case)`` exactly as a
     launch of its own would: the child starts from the parent's state after the imports alone (no model built, no
     group joined, no torch RNG drawn, one OpenMP thread), and whatever it patches or allocates dies with it. What it
     saves is the per-launch interpreter start and imports (tens of seconds of CPU for two ranks on a shared 2-core
@@ -133,8 +133,10 @@ def _launch_cases(path: Path, cases: list[dict[str, Any]], ranks: int, local_ran
     ports = _quiet_ports(len(cases))
     models = sorted({c["config"]["model_type"] for c in cases if isinstance(c.get("config"), dict)
                      and "model_type" in c["config"]})
+    # transformers (5 s of import per rank, more under load) only for steps that build a model from a ``config``;
+    # a torch-only step (or one importing transformers itself) pays for what it imports
     spec = {"script": str(path), "cases": cases, "ports": ports, "preload": [*preload],
-            "models": models}
+            "models": models, "transformers": any(isinstance(c.get("config"), dict) for c in cases)}
     procs = []
     for rank in range(ranks):
         env = dict(os.environ, RANK=str(rank), WORLD_SIZE=str(ranks), LOCAL_RANK="0" if local_rank_zero else str(rank),
@@ -190,8 +192,9 @@ def _zygote(spec: dict[str, Any]) -> None:
     import traceback
 
     import torch  # noqa: F401  (imported here once, before the forks)
-    import transformers
 
+    if spec["transformers"]:
+        importlib.import_module("transformers")
     for model_type in spec["models"]:  # where transformers' module is named after the type; else it loads in the case
         try:
             importlib.import_module(f"transformers.models.{model_type}.modeling_{model_type}")
@@ -199,7 +202,6 @@ def _zygote(spec: dict[str, Any]) -> None:
             pass
     for name in spec["preload"]:
         importlib.import_module(name)
-    del transformers
     path = Path(spec["script"])
     loader = importlib.util.spec_from_file_location(path.stem, path)
     assert loader is not None and loader.loader is not None

@@ -28,7 +28,7 @@ pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 from ranks import TINY_LLAMA as LLAMA
-from ranks import run_step  # noqa: E402
+from ranks import run_cases, run_step  # noqa: E402
 
 from llmsizer.estimate.inference.common import Acc  # noqa: E402
 from llmsizer.estimate.training.setup import resolve  # noqa: E402
@@ -53,6 +53,14 @@ CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
     "FSDP2, checkpointed, float8 all-gather": (dict(wrap="fsdp2", float8=True),
                                                dict(gpus=2, fsdp="full", fsdp_version=2, float8=True)),
 }
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _all_cases() -> None:
+    """Every case in one launch (ranks.run_cases: torch and transformers imported once per rank, a forked child per
+    case, torchao imported by the float8 cases' own children as in their own launches); each test's run_step reads
+    its case back."""
+    run_cases("autocast_cache_step.py", [dict(case, config=LLAMA, batch=2, seq=64) for case, _ in CASES.values()], 2)
 
 
 def predicted_copies(fields: dict[str, Any]) -> tuple[int, int]:

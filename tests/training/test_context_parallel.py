@@ -24,7 +24,7 @@ import pytest
 
 pytest.importorskip("torch")
 
-from ranks import run_ranks  # noqa: E402
+from ranks import run_cases, run_ranks  # noqa: E402
 
 from llmsizer.formulas.context_parallel import (  # noqa: E402
     ring_attention_backward_bytes,
@@ -39,6 +39,16 @@ CASES: list[tuple[int, dict[str, Any], float]] = [
     (4, dict(batch=2, heads=2, kv_heads=2, local_seq=256, head_dim=128), 0.02),
     (2, dict(batch=1, heads=4, kv_heads=4, local_seq=512, head_dim=64, hold_collective_tensors=True), 0.02),
 ]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _cases_per_rank_count() -> None:
+    """The cases of one rank count in one launch (ranks.run_cases, torch only: cp2 and cp2-held); each test's
+    run_ranks reads its case back (a count of one case launches as it did)."""
+    for cp in sorted({cp for cp, _, _ in CASES}):
+        cases = [case for n, case, _ in CASES if n == cp]
+        if len(cases) > 1:
+            run_cases(HERE / "ring_attention_step.py", cases, cp)
 
 
 @pytest.mark.parametrize(("cp", "case", "tol"), CASES, ids=["cp2", "cp4", "cp2-held"])

@@ -34,8 +34,10 @@ CASE = dict(tokens=2048, experts=8, topk=2, hidden=16)
 
 def _measured(recompute: bool, reentrant: bool = False) -> list[list[int]]:
     pytest.importorskip("torch")
-    from ranks import run_ranks
+    from ranks import run_cases, run_ranks
 
+    # both measured cases in one launch (ranks.run_cases, torch only); run_ranks reads this one back
+    run_cases(HERE / "ep_all_to_all_step.py", [dict(CASE, recompute=r, reentrant=False) for r in (False, True)], 4)
     sent: list[list[int]] = run_ranks(HERE / "ep_all_to_all_step.py",
                                       dict(CASE, recompute=recompute, reentrant=reentrant), 4)["sent"]
     return sent
@@ -98,8 +100,10 @@ CASE2 = dict(tokens=1024, experts=16, topk=4, hidden=16, per_machine=2)
 
 def _dispatched(dispatcher: str) -> list[dict[str, Any]]:
     pytest.importorskip("torch")
-    from ranks import run_ranks
+    from ranks import run_cases, run_ranks
 
+    # both dispatchers in one launch (ranks.run_cases, torch only); run_ranks reads this one back
+    run_cases(HERE / "ep_dispatchers_step.py", [dict(CASE2, dispatcher=d) for d in ("allgather", "flex")], 4)
     out: list[dict[str, Any]] = run_ranks(HERE / "ep_dispatchers_step.py", dict(CASE2, dispatcher=dispatcher),
                                           4)["ranks"]
     return out

@@ -17,7 +17,7 @@ pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 from ranks import TINY_LLAMA as LLAMA
-from ranks import run_step  # noqa: E402
+from ranks import run_cases, run_step  # noqa: E402
 
 from llmsizer.estimate.training import estimate_training  # noqa: E402
 from llmsizer.readers.hf_config import spec_from_config  # noqa: E402
@@ -32,6 +32,13 @@ CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
         dict(config=LLAMA, batch=4, seq=512),
         dict(micro_batch=4, seq_len=512)),
 }
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _all_cases() -> None:
+    """Both cases in one launch (ranks.run_cases: torch and transformers imported once per rank, a forked child per
+    case); each test's run_step reads its case back."""
+    run_cases("fsdp_step.py", [case for case, _ in CASES.values()], 2)
 
 
 def _run(case: dict[str, Any], ranks: int = 2) -> dict[str, Any]:

@@ -15,7 +15,7 @@ import pytest
 
 pytest.importorskip("torch")
 
-from ranks import run_ranks  # noqa: E402
+from ranks import run_cases, run_ranks  # noqa: E402
 
 from llmsizer.formulas.model_parallel_time import tensor_parallel_bytes  # noqa: E402
 
@@ -24,6 +24,13 @@ pytestmark = pytest.mark.slow
 HERE = Path(__file__).resolve().parent
 CASE = dict(hidden=64, inter=128, heads=4, batch=2, seq=16)
 TP = 2
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _both_modes() -> None:
+    """Both modes in one launch (ranks.run_cases: one torch import per rank, no transformers, which the step does not
+    use); each test's run_ranks reads its case back."""
+    run_cases(HERE / "op_sac_tp_collectives_step.py", [dict(CASE, mode="op"), dict(CASE, mode="full")], TP)
 
 
 def _sent(phase: dict[str, list[int]]) -> float:

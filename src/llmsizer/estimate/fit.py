@@ -51,6 +51,7 @@ from .device import (
     host_part,
     is_apple_own_host,
     named_device_notes,
+    numa_assumption,
     nvlink_mesh_for,
     one_replica_per_device,
     peer_to_peer,
@@ -551,13 +552,15 @@ def _speed_cached(spec: ModelSpec, device: Device, tp: int, fmt: str, prompt: in
     scope = device.id if engine in R.SERVING_ENGINES else None
     # estimate_speed also reads the vendor, architecture, compute capability and SM clock (llama.cpp's kernel path,
     # stream cap and Hopper mma share) and whether it is a GPU without peer-to-peer (the all-reduce path, and the
-    # source its assumption quotes): two devices alike in the numbers above but not in these are two estimates
+    # source its assumption quotes): two devices alike in the numbers above but not in these are two estimates; so
+    # are a detected machine of several sockets and a catalog part of the same numbers (a 2-socket 8488C under numa
+    # isolate has one catalog socket's bandwidth and FLOP/s): its estimate names the numa mode (numa_assumption)
     p2p = device.peer_to_peer
     key = (spec, device.kind, device.bandwidth, peaks, tp, fmt, prompt, out, conc, kvd, mla, link, states, ubatch,
            kv_unified, identical, engine, engine_version, scope, nvlink_mesh, group_size, other_bytes, encoder_flops,
            attention, device.vendor,
            device.architecture, device.capability, device.sm_cycles_per_second, peer_to_peer(device),
-           (p2p.source, p2p.date) if p2p is not None else None)
+           (p2p.source, p2p.date) if p2p is not None else None, numa_assumption(device))
     hit = _SPEED_MEMO.get(key)
     if hit is None or hit.device != device.id:
         if hit is None:
