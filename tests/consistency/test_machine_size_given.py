@@ -107,3 +107,21 @@ def test_training_refuses_uneven_machines_with_or_without_a_device_naming_the_fl
         assert words in line and f"make {flag} a multiple of 3" in line, (argv, line)
         assert ("--count" if flag == "--gpus" else "--gpus ") not in line, (argv, line)
     assert run("train", "llama-3.1-8b", "--gpus", "9", "--gpus-per-node", "3")[0] == 0  # whole machines: taken
+
+
+def test_python_estimate_training_refuses_uneven_machines_as_train_does() -> None:
+    # probe19 D4: estimate_training(gpus=12, gpus_per_node=8) answered while `train --gpus 12 --gpus-per-node 8`, the
+    # web and fit_training refuse it. Truth: 12 / 8 and 8 / 3 are not whole numbers of machines.
+    from llmsizer import estimate_training
+    for gpus, per_node in ((12, 8), (8, 3)):
+        with pytest.raises(FieldError) as e:
+            estimate_training("llama-3.1-8b", gpus=gpus, gpus_per_node=per_node)
+        code, _, err = run("train", "llama-3.1-8b", "--gpus", str(gpus), "--gpus-per-node", str(per_node))
+        line = _one_line(code, err)  # the same words, the fields written as the flags the user gave
+        assert e.value.field == "gpus_per_node"
+        assert str(e.value).startswith(f"gpus_per_node {per_node}: {uneven_machines(gpus, per_node=per_node)}")
+        assert line.endswith(str(e.value).replace("gpus_per_node", "--gpus-per-node").replace("make gpus",
+                                                                                                "make --gpus"))
+    # whole machines, and bare devices with the machine size left unstated (12 as 8 + 4, fit's layout), still answer
+    assert estimate_training("llama-3.1-8b", gpus=6, gpus_per_node=3).total("device")[1] > 0
+    assert estimate_training("llama-3.1-8b", gpus=12).total("device")[1] > 0

@@ -45,6 +45,7 @@ from ..recommend import PRACTICAL_TRAINING_SECONDS, Constraints, recommend_train
 from ..request.spec import Request, TrainingJob
 from ..result import Assumption, Estimate
 from ..specs import ModelSpec, TrainingWorkload
+from ..specs.training import uneven_machines
 from ..units import format_bytes, format_count
 from . import pricing as P
 from .common import JobNotes, Sec, deadline_seconds, geometric_points
@@ -68,8 +69,11 @@ def workload_fields(job: TrainingJob, gpus: int, per_node: int) -> dict[str, Any
     workload's, recorded by the estimate) on ``gpus`` devices, ``per_node`` per machine."""
     fields = job.workload_fields()
     fields["gpus"] = max(1, gpus)
-    if gpus > 1:
+    if gpus > 1 and not uneven_machines(gpus, per_node=max(1, per_node)):
         fields["gpus_per_node"] = max(1, per_node)
+    # (bare devices that do not fill whole machines, 12 as 8 + 4 as fit lays them out, plan/hardware.py machine_size:
+    # the machine size is the workload's default of 8, not stated, so the estimate does not refuse them as it
+    # refuses a stated uneven machine size, estimate/training/compose.py)
     return fields
 
 

@@ -41,7 +41,7 @@ from ...formulas.training_states import optimizer_info, recipe, state_bytes_per_
 from ...frozen import replace_checked
 from ...result import Assumption, Estimate, Item, KindedWarning, Notes
 from ...specs import ModelSpec, TrainingWorkload
-from ...specs.training import MEGATRON_PRECISIONS, POOL_METRICS
+from ...specs.training import MEGATRON_PRECISIONS, POOL_METRICS, check_whole_machines
 from ...units import format_bytes, format_count
 from .. import engines as E
 from ..allocator import TRAINING, apply_metric, calibrated_need, device_context, training_side_streams
@@ -240,6 +240,10 @@ def _prepared(model: ModelSpec | str, workload: TrainingWorkload | None, kwargs:
         from ..fit import refuse_unknown_memory  # (fit imports this module)
         refuse_unknown_memory(device, None)  # a named device's memory is the budget, as train --device and fit refuse
     _refuse_adapter_fields_on_full(w)
+    if workload is None and kwargs.get("gpus_per_node") is not None:  # a machine size stated: whole machines, as
+        # `train --gpus-per-node` and fit_training refuse it (specs/training.py check_whole_machines, the one rule;
+        # probe19 D4: estimate_training(gpus=12, gpus_per_node=8) answered)
+        check_whole_machines(w.gpus, w.gpus_per_node, "gpus")
     return spec, w, notes
 
 
