@@ -234,6 +234,10 @@ def need_per_device(est: Estimate, on_cpu: bool = False) -> tuple[int, int]:
     if len(per_gpu) > 1:
         return max(int(dv["total"]) for dv in per_gpu), max(int(dv["total_high"]) for dv in per_gpu)
     _, mid, hi = est.total("host" if on_cpu else "device")
+    released = est.details.get("kv_growth_releasable")
+    if released and not on_cpu:  # a DynamicCache's cached growth, which a failing allocation releases: shown under
+        # metric reserved / nvidia-smi, not needed (the verdict's need: estimate/inference/compose.py, review23b D1)
+        mid, hi = mid - released[1], hi - released[2]
     return int(mid), int(hi)
 
 

@@ -643,7 +643,7 @@ def _check_fit(est: Estimate, w: InferenceWorkload, acc: Acc, shown_growth: int 
                 calibrated = {**calibrated, "low": calibrated["low"] - released[0],
                               "high": calibrated["high"] - released[2]}
         v = memory_verdict(mid, hi, mem, margin, calibrated)
-        if released:
+        if released and (released[1] if shown_growth is None else shown_growth):  # (review23b D4: not "0 B")
             capped = "" if shown_growth is None else (f" ({format_bytes(released[1])} before the cap at the device's "
                                                       "memory, allocator.py eq. G3)")
             v = dataclasses.replace(v, reason=v.reason + "; not counting the "

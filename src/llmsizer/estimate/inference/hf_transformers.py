@@ -130,6 +130,10 @@ def concat_growth(ctx: Context, kv: Item, kv_end: Item, act: Item, prompt: int, 
     recurrent state, cross-attention or quantized cache, whose layers grow otherwise), ``kv``/``act`` the items at
     the peak. None where it does not apply; a warning where the blocks are under 10 MiB (eq. C1' not derived)."""
     spec, w = ctx.spec, ctx.w
+    if w.metric not in ("reserved", "nvidia-smi") or w.gpu_runtime not in ("cuda", "rocm"):
+        # only those metrics read it (allocator.py apply_metric), and eq. C1' is PyTorch's CUDA caching allocator's
+        # (HIP builds share it); Metal, Gaudi's and XLA's allocators are not modelled (review23b D2, D3)
+        return None
     layers = spec.kv_cache_layers
     if (not steps or not layers or spec.mla is not None or spec.full_head_dim or spec.recurrent_layer_count
             or any(k != "full" for k in spec.kv_cache_layer_types) or E.kv_layout("transformers", kv_dtype_name(ctx.kv_dtype),
