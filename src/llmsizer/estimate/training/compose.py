@@ -41,7 +41,7 @@ from ...formulas.training_states import optimizer_info, recipe, state_bytes_per_
 from ...frozen import replace_checked
 from ...result import Assumption, Estimate, Item, KindedWarning, Notes
 from ...specs import ModelSpec, TrainingWorkload
-from ...specs.training import MEGATRON_PRECISIONS, POOL_METRICS, check_whole_machines
+from ...specs.training import POOL_METRICS, check_whole_machines
 from ...units import format_bytes, format_count
 from .. import engines as E
 from ..allocator import TRAINING, apply_metric, calibrated_need, device_context, training_side_streams
@@ -744,8 +744,9 @@ def stage_representatives(spec: ModelSpec, pp: int, split: str, virtual: int) ->
 
 def _measured_step(w: TrainingWorkload) -> str | None:
     """The key of estimate/allocator.py ``FIXED_STEP_RESERVE`` (eq. R2) for a step like the measured ones: one GPU,
-    no FSDP or offloading, eager (not compiled), every layer or none recomputed; None for any other step."""
-    if (w.gpus != 1 or w.fsdp is not None or w.offload != "none" or w.compile or w.checkpoint_offload
+    no FSDP or offloading, eager (not compiled), every layer or none recomputed, on PyTorch's CUDA caching allocator
+    (CUDA, or ROCm's HIP build of it; review23a D5: not Gaudi's or Metal's); None for any other step."""
+    if (w.gpus != 1 or w.gpu_runtime not in ("cuda", "rocm") or w.fsdp is not None or w.offload != "none" or w.compile or w.checkpoint_offload
             or w.checkpoint_every != 1):
         return None
     return w.grad_checkpointing
@@ -821,7 +822,7 @@ def _items(ctx: TrainingContext, st: StageStates, tl: StageTimeline, acc: Acc) -
     if pipeline_fsdp2(w):  # the timeline's rule (eq. PP2), not grad_op's sharded gradients
         g_note += (" - FSDP2 under pipeline parallelism: unsharded, accumulated over the micro-batches until the "
                    "step's one reduce-scatter (formulas/parallelism.py eq. PP2)")
-    megatron = w.precision in MEGATRON_PRECISIONS
+    megatron = w.megatron_grad_buffer
     if megatron and w.offload == "none":  # the timeline's rule (timeline.py stage_timeline, ``megatron``)
         g_note += (" - Megatron-Core's grad buffer: allocated when the model is wrapped, every main_grad a view into "
                    "it, held at every moment and reduced in place (no bucket copy; Megatron-LM @d98e8a64 "

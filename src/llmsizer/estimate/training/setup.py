@@ -183,7 +183,7 @@ def model_state_ways(w: TrainingWorkload, group: int) -> tuple[int, int, int]:
     (:708-725); it shards the fp32 main parameters and the optimizer states only (optimizer/distrib_optimizer.py
     ``_build_model_and_main_param_groups``). The one reading of that rule (states, timeline, texts, duration)."""
     w_ways, g_ways, o_ways = zero_shards(w.shard_stage, group)
-    return w_ways, 1 if w.precision in MEGATRON_PRECISIONS else g_ways, o_ways
+    return w_ways, 1 if w.megatron_grad_buffer else g_ways, o_ways
 
 
 def check_expert_tp(spec: ModelSpec, w: TrainingWorkload) -> None:

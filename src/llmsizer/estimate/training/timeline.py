@@ -97,7 +97,7 @@ from ...formulas.training_activations import (
 )
 from ...formulas.training_states import autocast_cache_holds, step_temporary_bytes
 from ...formulas.weight_formats import largest_quantized_layer, largest_quantized_matrix
-from ...specs.training import MEGATRON_PRECISIONS, TrainingWorkload
+from ...specs.training import TrainingWorkload
 from .gather_units import deepspeed_zero3_persistent, float8_all_gather, fsdp_gather_units
 from .setup import (
     TrainingContext,
@@ -293,7 +293,7 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
     # skipped for the wgrad-fused TE linears (``grad_added_to_main_grad``). The reduction runs in place on the
     # buffer's bucket views (all_reduce, or reduce_scatter into the rank's own shard of the bucket under the
     # distributed optimizer: param_and_grad_buffer.py:708-733): no DDP bucket copy, no reduce buffer.
-    megatron = w.precision in MEGATRON_PRECISIONS
+    megatron = w.megatron_grad_buffer  # (not under FSDP: its gradients are FSDP's)
     # gradients kept across micro-batches: accumulated, kept by zero_grad(set_to_none=False), or Megatron's buffer
     persist = w.grad_accumulation > 1 or w.pp > 1 or w.zero_grad == "zeros" or megatron
     # the dtype of a fresh gradient added into a kept one: the kept .grad's, or under Megatron the parameter's
