@@ -480,7 +480,7 @@ def apply_metric(items: list[Item], metric: str | None, phase: str, pytorch: boo
     ``device``: 'cuda', 'metal' (the workload's ``gpu_runtime``) or 'cpu': what the default's words name (only a CUDA
     device holds a CUDA context, ``device_context``). ``engine``: the serving engine whose words the default's
     assumption says (``default_metric_text``). ``concat``: the KV cache grows by concatenation (transformers'
-    DynamicCache, eq. C1'): under 'reserved' and 'nvidia-smi' its part of the reserve is eq. (G1) (``reserve_item``),
+    DynamicCache, eq. C1'): under 'reserved' and 'nvidia-smi' its part of the reserve is eq. (G2) over eq. (G1) (``reserve_item``),
     not in the default's device total: the segments it leaves hold no live block, so the out-of-memory retry
     releases them (``ConcatGrowth``). Returns the assumption."""
     had_context = any(i.name == CONTEXT_ITEM and i.location == "device" for i in items)

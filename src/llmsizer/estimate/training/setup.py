@@ -374,7 +374,8 @@ def _default_optimizer(w: TrainingWorkload) -> tuple[str, str]:
 # 225-231) keep them in the load dtype.
 KBIT_PREP_WHY = ("PEFT prepare_model_for_kbit_training casts every non-4-bit fp16/bf16 parameter (embeddings, norms, "
                  "lm_head) to fp32 (peft utils/other.py lines 204-209 @5d602fdb), so the residual stream is fp32 too; "
-                 "base_dtype bf16 where the model is not prepared so or TRL's bf16 recast follows")
+                 "base_dtype bf16 where the model is not prepared so (TRL's bf16 recast of the embedding and lm_head "
+                 "after it keeps fp32 norms and so an fp32 residual stream: between the two, not modelled)")
 NO_KBIT_PREP_WHY = "non-quantized tensors (embeddings, norms, lm_head) kept in bf16; bnb_4bit_compute_dtype bf16"
 
 
