@@ -600,7 +600,7 @@ def recommend_inference(model: ModelSpec | str, *, context: int = InferenceWorkl
     implied = implied_engine(fields) if engine is None else None  # a setting one engine reads: every candidate's
     engine = implied[0] if implied is not None else engine
     found = media_in_context(spec, w, Notes())
-    if engine is not None:  # the stated engine refuses the model itself (an attention-free model on SGLang): one
+    if engine is not None:  # the stated engine refuses the model itself (an encoder-decoder off transformers): one
         refuse_engine(spec, normalize_engine(engine))  # line, exit 2, not one rejection per candidate device
     if engine is not None and weights is not None:  # a format the stated engine does not run, on any hardware
         engine_weights(spec, normalize_engine(engine), weights)

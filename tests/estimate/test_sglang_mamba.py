@@ -133,18 +133,75 @@ def test_a_state_pool_that_runs_no_request_does_not_fit():
     assert ok.details["fits"] is True
 
 
-def test_an_attention_free_model_on_sglang_is_refused_not_sized_at_zero():
-    """Mamba-Codestral (64 Mamba-2 layers, no attention: its config.json has no attention layer) on SGLang answered
-    "0 tokens, 0 running requests, does not fit" on an 80 GB GPU; SGLang 0.5.23 serves it (configs/mamba2.py,
-    full_attention_layer_ids []) with pools sized in a way not modelled here, so it is refused with one line."""
-    from llmsizer.errors import InputError
+CODESTRAL = "mamba-codestral-7b-v0.1"
+H100 = 80 * GiB
 
-    with pytest.raises(InputError) as e:
-        llmsizer.estimate_inference("mamba-codestral-7b-v0.1", engine="sglang", memory=80 * GiB)
-    # Python names its field (engine=), the CLI its flag (tests/consistency/test_one_parse.py: every surface)
-    assert "no attention layer" in str(e.value) and "use engine vllm" in str(e.value)
-    done = run_cli("infer", "mamba-codestral-7b-v0.1", "--engine", "sglang", "--device", "h100-sxm")
-    assert done.returncode == 2 and str(e.value).replace("use engine", "use --engine") in done.stderr
-    # the hybrid ones (attention layers beside the recurrent) are still sized
-    assert llmsizer.estimate_inference("qwen3-next-80b-a3b-thinking", engine="sglang", memory=H200,
-                                       weights="fp8").details["max_running_requests"] > 0
+
+def _codestral_per_req() -> int:
+    # Mamba-Codestral-7B-v0.1 config.json: 64 Mamba-2 layers (num_hidden_layers; no attention layer), intermediate_size
+    # 8192, n_groups 8, state_size 128, num_heads 128, head_dim 64, conv_kernel 4. conv_dim = 8192 + 2 x 8 x 128 =
+    # 10240 (configs/mamba2.py:39-57 -> mamba_utils.py Mamba2StateShape.create); no mamba_ssm_dtype: float32
+    conv = 10240 * (4 - 1) * 2  # bf16
+    ssm = 128 * 64 * 128 * 4  # [heads, head_dim, state_size], float32
+    return (conv + ssm) * 64
+
+
+def test_an_attention_free_model_on_sglang_is_all_mamba_pool():
+    """Mamba-Codestral on SGLang 0.5.23 (Mamba2ForCausalLM, served: models/mamba2.py:178-262), which was refused.
+    Its config is mambaish (configs/hybrid_arch.py:69-92), so _handle_max_mamba_cache splits eq. (2)'s rest as for a
+    hybrid; configs/mamba2.py:35-37 gives no full-attention layer, so the token pool's cell is 0 B and it holds
+    ``max_total_tokens or context_len`` tokens (pool_configurator.py:229-250, 637-647); context_len is 2048, the
+    fallback of get_context_length for a config with no length key (utils/hf_transformers/common.py:668-694)."""
+    per_req = _codestral_per_req()
+    assert per_req == 272_367_616
+    est = llmsizer.estimate_inference(CODESTRAL, engine="sglang", memory=H100, context=512, concurrency=8)
+    d = est.details
+    rest = int(d["mem_fraction_static"] * (H100 - CUDA_CONTEXT.expected)) - est.item("weights").bytes
+    slots = int((rest * 0.9 / 1.9 - per_req) // per_req)  # eq. (2b) by hand
+    assert d["mamba_cache_per_req"] == per_req and d["max_mamba_cache_size"] == slots > 0
+    assert est.item("recurrent_state_pool").bytes == (slots + 1) * per_req
+    assert d["kv_cell_bytes"] == 0 and est.item("kv_cache").bytes == 0 and d["max_total_num_tokens"] == 2048
+    # eq. (4): min(max(min(2048 / 2048 x 512, 4096), 2048), 2048 // 2) = 1024, then the MambaPool's slots // 3
+    assert d["max_running_requests"] == min(1024, slots // 3) == slots // 3
+    # the running requests' tokens come from the 2048-token pool: 4 sequences of 512 at once, so 8 do not fit
+    assert d["max_concurrency_at_context"] == 4 and d["admitted_sequences"] == 4 and d["fits"] is False
+    # the rest the MambaPool leaves (rest / 1.9) is not allocated: SGLang holds the device less it
+    assert d["reserved_bytes"] == H100 - (rest - (slots + 1) * per_req)
+    four = llmsizer.estimate_inference(CODESTRAL, engine="sglang", memory=H100, context=512, concurrency=4)
+    assert four.details["fits"] is True
+    # the one sequence of context_len fits; 1 of 2 at once
+    assert llmsizer.estimate_inference(CODESTRAL, engine="sglang", memory=H100, context=2048,
+                                       concurrency=2).details["admitted_sequences"] == 1
+
+
+def test_an_attention_free_model_past_sglangs_fallback_window():
+    """Past context_len 2048 SGLang refuses to start (model_config.py:1291-1316) unless the override is set; then
+    context_len, and so the token pool (pool_configurator.py:246-250), is the context given."""
+    est = llmsizer.estimate_inference(CODESTRAL, engine="sglang", memory=H100, context=4096)
+    assert est.details["fits"] is False and "exceeds the model's window 2,048" in est.details["verdict"]
+    est = llmsizer.estimate_inference(CODESTRAL, engine="sglang", memory=H100, context=8192, allow_long_context=True)
+    assert est.details["max_total_num_tokens"] == 8192 and est.details["admitted_sequences"] == 1
+    assert est.details["fits"] is True
+
+
+def test_an_attention_free_model_on_sglang_is_the_same_answer_on_every_surface():
+    pytest.importorskip("fastapi")
+    pytest.importorskip("httpx")
+    from fastapi.testclient import TestClient
+
+    from llmsizer.web.app import create_app
+
+    est = llmsizer.estimate_inference(CODESTRAL, engine="sglang", memory=H100, context=512)
+    argv = ("infer", CODESTRAL, "--engine", "sglang", "--memory", "80GiB", "--context", "512")
+    out = run_cli(*argv, "--json")
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    for key in ("max_mamba_cache_size", "max_total_num_tokens", "max_running_requests", "admitted_sequences"):
+        assert f'"{key}": {est.details[key]}' in out.stdout
+    with TestClient(create_app(), raise_server_exceptions=False) as client:
+        r = client.post("/api/v1/infer", json={"model": CODESTRAL, "engine": "sglang", "memory": "80GiB",
+                                               "context": 512})
+        assert r.status_code == 200, r.text
+        assert r.json() == doc
+    most = run_cli(*argv, "--max-concurrency")
+    assert most.returncode == 0 and "largest concurrency that fits: 4 sequences of 512 tokens" in most.stdout

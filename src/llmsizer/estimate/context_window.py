@@ -27,7 +27,8 @@ SGLang 0.5.23 (the PyPI wheel; it pins transformers 5.19.0):
     derived = the first of (max_sequence_length, seq_length, max_seq_len, model_max_length,
               max_position_embeddings) x factor, where factor = rope_scaling's factor, 1 when the rope_scaling
               names original_max_position_embeddings or rope_type llama3, or has no top-level factor (transformers
-              v5 nests Gemma 3's per layer type, so its factor is 1 there)
+              v5 nests Gemma 3's per layer type, so its factor is 1 there); a config with none of these keys (a pure
+              Mamba-2 model: transformers' Mamba2Config has none) gets 2048
               (sglang/srt/utils/hf_transformers/common.py:668-694 get_context_length)                          (W3)
     context_length > derived: ValueError ("User-specified context_length (...) is greater than the derived
               context_length ...") unless SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1, then a warning
@@ -41,7 +42,8 @@ cache is still allocated for n_ctx. transformers' ``generate()`` has no check. B
 
 Only the fields a ModelSpec knows enter (W1, W3): ``max_position_embeddings`` (the reader's, from the config's
 max_position_embeddings, or n_positions / a GGUF's context_length) and the config's rope_scaling entries; a spec
-without a max_position_embeddings has no window here (vLLM then takes any given max_model_len).
+without a max_position_embeddings has no vLLM window here (vLLM then takes any given max_model_len) and SGLang's
+fallback window of 2048 tokens (W3).
 """
 
 from __future__ import annotations
@@ -59,6 +61,8 @@ _CHECKS = {
                "sglang/srt/configs/model_config.py:1291-1316 _derive_context_length, SGLang 0.5.23"),
 }
 ALLOW_FLAG = "--allow-long-context"  # the CLI's override flag (InferenceWorkload.allow_long_context)
+# SGLang's context_length for a config with none of get_context_length's keys (W3: common.py:694 ``return 2048``)
+SGLANG_NO_LENGTH_KEY_CONTEXT = 2048
 # vLLM applies no rope factor to these rope types (W1)
 _VLLM_UNSCALED = ("su", "longrope", "llama3")
 
@@ -111,11 +115,12 @@ def vllm_window(spec: ModelSpec) -> tuple[int, str] | None:
 
 
 def sglang_window(spec: ModelSpec) -> tuple[int, str] | None:
-    """Eq. (W3): SGLang's derived context_length of ``spec`` and its derivation; None without a
-    max_position_embeddings."""
+    """Eq. (W3): SGLang's derived context_length of ``spec`` and its derivation; without a max_position_embeddings
+    get_context_length's fallback (``SGLANG_NO_LENGTH_KEY_CONTEXT``)."""
     base = spec.max_position_embeddings
     if base is None:
-        return None
+        return (SGLANG_NO_LENGTH_KEY_CONTEXT, "no length key in the config: get_context_length's fallback, "
+                "sglang/srt/utils/hf_transformers/common.py:690-694")
     factor = 1.0
     # transformers v5 nests Gemma 3's rope parameters per layer type: no top-level factor, so 1
     if len(spec.rope_scaling) == 1 and "gemma3" not in spec.model_type:
@@ -129,7 +134,7 @@ def sglang_window(spec: ModelSpec) -> tuple[int, str] | None:
 
 def engine_window(spec: ModelSpec, engine: str) -> Window | None:
     """The window ``engine`` derives for ``spec`` (W1 vLLM, W3 SGLang); None for an engine that does not refuse a
-    longer context (llama.cpp, transformers) or a spec without a max_position_embeddings."""
+    longer context (llama.cpp, transformers) or, on vLLM, a spec without a max_position_embeddings."""
     derive = {"vllm": vllm_window, "sglang": sglang_window}.get(engine)
     found = derive(spec) if derive is not None else None
     return Window(engine, found[0], found[1]) if found is not None else None

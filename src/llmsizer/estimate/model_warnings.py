@@ -25,7 +25,7 @@ What the estimators refuse rather than size (``refuse_unmodelled``, one line, ex
   projects the kept encoder output to K/V again (src/models/t5-dec.cpp L70-79 @e062ff9c: ``wk_cross`` L75 and
   ``wv_cross`` L78 over ``embd_enc``), a memory and time rule not modelled here. ``recommend`` (a search over engines and formats)
   refuses it too.
-- Serving a model with no attention layer (Mamba-Codestral: every layer recurrent) on SGLang (``refuse_engine``).
+- (A model with no attention layer, Mamba-Codestral, is served on SGLang: estimate/inference/sglang.py eq. 3m.)
   The refusals that hold whatever the device (the engine's, ``refuse_engine``) are said once by a hardware search
   (``recommend --engine``), not once per candidate; each is a ``FieldError`` naming its field as the surface does
   (``--engine`` on the CLI, ``engine`` in a request file, on the web and in Python).
@@ -202,12 +202,6 @@ def refuse_engine(spec: ModelSpec, engine: str) -> None:
     whatever the device, format or layout: said once by a hardware search (recommend) rather than once per
     candidate, and first by :func:`refuse_serving`. The field is named as each surface names it (``--engine`` on
     the CLI and in the web's detail (whose ``field`` is the body's key), the request file's key; errors.FieldError.renamed)."""
-    if engine == "sglang" and spec.recurrent_layer_count and not spec.attention_layers:
-        # SGLang 0.5.23 serves a pure Mamba-2 model (configs/mamba2.py: full_attention_layer_ids []), its token pool
-        # then sized with no attention layer (model_executor/pool_configurator.py _recompute_cell_size): not modelled
-        raise FieldError("engine", f"model {spec.name!r} has no attention layer (all {spec.recurrent_layer_count} "
-                         "layers recurrent): SGLang's pools for it (a MambaPool and no KV cache) are not modelled; "
-                         "use engine vllm, transformers or llamacpp")
     if spec.encoder_decoder is not None and engine != SERVING_ENGINE:
         raise FieldError("engine", f"{_modelled_on(spec)}; not on {engine}: {_ENGINE_REASON.get(engine, 'not modelled')}",
                          also=("weights",))
@@ -222,7 +216,7 @@ def _modelled_on(spec: ModelSpec) -> str:
 def refuse_serving(spec: ModelSpec, engine: str, fmt: str, tensor_parallel: int, media: bool) -> None:
     """Raise one ``InputError`` line when serving the encoder-decoder ``spec`` asks for what is not modelled
     (module docstring): another engine than transformers, a quantized format, tensor parallelism, images; and
-    :func:`refuse_engine`'s refusals (an attention-free model on SGLang). Each a ``FieldError`` naming its field."""
+    :func:`refuse_engine`'s refusals (an encoder-decoder on another engine). Each a ``FieldError`` naming its field."""
     refuse_engine(spec, engine)
     if spec.encoder_decoder is None:
         return

@@ -1,7 +1,7 @@
 """The web API's side of tests/consistency/test_one_parse.py: a number written with a suffix is the number the CLI,
 a request file and Python read (the body's fields are parsed by the CLI's own parser), a word for an integer field
-is the CLI's one message in a 400 naming the field, and the engine refusal of a model SGLang's serving is not
-modelled for names the body's field ``engine`` (not the CLI's ``--engine``) -- once, also from /recommend."""
+is the CLI's one message in a 400 naming the field, and the engine refusal of a model an engine's serving is not
+modelled for (an encoder-decoder on SGLang) names the body's field ``engine`` (not the CLI's ``--engine``)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ pytest.importorskip("httpx")
 pytest.importorskip("fastapi")
 
 MODEL = "qwen2.5-0.5b"
-MAMBA = "mamba-codestral-7b-v0.1"
+T5 = "t0_3b"  # an encoder-decoder: modelled on transformers only
 
 
 def test_a_suffix_on_the_web_is_the_number_python_reads(client) -> None:
@@ -32,16 +32,16 @@ def test_a_word_for_an_integer_is_the_clis_message(client) -> None:
     assert r.json()["detail"] == cli_error_line("train", MODEL, "--grad-accumulation", "yes")
 
 
-@pytest.mark.parametrize("route", ["infer", "recommend"])
-def test_the_engine_refusal_names_the_bodys_field(client, route: str) -> None:
+def test_the_engine_refusal_names_the_bodys_field(client) -> None:
     with pytest.raises(FieldError) as e:
-        estimate_inference(MAMBA, engine="sglang")
-    r = client.post(f"/api/v1/{route}", json={"model": MAMBA, "engine": "sglang"})
+        estimate_inference(T5, engine="sglang")
+    r = client.post("/api/v1/infer", json={"model": T5, "engine": "sglang"})
     assert r.status_code == 400, r.text
-    assert r.json()["field"] == "engine" and "use engine vllm" in str(e.value), r.text
+    assert r.json()["field"] == "engine" and "modelled on engine transformers" in str(e.value), r.text
     # the CLI's line on the web (API.md "Errors"; task webwords), Python's names in Python
-    line = cli_error_line(route, MAMBA, "--engine", "sglang")
-    assert r.json()["detail"] == line == str(e.value).replace("use engine", "use --engine")
+    line = cli_error_line("infer", T5, "--engine", "sglang")
+    assert r.json()["detail"] == line == str(e.value).replace("engine transformers", "--engine transformers").replace(
+        "weights fp32", "--weights fp32")
 
 
 def test_a_comma_is_a_thousands_separator_or_a_400(client) -> None:

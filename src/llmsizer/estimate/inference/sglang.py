@@ -54,6 +54,20 @@ Rules read in SGLang 0.5.23 (the PyPI wheel; line numbers of that release):
     ratio r <= 0 leaves the split no slot: both refused as inputs (numbers.py COUNT, MEMORY_RATIO). Only one of the
     two is read, so giving both is refused (specs/workload.py). Not modelled: speculative decoding's intermediate
     states, attention data parallelism (K // attn_dp_size per shard, :3306), pipeline parallelism's per-stage share.
+(3m) A model with no attention layer (a pure Mamba-2 / Mamba model: Mamba2ForCausalLM, MambaForCausalLM,
+    FalconMambaForCausalLM are served, models/mamba2.py:178-262, models/mamba.py:28-33, configs/model_config.py:
+    156-164 PURE_SSM_ARCHITECTURES) takes eq. (2b) as a hybrid does (its config is mambaish: configs/hybrid_arch.py:
+    69-92, 145-155; _handle_max_mamba_cache as above), but its token pool has no layer: configs/mamba2.py:35-37
+    full_attention_layer_ids = [], so cell_size = 0 (pool_configurator.py:229-236) and
+
+        max_total_num_tokens = (--max-total-tokens or context_len) // page_size x page_size              (3m)
+
+    (pool_configurator.py:240-250 _zero_kv_max_tokens, 637-647). The running requests' tokens are allocated from
+    that pool, so together they hold at most context_len tokens: tokens // context sequences at once; eq. (4) gives
+    min(2048, context_len // 2) and eq. (4b) caps it at max_mamba_cache_size // 3. The rest eq. (2b) leaves
+    (rest / (1 + r)) is not allocated. context_len is the derived window: 2048 for a config with no length key
+    (estimate/context_window.py eq. W3; Mamba-Codestral has none). The req_to_token map ((max_running_requests + 1)
+    x context_len int32, kv_cache_configurator.py:1718-1722) is not counted, as for every model.
 (3s) Sliding-window models (SGLang 0.5.23 configs/model_config.py:1213-1256 _derive_hybrid_model): a model is
     "hybrid SWA" when its architecture is in is_hybrid_swa_model's list (model_config.py:2651-2697: GPT-OSS via
     SWA_SINK_ARCHS :88-96, Llama4ForConditionalGeneration, Gemma 4, MiMo-V2, Step-3.5, ...) and
@@ -298,16 +312,19 @@ def compose_sglang(ctx: Context) -> None:
     mamba = _mamba_pool(ctx, pool)
     if mamba is not None:
         pool = max(pool - mamba[1], 0)
-    if swa is not None:  # eq. (3s): max_total_num_tokens is the full pool's
-        tokens, swa_tokens = hybrid_swa_pool_tokens(pool, swa[0], swa[1], swa[2], page)
-    else:
-        tokens = pool // cell // page * page if cell else 0
     # eq. (4)'s context_len: the window SGLang derives (estimate/context_window.py eq. W3), or the context itself past
     # it under the override (model_config.py:1291-1318: context_len = the given --context-length); no window known:
     # the context, as before
     window = engine_window(spec, "sglang")
     context_len = (w.context if window is None or (w.allow_long_context and w.context > window.tokens)
                    else window.tokens)
+    no_kv = bool(spec.recurrent_layer_count) and not spec.attention_layers
+    if swa is not None:  # eq. (3s): max_total_num_tokens is the full pool's
+        tokens, swa_tokens = hybrid_swa_pool_tokens(pool, swa[0], swa[1], swa[2], page)
+    elif no_kv and pool > 0:  # eq. (3m): no attention layer, a token pool of context_len tokens of 0 B
+        tokens = context_len // page * page
+    else:
+        tokens = pool // cell // page * page if cell else 0
     est_reqs = max(min(int(tokens / context_len * 512), 4096), 2048)
     max_running = min(w.max_num_seqs, tokens // 2) if w.max_num_seqs is not None else min(est_reqs, tokens // 2)
     if mamba is not None:  # eq. (4b): every running request holds state slots in the MambaPool
@@ -331,6 +348,17 @@ def compose_sglang(ctx: Context) -> None:
                                      "(eqs. 2, 3s of estimate/inference/sglang.py; formulas/swa_pool.py S1-S3)"))
         ctx.details.update({"swa_pool_tokens": swa_tokens, "full_pool_bytes_per_token": swa[0],
                             "swa_pool_bytes_per_token": swa[1], "swa_full_tokens_ratio": swa[2]})
+    elif no_kv:
+        acc.items.append(Item("kv_cache", 0, "device",
+                              formula=f"no attention layer: a token pool of context_len {tokens:,} tokens x 0 B; the "
+                                      f"{format_bytes(pool)} of eq. (2)'s rest the MambaPool leaves is not allocated",
+                              source="SGLang configs/mamba2.py:35-37, pool_configurator.py:229-250, 637-647 (eq. 3m of "
+                                     "estimate/inference/sglang.py)"))
+        acc.warnings.append(
+            f"SGLang's token pool for {spec.name} (no attention layer) holds context_len {tokens:,} tokens of 0 B "
+            "(pool_configurator.py:246-250, 637-647: max_total_tokens or context_len): its running requests hold "
+            f"{tokens:,} tokens together, {fits_one:,} sequence(s) of {w.context:,} tokens; SGLang's "
+            "--max-total-tokens raises it (not modelled here)")
     else:
         acc.items.append(Item("kv_cache", pool, "device",
                               formula=f"{mfs} x (memory - CUDA context) {format_bytes(pre)} - weights = "
@@ -357,7 +385,8 @@ def compose_sglang(ctx: Context) -> None:
         acc.span("communicators", E.VLLM_NON_TORCH_TP,
                  formula="NCCL communicator buffers with TP, allocated before the pool is sized")
     ctx.details.update({
-        "mem_fraction_static": mfs, "kv_pool_bytes": pool, "max_total_num_tokens": tokens, "kv_tokens": tokens,
+        "mem_fraction_static": mfs, "kv_pool_bytes": 0 if no_kv else pool, "max_total_num_tokens": tokens,
+        "kv_tokens": tokens,
         "max_running_requests": max_running, "max_concurrency_at_context": fits_one,
         "admitted_sequences": admitted, "sglang_reserved_mib": parts["reserved_mib"],
         "runtime_reserve_bytes": reserve,  # the runtime_reserve row's figure: the one the vs-vLLM line names
@@ -366,8 +395,9 @@ def compose_sglang(ctx: Context) -> None:
                           + (mamba[1] if mamba is not None else 0),
         "workload_budget_bytes": w.memory,  # workload_bytes <= memory exactly when the need fits the token pool
         # what SGLang holds once started: mem_fraction_static x pre (weights + pool) + its reserve + the context and
-        # communicators measured before it = the device; the device total exceeds it only with no pool (no start)
-        "reserved_bytes": w.memory,
+        # communicators measured before it = the device; the device total exceeds it only with no pool (no start);
+        # with no attention layer the rest the MambaPool leaves is not allocated (eq. 3m)
+        "reserved_bytes": w.memory - (pool if no_kv else 0),
         "kv_needed_bytes": need.bytes})
     if pool <= 0:  # no pool: SGLang refuses to start, nothing is served whatever the cap (compose.py's verdict says it)
         # by how much the weights (and the recurrent-state pool) exceed mem_fraction_static x pre (eq. 2)
@@ -390,7 +420,8 @@ def compose_sglang(ctx: Context) -> None:
         acc.warnings.append(f"one sequence of {w.context} tokens needs more than the {tokens:,} tokens SGLang's pool "
                             "holds")
     acc.assumptions.append(_radix_note())
-    _compare_vllm(ctx, tokens)
+    if not no_kv:  # with no attention layer neither engine has KV tokens to compare
+        _compare_vllm(ctx, tokens)
 
 
 def _mamba_pool(ctx: Context, rest: int) -> tuple[int, int, int, str] | None:
