@@ -63,7 +63,8 @@ Rules read in SGLang 0.5.23 (the PyPI wheel; line numbers of that release):
         max_total_num_tokens = (--max-total-tokens or context_len) // page_size x page_size              (3m)
 
     (pool_configurator.py:240-250 _zero_kv_max_tokens, 637-647). The running requests' tokens are allocated from
-    that pool, so together they hold at most context_len tokens: tokens // context sequences at once; eq. (4) gives
+    that pool (admission reads the allocator's free tokens: mem_cache/prefill_budget.py:87-131 PrefillBudget), so
+    together they hold at most context_len tokens: tokens // context sequences at once; eq. (4) gives
     min(2048, context_len // 2) and eq. (4b) caps it at max_mamba_cache_size // 3. The rest eq. (2b) leaves
     (rest / (1 + r)) is not allocated. context_len is the derived window: 2048 for a config with no length key
     (estimate/context_window.py eq. W3; Mamba-Codestral has none). The req_to_token map ((max_running_requests + 1)
