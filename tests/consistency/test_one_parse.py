@@ -173,7 +173,7 @@ def test_the_engine_refusal_names_the_field_each_surface_has(tmp_path: Path) -> 
 
 
 def test_a_model_with_no_attention_layer_is_searched_on_sglang() -> None:
-    """SGLang 0.5.23 serves Mamba-Codestral (no attention layer: models/mamba2.py, configs/mamba2.py:35-37), once
+    """SGLang 0.5.23 serves Mamba-Codestral (no attention layer: models/mamba2.py, configs/mamba2.py:36-38), once
     refused here; recommend searches it on SGLang as on vLLM: each candidate answered, no refusal."""
     assert recommend_inference(MAMBA, engine="sglang", context=2048).options
     assert recommend_inference(MAMBA, engine="vllm").options

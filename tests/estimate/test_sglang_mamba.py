@@ -140,7 +140,8 @@ H100 = 80 * GiB
 def _codestral_per_req() -> int:
     # Mamba-Codestral-7B-v0.1 config.json: 64 Mamba-2 layers (num_hidden_layers; no attention layer), intermediate_size
     # 8192, n_groups 8, state_size 128, num_heads 128, head_dim 64, conv_kernel 4. conv_dim = 8192 + 2 x 8 x 128 =
-    # 10240 (configs/mamba2.py:39-57 -> mamba_utils.py Mamba2StateShape.create); no mamba_ssm_dtype: float32
+    # 10240 (configs/mamba2.py:40-57 -> mamba_utils.py Mamba2StateShape.create); the state dtype is
+    # mamba2_state_dtype(None) (mamba_utils.py:47-125, the params built without the config): conv bf16, SSM float32
     conv = 10240 * (4 - 1) * 2  # bf16
     ssm = 128 * 64 * 128 * 4  # [heads, head_dim, state_size], float32
     return (conv + ssm) * 64
@@ -148,8 +149,8 @@ def _codestral_per_req() -> int:
 
 def test_an_attention_free_model_on_sglang_is_all_mamba_pool():
     """Mamba-Codestral on SGLang 0.5.23 (Mamba2ForCausalLM, served: models/mamba2.py:178-262), which was refused.
-    Its config is mambaish (configs/hybrid_arch.py:69-92), so _handle_max_mamba_cache splits eq. (2)'s rest as for a
-    hybrid; configs/mamba2.py:35-37 gives no full-attention layer, so the token pool's cell is 0 B and it holds
+    Its config is mambaish (configs/hybrid_arch.py:70-92), so _handle_max_mamba_cache splits eq. (2)'s rest as for a
+    hybrid; configs/mamba2.py:36-38 gives no full-attention layer, so the token pool's cell is 0 B and it holds
     ``max_total_tokens or context_len`` tokens (pool_configurator.py:229-250, 637-647); context_len is 2048, the
     fallback of get_context_length for a config with no length key (utils/hf_transformers/common.py:668-694)."""
     per_req = _codestral_per_req()

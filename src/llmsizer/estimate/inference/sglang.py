@@ -57,13 +57,13 @@ Rules read in SGLang 0.5.23 (the PyPI wheel; line numbers of that release):
 (3m) A model with no attention layer (a pure Mamba-2 / Mamba model: Mamba2ForCausalLM, MambaForCausalLM,
     FalconMambaForCausalLM are served, models/mamba2.py:178-262, models/mamba.py:28-33, configs/model_config.py:
     156-164 PURE_SSM_ARCHITECTURES) takes eq. (2b) as a hybrid does (its config is mambaish: configs/hybrid_arch.py:
-    69-92, 145-155; _handle_max_mamba_cache as above), but its token pool has no layer: configs/mamba2.py:35-37
+    70-92, 145-155; _handle_max_mamba_cache as above), but its token pool has no layer: configs/mamba2.py:36-38
     full_attention_layer_ids = [], so cell_size = 0 (pool_configurator.py:229-236) and
 
         max_total_num_tokens = (--max-total-tokens or context_len) // page_size x page_size              (3m)
 
     (pool_configurator.py:240-250 _zero_kv_max_tokens, 637-647). The running requests' tokens are allocated from
-    that pool (admission reads the allocator's free tokens: mem_cache/prefill_budget.py:87-131 PrefillBudget), so
+    that pool (admission reads the allocator's free tokens: mem_cache/prefill_budget.py:62-131 PrefillBudget), so
     together they hold at most context_len tokens: tokens // context sequences at once; eq. (4) gives
     min(2048, context_len // 2) and eq. (4b) caps it at max_mamba_cache_size // 3. The rest eq. (2b) leaves
     (rest / (1 + r)) is not allocated. context_len is the derived window: 2048 for a config with no length key
@@ -353,7 +353,7 @@ def compose_sglang(ctx: Context) -> None:
         acc.items.append(Item("kv_cache", 0, "device",
                               formula=f"no attention layer: a token pool of context_len {tokens:,} tokens x 0 B; the "
                                       f"{format_bytes(pool)} of eq. (2)'s rest the MambaPool leaves is not allocated",
-                              source="SGLang configs/mamba2.py:35-37, pool_configurator.py:229-250, 637-647 (eq. 3m of "
+                              source="SGLang configs/mamba2.py:36-38, pool_configurator.py:229-250, 637-647 (eq. 3m of "
                                      "estimate/inference/sglang.py)"))
         acc.warnings.append(
             f"SGLang's token pool for {spec.name} (no attention layer) holds context_len {tokens:,} tokens of 0 B "
