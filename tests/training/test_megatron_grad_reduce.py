@@ -75,7 +75,7 @@ def test_distributed_optimizer_bytes_per_step(numel: int, precision: str, grad_b
 def test_zero_0_all_reduces_the_buffer_once_per_step(numel: int, precision: str, grad_b: int) -> None:
     """Without the distributed optimizer: one all-reduce of the buffer per step (megatron-fp16: its fp16 buffer, the
     fp32 main grads being copies made after it)."""
-    d = _duration(precision=precision, zero=0, grad_sync="micro-step")  # Megatron's schedules decide, not the field
+    d = _duration(precision=precision, zero=0)
     assert d.step.comm_bytes_per_step == pytest.approx(2 * 7 / 8 * numel * grad_b, rel=1e-12)
     assert d.step.sharding == "megatron-ddp" and d.step.grad_sync == "optimizer-step"
 
@@ -136,3 +136,10 @@ def test_zero_3_refusal_keeps_the_grad_buffer_whole() -> None:
     with pytest.raises(InputError) as e:
         training_context(load_model("llama-3.1-8b"), w)
     assert "whole grad buffer" in str(e.value) and "and gradients" not in str(e.value)
+
+
+def test_grad_sync_micro_step_is_refused() -> None:
+    """Megatron's schedules always reduce once per step (no_sync): a per-micro-step reduction is not a Megatron run."""
+    with pytest.raises(InputError, match="no_sync"):
+        TrainingWorkload(precision="megatron-bf16", zero=0, grad_sync="micro-step", **RUN)
+    TrainingWorkload(precision="megatron-bf16", zero=0, grad_sync="optimizer-step", **RUN)  # what it does anyway
