@@ -156,11 +156,13 @@ def _step_comm_bytes(*argv: str) -> float:
 def test_expert_gradients_reduce_over_the_expert_group_with_one_dense_replica() -> None:
     """review14 D2: on 4 GPUs at tp 4 there is one dense data-parallel replica, but at etp 1 every rank holds all
     the routed experts (world / (etp x ep x pp) = 4 expert data-parallel ranks: Megatron-LM parallel_state.py
-    :871-880), whose gradients Megatron's DDP all-reduces over that group: eq. (1) 2 x 3/4 x E x 2 B (bf16 grad
-    buffers, grad_reduce_in_fp32 off) per rank and step more than at etp = tp (one expert data-parallel rank)."""
+    :871-880), whose gradients Megatron's distributed optimizer (zero 1) reduce-scatters over that group in the grad
+    buffer's fp32 (grad_reduce_in_fp32, on by default under --bf16: arguments.py:1204-1216) and whose updated bf16
+    parameters it all-gathers (review23a D3): 3/4 x E x (4 + 2) B per rank and step more than at etp = tp (one
+    expert data-parallel rank)."""
     layout = ("--gpus", "4", "--tp", "4", "--sequence-parallel")
     extra = _step_comm_bytes(*layout, "--etp", "1") - _step_comm_bytes(*layout, "--etp", "4")
-    assert extra == pytest.approx(2 * 3 / 4 * _QWEN3_30B_EXPERTS * 2, rel=1e-6)
+    assert extra == pytest.approx(3 / 4 * _QWEN3_30B_EXPERTS * (4 + 2), rel=1e-6)
 
 
 def test_lora_expert_adapters_reduce_over_the_expert_group() -> None:

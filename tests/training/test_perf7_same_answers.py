@@ -39,7 +39,8 @@ from llmsizer.specs.workload import setting_engines
 
 
 def _record_reference(w: TrainingWorkload, acc: Acc, names: tuple[str, ...]) -> None:
-    """``record_workload`` before perf7 (main 340f5a34), verbatim but for the module prefixes."""
+    """``record_workload`` before perf7 (main 340f5a34), verbatim but for the module prefixes and the one rule added
+    since (review23a D4: the megatron precisions' attention names TEDotProductAttention)."""
     named = w.given or ()
     device_precision_why, _ = precision_notes(w)
     for name in names:
@@ -53,6 +54,9 @@ def _record_reference(w: TrainingWorkload, acc: Acc, names: tuple[str, ...]) -> 
             why = setup.QLORA_GRAD_CHECKPOINTING_WHY
         if default and name == "loss" and w.precision in MEGATRON_PRECISIONS:
             why = setup.MEGATRON_LOSS_WHY
+        if default and name == "attention" and w.precision in MEGATRON_PRECISIONS and w.attention == "sdpa" \
+                and w.attention_kernel is None:  # review23a D4 (after perf7): TEDotProductAttention named
+            why = setup.MEGATRON_ATTENTION_WHY
         if default and name == "recompute_modules":
             why = "Megatron-Core's default recompute_modules ['core_attn'] (transformer_config.py)"
         if name == "precision":

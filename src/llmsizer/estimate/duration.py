@@ -1013,7 +1013,12 @@ def deepspeed_volume(spec: ModelSpec, w: TrainingWorkload) -> Zero3Volume:
 
 def sharding_mode(w: TrainingWorkload) -> str:
     """The data-parallel collectives of ``w`` (formulas/training_time.py eqs. (7c)-(7e)): FSDP FULL_SHARD and ZeRO-3
-    'full', HSDP 'hybrid', SHARD_GRAD_OP 'grad_op', DeepSpeed ZeRO-1 / ZeRO-2 'zero1' / 'zero2', else DDP 'ddp'."""
+    'full', HSDP 'hybrid', SHARD_GRAD_OP 'grad_op', DeepSpeed ZeRO-1 / ZeRO-2 'zero1' / 'zero2', else DDP 'ddp';
+    Megatron-Core's DDP (``TrainingWorkload.megatron_grad_buffer``, eq. (7f)): its distributed optimizer at zero 1
+    and 2 alike 'megatron-distopt' (one optimizer: the grad buffer kept whole and reduce-scattered once per step, as
+    the memory keeps it, setup.py ``model_state_ways``), else its all-reduce 'megatron-ddp'."""
+    if w.megatron_grad_buffer:
+        return "megatron-distopt" if w.zero >= 1 else "megatron-ddp"
     if w.zero == 3 or w.fsdp == "full":
         return "full"
     if w.fsdp in ("hybrid", "grad_op"):
@@ -1026,14 +1031,22 @@ def reduced_grad_bytes(w: TrainingWorkload) -> int:
     recipe (formulas/training_states.py ``recipe(training_recipe_name(...))``). DDP and FSDP reduce the gradients in
     the dtype they are stored in, the recipe's ``grad_bytes`` (fp32 beside the fp32 weights of autocast recipes and
     of FSDP2's ``MixedPrecisionPolicy(reduce_dtype=fp32)``; bf16 / fp16 for pure half precision and DeepSpeed's own
-    mixed precision), or the fp32 ``main_grad`` copy where a recipe keeps one (Megatron fp16 reduces its fp32 main
-    gradients). The one legitimate difference: under DeepSpeed ZeRO (``w.zero`` >= 1) the engine reduces in its
+    mixed precision), or the fp32 ``main_grad`` copy where a recipe keeps one (megatron-fp16 under FSDP).
+    Megatron-Core's DDP (``w.megatron_grad_buffer``) reduces its grad buffer in place, on its bucket views, in the
+    buffer's dtype at every zero stage (NVIDIA/Megatron-LM @d98e8a64 megatron/core/distributed/
+    param_and_grad_buffer.py lines 708-733; the dtype ``torch.float if grad_reduce_in_fp32 else param.dtype``, line
+    924): the recipe's ``grad_bytes``, fp32 under megatron-bf16 (``grad_reduce_in_fp32`` on by default under --bf16,
+    megatron/training/arguments.py lines 1204-1216), fp16 under megatron-fp16 (its fp32 main grads are ``.float()``
+    copies made after the reduction, optimizer/distrib_optimizer.py lines 2756-2792). The one legitimate difference
+    otherwise: under DeepSpeed ZeRO (``w.zero`` >= 1) the engine reduces in its
     ``communication_data_type``, bf16 / fp16 whenever that precision is enabled (deepspeedai/DeepSpeed @edaa722
     ``runtime/engine.py`` lines 1405-1416), whatever dtype a recipe that is not DeepSpeed's own (QLoRA's bf16-mixed,
     Megatron, FSDP named beside ZeRO) stores its gradients in; for DeepSpeed's own recipes the two agree (2 bytes)."""
+    r = recipe(training_recipe_name(w.precision, w.zero, w.method))
+    if w.megatron_grad_buffer:
+        return r.grad_bytes
     if w.zero >= 1 and w.precision != "fp32":
         return 2
-    r = recipe(training_recipe_name(w.precision, w.zero, w.method))
     return r.main_grad_bytes or r.grad_bytes
 
 
@@ -1076,16 +1089,36 @@ def unfused_elements(spec: ModelSpec) -> int:
     return sum(c.by_component.get(k, 0) for k in UNFUSED_COMPONENTS)
 
 
+def megatron_grad_reduce_notes(w: TrainingWorkload) -> list[Assumption]:
+    """The defaults Megatron-Core's gradient reduction is timed with (formulas/training_time.py eq. (7f)): the buffer's
+    dtype it reduces in and ``overlap_grad_reduce``."""
+    b = reduced_grad_bytes(w)
+    return [Assumption("grad_reduce_dtype", "fp32" if b == 4 else "fp16" if w.precision == "megatron-fp16" else "bf16",
+                       True, "Megatron-Core reduces its grad buffer in the buffer's dtype (NVIDIA/Megatron-LM @d98e8a64 "
+                       "megatron/core/distributed/param_and_grad_buffer.py lines 708-733, 924): fp32 under --bf16 "
+                       "unless --grad-reduce-in-bf16 (megatron/training/arguments.py lines 1204-1216), the fp16 "
+                       "buffer under --fp16"),
+            Assumption("overlap_grad_reduce", False, True,
+                       "Megatron-LM's default (--overlap-grad-reduce, megatron/training/arguments.py lines 3121-3122): "
+                       "the whole buffer is one bucket (distributed_data_parallel.py lines 135-137), "
+                       + ("reduce-scattered" if w.zero >= 1 else "all-reduced")
+                       + " once per optimizer step after the last micro-batch's backward (the schedules' no_sync, "
+                       "finalize_model_grads), not overlapped"
+                       + (", then the updated parameters all-gathered before the next forward" if w.zero >= 1 else "")
+                       + " (formulas/training_time.py eq. (7f))")]
+
+
 GRAD_SYNC_WHY = ("DDP under no_sync: HF accelerate's accumulate and the HF Trainer reduce the gradients once per "
                  "optimizer step (formulas/training_time.py eq. (7d)); 'micro-step' for a loop without no_sync")
 
 
 def grad_sync_of(w: TrainingWorkload, mode: str) -> str:
     """When ``w``'s gradients are reduced: DDP as ``w.grad_sync`` says (default GRAD_SYNC_DEFAULT); ZeRO-1 at the
-    optimizer step and ZeRO-2/3 / FSDP every micro-step, as DeepSpeed and FSDP do (eqs. (7c), (7e))."""
+    optimizer step and ZeRO-2/3 / FSDP every micro-step, as DeepSpeed and FSDP do (eqs. (7c), (7e)); Megatron-Core's
+    DDP once per step whatever the stage (its schedules' ``no_sync``, eq. (7f))."""
     if mode == "ddp":
         return w.grad_sync or GRAD_SYNC_DEFAULT
-    return "optimizer-step" if mode == "zero1" else "micro-step"
+    return "optimizer-step" if mode in ("zero1", "megatron-ddp", "megatron-distopt") else "micro-step"
 
 
 @dataclass(frozen=True)
@@ -1555,6 +1588,8 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
             comm_b, t_m = comm.bytes_per_step(k) / k, comm.seconds_per_step(k) / k
             if mode == "ddp" and k > 1:
                 notes.append(Assumption("grad_sync", sync, w.grad_sync is None, GRAD_SYNC_WHY))
+            elif mode.startswith("megatron-"):
+                notes.extend(megatron_grad_reduce_notes(w))
             elif mode in ("zero1", "zero2"):
                 notes.append(Assumption("deepspeed_overlap_comm", False, True,
                                         "DeepSpeed's default below stage 3 (runtime/zero/config.py lines 383-386): "
@@ -1569,10 +1604,11 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
                                         f"{network.what}: bytes/s per machine of {per_node} devices, {nodes} "
                                         f"machines; ring bus bandwidth {comm.bus_bandwidth / 1e9:.4g} GB/s "
                                         "(formulas/network.py eq. (11))"))
-            notes.append(Assumption("collective_overlap", "by phase", True,
-                                    "formulas/training_time.py eq. (8'): forward collectives overlap the forward, "
-                                    "backward ones the backward (FSDP prefetch); the first unit's all-gather and "
-                                    "the last unit's gradient reduction are not hidden"))
+            if not mode.startswith("megatron-"):  # Megatron's: overlap_grad_reduce above
+                notes.append(Assumption("collective_overlap", "by phase", True,
+                                        "formulas/training_time.py eq. (8'): forward collectives overlap the forward, "
+                                        "backward ones the backward (FSDP prefetch); the first unit's all-gather and "
+                                        "the last unit's gradient reduction are not hidden"))
         else:
             warnings.append(f"no interconnect bandwidth for {n} x {device.id}: data-parallel communication "
                             "is not counted")
@@ -1582,11 +1618,19 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
         mode_r = recompute_mode(w.grad_checkpointing)
         fsdp = fsdp_stage(spec, w)
         ckpt_layers = checkpointed_layers(spec.num_layers, w.checkpoint_every)
-        ring = _dp_ring_elements(spec, w, fl.trained_params) * reduced_grad_bytes(w)
+        ring_elements = _dp_ring_elements(spec, w, fl.trained_params)
+        ring = ring_elements * reduced_grad_bytes(w)
         dp_mp = max(1, w.gpus // max(1, w.tp * w.pp))
-        # float8 parameters (eq. T3): the te linears' weights all-gathered at 1 B, the rest as before
-        gather = (ring - _fp8_param_elements(spec) * (dp_mp - 1) / dp_mp * (reduced_grad_bytes(w) - FLOAT8_BYTES)
-                  if w.fp8_params else None)
+        # the all-reduce's second half: Megatron's distributed optimizer all-gathers the updated parameters in their
+        # own dtype (eq. (7f)), float8 parameters (eq. T3) the te linears' weights at 1 B, the rest as before
+        gathered = compute_bytes(w) if sharding_mode(w) == "megatron-distopt" else reduced_grad_bytes(w)
+        gather: float | None = None
+        if w.fp8_params or gathered != reduced_grad_bytes(w):
+            gather = ring_elements * gathered
+            if w.fp8_params:
+                gather -= _fp8_param_elements(spec) * (dp_mp - 1) / dp_mp * (gathered - FLOAT8_BYTES)
+        if w.megatron_grad_buffer and dp_mp > 1:
+            notes.extend(megatron_grad_reduce_notes(w))
         mp = model_parallel_time(spec, w, t_c, ring,
                                  ckpt_layers if mode_r == "full" else [],
                                  link_bandwidth, network.bandwidth if network is not None else None, notes, warnings,
@@ -1980,8 +2024,9 @@ def _dp_reduced_elements(spec: ModelSpec, w: TrainingWorkload, trained: int) -> 
 
 def _trained_per_device(spec: ModelSpec, w: TrainingWorkload, trained: int) -> tuple[float, float]:
     """(optimizer-state elements, gradient elements) of the trained parameters one device holds: split over tp x pp,
-    then partitioned as the memory estimate partitions them (formulas/parallelism.py ``zero_shards`` over
-    ``TrainingWorkload.shard_stage`` / ``shard_group``: FSDP hybrid shards within one node's GPUs only). Under
+    then partitioned as the memory estimate partitions them (training/setup.py ``model_state_ways`` over
+    ``TrainingWorkload.shard_stage`` / ``shard_group``: FSDP hybrid shards within one node's GPUs only; Megatron's
+    grad buffer whole at every stage). Under
     expert parallelism in full training the routed experts are split etp x ep ways (not tp) and partitioned over the expert
     data-parallel ranks (``expert_shard_group``), as estimate/training/states.py ``stage_states`` places them."""
     _, grad_shards, state_shards = model_state_ways(w, w.shard_group)

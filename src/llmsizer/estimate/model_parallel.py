@@ -309,7 +309,7 @@ def model_parallel_time(spec: ModelSpec, w: TrainingWorkload, stage_seconds: flo
         warnings.append(f"{what} beside tensor or pipeline parallelism: the data-parallel traffic is counted as one "
                         "gradient all-reduce of each device's shard per step; its parameter all-gathers are not "
                         "counted")
-    elif dp > 1 and (w.zero >= 1 or w.fsdp is not None):
+    elif dp > 1 and (w.zero >= 1 or w.fsdp is not None) and not w.megatron_grad_buffer:  # Megatron: eq. (7f)
         warnings.append("ZeRO-1/2 / SHARD_GRAD_OP beside tensor or pipeline parallelism: the data-parallel traffic "
                         "is counted as one gradient all-reduce (or reduce-scatter + all-gather) of each device's "
                         "shard per step")

@@ -96,6 +96,8 @@ Replicated gradients, by when they are reduced (per device, on all n devices)::
     DDP under no_sync:            c_s = 2 (n-1)/n G / B_bus   (the optimizer step's last micro-step only)
     ZeRO-2:                       c_b = 2 (n-1)/n G / B_bus,  c_u = (n-1)/n W_t / B_bus            (7e)
     ZeRO-1:                       c_s = 2 (n-1)/n G / B_bus,  c_u = (n-1)/n W_t / B_bus
+    Megatron-Core DDP, all-reduce: c_s = 2 (n-1)/n G / B_bus                                       (7f)
+    Megatron distributed optimizer: c_s = (n-1)/n G / B_bus,  c_u = (n-1)/n W_t / B_bus
 
 (7d): torch DDP's reducer all-reduces gradient buckets from autograd hooks while the backward runs (overlapped,
 as (8')), only when ``require_backward_grad_sync`` is set; ``no_sync`` clears it, so "gradients will be
@@ -116,6 +118,19 @@ every rank all-gathers the updated 16-bit weights W_t of the trained parameters 
 before the next forward. With k micro-steps per optimizer step::
 
     t_step = (k - 1) t_micro + t_micro(c_b + c_s) + c_u                                          (8'')
+
+(7f): Megatron-Core's DDP (NVIDIA/Megatron-LM @d98e8a64) reduces its one grad buffer, G = its elements x the
+buffer's dtype bytes (fp32 under bf16 by default, fp16 under fp16: megatron/training/arguments.py lines 1204-1216,
+megatron/core/distributed/param_and_grad_buffer.py line 924), once per optimizer step: the schedules run every
+micro-batch but the last under ``no_sync`` (pipeline_parallel/schedules.py lines 814-830; the DDP's ``no_sync``,
+distributed/distributed_data_parallel.py lines 589-600, clears each bucket group's ``is_last_microbatch``) and
+``finalize_model_grads`` finishes the reduction after the last backward (schedules.py lines 863-870,
+finalize_model_grads.py line 640). Without the distributed optimizer it is an all-reduce of the buffer, with it a
+reduce-scatter, each in place on the buffer's bucket views (param_and_grad_buffer.py lines 708-733); the
+distributed optimizer then all-gathers the updated parameters W_t in their own dtype into the param buffer
+(param_and_grad_buffer.py lines 507-525, distrib_optimizer.py lines 3175-3185) before the next forward. With
+Megatron-LM's default ``--overlap-grad-reduce`` False (arguments.py lines 3121-3122) the buffer is one bucket
+(distributed_data_parallel.py lines 135-137) reduced synchronously, so c_s adds to the compute.
 
 Recomputation that is not a whole layer (``recompute_flops_per_token``): a layer checkpointed with torchtitan's
 op-level policy re-runs every matmul the policy does not save (formulas/selective_checkpointing.py
@@ -415,11 +430,11 @@ def step_tokens_per_second(devices: int, tokens_per_micro: float, micro_steps: i
     return devices * tokens_per_micro * micro_steps / step
 
 
-SHARDING_MODES = ("full", "hybrid", "grad_op", "ddp", "zero1", "zero2")
+SHARDING_MODES = ("full", "hybrid", "grad_op", "ddp", "zero1", "zero2", "megatron-ddp", "megatron-distopt")
 
 
 class DataParallelComm(NamedTuple):
-    """Eqs. (7c)-(7e): one device's data-parallel collectives [s, B]."""
+    """Eqs. (7c)-(7f): one device's data-parallel collectives [s, B]."""
 
     forward_seconds: float  # c_f: every micro-step, overlaps the forward compute
     backward_seconds: float  # c_b: every micro-step, overlaps the backward compute
@@ -450,7 +465,7 @@ def data_parallel_comm(devices: int, devices_per_node: int, weight_bytes: float,
                        host_staged: bool = False, grad_sync: str = "micro-step",
                        updated_bytes: float | None = None, regathered_bytes: float | None = None,
                        step_gathered_bytes: float = 0.0) -> DataParallelComm:
-    """Eqs. (7c)-(7e) for ``devices`` in machines of ``devices_per_node``, W = ``weight_bytes``, G = ``grad_bytes``,
+    """Eqs. (7c)-(7f) for ``devices`` in machines of ``devices_per_node``, W = ``weight_bytes``, G = ``grad_bytes``,
     sharding ``mode`` (SHARDING_MODES) over ``units`` wrapped units; ``intra_bandwidth`` per direction,
     ``node_bandwidth`` the machine's whole network (needed when the devices span machines); ``host_staged``: devices
     without peer-to-peer access, whose transfers all share the host path (t = n b / B_host, one machine);
@@ -466,6 +481,9 @@ def data_parallel_comm(devices: int, devices_per_node: int, weight_bytes: float,
     >>> d = data_parallel_comm(8, 8, 100.0, 100.0, "ddp", 10, 7.0, grad_sync="optimizer-step")  # once per step
     >>> d.backward_seconds, d.sync_seconds, d.seconds_per_step(4)
     (0.0, 25.0, 25.0)
+    >>> m = data_parallel_comm(8, 8, 0.0, 400.0, "megatron-distopt", 10, 7.0, updated_bytes=200.0)  # (7f)
+    >>> m.sync_seconds, m.after_step_seconds, m.bytes_per_step(4), m.overlapped
+    (50.0, 25.0, 525.0, False)
     """
     if mode not in SHARDING_MODES:
         raise InputError(unknown_choice("sharding", mode, SHARDING_MODES))
@@ -485,6 +503,13 @@ def data_parallel_comm(devices: int, devices_per_node: int, weight_bytes: float,
         bus = ring_bus_bandwidth(intra_bandwidth, 1, None)
     else:
         bus = ring_bus_bandwidth(intra_bandwidth, nodes, node_bandwidth)
+    if mode.startswith("megatron-"):  # (7f): once per step, not overlapped (overlap_grad_reduce off)
+        if mode == "megatron-ddp":
+            ar = allreduce_bytes(grad_bytes, n)
+            return DataParallelComm(0.0, 0.0, 0.0, 0.0, 0.0, bus, nodes, units, ar / bus, 0.0, 0.0, ar, False)
+        rs = reduce_scatter_bytes(grad_bytes, n)
+        ag = all_gather_bytes(grad_bytes if updated_bytes is None else updated_bytes, n)
+        return DataParallelComm(0.0, 0.0, 0.0, 0.0, 0.0, bus, nodes, units, rs / bus, 0.0, ag / bus, rs + ag, False)
     if mode in ("ddp", "zero1", "zero2"):
         ar = allreduce_bytes(grad_bytes, n)
         if mode == "ddp":  # (7d): torch DDP's bucketed all-reduce, hooked into the backward (overlapped)

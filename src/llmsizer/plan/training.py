@@ -568,7 +568,10 @@ SYNC_KIND = {"ddp": "DDP gradient all-reduce", "zero1": "ZeRO-1 gradient all-red
              "zero2": "ZeRO-2 gradient all-reduce every micro-step + updated-weight all-gather",
              "full": "parameter all-gathers + gradient reduce-scatter (ZeRO-3 / FSDP full)",
              "grad_op": "parameter all-gather + gradient reduce-scatter (FSDP grad_op)",
-             "hybrid": "FSDP within each machine + gradient all-reduce across machines (HSDP)"}
+             "hybrid": "FSDP within each machine + gradient all-reduce across machines (HSDP)",
+             "megatron-ddp": "Megatron-Core grad-buffer all-reduce once per optimizer step",
+             "megatron-distopt": ("Megatron-Core grad-buffer reduce-scatter once per optimizer step + updated-"
+                                  "parameter all-gather (distributed optimizer)")}
 
 
 def _network(job: TrainingJob, spec: ModelSpec, hw: Hardware, gpus: int, d: Duration | None,

@@ -691,7 +691,8 @@ class TrainingWorkload:
     grad_sync: with DDP (zero 0, no fsdp) and grad_accumulation > 1, when the gradients are all-reduced, for the
         duration: 'optimizer-step' (DDP ``no_sync`` on every micro-step but the last: HF accelerate's
         ``accumulate``, the HF Trainer) or 'micro-step' (a loop without ``no_sync``); None: 'optimizer-step'.
-        ZeRO-1 reduces at the optimizer step, ZeRO-2/3 and FSDP every micro-step (their frameworks' own rule),
+        ZeRO-1 and Megatron-Core's DDP (the megatron precisions) reduce at the optimizer step, ZeRO-2/3 and FSDP
+        every micro-step (their frameworks' own rule),
         except FSDP1 (fsdp_version 1) given 'optimizer-step': its ``no_sync()`` (HF accelerate's ``accumulate``,
         Lightning Fabric's ``no_backward_sync``) keeps each unit's unsharded flat gradient until the sync
         micro-batch (memory: formulas/fsdp_flat_param.py eq. N1; the duration still times a reduce-scatter per
@@ -1015,6 +1016,11 @@ class TrainingWorkload:
                 raise InputError("grad_sync applies to DDP (zero 0, no fsdp) and, as 'optimizer-step', to FSDP1 "
                                  "(fsdp_version 1: no_sync): DeepSpeed ZeRO-1 reduces at the optimizer step, "
                                  "ZeRO-2/3 and FSDP2 every micro-step")
+            if self.megatron_grad_buffer and self.grad_sync == "micro-step":
+                raise InputError(f"grad_sync micro-step with precision {self.precision}: Megatron-Core's schedules run "
+                                 "every micro-batch but the last under its DDP's no_sync and reduce the grad buffer "
+                                 "once per optimizer step (NVIDIA/Megatron-LM @d98e8a64 pipeline_parallel/"
+                                 "schedules.py lines 814-830); give optimizer-step or leave it out")
         if self.fsdp_version not in FSDP_VERSIONS or isinstance(self.fsdp_version, bool):
             raise InputError(f"fsdp_version must be 1 (FullyShardedDataParallel) or 2 (fully_shard), got "
                              f"{self.fsdp_version!r}")

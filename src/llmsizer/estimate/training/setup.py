@@ -31,7 +31,7 @@ from ...formulas.nf4_quantization import (
     quantizes_lm_head,
 )
 from ...formulas.parallelism import expert_shard_group, zero_shards
-from ...formulas.sdpa_dispatch import attention_dtype, te_attention_backend
+from ...formulas.sdpa_dispatch import TE_ATTENTION_SOURCE, attention_dtype, te_attention_backend
 from ...formulas.tensor_parallel import (
     check_tensor_parallel,
     expert_tp_ways,
@@ -203,7 +203,15 @@ def check_expert_tp(spec: ModelSpec, w: TrainingWorkload) -> None:
 
 # the fields whose recorded value or reason has a rule of its own (``_recorded``; under a framework profile every
 # field has: ``profile_why``); any other field records its value with _WHY's reason or "given"
-_RECORDED_APART = frozenset({"recompute_modules", "grad_checkpointing", "loss", "precision"})
+_RECORDED_APART = frozenset({"recompute_modules", "grad_checkpointing", "loss", "precision", "attention"})
+# the megatron precisions' core attention where neither an attention API nor a kernel is named (review23a D4): the
+# estimate's assumptions name what the duration times (``megatron_attention_kernel``), not torch SDPA's dispatch
+MEGATRON_ATTENTION_WHY = ("Megatron-Core's core attention, TEDotProductAttention (NVIDIA/Megatron-LM @d98e8a64 "
+                          "transformer_engine_spec_provider.py lines 71-73), 'sdpa' standing for it")
+MEGATRON_ATTENTION_KERNEL_WHY = ("TransformerEngine's own backend choice in Megatron-Core's TEDotProductAttention "
+                                 "(attention_backend auto): cuDNN's fused attention on sm90 and later, FlashAttention "
+                                 "below (formulas/sdpa_dispatch.py te_attention_backend; "
+                                 f"{TE_ATTENTION_SOURCE}); attention_kernel_timed names the kernel timed on the device")
 
 
 def record_workload(w: TrainingWorkload, acc: Acc, names: tuple[str, ...]) -> None:
@@ -231,6 +239,8 @@ def _recorded(w: TrainingWorkload, name: str, default: bool) -> tuple[object, st
         why = QLORA_GRAD_CHECKPOINTING_WHY
     if default and name == "loss" and w.precision in MEGATRON_PRECISIONS:  # specs/training.py default_loss
         why = MEGATRON_LOSS_WHY
+    if default and name == "attention" and megatron_te_attention(w):
+        why = MEGATRON_ATTENTION_WHY
     if default and name == "recompute_modules":
         why = "Megatron-Core's default recompute_modules ['core_attn'] (transformer_config.py)"
     if name == "precision":
@@ -432,9 +442,14 @@ def megatron_attention_kernel(w: TrainingWorkload, device: Device) -> str | None
     API other than the default 'sdpa' nor a kernel: TransformerEngine's own backend choice
     (formulas/sdpa_dispatch.py ``te_attention_backend``: cuDNN's fused attention from sm90); None where it does not
     apply (not a megatron precision, a kernel or attention given, below sm90: SDPA's dispatch stands)."""
-    if w.precision not in MEGATRON_PRECISIONS or w.attention != "sdpa" or w.attention_kernel is not None:
-        return None
-    return te_attention_backend(device.capability)
+    return te_attention_backend(device.capability) if megatron_te_attention(w) else None
+
+
+def megatron_te_attention(w: TrainingWorkload) -> bool:
+    """Whether ``w``'s attention is Megatron-Core's TEDotProductAttention with TransformerEngine choosing its backend:
+    a megatron precision, the default attention API 'sdpa' and no kernel named. The one predicate the duration's
+    kernel (``megatron_attention_kernel``) and the estimate's attention assumptions read."""
+    return w.precision in MEGATRON_PRECISIONS and w.attention == "sdpa" and w.attention_kernel is None
 
 
 def attention_head_width(spec: ModelSpec) -> int:
@@ -516,7 +531,8 @@ def resolve(spec: ModelSpec, w: TrainingWorkload, acc: Acc) -> TrainingContext:
     acc.assumptions.append(Assumption("attention_kernel", attention_kernel_of(w.attention, w.attention_kernel),
                                       not kernel_given, "given" if kernel_given
                                       else profile_why(w, "attention_kernel")
-                                      or DEFAULT_ATTENTION_KERNEL_WHY[w.attention]))
+                                      or (MEGATRON_ATTENTION_KERNEL_WHY if megatron_te_attention(w)
+                                          else DEFAULT_ATTENTION_KERNEL_WHY[w.attention])))
     if w.framework != "none":
         record_workload(w, acc, ("framework",))
         for field, why in model_defaults_applied(spec, w):  # the framework's own model code's layout
@@ -822,7 +838,7 @@ def check_framework_layout(spec: ModelSpec, w: TrainingWorkload) -> None:
     - Megatron-Core with ZeRO stage 3 (any model): Megatron has no ZeRO-3. Its distributed optimizer
       (``--use-distributed-optimizer``, megatron/core/optimizer/distrib_optimizer.py ``DistributedOptimizer``) shards
       the fp32 main parameters and optimizer states over the data-parallel group and reduce-scatters the gradients
-      (ZeRO-1/2-like) while every rank keeps its whole model shard; parameter sharding is the separate Megatron-FSDP
+      (ZeRO-1-like: every rank keeps its whole grad buffer and its whole model shard); parameter sharding is the separate Megatron-FSDP
       path (``--use-megatron-fsdp``), which the megatron precisions do not model. ``zero`` is DeepSpeed's stage.
 
     ``sharded_workload`` (recommend, fit, train --memory) skips the stages refused here: one check."""
@@ -830,8 +846,8 @@ def check_framework_layout(spec: ModelSpec, w: TrainingWorkload) -> None:
     if w.zero == 3 and w.precision.startswith("megatron-"):
         raise FieldError("zero", also=("precision",), message=(
             f"zero 3 with precision {w.precision}: Megatron-Core has no ZeRO-3 (its distributed optimizer shards the "
-            "optimizer states and gradients, not the parameters: megatron/core/optimizer/distrib_optimizer.py): give "
-            "zero 1 or 2, or a deepspeed-*/fsdp-* precision"))
+            "fp32 main parameters and optimizer states; every rank keeps its whole grad buffer and its parameters: "
+            "megatron/core/optimizer/distrib_optimizer.py): give zero 1 or 2, or a deepspeed-*/fsdp-* precision"))
     if moe and w.tp > 1 and w.precision.startswith("megatron-") and not w.sequence_parallel:
         raise FieldError("sequence_parallel", also=("tp",), message=(
             f"Megatron-Core refuses to train a mixture-of-experts model ({spec.name}) with tp {w.tp} and no "
