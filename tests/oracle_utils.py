@@ -461,3 +461,68 @@ TINY_NEMOTRON_H = {"model_type": "nemotron_h", "vocab_size": 128, "hidden_size":
                    "mamba_num_heads": 8, "mamba_head_dim": 16, "ssm_state_size": 16, "n_groups": 2,
                    "n_routed_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32,
                    "moe_shared_expert_intermediate_size": 48}
+
+
+def module_prefill_peak_bytes(cfg: dict[str, Any], dtype: Any, batch: int, tokens: int, module_class: str) -> int:
+    """Peak bytes of the storages created inside the first ``module_class`` module's forward during a no-grad
+    prefill of ``batch`` random sequences of ``tokens`` (seed 0, CPU, ``use_cache=True``, ``logits_to_keep=1``):
+    a TorchDispatchMode follows every storage an op returns (weak references tell when it is freed), leaving out the
+    module's parameters, buffers and inputs, and, at the peak, the storages the cache still holds when the module
+    returns (its conv state)."""
+    import weakref
+
+    from torch.utils._python_dispatch import TorchDispatchMode
+    from torch.utils._pytree import tree_flatten
+
+    class Live(TorchDispatchMode):
+        def __init__(self, skip: set[int]) -> None:
+            super().__init__()
+            self.skip, self.live, self.refs = skip, {}, []
+            self.cur = self.peak = 0
+            self.at: dict[int, tuple[int, tuple[int, ...]]] = {}
+
+        def _gone(self, key: int) -> None:
+            entry = self.live.pop(key, None)
+            if entry is not None:
+                self.cur -= entry[0]
+
+        def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+            out = func(*args, **(kwargs or {}))
+            for t in tree_flatten(out)[0]:
+                if isinstance(t, torch.Tensor):
+                    st = t.untyped_storage()
+                    key = st.data_ptr()
+                    if key and key not in self.live and key not in self.skip:
+                        self.live[key] = (st.nbytes(), tuple(t.shape))
+                        self.cur += st.nbytes()
+                        self.refs.append(weakref.ref(st, lambda _r, k=key: self._gone(k)))
+            if self.cur > self.peak:
+                self.peak, self.at = self.cur, dict(self.live)
+            return out
+
+    torch.manual_seed(0)
+    model = build(cfg, device="cpu", dtype=dtype)
+    module = next(m for m in model.modules() if type(m).__name__ == module_class)
+    state: dict[str, Any] = {}
+
+    def enter(mod: Any, args: Any, kwargs: Any) -> None:
+        given = [x for x in (*args, *kwargs.values()) if isinstance(x, torch.Tensor)]
+        skip = {p.untyped_storage().data_ptr() for p in (*model.parameters(), *model.buffers(), *given)}
+        state["mode"] = Live(skip)
+        state["mode"].__enter__()
+
+    def leave(mod: Any, args: Any, kwargs: Any, out: Any) -> None:
+        state["mode"].__exit__(None, None, None)
+        state["end"] = dict(state["mode"].live)
+
+    hooks = (module.register_forward_pre_hook(enter, with_kwargs=True),
+             module.register_forward_hook(leave, with_kwargs=True))
+    try:
+        with torch.no_grad():
+            model(input_ids=random_ids(cfg["vocab_size"], batch, tokens), use_cache=True, logits_to_keep=1)
+    finally:
+        for h in hooks:
+            h.remove()
+    mode, end = state["mode"], state["end"]
+    held = sum(v[0] for k, v in mode.at.items() if end.get(k) == v)  # alive at the peak and still at the return
+    return int(mode.peak - held)

@@ -44,6 +44,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..specs import ModelSpec
+from .recurrent_activations import gated_deltanet_prefill_peak_bytes, mamba2_prefill_peak_bytes
 
 
 @dataclass(frozen=True)
@@ -52,20 +53,23 @@ class PrefillActivations:
     attention_bytes: int  # q, k, v, attention output (+ score matrix for eager)
     mlp_bytes: int  # intermediate tensors of the (routed) MLP
     logits_bytes: int
-    peak_bytes: int  # residual + max(attention, mlp, logits)
+    peak_bytes: int  # residual + max(attention, mlp, logits, mixer)
+    mixer_bytes: int = 0  # a recurrent mixer's chunked scan (formulas/recurrent_activations.py), where counted
 
 
 def prefill_activation_bytes(spec: ModelSpec, batch: int, q_tokens: int, kv_tokens: int, act_bytes: int = 2,
                              attention: str = "sdpa", logits_positions: int = 1,
                              logits_bytes_per_elem: int = 4, tp: int = 1,
-                             forward_locals: bool = False) -> PrefillActivations:
+                             forward_locals: bool = False, recurrent_scan: bool = False) -> PrefillActivations:
     """Peak transient bytes of one forward over ``q_tokens`` new tokens per sequence.
 
     Parameters: batch [sequences], q_tokens [tokens processed now], kv_tokens [tokens attended to],
     act_bytes [bytes per activation element], attention ['sdpa' | 'flash' | 'eager'],
     logits_positions [positions per sequence whose logits are computed], tp [tensor-parallel degree:
     heads and intermediate width are split across devices, the residual stream is not], forward_locals [the
-    forward keeps its input embeddings, rotary tables and the post-attention residual alive, as transformers does].
+    forward keeps its input embeddings, rotary tables and the post-attention residual alive, as transformers does],
+    recurrent_scan [the recurrent mixers' prefill peak of transformers' torch path is a layer kind of its own,
+    :func:`recurrent_mixer_bytes`; it needs more than one token per sequence].
     """
     t = batch * q_tokens
     h = spec.hidden_size
@@ -108,10 +112,29 @@ def prefill_activation_bytes(spec: ModelSpec, batch: int, q_tokens: int, kv_toke
             rope = 2 * pairs * t * rope_dim * act_bytes
         attn += t * h * act_bytes + rope
         mlp += 2 * t * h * act_bytes + rope
+    mixer = recurrent_mixer_bytes(spec, batch, q_tokens, act_bytes, tp) if recurrent_scan else 0
+    if mixer and forward_locals:  # the same model-forward locals as beside attention
+        mixer += t * h * act_bytes + rope
         residual += sdpa_sliding_mask_bytes(spec, q_tokens, kv_tokens, attention)
     logits = batch * min(logits_positions, q_tokens) * spec.vocab_size * (act_bytes + logits_bytes_per_elem)
-    peak = residual + max(attn, mlp, logits)
-    return PrefillActivations(residual, attn, mlp, logits, peak)
+    peak = residual + max(attn, mlp, logits, mixer)
+    return PrefillActivations(residual, attn, mlp, logits, peak, mixer)
+
+
+def recurrent_mixer_bytes(spec: ModelSpec, batch: int, q_tokens: int, act_bytes: int, tp: int = 1) -> int:
+    """One recurrent mixer's prefill peak in transformers' torch path (formulas/recurrent_activations.py eqs. M4,
+    G4), its heads split over ``tp`` devices; 0 where that rule does not apply: one token per sequence (the one-step
+    state update), no recurrent layer, or Mamba-1 (Jamba's sequential scan, not derived)."""
+    r = spec.recurrent
+    if q_tokens <= 1 or r is None or not spec.recurrent_layer_count:
+        return 0
+    if r.kind == "mamba2":
+        return mamba2_prefill_peak_bytes(batch, q_tokens, max(r.num_heads // tp, 1), r.head_dim, r.d_state,
+                                         max(r.n_groups // tp, 1), r.chunk_size, act_bytes)
+    if r.kind == "gated_deltanet":
+        return gated_deltanet_prefill_peak_bytes(batch, q_tokens, max(r.n_groups // tp, 1),
+                                                 max(r.num_heads // tp, 1), r.d_state, r.head_dim, act_bytes)
+    return 0
 
 
 def sdpa_sliding_mask_bytes(spec: ModelSpec, q_tokens: int, kv_tokens: int, attention: str) -> int:

@@ -45,7 +45,7 @@ def compose_transformers(ctx: Context) -> None:
     attention = acc.assume("attention", DEFAULT_ATTENTION, w.attention,
                            "transformers default attn_implementation (no score matrix kept)")
     pre = prefill_activation_bytes(spec, w.concurrency, prompt, prompt, ctx.act_bytes, attention,
-                                   tp=w.tensor_parallel, forward_locals=True)
+                                   tp=w.tensor_parallel, forward_locals=True, recurrent_scan=True)
     dec = prefill_activation_bytes(spec, w.concurrency, 1, w.context, ctx.act_bytes, attention, tp=w.tensor_parallel,
                                    forward_locals=True)
     # right after prefill a sliding layer still holds the whole prompt (see engines.TRANSFORMERS)
@@ -62,8 +62,11 @@ def compose_transformers(ctx: Context) -> None:
     act_item = Item(
         "activations", act.peak_bytes, loc, high=act.peak_bytes + act.logits_bytes,
         formula=f"residual {format_bytes(act.residual_bytes)} + max(attention {format_bytes(act.attention_bytes)}, "
-                f"mlp {format_bytes(act.mlp_bytes)}, logits {format_bytes(act.logits_bytes)}) at {phase}",
-        source="formulas/activations.py (transformers modeling_llama.py LlamaMLP, eager_attention_forward)")
+                f"mlp {format_bytes(act.mlp_bytes)}, logits {format_bytes(act.logits_bytes)}"
+                + (f", recurrent mixer {format_bytes(act.mixer_bytes)}" if act.mixer_bytes else "") + f") at {phase}",
+        source="formulas/activations.py (transformers modeling_llama.py LlamaMLP, eager_attention_forward)"
+               + ("; formulas/recurrent_activations.py eqs. M4, G4 (the torch path's chunked scan)"
+                  if act.mixer_bytes else ""))
     if ctx.media is not None:
         # the vision tower runs at the start of the first forward over every image of the batch, before any K/V
         # is written (modeling_gemma3.py Gemma3Model.forward: get_image_features, then the decoder layers)
