@@ -526,3 +526,23 @@ def module_prefill_peak_bytes(cfg: dict[str, Any], dtype: Any, batch: int, token
     mode, end = state["mode"], state["end"]
     held = sum(v[0] for k, v in mode.at.items() if end.get(k) == v)  # alive at the peak and still at the return
     return int(mode.peak - held)
+
+
+def profiled_allocations(prof: Any) -> list[tuple[int, int, int]]:
+    """Every allocation event (time ns, address, size; a free has a negative size) a torch ``profile(...,
+    profile_memory=True)`` recorded, in time order: the trace the allocator replays read
+    (formulas/caching_allocator.py), walked from the profiler's event tree."""
+    from torch._C._profiler import _EventType
+
+    raw: list[tuple[int, int, int]] = []
+
+    def walk(node: Any) -> None:
+        if node.tag == _EventType.Allocation:
+            f = node.extra_fields
+            raw.append((node.start_time_ns, f.ptr, f.alloc_size))
+        for child in node.children:
+            walk(child)
+
+    for root in prof.profiler.kineto_results.experimental_event_tree():
+        walk(root)
+    return sorted(raw)

@@ -19,6 +19,7 @@ import pytest
 from llmsizer.estimate import allocator as A
 from llmsizer.formulas import caching_allocator as CA
 from llmsizer.formulas.loss_allocations import eager_loss_events
+from oracle_utils import profiled_allocations
 
 V, B, S = 16000, 2, 256  # [t, V] bf16 logits of 16 MB: above the 10 MiB of a segment's own (eq. 2)
 
@@ -26,7 +27,6 @@ V, B, S = 16000, 2, 256  # [t, V] bf16 logits of 16 MB: above the 10 MiB of a se
 def _step_events(checkpointing: str) -> list[tuple[str, int]]:
     torch = pytest.importorskip("torch")
     transformers = pytest.importorskip("transformers")
-    from torch._C._profiler import _EventType
     from torch.profiler import ProfilerActivity, profile
 
     cfg = transformers.Qwen2Config(vocab_size=V, hidden_size=256, intermediate_size=768, num_hidden_layers=2,
@@ -49,20 +49,10 @@ def _step_events(checkpointing: str) -> list[tuple[str, int]]:
     step()  # the optimizer's states: made once, persistent (not in the traced step)
     with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
         step()
-    raw: list[tuple[int, int, int]] = []
-
-    def walk(node: object) -> None:
-        if node.tag == _EventType.Allocation:  # type: ignore[attr-defined]
-            f = node.extra_fields  # type: ignore[attr-defined]
-            raw.append((node.start_time_ns, f.ptr, f.alloc_size))  # type: ignore[attr-defined]
-        for child in node.children:  # type: ignore[attr-defined]
-            walk(child)
-
-    for root in prof.profiler.kineto_results.experimental_event_tree():  # type: ignore[union-attr]
-        walk(root)
+    raw = profiled_allocations(prof)
     events: list[tuple[str, int]] = []
     live: dict[int, int] = {}
-    for _, ptr, size in sorted(raw):
+    for _, ptr, size in raw:
         if size > 0:
             live[ptr] = sum(1 for k, _ in events if k == "alloc")
             events.append(("alloc", size))

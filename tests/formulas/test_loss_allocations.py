@@ -23,6 +23,7 @@ import pytest
 from llmsizer.errors import InputError
 from llmsizer.formulas import caching_allocator as CA
 from llmsizer.formulas.loss_allocations import eager_loss_events
+from oracle_utils import profiled_allocations
 
 MiB = 1 << 20
 PAGE = 20 * MiB  # an expandable segment of the large pool maps 20 MiB pages
@@ -33,7 +34,6 @@ def measured_loss_events(dtype: str, batch: int = 2, seq: int = 64, hidden: int 
     """The [t, V]-sized allocations and frees of one step of a tiny model whose output projection returns ``dtype``
     logits, run as torchtitan's loop runs it, from the profiler's memory events (frees as the index of their alloc)."""
     torch = pytest.importorskip("torch")
-    from torch._C._profiler import _EventType
     from torch.profiler import ProfilerActivity, profile
 
     dt = getattr(torch, dtype)
@@ -55,23 +55,13 @@ def measured_loss_events(dtype: str, batch: int = 2, seq: int = 64, hidden: int 
         loss = loss_fn(pred, labels)
         del pred
         loss.backward()  # type: ignore[attr-defined]
-    raw: list[tuple[int, int, int]] = []
-
-    def walk(node: object) -> None:
-        if node.tag == _EventType.Allocation:  # type: ignore[attr-defined]
-            f = node.extra_fields  # type: ignore[attr-defined]
-            raw.append((node.start_time_ns, f.ptr, f.alloc_size))  # type: ignore[attr-defined]
-        for child in node.children:  # type: ignore[attr-defined]
-            walk(child)
-
-    for root in prof.profiler.kineto_results.experimental_event_tree():  # type: ignore[union-attr]
-        walk(root)
+    raw = profiled_allocations(prof)
     tv = batch * seq * vocab
     least = tv * min(4, torch.empty((), dtype=dt).element_size())
     events: list[tuple[str, int]] = []
     live: dict[int, int] = {}  # address -> index of the alloc that holds it now
     n = 0
-    for _, ptr, size in sorted(raw):
+    for _, ptr, size in raw:
         # [t, V] tensors only: a size below one [t, V] element per token, or not a whole number of [t, V] elements
         # (oneDNN's fp16 matmul backward on CPUs with AVX512-FP16 allocates scratchpads of 387,328 and 550,656 B
         # here; a CUDA step has no such per-call scratch), is not one of the loss's tensors
