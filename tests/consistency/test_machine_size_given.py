@@ -122,6 +122,10 @@ def test_python_estimate_training_refuses_uneven_machines_as_train_does() -> Non
         assert str(e.value).startswith(f"gpus_per_node {per_node}: {uneven_machines(gpus, per_node=per_node)}")
         assert line.endswith(str(e.value).replace("gpus_per_node", "--gpus-per-node").replace("make gpus",
                                                                                                 "make --gpus"))
+    # the same workload given as a TrainingWorkload (review24 D4: only keyword calls were checked)
+    from llmsizer.specs import TrainingWorkload
+    with pytest.raises(FieldError):
+        estimate_training("llama-3.1-8b", TrainingWorkload(gpus=12, gpus_per_node=8))
     # whole machines, and bare devices with the machine size left unstated (12 as 8 + 4, fit's layout), still answer
     assert estimate_training("llama-3.1-8b", gpus=6, gpus_per_node=3).total("device")[1] > 0
     assert estimate_training("llama-3.1-8b", gpus=12).total("device")[1] > 0

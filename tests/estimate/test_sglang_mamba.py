@@ -206,3 +206,16 @@ def test_an_attention_free_model_on_sglang_is_the_same_answer_on_every_surface()
         assert r.json() == doc
     most = run_cli(*argv, "--max-concurrency")
     assert most.returncode == 0 and "largest concurrency that fits: 4 sequences of 512 tokens" in most.stdout
+
+
+def test_the_2048_fallback_is_for_configs_without_a_length_key_only():
+    """review24 D3: SGLang's get_context_length returns 2048 for a config with none of its length keys
+    (common.py:690-694), which a pure Mamba config is; a spec without max_position_embeddings that has attention
+    layers was described by hand (the readers map every length key), so its window is unknown, not 2048."""
+    import dataclasses
+
+    from llmsizer.estimate.context_window import sglang_window
+    from llmsizer.models import load_model
+    assert sglang_window(load_model("mamba-codestral-7b-v0.1"))[0] == 2048  # type: ignore[index]
+    hand = dataclasses.replace(load_model("llama-3.1-8b"), max_position_embeddings=None)
+    assert sglang_window(hand) is None

@@ -70,3 +70,17 @@ def test_cli_flag(capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run(["train", "mamba-codestral-7b-v0.1", "--device", "cpu", "--mamba-path", "cuda-kernels"],
                        capsys)
     assert code == 2 and len(err.strip().splitlines()) == 1 and "--mamba-path" in err  # the flag, as typed
+
+
+@pytest.mark.parametrize("device, path", [("h100-sxm", "cuda-kernels"), ("cpu", "torch")])
+def test_inference_and_training_read_one_default_path(device: str, path: str) -> None:
+    """review24 D2: inference sized transformers' torch reference scan (eq. M4) on every device while training took
+    the CUDA kernels on a CUDA GPU: one fact, two defaults (mamba-codestral at 8k on an H100: 0.67 -> 6.81 GiB).
+    Both now read specs/training.py default_mamba_path; the torch path's peak (eq. M4) only where it runs."""
+    from llmsizer import estimate_inference, estimate_training
+    tr = estimate_training("mamba-codestral-7b-v0.1", method="full", micro_batch=1, seq_len=1024, device=device,
+                           **({"memory": 64 * 2**30} if device == "cpu" else {}))
+    assert next(a.value for a in tr.assumptions if a.name == "mamba_path") == path
+    inf = estimate_inference("mamba-codestral-7b-v0.1", engine="transformers", context=8192, device=device)
+    scan = [a.value for a in inf.assumptions if a.name == "recurrent_scan_path"]
+    assert scan == ([] if path == "cuda-kernels" else ["torch"])

@@ -306,8 +306,9 @@ def add_training_args(p: argparse.ArgumentParser, *, attention: bool = True,
                    "modules_to_save)")
     g.add_argument("--adapter-dtype", choices=STATE_DTYPES, help="LoRA weight dtype (default fp32 under mixed "
                    "precision)")
-    g.add_argument("--base-dtype", choices=STATE_DTYPES, help="frozen base dtype for lora/dora (default bf16); "
-                   "qlora's unquantized tensors (default fp32: PEFT prepare_model_for_kbit_training)")
+    g.add_argument("--base-dtype", choices=STATE_DTYPES, help="frozen base dtype (default bf16 for lora/dora; for "
+                   "qlora's unquantized tensors fp32, as PEFT's prepare_model_for_kbit_training casts them, bf16 "
+                   "under a framework profile or --kernels unsloth)")
     g.add_argument("--optimizer", choices=OPTIMIZERS, help="default adamw (qlora: paged-adamw)")
     g.add_argument("--optimizer-state-dtype", choices=STATE_DTYPES, help="dtype of the optimizer's states (default: "
                    "the dtype of the parameters it updates, fp32 master weights included, as torch optimizers keep "

@@ -42,8 +42,9 @@ cache is still allocated for n_ctx. transformers' ``generate()`` has no check. B
 
 Only the fields a ModelSpec knows enter (W1, W3): ``max_position_embeddings`` (the reader's, from the config's
 max_position_embeddings, or n_positions / a GGUF's context_length) and the config's rope_scaling entries; a spec
-without a max_position_embeddings has no vLLM window here (vLLM then takes any given max_model_len) and SGLang's
-fallback window of 2048 tokens (W3).
+without a max_position_embeddings has no vLLM window here (vLLM then takes any given max_model_len), and SGLang's
+fallback window of 2048 tokens (W3) only where every layer is recurrent (MambaConfig / Mamba2Config have no length
+key; any other spec without one was described by hand: no window).
 """
 
 from __future__ import annotations
@@ -119,6 +120,12 @@ def sglang_window(spec: ModelSpec) -> tuple[int, str] | None:
     get_context_length's fallback (``SGLANG_NO_LENGTH_KEY_CONTEXT``)."""
     base = spec.max_position_embeddings
     if base is None:
+        # the readers map every length key SGLang reads to max_position_embeddings, so a spec without one is a
+        # config with none (a pure Mamba model: MambaConfig / Mamba2Config have none) or a model described by hand,
+        # whose config is not known: SGLang's fallback for the former only (review24 D3: a hand-described Llama
+        # shape was refused past 2048)
+        if not spec.recurrent_layer_count or spec.recurrent_layer_count < spec.num_layers:
+            return None
         return (SGLANG_NO_LENGTH_KEY_CONTEXT, "no length key in the config: get_context_length's fallback, "
                 "sglang/srt/utils/hf_transformers/common.py:690-694")
     factor = 1.0

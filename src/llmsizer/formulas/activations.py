@@ -112,10 +112,10 @@ def prefill_activation_bytes(spec: ModelSpec, batch: int, q_tokens: int, kv_toke
             rope = 2 * pairs * t * rope_dim * act_bytes
         attn += t * h * act_bytes + rope
         mlp += 2 * t * h * act_bytes + rope
+        residual += sdpa_sliding_mask_bytes(spec, q_tokens, kv_tokens, attention)
     mixer = recurrent_mixer_bytes(spec, batch, q_tokens, act_bytes, tp) if recurrent_scan else 0
     if mixer and forward_locals:  # the same model-forward locals as beside attention
         mixer += t * h * act_bytes + rope
-        residual += sdpa_sliding_mask_bytes(spec, q_tokens, kv_tokens, attention)
     logits = batch * min(logits_positions, q_tokens) * spec.vocab_size * (act_bytes + logits_bytes_per_elem)
     peak = residual + max(attn, mlp, logits, mixer)
     return PrefillActivations(residual, attn, mlp, logits, peak, mixer)

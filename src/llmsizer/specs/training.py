@@ -266,6 +266,13 @@ KERNELS = ("pytorch", "unsloth")
 # what runs a Mamba layer: mamba_ssm + causal-conv1d's kernels (a CUDA GPU with both installed) or transformers'
 # torch reference functions (formulas/mamba_activations.py)
 MAMBA_PATHS = ("cuda-kernels", "torch")
+
+
+def default_mamba_path(device: str, gpu_runtime: str) -> str:
+    """What runs a recurrent mixer by default (``MAMBA_PATHS``): 'cuda-kernels' (mamba_ssm / causal-conv1d, fla) on a
+    CUDA GPU, where they install; 'torch' (transformers' reference functions) elsewhere, ROCm included (a source
+    build there). The one default training's ``mamba_path`` and inference's recurrent scan read (review24 D2)."""
+    return "cuda-kernels" if device != "cpu" and gpu_runtime == "cuda" else "torch"
 FLOAT8_TE_RECIPES = ("transformer-engine", "transformer-engine-current")  # formulas/float8_training.py TE_RECIPES
 FLOAT8_RECIPES = ("torchao", "torchao-rowwise", "torchao-rowwise-gw-hp") + FLOAT8_TE_RECIPES  # ... RECIPES
 # what torch.compile covers: the decoder layers and the loss (torchtune compile_model + compile_loss) or the decoder

@@ -25,6 +25,7 @@ from ...formulas.tensor_parallel import (
 from ...formulas.weight_formats import GROUP_SIZE_DEFAULT, weight_bytes
 from ...result import Assumption, Estimate, Notes
 from ...specs import InferenceWorkload, ModelSpec
+from ...specs.training import default_mamba_path
 from ...specs.workload import ENGINE_NAMES, check_pool_shares
 from ...units import format_bytes
 from .. import engines as E
@@ -434,12 +435,17 @@ def _estimate(spec: ModelSpec, w: InferenceWorkload) -> Estimate:
         # transformers' prefill of a Mamba-2 / Gated DeltaNet mixer has its own peak (formulas/recurrent_activations.py
         # eqs. M4, G4, taken in hf_transformers.py); elsewhere the attention-layer rule stands in for it
         scan_rule = (w.engine == "transformers" and spec.recurrent is not None
-                     and spec.recurrent.kind in ("mamba2", "gated_deltanet"))
+                     and spec.recurrent.kind in ("mamba2", "gated_deltanet")
+                     and default_mamba_path(w.device, w.gpu_runtime) == "torch")  # (as training's mamba_path)
         acc.warnings.append(f"{spec.recurrent_layer_count} of {spec.num_layers} layers are recurrent "
                             f"({spec.attention_kind}): their conv + SSM state is a fixed size per sequence "
                             "(recurrent_state), only the attention layers hold a KV cache"
                             + ("" if scan_rule else "; the activation peak of the recurrent mixers' chunked scan is "
-                               "approximated by the attention-layer rule"))
+                               "approximated by the attention-layer rule"
+                               + (" (on a CUDA GPU the mixers' kernels, mamba_ssm / causal-conv1d / fla, are taken "
+                                  "as installed, training's mamba_path default; their peak is not derived)"
+                                  if w.engine == "transformers" and w.device != "cpu" and w.gpu_runtime == "cuda"
+                                  else "")))
         if scan_rule:
             acc.assumptions.append(Assumption(
                 "recurrent_scan_path", "torch", True,

@@ -23,6 +23,7 @@ from ...formulas.kv_cache import cross_attention_kv, kv_dtype_bytes, kv_dtype_na
 from ...formulas.tensor_parallel import kv_fraction_per_device, per_device
 from ...formulas.weight_formats import largest_quantized_matrix
 from ...result import Item, Location
+from ...specs.training import default_mamba_path
 from ...specs.workload import DEFAULT_ATTENTION, default_output_tokens, prompt_and_output
 from ...units import format_bytes
 from .. import engines as E
@@ -45,7 +46,8 @@ def compose_transformers(ctx: Context) -> None:
     attention = acc.assume("attention", DEFAULT_ATTENTION, w.attention,
                            "transformers default attn_implementation (no score matrix kept)")
     pre = prefill_activation_bytes(spec, w.concurrency, prompt, prompt, ctx.act_bytes, attention,
-                                   tp=w.tensor_parallel, forward_locals=True, recurrent_scan=True)
+                                   tp=w.tensor_parallel, forward_locals=True,
+                                   recurrent_scan=default_mamba_path(w.device, w.gpu_runtime) == "torch")
     dec = prefill_activation_bytes(spec, w.concurrency, 1, w.context, ctx.act_bytes, attention, tp=w.tensor_parallel,
                                    forward_locals=True)
     # right after prefill a sliding layer still holds the whole prompt (see engines.TRANSFORMERS)

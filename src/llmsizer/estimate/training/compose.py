@@ -240,7 +240,9 @@ def _prepared(model: ModelSpec | str, workload: TrainingWorkload | None, kwargs:
         from ..fit import refuse_unknown_memory  # (fit imports this module)
         refuse_unknown_memory(device, None)  # a named device's memory is the budget, as train --device and fit refuse
     _refuse_adapter_fields_on_full(w)
-    if workload is None and kwargs.get("gpus_per_node") is not None:  # a machine size stated: whole machines, as
+    stated = (kwargs.get("gpus_per_node") is not None if workload is None
+              else workload.given is not None and "gpus_per_node" in workload.given)  # (review24 D4: a workload too)
+    if stated:  # a machine size stated: whole machines, as
         # `train --gpus-per-node` and fit_training refuse it (specs/training.py check_whole_machines, the one rule;
         # probe19 D4: estimate_training(gpus=12, gpus_per_node=8) answered)
         check_whole_machines(w.gpus, w.gpus_per_node, "gpus")

@@ -60,6 +60,7 @@ from ...specs.training import (
     RECOMPUTE_MODULES,
     attention_kernel_of,
     default_grad_checkpointing,
+    default_mamba_path,
     offload_without_zero,
 )
 from .. import efficiency as E
@@ -757,7 +758,7 @@ def resolve(spec: ModelSpec, w: TrainingWorkload, acc: Acc) -> TrainingContext:
                              "causal-conv1d are CUDA / HIP extensions); this job runs on "
                              f"{'cpu' if w.device == 'cpu' else w.gpu_runtime}")
         mamba_path = str(acc.assume(
-            "mamba_path", "cuda-kernels" if cuda else "torch", w.mamba_path,
+            "mamba_path", default_mamba_path(w.device, w.gpu_runtime), w.mamba_path,
             "CUDA GPU: mamba_ssm and causal-conv1d installed (MambaSplitConv1dScanCombinedFn / SelectiveScanFn, eqs. "
             "M2, J2); without them transformers runs its torch reference functions, which keep several times more"
             if cuda else "ROCm GPU: mamba_ssm and causal-conv1d build there from source with hipcc (setup.py "
