@@ -101,7 +101,7 @@ def test_generic_rows_take_their_representative_part_and_the_rest_say_why() -> N
     2.45 GHz x 32 = 5.02, and the Sapphire Rapids platform row 1.3 where the 8488C is 48 x 3.2 GHz x 64 = 9.83 (AMX
     BF16 48 x 3.2 GHz x 1,024 = 157.3); the test pinned the old figures. The family rows now take their representative
     part's cores and clock by the same rule. The rows still on huggingface.js's figures say so at low confidence
-    (not one sourced part); Apple's CPU cores and the 5975WX have none (no published width, no sourced clock)."""
+    (not one sourced part); Apple's CPU cores have none (no published width)."""
     devs = builtin_catalog().devices
     assert devs["amd-epyc-milan"].peak_flops("fp32")[0] == pytest.approx(64 * 2.45e9 * 32)
     assert devs["intel-xeon-spr-8ch"].peak_flops("fp32")[0] == pytest.approx(48 * 3.2e9 * 64)
@@ -109,8 +109,35 @@ def test_generic_rows_take_their_representative_part_and_the_rest_say_why() -> N
     for ident in ("intel-core-i9-13900k", "desktop-ddr5-4800-2ch"):
         v = devs[ident].flops["fp32"]
         assert v.source == "hfjs-hardware" and v.confidence == "low" and not devs[ident].microarchitecture, ident
-    for ident in ("apple-m2-max-cpu", "amd-threadripper-pro-5975wx"):
-        assert devs[ident].peak_flops("fp32")[0] is None and "flops.fp32" in devs[ident].missing
+    assert devs["apple-m2-max-cpu"].peak_flops("fp32")[0] is None and "flops.fp32" in devs["apple-m2-max-cpu"].missing
+
+
+def test_threadripper_pro_5975wx_peak_is_amd_s_cores_x_base_clock_x_zen3_width() -> None:
+    """devsrc38: the 5975WX had no FP32 peak (no stored source gave its clock). AMD's own specification export
+    (felixsteinke/cpu-spec-dataset dataset/amd-cpus.csv @4c08d887, 'Export Data' from amd.com) reads '# of CPU Cores'
+    32, 'Base Clock' 3.6GHz, 'Memory Channels' 8, 'Up to 3200MHz' DDR4, 'AMD "Zen 3" Core Architecture': typed here,
+    the row must give 32 x 3.6 GHz x 32 (Zen 3's two 256-bit FMAs) = 3.6864 TFLOP/s and 8 x 25.6 GB/s."""
+    dev = builtin_catalog().devices["amd-threadripper-pro-5975wx"]
+    assert dev.microarchitecture == "zen3" and dev.clock is not None and dev.clock.source == "amd-cpu-specs-export"
+    assert dev.peak_flops("fp32")[0] == pytest.approx(32 * 3.6e9 * 32)
+    assert dev.bandwidth == pytest.approx(8 * 3200e6 * 8)
+
+
+def test_the_5975wx_llamacpp_prefill_work_fits_under_its_peak() -> None:
+    """Independent truth: the published mainline llama.cpp pp512 rows on the 5975WX (validation/llamacpp_bench.csv
+    XC17-XC18, 32 threads, LLaMA-3.1-8B) did about 2 x 8.03e9 FLOP per token; that useful rate must sit below the
+    peak the row now gives (a peak under a measured rate would be impossible)."""
+    path = Path(__file__).resolve().parents[2] / "validation" / "llamacpp_bench.csv"
+    import csv
+
+    with path.open(newline="", encoding="utf-8") as f:
+        rows = [r for r in csv.DictReader(f)
+                if r["device"] == "amd-threadripper-pro-5975wx" and r["test"] == "pp512"]
+    assert len(rows) >= 2
+    peak = builtin_catalog().devices["amd-threadripper-pro-5975wx"].peak_flops("fp32")[0]
+    assert peak is not None
+    for r in rows:
+        assert 2 * 8.03e9 * float(r["value"]) < peak, r["id"]
 
 
 def test_no_builtin_cpu_states_its_fp32_beside_the_mechanism() -> None:

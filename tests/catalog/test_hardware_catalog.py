@@ -594,3 +594,24 @@ def test_blackwell_fp32_and_tf32_match_nvidia_s_per_gpu_table() -> None:
         assert rows[dev]["flops"]["fp32"]["value"] == cols("FP32")[i]
         assert rows[dev]["flops"]["tf32"]["value"] * 2 == cols("TF32 Tensor Core")[i] * 1000
         assert rows[dev]["flops"]["bf16"]["value"] * 2 == cols("FP16/BF16 Tensor Core")[i] * 1000
+
+
+def test_rtx_pro_6000_server_fp32_is_nvidia_s_server_edition_sheet() -> None:
+    """devsrc38: the Server Edition row had no FP32 peak (so no SM stream cap). NVIDIA's Server Edition datasheet
+    (December 2025, page 3) gives '120 FP32 TFLOPS', typed here; the Workstation row keeps its own 125."""
+    devs = builtin_catalog().devices
+    srv, ws = devs["rtx-pro-6000-server"], devs["rtx-pro-6000-workstation"]
+    assert srv.peak_flops("fp32")[0] == pytest.approx(120e12)
+    assert ws.peak_flops("fp32")[0] == pytest.approx(125e12)
+    assert srv.sm_cycles_per_second is not None  # SM count, lanes and FP32 peak all sourced: eq. (12) applies
+
+
+def test_gb300_sm_count_is_below_nvidia_s_full_die_and_clocks_as_the_gb200() -> None:
+    """NVIDIA's Blackwell Ultra blog: '160 Streaming Multiprocessors (SMs) ... in the full GPU implementation', each
+    with '128 CUDA Cores for FP32'. The GB300 row's measured 152 SMs must be at most that, its lanes 128 per SM, and,
+    as NVIDIA gives GB300 and GB200 the same per-GPU FP32 (80 TFLOPS) and both measure 152 SMs, the same SM clock."""
+    devs = builtin_catalog().devices
+    gb300, gb200 = devs["gb300"], devs["gb200"]
+    assert gb300.sm_count is not None and gb300.fp32_cores is not None
+    assert gb300.sm_count.base <= 160 and gb300.fp32_cores.base == 128 * gb300.sm_count.base
+    assert gb300.sm_cycles_per_second == pytest.approx(gb200.sm_cycles_per_second)

@@ -262,6 +262,31 @@ def test_h100_nvl_decode_takes_the_sm_stream_cap():
     assert runs["h100-nvl"].tokens_per_second_per_user <= runs["h100-sxm"].tokens_per_second_per_user
 
 
+def test_gb300_decode_takes_the_sm_stream_cap_as_the_gb200():
+    """devsrc38: before its SM count was sourced the GB300 took no eq. (12) cap and decoded Llama-3.1-8B Q4_K_M at
+    287.7 tokens/s, 52 % above the GB200's 189.8, although NVIDIA gives both the same per-GPU FP32 (80 TFLOPS) and
+    both measure 152 SMs: with its SM count the GB300 takes the same cap (and no missing-count warning)."""
+    cat = builtin_catalog().devices
+    runs = {d: estimate_speed(find("llama-3.1-8b").spec(), cat[d], weights_format="gguf:q4_k_m", prompt_tokens=1,
+                              output_tokens=512, kv_dtype="fp16") for d in ("gb300", "gb200")}
+    assert "llamacpp_sm_stream_limit" in {a.name for a in runs["gb300"].assumptions}
+    assert not any("SM stream cap" in w for w in runs["gb300"].warnings)
+    assert runs["gb300"].tokens_per_second_per_user == pytest.approx(runs["gb200"].tokens_per_second_per_user,
+                                                                     rel=0.03)
+
+
+def test_a10g_decode_measured_on_aws_g5():
+    """An independent A10G measurement outside the validation CSV (a public benchmark log, search-index id
+    70153032877: 'another g5.2xlarge, A10G, 1710 MHz, 300 W, default clocks', llama.cpp b11447 CUDA, -ngl 99):
+    Mistral-7B-v0.3 Q8_0 tg128 61.02 tokens/s. With the A10G's FP32 peak now given, eq. (12)'s cap is computed (no
+    missing-peak warning) and does not bind on its 600 GB/s GDDR6; the estimate lands within 5 %."""
+    s = estimate_speed(find("mistral-7b-instruct-v0.3").spec(), builtin_catalog().devices["a10g"],
+                       weights_format="gguf:q8_0", prompt_tokens=1, output_tokens=128, kv_dtype="fp16")
+    assert not any("SM stream cap" in w for w in s.warnings)
+    assert "llamacpp_sm_stream_limit" not in {a.name for a in s.assumptions}
+    assert s.tokens_per_second_per_user == pytest.approx(61.02, rel=0.05)
+
+
 def test_h100_pcie_decode_measured_by_nvidia_with_cuda_graphs():
     """An independent H100-PCIe measurement outside the validation CSV: NVIDIA's CUDA-graphs work on llama.cpp
     (issue ggml-org/llama.cpp#6763, the one formulas/speed.py step_overhead cites) measured Llama-2-7B Q4_K_M decode at

@@ -3,6 +3,8 @@ path. Truth: the datasheet figures the catalog rows quote (each row's source), a
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from llmsizer.catalog.hardware import builtin_catalog
@@ -35,8 +37,12 @@ def test_no_int8_rate_and_the_stand_in() -> None:
     assert int8_peak(cat["h100-sxm"]) == (1978.9e12, None)  # sourced: no assumption
     # the H100 NVL datasheet's 'INT8 Tensor Core* | 3,341 TOPS' (with sparsity) / 2: sourced, no assumption
     assert int8_peak(cat["h100-nvl"]) == (1670.5e12, None)
-    p, why = int8_peak(cat["rtx-4080-super"])  # Ada, no sourced INT8: 2 x its dense FP16-accumulate 208.8
+    # every built-in NVIDIA row with INT8 MMA now gives an INT8 figure (devsrc38); the stand-in still serves a
+    # hardware-file entry that gives none: the RTX 4080 SUPER row without its int8, 2 x its dense FP16-accumulate 208.8
+    bare = replace(cat["rtx-4080-super"], flops={k: v for k, v in cat["rtx-4080-super"].flops.items() if k != "int8"})
+    p, why = int8_peak(bare)
     assert p == pytest.approx(417.6e12) and why is not None and why.name == "int8_peak"
+    assert int8_peak(cat["rtx-4080-super"]) == (418e12, None)  # NVIDIA's 836 AI TOPS (sparse INT8) / 2
     assert int8_peak(cat["v100-sxm2-32gb"]) == (None, None)  # Volta 7.0: FP16 tensor cores only
     assert int8_peak(cat["b300"])[1] is None  # Blackwell Ultra keeps its sourced (cut) INT8 figure
 
@@ -68,3 +74,40 @@ def test_h100_nvl_not_faster_than_h100_sxm_beyond_their_peaks() -> None:
     for d in ("h100-nvl", "h100-sxm"):  # both with a sourced SM count: llama.cpp's SM stream cap applies to both
         assert not any("SM stream cap" in w for w in runs[d].warnings), d
         assert any(a.name == "llamacpp_sm_stream_limit" for a in runs[d].assumptions), d
+
+
+def test_every_nvidia_row_with_int8_mma_gives_its_int8_figure() -> None:
+    """devsrc38: no built-in NVIDIA GPU with INT8 MMA (capability >= 7.2, not Blackwell Ultra's cut 10.3) is timed on
+    the int8_peak stand-in any more: each row gives flops.int8, a datasheet figure or one derived and saying how."""
+    for d in _nvidia():
+        cc = d.capability
+        if cc is None or cc < 72 or cc == 103:
+            continue
+        i8 = d.flops.get("int8")
+        assert i8 is not None and i8.base, d.id
+        assert i8.source != "derived" or i8.derived, d.id
+        assert int8_peak(d)[1] is None, d.id
+
+
+# NVIDIA's own figures, typed from the pages the catalog sources name: 'AI TOPS' (GeForce Ada: INT8 with sparsity;
+# GeForce / RTX PRO Blackwell: FP4 with sparsity) and the RTX Blackwell whitepaper's dense INT8 rows
+AI_TOPS_ADA = {"rtx-4080-super": 836}
+AI_TOPS_BLACKWELL = {"rtx-5060-ti-16gb": 759, "rtx-5060-ti-8gb": 759, "rtx-5060": 614, "rtx-5050": 421,
+                     "rtx-pro-6000-workstation": 4000}
+WHITEPAPER_INT8 = {"rtx-5090": (838, 170, 2.407), "rtx-5070": (246.9, 48, 2.512)}  # dense TOPS, SMs, boost GHz
+
+
+def test_derived_int8_rows_agree_with_nvidia_s_published_rates() -> None:
+    """The derived INT8 rows (SMs x boost x 2,048 on Blackwell; AI TOPS / 2 on Ada) against NVIDIA's figures they
+    were not computed from: GeForce Ada's AI TOPS is sparse INT8, so dense = / 2; GeForce Blackwell's AI TOPS is
+    sparse FP4, dense INT8 = FP4 dense / 2 = AI TOPS / 4 (the whitepaper's RTX 5090: 3,352 / 4 = 838). Within 1 %
+    (AI TOPS are rounded; the PRO 6000's 4,000 is NVIDIA's rounding of 188 x 2.617 GHz x 8,192 = 4,030)."""
+    cat = builtin_catalog().devices
+    for ident, (tops, sms, ghz) in WHITEPAPER_INT8.items():
+        assert tops * 1e3 / (sms * ghz) == pytest.approx(2048, rel=0.002), ident  # ops per SM per clock
+        assert cat[ident].flops["int8"].base == pytest.approx(tops * 1e12), ident
+    assert 3352 / 4 == 838
+    for ident, ai in AI_TOPS_ADA.items():
+        assert cat[ident].flops["int8"].base == pytest.approx(ai / 2 * 1e12, rel=0.01), ident
+    for ident, ai in AI_TOPS_BLACKWELL.items():
+        assert cat[ident].flops["int8"].base == pytest.approx(ai / 4 * 1e12, rel=0.01), ident

@@ -95,8 +95,11 @@ def test_devices_without_a_tf32_or_fp32_peak_are_warned_or_refused() -> None:
     assert pro_ws.seconds is None and pro_ws.peak_flops is None and pro_ws.peak_key == "tf32"
     assert any("no sourced TF32 peak" in w and "not timed" in w for w in pro_ws.warnings)
     assert _duration("dgx-spark", model="qwen2.5-0.5b", precision="fp32").seconds is not None  # tf32 off: FP32 peak
-    rtx_pro = _duration("rtx-pro-6000-server", model="qwen2.5-0.5b", precision="fp32")  # no sourced FP32 figure: not timed
-    assert rtx_pro.seconds is None and any("no sourced fp32 peak" in w for w in rtx_pro.warnings)
+    mi250x = _duration("mi250x", model="qwen2.5-0.5b", precision="fp32")  # no sourced FP32 figure: not timed
+    assert mi250x.seconds is None and any("no sourced fp32 peak" in w for w in mi250x.warnings)
+    # the RTX PRO 6000 Server Edition, the device here until devsrc38, now has NVIDIA's datasheet '120 FP32 TFLOPS'
+    rtx_pro = _duration("rtx-pro-6000-server", model="qwen2.5-0.5b", precision="fp32")
+    assert rtx_pro.seconds is not None and rtx_pro.peak_key == "fp32" and rtx_pro.peak_flops == 120e12
 
 
 def test_tf32_on_any_catalog_gpu_is_its_tf32_peak_or_said() -> None:

@@ -461,8 +461,8 @@ def _ratio_peak(device: Device, key16: str, ratio: float, name: str, unit: str, 
         f"{device.id} has {cores} and no sourced {fmt} figure: {ratio:g} x its dense {used} tensor peak "
         f"{p16 / 1e12:.4g} TFLOP/s (give {field} in a --hardware-file entry to replace it); {source}")
 
-# The dense INT8 tensor rate where a catalog row sources none (h100-nvl, the GeForce RTX 50 series, rtx-4080-super,
-# the RTX PRO 6000 rows: NVIDIA's pages for them give no INT8 figure we could quote): INT8_TENSOR_RATIO x the dense
+# The dense INT8 tensor rate where a device row gives none (every built-in NVIDIA row with INT8 MMA now gives one,
+# quoted or derived and saying how, tests/hardware/test_int8_peak.py; a --hardware-file entry may not): INT8_TENSOR_RATIO x the dense
 # FP16 tensor peak (FP16 accumulate where the row gives it, ``Device.peak_flops('fp16_acc16')``) on a CUDA GPU with
 # INT8 MMA (tensor cores taking int8 operands: compute capability >= 7.2, Turing's 7.5 and later; the PTX ISA's
 # mma.sync .s8 shapes need sm_72+); none below it (Volta 7.0: FP16 tensor cores only) nor on Blackwell Ultra (10.3),
