@@ -596,13 +596,16 @@ def test_blackwell_fp32_and_tf32_match_nvidia_s_per_gpu_table() -> None:
         assert rows[dev]["flops"]["bf16"]["value"] * 2 == cols("FP16/BF16 Tensor Core")[i] * 1000
 
 
-def test_rtx_pro_6000_server_fp32_is_nvidia_s_server_edition_sheet() -> None:
-    """devsrc38: the Server Edition row had no FP32 peak (so no SM stream cap). NVIDIA's Server Edition datasheet
-    (December 2025, page 3) gives '120 FP32 TFLOPS', typed here; the Workstation row keeps its own 125."""
+def test_rtx_pro_6000_server_is_nvidia_s_server_edition_sheet_not_the_workstation_s() -> None:
+    """devsrc38: the Server Edition row had no FP32 peak (so no SM stream cap) and the Workstation Edition's 1,792
+    GB/s (via aiconfigurator). NVIDIA's Server Edition datasheet (December 2025, page 3) and product page give '96
+    GB, 1597 GB/s, 120 FP32 TFLOPS', typed here; the Workstation row keeps its own 1,792 and 125."""
     devs = builtin_catalog().devices
     srv, ws = devs["rtx-pro-6000-server"], devs["rtx-pro-6000-workstation"]
+    assert srv.bandwidth == pytest.approx(1597e9) and srv.memory_bandwidth is not None
+    assert srv.memory_bandwidth.source == "nvidia-pro6000-server-datasheet"
     assert srv.peak_flops("fp32")[0] == pytest.approx(120e12)
-    assert ws.peak_flops("fp32")[0] == pytest.approx(125e12)
+    assert ws.bandwidth == pytest.approx(1792e9) and ws.peak_flops("fp32")[0] == pytest.approx(125e12)
     assert srv.sm_cycles_per_second is not None  # SM count, lanes and FP32 peak all sourced: eq. (12) applies
 
 
