@@ -5,7 +5,12 @@ own rules, read in SGLang 0.5.23 (the PyPI wheel, as tests/estimate/test_sglang.
   --max-mamba-cache-size): ``max_mamba_cache_size = int((rest x r / (1 + r) - per_req) // per_req)`` (:3346-3386),
   r = --mamba-full-memory-ratio (fallback 0.9, arg_groups/fields/schedule.py:220-227); the token pool gets
   ``rest - (max_mamba_cache_size + 1) x per_req`` (+1 padding slot, :3404-3409); resolve_max_num_reqs
-  (:3119-3150): ``min(eq. 4, max_mamba_cache_size // 3)`` (MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO = 3, :227);
+  (:3119-3150): ``min(eq. 4, max_mamba_cache_size // s)``, s = _calculate_mamba_ratio (:3062-3088) =
+  MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO (3, :227) + get_mamba_tracking_slots (mem_cache/allocation_sizing.py:
+  11-19: 2 with the extra buffer and the overlap scheduler, else 0). Qwen3-Next and Nemotron-H get the extra buffer
+  by default (arg_groups/overrides.py:403-433 _MAMBA_EXTRA_BUFFER_ARCHS, :453-487 _mamba_radix_cache_resolution:
+  "auto" -> "extra_buffer" with disable_overlap_schedule False, fields/schedule.py:193-199, and linear_attn_backend
+  "triton", fields/exec_.py:542-548): s = 5; a pure Mamba-2 model is in neither list: s = 3;
 - sglang/srt/configs/mamba_utils.py:47-125, :225, :276: conv state [conv_dim, conv_kernel - 1] in bf16, SSM state
   float32 (default), times the recurrent layers (mamba_cache_per_req).
 
@@ -45,6 +50,10 @@ def _nemotron_h_56b_per_req() -> int:
     return (conv + ssm) * 54
 
 
+EXTRA_BUFFER_SLOTS = 3 + 2  # 3 + get_mamba_tracking_slots(extra_buffer=True, overlap=True)
+NO_BUFFER_SLOTS = 3 + 0  # 3 + get_mamba_tracking_slots(extra_buffer=False, ...)
+
+
 def _expected(model: str, per_req: int, cell: int, context: int, **kw):
     est = llmsizer.estimate_inference(model, engine="sglang", memory=H200, context=context, **kw)
     d = est.details
@@ -70,8 +79,9 @@ def test_mamba_pool_splits_the_rest_and_caps_running_requests(model, per_req, ce
     assert est.item("recurrent_state_pool").bytes == (slots + 1) * per_req
     assert d["kv_pool_bytes"] == pool and d["max_total_num_tokens"] == tokens
     reqs = min(max(min(int(tokens / context_len * 512), 4096), 2048), tokens // 2)
-    assert d["max_running_requests"] == min(reqs, slots // 3)
+    assert d["max_running_requests"] == min(reqs, slots // EXTRA_BUFFER_SLOTS)
     names = {a.name: a for a in est.assumptions}
+    assert names["mamba_radix_cache_strategy"].value == "extra_buffer" and names["mamba_radix_cache_strategy"].default
     assert names["mamba_full_memory_ratio"].value == 0.9 and names["max_mamba_cache_size"].value == slots
     # the pool is what keeps running requests out: fewer than the token pool alone allows
     assert d["max_running_requests"] < reqs
@@ -104,15 +114,16 @@ def test_text_report_names_the_mamba_pool():
                                       weights="fp8", concurrency=200)
     slots = est.details["max_mamba_cache_size"]
     assert out.returncode == 0 and f"max_mamba_cache_size {slots:,}" in out.stdout
-    # the MambaPool's cap (slots // 3) keeps requests in the queue although the token pool has room for them
-    assert est.details["running_sequences"] == slots // 3 < est.details["max_concurrency_at_context"]
+    # the MambaPool's cap (slots // 5, the extra buffer) keeps requests in the queue although the token pool has room
+    assert est.details["running_sequences"] == slots // EXTRA_BUFFER_SLOTS < est.details["max_concurrency_at_context"]
+    assert f"// {EXTRA_BUFFER_SLOTS} state slots each (mamba_radix_cache_strategy extra_buffer)" in out.stdout
 
 
 def test_a_state_pool_that_runs_no_request_does_not_fit():
-    """Review: with the MambaPool's slots // 3 = 0 SGLang runs no request (resolve_max_num_reqs, :3119-3150), yet the
+    """Review: with the MambaPool's slots // 5 = 0 (the extra buffer's 5 slots per request) SGLang runs no request (resolve_max_num_reqs, :3119-3150), yet the
     verdict said "fits" (it read only the token pool). At 91,440 MiB (with the measured 688 MiB CUDA context) the
     rules above give 1 or 2 slots while the token pool still holds one 4096-token sequence: the verdict must say no;
-    with room for 3 slots one request runs.
+    with room for 5 slots one request runs.
     (mem_fraction_static, which SGLang tiers by memory, is taken from the estimate as an input, as the weights.)"""
     per_req, cell = _qwen3_next_per_req(), 12 * 2 * 512 * 2
 
@@ -127,9 +138,11 @@ def test_a_state_pool_that_runs_no_request_does_not_fit():
     assert slots in (1, 2) and tokens >= 4096  # the token pool alone would hold one sequence
     assert est.details["max_running_requests"] == 0 and est.details["fits"] is False, est.details["verdict"]
     assert "SGLang admits 0 sequence(s)" in est.details["verdict"]
-    mib = next(m for m in range(91_440, 120_000, 64) if at(m)[1] >= 3)
+    mib = next(m for m in range(91_440, 120_000, 64) if at(m)[1] >= EXTRA_BUFFER_SLOTS)
     ok, slots, _ = at(mib)
-    assert ok.details["max_running_requests"] == min(ok.details["max_running_requests"], slots // 3) >= 1
+    assert ok.details["max_running_requests"] == slots // EXTRA_BUFFER_SLOTS == 1
+    below, slots_below, _ = at(mib - 64)  # 3 or 4 slots: a request under no_buffer, none under extra_buffer
+    assert slots_below < EXTRA_BUFFER_SLOTS and below.details["max_running_requests"] == 0
     assert ok.details["fits"] is True
 
 
@@ -162,8 +175,11 @@ def test_an_attention_free_model_on_sglang_is_all_mamba_pool():
     assert d["mamba_cache_per_req"] == per_req and d["max_mamba_cache_size"] == slots > 0
     assert est.item("recurrent_state_pool").bytes == (slots + 1) * per_req
     assert d["kv_cell_bytes"] == 0 and est.item("kv_cache").bytes == 0 and d["max_total_num_tokens"] == 2048
-    # eq. (4): min(max(min(2048 / 2048 x 512, 4096), 2048), 2048 // 2) = 1024, then the MambaPool's slots // 3
-    assert d["max_running_requests"] == min(1024, slots // 3) == slots // 3
+    # eq. (4): min(max(min(2048 / 2048 x 512, 4096), 2048), 2048 // 2) = 1024, then the MambaPool's slots // 3:
+    # Mamba2ForCausalLM is in neither _MAMBA_RADIX_CACHE_ARCHS nor _MAMBA_EXTRA_BUFFER_ARCHS (overrides.py:369-433),
+    # so the strategy stays "auto" and no extra buffer is kept (model_override_base.py:260-265)
+    assert d["max_running_requests"] == min(1024, slots // NO_BUFFER_SLOTS) == slots // 3
+    assert d["mamba_requests_ratio"] == NO_BUFFER_SLOTS and d["mamba_radix_cache_strategy"] == "no_buffer"
     # the running requests' tokens come from the 2048-token pool: 4 sequences of 512 at once, so 8 do not fit
     assert d["max_concurrency_at_context"] == 4 and d["admitted_sequences"] == 4 and d["fits"] is False
     # the rest the MambaPool leaves (rest / 1.9) is not allocated: SGLang holds the device less it

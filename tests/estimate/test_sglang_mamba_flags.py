@@ -7,7 +7,10 @@ PyPI wheel, as tests/estimate/test_sglang_mamba.py):
   max_mamba_cache_size K is taken as it is (:3303-3307) and the ratio is not read; otherwise
   ``K = int((rest x r / (1 + r) - per_req) // per_req)`` (:3346-3386); the token pool gets
   ``rest - (K + 1) x per_req`` (+1 padding slot, :3404-3409); resolve_max_num_reqs (:3119-3150):
-  ``max_running_requests = min(min(max(min(tokens / context_len x 512, 4096), 2048), tokens // 2), K // 3)``;
+  ``max_running_requests = min(min(max(min(tokens / context_len x 512, 4096), 2048), tokens // 2), K // s)``,
+  s = 3 + get_mamba_tracking_slots (_calculate_mamba_ratio :3062-3088, mem_cache/allocation_sizing.py:11-19): 5 for
+  Qwen3-Next and Nemotron-H, whose "auto" strategy is extra_buffer with the overlap scheduler (arg_groups/
+  overrides.py:403-433, 453-487), 3 with --mamba-radix-cache-strategy no_buffer, 4 with extra_buffer_lazy;
 - sglang/srt/configs/mamba_utils.py:47-125, :225, :276: conv state [conv_dim, conv_kernel - 1] in bf16, SSM state
   float32, times the recurrent layers (mamba_cache_per_req).
 
@@ -30,6 +33,7 @@ from llmsizer.estimate.engines import CUDA_CONTEXT
 from llmsizer.units import GiB
 
 H200 = 141 * GiB
+EXTRA_BUFFER_SLOTS = 3 + 2  # MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO + get_mamba_tracking_slots(True, overlap=True)
 QWEN = "qwen3-next-80b-a3b-thinking"
 NEMOTRON = "nemotron-h-56b-base-8k"
 
@@ -64,7 +68,7 @@ def _by_hand(model: str, per_req: int, cell: int, context_len: int, **setting): 
         r = setting.get("mamba_full_memory_ratio", 0.9)
         slots = int((rest * r / (1 + r) - per_req) // per_req)
     tokens = (rest - (slots + 1) * per_req) // cell
-    running = min(max(min(int(tokens / context_len * 512), 4096), 2048), tokens // 2, slots // 3)
+    running = min(max(min(int(tokens / context_len * 512), 4096), 2048), tokens // 2, slots // EXTRA_BUFFER_SLOTS)
     return est, slots, tokens, running
 
 
@@ -97,7 +101,7 @@ def test_max_mamba_cache_size_replaces_the_split(model, per_req, cell, context_l
     d = est.details
     assert d["max_mamba_cache_size"] == slots == size
     assert est.item("recurrent_state_pool").bytes == (size + 1) * per_req
-    assert d["max_total_num_tokens"] == tokens and d["max_running_requests"] == running == size // 3  # the cap
+    assert d["max_total_num_tokens"] == tokens and d["max_running_requests"] == running == size // EXTRA_BUFFER_SLOTS  # the cap
     names = {a.name: a for a in est.assumptions}
     assert names["max_mamba_cache_size"].value == size and names["max_mamba_cache_size"].default is False
     assert "mamba_full_memory_ratio" not in names  # not read when the size is stated (:3303-3307)
@@ -242,7 +246,7 @@ def test_other_engines_and_models_without_recurrent_layers_are_refused(field, va
     with pytest.raises(RequestError) as r:
         parse_request(_request(f"{field}: {value}").replace("engine: sglang", "engine: vllm"), source="t.yaml")
     assert "applies to engine sglang, not vllm" in r.value.errors[0]
-    with pytest.raises(InputError, match=f"^{field} sizes SGLang's recurrent-state pool"):
+    with pytest.raises(InputError, match=f"^{field} applies to SGLang's recurrent-state pool"):
         llmsizer.estimate_inference("llama-3.1-8b", engine="sglang", memory=H200, **{field: value})
     done = run_cli("infer", "llama-3.1-8b", "--engine", "sglang", flag, str(value))  # without --memory too
     assert done.returncode == 2 and "has no recurrent (Mamba / linear-attention) layers" in done.stderr
@@ -272,17 +276,25 @@ def test_python_reads_the_ratio_as_text_as_the_flag_does():
     assert as_text.details["max_mamba_cache_size"] == as_number.details["max_mamba_cache_size"] > 0
 
 
-@pytest.mark.parametrize("size", [1, 2])
+@pytest.mark.parametrize("size", [1, 4])
 def test_a_size_below_the_requests_ratio_runs_nothing_and_is_refused(size):
-    """kv_cache_configurator.py:3135-3150 (sglang 0.5.23): max_running_requests <= max_mamba_cache_size // 3
-    (MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO = 3), so a stated size of 1 or 2 runs no request on any memory: bad
-    input, not 'does not fit; more memory or a smaller format' (review)."""
-    assert size // 3 == 0
-    with pytest.raises(InputError, match=r"max_mamba_cache_size \d runs no request.*give at least 3"):
+    """kv_cache_configurator.py:3135-3150 (sglang 0.5.23): max_running_requests <= max_mamba_cache_size // s, s = 5
+    for Qwen3-Next by default (3 + the extra buffer's 2 tracking slots, :3062-3088), so a stated size of 1 to 4 runs
+    no request on any memory: bad input, not 'does not fit; more memory or a smaller format' (review). Under
+    no_buffer (s = 3) a size of 3 or 4 runs one."""
+    assert size // EXTRA_BUFFER_SLOTS == 0
+    with pytest.raises(InputError, match=r"max_mamba_cache_size \d runs no request.*give at least 5"):
         llmsizer.estimate_inference(QWEN, engine="sglang", memory=H200, weights="fp8", max_mamba_cache_size=size)
     out = run_cli("fit", QWEN, "--device", "h200", "--engine", "sglang", "--weights", "fp8",
                   "--max-mamba-cache-size", str(size))
     assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1
-    assert "--max-mamba-cache-size" in out.stderr and "give at least 3" in out.stderr
-    ok = llmsizer.estimate_inference(QWEN, engine="sglang", memory=H200, weights="fp8", max_mamba_cache_size=3)
-    assert ok.details["max_running_requests"] == 1  # 3 // 3
+    assert "--max-mamba-cache-size" in out.stderr and "give at least 5" in out.stderr
+    ok = llmsizer.estimate_inference(QWEN, engine="sglang", memory=H200, weights="fp8", max_mamba_cache_size=5)
+    assert ok.details["max_running_requests"] == 1  # 5 // 5
+    no_buffer = dict(engine="sglang", memory=H200, weights="fp8", mamba_radix_cache_strategy="no_buffer")
+    if size < 3:
+        with pytest.raises(InputError, match="give at least 3"):
+            llmsizer.estimate_inference(QWEN, max_mamba_cache_size=size, **no_buffer)
+    else:
+        assert llmsizer.estimate_inference(QWEN, max_mamba_cache_size=size,
+                                           **no_buffer).details["max_running_requests"] == size // 3 == 1

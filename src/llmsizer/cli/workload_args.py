@@ -41,7 +41,7 @@ from ..numbers import (
     VIDEO_FRAMES,
     ZERO_STAGE,
 )
-from ..specs import DTYPES, ENGINES, SPLIT_MODES, InferenceWorkload, TrainingWorkload
+from ..specs import DTYPES, ENGINES, MAMBA_RADIX_CACHE_STRATEGIES, SPLIT_MODES, InferenceWorkload, TrainingWorkload
 from ..specs.training import (
     BATCH_SHAPES,
     CHECKPOINT_IMPLS,
@@ -225,6 +225,11 @@ def add_inference_args(p: argparse.ArgumentParser, *, engine: bool = True, tenso
     g.add_argument("--mamba-full-memory-ratio", type=float_arg(MEMORY_RATIO),
                    help="SGLang, hybrid models: the recurrent-state pool gets r / (1 + r) of the memory after the "
                         "weights (default: SGLang's 0.9)")
+    g.add_argument("--mamba-radix-cache-strategy", choices=MAMBA_RADIX_CACHE_STRATEGIES,
+                   help="SGLang, hybrid models: recurrent-state slots each running request holds: no_buffer 3 "
+                        "(with SGLang's --disable-overlap-schedule), extra_buffer 5, extra_buffer_lazy 4 (default: "
+                        "SGLang's auto: extra_buffer for Qwen3-Next, Nemotron-H, Falcon-H1, Granite-4.0-H, else "
+                        "no_buffer)")
     if tensor_parallel:
         g.add_argument("--tp", "--tensor-parallel", type=int_arg(COUNT), dest="tensor_parallel",
                        help=f"tensor-parallel devices per replica; memory is per device (default {IW.tensor_parallel})")
@@ -278,7 +283,8 @@ def add_kv_unified_arg(g: Any) -> None:
 INFERENCE_FIELDS = ("weights", "context", "concurrency", "output_tokens", "kv_dtype", "engine", "engine_version",
                     "attention", "dtype",
                     "group_size", "paged_block_size", "gpu_memory_utilization", "mem_fraction_static",
-                    "max_mamba_cache_size", "mamba_full_memory_ratio", "max_num_seqs",
+                    "max_mamba_cache_size", "mamba_full_memory_ratio", "mamba_radix_cache_strategy",
+                    "max_num_seqs",
                     "max_num_batched_tokens", "tensor_parallel", "n_gpu_layers", "n_ubatch", "kv_unified",
                     "identical_sequences", "allow_long_context", "gpus",
                     "split_mode",

@@ -55,7 +55,14 @@ from ..specs.training import (
     TRAIN_ATTENTION_KERNELS,
     ZERO_GRADS,
 )
-from ..specs.workload import ENGINE_RULE_TEXT, ENGINES, MEMORY_METRICS, OUTPUT_TOKENS, SPLIT_MODES
+from ..specs.workload import (
+    ENGINE_RULE_TEXT,
+    ENGINES,
+    MAMBA_RADIX_CACHE_STRATEGIES,
+    MEMORY_METRICS,
+    OUTPUT_TOKENS,
+    SPLIT_MODES,
+)
 
 # value types; the reader's converter and the schema's JSON type for each
 TYPES = {
@@ -469,6 +476,10 @@ INFERENCE = (
         F("mamba_full_memory_ratio", "number", "SGLang --mamba-full-memory-ratio r: a hybrid model's recurrent-state "
           "pool gets r / (1 + r) of the memory after the weights (default: SGLang's 0.9)", 0.5, bounds=MEMORY_RATIO,
           template=False),
+        F("mamba_radix_cache_strategy", "enum", "SGLang --mamba-radix-cache-strategy: recurrent-state slots each "
+          "running request of a hybrid model holds: no_buffer 3 (with --disable-overlap-schedule), extra_buffer 5, "
+          "extra_buffer_lazy 4 (default: SGLang's auto: extra_buffer for Qwen3-Next, Nemotron-H, Falcon-H1, "
+          "Granite-4.0-H, else no_buffer)", "no_buffer", choices=MAMBA_RADIX_CACHE_STRATEGIES, template=False),
         F("kv_unified", "bool", "llama.cpp -kvu: one KV buffer shared by all sequences; default: llama-server's "
           "with -np N, one stream per sequence", True, template=False),
         F("max_num_seqs", "int", "vLLM --max-num-seqs / SGLang --max-running-requests: sequences run at once, the "

@@ -27,11 +27,12 @@ from .workload import (
     DTYPES,
     ENGINE_ALIASES,
     ENGINES,
+    MAMBA_RADIX_CACHE_STRATEGIES,
     SPLIT_MODES,
     InferenceWorkload,
     normalize_engine,
 )
 
-__all__ += ["ATTENTION_IMPLS", "DEVICES", "DTYPES", "SPLIT_MODES", "ENGINE_ALIASES", "ENGINES", "InferenceWorkload",
+__all__ += ["ATTENTION_IMPLS", "DEVICES", "DTYPES", "MAMBA_RADIX_CACHE_STRATEGIES", "SPLIT_MODES", "ENGINE_ALIASES", "ENGINES", "InferenceWorkload",
             "normalize_engine"]
 __all__ += ["METHODS", "OPTIMIZERS", "PRECISIONS", "TrainingWorkload"]

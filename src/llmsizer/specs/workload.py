@@ -89,6 +89,7 @@ ENGINE_SETTINGS: dict[str, tuple[str, ...]] = {
     "mem_fraction_static": ("sglang",), "gpu_memory_utilization": ("vllm",), "paged_block_size": ("vllm",),
     # SGLang's recurrent-state pool of hybrid models (estimate/inference/sglang.py eq. 2b)
     "max_mamba_cache_size": ("sglang",), "mamba_full_memory_ratio": ("sglang",),
+    "mamba_radix_cache_strategy": ("sglang",),  # its state slots per running request (eq. 4b)
     "max_num_seqs": ("vllm", "sglang"), "max_num_batched_tokens": ("vllm", "sglang"),
     "split_mode": ("llamacpp",), "tensor_split": ("llamacpp",), "n_cpu_moe": ("llamacpp",),
     "engine_version": ("vllm", "sglang"),  # the releases of estimate/engines.py STEP_HOST
@@ -190,6 +191,9 @@ def refuse_default_not_reading(engine: str, given: Mapping[str, object] | object
         f"{it}: give " + " or ".join(f"engine {e}" for e in readers if runs_here(e))))
 
 
+# SGLang --mamba-radix-cache-strategy past its "auto" (SGLang 0.5.23 arg_groups/fields/exec_.py:512-519): a hybrid
+# model's MambaPool slots per running request (estimate/inference/sglang.py eq. 4b)
+MAMBA_RADIX_CACHE_STRATEGIES = ("no_buffer", "extra_buffer", "extra_buffer_lazy")
 SPLIT_MODES = ("none", "layer", "row")  # llama.cpp -sm (common/arg.cpp:2807-2829; "tensor" is experimental, not modelled)
 
 
@@ -361,6 +365,10 @@ class InferenceWorkload:
         SGLang only, models with recurrent layers only; None: SGLang's split.
     mamba_full_memory_ratio: SGLang --mamba-full-memory-ratio r: the MambaPool gets r / (1 + r) of the memory left
         after the weights (eq. 2b); SGLang only, models with recurrent layers only; None: SGLang's 0.9.
+    mamba_radix_cache_strategy: SGLang --mamba-radix-cache-strategy (no_buffer | extra_buffer | extra_buffer_lazy):
+        the MambaPool slots each running request holds, 3, 5 or 4 (estimate/inference/sglang.py eq. 4b); SGLang
+        only, models with recurrent layers only; None: SGLang's "auto" (extra_buffer for Qwen3-Next, Nemotron-H,
+        Falcon-H1 and Granite-4.0-H with its default overlap scheduler, else no_buffer).
     fit_target: bytes of ``memory`` kept free on each GPU instead of a headroom, as llama.cpp's --fit-target
         (estimate/verdict.py eq. 1'); llama.cpp only; None: ``margin_rule``'s default.
     images: images in each sequence's prompt [images]; their tokens (formulas/vision_tokens.py) add to ``context``.
@@ -424,6 +432,8 @@ class InferenceWorkload:
     max_mamba_cache_size: int | None = None
     # SGLang --mamba-full-memory-ratio r: the state pool gets r / (1 + r) of the memory after the weights; None: 0.9
     mamba_full_memory_ratio: float | None = None
+    # SGLang --mamba-radix-cache-strategy: MambaPool slots per running request (eq. 4b); None: SGLang's "auto"
+    mamba_radix_cache_strategy: str | None = None
     max_num_seqs: int | None = None
     max_num_batched_tokens: int | None = None
     n_gpu_layers: int | None = None
@@ -502,6 +512,10 @@ class InferenceWorkload:
             raise FieldError("gpus", f"gpus must be positive, got {self.gpus}")
         if self.n_cpu_moe is not None and self.n_cpu_moe < 0:
             raise FieldError("n_cpu_moe", f"n_cpu_moe must not be negative, got {self.n_cpu_moe}")
+        if self.mamba_radix_cache_strategy is not None and \
+                self.mamba_radix_cache_strategy not in MAMBA_RADIX_CACHE_STRATEGIES:
+            raise FieldError("mamba_radix_cache_strategy", unknown_choice(
+                "mamba_radix_cache_strategy", self.mamba_radix_cache_strategy, MAMBA_RADIX_CACHE_STRATEGIES))
         if self.split_mode is not None and self.split_mode not in SPLIT_MODES:
             raise FieldError("split_mode", unknown_choice("split_mode", self.split_mode, SPLIT_MODES))
         if self.tensor_split is not None:

@@ -91,3 +91,31 @@ def test_a_model_without_recurrent_layers_is_a_400(client) -> None:
     )
     assert r.json()["detail"] == line
     assert "has no recurrent (Mamba / linear-attention) layers" in line
+
+
+@pytest.mark.parametrize("strategy, slots", [(None, 5), ("no_buffer", 3), ("extra_buffer_lazy", 4)])
+def test_web_gives_the_strategys_cap_as_python_and_the_cli(client, strategy, slots) -> None:
+    """--mamba-radix-cache-strategy: Qwen3-Next's running requests <= max_mamba_cache_size // slots (SGLang 0.5.23
+    _calculate_mamba_ratio, 3 + the extra buffer's tracking slots; by hand: tests/estimate/test_sglang_mamba_strategy.py)."""
+    setting = {} if strategy is None else {"mamba_radix_cache_strategy": strategy}
+    flag = () if strategy is None else ("--mamba-radix-cache-strategy", strategy)
+    r = client.post("/api/v1/infer", json={"model": QWEN, "engine": "sglang", "memory": "141GiB", "context": 4096,
+                                           "weights": "fp8", "concurrency": 256, **setting})
+    assert r.status_code == 200, r.text
+    web = r.json()["details"]
+    est = llmsizer.estimate_inference(QWEN, engine="sglang", memory=141 * GiB, context=4096, weights="fp8",
+                                      concurrency=256, **setting)
+    cli = run_cli_json("infer", QWEN, "--engine", "sglang", "--memory", "141GiB", "--context", "4096", "--weights",
+                       "fp8", "--concurrency", "256", *flag)["details"]
+    for key in (*KEYS, "admitted_sequences", "mamba_requests_ratio"):
+        assert web[key] == est.details[key] == cli[key], key
+    assert web["max_running_requests"] == web["max_mamba_cache_size"] // slots
+
+
+def test_extra_buffer_on_a_model_without_it_is_a_400(client) -> None:
+    r = client.post("/api/v1/infer", json={"model": "jamba-1.5-mini", "engine": "sglang", "memory": "141GiB",
+                                           "mamba_radix_cache_strategy": "extra_buffer"})
+    assert r.status_code == 400 and r.json()["field"] == "mamba_radix_cache_strategy", r.text
+    line = cli_error_line("infer", "jamba-1.5-mini", "--engine", "sglang", "--memory", "141GiB",
+                          "--mamba-radix-cache-strategy", "extra_buffer")
+    assert r.json()["detail"] == line and "is not served for" in line

@@ -38,17 +38,29 @@ Rules read in SGLang 0.5.23 (the PyPI wheel; line numbers of that release):
     profile's dtypes; only the full-attention layers are in ``cell_size``. The running requests are then capped
     (resolve_max_num_reqs, :3119-3150):
 
-        max_running_requests = min(eq. (4), max_mamba_cache_size // 3)                                  (4b)
+        max_running_requests = min(eq. (4), max_mamba_cache_size // s)                                  (4b)
 
-    (3 = MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO, :227, with the radix cache on, no extra buffer and
-    SGLANG_OPT_MAMBA_SKIP_DECODE_LOCK off: _calculate_mamba_ratio :3062-3088.)
+    with s the state slots per running request (_calculate_mamba_ratio :3062-3088, radix cache on,
+    SGLANG_OPT_MAMBA_SKIP_DECODE_LOCK off): MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO 3 (:227) plus the radix
+    cache's extra-buffer tracking slots (get_mamba_tracking_slots, mem_cache/allocation_sizing.py:11-19): s = 3 with
+    no_buffer, 3 + 2 = 5 with extra_buffer and the overlap scheduler, 3 + 1 = 4 with extra_buffer_lazy. SGLang's
+    --mamba-radix-cache-strategy "auto" (arg_groups/fields/exec_.py:512-519) resolves to extra_buffer for the
+    architectures of _MAMBA_EXTRA_BUFFER_ARCHS (arg_groups/overrides.py:403-433, _mamba_radix_cache_resolution
+    :453-487: Qwen3-Next, Nemotron-H, Falcon-H1, Granite-4.0-H with "mamba" layers) with the overlap scheduler on
+    (its default, fields/schedule.py:193-199) and the default linear_attn_backend triton, else to no_buffer
+    (``SGLANG_MAMBA_EXTRA_BUFFER`` below; Jamba and pure Mamba models: no extra buffer). The MambaPool's size and
+    memory (eq. 2b) are the same under every strategy: the extra buffer's slots come out of the same
+    max_mamba_cache_size (memory_pool.py:1393-1400, 1753-1771), its per-request index map (req_pool_size x 2 int64,
+    :1523-1530) is not counted. Not modelled: --disable-overlap-schedule with an explicit extra_buffer (s = 4),
+    pipeline parallelism (which turns the overlap scheduler off after the strategy is resolved:
+    arg_groups/pipeline.py:302, s = 4), page_size > 1 (sm100 backends).
     ``--max-mamba-cache-size`` K (arg_groups/fields/schedule.py:216-219, an int, unset by default) replaces the
     split: ``if max_mamba_cache_size is not None`` (:3303-3307) takes K as it is and the ratio is not read (its
     ``else`` branch, :3346-3386), so
 
         max_mamba_cache_size = K;  kv_pool = rest - (K + 1) x mamba_cache_per_req                         (2b')
 
-    with eq. (4b)'s cap K // 3 unchanged (resolve_max_num_reqs reads the same field, :3135-3137; no clamp of K
+    with eq. (4b)'s cap K // s unchanged (resolve_max_num_reqs reads the same field, :3135-3137; no clamp of K
     against --max-running-requests without speculative decoding, :3308-3322). A K whose pool leaves nothing of rest
     stops SGLang ("Loaded weights leave no GPU memory for the KV cache", :3039-3058); K <= 0 also (:3392-3402), and a
     ratio r <= 0 leaves the split no slot: both refused as inputs (numbers.py COUNT, MEMORY_RATIO). Only one of the
@@ -195,6 +207,58 @@ SWA_KV_POOL: dict[str, tuple[str, str]] = {
 }
 
 
+# Eq. (4b)'s state slots per running request (SGLang 0.5.23 _calculate_mamba_ratio, mem_cache/kv_cache_configurator.py:
+# 3062-3088): MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO (3, :227) plus, with the radix cache's extra buffer, the
+# ping-pong tracking slots each running request also takes from the MambaPool (get_mamba_tracking_slots,
+# mem_cache/allocation_sizing.py:11-19: 2 with the overlap scheduler, 1 without it or lazy; memory_pool.py:1393-1400,
+# 1753-1771 _alloc_ping_pong_buffer). The families (by the config's model_type) whose architecture SGLang gives the
+# extra buffer by default: _mamba_radix_cache_resolution (arg_groups/overrides.py:453-487) resolves the strategy
+# "auto" (fields/exec_.py:512-519) to "extra_buffer" when the architecture is in _MAMBA_RADIX_CACHE_ARCHS (:369-400)
+# and _MAMBA_EXTRA_BUFFER_ARCHS (:403-433) with the default linear_attn_backend "triton" (supports_mamba_cache_
+# extra_buffer :436-450, fields/exec_.py:542-548) and the overlap scheduler on (disable_overlap_schedule False,
+# fields/schedule.py:193-199); otherwise to "no_buffer" with the overlap scheduler turned off. Granite-4.0-H is in the
+# branch when its config's layer_types names a "mamba" layer (:462-466), as the published Granite-4.0-H configs do.
+# Jamba, Mamba-2 and Mamba are in neither list: the strategy stays "auto", no extra buffer (model_override_base.py:
+# 260-265 mamba_extra_buffer_of), 3 slots.
+SGLANG_MAMBA_EXTRA_BUFFER: dict[str, str] = {
+    "qwen3_next": "Qwen3NextForCausalLM", "nemotron_h": "NemotronHForCausalLM", "falcon_h1": "FalconH1ForCausalLM",
+    "granitemoehybrid": "GraniteMoeHybridForCausalLM"}
+
+
+def mamba_state_slots(strategy: str, overlap: bool = True) -> int:
+    """Eq. (4b)'s state slots per running request under the radix-cache ``strategy`` (_calculate_mamba_ratio,
+    kv_cache_configurator.py:3062-3088: 3 + get_mamba_tracking_slots, allocation_sizing.py:11-19; radix cache on,
+    SGLANG_OPT_MAMBA_SKIP_DECODE_LOCK off)."""
+    tracking = 0 if strategy == "no_buffer" else 1 if strategy == "extra_buffer_lazy" or not overlap else 2
+    return E.SGLANG_MAMBA_REQUESTS_RATIO + tracking
+
+
+def mamba_radix_cache_strategy(spec: ModelSpec, given: str | None = None) -> tuple[str, str]:
+    """Eq. (4b): SGLang's mamba radix-cache strategy for hybrid ``spec`` (``given``: --mamba-radix-cache-strategy;
+    None: "auto") and why. An extra-buffer strategy on a family without it is refused, as SGLang refuses it at start
+    (mamba_hook.py:115-120 validate_mamba_extra_buffer; model_hook.py:1059-1066 for an architecture outside the
+    hybrid branch)."""
+    arch = SGLANG_MAMBA_EXTRA_BUFFER.get(spec.model_type)
+    if given is not None and given != "no_buffer" and arch is None:
+        raise FieldError("mamba_radix_cache_strategy", (
+            f"mamba_radix_cache_strategy {given} is not served for {spec.name}: SGLang gives the extra buffer only to "
+            f"the architectures of _MAMBA_EXTRA_BUFFER_ARCHS (arg_groups/overrides.py:403-433: Qwen3-Next, "
+            "Nemotron-H, Falcon-H1, Granite-4.0-H, ...) and stops at start for another; give no_buffer"))
+    if given == "no_buffer":
+        return given, ("given" if arch is None else
+                       "given (SGLang requires --disable-overlap-schedule with it for this family: mamba_hook.py:"
+                       "156-160; with --disable-overlap-schedule alone its auto gives no_buffer)")
+    if given is not None:
+        return given, "given"
+    if arch is not None:
+        return "extra_buffer", (f"SGLang's default for {arch}: _mamba_radix_cache_resolution (arg_groups/overrides.py:"
+                                "453-487) resolves auto to extra_buffer with the overlap scheduler on (its default) "
+                                "and linear_attn_backend triton (its default); --disable-overlap-schedule gives "
+                                "no_buffer")
+    return "no_buffer", (f"SGLang's default for model_type {spec.model_type!r}: its architecture is not in "
+                         "_MAMBA_EXTRA_BUFFER_ARCHS (arg_groups/overrides.py:403-433), no extra buffer")
+
+
 # The window SGLang's scheduler evicts a hybrid model's SWA tokens by (eq. 3s, S4's w), as the config's sliding_window
 # (for Llama 4 attention_chunk_size, which the spec carries as sliding_window) plus this offset: GPT-OSS and Gemma 4
 # answer get_attention_sliding_window_size with sliding_window - 1 (models/gpt_oss.py:131-132, gemma4_mm.py:314-315,
@@ -329,7 +393,7 @@ def compose_sglang(ctx: Context) -> None:
     est_reqs = max(min(int(tokens / context_len * 512), 4096), 2048)
     max_running = min(w.max_num_seqs, tokens // 2) if w.max_num_seqs is not None else min(est_reqs, tokens // 2)
     if mamba is not None:  # eq. (4b): every running request holds state slots in the MambaPool
-        max_running = min(max_running, mamba[0] // E.SGLANG_MAMBA_REQUESTS_RATIO)
+        max_running = min(max_running, mamba[0] // mamba[4])
     # validate_swa_pool_size (pool_configurator.py:198-216): an SWA pool of no more than the runner's sliding window
     # (eq. 3s: SGLang's own, 127 for GPT-OSS, attention_chunk_size for Llama 4) + one page stops SGLang at start-up
     swa_no_start = swa is not None and pool > 0 and swa_tokens <= sglang_swa_window(spec) + page
@@ -367,17 +431,17 @@ def compose_sglang(ctx: Context) -> None:
                               source="SGLang kv_cache_configurator.py:2990-3060, pool_configurator.py:636-647 "
                                      "(eqs. 2-3 of estimate/inference/sglang.py)"))
     if mamba is not None:
-        slots, mamba_bytes, per_req, how = mamba
+        slots, mamba_bytes, per_req, how, state_slots = mamba
         acc.items.append(Item("recurrent_state_pool", mamba_bytes, "device",
                               formula=f"({how} + 1 padding slot) x mamba_cache_per_req {per_req:,} B "
                                       "(conv + SSM state of every recurrent layer, one request); preallocated",
                               source="SGLang kv_cache_configurator.py:3229-3409 (eq. 2b of "
                                      "estimate/inference/sglang.py); " + ctx.profile.state_source))
         ctx.details.update({"max_mamba_cache_size": slots, "mamba_pool_bytes": mamba_bytes,
-                            "mamba_cache_per_req": per_req, "mamba_requests_ratio": E.SGLANG_MAMBA_REQUESTS_RATIO})
+                            "mamba_cache_per_req": per_req, "mamba_requests_ratio": state_slots})
         if w.max_num_seqs is not None and max_running < w.max_num_seqs:
             acc.warnings.append(f"SGLang caps max_running_requests at {max_running:,}: max_mamba_cache_size "
-                                f"{slots:,} // {E.SGLANG_MAMBA_REQUESTS_RATIO} (kv_cache_configurator.py:3135-3150)")
+                                f"{slots:,} // {state_slots} (kv_cache_configurator.py:3135-3150)")
     acc.items.append(Item("runtime_reserve", reserve, "device",
                           formula=f"(1 - {mfs}) x {format_bytes(pre)}: left for activations and CUDA graphs",
                           source="SGLang memory_hook.py:289-339 (eq. 1)"))
@@ -425,9 +489,10 @@ def compose_sglang(ctx: Context) -> None:
         _compare_vllm(ctx, tokens)
 
 
-def _mamba_pool(ctx: Context, rest: int) -> tuple[int, int, int, str] | None:
-    """Eq. (2b): (max_mamba_cache_size, its bytes, mamba_cache_per_req, how the size was reached) of a hybrid model;
-    None without recurrent layers. ``rest``: eq. (2)'s memory after the weights."""
+def _mamba_pool(ctx: Context, rest: int) -> tuple[int, int, int, str, int] | None:
+    """Eq. (2b): (max_mamba_cache_size, its bytes, mamba_cache_per_req, how the size was reached, eq. (4b)'s state
+    slots per running request) of a hybrid model; None without recurrent layers. ``rest``: eq. (2)'s memory after the
+    weights."""
     w, acc = ctx.w, ctx.acc
     if not ctx.spec.recurrent_layer_count or rest <= 0:
         return None
@@ -451,27 +516,36 @@ def _mamba_pool(ctx: Context, rest: int) -> tuple[int, int, int, str] | None:
                    "(kv_cache_configurator.py:3346-3386)")
         how = (f"max_mamba_cache_size {slots:,} = int((rest {rest:,} B x {ratio} / (1 + {ratio}) - {per_req:,}) // "
                f"{per_req:,})")
-    acc.assume("mamba_scheduler_strategy", "no_buffer", None,
-               f"SGLang default: running requests <= max_mamba_cache_size // {E.SGLANG_MAMBA_REQUESTS_RATIO} "
-               "(MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO, radix cache on)")
-    return slots, (slots + 1) * per_req, per_req, how  # + the padding slot (:3404-3409)
+    strategy, why = mamba_radix_cache_strategy(ctx.spec, w.mamba_radix_cache_strategy)
+    state_slots = mamba_state_slots(strategy)
+    ctx.details["mamba_radix_cache_strategy"] = strategy
+    acc.assume("mamba_radix_cache_strategy", strategy, w.mamba_radix_cache_strategy,
+               f"{why}: running requests <= max_mamba_cache_size // {state_slots} (_calculate_mamba_ratio, "
+               f"kv_cache_configurator.py:3062-3088: 3 slots + {state_slots - E.SGLANG_MAMBA_REQUESTS_RATIO} "
+               "tracking slots, allocation_sizing.py:11-19; radix cache on); the MambaPool's size (eq. 2b) is the "
+               "same under every strategy")
+    return slots, (slots + 1) * per_req, per_req, how, state_slots  # + the padding slot (:3404-3409)
 
 
 def refuse_mamba_settings(ctx: Context) -> None:
     """--max-mamba-cache-size / --mamba-full-memory-ratio size the recurrent-state pool: on a model without recurrent
     layers they are refused, not ignored (as llama.cpp's --n-cpu-moe on a model without experts: llamacpp.py)."""
     spec, w = ctx.spec, ctx.w
-    given = [n for n in ("max_mamba_cache_size", "mamba_full_memory_ratio") if getattr(w, n) is not None]
+    given = [n for n in ("max_mamba_cache_size", "mamba_full_memory_ratio", "mamba_radix_cache_strategy")
+             if getattr(w, n) is not None]
     if given and not spec.recurrent_layer_count:
         raise FieldError(given[0], also=tuple(given[1:]), message=(
-            f"{' and '.join(given)} size{'s' if len(given) == 1 else ''} SGLang's recurrent-state pool (MambaPool); "
-            f"{spec.name} has no recurrent (Mamba / linear-attention) layers"))
-    k, ratio = w.max_mamba_cache_size, E.SGLANG_MAMBA_REQUESTS_RATIO
-    if k is not None and k < ratio:  # eq. (4b): K // 3 running requests, whatever the memory: nothing would run
+            f"{' and '.join(given)} appl{'ies' if len(given) == 1 else 'y'} to SGLang's recurrent-state pool "
+            f"(MambaPool); {spec.name} has no recurrent (Mamba / linear-attention) layers"))
+    if not spec.recurrent_layer_count:
+        return
+    k = w.max_mamba_cache_size
+    ratio = mamba_state_slots(mamba_radix_cache_strategy(spec, w.mamba_radix_cache_strategy)[0])
+    if k is not None and k < ratio:  # eq. (4b): K // ratio running requests, whatever the memory: nothing would run
         raise FieldError("max_mamba_cache_size", (
             f"max_mamba_cache_size {k} runs no request: SGLang runs at most max_mamba_cache_size // {ratio} = "
-            f"{k // ratio} (MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO, kv_cache_configurator.py:3135-3150); give "
-            f"at least {ratio}"))
+            f"{k // ratio} (state slots per running request, _calculate_mamba_ratio, kv_cache_configurator.py:"
+            f"3062-3088, 3135-3150); give at least {ratio}"))
 
 
 def _radix_note() -> Any:
