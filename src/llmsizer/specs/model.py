@@ -601,6 +601,14 @@ class ModelSpec:
         return sum(self.recurrent_layers) if self.recurrent is not None else 0
 
     @property
+    def attention_free(self) -> bool:
+        """No layer attends: every mixer is recurrent (Mamba, Mamba-2: MambaConfig / Mamba2Config), so no KV cache
+        and no positions. A hybrid whose layers each hold attention beside their recurrent mixer (Falcon-H1: every
+        layer recurrent, every layer attending) is not. The one test of it (SGLang's token pool, eq. 3m; SGLang's
+        window fallback, estimate/context_window.py; :attr:`attention_kind`)."""
+        return bool(self.recurrent_layer_count) and not self.attention_layers
+
+    @property
     def cross_attention_layer_count(self) -> int:
         """Layers that attend to the image states (Llama-3.2-Vision), not to the text."""
         return sum(self.cross_attention_layers)
@@ -632,7 +640,7 @@ class ModelSpec:
     def attention_kind(self) -> str:
         if self.recurrent is not None and self.recurrent_layer_count:  # a hybrid or attention-free model
             mixer = {"mamba": "Mamba", "mamba2": "Mamba-2", "gated_deltanet": "Gated DeltaNet"}[self.recurrent.kind]
-            if not self.attention_layers:
+            if self.attention_free:
                 return mixer
             return f"{self._attention_kind()} + {mixer}"
         return self._attention_kind()
