@@ -49,6 +49,7 @@ from ..context_window import (
 )
 from ..device import (
     check_engine_on_device,
+    detect_named,
     engine_assumption,
     generic_device,
     refuse_tensor_parallel_apart,
@@ -206,6 +207,7 @@ def estimate_inference(model: ModelSpec | str, workload: InferenceWorkload | Non
         from ...models import spec_of  # a name, or something else refused naming `model`
         spec = spec_of(model)
     refuse_unmodelled(spec, training=False)
+    kwargs = detect_named(kwargs)  # 'detected': this machine, detected now (not memoized: a Detection is no key)
     # memoized on exactly what the estimate reads: the spec (by identity: specs are frozen and the memo keeps the
     # object alive) and the workload, field by field with each value's type (1 and 1.0, True and 1 are different
     # keys) -- or, when called with keyword fields, those names and values (a hit skips building the workload,
