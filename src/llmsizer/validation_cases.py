@@ -2992,6 +2992,9 @@ MAX_CONTEXT_NOTES = {
     "unsloth": "Unsloth's kernels, cut cross-entropy, checkpointed layer inputs offloaded to host RAM; nvidia-smi "
                "metric (CUDA context + the allocator's reserve), no headroom",
 }
+# the README's "GPU VRAM" column as the row's note names it (review23a D10): its 'GB' taken as GiB, which moves the 80 GB
+# row by 0.35 GiB against an H100's 79.65 GiB
+MAX_CONTEXT_MEMORY_NOTE = "card memory taken as {gb} GiB (the README's '{gb} GB')"
 MAX_CONTEXT_NO_BAND = "a longest-sequence row: llmsizer prints no calibrated range for the length (its own range only)"
 
 
@@ -3013,7 +3016,8 @@ def max_context_cases(data: str | Path | None = None) -> list[Case]:
         name = {"hf-fa2": "Hugging Face + FA2 (PEFT)", "unsloth": "Unsloth"}[r["recipe"]]
         out.append(Case(r["id"], MAX_TRAINING_CONTEXT, f"{name} {r['model']} QLoRA r32 on {r['gpu_vram_gb']} GB",
                         float(pred), meas, "tokens", *within_tolerance(MAX_TRAINING_CONTEXT, pred, meas),
-                        source=r["source"], note=MAX_CONTEXT_NOTES[r["recipe"]], no_band=MAX_CONTEXT_NO_BAND,
+                        source=r["source"], no_band=MAX_CONTEXT_NO_BAND,
+                        note=f"{MAX_CONTEXT_NOTES[r['recipe']]}; {MAX_CONTEXT_MEMORY_NOTE.format(gb=r['gpu_vram_gb'])}",
                         span=(float(low), float(high))))
     return out
 

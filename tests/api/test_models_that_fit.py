@@ -144,6 +144,24 @@ def test_python_fit_on_the_detected_machine(this_machine_is: Path, h100_server: 
     assert t.device == "detected-h100-sxm" and t.budget_per_device == int(81559 * MiB * 0.9)
 
 
+def test_python_estimates_on_the_detected_machine_are_the_cli_json(this_machine_is: Path) -> None:
+    """review23b D6: ``estimate_inference(device='detected')`` and ``estimate_training(device='detected')`` size this
+    machine as `infer` / `train --device detected` do (one resolution: estimate/device.py ``detect_named``,
+    ``detected_machine``): the same JSON, on the machine the recorded outputs describe (one H100 80GB HBM3 whose
+    driver reports 81559 MiB, by eye from the csv)."""
+    code, cli = run_json("infer", "qwen2.5-0.5b", "--device", "detected", "--context", "4096")
+    py = llmsizer.estimate_inference("qwen2.5-0.5b", device="detected", context=4096)
+    assert code == 0 and json.loads(json.dumps(py.to_dict(), default=str)) == cli
+    assert py.details["memory_budget"] == 81559 * MiB  # the driver's memory (vLLM's pool share is its own)
+    code, cli = run_json("train", "qwen2.5-0.5b", "--device", "detected", "--seq-len", "1024")
+    py = llmsizer.estimate_training("qwen2.5-0.5b", device="detected", seq_len=1024)
+    assert code == 0 and json.loads(json.dumps(py.to_dict(), default=str)) == cli
+    assert ("device", "detected-h100-sxm") in {(a.name, a.value) for a in py.assumptions}
+    # "Detected" in any case is the same name, as on the CLI
+    assert llmsizer.estimate_inference("qwen2.5-0.5b", device=" Detected ", context=4096).to_dict() == \
+        llmsizer.estimate_inference("qwen2.5-0.5b", device="detected", context=4096).to_dict()
+
+
 def test_the_fit_auto_command_printed_for_detected_runs(this_machine_is: Path) -> None:
     """A model that fits the detected machine only with experts in host memory is printed with its ``fit ... --device
     detected --auto`` command; that command detects the machine again and gives the same llama.cpp flags."""

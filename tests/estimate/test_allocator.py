@@ -284,12 +284,18 @@ def test_fixed_step_reserve_is_re_derived_from_its_named_rows() -> None:
     assert (full.expected - 1) > 4 * (none.expected - 1) and full.low > none.high
 
 
+# scored runs whose eq. (R2) rho lies outside FIXED_STEP_RESERVE's range, each with what is seen and why (review23a
+# D7: named, not pinned -- a model of the mechanism that brings one inside the range leaves the test green)
+RESERVE_MISSES = {"GP17": "a full fine-tune with recomputation: rho 1.39 over the 'full' high end of 1.25; the weight "
+                          "gradients held between the recomputes are not modelled"}
+
+
 def test_fixed_step_reserve_on_the_scored_runs() -> None:
     # the runs that fed no constant (GP06, GP16 without recomputation; GP07, GP17, GP20 with it), judged as validate
     # judges them: under the metric they measured (NVML = CUDA context + max_memory_reserved: 'nvidia-smi', the
-    # worker's fixed shapes). Their rho lies in the calibrated span but for GP17 (a full fine-tune with recomputation:
-    # rho 1.39 over a high end of 1.25, the weight gradients between the recomputes, not modelled), and every device
-    # total comes within 10 % where eq. (R1) alone left them 4-20 % under
+    # worker's fixed shapes). Their rho lies in the calibrated span but for RESERVE_MISSES', and every device total
+    # lies in its calibrated range (validate's judgement of the row), within 2 % for the runs in the span, where eq.
+    # (R1) alone left them 4-20 % under
     from llmsizer.measure.compare import rows_of, spec_of, training_fields
 
     scored = {gp: (key, rho, rec) for key, v in _fixed_step_rows().items() for gp, rho, rec in v
@@ -297,10 +303,12 @@ def test_fixed_step_reserve_on_the_scored_runs() -> None:
     assert sorted(scored) == ["GP06", "GP07", "GP16", "GP17", "GP20"]
     for gp, (key, rho, rec) in scored.items():
         ratio = A.FIXED_STEP_RESERVE[key]
-        assert (ratio.low <= rho <= ratio.high) == (gp != "GP17"), (gp, rho)
+        if gp not in RESERVE_MISSES:
+            assert ratio.low <= rho <= ratio.high, (gp, rho)
         total = next(r for r in rows_of(rec) if r.component == "device total")
         reserve = next(r for r in rows_of(rec) if r.component == "allocator reserve")
-        assert abs(total.estimated / total.measured - 1) < (0.10 if gp == "GP17" else 0.02), (gp, total)
+        if gp not in RESERVE_MISSES:
+            assert abs(total.estimated / total.measured - 1) < 0.02, (gp, total)
         assert total.low <= total.measured <= total.high
         est = estimate_training(spec_of(rec), **training_fields(rec["settings"]), metric="reserved")  # type: ignore[arg-type]
         assert "eq. R2" in est.item("allocator_reserve").formula

@@ -13,7 +13,8 @@ Then the whole model: ``MemTracker``'s peak of every live tensor (weights, cache
 against the estimate's weights + KV + recurrent state + activations, within the 10 % of
 tests/formulas/test_activations_forward.py. Measured (transformers 5.24, torch 2.13 CPU; ratio estimate / measured):
 before this rule (the attention-layer rule) mamba2 fp32 0.209, bf16 0.118, qwen3_next bf16 0.338, nemotron_h bf16
-0.081; now 1.009, 0.997, 1.024, 1.004.
+0.081; then 1.009, 0.997, 1.024, 1.004; with no rotary tables where the model builds none (ModelSpec.rotary,
+review24 D7: Mamba2Model and NemotronHModel make no cos/sin) 1.001, 0.992, 1.024, 1.001.
 """
 
 from __future__ import annotations

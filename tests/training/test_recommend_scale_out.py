@@ -151,44 +151,60 @@ def test_printed_command_carries_the_workload_flags() -> None:
 # review15 D2: at the fewest instances the scale-out search ranked layouts by memory only, at grad accumulation 1,
 # so for Qwen3-235B on 64 x p4de it chose TP 2 + EP 32 (28 of 31 EP peers over the network, 30.4 h) though PP 8 EP 8
 # at the same global batch (grad accumulation 4) fits and takes 17.6 h. Truth: fit_training's own time for every
-# layout the search timed, and for the review's hand-found layout.
-@pytest.mark.parametrize(("model", "target", "hand"), [
-    ("qwen3-235b-a22b", "aws-p4de.24xlarge", {"pp": 8, "ep": 8, "grad_accumulation": 4}),
-    ("qwen3-235b-a22b", "aws-g6e.48xlarge", None),
-])
-def test_the_scale_out_layout_is_the_fastest_of_those_it_timed(model: str, target: str, hand: dict | None) -> None:
+# layout the search timed, and for a layout found by hand at the search's global batch.
+_WL = dict(precision="megatron-bf16", grad_checkpointing="full")
+
+
+def _searched(model: str, target: str):  # type: ignore[no-untyped-def]
     from llmsizer.catalog.hardware import load_catalog
     from llmsizer.estimate.recommend_layout import fastest_layout, search_layout
 
     spec, inst = load_model(model), load_catalog().find(target)
-    wl = dict(precision="megatron-bf16", grad_checkpointing="full")
-    first, _, _ = search_layout(spec, inst, wl, headroom=None)
+    first, _, _ = search_layout(spec, inst, _WL, headroom=None)
     assert first is not None and first.fits
-    chosen, _ = fastest_layout(spec, inst, wl, first, 1e9, headroom=None)
+    chosen, _ = fastest_layout(spec, inst, _WL, first, 1e9, headroom=None)
+    return spec, inst, first, chosen
+
+
+@pytest.mark.parametrize(("model", "target"), [("qwen3-235b-a22b", "aws-p4de.24xlarge"),
+                                               ("qwen3-235b-a22b", "aws-g6e.48xlarge")])
+def test_the_scale_out_layout_is_the_fastest_of_those_it_timed(model: str, target: str) -> None:
+    spec, inst, first, chosen = _searched(model, target)
     assert len(chosen.timed) > 1  # the memory-first layout sends EP over the network: alternatives were timed
     times = {}
     dp_ga = set()
     for lay in chosen.timed:
-        fr = fit_training(spec, inst, first.devices, tokens=1e9, fits_at=False, **{**wl, **lay})
+        fr = fit_training(spec, inst, first.devices, tokens=1e9, fits_at=False, **{**_WL, **lay})
         dp = first.devices // (lay["tp"] * lay["pp"])
         dp_ga.add(dp * lay.get("grad_accumulation", 1))
         if fr.fits:
             times[tuple(sorted(lay.items()))] = fr.training_time["seconds"]
     assert len(dp_ga) == 1  # every layout timed at one global batch (micro-batch 1 x GA x DP)
+    assert len(times) > 1  # more than the memory-first layout fits: the ranking compared something
     full = {**{k: v for k, v in chosen.timed[0].items() if k not in chosen.fields}, **chosen.fields}
-    best = min(times.values())
-    assert times[tuple(sorted(full.items()))] == best == chosen.fit.training_time["seconds"]
-    mem_first = times[tuple(sorted(chosen.timed[0].items()))]
-    # on g6e the memory-first layout (TP 4 EP 16 since Megatron's whole grad buffer counts at grad accumulation 1:
-    # TP 2 EP 64 no longer fits) is itself the fastest; on p4de the hand layout below is strictly faster
-    assert best <= mem_first
-    if hand is not None:  # the layout review15 found by hand (17.6 h): the search's is at least as fast
-        fr = fit_training(spec, inst, first.devices, tokens=1e9, fits_at=False, **{**wl, **hand})
-        # it fitted while zero 2 split Megatron's grad buffer (14.19 GiB a rank); the distributed optimizer keeps it
-        # whole (19.03 GiB, megrad: param_and_grad_buffer.py:1190-1195), 73.21 GiB a GPU: where it fits, the search's
-        # layout is at least as fast
-        if fr.fits:
-            assert best <= fr.training_time["seconds"] < mem_first
+    # the chosen layout is the fastest of those that fit (the memory-first one among them, timed[0])
+    assert times[tuple(sorted(full.items()))] == min(times.values()) == chosen.fit.training_time["seconds"]
+    assert tuple(sorted(chosen.timed[0].items())) in times
+
+
+# review23a D6: review15's hand layout (PP 8 EP 8, grad accumulation 4) no longer fits 64 x p4de since Megatron's
+# whole grad buffer counts (megrad: 73.21 GiB a GPU against 72 GiB), and the search now runs at a global batch of 8
+# (TP 8 EP 8, DP 8 x GA 1), not 32. A hand layout at that global batch that fits: TP 2 (sequence parallel, which
+# Megatron-Core requires for an MoE model under TP) PP 8 EP 4, DP 4 x GA 2 -- timed by fit_training at 35.0 h
+# against the search's 55.2 h: every layout the search times runs TP 8 (PP 1, 2, 4, 8), so it misses it. The premise
+# (it fits, at the same global batch) is asserted; the comparison xfails, naming both times, while the search is
+# slower, and passes once the search finds a layout at least as fast.
+def test_a_hand_layout_at_the_searchs_global_batch_is_not_faster() -> None:
+    spec, inst, first, chosen = _searched("qwen3-235b-a22b", "aws-p4de.24xlarge")
+    hand = {"tp": 2, "sequence_parallel": True, "pp": 8, "ep": 4, "grad_accumulation": 2}
+    lay = chosen.timed[0]
+    assert (first.devices // (lay["tp"] * lay["pp"])) * lay.get("grad_accumulation", 1) == \
+        (first.devices // (hand["tp"] * hand["pp"])) * hand["grad_accumulation"]  # the same global batch
+    fr = fit_training(spec, inst, first.devices, tokens=1e9, fits_at=False, **{**_WL, **hand})
+    assert fr.fits  # the premise, checked, not skipped
+    if fr.training_time["seconds"] < chosen.fit.training_time["seconds"]:
+        pytest.xfail(f"the search's TP {lay['tp']} layout takes {chosen.fit.training_time['seconds'] / 3600:.1f} h, "
+                     f"TP 2 PP 8 EP 4 {fr.training_time['seconds'] / 3600:.1f} h: TP below a node not searched")
 
 
 def test_a_scaled_option_grown_for_the_time_limit_prints_its_own_count() -> None:

@@ -83,3 +83,6 @@ def test_validate_reports_every_row_as_the_tests_predict_it() -> None:
         recipe = MAX_CONTEXT_RECIPES[r["recipe"]]
         assert c.predicted == _predict(gb, recipe, "nvidia-smi") and c.measured == int(r["max_context"])
         assert c.span == (_predict(gb, recipe, "nvidia-smi", "high"), _predict(gb, recipe, "nvidia-smi", "low"))
+        # the card's memory the row is sized with (its GB as GiB, _predict) is named in the note validate prints
+        # (review23a D10)
+        assert f"card memory taken as {r['gpu_vram_gb']} GiB (the README's '{r['gpu_vram_gb']} GB')" in c.note

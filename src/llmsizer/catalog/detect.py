@@ -41,7 +41,7 @@ from typing import Any
 from ..errors import InputError
 from ..readers import system_outputs as so
 from ..units import format_bytes
-from .hardware import Device, HardwareCatalog, HardwareText, Instance, Value, builtin_catalog
+from .hardware import DETECTED, Device, HardwareCatalog, HardwareText, Instance, Value, builtin_catalog, names_detected
 
 # output name (the file name under --from DIR) -> the fixed, read-only command that prints it
 COMMANDS: dict[str, tuple[str, ...]] = {
@@ -780,7 +780,6 @@ def detect_hardware(from_dir: str | Path | None = None, numa: str = "off") -> De
     return detect_machine(from_dir, numa)
 
 
-DETECTED = "detected"  # the hardware name that means this machine (`models --fits-on detected`, `fit --device detected`)
 DETECTED_FILE = "detected.json"  # the name the detected hardware file goes by in messages and sources
 
 
@@ -791,7 +790,7 @@ def detected_target(hardware: str | Device | Instance | Detection, count: int | 
     detected now (``detect_hardware``), and a ``Detection`` the machine it describes: its ``target`` device's id,
     that device's count when ``count`` is None (more than one), and its hardware file appended as text (no file
     written). Anything else is returned as given."""
-    if isinstance(hardware, str) and hardware.strip().lower() == DETECTED:
+    if names_detected(hardware):
         hardware = detect_hardware()
     if isinstance(hardware, Detection):
         dev = hardware.target

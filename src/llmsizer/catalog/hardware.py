@@ -423,6 +423,16 @@ GENERIC_CPU = Device("cpu", "a CPU host (its RAM from --memory; no bandwidth or 
 GENERIC_GPU = Device("gpu", "a GPU (its memory from --memory; no bandwidth or peak known)", "gpu", origin="generic")
 GENERIC_DEVICES = {d.id: d for d in (GENERIC_CPU, GENERIC_GPU)}
 
+DETECTED = "detected"  # the hardware name that means this machine (`models --fits-on detected`, `--device detected`)
+
+
+def names_detected(hardware: object) -> bool:
+    """Whether ``hardware`` is the name ``"detected"`` (any case, spaces around): this machine, detected in-process
+    (catalog/detect.py ``detected_target``). The one test of the name: the core's (estimate/device.py
+    ``detected_machine``: fit, fit_training, estimate_inference, estimate_training), the CLI's (cli/main.py
+    ``detected_device``) and the web's refusal (web/bridge.py)."""
+    return isinstance(hardware, str) and hardware.strip().lower() == DETECTED
+
 _NORM_SEP = re.compile(r"[\s_]+")
 
 
@@ -1033,5 +1043,5 @@ def apple_gpu_memory(device: Device, fraction: float) -> int | None:
     return int(mem * fraction) if mem is not None else None
 
 
-__all__ = ["MEMORY_CONVENTION", "Device", "GiB", "HardwareCatalog", "Instance", "Interconnect", "Value",
-           "apple_gpu_memory", "builtin_catalog", "find_hardware", "load_catalog", "search"]
+__all__ = ["DETECTED", "MEMORY_CONVENTION", "Device", "GiB", "HardwareCatalog", "Instance", "Interconnect", "Value",
+           "apple_gpu_memory", "builtin_catalog", "find_hardware", "load_catalog", "names_detected", "search"]

@@ -340,7 +340,10 @@ def detected_device(args: argparse.Namespace) -> None:
     is not given, its hardware file added as text). ``models --fits-on detected`` is the core's
     (``fits_on.models_that_fit``). The web does not come here: its bridge refuses 'detected'."""
     device = getattr(args, "device", None)
-    if args.command not in ("fit", "infer", "train") or not isinstance(device, str) or device.strip().lower() != "detected":
+    if args.command not in ("fit", "infer", "train") or device is None:
+        return
+    from ..catalog.hardware import names_detected
+    if not names_detected(device):
         return
     from ..catalog.detect import detected_target
 

@@ -83,6 +83,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 from ..errors import InputError
 from ..formulas.caching_allocator import (
@@ -91,7 +92,7 @@ from ..formulas.caching_allocator import (
     stream_trace_hole_bytes,
     stream_trace_pool_bytes,
 )
-from ..result import Assumption, Item
+from ..result import Assumption, Estimate, Item, Location
 from ..specs.workload import MEMORY_METRICS
 from ..suggest import unknown_choice
 from ..units import format_bytes
@@ -330,6 +331,24 @@ def releasable_growth(items: list[Item]) -> tuple[int, int, int]:
     dynamic = tensor_bytes(here) - sum(i.bytes for i in here if i.name in PERSISTENT)
     plain = reserve_item(dynamic, INFERENCE)
     return tuple(max(0, a - b) for a, b in zip(item.range, plain.range, strict=True))  # type: ignore[return-value]
+
+
+def verdict_need_range(est: Estimate, location: Location = "device") -> tuple[int, int, int, dict[str, Any] | None]:
+    """(low, expected, high) bytes ``est`` needs at ``location`` and its calibrated range (``calibrated_need``, None
+    without one): the total there less the DynamicCache's grown segments that a failing allocation releases
+    (``details["kv_growth_releasable"]``, ``releasable_growth``: device items only), which the metric shows but a run
+    does not need. The one rule of that need: the inference fit verdict (estimate/inference/compose.py ``_check_fit``)
+    and fit's memory per device (estimate/fit.py ``need_per_device``) read it (review23b D1, review24 D5). With the
+    growth capped at the device's memory (``cap_growth_at_memory``) the difference is the same: the cap cuts the
+    total and the releasable growth alike."""
+    lo, mid, hi = est.total(location)
+    calibrated = est.details.get("calibrated_range")
+    released = est.details.get("kv_growth_releasable") if location == "device" else None
+    if released:
+        lo, mid, hi = lo - released[0], mid - released[1], hi - released[2]
+        if calibrated is not None:
+            calibrated = {**calibrated, "low": calibrated["low"] - released[0], "high": calibrated["high"] - released[2]}
+    return lo, mid, hi, calibrated
 
 
 def growth_ceiling(memory: int, metric: str, gpu_runtime: str) -> tuple[int, int, int]:

@@ -123,8 +123,8 @@ def sglang_window(spec: ModelSpec) -> tuple[int, str] | None:
         # the readers map every length key SGLang reads to max_position_embeddings, so a spec without one is a
         # config with none (a pure Mamba model: MambaConfig / Mamba2Config have none) or a model described by hand,
         # whose config is not known: SGLang's fallback for the former only (review24 D3: a hand-described Llama
-        # shape was refused past 2048)
-        if not spec.recurrent_layer_count or spec.recurrent_layer_count < spec.num_layers:
+        # shape was refused past 2048; a hybrid such as Falcon-H1, every layer recurrent and attending, has one)
+        if not spec.attention_free:
             return None
         return (SGLANG_NO_LENGTH_KEY_CONTEXT, "no length key in the config: get_context_length's fallback, "
                 "sglang/srt/utils/hf_transformers/common.py:690-694")

@@ -16,7 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ..catalog.hardware import GENERIC_DEVICES, Device, Instance, load_catalog
+from ..catalog.hardware import GENERIC_DEVICES, Device, Instance, load_catalog, names_detected
 from ..errors import FieldError, InputError, UnknownNameError
 from ..formulas.network import nccl_nvlink_share
 from ..formulas.weight_formats import normalize_format
@@ -711,12 +711,23 @@ def detected_machine(hardware: Any, count: int | None, hardware_files: Sequence[
     ``Detection`` (``detect_hardware()``'s): the detected machine's target device, its count when none is given and
     its hardware file as text (catalog/detect.py ``detected_target``, the rule ``models --fits-on detected`` and
     ``--device detected`` follow); anything else as given. Detection is imported only for those."""
-    if isinstance(hardware, (Device, Instance)) or (isinstance(hardware, str) and hardware.strip().lower() != "detected"):
+    if isinstance(hardware, (Device, Instance, str)) and not names_detected(hardware):
         return hardware, count, hardware_files
     from ..catalog.detect import Detection, detected_target
     if isinstance(hardware, (str, Detection)):
         return detected_target(hardware, count, hardware_files)
     return hardware, count, hardware_files
+
+
+def detect_named(fields: dict[str, Any]) -> dict[str, Any]:
+    """``fields`` with a ``device`` named ``"detected"`` replaced by this machine's ``Detection``, detected once
+    (catalog/detect.py ``detect_hardware``): what ``estimate_inference(device='detected')`` and
+    ``estimate_training(device='detected')`` size, as `infer` / `train --device detected` (cli/main.py
+    ``detected_device``) and ``fit(model, 'detected')`` do; the rest of the resolution is ``detected_machine``'s."""
+    if not names_detected(fields.get("device")):
+        return fields
+    from ..catalog.detect import detect_hardware
+    return {**fields, "device": detect_hardware()}
 
 
 def resolve_target(hardware: str | Device | Instance, hardware_files: Sequence[str | Path] = ()
@@ -759,6 +770,9 @@ def workload_on_device(fields: dict[str, Any], asker: str, hardware_files: Seque
     hardware = fields.get("device")
     if hardware is None:
         hardware = "gpu"
+    # 'detected' (or a Detection): this machine's target device, its hardware file as text (``detected_machine``, as
+    # `infer --device detected` and fit read it); one device of it (several: estimate_training's fit_training)
+    hardware, _, hardware_files = detected_machine(hardware, None, hardware_files)
     device, count, target, instance = resolve_target(hardware, hardware_files)
     if count is not None and count > 1:
         how = {"infer": f"(--device {device.id}, with --tp for a replica over several) or use `fit --device "

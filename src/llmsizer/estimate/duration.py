@@ -1998,10 +1998,14 @@ def _dp_ring_elements(spec: ModelSpec, w: TrainingWorkload, trained: int) -> flo
     e_tp x ep ways, not tp) x tp / (e_tp x ep) x (g_e - 1) / g_e over their own group g_e (setup.py
     ``expert_group``: Megatron-Core's expert DDP buffers reduce on intra_expt_dp_group, NVIDIA/Megatron-LM
     @d98e8a64 distributed/distributed_data_parallel.py:285-289). Each share stands alone: with one dense replica
-    (dp = 1) and etp < tp the experts still reduce over tp / etp ranks; with g_e = 1 they move nothing."""
+    (dp = 1) and etp < tp the experts still reduce over tp / etp ranks; with g_e = 1 they move nothing. The norm
+    weights are not split by tensor parallelism (Megatron-Core's TENorm builds a whole ``hidden_size`` LayerNorm /
+    RMSNorm on every TP rank, NVIDIA/Megatron-LM @d98e8a64 megatron/core/extensions/transformer_engine.py:1048-1100):
+    trained in full, each TP rank's buffer holds them whole, so in whole-model terms they count tp times."""
     dp = max(1, w.gpus // max(1, w.tp * w.pp))
     experts, e_tp = _expert_elements_trained(spec, w)
-    dense = (trained - experts) * (dp - 1) / dp
+    norms = count_params(spec).by_component.get("norm", 0) * (w.tp - 1) if w.method == "full" else 0
+    dense = (trained - experts + norms) * (dp - 1) / dp
     if not experts:
         return dense
     edp = expert_group(w)

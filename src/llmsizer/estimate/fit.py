@@ -36,6 +36,7 @@ from ..units import format_bytes
 from . import efficiency as E
 from . import engines as ENG
 from . import ranges as R
+from .allocator import verdict_need_range
 from .context_window import window_fits_at
 from .device import (
     APPLE_OWN_HOST_WARNING,
@@ -227,17 +228,14 @@ def per_replica(concurrency: int, replicas: int) -> int:
 
 
 def need_per_device(est: Estimate, on_cpu: bool = False) -> tuple[int, int]:
-    """(expected, high) bytes ``est`` needs on one device: the total at its location, or with a llama.cpp split the
+    """(expected, high) bytes ``est`` needs on one device: the total at its location less what the metric shows but a
+    run does not need (``allocator.verdict_need_range``, the inference verdict's rule), or with a llama.cpp split the
     fullest GPU's (estimate/inference/llamacpp_split.py places layers, KV and compute per GPU)."""
     split = est.details.get("split")
     per_gpu = [dv for dv in split["devices"] if dv["device"] != "host"] if split and not on_cpu else []
     if len(per_gpu) > 1:
         return max(int(dv["total"]) for dv in per_gpu), max(int(dv["total_high"]) for dv in per_gpu)
-    _, mid, hi = est.total("host" if on_cpu else "device")
-    released = est.details.get("kv_growth_releasable")
-    if released and not on_cpu:  # a DynamicCache's cached growth, which a failing allocation releases: shown under
-        # metric reserved / nvidia-smi, not needed (the verdict's need: estimate/inference/compose.py, review23b D1)
-        mid, hi = mid - released[1], hi - released[2]
+    _, mid, hi, _ = verdict_need_range(est, "host" if on_cpu else "device")  # the verdict's need (allocator.py)
     return int(mid), int(hi)
 
 

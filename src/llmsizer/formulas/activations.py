@@ -106,7 +106,7 @@ def prefill_activation_bytes(spec: ModelSpec, batch: int, q_tokens: int, kv_toke
     mlp //= tp
     if forward_locals:  # inputs_embeds, rotary cos/sin (+ the post-attention residual in the MLP): module docstring
         rope = 0
-        if not spec.position_embeddings:
+        if spec.rotary:  # a model with no rotary positions builds no cos/sin (Mamba2Model, NemotronHModel)
             rope_dim = spec.mla.qk_rope_head_dim if spec.mla is not None else spec.head_dim
             pairs = len(set(spec.layer_types)) if spec.model_type.startswith("gemma3") else 1
             rope = 2 * pairs * t * rope_dim * act_bytes
@@ -205,7 +205,7 @@ def gemma3n_prefill_terms(spec: ModelSpec, batch: int, q_tokens: int, kv_tokens:
     t = batch * q_tokens
     h, n, c = spec.hidden_size, g.altup_inputs, act_bytes
     types = set(spec.layer_types)
-    rope = 0 if spec.position_embeddings else 2 * max(1, len(types)) * t * spec.head_dim * c
+    rope = 2 * max(1, len(types)) * t * spec.head_dim * c if spec.rotary else 0
     mask = sdpa_sliding_mask_bytes(spec, q_tokens, kv_tokens, attention)
     projections = n * t * h * c if n > 1 else 0  # n - 1 rescaled streams + the last raw projection
     residual = (t * h * c + projections + t * spec.num_layers * g.per_layer_width * c + n * t * h * c + rope + mask)

@@ -192,7 +192,6 @@ from .tensors import layer_kind_firsts
 from .training_activations import _head_dims
 
 F32 = 4.0
-ALIBI_MODEL_TYPES = ("bloom", "mpt")  # attention biases instead of rotary embeddings (no q/k rotation kernels)
 SOURCE_EAGER = ("transformers models/llama/modeling_llama.py LlamaRMSNorm.forward L62-67, apply_rotary_pos_emb "
                 "L145-149, rotate_half L119-123, LlamaMLP.forward L164; autograd derivatives.yaml")
 SOURCE_COMPILED = ("inductor fused kernels' bytes (torch/_inductor/graph.py GraphLowering.count_bytes) of a "
@@ -366,7 +365,7 @@ def model_layer_widths(spec: ModelSpec, layer: int, tp: int = 1) -> LayerWidths:
     else:
         inter, gated = spec.intermediate_size, spec.mlp_gated
     head = spec.mla.qk_nope_head_dim + spec.mla.qk_rope_head_dim if spec.mla is not None else spec.head_dim
-    rotary = spec.position_embeddings == 0 and spec.model_type not in ALIBI_MODEL_TYPES
+    rotary = spec.rotary
     return LayerWidths(spec.hidden_size, -(-inter // tp), -(-q // tp), max(head, k // tp) if k else 0, head, gated,
                        rotary, spec.norm_kind == "layernorm")
 

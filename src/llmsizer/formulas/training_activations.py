@@ -1543,7 +1543,7 @@ def shared_activations(spec: ModelSpec, st: ActivationSetup) -> tuple[Term, ...]
 def _shared_terms(spec: ModelSpec, st: ActivationSetup, t: int, r: int) -> list[Term]:
     """Rotary tables and attention masks shared by all layers."""
     shared: list[Term] = []
-    if spec.position_embeddings == 0:
+    if spec.rotary:
         hd = spec.mla.qk_rope_head_dim if spec.mla is not None else (spec.rotary_dim or spec.head_dim)
         # one [1, s, hd] table each unless the rows carry their own position_ids (packing): module docstring
         rows = t if st.packing else st.seq

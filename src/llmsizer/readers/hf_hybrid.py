@@ -117,7 +117,7 @@ def hybrid_spec(cfg: dict[str, Any], mt: str, *, name: str, where: str, source: 
         fields.update(
             num_heads=heads, num_kv_heads=c.get("num_key_value_heads") or heads, head_dim=c.req("head_dim"),
             intermediate_size=c.get("intermediate_size") or 0, mlp_gated=False, mlp_bias=bool(c.get("mlp_bias")),
-            norms_per_layer=1, recurrent=rec, moe=moe,
+            norms_per_layer=1, recurrent=rec, moe=moe, rope=False,  # NemotronHAttention: no rotary embedding
             # NemotronHRMSNorm (modeling_nemotron_h.py lines 626-633): ``(weight.to(float32) * x).to(dtype)`` keeps
             # the fp32 normalised tensor and the fp32 weight copy (training_activations.py eq. N3)
             norm_fp32_normalised=True,
@@ -135,7 +135,7 @@ def hybrid_spec(cfg: dict[str, Any], mt: str, *, name: str, where: str, source: 
                       conv_bias="use_conv_bias", in_bias="use_bias", out_bias="use_bias", chunk="chunk_size")
         # no attention: the attention fields describe the SSM heads (activation and speed formulas read them)
         fields.update(num_heads=heads, num_kv_heads=heads, head_dim=hd, intermediate_size=0, norms_per_layer=1,
-                      recurrent=rec, layer_types=("none",) * n_layers, recurrent_layers=(True,) * n_layers,
+                      recurrent=rec, rope=False, layer_types=("none",) * n_layers, recurrent_layers=(True,) * n_layers,
                       ffn_layers=(False,) * n_layers)
     elif mt == "qwen3_next":
         kinds = _block_types(c, n_layers, {"linear_attention", "full_attention"})
@@ -181,6 +181,7 @@ def hybrid_spec(cfg: dict[str, Any], mt: str, *, name: str, where: str, source: 
         moe = MoESpec(n_exp, c.req("num_experts_per_tok"), c.req("intermediate_size")) if any(moe_layers) else None
         fields.update(num_heads=heads, num_kv_heads=c.get("num_key_value_heads") or heads, head_dim=hidden // heads,
                       intermediate_size=c.req("intermediate_size"), recurrent=rec, moe=moe, moe_layers=moe_layers,
+                      rope=False,  # JambaAttention: no positional encoding (JambaModel builds no rotary embedding)
                       layer_types=tuple("full" if a else "none" for a in attn),
                       recurrent_layers=tuple(not a for a in attn))
     elif mt == "falcon_h1":
@@ -230,6 +231,8 @@ def hybrid_spec(cfg: dict[str, Any], mt: str, *, name: str, where: str, source: 
         # (modeling_granitemoehybrid.py lines 762-763): fused_gate_up
         fields.update(num_heads=heads, num_kv_heads=c.get("num_key_value_heads") or heads, head_dim=hidden // heads,
                       attention_qkv_bias=bias, attention_out_bias=bias, recurrent=rec, fused_gate_up=True,
+                      # GraniteMoeHybridModel: rotary only with position_embedding_type "rope" (default None)
+                      rope=c.get("position_embedding_type") == "rope",
                       layer_types=tuple("full" if k == "full_attention" else "none" for k in kinds),
                       recurrent_layers=tuple(k == "linear_attention" for k in kinds))
     heads, kv = fields["num_heads"], fields["num_kv_heads"]

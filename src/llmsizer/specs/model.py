@@ -32,6 +32,9 @@ LayerKind = Literal["full", "sliding", "none"]  # the attention of a layer; "non
 RecurrentKind = Literal["mamba", "mamba2", "gated_deltanet"]
 VisionTokenRule = Literal["fixed", "qwen2_vl", "qwen3_vl", "llama4", "mllama"]
 VISION_TOKEN_RULES: tuple[VisionTokenRule, ...] = ("fixed", "qwen2_vl", "qwen3_vl", "llama4", "mllama")
+# model types whose attention adds position biases instead of rotating q/k (ALiBi, Press et al. 2022, arXiv
+# 2108.12409): transformers' BloomModel and MptModel build no rotary tables (ModelSpec.rotary)
+ALIBI_MODEL_TYPES = ("bloom", "mpt")
 VisionEncoder = Literal["siglip", "qwen2_5_vl", "qwen3_vl", "mllama", "llama4"]
 NormKind = Literal["rmsnorm", "layernorm"]
 LayerKey = tuple[bool, bool, bool, bool, bool, bool, int, int]  # ModelSpec.layer_key / layer_keys
@@ -397,6 +400,10 @@ class ModelSpec:
     # StableLmLayerNormPerHead, num_heads x head_dim q weights and num_kv_heads x head_dim k weights)
     qk_norm: Literal["none", "per_head", "full", "each_head"] = "none"
     position_embeddings: int = 0  # learned absolute position table rows (GPT-2 style); 0 for rotary models
+    # the model's forward builds rotary cos/sin tables (RoPE) when it has no learned table: False where it encodes no
+    # positions at all (Mamba2Model, NemotronHModel, JambaModel: their modeling_*.py build no rotary embedding;
+    # GraniteMoeHybridModel unless position_embedding_type is "rope", modeling_granitemoehybrid.py line 1057)
+    rope: bool = True
     norm_kind: NormKind = "rmsnorm"
     norms_per_layer: int = 2
     attention_sinks: bool = False
@@ -601,6 +608,22 @@ class ModelSpec:
         return sum(self.recurrent_layers) if self.recurrent is not None else 0
 
     @property
+    def rotary(self) -> bool:
+        """The forward rotates q/k by position (RoPE), so it builds cos/sin tables and runs rotation kernels: not a
+        model with a learned position table (``position_embeddings``: GPT-2), attention biases (``ALIBI_MODEL_TYPES``:
+        BLOOM, MPT) or no positions (``rope`` False: Mamba-2, Nemotron-H, Jamba, Granite-4.0-H). The one test of it
+        (formulas/activations.py, training_activations.py, elementwise_traffic.py)."""
+        return self.rope and not self.position_embeddings and self.model_type not in ALIBI_MODEL_TYPES
+
+    @property
+    def attention_free(self) -> bool:
+        """No layer attends: every mixer is recurrent (Mamba, Mamba-2: MambaConfig / Mamba2Config), so no KV cache
+        and no positions. A hybrid whose layers each hold attention beside their recurrent mixer (Falcon-H1: every
+        layer recurrent, every layer attending) is not. The one test of it (SGLang's token pool, eq. 3m; SGLang's
+        window fallback, estimate/context_window.py; :attr:`attention_kind`)."""
+        return bool(self.recurrent_layer_count) and not self.attention_layers
+
+    @property
     def cross_attention_layer_count(self) -> int:
         """Layers that attend to the image states (Llama-3.2-Vision), not to the text."""
         return sum(self.cross_attention_layers)
@@ -632,7 +655,7 @@ class ModelSpec:
     def attention_kind(self) -> str:
         if self.recurrent is not None and self.recurrent_layer_count:  # a hybrid or attention-free model
             mixer = {"mamba": "Mamba", "mamba2": "Mamba-2", "gated_deltanet": "Gated DeltaNet"}[self.recurrent.kind]
-            if not self.attention_layers:
+            if self.attention_free:
                 return mixer
             return f"{self._attention_kind()} + {mixer}"
         return self._attention_kind()

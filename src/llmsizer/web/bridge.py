@@ -17,7 +17,7 @@ import threading
 from collections.abc import Iterable, Mapping
 from typing import Any, NoReturn
 
-from ..catalog.detect import DETECTED
+from ..catalog.hardware import names_detected
 from ..cli.main import UNKNOWN_SHOWN, _Parser, bounded_unrecognized, build_parser, usage_line
 from ..errors import FieldError
 from ..inputs import not_true_or_false, short
@@ -217,8 +217,8 @@ def parse(command: tuple[str, ...], fields: Mapping[str, Any], *, skip: Iterable
         if action.dest in DENIED and getattr(args, action.dest, action.default) != action.default:
             raise Problem(400, f"field '{action.dest}' is not accepted by the web API: {DENIED[action.dest]}",
                           action.dest)
-    for dest in ("fits_on", "device"):  # 'detected' is the machine the CLI runs on (catalog/detect.py DETECTED)
-        if str(getattr(args, dest, None) or "").strip().lower() == DETECTED:
+    for dest in ("fits_on", "device"):  # 'detected' is the machine the CLI runs on (catalog/hardware.py names_detected)
+        if names_detected(getattr(args, dest, None)):
             raise Problem(400, f"field '{dest}': 'detected' is the machine the CLI runs on; the server does not detect "
                                "its own: run `llmsizer hardware detect -o FILE` there and send the file's text as "
                                "'hardware' (POST /api/v1/models/fits-on)", dest)

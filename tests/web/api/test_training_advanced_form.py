@@ -14,11 +14,10 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import re
-from html.parser import HTMLParser
 from typing import Any
 
 import pytest
-from web_api_helpers import command_flags, fed_page, run_cli_json
+from web_api_helpers import TrainPanelParser, command_flags, fed_page, run_cli_json
 
 from llmsizer.cli.main import build_parser
 
@@ -38,30 +37,26 @@ NOT_APPLICABLE = {
 FORM_NAME = {"attention": "train_attention", "device": "train_device"}  # state.js TRAIN_AS, reversed
 
 
-class _Form(HTMLParser):
+class _Form(TrainPanelParser):
     """Each named select (its options: value -> text) and checkbox of the page, with where it sits: in the
     training tab panel, in its <details id=train-advanced>, and whether that details is open."""
 
     def __init__(self) -> None:
         super().__init__()
-        self.stack: list[str] = []  # ids of the open div/details elements
         self.controls: dict[str, dict[str, Any]] = {}
         self.select: str | None = None
         self.option: str | None = None
         self.advanced_open: bool | None = None
 
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        a = dict(attrs)
-        if tag in ("div", "details"):
-            self.stack.append(a.get("id") or "")
-            if a.get("id") == "train-advanced":
-                self.advanced_open = "open" in a
-        where = {"train": "panel-train" in self.stack, "advanced": "train-advanced" in self.stack}
+    def start(self, tag: str, a: dict[str, Any]) -> None:
+        if tag in ("div", "details") and a.get("id") == "train-advanced":
+            self.advanced_open = "open" in a
         if tag == "select" and a.get("name"):
             self.select = a["name"]
-            self.controls[self.select] = {"kind": "select", "options": {}, "fill": a.get("data-choices"), **where}
+            self.controls[self.select] = {"kind": "select", "options": {}, "fill": a.get("data-choices"),
+                                          **self.where()}
         elif tag == "input" and a.get("type") == "checkbox" and a.get("name"):
-            self.controls[a["name"] or ""] = {"kind": "checkbox", **where}
+            self.controls[a["name"] or ""] = {"kind": "checkbox", **self.where()}
         elif tag == "option" and self.select:
             self.option = a.get("value") or ""
             self.controls[self.select]["options"][self.option] = ""
@@ -70,10 +65,8 @@ class _Form(HTMLParser):
         if self.select and self.option is not None:
             self.controls[self.select]["options"][self.option] += data
 
-    def handle_endtag(self, tag: str) -> None:
-        if tag in ("div", "details") and self.stack:
-            self.stack.pop()
-        elif tag == "select":
+    def end(self, tag: str) -> None:
+        if tag == "select":
             self.select = None
         elif tag == "option":
             self.option = None

@@ -11,11 +11,10 @@ reachable through the JSON API and the CLI, not the page."""
 from __future__ import annotations
 
 import argparse
-from html.parser import HTMLParser
 from typing import Any
 
 import pytest
-from web_api_helpers import cli_error_line, command_flags, fed_page, run_cli_json
+from web_api_helpers import TrainPanelParser, cli_error_line, command_flags, fed_page, run_cli_json
 
 from llmsizer.cli.main import build_parser
 
@@ -32,13 +31,12 @@ FORM_NAME = {"device": "train_device"}  # state.js TRAIN_AS, reversed
 BUDGET = {"memory", "headroom"}
 
 
-class _Boxes(HTMLParser):
+class _Boxes(TrainPanelParser):
     """Each named text input of the page with where it sits (the training panel, its Advanced section), each
     label's text by its ``for``, and each hint's text by its id."""
 
     def __init__(self) -> None:
         super().__init__()
-        self.stack: list[str] = []
         self.boxes: dict[str, dict[str, Any]] = {}
         self.controls: dict[str, bool] = {}  # every named control: whether it is in the training panel
         self.labels: dict[str, str] = {}
@@ -46,16 +44,12 @@ class _Boxes(HTMLParser):
         self._label: str | None = None
         self._hint: str | None = None
 
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        a = dict(attrs)
-        if tag in ("div", "details"):
-            self.stack.append(a.get("id") or "")
+    def start(self, tag: str, a: dict[str, Any]) -> None:
         if tag in ("input", "select") and a.get("name"):
-            self.controls[a["name"] or ""] = "panel-train" in self.stack
+            self.controls[a["name"] or ""] = self.where()["train"]
         if tag == "input" and a.get("type") == "text" and a.get("name"):
-            self.boxes[a["name"] or ""] = {"train": "panel-train" in self.stack,
-                                           "advanced": "train-advanced" in self.stack,
-                                           "described": a.get("aria-describedby"), "placeholder": a.get("placeholder")}
+            self.boxes[a["name"] or ""] = {**self.where(), "described": a.get("aria-describedby"),
+                                           "placeholder": a.get("placeholder")}
         elif tag == "label" and a.get("for"):
             self._label = a["for"]
             self.labels[self._label] = ""
@@ -69,10 +63,8 @@ class _Boxes(HTMLParser):
         if self._hint is not None:
             self.hints[self._hint] += data
 
-    def handle_endtag(self, tag: str) -> None:
-        if tag in ("div", "details") and self.stack:
-            self.stack.pop()
-        elif tag == "label":
+    def end(self, tag: str) -> None:
+        if tag == "label":
             self._label = None
         elif tag == "span":
             self._hint = None

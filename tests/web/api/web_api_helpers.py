@@ -1,10 +1,13 @@
-"""Helpers of the web API tests: the real CLI in a subprocess, to compare the API with."""
+"""Helpers of the web API tests: the real CLI in a subprocess, to compare the API with; the calculator page read as
+HTML."""
 
 from __future__ import annotations
 
 import json
 import sys
+from html.parser import HTMLParser
 from pathlib import Path
+from typing import Any
 
 from cli_capture import run_cli  # the real CLI in a subprocess (re-exported)
 
@@ -46,3 +49,34 @@ def fed_page(client, parser):
     assert page.status_code == 200
     parser.feed(page.text)
     return parser
+
+
+class TrainPanelParser(HTMLParser):
+    """An HTML parser of the calculator page that knows where each tag sits: ``stack`` the ids of the open div /
+    details elements, ``where()`` whether the tag is in the training tab's panel and in its <details
+    id=train-advanced>. Subclasses read the tags in ``start`` (after the tag's own div/details is open) and ``end``
+    (after it is closed); ``handle_data`` as HTMLParser's."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stack: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = dict(attrs)
+        if tag in ("div", "details"):
+            self.stack.append(a.get("id") or "")
+        self.start(tag, a)
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in ("div", "details") and self.stack:
+            self.stack.pop()
+        self.end(tag)
+
+    def where(self) -> dict[str, bool]:
+        return {"train": "panel-train" in self.stack, "advanced": "train-advanced" in self.stack}
+
+    def start(self, tag: str, a: dict[str, Any]) -> None:
+        pass
+
+    def end(self, tag: str) -> None:
+        pass

@@ -23,14 +23,21 @@ from ...formulas.tensor_parallel import (
     transformers_tensor_parallel_refusal,
 )
 from ...formulas.weight_formats import GROUP_SIZE_DEFAULT, weight_bytes
-from ...result import Assumption, Estimate, Notes
+from ...result import Assumption, Estimate, Location, Notes
 from ...specs import InferenceWorkload, ModelSpec
 from ...specs.training import default_mamba_path
 from ...specs.workload import ENGINE_NAMES, check_pool_shares
 from ...units import format_bytes
 from .. import engines as E
 from .. import ranges as R
-from ..allocator import INFERENCE, apply_metric, calibrated_need, cap_growth_at_memory, releasable_growth
+from ..allocator import (
+    INFERENCE,
+    apply_metric,
+    calibrated_need,
+    cap_growth_at_memory,
+    releasable_growth,
+    verdict_need_range,
+)
 from ..context_window import (
     Window,
     engine_window,
@@ -42,6 +49,7 @@ from ..context_window import (
 )
 from ..device import (
     check_engine_on_device,
+    detect_named,
     engine_assumption,
     generic_device,
     refuse_tensor_parallel_apart,
@@ -199,6 +207,7 @@ def estimate_inference(model: ModelSpec | str, workload: InferenceWorkload | Non
         from ...models import spec_of  # a name, or something else refused naming `model`
         spec = spec_of(model)
     refuse_unmodelled(spec, training=False)
+    kwargs = detect_named(kwargs)  # 'detected': this machine, detected now (not memoized: a Detection is no key)
     # memoized on exactly what the estimate reads: the spec (by identity: specs are frozen and the memo keeps the
     # object alive) and the workload, field by field with each value's type (1 and 1.0, True and 1 are different
     # keys) -- or, when called with keyword fields, those names and values (a hit skips building the workload,
@@ -650,15 +659,9 @@ def _check_fit(est: Estimate, w: InferenceWorkload, acc: Acc, shown_growth: int 
     else:
         margin = margin_rule(w.engine, w.device, w.headroom, w.fit_target)  # eq. (1), llama.cpp on a GPU eq. (1')
         acc.assumptions.append(margin.assumption())
-        loc = "host" if w.device == "cpu" else "device"
-        lo, mid, hi = est.total(loc)  # type: ignore[arg-type]
-        calibrated = est.details.get("calibrated_range")
-        released = est.details.get("kv_growth_releasable")
-        if released:  # segments the OOM retry releases (allocator.py releasable_growth): not part of the need
-            mid, hi = mid - released[1], hi - released[2]
-            if calibrated is not None:
-                calibrated = {**calibrated, "low": calibrated["low"] - released[0],
-                              "high": calibrated["high"] - released[2]}
+        loc: Location = "host" if w.device == "cpu" else "device"
+        _, mid, hi, calibrated = verdict_need_range(est, loc)  # less the segments the OOM retry releases
+        released = est.details.get("kv_growth_releasable") if loc == "device" else None
         v = memory_verdict(mid, hi, mem, margin, calibrated)
         if released and (released[1] if shown_growth is None else shown_growth):  # (review23b D4: not "0 B")
             capped = "" if shown_growth is None else (f" ({format_bytes(released[1])} before the cap at the device's "

@@ -383,7 +383,7 @@ def compose_sglang(ctx: Context) -> None:
     window = engine_window(spec, "sglang")
     context_len = (w.context if window is None or (w.allow_long_context and w.context > window.tokens)
                    else window.tokens)
-    no_kv = bool(spec.recurrent_layer_count) and not spec.attention_layers
+    no_kv = spec.attention_free
     if swa is not None:  # eq. (3s): max_total_num_tokens is the full pool's
         tokens, swa_tokens = hybrid_swa_pool_tokens(pool, swa[0], swa[1], swa[2], page)
     elif no_kv and pool > 0:  # eq. (3m): no attention layer, a token pool of context_len tokens of 0 B

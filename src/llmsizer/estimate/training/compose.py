@@ -45,7 +45,7 @@ from ...specs.training import POOL_METRICS, check_whole_machines
 from ...units import format_bytes, format_count
 from .. import engines as E
 from ..allocator import TRAINING, apply_metric, calibrated_need, device_context, training_side_streams
-from ..device import resolve_target, workload_on_device
+from ..device import detect_named, detected_machine, resolve_target, workload_on_device
 from ..framework import with_framework
 from ..inference import inference_sized, inference_sized_floor
 from ..inference.common import Acc
@@ -220,6 +220,7 @@ def _prepared(model: ModelSpec | str, workload: TrainingWorkload | None, kwargs:
     spec = _load(model)
     notes = Notes()
     if workload is None and kwargs.get("device") is not None:
+        kwargs = detect_named(kwargs)  # 'detected': this machine, detected once
         on_instance = _on_instance(spec, kwargs)
         if on_instance is not None:
             return on_instance
@@ -250,18 +251,20 @@ def _prepared(model: ModelSpec | str, workload: TrainingWorkload | None, kwargs:
 
 
 def _on_instance(spec: ModelSpec, kwargs: dict[str, Any]) -> Estimate | None:
-    """``device`` an instance of several devices: the answer of `train --device INSTANCE` (``fit_training`` on its
-    devices, or ``gpus`` of them: the least-sharded ZeRO stage that fits its memory); None for one device."""
+    """``device`` an instance of several devices, or a detected machine of several (``detect_named``): the answer of
+    `train --device INSTANCE` / `train --device detected` (``fit_training`` on its devices, or ``gpus`` of them: the
+    least-sharded ZeRO stage that fits its memory); None for one device."""
     from ..fit import fit_training  # (fit imports this module)
-    hw = kwargs["device"]
+    hw, detected, files = detected_machine(kwargs["device"], None, ())
     if isinstance(hw, Device):
         return None
-    _, count, _, instance = resolve_target(hw)
-    if instance is None or not count or count < 2:
+    _, count, _, instance = resolve_target(hw, files)
+    if detected is None and (instance is None or not count or count < 2):
         return None
     fields = {k: v for k, v in kwargs.items() if k not in ("device", "memory", "headroom")}
-    return fit_training(spec, instance, None, headroom=kwargs.get("headroom"), memory=kwargs.get("memory"),
-                        fits_at=False, **fields).estimate
+    machine = kwargs["device"] if instance is None else instance  # the detection, or the instance
+    return fit_training(spec, machine, None, headroom=kwargs.get("headroom"),
+                        memory=kwargs.get("memory"), fits_at=False, **fields).estimate
 
 
 _WORKLOADS: dict[tuple[Any, ...], TrainingWorkload] = {}
