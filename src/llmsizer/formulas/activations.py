@@ -44,7 +44,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..specs import ModelSpec
-from .recurrent_activations import gated_deltanet_prefill_peak_bytes, mamba2_prefill_peak_bytes
+from .recurrent_activations import (
+    MAMBA1_RAW_MASK_TYPES,
+    gated_deltanet_prefill_peak_bytes,
+    mamba1_prefill_peak_bytes,
+    mamba2_prefill_peak_bytes,
+)
 
 
 @dataclass(frozen=True)
@@ -123,8 +128,8 @@ def prefill_activation_bytes(spec: ModelSpec, batch: int, q_tokens: int, kv_toke
 
 def recurrent_mixer_bytes(spec: ModelSpec, batch: int, q_tokens: int, act_bytes: int, tp: int = 1) -> int:
     """One recurrent mixer's prefill peak in transformers' torch path (formulas/recurrent_activations.py eqs. M4,
-    G4), its heads split over ``tp`` devices; 0 where that rule does not apply: one token per sequence (the one-step
-    state update), no recurrent layer, or Mamba-1 (Jamba's sequential scan, not derived)."""
+    G4, M5), its heads (Mamba-1: channels) split over ``tp`` devices; 0 where that rule does not apply: one token per
+    sequence (the one-step state update) or no recurrent layer."""
     r = spec.recurrent
     if q_tokens <= 1 or r is None or not spec.recurrent_layer_count:
         return 0
@@ -134,6 +139,9 @@ def recurrent_mixer_bytes(spec: ModelSpec, batch: int, q_tokens: int, act_bytes:
     if r.kind == "gated_deltanet":
         return gated_deltanet_prefill_peak_bytes(batch, q_tokens, max(r.n_groups // tp, 1),
                                                  max(r.num_heads // tp, 1), r.d_state, r.head_dim, act_bytes)
+    if r.kind == "mamba":
+        return mamba1_prefill_peak_bytes(batch, q_tokens, spec.hidden_size, max(r.d_inner // tp, 1), r.d_state,
+                                         r.dt_rank, act_bytes, r.bcdt_norms, spec.model_type in MAMBA1_RAW_MASK_TYPES)
     return 0
 
 
