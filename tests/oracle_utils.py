@@ -463,9 +463,11 @@ TINY_NEMOTRON_H = {"model_type": "nemotron_h", "vocab_size": 128, "hidden_size":
                    "moe_shared_expert_intermediate_size": 48}
 
 
-def module_prefill_peak_bytes(cfg: dict[str, Any], dtype: Any, batch: int, tokens: int, module_class: str) -> int:
+def module_prefill_peak_bytes(cfg: dict[str, Any], dtype: Any, batch: int, tokens: int, module_class: str,
+                              attention_mask: bool = False) -> int:
     """Peak bytes of the storages created inside the first ``module_class`` module's forward during a no-grad
-    prefill of ``batch`` random sequences of ``tokens`` (seed 0, CPU, ``use_cache=True``, ``logits_to_keep=1``):
+    prefill of ``batch`` random sequences of ``tokens`` (seed 0, CPU, ``use_cache=True``, ``logits_to_keep=1``; with
+    ``attention_mask`` the all-ones mask ``generate()`` passes for an unpadded batch):
     a TorchDispatchMode follows every storage an op returns (weak references tell when it is freed), leaving out the
     module's parameters, buffers and inputs, and, at the peak, the storages the cache still holds when the module
     returns (its conv state)."""
@@ -528,7 +530,9 @@ def module_prefill_peak_bytes(cfg: dict[str, Any], dtype: Any, batch: int, token
              module.register_forward_hook(leave, with_kwargs=True))
     try:
         with torch.no_grad():
-            model(input_ids=random_ids(cfg["vocab_size"], batch, tokens), use_cache=True, logits_to_keep=1)
+            ids = random_ids(cfg["vocab_size"], batch, tokens)
+            mask = {"attention_mask": torch.ones_like(ids)} if attention_mask else {}
+            model(input_ids=ids, use_cache=True, logits_to_keep=1, **mask)
     finally:
         for h in hooks:
             h.remove()

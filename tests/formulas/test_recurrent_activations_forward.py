@@ -1,4 +1,4 @@
-"""The recurrent mixers' prefill peak (formulas/recurrent_activations.py eqs. M4, G4) against real CPU forwards.
+"""The recurrent mixers' prefill peak (formulas/recurrent_activations.py eqs. M4, G4, M5) against real CPU forwards.
 
 Independent truth: transformers 5.24 runs each tiny model's prefill on the CPU through its torch reference functions
 (no mamba_ssm / causal-conv1d / fla installed, the path the equations count). ``oracle_utils.module_prefill_peak_bytes``
@@ -7,14 +7,17 @@ reports the most alive at once, less the cache's conv state (the ``recurrent_sta
 moment the equations take the maximum of: Mamba-2 at the scan's end and, with n > 3 P, inside the C-times-states
 einsum; padded and unpadded, one chunk and several; Gated DeltaNet at the intra-chunk product (small heads), the
 chunk loop's state update (dk = dv = 128, Qwen3-Next's) and the output reshape (long prompt), with and without the
-z / b / a copies (1 < Hk < Hv). Measured equal to the byte today; asserted within 1 %.
+z / b / a copies (1 < Hk < Hv); Mamba-1 (MambaMixer, FalconMambaMixer, JambaMambaMixer) at the end of the
+sequential scan and, with a prompt shorter than the state, at its last step, fp32 and bf16, with and without the
+input copy generate()'s attention mask makes. Measured equal to the byte today; asserted within 1 %.
 
 Then the whole model: ``MemTracker``'s peak of every live tensor (weights, cache, activations) during the prefill
 against the estimate's weights + KV + recurrent state + activations, within the 10 % of
 tests/formulas/test_activations_forward.py. Measured (transformers 5.24, torch 2.13 CPU; ratio estimate / measured):
 before this rule (the attention-layer rule) mamba2 fp32 0.209, bf16 0.118, qwen3_next bf16 0.338, nemotron_h bf16
 0.081; then 1.009, 0.997, 1.024, 1.004; with no rotary tables where the model builds none (ModelSpec.rotary,
-review24 D7: Mamba2Model and NemotronHModel make no cos/sin) 1.001, 0.992, 1.024, 1.001.
+review24 D7: Mamba2Model and NemotronHModel make no cos/sin) 1.001, 0.992, 1.024, 1.001. Jamba (Mamba-1 layers,
+eq. M5) bf16: before 0.228, then 1.004.
 """
 
 from __future__ import annotations
@@ -24,9 +27,14 @@ from typing import Any
 import pytest
 
 from llmsizer import estimate_inference
-from llmsizer.formulas.recurrent_activations import gated_deltanet_prefill_peak_bytes, mamba2_prefill_peak_bytes
+from llmsizer.formulas.recurrent_activations import (
+    MAMBA1_RAW_MASK_TYPES,
+    gated_deltanet_prefill_peak_bytes,
+    mamba1_prefill_peak_bytes,
+    mamba2_prefill_peak_bytes,
+)
 from llmsizer.readers.hf_config import spec_from_config
-from oracle_utils import HYBRID_TINY, MAMBA_LAYER_CASES, module_prefill_peak_bytes, prefill_peak_bytes, torch
+from oracle_utils import HYBRID_TINY, MAMBA_LAYER_CASES, hf_config, module_prefill_peak_bytes, prefill_peak_bytes, torch
 
 pytest.importorskip("torch.distributed._tools.mem_tracker")
 
@@ -98,8 +106,43 @@ def test_gated_deltanet_peak_equals_the_live_tensors(over, batch, tokens, dtype,
     _check(measured, predicted, f"qwen3_next {over} {batch}x{tokens} {dtype}", MIXER_TOLERANCE, capsys)
 
 
+MAMBA1 = {"model_type": "mamba", "vocab_size": 128, "hidden_size": 64, "num_hidden_layers": 2, "state_size": 8}
+MAMBA1_MIXERS = {"mamba": "MambaMixer", "falcon_mamba": "FalconMambaMixer", "jamba": "JambaMambaMixer"}
+MAMBA1_CASES = [  # (model type, overrides, batch, tokens, dtype, generate()'s all-ones attention mask)
+    ("mamba", {}, 2, 100, "bf16", False),
+    ("mamba", {}, 2, 100, "fp32", True),  # the mixer's input copy
+    ("mamba", {"state_size": 32}, 2, 6, "bf16", False),  # s < n: the last loop step
+    ("falcon_mamba", {}, 1, 80, "bf16", True),  # dt / B / C norms
+    ("jamba", {}, 2, 100, "bf16", True),  # JambaModel drops an all-ones mask
+    ("jamba", {"mamba_d_state": 16}, 1, 64, "fp32", False),
+]
+
+
+def _mamba1_cfg(name: str, over: dict[str, Any]) -> dict[str, Any]:
+    return {**(MAMBA_LAYER_CASES["jamba"][0] if name == "jamba" else {**MAMBA1, "model_type": name}), **over}
+
+
+@pytest.mark.parametrize(("name", "over", "batch", "tokens", "dtype", "mask"), MAMBA1_CASES,
+                         ids=[f"{c[0]}-{c[2]}x{c[3]}-{c[4]}{'-mask' if c[5] else ''}{'-' + '-'.join(c[1]) if c[1] else ''}"
+                              for c in MAMBA1_CASES])
+def test_mamba1_mixer_peak_equals_the_live_tensors(name, over, batch, tokens, dtype, mask, capsys):
+    cfg = _mamba1_cfg(name, over)
+    torch_dtype, c = DTYPES[dtype]
+    measured = module_prefill_peak_bytes(cfg, torch_dtype, batch, tokens, MAMBA1_MIXERS[name], attention_mask=mask)
+    if name == "jamba":  # the reader's spec
+        r = spec_from_config(cfg, name=name).recurrent
+        assert r is not None
+        d, n, rank, norms = r.d_inner, r.d_state, r.dt_rank, r.bcdt_norms
+    else:  # no reader: the sizes MambaMixer / FalconMambaMixer read from their config
+        conf = hf_config(cfg)
+        d, n, rank, norms = conf.intermediate_size, conf.state_size, conf.time_step_rank, name == "falcon_mamba"
+    predicted = mamba1_prefill_peak_bytes(batch, tokens, cfg["hidden_size"], d, n, rank, c, bcdt_norms=norms,
+                                          masked_input=mask and name in MAMBA1_RAW_MASK_TYPES)
+    _check(measured, predicted, f"{name} {over} {batch}x{tokens} {dtype} mask={mask}", MIXER_TOLERANCE, capsys)
+
+
 MODEL_CASES = [("mamba2", 2, 512, "fp32"), ("mamba2", 2, 512, "bf16"), ("qwen3_next", 2, 300, "bf16"),
-               ("nemotron_h", 2, 300, "bf16")]
+               ("nemotron_h", 2, 300, "bf16"), ("jamba", 2, 300, "bf16")]
 
 
 @pytest.mark.parametrize(("name", "batch", "tokens", "dtype"), MODEL_CASES,

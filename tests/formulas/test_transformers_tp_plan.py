@@ -105,3 +105,29 @@ def test_per_gpu_weights_at_the_quoted_sizes(model_name, tp):
     if model_name == "deepseek-v3":
         full = 2 * sum(p.numel() for p in build(entries()[model_name].config).parameters())
         assert expected - full / tp > 19e9
+
+
+RECURRENT_MIXERS = {"jamba": "JambaMambaMixer", "qwen3_next": "Qwen3NextGatedDeltaNet",
+                    "nemotron_h": "NemotronHMamba2Mixer", "falcon_h1": "FalconH1Mixer",
+                    "granitemoehybrid": "GraniteMoeHybridMambaLayer"}
+
+
+@pytest.mark.parametrize("model_type", sorted(t for t in RECURRENT_MIXERS if t in MODELS))
+def test_recurrent_mixer_activations_are_whole_on_every_rank(model_type):
+    """transformers' plans leave a recurrent mixer's activations whole on every rank: a rule under a mixer module is
+    at most ``colwise_gather_output`` (its output gathered back to all heads), so each rank runs the whole scan.
+    The prefill peak of the torch path's scan (formulas/activations.py recurrent_mixer_bytes, eqs. M4, G4, M5) is
+    then the same at any tensor_parallel (before: split tp ways, half the Jamba mixer at tp 2)."""
+    from llmsizer.formulas.activations import prefill_activation_bytes
+
+    name = MODELS[model_type]
+    model = build(entries()[name].config)
+    mixers = [n + "." for n, m in model.named_modules() if type(m).__name__ == RECURRENT_MIXERS[model_type]]
+    assert mixers
+    plan = model._expand_parallel_plan(dict(model.tp_plan))
+    styles = {v for k, v in plan.items() if any(k.startswith(p) for p in mixers)}
+    assert styles <= {"colwise_gather_output"}, styles
+    spec = load_model(name)
+    one, two = (prefill_activation_bytes(spec, 1, 512, 512, tp=tp, forward_locals=True, recurrent_scan=True)
+                for tp in (1, 2))
+    assert one.mixer_bytes == two.mixer_bytes > 0

@@ -44,7 +44,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..specs import ModelSpec
-from .recurrent_activations import gated_deltanet_prefill_peak_bytes, mamba2_prefill_peak_bytes
+from .recurrent_activations import (
+    MAMBA1_RAW_MASK_TYPES,
+    gated_deltanet_prefill_peak_bytes,
+    mamba1_prefill_peak_bytes,
+    mamba2_prefill_peak_bytes,
+)
 
 
 @dataclass(frozen=True)
@@ -69,7 +74,7 @@ def prefill_activation_bytes(spec: ModelSpec, batch: int, q_tokens: int, kv_toke
     heads and intermediate width are split across devices, the residual stream is not], forward_locals [the
     forward keeps its input embeddings, rotary tables and the post-attention residual alive, as transformers does],
     recurrent_scan [the recurrent mixers' prefill peak of transformers' torch path is a layer kind of its own,
-    :func:`recurrent_mixer_bytes`; it needs more than one token per sequence].
+    :func:`recurrent_mixer_bytes`, whole on every tensor-parallel rank; it needs more than one token per sequence].
     """
     t = batch * q_tokens
     h = spec.hidden_size
@@ -113,7 +118,7 @@ def prefill_activation_bytes(spec: ModelSpec, batch: int, q_tokens: int, kv_toke
         attn += t * h * act_bytes + rope
         mlp += 2 * t * h * act_bytes + rope
         residual += sdpa_sliding_mask_bytes(spec, q_tokens, kv_tokens, attention)
-    mixer = recurrent_mixer_bytes(spec, batch, q_tokens, act_bytes, tp) if recurrent_scan else 0
+    mixer = recurrent_mixer_bytes(spec, batch, q_tokens, act_bytes) if recurrent_scan else 0
     if mixer and forward_locals:  # the same model-forward locals as beside attention
         mixer += t * h * act_bytes + rope
     logits = batch * min(logits_positions, q_tokens) * spec.vocab_size * (act_bytes + logits_bytes_per_elem)
@@ -121,19 +126,25 @@ def prefill_activation_bytes(spec: ModelSpec, batch: int, q_tokens: int, kv_toke
     return PrefillActivations(residual, attn, mlp, logits, peak, mixer)
 
 
-def recurrent_mixer_bytes(spec: ModelSpec, batch: int, q_tokens: int, act_bytes: int, tp: int = 1) -> int:
+def recurrent_mixer_bytes(spec: ModelSpec, batch: int, q_tokens: int, act_bytes: int) -> int:
     """One recurrent mixer's prefill peak in transformers' torch path (formulas/recurrent_activations.py eqs. M4,
-    G4), its heads split over ``tp`` devices; 0 where that rule does not apply: one token per sequence (the one-step
-    state update), no recurrent layer, or Mamba-1 (Jamba's sequential scan, not derived)."""
+    G4, M5); 0 where that rule does not apply: one token per sequence (the one-step state update) or no recurrent
+    layer. Whole on every tensor-parallel rank: transformers 5.24's plans split none of a mixer's activations (Jamba,
+    Nemotron-H, Falcon-H1, GraniteMoeHybrid name none of its linears; Qwen3-Next's in_proj_qkvz, in_proj_ba and
+    out_proj are ``colwise_gather_output``, configuration_qwen3_next.py L76-78: each rank gathers all heads), so
+    every rank runs the whole scan (tensor_parallel.py ``TRANSFORMERS_SPLIT``)."""
     r = spec.recurrent
     if q_tokens <= 1 or r is None or not spec.recurrent_layer_count:
         return 0
     if r.kind == "mamba2":
-        return mamba2_prefill_peak_bytes(batch, q_tokens, max(r.num_heads // tp, 1), r.head_dim, r.d_state,
-                                         max(r.n_groups // tp, 1), r.chunk_size, act_bytes)
+        return mamba2_prefill_peak_bytes(batch, q_tokens, r.num_heads, r.head_dim, r.d_state, r.n_groups,
+                                         r.chunk_size, act_bytes)
     if r.kind == "gated_deltanet":
-        return gated_deltanet_prefill_peak_bytes(batch, q_tokens, max(r.n_groups // tp, 1),
-                                                 max(r.num_heads // tp, 1), r.d_state, r.head_dim, act_bytes)
+        return gated_deltanet_prefill_peak_bytes(batch, q_tokens, r.n_groups, r.num_heads, r.d_state, r.head_dim,
+                                                 act_bytes)
+    if r.kind == "mamba":
+        return mamba1_prefill_peak_bytes(batch, q_tokens, spec.hidden_size, r.d_inner, r.d_state, r.dt_rank,
+                                         act_bytes, r.bcdt_norms, spec.model_type in MAMBA1_RAW_MASK_TYPES)
     return 0
 
 

@@ -441,10 +441,10 @@ def _estimate(spec: ModelSpec, w: InferenceWorkload) -> Estimate:
     window = engine_window(spec, str(w.engine))
     refusal = _window_notes(spec, w, window, acc)
     if spec.recurrent_layer_count:
-        # transformers' prefill of a Mamba-2 / Gated DeltaNet mixer has its own peak (formulas/recurrent_activations.py
-        # eqs. M4, G4, taken in hf_transformers.py); elsewhere the attention-layer rule stands in for it
+        # transformers' prefill of a Mamba-2 / Gated DeltaNet / Mamba-1 mixer has its own peak
+        # (formulas/recurrent_activations.py eqs. M4, G4, M5, taken in hf_transformers.py); elsewhere the
+        # attention-layer rule stands in for it
         scan_rule = (w.engine == "transformers" and spec.recurrent is not None
-                     and spec.recurrent.kind in ("mamba2", "gated_deltanet")
                      and default_mamba_path(w.device, w.gpu_runtime) == "torch")  # (as training's mamba_path)
         acc.warnings.append(f"{spec.recurrent_layer_count} of {spec.num_layers} layers are recurrent "
                             f"({spec.attention_kind}): their conv + SSM state is a fixed size per sequence "
@@ -458,9 +458,10 @@ def _estimate(spec: ModelSpec, w: InferenceWorkload) -> Estimate:
         if scan_rule:
             acc.assumptions.append(Assumption(
                 "recurrent_scan_path", "torch", True,
-                "transformers' torch reference scan (mamba2_chunk_scan / torch_chunk_gated_delta_rule: mamba_ssm, "
-                "causal-conv1d and fla not installed) sizes the recurrent mixers' prefill peak (eqs. M4, G4); with "
-                "those kernels the chunk tensors are never materialised and the peak is lower"))
+                "transformers' torch reference scan (mamba2_chunk_scan / torch_chunk_gated_delta_rule / "
+                "mamba_selective_scan's loop: mamba_ssm, causal-conv1d and fla not installed) sizes the recurrent "
+                "mixers' prefill peak (eqs. M4, G4, M5); with those kernels the chunk (Mamba-1: discretised) tensors "
+                "are never materialised and the peak is lower"))
         if w.engine == "sglang":
             acc.warnings.append("SGLang keeps the recurrent state in a separate per-request pool (MambaPool, "
                                 "recurrent_state_pool) "

@@ -67,7 +67,7 @@ def compose_transformers(ctx: Context) -> None:
                 f"mlp {format_bytes(act.mlp_bytes)}, logits {format_bytes(act.logits_bytes)}"
                 + (f", recurrent mixer {format_bytes(act.mixer_bytes)}" if act.mixer_bytes else "") + f") at {phase}",
         source="formulas/activations.py (transformers modeling_llama.py LlamaMLP, eager_attention_forward)"
-               + ("; formulas/recurrent_activations.py eqs. M4, G4 (the torch path's chunked scan)"
+               + ("; formulas/recurrent_activations.py eqs. M4, G4, M5 (the torch path's scans)"
                   if act.mixer_bytes else ""))
     if ctx.media is not None:
         # the vision tower runs at the start of the first forward over every image of the batch, before any K/V
