@@ -173,8 +173,21 @@ MEMORY_BOUND_BANDWIDTH_CPU = Factor(
     DECODE_BANDWIDTH_CPU.high, DECODE_BANDWIDTH_CPU.source)
 
 
+# An Apple chip's GPU (PyTorch's MPS backend): the memory-bound kernels of a training step (eq. E7's bytes, the
+# optimizer step) stream the unified memory at the share its one sourced streaming figure reaches, the Metal decode
+# kernels' LLAMACPP_DECODE_BANDWIDTH_APPLE (M2 Ultra rows), as the GPU's MEMORY_BOUND_BANDWIDTH takes the CUDA decode
+# share; no measured MPS elementwise-kernel bandwidth in hand, so a stand-in, named in the assumption.
+MEMORY_BOUND_BANDWIDTH_APPLE = Factor(
+    "memory_bound_kernel_bandwidth_efficiency_apple", LLAMACPP_DECODE_BANDWIDTH_APPLE.low,
+    LLAMACPP_DECODE_BANDWIDTH_APPLE.expected, LLAMACPP_DECODE_BANDWIDTH_APPLE.high,
+    "stand-in: the share of the unified memory bandwidth Metal kernels stream on an Apple GPU, "
+    + LLAMACPP_DECODE_BANDWIDTH_APPLE.source)
+
+
 def memory_bound_bandwidth(device_kind: str) -> Factor:
     """The share of the datasheet memory bandwidth a training step's memory-bound kernels reach on a device kind."""
+    if device_kind == "apple":
+        return MEMORY_BOUND_BANDWIDTH_APPLE
     return MEMORY_BOUND_BANDWIDTH_CPU if device_kind == "cpu" else MEMORY_BOUND_BANDWIDTH
 
 
