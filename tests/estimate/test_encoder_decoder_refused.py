@@ -79,6 +79,31 @@ def test_models_fits_on_sizes_them_on_transformers():
     assert any(r["status"] == "meets" for r in rows.values())  # decoder-only models are still sized
 
 
+
+@pytest.mark.parametrize(("target", "fmt"), [(("apple-m3-max-64gb",), "bf16"),
+                                             (("amd-epyc-9654", "--memory", "64GiB"), "fp32")])
+def test_models_fits_on_apple_and_cpu_size_them_on_transformers_as_fit_does(target, fmt):
+    """probe20 D2: on an Apple chip the search derived the chip as llama.cpp's host and that setting named
+    llama.cpp (implied_engine) before the encoder-decoder rule, so mt0-xxl was judged on llama.cpp's F32-only mT5
+    ladder ("does not fit, F32 48.13 GiB") while fit sizes it on transformers. Truth: the refusal rule (the model is
+    modelled on transformers only, llama.cpp's t5-dec.cpp) and the weights, 12,921,057,280 parameters
+    (= T5ForConditionalGeneration, test_t5_params) x 2 B in bf16 (25.84 GB: within the M3 Max's 48 GiB working set,
+    fp32's 51.7 GB is not) or x 4 B in fp32 (within 64 GiB of CPU RAM)."""
+    code, out, err = run("models", "mt0", "--fits-on", *target, "--json")
+    assert code == 0, err
+    (row,) = json.loads(out)["models"]
+    assert (row["status"], row["engine"], row["weights_format"]) == ("meets", "transformers", fmt)
+    code, out, err = run("fit", "mt0-xxl", "--device", *target, "--weights", fmt, "--json")
+    assert code == 0, err
+    body = json.loads(out)
+    weights = next(i["bytes"] for i in body["memory"]["items"] if i["name"] == "weights")
+    assert (body["engine"], weights) == ("transformers", (2 if fmt == "bf16" else 4) * 12_921_057_280)
+    if fmt == "bf16":  # fit at the checkpoint's fp32 does not fit on the chip: its hint names the same rung
+        code, out, _ = run("fit", "mt0-xxl", "--device", *target, "--json")
+        hint = json.loads(out)["fits_at"]
+        assert (code, hint["weights"], hint["engine"]) == (1, "bf16", "transformers")
+
+
 @pytest.mark.parametrize("name", SEQ2SEQ)
 def test_full_fp32_eager_training_is_sized_and_other_settings_named(name):
     """The one setting whose activations are measured (tests/training/test_t5_saved_tensors.py) gives a number; a

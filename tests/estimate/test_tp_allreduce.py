@@ -42,7 +42,8 @@ def test_the_kernel_is_the_engines_choice(engine: str, tp: int, nbytes: int, mes
                                           kernel: str) -> None:
     path = tp_allreduce(engine, tp, nbytes, mesh, p2p)
     assert path is not None and path.kernel == kernel
-    assert path.latency is (E.NCCL_ALLREDUCE_LATENCY if kernel == "NCCL" else E.CUSTOM_ALLREDUCE_LATENCY)
+    nccl = E.NCCL_ALLREDUCE_LATENCY if mesh else E.NCCL_ALLREDUCE_LATENCY_PCIE  # NCCL over the replica's link
+    assert path.latency is (nccl if kernel == "NCCL" else E.CUSTOM_ALLREDUCE_LATENCY)
 
 
 def test_no_path_on_one_gpu_or_for_engines_not_covered() -> None:
@@ -62,6 +63,21 @@ def test_latencies_quote_their_published_tables() -> None:
     n = E.NCCL_ALLREDUCE_LATENCY
     assert (n.low, n.expected, n.high) == (pytest.approx(19.19e-6), pytest.approx(20.71e-6), pytest.approx(63.8e-6))
     assert c.high < n.low  # the custom kernel exists because it beats NCCL on small messages
+    # NCCL over PCIe (probe20 D7): haohervchb/sglang-V100 PR #2, NCCL in a CUDA graph on 4 x V100 behind one PCIe
+    # switch, fp16: 4/8/16/32 KB 19.4/20.3/22.3/24.2 us; high: vllm #50576's two PCIe islands, 16 KB 63.8 us
+    p = E.NCCL_ALLREDUCE_LATENCY_PCIE
+    assert (p.low, p.expected, p.high) == (pytest.approx(19.4e-6), pytest.approx(22.3e-6), pytest.approx(63.8e-6))
+    assert n.expected < p.expected  # one PCIe switch hop costs more than NVLink at the same 16 KB message
+
+
+def test_two_rtx_4090s_without_peer_access_take_nccls_pcie_latency() -> None:
+    """probe20 D7: a pair of GeForce RTX 4090s has no peer-to-peer access (NVIDIA/nccl#1127; the catalog's
+    peer_to_peer false) and no NVLink, so vLLM's decode all-reduce is NCCL over PCIe (through host memory): its PCIe
+    latency, not the H100 NVLink figure it was timed at before."""
+    dev = builtin_catalog().devices["rtx-4090"]
+    assert nvlink_mesh_for(dev, None, 2) is not True
+    path = tp_allreduce("vllm", 2, 16 * KB, nvlink_mesh_for(dev, None, 2), False)
+    assert path is not None and path.kernel == "NCCL" and path.latency is E.NCCL_ALLREDUCE_LATENCY_PCIE
 
 
 def test_alpha_beta_all_reduce() -> None:
@@ -95,7 +111,7 @@ def test_a_decode_step_pays_2L_plus_1_latencies() -> None:
     pcie_link = link_bandwidth_for(builtin_catalog().devices["a100-pcie-80gb"], None)
     assert pcie_link is not None
     assert pcie.decode is not None and pcie.decode.comm_seconds == pytest.approx(
-        161 * (E.NCCL_ALLREDUCE_LATENCY.expected + 1.5 * msg / pcie_link))
+        161 * (E.NCCL_ALLREDUCE_LATENCY_PCIE.expected + 1.5 * msg / pcie_link))
     named = {a.name: a for a in pcie.assumptions}
     assert "NCCL" in str(named["tp_allreduce"].value) and "PCIe-only" not in named["tp_allreduce"].why
     # an engine not covered keeps the bandwidth term alone: 2 L all-reduces, no latency, no assumption

@@ -22,6 +22,20 @@ def test_is_training_needed_compares_serving_with_training_memory():
     assert mem.value("inference_need") < mem.value("need")  # serving the base model needs less than training it
 
 
+def test_is_training_needed_says_so_when_serving_needs_more_than_a_qlora_run():
+    """probe20 D5: a QLoRA run holds its base in 4 bits, so serving the base in bf16 can need more memory than training
+    it; the note then says that, not "serving needs X against Y to train it" as if training cost more. Truth: the
+    weights alone, Qwen2.5-7B's 7.62e9 parameters (its model card) x 2 B = 15.2 GB in bf16 against NF4's 0.5 B plus
+    the block scales (bitsandbytes, Dettmers et al. 2023 QLoRA sec. 2: 64-element blocks) = about 4 GB."""
+    j = plan_of(edit(CLEAN_TRAIN, model={"name": "qwen2.5-7b", "size": "7B"}, method="qlora",
+                     settings={"micro_batch": 1, "seq_len": 512, "epochs": 1})).jobs[0]
+    mem = j.section("memory")
+    assert mem.value("inference_need") > 7.62e9 * 2 > mem.value("need")
+    note = next(n for n in j.notes if n.startswith("Is training needed?"))
+    assert "to train it" not in note
+    assert "Serving the base model in bf16 needs about" in note and "its base is held in 4 bits" in note
+
+
 def test_no_training_question_for_pretraining():
     j = plan_of(edit(CLEAN_TRAIN, method="full", purpose="pretraining")).jobs[0]
     assert not any(n.startswith("Is training needed?") for n in j.notes)

@@ -446,3 +446,24 @@ def test_engine_settings_errors_name_the_field_and_its_line(body, fragment):
     first = exc.value.errors[0]
     assert fragment in first and first.startswith(f"r.yaml:{marked_line(text)}: job 'chat' (inference): "), first
     assert len(exc.value.errors) == 1
+
+
+@pytest.mark.parametrize(("kind", "value", "hint"), [
+    ("inference", "awq-int4", True), ("inference", "q4_k_m", True), ("inference", "bf17", False),
+    ("training", "awq-int4", False),
+])
+def test_a_weight_format_as_an_inference_precision_points_to_quantization(kind, value, hint):
+    """probe20 D6: `precision: awq-int4` meant serving AWQ, which the request file takes in `quantization:` (the
+    field's own description, request/fields.py, and the template); the error names that key for a weight format's
+    name (AWQ int4 and llama.cpp's Q4_K_M: formulas/weight_formats.py's names), not for a typo or a training job
+    (a training job's precision, settings.precision, is a mixed-precision recipe: no hint there)."""
+    text = job_yaml(kind, f"precision: {value}  #<" if kind == "inference" else f"settings: {{precision: {value}}}  #<")
+    with pytest.raises(RequestError) as exc:
+        parse_request(text, source="r.yaml")
+    first = exc.value.errors[0]
+    assert first.startswith(f"r.yaml:{marked_line(text)}: ") and f"precision: unknown value '{value}'" in first
+    assert ("a weight format goes in `quantization:` (e.g. quantization: " + value + ")" in first) is hint, first
+    assert len(first.splitlines()) == 1
+    if kind == "inference":
+        assert next(f for f in job_fields("inference") if f.name == "quantization").doc.startswith(
+            "the weight format served")

@@ -267,7 +267,10 @@ def host_part(engine: str | None, device: Device, host_device: str | Device | No
             raise FieldError("host_device", f"host_device must be a CPU from the catalog (the host of llama.cpp's "
                              f"CPU part), got {getattr(found, 'id', found)} ({getattr(found, 'kind', 'an instance')})")
         host = found
-    elif is_own_host(device) and engine in (None, "llamacpp"):
+    elif is_own_host(device) and engine == "llamacpp":
+        # the chip as its own host only where the engine is llama.cpp: derived for a search (engine None) it would
+        # name llama.cpp for every candidate (implied_engine), over the rule for an encoder-decoder or a format
+        # llama.cpp does not load; each llama.cpp rung's fit derives it here itself
         host = apple_own_host(device)
     memory = None
     if host_memory is not None:  # llama.cpp's host part beside GPUs (verdict.py host_memory_verdict), as fit --auto

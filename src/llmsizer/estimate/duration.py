@@ -1346,7 +1346,8 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
                                           bw_mem * E.memory_bound_bandwidth(device.kind).expected,
                                           DEQUANT_BYTES_PER_WEIGHT[fmt]) if unpacked else 0.0
     eta = E.memory_bound_bandwidth(device.kind)
-    if bw_mem and device.kind in ("gpu", "cpu"):  # the CPU's own RAM (a VM: its share of the socket)
+    # the CPU's own RAM (a VM: its share of the socket); an Apple chip's unified memory (its GPU's, under MPS)
+    if bw_mem and device.kind in ("gpu", "cpu", "apple"):
         per_token = elementwise_bytes_per_token(spec, w)
         t_ew = elementwise_seconds(tokens * per_token, bw_mem, eta.expected)
         notes.append(Assumption("elementwise_bytes_per_token", round(per_token), True,
@@ -1367,7 +1368,9 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
                                    "formulas/eager_attention_traffic.py eqs. (A1)-(A2), attention dropout on "
                                    "(Megatron's GPT default)" if w.attention == "eager" else "")
                                 + (f", at {eta.expected:g} x the host memory bandwidth {bw_mem / 1e9:.4g} GB/s"
-                                   if device.kind == "cpu" else "")))
+                                   if device.kind == "cpu" else
+                                   f", at {eta.expected:g} x the unified memory bandwidth {bw_mem / 1e9:.4g} GB/s"
+                                   if device.kind == "apple" else "")))
         notes.append(Assumption(eta.name, eta.expected, True, eta.source))
     flops_eff = fl.per_token
     t_f8 = 0.0
@@ -1518,14 +1521,17 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
     t_dq, t_ew, t_f8 = t_dq * share, t_ew * share, t_f8 * share
     t_c = ((tokens * flops_eff + fl.per_micro_step) / (peak * u * e) + t_attn) / tp_div * share + t_dq + t_ew + t_f8
     t_launch = 0.0
-    if device.kind == "gpu":
+    if device.kind in ("gpu", "apple"):  # an asynchronous device queue the host feeds (CUDA streams, MPS's Metal
+        # command buffers); a CPU runs each op on the host itself, no queue to overlap
         kernels = kernels_per_micro_step(spec, w, device.capability)
         tau = E.HOST_SECONDS_PER_KERNEL
         t_launch = host_seconds(kernels, tau.expected) * share
         notes.append(Assumption("kernels_per_micro_step", kernels, True,
                                 f"formulas/launch_overhead.py: {'compiled' if w.compile else 'eager'} kernels of "
                                 f"one micro-step ({LAUNCH_SOURCE})"))
-        notes.append(Assumption(tau.name, tau.expected, True, tau.source))
+        notes.append(Assumption(tau.name, tau.expected, True, tau.source + (
+            "; on an Apple GPU a stand-in: the same Python, autograd and dispatch per op, a Metal command encoding "
+            "in place of cudaLaunchKernel, no MPS measurement in hand" if device.kind == "apple" else "")))
         if spec.moe is not None and not w.compile:
             notes.append(Assumption("moe_kernels_implementation", moe_implementation(w.precision, w.framework), True,
                                     "formulas/launch_overhead.py eq. K9: the MoE block's kernels as the framework "
@@ -1646,7 +1652,7 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
     t_opt = t_acc = 0.0
     if w.offload != "none" and device.kind == "gpu":
         t_opt, t_acc = _host_step_seconds(spec, w, fl.trained_params, notes, warnings)
-    elif device.kind in ("gpu", "cpu") and bw_mem:
+    elif device.kind in ("gpu", "cpu", "apple") and bw_mem:
         t_opt, t_acc = _per_step_seconds(spec, w, fl.trained_params, bw_mem * eta.expected, notes)
     k = w.grad_accumulation
     if mp is not None:  # eq. (P6): dp replicas, each a pipeline of tp x pp devices

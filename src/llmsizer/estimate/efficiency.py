@@ -173,8 +173,21 @@ MEMORY_BOUND_BANDWIDTH_CPU = Factor(
     DECODE_BANDWIDTH_CPU.high, DECODE_BANDWIDTH_CPU.source)
 
 
+# An Apple chip's GPU (PyTorch's MPS backend): the memory-bound kernels of a training step (eq. E7's bytes, the
+# optimizer step) stream the unified memory at the share its one sourced streaming figure reaches, the Metal decode
+# kernels' LLAMACPP_DECODE_BANDWIDTH_APPLE (M2 Ultra rows), as the GPU's MEMORY_BOUND_BANDWIDTH takes the CUDA decode
+# share; no measured MPS elementwise-kernel bandwidth in hand, so a stand-in, named in the assumption.
+MEMORY_BOUND_BANDWIDTH_APPLE = Factor(
+    "memory_bound_kernel_bandwidth_efficiency_apple", LLAMACPP_DECODE_BANDWIDTH_APPLE.low,
+    LLAMACPP_DECODE_BANDWIDTH_APPLE.expected, LLAMACPP_DECODE_BANDWIDTH_APPLE.high,
+    "stand-in: the share of the unified memory bandwidth Metal kernels stream on an Apple GPU, "
+    + LLAMACPP_DECODE_BANDWIDTH_APPLE.source)
+
+
 def memory_bound_bandwidth(device_kind: str) -> Factor:
     """The share of the datasheet memory bandwidth a training step's memory-bound kernels reach on a device kind."""
+    if device_kind == "apple":
+        return MEMORY_BOUND_BANDWIDTH_APPLE
     return MEMORY_BOUND_BANDWIDTH_CPU if device_kind == "cpu" else MEMORY_BOUND_BANDWIDTH
 
 
@@ -1135,6 +1148,18 @@ NCCL_ALLREDUCE_LATENCY = Factor(
     "nccl_allreduce_latency_seconds", 19.19e-6, 20.71e-6, 63.8e-6,
     "Triton-distributed issue #57: torch/NCCL all_reduce on 8 x H100, 128 B-32 KB, 19.2-22.7 us (16 KB 20.7 us); "
     "vllm issue #50576: NCCL on 8 x A800 PCIe, 16 KB 63.8 us")
+# NCCL over PCIe (no full NVLink mesh: estimate/device.py nvlink_mesh_for; with or without peer access), the path
+# vLLM / SGLang take for more than two PCIe-only GPUs or GPUs without peer-to-peer access (engines.tp_allreduce):
+# haohervchb/sglang-V100 PR #2 (2026-09-12), NCCL all-reduce captured in a CUDA graph (the decode step's case) on 4 x
+# V100 behind one PCIe switch (PXB), fp16: 4 KB 19.4 us, 8 KB 20.3, 16 KB 22.3, 32 KB 24.2 us. Expected: 16 KB, the
+# message the NVLink figure above is read at; low 4 KB; high vllm #50576's 8 x A800 PCIe over two PCIe islands, 16
+# KB 63.8 us (a second island crossed). Cross-check without peer access: nccl-tests alltoall_perf on 2 x RTX 4090 with
+# P2P disabled (NCCL's shared-memory transport through the host) 11.3-11.9 us at 8-64 B (tinygrad/open-gpu-kernel-
+# modules issue #17), below it: the host-staged pair is not slower than this row at a decode message.
+NCCL_ALLREDUCE_LATENCY_PCIE = Factor(
+    "nccl_allreduce_latency_pcie_seconds", 19.4e-6, 22.3e-6, 63.8e-6,
+    "haohervchb/sglang-V100 PR #2: NCCL all-reduce in a CUDA graph on 4 x V100 over one PCIe switch, 4-32 KB "
+    "19.4-24.2 us (16 KB 22.3 us); high: vllm issue #50576, NCCL on 8 x A800 PCIe (two islands), 16 KB 63.8 us")
 # The device time of one decoder layer of an MLA + routed-expert model (DeepSeek V3 / R1 / V3.2, Kimi K2, ...) in a
 # serving engine's CUDA-graph decode step at small batch: formulas/speed.py eq. (15)'s tau_k, the roof of the layer's
 # chain of latency-bound kernels (MLA's down- and up-projections, norms, RoPE, the absorbed W_UK / W_UV products, the

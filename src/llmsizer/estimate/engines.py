@@ -465,8 +465,11 @@ def tp_allreduce(engine: str | None, tp: int, message_bytes: float, nvlink_mesh:
     reason = ("world size not in 2, 4, 6, 8" if tp not in CUSTOM_ALLREDUCE_WORLD_SIZES else
               "no peer-to-peer access" if not peer_to_peer else
               "more than two GPUs without a full NVLink mesh" if not (tp == 2 or mesh) else "message >= 8 MiB")
-    return AllReducePath("NCCL", E.NCCL_ALLREDUCE_LATENCY,
-                         f"{engine} falls back to NCCL: {reason} (custom_all_reduce.py L48, L130-145, L236-248)")
+    # NCCL's latency over the replica's link: the NVLink figure on a full NVLink mesh, else the PCIe one (probe20 D7:
+    # before, the H100 NVLink figure for every NCCL path)
+    return AllReducePath("NCCL", E.NCCL_ALLREDUCE_LATENCY if mesh else E.NCCL_ALLREDUCE_LATENCY_PCIE,
+                         f"{engine} falls back to NCCL: {reason} (custom_all_reduce.py L48, L130-145, L236-248)"
+                         f"; over {'NVLink' if mesh else 'PCIe'}")
 
 
 # SGLang's memory-tier defaults (sglang/srt/arg_groups/memory_hook.py:90-160): for total GPU memory below the bound

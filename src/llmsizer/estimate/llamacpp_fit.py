@@ -234,7 +234,7 @@ def free_sizes(free: object) -> list[Any]:
                      f"command line's --free), got {type(free).__name__}")
 
 
-def fit_llamacpp(model: ModelSpec | str, free: Sequence[int | str] | str | int, *, fit_target: int | None = None,
+def fit_llamacpp(model: ModelSpec | str, free: Sequence[int | str] | str | int | None = None, *, fit_target: int | None = None,
                  headroom: float | None = None, context: int | None = None, min_context: int = FIT_MIN_CTX,
                  host_memory: int | None = None, fits_at: bool = True, device: str | Device | None = None,
                  host_device: str | Device | None = None, hardware_files: Sequence[str] = (),
@@ -249,8 +249,10 @@ def fit_llamacpp(model: ModelSpec | str, free: Sequence[int | str] | str | int, 
     only (``speed`` None). ``free``: a list of sizes (bytes, or text as '24GiB'), or text read as ``fit --auto
     --free`` reads it ('24GiB,12GiB': one size per GPU, :func:`free_sizes`). On an Apple chip (Metal, one device)
     ``free`` is its working set (``usable_memory``), the memory estimated is Metal's (no CUDA context), and the host
-    memory is the unified memory (``memory``, else the catalog's) outside it (``apple_host_memory``)."""
-    free = free_sizes(free)
+    memory is the unified memory (``memory``, else the catalog's) outside it (``apple_host_memory``). ``free`` None
+    with a ``device``: its memory (``memory``, else the catalog's) on each GPU of one llama.cpp copy, as ``fit --auto``
+    without --free fills it (:func:`device_free`)."""
+    free = free_sizes(free) if free is not None else device_free(device, hardware_files, memory)
     apple_note = None
     dev = _named_device(device, hardware_files)
     if dev is not None and dev.kind == "apple":
@@ -274,6 +276,23 @@ def fit_llamacpp(model: ModelSpec | str, free: Sequence[int | str] | str | int, 
         return r
     return with_speed(r, model, device, len(free), host_device=host_device, hardware_files=hardware_files,
                       **workload)
+
+
+def device_free(device: str | Device | None, hardware_files: Sequence[str] = (),
+                memory: int | str | None = None) -> list[int]:
+    """The free memory of each GPU llama.cpp's auto-fit fills when none is given: ``device``'s memory (``memory``,
+    else the catalog's; an Apple chip's working set) on each GPU of one copy (estimate/fit.py ``llamacpp_copy``: an
+    instance's GPUs of one machine), the rule ``fit --auto`` without --free (cli/fit_cmd.py) and the web's /fit
+    apply, so Python needs no ``free`` either. No device: one line asking for either."""
+    if device is None:
+        raise InputError("free: expected the free memory of each GPU, e.g. ['22GiB', '10GiB'] or '22GiB,10GiB' (the "
+                         "command line's --free), or device= to take the device's memory")
+    from .fit import llamacpp_copy, target_and_count  # (fit.py reads this module's results: imported when asked)
+
+    dev, count, _, instance = target_and_count(device, None, hardware_files, instances=True)
+    gpus, _ = llamacpp_copy(dev, count, instance)
+    mem = int(read_number(memory, "memory", DEVICE_MEMORY)) if memory is not None else None
+    return gpu_free(dev, gpus, None, mem)
 
 
 def _named_device(device: str | Device | None, hardware_files: Sequence[str]) -> Device | None:

@@ -762,10 +762,16 @@ def _advice(job: TrainingJob, spec: ModelSpec, inf_need: int | None, need: int, 
            "style": "Tone and style are often reachable with instructions and a few examples in the prompt.",
            "format": "Output formats are often reachable with instructions, examples and constrained decoding."}
     # the two needs only where they compare (each device holds all the weights: levers.py inference_comparable)
+    # the needs clause argues that training costs more memory than serving: said only where it does; where serving
+    # the base (bf16, inference_sized) needs more, e.g. a QLoRA run's 4-bit base, that is said instead (probe20 D5)
     needs = (f": serving it needs about {format_bytes(inf_need)} per device against {format_bytes(need)} to train it"
-             if inf_need is not None else "")
+             if inf_need is not None and inf_need < need else "")
     line = (f"Is training needed? Many cases are met by {spec.name} as it is, with prompt design and retrieval"
             f"{needs}. Validate with inference first and fine-tune only if that falls short.")
+    if inf_need is not None and inf_need >= need:
+        line += (f" (Serving the base model in bf16 needs about {format_bytes(inf_need)} per device, more than the "
+                 f"{format_bytes(need)} this {job.method} run needs"
+                 + (": its base is held in 4 bits" if job.method == "qlora" else "") + ".)")
     if job.purpose in why:
         line += " " + why[job.purpose]
     notes.advice.append(line)

@@ -78,7 +78,11 @@ def estimate_facts(est: Estimate) -> list[str]:
     if "max_total_num_tokens" in d and not d.get("sglang_too_small"):  # too small: the verdict says why
         out.append(f"SGLang: max_total_num_tokens {d['max_total_num_tokens']:,} (mem_fraction_static "
                    f"{d['mem_fraction_static']}), max_running_requests {d['max_running_requests']:,}; admits "
-                   f"{d['admitted_sequences']} sequences of this length at once")
+                   f"{d['admitted_sequences']} sequences of this length at once"
+                   # one word, one number (probe20 C3): where the running cap admits fewer than the pool holds,
+                   # both, as fit's line gives them ("holds 5 ...; it runs 4")
+                   + (f" (its running cap; the token pool holds {d['max_concurrency_at_context']:,})"
+                      if d.get("max_concurrency_at_context", 0) > d["admitted_sequences"] else ""))
         if "max_mamba_cache_size" in d:  # hybrid models: the recurrent-state pool (estimate/inference/sglang.py eq. 2b)
             out.append(f"SGLang MambaPool: max_mamba_cache_size {d['max_mamba_cache_size']:,} requests' recurrent "
                        f"state ({d['mamba_cache_per_req']:,} B each), taken from the token pool; running requests "

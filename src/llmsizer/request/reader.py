@@ -49,7 +49,7 @@ from ..specs.workload import (
 )
 from ..suggest import did_you_mean
 from . import quantities as Q
-from .fields import JOB_FIELDS, TOP, Field, job_fields
+from .fields import INFER_PRECISIONS, JOB_FIELDS, TOP, Field, job_fields
 from .spec import (
     UNQUANTIZED,
     Access,
@@ -79,6 +79,19 @@ from .spec import (
     TrainingSettings,
 )
 from .windows import FORMS, parse_window
+
+
+def _weight_format_hint(f: Field, text: str) -> str:
+    """An inference job's ``precision`` given a weight format's name (awq-int4, q4_k_m): where that goes, the
+    ``quantization:`` key (probe20 D6); '' for any other field or value."""
+    if f.name != "precision" or f.choices != INFER_PRECISIONS:  # (a training job's settings.precision: a recipe)
+        return ""
+    from ..formulas.weight_formats import normalize_format
+    try:
+        normalize_format(text)
+    except InputError:
+        return ""
+    return f"; a weight format goes in `quantization:` (e.g. quantization: {text.strip().lower()})"
 
 
 class RequestError(InputError):
@@ -266,7 +279,8 @@ class _Reader:
             low = normalize_engine(text) if f.choices == ENGINES else text.lower()  # 'llama.cpp' -> 'llamacpp'
             if low in f.choices:
                 return low
-            raise InputError(f"unknown value {_short(text)}; choose one of: {', '.join(f.choices)}{_closest(low, f.choices)}")
+            raise InputError(f"unknown value {_short(text)}; choose one of: {', '.join(f.choices)}"
+                             f"{_weight_format_hint(f, text) or _closest(low, f.choices)}")
         if t == "bool":
             v = self.construct(node)
             if not isinstance(v, bool):
