@@ -276,8 +276,9 @@ def test_gb300_decode_takes_the_sm_stream_cap_as_the_gb200():
 
 
 def test_a10g_decode_measured_on_aws_g5():
-    """An independent A10G measurement outside the validation CSV (a public benchmark log, search-index id
-    70153032877: 'another g5.2xlarge, A10G, 1710 MHz, 300 W, default clocks', llama.cpp b11447 CUDA, -ngl 99):
+    """An independent A10G measurement (a public benchmark log, pantheonworkloads docs/benchmarks.md, now row PW04 of
+    validation/llamacpp_bench.csv: 'another g5.2xlarge, A10G, 1710 MHz, 300 W, default clocks', llama.cpp b11447 CUDA,
+    -ngl 99):
     Mistral-7B-v0.3 Q8_0 tg128 61.02 tokens/s. With the A10G's FP32 peak now given, eq. (12)'s cap is computed (no
     missing-peak warning) and does not bind on its 600 GB/s GDDR6; the estimate lands within 5 %."""
     s = estimate_speed(find("mistral-7b-instruct-v0.3").spec(), builtin_catalog().devices["a10g"],

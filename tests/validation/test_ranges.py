@@ -351,11 +351,12 @@ def test_every_band_states_its_coverage_from_its_rows(cases) -> None:
 
 
 def test_a_warning_appears_exactly_when_leave_one_setup_out_is_below_target() -> None:
-    """The bands of today: transformers inference memory (0.782), pooled serving decode (0.786) and llama.cpp decode
-    (0.896) among those below 90 %; vLLM inference memory sits at 0.900 (no warning); one setup has no check (no
-    warning). Stated in words: the share, the target and what it means for a run."""
+    """The bands of today: transformers inference memory (0.766) and pooled serving decode (0.786) among those below
+    90 % (llama.cpp decode, 0.896 until the A10G record's rows PW02/PW04 joined it as a 34th setup, is at 0.916); vLLM
+    inference memory sits at 0.900 (no warning); one setup has no check (no warning). Stated in words: the share, the
+    target and what it means for a run."""
     below = {k for k, b in R.BANDS.items() if b.loso is not None and b.loso < R.COVERAGE}
-    assert {(INFERENCE_MEMORY, TRANSFORMERS), (DECODE, R.SERVING_POOLED), (DECODE, R.LLAMACPP)} <= below
+    assert {(INFERENCE_MEMORY, TRANSFORMERS), (DECODE, R.SERVING_POOLED)} <= below
     for k, b in R.BANDS.items():
         w = b.coverage()["warning"]
         assert (w is not None) == (k in below), k
