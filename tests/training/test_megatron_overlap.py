@@ -100,12 +100,28 @@ def test_eq_7g_is_the_event_replay() -> None:
         assert overlapped_collective_seconds(c, r, t) == pytest.approx(_simulate(c, r, t), abs=1e-12)
 
 
+def test_runs_read_at_their_ends_are_every_bucket() -> None:
+    """``bucketed_seconds`` reads each run of equal buckets at its two ends; eq. (7g) over every bucket one by one
+    (``expanded``) gives the same, on buffers of random layouts and spans."""
+    rng = random.Random(11)
+    for _ in range(300):
+        size = rng.choice([None, rng.uniform(1, 2e3)])
+        first, last = rng.choice([0, rng.uniform(0, 3e3)]), rng.choice([0, rng.uniform(0, 3e3)]) + 1.0
+        b = megatron_buckets(rng.uniform(0, 1e4), size, first, last, rng.randint(1, 6), rng.choice([1.0, 4.0, 8.0]))
+        shares, ready = b.expanded()
+        assert sum(shares) == pytest.approx(1.0)
+        c, t = rng.uniform(0, 5), rng.uniform(0, 10)
+        want = overlapped_collective_seconds([c * x for x in shares], ready, t * b.span)
+        assert bucketed_seconds(c, b, t) == pytest.approx(want, abs=1e-9)
+
+
 def test_hand_case() -> None:
     """100 layer elements, bucket 40, an embedding of 30: buckets 40 | 40 | 20 + 30, ready at 0.4, 0.8, 1; 13 s of
     collectives (4, 4, 5): behind 20 s of backward only the last bucket's 5 s shows; behind 10 s, bucket 1 ends at 8,
     bucket 2 at 12, bucket 3 at 17: 7 s."""
     b = megatron_buckets(100.0, 40.0, last=30.0)
-    assert [x * 130 for x in b.shares] == pytest.approx([40, 40, 50]) and b.ready == pytest.approx((0.4, 0.8, 1.0))
+    shares, ready = b.expanded()
+    assert [x * 130 for x in shares] == pytest.approx([40, 40, 50]) and ready == pytest.approx([0.4, 0.8, 1.0])
     assert bucketed_seconds(13.0, b, 20.0) == pytest.approx(5.0)
     assert bucketed_seconds(13.0, b, 10.0) == pytest.approx(7.0)
 
@@ -123,7 +139,7 @@ def test_buckets_of_llama_8b_match_the_replay(params: list[int]) -> None:
     real = _replay(params, B)
     assert real[0] == (out, 0.0)
     last_hand = emb + layers - (layers // B) * B  # the rule at element granularity, by hand
-    assert ours.shares[-1] * total == pytest.approx(last_hand, rel=1e-12)
+    assert ours.expanded()[0][-1] * total == pytest.approx(last_hand, rel=1e-12)
     assert abs(last_hand - real[-1][0]) < B
     c = 1.0  # seconds for the whole buffer
     real_s = [n / total * c for n, _ in real]

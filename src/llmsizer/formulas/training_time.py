@@ -152,7 +152,8 @@ at least the last bucket's c_K (r_K = 1), and sum c - T when the collectives out
 parameters' all-gather under ``--overlap-param-gather`` is the mirror image: the optimizer step no longer gathers
 (distrib_optimizer.py lines 3175-3185); the next step's first forward gathers the buckets in forward order, the
 first dispatched by the first module's forward pre-hook and each next one as soon as the previous one is waited for
-(distributed_data_parallel.py lines 517-551, param_and_grad_buffer.py ``finish_param_sync`` lines 538-573), bucket j
+(the buckets chained last to first, distributed_data_parallel.py lines 369-380; the hooks lines 517-551,
+param_and_grad_buffer.py ``finish_param_sync`` lines 538-573), bucket j
 needed once a share 1 - r_j of the forward T_f has run. Read backwards in time that is (7g) again, with the same
 buckets, the same r_j and T = T_f: the first bucket (the embedding's) is never hidden. Gradients are taken to be
 produced at an even rate over the decoder layers' elements (the output layer's first, at r = 0; the embedding's last,
@@ -480,11 +481,23 @@ def megatron_bucket_elements(dp_cp_ranks: int) -> int:
 
 
 class Buckets(NamedTuple):
-    """Eq. (7g)'s buckets of one device's grad buffer, in the order they are reduced."""
+    """Eq. (7g)'s buckets of one device's grad buffer, in the order they are reduced, as runs of equal buckets (the
+    decoder layers' full buckets: one run, their ready shares evenly spaced)."""
 
-    shares: tuple[float, ...]  # each bucket's share of the buffer's elements
-    ready: tuple[float, ...]  # r_j: the share of the span T run when the bucket's last gradient is produced
+    shares: tuple[float, ...]  # each run's buckets' share of the buffer's elements (each bucket's)
+    ready: tuple[float, ...]  # r_j of the run's first bucket: the share of the span T run when it is ready
+    counts: tuple[int, ...]  # buckets in the run
+    steps: tuple[float, ...]  # r_(j+1) - r_j inside the run
     span: float = 1.0  # T in micro-batch backwards of the device: ((v - 1) g + 1) / v over v chunks g apart
+
+    def expanded(self) -> tuple[list[float], list[float]]:
+        """(each bucket's share, each bucket's r_j), bucket by bucket."""
+        shares: list[float] = []
+        ready: list[float] = []
+        for x, r, m, d in zip(self.shares, self.ready, self.counts, self.steps, strict=True):
+            shares += [x] * m
+            ready += [r + i * d for i in range(m)]
+        return shares, ready
 
 
 def megatron_buckets(layer_elements: float, bucket_elements: float | None, first: float = 0.0, last: float = 0.0,
@@ -503,14 +516,16 @@ def megatron_buckets(layer_elements: float, bucket_elements: float | None, first
     ``Buckets.span`` = ((v - 1) g + 1) / v micro-batch backwards; chunk j ready at ((v - 1 - j) g + 1) / ((v - 1) g + 1).
 
     >>> b = megatron_buckets(100.0, 40.0, last=30.0)   # 40 | 40 | 20 + the embedding's 30
-    >>> [round(x * 130) for x in b.shares], b.ready
-    ([40, 40, 50], (0.4, 0.8, 1.0))
-    >>> megatron_buckets(60.0, 40.0, first=50.0).ready   # the output layer alone, then 40 | 20
-    (0.0, 0.6666666666666666, 1.0)
-    >>> megatron_buckets(90.0, None, last=10.0, chunks=3)  # chunks 2 and 1 whole, then chunk 0 with the embedding
-    Buckets(shares=(0.3, 0.3, 0.4), ready=(0.3333333333333333, 0.6666666666666666, 1.0), span=1.0)
-    >>> megatron_buckets(90.0, None, chunks=3, chunk_gap=2.0)   # 5 chunk-backwards: chunk 2 ends at 1, 1 at 3, 0 at 5
-    Buckets(shares=(0.3333333333333333, 0.3333333333333333, 0.3333333333333333), ready=(0.2, 0.6, 1.0), span=1.6666666666666667)
+    >>> shares, ready = b.expanded()
+    >>> [round(x * 130) for x in shares], ready
+    ([40, 40, 50], [0.4, 0.8, 1.0])
+    >>> megatron_buckets(60.0, 40.0, first=50.0).expanded()[1]   # the output layer alone, then 40 | 20
+    [0.0, 0.6666666666666666, 1.0]
+    >>> megatron_buckets(90.0, None, last=10.0, chunks=3).expanded()  # chunks 2 and 1 whole, then chunk 0 + embedding
+    ([0.3, 0.3, 0.4], [0.3333333333333333, 0.6666666666666666, 1.0])
+    >>> c = megatron_buckets(90.0, None, chunks=3, chunk_gap=2.0)   # 5 chunk-backwards: chunk 2 ends at 1, 1 at 3, 0 at 5
+    >>> c.expanded()[1], c.span
+    ([0.2, 0.6, 1.0], 1.6666666666666667)
     """
     if layer_elements < 0 or first < 0 or last < 0 or chunks < 1 or chunk_gap < 1:
         raise InputError("elements must not be negative, chunks >= 1 and chunk_gap >= 1")
@@ -524,23 +539,35 @@ def megatron_buckets(layer_elements: float, bucket_elements: float | None, first
     units = (chunks - 1) * chunk_gap + 1  # T in chunk-backwards
     sizes = [per] * (chunks - 1)
     ready = [((chunks - 1 - j) * chunk_gap + 1) / units for j in range(chunks - 1, 0, -1)]
+    counts = [1] * (chunks - 1)
+    steps = [0.0] * (chunks - 1)
     start = (units - 1) / units
     cur = first
     if cur >= b:
         sizes.append(cur)
         ready.append(start)
+        counts.append(1)
+        steps.append(0.0)
         cur = 0.0
     done = 0.0
-    while per > 0 and per - done >= b - cur:
-        done += b - cur
-        sizes.append(b)
-        ready.append(start + (1.0 - start) * done / per)
+    if per > 0 and per >= b - cur:  # the first bucket closed inside the layers, then a run of full ones
+        done = b - cur
+        m = int((per - done) // b)
+        sizes += [b, b]
+        ready += [start + (1.0 - start) * done / per, start + (1.0 - start) * (done + b) / per]
+        counts += [1, m]
+        steps += [0.0, (1.0 - start) * b / per]
+        done += m * b
         cur = 0.0
     cur += per - done + last
     if cur > 0:
         sizes.append(cur)
         ready.append(1.0)
-    return Buckets(tuple(x / total for x in sizes), tuple(ready), units / chunks)
+        counts.append(1)
+        steps.append(0.0)
+    keep = [i for i, m in enumerate(counts) if m]
+    return Buckets(tuple(sizes[i] / total for i in keep), tuple(ready[i] for i in keep),
+                   tuple(counts[i] for i in keep), tuple(steps[i] for i in keep), units / chunks)
 
 
 def overlapped_collective_seconds(seconds: Sequence[float], ready: Sequence[float], compute_seconds: float) -> float:
@@ -720,10 +747,20 @@ def optimizer_step_seconds(compute_seconds: float, forward_share: float, comm: D
 def bucketed_seconds(collective_seconds: float, buckets: Buckets, compute_seconds: float) -> float:
     """Eq. (7g) for a buffer's collective of ``collective_seconds`` in all, split as ``buckets`` split its elements,
     beside ``compute_seconds`` of compute (one micro-batch's backward, or forward; ``buckets.span`` of them): its
-    exposed part [s].
+    exposed part [s]: eq. (7g) over the buckets, each run of equal buckets read at its two ends (the bound is linear
+    in j along it).
 
     >>> bucketed_seconds(13.0, megatron_buckets(100.0, 40.0, last=30.0), 20.0)   # the last bucket's 5 s
     5.0
     """
-    return overlapped_collective_seconds([collective_seconds * x for x in buckets.shares], buckets.ready,
-                                         compute_seconds * buckets.span)
+    if collective_seconds < 0 or compute_seconds < 0:
+        raise InputError("seconds must not be negative")
+    t = compute_seconds * buckets.span
+    end = tail = 0.0
+    for x, r, m, d in zip(reversed(buckets.shares), reversed(buckets.ready), reversed(buckets.counts),
+                          reversed(buckets.steps), strict=True):
+        c = collective_seconds * x
+        # r_j T + sum_{i >= j} c_i is linear along a run of equal, evenly spaced buckets: its ends bound it
+        end = max(end, (r + (m - 1) * d) * t + tail + c, r * t + tail + m * c)
+        tail += m * c
+    return max(0.0, end - t)
