@@ -1135,7 +1135,7 @@ class TrainingWorkload:
             # Megatron-LM @d98e8a64 megatron/training/arguments.py:1024-1029 asserts both
             raise FieldError("overlap_param_gather", "Megatron's --overlap-param-gather needs the distributed "
                              "optimizer (zero >= 1) and --overlap-grad-reduce (arguments.py:1024-1029 @d98e8a64); got "
-                             f"zero {self.zero}, overlap_grad_reduce {self.overlap_grad_reduce}",
+                             f"zero {self.zero}, overlap_grad_reduce {'on' if self.overlap_grad_reduce else 'off'}",
                              also=("zero", "overlap_grad_reduce"))
         if self.fp8_param_gather is not None:
             if not isinstance(self.fp8_param_gather, bool):
