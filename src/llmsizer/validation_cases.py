@@ -1284,7 +1284,14 @@ def semianalysis_case(r: dict[str, str]) -> Case:
 # (formulas/float8_training.py eq. F3c).
 # Value: (catalog model, device, TrainingWorkload fields, why settings are assumed or '').
 MEGATRON_BRIDGE_DGX_NETWORK = "8x400 Gb/s"
-_MB = dict(method="full", precision="megatron-bf16", optimizer="adamw", zero=1, micro_batch=1)
+# Every recipe the rows run turns on Megatron's bucketed gradient reduce-scatter and parameter all-gather overlap
+# (formulas/training_time.py eq. (7g)): Megatron-Bridge @f9b6319e src/megatron/bridge/recipes/llama/llama3.py lines
+# 727-728 (llama3_70b_pretrain_config: 'cfg.ddp.overlap_grad_reduce = True', 'cfg.ddp.overlap_param_gather = True')
+# and 1178-1179 (llama31_405b), recipes/gpt_oss/gpt_oss.py lines 250-251 (gpt_oss_120b), recipes/qwen/qwen3_moe.py
+# lines 119-120 (qwen3_30b_a3b) and 232-233 (qwen3_235b_a22b), recipes/nemotronh/nemotron_3_nano.py lines 180-181, the
+# functions the performance configs call (scripts/performance/configs/*/..._llm_pretrain.py); stated, as they run
+_MB = dict(method="full", precision="megatron-bf16", optimizer="adamw", zero=1, micro_batch=1,
+           overlap_grad_reduce=True, overlap_param_gather=True)
 # Bridge's float8 recipes set fp8_param_gather (training/mixed_precision.py @f9b6319e lines 223, 294), which
 # Megatron-LM's own flag leaves off: stated, as the recipes run it
 _MB_F8 = dict(_MB, float8=True, float8_recipe="transformer-engine-current", fp8_param_gather=True)
@@ -1351,7 +1358,8 @@ def megatron_bridge_case(r: dict[str, str]) -> Case:
                          "UNCALIBRATED_ARCH_TRAINING_NO_BAND)" if d.no_band else "")
                       + (f"; per micro-batch stage compute {st.compute_seconds * 1e3:.1f} ms" if st else "")
                       + (f", tensor-parallel {mp.tp_seconds * 1e3:.1f} ms, bubble {mp.bubble:.3f}, gradient "
-                         f"reduce-scatter + all-gather {mp.dp_seconds * 1e3:.0f} ms per step" if mp else "")
+                         f"reduce-scatter + all-gather {mp.dp_seconds * 1e3:.0f} ms per step, "
+                         f"{mp.dp_exposed_seconds * 1e3:.0f} ms of it not hidden" if mp else "")
                       + (f"; communication {st.comm_seconds * 1e3:.1f} ms per micro-step" if st and not mp else "")
                       + (f"; {assumed} (settings assumed)" if assumed else "")))
 

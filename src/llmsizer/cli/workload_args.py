@@ -455,6 +455,14 @@ def add_training_args(p: argparse.ArgumentParser, *, attention: bool = True,
     g.add_argument("--ep-comm-overlap", action="store_true", default=None,
                    help="with --ep: Megatron-Core --overlap-moe-expert-parallel-comm, the expert-parallel exchange "
                         "overlaps another micro-batch's compute (combined 1F1B) (default: not overlapped)")
+    g.add_argument("--overlap-grad-reduce", action="store_true", default=None,
+                   help="with a Megatron precision: Megatron --overlap-grad-reduce, the grad buffer reduced bucket by "
+                        "bucket while the last micro-batch's backward runs (default: off, Megatron-LM's default; "
+                        "Megatron-Bridge's recipes turn it on)")
+    g.add_argument("--overlap-param-gather", action="store_true", default=None,
+                   help="with --overlap-grad-reduce and --zero >= 1 (the distributed optimizer): Megatron "
+                        "--overlap-param-gather, the updated parameters all-gathered bucket by bucket during the next "
+                        "step's first forward (default: off, Megatron-LM's default)")
     g.add_argument("--gradient-accumulation-fusion", action=argparse.BooleanOptionalAction, default=None,
                    help="Megatron gradient_accumulation_fusion: TE's wgrad GEMMs accumulate into the fp32 main_grad, "
                         "no separate accumulation pass; --no-gradient-accumulation-fusion: Megatron's DDP hook adds "
@@ -542,7 +550,7 @@ def add_framework_args(g: argparse._ArgumentGroup) -> None:
 TRAINING_FIELDS = ("method", "rank", "alpha", "targets", "modules_to_save", "adapter_dtype", "base_dtype", "optimizer",
                    "optimizer_state_dtype", "optimizer_impl", "precision", "tf32", "micro_batch", "seq_len",
                    "target_len", "grad_accumulation", "grad_checkpointing", "checkpoint_every", "recompute_modules", "attention", "attention_kernel", "packing", "doc_len", "loss_chunks", "loss", "layernorm", "train_metric_passes", "framework", "checkpoint_offload", "checkpoint_impl", "kernels", "mamba_path", "nf4_quantizer", "lora_dropout", "nf4_format", "loop_keeps_graph", "deepspeed_gather", "zero_grad",
-                   "optimizer_in_backward", "gpus", "zero", "fsdp", "tp", "pp", "virtual_stages", "pipeline_split", "tp_comm_overlap", "tp_backward_overlap", "ep", "etp", "moe_dispatcher", "ep_comm_overlap", "gradient_accumulation_fusion", "sequence_parallel",
+                   "optimizer_in_backward", "gpus", "zero", "fsdp", "tp", "pp", "virtual_stages", "pipeline_split", "tp_comm_overlap", "tp_backward_overlap", "ep", "etp", "moe_dispatcher", "ep_comm_overlap", "overlap_grad_reduce", "overlap_param_gather", "gradient_accumulation_fusion", "sequence_parallel",
                    "offload", "gpus_per_node", "network", "grad_sync", "metric", "fsdp_version", "fsdp2_units",
                    "fsdp1_lora_wrap", "context_parallel",
                    "activation_offload", "float8", "float8_recipe", "fp8_param_gather", "compile", "compile_scope",

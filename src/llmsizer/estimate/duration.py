@@ -122,6 +122,7 @@ from ..formulas.training_states import recipe, training_recipe_name
 from ..formulas.training_time import (
     DEQUANT_BYTES_PER_WEIGHT,
     GPTQ_DEQUANT_BYTES_PER_WEIGHT,
+    Buckets,
     DataParallelComm,
     adapter_flops_per_token,
     attention_core_flops,
@@ -129,6 +130,8 @@ from ..formulas.training_time import (
     dequantization_passes,
     dequantization_seconds,
     device_hours,
+    megatron_bucket_elements,
+    megatron_buckets,
     optimizer_step_seconds,
     paged_step_bytes,
     partial_recompute_flops,
@@ -1089,16 +1092,58 @@ def unfused_elements(spec: ModelSpec) -> int:
     return sum(c.by_component.get(k, 0) for k in UNFUSED_COMPONENTS)
 
 
+OVERLAP_GRAD_REDUCE_WHY = (
+    "given: Megatron --overlap-grad-reduce (Megatron-Bridge's recipes set it: NVIDIA-NeMo/Megatron-Bridge @f9b6319e "
+    "recipes/llama/llama3.py lines 727-728): the buffer cut into buckets of Megatron's default bucket_size, each "
+    "reduced as soon as the last micro-batch's backward has produced its gradients; the backward hides all but the "
+    "last bucket, or what outruns it (formulas/training_time.py eq. (7g))")
+OVERLAP_PARAM_GATHER_WHY = {
+    True: ("given: Megatron --overlap-param-gather: the updated parameters all-gathered bucket by bucket while the next "
+           "step's first forward runs (distrib_optimizer.py lines 3175-3185, distributed_data_parallel.py lines "
+           "517-551 @d98e8a64); the first bucket (the embedding's) is not hidden (formulas/training_time.py eq. (7g))"),
+    False: ("Megatron-LM's default (--overlap-param-gather, megatron/training/arguments.py lines 3148-3149 "
+            "@d98e8a64): the optimizer step all-gathers the updated parameters before the next forward, not hidden"),
+}
+
+
+def megatron_grad_buckets(spec: ModelSpec, w: TrainingWorkload, trained: int) -> tuple[Buckets, float, Buckets | None]:
+    """Eq. (7g)'s buckets of ``w``'s grad buffer under ``--overlap-grad-reduce``: (pipeline rank 0's buckets, its
+    buffer over the average device's, a later pipeline rank's buckets or None with pp = 1). The buffer holds the
+    device's trained elements (``_trained_per_device``, the average over the pipeline stages); rank 0 adds the
+    embedding's vocabulary shard (reduced last), the last stage holds the output layer's (reduced first, on rank 0
+    when pp = 1); the bucket size Megatron's default for the dp x cp ranks (``megatron_bucket_elements``); ranks
+    after the first keep one bucket per model chunk (distributed_data_parallel.py lines 160-171 @d98e8a64)."""
+    mine = _trained_per_device(spec, w, trained)[1]
+    c = count_params(spec).by_component
+    full = w.method == "full"
+    emb = c.get("embedding", 0) / w.tp if full else 0.0
+    out = c.get("lm_head", 0) / w.tp if full else 0.0
+    layers = max(0.0, mine - (emb + out) / w.pp)
+    v = w.virtual_stages if w.pp > 1 else 1
+    size = megatron_bucket_elements(max(1, w.gpus // max(1, w.tp * w.pp)))
+    gap = float(w.pp)  # the interleaved schedule's chunks run their last group of p micro-batches in turn
+    first = megatron_buckets(layers, size, out if w.pp == 1 else 0.0, emb, v, gap)
+    own = layers + emb + (out if w.pp == 1 else 0.0)
+    return (first, own / mine if mine > 0 else 1.0,
+            megatron_buckets(layers, None, chunks=v, chunk_gap=gap) if w.pp > 1 else None)
+
+
 def megatron_grad_reduce_notes(w: TrainingWorkload) -> list[Assumption]:
-    """The defaults Megatron-Core's gradient reduction is timed with (formulas/training_time.py eq. (7f)): the buffer's
-    dtype it reduces in and ``overlap_grad_reduce``."""
+    """The settings Megatron-Core's gradient reduction is timed with (formulas/training_time.py eqs. (7f), (7g)): the
+    buffer's dtype it reduces in, ``overlap_grad_reduce`` and, under the distributed optimizer,
+    ``overlap_param_gather``."""
     b = reduced_grad_bytes(w)
-    return [Assumption("grad_reduce_dtype", "fp32" if b == 4 else "fp16" if w.precision == "megatron-fp16" else "bf16",
-                       True, "Megatron-Core reduces its grad buffer in the buffer's dtype (NVIDIA/Megatron-LM @d98e8a64 "
-                       "megatron/core/distributed/param_and_grad_buffer.py lines 708-733, 924): fp32 under --bf16 "
-                       "unless --grad-reduce-in-bf16 (megatron/training/arguments.py lines 1204-1216), the fp16 "
-                       "buffer under --fp16"),
-            Assumption("overlap_grad_reduce", False, True,
+    notes = [Assumption("grad_reduce_dtype", "fp32" if b == 4 else "fp16" if w.precision == "megatron-fp16" else "bf16",
+                        True, "Megatron-Core reduces its grad buffer in the buffer's dtype (NVIDIA/Megatron-LM @d98e8a64 "
+                        "megatron/core/distributed/param_and_grad_buffer.py lines 708-733, 924): fp32 under --bf16 "
+                        "unless --grad-reduce-in-bf16 (megatron/training/arguments.py lines 1204-1216), the fp16 "
+                        "buffer under --fp16")]
+    if w.zero >= 1:
+        notes.append(Assumption("overlap_param_gather", w.overlap_param_gather, not w.overlap_param_gather,
+                                OVERLAP_PARAM_GATHER_WHY[w.overlap_param_gather]))
+    if w.overlap_grad_reduce:
+        return [*notes, Assumption("overlap_grad_reduce", True, False, OVERLAP_GRAD_REDUCE_WHY)]
+    return [*notes, Assumption("overlap_grad_reduce", False, True,
                        "Megatron-LM's default (--overlap-grad-reduce, megatron/training/arguments.py lines 3121-3122): "
                        "the whole buffer is one bucket (distributed_data_parallel.py lines 135-137), "
                        + ("reduce-scattered" if w.zero >= 1 else "all-reduced")
@@ -1581,9 +1626,11 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
             ub = _dp_reduced_elements(spec, w, fl.trained_params) * compute_bytes(w)  # ZeRO-1/2's
             if w.fp8_params:  # the te linears' float8 parameters all-gathered at 1 B (eq. T3)
                 ub -= _fp8_param_elements(spec) * (compute_bytes(w) - FLOAT8_BYTES)
+            buckets = (megatron_grad_buckets(spec, w, fl.trained_params)[0]
+                       if w.overlap_grad_reduce and mode.startswith("megatron-") else None)
             comm = data_parallel_comm(n, per_node, wb, gb, mode, spec.num_layers, bw,
                                       network.bandwidth if network is not None and nodes > 1 else None, host,
-                                      sync, ub, wb_again, after)
+                                      sync, ub, wb_again, after, buckets, w.overlap_param_gather)
             if vol is not None:
                 notes.extend(fsdp_volume_notes(w, wb, 0.0 if mode == "grad_op" else wb_again or 0.0, gb))
             if ds3 is not None:
@@ -1641,7 +1688,9 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
                                  ckpt_layers if mode_r == "full" else [],
                                  link_bandwidth, network.bandwidth if network is not None else None, notes, warnings,
                                  peak * u * e if device.kind == "gpu" else 0.0, fsdp, fl.forward_share, bw_mem,
-                                 ckpt_layers if mode_r == "selective-op" else [], gather)
+                                 ckpt_layers if mode_r == "selective-op" else [], gather,
+                                 megatron_grad_buckets(spec, w, fl.trained_params)
+                                 if w.overlap_grad_reduce and dp_mp > 1 and fsdp is None else None)
         if fsdp is not None and link_bandwidth:
             notes.extend(fsdp_volume_notes(w, fsdp.forward, fsdp.backward, fsdp.reduced))
     if device.kind == "cpu" and n == 1:

@@ -12,6 +12,7 @@ from ..formulas.context_parallel import local_tokens
 from ..formulas.float8_training import float8_gathers_in_float8
 from ..formulas.gemm_shapes import gemm_efficiency, tally
 from ..formulas.model_parallel_time import (
+    DataParallelOverlap,
     ModelParallelStep,
     data_parallel_bus_bandwidth,
     micro_pipelined_pair_seconds,
@@ -30,7 +31,7 @@ from ..formulas.parallelism import pipeline_stage_layers
 from ..formulas.selective_checkpointing import layer_matmul_shapes, op_sac_recomputed_matmuls
 from ..formulas.tensors import layer_kind_firsts
 from ..formulas.training_activations import ActivationSetup
-from ..formulas.training_time import data_parallel_comm
+from ..formulas.training_time import Buckets, data_parallel_comm
 from ..result import Assumption
 from ..specs import ModelSpec, TrainingWorkload
 from ..specs.training import recomputes_whole_layer
@@ -61,6 +62,17 @@ DP_GRAD_OVERLAP_WHY = ("Megatron's default: gradients all-reduced once per optim
                        "backward, not overlapped (SC21 megatron/training.py @6985e58 lines 369-374; Megatron-Core "
                        "DistributedDataParallelConfig.overlap_grad_reduce = False, @d98e8a6 line 18; "
                        "formulas/model_parallel_time.py eq. (P5))")
+
+DP_GRAD_OVERLAP_GIVEN_WHY = (
+    "given: Megatron --overlap-grad-reduce: each bucket of the grad buffer reduce-scattered as soon as the last "
+    "micro-batch's backward has produced it (formulas/training_time.py eq. (7g)), timed on the first pipeline rank "
+    "(bucketed, its embedding's bucket last) and on a later one (one bucket a model chunk, distributed_data_parallel.py "
+    "lines 160-171 @d98e8a64, whose last backward ends one chunk's backward earlier), the backward taken to be the "
+    "last micro-batch's on the stage")
+DP_GATHER_NOT_HIDDEN_PP = (
+    "; overlap_param_gather under pipeline parallelism not hidden: each rank's model chunks after the first are one "
+    "bucket gathered only at their first forward (param_and_grad_buffer.py lines 555-558), and Bridge's "
+    "align_param_gather / overlap_param_gather_with_optimizer_step are not modelled")
 
 
 @lru_cache(maxsize=256)
@@ -205,7 +217,8 @@ def model_parallel_time(spec: ModelSpec, w: TrainingWorkload, stage_seconds: flo
                         notes: list[Assumption], warnings: list[str], gemm_rate: float = 0.0,
                         fsdp: FsdpStage | None = None, forward_share: float = 1.0 / 3.0,
                         memory_bandwidth: float = 0.0, op_checkpointed: Sequence[int] = (),
-                        gather_bytes: float | None = None) -> ModelParallelStep:
+                        gather_bytes: float | None = None,
+                        dp_buckets: tuple[Buckets, float, Buckets | None] | None = None) -> ModelParallelStep:
     """Eqs. (T1)-(P7) of formulas/model_parallel_time.py for one device of ``w``: ``stage_seconds`` its stage's
     compute per micro-batch, ``ring_bytes`` the whole model's reduced gradient bytes, each weighted by the ring
     share (g - 1) / g of its own data-parallel group (estimate/duration.py ``_dp_ring_elements``: the dense and the
@@ -218,7 +231,9 @@ def model_parallel_time(spec: ModelSpec, w: TrainingWorkload, stage_seconds: flo
     whose all-gathers run again in the backward under sequence parallelism (eq. (T1''')); ``gather_bytes``: the
     all-reduce's second half (the distributed optimizer's parameter all-gather), weighted as ``ring_bytes``, where
     it moves other bytes than the gradients (float8 parameters at 1 B, formulas/float8_training.py eq. T3; None:
-    ``ring_bytes``)."""
+    ``ring_bytes``); ``dp_buckets``: under Megatron's ``--overlap-grad-reduce``, estimate/duration.py
+    ``megatron_grad_buckets`` (the first pipeline rank's buckets, its buffer over the average device's, a later
+    rank's buckets), hidden as eq. (7g) says."""
     tp, pp, v = w.tp, w.pp, w.virtual_stages if w.pp > 1 else 1
     n, g = w.gpus, min(w.gpus, w.gpus_per_node)
     dp = n // (tp * pp)  # the gradient reduction's ranks: dp x cp (formulas/context_parallel.py, the dp-cp group)
@@ -313,9 +328,13 @@ def model_parallel_time(spec: ModelSpec, w: TrainingWorkload, stage_seconds: flo
         warnings.append("ZeRO-1/2 / SHARD_GRAD_OP beside tensor or pipeline parallelism: the data-parallel traffic "
                         "is counted as one gradient all-reduce (or reduce-scatter + all-gather) of each device's "
                         "shard per step")
+    overlap = None
+    if dp_buckets is not None and dp_b and fsdp_comm is None:
+        overlap = DataParallelOverlap(*dp_buckets, (ring_bytes if gather_bytes is None else gather_bytes) / (tp * pp),
+                                      w.overlap_param_gather)
     mp = model_parallel_step(stage_seconds, w.grad_accumulation, pp, v, fwd + bwd, b_tp, p2p, b_p2p, dp_b, b_dp,
                              w.tp_comm_overlap, min(hidden_s, (fwd + bwd) / b_tp) if hidden_s else 0.0, fsdp_comm,
-                             forward_share, pipelined)
+                             forward_share, pipelined, overlap)
     if tp > 1:
         given = w.given is not None and "tp_comm_overlap" in w.given
         notes.append(Assumption("tp_comm_overlap", w.tp_comm_overlap, not given,
@@ -362,6 +381,13 @@ def model_parallel_time(spec: ModelSpec, w: TrainingWorkload, stage_seconds: flo
                                 True, FSDP_BESIDE_MP_WHY[pp > 1] + f": {round(mp.dp_bytes)} B per step and device "
                                 f"over {dp} data-parallel ranks" + (f" at {b_dp / 1e9:.4g} GB/s" if b_dp != inf else "")
                                 + f", {mp.dp_exposed_seconds * 1e3:.4g} ms of it not hidden"))
+    elif overlap is not None:
+        notes.append(Assumption("dp_grad_overlap", True, False,
+                                DP_GRAD_OVERLAP_GIVEN_WHY + ("; the parameter all-gather hidden behind the first "
+                                                             "forward the same way" if overlap.gather and pp == 1
+                                                             else DP_GATHER_NOT_HIDDEN_PP if overlap.gather else "")
+                                + f": {mp.dp_exposed_seconds * 1e3:.4g} ms of {mp.dp_seconds * 1e3:.4g} ms per step "
+                                "not hidden"))
     elif dp_b:
         notes.append(Assumption("dp_grad_overlap", False, True, DP_GRAD_OVERLAP_WHY))
     if fsdp_comm is not None and pp > 1 and v > 3:

@@ -140,6 +140,22 @@ one data-parallel group sit on different machines once t p >= g, each ring leavi
     B_dp = B_intra (one machine), else min(B_intra, g_d B_node / g), g_d = max(1, g / (t p))   (P5)
     t_step = t_pipe + c_dp                                                                      (P6)
 
+With Megatron's ``--overlap-grad-reduce`` the reduce-scatter c_rs of (P5) runs bucket by bucket beside the last
+micro-batch's backward (formulas/training_time.py eq. (7g)). Only pipeline rank 0 cuts its buffer into buckets; the
+later ranks keep one bucket per model chunk, their reduction "not on the critical path" (NVIDIA/Megatron-LM
+@d98e8a64 distributed_data_parallel.py lines 160-171; megatron/training/training.py lines 2504-2515: every chunk after
+the first one bucket too), since rank s ends its last backward s chunk-backwards before rank 0 (the pipeline's
+drain). With T_b = (1 - phi) t_micro the stage's backward of one micro-batch, x(B, c, T) eq. (7g) for buckets B,
+rank 0's buckets B_0 (its buffer a share sigma_0 of the average device's, the embedding's shard on top) and a later
+rank's B_1::
+
+    x_rs = max(x(B_0, sigma_0 c_rs, T_b), x(B_1, c_rs, T_b) - T_b / v)
+    c_dp' = x_rs + (x(B_0, sigma_0 c_ag, phi t_micro) with --overlap-param-gather and p = 1, else c_ag)         (P5')
+
+the all-gather c_ag of the distributed optimizer hidden behind the first forward as eq. (7g) says without pipeline
+parallelism; with it, each rank's chunks after the first are gathered only at their own first forward
+(param_and_grad_buffer.py lines 555-558), which this does not time: c_ag stays whole. t_step = t_pipe + c_dp'.
+
 FSDP / ZeRO-3 over the d replicas (torchtitan's 2D / 3D runs: ``fully_shard`` over the data-parallel mesh of the
 tensor-parallel DTensors) replaces the gradient all-reduce of (P5) by FSDP's own collectives, each on one data-parallel
 group: every unit of the device's stage all-gathers its tensor-parallel shard of the parameters (a unit's bytes are
@@ -206,7 +222,7 @@ from typing import NamedTuple
 
 from ..errors import InputError
 from .network import all_gather_bytes, allreduce_bytes, reduce_scatter_bytes
-from .training_time import DataParallelComm, micro_step_seconds
+from .training_time import Buckets, DataParallelComm, bucketed_seconds, micro_step_seconds
 
 
 def tensor_parallel_bytes(layers: int, recomputed_layers: int, tokens: int, hidden: int, act_bytes: float,
@@ -422,19 +438,33 @@ class ModelParallelStep(NamedTuple):
         return comm / self.step_seconds if self.step_seconds > 0 else 0.0
 
 
+class DataParallelOverlap(NamedTuple):
+    """Megatron's ``--overlap-grad-reduce`` beside tensor / pipeline parallelism (eq. (P5')): the buckets of eq. (7g)
+    of formulas/training_time.py."""
+
+    first: Buckets  # the first pipeline rank's buckets (its embedding's last), the rank that ends the backward
+    first_scale: float  # its buffer over the average device's (the embedding's shard on top)
+    later: Buckets | None  # a later rank's (one bucket a model chunk; None with one stage)
+    gather_bytes: float  # the distributed optimizer's all-gather: its part of dp_bytes
+    gather: bool  # --overlap-param-gather
+
+
 def model_parallel_step(stage_seconds: float, micro_batches: int, stages: int, virtual: int, tp_bytes: float,
                         tp_bandwidth: float, p2p_bytes: float, p2p_bandwidth: float, dp_bytes: float,
                         dp_bandwidth: float, tp_overlap: bool = False,
                         tp_hidden_seconds: float = 0.0, fsdp: DataParallelComm | None = None,
                         forward_share: float = 1.0 / 3.0,
-                        tp_pipelined_seconds: float | None = None) -> ModelParallelStep:
+                        tp_pipelined_seconds: float | None = None,
+                        dp_overlap: DataParallelOverlap | None = None) -> ModelParallelStep:
     """Eqs. (P3)-(P7): one optimizer step of one device from its stage's compute per micro-batch and the bytes it
     moves (tensor-parallel and point-to-point per micro-batch, data-parallel per step) at their bandwidths;
     ``tp_hidden_seconds``: the tensor-parallel time per micro-batch Megatron's backward overlap hides (eq. (T4));
     ``fsdp``: FSDP's collectives on the data-parallel group (formulas/training_time.py eq. (7c) of the stage's
     payloads at B_dp; ``dp_bytes`` then 0), every micro-batch without pipeline parallelism, once per step with it
     (eq. (P7)); ``forward_share``: phi of eq. (8'); ``tp_pipelined_seconds``: with ``tp_overlap``, what the fused
-    micro-pipelined pairs add per micro-batch (eq. (T5'), in place of eq. (T3')'s max; None: eq. (T3')).
+    micro-pipelined pairs add per micro-batch (eq. (T5'), in place of eq. (T3')'s max; None: eq. (T3'));
+    ``dp_overlap``: Megatron's bucketed reduction (eq. (P5')), of which only what the last backward does not hide is
+    added.
 
     >>> s = model_parallel_step(1.0, 8, 4, 1, 10.0, 100.0, 0.0, 1.0, 0.0, 1.0)
     >>> round(s.step_seconds, 4), round(s.bubble_seconds, 4)
@@ -462,6 +492,14 @@ def model_parallel_step(stage_seconds: float, micro_batches: int, stages: int, v
              else max(stage_seconds, c_tp) if tp_overlap
              else stage_seconds + c_tp - tp_hidden_seconds if tp_hidden_seconds else stage_seconds + c_tp) + c_p2p
     exposed = c_dp
+    if dp_overlap is not None and fsdp is None:  # eq. (P5'): eq. (7g) on the first rank and on a later one
+        c_ag = dp_overlap.gather_bytes / dp_bandwidth
+        c_rs, t_b, t_f = c_dp - c_ag, (1 - forward_share) * micro, forward_share * micro
+        exposed = bucketed_seconds(c_rs * dp_overlap.first_scale, dp_overlap.first, t_b)
+        if dp_overlap.later is not None:
+            exposed = max(exposed, bucketed_seconds(c_rs, dp_overlap.later, t_b) - t_b / virtual)
+        exposed += (bucketed_seconds(c_ag * dp_overlap.first_scale, dp_overlap.first, t_f)
+                    if dp_overlap.gather and stages == 1 else c_ag)
     if fsdp is not None and stages == 1:  # every micro-batch, overlapped by phase (eq. (8'))
         with_fsdp = micro_step_seconds(micro, forward_share, fsdp)
         exposed, micro = micro_batches * (with_fsdp - micro), with_fsdp

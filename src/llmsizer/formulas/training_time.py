@@ -132,6 +132,33 @@ distributed optimizer then all-gathers the updated parameters W_t in their own d
 Megatron-LM's default ``--overlap-grad-reduce`` False (arguments.py lines 3121-3122) the buffer is one bucket
 (distributed_data_parallel.py lines 135-137) reduced synchronously, so c_s adds to the compute.
 
+With ``--overlap-grad-reduce`` (Megatron-Bridge's recipes set it, with ``overlap_param_gather``: e.g.
+NVIDIA-NeMo/Megatron-Bridge @f9b6319e src/megatron/bridge/recipes/llama/llama3.py lines 727-728) the buffer is cut
+into buckets: its parameters are taken in backward order and a bucket closes once it holds at least b elements, the
+rest forming the last one (param_and_grad_buffer.py lines 954-1002; the distributed optimizer's layout the same,
+optimizer/distrib_optimizer.py lines 552-580, whose padding is left out), b = max(40 M, 1 M x the dp x cp ranks)
+by default (megatron/training/training.py lines 2179-2194, distributed_data_parallel.py lines 133-134;
+``bucket_size`` in distributed_data_parallel_config.py lines 48-51). Each bucket's collective is launched, on its
+own, once the last micro-batch's backward has produced every gradient of the bucket (distributed_data_parallel.py
+lines 553-586, param_and_grad_buffer.py ``register_grad_ready`` lines 863-885), and ``finalize_model_grads`` waits
+for them all after the backward (``finish_grad_sync``, lines 787-832). The collectives run one after the other
+beside the backward's compute: a flow shop of two machines. With bucket j (in the order reduced) ready when a share
+r_j of the backward's T seconds has run and its collective taking c_j, the last one ends at
+max_j (r_j T + sum_{i >= j} c_i), so the backward leaves exposed::
+
+    x = max_j (r_j T + sum_{i >= j} c_i) - T                                                     (7g)
+
+at least the last bucket's c_K (r_K = 1), and sum c - T when the collectives outrun the compute. The updated
+parameters' all-gather under ``--overlap-param-gather`` is the mirror image: the optimizer step no longer gathers
+(distrib_optimizer.py lines 3175-3185); the next step's first forward gathers the buckets in forward order, the
+first dispatched by the first module's forward pre-hook and each next one as soon as the previous one is waited for
+(the buckets chained last to first, distributed_data_parallel.py lines 369-380; the hooks lines 517-551,
+param_and_grad_buffer.py ``finish_param_sync`` lines 538-573), bucket j
+needed once a share 1 - r_j of the forward T_f has run. Read backwards in time that is (7g) again, with the same
+buckets, the same r_j and T = T_f: the first bucket (the embedding's) is never hidden. Gradients are taken to be
+produced at an even rate over the decoder layers' elements (the output layer's first, at r = 0; the embedding's last,
+at r = 1); the dense and the expert buffers (reduced over their own groups) as one sequence.
+
 Recomputation that is not a whole layer (``recompute_flops_per_token``): a layer checkpointed with torchtitan's
 op-level policy re-runs every matmul the policy does not save (formulas/selective_checkpointing.py
 ``op_sac_recompute_flops``: every second mm, the MoE router and routed experts); with only every k-th layer
@@ -228,6 +255,7 @@ n k T / (t_step + t_page + t_opt + (k - 1) t_acc).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Literal, NamedTuple
 
 from ..errors import InputError
@@ -433,6 +461,137 @@ def step_tokens_per_second(devices: int, tokens_per_micro: float, micro_steps: i
 SHARDING_MODES = ("full", "hybrid", "grad_op", "ddp", "zero1", "zero2", "megatron-ddp", "megatron-distopt")
 
 
+# Megatron-Core's default bucket size (eq. (7g)): max(40 M, 1 M x the dp x cp ranks) elements (NVIDIA/Megatron-LM
+# @d98e8a64 megatron/training/training.py lines 2179-2194, megatron/core/distributed/distributed_data_parallel.py
+# lines 133-134)
+MEGATRON_BUCKET_MIN_ELEMENTS = 40_000_000
+MEGATRON_BUCKET_ELEMENTS_PER_RANK = 1_000_000
+
+
+def megatron_bucket_elements(dp_cp_ranks: int) -> int:
+    """Eq. (7g): Megatron-Core's default bucket size [elements] for a data-parallel x context-parallel group of
+    ``dp_cp_ranks`` ranks (larger groups get larger buckets, to keep each ring's chunks bandwidth-bound).
+
+    >>> megatron_bucket_elements(8), megatron_bucket_elements(64)
+    (40000000, 64000000)
+    """
+    if dp_cp_ranks < 1:
+        raise InputError(f"dp x cp ranks must be >= 1, got {dp_cp_ranks}")
+    return max(MEGATRON_BUCKET_MIN_ELEMENTS, MEGATRON_BUCKET_ELEMENTS_PER_RANK * dp_cp_ranks)
+
+
+class Buckets(NamedTuple):
+    """Eq. (7g)'s buckets of one device's grad buffer, in the order they are reduced, as runs of equal buckets (the
+    decoder layers' full buckets: one run, their ready shares evenly spaced)."""
+
+    shares: tuple[float, ...]  # each run's buckets' share of the buffer's elements (each bucket's)
+    ready: tuple[float, ...]  # r_j of the run's first bucket: the share of the span T run when it is ready
+    counts: tuple[int, ...]  # buckets in the run
+    steps: tuple[float, ...]  # r_(j+1) - r_j inside the run
+    span: float = 1.0  # T in micro-batch backwards of the device: ((v - 1) g + 1) / v over v chunks g apart
+
+    def expanded(self) -> tuple[list[float], list[float]]:
+        """(each bucket's share, each bucket's r_j), bucket by bucket."""
+        shares: list[float] = []
+        ready: list[float] = []
+        for x, r, m, d in zip(self.shares, self.ready, self.counts, self.steps, strict=True):
+            shares += [x] * m
+            ready += [r + i * d for i in range(m)]
+        return shares, ready
+
+
+def megatron_buckets(layer_elements: float, bucket_elements: float | None, first: float = 0.0, last: float = 0.0,
+                     chunks: int = 1, chunk_gap: float = 1.0) -> Buckets:
+    """Eq. (7g): Megatron-Core's bucket rule on one device's buffer, its parameters in backward order: ``first`` (the
+    output layer, one parameter, its gradient ready at r = 0), the decoder layers' ``layer_elements`` (many small
+    parameters, their gradients produced at an even rate over the backward: a bucket closes at exactly
+    ``bucket_elements`` inside them), then ``last`` (the embedding, one parameter, ready at r = 1). A bucket closes
+    once it holds at least ``bucket_elements``; the rest is the last bucket; None: one bucket (overlap off, or a
+    pipeline rank > 0). ``chunks``: the interleaved schedule's model chunks of the device, each its own DDP; those
+    after the first are one bucket each (``disable_bucketing``, megatron/training/training.py lines 2504-2515) and
+    finish their last backward first, ``chunk_gap`` chunk-backwards apart: the interleaved schedule runs the last
+    group of p micro-batches chunk by chunk (pipeline_parallel/schedules.py ``get_schedule_table`` lines 989-1016,
+    ``microbatch_group_size_per_vp_stage`` = p by default, model_parallel_config.py lines 567-568), so chunk j's last
+    backward ends j p chunk-backwards before chunk 0's (gap p). The span T then holds (v - 1) g + 1 chunk-backwards,
+    ``Buckets.span`` = ((v - 1) g + 1) / v micro-batch backwards; chunk j ready at ((v - 1 - j) g + 1) / ((v - 1) g + 1).
+
+    >>> b = megatron_buckets(100.0, 40.0, last=30.0)   # 40 | 40 | 20 + the embedding's 30
+    >>> shares, ready = b.expanded()
+    >>> [round(x * 130) for x in shares], ready
+    ([40, 40, 50], [0.4, 0.8, 1.0])
+    >>> megatron_buckets(60.0, 40.0, first=50.0).expanded()[1]   # the output layer alone, then 40 | 20
+    [0.0, 0.6666666666666666, 1.0]
+    >>> megatron_buckets(90.0, None, last=10.0, chunks=3).expanded()  # chunks 2 and 1 whole, then chunk 0 + embedding
+    ([0.3, 0.3, 0.4], [0.3333333333333333, 0.6666666666666666, 1.0])
+    >>> c = megatron_buckets(90.0, None, chunks=3, chunk_gap=2.0)   # 5 chunk-backwards: chunk 2 ends at 1, 1 at 3, 0 at 5
+    >>> c.expanded()[1], c.span
+    ([0.2, 0.6, 1.0], 1.6666666666666667)
+    """
+    if layer_elements < 0 or first < 0 or last < 0 or chunks < 1 or chunk_gap < 1:
+        raise InputError("elements must not be negative, chunks >= 1 and chunk_gap >= 1")
+    if bucket_elements is not None and bucket_elements <= 0:
+        raise InputError(f"bucket elements must be positive, got {bucket_elements}")
+    total = layer_elements + first + last
+    if total <= 0:
+        raise InputError("a grad buffer needs elements")
+    b = math.inf if bucket_elements is None else float(bucket_elements)
+    per = layer_elements / chunks
+    units = (chunks - 1) * chunk_gap + 1  # T in chunk-backwards
+    sizes = [per] * (chunks - 1)
+    ready = [((chunks - 1 - j) * chunk_gap + 1) / units for j in range(chunks - 1, 0, -1)]
+    counts = [1] * (chunks - 1)
+    steps = [0.0] * (chunks - 1)
+    start = (units - 1) / units
+    cur = first
+    if cur >= b:
+        sizes.append(cur)
+        ready.append(start)
+        counts.append(1)
+        steps.append(0.0)
+        cur = 0.0
+    done = 0.0
+    if per > 0 and per >= b - cur:  # the first bucket closed inside the layers, then a run of full ones
+        done = b - cur
+        m = int((per - done) // b)
+        sizes += [b, b]
+        ready += [start + (1.0 - start) * done / per, start + (1.0 - start) * (done + b) / per]
+        counts += [1, m]
+        steps += [0.0, (1.0 - start) * b / per]
+        done += m * b
+        cur = 0.0
+    cur += per - done + last
+    if cur > 0:
+        sizes.append(cur)
+        ready.append(1.0)
+        counts.append(1)
+        steps.append(0.0)
+    keep = [i for i, m in enumerate(counts) if m]
+    return Buckets(tuple(sizes[i] / total for i in keep), tuple(ready[i] for i in keep),
+                   tuple(counts[i] for i in keep), tuple(steps[i] for i in keep), units / chunks)
+
+
+def overlapped_collective_seconds(seconds: Sequence[float], ready: Sequence[float], compute_seconds: float) -> float:
+    """Eq. (7g): what of the bucket collectives ``seconds`` (in the order they run) ``compute_seconds`` of compute
+    does not hide, bucket j launched once a share ``ready[j]`` of the compute has run [s]: x = max_j (r_j T +
+    sum_{i >= j} c_i) - T. For the all-gather under ``overlap_param_gather``: the reduction's buckets and shares, T the
+    first forward.
+
+    >>> overlapped_collective_seconds([4.0, 4.0, 5.0], [0.4, 0.8, 1.0], 20.0)  # only the last bucket
+    5.0
+    >>> overlapped_collective_seconds([4.0, 4.0, 5.0], [0.4, 0.8, 1.0], 10.0)  # 13 s of collectives, 10 s of compute
+    7.0
+    """
+    if len(seconds) != len(ready) or not seconds:
+        raise InputError("one ready share per bucket, at least one bucket")
+    if compute_seconds < 0 or any(c < 0 for c in seconds) or any(not 0.0 <= r <= 1.0 for r in ready):
+        raise InputError("seconds must not be negative, ready shares in [0, 1]")
+    end = tail = 0.0
+    for c, r in zip(reversed(seconds), reversed(ready), strict=True):
+        tail += c
+        end = max(end, r * compute_seconds + tail)
+    return max(0.0, end - compute_seconds)
+
+
 class DataParallelComm(NamedTuple):
     """Eqs. (7c)-(7f): one device's data-parallel collectives [s, B]."""
 
@@ -449,6 +608,9 @@ class DataParallelComm(NamedTuple):
     after_step_seconds: float = 0.0  # c_u: after the optimizer update, before the next forward (not hidden)
     step_bytes: float = 0.0  # sent per device once per optimizer step
     overlapped: bool = True  # False: the collectives run on the compute stream (DeepSpeed overlap_comm off)
+    # Megatron --overlap-grad-reduce: c_s's buckets, hidden behind the last micro-step's backward (eq. (7g))
+    buckets: Buckets | None = None
+    gather_overlapped: bool = False  # --overlap-param-gather: c_u hidden behind the first forward by the same buckets
 
     def bytes_per_step(self, micro_steps: int) -> float:
         """Bytes one device sends per optimizer step of ``micro_steps`` micro-steps."""
@@ -464,7 +626,8 @@ def data_parallel_comm(devices: int, devices_per_node: int, weight_bytes: float,
                        units: int, intra_bandwidth: float, node_bandwidth: float | None = None,
                        host_staged: bool = False, grad_sync: str = "micro-step",
                        updated_bytes: float | None = None, regathered_bytes: float | None = None,
-                       step_gathered_bytes: float = 0.0) -> DataParallelComm:
+                       step_gathered_bytes: float = 0.0, buckets: Buckets | None = None,
+                       gather_overlapped: bool = False) -> DataParallelComm:
     """Eqs. (7c)-(7f) for ``devices`` in machines of ``devices_per_node``, W = ``weight_bytes``, G = ``grad_bytes``,
     sharding ``mode`` (SHARDING_MODES) over ``units`` wrapped units; ``intra_bandwidth`` per direction,
     ``node_bandwidth`` the machine's whole network (needed when the devices span machines); ``host_staged``: devices
@@ -473,7 +636,9 @@ def data_parallel_comm(devices: int, devices_per_node: int, weight_bytes: float,
     ``updated_bytes``: the trained weights ZeRO-1/2 all-gather after the update (default G); ``regathered_bytes``:
     W_b, the weights FULL_SHARD / HYBRID all-gather again in the backward (default W: every unit resharded);
     ``step_gathered_bytes``: what FULL_SHARD all-gathers once after each optimizer update (DeepSpeed ZeRO-3's
-    persistent parameters, formulas/deepspeed_zero.py), not hidden.
+    persistent parameters, formulas/deepspeed_zero.py), not hidden; ``buckets`` (Megatron modes): the buffer's
+    buckets under ``--overlap-grad-reduce`` (eq. (7g)), and ``gather_overlapped`` their all-gather under
+    ``--overlap-param-gather``.
 
     >>> c = data_parallel_comm(16, 8, 100.0, 100.0, "full", 10, 4.0, 2.0)   # 2 machines: B_bus = min(4, 2)
     >>> round(c.forward_seconds, 4), round(c.backward_seconds, 4), round(c.first_seconds, 4), round(c.last_seconds, 4)
@@ -503,13 +668,15 @@ def data_parallel_comm(devices: int, devices_per_node: int, weight_bytes: float,
         bus = ring_bus_bandwidth(intra_bandwidth, 1, None)
     else:
         bus = ring_bus_bandwidth(intra_bandwidth, nodes, node_bandwidth)
-    if mode.startswith("megatron-"):  # (7f): once per step, not overlapped (overlap_grad_reduce off)
+    if mode.startswith("megatron-"):  # (7f): once per step, on the compute stream; (7g) with overlap_grad_reduce
         if mode == "megatron-ddp":
             ar = allreduce_bytes(grad_bytes, n)
-            return DataParallelComm(0.0, 0.0, 0.0, 0.0, 0.0, bus, nodes, units, ar / bus, 0.0, 0.0, ar, False)
+            return DataParallelComm(0.0, 0.0, 0.0, 0.0, 0.0, bus, nodes, units, ar / bus, 0.0, 0.0, ar, False,
+                                    buckets)
         rs = reduce_scatter_bytes(grad_bytes, n)
         ag = all_gather_bytes(grad_bytes if updated_bytes is None else updated_bytes, n)
-        return DataParallelComm(0.0, 0.0, 0.0, 0.0, 0.0, bus, nodes, units, rs / bus, 0.0, ag / bus, rs + ag, False)
+        return DataParallelComm(0.0, 0.0, 0.0, 0.0, 0.0, bus, nodes, units, rs / bus, 0.0, ag / bus, rs + ag, False,
+                                buckets, gather_overlapped and buckets is not None)
     if mode in ("ddp", "zero1", "zero2"):
         ar = allreduce_bytes(grad_bytes, n)
         if mode == "ddp":  # (7d): torch DDP's bucketed all-reduce, hooked into the backward (overlapped)
@@ -543,7 +710,8 @@ def micro_step_seconds(compute_seconds: float, forward_share: float, comm: DataP
                        sync: bool = False) -> float:
     """Eq. (8'): one micro-step with the data-parallel collectives overlapping their own phase's compute; ``sync``:
     the optimizer step's last micro-step, which also runs the once-per-step reduction (``comm.sync_seconds``).
-    Collectives that do not overlap (``comm.overlapped`` False) add to the compute."""
+    Collectives that do not overlap (``comm.overlapped`` False) add to the compute, but for Megatron's bucketed
+    reduction (``comm.buckets``), of which the backward hides what eq. (7g) says."""
     if not 0 < forward_share <= 1:
         raise InputError(f"forward share must be in (0, 1], got {forward_share}")
     if comm is None:
@@ -551,6 +719,9 @@ def micro_step_seconds(compute_seconds: float, forward_share: float, comm: DataP
     c_b = comm.backward_seconds + (comm.sync_seconds if sync else 0.0)
     last = max(comm.last_seconds, comm.sync_last_seconds if sync else 0.0)
     if not comm.overlapped:
+        if sync and comm.buckets is not None:
+            c_b = comm.backward_seconds + bucketed_seconds(comm.sync_seconds, comm.buckets,
+                                                           (1 - forward_share) * compute_seconds)
         return compute_seconds + comm.forward_seconds + c_b
     fwd, bwd, u = forward_share * compute_seconds, (1 - forward_share) * compute_seconds, comm.units
     return (max(fwd + comm.first_seconds, comm.forward_seconds + fwd / u)
@@ -560,10 +731,36 @@ def micro_step_seconds(compute_seconds: float, forward_share: float, comm: DataP
 def optimizer_step_seconds(compute_seconds: float, forward_share: float, comm: DataParallelComm | None,
                            micro_steps: int) -> float:
     """Eq. (8''): the ``micro_steps`` micro-steps of one optimizer step, the last one with the once-per-step
-    reduction, then the collective after the update (ZeRO-1/2's weight all-gather) [s]."""
+    reduction, then the collective after the update (ZeRO-1/2's weight all-gather; Megatron's under
+    ``--overlap-param-gather``: what the first micro-step's forward does not hide, eq. (7g)) [s]."""
     if micro_steps < 1:
         raise InputError(f"micro_steps must be >= 1, got {micro_steps}")
     if comm is None:
         return micro_steps * compute_seconds
+    after = comm.after_step_seconds
+    if comm.gather_overlapped and comm.buckets is not None:
+        after = bucketed_seconds(after, comm.buckets, forward_share * compute_seconds)
     return ((micro_steps - 1) * micro_step_seconds(compute_seconds, forward_share, comm)
-            + micro_step_seconds(compute_seconds, forward_share, comm, sync=True) + comm.after_step_seconds)
+            + micro_step_seconds(compute_seconds, forward_share, comm, sync=True) + after)
+
+
+def bucketed_seconds(collective_seconds: float, buckets: Buckets, compute_seconds: float) -> float:
+    """Eq. (7g) for a buffer's collective of ``collective_seconds`` in all, split as ``buckets`` split its elements,
+    beside ``compute_seconds`` of compute (one micro-batch's backward, or forward; ``buckets.span`` of them): its
+    exposed part [s]: eq. (7g) over the buckets, each run of equal buckets read at its two ends (the bound is linear
+    in j along it).
+
+    >>> bucketed_seconds(13.0, megatron_buckets(100.0, 40.0, last=30.0), 20.0)   # the last bucket's 5 s
+    5.0
+    """
+    if collective_seconds < 0 or compute_seconds < 0:
+        raise InputError("seconds must not be negative")
+    t = compute_seconds * buckets.span
+    end = tail = 0.0
+    for x, r, m, d in zip(reversed(buckets.shares), reversed(buckets.ready), reversed(buckets.counts),
+                          reversed(buckets.steps), strict=True):
+        c = collective_seconds * x
+        # r_j T + sum_{i >= j} c_i is linear along a run of equal, evenly spaced buckets: its ends bound it
+        end = max(end, (r + (m - 1) * d) * t + tail + c, r * t + tail + m * c)
+        tail += m * c
+    return max(0.0, end - t)

@@ -351,6 +351,12 @@ TRAINING = (
             choices=MOE_DISPATCHERS),
           F("ep_comm_overlap", "bool", "with ep: Megatron-Core --overlap-moe-expert-parallel-comm, the expert-parallel "
             "exchange overlaps another micro-batch's compute (combined 1F1B); default off", template=False),
+          F("overlap_grad_reduce", "bool", "with a megatron precision: Megatron --overlap-grad-reduce (`train "
+            "--overlap-grad-reduce`), the grad buffer reduced bucket by bucket while the last micro-batch's backward "
+            "runs; default off (Megatron-LM's default; Megatron-Bridge's recipes turn it on)", template=False),
+          F("overlap_param_gather", "bool", "with overlap_grad_reduce and zero >= 1: Megatron --overlap-param-gather "
+            "(`train --overlap-param-gather`), the updated parameters all-gathered bucket by bucket during the next "
+            "step's first forward; default off (Megatron-LM's default)", template=False),
           F("gradient_accumulation_fusion", "bool", "Megatron gradient_accumulation_fusion (`train "
             "--[no-]gradient-accumulation-fusion`): TE's wgrad GEMMs accumulate into the fp32 main_grad, no separate "
             "accumulation pass; default on under megatron precisions (Megatron-LM's and Megatron-Bridge's), true "

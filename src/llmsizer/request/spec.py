@@ -119,6 +119,8 @@ class TrainingSettings:
     etp: int | None = None
     moe_dispatcher: str | None = None
     ep_comm_overlap: bool | None = None
+    overlap_grad_reduce: bool | None = None
+    overlap_param_gather: bool | None = None
     gradient_accumulation_fusion: bool | None = None
     sequence_parallel: bool | None = None
     offload: str | None = None

@@ -680,6 +680,14 @@ class TrainingWorkload:
         (E7)); None: alltoall, what Megatron-Bridge's and Megatron-LM's MoE recipes and torchtitan run.
     ep_comm_overlap: Megatron-Core ``--overlap-moe-expert-parallel-comm``: the EP exchange overlaps another
         micro-batch's compute (combined 1F1B, eq. (E8)); default off, as in Megatron.
+    overlap_grad_reduce: under a megatron precision (Megatron-Core's DDP), Megatron's ``--overlap-grad-reduce``:
+        the grad buffer is cut into buckets and each bucket's reduce-scatter (or all-reduce) starts once the last
+        micro-batch's backward has produced its gradients, so only what the rest of that backward cannot hide is
+        exposed (formulas/training_time.py eq. (7g)). Default off, Megatron-LM's default (a named assumption);
+        Megatron-Bridge's recipes turn it on. It does not change memory.
+    overlap_param_gather: with overlap_grad_reduce and the distributed optimizer (zero >= 1), Megatron's
+        ``--overlap-param-gather``: the updated parameters' all-gather runs bucket by bucket while the next step's
+        first forward runs (eq. (7g)), not after the optimizer step. Default off, Megatron-LM's default.
     gradient_accumulation_fusion: under Megatron precision, Megatron's ``gradient_accumulation_fusion``: TE's wgrad
         GEMMs accumulate into the fp32 ``main_grad`` (``fuse_wgrad_accumulation``), so no separate accumulation pass
         runs (formulas/optimizer_step.py eq. (O3) not timed); False: the DDP hook's ``main_grad.add_(grad)`` runs
@@ -843,6 +851,9 @@ class TrainingWorkload:
     moe_dispatcher: str | None = None
     # Megatron-Core --overlap-moe-expert-parallel-comm: the EP exchange overlaps another micro-batch's compute
     ep_comm_overlap: bool = False
+    # Megatron --overlap-grad-reduce / --overlap-param-gather (Megatron-Core's DDP, eq. (7g)); off: Megatron-LM's default
+    overlap_grad_reduce: bool = False
+    overlap_param_gather: bool = False
     # Megatron gradient_accumulation_fusion (wgrad GEMMs accumulate into main_grad); None: on under Megatron precision
     gradient_accumulation_fusion: bool | None = None
     sequence_parallel: bool = False
@@ -1009,7 +1020,8 @@ class TrainingWorkload:
         if self.fsdp is not None and self.zero:
             raise FieldError("zero", f"give zero ({self.zero}) or fsdp ({self.fsdp!r}), not both: ZeRO stages 1-3 and "
                              "FSDP each shard the model states their own way", also=("fsdp",))
-        for flag in ("activation_offload", "float8", "compile", "loop_keeps_graph", "tf32", "ep_comm_overlap"):
+        for flag in ("activation_offload", "float8", "compile", "loop_keeps_graph", "tf32", "ep_comm_overlap",
+                     "overlap_grad_reduce", "overlap_param_gather"):
             if not isinstance(getattr(self, flag), bool):
                 raise InputError(f"{flag}: {not_true_or_false(getattr(self, flag))}")
         if self.activation_offload and self.checkpoint_offload:
@@ -1112,6 +1124,19 @@ class TrainingWorkload:
             if self.pp > 1 and self.virtual_stages == 1:
                 raise FieldError("ep_comm_overlap", "Megatron's EP overlap with pp > 1 needs the interleaved schedule "
                                  "(virtual_stages > 1, transformer_config.py)")
+        if (self.overlap_grad_reduce or self.overlap_param_gather) and not self.megatron_grad_buffer:
+            # Megatron-Core's DDP options (distributed_data_parallel_config.py:18-22 @d98e8a64); torch DDP overlaps
+            # its own buckets (eq. (7d)), FSDP by phase (eq. (8')), DeepSpeed by overlap_comm
+            name = "overlap_grad_reduce" if self.overlap_grad_reduce else "overlap_param_gather"
+            raise FieldError(name, f"{name} is a Megatron-Core DDP option; it needs precision "
+                             f"megatron-bf16 or megatron-fp16 without fsdp, not precision {self.precision!r}"
+                             + (f" with fsdp {self.fsdp!r}" if self.fsdp is not None else ""))
+        if self.overlap_param_gather and not (self.overlap_grad_reduce and self.zero >= 1):
+            # Megatron-LM @d98e8a64 megatron/training/arguments.py:1024-1029 asserts both
+            raise FieldError("overlap_param_gather", "Megatron's --overlap-param-gather needs the distributed "
+                             "optimizer (zero >= 1) and --overlap-grad-reduce (arguments.py:1024-1029 @d98e8a64); got "
+                             f"zero {self.zero}, overlap_grad_reduce {'on' if self.overlap_grad_reduce else 'off'}",
+                             also=("zero", "overlap_grad_reduce"))
         if self.fp8_param_gather is not None:
             if not isinstance(self.fp8_param_gather, bool):
                 raise InputError(f"fp8_param_gather: {not_true_or_false(self.fp8_param_gather)}")
