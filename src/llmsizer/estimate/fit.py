@@ -1280,13 +1280,14 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
                         tried[t] = sized(t)
                     else:
                         derived[t] = at_share
-            for t in rankable:
+            if rate_layouts is not None:  # fit's rate path: each layout at its own answer (rate_layout_seconds),
+                # which ranks them in place of their seconds at this C: those are not computed
+                layout_w = {t: rate_layouts.get(t, math.inf) for t in rankable}
+            for t in rankable if rate_layouts is None else ():
                 admitted = admitted_per_replica(tried[t].details)
                 running = cap if admitted is None else admitted
                 layout_w[t] = rate_seconds(speed_at(t, first, running), eng, request_rate / (n // t), chunk,
                                            layout_grid(t, first, admitted, chunk))
-    if layout_w and rate_layouts is not None:  # fit's rate path: each layout at its own answer (rate_layout_seconds)
-        layout_w = {t: rate_layouts.get(t, math.inf) for t in layout_w}
     order = quickest_first(layout_w) if layout_w else fastest_first(layout_tps) if layout_tps else rankable
     tp = within[0] if not across else across[-1]  # none fits: the largest degree shown (as before this choice)
     for t in (*order, *across):
