@@ -537,6 +537,33 @@ _SPEED_MEMO: dict[tuple[Any, ...], SpeedEstimate] = {}
 _SPEED_MODELS: dict[tuple[Any, ...], tuple[ModelSpec, Device, SpeedLayout]] = {}
 
 
+# _device_speed_key's answers, by the device object they were read from (identity: a Device is frozen, and the memo
+# keeps it alive; vm_share_device hands one object per (device, instance) pair): (the device, its key)
+_DEVICE_SPEED_KEYS: dict[int, tuple[Device, tuple[Any, ...]]] = {}
+
+
+def _device_speed_key(device: Device) -> tuple[Any, ...]:
+    """What of ``device`` estimate_speed reads, as ``_speed_cached``'s key holds it: its kind, memory bandwidth and
+    peak FLOP/s (after the VM share, vm_share_device); the vendor, architecture, compute capability and SM clock
+    (llama.cpp's kernel path, stream cap and Hopper mma share) and whether it is a GPU without peer-to-peer (the
+    all-reduce path, and the source its assumption quotes): two devices alike in the numbers but not in these are two
+    estimates; so are a detected machine of several sockets and a catalog part of the same numbers (a 2-socket 8488C
+    under numa isolate has one catalog socket's bandwidth and FLOP/s): its estimate names the numa mode
+    (numa_assumption). A function of the frozen device alone: read once per device object (a catalog search times
+    each candidate at many loads)."""
+    hit = _DEVICE_SPEED_KEYS.get(id(device))
+    if hit is not None and hit[0] is device:
+        return hit[1]
+    p2p = device.peer_to_peer
+    key = (device.kind, device.bandwidth, tuple(sorted((k, v.base) for k, v in device.flops.items())), device.vendor,
+           device.architecture, device.capability, device.sm_cycles_per_second, peer_to_peer(device),
+           (p2p.source, p2p.date) if p2p is not None else None, numa_assumption(device))
+    if len(_DEVICE_SPEED_KEYS) >= 1024:
+        _DEVICE_SPEED_KEYS.clear()
+    _DEVICE_SPEED_KEYS[id(device)] = (device, key)
+    return key
+
+
 def _speed_cached(spec: ModelSpec, device: Device, tp: int, fmt: str, prompt: int, out: int, conc: int, kvd: str,
                   mla: str, link: float | None, states: tuple[str, str] = ("fp32", "fp32"),
                   ubatch: int | None = None, kv_unified: bool | None = None,
@@ -549,20 +576,11 @@ def _speed_cached(spec: ModelSpec, device: Device, tp: int, fmt: str, prompt: in
     configurations of one Apple chip (and instances sharing a device) share one estimate. ``model``: the
     ``speed.speed_model`` of these arguments but the layout (tp, conc, link, nvlink_mesh), which answers a miss
     as estimate_speed would (fit's candidates share its layout-independent part)."""
-    peaks = tuple(sorted((k, v.base) for k, v in device.flops.items()))  # after the VM share (vm_share_device)
     # a serving engine's decode band (and the assumption naming it) depends on the device (ranges.serving_band)
     scope = device.id if engine in R.SERVING_ENGINES else None
-    # estimate_speed also reads the vendor, architecture, compute capability and SM clock (llama.cpp's kernel path,
-    # stream cap and Hopper mma share) and whether it is a GPU without peer-to-peer (the all-reduce path, and the
-    # source its assumption quotes): two devices alike in the numbers above but not in these are two estimates; so
-    # are a detected machine of several sockets and a catalog part of the same numbers (a 2-socket 8488C under numa
-    # isolate has one catalog socket's bandwidth and FLOP/s): its estimate names the numa mode (numa_assumption)
-    p2p = device.peer_to_peer
-    key = (spec, device.kind, device.bandwidth, peaks, tp, fmt, prompt, out, conc, kvd, mla, link, states, ubatch,
+    key = (spec, _device_speed_key(device), tp, fmt, prompt, out, conc, kvd, mla, link, states, ubatch,
            kv_unified, identical, engine, engine_version, scope, nvlink_mesh, group_size, other_bytes, encoder_flops,
-           attention, device.vendor,
-           device.architecture, device.capability, device.sm_cycles_per_second, peer_to_peer(device),
-           (p2p.source, p2p.date) if p2p is not None else None, numa_assumption(device))
+           attention)
     hit = _SPEED_MEMO.get(key)
     if hit is None or hit.device != device.id:
         if hit is None:
@@ -1260,13 +1278,14 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
                         tried[t] = sized(t)
                     else:
                         derived[t] = at_share
-            for t in rankable:
+            if rate_layouts is not None:  # fit's rate path: each layout at its own answer (rate_layout_seconds),
+                # which ranks them in place of their seconds at this C: those are not computed
+                layout_w = {t: rate_layouts.get(t, math.inf) for t in rankable}
+            for t in rankable if rate_layouts is None else ():
                 admitted = admitted_per_replica(tried[t].details)
                 running = cap if admitted is None else admitted
                 layout_w[t] = rate_seconds(speed_at(t, first, running), eng, request_rate / (n // t), chunk,
                                            layout_grid(t, first, admitted, chunk))
-    if layout_w and rate_layouts is not None:  # fit's rate path: each layout at its own answer (rate_layout_seconds)
-        layout_w = {t: rate_layouts.get(t, math.inf) for t in layout_w}
     order = quickest_first(layout_w) if layout_w else fastest_first(layout_tps) if layout_tps else rankable
     tp = within[0] if not across else across[-1]  # none fits: the largest degree shown (as before this choice)
     for t in (*order, *across):

@@ -146,9 +146,15 @@ def _throughput_bound(in_flight: int, demands: tuple[float, ...]) -> float:
 def _solve_throughput(in_flight: int, demands: tuple[float, ...], think: object) -> float:
     """The root X of X (sum_k R_k(X) + Z(X)) = C (eq. Q6'), ``think`` a function of X (rising or constant)."""
     lo, hi = 0.0, _throughput_bound(in_flight, demands)
+    others = in_flight - 1
     for _ in range(64):  # the excess rises with X: bisection to 2^-64 of the bound
         mid = (lo + hi) / 2.0
-        cycle = sum(_residence(mid, d, in_flight) for d in demands) + think(mid)  # type: ignore[operator]
+        # sum_k R_k(mid) + Z(mid), each R_k ``_residence``'s expression, summed in the same order from 0 (one
+        # bisection step per solve of a rate's climb: written out, without a generator and a call per station)
+        cycle: float = 0
+        for d in demands:
+            cycle += d / (1.0 - mid * d * others / in_flight) if d else 0.0
+        cycle += think(mid)  # type: ignore[operator]
         if mid * cycle < in_flight:
             lo = mid
         else:
