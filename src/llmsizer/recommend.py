@@ -94,7 +94,7 @@ from .estimate.inference.common import running_and_queued
 from .estimate.inference.media import media_in_context
 from .estimate.model_warnings import refuse_engine, refuse_unmodelled
 from .estimate.recommend_layout import (
-    LEAST_EP_TIMED,
+    EP_PRUNE,
     MAX_SCALE_INSTANCES,
     NEEDS_LEAST,
     SAME_GLOBAL_BATCH,
@@ -1101,7 +1101,7 @@ def _scale_out(spec: ModelSpec, cands: list[_Candidate], wl: dict[str, Any], c: 
         lay = done[key]
         if lay is not None and tokens is not None:  # timed on this instance's own link and network
             lay, n = fastest_layout(spec, inst, wl, lay, tokens, headroom=c.headroom, hardware_files=hardware_files,
-                                    utilization=utilization)
+                                    utilization=utilization, memo=memo)
             calls += n
         if lay is not None:
             found.append((cand, lay))
@@ -1114,7 +1114,7 @@ def _scale_out(spec: ModelSpec, cands: list[_Candidate], wl: dict[str, Any], c: 
                         f"{why}: each GPU instance type that does not hold it grown 1, 2, 4, ... instances up to this "
                         "cap until a TP / PP / EP layout fits (estimate/recommend_layout.py: TP within an instance, "
                         "PP up to 16, sequence parallelism with TP for a Megatron MoE; "
-                        f"{NEEDS_LEAST}; {SAME_GLOBAL_BATCH}; {LEAST_EP_TIMED}; a device with less memory starts at the devices one with "
+                        f"{NEEDS_LEAST}; {SAME_GLOBAL_BATCH}; {EP_PRUNE}; a device with less memory starts at the devices one with "
                         f"more needed; searched whenever no option meets every constraint, not only when none "
                         "holds the memory: a user with a deadline or a budget would rather run on more instances of "
                         "another type, with a model-parallel layout, than get no answer; the types that hold the run "

@@ -23,15 +23,20 @@ Search order and its assumptions (each named in the answer):
 - Megatron with an MoE model and TP > 1: sequence parallelism on, as megatron-core requires
   (megatron/core/transformer/moe/moe_layer.py:636-640, the refusal in estimate/training/setup.py).
 - then, at that count, the layouts that fit are ranked by ``fit_training``'s own run time (``tokens`` given: the
-  one estimate, with its pipeline bubble and its EP all-to-all over the link and the network), not by memory
-  (review15 D2: on 64 x p4de, Qwen3-235B's least model-parallel fit TP 2 + EP 32 sends 28 of 31 EP peers over
-  the network, 30.4 h; PP 8 EP 8 at the same global batch fits and takes 17.6 h): ``fastest_layout``. Each is
-  timed at the global batch of the memory-first layout (micro-batch x grad accumulation x DP kept: its grad
-  accumulation scaled by DP_first / DP, ``SAME_GLOBAL_BATCH``; a layout whose DP does not divide it is skipped) --
-  at grad accumulation 1 a PP p layout is judged by a (p-1)/p bubble that its real run, accumulating, does not
-  have. Bounded (recommend stays fast: one fit per layout timed, at most log2(16) + 1 per instance type, none
-  when the memory-first layout keeps EP in one machine): only the layouts that keep EP in one machine at the
-  same TP with PP doubled (``LEAST_EP_TIMED``) are timed beside the memory-first one.
+  one estimate, with its pipeline bubble, its TP all-reduces on the machine's link and its EP all-to-all over the
+  link and the network), not by memory (review15 D2: on 64 x p4de, Qwen3-235B's least model-parallel fit TP 2 +
+  EP 32 sends 28 of 31 EP peers over the network, 30.4 h; PP 8 EP 8 at the same global batch fits and takes
+  17.6 h): ``fastest_layout``. Each is timed at the global batch of the memory-first layout (micro-batch x grad
+  accumulation x DP kept: its grad accumulation scaled by DP_first / DP, ``SAME_GLOBAL_BATCH``; a layout whose DP
+  does not divide it is skipped) -- at grad accumulation 1 a PP p layout is judged by a (p-1)/p bubble that its
+  real run, accumulating, does not have. Every layout ``candidate_layouts`` gives at that count and batch is a
+  contender (any TP within the machine, PP, EP; small38 / tpsearch: timing only the memory-first TP missed, on
+  64 x p4de, TP 2 PP 8 EP 4 at 35.0 h against TP 8 EP 8 at 55.2 h), pruned so recommend stays fast
+  (``EP_PRUNE``): sized for memory the most sharded first (memory-only verdicts, shared by the instance types of one
+  device), a layout no more sharded in any of TP, PP and EP than one that does not fit is skipped (as
+  ``NEEDS_LEAST``: more sharding needs less memory, so the verdict, at whichever ZeRO stage fits, cannot turn), and
+  only the layouts that fit are timed. Ties (equal
+  seconds): the memory-first layout, then the least model parallelism (``candidate_layouts``' order).
 """
 
 from __future__ import annotations
@@ -55,9 +60,11 @@ SAME_GLOBAL_BATCH = ("the layouts that fit at the fewest instances are timed at 
                      "scaled by its data parallelism over theirs), so a pipelined layout accumulates as its run would "
                      "rather than paying a (pp-1)/pp bubble at grad accumulation 1; the fastest by fit --train --tokens "
                      "is chosen")
-LEAST_EP_TIMED = ("when that layout's EP all-to-all leaves the machine, the same TP with EP kept in one machine and "
-                  "PP doubled up to 16 is timed beside it (a pipeline's point-to-point sends in place of the "
-                  "network's all-to-all)")
+EP_PRUNE = ("every TP within an instance, PP and EP at that global batch is a contender; they are sized for memory "
+            "the most sharded first (memory-only verdicts, shared by the instance types of one device), a layout no "
+            "more sharded in any of TP, PP and EP than one that does not fit is skipped (it needs at least that "
+            "memory), only those that fit are timed; ties go to the memory-first layout, then the least model "
+            "parallelism")
 NEEDS_LEAST = ("the most-sharded layout (largest TP, PP and EP) needs the least memory per device, so a count "
                "where it does not fit is skipped")
 
@@ -155,6 +162,28 @@ def candidate_layouts(spec: ModelSpec, workload: dict[str, Any], devices: int, p
     return out
 
 
+def memory_fit(spec: ModelSpec, instance: Instance, devices: int, fields: dict[str, Any], *,
+               headroom: float | None, hardware_files: Sequence[str | Path] = (),
+               memo: dict[tuple[Any, ...], FitResult | None] | None = None) -> tuple[FitResult | None, int]:
+    """``fit_training``'s memory verdict (no tokens) for the workload ``fields`` on ``devices`` of ``instance``,
+    None where the workload's checks or the estimator refuse it (the one rule, not restated); beside it the count of
+    fits made (0 from ``memo``). ``memo``: verdicts by (device, devices, fields), shared by the instance types of
+    one device (a memory verdict does not read the devices per instance, except hybrid sharding's node) and one
+    workload (the key holds only the fields the searches change)."""
+    key = (instance.device.id, devices, tuple((k, fields.get(k)) for k in (*LAYOUT_KEYS, "grad_accumulation")),
+           instance.device_count if fields.get("fsdp") == "hybrid" else None)
+    if memo is not None and key in memo:
+        return memo[key], 0
+    try:
+        fr: FitResult | None = fit_training(spec, instance, devices, headroom=headroom,
+                                            hardware_files=hardware_files, fits_at=False, **fields)
+    except InputError:
+        fr = None
+    if memo is not None:
+        memo[key] = fr
+    return fr, 1
+
+
 def search_layout(spec: ModelSpec, instance: Instance, workload: dict[str, Any], *, headroom: float | None,
                   hardware_files: Sequence[str | Path] = (),
                   cap: int = MAX_SCALE_INSTANCES,
@@ -174,19 +203,9 @@ def search_layout(spec: ModelSpec, instance: Instance, workload: dict[str, Any],
 
     def sized(n: int, lay: dict[str, Any]) -> ScaledLayout | None:
         nonlocal calls, closest
-        key = (instance.device.id, n * per_node, tuple(sorted(lay.items())),
-               per_node if base.get("fsdp") == "hybrid" else None)
-        if memo is not None and key in memo:
-            fr = memo[key]
-        else:
-            calls += 1
-            try:
-                fr = fit_training(spec, instance, n * per_node, headroom=headroom, hardware_files=hardware_files,
-                                  fits_at=False, **{**base, **lay})
-            except InputError:  # a layout the workload's checks or the estimator refuse (the one rule, not restated)
-                fr = None
-            if memo is not None:
-                memo[key] = fr
+        fr, made = memory_fit(spec, instance, n * per_node, {**base, **lay}, headroom=headroom,
+                              hardware_files=hardware_files, memo=memo)
+        calls += made
         if fr is None:
             return None
         out = ScaledLayout(n, n * per_node, {k: v for k, v in lay.items() if k not in base}, fr)
@@ -220,57 +239,78 @@ def _dp(devices: int, lay: dict[str, Any], base: dict[str, Any]) -> int:
 
 def same_batch_layouts(spec: ModelSpec, found: ScaledLayout, workload: dict[str, Any], per_node: int
                        ) -> list[dict[str, Any]]:
-    """The layouts ``fastest_layout`` times for ``found`` (the memory-first fit at its count), its own first: when
-    its EP all-to-all leaves the machine (EP x TP ranks beyond ``per_node``; Megatron places EP ranks TP apart),
-    the same TP with EP kept in one machine (``per_node`` / TP) and PP doubled up to ``MAX_PP`` -- the layouts
-    that trade the network's all-to-all for a pipeline (LEAST_EP_TIMED) -- each at ``found``'s global batch
-    (SAME_GLOBAL_BATCH: grad accumulation x DP kept; one whose DP does not divide it is left out). A degree the
-    workload states is not changed. Unchecked: ``fit_training`` sizes each (its verdict and its time)."""
+    """The layouts ``fastest_layout`` may time for ``found`` (the memory-first fit at its count), its own first:
+    every layout ``candidate_layouts`` gives on ``found.devices`` (TP within a machine of ``per_node``, PP, EP; a
+    degree the workload states kept) at ``found``'s global batch (SAME_GLOBAL_BATCH: grad accumulation x DP kept,
+    ``grad_accumulation`` set where it changes; one whose DP does not divide that batch is left out), in
+    ``candidate_layouts``' order. Unchecked: ``fit_training`` sizes each (its verdict and its time)."""
     base = {k: v for k, v in workload.items() if k != "gpus"}
     first = {**{k: base[k] for k in LAYOUT_KEYS if k in base}, **found.fields}
-    tp, pp, ep = (int(first.get(k) or 1) for k in ("tp", "pp", "ep"))
-    out = [first]
-    if spec.moe is None or ep * tp <= per_node or "pp" in base or "ep" in base:
-        return out
     ga0 = int(base.get("grad_accumulation") or 1)
     batch = ga0 * _dp(found.devices, first, base)  # micro-batches per step over all ranks (x micro_batch)
-    ep_in = max(1, per_node // tp)
-    p = 2 * pp
-    while p <= min(MAX_PP, spec.num_layers):
-        lay = {**first, "pp": p, "ep": ep_in}
-        dp = _dp(found.devices, lay, base) if found.devices % (tp * p) == 0 else 0
-        if dp and batch % dp == 0 and dp % ep_in == 0:
-            if batch // dp != ga0:
-                lay["grad_accumulation"] = batch // dp
-            out.append(lay)
-        p *= 2
+    key0 = tuple(int(first.get(k) or 1) for k in ("tp", "pp", "ep"))
+    out = [first]
+    for lay in candidate_layouts(spec, base, found.devices, per_node):
+        dp = _dp(found.devices, lay, base)
+        if (lay["tp"], lay["pp"], lay["ep"]) == key0 or not dp or batch % dp:
+            continue
+        lay = {**{k: base[k] for k in LAYOUT_KEYS if k in base}, **lay}
+        if batch // dp != ga0:
+            lay["grad_accumulation"] = batch // dp
+        out.append(lay)
     return out
 
 
 def fastest_layout(spec: ModelSpec, instance: Instance, workload: dict[str, Any], found: ScaledLayout,
                    tokens: float, *, headroom: float | None, hardware_files: Sequence[str | Path] = (),
-                   utilization: float | None = None) -> tuple[ScaledLayout, int]:
+                   utilization: float | None = None,
+                   memo: dict[tuple[Any, ...], FitResult | None] | None = None) -> tuple[ScaledLayout, int]:
     """Of ``same_batch_layouts`` of ``found`` (``search_layout``'s memory-first fit), the one ``fit_training`` on
-    ``instance`` with ``tokens`` says runs fastest and fits (ties: the earlier), as a ScaledLayout whose ``fields``
-    hold what it chose (grad accumulation too when it changed) and whose ``timed`` the layouts timed; beside it the
-    count of fits made. The time is the one estimate's (``training_time['seconds']``), so the option ``fit --train
-    --tokens`` prints for it is the time it was ranked by."""
+    ``instance`` with ``tokens`` says runs fastest and fits, as a ScaledLayout whose ``fields`` hold what it chose
+    (grad accumulation too when it changed) and whose ``timed`` the layouts timed (``found``'s first); beside it the
+    count of fits made. Pruned (EP_PRUNE): sized for memory the most sharded (TP x PP x EP) first
+    (``memory_fit``, ``memo`` shared with ``search_layout``: the verdict does not read the instance's network), a
+    layout no more sharded in any degree than one that does not fit skipped; only those that fit are timed. Ties (equal
+    seconds): ``found``'s layout, then ``candidate_layouts``' order (the least model parallelism). The time is the
+    one estimate's (``training_time['seconds']``), so the option ``fit --train --tokens`` prints for it is the time
+    it was ranked by."""
     base = {k: v for k, v in workload.items() if k != "gpus"}
     lays = same_batch_layouts(spec, found, workload, instance.device_count)
     if len(lays) == 1:  # nothing to compare: the memory-first layout, timed by the option itself
         return found, 0
-    best: tuple[float, dict[str, Any], FitResult] | None = None
-    for lay in lays:
+    calls = 0
+    degrees = [tuple(int(lay.get(k) or 1) for k in ("tp", "pp", "ep")) for lay in lays]
+    short: list[tuple[int, ...]] = []  # the degrees of the layouts sized that do not fit
+    fitting = {0}  # found fits (its memory verdict is search_layout's)
+    # the most sharded first, so that a layout's every more-sharded one is sized before it (EP_PRUNE)
+    for i in sorted(range(1, len(lays)), key=lambda j: (-degrees[j][0] * degrees[j][1] * degrees[j][2], j)):
+        if any(all(a <= b for a, b in zip(degrees[i], d, strict=True)) for d in short):
+            continue  # no more sharded in any degree than a layout that does not fit: needs at least its memory
+        fr, n = memory_fit(spec, instance, found.devices, {**base, **lays[i]}, headroom=headroom,
+                           hardware_files=hardware_files, memo=memo)
+        calls += n
+        if fr is None:  # refused (an EP not dividing the experts...): bounds nothing
+            continue
+        if fr.fits:
+            fitting.add(i)
+        else:
+            short.append(degrees[i])
+    best: tuple[float, int, FitResult] | None = None
+    timed: list[dict[str, Any]] = []
+    for i in sorted(fitting):
+        lay = lays[i]
+        calls += 1
         try:
             fr = fit_training(spec, instance, found.devices, headroom=headroom, hardware_files=hardware_files,
                               tokens=tokens, utilization=utilization, fits_at=False, **{**base, **lay})
         except InputError:  # a layout the workload's checks or the estimator refuse
             continue
+        timed.append(lay)
         secs = (fr.training_time or {}).get("seconds")
-        if fr.fits and secs is not None and (best is None or secs < best[0]):
-            best = (secs, lay, fr)
+        if fr.fits and secs is not None and (best is None or secs < best[0]):  # ties: the earlier (found, then order)
+            best = (secs, i, fr)
     if best is None:  # none timed (no duration for this device): the memory-first answer
-        return found, len(lays)
-    _, lay, fr = best
-    fields = {k: v for k, v in lay.items() if k not in base or base[k] != v}
-    return ScaledLayout(found.instances, found.devices, fields, fr, tuple(lays)), len(lays)
+        return found, calls
+    _, i, fr = best
+    fields = {k: v for k, v in lays[i].items() if k not in base or base[k] != v}
+    return ScaledLayout(found.instances, found.devices, fields, fr, tuple(timed)), calls
