@@ -40,6 +40,15 @@ Rules read in SGLang 0.5.23 (the PyPI wheel; line numbers of that release):
 
         max_running_requests = min(eq. (4), max_mamba_cache_size // s)                                  (4b)
 
+    Which terms of eqs. (4)/(4b) are a running cap and which the pools' room (probe20 D1): the given
+    --max-running-requests, else eq. (4)'s estimate clamped to [2048, 4096] (constants: no pool's size), is the
+    configured cap (``running_cap``: requests above it wait in the queue, and it fits); tokens // 2 and
+    max_mamba_cache_size // s come from memory (the token pool, eq. 2b's MambaPool) and are the pools' room
+    (``max_concurrency_at_context`` = min(tokens // context, tokens // 2, max_mamba_cache_size // s), the bound that
+    binds in ``admits_bound``): more sequences at once than that do not fit, as past vLLM's KV pool room
+    (compose.py _check_fit, common.py eq. R1). SGLang logs the MambaPool's bound whenever it is below the others
+    (resolve_max_num_reqs' capped_by_mamba, :3138-3150): warned the same.
+
     with s the state slots per running request (_calculate_mamba_ratio :3062-3088, radix cache on,
     SGLANG_OPT_MAMBA_SKIP_DECODE_LOCK off): MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO 3 (:227) plus the radix
     cache's extra-buffer tracking slots (get_mamba_tracking_slots, mem_cache/allocation_sizing.py:11-19): s = 3 with
