@@ -182,3 +182,17 @@ def test_the_largest_concurrency_is_the_mambapools_room_and_says_so() -> None:
     notes = json.loads(done.stdout)["reverse_notes"]
     assert any(f"({k // RATIO:,}) is what SGLang's MambaPool admits" in n for n in notes), notes
     assert not any("--max-running-requests raises it" in n for n in notes), notes
+
+
+def test_the_need_exceeds_what_the_pools_offer_exactly_when_it_does_not_fit() -> None:
+    """The need fit prints beside the verdict ('this workload needs X of the Y it offers') says the same as the
+    verdict: SGLang's split is fixed (eq. 2b), so a MambaPool short of the s x n + 1 slots n sequences take is not
+    made up by the token pool's spare room (before, 20 requests on one H100 read 'needs 78.00 GiB of the 79.65 GiB'
+    beside DOES NOT FIT)."""
+    _, k, _ = _by_hand(1)
+    room = k // RATIO
+    per_req = _nano_per_req()
+    for n in (1, room, room + 1, 20, 64):
+        d = _by_hand(n)[0].details
+        assert (d["workload_bytes"] > d["workload_budget_bytes"]) is (not d["fits"]) is (n > room), n
+        assert d["mamba_needed_bytes"] == max(k + 1, RATIO * n + 1) * per_req, n

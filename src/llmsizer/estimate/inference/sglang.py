@@ -427,6 +427,10 @@ def compose_sglang(ctx: Context) -> None:
     # own size where that is more (it is preallocated whole: eq. 2b)
     need_seqs = running_sequences(w, cap)
     mamba_need = (max(mamba[1], (need_seqs * mamba[4] + 1) * mamba[2]) if mamba is not None else 0)
+    # where the MambaPool is short, the token pool's room cannot make up for it (eq. 2b's split is fixed): that pool
+    # counts whole, so the need exceeds the memory exactly when a pool is short (the verdict's admits)
+    mamba_short = mamba is not None and need_seqs * mamba[4] > mamba[0]
+    kv_part = max(need.bytes, pool) if mamba_short else need.bytes
     reserve = pre - int(mfs * pre)
     if swa is not None:
         acc.items.append(Item("kv_cache", pool, "device",
@@ -492,10 +496,10 @@ def compose_sglang(ctx: Context) -> None:
         "running_cap": cap, "running_cap_name": "max_running_requests" if w.max_num_seqs is not None
         else "max_running_requests (eq. 4)",
         "running_sequences": running_sequences(w, cap, admits),
-        "workload_bytes": ctx.wb.total + need.bytes + reserve + context_span(w.gpu_runtime).expected + comm
+        "workload_bytes": ctx.wb.total + kv_part + reserve + context_span(w.gpu_runtime).expected + comm
                           + mamba_need,
-        # workload_bytes <= memory when the need fits the token pool and the MambaPool; with a MambaPool short, the
-        # token pool's slack can cover the sum (the split is fixed by eq. 2b): the verdict is the pools' admits
+        # workload_bytes <= memory exactly when the need fits the token pool and the MambaPool (eq. 2b's fixed split:
+        # a short MambaPool counts the token pool whole beside its own need)
         "workload_budget_bytes": w.memory,
         # what SGLang holds once started: mem_fraction_static x pre (weights + pool) + its reserve + the context and
         # communicators measured before it = the device; the device total exceeds it only with no pool (no start);
