@@ -113,9 +113,14 @@ def test_text_report_names_the_mamba_pool():
     est = llmsizer.estimate_inference("qwen3-next-80b-a3b-thinking", engine="sglang", memory=H200, context=4096,
                                       weights="fp8", concurrency=200)
     slots = est.details["max_mamba_cache_size"]
-    assert out.returncode == 0 and f"max_mamba_cache_size {slots:,}" in out.stdout
-    # the MambaPool's cap (slots // 5, the extra buffer) keeps requests in the queue although the token pool has room
-    assert est.details["running_sequences"] == slots // EXTRA_BUFFER_SLOTS < est.details["max_concurrency_at_context"]
+    assert f"max_mamba_cache_size {slots:,}" in out.stdout
+    # the MambaPool's bound (slots // 5, the extra buffer) is memory, as vLLM's KV pool: it admits fewer than the 200
+    # requested although the token pool has room for more, so it does not fit (exit 1), naming the pool (probe20 D1;
+    # it read "fits" with the rest queued before)
+    d = est.details
+    assert d["running_sequences"] == d["max_concurrency_at_context"] == slots // EXTRA_BUFFER_SLOTS
+    assert slots // EXTRA_BUFFER_SLOTS < d["token_pool_room"] and d["fits"] is False and out.returncode == 1
+    assert f"does not fit: SGLang's MambaPool admits {slots // EXTRA_BUFFER_SLOTS} sequence(s)" in out.stdout
     assert f"// {EXTRA_BUFFER_SLOTS} state slots each (mamba_radix_cache_strategy extra_buffer)" in out.stdout
 
 

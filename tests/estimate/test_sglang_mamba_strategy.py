@@ -81,7 +81,10 @@ def test_sglangs_default_is_the_extra_buffer_five_slots_a_request(model, weights
     d = est.details
     assert d["mamba_cache_per_req"] == per_req and d["max_mamba_cache_size"] == k and d["max_total_num_tokens"] == tokens
     assert d["max_running_requests"] == min(eq4, k // 5) == k // 5 < k // 3  # the MambaPool caps it
-    assert d["admitted_sequences"] == k // 5 < d["max_concurrency_at_context"]
+    # the MambaPool's room k // 5 is what SGLang admits at once (memory, as vLLM's pool: probe20 D1), below the token
+    # pool's room for 4096-token sequences
+    assert d["admitted_sequences"] == d["max_concurrency_at_context"] == k // 5 < d["token_pool_room"] == tokens // 4096
+    assert d["admits_bound"] == "MambaPool" and d["fits"] is False  # 512 requested
     assert d["mamba_requests_ratio"] == 5 and d["mamba_radix_cache_strategy"] == "extra_buffer"
     a = {x.name: x for x in est.assumptions}["mamba_radix_cache_strategy"]
     assert a.value == "extra_buffer" and a.default and "overlap scheduler" in a.why
@@ -155,8 +158,11 @@ def test_python_cli_fit_and_request_file_give_the_same_numbers(strategy):
                                       concurrency=256, **setting)
     out = run_cli("infer", QWEN, "--engine", "sglang", "--memory", "141GiB", "--context", "4096", "--weights", "fp8",
                   "--concurrency", "256", *flag, "--json")
-    assert out.returncode == 0, out.stderr
+    # 256 requested, more than the MambaPool's K // s admits at once: does not fit (exit 1; it was 0 while the
+    # MambaPool's bound counted as a running cap, probe20 D1)
+    assert out.returncode == 1, out.stderr
     d = json.loads(out.stdout)["details"]
+    assert d["fits"] is False and d["max_concurrency_at_context"] == d["max_running_requests"] < 256
     for key in ("max_mamba_cache_size", "max_running_requests", "admitted_sequences", "mamba_requests_ratio"):
         assert d[key] == est.details[key], key
     assert d["max_running_requests"] == d["max_mamba_cache_size"] // (3 if strategy else 5)

@@ -775,6 +775,10 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
         except RateCapacityError as e:
             raise RateOverloadError(str(e), e.capacity, e.in_flight, kind="decode") from None
         r = admission_queued(r, rate, at)
+        if r.estimate is not None and r.estimate.details.get("max_concurrency_at_context") == 0:
+            # a pool engine whose pools hold no sequence serves no rate, whatever its running cap queues (a fixed
+            # point behind SGLang's eq. 4 cap, 2048, is no steady state: nothing runs)
+            raise RateOverloadError("its pool admits no sequence", 0.0, r.replicas)
         if not r.fits and r.engine in SLOTS_FROM_CONCURRENCY and at(1).fits:
             raise memory_refusal(r, rate)
     except RateOverloadError as e:  # an answer about the hardware: it does not carry the rate (exit 1, not 2)

@@ -738,8 +738,12 @@ def _pool_figures(mem: Sec, d: dict[str, Any], engine: str, tokens: str, in_flig
     pool's room)); the rest of the ``in_flight`` wait in its queue."""
     room, running, cap = int(d["max_concurrency_at_context"]), int(d["running_sequences"]), d.get("running_cap")
     queued = running_and_queued(in_flight, running)[1]
-    mem.add("kv_room", f"sequences of {tokens} the KV pool has room for per replica", room, "count",
-            f"{engine} KV pool / KV per sequence",
+    mamba = d.get("admits_bound") == "MambaPool"  # SGLang's MambaPool binds (sglang.py eq. 4b)
+    mem.add("kv_room", f"sequences of {tokens} the " + ("MambaPool" if mamba else "KV pool") + " has room for per "
+            "replica", room, "count",
+            f"{engine} MambaPool: max_mamba_cache_size {d.get('max_mamba_cache_size')} // "
+            f"{d.get('mamba_requests_ratio')} state slots per running request, fewer than its token pool's "
+            f"{d.get('token_pool_room')}" if mamba else f"{engine} KV pool / KV per sequence",
             "estimate/inference/vllm.py, sglang.py (max_concurrency_at_context)")
     bounds = f"{in_flight} in flight" + (f", {d.get('running_cap_name', 'running cap')} {int(cap)}" if cap is not None
                                          else "") + f", pool room {room}"

@@ -62,8 +62,12 @@ def _job_lines(j: JobPlan) -> list[str]:
                    "DOES NOT START (the engine refuses the context past the model's window: see the error above); "
                    "the memory alone" if j.facts.get("binding") == "context window" else
                    'DOES NOT FIT' if fits is False else unfitted)
+        # the pool whose room binds: SGLang's MambaPool on a hybrid model where its slots // s are fewer
+        # (estimate/inference/sglang.py eq. 4b, ``admits_bound``), else the KV pool
+        bound = "MambaPool" if j.estimate is not None and j.estimate.details.get("admits_bound") == "MambaPool" \
+            else "KV pool"
         sequences = (f"; {ENGINE_NAMES.get(j.hardware.engine or '', 'the engine')} runs {running.value} "
-                     f"sequence{'s' if running.value != 1 else ''} at once per replica (KV pool room for {room.value} "
+                     f"sequence{'s' if running.value != 1 else ''} at once per replica ({bound} room for {room.value} "
                      "of the peak context)"
                      if room is not None and running is not None else "")
         per_device, of_budget = j.facts.get("memory_per_device"), j.facts.get("budget_per_device")

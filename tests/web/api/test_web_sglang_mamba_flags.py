@@ -4,8 +4,10 @@ hand: tests/estimate/test_sglang_mamba_flags.py), and a 400 naming the field wit
 
 from __future__ import annotations
 
+import json
+
 import pytest
-from web_api_helpers import cli_error_line, run_cli_json
+from web_api_helpers import cli_error_line, run_cli, run_cli_json
 
 import llmsizer
 from llmsizer.units import GiB
@@ -105,11 +107,15 @@ def test_web_gives_the_strategys_cap_as_python_and_the_cli(client, strategy, slo
     web = r.json()["details"]
     est = llmsizer.estimate_inference(QWEN, engine="sglang", memory=141 * GiB, context=4096, weights="fp8",
                                       concurrency=256, **setting)
-    cli = run_cli_json("infer", QWEN, "--engine", "sglang", "--memory", "141GiB", "--context", "4096", "--weights",
-                       "fp8", "--concurrency", "256", *flag)["details"]
-    for key in (*KEYS, "admitted_sequences", "mamba_requests_ratio"):
+    done = run_cli("infer", QWEN, "--engine", "sglang", "--memory", "141GiB", "--context", "4096", "--weights",
+                   "fp8", "--concurrency", "256", *flag, "--json")
+    # 256 requested, more than the MambaPool's K // slots admits: does not fit (exit 1), the same on every surface
+    assert done.returncode == 1, done.stderr
+    cli = json.loads(done.stdout)["details"]
+    for key in (*KEYS, "admitted_sequences", "mamba_requests_ratio", "max_concurrency_at_context", "fits"):
         assert web[key] == est.details[key] == cli[key], key
-    assert web["max_running_requests"] == web["max_mamba_cache_size"] // slots
+    assert web["max_running_requests"] == web["max_concurrency_at_context"] == web["max_mamba_cache_size"] // slots
+    assert web["fits"] is False
 
 
 def test_extra_buffer_on_a_model_without_it_is_a_400(client) -> None:

@@ -634,10 +634,15 @@ def _check_fit(est: Estimate, w: InferenceWorkload, acc: Acc, shown_growth: int 
             v = dataclasses.replace(v, fits=False, reason=str(no_pool), warnings=(f"does not fit: {no_pool}",))
     elif w.engine == "sglang":
         mfs = float(est.details.get("mem_fraction_static") or 0.0)
+        # the pool whose room binds (sglang.py: the token pool, eq. 3, or the MambaPool's slots // s, eq. 4b)
+        by_mamba = est.details.get("admits_bound") == "MambaPool"
+        pool = (f"MambaPool ({int(est.details['max_mamba_cache_size']):,} state slots, "
+                f"{est.details['mamba_requests_ratio']} per running request)" if by_mamba else
+                f"token pool ({int(est.details.get('max_total_num_tokens', 0)):,} tokens)")
         v = admission_verdict(_pool_admits(est), _to_run(est, w), w.context,
-                              est.total("device")[1], mem, mfs, engine="SGLang",
-                              pool=f"token pool ({int(est.details.get('max_total_num_tokens', 0)):,} tokens)",
-                              knob="mem_fraction_static", requested=w.concurrency)
+                              est.total("device")[1], mem, mfs, engine="SGLang", pool=pool,
+                              knob="mem_fraction_static", requested=w.concurrency,
+                              bound="MambaPool" if by_mamba else None)
         no_pool = est.details.get("sglang_too_small") or est.details.get("sglang_no_pool")
         if no_pool:  # no pool at all (SGLang does not start): say why, not "0 tokens at a fraction"
             v = dataclasses.replace(v, fits=False, reason=str(no_pool), warnings=(f"does not fit: {no_pool}",))

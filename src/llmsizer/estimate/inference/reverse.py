@@ -129,6 +129,13 @@ def reverse_notes(spec: ModelSpec, est: Estimate, reverse: dict[str, int]) -> li
     no_pool = est.details.get("sglang_too_small") or est.details.get("sglang_no_pool") or est.details.get("vllm_no_pool")
     if no_pool and reverse.get("max_concurrency") == 0:  # no pool: not a running cap of 0 (sglang.py eq. 4, vllm.py)
         notes.append(f"no concurrency runs on this memory: {no_pool}")
+    d = est.details
+    if d.get("admits_bound") == "MambaPool" and reverse.get("max_concurrency") == d.get("max_concurrency_at_context"):
+        notes.append(f"the largest concurrency that fits ({reverse['max_concurrency']:,}) is what SGLang's MambaPool "
+                     f"admits: max_mamba_cache_size {d['max_mamba_cache_size']:,} // {d['mamba_requests_ratio']} state "
+                     "slots per running request (estimate/inference/sglang.py eq. 4b), fewer than its token pool's "
+                     f"{d['token_pool_room']:,}; a larger --mamba-full-memory-ratio or --max-mamba-cache-size, more "
+                     "memory or a smaller weight format raises it")
     cap = est.details.get("running_cap")
     if cap and reverse.get("max_concurrency") == cap:
         notes.append(f"the largest concurrency that fits ({cap:,}) is the engine's {est.details.get('running_cap_name')}"

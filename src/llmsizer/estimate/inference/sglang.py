@@ -40,6 +40,15 @@ Rules read in SGLang 0.5.23 (the PyPI wheel; line numbers of that release):
 
         max_running_requests = min(eq. (4), max_mamba_cache_size // s)                                  (4b)
 
+    Which terms of eqs. (4)/(4b) are a running cap and which the pools' room (probe20 D1): the given
+    --max-running-requests, else eq. (4)'s estimate clamped to [2048, 4096] (constants: no pool's size), is the
+    configured cap (``running_cap``: requests above it wait in the queue, and it fits); tokens // 2 and
+    max_mamba_cache_size // s come from memory (the token pool, eq. 2b's MambaPool) and are the pools' room
+    (``max_concurrency_at_context`` = min(tokens // context, tokens // 2, max_mamba_cache_size // s), the bound that
+    binds in ``admits_bound``): more sequences at once than that do not fit, as past vLLM's KV pool room
+    (compose.py _check_fit, common.py eq. R1). SGLang logs the MambaPool's bound whenever it is below the others
+    (resolve_max_num_reqs' capped_by_mamba, :3138-3150): warned the same.
+
     with s the state slots per running request (_calculate_mamba_ratio :3062-3088, radix cache on,
     SGLANG_OPT_MAMBA_SKIP_DECODE_LOCK off): MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO 3 (:227) plus the radix
     cache's extra-buffer tracking slots (get_mamba_tracking_slots, mem_cache/allocation_sizing.py:11-19): s = 3 with
@@ -390,19 +399,38 @@ def compose_sglang(ctx: Context) -> None:
         tokens = context_len // page * page
     else:
         tokens = pool // cell // page * page if cell else 0
+    # eq. (4)/(4b) split by what each term is (resolve_max_num_reqs, kv_cache_configurator.py:3119-3150): the
+    # configured cap -- a given --max-running-requests, else eq. (4)'s estimate clamped to [2048, 4096], a constant
+    # band that is no pool's room -- and the bounds memory sets, the token pool's tokens // 2 and eq. (4b)'s MambaPool
+    # max_mamba_cache_size // s: those are the pools' room (``admits``, as vLLM's KV pool), not a running cap, so a
+    # concurrency past them is 'does not fit' (common.py eq. R1), never a queue behind a cap (probe20 D1)
     est_reqs = max(min(int(tokens / context_len * 512), 4096), 2048)
-    max_running = min(w.max_num_seqs, tokens // 2) if w.max_num_seqs is not None else min(est_reqs, tokens // 2)
-    if mamba is not None:  # eq. (4b): every running request holds state slots in the MambaPool
-        max_running = min(max_running, mamba[0] // mamba[4])
+    cap = w.max_num_seqs if w.max_num_seqs is not None else est_reqs
+    mamba_room = mamba[0] // mamba[4] if mamba is not None else None
+    max_running = min(cap, tokens // 2, *(() if mamba_room is None else (mamba_room,)))  # SGLang's own figure
     # validate_swa_pool_size (pool_configurator.py:198-216): an SWA pool of no more than the runner's sliding window
     # (eq. 3s: SGLang's own, 127 for GPT-OSS, attention_chunk_size for Llama 4) + one page stops SGLang at start-up
     swa_no_start = swa is not None and pool > 0 and swa_tokens <= sglang_swa_window(spec) + page
     fits_one = (0 if swa_no_start else
                 hybrid_swa_admitted(tokens, swa_tokens, w.context, sglang_swa_window(spec),
                                     E.SGLANG_SWA_EVICTION_INTERVAL, page) if swa is not None else tokens // w.context)
-    admitted = min(fits_one, max_running)
-    if max_running != w.max_num_seqs:  # the pool's default cap: the need is for what it runs (common.py eq. R1)
-        need = kv_item(ctx, w.context, running_sequences(w, max_running), "device", block=1, window_extra=need_extra)
+    # the sequences of the context SGLang's pools have room for at once: the token pool's (eq. 3), its tokens // 2
+    # (eq. 4) and the MambaPool's (eq. 4b); the one that binds names the verdict's pool (compose.py _check_fit)
+    bounds = [(fits_one, "token pool"), (tokens // 2, "token pool (max_total_num_tokens // 2)")]
+    if mamba_room is not None:
+        bounds.append((mamba_room, "MambaPool"))
+    admits, admits_by = min(bounds, key=lambda b: b[0])
+    admitted = min(admits, cap)
+    if cap != w.max_num_seqs:  # eq. (4)'s default cap: the need is for what it would run with room (common.py eq. R1)
+        need = kv_item(ctx, w.context, running_sequences(w, cap), "device", block=1, window_extra=need_extra)
+    # the MambaPool's share of the need: the state slots those sequences take (s each + the padding slot), the pool's
+    # own size where that is more (it is preallocated whole: eq. 2b)
+    need_seqs = running_sequences(w, cap)
+    mamba_need = (max(mamba[1], (need_seqs * mamba[4] + 1) * mamba[2]) if mamba is not None else 0)
+    # where the MambaPool is short, the token pool's room cannot make up for it (eq. 2b's split is fixed): that pool
+    # counts whole, so the need exceeds the memory exactly when a pool is short (the verdict's admits)
+    mamba_short = mamba is not None and need_seqs * mamba[4] > mamba[0]
+    kv_part = max(need.bytes, pool) if mamba_short else need.bytes
     reserve = pre - int(mfs * pre)
     if swa is not None:
         acc.items.append(Item("kv_cache", pool, "device",
@@ -438,10 +466,16 @@ def compose_sglang(ctx: Context) -> None:
                               source="SGLang kv_cache_configurator.py:3229-3409 (eq. 2b of "
                                      "estimate/inference/sglang.py); " + ctx.profile.state_source))
         ctx.details.update({"max_mamba_cache_size": slots, "mamba_pool_bytes": mamba_bytes,
-                            "mamba_cache_per_req": per_req, "mamba_requests_ratio": state_slots})
-        if w.max_num_seqs is not None and max_running < w.max_num_seqs:
-            acc.warnings.append(f"SGLang caps max_running_requests at {max_running:,}: max_mamba_cache_size "
-                                f"{slots:,} // {state_slots} (kv_cache_configurator.py:3135-3150)")
+                            "mamba_cache_per_req": per_req, "mamba_requests_ratio": state_slots,
+                            "mamba_needed_bytes": mamba_need})
+        if mamba_room is not None and mamba_room < min(cap, tokens // 2):  # resolve_max_num_reqs' capped_by_mamba
+            acc.warnings.append(
+                f"SGLang caps max_running_requests at {mamba_room:,} by its MambaPool: max_mamba_cache_size {slots:,} "
+                f"// {state_slots} state slots per running request (kv_cache_configurator.py:3135-3150), below "
+                + (f"max_running_requests {cap:,} (given)" if w.max_num_seqs is not None else
+                   f"its other bounds (min(eq. 4's {cap:,}, max_total_num_tokens // 2 {tokens // 2:,}))")
+                + "; this is memory: more requests at once than that do not fit. SGLang's remedies: a larger "
+                "--mamba-full-memory-ratio or --max-mamba-cache-size, more memory, a smaller weight format")
     acc.items.append(Item("runtime_reserve", reserve, "device",
                           formula=f"(1 - {mfs}) x {format_bytes(pre)}: left for activations and CUDA graphs",
                           source="SGLang memory_hook.py:289-339 (eq. 1)"))
@@ -452,13 +486,21 @@ def compose_sglang(ctx: Context) -> None:
     ctx.details.update({
         "mem_fraction_static": mfs, "kv_pool_bytes": 0 if no_kv else pool, "max_total_num_tokens": tokens,
         "kv_tokens": tokens,
-        "max_running_requests": max_running, "max_concurrency_at_context": fits_one,
+        # SGLang's max_running_requests (what it logs): min(the cap, the pools' bounds)
+        "max_running_requests": max_running,
+        # the sequences of the context the pools admit at once (the verdict's, as vLLM's): the binding one named
+        "max_concurrency_at_context": admits, "admits_bound": admits_by, "token_pool_room": fits_one,
         "admitted_sequences": admitted, "sglang_reserved_mib": parts["reserved_mib"],
         "runtime_reserve_bytes": reserve,  # the runtime_reserve row's figure: the one the vs-vLLM line names
-        "running_cap": max_running, "running_sequences": running_sequences(w, max_running, fits_one),
-        "workload_bytes": ctx.wb.total + need.bytes + reserve + context_span(w.gpu_runtime).expected + comm
-                          + (mamba[1] if mamba is not None else 0),
-        "workload_budget_bytes": w.memory,  # workload_bytes <= memory exactly when the need fits the token pool
+        # the configured cap only (given, or eq. 4's estimate): the pools' bounds are admits above
+        "running_cap": cap, "running_cap_name": "max_running_requests" if w.max_num_seqs is not None
+        else "max_running_requests (eq. 4)",
+        "running_sequences": running_sequences(w, cap, admits),
+        "workload_bytes": ctx.wb.total + kv_part + reserve + context_span(w.gpu_runtime).expected + comm
+                          + mamba_need,
+        # workload_bytes <= memory exactly when the need fits the token pool and the MambaPool (eq. 2b's fixed split:
+        # a short MambaPool counts the token pool whole beside its own need)
+        "workload_budget_bytes": w.memory,
         # what SGLang holds once started: mem_fraction_static x pre (weights + pool) + its reserve + the context and
         # communicators measured before it = the device; the device total exceeds it only with no pool (no start);
         # with no attention layer the rest the MambaPool leaves is not allocated (eq. 3m)
