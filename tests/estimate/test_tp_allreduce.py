@@ -127,9 +127,36 @@ def test_a_decode_step_pays_2L_plus_1_latencies() -> None:
     ("a100-pcie-80gb", 4, False), ("l4", 2, False),  # PCIe
     ("h100-nvl", 2, True), ("h100-nvl", 4, False),  # an NVLink bridge joins pairs
     ("l40", 2, None),  # no interconnect in the catalog
+    # Infinity Fabric: the 8-GPU CDNA 3 / CDNA 4 OAM boards are full xGMI meshes (seven links a GPU, one to each peer:
+    # gpu.blog MI300X "Fully-connected 8-GPU xGMI mesh"; MI350 "links connecting each package with every other
+    # package on the node"), what vLLM's RocmPlatform.is_fully_connected (every pair 1 XGMI hop) finds there; the
+    # MI250X's GCDs are not all one hop apart, and vLLM's ROCm custom all-reduce is gfx94x/gfx95x only
+    ("mi300x", 8, True), ("mi325x", 8, True), ("mi355x", 8, True), ("mi300x", 2, True),
+    ("mi250x", 8, False),
 ])
 def test_nvlink_mesh_from_the_catalog_link(device: str, count: int, mesh: bool | None) -> None:
     assert nvlink_mesh_for(builtin_catalog().devices[device], None, count) is mesh
+
+
+def test_eight_mi300x_run_vllms_custom_all_reduce_over_the_xgmi_mesh() -> None:
+    """review25 D3: 8 x MI300X (the device, and Azure's ND96isr MI300X v5 instance naming its interconnect) is a full
+    xGMI mesh, so vLLM runs its custom all-reduce there (custom_all_reduce.py: world size 8 with fully_connected;
+    on ROCm no P2P test), not NCCL "over PCIe". Llama-3.1-70B (80 layers, hidden 8192, the catalog's config) at
+    one sequence: 161 all-reduces of 16 KB a step, one stage below 256 KB at 8 GPUs (custom_all_reduce.cuh
+    REDUCE_CASE), each GPU reading the message from its 7 peers (eq. 6') at the board's 448 GB/s."""
+    from llmsizer.estimate.fit import fit
+
+    spec = find("llama-3.1-70b").spec()
+    assert (spec.num_layers, spec.hidden_size) == (80, 8192)
+    msg = spec.hidden_size * 2
+    for target, count in (("mi300x", 8), ("azure-standard_nd96isr_mi300x_v5", None)):
+        r = fit("llama-3.1-70b", target, count, engine="vllm", tensor_parallel=8, concurrency=1)
+        assert r.speed is not None and r.speed.decode is not None
+        named = {a.name: a for a in r.speed.assumptions}
+        assert str(named["tp_allreduce"].value).startswith("161 x (custom one-stage")
+        assert "PCIe" not in named["tp_allreduce"].why
+        assert r.speed.decode.comm_seconds == pytest.approx(161 * (E.CUSTOM_ALLREDUCE_LATENCY.expected
+                                                                   + 7 * msg / 448e9))
 
 
 def test_the_python_api_reads_the_devices_own_link() -> None:
