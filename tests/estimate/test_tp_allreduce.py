@@ -67,7 +67,38 @@ def test_latencies_quote_their_published_tables() -> None:
     # switch, fp16: 4/8/16/32 KB 19.4/20.3/22.3/24.2 us; high: vllm #50576's two PCIe islands, 16 KB 63.8 us
     p = E.NCCL_ALLREDUCE_LATENCY_PCIE
     assert (p.low, p.expected, p.high) == (pytest.approx(19.4e-6), pytest.approx(22.3e-6), pytest.approx(63.8e-6))
-    assert n.expected < p.expected  # one PCIe switch hop costs more than NVLink at the same 16 KB message
+    # vllm #50576: NCCL on 8 x A800 PCIe as 2 x 4 islands, bf16, 8/16/32 KB 56.9/63.8/95.8 us
+    i = E.NCCL_ALLREDUCE_LATENCY_PCIE_ISLANDS
+    assert (i.low, i.expected, i.high) == (pytest.approx(56.9e-6), pytest.approx(63.8e-6), pytest.approx(95.8e-6))
+
+
+@pytest.mark.parametrize(("device", "count", "latency"), [
+    ("l40s", 4, 22.3e-6), ("a100-pcie-80gb", 4, 22.3e-6),  # four PCIe GPUs: the one-switch layout measured (4 x V100)
+    ("l40s", 8, 63.8e-6), ("a100-pcie-80gb", 8, 63.8e-6),  # eight: two islands (vllm #50576's 2 x 4 A800 layout)
+    ("rtx-4090", 8, 63.8e-6),  # no peer access, eight cards: NCCL, two islands
+    ("h100-sxm", 8, 20.71e-6),  # an NVLink mesh at a 1 MiB message (NCCL): the NVLink figure, whatever the count
+])
+def test_nccl_over_pcie_takes_the_islands_figure_above_four_gpus(device: str, count: int, latency: float) -> None:
+    """review25 D4: the catalog states no host topology (sockets, PCIe switches), so NCCL over PCIe is timed on the
+    layout its sources measured: up to four GPUs behind one switch (haohervchb/sglang-V100 PR #2, 16 KB 22.3 us), more
+    across two islands (vllm #50576, 8 x A800 PCIe as 2 x 4, 16 KB 63.8 us). Llama-3.1-70B (80 layers, hidden 8192):
+    on PCIe one sequence's 16 KB decode message, 161 all-reduces a step, each the latency plus a ring's
+    2 (n - 1) / n x message over the link; on the NVLink mesh 1024 sequences' 16 MiB message, above the custom
+    kernel's 8 MiB, so NCCL there too, at its NVLink figure."""
+    dev = builtin_catalog().devices[device]
+    spec = find("llama-3.1-70b").spec()
+    msg = spec.hidden_size * 2
+    conc = 1 if device != "h100-sxm" else 1024 * KB // msg * 16  # 16 MiB: above the custom kernel's 8 MiB
+    s = estimate_speed(spec, dev, count, weights_format="fp8", prompt_tokens=1, output_tokens=256, kv_dtype="bf16",
+                       link_bandwidth=link_bandwidth_for(dev, None), engine="vllm", concurrency=conc,
+                       nvlink_mesh=nvlink_mesh_for(dev, None, count))
+    named = {a.name: a for a in s.assumptions}
+    assert f"NCCL: {latency * 1e6:.2f} us" in str(named["tp_allreduce"].value)
+    assert ("across two islands" in named["tp_allreduce"].why) == (latency == 63.8e-6)
+    if device != "h100-sxm":
+        link = link_bandwidth_for(dev, None)
+        assert link is not None and s.decode is not None
+        assert s.decode.comm_seconds == pytest.approx(161 * (latency + 2 * (count - 1) / count * msg / link))
 
 
 def test_two_rtx_4090s_without_peer_access_take_nccls_pcie_latency() -> None:
