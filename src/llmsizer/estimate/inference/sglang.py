@@ -542,12 +542,20 @@ def refuse_mamba_settings(ctx: Context) -> None:
     if not spec.recurrent_layer_count:
         return
     k = w.max_mamba_cache_size
-    ratio = mamba_state_slots(mamba_radix_cache_strategy(spec, w.mamba_radix_cache_strategy)[0])
+    strategy = mamba_radix_cache_strategy(spec, w.mamba_radix_cache_strategy)[0]
+    ratio = mamba_state_slots(strategy)
     if k is not None and k < ratio:  # eq. (4b): K // ratio running requests, whatever the memory: nothing would run
+        fewest = mamba_state_slots("no_buffer")
+        # the extra buffer's tracking slots are the strategy's (review25 D8): no_buffer runs with the fewest, which
+        # SGLang takes for these families with --disable-overlap-schedule (mamba_hook.py:156-160)
+        other = (f", or mamba_radix_cache_strategy no_buffer, which runs with {fewest} (SGLang requires "
+                 "--disable-overlap-schedule with it for this family: mamba_hook.py:156-160)"
+                 if strategy != "no_buffer" and k >= fewest else "")
         raise FieldError("max_mamba_cache_size", (
             f"max_mamba_cache_size {k} runs no request: SGLang runs at most max_mamba_cache_size // {ratio} = "
-            f"{k // ratio} (state slots per running request, _calculate_mamba_ratio, kv_cache_configurator.py:"
-            f"3062-3088, 3135-3150); give at least {ratio}"))
+            f"{k // ratio} (state slots per running request with mamba_radix_cache_strategy {strategy}, "
+            f"_calculate_mamba_ratio, kv_cache_configurator.py:3062-3088, 3135-3150); give at least {ratio}{other}"),
+            also=("mamba_radix_cache_strategy",))
 
 
 def _radix_note() -> Any:
