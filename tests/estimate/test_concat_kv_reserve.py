@@ -192,3 +192,20 @@ def test_a_growth_under_the_memory_is_not_capped() -> None:
     on = estimate_inference("llama-3.1-8b", device="h200", **fields)  # type: ignore[arg-type]
     assert free.details["kv_growth_releasable"][2] > 0 and free.total("device")[2] < H200 - CTX[2]  # type: ignore[index]
     assert on.items == free.items and "kv_growth_capped" not in on.details
+
+
+def test_the_released_segments_are_a_device_rule_with_one_home() -> None:
+    """review25 D5: which location's need leaves the released growth out is ``allocator.releasable_at`` alone (device
+    items: the growth is a CUDA caching-allocator reserve); the verdict's need (``verdict_need_range``) and the
+    reason that names it (compose.py ``_check_fit``) read it, so both say the same bytes."""
+    from llmsizer.units import format_bytes
+
+    fields = dict(engine="transformers", context=8192, concurrency=8, output_tokens=4096, memory=141 * 10**9)
+    est = estimate_inference("llama-3.1-8b", metric="reserved", **fields)  # type: ignore[arg-type]
+    released = A.releasable_at(est, "device")
+    assert released is not None and released == est.details["kv_growth_releasable"] and released[1] > 0
+    assert A.releasable_at(est, "host") is None
+    assert A.verdict_need_range(est, "host")[:3] == est.total("host")  # nothing released off the device
+    assert A.verdict_need_range(est, "device")[:3] == tuple(t - r for t, r in zip(est.total("device"), released,
+                                                                                  strict=True))
+    assert f"not counting the {format_bytes(released[1])} of segments" in str(est.details["verdict"])

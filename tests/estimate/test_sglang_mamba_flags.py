@@ -289,6 +289,9 @@ def test_a_size_below_the_requests_ratio_runs_nothing_and_is_refused(size):
                   "--max-mamba-cache-size", str(size))
     assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1
     assert "--max-mamba-cache-size" in out.stderr and "give at least 5" in out.stderr
+    # review25 D8: a size that no_buffer's 3 slots run (checked below) says so; one below 3 does not offer it
+    offer = "or --mamba-radix-cache-strategy no_buffer, which runs with 3"
+    assert (offer in out.stderr) == (size >= 3), out.stderr
     ok = llmsizer.estimate_inference(QWEN, engine="sglang", memory=H200, weights="fp8", max_mamba_cache_size=5)
     assert ok.details["max_running_requests"] == 1  # 5 // 5
     no_buffer = dict(engine="sglang", memory=H200, weights="fp8", mamba_radix_cache_strategy="no_buffer")

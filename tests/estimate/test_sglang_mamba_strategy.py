@@ -8,8 +8,12 @@ hybrid model holds, against SGLang 0.5.23's own code (the PyPI wheel, as tests/e
   (:369-400), "auto" becomes "extra_buffer" when the overlap scheduler is on and supports_mamba_cache_extra_buffer
   (:436-450: the architecture in _MAMBA_EXTRA_BUFFER_ARCHS, :403-433, and linear_attn_backend "triton"), else
   "no_buffer" with the overlap scheduler turned off. Qwen3NextForCausalLM and NemotronHForCausalLM are in both lists;
-  Mamba2ForCausalLM and JambaForCausalLM in neither (the strategy stays "auto": model_override_base.py:260-265
-  mamba_extra_buffer_of is False).
+  Mamba2ForCausalLM in neither (the strategy stays "auto": model_override_base.py:260-265 mamba_extra_buffer_of is
+  False).
+- Which hybrid / state-space architectures SGLang 0.5.23 serves at all: the ``EntryClass`` of its sglang/srt/models/
+  files (``SGLANG_0523_SERVES`` below). JambaForCausalLM is in none (no models/jamba.py), and the fallback to the
+  transformers implementation stops at load with the default --model-impl auto (model_loader/utils.py:181-188:
+  JambaPreTrainedModel, transformers 5.19.0 as the wheel pins, does not set _supports_attention_backend).
 - mem_cache/kv_cache_configurator.py:3062-3088 ``_calculate_mamba_ratio`` = 3 (:227) + get_mamba_tracking_slots
   (mem_cache/allocation_sizing.py:11-19: 0 without the extra buffer; lazy 1; else 2 with the overlap scheduler);
   resolve_max_num_reqs (:3119-3150): ``max_running_requests = min(eq. 4, max_mamba_cache_size // ratio)``.
@@ -27,12 +31,13 @@ estimate as inputs.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
 import llmsizer
 from cli_capture import run_cli
-from llmsizer.errors import InputError
+from llmsizer.errors import FieldError, InputError
 from llmsizer.estimate.engines import CUDA_CONTEXT
 from llmsizer.units import GiB
 
@@ -103,21 +108,62 @@ def test_each_strategy_moves_only_the_cap(model, weights, per_req, cell, context
 
 
 def test_models_without_the_extra_buffer_keep_three_slots_and_refuse_it():
-    """Mamba2ForCausalLM and JambaForCausalLM are in neither architecture list (overrides.py:369-433)."""
-    for model, memory, weights in (("mamba-codestral-7b-v0.1", H100, "bf16"), ("jamba-1.5-mini", 141 * GiB, "fp8")):
-        est = llmsizer.estimate_inference(model, engine="sglang", memory=memory, weights=weights, context=2048)
-        d = est.details
-        assert d["mamba_requests_ratio"] == 3 and d["mamba_radix_cache_strategy"] == "no_buffer"
-        assert d["max_running_requests"] <= d["max_mamba_cache_size"] // 3
-        same = llmsizer.estimate_inference(model, engine="sglang", memory=memory, weights=weights, context=2048,
-                                           mamba_radix_cache_strategy="no_buffer")
-        assert same.details["max_running_requests"] == d["max_running_requests"]
-        for strategy in ("extra_buffer", "extra_buffer_lazy"):
-            with pytest.raises(InputError, match=f"^mamba_radix_cache_strategy {strategy} is not served for"):
-                llmsizer.estimate_inference(model, engine="sglang", memory=memory, mamba_radix_cache_strategy=strategy)
-        done = run_cli("infer", model, "--engine", "sglang", "--mamba-radix-cache-strategy", "extra_buffer")
+    """Mamba2ForCausalLM is in neither architecture list (overrides.py:369-433)."""
+    model, memory, weights = "mamba-codestral-7b-v0.1", H100, "bf16"
+    est = llmsizer.estimate_inference(model, engine="sglang", memory=memory, weights=weights, context=2048)
+    d = est.details
+    assert d["mamba_requests_ratio"] == 3 and d["mamba_radix_cache_strategy"] == "no_buffer"
+    assert d["max_running_requests"] <= d["max_mamba_cache_size"] // 3
+    same = llmsizer.estimate_inference(model, engine="sglang", memory=memory, weights=weights, context=2048,
+                                       mamba_radix_cache_strategy="no_buffer")
+    assert same.details["max_running_requests"] == d["max_running_requests"]
+    for strategy in ("extra_buffer", "extra_buffer_lazy"):
+        with pytest.raises(InputError, match=f"^mamba_radix_cache_strategy {strategy} is not served for"):
+            llmsizer.estimate_inference(model, engine="sglang", memory=memory, mamba_radix_cache_strategy=strategy)
+    done = run_cli("infer", model, "--engine", "sglang", "--mamba-radix-cache-strategy", "extra_buffer")
+    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert "--mamba-radix-cache-strategy extra_buffer is not served for" in done.stderr
+
+
+# The hybrid and state-space architectures SGLang 0.5.23 registers (the EntryClass of each sglang/srt/models/ file):
+# falcon_h1.py:561, mamba.py:33, mamba2.py:262, nemotron_h.py:1361, granitemoehybrid.py:739, qwen3_next.py:1316,
+# falcon_mamba.py:252. No file registers JambaForCausalLM.
+SGLANG_0523_SERVES = {"FalconH1ForCausalLM", "MambaForCausalLM", "Mamba2ForCausalLM", "NemotronHForCausalLM",
+                      "NemotronHPuzzleForCausalLM", "GraniteMoeHybridForCausalLM", "Qwen3NextForCausalLM",
+                      "FalconMambaForCausalLM"}
+RECURRENT_TYPES = ("jamba", "falcon_h1", "nemotron_h", "granitemoehybrid", "qwen3_next", "mamba2", "mamba")
+
+
+def _catalog_recurrent() -> list[tuple[str, str]]:
+    """(name, architecture) of every catalog model of a recurrent family, from its stored config.json."""
+    folder = Path(llmsizer.__file__).parent / "catalog/data/models"
+    out = []
+    for f in sorted(folder.glob("*.json")):
+        d = json.loads(f.read_text())
+        if d["config"].get("model_type") in RECURRENT_TYPES:
+            out.append((d["name"], d["config"]["architectures"][0]))
+    return out
+
+
+def test_sglang_serves_the_recurrent_families_its_release_registers_and_refuses_jamba():
+    found = _catalog_recurrent()
+    assert "JambaForCausalLM" in {a for _, a in found} and len(found) >= 8  # the catalog still holds each kind
+    for name, arch in found:
+        if arch in SGLANG_0523_SERVES:
+            est = llmsizer.estimate_inference(name, engine="sglang", memory=141 * GiB, context=2048, weights="fp8")
+            assert est.details["max_mamba_cache_size"] > 0, name
+            continue
+        with pytest.raises(FieldError) as e:
+            llmsizer.estimate_inference(name, engine="sglang", memory=141 * GiB, context=2048, weights="fp8")
+        assert e.value.fields == ("engine",) and "SGLang 0.5.23 has no Jamba model" in str(e.value), name
+        done = run_cli("infer", name, "--engine", "sglang", "--device", "h200", "--weights", "fp8")
         assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
-        assert "--mamba-radix-cache-strategy extra_buffer is not served for" in done.stderr
+        assert "is not served on --engine sglang" in done.stderr and "give --engine vllm" in done.stderr
+        for engine in ("vllm", "transformers"):  # the refusal is SGLang's alone
+            assert llmsizer.estimate_inference(name, engine=engine, memory=141 * GiB, context=2048,
+                                               weights="fp8").total_bytes > 0
+        done = run_cli("recommend", name, "--engine", "sglang")  # said once, not per candidate device
+        assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
 
 
 def test_bad_and_misplaced_values_are_one_line():

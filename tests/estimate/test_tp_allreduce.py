@@ -67,7 +67,38 @@ def test_latencies_quote_their_published_tables() -> None:
     # switch, fp16: 4/8/16/32 KB 19.4/20.3/22.3/24.2 us; high: vllm #50576's two PCIe islands, 16 KB 63.8 us
     p = E.NCCL_ALLREDUCE_LATENCY_PCIE
     assert (p.low, p.expected, p.high) == (pytest.approx(19.4e-6), pytest.approx(22.3e-6), pytest.approx(63.8e-6))
-    assert n.expected < p.expected  # one PCIe switch hop costs more than NVLink at the same 16 KB message
+    # vllm #50576: NCCL on 8 x A800 PCIe as 2 x 4 islands, bf16, 8/16/32 KB 56.9/63.8/95.8 us
+    i = E.NCCL_ALLREDUCE_LATENCY_PCIE_ISLANDS
+    assert (i.low, i.expected, i.high) == (pytest.approx(56.9e-6), pytest.approx(63.8e-6), pytest.approx(95.8e-6))
+
+
+@pytest.mark.parametrize(("device", "count", "latency"), [
+    ("l40s", 4, 22.3e-6), ("a100-pcie-80gb", 4, 22.3e-6),  # four PCIe GPUs: the one-switch layout measured (4 x V100)
+    ("l40s", 8, 63.8e-6), ("a100-pcie-80gb", 8, 63.8e-6),  # eight: two islands (vllm #50576's 2 x 4 A800 layout)
+    ("rtx-4090", 8, 63.8e-6),  # no peer access, eight cards: NCCL, two islands
+    ("h100-sxm", 8, 20.71e-6),  # an NVLink mesh at a 1 MiB message (NCCL): the NVLink figure, whatever the count
+])
+def test_nccl_over_pcie_takes_the_islands_figure_above_four_gpus(device: str, count: int, latency: float) -> None:
+    """review25 D4: the catalog states no host topology (sockets, PCIe switches), so NCCL over PCIe is timed on the
+    layout its sources measured: up to four GPUs behind one switch (haohervchb/sglang-V100 PR #2, 16 KB 22.3 us), more
+    across two islands (vllm #50576, 8 x A800 PCIe as 2 x 4, 16 KB 63.8 us). Llama-3.1-70B (80 layers, hidden 8192):
+    on PCIe one sequence's 16 KB decode message, 161 all-reduces a step, each the latency plus a ring's
+    2 (n - 1) / n x message over the link; on the NVLink mesh 1024 sequences' 16 MiB message, above the custom
+    kernel's 8 MiB, so NCCL there too, at its NVLink figure."""
+    dev = builtin_catalog().devices[device]
+    spec = find("llama-3.1-70b").spec()
+    msg = spec.hidden_size * 2
+    conc = 1 if device != "h100-sxm" else 1024 * KB // msg * 16  # 16 MiB: above the custom kernel's 8 MiB
+    s = estimate_speed(spec, dev, count, weights_format="fp8", prompt_tokens=1, output_tokens=256, kv_dtype="bf16",
+                       link_bandwidth=link_bandwidth_for(dev, None), engine="vllm", concurrency=conc,
+                       nvlink_mesh=nvlink_mesh_for(dev, None, count))
+    named = {a.name: a for a in s.assumptions}
+    assert f"NCCL: {latency * 1e6:.2f} us" in str(named["tp_allreduce"].value)
+    assert ("across two islands" in named["tp_allreduce"].why) == (latency == 63.8e-6)
+    if device != "h100-sxm":
+        link = link_bandwidth_for(dev, None)
+        assert link is not None and s.decode is not None
+        assert s.decode.comm_seconds == pytest.approx(161 * (latency + 2 * (count - 1) / count * msg / link))
 
 
 def test_two_rtx_4090s_without_peer_access_take_nccls_pcie_latency() -> None:
@@ -127,9 +158,36 @@ def test_a_decode_step_pays_2L_plus_1_latencies() -> None:
     ("a100-pcie-80gb", 4, False), ("l4", 2, False),  # PCIe
     ("h100-nvl", 2, True), ("h100-nvl", 4, False),  # an NVLink bridge joins pairs
     ("l40", 2, None),  # no interconnect in the catalog
+    # Infinity Fabric: the 8-GPU CDNA 3 / CDNA 4 OAM boards are full xGMI meshes (seven links a GPU, one to each peer:
+    # gpu.blog MI300X "Fully-connected 8-GPU xGMI mesh"; MI350 "links connecting each package with every other
+    # package on the node"), what vLLM's RocmPlatform.is_fully_connected (every pair 1 XGMI hop) finds there; the
+    # MI250X's GCDs are not all one hop apart, and vLLM's ROCm custom all-reduce is gfx94x/gfx95x only
+    ("mi300x", 8, True), ("mi325x", 8, True), ("mi355x", 8, True), ("mi300x", 2, True),
+    ("mi250x", 8, False),
 ])
 def test_nvlink_mesh_from_the_catalog_link(device: str, count: int, mesh: bool | None) -> None:
     assert nvlink_mesh_for(builtin_catalog().devices[device], None, count) is mesh
+
+
+def test_eight_mi300x_run_vllms_custom_all_reduce_over_the_xgmi_mesh() -> None:
+    """review25 D3: 8 x MI300X (the device, and Azure's ND96isr MI300X v5 instance naming its interconnect) is a full
+    xGMI mesh, so vLLM runs its custom all-reduce there (custom_all_reduce.py: world size 8 with fully_connected;
+    on ROCm no P2P test), not NCCL "over PCIe". Llama-3.1-70B (80 layers, hidden 8192, the catalog's config) at
+    one sequence: 161 all-reduces of 16 KB a step, one stage below 256 KB at 8 GPUs (custom_all_reduce.cuh
+    REDUCE_CASE), each GPU reading the message from its 7 peers (eq. 6') at the board's 448 GB/s."""
+    from llmsizer.estimate.fit import fit
+
+    spec = find("llama-3.1-70b").spec()
+    assert (spec.num_layers, spec.hidden_size) == (80, 8192)
+    msg = spec.hidden_size * 2
+    for target, count in (("mi300x", 8), ("azure-standard_nd96isr_mi300x_v5", None)):
+        r = fit("llama-3.1-70b", target, count, engine="vllm", tensor_parallel=8, concurrency=1)
+        assert r.speed is not None and r.speed.decode is not None
+        named = {a.name: a for a in r.speed.assumptions}
+        assert str(named["tp_allreduce"].value).startswith("161 x (custom one-stage")
+        assert "PCIe" not in named["tp_allreduce"].why
+        assert r.speed.decode.comm_seconds == pytest.approx(161 * (E.CUSTOM_ALLREDUCE_LATENCY.expected
+                                                                   + 7 * msg / 448e9))
 
 
 def test_the_python_api_reads_the_devices_own_link() -> None:

@@ -333,17 +333,25 @@ def releasable_growth(items: list[Item]) -> tuple[int, int, int]:
     return tuple(max(0, a - b) for a, b in zip(item.range, plain.range, strict=True))  # type: ignore[return-value]
 
 
+def releasable_at(est: Estimate, location: Location = "device") -> list[int] | None:
+    """The (low, expected, high) bytes of the DynamicCache's grown segments that a failing allocation releases at
+    ``location`` (``details["kv_growth_releasable"]``, ``releasable_growth``): device items only, None elsewhere or
+    without growth. The one home of that "device only" rule: ``verdict_need_range`` subtracts it and the inference
+    verdict's reason names it (estimate/inference/compose.py ``_check_fit``; review25 D5)."""
+    return est.details.get("kv_growth_releasable") if location == "device" else None
+
+
 def verdict_need_range(est: Estimate, location: Location = "device") -> tuple[int, int, int, dict[str, Any] | None]:
     """(low, expected, high) bytes ``est`` needs at ``location`` and its calibrated range (``calibrated_need``, None
     without one): the total there less the DynamicCache's grown segments that a failing allocation releases
-    (``details["kv_growth_releasable"]``, ``releasable_growth``: device items only), which the metric shows but a run
-    does not need. The one rule of that need: the inference fit verdict (estimate/inference/compose.py ``_check_fit``)
-    and fit's memory per device (estimate/fit.py ``need_per_device``) read it (review23b D1, review24 D5). With the
-    growth capped at the device's memory (``cap_growth_at_memory``) the difference is the same: the cap cuts the
-    total and the releasable growth alike."""
+    (``releasable_at``: device items only), which the metric shows but a run does not need. The one rule of that
+    need: the inference fit verdict (estimate/inference/compose.py ``_check_fit``) and fit's memory per device
+    (estimate/fit.py ``need_per_device``) read it (review23b D1, review24 D5). With the growth capped at the device's
+    memory (``cap_growth_at_memory``) the difference is the same: the cap cuts the total and the releasable growth
+    alike."""
     lo, mid, hi = est.total(location)
     calibrated = est.details.get("calibrated_range")
-    released = est.details.get("kv_growth_releasable") if location == "device" else None
+    released = releasable_at(est, location)
     if released:
         lo, mid, hi = lo - released[0], mid - released[1], hi - released[2]
         if calibrated is not None:

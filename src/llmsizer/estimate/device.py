@@ -857,6 +857,18 @@ def generic_device(kind: str) -> Device:
 # Interconnects that join GPUs in pairs only (an NVLink bridge: interconnects.json "nvlink-bridge", H100 NVL pair, RTX
 # A6000): more than two such GPUs are no full NVLink mesh (vLLM's is_full_nvlink tests every pair).
 PAIR_ONLY_LINKS = ("nvlink-bridge",)
+# The GPU architectures whose Infinity Fabric (xGMI) board is a full mesh, every pair one xGMI hop: the 8-GPU OAM
+# platforms of CDNA 3 (MI300X, MI325X) and CDNA 4 (MI350X, MI355X), each GPU with seven xGMI links, one to each peer
+# (gpu.blog MI300X, the catalog's gpublog-mi300x: "Fully-connected 8-GPU xGMI mesh"; TechPowerUp's MI350 detail as
+# techaiapp.com reprints it: "a point-to-point network of 153.6 GB/s links connecting each package with every other
+# package on the node"; AMD's GIM 8.5.0.K release note, amd/MxGPU-Virtualization: XGMI "between 8 GPUs" for MI300X,
+# MI325X, MI350X and MI355X). That is what vLLM and SGLang ask on ROCm before their custom all-reduce: every pair
+# 1 hop of link type XGMI (vllm/platforms/rocm.py RocmPlatform.is_fully_connected, lines 341-359 @e2a00c7b; SGLang
+# 0.5.23 distributed/device_communicators/custom_all_reduce_utils.py:354-371 is_full_nvlink under HIP, no P2P test
+# there: "p2p is always enabled between XGMI connected GPUs"), and vLLM enables the kernel on gfx94x/gfx95x only
+# (RocmPlatform.use_custom_allreduce, lines 467-472 @e2a00c7b), these same two generations. CDNA 2 (MI250X: two GCDs
+# per package, not every GCD pair one hop) is not in it.
+XGMI_MESH_ARCHITECTURES = ("cdna3", "cdna4")
 
 
 def peer_to_peer(device: Device) -> bool:
@@ -955,14 +967,18 @@ def nvlink_link_why(device: Device, link_bandwidth: float, share: float) -> str:
 
 def nvlink_mesh_for(device: Device, instance: Instance | None, count: int,
                     hardware_files: Sequence[str | Path] = ()) -> bool | None:
-    """Whether every pair of ``count`` GPUs of one replica is joined by NVLink (what vLLM's and SGLang's
-    is_full_nvlink ask before their custom all-reduce, estimate/engines.py ``tp_allreduce``): the instance's
-    interconnect, else the device's (as ``fit.link_bandwidth_for``); None when neither names one."""
+    """Whether every pair of ``count`` GPUs of one replica is joined directly by the GPU fabric, what vLLM's and
+    SGLang's is_full_nvlink / is_fully_connected ask before their custom all-reduce (estimate/engines.py
+    ``tp_allreduce``): NVLink (not a pair-only bridge past two GPUs), or Infinity Fabric on a CDNA 3 / CDNA 4 board
+    (``XGMI_MESH_ARCHITECTURES``, every pair one xGMI hop). Read from the instance's interconnect, else the device's
+    (as ``fit.link_bandwidth_for``); None when neither names one."""
     cat = load_catalog(hardware_files)
     ident = instance.interconnect if instance is not None and instance.interconnect else device.interconnect
     ic = cat.interconnect(ident)
     if ic is None:
         return None
+    if ic.kind == "infinity-fabric":
+        return device.architecture in XGMI_MESH_ARCHITECTURES
     return ic.kind == "nvlink" and (ident not in PAIR_ONLY_LINKS or count <= 2)
 
 

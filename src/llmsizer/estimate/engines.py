@@ -435,6 +435,12 @@ def step_host(engine: str, version: str | None = None) -> StepHost | None:
 # custom_all_reduce.py, CUSTOM_ALL_REDUCE_MAX_SIZES), not told apart here. Only these two engines are covered; another
 # engine's tensor-parallel step keeps eq. (6)'s bandwidth term alone.
 CUSTOM_ALLREDUCE_WORLD_SIZES = (2, 4, 6, 8)
+# NCCL over PCIe: how many GPUs are taken behind one PCIe switch (efficiency.NCCL_ALLREDUCE_LATENCY_PCIE, measured on 4
+# x V100 under one switch); more are taken across two islands (two sockets or switches joined through the CPUs,
+# NCCL_ALLREDUCE_LATENCY_PCIE_ISLANDS, measured on 8 x A800 as 2 x 4), the conservative figure: the catalog states no
+# host topology (sockets, PCIe switches) for a device or an instance, and eight-GPU PCIe servers (8 x L40S, 8 x RTX
+# 4090) are commonly built as two sockets of four.
+PCIE_ONE_SWITCH_GPUS = 4
 CUSTOM_ALLREDUCE_MAX_BYTES = 8192 * 1024
 ALLREDUCE_ENGINES = ("vllm", "sglang")
 
@@ -451,11 +457,14 @@ def tp_allreduce(engine: str | None, tp: int, message_bytes: float, nvlink_mesh:
     """The kernel ``engine`` runs for one all-reduce of ``message_bytes`` over ``tp`` GPUs and its latency; None for a
     single GPU or an engine not covered. ``nvlink_mesh``: every pair of the GPUs joined by NVLink (vLLM's
     is_full_nvlink; None: not known, taken as not); ``peer_to_peer``: the GPUs can map each other's memory (vLLM's
-    _can_p2p; GeForce RTX 40 cards cannot: a device's ``peer_to_peer``, estimate/device.py)."""
+    _can_p2p; GeForce RTX 40 cards cannot: a device's ``peer_to_peer``, estimate/device.py). An Infinity Fabric
+    mesh (MI300X/MI325X/MI355X boards: device.py ``XGMI_MESH_ARCHITECTURES``, vLLM's ROCm is_fully_connected) counts
+    as a mesh; its latencies are the NVIDIA-measured figures, stand-ins (no published ROCm small-message timing)."""
     if tp <= 1 or engine not in ALLREDUCE_ENGINES:
         return None
     mesh = bool(nvlink_mesh)
-    where = ("a full NVLink mesh" if mesh else "2 GPUs" if tp == 2 else f"{tp} GPUs without a full NVLink mesh")
+    where = ("a full NVLink / xGMI mesh" if mesh else "2 GPUs" if tp == 2 else
+             f"{tp} GPUs without a full NVLink / xGMI mesh")
     if (tp in CUSTOM_ALLREDUCE_WORLD_SIZES and peer_to_peer and (tp == 2 or mesh)
             and message_bytes < CUSTOM_ALLREDUCE_MAX_BYTES):
         one = tp == 2 or (tp <= 4 and message_bytes < 512 * 1024) or (tp <= 8 and message_bytes < 256 * 1024)
@@ -464,12 +473,20 @@ def tp_allreduce(engine: str | None, tp: int, message_bytes: float, nvlink_mesh:
                              "(custom_all_reduce.py should_custom_ar; custom_all_reduce.cuh REDUCE_CASE)")
     reason = ("world size not in 2, 4, 6, 8" if tp not in CUSTOM_ALLREDUCE_WORLD_SIZES else
               "no peer-to-peer access" if not peer_to_peer else
-              "more than two GPUs without a full NVLink mesh" if not (tp == 2 or mesh) else "message >= 8 MiB")
-    # NCCL's latency over the replica's link: the NVLink figure on a full NVLink mesh, else the PCIe one (probe20 D7:
-    # before, the H100 NVLink figure for every NCCL path)
-    return AllReducePath("NCCL", E.NCCL_ALLREDUCE_LATENCY if mesh else E.NCCL_ALLREDUCE_LATENCY_PCIE,
-                         f"{engine} falls back to NCCL: {reason} (custom_all_reduce.py L48, L130-145, L236-248)"
-                         f"; over {'NVLink' if mesh else 'PCIe'}")
+              "more than two GPUs without a full NVLink / xGMI mesh" if not (tp == 2 or mesh) else "message >= 8 MiB")
+    # NCCL's latency over the replica's link: the NVLink figure on a full mesh (RCCL on an xGMI one: the same
+    # stand-in), else PCIe: behind one switch up to PCIE_ONE_SWITCH_GPUS GPUs, across two islands above (probe20 D7:
+    # before, the H100 NVLink figure for every NCCL path; review25 D4: 8 PCIe GPUs took the one-switch figure)
+    if mesh:
+        latency, over = E.NCCL_ALLREDUCE_LATENCY, "over the NVLink / xGMI mesh"
+    elif tp <= PCIE_ONE_SWITCH_GPUS:
+        latency, over = E.NCCL_ALLREDUCE_LATENCY_PCIE, f"over PCIe behind one switch (up to {PCIE_ONE_SWITCH_GPUS} GPUs)"
+    else:
+        latency, over = E.NCCL_ALLREDUCE_LATENCY_PCIE_ISLANDS, (
+            f"over PCIe across two islands (more than {PCIE_ONE_SWITCH_GPUS} GPUs; no host topology in the catalog, "
+            "the conservative figure)")
+    return AllReducePath("NCCL", latency, f"{engine} falls back to NCCL: {reason} (custom_all_reduce.py L48, "
+                         f"L130-145, L236-248); {over}")
 
 
 # SGLang's memory-tier defaults (sglang/srt/arg_groups/memory_hook.py:90-160): for total GPU memory below the bound

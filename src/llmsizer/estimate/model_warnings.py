@@ -25,7 +25,9 @@ What the estimators refuse rather than size (``refuse_unmodelled``, one line, ex
   projects the kept encoder output to K/V again (src/models/t5-dec.cpp L70-79 @e062ff9c: ``wk_cross`` L75 and
   ``wv_cross`` L78 over ``embd_enc``), a memory and time rule not modelled here. ``recommend`` (a search over engines and formats)
   refuses it too.
-- (A model with no attention layer, Mamba-Codestral, is served on SGLang: estimate/inference/sglang.py eq. 3m.)
+- Serving a family on an engine whose modelled release has no model for it (``ENGINE_LACKS_MODEL``: Jamba on SGLang
+  0.5.23), refused by ``refuse_engine``. (A model with no attention layer, Mamba-Codestral, is served on SGLang:
+  estimate/inference/sglang.py eq. 3m.)
   The refusals that hold whatever the device (the engine's, ``refuse_engine``) are said once by a hardware search
   (``recommend --engine``), not once per candidate; each is a ``FieldError`` naming its field as the surface does
   (``--engine`` on the CLI, ``engine`` in a request file, on the web and in Python).
@@ -197,14 +199,36 @@ def one_device_serving(spec: ModelSpec) -> bool:
     return spec.encoder_decoder is not None
 
 
+# Model families (config model_type) an engine's modelled release does not serve at all, whatever the device: engine
+# -> model_type -> why. SGLang 0.5.23 (the PyPI wheel its profile reads) has no Jamba: no sglang/srt/models/jamba.py
+# (its models/ has mamba.py, mamba2.py, falcon_h1.py, nemotron_h.py, granitemoehybrid.py, qwen3_next.py; no
+# EntryClass names JambaForCausalLM), so get_model_architecture (model_loader/utils.py:198-233, :224-231) falls back to
+# transformers, and with the default --model-impl auto resolve_transformers_arch raises "has no SGlang implementation
+# and the Transformers implementation is not compatible with SGLang" (:181-188) because JambaPreTrainedModel does not
+# set _supports_attention_backend (transformers 5.19.0, the wheel's pin: modeling_jamba.py:787, default False in
+# modeling_utils.py:1145). Its MambaPool rules (estimate/inference/sglang.py eq. 4b) would size a server that
+# does not start.
+ENGINE_LACKS_MODEL: dict[str, dict[str, str]] = {
+    "sglang": {"jamba": "SGLang 0.5.23 has no Jamba model (no sglang/srt/models/jamba.py; its fallback to the "
+                        "transformers implementation stops at load: JambaForCausalLM is not backend-compatible, "
+                        "model_loader/utils.py:181-188)"},
+}
+
+
 def refuse_engine(spec: ModelSpec, engine: str) -> None:
     """Raise one ``FieldError`` line about the field ``engine`` when serving ``spec`` on ``engine`` is not modelled
-    whatever the device, format or layout: said once by a hardware search (recommend) rather than once per
+    whatever the device, format or layout (an encoder-decoder off transformers; a family the engine's release does
+    not serve, ``ENGINE_LACKS_MODEL``): said once by a hardware search (recommend) rather than once per
     candidate, and first by :func:`refuse_serving`. The field is named as each surface names it (``--engine`` on
     the CLI and in the web's detail (whose ``field`` is the body's key), the request file's key; errors.FieldError.renamed)."""
     if spec.encoder_decoder is not None and engine != SERVING_ENGINE:
         raise FieldError("engine", f"{_modelled_on(spec)}; not on {engine}: {_ENGINE_REASON.get(engine, 'not modelled')}",
                          also=("weights",))
+    lacks = ENGINE_LACKS_MODEL.get(engine, {}).get(spec.model_type)
+    if lacks is not None:
+        others = [e for e in ("vllm", "transformers", "llamacpp") if spec.model_type not in ENGINE_LACKS_MODEL.get(e, {})]
+        raise FieldError("engine", f"model {spec.name!r} ({spec.model_type}) is not served on engine {engine}: "
+                         f"{lacks}; give engine {', '.join(others[:-1])} or {others[-1]}")
 
 
 def _modelled_on(spec: ModelSpec) -> str:

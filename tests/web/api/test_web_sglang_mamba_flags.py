@@ -119,9 +119,17 @@ def test_web_gives_the_strategys_cap_as_python_and_the_cli(client, strategy, slo
 
 
 def test_extra_buffer_on_a_model_without_it_is_a_400(client) -> None:
-    r = client.post("/api/v1/infer", json={"model": "jamba-1.5-mini", "engine": "sglang", "memory": "141GiB",
+    r = client.post("/api/v1/infer", json={"model": "mamba-codestral-7b-v0.1", "engine": "sglang", "memory": "80GiB",
                                            "mamba_radix_cache_strategy": "extra_buffer"})
     assert r.status_code == 400 and r.json()["field"] == "mamba_radix_cache_strategy", r.text
-    line = cli_error_line("infer", "jamba-1.5-mini", "--engine", "sglang", "--memory", "141GiB",
+    line = cli_error_line("infer", "mamba-codestral-7b-v0.1", "--engine", "sglang", "--memory", "80GiB",
                           "--mamba-radix-cache-strategy", "extra_buffer")
     assert r.json()["detail"] == line and "is not served for" in line
+
+
+def test_jamba_on_sglang_is_a_400_naming_the_engine(client) -> None:
+    """SGLang 0.5.23 registers no Jamba model (tests/estimate/test_sglang_mamba_strategy.py SGLANG_0523_SERVES)."""
+    r = client.post("/api/v1/infer", json={"model": "jamba-1.5-mini", "engine": "sglang", "memory": "141GiB"})
+    assert r.status_code == 400 and r.json()["field"] == "engine", r.text
+    line = cli_error_line("infer", "jamba-1.5-mini", "--engine", "sglang", "--memory", "141GiB")
+    assert r.json()["detail"] == line and "SGLang 0.5.23 has no Jamba model" in line

@@ -13,7 +13,8 @@ from llmsizer import fit
 pytest.importorskip("httpx")
 pytest.importorskip("fastapi")
 
-MODEL, TARGET = "llama-3.1-8b", "aws-g6e.48xlarge"  # 8 x L40S over PCIe: TP 8 at 4 users, a smaller TP at 256
+MODEL, TARGET = "llama-3.1-8b", "aws-p4d.24xlarge"  # 8 x A100 over NVLink: TP 8 at 4 users, a smaller TP at 256
+# (8 x L40S over PCIe, aws-g6e.48xlarge, takes TP 4 x 2 already at 4 users: TP 8 crosses two PCIe islands, review25 D4)
 REQUEST = """jobs:
   - name: chat
     kind: inference
@@ -24,7 +25,7 @@ REQUEST = """jobs:
       output: 256
       concurrency: {typical: 4, peak: 256}
     resources:
-      instance: aws-g6e.48xlarge
+      instance: aws-p4d.24xlarge
 """
 
 

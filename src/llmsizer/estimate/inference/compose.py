@@ -35,6 +35,7 @@ from ..allocator import (
     apply_metric,
     calibrated_need,
     cap_growth_at_memory,
+    releasable_at,
     releasable_growth,
     verdict_need_range,
 )
@@ -667,7 +668,7 @@ def _check_fit(est: Estimate, w: InferenceWorkload, acc: Acc, shown_growth: int 
         acc.assumptions.append(margin.assumption())
         loc: Location = "host" if w.device == "cpu" else "device"
         _, mid, hi, calibrated = verdict_need_range(est, loc)  # less the segments the OOM retry releases
-        released = est.details.get("kv_growth_releasable") if loc == "device" else None
+        released = releasable_at(est, loc)  # what verdict_need_range took off, for the reason
         v = memory_verdict(mid, hi, mem, margin, calibrated)
         if released and (released[1] if shown_growth is None else shown_growth):  # (review23b D4: not "0 B")
             capped = "" if shown_growth is None else (f" ({format_bytes(released[1])} before the cap at the device's "

@@ -57,7 +57,8 @@ Rules read in SGLang 0.5.23 (the PyPI wheel; line numbers of that release):
     architectures of _MAMBA_EXTRA_BUFFER_ARCHS (arg_groups/overrides.py:403-433, _mamba_radix_cache_resolution
     :453-487: Qwen3-Next, Nemotron-H, Falcon-H1, Granite-4.0-H with "mamba" layers) with the overlap scheduler on
     (its default, fields/schedule.py:193-199) and the default linear_attn_backend triton, else to no_buffer
-    (``SGLANG_MAMBA_EXTRA_BUFFER`` below; Jamba and pure Mamba models: no extra buffer). The MambaPool's size and
+    (``SGLANG_MAMBA_EXTRA_BUFFER`` below; pure Mamba models: no extra buffer; Jamba, which SGLang 0.5.23 does not
+    serve, is refused: model_warnings.ENGINE_LACKS_MODEL). The MambaPool's size and
     memory (eq. 2b) are the same under every strategy: the extra buffer's slots come out of the same
     max_mamba_cache_size (memory_pool.py:1393-1400, 1753-1771), its per-request index map (req_pool_size x 2 int64,
     :1523-1530) is not counted. Not modelled: --disable-overlap-schedule with an explicit extra_buffer (s = 4),
@@ -227,8 +228,9 @@ SWA_KV_POOL: dict[str, tuple[str, str]] = {
 # extra_buffer :436-450, fields/exec_.py:542-548) and the overlap scheduler on (disable_overlap_schedule False,
 # fields/schedule.py:193-199); otherwise to "no_buffer" with the overlap scheduler turned off. Granite-4.0-H is in the
 # branch when its config's layer_types names a "mamba" layer (:462-466), as the published Granite-4.0-H configs do.
-# Jamba, Mamba-2 and Mamba are in neither list: the strategy stays "auto", no extra buffer (model_override_base.py:
-# 260-265 mamba_extra_buffer_of), 3 slots.
+# Mamba-2 and Mamba are in neither list: the strategy stays "auto", no extra buffer (model_override_base.py:
+# 260-265 mamba_extra_buffer_of), 3 slots. (Jamba is in neither because SGLang 0.5.23 has no Jamba model: refused,
+# model_warnings.ENGINE_LACKS_MODEL.)
 SGLANG_MAMBA_EXTRA_BUFFER: dict[str, str] = {
     "qwen3_next": "Qwen3NextForCausalLM", "nemotron_h": "NemotronHForCausalLM", "falcon_h1": "FalconH1ForCausalLM",
     "granitemoehybrid": "GraniteMoeHybridForCausalLM"}
@@ -582,12 +584,20 @@ def refuse_mamba_settings(ctx: Context) -> None:
     if not spec.recurrent_layer_count:
         return
     k = w.max_mamba_cache_size
-    ratio = mamba_state_slots(mamba_radix_cache_strategy(spec, w.mamba_radix_cache_strategy)[0])
+    strategy = mamba_radix_cache_strategy(spec, w.mamba_radix_cache_strategy)[0]
+    ratio = mamba_state_slots(strategy)
     if k is not None and k < ratio:  # eq. (4b): K // ratio running requests, whatever the memory: nothing would run
+        fewest = mamba_state_slots("no_buffer")
+        # the extra buffer's tracking slots are the strategy's (review25 D8): no_buffer runs with the fewest, which
+        # SGLang takes for these families with --disable-overlap-schedule (mamba_hook.py:156-160)
+        other = (f", or mamba_radix_cache_strategy no_buffer, which runs with {fewest} (SGLang requires "
+                 "--disable-overlap-schedule with it for this family: mamba_hook.py:156-160)"
+                 if strategy != "no_buffer" and k >= fewest else "")
         raise FieldError("max_mamba_cache_size", (
             f"max_mamba_cache_size {k} runs no request: SGLang runs at most max_mamba_cache_size // {ratio} = "
-            f"{k // ratio} (state slots per running request, _calculate_mamba_ratio, kv_cache_configurator.py:"
-            f"3062-3088, 3135-3150); give at least {ratio}"))
+            f"{k // ratio} (state slots per running request with mamba_radix_cache_strategy {strategy}, "
+            f"_calculate_mamba_ratio, kv_cache_configurator.py:3062-3088, 3135-3150); give at least {ratio}{other}"),
+            also=("mamba_radix_cache_strategy",))
 
 
 def _radix_note() -> Any:
