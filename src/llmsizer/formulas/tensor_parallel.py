@@ -299,7 +299,6 @@ class ActivationSplit:
 EVERY_BLOCK_SPLIT = ActivationSplit()
 
 
-@lru_cache(maxsize=64)
 def activation_split(engine: str | None, model_type: str) -> ActivationSplit:
     """Which activations ``engine``'s tensor parallelism splits for ``model_type``: the one answer every activation,
     KV and recurrent-state consumer takes. On transformers a block is split where its plan shards its input
