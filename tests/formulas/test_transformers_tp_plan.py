@@ -117,8 +117,10 @@ def test_recurrent_mixer_activations_are_whole_on_every_rank(model_type):
     """transformers' plans leave a recurrent mixer's activations whole on every rank: a rule under a mixer module is
     at most ``colwise_gather_output`` (its output gathered back to all heads), so each rank runs the whole scan.
     The prefill peak of the torch path's scan (formulas/activations.py recurrent_mixer_bytes, eqs. M4, G4, M5) is
-    then the same at any tensor_parallel (before: split tp ways, half the Jamba mixer at tp 2)."""
+    then the same at any tensor_parallel (before: split tp ways, half the Jamba mixer at tp 2), as the mixer's answer
+    of ``activation_split`` (the one the state and the speed take) says."""
     from llmsizer.formulas.activations import prefill_activation_bytes
+    from llmsizer.formulas.tensor_parallel import activation_split
 
     name = MODELS[model_type]
     model = build(entries()[name].config)
@@ -128,6 +130,124 @@ def test_recurrent_mixer_activations_are_whole_on_every_rank(model_type):
     styles = {v for k, v in plan.items() if any(k.startswith(p) for p in mixers)}
     assert styles <= {"colwise_gather_output"}, styles
     spec = load_model(name)
-    one, two = (prefill_activation_bytes(spec, 1, 512, 512, tp=tp, forward_locals=True, recurrent_scan=True)
-                for tp in (1, 2))
+    split = activation_split("transformers", spec.model_type)
+    one, two = (prefill_activation_bytes(spec, 1, 512, 512, tp=tp, forward_locals=True, recurrent_scan=True,
+                                         split=split) for tp in (1, 2))
     assert one.mixer_bytes == two.mixer_bytes > 0
+    assert not split.mixer
+
+
+# The input projection of each block, by the leaf module names transformers' models use (language model only: a
+# vision tower's own plan is left out), and whether the plan splits its output: the weight is sharded on rank 0
+# once transformers applied the plan and the style does not gather the output back (``colwise_gather_output``,
+# transformers 5.24 distributed/tensor_parallel.py:603: output_layouts=Replicate()).
+_Q = {"q_proj", "qkv_proj", "query_key_value", "q_b_proj"}  # MLA with a q LoRA: q_b_proj; without: q_proj
+# the projection whose output is cached: k, or MLA's latent (transformers 5.24 caches kv_a_proj_with_mqa's output and
+# expands it after ``cache.update``, modeling_deepseek_v2.py:386, :396-400)
+_K = {"k_proj", "qkv_proj", "query_key_value", "kv_a_proj_with_mqa"}
+_UP = {"up_proj", "gate_up_proj", "fc1", "dense_h_to_4h"}
+
+
+def _block(name: str) -> str | None:
+    """The block whose input projection the parameter ``name`` is (None: another parameter)."""
+    if "vision" in name or "visual" in name:
+        return None
+    parts = name.split(".")
+    leaf = parts[-2] if parts[-1] in ("weight", "bias") else parts[-1]  # a 3-D expert tensor is its own name
+    if "experts" in parts and "shared" not in name:
+        return "experts" if leaf in {"gate_up_proj", "up_proj"} else None
+    if "shared_expert" in name:
+        return "shared_experts" if leaf in {"up_proj", "gate_up_proj"} else None
+    if leaf in _UP:
+        return "mlp"
+    return "attention" if leaf in _Q else None
+
+
+def _plan_splits(model_name: str, model_type: str) -> dict[str, bool]:
+    """{block: split} from transformers' own plan applied on a fake 2-rank group: attention (q), kv (k), mlp,
+    experts, shared_experts, mixer (any of its projections), for the blocks the model has; one no rule names is
+    whole."""
+    from torch.distributed.tensor import DTensor
+    from transformers.distributed.tensor_parallel import apply_tensor_parallelism
+
+    model = build(entries()[model_name].config)
+    plan = model._expand_parallel_plan(dict(model.tp_plan))
+    known = {n for n, _ in model.named_parameters()} | {n for n, _ in model.named_modules()}
+    plan = {k: v for k, v in plan.items() if k in known}
+    apply_tensor_parallelism(model, _mesh(2), plan)
+    mixers = [n + "." for n, m in model.named_modules() if type(m).__name__ == RECURRENT_MIXERS.get(model_type)]
+    out: dict[str, bool] = {}  # the blocks the model has
+    for name, p in model.named_parameters():
+        sharded = isinstance(p, DTensor) and p.to_local().numel() < p.numel()
+        module = name.rsplit(".", 1)[0]
+        live = sharded and "colwise_gather_output" not in (plan.get(name), plan.get(module))
+        if any(name.startswith(m) for m in mixers):
+            out["mixer"] = out.get("mixer", False) | live
+            continue
+        block = _block(name)
+        if block is not None:
+            out[block] = out.get(block, False) | live
+        parts = name.split(".")
+        if len(parts) > 1 and parts[-2] in _K and "vision" not in name and "visual" not in name:
+            out["kv"] = out.get("kv", False) | live
+    return out
+
+
+@pytest.mark.parametrize("model_type", sorted(MODELS))
+def test_activations_and_kv_follow_the_real_plan(model_type):
+    """For every catalog model type transformers serves tensor-parallel: the blocks whose activations one rank holds
+    a half of at TP 2 are the blocks whose input projection transformers' applied plan shards without gathering the
+    output (attention by q, the K/V cache by k, MLP, routed and shared experts, a recurrent mixer); every other
+    block is whole on each rank. Checked on what the estimate reads: the transformers prefill's attention / MLP /
+    mixer bytes and the KV cache item at TP 2 against TP 1 (before: attention, MLP and KV halved for every model,
+    gpt-oss, Jamba, Falcon-H1, Granite-H, Nemotron-H, DeepSeek-V3, Kimi K2, Qwen3-VL and Phi-3 included)."""
+    from llmsizer.formulas.activations import prefill_activation_bytes
+    from llmsizer.formulas.tensor_parallel import activation_split
+
+    name = MODELS[model_type]
+    if not _planned(model_type):
+        pytest.skip("no tensor-parallel plan: transformers refuses it (test_per_gpu_weights_follow_the_real_plan_...)")
+    truth = _plan_splits(name, model_type)
+    spec = load_model(name)
+    split = activation_split("transformers", spec.model_type)
+    assert {k: getattr(split, k) for k in truth} == truth
+    # the prefill the transformers engine sizes (hf_transformers.py: forward_locals, the model's plan), eager so
+    # the scores count with the heads
+    one, two = (prefill_activation_bytes(spec, 1, 512, 512, attention="eager", tp=tp, forward_locals=True,
+                                         recurrent_scan=True, split=split) for tp in (1, 2))
+    assert (two.attention_bytes < one.attention_bytes) == truth.get("attention", False)
+    assert (two.mlp_bytes < one.mlp_bytes) == any(truth.get(b, False) for b in ("mlp", "experts", "shared_experts"))
+    assert two.mixer_bytes == one.mixer_bytes
+    kv = [next((i.bytes for i in estimate_inference(spec, engine="transformers", tensor_parallel=tp, context=4096,
+                                                    weights="bf16").items if i.name == "kv_cache"), 0)
+          for tp in (1, 2)]
+    # split: each rank caches half the KV heads; whole (or a single KV head, replicated): all of them
+    halved = truth.get("kv", False) and spec.num_kv_heads >= 2
+    assert kv[1] == pytest.approx(kv[0] / 2 if halved else kv[0], rel=1e-6)
+
+
+def test_gpt_oss_120b_keeps_every_kv_head_on_each_rank():
+    """gpt-oss's plan splits only the embedding and lm_head (configuration_gpt_oss.py:33): at TP 2 on H200 with
+    64k tokens x 4 sequences each rank caches all K/V (17.93 GiB, not the 8.96 GiB a head split gives) and runs
+    every head and expert, so its activations equal TP 1's."""
+    spec = load_model("gpt-oss-120b")
+    e1, e2 = (estimate_inference(spec, engine="transformers", device="h200", context=65536, concurrency=4,
+                                 tensor_parallel=tp) for tp in (1, 2))
+    items = [{i.name: i.bytes for i in e.items} for e in (e1, e2)]
+    assert items[1]["kv_cache"] == items[0]["kv_cache"] > 17 * 2**30
+    assert items[1]["activations"] == items[0]["activations"]
+
+
+@pytest.mark.parametrize(("model_name", "key"), [("gpt-oss-120b", "kv_bytes_per_decode_step"),
+                                                 ("jamba-1.5-mini", "recurrent_state_bytes_per_decode_step")])
+def test_decode_reads_the_whole_cache_and_state_the_plan_keeps(model_name, key):
+    """The decode time reads what each rank holds: gpt-oss's K/V of every head (its plan splits no k_proj, see
+    test_activations_and_kv_follow_the_real_plan) and Jamba's whole mixer state (no mixer linear in its plan,
+    test_recurrent_mixer_activations_are_whole_on_every_rank), the same bytes per step at TP 2 as at TP 1 (before:
+    half)."""
+    from llmsizer.estimate.speed import estimate_speed
+
+    spec = load_model(model_name)
+    one, two = (estimate_speed(spec, "h200", tp, engine="transformers", tensor_parallel=tp, prompt_tokens=8192,
+                               output_tokens=256, concurrency=4).details[key] for tp in (1, 2))
+    assert two == one > 0

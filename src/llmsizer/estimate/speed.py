@@ -48,7 +48,7 @@ from ..formulas.speed import (
     step_overhead,
     unfused_attention_time,
 )
-from ..formulas.tensor_parallel import kv_fraction_per_device, shard_weights
+from ..formulas.tensor_parallel import activation_split, kv_fraction_per_device, shard_weights
 from ..formulas.weight_formats import (
     GGUF_FTYPES,
     GROUP_SIZE_DEFAULT,
@@ -920,7 +920,8 @@ def speed_model(spec: ModelSpec, device: Any, *, weights_format: str = "bf16", p
         wb_dev = shard_weights(spec, wb, tp, act_bytes, engine, group_size,
                                serving_fused_experts(spec, engine, bytes_fmt), other_bytes)
         shard = wb_dev.total / wb.total if wb.total else 1.0
-        kv_share = kv_fraction_per_device(spec, tp, mla_mode == "latent")
+        kv_share = kv_fraction_per_device(spec, tp, mla_mode == "latent", engine)
+        split = activation_split(engine, spec.model_type)  # what the engine's TP splits (transformers: its plan)
         kv_read: dict[int, float] = {}  # KV cache bytes one decode step of b sequences reads, by b
         # the bandwidth the all-reduces reach: the one rule training's collectives read (device.nvlink_link_bandwidth,
         # formulas/network.py eq. 12 on NVLink), whichever kernel the engine runs
@@ -969,11 +970,12 @@ def speed_model(spec: ModelSpec, device: Any, *, weights_format: str = "bf16", p
         # prefill of one prompt (TTFT); the lm_head runs for the last prompt token only (formulas/speed.py eq. 9 note)
         prefill = roof_p = None
         def state_bytes(batch: int) -> float:
-            """The recurrent state of ``batch`` sequences on one device (heads split by tensor parallelism)."""
+            """The recurrent state of ``batch`` sequences on one device (heads split by tensor parallelism where the
+            engine splits the mixer: ``activation_split``)."""
             if spec.recurrent is None or not spec.recurrent_layer_count:
                 return 0.0  # recurrent_state's 0 bytes, / tp
             conv_b, ssm_b = (DTYPE_BYTES[d] for d in state_dtypes)
-            return recurrent_state(spec, batch, conv_b, ssm_b).total_bytes / tp
+            return recurrent_state(spec, batch, conv_b, ssm_b).total_bytes / split.ways("mixer", tp)
 
         if not decode_only:  # fit's ranking times the decode alone
             head_params = pc.by_component.get("embedding" if spec.tie_word_embeddings else "lm_head", 0)
@@ -1046,7 +1048,7 @@ def speed_model(spec: ModelSpec, device: Any, *, weights_format: str = "bf16", p
                 # eq. E13: eager transformers runs the norms, rotary, SwiGLU, residual adds and the cache append as
                 # kernels of their own between the GEMMs; the append writes the prompt's K/V (out of p_bytes)
                 per_token = inference_forward_bytes_per_token(spec, act_bytes, tp)
-                scores = hf_prefill_bytes(kv_p, tp)  # eager attention only (eqs. H2, H3)
+                scores = hf_prefill_bytes(kv_p, split.ways("attention", tp))  # eager attention only (eqs. H2, H3)
                 t_ew = elementwise_seconds(prompt_tokens * per_token + scores, bw, eager_traffic.expected)
                 p_bytes -= kv_p
                 assumptions.append(Assumption(
@@ -1196,7 +1198,7 @@ def speed_model(spec: ModelSpec, device: Any, *, weights_format: str = "bf16", p
                 kv = kv_cache(spec, ctx, batch, kv_dtype, mla_mode=mla_mode, window_extra=0,
                               repeated_kv=repeated_kv).total_bytes * kv_share
             kv_read[batch] = kv
-            hf = hf_step_bytes(batch, ctx, kv, tp) if hf_cache else 0.0
+            hf = hf_step_bytes(batch, ctx, kv, split.ways("attention", tp)) if hf_cache else 0.0
             # a recurrent layer reads its state and writes it back once per token (Gu & Dao 2023, section 3.3)
             nbytes = w * shard + kv + 2 * state_bytes(batch) + hf
             if peak is None and bw is None:

@@ -50,6 +50,7 @@ from .recurrent_activations import (
     mamba1_prefill_peak_bytes,
     mamba2_prefill_peak_bytes,
 )
+from .tensor_parallel import EVERY_BLOCK_SPLIT, ActivationSplit
 
 
 @dataclass(frozen=True)
@@ -65,7 +66,8 @@ class PrefillActivations:
 def prefill_activation_bytes(spec: ModelSpec, batch: int, q_tokens: int, kv_tokens: int, act_bytes: int = 2,
                              attention: str = "sdpa", logits_positions: int = 1,
                              logits_bytes_per_elem: int = 4, tp: int = 1,
-                             forward_locals: bool = False, recurrent_scan: bool = False) -> PrefillActivations:
+                             forward_locals: bool = False, recurrent_scan: bool = False,
+                             split: ActivationSplit = EVERY_BLOCK_SPLIT) -> PrefillActivations:
     """Peak transient bytes of one forward over ``q_tokens`` new tokens per sequence.
 
     Parameters: batch [sequences], q_tokens [tokens processed now], kv_tokens [tokens attended to],
@@ -74,13 +76,15 @@ def prefill_activation_bytes(spec: ModelSpec, batch: int, q_tokens: int, kv_toke
     heads and intermediate width are split across devices, the residual stream is not], forward_locals [the
     forward keeps its input embeddings, rotary tables and the post-attention residual alive, as transformers does],
     recurrent_scan [the recurrent mixers' prefill peak of transformers' torch path is a layer kind of its own,
-    :func:`recurrent_mixer_bytes`, whole on every tensor-parallel rank; it needs more than one token per sequence].
+    :func:`recurrent_mixer_bytes`; it needs more than one token per sequence], split [which blocks ``tp`` divides
+    (formulas/tensor_parallel.py ``activation_split``): the heads of attention, the intermediates of the MLP, the
+    routed and the shared experts, the mixer's scan; a block left whole is counted whole on every rank].
     """
     t = batch * q_tokens
     h = spec.hidden_size
     if spec.gemma3n is not None and forward_locals:
         return gemma3n_prefill_terms(spec, batch, q_tokens, kv_tokens, act_bytes, attention, logits_positions,
-                                     logits_bytes_per_elem, tp)
+                                     logits_bytes_per_elem, tp, split)
     residual = 2 * t * h * act_bytes
     if spec.mla is not None:
         m = spec.mla
@@ -93,21 +97,27 @@ def prefill_activation_bytes(spec: ModelSpec, batch: int, q_tokens: int, kv_toke
         q_w = spec.num_heads * hd
         kv_w = 2 * spec.num_kv_heads * hd
         o_w = q_w
-    attn = _attention_core(spec, batch, q_tokens, kv_tokens, act_bytes, attention, tp, q_w + kv_w + o_w)
+    attn = _attention_core(spec, batch, q_tokens, kv_tokens, act_bytes, attention, split.ways("attention", tp),
+                           q_w + kv_w + o_w)
+    tp = max(1, tp)
+
+    def whole(block: str) -> int:  # a block left whole counts tp shares of the tp-way total below
+        return tp // split.ways(block, tp)
+
     if spec.is_moe and spec.moe is not None:
         moe = spec.moe
         # routed tokens: each token visits k experts; router logits in fp32
         routed = t * moe.experts_per_token
-        mlp = 3 * routed * moe.expert_intermediate_size * act_bytes + t * moe.num_experts * 4
-        mlp += 3 * t * moe.shared_intermediate_size * act_bytes
+        mlp = (3 * routed * moe.expert_intermediate_size * act_bytes + t * moe.num_experts * 4) * whole("experts")
+        mlp += 3 * t * moe.shared_intermediate_size * act_bytes * whole("shared_experts")
         if spec.intermediate_size and not all(spec.moe_layers):
-            mlp = max(mlp, 3 * t * spec.intermediate_size * act_bytes)
+            mlp = max(mlp, 3 * t * spec.intermediate_size * act_bytes * whole("mlp"))
     elif spec.mlp_gated:
-        mlp = 3 * t * spec.intermediate_size * act_bytes
+        mlp = 3 * t * spec.intermediate_size * act_bytes * whole("mlp")
     else:  # fc1's output and the activation's output (a Python gelu_new: its tanh and product temporaries too)
-        mlp = (4 if spec.mlp_act_python else 2) * t * spec.intermediate_size * act_bytes
+        mlp = (4 if spec.mlp_act_python else 2) * t * spec.intermediate_size * act_bytes * whole("mlp")
     if spec.parallel_block:  # the attention branch's output waits for the MLP's (out = x + attn + mlp)
-        mlp += t * h * act_bytes
+        mlp += t * h * act_bytes * whole("mlp")
     mlp //= tp
     if forward_locals:  # inputs_embeds, rotary cos/sin (+ the post-attention residual in the MLP): module docstring
         rope = 0
@@ -118,7 +128,7 @@ def prefill_activation_bytes(spec: ModelSpec, batch: int, q_tokens: int, kv_toke
         attn += t * h * act_bytes + rope
         mlp += 2 * t * h * act_bytes + rope
         residual += sdpa_sliding_mask_bytes(spec, q_tokens, kv_tokens, attention)
-    mixer = recurrent_mixer_bytes(spec, batch, q_tokens, act_bytes) if recurrent_scan else 0
+    mixer = recurrent_mixer_bytes(spec, batch, q_tokens, act_bytes) // split.ways("mixer", tp) if recurrent_scan else 0
     if mixer and forward_locals:  # the same model-forward locals as beside attention
         mixer += t * h * act_bytes + rope
     logits = batch * min(logits_positions, q_tokens) * spec.vocab_size * (act_bytes + logits_bytes_per_elem)
@@ -129,10 +139,11 @@ def prefill_activation_bytes(spec: ModelSpec, batch: int, q_tokens: int, kv_toke
 def recurrent_mixer_bytes(spec: ModelSpec, batch: int, q_tokens: int, act_bytes: int) -> int:
     """One recurrent mixer's prefill peak in transformers' torch path (formulas/recurrent_activations.py eqs. M4,
     G4, M5); 0 where that rule does not apply: one token per sequence (the one-step state update) or no recurrent
-    layer. Whole on every tensor-parallel rank: transformers 5.24's plans split none of a mixer's activations (Jamba,
+    layer. The whole model's channels (d_inner, all heads): whether a tensor-parallel rank holds all of it is
+    ``activation_split``'s ``mixer`` (transformers 5.24's plans split none of a mixer's activations: Jamba,
     Nemotron-H, Falcon-H1, GraniteMoeHybrid name none of its linears; Qwen3-Next's in_proj_qkvz, in_proj_ba and
-    out_proj are ``colwise_gather_output``, configuration_qwen3_next.py L76-78: each rank gathers all heads), so
-    every rank runs the whole scan (tensor_parallel.py ``TRANSFORMERS_SPLIT``)."""
+    out_proj are ``colwise_gather_output``, configuration_qwen3_next.py L76-78: each rank gathers all heads, so
+    every rank runs the whole scan)."""
     r = spec.recurrent
     if q_tokens <= 1 or r is None or not spec.recurrent_layer_count:
         return 0
@@ -167,7 +178,8 @@ def sdpa_sliding_mask_bytes(spec: ModelSpec, q_tokens: int, kv_tokens: int, atte
 
 def _attention_core(spec: ModelSpec, batch: int, q_tokens: int, kv_tokens: int, act_bytes: int, attention: str,
                     tp: int, widths: int) -> int:
-    """q, k, v and the attention output (``widths`` per token), + eager's score matrix and additive mask."""
+    """q, k, v and the attention output (``widths`` per token), + eager's score matrix and additive mask, on a rank
+    holding 1/``tp`` of the heads (``tp`` 1: all of them)."""
     attn = batch * q_tokens * widths * act_bytes // tp
     if spec.math_attention and attention == "sdpa":  # torch's math kernel: fp32 q/k/v copies, scores and softmax
         attn += batch * spec.num_heads // tp * q_tokens * kv_tokens * 2 * 4
@@ -183,7 +195,7 @@ def _attention_core(spec: ModelSpec, batch: int, q_tokens: int, kv_tokens: int, 
 
 def gemma3n_prefill_terms(spec: ModelSpec, batch: int, q_tokens: int, kv_tokens: int, act_bytes: int = 2,
                           attention: str = "sdpa", logits_positions: int = 1, logits_bytes_per_elem: int = 4,
-                          tp: int = 1) -> PrefillActivations:
+                          tp: int = 1, split: ActivationSplit = EVERY_BLOCK_SPLIT) -> PrefillActivations:
     """Gemma 3n's activation peak in the transformers forward (v5.24.0 models/gemma3n/modeling_gemma3n.py, L = line).
 
     With t = batch x q_tokens, n AltUp streams, hidden h, the widest layer's intermediate size I, per-layer width P
@@ -222,7 +234,8 @@ def gemma3n_prefill_terms(spec: ModelSpec, batch: int, q_tokens: int, kv_tokens:
     residual = (t * h * c + projections + t * spec.num_layers * g.per_layer_width * c + n * t * h * c + rope + mask)
     predictions = n * t * h * c
     widths = spec.num_heads * spec.head_dim * 2 + 2 * spec.num_kv_heads * spec.head_dim
-    attn = predictions + 2 * t * h * c + _attention_core(spec, batch, q_tokens, kv_tokens, c, attention, tp, widths)
-    mlp = predictions + 7 * t * h * c + 4 * t * spec.intermediate_size * c // tp
+    attn = predictions + 2 * t * h * c + _attention_core(spec, batch, q_tokens, kv_tokens, c, attention,
+                                                         split.ways("attention", tp), widths)
+    mlp = predictions + 7 * t * h * c + 4 * t * spec.intermediate_size * c // split.ways("mlp", tp)
     logits = batch * min(logits_positions, q_tokens) * spec.vocab_size * (act_bytes + logits_bytes_per_elem)
     return PrefillActivations(residual, attn, mlp, logits, residual + max(attn, mlp, logits))

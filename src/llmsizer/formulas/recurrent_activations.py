@@ -99,9 +99,9 @@ MAMBA1_RAW_MASK_TYPES = frozenset({"mamba", "falcon_mamba"})
 def mamba2_prefill_peak_bytes(batch: int, seq: int, heads: int, head_dim: int, d_state: int, groups: int,
                               chunk: int, compute: int) -> int:
     """Eq. (M4): peak bytes of one Mamba-2 mixer's prefill over ``seq`` tokens of ``batch`` sequences (> 1 token:
-    the chunked scan), transformers' torch path. heads / groups: the whole model's (every tensor-parallel rank runs
-    the whole mixer in transformers: formulas/activations.py ``recurrent_mixer_bytes``); compute: the activations'
-    element size [bytes]."""
+    the chunked scan), transformers' torch path. heads / groups: the mixer's, all of them (transformers' plans
+    leave the mixer whole on every tensor-parallel rank: tensor_parallel.py ``activation_split``); compute: the
+    activations' element size [bytes]."""
     b, s, p, n, c = batch, seq, head_dim, d_state, compute
     t, d = b * s, heads * head_dim
     conv = d + 2 * groups * n
@@ -137,9 +137,9 @@ def gated_deltanet_prefill_peak_bytes(batch: int, seq: int, key_heads: int, valu
 def mamba1_prefill_peak_bytes(batch: int, seq: int, hidden: int, d_inner: int, d_state: int, dt_rank: int,
                               compute: int, bcdt_norms: bool = False, masked_input: bool = False) -> int:
     """Eq. (M5): peak bytes of one Mamba-1 mixer's prefill over ``seq`` tokens of ``batch`` sequences (> 1 token:
-    the discretised sequential scan), transformers' torch path. d_inner: the whole model's channels (every
-    tensor-parallel rank runs the whole mixer in transformers: formulas/activations.py ``recurrent_mixer_bytes``);
-    compute: the activations' (and parameters') element size [bytes]; bcdt_norms: RMSNorms on dt, B and C (Jamba, FalconMamba);
+    the discretised sequential scan), transformers' torch path. d_inner: the mixer's channels, all of them (whole
+    on every tensor-parallel rank: tensor_parallel.py ``activation_split``); compute: the activations' (and
+    parameters') element size [bytes]; bcdt_norms: RMSNorms on dt, B and C (Jamba, FalconMamba);
     masked_input: the model hands the mixer an attention mask, so the mixer copies its input (Mamba, FalconMamba
     under generate())."""
     b, s, d, n, c = batch, seq, d_inner, d_state, compute

@@ -16,7 +16,7 @@ other tensor whole (``TRANSFORMERS_SPLIT``, per model type); a model type withou
 from __future__ import annotations
 
 import math
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from ..errors import FieldError, InputError
@@ -265,6 +265,64 @@ def transformers_split_roles(model_type: str) -> frozenset[str]:
     return TRANSFORMERS_SPLIT.get(model_type, _DENSE | _EXPERTS | _SHEXP)
 
 
+# The roles a plan names ``colwise_gather_output`` (transformers 5.24 distributed/tensor_parallel.py:603,
+# ``ColwiseParallel(input_layouts=Replicate(), output_layouts=Replicate())``): the weight is split (TRANSFORMERS_SPLIT),
+# but its output is all-gathered back to every rank, so what follows runs on the whole width. lm_head in every
+# plan; Phi-3's fused qkv_proj and gate_up_proj (configuration_phi3.py:48-53, their o_proj / down_proj
+# ``rowwise_split_input``: each rank slices the whole input itself); Qwen3-Next's Gated DeltaNet in_proj_qkvz,
+# in_proj_ba and out_proj (configuration_qwen3_next.py:76-78).
+TRANSFORMERS_GATHERED: dict[str, frozenset[str]] = {
+    "phi3": frozenset({"attn_q", "attn_k", "attn_v", "attn_q.bias", "attn_k.bias", "attn_v.bias", "ffn_gate",
+                       "ffn_up", "ffn_gate.bias", "ffn_up.bias"}),
+    "qwen3_next": frozenset({"ssm_in", "ssm_ba", "ssm_out"}),
+}
+
+
+@dataclass(frozen=True)
+class ActivationSplit:
+    """Which blocks' activations (and caches) one tensor-parallel rank holds a 1/tp share of (True) or whole
+    (False): ``attention`` q/k/v, the attention output and the scores (its heads), ``kv`` the K/V cache (its KV
+    heads: ``kv_fraction_per_device``), ``mlp`` the dense MLP's intermediates, ``experts`` the routed experts',
+    ``shared_experts`` the shared experts', ``mixer`` a recurrent mixer's scan and state."""
+    attention: bool = True
+    kv: bool = True
+    mlp: bool = True
+    experts: bool = True
+    shared_experts: bool = True
+    mixer: bool = True
+
+    def ways(self, block: str, tp: int) -> int:
+        """The divisor of ``block``'s activations on one rank: ``tp`` where split, 1 where whole."""
+        return max(1, tp) if getattr(self, block) else 1
+
+
+EVERY_BLOCK_SPLIT = ActivationSplit()
+
+
+def activation_split(engine: str | None, model_type: str) -> ActivationSplit:
+    """Which activations ``engine``'s tensor parallelism splits for ``model_type``: the one answer every activation,
+    KV and recurrent-state consumer takes. On transformers a block is split where its plan shards its input
+    projection without gathering the output (``transformers_split_roles`` less ``TRANSFORMERS_GATHERED``):
+    attention by q (``attn_q``, MLA's ``attn_q_b``), the KV cache by the projection it caches (``attn_k``; MLA's
+    latent ``attn_kv_a_mqa``, which transformers 5.24 caches before expanding it, modeling_deepseek_v2.py:386-400,
+    and no plan splits: ``mla_kv_a_proj``), the MLP
+    by ``ffn_up``, the experts by ``ffn_exps_up`` (or ``ffn_exps_gate``, a packed gate_up), the shared experts by
+    ``ffn_shexp_up``, a mixer by its input projection ``ssm_in``. Every rank then holds the whole of a block its
+    plan does not split (gpt-oss, Falcon-H1 and Qwen3-VL's dense text model: only the embedding and lm_head;
+    Jamba and GraniteMoeHybrid: only the experts; DeepSeek-V3: no attention). vLLM, SGLang and llama.cpp shard
+    heads, intermediates and mixers by their own rules: every block split (``EVERY_BLOCK_SPLIT``).
+
+    >>> activation_split("transformers", "gpt_oss").attention, activation_split("transformers", "llama").kv
+    (False, True)
+    """
+    if engine != "transformers":
+        return EVERY_BLOCK_SPLIT
+    live = transformers_split_roles(model_type) - TRANSFORMERS_GATHERED.get(model_type, frozenset())
+    return ActivationSplit(attention=bool(live & {"attn_q", "attn_q_b"}), kv=bool(live & {"attn_k", "attn_kv_a_mqa"}),
+                           mlp="ffn_up" in live, experts=bool(live & {"ffn_exps_up", "ffn_exps_gate"}),
+                           shared_experts="ffn_shexp_up" in live, mixer="ssm_in" in live)
+
+
 def kept_whole(engine: str | None, t: Tensor, model_type: str = "") -> bool:
     """Whether ``engine`` keeps tensor ``t`` whole on every tensor-parallel rank: the one rule of replication. On
     transformers every tensor its plan for ``model_type`` does not split (``transformers_split_roles``: a 2-D weight
@@ -408,9 +466,11 @@ def _shard_weights(spec: ModelSpec, wb: WeightBytes, tp: int, bytes_per_replicat
                    notes=wb.notes + (f"per device under tensor parallel {tp}",))
 
 
-def kv_fraction_per_device(spec: ModelSpec, tp: int, mla_latent: bool) -> float:
-    """Share of the KV cache one device holds: ceil-free max(1, kv_heads // tp) / kv_heads; 1 for MLA latent."""
-    if tp == 1 or (spec.mla is not None and mla_latent):
+def kv_fraction_per_device(spec: ModelSpec, tp: int, mla_latent: bool, engine: str | None = None) -> float:
+    """Share of the KV cache one device holds: ceil-free max(1, kv_heads // tp) / kv_heads; 1 for MLA latent, and 1
+    where ``engine``'s plan leaves the K/V heads whole on every rank (``activation_split``: transformers' gpt-oss,
+    Jamba, DeepSeek-V3 ...)."""
+    if tp == 1 or (spec.mla is not None and mla_latent) or not activation_split(engine, spec.model_type).kv:
         return 1.0
     heads_here = max(1, spec.num_kv_heads // tp)
     return heads_here / spec.num_kv_heads

@@ -7,7 +7,7 @@ from typing import Any
 
 from ...formulas.kv_cache import KV_DTYPE_HEAD_SCALE_BYTES, kv_cache, kv_dtype_bytes, kv_dtype_name
 from ...formulas.recurrent_state import RecurrentState, recurrent_state
-from ...formulas.tensor_parallel import kv_fraction_per_device, per_device
+from ...formulas.tensor_parallel import activation_split, kv_fraction_per_device, per_device
 from ...formulas.weight_formats import WeightBytes
 from ...result import Item, Location, Notes
 from ...specs import InferenceWorkload, ModelSpec
@@ -98,7 +98,7 @@ def kv_item(ctx: Context, tokens: int, seqs: int, location: Location, *, block: 
                   indexer_cache=prof.dsa_indexer_cache, repeated_kv=prof.caches_repeated_kv,
                   sliding_block_size=sliding_block, **layout)
     tp = ctx.w.tensor_parallel
-    share = kv_fraction_per_device(spec, tp, prof.mla_mode == "latent")
+    share = kv_fraction_per_device(spec, tp, prof.mla_mode == "latent", prof.name)
     layers = f"{kv.full_layers} full layers x {kv.tokens_full} tokens"
     if kv.sliding_layers:
         layers += f" + {kv.sliding_layers} sliding layers x {kv.tokens_sliding} tokens"
@@ -152,7 +152,8 @@ def state_of(ctx: Context, seqs: int) -> RecurrentState:
 def state_item(ctx: Context, seqs: int, location: Location, *, page_per_device: int | None = None,
                name: str = "recurrent_state") -> Item:
     """The per-sequence conv + SSM state of the recurrent layers, independent of the context (eqs. 1-3 of
-    formulas/recurrent_state.py), split evenly over the tensor-parallel GPUs; ``page_per_device``: vLLM's page per
+    formulas/recurrent_state.py), split evenly over the tensor-parallel GPUs where the engine splits the mixer
+    (``activation_split``; transformers' plans leave it whole on every rank); ``page_per_device``: vLLM's page per
     layer and sequence on one GPU instead (its own TP shard, eq. 4, padded to the attention page)."""
     st = state_of(ctx, seqs)
     r = ctx.spec.recurrent
@@ -167,8 +168,10 @@ def state_item(ctx: Context, seqs: int, location: Location, *, page_per_device: 
         per_layer += f", a {format_bytes(page_per_device)} page" + (f" per device (TP {tp} shard)" if tp > 1 else "")
         tp_note = ""
     else:
-        nbytes = per_device(st.total_bytes, 1 / tp if tp > 1 else 1.0)
-        tp_note = f" / {tp} per device (TP {tp})" if tp > 1 else ""
+        ways = activation_split(ctx.profile.name, ctx.spec.model_type).ways("mixer", tp)
+        nbytes = per_device(st.total_bytes, 1 / ways if ways > 1 else 1.0)
+        tp_note = (f" / {tp} per device (TP {tp})" if ways > 1 else
+                   f"; whole on each of the {tp} devices (the TP plan splits no mixer)" if tp > 1 else "")
     return Item(name, nbytes, location,
                 formula=f"{st.layers} {r.kind} layers x {per_layer} x {seqs} seqs{tp_note}; independent of the context",
                 source="formulas/recurrent_state.py eqs. (1)-(3); " + ctx.profile.state_source)

@@ -20,7 +20,7 @@ from ...formulas import encoder_decoder_serving as ED
 from ...formulas.activations import prefill_activation_bytes
 from ...formulas.checkpoint_loading import stored_tied_copy_bytes
 from ...formulas.kv_cache import cross_attention_kv, kv_dtype_bytes, kv_dtype_name
-from ...formulas.tensor_parallel import kv_fraction_per_device, per_device
+from ...formulas.tensor_parallel import activation_split, kv_fraction_per_device, per_device
 from ...formulas.weight_formats import largest_quantized_matrix
 from ...result import Item, Location
 from ...specs.training import default_mamba_path
@@ -45,11 +45,12 @@ def compose_transformers(ctx: Context) -> None:
     prompt = prompt_and_output(w.context, int(out))[0]
     attention = acc.assume("attention", DEFAULT_ATTENTION, w.attention,
                            "transformers default attn_implementation (no score matrix kept)")
+    split = activation_split("transformers", spec.model_type)  # what the model's TP plan splits
     pre = prefill_activation_bytes(spec, w.concurrency, prompt, prompt, ctx.act_bytes, attention,
                                    tp=w.tensor_parallel, forward_locals=True,
-                                   recurrent_scan=default_mamba_path(w.device, w.gpu_runtime) == "torch")
+                                   recurrent_scan=default_mamba_path(w.device, w.gpu_runtime) == "torch", split=split)
     dec = prefill_activation_bytes(spec, w.concurrency, 1, w.context, ctx.act_bytes, attention, tp=w.tensor_parallel,
-                                   forward_locals=True)
+                                   forward_locals=True, split=split)
     # right after prefill a sliding layer still holds the whole prompt (see engines.TRANSFORMERS)
     kv_prompt = kv_item(ctx, prompt, w.concurrency, loc, window_extra=prompt)
     kv_end = kv_item(ctx, w.context, w.concurrency, loc)
@@ -106,7 +107,8 @@ def compose_transformers(ctx: Context) -> None:
     if spec.recurrent_layer_count:  # the same after prefill and at the end: it does not grow with the context
         acc.items.append(state_item(ctx, w.concurrency, loc))
     if ctx.media is not None and ctx.media.cross_tokens and not loading:  # written by the first forward, held to the end
-        cross, share = ctx.media.cross_tokens, kv_fraction_per_device(spec, w.tensor_parallel, False)
+        cross, share = ctx.media.cross_tokens, kv_fraction_per_device(spec, w.tensor_parallel, False,
+                                                                         "transformers")
         acc.items.append(Item(
             "cross_attention_kv", per_device(cross_attention_kv(spec, cross, w.concurrency, ctx.kv_dtype), share), loc,
             formula=f"{spec.cross_attention_layer_count} cross-attention layers x 2 x {spec.num_kv_heads} kv_heads x "
