@@ -543,9 +543,14 @@ TRAINING_DEVICE_UTILIZATION = Factor(
 # (SDPA's FlashAttention-2 backend) is timed on its mma.sync ceiling (#12); 0.4627 since it runs at FlashAttention-2's
 # own speed, 1.85 x the Triton kernel's (ATTENTION_KERNEL_SPEED, attention_kernel_share); 0.4705 since a recomputed
 # attention forward runs at the kernel's forward rate (eq. (10'')) and rho x u_ampere was re-derived with it (the row
-# itself recomputes no attention: the op-level policy saves SDPA's output). The held-out MPT H100 rows, whose Triton
-# attention did not speed up, lean slow (-20 .. +10 %; their MPT-7B rows imply u 0.53-0.63; PM0501's GPUs are
-# power-limited to 500 W: an open miss, #12).
+# itself recomputes no attention: the op-level policy saves SDPA's output); 0.5301 since the row's memory-bound kernels
+# (eqs. E7, F2) are timed at its GPUs' stated memory bandwidth, 2.4 TB/s (the H100 96GB HBM2e of the benchmark's
+# Hardware section, validation_cases.torchtitan_h100), not the catalog SXM's 3.35 TB/s: at 3.35 TB/s they took too
+# little of the measured step and u absorbed the rest. Its tensor peak is still the SXM's: the benchmark gives it only
+# as "between SXM and NVL" (footnote 2), so 0.5301 is the low end of the u the row allows (the NVL's 835 TFLOP/s would
+# give 0.660). Before (0.4705) the 700 W H100 SXM rows held out read slow: the MPT H100 tables -20 .. +10 % (their
+# MPT-7B rows imply u 0.53-0.63), Megatron-Bridge's dense FP8 rows -27 / -33 % (PM1366 / PM1360); now -10 .. +25 %
+# and -20 / -27 %; the MoE rows, already fast (+18 .. +28 %), read +24 .. +35 % (an open miss of their own).
 # Ampere: CALIBRATED on seven named rows, the MPT-7B rows of llm-foundry's A100 80GB benchmark table on one node
 # (validation_cases.AMPERE_CALIBRATION, PM0890-PM0896: FSDP FULL_SHARD on 8 x A100 SXM 80GB, 1k-64k tokens, with and
 # without activation checkpointing, scripts/train/benchmarking/README.md @4952183): per row the u at which the
@@ -573,7 +578,8 @@ TRAINING_DEVICE_UTILIZATION = Factor(
 # two stay held out. Before (Hopper's 0.4705 standing in, the lowest fitted
 # share) the four rows measured 0.53-0.61 x the estimate. The mechanism is the share of the datasheet peak that
 # ROCm's stack reaches, not a catalog error: 0.269 here against Hopper's 0.4705 on the same torchtitan recipe (PM0501),
-# i.e. 352 TFLOP/s of executed GEMM FLOPs per MI300X against 465 per H100; SemiAnalysis ("MI300X vs H100 vs H200
+# i.e. 352 TFLOP/s of executed GEMM FLOPs per MI300X against 465 per H100 (0.5301, 524, since PM0501 is timed at its
+# GPUs' 2.4 TB/s); SemiAnalysis ("MI300X vs H100 vs H200
 # Benchmark Part 1: Training", 2024-12-22) reports the same direction: the MI300X's "on paper specs ... are not
 # representative of performance that can be expected in a real-world environment" (a cross-check, not an input; its
 # GEMM table was not read here). RCCL: the row is compute-bound (FSDP2's collectives over the Infinity Fabric, 0.18 s
@@ -584,9 +590,9 @@ TRAINING_UTILIZATION_BY_ARCH = {
     "ampere": Factor("training_device_utilization_ampere", 0.7348, 0.7348, 0.7348,
                      "calibrated: llm-foundry MPT-7B FSDP 8 x A100 80GB, median of 7 rows (PM0890-PM0896), executed "
                      "FLOPs / (A100 SXM peak x time)"),
-    "hopper": Factor("training_device_utilization_hopper", 0.4705, 0.4705, 0.4705,
-                     "calibrated: torchtitan Llama 3.1 8B FSDP 8 x H100 5762 tokens/s/GPU (PM0501), executed FLOPs / "
-                     "(H100 SXM peak x time)"),
+    "hopper": Factor("training_device_utilization_hopper", 0.5301, 0.5301, 0.5301,
+                     "calibrated: torchtitan Llama 3.1 8B FSDP 8 x H100 5762 tokens/s/GPU (PM0501, its GPUs' 2.4 TB/s), "
+                     "executed FLOPs / (H100 SXM peak x time)"),
     "cdna3": Factor("training_device_utilization_cdna3", 0.2690, 0.2690, 0.2690,
                     "calibrated: torchao float8 benchmark, torchtitan Llama 3 8B FSDP2 + compile 8 x MI300X bf16 "
                     "5376.5 tokens/s/GPU (PM1341), executed FLOPs / (MI300X dense BF16 peak x time)"),
@@ -632,7 +638,7 @@ FLASH_ATTENTION_SHARE = Factor(
 # lowers to mma.sync): the MPT H100 table. So the kernel is timed at the share of its OWN instruction ceiling that it
 # reaches where that ceiling is the dense peak and where rho was fitted: Ampere, rho x u_ampere (0.311; FA2 and the
 # Triton kernel issue the same instruction at the same per-SM rate there). NOT FITTED: a transfer of the Ampere fit
-# through the ratio of published per-SM rates; Hopper's u is re-derived on PM0501 with it (0.4705). A cross-check,
+# through the ratio of published per-SM rates; Hopper's u is re-derived on PM0501 with it (0.4705; 0.5301 at the row's 2.4 TB/s). A cross-check,
 # not an input: FlashAttention-2's own H100 / A100 speed, 35 % of 989 TFLOP/s (Shah et al. 2024, arXiv 2407.08608,
 # abstract) over up to 73 % of 312 (Dao 2023, arXiv 2307.08691, abstract), 1.5x, against the 1.59x this rule gives.
 FLASH_ATTENTION_REFERENCE_ARCHITECTURE = "ampere"
@@ -836,7 +842,8 @@ def attention_kernel_share(kernel: str, architecture: str, u: float) -> tuple[fl
 # shape does half the bytes per FLOP, against a scaling epilogue and a smaller K-tile per pipeline stage (0.9191 when
 # the attention ran at rho x u_hopper; 1.0272 on its mma.sync ceiling at the Triton kernel's rate; 0.8646 since the
 # row's SDPA attention runs at FlashAttention-2's speed, attention_kernel_share; 0.8752 with rho and u_hopper re-derived
-# for eq. (10''); 0.8757 since NCCL's NVLink bus bandwidth times the FSDP collectives, formulas/network.py eq. (12)).
+# for eq. (10''); 0.8757 since NCCL's NVLink bus bandwidth times the FSDP collectives, formulas/network.py eq. (12);
+# 0.8848 since the row's casts and memory-bound kernels run at its GPUs' stated 2.4 TB/s, with u 0.5301).
 # CALIBRATED on one named row: torchtitan Llama 3.1 8B FSDP + torch.compile + Float8
 # (torchao tensorwise dynamic scaling, float8 all-gather) on 8 x H100, 8532 tokens/s per GPU (PM0503,
 # benchmarks/llama3_h100_202412_torchtitan.md Table 1), with Hopper's u from its BF16 twin PM0501 and the casts timed
@@ -844,7 +851,7 @@ def attention_kernel_share(kernel: str, architecture: str, u: float) -> tuple[fl
 # tests/hardware/test_training_calibration.py. Held out: the same table's 128-GPU float8 row (PM0506) and llm-foundry's
 # seven TransformerEngine FP8 rows on H100 (PM0870-PM0876).
 FLOAT8_GEMM_SHARE = Factor(
-    "float8_gemm_share_of_gemm_utilization", 0.8757, 0.8757, 0.8757,
+    "float8_gemm_share_of_gemm_utilization", 0.8848, 0.8848, 0.8848,
     "calibrated: torchtitan Llama 3.1 8B FSDP + compile + Float8 8 x H100 8532 tokens/s/GPU (PM0503); the FP8 "
     "GEMMs' share of the FP8 peak over the BF16 GEMMs' share of the BF16 peak")
 # CDNA3 (AMD Instinct MI300X): its own rho8, the FP8 GEMMs (torch._scaled_mm and TransformerEngine on ROCm: hipBLASLt)
@@ -853,7 +860,7 @@ FLOAT8_GEMM_SHARE = Factor(
 # blogs/software-tools-optimization/measuring-max-achievable-flops-part2/README.md, Table 1) gives the MI300X's
 # hipblaslt-bench maxima at one CU-balanced shape (K = 32896; a hipBLASLt branch targeted at ROCm 6.5): "MAF BF16
 # 708 TFLOPs", "MAF FP8 1273 TFLOPs", i.e. 0.541 of the 1307.4 dense BF16 peak and 0.487 of the 2614.9 FP8 one, a
-# share ratio of 0.899 -- Hopper's 0.8757, not less; applied here it moves the three held-out rows from +9..+24 %
+# share ratio of 0.899 -- Hopper's 0.8848, not less; applied here it moves the three held-out rows from +9..+24 %
 # to +10..+26 %. At training shapes on the torch ROCm builds the FP8 path reaches far less of its peak
 # (pytorch/pytorch#143465, 2024-12: torch._scaled_mm "~100TFLOP/s" on MI300X at Llama 70B's shapes on a nightly;
 # ROCm/TransformerEngine#73, 2024-10: FP8 te.Linear at about parity with bf16 F.Linear), and no source gives the
