@@ -372,7 +372,7 @@ UNCALIBRATED_ARCH_TRAINING_NO_BAND = ("a training run on a GPU architecture with
 # CDNA3's four MI300X rows left it when CDNA3 was calibrated. Blackwell: Megatron-Bridge's GPT-OSS 120B BF16 runs on
 # 64 x B200 (DGX-B200, EP 8) and 64 x GB200 (NVL72, EP 64) (validation_cases.MEGATRON_BRIDGE_RUNS PM1364-PM1365).
 UNCALIBRATED_TRAINING_MEASURED: dict[str, tuple[float, float, tuple[str, ...]]] = {
-    "blackwell": (0.66, 0.67, ("PM1364", "PM1365")),
+    "blackwell": (0.67, 0.68, ("PM1364", "PM1365")),
 }
 
 
@@ -394,7 +394,7 @@ def uncalibrated_training_note(architecture: str) -> str:
 # tensor-parallel collectives at NCCL's NVLink bus bandwidth (formulas/network.py eq. (12)), op-level selective
 # checkpointing's all-gathers again in the backward and full recomputation's early stop (formulas/model_parallel_time.py
 # eq. (T1''')), and the copies around the sequence-dimension collectives (formulas/elementwise_traffic.py eq. (E14)),
-# vanilla TP lands within 4 % (PM1310 +2.1 %, PM1316 +3.5 %) but async TP 13-18 % fast (PM1311, PM1317: its gain
+# vanilla TP lands within 4 % (PM1310 +1.8 %, PM1316 +3.5 %) but async TP 13-18 % fast (PM1311, PM1317: its gain
 # over-estimated), and torchao's rowwise float8 with TP (its collectives in bf16, casts around them:
 # formulas/float8_training.py eqs. F4-F5) 8-30 % fast (the rows timed at their GPUs' 2.4 TB/s,
 # validation_cases.torchtitan_h100). Ruled out (numbers in the tpmech and tpwgrad reports): wave
@@ -407,7 +407,7 @@ def uncalibrated_training_note(architecture: str) -> str:
 # torchao's rowwise recipe with high-precision weight gradients ('torchao-rowwise-gw-hp') has no published TP row.
 TENSOR_PARALLEL_TRAINING_MEASURED: dict[str, tuple[float, float, tuple[str, ...]]] = {
     "bf16": (0.85, 0.98, ("PM1310", "PM1311", "PM1316", "PM1317")),
-    "torchao-rowwise": (0.77, 0.92, ("PM1314", "PM1315", "PM1320", "PM1321")),
+    "torchao-rowwise": (0.77, 0.93, ("PM1314", "PM1315", "PM1320", "PM1321")),
 }
 
 
