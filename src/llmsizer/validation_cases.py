@@ -491,6 +491,38 @@ TORCHTITAN_FSDP = dict(method="full", precision="bf16-mixed", micro_batch=2, seq
 # the benchmark's Hardware section: "Each host has 8 NVIDIA H100 GPUs fully connected with NVLink" and "Hosts are
 # inter-connected with backend RDMA network with 400 Gb/s per GPU" (the 128-GPU rows span 16 hosts)
 TORCHTITAN_NETWORK = "8x400 Gb/s"
+# The benchmark's GPUs are not the catalog's h100-sxm (700 W, HBM3 at 3.35 TB/s): its Hardware section, "Each H100 GPU
+# is equipped with 96GB HBM2e with 2.4 TB/sec peak memory bandwidth" and "We used the default 500W power limit"
+# (benchmarks/llama3_h100_202412_torchtitan.md @31a17bfd lines 15-17; the asyncTP benchmark of PM1310-PM1321 ran on the
+# same Grand Teton hosts), and its footnote 2, "the actual peak TFLOPs number is between SXM and NVL, and we don't know
+# its exact value". So these rows run on h100-sxm with the stated 2.4 TB/s (every memory-bound kernel, eqs. E7 and
+# F2, is timed at it), its tensor peaks kept at the SXM's: the upper end of the stated range, so Hopper's u and rho8
+# fitted on PM0501 / PM0503 are the lower ends of theirs (torchtitan_h100; h100-nvl's 835 TFLOP/s, the lower end of
+# the peak, would give u 0.660 and rho8 0.921: not taken, the value is not known)
+TORCHTITAN_H100 = "h100-sxm-grand-teton"
+TORCHTITAN_H100_BANDWIDTH_GBS = 2400.0
+
+
+def torchtitan_h100() -> Any:
+    """The Grand Teton H100 of torchtitan's H100 benchmarks: the catalog's h100-sxm with the benchmark's stated
+    2.4 TB/s memory bandwidth (TORCHTITAN_H100_BANDWIDTH_GBS), its tensor peaks the SXM's."""
+    import dataclasses
+
+    from .catalog.hardware import builtin_catalog
+
+    dev = builtin_catalog().devices["h100-sxm"]
+    assert dev.memory_bandwidth is not None
+    bw = dataclasses.replace(dev.memory_bandwidth, raw=TORCHTITAN_H100_BANDWIDTH_GBS,
+                             base=TORCHTITAN_H100_BANDWIDTH_GBS * 1e9, source="torchtitan-benchmark-h100",
+                             note="H100 96GB HBM2e at 500 W (Grand Teton): '2.4 TB/sec peak memory bandwidth'")
+    return dataclasses.replace(dev, memory_bandwidth=bw)
+
+
+def row_device(device_id: str) -> Any:
+    """A validation row's device: the catalog's, or TORCHTITAN_H100 (torchtitan_h100)."""
+    from .catalog.hardware import builtin_catalog
+
+    return torchtitan_h100() if device_id == TORCHTITAN_H100 else builtin_catalog().devices[device_id]
 # the tables' rows by their settings column: torch.compile or not (torchtitan apply_compile compiles each
 # TransformerBlock), torchao float8 linears (docs/float8.md @9dec370: --float8.enable_float8_linear with
 # --float8.enable_fsdp_float8_all_gather, tensorwise dynamic scaling; formulas/float8_training.py)
@@ -1096,7 +1128,6 @@ TORCHTITAN_MODEL_PARALLEL: dict[str, tuple[str, dict[str, Any]]] = {
 
 def torchtitan_mp_case(r: dict[str, str]) -> Case:
     """One torchtitan FSDP + TP (+ PP) row through the duration rule (formulas/model_parallel_time.py)."""
-    from .catalog.hardware import builtin_catalog
     from .catalog.models import find
     from .estimate.duration import training_duration_for
 
@@ -1106,13 +1137,13 @@ def torchtitan_mp_case(r: dict[str, str]) -> Case:
                                   fsdp="full", optimizer="adamw", compile=True, float8=True, sequence_parallel=True,
                                   network=TORCHTITAN_NETWORK, **extra)
     n = int(fields["gpus"])
-    d = training_duration_for(find(model).spec(), builtin_catalog().devices["h100-sxm"], n, 1e6, fields)
+    d = training_duration_for(find(model).spec(), torchtitan_h100(), n, 1e6, fields)
     pred = None if d.tokens_per_second is None else d.tokens_per_second / n
     mp = d.step.model_parallel if d.step else None
     return Case(rid, TRAINING_SPEED, f"torchtitan {model} {r['other_settings']} {n}xH100 tokens/s/GPU", pred, value,
                 "tokens/s/GPU", *within_tolerance(TRAINING_SPEED, pred, value),
                 source=r["source"],
-                note="an H100 96GB HBM2e at 500 W (h100-sxm taken, as for PM0501); TP 8 with sequence parallelism "
+                note="an H100 96GB HBM2e at 500 W (h100-sxm's peaks at its stated 2.4 TB/s, as for PM0501: torchtitan_h100); TP 8 with sequence parallelism "
                 "in each host, FSDP across hosts (its all-gathers and reduce-scatters over the data-parallel group: "
                 "formulas/model_parallel_time.py eq. (P7)), "
                 f"{TORCHTITAN_NETWORK} RDMA per host between the {n // 8} hosts" + (
@@ -1125,7 +1156,7 @@ def torchtitan_mp_case(r: dict[str, str]) -> Case:
 # torchtitan runs published outside its benchmark file of 2024-12 (held out but PM1333/PM1335, the rowwise share's
 # pair, PM1341, CDNA3's utilisation, and PM1343, CDNA3's float8 share: TRAINING_SPEED_CALIBRATION):
 # - PM1310-PM1321: benchmarks/asyncTP_llama3_h100_2025-06_torchtitan.md @2887250bb (the Grand Teton H100s of PM0501,
-#   h100-sxm taken as there), torchtitan 820504e: Llama 3.1 70B FSDP 32 x TP 8 on 256 GPUs, full AC, local batch 16,
+#   torchtitan_h100 as there), torchtitan 820504e: Llama 3.1 70B FSDP 32 x TP 8 on 256 GPUs, full AC, local batch 16,
 #   and 8B FSDP 8 x TP 8 on 64 GPUs, op-level SAC, local batch 12; compile; seq_len 8192 and AdamW from
 #   train_configs/llama3_70b.toml / llama3_8b.toml @820504e; vanilla TP and AsyncTP (tp_comm_overlap). The bf16 rows
 #   state every setting; the float8 tensorwise rows do not say whether FSDP's float8 all-gather was on (the toml's
@@ -1150,14 +1181,14 @@ _F8_GATHER_ASSUMED = ("float8 all-gather not stated (torchtitan @820504e toml de
 _AO_8B = dict(_TITAN_RUN, gpus=8, micro_batch=1, grad_checkpointing="selective-op")
 _H100_ASSUMED = "the H100 board is not named (h100-sxm assumed)"
 TORCHTITAN_RUNS: dict[str, tuple[str, str, dict[str, Any], str]] = {
-    "PM1310": ("llama-3.1-70b", "h100-sxm", _ATP_70B, ""),
-    "PM1311": ("llama-3.1-70b", "h100-sxm", dict(_ATP_70B, tp_comm_overlap=True), ""),
-    "PM1312": ("llama-3.1-70b", "h100-sxm", dict(_ATP_70B, float8=True), _F8_GATHER_ASSUMED),
-    "PM1313": ("llama-3.1-70b", "h100-sxm", dict(_ATP_70B, float8=True, tp_comm_overlap=True), _F8_GATHER_ASSUMED),
-    "PM1316": ("llama-3.1-8b", "h100-sxm", _ATP_8B, ""),
-    "PM1317": ("llama-3.1-8b", "h100-sxm", dict(_ATP_8B, tp_comm_overlap=True), ""),
-    "PM1318": ("llama-3.1-8b", "h100-sxm", dict(_ATP_8B, float8=True), _F8_GATHER_ASSUMED),
-    "PM1319": ("llama-3.1-8b", "h100-sxm", dict(_ATP_8B, float8=True, tp_comm_overlap=True), _F8_GATHER_ASSUMED),
+    "PM1310": ("llama-3.1-70b", TORCHTITAN_H100, _ATP_70B, ""),
+    "PM1311": ("llama-3.1-70b", TORCHTITAN_H100, dict(_ATP_70B, tp_comm_overlap=True), ""),
+    "PM1312": ("llama-3.1-70b", TORCHTITAN_H100, dict(_ATP_70B, float8=True), _F8_GATHER_ASSUMED),
+    "PM1313": ("llama-3.1-70b", TORCHTITAN_H100, dict(_ATP_70B, float8=True, tp_comm_overlap=True), _F8_GATHER_ASSUMED),
+    "PM1316": ("llama-3.1-8b", TORCHTITAN_H100, _ATP_8B, ""),
+    "PM1317": ("llama-3.1-8b", TORCHTITAN_H100, dict(_ATP_8B, tp_comm_overlap=True), ""),
+    "PM1318": ("llama-3.1-8b", TORCHTITAN_H100, dict(_ATP_8B, float8=True), _F8_GATHER_ASSUMED),
+    "PM1319": ("llama-3.1-8b", TORCHTITAN_H100, dict(_ATP_8B, float8=True, tp_comm_overlap=True), _F8_GATHER_ASSUMED),
     "PM1331": ("llama-3.1-8b", "h100-sxm", _AO_8B, _H100_ASSUMED),
     "PM1333": ("llama-3.1-8b", "h100-sxm", dict(_AO_8B, float8=True), _H100_ASSUMED),
     "PM1341": ("llama-3.1-8b", "mi300x", dict(_AO_8B, compile_scope="layers+loss+upcast"), ""),
@@ -1170,10 +1201,10 @@ TORCHTITAN_RUNS: dict[str, tuple[str, str, dict[str, Any], str]] = {
 _RW = dict(float8=True, float8_recipe="torchao-rowwise")
 _RW_GW_HP = dict(float8=True, float8_recipe="torchao-rowwise-gw-hp")
 TORCHTITAN_RUNS.update({
-    "PM1314": ("llama-3.1-70b", "h100-sxm", dict(_ATP_70B, **_RW), ""),
-    "PM1315": ("llama-3.1-70b", "h100-sxm", dict(_ATP_70B, tp_comm_overlap=True, **_RW), ""),
-    "PM1320": ("llama-3.1-8b", "h100-sxm", dict(_ATP_8B, **_RW), ""),
-    "PM1321": ("llama-3.1-8b", "h100-sxm", dict(_ATP_8B, tp_comm_overlap=True, **_RW), ""),
+    "PM1314": ("llama-3.1-70b", TORCHTITAN_H100, dict(_ATP_70B, **_RW), ""),
+    "PM1315": ("llama-3.1-70b", TORCHTITAN_H100, dict(_ATP_70B, tp_comm_overlap=True, **_RW), ""),
+    "PM1320": ("llama-3.1-8b", TORCHTITAN_H100, dict(_ATP_8B, **_RW), ""),
+    "PM1321": ("llama-3.1-8b", TORCHTITAN_H100, dict(_ATP_8B, tp_comm_overlap=True, **_RW), ""),
     "PM1335": ("llama-3.1-8b", "h100-sxm", dict(_AO_8B, **_RW), _H100_ASSUMED),
     "PM1345": ("llama-3.1-8b", "mi300x", dict(_AO_8B, compile_scope="layers+loss+upcast", **_RW_GW_HP), ""),
     "PM1347": ("llama-3.1-8b", "mi300x", dict(_AO_8B, compile_scope="layers+loss+upcast", **_RW), ""),
@@ -1184,13 +1215,12 @@ def _run_row(run: tuple[str, str, dict[str, Any], str]) -> tuple[Any, float | No
     """A published multi-GPU training run (model, device, TrainingWorkload fields with ``gpus``, assumed) through the
     duration rule (estimate/duration.py ``training_duration_for``): its duration, predicted tokens/s per GPU, and the
     per-micro-step and model-parallel parts the row's note quotes."""
-    from .catalog.hardware import builtin_catalog
     from .catalog.models import find
     from .estimate.duration import training_duration_for
 
     model, device, fields, _ = run
     n = int(fields["gpus"])
-    d = training_duration_for(find(model).spec(), builtin_catalog().devices[device], n, 1e6, fields)
+    d = training_duration_for(find(model).spec(), row_device(device), n, 1e6, fields)
     pred = None if d.tokens_per_second is None else d.tokens_per_second / n
     return d, pred, d.step, (d.step.model_parallel if d.step else None)
 
@@ -1439,7 +1469,7 @@ def speed_case(r: dict[str, str]) -> Case | NotExpressed:
         extra = TORCHTITAN_SETTINGS[r["other_settings"]]
         compiled, float8 = bool(extra.get("compile")), bool(extra.get("float8"))
         fields = dict(TORCHTITAN_FSDP, gpus=n, network=TORCHTITAN_NETWORK if n > 8 else None, **extra)
-        d = training_duration_for(find("llama-3.1-8b").spec(), builtin_catalog().devices["h100-sxm"], n, 1e6, fields)
+        d = training_duration_for(find("llama-3.1-8b").spec(), torchtitan_h100(), n, 1e6, fields)
         pred = None if d.tokens_per_second is None else d.tokens_per_second / n
         st = d.step
         calib = rid in TRAINING_SPEED_CALIBRATION
@@ -1448,7 +1478,7 @@ def speed_case(r: dict[str, str]) -> Case | NotExpressed:
                     "tokens/s/GPU", pred, value,
                     "tokens/s/GPU", *within_tolerance(TRAINING_SPEED, pred, value), excluded=CALIBRATION if calib else "", source=r["source"],
                     note=(f"calibration row of efficiency.{TRAINING_SPEED_CALIBRATION[rid]}; " if calib else "")
-                    + "an H100 96GB HBM2e at 500 W whose peak 'lies between SXM and NVL' (h100-sxm taken; the "
+                    + "an H100 96GB HBM2e at 500 W whose peak 'lies between SXM and NVL' (h100-sxm's at its stated 2.4 TB/s: torchtitan_h100; the "
                     "Hopper utilisation is calibrated on the same GPUs); op-level selective AC recomputes every "
                     f"second mm ({d.flops.formula}); NVLink within each host of 8"
                     + (f", {TORCHTITAN_NETWORK} RDMA per host between the {n // 8} hosts" if n > 8 else "")

@@ -30,7 +30,7 @@ from llmsizer.estimate import efficiency as E
 from llmsizer.estimate.device import device_fields
 from llmsizer.estimate.duration import training_duration_for
 from llmsizer.estimate.training.compose import estimate_items, training_workload
-from llmsizer.validation_cases import TORCHTUNE_SPEED_TWIN, TRAINING_ROWS, public_rows
+from llmsizer.validation_cases import TORCHTUNE_SPEED_TWIN, TRAINING_ROWS, public_rows, torchtitan_h100
 
 
 def _row(rid: str):
@@ -107,7 +107,7 @@ def test_hopper_utilization_follows_from_its_row() -> None:
     t_micro = TORCHTITAN_FSDP["micro_batch"] * TORCHTITAN_FSDP["seq_len"] / float(r["value"])
 
     def step(u: float) -> float:  # seconds per token per GPU, the optimizer step included
-        d = training_duration_for(find("llama-3.1-8b").spec(), builtin_catalog().devices["h100-sxm"], n, 1e6,
+        d = training_duration_for(find("llama-3.1-8b").spec(), torchtitan_h100(), n, 1e6,
                                   dict(TORCHTITAN_FSDP, gpus=n), utilization=u)
         assert d.step is not None
         assert d.step.comm_seconds < t_micro  # compute-bound, so the row determines the utilisation
@@ -162,10 +162,11 @@ def test_architectures_without_a_row_take_the_lowest_fitted_value() -> None:
     assert all(E.training_utilization(a)[1] for a in ("hopper", "ampere", "ada", "cdna3"))
     # the attention kernel's stand-in share follows the same stand-ins
     u_c = E.TRAINING_UTILIZATION_BY_ARCH["cdna3"].expected
-    assert E.attention_kernel_share("flash-attn-2", "cdna4", u_c)[0] == E.attention_kernel_share(
-        "flash-attn-2", "cdna3", u_c)[0]
-    assert E.attention_kernel_share("flash-attn-2", "blackwell", least)[0] > E.attention_kernel_share(
-        "flash-attn-2", "cdna3", u_c)[0]
+    at = dict(seq_len=8192, head_dim=128)  # any sequence and head width: the rule of the stand-ins is the same
+    assert E.attention_kernel_share("flash-attn-2", "cdna4", u_c, **at)[0] == E.attention_kernel_share(
+        "flash-attn-2", "cdna3", u_c, **at)[0]
+    assert E.attention_kernel_share("flash-attn-2", "blackwell", least, **at)[0] > E.attention_kernel_share(
+        "flash-attn-2", "cdna3", u_c, **at)[0]
 
 
 def test_an_uncalibrated_faster_gpu_is_not_faster_than_its_peak_ratio() -> None:
@@ -421,7 +422,7 @@ def test_float8_gemm_share_follows_from_its_row() -> None:
     def per_gpu(share: float) -> float:
         with pytest.MonkeyPatch.context() as mp:
             mp.setattr(E, "FLOAT8_GEMM_SHARE", dataclasses.replace(E.FLOAT8_GEMM_SHARE, expected=share))
-            d = training_duration_for(find("llama-3.1-8b").spec(), builtin_catalog().devices["h100-sxm"], n, 1e6,
+            d = training_duration_for(find("llama-3.1-8b").spec(), torchtitan_h100(), n, 1e6,
                                       fields)
         assert d.tokens_per_second is not None
         return d.tokens_per_second / n

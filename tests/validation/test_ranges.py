@@ -699,13 +699,12 @@ def test_the_tensor_parallel_training_warning_says_which_recipes_have_a_publishe
     """The duration's warning on PyTorch tensor-parallel training: bf16 and torchao rowwise quote their own torchtitan
     rows (ranges.TENSOR_PARALLEL_TRAINING_MEASURED); rowwise with high-precision weight gradients, which no published
     TP run used, says it has no row and quotes the rowwise rows as the nearest; tensorwise float8 gets no warning."""
-    from llmsizer.catalog.hardware import builtin_catalog
     from llmsizer.catalog.models import find
     from llmsizer.estimate.duration import training_duration_for
-    from llmsizer.validation_cases import TORCHTITAN_RUNS
+    from llmsizer.validation_cases import TORCHTITAN_RUNS, row_device
 
     model, device, fields, _ = TORCHTITAN_RUNS["PM1320"]
-    dev = builtin_catalog().devices[device]
+    dev = row_device(device)
 
     def tp_warnings(**extra: object) -> list[str]:
         f = dict(fields, **extra)

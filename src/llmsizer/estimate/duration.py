@@ -1486,7 +1486,9 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
         # Triton kernel FLASH_ATTENTION_SHARE was fitted on, on Hopper of its mma.sync ceiling); not shape-quantised
         rho = E.FLASH_ATTENTION_SHARE
         attended = masked_attended(spec, w, kernel, notes)
-        attn_share, attn_why = E.attention_kernel_share(kernel, device.architecture, u)
+        head_width = call[-1] if call is not None else spec.head_dim
+        attn_share, attn_why = E.attention_kernel_share(kernel, device.architecture, u, seq_len=fl.seq_len,
+                                                        head_dim=head_width)
         # SDPA's layers handed an explicit mask (sliding, packed) run the backend the dispatch picks for a mask, every tile
         m_layers, m_again, kernel_m = sdpa_masked_layers(spec, w, kernel, device, notes)
         a, a_c = attended if attended is not None else (None, None)
@@ -1513,7 +1515,8 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
                                     f"forward rate, {s_b / s_f:.3g} x its backward's per FLOP ({pass_why})"))
         shares = {kernel: attn_share}
         if m_layers:
-            shares[kernel_m] = E.attention_kernel_share(kernel_m, device.architecture, u)[0]
+            shares[kernel_m] = E.attention_kernel_share(kernel_m, device.architecture, u, seq_len=fl.seq_len,
+                                                        head_dim=head_width)[0]
         attn_peak = fp32_attention_peak(device, w, kernel, peak, notes)
         t_attn = tokens * sum(core(weights[kk], masked) / (attn_peak * shares[kk]) for kk, masked in groups)
         flops_eff -= fl.attention

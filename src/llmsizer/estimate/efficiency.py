@@ -17,6 +17,7 @@ comes from outside llmsizer's validation rows (tests/validation/), which only me
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from ..errors import DeviceCannotRunError
@@ -556,9 +557,17 @@ TRAINING_DEVICE_UTILIZATION = Factor(
 # (SDPA's FlashAttention-2 backend) is timed on its mma.sync ceiling (#12); 0.4627 since it runs at FlashAttention-2's
 # own speed, 1.85 x the Triton kernel's (ATTENTION_KERNEL_SPEED, attention_kernel_share); 0.4705 since a recomputed
 # attention forward runs at the kernel's forward rate (eq. (10'')) and rho x u_ampere was re-derived with it (the row
-# itself recomputes no attention: the op-level policy saves SDPA's output). The held-out MPT H100 rows, whose Triton
-# attention did not speed up, lean slow (-20 .. +10 %; their MPT-7B rows imply u 0.53-0.63; PM0501's GPUs are
-# power-limited to 500 W: an open miss, #12).
+# itself recomputes no attention: the op-level policy saves SDPA's output); 0.5301 since the row's memory-bound kernels
+# (eqs. E7, F2) are timed at its GPUs' stated memory bandwidth, 2.4 TB/s (the H100 96GB HBM2e of the benchmark's
+# Hardware section, validation_cases.torchtitan_h100), not the catalog SXM's 3.35 TB/s: at 3.35 TB/s they took too
+# little of the measured step and u absorbed the rest. Its tensor peak is still the SXM's: the benchmark gives it only
+# as "between SXM and NVL" (footnote 2), so 0.5301 is the low end of the u the row allows (the NVL's 835 TFLOP/s would
+# give 0.660). Before (0.4705) the 700 W H100 SXM rows held out read slow: the MPT H100 tables -20 .. +10 % (their
+# MPT-7B rows imply u 0.53-0.63), Megatron-Bridge's dense FP8 rows -27 / -33 % (PM1366 / PM1360); now -10 .. +25 %
+# and -20 / -27 %; the MoE rows, already fast (+18 .. +28 %), read +24 .. +35 % (an open miss of their own). 0.5215
+# since the row's SDPA attention runs at FlashAttention-2's measured H100 / A100 speed (1.69x at its 8192 tokens, Dao
+# 2023 Figs. 4 and 7; attention_kernel_share), not the per-SM mma.sync rates' 1.59x: the held-out MPT H100 rows of one
+# node, median |error| 9.8 % (0.4705) -> 6.7 % (0.5301) -> 2.9 %; Megatron-Bridge's PM1360 / PM1366 -28 / -21 %.
 # Ampere: CALIBRATED on seven named rows, the MPT-7B rows of llm-foundry's A100 80GB benchmark table on one node
 # (validation_cases.AMPERE_CALIBRATION, PM0890-PM0896: FSDP FULL_SHARD on 8 x A100 SXM 80GB, 1k-64k tokens, with and
 # without activation checkpointing, scripts/train/benchmarking/README.md @4952183): per row the u at which the
@@ -586,7 +595,8 @@ TRAINING_DEVICE_UTILIZATION = Factor(
 # two stay held out. Before (Hopper's 0.4705 standing in, the lowest fitted
 # share) the four rows measured 0.53-0.61 x the estimate. The mechanism is the share of the datasheet peak that
 # ROCm's stack reaches, not a catalog error: 0.269 here against Hopper's 0.4705 on the same torchtitan recipe (PM0501),
-# i.e. 352 TFLOP/s of executed GEMM FLOPs per MI300X against 465 per H100; SemiAnalysis ("MI300X vs H100 vs H200
+# i.e. 352 TFLOP/s of executed GEMM FLOPs per MI300X against 465 per H100 (0.5215, 516, since PM0501 is timed at its
+# GPUs' 2.4 TB/s and its attention at FlashAttention-2's H100 speed); SemiAnalysis ("MI300X vs H100 vs H200
 # Benchmark Part 1: Training", 2024-12-22) reports the same direction: the MI300X's "on paper specs ... are not
 # representative of performance that can be expected in a real-world environment" (a cross-check, not an input; its
 # GEMM table was not read here). RCCL: the row is compute-bound (FSDP2's collectives over the Infinity Fabric, 0.18 s
@@ -597,9 +607,9 @@ TRAINING_UTILIZATION_BY_ARCH = {
     "ampere": Factor("training_device_utilization_ampere", 0.7348, 0.7348, 0.7348,
                      "calibrated: llm-foundry MPT-7B FSDP 8 x A100 80GB, median of 7 rows (PM0890-PM0896), executed "
                      "FLOPs / (A100 SXM peak x time)"),
-    "hopper": Factor("training_device_utilization_hopper", 0.4705, 0.4705, 0.4705,
-                     "calibrated: torchtitan Llama 3.1 8B FSDP 8 x H100 5762 tokens/s/GPU (PM0501), executed FLOPs / "
-                     "(H100 SXM peak x time)"),
+    "hopper": Factor("training_device_utilization_hopper", 0.5215, 0.5215, 0.5215,
+                     "calibrated: torchtitan Llama 3.1 8B FSDP 8 x H100 5762 tokens/s/GPU (PM0501, its GPUs' 2.4 TB/s), "
+                     "executed FLOPs / (H100 SXM peak x time)"),
     "cdna3": Factor("training_device_utilization_cdna3", 0.2690, 0.2690, 0.2690,
                     "calibrated: torchao float8 benchmark, torchtitan Llama 3 8B FSDP2 + compile 8 x MI300X bf16 "
                     "5376.5 tokens/s/GPU (PM1341), executed FLOPs / (MI300X dense BF16 peak x time)"),
@@ -622,7 +632,8 @@ TRAINING_UTILIZATION_BY_ARCH = {
 # brings the H100 32k-64k rows to -10 .. +7 % but Hopper's u refitted on PM0501 (0.568) over-predicts the H100
 # 2k-token rows, and the summary median rises to 8.9 % (9.2 % with torchtitan's SDPA taken at the full rate).
 # Taken instead (#12): rho and u_ampere as fitted, their product as the share of the mma.sync ceiling on Hopper
-# (attention_kernel_share below): Ampere's rows do not move, the median falls to 7.7 %. Every kernel but this one is
+# (attention_kernel_share below): Ampere's rows do not move, the median falls to 7.7 %; since megcal2 the kernel's
+# Ampere rate times FlashAttention-2's measured H100 / A100 speed (FA2_CAUSAL_FWD_BWD_TFLOPS) instead of the ceiling. Every kernel but this one is
 # timed at its published speed over it (ATTENTION_KERNEL_SPEED below). rho is the kernel's forward + backward share;
 # a checkpointed layer's recomputed forward is timed at the forward's rate (eq. (10''), ATTENTION_PASS_SHARES): 0.4571
 # before, when six of the seven rows (checkpointed) charged it the backward's rate.
@@ -631,24 +642,58 @@ FLASH_ATTENTION_SHARE = Factor(
     "calibrated with training_device_utilization_ampere: llm-foundry MPT-7B FSDP 8 x A100 80GB, 1k-64k tokens "
     "(PM0890-PM0896); the attention kernel's share of peak over the GEMMs'")
 
-# On Hopper the training step's attention kernels issue warp-level mma.sync, not wgmma, so their ceiling is
-# sync_mma_share x the dense peak (0.5: the per-SM rates of LLAMACPP_SYNC_MMA_SHARE), while Hopper's GEMM utilisation u
-# is a share of the wgmma peak cuBLAS reaches: rho x u_hopper x peak (the rule before, #12) timed them 2.2x their A100
-# rate for a 1.6x larger instruction ceiling, and the held-out H100 rows' error grew with the sequence (MPT 760M-3B at
-# 16k-64k tokens +15 .. +25 %, at 1k-2k tokens -5 .. +1 %). Which kernels: FlashAttention-2 (csrc/flash_attn/src/
-# kernel_traits.h: MMA_Atom<SM80_16x8x16_...> for every sm >= 80), which PyTorch's SDPA flash backend vendors and which
-# torch's nightlies of December 2024 still chose on H100 over cuDNN's wgmma kernel (pytorch/pytorch#142132, torch
-# 2.6.0.dev20241204, (1, 24, 4608, 128): SDPA 329.5 TFLOP/s against cuDNN 631.3 and FlashAttention-3 631.8, the
-# ratio 0.52; cuDNN made opt-in by pytorch/pytorch#138522): torchtitan's PM0501; and llm-foundry's attn_impl triton
-# (llmfoundry/models/layers/flash_attn_triton.py: 'import triton_pre_mlir as triton', setup.py's
-# triton-pre-mlir@...vchiley/triton.git@triton_pre_mlir_sm90, a Triton from before Hopper support, whose tl.dot
-# lowers to mma.sync): the MPT H100 table. So the kernel is timed at the share of its OWN instruction ceiling that it
-# reaches where that ceiling is the dense peak and where rho was fitted: Ampere, rho x u_ampere (0.311; FA2 and the
-# Triton kernel issue the same instruction at the same per-SM rate there). NOT FITTED: a transfer of the Ampere fit
-# through the ratio of published per-SM rates; Hopper's u is re-derived on PM0501 with it (0.4705). A cross-check,
-# not an input: FlashAttention-2's own H100 / A100 speed, 35 % of 989 TFLOP/s (Shah et al. 2024, arXiv 2407.08608,
-# abstract) over up to 73 % of 312 (Dao 2023, arXiv 2307.08691, abstract), 1.5x, against the 1.59x this rule gives.
+# On Hopper the training step's attention kernels issue warp-level mma.sync, not wgmma (FlashAttention-2:
+# csrc/flash_attn/src/kernel_traits.h, MMA_Atom<SM80_16x8x16_...> for every sm >= 80, which PyTorch's SDPA flash backend
+# vendors and which torch's nightlies of December 2024 still chose on H100 over cuDNN's wgmma kernel,
+# pytorch/pytorch#142132, cuDNN made opt-in by pytorch/pytorch#138522: torchtitan's PM0501; llm-foundry's attn_impl
+# triton, llmfoundry/models/layers/flash_attn_triton.py on triton_pre_mlir, setup.py's
+# triton-pre-mlir@...vchiley/triton.git@triton_pre_mlir_sm90, a Triton from before Hopper support whose tl.dot lowers to
+# mma.sync: the MPT H100 table), while Hopper's GEMM utilisation u is a share of the wgmma peak cuBLAS reaches: rho x
+# u_hopper x peak (the rule before #12) timed them 2.2x their A100 rate, and the held-out H100 rows' error grew with the
+# sequence. So the kernel is timed at its rate where rho was fitted, Ampere (rho x u_ampere x the A100's peak; FA2 and
+# the Triton kernel issue the same instruction there), times FlashAttention-2's own H100 / A100 speed ratio at the
+# row's sequence length and head width: NOT FITTED, read from one benchmark run on both GPUs (Dao 2023, arXiv
+# 2307.08691: Fig. 4 (c)/(d) "Attention forward + backward speed (A100 80GB SXM4)" and Fig. 7 (c)/(d) the same on "H100
+# 80GB SXM5", causal mask, head dim 64 / 128; the repository's assets/flash2_a100_fwd_bwd_benchmark.png and
+# flash2_h100_fwd_bwd_benchmark.png @4f285b35, from benchmarks/benchmark_flash_attention.py: batch x sequence = 16k
+# tokens, hidden 2048). The ratio is 1.60-1.74, rising with the sequence (FA2_CAUSAL_FWD_BWD_TFLOPS below), against
+# the 1.59 of the per-SM mma.sync rates (sync_mma_share 0.5 x 989.4 / 312), the rule before (megcal2): that rule left
+# the MPT H100 rows of 16k-64k tokens 9 points slower than those of 1k-4k once Hopper's u was fitted at PM0501's
+# 2.4 TB/s. Its forward / backward split is taken as Ampere's (ATTENTION_PASS_SHARES stand): a cross-check, not an
+# input, FlashAttention-3's forward and backward figures (Shah et al. 2024, arXiv 2407.08608, Figs. 4 and 5, as
+# transcribed from the bar labels, not checked against the PDF here) put FlashAttention-2's H100 forward and backward
+# at 370 / 322 TFLOP/s (non-causal, head dim 128, 16k): the backward 0.87 x the forward per FLOP, the 0.86 of Dao
+# 2023's 63 % / 73 % on A100. Named assumptions: llm-foundry's Triton kernel gains what FlashAttention-2 gains (the
+# same instruction; no H100 figure of it was found); beyond the figures' 512-16k tokens the end value holds; a head
+# wider than 64 takes the 128 figures, one of 64 or less the 64 ones.
 FLASH_ATTENTION_REFERENCE_ARCHITECTURE = "ampere"
+FA2_PAPER_SEQ_LENS = (512, 1024, 2048, 4096, 8192, 16384)
+FA2_PAPER_DEVICE_PEAKS_TFLOPS = {"ampere": 312.0, "hopper": 989.4}  # A100 / H100 SXM dense BF16 (catalog a100-sxm-80gb,
+# h100-sxm): the share of the A100's peak is turned into TFLOP/s and back into a share of the H100's
+FA2_CAUSAL_FWD_BWD_TFLOPS = {  # head dim -> TFLOP/s at FA2_PAPER_SEQ_LENS, Dao 2023 Fig. 4 (A100) and Fig. 7 (H100)
+    "ampere": {64: (88.0, 119.0, 140.0, 156.0, 165.0, 171.0), 128: (99.0, 133.0, 155.0, 173.0, 182.0, 189.0)},
+    "hopper": {64: (141.0, 192.0, 232.0, 257.0, 273.0, 284.0), 128: (163.0, 221.0, 265.0, 294.0, 308.0, 328.0)},
+}
+FA2_PAPER_SOURCE = ("Dao 2023 (arXiv 2307.08691) Fig. 4 (A100 80GB SXM4) and Fig. 7 (H100 80GB SXM5): FlashAttention-2 "
+                    "forward + backward, causal")
+
+
+def fa2_speed_over_reference(architecture: str, seq_len: int, head_dim: int) -> float | None:
+    """FlashAttention-2's forward + backward TFLOP/s on ``architecture`` over its TFLOP/s on the reference
+    architecture (FLASH_ATTENTION_REFERENCE_ARCHITECTURE, Ampere) at ``seq_len`` tokens and heads of ``head_dim``
+    channels, from one published benchmark on both GPUs (FA2_CAUSAL_FWD_BWD_TFLOPS): linear in log2 of the sequence
+    between the figures' lengths, the end value outside 512-16k; the head-dim-64 figures for heads of 64 or fewer
+    channels, else the 128 ones. None for an architecture the figures do not cover."""
+    if architecture not in FA2_CAUSAL_FWD_BWD_TFLOPS:
+        return None
+    width = 64 if head_dim <= 64 else 128
+    ratios = [h / a for h, a in zip(FA2_CAUSAL_FWD_BWD_TFLOPS[architecture][width],
+                                    FA2_CAUSAL_FWD_BWD_TFLOPS[FLASH_ATTENTION_REFERENCE_ARCHITECTURE][width],
+                                    strict=True)]
+    x = min(max(math.log2(max(seq_len, 1)), math.log2(FA2_PAPER_SEQ_LENS[0])), math.log2(FA2_PAPER_SEQ_LENS[-1]))
+    i = min(int(x - math.log2(FA2_PAPER_SEQ_LENS[0])), len(ratios) - 2)
+    f = x - math.log2(FA2_PAPER_SEQ_LENS[i])
+    return ratios[i] * (1 - f) + ratios[i + 1] * f
 
 
 # Which kernel runs the attention (specs/training.py TRAIN_ATTENTION_KERNELS, --attention-kernel) and how fast, as a
@@ -666,9 +711,9 @@ FLASH_ATTENTION_REFERENCE_ARCHITECTURE = "ampere"
 # file llm-foundry copied): an assumption that they run alike, named in the duration. Re-derived by
 # tests/hardware/test_attention_kernels.py. Cross-checks, not inputs: FlashAttention-2 on Ampere at 1.846 x rho x
 # u_ampere = 0.574 of 312 TFLOP/s, the paper's forward + backward maximum at 73 % / 63 % being 0.656; on Hopper
-# (half the dense peak for mma.sync, below) 0.287 of 989.4 = 284 TFLOP/s forward + backward, against the paper's
-# "up to 335 TFLOPs/s" on H100 (section 4.1, Fig. 7, forward + backward), and 316 TFLOP/s (0.32) in its forward
-# (ATTENTION_PASS_SHARES: 73 / 65.6 of the average) against FlashAttention-3's "FlashAttention-2 achieving only 35%
+# (that rate x the paper's own H100 / A100 speed, above) 311 TFLOP/s forward + backward at 16k tokens, against the
+# paper's "up to 335 TFLOPs/s" on H100 (section 4.1, Fig. 7, forward + backward), and 339 TFLOP/s (0.34) in its forward
+# at pytorch/pytorch#142132's 4608 tokens (ATTENTION_PASS_SHARES: 73 / 65.6 of the average) against FlashAttention-3's "FlashAttention-2 achieving only 35%
 # utilization on the H100" (Shah et al. 2024, arXiv 2407.08608, abstract) and tritonbench's forward-only 329.5 TFLOP/s
 # (pytorch/pytorch#142132; tritonbench's flash_attention operator times the forward unless --mode says otherwise).
 FA2_FORWARD_OVER_TRITON = (1.3, 1.5)
@@ -807,10 +852,11 @@ def timed_attention_kernel(attention: str, kernel: str, architecture: str, capab
     return kernel, "given" if named else "the attention's default kernel", None
 
 
-def _attention_share_of(kernel: str, architecture: str, u: float) -> tuple[float, str | None]:
+def _attention_share_of(kernel: str, architecture: str, u: float, seq_len: int, head_dim: int
+                        ) -> tuple[float, str | None]:
     rho = FLASH_ATTENTION_SHARE.expected
     if kernel in WGMMA_KERNEL_OVER_FA2:  # Hopper only (timed_attention_kernel)
-        fa2, _ = _attention_share_of("flash-attn-2", architecture, u)
+        fa2, _ = _attention_share_of("flash-attn-2", architecture, u, seq_len, head_dim)
         ratio = WGMMA_KERNEL_OVER_FA2[kernel]
         return fa2 * ratio.expected, (f"{kernel} issues wgmma: {ratio.expected:.4g} x FlashAttention-2's share on "
                                       f"{architecture} ({ratio.source})")
@@ -819,27 +865,36 @@ def _attention_share_of(kernel: str, architecture: str, u: float) -> tuple[float
     if sync is None:
         return speed * rho * u, None
     ref = FLASH_ATTENTION_REFERENCE_ARCHITECTURE
-    return (sync.expected * speed * rho * TRAINING_UTILIZATION_BY_ARCH[ref].expected,
-            f"the attention kernel issues warp-level mma.sync ({kernel}): {sync.expected:g} x the dense peak on "
-            f"{architecture} ({sync.name}) x {speed:.4g} ({kernel} over the Triton kernel) x "
-            f"{FLASH_ATTENTION_SHARE.name} x the {ref} utilisation, the share of its instruction ceiling it reaches "
-            "there (estimate/efficiency.py attention_kernel_share)")
+    gain = fa2_speed_over_reference(architecture, seq_len, head_dim)
+    peaks = FA2_PAPER_DEVICE_PEAKS_TFLOPS
+    if gain is None or architecture not in peaks:  # no published FlashAttention-2 speed there: the per-SM rates
+        return (sync.expected * speed * rho * TRAINING_UTILIZATION_BY_ARCH[ref].expected,
+                f"the attention kernel issues warp-level mma.sync ({kernel}): {sync.expected:g} x the dense peak on "
+                f"{architecture} ({sync.name}) x {speed:.4g} ({kernel} over the Triton kernel) x "
+                f"{FLASH_ATTENTION_SHARE.name} x the {ref} utilisation (estimate/efficiency.py attention_kernel_share)")
+    return (gain * peaks[ref] / peaks[architecture] * speed * rho * TRAINING_UTILIZATION_BY_ARCH[ref].expected,
+            f"the attention kernel issues warp-level mma.sync ({kernel}), timed at its {ref} rate ({speed:.4g} x the "
+            f"Triton kernel's, x {FLASH_ATTENTION_SHARE.name} x the {ref} utilisation x the {ref} peak) x "
+            f"FlashAttention-2's {architecture} / {ref} speed, {gain:.4g} at {seq_len} tokens and head dim "
+            f"{64 if head_dim <= 64 else 128} ({FA2_PAPER_SOURCE}; estimate/efficiency.py attention_kernel_share)")
 
 
-def attention_kernel_share(kernel: str, architecture: str, u: float) -> tuple[float, str | None]:
+def attention_kernel_share(kernel: str, architecture: str, u: float, *, seq_len: int, head_dim: int
+                           ) -> tuple[float, str | None]:
     """The share of the dense BF16 peak a training step's fused attention ``kernel`` (a timed kernel:
-    timed_attention_kernel) reaches on a GPU ``architecture`` whose GEMMs reach ``u``: speed x rho x u
-    (ATTENTION_KERNEL_SPEED, FLASH_ATTENTION_SHARE); where warp-level mma.sync cannot reach the dense peak
-    (sync_mma_share: Hopper), sync x speed x rho x u_ampere, the share of its instruction ceiling the kernel reaches on
-    Ampere (see above); Hopper's wgmma kernels, FlashAttention-2's share times WGMMA_KERNEL_OVER_FA2; an architecture
-    without a calibration row, the lowest share of its stand-ins (stand_in_architectures, the rule of
-    TRAINING_UTILIZATION_UNCALIBRATED).
+    timed_attention_kernel) reaches on a GPU ``architecture`` whose GEMMs reach ``u``, at ``seq_len`` tokens with
+    heads of ``head_dim`` channels: speed x rho x u (ATTENTION_KERNEL_SPEED, FLASH_ATTENTION_SHARE); where warp-level
+    mma.sync cannot reach the dense peak (sync_mma_share: Hopper), the kernel's rate on Ampere (speed x rho x u_ampere
+    x the A100's peak) x FlashAttention-2's published Hopper / Ampere speed at that sequence and head width
+    (fa2_speed_over_reference), as a share of the H100's peak (see above); Hopper's wgmma kernels, FlashAttention-2's
+    share times WGMMA_KERNEL_OVER_FA2; an architecture without a calibration row, the lowest share of its stand-ins
+    (stand_in_architectures, the rule of TRAINING_UTILIZATION_UNCALIBRATED).
     Returns the share and why it is not speed x rho x u (None: it is)."""
     if architecture in TRAINING_UTILIZATION_BY_ARCH:
-        return _attention_share_of(kernel, architecture, u)
+        return _attention_share_of(kernel, architecture, u, seq_len, head_dim)
     arch, (share, _) = min(((a, _attention_share_of(kernel if a in WGMMA_ARCHITECTURES or kernel not in
                                                               WGMMA_KERNEL_OVER_FA2 else "flash-attn-2", a,
-                                                    TRAINING_UTILIZATION_BY_ARCH[a].expected))
+                                                    TRAINING_UTILIZATION_BY_ARCH[a].expected, seq_len, head_dim))
                             for a in stand_in_architectures(architecture)), key=lambda x: x[1][0])
     return share, (f"no calibration row for this GPU architecture: the lowest {kernel} share of the calibrated "
                    f"architectures, {arch}'s (estimate/efficiency.py attention_kernel_share)")
@@ -849,7 +904,9 @@ def attention_kernel_share(kernel: str, architecture: str, u: float) -> tuple[fl
 # shape does half the bytes per FLOP, against a scaling epilogue and a smaller K-tile per pipeline stage (0.9191 when
 # the attention ran at rho x u_hopper; 1.0272 on its mma.sync ceiling at the Triton kernel's rate; 0.8646 since the
 # row's SDPA attention runs at FlashAttention-2's speed, attention_kernel_share; 0.8752 with rho and u_hopper re-derived
-# for eq. (10''); 0.8757 since NCCL's NVLink bus bandwidth times the FSDP collectives, formulas/network.py eq. (12)).
+# for eq. (10''); 0.8757 since NCCL's NVLink bus bandwidth times the FSDP collectives, formulas/network.py eq. (12);
+# 0.8848 since the row's casts and memory-bound kernels run at its GPUs' stated 2.4 TB/s, with u 0.5301; 0.8740 since
+# its attention runs at FlashAttention-2's measured H100 / A100 speed, with u 0.5215).
 # CALIBRATED on one named row: torchtitan Llama 3.1 8B FSDP + torch.compile + Float8
 # (torchao tensorwise dynamic scaling, float8 all-gather) on 8 x H100, 8532 tokens/s per GPU (PM0503,
 # benchmarks/llama3_h100_202412_torchtitan.md Table 1), with Hopper's u from its BF16 twin PM0501 and the casts timed
@@ -857,7 +914,7 @@ def attention_kernel_share(kernel: str, architecture: str, u: float) -> tuple[fl
 # tests/hardware/test_training_calibration.py. Held out: the same table's 128-GPU float8 row (PM0506) and llm-foundry's
 # seven TransformerEngine FP8 rows on H100 (PM0870-PM0876).
 FLOAT8_GEMM_SHARE = Factor(
-    "float8_gemm_share_of_gemm_utilization", 0.8757, 0.8757, 0.8757,
+    "float8_gemm_share_of_gemm_utilization", 0.8740, 0.8740, 0.8740,
     "calibrated: torchtitan Llama 3.1 8B FSDP + compile + Float8 8 x H100 8532 tokens/s/GPU (PM0503); the FP8 "
     "GEMMs' share of the FP8 peak over the BF16 GEMMs' share of the BF16 peak")
 # CDNA3 (AMD Instinct MI300X): its own rho8, the FP8 GEMMs (torch._scaled_mm and TransformerEngine on ROCm: hipBLASLt)
@@ -866,7 +923,7 @@ FLOAT8_GEMM_SHARE = Factor(
 # blogs/software-tools-optimization/measuring-max-achievable-flops-part2/README.md, Table 1) gives the MI300X's
 # hipblaslt-bench maxima at one CU-balanced shape (K = 32896; a hipBLASLt branch targeted at ROCm 6.5): "MAF BF16
 # 708 TFLOPs", "MAF FP8 1273 TFLOPs", i.e. 0.541 of the 1307.4 dense BF16 peak and 0.487 of the 2614.9 FP8 one, a
-# share ratio of 0.899 -- Hopper's 0.8757, not less; applied here it moves the three held-out rows from +9..+24 %
+# share ratio of 0.899 -- Hopper's 0.8740, not less; applied here it moves the three held-out rows from +9..+24 %
 # to +10..+26 %. At training shapes on the torch ROCm builds the FP8 path reaches far less of its peak
 # (pytorch/pytorch#143465, 2024-12: torch._scaled_mm "~100TFLOP/s" on MI300X at Llama 70B's shapes on a nightly;
 # ROCm/TransformerEngine#73, 2024-10: FP8 te.Linear at about parity with bf16 F.Linear), and no source gives the
@@ -901,11 +958,12 @@ def float8_gemm_share(architecture: str | None) -> Factor:
 # kernel"). The rowwise kernel's rate as a share of FLOAT8_GEMM_SHARE's. CALIBRATED on two named rows of one table
 # (torchao float8 README @8c81863ba, 8 x H100, torchtitan llama3_8b.toml, FSDP2, compile, op-level SAC): rowwise 6768
 # tokens/s per GPU (PM1335) over its tensorwise twin 7689.5 (PM1333), 0.880: the share at which the duration rule's
-# PM1335 / PM1333 ratio meets it, 0.8604 (the rest of the rule, bf16 all-gather and F4's casts included, as it stands);
+# PM1335 / PM1333 ratio meets it, 0.8635 (0.8604 before the attention ran at FlashAttention-2's measured H100 speed;
+# the rest of the rule, bf16 all-gather and F4's casts included, as it stands);
 # re-derived by tests/hardware/test_training_calibration.py. Both rows excluded from the summary. Held out: the
 # AsyncTP table's rowwise rows (PM1314/PM1315/PM1320/PM1321), whose rowwise/tensorwise ratios are 0.73-0.74.
 FLOAT8_ROWWISE_GEMM_SHARE = Factor(
-    "float8_rowwise_gemm_share_of_tensorwise", 0.8604, 0.8604, 0.8604,
+    "float8_rowwise_gemm_share_of_tensorwise", 0.8635, 0.8635, 0.8635,
     "calibrated: torchao float8 README 8 x H100 Llama 3 8B rowwise 6768 over tensorwise 7689.5 tokens/s/GPU "
     "(PM1335 / PM1333); CUTLASS f8f8bf16_rowwise against cuBLASLt's tensorwise FP8 GEMM")
 

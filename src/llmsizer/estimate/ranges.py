@@ -372,7 +372,7 @@ UNCALIBRATED_ARCH_TRAINING_NO_BAND = ("a training run on a GPU architecture with
 # CDNA3's four MI300X rows left it when CDNA3 was calibrated. Blackwell: Megatron-Bridge's GPT-OSS 120B BF16 runs on
 # 64 x B200 (DGX-B200, EP 8) and 64 x GB200 (NVL72, EP 64) (validation_cases.MEGATRON_BRIDGE_RUNS PM1364-PM1365).
 UNCALIBRATED_TRAINING_MEASURED: dict[str, tuple[float, float, tuple[str, ...]]] = {
-    "blackwell": (0.68, 0.72, ("PM1364", "PM1365")),
+    "blackwell": (0.63, 0.67, ("PM1364", "PM1365")),
 }
 
 
@@ -394,9 +394,10 @@ def uncalibrated_training_note(architecture: str) -> str:
 # tensor-parallel collectives at NCCL's NVLink bus bandwidth (formulas/network.py eq. (12)), op-level selective
 # checkpointing's all-gathers again in the backward and full recomputation's early stop (formulas/model_parallel_time.py
 # eq. (T1''')), and the copies around the sequence-dimension collectives (formulas/elementwise_traffic.py eq. (E14)),
-# vanilla TP lands within 4 % (PM1310 -1.6 %, PM1316 +3.6 %) but async TP 7-15 % fast (PM1311, PM1317: its gain
+# vanilla TP lands within 4 % (PM1310 +1.8 %, PM1316 +3.5 %) but async TP 13-18 % fast (PM1311, PM1317: its gain
 # over-estimated), and torchao's rowwise float8 with TP (its collectives in bf16, casts around them:
-# formulas/float8_training.py eqs. F4-F5) 12-40 % fast. Ruled out (numbers in the tpmech and tpwgrad reports): wave
+# formulas/float8_training.py eqs. F4-F5) 8-30 % fast (the rows timed at their GPUs' 2.4 TB/s,
+# validation_cases.torchtitan_h100). Ruled out (numbers in the tpmech and tpwgrad reports): wave
 # quantisation of the forward / input-gradient GEMMs (98,304 rows: >= 40 waves on 132 SMs, < 1 %); of the sharded
 # weight-gradient GEMMs (k/v: 128 x 4096 outputs, 16 tiles, K = 98,304): cuBLAS runs such long-K few-tile shapes as
 # split-K kernels (its nvjet *_splitK kernels + splitKreduce_kernel, Dao-AILab/quack PR #157's baseline); collective
@@ -405,8 +406,8 @@ def uncalibrated_training_note(architecture: str) -> str:
 # tests/validation/test_ranges.py re-derives the ratios from the rows.
 # torchao's rowwise recipe with high-precision weight gradients ('torchao-rowwise-gw-hp') has no published TP row.
 TENSOR_PARALLEL_TRAINING_MEASURED: dict[str, tuple[float, float, tuple[str, ...]]] = {
-    "bf16": (0.87, 1.02, ("PM1310", "PM1311", "PM1316", "PM1317")),
-    "torchao-rowwise": (0.72, 0.90, ("PM1314", "PM1315", "PM1320", "PM1321")),
+    "bf16": (0.85, 0.98, ("PM1310", "PM1311", "PM1316", "PM1317")),
+    "torchao-rowwise": (0.77, 0.93, ("PM1314", "PM1315", "PM1320", "PM1321")),
 }
 
 
@@ -546,7 +547,7 @@ _add("prefill throughput", "llama.cpp on CUDA", 0.6257, 2.1614, 23, 10, 1.000, 0
 _add("prefill throughput", "llama.cpp on Metal", 0.8199, 1.1904, 56, 25, 0.960, 0.920)
 _add("prefill throughput", "transformers", 0.7607, 1.0000, 11, 1, 1.000, None)
 _add("training memory", "pytorch training", 0.9085, 1.0873, 34, 7, 1.000, 0.914)
-_add("training throughput", "pytorch training", 0.6324, 1.2224, 259, 13, 0.942, 0.912)
+_add("training throughput", "pytorch training", 0.6324, 1.1617, 259, 13, 0.944, 0.912)
 
 
 def band_for(kind: str, engine: str) -> Band | None:
