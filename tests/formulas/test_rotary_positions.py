@@ -4,7 +4,8 @@ elementwise_traffic.py), against the modules transformers builds from the same c
 exactly when it builds a ``...RotaryEmbedding`` module (LlamaRotaryEmbedding, FalconH1RotaryEmbedding, ...).
 Mamba2Model, NemotronHModel and JambaModel build none (modeling_mamba2.py, modeling_nemotron_h.py,
 modeling_jamba.py), GraniteMoeHybridModel only with position_embedding_type "rope" (modeling_granitemoehybrid.py
-line 1057), GPT-BigCode learns a position table (wpe) instead (review24 D7)."""
+line 1057), GPT-BigCode learns a position table (wpe) instead (review24 D7), T5 adds relative position biases
+to its scores (T5Attention)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,9 @@ from oracle_utils import HYBRID_TINY, TINY_CONFIGS, build
 CASES: dict[str, dict[str, Any]] = {
     **{f"hybrid-{k}": v for k, v in HYBRID_TINY.items()}, **TINY_CONFIGS,
     "granitemoehybrid-rope": {**HYBRID_TINY["granitemoehybrid"], "position_embedding_type": "rope"},
+    # T5Model: relative position buckets (T5Attention.relative_attention_bias), no rotary embedding
+    "t5-relative-positions": {"model_type": "t5", "vocab_size": 128, "d_model": 64, "d_kv": 16, "d_ff": 96,
+                              "num_layers": 2, "num_heads": 4, "feed_forward_proj": "gated-gelu"},
 }
 
 

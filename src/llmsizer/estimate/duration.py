@@ -54,7 +54,6 @@ from ..formulas.elementwise_traffic import (
     SOURCE_COMPILED,
     SOURCE_EAGER,
     elementwise_seconds,
-    model_layer_widths,
     sequence_parallel_copy_bytes,
     step_bytes_per_token,
 )
@@ -571,7 +570,7 @@ def kernels_per_micro_step(spec: ModelSpec, w: TrainingWorkload, capability: int
     amp = w.method == "full" and autocast
     half = w.precision != "fp32" and not amp
     adapter_casts = adapter_autocast_casts(spec, w) if autocast else 0
-    rotary = model_layer_widths(spec, 0, tp).rotary
+    rotary = spec.rotary  # the cos/sin tables the model's forward builds once (head_kernels), whichever layers rotate
     code = layer_code(spec)
     head = head_kernels(w.compile, st.full, st.full, spec.norm_kind == "layernorm" or code.norm_fused, half, w.loss,
                         rotary, loss_compiled=compiled_loss(w), autocast=amp)

@@ -99,8 +99,11 @@ def kernel_linears(spec: ModelSpec, st: ActivationSetup,
     in a full fine-tune). The one rule of the training count (estimate/duration.py kernels_per_micro_step) and the
     inference count (:func:`inference_kernels`); layers of one kind (``moe_kinds``) share their objects, which
     formulas/launch_overhead.py counts once. ``routed`` False: an MoE layer's routed experts left out, for a count that
-    takes them from its implementation (:func:`moe_block_kernels`, eq. K9)."""
-    by_kind: dict[bool, tuple[LayerWidths, list[Linear]]] = {}
+    takes them from its implementation (:func:`moe_block_kernels`, eq. K9). The widths follow each layer's rotary
+    (ModelSpec.rotary_layers: a layer without rotary positions launches no rotary kernels), the linears its MoE
+    kind's first layer."""
+    by_kind: dict[bool, list[Linear]] = {}
+    by_width: dict[tuple[bool, bool], LayerWidths] = {}
     kinds = moe_kinds(spec)
     for moe in dict.fromkeys(kinds):
         i = kinds.index(moe)  # the first layer of this kind
@@ -109,8 +112,11 @@ def kernel_linears(spec: ModelSpec, st: ActivationSetup,
         if moe and spec.moe is not None and routed:
             m = spec.moe
             lin += [("expert", st.full, False)] * (m.experts_per_token * (3 if m.expert_gated else 2))
-        by_kind[moe] = (model_layer_widths(spec, i, st.tp), lin)
-    return [by_kind[moe][0] for moe in kinds], [by_kind[moe][1] for moe in kinds]
+        by_kind[moe] = lin
+    keys = list(zip(kinds, spec.rotary_layers, strict=True))
+    for key in dict.fromkeys(keys):
+        by_width[key] = model_layer_widths(spec, keys.index(key), st.tp)
+    return list(map(by_width.__getitem__, keys)), list(map(by_kind.__getitem__, kinds))
 
 
 def nf4_weight_shapes(spec: ModelSpec, i: int, st: ActivationSetup, moe: bool) -> list[tuple[int, int]]:
@@ -146,7 +152,7 @@ def inference_kernels(spec: ModelSpec, tp: int = 1, half: bool = True, per_step:
     # a decode step's attention output of one token per sequence is already token-major: no copy (Phi-3's
     # generate() step traced without it); a prefill's would copy, one kernel per layer not counted here
     code = dataclasses.replace(layer_code(spec), output_copy=False)
-    head = forward_head_kernels(spec.norm_kind == "layernorm" or code.norm_fused, widths[0].rotary, half)
+    head = forward_head_kernels(spec.norm_kind == "layernorm" or code.norm_fused, spec.rotary, half)
     total = inference_step_kernels(widths, linears, head, per_step=per_step, half=half, code=code)
     if weights_format in ("nf4", "nf4-dq"):
         kinds = moe_kinds(spec)

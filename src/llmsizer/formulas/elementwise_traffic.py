@@ -171,7 +171,11 @@ test_inference_traffic.py).
 
 A LayerNorm is torch's one fused ``native_layer_norm`` kernel each way (2c h + 2f forward, 3c h + 2f backward,
 read from a transformers GPTBigCode layer's trace); a GeLU MLP runs one ``gelu`` (2c I) and one ``gelu_backward``
-(3c I); models with learned positions or ALiBi run no rotary kernels. MoE layers are counted with the activation
+(3c I); models with learned positions, ALiBi or no positions run no rotary kernels, and neither does a layer that
+applies no rotary (ModelSpec.applies_rotary): the 10c (q_w + k_w) + 4c d_h forward and 16c (q_w + k_w) + 4c d_h
+backward of (E1)/(E2) (and their terms in (E4)/(E5), (E8)/(E9)) are counted only in layers whose attention calls
+``apply_rotary_pos_emb`` (not Qwen3-Next's Gated DeltaNet layers, Llama-3.2-Vision's cross-attention layers or
+Llama 4's NoPE layers, ``Llama4TextAttention.use_rope`` False). MoE layers are counted with the activation
 width of their top-k routed experts, an approximation. The counts are those
 of half-precision layers (torchtune's bf16 recipes, FSDP's bf16 parameters); under ``torch.autocast`` with fp32
 weights the residual stream is fp32 and each linear casts its input and weight, traffic not counted here. The
@@ -356,7 +360,9 @@ def elementwise_seconds(total_bytes: float, memory_bandwidth: float, efficiency:
 
 def model_layer_widths(spec: ModelSpec, layer: int, tp: int = 1) -> LayerWidths:
     """The widths of decoder layer ``layer`` of ``spec`` per device (q, kv and intermediate widths split by
-    ``tp``; an MoE layer's activation is its top-k routed experts' and any shared expert's)."""
+    ``tp``; an MoE layer's activation is its top-k routed experts' and any shared expert's); its rotary kernels only
+    where the layer applies rotary positions (ModelSpec.applies_rotary: not a Gated DeltaNet / Mamba or
+    cross-attention layer, not a Llama 4 NoPE layer)."""
     q, k, _, _ = _head_dims(spec)
     if spec.moe is not None and spec.moe_layers[layer]:
         m = spec.moe
@@ -365,7 +371,7 @@ def model_layer_widths(spec: ModelSpec, layer: int, tp: int = 1) -> LayerWidths:
     else:
         inter, gated = spec.intermediate_size, spec.mlp_gated
     head = spec.mla.qk_nope_head_dim + spec.mla.qk_rope_head_dim if spec.mla is not None else spec.head_dim
-    rotary = spec.rotary
+    rotary = spec.applies_rotary(layer)
     return LayerWidths(spec.hidden_size, -(-inter // tp), -(-q // tp), max(head, k // tp) if k else 0, head, gated,
                        rotary, spec.norm_kind == "layernorm")
 
@@ -374,8 +380,11 @@ def _layer_rows(spec: ModelSpec, c: float, compiled: bool, norms_trained: bool,
                 adapters: dict[int, tuple[tuple[int, int], ...]], tp: int, unsloth: bool, seq_shards: int
                 ) -> list[tuple[float, float, float]]:
     """(forward, backward, forward + backward) bytes per token of each decoder layer, in order. A layer's widths
-    depend on it only through its kind (ModelSpec.layer_key): its bytes once per (kind, adapters)."""
-    kinds = list(zip(layer_kind_firsts(spec), map(adapters.get, range(spec.num_layers), repeat(())), strict=True))
+    depend on it only through its kind (ModelSpec.layer_key) and whether it applies rotary positions
+    (ModelSpec.rotary_layers: Llama 4's NoPE layers are of the same kind as its rotary ones): its bytes once per
+    (kind, adapters, rotary)."""
+    kinds = list(zip(layer_kind_firsts(spec), map(adapters.get, range(spec.num_layers), repeat(())),
+                     spec.rotary_layers, strict=True))
     per_kind: dict[tuple[object, ...], tuple[float, float, float]] = {}
     for key in dict.fromkeys(kinds):
         n = kinds.index(key)  # the first layer of this kind

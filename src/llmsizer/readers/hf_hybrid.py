@@ -259,14 +259,19 @@ def _llama4_text(c: _Cfg, n_layers: int, hidden: int) -> dict[str, Any]:
         moe_idx = list(range(step - 1, n_layers, step))
     moe_set = {check_number(i, "moe_layers entry", LAYER_INDEX, c.where) for i in moe_idx}
     chunk = c.get("attention_chunk_size", 8192)
+    # no_rope_layers[i] = 1: layer i rotates q/k (Llama4TextAttention.use_rope, modeling_llama4.py L318, L350), set
+    # whatever layer_types says
+    rope = c.layer_list("no_rope_layers", n_layers) or []
+    if not rope:  # Llama4TextConfig.__post_init__: a NoPE (global) layer every no_rope_layer_interval layers
+        every = c.req("no_rope_layer_interval")
+        rope = [int((i + 1) % every != 0) for i in range(n_layers)]
+    if len(rope) != n_layers:
+        raise ModelFileError(f"{c.where}: no_rope_layers must have one entry per layer ({n_layers})")
+    if any(r not in (0, 1) for r in rope):  # (True/False compare equal to 1/0)
+        raise ModelFileError(f"{c.where}: no_rope_layers entries must be 1 (rotary) or 0 (no rotary), got "
+                             f"{shown(next(r for r in rope if r not in (0, 1)))}")
     kinds = _block_types(c, n_layers, {"chunked_attention", "full_attention"}) if "layer_types" in c.cfg else []
     if not kinds:
-        rope = c.layer_list("no_rope_layers", n_layers) or []
-        if not rope:  # Llama4TextConfig.__post_init__: a NoPE (global) layer every no_rope_layer_interval layers
-            every = c.req("no_rope_layer_interval")
-            rope = [int((i + 1) % every != 0) for i in range(n_layers)]
-        if len(rope) != n_layers:
-            raise ModelFileError(f"{c.where}: no_rope_layers must have one entry per layer ({n_layers})")
         kinds = ["chunked_attention" if r and chunk is not None else "full_attention" for r in rope]
     n_exp = c.req("num_local_experts")
     inter = c.req("intermediate_size")
@@ -277,4 +282,5 @@ def _llama4_text(c: _Cfg, n_layers: int, hidden: int) -> dict[str, Any]:
                 head_dim=c.get("head_dim") or hidden // heads, intermediate_size=c.req("intermediate_size_mlp"),
                 attention_qkv_bias=bias, attention_out_bias=bias, moe=moe,
                 moe_layers=tuple(i in moe_set for i in range(n_layers)), layer_types=layer_types,
+                nope_layers=tuple(not r for r in rope),
                 sliding_window=chunk if "sliding" in layer_types else None, chunked_attention="sliding" in layer_types)

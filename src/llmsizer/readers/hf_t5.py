@@ -76,5 +76,6 @@ def t5_spec(cfg: dict[str, Any], *, name: str, where: str, source: str = "",
         intermediate_size=c.req("d_ff"), tie_word_embeddings=tied, mlp_gated=gated, mlp_bias=False,
         norm_kind="rmsnorm", norms_per_layer=2, mlp_act_python=act == "gelu_new",
         cross_attention_layers=(False,) * enc + (True,) * dec, encoder_decoder=ed,
+        rope=False,  # T5Attention: relative position buckets added to the scores, no rotary (modeling_t5.py)
         torch_dtype=cfg.get("torch_dtype") or cfg.get("dtype"),
         published_params=published_params, source=source, notes=tuple(c.used_defaults))

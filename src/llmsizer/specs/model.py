@@ -402,7 +402,8 @@ class ModelSpec:
     position_embeddings: int = 0  # learned absolute position table rows (GPT-2 style); 0 for rotary models
     # the model's forward builds rotary cos/sin tables (RoPE) when it has no learned table: False where it encodes no
     # positions at all (Mamba2Model, NemotronHModel, JambaModel: their modeling_*.py build no rotary embedding;
-    # GraniteMoeHybridModel unless position_embedding_type is "rope", modeling_granitemoehybrid.py line 1057)
+    # GraniteMoeHybridModel unless position_embedding_type is "rope", modeling_granitemoehybrid.py line 1057) or
+    # encodes them as relative attention biases (T5Attention's relative_attention_bias)
     rope: bool = True
     norm_kind: NormKind = "rmsnorm"
     norms_per_layer: int = 2
@@ -421,6 +422,9 @@ class ModelSpec:
     cross_attention_layers: tuple[bool, ...] = ()
     extra_embedding_rows: int = 0  # input-embedding rows beyond vocab_size (MllamaTextModel: vocab_size + 8)
     kv_shared_layers: tuple[bool, ...] = ()  # layers reusing an earlier layer's cached K/V (Gemma 3n)
+    # attention layers that encode no positions (NoPE) in a rotary model: Llama 4's layers with
+    # ``no_rope_layers[i]`` = 0 (Llama4TextAttention ``use_rope``, modeling_llama4.py L318 and L350); () none
+    nope_layers: tuple[bool, ...] = ()
     ffn_sizes: tuple[int, ...] = ()  # per-layer feed-forward width (Gemma 3n); empty: intermediate_size
     # Parallel attention + MLP blocks (GPT-J / PaLM "parallel formulation", Chowdhery et al. 2022, arXiv 2204.02311,
     # section 2): out = x + attn(norm_a(x)) + mlp(norm_m(x)). With norms_per_layer 1 the two branches read the same
@@ -530,7 +534,7 @@ class ModelSpec:
                              f"num_experts ({self.moe.num_experts})")
         check_number(self.extra_embedding_rows, "extra_embedding_rows", Range(0, 1024, True, "extra embedding rows"), where)
         for fname in ("layer_types", "moe_layers", "recurrent_layers", "ffn_layers", "cross_attention_layers",
-                      "kv_shared_layers", "ffn_sizes"):
+                      "kv_shared_layers", "nope_layers", "ffn_sizes"):
             v = getattr(self, fname)
             if not isinstance(v, tuple) or len(v) not in (0, self.num_layers):
                 raise InputError(f"model {self.name!r}: {fname} must have one entry per layer ({self.num_layers})")
@@ -544,6 +548,8 @@ class ModelSpec:
             object.__setattr__(self, "ffn_layers", (True,) * self.num_layers)
         if not self.cross_attention_layers:
             object.__setattr__(self, "cross_attention_layers", (False,) * self.num_layers)
+        if not self.nope_layers:
+            object.__setattr__(self, "nope_layers", (False,) * self.num_layers)
         for size in self.ffn_sizes:
             check_number(size, "ffn_sizes entry", WIDTH, where)
         if not self.kv_shared_layers:
@@ -611,9 +617,25 @@ class ModelSpec:
     def rotary(self) -> bool:
         """The forward rotates q/k by position (RoPE), so it builds cos/sin tables and runs rotation kernels: not a
         model with a learned position table (``position_embeddings``: GPT-2), attention biases (``ALIBI_MODEL_TYPES``:
-        BLOOM, MPT) or no positions (``rope`` False: Mamba-2, Nemotron-H, Jamba, Granite-4.0-H). The one test of it
+        BLOOM, MPT), relative position biases (``rope`` False: T5) or no positions (``rope`` False: Mamba-2,
+        Nemotron-H, Jamba, Granite-4.0-H). The one test of it
         (formulas/activations.py, training_activations.py, elementwise_traffic.py)."""
         return self.rope and not self.position_embeddings and self.model_type not in ALIBI_MODEL_TYPES
+
+    def applies_rotary(self, i: int) -> bool:
+        """Layer ``i`` rotates its q and k by position, so it runs the rotary kernels: the model is :attr:`rotary`
+        and the layer attends with self-attention that encodes positions. Not a layer without attention
+        (``layer_types`` "none": Qwen3-Next's Gated DeltaNet layers, Qwen3NextGatedDeltaNet calls no
+        apply_rotary_pos_emb; Llama-3.2-Vision's cross-attention layers, MllamaTextCrossAttention neither) nor a NoPE
+        layer (``nope_layers``: Llama 4's ``use_rope`` False). The one test of a layer's rotary work
+        (formulas/elementwise_traffic.py model_layer_widths, estimate/launch.py kernel_linears); the cos/sin tables
+        the model's forward builds once for all layers follow :attr:`rotary`."""
+        return self.rotary and self.layer_types[i] != "none" and not self.nope_layers[i]
+
+    @property
+    def rotary_layers(self) -> tuple[bool, ...]:
+        """:meth:`applies_rotary` of every layer, in order."""
+        return tuple(map(self.applies_rotary, range(self.num_layers)))
 
     @property
     def attention_free(self) -> bool:
