@@ -455,9 +455,9 @@ class AllReducePath:
 def tp_allreduce(engine: str | None, tp: int, message_bytes: float, nvlink_mesh: bool | None,
                  peer_to_peer: bool = True) -> AllReducePath | None:
     """The kernel ``engine`` runs for one all-reduce of ``message_bytes`` over ``tp`` GPUs and its latency; None for a
-    single GPU or an engine not covered. ``nvlink_mesh``: every pair of the GPUs joined by NVLink (vLLM's
-    is_full_nvlink; None: not known, taken as not); ``peer_to_peer``: the GPUs can map each other's memory (vLLM's
-    _can_p2p; GeForce RTX 40 cards cannot: a device's ``peer_to_peer``, estimate/device.py). An Infinity Fabric
+    single GPU or an engine not covered. ``nvlink_mesh``: every pair of the GPUs joined directly by NVLink or an
+    xGMI mesh (vLLM's is_full_nvlink / is_fully_connected; None: not known, taken as not); ``peer_to_peer``: the
+    GPUs can map each other's memory (vLLM's _can_p2p; GeForce RTX 40 cards cannot: a device's ``peer_to_peer``, estimate/device.py). An Infinity Fabric
     mesh (MI300X/MI325X/MI355X boards: device.py ``XGMI_MESH_ARCHITECTURES``, vLLM's ROCm is_fully_connected) counts
     as a mesh; its latencies are the NVIDIA-measured figures, stand-ins (no published ROCm small-message timing)."""
     if tp <= 1 or engine not in ALLREDUCE_ENGINES:

@@ -535,9 +535,11 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int | None = None, *, we
     (None: ``engines.CURRENT_VERSION``), whose host work per decode step ``engines.step_host`` states -- serial (added
     to the step, e.g. vLLM's V0 engine: ``efficiency.VLLM_V0_STEP_SECONDS``), overlapped (the step takes max(device,
     host), eq. 14: vLLM >= 0.14's asynchronous scheduling) or not established (named, warned, 0 s); None: no engine
-    term (llama.cpp's is per layer, eq. 7). ``nvlink_mesh``: every pair of the ``tensor_parallel`` GPUs is joined by
-    NVLink (None: the device's catalog link, ``device.nvlink_mesh_for``), which with the engine picks the all-reduce kernel of each of the 2 L + 1 all-reduces of
-    a step and its latency (``engines.tp_allreduce``, eq. 6's alpha); ``allreduce_latency`` [s] replaces that latency.
+    term (llama.cpp's is per layer, eq. 7). ``nvlink_mesh``: every pair of the ``tensor_parallel`` GPUs is joined
+    directly by the GPU fabric: NVLink, or an AMD Infinity Fabric (xGMI) full mesh on a CDNA 3 / CDNA 4 board
+    (``device.XGMI_MESH_ARCHITECTURES``; None: the device's catalog link, ``device.nvlink_mesh_for``), which with the
+    engine picks the all-reduce kernel of each of the 2 L + 1 all-reduces of a step and its latency
+    (``engines.tp_allreduce``, eq. 6's alpha); ``allreduce_latency`` [s] replaces that latency.
     ``llamacpp_int8_mmq``: False for a llama.cpp build from before efficiency.LLAMACPP_INT8_MMQ_SINCE, whose quantized
     prefill products on Volta and later are dequantized to F16 and run through cuBLAS (efficiency.llamacpp_gemm_path);
     decode is unaffected. ``group_size``: the GPTQ/AWQ group the weights are stored at (the memory estimate's, its
