@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cache
+from typing import Any
 
 from ..errors import InputError
 from ..frozen import fast_init
@@ -252,6 +253,26 @@ def pool_admits(admitted: int, concurrency: int) -> bool:
     """Eq. (3)'s test: a pool engine's pool that holds ``admitted`` sequences of the context fits the ``concurrency``
     it runs at once (at least one: a pool that holds none serves nothing)."""
     return admitted >= max(concurrency, 1)
+
+
+MAMBA_POOL = "MambaPool"  # SGLang's recurrent-state pool (estimate/inference/sglang.py eqs. 2b, 4b)
+
+
+def binding_pool(details: dict[str, Any]) -> str | None:
+    """The pool whose room binds an SGLang estimate's admitted sequences when it is the MambaPool (its
+    max_mamba_cache_size // s fewer than the token pool's room: sglang.py eq. 4b, ``details["admits_bound"]``),
+    else None (the token / KV pool): the one test the fit verdict (inference/compose.py), the plan's figures
+    (plan/inference.py) and its text (render/plan_text.py) share."""
+    return MAMBA_POOL if details.get("admits_bound") == MAMBA_POOL else None
+
+
+def binding_pool_words(details: dict[str, Any]) -> str:
+    """``binding_pool`` with its size, for the verdict's line: the MambaPool's state slots and slots per running
+    request, else the token pool's tokens."""
+    if binding_pool(details) is not None:
+        return (f"{MAMBA_POOL} ({int(details['max_mamba_cache_size']):,} state slots, "
+                f"{details['mamba_requests_ratio']} per running request)")
+    return f"token pool ({int(details.get('max_total_num_tokens', 0)):,} tokens)"
 
 
 def admission_verdict(admitted: int, concurrency: int, context: int, need: int, usable: int,

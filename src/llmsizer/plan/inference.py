@@ -29,7 +29,7 @@ from ..estimate.fit import (
 from ..estimate.formats import given_format_why, rung_bytes, rung_group_size, unquantized_format, weights_asked
 from ..estimate.inference import estimate_inference
 from ..estimate.inference.common import running_and_queued
-from ..estimate.verdict import margin_rule, pool_budget_words
+from ..estimate.verdict import binding_pool, margin_rule, pool_budget_words
 from ..formulas import network as N
 from ..formulas import storage as S
 from ..formulas.cost import cost_per_million_tokens
@@ -738,10 +738,10 @@ def _pool_figures(mem: Sec, d: dict[str, Any], engine: str, tokens: str, in_flig
     pool's room)); the rest of the ``in_flight`` wait in its queue."""
     room, running, cap = int(d["max_concurrency_at_context"]), int(d["running_sequences"]), d.get("running_cap")
     queued = running_and_queued(in_flight, running)[1]
-    mamba = d.get("admits_bound") == "MambaPool"  # SGLang's MambaPool binds (sglang.py eq. 4b)
-    mem.add("kv_room", f"sequences of {tokens} the " + ("MambaPool" if mamba else "KV pool") + " has room for per "
+    mamba = binding_pool(d)  # SGLang's MambaPool binds (sglang.py eq. 4b)
+    mem.add("kv_room", f"sequences of {tokens} the {mamba or 'KV pool'} has room for per "
             "replica", room, "count",
-            f"{engine} MambaPool: max_mamba_cache_size {d.get('max_mamba_cache_size')} // "
+            f"{engine} {mamba}: max_mamba_cache_size {d.get('max_mamba_cache_size')} // "
             f"{d.get('mamba_requests_ratio')} state slots per running request, fewer than its token pool's "
             f"{d.get('token_pool_room')}" if mamba else f"{engine} KV pool / KV per sequence",
             "estimate/inference/vllm.py, sglang.py (max_concurrency_at_context)")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..estimate.verdict import binding_pool
 from ..plan import Plan
 from ..plan.result import JobPlan
 from ..specs.workload import ENGINE_NAMES
@@ -64,8 +65,7 @@ def _job_lines(j: JobPlan) -> list[str]:
                    'DOES NOT FIT' if fits is False else unfitted)
         # the pool whose room binds: SGLang's MambaPool on a hybrid model where its slots // s are fewer
         # (estimate/inference/sglang.py eq. 4b, ``admits_bound``), else the KV pool
-        bound = "MambaPool" if j.estimate is not None and j.estimate.details.get("admits_bound") == "MambaPool" \
-            else "KV pool"
+        bound = (binding_pool(j.estimate.details) if j.estimate is not None else None) or "KV pool"
         sequences = (f"; {ENGINE_NAMES.get(j.hardware.engine or '', 'the engine')} runs {running.value} "
                      f"sequence{'s' if running.value != 1 else ''} at once per replica ({bound} room for {room.value} "
                      "of the peak context)"

@@ -67,7 +67,16 @@ from ..formats import (
     serving_weight_spec,
 )
 from ..model_warnings import model_note_assumptions, model_warnings, mtp_assumptions, refuse_serving, refuse_unmodelled
-from ..verdict import admission_verdict, check_headroom, decimal_memory_note, margin_rule, memory_verdict, pool_admits
+from ..verdict import (
+    admission_verdict,
+    binding_pool,
+    binding_pool_words,
+    check_headroom,
+    decimal_memory_note,
+    margin_rule,
+    memory_verdict,
+    pool_admits,
+)
 from .common import Acc, Context, running_and_queued, running_sequences, state_dtypes, state_of
 from .media import media_in_context
 
@@ -636,14 +645,10 @@ def _check_fit(est: Estimate, w: InferenceWorkload, acc: Acc, shown_growth: int 
     elif w.engine == "sglang":
         mfs = float(est.details.get("mem_fraction_static") or 0.0)
         # the pool whose room binds (sglang.py: the token pool, eq. 3, or the MambaPool's slots // s, eq. 4b)
-        by_mamba = est.details.get("admits_bound") == "MambaPool"
-        pool = (f"MambaPool ({int(est.details['max_mamba_cache_size']):,} state slots, "
-                f"{est.details['mamba_requests_ratio']} per running request)" if by_mamba else
-                f"token pool ({int(est.details.get('max_total_num_tokens', 0)):,} tokens)")
         v = admission_verdict(_pool_admits(est), _to_run(est, w), w.context,
-                              est.total("device")[1], mem, mfs, engine="SGLang", pool=pool,
+                              est.total("device")[1], mem, mfs, engine="SGLang", pool=binding_pool_words(est.details),
                               knob="mem_fraction_static", requested=w.concurrency,
-                              bound="MambaPool" if by_mamba else None)
+                              bound=binding_pool(est.details))
         no_pool = est.details.get("sglang_too_small") or est.details.get("sglang_no_pool")
         if no_pool:  # no pool at all (SGLang does not start): say why, not "0 tokens at a fraction"
             v = dataclasses.replace(v, fits=False, reason=str(no_pool), warnings=(f"does not fit: {no_pool}",))

@@ -19,6 +19,7 @@ from ...specs import InferenceWorkload, ModelSpec
 from ...specs.workload import ENGINE_NAMES, read_number
 from ..context_window import engine_window
 from ..search import largest_true
+from ..verdict import binding_pool
 from . import estimate_inference
 from .compose import inference_workload
 
@@ -130,7 +131,7 @@ def reverse_notes(spec: ModelSpec, est: Estimate, reverse: dict[str, int]) -> li
     if no_pool and reverse.get("max_concurrency") == 0:  # no pool: not a running cap of 0 (sglang.py eq. 4, vllm.py)
         notes.append(f"no concurrency runs on this memory: {no_pool}")
     d = est.details
-    if d.get("admits_bound") == "MambaPool" and reverse.get("max_concurrency") == d.get("max_concurrency_at_context"):
+    if binding_pool(d) is not None and reverse.get("max_concurrency") == d.get("max_concurrency_at_context"):
         notes.append(f"the largest concurrency that fits ({reverse['max_concurrency']:,}) is what SGLang's MambaPool "
                      f"admits: max_mamba_cache_size {d['max_mamba_cache_size']:,} // {d['mamba_requests_ratio']} state "
                      "slots per running request (estimate/inference/sglang.py eq. 4b), fewer than its token pool's "

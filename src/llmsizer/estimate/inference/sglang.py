@@ -149,6 +149,7 @@ from ...units import MiB, format_bytes
 from .. import engines as E
 from ..allocator import context_span, device_context
 from ..context_window import engine_window
+from ..verdict import MAMBA_POOL
 from .common import Context, kv_item, running_sequences, state_of, weights_item
 
 
@@ -420,7 +421,7 @@ def compose_sglang(ctx: Context) -> None:
     # (eq. 4) and the MambaPool's (eq. 4b); the one that binds names the verdict's pool (compose.py _check_fit)
     bounds = [(fits_one, "token pool"), (tokens // 2, "token pool (max_total_num_tokens // 2)")]
     if mamba_room is not None:
-        bounds.append((mamba_room, "MambaPool"))
+        bounds.append((mamba_room, MAMBA_POOL))
     admits, admits_by = min(bounds, key=lambda b: b[0])
     admitted = min(admits, cap)
     if cap != w.max_num_seqs:  # eq. (4)'s default cap: the need is for what it would run with room (common.py eq. R1)
