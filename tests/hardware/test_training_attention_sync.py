@@ -59,6 +59,17 @@ def test_the_rule_by_architecture() -> None:
         assert low == share and why is not None and "lowest" in why
 
 
+def test_paper_peaks_are_the_catalogs() -> None:
+    """The A100 / H100 peaks that turn Dao 2023's TFLOP/s into shares are the catalog's dense BF16 rows for the GPUs
+    the figures name (A100 80GB SXM4, H100 80GB SXM5): a catalog edit must not leave a second, stale copy."""
+    cat = builtin_catalog()
+    assert set(E.FA2_PAPER_DEVICES) == set(E.FA2_PAPER_DEVICE_PEAKS_TFLOPS) == set(E.FA2_CAUSAL_FWD_BWD_TFLOPS)
+    for arch, device in E.FA2_PAPER_DEVICES.items():
+        d = cat.devices[device]
+        assert d.architecture == arch
+        assert d.flops["bf16"].base == pytest.approx(E.FA2_PAPER_DEVICE_PEAKS_TFLOPS[arch] * 1e12, rel=1e-12)
+
+
 def test_sync_share_against_published_kernel_speeds() -> None:
     """pytorch/pytorch#142132 (torch 2.6.0.dev20241204 on H100, (1, 24, 4608, 128)): SDPA's FlashAttention-2 backend
     329.483 TFLOP/s against cuDNN's wgmma kernel 631.338 and FlashAttention-3 631.827: the mma.sync kernel runs at
@@ -129,3 +140,4 @@ def test_the_duration_names_the_rule_on_hopper_only() -> None:
     why_h = next(x.why for x in h.assumptions if x.name == "attention_kernel_share")
     why_a = next(x.why for x in a.assumptions if x.name == "attention_kernel_share")
     assert "mma.sync" in why_h and "mma.sync" not in why_a
+

@@ -668,8 +668,10 @@ FLASH_ATTENTION_SHARE = Factor(
 # wider than 64 takes the 128 figures, one of 64 or less the 64 ones.
 FLASH_ATTENTION_REFERENCE_ARCHITECTURE = "ampere"
 FA2_PAPER_SEQ_LENS = (512, 1024, 2048, 4096, 8192, 16384)
-FA2_PAPER_DEVICE_PEAKS_TFLOPS = {"ampere": 312.0, "hopper": 989.4}  # A100 / H100 SXM dense BF16 (catalog a100-sxm-80gb,
-# h100-sxm): the share of the A100's peak is turned into TFLOP/s and back into a share of the H100's
+FA2_PAPER_DEVICES = {"ampere": "a100-sxm-80gb", "hopper": "h100-sxm"}  # the catalog rows of the figures' GPUs
+FA2_PAPER_DEVICE_PEAKS_TFLOPS = {"ampere": 312.0, "hopper": 989.4}  # their dense BF16 peaks, the catalog's (kept equal
+# by tests/hardware/test_training_attention_sync.py): the share of the A100's peak is turned into TFLOP/s and back into
+# a share of the H100's
 FA2_CAUSAL_FWD_BWD_TFLOPS = {  # head dim -> TFLOP/s at FA2_PAPER_SEQ_LENS, Dao 2023 Fig. 4 (A100) and Fig. 7 (H100)
     "ampere": {64: (88.0, 119.0, 140.0, 156.0, 165.0, 171.0), 128: (99.0, 133.0, 155.0, 173.0, 182.0, 189.0)},
     "hopper": {64: (141.0, 192.0, 232.0, 257.0, 273.0, 284.0), 128: (163.0, 221.0, 265.0, 294.0, 308.0, 328.0)},
