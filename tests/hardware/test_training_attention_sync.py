@@ -141,3 +141,17 @@ def test_the_duration_names_the_rule_on_hopper_only() -> None:
     why_a = next(x.why for x in a.assumptions if x.name == "attention_kernel_share")
     assert "mma.sync" in why_h and "mma.sync" not in why_a
 
+
+def test_a_wgmma_kernels_assumption_names_both_factors() -> None:
+    """cuDNN / FlashAttention-3 on Hopper is #142132's ratio times FlashAttention-2's share, which Dao 2023's H100 /
+    A100 speed sets and which differs with the sequence (review26 D2): the printed assumption names both, with the
+    gain at the step's own length, so two lengths no longer print the same line for different shares."""
+    whys = {}
+    for seq in (2048, 32768):
+        share, why = E.attention_kernel_share("cudnn", "hopper", 0.5, seq_len=seq, head_dim=128)
+        fa2, fa2_why = E.attention_kernel_share("flash-attn-2", "hopper", 0.5, seq_len=seq, head_dim=128)
+        assert why is not None and fa2_why is not None
+        assert "pytorch/pytorch#142132" in why and "Dao 2023" in why and f"at {seq} tokens" in why
+        assert share == pytest.approx(fa2 * E.WGMMA_KERNEL_OVER_FA2["cudnn"].expected)
+        whys[seq] = why
+    assert whys[2048] != whys[32768]
