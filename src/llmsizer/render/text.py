@@ -6,6 +6,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from ..estimate.verdict import MAMBA_POOL, binding_pool
 from ..result import Estimate
 from ..specs.workload import ENGINE_NAMES
 from ..units import format_bytes, format_count
@@ -79,10 +80,9 @@ def estimate_facts(est: Estimate) -> list[str]:
         out.append(f"SGLang: max_total_num_tokens {d['max_total_num_tokens']:,} (mem_fraction_static "
                    f"{d['mem_fraction_static']}), max_running_requests {d['max_running_requests']:,}; admits "
                    f"{d['admitted_sequences']} sequences of this length at once"
-                   # one word, one number (probe20 C3): where the running cap admits fewer than the pool holds,
-                   # both, as fit's line gives them ("holds 5 ...; it runs 4")
-                   + (f" (its running cap; the token pool holds {d['max_concurrency_at_context']:,})"
-                      if d.get("max_concurrency_at_context", 0) > d["admitted_sequences"] else ""))
+                   # one word, one number (probe20 C3): where the running cap or the MambaPool (sglcap: its room,
+                   # verdict.binding_pool) admits fewer than the token pool holds, both, as fit's line gives them
+                   + _sglang_admits_why(d))
         if "max_mamba_cache_size" in d:  # hybrid models: the recurrent-state pool (estimate/inference/sglang.py eq. 2b)
             out.append(f"SGLang MambaPool: max_mamba_cache_size {d['max_mamba_cache_size']:,} requests' recurrent "
                        f"state ({d['mamba_cache_per_req']:,} B each), taken from the token pool; running requests "
@@ -176,3 +176,13 @@ def pool_and_need(engine: str, reserved: int, need: int, offered: int | None = N
 
 def _short(text: str, n: int = 70) -> str:
     return text if len(text) <= n else text[: n - 3] + "..."
+
+
+def _sglang_admits_why(d: dict[str, Any]) -> str:
+    """Why an SGLang estimate admits fewer sequences than its token pool holds (``token_pool_room``, sglang.py): the
+    MambaPool's room when it binds (``binding_pool``), else the running cap; "" where the token pool binds."""
+    holds = int(d.get("token_pool_room", d.get("max_concurrency_at_context", 0)))
+    if holds <= d["admitted_sequences"]:
+        return ""
+    why = f"the {MAMBA_POOL}'s room" if binding_pool(d) is not None else "its running cap"
+    return f" ({why}; the token pool holds {holds:,})"
