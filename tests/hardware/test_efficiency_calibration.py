@@ -262,17 +262,15 @@ def test_h100_nvl_decode_takes_the_sm_stream_cap():
     assert runs["h100-nvl"].tokens_per_second_per_user <= runs["h100-sxm"].tokens_per_second_per_user
 
 
-def test_gb300_decode_takes_the_sm_stream_cap_as_the_gb200():
-    """devsrc38: before its SM count was sourced the GB300 took no eq. (12) cap and decoded Llama-3.1-8B Q4_K_M at
-    287.7 tokens/s, 52 % above the GB200's 189.8, although NVIDIA gives both the same per-GPU FP32 (80 TFLOPS) and
-    both measure 152 SMs: with its SM count the GB300 takes the same cap (and no missing-count warning)."""
-    cat = builtin_catalog().devices
-    runs = {d: estimate_speed(find("llama-3.1-8b").spec(), cat[d], weights_format="gguf:q4_k_m", prompt_tokens=1,
-                              output_tokens=512, kv_dtype="fp16") for d in ("gb300", "gb200")}
-    assert "llamacpp_sm_stream_limit" in {a.name for a in runs["gb300"].assumptions}
-    assert not any("SM stream cap" in w for w in runs["gb300"].warnings)
-    assert runs["gb300"].tokens_per_second_per_user == pytest.approx(runs["gb200"].tokens_per_second_per_user,
-                                                                     rel=0.03)
+def test_gb300_decode_takes_the_sm_stream_cap():
+    """devsrc38: before its SM count was sourced the GB300 took no eq. (12) cap (a missing-count warning instead);
+    with the 152 SMs its catalog row now states (tests/catalog/test_hardware_catalog.py checks the figure) the cap is
+    computed. No GB300 llama.cpp measurement is in hand, so the decode figure itself is not asserted (review25 D6: an
+    equality with our own GB200 estimate added no independent truth)."""
+    s = estimate_speed(find("llama-3.1-8b").spec(), builtin_catalog().devices["gb300"], weights_format="gguf:q4_k_m",
+                       prompt_tokens=1, output_tokens=512, kv_dtype="fp16")
+    assert "llamacpp_sm_stream_limit" in {a.name for a in s.assumptions}
+    assert not any("SM stream cap" in w for w in s.warnings)
 
 
 def test_a10g_decode_measured_on_aws_g5():
