@@ -23,8 +23,6 @@ OTHER_TOOLS = {
     *((cmd, "--moe-dispatcher", "--moe-token-dispatcher-type") for cmd in ("train", "fit", "recommend")),
     *((cmd, "--ep-comm-overlap", "--overlap-moe-expert-parallel-comm")  # Megatron-LM's own flags
       for cmd in ("train", "fit", "recommend")),
-    *((cmd, "--mamba-radix-cache-strategy", "--disable-overlap-schedule")  # SGLang's own flag (the strategy's default)
-      for cmd in ("infer", "fit", "recommend")),
 }
 FLAG = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*")
 

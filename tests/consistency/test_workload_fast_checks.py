@@ -18,7 +18,7 @@ SETTING_VALUES: dict[str, Any] = {
     "gpu_memory_utilization": 0.8, "paged_block_size": 16, "max_num_seqs": 8, "max_num_batched_tokens": 4096,
     "engine_version": "0.10.1", "split_mode": "row", "tensor_split": (1.0, 1.0), "n_cpu_moe": 2,
     "fit_target": 2**30, "allow_long_context": True, "max_mamba_cache_size": 150, "mamba_full_memory_ratio": 2.0,
-    "mamba_radix_cache_strategy": "no_buffer",
+    "mamba_radix_cache_strategy": "no_buffer", "disable_overlap_schedule": True, "disable_radix_cache": True,
     "attention": "eager",
 }
 

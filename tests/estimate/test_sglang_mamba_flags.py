@@ -281,7 +281,8 @@ def test_a_size_below_the_requests_ratio_runs_nothing_and_is_refused(size):
     """kv_cache_configurator.py:3135-3150 (sglang 0.5.23): max_running_requests <= max_mamba_cache_size // s, s = 5
     for Qwen3-Next by default (3 + the extra buffer's 2 tracking slots, :3062-3088), so a stated size of 1 to 4 runs
     no request on any memory: bad input, not 'does not fit; more memory or a smaller format' (review). Under
-    no_buffer (s = 3) a size of 3 or 4 runs one."""
+    no_buffer (s = 3; with the overlap scheduler off, which is also what makes SGLang's auto no_buffer) a size of 3
+    or 4 runs one."""
     assert size // EXTRA_BUFFER_SLOTS == 0
     with pytest.raises(InputError, match=r"max_mamba_cache_size \d runs no request.*give at least 5"):
         llmsizer.estimate_inference(QWEN, engine="sglang", memory=H200, weights="fp8", max_mamba_cache_size=size)
@@ -290,11 +291,13 @@ def test_a_size_below_the_requests_ratio_runs_nothing_and_is_refused(size):
     assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1
     assert "--max-mamba-cache-size" in out.stderr and "give at least 5" in out.stderr
     # review25 D8: a size that no_buffer's 3 slots run (checked below) says so; one below 3 does not offer it
-    offer = "or --mamba-radix-cache-strategy no_buffer, which runs with 3"
+    offer = "or --disable-overlap-schedule (no_buffer), which runs with 3"
     assert (offer in out.stderr) == (size >= 3), out.stderr
     ok = llmsizer.estimate_inference(QWEN, engine="sglang", memory=H200, weights="fp8", max_mamba_cache_size=5)
     assert ok.details["max_running_requests"] == 1  # 5 // 5
-    no_buffer = dict(engine="sglang", memory=H200, weights="fp8", mamba_radix_cache_strategy="no_buffer")
+    # (an explicit no_buffer needs the overlap scheduler off for Qwen3-Next: mamba_hook.py:156-160)
+    no_buffer = dict(engine="sglang", memory=H200, weights="fp8", mamba_radix_cache_strategy="no_buffer",
+                     disable_overlap_schedule=True)
     if size < 3:
         with pytest.raises(InputError, match="give at least 3"):
             llmsizer.estimate_inference(QWEN, max_mamba_cache_size=size, **no_buffer)

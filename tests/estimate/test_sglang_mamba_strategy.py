@@ -71,6 +71,8 @@ MODELS = [
 
 def _by_hand(model: str, weights: str, per_req: int, cell: int, context_len: int, strategy: str | None):
     setting = {} if strategy is None else {"mamba_radix_cache_strategy": strategy}
+    if strategy == "no_buffer":  # SGLang requires the overlap scheduler off with it here (mamba_hook.py:156-160)
+        setting["disable_overlap_schedule"] = True
     est = llmsizer.estimate_inference(model, engine="sglang", memory=H100, context=4096, concurrency=512,
                                       weights=weights, **setting)
     rest = int(est.details["mem_fraction_static"] * (H100 - CUDA_CONTEXT.expected)) - est.item("weights").bytes
@@ -198,8 +200,9 @@ def test_python_cli_fit_and_request_file_give_the_same_numbers(strategy):
     from llmsizer.plan import make_plan
     from llmsizer.request import parse_request
 
-    setting = {} if strategy is None else {"mamba_radix_cache_strategy": strategy}
-    flag = () if strategy is None else ("--mamba-radix-cache-strategy", strategy)
+    # (no_buffer with the overlap scheduler off, as SGLang requires for Qwen3-Next: mamba_hook.py:156-160)
+    setting = {} if strategy is None else {"mamba_radix_cache_strategy": strategy, "disable_overlap_schedule": True}
+    flag = () if strategy is None else ("--mamba-radix-cache-strategy", strategy, "--disable-overlap-schedule")
     est = llmsizer.estimate_inference(QWEN, engine="sglang", memory=141 * GiB, context=4096, weights="fp8",
                                       concurrency=256, **setting)
     out = run_cli("infer", QWEN, "--engine", "sglang", "--memory", "141GiB", "--context", "4096", "--weights", "fp8",
@@ -214,6 +217,6 @@ def test_python_cli_fit_and_request_file_give_the_same_numbers(strategy):
     assert d["max_running_requests"] == d["max_mamba_cache_size"] // (3 if strategy else 5)
     r = fit(QWEN, "h200", 1, engine="sglang", weights="fp8", context=4096, concurrency=1, output_tokens=256, **setting)
     assert r.estimate is not None and r.estimate.details["mamba_requests_ratio"] == (3 if strategy else 5)
-    text = "" if strategy is None else f"mamba_radix_cache_strategy: {strategy}"
+    text = "" if strategy is None else f"mamba_radix_cache_strategy: {strategy}, disable_overlap_schedule: true"
     job = make_plan(parse_request(_request(text), source="t.yaml"), alternatives=False).jobs[0]
     assert job.section("memory").value("need_peak") == r.estimate.details["workload_bytes"]

@@ -227,9 +227,18 @@ def add_inference_args(p: argparse.ArgumentParser, *, engine: bool = True, tenso
                         "weights (default: SGLang's 0.9)")
     g.add_argument("--mamba-radix-cache-strategy", choices=MAMBA_RADIX_CACHE_STRATEGIES,
                    help="SGLang, hybrid models: recurrent-state slots each running request holds: no_buffer 3 "
-                        "(with SGLang's --disable-overlap-schedule), extra_buffer 5, extra_buffer_lazy 4 (default: "
+                        "(with --disable-overlap-schedule), extra_buffer 5, extra_buffer_lazy 4 (default: "
                         "SGLang's auto: extra_buffer for Qwen3-Next, Nemotron-H, Falcon-H1, Granite-4.0-H, else "
                         "no_buffer)")
+    g.add_argument("--disable-overlap-schedule", action="store_true", default=None,
+                   help="SGLang: its overlap scheduler off, as SGLang's flag of this name: the default strategy "
+                        "(auto) then gives Qwen3-Next, Nemotron-H, Falcon-H1 and Granite-4.0-H no_buffer (3 "
+                        "recurrent-state slots per running request), extra_buffer 4; the speed is not changed (see "
+                        "the assumptions) (default: on)")
+    g.add_argument("--disable-radix-cache", action="store_true", default=None,
+                   help="SGLang: no prefix (radix) cache, as SGLang's flag of this name: each running request of a "
+                        "hybrid model holds 1 recurrent-state slot, and with --max-running-requests the state pool "
+                        "is that many slots (default: on)")
     if tensor_parallel:
         g.add_argument("--tp", "--tensor-parallel", type=int_arg(COUNT), dest="tensor_parallel",
                        help=f"tensor-parallel devices per replica; memory is per device (default {IW.tensor_parallel})")
@@ -284,6 +293,7 @@ INFERENCE_FIELDS = ("weights", "context", "concurrency", "output_tokens", "kv_dt
                     "attention", "dtype",
                     "group_size", "paged_block_size", "gpu_memory_utilization", "mem_fraction_static",
                     "max_mamba_cache_size", "mamba_full_memory_ratio", "mamba_radix_cache_strategy",
+                    "disable_overlap_schedule", "disable_radix_cache",
                     "max_num_seqs",
                     "max_num_batched_tokens", "tensor_parallel", "n_gpu_layers", "n_ubatch", "kv_unified",
                     "identical_sequences", "allow_long_context", "gpus",

@@ -515,8 +515,9 @@ SGLANG_BIG_GPU_MIN_RESERVED_MIB = 10 * 1024
 # recurrent-state pool (MambaPool) and the full-attention token pool by --mamba-full-memory-ratio (fallback 0.9,
 # SGLang 0.5.23 arg_groups/fields/schedule.py:220-227): mamba budget = rest x ratio / (1 + ratio)
 # (mem_cache/kv_cache_configurator.py:3346-3386); the running requests are capped at max_mamba_cache_size // s, s =
-# MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO (3, :227) + the radix cache's extra-buffer tracking slots (0, or 2
-# with the overlap scheduler: :3062-3088, :3135-3150; estimate/inference/sglang.py mamba_state_slots, eq. 4b).
+# MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO (3, :227) + the radix cache's extra-buffer tracking slots (0; 2 with
+# the overlap scheduler, 1 without or lazy; s = 1 with the radix cache disabled: :3062-3088, :3135-3150;
+# estimate/inference/sglang.py mamba_state_slots, eq. 4b).
 SGLANG_MAMBA_FULL_MEMORY_RATIO = 0.9
 SGLANG_MAMBA_REQUESTS_RATIO = 3
 # Hybrid sliding-window (SWA) models on SGLang's hybrid pool (estimate/inference/sglang.py eq. 3s,

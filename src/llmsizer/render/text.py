@@ -87,7 +87,8 @@ def estimate_facts(est: Estimate) -> list[str]:
             out.append(f"SGLang MambaPool: max_mamba_cache_size {d['max_mamba_cache_size']:,} requests' recurrent "
                        f"state ({d['mamba_cache_per_req']:,} B each), taken from the token pool; running requests "
                        f"<= {d['max_mamba_cache_size']:,} // {d['mamba_requests_ratio']} state slots each "
-                       f"(mamba_radix_cache_strategy {d.get('mamba_radix_cache_strategy')})")
+                       + ("(radix cache disabled)" if d.get("mamba_radix_cache_strategy") == "none" else
+                          f"(mamba_radix_cache_strategy {d.get('mamba_radix_cache_strategy')})"))
         if "engines_differ_because" in d:
             out.append(f"vs vLLM on the same memory: {d['engines_differ_because']}")
     if d.get("queued_sequences"):  # not run at once (estimate/inference/common.py eq. R1, compose.py)

@@ -483,9 +483,16 @@ INFERENCE = (
           "pool gets r / (1 + r) of the memory after the weights (default: SGLang's 0.9)", 0.5, bounds=MEMORY_RATIO,
           template=False),
         F("mamba_radix_cache_strategy", "enum", "SGLang --mamba-radix-cache-strategy: recurrent-state slots each "
-          "running request of a hybrid model holds: no_buffer 3 (with --disable-overlap-schedule), extra_buffer 5, "
+          "running request of a hybrid model holds: no_buffer 3 (with disable_overlap_schedule), extra_buffer 5, "
           "extra_buffer_lazy 4 (default: SGLang's auto: extra_buffer for Qwen3-Next, Nemotron-H, Falcon-H1, "
           "Granite-4.0-H, else no_buffer)", "no_buffer", choices=MAMBA_RADIX_CACHE_STRATEGIES, template=False),
+        F("disable_overlap_schedule", "bool", "SGLang --disable-overlap-schedule: its overlap scheduler off; the "
+          "default strategy (auto) then gives Qwen3-Next, Nemotron-H, Falcon-H1 and Granite-4.0-H no_buffer (3 "
+          "recurrent-state slots per running request), extra_buffer 4; the speed is not changed (default: on)", True,
+          template=False),
+        F("disable_radix_cache", "bool", "SGLang --disable-radix-cache: no prefix cache; each running request of a "
+          "hybrid model holds 1 recurrent-state slot, and with max_num_seqs the state pool is that many slots "
+          "(default: on)", True, template=False),
         F("kv_unified", "bool", "llama.cpp -kvu: one KV buffer shared by all sequences; default: llama-server's "
           "with -np N, one stream per sequence", True, template=False),
         F("max_num_seqs", "int", "vLLM --max-num-seqs / SGLang --max-running-requests: sequences run at once, the "

@@ -90,6 +90,9 @@ ENGINE_SETTINGS: dict[str, tuple[str, ...]] = {
     # SGLang's recurrent-state pool of hybrid models (estimate/inference/sglang.py eq. 2b)
     "max_mamba_cache_size": ("sglang",), "mamba_full_memory_ratio": ("sglang",),
     "mamba_radix_cache_strategy": ("sglang",),  # its state slots per running request (eq. 4b)
+    # SGLang's overlap scheduler off (the strategy "auto" resolves, eq. 4b's tracking slots) and its radix cache off
+    # (eq. 4b's 1 slot, eq. 2b'' sized from max_running_requests): flags, unset when False
+    "disable_overlap_schedule": ("sglang",), "disable_radix_cache": ("sglang",),
     "max_num_seqs": ("vllm", "sglang"), "max_num_batched_tokens": ("vllm", "sglang"),
     "split_mode": ("llamacpp",), "tensor_split": ("llamacpp",), "n_cpu_moe": ("llamacpp",),
     "engine_version": ("vllm", "sglang"),  # the releases of estimate/engines.py STEP_HOST
@@ -101,7 +104,8 @@ ENGINE_SETTINGS: dict[str, tuple[str, ...]] = {
     "attention": ("transformers",),
 }
 LLAMACPP_SPLIT_FIELDS = ("split_mode", "tensor_split", "n_cpu_moe")
-ENGINE_FLAGS = ("allow_long_context",)  # engine settings that are flags: unset is None or False
+# engine settings that are flags: unset is None or False
+ENGINE_FLAGS = ("allow_long_context", "disable_overlap_schedule", "disable_radix_cache")
 _ENGINE_SETTING_VALUES = attrgetter(*(n for n in ENGINE_SETTINGS if n not in LLAMACPP_SPLIT_FIELDS + ENGINE_FLAGS))
 
 
@@ -369,6 +373,11 @@ class InferenceWorkload:
         the MambaPool slots each running request holds, 3, 5 or 4 (estimate/inference/sglang.py eq. 4b); SGLang
         only, models with recurrent layers only; None: SGLang's "auto" (extra_buffer for Qwen3-Next, Nemotron-H,
         Falcon-H1 and Granite-4.0-H with its default overlap scheduler, else no_buffer).
+    disable_overlap_schedule: SGLang --disable-overlap-schedule: its overlap scheduler off, so "auto" gives the four
+        families above no_buffer (3 slots) and an extra_buffer holds 4 (eq. 4b); SGLang only. False by default.
+    disable_radix_cache: SGLang --disable-radix-cache: no prefix cache; a hybrid model's running requests hold 1
+        MambaPool slot each, and with max_num_seqs given the MambaPool is max_num_seqs slots (eq. 2b'');
+        SGLang only. False by default.
     fit_target: bytes of ``memory`` kept free on each GPU instead of a headroom, as llama.cpp's --fit-target
         (estimate/verdict.py eq. 1'); llama.cpp only; None: ``margin_rule``'s default.
     images: images in each sequence's prompt [images]; their tokens (formulas/vision_tokens.py) add to ``context``.
@@ -434,6 +443,8 @@ class InferenceWorkload:
     mamba_full_memory_ratio: float | None = None
     # SGLang --mamba-radix-cache-strategy: MambaPool slots per running request (eq. 4b); None: SGLang's "auto"
     mamba_radix_cache_strategy: str | None = None
+    disable_overlap_schedule: bool = False  # SGLang --disable-overlap-schedule (eq. 4b's strategy and slots)
+    disable_radix_cache: bool = False  # SGLang --disable-radix-cache (eq. 4b: 1 slot; eq. 2b'')
     max_num_seqs: int | None = None
     max_num_batched_tokens: int | None = None
     n_gpu_layers: int | None = None
@@ -539,11 +550,13 @@ class InferenceWorkload:
             raise InputError(f"kv_unified: {not_true_or_false(self.kv_unified)}")
         if not isinstance(self.identical_sequences, bool):
             raise InputError(f"identical_sequences: {not_true_or_false(self.identical_sequences)}")
-        if not isinstance(self.allow_long_context, bool):
-            raise InputError(f"allow_long_context: {not_true_or_false(self.allow_long_context)}")
+        for flag in ENGINE_FLAGS:
+            if not isinstance(getattr(self, flag), bool):
+                raise InputError(f"{flag}: {not_true_or_false(getattr(self, flag))}")
         # (the loop only when an engine is named and one of its settings is given: every value read at once, in C)
         settings = () if self.engine is None or (all(map(is_, _ENGINE_SETTING_VALUES(self), repeat(None)))
-                                                 and not self.allow_long_context) else ENGINE_SETTINGS.items()
+                                                 and not (self.allow_long_context or self.disable_overlap_schedule
+                                                          or self.disable_radix_cache)) else ENGINE_SETTINGS.items()
         for name, owners in settings:
             if name in LLAMACPP_SPLIT_FIELDS:
                 continue  # refused below with the split's own message
@@ -558,6 +571,19 @@ class InferenceWorkload:
             raise FieldError("mamba_full_memory_ratio", also=("max_mamba_cache_size",), message=(
                 "mamba_full_memory_ratio is not read when max_mamba_cache_size is given (SGLang then sizes the "
                 "recurrent-state pool from max_mamba_cache_size alone); give one of them"))
+        if self.disable_radix_cache and self.mamba_radix_cache_strategy is not None:
+            # without the radix cache SGLang reads no strategy (arg_groups/overrides.py:473-474,
+            # model_override_base.py:260-265, kv_cache_configurator.py:3063-3064): refused, not ignored
+            raise FieldError("mamba_radix_cache_strategy", also=("disable_radix_cache",), message=(
+                "mamba_radix_cache_strategy is not read when disable_radix_cache is given (SGLang then keeps 1 "
+                "recurrent-state slot per running request and no radix-cache buffer); give one of them"))
+        if self.disable_radix_cache and self.max_num_seqs is not None and self.mamba_full_memory_ratio is not None \
+                and self.max_mamba_cache_size is None:
+            # SGLang sizes the MambaPool from max_running_requests then, not from the ratio
+            # (kv_cache_configurator.py:3325-3335): refused, not ignored
+            raise FieldError("mamba_full_memory_ratio", also=("disable_radix_cache", "max_num_seqs"), message=(
+                "mamba_full_memory_ratio is not read when disable_radix_cache and max_num_seqs are given (SGLang then "
+                "sizes the recurrent-state pool as max_num_seqs slots); drop one of them"))
         if self.headroom is not None and self.engine == "sglang":  # its pool takes a fraction of the memory: no
             raise InputError("headroom does not apply to engine sglang: its token pool takes mem_fraction_static of "
                              "the memory; give mem_fraction_static instead")  # margin to keep free (refused, not ignored)

@@ -101,6 +101,9 @@ def test_web_gives_the_strategys_cap_as_python_and_the_cli(client, strategy, slo
     _calculate_mamba_ratio, 3 + the extra buffer's tracking slots; by hand: tests/estimate/test_sglang_mamba_strategy.py)."""
     setting = {} if strategy is None else {"mamba_radix_cache_strategy": strategy}
     flag = () if strategy is None else ("--mamba-radix-cache-strategy", strategy)
+    if strategy == "no_buffer":  # SGLang requires the overlap scheduler off with it here (mamba_hook.py:156-160)
+        setting["disable_overlap_schedule"] = True
+        flag = (*flag, "--disable-overlap-schedule")
     r = client.post("/api/v1/infer", json={"model": QWEN, "engine": "sglang", "memory": "141GiB", "context": 4096,
                                            "weights": "fp8", "concurrency": 256, **setting})
     assert r.status_code == 200, r.text
@@ -133,3 +136,43 @@ def test_jamba_on_sglang_is_a_400_naming_the_engine(client) -> None:
     assert r.status_code == 400 and r.json()["field"] == "engine", r.text
     line = cli_error_line("infer", "jamba-1.5-mini", "--engine", "sglang", "--memory", "141GiB")
     assert r.json()["detail"] == line and "SGLang 0.5.23 has no Jamba model" in line
+
+
+# --disable-overlap-schedule / --disable-radix-cache (SGLang's start-up stops and settings it would not read: their
+# SGLang lines in tests/estimate/test_sglang_overlap_radix_flags.py): the web's 400 says the CLI's line, naming the field
+@pytest.mark.parametrize(("body", "flags", "field"), [
+    ({"model": QWEN, "engine": "sglang", "mamba_radix_cache_strategy": "no_buffer"},
+     ("--engine", "sglang", "--mamba-radix-cache-strategy", "no_buffer"), "mamba_radix_cache_strategy"),
+    ({"model": QWEN, "engine": "sglang", "mamba_radix_cache_strategy": "extra_buffer_lazy",
+      "disable_overlap_schedule": True},
+     ("--engine", "sglang", "--mamba-radix-cache-strategy", "extra_buffer_lazy", "--disable-overlap-schedule"),
+     "mamba_radix_cache_strategy"),
+    ({"model": QWEN, "engine": "sglang", "mamba_radix_cache_strategy": "extra_buffer", "disable_radix_cache": True},
+     ("--engine", "sglang", "--mamba-radix-cache-strategy", "extra_buffer", "--disable-radix-cache"),
+     "mamba_radix_cache_strategy"),
+    ({"model": QWEN, "engine": "vllm", "disable_radix_cache": True}, ("--engine", "vllm", "--disable-radix-cache"),
+     "disable_radix_cache"),
+    ({"model": QWEN, "engine": "llamacpp", "disable_overlap_schedule": True},
+     ("--engine", "llamacpp", "--disable-overlap-schedule"), "disable_overlap_schedule"),
+])
+def test_overlap_and_radix_refusals_are_the_clis_line(client, body, flags, field) -> None:
+    r = client.post("/api/v1/infer", json={"memory": "141GiB", "weights": "fp8", **body})
+    assert r.status_code == 400 and r.json()["field"] == field, r.text
+    line = cli_error_line("infer", body["model"], "--memory", "141GiB", "--weights", "fp8", *flags)
+    assert r.json()["detail"] == line
+
+
+def test_web_takes_the_flags_as_the_cli_does(client) -> None:
+    """Qwen3-Next with the radix cache off and 64 running requests: the MambaPool is 64 slots, 1 each (by hand:
+    tests/estimate/test_sglang_overlap_radix_flags.py)."""
+    body = {"model": QWEN, "engine": "sglang", "memory": "141GiB", "context": 4096, "weights": "fp8",
+            "disable_radix_cache": True, "disable_overlap_schedule": True, "max_num_seqs": 64}
+    r = client.post("/api/v1/infer", json=body)
+    assert r.status_code == 200, r.text
+    web = r.json()["details"]
+    cli = run_cli_json("infer", QWEN, "--engine", "sglang", "--memory", "141GiB", "--context", "4096", "--weights",
+                       "fp8", "--disable-radix-cache", "--disable-overlap-schedule", "--max-running-requests",
+                       "64")["details"]
+    for key in (*KEYS, "mamba_requests_ratio", "admitted_sequences"):
+        assert web[key] == cli[key], key
+    assert web["max_mamba_cache_size"] == 64 and web["mamba_requests_ratio"] == 1 and web["max_running_requests"] == 64

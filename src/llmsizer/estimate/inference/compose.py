@@ -476,6 +476,8 @@ def _estimate(spec: ModelSpec, w: InferenceWorkload) -> Estimate:
             acc.warnings.append("SGLang keeps the recurrent state in a separate per-request pool (MambaPool, "
                                 "recurrent_state_pool) "
                                 + ("of the max_mamba_cache_size given" if w.max_mamba_cache_size is not None
+                                   else "of max_running_requests slots (the radix cache disabled)"
+                                   if w.disable_radix_cache and w.max_num_seqs is not None
                                    else "split off the token pool by SGLang's mamba_full_memory_ratio")
                                 + "; speculative decoding's intermediate states are not modelled")
     if spec.is_moe:

@@ -61,9 +61,15 @@ Rules read in SGLang 0.5.23 (the PyPI wheel; line numbers of that release):
     serve, is refused: model_warnings.ENGINE_LACKS_MODEL). The MambaPool's size and
     memory (eq. 2b) are the same under every strategy: the extra buffer's slots come out of the same
     max_mamba_cache_size (memory_pool.py:1393-1400, 1753-1771), its per-request index map (req_pool_size x 2 int64,
-    :1523-1530) is not counted. Not modelled: --disable-overlap-schedule with an explicit extra_buffer (s = 4),
-    pipeline parallelism (which turns the overlap scheduler off after the strategy is resolved:
-    arg_groups/pipeline.py:302, s = 4), page_size > 1 (sm100 backends).
+    :1523-1530) is not counted. With the overlap scheduler off (``disable_overlap_schedule``, SGLang's
+    --disable-overlap-schedule) auto resolves to no_buffer for those architectures (:484-486), an explicit
+    extra_buffer holds 3 + 1 = 4 (allocation_sizing.py:19), and SGLang stops at start for extra_buffer_lazy
+    (kv_cache_configurator.py:3073-3076); with it on, for an explicit no_buffer (mamba_hook.py:156-160): both refused.
+    With the radix cache off (``disable_radix_cache``) no strategy is resolved (overrides.py:473-474) nor buffer kept
+    (model_override_base.py:260-265) and s = 1 (kv_cache_configurator.py:3063-3064); a strategy given with it is
+    refused (not read). Not modelled: pipeline parallelism (which turns the overlap scheduler off after the strategy
+    is resolved: arg_groups/pipeline.py:302, s = 4), page_size > 1 (sm100 backends), SGLANG_OPT_MAMBA_SKIP_DECODE_LOCK
+    (base 2, :3066-3068).
     ``--max-mamba-cache-size`` K (arg_groups/fields/schedule.py:216-219, an int, unset by default) replaces the
     split: ``if max_mamba_cache_size is not None`` (:3303-3307) takes K as it is and the ratio is not read (its
     ``else`` branch, :3346-3386), so
@@ -71,7 +77,13 @@ Rules read in SGLang 0.5.23 (the PyPI wheel; line numbers of that release):
         max_mamba_cache_size = K;  kv_pool = rest - (K + 1) x mamba_cache_per_req                         (2b')
 
     with eq. (4b)'s cap K // s unchanged (resolve_max_num_reqs reads the same field, :3135-3137; no clamp of K
-    against --max-running-requests without speculative decoding, :3308-3322). A K whose pool leaves nothing of rest
+    against --max-running-requests without speculative decoding, :3308-3322). With the radix cache disabled and
+    --max-running-requests M given (and no K), the pool is one slot per running request, no ratio read
+    (:3325-3335, attention data parallelism 1):
+
+        max_mamba_cache_size = max(1, M);  kv_pool = rest - (M + 1) x mamba_cache_per_req                   (2b'')
+
+    and eq. (4b)'s cap is M // 1 = M (a ratio given with both is refused: not read). A K whose pool leaves nothing of rest
     stops SGLang ("Loaded weights leave no GPU memory for the KV cache", :3039-3058); K <= 0 also (:3392-3402), and a
     ratio r <= 0 leaves the split no slot: both refused as inputs (numbers.py COUNT, MEMORY_RATIO). Only one of the
     two is read, so giving both is refused (specs/workload.py). Not modelled: speculative decoding's intermediate
@@ -237,35 +249,60 @@ SGLANG_MAMBA_EXTRA_BUFFER: dict[str, str] = {
     "granitemoehybrid": "GraniteMoeHybridForCausalLM"}
 
 
-def mamba_state_slots(strategy: str, overlap: bool = True) -> int:
+def mamba_state_slots(strategy: str, overlap: bool = True, radix: bool = True) -> int:
     """Eq. (4b)'s state slots per running request under the radix-cache ``strategy`` (_calculate_mamba_ratio,
-    kv_cache_configurator.py:3062-3088: 3 + get_mamba_tracking_slots, allocation_sizing.py:11-19; radix cache on,
-    SGLANG_OPT_MAMBA_SKIP_DECODE_LOCK off)."""
+    kv_cache_configurator.py:3062-3088: 1 with the radix cache disabled (:3063-3064), else 3 +
+    get_mamba_tracking_slots (allocation_sizing.py:11-19: no_buffer 0, extra_buffer_lazy 1, extra_buffer 2 with the
+    overlap scheduler and 1 without); SGLANG_OPT_MAMBA_SKIP_DECODE_LOCK off)."""
+    if not radix:
+        return 1
     tracking = 0 if strategy == "no_buffer" else 1 if strategy == "extra_buffer_lazy" or not overlap else 2
     return E.SGLANG_MAMBA_REQUESTS_RATIO + tracking
 
 
-def mamba_radix_cache_strategy(spec: ModelSpec, given: str | None = None) -> tuple[str, str]:
-    """Eq. (4b): SGLang's mamba radix-cache strategy for hybrid ``spec`` (``given``: --mamba-radix-cache-strategy;
-    None: "auto") and why. An extra-buffer strategy on a family without it is refused, as SGLang refuses it at start
-    (mamba_hook.py:115-120 validate_mamba_extra_buffer; model_hook.py:1059-1066 for an architecture outside the
-    hybrid branch)."""
+def mamba_radix_cache_strategy(spec: ModelSpec, given: str | None = None, overlap: bool = True,
+                               radix: bool = True) -> tuple[str, str]:
+    """Eq. (4b): SGLang's mamba radix-cache strategy for hybrid ``spec`` and why (``given``:
+    --mamba-radix-cache-strategy, None: "auto"; ``overlap``: the overlap scheduler on, i.e. no
+    --disable-overlap-schedule; ``radix``: the radix cache on, i.e. no --disable-radix-cache). The strategies SGLang
+    stops at start for are refused: an extra buffer on a family without it (mamba_hook.py:115-120
+    validate_mamba_extra_buffer; model_hook.py:1059-1066 for an architecture outside the hybrid branch), no_buffer
+    with the overlap scheduler on for a family in the branch (validate_mamba_no_buffer, mamba_hook.py:156-160), and
+    extra_buffer_lazy with it off (kv_cache_configurator.py:3073-3076). Without the radix cache no strategy is read
+    (overrides.py:473-474, model_override_base.py:260-265): "none" (a given one is refused by the workload)."""
+    if not radix:
+        return "none", ("the radix cache is disabled (given): SGLang resolves no strategy (arg_groups/overrides.py:"
+                        "473-474) and keeps no extra buffer (model_override_base.py:260-265 mamba_extra_buffer_of)")
     arch = SGLANG_MAMBA_EXTRA_BUFFER.get(spec.model_type)
     if given is not None and given != "no_buffer" and arch is None:
         raise FieldError("mamba_radix_cache_strategy", (
             f"mamba_radix_cache_strategy {given} is not served for {spec.name}: SGLang gives the extra buffer only to "
             f"the architectures of _MAMBA_EXTRA_BUFFER_ARCHS (arg_groups/overrides.py:403-433: Qwen3-Next, "
             "Nemotron-H, Falcon-H1, Granite-4.0-H, ...) and stops at start for another; give no_buffer"))
+    if arch is not None and given == "no_buffer" and overlap:
+        raise FieldError("mamba_radix_cache_strategy", also=("disable_overlap_schedule",), message=(
+            f"mamba_radix_cache_strategy no_buffer needs disable_overlap_schedule for {spec.name}: SGLang stops at "
+            "start with no_buffer and its overlap scheduler on (validate_mamba_no_buffer, arg_groups/mamba_hook.py:"
+            "156-160); give disable_overlap_schedule too (with it alone SGLang's auto is no_buffer)"))
+    if given == "extra_buffer_lazy" and not overlap:
+        raise FieldError("mamba_radix_cache_strategy", also=("disable_overlap_schedule",), message=(
+            "mamba_radix_cache_strategy extra_buffer_lazy needs the overlap scheduler: SGLang stops at start with it "
+            "and disable_overlap_schedule (\"Lazy extra buffer requires overlap schedule\", mem_cache/"
+            "kv_cache_configurator.py:3073-3076); give extra_buffer or no_buffer"))
+    off = "" if overlap else ", the overlap scheduler off (given)"
     if given == "no_buffer":
-        return given, ("given" if arch is None else
-                       "given (SGLang requires --disable-overlap-schedule with it for this family: mamba_hook.py:"
-                       "156-160; with --disable-overlap-schedule alone its auto gives no_buffer)")
+        return given, ("given" if arch is None else "given, with the overlap scheduler off (given), as SGLang "
+                       "requires for this family (mamba_hook.py:156-160)")
     if given is not None:
-        return given, "given"
+        return given, f"given{off}"
     if arch is not None:
+        if not overlap:
+            return "no_buffer", (f"SGLang's default for {arch} with the overlap scheduler off (given): "
+                                 "_mamba_radix_cache_resolution (arg_groups/overrides.py:453-487) resolves auto to "
+                                 "no_buffer (:484-486)")
         return "extra_buffer", (f"SGLang's default for {arch}: _mamba_radix_cache_resolution (arg_groups/overrides.py:"
                                 "453-487) resolves auto to extra_buffer with the overlap scheduler on (its default) "
-                                "and linear_attn_backend triton (its default); --disable-overlap-schedule gives "
+                                "and linear_attn_backend triton (its default); disable_overlap_schedule gives "
                                 "no_buffer")
     return "no_buffer", (f"SGLang's default for model_type {spec.model_type!r}: its architecture is not in "
                          "_MAMBA_EXTRA_BUFFER_ARCHS (arg_groups/overrides.py:403-433), no extra buffer")
@@ -359,6 +396,7 @@ def compose_sglang(ctx: Context) -> None:
         device_context(acc.items, acc.assumptions, w.gpu_runtime, formula="CUDA context, before the pool is sized")
         acc.warnings.append("SGLang sizes its token pool from the GPU's memory (--mem-fraction-static); give --memory "
                             "to see its max_total_num_tokens and what it admits")
+        _engine_notes(acc, w, sized=False)
         return
     default, parts = default_mem_fraction_static(w.memory, tp, mla, w.max_num_batched_tokens)
     if w.mem_fraction_static is None and default <= 0:  # eq. (1) leaves nothing: no pool, no negative fraction
@@ -375,6 +413,7 @@ def compose_sglang(ctx: Context) -> None:
             "workload_bytes": ctx.wb.total + need.bytes + context_span(w.gpu_runtime).expected,
             "workload_budget_bytes": 0,  # the reserve takes the whole device: nothing is left for the workload
             "reserved_bytes": w.memory})  # what SGLang would hold: the whole device (it does not start)
+        _engine_notes(acc, w, sized=False)
         return
     mfs = float(acc.assume("mem_fraction_static", default, w.mem_fraction_static,
                            f"SGLang default for {parts['gpu_mem_mib']:.0f} MiB, TP {tp}: (M - reserved {parts['reserved_mib']:.0f} "
@@ -529,7 +568,7 @@ def compose_sglang(ctx: Context) -> None:
     elif fits_one < 1:
         acc.warnings.append(f"one sequence of {w.context} tokens needs more than the {tokens:,} tokens SGLang's pool "
                             "holds")
-    acc.assumptions.append(_radix_note())
+    _engine_notes(acc, w, sized=True)
     if not no_kv:  # with no attention layer neither engine has KV tokens to compare
         _compare_vllm(ctx, tokens)
 
@@ -548,6 +587,12 @@ def _mamba_pool(ctx: Context, rest: int) -> tuple[int, int, int, str, int] | Non
     if w.max_mamba_cache_size is not None:  # eq. (2b'): the stated size, no split (kv_cache_configurator.py:3303-3307)
         slots = int(acc.assume("max_mamba_cache_size", None, w.max_mamba_cache_size, "given"))
         how = f"max_mamba_cache_size {slots:,} (given)"
+    elif w.disable_radix_cache and w.max_num_seqs is not None:  # eq. (2b''): one slot per running request
+        slots = max(1, w.max_num_seqs)
+        acc.assume("max_mamba_cache_size", slots, None,
+                   f"SGLang's with the radix cache disabled and max_running_requests {w.max_num_seqs:,} given: "
+                   "max(1, max_running_requests) slots, no ratio split (kv_cache_configurator.py:3325-3335)")
+        how = f"max_mamba_cache_size {slots:,} = max_running_requests (given; radix cache disabled)"
     else:
         ratio = float(acc.assume(
             "mamba_full_memory_ratio", E.SGLANG_MAMBA_FULL_MEMORY_RATIO, w.mamba_full_memory_ratio,
@@ -561,14 +606,19 @@ def _mamba_pool(ctx: Context, rest: int) -> tuple[int, int, int, str, int] | Non
                    "(kv_cache_configurator.py:3346-3386)")
         how = (f"max_mamba_cache_size {slots:,} = int((rest {rest:,} B x {ratio} / (1 + {ratio}) - {per_req:,}) // "
                f"{per_req:,})")
-    strategy, why = mamba_radix_cache_strategy(ctx.spec, w.mamba_radix_cache_strategy)
-    state_slots = mamba_state_slots(strategy)
+    overlap, radix = not w.disable_overlap_schedule, not w.disable_radix_cache
+    strategy, why = mamba_radix_cache_strategy(ctx.spec, w.mamba_radix_cache_strategy, overlap, radix)
+    state_slots = mamba_state_slots(strategy, overlap, radix)
     ctx.details["mamba_radix_cache_strategy"] = strategy
-    acc.assume("mamba_radix_cache_strategy", strategy, w.mamba_radix_cache_strategy,
-               f"{why}: running requests <= max_mamba_cache_size // {state_slots} (_calculate_mamba_ratio, "
-               f"kv_cache_configurator.py:3062-3088: 3 slots + {state_slots - E.SGLANG_MAMBA_REQUESTS_RATIO} "
-               "tracking slots, allocation_sizing.py:11-19; radix cache on); the MambaPool's size (eq. 2b) is the "
-               "same under every strategy")
+    slots_why = (f"3 slots + {state_slots - E.SGLANG_MAMBA_REQUESTS_RATIO} tracking slots, allocation_sizing.py:"
+                 "11-19" if radix else "1 slot: the radix cache is disabled, :3063-3064")
+    text = (f"{why}: running requests <= max_mamba_cache_size // {state_slots} (_calculate_mamba_ratio, "
+            f"kv_cache_configurator.py:3062-3088: {slots_why}); the MambaPool's size (eq. 2b) is the same under "
+            "every strategy")
+    if radix:
+        acc.assume("mamba_radix_cache_strategy", strategy, w.mamba_radix_cache_strategy, text)
+    else:  # follows the given disable_radix_cache: not a default, and its why said
+        acc.assumptions.append(Assumption("mamba_radix_cache_strategy", strategy, False, text))
     return slots, (slots + 1) * per_req, per_req, how, state_slots  # + the padding slot (:3404-3409)
 
 
@@ -577,7 +627,7 @@ def refuse_mamba_settings(ctx: Context) -> None:
     layers they are refused, not ignored (as llama.cpp's --n-cpu-moe on a model without experts: llamacpp.py)."""
     spec, w = ctx.spec, ctx.w
     given = [n for n in ("max_mamba_cache_size", "mamba_full_memory_ratio", "mamba_radix_cache_strategy")
-             if getattr(w, n) is not None]
+             if getattr(w, n) is not None]  # (disable_overlap_schedule / disable_radix_cache: any model's)
     if given and not spec.recurrent_layer_count:
         raise FieldError(given[0], also=tuple(given[1:]), message=(
             f"{' and '.join(given)} appl{'ies' if len(given) == 1 else 'y'} to SGLang's recurrent-state pool "
@@ -585,25 +635,51 @@ def refuse_mamba_settings(ctx: Context) -> None:
     if not spec.recurrent_layer_count:
         return
     k = w.max_mamba_cache_size
-    strategy = mamba_radix_cache_strategy(spec, w.mamba_radix_cache_strategy)[0]
-    ratio = mamba_state_slots(strategy)
+    overlap, radix = not w.disable_overlap_schedule, not w.disable_radix_cache
+    strategy = mamba_radix_cache_strategy(spec, w.mamba_radix_cache_strategy, overlap, radix)[0]
+    ratio = mamba_state_slots(strategy, overlap, radix)
     if k is not None and k < ratio:  # eq. (4b): K // ratio running requests, whatever the memory: nothing would run
         fewest = mamba_state_slots("no_buffer")
         # the extra buffer's tracking slots are the strategy's (review25 D8): no_buffer runs with the fewest, which
-        # SGLang takes for these families with --disable-overlap-schedule (mamba_hook.py:156-160)
-        other = (f", or mamba_radix_cache_strategy no_buffer, which runs with {fewest} (SGLang requires "
-                 "--disable-overlap-schedule with it for this family: mamba_hook.py:156-160)"
-                 if strategy != "no_buffer" and k >= fewest else "")
+        # SGLang's auto gives these families with the overlap scheduler off (overrides.py:484-486; an explicit
+        # no_buffer needs it too: mamba_hook.py:156-160)
+        other = (", or disable_overlap_schedule" + ("" if w.mamba_radix_cache_strategy is None else
+                                                    " with mamba_radix_cache_strategy no_buffer")
+                 + f" (no_buffer), which runs with {fewest}" if strategy != "no_buffer" and k >= fewest else "")
         raise FieldError("max_mamba_cache_size", (
             f"max_mamba_cache_size {k} runs no request: SGLang runs at most max_mamba_cache_size // {ratio} = "
             f"{k // ratio} (state slots per running request with mamba_radix_cache_strategy {strategy}, "
             f"_calculate_mamba_ratio, kv_cache_configurator.py:3062-3088, 3135-3150); give at least {ratio}{other}"),
-            also=("mamba_radix_cache_strategy",))
+            also=("mamba_radix_cache_strategy", "disable_overlap_schedule"))
 
 
-def _radix_note() -> Any:
+def _radix_note(w: Any) -> Any:
+    if w.disable_radix_cache:
+        return Assumption("radix_cache", "off", False, "given (disable_radix_cache): SGLang keeps no prefix cache, a "
+                          "finished request's KV is freed and requests that share a prefix each hold it; capacity "
+                          "shown for requests sharing no prefix, as with it on")
     return Assumption("radix_cache", "on", True, "SGLang keeps finished requests' KV as a prefix cache in the same pool "
                       "and evicts it when running requests need room: capacity shown for requests sharing no prefix")
+
+
+def _engine_notes(acc: Any, w: Any, sized: bool) -> None:
+    """The radix cache's assumption (always once a pool is sized; given off, always) and the overlap scheduler's
+    (given off)."""
+    if sized or w.disable_radix_cache:
+        acc.assumptions.append(_radix_note(w))
+    if w.disable_overlap_schedule:
+        acc.assumptions.append(_overlap_note())
+
+
+def _overlap_note() -> Any:
+    """The overlap scheduler off (disable_overlap_schedule): what it moves here and what it does not."""
+    return Assumption(
+        "overlap_schedule", "off", False,
+        "given (disable_overlap_schedule): SGLang runs a step's host work (scheduling, output processing) between the "
+        "device's steps (managers/scheduler.py:500-502 enable_overlap; event_loop_normal :2026, not "
+        "event_loop_overlap :2061); the speed's SGLang host time per decode step (estimate/engines.py STEP_HOST) is "
+        "established by no measurement, with the scheduler on or off, and is left out (0 s): decode may be slower "
+        "than shown. The memory moves only for a hybrid model: its state slots per running request (eq. 4b)")
 
 
 def _compare_vllm(ctx: Context, sglang_tokens: int) -> None:
