@@ -309,3 +309,52 @@ def test_a_bad_request_file_value_is_one_line(tmp_path) -> None:
     assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
     assert ":8: job 'chat' (inference): engine_settings.mamba_radix_cache_strategy no_buffer needs " \
            "disable_overlap_schedule" in done.stderr
+
+
+def _gpt_oss_cells(name: str) -> tuple[int, int, int]:
+    """(B_full, B_swa, sliding_window) of GPT-OSS from its config.json (the catalog's copy): layer_types alternate
+    sliding_attention / full_attention, 8 KV heads of head_dim 64, bf16."""
+    from pathlib import Path
+
+    cfg = json.loads((Path(llmsizer.__file__).parent / "catalog/data/models" / f"{name}.json").read_text())["config"]
+    kinds = cfg["layer_types"]
+    per_layer = 2 * cfg["num_key_value_heads"] * cfg["head_dim"] * 2
+    return kinds.count("full_attention") * per_layer, kinds.count("sliding_attention") * per_layer, cfg["sliding_window"]
+
+
+@pytest.mark.parametrize("overlap_off", [False, True])
+def test_without_the_radix_cache_gpt_oss_sizes_its_swa_pool_from_the_running_requests(overlap_off) -> None:
+    """SWARequestCapPoolConfigurator (model_executor/pool_configurator.py:971-1042, picked at :1720-1722 when
+    is_applicable :986-1003: max_running_requests given, radix cache disabled, chunked_prefill_size > 0, the config's
+    sliding_window_size): swa_tokens = (128 + 128 x 1 + 1 + 1) x M + c x chunked_prefill_size + 1 (compute_swa_request_cap
+    :924-968, page 1, no speculative decoding; c = 1 with the overlap scheduler off, else 2: :963), the full pool the
+    rest (:1016-1023). Only the pool's byte budget and chunked_prefill_size (the memory tier's) come from the
+    estimate."""
+    m, context = 64, 4096
+    b_full, b_swa, window = _gpt_oss_cells("gpt-oss-20b")
+    assert window == 128
+    kw = {"disable_overlap_schedule": True} if overlap_off else {}
+    est = llmsizer.estimate_inference("gpt-oss-20b", engine="sglang", memory=80 * GiB, context=context, concurrency=m,
+                                      disable_radix_cache=True, max_num_seqs=m, **kw)
+    d = est.details
+    chunked = next(a.value for a in est.assumptions if a.name == "chunked_prefill_size")
+    swa = (window + 128 + 2) * m + (1 if overlap_off else 2) * chunked + 1
+    full = (d["kv_pool_bytes"] - swa * b_swa) // b_full
+    assert (d["swa_pool_tokens"], d["max_total_num_tokens"]) == (swa, full) and d["swa_pool_sizing"] == "request cap"
+    assert "swa_full_tokens_ratio" not in d and "swa_full_tokens_ratio" not in {a.name for a in est.assumptions}
+    held = min(context, (window - 1) + 128 + 2)  # the scheduler evicts by sliding_window - 1 (models/gpt_oss.py:131)
+    assert d["max_concurrency_at_context"] == min(full // context, swa // held, full // 2)
+    assert d["max_running_requests"] == min(m, full // 2) == m
+    # with the radix cache on (or no cap given) the ratio pool stays (eq. 3s)
+    for other in ({"max_num_seqs": m}, {"disable_radix_cache": True}):
+        plain = llmsizer.estimate_inference("gpt-oss-20b", engine="sglang", memory=80 * GiB, context=context, **other)
+        assert plain.details["swa_pool_sizing"] == "ratio" and plain.details["swa_full_tokens_ratio"] == 0.8
+
+
+def test_llama4_keeps_the_ratio_pool_without_the_radix_cache() -> None:
+    """Llama 4's config has attention_chunk_size, no sliding_window: SGLang's sliding_window_size is None
+    (configs/model_config.py:1961-1966), so is_applicable is False (pool_configurator.py:1001-1002)."""
+    est = llmsizer.estimate_inference("llama-4-scout-17b-16e-instruct", engine="sglang", memory=4 * 80 * GiB,
+                                      tensor_parallel=4, weights="fp8", context=8192, disable_radix_cache=True,
+                                      max_num_seqs=16)
+    assert est.details["swa_pool_sizing"] == "ratio"

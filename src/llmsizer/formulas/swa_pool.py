@@ -20,12 +20,26 @@ next decode step allocates). A pool admits n sequences of t tokens while
 
     n <= floor(full_tokens / t)  and  n <= floor(swa_tokens / swa_held(t))                              (S5)
 
+With the radix cache disabled and a running-request cap M given, SGLang sizes the SWA pool from that cap instead of
+the ratio (``SWARequestCapPoolConfigurator``): S4's bound for each of the M requests, the prefill chunks in flight
+and one page, the full pool taking the rest of the budget:
+
+    swa_tokens  = ceil(((w + eviction_interval + 2 x page) x max(1, M) + c x chunk + page) / page) x page    (S6)
+    full_tokens = floor(floor((budget - swa_tokens x B_swa) / B_full) / page) x page                         (S7)
+
+with chunk the prefill chunk (``chunked_prefill_size``) and c the chunks in flight: 2 with the overlap scheduler, 1
+without; w here the config's sliding_window (``model_config.sliding_window_size``).
+
 Source: SGLang 0.5.23 (the PyPI wheel) ``sglang/srt/model_executor/pool_configurator.py``
 ``HybridSWAPoolConfigurator._recompute_cell_size`` L786-803 (S1), ``calculate_pool_sizes`` L907-916 and
 ``_solve_pool_sizes`` L859-893 (S2, S3), ``compute_swa_request_cap`` L924-968 (S4: ``trailing_tokens = window +
 eviction_interval x draft_tokens + page_size``, ``decode_alloc = page_size`` without speculative decoding);
 ``SGLANG_SWA_EVICTION_INTERVAL`` = 128 (``sglang/srt/environ.py`` L730), the eviction trigger in
-``sglang/srt/managers/schedule_batch.py`` L4063-4100 (``maybe_evict_swa``).
+``sglang/srt/managers/schedule_batch.py`` L4063-4100 (``maybe_evict_swa``); S6, S7: ``compute_swa_request_cap``
+L924-968 (``chunks_in_flight = 1 if disable_overlap_schedule else 2``, L963-968) and
+``SWARequestCapPoolConfigurator.calculate_pool_sizes`` L1005-1032, applicable (``is_applicable`` L986-1003) with
+max_running_requests given, the radix cache disabled, a positive chunked_prefill_size and a sliding_window_size, and
+picked by ``create_memory_pool_configurator`` L1715-1725.
 """
 
 from __future__ import annotations
@@ -71,3 +85,23 @@ def hybrid_swa_admitted(full_tokens: int, swa_tokens: int, tokens: int, window: 
         return 0
     held = swa_tokens_held(tokens, window, eviction_interval, page_size)  # >= 1: tokens >= 1
     return min(full_tokens // tokens, swa_tokens // held)
+
+
+def swa_request_cap_pool_tokens(budget_bytes: int, full_bytes_per_token: float, swa_bytes_per_token: float,
+                                max_running_requests: int, window: int, eviction_interval: int,
+                                chunked_prefill_size: int, chunks_in_flight: int,
+                                page_size: int = 1) -> tuple[int, int]:
+    """Eqs. (S6), (S7): (full_tokens, swa_tokens) of a hybrid SWA pool of ``budget_bytes`` [B] whose SWA pool is
+    sized from ``max_running_requests`` [requests]; full_tokens 0 where the SWA pool leaves the full pool nothing.
+    ``window``, ``eviction_interval``, ``chunked_prefill_size``, ``page_size`` [tokens]; ``chunks_in_flight`` [-].
+
+    >>> swa_request_cap_pool_tokens(10_000_000, 100, 100, 8, 128, 128, 2048, 2)
+    (93839, 6161)
+    """
+    cap = (window + eviction_interval + 2 * page_size) * max(1, max_running_requests) \
+        + chunks_in_flight * chunked_prefill_size + page_size
+    swa = -(-cap // page_size) * page_size  # (S6)
+    if full_bytes_per_token <= 0:
+        return 0, swa
+    full = int((budget_bytes - swa * swa_bytes_per_token) // full_bytes_per_token) // page_size * page_size  # (S7)
+    return max(full, 0), swa

@@ -134,8 +134,17 @@ Rules read in SGLang 0.5.23 (the PyPI wheel; line numbers of that release):
     and Gemma 4 (models/gemma4_mm.py:314-315, gemma4_causal.py:83-84), else attention_chunk_size (Llama 4: no
     sliding_window in its config, so _get_sliding_window_size :1961-1966 is None); ``SGLANG_SWA_WINDOW`` below. An
     SWA pool of no more than w + page tokens stops SGLang at start (validate_swa_pool_size :198-216, given the
-    runner's window w above: attention_chunk_size for Llama 4); none is admitted then. Not modelled: the request-cap sizing used only with --disable-radix-cache and
-    a given --max-running-requests (SWARequestCapPoolConfigurator :971-1042), DeepSeek V4's pool, unified memory.
+    runner's window w above: attention_chunk_size for Llama 4); none is admitted then. With the radix cache disabled
+    (``disable_radix_cache``) and --max-running-requests M given, SGLang sizes the SWA pool from M instead
+    (SWARequestCapPoolConfigurator :971-1042, applicable :986-1003 with a positive chunked_prefill_size and the
+    config's sliding_window_size w_c, model_config.py:1961-1966: not Llama 4, ``SGLANG_SWA_NO_CONFIG_WINDOW``;
+    compute_swa_request_cap :924-968; formulas/swa_pool.py S6, S7):
+
+        swa_tokens = (w_c + 128 + 2 x page) x M + c x chunked_prefill_size + page;
+        full_tokens = (kv_pool - swa_tokens x B_swa) // B_full                                               (3s')
+
+    c = 2 chunks in flight with the overlap scheduler, 1 without (:963); full_tokens <= 0 stops SGLang at start
+    (:1024-1031). Not modelled: DeepSeek V4's pool, unified memory.
 (5) Radix cache: finished requests' KV stays in the same pool as a prefix cache and is evicted (LRU) when running
     requests need the room, so it does not lower the capacity for running requests; requests that share a prefix
     hold it once. With the hybrid SWA pool the tree indexes both pools (mem_cache/registry.py:159-170:
@@ -153,7 +162,12 @@ from typing import Any
 
 from ...errors import FieldError
 from ...formulas.kv_cache import kv_cache
-from ...formulas.swa_pool import hybrid_swa_admitted, hybrid_swa_pool_tokens, swa_tokens_held
+from ...formulas.swa_pool import (
+    hybrid_swa_admitted,
+    hybrid_swa_pool_tokens,
+    swa_request_cap_pool_tokens,
+    swa_tokens_held,
+)
 from ...formulas.tensor_parallel import kv_fraction_per_device, per_device
 from ...result import Assumption, Item
 from ...specs import ModelSpec
@@ -314,6 +328,10 @@ def mamba_radix_cache_strategy(spec: ModelSpec, given: str | None = None, overla
 # gemma4_causal.py:83-84: HF's window includes the current token, SGLang's does not); Llama 4 has none, so the model
 # runner takes attention_chunk_size (model_executor/model_runner_components/load_model_utils.py:144-157).
 SGLANG_SWA_WINDOW_OFFSET: dict[str, int] = {"gpt_oss": -1, "gemma4": -1, "gemma4_text": -1, "llama4": 0}
+# Hybrid SWA families whose config has no sliding_window_size / sliding_window / window_size key, so SGLang's
+# model_config.sliding_window_size is None (configs/model_config.py:1961-1966) and the request-cap SWA pool (eq. 3s')
+# does not apply (pool_configurator.py:1001-1002): Llama 4 states attention_chunk_size only.
+SGLANG_SWA_NO_CONFIG_WINDOW = frozenset({"llama4"})
 
 
 def sglang_swa_window(spec: ModelSpec) -> int:
@@ -345,10 +363,25 @@ def compose_sglang(ctx: Context) -> None:
     swa: tuple[int, int, float] | None = None  # eq. (3s): (B_full, B_swa, swa_full_tokens_ratio) per device
     # the need's sliding-layer tokens: eq. (S4)'s in the hybrid pool; in the one pool every token (extra = context)
     need_extra = w.context
-    if pool_kind is not None and pool_kind[0] == "hybrid":
+    # eq. (3s'): the SWA pool sized from the running-request cap (SWARequestCapPoolConfigurator.is_applicable,
+    # pool_configurator.py:986-1003: radix cache disabled, max_running_requests given, chunked prefill on, a
+    # sliding_window_size in the config)
+    swa_cap_mode = (pool_kind is not None and pool_kind[0] == "hybrid" and w.disable_radix_cache
+                    and w.max_num_seqs is not None and spec.model_type not in SGLANG_SWA_NO_CONFIG_WINDOW)
+    if pool_kind is not None and pool_kind[0] == "hybrid" and swa_cap_mode:
+        ratio = E.SGLANG_SWA_FULL_TOKENS_RATIO  # not read (S6 sizes the SWA pool)
+        acc.assumptions.append(Assumption(
+            "sglang_swa_pool", "request cap", True,
+            "the radix cache disabled and max_running_requests given: SGLang sizes the SWA pool from that cap, "
+            "(window + 128 + 2 pages) x max_running_requests + chunks in flight (2 with the overlap scheduler, 1 "
+            "without) x chunked_prefill_size + a page, the full pool taking the rest; swa_full_tokens_ratio is not "
+            "read (SWARequestCapPoolConfigurator, model_executor/pool_configurator.py:924-1032; eq. 3s' of "
+            "estimate/inference/sglang.py, formulas/swa_pool.py S6, S7)"))
+    elif pool_kind is not None and pool_kind[0] == "hybrid":
         ratio = float(acc.assume("swa_full_tokens_ratio", E.SGLANG_SWA_FULL_TOKENS_RATIO, None,
                                  "SGLang default (--swa-full-tokens-ratio fallback, arg_groups/fields/schedule.py:"
                                  "150-162): the SWA pool holds ratio x the full pool's tokens (eq. 3s)"))
+    if pool_kind is not None and pool_kind[0] == "hybrid":
         acc.assumptions.append(Assumption(
             "sglang_kv_pool", "hybrid SWA", True, f"{pool_kind[1]}: a full pool for the {spec.layer_types.count('full')} "
             f"full layers and an SWA pool for the {spec.layer_types.count('sliding')} sliding layers (pool_configurator.py:656-921, "
@@ -435,7 +468,12 @@ def compose_sglang(ctx: Context) -> None:
     context_len = (w.context if window is None or (w.allow_long_context and w.context > window.tokens)
                    else window.tokens)
     no_kv = spec.attention_free
-    if swa is not None:  # eq. (3s): max_total_num_tokens is the full pool's
+    if swa is not None and swa_cap_mode and pool > 0:  # eq. (3s'): the SWA pool from the running-request cap
+        tokens, swa_tokens = swa_request_cap_pool_tokens(
+            pool, swa[0], swa[1], int(w.max_num_seqs or 1), int(spec.sliding_window or 0),
+            E.SGLANG_SWA_EVICTION_INTERVAL, int(parts["chunked_prefill_size"]),
+            1 if w.disable_overlap_schedule else 2, page)
+    elif swa is not None:  # eq. (3s): max_total_num_tokens is the full pool's
         tokens, swa_tokens = hybrid_swa_pool_tokens(pool, swa[0], swa[1], swa[2], page)
     elif no_kv and pool > 0:  # eq. (3m): no attention layer, a token pool of context_len tokens of 0 B
         tokens = context_len // page * page
@@ -452,7 +490,8 @@ def compose_sglang(ctx: Context) -> None:
     max_running = min(cap, tokens // 2, *(() if mamba_room is None else (mamba_room,)))  # SGLang's own figure
     # validate_swa_pool_size (pool_configurator.py:198-216): an SWA pool of no more than the runner's sliding window
     # (eq. 3s: SGLang's own, 127 for GPT-OSS, attention_chunk_size for Llama 4) + one page stops SGLang at start-up
-    swa_no_start = swa is not None and pool > 0 and swa_tokens <= sglang_swa_window(spec) + page
+    swa_no_start = swa is not None and pool > 0 and (
+        tokens <= 0 if swa_cap_mode else swa_tokens <= sglang_swa_window(spec) + page)
     fits_one = (0 if swa_no_start else
                 hybrid_swa_admitted(tokens, swa_tokens, w.context, sglang_swa_window(spec),
                                     E.SGLANG_SWA_EVICTION_INTERVAL, page) if swa is not None else tokens // w.context)
@@ -478,11 +517,18 @@ def compose_sglang(ctx: Context) -> None:
         acc.items.append(Item("kv_cache", pool, "device",
                               formula=f"{mfs} x (memory - CUDA context) {format_bytes(pre)} - weights = full pool "
                                       f"{tokens:,} tokens x {swa[0]:,} B + SWA pool {swa_tokens:,} tokens x "
-                                      f"{swa[1]:,} B (swa_full_tokens_ratio {swa[2]:g})",
-                              source="SGLang kv_cache_configurator.py:2990-3060, pool_configurator.py:656-921 "
-                                     "(eqs. 2, 3s of estimate/inference/sglang.py; formulas/swa_pool.py S1-S3)"))
+                                      f"{swa[1]:,} B " + (f"(sized from max_running_requests {w.max_num_seqs:,})"
+                                                          if swa_cap_mode else
+                                                          f"(swa_full_tokens_ratio {swa[2]:g})"),
+                              source="SGLang kv_cache_configurator.py:2990-3060, pool_configurator.py:"
+                                     + ("924-1032 (eqs. 2, 3s' of estimate/inference/sglang.py; formulas/swa_pool.py "
+                                        "S6, S7)" if swa_cap_mode else "656-921 (eqs. 2, 3s of estimate/inference/"
+                                        "sglang.py; formulas/swa_pool.py S1-S3)")))
         ctx.details.update({"swa_pool_tokens": swa_tokens, "full_pool_bytes_per_token": swa[0],
-                            "swa_pool_bytes_per_token": swa[1], "swa_full_tokens_ratio": swa[2]})
+                            "swa_pool_bytes_per_token": swa[1]})
+        ctx.details["swa_pool_sizing"] = "request cap" if swa_cap_mode else "ratio"
+        if not swa_cap_mode:
+            ctx.details["swa_full_tokens_ratio"] = swa[2]
     elif no_kv:
         acc.items.append(Item("kv_cache", 0, "device",
                               formula=f"no attention layer: a token pool of context_len {tokens:,} tokens x 0 B; the "
@@ -560,6 +606,12 @@ def compose_sglang(ctx: Context) -> None:
             "mem_fraction_static" + (", lower max_mamba_cache_size" if mamba is not None
                                        and w.max_mamba_cache_size is not None else "")
             + " or use more memory")
+    elif swa_no_start and swa_cap_mode:
+        ctx.details["sglang_no_pool"] = (
+            f"SGLang would fail at start-up: its SWA pool sized from max_running_requests {w.max_num_seqs:,} "
+            f"({swa_tokens:,} tokens) leaves no room for the full KV pool (SWARequestCapPoolConfigurator, "
+            "pool_configurator.py:1024-1031); lower max_running_requests, raise mem_fraction_static or use more "
+            "memory")
     elif swa_no_start:
         ctx.details["sglang_no_pool"] = (
             f"SGLang would fail at start-up: its SWA pool ({swa_tokens:,} tokens) cannot hold one request, whose "
