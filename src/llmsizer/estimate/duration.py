@@ -589,14 +589,19 @@ def synced_span_kernels(spec: ModelSpec, w: TrainingWorkload) -> tuple[int, int,
     mf, mb = moe_block_kernels(spec, "megatron-te", tokens_local, w.ep, half)
     ef, eb = megatron_expert_gemm_kernels(spec.moe.num_experts, w.ep)
     gemm = other = 0
-    for wd, lin, moe in zip(widths, linears, moe_kinds(spec), strict=True):
+    # layers sharing widths and linears (the same objects) and kind counted once, times how many there are
+    layers = list(zip(widths, linears, moe_kinds(spec), strict=True))
+    alike = tally([(id(wd), id(lin), moe) for wd, lin, moe in layers])
+    first = {(id(wd), id(lin), moe): (wd, lin, moe) for wd, lin, moe in reversed(layers)}
+    for key, n in alike.items():
+        wd, lin, moe = first[key]
         f, b = layer_kernels(wd, lin, False, w.method == "full", half, code)
         gf, gb = layer_gemm_kernels(lin)
         f_g, b_g = gf + 1, gb + 1  # and the attention kernel each way
         if moe:
             f, b, f_g, b_g = f + round(mf), b + round(mb), f_g + ef, b_g + eb
-        gemm += f_g + (b_g if backward else 0)
-        other += f - f_g + (b - b_g if backward else 0)
+        gemm += n * (f_g + (b_g if backward else 0))
+        other += n * (f - f_g + (b - b_g if backward else 0))
     return gemm, other, backward
 
 
