@@ -1328,10 +1328,13 @@ _MB_F8 = dict(_MB, float8=True, float8_recipe="transformer-engine-current", fp8_
 _MB_GPT_OSS = dict(_MB, seq_len=4096, etp=1, grad_checkpointing="selective", recompute_modules=("layernorm", "moe_act"))
 # Nemotron 3 Nano's H100 recipe (nemotron_3_workload_base_configs.py lines 31-40, 70-87 @f9b6319e) captures its Mamba
 # layers in Transformer Engine CUDA graphs (cuda_graph_impl 'transformer_engine', scope ['mamba']): graphs remove the
-# host's kernel launches, which llmsizer's duration rule overlaps with the GPU's work (formulas/launch_overhead.py
-# eq. K1) and which stay under it here, so the graphs change no prediction; not a field of its own
-MEGATRON_BRIDGE_CUDA_GRAPHS = ("Transformer Engine CUDA graphs of the Mamba layers not expressed (their host launches "
-                               "are overlapped with the GPU work either way, eq. K1)")
+# host's kernel launches. Its MoE layers' flex dispatch blocks the host in the forward and, recomputed, in the
+# backward (formulas/launch_overhead.py eq. K10), so the decoder layers' launches, both passes, are in the synced
+# span; there both kernel classes stay device-bound (eq. K10 gives 604.1 ms of compute for eq. K1's 603.2), so
+# fewer launches could move the prediction by at most that 0.15 %; not a field of its own
+MEGATRON_BRIDGE_CUDA_GRAPHS = ("Transformer Engine CUDA graphs of the Mamba layers not expressed (fewer launches "
+                               "would change the micro-step's compute by at most 0.15 %: its launches stay under the "
+                               "GPU work even after the MoE dispatch's host syncs, eq. K10)")
 MEGATRON_BRIDGE_RUNS: dict[str, tuple[str, str, dict[str, Any], str]] = {
     # Llama 3 70B has Llama 3.1 70B's shapes (80 layers, width 8192, FFN 28672, 64 heads / 8 KV, vocab 128,256);
     # the v0.4.1 recipe leaves pipeline_model_parallel_layout None: the even split

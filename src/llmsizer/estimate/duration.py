@@ -83,15 +83,21 @@ from ..formulas.gemm_shapes import block_shape_efficiency, running_sum, tally, t
 from ..formulas.launch_overhead import (
     BNB_SERVING_RELEASE,
     GPTQ_KERNEL_SWITCH_ROWS,
+    MEGATRON_DISPATCH_SYNC,
     PEFT_4BIT_CLONE_KERNELS,
     adapter_cast_kernels,
     gptq_linear_kernels,
     head_kernels,
     host_seconds,
+    layer_gemm_kernels,
+    layer_kernels,
+    megatron_expert_gemm_kernels,
+    moe_dispatch_syncs,
     nf4_fused_max_rows,
     nf4_linear_kernels,
     overlapped_seconds,
     step_kernels,
+    synced_micro_step_seconds,
 )
 from ..formulas.launch_overhead import SOURCE as LAUNCH_SOURCE
 from ..formulas.lora import AdaptedModule, adapted_layout, adapted_roles, expert_adapter_work, lora_params
@@ -547,6 +553,56 @@ def _adapted_linears(spec: ModelSpec, targets: tuple[str, ...] | str) -> dict[in
     per_layer(lay.layers)
     outside(lay.tail)
     return {k: tuple(v) for k, v in by_layer.items()}
+
+
+def dispatch_syncs(spec: ModelSpec, w: TrainingWorkload) -> int:
+    """Host-device syncs of Megatron-Core's MoE token dispatcher per micro-step on one device, whole model
+    (formulas/launch_overhead.py eq. K10, ``moe_dispatch_syncs``): a Megatron run (its MoE block the
+    'megatron-te' implementation) of an MoE model with expert parallelism, under the dispatcher it names (None:
+    alltoall, MOE_DISPATCHER_WHY); its MoE layers once each forward, again when the backward re-runs the MoE layer:
+    Megatron's selective recomputation of 'moe' (moe_layer.py:599-616 @d7288711) or its full recomputation of every
+    layer (transformer_block.py:442-590 ``_checkpointed_forward``); 0 otherwise (dense models, other frameworks,
+    compiled)."""
+    if spec.moe is None or w.ep <= 1 or w.compile or moe_implementation(w.precision, w.framework) != "megatron-te":
+        return 0
+    again = w.grad_checkpointing == "full" or (w.grad_checkpointing == "selective"
+                                               and "moe" in (w.recompute_modules or ()))
+    return moe_dispatch_syncs(sum(moe_kinds(spec)), w.moe_dispatcher or "alltoall", again)
+
+
+@lru_cache(maxsize=1024)
+def synced_span_kernels(spec: ModelSpec, w: TrainingWorkload) -> tuple[int, int, bool]:
+    """The kernels of one micro-step that eq. K10 (formulas/launch_overhead.py) takes without a queue ahead, whole
+    model, one device, as (GEMM and attention kernels, other kernels, backward included): the decoder layers'
+    forward (eq. K2, the MoE block of eq. K9 with its expert GEMMs) under a Megatron dispatcher's per-layer sync,
+    and their backward too (eq. K3) when the MoE layers re-run in it; the counts of ``kernels_per_micro_step``
+    (each a part of it). (0, 0, False) without syncs (``dispatch_syncs``)."""
+    if not dispatch_syncs(spec, w) or spec.moe is None:
+        return 0, 0, False
+    backward = dispatch_syncs(spec, w) > sum(moe_kinds(spec))
+    tp = w.tp if w.tp > 1 else 1
+    st = _matmul_setup(spec, w.method, w.rank, w.targets, tp, w.dora)
+    widths, linears = kernel_linears(spec, st, routed=False)
+    half = w.precision != "fp32"
+    code = layer_code(spec)
+    tokens_local = w.micro_batch * w.seq_len / max(1, w.context_parallel)
+    mf, mb = moe_block_kernels(spec, "megatron-te", tokens_local, w.ep, half)
+    ef, eb = megatron_expert_gemm_kernels(spec.moe.num_experts, w.ep)
+    gemm = other = 0
+    # layers sharing widths and linears (the same objects) and kind counted once, times how many there are
+    layers = list(zip(widths, linears, moe_kinds(spec), strict=True))
+    alike = tally([(id(wd), id(lin), moe) for wd, lin, moe in layers])
+    first = {(id(wd), id(lin), moe): (wd, lin, moe) for wd, lin, moe in reversed(layers)}
+    for key, n in alike.items():
+        wd, lin, moe = first[key]
+        f, b = layer_kernels(wd, lin, False, w.method == "full", half, code)
+        gf, gb = layer_gemm_kernels(lin)
+        f_g, b_g = gf + 1, gb + 1  # and the attention kernel each way
+        if moe:
+            f, b, f_g, b_g = f + round(mf), b + round(mb), f_g + ef, b_g + eb
+        gemm += n * (f_g + (b_g if backward else 0))
+        other += n * (f - f_g + (b - b_g if backward else 0))
+    return gemm, other, backward
 
 
 @lru_cache(maxsize=1024)
@@ -1584,7 +1640,12 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
                                     "formulas/launch_overhead.py eq. K9: the MoE block's kernels as the framework "
                                     "runs it (Megatron-Core TEGroupedMLP: a cuBLAS GEMM per local expert; "
                                     "torchtitan / transformers 5.x: grouped_mm)"))
-        t_c = overlapped_seconds(t_c, t_launch)
+        syncs = dispatch_syncs(spec, w)
+        if syncs and device.kind == "gpu":
+            t_c = _synced_seconds(spec, w, t_c, t_launch, t_c - t_dq - t_ew - t_f8, t_dq + t_ew + t_f8,
+                                  fl.forward_share, share, tau.expected, syncs, notes)
+        else:
+            t_c = overlapped_seconds(t_c, t_launch)
     if w.context_parallel > 1:
         t_c += _ring_exchange_seconds(spec, w, int(tokens), t_attn / tp_div * share, link_bandwidth, network, notes,
                                       warnings)
@@ -1861,6 +1922,29 @@ def _ep_exchange_seconds(spec: ModelSpec, w: TrainingWorkload, tokens: float, li
                                    " (Megatron-Core overlap_moe_expert_parallel_comm = False)"
                                    if w.precision in MEGATRON_PRECISIONS else ""))))
     return exposed
+
+
+def _synced_seconds(spec: ModelSpec, w: TrainingWorkload, t_dev: float, t_launch: float, t_gemm: float,
+                    t_other: float, forward_share: float, share: float, tau: float, syncs: int,
+                    notes: list[Assumption]) -> float:
+    """Eq. K10 (formulas/launch_overhead.py): the micro-step of a Megatron MoE run whose dispatcher blocks the host
+    once per MoE layer and pass that syncs (``dispatch_syncs``), the synced span's GEMM/attention and other kernels
+    each at the larger of their device time (the forward's share of each, or all of it when the backward syncs too)
+    and their launches; the rest overlapped as in eq. K1."""
+    gemm, other, backward = synced_span_kernels(spec, w)
+    part = 1.0 if backward else forward_share
+    t = synced_micro_step_seconds(t_dev, t_launch, [(t_gemm * part, gemm * share), (t_other * part, other * share)],
+                                  tau)
+    dispatcher = w.moe_dispatcher or "alltoall"
+    notes.append(Assumption(
+        "moe_dispatch_host_syncs", syncs, True,
+        f"formulas/launch_overhead.py eq. K10: Megatron-Core's {dispatcher} dispatcher blocks the host once per MoE "
+        f"layer forward{' and again where the backward recomputes it' if backward else ''} "
+        f"(NVIDIA/Megatron-LM @d7288711 {MEGATRON_DISPATCH_SYNC[dispatcher]}); the "
+        f"{'micro-step' if backward else 'forward'}'s {round((gemm + other) * share)} kernels on this device run "
+        f"without a queue ahead, GEMMs/attention ({round(gemm * share)}) and other kernels ({round(other * share)}) "
+        f"each at max(device, launches): {t * 1e3:.1f} ms for eq. K1's {max(t_dev, t_launch) * 1e3:.1f} ms"))
+    return t
 
 
 def _activation_offload_seconds(device: Device, t_c: float, forward_share: float, offloaded: float,

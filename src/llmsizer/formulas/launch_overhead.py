@@ -226,6 +226,43 @@ device sync; tests/formulas/test_training_step_kernels.py), and on CUDA each of 
 elements or per 110-30 tensors by depth): about 210 launches for Qwen2.5-0.5B's 290 tensors, 4.1 ms at tau_host,
 under its optimizer step's device time (5.1 ms in bf16). torch's ``_default_to_fused_or_foreach`` (torch 2.13.0
 torch/optim/optimizer.py L161-186) picks foreach only on the devices of torch/utils/_foreach_utils.py L8-10.
+
+**Host-device syncs in Megatron-Core's MoE dispatchers** (eq. K10, :func:`synced_micro_step_seconds`). Eq. K1 lets
+the host run ahead of the device across the whole micro-step. Megatron-Core's token dispatchers block the host once
+per MoE layer forward (NVIDIA/Megatron-LM @d7288711, the commit Megatron-Bridge v0.4.1 pins;
+:data:`MEGATRON_DISPATCH_SYNC`): 'alltoall' copies the splits to the host on a side stream after the router and waits
+on that copy's event before the EP all-to-all (token_dispatcher.py:566 ``before_ep_alltoall``, 867-904
+``d2h_event.synchronize()``; with ``moe_permute_fusion`` only the fused permute's few kernels are queued behind the
+event); 'flex' with the HybridEP backend passes no ``num_permuted_tokens`` unless the input is padded to a capacity
+(token_dispatcher.py:992, 1012-1022), so HybridEP runs blocking (fused_a2a.py:365-383 ``non_blocking =
+num_permuted_tokens is not None``) and its metadata preprocessing calls ``cudaStreamSynchronize`` on the compute
+stream (deepseek-ai/DeepEP hybrid-ep @94a9f8f6 csrc/hybrid_ep/executor/executor.cu:164-174); 'allgather' reads the
+local token counts back with a blocking ``.cpu()`` (token_dispatcher.py:295). The backward has none: the all-to-all's
+backward reuses the host-side splits saved in the forward (tensor_parallel/mappings.py:453-461
+``_AllToAll.backward``) and HybridEP's backward passes reuse the forward's handle, skipping the preprocessing
+(fused_a2a.py:397-407, 428-441), unless the MoE layer is recomputed (``recompute_modules`` 'moe':
+moe_layer.py:599-616 re-runs route, preprocess and dispatch in the backward, a second sync per layer; so does full
+recomputation, transformer_block.py:442-590). CUDA graphs of the ``moe_router`` / ``moe_preprocess`` scopes do not
+remove it: they only move the copies after the graph (token_dispatcher.py:440-445 ``cuda_dtoh_point``); only a
+padded-to-capacity input (``moe_pad_expert_input_to_capacity``) skips the copies and the sync
+(token_dispatcher.py:487-510, 873), and, in later Megatron-Core, flex's ``moe_expert_rank_capacity_factor`` (a static
+token budget: @d98e8a64 token_dispatcher.py:1098-1111), which no Megatron-Bridge v0.4.1 recipe sets and llmsizer does
+not express.
+
+After a sync the device queue is empty, so the kernels from one sync to the next can no longer hide their launches
+behind work queued earlier. Taken with no queue at all (the host launches a kernel, the device runs it: each kernel
+costs max(d_i, tau_host)), and with the span's kernels in classes c whose members are taken as alike (the GEMMs and
+attention at their share of the device time, the other, memory-bound kernels at theirs: the one split of the device
+time llmsizer has), the micro-step is::
+
+    t_micro = max(T_dev - sum_c D_c, T_host - tau_host sum_c K_c) + sum_c max(D_c, K_c tau_host)       (K10)
+
+with T_dev, T_host of eq. K1, D_c and K_c the device seconds and kernels of class c in the synced span. Bounds: at
+least eq. K1's max(T_dev, T_host) (a sum of maxima is at least the maximum of the sums) and at most T_dev + T_host
+(the fully serialised step, each max at most its sum). Per-kernel times inside a class are not known, so K10 is the
+lower end of the no-queue model (by convexity) and, since a queue of any depth after the sync can only shorten the
+span (but for the sync's first launch), the no-queue model itself is an upper end of what the syncs cost
+(tests/formulas/test_moe_dispatch_sync.py checks both against a simulated stream).
 """
 
 from __future__ import annotations
@@ -314,6 +351,14 @@ def recompute_skipped_kernels(linears: Sequence[Linear]) -> int:
     return 2 + (2 if linears and linears[-1][0].endswith("lora_B") else 0)
 
 
+def layer_gemm_kernels(linears: Sequence[Linear]) -> tuple[int, int]:
+    """(forward, backward) GEMM kernels of a layer's linears (eqs. K2/K3): one forward GEMM each, backward the input
+    gradient's and, for a trained linear, the weight gradient's (a trained bias's sum is not a GEMM: counted apart
+    by :func:`layer_kernels`)."""
+    trained = sum(1 for _, t, _ in linears if t)
+    return len(linears), len(linears) + trained
+
+
 def layer_kernels(w: LayerWidths, linears: Sequence[Linear], compiled: bool, norms_trained: bool,
                   half: bool = True, code: LayerCode = LLAMA_CODE) -> tuple[int, int]:
     """(forward, backward) kernels one decoder layer launches: eqs. (K2)/(K3) eager, the fused kernels of
@@ -323,10 +368,9 @@ def layer_kernels(w: LayerWidths, linears: Sequence[Linear], compiled: bool, nor
     # (the counts taken in C: names, trained and bias flags as columns)
     names, trained, bias = zip(*linears, strict=True) if linears else ((), (), ())
     adapters = sum(map(str.endswith, names, repeat("lora_A")))
-    n_lin = len(linears)
-    # a trained linear: 2 backward GEMMs (+ 1 with a bias), a frozen one 1
-    trained_flags = list(map(bool, trained))
-    gemm_bwd = n_lin + sum(trained_flags) + sum(map(and_, trained_flags, map(bool, bias)))
+    n_lin, gemm_bwd = layer_gemm_kernels(linears)
+    # a trained linear's bias: its gradient's sum over the tokens, one kernel more backward
+    gemm_bwd += sum(map(and_, map(bool, trained), map(bool, bias)))
     rot = 1 if w.rotary else 0
     if compiled:
         qk_adapters = sum(map(("q lora_A", "k lora_A", f"{FUSED_QKV} lora_A").__contains__, names))
@@ -519,6 +563,20 @@ def mlp_activation_kernels(gated: bool) -> tuple[int, int]:
     return (2, 4) if gated else (1, 1)
 
 
+def megatron_expert_gemm_kernels(experts: int, ep: int = 1) -> tuple[int, int]:
+    """(forward, backward) GEMM kernels of a Megatron-Core TEGroupedMLP per micro-step on one device (eq. K9): TE's
+    ``GroupedLinear`` runs one cuBLAS GEMM per local expert for fc1 and fc2, 2 n_local forward, and dgrad + wgrad
+    of each backward, 4 n_local, n_local = E / ep.
+
+    >>> megatron_expert_gemm_kernels(128, 16)
+    (16, 32)
+    """
+    if ep < 1 or experts < 1 or experts % ep:
+        raise InputError(f"expert parallelism {ep} must divide the {experts} experts")
+    n_local = experts // ep
+    return 2 * n_local, 4 * n_local
+
+
 def moe_layer_kernels(implementation: str, experts: int, top_k: int, tokens: float, ep: int = 1,
                       half: bool = True) -> tuple[float, float]:
     """Eq. (K9): (forward, backward) kernels one MoE block (router, dispatch, routed experts, combine) launches per
@@ -538,11 +596,11 @@ def moe_layer_kernels(implementation: str, experts: int, top_k: int, tokens: flo
     if tokens < 1:
         raise InputError("tokens per micro-step must be at least 1")
     if implementation == "megatron-te":
-        n_local = experts // ep
         f, b = MEGATRON_MOE_FIXED
         if ep == 1:
             f, b = f - MEGATRON_MOE_NO_EP[0], b - MEGATRON_MOE_NO_EP[1]
-        return f + 2 * n_local, b + 4 * n_local
+        gf, gb = megatron_expert_gemm_kernels(experts, ep)
+        return f + gf, b + gb
     cf, cb = HF_MOE_HALF_CASTS if half else (0, 0)
     if implementation == "transformers-eager":
         h = expected_hit_experts(experts, top_k, tokens)
@@ -566,6 +624,59 @@ def overlapped_seconds(device_seconds: float, host: float) -> float:
     if device_seconds < 0 or host < 0:
         raise InputError("seconds must not be negative")
     return max(device_seconds, host)
+
+
+# Megatron-Core's token dispatchers that block the host once per MoE layer forward (eq. K10), NVIDIA/Megatron-LM
+# @d7288711 megatron/core/transformer/moe/token_dispatcher.py unless named otherwise
+MEGATRON_DISPATCH_SYNC: dict[str, str] = {
+    "alltoall": "token_dispatcher.py:566 (sync point before_ep_alltoall), 904 (d2h_event.synchronize())",
+    "allgather": "token_dispatcher.py:295 (tokens_per_expert ... .cpu(), blocking)",
+    "flex": ("token_dispatcher.py:1046-1051 (HybridEP without num_permuted_tokens), fused_a2a.py:367 (non_blocking "
+             "False); deepseek-ai/DeepEP hybrid-ep @94a9f8f6 csrc/hybrid_ep/executor/executor.cu:166-167 "
+             "(cudaStreamSynchronize)"),
+}
+
+
+def moe_dispatch_syncs(moe_layers: int, dispatcher: str, moe_recomputed: bool = False) -> int:
+    """Eq. (K10)'s syncs per micro-step on one device: one per MoE layer forward under each Megatron-Core dispatcher
+    (:data:`MEGATRON_DISPATCH_SYNC`), and one more per layer when the MoE layer is recomputed in the backward
+    (``recompute_modules`` 'moe', moe_layer.py:599-616 @d7288711, or full recomputation); none in the backward
+    otherwise.
+
+    >>> moe_dispatch_syncs(48, "flex")
+    48
+    >>> moe_dispatch_syncs(23, "flex", moe_recomputed=True)
+    46
+    """
+    if moe_layers < 0:
+        raise InputError("MoE layers must not be negative")
+    if dispatcher not in MEGATRON_DISPATCH_SYNC:
+        raise InputError(f"dispatcher must be one of {', '.join(MEGATRON_DISPATCH_SYNC)}, got {dispatcher!r}")
+    return moe_layers * (2 if moe_recomputed else 1)
+
+
+def synced_micro_step_seconds(device_seconds: float, host: float, span: Sequence[tuple[float, float]],
+                              seconds_per_kernel: float) -> float:
+    """Eq. (K10): a micro-step [s] whose host blocks on the device (a Megatron MoE dispatcher's sync, one per MoE
+    layer and pass that syncs): ``device_seconds`` T_dev and ``host`` T_host of eq. K1 for the whole micro-step,
+    ``span`` the synced part as (device seconds D_c, kernels K_c) per class of alike kernels, ``seconds_per_kernel``
+    tau_host. The part outside the span overlaps as in eq. K1; each class of the span takes max(D_c, K_c tau_host).
+    Between max(T_dev, T_host) and T_dev + T_host.
+
+    >>> round(synced_micro_step_seconds(0.3, 0.2, [(0.08, 1000), (0.02, 3000)], 20e-6), 6)
+    0.34
+    """
+    if device_seconds < 0 or host < 0 or seconds_per_kernel < 0:
+        raise InputError("seconds must not be negative")
+    if any(d < 0 or k < 0 for d, k in span):
+        raise InputError("a synced span's seconds and kernels must not be negative")
+    d_span = sum(d for d, _ in span)
+    h_span = sum(k for _, k in span) * seconds_per_kernel
+    # a relative tolerance for the rounding of the caller's shares
+    if d_span > device_seconds * (1 + 1e-9) or h_span > host * (1 + 1e-9):
+        raise InputError("the synced span cannot hold more device time or launches than the micro-step")
+    rest = max(max(0.0, device_seconds - d_span), max(0.0, host - h_span))
+    return rest + sum(max(d, k * seconds_per_kernel) for d, k in span)
 
 
 def step_kernels(widths: Sequence[LayerWidths], linears: Sequence[Sequence[Linear]], compiled: bool,
