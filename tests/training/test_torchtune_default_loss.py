@@ -102,3 +102,14 @@ def test_the_profile_names_its_loss_and_a_given_loss_keeps_its_own_chunks() -> N
     why = {a.name: a.why for a in est.assumptions}
     assert why["loss"].startswith("from framework profile torchtune (pytorch/torchtune @bd2a0fc")
     assert why["loss_chunks"].startswith("from framework profile torchtune (pytorch/torchtune @bd2a0fc")
+
+
+def test_a_compiled_linear_loss_is_said_to_be_counted_eager() -> None:
+    """torchtune compiles each chunk's cross-entropy under compile (cross_entropy_loss.py @bd2a0fc lines 54-65),
+    which llmsizer does not model for linear-ce: the estimate says so; the eager profile says nothing."""
+    spec = spec_from_config(CONFIG, name="tiny-llama")
+    said = "what the compiled chunks save is not modelled"
+    compiled = estimate_training(spec, framework="torchtune", method="lora", micro_batch=B, seq_len=S, compile=True)
+    assert any(said in str(x) for x in compiled.warnings)
+    eager = estimate_training(spec, framework="torchtune", method="lora", micro_batch=B, seq_len=S)
+    assert not any(said in str(x) for x in eager.warnings)
