@@ -561,14 +561,18 @@ TORCHTUNE_FLEX_ASSUMED = ("flex attention assumed (torchtune @30b8519 _SUPPORTS_
                           "fallback would run)")
 for _rid in ("PM0700", "PM0702", "PM0704", "PM0705", "PM0706", "PM0707"):
     TORCHTUNE_SPEED_ASSUMED[_rid] = "; ".join(filter(None, (TORCHTUNE_SPEED_ASSUMED.get(_rid), TORCHTUNE_FLEX_ASSUMED)))
+# the loss each row's torchtune ran, stated: CEWithChunkedOutputLoss (loss 'ce', 8 chunks) or torch's CrossEntropyLoss
+# ('ce'), the configs' loss at 30b8519 and 1814feb (recipes/configs/llama3_1/8B_lora_single_device.yaml, 3B_*.yaml:
+# loss _component_ torchtune.modules.loss.CEWithChunkedOutputLoss); LinearCrossEntropyLoss, the torchtune profile's
+# default loss (catalog/data/frameworks.json, @bd2a0fc), came later (9c06c8bda, 2025-04-30)
 _TT31 = dict(precision="bf16", micro_batch=2, seq_len=2048, packing=True, grad_checkpointing="full", compile=True,
-             loss_chunks=8, optimizer_impl="fused", **TORCHTUNE_PACKED_ATTENTION)
+             loss="ce", loss_chunks=8, optimizer_impl="fused", **TORCHTUNE_PACKED_ATTENTION)
 _A6000_SETTINGS = ("the same recipe peaks at 37.4 / 30.3 GiB on the A6000 against 18.9 / 16.2 GiB on the 4090 (same "
                    "README table): the A6000 runs used settings the README does not give; even without activation "
                    "checkpointing (the lightest FLOP count of the recipe) the full row would run at 86 % and the "
                    "LoRA row at 107 % of the A6000's 154.8 TFLOP/s dense peak, so no stated setting reproduces them")
 _TT32 = dict(method="full", precision="bf16", micro_batch=2, seq_len=4096, packing=True, grad_checkpointing="none",
-             optimizer="adamw", compile=True, **TORCHTUNE_PACKED_ATTENTION)
+             optimizer="adamw", compile=True, loss="ce", **TORCHTUNE_PACKED_ATTENTION)
 TORCHTUNE_SPEED_ROWS: dict[str, tuple[str, dict[str, Any]] | str] = {
     # the Llama 3.1 table (README @30b8519: 'batch size 2 (without gradient accumulation), a dataset packed to
     # sequence length 2048, and torch compile enabled') with the recipes' configs of the same commit
@@ -599,7 +603,7 @@ TORCHTUNE_SPEED_ROWS: dict[str, tuple[str, dict[str, Any]] | str] = {
     # "+ Packed Dataset": the baseline (no activation checkpointing, optimizer step outside the backward, AdamW,
     # plain cross-entropy: each is a later row) with packing to 4096 tokens
     "PM0711": ("llama-3.2-3b", dict(method="full", precision="bf16", micro_batch=2, seq_len=4096, packing=True,
-                                    grad_checkpointing="none", optimizer="adamw",
+                                    grad_checkpointing="none", optimizer="adamw", loss="ce",
                                     **TORCHTUNE_PACKED_ATTENTION)),
     # "+ Compile" and the techniques added after it, each on top of the previous row: chunked cross-entropy
     # (CEWithChunkedOutputLoss, 8 chunks), activation checkpointing, the optimizer step fused into the backward,

@@ -132,13 +132,16 @@ def test_the_reverse_questions_run_the_profile() -> None:
 
     spec = load_model("llama-3.1-8b")
     kv = replace(spec, kv_expanded_in_attention=True)
-    # torchtune's recipes train in pure bf16 (its profile's precision: test_framework_conditional_defaults.py)
+    # torchtune's recipes train in pure bf16 (its profile's precision: test_framework_conditional_defaults.py) with
+    # LinearCrossEntropyLoss over 8 chunks (its profile's loss)
     run = dict(method="lora", seq_len=4096, precision="bf16")
-    assert max_micro_batch(spec, 80 * 2**30, framework="torchtune", **run) == max_micro_batch(kv, 80 * 2**30, **run)
+    loss = dict(loss="linear-ce", loss_chunks=8)
+    assert max_micro_batch(spec, 80 * 2**30, framework="torchtune", **run) == max_micro_batch(kv, 80 * 2**30, **run,
+                                                                                             **loss)
     assert max_seq_len(spec, 80 * 2**30, framework="torchtune", method="lora") == max_seq_len(
-        kv, 80 * 2**30, method="lora", precision="bf16")
+        kv, 80 * 2**30, method="lora", precision="bf16", **loss)
     assert max_seq_len(spec, 80 * 2**30, framework="torchtune", method="lora", precision="bf16") < max_seq_len(
-        spec, 80 * 2**30, method="lora", precision="bf16")
+        spec, 80 * 2**30, method="lora", precision="bf16", **loss)  # the expanded K/V cost memory
 
 
 def test_a_profile_default_the_given_settings_refuse_is_one_line() -> None:
@@ -221,7 +224,7 @@ def test_cli_and_request_reach_the_profile(tmp_path: Path, capsys: pytest.Captur
     assert a["model.kv_expanded_in_attention"]["value"] is True
     assert a["model.kv_expanded_in_attention"]["why"].startswith("from framework profile torchtune (pytorch/torchtune")
     est = estimate_training(replace(load_model("llama-3.1-8b"), kv_expanded_in_attention=True), micro_batch=2,
-                            precision="bf16")  # torchtune's dtype: bf16 (its profile's precision)
+                            precision="bf16", loss="linear-ce", loss_chunks=8)  # its profile's dtype and loss
     assert int(out["totals"]["device"]["bytes"]) == est.total("device")[1]
     for bad in (["--framework", "torchtun"], ["--train-metric-passes", "-1"]):  # bad input: exit 2, one line
         with pytest.raises(SystemExit) as e:

@@ -96,11 +96,16 @@ def test_tensor_parallel_ring_volume() -> None:
 def test_pipeline_point_to_point_and_data_parallel_links() -> None:
     # scatter/gather: each of 8 tensor-parallel ranks sends 1/8 of 1 x 2048 x 25600 fp16, forward and backward
     assert pipeline_p2p_bytes(2048, 25600, 2, tp=8) == pytest.approx(2 * 2048 * 25600 * 2 / 8)
-    # a replica of 8 devices per DGX A100 (8 x 200 Gb/s HDR): one rank of each data-parallel ring per machine
-    assert data_parallel_bus_bandwidth(300e9, 200e9, 8, 8, 4) == pytest.approx(25e9)
-    # replicas of 2 devices: 4 ranks of one ring per machine share 4 of its 8 cards
-    assert data_parallel_bus_bandwidth(300e9, 200e9, 8, 2, 4) == pytest.approx(100e9)
-    assert data_parallel_bus_bandwidth(300e9, None, 8, 2, 1) == 300e9
+    # a replica of 8 devices per DGX A100 (8 x 200 Gb/s HDR), 4 machines: one rank of each data-parallel ring per
+    # machine, 8 rings at once, each over its own 25 GB/s card
+    assert data_parallel_bus_bandwidth(300e9, 200e9, 8, 4, 8, 32) == pytest.approx(25e9)
+    # replicas of 2 devices (tp 2): 4 ranks of each of 2 rings per machine, the 2 rings share its 200 GB/s
+    assert data_parallel_bus_bandwidth(300e9, 200e9, 8, 16, 2, 32) == pytest.approx(100e9)
+    assert data_parallel_bus_bandwidth(300e9, None, 8, 4, 2, 8) == 300e9  # one machine: no network needed
+    # tp 2, pp 4 on 4 x 8 (Megatron's order puts pp outermost): each stage's dp groups are ranks 8s..8s+7, one machine
+    assert data_parallel_bus_bandwidth(300e9, 200e9, 8, 4, 2, 32) == 300e9
+    with pytest.raises(InputError):
+        data_parallel_bus_bandwidth(300e9, None, 8, 4, 8, 32)
 
 
 def test_communication_adds_to_every_micro_batch_and_the_bubble() -> None:

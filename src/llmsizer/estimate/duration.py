@@ -102,7 +102,7 @@ from ..formulas.launch_overhead import (
 from ..formulas.launch_overhead import SOURCE as LAUNCH_SOURCE
 from ..formulas.lora import AdaptedModule, adapted_layout, adapted_roles, expert_adapter_work, lora_params
 from ..formulas.model_parallel_time import ModelParallelStep
-from ..formulas.network import device_share_of_node_bandwidth
+from ..formulas.network import device_share_of_node_bandwidth, ring_bus_bandwidth
 from ..formulas.optimizer_step import (
     accumulation_bytes,
     megatron_accumulation_bytes,
@@ -174,7 +174,7 @@ from .device import (
 from .fit import hourly_price, link_bandwidth_for, vm_share_device
 from .framework import with_framework
 from .launch import kernel_linears, layer_code, moe_block_kernels, moe_implementation, moe_kinds, nf4_weight_shapes
-from .model_parallel import COLUMN_PARALLEL_BLOCKS, FsdpStage, model_parallel_time, stage_share
+from .model_parallel import COLUMN_PARALLEL_BLOCKS, FsdpStage, dp_ring_bandwidth, model_parallel_time, stage_share
 from .speed import attention_width
 from .training.compose import (
     context_stage_states,
@@ -1691,9 +1691,15 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
                 ub -= _fp8_param_elements(spec) * (compute_bytes(w) - FLOAT8_BYTES)
             buckets = (megatron_grad_buckets(spec, w, fl.trained_params)[0]
                        if w.overlap_grad_reduce and mode.startswith("megatron-") else None)
-            comm = data_parallel_comm(n, per_node, wb, gb, mode, spec.num_layers, bw,
-                                      network.bandwidth if network is not None and nodes > 1 else None, host,
-                                      sync, ub, wb_again, after, buckets, w.overlap_param_gather)
+            node_bw = network.bandwidth if network is not None and nodes > 1 else None
+            ring_bw = None
+            if vol is None and ds3 is None and not host and node_bw is not None:  # eqs. (P5), (P5e): expert rings
+                dense_ring, expert_ring = dp_ring_shares(spec, w, fl.trained_params)
+                if expert_ring:
+                    ring_bw = dp_ring_bandwidth(w, ring_bus_bandwidth(bw, nodes, node_bw), bw, node_bw, dense_ring,
+                                                expert_ring, notes)
+            comm = data_parallel_comm(n, per_node, wb, gb, mode, spec.num_layers, bw, node_bw, host,
+                                      sync, ub, wb_again, after, buckets, w.overlap_param_gather, ring_bw)
             if vol is not None:
                 notes.extend(fsdp_volume_notes(w, wb, 0.0 if mode == "grad_op" else wb_again or 0.0, gb))
             if ds3 is not None:
@@ -1734,7 +1740,8 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
         mode_r = recompute_mode(w.grad_checkpointing)
         fsdp = fsdp_stage(spec, w)
         ckpt_layers = checkpointed_layers(spec.num_layers, w.checkpoint_every)
-        ring_elements = _dp_ring_elements(spec, w, fl.trained_params)
+        dense_ring, expert_ring = dp_ring_shares(spec, w, fl.trained_params)
+        ring_elements = dense_ring + expert_ring
         ring = ring_elements * reduced_grad_bytes(w)
         dp_mp = max(1, w.gpus // max(1, w.tp * w.pp))
         # the all-reduce's second half: Megatron's distributed optimizer all-gathers the updated parameters in their
@@ -1753,7 +1760,8 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
                                  peak * u * e if device.kind == "gpu" else 0.0, fsdp, fl.forward_share, bw_mem,
                                  ckpt_layers if mode_r == "selective-op" else [], gather,
                                  megatron_grad_buckets(spec, w, fl.trained_params)
-                                 if w.overlap_grad_reduce and dp_mp > 1 and fsdp is None else None)
+                                 if w.overlap_grad_reduce and dp_mp > 1 and fsdp is None else None,
+                                 expert_ring / ring_elements if ring_elements else 0.0)
         if fsdp is not None and link_bandwidth:
             notes.extend(fsdp_volume_notes(w, fsdp.forward, fsdp.backward, fsdp.reduced))
     if device.kind == "cpu" and n == 1:
@@ -2133,7 +2141,12 @@ def _expert_elements_trained(spec: ModelSpec, w: TrainingWorkload) -> tuple[int,
 
 
 def _dp_ring_elements(spec: ModelSpec, w: TrainingWorkload, trained: int) -> float:
-    """Eq. (1) of formulas/network.py without its factor 2, summed over the gradient rings a rank joins, in
+    """``dp_ring_shares`` summed: the ring elements of every gradient ring a rank joins, in whole-model terms."""
+    return sum(dp_ring_shares(spec, w, trained))
+
+
+def dp_ring_shares(spec: ModelSpec, w: TrainingWorkload, trained: int) -> tuple[float, float]:
+    """(dense, experts): eq. (1) of formulas/network.py without its factor 2, for each gradient ring a rank joins, in
     whole-model terms (the caller divides by tp x pp): the dense trained elements x (g - 1) / g over the dense
     data-parallel group g = gpus / (tp x pp); the routed experts (``_expert_elements_trained``: E elements split
     e_tp x ep ways, not tp) x tp / (e_tp x ep) x (g_e - 1) / g_e over their own group g_e (setup.py
@@ -2148,9 +2161,9 @@ def _dp_ring_elements(spec: ModelSpec, w: TrainingWorkload, trained: int) -> flo
     norms = count_params(spec).by_component.get("norm", 0) * (w.tp - 1) if w.method == "full" else 0
     dense = (trained - experts + norms) * (dp - 1) / dp
     if not experts:
-        return dense
+        return dense, 0.0
     edp = expert_group(w)
-    return dense + experts * w.tp / (e_tp * w.ep) * (edp - 1) / edp
+    return dense, experts * w.tp / (e_tp * w.ep) * (edp - 1) / edp
 
 
 def _fp8_param_elements(spec: ModelSpec) -> int:

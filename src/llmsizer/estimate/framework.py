@@ -55,8 +55,9 @@ def workload_rule_holds(rule: str | None, w: TrainingWorkload) -> bool:
 
 # a setting that qualifies another: the profile's value of it is the framework's choice for the profile's value of
 # the other, so it applies only where the other holds the profile's value (a given attention 'sdpa' under
-# llm-foundry runs SDPA's own kernel, not llm-foundry's Triton FlashAttention)
-QUALIFIES = {"attention_kernel": "attention"}
+# llm-foundry runs SDPA's own kernel, not llm-foundry's Triton FlashAttention; a given loss 'ce' under torchtune runs
+# its own chunk count, not LinearCrossEntropyLoss's 8)
+QUALIFIES = {"attention_kernel": "attention", "loss_chunks": "loss"}
 
 
 def applied_workload_defaults(w: TrainingWorkload) -> tuple[FrameworkDefault, ...]:

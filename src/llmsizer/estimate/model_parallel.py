@@ -9,6 +9,7 @@ from functools import lru_cache
 from typing import NamedTuple
 
 from ..formulas.context_parallel import local_tokens
+from ..formulas.expert_parallel_time import machine_shares
 from ..formulas.float8_training import float8_gathers_in_float8
 from ..formulas.gemm_shapes import gemm_efficiency, tally
 from ..formulas.model_parallel_time import (
@@ -18,6 +19,7 @@ from ..formulas.model_parallel_time import (
     micro_pipelined_pair_seconds,
     model_parallel_step,
     pipeline_p2p_bytes,
+    serial_bus_bandwidth,
     tensor_parallel_backward_overlap,
     tensor_parallel_bytes,
 )
@@ -36,7 +38,7 @@ from ..result import Assumption
 from ..specs import ModelSpec, TrainingWorkload
 from ..specs.training import recomputes_whole_layer
 from .speed import attention_width
-from .training.setup import compute_bytes
+from .training.setup import compute_bytes, expert_group, expert_tp
 
 TP_COMM_OVERLAP_WHY = ("Megatron-Core ModelParallelConfig.tp_comm_overlap defaults to False (NVIDIA/Megatron-LM "
                        "@d98e8a6 megatron/core/model_parallel_config.py line 265): the tensor-parallel all-reduces "
@@ -202,6 +204,32 @@ def micro_pipelined_layer(spec: ModelSpec, layer: int, tp: int, tokens: int, c_a
     return added, carried
 
 
+def dp_ring_bandwidth(w: TrainingWorkload, dense_bus: float, intra: float, network: float | None, dense: float,
+                      experts: float, notes: list[Assumption]) -> float:
+    """The bus bandwidth [B/s] a rank's gradient reduction sees as a whole (formulas/model_parallel_time.py eq.
+    (P5e)): its ``dense`` ring share (estimate/duration.py ``dp_ring_shares``) at ``dense_bus``, then its ``experts``
+    share on the expert data-parallel group (setup.py ``expert_group``: Megatron-Core's, expert_tp x ep ranks apart in
+    its rank order) at that group's eq. (P5) bandwidth, the machine's ``network`` shared with the other expert groups'
+    rings reducing at once. ``dense_bus`` where the experts move nothing, no network is known, or the expert groups
+    do not tile the ranks as Megatron's grid does (hybrid sharding's within a machine). Its note goes to ``notes``."""
+    edp = expert_group(w)
+    stride = expert_tp(w) * w.ep
+    if not experts or edp <= 1 or network is None or intra == float("inf") or edp * stride * w.pp != w.gpus:
+        return dense_bus
+    g = min(w.gpus, w.gpus_per_node)
+    b_e = data_parallel_bus_bandwidth(intra, network, g, edp, stride, w.gpus)
+    bus = serial_bus_bandwidth([(dense, dense_bus), (experts, b_e)])
+    inside = min(machine_shares(edp, stride, g, w.gpus))
+    notes.append(Assumption(
+        "expert_dp_ring_bandwidth", b_e, True,
+        f"the routed experts' gradients reduce over expert data-parallel groups of {edp} ranks {stride} apart "
+        f"(Megatron-Core's expert grid, order tp-cp-ep-dp-pp), {inside} of a group in each machine of {g}: "
+        f"{g // inside} groups' rings share the machine's {network / 1e9:.4g} GB/s at once "
+        f"(formulas/model_parallel_time.py eq. (P5)); after the dense share at {dense_bus / 1e9:.4g} GB/s the "
+        f"reduction sees {bus / 1e9:.4g} GB/s as a whole (eq. (P5e))"))
+    return bus
+
+
 class FsdpStage(NamedTuple):
     """One pipeline stage's FSDP payloads on its data-parallel group (estimate/training/gather_units.py
     ``fsdp_collective_volume`` of the stage's states: tensor-parallel shards) [bytes], as eq. (P7) reads them."""
@@ -218,7 +246,8 @@ def model_parallel_time(spec: ModelSpec, w: TrainingWorkload, stage_seconds: flo
                         fsdp: FsdpStage | None = None, forward_share: float = 1.0 / 3.0,
                         memory_bandwidth: float = 0.0, op_checkpointed: Sequence[int] = (),
                         gather_bytes: float | None = None,
-                        dp_buckets: tuple[Buckets, float, Buckets | None] | None = None) -> ModelParallelStep:
+                        dp_buckets: tuple[Buckets, float, Buckets | None] | None = None,
+                        expert_ring_share: float = 0.0) -> ModelParallelStep:
     """Eqs. (T1)-(P7) of formulas/model_parallel_time.py for one device of ``w``: ``stage_seconds`` its stage's
     compute per micro-batch, ``ring_bytes`` the whole model's reduced gradient bytes, each weighted by the ring
     share (g - 1) / g of its own data-parallel group (estimate/duration.py ``_dp_ring_elements``: the dense and the
@@ -233,7 +262,8 @@ def model_parallel_time(spec: ModelSpec, w: TrainingWorkload, stage_seconds: flo
     it moves other bytes than the gradients (float8 parameters at 1 B, formulas/float8_training.py eq. T3; None:
     ``ring_bytes``); ``dp_buckets``: under Megatron's ``--overlap-grad-reduce``, estimate/duration.py
     ``megatron_grad_buckets`` (the first pipeline rank's buckets, its buffer over the average device's, a later
-    rank's buckets), hidden as eq. (7g) says."""
+    rank's buckets), hidden as eq. (7g) says; ``expert_ring_share``: the routed experts' share of ``ring_bytes``,
+    reduced over their own groups (``dp_ring_bandwidth``)."""
     tp, pp, v = w.tp, w.pp, w.virtual_stages if w.pp > 1 else 1
     n, g = w.gpus, min(w.gpus, w.gpus_per_node)
     dp = n // (tp * pp)  # the gradient reduction's ranks: dp x cp (formulas/context_parallel.py, the dp-cp group)
@@ -262,8 +292,11 @@ def model_parallel_time(spec: ModelSpec, w: TrainingWorkload, stage_seconds: flo
     b_tp = intra if tp_nodes == 1 or net is None or intra == inf else ring_bus_bandwidth(intra, tp_nodes, net)
     b_p2p = intra if tp * pp <= g or net is None or intra == inf else device_share_of_node_bandwidth(net, g)
     nodes = -(-n // g)
+    # the dense gradients' dp-cp group: dp ranks tp apart (eq. (P5)); FSDP's collectives (eq. (P7)) run on it too
     b_dp = intra if nodes == 1 or net is None or intra == inf else \
-        data_parallel_bus_bandwidth(intra, net, g, tp * pp, nodes)
+        data_parallel_bus_bandwidth(intra, net, g, dp, tp, n)
+    b_ring = dp_ring_bandwidth(w, b_dp, intra, net if nodes > 1 else None, 1.0 - expert_ring_share,
+                               expert_ring_share, notes) if expert_ring_share and dp > 1 else b_dp
     # float8 tensor parallelism all-gathers the sequence-parallel activations and gradients in float8
     # (formulas/model_parallel_time.py eq. (T1'')) under the recipes whose weights FSDP2 gathers in float8 (one
     # predicate, float8_gathers_in_float8): torchao tensorwise (Float8ColwiseParallel casts the input tensorwise),
@@ -332,7 +365,8 @@ def model_parallel_time(spec: ModelSpec, w: TrainingWorkload, stage_seconds: flo
     if dp_buckets is not None and dp_b and fsdp_comm is None:
         overlap = DataParallelOverlap(*dp_buckets, (ring_bytes if gather_bytes is None else gather_bytes) / (tp * pp),
                                       w.overlap_param_gather)
-    mp = model_parallel_step(stage_seconds, w.grad_accumulation, pp, v, fwd + bwd, b_tp, p2p, b_p2p, dp_b, b_dp,
+    mp = model_parallel_step(stage_seconds, w.grad_accumulation, pp, v, fwd + bwd, b_tp, p2p, b_p2p, dp_b,
+                             b_dp if fsdp_comm is not None else b_ring,
                              w.tp_comm_overlap, min(hidden_s, (fwd + bwd) / b_tp) if hidden_s else 0.0, fsdp_comm,
                              forward_share, pipelined, overlap)
     if tp > 1:

@@ -133,12 +133,27 @@ Data parallelism across the d model replicas: each device all-reduces the gradie
 model, G / (t p) bytes, once per optimizer step after the last micro-batch's backward, NOT overlapped (Megatron's
 default: the SC21 ``train_step`` calls ``allreduce_gradients()`` after ``forward_backward_func`` returns,
 ``megatron/training.py`` @6985e58 lines 369-374; Megatron-Core ``DistributedDataParallelConfig.overlap_grad_reduce``
-defaults to False, ``megatron/core/distributed/distributed_data_parallel_config.py`` @d98e8a6 line 18). The ranks of
-one data-parallel group sit on different machines once t p >= g, each ring leaving through its own network card::
+defaults to False, ``megatron/core/distributed/distributed_data_parallel_config.py`` @d98e8a6 line 18). Every rank of
+a machine reduces at the same time, each in its own group's ring, and those rings share the machine's network: a ring
+that leaves a machine carries, over each machine boundary, what one rank sends, V = 2 (d - 1)/d S (formulas/network.py
+eq. (1); NCCL's rings leave each machine once per channel, eq. (11)), so g / g_d rings of g_d ranks each in the
+machine send (g / g_d) V through its NICs. g_d is the group's ranks inside one machine: Megatron-Core builds its
+groups from one rank order, 'tp-cp-ep-dp-pp' by default (NVIDIA/Megatron-LM @d98e8a64 megatron/core/parallel_state.py
+line 617; ``RankGenerator``, :465-550), so the dense gradients' dp-cp group (:963) is d x cp ranks t apart inside a
+pipeline stage's t x cp x d consecutive ranks, and the expert data-parallel group (:1457, the expert grid of :887-895,
+cp = 1, its tp the experts' etp) d_e ranks etp x ep apart; g_d is formulas/expert_parallel_time.py eq. (E3')'s n of
+such a strided group (the smallest over the machines, the slowest ring)::
 
     c_dp = 2 (d - 1)/d (G / (t p)) / B_dp,
-    B_dp = B_intra (one machine), else min(B_intra, g_d B_node / g), g_d = max(1, g / (t p))   (P5)
+    B_dp = B_intra (the group inside one machine), else min(B_intra, g_d B_node / g)             (P5)
     t_step = t_pipe + c_dp                                                                      (P6)
+
+Megatron-Core reduces the dense buffers' buckets, then the expert buffers' (distributed_data_parallel.py:664-665,
+:677-678; each collective synchronous without ``overlap_grad_reduce``, param_and_grad_buffer.py:682-685), so a rank
+whose reduction has shares V_i on groups of bus bandwidth B_i takes sum V_i / B_i, the bandwidth its whole volume
+sees::
+
+    B_dp = sum_i V_i / sum_i (V_i / B_i)                                                        (P5e)
 
 With Megatron's ``--overlap-grad-reduce`` the reduce-scatter c_rs of (P5) runs bucket by bucket beside the last
 micro-batch's backward (formulas/training_time.py eq. (7g)). Only pipeline rank 0 cuts its buffer into buckets; the
@@ -221,6 +236,7 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from ..errors import InputError
+from .expert_parallel_time import machine_shares
 from .network import all_gather_bytes, allreduce_bytes, reduce_scatter_bytes
 from .training_time import Buckets, DataParallelComm, bucketed_seconds, micro_step_seconds
 
@@ -335,22 +351,45 @@ def bubble_fraction(stages: int, micro_batches: int, virtual: int = 1) -> float:
     return (stages - 1) / (virtual * micro_batches)
 
 
-def data_parallel_bus_bandwidth(intra: float, network: float | None, devices_per_node: int, model_parallel: int,
-                                nodes: int) -> float:
-    """Eq. (P5): the bus bandwidth of one data-parallel group's ring when each replica spans ``model_parallel``
-    devices: the link inside one machine, else min(link, g_d B_node / g).
+def data_parallel_bus_bandwidth(intra: float, network: float | None, devices_per_node: int, group: int, stride: int,
+                                world: int) -> float:
+    """Eq. (P5): the bus bandwidth of one data-parallel ring of ``group`` ranks ``stride`` apart (the dense dp-cp
+    group: t; the expert data-parallel group: etp x ep) among the ``world`` ranks, every rank of a machine of
+    ``devices_per_node`` g reducing at once in its own group: the link inside one machine where the group stays in
+    it, else min(link, g_d ``network`` / g), g_d the group's ranks in a machine (eq. (E3'), the fewest).
 
-    >>> data_parallel_bus_bandwidth(300e9, 200e9, 8, 8, 4)   # one rank per machine: its own 25 GB/s card
+    >>> data_parallel_bus_bandwidth(300e9, 200e9, 8, 4, 8, 32)   # t = 8: one rank per machine, its 25 GB/s card
     25000000000.0
+    >>> data_parallel_bus_bandwidth(300e9, 200e9, 8, 2, 8, 16)   # EP 8 on 2 x 8: 8 rings of 2 share the machine's
+    25000000000.0
+    >>> data_parallel_bus_bandwidth(300e9, 200e9, 8, 4, 2, 32)   # t = 2, p = 4: each stage's groups in one machine
+    300000000000.0
     """
-    if intra <= 0 or devices_per_node < 1 or model_parallel < 1:
-        raise InputError("link bandwidth must be positive, devices per node and model-parallel size >= 1")
-    if nodes <= 1:
+    if intra <= 0 or devices_per_node < 1 or group < 1 or stride < 1 or world < group * stride:
+        raise InputError("link bandwidth must be positive, devices per node, group and stride >= 1, the group inside "
+                         "the world")
+    inside = min(machine_shares(group, stride, devices_per_node, world))
+    if inside >= group:
         return intra
     if network is None or network <= 0:
-        raise InputError(f"{nodes} machines need their network bandwidth (per machine)")
-    per_group = max(1, devices_per_node // model_parallel)
-    return min(intra, per_group * network / devices_per_node)
+        raise InputError(f"a data-parallel group of {group} ranks across machines needs their network bandwidth "
+                         "(per machine)")
+    return min(intra, inside * network / devices_per_node)
+
+
+def serial_bus_bandwidth(shares: Sequence[tuple[float, float]]) -> float:
+    """Eq. (P5e): the bus bandwidth a reduction of volumes V_i run one after the other, each at its own bus
+    bandwidth B_i (``shares``: (V_i, B_i)), sees as a whole: sum V_i / sum (V_i / B_i); with no volume, the first B.
+
+    >>> serial_bus_bandwidth([(1.5e9, 25e9), (1.8e9, 3.125e9)])   # 0.06 s + 0.576 s for 3.3 GB
+    5188679245.28302
+    """
+    if not shares or any(v < 0 or b <= 0 for v, b in shares):
+        raise InputError("volumes must not be negative, bandwidths positive, at least one share")
+    total = sum(v for v, _ in shares)
+    if total == 0:
+        return shares[0][1]
+    return total / sum(v / b for v, b in shares)
 
 
 def pipeline_fill_gather_seconds(stages: int, virtual: int, forward_seconds: float, fsdp: DataParallelComm) -> float:

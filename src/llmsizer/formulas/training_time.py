@@ -627,7 +627,7 @@ def data_parallel_comm(devices: int, devices_per_node: int, weight_bytes: float,
                        host_staged: bool = False, grad_sync: str = "micro-step",
                        updated_bytes: float | None = None, regathered_bytes: float | None = None,
                        step_gathered_bytes: float = 0.0, buckets: Buckets | None = None,
-                       gather_overlapped: bool = False) -> DataParallelComm:
+                       gather_overlapped: bool = False, ring_bandwidth: float | None = None) -> DataParallelComm:
     """Eqs. (7c)-(7f) for ``devices`` in machines of ``devices_per_node``, W = ``weight_bytes``, G = ``grad_bytes``,
     sharding ``mode`` (SHARDING_MODES) over ``units`` wrapped units; ``intra_bandwidth`` per direction,
     ``node_bandwidth`` the machine's whole network (needed when the devices span machines); ``host_staged``: devices
@@ -638,7 +638,9 @@ def data_parallel_comm(devices: int, devices_per_node: int, weight_bytes: float,
     ``step_gathered_bytes``: what FULL_SHARD all-gathers once after each optimizer update (DeepSpeed ZeRO-3's
     persistent parameters, formulas/deepspeed_zero.py), not hidden; ``buckets`` (Megatron modes): the buffer's
     buckets under ``--overlap-grad-reduce`` (eq. (7g)), and ``gather_overlapped`` their all-gather under
-    ``--overlap-param-gather``.
+    ``--overlap-param-gather``; ``ring_bandwidth`` (DDP, ZeRO-1/2, Megatron modes): the bus bandwidth the gradient
+    reduction and the updated weights' all-gather see where part of them runs on other groups than the ``devices``'
+    ring (the routed experts' data-parallel groups: formulas/model_parallel_time.py eqs. (P5), (P5e); None: B_bus).
 
     >>> c = data_parallel_comm(16, 8, 100.0, 100.0, "full", 10, 4.0, 2.0)   # 2 machines: B_bus = min(4, 2)
     >>> round(c.forward_seconds, 4), round(c.backward_seconds, 4), round(c.first_seconds, 4), round(c.last_seconds, 4)
@@ -668,6 +670,9 @@ def data_parallel_comm(devices: int, devices_per_node: int, weight_bytes: float,
         bus = ring_bus_bandwidth(intra_bandwidth, 1, None)
     else:
         bus = ring_bus_bandwidth(intra_bandwidth, nodes, node_bandwidth)
+    if ring_bandwidth is not None and mode in ("megatron-ddp", "megatron-distopt", "ddp", "zero1", "zero2") \
+            and not host_staged:
+        bus = ring_bandwidth
     if mode.startswith("megatron-"):  # (7f): once per step, on the compute stream; (7g) with overlap_grad_reduce
         if mode == "megatron-ddp":
             ar = allreduce_bytes(grad_bytes, n)

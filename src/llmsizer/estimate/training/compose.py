@@ -1230,6 +1230,12 @@ def _warnings(ctx: TrainingContext, st: StageStates, tl: StageTimeline, acc: Acc
     if w.attention == "eager":
         acc.warnings.append("eager attention keeps the [batch, heads, seq, seq] score matrix per layer; sdpa/flash "
                             "do not")
+    if w.loss == "linear-ce" and w.compile and w.compile_scope != "layers":
+        acc.warnings.append("compile with loss linear-ce: torchtune compiles each chunk's cross-entropy "
+                            "(LinearCrossEntropyLoss.apply_compile_strategy, pytorch/torchtune @bd2a0fc "
+                            "torchtune/modules/loss/cross_entropy_loss.py lines 54-65); what the compiled chunks save "
+                            "is not modelled: the eager chunks' tensors are counted (fp32 log-softmax and gradients "
+                            "per chunk)")
 
 
 def _details(ctx: TrainingContext, st: StageStates, tl: StageTimeline,
