@@ -371,7 +371,7 @@ def recompute_pass_weight(forward_share: float, backward_share: float) -> float:
     >>> recompute_pass_weight(0.6, 0.6)
     1.0
     >>> round(recompute_pass_weight(0.73 / 1.4, 0.63 / 2.0), 4)   # llm-foundry's Triton kernel (Dao 2023 sec. 4.1)
-    0.6811
+    0.6812
     """
     if forward_share <= 0 or backward_share <= 0:
         raise InputError("pass shares must be positive")
