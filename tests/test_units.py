@@ -44,11 +44,13 @@ def test_format_bytes_never_mixes_units():
 @pytest.mark.parametrize("typed, shown", [
     ("500 ms", "500 ms"), ("30 s", "30.0 s"), ("90 s", "1.5 min"), ("150 s", "2.5 min"), ("60 min", "60 min"),
     ("12h", "12.0 h"), ("3 days", "3.0 days"),
-    ("6 months", "6.0 months"), ("1 year", "12.0 months"), ("23 months", "23.0 months"), ("2 years", "2.0 years"),
+    ("6 months", "182.5 days"), ("1 year", "365.0 days"), ("23 months", "699.6 days"), ("2 years", "2.0 years"),
     ("75 years", "75.0 years"),
 ])
 def test_format_seconds_says_back_what_a_request_file_typed(typed, shown):
-    """A duration read from a request file (request/quantities.py: a month is 730 h) is shown in the same unit."""
+    """A duration read from a request file is shown in units that are what they say: a request file's month is 730 h
+    (request/quantities.py), no calendar month, so months are said in days (probe20 C4: "6.0 months from 2026-12-14
+    00:00 -> 2027-06-14 12:00"); years of 365 days from two years on."""
     assert format_seconds(parse_duration(typed)) == shown
 
 

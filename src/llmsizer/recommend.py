@@ -433,12 +433,20 @@ def _fewest_cards(short: Sequence[_Candidate], c: Constraints, evaluated_for: Ca
     where even that many hold no format. The fewest: a card more costs more, and copies for a load are ``_priced``'s.
     Every count from 2 up is asked, in order: whether a format fits is not monotone in the count (vLLM and SGLang lay
     a model out at a tensor-parallel degree that divides its heads: 70B at 2, 4 or 8 cards, never 5-7), so no count
-    is skipped by a bound (review19 D1)."""
+    is skipped by a bound (review19 D1).
+
+    A device the user's hardware file marks ``owned`` says nothing of how many they own (a device entry has no
+    count), so such an option says that its count is this search's (probe20 C5: "rtx-4090 (your hardware): 2 x
+    rtx-4090" read as the file's count)."""
     found: list[tuple[_Candidate, Evaluated]] = []
     for cand in short:
         for k in range(2, per_node + 1):
             more = _with_devices(cand, k, c)
             assert not isinstance(more, str)  # a bare device: any count
+            if cand.device.owned:  # before the evaluation, whose reasons carry the candidate's notes
+                more.notes.append(f"{k} x {cand.device.id}: the count is this search's, the fewest of these cards "
+                                  f"on which a format fits; your --hardware-file marks {cand.device.id} owned, not "
+                                  "how many you have")
             evaluated = evaluated_for(more)
             if evaluated[0].tokens_per_second is not None:
                 found.append((more, evaluated))

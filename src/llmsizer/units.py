@@ -35,7 +35,7 @@ TiB = 1024**4
 # A month is 730 hours (8760 / 12, the AWS Pricing Calculator's "730 hours in a month"): the month a request file's
 # "6 months" means (request/quantities.py), a service is priced by (plan/) and a duration is shown in (format_seconds).
 HOURS_PER_MONTH = 730.0
-HOURS_PER_YEAR = 8760.0  # 365 days: a request file's "1 year" and format_seconds's years past 24 months
+HOURS_PER_YEAR = 8760.0  # 365 days: a request file's "1 year" and format_seconds's years from two years on
 
 _BYTE_UNITS: dict[str, float] = {
     "b": 1 / 8, "bit": 1 / 8, "bits": 1 / 8,
@@ -319,18 +319,19 @@ def _seconds_unit(seconds: float) -> tuple[float, str, int]:
         return 60.0, "min", 0
     if s < 2 * 86400:
         return 3600.0, "h", 1
-    if s < 120 * 86400:
+    # days up to two years, not months: a month of HOURS_PER_MONTH (30.42 days) is no calendar month, and beside
+    # dates it misled (probe20 C4: "6.0 months from 2026-12-14 00:00 -> 2027-06-14 12:00"; now "182.5 days")
+    if s < 2 * 3600.0 * HOURS_PER_YEAR:
         return 86400.0, "days", 1
-    if s < 24 * 3600.0 * HOURS_PER_MONTH:
-        return 3600.0 * HOURS_PER_MONTH, "months", 1
-    return 3600.0 * HOURS_PER_YEAR, "years", 1  # "75.8 years", not "910.1 months"
+    return 3600.0 * HOURS_PER_YEAR, "years", 1  # "75.8 years", not "27,667.0 days"
 
 
 def format_seconds(seconds: float) -> str:
     """Format a duration for people, the one way every renderer and message says one: ms below 1 s, s (one
-    decimal) below 90 s, min (one decimal below 10 min, whole above) below 90 min, h below 2 days, days below 120
-    days, months of ``HOURS_PER_MONTH`` below 24 months, then years of ``HOURS_PER_YEAR``. The pages'
-    ``formatSeconds`` (web/static/js/format.js) is the same."""
+    decimal) below 90 s, min (one decimal below 10 min, whole above) below 90 min, h below 2 days, days below two
+    years of ``HOURS_PER_YEAR`` (730 days), then years. No months: a request file's month is ``HOURS_PER_MONTH``
+    (730 h), not a calendar month, so "6 months" is said back as "182.5 days", the span between the dates a
+    booking shows. The pages' ``formatSeconds`` (web/static/js/format.js) is the same."""
     size, name, places = _seconds_unit(seconds)
     return f"{float(seconds) / size:.{places}f} {name}"
 

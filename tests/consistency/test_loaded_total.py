@@ -78,12 +78,23 @@ def test_the_reported_case_and_its_cost() -> None:
 
 
 def test_one_request_row_says_what_its_total_is() -> None:
-    """At one request nothing arrives with it, and its total (TTFT included) is below its decode rate: the row says so."""
-    code, text, _ = run("fit", "qwen2.5-0.5b", "--device", "l4", "--engine", "vllm", "--concurrency", "1",
-                        "--context", "2048")
+    """At one request nothing arrives with it, and its total is below its decode rate: a request of N output tokens
+    takes its TTFT plus N / the decode rate, so N over that time is less than the decode rate (Little's law with one
+    request in flight). The row shows the decode rate first and names the total as one that counts the TTFT
+    (probe20 C1: "2.2 tokens/s output (decoding at 23.2 ...)" read as a mistake)."""
+    argv = ("fit", "qwen2.5-0.5b", "--device", "l4", "--engine", "vllm", "--concurrency", "1", "--context", "2048")
+    code, text, _ = run(*argv)
     assert code == 0
+    _, data = run_json(*argv)
+    sp = data["speed"]
+    n, per_user, total, ttft = (sp["output_tokens"], sp["tokens_per_second_per_user"], data["tokens_per_second_total"],
+                                sp["ttft_seconds"])
+    assert n / total == pytest.approx(ttft + n / per_user, rel=1e-9)  # the TTFT is what the total has more of
+    assert total < per_user
     row = next(ln for ln in text.splitlines() if ln.startswith("at 1 request"))
-    assert "arriving together" not in row and "the total counts its TTFT" in row
+    assert "arriving together" not in row
+    decode, counted = f"decoding at {per_user:,.1f} tokens/s", f"{total:,.1f} tokens/s total incl. TTFT"
+    assert decode in row and counted in row and row.index(decode) < row.index(counted)
 
 
 @pytest.mark.parametrize("engine", ["vllm", "sglang"])

@@ -211,8 +211,8 @@ def test_the_template_plans():
 @pytest.mark.parametrize("jobs", [
     [edit(TRN, deadline="1 s", expected_duration="2 s")],  # below 90 s: "1.0 s" in the tables, not "1 s"
     [edit(TRN, checkpoints__resume=False, settings__train_tokens="2T tokens", checkpoints__storage="1 TB",
-          resources__storage="5 TB", deadline="30 days", expected_duration="30 days")],  # past 120 days: months
-], ids=["seconds", "months"])
+          resources__storage="5 TB", deadline="30 days", expected_duration="30 days")],  # past 120 days: days
+], ids=["seconds", "months"])  # (months until probe20 C4: a 730 h month is no calendar month)
 def test_checks_say_a_duration_as_the_report_does(jobs):
     """A check's message and the plan's duration table (every renderer: text, Markdown, HTML) show the same
     duration in the same words: units.format_seconds is the one formatter."""

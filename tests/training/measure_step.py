@@ -34,6 +34,7 @@ import copy
 import json
 import resource
 import sys
+import threading
 from typing import Any
 
 
@@ -96,6 +97,11 @@ class LiveTensorBytes:
 
         self.mode = _Mode()
         self.classify = classify
+        # the largest storage freed on a thread other than the one that made this tracker, since the last reset:
+        # a storage a gloo worker thread held last (a collective's output) is freed when that thread lets it go,
+        # a moment the process's own steps do not fix (tests/training/deepspeed_step.py)
+        self._thread = threading.get_ident()
+        self.off_thread_freed_max = 0
         self.live: dict[int, int] = {}
         self._refs: dict[int, Any] = {}
         self.current = 0
@@ -139,7 +145,10 @@ class LiveTensorBytes:
             self.peak_breakdown = self.classify(self.live)
 
     def _free(self, key: int) -> None:
-        self.current -= self.live.pop(key, 0)
+        nbytes = self.live.pop(key, 0)
+        if threading.get_ident() != self._thread:
+            self.off_thread_freed_max = max(self.off_thread_freed_max, nbytes)
+        self.current -= nbytes
         self._refs.pop(key, None)
 
 

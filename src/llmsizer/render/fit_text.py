@@ -402,7 +402,7 @@ def speed_rows(s: SpeedEstimate, queued: bool = False) -> list[list[str]]:
         together = f"arriving together {load['ttft_burst_seconds']:.3f} s; " if many and rate is None else ""
         per_user = ("" if not s.tokens_per_second_per_user else
                     f"{format_rate(s.tokens_per_second_per_user)} per user at this load" if many else
-                    f"decoding at {format_rate(s.tokens_per_second_per_user)}; the total counts its TTFT")
+                    f"decoding at {format_rate(s.tokens_per_second_per_user)}")
         several = int(load.get("replicas", 1)) > 1  # the rate typed, each replica's share and in flight beside it
         at = (f"at {rate:g} requests/s ({load['in_flight']:.1f} in flight" + (
               f", {load['request_rate_per_replica']:g}/s per replica)" if several else ")") if rate is not None else
@@ -413,7 +413,11 @@ def speed_rows(s: SpeedEstimate, queued: bool = False) -> list[list[str]]:
         rows.append([at,
                      f"TTFT {load['ttft_seconds']:.3f} s at this load ({together}idle {s.ttft_idle_seconds:.3f} s"
                      f"{admission})",
-                     f"{format_rate(s.tokens_per_second or 0.0)} tokens/s ({per_user})" if s.tokens_per_second_per_user else
+                     # one request: its decode rate first, then its total, named as one that counts the TTFT (a
+                     # total below the rate beside it read as a mistake: probe20 C1)
+                     (f"{format_rate(s.tokens_per_second or 0.0)} tokens/s ({per_user})" if many else
+                      f"{per_user} tokens/s; {format_rate(s.tokens_per_second or 0.0)} tokens/s total incl. TTFT")
+                     if s.tokens_per_second_per_user else
                      f"{load['requests_per_second']:,.2f} requests/s (prefill only)",
                      f"prefill {load['prefill_share']:.0%}", "queue eqs. Q4-Q9" if rate is None else
                      "queue eqs. Q10, Q13" if "admitted" in load else "queue eq. Q10"])
@@ -452,10 +456,14 @@ def llamacpp_speed_line(sp: dict[str, Any]) -> str:
     if not sp.get("loaded"):
         return (f"decode: {format_rate(sp['tokens_per_second'])} tokens/s ({format_rate(sp['tokens_per_second_per_user'])} per "
                 f"sequence, {n} at once; {sp['bound']}), {how}")
-    per = (f"{format_rate(sp['tokens_per_second_per_user'])} per sequence at this load" if n > 1 else
-           f"decoding at {format_rate(sp['tokens_per_second_per_user'])}; the total counts its TTFT")
-    return (f"at {n} sequence{'s' if n > 1 else ''}: {format_rate(sp['tokens_per_second'])} tokens/s output ({per}); "
-            f"decode alone {format_rate(sp['decode_tokens_per_second'])} tokens/s ({sp['bound']}), {how}")
+    alone = f"decode alone {format_rate(sp['decode_tokens_per_second'])} tokens/s ({sp['bound']}), {how}"
+    if n > 1:
+        return (f"at {n} sequences: {format_rate(sp['tokens_per_second'])} tokens/s output "
+                f"({format_rate(sp['tokens_per_second_per_user'])} per sequence at this load); {alone}")
+    # one sequence: the decode rate first, then the total named as one that counts the TTFT, which puts it below
+    # the decode rate (probe20 C1: "2.2 tokens/s output (decoding at 23.2 ...)" read as a mistake)
+    return (f"at 1 sequence: decoding at {format_rate(sp['tokens_per_second_per_user'])} tokens/s; "
+            f"{format_rate(sp['tokens_per_second'])} tokens/s output incl. TTFT; {alone}")
 
 
 def render_llamacpp_fit(r: Any) -> str:

@@ -13,7 +13,8 @@ from .text import table
 
 # The columns of ``models --fits-on``'s table, the web page's (/fits) too: one answer, one table, each cell from the
 # same JSON field on both (tests/web/browser/test_browser_cli_lines.py compares every cell).
-FITS_ON_COLUMNS = ["name", "params", "format", "quality", "engine", "memory/device", "tok/s/user", "tok/s total", "fits"]
+FITS_ON_COLUMNS = ["name", "params", "format", "quality", "engine", "memory/device", "decode tok/s/user",
+                   "tok/s total incl. TTFT", "fits"]
 
 # the answer's fields the header names when they were given, in its order, with the word it uses
 _HEADER = (("engine", "engine"), ("engine_version", "release"), ("memory", "memory"), ("host_memory", "host memory"),
@@ -50,7 +51,8 @@ def fits_on_text(res: ModelsThatFit, command: Callable[[str, str], str] | None =
                      "-" if not ok else format_rate(o.tokens_per_second_per_user) if o.tokens_per_second_per_user
                      else "unknown",
                      # all sequences' output tokens per second of their whole requests, TTFT counted (fit's
-                     # tokens_per_second_total; the JSON's tokens_per_second, the web page's "tok/s total")
+                     # tokens_per_second_total; the JSON's tokens_per_second): named "incl. TTFT", for at one sequence it is below
+                     # the decode rate beside it (probe20 C1: "tok/s/user 7.4, tok/s total 2.7" read as a mistake)
                      "-" if not ok else format_rate(o.tokens_per_second) if o.tokens_per_second else "unknown",
                      "yes" if ok else "experts in host memory (below)" if h else "no: " + "; ".join(o.reasons)[:90]])
     given = [(word, format_bytes(data[k]) if k in _BYTES else data[k]) for k, word in _HEADER if data.get(k) is not None]

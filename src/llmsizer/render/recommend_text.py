@@ -36,7 +36,8 @@ def option_rows(rec: Recommendation, top: int = 8) -> tuple[list[list[str]], lis
                  format_rate(o.tokens_per_second) if o.tokens_per_second else "?",
                  f"${o.cost_per_million_tokens:.2f}" if o.cost_per_million_tokens is not None else "-"]
                 for o in rec.options[:top]]
-        return rows, ["", "option", "hardware", "weights", "cost", "TTFT", "tok/s/user", "tok/s total", "$/M tokens"]
+        return rows, ["", "option", "hardware", "weights", "cost", "TTFT", "decode tok/s/user", "tok/s total incl. TTFT",
+                      "$/M tokens"]
     # durations as every renderer says one (units.format_seconds: '7.5 min', not '0.1 h'; a 20-minute run was
     # '0.3 h' and a 2-minute one '0.0 h'), the cost as format_usd ('$0.23', not '$0'), the device-hours as the plan
     # and `train` spell a count (format_value 'count': 3 significant figures below 100, '0.128', not '0')

@@ -66,7 +66,7 @@ function render(rec, top) {
     el("div", { class: "headline" },
       el("span", {}, el("span", { class: "big" }, formatUsd(train ? c.run_cost : c.price_per_hour)), el("span", { class: "sub" }, train ? " for the run" : " per hour")),
       train ? el("span", { class: "sub" }, `${formatSeconds(c.training_seconds)} wall clock, ${formatFigureCount(c.device_hours)} device-hours`)
-        : el("span", { class: "sub" }, `${formatRate(c.tokens_per_second)} tokens/s in total; at the requested concurrency ${formatRate(c.tokens_per_second_per_user)} per user, TTFT ${formatSeconds(c.ttft_seconds)}${c.ttft_idle_seconds != null && c.ttft_idle_seconds !== c.ttft_seconds ? ` (idle ${formatSeconds(c.ttft_idle_seconds)})` : ""}`),
+        : el("span", { class: "sub" }, `${formatRate(c.tokens_per_second)} tokens/s in total incl. TTFT; at the requested concurrency decoding at ${formatRate(c.tokens_per_second_per_user)} per user, TTFT ${formatSeconds(c.ttft_seconds)}${c.ttft_idle_seconds != null && c.ttft_idle_seconds !== c.ttft_seconds ? ` (idle ${formatSeconds(c.ttft_idle_seconds)})` : ""}`),
       el("span", { class: "sub" }, `${c.weights_format || "-"}${c.engine ? ` on ${c.engine}` : ""}, ${formatBytes(c.memory_per_device)} of ${formatBytes(c.budget_per_device)} per device`)),
     reasons(c)] : [el("p", { class: "problem" }, "No option fits and meets every constraint: see the rejections below.")]));
 
@@ -84,7 +84,7 @@ function render(rec, top) {
   $("chart-caption").textContent = train
     ? "Each option that fits and meets the constraints: its run time against the run's cost (log scales); the chosen one ringed in red."
     : "Each option that fits and meets the constraints: its output speed (all users) against its price per hour (log scales); the chosen one ringed in red.";
-  $("speed-col").textContent = train ? "wall clock" : "tokens/s";
+  $("speed-col").textContent = train ? "wall clock" : "tok/s total incl. TTFT";
   $("extra-col").textContent = train ? "run cost" : "TTFT at the concurrency";
   $("options").tBodies[0].replaceChildren(...rec.options.slice(0, top).map((o, i) => el("tr", { class: o.status === "chosen" ? "chosen" : "" },
     el("td", { class: "num" }, String(i + 1)), el("td", {}, label(o)),

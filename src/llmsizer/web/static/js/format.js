@@ -62,16 +62,15 @@ export function formatFigureCount(v) {
 /** A round axis tick (1, 2, 5 x 10^k): "0.5", "20", "1,000". */
 export function formatTick(v) { return Number(v.toPrecision(3)).toLocaleString("en-US", { maximumFractionDigits: 3 }); }
 
-/** units.format_seconds: ms below 1 s, s below 90 s, min below 90 min (one decimal below 10 min), h below 2 days, days below 120 days, then
- * months of 730 h (units.HOURS_PER_MONTH) below 24 months, then years of 8760 h (units.HOURS_PER_YEAR); tests/web/test_format_js.py compares the two. */
+/** units.format_seconds: ms below 1 s, s below 90 s, min below 90 min (one decimal below 10 min), h below 2 days, days below two years
+ * of 8760 h (units.HOURS_PER_YEAR), then years; no months (a 730 h month is no calendar month); tests/web/test_format_js.py compares the two. */
 function secondsUnit(s) {
   if (s < 1) return [0.001, "ms", 0];
   if (s < 90) return [1, "s", 1];
   if (s < 600) return [60, "min", 1];
   if (s < 5400) return [60, "min", 0];
   if (s < 2 * 86400) return [3600, "h", 1];
-  if (s < 120 * 86400) return [86400, "days", 1];
-  if (s < 24 * 730 * 3600) return [3600 * 730, "months", 1];
+  if (s < 2 * 8760 * 3600) return [86400, "days", 1];
   return [3600 * 8760, "years", 1];
 }
 
