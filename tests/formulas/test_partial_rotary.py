@@ -105,3 +105,43 @@ def test_catalog_partial_rotary_is_read(model_name: str, rotated: int) -> None:
     128): int(head_dim x factor) channels, as the modules' ``dim = int(head_dim * partial_rotary_factor)``."""
     spec = load_model(model_name)
     assert spec.rotary_dim == rotated
+
+
+_KERNEL_BASE = dict(hidden_size=64, intermediate_size=128, num_attention_heads=4, num_key_value_heads=2,
+                    vocab_size=128, max_position_embeddings=256, eos_token_id=None, pad_token_id=0)
+KERNEL_CASES = {
+    # GLM-4.5's dense layers (first_k_dense_replace covers both), StableLM 2, GPT-NeoX (Pythia)
+    "glm4_moe": ("Glm4MoeConfig", "Glm4MoeForCausalLM",
+                 dict(_KERNEL_BASE, head_dim=16, partial_rotary_factor=0.5, first_k_dense_replace=4,
+                      moe_intermediate_size=32, n_routed_experts=4, num_experts_per_tok=2)),
+    "stablelm": ("StableLmConfig", "StableLmForCausalLM", dict(_KERNEL_BASE, partial_rotary_factor=0.25)),
+    "gpt_neox": ("GPTNeoXConfig", "GPTNeoXForCausalLM", dict(_KERNEL_BASE, num_key_value_heads=4, rotary_pct=0.25)),
+}
+
+
+@pytest.mark.parametrize("case", list(KERNEL_CASES))
+def test_partial_rotary_decode_layer_kernels(case: str) -> None:
+    """A partial rotary's two pass-through ``cat`` kernels (q and k) per layer: one decode step's kernels per layer
+    (a 2-layer tiny model's ``generate()`` step less a 1-layer one's, counted by tests/formulas/
+    test_inference_kernels.py's dispatch counter) equal eq. K4's per layer (estimate/launch.py ``layer_code``).
+    Before: 2 short for each (40 of 42, 26 of 28, 22 of 24)."""
+    from test_inference_kernels import _counted
+
+    from llmsizer.estimate.launch import inference_kernels
+
+    conf_cls, model_cls, cfg = KERNEL_CASES[case]
+    steps, est = [], []
+    for layers in (1, 2):
+        torch.manual_seed(0)
+        conf = getattr(transformers, conf_cls)(**cfg, num_hidden_layers=layers, attn_implementation="sdpa")
+        model = getattr(transformers, model_cls)(conf).to(torch.bfloat16).eval()
+        ids = torch.randint(1, cfg["vocab_size"], (1, 8))
+
+        def gen(n: int, model: Any = model, ids: Any = ids) -> Any:
+            return lambda: model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=n,
+                                          min_new_tokens=n, do_sample=False)
+
+        steps.append((_counted(gen(8)) - _counted(gen(4))) / 4)
+        est.append(inference_kernels(spec_from_config(model.config.to_dict(), name=f"tiny-{case}-{layers}"),
+                                     half=True))
+    assert steps[1] - steps[0] == est[1] - est[0]
