@@ -21,6 +21,7 @@ from functools import lru_cache
 
 from ..errors import FieldError, InputError
 from ..specs import ModelSpec
+from .params import count_params
 from .tensors import Tensor, model_tensors
 from .weight_formats import ENGINE_TENSOR_BYTES, GROUP_SIZE_DEFAULT, WeightBytes, normalize_format, tensor_bytes
 
@@ -367,10 +368,8 @@ def plan_rank_shares(spec: ModelSpec, engine: str | None, tp: int) -> dict[str, 
     if engine != "transformers" or tp <= 1:
         return None
     whole = whole_elements_by_component(spec, engine)
-    out: dict[str, float] = {}
-    for t in model_tensors(spec):
-        out[t.component] = out.get(t.component, 0) + t.numel
-    return {c: ((n - whole.get(c, 0)) / tp + whole.get(c, 0)) / n if n else 1.0 for c, n in out.items()}
+    return {c: ((n - whole.get(c, 0)) / tp + whole.get(c, 0)) / n
+            for c, n in count_params(spec).by_component.items() if n}
 
 
 def replicates_matrices(engine: str | None) -> bool:
