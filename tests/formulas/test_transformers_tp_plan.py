@@ -16,12 +16,13 @@ import pytest
 
 torch = pytest.importorskip("torch")
 dist = pytest.importorskip("torch.distributed")
+transformers = pytest.importorskip("transformers")
 
 from llmsizer import estimate_inference  # noqa: E402
 from llmsizer.catalog.models import entries  # noqa: E402
 from llmsizer.errors import InputError  # noqa: E402
 from llmsizer.models import load_model  # noqa: E402
-from oracle_utils import build  # noqa: E402
+from oracle_utils import build, component_of, experts_per_token  # noqa: E402
 
 WORLD = 8
 
@@ -224,6 +225,14 @@ def test_activations_and_kv_follow_the_real_plan(model_type):
     # split: each rank caches half the KV heads; whole (or a single KV head, replicated): all of them
     halved = truth.get("kv", False) and spec.num_kv_heads >= 2
     assert kv[1] == pytest.approx(kv[0] / 2 if halved else kv[0], rel=1e-6)
+    # the eager prefill's elementwise bytes (eq. E13) run on the widths of the blocks one rank holds: TP 2's equal
+    # TP 1's where the plan splits no attention, MLP or expert input, fewer where it splits one (before: every width
+    # / tp, gpt-oss-120b 12.65 MB a token at TP 2 against 16.46 MB at TP 1)
+    from llmsizer.formulas.elementwise_traffic import inference_forward_bytes_per_token
+
+    e1, e2 = (inference_forward_bytes_per_token(spec, 2, tp, split) for tp in (1, 2))
+    layers_split = any(truth.get(b, False) for b in ("attention", "kv", "mlp", "experts", "shared_experts"))
+    assert (e2 < e1) if layers_split else (e2 == e1)
 
 
 def test_gpt_oss_120b_keeps_every_kv_head_on_each_rank():
@@ -251,3 +260,123 @@ def test_decode_reads_the_whole_cache_and_state_the_plan_keeps(model_name, key):
     one, two = (estimate_speed(spec, "h200", tp, engine="transformers", tensor_parallel=tp, prompt_tokens=8192,
                                output_tokens=256, concurrency=4).details[key] for tp in (1, 2))
     assert two == one > 0
+
+
+def _rank_shards(model_name: str, tp: int) -> dict[str, tuple[str, int]]:
+    """{parameter: (component, rank 0's elements)} once transformers applied its plan on a fake ``tp``-rank group
+    (tied tensors once; ``component_of``: the module names of the transformers definitions, not llmsizer's)."""
+    from torch.distributed.tensor import DTensor
+    from transformers.distributed.tensor_parallel import apply_tensor_parallelism
+
+    model = build(entries()[model_name].config)
+    names = [n for n, _ in model.named_parameters()]  # tied tensors once (applying the plan unties a meta lm_head)
+    plan = model._expand_parallel_plan(dict(model.tp_plan))
+    known = set(names) | {n for n, _ in model.named_modules()}
+    plan = {k: v for k, v in plan.items() if k in known}
+    if plan and tp > 1:
+        apply_tensor_parallelism(model, _mesh(tp), plan)
+    out = {}
+    for n in names:
+        p = model.get_parameter(n)
+        out[n] = (component_of(n), (p.to_local() if isinstance(p, DTensor) else p).numel())
+    return out
+
+
+def _decode_parts(model_name: str, tp: int) -> tuple[float, float]:
+    """(elements one rank multiplies per decoded token, of them the output head's): every parameter rank 0 holds,
+    less the input embedding (a row lookup; a tied embedding is the head), the vision tower (run once per image) and
+    Gemma 3n's per-layer table (a lookup), the routed experts at the k / E a token visits (its config's top-k)."""
+    shards = _rank_shards(model_name, tp)
+    comps = {c for c, _ in shards.values()}
+    tied = "lm_head" not in comps
+    skip = {"vision", "per_layer_embedding"} | (set() if tied else {"embedding"})
+    cfg = entries()[model_name].config
+    routed = 1.0
+    if "experts" in comps:
+        k, e = experts_per_token(cfg)
+        routed = k / e
+    total = sum(n * (routed if c == "experts" else 1.0) for c, n in shards.values() if c not in skip)
+    head = sum(n for c, n in shards.values() if c == ("embedding" if tied else "lm_head"))
+    return total, head
+
+
+@pytest.mark.parametrize("model_type", sorted(MODELS))
+def test_decode_weights_and_prefill_flops_follow_the_real_plan(model_type):
+    """Speed under transformers' TP plan (formulas/tensor_parallel.py ``plan_rank_shares``, eq. TP1), for every
+    catalog model type transformers serves tensor-parallel. The truth: transformers' own plan applied on a fake
+    2-rank group to the meta-device model, rank 0's local parameter shards.
+    - The weight bytes one rank reads in a decode step of one sequence (bf16) are 2 bytes x the elements of rank 0's
+      shards it multiplies (``_decode_parts``). Before, the per-device total's ratio scaled the bytes read: gpt-oss-
+      120b's lm_head half counted as 1.2 % of every byte, 9.69 GB of 10.27 GB read as 10.09 GB.
+    - A prefill's FLOPs on one rank are 2 x (its shards' elements - its head's) per prompt token, 2 x its head's
+      for the last token, and the attention scores' FLOPs (those of one device at TP 1, the model's own) halved
+      only where the plan shards q. Before: the model's FLOPs / 2 for every model, though gpt-oss's plan leaves
+      each rank every layer's whole work (prefill up to 2x understated)."""
+    from llmsizer.estimate.speed import estimate_speed
+
+    name = MODELS[model_type]
+    if not _planned(model_type):
+        pytest.skip("no tensor-parallel plan: transformers refuses it (test_per_gpu_weights_follow_the_real_plan_...)")
+    spec = load_model(name)
+    prompt = 2048
+    one, two = (estimate_speed(spec, "h200", tp, engine="transformers", tensor_parallel=tp, weights_format="bf16",
+                               prompt_tokens=prompt, output_tokens=64).details for tp in (1, 2))
+    rel = 2e-4 if model_type == "llama4" else 1e-6  # Llama 4's projector / adapter: one whole lump (weights test)
+    m1, h1 = _decode_parts(name, 1)
+    m2, h2 = _decode_parts(name, 2)
+    assert two["weight_bytes_per_decode_step"] == pytest.approx(2 * m2, rel=rel)
+    assert one["weight_bytes_per_decode_step"] == pytest.approx(2 * m1, rel=rel)
+    attention = one["prefill_flops_per_device"] - 2 * (m1 - h1) * prompt - 2 * h1
+    q_split = _plan_splits(name, model_type).get("attention", False)
+    expected = 2 * (m2 - h2) * prompt + 2 * h2 + attention / (2 if q_split else 1)
+    assert two["prefill_flops_per_device"] == pytest.approx(expected, rel=rel)
+
+
+_TINY_FORWARD = {
+    "qwen3_moe": ("Qwen3MoeConfig", "Qwen3MoeForCausalLM", "mlp.gate",
+                  dict(hidden_size=64, num_attention_heads=4, num_key_value_heads=2, num_hidden_layers=1, vocab_size=128,
+                       intermediate_size=64, moe_intermediate_size=32, num_experts=8, num_experts_per_tok=2,
+                       head_dim=16)),
+    "phi": ("PhiConfig", "PhiForCausalLM", "self_attn",
+            dict(hidden_size=64, num_attention_heads=4, num_hidden_layers=1, vocab_size=128, intermediate_size=128)),
+}
+
+
+@pytest.mark.parametrize("model_type", sorted(_TINY_FORWARD))
+def test_router_logits_and_parallel_attention_output_are_whole_on_each_rank(model_type):
+    """A tiny CPU model of the family with transformers' own plan applied on a fake 2-rank group runs a real forward:
+    rank 0's router logits (Qwen3-MoE's ``mlp.gate``, [tokens, experts]) and Phi's parallel-block attention output
+    (``self_attn``, [tokens, hidden], after the row-parallel ``dense``'s all-reduce) have every element of the
+    unsplit model's, though the plan splits the experts / the MLP. The prefill's MLP-phase bytes
+    (formulas/activations.py) then keep those tensors whole at TP 2 and halve only the rest (before: divided by tp
+    with the experts / the MLP: the router logits always, on every engine)."""
+    from transformers.distributed.tensor_parallel import apply_tensor_parallelism
+
+    from llmsizer.formulas.activations import prefill_activation_bytes
+    from llmsizer.formulas.tensor_parallel import activation_split
+    from llmsizer.readers.hf_config import spec_from_config
+
+    conf_cls, model_cls, leaf, cfg = _TINY_FORWARD[model_type]
+    tokens = 10
+    numel = []
+    for tp in (1, 2):
+        torch.manual_seed(0)
+        conf = getattr(transformers, conf_cls)(**cfg)
+        model = getattr(transformers, model_cls)(conf).eval()
+        if tp > 1:
+            plan = model._expand_parallel_plan(dict(model.tp_plan))
+            known = {n for n, _ in model.named_parameters()} | {n for n, _ in model.named_modules()}
+            apply_tensor_parallelism(model, _mesh(tp), {k: v for k, v in plan.items() if k in known})
+        seen: list[int] = []
+        module = model.get_submodule(f"model.layers.0.{leaf}")
+        module.register_forward_hook(lambda m, i, o, seen=seen: seen.append((o[0] if isinstance(o, tuple) else o)
+                                                                               .numel()))
+        with torch.no_grad():
+            model(input_ids=torch.randint(0, 128, (1, tokens)))
+        numel.append(seen[0])
+    assert numel[1] == numel[0] == tokens * (cfg["num_experts"] if model_type == "qwen3_moe" else cfg["hidden_size"])
+    spec = spec_from_config(conf.to_dict(), name=model_type)
+    split = activation_split("transformers", spec.model_type)
+    one, two = (prefill_activation_bytes(spec, 1, tokens, tokens, tp=tp, split=split).mlp_bytes for tp in (1, 2))
+    whole = numel[0] * (4 if model_type == "qwen3_moe" else 2)  # router logits in fp32; the bf16 attention output
+    assert two == (one - whole) // 2 + whole

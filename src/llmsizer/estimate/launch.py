@@ -37,8 +37,11 @@ def moe_kinds(spec: ModelSpec) -> list[bool]:
 
 def layer_code(spec: ModelSpec) -> LayerCode:
     """The model's eager layer code where its kernels depart from transformers' Llama layer (formulas/
-    launch_overhead.py LayerCode), from its flags."""
-    return LayerCode(qkv_split=spec.qkv_split, rotary_pass_cat=spec.rotary_pass_cat,
+    launch_overhead.py LayerCode), from its flags. A partial rotary (``spec.rotary_dim`` short of the head)
+    concatenates its pass-through channels back to q and k (formulas/elementwise_traffic.py eq. E1r), as Phi-3's
+    rotary does at any factor (``spec.rotary_pass_cat``)."""
+    partial = spec.mla is None and 0 < spec.rotary_dim < spec.head_dim
+    return LayerCode(qkv_split=spec.qkv_split, rotary_pass_cat=spec.rotary_pass_cat or partial,
                      output_copy=spec.attention_output_copy, rotary_fused=spec.rotary_kernel == "flash-attn",
                      norm_fused=spec.norm_kernel == "flash-attn")
 

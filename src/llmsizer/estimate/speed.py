@@ -48,7 +48,7 @@ from ..formulas.speed import (
     step_overhead,
     unfused_attention_time,
 )
-from ..formulas.tensor_parallel import activation_split, kv_fraction_per_device, shard_weights
+from ..formulas.tensor_parallel import activation_split, kv_fraction_per_device, plan_rank_shares, shard_weights
 from ..formulas.weight_formats import (
     GGUF_FTYPES,
     GROUP_SIZE_DEFAULT,
@@ -825,6 +825,12 @@ def speed_model(spec: ModelSpec, device: Any, *, weights_format: str = "bf16", p
         - pc.by_component.get("per_layer_embedding", 0)
     read_bytes = wb.total - (0 if spec.tie_word_embeddings else emb_bytes) - wb.by_component.get("vision", 0) \
         - wb.by_component.get("per_layer_embedding", 0)
+    # the components matmul_params and read_bytes sum (a tied embedding is the head; the routed experts' active
+    # share), for an engine whose plan keeps some of them whole on every rank (tensor_parallel.plan_rank_shares)
+    unread = {"vision", "per_layer_embedding"} | (set() if spec.tie_word_embeddings else {"embedding"})
+    matmul_parts = {c: float(n) for c, n in pc.by_component.items() if c not in unread}
+    if "experts" in matmul_parts:
+        matmul_parts["experts"] -= pc.total - pc.active
     t5 = ED.t5_params(spec) if spec.encoder_decoder is not None else None
     if t5 is not None:  # a decode step runs the decoder less its cached cross k/v, and the head (eq. S7)
         matmul_params = t5.decoder - t5.cross_kv + t5.head
@@ -836,6 +842,8 @@ def speed_model(spec: ModelSpec, device: Any, *, weights_format: str = "bf16", p
             "head, the self K/V over the target and the cross K/V over the source"))
     # a file's routed experts are known per layer (GGUF ffn_*_exps), not as a component
     expert_bytes = wb.by_component.get("experts", 0) or sum(wb.layer_expert_bytes)
+    head_component = "embedding" if spec.tie_word_embeddings else "lm_head"
+    head_params = pc.by_component.get(head_component, 0)
     width = attention_width(spec)
     # the K/V heads the engine caches, and so reads back, per token: the memory estimate's rule
     # (EngineProfile.caches_repeated_kv; transformers' Falcon new_decoder_architecture caches num_heads heads)
@@ -848,9 +856,9 @@ def speed_model(spec: ModelSpec, device: Any, *, weights_format: str = "bf16", p
             "each decode step reads them back (formulas/kv_cache.py repeated_kv, the memory estimate's rule)"))
     post = tuple(assumptions)
     settled = tuple(warnings)
-    # the decode at a layout's load: (decode, its roofline, the KV bytes it reads), by (count, tp, concurrency, link,
-    # nvlink_mesh), everything else being this model's
-    decoded: dict[tuple[Any, ...], tuple[PhaseTime | None, Roofline | None, float | None]] = {}
+    # the decode at a layout's load: (decode, its roofline, the KV and weight bytes it reads), by (count, tp, concurrency,
+    # link, nvlink_mesh), everything else being this model's
+    decoded: dict[tuple[Any, ...], tuple[PhaseTime | None, Roofline | None, float | None, float | None]] = {}
 
     path = E.llamacpp_gemm_path(fmt, device.kind, device.vendor)
 
@@ -924,7 +932,27 @@ def speed_model(spec: ModelSpec, device: Any, *, weights_format: str = "bf16", p
         shard = wb_dev.total / wb.total if wb.total else 1.0
         kv_share = kv_fraction_per_device(spec, tp, mla_mode == "latent", engine)
         split = activation_split(engine, spec.model_type)  # what the engine's TP splits (transformers: its plan)
+        attn_ways = split.ways("attention", tp)
+        # eq. (TP1): transformers' plan keeps matrices whole on every rank, which each rank multiplies in full and
+        # reads whole (formulas/tensor_parallel.py plan_rank_shares); None: every matrix split tp ways
+        rank = plan_rank_shares(spec, engine, tp) if t5 is None and wb.by_component else None
+        rank_matmul = rank_head = rank_read = rank_experts = 0.0
+        if rank is not None:
+            rank_matmul = sum(n * rank[c] for c, n in matmul_parts.items())
+            rank_head = head_params * rank.get(head_component, 1.0)
+            comp = wb_dev.by_component  # the rank's bytes of each component (shard_weights: the plan's shards)
+            rank_read = float(sum(b for c, b in comp.items() if c not in unread))
+            rank_experts = float(comp.get("experts", 0))
+
+        def rank_flops(flops: float, attn: float, head: float, tokens: int, enc: float) -> float:
+            """A prefill's FLOPs on one rank: ``flops`` (the model's, ``attn`` of them attention's) over tp, or under
+            a plan (eq. TP1) the rank's matmul parameters, its heads' attention and its share of the encoder."""
+            if rank is None:
+                return (flops + enc) / tp
+            return (2.0 * (rank_matmul - head) * tokens + 2.0 * head + attn / attn_ways
+                    + enc * rank.get("vision", 1.0))
         kv_read: dict[int, float] = {}  # KV cache bytes one decode step of b sequences reads, by b
+        weights_read: dict[int, float] = {}  # weight bytes one device reads in a decode step of b sequences, by b
         # the bandwidth the all-reduces reach: the one rule training's collectives read (device.nvlink_link_bandwidth,
         # formulas/network.py eq. 12 on NVLink), whichever kernel the engine runs
         link, link_share = nvlink_link_bandwidth(device, link_bandwidth) if link_bandwidth else (link_bandwidth, None)
@@ -980,7 +1008,6 @@ def speed_model(spec: ModelSpec, device: Any, *, weights_format: str = "bf16", p
             return recurrent_state(spec, batch, conv_b, ssm_b).total_bytes / split.ways("mixer", tp)
 
         if not decode_only:  # fit's ranking times the decode alone
-            head_params = pc.by_component.get("embedding" if spec.tie_word_embeddings else "lm_head", 0)
             p_attn = _attention_flops_step(spec, width, prompt_tokens, 0)
             p_flops = 2.0 * (matmul_params - head_params) * prompt_tokens + 2.0 * head_params + p_attn
             if t5 is not None:  # eq. (S7): the encoder over the source, the cross k/v projections, the first
@@ -1032,7 +1059,7 @@ def speed_model(spec: ModelSpec, device: Any, *, weights_format: str = "bf16", p
 
             kv_p = kv_cache(spec, prompt_tokens, 1, kv_dtype, mla_mode=mla_mode, window_extra=0,
                             repeated_kv=repeated_kv).total_bytes * kv_share
-            p_bytes = read_bytes * shard + kv_p + state_bytes(1)
+            p_bytes = (read_bytes * shard if rank is None else rank_read) + kv_p + state_bytes(1)
             if t5 is not None:  # every weight once, and the cross K/V written
                 p_bytes = wb.total + cross_attention_kv(spec, prompt_tokens, 1, kv_dtype)
             # the vision encoder runs first, its products at the compute efficiency of the dtype's peak (ce), not a
@@ -1040,7 +1067,8 @@ def speed_model(spec: ModelSpec, device: Any, *, weights_format: str = "bf16", p
             # its weights (left out of read_bytes) are read once
             enc_flops = encoder_flops * ce_p / ce if encoder_flops else 0.0
             if encoder_flops:
-                p_bytes += wb.by_component.get("vision", 0) * shard
+                p_bytes += wb.by_component.get("vision", 0) * shard if rank is None else wb_dev.by_component.get(
+                    "vision", 0)
                 assumptions.append(Assumption(
                     "vision_encoder_flops", f"{encoder_flops:.3g}", False,
                     "the vision encoder over one prompt's images/video, before the language model's prefill and "
@@ -1049,8 +1077,8 @@ def speed_model(spec: ModelSpec, device: Any, *, weights_format: str = "bf16", p
             if eager_traffic is not None and t5 is None and bw:
                 # eq. E13: eager transformers runs the norms, rotary, SwiGLU, residual adds and the cache append as
                 # kernels of their own between the GEMMs; the append writes the prompt's K/V (out of p_bytes)
-                per_token = inference_forward_bytes_per_token(spec, act_bytes, tp)
-                scores = hf_prefill_bytes(kv_p, split.ways("attention", tp))  # eager attention only (eqs. H2, H3)
+                per_token = inference_forward_bytes_per_token(spec, act_bytes, tp, split)
+                scores = hf_prefill_bytes(kv_p, attn_ways)  # eager attention only (eqs. H2, H3)
                 t_ew = elementwise_seconds(prompt_tokens * per_token + scores, bw, eager_traffic.expected)
                 p_bytes -= kv_p
                 assumptions.append(Assumption(
@@ -1060,12 +1088,13 @@ def speed_model(spec: ModelSpec, device: Any, *, weights_format: str = "bf16", p
                     f"{eager_traffic.expected} of the memory bandwidth ({eager_traffic.name}), after the GEMMs "
                     f"(formulas/speed.py eq. 3'); {SOURCE_EAGER}"))
             if peak is not None or bw is not None:
-                prefill = phase_time((p_flops + enc_flops) / tp, p_bytes, peak, bw, ce_p, be, comm(prompt_tokens),
-                                     elementwise_seconds=t_ew)
+                prefill = phase_time(rank_flops(p_flops, p_attn, rank_head, prompt_tokens, enc_flops), p_bytes, peak,
+                                     bw, ce_p, be, comm(prompt_tokens), elementwise_seconds=t_ew)
                 if prefill_host:  # eq. K1: the forward's launches overlap its device work
                     prefill = host_overlapped_step(prefill, prefill_host)
                 if peak and bw:
-                    roof_p = phase_roofline((p_flops + encoder_flops) / tp, p_bytes, prefill, peak, bw)
+                    roof_p = phase_roofline(rank_flops(p_flops, p_attn, rank_head, prompt_tokens, encoder_flops),
+                                            p_bytes, prefill, peak, bw)
 
         def _fattn_assumptions(kernel: str, batch: int, unified: bool) -> None:
             fa = E.LLAMACPP_FA_STREAM_SHARE
@@ -1172,10 +1201,10 @@ def speed_model(spec: ModelSpec, device: Any, *, weights_format: str = "bf16", p
                 return _t5_decode(batch)
             # one unified llama.cpp stream: each query's attention runs over every sequence's cells (masked, not
             # skipped)
-            attn = batch * _attention_flops_step(spec, width, 1, ctx) / tp
+            attn = batch * _attention_flops_step(spec, width, 1, ctx) / attn_ways
             if llamacpp:
                 attn *= cells_at(batch).cross_sequence_attention
-            flops = batch * 2.0 * matmul_params / tp + attn
+            flops = (batch * 2.0 * matmul_params / tp if rank is None else batch * 2.0 * rank_matmul) + attn
             w = float(read_bytes)
             if spec.moe is not None and expert_bytes:
                 # distinct sequences: b routings (eq. 5); identical ones: one routing, except in llama.cpp's batched
@@ -1185,6 +1214,10 @@ def speed_model(spec: ModelSpec, device: Any, *, weights_format: str = "bf16", p
                     routings = identical_routings(batch) if path is not None and batch > 1 else 1.0
                 frac = moe_expert_fraction(spec.moe.experts_per_token, spec.moe.num_experts, routings)
                 w = read_bytes - expert_bytes + expert_bytes * frac
+                if rank is not None:  # the rank's shards (eq. TP1), its routed experts' share read
+                    w = rank_read - rank_experts + rank_experts * frac
+            elif rank is not None:
+                w = rank_read
             kernel = None
             if llamacpp:
                 lay = cells_at(batch)
@@ -1200,9 +1233,11 @@ def speed_model(spec: ModelSpec, device: Any, *, weights_format: str = "bf16", p
                 kv = kv_cache(spec, ctx, batch, kv_dtype, mla_mode=mla_mode, window_extra=0,
                               repeated_kv=repeated_kv).total_bytes * kv_share
             kv_read[batch] = kv
-            hf = hf_step_bytes(batch, ctx, kv, split.ways("attention", tp)) if hf_cache else 0.0
+            w_dev = w * shard if rank is None else w
+            weights_read[batch] = w_dev
+            hf = hf_step_bytes(batch, ctx, kv, attn_ways) if hf_cache else 0.0
             # a recurrent layer reads its state and writes it back once per token (Gu & Dao 2023, section 3.3)
-            nbytes = w * shard + kv + 2 * state_bytes(batch) + hf
+            nbytes = w_dev + kv + 2 * state_bytes(batch) + hf
             if peak is None and bw is None:
                 return None, None
             if path is not None and batch > 1 and bw and peak and compute_efficiency is None:
@@ -1246,11 +1281,14 @@ def speed_model(spec: ModelSpec, device: Any, *, weights_format: str = "bf16", p
         key = (count, tp, concurrency, link_bandwidth, nvlink_mesh)
         done = decoded.get(key) if not llamacpp else None
         if done is None:
-            done = (*decode_at(concurrency), kv_read.get(concurrency))
+            done = (*decode_at(concurrency), kv_read.get(concurrency), weights_read.get(concurrency))
             if not llamacpp:
                 decoded[key] = done
-        elif done[2] is not None:
-            kv_read[concurrency] = done[2]
+        else:
+            if done[2] is not None:
+                kv_read[concurrency] = done[2]
+            if done[3] is not None:
+                weights_read[concurrency] = done[3]
         decode, roof_d = done[0], done[1]
         if launch_host and tp > 1:
             warnings.append(f"transformers tensor parallel ({tp} devices): each device launches the same kernels (eq. "
@@ -1279,7 +1317,9 @@ def speed_model(spec: ModelSpec, device: Any, *, weights_format: str = "bf16", p
                    "peak_key": peak_key, "bandwidth": bw, "prefill_flops": p_flops,
                    "bandwidth_factor": bw_factor.name, "link_bandwidth": link_bandwidth, "allreduce_bandwidth": link,
                    "decode_overhead_seconds": step_fixed, "host_step_seconds": host_step,
-                   "kv_bytes_per_decode_step": kv_read.get(concurrency)}
+                   "kv_bytes_per_decode_step": kv_read.get(concurrency),
+                   "weight_bytes_per_decode_step": weights_read.get(concurrency),
+                   "prefill_flops_per_device": rank_flops(p_flops, p_attn, rank_head, prompt_tokens, encoder_flops)}
         if t5 is not None:
             details["decode_read_weight_bytes"] = read_bytes
         if spec.recurrent_layer_count:

@@ -106,9 +106,10 @@ def prefill_activation_bytes(spec: ModelSpec, batch: int, q_tokens: int, kv_toke
 
     if spec.is_moe and spec.moe is not None:
         moe = spec.moe
-        # routed tokens: each token visits k experts; router logits in fp32
+        # routed tokens: each token visits k experts; router logits in fp32, whole on every rank (the router is
+        # replicated by every engine: formulas/tensor_parallel.py REPLICATED_MATRICES, no transformers plan splits it)
         routed = t * moe.experts_per_token
-        mlp = (3 * routed * moe.expert_intermediate_size * act_bytes + t * moe.num_experts * 4) * whole("experts")
+        mlp = 3 * routed * moe.expert_intermediate_size * act_bytes * whole("experts") + t * moe.num_experts * 4 * tp
         mlp += 3 * t * moe.shared_intermediate_size * act_bytes * whole("shared_experts")
         if spec.intermediate_size and not all(spec.moe_layers):
             mlp = max(mlp, 3 * t * spec.intermediate_size * act_bytes * whole("mlp"))
@@ -116,13 +117,15 @@ def prefill_activation_bytes(spec: ModelSpec, batch: int, q_tokens: int, kv_toke
         mlp = 3 * t * spec.intermediate_size * act_bytes * whole("mlp")
     else:  # fc1's output and the activation's output (a Python gelu_new: its tanh and product temporaries too)
         mlp = (4 if spec.mlp_act_python else 2) * t * spec.intermediate_size * act_bytes * whole("mlp")
-    if spec.parallel_block:  # the attention branch's output waits for the MLP's (out = x + attn + mlp)
-        mlp += t * h * act_bytes * whole("mlp")
+    if spec.parallel_block:  # the attention branch's output waits for the MLP's (out = x + attn + mlp): [t, h],
+        # whole on every rank after the row-parallel output projection's all-reduce, whatever the MLP's split
+        mlp += t * h * act_bytes * tp
     mlp //= tp
     if forward_locals:  # inputs_embeds, rotary cos/sin (+ the post-attention residual in the MLP): module docstring
         rope = 0
         if spec.rotary:  # a model with no rotary positions builds no cos/sin (Mamba2Model, NemotronHModel)
-            rope_dim = spec.mla.qk_rope_head_dim if spec.mla is not None else spec.head_dim
+            # the tables are as wide as the rotated channels (a partial rotary: ModelSpec.rotary_dim)
+            rope_dim = spec.mla.qk_rope_head_dim if spec.mla is not None else (spec.rotary_dim or spec.head_dim)
             pairs = len(set(spec.layer_types)) if spec.model_type.startswith("gemma3") else 1
             rope = 2 * pairs * t * rope_dim * act_bytes
         attn += t * h * act_bytes + rope

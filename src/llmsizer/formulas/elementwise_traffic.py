@@ -24,7 +24,9 @@ k_w = kv_heads x head_dim, d_h = head_dim, per token and decoder layer::
 
 (6c h: two residual adds; 15c h: the two residual-gradient adds, the q/k/v and gate/up input-gradient sums; the
 16c (q_w + k_w) of the backward include the contiguous copies of the rotated q and k gradients before their
-projections' GEMMs.) The loss: ``ForCausalLMLoss`` upcasts the logits (``logits.float()``), ``cross_entropy`` runs
+projections' GEMMs. A partial rotary, or one that concatenates its pass-through channels, replaces the forward's
+10c (q_w + k_w) + 4c d_h by eq. (E1r), ``rotary_forward_bytes``; the backward and the compiled counts keep the
+whole head's.) The loss: ``ForCausalLMLoss`` upcasts the logits (``logits.float()``), ``cross_entropy`` runs
 ``_log_softmax`` and ``nll_loss``; the backward ``nll_loss_backward``, ``_log_softmax_backward_data`` and the cast
 back: (2c + 10f) V per token (E3). A LoRA adapter on a linear (in -> out) adds its scaling ``mul`` and the ``add``
 to the base output (5c out forward), the scaled gradient and the input-gradient sum (2c out + 3c in backward)
@@ -192,6 +194,7 @@ from ..errors import InputError
 from ..frozen import fast_init
 from ..specs import ModelSpec
 from .gemm_shapes import running_sum
+from .tensor_parallel import EVERY_BLOCK_SPLIT, ActivationSplit
 from .tensors import layer_kind_firsts
 from .training_activations import _head_dims
 
@@ -215,6 +218,8 @@ class LayerWidths:
     gated: bool = True
     rotary: bool = True  # rotary q/k (False: learned absolute positions or ALiBi)
     layernorm: bool = False  # torch's fused native_layer_norm instead of the composite RMSNorm
+    rotary_dim: int = 0  # the rotated channels of each head (a partial rotary); 0: all head_dim of them
+    rotary_cat: bool = False  # the rotary concatenates its pass-through channels back (eq. E1r)
 
 
 def _check(c: float, *widths: float) -> None:
@@ -288,10 +293,30 @@ def _layer_terms(w: LayerWidths, c: float, compiled: bool, norms_trained: bool,
                  (7 * c * h if norms_trained else 0, True), (sum(2 * c * o + c * n for n, o in adapters), False)))
     nf, nb = layernorm_bytes(h, c) if w.layernorm else rmsnorm_bytes(h, c, False, norms_trained)
     rot = 1.0 if w.rotary else 0.0
-    return (((2 * nf + 6 * c * h, True), (rot * (10 * c * (q + k) + 4 * c * d), False), (act_f * c * i, False),
+    return (((2 * nf + 6 * c * h, True), (rot * rotary_forward_bytes(w, c), False), (act_f * c * i, False),
              (sum(5 * c * o for _, o in adapters), False)),
             ((2 * nb + 15 * c * h, True), (rot * (16 * c * (q + k) + 4 * c * d), False), (act_b * c * i, False),
              (sum(2 * c * o + 3 * c * n for n, o in adapters), False)))
+
+
+def rotary_forward_bytes(w: LayerWidths, c: float) -> float:
+    """Eq. (E1)'s rotary term, per token, eager: ``apply_rotary_pos_emb`` on q and k. Over the r rotated channels of
+    each head (``w.rotary_dim``, all d_h of them when 0) it runs ``q_rot * cos``, ``rotate_half`` (``neg`` of half,
+    ``cat``), ``* sin`` and the ``+``: 10c over the rotated widths and 4c r for the cos / sin read; a partial rotary
+    then concatenates the pass-through channels back (``torch.cat([q_embed, q_pass])``: q and k read and written
+    whole), and so does Phi-3's at any factor (``w.rotary_cat``)::
+
+        R = 10c (q_w + k_w) r / d_h + 4c r + [2c (q_w + k_w) where it concatenates]              (E1r)
+
+    (transformers 5.24 modeling_qwen3_next.py / modeling_glm4_moe.py / modeling_phi3.py ``apply_rotary_pos_emb``:
+    ``rotary_dim = cos.shape[-1]``, ``q_rot, q_pass = q[..., :rotary_dim], q[..., rotary_dim:]``; modeling_phi.py,
+    modeling_stablelm.py and modeling_gpt_neox.py slice and concatenate in the attention forward). Full rotary
+    without the concatenation is (E1)'s 10c (q_w + k_w) + 4c d_h. Traced on the real functions
+    (tests/formulas/test_partial_rotary.py)."""
+    q, k, d = w.q_width, w.kv_width, w.head_dim
+    r = w.rotary_dim if 0 < w.rotary_dim < d else d
+    rotated = q + k if r == d else (q + k) * r / d
+    return 10 * c * rotated + 4 * c * r + (2 * c * (q + k) if w.rotary_cat or r < d else 0.0)
 
 
 def loss_bytes(vocab: int, c: float, compiled: bool, unsloth: bool = False, fused_xentropy: bool = False) -> float:
@@ -358,27 +383,33 @@ def elementwise_seconds(total_bytes: float, memory_bandwidth: float, efficiency:
     return total_bytes / (memory_bandwidth * efficiency)
 
 
-def model_layer_widths(spec: ModelSpec, layer: int, tp: int = 1) -> LayerWidths:
+def model_layer_widths(spec: ModelSpec, layer: int, tp: int = 1,
+                       split: ActivationSplit = EVERY_BLOCK_SPLIT) -> LayerWidths:
     """The widths of decoder layer ``layer`` of ``spec`` per device (q, kv and intermediate widths split by
-    ``tp``; an MoE layer's activation is its top-k routed experts' and any shared expert's); its rotary kernels only
-    where the layer applies rotary positions (ModelSpec.applies_rotary: not a Gated DeltaNet / Mamba or
-    cross-attention layer, not a Llama 4 NoPE layer)."""
+    ``tp`` where ``split`` says the engine splits that block: formulas/tensor_parallel.py ``activation_split``,
+    transformers' plan keeps some whole on every rank; an MoE layer's activation is its top-k routed experts' and
+    any shared expert's); its rotary kernels only where the layer applies rotary positions
+    (ModelSpec.applies_rotary: not a Gated DeltaNet / Mamba or cross-attention layer, not a Llama 4 NoPE layer)."""
     q, k, _, _ = _head_dims(spec)
     if spec.moe is not None and spec.moe_layers[layer]:
         m = spec.moe
-        inter = m.experts_per_token * m.expert_intermediate_size + m.shared_intermediate_size
+        routed, shared = m.experts_per_token * m.expert_intermediate_size, m.shared_intermediate_size
+        e_ways, s_ways = split.ways("experts", tp), split.ways("shared_experts", tp)
+        inter = -(-(routed + shared) // tp) if e_ways == s_ways == tp else -(-routed // e_ways) - (-shared // s_ways)
         gated = m.expert_gated
     else:
-        inter, gated = spec.intermediate_size, spec.mlp_gated
+        inter, gated = -(-spec.intermediate_size // split.ways("mlp", tp)), spec.mlp_gated
     head = spec.mla.qk_nope_head_dim + spec.mla.qk_rope_head_dim if spec.mla is not None else spec.head_dim
     rotary = spec.applies_rotary(layer)
-    return LayerWidths(spec.hidden_size, -(-inter // tp), -(-q // tp), max(head, k // tp) if k else 0, head, gated,
-                       rotary, spec.norm_kind == "layernorm")
+    rot_dim = spec.rotary_dim if spec.mla is None and 0 < spec.rotary_dim < head else 0
+    return LayerWidths(spec.hidden_size, inter, -(-q // split.ways("attention", tp)),
+                       max(head, k // split.ways("kv", tp)) if k else 0, head, gated, rotary,
+                       spec.norm_kind == "layernorm", rot_dim, spec.rotary_pass_cat or rot_dim > 0)
 
 
 def _layer_rows(spec: ModelSpec, c: float, compiled: bool, norms_trained: bool,
-                adapters: dict[int, tuple[tuple[int, int], ...]], tp: int, unsloth: bool, seq_shards: int
-                ) -> list[tuple[float, float, float]]:
+                adapters: dict[int, tuple[tuple[int, int], ...]], tp: int, unsloth: bool, seq_shards: int,
+                split: ActivationSplit = EVERY_BLOCK_SPLIT) -> list[tuple[float, float, float]]:
     """(forward, backward, forward + backward) bytes per token of each decoder layer, in order. A layer's widths
     depend on it only through its kind (ModelSpec.layer_key) and whether it applies rotary positions
     (ModelSpec.rotary_layers: Llama 4's NoPE layers are of the same kind as its rotary ones): its bytes once per
@@ -388,7 +419,8 @@ def _layer_rows(spec: ModelSpec, c: float, compiled: bool, norms_trained: bool,
     per_kind: dict[tuple[object, ...], tuple[float, float, float]] = {}
     for key in dict.fromkeys(kinds):
         n = kinds.index(key)  # the first layer of this kind
-        f, b = layer_bytes(model_layer_widths(spec, n, tp), c, compiled, norms_trained, key[1], unsloth, seq_shards)
+        f, b = layer_bytes(model_layer_widths(spec, n, tp, split), c, compiled, norms_trained, key[1], unsloth,
+                           seq_shards)
         per_kind[key] = (f, b, f + b)
     return list(map(per_kind.__getitem__, kinds))
 
@@ -421,7 +453,8 @@ def step_bytes_per_token(spec: ModelSpec, c: float, compiled: bool, norms_traine
     return total
 
 
-def inference_forward_bytes_per_token(spec: ModelSpec, c: float, tp: int = 1) -> float:
+def inference_forward_bytes_per_token(spec: ModelSpec, c: float, tp: int = 1,
+                                      split: ActivationSplit = EVERY_BLOCK_SPLIT) -> float:
     """Eq. (E13): the memory-bound bytes per prompt token of one eager transformers forward (a prefill, or a decode
     step per sequence) with a DynamicCache and ``logits_to_keep=1``: every decoder layer's forward (E1) plus its
     cache append, the embedding gather and the final norm::
@@ -433,13 +466,15 @@ def inference_forward_bytes_per_token(spec: ModelSpec, c: float, tp: int = 1) ->
     k_w). (At a decode step the same ``cat`` copies the whole cache: not counted here.) The embedding lookup reads one
     row per token and writes it (2c h; modeling_llama.py L372 ``embed_tokens``); the final norm is one more RMSNorm
     (L404) or LayerNorm. The lm_head runs for the last token only (``slice_logits_to_keep``, L470), and the rotary
-    module's cos/sin (fp32, head_dim wide, once per forward, not per layer) are left out: under 0.1 % of the count."""
+    module's cos/sin (fp32, head_dim wide, once per forward, not per layer) are left out: under 0.1 % of the count.
+    Under tensor parallelism ``tp`` divides the widths of the blocks ``split`` says the engine splits
+    (``model_layer_widths``; transformers' plan: formulas/tensor_parallel.py ``activation_split``)."""
     if tp < 1:
         raise InputError(f"tensor-parallel degree must be >= 1, got {tp}")
-    rows = _layer_rows(spec, c, False, False, {}, tp, False, 1)
+    rows = _layer_rows(spec, c, False, False, {}, tp, False, 1, split)
     total = running_sum(map(itemgetter(0), rows))
     firsts = layer_kind_firsts(spec)
-    kv = {n: model_layer_widths(spec, n, tp).kv_width for n in set(firsts)}
+    kv = {n: model_layer_widths(spec, n, tp, split).kv_width for n in set(firsts)}
     total += sum(4 * c * kv[n] for n, kind in zip(firsts, spec.layer_types, strict=True) if kind != "none")
     norm = (layernorm_bytes(spec.hidden_size, c)[0] if spec.norm_kind == "layernorm"
             else rmsnorm_bytes(spec.hidden_size, c, False, False)[0])

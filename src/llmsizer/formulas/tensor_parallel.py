@@ -21,6 +21,7 @@ from functools import lru_cache
 
 from ..errors import FieldError, InputError
 from ..specs import ModelSpec
+from .params import count_params
 from .tensors import Tensor, model_tensors
 from .weight_formats import ENGINE_TENSOR_BYTES, GROUP_SIZE_DEFAULT, WeightBytes, normalize_format, tensor_bytes
 
@@ -331,6 +332,44 @@ def kept_whole(engine: str | None, t: Tensor, model_type: str = "") -> bool:
     if engine == "transformers":
         return t.role not in transformers_split_roles(model_type)
     return len(t.shape) == 1 or (len(t.shape) == 2 and t.role in REPLICATED_MATRICES.get(engine or "", frozenset()))
+
+
+@lru_cache(maxsize=256)  # per spec, like model_tensors
+def whole_elements_by_component(spec: ModelSpec, engine: str | None) -> dict[str, int]:
+    """Elements of the tensors ``engine`` keeps whole on every tensor-parallel rank (``kept_whole``), per
+    component (formulas/tensors.py ``Component``)."""
+    out: dict[str, int] = {}
+    for t in model_tensors(spec):
+        if kept_whole(engine, t, spec.model_type):
+            out[t.component] = out.get(t.component, 0) + t.numel
+    return out
+
+
+def plan_rank_shares(spec: ModelSpec, engine: str | None, tp: int) -> dict[str, float] | None:
+    """The share of each component's parameters one rank multiplies (and holds) under ``engine``'s tensor
+    parallelism where the engine follows a model's own plan, or None where every matrix is split ``tp`` ways (the
+    serving engines' and llama.cpp's work, as the speed model divides it).
+
+    transformers (``tp_plan="auto"``) splits only the roles its plan names (``kept_whole``): a component of N
+    parameters with W of them whole runs, on each rank, the matrix products of
+
+        N_rank = (N - W) / tp + W                                                                  (TP1)
+
+    parameters: every rank multiplies a whole matrix in full (its input is the whole activation, the output is
+    not split). gpt-oss's plan splits its embedding and lm_head only, so each of 2 ranks does the whole layer work;
+    llama's splits q/k/v/o and the MLP, so only its norms stay whole. A dense forward's matmul FLOPs per rank are
+    2 x sum_c N_rank,c per token (Kaplan et al. 2020, arXiv 2001.08361, Table 1's 2N), a decode step's weight
+    bytes the rank's shards (``shard_weights``).
+
+    >>> s = plan_rank_shares(__import__("llmsizer").load_model("gpt-oss-20b"), "transformers", 2)
+    >>> s["attention"], s["experts"], s["lm_head"]
+    (1.0, 1.0, 0.5)
+    """
+    if engine != "transformers" or tp <= 1:
+        return None
+    whole = whole_elements_by_component(spec, engine)
+    return {c: ((n - whole.get(c, 0)) / tp + whole.get(c, 0)) / n
+            for c, n in count_params(spec).by_component.items() if n}
 
 
 def replicates_matrices(engine: str | None) -> bool:

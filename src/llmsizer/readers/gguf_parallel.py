@@ -45,7 +45,7 @@ ARCHITECTURES: dict[str, str] = {"falcon": "falcon", "phi2": "phi", "gptneox": "
 
 def _rotary_fraction(meta: _Meta, head_dim: int, notes: list[str]) -> float:
     """rope.dimension_count / head_dim, nudged up by one ulp where int(head_dim x fraction) would round below it
-    (hf_parallel._rotary_dim computes the channels as int(head_dim x factor))."""
+    (hf_config.rotary_dim_of computes the channels as int(head_dim x factor))."""
     rot = meta.int_("{arch}.rope.dimension_count")
     if rot is None:
         notes.append(f"rotary on all {head_dim} head channels (no rope.dimension_count; llama.cpp's default)")

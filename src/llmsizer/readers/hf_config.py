@@ -200,6 +200,36 @@ ROPE_FACTOR = Range(1e-6, 2**20, False, "a RoPE scaling factor")
 _ROPE_TYPE_RENAMES = {"su": "longrope", "mrope": "default"}
 
 
+FRACTION = Range(0.0, 1.0, False, "a fraction")
+
+
+def rotary_dim_of(c: _Cfg, head_dim: int, keys: tuple[str, ...] = ("partial_rotary_factor",),
+                  required: bool = False) -> int:
+    """Rotary channels per head, the one reading of a partial rotary: int(head_dim x factor), as the attention and
+    rotary modules compute it (transformers 5.24 modeling_qwen3_next.py / modeling_glm4_moe.py / modeling_phi3.py
+    ``Qwen3NextRotaryEmbedding.compute_default_rope_parameters``: ``dim = int(head_dim * partial_rotary_factor)``;
+    ``apply_rotary_pos_emb`` then rotates ``q[..., :cos.shape[-1]]`` and concatenates the rest; modeling_stablelm.py
+    :230, modeling_phi.py, modeling_gpt_neox.py ``rotary_ndims``). The factor is the first of ``keys`` present in
+    config.json, else ``rope_parameters.partial_rotary_factor`` (transformers v5's place for it), else the class
+    default of ``keys[0]``. With none (``required`` False) or a factor of 1: 0, every channel rotated."""
+    factor: Any = None
+    for k in keys:
+        if k in c.cfg:
+            factor = c.cfg[k]
+            break
+    if factor is None:
+        rope = c.cfg.get("rope_parameters") or c.cfg.get("rope_scaling") or {}
+        factor = rope.get("partial_rotary_factor") if isinstance(rope, dict) else None
+    if factor is None:
+        factor = c.get(keys[0])  # the class default, noted
+    if factor is None and not required:
+        return 0
+    if isinstance(factor, bool) or not isinstance(factor, (int, float)):
+        raise InputError(f"{keys[0]} ({c.where}): expected a number in [0, 1], got {factor!r}")
+    rot = int(head_dim * check_number(float(factor), keys[0], FRACTION, c.where))
+    return rot if required or rot < head_dim else 0
+
+
 def rope_scaling_of(c: _Cfg) -> tuple[RopeScaling, ...]:
     """The config's ``rope_scaling`` (transformers v5: ``rope_parameters``) as RopeScaling entries: one, or one per
     layer type when the object is keyed by layer type (transformers v5's nested form); () when it has none. Each
@@ -612,6 +642,7 @@ def spec_from_config(cfg: dict[str, Any], *, name: str, source: str = "",
         mla=mla, moe=moe, moe_layers=moe_layers,
         layer_types=layer_types, sliding_window=window,  # type: ignore[arg-type]
         max_position_embeddings=c.get("max_position_embeddings"), rope_scaling=rope_scaling_of(c),
+        rotary_dim=rotary_dim_of(c, head_dim) if mla is None else 0,
         torch_dtype=cfg.get("torch_dtype") or cfg.get("dtype") or full_cfg.get("torch_dtype") or full_cfg.get("dtype"),
         quantization=tuple(sorted(quant.items())),
         vision=vision,

@@ -31,7 +31,7 @@ from typing import Any
 from ..errors import InputError, ModelFileError
 from ..numbers import EXPERTS_OR_ZERO, LAYER_INDEX, LAYERS, check_number
 from ..specs import ModelSpec, MoESpec, RecurrentSpec
-from .hf_config import _Cfg, _moe, rope_scaling_of
+from .hf_config import _Cfg, _moe, rope_scaling_of, rotary_dim_of
 from .safe_io import shown
 
 # legacy layer names -> the current ones (transformers configuration_utils._LEGACY_LAYER_TYPE_REMAP)
@@ -154,6 +154,7 @@ def hybrid_spec(cfg: dict[str, Any], mt: str, *, name: str, where: str, source: 
         fields.update(num_heads=heads, num_kv_heads=c.get("num_key_value_heads") or heads, head_dim=c.req("head_dim"),
                       intermediate_size=c.get("intermediate_size") or 0, qk_norm="per_head",
                       attention_qkv_bias=bias, attention_out_bias=bias, attention_output_gate=True,
+                      rotary_dim=rotary_dim_of(c, c.req("head_dim")),  # partial_rotary_factor 0.25
                       # Qwen3NextRMSNorm (modeling_qwen3_next.py lines 135-140): ``(x * (1 + w)).to(dtype)`` keeps
                       # the fp32 normalised tensor and the fp32 1 + w (training_activations.py eq. N3)
                       norm_fp32_normalised=True, norm_unit_offset=True,

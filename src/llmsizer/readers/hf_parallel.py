@@ -42,27 +42,7 @@ from typing import Any
 from ..errors import InputError, UnsupportedArchitectureError
 from ..numbers import Range, check_number
 from ..specs import ModelSpec
-from .hf_config import _Cfg, rope_scaling_of
-
-FRACTION = Range(0.0, 1.0, False, "a fraction")
-
-
-def _rotary_dim(c: _Cfg, head_dim: int, *keys: str) -> int:
-    """Rotary channels per head: int(head_dim x factor), as the attention modules compute ``rotary_ndims``; the
-    factor is the first of ``keys`` present (config.json), else ``rope_parameters.partial_rotary_factor``."""
-    factor: Any = None
-    for k in keys:
-        if k in c.cfg:
-            factor = c.cfg[k]
-            break
-    if factor is None:
-        rope = c.cfg.get("rope_parameters") or c.cfg.get("rope_scaling") or {}
-        factor = rope.get("partial_rotary_factor") if isinstance(rope, dict) else None
-    if factor is None:
-        factor = c.get(keys[0])  # the class default, noted
-    if isinstance(factor, bool) or not isinstance(factor, (int, float)):
-        raise InputError(f"{keys[0]} ({c.where}): expected a number in [0, 1], got {factor!r}")
-    return int(head_dim * check_number(float(factor), keys[0], FRACTION, c.where))
+from .hf_config import FRACTION, _Cfg, rope_scaling_of, rotary_dim_of
 
 
 def _dropout(c: _Cfg, key: str) -> bool:
@@ -129,7 +109,7 @@ def _phi(c: _Cfg, hidden: int, heads: int, hd: int) -> dict[str, Any]:
         mlp_gated=False, mlp_bias=True, attention_qkv_bias=True, attention_out_bias=True, norm_kind="layernorm",
         norms_per_layer=1, parallel_block=True, lm_head_bias=True,
         qk_norm="per_head" if _flag(c, "qk_layernorm", False) else "none",
-        rotary_dim=(rot := _rotary_dim(c, hd, "partial_rotary_factor")), attention_output_copy=rot < hd,
+        rotary_dim=(rot := rotary_dim_of(c, hd, ("partial_rotary_factor",), required=True)), attention_output_copy=rot < hd,
         mlp_act_python=act == "gelu_new",
         residual_dropout=_dropout(c, "resid_pdrop"))
 
@@ -143,7 +123,7 @@ def _gpt_neox(c: _Cfg, hidden: int, heads: int, hd: int) -> dict[str, Any]:
         mlp_gated=False, mlp_bias=True, attention_qkv_bias=bias, attention_out_bias=bias, norm_kind="layernorm",
         norms_per_layer=2, parallel_block=_flag(c, "use_parallel_residual", True), fused_qkv=True,
         value_view_of_qkv=True,
-        rotary_dim=(rot := _rotary_dim(c, hd, "rotary_pct", "partial_rotary_factor")), attention_output_copy=rot < hd,
+        rotary_dim=(rot := rotary_dim_of(c, hd, ("rotary_pct", "partial_rotary_factor"), required=True)), attention_output_copy=rot < hd,
         mlp_act_python=act == "gelu_new",
         residual_dropout=_dropout(c, "hidden_dropout"))
 
@@ -157,7 +137,7 @@ def _stablelm(c: _Cfg, hidden: int, heads: int, hd: int) -> dict[str, Any]:
         mlp_gated=True, mlp_bias=False, attention_qkv_bias=_flag(c, "use_qkv_bias", False), attention_out_bias=False,
         norm_kind="layernorm", norms_per_layer=1 if parallel else 2, parallel_block=parallel,
         qk_norm="each_head" if _flag(c, "qk_layernorm", False) else "none",
-        rotary_dim=(rot := _rotary_dim(c, hd, "partial_rotary_factor")), attention_output_copy=rot < hd,
+        rotary_dim=(rot := rotary_dim_of(c, hd, ("partial_rotary_factor",), required=True)), attention_output_copy=rot < hd,
         residual_dropout=_dropout(c, "hidden_dropout"))
 
 

@@ -431,7 +431,9 @@ class ModelSpec:
     # normalised tensor (Falcon-7B input_layernorm, Phi-2), with 2 each its own norm of the same x (GPT-NeoX
     # use_parallel_residual, Falcon-40B ln_attn/ln_mlp). False: the sequential pre-norm block.
     parallel_block: bool = False
-    rotary_dim: int = 0  # rotary channels per head (partial rotary: Phi-2, GPT-NeoX); 0 = head_dim (or none)
+    # rotary channels per head (partial rotary: Phi-2, GPT-NeoX, StableLM, Qwen3-Next, GLM-4.5, Phi-4-mini; the
+    # config reader's one rule, readers/hf_config.py rotary_dim_of); 0 = head_dim (or none)
+    rotary_dim: int = 0
     # q, k and v come from one linear (Falcon / GPT-NeoX query_key_value, Phi-3 qkv_proj, GPT-BigCode c_attn): one
     # input copy; PEFT adapts the whole linear once (formulas/lora.py)
     fused_qkv: bool = False
