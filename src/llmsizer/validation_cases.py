@@ -1210,6 +1210,16 @@ TORCHTITAN_RUNS.update({
     "PM1345": ("llama-3.1-8b", "mi300x", dict(_AO_8B, compile_scope="layers+loss+upcast", **_RW_GW_HP), ""),
     "PM1347": ("llama-3.1-8b", "mi300x", dict(_AO_8B, compile_scope="layers+loss+upcast", **_RW), ""),
 })
+# A user's torchtitan run of Qwen3-30B-A3B on 8 x B200 (mlc-ai/pith-train issue #79, PM1370): FSDP8, micro-batch 8 x
+# 8192 (global 64: no accumulation), selective checkpointing, the blocks and the loss compiled, 8 loss chunks; held out
+# (Blackwell's utilisation is PM1368's). Not stated: the torchtitan commit, the selective mode (torchtitan's default,
+# op-level, taken), the optimizer (torchtitan's AdamW taken) and the router's balance (an aux loss, not forced:
+# balanced routing is what the rule times), so settings assumed
+PITH_TRAIN_ASSUMED = ("torchtitan commit, op-level selective checkpointing (torchtitan's default) and AdamW not "
+                      "stated; routing balanced by an aux loss, not forced")
+TORCHTITAN_RUNS["PM1370"] = ("qwen3-30b-a3b", "b200",
+                             dict(_TITAN_RUN, gpus=8, micro_batch=8, grad_checkpointing="selective-op",
+                                  compile_scope="layers+loss", loss_chunks=8), PITH_TRAIN_ASSUMED)
 
 
 def _run_row(run: tuple[str, str, dict[str, Any], str]) -> tuple[Any, float | None, Any, Any]:
