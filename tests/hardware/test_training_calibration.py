@@ -180,6 +180,29 @@ def test_blackwell_utilization_follows_from_its_row_and_its_hopper_twin() -> Non
     assert E.training_utilization("blackwell") == (E.TRAINING_UTILIZATION_BY_ARCH["blackwell"], True)
 
 
+def test_blackwells_row_stands_for_datacenter_blackwell_only() -> None:
+    """PM1368 ran on GB200 (compute capability 10.0): the fitted share stands for the 10.x parts (B200 / GB200, B300 /
+    GB300: NVIDIA's compute-capability table as the catalog rows carry it), not GeForce / RTX PRO Blackwell (12.0) or
+    the GB10 (12.1), which no row measures: those keep the uncalibrated stand-in, with its warning and no band."""
+    devs = builtin_catalog().devices
+    spec = find("llama-3.2-1b").spec()
+    for dev, own in (("b200", True), ("gb200", True), ("b300", True), ("gb300", True), ("rtx-5090", False),
+                     ("rtx-pro-6000-server", False), ("dgx-spark", False)):
+        d = devs[dev]
+        assert d.architecture == "blackwell"
+        cap = round(d.compute_capability.raw * 10)  # type: ignore[union-attr]
+        assert (cap in E.CALIBRATED_CAPABILITIES["blackwell"]) == own, dev
+        f, is_own = E.training_utilization("blackwell", cap)
+        assert is_own == own and f is (E.TRAINING_UTILIZATION_BY_ARCH["blackwell"] if own
+                                       else E.TRAINING_UTILIZATION_UNCALIBRATED), dev
+        dur = training_duration_for(spec, d, 1, 1e6, dict(method="lora"))
+        assert dur.utilization == f.expected and bool(dur.no_band) == (not own), dev
+        warned = [w for w in dur.warnings if "no training calibration row" in w]
+        assert bool(warned) == (not own), dev
+        if warned:
+            assert f"'blackwell (compute capability {cap // 10}.{cap % 10})'" in warned[0]
+
+
 def test_architectures_without_a_row_take_the_lowest_fitted_value() -> None:
     """The named fallback rule (efficiency.TRAINING_UTILIZATION_UNCALIBRATED): an architecture without a row gets
     the lowest fitted share of its stand-ins, and is marked as not its own: an NVIDIA or unknown part the lowest of

@@ -1086,12 +1086,22 @@ TRAINING_UTILIZATION_UNCALIBRATED_CDNA = _least_fitted("training_device_utilizat
                                                        UNCALIBRATED_STAND_INS["cdna"])
 
 
-def training_utilization(architecture: str) -> tuple[Factor, bool]:
+# An architecture whose calibration rows ran on some of its parts only: the CUDA compute capabilities (major x 10 +
+# minor) the rows stand for. Blackwell's row (PM1368, GB200) is datacenter Blackwell, 10.x (B200 / GB200 10.0, B300 /
+# GB300 10.3: tcgen05 tensor cores, HBM); GeForce / RTX PRO Blackwell (12.0) and the GB10 (12.1) issue mma.sync (see
+# sync_mma_share) from GDDR7 / LPDDR5X and no row measures them: they keep the uncalibrated stand-in.
+CALIBRATED_CAPABILITIES: dict[str, tuple[int, ...]] = {"blackwell": (100, 103)}
+
+
+def training_utilization(architecture: str, capability: int | None = None) -> tuple[Factor, bool]:
     """The calibrated utilisation of a GPU architecture, and whether it is that architecture's own (False: no
     calibration row; the lowest fitted share of its stand-ins stands in: TRAINING_UTILIZATION_UNCALIBRATED_CDNA for
-    an AMD Instinct part, TRAINING_UTILIZATION_UNCALIBRATED otherwise)."""
+    an AMD Instinct part, TRAINING_UTILIZATION_UNCALIBRATED otherwise). ``capability``: the part's CUDA compute
+    capability (major x 10 + minor, estimate/device.py cuda_capability); where the architecture's rows cover only
+    some capabilities (CALIBRATED_CAPABILITIES), another one is uncalibrated (None: the architecture's own)."""
     f = TRAINING_UTILIZATION_BY_ARCH.get(architecture)
-    if f is not None:
+    scope = CALIBRATED_CAPABILITIES.get(architecture)
+    if f is not None and (scope is None or capability is None or capability in scope):
         return f, True
     cdna = stand_in_architectures(architecture) == UNCALIBRATED_STAND_INS["cdna"]
     return (TRAINING_UTILIZATION_UNCALIBRATED_CDNA if cdna else TRAINING_UTILIZATION_UNCALIBRATED), False
