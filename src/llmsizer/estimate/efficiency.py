@@ -605,8 +605,8 @@ TRAINING_DEVICE_UTILIZATION = Factor(
 # Blackwell (B200, GB200, B300, GB300): CALIBRATED on one named row against its Hopper twin: Megatron-Bridge's Llama 3.1
 # 405B FP8_CS pre-training on 256 x GB200 (NVL72 racks; TP 4, PP 16, VP 4), 864 tokens/s per GPU (PM1368,
 # docs/performance-summary-archive.md @067f987df line 216), whose recipe runs on 1024 x H100 at 328 (PM1366, line 219).
-# The rule: u_blackwell is the u at which PM1368 measures the same share of its estimate as PM1366 does of its own at
-# Hopper's u (0.7924 x the estimate: the H100 row is 21 % slow); re-derived by tests/hardware/test_training_calibration.py.
+# The rule: u_blackwell is the u at which PM1368's estimate / measured equals PM1366's at Hopper's u (0.7924: the
+# estimate of the H100 row is 21 % slow); re-derived by tests/hardware/test_training_calibration.py.
 # Why a twin and not PM1368 alone: the published dense Blackwell rows are all Megatron FP8 rows, and on Hopper the same
 # recipes read 21-28 % slow (PM1366, PM1360) at the calibrated u and FLOAT8_GEMM_SHARE (fitted on torchao's tensorwise
 # float8, not TransformerEngine's current scaling): PM1368 alone would put that Megatron FP8 miss into Blackwell's u
@@ -635,7 +635,7 @@ TRAINING_UTILIZATION_BY_ARCH = {
                     "5376.5 tokens/s/GPU (PM1341), executed FLOPs / (MI300X dense BF16 peak x time)"),
     "blackwell": Factor("training_device_utilization_blackwell", 0.5490, 0.5490, 0.5490,
                         "calibrated: Megatron-Bridge Llama 3.1 405B FP8_CS 256 x GB200 864 tokens/s/GPU (PM1368) at the "
-                        "share of its estimate that its 1024 x H100 twin (PM1366, 328) measures at Hopper's u; rho8 "
+                        "estimate / measured of its 1024 x H100 twin at Hopper's u (PM1366, 328: 0.792); rho8 "
                         "taken as Hopper's"),
 }
 
