@@ -855,7 +855,8 @@ TRAINING_SPEED_CALIBRATION = {"PM0020": "TRAINING_DEVICE_UTILIZATION", "PM0022":
                                  for rid in AMPERE_CALIBRATION},
                               "PM0720": "HOST_SECONDS_PER_KERNEL",
                               **dict.fromkeys(("PM1333", "PM1335"), "FLOAT8_ROWWISE_GEMM_SHARE"),
-                              "PM1341": "TRAINING_UTILIZATION_BY_ARCH['cdna3']", "PM1343": "FLOAT8_GEMM_SHARE_CDNA3"}
+                              "PM1341": "TRAINING_UTILIZATION_BY_ARCH['cdna3']", "PM1343": "FLOAT8_GEMM_SHARE_CDNA3",
+                              "PM1368": "TRAINING_UTILIZATION_BY_ARCH['blackwell'] (against its H100 twin PM1366)"}
 
 
 @dataclass(frozen=True)
@@ -1213,6 +1214,16 @@ TORCHTITAN_RUNS.update({
     "PM1345": ("llama-3.1-8b", "mi300x", dict(_AO_8B, compile_scope="layers+loss+upcast", **_RW_GW_HP), ""),
     "PM1347": ("llama-3.1-8b", "mi300x", dict(_AO_8B, compile_scope="layers+loss+upcast", **_RW), ""),
 })
+# A user's torchtitan run of Qwen3-30B-A3B on 8 x B200 (mlc-ai/pith-train issue #79, PM1370): FSDP8, micro-batch 8 x
+# 8192 (global 64: no accumulation), selective checkpointing, the blocks and the loss compiled, 8 loss chunks; held out
+# (Blackwell's utilisation is PM1368's). Not stated: the torchtitan commit, the selective mode (torchtitan's default,
+# op-level, taken), the optimizer (torchtitan's AdamW taken) and the router's balance (an aux loss, not forced:
+# balanced routing is what the rule times), so settings assumed
+PITH_TRAIN_ASSUMED = ("torchtitan commit, op-level selective checkpointing (torchtitan's default) and AdamW not "
+                      "stated; routing balanced by an aux loss, not forced")
+TORCHTITAN_RUNS["PM1370"] = ("qwen3-30b-a3b", "b200",
+                             dict(_TITAN_RUN, gpus=8, micro_batch=8, grad_checkpointing="selective-op",
+                                  compile_scope="layers+loss", loss_chunks=8), PITH_TRAIN_ASSUMED)
 
 
 def _run_row(run: tuple[str, str, dict[str, Any], str]) -> tuple[Any, float | None, Any, Any]:
@@ -1303,7 +1314,7 @@ def semianalysis_case(r: dict[str, str]) -> Case:
                         "of the script) (settings assumed)"))
 
 
-# Megatron-Bridge's published pre-training throughput (PM1360-PM1367: docs/performance-summary-archive.md @067f987df,
+# Megatron-Bridge's published pre-training throughput (PM1360-PM1369: docs/performance-summary-archive.md @067f987df,
 # the 26.04.01 NeMo container's tables), each run with the settings of its performance recipe at Megatron-Bridge
 # v0.4.1 (f9b6319e, the r0.4 release line of the 26.04 containers; every table column matches it): the row's notes
 # give the config file and lines. Megatron-Core throughout: TransformerEngine layers, the distributed optimizer (zero
@@ -1339,6 +1350,11 @@ _MB_GPT_OSS = dict(_MB, seq_len=4096, etp=1, grad_checkpointing="selective", rec
 MEGATRON_BRIDGE_CUDA_GRAPHS = ("Transformer Engine CUDA graphs of the Mamba layers not expressed (fewer launches "
                                "would change the micro-step's compute by at most 0.15 %: its launches stay under the "
                                "GPU work even after the MoE dispatch's host syncs, eq. K10)")
+# A 256-GPU run on NVL72 racks (72 GPUs, one NVLink domain each): the archive does not say how its GPUs are placed;
+# 64 a rack (four racks; each pipeline, TP x PP = 64 GPUs on GB200, 32 on GB300, inside one NVLink domain) is assumed, the
+# even split the whole-machine rule (specs/training.py check_whole_machines) needs; 32 a rack times PM1368 5 % slower
+MEGATRON_BRIDGE_NVL72_SPLIT = ("64 of each NVL72 rack's 72 GPUs in one NVLink domain, four racks (the placement of the "
+                               "256 GPUs is not stated)")
 MEGATRON_BRIDGE_RUNS: dict[str, tuple[str, str, dict[str, Any], str]] = {
     # Llama 3 70B has Llama 3.1 70B's shapes (80 layers, width 8192, FFN 28672, 64 heads / 8 KV, vocab 128,256);
     # the v0.4.1 recipe leaves pipeline_model_parallel_layout None: the even split
@@ -1369,6 +1385,19 @@ MEGATRON_BRIDGE_RUNS: dict[str, tuple[str, str, dict[str, Any], str]] = {
                dict(_MB_F8, gpus=1024, seq_len=8192, tp=8, pp=8, virtual_stages=8, context_parallel=2,
                     sequence_parallel=True, tp_comm_overlap=True, grad_accumulation=192,
                     network=MEGATRON_BRIDGE_DGX_NETWORK), ""),
+    # Llama 3.1 405B FP8_CS on NVL72 racks (PM1368 GB200, PM1369 GB300): dp = 256 / (4 x 16) = 4 and 256 / (4 x 8) = 8,
+    # 1536 / 4 = 384 and 1536 / 8 = 192 micro-batches a pipeline; each compute tray of 4 GPUs carries 4 cluster NICs,
+    # one per GPU: ConnectX-7 400G on GB200 (DGX GB200 user guide, 'Compute Trays'), ConnectX-8 on GB300 (NVIDIA's
+    # NVL72 Enterprise RA, 'NVIDIA GB300 NVL Compute Tray'; 800 Gb/s each, rillor.com 'ConnectX-7 vs ConnectX-8 and
+# NVLink5', third-party). 64 GPUs a rack (MEGATRON_BRIDGE_NVL72_SPLIT)
+    "PM1368": ("llama-3.1-405b", "gb200",
+               dict(_MB_F8, gpus=256, seq_len=8192, tp=4, pp=16, virtual_stages=4, sequence_parallel=True,
+                    tp_comm_overlap=True, grad_accumulation=384, gpus_per_node=64, network="64x400 Gb/s"),
+               MEGATRON_BRIDGE_NVL72_SPLIT),
+    "PM1369": ("llama-3.1-405b", "gb300",
+               dict(_MB_F8, gpus=256, seq_len=8192, tp=4, pp=8, virtual_stages=4, sequence_parallel=True,
+                    tp_comm_overlap=True, grad_accumulation=192, gpus_per_node=64, network="64x800 Gb/s"),
+               MEGATRON_BRIDGE_NVL72_SPLIT),
     # the H100 FP8_CS recipe: EP 8, ETP 1, the flex dispatcher's HybridEP backend, recompute_modules moe, layernorm,
     # core_attn, moe_act (Megatron-Core's 'moe': the whole MoE layer, training_activations.py eq. R6)
     "PM1367": ("nvidia-nemotron-3-nano-30b-a3b-bf16", "h100-sxm",
@@ -1385,10 +1414,12 @@ def megatron_bridge_case(r: dict[str, str]) -> Case:
     model, device, fields, assumed = MEGATRON_BRIDGE_RUNS[rid]
     n = int(fields["gpus"])
     d, pred, st, mp = _run_row(MEGATRON_BRIDGE_RUNS[rid])
+    calib = rid in TRAINING_SPEED_CALIBRATION
     return Case(rid, TRAINING_SPEED, f"Megatron-Bridge {model} {n}x{device} tokens/s/GPU", pred, value,
                 "tokens/s/GPU", *within_tolerance(TRAINING_SPEED, pred, value),
-                excluded=ASSUMED if assumed else "", source=r["source"], no_band=d.no_band,
-                note=(f"{r['other_settings']}; global batch {r['batch_size'].split(',')[0].split()[-1]}, "
+                excluded=CALIBRATION if calib else ASSUMED if assumed else "", source=r["source"], no_band=d.no_band,
+                note=(("calibration row of efficiency." + TRAINING_SPEED_CALIBRATION[rid] + "; " if calib else "")
+                      + f"{r['other_settings']}; global batch {r['batch_size'].split(',')[0].split()[-1]}, "
                       f"{fields['grad_accumulation']} micro-batches of {fields['micro_batch']} x {fields['seq_len']} "
                       f"per pipeline and step; utilisation {d.utilization:.3f}"
                       + ("; no training calibration row for this GPU architecture (ranges."

@@ -39,10 +39,10 @@ def test_validate_json_summary_values() -> None:
     assert mem.n >= 16 and mem.median is not None and mem.median < 0.05
     # every tolerance the tests hold is met, but the Qwen2.5 page rows kept as strict xfails (QWEN25_PAGE_KNOWN_MISSES)
     assert mem.within == mem.with_tolerance - len(QWEN25_PAGE_KNOWN_MISSES)
-    # 18 calibration rows, those of validation_cases.TRAINING_SPEED_CALIBRATION (the Megatron Table 1 rows are held
+    # 19 calibration rows, those of validation_cases.TRAINING_SPEED_CALIBRATION (the Megatron Table 1 rows are held
     # out since the tensor/pipeline-parallel terms replaced the flat HFU)
     # (PM0020, PM0022, PM0501, PM0503 for the float8 GEMM share, PM0600, PM0602, the 7 MPT-7B Ampere rows, PM0720 for
-    # the host seconds per kernel, PM1333/PM1335 for the rowwise float8 share, PM1341 for CDNA3's utilisation, PM1343 for CDNA3's float8 GEMM share); 7 rows with
+    # the host seconds per kernel, PM1333/PM1335 for the rowwise float8 share, PM1341 for CDNA3's utilisation, PM1343 for CDNA3's float8 GEMM share, PM1368 for Blackwell's utilisation against its H100 twin); 7 rows with
     # assumed settings: the two 70B torchtune rows (sequence length per GPU) and five Qwen-7B LoRA rows (PM0721-PM0725:
     # Qwen-1 layout, reentrant checkpointing); the six Qwen-7B GPTQ Q-LoRA rows (PM0726-PM0731, assumed like their
     # LoRA twins); 41 multi-node rows whose network between the machines is not stated; PM0705 (torchtune 70B with
@@ -51,12 +51,14 @@ def test_validate_json_summary_values() -> None:
     # + the five torchtitan rows with assumed settings that fed no constant (TORCHTITAN_RUNS: PM1312/PM1313/PM1318/
     # PM1319, float8 all-gather not stated; PM1331, the H100 board not named) + the four SemiAnalysis MI300X rows
     # (PM1350-PM1353, ROCm/TransformerEngine#79: sequence length and recomputation from AMD's copy of the script)
-    # + Nemotron 3 Nano's Megatron-Bridge row (PM1367: the CUDA graphs of its Mamba layers not expressed); the other
-    # H100 FP8 rows (PM1360, PM1362, PM1363, PM1366) are timed with their own recipe, TransformerEngine's current
+    # + Nemotron 3 Nano's Megatron-Bridge row (PM1367: the CUDA graphs of its Mamba layers not expressed) + the GB300
+    # Llama 3.1 405B row (PM1369: four NVL72 racks of 64 GPUs assumed; its GB200 twin PM1368 is a calibration row) +
+    # torchtitan Qwen3-30B-A3B on 8 x B200 (PM1370, pith-train #79: torchtitan commit and selective mode not stated);
+    # the other FP8 rows (PM1360, PM1362, PM1363, PM1366) are timed with their own recipe, TransformerEngine's current
     # scaling: float8_recipe 'transformer-engine-current', none assumed
-    assert len(TRAINING_SPEED_CALIBRATION) == 18
-    assert [k for k, run in MEGATRON_BRIDGE_RUNS.items() if run[3]] == ["PM1367"]
-    assert by_kind["training throughput"].excluded_rows == 18 + 7 + 6 + 41 + 1 + 5 + 5 + 4 + 1
+    assert len(TRAINING_SPEED_CALIBRATION) == 19
+    assert [k for k, run in MEGATRON_BRIDGE_RUNS.items() if run[3]] == ["PM1368", "PM1369", "PM1367"]
+    assert by_kind["training throughput"].excluded_rows == 19 + 7 + 6 + 41 + 1 + 5 + 5 + 4 + 1 + 1 + 1
     assert by_kind["decode throughput"].n >= 8 and by_kind["decode throughput"].median < 0.12
     assert any(m.kind == "training memory" for m in missing)
 

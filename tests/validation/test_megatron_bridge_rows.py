@@ -1,4 +1,4 @@
-"""Megatron-Bridge's published pre-training throughput (PM1360-PM1367, validation/public_measurements.csv, from
+"""Megatron-Bridge's published pre-training throughput (PM1360-PM1369, validation/public_measurements.csv, from
 NVIDIA-NeMo/Megatron-Bridge docs/performance-summary-archive.md @067f987df): every row is expressed or says why, each
 expressed row runs with the layout its quoted table line prints (GPUs, precision, global and micro batch, sequence
 length, TP / PP / CP / VP / EP), and the CSV's own columns agree with that line."""
@@ -26,7 +26,7 @@ COLUMNS = ("system", "gpus", "precision", "gbs", "mbs", "seq", "fsdp", "tp", "pp
 
 def _rows() -> dict[str, dict[str, str]]:
     with DATA.open(newline="", encoding="utf-8") as f:
-        return {r["id"]: r for r in csv.DictReader(f) if "PM1360" <= r["id"] <= "PM1367"}
+        return {r["id"]: r for r in csv.DictReader(f) if "PM1360" <= r["id"] <= "PM1369"}
 
 
 def _cells(quote: str) -> dict[str, str]:
@@ -41,7 +41,7 @@ def _degree(cell: str) -> int:
 
 def test_every_row_is_expressed_or_says_why() -> None:
     rows = _rows()
-    assert sorted(rows) == [f"PM{i}" for i in range(1360, 1368)]
+    assert sorted(rows) == [f"PM{i}" for i in range(1360, 1370)]
     assert set(MEGATRON_BRIDGE_RUNS) == set(rows)
     assert not set(MEGATRON_BRIDGE_RUNS) & set(SPEED_NOT_EXPRESSIBLE)
     cases, missing = public_cases()
@@ -80,19 +80,37 @@ def test_each_run_has_the_layout_of_its_table_line(rid: str) -> None:
     # precision.py @f9b6319e lines 28-32): the recipe they are timed with, so none of them is assumed
     assert r["precision"].startswith("FP8 (current scaling" if fp8 else "bf16")
     assert fields.get("float8_recipe") == ("transformer-engine-current" if fp8 else None)
-    # assumed only where a setting is not expressed: Nemotron 3 Nano's CUDA graphs of its Mamba layers (the recipe's
-    # cuda_graph_impl transformer_engine, cuda_graph_scope mamba)
-    assert bool(assumed) == ("CUDA graphs" in r["other_settings"]), rid
+    # assumed only where a setting is not expressed or not stated: Nemotron 3 Nano's CUDA graphs of its Mamba layers
+    # (the recipe's cuda_graph_impl transformer_engine, cuda_graph_scope mamba); the 256-GPU NVL72 runs' placement
+    assert bool(assumed) == ("CUDA graphs" in r["other_settings"]
+                             or "assumed (the archive does not say how they are placed" in r["notes"]), rid
     assert float(r["value"]) == float(q["tokens"])
 
 
-def test_the_summary_takes_the_bf16_rows_and_the_blackwell_rows_feed_no_band() -> None:
+def test_the_summary_takes_the_held_out_rows_and_every_row_feeds_the_band() -> None:
+    """PM1368 calibrates Blackwell's utilisation (against its H100 twin PM1366) and is left out of the summary; the
+    NVL72 placement and Nemotron's CUDA graphs are assumed; Blackwell is calibrated, so no row is a no-band row."""
+    from llmsizer.validation_cases import CALIBRATION, TRAINING_SPEED_CALIBRATION
+
+    assert {rid for rid in TRAINING_SPEED_CALIBRATION if rid in MEGATRON_BRIDGE_RUNS} == {"PM1368"}
     cases, _ = public_cases()
     got = {c.id: c for c in cases if c.id in MEGATRON_BRIDGE_RUNS}
-    for rid, (_, device, _, assumed) in MEGATRON_BRIDGE_RUNS.items():
+    for rid, (_, _, _, assumed) in MEGATRON_BRIDGE_RUNS.items():
         c = got[rid]
-        assert c.excluded == (ASSUMED if assumed else ""), rid
-        assert bool(c.no_band) == (device in ("b200", "gb200")), rid
+        assert c.excluded == (CALIBRATION if rid == "PM1368" else ASSUMED if assumed else ""), rid
+        assert not c.no_band, rid
+
+
+@pytest.mark.parametrize(("rid", "device", "nic_gbps"), [("PM1368", "gb200", 400), ("PM1369", "gb300", 800)])
+def test_the_nvl72_runs_network_is_one_cluster_nic_per_gpu(rid: str, device: str, nic_gbps: int) -> None:
+    """The 256-GPU NVL72 runs: four racks of 64 GPUs (the placement assumed), each GPU with one cluster NIC (a compute
+    tray's four NICs for its four GPUs): ConnectX-7 400G on GB200 (DGX GB200 user guide, 'Compute Trays'), ConnectX-8
+    on GB300 (NVIDIA's NVL72 Enterprise RA), 800 Gb/s; the hardware column names them."""
+    r = _rows()[rid]
+    _, dev, fields, assumed = MEGATRON_BRIDGE_RUNS[rid]
+    assert dev == device and fields["gpus"] == 256 == 4 * fields["gpus_per_node"] and assumed
+    assert fields["network"] == f"{fields['gpus_per_node']}x{nic_gbps} Gb/s"
+    assert ("ConnectX-7 single port 400G" if device == "gb200" else "4 ConnectX-8 HCAs") in r["hardware"]
 
 
 def test_the_moe_recompute_reruns_each_moe_layers_dispatch_and_combine() -> None:

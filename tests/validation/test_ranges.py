@@ -620,10 +620,10 @@ def test_known_misses_stay_in_the_summary_and_the_band(cases) -> None:
 
 def test_an_uncalibrated_architecture_feeds_no_training_band_and_gets_no_range(cases) -> None:
     """A GPU architecture without a training calibration row (efficiency.TRAINING_UTILIZATION_BY_ARCH) gets no
-    calibrated duration range: a duration on such a part (8 x B200, Blackwell; 8 x MI250X, CDNA 2) has no range and
+    calibrated duration range: a duration on such a part (8 x V100, Volta; 8 x MI250X, CDNA 2) has no range and
     no coverage, states why in an assumption, and its warning says what its compared published runs measured
-    (Blackwell: Megatron-Bridge's PM1364-PM1365) or that none is compared (CDNA 2) instead of calling the stand-in
-    conservative. Since CDNA3 is calibrated on PM1341 and its float8 share on PM1343
+    or that none is compared instead of calling the stand-in conservative. Blackwell, calibrated on PM1368 against
+    its H100 twin PM1366, keeps its range like Hopper. Since CDNA3 is calibrated on PM1341 and its float8 share on PM1343
     (calibration rows, excluded), the MI300X float8 rows PM1345/PM1347 are held out and feed the training-throughput
     band like any other
     calibrated architecture's rows, and an MI300X duration carries the range. A Hopper duration keeps its range."""
@@ -647,11 +647,12 @@ def test_an_uncalibrated_architecture_feeds_no_training_band_and_gets_no_range(c
     fields = dict(method="full", micro_batch=1, seq_len=8192, fsdp="full")
     h = training_duration_for(spec, devs["h100-sxm"], 8, 1e9, dict(fields))
     mi = training_duration_for(spec, devs["mi300x"], 8, 1e9, dict(fields))
-    for d in (h, mi):
+    b = training_duration_for(spec, devs["b200"], 8, 1e9, dict(fields))  # Blackwell: calibrated on PM1368 (bwcal)
+    for d in (h, mi, b):
         assert d.seconds_range is not None and not d.no_band
         assert not any(a.name == "training_range_band" for a in d.assumptions)
         assert not any("calibration row" in w for w in d.warnings)
-    for dev in ("b200", "mi250x"):
+    for dev in ("v100-sxm2-32gb", "mi250x"):
         d = training_duration_for(spec, devs[dev], 8, 1e9, dict(fields))
         assert d.seconds is not None and d.seconds_range is None and d.seconds_range_coverage is None, dev
         assert d.to_dict()["calibrated_seconds_range"] is None

@@ -159,6 +159,7 @@ from . import ranges as R
 from .device import (
     TF32_DEFAULT_WHY,
     TF32_MIN_CAPABILITY,
+    cuda_capability,
     fp8_peak,
     fp32_matmul_peak,
     host_link,
@@ -2293,7 +2294,8 @@ def training_duration(spec: ModelSpec, device: Device, devices: int, tokens: flo
     if device.kind == "cpu":
         factor = E.TRAINING_UTILIZATION_CPU_VECTOR if cpu_vector else E.TRAINING_UTILIZATION_CPU_AMX
     else:
-        factor, own = E.training_utilization(device.architecture)
+        capability = cuda_capability(device)
+        factor, own = E.training_utilization(device.architecture, capability)
     # a given utilisation in the range `--utilization` and a request file's take (numbers.UTILIZATION), one line
     u = check_number(utilization, "utilization", UTILIZATION) if utilization is not None else factor.expected
     u_source = factor.source if utilization is None else "given"  # a calibration row does not stand behind a given u
@@ -2310,6 +2312,8 @@ def training_duration(spec: ModelSpec, device: Device, devices: int, tokens: flo
     no_band = ""
     if not own:  # no calibration row for the architecture: no calibrated range either (ranges.py)
         arch = device.architecture or (device.kind if device.kind not in ("gpu", "") else "unknown")
+        if device.architecture in E.CALIBRATED_CAPABILITIES:  # the architecture's row covers other parts of it
+            arch = f"{arch} (compute capability {capability // 10}.{capability % 10})" if capability else arch
         no_band = R.UNCALIBRATED_ARCH_TRAINING_NO_BAND
         notes.append(Assumption("training_range_band", "none", True, f"no {R.TRAINING_SPEED} band: {no_band}"))
         if utilization is None:

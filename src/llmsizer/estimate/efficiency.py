@@ -602,6 +602,26 @@ TRAINING_DEVICE_UTILIZATION = Factor(
 # GEMM table was not read here). RCCL: the row is compute-bound (FSDP2's collectives over the Infinity Fabric, 0.18 s
 # per micro-step against 1.5 s of compute, overlapped by eq. (8')), so the row does not separate a slow collective
 # from a slow GEMM: both land in u. Architectures without a row of their own: TRAINING_UTILIZATION_UNCALIBRATED below.
+# Blackwell (B200, GB200, B300, GB300): CALIBRATED on one named row against its Hopper twin: Megatron-Bridge's Llama 3.1
+# 405B FP8_CS pre-training on 256 x GB200 (NVL72 racks; TP 4, PP 16, VP 4), 864 tokens/s per GPU (PM1368,
+# docs/performance-summary-archive.md @067f987df line 216), whose recipe runs on 1024 x H100 at 328 (PM1366, line 219).
+# The rule: u_blackwell is the u at which PM1368's estimate / measured equals PM1366's at Hopper's u (0.7924: the
+# estimate of the H100 row is 21 % slow); re-derived by tests/hardware/test_training_calibration.py.
+# Why a twin and not PM1368 alone: the published dense Blackwell rows are all Megatron FP8 rows, and on Hopper the same
+# recipes read 21-28 % slow (PM1366, PM1360) at the calibrated u and FLOAT8_GEMM_SHARE (fitted on torchao's tensorwise
+# float8, not TransformerEngine's current scaling): PM1368 alone would put that Megatron FP8 miss into Blackwell's u
+# (0.774, 1.48 x Hopper's) and every BF16 Blackwell run with it. The twin takes out what the two recipes share (the
+# model, Megatron-Core, TransformerEngine's FP8 recipe, no recompute, the distributed optimizer) and pins only what
+# differs by architecture. What it pins is the FP8 GEMM rate u x rho8 on Blackwell relative to Hopper's; it is put in
+# u with rho8 taken as Hopper's (float8_gemm_share: no Blackwell BF16 / FP8 pair of one recipe is published), so the
+# BF16 u of Blackwell is not measured on its own. Why not the BF16 rows: every published BF16 Blackwell training row is
+# a mixture-of-experts run (GPT-OSS 120B, PM1364 / PM1365; torchtitan Qwen3-30B-A3B, pith-train #79), and Hopper's
+# MoE rows already read 18-23 % fast at Hopper's u (an open miss of their own): PM1365 alone would give 0.302.
+# Held out: PM1369 (the GB300 twin: no u <= 1 meets it, -33 % at this u; its catalog FP8 / BF16 peaks equal
+# the GB200's, so what makes it 19 % faster than PM1368 is not in the rule), PM1364 / PM1365 (+34 % / +53 %: the MoE
+# miss). The attention kernel stays timed at the stand-ins' lowest share (attention_kernel_share: no FlashAttention-2,
+# cuDNN or FlashAttention-4 speed on Blackwell is taken), and the uncalibrated-architecture rule keeps its stand-ins
+# (CUDA_ARCHITECTURES), which this share, above Hopper's, would not lower.
 TRAINING_UTILIZATION_BY_ARCH = {
     "ada": TRAINING_DEVICE_UTILIZATION,
     "ampere": Factor("training_device_utilization_ampere", 0.7348, 0.7348, 0.7348,
@@ -613,6 +633,10 @@ TRAINING_UTILIZATION_BY_ARCH = {
     "cdna3": Factor("training_device_utilization_cdna3", 0.2690, 0.2690, 0.2690,
                     "calibrated: torchao float8 benchmark, torchtitan Llama 3 8B FSDP2 + compile 8 x MI300X bf16 "
                     "5376.5 tokens/s/GPU (PM1341), executed FLOPs / (MI300X dense BF16 peak x time)"),
+    "blackwell": Factor("training_device_utilization_blackwell", 0.5470, 0.5470, 0.5470,
+                        "calibrated: Megatron-Bridge Llama 3.1 405B FP8_CS 256 x GB200 864 tokens/s/GPU (PM1368) at the "
+                        "estimate / measured of its 1024 x H100 twin at Hopper's u (PM1366, 328: 0.792); rho8 "
+                        "taken as Hopper's"),
 }
 
 
@@ -895,14 +919,16 @@ def attention_kernel_share(kernel: str, architecture: str, u: float, *, seq_len:
     share times WGMMA_KERNEL_OVER_FA2; an architecture without a calibration row, the lowest share of its stand-ins
     (stand_in_architectures, the rule of TRAINING_UTILIZATION_UNCALIBRATED).
     Returns the share and why it is not speed x rho x u (None: it is)."""
-    if architecture in TRAINING_UTILIZATION_BY_ARCH:
+    if architecture in TRAINING_UTILIZATION_BY_ARCH and architecture not in ATTENTION_STAND_IN_ARCHITECTURES:
         return _attention_share_of(kernel, architecture, u, seq_len, head_dim)
     arch, (share, _) = min(((a, _attention_share_of(kernel if a in WGMMA_ARCHITECTURES or kernel not in
                                                               WGMMA_KERNEL_OVER_FA2 else "flash-attn-2", a,
                                                     TRAINING_UTILIZATION_BY_ARCH[a].expected, seq_len, head_dim))
                             for a in stand_in_architectures(architecture)), key=lambda x: x[1][0])
-    return share, (f"no calibration row for this GPU architecture: the lowest {kernel} share of the calibrated "
-                   f"architectures, {arch}'s (estimate/efficiency.py attention_kernel_share)")
+    what = ("no attention speed established on this GPU architecture (ATTENTION_STAND_IN_ARCHITECTURES)"
+            if architecture in ATTENTION_STAND_IN_ARCHITECTURES else "no calibration row for this GPU architecture")
+    return share, (f"{what}: the lowest {kernel} share of the calibrated architectures, {arch}'s "
+                   "(estimate/efficiency.py attention_kernel_share)")
 
 # Float8 training (formulas/float8_training.py): the converted linears' GEMMs (torch._scaled_mm, TransformerEngine's
 # cuBLASLt FP8 GEMMs) run at the dense FP8 peak times rho8 x the BF16 GEMM utilisation u: an FP8 GEMM of the same
@@ -1030,6 +1056,11 @@ TRAINING_UTILIZATION_CPU_VECTOR = Factor(
 # (TRAINING_UTILIZATION_UNCALIBRATED_CDNA); no MI250X or MI355X training row is compared, so whether it holds there
 # is not known (an assumption the duration names).
 CUDA_ARCHITECTURES = ("ada", "ampere", "hopper")
+# Architectures whose GEMM utilisation is calibrated but whose attention kernel's speed is not established: their
+# attention is timed at the stand-ins' lowest share (attention_kernel_share). Blackwell: its u is fitted on a Megatron
+# FP8 twin (TRAINING_UTILIZATION_BY_ARCH['blackwell']); no FlashAttention-2 / cuDNN / FlashAttention-4 training speed
+# on it is taken, and its tensor cores are not Hopper's (tcgen05, not wgmma; sync_mma_share)
+ATTENTION_STAND_IN_ARCHITECTURES = ("blackwell",)
 UNCALIBRATED_STAND_INS: dict[str, tuple[str, ...]] = {"cdna": ("cdna3",)}  # architecture prefix -> calibrated ones
 
 
@@ -1055,12 +1086,22 @@ TRAINING_UTILIZATION_UNCALIBRATED_CDNA = _least_fitted("training_device_utilizat
                                                        UNCALIBRATED_STAND_INS["cdna"])
 
 
-def training_utilization(architecture: str) -> tuple[Factor, bool]:
+# An architecture whose calibration rows ran on some of its parts only: the CUDA compute capabilities (major x 10 +
+# minor) the rows stand for. Blackwell's row (PM1368, GB200) is datacenter Blackwell, 10.x (B200 / GB200 10.0, B300 /
+# GB300 10.3: tcgen05 tensor cores, HBM); GeForce / RTX PRO Blackwell (12.0) and the GB10 (12.1) issue mma.sync (see
+# sync_mma_share) from GDDR7 / LPDDR5X and no row measures them: they keep the uncalibrated stand-in.
+CALIBRATED_CAPABILITIES: dict[str, tuple[int, ...]] = {"blackwell": (100, 103)}
+
+
+def training_utilization(architecture: str, capability: int | None = None) -> tuple[Factor, bool]:
     """The calibrated utilisation of a GPU architecture, and whether it is that architecture's own (False: no
     calibration row; the lowest fitted share of its stand-ins stands in: TRAINING_UTILIZATION_UNCALIBRATED_CDNA for
-    an AMD Instinct part, TRAINING_UTILIZATION_UNCALIBRATED otherwise)."""
+    an AMD Instinct part, TRAINING_UTILIZATION_UNCALIBRATED otherwise). ``capability``: the part's CUDA compute
+    capability (major x 10 + minor, estimate/device.py cuda_capability); where the architecture's rows cover only
+    some capabilities (CALIBRATED_CAPABILITIES), another one is uncalibrated (None: the architecture's own)."""
     f = TRAINING_UTILIZATION_BY_ARCH.get(architecture)
-    if f is not None:
+    scope = CALIBRATED_CAPABILITIES.get(architecture)
+    if f is not None and (scope is None or capability is None or capability in scope):
         return f, True
     cdna = stand_in_architectures(architecture) == UNCALIBRATED_STAND_INS["cdna"]
     return (TRAINING_UTILIZATION_UNCALIBRATED_CDNA if cdna else TRAINING_UTILIZATION_UNCALIBRATED), False
