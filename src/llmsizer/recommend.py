@@ -98,6 +98,7 @@ from .estimate.recommend_layout import (
     MAX_SCALE_INSTANCES,
     NEEDS_LEAST,
     SAME_GLOBAL_BATCH,
+    SP_SEARCH,
     ScaledLayout,
     fastest_layout,
     search_layout,
@@ -1113,7 +1114,7 @@ def _scale_out(spec: ModelSpec, cands: list[_Candidate], wl: dict[str, Any], c: 
     notes = [Assumption("scale_out_cap", f"{MAX_SCALE_INSTANCES} instances", True,
                         f"{why}: each GPU instance type that does not hold it grown 1, 2, 4, ... instances up to this "
                         "cap until a TP / PP / EP layout fits (estimate/recommend_layout.py: TP within an instance, "
-                        "PP up to 16, sequence parallelism with TP for a Megatron MoE; "
+                        f"PP up to 16; {SP_SEARCH}; "
                         f"{NEEDS_LEAST}; {SAME_GLOBAL_BATCH}; {EP_PRUNE}; a device with less memory starts at the devices one with "
                         f"more needed; searched whenever no option meets every constraint, not only when none "
                         "holds the memory: a user with a deadline or a budget would rather run on more instances of "
