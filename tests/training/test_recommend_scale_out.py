@@ -352,3 +352,18 @@ def test_the_answer_names_sequence_parallelism_on_or_off() -> None:
     words = training_layout({"tp": 8, "pp": 2, "sequence_parallel": False}, off.estimate, 32,
                             ("tp", "pp", "sequence_parallel"))
     assert "TP 8 (searched), no sequence parallelism (searched), PP 2 (searched)" in words
+
+
+def test_no_sequence_parallel_keeps_it_off_in_the_search() -> None:
+    """The CLI's --no-sequence-parallel (sequence_parallel=False in Python and the web API) states it off: the search
+    does not choose it (the printed command carries no --sequence-parallel), and the layout line says nothing of it
+    chosen."""
+    from llmsizer.cli.main import build_parser
+    argv = ["recommend", "llama-3.1-70b-instruct", "--train", "--no-sequence-parallel"]
+    assert training_fields(build_parser(argv).parse_args(argv))["sequence_parallel"] is False
+    rec = recommend_training("llama-3.1-70b-instruct", tokens=10e9, constraints=AWS,
+                             **{**MEGATRON, "sequence_parallel": False})
+    opt = next(o for o in rec.options if o.target == "aws-g6e.48xlarge")
+    assert "sequence parallel" not in (opt.layout or "") and "TP " in (opt.layout or "")
+    args, _ = _run_printed(next(r for r in opt.reasons if "scale-out search" in r))
+    assert not args.sequence_parallel
