@@ -345,6 +345,10 @@ def test_the_answer_names_sequence_parallelism_on_or_off() -> None:
     assert fr.duration is not None and fr.duration.seconds == pytest.approx(opt.training_seconds, rel=1e-12)
     (cap,) = (a for a in rec.assumptions if a.name == "scale_out_cap")
     assert "sequence parallelism on and off are both searched" in cap.why
+    chosen = rec.options[0]
+    assert chosen.status == "chosen" and "scale-out search" in " ".join(chosen.reasons)
+    (sp,) = (a for a in rec.assumptions if a.name == "sequence_parallel")  # the chosen option's, stated
+    assert sp.value is ("sequence parallel (searched)" in (chosen.layout or "")) and sp.mark == " (derived)"
     from llmsizer.estimate.fit import training_layout  # the words for a layout searched with it off
     off = fit_training("llama-3.1-70b-instruct", "aws-p5.48xlarge", 32, fits_at=False,
                        **{**MEGATRON, "tp": 8, "pp": 2, "sequence_parallel": False})
