@@ -233,8 +233,8 @@ def _every_layout(spec, inst, devices: int, batch: int, wl: dict = _WL):  # type
     power of two up to 16, EP a power of two dividing the data-parallel ranks, DP = devices / (TP x PP) dividing the
     batch (grad accumulation the rest), with TP > 1 sequence parallelism off and on; the ones the workload checks or
     the estimator refuse (TP not dividing the heads, EP the experts, an MoE model under TP without sequence
-    parallelism: moe_layer.py:636-640...) dropped as fit --train drops them. Each sized and timed by fit_training (the truth: its own time); {layout: seconds} of
-    those that fit."""
+    parallelism: moe_layer.py:636-640...) dropped as fit --train drops them. Each sized and timed by fit_training
+    (the truth: its own time); {layout: seconds} of those that fit."""
     from llmsizer.errors import InputError
     out = {}
     for tp in (1, 2, 4, 8):
@@ -371,3 +371,20 @@ def test_no_sequence_parallel_keeps_it_off_in_the_search() -> None:
     assert "sequence parallel" not in (opt.layout or "") and "TP " in (opt.layout or "")
     args, _ = _run_printed(next(r for r in opt.reasons if "scale-out search" in r))
     assert not args.sequence_parallel
+
+
+
+@pytest.mark.parametrize("model", ["llama-3.1-70b-instruct", "qwen2.5-72b-instruct"])
+def test_sequence_parallelism_needs_no_more_memory_the_pruning_premise(model: str) -> None:
+    """The search sizes a layout with sequence parallelism off only where the same layout with it on fits (SP_SEARCH,
+    EP_PRUNE): on must need no more memory per device than off (Korthikanti et al. 2022 sec. 4.2.2: the norms' and
+    dropouts' activations split over the TP ranks, nothing added), at every recomputation, ZeRO stage, micro-batch and
+    with torch.compile's copies, or the pruning could drop a layout that fits."""
+    import itertools
+    for tp, pp, ckpt, zero, mb, extra in itertools.product((2, 8), (1, 4), ("none", "selective", "full"), (0, 1),
+                                                         (1, 2), ({}, {"compile": True})):
+        kw = dict(precision="megatron-bf16", seq_len=4096, tp=tp, pp=pp, grad_checkpointing=ckpt, zero=zero,
+                  micro_batch=mb, **extra)
+        off = fit_training(model, "h100-sxm", 64, fits_at=False, **kw)
+        on = fit_training(model, "h100-sxm", 64, fits_at=False, sequence_parallel=True, **kw)
+        assert on.memory_per_device <= off.memory_per_device, kw

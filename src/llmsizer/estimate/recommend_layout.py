@@ -43,7 +43,8 @@ Search order and its assumptions (each named in the answer):
   (``EP_PRUNE``): sized for memory the most sharded first (memory-only verdicts, shared by the instance types of one
   device), a layout no more sharded in any of TP, PP, EP and sequence parallelism than one that does not fit is
   skipped (as ``NEEDS_LEAST``: more sharding needs less memory, so the verdict, at whichever ZeRO stage fits, cannot
-  turn), and only the layouts that fit are timed. Ties (equal seconds): the memory-first layout, then the least model parallelism (``candidate_layouts``' order).
+  turn), and only the layouts that fit are timed. Ties (equal seconds): the memory-first layout, then the least
+  model parallelism (``candidate_layouts``' order).
 """
 
 from __future__ import annotations
@@ -70,9 +71,9 @@ SAME_GLOBAL_BATCH = ("the layouts that fit at the fewest instances are timed at 
                      "is chosen")
 EP_PRUNE = ("every TP within an instance, PP and EP at that global batch is a contender; they are sized for memory "
             "the most sharded first (memory-only verdicts, shared by the instance types of one device), a layout no "
-            "more sharded in any of TP, PP, EP and sequence parallelism than one that does not fit is skipped (it needs at least that "
-            "memory), only those that fit are timed; ties go to the memory-first layout, then the least model "
-            "parallelism")
+            "more sharded in any of TP, PP, EP and sequence parallelism than one that does not fit is skipped (it "
+            "needs at least that memory), only those that fit are timed; ties go to the memory-first layout, then "
+            "the least model parallelism")
 SP_SEARCH = ("under Megatron with TP > 1, sequence parallelism on and off are both searched, each where Megatron-Core "
              "takes it (off not for an MoE model nor with tp_comm_overlap, on not where TP does not divide a rank's "
              "sequence: estimate/training/setup.py megatron_sequence_parallel_refusal), off first at equal degrees "
