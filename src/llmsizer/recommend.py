@@ -98,6 +98,7 @@ from .estimate.recommend_layout import (
     MAX_SCALE_INSTANCES,
     NEEDS_LEAST,
     SAME_GLOBAL_BATCH,
+    SP_SEARCH,
     ScaledLayout,
     fastest_layout,
     search_layout,
@@ -1121,7 +1122,7 @@ def _scale_out(spec: ModelSpec, cands: list[_Candidate], wl: dict[str, Any], c: 
     notes = [Assumption("scale_out_cap", f"{MAX_SCALE_INSTANCES} instances", True,
                         f"{why}: each GPU instance type that does not hold it grown 1, 2, 4, ... instances up to this "
                         "cap until a TP / PP / EP layout fits (estimate/recommend_layout.py: TP within an instance, "
-                        "PP up to 16, sequence parallelism with TP for a Megatron MoE; "
+                        f"PP up to 16; {SP_SEARCH}; "
                         f"{NEEDS_LEAST}; {SAME_GLOBAL_BATCH}; {EP_PRUNE}; a device with less memory starts at the devices one with "
                         f"more needed; searched whenever no option meets every constraint, not only when none "
                         "holds the memory: a user with a deadline or a budget would rather run on more instances of "
@@ -1244,6 +1245,7 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
     fitted: list[str] = []  # the candidates whose own devices hold the run (grown by instances, not searched)
     short: list[_Candidate] = []  # the GPU instance types one instance of which is short of memory (STATED_GROWTH)
     flops_of: dict[tuple[str, int], tuple[float, str]] = {}  # each timed option's FLOP/token and its formula
+    sp_of: dict[str, bool] = {}  # the sequence parallelism the scale-out search chose for a target (SP_SEARCH)
 
     def consider(cand0: _Candidate, scaled: ScaledLayout | None = None) -> None:
         """``cand0`` sized and timed as ``fit --train`` sizes it: its own devices, ``--gpus N``'s or, ``scaled``,
@@ -1319,6 +1321,8 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
                        f"the instance's {net.raw:g} {net.unit} network" if net is not None else
                        "one machine's link (no network in the catalog), a lower bound"))
         if scaled is not None:  # the scale-out search's instances and layout, with the flags that state them
+            if "sequence_parallel" in scaled.fields:
+                sp_of.setdefault(cand.target, bool(scaled.fields["sequence_parallel"]))
             reasons.append(scaled_line(scaled, "the fewest of this type on which " + (
                 "a layout fits (recommend's scale-out search" if scaled.fields else
                 "the workload's layout fits (recommend's instance growth") + f", up to {MAX_SCALE_INSTANCES})"))
@@ -1442,6 +1446,11 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
     # collective bandwidth or utilisation would not describe it); none chosen: none (the first option timed would
     # depend on the listing order)
     assumptions, warnings = timed.get(meets[0].target, ((), ())) if meets else ((), ())
+    if meets and meets[0].target in sp_of:  # the chosen option's searched sequence parallelism, on or off, stated
+        on = sp_of[meets[0].target]
+        assumptions = (*assumptions, Assumption(
+            "sequence_parallel", on, True, f"derived: the scale-out search's choice for {meets[0].target} "
+            f"({'on' if on else 'off'}): {SP_SEARCH}"))
     unpriced = unpriced_yours(meets + rejected, c)  # serving's line for the user's own unpriced hardware
     if unpriced:
         warnings = (*warnings, unpriced)

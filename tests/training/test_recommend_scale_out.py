@@ -99,14 +99,35 @@ def test_nothing_within_the_cap_names_the_closest(monkeypatch: pytest.MonkeyPatc
     assert need.groups() == (format_bytes(fr.memory_per_device), format_bytes(fr.budget_per_device))
 
 
-def test_sequence_parallel_with_tp_for_megatron_moe_only() -> None:
+def _sp(lays: list[dict], tp: int) -> set:
+    """The sequence-parallel settings (None: not given) of the layouts of ``tp`` ranks."""
+    return {lay.get("sequence_parallel") for lay in lays if lay["tp"] == tp}
+
+
+def test_sequence_parallel_is_searched_where_megatron_core_takes_it() -> None:
+    """megsp: under Megatron with TP > 1 sequence parallelism is a searched choice, on and off each where
+    Megatron-Core (NVIDIA/Megatron-LM @d98e8a64) trains the layout: only on for an MoE model (moe_layer.py:636-640
+    raises without it) or with --tp-comm-overlap (training/arguments.py:1441-1442 asserts it); never with TP 1
+    (model_parallel_config.py:502-504 raises); not on where TP does not divide the sequence (tensor_parallel/
+    mappings.py:60-74 asserts it when the embedding scatters the sequence). Before: on for an MoE model only, never
+    for a dense one."""
     moe, dense = load_model("qwen3-235b-a22b"), load_model("llama-3.1-8b")
     lays = candidate_layouts(moe, MEGATRON, 64, 8)
-    assert all(lay.get("sequence_parallel") is True for lay in lays if lay["tp"] > 1)
-    assert not any("sequence_parallel" in lay for lay in lays if lay["tp"] == 1)
-    assert not any("sequence_parallel" in lay for lay in candidate_layouts(moe, {"precision": "bf16-mixed"}, 64, 8))
-    assert {lay["ep"] for lay in candidate_layouts(dense, MEGATRON, 64, 8)} == {1}
+    assert all(_sp(lays, tp) == {True} for tp in (2, 4, 8))
+    assert _sp(lays, 1) == {None}
     assert max(lay["tp"] for lay in lays) == 8  # TP within one instance
+    dlays = candidate_layouts(dense, MEGATRON, 64, 8)
+    assert all(_sp(dlays, tp) == {False, True} for tp in (2, 4, 8)) and _sp(dlays, 1) == {None}
+    assert {lay["ep"] for lay in dlays} == {1}
+    for lay in dlays:  # each degree with sequence parallelism off then on (Megatron-Core's default first)
+        if lay.get("sequence_parallel"):
+            assert dlays[dlays.index(lay) - 1] == {**lay, "sequence_parallel": False}
+    assert _sp(candidate_layouts(dense, {**MEGATRON, "tp_comm_overlap": True}, 64, 8), 4) == {True}
+    odd = candidate_layouts(dense, {**MEGATRON, "seq_len": 4100}, 64, 8)  # 4100 = 4 x 1025: TP 8 does not divide it
+    assert _sp(odd, 4) == {False, True} and _sp(odd, 8) == {False}
+    assert not any(lay["tp"] == 8 for lay in candidate_layouts(moe, {**MEGATRON, "seq_len": 4100}, 64, 8))
+    for wl in ({"precision": "bf16-mixed"}, {**MEGATRON, "sequence_parallel": False}):  # not Megatron; stated
+        assert not any("sequence_parallel" in lay for lay in candidate_layouts(dense, wl, 64, 8))
 
 
 def test_small_model_unchanged() -> None:
@@ -206,14 +227,14 @@ def test_a_hand_layout_at_the_searchs_global_batch_is_not_faster() -> None:
         chosen.fields, chosen.fit.training_time["seconds"] / 3600, fr.training_time["seconds"] / 3600)
 
 
-def _every_layout(spec, inst, devices: int, batch: int):  # type: ignore[no-untyped-def]
+def _every_layout(spec, inst, devices: int, batch: int, wl: dict = _WL):  # type: ignore[no-untyped-def]
     """Every layout Megatron takes on ``devices`` at ``batch`` micro-batches a step, enumerated here apart from the
     search (recommend_layout.candidate_layouts / same_batch_layouts): TP a power of two within one machine, PP a
     power of two up to 16, EP a power of two dividing the data-parallel ranks, DP = devices / (TP x PP) dividing the
-    batch (grad accumulation the rest), sequence parallelism with TP for an MoE model (megatron-core's rule); the
-    ones the workload checks or the estimator refuse (TP not dividing the heads, EP the experts...) dropped as
-    fit --train drops them. Each sized and timed by fit_training (the truth: its own time); {layout: seconds} of
-    those that fit."""
+    batch (grad accumulation the rest), with TP > 1 sequence parallelism off and on; the ones the workload checks or
+    the estimator refuse (TP not dividing the heads, EP the experts, an MoE model under TP without sequence
+    parallelism: moe_layer.py:636-640...) dropped as fit --train drops them. Each sized and timed by fit_training
+    (the truth: its own time); {layout: seconds} of those that fit."""
     from llmsizer.errors import InputError
     out = {}
     for tp in (1, 2, 4, 8):
@@ -224,17 +245,16 @@ def _every_layout(spec, inst, devices: int, batch: int):  # type: ignore[no-unty
             for ep in ((1, 2, 4, 8, 16, 32, 64, 128, 256, 512) if spec.moe is not None else (1,)):
                 if dp % ep:
                     continue
-                lay = {"tp": tp, "pp": pp, "ep": ep}
-                if tp > 1 and spec.moe is not None:
-                    lay["sequence_parallel"] = True
-                if batch // dp > 1:
-                    lay["grad_accumulation"] = batch // dp
-                try:
-                    fr = fit_training(spec, inst, devices, tokens=1e9, fits_at=False, **{**_WL, **lay})
-                except InputError:
-                    continue
-                if fr.fits:
-                    out[tuple(sorted(lay.items()))] = fr.training_time["seconds"]
+                for sp in ((False, True) if tp > 1 else (False,)):
+                    lay = {"tp": tp, "pp": pp, "ep": ep, "sequence_parallel": sp}
+                    if batch // dp > 1:
+                        lay["grad_accumulation"] = batch // dp
+                    try:
+                        fr = fit_training(spec, inst, devices, tokens=1e9, fits_at=False, **{**wl, **lay})
+                    except InputError:
+                        continue
+                    if fr.fits:
+                        out[tuple(sorted(lay.items()))] = fr.training_time["seconds"]
     return out
 
 
@@ -248,7 +268,8 @@ def _every_layout(spec, inst, devices: int, batch: int):  # type: ignore[no-unty
     ("qwen3-235b-a22b", "aws-g6e.48xlarge", True),  # PCIe within the machine: TP 8 is slow
     ("deepseek-v3", "aws-p5.48xlarge", None),  # memory-first TP 2 PP 2 EP 64: a larger TP (4, EP 32) is faster
     ("qwen3-235b-a22b", "aws-p5.48xlarge", False),  # NVLink: TP 8 EP 8 stays the fastest
-    ("llama-3.1-70b-instruct", "aws-g6e.48xlarge", False)])  # dense: TP and PP only
+    ("llama-3.1-70b-instruct", "aws-g6e.48xlarge", False),  # dense: TP, PP and sequence parallelism on or off
+    ("llama-3.1-70b-instruct", "aws-p5.48xlarge", False)])
 def test_the_chosen_layout_is_the_fastest_megatron_layout_at_its_batch(model: str, target: str,
                                                                        smaller_tp: bool | None) -> None:
     spec, inst, first, chosen = _searched(model, target)
@@ -293,3 +314,77 @@ def test_a_scaled_option_grown_for_the_time_limit_prints_its_own_count() -> None
     args, fr = _run_printed(next(r for r in opt.reasons if "scale-out search" in r))
     assert (args.device, args.count) == (opt.target, opt.count)
     assert fr.duration is not None and fr.duration.seconds == pytest.approx(opt.training_seconds, rel=1e-12)
+
+
+# megsp (issue #12): for a dense model the search never turned sequence parallelism on, though Megatron-Bridge's dense
+# Llama-3 recipes run TP with it (NVIDIA-NeMo/Megatron-Bridge @067f987df src/megatron/bridge/recipes/llama/h100/
+# llama3.py:717-740, llama3_70b_pretrain_32gpu_h100_bf16_config: TP 4, sequence_parallel = True). Llama-3.1-70B on
+# 64 x g6e.48xlarge chose TP 8 PP 8 GA 4 without it (100.2 h at 1e9 tokens); the same layout with it fits and takes
+# 70.3 h (the norms' and dropouts' work split over the 8 ranks: Korthikanti et al. 2022 sec. 4.2.2). Truth:
+# fit_training's own verdict and time for the layout with sequence parallelism off.
+def test_dense_llama_70b_on_g6e_takes_sequence_parallelism() -> None:
+    spec, inst, first, chosen = _searched("llama-3.1-70b-instruct", "aws-g6e.48xlarge")
+    full = {**{k: v for k, v in chosen.timed[0].items() if k not in chosen.fields}, **chosen.fields}
+    assert full["tp"] > 1 and full["sequence_parallel"] is True  # before: no sequence parallelism
+    off = fit_training(spec, inst, first.devices, tokens=1e9, fits_at=False,
+                       **{**_WL, **full, "sequence_parallel": False})
+    assert off.fits  # the premise: the layout without it is a contender, checked
+    assert chosen.fit.training_time["seconds"] < off.training_time["seconds"]
+    assert {"sequence_parallel": False, **{k: v for k, v in full.items() if k != "sequence_parallel"}} in \
+        [dict(lay) for lay in chosen.timed]  # both were timed
+
+
+def test_the_answer_names_sequence_parallelism_on_or_off() -> None:
+    """The option's layout line says the search's choice, and its printed ``fit --train`` command carries it (run
+    through the CLI's parser and fit_training it gives the option's seconds); the assumption names the rule."""
+    rec = _rec("llama-3.1-70b-instruct")
+    opt = next(o for o in rec.options if o.target == "aws-g6e.48xlarge")
+    assert "TP 8 (searched), sequence parallel (searched)" in (opt.layout or "")
+    args, fr = _run_printed(next(r for r in opt.reasons if "scale-out search" in r))
+    assert args.sequence_parallel is True and args.tp == 8
+    assert fr.duration is not None and fr.duration.seconds == pytest.approx(opt.training_seconds, rel=1e-12)
+    (cap,) = (a for a in rec.assumptions if a.name == "scale_out_cap")
+    assert "sequence parallelism on and off are both searched" in cap.why
+    chosen = rec.options[0]
+    assert chosen.status == "chosen" and "scale-out search" in " ".join(chosen.reasons)
+    (sp,) = (a for a in rec.assumptions if a.name == "sequence_parallel")  # the chosen option's, stated
+    assert sp.value is ("sequence parallel (searched)" in (chosen.layout or "")) and sp.mark == " (derived)"
+    from llmsizer.estimate.fit import training_layout  # the words for a layout searched with it off
+    off = fit_training("llama-3.1-70b-instruct", "aws-p5.48xlarge", 32, fits_at=False,
+                       **{**MEGATRON, "tp": 8, "pp": 2, "sequence_parallel": False})
+    assert off.estimate is not None
+    words = training_layout({"tp": 8, "pp": 2, "sequence_parallel": False}, off.estimate, 32,
+                            ("tp", "pp", "sequence_parallel"))
+    assert "TP 8 (searched), no sequence parallelism (searched), PP 2 (searched)" in words
+
+
+def test_no_sequence_parallel_keeps_it_off_in_the_search() -> None:
+    """The CLI's --no-sequence-parallel (sequence_parallel=False in Python and the web API) states it off: the search
+    does not choose it (the printed command carries no --sequence-parallel), and the layout line says nothing of it
+    chosen."""
+    from llmsizer.cli.main import build_parser
+    argv = ["recommend", "llama-3.1-70b-instruct", "--train", "--no-sequence-parallel"]
+    assert training_fields(build_parser(argv).parse_args(argv))["sequence_parallel"] is False
+    rec = recommend_training("llama-3.1-70b-instruct", tokens=10e9, constraints=AWS,
+                             **{**MEGATRON, "sequence_parallel": False})
+    opt = next(o for o in rec.options if o.target == "aws-g6e.48xlarge")
+    assert "sequence parallel" not in (opt.layout or "") and "TP " in (opt.layout or "")
+    args, _ = _run_printed(next(r for r in opt.reasons if "scale-out search" in r))
+    assert not args.sequence_parallel
+
+
+
+@pytest.mark.parametrize("model", ["llama-3.1-70b-instruct", "qwen2.5-72b-instruct"])
+def test_sequence_parallelism_needs_no_more_memory_the_pruning_premise(model: str) -> None:
+    """The search sizes a layout with sequence parallelism off only where the same layout with it on fits (SP_SEARCH,
+    EP_PRUNE): on must need no more memory per device than off (Korthikanti et al. 2022 sec. 4.2.2: the norms' and
+    dropouts' activations split over the TP ranks, nothing added), at every recomputation, ZeRO stage, micro-batch and
+    with torch.compile's copies, or the pruning could drop a layout that fits."""
+    import itertools
+    for tp, pp, ckpt, zero, mb, extra in itertools.product((2, 8), (1, 4), ("none", "selective", "full"), (0, 1),
+                                                         (1, 2), ({}, {"compile": True})):
+        kw = dict(precision="megatron-bf16", seq_len=4096, tp=tp, pp=pp, grad_checkpointing=ckpt, zero=zero,
+                  micro_batch=mb, **extra)
+        off = fit_training(model, "h100-sxm", 64, fits_at=False, **kw)
+        on = fit_training(model, "h100-sxm", 64, fits_at=False, sequence_parallel=True, **kw)
+        assert on.memory_per_device <= off.memory_per_device, kw

@@ -478,8 +478,10 @@ def add_training_args(p: argparse.ArgumentParser, *, attention: bool = True,
                         "no separate accumulation pass; --no-gradient-accumulation-fusion: Megatron's DDP hook adds "
                         "each micro-batch's gradient (default: on under the megatron precisions, Megatron-LM's and "
                         "Megatron-Bridge's default)")
-    g.add_argument("--sequence-parallel", action="store_true", default=None,
-                   help="Megatron sequence parallelism (needs --tp)")
+    g.add_argument("--sequence-parallel", action=argparse.BooleanOptionalAction, default=None,
+                   help="Megatron sequence parallelism (needs --tp; default off; recommend's training scale-out "
+                        "search chooses it under a megatron precision when neither is given, "
+                        "--no-sequence-parallel keeps it off there)")
     g.add_argument("--offload", choices=OFFLOAD, help="CPU offload, ZeRO-Offload / -Infinity (default none): "
                    "optimizer needs ZeRO 1-3 or --fsdp, params ZeRO 3 or --fsdp full/hybrid")
     g.add_argument("--gpus-per-node", type=int_arg(MACHINE_GPUS), help="devices per machine: --fsdp hybrid, and where the "

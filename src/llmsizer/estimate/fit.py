@@ -1902,7 +1902,8 @@ def training_layout(fields: dict[str, Any], est: Estimate, count: int, searched:
     """The layout a training run on ``count`` devices takes, in words: the sharding (``fields``' fsdp, or the ZeRO
     stage: the one stated, else the one ``training_on_memory`` chose, ``zero_chosen``), tensor / pipeline / expert /
     context parallelism and offload as ``fields`` state them (``searched``: the degrees ``recommend --train``'s
-    scale-out search chose, read so; sequence parallelism named with them). What a search's option names
+    scale-out search chose, read so; sequence parallelism named with them, on or, where the search chose it off,
+    off). What a search's option names
     (``recommend --train`` and a plan's alternatives: each option's memory is this layout's)."""
     taken = zero_chosen(est)
     parts: list[str] = []
@@ -1918,10 +1919,12 @@ def training_layout(fields: dict[str, Any], est: Estimate, count: int, searched:
     for key, name in (("tp", "TP"), ("pp", "PP"), ("ep", "EP"), ("context_parallel", "CP")):
         if int(fields.get(key) or 1) > 1:
             parts.append(f"{name} {fields[key]} ({'searched' if key in searched else 'stated'})")
-        if key == "tp" and fields.get("sequence_parallel") and int(fields.get("tp") or 1) > 1:
-            # it changes the activations and the time (TP's own split)
-            parts.append("sequence parallel (searched: Megatron MoE with TP)" if "sequence_parallel" in searched
-                         else "sequence parallel (stated)")
+        if key == "tp" and int(fields.get("tp") or 1) > 1:  # it changes the activations and the time (TP's own split)
+            if "sequence_parallel" in searched:  # on or off, as recommend_layout's SP_SEARCH chose
+                parts.append("sequence parallel (searched)" if fields.get("sequence_parallel")
+                             else "no sequence parallelism (searched)")
+            elif fields.get("sequence_parallel"):
+                parts.append("sequence parallel (stated)")
     if "grad_accumulation" in searched:  # scaled to keep the memory-first layout's global batch (recommend_layout)
         parts.append(f"grad accumulation {fields['grad_accumulation']} (searched: the same global batch)")
     if fields.get("etp") is not None:

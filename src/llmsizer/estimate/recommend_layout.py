@@ -20,8 +20,16 @@ Search order and its assumptions (each named in the answer):
 - of the layouts that fit at that count, the one with the least model parallelism (tp x pp, then pp, then tp: less
   communication first, as ``sharded_workload``'s ZeRO ladder), then the least EP (memory is not monotone in EP:
   the ZeRO stage ``fit_training`` takes changes with it, so every EP is tried in order).
-- Megatron with an MoE model and TP > 1: sequence parallelism on, as megatron-core requires
-  (megatron/core/transformer/moe/moe_layer.py:636-640, the refusal in estimate/training/setup.py).
+- Megatron with TP > 1: sequence parallelism on and off are both layouts (``SP_SEARCH``), each where Megatron-Core
+  takes it (estimate/training/setup.py ``megatron_sequence_parallel_refusal``, the one rule: on only for an MoE model,
+  moe_layer.py:636-640; on only with ``tp_comm_overlap``, arguments.py:1441-1442; on only where tp divides a rank's
+  sequence, mappings.py:60-74); off first at equal degrees (Megatron-Core's default, model_parallel_config.py:94). On
+  needs no more memory than off (Korthikanti et al. 2022 sec. 4.2.2: the norms' and dropouts' activations split over
+  the TP ranks, nothing added), so off is sized only where on fits, and is counted less sharded than on (EP_PRUNE).
+  Megatron-Bridge's dense Llama-3 recipes run TP with it (NVIDIA-NeMo/Megatron-Bridge @067f987df
+  src/megatron/bridge/recipes/llama/h100/llama3.py:717-740 ``llama3_70b_pretrain_32gpu_h100_bf16_config``: TP 4,
+  ``sequence_parallel = True``); where it is faster, the timed ranking takes it (Llama-3.1-70B on 64 x g6e.48xlarge
+  at TP 8 PP 8: 100.2 h off, 70.3 h on).
 - then, at that count, the layouts that fit are ranked by ``fit_training``'s own run time (``tokens`` given: the
   one estimate, with its pipeline bubble, its TP all-reduces on the machine's link and its EP all-to-all over the
   link and the network), not by memory (review15 D2: on 64 x p4de, Qwen3-235B's least model-parallel fit TP 2 +
@@ -33,10 +41,10 @@ Search order and its assumptions (each named in the answer):
   contender (any TP within the machine, PP, EP; small38 / tpsearch: timing only the memory-first TP missed, on
   64 x p4de, TP 2 PP 8 EP 4 at 35.0 h against TP 8 EP 8 at 55.2 h), pruned so recommend stays fast
   (``EP_PRUNE``): sized for memory the most sharded first (memory-only verdicts, shared by the instance types of one
-  device), a layout no more sharded in any of TP, PP and EP than one that does not fit is skipped (as
-  ``NEEDS_LEAST``: more sharding needs less memory, so the verdict, at whichever ZeRO stage fits, cannot turn), and
-  only the layouts that fit are timed. Ties (equal
-  seconds): the memory-first layout, then the least model parallelism (``candidate_layouts``' order).
+  device), a layout no more sharded in any of TP, PP, EP and sequence parallelism than one that does not fit is
+  skipped (as ``NEEDS_LEAST``: more sharding needs less memory, so the verdict, at whichever ZeRO stage fits, cannot
+  turn), and only the layouts that fit are timed. Ties (equal seconds): the memory-first layout, then the least
+  model parallelism (``candidate_layouts``' order).
 """
 
 from __future__ import annotations
@@ -49,8 +57,9 @@ from typing import Any
 
 from ..catalog.hardware import Instance
 from ..errors import InputError
-from ..specs import ModelSpec
+from ..specs import ModelSpec, TrainingWorkload
 from .fit import FitResult, fit_training
+from .training.setup import megatron_sequence_parallel_refusal
 
 MAX_SCALE_INSTANCES = 64  # the cap on instances the scale-out search grows to (a policy default, named in answers)
 MAX_PP = 16  # the largest pipeline degree searched (Megatron-Bridge's Qwen3-235B and DeepSeek-V3 recipes: PP 16)
@@ -62,9 +71,15 @@ SAME_GLOBAL_BATCH = ("the layouts that fit at the fewest instances are timed at 
                      "is chosen")
 EP_PRUNE = ("every TP within an instance, PP and EP at that global batch is a contender; they are sized for memory "
             "the most sharded first (memory-only verdicts, shared by the instance types of one device), a layout no "
-            "more sharded in any of TP, PP and EP than one that does not fit is skipped (it needs at least that "
-            "memory), only those that fit are timed; ties go to the memory-first layout, then the least model "
-            "parallelism")
+            "more sharded in any of TP, PP, EP and sequence parallelism than one that does not fit is skipped (it "
+            "needs at least that memory), only those that fit are timed; ties go to the memory-first layout, then "
+            "the least model parallelism")
+SP_SEARCH = ("under Megatron with TP > 1, sequence parallelism on and off are both searched, each where Megatron-Core "
+             "takes it (off not for an MoE model nor with tp_comm_overlap, on not where TP does not divide a rank's "
+             "sequence: estimate/training/setup.py megatron_sequence_parallel_refusal), off first at equal degrees "
+             "(Megatron-Core's default); "
+             "off is sized only where on fits (on needs no more memory), and each option's layout says which it "
+             "takes")
 NEEDS_LEAST = ("the most-sharded layout (largest TP, PP and EP) needs the least memory per device, so a count "
                "where it does not fit is skipped")
 
@@ -138,15 +153,29 @@ def _powers(limit: int) -> list[int]:
     return out
 
 
+def sequence_parallel_choices(spec: ModelSpec, workload: dict[str, Any], tp: int) -> tuple[bool, ...]:
+    """The sequence-parallel settings the search gives a Megatron layout of ``tp`` ranks for ``workload`` (SP_SEARCH):
+    off and on where Megatron-Core takes each (setup.py ``megatron_sequence_parallel_refusal``, the estimator's own
+    refusal), off first; () where it takes neither (that TP is then not a layout)."""
+    seq_len = int(workload.get("seq_len") or TrainingWorkload.seq_len)
+    cp = int(workload.get("context_parallel") or 1)
+    overlap = bool(workload.get("tp_comm_overlap"))
+    return tuple(sp for sp in (False, True)
+                 if megatron_sequence_parallel_refusal(spec, tp, sp, seq_len, cp, overlap) is None)
+
+
 def candidate_layouts(spec: ModelSpec, workload: dict[str, Any], devices: int, per_node: int) -> list[dict[str, Any]]:
-    """The (tp, pp, ep) layouts searched on ``devices`` (``per_node`` a machine), least model parallelism first
-    (key tp x pp, pp, tp, ep); a degree the workload states is kept. Unchecked: ``fit_training`` refuses the
-    invalid ones."""
+    """The (tp, pp, ep, sequence parallelism) layouts searched on ``devices`` (``per_node`` a machine), least model
+    parallelism first (key tp x pp, pp, tp, ep, sequence parallelism off before on); a degree the workload states
+    is kept. Under Megatron with TP > 1 and sequence parallelism not stated, each layout with it off and on where
+    Megatron-Core takes it (``sequence_parallel_choices``, SP_SEARCH). Unchecked otherwise: ``fit_training``
+    refuses the invalid ones."""
     megatron = str(workload.get("precision", "")).startswith("megatron-")
+    sp_open = megatron and "sequence_parallel" not in workload
     tps = [int(workload["tp"])] if workload.get("tp") else _powers(min(per_node, devices))
     pps = [int(workload["pp"])] if workload.get("pp") else _powers(min(MAX_PP, spec.num_layers, devices))
     eps = [int(workload["ep"])] if workload.get("ep") else _powers(devices) if spec.moe is not None else [1]
-    out = []
+    out: list[dict[str, Any]] = []
     for tp in tps:
         for pp in pps:
             if devices % (tp * pp):
@@ -155,11 +184,18 @@ def candidate_layouts(spec: ModelSpec, workload: dict[str, Any], devices: int, p
                 if (devices // (tp * pp)) % ep and not workload.get("etp"):
                     continue  # (a stated etp: Megatron's expert grid, whose rule fit_training's refusal applies)
                 lay: dict[str, Any] = {"tp": tp, "pp": pp, "ep": ep}
-                if "sequence_parallel" not in workload and megatron and spec.moe is not None and tp > 1:
-                    lay["sequence_parallel"] = True
-                out.append(lay)
-    out.sort(key=lambda f: (f["tp"] * f["pp"], f["pp"], f["tp"], f["ep"]))
+                if sp_open and tp > 1:
+                    out.extend({**lay, "sequence_parallel": sp} for sp in sequence_parallel_choices(spec, workload, tp))
+                else:
+                    out.append(lay)
+    out.sort(key=lambda f: (f["tp"] * f["pp"], f["pp"], f["tp"], f["ep"], bool(f.get("sequence_parallel"))))
     return out
+
+
+def _sharding(lay: dict[str, Any]) -> tuple[int, ...]:
+    """``lay``'s degrees (tp, pp, ep, sequence parallelism 0 / 1): one layout needs no more memory than another no
+    more sharded in any of them (EP_PRUNE; SP_SEARCH: on needs no more than off)."""
+    return (*(int(lay.get(k) or 1) for k in ("tp", "pp", "ep")), int(bool(lay.get("sequence_parallel"))))
 
 
 def memory_fit(spec: ModelSpec, instance: Instance, devices: int, fields: dict[str, Any], *,
@@ -199,6 +235,7 @@ def search_layout(spec: ModelSpec, instance: Instance, workload: dict[str, Any],
     per_node = instance.device_count
     calls = 0
     closest: ScaledLayout | None = None
+    memo = {} if memo is None else memo  # (the SP-on layout sized ahead of its SP-off twin is sized once)
     base = {k: v for k, v in workload.items() if k != "gpus"}
 
     def sized(n: int, lay: dict[str, Any]) -> ScaledLayout | None:
@@ -225,6 +262,10 @@ def search_layout(spec: ModelSpec, instance: Instance, workload: dict[str, Any],
         if most is None or not most.fits:
             continue
         for lay in layouts:  # least model parallelism first, then the least EP: the first that fits
+            if lay.get("sequence_parallel") is False and {**lay, "sequence_parallel": True} in layouts:
+                on = sized(n, {**lay, "sequence_parallel": True})  # needs no more memory (SP_SEARCH)
+                if on is not None and not on.fits:
+                    continue
             got = sized(n, lay)
             if got is not None and got.fits:
                 return got, closest, calls
@@ -248,11 +289,11 @@ def same_batch_layouts(spec: ModelSpec, found: ScaledLayout, workload: dict[str,
     first = {**{k: base[k] for k in LAYOUT_KEYS if k in base}, **found.fields}
     ga0 = int(base.get("grad_accumulation") or 1)
     batch = ga0 * _dp(found.devices, first, base)  # micro-batches per step over all ranks (x micro_batch)
-    key0 = tuple(int(first.get(k) or 1) for k in ("tp", "pp", "ep"))
+    key0 = _sharding(first)
     out = [first]
     for lay in candidate_layouts(spec, base, found.devices, per_node):
         dp = _dp(found.devices, lay, base)
-        if (lay["tp"], lay["pp"], lay["ep"]) == key0 or not dp or batch % dp:
+        if _sharding(lay) == key0 or not dp or batch % dp:
             continue
         lay = {**{k: base[k] for k in LAYOUT_KEYS if k in base}, **lay}
         if batch // dp != ga0:
@@ -279,11 +320,13 @@ def fastest_layout(spec: ModelSpec, instance: Instance, workload: dict[str, Any]
     if len(lays) == 1:  # nothing to compare: the memory-first layout, timed by the option itself
         return found, 0
     calls = 0
-    degrees = [tuple(int(lay.get(k) or 1) for k in ("tp", "pp", "ep")) for lay in lays]
+    degrees = [_sharding(lay) for lay in lays]
     short: list[tuple[int, ...]] = []  # the degrees of the layouts sized that do not fit
     fitting = {0}  # found fits (its memory verdict is search_layout's)
-    # the most sharded first, so that a layout's every more-sharded one is sized before it (EP_PRUNE)
-    for i in sorted(range(1, len(lays)), key=lambda j: (-degrees[j][0] * degrees[j][1] * degrees[j][2], j)):
+    # the most sharded first (sequence parallelism on before off), so that a layout's every more-sharded one is
+    # sized before it (EP_PRUNE)
+    for i in sorted(range(1, len(lays)),
+                    key=lambda j: (-degrees[j][0] * degrees[j][1] * degrees[j][2], -degrees[j][3], j)):
         if any(all(a <= b for a, b in zip(degrees[i], d, strict=True)) for d in short):
             continue  # no more sharded in any degree than a layout that does not fit: needs at least its memory
         fr, n = memory_fit(spec, instance, found.devices, {**base, **lays[i]}, headroom=headroom,

@@ -33,3 +33,20 @@ def test_the_searched_layouts_are_one_answer_on_every_surface(client) -> None:
     assert py == cli == web
     p4de = next(o for o in py if o[0] == "aws-p4de.24xlarge")
     assert "TP 2 (searched)" in p4de[2] and "--tp 2 " in p4de[4]  # a TP below the machine's 8 (before: TP 8)
+
+
+def test_a_dense_models_sequence_parallelism_is_one_answer_on_every_surface(client) -> None:
+    """megsp: the search's sequence-parallel choice for a dense model (Llama-3.1-70B under Megatron: on where it is
+    faster, tests/training/test_recommend_scale_out.py) is the same option on every surface, named in its layout
+    line and carried by its printed command."""
+    rec = recommend_training("llama-3.1-70b-instruct", tokens=1e9, constraints=Constraints(providers=("aws",)),
+                             precision="megatron-bf16", grad_checkpointing="full")
+    py = _searched([o.to_dict() for o in rec.options])
+    cli = _searched(run_cli_json("recommend", "llama-3.1-70b-instruct", *FLAGS)["options"])
+    r = client.post("/api/v1/recommend", json={"model": "llama-3.1-70b-instruct", "train": True, "tokens": "1B",
+                                               "precision": "megatron-bf16", "grad_checkpointing": "full",
+                                               "provider": ["aws"]})
+    assert r.status_code == 200, r.text
+    assert py == cli == _searched(r.json()["options"])
+    g6e = next(o for o in py if o[0] == "aws-g6e.48xlarge")
+    assert "sequence parallel (searched)" in g6e[2] and " --sequence-parallel" in g6e[4]  # before: neither

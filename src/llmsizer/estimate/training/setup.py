@@ -824,6 +824,44 @@ AUTOEP_WHY = ("DeepSpeed ZeRO-3 with ep > 1 is read as AutoEP expert layers: Dee
               "the gathered layers hold the rank's own experts, not all of them")
 
 
+def megatron_sequence_parallel_refusal(spec: ModelSpec, tp: int, sequence_parallel: bool, seq_len: int, cp: int,
+                                       tp_comm_overlap: bool) -> FieldError | None:
+    """Why Megatron-Core (NVIDIA/Megatron-LM @d98e8a64) will not train ``spec`` with ``tp`` tensor-parallel ranks and
+    sequence parallelism ``sequence_parallel`` (at ``seq_len`` tokens a sequence over ``cp`` context-parallel ranks,
+    ``tp_comm_overlap`` stated), as the error to raise; None where it trains it. The one rule of
+    ``check_framework_layout`` (a stated layout) and the scale-out search's sequence-parallel choice
+    (recommend_layout.py ``candidate_layouts``):
+
+    - an MoE model with tp > 1 needs sequence parallelism: ``MoELayer.forward`` raises ValueError in training
+      without it (megatron/core/transformer/moe/moe_layer.py:636-640; yaml_arguments.py:335-338 asserts it).
+    - ``--tp-comm-overlap`` needs sequence parallelism (megatron/training/arguments.py:1441-1442 asserts it).
+    - under sequence parallelism a rank's sequence (seq_len / cp tokens, the first dimension of the [s, b, h]
+      hidden states) is split over the tp ranks by the embedding's scatter or reduce-scatter, which asserts that
+      tp divides it (megatron/core/tensor_parallel/mappings.py:60-74 ``_split_along_first_dim`` and 159-178
+      ``_reduce_scatter_along_first_dim``; called from models/common/embeddings/language_model_embedding.py:143-147).
+
+    Sequence parallelism with tp 1 is TrainingWorkload's refusal (model_parallel_config.py:502-504 raises too)."""
+    if tp <= 1:
+        return None
+    if spec.is_moe and spec.moe is not None and not sequence_parallel:
+        return FieldError("sequence_parallel", also=("tp",), message=(
+            f"Megatron-Core refuses to train a mixture-of-experts model ({spec.name}) with tp {tp} and no "
+            "sequence_parallel (megatron/core/transformer/moe/moe_layer.py:636-640 raises ValueError): give "
+            "sequence_parallel"))
+    if tp_comm_overlap and not sequence_parallel:
+        return FieldError("tp_comm_overlap", also=("sequence_parallel",), message=(
+            "Megatron-Core overlaps the tensor-parallel communication with the GEMMs only under sequence "
+            "parallelism (megatron/training/arguments.py:1441-1442 asserts it): give sequence_parallel"))
+    local = local_tokens(seq_len, cp)
+    if sequence_parallel and local % tp:
+        return FieldError("seq_len", also=("tp", "sequence_parallel", "context_parallel"), message=(
+            f"Megatron-Core's sequence parallelism splits each rank's {local} tokens (seq_len {seq_len}"
+            + (f" / context_parallel {cp}" if cp > 1 else "") + f") over the tp {tp} ranks and asserts that tp "
+            "divides them (megatron/core/tensor_parallel/mappings.py:60-74): give a seq_len that is a multiple of "
+            f"{tp * cp}, or no sequence_parallel"))
+    return None
+
+
 def check_framework_layout(spec: ModelSpec, w: TrainingWorkload) -> None:
     """Refuse the mixture-of-experts layouts the framework itself refuses to train (one line naming the fields):
 
@@ -843,17 +881,16 @@ def check_framework_layout(spec: ModelSpec, w: TrainingWorkload) -> None:
       path (``--use-megatron-fsdp``), which the megatron precisions do not model. ``zero`` is DeepSpeed's stage.
 
     ``sharded_workload`` (recommend, fit, train --memory) skips the stages refused here: one check."""
-    moe = spec.is_moe and spec.moe is not None
     if w.zero == 3 and w.precision.startswith("megatron-"):
         raise FieldError("zero", also=("precision",), message=(
             f"zero 3 with precision {w.precision}: Megatron-Core has no ZeRO-3 (its distributed optimizer shards the "
             "fp32 main parameters and optimizer states; every rank keeps its whole grad buffer and its parameters: "
             "megatron/core/optimizer/distrib_optimizer.py): give zero 1 or 2, or a deepspeed-*/fsdp-* precision"))
-    if moe and w.tp > 1 and w.precision.startswith("megatron-") and not w.sequence_parallel:
-        raise FieldError("sequence_parallel", also=("tp",), message=(
-            f"Megatron-Core refuses to train a mixture-of-experts model ({spec.name}) with tp {w.tp} and no "
-            "sequence_parallel (megatron/core/transformer/moe/moe_layer.py:636-640 raises ValueError): give "
-            "sequence_parallel"))
+    if w.precision.startswith("megatron-"):
+        refused = megatron_sequence_parallel_refusal(spec, w.tp, w.sequence_parallel, w.seq_len, w.context_parallel,
+                                                     w.tp_comm_overlap)
+        if refused is not None:
+            raise refused
     if w.ep > 1 and w.zero == 3 and w.fsdp is None and w.tp > 1:
         raise FieldError("zero", also=("ep", "tp"), message=(
             f"DeepSpeed ZeRO-3 with expert parallelism (ep {w.ep}) runs only AutoEP layers, and AutoEP under ZeRO "
