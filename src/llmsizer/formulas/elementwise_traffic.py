@@ -182,7 +182,8 @@ TransformerEngine @d0067d0d:
   (fewer kv heads than q heads) the query's ``reshape`` (attention.py line 1474) cannot be a view of the split and
   copies it (2c q_w forward);
 - rotary: TE's fused RoPE (``apply_rope_fusion``: Megatron-LM's default, training/arguments.py ``--no-rope-fusion``;
-  Megatron-Bridge's performance overrides set it, scripts/performance/utils/overrides.py @f9b6319e line 65) on q and
+  Megatron-Bridge sets it, models/llama/llama_bridge.py @f9b6319e lines 65-69 with bias_activation_fusion,
+  bias_dropout_fusion and persist_layer_norm, and scripts/performance/utils/overrides.py line 65) on q and
   k, one kernel each way that reads the tensor and the fp32 angles of its position and writes the result (TE
   common/fused_rope/fused_rope.cu lines 50-75): 2c (q_w + k_w) + 2 f d_h each way;
 - SwiGLU: ``bias_swiglu_impl`` (``bias_activation_fusion``, Megatron-LM's default ``--no-bias-swiglu-fusion``;
@@ -196,7 +197,11 @@ TransformerEngine @d0067d0d:
 (a_f, a_b = 3, 5 gated; 2, 3 plain; the q/k/v terms only in layers with attention). The loss is not changed here:
 ``megatron-ce`` stays (E3) (Megatron-Bridge's recipes run TE's fused cross-entropy, ``cross_entropy_fusion_impl
 'te'``, which reads the logits twice and writes an fp32 gradient, (4c + 16) V per token with its backward: not yet
-expressed as a loss of its own).
+expressed as a loss of its own). Megatron's other fusions are counted where they act: the FP8 cast's amax fused
+into the norm (eq. F3c), ``gradient_accumulation_fusion`` (the wgrad GEMM accumulating into the fp32 main_grad: no
+accumulation pass for those weights, formulas/optimizer_step.py after eq. O3m), ``masked_softmax_fusion`` (only on the unfused attention path: formulas/
+eager_attention_traffic.py reads Megatron's fused softmax kernels), ``persist_layer_norm`` (apex's persistent
+LayerNorm kernel: the same bytes as any one-kernel norm).
 
 **Inference** (eq. E13, ``inference_forward_bytes_per_token``): an eager transformers forward without autograd runs
 the same forward ops (E1) in every layer, plus the DynamicCache append of the new keys and values, the embedding
