@@ -1345,11 +1345,12 @@ _MB_GPT_OSS = dict(_MB, seq_len=4096, etp=1, grad_checkpointing="selective", rec
 # layers in Transformer Engine CUDA graphs (cuda_graph_impl 'transformer_engine', scope ['mamba']): graphs remove the
 # host's kernel launches. Its MoE layers' flex dispatch blocks the host in the forward and, recomputed, in the
 # backward (formulas/launch_overhead.py eq. K10), so the decoder layers' launches, both passes, are in the synced
-# span; there both kernel classes stay device-bound (eq. K10 gives 604.1 ms of compute for eq. K1's 603.2), so
-# fewer launches could move the prediction by at most that 0.15 %; not a field of its own
+# span. With Megatron's fused layer traffic (formulas/elementwise_traffic.py eqs. E15/E16) its short kernels' device
+# time falls under their launches: eq. K10 gives 445.9 ms of compute for eq. K1's 431.2 (+3.4 %), so fewer launches
+# could move the prediction by at most that; not a field of its own
 MEGATRON_BRIDGE_CUDA_GRAPHS = ("Transformer Engine CUDA graphs of the Mamba layers not expressed (fewer launches "
-                               "would change the micro-step's compute by at most 0.15 %: its launches stay under the "
-                               "GPU work even after the MoE dispatch's host syncs, eq. K10)")
+                               "would change the micro-step's compute by at most 3.4 %, the span the MoE dispatch's "
+                               "host syncs expose, eq. K10 against eq. K1)")
 # A 256-GPU run on NVL72 racks (72 GPUs, one NVLink domain each): the archive does not say how its GPUs are placed;
 # 64 a rack (four racks; each pipeline, TP x PP = 64 GPUs on GB200, 32 on GB300, inside one NVLink domain) is assumed, the
 # even split the whole-machine rule (specs/training.py check_whole_machines) needs; 32 a rack times PM1368 5 % slower

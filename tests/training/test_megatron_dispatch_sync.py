@@ -79,10 +79,11 @@ def _predictions(rid: str, monkeypatch: pytest.MonkeyPatch) -> tuple[float, floa
 
 
 def test_the_rows_between_the_bounds_move_toward_their_measurement(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Megatron-Bridge's published tokens/s per GPU (the CSV's value column): where a row's measurement lies between
-    the fully overlapped launches (eq. K1) and the fully serialised ones, eq. K10 moves the estimate from eq. K1 toward
-    it and not past it. The H100 rows PM1361-PM1363 lie there; the Blackwell rows (measured slower than even the
-    serialised launches) and PM1367 (measured faster than eq. K1) do not, and eq. K10 leaves them within a percent."""
+    """Megatron-Bridge's published tokens/s per GPU (the CSV's value column): eq. K10 lies between the fully
+    overlapped launches (eq. K1) and the fully serialised ones, and where a row's measurement lies between those
+    bounds it moves the estimate from eq. K1 toward it and not past it. With Megatron's fused layer traffic (eqs.
+    E15/E16) the H100 rows PM1361, PM1362 and PM1367 lie there; PM1363 and the Blackwell rows are measured slower than
+    even the serialised launches, so eq. K10 can only move toward them."""
     measured = {"PM1361": 5824.0, "PM1362": 8960.0, "PM1363": 1712.0, "PM1364": 13568.0, "PM1365": 16640.0,
                 "PM1367": 14336.0}
     between = set()
@@ -93,8 +94,8 @@ def test_the_rows_between_the_bounds_move_toward_their_measurement(monkeypatch: 
             between.add(rid)
             assert value <= k10 < k1, rid
         else:
-            assert k10 == pytest.approx(k1, rel=0.01), rid
-    assert between == {"PM1361", "PM1362", "PM1363"}
+            assert value < serial, rid
+    assert between == {"PM1361", "PM1362", "PM1367"}
 
 
 def test_full_recomputation_syncs_again_in_the_backward() -> None:

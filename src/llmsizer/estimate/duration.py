@@ -469,7 +469,8 @@ def elementwise_bytes_per_token(spec: ModelSpec, w: TrainingWorkload) -> float:
                                  w.kernels == "unsloth", loss_compiled=compiled_loss(w),
                                  sequence_parallel=w.sequence_parallel and tp > 1,
                                  metric_passes=w.train_metric_passes, metric_autocast=metric_autocast,
-                                 fp16="fp16" in w.precision)
+                                 fp16="fp16" in w.precision,
+                                 megatron=w.precision in MEGATRON_PRECISIONS and not w.compile)
     if w.compile and w.sequence_parallel and tp > 1:
         total += _sequence_parallel_copies_per_token(spec, c, tp, w.micro_batch, w.tp_comm_overlap, ckpt,
                                                      1.0 if w.float8 and float8_gathers_in_float8(w.float8_recipe)
@@ -1454,7 +1455,11 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
         notes.append(Assumption("elementwise_bytes_per_token", round(per_token), True,
                                 "formulas/elementwise_traffic.py eq. (E7): norms, rotary, activation, residual "
                                 "and loss kernels, forward, backward and recomputed forward, "
-                                + ("Unsloth's Triton kernels (eqs. E8/E9, read from unsloth @015bdef; no "
+                                + ("Megatron's fused layer (eqs. E15/E16: fused norms inside the TE norm-linear, "
+                                   "one q/k/v and one fc1 linear, TE's fused RoPE, bias_swiglu; Megatron-LM "
+                                   "@d7288711, TransformerEngine @d0067d0d)"
+                                   if w.precision in MEGATRON_PRECISIONS and not w.compile
+                                   else "Unsloth's Triton kernels (eqs. E8/E9, read from unsloth @015bdef; no "
                                    "measured Unsloth throughput validates them)" if w.kernels == "unsloth"
                                    else "compiled (torch.compile: " + SOURCE_COMPILED + ")" if w.compile
                                    else "eager (" + SOURCE_EAGER + ")")

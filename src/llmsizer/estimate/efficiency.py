@@ -633,7 +633,7 @@ TRAINING_UTILIZATION_BY_ARCH = {
     "cdna3": Factor("training_device_utilization_cdna3", 0.2690, 0.2690, 0.2690,
                     "calibrated: torchao float8 benchmark, torchtitan Llama 3 8B FSDP2 + compile 8 x MI300X bf16 "
                     "5376.5 tokens/s/GPU (PM1341), executed FLOPs / (MI300X dense BF16 peak x time)"),
-    "blackwell": Factor("training_device_utilization_blackwell", 0.5470, 0.5470, 0.5470,
+    "blackwell": Factor("training_device_utilization_blackwell", 0.5415, 0.5415, 0.5415,
                         "calibrated: Megatron-Bridge Llama 3.1 405B FP8_CS 256 x GB200 864 tokens/s/GPU (PM1368) at the "
                         "estimate / measured of its 1024 x H100 twin at Hopper's u (PM1366, 328: 0.792); rho8 "
                         "taken as Hopper's"),

@@ -166,6 +166,45 @@ no_grad cross-entropy of bf16 logits under autocast (tests/formulas/test_train_m
 No Unsloth throughput row with its settings is published in a form the validation can use, and the kernels need
 Triton on a CUDA device, so E8/E9 are read from the code, not measured.
 
+**Megatron** (``megatron=True``: Megatron-LM / Megatron-Core, every ``megatron-*`` precision). Megatron's layer
+is not transformers' eager one. Read at NVIDIA/Megatron-LM @d7288711 (the commit Megatron-Bridge v0.4.1 pins) and
+TransformerEngine @d0067d0d:
+
+- the norms are one fused kernel each way, inside ``TELayerNormColumnParallelLinear`` (gpt_layer_specs.py: the q/k/v
+  and fc1 linears fuse their input norm) or apex's/TE's LayerNorm: the forward reads x and writes the norm's bf16
+  output and its fp32 statistics (``rmsnorm_fwd``: rsigma; LayerNorm: mu and rsigma; TE module/layernorm_linear.py
+  lines 257-268 ``apply_normalization``, csrc/extensions/normalization.cpp); under FP8 current scaling the amax is
+  fused into it and the cast to FP8 is eq. F3c's (formulas/float8_training.py), not counted here. The backward reads
+  dy, x and the statistics and writes dx (2c h + n_s f forward, 3c h + n_s f backward, n_s = 1 RMSNorm, 2 LayerNorm;
+  the per-CTA fp32 partial sums of dgamma are per block, not per token);
+- q, k and v come from one fused linear (``linear_qkv``) and gate and up from one (``linear_fc1``): no input-gradient
+  sums of separate linears. The residual-stream gradient still meets the norm's dx once per block (two adds of 3c h);
+  the split of the fused q/k/v output is views (``SplitAlongDim``, transformer/attention.py lines 1466-1471), whose
+  backward concatenates dq, dk, dv (TE pytorch/utils.py lines 386-470: 2c (q_w + 2 k_w)); with grouped queries
+  (fewer kv heads than q heads) the query's ``reshape`` (attention.py line 1474) cannot be a view of the split and
+  copies it (2c q_w forward);
+- rotary: TE's fused RoPE (``apply_rope_fusion``: Megatron-LM's default, training/arguments.py ``--no-rope-fusion``;
+  Megatron-Bridge sets it, models/llama/llama_bridge.py @f9b6319e lines 65-69 with bias_activation_fusion,
+  bias_dropout_fusion and persist_layer_norm, and scripts/performance/utils/overrides.py line 65) on q and
+  k, one kernel each way that reads the tensor and the fp32 angles of its position and writes the result (TE
+  common/fused_rope/fused_rope.cu lines 50-75): 2c (q_w + k_w) + 2 f d_h each way;
+- SwiGLU: ``bias_swiglu_impl`` (``bias_activation_fusion``, Megatron-LM's default ``--no-bias-swiglu-fusion``;
+  transformer/mlp.py lines 264-300), one fused kernel reading the fc1 output [2I] and writing [I] (3c I), its backward
+  reading dy and the saved input and writing d(input) (5c I); a plain MLP's ``bias_gelu_impl`` 2c I and 3c I;
+- the residual adds: ``bias_dropout_add`` (3c h each, as (E1)); its dropout is not counted, as in (E1)/(E2)::
+
+    forward   F_m = 2 (2c h + n_s f) + 6c h + 2c (q_w + k_w) + 2f d_h [rotary] + 2c q_w [q_w > k_w] + a_f c I  (E15)
+    backward  B_m = 2 (3c h + n_s f) + 6c h + 2c (q_w + k_w) + 2f d_h [rotary] + 2c (q_w + 2 k_w) + a_b c I  (E16)
+
+(a_f, a_b = 3, 5 gated; 2, 3 plain; the q/k/v terms only in layers with attention). The loss is not changed here:
+``megatron-ce`` stays (E3) (Megatron-Bridge's recipes run TE's fused cross-entropy, ``cross_entropy_fusion_impl
+'te'``, which reads the logits twice and writes an fp32 gradient, (4c + 16) V per token with its backward: not yet
+expressed as a loss of its own). Megatron's other fusions are counted where they act: the FP8 cast's amax fused
+into the norm (eq. F3c), ``gradient_accumulation_fusion`` (the wgrad GEMM accumulating into the fp32 main_grad: no
+accumulation pass for those weights, formulas/optimizer_step.py after eq. O3m), ``masked_softmax_fusion`` (only on the unfused attention path: formulas/
+eager_attention_traffic.py reads Megatron's fused softmax kernels), ``persist_layer_norm`` (apex's persistent
+LayerNorm kernel: the same bytes as any one-kernel norm).
+
 **Inference** (eq. E13, ``inference_forward_bytes_per_token``): an eager transformers forward without autograd runs
 the same forward ops (E1) in every layer, plus the DynamicCache append of the new keys and values, the embedding
 gather and the final norm; measured on a real CPU forward of a transformers Llama (tests/formulas/
@@ -220,6 +259,7 @@ class LayerWidths:
     layernorm: bool = False  # torch's fused native_layer_norm instead of the composite RMSNorm
     rotary_dim: int = 0  # the rotated channels of each head (a partial rotary); 0: all head_dim of them
     rotary_cat: bool = False  # the rotary concatenates its pass-through channels back (eq. E1r)
+    attends: bool = True  # the layer has (self-)attention: q/k/v-width kernels (Megatron's split, eqs. E15/E16)
 
 
 def _check(c: float, *widths: float) -> None:
@@ -248,12 +288,18 @@ def layernorm_bytes(hidden: int, c: float) -> tuple[float, float]:
 
 def layer_bytes(w: LayerWidths, c: float, compiled: bool, norms_trained: bool,
                 adapters: tuple[tuple[int, int], ...] = (), unsloth: bool = False,
-                seq_shards: int = 1) -> tuple[float, float]:
+                seq_shards: int = 1, megatron: bool = False) -> tuple[float, float]:
     """(forward, backward) memory-bound bytes per token of one decoder layer: eqs. (E1)/(E2) eager, (E4)/(E5)
-    compiled, (E8)/(E9) Unsloth's kernels; ``adapters``: (in, out) of each LoRA-adapted linear; ``seq_shards``:
-    the tensor-parallel degree t under sequence parallelism, whose ranks each run the hidden-width kernels (norms,
-    residual adds, input-gradient sums) on 1/t of the tokens (eq. (E10)), else 1."""
-    fwd, bwd = _layer_terms(w, c, compiled, norms_trained, adapters, unsloth)
+    compiled, (E8)/(E9) Unsloth's kernels, (E15)/(E16) Megatron's fused layer (``megatron``); ``adapters``: (in,
+    out) of each LoRA-adapted linear; ``seq_shards``: the tensor-parallel degree t under sequence parallelism, whose
+    ranks each run the hidden-width kernels (norms, residual adds, input-gradient sums) on 1/t of the tokens (eq.
+    (E10)), else 1.
+
+    >>> layer_bytes(LayerWidths(8, 16, 8, 4, 2), 2.0, False, True, megatron=True)  # 168 + 64 + 32 + 96; 200 + 64 + 64 + 160
+    (360.0, 488.0)
+    """
+    fwd, bwd = (_megatron_terms(w, c) if megatron
+                else _layer_terms(w, c, compiled, norms_trained, adapters, unsloth))
     return _sum_terms(fwd, seq_shards), _sum_terms(bwd, seq_shards)
 
 
@@ -317,6 +363,22 @@ def rotary_forward_bytes(w: LayerWidths, c: float) -> float:
     r = w.rotary_dim if 0 < w.rotary_dim < d else d
     rotated = q + k if r == d else (q + k) * r / d
     return 10 * c * rotated + 4 * c * r + (2 * c * (q + k) if w.rotary_cat or r < d else 0.0)
+
+
+def _megatron_terms(w: LayerWidths, c: float
+                    ) -> tuple[tuple[tuple[float, bool], ...], tuple[tuple[float, bool], ...]]:
+    """Eqs. (E15)/(E16): (forward, backward) addends per token of one Megatron decoder layer (module docstring),
+    marked as :func:`_layer_terms` marks them (True: the hidden-width kernels of eq. (E10))."""
+    h, i, q, k, d = w.hidden, w.intermediate, w.q_width, w.kv_width, w.head_dim
+    _check(c, h, i, q, k, d)
+    stats = (2.0 if w.layernorm else 1.0) * F32  # the norm's fp32 statistics per token: mu and rsigma, or rsigma
+    rot = 2 * c * (q + k) + 2 * F32 * d if w.rotary else 0.0
+    attends = w.attends and q > 0
+    copy = 2 * c * q if attends and q > k else 0.0  # the grouped query's reshape of the split view
+    cat = 2 * c * (q + 2 * k) if attends else 0.0  # SplitAlongDim's backward: dq, dk, dv concatenated
+    act_f, act_b = (3.0, 5.0) if w.gated else (2.0, 3.0)
+    return (((2 * (2 * c * h + stats) + 6 * c * h, True), (rot + copy, False), (act_f * c * i, False)),
+            ((2 * (3 * c * h + stats) + 6 * c * h, True), (rot + cat, False), (act_b * c * i, False)))
 
 
 def loss_bytes(vocab: int, c: float, compiled: bool, unsloth: bool = False, fused_xentropy: bool = False) -> float:
@@ -404,12 +466,14 @@ def model_layer_widths(spec: ModelSpec, layer: int, tp: int = 1,
     rot_dim = spec.rotary_dim if spec.mla is None and 0 < spec.rotary_dim < head else 0
     return LayerWidths(spec.hidden_size, inter, -(-q // split.ways("attention", tp)),
                        max(head, k // split.ways("kv", tp)) if k else 0, head, gated, rotary,
-                       spec.norm_kind == "layernorm", rot_dim, spec.rotary_pass_cat or rot_dim > 0)
+                       spec.norm_kind == "layernorm", rot_dim, spec.rotary_pass_cat or rot_dim > 0,
+                       attends=spec.layer_types[layer] != "none")
 
 
 def _layer_rows(spec: ModelSpec, c: float, compiled: bool, norms_trained: bool,
                 adapters: dict[int, tuple[tuple[int, int], ...]], tp: int, unsloth: bool, seq_shards: int,
-                split: ActivationSplit = EVERY_BLOCK_SPLIT) -> list[tuple[float, float, float]]:
+                split: ActivationSplit = EVERY_BLOCK_SPLIT, megatron: bool = False
+                ) -> list[tuple[float, float, float]]:
     """(forward, backward, forward + backward) bytes per token of each decoder layer, in order. A layer's widths
     depend on it only through its kind (ModelSpec.layer_key) and whether it applies rotary positions
     (ModelSpec.rotary_layers: Llama 4's NoPE layers are of the same kind as its rotary ones): its bytes once per
@@ -420,7 +484,7 @@ def _layer_rows(spec: ModelSpec, c: float, compiled: bool, norms_trained: bool,
     for key in dict.fromkeys(kinds):
         n = kinds.index(key)  # the first layer of this kind
         f, b = layer_bytes(model_layer_widths(spec, n, tp, split), c, compiled, norms_trained, key[1], unsloth,
-                           seq_shards)
+                           seq_shards, megatron)
         per_kind[key] = (f, b, f + b)
     return list(map(per_kind.__getitem__, kinds))
 
@@ -429,17 +493,20 @@ def step_bytes_per_token(spec: ModelSpec, c: float, compiled: bool, norms_traine
                          adapters: dict[int, tuple[tuple[int, int], ...]], recomputed_layers: int,
                          loss: str = "ce", tp: int = 1, unsloth: bool = False,
                          loss_compiled: bool | None = None, sequence_parallel: bool = False,
-                         metric_passes: int = 0, metric_autocast: bool = True, fp16: bool = False) -> float:
+                         metric_passes: int = 0, metric_autocast: bool = True, fp16: bool = False,
+                         megatron: bool = False) -> float:
     """Eq. (E7)'s numerator per token: every decoder layer's forward and backward (E1/E2 or E4/E5), the forward
     again for ``recomputed_layers`` checkpointed layers, and the loss (E3/E6/E11; none for 'cut-ce', which never
     materialises the logits). ``adapters``: per layer, (in, out) of each LoRA-adapted linear. ``loss_compiled``:
     whether the loss is compiled too (None: as the layers; torchtitan @ 9dec370 compiles the blocks only).
     ``sequence_parallel``: the layers' hidden-width kernels run on 1/``tp`` of the tokens (eq. (E10)).
     ``metric_passes``: the loop's no-grad training-metric cross-entropies over the logits, each eq. (E12)
-    (``metric_autocast``: under torch.autocast; ``fp16``: fp16 logits)."""
+    (``metric_autocast``: under torch.autocast; ``fp16``: fp16 logits). ``megatron``: Megatron's fused layer,
+    eqs. (E15)/(E16), in place of the eager (E1)/(E2)."""
     if recomputed_layers < 0:
         raise InputError("recomputed layers must not be negative")
-    rows = _layer_rows(spec, c, compiled, norms_trained, adapters, tp, unsloth, tp if sequence_parallel else 1)
+    rows = _layer_rows(spec, c, compiled, norms_trained, adapters, tp, unsloth, tp if sequence_parallel else 1,
+                       megatron=megatron)
     total = running_sum(map(itemgetter(2), rows))
     fwd_sum = running_sum(map(itemgetter(0), rows))
     total += fwd_sum * recomputed_layers / spec.num_layers
