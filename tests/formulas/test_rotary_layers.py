@@ -252,28 +252,32 @@ def test_a_nope_layer_saves_what_a_rotary_layer_saves() -> None:
 
 # --- hand counts on the catalog models ---
 
-@pytest.mark.parametrize(("name", "layers", "q_w", "k_w", "d_h"), [
+@pytest.mark.parametrize(("name", "layers", "q_w", "k_w", "d_h", "r"), [
     # 36 of 48 layers rotate: every 4th is NoPE (no_rope_layer_interval 4); 40 heads and 8 K/V heads of 128
-    ("llama-4-scout-17b-16e-instruct", 36, 40 * 128, 8 * 128, 128),
+    ("llama-4-scout-17b-16e-instruct", 36, 40 * 128, 8 * 128, 128, 128),
     # 12 of 48: the full-attention layers (full_attention_interval 4), not the 36 Gated DeltaNet layers; 16 heads and
-    # 2 K/V heads of 256
-    ("qwen3-next-80b-a3b-thinking", 12, 16 * 256, 2 * 256, 256),
+    # 2 K/V heads of 256, of whose channels 64 rotate (partial_rotary_factor 0.25, config.json)
+    ("qwen3-next-80b-a3b-thinking", 12, 16 * 256, 2 * 256, 256, 64),
     # 32 of 40: not the 8 cross-attention layers (3, 8, ..., 38); 32 heads and 8 K/V heads of 128
-    ("llama-3.2-11b-vision-instruct", 32, 32 * 128, 8 * 128, 128),
+    ("llama-3.2-11b-vision-instruct", 32, 32 * 128, 8 * 128, 128, 128),
 ])
 def test_only_the_rotating_layers_carry_rotary_bytes_and_kernels(name: str, layers: int, q_w: int, k_w: int,
-                                                                 d_h: int) -> None:
+                                                                 d_h: int, r: int) -> None:
     """The model less the same model without positions (``rope`` False): the rotary bytes and kernels of the layers
     that rotate, and no others."""
     spec = find_spec(name)
     bare = dataclasses.replace(spec, rope=False)
     c = 2
-    # eager (E1) + (E2): 10c (q_w + k_w) + 4c d_h forward, 16c (q_w + k_w) + 4c d_h backward
-    eager = (26 * c * (q_w + k_w) + 8 * c * d_h) * layers
+    # eager (E1) + (E2): 10c (q_w + k_w) + 4c d_h forward, 16c (q_w + k_w) + 4c d_h backward; a partial rotary's
+    # forward (E1r, transformers' apply_rotary_pos_emb on the r rotated channels, then torch.cat with the rest):
+    # 10c (q_w + k_w) r / d_h + 4c r + 2c (q_w + k_w)
+    fwd = 10 * c * (q_w + k_w) + 4 * c * d_h if r == d_h else 10 * c * (q_w + k_w) * r // d_h + 4 * c * r + 2 * c * (q_w + k_w)
+    eager = (fwd + 16 * c * (q_w + k_w) + 4 * c * d_h) * layers
     assert step_bytes_per_token(spec, c, False, True, {}, 0) - step_bytes_per_token(bare, c, False, True, {}, 0) == eager
     # compiled (E4) + (E5): 5c (q_w + k_w) + 4c d_h forward, 2c (q_w + k_w) + 4c d_h backward
     compiled = (7 * c * (q_w + k_w) + 8 * c * d_h) * layers
     assert step_bytes_per_token(spec, c, True, True, {}, 0) - step_bytes_per_token(bare, c, True, True, {}, 0) == compiled
     # an inference forward: 10 rotary kernels a rotating layer (q * cos, rotate_half's neg and cat, * sin, +; then
-    # k's), and the model's cos/sin tables once (10 kernels against a position-free model's 2: forward_head_kernels)
-    assert inference_kernels(spec) - inference_kernels(bare) == 10 * layers + 8
+    # k's; a partial rotary concatenates q's and k's pass-through channels back: 2 more), and the model's cos/sin
+    # tables once (10 kernels against a position-free model's 2: forward_head_kernels)
+    assert inference_kernels(spec) - inference_kernels(bare) == (10 + 2 * (r < d_h)) * layers + 8
