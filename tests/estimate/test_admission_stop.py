@@ -22,7 +22,7 @@ from llmsizer.estimate.serving_load import admission_over_capacity, admission_qu
 from llmsizer.formulas.serving_queue import OverCapacityError, admission_grid
 
 MODELS = ["llama-3.1-8b", "qwen2.5-7b", "qwen3-0.6b", "gemma-2-9b-it", "qwen3-30b-a3b"]
-DEVICES = ["h100-sxm", "a100-40gb", "l4", "rtx-4090"]
+DEVICES = ["h100-sxm", "a100-40gb", "l4", "rtx-4090", "t4"]
 
 
 def _outcome(**kw: Any) -> tuple[Any, ...]:
@@ -40,8 +40,8 @@ def _early_and_full(**kw: Any) -> tuple[tuple[Any, ...], tuple[Any, ...], Counte
     seen: Counter[str] = Counter()
     certain, fit_at = F._admission_certain, F._fit_at
 
-    def counted(r: Any, rate: float) -> Any:
-        out = certain(r, rate)
+    def counted(r: Any, rate: float, *more: Any) -> Any:
+        out = certain(r, rate, *more)
         if out is not None:
             seen["stops"] += 1
             seen["stops with several replicas"] += r.replicas > 1
@@ -76,15 +76,29 @@ def test_the_stopped_climb_answers_as_the_full_one(model: str, device: str, coun
         assert early == full
 
 
-def test_the_stop_fires_with_several_replicas_and_saves_the_climb() -> None:
-    """Llama-3.1-8B bf16 on 8 x H100 as 8 replicas of TP 1, 4k context (3.5k-token prompts): the sequences each
-    replica admits serve about 5 requests/s, below its share of 50 requests/s and above one request's needs."""
+@pytest.mark.parametrize(("device", "rate"), [
+    # 8 replicas of TP 1, 4k context (3.5k-token prompts): the sequences each replica admits serve about 5
+    # requests/s, below its share of 50 requests/s and above one request's needs
+    ("h100-sxm", 50),
+    # 8 replicas on 16 GB T4s: the weights leave vLLM's pool no room for one sequence of 4k (``pool_holds_none``)
+    ("t4", 1),
+])
+def test_the_stop_fires_with_several_replicas_and_saves_the_climb(device: str, rate: float) -> None:
     early, full, seen = _early_and_full(
-        model=find("llama-3.1-8b").spec(), hardware="h100-sxm", count=8, tensor_parallel=1,
-        engine="vllm", weights="bf16", context=4096, output_tokens=512, request_rate=50)
+        model=find("llama-3.1-8b").spec(), hardware=device, count=8, tensor_parallel=1,
+        engine="vllm", weights="bf16", context=4096, output_tokens=512, request_rate=rate)
     assert early == full == ("refused",)
     assert seen["stops with several replicas"] == 1
     assert seen["early fits"] == 1 < seen["fits"]  # refused at the climb's first iterate; the full climb goes on
+
+
+def test_no_stop_on_an_empty_pool_where_a_miss_is_asked() -> None:
+    """With ``miss`` asked (a per-user speed floor), a pool that holds none may end the climb as a certain miss
+    first (it needs no admitted count): the stop leaves that climb alone."""
+    r = fit(find("llama-3.1-8b").spec(), "t4", 8, engine="vllm", weights="bf16", context=4096, output_tokens=512,
+            fits_at=False, tensor_parallel=1, concurrency=1, speed=True)
+    assert r.estimate is not None and r.estimate.details["max_concurrency_at_context"] == 0
+    assert F._admission_certain(r, 1.0) is not None and F._admission_certain(r, 1.0, unmissed=False) is None
 
 
 def test_the_full_fit_states_the_stops_refusal() -> None:

@@ -41,8 +41,8 @@ def _compare(monkeypatch: pytest.MonkeyPatch, shortcut: str, **kw: Any) -> Count
                 super().__init__(result)
         monkeypatch.setattr(F, "RateMissCertain", Counted)
     else:
-        def counted(r: Any, rate: float) -> Any:
-            refused = real(r, rate)
+        def counted(r: Any, rate: float, *more: Any) -> Any:
+            refused = real(r, rate, *more)
             if refused is not None:
                 seen["shortcut"] += 1
                 seen["shortcut with several replicas"] += r.replicas > 1

@@ -767,7 +767,7 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
             if flight is not None and math.isfinite(flight):
                 below.add(max(1, math.ceil(flight)))
             if c == 1:  # the climb's first iterate: admission's refusal reads no C (``_admission_certain``)
-                refused = _admission_certain(r, rate)
+                refused = _admission_certain(r, rate, miss is None)
                 if refused is not None:
                     raise refused
             if miss is not None and c > r.replicas and _admission_bound(r) is None and miss(r):
@@ -780,10 +780,10 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
         except RateCapacityError as e:
             raise RateOverloadError(str(e), e.capacity, e.in_flight, kind="decode") from None
         r = admission_queued(r, rate, at)
-        if r.estimate is not None and r.estimate.details.get("max_concurrency_at_context") == 0:
+        if _holds_none(r):
             # a pool engine whose pools hold no sequence serves no rate, whatever its running cap queues (a fixed
             # point behind SGLang's eq. 4 cap, 2048, is no steady state: nothing runs)
-            raise RateOverloadError("its pool admits no sequence", 0.0, r.replicas)
+            raise pool_holds_none(r)
         if not r.fits and r.engine in SLOTS_FROM_CONCURRENCY and at(1).fits:
             raise memory_refusal(r, rate)
     except RateOverloadError as e:  # an answer about the hardware: it does not carry the rate (exit 1, not 2)
@@ -848,7 +848,17 @@ def _admission_bound(r: FitResult) -> int | None:
     return admitted_per_replica(r.estimate.details) if r.estimate is not None else None
 
 
-def _admission_certain(r: FitResult, rate: float) -> RateOverloadError | None:
+def _holds_none(r: FitResult) -> bool:
+    """Whether ``r``'s pools hold no sequence of its context (eq. R1's room 0: the verdict's, a pool engine's)."""
+    return r.estimate is not None and r.estimate.details.get("max_concurrency_at_context") == 0
+
+
+def pool_holds_none(r: FitResult) -> RateOverloadError:
+    """The refusal of any rate on a deployment whose pools hold no sequence (``_holds_none``)."""
+    return RateOverloadError("its pool admits no sequence", 0.0, r.replicas)
+
+
+def _admission_certain(r: FitResult, rate: float, unmissed: bool = True) -> RateOverloadError | None:
     """The refusal by the admitted sequences (eq. Q13) that ``fit`` at ``rate`` is certain to end in, read off
     ``r``, any iterate of its climb to eq. Q10c's fixed point (``rate_fixed_point``) on a deployment whose layout
     reads no C (one tensor-parallel degree: ``fit``'s ``climb_stops``); None where it is not certain. For any number
@@ -869,11 +879,15 @@ def _admission_certain(r: FitResult, rate: float) -> RateOverloadError | None:
        ``miss`` (which needs no A) ends it.
 
     So the fit is refused whatever C* the climb would reach: every iterate after ``r`` is redundant (this replaces
-    a stop at ceil(mean in flight) > A, one replica only, which read the same X(c) from the fit at A). An engine
-    whose slots are the tail of the requests in flight (``SLOTS_FROM_CONCURRENCY``) is left out: its memory is
-    sized at them."""
+    a stop at ceil(mean in flight) > A, one replica only, which read the same X(c) from the fit at A). Likewise
+    where the pools hold no sequence (``_holds_none``: the room of 1., no A, so ``admission_queued`` passes the
+    answer and ``fit`` refuses it after the climb, ``pool_holds_none``), provided ``unmissed``: no ``miss`` asked,
+    which with no A could end the climb first. An engine whose slots are the tail of the requests in flight
+    (``SLOTS_FROM_CONCURRENCY``) is left out: its memory is sized at them."""
     if r.engine in SLOTS_FROM_CONCURRENCY or r.speed is None or not r.speed.load:
         return None
+    if _holds_none(r):
+        return pool_holds_none(r) if unmissed else None
     admitted = _admission_bound(r)
     closed = r.speed.load.get("closed_throughputs")
     if admitted is None or not closed:
