@@ -1,6 +1,6 @@
 """recommend's copies search asks each pick below MAX_REPLICAS with ``refusal_only`` (format_search.py
 ``pick_format``, fit.py ``fit``): a rung the rate refuses is answered without its ceilings, and a rung's climb to
-eq. Q10c's fixed point stops once it is certain to be refused by the admitted sequences (eq. Q12,
+eq. Q10c's fixed point stops once it is certain to be refused by the admitted sequences (eq. Q13, any replicas:
 ``_admission_certain``) or to miss a per-user speed floor (``fit(miss=)``). The copies search reads such a pick only
 by its status, rung, ``past_capacity``, ``rate_bound`` and whether one request per replica misses
 (``serves_alone``); each must be what the same pick asked in full says, and the recommendation the same."""
@@ -32,7 +32,7 @@ def _read(p: FormatPick) -> tuple[Any, ...]:
 
 def _compare(monkeypatch: pytest.MonkeyPatch, shortcut: str, **kw: Any) -> Counter[str]:
     seen: Counter[str] = Counter()
-    real = F.RateMissCertain if shortcut == "miss" else F.admission_queued
+    real = F.RateMissCertain if shortcut == "miss" else F._admission_certain
 
     if shortcut == "miss":
         class Counted(RateMissCertain):
@@ -41,13 +41,13 @@ def _compare(monkeypatch: pytest.MonkeyPatch, shortcut: str, **kw: Any) -> Count
                 super().__init__(result)
         monkeypatch.setattr(F, "RateMissCertain", Counted)
     else:
-        def counted(r: Any, rate: float, run: Any) -> Any:
-            try:
-                return real(r, rate, run)
-            except RateOverloadError:
+        def counted(r: Any, rate: float, *more: Any) -> Any:
+            refused = real(r, rate, *more)
+            if refused is not None:
                 seen["shortcut"] += 1
-                raise
-        monkeypatch.setattr(F, "admission_queued", counted)
+                seen["shortcut with several replicas"] += r.replicas > 1
+            return refused
+        monkeypatch.setattr(F, "_admission_certain", counted)
 
     def pick(*a: Any, **k: Any) -> FormatPick:
         p = pick_format(*a, **k)
@@ -66,7 +66,7 @@ def _compare(monkeypatch: pytest.MonkeyPatch, shortcut: str, **kw: Any) -> Count
 
 def test_admission_shortcut_reads_alike(monkeypatch: pytest.MonkeyPatch) -> None:
     seen = _compare(monkeypatch, "admission", engine="vllm", context=4096, output_tokens=512, request_rate=20)
-    assert seen["compared"] > 100 and seen["shortcut"] > 0
+    assert seen["compared"] > 100 and seen["shortcut"] > 0 and seen["shortcut with several replicas"] > 0
 
 
 def test_miss_shortcut_reads_alike(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -73,6 +73,7 @@ from .serving_load import (
     SLOT_TAIL,
     SLOTS_FROM_CONCURRENCY,
     RateCapacityError,
+    admission_over_capacity,
     admission_wait,
     at_rate,
     burst_over_pool,
@@ -705,8 +706,10 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
     ``refusal_only`` (a search that reads a refusal of the rate only as one, never its text: recommend's copies
     below MAX_REPLICAS): a rate this deployment does not carry raises its RateOverloadError instead of the answer
     with its ceilings (rate_capacity.py ``over_capacity``, not computed), and, with ``climb_stops`` (a caller whose
-    deployment has one tensor-parallel degree: the layout, and so the admitted count, read no C), on a layout of one
-    replica the climb to eq. Q10c's fixed point stops once refusal is certain (``_admission_certain``). ``miss``
+    deployment has one tensor-parallel degree: the layout, and so the admitted count, read no C), the climb to eq.
+    Q10c's fixed point stops at its first iterate where the admitted sequences are certain to refuse the rate (eq.
+    Q13's X(c) at or below each replica's share, which reads no C: ``_admission_certain``), whatever the replicas.
+    ``miss``
     (with ``refusal_only`` and ``climb_stops``): a test of an answer that, once true at some C, is true at every larger C (memory that does not
     fit, a per-user decode speed below a floor: both worsen with the sequences in flight); where it holds at a C
     known to be at or below the fixed point, with more requests in flight than replicas and no admission bound,
@@ -763,9 +766,11 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
             flight = in_flight(r)
             if flight is not None and math.isfinite(flight):
                 below.add(max(1, math.ceil(flight)))
-            if _admission_certain(r, flight):
-                admission_queued(r, rate, at)  # raises where the admitted cannot serve the rate; else climb on
-            elif miss is not None and c > r.replicas and _admission_bound(r) is None and miss(r):
+            if c == 1:  # the climb's first iterate: admission's refusal reads no C (``_admission_certain``)
+                refused = _admission_certain(r, rate, miss is None)
+                if refused is not None:
+                    raise refused
+            if miss is not None and c > r.replicas and _admission_bound(r) is None and miss(r):
                 raise RateMissCertain(r)
         return r
 
@@ -775,10 +780,10 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
         except RateCapacityError as e:
             raise RateOverloadError(str(e), e.capacity, e.in_flight, kind="decode") from None
         r = admission_queued(r, rate, at)
-        if r.estimate is not None and r.estimate.details.get("max_concurrency_at_context") == 0:
+        if _holds_none(r):
             # a pool engine whose pools hold no sequence serves no rate, whatever its running cap queues (a fixed
             # point behind SGLang's eq. 4 cap, 2048, is no steady state: nothing runs)
-            raise RateOverloadError("its pool admits no sequence", 0.0, r.replicas)
+            raise pool_holds_none(r)
         if not r.fits and r.engine in SLOTS_FROM_CONCURRENCY and at(1).fits:
             raise memory_refusal(r, rate)
     except RateOverloadError as e:  # an answer about the hardware: it does not carry the rate (exit 1, not 2)
@@ -843,21 +848,52 @@ def _admission_bound(r: FitResult) -> int | None:
     return admitted_per_replica(r.estimate.details) if r.estimate is not None else None
 
 
-def _admission_certain(r: FitResult, flight: float | None) -> bool:
-    """Whether ``admission_queued`` is already known to take the fit at the admitted count A, given ``r``, an
-    iterate of ``rate_fixed_point``'s climb (at or below the least fixed point C*) with ``flight`` requests in flight
-    (f(C) before its ceil): one replica (its layout and A, the pool's room and the running cap, read no C), an engine
-    whose slots are the mean in flight (not ``SLOTS_FROM_CONCURRENCY``), and ceil(flight) > A. Then C* >= ceil(flight)
-    (the climb's iterates stay below C*), and f monotone gives the answer rate_fixed_point returns ceil(mean) >=
-    ceil(flight) > A, so ``admission_queued`` takes the fit at A and its eq. Q12 refusal does not depend on C*: a
-    refusal it raises on ``r`` now is the one the fixed point reaches (or, with no fixed point, the decode's: a
-    refusal too)."""
-    if flight is None or r.replicas != 1 or r.engine in SLOTS_FROM_CONCURRENCY:
-        return False
-    if r.speed is None or not r.speed.load:
-        return False
+def _holds_none(r: FitResult) -> bool:
+    """Whether ``r``'s pools hold no sequence of its context (eq. R1's room 0: the verdict's, a pool engine's)."""
+    return r.estimate is not None and r.estimate.details.get("max_concurrency_at_context") == 0
+
+
+def pool_holds_none(r: FitResult) -> RateOverloadError:
+    """The refusal of any rate on a deployment whose pools hold no sequence (``_holds_none``)."""
+    return RateOverloadError("its pool admits no sequence", 0.0, r.replicas)
+
+
+def _admission_certain(r: FitResult, rate: float, unmissed: bool = True) -> RateOverloadError | None:
+    """The refusal by the admitted sequences (eq. Q13) that ``fit`` at ``rate`` is certain to end in, read off
+    ``r``, any iterate of its climb to eq. Q10c's fixed point (``rate_fixed_point``) on a deployment whose layout
+    reads no C (one tensor-parallel degree: ``fit``'s ``climb_stops``); None where it is not certain. For any number
+    of replicas R:
+
+    1. Every fit of the climb, at any C, has the same engine, R, A (``_admission_bound``: the running cap and the
+       pool's room, eq. R1's bounds, sized from the engine's settings and the memory, not from the sequences in
+       flight) and X(k) at eq. Q13's grid (``closed_throughputs`` in its load: ``fit_memory``'s ``layout_grid``, one
+       replica's closed load at exactly k running, k up to A, read from the layout, format, prompt, KV dtype and
+       prefill chunk, none of them C).
+    2. ``admission_queued`` on the climb's answer r* times the wait on r*, or past A on the fit at A; either way it
+       refuses exactly where eq. Q13 on that grid at each replica's share rate / R does (``admission_queue`` reads
+       the grid and the rate only: ``admission_over_capacity``). That refusal is returned here, in r's words (the
+       caller reads a refusal only as one, never its text: ``refusal_only``).
+    3. Where the climb does not reach ``admission_queued``, it is refused before: a later iterate past eq. Q10a's
+       server capacity, or no fixed point (the decode's capacity). A later iterate has a load too (its prefill and
+       decode exist on the device whatever C: ``q5_inputs``) and an A (1.), so neither ``no_rate_load`` nor
+       ``miss`` (which needs no A) ends it.
+
+    So the fit is refused whatever C* the climb would reach: every iterate after ``r`` is redundant (this replaces
+    a stop at ceil(mean in flight) > A, one replica only, which read the same X(c) from the fit at A). Likewise
+    where the pools hold no sequence (``_holds_none``: the room of 1., no A, so ``admission_queued`` passes the
+    answer and ``fit`` refuses it after the climb, ``pool_holds_none``), provided ``unmissed``: no ``miss`` asked,
+    which with no A could end the climb first. An engine whose slots are the tail of the requests in flight
+    (``SLOTS_FROM_CONCURRENCY``) is left out: its memory is sized at them."""
+    if r.engine in SLOTS_FROM_CONCURRENCY or r.speed is None or not r.speed.load:
+        return None
+    if _holds_none(r):
+        return pool_holds_none(r) if unmissed else None
     admitted = _admission_bound(r)
-    return admitted is not None and math.ceil(flight) > admitted
+    closed = r.speed.load.get("closed_throughputs")
+    if admitted is None or not closed:
+        return None
+    over = admission_over_capacity(closed, rate / r.replicas)
+    return None if over is None else admission_refusal(r, admitted, over)
 
 
 def no_rate_load(r: FitResult) -> FieldError:
@@ -937,15 +973,22 @@ def admission_queued(r: FitResult, rate: float, run: Callable[..., FitResult]) -
     try:
         queued = admission_wait(base.speed, r.engine, rate / r.replicas)
     except OverCapacityError as e:
-        cap = d.get("running_cap_name", "running cap")
-        raise RateOverloadError(
-            f"about {mean:.1f} requests are in flight per replica as if all ran (Little's law, "
-            f"formulas/serving_queue.py eq. Q10c), but {r.engine} admits {admitted} per replica (its KV pool or "
-            f"{cap}); with {admitted} running it serves at most about {e.capacity:.3g} requests/s per replica (each "
-            "replaced as it finishes, formulas/serving_queue.py eq. Q7): the rest wait for admission, and the queue "
-            "grows without bound (eq. Q13); lower the rate, add replicas or shorten the context",
-            e.capacity * r.replicas, admitted * r.replicas) from None
+        raise admission_refusal(r, admitted, e) from None
     return r if queued is None else replace(base, speed=queued)
+
+
+def admission_refusal(r: FitResult, admitted: int, e: OverCapacityError) -> RateOverloadError:
+    """The refusal of a rate the ``admitted`` sequences per replica of ``r``'s deployment cannot serve (``e``: eq.
+    Q13's, its capacity X(c) per replica), said with ``r``'s mean in flight per replica (eq. Q10c)."""
+    mean = float(r.speed.load["in_flight"]) if r.speed is not None and r.speed.load else 0.0
+    cap = r.estimate.details.get("running_cap_name", "running cap") if r.estimate is not None else "running cap"
+    return RateOverloadError(
+        f"about {mean:.1f} requests are in flight per replica as if all ran (Little's law, "
+        f"formulas/serving_queue.py eq. Q10c), but {r.engine} admits {admitted} per replica (its KV pool or "
+        f"{cap}); with {admitted} running it serves at most about {e.capacity:.3g} requests/s per replica (each "
+        "replaced as it finishes, formulas/serving_queue.py eq. Q7): the rest wait for admission, and the queue "
+        "grows without bound (eq. Q13); lower the rate, add replicas or shorten the context",
+        e.capacity * r.replicas, admitted * r.replicas)
 
 
 def _rate_queue_details(r: FitResult) -> FitResult:

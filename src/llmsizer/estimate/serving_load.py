@@ -14,6 +14,7 @@ import math
 from collections.abc import Callable
 from typing import Any, NamedTuple, TypeVar
 
+from ..errors import InputError
 from ..formulas.arrival_tail import slots_for_tail
 from ..formulas.serving_queue import (
     OverCapacityError,
@@ -460,6 +461,40 @@ def closed_throughputs(closed_at: Callable[[int], dict[str, Any] | None], server
     return samples
 
 
+def admission_queue(closed: list[list[float]], rate: float) -> tuple[int, float, list[float], dict[str, float]] | None:
+    """Eq. Q13 at ``rate`` per second per replica on a replica's X(k) ``closed`` (``closed_throughputs``: [[k, X(k)],
+    ...] at ``admission_grid(c)``): c, T(c) = c / X(c), X(1) .. X(c) (``grid_throughputs``) and the queue
+    (``load_dependent_queue``); None where the chance of waiting is below ADMISSION_WAIT_FLOOR (eq. Q12's bound
+    first, then eq. Q13's own). OverCapacityError (capacity X(c)) where ``rate`` reaches X(c). It reads ``closed``
+    and ``rate`` only: ``admission_wait``'s refusal of a rate is this one's (``admission_over_capacity``)."""
+    samples = {int(k): float(x) for k, x in closed}
+    c = max(samples)
+    service = c / samples[c]  # T(c) = c / X(c) (eq. Q7)
+    if rate * service < c and erlang_c(c, rate * service) < ADMISSION_WAIT_FLOOR:  # eq. Q12: an upper bound
+        return None
+    xs = grid_throughputs(samples, c)
+    queue = load_dependent_queue(rate, xs)  # eq. Q13 (OverCapacityError at rate >= X(c))
+    if queue["wait_probability"] < ADMISSION_WAIT_FLOOR:
+        return None
+    return c, service, xs, queue
+
+
+def admission_over_capacity(closed: list[list[float]], rate: float) -> OverCapacityError | None:
+    """What ``admission_queue`` raises where ``rate`` reaches X(c) of ``closed`` (its refusal alone: the wait is not
+    summed), None where it does not refuse. Below X(c) it cannot (X(c) is ``load_dependent_queue``'s capacity:
+    ``grid_throughputs`` keeps the sample at c last); at or above it, ``admission_queue`` itself decides."""
+    samples = {int(k): float(x) for k, x in closed}
+    if rate < samples[max(samples)]:
+        return None
+    try:
+        admission_queue(closed, rate)
+    except OverCapacityError as e:
+        return e
+    except InputError:  # (a grid eq. Q13 cannot read: no refusal of the rate)
+        return None
+    return None
+
+
 def admission_wait(sp: SpeedEstimate | None, engine: str, rate: float) -> SpeedEstimate | None:
     """``sp`` (the open load of ``at_rate`` at ``rate`` per second per replica, timed at min(C, c) running, its
     ``closed_throughputs`` the X(k) of eq. Q13 for its c = ``admitted`` per replica) with the wait for admission of
@@ -468,15 +503,10 @@ def admission_wait(sp: SpeedEstimate | None, engine: str, rate: float) -> SpeedE
     where ``rate`` reaches it."""
     if sp is None or not sp.load or not sp.load.get("closed_throughputs"):
         return None
-    samples = {int(k): float(x) for k, x in sp.load["closed_throughputs"]}
-    c = max(samples)
-    service = c / samples[c]  # T(c) = c / X(c) (eq. Q7)
-    if rate * service < c and erlang_c(c, rate * service) < ADMISSION_WAIT_FLOOR:  # eq. Q12: an upper bound
+    counted = admission_queue(sp.load["closed_throughputs"], rate)
+    if counted is None:
         return sp
-    xs = grid_throughputs(samples, c)
-    queue = load_dependent_queue(rate, xs)  # eq. Q13 (OverCapacityError at rate >= X(c))
-    if queue["wait_probability"] < ADMISSION_WAIT_FLOOR:
-        return sp
+    c, service, xs, queue = counted
     wait = queue["wait_seconds"]
     load = {**sp.load, "ttft_seconds": sp.load["ttft_seconds"] + wait,
             "request_seconds": sp.load["request_seconds"] + wait,
