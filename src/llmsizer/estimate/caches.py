@@ -57,7 +57,7 @@ def clear_caches(estimates_only: bool = False) -> None:
               verdict.largest_host,  # the catalog's largest instance RAM (llama.cpp's unchecked host part)
               tensor_parallel.replicated_elements, tensor_parallel.replicated_by_place,
               tensor_parallel.replicated_matrix_bytes, tensor_parallel.full_token_replicated_elements,
-              tensor_parallel.whole_elements_by_component,
+              tensor_parallel.whole_elements_by_component, tensor_parallel.plan_rank_shares,
               lora.adapted_layout,
               lora.adapted_modules,
               lora._alike_modules, lora.adapted_roles, duration._adapted_linears,

@@ -933,8 +933,9 @@ def speed_model(spec: ModelSpec, device: Any, *, weights_format: str = "bf16", p
         kv_share = kv_fraction_per_device(spec, tp, mla_mode == "latent", engine)
         split = activation_split(engine, spec.model_type)  # what the engine's TP splits (transformers: its plan)
         attn_ways = split.ways("attention", tp)
-        # eq. (TP1): transformers' plan keeps matrices whole on every rank, which each rank multiplies in full and
-        # reads whole (formulas/tensor_parallel.py plan_rank_shares); None: every matrix split tp ways
+        # eq. (TP1): transformers' plan, vLLM's and SGLang's replicated linears keep matrices whole on every rank,
+        # which each rank multiplies in full and reads whole (formulas/tensor_parallel.py plan_rank_shares); None:
+        # every matrix split tp ways (llama.cpp)
         rank = plan_rank_shares(spec, engine, tp) if t5 is None and wb.by_component else None
         rank_matmul = rank_head = rank_read = rank_experts = 0.0
         if rank is not None:

@@ -60,8 +60,15 @@ def replicated_elements(spec: ModelSpec, engine: str | None = None) -> int:
 
 
 # The 2-D weights (llmsizer tensor roles, formulas/tensors.py) a tensor-parallel serving engine builds as a
-# ReplicatedLinear (or a plain nn.Linear / nn.Parameter): whole on every rank, never divided by tp.
-# vllm 0.19.1 (PyPI wheel), vllm/model_executor/models/:
+# ReplicatedLinear (or a plain nn.Linear / nn.Parameter): whole on every rank, never divided by tp. Each rank holds
+# them, reads them in a decode step and multiplies them over all its tokens in full (``plan_rank_shares``, eq. TP1).
+# vllm 0.19.1 (PyPI wheel), vllm/model_executor/models/ (every catalog family vLLM serves read; the families not
+# named here build every matrix column-/row-/vocab-parallel: llama.py, mistral.py, qwen2.py, qwen3.py, gemma2.py,
+# gemma3.py, phi3.py, phi.py, gpt_neox.py, stablelm.py, falcon.py, the vision towers at the default
+# mm_encoder_tp_mode "weights", and the mixers: Qwen3-Next's Gated DeltaNet in_proj_qkvz / in_proj_ba
+# MergedColumnParallelLinear and conv1d ColumnParallelLinear, layers/mamba/gdn_linear_attn.py:265-318, :370-417;
+# Mamba-2's in_proj / out_proj, layers/mamba/mamba_mixer2.py; Jamba's Mamba-1 x_proj RowParallelLinear and dt_proj
+# ColumnParallelLinear, layers/mamba/mamba_mixer.py:97-121):
 #   attn_q_a + attn_kv_a_mqa: deepseek_v2.py:870-875 ``fused_qkv_a_proj = DeepSeekV2FusedQkvAProjLinear`` (a
 #     MergedColumnParallelLinear with ``disable_tp=True``, :773-787); without a q LoRA rank (DeepSeek-V2-Lite)
 #     :877-883 ``kv_a_proj_with_mqa = ReplicatedLinear`` while q_proj is a ColumnParallelLinear (:895);
@@ -71,14 +78,25 @@ def replicated_elements(spec: ModelSpec, engine: str | None = None) -> int:
 #     layers/fused_moe/router/gate_linear.py:14), qwen3_moe.py:176, qwen2_moe.py:135, mixtral.py:120,
 #     qwen3_next.py:118, llama4.py:97 ReplicatedLinear, gpt_oss.py:177 GateLinear, glm4_moe.py:143 nn.Linear: every
 #     MoE family's router;
-#   ffn_gate_inp_shexp: qwen2_moe.py:143, qwen3_moe.py:188 ``shared_expert_gate = ReplicatedLinear``.
+#   ffn_gate_inp_shexp: qwen2_moe.py:143, qwen3_moe.py:188, qwen3_next.py:126 ``shared_expert_gate =
+#     ReplicatedLinear``;
+#   ffn_latent_in / ffn_latent_out: nemotron_h.py:192-206 ``fc1_latent_proj`` / ``fc2_latent_proj =
+#     ReplicatedLinear`` (Nemotron-3 Super's latent MoE projections);
+#   inp_gate / proj: gemma4.py:557-573 and gemma3n.py:485-500 ``per_layer_input_gate`` / ``per_layer_projection =
+#     ReplicatedLinear`` (the per-layer-input gate and projection; the model-level per_layer_model_projection is a
+#     ColumnParallelLinear, gemma4.py:894);
+#   altup_correct_coef / altup_predict_coef / altup_router: gemma3n.py:93-115 ``correction_coefs``,
+#     ``prediction_coefs``, ``modality_router = ReplicatedLinear`` (its LAuReL pair is column/row-parallel, :203-216).
 # sglang 0.5.6 (PyPI wheel), sglang/srt/models/:
 #   attn_q_a + attn_kv_a_mqa: deepseek_v2.py:1217-1223 ``fused_qkv_a_proj_with_mqa = ReplicatedLinear``,
 #     :1244-1250 ``kv_a_proj_with_mqa = ReplicatedLinear`` without a q LoRA rank;
 #   indexer_*: sglang/srt/layers/attention/nsa/nsa_indexer.py:133-155 (wq_b, wk, weights_proj ReplicatedLinear);
 #   ffn_gate_inp: deepseek_v2.py:513-525 ``MoEGate.weight = nn.Parameter([n_routed_experts, hidden])``,
 #     qwen3_moe.py:123, qwen2_moe.py:169, mixtral.py:81 ReplicatedLinear;
-#   ffn_gate_inp_shexp: qwen2_moe.py:192 ``torch.nn.Linear(hidden, 1)``.
+#   ffn_gate_inp_shexp: qwen2_moe.py:192 ``torch.nn.Linear(hidden, 1)`` (Qwen3-Next's MoE block is this one,
+#     qwen3_next.py:42, :505); gpt_oss.py:146, llama4.py:100, nemotron_h.py:141 ReplicatedLinear routers.
+#   Not as vLLM: nemotron_h.py builds no latent projections (0.5.6 has no latent MoE), gemma3n_causal.py:144-205,
+#   :548-560 shards its AltUp, LAuReL and per-layer-input linears (Column/RowParallelLinear), and there is no Gemma 4.
 # Both shard the rest: q_b/kv_b/q column-parallel, o_proj row-parallel, the fused experts and shared experts over
 # the intermediate size, the vocabulary-parallel embedding and lm_head. Every 1-D tensor (norms,
 # e_score_correction_bias) is replicated everywhere (``replicated_elements``). transformers' TP plans have their own
@@ -108,10 +126,28 @@ def replicated_elements(spec: ModelSpec, engine: str | None = None) -> int:
 #   Qwen's shared-expert gate: models/qwen3_5/sharding.py:225-232. The same set as Megatron-Core's.
 _SERVING_REPLICATED = frozenset({"attn_q_a", "attn_kv_a_mqa", "indexer_q_b", "indexer_k", "indexer_proj",
                                  "ffn_gate_inp", "ffn_gate_inp_shexp"})
+_VLLM_REPLICATED = _SERVING_REPLICATED | {"ffn_latent_in", "ffn_latent_out", "inp_gate", "proj",
+                                          "altup_correct_coef", "altup_predict_coef", "altup_router"}
 _TRAINING_REPLICATED = frozenset({"attn_q_a", "attn_kv_a_mqa", "ffn_gate_inp", "ffn_gate_inp_shexp"})
-REPLICATED_MATRICES: dict[str, frozenset[str]] = {"vllm": _SERVING_REPLICATED, "sglang": _SERVING_REPLICATED,
+REPLICATED_MATRICES: dict[str, frozenset[str]] = {"vllm": _VLLM_REPLICATED, "sglang": _SERVING_REPLICATED,
                                                   "megatron-core": _TRAINING_REPLICATED,
                                                   "torchtitan": _TRAINING_REPLICATED}
+
+
+# The 1-D tensors a serving engine splits tp ways with their layer (every other 1-D tensor is whole on every rank):
+# the biases of column-parallel linears, built [output_size_per_partition] (vllm 0.19.1 layers/linear.py:407,
+# :488-489 ColumnParallelLinear, which QKVParallelLinear and MergedColumnParallelLinear extend; sglang 0.5.6
+# layers/linear.py:265, :343-344), where a row-parallel bias is whole (vllm :1456, sglang :1272); the routed experts'
+# gate/up biases, w13_bias [E, 2 x intermediate_size_per_partition] (vllm layers/quantization/mxfp4.py:208-216,
+# layers/fused_moe/unquantized_fused_moe_method.py:165-170; sglang layers/quantization/mxfp4.py:345-353), where
+# w2_bias is [E, hidden] (vllm mxfp4.py:219-227); and gpt-oss's per-head sinks (vllm models/gpt_oss.py:102-104
+# num_attention_heads // tp; sglang models/gpt_oss.py:255-257 over its local heads, :219). The mixers' per-head
+# vectors (Mamba's A, D, dt_bias, conv1d bias, gated norm) are left whole with the rest.
+_SERVING_SPLIT_VECTORS = frozenset({"attn_q.bias", "attn_k.bias", "attn_v.bias", "attn_qkv.bias", "ffn_up.bias",
+                                    "ffn_gate.bias", "ffn_shexp_up.bias", "ffn_shexp_gate.bias", "ffn_exps_up.bias",
+                                    "ffn_exps_gate.bias", "attn_sinks", "v_attn_q.bias", "v_attn_k.bias",
+                                    "v_attn_v.bias", "v_attn_qkv.bias", "v_ffn_up.bias", "v_ffn_gate.bias"})
+SPLIT_VECTORS: dict[str, frozenset[str]] = {"vllm": _SERVING_SPLIT_VECTORS, "sglang": _SERVING_SPLIT_VECTORS}
 
 
 def training_tp_framework(precision: str, framework: str) -> str | None:
@@ -327,11 +363,14 @@ def activation_split(engine: str | None, model_type: str) -> ActivationSplit:
 def kept_whole(engine: str | None, t: Tensor, model_type: str = "") -> bool:
     """Whether ``engine`` keeps tensor ``t`` whole on every tensor-parallel rank: the one rule of replication. On
     transformers every tensor its plan for ``model_type`` does not split (``transformers_split_roles``: a 2-D weight
-    or a 1-D bias alike); on the serving engines every 1-D tensor (norms, row-parallel biases, sinks) and their 2-D
-    ``REPLICATED_MATRICES``; with no engine known, the 1-D tensors."""
+    or a 1-D bias alike); on the serving engines their 2-D ``REPLICATED_MATRICES`` and every 1-D tensor (norms,
+    row-parallel biases) but those they split with their layer (``SPLIT_VECTORS``: column-parallel biases, per-head
+    sinks); with no engine known, the 1-D tensors."""
     if engine == "transformers":
         return t.role not in transformers_split_roles(model_type)
-    return len(t.shape) == 1 or (len(t.shape) == 2 and t.role in REPLICATED_MATRICES.get(engine or "", frozenset()))
+    if len(t.shape) == 1:
+        return t.role not in SPLIT_VECTORS.get(engine or "", frozenset())
+    return len(t.shape) == 2 and t.role in REPLICATED_MATRICES.get(engine or "", frozenset())
 
 
 @lru_cache(maxsize=256)  # per spec, like model_tensors
@@ -345,27 +384,34 @@ def whole_elements_by_component(spec: ModelSpec, engine: str | None) -> dict[str
     return out
 
 
+@lru_cache(maxsize=256)  # per spec and layout, like whole_elements_by_component (the dict is read, never changed)
 def plan_rank_shares(spec: ModelSpec, engine: str | None, tp: int) -> dict[str, float] | None:
     """The share of each component's parameters one rank multiplies (and holds) under ``engine``'s tensor
-    parallelism where the engine follows a model's own plan, or None where every matrix is split ``tp`` ways (the
-    serving engines' and llama.cpp's work, as the speed model divides it).
+    parallelism where the engine keeps some of them whole on every rank (``replicates_matrices``: transformers'
+    plan, vLLM's and SGLang's ``REPLICATED_MATRICES``), or None where every matrix is split ``tp`` ways (llama.cpp's
+    row split, as the speed model divides it).
 
-    transformers (``tp_plan="auto"``) splits only the roles its plan names (``kept_whole``): a component of N
-    parameters with W of them whole runs, on each rank, the matrix products of
+    transformers (``tp_plan="auto"``) splits only the roles its plan names, vLLM and SGLang all but their replicated
+    matrices and 1-D tensors (``kept_whole``): a component of N parameters with W of them whole runs, on each rank,
+    the matrix products of
 
         N_rank = (N - W) / tp + W                                                                  (TP1)
 
     parameters: every rank multiplies a whole matrix in full (its input is the whole activation, the output is
     not split). gpt-oss's plan splits its embedding and lm_head only, so each of 2 ranks does the whole layer work;
-    llama's splits q/k/v/o and the MLP, so only its norms stay whole. A dense forward's matmul FLOPs per rank are
-    2 x sum_c N_rank,c per token (Kaplan et al. 2020, arXiv 2001.08361, Table 1's 2N), a decode step's weight
-    bytes the rank's shards (``shard_weights``).
+    llama's splits q/k/v/o and the MLP, so only its norms stay whole. vLLM's DeepSeek-V3 keeps its MLA
+    down-projections (q_a, kv_a) and routers whole (a ReplicatedLinear runs on the rank's whole hidden state), so
+    at TP 8 each rank multiplies 1.03 B whole parameters besides its 1/8 of the rest. A dense forward's matmul
+    FLOPs per rank are 2 x sum_c N_rank,c per token (Kaplan et al. 2020, arXiv 2001.08361, Table 1's 2N), a decode
+    step's weight bytes the rank's shards (``shard_weights``, the same ``kept_whole``).
 
     >>> s = plan_rank_shares(__import__("llmsizer").load_model("gpt-oss-20b"), "transformers", 2)
     >>> s["attention"], s["experts"], s["lm_head"]
     (1.0, 1.0, 0.5)
+    >>> round(plan_rank_shares(__import__("llmsizer").load_model("deepseek-v3"), "vllm", 8)["attention"], 4)
+    0.1958
     """
-    if engine != "transformers" or tp <= 1:
+    if not replicates_matrices(engine) or tp <= 1:
         return None
     whole = whole_elements_by_component(spec, engine)
     return {c: ((n - whole.get(c, 0)) / tp + whole.get(c, 0)) / n
