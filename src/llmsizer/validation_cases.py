@@ -1334,10 +1334,10 @@ _MB_GPT_OSS = dict(_MB, seq_len=4096, etp=1, grad_checkpointing="selective", rec
 # layers in Transformer Engine CUDA graphs (cuda_graph_impl 'transformer_engine', scope ['mamba']): graphs remove the
 # host's kernel launches. Its MoE layers' flex dispatch blocks the host in the forward and, recomputed, in the
 # backward (formulas/launch_overhead.py eq. K10), so the decoder layers' launches, both passes, are in the synced
-# span; there both kernel classes stay device-bound (eq. K10 gives 604.1 ms of compute for eq. K1's 603.2), so
-# fewer launches could move the prediction by at most that 0.15 %; not a field of its own
+# span; there the segments from sync to sync stay nearly device-bound (eq. K10 gives 604.2 ms of compute for eq.
+# K1's 603.2), so fewer launches could move the prediction by at most that 0.2 %; not a field of its own
 MEGATRON_BRIDGE_CUDA_GRAPHS = ("Transformer Engine CUDA graphs of the Mamba layers not expressed (fewer launches "
-                               "would change the micro-step's compute by at most 0.15 %: its launches stay under the "
+                               "would change the micro-step's compute by at most 0.2 %: its launches stay under the "
                                "GPU work even after the MoE dispatch's host syncs, eq. K10)")
 MEGATRON_BRIDGE_RUNS: dict[str, tuple[str, str, dict[str, Any], str]] = {
     # Llama 3 70B has Llama 3.1 70B's shapes (80 layers, width 8192, FFN 28672, 64 heads / 8 KV, vocab 128,256);
