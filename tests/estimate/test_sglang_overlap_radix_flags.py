@@ -324,12 +324,16 @@ def _gpt_oss_cells(name: str) -> tuple[int, int, int]:
 
 @pytest.mark.parametrize("overlap_off", [False, True])
 def test_without_the_radix_cache_gpt_oss_sizes_its_swa_pool_from_the_running_requests(overlap_off) -> None:
-    """SWARequestCapPoolConfigurator (model_executor/pool_configurator.py:971-1042, picked at :1720-1722 when
-    is_applicable :986-1003: max_running_requests given, radix cache disabled, chunked_prefill_size > 0, the config's
-    sliding_window_size): swa_tokens = (128 + 128 x 1 + 1 + 1) x M + c x chunked_prefill_size + 1 (compute_swa_request_cap
-    :924-968, page 1, no speculative decoding; c = 1 with the overlap scheduler off, else 2: :963), the full pool the
-    rest (:1016-1023). Only the pool's byte budget and chunked_prefill_size (the memory tier's) come from the
-    estimate."""
+    """SWARequestCapPoolConfigurator (SGLang 0.5.23 model_executor/pool_configurator.py:971-1042, picked at
+    :1720-1722 when is_applicable :986-1003: max_running_requests given, radix cache disabled, chunked_prefill_size >
+    0, a runner window): swa_tokens = (w + 128 x 1 + 1 + 1) x M + c x chunked_prefill_size + 1
+    (compute_swa_request_cap :924-968, page 1, no speculative decoding; c = 1 with the overlap scheduler off, else
+    2: :963), w = kvc.sliding_window_size (:982), the model runner's window (model_runner.py:669, 1353;
+    load_model_utils.py:144-157): GPT-OSS's get_attention_sliding_window_size, config.sliding_window - 1
+    (models/gpt_oss.py:131-132, 1374-1375). The full pool takes the rest (:1016-1023). The SWA pool has room for M
+    sequences (each holds w + 128 + 2 of it, S4): the chunks in flight and the page are the chunked prefill's, and
+    the verdict names the SWA pool where it binds (review27 D6). Only the pool's byte budget and
+    chunked_prefill_size (the memory tier's) come from the estimate."""
     m, context = 64, 4096
     b_full, b_swa, window = _gpt_oss_cells("gpt-oss-20b")
     assert window == 128
@@ -338,23 +342,37 @@ def test_without_the_radix_cache_gpt_oss_sizes_its_swa_pool_from_the_running_req
                                       disable_radix_cache=True, max_num_seqs=m, **kw)
     d = est.details
     chunked = next(a.value for a in est.assumptions if a.name == "chunked_prefill_size")
-    swa = (window + 128 + 2) * m + (1 if overlap_off else 2) * chunked + 1
+    held = min(context, (window - 1) + 128 + 2)  # the scheduler evicts by sliding_window - 1 (models/gpt_oss.py:131)
+    assert held == 257
+    reserve = (1 if overlap_off else 2) * chunked + 1
+    swa = held * m + reserve
     full = (d["kv_pool_bytes"] - swa * b_swa) // b_full
     assert (d["swa_pool_tokens"], d["max_total_num_tokens"]) == (swa, full) and d["swa_pool_sizing"] == "request cap"
     assert "swa_full_tokens_ratio" not in d and "swa_full_tokens_ratio" not in {a.name for a in est.assumptions}
-    held = min(context, (window - 1) + 128 + 2)  # the scheduler evicts by sliding_window - 1 (models/gpt_oss.py:131)
-    assert d["max_concurrency_at_context"] == min(full // context, swa // held, full // 2)
+    assert d["max_concurrency_at_context"] == min(full // context, (swa - reserve) // held, full // 2) == m
+    assert d["admits_bound"] == "SWA pool"
     assert d["max_running_requests"] == min(m, full // 2) == m
+    from llmsizer.estimate.verdict import binding_pool_words
+
+    assert binding_pool_words(d) == f"SWA pool ({swa:,} tokens, sized for max_running_requests {m})"
     # with the radix cache on (or no cap given) the ratio pool stays (eq. 3s)
     for other in ({"max_num_seqs": m}, {"disable_radix_cache": True}):
         plain = llmsizer.estimate_inference("gpt-oss-20b", engine="sglang", memory=80 * GiB, context=context, **other)
         assert plain.details["swa_pool_sizing"] == "ratio" and plain.details["swa_full_tokens_ratio"] == 0.8
 
 
-def test_llama4_keeps_the_ratio_pool_without_the_radix_cache() -> None:
-    """Llama 4's config has attention_chunk_size, no sliding_window: SGLang's sliding_window_size is None
-    (configs/model_config.py:1961-1966), so is_applicable is False (pool_configurator.py:1001-1002)."""
+def test_llama4_sizes_its_swa_pool_from_the_running_requests_too() -> None:
+    """Llama 4's config has attention_chunk_size, no sliding_window, so its model_config.sliding_window_size is None;
+    but is_applicable (SGLang 0.5.23 pool_configurator.py:1001) reads kvc.sliding_window_size, the model runner's
+    window (model_runner.py:669), which resolve_sliding_window_size takes from attention_chunk_size
+    (load_model_utils.py:152-153): the request cap sizes its SWA pool as GPT-OSS's, with w = attention_chunk_size
+    (review27fix: the pool was kept at the ratio)."""
     est = llmsizer.estimate_inference("llama-4-scout-17b-16e-instruct", engine="sglang", memory=4 * 80 * GiB,
                                       tensor_parallel=4, weights="fp8", context=8192, disable_radix_cache=True,
                                       max_num_seqs=16)
-    assert est.details["swa_pool_sizing"] == "ratio"
+    d = est.details
+    chunked = next(a.value for a in est.assumptions if a.name == "chunked_prefill_size")
+    assert d["swa_pool_sizing"] == "request cap"
+    assert d["swa_pool_tokens"] == (8192 + 128 + 2) * 16 + 2 * chunked + 1
+
+

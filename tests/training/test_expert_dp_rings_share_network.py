@@ -140,3 +140,19 @@ def test_pipeline_stages_keep_their_dp_groups_inside_a_machine() -> None:
     fast = training_duration_for(spec, h100, world, 1e9, {**fields, "network": "3200 Gb/s"}).step.model_parallel
     assert slow.dp_seconds == pytest.approx(fast.dp_seconds, rel=1e-12)
     assert slow.dp_bandwidth == slow.tp_bandwidth  # the link inside the machine, the TP collectives' too
+
+
+def test_the_expert_ring_note_names_the_grid_of_the_framework_that_runs() -> None:
+    """review27 D7: the note names Megatron-Core's expert grid for a Megatron run only; a DeepSpeed ZeRO-1 run of the
+    same layout (framework none, bf16, ep 8) cites DeepSpeed-MoE's expert data-parallel groups (every ep-th rank of a
+    stage, deepspeed/utils/groups.py:350-372 @edaa7221), the same geometry and so the same seconds."""
+    spec, mi300x = load_model("qwen3-30b-a3b"), builtin_catalog().devices["mi300x"]
+    whys = {}
+    seconds = {}
+    for precision in ("megatron-bf16", "bf16"):
+        d = training_duration_for(spec, mi300x, 16, 20e9, {**MEGATRON, "precision": precision, "ep": 8})
+        (a,) = [a for a in d.assumptions if a.name == "expert_dp_ring_bandwidth"]
+        whys[precision], seconds[precision] = a.why, a.value
+    assert "Megatron-Core's expert grid" in whys["megatron-bf16"]
+    assert "Megatron" not in whys["bf16"] and "groups.py:350-372" in whys["bf16"]
+    assert seconds["bf16"] == seconds["megatron-bf16"]

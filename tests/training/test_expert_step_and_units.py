@@ -97,11 +97,11 @@ def test_expert_gradients_reduce_over_the_expert_data_parallel_ranks() -> None:
     """Megatron's expert DDP buffers reduce over intra_expt_dp_group (distributed_data_parallel.py:285-289): 8 GPUs,
     EP 8 leaves one expert data-parallel rank, so only the dense gradients cross the data-parallel ring; 64 GPUs, no
     TP, EP 8 (dp 64, expert dp 8): the experts / 8 move (7/8) / (63/64) of the dense ring's share."""
-    from llmsizer.estimate.duration import _dp_reduced_elements
+    from llmsizer.estimate.duration import _dp_reduced_elements, dp_ring_shares
 
     _, expert, total = _shares(1)
     spec = load_model("qwen3-30b-a3b")
     for gpus, ratio in ((8, 0.0), (64, (7 / 8) / (63 / 64))):
         w = TrainingWorkload(**{**MEGATRON, "gpus": gpus, "ep": 8, "sequence_parallel": False})  # type: ignore[arg-type]
-        got = _dp_reduced_elements(spec, w, int(total))
+        got = _dp_reduced_elements(w, int(total), dp_ring_shares(spec, w, int(total)))
         assert got == pytest.approx(total - expert + expert / 8 * ratio, rel=1e-9), gpus

@@ -42,7 +42,7 @@ def clear_caches(estimates_only: bool = False) -> None:
     # a training step; a serving engine's release scope), not on the model alone
     for g in (duration._matmul_setup, engines._ring_last_cell, lora.lora_params, lora.expert_adapter_work,
               duration.flops_per_token, duration.step_linear_blocks, duration.elementwise_bytes_per_token,
-              duration.kernels_per_micro_step, duration.synced_span_kernels, duration.float8_time, duration._optimizer_step_setup,
+              duration.kernels_per_micro_step, duration.synced_span, duration.float8_time, duration._optimizer_step_setup,
               duration.fsdp_volume, duration.deepspeed_volume, ranges.serving_scope, model_parallel.column_parallel_block_flops,
               model_parallel.micro_pipelined_layer,  # eq. T5: an async tensor-parallel layer (model, layer, tp, shapes)
               formats.format_ladder, speed_formulas._expected_tiles, float8_training.float8_layer_backward_peak,

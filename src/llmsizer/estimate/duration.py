@@ -53,6 +53,7 @@ from ..formulas.eager_attention_traffic import eager_attention_bytes_per_token, 
 from ..formulas.elementwise_traffic import (
     SOURCE_COMPILED,
     SOURCE_EAGER,
+    LayerWidths,
     elementwise_seconds,
     sequence_parallel_copy_bytes,
     step_bytes_per_token,
@@ -85,16 +86,22 @@ from ..formulas.launch_overhead import (
     GPTQ_KERNEL_SWITCH_ROWS,
     MEGATRON_DISPATCH_SYNC,
     PEFT_4BIT_CLONE_KERNELS,
+    LayerCode,
+    Linear,
+    StreamBlock,
     adapter_cast_kernels,
     gptq_linear_kernels,
     head_kernels,
     host_seconds,
+    interleaved_block,
     layer_gemm_kernels,
     layer_kernels,
     megatron_expert_gemm_kernels,
+    megatron_layer_blocks,
     moe_dispatch_syncs,
     nf4_fused_max_rows,
     nf4_linear_kernels,
+    overlapped_block,
     overlapped_seconds,
     step_kernels,
     synced_micro_step_seconds,
@@ -560,51 +567,118 @@ def _adapted_linears(spec: ModelSpec, targets: tuple[str, ...] | str) -> dict[in
 def dispatch_syncs(spec: ModelSpec, w: TrainingWorkload) -> int:
     """Host-device syncs of Megatron-Core's MoE token dispatcher per micro-step on one device, whole model
     (formulas/launch_overhead.py eq. K10, ``moe_dispatch_syncs``): a Megatron run (its MoE block the
-    'megatron-te' implementation) of an MoE model with expert parallelism, under the dispatcher it names (None:
-    alltoall, MOE_DISPATCHER_WHY); its MoE layers once each forward, again when the backward re-runs the MoE layer:
-    Megatron's selective recomputation of 'moe' (moe_layer.py:599-616 @d7288711) or its full recomputation of every
+    'megatron-te' implementation) of an MoE model, not compiled, under the dispatcher it names (None: alltoall,
+    MOE_DISPATCHER_WHY), with or without expert parallelism: 'alltoall' syncs before the EP all-to-all with ep or tp
+    above 1 and otherwise ``before_finish`` (NVIDIA/Megatron-LM @d7288711 token_dispatcher.py:566/575, executed at
+    :745), 'allgather' reads its counts back with a blocking ``.cpu()`` at every ep (:295), 'flex' exists only with
+    tp x ep above 1 (:1360 asserts it; a dispatcher is named only with ep > 1, TrainingWorkload); its MoE layers once each forward, again when the backward re-runs the MoE
+    layer: Megatron's selective recomputation of 'moe' (moe_layer.py:599-616) or its full recomputation of every
     layer (transformer_block.py:442-590 ``_checkpointed_forward``); 0 otherwise (dense models, other frameworks,
     compiled)."""
-    if spec.moe is None or w.ep <= 1 or w.compile or moe_implementation(w.precision, w.framework) != "megatron-te":
+    if spec.moe is None or w.compile or moe_implementation(w.precision, w.framework) != "megatron-te":
         return 0
     again = w.grad_checkpointing == "full" or (w.grad_checkpointing == "selective"
                                                and "moe" in (w.recompute_modules or ()))
     return moe_dispatch_syncs(sum(moe_kinds(spec)), w.moe_dispatcher or "alltoall", again)
 
 
+@dataclass(frozen=True)
+class SyncedSpan:
+    """The kernels eq. K10 (formulas/launch_overhead.py) takes in launch order between a Megatron dispatcher's syncs,
+    whole model, one device: ``kinds`` per distinct layer kind its forward's (dense GEMMs with attention, dense other
+    kernels, expert GEMMs, MoE-block other kernels) and backward's (GEMMs, other kernels); ``segments`` the distinct
+    sequences from one sync to the next with how many times each occurs, as tokens (kind, part): 'pre' / 'post' the
+    forward before / after the sync, 'fwd' a dense layer's forward, 'moe' the MoE block's part before the sync
+    recomputed alone, 'bwd' a layer's backward, and (-1, 'rest') the part of the step outside the span; ``gemms``,
+    ``others`` the span's kernels of each class; ``backward`` whether the backward syncs."""
+
+    kinds: tuple[tuple[int, int, int, int, int, int], ...]
+    segments: tuple[tuple[tuple[tuple[int, str], ...], int], ...]
+    gemms: int
+    others: int
+    backward: bool
+
+
 @lru_cache(maxsize=1024)
-def synced_span_kernels(spec: ModelSpec, w: TrainingWorkload) -> tuple[int, int, bool]:
-    """The kernels of one micro-step that eq. K10 (formulas/launch_overhead.py) takes without a queue ahead, whole
-    model, one device, as (GEMM and attention kernels, other kernels, backward included): the decoder layers'
-    forward (eq. K2, the MoE block of eq. K9 with its expert GEMMs) under a Megatron dispatcher's per-layer sync,
-    and their backward too (eq. K3) when the MoE layers re-run in it; the counts of ``kernels_per_micro_step``
-    (each a part of it). (0, 0, False) without syncs (``dispatch_syncs``)."""
-    if not dispatch_syncs(spec, w) or spec.moe is None:
-        return 0, 0, False
-    backward = dispatch_syncs(spec, w) > sum(moe_kinds(spec))
+def synced_span(spec: ModelSpec, w: TrainingWorkload) -> SyncedSpan | None:
+    """The synced span of ``w`` (:class:`SyncedSpan`), None without syncs (``dispatch_syncs``). Its per-layer counts
+    are the step's own (``layer_kernels`` and ``moe_block_kernels`` with ``kernels_per_micro_step``'s arguments, via
+    ``_layer_kernel_setup``): the decoder layers' forward, each MoE layer split at its sync, and, when the backward
+    syncs too, each layer's backward after its recomputed part (the MoE block's, or the whole layer's forward under
+    full recomputation), layers in reverse."""
+    syncs = dispatch_syncs(spec, w)
+    if not syncs or spec.moe is None:
+        return None
+    kinds_of = moe_kinds(spec)
+    backward = syncs > sum(kinds_of)
+    _, widths, linears, _, half, code = _layer_kernel_setup(spec, w, routed=False)
+    tokens_local = w.micro_batch * w.seq_len / max(1, w.context_parallel)
+    mf, mb = moe_block_kernels(spec, "megatron-te", tokens_local, max(1, w.ep), half)
+    ef, eb = megatron_expert_gemm_kernels(spec.moe.num_experts, max(1, w.ep))
+    index: dict[tuple[int, int, bool], int] = {}
+    kinds: list[tuple[int, int, int, int, int, int]] = []
+    order: list[int] = []
+    for wd, lin, moe in zip(widths, linears, kinds_of, strict=True):
+        key = (id(wd), id(lin), moe)
+        if key not in index:
+            f, b = layer_kernels(wd, lin, False, w.method == "full", half, code)
+            gf, gb = layer_gemm_kernels(lin)
+            f_g, b_g = gf + 1, gb + 1  # and the attention kernel each way
+            if moe:
+                kinds.append((f_g, f - f_g, ef, round(mf) - ef, b_g + eb, b - b_g + round(mb) - eb))
+            else:
+                kinds.append((f_g, f - f_g, 0, 0, b_g, b - b_g))
+            index[key] = len(kinds) - 1
+        order.append(index[key])
+    # the micro-step in launch order, None where the host syncs
+    items: list[tuple[int, str] | None] = []
+    for k in order:
+        items.extend([(k, "pre"), None, (k, "post")] if kinds[k][2] + kinds[k][3] else [(k, "fwd")])
+    items.append((-1, "rest"))
+    if backward:
+        full = w.grad_checkpointing == "full"
+        for k in reversed(order):
+            moe = bool(kinds[k][2] + kinds[k][3])
+            if moe:
+                items.extend([(k, "pre" if full else "moe"), None, (k, "post"), (k, "bwd")])
+            else:
+                items.extend([(k, "fwd"), (k, "bwd")] if full else [(k, "bwd")])
+    # cyclic (micro-steps back to back): start at the first sync, so the step's rest joins the last segment
+    first = items.index(None)
+    cyc = items[first + 1:] + items[:first]
+    segments: list[tuple[tuple[int, str], ...]] = []
+    current: list[tuple[int, str]] = []
+    for it in cyc:
+        if it is None:
+            segments.append(tuple(current))
+            current = []
+        else:
+            current.append(it)
+    segments.append(tuple(current))
+    gemms = others = 0
+    for seg in segments:
+        for k, part in seg:
+            if k < 0:
+                continue
+            fg, fo, eg, mo, bg, bo = kinds[k]
+            g, o = {"pre": (fg, fo + mo), "post": (eg, 0), "fwd": (fg, fo), "moe": (0, mo), "bwd": (bg, bo)}[part]
+            gemms, others = gemms + g, others + o
+    return SyncedSpan(tuple(kinds), tuple(tally(segments).items()), gemms, others, backward)
+
+
+def _layer_kernel_setup(spec: ModelSpec, w: TrainingWorkload, routed: bool
+                        ) -> tuple[ActivationSetup, list[LayerWidths], list[list[Linear]], bool, bool, LayerCode]:
+    """The arguments the step's per-layer kernel counts take (``layer_kernels``, ``moe_block_kernels``; the one
+    setup of ``kernels_per_micro_step`` and eq. K10's ``synced_span``): the matmul setup, per layer its widths and
+    linears (``kernel_linears``, ``routed`` as there), whether the recipe autocasts, whether the layers run in half
+    precision (a full fine-tune under torch.autocast keeps fp32 weights and an fp32 residual stream: the casts of
+    eq. K6, norms in fp32), and the model's layer code."""
     tp = w.tp if w.tp > 1 else 1
     st = _matmul_setup(spec, w.method, w.rank, w.targets, tp, w.dora)
-    widths, linears = kernel_linears(spec, st, routed=False)
-    half = w.precision != "fp32"
-    code = layer_code(spec)
-    tokens_local = w.micro_batch * w.seq_len / max(1, w.context_parallel)
-    mf, mb = moe_block_kernels(spec, "megatron-te", tokens_local, w.ep, half)
-    ef, eb = megatron_expert_gemm_kernels(spec.moe.num_experts, w.ep)
-    gemm = other = 0
-    # layers sharing widths and linears (the same objects) and kind counted once, times how many there are
-    layers = list(zip(widths, linears, moe_kinds(spec), strict=True))
-    alike = tally([(id(wd), id(lin), moe) for wd, lin, moe in layers])
-    first = {(id(wd), id(lin), moe): (wd, lin, moe) for wd, lin, moe in reversed(layers)}
-    for key, n in alike.items():
-        wd, lin, moe = first[key]
-        f, b = layer_kernels(wd, lin, False, w.method == "full", half, code)
-        gf, gb = layer_gemm_kernels(lin)
-        f_g, b_g = gf + 1, gb + 1  # and the attention kernel each way
-        if moe:
-            f, b, f_g, b_g = f + round(mf), b + round(mb), f_g + ef, b_g + eb
-        gemm += n * (f_g + (b_g if backward else 0))
-        other += n * (f - f_g + (b - b_g if backward else 0))
-    return gemm, other, backward
+    widths, linears = kernel_linears(spec, st, routed=routed)
+    autocast = recipe(training_recipe_name(w.precision, w.zero, w.method)).autocast
+    half = w.precision != "fp32" and not (w.method == "full" and autocast)
+    return st, widths, linears, autocast, half, layer_code(spec)
 
 
 @lru_cache(maxsize=1024)
@@ -615,21 +689,14 @@ def kernels_per_micro_step(spec: ModelSpec, w: TrainingWorkload, capability: int
     ``moe_block_kernels``), the recomputed forward of the checkpointed layers, the embedding, head and loss; eager
     or compiled; memoized on its immutable arguments. ``capability``: the GPU's compute capability (``Device.capability``), which a
     bitsandbytes NF4 base's fused-kernel reach depends on (eq. K5; None: the fallback ladder)."""
-    tp = w.tp if w.tp > 1 else 1
-    st = _matmul_setup(spec, w.method, w.rank, w.targets, tp, w.dora)
     # eager: an MoE layer's router, dispatch and routed experts as its framework's implementation runs them (eq. K9)
     by_implementation = spec.moe is not None and not w.compile
-    widths, linears = kernel_linears(spec, st, routed=not by_implementation)
+    st, widths, linears, autocast, half, code = _layer_kernel_setup(spec, w, routed=not by_implementation)
+    amp = w.method == "full" and autocast
     recompute = recompute_mode(w.grad_checkpointing)
     ckpt = len(checkpointed_layers(spec.num_layers, w.checkpoint_every)) if recompute != "none" else 0
-    # a full fine-tune under torch.autocast keeps fp32 weights and an fp32 residual stream: the casts of eq. K6,
-    # norms in fp32 (formulas/launch_overhead.py)
-    autocast = recipe(training_recipe_name(w.precision, w.zero, w.method)).autocast
-    amp = w.method == "full" and autocast
-    half = w.precision != "fp32" and not amp
     adapter_casts = adapter_autocast_casts(spec, w) if autocast else 0
     rotary = spec.rotary  # the cos/sin tables the model's forward builds once (head_kernels), whichever layers rotate
-    code = layer_code(spec)
     head = head_kernels(w.compile, st.full, st.full, spec.norm_kind == "layernorm" or code.norm_fused, half, w.loss,
                         rotary, loss_compiled=compiled_loss(w), autocast=amp)
     # an early-stopping non-reentrant checkpoint skips each recomputed layer's last GEMM and what follows (eq. K2')
@@ -1630,6 +1697,7 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
     t_dq, t_ew, t_f8 = t_dq * share, t_ew * share, t_f8 * share
     t_c = ((tokens * flops_eff + fl.per_micro_step) / (peak * u * e) + t_attn) / tp_div * share + t_dq + t_ew + t_f8
     t_launch = 0.0
+    phi = fl.forward_share  # the forward's share of t_c (eq. K10 moves it: its syncs' time is the forward's)
     if device.kind in ("gpu", "apple"):  # an asynchronous device queue the host feeds (CUDA streams, MPS's Metal
         # command buffers); a CPU runs each op on the host itself, no queue to overlap
         kernels = kernels_per_micro_step(spec, w, device.capability)
@@ -1648,7 +1716,7 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
                                     "torchtitan / transformers 5.x: grouped_mm)"))
         syncs = dispatch_syncs(spec, w)
         if syncs and device.kind == "gpu":
-            t_c = _synced_seconds(spec, w, t_c, t_launch, t_c - t_dq - t_ew - t_f8, t_dq + t_ew + t_f8,
+            t_c, phi = _synced_seconds(spec, w, t_c, t_launch, t_c - t_dq - t_ew - t_f8, t_dq + t_ew + t_f8,
                                   fl.forward_share, share, tau.expected, syncs, notes)
         else:
             t_c = overlapped_seconds(t_c, t_launch)
@@ -1658,10 +1726,13 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
     if spec.moe is not None and w.ep > 1 and n > 1:
         t_c += _ep_exchange_seconds(spec, w, tokens, link_bandwidth, network, notes, warnings, t_c, fl)
     if offloaded_bytes and device.kind == "gpu":
-        t_c = _activation_offload_seconds(device, t_c, fl.forward_share, offloaded_bytes, w, notes, warnings)
+        t_c = _activation_offload_seconds(device, t_c, phi, offloaded_bytes, w, notes, warnings)
     comm_b = t_m = 0.0
     comm: DataParallelComm | None = None
     topology = "single"
+    # (dense, experts) gradient ring elements, whole-model terms (computed once: the reductions, ZeRO's all-gather and
+    # eq. P5e's split all take them)
+    rings = dp_ring_shares(spec, w, fl.trained_params) if n > 1 else (0.0, 0.0)
     if n > 1 and w.tp * w.pp == 1:
         wb_again: float | None = None  # the backward's re-gathers (None: W again)
         vol = fsdp_volume(spec, w) if w.fsdp is not None else None
@@ -1675,7 +1746,7 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
             gb = float(ds3.reduced) * reduced_grad_bytes(w)
         else:
             wb = float(_base_weight_bytes(w, spec))
-            gb = _dp_reduced_elements(spec, w, fl.trained_params) * reduced_grad_bytes(w)
+            gb = _dp_reduced_elements(w, fl.trained_params, rings) * reduced_grad_bytes(w)
         host = device.kind == "gpu" and not peer_to_peer(device)
         bw = E.HOST_STAGED_COLLECTIVE_BANDWIDTH.expected if host else link_bandwidth
         per_node = min(n, w.gpus_per_node)
@@ -1692,7 +1763,7 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
                 per_node, nodes = n, 1
             mode = sharding_mode(w)
             sync = grad_sync_of(w, mode)
-            ub = _dp_reduced_elements(spec, w, fl.trained_params) * compute_bytes(w)  # ZeRO-1/2's
+            ub = _dp_reduced_elements(w, fl.trained_params, rings) * compute_bytes(w)  # ZeRO-1/2's
             if w.fp8_params:  # the te linears' float8 parameters all-gathered at 1 B (eq. T3)
                 ub -= _fp8_param_elements(spec) * (compute_bytes(w) - FLOAT8_BYTES)
             buckets = (megatron_grad_buckets(spec, w, fl.trained_params)[0]
@@ -1700,7 +1771,7 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
             node_bw = network.bandwidth if network is not None and nodes > 1 else None
             ring_bw = None
             if vol is None and ds3 is None and not host and node_bw is not None:  # eqs. (P5), (P5e): expert rings
-                dense_ring, expert_ring = dp_ring_shares(spec, w, fl.trained_params)
+                dense_ring, expert_ring = rings
                 if expert_ring:
                     ring_bw = dp_ring_bandwidth(w, ring_bus_bandwidth(bw, nodes, node_bw), bw, node_bw, dense_ring,
                                                 expert_ring, notes)
@@ -1746,7 +1817,7 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
         mode_r = recompute_mode(w.grad_checkpointing)
         fsdp = fsdp_stage(spec, w)
         ckpt_layers = checkpointed_layers(spec.num_layers, w.checkpoint_every)
-        dense_ring, expert_ring = dp_ring_shares(spec, w, fl.trained_params)
+        dense_ring, expert_ring = rings
         ring_elements = dense_ring + expert_ring
         ring = ring_elements * reduced_grad_bytes(w)
         dp_mp = max(1, w.gpus // max(1, w.tp * w.pp))
@@ -1763,7 +1834,7 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
         mp = model_parallel_time(spec, w, t_c, ring,
                                  ckpt_layers if mode_r == "full" else [],
                                  link_bandwidth, network.bandwidth if network is not None else None, notes, warnings,
-                                 peak * u * e if device.kind == "gpu" else 0.0, fsdp, fl.forward_share, bw_mem,
+                                 peak * u * e if device.kind == "gpu" else 0.0, fsdp, phi, bw_mem,
                                  ckpt_layers if mode_r == "selective-op" else [], gather,
                                  megatron_grad_buckets(spec, w, fl.trained_params)
                                  if w.overlap_grad_reduce and dp_mp > 1 and fsdp is None else None,
@@ -1791,7 +1862,7 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
                         t_launch, attention_seconds=t_attn / tp_div * share,
                         tokens_per_device_micro=tokens / (w.tp * w.pp), devices=n, bus_bandwidth=mp.dp_bandwidth,
                         model_parallel=mp)
-    t_steps = optimizer_step_seconds(t_c, fl.forward_share, comm, k)
+    t_steps = optimizer_step_seconds(t_c, phi, comm, k)
     tps = step_tokens_per_second(n, tokens, k, t_steps, t_p, t_opt + (k - 1) * t_acc)
     mode = sharding_mode(w) if comm is not None else ""
     return StepTime(t_c, t_m, t_p, k, tps, comm_b, topology, e, t_dq, t_ew, t_opt, t_acc,
@@ -1940,25 +2011,47 @@ def _ep_exchange_seconds(spec: ModelSpec, w: TrainingWorkload, tokens: float, li
 
 def _synced_seconds(spec: ModelSpec, w: TrainingWorkload, t_dev: float, t_launch: float, t_gemm: float,
                     t_other: float, forward_share: float, share: float, tau: float, syncs: int,
-                    notes: list[Assumption]) -> float:
+                    notes: list[Assumption]) -> tuple[float, float]:
     """Eq. K10 (formulas/launch_overhead.py): the micro-step of a Megatron MoE run whose dispatcher blocks the host
-    once per MoE layer and pass that syncs (``dispatch_syncs``), the synced span's GEMM/attention and other kernels
-    each at the larger of their device time (the forward's share of each, or all of it when the backward syncs too)
-    and their launches; the rest overlapped as in eq. K1."""
-    gemm, other, backward = synced_span_kernels(spec, w)
-    part = 1.0 if backward else forward_share
-    t = synced_micro_step_seconds(t_dev, t_launch, [(t_gemm * part, gemm * share), (t_other * part, other * share)],
-                                  tau)
+    once per MoE layer and pass that syncs (``dispatch_syncs``): the span's segments from sync to sync in launch order
+    (``synced_span``), each GEMM/attention and other kernel at its class's mean device time (the forward's share of
+    each class, or all of it when the backward syncs too), the rest of the step one eq. K1 block. A pipeline stage
+    (``share`` of the layers) is taken as ``share`` of the whole model's micro-step. Returns (seconds, the forward's
+    share of them): the time the syncs add is the forward's where only the forward syncs (the backward window that
+    hides the gradient reduction, eq. P5e, does not widen)."""
+    span = synced_span(spec, w)
+    assert span is not None  # (syncs > 0)
+    part = 1.0 if span.backward else forward_share
+    # whole-model seconds per kernel of each class (a stage's t_gemm, t_other are ``share`` of the model's)
+    d_g = t_gemm / share * part / span.gemms if span.gemms else 0.0
+    d_o = t_other / share * part / span.others if span.others else 0.0
+    blocks: dict[tuple[int, str], StreamBlock] = {}
+    ep = max(1, w.ep)
+    for k, (fg, fo, eg, mo, bg, bo) in enumerate(span.kinds):
+        blocks[k, "pre"], blocks[k, "post"] = megatron_layer_blocks(fg, fo, eg, mo, ep, d_g, d_o, tau)
+        blocks[k, "fwd"] = blocks[k, "pre"]
+        if span.backward:
+            blocks[k, "moe"] = megatron_layer_blocks(0, 0, eg, mo, ep, d_g, d_o, tau)[0]
+            blocks[k, "bwd"] = interleaved_block(bg, d_g, bo, d_o, tau)
+    whole_dev, whole_host = t_dev / share, t_launch / share
+    d_span = d_g * span.gemms + d_o * span.others
+    blocks[-1, "rest"] = overlapped_block(max(0.0, whole_host / tau - span.gemms - span.others),
+                                          max(0.0, whole_dev - d_span), tau)
+    t = share * synced_micro_step_seconds([([blocks[x] for x in seg], n) for seg, n in span.segments], tau)
+    t = max(t, t_dev, t_launch)  # (the rounding of the span's kernel counts)
+    k1 = max(t_dev, t_launch)
+    phi = forward_share if span.backward or t <= 0 else (forward_share * k1 + (t - k1)) / t
     dispatcher = w.moe_dispatcher or "alltoall"
     notes.append(Assumption(
         "moe_dispatch_host_syncs", syncs, True,
         f"formulas/launch_overhead.py eq. K10: Megatron-Core's {dispatcher} dispatcher blocks the host once per MoE "
-        f"layer forward{' and again where the backward recomputes it' if backward else ''} "
-        f"(NVIDIA/Megatron-LM @d7288711 {MEGATRON_DISPATCH_SYNC[dispatcher]}); the "
-        f"{'micro-step' if backward else 'forward'}'s {round((gemm + other) * share)} kernels on this device run "
-        f"without a queue ahead, GEMMs/attention ({round(gemm * share)}) and other kernels ({round(other * share)}) "
-        f"each at max(device, launches): {t * 1e3:.1f} ms for eq. K1's {max(t_dev, t_launch) * 1e3:.1f} ms"))
-    return t
+        f"layer forward{' and again where the backward recomputes it' if span.backward else ''} "
+        f"(NVIDIA/Megatron-LM @d7288711 {MEGATRON_DISPATCH_SYNC[dispatcher]}); from each sync to the next the "
+        f"{'micro-step' if span.backward else 'forward'}'s kernels on this device run in launch order from an empty "
+        f"queue, GEMMs/attention ({round(span.gemms * share)}) and other kernels ({round(span.others * share)}) at "
+        f"their class's mean device time, in a Megatron layer's order: {t * 1e3:.1f} ms for eq. K1's "
+        f"{k1 * 1e3:.1f} ms" + ("" if span.backward else ", the difference in the forward")))
+    return t, phi
 
 
 def _activation_offload_seconds(device: Device, t_c: float, forward_share: float, offloaded: float,
@@ -2146,11 +2239,6 @@ def _expert_elements_trained(spec: ModelSpec, w: TrainingWorkload) -> tuple[int,
     return 0, 1
 
 
-def _dp_ring_elements(spec: ModelSpec, w: TrainingWorkload, trained: int) -> float:
-    """``dp_ring_shares`` summed: the ring elements of every gradient ring a rank joins, in whole-model terms."""
-    return sum(dp_ring_shares(spec, w, trained))
-
-
 def dp_ring_shares(spec: ModelSpec, w: TrainingWorkload, trained: int) -> tuple[float, float]:
     """(dense, experts): eq. (1) of formulas/network.py without its factor 2, for each gradient ring a rank joins, in
     whole-model terms (the caller divides by tp x pp): the dense trained elements x (g - 1) / g over the dense
@@ -2178,12 +2266,12 @@ def _fp8_param_elements(spec: ModelSpec) -> int:
     return sum(float8_weight_elements(spec, 1, k) for k in moe_kinds(spec))
 
 
-def _dp_reduced_elements(spec: ModelSpec, w: TrainingWorkload, trained: int) -> float:
+def _dp_reduced_elements(w: TrainingWorkload, trained: int, rings: tuple[float, float]) -> float:
     """Trained elements of a data-parallel reduction over all ``w.gpus`` ranks (tp = pp = 1; and ZeRO-1/2's weight
-    all-gather) whose ring moves (n - 1) / n of them: ``_dp_ring_elements`` over that share (``trained`` with one
-    rank, which moves nothing)."""
+    all-gather) whose ring moves (n - 1) / n of them: the ``rings`` of ``dp_ring_shares`` summed, over that share
+    (``trained`` with one rank, which moves nothing)."""
     n = max(1, w.gpus // max(1, w.tp * w.pp))
-    return _dp_ring_elements(spec, w, trained) * n / (n - 1) if n > 1 else float(trained)
+    return sum(rings) * n / (n - 1) if n > 1 else float(trained)
 
 
 def _trained_per_device(spec: ModelSpec, w: TrainingWorkload, trained: int) -> tuple[float, float]:

@@ -223,7 +223,10 @@ def dp_ring_bandwidth(w: TrainingWorkload, dense_bus: float, intra: float, netwo
     notes.append(Assumption(
         "expert_dp_ring_bandwidth", b_e, True,
         f"the routed experts' gradients reduce over expert data-parallel groups of {edp} ranks {stride} apart "
-        f"(Megatron-Core's expert grid, order tp-cp-ep-dp-pp), {inside} of a group in each machine of {g}: "
+        + ("(Megatron-Core's expert grid, order tp-cp-ep-dp-pp)" if w.megatron_grad_buffer
+           else "(DeepSpeed-MoE's expert data-parallel groups, every ep-th rank of a stage: deepspeedai/DeepSpeed "
+                "@edaa7221 deepspeed/utils/groups.py:350-372)")
+        + f", {inside} of a group in each machine of {g}: "
         f"{g // inside} groups' rings share the machine's {network / 1e9:.4g} GB/s at once "
         f"(formulas/model_parallel_time.py eq. (P5)); after the dense share at {dense_bus / 1e9:.4g} GB/s the "
         f"reduction sees {bus / 1e9:.4g} GB/s as a whole (eq. (P5e))"))
@@ -250,7 +253,7 @@ def model_parallel_time(spec: ModelSpec, w: TrainingWorkload, stage_seconds: flo
                         expert_ring_share: float = 0.0) -> ModelParallelStep:
     """Eqs. (T1)-(P7) of formulas/model_parallel_time.py for one device of ``w``: ``stage_seconds`` its stage's
     compute per micro-batch, ``ring_bytes`` the whole model's reduced gradient bytes, each weighted by the ring
-    share (g - 1) / g of its own data-parallel group (estimate/duration.py ``_dp_ring_elements``: the dense and the
+    share (g - 1) / g of its own data-parallel group (estimate/duration.py ``dp_ring_shares``: the dense and the
     expert groups apart), ``recomputed`` the fully recomputed layers, ``link_bandwidth`` the link inside a
     machine and ``network`` a machine's whole network (per direction); ``gemm_rate``: the FLOP/s its GEMMs run at
     (for eq. (T4) under ``w.tp_backward_overlap``); ``fsdp``: FSDP's payloads on the data-parallel group (eq. (P7)

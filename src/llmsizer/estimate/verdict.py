@@ -256,6 +256,7 @@ def pool_admits(admitted: int, concurrency: int) -> bool:
 
 
 MAMBA_POOL = "MambaPool"  # SGLang's recurrent-state pool (estimate/inference/sglang.py eqs. 2b, 4b)
+SWA_POOL = "SWA pool"  # SGLang's sliding-window pool sized from max_running_requests (sglang.py eq. 3s')
 
 
 def binding_pool(details: dict[str, Any]) -> str | None:
@@ -268,10 +269,14 @@ def binding_pool(details: dict[str, Any]) -> str | None:
 
 def binding_pool_words(details: dict[str, Any]) -> str:
     """``binding_pool`` with its size, for the verdict's line: the MambaPool's state slots and slots per running
-    request, else the token pool's tokens."""
+    request, the SWA pool's tokens where its room binds (sized from max_running_requests), else the token pool's
+    tokens."""
     if binding_pool(details) is not None:
         return (f"{MAMBA_POOL} ({int(details['max_mamba_cache_size']):,} state slots, "
                 f"{details['mamba_requests_ratio']} per running request)")
+    if details.get("admits_bound") == SWA_POOL:
+        return (f"{SWA_POOL} ({int(details.get('swa_pool_tokens', 0)):,} tokens, sized for max_running_requests "
+                f"{details.get('running_cap')})")
     return f"token pool ({int(details.get('max_total_num_tokens', 0)):,} tokens)"
 
 

@@ -250,19 +250,39 @@ token budget: @d98e8a64 token_dispatcher.py:1098-1111), which no Megatron-Bridge
 not express.
 
 After a sync the device queue is empty, so the kernels from one sync to the next can no longer hide their launches
-behind work queued earlier. Taken with no queue at all (the host launches a kernel, the device runs it: each kernel
-costs max(d_i, tau_host)), and with the span's kernels in classes c whose members are taken as alike (the GEMMs and
-attention at their share of the device time, the other, memory-bound kernels at theirs: the one split of the device
-time llmsizer has), the micro-step is::
+behind work queued earlier. One CUDA stream fed by one host thread (PyTorch's "CUDA semantics: asynchronous
+execution": the host enqueues a kernel, paying tau_host, and goes on; the device runs each kernel once it is queued and
+the previous one is done; a synchronize waits for the device) is an exact recurrence over the kernels in launch order:
+after a sync at time 0, kernel i is queued at h_i = i tau_host and ends at e_i = max(h_i, e_{i-1}) + d_i. Unrolled
+(max-plus), the segment up to the next sync ends at::
 
-    t_micro = max(T_dev - sum_c D_c, T_host - tau_host sum_c K_c) + sum_c max(D_c, K_c tau_host)       (K10)
+    S = max_{1 <= m <= n} (m tau_host + d_m + ... + d_n)                                                   (K10a)
 
-with T_dev, T_host of eq. K1, D_c and K_c the device seconds and kernels of class c in the synced span. Bounds: at
-least eq. K1's max(T_dev, T_host) (a sum of maxima is at least the maximum of the sums) and at most T_dev + T_host
-(the fully serialised step, each max at most its sum). Per-kernel times inside a class are not known, so K10 is the
-lower end of the no-queue model (by convexity) and, since a queue of any depth after the sync can only shorten the
-span (but for the sync's first launch), the no-queue model itself is an upper end of what the syncs cost
-(tests/formulas/test_moe_dispatch_sync.py checks both against a simulated stream).
+(the last kernel m whose launch the device waited for, then everything after it). A block of kernels is summarised as
+(n, D = sum d_i, S), and two blocks A then B compose exactly::
+
+    S_AB = max(S_A + D_B, n_A tau_host + S_B)                                                              (K10b)
+
+(the maximum of K10a over m in A, where B's device time follows, or over m in B, launched n_A kernels later), so a
+segment is O(1) per block once each block is summarised (:func:`stream_block` exact for listed kernels,
+:func:`uniform_block` for n alike ones, :func:`chain_blocks` K10b). The micro-step is the sum of its segments from
+each sync to the next, cyclically (micro-steps run back to back)::
+
+    t_micro = sum_segments S_segment                                                                       (K10)
+
+The estimate (estimate/duration.py ``_synced_seconds``) builds the segments from the step's own per-layer kernel
+counts in a Megatron layer's order (:func:`megatron_layer_blocks`): the attention half's GEMMs with its other kernels
+spread evenly between them, the router and the dispatcher's preprocessing, the sync, then the permute and
+all-to-all, the fc1 GEMMs, the SwiGLU, the fc2 GEMMs and the combine (:data:`MEGATRON_MOE_AFTER_SYNC`), each kernel of a
+class (GEMM and attention / other) at its class's mean device time (the one split of the device time llmsizer has);
+where the backward syncs too (a recomputed MoE layer), each layer's backward (its GEMMs with its other kernels spread
+between them) follows its recomputed part, layers in reverse. The part of the step outside the synced span (the head
+and loss, and the backward when it does not sync) enters as one block at eq. K1, (n, D, max(D, n tau_host))
+(:func:`overlapped_block`: its order is not known, the host running ahead of a device-bound backward); a pipeline
+stage is taken as its share of the whole model's micro-step. Bounds: every segment's S is at least its D and its n tau_host, and at most their
+sum (K10a), so t_micro lies between eq. K1's max(T_dev, T_host) and the fully serialised T_dev + T_host
+(tests/formulas/test_moe_dispatch_sync.py checks K10a/K10b equal a simulated stream to rounding, on random and
+Megatron-shaped sequences).
 """
 
 from __future__ import annotations
@@ -655,28 +675,130 @@ def moe_dispatch_syncs(moe_layers: int, dispatcher: str, moe_recomputed: bool = 
     return moe_layers * (2 if moe_recomputed else 1)
 
 
-def synced_micro_step_seconds(device_seconds: float, host: float, span: Sequence[tuple[float, float]],
-                              seconds_per_kernel: float) -> float:
-    """Eq. (K10): a micro-step [s] whose host blocks on the device (a Megatron MoE dispatcher's sync, one per MoE
-    layer and pass that syncs): ``device_seconds`` T_dev and ``host`` T_host of eq. K1 for the whole micro-step,
-    ``span`` the synced part as (device seconds D_c, kernels K_c) per class of alike kernels, ``seconds_per_kernel``
-    tau_host. The part outside the span overlaps as in eq. K1; each class of the span takes max(D_c, K_c tau_host).
-    Between max(T_dev, T_host) and T_dev + T_host.
+# a block of kernels in one stream as eq. K10 composes it: (kernels n, device seconds D, span S of eq. K10a)
+StreamBlock = tuple[int, float, float]
+EMPTY_BLOCK: StreamBlock = (0, 0.0, 0.0)
+# the MoE block's non-GEMM kernels of eq. K9's megatron-te count launched after the sync, as (before fc1, between fc1
+# and fc2, after fc2), by expert parallelism (ep > 1, ep = 1), read from the inventory of the module docstring: with
+# ep > 1 the sync is before the EP all-to-all, and after it come TE's fused permute (row-id map 3, permute 1), the
+# token and probability all-to-alls (2), the chunk sort (2); the fused weighted SwiGLU (1); the sort back (2), the
+# combine all-to-all and the fused unpermute (2). With ep = 1 'alltoall' syncs ``before_finish``
+# (token_dispatcher.py:575, 745 @d7288711), after the permute: the SwiGLU, the sort back and the unpermute follow
+MEGATRON_MOE_AFTER_SYNC: dict[bool, tuple[int, int, int]] = {True: (8, 1, 4), False: (0, 1, 3)}
 
-    >>> round(synced_micro_step_seconds(0.3, 0.2, [(0.08, 1000), (0.02, 3000)], 20e-6), 6)
-    0.34
+
+def stream_block(durations: Sequence[float], seconds_per_kernel: float) -> StreamBlock:
+    """Eq. (K10a): kernels of ``durations`` [s] launched in order into an empty stream at ``seconds_per_kernel``
+    tau_host each, as a :data:`StreamBlock` (n, D, S): S = max_m (m tau_host + d_m + ... + d_n), the time from the
+    sync to the last kernel's end.
+
+    >>> stream_block([5e-6, 100e-6, 5e-6], 20e-6)[2] * 1e6
+    145.0
     """
-    if device_seconds < 0 or host < 0 or seconds_per_kernel < 0:
+    if seconds_per_kernel < 0 or any(d < 0 for d in durations):
         raise InputError("seconds must not be negative")
-    if any(d < 0 or k < 0 for d, k in span):
-        raise InputError("a synced span's seconds and kernels must not be negative")
-    d_span = sum(d for d, _ in span)
-    h_span = sum(k for _, k in span) * seconds_per_kernel
-    # a relative tolerance for the rounding of the caller's shares
-    if d_span > device_seconds * (1 + 1e-9) or h_span > host * (1 + 1e-9):
-        raise InputError("the synced span cannot hold more device time or launches than the micro-step")
-    rest = max(max(0.0, device_seconds - d_span), max(0.0, host - h_span))
-    return rest + sum(max(d, k * seconds_per_kernel) for d, k in span)
+    span = suffix = 0.0
+    for m in range(len(durations), 0, -1):
+        suffix += durations[m - 1]
+        span = max(span, m * seconds_per_kernel + suffix)
+    return len(durations), suffix, span
+
+
+def uniform_block(kernels: int, seconds_each: float, seconds_per_kernel: float) -> StreamBlock:
+    """Eq. (K10a) for ``kernels`` alike kernels of ``seconds_each``: linear in m, so its maximum is at an end:
+    S = max(tau_host + n d, n tau_host + d)."""
+    if kernels < 0 or seconds_each < 0 or seconds_per_kernel < 0:
+        raise InputError("kernels and seconds must not be negative")
+    if not kernels:
+        return EMPTY_BLOCK
+    return (kernels, kernels * seconds_each,
+            max(seconds_per_kernel + kernels * seconds_each, kernels * seconds_per_kernel + seconds_each))
+
+
+def chain_blocks(blocks: Sequence[StreamBlock], seconds_per_kernel: float) -> StreamBlock:
+    """Eq. (K10b): the blocks launched one after another, S_AB = max(S_A + D_B, n_A tau_host + S_B), exact."""
+    n, dev, span = EMPTY_BLOCK
+    for k, d, s in blocks:
+        span = max(span + d, n * seconds_per_kernel + s)
+        n, dev = n + k, dev + d
+    return n, dev, span
+
+
+def repeated_block(block: StreamBlock, times: int, seconds_per_kernel: float) -> StreamBlock:
+    """Eq. (K10b) applied to ``times`` copies of ``block`` (n, D, S): K10b's maximum over which copy holds the waited-for
+    launch j is linear in j, so S_times = S + (times - 1) max(D, n tau_host), exact."""
+    if times < 0:
+        raise InputError("a block's repeat count must not be negative")
+    if not times:
+        return EMPTY_BLOCK
+    n, d, span = block
+    return n * times, d * times, span + (times - 1) * max(d, n * seconds_per_kernel)
+
+
+def interleaved_block(gemms: int, gemm_seconds: float, others: int, other_seconds: float,
+                      seconds_per_kernel: float) -> StreamBlock:
+    """``gemms`` GEMMs of ``gemm_seconds`` each with ``others`` other kernels of ``other_seconds`` spread evenly over
+    the gemms + 1 gaps around them, one GEMM after each gap but the last (the earlier gaps one kernel more where they
+    do not divide), composed by eqs. K10b (:func:`repeated_block` for the alike gaps)."""
+    if gemms < 0 or others < 0:
+        raise InputError("kernels must not be negative")
+    tau = seconds_per_kernel
+    q, r = divmod(others, gemms + 1)
+    gemm = uniform_block(1, gemm_seconds, tau)
+    long_gap = chain_blocks([uniform_block(q + 1, other_seconds, tau), gemm], tau)
+    short_gap = chain_blocks([uniform_block(q, other_seconds, tau), gemm], tau)
+    # r <= gemms: the first r gaps of q + 1, each before a GEMM, then those of q, the last after the last GEMM
+    return chain_blocks([repeated_block(long_gap, r, tau), repeated_block(short_gap, gemms - r, tau),
+                         uniform_block(q, other_seconds, tau)], tau)
+
+
+def overlapped_block(kernels: float, device_seconds: float, seconds_per_kernel: float) -> StreamBlock:
+    """A part of the step outside the synced span, its order unknown, as eq. K1 takes it: (n, D, max(D, n tau))."""
+    if kernels < 0 or device_seconds < 0 or seconds_per_kernel < 0:
+        raise InputError("kernels and seconds must not be negative")
+    return round(kernels), device_seconds, max(device_seconds, kernels * seconds_per_kernel)
+
+
+def megatron_layer_blocks(dense_gemms: int, dense_others: int, expert_gemms: int, moe_others: int, ep: int,
+                          gemm_seconds: float, other_seconds: float,
+                          seconds_per_kernel: float) -> tuple[StreamBlock, StreamBlock]:
+    """One Megatron decoder layer's forward as (before its dispatcher's sync, after it), eq. K10b blocks: the layer's
+    ``dense_gemms`` (linears and attention) with its ``dense_others`` spread between them, the MoE block's
+    ``moe_others`` non-GEMM kernels less those after the sync (:data:`MEGATRON_MOE_AFTER_SYNC` by ``ep``), the sync;
+    then the dispatch, the fc1 GEMMs (``expert_gemms`` / 2), the SwiGLU, the fc2 GEMMs and the combine. A dense layer
+    (``expert_gemms`` 0 and ``moe_others`` 0) is all before. Each kernel at its class's mean seconds."""
+    tau = seconds_per_kernel
+    dense = interleaved_block(dense_gemms, gemm_seconds, dense_others, other_seconds, tau)
+    if not expert_gemms and not moe_others:
+        return dense, EMPTY_BLOCK
+    after = MEGATRON_MOE_AFTER_SYNC[ep > 1]
+    # (fewer non-GEMM kernels than the inventory's after the sync: those after it first, in order)
+    k = min(sum(after), moe_others)
+    before_fc1 = min(after[0], k)
+    between = min(after[1], k - before_fc1)
+    after_fc2, pre = k - before_fc1 - between, moe_others - k
+    fc1 = expert_gemms // 2
+    return (chain_blocks([dense, uniform_block(pre, other_seconds, tau)], tau),
+            chain_blocks([uniform_block(before_fc1, other_seconds, tau), uniform_block(fc1, gemm_seconds, tau),
+                          uniform_block(between, other_seconds, tau),
+                          uniform_block(expert_gemms - fc1, gemm_seconds, tau),
+                          uniform_block(after_fc2, other_seconds, tau)], tau))
+
+
+def synced_micro_step_seconds(segments: Sequence[tuple[Sequence[StreamBlock], int]],
+                              seconds_per_kernel: float) -> float:
+    """Eq. (K10): a micro-step [s] whose host blocks on the device (a Megatron MoE dispatcher's sync, one per MoE layer
+    and pass that syncs): the sum over its ``segments`` (the blocks from one sync to the next, in launch order, and
+    how many times that segment occurs) of each segment's span (eqs. K10a/K10b), ``seconds_per_kernel`` tau_host.
+    Between eq. K1's max(T_dev, T_host) and the serialised T_dev + T_host of the same kernels.
+
+    >>> b = uniform_block(10, 5e-6, 20e-6)
+    >>> round(synced_micro_step_seconds([([b, uniform_block(1, 300e-6, 20e-6)], 4)], 20e-6) * 1e6, 1)
+    2080.0
+    """
+    if any(n < 0 for _, n in segments):
+        raise InputError("a segment's count must not be negative")
+    return sum(n * chain_blocks(blocks, seconds_per_kernel)[2] for blocks, n in segments)
 
 
 def step_kernels(widths: Sequence[LayerWidths], linears: Sequence[Sequence[Linear]], compiled: bool,

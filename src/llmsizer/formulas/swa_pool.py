@@ -28,7 +28,10 @@ and one page, the full pool taking the rest of the budget:
     full_tokens = floor(floor((budget - swa_tokens x B_swa) / B_full) / page) x page                         (S7)
 
 with chunk the prefill chunk (``chunked_prefill_size``) and c the chunks in flight: 2 with the overlap scheduler, 1
-without; w here the config's sliding_window (``model_config.sliding_window_size``).
+without; w the runner's window, as in S4 (``kvc.sliding_window_size``, L982: the model runner's
+``resolve_sliding_window_size``, model_executor/model_runner.py L669, L1353 and
+model_runner_components/load_model_utils.py L144-157, the model's ``get_attention_sliding_window_size`` where it has
+one: GPT-OSS's config.sliding_window - 1, models/gpt_oss.py L131-132).
 
 Source: SGLang 0.5.23 (the PyPI wheel) ``sglang/srt/model_executor/pool_configurator.py``
 ``HybridSWAPoolConfigurator._recompute_cell_size`` L786-803 (S1), ``calculate_pool_sizes`` L907-916 and

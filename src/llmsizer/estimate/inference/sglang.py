@@ -136,15 +136,17 @@ Rules read in SGLang 0.5.23 (the PyPI wheel; line numbers of that release):
     SWA pool of no more than w + page tokens stops SGLang at start (validate_swa_pool_size :198-216, given the
     runner's window w above: attention_chunk_size for Llama 4); none is admitted then. With the radix cache disabled
     (``disable_radix_cache``) and --max-running-requests M given, SGLang sizes the SWA pool from M instead
-    (SWARequestCapPoolConfigurator :971-1042, applicable :986-1003 with a positive chunked_prefill_size and the
-    config's sliding_window_size w_c, model_config.py:1961-1966: not Llama 4, ``SGLANG_SWA_NO_CONFIG_WINDOW``;
-    compute_swa_request_cap :924-968; formulas/swa_pool.py S6, S7):
+    (SWARequestCapPoolConfigurator :971-1042, applicable :986-1003 with a positive chunked_prefill_size and a
+    runner window: kvc.sliding_window_size, the same w as above, model_runner.py:669 passes the runner's, so Llama 4's
+    attention_chunk_size counts too; compute_swa_request_cap :924-968 with window=kvc.sliding_window_size :982;
+    formulas/swa_pool.py S6, S7):
 
-        swa_tokens = (w_c + 128 + 2 x page) x M + c x chunked_prefill_size + page;
+        swa_tokens = (w + 128 + 2 x page) x M + c x chunked_prefill_size + page;
         full_tokens = (kv_pool - swa_tokens x B_swa) // B_full                                               (3s')
 
     c = 2 chunks in flight with the overlap scheduler, 1 without (:963); full_tokens <= 0 stops SGLang at start
-    (:1024-1031). Not modelled: DeepSeek V4's pool, unified memory.
+    (:1024-1031). Such a pool has room for M sequences of the context (each holding S4's tokens): the chunks in
+    flight and the page are the chunked prefill's (the verdict names the SWA pool where that binds). Not modelled: DeepSeek V4's pool, unified memory.
 (5) Radix cache: finished requests' KV stays in the same pool as a prefix cache and is evicted (LRU) when running
     requests need the room, so it does not lower the capacity for running requests; requests that share a prefix
     hold it once. With the hybrid SWA pool the tree indexes both pools (mem_cache/registry.py:159-170:
@@ -175,7 +177,7 @@ from ...units import MiB, format_bytes
 from .. import engines as E
 from ..allocator import context_span, device_context
 from ..context_window import engine_window
-from ..verdict import MAMBA_POOL
+from ..verdict import MAMBA_POOL, SWA_POOL
 from .common import Context, kv_item, running_sequences, state_of, weights_item
 
 
@@ -328,10 +330,6 @@ def mamba_radix_cache_strategy(spec: ModelSpec, given: str | None = None, overla
 # gemma4_causal.py:83-84: HF's window includes the current token, SGLang's does not); Llama 4 has none, so the model
 # runner takes attention_chunk_size (model_executor/model_runner_components/load_model_utils.py:144-157).
 SGLANG_SWA_WINDOW_OFFSET: dict[str, int] = {"gpt_oss": -1, "gemma4": -1, "gemma4_text": -1, "llama4": 0}
-# Hybrid SWA families whose config has no sliding_window_size / sliding_window / window_size key, so SGLang's
-# model_config.sliding_window_size is None (configs/model_config.py:1961-1966) and the request-cap SWA pool (eq. 3s')
-# does not apply (pool_configurator.py:1001-1002): Llama 4 states attention_chunk_size only.
-SGLANG_SWA_NO_CONFIG_WINDOW = frozenset({"llama4"})
 
 
 def sglang_swa_window(spec: ModelSpec) -> int:
@@ -364,10 +362,10 @@ def compose_sglang(ctx: Context) -> None:
     # the need's sliding-layer tokens: eq. (S4)'s in the hybrid pool; in the one pool every token (extra = context)
     need_extra = w.context
     # eq. (3s'): the SWA pool sized from the running-request cap (SWARequestCapPoolConfigurator.is_applicable,
-    # pool_configurator.py:986-1003: radix cache disabled, max_running_requests given, chunked prefill on, a
-    # sliding_window_size in the config)
+    # pool_configurator.py:986-1003: radix cache disabled, max_running_requests given, chunked prefill on and
+    # a runner window: kvc.sliding_window_size, the model runner's, pool_configurator.py:1001 and model_runner.py:669)
     swa_cap_mode = (pool_kind is not None and pool_kind[0] == "hybrid" and w.disable_radix_cache
-                    and w.max_num_seqs is not None and spec.model_type not in SGLANG_SWA_NO_CONFIG_WINDOW)
+                    and w.max_num_seqs is not None)
     if pool_kind is not None and pool_kind[0] == "hybrid" and swa_cap_mode:
         ratio = E.SGLANG_SWA_FULL_TOKENS_RATIO  # not read (S6 sizes the SWA pool)
         acc.assumptions.append(Assumption(
@@ -469,8 +467,12 @@ def compose_sglang(ctx: Context) -> None:
                    else window.tokens)
     no_kv = spec.attention_free
     if swa is not None and swa_cap_mode and pool > 0:  # eq. (3s'): the SWA pool from the running-request cap
+        # S6's window is the runner's, as S4's: SWAChunkCapPoolConfigurator passes kvc.sliding_window_size
+        # (pool_configurator.py:982), the runner's resolve_sliding_window_size (model_runner.py:669, 1353;
+        # load_model_utils.py:144-157): the model's get_attention_sliding_window_size where it has one (GPT-OSS:
+        # config.sliding_window - 1, models/gpt_oss.py:131-132, 1374-1375), so 127 + 128 + 2 = 257 per request
         tokens, swa_tokens = swa_request_cap_pool_tokens(
-            pool, swa[0], swa[1], int(w.max_num_seqs or 1), int(spec.sliding_window or 0),
+            pool, swa[0], swa[1], int(w.max_num_seqs or 1), sglang_swa_window(spec),
             E.SGLANG_SWA_EVICTION_INTERVAL, int(parts["chunked_prefill_size"]),
             1 if w.disable_overlap_schedule else 2, page)
     elif swa is not None:  # eq. (3s): max_total_num_tokens is the full pool's
@@ -492,12 +494,21 @@ def compose_sglang(ctx: Context) -> None:
     # (eq. 3s: SGLang's own, 127 for GPT-OSS, attention_chunk_size for Llama 4) + one page stops SGLang at start-up
     swa_no_start = swa is not None and pool > 0 and (
         tokens <= 0 if swa_cap_mode else swa_tokens <= sglang_swa_window(spec) + page)
+    # the sequences of the context SGLang's pools have room for at once: the token pool's (eq. 3), its tokens // 2
+    # (eq. 4) and the MambaPool's (eq. 4b); the one that binds names the verdict's pool (compose.py _check_fit). An
+    # SWA pool sized from the running cap (eq. 3s') has room for that cap's sequences: S6's prefill chunks in flight
+    # and its page are the chunked prefill's, not more requests' (review27 D6: counted as room, 64 read as 128)
+    swa_room: int | None = None
+    if swa is not None and swa_cap_mode and not swa_no_start:
+        reserve_tokens = (1 if w.disable_overlap_schedule else 2) * int(parts["chunked_prefill_size"]) + page
+        swa_room = max(0, swa_tokens - reserve_tokens) // swa_tokens_held(
+            w.context, sglang_swa_window(spec), E.SGLANG_SWA_EVICTION_INTERVAL, page)
     fits_one = (0 if swa_no_start else
+                min(tokens // w.context, swa_room) if swa_room is not None else
                 hybrid_swa_admitted(tokens, swa_tokens, w.context, sglang_swa_window(spec),
                                     E.SGLANG_SWA_EVICTION_INTERVAL, page) if swa is not None else tokens // w.context)
-    # the sequences of the context SGLang's pools have room for at once: the token pool's (eq. 3), its tokens // 2
-    # (eq. 4) and the MambaPool's (eq. 4b); the one that binds names the verdict's pool (compose.py _check_fit)
-    bounds = [(fits_one, "token pool"), (tokens // 2, "token pool (max_total_num_tokens // 2)")]
+    bounds = [(fits_one, SWA_POOL if swa_room is not None and swa_room < tokens // w.context else "token pool"),
+              (tokens // 2, "token pool (max_total_num_tokens // 2)")]
     if mamba_room is not None:
         bounds.append((mamba_room, MAMBA_POOL))
     admits, admits_by = min(bounds, key=lambda b: b[0])
