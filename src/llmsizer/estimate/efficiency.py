@@ -757,8 +757,10 @@ ATTENTION_KERNEL_SPEED = {
 # NOT FITTED, from the same paper lines as ATTENTION_KERNEL_SPEED (Dao 2023 sections 1 and 4.1): FlashAttention-2 at 73 %
 # forward and 63 % backward; the Triton kernel 1.3-1.5x (mid 1.4x) slower forward and 2x slower backward, so its
 # backward runs 0.60x its forward's rate per FLOP (FlashAttention-2's 0.86x). xformers' cutlass kernel has only its
-# overall ratio published, and cuDNN / FlashAttention-3 no per-pass one: FlashAttention-2's split (named below).
-# Only the ratio S_b / S_f enters eq. (10'').
+# overall ratio published: FlashAttention-2's split (named below). cuDNN / FlashAttention-3 on Hopper: FlashAttention-2's
+# split times their forward / backward ratios over it (WGMMA_OVER_FA2_BY_PASS below: #142132's forward, Shah et al.
+# 2024 Fig. 5's backward), so their backward runs 0.73 / 0.79 x their forward's rate per FLOP; these two are not
+# shares of one peak (FlashAttention-2's A100 shares times speed-ups), only the ratio S_b / S_f enters eq. (10'').
 ATTENTION_PASS_SHARES = {
     "triton-flash": (FA2_PEAK_SHARES[0] / (sum(FA2_FORWARD_OVER_TRITON) / 2),
                      FA2_PEAK_SHARES[1] / FA2_BACKWARD_OVER_TRITON),
@@ -774,24 +776,79 @@ def attention_pass_shares(kernel: str) -> tuple[tuple[float, float], str]:
     (10'') (only their ratio is used), and where they come from."""
     if kernel in ATTENTION_PASS_SHARES:
         return ATTENTION_PASS_SHARES[kernel], ATTENTION_PASS_SOURCE
+    if kernel in _WGMMA_PASS_SHARES:  # Hopper only (timed_attention_kernel)
+        r_f, r_b = WGMMA_OVER_FA2_BY_PASS[kernel]
+        return _WGMMA_PASS_SHARES[kernel], (f"{ATTENTION_PASS_SOURCE}; {kernel}: FlashAttention-2's split x its "
+                                            f"forward {r_f:.4g} (pytorch/pytorch#142132) and backward {r_b:.4g} "
+                                            f"({FA3_PAPER_SOURCE}) over it")
     return FA2_PEAK_SHARES, (f"{ATTENTION_PASS_SOURCE}; no per-pass speed published for {kernel}: FlashAttention-2's "
                              "split taken")
 
 
 # Hopper's warpgroup (wgmma) kernels, cuDNN's SDPA and FlashAttention-3 (hopper/ of flash-attn, built for sm90 only):
-# FlashAttention-2's Hopper share times their speed over it in pytorch/pytorch#142132 (torch 2.6.0.dev20241204, H100,
-# (1, 24, 4608, 128) bf16 causal: SDPA's flash backend 329.483 TFLOP/s, cuDNN 631.338, FlashAttention-3 631.827). NOT
-# FITTED. Cross-check: FlashAttention-3's "speedup on H100 GPUs by 1.5-2.0x" over FlashAttention-2 (Shah et al. 2024,
-# abstract). Elsewhere no published ratio: cuDNN off Hopper and FlashAttention-3 anywhere else are timed as
-# FlashAttention-2, with a warning.
+# FlashAttention-2's Hopper share times their speed over it, pass by pass (review26 D1: the forward ratio alone had
+# timed the backward, 2.5 x the forward's FLOPs, 13 % fast). NOT FITTED.
+# - Forward: pytorch/pytorch#142132 (torch 2.6.0.dev20241204, H100, (1, 24, 4608, 128) bf16 causal, tritonbench's
+#   forward): SDPA's flash backend 329.483 TFLOP/s, cuDNN 631.338, FlashAttention-3 631.827.
+# - Backward: FlashAttention-3's paper (Shah et al. 2024, arXiv 2407.08608) Fig. 5, "Attention backward speed, head
+#   dim 128 (H100 80GB SXM5)", non-causal, FlashAttention-2 / cuDNN / FlashAttention-3 at 512-16k tokens
+#   (FA3_PAPER_BACKWARD_TFLOPS_128), taken at #142132's 4608 tokens (linear in log2 of the sequence between 4k and 8k,
+#   as fa2_speed_over_reference): cuDNN 1.613 x, FlashAttention-3 1.750 x. The paper's PDF and its figure were not
+#   read here; the numbers are third-party transcriptions of the figure's bar labels (subtext.edge.nugit.net/image/
+#   f60142e2..., two transcriptions, nemotron and gemini, that agree label for label); the flash-attention repository
+#   @0251105a ships only the forward figure (assets/flash3_fp16_fwd.png) and no backward numbers
+#   (hopper/benchmark_attn.py times them, prints none).
+# - Combined by eq. (10') (formulas/training_time.py fwd_bwd_speed_ratio: the passes' times, the backward 2.5 x the
+#   forward's FLOPs) at the wgmma kernel's own per-pass rates, FlashAttention-2's 73 % / 63 % split (Dao 2023) times
+#   the two ratios (ATTENTION_PASS_SHARES): cuDNN 1.681 x, FlashAttention-3 1.790 x over FlashAttention-2's forward +
+#   backward, not #142132's forward 1.916 / 1.918.
+# Named assumptions: the pair holds at every sequence and head width (Fig. 5's cuDNN backward ratio is 1.43 at 512
+# tokens, 1.57-1.63 at 1k-16k; FlashAttention-3's 1.48, 1.63-1.76); a causal backward gains what the non-causal one
+# does (Fig. 5 has no causal panel); the paper's cuDNN (July 2024) backs #142132's (December 2024), whose forward
+# ratio (1.92) is above the paper's own (causal, 4k: 518 / 319 = 1.62), so a newer cuDNN's backward may gain more too.
+# Cross-check, not an input: FlashAttention-3's "speedup on H100 GPUs by 1.5-2.0x" over FlashAttention-2 (abstract).
+# Elsewhere no published ratio: cuDNN off Hopper and FlashAttention-3 anywhere else are timed as FlashAttention-2,
+# with a warning.
 SDPA_FLASH_TFLOPS_H100 = 329.483
+WGMMA_FORWARD_TFLOPS_H100 = {"cudnn": 631.338, "flash-attn-3": 631.827}  # pytorch/pytorch#142132
+PR142132_SEQ_LEN = 4608
+FA3_PAPER_BACKWARD_TFLOPS_128 = {  # Shah et al. 2024 Fig. 5 (head dim 128, H100), at FA2_PAPER_SEQ_LENS
+    "flash-attn-2": (214.0, 260.0, 291.0, 310.0, 318.0, 322.0),
+    "cudnn": (305.0, 408.0, 465.0, 499.0, 518.0, 516.0),
+    "flash-attn-3": (316.0, 424.0, 501.0, 542.0, 559.0, 561.0),
+}
+FA3_PAPER_SOURCE = ("Shah et al. 2024 (arXiv 2407.08608) Fig. 5, backward, head dim 128, H100, non-causal; third-party "
+                    "transcriptions of its bar labels (subtext.edge.nugit.net), the PDF not read")
+
+
+def _log2_interpolated(values: tuple[float, ...], seq_len: float) -> float:
+    """``values`` at FA2_PAPER_SEQ_LENS, read at ``seq_len`` tokens: linear in log2 of the sequence between the
+    figures' lengths, the end value outside 512-16k."""
+    lo, hi = math.log2(FA2_PAPER_SEQ_LENS[0]), math.log2(FA2_PAPER_SEQ_LENS[-1])
+    x = min(max(math.log2(max(seq_len, 1.0)), lo), hi)
+    i = min(int(x - lo), len(values) - 2)
+    f = x - math.log2(FA2_PAPER_SEQ_LENS[i])
+    return values[i] * (1 - f) + values[i + 1] * f
+
+
+WGMMA_OVER_FA2_BY_PASS = {  # kernel -> (forward, backward) speed over FlashAttention-2 on H100
+    k: (WGMMA_FORWARD_TFLOPS_H100[k] / SDPA_FLASH_TFLOPS_H100,
+        _log2_interpolated(tuple(c / f for c, f in zip(FA3_PAPER_BACKWARD_TFLOPS_128[k],
+                                                         FA3_PAPER_BACKWARD_TFLOPS_128["flash-attn-2"], strict=True)),
+                           PR142132_SEQ_LEN))
+    for k in WGMMA_FORWARD_TFLOPS_H100
+}
+_WGMMA_PASS_SHARES = {k: (FA2_PEAK_SHARES[0] * r_f, FA2_PEAK_SHARES[1] * r_b)
+                      for k, (r_f, r_b) in WGMMA_OVER_FA2_BY_PASS.items()}
+_WGMMA_RATIO = {k: fwd_bwd_speed_ratio(r_f, r_b, *_WGMMA_PASS_SHARES[k]) for k, (r_f, r_b) in
+                WGMMA_OVER_FA2_BY_PASS.items()}
 WGMMA_KERNEL_OVER_FA2 = {
-    "cudnn": Factor("attention_kernel_speed_cudnn_over_fa2_hopper", 631.338 / SDPA_FLASH_TFLOPS_H100,
-                    631.338 / SDPA_FLASH_TFLOPS_H100, 631.338 / SDPA_FLASH_TFLOPS_H100,
-                    "pytorch/pytorch#142132: cuDNN 631.338 vs SDPA flash 329.483 TFLOP/s on H100"),
-    "flash-attn-3": Factor("attention_kernel_speed_fa3_over_fa2_hopper", 631.827 / SDPA_FLASH_TFLOPS_H100,
-                           631.827 / SDPA_FLASH_TFLOPS_H100, 631.827 / SDPA_FLASH_TFLOPS_H100,
-                           "pytorch/pytorch#142132: FlashAttention-3 631.827 vs SDPA flash 329.483 TFLOP/s on H100"),
+    k: Factor(f"attention_kernel_speed_{name}_over_fa2_hopper", _WGMMA_RATIO[k], _WGMMA_RATIO[k], _WGMMA_RATIO[k],
+              f"eq. (10') of forward {WGMMA_OVER_FA2_BY_PASS[k][0]:.4g} x (pytorch/pytorch#142132: {label} "
+              f"{WGMMA_FORWARD_TFLOPS_H100[k]} vs SDPA flash {SDPA_FLASH_TFLOPS_H100} TFLOP/s on H100, "
+              f"{PR142132_SEQ_LEN} tokens) and backward {WGMMA_OVER_FA2_BY_PASS[k][1]:.4g} x ({FA3_PAPER_SOURCE}, "
+              f"{label} / FlashAttention-2 at {PR142132_SEQ_LEN} tokens), weighted by its passes' times")
+    for k, name, label in (("cudnn", "cudnn", "cuDNN"), ("flash-attn-3", "fa3", "FlashAttention-3"))
 }
 WGMMA_ARCHITECTURES = ("hopper",)
 
