@@ -372,7 +372,7 @@ UNCALIBRATED_ARCH_TRAINING_NO_BAND = ("a training run on a GPU architecture with
 # CDNA3's four MI300X rows left it when CDNA3 was calibrated. Blackwell: Megatron-Bridge's GPT-OSS 120B BF16 runs on
 # 64 x B200 (DGX-B200, EP 8) and 64 x GB200 (NVL72, EP 64) (validation_cases.MEGATRON_BRIDGE_RUNS PM1364-PM1365).
 UNCALIBRATED_TRAINING_MEASURED: dict[str, tuple[float, float, tuple[str, ...]]] = {
-    "blackwell": (0.63, 0.67, ("PM1364", "PM1365")),
+    "blackwell": (0.64, 0.68, ("PM1364", "PM1365")),
 }
 
 
@@ -547,7 +547,7 @@ _add("prefill throughput", "llama.cpp on CUDA", 0.6257, 2.1614, 23, 10, 1.000, 0
 _add("prefill throughput", "llama.cpp on Metal", 0.8199, 1.1904, 56, 25, 0.960, 0.920)
 _add("prefill throughput", "transformers", 0.7607, 1.0000, 11, 1, 1.000, None)
 _add("training memory", "pytorch training", 0.9085, 1.0873, 34, 7, 1.000, 0.914)
-_add("training throughput", "pytorch training", 0.6324, 1.1617, 259, 13, 0.944, 0.912)
+_add("training throughput", "pytorch training", 0.6312, 1.1563, 259, 13, 0.944, 0.912)
 
 
 def band_for(kind: str, engine: str) -> Band | None:
