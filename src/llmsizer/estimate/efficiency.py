@@ -693,7 +693,7 @@ FA2_PAPER_SOURCE = ("Dao 2023 (arXiv 2307.08691) Fig. 4 (A100 80GB SXM4) and Fig
 # many tiles, each query block fewer key blocks to amortise its loads, softmax epilogue and partly masked diagonal
 # tile over). A flat rho x u (the rule before) took that curve into rho, fitted where the MPT-7B rows spend their
 # attention time (16k-64k tokens), so every shorter row's attention ran too fast: the held-out MPT A100 rows (125M-70B,
-# 512-64k tokens, llm-foundry's Triton kernel) read +9.7 % (512), +10.5 % (2k) and +1.0 % (64k) as medians. So the
+# 512-64k tokens, 1-64 nodes) read +9.7 % (512), +10.5 % (2k) and +1.0 % (64k) as medians. So the
 # level follows the curve: the kernel's A100 rate is rho x u x speed x FlashAttention-2's A100 rate at the row's
 # length over its 16k rate (fa2_sequence_level; 1 from 16k on, where rho is now defined), and on Hopper the H100 / A100
 # speed above multiplies that, i.e. the H100 bars themselves over the A100's 16k bar. NOT FITTED: the curve is the
@@ -835,7 +835,7 @@ def attention_pass_shares(kernel: str) -> tuple[tuple[float, float], str]:
 
 # Hopper's warpgroup (wgmma) kernels, cuDNN's SDPA and FlashAttention-3 (hopper/ of flash-attn, built for sm90 only):
 # FlashAttention-2's Hopper share times their speed over it, pass by pass (review26 D1: the forward ratio alone had
-# timed the backward, 2.5 x the forward's FLOPs, 13 % fast). NOT FITTED.
+# timed the backward, 2.5 x the forward's FLOPs, 14 % fast). NOT FITTED.
 # - Forward: pytorch/pytorch#142132 (torch 2.6.0.dev20241204, H100, (1, 24, 4608, 128) bf16 causal, tritonbench's
 #   forward): SDPA's flash backend 329.483 TFLOP/s, cuDNN 631.338, FlashAttention-3 631.827.
 # - Backward: FlashAttention-3's paper (Shah et al. 2024, arXiv 2407.08608) Fig. 5, "Attention backward speed, head
