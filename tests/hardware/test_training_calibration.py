@@ -173,7 +173,7 @@ def test_blackwell_utilization_follows_from_its_row_and_its_hopper_twin() -> Non
         return d.tokens_per_second / fields["gpus"]
 
     share = per_gpu("PM1366") / float(rows["PM1366"]["value"])  # Hopper's own u: the twin's measured / expected
-    assert 0.7 < share < 0.85  # the recipe's open Hopper miss (about 21 % slow), which the twin takes out
+    assert 0.7 < share < 0.9  # the recipe's open Hopper miss (about 15 % slow since eqs. E15/E16), which the twin takes out
     target = share * float(rows["PM1368"]["value"])
     u = solve_utilization(lambda x: 1.0 / per_gpu("PM1368", x), 1.0 / target)
     assert u == pytest.approx(E.TRAINING_UTILIZATION_BY_ARCH["blackwell"].expected, abs=0.0005)

@@ -43,9 +43,13 @@ def test_pass_shares_are_the_papers() -> None:
     # what it cost at the kernel's average rate
     assert triton_bwd / triton_fwd == pytest.approx(0.604, abs=0.001)
     assert recompute_pass_weight(triton_fwd, triton_bwd) == pytest.approx(0.681, abs=0.001)
-    # kernels without a published split take FlashAttention-2's, and say so
-    shares, why = E.attention_pass_shares("cudnn")
+    # kernels without a published split (xformers' cutlass kernel: only its overall ratio) take FlashAttention-2's, and
+    # say so; cuDNN / FlashAttention-3 on Hopper have one since review26 D1 (#142132's forward, FlashAttention-3's
+    # Fig. 5 backward: tests/hardware/test_attention_kernels.py checks it against the published figures)
+    shares, why = E.attention_pass_shares("mem-efficient")
     assert shares == E.FA2_PEAK_SHARES and "FlashAttention-2's split" in why
+    shares, why = E.attention_pass_shares("cudnn")
+    assert shares[1] / shares[0] < fa2_bwd / fa2_fwd and "Fig. 5" in why
     with pytest.raises(InputError):
         recompute_pass_weight(0.0, 0.5)
 

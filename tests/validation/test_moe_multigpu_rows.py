@@ -107,7 +107,9 @@ def test_the_held_out_mla_moe_rows_run_slower_than_the_estimate() -> None:
 
 def test_the_roof_lifts_the_one_sequence_rows_from_a_tenth_of_the_estimate() -> None:
     """Without eq. (15)'s roof the one-sequence rows measured 10-15 % of the estimate (the weight read, the
-    all-reduces and the host floor alone); with it, 38-78 %: the roof, not another term, is what moved them."""
+    all-reduces and the host floor alone); with it, 38-78 %: the roof, not another term, is what moved them. The
+    matrices vLLM keeps whole on every rank (formulas/tensor_parallel.py, vllmrep: MLA's q_a / kv_a projections, the
+    routers; 1.03 B parameters a rank on DeepSeek-V3) add to the weight read: up to 0.181 (MD04) without the roof."""
     cases = {c.id: c for c in moe_multigpu_cases()}
     for rid in ("MD02", "MD03", "MD04"):
         run = next(r for r in engine_runs(None, MOE_MULTIGPU_FILE, "concurrency") if r.row["id"] == rid)
@@ -115,7 +117,7 @@ def test_the_roof_lifts_the_one_sequence_rows_from_a_tenth_of_the_estimate() -> 
         assert d is not None and d.bound == "kernel latency", rid
         without = max(d.compute_seconds, d.memory_seconds) + d.comm_seconds + d.overhead_seconds
         measured_step = 1.0 / cases[rid].measured
-        assert 0.10 <= without / measured_step <= 0.15, (rid, without / measured_step)
+        assert 0.10 <= without / measured_step <= 0.19, (rid, without / measured_step)
 
 
 def _tp8(model: str, device: str, weights: str, concurrency: int = 1, engine: str = "vllm"):  # noqa: ANN202

@@ -1615,7 +1615,11 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
         rho = E.FLASH_ATTENTION_SHARE
         attended = masked_attended(spec, w, kernel, notes)
         head_width = call[-1] if call is not None else spec.head_dim
-        attn_share, attn_why = E.attention_kernel_share(kernel, device.architecture, u, seq_len=fl.seq_len,
+        # its rate by length (efficiency.fa2_sequence_level, fa2_speed_over_reference) read at the causal length with
+        # the layers' mean attended span, 2 a (a the mean keys per query: a window or a packed document attends fewer
+        # than the row's s / 2), the row's length where every layer is causal over it
+        span = float(fl.seq_len) if attended is None else min(float(fl.seq_len), 2.0 * attended[0])
+        attn_share, attn_why = E.attention_kernel_share(kernel, device.architecture, u, seq_len=span,
                                                         head_dim=head_width)
         # SDPA's layers handed an explicit mask (sliding, packed) run the backend the dispatch picks for a mask, every tile
         m_layers, m_again, kernel_m = sdpa_masked_layers(spec, w, kernel, device, notes)

@@ -334,7 +334,7 @@ MULTI_GPU_DECODE_NO_BAND = ("a one-sequence decode on more than one GPU: no summ
 # by scripts/rederive_bands.py (validation_cases.mla_moe_measured; scripts/gen_docs.py runs it), do not edit by hand;
 # tests/validation/test_moe_multigpu_rows.py compares it with a fresh derivation.
 MLA_MOE_MEASURED = {"one sequence": (0.38, 0.78, ("MD02", "MD03", "MD04")),
-                    "16-64 sequences": (0.70, 0.76, ("MD05", "MD06", "MD07"))}
+                    "16-64 sequences": (0.71, 0.76, ("MD05", "MD06", "MD07"))}
 MLA_MOE_MULTI_GPU_NO_BAND = ("an MLA + mixture-of-experts decode on more than one GPU: the published runs of that "
                              "shape (validation/moe_multigpu_decode.csv) measure "
                              + "; ".join(f"{lo:.2f}-{hi:.2f} x the estimate at {k} ({', '.join(ids)})"
@@ -526,11 +526,11 @@ def _add(kind: str, engine: str, low: float, high: float, rows: int, setups: int
 
 
 _add("batched decode throughput", "llama.cpp", 0.9409, 1.0727, 57, 1, 0.965, None)
-_add("batched decode throughput", "serving engines (pooled)", 0.7469, 1.1851, 16, 3, 1.000, 0.889,
+_add("batched decode throughput", "serving engines (pooled)", 0.7470, 1.1851, 16, 3, 1.000, 0.889,
      ('a100-sxm-80gb', 'h100-sxm'))
 _add("batched decode throughput", "transformers", 0.4477, 1.5225, 6, 1, 1.000, None)
 _add("batched decode throughput", "vllm 0.8-0.13", 0.9301, 1.0330, 3, 1, 1.000, None, ('h100-sxm',))
-_add("batched decode throughput", "vllm < 0.6", 0.7469, 1.2488, 12, 2, 1.000, 0.917, ('a100-sxm-80gb',))
+_add("batched decode throughput", "vllm < 0.6", 0.7470, 1.2488, 12, 2, 1.000, 0.917, ('a100-sxm-80gb',))
 _add("decode throughput", "llama.cpp", 0.8752, 1.1366, 156, 34, 0.940, 0.916)
 _add("decode throughput", "llama.cpp on CUDA", 0.8886, 1.4028, 88, 10, 0.976, 0.907)
 _add("decode throughput", "llama.cpp on Metal", 0.8724, 1.1366, 68, 24, 0.964, 0.908)
@@ -547,7 +547,7 @@ _add("prefill throughput", "llama.cpp on CUDA", 0.6257, 2.1614, 23, 10, 1.000, 0
 _add("prefill throughput", "llama.cpp on Metal", 0.8199, 1.1904, 56, 25, 0.960, 0.920)
 _add("prefill throughput", "transformers", 0.7607, 1.0000, 11, 1, 1.000, None)
 _add("training memory", "pytorch training", 0.9085, 1.0873, 34, 7, 1.000, 0.914)
-_add("training throughput", "pytorch training", 0.5873, 1.1617, 261, 15, 0.951, 0.884)
+_add("training throughput", "pytorch training", 0.5724, 1.1563, 261, 15, 0.951, 0.884)
 
 
 def band_for(kind: str, engine: str) -> Band | None:
