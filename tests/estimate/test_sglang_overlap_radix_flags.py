@@ -38,6 +38,7 @@ import itertools
 import json
 
 import pytest
+from tests.estimate.test_sglang_mamba_strategy import _request  # one Qwen3-Next SGLang request file
 
 import llmsizer
 from cli_capture import run_cli
@@ -261,15 +262,6 @@ def test_the_flags_are_sglangs_only(flag, engine) -> None:
     assert f"{flag} applies to engine sglang, not {engine}" in done.stderr
     with pytest.raises(InputError, match=f"^{flag[2:].replace('-', '_')} applies to engine sglang, not {engine}$"):
         llmsizer.estimate_inference("qwen2.5-0.5b", engine=engine, **{flag[2:].replace("-", "_"): True})
-
-
-def _request(settings: str) -> str:
-    return (
-        f"version: 1\njobs:\n  - name: chat\n    kind: inference\n    model: {{name: {QWEN}}}\n"
-        f"    quantization: fp8\n    engine: sglang\n    engine_settings: {{{settings}}}\n"
-        "    traffic:\n      concurrency: {typical: 1, peak: 1}\n      context: {typical: 4k, peak: 4k}\n"
-        "      output: {typical: 256, peak: 256}\n    resources: {device: h200, count: 1}\n"
-    )
 
 
 @pytest.mark.parametrize(("settings", "text", "flags"), [
