@@ -297,10 +297,27 @@ def layer_bytes(w: LayerWidths, c: float, compiled: bool, norms_trained: bool,
 
     >>> layer_bytes(LayerWidths(8, 16, 8, 4, 2), 2.0, False, True, megatron=True)  # 168 + 64 + 32 + 96; 200 + 64 + 64 + 160
     (360.0, 488.0)
+    >>> layer_bytes(LayerWidths(8, 16, 8, 4, 2), 2.0, False, True, ((8, 4),), megatron=True)  # + 5c o; + 2c o + 3c n
+    (400.0, 552.0)
     """
-    fwd, bwd = (_megatron_terms(w, c) if megatron
-                else _layer_terms(w, c, compiled, norms_trained, adapters, unsloth))
+    if megatron:  # Megatron-Bridge's LoRALinear adds the adapter's output unfused, as PEFT does (eager terms)
+        fwd, bwd = _megatron_terms(w, c)
+        lora_f, lora_b = _eager_adapter_terms(adapters, c)
+        fwd, bwd = fwd + (lora_f,), bwd + (lora_b,)
+    else:
+        fwd, bwd = _layer_terms(w, c, compiled, norms_trained, adapters, unsloth)
     return _sum_terms(fwd, seq_shards), _sum_terms(bwd, seq_shards)
+
+
+def _eager_adapter_terms(adapters: tuple[tuple[int, int], ...], c: float
+                         ) -> tuple[tuple[float, bool], tuple[float, bool]]:
+    """Eq. (E1)/(E2)'s LoRA addends, eager: per adapted linear of (in n, out o) the scaling ``* scale`` (2c o) and
+    the add to the base output (3c o) forward; the scaling's gradient (2c o) and the input-gradient sum of the adapter
+    with the base linear (3c n) backward. Megatron-Bridge's LoRALinear runs the same unfused ops:
+    ``combined = linear_output + adapter_output`` (NVIDIA-NeMo/Megatron-Bridge @067f987df
+    src/megatron/bridge/peft/lora_layers.py lines 80-85)."""
+    return ((sum(5 * c * o for _, o in adapters), False),
+            (sum(2 * c * o + 3 * c * n for n, o in adapters), False))
 
 
 def _sum_terms(terms: tuple[tuple[float, bool], ...], seq_shards: int) -> float:
@@ -339,10 +356,10 @@ def _layer_terms(w: LayerWidths, c: float, compiled: bool, norms_trained: bool,
                  (7 * c * h if norms_trained else 0, True), (sum(2 * c * o + c * n for n, o in adapters), False)))
     nf, nb = layernorm_bytes(h, c) if w.layernorm else rmsnorm_bytes(h, c, False, norms_trained)
     rot = 1.0 if w.rotary else 0.0
-    return (((2 * nf + 6 * c * h, True), (rot * rotary_forward_bytes(w, c), False), (act_f * c * i, False),
-             (sum(5 * c * o for _, o in adapters), False)),
+    lora_f, lora_b = _eager_adapter_terms(adapters, c)
+    return (((2 * nf + 6 * c * h, True), (rot * rotary_forward_bytes(w, c), False), (act_f * c * i, False), lora_f),
             ((2 * nb + 15 * c * h, True), (rot * (16 * c * (q + k) + 4 * c * d), False), (act_b * c * i, False),
-             (sum(2 * c * o + 3 * c * n for n, o in adapters), False)))
+             lora_b))
 
 
 def rotary_forward_bytes(w: LayerWidths, c: float) -> float:
