@@ -205,6 +205,42 @@ accumulation pass for those weights, formulas/optimizer_step.py after eq. O3m), 
 eager_attention_traffic.py reads Megatron's fused softmax kernels), ``persist_layer_norm`` (apex's persistent
 LayerNorm kernel: the same bytes as any one-kernel norm).
 
+**MoE token permutation** (eqs. E17/E18, :func:`moe_dispatch_bytes`, in each Megatron MoE layer's terms, on the
+tokens the layer's rank holds, so on T/t under sequence parallelism). Megatron-Core's dispatchers with
+``moe_permute_fusion`` (every Megatron-Bridge MoE recipe, e.g. recipes/gpt_oss/h100/gpt_oss.py line 106,
+recipes/qwen/h100/qwen3_moe.py line 86 @067f987d) run TE's Triton permutation kernels (TransformerEngine @d0067d0d
+pytorch/permutation.py, common/triton/permutation.py), read at NVIDIA/Megatron-LM @d7288711 moe/moe_utils.py
+``permute`` lines 302-428, ``unpermute`` 431-530, ``sort_chunks_by_idxs`` 533-566 and moe/token_dispatcher.py
+``MoEAlltoAllTokenDispatcher.dispatch_preprocess`` 594-649 (permute with the probabilities), ``dispatch_postprocess``
+680-749 and ``combine_preprocess`` 751-790 (the chunk sorts, only with more than one local expert),
+``combine_postprocess`` 820-854 (unpermute without merging probabilities: the experts' activation applies them,
+experts.py ``weighted_bias_swiglu_impl``). Per token, k routed copies, E experts, element size c, probabilities of
+p bytes (the router's dtype: the input's unless ``moe_router_dtype``, router.py lines 100-106), int32 maps (4 B):
+
+- ``make_row_id_map``, three passes: reads the bool routing map [T, E] (E) and writes its int32 columns (4E), reads
+  and rewrites them (8E), reads them and writes the k destination rows, the k expert indices and the count
+  (4E + 4(2k + 1)): 17E + 8k + 4;
+- ``_permute_kernel`` (one program per token and hidden block): reads the token once and the map's 2k + 1 words,
+  writes its k copies; reads the k probabilities and writes them permuted: c h + k c h + 2k p + 8k + 4;
+- ``_unpermute_kernel`` without merging probabilities: reads the k expert outputs and the count and k source rows,
+  writes their sum: k c h + c h + 4k + 4;
+- backward: the unpermute's is ``_permute_kernel`` on the gradient (c h + k c h + 4k + 4); the permute's is
+  ``_unpermute_kernel`` with the probabilities' gradient: it writes a zero row of the dense [T, E] gradient (E p) and
+  the k gradients read from the permuted ones (2k p), reads the 2k + 1 map words: k c h + c h + E p + 2k p + 8k + 4;
+- with more than one local expert ('alltoall'), ``sort_chunks_by_map`` twice forward (the received chunks by local
+  expert, with the probabilities; and back), each after ``make_chunk_sort_map`` writes a row map (4k), each kernel
+  reading it (4k) and reading and writing the k rows (2k c h; probabilities 2k p); backward the same kernels on the
+  saved maps::
+
+    forward   P_f = 2c h (1 + k) + 2k p + 17E + 20k + 12 [+ 4k c h + 2k p + 16k, chunk sorts]        (E17)
+    backward  P_b = 2c h (1 + k) + 2k p + E p + 12k + 8 [+ 4k c h + 2k p + 8k, chunk sorts]          (E18)
+
+'flex' (DeepEP / HybridEP) and 'allgather' are counted without the chunk sorts; their permute reads the received
+or gathered rows, not the token once (not modelled apart). Not counted: the all-to-alls (communication,
+formulas/expert_parallel_time.py), the router's unfused softmax / top-k / scatter and aux-loss ops over [T, E]
+(Bridge's recipes set ``moe_router_fusion`` False, e.g. gpt_oss.py line 105), and the probabilities' reads in the
+weighted SwiGLU.
+
 **Inference** (eq. E13, ``inference_forward_bytes_per_token``): an eager transformers forward without autograd runs
 the same forward ops (E1) in every layer, plus the DynamicCache append of the new keys and values, the embedding
 gather and the final norm; measured on a real CPU forward of a transformers Llama (tests/formulas/
@@ -225,7 +261,7 @@ embedding lookup, the final norm and the dense embedding gradient are left out (
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import repeat
 from operator import itemgetter
 
@@ -260,6 +296,9 @@ class LayerWidths:
     rotary_dim: int = 0  # the rotated channels of each head (a partial rotary); 0: all head_dim of them
     rotary_cat: bool = False  # the rotary concatenates its pass-through channels back (eq. E1r)
     attends: bool = True  # the layer has (self-)attention: q/k/v-width kernels (Megatron's split, eqs. E15/E16)
+    topk: int = 0  # an MoE layer's routed copies per token (0: a dense layer; Megatron's dispatcher, eqs. E17/E18)
+    experts: int = 0  # an MoE layer's routed experts (the routing map's and row-id map's width)
+    chunk_sorts: bool = False  # the 'alltoall' dispatcher's sort of the received chunks by local expert, and back
 
 
 def _check(c: float, *widths: float) -> None:
@@ -394,8 +433,38 @@ def _megatron_terms(w: LayerWidths, c: float
     copy = 2 * c * q if attends and q > k else 0.0  # the grouped query's reshape of the split view
     cat = 2 * c * (q + 2 * k) if attends else 0.0  # SplitAlongDim's backward: dq, dk, dv concatenated
     act_f, act_b = (3.0, 5.0) if w.gated else (2.0, 3.0)
-    return (((2 * (2 * c * h + stats) + 6 * c * h, True), (rot + copy, False), (act_f * c * i, False)),
-            ((2 * (3 * c * h + stats) + 6 * c * h, True), (rot + cat, False), (act_b * c * i, False)))
+    disp_f, disp_b = (moe_dispatch_bytes(h, w.topk, w.experts, c, c, w.chunk_sorts) if w.topk
+                      else (0.0, 0.0))
+    return (((2 * (2 * c * h + stats) + 6 * c * h, True), (rot + copy, False), (act_f * c * i, False),
+             (disp_f, True)),
+            ((2 * (3 * c * h + stats) + 6 * c * h, True), (rot + cat, False), (act_b * c * i, False),
+             (disp_b, True)))
+
+
+INDEX = 4.0  # TE's row-id and chunk-sort maps are int32
+
+
+def moe_dispatch_bytes(hidden: int, topk: int, experts: int, c: float, p: float, chunk_sorts: bool
+                       ) -> tuple[float, float]:
+    """Eqs. (E17)/(E18): (forward, backward) bytes per token entering one MoE layer of Megatron-Core's token
+    dispatcher with ``moe_permute_fusion`` (TE's fused permute kernels): ``topk`` = k routed copies of the token,
+    ``experts`` = E, element size ``c``, routing probabilities of ``p`` bytes, ``chunk_sorts``: the 'alltoall'
+    dispatcher's two sorts by local expert (module docstring, "MoE token permutation").
+
+    >>> moe_dispatch_bytes(8, 2, 4, 2.0, 4.0, False)  # 96 + 16 + 68 + 40 + 12; 96 + 16 + 16 + 24 + 8
+    (232.0, 160.0)
+    """
+    _check(c, hidden, topk, experts)
+    if p <= 0:
+        raise InputError("probability element size must be positive")
+    h, k, e = float(hidden), float(topk), float(experts)
+    rows = 2 * c * h * (1 + k)  # permute: read the token once, write k copies; unpermute: read k, write one sum
+    fwd = rows + 2 * k * p + (1 + 4 * INDEX) * e + 5 * INDEX * k + 3 * INDEX
+    bwd = rows + 2 * k * p + p * e + 3 * INDEX * k + 2 * INDEX
+    if chunk_sorts:
+        fwd += 4 * k * c * h + 2 * k * p + 4 * INDEX * k
+        bwd += 4 * k * c * h + 2 * k * p + 2 * INDEX * k
+    return fwd, bwd
 
 
 def loss_bytes(vocab: int, c: float, compiled: bool, unsloth: bool = False, fused_xentropy: bool = False) -> float:
@@ -475,21 +544,22 @@ def model_layer_widths(spec: ModelSpec, layer: int, tp: int = 1,
         routed, shared = m.experts_per_token * m.expert_intermediate_size, m.shared_intermediate_size
         e_ways, s_ways = split.ways("experts", tp), split.ways("shared_experts", tp)
         inter = -(-(routed + shared) // tp) if e_ways == s_ways == tp else -(-routed // e_ways) - (-shared // s_ways)
-        gated = m.expert_gated
+        gated, topk, experts = m.expert_gated, m.experts_per_token, m.num_experts
     else:
         inter, gated = -(-spec.intermediate_size // split.ways("mlp", tp)), spec.mlp_gated
+        topk = experts = 0
     head = spec.mla.qk_nope_head_dim + spec.mla.qk_rope_head_dim if spec.mla is not None else spec.head_dim
     rotary = spec.applies_rotary(layer)
     rot_dim = spec.rotary_dim if spec.mla is None and 0 < spec.rotary_dim < head else 0
     return LayerWidths(spec.hidden_size, inter, -(-q // split.ways("attention", tp)),
                        max(head, k // split.ways("kv", tp)) if k else 0, head, gated, rotary,
                        spec.norm_kind == "layernorm", rot_dim, spec.rotary_pass_cat or rot_dim > 0,
-                       attends=spec.layer_types[layer] != "none")
+                       attends=spec.layer_types[layer] != "none", topk=topk, experts=experts)
 
 
 def _layer_rows(spec: ModelSpec, c: float, compiled: bool, norms_trained: bool,
                 adapters: dict[int, tuple[tuple[int, int], ...]], tp: int, unsloth: bool, seq_shards: int,
-                split: ActivationSplit = EVERY_BLOCK_SPLIT, megatron: bool = False
+                split: ActivationSplit = EVERY_BLOCK_SPLIT, megatron: bool = False, chunk_sorts: bool = False
                 ) -> list[tuple[float, float, float]]:
     """(forward, backward, forward + backward) bytes per token of each decoder layer, in order. A layer's widths
     depend on it only through its kind (ModelSpec.layer_key) and whether it applies rotary positions
@@ -500,8 +570,10 @@ def _layer_rows(spec: ModelSpec, c: float, compiled: bool, norms_trained: bool,
     per_kind: dict[tuple[object, ...], tuple[float, float, float]] = {}
     for key in dict.fromkeys(kinds):
         n = kinds.index(key)  # the first layer of this kind
-        f, b = layer_bytes(model_layer_widths(spec, n, tp, split), c, compiled, norms_trained, key[1], unsloth,
-                           seq_shards, megatron)
+        widths = model_layer_widths(spec, n, tp, split)
+        if chunk_sorts and widths.topk:
+            widths = replace(widths, chunk_sorts=True)
+        f, b = layer_bytes(widths, c, compiled, norms_trained, key[1], unsloth, seq_shards, megatron)
         per_kind[key] = (f, b, f + b)
     return list(map(per_kind.__getitem__, kinds))
 
@@ -511,7 +583,7 @@ def step_bytes_per_token(spec: ModelSpec, c: float, compiled: bool, norms_traine
                          loss: str = "ce", tp: int = 1, unsloth: bool = False,
                          loss_compiled: bool | None = None, sequence_parallel: bool = False,
                          metric_passes: int = 0, metric_autocast: bool = True, fp16: bool = False,
-                         megatron: bool = False) -> float:
+                         megatron: bool = False, moe_chunk_sorts: bool = False) -> float:
     """Eq. (E7)'s numerator per token: every decoder layer's forward and backward (E1/E2 or E4/E5), the forward
     again for ``recomputed_layers`` checkpointed layers, and the loss (E3/E6/E11; none for 'cut-ce', which never
     materialises the logits). ``adapters``: per layer, (in, out) of each LoRA-adapted linear. ``loss_compiled``:
@@ -519,11 +591,12 @@ def step_bytes_per_token(spec: ModelSpec, c: float, compiled: bool, norms_traine
     ``sequence_parallel``: the layers' hidden-width kernels run on 1/``tp`` of the tokens (eq. (E10)).
     ``metric_passes``: the loop's no-grad training-metric cross-entropies over the logits, each eq. (E12)
     (``metric_autocast``: under torch.autocast; ``fp16``: fp16 logits). ``megatron``: Megatron's fused layer,
-    eqs. (E15)/(E16), in place of the eager (E1)/(E2)."""
+    eqs. (E15)/(E16), in place of the eager (E1)/(E2), with its MoE layers' token permutation (E17)/(E18);
+    ``moe_chunk_sorts``: the 'alltoall' dispatcher sorts the received chunks by local expert (more than one)."""
     if recomputed_layers < 0:
         raise InputError("recomputed layers must not be negative")
     rows = _layer_rows(spec, c, compiled, norms_trained, adapters, tp, unsloth, tp if sequence_parallel else 1,
-                       megatron=megatron)
+                       megatron=megatron, chunk_sorts=moe_chunk_sorts)
     total = running_sum(map(itemgetter(2), rows))
     fwd_sum = running_sum(map(itemgetter(0), rows))
     total += fwd_sum * recomputed_layers / spec.num_layers
