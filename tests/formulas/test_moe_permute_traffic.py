@@ -27,11 +27,15 @@ probabilities (838-845). The hidden-width tensors are also measured on real torc
 
 from __future__ import annotations
 
+from dataclasses import replace
+from types import SimpleNamespace
+
 import pytest
 
 from llmsizer.catalog.models import find
+from llmsizer.errors import InputError
+from llmsizer.estimate.duration import megatron_moe_permute
 from llmsizer.formulas.elementwise_traffic import (
-    LayerWidths,
     layer_bytes,
     model_layer_widths,
     moe_dispatch_bytes,
@@ -138,19 +142,42 @@ def test_moe_layers_add_the_permutation_in_a_megatron_step_only() -> None:
     spec = find("qwen3-30b-a3b").spec()
     assert spec.moe is not None
     w = model_layer_widths(spec, 0, 1)
-    assert (w.topk, w.experts) == (spec.moe.experts_per_token, spec.moe.num_experts)
-    base = step_bytes_per_token(spec, 2.0, False, True, {}, 0, "megatron-ce", 1, megatron=True)
-    sorted_ = step_bytes_per_token(spec, 2.0, False, True, {}, 0, "megatron-ce", 1, megatron=True,
-                                   moe_chunk_sorts=True)
+    assert (w.topk, w.experts, w.permuted) == (spec.moe.experts_per_token, spec.moe.num_experts, False)
+    steps = {mode: step_bytes_per_token(spec, 2.0, False, True, {}, 0, "megatron-ce", 1, megatron=True,
+                                        moe_permute=mode) for mode in ("none", "permute", "permute+sort")}
     f0, b0 = moe_dispatch_bytes(spec.hidden_size, w.topk, w.experts, 2.0, 2.0, False)
     f1, b1 = moe_dispatch_bytes(spec.hidden_size, w.topk, w.experts, 2.0, 2.0, True)
     layers = sum(spec.moe_layers)
-    assert sorted_ - base == pytest.approx(layers * (f1 + b1 - f0 - b0))
-    dense = LayerWidths(w.hidden, w.intermediate, w.q_width, w.kv_width, w.head_dim, w.gated, w.rotary)
-    per = sum(layer_bytes(w, 2.0, False, True, megatron=True))
-    assert per - sum(layer_bytes(dense, 2.0, False, True, megatron=True)) == pytest.approx(f0 + b0)
-    # the eager (non-Megatron) count has no dispatcher: its MoE layers are unchanged by the routing fields
-    assert layer_bytes(w, 2.0, False, True) == layer_bytes(dense, 2.0, False, True)
+    assert steps["permute"] - steps["none"] == pytest.approx(layers * (f0 + b0))
+    assert steps["permute+sort"] - steps["none"] == pytest.approx(layers * (f1 + b1))
+    permuted = replace(w, permuted=True)
+    per = sum(layer_bytes(permuted, 2.0, False, True, megatron=True))
+    assert per - sum(layer_bytes(w, 2.0, False, True, megatron=True)) == pytest.approx(f0 + b0)
+    # the eager (non-Megatron) count has no dispatcher
+    assert layer_bytes(permuted, 2.0, False, True) == layer_bytes(w, 2.0, False, True)
     # under sequence parallelism the permutation runs on the rank's T/t tokens
-    assert sum(layer_bytes(w, 2.0, False, True, seq_shards=4, megatron=True)) - sum(
-        layer_bytes(dense, 2.0, False, True, seq_shards=4, megatron=True)) == pytest.approx((f0 + b0) / 4)
+    assert sum(layer_bytes(permuted, 2.0, False, True, seq_shards=4, megatron=True)) - sum(
+        layer_bytes(w, 2.0, False, True, seq_shards=4, megatron=True)) == pytest.approx((f0 + b0) / 4)
+    # recomputed MoE layers run the permutation's forward again
+    again = step_bytes_per_token(spec, 2.0, False, True, {}, spec.num_layers, "megatron-ce", 1, megatron=True,
+                                 moe_permute="permute")
+    again0 = step_bytes_per_token(spec, 2.0, False, True, {}, spec.num_layers, "megatron-ce", 1, megatron=True)
+    assert (again - again0) - (steps["permute"] - steps["none"]) == pytest.approx(layers * f0)
+
+
+@pytest.mark.parametrize(("dispatcher", "ep", "want"), [
+    (None, 1, "permute+sort"), ("alltoall", 8, "permute+sort"), ("alltoall", 128, "permute"),
+    ("flex", 16, "none"), ("allgather", 8, "none")])
+def test_which_megatron_runs_permute(dispatcher: str | None, ep: int, want: str) -> None:
+    """token_dispatcher.py @d7288711: 'alltoall' sorts by local expert only with E / ep > 1 (lines 712, 758);
+    HybridEP's flex path returns the dispatched tensor unpermuted by any kernel of its own (lines 1083-1087)."""
+    spec = find("qwen3-30b-a3b").spec()
+    w = SimpleNamespace(moe_dispatcher=dispatcher, ep=ep)
+    assert megatron_moe_permute(spec, w) == want  # type: ignore[arg-type]
+    assert megatron_moe_permute(find("llama-3.1-8b").spec(), w) == "none"  # type: ignore[arg-type]
+
+
+def test_rejects_an_unknown_permute_mode() -> None:
+    spec = find("qwen3-30b-a3b").spec()
+    with pytest.raises(InputError, match="moe_permute"):
+        step_bytes_per_token(spec, 2.0, False, True, {}, 0, "megatron-ce", 1, megatron=True, moe_permute="sort")

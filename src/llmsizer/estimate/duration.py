@@ -478,7 +478,7 @@ def elementwise_bytes_per_token(spec: ModelSpec, w: TrainingWorkload) -> float:
                                  metric_passes=w.train_metric_passes, metric_autocast=metric_autocast,
                                  fp16="fp16" in w.precision,
                                  megatron=w.precision in MEGATRON_PRECISIONS and not w.compile,
-                                 moe_chunk_sorts=megatron_chunk_sorts(spec, w))
+                                 moe_permute=megatron_moe_permute(spec, w))
     if w.compile and w.sequence_parallel and tp > 1:
         total += _sequence_parallel_copies_per_token(spec, c, tp, w.micro_batch, w.tp_comm_overlap, ckpt,
                                                      1.0 if w.float8 and float8_gathers_in_float8(w.float8_recipe)
@@ -494,13 +494,16 @@ def elementwise_bytes_per_token(spec: ModelSpec, w: TrainingWorkload) -> float:
     return total
 
 
-def megatron_chunk_sorts(spec: ModelSpec, w: TrainingWorkload) -> bool:
-    """Whether Megatron-Core's 'alltoall' dispatcher (the default here, ``moe_dispatch_syncs``) sorts the tokens it
-    received by local expert and back: only with more than one local expert, E / ep (token_dispatcher.py
-    ``dispatch_postprocess`` / ``combine_preprocess`` ``if self.num_local_experts > 1`` @d7288711); 'flex' and
-    'allgather' run no chunk sort."""
-    return (spec.moe is not None and (w.moe_dispatcher or "alltoall") == "alltoall"
-            and spec.moe.num_experts // max(1, w.ep) > 1)
+def megatron_moe_permute(spec: ModelSpec, w: TrainingWorkload) -> str:
+    """The token permutation formulas/elementwise_traffic.py eqs. (E17)/(E18) count in a Megatron run's MoE layers:
+    only under the 'alltoall' dispatcher (the default here, ``moe_dispatch_syncs``), which permutes with TE's fused
+    kernels and sorts the received tokens by local expert and back only with more than one local expert, E / ep
+    (token_dispatcher.py ``dispatch_postprocess`` / ``combine_preprocess`` ``if self.num_local_experts > 1``
+    @d7288711); 'none' for a dense model, the 'flex' dispatcher (HybridEP permutes inside its communication
+    kernels) and 'allgather' (not modelled)."""
+    if spec.moe is None or (w.moe_dispatcher or "alltoall") != "alltoall":
+        return "none"
+    return "permute+sort" if spec.moe.num_experts // max(1, w.ep) > 1 else "permute"
 
 
 def _sequence_parallel_copies_per_token(spec: ModelSpec, c: float, tp: int, sequences: int, fused: bool,

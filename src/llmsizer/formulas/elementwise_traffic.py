@@ -235,8 +235,11 @@ p bytes (the router's dtype: the input's unless ``moe_router_dtype``, router.py 
     forward   P_f = 2c h (1 + k) + 2k p + 17E + 20k + 12 [+ 4k c h + 2k p + 16k, chunk sorts]        (E17)
     backward  P_b = 2c h (1 + k) + 2k p + E p + 12k + 8 [+ 4k c h + 2k p + 8k, chunk sorts]          (E18)
 
-'flex' (DeepEP / HybridEP) and 'allgather' are counted without the chunk sorts; their permute reads the received
-or gathered rows, not the token once (not modelled apart). Not counted: the all-to-alls (communication,
+Counted for the 'alltoall' dispatcher only. 'flex' with HybridEP (Bridge's flex recipes) permutes inside its
+dispatch and combine kernels (token_dispatcher.py ``_HybridEPManager.get_permuted_hidden_states_by_experts`` returns
+the dispatched tensor as it is, lines 1083-1087): communication kernels, not counted here; DeepEP's separate
+permute (lines 1287-1332) and 'allgather''s permute of the gathered tokens (lines 280-328) are not modelled. Not
+counted either: the all-to-alls (communication,
 formulas/expert_parallel_time.py), the router's unfused softmax / top-k / scatter and aux-loss ops over [T, E]
 (Bridge's recipes set ``moe_router_fusion`` False, e.g. gpt_oss.py line 105), and the probabilities' reads in the
 weighted SwiGLU.
@@ -298,6 +301,7 @@ class LayerWidths:
     attends: bool = True  # the layer has (self-)attention: q/k/v-width kernels (Megatron's split, eqs. E15/E16)
     topk: int = 0  # an MoE layer's routed copies per token (0: a dense layer; Megatron's dispatcher, eqs. E17/E18)
     experts: int = 0  # an MoE layer's routed experts (the routing map's and row-id map's width)
+    permuted: bool = False  # Megatron's 'alltoall' dispatcher permutes and unpermutes the MoE layer's tokens (E17/E18)
     chunk_sorts: bool = False  # the 'alltoall' dispatcher's sort of the received chunks by local expert, and back
 
 
@@ -433,7 +437,7 @@ def _megatron_terms(w: LayerWidths, c: float
     copy = 2 * c * q if attends and q > k else 0.0  # the grouped query's reshape of the split view
     cat = 2 * c * (q + 2 * k) if attends else 0.0  # SplitAlongDim's backward: dq, dk, dv concatenated
     act_f, act_b = (3.0, 5.0) if w.gated else (2.0, 3.0)
-    disp_f, disp_b = (moe_dispatch_bytes(h, w.topk, w.experts, c, c, w.chunk_sorts) if w.topk
+    disp_f, disp_b = (moe_dispatch_bytes(h, w.topk, w.experts, c, c, w.chunk_sorts) if w.topk and w.permuted
                       else (0.0, 0.0))
     return (((2 * (2 * c * h + stats) + 6 * c * h, True), (rot + copy, False), (act_f * c * i, False),
              (disp_f, True)),
@@ -559,7 +563,7 @@ def model_layer_widths(spec: ModelSpec, layer: int, tp: int = 1,
 
 def _layer_rows(spec: ModelSpec, c: float, compiled: bool, norms_trained: bool,
                 adapters: dict[int, tuple[tuple[int, int], ...]], tp: int, unsloth: bool, seq_shards: int,
-                split: ActivationSplit = EVERY_BLOCK_SPLIT, megatron: bool = False, chunk_sorts: bool = False
+                split: ActivationSplit = EVERY_BLOCK_SPLIT, megatron: bool = False, moe_permute: str = "none"
                 ) -> list[tuple[float, float, float]]:
     """(forward, backward, forward + backward) bytes per token of each decoder layer, in order. A layer's widths
     depend on it only through its kind (ModelSpec.layer_key) and whether it applies rotary positions
@@ -571,8 +575,8 @@ def _layer_rows(spec: ModelSpec, c: float, compiled: bool, norms_trained: bool,
     for key in dict.fromkeys(kinds):
         n = kinds.index(key)  # the first layer of this kind
         widths = model_layer_widths(spec, n, tp, split)
-        if chunk_sorts and widths.topk:
-            widths = replace(widths, chunk_sorts=True)
+        if moe_permute != "none" and widths.topk:
+            widths = replace(widths, permuted=True, chunk_sorts=moe_permute == "permute+sort")
         f, b = layer_bytes(widths, c, compiled, norms_trained, key[1], unsloth, seq_shards, megatron)
         per_kind[key] = (f, b, f + b)
     return list(map(per_kind.__getitem__, kinds))
@@ -583,7 +587,7 @@ def step_bytes_per_token(spec: ModelSpec, c: float, compiled: bool, norms_traine
                          loss: str = "ce", tp: int = 1, unsloth: bool = False,
                          loss_compiled: bool | None = None, sequence_parallel: bool = False,
                          metric_passes: int = 0, metric_autocast: bool = True, fp16: bool = False,
-                         megatron: bool = False, moe_chunk_sorts: bool = False) -> float:
+                         megatron: bool = False, moe_permute: str = "none") -> float:
     """Eq. (E7)'s numerator per token: every decoder layer's forward and backward (E1/E2 or E4/E5), the forward
     again for ``recomputed_layers`` checkpointed layers, and the loss (E3/E6/E11; none for 'cut-ce', which never
     materialises the logits). ``adapters``: per layer, (in, out) of each LoRA-adapted linear. ``loss_compiled``:
@@ -591,12 +595,15 @@ def step_bytes_per_token(spec: ModelSpec, c: float, compiled: bool, norms_traine
     ``sequence_parallel``: the layers' hidden-width kernels run on 1/``tp`` of the tokens (eq. (E10)).
     ``metric_passes``: the loop's no-grad training-metric cross-entropies over the logits, each eq. (E12)
     (``metric_autocast``: under torch.autocast; ``fp16``: fp16 logits). ``megatron``: Megatron's fused layer,
-    eqs. (E15)/(E16), in place of the eager (E1)/(E2), with its MoE layers' token permutation (E17)/(E18);
-    ``moe_chunk_sorts``: the 'alltoall' dispatcher sorts the received chunks by local expert (more than one)."""
+    eqs. (E15)/(E16), in place of the eager (E1)/(E2). ``moe_permute``: the MoE layers' token permutation of
+    Megatron's 'alltoall' dispatcher, eqs. (E17)/(E18): 'none', 'permute' (one local expert) or 'permute+sort'
+    (the received chunks sorted by local expert and back)."""
     if recomputed_layers < 0:
         raise InputError("recomputed layers must not be negative")
+    if moe_permute not in ("none", "permute", "permute+sort"):
+        raise InputError(f"moe_permute must be none, permute or permute+sort, got {moe_permute!r}")
     rows = _layer_rows(spec, c, compiled, norms_trained, adapters, tp, unsloth, tp if sequence_parallel else 1,
-                       megatron=megatron, chunk_sorts=moe_chunk_sorts)
+                       megatron=megatron, moe_permute=moe_permute)
     total = running_sum(map(itemgetter(2), rows))
     fwd_sum = running_sum(map(itemgetter(0), rows))
     total += fwd_sum * recomputed_layers / spec.num_layers
