@@ -611,20 +611,20 @@ TRAINING_DEVICE_UTILIZATION = Factor(
 # Blackwell (B200, GB200, B300, GB300): CALIBRATED on one named row against its Hopper twin: Megatron-Bridge's Llama 3.1
 # 405B FP8_CS pre-training on 256 x GB200 (NVL72 racks; TP 4, PP 16, VP 4), 864 tokens/s per GPU (PM1368,
 # docs/performance-summary-archive.md @067f987df line 216), whose recipe runs on 1024 x H100 at 328 (PM1366, line 219).
-# The rule: u_blackwell is the u at which PM1368's estimate / measured equals PM1366's at Hopper's u (0.7924: the
-# estimate of the H100 row is 21 % slow); re-derived by tests/hardware/test_training_calibration.py.
+# The rule: u_blackwell is the u at which PM1368's estimate / measured equals PM1366's at Hopper's u (0.854: the
+# estimate of the H100 row is 15 % slow); re-derived by tests/hardware/test_training_calibration.py.
 # Why a twin and not PM1368 alone: the published dense Blackwell rows are all Megatron FP8 rows, and on Hopper the same
-# recipes read 21-28 % slow (PM1366, PM1360) at the calibrated u and FLOAT8_GEMM_SHARE (fitted on torchao's tensorwise
+# recipes read 15-19 % slow (PM1366, PM1360) at the calibrated u and FLOAT8_GEMM_SHARE (fitted on torchao's tensorwise
 # float8, not TransformerEngine's current scaling): PM1368 alone would put that Megatron FP8 miss into Blackwell's u
-# (0.774, 1.48 x Hopper's) and every BF16 Blackwell run with it. The twin takes out what the two recipes share (the
+# and every BF16 Blackwell run with it. The twin takes out what the two recipes share (the
 # model, Megatron-Core, TransformerEngine's FP8 recipe, no recompute, the distributed optimizer) and pins only what
 # differs by architecture. What it pins is the FP8 GEMM rate u x rho8 on Blackwell relative to Hopper's; it is put in
 # u with rho8 taken as Hopper's (float8_gemm_share: no Blackwell BF16 / FP8 pair of one recipe is published), so the
 # BF16 u of Blackwell is not measured on its own. Why not the BF16 rows: every published BF16 Blackwell training row is
 # a mixture-of-experts run (GPT-OSS 120B, PM1364 / PM1365; torchtitan Qwen3-30B-A3B, pith-train #79), and Hopper's
-# MoE rows already read 18-23 % fast at Hopper's u (an open miss of their own): PM1365 alone would give 0.302.
-# Held out: PM1369 (the GB300 twin: no u <= 1 meets it, -33 % at this u; its catalog FP8 / BF16 peaks equal
-# the GB200's, so what makes it 19 % faster than PM1368 is not in the rule), PM1364 / PM1365 (+34 % / +53 %: the MoE
+# MoE rows already read 26-52 % fast at Hopper's u (an open miss of their own).
+# Held out: PM1369 (the GB300 twin: -28 % at this u; its catalog FP8 / BF16 peaks equal
+# the GB200's, so what makes it 19 % faster than PM1368 is not in the rule), PM1364 / PM1365 (+45 % / +75 %: the MoE
 # miss). The attention kernel stays timed at the stand-ins' lowest share (attention_kernel_share: no FlashAttention-2,
 # cuDNN or FlashAttention-4 speed on Blackwell is taken), and the uncalibrated-architecture rule keeps its stand-ins
 # (CUDA_ARCHITECTURES), which this share, above Hopper's, would not lower.
@@ -641,7 +641,7 @@ TRAINING_UTILIZATION_BY_ARCH = {
                     "5376.5 tokens/s/GPU (PM1341), executed FLOPs / (MI300X dense BF16 peak x time)"),
     "blackwell": Factor("training_device_utilization_blackwell", 0.5443, 0.5443, 0.5443,
                         "calibrated: Megatron-Bridge Llama 3.1 405B FP8_CS 256 x GB200 864 tokens/s/GPU (PM1368) at the "
-                        "estimate / measured of its 1024 x H100 twin at Hopper's u (PM1366, 328: 0.792); rho8 "
+                        "estimate / measured of its 1024 x H100 twin at Hopper's u (PM1366, 328: 0.854); rho8 "
                         "taken as Hopper's"),
 }
 
