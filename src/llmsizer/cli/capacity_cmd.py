@@ -905,12 +905,9 @@ def cmd_show(args: argparse.Namespace) -> int:
     _say_store_not_created(missing)  # the server's, whose path it does not show)
     if missing is not None:
         data["store_not_created"] = missing
-    for w in inv.warnings:
+    from ..provider.disagree import inventory_warnings
+    for w in inventory_warnings(inv, live, args.inventory):  # the reader's, then the bookings' (one rule)
         say(f"warning: {w}", file=sys.stderr)
-    if data.get("orphaned") or data.get("maintenance"):
-        from ..provider.disagree import disagreement_warnings
-        for w in disagreement_warnings(inv, live, args.inventory):
-            say(f"warning: {w}", file=sys.stderr)
     if args.json:
         emit_json(data)
     else:
