@@ -290,7 +290,12 @@ async def edit_inventory(request: Request) -> Response:
         from ..provider.store import Store
         args = namespace(request, cfg)
         _authorize(args, "inventory")
-        inv = parse_inventory(text, source="inventory.yaml")  # a bad file: 400 with the reader's line
+        from ..errors import LlmsizerError
+        try:
+            inv = parse_inventory(text, source="inventory.yaml")  # a bad file: 400 with the reader's line
+        except LlmsizerError as e:  # about the inventory sent, whatever flag its advice names (probe21 C2)
+            lines = [term(line) for line in str(e).splitlines()] or [""]
+            raise Problem(400, lines[0], "inventory", lines if len(lines) > 1 else None) from None
         path = Path(cfg.inventory)
         old = read_small_text(path, "inventory", MAX_INVENTORY_BYTES)
         write_atomic(path, text, force=True)  # the server's inventory, replaced on purpose (PUT)
