@@ -748,7 +748,8 @@ class Duration:
     def to_dict(self) -> dict[str, Any]:
         return {"tokens": self.tokens, "devices": self.devices, "flops_per_token": self.flops_per_token,
                 "flops_formula": self.flops_formula, "flops_source": self.flops.source,
-                "peak_flops": self.peak_flops, "peak_key": self.peak_key, "utilization": self.utilization,
+                "peak_flops": self.peak_flops, "peak_key": self.peak_key, "peak_name": self.peak_name,
+                "gemm_dtype": self.gemm_dtype, "utilization": self.utilization,
                 "utilization_source": self.utilization_source,
                 "utilization_applies_to": self.utilization_applies_to, "seconds": self.seconds,
                 "device_hours": self.device_hours, "tokens_per_second": self.tokens_per_second,
