@@ -119,8 +119,8 @@ HOSTILE = ["bob;rm -rf ~", "a\nb ReservationName=evil", "x' y \"z\" $(id) `id`",
 def test_slurm_export_quotes_every_value(user):
     h = Handover("abc123", "svc", dt.datetime(2026, 2, 1), dt.datetime(2026, 2, 8), ("n1", "n$(id)"), 4,
                  "h100-sxm", "team", user)
-    assert shlex.split(slurm(h)) == [
-        "scontrol", "create", "reservation", "ReservationName=llmsizer-svc-abc123", "StartTime=2026-02-01T00:00:00",
+    assert shlex.split(slurm(h), comments=True) == [
+        "TZ=UTC0", "scontrol", "create", "reservation", "ReservationName=llmsizer-svc-abc123", "StartTime=2026-02-01T00:00:00",
         "Duration=10080", "Nodes=n1,n$(id)", f"Users={user}",
         "sbatch", "--reservation=llmsizer-svc-abc123", "--nodes=2", "--gres=gpu:4", "JOB_SCRIPT"]
 

@@ -84,7 +84,8 @@ def test_import_book_export_round_trip(tmp_path, capsys):
     assert run("capacity", "export", rid, "--format", "slurm", "--db", db, "--user", "chat") == 0
     out = capsys.readouterr().out
     assert out.splitlines() == [
-        f"scontrol create reservation ReservationName=llmsizer-chat-{rid} StartTime=2026-02-01T00:00:00 "
+        "# times in UTC; TZ=UTC0 makes scontrol read StartTime as UTC (it reads local time and takes no zone)",
+        f"TZ=UTC0 scontrol create reservation ReservationName=llmsizer-chat-{rid} StartTime=2026-02-01T00:00:00 "
         "Duration=10080 Nodes=gpunode-1 Users=chat",
         f"sbatch --reservation=llmsizer-chat-{rid} --nodes=1 --gres=gpu:1 JOB_SCRIPT"]
     assert run("capacity", "export", rid, "--format", "kueue", "--db", db) == 0

@@ -92,6 +92,9 @@ class DetectedDevice:
     memory_from: str
     catalog_id: str | None
     note: str = ""
+    # where the chip (and GPU bin) is in the catalog but the memory size was not read: its configurations, one per
+    # memory size (apple_candidates); the memory alone decides which
+    candidates: tuple[str, ...] = ()
 
 
 @dataclass
@@ -317,6 +320,19 @@ def apple_configuration(cat: HardwareCatalog, chip: str, memory_bytes: int, gpu_
     return base
 
 
+def apple_candidates(cat: HardwareCatalog, chip: str, gpu_cores: int | None) -> list[Device]:
+    """The catalog configurations the Apple chip ``chip`` ('Apple M3') with ``gpu_cores`` GPU cores may be when its
+    memory size is unknown: for each memory size the catalog lists for the chip, the configuration
+    ``apple_configuration`` takes for that size and bin, smallest memory first; with no GPU-core count read (None),
+    every configuration of the chip, each bin and size. Empty: the chip is not in the catalog."""
+    chips = [d for d in cat.devices.values() if d.kind == "apple" and d.memory_bytes
+             and _SIZE.sub("", _PARENS.sub("", d.name)) == chip]
+    if gpu_cores is None:
+        return sorted(chips, key=lambda d: (d.memory_bytes or 0, d.id))
+    found = [apple_configuration(cat, chip, m, gpu_cores) for m in sorted({d.memory_bytes or 0 for d in chips})]
+    return [d for d in found if d is not None]
+
+
 def _fp16(d: Device) -> str:
     v = d.flops.get("fp16")
     return f", {v.raw:g} {v.unit} fp16" if v is not None else ""
@@ -518,11 +534,11 @@ class _Builder:
         self.used: set[str] = set()
 
     def add(self, entry: dict[str, Any], name: str, count: int, memory: int | None, memory_from: str,
-            dev: Device | None) -> None:
+            dev: Device | None, candidates: tuple[str, ...] = ()) -> None:
         entry["id"] = _unique(entry["id"], self.used)
         self.entries.append(entry)
         self.det.devices.append(DetectedDevice(entry["id"], name, entry["kind"], count, memory or 0, memory_from,
-                                               dev.id if dev else None, str(entry.get("note", ""))))
+                                               dev.id if dev else None, str(entry.get("note", "")), candidates))
 
     def gpus(self, o: Output, gpus: list[so.Gpu], vendor: str) -> None:
         groups: dict[tuple[str, int], list[so.Gpu]] = {}
@@ -643,7 +659,20 @@ class _Builder:
             entry["form_factor"] = "laptop" if sp is not None and "Book" in sp.model else "desktop"
             entry["note"] = ("chip not named in the outputs" if not chip
                              else "" if mem else "memory size not in the outputs")
-        self.add(entry, name, 1, mem, mem_o.source_key if mem_o and mem else "", dev)
+        # a known chip (and bin) whose memory size alone was not read: its catalog configurations, and what gives it
+        known = apple_candidates(self.cat, chip, cores) if chip and mem is None else []
+        if known:
+            what = f"{chip}" + (f" with {cores} GPU cores" if cores is not None else "")
+            decides = ("the memory alone decides: add the output of `sysctl hw.memsize` or `system_profiler "
+                       "SPHardwareDataType`" if cores is not None else "its memory and GPU-core count decide: add "
+                       "the outputs of `sysctl hw.memsize` and `system_profiler SPDisplaysDataType`")
+            ask = (f"memory size not in the outputs: the {what} is in the catalog as "
+                   + ", ".join(f"{d.id} ({format_bytes(d.memory_bytes or 0)})" for d in known)
+                   + f"; {decides}, or name the configuration (e.g. --device {known[0].id})")
+            entry["note"] = f"memory size not in the outputs; in the catalog as one of {len(known)} (see the warning)"
+            self.det.warnings.append(f"{entry['id']}: {ask}")
+        self.add(entry, name, 1, mem, mem_o.source_key if mem_o and mem else "", dev,
+                 tuple(d.id for d in known))
 
 
 # `hardware detect` writes MemTotal as the CPU's memory; a machine whose MemAvailable is far below it (huge pages

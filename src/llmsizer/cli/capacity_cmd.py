@@ -475,6 +475,7 @@ def render_checks(checks: list[Any], inv: Any = None, now: _dt.datetime | None =
         if c.assumption:
             out.append(f"  {c.assumption}")
         out.extend(f"  warning (plan): {w}" for w in n.warnings)  # the plan's own words, as `plan` says them
+        out.extend(f"  note: {w}" for w in c.notes)  # how the check timed the window (placement.py timing_note)
         if now is not None and n.start < now:  # what `book` refuses (book_answer): say so before it is tried
             out.append(f"  note: the requested window starts before now ({_fmt(now)} UTC): `capacity book` refuses "
                        "it; book with --earliest for the first window from now")
@@ -904,12 +905,9 @@ def cmd_show(args: argparse.Namespace) -> int:
     _say_store_not_created(missing)  # the server's, whose path it does not show)
     if missing is not None:
         data["store_not_created"] = missing
-    for w in inv.warnings:
+    from ..provider.disagree import inventory_warnings
+    for w in inventory_warnings(inv, live, args.inventory):  # the reader's, then the bookings' (one rule)
         say(f"warning: {w}", file=sys.stderr)
-    if data.get("orphaned") or data.get("maintenance"):
-        from ..provider.disagree import disagreement_warnings
-        for w in disagreement_warnings(inv, live, args.inventory):
-            say(f"warning: {w}", file=sys.stderr)
     if args.json:
         emit_json(data)
     else:

@@ -243,7 +243,8 @@ def cmd_detect(args: argparse.Namespace) -> int:
                    "skipped": det.skipped, "warnings": det.warnings})
         return 0
     rows = [[d.id, d.kind, str(d.count), format_bytes(d.memory_bytes) if d.memory_bytes else "unknown",
-             d.catalog_id or "not in catalog", d.note] for d in det.devices]
+             d.catalog_id or (f"one of {len(d.candidates)} (see the warning)" if d.candidates else "not in catalog"),
+             d.note] for d in det.devices]
     say(table(rows, ["device", "kind", "count", "memory", "catalog", "notes"]))
     for o in det.outputs:
         say(f"read: {o.command}  [{o.origin}, {o.date}]")

@@ -191,7 +191,7 @@ def render_duration(d: Duration) -> str:
     if d.seconds is None:
         return "duration: " + "; ".join(d.warnings)
     line = (f"duration: {format_count(d.tokens)} tokens x {d.flops_per_token:.3g} FLOP/token ({d.flops_formula}) "
-            f"on {d.devices} device(s) at {d.utilization:.1%} of {d.peak_flops or 0:.3g} FLOP/s ({d.peak_key}) on "
+            f"on {d.devices} device(s) at {d.utilization:.1%} of {d.peak_flops or 0:.3g} FLOP/s ({d.peak_name}) on "
             f"{d.utilization_applies_to}")
     st = d.step
     if st is not None:
@@ -234,6 +234,6 @@ def render_duration(d: Duration) -> str:
              + f", {format_value(d.device_hours or 0, 'count')} device-hours"  # the plan's spelling of it
              # the MFU this wall clock implies (Duration.mfu: the model FLOPs without recomputation at the peak)
              + (f"; MFU {d.mfu:.1%} ({d.model_flops_formula} per token, no recomputation, over the wall clock at "
-                f"the {d.peak_key} peak)" if d.mfu is not None else ""))
+                f"the {d.peak_name})" if d.mfu is not None else ""))
     cov = d.seconds_range_coverage  # the range's coverage under it, as every printed calibrated range has
     return "\n".join([line, *(coverage_lines(cov) if rng and cov else []), *(f"warning: {w}" for w in d.warnings)])

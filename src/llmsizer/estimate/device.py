@@ -35,7 +35,7 @@ from .formats import (
     requested_format,
     runs_on_llamacpp_instead,
 )
-from .model_warnings import SERVING_ENGINE, SERVING_ENGINE_WHY
+from .model_warnings import ENGINE_LACKS_MODEL, SERVING_ENGINE, SERVING_ENGINE_WHY
 
 # what a form names as the default engine (InferenceWorkload.engine None: engine_rule's for the device)
 ENGINE_DEFAULT_NAME = "by device"
@@ -64,7 +64,30 @@ def engine_rule(device: Device, count: int, weights: str | None, spec: ModelSpec
 
 def _default_engine_rule(device: Device, count: int, weights: str | None,
                          spec: ModelSpec | None) -> tuple[str, str]:
-    """``engine_rule``'s choice when the settings imply no engine."""
+    """``engine_rule``'s choice when the settings imply no engine: :func:`_format_engine_rule`'s, unless the
+    model's family is one that engine's modelled release does not serve at all (model_warnings.ENGINE_LACKS_MODEL:
+    Llama-3.2-Vision's mllama on llama.cpp and vLLM); then the next engine that serves the model and runs the
+    format on this device (vLLM on a GPU that runs it, else transformers: ``engine_refuses``), the reason naming why.
+    A GGUF format, which only llama.cpp runs, keeps llama.cpp: ``refuse_engine`` then says why it cannot serve the
+    model (exit 2)."""
+    eng, why = _format_engine_rule(device, count, weights, spec)
+    lacks = ENGINE_LACKS_MODEL.get(eng, {}).get(spec.model_type) if spec is not None else None
+    if lacks is None or spec is None:
+        return eng, why
+    fmt = requested_format(spec, weights)
+    for nxt in ("vllm", "transformers"):
+        if nxt == eng or spec.model_type in ENGINE_LACKS_MODEL.get(nxt, {}) or \
+                nxt != "transformers" and not engine_runs_on(nxt, device):
+            continue
+        if fmt is not None and (fmt.startswith("gguf:") or engine_refuses(nxt, fmt, device, spec) is not None):
+            continue
+        return nxt, f"{why}, but {lacks}: {nxt}, the next engine that serves it there"
+    return eng, why
+
+
+def _format_engine_rule(device: Device, count: int, weights: str | None,
+                        spec: ModelSpec | None) -> tuple[str, str]:
+    """:func:`_default_engine_rule`'s choice by the device, the format and the checkpoint."""
     if spec is not None and spec.encoder_decoder is not None:
         return SERVING_ENGINE, SERVING_ENGINE_WHY
     fw = spec.file_weights if spec is not None else None

@@ -814,11 +814,23 @@ class Duration:
     # (4) or (4')), and its formula; 0 where not counted
     model_flops_per_token: float = 0.0
     model_flops_formula: str = ""
+    # the dtype the run's GEMMs run in (bf16 or fp16 by the recipe's precision; fp32/tf32, or a CPU's key, as timed):
+    # what the text names the peak by, ``peak_key`` the catalog rate taken for it (peak_name)
+    gemm_dtype: str = ""
 
     # what ``utilization`` multiplies: the peak of the matmuls' executed FLOPs (estimate/duration.py step_time eq.
     # (6): T F / (R u e)); the memory-bound kernels, dequantization, float8 casts, the optimizer step and
     # communication are timed apart, attention at its kernel's share of it (efficiency.attention_kernel_share)
     utilization_applies_to = "the GEMMs"
+
+    @property
+    def peak_name(self) -> str:
+        """The peak the run is timed against, in words ('bf16 peak'): the dtype its GEMMs run in (``gemm_dtype``), and the
+        catalog's rate taken for it where the device lists that dtype's rate under the other 16-bit name
+        (Device.peak_flops: bf16 and fp16 stand in for each other; an RTX 4090's bf16 run at its fp16 entry)."""
+        if not self.gemm_dtype or self.gemm_dtype == self.peak_key:
+            return f"{self.peak_key} peak"
+        return f"{self.gemm_dtype} peak, the listed {self.peak_key} rate"
 
     @property
     def mfu(self) -> float | None:
@@ -874,7 +886,8 @@ class Duration:
     def to_dict(self) -> dict[str, Any]:
         return {"tokens": self.tokens, "devices": self.devices, "flops_per_token": self.flops_per_token,
                 "flops_formula": self.flops_formula, "flops_source": self.flops.source,
-                "peak_flops": self.peak_flops, "peak_key": self.peak_key, "utilization": self.utilization,
+                "peak_flops": self.peak_flops, "peak_key": self.peak_key, "peak_name": self.peak_name,
+                "gemm_dtype": self.gemm_dtype, "utilization": self.utilization,
                 "utilization_source": self.utilization_source,
                 "utilization_applies_to": self.utilization_applies_to, "seconds": self.seconds,
                 "device_hours": self.device_hours, "tokens_per_second": self.tokens_per_second,
@@ -2472,8 +2485,9 @@ def training_duration(spec: ModelSpec, device: Device, devices: int, tokens: flo
     st = step_time(spec, device, w, fl, peak, u, link_bandwidth, paged_bytes, notes, warnings, network,
                    paged_free_bytes, offloaded_bytes)
     secs = tokens / st.tokens_per_second
+    gemm = key if device.kind == "cpu" or key in ("fp32", "tf32") else "fp16" if "fp16" in w.precision else "bf16"
     return Duration(tokens, devices, fl, peak, key, u, u_source, secs, tuple(notes), tuple(warnings), st, w.micro_batch,
-                    no_band, mfl.effective_per_token(w.micro_batch), mfl.formula)
+                    no_band, mfl.effective_per_token(w.micro_batch), mfl.formula, gemm)
 
 
 # A training run with no deadline given is judged against a practical limit: an option that would take longer is

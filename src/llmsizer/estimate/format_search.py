@@ -63,6 +63,7 @@ from .fit import (
 )
 from .formats import engine_refuses, format_ladder, quality_warning, rung_bytes, rung_group_size, weights_asked
 from .inference.compose import check_engine_kv_dtype
+from .model_warnings import ENGINE_LACKS_MODEL
 from .verdict import POOL_ENGINES, check_headroom, margin_rule
 
 
@@ -525,7 +526,7 @@ def walk_ladders(spec: ModelSpec, device: Device, count: int, instance: Instance
                        hardware_files=hardware_files, engine_given=engine_given, fields=given,
                        host_device=host_device, host_memory=host_memory)
     walk = (engine_given is None or also_smallest_ladder) and weights is None
-    nxt = next_ladder_engine(device, pick) if walk else None
+    nxt = next_ladder_engine(device, pick, spec) if walk else None
     if nxt is None:
         return pick
     # the asked ladder ended with no rung that meets: the one that goes further down, with the settings that engine
@@ -549,13 +550,15 @@ def walk_ladders(spec: ModelSpec, device: Device, count: int, instance: Instance
     return pick
 
 
-def next_ladder_engine(device: Device, pick: FormatPick) -> str | None:
+def next_ladder_engine(device: Device, pick: FormatPick, spec: ModelSpec | None = None) -> str | None:
     """The one rule for the engine ladders a search walks when the first ends with no rung that meets: on a GPU,
     after a vLLM or SGLang ladder (whose smallest rung is a 4-bit AWQ checkpoint), llama.cpp's
     (``SMALLEST_LADDER_ENGINE``: GGUF continues to Q3_K_M and Q2_K). Walked by ``format_on`` when no engine is named
     (``models --fits-on``, the web's fits page, the plan) and by ``fits_at`` (fit's hint) whether or not one is;
-    None: no further ladder."""
+    None: no further ladder, or none for ``spec``'s family (model_warnings.ENGINE_LACKS_MODEL: no mllama GGUF)."""
     if pick.status == "meets" or device.kind != "gpu" or pick.engine == SMALLEST_LADDER_ENGINE or pick.past_window:
+        return None
+    if spec is not None and spec.model_type in ENGINE_LACKS_MODEL.get(SMALLEST_LADDER_ENGINE, {}):
         return None
     return SMALLEST_LADDER_ENGINE
 
@@ -600,7 +603,7 @@ def fits_at(spec: ModelSpec | str, hardware: str | Device | Instance, count: int
             return _fits_at_dict(asked, True)
         return {**_fits_at_dict(asked, False), "none_on": {"engine": asked.none_on[0], "why": asked.none_on[1]}}
     kind = target_and_count(hardware, count, kwargs.get("hardware_files", ()), instances=True)[0].kind
-    if kind != "gpu":
+    if kind != "gpu" or spec.model_type in ENGINE_LACKS_MODEL.get(SMALLEST_LADDER_ENGINE, {}):
         return _below_floor(asked, {})
     other_fields = {k: v for k, v in kwargs.items()
                     if SMALLEST_LADDER_ENGINE in ENGINE_SETTINGS.get(k, (SMALLEST_LADDER_ENGINE,))}

@@ -26,7 +26,8 @@ What the estimators refuse rather than size (``refuse_unmodelled``, one line, ex
   ``wv_cross`` L78 over ``embd_enc``), a memory and time rule not modelled here. ``recommend`` (a search over engines and formats)
   refuses it too.
 - Serving a family on an engine whose modelled release has no model for it (``ENGINE_LACKS_MODEL``: Jamba on SGLang
-  0.5.23), refused by ``refuse_engine``. (A model with no attention layer, Mamba-Codestral, is served on SGLang:
+  0.5.23, Llama-3.2-Vision's mllama on llama.cpp and on vLLM since 0.10.2), refused by ``refuse_engine``; the default engine choice
+  (estimate/device.py ``_default_engine_rule``) moves past such an engine to the next that serves the model. (A model with no attention layer, Mamba-Codestral, is served on SGLang:
   estimate/inference/sglang.py eq. 3m.)
   The refusals that hold whatever the device (the engine's, ``refuse_engine``) are said once by a hardware search
   (``recommend --engine``), not once per candidate; each is a ``FieldError`` naming its field as the surface does
@@ -208,10 +209,26 @@ def one_device_serving(spec: ModelSpec) -> bool:
 # set _supports_attention_backend (transformers 5.19.0, the wheel's pin: modeling_jamba.py:787, default False in
 # modeling_utils.py:1145). Its MambaPool rules (estimate/inference/sglang.py eq. 4b) would size a server that
 # does not start.
+# llama.cpp has no mllama (Llama-3.2-Vision: MllamaForConditionalGeneration, a text model whose cross-attention
+# layers read the image): src/llama-arch.cpp's LLM_ARCH_NAMES @00395eb2 has no mllama architecture and
+# tools/mtmd/clip-impl.h's PROJECTOR_TYPE_NAMES @0024aa74 no projector for it; ggml-org/llama.cpp#9643 "Llama-3.2
+# 11B Vision Support" was closed without it (Ollama serves it with its own Go implementation, ollama/ollama#6965).
+# So no GGUF of it loads. The other catalog families with images have both there (probe21 D5 sweep at those
+# commits): gemma3 (arch gemma3, projector gemma3), gemma4 (gemma4, gemma4v), llama4 (llama4, llama4),
+# qwen2_5_vl (qwen2vl, qwen2.5vl_merger), qwen3_vl / qwen3_vl_moe (qwen3vl / qwen3vlmoe, qwen3vl_merger); and every
+# text-only family of the catalog has its architecture in LLM_ARCH_NAMES (mistral and mixtral as llama, kimi_k2 as
+# deepseek2, mt5 as t5, granitemoehybrid as granitehybrid). vLLM dropped mllama with its other encoder-decoder
+# models at the V0 engine's removal: vllm/model_executor/models/registry.py @0002bff0 lists
+# "MllamaForConditionalGeneration" in _PREVIOUSLY_SUPPORTED_MODELS (supported until 0.10.2), in no registry it loads.
 ENGINE_LACKS_MODEL: dict[str, dict[str, str]] = {
     "sglang": {"jamba": "SGLang 0.5.23 has no Jamba model (no sglang/srt/models/jamba.py; its fallback to the "
                         "transformers implementation stops at load: JambaForCausalLM is not backend-compatible, "
                         "model_loader/utils.py:181-188)"},
+    "vllm": {"mllama": "vLLM serves mllama no more since 0.10.2 (registry.py @0002bff0: "
+                       "MllamaForConditionalGeneration in _PREVIOUSLY_SUPPORTED_MODELS)"},
+    "llamacpp": {"mllama": "llama.cpp has no mllama architecture (Llama-3.2-Vision: no LLM_ARCH for it in "
+                           "src/llama-arch.cpp @00395eb2, no mtmd projector; ggml-org/llama.cpp#9643), so no GGUF of "
+                           "it loads"},
 }
 
 
@@ -227,8 +244,9 @@ def refuse_engine(spec: ModelSpec, engine: str) -> None:
     lacks = ENGINE_LACKS_MODEL.get(engine, {}).get(spec.model_type)
     if lacks is not None:
         others = [e for e in ("vllm", "transformers", "llamacpp") if spec.model_type not in ENGINE_LACKS_MODEL.get(e, {})]
+        said = others[0] if len(others) == 1 else f"{', '.join(others[:-1])} or {others[-1]}"
         raise FieldError("engine", f"model {spec.name!r} ({spec.model_type}) is not served on engine {engine}: "
-                         f"{lacks}; give engine {', '.join(others[:-1])} or {others[-1]}")
+                         f"{lacks}; give engine {said}")
 
 
 def _modelled_on(spec: ModelSpec) -> str:

@@ -120,16 +120,22 @@ def prefill_levers(sp: SpeedEstimate, alone: bool) -> str:
 
 
 def prefill_bound_warning(share: float, at: str, ttft: str, user: float, step: float, output_tokens: int,
-                          idle: float | None, levers: str) -> tuple[str, ...]:
+                          idle: float | None, levers: str, closed: bool = False) -> tuple[str, ...]:
     """The warning of a load whose prompts take PREFILL_SHARE_WARN or more of device time (eq. Q7 / Q10a's u), at
     ``at`` (the load, said), ``ttft`` its TTFT said, ``levers`` what lowers it (``prefill_levers``); both loads warn
-    alike."""
+    alike. ``closed``: the closed loop at a concurrency of more than one request with output (eq. Q6), whose TTFT
+    grows as the decode time per request Z falls (dR/dZ < 0 for C > 1), which the warning then says: a faster
+    decode on a device with the same prefill shows a longer TTFT at the same concurrency (probe21 C4)."""
     if share < ENG.PREFILL_SHARE_WARN:
         return ()
     return (f"prefill-bound at {at}: the prompts' prefill takes {share:.0%} of device time (formulas/serving_queue.py "
             f"eqs. Q7, Q10a), so a request waits {ttft} for its first token (alone: {idle or 0.0:.2f} s)"
             + (f" and gets {format_rate(user)} tokens/s (decoding alone: {format_rate(1 / step)})" if output_tokens else "")
-            + f"; {levers} lower it",)
+            + f"; {levers} lower it"
+            + ("; at a fixed concurrency each finished request is replaced at once, so a faster decode returns "
+               "requests sooner and more prompts queue for the prefill: on a device with the same prefill and a "
+               "faster decode this TTFT is longer, with more tokens/s (eq. Q6: the TTFT grows as the decode time "
+               "falls)" if closed and output_tokens else ""),)
 
 
 def under_load(sp: SpeedEstimate | None, engine: str, chunk_tokens: int | None = None) -> SpeedEstimate | None:
@@ -200,7 +206,7 @@ def under_load(sp: SpeedEstimate | None, engine: str, chunk_tokens: int | None =
     warnings = (*sp.warnings, *prefill_bound_warning(
         share, f"concurrency {sp.concurrency}",
         f"{state['ttft_seconds']:.1f} s (arriving together: {burst['ttft_seconds']:.1f} s)", user, step,
-        sp.output_tokens, sp.ttft_idle_seconds, prefill_levers(sp, sp.concurrency < 2)))
+        sp.output_tokens, sp.ttft_idle_seconds, prefill_levers(sp, sp.concurrency < 2), sp.concurrency > 1))
     server = server_assumption(q)
     return replace_fields(sp, load=load, assumptions=(*sp.assumptions, note, *server), warnings=warnings)
 

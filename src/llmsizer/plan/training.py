@@ -318,7 +318,7 @@ def plan_training(job: TrainingJob, req: Request, ctx: PlanContext) -> JobPlan:
     dur.add("device_hours", "device-hours", dh, "count", f"{gpus} devices x hours", "formulas/training_time.py eq. (3)")
     # the MFU this wall clock implies, the duration's own (Duration.mfu), as train and fit --train state it (probe19 D6)
     dur.add("mfu", "MFU (model FLOPs utilization)", d.mfu if d is not None else None, "share",
-            f"{d.model_flops_formula} per token, no recomputation, over the wall clock at the {d.peak_key} peak"
+            f"{d.model_flops_formula} per token, no recomputation, over the wall clock at the {d.peak_name}"
             if d is not None and d.mfu is not None else "Duration.mfu", "estimate/duration.py Duration.mfu")
     dur.add("expected", "expected duration (request)", job.expected_duration, "s", "expected_duration")
     if deadline is not None:

@@ -138,6 +138,18 @@ def disagreements(inv: Inventory, live: Sequence[Booking]) -> dict[str, list[dic
     return out
 
 
+def inventory_warnings(inv: Inventory, live: Sequence[Booking], inventory: str, *, web: bool = False) -> list[str]:
+    """Every warning ``capacity show`` prints of an inventory, one line each, and what the inventory editor and the
+    console answer with: the reader's own (``Inventory.warnings``: a node's RAM below its devices' memory), then
+    :func:`disagreement_warnings`. ``web``: the console's, whose viewer may not be the operator: the reader's lines
+    name "the provider's inventory" and its line, not the file's path on the server."""
+    own = list(inv.warnings)
+    if web:
+        own = [f"the provider's inventory, line {w.removeprefix(inv.source + ':')}"
+               if w.startswith(inv.source + ":") else w for w in own]
+    return [*own, *disagreement_warnings(inv, live, inventory, web=web)]
+
+
 def disagreement_warnings(inv: Inventory, live: Sequence[Booking], inventory: str, *,
                           web: bool = False) -> list[str]:
     """The warnings (one line each) ``capacity show`` prints and the inventory editor answers with: the commands

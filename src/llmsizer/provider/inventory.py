@@ -415,7 +415,9 @@ class _Reader:
                 try:
                     spec = cat.device(device)
                     dev_id = spec.id
-                    dev_memory = float(spec.memory.base) if spec.kind == "gpu" and spec.memory else 0.0
+                    # the memory fit, the plan and the placement budget with (Device.memory_bytes: the driver's
+                    # figure where sourced, 44.99 GiB for an L40S, not the vendor's 48 GB)
+                    dev_memory = float(spec.memory_bytes or 0) if spec.kind == "gpu" else 0.0
                 except LlmsizerError as e:
                     self.err(m["device"][1], where, f"device: {e}")
             devices = self.scalar(m, "devices", where, "int", True, nn)

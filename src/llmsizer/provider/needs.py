@@ -12,7 +12,7 @@ from typing import Any
 from ..plan.result import JobPlan, Plan
 from ..request.spec import Request
 from ..units import format_bytes
-from .placement import ONGOING_END, DeviceFit, JobNeed, Quantized, moment_after
+from .placement import ONGOING_END, DeviceFit, JobNeed, Quantized, Replanner, moment_after
 
 
 def _day(d: _dt.date | None) -> _dt.datetime | None:
@@ -114,8 +114,9 @@ def _fitter(job: Any, jp: JobPlan, hardware_files: Sequence[str | Path]
 
 
 def _replanner(job: Any, request: Request, now: _dt.datetime, hardware_files: Sequence[str | Path],
-               ctx: Any = None) -> Callable[[str, int, int], JobNeed]:
-    """``job`` planned again with its resources naming (device, devices, nodes): plan/compose.py ``plan_job``, the
+               ctx: Any = None) -> Replanner:
+    """``job`` planned again with its resources naming (device, devices, nodes; and ``network``, a bandwidth per
+    machine [B/s], as its resources.network where given: the fabric a run is placed on): plan/compose.py ``plan_job``, the
     plan ``make_plan`` gives that job in the request naming that hardware (a job's plan reads only the job, the
     request's own fields and its training jobs, so the rest of the request is not planned again: once per request,
     not once per job), read into a need by :func:`need_of`. ``ctx``: the plan context the request's replans share
@@ -124,16 +125,18 @@ def _replanner(job: Any, request: Request, now: _dt.datetime, hardware_files: Se
 
     from ..plan.compose import plan_job
     from ..plan.hardware import PlanContext
-    answers: dict[tuple[str, int, int], JobNeed] = {}
+    answers: dict[tuple[str, int, int, float | None], JobNeed] = {}
 
-    def on(device: str, devices: int, nodes: int) -> JobNeed:
+    def on(device: str, devices: int, nodes: int, network: float | None = None) -> JobNeed:
         nonlocal ctx
-        key = (device, devices, nodes)
+        key = (device, devices, nodes, network)
         if key not in answers:
             if ctx is None:
                 ctx = PlanContext(hardware_files=tuple(hardware_files), today=now.date(), alternatives=False)
             res = dataclasses.replace(job.resources, device=device, instance=None, count=devices,
                                       nodes=nodes if nodes > 1 else None)
+            if network is not None:  # a bandwidth per machine, as fit --network reads it (request/quantities.py)
+                res = dataclasses.replace(res, network=f"{network!r} B/s")
             named = dataclasses.replace(job, resources=res)
             req = dataclasses.replace(request, jobs=tuple(named if j.name == job.name else j for j in request.jobs))
             answers[key] = need_of(plan_job(req, named, ctx), named, req, now, hardware_files, ctx)

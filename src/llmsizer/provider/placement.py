@@ -31,7 +31,7 @@ import datetime as _dt
 import math
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Protocol
 
 from ..request.windows import Agreement
 from ..units import format_bytes, format_seconds
@@ -119,6 +119,14 @@ class DeviceFit:
     verdict_need_per_device: int = 0  # [B] what fit's verdict compared (estimate/fit.py verdict_need)
 
 
+class Replanner(Protocol):
+    """The job planned again with its resources naming (device, devices, nodes) and, where given, ``network``: the
+    network of each machine to the others [B/s] (its ``resources.network``), as the need the request gets when it
+    names them (provider/needs.py ``_replanner``, plan/compose.py)."""
+
+    def __call__(self, device: str, devices: int, nodes: int, network: float | None = None) -> JobNeed: ...
+
+
 @dataclass(frozen=True)
 class JobNeed:
     """What one job needs from the provider, in base units (bytes, seconds)."""
@@ -175,6 +183,10 @@ class JobNeed:
     pool: str | None = None
     jurisdiction: str | None = None
     network: float | None = None
+    # the fabric (its id) whose bandwidth the job was planned again at (on_fabric: ``network``, ``seconds`` and the
+    # rest of the plan's figures there): a multi-node run whose request states no network, placed on that fabric;
+    # '' when the plan's own network (or none) timed it
+    timed_on_fabric: str = ""
     ongoing: bool = False  # a service with no planned end: held until released (ONGOING_END)
     # the plan's memory verdict when the job does not fit its device's memory (plan facts "fits" False): why, in one
     # line; '' when it fits or is not known. No window or node can help then.
@@ -197,10 +209,11 @@ class JobNeed:
     # the request names the job's hardware (resources.device/instance); False: the plan's device is its suggestion
     # from the whole catalog, and the check sizes the job on the inventory's own device types (on_inventory)
     hardware_named: bool = True
-    # the job planned again with its resources naming (device, devices, nodes), from the plan composer
+    # the job planned again with its resources naming (device, devices, nodes[, network]), from the plan composer
     # (plan/compose.py make_plan via provider/needs.py): the need the same request gets when it names that hardware.
-    # None: not known (a hand-made need); on_inventory's moved need is then used as it is
-    replan: Callable[[str, int, int], JobNeed] | None = field(default=None, compare=False, repr=False)
+    # None: not known (a hand-made need); on_inventory's moved need is then used as it is, and a multi-node run
+    # whose request states no network keeps the plan's time (fabric_timed)
+    replan: Replanner | None = field(default=None, compare=False, repr=False)
     # the machines one copy of the model spans (plan/result.py ``Hardware.copy_nodes``: a service whose tensor
     # parallelism crosses machines, 2 for 405B at TP 16 on 2 x 8 GPUs); 1: each copy inside one machine (a
     # service's replicas, one per machine), or not known (a hand-made need, a booking stored before schema 6)
@@ -313,12 +326,15 @@ class JobCheck:
     #: False when the binding constraint does not change with time (device, pool, policy, node size, no storage
     #: pool at the site, ...): no later window can lift it, so "no window found" would be the wrong answer
     waits: bool = True
+    #: what the check adds to the plan's warnings on how the placement was sized (timing_note: a run timed on the
+    #: fabric it is placed on, or held for the plan's lower bound where the fabric states no bandwidth)
+    notes: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {"job": self.need.name, "fits": self.fits, "need": self.need.to_dict(),
                 "placement": self.placement.to_dict() if self.placement else None, "binding": self.binding,
                 "reason": self.reason, "alternatives": list(self.alternatives), "assumption": self.assumption,
-                "waits": self.waits}
+                "waits": self.waits, "notes": list(self.notes)}
 
 
 def moment_after(t: _dt.datetime, seconds: float, cap: _dt.datetime = ONGOING_END) -> _dt.datetime:
@@ -639,6 +655,58 @@ def _node_busy_until(need: JobNeed, n: Node, held: Held, cap: dict[str, float], 
     return until
 
 
+def fabric_timed(need: JobNeed) -> bool:
+    """Whether ``need`` is timed on the fabric it is placed on (:func:`on_fabric`): a training run over several
+    machines whose plan states no network between them (``need.network`` None: the request gives no
+    ``resources.network`` and its device no instance network), so that the plan times its data-parallel traffic
+    over one machine's link, a lower bound (plan/training.py), and which can be planned again (``replan``)."""
+    return need.kind == "training" and need.nodes > 1 and need.network is None and need.replan is not None
+
+
+def on_fabric(need: JobNeed, inv: Inventory, site_id: str, fabric_id: str | None) -> JobNeed:
+    """``need`` on the fabric ``fabric_id`` of site ``site_id`` where :func:`fabric_timed`: the job planned again
+    with the fabric's bandwidth per node as its network between machines (``need.replan``: the need the request
+    gets with that ``resources.network``; its duration from the one rule, estimate/duration.py, and the checkpoints
+    and cost that follow from it). ``need`` itself otherwise, or where the fabric states no bandwidth or the plan
+    cannot time the run there (the check then notes that the window is the plan's lower bound)."""
+    if not fabric_timed(need) or fabric_id is None or need.replan is None:
+        return need
+    bw = next((f.bandwidth for f in inv.site(site_id).fabrics if f.id == fabric_id), None)
+    if not bw:
+        return need
+    timed = need.replan(need.device, need.devices, need.nodes, bw)
+    if not timed.seconds or timed.duration_verdict or timed.duration_basis:
+        return need
+    return replace(timed, start=need.start, deadline=need.deadline, hardware_named=need.hardware_named,
+                   timed_on_fabric=fabric_id)
+
+
+def placed_need(need: JobNeed, inv: Inventory, p: Placement | None) -> JobNeed:
+    """``need`` as placement ``p`` holds it: timed on the fabric of its nodes (:func:`on_fabric`, the time
+    try_window placed it for); ``need`` itself when there is no placement or its nodes state no fabric."""
+    if p is None or not p.nodes or not fabric_timed(need):
+        return need
+    return on_fabric(need, inv, p.site, inv.node(p.nodes[0]).fabric)
+
+
+def timing_note(need: JobNeed, placed: JobNeed, inv: Inventory, p: Placement | None) -> str:
+    """What the check says of a run timed on its fabric (:func:`fabric_timed`): the fabric's bandwidth and the
+    time there, against the plan's lower bound; where the fabric states no bandwidth, that the window is that lower
+    bound and how to give one. '' for any other job."""
+    if p is None or not fabric_timed(need):
+        return ""
+    if placed.timed_on_fabric:
+        return (f"the request states no network between machines (resources.network), so the run is timed on fabric "
+                f"{placed.timed_on_fabric}'s {(placed.network or 0) * 8 / 1e9:g} Gb/s per node, where it is placed: "
+                f"{format_seconds(placed.seconds)} (estimate/duration.py), not the plan's "
+                f"{format_seconds(need.seconds)}, which times its data-parallel traffic over one machine's link")
+    fabric = inv.node(p.nodes[0]).fabric if p.nodes else None
+    return (f"the request states no network between machines (resources.network) and fabric {fabric} states no "
+            f"bandwidth: the window is the plan's {format_seconds(need.seconds)}, a lower bound of the run's time "
+            f"(data-parallel traffic timed over one machine's link); give the fabric's bandwidth: in the inventory, "
+            f"or resources.network in the request")
+
+
 def try_window(need: JobNeed, inv: Inventory, bookings: Sequence[Booking] | Held, start: _dt.datetime, *,
                nodes: list[Node] | None = None, exact: bool = True,
                busy_until: dict[str, _dt.datetime] | None = None) -> Placement:
@@ -646,12 +714,37 @@ def try_window(need: JobNeed, inv: Inventory, bookings: Sequence[Booking] | Held
     result of :func:`suitable` when the caller has it; ``exact=False`` (a search over many start times) stops
     looking at a fabric as soon as it cannot hold the job, and then gives a shorter reason; ``busy_until`` (node id
     -> a moment before which the node cannot take the job, kept across the tries of one search) skips nodes known
-    to be busy."""
+    to be busy. A run timed on its fabric (:func:`fabric_timed`) is tried on each fabric in turn, the one it ends
+    soonest on first (a fabric stating no bandwidth last), held there for its time on that fabric
+    (:func:`on_fabric`)."""
+    big = nodes if nodes is not None else suitable(need, inv)
+    if not fabric_timed(need):
+        return _try_window(need, inv, bookings, start, big, exact, busy_until)
+    groups: dict[tuple[str, str], list[Node]] = {}
+    for n in big:
+        if n.fabric is not None:
+            groups.setdefault((n.site, n.fabric), []).append(n)
+    timed = [(on_fabric(need, inv, *key), key, group) for key, group in groups.items() if len(group) >= need.nodes]
+    first: NoFit | None = None
+    # the fabric the run ends soonest on first; one stating no bandwidth (the plan's lower bound) last
+    for on, _key, group in sorted(timed, key=lambda t: (not t[0].timed_on_fabric, t[0].seconds, t[1])):
+        try:
+            return _try_window(on, inv, bookings, start, group, exact, busy_until)
+        except NoFit as e:
+            first = e if first is None or (first.binding == "busy" and e.binding != "busy") else first
+    if first is not None:
+        raise first
+    return _try_window(need, inv, bookings, start, big, exact, busy_until)  # no fabric holds it: the plain answer
+
+
+def _try_window(need: JobNeed, inv: Inventory, bookings: Sequence[Booking] | Held, start: _dt.datetime,
+                nodes: list[Node], exact: bool, busy_until: dict[str, _dt.datetime] | None) -> Placement:
+    """:func:`try_window` on the suitable ``nodes``, ``need`` held for its own seconds."""
     end = window_end(need, start)
     cap = _capacities(inv)
     held = as_held(bookings)
     per_node = need.per_node
-    big = _maintenance_ok(need, inv, nodes if nodes is not None else suitable(need, inv), start, end)
+    big = _maintenance_ok(need, inv, nodes, start, end)
     quota = check_quota(need.team, need.device, need.per_node * need.nodes, start, end, inv.quotas,
                         lambda res, lo, hi: [e[0] for e in held.overlapping(res, lo, hi)]) if inv.quotas else None
     if quota is not None and not quota.fits:
@@ -825,7 +918,9 @@ def check_job(need: JobNeed, inv: Inventory, bookings: Sequence[Booking] | Held,
     try:
         p = try_window(need, inv, bookings, need.start)
         if need.deadline is None or p.end <= need.deadline:
-            return JobCheck(need, True, p, assumption=assumed)
+            placed = placed_need(need, inv, p)
+            note = timing_note(need, placed, inv, p)
+            return JobCheck(placed, True, p, assumption=assumed, notes=(note,) if note else ())
         reason = NoFit("deadline", f"the run ends {p.end:%Y-%m-%d %H:%M}, after the deadline {need.deadline:%Y-%m-%d %H:%M}")
     except NoFit as e:
         reason = e
@@ -839,7 +934,10 @@ def check_job(need: JobNeed, inv: Inventory, bookings: Sequence[Booking] | Held,
         alts.append(f"start later: from {later.start:%Y-%m-%d %H:%M} on {len(later.nodes)} node(s) at "
                     f"{later.site} (ends {later.end:%Y-%m-%d %H:%M}{', after the deadline' if late else ''})")
     alts += alternatives(need, inv, bookings)
-    return JobCheck(need, False, later, reason.binding, reason.reason, tuple(alts), assumed, waits=reason.waits)
+    placed = placed_need(need, inv, later)  # the run as the window found holds it (timed on its fabric)
+    note = timing_note(need, placed, inv, later)
+    return JobCheck(placed, False, later, reason.binding, reason.reason, tuple(alts), assumed, waits=reason.waits,
+                    notes=(note,) if note else ())
 
 
 def _fits_by_deadline(need: JobNeed, inv: Inventory, bookings: Sequence[Booking] | Held) -> Placement | None:

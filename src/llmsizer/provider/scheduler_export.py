@@ -5,7 +5,12 @@
   Users=...`` and ``sbatch --reservation=<name>`` (Slurm, "Advanced Resource Reservation Guide",
   https://slurm.schedmd.com/reservations.html: "Reservation Creation" and "Reservation Use"; Duration in minutes,
   ``UNLIMITED`` for an ongoing booking). A reservation holds whole nodes; the job line asks for the booked GPUs per
-  node (``--gres=gpu:N``).
+  node (``--gres=gpu:N``). Bookings are in UTC, and ``StartTime`` takes no zone: its documented forms (scontrol(1),
+  "StartTime=<time_spec>" under RESERVATIONS - SPECIFICATIONS FOR CREATE, UPDATE, https://slurm.schedmd.com/
+  scontrol.html) are all local times, and scontrol reads it on the client with ``parse_time`` (SchedMD/slurm
+  src/scontrol/create_res.c:212 @284c3b95), which ends in ``slurm_mktime`` -> ``mktime`` (src/common/slurm_time.c:
+  44-49), the client's local time zone. So the command runs under ``TZ=UTC0`` (POSIX TZ: zone UTC, offset 0; no
+  zoneinfo file needed), which makes that local time UTC.
 * Kueue: a ResourceFlavor for the device type, a ClusterQueue whose ``nominalQuota`` of ``nvidia.com/gpu`` is the
   booked count, and a LocalQueue in the team's namespace (kueue.x-k8s.io/v1beta1; kubernetes-sigs/kueue
   site/content/en/docs/concepts/cluster_queue.md, resource_flavor.md, local_queue.md). Kueue has no calendar: the
@@ -79,7 +84,9 @@ def arg(value: object) -> str:
 def slurm(h: Handover) -> str:
     minutes = "UNLIMITED" if h.ongoing else str(math.ceil((h.end - h.start).total_seconds() / 60))
     users = f" {arg(f'Users={h.user}')}" if h.user else ""
-    return (h.span_note + f"scontrol create reservation {arg(f'ReservationName={h.name}')} "
+    return (h.span_note + "# times in UTC; TZ=UTC0 makes scontrol read StartTime as UTC "
+            "(it reads local time and takes no zone)\n"
+            f"TZ=UTC0 scontrol create reservation {arg(f'ReservationName={h.name}')} "
             f"{arg(f'StartTime={h.start:%Y-%m-%dT%H:%M:%S}')} {arg(f'Duration={minutes}')} "
             f"{arg('Nodes=' + ','.join(h.nodes))}{users}\n"
             f"sbatch {arg(f'--reservation={h.name}')} {arg(f'--nodes={len(h.nodes)}')} "

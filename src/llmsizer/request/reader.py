@@ -617,7 +617,8 @@ class _Reader:
             self.jerr(i, j, "resources.fit_target", "applies to inference jobs served by llama.cpp, not to training "
                       "(use resources.headroom)")
         peft_given = any(v is not None for v in vars(j.peft).values())
-        if j.method == "full" and peft_given:
+        # a method refused above reads as the default 'full' here: its own error stands alone (probe21 C1)
+        if j.method == "full" and peft_given and f"jobs[{i}].method" not in self.failed:
             self.jerr(i, j, "peft", "parameter-efficient settings are given but method is 'full'; set method "
                       "to lora, dora or qlora, or remove peft")
         ck = j.checkpoints

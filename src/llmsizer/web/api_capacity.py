@@ -290,7 +290,12 @@ async def edit_inventory(request: Request) -> Response:
         from ..provider.store import Store
         args = namespace(request, cfg)
         _authorize(args, "inventory")
-        inv = parse_inventory(text, source="inventory.yaml")  # a bad file: 400 with the reader's line
+        from ..errors import LlmsizerError
+        try:
+            inv = parse_inventory(text, source="inventory.yaml")  # a bad file: 400 with the reader's line
+        except LlmsizerError as e:  # about the inventory sent, whatever flag its advice names (probe21 C2)
+            lines = [term(line) for line in str(e).splitlines()] or [""]
+            raise Problem(400, lines[0], "inventory", lines if len(lines) > 1 else None) from None
         path = Path(cfg.inventory)
         old = read_small_text(path, "inventory", MAX_INVENTORY_BYTES)
         write_atomic(path, text, force=True)  # the server's inventory, replaced on purpose (PUT)
@@ -304,12 +309,13 @@ async def edit_inventory(request: Request) -> Response:
                 live = store.bookings(requested=True)
             finally:
                 store.close()
-        # saved, as `capacity import` saves an inventory (no booking blocks a save); what the new file leaves
-        # disagreeing with the live bookings is answered as `capacity show` warns of it (one rule, disagree.py)
-        from ..provider.disagree import disagreement_warnings, disagreements
+        # saved, as `capacity import` saves an inventory (no booking blocks a save); the reader's warnings and what
+        # the new file leaves disagreeing with the live bookings are answered as `capacity show` warns of them (one
+        # rule, disagree.py inventory_warnings)
+        from ..provider.disagree import disagreements, inventory_warnings
         return json_answer({"nodes": len(inv.nodes), "sites": len(inv.sites), "before": digest[0],
                             "after": digest[1], **disagreements(inv, live),
-                            "warnings": disagreement_warnings(inv, live, cfg.inventory)})
+                            "warnings": inventory_warnings(inv, live, cfg.inventory)})
     return await run(request, forbidden_as_403(work), fields=fields, default="inventory")
 
 
@@ -410,7 +416,7 @@ async def console(request: Request) -> Response:
 
 def console_view(args: argparse.Namespace) -> dict[str, Any]:
     from ..cli.capacity_cmd import show_answer
-    from ..provider.disagree import disagreement_warnings, maintenance_refusal
+    from ..provider.disagree import inventory_warnings, maintenance_refusal
     from ..provider.placement import capacities
     from ..provider.store import HOLDING, moving_refusal, taking_refusal, utcnow, utilisation
     # one read of the store; ``live``: every booking confirm would see, orphaned and requested ones included (the
@@ -449,8 +455,7 @@ def console_view(args: argparse.Namespace) -> dict[str, Any]:
             fits = False if refused else True if mine else None
             queue.append({**r, "fits": fits, "binding": refused or ""})
     # the console lists what `capacity show` warns of, in its words (one rule, disagree.py), as the save does
-    flags = disagreement_warnings(inv, live, args.inventory, web=True) if shown.get("orphaned") or shown.get("maintenance") \
-        else []
+    flags = inventory_warnings(inv, live, args.inventory, web=True)
     return {"provider": inv.provider, "nodes": nodes, "reservations": rows, "holds": holds, "queue": queue,
             "audit": audit_rows, "orphaned": shown.get("orphaned", []), "maintenance": shown.get("maintenance", []),
             "flags": flags}

@@ -75,7 +75,7 @@ function stepText(du, st) {
 export function durationLines(du) {
   if (du.seconds === null || du.seconds === undefined) return [`duration: ${du.warnings.join("; ")}`];
   let line = `duration: ${formatCount(du.tokens)} tokens x ${g3(du.flops_per_token)} FLOP/token (${du.flops_formula}) `
-    + `on ${du.devices} device(s) at ${pyPercent(du.utilization, 1)} of ${g3(du.peak_flops || 0)} FLOP/s (${du.peak_key}) `
+    + `on ${du.devices} device(s) at ${pyPercent(du.utilization, 1)} of ${g3(du.peak_flops || 0)} FLOP/s (${du.peak_name}) `
     + `on ${du.utilization_applies_to}`;
   const st = du.step;
   if (st) {
@@ -88,7 +88,7 @@ export function durationLines(du) {
     + `, ${formatFigureCount(du.device_hours || 0)} device-hours`
     // the MFU the answer carries (estimate/duration.py Duration.mfu), not computed here
     + (du.mfu !== null && du.mfu !== undefined ? `; MFU ${pyPercent(du.mfu, 1)} (${du.model_flops_formula} per token, `
-      + `no recomputation, over the wall clock at the ${du.peak_key} peak)` : "");
+      + `no recomputation, over the wall clock at the ${du.peak_name})` : "");
   const cov = du.calibrated_seconds_range_coverage;
   return [line, ...(rng && cov ? coverageLines(cov) : []), ...du.warnings.map((w) => `warning: ${w}`)];
 }
