@@ -16,7 +16,7 @@ import llmsizer.recommend as R
 from llmsizer.cli.main import build_parser
 from llmsizer.cli.workload_args import training_fields
 from llmsizer.estimate.fit import FitResult, fit_training
-from llmsizer.estimate.recommend_layout import candidate_layouts
+from llmsizer.estimate.recommend_layout import LAYOUT_KEYS, candidate_layouts
 from llmsizer.models import load_model
 from llmsizer.recommend import Constraints, recommend_training
 
@@ -203,7 +203,10 @@ def test_the_scale_out_layout_is_the_fastest_of_those_it_timed(model: str, targe
             times[tuple(sorted(lay.items()))] = fr.training_time["seconds"]
     assert len(dp_ga) == 1  # every layout timed at one global batch (micro-batch 1 x GA x DP)
     assert len(times) > 1  # more than the memory-first layout fits: the ranking compared something
-    full = {**{k: v for k, v in chosen.timed[0].items() if k not in chosen.fields}, **chosen.fields}
+    # the timed layout the search chose: its choices agree with chosen.fields and it has no layout key they lack (a
+    # TP 1 layout has no sequence_parallel key; the memory-first one may have it on)
+    full = next(lay for lay in chosen.timed if all(lay.get(k) == v for k, v in chosen.fields.items())
+                and all(k in chosen.fields for k in lay if k in LAYOUT_KEYS))
     # the chosen layout is the fastest of those that fit (the memory-first one among them, timed[0])
     assert times[tuple(sorted(full.items()))] == min(times.values()) == chosen.fit.training_time["seconds"]
     assert tuple(sorted(chosen.timed[0].items())) in times
@@ -324,7 +327,10 @@ def test_a_scaled_option_grown_for_the_time_limit_prints_its_own_count() -> None
 # fit_training's own verdict and time for the layout with sequence parallelism off.
 def test_dense_llama_70b_on_g6e_takes_sequence_parallelism() -> None:
     spec, inst, first, chosen = _searched("llama-3.1-70b-instruct", "aws-g6e.48xlarge")
-    full = {**{k: v for k, v in chosen.timed[0].items() if k not in chosen.fields}, **chosen.fields}
+    # the timed layout the search chose: its choices agree with chosen.fields and it has no layout key they lack (a
+    # TP 1 layout has no sequence_parallel key; the memory-first one may have it on)
+    full = next(lay for lay in chosen.timed if all(lay.get(k) == v for k, v in chosen.fields.items())
+                and all(k in chosen.fields for k in lay if k in LAYOUT_KEYS))
     assert full["tp"] > 1 and full["sequence_parallel"] is True  # before: no sequence parallelism
     off = fit_training(spec, inst, first.devices, tokens=1e9, fits_at=False,
                        **{**_WL, **full, "sequence_parallel": False})
