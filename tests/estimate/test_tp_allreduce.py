@@ -48,8 +48,19 @@ def test_the_kernel_is_the_engines_choice(engine: str, tp: int, nbytes: int, mes
 
 def test_no_path_on_one_gpu_or_for_engines_not_covered() -> None:
     assert tp_allreduce("vllm", 1, 16 * KB, True) is None
-    for engine in (None, "llamacpp", "transformers"):
+    for engine in (None, "llamacpp"):
         assert tp_allreduce(engine, 4, 16 * KB, True) is None
+
+
+@pytest.mark.parametrize(("tp", "mesh", "latency"), [(2, True, "NCCL_ALLREDUCE_LATENCY"),
+                                                     (2, False, "NCCL_ALLREDUCE_LATENCY_PCIE"),
+                                                     (8, False, "NCCL_ALLREDUCE_LATENCY_PCIE_ISLANDS")])
+def test_transformers_runs_nccl_whatever_the_message(tp: int, mesh: bool, latency: str) -> None:
+    """transformers' plan styles call torch.distributed (dist.all_reduce, a DTensor redistribute), never a custom
+    kernel: NCCL at the link's latency even for a 16 KB message on 2 GPUs, where vLLM takes its custom kernel."""
+    path = tp_allreduce("transformers", tp, 16 * KB, mesh)
+    assert path is not None and path.kernel == "NCCL"
+    assert path.latency is getattr(E, latency)
 
 
 def test_latencies_quote_their_published_tables() -> None:

@@ -443,6 +443,11 @@ CUSTOM_ALLREDUCE_WORLD_SIZES = (2, 4, 6, 8)
 PCIE_ONE_SWITCH_GPUS = 4
 CUSTOM_ALLREDUCE_MAX_BYTES = 8192 * 1024
 ALLREDUCE_ENGINES = ("vllm", "sglang")
+# transformers' tensor parallelism has no all-reduce kernel of its own: its plan's styles call torch.distributed
+# (``dist.all_reduce``, a DTensor redistribute: transformers 5.24.0 distributed/tensor_parallel.py:297, :354, :577,
+# parallel_utils.py:106), NCCL on CUDA GPUs, whatever the message size (formulas/tensor_parallel.py
+# ``transformers_plan_collectives`` lists them)
+NCCL_ONLY_ENGINES = ("transformers",)
 
 
 @dataclass(frozen=True)
@@ -460,12 +465,12 @@ def tp_allreduce(engine: str | None, tp: int, message_bytes: float, nvlink_mesh:
     GPUs can map each other's memory (vLLM's _can_p2p; GeForce RTX 40 cards cannot: a device's ``peer_to_peer``, estimate/device.py). An Infinity Fabric
     mesh (MI300X/MI325X/MI355X boards: device.py ``XGMI_MESH_ARCHITECTURES``, vLLM's ROCm is_fully_connected) counts
     as a mesh; its latencies are the NVIDIA-measured figures, stand-ins (no published ROCm small-message timing)."""
-    if tp <= 1 or engine not in ALLREDUCE_ENGINES:
+    if tp <= 1 or engine not in ALLREDUCE_ENGINES + NCCL_ONLY_ENGINES:
         return None
     mesh = bool(nvlink_mesh)
     where = ("a full NVLink / xGMI mesh" if mesh else "2 GPUs" if tp == 2 else
              f"{tp} GPUs without a full NVLink / xGMI mesh")
-    if (tp in CUSTOM_ALLREDUCE_WORLD_SIZES and peer_to_peer and (tp == 2 or mesh)
+    if (engine in ALLREDUCE_ENGINES and tp in CUSTOM_ALLREDUCE_WORLD_SIZES and peer_to_peer and (tp == 2 or mesh)
             and message_bytes < CUSTOM_ALLREDUCE_MAX_BYTES):
         one = tp == 2 or (tp <= 4 and message_bytes < 512 * 1024) or (tp <= 8 and message_bytes < 256 * 1024)
         return AllReducePath(f"custom {'one' if one else 'two'}-stage", E.CUSTOM_ALLREDUCE_LATENCY,
@@ -485,6 +490,9 @@ def tp_allreduce(engine: str | None, tp: int, message_bytes: float, nvlink_mesh:
         latency, over = E.NCCL_ALLREDUCE_LATENCY_PCIE_ISLANDS, (
             f"over PCIe across two islands (more than {PCIE_ONE_SWITCH_GPUS} GPUs; no host topology in the catalog, "
             "the conservative figure)")
+    if engine in NCCL_ONLY_ENGINES:
+        return AllReducePath("NCCL", latency, f"{engine} runs NCCL through torch.distributed (distributed/"
+                             f"tensor_parallel.py:297, :354, :577; no custom kernel); {over}")
     return AllReducePath("NCCL", latency, f"{engine} falls back to NCCL: {reason} (custom_all_reduce.py L48, "
                          f"L130-145, L236-248); {over}")
 

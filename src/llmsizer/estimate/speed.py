@@ -2,7 +2,9 @@
 and the device's sourced peaks. No arithmetic of its own beyond unpacking (every equation is in formulas/).
 
 Per device under tensor parallelism t: weights/t (``shard_weights``), the KV share of ``kv_fraction_per_device``,
-FLOPs/t, plus two all-reduces of the activations per layer over the interconnect (formulas/speed.py eq. 6).
+FLOPs/t, plus two all-reduces of the activations per layer over the interconnect (formulas/speed.py eq. 6); on
+transformers the collectives its tensor-parallel plan runs instead (formulas/tensor_parallel.py
+``transformers_plan_collectives``, eq. TP2).
 """
 
 from __future__ import annotations
@@ -48,7 +50,14 @@ from ..formulas.speed import (
     step_overhead,
     unfused_attention_time,
 )
-from ..formulas.tensor_parallel import activation_split, kv_fraction_per_device, plan_rank_shares, shard_weights
+from ..formulas.tensor_parallel import (
+    activation_split,
+    kv_fraction_per_device,
+    plan_collective_seconds,
+    plan_rank_shares,
+    shard_weights,
+    transformers_plan_collectives,
+)
 from ..formulas.weight_formats import (
     GGUF_FTYPES,
     GROUP_SIZE_DEFAULT,
@@ -539,7 +548,8 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int | None = None, *, we
     directly by the GPU fabric: NVLink, or an AMD Infinity Fabric (xGMI) full mesh on a CDNA 3 / CDNA 4 board
     (``device.XGMI_MESH_ARCHITECTURES``; None: the device's catalog link, ``device.nvlink_mesh_for``), which with the
     engine picks the all-reduce kernel of each of the 2 L + 1 all-reduces of a step and its latency
-    (``engines.tp_allreduce``, eq. 6's alpha); ``allreduce_latency`` [s] replaces that latency.
+    (``engines.tp_allreduce``, eq. 6's alpha; transformers: NCCL for each collective of its plan,
+    formulas/tensor_parallel.py eq. TP2); ``allreduce_latency`` [s] replaces that latency.
     ``llamacpp_int8_mmq``: False for a llama.cpp build from before efficiency.LLAMACPP_INT8_MMQ_SINCE, whose quantized
     prefill products on Volta and later are dequantized to F16 and run through cuBLAS (efficiency.llamacpp_gemm_path);
     decode is unaffected. ``group_size``: the GPTQ/AWQ group the weights are stored at (the memory estimate's, its
@@ -963,7 +973,7 @@ def speed_model(spec: ModelSpec, device: Any, *, weights_format: str = "bf16", p
 
         # the all-reduce kernel of a decode step of one sequence (engines.tp_allreduce): 2 per layer (row-parallel
         # o_proj and down_proj) and, in vLLM / SGLang, one for the vocabulary-parallel embedding
-        if nvlink_mesh is None and tp > 1 and engine in ENG.ALLREDUCE_ENGINES:
+        if nvlink_mesh is None and tp > 1 and engine in ENG.ALLREDUCE_ENGINES + ENG.NCCL_ONLY_ENGINES:
             nvlink_mesh = nvlink_mesh_for(device, None, tp)  # the device's own link (fit passes an instance's)
         p2p = peer_to_peer(device)
         ar_path = ENG.tp_allreduce(engine, tp, concurrency * spec.hidden_size * act_bytes, nvlink_mesh, p2p)
@@ -971,7 +981,27 @@ def speed_model(spec: ModelSpec, device: Any, *, weights_format: str = "bf16", p
             raise InputError("allreduce_latency must not be negative")
         alpha = allreduce_latency if allreduce_latency is not None else (ar_path.latency.expected if ar_path else 0.0)
         reductions = 2 * spec.num_layers + (1 if ar_path is not None else 0)
-        if tp > 1 and link and (ar_path is not None or allreduce_latency is not None) and not decode_only:
+        # transformers (tp_plan "auto"): the collectives its plan's styles run, not two all-reduces per layer
+        # (formulas/tensor_parallel.py transformers_plan_collectives, eq. TP2)
+        plan_comm = transformers_plan_collectives(spec) if engine == "transformers" and tp > 1 else None
+        if plan_comm is not None and link and not decode_only:
+            n_ar = sum(c.kind == "all_reduce" for c in plan_comm)
+            sites = sorted({c.site for c in plan_comm if c.layer >= 0})
+            assumptions.append(Assumption(
+                "tp_allreduce", f"{n_ar} all-reduces + {len(plan_comm) - n_ar} all-gathers per forward (NCCL: "
+                f"{alpha * 1e6:.2f} us + bytes / {link / 1e9:.4g} GB/s each)", allreduce_latency is None,
+                "transformers' tensor-parallel plan (formulas/tensor_parallel.py transformers_plan_collectives, eq. "
+                "TP2; transformers 5.24 distributed/tensor_parallel.py): the embedding's all-reduce, per layer one "
+                "per row-parallel linear and split experts module"
+                + (f" ({', '.join(sites)})" if sites else " (none: the plan splits no layer module)")
+                + ", the lm_head's all-gather of the vocabulary (one token per sequence); each all-reduce by "
+                "formulas/speed.py eq. (6), each all-gather by eq. (6g) at the all-reduce's latency (a stand-in: no "
+                "published small all-gather timing); "
+                + (f"link: {nvlink_link_why(device, link_bandwidth, link_share)}; " if link_share is not None
+                   and link_bandwidth else "")
+                + (f"{ar_path.why}; {ar_path.latency.name} {ar_path.latency.source}"
+                   if ar_path and allreduce_latency is None else "latency given")))
+        elif tp > 1 and link and (ar_path is not None or allreduce_latency is not None) and not decode_only:
             lat = ar_path.latency if ar_path else None
             assumptions.append(Assumption(
                 "tp_allreduce", f"{reductions} x ({ar_path.kernel if ar_path else 'given'}: {alpha * 1e6:.2f} us + "
@@ -986,9 +1016,12 @@ def speed_model(spec: ModelSpec, device: Any, *, weights_format: str = "bf16", p
                 + (f"; {peer_to_peer_why(device)}" if ar_path is not None
                    and (ar_path.kernel.startswith("custom") or not p2p) else "")))
 
-        def comm(tokens: int) -> float:
+        def comm(tokens: int, head_tokens: int) -> float:
+            """The collectives of a forward of ``tokens`` tokens (``head_tokens`` of them through the lm_head)."""
             if tp <= 1 or not link:
                 return 0.0
+            if plan_comm is not None:
+                return plan_collective_seconds(plan_comm, tokens, head_tokens, act_bytes, tp, link, alpha)
             per_layer = tokens * spec.hidden_size * act_bytes
             a, path = alpha, ar_path
             if ar_path is not None and tokens != concurrency:  # the engine's kernel for this message's size
@@ -1090,7 +1123,7 @@ def speed_model(spec: ModelSpec, device: Any, *, weights_format: str = "bf16", p
                     f"(formulas/speed.py eq. 3'); {SOURCE_EAGER}"))
             if peak is not None or bw is not None:
                 prefill = phase_time(rank_flops(p_flops, p_attn, rank_head, prompt_tokens, enc_flops), p_bytes, peak,
-                                     bw, ce_p, be, comm(prompt_tokens), elementwise_seconds=t_ew)
+                                     bw, ce_p, be, comm(prompt_tokens, 1), elementwise_seconds=t_ew)
                 if prefill_host:  # eq. K1: the forward's launches overlap its device work
                     prefill = host_overlapped_step(prefill, prefill_host)
                 if peak and bw:
@@ -1147,7 +1180,7 @@ def speed_model(spec: ModelSpec, device: Any, *, weights_format: str = "bf16", p
             share = E.LLAMACPP_FA_STREAM_SHARE.expected if kernel is not None else 1.0
             assert gemm_peak is not None and fp16_peak is not None  # float(None) failed here before: no new case
             return batched_decode_time(nbytes, float(bw), be, extra, float(gemm_peak), factor.expected, attn,
-                                       float(fp16_peak), E.LLAMACPP_CUBLAS.expected, comm(batch),
+                                       float(fp16_peak), E.LLAMACPP_CUBLAS.expected, comm(batch, batch),
                                        step_fixed + graphs_off,
                                        kv_bytes=kv if kernel is not None else 0.0, kv_share=share)
 
@@ -1255,7 +1288,7 @@ def speed_model(spec: ModelSpec, device: Any, *, weights_format: str = "bf16", p
                 # cost follows their arithmetic (efficiency.LLAMACPP_UNFUSED_ATTENTION_WORK_*)
                 t_attn = unfused_attention_time(kv, float(bw), be, attn, unfused_peak, unfused.expected)
                 nbytes -= kv
-            t = phase_time(flops, nbytes, peak, bw, ce, be, comm(batch), step_fixed, attention_seconds=t_attn,
+            t = phase_time(flops, nbytes, peak, bw, ce, be, comm(batch, batch), step_fixed, attention_seconds=t_attn,
                            floor_seconds=kernel_floor)
             hs = decode_host(batch) if decode_host is not None else host_step
             if hs:  # eq. (14): the engine's host step overlaps the device's
@@ -1323,6 +1356,9 @@ def speed_model(spec: ModelSpec, device: Any, *, weights_format: str = "bf16", p
                    "prefill_flops_per_device": rank_flops(p_flops, p_attn, rank_head, prompt_tokens, encoder_flops)}
         if t5 is not None:
             details["decode_read_weight_bytes"] = read_bytes
+        if plan_comm is not None:  # eq. TP2's collectives per forward (their seconds: each phase's comm_seconds)
+            details["tp_plan_collectives"] = {k: sum(c.kind == k for c in plan_comm) for k in ("all_reduce",
+                                                                                               "all_gather")}
         if spec.recurrent_layer_count:
             details["recurrent_state_bytes_per_decode_step"] = 2 * state_bytes(concurrency)
             details["state_dtypes"] = list(state_dtypes)

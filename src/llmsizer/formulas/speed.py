@@ -54,6 +54,12 @@ cross_device_reduce_1stage / _2stage): the two-stage one is a reduce-scatter the
 
     t_allreduce,1-stage = alpha + (n - 1) S / B_link                                    (6')
 
+A ring all-gather of S bytes (every device ends with the whole S, each held S / n of it) moves (n - 1) / n S bytes
+per device, half the all-reduce's volume (its reduce-scatter half skipped; Thakur, Rabenseifner & Gropp 2005,
+section 3, the ring algorithm for allgather), with its own per-call latency alpha::
+
+    t_allgather = alpha + (n - 1) / n * S / B_link                                       (6g)
+
 B_link is the bandwidth the link reaches, not its line rate: on NVLink formulas/network.py eq. (12), NCCL's own
 per-link figure (estimate/device.py ``nvlink_link_bandwidth``, the one rule training's collectives read too).
 
@@ -301,6 +307,7 @@ from functools import lru_cache
 from ..errors import InputError
 from ..frozen import fast_init
 from .flash_attention import fattn_stream_seconds
+from .network import all_gather_bytes
 
 
 def _positive(name: str, value: float) -> None:
@@ -543,6 +550,22 @@ def allreduce_time(nbytes: float, devices: int, link_bandwidth: float, latency_s
         raise InputError("latency_seconds must not be negative")
     volume = (devices - 1) * nbytes if one_stage else 2.0 * (devices - 1) / devices * nbytes
     return latency_seconds + volume / link_bandwidth
+
+
+def allgather_time(nbytes: float, devices: int, link_bandwidth: float, latency_seconds: float = 0.0) -> float:
+    """Eq. (6g): ring all-gather of ``nbytes`` (the gathered whole) over ``devices`` devices on links of
+    ``link_bandwidth`` [B/s]: the latency ``latency_seconds`` (alpha) plus the bytes each device sends
+    (formulas/network.py eq. 2, ``all_gather_bytes``) over the link.
+
+    >>> allgather_time(1e6, 4, 1e9)
+    0.00075
+    """
+    if devices <= 1:
+        return 0.0
+    _positive("link_bandwidth", link_bandwidth)
+    if latency_seconds < 0:
+        raise InputError("latency_seconds must not be negative")
+    return latency_seconds + all_gather_bytes(nbytes, devices) / link_bandwidth
 
 
 @fast_init

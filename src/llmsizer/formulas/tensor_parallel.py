@@ -22,6 +22,7 @@ from functools import lru_cache
 from ..errors import FieldError, InputError
 from ..specs import ModelSpec
 from .params import count_params
+from .speed import allgather_time, allreduce_time
 from .tensors import Tensor, model_tensors
 from .weight_formats import ENGINE_TENSOR_BYTES, GROUP_SIZE_DEFAULT, WeightBytes, normalize_format, tensor_bytes
 
@@ -313,6 +314,114 @@ TRANSFORMERS_GATHERED: dict[str, frozenset[str]] = {
                        "ffn_up", "ffn_gate.bias", "ffn_up.bias"}),
     "qwen3_next": frozenset({"ssm_in", "ssm_ba", "ssm_out"}),
 }
+
+
+# The collectives transformers' tensor-parallel plan runs in an inference forward (no gradients), per style
+# (transformers 5.24.0 (PyPI wheel) transformers/distributed/tensor_parallel.py, which
+# transformers/integrations/tensor_parallel.py only re-exports, :26-43): a style hooks the forward of the MODULE its
+# plan entry names (``apply_tensor_parallelism`` :639-662 installs it for a module name; a parameter name, e.g. the 3-D
+# ``experts.down_proj``, is only sharded):
+#   rowwise / rowwise_split_input / rowwise_rep (:607-611, RowwiseParallel): on an nn.Linear without grad, one
+#     ``dist.all_reduce`` of the whole [tokens, out_features] output (:288-297; a replicated input is sliced locally, :250-270);
+#   embedding_rowwise (:600, EmbeddingParallel shard_dim 0): the vocab-parallel lookups' Partial output redistributed
+#     to Replicate, one all-reduce of [tokens, hidden] (:347-355);
+#   moe_tp_experts (:618, MoeExpertsParallel): every rank ran its shard of every expert, one all-reduce of the experts
+#     module's [tokens, hidden] output (:572-577, ``_AllReduceForward``, parallel_utils.py:100-107); the experts'
+#     own gate_up / down parameters (packed_colwise, rowwise, packed_rowwise, colwise on 3-D tensors) only shard;
+#   all_reduce (:617, AllReduceParallel): one all-reduce of the module's output (no catalog plan names it);
+#   colwise_gather_output / colwise_rep (:602-605, ColwiseParallel with a Replicate output): the [tokens,
+#     out_features / tp] shards all-gathered to the whole width (:199-214); embedding_colwise (:601) likewise;
+#   colwise (:606), packed_colwise, sequence_parallel (inference: ``DTensor.from_local``, no exchange, :458-471),
+#     replicated_with_grad_allreduce (a gradient hook only, :368-387), mla_kv_a_proj (``_AllReduceBackward``: the
+#     backward only, :432-442), moe_identity_expert, local_params, replicate: none in the forward.
+# transformers' expert parallelism (``ep_plan``: ep_dispatch_experts / grouped_gemm, distributed/expert_parallel.py
+# :416-417, all-to-all or all-reduce dispatch) runs only with ep_size > 1 (mixin.py:252-253); tp_plan "auto" leaves
+# it off, and the older "ep_router" style is refused (mixin.py:266-272). generate() asks the lm_head for the last
+# position only (``logits_to_keep`` = 1, generation/utils.py:2952-2956; modeling_llama.py:470-471): its gather carries
+# one token per sequence, in a prefill as in a decode step.
+# llmsizer's tensor roles (formulas/tensors.py) of the modules those styles hook, on the plans of TRANSFORMERS_SPLIT:
+_ROWWISE_MODULES = ("attn_output", "ffn_down", "ffn_shexp_down")  # o_proj / dense, down_proj / fc2, shared down_proj
+_EXPERT_MODULE = frozenset({"ffn_exps_gate", "ffn_exps_up", "ffn_exps_down"})  # the ``experts`` module
+# projections transformers fuses into one module (Phi-3's qkv_proj and gate_up_proj, configuration_phi3.py:48-53):
+# one gather of their summed output rows
+_FUSED_MODULES = (frozenset({"attn_q", "attn_k", "attn_v"}), frozenset({"ffn_gate", "ffn_up"}))
+
+
+@dataclass(frozen=True)
+class PlanCollective:
+    """One collective of a forward under transformers' plan: ``kind`` 'all_reduce' or 'all_gather', ``width`` the
+    elements per token of the whole message, ``site`` the llmsizer role(s) of the module whose style runs it,
+    ``layer`` the decoder layer (-1: the embedding and the lm_head), ``head`` True for the lm_head's gather (one
+    token per sequence: generate's ``logits_to_keep`` = 1)."""
+    kind: str
+    width: int
+    site: str
+    layer: int
+    head: bool = False
+
+
+@lru_cache(maxsize=256)  # per spec, like model_tensors
+def transformers_plan_collectives(spec: ModelSpec) -> tuple[PlanCollective, ...]:
+    """The collectives transformers' tensor-parallel plan (``tp_plan="auto"``) runs in one forward of ``spec``'s
+    language model, in order: the embedding's all-reduce (``embedding_rowwise``), per decoder layer one all-reduce
+    per row-parallel linear its plan names (o_proj, the dense MLP's and the shared experts' down_proj) and one per
+    split routed-experts module (``moe_tp_experts``), one all-gather per projection its plan gathers
+    (``TRANSFORMERS_GATHERED``: Phi-3's qkv_proj and gate_up_proj, Qwen3-Next's Gated DeltaNet projections), and
+    the lm_head's all-gather of the vocabulary (``colwise_gather_output``). The styles and their messages: the
+    comment above. A vision tower's collectives (an image prompt's encoder) are not listed.
+
+    >>> [(c.kind, c.width) for c in transformers_plan_collectives(__import__("llmsizer").load_model("gpt-oss-20b"))]
+    [('all_reduce', 2880), ('all_gather', 201088)]
+    >>> sum(c.kind == "all_reduce" for c in transformers_plan_collectives(__import__("llmsizer").load_model(
+    ...     "llama-2-13b-hf")))
+    81
+    """
+    split = transformers_split_roles(spec.model_type)
+    gathered = TRANSFORMERS_GATHERED.get(spec.model_type, frozenset())
+    out: list[PlanCollective] = []
+    if "token_embd" in split:
+        out.append(PlanCollective("all_reduce", spec.hidden_size, "token_embd", -1))
+    by_layer: dict[int, dict[str, int]] = {}  # layer -> role -> output rows (one tensor of a count)
+    for t in model_tensors(spec):
+        if 0 <= t.layer and len(t.shape) >= 2 and t.role in split:
+            by_layer.setdefault(t.layer, {})[t.role] = t.shape[0]
+    for layer in sorted(by_layer):
+        rows = by_layer[layer]
+        modules: dict[frozenset[str], int] = {}  # a gathered module (fused parts one module) -> its output rows
+        for role in sorted(rows.keys() & gathered):
+            module = next((g for g in _FUSED_MODULES if role in g), frozenset({role}))
+            modules[module] = modules.get(module, 0) + rows[role]
+        out += [PlanCollective("all_gather", n, "+".join(sorted(m)), layer) for m, n in modules.items()]
+        for role in _ROWWISE_MODULES:
+            if role in rows and role not in gathered:
+                out.append(PlanCollective("all_reduce", rows[role], role, layer))
+        if rows.keys() & _EXPERT_MODULE:
+            out.append(PlanCollective("all_reduce", spec.hidden_size, "experts", layer))
+    if "output" in split:
+        out.append(PlanCollective("all_gather", spec.vocab_size, "output", -1, head=True))
+    return tuple(out)
+
+
+def plan_collective_seconds(collectives: tuple[PlanCollective, ...], tokens: int, head_tokens: int,
+                            element_bytes: float, tp: int, link_bandwidth: float, latency_seconds: float) -> float:
+    """Seconds of one forward's plan collectives over ``tp`` GPUs (eq. TP2): each all-reduce by formulas/speed.py
+    eq. (6), each all-gather by eq. (6g), of ``tokens`` x width x ``element_bytes`` (the lm_head's gather of
+    ``head_tokens``), each with the per-call latency ``latency_seconds``::
+
+        t_plan = sum_r [alpha + 2 (n - 1) / n T w_r a / B] + sum_g [alpha + (n - 1) / n T_g w_g a / B]     (TP2)
+
+    >>> c = (PlanCollective("all_reduce", 1000, "x", 0), PlanCollective("all_gather", 4000, "output", -1, True))
+    >>> plan_collective_seconds(c, 10, 1, 2.0, 2, 1e9, 1e-5) == 1e-5 + 2e4 / 1e9 + 1e-5 + 4e3 / 1e9
+    True
+    """
+    t = 0.0
+    for c in collectives:
+        nbytes = (head_tokens if c.head else tokens) * c.width * element_bytes
+        if c.kind == "all_reduce":
+            t += allreduce_time(nbytes, tp, link_bandwidth, latency_seconds)
+        else:
+            t += allgather_time(nbytes, tp, link_bandwidth, latency_seconds)
+    return t
 
 
 @dataclass(frozen=True)
