@@ -453,7 +453,7 @@ class ExpertGemms:
 def megatron_expert_gemms(spec: ModelSpec, w: TrainingWorkload, tokens: float) -> ExpertGemms | None:
     """The routed experts' grouped GEMMs of ``w`` when Megatron-Core runs them (estimate/launch.py
     ``moe_implementation`` 'megatron-te': TEGroupedMLP, one GEMM per local expert per fc, Megatron-LM @d7288711
-    megatron/core/transformer/moe/experts.py lines 156-213, fc1 of width 2 I under a gated unit, lines 180-182),
+    megatron/core/transformer/moe/experts.py lines 156-213, fc1 of width 2 I under a gated unit, lines 180-183),
     else None. ``tokens``: the device's tokens per micro-batch."""
     if spec.moe is None or moe_implementation(w.precision, w.framework) != "megatron-te":
         return None
