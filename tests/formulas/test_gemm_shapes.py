@@ -3,17 +3,24 @@ eq. 9) against their sources."""
 
 from __future__ import annotations
 
+import heapq
 import math
 
 import pytest
 
+from llmsizer.errors import InputError
 from llmsizer.formulas.gemm_shapes import (
+    TE_GROUPED_GEMM_STREAMS,
     arithmetic_intensity,
     block_shape_efficiency,
+    expert_rows,
     gemm_efficiency,
+    gemm_tiles,
+    grouped_wave_efficiency,
     shape_efficiency,
     tile_quantization,
     training_gemms,
+    wave_quantization,
 )
 from llmsizer.formulas.training_time import NF4_DEQUANT_BYTES_PER_WEIGHT, dequantization_seconds
 
@@ -88,3 +95,93 @@ def test_nf4_dequantization_bytes_follow_the_bitsandbytes_layout() -> None:
     assert out.dtype == torch.bfloat16
     assert NF4_DEQUANT_BYTES_PER_WEIGHT == 0.5 + 1 / 64 + 4 / 64 + 4 / 64 + out.element_size()
     assert dequantization_seconds(1e9, 3, 1e12) == pytest.approx(3 * NF4_DEQUANT_BYTES_PER_WEIGHT / 1e3)
+
+
+def _makespan(gemms: int, tiles: int, sms: int, streams: int) -> int:
+    """An event simulation of TransformerEngine's multi-stream grouped GEMM (cublaslt_gemm.cu
+    ``multi_stream_cublas_gemm``: GEMM i on stream i mod ``streams``, a stream's GEMMs one after another): every tile
+    takes one time unit, a free SM takes the next pending tile of the earliest-launched GEMM in flight, and a stream
+    launches its next GEMM when its last tile ends. Returns the time the group ends."""
+    t, free = 0, sms
+    in_flight = list(range(min(streams, gemms)))
+    pending = dict.fromkeys(in_flight, tiles)
+    done = dict.fromkeys(in_flight, 0)
+    ends: list[tuple[int, int]] = []
+    while True:
+        for g in in_flight:
+            while pending[g] and free:
+                pending[g] -= 1
+                free -= 1
+                heapq.heappush(ends, (t + 1, g))
+        if not ends:
+            return t
+        t, g = heapq.heappop(ends)
+        free += 1
+        done[g] += 1
+        if done[g] == tiles:
+            in_flight.remove(g)
+            if g + streams < gemms:
+                in_flight.append(g + streams)
+                pending[g + streams], done[g + streams] = tiles, 0
+
+
+def test_wave_quantization_is_the_guides_wave_count() -> None:
+    """Section 4.2: an A100's 108 SMs run one 256 x 128 tile each per wave, so utilisation is highest at a whole
+    number of waves and one tile more needs a second, almost empty wave; section 4.1: a partial tile's idle part."""
+    assert wave_quantization(108, 108) == wave_quantization(216, 108) == 1.0
+    assert wave_quantization(109, 108) == pytest.approx(109 / 216)
+    assert wave_quantization(54, 108) == 0.5
+    # a 1024 x 5760 GEMM on 132 SMs: 4 x 45 = 180 tiles of 256 x 128 or 8 x 23 = 184 of 128 x 256, two waves
+    assert gemm_tiles(1024, 5760) == 180 and gemm_tiles(1024, 5760, (128, 256)) == 184
+    assert grouped_wave_efficiency(1024, 5760, 1, 132) == pytest.approx(1024 * 5760 / (256 * 128 * 264))
+    # with the tile's own quantization: a 257-row GEMM's second row of tiles is almost empty
+    assert grouped_wave_efficiency(257, 128, 1, 1) == pytest.approx(257 / 512)
+
+
+@pytest.mark.parametrize("gemms", [1, 2, 3, 4, 5, 8, 16, 32])
+def test_grouped_wave_efficiency_against_an_event_simulation(gemms: int) -> None:
+    """Eq. (6)'s makespan against the simulated schedule of ``_makespan`` (written without eq. (6)), for tile
+    counts from a fraction of a wave to several waves on the SM counts of an A100, H100, B200 and GB200: never
+    longer (a lower bound: the work's waves, one stream's GEMMs in a row), equal but where four GEMMs in flight hold
+    a little more than the SMs and a stream's next GEMM waits for its last (then at most 2 waves short)."""
+    exact = 0
+    for sms in (108, 132, 148, 152):
+        for tiles in (1, 7, 40, 97, 131, 132, 133, 184, 264, 400, 721):
+            simulated = _makespan(gemms, tiles, sms, TE_GROUPED_GEMM_STREAMS)
+            w = grouped_wave_efficiency(tiles, 1, gemms, sms, tile=(1, 1))
+            modelled = gemms * tiles / (sms * w)
+            assert modelled == pytest.approx(round(modelled))
+            assert simulated - 2 <= round(modelled) <= simulated
+            exact += round(modelled) == simulated
+    assert exact >= 42  # of 44
+
+
+def test_grouped_wave_efficiency_is_exact_on_the_megatron_rows_shapes() -> None:
+    """The per-expert GEMMs of PM1361-PM1367 (fc1 and fc2: forward, input gradient, weight gradient outputs) on
+    their GPUs' SMs: the simulated schedule of the better tile orientation's tiles ends when eq. (6) says."""
+    for rows, x, fc1, fc2, local, sms in ((1024, 2880, 5760, 2880, 16, 132), (4096, 2048, 1536, 768, 8, 132),
+                                          (4096, 4096, 3072, 1536, 4, 132), (4096, 2880, 5760, 2880, 16, 148),
+                                          (32768, 2880, 5760, 2880, 2, 152), (3072, 2688, 1856, 1856, 16, 132)):
+        for m, n in ((rows, fc1), (rows, x), (fc1, x), (rows, x), (rows, fc2), (x, fc2)):
+            simulated = max(local * m * n / (256 * 128 * sms * _makespan(local, gemm_tiles(m, n, t), sms,
+                                                                             TE_GROUPED_GEMM_STREAMS))
+                            for t in ((256, 128), (128, 256)))
+            assert grouped_wave_efficiency(m, n, local, sms) == pytest.approx(simulated, rel=1e-12)
+
+
+def test_grouped_wave_efficiency_limits() -> None:
+    """Many GEMMs side by side fill the waves (w -> 1); GEMMs of a few tiles each, four in flight, leave most SMs
+    idle (w -> 4 n_t / S)."""
+    assert grouped_wave_efficiency(4096, 4096, 4096, 132) > 0.999
+    assert grouped_wave_efficiency(256, 128, 64, 132) == pytest.approx(4 / 132)
+
+
+def test_expert_rows_hold_the_routed_tokens() -> None:
+    """Eq. (7): the local experts' rows times their width are the k routed copies of the device's tokens times the
+    expert width the step counts (I / tp); gpt-oss-120b at EP 8 (128 experts, top 4, 4096 tokens): 1024 rows."""
+    assert expert_rows(4096, 4, 128, ep=8) == 1024
+    for t, k, e, ep, tp, etp in ((4096, 8, 128, 16, 1, 1), (4096, 8, 128, 32, 2, 1), (8192, 6, 64, 8, 4, 2)):
+        local, width = e // ep, 1536 / etp
+        assert local * expert_rows(t, k, e, ep, tp, etp) * width == pytest.approx(t * k * 1536 / tp)
+    with pytest.raises(InputError):
+        expert_rows(4096, 8, 128, ep=3)

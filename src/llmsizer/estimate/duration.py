@@ -80,7 +80,17 @@ from ..formulas.float8_training import (
     te_weight_casts_per_step,
 )
 from ..formulas.float8_training import SOURCE_TIME as FLOAT8_TIME_SOURCE
-from ..formulas.gemm_shapes import block_shape_efficiency, running_sum, tally, training_gemms
+from ..formulas.gemm_shapes import (
+    TE_GROUPED_GEMM_STREAMS,
+    arithmetic_intensity,
+    block_shape_efficiency,
+    expert_rows,
+    gemm_efficiency,
+    grouped_wave_efficiency,
+    running_sum,
+    tally,
+    training_gemms,
+)
 from ..formulas.launch_overhead import (
     BNB_SERVING_RELEASE,
     GPTQ_KERNEL_SWITCH_ROWS,
@@ -402,10 +412,11 @@ def _sum_by_kind(spec: ModelSpec, layers: list[int], per_layer: Callable[[ModelS
 
 @lru_cache(maxsize=1024, typed=True)
 def step_linear_blocks(spec: ModelSpec, method: str, rank: int, targets: tuple[str, ...] | str, tp: int = 1,
-                       dora: bool = False) -> tuple[tuple[tuple[int, int, bool], ...], ...]:
+                       dora: bool = False, routed: bool = True) -> tuple[tuple[tuple[int, int, bool], ...], ...]:
     """(input width, output width, trained) of every linear layer one training step runs on one device, one block
     per decoder layer in order and the lm_head's last: each decoder layer's projections and adapters
-    (formulas/selective_checkpointing.layer_matmul_shapes), an MoE layer's top-k routed experts, and the lm_head
+    (formulas/selective_checkpointing.layer_matmul_shapes), an MoE layer's top-k routed experts (``routed``; left
+    out where the step times them as grouped GEMMs of their own shape, ``megatron_expert_gemms``), and the lm_head
     (trained only in full fine-tuning). A layer's block depends on it only through its kind (ModelSpec.layer_key,
     as its tensors do: formulas/tensors.py model_layout), so the layers of one kind share one block object;
     memoized on its immutable arguments (the same for every device of a catalog search)."""
@@ -414,7 +425,7 @@ def step_linear_blocks(spec: ModelSpec, method: str, rank: int, targets: tuple[s
     keys = layer_kind_firsts(spec)
     for i in dict.fromkeys(keys):  # the first layer of each kind
         lin = [(w_in, w_out, st.full or "lora_" in name) for name, w_in, w_out, _ in layer_matmul_shapes(spec, i, st)]
-        if spec.moe_layers[i] and spec.moe is not None:
+        if routed and spec.moe_layers[i] and spec.moe is not None:
             m = spec.moe
             i_e = -(-m.expert_intermediate_size // tp)
             x = m.latent_size or spec.hidden_size  # Nemotron-H: the experts run in the latent width
@@ -423,6 +434,59 @@ def step_linear_blocks(spec: ModelSpec, method: str, rank: int, targets: tuple[s
                 lin.append((i_e, x, st.full))
         by_kind[i] = tuple(lin)
     return (*map(by_kind.__getitem__, keys), ((spec.hidden_size, spec.vocab_size, st.full),))
+
+
+@dataclass(frozen=True)
+class ExpertGemms:
+    """A Megatron-Core MoE layer's routed experts on one device as TEGroupedMLP runs them (formulas/gemm_shapes.py
+    eqs. (6)-(7)): ``local`` experts of ``rows`` rows each (M_e), fc1 ``x`` -> ``fc1_width`` (gate and up fused),
+    fc2 ``width`` -> ``x``; ``layers`` MoE layers on the model."""
+
+    rows: float
+    local: int
+    x: int
+    width: int
+    fc1_width: int
+    layers: int
+
+
+def megatron_expert_gemms(spec: ModelSpec, w: TrainingWorkload, tokens: float) -> ExpertGemms | None:
+    """The routed experts' grouped GEMMs of ``w`` when Megatron-Core runs them (estimate/launch.py
+    ``moe_implementation`` 'megatron-te': TEGroupedMLP, one GEMM per local expert per fc, Megatron-LM @d7288711
+    megatron/core/transformer/moe/experts.py lines 156-213, fc1 of width 2 I under a gated unit, lines 180-183),
+    else None. ``tokens``: the device's tokens per micro-batch."""
+    if spec.moe is None or moe_implementation(w.precision, w.framework) != "megatron-te":
+        return None
+    m = spec.moe
+    ep = max(1, w.ep)
+    etp = expert_tp_split(w)
+    tp = w.tp if w.tp > 1 else 1
+    width = -(-m.expert_intermediate_size // etp)
+    rows = expert_rows(tokens, m.experts_per_token, m.num_experts, ep, tp, etp)
+    return ExpertGemms(rows, m.num_experts // ep, m.latent_size or spec.hidden_size, width,
+                       width * (2 if m.expert_gated else 1), sum(map(bool, spec.moe_layers)))
+
+
+def expert_gemm_time(g: ExpertGemms, trained: bool, math_rate: float, bandwidth: float, elem_bytes: float,
+                     sms: int | None) -> tuple[float, float]:
+    """(FLOPs, FLOPs / e) of the model's routed-expert GEMMs per micro-step on one device, eq. (4) of
+    formulas/gemm_shapes.py over their per-expert shapes (eq. (7)) with each group's wave quantization (eq. (6), on
+    ``sms`` SMs; None: not known, none applied)."""
+    flops = timed = 0.0
+    t = g.rows
+    gemms = [((t, n, k), (t, k, n)) + (((n, k, t),) if trained else ()) for k, n in ((g.x, g.fc1_width),
+                                                                                    (g.width, g.x))]
+    for m, n, k in (shape for pair in gemms for shape in pair):  # training_gemms over M_e rows
+        f = 2.0 * m * n * k
+        # eq. (4)'s e_g: the roofline (eq. (2)) times eq. (6)'s tile-and-wave share (its tile quantization in it);
+        # no SM count: eq. (3)'s tile quantization alone
+        e = (min(1.0, arithmetic_intensity(m, n, k, elem_bytes) * bandwidth / math_rate)
+             * grouped_wave_efficiency(m, n, g.local, sms)) if sms else gemm_efficiency(m, n, k, math_rate,
+                                                                                         bandwidth, elem_bytes)
+        flops += f
+        timed += f / e
+    scale = float(g.local * g.layers)
+    return flops * scale, timed * scale
 
 
 def step_linears(spec: ModelSpec, method: str, rank: int, targets: tuple[str, ...] | str, tp: int = 1,
@@ -1013,7 +1077,8 @@ class Float8Time:
 @lru_cache(maxsize=1024)
 def float8_time(spec: ModelSpec, w: TrainingWorkload, tokens: int) -> Float8Time:
     """Float8 linears of ``w`` on one device: every decoder layer's projections (an MoE layer's attention only: its
-    routed experts are grouped GEMMs convert_to_float8_training leaves alone; the lm_head stays bf16, torchtitan
+    routed experts are grouped GEMMs convert_to_float8_training leaves alone, but Megatron-Core's TEGroupedMLP runs
+    them in float8 under a TransformerEngine recipe, ``megatron_expert_gemms``; the lm_head stays bf16, torchtitan
     float8.py @9dec370 line 99 ``fqn != "output"``). A checkpointed layer's forward runs again: once under full
     recomputation, every second matmul under torchtitan's op-level policy; the GEMMs in float8 per pass:
     ``float8_gemms`` (ROWWISE_WITH_GW_HP's grad_weight runs in bf16 and stays with the BF16 FLOPs). Memoized on its
@@ -1043,6 +1108,11 @@ def float8_time(spec: ModelSpec, w: TrainingWorkload, tokens: int) -> Float8Time
         first_share, again_share = 1.0 / (max(1, w.shard_group) * k), 0.0
     # a layer's float8 linears depend on it only through being MoE: (FLOPs, forward, recomputed forward and backward
     # cast bytes) once per kind; the sums below still run layer by layer, so every float is the same
+    # Megatron-Core's routed experts under a TransformerEngine recipe: TEGroupedMLP's GroupedLinear quantizes its
+    # inputs and weights per expert under every recipe (TransformerEngine @d0067d0d pytorch/module/grouped_linear.py
+    # lines 814-886: _split_quantize of the input per m_split, quantize_weight per GEMM, general_grouped_gemm), so
+    # their GEMMs run in float8 too; their casts over each local expert's M_e rows (formulas/gemm_shapes.py eq. (7))
+    grouped = megatron_expert_gemms(spec, w, tokens) if w.float8_recipe in TE_RECIPES else None
     per_kind: dict[bool, tuple[float, float, float, float]] = {}
     kinds = moe_kinds(spec)
     for moe in dict.fromkeys(kinds):
@@ -1055,6 +1125,17 @@ def float8_time(spec: ModelSpec, w: TrainingWorkload, tokens: int) -> Float8Time
             bwd += ba
             refwd += fa if again_share == first_share else float8_cast_bytes(
                 tokens, a, b, c, w.float8_recipe, w.compile, again_share, same, normed)[0]
+        m = spec.moe
+        if moe and grouped is not None and m is not None:  # TEGroupedMLP's experts: float8 GroupedLinear GEMMs
+            i_e = -(-m.expert_intermediate_size // tp)  # per token as the step's FLOPs count them (k experts / tp)
+            x = m.latent_size or spec.hidden_size
+            f += 2.0 * m.experts_per_token * (x * i_e * (2 if m.expert_gated else 1) + i_e * x)
+            for a, b in ((grouped.x, grouped.fc1_width), (grouped.width, grouped.x)):  # each local expert, M_e rows
+                fa, ba = float8_cast_bytes(grouped.rows, a, b, c, w.float8_recipe, w.compile, first_share)
+                fwd += grouped.local * fa
+                bwd += grouped.local * ba
+                refwd += grouped.local * (fa if again_share == first_share else float8_cast_bytes(
+                    grouped.rows, a, b, c, w.float8_recipe, w.compile, again_share)[0])
         per_kind[moe] = (f, fwd, refwd, bwd)
     # each layer's addends, per (kind, recomputed): the sums run layer by layer in order (running_sum: the floats a
     # += loop makes)
@@ -1517,18 +1598,35 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
     bw_mem = float(device.memory_bandwidth.base) if device.memory_bandwidth and device.memory_bandwidth.base else 0.0
     if device.kind == "gpu":
         tp = w.tp if w.tp > 1 else 1
-        blocks = step_linear_blocks(spec, w.method, w.rank, w.targets, tp, w.dora)
+        # Megatron-Core's routed experts: TEGroupedMLP's per-expert GEMMs at their own rows, timed apart (eqs. (6)-(7))
+        grouped = megatron_expert_gemms(spec, w, tokens)
+        blocks = step_linear_blocks(spec, w.method, w.rank, w.targets, tp, w.dora, grouped is None)
         # one GEMM block per layer kind (the layers of a kind share their linears' block object)
         gemms = {k: tuple(training_gemms(int(tokens), b))
                  for k, b in dict(zip(map(id, blocks), blocks, strict=True)).items()}
         elem = float(compute_bytes(w))  # the GEMMs' operand bytes b of eq. (1)
         e = block_shape_efficiency(list(map(gemms.__getitem__, map(id, blocks))), peak * u, bw_mem or float("inf"),
                                    elem)
+        grouped_why = ""
+        if grouped is not None:
+            sms = int(device.sm_count.base) if device.sm_count is not None and device.sm_count.base else None
+            f_e, t_e = expert_gemm_time(grouped, w.method == "full", peak * u, bw_mem or float("inf"), elem, sms)
+            f_d = sum(2.0 * m * n * k for b in blocks for m, n, k in gemms[id(b)])
+            e_e = f_e / t_e
+            e = (f_d + f_e) / (f_d / e + t_e)
+            grouped_why = (f"; the routed experts as Megatron-Core's TEGroupedMLP runs them: {grouped.local} local "
+                           f"experts of M_e = {grouped.rows:g} rows each (eq. (7)), fc1 {grouped.x} -> "
+                           f"{grouped.fc1_width}, fc2 {grouped.width} -> {grouped.x}, "
+                           + (f"tile and wave quantization over {sms} SMs with 256 x 128 tiles, "
+                              f"{TE_GROUPED_GEMM_STREAMS} GEMMs side by side (TransformerEngine's multi-stream "
+                              f"grouped GEMM, eq. (6))" if sms else "no SM count known: no wave quantization")
+                           + f": {e_e:.4f} of their rate")
         notes.append(Assumption("gemm_shape_efficiency", round(e, 4), True,
                                 f"formulas/gemm_shapes.py eq. (4): {int(tokens)} tokens per GEMM, {elem:g}-byte "
                                 f"operands, roofline at "
                                 f"{'the device memory bandwidth' if bw_mem else 'no sourced bandwidth (roofline off)'}"
-                                f", tile quantization T = 128 (NVIDIA Matrix Multiplication Background guide)"))
+                                f", tile quantization T = 128 (NVIDIA Matrix Multiplication Background guide)"
+                                + grouped_why))
         if w.method == "qlora" and bw_mem:
             layers = spec.num_layers
             ckpt = len(checkpointed_layers(layers, w.checkpoint_every)) if w.grad_checkpointing == "full" else 0
@@ -1589,8 +1687,13 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
                 notes.append(Assumption(rowwise.name, rowwise.expected, True, rowwise.source))
             flops_eff = fl.per_token - f8.flops_per_token * max(1, w.tp) * (1.0 - peak / (peak8 * share8))
             notes.append(Assumption("float8_gemm_flops_per_token", round(f8.flops_per_token), True,
-                                    f"formulas/float8_training.py: the float8 linears' forward, backward and "
-                                    f"recomputed GEMMs at the dense FP8 peak {peak8:.4g} FLOP/s x "
+                                    "formulas/float8_training.py: the float8 linears' forward, backward and "
+                                    "recomputed GEMMs"
+                                    + (", Megatron-Core's routed experts with them (TEGroupedMLP's GroupedLinear "
+                                       "quantizes per expert under the TransformerEngine recipe)"
+                                       if w.float8_recipe in TE_RECIPES and megatron_expert_gemms(
+                                           spec, w, tokens) is not None else "")
+                                    + f" at the dense FP8 peak {peak8:.4g} FLOP/s x "
                                     f"{rho8.expected:g}" + (f" x {rowwise.expected:g} (rowwise) = {share8:.4g}"
                                                             if rowwise is not None else "")
                                     + " of the BF16 GEMMs' utilisation"))

@@ -622,9 +622,9 @@ TRAINING_DEVICE_UTILIZATION = Factor(
 # u with rho8 taken as Hopper's (float8_gemm_share: no Blackwell BF16 / FP8 pair of one recipe is published), so the
 # BF16 u of Blackwell is not measured on its own. Why not the BF16 rows: every published BF16 Blackwell training row is
 # a mixture-of-experts run (GPT-OSS 120B, PM1364 / PM1365; torchtitan Qwen3-30B-A3B, pith-train #79), and Hopper's
-# MoE rows already read 26-52 % fast at Hopper's u (an open miss of their own).
+# MoE rows already read 34-56 % fast at Hopper's u (an open miss of their own).
 # Held out: PM1369 (the GB300 twin: -28 % at this u; its catalog FP8 / BF16 peaks equal
-# the GB200's, so what makes it 19 % faster than PM1368 is not in the rule), PM1364 / PM1365 (+45 % / +75 %: the MoE
+# the GB200's, so what makes it 19 % faster than PM1368 is not in the rule), PM1364 / PM1365 (+44 % / +73 %: the MoE
 # miss). The attention kernel stays timed at the stand-ins' lowest share (attention_kernel_share: no FlashAttention-2,
 # cuDNN or FlashAttention-4 speed on Blackwell is taken), and the uncalibrated-architecture rule keeps its stand-ins
 # (CUDA_ARCHITECTURES), which this share, above Hopper's, would not lower.

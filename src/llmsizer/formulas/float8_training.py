@@ -254,7 +254,7 @@ def float8_autocast_copied(role: str, component: str) -> bool:
     return not (role in FLOAT8_LINEAR_ROLES and component in ("attention", "mlp"))
 
 
-def float8_cast_bytes(tokens: int, in_features: int, out_features: int, compute_bytes: float, recipe: str = "torchao",
+def float8_cast_bytes(tokens: float, in_features: int, out_features: int, compute_bytes: float, recipe: str = "torchao",
                       compiled: bool = True, weight_share: float = 1.0,
                       shared_input: bool = False, norm_fed: bool = False) -> tuple[float, float]:
     """(forward, backward) bytes one float8 linear's casts move over ``tokens`` tokens: eqs. (F1) eager torchao,

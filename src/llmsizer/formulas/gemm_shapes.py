@@ -18,8 +18,43 @@ the tile leaves the last tile partly idle, so a dimension x >= T runs at x / (ce
     q(x) = x / (ceil(x / T) T)   for x >= T;   1 for x < T (cuBLAS then takes a smaller tile:
                                                 cublasLtMatmulTile_t goes down to 8 x 8)                 (3)
 
-with T = 128, the smaller side of the guide's 256 x 128 example tile. Wave quantization (section 4.2: the number
-of tiles against the number of SMs) needs the SM count, which the catalog does not hold; it is not modelled.
+with T = 128, the smaller side of the guide's 256 x 128 example tile.
+
+Wave quantization (section 4.2): the tiles run in waves of one tile per SM (the guide's A100 example: "256x128
+thread block tiles ... one thread block per SM, leading to a wave size of 108 tiles"), so n tiles on S SMs take
+ceil(n / S) waves and the last one runs partly idle::
+
+    w(n) = n / (ceil(n / S) S)                                                                        (5)
+
+A group of G equal GEMMs (one per local expert) of which at most c run side by side (TransformerEngine's grouped
+GEMM: one cuBLAS GEMM per expert, expert i on compute stream i mod 4, TransformerEngine @d0067d0d
+common/gemm/cublaslt_gemm.cu lines 970-1021 ``multi_stream_cublas_gemm``, common/util/multi_stream.cpp line 53
+``num_compute_streams = 4``), each of n_t = ceil(M / T_a) ceil(N / T_b) tiles (T_a x T_b = 256 x 128 in the
+orientation that leaves fewer SMs idle, as a heuristic choosing the tile would): the streams' GEMMs run as concurrent
+kernels, so the SMs one GEMM's last wave leaves take the tiles of the GEMMs in flight beside it, and a stream starts
+its next GEMM when its last one ends. With every tile the same time and free SMs taking pending tiles, the group
+takes at least the more of the work's waves and one stream's G / c GEMMs one after another, and its useful share
+of the SMs' tile slots is::
+
+    w_G = G M N / (T_a T_b S max(ceil(G n_t / S), ceil(G / c) ceil(n_t / S)))                         (6)
+
+(the tiles' own quantization at 256 x 128, eq. (3) of that tile, times the idle SMs; an event simulation of that
+schedule ends when eq. (6) says but where c GEMMs in flight hold a few more tiles than the SMs, then up to 2 waves
+later, tests/formulas/test_gemm_shapes.py; with c = G = 1, M N / (n_t T_a T_b) x eq. (5)). The grouped experts'
+e_g of eq. (4) is their roofline times w_G, which holds their tile quantization.
+
+Every expert of a Megatron-Core MoE layer gets its own GEMMs; with balanced routing (Megatron's
+``moe_router_force_load_balancing``: random router logits, balanced in expectation, Megatron-LM @d7288711
+megatron/core/transformer/moe/router.py lines 697-699) each local expert's rows are the tokens its
+expert-parallel group routes to it::
+
+    M_e = (T / tp) etp ep k / E                                                                       (7)
+
+over the T tokens of a device's micro-batch, split over tp ranks by sequence parallelism before the dispatch and
+gathered over the etp ranks of an expert's tensor-parallel group (MoEAlltoAllTokenDispatcher: the all-to-all over
+ep, megatron/core/transformer/moe/token_dispatcher.py lines 671-676, then the all-gather over the expert
+tensor-parallel group, lines 696-706), k routed experts per token of E: the E / ep local experts of width I / etp
+then hold (T / tp) etp k rows, the FLOPs of k expert MLPs of width I / tp per token.
 
 Training runs three GEMMs per linear layer of input width k and output width n over t tokens (Kaplan et al.
 2020, section 2.1): the forward (M t, N n, K k), the gradient of its input (M t, N k, K n) and, for a trained
@@ -27,6 +62,8 @@ weight only, the gradient of the weight (M n, N k, K t). The shape efficiency of
 harmonic mean over its GEMMs::
 
     e = sum_g F_g / sum_g (F_g / e_g),   e_g = F_g / (R u t_g) x q(M_g) q(N_g)                     (4)
+
+(a grouped expert GEMM's e_g times its w_G of eq. (6)).
 """
 
 from __future__ import annotations
@@ -69,6 +106,60 @@ def gemm_efficiency(m: float, n: float, k: float, math_rate: float, bandwidth: f
         raise InputError("math rate and bandwidth must be positive")
     roof = min(1.0, arithmetic_intensity(m, n, k, elem_bytes) * bandwidth / math_rate)
     return roof * tile_quantization(m) * tile_quantization(n)
+
+
+WAVE_TILE = (256, 128)  # section 4.2's example tile, one thread block per SM
+TE_GROUPED_GEMM_STREAMS = 4  # TransformerEngine @d0067d0d common/util/multi_stream.cpp line 53
+
+
+def wave_quantization(tiles: int, sms: int) -> float:
+    """Eq. (5): the share of busy SM slots when ``tiles`` tiles run in waves of one tile per SM on ``sms`` SMs.
+
+    >>> wave_quantization(108, 108), wave_quantization(109, 108)
+    (1.0, 0.5046296296296297)
+    """
+    if tiles < 1 or sms < 1:
+        raise InputError("tiles and SMs must be at least 1")
+    return tiles / (math.ceil(tiles / sms) * sms)
+
+
+def gemm_tiles(m: float, n: float, tile: tuple[int, int] = WAVE_TILE) -> int:
+    """Output tiles of an M x N GEMM cut into ``tile`` (rows, columns): ceil(M / T_a) ceil(N / T_b)."""
+    if m <= 0 or n <= 0:
+        raise InputError("GEMM dimensions must be positive")
+    return math.ceil(m / tile[0]) * math.ceil(n / tile[1])
+
+
+def grouped_wave_efficiency(m: float, n: float, gemms: int, sms: int, concurrent: int = TE_GROUPED_GEMM_STREAMS,
+                            tile: tuple[int, int] = WAVE_TILE) -> float:
+    """Eq. (6): the useful share of the SMs' tile slots (tile and wave quantization) for ``gemms`` equal M x N
+    GEMMs, at most ``concurrent`` in flight, on ``sms`` SMs, the tile in its better orientation.
+
+    >>> round(grouped_wave_efficiency(1024, 5760, 1, 132), 4)  # one expert's fc1 on an H100: 2 waves of 132
+    0.6818
+    >>> round(grouped_wave_efficiency(1024, 5760, 16, 132), 4)  # 16 experts: 2880 tiles in 22 waves
+    0.9917
+    """
+    if gemms < 1 or concurrent < 1 or sms < 1:
+        raise InputError("GEMM count, concurrency and SMs must be at least 1")
+    best = 0.0
+    for a, b in sorted({tile, tile[::-1]}):
+        n_t = gemm_tiles(m, n, (a, b))
+        waves = max(math.ceil(gemms * n_t / sms), math.ceil(gemms / concurrent) * math.ceil(n_t / sms))
+        best = max(best, gemms * m * n / (a * b * waves * sms))
+    return best
+
+
+def expert_rows(tokens: float, top_k: int, experts: int, ep: int = 1, tp: int = 1, etp: int = 1) -> float:
+    """Eq. (7): the rows each local expert's GEMMs take per micro-batch under balanced routing, M_e = (T / tp) etp
+    ep k / E.
+
+    >>> expert_rows(4096, 4, 128, ep=8)  # gpt-oss-120b, EP 8: 16 local experts of 1024 rows
+    1024.0
+    """
+    if tokens <= 0 or min(top_k, experts, ep, tp, etp) < 1 or top_k > experts or experts % ep:
+        raise InputError("expert rows need positive tokens, 1 <= top_k <= experts and ep dividing the experts")
+    return tokens / tp * etp * ep * top_k / experts
 
 
 def training_gemms(tokens: int, linears: Iterable[tuple[int, int, bool]]) -> list[tuple[int, int, int]]:

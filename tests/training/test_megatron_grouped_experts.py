@@ -1,0 +1,49 @@
+"""Megatron-Core's routed experts as TEGroupedMLP runs them (estimate/duration.py ``megatron_expert_gemms``,
+formulas/gemm_shapes.py eqs. (6)-(7)): one GEMM per local expert of M_e rows, and, under a TransformerEngine float8
+recipe, in float8 (TransformerEngine @d0067d0d pytorch/module/grouped_linear.py lines 814-886).
+
+Independent truth: the FLOPs and row counts written out from the models' published configs (Qwen3-30B-A3B
+config.json: hidden 2048, 32 heads of 128, 4 KV heads, 48 layers, 128 experts, top 8, moe_intermediate_size 768;
+gpt-oss-120b: hidden 2880, 128 experts, top 4, intermediate 2880), not from the code under test."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from llmsizer.catalog.hardware import builtin_catalog
+from llmsizer.estimate.duration import training_duration_for
+from llmsizer.models import load_model
+
+_MB = dict(method="full", precision="megatron-bf16", optimizer="adamw", zero=1, micro_batch=1, seq_len=4096,
+           grad_accumulation=8, etp=1)
+
+
+def _note(d: Any, name: str) -> Any:
+    return next(a for a in d.assumptions if a.name == name)
+
+
+def _run(model: str, gpus: int, **fields: Any) -> Any:
+    h100 = builtin_catalog().devices["h100-sxm"]
+    return training_duration_for(load_model(model), h100, gpus, 1e6, dict(_MB, **fields))
+
+
+def test_megatron_float8_runs_the_routed_experts_in_float8() -> None:
+    """Qwen3-30B-A3B, FP8 current scaling, EP 16 (PM1362's layout): every layer's q, k, v, o and its 8 routed
+    experts' gate, up and down in float8, three GEMMs each per token (forward, input and weight gradients)."""
+    d = _run("qwen3-30b-a3b", 16, ep=16, float8=True, float8_recipe="transformer-engine-current")
+    attention = 2048 * 32 * 128 + 2 * 2048 * 4 * 128 + 32 * 128 * 2048
+    experts = 8 * 3 * 2048 * 768
+    assert _note(d, "float8_gemm_flops_per_token").value == 48 * 3 * 2 * (attention + experts)
+    # torchao's convert_to_float8_training leaves grouped experts alone: the same run outside Megatron, attention only
+    t = _run("qwen3-30b-a3b", 16, ep=16, precision="bf16", framework="torchtitan", etp=None, zero=3,
+             float8=True, float8_recipe="torchao")
+    assert _note(t, "float8_gemm_flops_per_token").value == 48 * 3 * 2 * attention
+
+
+def test_expert_rows_and_local_experts_in_the_shape_note() -> None:
+    """gpt-oss-120b at EP 8 (PM1361's layout): 128 / 8 = 16 local experts, each of 4096 x 8 x 4 / 128 = 1024 rows
+    per micro-batch; fc1 2880 -> 2 x 2880 (gate and up fused, Megatron's TEGroupedMLP), on the H100's 132 SMs."""
+    d = _run("gpt-oss-120b", 64, ep=8, pp=4)
+    why = _note(d, "gemm_shape_efficiency").why
+    assert "16 local experts of M_e = 1024 rows" in why
+    assert "fc1 2880 -> 5760, fc2 2880 -> 2880" in why and "132 SMs" in why
