@@ -117,7 +117,10 @@ def compose_vllm(ctx: Context) -> None:
                    "vLLM CacheConfig default: one recurrent state page per request and layer, no cached prefix states "
                    "(with prefix caching, 'align'/'all' keep more pages)")
         block, page = _hybrid_pages(ctx, block)
-    fwd = prefill_activation_bytes(spec, 1, mnbt, mnbt, ctx.act_bytes, "flash", logits_positions=0, tp=tp)
+    # a recurrent mixer's peak in the profile run is its own layer kind (formulas/vllm_mixer_profile.py eqs. V1-V3:
+    # the run has no attention metadata, so the mixers skip their chunked scans and hold only their projections)
+    fwd = prefill_activation_bytes(spec, 1, mnbt, mnbt, ctx.act_bytes, "flash", logits_positions=0, tp=tp,
+                                   vllm_profile=True)
     sampler = int(min(mns, mnbt) * spec.vocab_size * E.VLLM_SAMPLER_BYTES_PER_LOGIT)
     act = max(fwd.peak_bytes, sampler)
     encoder = ""
@@ -136,11 +139,13 @@ def compose_vllm(ctx: Context) -> None:
     acc.items.append(weights_item(ctx.wb, "device"))
     acc.items.append(Item(
         "activations", act, "device", low=min(fwd.peak_bytes, act), high=max(fwd.peak_bytes + sampler, act),
-        formula=f"profile run: max(forward over {mnbt} tokens {format_bytes(fwd.peak_bytes)}, sampler "
-                f"{min(mns, mnbt)} seqs x vocab {spec.vocab_size} x {E.VLLM_SAMPLER_BYTES_PER_LOGIT} B "
+        formula=f"profile run: max(forward over {mnbt} tokens {format_bytes(fwd.peak_bytes)}"
+                + (f" (recurrent mixer {format_bytes(fwd.mixer_bytes)}, eqs. V1-V3)" if fwd.mixer_bytes else "")
+                + f", sampler {min(mns, mnbt)} seqs x vocab {spec.vocab_size} x {E.VLLM_SAMPLER_BYTES_PER_LOGIT} B "
                 f"{format_bytes(sampler)}{encoder})",
         source="vLLM gpu_model_runner.profile_run; sampler bytes per logit derived from the llm-d vLLM memory table "
-               "(estimate/engines.py VLLM_SAMPLER_BYTES_PER_LOGIT)"))
+               "(estimate/engines.py VLLM_SAMPLER_BYTES_PER_LOGIT)"
+               + ("; recurrent mixers: formulas/vllm_mixer_profile.py" if fwd.mixer_bytes else "")))
     acc.span("non_torch", E.VLLM_NON_TORCH_TP if tp > 1 else E.VLLM_NON_TORCH,
              formula="non-torch allocations counted in the pool (NCCL buffers with TP, cuBLAS)")
     acc.span("cuda_graphs", E.VLLM_CUDA_GRAPHS, formula="CUDA graph pool, deducted from the KV pool (vLLM "
