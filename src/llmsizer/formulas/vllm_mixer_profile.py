@@ -40,19 +40,18 @@ all-reduce, mamba_mixer2.py L116-127, may be materialised: not counted)::
 Qwen3-Next's interleaved layout ``gqa_interleaved_layout=True``, qwen3_next.py L346): Hk key heads of dk,
 Hv value heads of dv (Kd = Hk dk, Vd = Hv dv). in_proj_qkvz [t, 2 Kd + 2 Vd], in_proj_ba [t, 2 Hv] (L923-924);
 ``fix_query_key_value_ordering`` (L644-693) splits them per key head, so with more than one key head on a GPU
-(Hk / tp > 1) z, b and a are reshapes of strided slices, which copy (L689-691; v's copy, L688, folds into the cat); mixed_qkv = cat(q, k, v) is a new
-[t, 2 Kd + Vd] (L931-934, the q, k, v reshapes folded into it). (A) the kernel writing them still reads qkvz and
-ba; (B) the custom op (L956-962: its profile branch returns at once, L1276-1280) sees mixed_qkv, z, b, a, the
-``core_attn_out`` zeros [t, Vd] (L950-954) and the decoder layer's ``self_attention_output`` [t, hidden]
-(``torch.empty_like``, qwen3_next.py L416; whole on every GPU); with one key head per GPU z, b and a are views that
-keep qkvz and ba alive instead; (C) the gated norm (L866) writes [t, Vd] beside core_attn_out and z. With
-Kd, Vd and Hv the widths on one GPU (/ tp) and the hidden buffer whole::
+(Hk / tp > 1) z, b and a are reshapes of strided slices, which copy (L689-691; v's copy, L688, folds into the
+cat); mixed_qkv = cat(q, k, v) is a new [t, 2 Kd + Vd] (L931-934); ``core_attn_out`` is a zeros [t, Vd] (L950-954)
+and the decoder layer's ``self_attention_output`` an ``empty_like`` [t, hidden] (qwen3_next.py L416, whole on every
+GPU). Compiled, all of this up to the custom op (L956-962, whose profile branch returns at once, L1276-1280) is one
+Inductor graph, which allocates its outputs -- mixed_qkv, z, b, a, core_attn_out, the output -- before the one
+fused kernel that writes them from qkvz and ba, freed when the graph returns (read from Inductor's own wrapper code
+for this graph on the CPU, tests/formulas/test_vllm_mixer_profile.py). With one key head per GPU z, b and a are
+views of qkvz and ba, which they keep. The gated norm after the op (L866) holds fewer (core_attn_out, z, its
+[t, Vd] output). With Kd, Vd and Hv the widths on one GPU (/ tp) and the hidden buffer whole::
 
-    copies = Vd + 2 Hv if Hk / tp > 1 else 0;  kept = 0 if Hk / tp > 1 else 2 Kd + 2 Vd + 2 Hv
-    A = 2 Kd + 2 Vd + 2 Hv + 2 Kd + Vd + copies
-    B = 2 Kd + Vd + Vd + copies + kept + hidden
-    C = 2 Vd + (Vd if Hk / tp > 1 else 2 Kd + 2 Vd) + hidden
-    (V2)  gated deltanet = c t max(A, B, C)
+    copies = Vd + 2 Hv if Hk / tp > 1 else 0
+    (V2)  gated deltanet = c t (2 Kd + 2 Vd + 2 Hv + 2 Kd + Vd + copies + Vd + hidden)
 
 **Mamba-1** (``MambaMixer.forward_impl``, mamba_mixer.py @v0.23.0; Jamba): d = d_inner channels. The decoder layer
 preallocates the output [t, hidden] (jamba.py L180-181, ``torch.empty_like``); inside the custom op in_proj's output
@@ -89,13 +88,8 @@ def vllm_gated_deltanet_profile_bytes(tokens: int, key_heads: int, value_heads: 
     ``tokens`` tokens, on one of ``tp`` GPUs. key_dim / value_dim: per head; hidden: the model's [t, hidden] output
     buffer, whole on every GPU; compute: the activations' element size [bytes]."""
     kd, vd, hv = key_heads * key_dim // tp, value_heads * value_dim // tp, value_heads // tp
-    copied = key_heads // tp > 1
-    copies = vd + 2 * hv if copied else 0
-    kept = 0 if copied else 2 * kd + 2 * vd + 2 * hv
-    moment_a = 2 * kd + 2 * vd + 2 * hv + 2 * kd + vd + copies
-    moment_b = 2 * kd + vd + vd + copies + kept + hidden
-    moment_c = 2 * vd + (vd if copied else 2 * kd + 2 * vd) + hidden
-    return compute * tokens * max(moment_a, moment_b, moment_c)
+    copies = vd + 2 * hv if key_heads // tp > 1 else 0
+    return compute * tokens * (2 * kd + 2 * vd + 2 * hv + 2 * kd + vd + copies + vd + hidden)
 
 
 def vllm_mamba1_profile_bytes(tokens: int, d_inner: int, hidden: int, compute: int, tp: int = 1) -> int:
