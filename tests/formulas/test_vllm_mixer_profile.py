@@ -15,7 +15,9 @@ Independent truth, three ways:
    recomputed here (residual stream + the mixer's profile peak), for Nemotron-H-56B (TP 2) and Qwen3-Next-80B (TP 4)
    with max_num_seqs 16, where the forward and not the dummy sampler sets the profiled peak. With vLLM's H100
    default of 1024 sequences the sampler's logits (max_num_seqs x vocab x 38.9 B, 4.9-5.6 GiB) are larger than either
-   model's forward, so the pool does not move there (asserted too).
+   model's forward, so the pool does not move there (asserted too). Eq. V4 (the Mamba-2 scan of a real step, which
+   the profile skips) against the kernels' own ``torch.empty`` shapes (ssd_chunk_state.py, ssd_state_passing.py,
+   ssd_bmm.py, causal_conv1d.py), and its warning where it exceeds the memory outside the pool.
 
 The compiled (torch.compile) graph of the Gated DeltaNet layer before its custom op is written out from the lines and
 compiled by Inductor on the CPU; its buffers are read from Inductor's own wrapper code (the allocations and frees it
@@ -35,6 +37,7 @@ from llmsizer.formulas.vllm_mixer_profile import (
     vllm_gated_deltanet_profile_bytes,
     vllm_mamba1_profile_bytes,
     vllm_mamba2_profile_bytes,
+    vllm_mamba2_step_bytes,
     vllm_profile_mixer_bytes,
 )
 from llmsizer.models import load_model
@@ -118,6 +121,33 @@ def test_gated_deltanet_formula_equals_the_buffers_of_the_lines(tp):
 def test_mamba1_formula_equals_the_buffers_of_the_lines(tp):
     t = 8192  # Jamba-1.5-Mini: d_inner 8192, hidden 4096
     assert vllm_mamba1_profile_bytes(t, 8192, 4096, BF16, tp) == _bytes(mamba1_buffers(t, 8192, 4096, tp))
+
+
+def mamba2_step_moments(t: int, num_heads: int, head_dim: int, dstate: int, n_groups: int, chunk_size: int,
+                        tp: int, state_bytes: int) -> list[int]:
+    """Bytes at the state passing and at the chunk scan of a real prefill step (mamba_mixer2.py L792-872 @v0.23.0:
+    causal_conv1d_fn L810, the scan L848; ssd_combined.py L92-150), one sequence of ``t`` tokens."""
+    heads = num_heads // tp
+    groups = (n_groups if n_groups % tp == 0 else tp) // tp
+    nchunks = -(-t // chunk_size)  # cu_chunk_seqlens of one sequence
+    conv_dim = (num_heads * head_dim + 2 * groups * tp * dstate) // tp
+    held = {"projected_states": (t, heads * head_dim + conv_dim + heads), "ssm_output": (t, heads * head_dim),
+            "causal_conv1d_fn out = empty_like(x) (causal_conv1d.py L545)": (conv_dim, t)}
+    fp32 = {"dt_out (ssd_chunk_state.py L317)": (heads, nchunks, chunk_size),
+            "dA_cumsum (L320)": (heads, nchunks, chunk_size)}
+    states32 = (nchunks, heads, head_dim, dstate)  # _chunk_state_fwd, states_in_fp32=True (L368-370)
+    passed = (nchunks, heads, head_dim * dstate)  # _state_passing_fwd out, out_dtype = state_dtype (L114)
+    cb = (nchunks, groups, chunk_size, chunk_size)  # _bmm_chunk_fwd, output_dtype=torch.float32 (L170-172)
+    base = _bytes(held) + _bytes(fp32, 4)
+    return [base + prod(states32) * 4 + prod(passed) * state_bytes,
+            base + prod(passed) * state_bytes + prod(cb) * 4]
+
+
+@pytest.mark.parametrize("t, tp, state_bytes", [(8192, 1, 4), (65536, 2, 4), (16384, 1, 2)])
+def test_mamba2_step_formula_equals_the_buffers_of_the_lines(t, tp, state_bytes):
+    # Nemotron-H-56B: chunk 128, its config's mamba_ssm_cache_dtype float32 (state_bytes 4); bf16 state: 2
+    assert vllm_mamba2_step_bytes(t, 256, 64, 256, 8, 128, BF16, state_bytes, tp) == max(
+        mamba2_step_moments(t, 256, 64, 256, 8, 128, tp, state_bytes))
 
 
 # --- 2. the eager op bodies on live storages -----------------------------------------------------------------------
@@ -283,3 +313,15 @@ def test_h100_default_sampler_outweighs_the_mixer(name, tp):
     t = VLLM_MAX_NUM_BATCHED_TOKENS_BIG  # 8192 on a GPU of >= 70 GiB
     assert vllm_profile_mixer_bytes(load_model(name), t, BF16, tp) < _item(e, "activations")
     assert "sampler 1024 seqs" in next(i.formula for i in e.items if i.name == "activations")
+
+
+def test_unprofiled_mamba2_scan_warned_past_the_margin():
+    """Nemotron-H-56B TP 2 on an H100 with max_num_batched_tokens 65536: the step's chunk states (eq. V4) exceed what
+    the profile counted by more than the memory outside the pool."""
+    t = 65536
+    e = _estimate("nemotron-h-56b-base-8k", 2, max_num_batched_tokens=t)
+    step = 2 * t * 8192 * BF16 + max(mamba2_step_moments(t, 256, 64, 256, 8, 128, 2, 4))
+    assert e.details["vllm_unprofiled_scan_bytes"] == step - _item(e, "activations")
+    assert any("Mamba-2 chunked scan, which vLLM's profile run skips" in x for x in e.warnings)
+    default = _estimate("nemotron-h-56b-base-8k", 2)  # 8192 tokens: the profiled sampler covers the step
+    assert "vllm_unprofiled_scan_bytes" not in default.details

@@ -59,6 +59,22 @@ preallocates the output [t, hidden] (jamba.py L180-181, ``torch.empty_like``); i
 [t, hidden] (L295-298: returned, then dropped) coexist::
 
     (V3)  mamba1 = c t (3 d / tp + 2 hidden)
+
+**What the profile does not see** (Mamba-2): the first step that prefills ``max_num_batched_tokens`` for real runs
+the chunked scan (mamba_mixer2.py L792-872: ``causal_conv1d_fn`` L810, ``mamba_chunk_scan_combined_varlen`` L848;
+ssd_combined.py L92-150 @v0.23.0) after the KV pool has been sized without it. Beside V1's in_proj output and ssm_output it holds the conv output (``causal_conv1d_fn``:
+``torch.empty_like(x)`` of the [conv/tp, t] view, causal_conv1d.py L545, in place of V1's copy), dt and dA_cumsum
+(fp32 [H/tp, N, C] each, ssd_chunk_state.py L317-322) and, at the state passing (ssd_state_passing.py L114), the
+fp32 chunk states [N, H/tp, P, n] (ssd_chunk_state.py L368-370) with their passed copy in the state dtype s; after
+it the fp32 states are freed and C^T B (fp32 [N, G'/tp, C, C], ssd_bmm.py L170-172) comes. N = ceil(t / C) chunks
+for one sequence (each sequence starts its own chunks: + sequences - 1 at most)::
+
+    (V4)  mamba2 step = V1 + 8 (H/tp) N C + (H/tp) P n N (s + 4)            (the state passing)
+                        max. V1 + 8 (H/tp) N C + (H/tp) P n N s + 4 N (G'/tp) C^2   (the chunk scan)
+
+vLLM 0.23 takes it from the (1 - gpu_memory_utilization) margin (estimate/inference/vllm.py warns where it does not
+fit); v0.34.0 adds a sizing warm-up for its extensible KV cache that runs such a step (v1/worker/gpu/warmup.py
+``run_kv_cache_sizing_warmup`` L483-530), not modelled.
 """
 
 from __future__ import annotations
@@ -80,6 +96,20 @@ def vllm_mamba2_profile_bytes(tokens: int, heads: int, head_dim: int, d_state: i
     d_r, h_r = d // tp, heads // tp
     proj = d_r + conv + h_r
     return compute * tokens * (proj + d_r + conv)
+
+
+def vllm_mamba2_step_bytes(tokens: int, heads: int, head_dim: int, d_state: int, groups: int, chunk: int,
+                           compute: int, state_bytes: int, tp: int = 1, sequences: int = 1) -> int:
+    """Eq. (V4): one Mamba-2 mixer's peak in a real prefill step of ``tokens`` tokens over ``sequences`` sequences
+    (the chunked scan the profile run skips), on one of ``tp`` GPUs. chunk: the SSD chunk length; state_bytes: the
+    SSM state's element size (the cache dtype); compute: the activations' element size [bytes]."""
+    extra = 0 if groups % tp == 0 else tp - groups
+    h_r, g_r = heads // tp, (groups + extra) // tp
+    n_chunks = -(-tokens // chunk) + max(sequences, 1) - 1
+    held = vllm_mamba2_profile_bytes(tokens, heads, head_dim, d_state, groups, compute, tp)
+    cumsums = 8 * h_r * n_chunks * chunk
+    states = h_r * head_dim * d_state * n_chunks
+    return held + cumsums + max(states * (state_bytes + 4), states * state_bytes + 4 * n_chunks * g_r * chunk * chunk)
 
 
 def vllm_gated_deltanet_profile_bytes(tokens: int, key_heads: int, value_heads: int, key_dim: int, value_dim: int,

@@ -45,6 +45,7 @@ from ...formulas.kv_groups import (
 )
 from ...formulas.recurrent_state import layer_state_bytes_per_device
 from ...formulas.tensor_parallel import kv_fraction_per_device, per_device
+from ...formulas.vllm_mixer_profile import vllm_mamba2_step_bytes
 from ...result import Assumption, Item
 from ...specs.model import ModelSpec
 from ...units import format_bytes
@@ -240,6 +241,31 @@ def compose_vllm(ctx: Context) -> None:
         runtime = "CUDA" if w.gpu_runtime == "cuda" else f"{w.gpu_runtime} runtime"
         acc.warnings.append(f"the {runtime} context (~{format_bytes(context)}) may not fit the {1 - util:.0%} left "
                             "outside the vLLM pool")
+    _unprofiled_scan(ctx, mnbt, act, fwd.residual_bytes, w.memory - pool - context)
+
+
+def _unprofiled_scan(ctx: Context, mnbt: int, act: int, residual: int, margin: int) -> None:
+    """A full ``mnbt`` prefill's Mamba-2 scan, which the profile run skips (formulas/vllm_mixer_profile.py eq. V4):
+    what it needs beyond the profiled activations (``vllm_unprofiled_scan_bytes``) comes out of the memory outside the
+    pool, ``margin`` (the (1 - utilization) share less the CUDA context); warned where it exceeds it."""
+    spec, tp = ctx.spec, ctx.w.tensor_parallel
+    r = spec.recurrent
+    if r is None or r.kind != "mamba2" or not spec.recurrent_layer_count:
+        return
+    ssm = kv_dtype_bytes(state_dtypes(ctx)[1])
+    step = residual + vllm_mamba2_step_bytes(mnbt, r.num_heads, r.head_dim, r.d_state, r.n_groups, r.chunk_size,
+                                             ctx.act_bytes, int(ssm), tp)
+    over = step - act
+    if over <= 0:
+        return
+    ctx.details["vllm_unprofiled_scan_bytes"] = int(over)
+    if over > margin:
+        ctx.acc.warnings.append(
+            f"a prefill step of max_num_batched_tokens {mnbt} runs the Mamba-2 chunked scan, which vLLM's profile run "
+            f"skips: its chunk states need {format_bytes(over)} beyond the profiled activations "
+            f"(formulas/vllm_mixer_profile.py eq. V4), more than the {format_bytes(max(margin, 0))} outside the KV "
+            "pool (1 - gpu_memory_utilization, less the CUDA context): such a step may run out of memory; lower "
+            "--max-num-batched-tokens or --gpu-memory-utilization")
 
 
 def _layer_counts(spec: ModelSpec) -> dict[str, int]:
