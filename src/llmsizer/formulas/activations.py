@@ -51,6 +51,7 @@ from .recurrent_activations import (
     mamba2_prefill_peak_bytes,
 )
 from .tensor_parallel import EVERY_BLOCK_SPLIT, ActivationSplit
+from .vllm_mixer_profile import vllm_profile_mixer_bytes
 
 
 @dataclass(frozen=True)
@@ -67,7 +68,8 @@ def prefill_activation_bytes(spec: ModelSpec, batch: int, q_tokens: int, kv_toke
                              attention: str = "sdpa", logits_positions: int = 1,
                              logits_bytes_per_elem: int = 4, tp: int = 1,
                              forward_locals: bool = False, recurrent_scan: bool = False,
-                             split: ActivationSplit = EVERY_BLOCK_SPLIT) -> PrefillActivations:
+                             split: ActivationSplit = EVERY_BLOCK_SPLIT,
+                             vllm_profile: bool = False) -> PrefillActivations:
     """Peak transient bytes of one forward over ``q_tokens`` new tokens per sequence.
 
     Parameters: batch [sequences], q_tokens [tokens processed now], kv_tokens [tokens attended to],
@@ -78,7 +80,9 @@ def prefill_activation_bytes(spec: ModelSpec, batch: int, q_tokens: int, kv_toke
     recurrent_scan [the recurrent mixers' prefill peak of transformers' torch path is a layer kind of its own,
     :func:`recurrent_mixer_bytes`; it needs more than one token per sequence], split [which blocks ``tp`` divides
     (formulas/tensor_parallel.py ``activation_split``): the heads of attention, the intermediates of the MLP, the
-    routed and the shared experts, the mixer's scan; a block left whole is counted whole on every rank].
+    routed and the shared experts, the mixer's scan; a block left whole is counted whole on every rank],
+    vllm_profile [the recurrent mixers' peak in vLLM's start-up profile run over ``batch x q_tokens`` tokens, a layer
+    kind of its own: formulas/vllm_mixer_profile.py eqs. V1-V3, sharded over ``tp`` by vLLM's own rule].
     """
     t = batch * q_tokens
     h = spec.hidden_size
@@ -132,6 +136,8 @@ def prefill_activation_bytes(spec: ModelSpec, batch: int, q_tokens: int, kv_toke
         mlp += 2 * t * h * act_bytes + rope
         residual += sdpa_sliding_mask_bytes(spec, q_tokens, kv_tokens, attention)
     mixer = recurrent_mixer_bytes(spec, batch, q_tokens, act_bytes) // split.ways("mixer", tp) if recurrent_scan else 0
+    if vllm_profile:
+        mixer = max(mixer, vllm_profile_mixer_bytes(spec, t, act_bytes, tp))
     if mixer and forward_locals:  # the same model-forward locals as beside attention
         mixer += t * h * act_bytes + rope
     logits = batch * min(logits_positions, q_tokens) * spec.vocab_size * (act_bytes + logits_bytes_per_elem)

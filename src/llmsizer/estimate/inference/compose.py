@@ -22,6 +22,7 @@ from ...formulas.tensor_parallel import (
     shard_weights,
     transformers_tensor_parallel_refusal,
 )
+from ...formulas.vllm_mixer_profile import vllm_profile_mixer_modelled
 from ...formulas.weight_formats import GROUP_SIZE_DEFAULT, weight_bytes
 from ...result import Assumption, Estimate, Location, Notes
 from ...specs import InferenceWorkload, ModelSpec
@@ -452,15 +453,22 @@ def _estimate(spec: ModelSpec, w: InferenceWorkload) -> Estimate:
     refusal = _window_notes(spec, w, window, acc)
     if spec.recurrent_layer_count:
         # transformers' prefill of a Mamba-2 / Gated DeltaNet / Mamba-1 mixer has its own peak
-        # (formulas/recurrent_activations.py eqs. M4, G4, M5, taken in hf_transformers.py); elsewhere the
-        # attention-layer rule stands in for it
+        # (formulas/recurrent_activations.py eqs. M4, G4, M5, taken in hf_transformers.py), and so has vLLM's profile
+        # run, which skips the chunked scans (formulas/vllm_mixer_profile.py eqs. V1-V3, taken in vllm.py); elsewhere
+        # the attention-layer rule stands in for it
         scan_rule = (w.engine == "transformers" and spec.recurrent is not None
                      and default_mamba_path(w.device, w.gpu_runtime) == "torch")  # (as training's mamba_path)
+        profile_rule = w.engine == "vllm" and vllm_profile_mixer_modelled(spec)
         acc.warnings.append(f"{spec.recurrent_layer_count} of {spec.num_layers} layers are recurrent "
                             f"({spec.attention_kind}): their conv + SSM state is a fixed size per sequence "
                             "(recurrent_state), only the attention layers hold a KV cache"
-                            + ("" if scan_rule else "; the activation peak of the recurrent mixers' chunked scan is "
-                               "approximated by the attention-layer rule"
+                            + ("; vLLM's start-up profile run skips the mixers' chunked scans (no attention "
+                               "metadata), so the KV pool is sized on their projections (formulas/"
+                               "vllm_mixer_profile.py eqs. V1-V3); a full max_num_batched_tokens prefill's scan "
+                               "buffers are not profiled and come out of the (1 - gpu_memory_utilization) margin"
+                               if profile_rule else "")
+                            + ("" if scan_rule or profile_rule else "; the activation peak of the recurrent mixers' "
+                               "chunked scan is approximated by the attention-layer rule"
                                + (" (on a CUDA GPU the mixers' kernels, mamba_ssm / causal-conv1d / fla, are taken "
                                   "as installed, training's mamba_path default; their peak is not derived)"
                                   if w.engine == "transformers" and w.device != "cpu" and w.gpu_runtime == "cuda"

@@ -45,6 +45,7 @@ from ...formulas.kv_groups import (
 )
 from ...formulas.recurrent_state import layer_state_bytes_per_device
 from ...formulas.tensor_parallel import kv_fraction_per_device, per_device
+from ...formulas.vllm_mixer_profile import vllm_mamba2_step_bytes
 from ...result import Assumption, Item
 from ...specs.model import ModelSpec
 from ...units import format_bytes
@@ -117,7 +118,10 @@ def compose_vllm(ctx: Context) -> None:
                    "vLLM CacheConfig default: one recurrent state page per request and layer, no cached prefix states "
                    "(with prefix caching, 'align'/'all' keep more pages)")
         block, page = _hybrid_pages(ctx, block)
-    fwd = prefill_activation_bytes(spec, 1, mnbt, mnbt, ctx.act_bytes, "flash", logits_positions=0, tp=tp)
+    # a recurrent mixer's peak in the profile run is its own layer kind (formulas/vllm_mixer_profile.py eqs. V1-V3:
+    # the run has no attention metadata, so the mixers skip their chunked scans and hold only their projections)
+    fwd = prefill_activation_bytes(spec, 1, mnbt, mnbt, ctx.act_bytes, "flash", logits_positions=0, tp=tp,
+                                   vllm_profile=True)
     sampler = int(min(mns, mnbt) * spec.vocab_size * E.VLLM_SAMPLER_BYTES_PER_LOGIT)
     act = max(fwd.peak_bytes, sampler)
     encoder = ""
@@ -136,11 +140,13 @@ def compose_vllm(ctx: Context) -> None:
     acc.items.append(weights_item(ctx.wb, "device"))
     acc.items.append(Item(
         "activations", act, "device", low=min(fwd.peak_bytes, act), high=max(fwd.peak_bytes + sampler, act),
-        formula=f"profile run: max(forward over {mnbt} tokens {format_bytes(fwd.peak_bytes)}, sampler "
-                f"{min(mns, mnbt)} seqs x vocab {spec.vocab_size} x {E.VLLM_SAMPLER_BYTES_PER_LOGIT} B "
+        formula=f"profile run: max(forward over {mnbt} tokens {format_bytes(fwd.peak_bytes)}"
+                + (f" (recurrent mixer {format_bytes(fwd.mixer_bytes)}, eqs. V1-V3)" if fwd.mixer_bytes else "")
+                + f", sampler {min(mns, mnbt)} seqs x vocab {spec.vocab_size} x {E.VLLM_SAMPLER_BYTES_PER_LOGIT} B "
                 f"{format_bytes(sampler)}{encoder})",
         source="vLLM gpu_model_runner.profile_run; sampler bytes per logit derived from the llm-d vLLM memory table "
-               "(estimate/engines.py VLLM_SAMPLER_BYTES_PER_LOGIT)"))
+               "(estimate/engines.py VLLM_SAMPLER_BYTES_PER_LOGIT)"
+               + ("; recurrent mixers: formulas/vllm_mixer_profile.py" if fwd.mixer_bytes else "")))
     acc.span("non_torch", E.VLLM_NON_TORCH_TP if tp > 1 else E.VLLM_NON_TORCH,
              formula="non-torch allocations counted in the pool (NCCL buffers with TP, cuBLAS)")
     acc.span("cuda_graphs", E.VLLM_CUDA_GRAPHS, formula="CUDA graph pool, deducted from the KV pool (vLLM "
@@ -235,6 +241,31 @@ def compose_vllm(ctx: Context) -> None:
         runtime = "CUDA" if w.gpu_runtime == "cuda" else f"{w.gpu_runtime} runtime"
         acc.warnings.append(f"the {runtime} context (~{format_bytes(context)}) may not fit the {1 - util:.0%} left "
                             "outside the vLLM pool")
+    _unprofiled_scan(ctx, mnbt, act, fwd.residual_bytes, w.memory - pool - context)
+
+
+def _unprofiled_scan(ctx: Context, mnbt: int, act: int, residual: int, margin: int) -> None:
+    """A full ``mnbt`` prefill's Mamba-2 scan, which the profile run skips (formulas/vllm_mixer_profile.py eq. V4):
+    what it needs beyond the profiled activations (``vllm_unprofiled_scan_bytes``) comes out of the memory outside the
+    pool, ``margin`` (the (1 - utilization) share less the CUDA context); warned where it exceeds it."""
+    spec, tp = ctx.spec, ctx.w.tensor_parallel
+    r = spec.recurrent
+    if r is None or r.kind != "mamba2" or not spec.recurrent_layer_count:
+        return
+    ssm = kv_dtype_bytes(state_dtypes(ctx)[1])
+    step = residual + vllm_mamba2_step_bytes(mnbt, r.num_heads, r.head_dim, r.d_state, r.n_groups, r.chunk_size,
+                                             ctx.act_bytes, int(ssm), tp)
+    over = step - act
+    if over <= 0:
+        return
+    ctx.details["vllm_unprofiled_scan_bytes"] = int(over)
+    if over > margin:
+        ctx.acc.warnings.append(
+            f"a prefill step of max_num_batched_tokens {mnbt} runs the Mamba-2 chunked scan, which vLLM's profile run "
+            f"skips: its chunk states need {format_bytes(over)} beyond the profiled activations "
+            f"(formulas/vllm_mixer_profile.py eq. V4), more than the {format_bytes(max(margin, 0))} outside the KV "
+            "pool (1 - gpu_memory_utilization, less the CUDA context): such a step may run out of memory; lower "
+            "--max-num-batched-tokens or --gpu-memory-utilization")
 
 
 def _layer_counts(spec: ModelSpec) -> dict[str, int]:
