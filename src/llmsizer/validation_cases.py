@@ -2819,6 +2819,16 @@ TRAINING_ROWS["PM1344"] = ("llama-3.1-8b", dict(_TITAN_AO, compile_scope="layers
 TRAINING_ROWS["PM1346"] = ("llama-3.1-8b", dict(_TITAN_AO, compile_scope="layers+loss+upcast", **_RW),
                            _TITAN_AO_NOTE + "; MI300X, torchtitan 2c8b594: compiled loss on bf16 logits; rowwise float8, "
                            "bf16 all-gather; its FSDP2 units read as 9dec370's", False, "reserved")
+# The same benchmark's B200 table (PM1374-PM1376, the memory twins of PM1371-PM1373: torchao mx_formats/README.md
+# @d8bb51f6, torch 2.9.0.dev20250815+cu128, torchtitan 6fc499f6, whose parallelize.py and components/loss.py are
+# 2c8b594's: the MI300X rows' units and compiled loss); the 750 W limit does not change memory
+_B200_AO = "; B200, torchtitan 6fc499f6 (2c8b594's units and loss): compiled loss on bf16 logits"
+TRAINING_ROWS["PM1374"] = ("llama-3.1-8b", dict(_TITAN_AO, compile_scope="layers+loss+upcast"),
+                           _TITAN_AO_NOTE + _B200_AO, False, "reserved")
+TRAINING_ROWS["PM1375"] = ("llama-3.1-8b", dict(_TITAN_AO, compile_scope="layers+loss+upcast", float8=True),
+                           _TITAN_AO_NOTE + _B200_AO + "; tensorwise float8, float8 all-gather", False, "reserved")
+TRAINING_ROWS["PM1376"] = ("llama-3.1-8b", dict(_TITAN_AO, compile_scope="layers+loss+upcast", **_RW),
+                           _TITAN_AO_NOTE + _B200_AO + "; rowwise float8, bf16 all-gather", False, "reserved")
 # litgpt's config hub table (PM1100-PM1145, config_hub/finetune/README.md @ 00af8b0d, 2024-09-27): single-device
 # LoRA / QLoRA / full fine-tunes on Alpaca2k, max_seq_length 512, each with the config file of the same commit
 # (lora_r, the lora_query/key/value/projection/mlp/head flags, micro batch, precision bf16-true, quantize bnb.nf4,
