@@ -24,12 +24,14 @@ DATA = Path(__file__).resolve().parents[2] / "validation" / "public_measurements
 
 def _rows() -> dict[str, dict[str, str]]:
     with DATA.open(newline="", encoding="utf-8") as f:
-        return {r["id"]: r for r in csv.DictReader(f) if "PM1310" <= r["id"] < "PM1350" or r["id"] == "PM1370"}
+        return {r["id"]: r for r in csv.DictReader(f) if "PM1310" <= r["id"] < "PM1350" or "PM1370" <= r["id"] <= "PM1376"}
 
 
 def test_every_row_is_expressed_or_says_why() -> None:
     rows = _rows()
-    assert len(rows) == 12 + 6 + 8 + 1  # + PM1370, torchtitan Qwen3-30B-A3B on 8 x B200 (pith-train #79)
+    # + PM1370, torchtitan Qwen3-30B-A3B on 8 x B200 (pith-train #79), + PM1371-PM1373, torchao's MX benchmark on 8 x
+    # B200 at 750 W (bf16, tensorwise, rowwise) and their memory twins PM1374-PM1376
+    assert len(rows) == 12 + 6 + 8 + 1 + 6
     for rid, r in rows.items():
         expressed = rid in TORCHTITAN_RUNS if r["kind"] == "throughput" else rid in TRAINING_ROWS
         why = SPEED_NOT_EXPRESSIBLE if r["kind"] == "throughput" else TRAINING_NOT_EXPRESSED_ROWS
@@ -60,7 +62,8 @@ def _recipe(other_settings: str) -> str:
 
 @pytest.mark.parametrize(("memory", "speed"), [("PM1330", "PM1331"), ("PM1332", "PM1333"), ("PM1334", "PM1335"),
                                                ("PM1340", "PM1341"), ("PM1342", "PM1343"), ("PM1344", "PM1345"),
-                                               ("PM1346", "PM1347")])
+                                               ("PM1346", "PM1347"), ("PM1374", "PM1371"), ("PM1375", "PM1372"),
+                                               ("PM1376", "PM1373")])
 def test_memory_twins_take_the_speed_rows_settings(memory: str, speed: str) -> None:
     rows = _rows()
     assert rows[memory]["quote"] == rows[speed]["quote"]

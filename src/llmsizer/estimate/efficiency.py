@@ -623,9 +623,29 @@ TRAINING_DEVICE_UTILIZATION = Factor(
 # BF16 u of Blackwell is not measured on its own. Why not the BF16 rows: every published BF16 Blackwell training row is
 # a mixture-of-experts run (GPT-OSS 120B, PM1364 / PM1365; torchtitan Qwen3-30B-A3B, pith-train #79), and Hopper's
 # MoE rows already read 34-56 % fast at Hopper's u (an open miss of their own).
-# Held out: PM1369 (the GB300 twin: -28 % at this u; its catalog FP8 / BF16 peaks equal
-# the GB200's, so what makes it 19 % faster than PM1368 is not in the rule), PM1364 / PM1365 (+44 % / +73 %: the MoE
-# miss). The attention kernel stays timed at the stand-ins' lowest share (attention_kernel_share: no FlashAttention-2,
+# One u or two (bwbf16, 2026-12): the one dense BF16 / FP8 pair of one recipe on datacenter Blackwell found is torchao's
+# MX benchmark on 8 x B200 (PM1371 bf16 8307.5, PM1372 tensorwise float8 10417.0 tokens/s/GPU; torchtitan Llama 3 8B,
+# PM1341's script; torchao mx_formats/README.md @d8bb51f6, 2025-08-15). Its float8 / bf16 gain is 1.254 (Hopper's
+# PM1333 / PM1331: 1.250), which this u with Hopper's rho8 gives as 1.281 (within 2 %); a BF16 u of its own, the 0.228
+# at which PM1371 alone is met, would make the same pair's gain 1.447 (the GEMMs then dominate the step): so the pair
+# asks for one u across BF16 and FP8, and its 2x miss in level (+101 % / +105 %) is a slowdown of the whole step, not of
+# the GEMMs alone. Its GPUs are 'limited to 750W' (75 % of the 1000 W TDP the catalog's peaks belong to), which no rule
+# expresses (a power cap lowers the clock of every kernel: see the GB300 cap measurement below): held out (settings
+# assumed), and no constant is fitted on them.
+# Held out: PM1369 (the GB300 twin: -28 % at this u). Checked (bwbf16): the catalog's GB300 dense FP8 5000 / BF16 2500
+# TFLOP/s and 8 TB/s are NVIDIA's GB300 NVL72 figures (rack '360 PF FP8 for training', '576 TB/s' over 72 GPUs,
+# klockwood-gb300-nvl72) and equal the GB200's (NVIDIA's GB200 NVL72 table: FP8 10 PFLOPS sparse, 8 TB/s); the only
+# recipe difference, PP 8 against PP 16 (the 288 GB), moves the estimate +0.3 % (bubble 0.0091 vs 0.0098); doubling
+# the attention kernel (Blackwell Ultra's SFU, 10.7 vs 5 tera-exponentials/s, verda-gb300) would lift it at most 6 %
+# (attention is 12.7 % of PM1369's compute). Left: the power limit (1400 W vs 1200 W; 1100 W vs 1000 W on HGX). The
+# archive's other GB300 / GB200 gains, 1.05-1.24 (Llama 3 8B / 70B FP8, 25.11 and 26.04.01) and B300 / B200 1.12
+# (GPT-OSS BF16), come with recipes the 288 GB changes (less CPU offload, a larger micro-batch, no recompute, CUDA
+# graphs: the workload base configs @f9b6319e), so only PM1368 / PM1369 isolate the part. That the power limit binds
+# Blackwell's GEMMs: facebookexperimental/triton pull 2023 (2026-07-14) measures cuBLAS GEMMs on a GB300 at its
+# locked 2070 MHz at ~617 TFLOP/s under a 500 W cap against ~1600-2174 at 1400 W (and caps B200s at 750 W, GB200s at
+# 1200 W, the power PM1371's node ran at); but no curve of sustained rate against power between 1200 and 1400 W was
+# found to make it a rule, so PM1369 stays held out. PM1364 / PM1365 (+44 % / +73 %: the
+# MoE miss). The attention kernel stays timed at the stand-ins' lowest share (attention_kernel_share: no FlashAttention-2,
 # cuDNN or FlashAttention-4 speed on Blackwell is taken), and the uncalibrated-architecture rule keeps its stand-ins
 # (CUDA_ARCHITECTURES), which this share, above Hopper's, would not lower.
 TRAINING_UTILIZATION_BY_ARCH = {
