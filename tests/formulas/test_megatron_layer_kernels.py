@@ -84,7 +84,8 @@ def test_megatron_runs_count_the_te_layer_and_others_the_eager_one() -> None:
     w = TrainingWorkload(**{k: v for k, v in fields.items() if k not in ("network",)})
     assert megatron_te_layers(spec, w)
     head = head_kernels(False, True, True, False, True, w.loss, True)
-    assert kernels_per_micro_step(spec, w) == 80 * sum(megatron_layer_kernels(False, False, True, True)) + head
+    # and eq. K12h: the two norm weights' main_grad adds per layer (the linear weights fused into their wgrad GEMMs)
+    assert kernels_per_micro_step(spec, w) == 80 * (sum(megatron_layer_kernels(False, False, True, True)) + 2) + head
     bf16 = TrainingWorkload(**{k: v for k, v in fields.items() if k not in (
         "network", "precision", "float8", "float8_recipe", "fp8_param_gather", "tp_comm_overlap", "overlap_grad_reduce",
         "overlap_param_gather")}, precision="bf16-mixed")
@@ -92,3 +93,19 @@ def test_megatron_runs_count_the_te_layer_and_others_the_eager_one() -> None:
     nano, _, nfields, _ = MEGATRON_BRIDGE_RUNS["PM1367"]
     assert not megatron_te_layers(find(nano).spec(), TrainingWorkload(
         **{k: v for k, v in nfields.items() if k not in ("network",)}))
+
+
+def test_the_hook_adds_follow_the_parameters_megatrons_ddp_accumulates() -> None:
+    """Eq. K12h on GPT-OSS 120B at EP 8 (PM1361): per MoE layer its two norms, the q/k/v and output biases, the router
+    weight and bias, the attention sinks and the fc1 / fc2 biases of its 16 local experts add into main_grad (39);
+    without gradient_accumulation_fusion its q/k/v and output weights and the 32 local expert weights add too."""
+    from llmsizer.catalog.models import find
+    from llmsizer.estimate.duration import kernels_per_micro_step
+    from llmsizer.specs import TrainingWorkload
+    from llmsizer.validation_cases import MEGATRON_BRIDGE_RUNS
+
+    model, _, fields, _ = MEGATRON_BRIDGE_RUNS["PM1361"]
+    spec = find(model).spec()
+    kw = {k: v for k, v in fields.items() if k != "network"}
+    on, off = (kernels_per_micro_step(spec, TrainingWorkload(**kw, gradient_accumulation_fusion=f)) for f in (True, False))
+    assert off - on == spec.num_layers * (2 + 2 * 128 // 8)

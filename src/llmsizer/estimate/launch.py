@@ -23,7 +23,7 @@ from ..formulas.launch_overhead import (
     nf4_fused_max_rows,
     nf4_linear_kernels,
 )
-from ..formulas.megatron_layer_kernels import megatron_layer_kernels, megatron_recompute_kernels
+from ..formulas.megatron_layer_kernels import megatron_hook_adds, megatron_layer_kernels, megatron_recompute_kernels
 from ..formulas.selective_checkpointing import layer_matmul_shapes
 from ..formulas.training_activations import ActivationSetup
 from ..specs import ModelSpec, TrainingWorkload
@@ -109,16 +109,30 @@ def megatron_te_layers(spec: ModelSpec, w: TrainingWorkload) -> bool:
 def megatron_step_layer_kernels(spec: ModelSpec, w: TrainingWorkload
                                 ) -> tuple[dict[tuple[bool, bool], tuple[int, int, int, int]], tuple[float, float]]:
     """Eqs. K11/K12 for ``w``'s layers (:func:`megatron_te_layers`): per (MoE layer, rotary) kind its (forward
-    GEMMs, forward others, backward GEMMs, backward others) without the MoE block, and the MoE block's (forward,
+    GEMMs, forward others, backward GEMMs, backward others) without the MoE block, the backward with eq. K12h's
+    gradient-accumulation adds (norm weights, biases, router, sinks; a local expert's biases each), and the MoE block's (forward,
     backward) of eq. K9 whole ('megatron-te', the tokens one device's layer sees per micro-step; (0, 0) for a dense
     model)."""
     float8 = w.float8 and w.float8_recipe == "transformer-engine-current"
     qk = spec.qk_norm != "none"
-    kinds = {key: megatron_layer_kernels(key[0], qk, key[1], float8)
-             for key in dict.fromkeys(zip(moe_kinds(spec), spec.rotary_layers, strict=True))}
-    if spec.moe is None:
-        return kinds, (0.0, 0.0)
+    fused = w.gradient_accumulation_fusion is not False  # None: on under a megatron precision (TrainingWorkload)
     m = spec.moe
+    n_local = m.num_experts // max(1, w.ep) if m is not None else 0
+    attn_bias = int(spec.attention_qkv_bias) + int(spec.attention_out_bias)
+
+    def hook(moe: bool) -> int:  # eq. K12h: the layer's parameters the DDP hook adds into main_grad
+        if moe and m is not None:
+            return megatron_hook_adds(2 + (2 if qk else 0), attn_bias + (2 * n_local if m.expert_bias else 0),
+                                      1 + int(m.router_bias) + int(spec.attention_sinks), 2 + 2 * n_local, fused)
+        return megatron_hook_adds(2 + (2 if qk else 0), attn_bias + (2 if spec.mlp_bias else 0),
+                                  int(spec.attention_sinks), 4, fused)
+
+    kinds = {}
+    for key in dict.fromkeys(zip(moe_kinds(spec), spec.rotary_layers, strict=True)):
+        fg, fo, bg, bo = megatron_layer_kernels(key[0], qk, key[1], float8)
+        kinds[key] = (fg, fo, bg, bo + hook(key[0]))
+    if m is None:
+        return kinds, (0.0, 0.0)
     tokens = w.micro_batch * w.seq_len / max(1, w.context_parallel)
     return kinds, moe_layer_kernels("megatron-te", m.num_experts, m.experts_per_token, tokens, max(1, w.ep))
 

@@ -49,6 +49,16 @@ per micro-step)::
 
     + 4 n_lin forward, + 4 n_lin backward (n_lin: 4 dense, 2 in an MoE layer's attention)                    (K12)
 
+**Gradient accumulation into main_grad** (Megatron-Core's DDP, distributed_data_parallel.py lines 441-444
+@d7288711: each parameter's backward hook runs ``param.main_grad.add_(param.grad.data)`` unless its gradient was
+already added). Under ``gradient_accumulation_fusion`` TE's wgrad GEMMs accumulate the linear weights in place and
+mark them (linear.py lines 1287-1289, layernorm_linear.py lines 965-966, grouped_linear.py lines 1237-1239: one
+weight per local expert, registered ``weight{i}``, line 1453), so only the other trained parameters of a layer add:
+its norms' weights, the linears' biases (returned as gradients; GroupedLinear's ``bias{i}`` per local expert, line
+1470), the router's weight and bias, attention sinks; without the fusion every weight too::
+
+    + n_hook backward kernels, one per such parameter                                                      (K12h)
+
 Not counted: a tensor-parallel run's collectives (all-gathers, reduce-scatters, the amax all-reduce of a
 sequence-parallel input: communication kernels, as eqs. K2/K3 leave them out); the expert GEMMs' FP8 casts (eq. K9
 counts the expert GEMMs); the fused attention's backward counted as one launch (FlashAttention-style backwards
@@ -86,6 +96,18 @@ def megatron_layer_kernels(moe: bool, qk_norm: bool = False, rotary: bool = True
     q, r = (1 if qk_norm else 0), (1 if rotary else 0)
     cast = CURRENT_SCALING_QUANTIZE_KERNELS * MEGATRON_FP8_LINEARS[moe] if float8 else 0
     return fg, fo + 2 * q + 2 * r + cast, bg, bo + 4 * q + 2 * r + cast
+
+
+def megatron_hook_adds(norms: int, biases: int, others: int = 0, weights: int = 0,
+                       accumulation_fusion: bool = True) -> int:
+    """Eq. (K12h): the backward hook's ``main_grad.add_`` kernels of one layer per micro-step: one per trained norm
+    weight (``norms``), bias (``biases``) and other parameter (``others``: the router's weight, attention sinks), and
+    per linear weight (``weights``, experts' included) only without ``accumulation_fusion``.
+
+    >>> megatron_hook_adds(norms=2, biases=0), megatron_hook_adds(norms=2, biases=0, weights=4, accumulation_fusion=False)
+    (2, 6)
+    """
+    return norms + biases + others + (0 if accumulation_fusion else weights)
 
 
 def megatron_recompute_kernels(modules: tuple[str, ...], moe: bool) -> int:
