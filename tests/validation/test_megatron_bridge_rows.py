@@ -130,3 +130,51 @@ def test_the_moe_recompute_reruns_each_moe_layers_dispatch_and_combine() -> None
         (a,) = [a for a in d.assumptions if a.name == "ep_all_to_all_bytes_per_micro_batch"]
         counts[mods[0]] = int(a.why.split(": ")[1].split()[0])
     assert counts == {"moe": 6 * moe_layers, "layernorm": 4 * moe_layers}
+
+
+# The guard (review28 D1): every Megatron-Bridge row's |error| against the tolerance policy of its kind
+# (validation_cases.TOLERANCE[TRAINING_SPEED], +-50 %, the bound docs/validation.md holds each training-throughput row
+# to), by class. Dense rows (Llama 3 / 3.1, every mechanism of their Megatron layer expressed) and MoE rows within the
+# tolerance must stay there; an MoE row beyond it today is an expected failure that names the mechanism it misses
+# (strict: a fix that brings it inside the tolerance makes the test fail until the row joins its class).
+BEYOND_TOLERANCE = {
+    "PM1362": ("Qwen3-30B-A3B FP8 on 16 x H100 reads fast although its 128 experts' GEMMs are timed at their own "
+               "shapes in float8 (formulas/gemm_shapes.py eqs. (5)-(7)): what is not expressed is named in "
+               "docs/validation.md (routing spread about M_e, Fp8Padding, the moe_act recompute's re-quantization, "
+               "cuBLAS's rate on small expert GEMMs below the dense GEMMs' calibrated u)"),
+    "PM1365": ("GPT-OSS 120B on 64 x GB200 (EP 64) reads fast: the Hopper MoE miss above (its H100 twin PM1361 reads "
+               "+35 %) and Blackwell's utilisation calibrated on a dense FP8 row (PM1368), not on an MoE one"),
+}
+
+
+def _bridge_class(rid: str) -> str:
+    from llmsizer.catalog.models import find
+
+    spec = find(MEGATRON_BRIDGE_RUNS[rid][0]).spec()
+    return "beyond" if rid in BEYOND_TOLERANCE else "moe" if spec.moe is not None else "dense"
+
+
+@pytest.mark.parametrize("rid", [
+    pytest.param(rid, marks=pytest.mark.xfail(strict=True, reason=BEYOND_TOLERANCE[rid]))
+    if rid in BEYOND_TOLERANCE else rid for rid in sorted(MEGATRON_BRIDGE_RUNS)])
+def test_each_row_stays_within_the_training_speed_tolerance(rid: str) -> None:
+    """Each row's |predicted / measured - 1| within TOLERANCE[TRAINING_SPEED] (the case's own ``within``, the same
+    test validate applies), whatever its class: a regression that pushes a dense or MoE row outside fails; the rows
+    beyond it today (BEYOND_TOLERANCE) are strict expected failures naming what they miss."""
+    from llmsizer.validation_cases import TOLERANCE
+
+    cases, _ = public_cases()
+    (c,) = [c for c in cases if c.id == rid]
+    assert c.predicted is not None
+    err = c.predicted / c.measured - 1
+    assert c.within is (abs(err) <= TOLERANCE[TRAINING_SPEED]), rid
+    assert abs(err) <= TOLERANCE[TRAINING_SPEED], f"{rid} ({_bridge_class(rid)}): error {err:+.1%}"
+
+
+def test_the_beyond_tolerance_rows_are_moe_rows() -> None:
+    """Only MoE rows may be held as expected failures: the dense rows' layers are fully expressed (eqs. K11/K12, E15/E16,
+    the TE FP8 current-scaling GEMMs), so a dense row beyond the tolerance is a regression, never an exception."""
+    from llmsizer.catalog.models import find
+
+    for rid in BEYOND_TOLERANCE:
+        assert find(MEGATRON_BRIDGE_RUNS[rid][0]).spec().moe is not None, rid

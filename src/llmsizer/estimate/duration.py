@@ -191,7 +191,17 @@ from .device import (
 )
 from .fit import hourly_price, link_bandwidth_for, vm_share_device
 from .framework import with_framework
-from .launch import kernel_linears, layer_code, moe_block_kernels, moe_implementation, moe_kinds, nf4_weight_shapes
+from .launch import (
+    kernel_linears,
+    layer_code,
+    megatron_step_kernels,
+    megatron_step_layer_kernels,
+    megatron_te_layers,
+    moe_block_kernels,
+    moe_implementation,
+    moe_kinds,
+    nf4_weight_shapes,
+)
 from .model_parallel import COLUMN_PARALLEL_BLOCKS, FsdpStage, dp_ring_bandwidth, model_parallel_time, stage_share
 from .speed import attention_width
 from .training.compose import (
@@ -692,15 +702,22 @@ def synced_span(spec: ModelSpec, w: TrainingWorkload) -> SyncedSpan | None:
     tokens_local = w.micro_batch * w.seq_len / max(1, w.context_parallel)
     mf, mb = moe_block_kernels(spec, "megatron-te", tokens_local, max(1, w.ep), half)
     ef, eb = megatron_expert_gemm_kernels(spec.moe.num_experts, max(1, w.ep))
+    te = megatron_te_layers(spec, w)
+    if te:  # a Megatron TE layer's own kernels (eqs. K11/K12) and eq. K9's whole block
+        te_kinds, (mf, mb) = megatron_step_layer_kernels(spec, w)
     index: dict[tuple[int, int, bool], int] = {}
     kinds: list[tuple[int, int, int, int, int, int]] = []
     order: list[int] = []
-    for wd, lin, moe in zip(widths, linears, kinds_of, strict=True):
+    for wd, lin, moe, rot in zip(widths, linears, kinds_of, spec.rotary_layers, strict=True):
         key = (id(wd), id(lin), moe)
         if key not in index:
-            f, b = layer_kernels(wd, lin, False, w.method == "full", half, code)
-            gf, gb = layer_gemm_kernels(lin)
-            f_g, b_g = gf + 1, gb + 1  # and the attention kernel each way
+            if te:
+                f_g, f_o, b_g, b_o = te_kinds[moe, rot]
+                f, b = f_g + f_o, b_g + b_o
+            else:
+                f, b = layer_kernels(wd, lin, False, w.method == "full", half, code)
+                gf, gb = layer_gemm_kernels(lin)
+                f_g, b_g = gf + 1, gb + 1  # and the attention kernel each way
             if moe:
                 kinds.append((f_g, f - f_g, ef, round(mf) - ef, b_g + eb, b - b_g + round(mb) - eb))
             else:
@@ -776,6 +793,9 @@ def kernels_per_micro_step(spec: ModelSpec, w: TrainingWorkload, capability: int
     rotary = spec.rotary  # the cos/sin tables the model's forward builds once (head_kernels), whichever layers rotate
     head = head_kernels(w.compile, st.full, st.full, spec.norm_kind == "layernorm" or code.norm_fused, half, w.loss,
                         rotary, loss_compiled=compiled_loss(w), autocast=amp)
+    if megatron_te_layers(spec, w):
+        # a Megatron-Core TE layer's own kernels (formulas/megatron_layer_kernels.py eqs. K11/K12, eq. K9's block)
+        return megatron_step_kernels(spec, w, head)
     # an early-stopping non-reentrant checkpoint skips each recomputed layer's last GEMM and what follows (eq. K2')
     early_stop = recompute == "full" and not recomputes_whole_layer(w.checkpoint_impl)
     # LoRA dropout (eq. K7): one fused dropout kernel per adapter each way on CUDA

@@ -23,9 +23,11 @@ from ..formulas.launch_overhead import (
     nf4_fused_max_rows,
     nf4_linear_kernels,
 )
+from ..formulas.megatron_layer_kernels import megatron_hook_adds, megatron_layer_kernels, megatron_recompute_kernels
 from ..formulas.selective_checkpointing import layer_matmul_shapes
 from ..formulas.training_activations import ActivationSetup
-from ..specs import ModelSpec
+from ..specs import ModelSpec, TrainingWorkload
+from ..specs.training import MEGATRON_PRECISIONS
 
 
 def moe_kinds(spec: ModelSpec) -> list[bool]:
@@ -92,6 +94,67 @@ def moe_block_kernels(spec: ModelSpec, implementation: str, tokens: float, ep: i
     f, b = moe_layer_kernels(implementation, m.num_experts, m.experts_per_token, tokens, ep, half)
     af, ab = mlp_activation_kernels(m.expert_gated)
     return f - af, b - ab
+
+
+def megatron_te_layers(spec: ModelSpec, w: TrainingWorkload) -> bool:
+    """Whether ``w``'s decoder layers are counted as a Megatron-Core TE layer launches them (formulas/
+    megatron_layer_kernels.py eqs. K11/K12) rather than as transformers' eager layer (eqs. K2/K3): a Megatron run
+    (a megatron precision, Megatron-Core's TE spec), eager, a full fine-tune or pre-training, of a model whose every
+    layer is self-attention with an MLP or MoE block (gpt_layer_specs.py's layer; not hybrid Mamba / linear-attention
+    stacks, MLA or layers without a feed-forward block, whose Megatron layers are not inventoried: eqs. K2/K3)."""
+    return (w.precision in MEGATRON_PRECISIONS and not w.compile and w.method == "full" and spec.recurrent is None
+            and spec.mla is None and "none" not in spec.layer_types and all(spec.ffn_layers))
+
+
+def megatron_step_layer_kernels(spec: ModelSpec, w: TrainingWorkload
+                                ) -> tuple[dict[tuple[bool, bool], tuple[int, int, int, int]], tuple[float, float]]:
+    """Eqs. K11/K12 for ``w``'s layers (:func:`megatron_te_layers`): per (MoE layer, rotary) kind its (forward
+    GEMMs, forward others, backward GEMMs, backward others) without the MoE block, the backward with eq. K12h's
+    gradient-accumulation adds (norm weights, biases, router, sinks; a local expert's biases each), and the MoE block's (forward,
+    backward) of eq. K9 whole ('megatron-te', the tokens one device's layer sees per micro-step; (0, 0) for a dense
+    model)."""
+    float8 = w.float8 and w.float8_recipe == "transformer-engine-current"
+    qk = spec.qk_norm != "none"
+    fused = w.gradient_accumulation_fusion is not False  # None: on under a megatron precision (TrainingWorkload)
+    m = spec.moe
+    n_local = m.num_experts // max(1, w.ep) if m is not None else 0
+    attn_bias = int(spec.attention_qkv_bias) + int(spec.attention_out_bias)
+
+    def hook(moe: bool) -> int:  # eq. K12h: the layer's parameters the DDP hook adds into main_grad
+        if moe and m is not None:
+            return megatron_hook_adds(2 + (2 if qk else 0), attn_bias + (2 * n_local if m.expert_bias else 0),
+                                      1 + int(m.router_bias) + int(spec.attention_sinks), 2 + 2 * n_local, fused)
+        return megatron_hook_adds(2 + (2 if qk else 0), attn_bias + (2 if spec.mlp_bias else 0),
+                                  int(spec.attention_sinks), 4, fused)
+
+    kinds = {}
+    for key in dict.fromkeys(zip(moe_kinds(spec), spec.rotary_layers, strict=True)):
+        fg, fo, bg, bo = megatron_layer_kernels(key[0], qk, key[1], float8)
+        kinds[key] = (fg, fo, bg, bo + hook(key[0]))
+    if m is None:
+        return kinds, (0.0, 0.0)
+    tokens = w.micro_batch * w.seq_len / max(1, w.context_parallel)
+    return kinds, moe_layer_kernels("megatron-te", m.num_experts, m.experts_per_token, tokens, max(1, w.ep))
+
+
+def megatron_step_kernels(spec: ModelSpec, w: TrainingWorkload, head: int) -> int:
+    """Kernels of one micro-step of a Megatron TE run on one device, whole model (eqs. K11/K12 per layer, eq. K9 per
+    MoE block, ``head`` outside the layers): each layer's forward and backward, the forward again where it is
+    recomputed (full recomputation: the whole layer; selective: ``megatron_recompute_kernels``, and 'moe' the MoE
+    block)."""
+    kinds, (mf, mb) = megatron_step_layer_kernels(spec, w)
+    modules = tuple(w.recompute_modules or ()) if w.grad_checkpointing == "selective" else ()
+    full = w.grad_checkpointing == "full"
+    total = float(head)
+    for key in zip(moe_kinds(spec), spec.rotary_layers, strict=True):
+        fg, fo, bg, bo = kinds[key]
+        f = fg + fo + (mf if key[0] else 0.0)
+        total += f + bg + bo + (mb if key[0] else 0.0)
+        if full:
+            total += f
+        else:
+            total += megatron_recompute_kernels(modules, key[0]) + (mf if key[0] and "moe" in modules else 0.0)
+    return round(total)
 
 
 def kernel_linears(spec: ModelSpec, st: ActivationSetup,
