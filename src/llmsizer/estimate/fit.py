@@ -1335,6 +1335,19 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
                                            layout_grid(t, first, admitted, chunk))
     order = quickest_first(layout_w) if layout_w else fastest_first(layout_tps) if layout_tps else rankable
     tp = within[0] if not across else across[-1]  # none fits: the largest degree shown (as before this choice)
+    # fit's rate path: the layout is the quickest at its own fixed point (``rate_layout_seconds``, finite only where
+    # that layout's pinned climb fits and is not refused), taken at every C of the climb whether or not it fits there:
+    # the climb is then that layout's own (``fit --tp``'s), so it bisects back to that layout's least fixed point.
+    # Passing at an iterate to the next layout that fits there made f(C) jump layouts and the climb overshoot
+    # (probe22 D4: llama-3.1-8b, 8 x H100, 50 requests/s: TP 1 fits at C = 469..485, not at the doubled 938, where
+    # TP 4 took over and the climb ended refused on TP 8, while TP 1 x 8 pinned fits at 485)
+    take = rate_take(rate_layouts, within)
+    if take is not None and rate_layouts is not None:
+        if take in derived or take not in tried:  # (a derived verdict's estimate is at one sequence: sized now)
+            derived.pop(take, None)
+            tried[take] = sized(take)
+        order, across, tp = [], [], take
+        layout_w = {t: rate_layouts.get(t, math.inf) for t in within}  # (the ranking the assumption states)
     for t in (*order, *across):
         if t in derived:  # its verdict at its share known: sized there only to be taken
             if not derived[t]:
@@ -1696,6 +1709,16 @@ def closed_speed_load(sp: SpeedEstimate, engine: str, chunk: int | None) -> dict
         _CLOSED_MEMO.clear()
     _CLOSED_MEMO[key] = (sp, load)
     return load
+
+
+def rate_take(rate_layouts: dict[int, float] | None, within: list[int]) -> int | None:
+    """The tensor-parallel degree ``fit`` takes at a request rate: the first of ``quickest_first`` over the layouts
+    within a machine whose own answer carries the rate (finite mean request seconds, ``rate_layout_seconds``); None
+    where none does or there was no ranking (the climb then takes the first layout that fits at each C)."""
+    if not rate_layouts:
+        return None
+    return next((t for t in quickest_first({t: rate_layouts.get(t, math.inf) for t in within})
+                 if math.isfinite(rate_layouts.get(t, math.inf))), None)
 
 
 def quickest_first(seconds: dict[int, float]) -> list[int]:
