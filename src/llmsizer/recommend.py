@@ -37,6 +37,7 @@ from typing import Any
 from .catalog.hardware import Device, HardwareCatalog, Instance, load_catalog
 from .errors import DeviceCannotRunError, FieldError, InputError, NotModelledError
 from .estimate import efficiency as E
+from .estimate import engines as ENG
 from .estimate.duration import (
     PRACTICAL_TRAINING_SECONDS,  # the 90-day practical limit's one home
     flops_per_token,
@@ -45,7 +46,6 @@ from .estimate.duration import (
     training_peak,
     with_tp_replicated,
 )
-from .estimate import engines as ENG
 from .estimate.engines import newer_release_note
 from .estimate.fit import (
     SERVING_GPUS_PER_NODE,

@@ -741,9 +741,10 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
         x = sustained_rate(r.speed, r.engine, sized=True)  # on the statistic ``in_flight`` sizes (slots_for)
         return None if x is None else x * r.replicas
 
+    layouts = None
     if tensor_parallel is None:  # the layout: the quickest at its own fixed point (``rate_layout_seconds``)
         layouts = rate_layout_seconds(model, hardware, count, rate, workload, kw)
-        if layouts is not None:
+        if layouts is not None and any(math.isfinite(w) for w in layouts.values()):
             kw["rate_layouts"] = layouts
     fitted: dict[int, FitResult] = {}  # C in flight -> the fit at the rate (the climb's, admission's)
     # C at or below every C rate_fixed_point may answer at (an f(C') <= C' with f monotone): 1, and f of each such C
@@ -789,6 +790,8 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
     except RateOverloadError as e:  # an answer about the hardware: it does not carry the rate (exit 1, not 2)
         if refusal_only:  # refused; its ceilings and text unread
             raise
+        if layouts is not None and "rate_layouts" not in kw:  # refused on every layout: the one carrying the most
+            return most_carried(model, hardware, count, rate, workload, kw, layouts)
         pinned: dict[str, Any] = {**kw, "fits_at": False}
         done: dict[int, FitResult] = {}
 
@@ -947,9 +950,37 @@ def rate_layout_seconds(model: ModelSpec | str, hardware: str | Device | Instanc
         load = r.speed.load if r.speed is not None else None
         seconds[t] = (float(load["request_seconds"]) if r.fits and load and "request_seconds" in load
                       else math.inf)
-    if not any(math.isfinite(w) for w in seconds.values()):
-        return None  # refused on every layout: the climb as before, for the refusal's ceilings and text
-    return seconds
+    return seconds  # (refused on every layout, all infinite: ``fit`` answers on the one carrying most, ``most_carried``)
+
+
+def most_carried(model: ModelSpec | str, hardware: str | Device | Instance, count: int | None, rate: float,
+                 workload: dict[str, Any], kw: dict[str, Any], layouts: dict[int, float]) -> FitResult:
+    """``fit``'s answer at a rate that every layout within a machine refuses (``rate_layout_seconds`` all infinite):
+    the refusal on the layout whose capacity (the least of its ceilings, rate_capacity.py ``over_capacity``) is the
+    most, a tie to the smaller degree, as ``fit --tp`` answers for that layout, its degree stated as chosen. Taking
+    the climb's first layout instead showed a smaller capacity than another layout has (probe22 D4: llama-3.1-8b,
+    1024 x H100 at 1e7 requests/s refused on TP 8 x 128, 4.46e3 requests/s, where TP 1 x 1024 carries 6.94e3)."""
+    answers = {t: fit(model, hardware, count, **{**kw, "tensor_parallel": t, "fits_at": False}, request_rate=rate,
+                      **workload) for t in sorted(layouts)}
+
+    def carried(t: int) -> float:
+        cap = answers[t].details.get("rate_capacity")
+        return -1.0 if cap is None else float(cap)
+    tp = max(answers, key=lambda t: (carried(t), -t))
+    r = answers[tp]
+    n = count_of(r)
+    others = "; ".join(f"TP {t} x {n // t}: " + (f"{carried(t):.3g}" if carried(t) >= 0 else "unknown")
+                       for t in sorted(answers, key=lambda t: (-carried(t), t)) if t != tp)
+    said = tuple(replace(a, default=True, why=f"TP {tp} x {n // tp}: carries the most of the layouts, about "
+                         f"{carried(tp):.3g} requests/s, though not {rate:g} (every layout refuses it; each one's "
+                         f"capacity, requests/s: {others}); " + a.why.removeprefix("given; "))
+                 if a.name == "tensor_parallel" else a for a in r.assumptions)
+    return replace(r, assumptions=said)
+
+
+def count_of(r: FitResult) -> int:
+    """The devices of ``r``'s deployment (its replicas x tensor-parallel degree)."""
+    return r.replicas * r.tensor_parallel
 
 
 def admission_queued(r: FitResult, rate: float, run: Callable[..., FitResult]) -> FitResult:
@@ -1341,7 +1372,7 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
     # Passing at an iterate to the next layout that fits there made f(C) jump layouts and the climb overshoot
     # (probe22 D4: llama-3.1-8b, 8 x H100, 50 requests/s: TP 1 fits at C = 469..485, not at the doubled 938, where
     # TP 4 took over and the climb ended refused on TP 8, while TP 1 x 8 pinned fits at 485)
-    take = rate_take(rate_layouts, within)
+    take = rate_take(rate_layouts, within) if request_rate is not None else None
     if take is not None and rate_layouts is not None:
         if take in derived or take not in tried:  # (a derived verdict's estimate is at one sequence: sized now)
             derived.pop(take, None)
