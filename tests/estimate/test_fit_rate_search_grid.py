@@ -16,14 +16,16 @@ import pytest
 from llmsizer.errors import InputError
 from llmsizer.estimate.fit import fit
 
-GRID = [  # (model, device, counts, rates): rates below, near and past what the small layouts carry
-    ("llama-3.1-8b", "h100-sxm", (2, 8), (5.0, 50.0, 120.0, 1e4)),
-    ("llama-3.1-8b", "h100-sxm", (1024,), (1e7,)),
-    ("llama-3.1-8b", "l40s", (4,), (2.0, 20.0)),
-    ("qwen3-0.6b", "a100-sxm-80gb", (2, 4), (30.0, 150.0)),
-    ("llama-3.1-70b", "h100-sxm", (4, 8), (1.0, 8.0)),
+GRID = [  # (model, device, counts, rates, engine): rates below, near and past what the small layouts carry
+    ("llama-3.1-8b", "h100-sxm", (2, 8), (5.0, 50.0, 120.0, 1e4), None),
+    ("llama-3.1-8b", "h100-sxm", (1024,), (1e7,), None),
+    ("llama-3.1-8b", "h100-sxm", (8,), (20.0, 60.0), "sglang"),
+    ("llama-3.1-8b", "l40s", (4,), (2.0, 20.0), None),
+    ("qwen3-0.6b", "a100-sxm-80gb", (2, 4), (30.0, 150.0), None),
+    ("llama-3.1-70b", "h100-sxm", (4, 8), (1.0, 8.0), None),
+    ("llama-3.1-70b", "h200", (8,), (4.0, 30.0), "sglang"),
 ]
-CASES = [(m, d, n, r) for m, d, ns, rs in GRID for n in ns for r in rs]
+CASES = [(m, d, n, r, e) for m, d, ns, rs, e in GRID for n in ns for r in rs]
 
 
 def _seconds(r) -> float:
@@ -31,16 +33,18 @@ def _seconds(r) -> float:
     return float(load["request_seconds"]) if r.fits and load and "request_seconds" in load else math.inf
 
 
-@pytest.mark.parametrize(("model", "device", "count", "rate"), CASES)
-def test_unpinned_rate_fit_is_the_best_pinned(model: str, device: str, count: int, rate: float) -> None:
+@pytest.mark.parametrize(("model", "device", "count", "rate", "engine"), CASES)
+def test_unpinned_rate_fit_is_the_best_pinned(model: str, device: str, count: int, rate: float,
+                                              engine: str | None) -> None:
     pinned = {}
     for t in (t for t in range(1, count + 1) if count % t == 0):
         try:
-            pinned[t] = fit(model, device, count, tensor_parallel=t, request_rate=rate, fits_at=False)
+            pinned[t] = fit(model, device, count, tensor_parallel=t, request_rate=rate, fits_at=False,
+                           engine=engine)
         except InputError:  # a degree the model's heads do not divide: not a layout
             continue
     carried = {t: _seconds(r) for t, r in pinned.items() if math.isfinite(_seconds(r))}
-    got = fit(model, device, count, request_rate=rate, fits_at=False)
+    got = fit(model, device, count, request_rate=rate, fits_at=False, engine=engine)
     if not carried:  # refused on every layout: on the one that carries the most
         caps = {t: r.details.get("rate_capacity") for t, r in pinned.items()}
         most = max(caps, key=lambda t: (-1.0 if caps[t] is None else caps[t], -t))

@@ -695,7 +695,9 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
     admission (a load-dependent server, eq. Q13, ``admission_queued``) is in the TTFT and the requests in flight. A rate at or above the
     server's capacity (eq. Q10a), past the decode's (no fixed point of eq. Q10c: ``sustained_rate`` named) or at or
     above what the admitted sequences serve (X(c), eq. Q13) is refused (FieldError on request_rate: no steady
-    state, no mean). ``request_rate`` is read as the CLI reads it ('16' as 16: ``read_request_rate``).
+    state, no mean). With no ``tensor_parallel`` at a rate the layout is the quickest of those within a machine at its
+    own answer (``rate_layout_seconds``), its climb that layout's own, so the answer is ``fit --tp``'s for it; where
+    every layout refuses the rate, the refusal on the one that carries the most (``most_carried``). ``request_rate`` is read as the CLI reads it ('16' as 16: ``read_request_rate``).
     ``rate_bound``: a caller's list that, where the rate is refused by the server's capacity (eq. Q10a) already at one
     request in flight, gets that capacity [requests/s, all replicas] appended: on a layout that does not depend on the
     rate (one tensor-parallel degree), every rate at or above it is refused alike, since the fit at one request in
@@ -922,7 +924,9 @@ def rate_layout_seconds(model: ModelSpec | str, hardware: str | Device | Instanc
     each layout at the climb's C instead (its own f(C) at another layout's iterate) made the unpinned climb pass
     through other layouts' iterates and stop above the taken layout's least fixed point (probe15 D4: Qwen3-235B-A22B
     fp8, 8 x H100, 32k, 1 request/s took TP 4 x 2 at 5 in flight, 75.3 tokens/s per user, where TP 4 x 2 pinned
-    holds at 4, 97.3). None where there is no choice (one degree within a machine, a llama.cpp split, one device)."""
+    holds at 4, 97.3). Every layout infinite: the rate is refused on each, and ``fit`` answers the refusal on the one
+    that carries the most (``most_carried``). None where there is no choice (one degree within a machine, a llama.cpp
+    split, one device)."""
     device, n, _, instance = target_and_count(hardware, count, kw.get("hardware_files", ()), instances=True)
     if n < 2:
         return None
