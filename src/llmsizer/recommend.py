@@ -37,6 +37,7 @@ from typing import Any
 from .catalog.hardware import Device, HardwareCatalog, Instance, load_catalog
 from .errors import DeviceCannotRunError, FieldError, InputError, NotModelledError
 from .estimate import efficiency as E
+from .estimate import engines as ENG
 from .estimate.duration import (
     PRACTICAL_TRAINING_SECONDS,  # the 90-day practical limit's one home
     flops_per_token,
@@ -622,6 +623,11 @@ def recommend_inference(model: ModelSpec | str, *, context: int = InferenceWorkl
     check_headroom(c.headroom)  # checked once; each option's margin is its engine's (estimate/verdict.py margin_rule)
     hr = c.headroom
     cands, rejected = _candidates(cat, c, training=False)
+    if request_rate is not None and cands:  # refused before any candidate is sized when none could carry it
+        most = max(max(cand.count for cand in cands), serving_machine_size(None, per_node))  # (_fewest_cards' too)
+        refused = rate_past_every_copy(request_rate, most)
+        if refused is not None:
+            raise refused
     meets: list[Option] = []
     memo: dict[tuple[Any, ...], tuple[Option, tuple[str, ...], int]] = {}  # (option, fit's warnings, copies)
     said: dict[int, tuple[str, ...]] = {}  # a meeting option (by id) -> the warnings of the fit behind it
@@ -772,6 +778,33 @@ def _evaluate(spec: ModelSpec, cand: _Candidate, context: int, concurrency: int,
 # per-replica share fit compares (rate / replicas >= capacity per replica)
 _PAST_BOUND = FormatPick("rejected", "", 0, "", ("past the server's capacity",), past_capacity=True)
 _ROUNDING = 1e-9
+
+
+def rate_ceiling(devices: int) -> float:
+    """An upper bound [requests/s] on the rate any MAX_REPLICAS copies of ``devices`` devices carry, on any engine
+    that serves a rate (``ENG.PREFILL_SCHEDULING``: the continuous batchers ``fit --request-rate`` times). Each copy
+    runs at most ``devices`` replicas (each at least one device), and each replica at most eq. Q10a's capacity with
+    eq. Q11's serial share, 1 / max(D, s H) <= 1 / (s H) (formulas/serving_queue.py ``open_capacity``; H
+    ``ENG.API_SERVER_SECONDS``, s ``ENG.API_SERVER_SERIAL_SHARE``), the least s H of those engines taken. Infinite
+    where an engine has no serial server time (no such bound)."""
+    serial = min(ENG.API_SERVER_SECONDS.get(e, 0.0) * ENG.API_SERVER_SERIAL_SHARE.get(e, 1.0)
+                 for e in ENG.PREFILL_SCHEDULING)
+    return math.inf if serial <= 0 else MAX_REPLICAS * devices / serial
+
+
+def rate_past_every_copy(rate: float, devices: int) -> FieldError | None:
+    """The refusal of a ``rate`` at or above ``rate_ceiling`` of the search's largest candidate (``devices``): every
+    candidate's every count of copies (``_rate_copies``, up to MAX_REPLICAS) is past the server's capacity, so the
+    search answers at once instead of sizing each (probe22 C8: 1e9 requests/s took 24 s of the web's 30)."""
+    ceiling = rate_ceiling(devices)
+    if rate < ceiling * (1 + _ROUNDING):
+        return None
+    per = ceiling / (MAX_REPLICAS * devices)
+    return FieldError("request_rate", f"request_rate: {rate:g} requests/s is past what any candidate carries: at most "
+                      f"{MAX_REPLICAS} copies of the largest ({devices} devices), each device at most one replica of "
+                      f"at most {per:.3g} requests/s (1 / the API server's serial seconds per request, "
+                      f"formulas/serving_queue.py eqs. Q10a, Q11), about {ceiling:,.0f} requests/s in all; lower the "
+                      "rate or split it over several deployments")
 
 
 def _rate_copies(spec: ModelSpec, cand: _Candidate, rate: float, context: int, output_tokens: int | None,

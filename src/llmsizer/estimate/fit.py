@@ -695,7 +695,9 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
     admission (a load-dependent server, eq. Q13, ``admission_queued``) is in the TTFT and the requests in flight. A rate at or above the
     server's capacity (eq. Q10a), past the decode's (no fixed point of eq. Q10c: ``sustained_rate`` named) or at or
     above what the admitted sequences serve (X(c), eq. Q13) is refused (FieldError on request_rate: no steady
-    state, no mean). ``request_rate`` is read as the CLI reads it ('16' as 16: ``read_request_rate``).
+    state, no mean). With no ``tensor_parallel`` at a rate the layout is the quickest of those within a machine at its
+    own answer (``rate_layout_seconds``), its climb that layout's own, so the answer is ``fit --tp``'s for it; where
+    every layout refuses the rate, the refusal on the one that carries the most (``most_carried``). ``request_rate`` is read as the CLI reads it ('16' as 16: ``read_request_rate``).
     ``rate_bound``: a caller's list that, where the rate is refused by the server's capacity (eq. Q10a) already at one
     request in flight, gets that capacity [requests/s, all replicas] appended: on a layout that does not depend on the
     rate (one tensor-parallel degree), every rate at or above it is refused alike, since the fit at one request in
@@ -741,9 +743,10 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
         x = sustained_rate(r.speed, r.engine, sized=True)  # on the statistic ``in_flight`` sizes (slots_for)
         return None if x is None else x * r.replicas
 
+    layouts = None
     if tensor_parallel is None:  # the layout: the quickest at its own fixed point (``rate_layout_seconds``)
         layouts = rate_layout_seconds(model, hardware, count, rate, workload, kw)
-        if layouts is not None:
+        if layouts is not None and any(math.isfinite(w) for w in layouts.values()):
             kw["rate_layouts"] = layouts
     fitted: dict[int, FitResult] = {}  # C in flight -> the fit at the rate (the climb's, admission's)
     # C at or below every C rate_fixed_point may answer at (an f(C') <= C' with f monotone): 1, and f of each such C
@@ -789,6 +792,8 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
     except RateOverloadError as e:  # an answer about the hardware: it does not carry the rate (exit 1, not 2)
         if refusal_only:  # refused; its ceilings and text unread
             raise
+        if layouts is not None and "rate_layouts" not in kw:  # refused on every layout: the one carrying the most
+            return most_carried(model, hardware, count, rate, workload, kw, layouts)
         pinned: dict[str, Any] = {**kw, "fits_at": False}
         done: dict[int, FitResult] = {}
 
@@ -919,7 +924,9 @@ def rate_layout_seconds(model: ModelSpec | str, hardware: str | Device | Instanc
     each layout at the climb's C instead (its own f(C) at another layout's iterate) made the unpinned climb pass
     through other layouts' iterates and stop above the taken layout's least fixed point (probe15 D4: Qwen3-235B-A22B
     fp8, 8 x H100, 32k, 1 request/s took TP 4 x 2 at 5 in flight, 75.3 tokens/s per user, where TP 4 x 2 pinned
-    holds at 4, 97.3). None where there is no choice (one degree within a machine, a llama.cpp split, one device)."""
+    holds at 4, 97.3). Every layout infinite: the rate is refused on each, and ``fit`` answers the refusal on the one
+    that carries the most (``most_carried``). None where there is no choice (one degree within a machine, a llama.cpp
+    split, one device)."""
     device, n, _, instance = target_and_count(hardware, count, kw.get("hardware_files", ()), instances=True)
     if n < 2:
         return None
@@ -947,9 +954,37 @@ def rate_layout_seconds(model: ModelSpec | str, hardware: str | Device | Instanc
         load = r.speed.load if r.speed is not None else None
         seconds[t] = (float(load["request_seconds"]) if r.fits and load and "request_seconds" in load
                       else math.inf)
-    if not any(math.isfinite(w) for w in seconds.values()):
-        return None  # refused on every layout: the climb as before, for the refusal's ceilings and text
-    return seconds
+    return seconds  # (refused on every layout, all infinite: ``fit`` answers on the one carrying most, ``most_carried``)
+
+
+def most_carried(model: ModelSpec | str, hardware: str | Device | Instance, count: int | None, rate: float,
+                 workload: dict[str, Any], kw: dict[str, Any], layouts: dict[int, float]) -> FitResult:
+    """``fit``'s answer at a rate that every layout within a machine refuses (``rate_layout_seconds`` all infinite):
+    the refusal on the layout whose capacity (the least of its ceilings, rate_capacity.py ``over_capacity``) is the
+    most, a tie to the smaller degree, as ``fit --tp`` answers for that layout, its degree stated as chosen. Taking
+    the climb's first layout instead showed a smaller capacity than another layout has (probe22 D4: llama-3.1-8b,
+    1024 x H100 at 1e7 requests/s refused on TP 8 x 128, 4.46e3 requests/s, where TP 1 x 1024 carries 6.94e3)."""
+    answers = {t: fit(model, hardware, count, **{**kw, "tensor_parallel": t, "fits_at": False}, request_rate=rate,
+                      **workload) for t in sorted(layouts)}
+
+    def carried(t: int) -> float:
+        cap = answers[t].details.get("rate_capacity")
+        return -1.0 if cap is None else float(cap)
+    tp = max(answers, key=lambda t: (carried(t), -t))
+    r = answers[tp]
+    n = count_of(r)
+    others = "; ".join(f"TP {t} x {n // t}: " + (f"{carried(t):.3g}" if carried(t) >= 0 else "unknown")
+                       for t in sorted(answers, key=lambda t: (-carried(t), t)) if t != tp)
+    said = tuple(replace(a, default=True, why=f"TP {tp} x {n // tp}: carries the most of the layouts, about "
+                         f"{carried(tp):.3g} requests/s, though not {rate:g} (every layout refuses it; each one's "
+                         f"capacity, requests/s: {others}); " + a.why.removeprefix("given; "))
+                 if a.name == "tensor_parallel" else a for a in r.assumptions)
+    return replace(r, assumptions=said)
+
+
+def count_of(r: FitResult) -> int:
+    """The devices of ``r``'s deployment (its replicas x tensor-parallel degree)."""
+    return r.replicas * r.tensor_parallel
 
 
 def admission_queued(r: FitResult, rate: float, run: Callable[..., FitResult]) -> FitResult:
@@ -1335,6 +1370,19 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
                                            layout_grid(t, first, admitted, chunk))
     order = quickest_first(layout_w) if layout_w else fastest_first(layout_tps) if layout_tps else rankable
     tp = within[0] if not across else across[-1]  # none fits: the largest degree shown (as before this choice)
+    # fit's rate path: the layout is the quickest at its own fixed point (``rate_layout_seconds``, finite only where
+    # that layout's pinned climb fits and is not refused), taken at every C of the climb whether or not it fits there:
+    # the climb is then that layout's own (``fit --tp``'s), so it bisects back to that layout's least fixed point.
+    # Passing at an iterate to the next layout that fits there made f(C) jump layouts and the climb overshoot
+    # (probe22 D4: llama-3.1-8b, 8 x H100, 50 requests/s: TP 1 fits at C = 469..485, not at the doubled 938, where
+    # TP 4 took over and the climb ended refused on TP 8, while TP 1 x 8 pinned fits at 485)
+    take = rate_take(rate_layouts, within) if request_rate is not None else None
+    if take is not None and rate_layouts is not None:
+        if take in derived or take not in tried:  # (a derived verdict's estimate is at one sequence: sized now)
+            derived.pop(take, None)
+            tried[take] = sized(take)
+        order, across, tp = [], [], take
+        layout_w = {t: rate_layouts.get(t, math.inf) for t in within}  # (the ranking the assumption states)
     for t in (*order, *across):
         if t in derived:  # its verdict at its share known: sized there only to be taken
             if not derived[t]:
@@ -1696,6 +1744,16 @@ def closed_speed_load(sp: SpeedEstimate, engine: str, chunk: int | None) -> dict
         _CLOSED_MEMO.clear()
     _CLOSED_MEMO[key] = (sp, load)
     return load
+
+
+def rate_take(rate_layouts: dict[int, float] | None, within: list[int]) -> int | None:
+    """The tensor-parallel degree ``fit`` takes at a request rate: the first of ``quickest_first`` over the layouts
+    within a machine whose own answer carries the rate (finite mean request seconds, ``rate_layout_seconds``); None
+    where none does or there was no ranking (the climb then takes the first layout that fits at each C)."""
+    if not rate_layouts:
+        return None
+    return next((t for t in quickest_first({t: rate_layouts.get(t, math.inf) for t in within})
+                 if math.isfinite(rate_layouts.get(t, math.inf))), None)
 
 
 def quickest_first(seconds: dict[int, float]) -> list[int]:

@@ -70,3 +70,13 @@ def test_refusals(extra, words) -> None:
     fit_line = cli_error_line("fit", "qwen3-0.6b", "--device", "h100-sxm", "--request-rate", "3", "--concurrency",
                               "4") if "concurrency" in extra[0] else None
     assert fit_line is None or fit_line == line
+
+
+def test_a_rate_no_candidate_carries_is_one_line_at_once(client) -> None:
+    """Past what MAX_REPLICAS copies of the largest candidate could carry (recommend.py ``rate_ceiling``), the CLI and
+    the web refuse with the same line before sizing any candidate (probe22 C8: 1e9 requests/s took 24 s)."""
+    argv = ("recommend", "llama-3.1-8b", "--request-rate", "1000000000")
+    line = cli_error_line(*argv)
+    assert "--request-rate" in line and "past what any candidate carries" in line
+    web = client.post("/api/v1/recommend", json={"model": "llama-3.1-8b", "request_rate": "1000000000"})
+    assert 400 <= web.status_code < 500 and "past what any candidate carries" in web.text
