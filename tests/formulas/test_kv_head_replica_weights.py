@@ -77,3 +77,31 @@ def test_glm_router_is_fp32_on_vllm_only(model, moe_layers, experts, hidden, fmt
         == (moe_layers, experts, hidden)
     router = moe_layers * experts * hidden
     assert _weights(model, "vllm", tp, fmt) - _weights(model, "sglang", tp, fmt) == (4 - 2) * router
+
+
+
+def _mamba2_extra(cfg: dict, tp: int) -> float:
+    """Bytes a rank holds beyond 1 / tp of Mamba-2's in_proj and conv1d with n_groups 1 (bf16): the B and C rows of
+    the tp - 1 added groups, / tp, over hidden (in_proj) and d_conv (conv1d) columns, in every Mamba-2 layer."""
+    assert cfg["mamba_n_groups"] == 1
+    layers = (sum(1 for t in cfg["layer_types"] if t == "mamba") if cfg.get("layer_types")
+              else cfg["num_hidden_layers"])  # Falcon-H1: a Mamba-2 mixer in every layer
+    rows = 2 * (tp - 1) * cfg["mamba_d_state"] / tp
+    return layers * rows * (cfg["hidden_size"] + cfg["mamba_d_conv"]) * 2
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang"])
+def test_mamba2_single_group_is_copied_to_every_rank(engine):
+    """Mamba-2 with n_groups 1 (Granite-4.0-H-Tiny: 36 Mamba-2 layers, hidden 1536, d_state 128, d_conv 4): vLLM
+    mamba_mixer2.py:293-300, :332-348 and SGLang layers/attention/mamba/mamba.py:185-238 extend the groups to tp (one
+    copy per rank) and build in_proj [d_inner + conv_dim + heads, hidden] and conv1d [conv_dim, 1, d_conv]
+    column-parallel over the extended conv_dim = d_inner + 2 x tp x d_state. TP 2 and TP 4 stay within its 4 KV
+    heads; per-GPU = (T - R) / tp + R + E_tp, T the TP 1 weights, E_tp by hand, R from TP 2, TP 4 predicted:
+    21,288,960 B of E at TP 4."""
+    model = "granite-4.0-h-tiny"
+    cfg = entries()[model].config
+    e2, e4 = _mamba2_extra(cfg, 2), _mamba2_extra(cfg, 4)
+    assert e4 == 36 * 2 * 3 * 128 / 4 * (1536 + 4) * 2 == 21_288_960
+    total, two = _weights(model, engine, 1), _weights(model, engine, 2)
+    sharded = (total - (two - e2)) * 2  # T - R
+    assert _weights(model, engine, 4) == pytest.approx(sharded / 4 + total - sharded + e4, abs=64)

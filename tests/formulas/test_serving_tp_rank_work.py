@@ -10,7 +10,7 @@ files (vllm 0.19.1 and sglang 0.5.6 PyPI wheels):
   with ``disable_tp=True`` at :786, or a ReplicatedLinear), SGLang deepseek_v2.py:1217-1250 ReplicatedLinear;
 - the routers ``mlp.gate`` / ``mlp.router`` / ``mixer.gate``: vLLM deepseek_v2.py:263 GateLinear, qwen3_moe.py:176,
   mixtral.py:120, qwen3_next.py:118 ReplicatedLinear, gpt_oss.py:177 GateLinear, glm4_moe.py:143 nn.Linear,
-  nemotron_h.py:151 GateLinear; SGLang deepseek_v2.py:513-525 (MoEGate's whole [E, H]), qwen3_moe.py:123,
+  nemotron_h.py:151 GateLinear, granitemoe.py:92 ReplicatedLinear (Granite-4.0-H's ``block_sparse_moe.router``); SGLang deepseek_v2.py:513-525 (MoEGate's whole [E, H]), qwen3_moe.py:123,
   mixtral.py:81, gpt_oss.py:146, glm4_moe.py:332 (the same MoEGate), qwen2_moe.py:169 (Qwen3-Next's block,
   qwen3_next.py:42), nemotron_h.py:141;
 - Qwen's ``mlp.shared_expert_gate``: vLLM qwen3_next.py:126 ReplicatedLinear, SGLang qwen2_moe.py:192 nn.Linear;
@@ -26,7 +26,10 @@ files (vllm 0.19.1 and sglang 0.5.6 PyPI wheels):
 The attention's K and V projections (``self_attn.k_proj`` / ``v_proj``, their biases too) are split by KV head, and
 where TP exceeds the config's ``num_key_value_heads`` each rank holds one whole head (``QKVParallelLinear``: vLLM
 layers/linear.py:1010-1027, SGLang layers/linear.py:817-834, num_kv_heads = 1 on each of tp / kv replicas): a rank
-holds max(1, kv // tp) / kv of them.
+holds max(1, kv // tp) / kv of them. Mamba-2's groups likewise: with n_groups not a multiple of tp (1: Granite-4.0-H,
+Falcon-H1) both extend them to tp, one copy per rank, and split ``mamba.in_proj`` and ``mamba.conv1d`` over the
+extended rows (vLLM layers/mamba/mamba_mixer2.py:293-300, :332-348; SGLang layers/attention/mamba/mamba.py:185-238):
+a rank holds 2 x (tp - n_groups) x d_state / tp rows of each beyond 1 / tp of the checkpoint's.
 
 GLM-4.5's router on vLLM is an fp32 ``nn.Linear`` (vLLM glm4_moe.py:143-148, ``dtype=torch.float32``): 4 bytes per
 element there, 2 (bf16, the model dtype) on SGLang (glm4_moe.py:332-334) and for every other parameter here.
@@ -51,7 +54,7 @@ from oracle_utils import build, component_of, experts_per_token  # noqa: E402
 WHOLE = {
     "vllm": (".self_attn.q_a_proj.", ".self_attn.kv_a_proj_with_mqa.", ".mlp.gate.", ".mlp.router.", ".mixer.gate.",
              ".mlp.shared_expert_gate.", ".mixer.fc1_latent_proj.", ".mixer.fc2_latent_proj.",
-             ".mlp.experts.down_proj_bias"),
+             ".mlp.experts.down_proj_bias", ".block_sparse_moe.router."),
     "sglang": (".self_attn.q_a_proj.", ".self_attn.kv_a_proj_with_mqa.", ".mlp.gate.", ".mlp.router.",
                ".mixer.gate.", ".mlp.shared_expert_gate.", ".mlp.experts.down_proj_bias"),
 }
@@ -67,6 +70,7 @@ def _whole(engine: str, name: str, dim: int) -> bool:
 
 
 KV_PROJ = (".self_attn.k_proj.", ".self_attn.v_proj.")
+MAMBA2_GROUPED = (".mamba.in_proj.weight", ".mamba.conv1d.weight")
 
 
 def _bytes_per_element(model_type: str, engine: str, name: str) -> int:
@@ -81,16 +85,22 @@ def _rank(model_name: str, engine: str, tp: int) -> tuple[float, float, float, f
     experts at the config's top-k / E."""
     cfg = entries()[model_name].config
     model = build(cfg)
-    k, e = experts_per_token(cfg)
     text = cfg.get("text_config", cfg)
+    moe = any(text.get(key) for key in ("n_routed_experts", "num_local_experts", "num_experts"))
+    k, e = experts_per_token(cfg) if moe else (1, 1)  # a dense model (Falcon-H1) has no experts to scale
     kv = text["num_key_value_heads"]
     kv_share = max(1, kv // tp) / kv
+    groups = text.get("mamba_n_groups")
+    # Mamba-2's B/C rows of the groups added so that each rank holds one (n_groups % tp != 0), / tp
+    group_rows = 2 * (tp - groups) * text["mamba_d_state"] / tp if groups and groups % tp else 0.0
     held = read = head = held_b = read_b = 0.0
     for name, p in model.named_parameters():  # a tied lm_head once (none of these ties)
         if _whole(engine, name, p.dim()):
             n = float(p.numel())
         elif any(s in name for s in KV_PROJ):
             n = p.numel() * kv_share
+        elif any(s in name for s in MAMBA2_GROUPED):
+            n = p.numel() / tp + group_rows * p.numel() / p.shape[0]
         else:
             n = p.numel() / tp
         size = _bytes_per_element(text["model_type"], engine, name)
@@ -112,7 +122,10 @@ CASES = [("deepseek-v3", "vllm", 8), ("deepseek-v3", "sglang", 8), ("kimi-k2-ins
          ("nvidia-nemotron-3-super-120b-a12b", "vllm", 2), ("qwen3-30b-a3b", "sglang", 4),
          # TP above the KV heads: one whole KV head per rank (qwen3-next 2 KV heads, qwen3-30b-a3b 4, GLM-4.5-Air 8)
          ("qwen3-next-80b-a3b-thinking", "vllm", 8), ("qwen3-30b-a3b", "sglang", 8), ("glm-4.5-air", "vllm", 16),
-         ("glm-4.5-air", "sglang", 16)]
+         ("glm-4.5-air", "sglang", 16),
+         # Mamba-2 with one group: a copy of it on every rank (Granite-4.0-H's in tests/formulas/
+         # test_kv_head_replica_weights.py: its decode read differs from this oracle's at TP 1 already)
+         ("falcon-h1-0.5b-instruct", "vllm", 2), ("falcon-h1-0.5b-instruct", "sglang", 2)]
 
 
 @pytest.mark.slow

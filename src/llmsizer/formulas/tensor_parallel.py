@@ -420,27 +420,63 @@ def kv_projection_share(spec: ModelSpec, engine: str | None, tp: int) -> float |
     return kv_fraction_per_device(spec, tp, mla_latent=False, engine=engine)
 
 
+# Mamba-2's B and C likewise: with n_groups not a multiple of tp (n_groups 1: Falcon-H1, Granite-4.0-H) vLLM and
+# SGLang extend the groups to n_groups + extra_groups_for_head_shards = tp (one group per rank, copied), and build
+# in_proj and conv1d as ColumnParallelLinear over the extended widths: in_proj out = d_inner + conv_dim + heads and
+# conv1d out = conv_dim, conv_dim = d_inner + 2 x tp x d_state, each / tp per rank (vllm 0.19.1
+# layers/mamba/mamba_mixer2.py:279-300, :332-348; sglang 0.5.6 layers/attention/mamba/mamba.py:185-238). A rank then
+# holds 2 x d_state rows of B and C more than 1 / tp of the checkpoint's (the same extra groups the state's conv
+# channels carry, formulas/recurrent_state.py eq. 4). vLLM and SGLang refuse other n_groups not a multiple of tp
+# (mamba_mixer2.py:279-281 asserts n_groups % tp == 0 or n_groups == 1).
+_MAMBA2_GROUP_ROWS = frozenset({"ssm_in", "ssm_conv1d"})
+
+
+@lru_cache(maxsize=256)  # per spec and layout
+def replica_shares(spec: ModelSpec, engine: str | None, tp: int) -> dict[str, float]:
+    """The share of each tensor role one ``engine`` rank holds beyond 1 / tp, where the engine replicates heads or
+    groups across ranks; empty where none. The K/V projections (``KV_PROJECTIONS``, ``kv_projection_share``)::
+
+        s_kv - 1 / tp = max(1, kv // tp) / kv - 1 / tp                                               (TP2)
+
+    Mamba-2's in_proj and conv1d (n_groups % tp != 0: the B/C rows of extra = tp - n_groups groups added, then / tp)::
+
+        2 x extra x d_state / (rows x tp),  rows = d_inner + conv + heads (in_proj), conv (conv1d)   (TP3)
+
+    >>> replica_shares(__import__("llmsizer").load_model("qwen3-next-80b-a3b-thinking"), "vllm", 8)["attn_k"]
+    0.375
+    """
+    out: dict[str, float] = {}
+    share = kv_projection_share(spec, engine, tp)
+    if share is not None:
+        out.update(dict.fromkeys(KV_PROJECTIONS, share - 1 / tp))
+    r = spec.recurrent
+    if (engine in HEAD_REPLICATING_ENGINES and r is not None and r.kind == "mamba2" and spec.recurrent_layer_count
+            and tp > 1 and r.n_groups % tp):
+        extra_rows = 2 * (tp - r.n_groups) * r.d_state
+        conv = r.conv_channels
+        out["ssm_in"] = extra_rows / ((r.d_inner + conv + r.num_heads) * tp)
+        out["ssm_conv1d"] = extra_rows / (conv * tp)
+    return out
+
+
 @lru_cache(maxsize=256)  # per spec, format and layout, like replicated_matrix_bytes
-def kv_replica_bytes(spec: ModelSpec, engine: str, fmt: str, group_size: int, other_bytes: int,
-                     fused_experts: bool, tp: int) -> tuple[tuple[float, ...], dict[str, float], dict[str, float]]:
-    """Bytes one rank holds of the K/V projections beyond their 1 / tp share (``kv_projection_share``), in format
-    ``fmt`` (each tensor's bytes b by ``weight_formats.tensor_bytes``): per decoder layer, per component and per
-    storage label, each tensor adding
-
-        b x (max(1, kv // tp) / kv - 1 / tp)                                                        (TP2)
-
-    All zero where the share is 1 / tp."""
+def head_replica_bytes(spec: ModelSpec, engine: str, fmt: str, group_size: int, other_bytes: int,
+                       fused_experts: bool, tp: int) -> tuple[tuple[float, ...], dict[str, float], dict[str, float]]:
+    """Bytes one rank holds beyond 1 / tp of the tensors whose heads or groups ``engine`` replicates
+    (``replica_shares``, eqs. TP2-TP3), in format ``fmt`` (each tensor's bytes b by ``weight_formats.tensor_bytes``):
+    per decoder layer, per component and per storage label, each tensor adding b x its role's share. All zero where
+    every share is 1 / tp."""
     layers = [0.0] * spec.num_layers
     comps: dict[str, float] = {}
     store: dict[str, float] = {}
-    share = kv_projection_share(spec, engine, tp)
-    if share is None:
+    shares = replica_shares(spec, engine, tp)
+    if not shares:
         return tuple(layers), comps, store
     fmt = normalize_format(fmt)
     for t in model_tensors(spec):
-        if t.role in KV_PROJECTIONS:
+        if t.role in shares:
             b, label = tensor_bytes(spec, fmt, t, group_size, other_bytes, fused_experts, engine)
-            extra = b * (share - 1 / tp)
+            extra = b * shares[t.role]
             if 0 <= t.layer < spec.num_layers:
                 layers[t.layer] += extra
             comps[t.component] = comps.get(t.component, 0.0) + extra
@@ -478,22 +514,22 @@ def plan_rank_shares(spec: ModelSpec, engine: str | None, tp: int) -> dict[str, 
     if not replicates_matrices(engine) or tp <= 1:
         return None
     whole = whole_elements_by_component(spec, engine)
-    kv = kv_replica_elements(spec, engine, tp)
-    return {c: ((n - whole.get(c, 0)) / tp + whole.get(c, 0) + kv.get(c, 0.0)) / n
+    extra = head_replica_elements(spec, engine, tp)
+    return {c: ((n - whole.get(c, 0)) / tp + whole.get(c, 0) + extra.get(c, 0.0)) / n
             for c, n in count_params(spec).by_component.items() if n}
 
 
 @lru_cache(maxsize=256)  # per spec and layout, like whole_elements_by_component
-def kv_replica_elements(spec: ModelSpec, engine: str | None, tp: int) -> dict[str, float]:
-    """Elements one rank holds and multiplies of the K/V projections beyond their 1 / tp share, per component
-    (eq. TP2 in elements: each K/V tensor's n x (max(1, kv // tp) / kv - 1 / tp)); empty where none."""
-    share = kv_projection_share(spec, engine, tp)
+def head_replica_elements(spec: ModelSpec, engine: str | None, tp: int) -> dict[str, float]:
+    """Elements one rank holds and multiplies beyond 1 / tp of the tensors whose heads or groups ``engine``
+    replicates, per component (``replica_shares``, eqs. TP2-TP3 in elements); empty where none."""
+    shares = replica_shares(spec, engine, tp)
     out: dict[str, float] = {}
-    if share is None:
+    if not shares:
         return out
     for t in model_tensors(spec):
-        if t.role in KV_PROJECTIONS:
-            out[t.component] = out.get(t.component, 0.0) + t.numel * (share - 1 / tp)
+        if t.role in shares:
+            out[t.component] = out.get(t.component, 0.0) + t.numel * shares[t.role]
     return out
 
 
@@ -607,24 +643,24 @@ def _matrix_share(spec: ModelSpec, wb: WeightBytes, engine: str | None, other_by
     return layers, {"layers_and_other": sum(layers)} if sum(layers) else {}
 
 
-def _kv_share(spec: ModelSpec, wb: WeightBytes, engine: str | None, other_bytes: int, group_size: int,
-              fused_experts: bool, tp: int) -> tuple[tuple[float, ...], dict[str, float], dict[str, float]]:
-    """The K/V projections' bytes one rank holds beyond 1 / tp (``kv_replica_bytes``, eq. TP2) per layer, component
-    and storage label in ``wb``'s format; for a file's own bytes, their elements at their layer's bytes per element,
-    the storage labels in proportion to the file's."""
-    share = kv_projection_share(spec, engine, tp)
-    if engine is None or share is None:
+def _replica_share(spec: ModelSpec, wb: WeightBytes, engine: str | None, other_bytes: int, group_size: int,
+                   fused_experts: bool, tp: int) -> tuple[tuple[float, ...], dict[str, float], dict[str, float]]:
+    """The bytes one rank holds beyond 1 / tp of replicated heads and groups (``head_replica_bytes``, eqs.
+    TP2-TP3) per layer, component and storage label in ``wb``'s format; for a file's own bytes, their elements at
+    their layer's bytes per element, the storage labels in proportion to the file's."""
+    shares = replica_shares(spec, engine, tp)
+    if engine is None or not shares:
         return (0.0,) * spec.num_layers, {}, {}
     if wb.format != "file":
-        return kv_replica_bytes(spec, engine, wb.format, group_size, other_bytes, fused_experts, tp)
+        return head_replica_bytes(spec, engine, wb.format, group_size, other_bytes, fused_experts, tp)
     n = spec.num_layers
     numel = [0] * n
     kv = [0.0] * n
     for t in model_tensors(spec):
         if 0 <= t.layer < n:
             numel[t.layer] += t.numel
-            if t.role in KV_PROJECTIONS:
-                kv[t.layer] += t.numel * (share - 1 / tp)
+            if t.role in shares:
+                kv[t.layer] += t.numel * shares[t.role]
     per = wb.layer_bytes if len(wb.layer_bytes) == n else (0,) * n
     layers = tuple(k * b / e if e else 0.0 for k, b, e in zip(kv, per, numel, strict=True))
     extra = sum(layers)
@@ -638,7 +674,7 @@ def _kv_share(spec: ModelSpec, wb: WeightBytes, engine: str | None, other_bytes:
 def _shard_weights(spec: ModelSpec, wb: WeightBytes, tp: int, bytes_per_replicated: float, engine: str | None,
                    group_size: int, fused_experts: bool, other_bytes: int) -> WeightBytes:
     mat_layers, mat_comp = _matrix_share(spec, wb, engine, other_bytes, group_size, fused_experts)
-    kv_layers, kv_comp, kv_store = _kv_share(spec, wb, engine, other_bytes, group_size, fused_experts, tp)
+    kv_layers, kv_comp, kv_store = _replica_share(spec, wb, engine, other_bytes, group_size, fused_experts, tp)
     rep = int(replicated_elements(spec, engine) * bytes_per_replicated) + sum(mat_comp.values())
     rep = min(rep, wb.total)
 
@@ -651,7 +687,7 @@ def _shard_weights(spec: ModelSpec, wb: WeightBytes, tp: int, bytes_per_replicat
         return int((x - r) / tp + r)
 
     per_layer, per_comp = replicated_by_place(spec, engine)
-    # the K/V projections a rank holds beyond 1 / tp (eq. TP2: vLLM's / SGLang's replicated KV heads) on top
+    # what a rank holds beyond 1 / tp of replicated KV heads and Mamba-2 groups (eqs. TP2-TP3: vLLM, SGLang) on top
     layers = (tuple(exact(v, e, m) + int(k) for v, e, m, k in zip(wb.layer_bytes, per_layer, mat_layers, kv_layers,
                                                                    strict=True))
               if len(wb.layer_bytes) == len(per_layer) else tuple(share(v) for v in wb.layer_bytes))
