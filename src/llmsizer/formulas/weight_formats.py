@@ -279,8 +279,20 @@ ENGINE_TENSOR_BYTES: dict[str, dict[str, int | None]] = {
 #   GateLinear (model dtype). vLLM's nemotron_h.py:151-157 ``GateLinear(..., force_fp32_compute=True)`` stores fp32
 #   only on a GPU without its specialized router kernels (layers/fused_moe/router/gate_linear.py:45-55: not SM 9.0
 #   or 10.x), a device rule the weights here do not take (bf16 counted).
+# transformers 5.24.0 (PyPI wheel) keeps the router in fp32 for the families whose PreTrainedModel names it in
+#   ``_keep_in_fp32_modules_strict``: modeling_utils.py:3854-3856 ``_get_dtype_plan`` maps each entry to float32 when
+#   the load dtype is fp16 or bf16, and core_model_loading.py:1879-1922 casts every checkpoint tensor whose name
+#   matches it (a regex search: ``gate.weight`` matches ``mlp.gate.weight`` / ``mixer.gate.weight``, the router, not
+#   ``gate_proj``); the routers are TopkRouter ``nn.Parameter``s, no Linear a quantizer replaces. ["gate.weight"]
+#   in deepseek_v2/modeling_deepseek_v2.py:483, ["e_score_correction_bias", "gate.weight"] in
+#   deepseek_v3/modeling_deepseek_v3.py:551, deepseek_v32/modeling_deepseek_v32.py:664,
+#   glm4_moe/modeling_glm4_moe.py:460, nemotron_h/modeling_nemotron_h.py:1012 (the bias a buffer, not counted, as
+#   above). At fp32 the rule is moot (4 bytes either way).
+_TRANSFORMERS_FP32_ROUTER: dict[str, int | None] = {"ffn_gate_inp": 4}
 ENGINE_MODEL_TENSOR_BYTES: dict[tuple[str, str], dict[str, int | None]] = {
-    ("vllm", "glm4_moe"): {"ffn_gate_inp": 4}}
+    ("vllm", "glm4_moe"): {"ffn_gate_inp": 4},
+    **{("transformers", t): _TRANSFORMERS_FP32_ROUTER
+       for t in ("deepseek_v2", "deepseek_v3", "deepseek_v32", "glm4_moe", "nemotron_h")}}
 
 
 def engine_tensor_bytes(engine: str | None, model_type: str) -> dict[str, int | None]:
