@@ -4,7 +4,9 @@ Column- and row-parallel linears split every matrix across ``tp`` devices; vocab
 embeddings and lm_head split the vocabulary (vLLM ``VocabParallelEmbedding``); 1-D tensors (norms) stay
 replicated. KV heads are split across devices, but a device holds at least one head, so with fewer KV
 heads than devices they are replicated (vLLM ``get_num_kv_heads``: max(1, num_kv_heads // tp)). An MLA
-latent cache is one shared "head" and is replicated on every device.
+latent cache is one shared "head" and is replicated on every device. vLLM and SGLang hold the K/V projection
+weights of that head the same way (``QKVParallelLinear``: ``kv_projection_share``, eq. TP2), and a copy of
+Mamba-2's one B/C group on every rank (eq. TP3): ``replica_shares``.
 
 A serving engine also keeps some 2-D weights whole on every rank (``REPLICATED_MATRICES``, per engine and tensor
 role): MLA's down-projections, the DSA indexer's projections, the MoE router and Qwen's shared-expert gate.
