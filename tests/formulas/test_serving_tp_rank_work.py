@@ -10,7 +10,7 @@ files (vllm 0.19.1 and sglang 0.5.6 PyPI wheels):
   with ``disable_tp=True`` at :786, or a ReplicatedLinear), SGLang deepseek_v2.py:1217-1250 ReplicatedLinear;
 - the routers ``mlp.gate`` / ``mlp.router`` / ``mixer.gate``: vLLM deepseek_v2.py:263 GateLinear, qwen3_moe.py:176,
   mixtral.py:120, qwen3_next.py:118 ReplicatedLinear, gpt_oss.py:177 GateLinear, glm4_moe.py:143 nn.Linear,
-  nemotron_h.py:151 GateLinear; SGLang deepseek_v2.py:513-525 (MoEGate's whole [E, H]), qwen3_moe.py:123,
+  nemotron_h.py:151 GateLinear, granitemoe.py:92 ReplicatedLinear (Granite-4.0-H's ``block_sparse_moe.router``); SGLang deepseek_v2.py:513-525 (MoEGate's whole [E, H]), qwen3_moe.py:123,
   mixtral.py:81, gpt_oss.py:146, glm4_moe.py:332 (the same MoEGate), qwen2_moe.py:169 (Qwen3-Next's block,
   qwen3_next.py:42), nemotron_h.py:141;
 - Qwen's ``mlp.shared_expert_gate``: vLLM qwen3_next.py:126 ReplicatedLinear, SGLang qwen2_moe.py:192 nn.Linear;
@@ -23,10 +23,20 @@ files (vllm 0.19.1 and sglang 0.5.6 PyPI wheels):
   :488-489 ``output_size_per_partition``, SGLang :343-344) and gpt-oss's per-head sinks (vLLM gpt_oss.py:102-104,
   SGLang gpt_oss.py:255-257).
 
+The attention's K and V projections (``self_attn.k_proj`` / ``v_proj``, their biases too) are split by KV head, and
+where TP exceeds the config's ``num_key_value_heads`` each rank holds one whole head (``QKVParallelLinear``: vLLM
+layers/linear.py:1010-1027, SGLang layers/linear.py:817-834, num_kv_heads = 1 on each of tp / kv replicas): a rank
+holds max(1, kv // tp) / kv of them. Mamba-2's groups likewise: with n_groups not a multiple of tp (1: Granite-4.0-H,
+Falcon-H1) both extend them to tp, one copy per rank, and split ``mamba.in_proj`` and ``mamba.conv1d`` over the
+extended rows (vLLM layers/mamba/mamba_mixer2.py:293-300, :332-348; SGLang layers/attention/mamba/mamba.py:185-238):
+a rank holds 2 x (tp - n_groups) x d_state / tp rows of each beyond 1 / tp of the checkpoint's.
+
+GLM-4.5's router on vLLM is an fp32 ``nn.Linear`` (vLLM glm4_moe.py:143-148, ``dtype=torch.float32``): 4 bytes per
+element there, 2 (bf16, the model dtype) on SGLang (glm4_moe.py:332-334) and for every other parameter here.
+
 Every other matrix is split evenly tp ways (Column/RowParallelLinear, the Gated DeltaNet's in_proj_qkvz / in_proj_ba /
 conv1d, vLLM layers/mamba/gdn_linear_attn.py:265-318; Mamba-2's in_proj / out_proj; FusedMoE over the intermediate
-size; the vocabulary-parallel embedding and lm_head). The TP sizes keep TP <= the KV heads (an engine holds one
-whole KV head per rank beyond that, which llmsizer's weights do not model).
+size; the vocabulary-parallel embedding and lm_head).
 """
 
 from __future__ import annotations
@@ -44,7 +54,7 @@ from oracle_utils import build, component_of, experts_per_token  # noqa: E402
 WHOLE = {
     "vllm": (".self_attn.q_a_proj.", ".self_attn.kv_a_proj_with_mqa.", ".mlp.gate.", ".mlp.router.", ".mixer.gate.",
              ".mlp.shared_expert_gate.", ".mixer.fc1_latent_proj.", ".mixer.fc2_latent_proj.",
-             ".mlp.experts.down_proj_bias"),
+             ".mlp.experts.down_proj_bias", ".block_sparse_moe.router."),
     "sglang": (".self_attn.q_a_proj.", ".self_attn.kv_a_proj_with_mqa.", ".mlp.gate.", ".mlp.router.",
                ".mixer.gate.", ".mlp.shared_expert_gate.", ".mlp.experts.down_proj_bias"),
 }
@@ -59,38 +69,72 @@ def _whole(engine: str, name: str, dim: int) -> bool:
     return any(w in name for w in WHOLE[engine])
 
 
-def _rank(model_name: str, engine: str, tp: int) -> tuple[float, float, float]:
-    """(elements one rank holds, of them those it multiplies per decoded token, of those the output head's): whole
-    parameters in full, the rest / tp; the multiplied ones less the input embedding (a row lookup), the routed
+KV_PROJ = (".self_attn.k_proj.", ".self_attn.v_proj.")
+MAMBA2_GROUPED = (".mamba.in_proj.weight", ".mamba.conv1d.weight")
+
+
+def _bytes_per_element(model_type: str, engine: str, name: str) -> int:
+    """GLM-4.5's fp32 router on vLLM (module docstring); bf16 for the rest."""
+    return 4 if (engine, model_type) == ("vllm", "glm4_moe") and ".mlp.gate.weight" in name else 2
+
+
+def _rank(model_name: str, engine: str, tp: int) -> tuple[float, float, float, float, float]:
+    """(elements one rank holds, of them those it multiplies per decoded token, of those the output head's; the
+    bytes of the held and the multiplied ones): whole parameters in full, the K/V projections at
+    max(1, kv // tp) / kv, the rest / tp; the multiplied ones less the input embedding (a row lookup), the routed
     experts at the config's top-k / E."""
     cfg = entries()[model_name].config
     model = build(cfg)
-    k, e = experts_per_token(cfg)
-    held = read = head = 0.0
+    text = cfg.get("text_config", cfg)
+    moe = any(text.get(key) for key in ("n_routed_experts", "num_local_experts", "num_experts"))
+    k, e = experts_per_token(cfg) if moe else (1, 1)  # a dense model (Falcon-H1) has no experts to scale
+    kv = text["num_key_value_heads"]
+    kv_share = max(1, kv // tp) / kv
+    groups = text.get("mamba_n_groups")
+    # Mamba-2's B/C rows of the groups added so that each rank holds one (n_groups % tp != 0), / tp
+    group_rows = 2 * (tp - groups) * text["mamba_d_state"] / tp if groups and groups % tp else 0.0
+    held = read = head = held_b = read_b = 0.0
     for name, p in model.named_parameters():  # a tied lm_head once (none of these ties)
-        n = p.numel() if _whole(engine, name, p.dim()) else p.numel() / tp
+        if _whole(engine, name, p.dim()):
+            n = float(p.numel())
+        elif any(s in name for s in KV_PROJ):
+            n = p.numel() * kv_share
+        elif any(s in name for s in MAMBA2_GROUPED):
+            n = p.numel() / tp + group_rows * p.numel() / p.shape[0]
+        else:
+            n = p.numel() / tp
+        size = _bytes_per_element(text["model_type"], engine, name)
         comp = component_of(name)
         held += n
+        held_b += n * size
         if comp != "embedding":
-            read += n * (k / e if comp == "experts" else 1.0)
+            r = n * (k / e if comp == "experts" else 1.0)
+            read += r
+            read_b += r * size
         if comp == "lm_head":
             head += n
-    return held, read, head
+    return held, read, head, held_b, read_b
 
 
 CASES = [("deepseek-v3", "vllm", 8), ("deepseek-v3", "sglang", 8), ("kimi-k2-instruct", "vllm", 8),
          ("qwen3-next-80b-a3b-thinking", "vllm", 2), ("qwen3-next-80b-a3b-thinking", "sglang", 2),
          ("gpt-oss-120b", "vllm", 8), ("gpt-oss-120b", "sglang", 8), ("glm-4.5-air", "vllm", 8),
-         ("nvidia-nemotron-3-super-120b-a12b", "vllm", 2), ("qwen3-30b-a3b", "sglang", 4)]
+         ("nvidia-nemotron-3-super-120b-a12b", "vllm", 2), ("qwen3-30b-a3b", "sglang", 4),
+         # TP above the KV heads: one whole KV head per rank (qwen3-next 2 KV heads, qwen3-30b-a3b 4, GLM-4.5-Air 8)
+         ("qwen3-next-80b-a3b-thinking", "vllm", 8), ("qwen3-30b-a3b", "sglang", 8), ("glm-4.5-air", "vllm", 16),
+         ("glm-4.5-air", "sglang", 16),
+         # Mamba-2 with one group: a copy of it on every rank (Granite-4.0-H's in tests/formulas/
+         # test_kv_head_replica_weights.py: its decode read differs from this oracle's at TP 1 already)
+         ("falcon-h1-0.5b-instruct", "vllm", 2), ("falcon-h1-0.5b-instruct", "sglang", 2)]
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize(("model_name", "engine", "tp"), CASES)
 def test_rank_weights_reads_and_prefill_flops_keep_the_engines_whole_modules(model_name, engine, tp):
     """One answer for the three (formulas/tensor_parallel.py ``kept_whole`` through ``shard_weights`` and
-    ``plan_rank_shares``, eq. TP1), in bf16:
-    - the weights per GPU are 2 bytes x the rank's elements;
-    - a decode step of one sequence reads 2 bytes x the elements it multiplies;
+    ``plan_rank_shares``, eqs. TP1, TP3-TP4), in bf16 (GLM's router on vLLM in fp32):
+    - the weights per GPU are the bytes of the rank's elements;
+    - a decode step of one sequence reads the bytes of the elements it multiplies;
     - a prefill's FLOPs on one rank are 2 x (its multiplied elements - its head's) per prompt token, 2 x its head's
       for the last token, and the attention scores' FLOPs / tp (every head split): the model's attention FLOPs are
       what TP 1 gives beyond its own 2N.
@@ -99,12 +143,12 @@ def test_rank_weights_reads_and_prefill_flops_keep_the_engines_whole_modules(mod
     counted at 9.44e13 FLOPs per rank for 1.09e14: the MLA down-projections and routers, 1.03 B elements, are whole."""
     spec = load_model(model_name)
     mem = estimate_inference(spec, engine=engine, tensor_parallel=tp, context=4096, weights="bf16")
-    held, read, head = _rank(model_name, engine, tp)
-    assert next(i.bytes for i in mem.items if i.name == "weights") == pytest.approx(2 * held, rel=REL)
+    held, read, head, held_b, read_b = _rank(model_name, engine, tp)
+    assert next(i.bytes for i in mem.items if i.name == "weights") == pytest.approx(held_b, rel=REL)
     one, many = (estimate_speed(spec, "h200", t, engine=engine, tensor_parallel=t, weights_format="bf16",
                                 prompt_tokens=PROMPT, output_tokens=64).details for t in (1, tp))
-    assert many["weight_bytes_per_decode_step"] == pytest.approx(2 * read, rel=REL)
-    _, read1, head1 = _rank(model_name, engine, 1)
+    assert many["weight_bytes_per_decode_step"] == pytest.approx(read_b, rel=REL)
+    _, read1, head1, _, _ = _rank(model_name, engine, 1)
     attention = one["prefill_flops_per_device"] - 2 * (read1 - head1) * PROMPT - 2 * head1
     assert attention > 0
     expected = 2 * (read - head) * PROMPT + 2 * head + attention / tp

@@ -9,6 +9,8 @@ name, as the engines' model code builds it (vllm 0.19.1 and sglang 0.5.6 PyPI wh
   ReplicatedLinear), the router ``mlp.gate`` (vLLM deepseek_v2.py:263 GateLinear, a ReplicatedLinear; mixtral.py:120
   and qwen3_moe.py:176 ReplicatedLinear; SGLang deepseek_v2.py:513-525 MoEGate's full [E, H] parameter, mixtral.py:81,
   qwen3_moe.py:123) and every 1-D parameter (RMSNorm weights);
+- the attention's K/V projections split by KV head, one whole head per rank where tp exceeds the KV heads
+  (``QKVParallelLinear``, vLLM layers/linear.py:1010-1027, SGLang layers/linear.py:817-834: max(1, kv // tp) / kv);
 - everything else split tp ways (column/row-parallel linears, FusedMoE over the intermediate size, the
   vocabulary-parallel embedding and lm_head).
 
@@ -44,12 +46,17 @@ def _fp8_block_bytes(name: str, shape: tuple[int, ...]) -> int:
 
 
 def _per_gpu(model_name: str, tp: int, bytes_of) -> float:  # type: ignore[no-untyped-def]
-    model = build(entries()[model_name].config)
+    cfg = entries()[model_name].config
+    model = build(cfg)
+    kv = cfg["num_key_value_heads"]
     total = 0.0
     for name, p in model.named_parameters():
         b = bytes_of(name, tuple(p.shape))
         whole = p.dim() == 1 or any(r in name for r in REPLICATED)
-        total += b if whole else b / tp
+        # QKVParallelLinear (vLLM layers/linear.py:1010-1027, SGLang layers/linear.py:817-834): one whole KV head per
+        # rank where tp > the KV heads (Qwen3-235B-A22B: 4 KV heads at TP 8)
+        kv_proj = any(r in name for r in (".self_attn.k_proj.", ".self_attn.v_proj."))
+        total += b if whole else b * max(1, kv // tp) / kv if kv_proj else b / tp
     return total
 
 

@@ -6,11 +6,16 @@ the class ``_tp_plan``, the config's ``base_model_tp_plan``, the added ``embed_t
 ``init_parallel_plans``), expanded per parameter by ``_expand_parallel_plan`` and applied by transformers' own
 ``apply_tensor_parallelism`` on a fake process group of ``tp`` ranks (torch's in-process "fake" backend: no
 communication, real ``DTensor`` placements). The oracle's per-GPU bytes are rank 0's local shards, two bytes per
-element (bf16); nothing here reads llmsizer's table. A model type whose plan is empty must be refused
+element (bf16) but four for a parameter the model class names in ``_keep_in_fp32_modules_strict`` (transformers
+5.24 modeling_utils.py:3854-3856 loads those in fp32 under a bf16 dtype, matching names by a regex search,
+core_model_loading.py:1879-1922: the routers ``gate.weight`` of DeepSeek-V2/V3/V3.2, GLM-4.5, Nemotron-H); nothing
+here reads llmsizer's table. A model type whose plan is empty must be refused
 (transformers raises for ``tp_size > 1`` without a plan, mixin.py:257-264).
 """
 
 from __future__ import annotations
+
+import re
 
 import pytest
 
@@ -46,8 +51,16 @@ def _one_per_type() -> dict[str, str]:
 MODELS = _one_per_type()
 
 
+def _load_size(model, name: str) -> int:  # type: ignore[no-untyped-def]
+    """Bytes per element of parameter ``name`` as transformers loads the model in bf16: 4 where the class's
+    ``_keep_in_fp32_modules_strict`` matches it (module docstring), else 2."""
+    keep = getattr(model, "_keep_in_fp32_modules_strict", None) or ()
+    return 4 if any(re.search(re.escape(k), name) for k in keep) else 2
+
+
 def _oracle(model_name: str, tp: int) -> tuple[float, dict[str, str]]:
-    """(rank 0's weight bytes at 2 bytes per element, the expanded plan) with transformers' plan applied."""
+    """(rank 0's weight bytes as loaded in bf16, ``_load_size``; the expanded plan) with transformers' plan
+    applied."""
     from torch.distributed.tensor import DTensor
     from transformers.distributed.tensor_parallel import apply_tensor_parallelism
 
@@ -63,7 +76,7 @@ def _oracle(model_name: str, tp: int) -> tuple[float, dict[str, str]]:
     total = 0
     for n in names:
         p = model.get_parameter(n)
-        total += 2 * (p.to_local() if isinstance(p, DTensor) else p).numel()
+        total += _load_size(model, n) * (p.to_local() if isinstance(p, DTensor) else p).numel()
     return total, plan
 
 
@@ -262,9 +275,10 @@ def test_decode_reads_the_whole_cache_and_state_the_plan_keeps(model_name, key):
     assert two == one > 0
 
 
-def _rank_shards(model_name: str, tp: int) -> dict[str, tuple[str, int]]:
-    """{parameter: (component, rank 0's elements)} once transformers applied its plan on a fake ``tp``-rank group
-    (tied tensors once; ``component_of``: the module names of the transformers definitions, not llmsizer's)."""
+def _rank_shards(model_name: str, tp: int) -> dict[str, tuple[str, int, int]]:
+    """{parameter: (component, rank 0's elements, bytes per element as loaded, ``_load_size``)} once transformers
+    applied its plan on a fake ``tp``-rank group (tied tensors once; ``component_of``: the module names of the
+    transformers definitions, not llmsizer's)."""
     from torch.distributed.tensor import DTensor
     from transformers.distributed.tensor_parallel import apply_tensor_parallelism
 
@@ -278,16 +292,17 @@ def _rank_shards(model_name: str, tp: int) -> dict[str, tuple[str, int]]:
     out = {}
     for n in names:
         p = model.get_parameter(n)
-        out[n] = (component_of(n), (p.to_local() if isinstance(p, DTensor) else p).numel())
+        out[n] = (component_of(n), (p.to_local() if isinstance(p, DTensor) else p).numel(), _load_size(model, n))
     return out
 
 
-def _decode_parts(model_name: str, tp: int) -> tuple[float, float]:
-    """(elements one rank multiplies per decoded token, of them the output head's): every parameter rank 0 holds,
+def _decode_parts(model_name: str, tp: int) -> tuple[float, float, float]:
+    """(elements one rank multiplies per decoded token, of them the output head's, the bytes of those elements as
+    loaded): every parameter rank 0 holds,
     less the input embedding (a row lookup; a tied embedding is the head), the vision tower (run once per image) and
     Gemma 3n's per-layer table (a lookup), the routed experts at the k / E a token visits (its config's top-k)."""
     shards = _rank_shards(model_name, tp)
-    comps = {c for c, _ in shards.values()}
+    comps = {c for c, _, _ in shards.values()}
     tied = "lm_head" not in comps
     skip = {"vision", "per_layer_embedding"} | (set() if tied else {"embedding"})
     cfg = entries()[model_name].config
@@ -295,9 +310,10 @@ def _decode_parts(model_name: str, tp: int) -> tuple[float, float]:
     if "experts" in comps:
         k, e = experts_per_token(cfg)
         routed = k / e
-    total = sum(n * (routed if c == "experts" else 1.0) for c, n in shards.values() if c not in skip)
-    head = sum(n for c, n in shards.values() if c == ("embedding" if tied else "lm_head"))
-    return total, head
+    total = sum(n * (routed if c == "experts" else 1.0) for c, n, _ in shards.values() if c not in skip)
+    read = sum(n * b * (routed if c == "experts" else 1.0) for c, n, b in shards.values() if c not in skip)
+    head = sum(n for c, n, _ in shards.values() if c == ("embedding" if tied else "lm_head"))
+    return total, head, read
 
 
 @pytest.mark.parametrize("model_type", sorted(MODELS))
@@ -305,9 +321,10 @@ def test_decode_weights_and_prefill_flops_follow_the_real_plan(model_type):
     """Speed under transformers' TP plan (formulas/tensor_parallel.py ``plan_rank_shares``, eq. TP1), for every
     catalog model type transformers serves tensor-parallel. The truth: transformers' own plan applied on a fake
     2-rank group to the meta-device model, rank 0's local parameter shards.
-    - The weight bytes one rank reads in a decode step of one sequence (bf16) are 2 bytes x the elements of rank 0's
-      shards it multiplies (``_decode_parts``). Before, the per-device total's ratio scaled the bytes read: gpt-oss-
-      120b's lm_head half counted as 1.2 % of every byte, 9.69 GB of 10.27 GB read as 10.09 GB.
+    - The weight bytes one rank reads in a decode step of one sequence (bf16) are the bytes of the elements of rank
+      0's shards it multiplies (``_decode_parts``: 2 per element, the fp32 routers 4). Before, the per-device
+      total's ratio scaled the bytes read: gpt-oss-120b's lm_head half counted as 1.2 % of every byte, 9.69 GB of
+      10.27 GB read as 10.09 GB.
     - A prefill's FLOPs on one rank are 2 x (its shards' elements - its head's) per prompt token, 2 x its head's
       for the last token, and the attention scores' FLOPs (those of one device at TP 1, the model's own) halved
       only where the plan shards q. Before: the model's FLOPs / 2 for every model, though gpt-oss's plan leaves
@@ -322,10 +339,10 @@ def test_decode_weights_and_prefill_flops_follow_the_real_plan(model_type):
     one, two = (estimate_speed(spec, "h200", tp, engine="transformers", tensor_parallel=tp, weights_format="bf16",
                                prompt_tokens=prompt, output_tokens=64).details for tp in (1, 2))
     rel = 2e-4 if model_type == "llama4" else 1e-6  # Llama 4's projector / adapter: one whole lump (weights test)
-    m1, h1 = _decode_parts(name, 1)
-    m2, h2 = _decode_parts(name, 2)
-    assert two["weight_bytes_per_decode_step"] == pytest.approx(2 * m2, rel=rel)
-    assert one["weight_bytes_per_decode_step"] == pytest.approx(2 * m1, rel=rel)
+    m1, h1, b1 = _decode_parts(name, 1)
+    m2, h2, b2 = _decode_parts(name, 2)
+    assert two["weight_bytes_per_decode_step"] == pytest.approx(b2, rel=rel)
+    assert one["weight_bytes_per_decode_step"] == pytest.approx(b1, rel=rel)
     attention = one["prefill_flops_per_device"] - 2 * (m1 - h1) * prompt - 2 * h1
     q_split = _plan_splits(name, model_type).get("attention", False)
     expected = 2 * (m2 - h2) * prompt + 2 * h2 + attention / (2 if q_split else 1)

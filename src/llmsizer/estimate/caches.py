@@ -59,6 +59,7 @@ def clear_caches(estimates_only: bool = False) -> None:
               tensor_parallel.replicated_matrix_bytes, tensor_parallel.full_token_replicated_elements,
               tensor_parallel.whole_elements_by_component, tensor_parallel.plan_rank_shares,
               tensor_parallel.transformers_plan_collectives,  # per spec: the collectives of its plan
+              tensor_parallel.head_replica_bytes, tensor_parallel.head_replica_elements, tensor_parallel.replica_shares,
               lora.adapted_layout,
               lora.adapted_modules,
               lora._alike_modules, lora.adapted_roles, duration._adapted_linears,

@@ -4,7 +4,9 @@ Column- and row-parallel linears split every matrix across ``tp`` devices; vocab
 embeddings and lm_head split the vocabulary (vLLM ``VocabParallelEmbedding``); 1-D tensors (norms) stay
 replicated. KV heads are split across devices, but a device holds at least one head, so with fewer KV
 heads than devices they are replicated (vLLM ``get_num_kv_heads``: max(1, num_kv_heads // tp)). An MLA
-latent cache is one shared "head" and is replicated on every device.
+latent cache is one shared "head" and is replicated on every device. vLLM and SGLang hold the K/V projection
+weights of that head the same way (``QKVParallelLinear``: ``kv_projection_share``, eq. TP3), and a copy of
+Mamba-2's one B/C group on every rank (eq. TP4): ``replica_shares``.
 
 A serving engine also keeps some 2-D weights whole on every rank (``REPLICATED_MATRICES``, per engine and tensor
 role): MLA's down-projections, the DSA indexer's projections, the MoE router and Qwen's shared-expert gate.
@@ -24,7 +26,7 @@ from ..specs import ModelSpec
 from .params import count_params
 from .speed import allgather_time, allreduce_time
 from .tensors import Tensor, model_tensors
-from .weight_formats import ENGINE_TENSOR_BYTES, GROUP_SIZE_DEFAULT, WeightBytes, normalize_format, tensor_bytes
+from .weight_formats import GROUP_SIZE_DEFAULT, WeightBytes, engine_tensor_bytes, normalize_format, tensor_bytes
 
 
 def check_tensor_parallel(spec: ModelSpec, tp: int) -> None:
@@ -493,6 +495,106 @@ def whole_elements_by_component(spec: ModelSpec, engine: str | None) -> dict[str
     return out
 
 
+# vLLM's and SGLang's fused attention input projection gives each rank num_heads / tp query heads and, where tp
+# exceeds the KV heads, one whole KV head, the same head on tp / kv ranks (``num_kv_head_replicas``): vllm 0.19.1
+# (PyPI wheel) vllm/model_executor/layers/linear.py:1010-1027 ``QKVParallelLinear`` (tp_size >= total_num_kv_heads:
+# num_kv_heads = 1, output_size = (num_heads + 2 x num_kv_heads) x head_size x tp_size, each rank's rows
+# output_size / tp_size), sglang 0.5.6 sglang/srt/layers/linear.py:817-834 the same. So one rank holds
+# max(1, kv // tp) heads of the K and V projections (their biases too): the share of the KV cache it holds
+# (``kv_fraction_per_device``), 1 / kv rather than 1 / tp where tp > kv. Every GQA/MQA family of the catalog builds
+# its attention so on both: vLLM llama.py:164 (Mistral and Phi-3 through it), qwen2.py:159, qwen3.py:98,
+# gemma2.py:135, gemma3.py:142, gemma3n.py:312, gemma4.py:300, glm4_moe.py:269, gpt_oss.py:110, qwen3_moe.py:297,
+# qwen3_next.py:235, llama4.py:225, mixtral.py:191, stablelm.py:133, falcon.py:132, falcon_h1.py:261,
+# granitemoehybrid.py:255, jamba.py:218, nemotron_h.py:464, phi.py:95; SGLang llama.py:153, qwen2.py:143,
+# qwen3.py:106, qwen3_moe.py:321, qwen3_next.py:617, glm4_moe.py:208, gpt_oss.py:238, mixtral.py:153, llama4.py:258,
+# gemma3_causal.py:151, falcon_h1.py:153, nemotron_h.py:421. MLA has no K/V heads to replicate (kv_a is whole,
+# ``REPLICATED_MATRICES``; kv_b splits by query heads). Qwen3-Next's Gated DeltaNet projections are
+# MergedColumnParallelLinear / ColumnParallelLinear split tp ways (vllm layers/mamba/gdn_linear_attn.py:263-318), no
+# head replication. (Vision towers' K/V, whose heads equal their query heads, are left at 1 / tp.) The training
+# frameworks' plans (Megatron-Core, torchtitan) split query groups evenly: not here.
+HEAD_REPLICATING_ENGINES = frozenset({"vllm", "sglang"})
+KV_PROJECTIONS = frozenset({"attn_k", "attn_v", "attn_k.bias", "attn_v.bias"})
+
+
+def kv_projection_share(spec: ModelSpec, engine: str | None, tp: int) -> float | None:
+    """The share of each K/V projection (``KV_PROJECTIONS``) one ``engine`` rank holds where it is more than 1 / tp:
+    max(1, kv // tp) / kv (``kv_fraction_per_device``) on vLLM / SGLang with tp > kv KV heads; None otherwise (the
+    projections split tp ways like the rest).
+
+    >>> kv_projection_share(__import__("llmsizer").load_model("qwen3-next-80b-a3b-thinking"), "vllm", 8)
+    0.5
+    >>> kv_projection_share(__import__("llmsizer").load_model("qwen3-next-80b-a3b-thinking"), "vllm", 2) is None
+    True
+    """
+    if engine not in HEAD_REPLICATING_ENGINES or tp <= spec.num_kv_heads or spec.mla is not None:
+        return None
+    return kv_fraction_per_device(spec, tp, mla_latent=False, engine=engine)
+
+
+# Mamba-2's B and C likewise: with n_groups not a multiple of tp (n_groups 1: Falcon-H1, Granite-4.0-H) vLLM and
+# SGLang extend the groups to n_groups + extra_groups_for_head_shards = tp (one group per rank, copied), and build
+# in_proj and conv1d as ColumnParallelLinear over the extended widths: in_proj out = d_inner + conv_dim + heads and
+# conv1d out = conv_dim, conv_dim = d_inner + 2 x tp x d_state, each / tp per rank (vllm 0.19.1
+# layers/mamba/mamba_mixer2.py:279-300, :332-348; sglang 0.5.6 layers/attention/mamba/mamba.py:185-238). A rank then
+# holds 2 x d_state rows of B and C more than 1 / tp of the checkpoint's (the same extra groups the state's conv
+# channels carry, formulas/recurrent_state.py eq. 4). vLLM and SGLang refuse other n_groups not a multiple of tp
+# (mamba_mixer2.py:279-281 asserts n_groups % tp == 0 or n_groups == 1).
+_MAMBA2_GROUP_ROWS = frozenset({"ssm_in", "ssm_conv1d"})
+
+
+@lru_cache(maxsize=256)  # per spec and layout
+def replica_shares(spec: ModelSpec, engine: str | None, tp: int) -> dict[str, float]:
+    """The share of each tensor role one ``engine`` rank holds beyond 1 / tp, where the engine replicates heads or
+    groups across ranks; empty where none. The K/V projections (``KV_PROJECTIONS``, ``kv_projection_share``)::
+
+        s_kv - 1 / tp = max(1, kv // tp) / kv - 1 / tp                                               (TP3)
+
+    Mamba-2's in_proj and conv1d (n_groups % tp != 0: the B/C rows of extra = tp - n_groups groups added, then / tp)::
+
+        2 x extra x d_state / (rows x tp),  rows = d_inner + conv + heads (in_proj), conv (conv1d)   (TP4)
+
+    >>> replica_shares(__import__("llmsizer").load_model("qwen3-next-80b-a3b-thinking"), "vllm", 8)["attn_k"]
+    0.375
+    """
+    out: dict[str, float] = {}
+    share = kv_projection_share(spec, engine, tp)
+    if share is not None:
+        out.update(dict.fromkeys(KV_PROJECTIONS, share - 1 / tp))
+    r = spec.recurrent
+    if (engine in HEAD_REPLICATING_ENGINES and r is not None and r.kind == "mamba2" and spec.recurrent_layer_count
+            and tp > 1 and r.n_groups % tp):
+        extra_rows = 2 * (tp - r.n_groups) * r.d_state
+        conv = r.conv_channels
+        out["ssm_in"] = extra_rows / ((r.d_inner + conv + r.num_heads) * tp)
+        out["ssm_conv1d"] = extra_rows / (conv * tp)
+    return out
+
+
+@lru_cache(maxsize=256)  # per spec, format and layout, like replicated_matrix_bytes
+def head_replica_bytes(spec: ModelSpec, engine: str, fmt: str, group_size: int, other_bytes: int,
+                       fused_experts: bool, tp: int) -> tuple[tuple[float, ...], dict[str, float], dict[str, float]]:
+    """Bytes one rank holds beyond 1 / tp of the tensors whose heads or groups ``engine`` replicates
+    (``replica_shares``, eqs. TP3-TP4), in format ``fmt`` (each tensor's bytes b by ``weight_formats.tensor_bytes``):
+    per decoder layer, per component and per storage label, each tensor adding b x its role's share. All zero where
+    every share is 1 / tp."""
+    layers = [0.0] * spec.num_layers
+    comps: dict[str, float] = {}
+    store: dict[str, float] = {}
+    shares = replica_shares(spec, engine, tp)
+    if not shares:
+        return tuple(layers), comps, store
+    fmt = normalize_format(fmt)
+    for t in model_tensors(spec):
+        if t.role in shares:
+            b, label = tensor_bytes(spec, fmt, t, group_size, other_bytes, fused_experts, engine)
+            extra = b * shares[t.role]
+            if 0 <= t.layer < spec.num_layers:
+                layers[t.layer] += extra
+            comps[t.component] = comps.get(t.component, 0.0) + extra
+            store[label] = store.get(label, 0.0) + extra
+    return tuple(layers), comps, store
+
+
 @lru_cache(maxsize=256)  # per spec and layout, like whole_elements_by_component (the dict is read, never changed)
 def plan_rank_shares(spec: ModelSpec, engine: str | None, tp: int) -> dict[str, float] | None:
     """The share of each component's parameters one rank multiplies (and holds) under ``engine``'s tensor
@@ -523,8 +625,23 @@ def plan_rank_shares(spec: ModelSpec, engine: str | None, tp: int) -> dict[str, 
     if not replicates_matrices(engine) or tp <= 1:
         return None
     whole = whole_elements_by_component(spec, engine)
-    return {c: ((n - whole.get(c, 0)) / tp + whole.get(c, 0)) / n
+    extra = head_replica_elements(spec, engine, tp)
+    return {c: ((n - whole.get(c, 0)) / tp + whole.get(c, 0) + extra.get(c, 0.0)) / n
             for c, n in count_params(spec).by_component.items() if n}
+
+
+@lru_cache(maxsize=256)  # per spec and layout, like whole_elements_by_component
+def head_replica_elements(spec: ModelSpec, engine: str | None, tp: int) -> dict[str, float]:
+    """Elements one rank holds and multiplies beyond 1 / tp of the tensors whose heads or groups ``engine``
+    replicates, per component (``replica_shares``, eqs. TP3-TP4 in elements); empty where none."""
+    shares = replica_shares(spec, engine, tp)
+    out: dict[str, float] = {}
+    if not shares:
+        return out
+    for t in model_tensors(spec):
+        if t.role in shares:
+            out[t.component] = out.get(t.component, 0.0) + t.numel * shares[t.role]
+    return out
 
 
 def replicates_matrices(engine: str | None) -> bool:
@@ -537,21 +654,22 @@ def replicated_matrix(engine: str | None, t: Tensor, model_type: str = "") -> bo
     return len(t.shape) >= 2 and kept_whole(engine, t, model_type)
 
 
-def _own_dtype(engine: str | None, t: Tensor) -> bool:
-    """Whether ``engine`` builds ``t`` in a dtype of its own (weight_formats.py ``ENGINE_TENSOR_BYTES``)."""
-    return t.role in ENGINE_TENSOR_BYTES.get(engine or "", {})
+def _own_dtype(engine: str | None, t: Tensor, model_type: str = "") -> bool:
+    """Whether ``engine`` builds ``t`` in a dtype of its own for ``model_type`` (weight_formats.py
+    ``engine_tensor_bytes``)."""
+    return t.role in engine_tensor_bytes(engine, model_type)
 
 
 def _whole_vector(engine: str | None, t: Tensor, model_type: str) -> bool:
     """A 1-D tensor stays whole on every rank, but on transformers one its plan shards (a colwise bias): ``kept_whole``;
     counted at the replicated element size, but one the engine builds in a dtype of its own (``_sized_whole``)."""
-    return len(t.shape) == 1 and kept_whole(engine, t, model_type) and not _own_dtype(engine, t)
+    return len(t.shape) == 1 and kept_whole(engine, t, model_type) and not _own_dtype(engine, t, model_type)
 
 
 def _sized_whole(engine: str | None, t: Tensor, model_type: str) -> bool:
     """A whole tensor sized by its own bytes (``replicated_matrix_bytes``): a replicated matrix, or a 1-D tensor the
     engine builds in a dtype of its own (SGLang's fp32 DSA indexer k_norm)."""
-    return replicated_matrix(engine, t, model_type) or (len(t.shape) == 1 and _own_dtype(engine, t)
+    return replicated_matrix(engine, t, model_type) or (len(t.shape) == 1 and _own_dtype(engine, t, model_type)
                                                          and kept_whole(engine, t, model_type))
 
 
@@ -636,9 +754,38 @@ def _matrix_share(spec: ModelSpec, wb: WeightBytes, engine: str | None, other_by
     return layers, {"layers_and_other": sum(layers)} if sum(layers) else {}
 
 
+def _replica_share(spec: ModelSpec, wb: WeightBytes, engine: str | None, other_bytes: int, group_size: int,
+                   fused_experts: bool, tp: int) -> tuple[tuple[float, ...], dict[str, float], dict[str, float]]:
+    """The bytes one rank holds beyond 1 / tp of replicated heads and groups (``head_replica_bytes``, eqs.
+    TP3-TP4) per layer, component and storage label in ``wb``'s format; for a file's own bytes, their elements at
+    their layer's bytes per element, the storage labels in proportion to the file's."""
+    shares = replica_shares(spec, engine, tp)
+    if engine is None or not shares:
+        return (0.0,) * spec.num_layers, {}, {}
+    if wb.format != "file":
+        return head_replica_bytes(spec, engine, wb.format, group_size, other_bytes, fused_experts, tp)
+    n = spec.num_layers
+    numel = [0] * n
+    kv = [0.0] * n
+    for t in model_tensors(spec):
+        if 0 <= t.layer < n:
+            numel[t.layer] += t.numel
+            if t.role in shares:
+                kv[t.layer] += t.numel * shares[t.role]
+    per = wb.layer_bytes if len(wb.layer_bytes) == n else (0,) * n
+    layers = tuple(k * b / e if e else 0.0 for k, b, e in zip(kv, per, numel, strict=True))
+    extra = sum(layers)
+    if not extra:
+        return layers, {}, {}
+    stored = sum(wb.by_storage.values())
+    return (layers, {"layers_and_other": extra},
+            {k: extra * v / stored for k, v in wb.by_storage.items()} if stored else {})
+
+
 def _shard_weights(spec: ModelSpec, wb: WeightBytes, tp: int, bytes_per_replicated: float, engine: str | None,
                    group_size: int, fused_experts: bool, other_bytes: int) -> WeightBytes:
     mat_layers, mat_comp = _matrix_share(spec, wb, engine, other_bytes, group_size, fused_experts)
+    kv_layers, kv_comp, kv_store = _replica_share(spec, wb, engine, other_bytes, group_size, fused_experts, tp)
     rep = int(replicated_elements(spec, engine) * bytes_per_replicated) + sum(mat_comp.values())
     rep = min(rep, wb.total)
 
@@ -651,13 +798,15 @@ def _shard_weights(spec: ModelSpec, wb: WeightBytes, tp: int, bytes_per_replicat
         return int((x - r) / tp + r)
 
     per_layer, per_comp = replicated_by_place(spec, engine)
-    layers = (tuple(map(exact, wb.layer_bytes, per_layer, mat_layers)) if len(wb.layer_bytes) == len(per_layer)
-              else tuple(share(v) for v in wb.layer_bytes))
-    return replace(wb, total=share(wb.total),
-                   by_component={k: exact(v, per_comp.get(k, 0), mat_comp.get(k, 0))
+    # what a rank holds beyond 1 / tp of replicated KV heads and Mamba-2 groups (eqs. TP3-TP4: vLLM, SGLang) on top
+    layers = (tuple(exact(v, e, m) + int(k) for v, e, m, k in zip(wb.layer_bytes, per_layer, mat_layers, kv_layers,
+                                                                   strict=True))
+              if len(wb.layer_bytes) == len(per_layer) else tuple(share(v) for v in wb.layer_bytes))
+    return replace(wb, total=share(wb.total) + int(sum(kv_comp.values())),
+                   by_component={k: exact(v, per_comp.get(k, 0), mat_comp.get(k, 0)) + int(kv_comp.get(k, 0))
                                  for k, v in wb.by_component.items()},
-                   by_storage={k: share(v) for k, v in wb.by_storage.items()}, layer_bytes=layers,
-                   notes=wb.notes + (f"per device under tensor parallel {tp}",))
+                   by_storage={k: share(v) + int(kv_store.get(k, 0)) for k, v in wb.by_storage.items()},
+                   layer_bytes=layers, notes=wb.notes + (f"per device under tensor parallel {tp}",))
 
 
 def kv_fraction_per_device(spec: ModelSpec, tp: int, mla_latent: bool, engine: str | None = None) -> float:

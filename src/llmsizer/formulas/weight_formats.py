@@ -264,6 +264,43 @@ def _tensor_bytes_simple(fmt: str, t: Tensor, group_size: int, other_bytes: int 
 ENGINE_TENSOR_BYTES: dict[str, dict[str, int | None]] = {
     "vllm": {"indexer_proj": None},
     "sglang": {"indexer_proj": 4, "indexer_k_norm": 4, "indexer_k_norm.bias": 4}}
+# The same for one model type on one engine: (engine, model_type) -> role -> bytes per element, over the engine's
+# own. GLM-4.5's router (glm4_moe, role ``ffn_gate_inp`` [n_routed_experts, hidden]):
+#   vllm 0.19.1 (PyPI wheel) vllm/model_executor/models/glm4_moe.py:143-148 ``self.gate = nn.Linear(hidden_size,
+#     n_routed_experts, bias=False, dtype=torch.float32)``: fp32 whatever the checkpoint's dtype or quantization
+#     (no quant_config; the forward casts the hidden states to fp32, :208); every rank holds it whole
+#     (``REPLICATED_MATRICES``). Its ``e_score_correction_bias`` (:149-151, fp32 [n_routed_experts]) is a buffer
+#     in transformers' definition and not in llmsizer's parameter inventory (formulas/tensors.py): 160 x 4 B x 89
+#     MoE layers = 56,960 B for GLM-4.5, not counted.
+#   Not on the other engines or families read (the router in the model dtype): sglang 0.5.6 models/glm4_moe.py:332-337
+#   ``Glm4MoeGate.weight = nn.Parameter(torch.empty((n_routed_experts, hidden)))`` in the default (model) dtype;
+#   vllm 0.19.1 deepseek_v2.py:263-267 ``GateLinear`` with no params_dtype (the model dtype; DeepSeek-V2/V3, Kimi-K2,
+#   DeepSeek-V3.2), qwen3_moe.py:176, qwen2_moe.py:135, qwen3_next.py:118, mixtral.py:120 ReplicatedLinear, gpt_oss.py:177
+#   GateLinear (model dtype). vLLM's nemotron_h.py:151-157 ``GateLinear(..., force_fp32_compute=True)`` stores fp32
+#   only on a GPU without its specialized router kernels (layers/fused_moe/router/gate_linear.py:45-55: not SM 9.0
+#   or 10.x), a device rule the weights here do not take (bf16 counted).
+# transformers 5.24.0 (PyPI wheel) keeps the router in fp32 for the families whose PreTrainedModel names it in
+#   ``_keep_in_fp32_modules_strict``: modeling_utils.py:3854-3856 ``_get_dtype_plan`` maps each entry to float32 when
+#   the load dtype is fp16 or bf16, and core_model_loading.py:1879-1922 casts every checkpoint tensor whose name
+#   matches it (a regex search: ``gate.weight`` matches ``mlp.gate.weight`` / ``mixer.gate.weight``, the router, not
+#   ``gate_proj``); the routers are TopkRouter ``nn.Parameter``s, no Linear a quantizer replaces. ["gate.weight"]
+#   in deepseek_v2/modeling_deepseek_v2.py:483, ["e_score_correction_bias", "gate.weight"] in
+#   deepseek_v3/modeling_deepseek_v3.py:551, deepseek_v32/modeling_deepseek_v32.py:664,
+#   glm4_moe/modeling_glm4_moe.py:460, nemotron_h/modeling_nemotron_h.py:1012 (the bias a buffer, not counted, as
+#   above). At fp32 the rule is moot (4 bytes either way).
+_TRANSFORMERS_FP32_ROUTER: dict[str, int | None] = {"ffn_gate_inp": 4}
+ENGINE_MODEL_TENSOR_BYTES: dict[tuple[str, str], dict[str, int | None]] = {
+    ("vllm", "glm4_moe"): {"ffn_gate_inp": 4},
+    **{("transformers", t): _TRANSFORMERS_FP32_ROUTER
+       for t in ("deepseek_v2", "deepseek_v3", "deepseek_v32", "glm4_moe", "nemotron_h")}}
+
+
+def engine_tensor_bytes(engine: str | None, model_type: str) -> dict[str, int | None]:
+    """The roles ``engine`` builds in a dtype of its own for ``model_type`` (``ENGINE_TENSOR_BYTES`` and
+    ``ENGINE_MODEL_TENSOR_BYTES``): role -> bytes per element (None: the compute dtype)."""
+    own = ENGINE_TENSOR_BYTES.get(engine or "", {})
+    extra = ENGINE_MODEL_TENSOR_BYTES.get((engine or "", model_type))
+    return {**own, **extra} if extra else own
 _STORAGE_LABEL = {2: "bf16/fp16", 4: "fp32"}
 
 
@@ -272,11 +309,11 @@ def tensor_bytes(spec: ModelSpec, fmt: str, t: Tensor, group_size: int = GROUP_S
                  engine: str | None = None) -> tuple[int, str]:
     """(bytes, storage label) of tensor group ``t`` of ``spec`` in the normalized format ``fmt`` (a GGUF type by
     llama-quant.cpp's rules, else the module table's); the one per-tensor rule ``weight_bytes`` sums. ``engine``:
-    the serving engine that builds it, whose own dtype for the role (``ENGINE_TENSOR_BYTES``) wins."""
+    the serving engine that builds it, whose own dtype for the role (``engine_tensor_bytes``) wins."""
     if fmt.startswith("gguf:"):
         gtype = gguf_tensor_type(spec, fmt[5:], t)
         return ggml_tensor_bytes(gtype, t.numel // t.count) * t.count, gtype
-    own = ENGINE_TENSOR_BYTES.get(engine or "", {})
+    own = engine_tensor_bytes(engine, spec.model_type)
     if t.role in own:
         per = own[t.role] or other_bytes
         return t.numel * per, _STORAGE_LABEL.get(per, "other")
