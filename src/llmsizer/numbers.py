@@ -52,7 +52,7 @@ COUNT = Range(1, 2**20, True, "a count; 2^20 = 1,048,576 is past every real sett
 # passes a training loop makes over a tensor per micro-batch beyond its forward and backward (train_metric_passes)
 PASSES = Range(0, 64, True, "passes per micro-batch; Composer's MPT runs 2")
 FRACTION = Range(0, 1, False, "a share of a whole")
-BYTES = Range(1, 2**60, True, "bytes; 2^60 B = 1 EiB")
+BYTES = Range(1, 2**60, True, "bytes; 2^60 B = 1024 PiB, the largest size unit read")
 # a memory budget given as a number of bytes (the Python API's memory=): under 1 MiB it is a forgotten unit, as the
 # CLI, the web API and request files refuse a bare '24' (units.py UNITLESS_SIZE_FLOOR); no device is that small
 DEVICE_MEMORY = Range(2**20, 2**60, True, "bytes; under 1 MiB is a forgotten unit: 24 GiB is 24 * 2**30")
@@ -61,7 +61,7 @@ POSITIVE = Range(0, 1e30, False, "a non-negative finite quantity")
 PARAMS = Range(1, 10**15, True, "parameters; the largest published models have ~2 x 10^12")
 AMOUNT = Range(0, 10**15, True, "a count of people, examples or parameters; 10^15 is past every real one")
 TRAIN_TOKENS = Range(1, 10**16, True, "tokens to train on; the largest published runs use ~4 x 10^13")
-SIZE = Range(0, 2**60, True, "bytes; 2^60 B = 1 EiB")
+SIZE = Range(0, 2**60, True, "bytes; 2^60 B = 1024 PiB, the largest size unit read")
 SECONDS = Range(0, 3.2e10, False, "seconds; 3.2 x 10^10 s is about 1,000 years")
 MONEY = Range(0, 1e15, False, "US dollars; 10^15 is past any budget")
 # a price limit or budget the user sets (recommend --max-cost, --max-cost-per-hour): 0 would rule out everything, so

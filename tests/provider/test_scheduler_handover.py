@@ -102,12 +102,12 @@ def test_import_book_export_round_trip(tmp_path, capsys):
         f"--end-date '2026-02-08 00:00' llmsizer-chat-{rid}\n")
     # only a confirmed booking is handed over; an unknown id is bad input
     assert run("capacity", "release", rid, "--db", db) == 0
-    assert run("capacity", "export", rid, "--format", "slurm", "--db", db) == 1
-    assert run("capacity", "export", "nope", "--format", "slurm", "--db", db) == 2
+    assert run("capacity", "export", rid, "--format", "slurm", "--db", db, "--user", "chat") == 1
+    assert run("capacity", "export", "nope", "--format", "slurm", "--db", db, "--user", "chat") == 2
 
 
 def test_ongoing_booking_exports():
-    h = Handover("abc", "svc", dt.datetime(2026, 1, 1), ONGOING_END, ("n1", "n2"), 4, "h100-sxm", "ML team")
+    h = Handover("abc", "svc", dt.datetime(2026, 1, 1), ONGOING_END, ("n1", "n2"), 4, "h100-sxm", "ML team", "svc")
     assert "Duration=UNLIMITED Nodes=n1,n2" in slurm(h) and "--gres=gpu:4" in slurm(h)
     assert "--end-date '2027-01-01 00:00'" in blazar(h) and "--prolong-for" in blazar(h)
     assert "nominalQuota: 8" in kueue(h) and "until released" in kueue(h)
@@ -198,7 +198,7 @@ def test_kubectl_import_check_book_export_round_trip(tmp_path, capsys):
     docs = list(yaml.safe_load_all(capsys.readouterr().out))
     assert docs[1]["spec"]["resourceGroups"][0]["flavors"][0]["resources"] == [
         {"name": "nvidia.com/gpu", "nominalQuota": 1}]
-    assert run("capacity", "export", rid, "--format", "slurm", "--db", db) == 0
+    assert run("capacity", "export", rid, "--format", "slurm", "--db", db, "--account", "ml") == 0
     assert "Nodes=nori" in capsys.readouterr().out
     # a 7B model does not fit the 4 GiB vGPU: `plan` says so, and the provider's check gives the same answer (it
     # printed FITS and booked it before: the check took the device count as given)

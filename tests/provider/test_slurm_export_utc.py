@@ -71,7 +71,7 @@ def scontrol_window(text: str, login_tz: str) -> tuple[float, float]:
 @pytest.mark.parametrize("start", [dt.datetime(2027, 1, 10), dt.datetime(2027, 7, 10, 6, 30)])
 def test_scontrol_reads_the_booked_instant(zone: str, start: dt.datetime) -> None:
     end = start + dt.timedelta(hours=36, minutes=30, seconds=39)
-    h = Handover("870d69bb513b", "moe", start, end, ("mi-node-01", "mi-node-02"), 8, "mi300x")
+    h = Handover("870d69bb513b", "moe", start, end, ("mi-node-01", "mi-node-02"), 8, "mi300x", user="moe")
     got_start, got_end = scontrol_window(slurm(h), zone)
     assert got_start == calendar.timegm(start.timetuple())  # the booking's UTC instant, to the second
     assert got_end == calendar.timegm(start.timetuple()) + 60 * math.ceil((end - start).total_seconds() / 60)
@@ -104,10 +104,10 @@ def test_cli_and_web_export_the_same_utc_line(tmp_path: Path) -> None:
     code, out, _ = run("capacity", "book", str(req), "--inventory", str(inv), "--db", db, "--now", "2030-01-01")
     assert code == 0
     rid = out.split("booked ")[1].split(":")[0]
-    code, text, _ = run("capacity", "export", rid, "--format", "slurm", "--db", db)
+    code, text, _ = run("capacity", "export", rid, "--format", "slurm", "--db", db, "--user", "ft")
     assert code == 0
     with TestClient(create_app(provider=ProviderConfig(inventory=str(inv), db=db))) as c:
-        web = c.get(f"/api/v1/capacity/export/{rid}", params={"format": "slurm"})
+        web = c.get(f"/api/v1/capacity/export/{rid}", params={"format": "slurm", "user": "ft"})
     assert web.status_code == 200 and web.text == text
     start, _ = scontrol_window(text, "Europe/Berlin")
     assert start == calendar.timegm(dt.datetime(2030, 1, 10).timetuple())

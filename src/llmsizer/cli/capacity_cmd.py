@@ -155,7 +155,8 @@ def register(sub: Any) -> None:
                                      "Kueue YAML (ResourceFlavor, ClusterQueue, LocalQueue) or a Blazar lease command")
     q.add_argument("id", metavar="ID", help="reservation id (see `capacity show`)")
     q.add_argument("--format", required=True, choices=("slurm", "kueue", "blazar"))
-    q.add_argument("--user", help="Slurm user(s) the reservation is for (Users=)")
+    q.add_argument("--user", help="Slurm user(s) the reservation is for (Users=); slurm needs it or --account")
+    q.add_argument("--account", help="Slurm account(s) the reservation is for (Accounts=); slurm needs it or --user")
     q.add_argument("--db", metavar="URL", help="reservation store (default llmsizer-bookings.db)")
     auth(q)
     q.set_defaults(func=cmd_export)
@@ -267,7 +268,7 @@ def export_answer(args: argparse.Namespace) -> tuple[str, int, str]:
     usage = next((i.resource[len(USAGE):] for i in items if i.resource.startswith(USAGE)), None)
     team, device = usage.rsplit(":", 1) if usage else (None, "gpu")
     return render(Handover(args.id, str(row["job"]), row["start"], row["end"], nodes, per, device, team, args.user,
-                           row.get("copy_nodes")),
+                           row.get("copy_nodes"), args.account),
                   args.format), 0, ""
 
 
@@ -289,6 +290,10 @@ def cmd_import(args: argparse.Namespace) -> int:
     from .common import write_atomic
     _authorize(args, "inventory")
     given = args.scontrol or args.kubectl
+    pools = tuple(p.strip() for p in args.pools.split(",") if p.strip())
+    if not pools:  # a node in no pool takes no job (placement: training on 'training', services on 'serving')
+        raise InputError(f"--pools {args.pools!r} names no pool: a node in none takes no job; give training, serving "
+                         f"or both (the default {IMPORT_POOLS})")
     why = "an inventory may hold storage, fabrics and policy added by hand"
     check_output_file(args.output, [given], force=args.force, why=why)
     mapping = {}
@@ -302,7 +307,6 @@ def cmd_import(args: argparse.Namespace) -> int:
     for k, v in mapping.items():
         mapping[k] = cat.device(v).id  # a wrong catalog name: one line with the closest names
         known.add(mapping[k])
-    pools = tuple(p.strip() for p in args.pools.split(",") if p.strip())
     nodes: list[Any]
     if args.scontrol:
         nodes = si.parse_scontrol_nodes(read_small_text(Path(given), "scontrol output", 64 * 2**20), given)
@@ -318,7 +322,7 @@ def cmd_import(args: argparse.Namespace) -> int:
         say(n, file=sys.stderr)
     say(f"note: {si.storage_note(args.site)}", file=sys.stderr)
     say(f"note: {si.FABRIC_NOTE}", file=sys.stderr)
-    say(f"note: every node joins pool(s) {', '.join(pools) or 'none'} (--pools; a training job runs only on "
+    say(f"note: every node joins pool(s) {', '.join(pools)} (--pools; a training job runs only on "
         "'training' nodes, a service only on 'serving' ones)", file=sys.stderr)
     if not written.nodes:  # every GPU node out of service: written commented out, nothing bookable (exit 1)
         say(f"wrote {args.output}: no bookable node at site {args.site}: every GPU node is out of service and "

@@ -38,6 +38,7 @@ from .workload_args import (
     inference_fields,
     refuse_serving_flags,
     refuse_training_flags,
+    refuse_untimed_utilization,
     training_fields,
 )
 
@@ -121,6 +122,7 @@ def fit_answer(spec: ModelSpec, args: argparse.Namespace
     returns the same data. With --auto the result is llama.cpp's auto-fit (LlamaCppFit)."""
     if args.train:
         refuse_serving_flags(args)
+        refuse_untimed_utilization(args)
         fields = training_fields(args)
         r = fit_training(spec, args.device, args.count, headroom=args.headroom, memory=args.memory,
                          hardware_files=args.hardware_file, tokens=args.tokens, utilization=args.utilization,

@@ -12,7 +12,14 @@ from ..result import Estimate
 from ..specs import InferenceWorkload, ModelSpec
 from .commands import COMMAND_HELP
 from .common import add_model_args, bytes_arg, emit_json, exit_code, resolve_model
-from .workload_args import add_fit_target_arg, add_headroom_arg, add_inference_args, add_metric_arg, inference_fields
+from .workload_args import (
+    add_fit_target_arg,
+    add_headroom_arg,
+    add_inference_args,
+    add_metric_arg,
+    inference_fields,
+    refuse_hardware_file_alone,
+)
 
 EPILOG = """examples:
   llmsizer infer llama-3.1-8b --context 8192 --concurrency 4
@@ -58,6 +65,7 @@ def infer_answer(spec: ModelSpec, args: argparse.Namespace) -> tuple[dict[str, A
     for k in ("memory", "headroom", "fit_target"):
         if getattr(args, k) is not None:
             fields[k] = getattr(args, k)
+    refuse_hardware_file_alone(args)
     if args.device is not None:  # what fit and train size for (estimate/device.py workload_on_device)
         fields["device"] = args.device
         if args.hardware_file:  # the file's entry itself (an instance, else a device), as fit and train read it

@@ -20,7 +20,14 @@ from ..specs.training import TrainingWorkload, check_whole_machines
 from ..units import format_count, format_seconds, format_seconds_range, format_usd
 from .commands import COMMAND_HELP
 from .common import add_model_args, bytes_arg, emit_json, exit_code, int_arg, resolve_model
-from .workload_args import add_headroom_arg, add_metric_arg, add_training_args, training_fields
+from .workload_args import (
+    add_headroom_arg,
+    add_metric_arg,
+    add_training_args,
+    refuse_hardware_file_alone,
+    refuse_untimed_utilization,
+    training_fields,
+)
 
 EPILOG = """examples:
   llmsizer train llama-3.1-8b --method full --batch 4 --seq 4096 --grad-checkpointing full
@@ -67,6 +74,8 @@ def train_answer(spec: ModelSpec, args: argparse.Namespace
     returns the same data."""
     fields = training_fields(args)
     duration, timing = None, None
+    refuse_hardware_file_alone(args)
+    refuse_untimed_utilization(args)
     if fields.get("gpus_per_node") is not None:  # a machine size stated: whole machines, with or without a device
         # (fit --train's one rule, estimate/fit.py serving_machine_size), naming the flag the devices came in
         check_whole_machines(int(args.count or fields.get("gpus") or 1), int(fields["gpus_per_node"]),

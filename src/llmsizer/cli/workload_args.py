@@ -592,6 +592,22 @@ SERVING_ONLY = ("auto", "free", "fit_target", "host_memory", "host_device", "req
 SERVING_FLAG = {"paged_block_size": "--block-size", "n_ubatch": "--ubatch", "tensor_parallel": "--tp"}
 
 
+def refuse_hardware_file_alone(args: argparse.Namespace) -> None:
+    """``infer``/``train`` read ``--hardware-file`` for ``--device`` only: without a device the file would be ignored
+    unread (a missing file or a folder answered, exit 0), so it is refused, as ``--tokens`` without a device is."""
+    if args.hardware_file and not args.device:
+        raise InputError("--hardware-file needs --device (the file adds devices and instances for --device to name)")
+
+
+def refuse_untimed_utilization(args: argparse.Namespace) -> None:
+    """``--utilization`` is the duration's share of the peak FLOP/s (estimate/duration.py): without ``--tokens`` (and
+    the ``--device`` the duration needs) nothing is timed and it would be ignored, so it is refused."""
+    if args.utilization is not None and not args.tokens:
+        needs = "--tokens" if getattr(args, "device", None) else "--device and --tokens"
+        raise InputError(f"--utilization needs {needs} (it is the share of the device's peak FLOP/s the training "
+                         "duration uses)")
+
+
 def flag_of(field: str, parser: argparse.ArgumentParser) -> str | None:
     """The option of ``parser`` that sets workload field ``field`` (TRAINING_FLAG / SERVING_FLAG, else --field-name),
     or None where the command has none: what a FieldError names on the CLI, and whose web key names it there."""

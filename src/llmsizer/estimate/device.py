@@ -818,7 +818,19 @@ def workload_on_device(fields: dict[str, Any], asker: str, hardware_files: Seque
         out["memory"] = usable
     elif device.origin != "generic":  # a named device of no sourced memory: the estimate stands, no verdict (fit refuses)
         notes.warnings.append(no_memory_checked(device))
-    return out, device, target, named_device_notes(device, notes)
+    return out, device, target, named_device_notes(device, notes, hardware)
+
+
+def alias_why(typed: object, device: Device) -> str:
+    """The ``device`` assumption's why: where ``typed`` is one of the device's catalog aliases (not its id or name),
+    that alias resolved to the id, which the answer is for (an alias such as 'h100' picks one of several variants:
+    the catalog's, catalog/data/hardware); else the device's name."""
+    if isinstance(typed, str):
+        key = typed.strip().lower()
+        if key not in (device.id.lower(), device.name.lower()) and key in (a.lower() for a in device.aliases):
+            return (f"alias {typed.strip()!r} -> {device.id}: {device.name}; name another variant by its id "
+                    f"(llmsizer hardware list {typed.strip()})")
+    return device.name
 
 
 def no_memory_checked(device: Device) -> str:
@@ -830,14 +842,15 @@ def no_memory_checked(device: Device) -> str:
             "(--hardware-file)")
 
 
-def named_device_notes(device: Device, notes: Notes) -> Notes:
+def named_device_notes(device: Device, notes: Notes, typed: object = None) -> Notes:
     """``target_memory``'s notes as an estimate on ``device`` states them: the device named first, then where its
     memory came from; cpu / gpu (known only by kind) add nothing to the answer. `infer --device`, `fit` (through
     ``fit_memory``), `train --device` (through ``fit_training``), ``estimate_inference(device=)`` and
-    ``estimate_training(device=)`` name it so."""
+    ``estimate_training(device=)`` name it so. ``typed``: the name the device was given by; one of its catalog
+    aliases is said resolved (``--device h100``: "alias 'h100' -> h100-sxm", its PCIe and NVL variants being others)."""
     if device.origin == "generic":
         return Notes()
-    notes.assumptions.insert(0, Assumption("device", device.id, False, device.name))
+    notes.assumptions.insert(0, Assumption("device", device.id, False, alias_why(typed, device)))
     stand_in = runtime_stand_in(device)
     if stand_in is not None:  # the runtime whose context the estimate holds, when no rule knew the device's
         notes.assumptions.insert(1, stand_in)

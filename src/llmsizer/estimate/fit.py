@@ -1220,7 +1220,7 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
             assumptions.append(apple_note)
     # the estimate names the device, its memory and the engine's default as estimate_inference(device=) does (so
     # `infer --device`): the device's notes (named_device_notes), its warnings first, through the one path
-    est_notes = named_device_notes(device, notes)
+    est_notes = named_device_notes(device, notes, hardware)
     if engine is None:
         est_notes.assumptions.append(engine_note)
     on_cpu = workload_device_kind(device) == "cpu"
@@ -1969,7 +1969,7 @@ def training_on_memory(spec: ModelSpec, fields: dict[str, Any], memory: int, hea
 
 
 def training_on_device(spec: ModelSpec, fields: dict[str, Any], memory: int, headroom: float | None, device: Device,
-                       notes: Notes) -> Estimate:
+                       notes: Notes, typed: object = None) -> Estimate:
     """``training_on_memory`` on ``device`` (``memory``: its usable bytes, ``notes``: ``target_memory``'s notes behind
     them), with the device's named notes first (estimate/device.py ``named_device_notes``: the device, a runtime
     stand-in, where its memory came from, and their warnings): the one path of `fit --train` (``fit_training``) and
@@ -1977,7 +1977,8 @@ def training_on_device(spec: ModelSpec, fields: dict[str, Any], memory: int, hea
     memory asked or not (training/setup.py ``refuse_attention_kernel``), as the duration refuses it."""
     # the workload the estimate builds (training_workload: one object for both)
     refuse_attention_kernel(spec, training_workload(dict(fields, memory=memory, headroom=headroom)), device)
-    return with_device_notes(training_on_memory(spec, fields, memory, headroom), named_device_notes(device, notes))
+    return with_device_notes(training_on_memory(spec, fields, memory, headroom), named_device_notes(device, notes,
+                                                                                                    typed))
 
 
 def zero_chosen(est: Estimate) -> Assumption | None:
@@ -2056,7 +2057,7 @@ def fit_training(model: ModelSpec | str, hardware: str | Device | Instance, coun
     assumptions = [headroom_assumption(headroom), *notes.assumptions]
     # the device and its memory named by the estimate (which `train --device` renders), its warnings first, as
     # estimate_training(device=) names and says them
-    est = training_on_device(spec, fields, usable, headroom, device, notes)
+    est = training_on_device(spec, fields, usable, headroom, device, notes, hardware)
     taken = zero_chosen(est)
     chosen = [taken] if taken is not None else []
     assumptions += chosen

@@ -274,8 +274,12 @@ def fit_llamacpp(model: ModelSpec | str, free: Sequence[int | str] | str | int |
         r = replace(r, assumptions=(*r.assumptions, apple_note))
     if device is None:
         return r
+    if memory is None and dev is not None and dev.kind != "apple" and usable_memory(dev, None, record=False)[0] is None:
+        # a GPU of no sourced memory with --free only: the free memory given is all that is known of it, the memory
+        # the printed flags are timed on (fit refuses a device it has no memory for)
+        memory = max(free)
     return with_speed(r, model, device, len(free), host_device=host_device, hardware_files=hardware_files,
-                      **workload)
+                      memory=memory, **workload)
 
 
 def device_free(device: str | Device | None, hardware_files: Sequence[str] = (),
@@ -521,21 +525,23 @@ def _result(spec: ModelSpec, free: Sequence[int], targets: Sequence[int], ctx: i
 
 def with_speed(r: LlamaCppFit, model: ModelSpec | str, hardware: str | Device, count: int, *,
                host_device: str | Device | None = None, hardware_files: Sequence[str] = (),
-               **workload: Any) -> LlamaCppFit:
+               memory: int | str | None = None, **workload: Any) -> LlamaCppFit:
     """``r`` with the decode speed of its printed flags (``LlamaCppFit.speed``), as ``fit`` on ``count`` x
     ``hardware`` with those flags times it (estimate/fit.py ``fit``, its speed stage: estimate/speed.py, the split's
     eq. 8 with ``host_device``'s bandwidth for the layers and experts on the CPU): one answer for ``fit --auto`` and
     ``fit`` with the flags it prints. ``workload``: the auto-fit's own fields (weights, concurrency, ...), without
     context and the split flags, which come from ``r``. No speed (None) where fit has none (a warning says why).
     The ``count`` GPUs are one copy, one machine's (fit's ``gpus_per_node``: estimate/fit.py ``llamacpp_copy``, the
-    GPUs the auto-fit was given), the workload its share of the load."""
+    GPUs the auto-fit was given), the workload its share of the load. ``memory``: each GPU's memory where the auto-fit
+    was given one (``fit --auto --memory``), the device's in ``fit`` as in the auto-fit (None: the catalog's)."""
     from .fit import fit  # (fit sits beside this module and composes the speed; imported when a speed is asked)
 
     fields = {k: v for k, v in workload.items() if k not in ("context", "n_gpu_layers", "split_mode", "engine",
                                                              "tensor_split", "n_cpu_moe", "gpus", "gpu_runtime",
                                                              "gpus_per_node")}
+    mem = int(read_number(memory, "memory", DEVICE_MEMORY)) if memory is not None else None
     timed = fit(model, hardware, count, engine="llamacpp", host_device=host_device, hardware_files=hardware_files,
-                fits_at=False, gpus_per_node=count, **fields, **r.flag_fields())
+                fits_at=False, gpus_per_node=count, memory=mem, **fields, **r.flag_fields())
     sp = timed.speed
     if sp is None or sp.decode is None:
         why = next((w for w in timed.warnings if "host-device" in w or "speed" in w), "no speed estimate")

@@ -35,6 +35,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ..errors import FieldError
 from ..numbers import CONCURRENCY
 from .serving_load import RATE_REMEDY, SLOTS_FROM_CONCURRENCY, in_flight_said, server_capacity, sustained_rate
 
@@ -174,7 +175,15 @@ def over_capacity(rate: float, refusal: Refusal, closed: Callable[[int, bool], F
     """The answer to a rate the deployment does not carry: the memory fit (``closed(c, False)``) not fitting, its
     first reason the rate, the capacity the least ceiling (``ceilings``) and the remedy of the one that binds; where
     the pool holds no sequence, the memory's reasons first (it does not start). No speed (no steady state)."""
-    found, one, admitted, slots = ceilings(closed, refusal)
+    def sized(c: int, timed: bool) -> FitResult:  # a ceiling's fit within the requests in flight llmsizer sizes
+        if c > CONCURRENCY.high:  # (admitted x replicas past it: a refusal of the rate, not of a concurrency given)
+            why = refusal.detail.split("; lower the rate")[0]
+            raise FieldError("request_rate", f"request_rate: {rate:g} requests/s is not carried ({why}), and this "
+                             f"deployment's ceilings would be sized at {c:,} requests in flight in all, past the "
+                             f"{CONCURRENCY.high:,} llmsizer sizes: lower request_rate, or size fewer devices")
+        return closed(c, timed)
+
+    found, one, admitted, slots = ceilings(sized, refusal)
     n = one.replicas
     layout = f"TP {one.tensor_parallel} x {n} replica{'s' if n != 1 else ''}"
     if admitted == 0 or not found:

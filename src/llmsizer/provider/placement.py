@@ -551,7 +551,8 @@ def suitable(need: JobNeed, inv: Inventory) -> list[Node]:
         if not named:
             pools = sorted({p for n in inv.nodes for p in n.pools} - {TRAINING, SERVING})
             raise NoFit("pool", f"the request names pool {need.pool!r} (resources.pool); no {need.label} "
-                        f"{need.device} node is in it (named pools of this inventory: {', '.join(pools) or 'none'})", waits=False)
+                        f"{need.device} node is in it (named pools of this inventory besides training and serving: "
+                        f"{', '.join(pools) or 'none'})", waits=False)
         pooled = named
     refused_at = {s.id: r for s in inv.sites if (r := site_refusal(need, s)) is not None}
     allowed = [n for n in pooled if n.site not in refused_at]

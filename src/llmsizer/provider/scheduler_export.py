@@ -10,7 +10,11 @@
   scontrol.html) are all local times, and scontrol reads it on the client with ``parse_time`` (SchedMD/slurm
   src/scontrol/create_res.c:212 @284c3b95), which ends in ``slurm_mktime`` -> ``mktime`` (src/common/slurm_time.c:
   44-49), the client's local time zone. So the command runs under ``TZ=UTC0`` (POSIX TZ: zone UTC, offset 0; no
-  zoneinfo file needed), which makes that local time UTC.
+  zoneinfo file needed), which makes that local time UTC. A reservation names who may use it: scontrol refuses one
+  with none of Users, Groups, AllowedPartitions, QOS or Accounts ("Either Users/Groups, AllowedPartitions, QOS and/or
+  Accounts must be specified.  No reservation created.": ``validate_resv_create_desc``, SchedMD/slurm
+  src/common/slurm_protocol_defs.c:6919-6927 @284c3b95, called by src/scontrol/create_res.c:422), so the export
+  needs ``--user`` (Users=) or ``--account`` (Accounts=) and refuses neither (:func:`slurm_principals`).
 * Kueue: a ResourceFlavor for the device type, a ClusterQueue whose ``nominalQuota`` of ``nvidia.com/gpu`` is the
   booked count, and a LocalQueue in the team's namespace (kueue.x-k8s.io/v1beta1; kubernetes-sigs/kueue
   site/content/en/docs/concepts/cluster_queue.md, resource_flavor.md, local_queue.md). Kueue has no calendar: the
@@ -30,6 +34,7 @@ import re
 import shlex
 from dataclasses import dataclass
 
+from ..errors import InputError
 from .placement import ONGOING_END, moment_after
 
 FORMATS = ("slurm", "kueue", "blazar")
@@ -49,6 +54,7 @@ class Handover:
     team: str | None = None
     user: str | None = None
     copy_nodes: int | None = None  # the machines one copy of the model spans (store schema 6; None: before it)
+    account: str | None = None  # Slurm Accounts= (the reservation's users by account; Users= by name: ``user``)
 
     @property
     def span_note(self) -> str:
@@ -81,9 +87,19 @@ def arg(value: object) -> str:
     return shlex.quote(str(value))
 
 
+def slurm_principals(user: str | None, account: str | None) -> str:
+    """The reservation's ``Users=`` and ``Accounts=`` words (module docstring: scontrol creates none without one of
+    them); neither given: one line naming the flags."""
+    if not user and not account:
+        raise InputError("a Slurm reservation names who may use it: give --user (Users=) or --account (Accounts=); "
+                         "scontrol refuses one with neither (\"Either Users/Groups, AllowedPartitions, QOS and/or "
+                         "Accounts must be specified\")")
+    return "".join(f" {arg(f'{key}={value}')}" for key, value in (("Users", user), ("Accounts", account)) if value)
+
+
 def slurm(h: Handover) -> str:
     minutes = "UNLIMITED" if h.ongoing else str(math.ceil((h.end - h.start).total_seconds() / 60))
-    users = f" {arg(f'Users={h.user}')}" if h.user else ""
+    users = slurm_principals(h.user, h.account)
     return (h.span_note + "# times in UTC; TZ=UTC0 makes scontrol read StartTime as UTC "
             "(it reads local time and takes no zone)\n"
             f"TZ=UTC0 scontrol create reservation {arg(f'ReservationName={h.name}')} "

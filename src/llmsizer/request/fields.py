@@ -191,7 +191,7 @@ RESOURCES = F("resources", "section", "the resources you have in mind (optional:
                   F("storage", "size", "disk space requested for the job (datasets, checkpoints, models, logs)",
                     "2 TB"),
                   F("pool", "str", "name of the machines or cluster the job runs on; jobs naming the same pool share "
-                    "hardware", "gpu-cluster-a"),
+                    "hardware", "training-cluster"),
                   F("jurisdiction", "str", "where the job must run: a jurisdiction or region (DE, EU); a provider "
                     "places it only at sites of that jurisdiction or region", template=False),
                   F("interconnect", "str", "link between the devices of one machine (nvlink4, pcie5, ...)",

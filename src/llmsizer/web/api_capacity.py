@@ -241,19 +241,22 @@ async def audit(request: Request) -> Response:
 
 @router.get("/export/{rid}", summary="a confirmed booking as the scheduler's input (capacity export ID --format F)",
             responses={**_ERRORS, 409: {"description": "not confirmed or active: nothing to hand over"}})
-async def export(request: Request, rid: str, format: str, user: str | None = None) -> Response:
+async def export(request: Request, rid: str, format: str, user: str | None = None,
+                 account: str | None = None) -> Response:
     from ..cli.capacity_cmd import export_answer
     cfg = config_of(request)
     if format not in ("slurm", "kueue", "blazar"):
         raise Problem(400, f"format {format[:40]!r}: one of slurm, kueue, blazar", "format")
 
     def work() -> Response:
-        text, code, message = export_answer(namespace(request, cfg, id=rid, format=format, user=user))
+        text, code, message = export_answer(namespace(request, cfg, id=rid, format=format, user=user,
+                                                          account=account))
         if code:
             raise Problem(409, message, "rid")
         kind = "application/yaml" if format == "kueue" else "text/plain"
         return Response(text, media_type=kind, headers={EXIT_HEADER: "0"})
-    return await run(request, forbidden_as_403(work), fields={"rid": rid, "format": format, "user": user})
+    return await run(request, forbidden_as_403(work), fields={"rid": rid, "format": format, "user": user,
+                                                                  "account": account})
 
 
 @router.get("/inventory", summary="the server's inventory file (YAML)", responses={**_ERRORS})

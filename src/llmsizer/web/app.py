@@ -123,5 +123,9 @@ async def _validation_problem(request: Request, exc: Any) -> Response:
     first = errors[0] if errors else {}
     loc = [str(x) for x in first.get("loc", ()) if x not in ("query", "path", "body")]
     field = loc[-1] if loc else "body"
+    # one line in the words of the other 400s ("field 'fits_on': ..."), not the validator's ("Field required")
+    if first.get("type") == "missing":
+        where = f" (give ?{field}=... in the URL)" if first.get("loc", ("",))[0] == "query" else ""
+        return problem_response(400, f"field '{field}': required{where}", field)
     msg = str(first.get("msg", "invalid value"))
-    return problem_response(400, f"{field}: {msg}", field)
+    return problem_response(400, f"field '{field}': {msg[:1].lower()}{msg[1:]}", field)

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
 from ...formulas.kv_cache import KV_DTYPE_HEAD_SCALE_BYTES, kv_cache, kv_dtype_bytes, kv_dtype_name
-from ...formulas.recurrent_state import RecurrentState, recurrent_state
+from ...formulas.recurrent_state import RecurrentState, layer_state_bytes_per_device, recurrent_state
 from ...formulas.tensor_parallel import activation_split, kv_fraction_per_device, per_device
 from ...formulas.weight_formats import WeightBytes
 from ...result import Item, Location, Notes
@@ -165,7 +166,13 @@ def state_item(ctx: Context, seqs: int, location: Location, *, page_per_device: 
                 f"{r.d_state} x {kv_dtype_bytes(ssm):g} B ({ssm}))"
     if page_per_device is not None:
         nbytes = page_per_device * st.layers * seqs
-        per_layer += f", a {format_bytes(page_per_device)} page" + (f" per device (TP {tp} shard)" if tp > 1 else "")
+        # the shard each GPU holds (eq. 4), then the page vLLM gives it (padded to the attention page in a hybrid)
+        shard = layer_state_bytes_per_device(ctx.spec, tp, kv_dtype_bytes(conv), kv_dtype_bytes(ssm),
+                                             ctx.profile.conv_state_window)
+        if tp > 1:
+            per_layer += f" / {tp} (TP shard, formulas/recurrent_state.py eq. 4) = {format_bytes(shard)} per device"
+        per_layer += (f", padded to a {format_bytes(page_per_device)} page (the attention page)"
+                      if page_per_device > math.ceil(shard) else f", a {format_bytes(page_per_device)} page")
         tp_note = ""
     else:
         ways = activation_split(ctx.profile.name, ctx.spec.model_type).ways("mixer", tp)

@@ -93,12 +93,20 @@ def compose_llamacpp(ctx: Context) -> None:
     layers_on = sum(1 for d in gpu_parts for _ in d.layers)
     out_on_gpu = any(p.output for p in gpu_parts)
     if on_gpu:
-        note = f"; {layers_on}/{n} layers offloaded" + (" + output layer" if out_on_gpu else "")
+        # the tensors' sum is the whole file's; what the GPUs hold is it less the host's part (weights_host), plus the
+        # tensors the GPUs hold a copy of as well (the output layer's copy of tied token embeddings, rule 3b's tables)
+        on_devices = sum(p.weights for p in gpu_parts)
+        also = on_devices - (wb.total - host.weights)
+        note = (f" = {format_bytes(wb.total)}, less {format_bytes(host.weights)} kept in host memory (weights_host)"
+                + (f", plus {format_bytes(also)} the GPUs hold a copy of as well ("
+                   + ("the output layer's copy of the tied token embeddings" if spec.tie_word_embeddings else
+                      "the tensors each GPU holding layers keeps its own copy of") + ")" if also > 0 else ""))
+        note += f"; {layers_on}/{n} layers offloaded" + (" + output layer" if out_on_gpu else "")
         if n_cpu_moe:
             note += f"; experts of layers 0-{n_cpu_moe - 1} in host memory (--n-cpu-moe {n_cpu_moe})"
         if mmproj:
             note += f"; vision tower (mmproj) {format_bytes(mmproj)} on GPU0"
-        acc.items.append(weights_item(wb, "device", sum(p.weights for p in gpu_parts), note + _per_gpu(gpu_parts, "weights")))
+        acc.items.append(weights_item(wb, "device", on_devices, note + _per_gpu(gpu_parts, "weights")))
         acc.items.append(Item("weights_host", host.weights, "host",
                               formula=f"token embeddings {format_bytes(emb)}"
                                       + (f" + {n - layers_on} of {n} layers kept on the CPU" if layers_on < n else "")
