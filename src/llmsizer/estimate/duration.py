@@ -1729,6 +1729,11 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
                                        "quantizes per expert under the TransformerEngine recipe)"
                                        if w.float8_recipe in TE_RECIPES and megatron_expert_gemms(
                                            spec, w, tokens) is not None else "")
+                                    + ("; taken in bf16: the shared experts" if spec.moe is not None
+                                       and spec.moe.shared_intermediate_size and w.float8_recipe in TE_RECIPES else "")
+                                    + ("; taken in bf16: the Mamba mixers' in_proj / out_proj"
+                                       if spec.recurrent is not None and spec.recurrent_layer_count
+                                       and w.float8_recipe in TE_RECIPES else "")
                                     + f" at the dense FP8 peak {peak8:.4g} FLOP/s x "
                                     f"{rho8.expected:g}" + (f" x {rowwise.expected:g} (rowwise) = {share8:.4g}"
                                                             if rowwise is not None else "")
