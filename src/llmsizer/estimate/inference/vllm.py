@@ -126,8 +126,9 @@ def compose_vllm(ctx: Context) -> None:
         acc.assume("vllm_hybrid_engine", "V1", None,
                    "formulas/vllm_mixer_profile.py eqs. V1-V4 (the profile run without attention metadata, the "
                    "mixers' scans skipped) read vLLM's V1 engine (0.23.0 wheel); taken at every --engine-version: "
-                   "releases that still served hybrid models on the V0 engine (before about 0.10, not verified) ran "
-                   "the chunked scan in their profile forward, which is not modelled")
+                   "releases before V1's Mamba support (on main from July 2025, vllm-project/vllm PR #20499 "
+                   "'Update V1 docs for Mamba models'; about 0.10) served hybrid models on the V0 engine, whose "
+                   "profile forward had attention metadata and ran the chunked scan: not modelled")
     sampler = int(min(mns, mnbt) * spec.vocab_size * E.VLLM_SAMPLER_BYTES_PER_LOGIT)
     act = max(fwd.peak_bytes, sampler)
     encoder = ""
