@@ -63,8 +63,9 @@ ep, megatron/core/transformer/moe/token_dispatcher.py lines 671-676, then the al
 tensor-parallel group, lines 696-706), k routed experts per token of E: the E / ep local experts of width I / etp
 then hold (T / tp) etp k rows, the FLOPs of k expert MLPs of width I / tp per token.
 
-Where M_e is small an expert may get no row, and TransformerEngine's GroupedLinear launches no GEMM for an empty
-split (grouped_linear.py: ``m_splits`` of 0 rows). Under the forced balancing each of the N = M_e E / k tokens that
+Where M_e is small an expert may get no row, and TransformerEngine's grouped GEMM launches no GEMM for an empty
+split (TransformerEngine @d0067d0d pytorch/csrc/extensions/gemm.cpp lines 535-542: ``if (te_A.numel() == 0 ||
+te_B.numel() == 0) { ... continue; }``, the output zeroed where it is not accumulated). Under the forced balancing each of the N = M_e E / k tokens that
 reach a device picks an expert with probability k / E (k distinct experts of E, uniformly at random), so of the
 L = E / ep local experts the expected number with at least one row (the occupancy of L bins) and their rows are::
 
