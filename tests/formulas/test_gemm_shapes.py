@@ -16,7 +16,9 @@ from llmsizer.formulas.gemm_shapes import (
     expert_rows,
     gemm_efficiency,
     gemm_tiles,
+    grouped_tile,
     grouped_wave_efficiency,
+    occupied_experts,
     shape_efficiency,
     tile_quantization,
     training_gemms,
@@ -134,8 +136,9 @@ def test_wave_quantization_is_the_guides_wave_count() -> None:
     # a 1024 x 5760 GEMM on 132 SMs: 4 x 45 = 180 tiles of 256 x 128 or 8 x 23 = 184 of 128 x 256, two waves
     assert gemm_tiles(1024, 5760) == 180 and gemm_tiles(1024, 5760, (128, 256)) == 184
     assert grouped_wave_efficiency(1024, 5760, 1, 132) == pytest.approx(1024 * 5760 / (256 * 128 * 264))
-    # with the tile's own quantization: a 257-row GEMM's second row of tiles is almost empty
-    assert grouped_wave_efficiency(257, 128, 1, 1) == pytest.approx(257 / 512)
+    # with the tile's own quantization: a 257-row GEMM's last row of tiles is almost empty (best 128 x 128: the
+    # 128 columns take a 128 side, eq. (6a), so 3 rows of 128 rather than 2 of 256)
+    assert grouped_wave_efficiency(257, 128, 1, 1) == pytest.approx(257 / 384)
 
 
 @pytest.mark.parametrize("gemms", [1, 2, 3, 4, 5, 8, 16, 32])
@@ -173,7 +176,9 @@ def test_grouped_wave_efficiency_limits() -> None:
     """Many GEMMs side by side fill the waves (w -> 1); GEMMs of a few tiles each, four in flight, leave most SMs
     idle (w -> 4 n_t / S)."""
     assert grouped_wave_efficiency(4096, 4096, 4096, 132) > 0.999
-    assert grouped_wave_efficiency(256, 128, 64, 132) == pytest.approx(4 / 132)
+    # 256 x 128 GEMMs in 128 x 128 tiles (the 128 side below 256, eq. (6a)): n_t = 2, four in flight hold 8 SMs
+    assert grouped_wave_efficiency(256, 128, 64, 132) == pytest.approx(4 * 2 / 132)
+    assert grouped_wave_efficiency(256, 256, 64, 132) == pytest.approx(4 * 2 / 132)
 
 
 def test_expert_rows_hold_the_routed_tokens() -> None:
@@ -185,3 +190,32 @@ def test_expert_rows_hold_the_routed_tokens() -> None:
         assert local * expert_rows(t, k, e, ep, tp, etp) * width == pytest.approx(t * k * 1536 / tp)
     with pytest.raises(InputError):
         expert_rows(4096, 8, 128, ep=3)
+
+
+def test_a_grouped_gemm_below_the_tile_takes_a_smaller_tile() -> None:
+    """Eq. (6a), as eq. (3) says: below 128 rows cuBLAS takes a smaller tile (cublasLtMatmulTile_t: power-of-two
+    sides from 8), so a 16-row expert GEMM wastes no tile rows. gpt-oss-20b on one H100 at seq 128: 32 experts of
+    128 x 4 / 32 = 16 rows; fc1 16 x 5760 in 16 x 128 tiles: 45 per GEMM, 1440 for 32, 11 waves of 132 (one stream's
+    8 GEMMs need only 8) -- counted here by hand, and the event simulation's schedule ends there too."""
+    assert [grouped_tile(x, 256) for x in (1, 8, 9, 16, 100, 128, 255, 256, 4096)] == [8, 8, 16, 16, 128, 128, 256,
+                                                                                       256, 256]
+    assert gemm_tiles(16, 5760, (16, 128)) == 45
+    assert _makespan(32, 45, 132, TE_GROUPED_GEMM_STREAMS) == 11
+    assert grouped_wave_efficiency(16, 5760, 32, 132) == pytest.approx(32 * 16 * 5760 / (16 * 128 * 132 * 11))
+    # the 256 x 128 tile would charge 16 of 256 rows: the double penalty the roofline already prices
+    assert grouped_wave_efficiency(16, 5760, 32, 132) > 0.99 > 16 / 128
+
+
+def test_occupied_experts_against_a_simulated_routing() -> None:
+    """Eq. (8) against random top-k routing simulated without it: Qwen3-30B-A3B (128 experts, top 8) at EP 8, one
+    token per device (M_e = 1 x 8 x 8 / 128 = 0.5): the 8 tokens of the EP group each pick 8 distinct experts at
+    random; rank 0's 16 experts get a row on average 16 (1 - (15/16)^8) = 6.45 -> 6 GEMMs of 8 / 6 rows. And a
+    16-row case (gpt-oss-20b, 32 experts, top 4, 128 tokens): every expert gets rows."""
+    import random
+    rng = random.Random(1)
+    trials = 20000
+    hit = sum(len({e for _ in range(8) for e in rng.sample(range(128), 8) if e < 16}) for _ in range(trials))
+    assert hit / trials == pytest.approx(16 * (1 - (15 / 16) ** 8), abs=0.05)
+    assert occupied_experts(0.5, 16, 8, 128) == (round(hit / trials), 16 * 0.5 / round(hit / trials))
+    assert occupied_experts(16.0, 32, 4, 32) == (32, 16.0)
+    assert occupied_experts(1e-3, 16, 8, 128) == (1, 16e-3)  # at least one GEMM, all the rows in it

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from llmsizer.catalog.hardware import builtin_catalog
 from llmsizer.estimate.duration import training_duration_for
 from llmsizer.models import load_model
@@ -47,3 +49,33 @@ def test_expert_rows_and_local_experts_in_the_shape_note() -> None:
     why = _note(d, "gemm_shape_efficiency").why
     assert "16 local experts of M_e = 1024 rows" in why
     assert "fc1 2880 -> 5760, fc2 2880 -> 2880" in why and "132 SMs" in why
+
+
+def _expert_rate(d: Any) -> float:
+    import re
+    return float(re.search(r"([0-9.]+) of their rate", _note(d, "gemm_shape_efficiency").why).group(1))
+
+
+@pytest.mark.parametrize(("model", "gpus", "fields", "rows", "experts", "shapes"), [
+    # gpt-oss-20b (config.json: hidden 2880, 32 experts, top 4, intermediate 2880, gated), 1 GPU, seq 128:
+    # 128 x 4 / 32 = 16 rows on each of the 32 experts
+    ("gpt-oss-20b", 1, dict(seq_len=128), 16.0, 32, ((2880, 5760), (2880, 2880))),
+    # Qwen3-30B-A3B (hidden 2048, 128 experts, top 8, moe_intermediate 768), EP 8, seq 1: 8 rows reach rank 0's
+    # 16 experts; 16 (1 - (15/16)^8) = 6.45 of them get a row -> 6 GEMMs of 8 / 6 rows
+    ("qwen3-30b-a3b", 8, dict(seq_len=1, ep=8), 8 / 6, 6, ((2048, 1536), (768, 2048))),
+])
+def test_expert_gemms_below_the_tile_are_memory_bound_not_tile_penalised(model: str, gpus: int, fields: Any,
+                                                                          rows: float, experts: int,
+                                                                          shapes: Any) -> None:
+    """Below 128 rows an expert GEMM is memory-bound (eq. (2): the weight read), and its idle tile slots cost no
+    memory time (a smaller cuBLAS tile, eq. (6a)): the experts' rate is eq. (2)'s memory bound, written here from
+    the shapes above, the H100 SXM's 3.35 TB/s and the duration's own sustained math rate -- not the tile-penalised
+    rate of a 256 x 128 tile (integ40 gave gpt-oss-20b 0.0114 of the step's rate, Qwen3 EP 8 seq 1 0.0)."""
+    d = _run(model, gpus, **fields)
+    if experts != (32 if model == "gpt-oss-20b" else 16):
+        assert f"of which {experts} get a row" in _note(d, "gemm_shape_efficiency").why
+    b, bw = 2.0, 3.35e12
+    flops = sum(2 * rows * k * n for k, n in shapes)  # one pass; the three GEMMs per linear share F and bytes
+    seconds = sum(b * (rows * k + k * n + rows * n) / bw for k, n in shapes)
+    rate = d.peak_flops * d.utilization
+    assert _expert_rate(d) == pytest.approx(flops / (rate * seconds), abs=1e-4)

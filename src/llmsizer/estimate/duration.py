@@ -87,6 +87,7 @@ from ..formulas.gemm_shapes import (
     expert_rows,
     gemm_efficiency,
     grouped_wave_efficiency,
+    occupied_experts,
     running_sum,
     tally,
     training_gemms,
@@ -420,6 +421,18 @@ def _sum_by_kind(spec: ModelSpec, layers: list[int], per_layer: Callable[[ModelS
     return sum(n * per_layer(spec, first[kind], st) for kind, n in kinds.items())
 
 
+def routed_expert_widths(spec: ModelSpec, split: int) -> tuple[int, int, int]:
+    """(x, width, fc1 width) of one routed expert split ``split`` ways (tp, or Megatron's expert TP): its input and
+    output width x (Nemotron-H's latent width where it has one, else the hidden size), fc2's input width ceil(I /
+    split), and fc1's output width, 2 of those under a gated unit (gate and up fused, Megatron-LM @d7288711
+    megatron/core/transformer/moe/experts.py lines 180-183). The one rule of the routed experts' shapes."""
+    m = spec.moe
+    if m is None:
+        raise InputError(f"{spec.name} has no routed experts")
+    width = -(-m.expert_intermediate_size // split)
+    return m.latent_size or spec.hidden_size, width, width * (2 if m.expert_gated else 1)
+
+
 @lru_cache(maxsize=1024, typed=True)
 def step_linear_blocks(spec: ModelSpec, method: str, rank: int, targets: tuple[str, ...] | str, tp: int = 1,
                        dora: bool = False, routed: bool = True) -> tuple[tuple[tuple[int, int, bool], ...], ...]:
@@ -436,11 +449,9 @@ def step_linear_blocks(spec: ModelSpec, method: str, rank: int, targets: tuple[s
     for i in dict.fromkeys(keys):  # the first layer of each kind
         lin = [(w_in, w_out, st.full or "lora_" in name) for name, w_in, w_out, _ in layer_matmul_shapes(spec, i, st)]
         if routed and spec.moe_layers[i] and spec.moe is not None:
-            m = spec.moe
-            i_e = -(-m.expert_intermediate_size // tp)
-            x = m.latent_size or spec.hidden_size  # Nemotron-H: the experts run in the latent width
-            for _ in range(m.experts_per_token):
-                lin.extend([(x, i_e, st.full)] * (2 if m.expert_gated else 1))
+            x, i_e, fc1 = routed_expert_widths(spec, tp)
+            for _ in range(spec.moe.experts_per_token):
+                lin.extend([(x, i_e, st.full)] * (fc1 // i_e))  # a gated unit's gate and up projections
                 lin.append((i_e, x, st.full))
         by_kind[i] = tuple(lin)
     return (*map(by_kind.__getitem__, keys), ((spec.hidden_size, spec.vocab_size, st.full),))
@@ -449,8 +460,9 @@ def step_linear_blocks(spec: ModelSpec, method: str, rank: int, targets: tuple[s
 @dataclass(frozen=True)
 class ExpertGemms:
     """A Megatron-Core MoE layer's routed experts on one device as TEGroupedMLP runs them (formulas/gemm_shapes.py
-    eqs. (6)-(7)): ``local`` experts of ``rows`` rows each (M_e), fc1 ``x`` -> ``fc1_width`` (gate and up fused),
-    fc2 ``width`` -> ``x``; ``layers`` MoE layers on the model."""
+    eqs. (6)-(8)): ``local`` experts of ``rows`` rows each (M_e, eq. (7)), of which ``launched`` get a row, ``launched_rows``
+    each (eq. (8)); fc1 ``x`` -> ``fc1_width`` (gate and up fused), fc2 ``width`` -> ``x``; ``layers`` MoE layers
+    on the model."""
 
     rows: float
     local: int
@@ -458,6 +470,8 @@ class ExpertGemms:
     width: int
     fc1_width: int
     layers: int
+    launched: int
+    launched_rows: float
 
 
 def megatron_expert_gemms(spec: ModelSpec, w: TrainingWorkload, tokens: float) -> ExpertGemms | None:
@@ -471,31 +485,31 @@ def megatron_expert_gemms(spec: ModelSpec, w: TrainingWorkload, tokens: float) -
     ep = max(1, w.ep)
     etp = expert_tp_split(w)
     tp = w.tp if w.tp > 1 else 1
-    width = -(-m.expert_intermediate_size // etp)
+    x, width, fc1 = routed_expert_widths(spec, etp)
     rows = expert_rows(tokens, m.experts_per_token, m.num_experts, ep, tp, etp)
-    return ExpertGemms(rows, m.num_experts // ep, m.latent_size or spec.hidden_size, width,
-                       width * (2 if m.expert_gated else 1), sum(map(bool, spec.moe_layers)))
+    local = m.num_experts // ep
+    launched, launched_rows = occupied_experts(rows, local, m.experts_per_token, m.num_experts)
+    return ExpertGemms(rows, local, x, width, fc1, sum(map(bool, spec.moe_layers)), launched, launched_rows)
 
 
 def expert_gemm_time(g: ExpertGemms, trained: bool, math_rate: float, bandwidth: float, elem_bytes: float,
                      sms: int | None) -> tuple[float, float]:
     """(FLOPs, FLOPs / e) of the model's routed-expert GEMMs per micro-step on one device, eq. (4) of
-    formulas/gemm_shapes.py over their per-expert shapes (eq. (7)) with each group's wave quantization (eq. (6), on
-    ``sms`` SMs; None: not known, none applied)."""
+    formulas/gemm_shapes.py over the shapes of the experts that get rows (eqs. (7)-(8)) with each group's tile and
+    wave quantization (eqs. (6)-(6a), on ``sms`` SMs; None: not known, eq. (3)'s tile quantization alone)."""
     flops = timed = 0.0
-    t = g.rows
+    t = g.launched_rows
     gemms = [((t, n, k), (t, k, n)) + (((n, k, t),) if trained else ()) for k, n in ((g.x, g.fc1_width),
                                                                                     (g.width, g.x))]
-    for m, n, k in (shape for pair in gemms for shape in pair):  # training_gemms over M_e rows
+    for m, n, k in (shape for pair in gemms for shape in pair):  # training_gemms over M_ne rows
         f = 2.0 * m * n * k
-        # eq. (4)'s e_g: the roofline (eq. (2)) times eq. (6)'s tile-and-wave share (its tile quantization in it);
-        # no SM count: eq. (3)'s tile quantization alone
-        e = (min(1.0, arithmetic_intensity(m, n, k, elem_bytes) * bandwidth / math_rate)
-             * grouped_wave_efficiency(m, n, g.local, sms)) if sms else gemm_efficiency(m, n, k, math_rate,
-                                                                                         bandwidth, elem_bytes)
+        # eq. (4)'s e_g: t = max(compute over eq. (6)'s busy tile slots, eq. (2)'s memory time): min(w_G, roofline)
+        e = (min(min(1.0, arithmetic_intensity(m, n, k, elem_bytes) * bandwidth / math_rate),
+                 grouped_wave_efficiency(m, n, g.launched, sms)) if sms
+             else gemm_efficiency(m, n, k, math_rate, bandwidth, elem_bytes))
         flops += f
         timed += f / e
-    scale = float(g.local * g.layers)
+    scale = float(g.launched * g.layers)
     return flops * scale, timed * scale
 
 
@@ -1147,9 +1161,8 @@ def float8_time(spec: ModelSpec, w: TrainingWorkload, tokens: int) -> Float8Time
                 tokens, a, b, c, w.float8_recipe, w.compile, again_share, same, normed)[0]
         m = spec.moe
         if moe and grouped is not None and m is not None:  # TEGroupedMLP's experts: float8 GroupedLinear GEMMs
-            i_e = -(-m.expert_intermediate_size // tp)  # per token as the step's FLOPs count them (k experts / tp)
-            x = m.latent_size or spec.hidden_size
-            f += 2.0 * m.experts_per_token * (x * i_e * (2 if m.expert_gated else 1) + i_e * x)
+            x, i_e, fc1 = routed_expert_widths(spec, tp)  # per token as the step's FLOPs count them (k experts / tp)
+            f += 2.0 * m.experts_per_token * (x * fc1 + i_e * x)
             for a, b in ((grouped.x, grouped.fc1_width), (grouped.width, grouped.x)):  # each local expert, M_e rows
                 fa, ba = float8_cast_bytes(grouped.rows, a, b, c, w.float8_recipe, w.compile, first_share)
                 fwd += grouped.local * fa
@@ -1634,10 +1647,13 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
             f_d = sum(2.0 * m * n * k for b in blocks for m, n, k in gemms[id(b)])
             e_e = f_e / t_e
             e = (f_d + f_e) / (f_d / e + t_e)
+            launched = ("" if grouped.launched == grouped.local else
+                        f", of which {grouped.launched} get a row, {grouped.launched_rows:.4g} each (eq. (8))")
             grouped_why = (f"; the routed experts as Megatron-Core's TEGroupedMLP runs them: {grouped.local} local "
-                           f"experts of M_e = {grouped.rows:g} rows each (eq. (7)), fc1 {grouped.x} -> "
+                           f"experts of M_e = {grouped.rows:g} rows each (eq. (7)){launched}, fc1 {grouped.x} -> "
                            f"{grouped.fc1_width}, fc2 {grouped.width} -> {grouped.x}, "
-                           + (f"tile and wave quantization over {sms} SMs with 256 x 128 tiles, "
+                           + (f"tile and wave quantization over {sms} SMs with 256 x 128 tiles (a smaller "
+                              "power-of-two side below them, eq. (6a)), the memory-bound roofline where lower, "
                               f"{TE_GROUPED_GEMM_STREAMS} GEMMs side by side (TransformerEngine's multi-stream "
                               f"grouped GEMM, eq. (6))" if sms else "no SM count known: no wave quantization")
                            + f": {e_e:.4f} of their rate")
@@ -1713,6 +1729,11 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
                                        "quantizes per expert under the TransformerEngine recipe)"
                                        if w.float8_recipe in TE_RECIPES and megatron_expert_gemms(
                                            spec, w, tokens) is not None else "")
+                                    + ("; taken in bf16: the shared experts" if spec.moe is not None
+                                       and spec.moe.shared_intermediate_size and w.float8_recipe in TE_RECIPES else "")
+                                    + ("; taken in bf16: the Mamba mixers' in_proj / out_proj"
+                                       if spec.recurrent is not None and spec.recurrent_layer_count
+                                       and w.float8_recipe in TE_RECIPES else "")
                                     + f" at the dense FP8 peak {peak8:.4g} FLOP/s x "
                                     f"{rho8.expected:g}" + (f" x {rowwise.expected:g} (rowwise) = {share8:.4g}"
                                                             if rowwise is not None else "")

@@ -458,13 +458,15 @@ class AllReducePath:
 
 
 def tp_allreduce(engine: str | None, tp: int, message_bytes: float, nvlink_mesh: bool | None,
-                 peer_to_peer: bool = True) -> AllReducePath | None:
+                 peer_to_peer: bool = True, library: str = "NCCL") -> AllReducePath | None:
     """The kernel ``engine`` runs for one all-reduce of ``message_bytes`` over ``tp`` GPUs and its latency; None for a
     single GPU or an engine not covered. ``nvlink_mesh``: every pair of the GPUs joined directly by NVLink or an
     xGMI mesh (vLLM's is_full_nvlink / is_fully_connected; None: not known, taken as not); ``peer_to_peer``: the
     GPUs can map each other's memory (vLLM's _can_p2p; GeForce RTX 40 cards cannot: a device's ``peer_to_peer``, estimate/device.py). An Infinity Fabric
     mesh (MI300X/MI325X/MI355X boards: device.py ``XGMI_MESH_ARCHITECTURES``, vLLM's ROCm is_fully_connected) counts
-    as a mesh; its latencies are the NVIDIA-measured figures, stand-ins (no published ROCm small-message timing)."""
+    as a mesh; its latencies are the NVIDIA-measured figures, stand-ins (no published ROCm small-message timing).
+    ``library``: the collective library the label names, "RCCL" on AMD GPUs (torch.distributed's "nccl" backend is
+    RCCL in a ROCm build), where the NCCL latency is that stand-in."""
     if tp <= 1 or engine not in ALLREDUCE_ENGINES + NCCL_ONLY_ENGINES:
         return None
     mesh = bool(nvlink_mesh)
@@ -490,11 +492,12 @@ def tp_allreduce(engine: str | None, tp: int, message_bytes: float, nvlink_mesh:
         latency, over = E.NCCL_ALLREDUCE_LATENCY_PCIE_ISLANDS, (
             f"over PCIe across two islands (more than {PCIE_ONE_SWITCH_GPUS} GPUs; no host topology in the catalog, "
             "the conservative figure)")
+    stand_in = "" if library == "NCCL" else f" ({library}: NCCL's NVIDIA-measured latency a stand-in)"
     if engine in NCCL_ONLY_ENGINES:
-        return AllReducePath("NCCL", latency, f"{engine} runs NCCL through torch.distributed (distributed/"
-                             f"tensor_parallel.py:297, :354, :577; no custom kernel); {over}")
-    return AllReducePath("NCCL", latency, f"{engine} falls back to NCCL: {reason} (custom_all_reduce.py L48, "
-                         f"L130-145, L236-248); {over}")
+        return AllReducePath(library, latency, f"{engine} runs {library} through torch.distributed (distributed/"
+                             f"tensor_parallel.py:297, :354, :577; no custom kernel); {over}{stand_in}")
+    return AllReducePath(library, latency, f"{engine} falls back to {library}: {reason} (custom_all_reduce.py L48, "
+                         f"L130-145, L236-248); {over}{stand_in}")
 
 
 # SGLang's memory-tier defaults (sglang/srt/arg_groups/memory_hook.py:90-160): for total GPU memory below the bound

@@ -976,7 +976,8 @@ def speed_model(spec: ModelSpec, device: Any, *, weights_format: str = "bf16", p
         if nvlink_mesh is None and tp > 1 and engine in ENG.ALLREDUCE_ENGINES + ENG.NCCL_ONLY_ENGINES:
             nvlink_mesh = nvlink_mesh_for(device, None, tp)  # the device's own link (fit passes an instance's)
         p2p = peer_to_peer(device)
-        ar_path = ENG.tp_allreduce(engine, tp, concurrency * spec.hidden_size * act_bytes, nvlink_mesh, p2p)
+        library = "RCCL" if device.vendor == "AMD" else "NCCL"  # ROCm's torch.distributed "nccl" backend is RCCL
+        ar_path = ENG.tp_allreduce(engine, tp, concurrency * spec.hidden_size * act_bytes, nvlink_mesh, p2p, library)
         if allreduce_latency is not None and allreduce_latency < 0:
             raise InputError("allreduce_latency must not be negative")
         alpha = allreduce_latency if allreduce_latency is not None else (ar_path.latency.expected if ar_path else 0.0)
@@ -988,13 +989,15 @@ def speed_model(spec: ModelSpec, device: Any, *, weights_format: str = "bf16", p
             n_ar = sum(c.kind == "all_reduce" for c in plan_comm)
             sites = sorted({c.site for c in plan_comm if c.layer >= 0})
             assumptions.append(Assumption(
-                "tp_allreduce", f"{n_ar} all-reduces + {len(plan_comm) - n_ar} all-gathers per forward (NCCL: "
+                "tp_allreduce", f"{n_ar} all-reduce{'s' * (n_ar != 1)} + {len(plan_comm) - n_ar} all-gather"
+                f"{'s' * (len(plan_comm) - n_ar != 1)} per forward ({library}: "
                 f"{alpha * 1e6:.2f} us + bytes / {link / 1e9:.4g} GB/s each)", allreduce_latency is None,
                 "transformers' tensor-parallel plan (formulas/tensor_parallel.py transformers_plan_collectives, eq. "
                 "TP2; transformers 5.24 distributed/tensor_parallel.py): the embedding's all-reduce, per layer one "
                 "per row-parallel linear and split experts module"
                 + (f" ({', '.join(sites)})" if sites else " (none: the plan splits no layer module)")
-                + ", the lm_head's all-gather of the vocabulary (one token per sequence); each all-reduce by "
+                + ", the lm_head's all-gather of the vocabulary (one token per sequence); an image prompt's vision "
+                "tower's collectives not counted; each all-reduce by "
                 "formulas/speed.py eq. (6), each all-gather by eq. (6g) at the all-reduce's latency (a stand-in: no "
                 "published small all-gather timing); "
                 + (f"link: {nvlink_link_why(device, link_bandwidth, link_share)}; " if link_share is not None
@@ -1025,7 +1028,7 @@ def speed_model(spec: ModelSpec, device: Any, *, weights_format: str = "bf16", p
             per_layer = tokens * spec.hidden_size * act_bytes
             a, path = alpha, ar_path
             if ar_path is not None and tokens != concurrency:  # the engine's kernel for this message's size
-                path = ENG.tp_allreduce(engine, tp, per_layer, nvlink_mesh, p2p)
+                path = ENG.tp_allreduce(engine, tp, per_layer, nvlink_mesh, p2p, library)
                 if allreduce_latency is None:
                     a = path.latency.expected if path else 0.0
             one = path is not None and path.kernel == "custom one-stage"
@@ -1326,8 +1329,9 @@ def speed_model(spec: ModelSpec, device: Any, *, weights_format: str = "bf16", p
         decode, roof_d = done[0], done[1]
         if launch_host and tp > 1:
             warnings.append(f"transformers tensor parallel ({tp} devices): each device launches the same kernels (eq. "
-                            "K4 counts one device's) plus the all-reduces of its row-parallel linears, which the count "
-                            "leaves out: the host time per step is under-stated")
+                            "K4 counts one device's) plus the launches of its tensor-parallel plan's collectives (the "
+                            "all-reduces and all-gathers the tp_allreduce assumption times), which the count leaves "
+                            "out: the host time per step is under-stated")
         if launch_host and output_tokens and decode is not None and decode.bound == "host":  # only when decoding
             warnings.append(f"decode is host-bound: eager transformers launches each decode step's kernels from "
                             f"Python ({launch_host * 1e3:.1f} ms a step against {decode.compute_seconds * 1e3:.2f} / "

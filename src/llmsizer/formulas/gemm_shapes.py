@@ -38,10 +38,17 @@ of the SMs' tile slots is::
 
     w_G = G M N / (T_a T_b S max(ceil(G n_t / S), ceil(G / c) ceil(n_t / S)))                         (6)
 
-(the tiles' own quantization at 256 x 128, eq. (3) of that tile, times the idle SMs; an event simulation of that
-schedule ends when eq. (6) says but where c GEMMs in flight hold a few more tiles than the SMs, then up to 2 waves
-later, tests/formulas/test_gemm_shapes.py; with c = G = 1, M N / (n_t T_a T_b) x eq. (5)). The grouped experts'
-e_g of eq. (4) is their roofline times w_G, which holds their tile quantization.
+(the tiles' own quantization, eq. (3) of that tile, times the idle SMs; an event simulation of that schedule ends
+when eq. (6) says but where c GEMMs in flight hold a few more tiles than the SMs, then up to 2 waves later,
+tests/formulas/test_gemm_shapes.py; with c = G = 1, M N / (n_t T_a T_b) x eq. (5)). A side takes the 256 or 128 of
+the tile only where the dimension reaches it; below, as eq. (3) says, cuBLAS takes a smaller tile, the power of two
+that covers the dimension, at least 8 (cublasLtMatmulTile_t's sides: 8 x 8 up)::
+
+    T(x, side) = min(side, max(8, 2^ceil(log2 x)))                                                    (6a)
+
+The tile and wave quantization idle the SMs' math, not the memory reads, so a grouped expert GEMM of eq. (2)'s
+operand bytes takes t = max(2 M N K / (R u w_G), bytes / B): its e_g of eq. (4) is min(w_G, I B / (R u)), the
+roofline's memory bound unchanged by the idle tile slots.
 
 Every expert of a Megatron-Core MoE layer gets its own GEMMs; with balanced routing (Megatron's
 ``moe_router_force_load_balancing``: random router logits, balanced in expectation, Megatron-LM @d7288711
@@ -55,6 +62,17 @@ gathered over the etp ranks of an expert's tensor-parallel group (MoEAlltoAllTok
 ep, megatron/core/transformer/moe/token_dispatcher.py lines 671-676, then the all-gather over the expert
 tensor-parallel group, lines 696-706), k routed experts per token of E: the E / ep local experts of width I / etp
 then hold (T / tp) etp k rows, the FLOPs of k expert MLPs of width I / tp per token.
+
+Where M_e is small an expert may get no row, and TransformerEngine's grouped GEMM launches no GEMM for an empty
+split (TransformerEngine @d0067d0d pytorch/csrc/extensions/gemm.cpp lines 535-542: ``if (te_A.numel() == 0 ||
+te_B.numel() == 0) { ... continue; }``, the output zeroed where it is not accumulated). Under the forced balancing each of the N = M_e E / k tokens that
+reach a device picks an expert with probability k / E (k distinct experts of E, uniformly at random), so of the
+L = E / ep local experts the expected number with at least one row (the occupancy of L bins) and their rows are::
+
+    G_ne = L (1 - (1 - k / E)^N),   M_ne = L M_e / G_ne                                               (8)
+
+(G_ne rounded to the nearest whole GEMM, at least 1; M_ne then keeps the L M_e rows: the FLOPs are conserved).
+The empty share (1 - k / E)^N is at most e^-M_e, so G_ne = L once L e^-M_e < 1/2 (M_e = 16 on up to 10^6 experts).
 
 Training runs three GEMMs per linear layer of input width k and output width n over t tokens (Kaplan et al.
 2020, section 2.1): the forward (M t, N n, K k), the gradient of its input (M t, N k, K n) and, for a trained
@@ -130,6 +148,21 @@ def gemm_tiles(m: float, n: float, tile: tuple[int, int] = WAVE_TILE) -> int:
     return math.ceil(m / tile[0]) * math.ceil(n / tile[1])
 
 
+SMALLEST_TILE = 8  # cublasLtMatmulTile_t's smallest side (CUBLASLT_MATMUL_TILE_8x8)
+
+
+def grouped_tile(x: float, side: int) -> int:
+    """Eq. (6a): the tile side cuBLAS takes for a dimension of ``x``: ``side`` where x reaches it, else the power of
+    two that covers x, at least 8.
+
+    >>> grouped_tile(1024, 256), grouped_tile(16, 256), grouped_tile(1.3, 128), grouped_tile(100, 128)
+    (256, 16, 8, 128)
+    """
+    if x <= 0:
+        raise InputError("GEMM dimensions must be positive")
+    return side if x >= side else min(side, max(SMALLEST_TILE, 1 << math.ceil(math.log2(x))))
+
+
 def grouped_wave_efficiency(m: float, n: float, gemms: int, sms: int, concurrent: int = TE_GROUPED_GEMM_STREAMS,
                             tile: tuple[int, int] = WAVE_TILE) -> float:
     """Eq. (6): the useful share of the SMs' tile slots (tile and wave quantization) for ``gemms`` equal M x N
@@ -143,7 +176,7 @@ def grouped_wave_efficiency(m: float, n: float, gemms: int, sms: int, concurrent
     if gemms < 1 or concurrent < 1 or sms < 1:
         raise InputError("GEMM count, concurrency and SMs must be at least 1")
     best = 0.0
-    for a, b in sorted({tile, tile[::-1]}):
+    for a, b in sorted({(grouped_tile(m, t_a), grouped_tile(n, t_b)) for t_a, t_b in (tile, tile[::-1])}):
         n_t = gemm_tiles(m, n, (a, b))
         waves = max(math.ceil(gemms * n_t / sms), math.ceil(gemms / concurrent) * math.ceil(n_t / sms))
         best = max(best, gemms * m * n / (a * b * waves * sms))
@@ -160,6 +193,22 @@ def expert_rows(tokens: float, top_k: int, experts: int, ep: int = 1, tp: int = 
     if tokens <= 0 or min(top_k, experts, ep, tp, etp) < 1 or top_k > experts or experts % ep:
         raise InputError("expert rows need positive tokens, 1 <= top_k <= experts and ep dividing the experts")
     return tokens / tp * etp * ep * top_k / experts
+
+
+def occupied_experts(rows: float, local: int, top_k: int, experts: int) -> tuple[int, float]:
+    """Eq. (8): (G_ne, M_ne), the GEMMs of ``local`` experts that get a row when each gets ``rows`` (M_e, eq. (7))
+    in expectation, and the rows of each, under balanced random routing of ``top_k`` of ``experts`` experts.
+
+    >>> occupied_experts(0.5, 16, 8, 128)  # Qwen3-30B-A3B, EP 8, one token per device: 8 rows over 16 experts
+    (6, 1.3333333333333333)
+    >>> occupied_experts(1024.0, 16, 4, 128)
+    (16, 1024.0)
+    """
+    if rows <= 0 or local < 1 or not 1 <= top_k <= experts:
+        raise InputError("occupied experts need positive rows, a local expert and 1 <= top_k <= experts")
+    tokens = rows * experts / top_k
+    gemms = max(1, round(local * -math.expm1(tokens * math.log1p(-top_k / experts))))
+    return gemms, local * rows / gemms
 
 
 def training_gemms(tokens: int, linears: Iterable[tuple[int, int, bool]]) -> list[tuple[int, int, int]]:

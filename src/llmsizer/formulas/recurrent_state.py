@@ -33,7 +33,11 @@ heads / channels of its own shards (vllm-project/vllm@2afe1e8573cf51b73569ae1d35
 ``vllm/model_executor/layers/mamba/mamba_utils.py`` ``MambaStateShapeCalculator``: ``divide(intermediate_size,
 tp)`` (Mamba-1), ``divide(conv_dim, tp)`` and ``divide(num_heads, tp)`` (Mamba-2), ``divide(conv_dim, tp)`` and
 ``divide(num_v_heads, tp)`` (Gated DeltaNet)). Mamba-2 replicates its B/C groups when n_groups is not a multiple of
-tp, so every head's shard carries its group (``extra_groups_for_head_shards``: + tp - n_groups, e.g. 1 group -> tp):
+tp, so every head's shard carries its group (``extra_groups_for_head_shards``: + tp - n_groups, e.g. 1 group -> tp),
+which both engines allow only for one group: vLLM asserts ``(n_groups % self.tp_size) == 0 or n_groups == 1``
+(vllm 0.23.0 wheel, model_executor/layers/mamba/mamba_mixer2.py L289-292, "If tensor parallel world size does not
+divide num_groups, then num_groups must equal 1"), SGLang the same (sglang 0.5.6 wheel,
+srt/layers/attention/mamba/mamba.py L166-169); any other layout is refused (``extra_groups``, the one rule):
 
     layer_state_per_gpu = (conv_channels + 2 x extra_groups x d_state) / tp x conv_len x conv_bytes
                           + d_inner x d_state / tp x ssm_bytes                                           (4)
@@ -94,8 +98,26 @@ def layer_state_bytes_per_device(spec: ModelSpec, tp: int, conv_bytes: float, ss
         return 0.0
     if tp < 1:
         raise InputError(f"tensor_parallel must be at least 1 (got {tp})")
-    extra = 0 if r.kind != "mamba2" or r.n_groups % tp == 0 else tp - r.n_groups
+    extra = extra_groups(r.n_groups, tp, spec.name) if r.kind == "mamba2" else 0
     conv_channels = r.conv_channels + 2 * extra * r.d_state
     conv_len = max(r.d_conv - 1 + conv_window, 0)
     return (math.ceil(conv_channels / tp) * conv_len * conv_bytes
             + math.ceil(r.state_elements / tp) * ssm_bytes)
+
+
+def mamba2_groups_refusal(groups: int, tp: int, name: str = "the model") -> str | None:
+    """Why vLLM and SGLang will not shard ``groups`` Mamba-2 B/C groups over ``tp`` GPUs, or None: tp must divide
+    the groups unless there is one (mamba_mixer2.py L289-292 @vllm 0.23.0, mamba.py L166-169 @sglang 0.5.6)."""
+    if tp > 1 and groups % tp and groups != 1:
+        return (f"tensor_parallel {tp} does not divide the {groups} Mamba-2 groups of {name} (vLLM and SGLang "
+                "shard the groups evenly or replicate a single group: mamba_mixer2.py L289-292)")
+    return None
+
+
+def extra_groups(groups: int, tp: int, name: str = "the model") -> int:
+    """Eq. (4)'s extra groups: vLLM's ``extra_groups_for_head_shards`` (0 where tp divides the groups, else tp -
+    groups: 1 group -> tp), for a layout the engines accept (else InputError, :func:`mamba2_groups_refusal`)."""
+    refusal = mamba2_groups_refusal(groups, tp, name)
+    if refusal is not None:
+        raise InputError(refusal)
+    return 0 if groups % tp == 0 else tp - groups

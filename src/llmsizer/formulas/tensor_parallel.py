@@ -24,6 +24,7 @@ from functools import lru_cache
 from ..errors import FieldError, InputError
 from ..specs import ModelSpec
 from .params import count_params
+from .recurrent_state import mamba2_groups_refusal
 from .speed import allgather_time, allreduce_time
 from .tensors import Tensor, model_tensors
 from .weight_formats import GROUP_SIZE_DEFAULT, WeightBytes, engine_tensor_bytes, normalize_format, tensor_bytes
@@ -38,14 +39,19 @@ def check_tensor_parallel(spec: ModelSpec, tp: int) -> None:
                          f"tensor_parallel {tp} does not divide the {spec.num_heads} attention heads of {spec.name}")
 
 
-def serving_tensor_parallel_refusal(spec: ModelSpec, tp: int) -> str | None:
+def serving_tensor_parallel_refusal(spec: ModelSpec, tp: int, engine: str = "vllm") -> str | None:
     """Why vLLM (and SGLang, whose QKVParallelLinear is the same) will not shard ``spec`` ``tp`` ways, or None.
 
     vllm 0.19.1 (PyPI wheel): the attention heads must divide by tp (vllm/config/model.py:1110-1116, "Total number of
     attention heads ... must be divisible by tensor parallel size"); the KV heads are split when tp < kv heads and
     replicated when tp >= kv heads, each through ``divide``, which asserts exact divisibility
     (vllm/model_executor/layers/linear.py:1012-1016, vllm/distributed/utils.py:53-64): kv % tp == 0 or tp % kv == 0.
-    An MLA model's latent cache is one shared head, replicated on every device (no KV-head rule)."""
+    An MLA model's latent cache is one shared head, replicated on every device (no KV-head rule). A Mamba-2 mixer's
+    groups must divide by tp unless there is one (formulas/recurrent_state.py ``mamba2_groups_refusal``: vLLM and
+    SGLang shard the mixer; ``engine`` another, whose tensor parallelism leaves the mixer whole: no group rule)."""
+    groups = mamba2_layout_refusal(spec, tp, engine)
+    if groups is not None:
+        return groups
     if spec.num_heads % tp:
         return f"tensor_parallel {tp} does not divide the {spec.num_heads} attention heads of {spec.name}"
     kv = spec.num_kv_heads
@@ -53,6 +59,15 @@ def serving_tensor_parallel_refusal(spec: ModelSpec, tp: int) -> str | None:
         return (f"tensor_parallel {tp} neither divides nor is a multiple of the {kv} KV heads of {spec.name} "
                 "(vLLM splits KV heads evenly or replicates them evenly)")
     return None
+
+
+def mamba2_layout_refusal(spec: ModelSpec, tp: int, engine: str = "vllm") -> str | None:
+    """formulas/recurrent_state.py ``mamba2_groups_refusal`` for ``spec``'s Mamba-2 mixers on ``engine`` (vLLM and
+    SGLang shard them; transformers' plans leave the mixer whole), or None."""
+    r = spec.recurrent
+    if engine not in ("vllm", "sglang") or r is None or r.kind != "mamba2" or not spec.recurrent_layer_count:
+        return None
+    return mamba2_groups_refusal(r.n_groups, tp, spec.name)
 
 
 @lru_cache(maxsize=256)  # per spec, like model_tensors

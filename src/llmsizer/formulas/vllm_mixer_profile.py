@@ -80,6 +80,7 @@ fit); v0.34.0 adds a sizing warm-up for its extensible KV cache that runs such a
 from __future__ import annotations
 
 from ..specs import ModelSpec
+from .recurrent_state import extra_groups
 
 # model types whose vLLM Gated DeltaNet layer unpacks Qwen3-Next's interleaved per-key-head qkvz / ba layout
 # (qwen3_next.py L346 ``gqa_interleaved_layout=True``; Qwen3.5's contiguous layout, qwen3_5.py L142, is not read here)
@@ -90,7 +91,7 @@ def vllm_mamba2_profile_bytes(tokens: int, heads: int, head_dim: int, d_state: i
                               tp: int = 1) -> int:
     """Eq. (V1): one Mamba-2 mixer's peak in vLLM's profile run over ``tokens`` tokens, on one of ``tp`` GPUs.
     heads / groups: the model's; compute: the activations' element size [bytes]."""
-    extra = 0 if groups % tp == 0 else tp - groups
+    extra = extra_groups(groups, tp)
     d = heads * head_dim
     conv = (d + 2 * (groups + extra) * d_state) // tp
     d_r, h_r = d // tp, heads // tp
@@ -103,8 +104,7 @@ def vllm_mamba2_step_bytes(tokens: int, heads: int, head_dim: int, d_state: int,
     """Eq. (V4): one Mamba-2 mixer's peak in a real prefill step of ``tokens`` tokens over ``sequences`` sequences
     (the chunked scan the profile run skips), on one of ``tp`` GPUs. chunk: the SSD chunk length; state_bytes: the
     SSM state's element size (the cache dtype); compute: the activations' element size [bytes]."""
-    extra = 0 if groups % tp == 0 else tp - groups
-    h_r, g_r = heads // tp, (groups + extra) // tp
+    h_r, g_r = heads // tp, (groups + extra_groups(groups, tp)) // tp
     n_chunks = -(-tokens // chunk) + max(sequences, 1) - 1
     held = vllm_mamba2_profile_bytes(tokens, heads, head_dim, d_state, groups, compute, tp)
     cumsums = 8 * h_r * n_chunks * chunk

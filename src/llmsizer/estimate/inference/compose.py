@@ -18,6 +18,7 @@ from ...formulas.nf4_quantization import FUSED_EXPERTS_WHY
 from ...formulas.params import count_params
 from ...formulas.tensor_parallel import (
     check_tensor_parallel,
+    mamba2_layout_refusal,
     serving_tensor_parallel_refusal,
     shard_weights,
     transformers_tensor_parallel_refusal,
@@ -435,7 +436,10 @@ def _estimate(spec: ModelSpec, w: InferenceWorkload) -> Estimate:
         acc.assumptions.append(Assumption("fused_experts", dtype, True, FUSED_EXPERTS_WHY))
     if w.tensor_parallel > 1:
         check_tensor_parallel(spec, w.tensor_parallel)
-        kv_refusal = serving_tensor_parallel_refusal(spec, w.tensor_parallel)
+        groups_refusal = mamba2_layout_refusal(spec, w.tensor_parallel, str(w.engine))
+        if groups_refusal is not None:
+            raise FieldError("tensor_parallel", groups_refusal)
+        kv_refusal = serving_tensor_parallel_refusal(spec, w.tensor_parallel, str(w.engine))
         if kv_refusal is not None:
             raise InputError(kv_refusal)
         plan_refusal = transformers_tensor_parallel_refusal(spec) if w.engine == "transformers" else None

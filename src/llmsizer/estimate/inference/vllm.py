@@ -122,6 +122,13 @@ def compose_vllm(ctx: Context) -> None:
     # the run has no attention metadata, so the mixers skip their chunked scans and hold only their projections)
     fwd = prefill_activation_bytes(spec, 1, mnbt, mnbt, ctx.act_bytes, "flash", logits_positions=0, tp=tp,
                                    vllm_profile=True)
+    if fwd.mixer_bytes:
+        acc.assume("vllm_hybrid_engine", "V1", None,
+                   "formulas/vllm_mixer_profile.py eqs. V1-V4 (the profile run without attention metadata, the "
+                   "mixers' scans skipped) read vLLM's V1 engine (0.23.0 wheel); taken at every --engine-version: "
+                   "releases before V1's Mamba support (on main from July 2025, vllm-project/vllm PR #20499 "
+                   "'Update V1 docs for Mamba models'; about 0.10) served hybrid models on the V0 engine, whose "
+                   "profile forward had attention metadata and ran the chunked scan: not modelled")
     sampler = int(min(mns, mnbt) * spec.vocab_size * E.VLLM_SAMPLER_BYTES_PER_LOGIT)
     act = max(fwd.peak_bytes, sampler)
     encoder = ""
@@ -263,7 +270,8 @@ def _unprofiled_scan(ctx: Context, mnbt: int, act: int, residual: int, margin: i
         ctx.acc.warnings.append(
             f"a prefill step of max_num_batched_tokens {mnbt} runs the Mamba-2 chunked scan, which vLLM's profile run "
             f"skips: its chunk states need {format_bytes(over)} beyond the profiled activations "
-            f"(formulas/vllm_mixer_profile.py eq. V4), more than the {format_bytes(max(margin, 0))} outside the KV "
+            f"(formulas/vllm_mixer_profile.py eq. V4, for the step's tokens as one sequence: each further sequence "
+            f"adds its own chunks), more than the {format_bytes(max(margin, 0))} outside the KV "
             "pool (1 - gpu_memory_utilization, less the CUDA context): such a step may run out of memory; lower "
             "--max-num-batched-tokens or --gpu-memory-utilization")
 
