@@ -24,7 +24,7 @@ from functools import lru_cache
 from ..errors import FieldError, InputError
 from ..specs import ModelSpec
 from .params import count_params
-from .recurrent_state import mamba2_groups_refusal
+from .recurrent_state import extra_groups, mamba2_groups_refusal
 from .speed import allgather_time, allreduce_time
 from .tensors import Tensor, model_tensors
 from .weight_formats import GROUP_SIZE_DEFAULT, WeightBytes, engine_tensor_bytes, normalize_format, tensor_bytes
@@ -578,7 +578,7 @@ def replica_shares(spec: ModelSpec, engine: str | None, tp: int) -> dict[str, fl
     r = spec.recurrent
     if (engine in HEAD_REPLICATING_ENGINES and r is not None and r.kind == "mamba2" and spec.recurrent_layer_count
             and tp > 1 and r.n_groups % tp):
-        extra_rows = 2 * (tp - r.n_groups) * r.d_state
+        extra_rows = 2 * extra_groups(r.n_groups, tp, spec.name) * r.d_state  # (recurrent_state.py eq. 4's one rule)
         conv = r.conv_channels
         out["ssm_in"] = extra_rows / ((r.d_inner + conv + r.num_heads) * tp)
         out["ssm_conv1d"] = extra_rows / (conv * tp)
