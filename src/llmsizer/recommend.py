@@ -612,6 +612,10 @@ def recommend_inference(model: ModelSpec | str, *, context: int = InferenceWorkl
     found = media_in_context(spec, w, Notes())
     if engine is not None:  # the stated engine refuses the model itself (an encoder-decoder off transformers): one
         refuse_engine(spec, normalize_engine(engine))  # line, exit 2, not one rejection per candidate device
+    if request_rate is not None and engine is not None:  # an engine that serves no rate, on any hardware: one line
+        refused_engine = engine_serves_no_rate(normalize_engine(engine))  # (review30 D3), before any candidate
+        if refused_engine is not None:
+            raise refused_engine
     if engine is not None and weights is not None:  # a format the stated engine does not run, on any hardware
         engine_weights(spec, normalize_engine(engine), weights)
     # a .gguf file the stated engine will not load on any device: said once (or refused when no rung is left)
@@ -790,6 +794,19 @@ def rate_ceiling(devices: int) -> float:
     serial = min(ENG.API_SERVER_SECONDS.get(e, 0.0) * ENG.API_SERVER_SERIAL_SHARE.get(e, 1.0)
                  for e in ENG.PREFILL_SCHEDULING)
     return math.inf if serial <= 0 else MAX_REPLICAS * devices / serial
+
+
+def engine_serves_no_rate(engine: str) -> FieldError | None:
+    """The refusal of a request rate on ``engine`` where it does not batch continuously (not in
+    ``ENG.PREFILL_SCHEDULING``: transformers' generate has no open load, formulas/serving_queue.py eqs. Q4-Q10), in
+    the words of ``fit``'s refusal (estimate/fit.py ``no_rate_load``): no candidate of a search on it serves a rate,
+    so it is said once (exit 2), not as every candidate's rejection nor as the rate ceiling's (whose serial API
+    server time is a continuous batcher's)."""
+    if engine in ENG.PREFILL_SCHEDULING:
+        return None
+    return FieldError("request_rate", f"request_rate needs an engine that batches continuously "
+                      f"({', '.join(ENG.PREFILL_SCHEDULING)}) with a prefill and decode estimate; {engine}, the engine "
+                      "given, serves no request rate")
 
 
 def rate_past_every_copy(rate: float, devices: int) -> FieldError | None:

@@ -2821,8 +2821,12 @@ TRAINING_ROWS["PM1346"] = ("llama-3.1-8b", dict(_TITAN_AO, compile_scope="layers
                            "bf16 all-gather; its FSDP2 units read as 9dec370's", False, "reserved")
 # The same benchmark's B200 table (PM1374-PM1376, the memory twins of PM1371-PM1373: torchao mx_formats/README.md
 # @d8bb51f6, torch 2.9.0.dev20250815+cu128, torchtitan 6fc499f6, whose parallelize.py and components/loss.py are
-# 2c8b594's: the MI300X rows' units and compiled loss); the 750 W limit does not change memory
-_B200_AO = "; B200, torchtitan 6fc499f6 (2c8b594's units and loss): compiled loss on bf16 logits"
+# 2c8b594's: the MI300X rows' units and compiled loss). The 750 W limit that holds out their throughput twins does not
+# change memory; what is assumed for memory is the MI300X twins' (PM1340-PM1346): 2c8b594's FSDP2 units (embedding and
+# [norm, output] apart, the latter kept after the forward), which FSDP2_UNITS has no rule for, read as 9dec370's
+# ('torchtitan'), and the reserve is a lower bound (the PM0400 comment): held out for that (review30 N2)
+_B200_AO = ("; B200, torchtitan 6fc499f6 (2c8b594's units and loss): compiled loss on bf16 logits; its FSDP2 units "
+            "(embedding and [norm, output] apart) read as 9dec370's")
 TRAINING_ROWS["PM1374"] = ("llama-3.1-8b", dict(_TITAN_AO, compile_scope="layers+loss+upcast"),
                            _TITAN_AO_NOTE + _B200_AO, False, "reserved")
 TRAINING_ROWS["PM1375"] = ("llama-3.1-8b", dict(_TITAN_AO, compile_scope="layers+loss+upcast", float8=True),

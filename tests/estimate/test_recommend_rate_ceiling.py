@@ -44,3 +44,14 @@ def test_a_rate_past_every_candidate_is_refused_before_any_is_sized(monkeypatch:
 def test_the_refusal_starts_at_the_ceiling() -> None:
     assert R.rate_past_every_copy(R.rate_ceiling(8) * 0.999, 8) is None
     assert R.rate_past_every_copy(R.rate_ceiling(8) * 1.000001, 8) is not None
+
+
+def test_an_engine_that_serves_no_rate_is_refused_before_any_candidate(monkeypatch: pytest.MonkeyPatch) -> None:
+    asked: list[Any] = []
+    monkeypatch.setattr(R, "pick_format", lambda *a, **kw: asked.append(kw) or None)
+    monkeypatch.setattr(R, "_candidates", lambda *a, **kw: asked.append(kw) or ([], []))
+    for rate in (5.0, 1e9):
+        with pytest.raises(FieldError) as e:
+            R.recommend_inference("llama-3.1-8b", request_rate=rate, engine="transformers")
+        assert e.value.field == "request_rate" and "\n" not in str(e.value)
+        assert "batches continuously" in str(e.value) and not asked

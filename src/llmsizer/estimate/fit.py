@@ -963,21 +963,38 @@ def most_carried(model: ModelSpec | str, hardware: str | Device | Instance, coun
     the refusal on the layout whose capacity (the least of its ceilings, rate_capacity.py ``over_capacity``) is the
     most, a tie to the smaller degree, as ``fit --tp`` answers for that layout, its degree stated as chosen. Taking
     the climb's first layout instead showed a smaller capacity than another layout has (probe22 D4: llama-3.1-8b,
-    1024 x H100 at 1e7 requests/s refused on TP 8 x 128, 4.46e3 requests/s, where TP 1 x 1024 carries 6.94e3)."""
-    answers = {t: fit(model, hardware, count, **{**kw, "tensor_parallel": t, "fits_at": False}, request_rate=rate,
-                      **workload) for t in sorted(layouts)}
+    1024 x H100 at 1e7 requests/s refused on TP 8 x 128, 4.46e3 requests/s, where TP 1 x 1024 carries 6.94e3).
+    Where no layout carries any rate (every capacity 0 or unknown: the memory fits on none), capacity ranks nothing,
+    so the layout is the one ``fit`` takes without a rate (``fit_memory``: none fits, the largest degree, the least
+    memory each device holds), as ``fit --tp`` answers for it at the rate; the tie to the smaller degree took TP 1,
+    the furthest from fitting (review30 D1: llama-3.1-405b on aws-p5.48xlarge at 1 request/s answered TP 1 x 8, over
+    by 689.57 GiB, where the rate-less fit and ``--tp 8`` are over by 28.53 GiB)."""
+    pinned = {**kw, "fits_at": False}
+    answers = {t: fit(model, hardware, count, **{**pinned, "tensor_parallel": t}, request_rate=rate, **workload)
+               for t in sorted(layouts)}
 
     def carried(t: int) -> float:
         cap = answers[t].details.get("rate_capacity")
         return -1.0 if cap is None else float(cap)
-    tp = max(answers, key=lambda t: (carried(t), -t))
+    n = count_of(answers[min(answers)])
+    rateless: str | None = None  # fit's own why of its rate-less layout, where it decides
+    if any(carried(t) > 0 for t in answers):
+        tp = max(answers, key=lambda t: (carried(t), -t))
+        others = "; ".join(f"TP {t} x {n // t}: " + (f"{carried(t):.3g}" if carried(t) >= 0 else "unknown")
+                           for t in sorted(answers, key=lambda t: (-carried(t), t)) if t != tp)
+        how = (f"TP {tp} x {n // tp}: carries the most of the layouts, about {carried(tp):.3g} requests/s, though "
+               f"not {rate:g} (every layout refuses it; each one's capacity, requests/s: {others}); ")
+    else:  # fits on no layout: fit's rate-less choice of layout (its memory verdict alone decides)
+        free = fit(model, hardware, count, **pinned, **workload)
+        tp = free.tensor_parallel
+        if tp not in answers:
+            answers[tp] = fit(model, hardware, count, **{**pinned, "tensor_parallel": tp}, request_rate=rate,
+                              **workload)
+        rateless = next((a.why for a in free.assumptions if a.name == "tensor_parallel"), "")
+        how = (f"TP {tp} x {n // tp}: no layout carries any rate, so none carries {rate:g} (each one's capacity "
+               f"is 0 or unknown: it fits on none); the layout fit takes without a rate, ")
     r = answers[tp]
-    n = count_of(r)
-    others = "; ".join(f"TP {t} x {n // t}: " + (f"{carried(t):.3g}" if carried(t) >= 0 else "unknown")
-                       for t in sorted(answers, key=lambda t: (-carried(t), t)) if t != tp)
-    said = tuple(replace(a, default=True, why=f"TP {tp} x {n // tp}: carries the most of the layouts, about "
-                         f"{carried(tp):.3g} requests/s, though not {rate:g} (every layout refuses it; each one's "
-                         f"capacity, requests/s: {others}); " + a.why.removeprefix("given; "))
+    said = tuple(replace(a, default=True, why=how + (a.why.removeprefix("given; ") if rateless is None else rateless))
                  if a.name == "tensor_parallel" else a for a in r.assumptions)
     return replace(r, assumptions=said)
 

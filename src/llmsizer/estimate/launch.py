@@ -127,9 +127,13 @@ def megatron_step_layer_kernels(spec: ModelSpec, w: TrainingWorkload
         return megatron_hook_adds(2 + (2 if qk else 0), attn_bias + (2 if spec.mlp_bias else 0),
                                   int(spec.attention_sinks), 4, fused)
 
+    # eq. K11c's layout: the query groups on one tensor-parallel rank (one where the groups are fewer than the
+    # ranks: attention.py's num_query_groups < world_size path) and the query heads per group
+    groups = max(1, spec.num_kv_heads // max(1, w.tp))
+    per_group = spec.num_heads // max(1, spec.num_kv_heads)
     kinds = {}
     for key in dict.fromkeys(zip(moe_kinds(spec), spec.rotary_layers, strict=True)):
-        fg, fo, bg, bo = megatron_layer_kernels(key[0], qk, key[1], float8)
+        fg, fo, bg, bo = megatron_layer_kernels(key[0], qk, key[1], float8, groups, per_group)
         kinds[key] = (fg, fo, bg, bo + hook(key[0]))
     if m is None:
         return kinds, (0.0, 0.0)

@@ -27,13 +27,32 @@ TransformerEngine v2.18 @27486e03 for TE's kernels):
   p = 0 returns its input and the ``add``): 1 forward; backward nothing of its own, but the residual stream forks
   into the norm and the residual add, so autograd sums the two gradients: 1 add per fork, 2 a layer;
 - the dense MLP's activation with ``bias_activation_fusion`` (mlp.py lines 264-297 ``bias_swiglu_impl``: one
-  jit-fused kernel each way; an MoE layer's is eq. K9's weighted SwiGLU).
+  jit-fused kernel each way; an MoE layer's is eq. K9's weighted SwiGLU);
+- the query / key / value layout (review30 D2): Megatron-Bridge's performance runs leave ``fused_single_qkv_rope``
+  unset, so ``split_qkv`` is True (attention.py lines 965-981 @d7288711) and q, k, v are split views of the fused
+  q/k/v GEMM's output [s, b, g, (p + 2) d] (g query groups on the rank, p query heads per group, d the head size;
+  lines 1458-1469, TE's ``SplitAlongDim``, pytorch/utils.py @27486e03). The query's reshape to [s, b, g p, d] (line
+  1474) merges two dimensions whose strides do not nest when g > 1 and p > 1: a copy (torch's ``reshape``: clone).
+  TE's ``DotProductAttention`` then reads the layout (dot_product_attention/utils.py lines 2337-2442
+  ``get_qkv_layout``): where q, k, v fit none of its layouts it makes all three contiguous (lines 2440-2442). With
+  rotary or q/k norms, q and k are those kernels' new tensors and v a strided view that fits no layout beside them:
+  one copy (v); with neither, q, k, v are views of one buffer that TE reads in place as sbh3d only where p = 1 and g >
+  1 (interleaved, equal strides), else all three are copied (a copy already made is not repeated). In the backward
+  ``SplitAlongDim`` returns its gradients' buffer only where they tile it as the split did (pytorch/utils.py lines
+  504-531), which only the sbh3d case's fused-attention gradients do (csrc/extensions/attention.cpp lines 405-415: one
+  dQKV, sliced; the separate layouts allocate dQ, dK, dV apart, lines 448-454); else ``torch.cat`` (line 532): one
+  kernel::
+
+    c_f = [g > 1 and p > 1] + 1   (rotary or q/k norms)       c_b = 1
+    c_f = 0, c_b = 0              (neither, p = 1, g > 1: sbh3d)
+    c_f = 3, c_b = 1              (neither, otherwise)                                                      (K11c)
 
 Per layer, with q = 1 for q/k norms, r = 1 for rotary positions, G the GEMM class (linears and attention) and O the
 other kernels::
 
-    dense   forward  G 5 (qkv, attention, proj, fc1, fc2)  O 5 + 2q + 2r   backward  G 9   O 7 + 4q + 2r    (K11)
-    MoE     forward  G 3 (qkv, attention, proj)            O 4 + 2q + 2r   backward  G 5   O 6 + 4q + 2r
+    dense   forward  G 5 (qkv, attention, proj, fc1, fc2)  O 5 + 2q + 2r + c_f   backward  G 9  O 7 + 4q + 2r + c_b
+    MoE     forward  G 3 (qkv, attention, proj)            O 4 + 2q + 2r + c_f   backward  G 5  O 6 + 4q + 2r + c_b
+                                                                                                           (K11)
 
 and an MoE layer adds its block (router, dispatch, experts, combine) of eq. K9, whole (``moe_layer_kernels``
 'megatron-te': it holds the weighted SwiGLU).
@@ -68,8 +87,9 @@ launch a pre- and post-processing kernel beside the main one).
 from __future__ import annotations
 
 SOURCE = ("NVIDIA/Megatron-LM @d7288711 gpt_layer_specs.py lines 132-151 (the TE layer), transformer_layer.py "
-          "line 646, attention.py lines 1106/1119, mlp.py lines 264-297; NVIDIA/TransformerEngine @27486e03 "
-          "rmsnorm_bwd_semi_cuda_kernel.cu lines 50/68, csrc/quantizer.cpp lines 988-1007 (eqs. K11/K12)")
+          "line 646, attention.py lines 965-981/1106/1119/1458-1474, mlp.py lines 264-297; NVIDIA/TransformerEngine "
+          "@27486e03 rmsnorm_bwd_semi_cuda_kernel.cu lines 50/68, csrc/quantizer.cpp lines 988-1007, "
+          "dot_product_attention/utils.py lines 2337-2442, pytorch/utils.py lines 504-530 (eqs. K11/K11c/K12)")
 
 # eq. K11: (forward GEMMs, forward others, backward GEMMs, backward others) of the layer without q/k norms and rotary,
 # by whether it is an MoE layer (the MoE block apart)
@@ -80,22 +100,37 @@ MEGATRON_FP8_LINEARS: dict[bool, int] = {False: 4, True: 2}
 CURRENT_SCALING_QUANTIZE_KERNELS = 4
 
 
-def megatron_layer_kernels(moe: bool, qk_norm: bool = False, rotary: bool = True,
-                           float8: bool = False) -> tuple[int, int, int, int]:
-    """Eqs. (K11)/(K12): (forward GEMMs and attention, forward other kernels, backward GEMMs and attention, backward
-    other kernels) of one Megatron-Core TE decoder layer per micro-step, an MoE layer without its MoE block (eq.
-    K9). ``qk_norm``: TE norms on q and k; ``rotary``: fused rotary on q and k; ``float8``: TE's current-scaling FP8
-    linears (their input and output-gradient casts).
+def qkv_layout_copies(rotary_or_qk_norm: bool, groups: int, per_group: int) -> tuple[int, int]:
+    """Eq. (K11c): (forward, backward) copy kernels of the split q / k / v layout in one Megatron-Core TE attention
+    (``groups`` query groups on the rank, ``per_group`` query heads per group): the query's reshape copy, the copies
+    TE's ``get_qkv_layout`` makes, and ``SplitAlongDim``'s backward ``torch.cat``.
+
+    >>> qkv_layout_copies(True, 2, 8), qkv_layout_copies(True, 1, 16), qkv_layout_copies(False, 4, 1)
+    ((2, 1), (1, 1), (0, 0))
+    """
+    if rotary_or_qk_norm:
+        return (1 if groups > 1 and per_group > 1 else 0) + 1, 1
+    return (0, 0) if per_group == 1 and groups > 1 else (3, 1)
+
+
+def megatron_layer_kernels(moe: bool, qk_norm: bool = False, rotary: bool = True, float8: bool = False,
+                           groups: int = 1, per_group: int = 1) -> tuple[int, int, int, int]:
+    """Eqs. (K11)/(K11c)/(K12): (forward GEMMs and attention, forward other kernels, backward GEMMs and attention,
+    backward other kernels) of one Megatron-Core TE decoder layer per micro-step, an MoE layer without its MoE block
+    (eq. K9). ``qk_norm``: TE norms on q and k; ``rotary``: fused rotary on q and k; ``float8``: TE's current-scaling
+    FP8 linears (their input and output-gradient casts); ``groups`` / ``per_group``: the query groups on one
+    tensor-parallel rank and the query heads per group (eq. K11c's layout copies).
 
     >>> megatron_layer_kernels(False)
-    (5, 7, 9, 9)
-    >>> megatron_layer_kernels(True, qk_norm=True, float8=True)
-    (3, 16, 5, 20)
+    (5, 8, 9, 10)
+    >>> megatron_layer_kernels(True, qk_norm=True, float8=True, groups=4, per_group=8)
+    (3, 18, 5, 21)
     """
     fg, fo, bg, bo = MEGATRON_LAYER_BASE[moe]
     q, r = (1 if qk_norm else 0), (1 if rotary else 0)
+    cf, cb = qkv_layout_copies(bool(q or r), groups, per_group)
     cast = CURRENT_SCALING_QUANTIZE_KERNELS * MEGATRON_FP8_LINEARS[moe] if float8 else 0
-    return fg, fo + 2 * q + 2 * r + cast, bg, bo + 4 * q + 2 * r + cast
+    return fg, fo + 2 * q + 2 * r + cast + cf, bg, bo + 4 * q + 2 * r + cast + cb
 
 
 def megatron_hook_adds(norms: int, biases: int, others: int = 0, weights: int = 0,

@@ -80,3 +80,18 @@ def test_a_rate_no_candidate_carries_is_one_line_at_once(client) -> None:
     assert "--request-rate" in line and "past what any candidate carries" in line
     web = client.post("/api/v1/recommend", json={"model": "llama-3.1-8b", "request_rate": "1000000000"})
     assert 400 <= web.status_code < 500 and "past what any candidate carries" in web.text
+
+
+@pytest.mark.parametrize("rate", ["5", "1000000000"])
+def test_a_rate_on_an_engine_that_serves_none_is_one_line_at_once(client, rate) -> None:
+    """An engine that does not batch continuously serves no request rate on any candidate: recommend refuses it once,
+    exit 2, in fit's words (review30 D3: at 1e9/s it blamed the API server's serial time, a continuous batcher's; at
+    5/s it rejected 178 candidates with exit 1), and the web with a 4xx."""
+    fit_line = cli_error_line("fit", "llama-3.1-8b", "--device", "h100-sxm", "--engine", "transformers",
+                              "--request-rate", rate)
+    line = cli_error_line("recommend", "llama-3.1-8b", "--engine", "transformers", "--request-rate", rate)
+    said = "--request-rate needs an engine that batches continuously (vllm, sglang, llamacpp)"
+    assert fit_line.startswith(said) and line.startswith(said) and "transformers" in line
+    web = client.post("/api/v1/recommend", json={"model": "llama-3.1-8b", "engine": "transformers",
+                                                 "request_rate": rate})
+    assert 400 <= web.status_code < 500 and "batches continuously" in web.text
