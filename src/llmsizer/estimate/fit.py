@@ -670,7 +670,8 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
         host_device: str | Device | None = None, engine_version: str | None = None, kwh_price: float | None = None,
         tensor_parallel: int | None = None, fits_at: bool | None = None, host_memory: int | str | None = None,
         request_rate: float | None = None, rate_bound: list[float] | None = None, refusal_only: bool = False,
-        climb_stops: bool = True, miss: Callable[[FitResult], bool] | None = None, **workload: Any) -> FitResult:
+        climb_stops: bool = True, miss: Callable[[FitResult], bool] | None = None,
+        first_iterate: list[FitResult] | None = None, **workload: Any) -> FitResult:
     """Fit an inference workload on ``count`` x ``hardware`` (a device or instance name; an instance brings its
     own count; ``"detected"`` or a ``Detection``: the detected machine's device, ``device.detected_machine``). ``memory`` overrides the device memory (e.g. the RAM of a CPU machine). The memory, the weight
     format and the verdict are the inference estimate's (``estimate_inference`` with ``memory`` and ``headroom``),
@@ -716,7 +717,9 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
     fit, a per-user decode speed below a floor: both worsen with the sequences in flight); where it holds at a C
     known to be at or below the fixed point, with more requests in flight than replicas and no admission bound,
     RateMissCertain carries that answer instead of the climb's end: the answer at the fixed point misses too (or the
-    rate is refused: no fixed point)."""
+    rate is refused: no fixed point). ``first_iterate``: a caller's list that gets the climb's first iterate (the fit
+    at one request in flight, at the rate) where it was made, before any stop: ``rate_layout_seconds`` reads each
+    layout's admitted count and X(k) grid there (``_refused_on_every_layout``)."""
     hardware, count, hardware_files = detected_machine(hardware, count, hardware_files)  # 'detected', a Detection
     kw: dict[str, Any] = dict(headroom=headroom, engine=engine, weights=weights, context=context, output_tokens=output_tokens,
               memory=memory, kv_dtype=kv_dtype, hardware_files=hardware_files, host_device=host_device,
@@ -745,9 +748,14 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
 
     layouts = None
     if tensor_parallel is None:  # the layout: the quickest at its own fixed point (``rate_layout_seconds``)
-        layouts = rate_layout_seconds(model, hardware, count, rate, workload, kw)
+        firsts: dict[int, FitResult] = {}  # each layout's pinned climb's first iterate (every layout within)
+        layouts = rate_layout_seconds(model, hardware, count, rate, workload, kw, firsts)
         if layouts is not None and any(math.isfinite(w) for w in layouts.values()):
             kw["rate_layouts"] = layouts
+        elif refusal_only:  # refused on every layout: where admission refuses whatever layouts the climb takes,
+            refused = _refused_on_every_layout(firsts, rate)  # that climb is not run (its refusal is certain)
+            if refused is not None:
+                raise refused
     fitted: dict[int, FitResult] = {}  # C in flight -> the fit at the rate (the climb's, admission's)
     # C at or below every C rate_fixed_point may answer at (an f(C') <= C' with f monotone): 1, and f of each such C
     # (Kleene's iterates from the bottom)
@@ -765,6 +773,8 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
             if rate_bound is not None and c == 1 and e.server_capacity is not None:
                 rate_bound.append(e.server_capacity)
             raise
+        if first_iterate is not None and c == 1:
+            first_iterate.append(r)
         if refusal_only and climb_stops and c in below:
             flight = in_flight(r)
             if flight is not None and math.isfinite(flight):
@@ -914,7 +924,8 @@ def no_rate_load(r: FitResult) -> FieldError:
 
 
 def rate_layout_seconds(model: ModelSpec | str, hardware: str | Device | Instance, count: int | None, rate: float,
-                        workload: dict[str, Any], kw: dict[str, Any]) -> dict[int, float] | None:
+                        workload: dict[str, Any], kw: dict[str, Any],
+                        firsts: dict[int, FitResult] | None = None) -> dict[int, float] | None:
     """At a request rate with no degree given, each tensor-parallel layout within one machine
     (``tensor_parallel_options``) timed at its own answer: the fit pinned to it at the rate (its least fixed point of
     eq. Q10c, ``rate_fixed_point``, and the wait for admission, eq. Q13) and that answer's mean request seconds
@@ -926,7 +937,9 @@ def rate_layout_seconds(model: ModelSpec | str, hardware: str | Device | Instanc
     fp8, 8 x H100, 32k, 1 request/s took TP 4 x 2 at 5 in flight, 75.3 tokens/s per user, where TP 4 x 2 pinned
     holds at 4, 97.3). Every layout infinite: the rate is refused on each, and ``fit`` answers the refusal on the one
     that carries the most (``most_carried``). None where there is no choice (one degree within a machine, a llama.cpp
-    split, one device)."""
+    split, one device).
+    ``firsts``: a caller's dict that gets, where every degree of ``tensor_parallel_options`` is within a machine,
+    each degree's pinned climb's first iterate (``fit``'s ``first_iterate``) where it was made."""
     device, n, _, instance = target_and_count(hardware, count, kw.get("hardware_files", ()), instances=True)
     if n < 2:
         return None
@@ -940,17 +953,23 @@ def rate_layout_seconds(model: ModelSpec | str, hardware: str | Device | Instanc
     layout = serving_layout(eng, device, n, per_node)
     if layout.split:
         return None
-    within = [t for t in layout.tensor_parallel_options(spec, n, per_node) if t <= per_node]
+    options = layout.tensor_parallel_options(spec, n, per_node)
+    within = [t for t in options if t <= per_node]
     if len(within) < 2:
         return None
+    every = len(within) == len(options)  # (fit's climb takes a degree across machines only where none within fits)
     seconds: dict[int, float] = {}
     for t in within:
+        first: list[FitResult] = []
         try:
             r = fit(spec, hardware, count, **{**kw, "tensor_parallel": t, "fits_at": False}, request_rate=rate,
-                    refusal_only=True, **workload)
+                    refusal_only=True, first_iterate=first, **workload)
         except (RateOverloadError, RateMissCertain):
             seconds[t] = math.inf
             continue
+        finally:
+            if firsts is not None and every and first:
+                firsts[t] = first[0]
         load = r.speed.load if r.speed is not None else None
         seconds[t] = (float(load["request_seconds"]) if r.fits and load and "request_seconds" in load
                       else math.inf)
@@ -985,6 +1004,50 @@ def most_carried(model: ModelSpec | str, hardware: str | Device | Instance, coun
 def count_of(r: FitResult) -> int:
     """The devices of ``r``'s deployment (its replicas x tensor-parallel degree)."""
     return r.replicas * r.tensor_parallel
+
+
+def _refused_on_every_layout(firsts: dict[int, FitResult], rate: float) -> RateOverloadError | None:
+    """The refusal by the admitted sequences (eq. Q13) that ``fit`` at ``rate`` with no degree given is certain to
+    end in, where every layout was refused pinned (``rate_layout_seconds`` all infinite) and ``firsts`` holds each layout's
+    first iterate (every degree fit may take: all within one machine); None where it is not certain. The unpinned
+    climb takes at each C some degree t, whose fit at C has t's replicas R_t, admitted count A_t and X(k) grid as
+    t's first iterate has them (``_admission_certain`` 1.: none of them reads C). It ends in one of:
+
+    1. a refusal at an iterate (eq. Q10a's server capacity, or no fixed point: the decode's capacity), or
+    2. ``admission_queued`` on its answer r* (degree t*): eq. Q13 at r*'s share rate / R_t* on the grid of t* (the
+       wait on r*) or, past A_t*, of the degree t' the fit at A_t* R_t* takes (``admission_wait``; a pool of none,
+       ``_holds_none``, needs an A of 0, which no first iterate here has).
+
+    Where ``admission_over_capacity`` (the very test ``admission_queue`` makes) refuses the share rate / R_a on the
+    grid of b for every pair of degrees (a, b), case 2 is refused whatever t* and t' are, and case 1 is a refusal:
+    every iterate of the climb is redundant. Under vLLM the pairs with b <= a suffice: each degree refuses its own
+    share (b = a), so at every C each layout's mean request seconds (``rate_seconds``: eq. Q13 on its grid at its
+    share) is infinite, fit_memory ranks them smallest degree first (``quickest_first``'s tie) and takes the
+    smallest that fits at C (the largest, ``within[0]``, where none does); t* fits at A_t* R_t* (its share there is
+    A_t* = min(cap, room): eq. 3, ``vllm_fits_at``) unless it is the largest, so t' <= t*. Read only where the caller
+    reads a refusal only as one (``refusal_only``: its text unread). This replaces the climb ratecut2 left running
+    after every pinned layout was refused (tests/estimate/test_every_layout_refused.py: the full climb's outcome)."""
+    if not firsts:
+        return None
+    grids: dict[int, tuple[FitResult, int, list[list[float]]]] = {}
+    for t, r in firsts.items():
+        if r.engine in SLOTS_FROM_CONCURRENCY or r.speed is None or not r.speed.load or not r.fits:
+            return None
+        admitted, closed = _admission_bound(r), r.speed.load.get("closed_throughputs")
+        if admitted is None or not closed:
+            return None
+        grids[t] = (r, admitted, closed)
+    lower = all(r.engine == "vllm" for r in firsts.values())  # (the pairs b <= a suffice: the ranking above)
+    refusal: RateOverloadError | None = None
+    for a, first in firsts.items():
+        for b, (r, admitted, closed) in grids.items():
+            if lower and b > a:
+                continue
+            over = admission_over_capacity(closed, rate / first.replicas)
+            if over is None:
+                return None
+            refusal = refusal or admission_refusal(r, admitted, over)
+    return refusal
 
 
 def admission_queued(r: FitResult, rate: float, run: Callable[..., FitResult]) -> FitResult:
