@@ -1,0 +1,90 @@
+"""The skipped climb of a refusal-only fit with no degree given whose every layout was refused pinned
+(estimate/fit.py ``_refused_on_every_layout``): where eq. Q13 refuses every pair of layouts (under vLLM each degree's
+share on each smaller degree's grid) the unpinned climb is not run and the fit is refused. The skip must be exact:
+the same fit with the skip off (the climb to its least fixed point, then ``admission_queued``) is refused too, and
+where the skip does not fire the two outcomes are the same. The truth each case is checked against is that full
+climb."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import llmsizer.estimate.fit as F
+from llmsizer.catalog.models import find
+from llmsizer.errors import InputError
+from llmsizer.estimate.fit import RateOverloadError, fit
+
+MODELS = ["llama-3.1-8b", "qwen2.5-7b", "qwen3-0.6b", "gemma-2-9b-it", "qwen3-30b-a3b"]
+DEVICES = ["h100-sxm", "a100-40gb", "l4", "a10g", "t4"]
+
+
+def _outcome(**kw: Any) -> tuple[Any, ...]:
+    """A refusal-only fit as its caller reads it: refused, or the answer in full; any other error by its words."""
+    try:
+        return ("answer", fit(refusal_only=True, fits_at=False, **kw).to_dict())
+    except RateOverloadError:
+        return ("refused",)
+    except InputError as e:
+        return (type(e).__name__, str(e))
+
+
+def _skipped_and_full(**kw: Any) -> tuple[tuple[Any, ...], tuple[Any, ...], Counter[str]]:
+    """The fit with the skip (the skips that fired, the fits it made) and without it (the full climb)."""
+    seen: Counter[str] = Counter()
+    certain, fit_at = F._refused_on_every_layout, F._fit_at
+
+    def counted(*a: Any) -> Any:
+        out = certain(*a)
+        seen["skips"] += out is not None
+        return out
+
+    def fits(*a: Any, **k: Any) -> Any:
+        seen["fits"] += 1
+        return fit_at(*a, **k)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(F, "_refused_on_every_layout", counted)
+        mp.setattr(F, "_fit_at", fits)
+        early = _outcome(**kw)
+        seen["skipped fits"], seen["fits"] = seen["fits"], 0
+        mp.setattr(F, "_refused_on_every_layout", lambda *a: None)
+        full = _outcome(**kw)
+    return early, full, seen
+
+
+@settings(max_examples=60, deadline=None)
+@given(model=st.sampled_from(MODELS), device=st.sampled_from(DEVICES), count=st.sampled_from([2, 4, 8]),
+       engine=st.sampled_from(["vllm", "vllm", "sglang"]), weights=st.sampled_from([None, "fp8", "awq-int4"]),
+       context=st.sampled_from([2048, 4096, 16384]), output=st.sampled_from([128, 512]),
+       log_rate=st.floats(math.log(0.5), math.log(150.0)))
+def test_the_skipped_climb_answers_as_the_full_one(model: str, device: str, count: int, engine: str,
+                                                   weights: str | None, context: int, output: int,
+                                                   log_rate: float) -> None:
+    early, full, seen = _skipped_and_full(
+        model=find(model).spec(), hardware=device, count=count, engine=engine, weights=weights, context=context,
+        output_tokens=output, request_rate=round(math.exp(log_rate), 3))
+    if seen["skips"]:
+        assert early == ("refused",) and full == ("refused",)
+    else:
+        assert early == full
+
+
+@pytest.mark.parametrize(("device", "count", "rate"), [
+    # llama-3.1-8b bf16, 4k/512: every degree's admitted sequences serve less than its share (TP 1: 8 replicas of
+    # ~1.6/s each at 2.5/s; TP 8: one of ~12.7/s at 20/s), as the bench's a100-sxm-40gb x 8 at 20/s
+    ("a100-40gb", 8, 20.0),
+    ("l4", 4, 5.0),
+])
+def test_the_skip_fires_and_saves_the_climb(device: str, count: int, rate: float) -> None:
+    early, full, seen = _skipped_and_full(
+        model=find("llama-3.1-8b").spec(), hardware=device, count=count, engine="vllm", weights="bf16",
+        context=4096, output_tokens=512, request_rate=rate)
+    assert early == full == ("refused",)
+    assert seen["skips"] == 1
+    assert seen["skipped fits"] < seen["fits"]  # the pinned climbs only; the full fit climbs again unpinned
