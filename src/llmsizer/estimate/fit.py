@@ -671,7 +671,7 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
         tensor_parallel: int | None = None, fits_at: bool | None = None, host_memory: int | str | None = None,
         request_rate: float | None = None, rate_bound: list[float] | None = None, refusal_only: bool = False,
         climb_stops: bool = True, miss: Callable[[FitResult], bool] | None = None,
-        first_iterate: list[FitResult] | None = None, **workload: Any) -> FitResult:
+        iterates: dict[int, FitResult] | None = None, **workload: Any) -> FitResult:
     """Fit an inference workload on ``count`` x ``hardware`` (a device or instance name; an instance brings its
     own count; ``"detected"`` or a ``Detection``: the detected machine's device, ``device.detected_machine``). ``memory`` overrides the device memory (e.g. the RAM of a CPU machine). The memory, the weight
     format and the verdict are the inference estimate's (``estimate_inference`` with ``memory`` and ``headroom``),
@@ -717,9 +717,10 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
     fit, a per-user decode speed below a floor: both worsen with the sequences in flight); where it holds at a C
     known to be at or below the fixed point, with more requests in flight than replicas and no admission bound,
     RateMissCertain carries that answer instead of the climb's end: the answer at the fixed point misses too (or the
-    rate is refused: no fixed point). ``first_iterate``: a caller's list that gets the climb's first iterate (the fit
-    at one request in flight, at the rate) where it was made, before any stop: ``rate_layout_seconds`` reads each
-    layout's admitted count and X(k) grid there (``_refused_on_every_layout``)."""
+    rate is refused: no fixed point). ``iterates``: a caller's empty dict that gets every fit at the rate the climb
+    made (C in flight in all -> the fit at C: its iterates, admission's fit at A), each before any stop:
+    ``rate_layout_seconds`` keeps each layout's, whose first iterate ``_refused_on_every_layout`` reads, and whose
+    fits the unpinned climb takes in place of its own where it takes that layout (``replay``)."""
     hardware, count, hardware_files = detected_machine(hardware, count, hardware_files)  # 'detected', a Detection
     kw: dict[str, Any] = dict(headroom=headroom, engine=engine, weights=weights, context=context, output_tokens=output_tokens,
               memory=memory, kv_dtype=kv_dtype, hardware_files=hardware_files, host_device=host_device,
@@ -746,17 +747,26 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
         x = sustained_rate(r.speed, r.engine, sized=True)  # on the statistic ``in_flight`` sizes (slots_for)
         return None if x is None else x * r.replicas
 
+    # the pinned fits of the layout this climb takes (``rate_layout_seconds``' quickest that carries the rate,
+    # ``rate_take``: taken at every C): its fit at C where that layout fits is the pinned one's (the same layout, so
+    # its requests in flight, its admission and its stops read the same as that fit's); the climb reads those in
+    # place of its own fits, and makes its own only where it answers (``stood``)
+    replay: dict[int, FitResult] = {}
+    stood: dict[int, int] = {}  # id of a pinned fit read in place of this climb's -> its C
     layouts = None
     if tensor_parallel is None:  # the layout: the quickest at its own fixed point (``rate_layout_seconds``)
-        firsts: dict[int, FitResult] = {}  # each layout's pinned climb's first iterate (every layout within)
-        layouts = rate_layout_seconds(model, hardware, count, rate, workload, kw, firsts)
+        climbs: dict[int, dict[int, FitResult]] = {}  # each layout's pinned climb (every layout within)
+        layouts = rate_layout_seconds(model, hardware, count, rate, workload, kw, climbs)
         if layouts is not None and any(math.isfinite(w) for w in layouts.values()):
             kw["rate_layouts"] = layouts
+            if miss is None:  # the quickest layout's pinned fits, each the one this climb makes where it fits
+                replay = climbs.get(quickest_first(layouts)[0], {})
         elif refusal_only:  # refused on every layout: where admission refuses whatever layouts the climb takes,
-            refused = _refused_on_every_layout(firsts, rate)  # that climb is not run (its refusal is certain)
-            if refused is not None:
+            refused = _refused_on_every_layout({t: c[1] for t, c in climbs.items() if 1 in c}, rate)
+            if refused is not None:  # that climb is not run (its refusal is certain)
                 raise refused
-    fitted: dict[int, FitResult] = {}  # C in flight -> the fit at the rate (the climb's, admission's)
+    # C in flight -> the fit at the rate (the climb's, admission's)
+    fitted: dict[int, FitResult] = iterates if iterates is not None else {}
     # C at or below every C rate_fixed_point may answer at (an f(C') <= C' with f monotone): 1, and f of each such C
     # (Kleene's iterates from the bottom)
     below = {1}
@@ -767,14 +777,17 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
         return fitted[c]
 
     def run(c: int) -> FitResult:
-        try:
-            r = at(c)
-        except RateOverloadError as e:  # (rate_fixed_point's first run is at one request in flight)
-            if rate_bound is not None and c == 1 and e.server_capacity is not None:
-                rate_bound.append(e.server_capacity)
-            raise
-        if first_iterate is not None and c == 1:
-            first_iterate.append(r)
+        known = replay.get(c)
+        if known is not None and known.fits and c not in fitted:
+            r = known
+            stood[id(r)] = c
+        else:
+            try:
+                r = at(c)
+            except RateOverloadError as e:  # (rate_fixed_point's first run is at one request in flight)
+                if rate_bound is not None and c == 1 and e.server_capacity is not None:
+                    rate_bound.append(e.server_capacity)
+                raise
         if refusal_only and climb_stops and c in below:
             flight = in_flight(r)
             if flight is not None and math.isfinite(flight):
@@ -792,6 +805,8 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
             r = rate_fixed_point(run, in_flight, rate, served, said=lambda r: in_flight_said(r.engine))
         except RateCapacityError as e:
             raise RateOverloadError(str(e), e.capacity, e.in_flight, kind="decode") from None
+        if id(r) in stood:  # the answer: this climb's own fit at that C
+            r = at(stood[id(r)])
         r = admission_queued(r, rate, at)
         if _holds_none(r):
             # a pool engine whose pools hold no sequence serves no rate, whatever its running cap queues (a fixed
@@ -925,7 +940,7 @@ def no_rate_load(r: FitResult) -> FieldError:
 
 def rate_layout_seconds(model: ModelSpec | str, hardware: str | Device | Instance, count: int | None, rate: float,
                         workload: dict[str, Any], kw: dict[str, Any],
-                        firsts: dict[int, FitResult] | None = None) -> dict[int, float] | None:
+                        climbs: dict[int, dict[int, FitResult]] | None = None) -> dict[int, float] | None:
     """At a request rate with no degree given, each tensor-parallel layout within one machine
     (``tensor_parallel_options``) timed at its own answer: the fit pinned to it at the rate (its least fixed point of
     eq. Q10c, ``rate_fixed_point``, and the wait for admission, eq. Q13) and that answer's mean request seconds
@@ -938,8 +953,8 @@ def rate_layout_seconds(model: ModelSpec | str, hardware: str | Device | Instanc
     holds at 4, 97.3). Every layout infinite: the rate is refused on each, and ``fit`` answers the refusal on the one
     that carries the most (``most_carried``). None where there is no choice (one degree within a machine, a llama.cpp
     split, one device).
-    ``firsts``: a caller's dict that gets, where every degree of ``tensor_parallel_options`` is within a machine,
-    each degree's pinned climb's first iterate (``fit``'s ``first_iterate``) where it was made."""
+    ``climbs``: a caller's dict that gets, where every degree of ``tensor_parallel_options`` is within a machine,
+    each degree's pinned fits at the rate (``fit``'s ``iterates``: C in flight -> the fit at C)."""
     device, n, _, instance = target_and_count(hardware, count, kw.get("hardware_files", ()), instances=True)
     if n < 2:
         return None
@@ -960,16 +975,15 @@ def rate_layout_seconds(model: ModelSpec | str, hardware: str | Device | Instanc
     every = len(within) == len(options)  # (fit's climb takes a degree across machines only where none within fits)
     seconds: dict[int, float] = {}
     for t in within:
-        first: list[FitResult] = []
+        its: dict[int, FitResult] = {}
+        if climbs is not None and every:
+            climbs[t] = its
         try:
             r = fit(spec, hardware, count, **{**kw, "tensor_parallel": t, "fits_at": False}, request_rate=rate,
-                    refusal_only=True, first_iterate=first, **workload)
+                    refusal_only=True, iterates=its, **workload)
         except (RateOverloadError, RateMissCertain):
             seconds[t] = math.inf
             continue
-        finally:
-            if firsts is not None and every and first:
-                firsts[t] = first[0]
         load = r.speed.load if r.speed is not None else None
         seconds[t] = (float(load["request_seconds"]) if r.fits and load and "request_seconds" in load
                       else math.inf)
@@ -1026,7 +1040,7 @@ def _refused_on_every_layout(firsts: dict[int, FitResult], rate: float) -> RateO
     smallest that fits at C (the largest, ``within[0]``, where none does); t* fits at A_t* R_t* (its share there is
     A_t* = min(cap, room): eq. 3, ``vllm_fits_at``) unless it is the largest, so t' <= t*. Read only where the caller
     reads a refusal only as one (``refusal_only``: its text unread). This replaces the climb ratecut2 left running
-    after every pinned layout was refused (tests/estimate/test_every_layout_refused.py: the full climb's outcome)."""
+    after every pinned layout was refused (tests/estimate/test_unpinned_rate_climb.py: the full climb's outcome)."""
     if not firsts:
         return None
     grids: dict[int, tuple[FitResult, int, list[list[float]]]] = {}

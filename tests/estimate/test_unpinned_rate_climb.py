@@ -1,9 +1,13 @@
-"""The skipped climb of a refusal-only fit with no degree given whose every layout was refused pinned
-(estimate/fit.py ``_refused_on_every_layout``): where eq. Q13 refuses every pair of layouts (under vLLM each degree's
-share on each smaller degree's grid) the unpinned climb is not run and the fit is refused. The skip must be exact:
-the same fit with the skip off (the climb to its least fixed point, then ``admission_queued``) is refused too, and
-where the skip does not fire the two outcomes are the same. The truth each case is checked against is that full
-climb."""
+"""The unpinned climb of a fit at a rate with no degree given (estimate/fit.py ``fit``, after
+``rate_layout_seconds``' pinned climbs), two shortcuts that must be exact, each checked against that climb run in
+full (the pinned climbs not handed to it):
+
+- every layout refused pinned, and eq. Q13 refusing every pair of layouts (under vLLM each degree's share on each
+  smaller degree's grid): a refusal-only fit is refused without the climb (``_refused_on_every_layout``); the full
+  climb is refused too, and where the skip does not fire the two outcomes are the same;
+- a layout answered pinned: the climb reads the quickest layout's pinned fits in place of its own wherever that layout
+  fits (``replay``), and makes its own only where it answers; its answer (``to_dict()``, every field) is the full
+  climb's, refusal-only or not."""
 
 from __future__ import annotations
 
@@ -58,6 +62,33 @@ def _skipped_and_full(**kw: Any) -> tuple[tuple[Any, ...], tuple[Any, ...], Coun
     return early, full, seen
 
 
+def _answers(refusal_only: bool, **kw: Any) -> tuple[tuple[Any, ...], tuple[Any, ...], Counter[str]]:
+    """The fit with the pinned climbs handed to the unpinned one and with none handed (``rate_layout_seconds``
+    called without ``climbs``: no replay, no skip), and the fits each made."""
+    seen: Counter[str] = Counter()
+    layouts, fit_at = F.rate_layout_seconds, F._fit_at
+
+    def fits(*a: Any, **k: Any) -> Any:
+        seen["fits"] += 1
+        return fit_at(*a, **k)
+
+    def answer() -> tuple[Any, ...]:
+        try:
+            return ("answer", fit(refusal_only=refusal_only, fits_at=False, **kw).to_dict())
+        except RateOverloadError:
+            return ("refused",)
+        except InputError as e:
+            return (type(e).__name__, str(e))
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(F, "_fit_at", fits)
+        handed = answer()
+        seen["handed fits"], seen["fits"] = seen["fits"], 0
+        mp.setattr(F, "rate_layout_seconds", lambda *a: layouts(*a[:6]))
+        full = answer()
+    return handed, full, seen
+
+
 @settings(max_examples=60, deadline=None)
 @given(model=st.sampled_from(MODELS), device=st.sampled_from(DEVICES), count=st.sampled_from([2, 4, 8]),
        engine=st.sampled_from(["vllm", "vllm", "sglang"]), weights=st.sampled_from([None, "fp8", "awq-int4"]),
@@ -88,3 +119,25 @@ def test_the_skip_fires_and_saves_the_climb(device: str, count: int, rate: float
     assert early == full == ("refused",)
     assert seen["skips"] == 1
     assert seen["skipped fits"] < seen["fits"]  # the pinned climbs only; the full fit climbs again unpinned
+
+
+@settings(max_examples=40, deadline=None)
+@given(model=st.sampled_from(MODELS), device=st.sampled_from(DEVICES), count=st.sampled_from([2, 4, 8]),
+       engine=st.sampled_from(["vllm", "vllm", "sglang"]), context=st.sampled_from([2048, 4096, 16384]),
+       output=st.sampled_from([128, 512]), log_rate=st.floats(math.log(0.2), math.log(40.0)),
+       refusal_only=st.booleans())
+def test_the_replayed_climb_answers_as_the_full_one(model: str, device: str, count: int, engine: str, context: int,
+                                                    output: int, log_rate: float, refusal_only: bool) -> None:
+    handed, full, _ = _answers(refusal_only, model=find(model).spec(), hardware=device, count=count, engine=engine,
+                               context=context, output_tokens=output, request_rate=round(math.exp(log_rate), 3))
+    assert handed == full
+
+
+@pytest.mark.parametrize("refusal_only", [True, False])
+def test_the_replay_answers_in_full_and_saves_the_climb(refusal_only: bool) -> None:
+    """llama-3.1-8b on 8 x H100 at 20 requests/s (the bench's p5 shape): TP 1 x 8 answers pinned, and the unpinned
+    climb makes only its answer's fit and admission's."""
+    handed, full, seen = _answers(refusal_only, model=find("llama-3.1-8b").spec(), hardware="h100-sxm", count=8,
+                                  engine="vllm", context=4096, output_tokens=512, request_rate=20.0)
+    assert handed == full and handed[0] == "answer"
+    assert seen["handed fits"] < seen["fits"]
