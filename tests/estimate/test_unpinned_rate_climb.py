@@ -141,3 +141,27 @@ def test_the_replay_answers_in_full_and_saves_the_climb(refusal_only: bool) -> N
                                   engine="vllm", context=4096, output_tokens=512, request_rate=20.0)
     assert handed == full and handed[0] == "answer"
     assert seen["handed fits"] < seen["fits"]
+
+
+@pytest.mark.parametrize(("model", "device", "count", "engine", "context"), [
+    ("llama-3.1-8b", "h100-sxm", 8, "vllm", 4096),
+    ("qwen3-30b-a3b", "a100-40gb", 4, None, 8192),
+    ("gemma-2-9b-it", "l4", 2, "sglang", 16384),
+    ("llama-3.1-8b", "apple-m3-max-64gb", 2, "vllm", 4096),  # vLLM on an Apple chip: the stage refuses (None)
+])
+def test_the_rate_engine_is_the_memory_stages_at_every_rate(model: str, device: str, count: int,
+                                                            engine: str | None, context: int) -> None:
+    """``_rate_engine`` kept from one rate answers another as the memory stage asked anew at that rate does."""
+    spec = find(model).spec()
+    kw: dict[str, Any] = dict(headroom=None, engine=engine, weights=None, context=context, output_tokens=256,
+                              memory=None, kv_dtype=None, hardware_files=(), host_device=None, engine_version=None,
+                              kwh_price=None, tensor_parallel=None, host_memory=None, fits_at=False)
+    first = F._rate_engine(spec, device, count, 0.5, {}, kw)
+    assert (first is None) == (device.startswith("apple"))
+    for rate in (0.5, 3.0, 40.0, 900.0):
+        try:
+            fresh: str | None = F.fit_memory(spec, device, count, **{k: v for k, v in kw.items() if k != "fits_at"},
+                                             concurrency=1, request_rate=rate).result(False).engine
+        except InputError:
+            fresh = None
+        assert F._rate_engine(spec, device, count, rate, {}, kw) == fresh == first
