@@ -761,10 +761,14 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
             kw["rate_layouts"] = layouts
             if miss is None:  # the quickest layout's pinned fits, each the one this climb makes where it fits
                 replay = climbs.get(quickest_first(layouts)[0], {})
-        elif refusal_only:  # refused on every layout: where admission refuses whatever layouts the climb takes,
+        elif layouts is not None:  # refused on every layout: where admission refuses whatever layouts the climb
+            # takes, that climb is not run (its refusal is certain); its answer is then the refusal (refusal_only) or
+            # ``most_carried`` (the except below), which reads nothing of the climb
             refused = _refused_on_every_layout({t: c[1] for t, c in climbs.items() if 1 in c}, rate)
-            if refused is not None:  # that climb is not run (its refusal is certain)
-                raise refused
+            if refused is not None:
+                if refusal_only:
+                    raise refused
+                return most_carried(model, hardware, count, rate, workload, kw, layouts)
     # C in flight -> the fit at the rate (the climb's, admission's)
     fitted: dict[int, FitResult] = iterates if iterates is not None else {}
     # C at or below every C rate_fixed_point may answer at (an f(C') <= C' with f monotone): 1, and f of each such C
@@ -1070,8 +1074,9 @@ def _refused_on_every_layout(firsts: dict[int, FitResult], rate: float) -> RateO
     share (b = a), so at every C each layout's mean request seconds (``rate_seconds``: eq. Q13 on its grid at its
     share) is infinite, fit_memory ranks them smallest degree first (``quickest_first``'s tie) and takes the
     smallest that fits at C (the largest, ``within[0]``, where none does); t* fits at A_t* R_t* (its share there is
-    A_t* = min(cap, room): eq. 3, ``vllm_fits_at``) unless it is the largest, so t' <= t*. Read only where the caller
-    reads a refusal only as one (``refusal_only``: its text unread). This replaces the climb ratecut2 left running
+    A_t* = min(cap, room): eq. 3, ``vllm_fits_at``) unless it is the largest, so t' <= t*. The refusal returned is
+    raised only where the caller reads a refusal only as one (``refusal_only``: its text unread); otherwise ``fit``
+    answers with ``most_carried``, as after the climb's refusal (each layout's pinned answer: no climb read). This replaces the climb ratecut2 left running
     after every pinned layout was refused (tests/estimate/test_unpinned_rate_climb.py: the full climb's outcome)."""
     if not firsts:
         return None
