@@ -748,9 +748,9 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
         return None if x is None else x * r.replicas
 
     # the pinned fits of the layout this climb takes (``rate_layout_seconds``' quickest that carries the rate,
-    # ``rate_take``: taken at every C): its fit at C where that layout fits is the pinned one's (the same layout, so
-    # its requests in flight, its admission and its stops read the same as that fit's); the climb reads those in
-    # place of its own fits, and makes its own only where it answers (``stood``)
+    # ``rate_take``: taken at every C, whether or not it fits there): its fit at each C is the pinned one's layout,
+    # estimate and speed, so its requests in flight, its admission and its stops read the same as that fit's; the
+    # climb reads those in place of its own fits, and makes its own only where it answers (``stood``)
     replay: dict[int, FitResult] = {}
     stood: dict[int, int] = {}  # id of a pinned fit read in place of this climb's -> its C
     layouts = None
@@ -759,7 +759,7 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
         layouts = rate_layout_seconds(model, hardware, count, rate, workload, kw, climbs)
         if layouts is not None and any(math.isfinite(w) for w in layouts.values()):
             kw["rate_layouts"] = layouts
-            if miss is None:  # the quickest layout's pinned fits, each the one this climb makes where it fits
+            if miss is None:  # the quickest layout's pinned fits, each the one this climb makes at its C
                 replay = climbs.get(quickest_first(layouts)[0], {})
         elif layouts is not None:  # refused on every layout: where admission refuses whatever layouts the climb
             # takes, that climb is not run (its refusal is certain); its answer is then the refusal (refusal_only) or
@@ -782,7 +782,7 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
 
     def run(c: int) -> FitResult:
         known = replay.get(c)
-        if known is not None and known.fits and c not in fitted:
+        if known is not None and c not in fitted:
             r = known
             stood[id(r)] = c
         else:
