@@ -167,3 +167,13 @@ def test_the_rate_engine_is_the_memory_stages_at_every_rate(model: str, device: 
         except InputError:
             fresh = None
         assert F._rate_engine(spec, device, count, rate, {}, kw) == fresh == first
+
+
+def test_the_refusal_on_the_layout_carrying_most_reads_the_pinned_climbs() -> None:
+    """llama-3.1-8b bf16 on 8 x A100-40GB at 20 requests/s (every layout refused, the skip fires): ``most_carried``'s
+    pinned fits climb the fits ``rate_layout_seconds`` made; the answer is the one with none handed over (the full
+    unpinned climb, then each layout's pinned fit made anew), every field, with fewer fits."""
+    handed, full, seen = _answers(False, model=find("llama-3.1-8b").spec(), hardware="a100-40gb", count=8,
+                                  engine="vllm", weights="bf16", context=4096, output_tokens=512, request_rate=20.0)
+    assert handed == full and handed[0] == "answer" and "rate_capacity" in handed[1]["details"]
+    assert seen["handed fits"] < seen["fits"]

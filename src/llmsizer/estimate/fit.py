@@ -754,8 +754,8 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
     replay: dict[int, FitResult] = {}
     stood: dict[int, int] = {}  # id of a pinned fit read in place of this climb's -> its C
     layouts = None
+    climbs: dict[int, dict[int, FitResult]] = {}  # each layout's pinned climb (every layout within)
     if tensor_parallel is None:  # the layout: the quickest at its own fixed point (``rate_layout_seconds``)
-        climbs: dict[int, dict[int, FitResult]] = {}  # each layout's pinned climb (every layout within)
         layouts = rate_layout_seconds(model, hardware, count, rate, workload, kw, climbs)
         if layouts is not None and any(math.isfinite(w) for w in layouts.values()):
             kw["rate_layouts"] = layouts
@@ -768,7 +768,7 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
             if refused is not None:
                 if refusal_only:
                     raise refused
-                return most_carried(model, hardware, count, rate, workload, kw, layouts)
+                return most_carried(model, hardware, count, rate, workload, kw, layouts, climbs)
     # C in flight -> the fit at the rate (the climb's, admission's)
     fitted: dict[int, FitResult] = iterates if iterates is not None else {}
     # C at or below every C rate_fixed_point may answer at (an f(C') <= C' with f monotone): 1, and f of each such C
@@ -822,7 +822,7 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
         if refusal_only:  # refused; its ceilings and text unread
             raise
         if layouts is not None and "rate_layouts" not in kw:  # refused on every layout: the one carrying the most
-            return most_carried(model, hardware, count, rate, workload, kw, layouts)
+            return most_carried(model, hardware, count, rate, workload, kw, layouts, climbs)
         pinned: dict[str, Any] = {**kw, "fits_at": False}
         done: dict[int, FitResult] = {}
 
@@ -993,14 +993,18 @@ def rate_layout_seconds(model: ModelSpec | str, hardware: str | Device | Instanc
 
 
 def most_carried(model: ModelSpec | str, hardware: str | Device | Instance, count: int | None, rate: float,
-                 workload: dict[str, Any], kw: dict[str, Any], layouts: dict[int, float]) -> FitResult:
+                 workload: dict[str, Any], kw: dict[str, Any], layouts: dict[int, float],
+                 climbs: dict[int, dict[int, FitResult]] | None = None) -> FitResult:
     """``fit``'s answer at a rate that every layout within a machine refuses (``rate_layout_seconds`` all infinite):
     the refusal on the layout whose capacity (the least of its ceilings, rate_capacity.py ``over_capacity``) is the
     most, a tie to the smaller degree, as ``fit --tp`` answers for that layout, its degree stated as chosen. Taking
     the climb's first layout instead showed a smaller capacity than another layout has (probe22 D4: llama-3.1-8b,
-    1024 x H100 at 1e7 requests/s refused on TP 8 x 128, 4.46e3 requests/s, where TP 1 x 1024 carries 6.94e3)."""
+    1024 x H100 at 1e7 requests/s refused on TP 8 x 128, 4.46e3 requests/s, where TP 1 x 1024 carries 6.94e3).
+    ``climbs``: each layout's pinned fits at the rate that ``rate_layout_seconds`` made (the same fits, pinned to that
+    layout with ``fits_at`` False: its refusal-only climb differs only in where it stops), handed to that layout's
+    fit here (``fit``'s ``iterates``) so that it climbs them again without making them anew."""
     answers = {t: fit(model, hardware, count, **{**kw, "tensor_parallel": t, "fits_at": False}, request_rate=rate,
-                      **workload) for t in sorted(layouts)}
+                      iterates=dict((climbs or {}).get(t, {})), **workload) for t in sorted(layouts)}
 
     def carried(t: int) -> float:
         cap = answers[t].details.get("rate_capacity")
