@@ -720,7 +720,8 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
     rate is refused: no fixed point). ``iterates``: a caller's empty dict that gets every fit at the rate the climb
     made (C in flight in all -> the fit at C: its iterates, admission's fit at A), each before any stop:
     ``rate_layout_seconds`` keeps each layout's, whose first iterate ``_refused_on_every_layout`` reads, and whose
-    fits the unpinned climb takes in place of its own where it takes that layout (``replay``)."""
+    fits the unpinned climb takes in place of its own where it takes that layout (``replay``); handed back pre-filled
+    by ``most_carried`` to that layout's full pinned fit (the same fits: no climb made anew)."""
     hardware, count, hardware_files = detected_machine(hardware, count, hardware_files)  # 'detected', a Detection
     kw: dict[str, Any] = dict(headroom=headroom, engine=engine, weights=weights, context=context, output_tokens=output_tokens,
               memory=memory, kv_dtype=kv_dtype, hardware_files=hardware_files, host_device=host_device,
