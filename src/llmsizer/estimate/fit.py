@@ -670,7 +670,8 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
         host_device: str | Device | None = None, engine_version: str | None = None, kwh_price: float | None = None,
         tensor_parallel: int | None = None, fits_at: bool | None = None, host_memory: int | str | None = None,
         request_rate: float | None = None, rate_bound: list[float] | None = None, refusal_only: bool = False,
-        climb_stops: bool = True, miss: Callable[[FitResult], bool] | None = None, **workload: Any) -> FitResult:
+        climb_stops: bool = True, miss: Callable[[FitResult], bool] | None = None,
+        iterates: dict[int, FitResult] | None = None, **workload: Any) -> FitResult:
     """Fit an inference workload on ``count`` x ``hardware`` (a device or instance name; an instance brings its
     own count; ``"detected"`` or a ``Detection``: the detected machine's device, ``device.detected_machine``). ``memory`` overrides the device memory (e.g. the RAM of a CPU machine). The memory, the weight
     format and the verdict are the inference estimate's (``estimate_inference`` with ``memory`` and ``headroom``),
@@ -716,7 +717,11 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
     fit, a per-user decode speed below a floor: both worsen with the sequences in flight); where it holds at a C
     known to be at or below the fixed point, with more requests in flight than replicas and no admission bound,
     RateMissCertain carries that answer instead of the climb's end: the answer at the fixed point misses too (or the
-    rate is refused: no fixed point)."""
+    rate is refused: no fixed point). ``iterates``: a caller's empty dict that gets every fit at the rate the climb
+    made (C in flight in all -> the fit at C: its iterates, admission's fit at A), each before any stop:
+    ``rate_layout_seconds`` keeps each layout's, whose first iterate ``_refused_on_every_layout`` reads, and whose
+    fits the unpinned climb takes in place of its own where it takes that layout (``replay``); handed back pre-filled
+    by ``most_carried`` to that layout's full pinned fit (the same fits: no climb made anew)."""
     hardware, count, hardware_files = detected_machine(hardware, count, hardware_files)  # 'detected', a Detection
     kw: dict[str, Any] = dict(headroom=headroom, engine=engine, weights=weights, context=context, output_tokens=output_tokens,
               memory=memory, kv_dtype=kv_dtype, hardware_files=hardware_files, host_device=host_device,
@@ -743,12 +748,30 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
         x = sustained_rate(r.speed, r.engine, sized=True)  # on the statistic ``in_flight`` sizes (slots_for)
         return None if x is None else x * r.replicas
 
+    # the pinned fits of the layout this climb takes (``rate_layout_seconds``' quickest that carries the rate,
+    # ``rate_take``: taken at every C, whether or not it fits there): its fit at each C is the pinned one's layout,
+    # estimate and speed, so its requests in flight, its admission and its stops read the same as that fit's; the
+    # climb reads those in place of its own fits, and makes its own only where it answers (``stood``)
+    replay: dict[int, FitResult] = {}
+    stood: dict[int, int] = {}  # id of a pinned fit read in place of this climb's -> its C
     layouts = None
+    climbs: dict[int, dict[int, FitResult]] = {}  # each layout's pinned climb (every layout within)
     if tensor_parallel is None:  # the layout: the quickest at its own fixed point (``rate_layout_seconds``)
-        layouts = rate_layout_seconds(model, hardware, count, rate, workload, kw)
+        layouts = rate_layout_seconds(model, hardware, count, rate, workload, kw, climbs)
         if layouts is not None and any(math.isfinite(w) for w in layouts.values()):
             kw["rate_layouts"] = layouts
-    fitted: dict[int, FitResult] = {}  # C in flight -> the fit at the rate (the climb's, admission's)
+            if miss is None:  # the quickest layout's pinned fits, each the one this climb makes at its C
+                replay = climbs.get(quickest_first(layouts)[0], {})
+        elif layouts is not None:  # refused on every layout: where admission refuses whatever layouts the climb
+            # takes, that climb is not run (its refusal is certain); its answer is then the refusal (refusal_only) or
+            # ``most_carried`` (the except below), which reads nothing of the climb
+            refused = _refused_on_every_layout({t: c[1] for t, c in climbs.items() if 1 in c}, rate)
+            if refused is not None:
+                if refusal_only:
+                    raise refused
+                return most_carried(model, hardware, count, rate, workload, kw, layouts, climbs)
+    # C in flight -> the fit at the rate (the climb's, admission's)
+    fitted: dict[int, FitResult] = iterates if iterates is not None else {}
     # C at or below every C rate_fixed_point may answer at (an f(C') <= C' with f monotone): 1, and f of each such C
     # (Kleene's iterates from the bottom)
     below = {1}
@@ -759,12 +782,17 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
         return fitted[c]
 
     def run(c: int) -> FitResult:
-        try:
-            r = at(c)
-        except RateOverloadError as e:  # (rate_fixed_point's first run is at one request in flight)
-            if rate_bound is not None and c == 1 and e.server_capacity is not None:
-                rate_bound.append(e.server_capacity)
-            raise
+        known = replay.get(c)
+        if known is not None and c not in fitted:
+            r = known
+            stood[id(r)] = c
+        else:
+            try:
+                r = at(c)
+            except RateOverloadError as e:  # (rate_fixed_point's first run is at one request in flight)
+                if rate_bound is not None and c == 1 and e.server_capacity is not None:
+                    rate_bound.append(e.server_capacity)
+                raise
         if refusal_only and climb_stops and c in below:
             flight = in_flight(r)
             if flight is not None and math.isfinite(flight):
@@ -782,6 +810,8 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
             r = rate_fixed_point(run, in_flight, rate, served, said=lambda r: in_flight_said(r.engine))
         except RateCapacityError as e:
             raise RateOverloadError(str(e), e.capacity, e.in_flight, kind="decode") from None
+        if id(r) in stood:  # the answer: this climb's own fit at that C
+            r = at(stood[id(r)])
         r = admission_queued(r, rate, at)
         if _holds_none(r):
             # a pool engine whose pools hold no sequence serves no rate, whatever its running cap queues (a fixed
@@ -793,7 +823,7 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
         if refusal_only:  # refused; its ceilings and text unread
             raise
         if layouts is not None and "rate_layouts" not in kw:  # refused on every layout: the one carrying the most
-            return most_carried(model, hardware, count, rate, workload, kw, layouts)
+            return most_carried(model, hardware, count, rate, workload, kw, layouts, climbs)
         pinned: dict[str, Any] = {**kw, "fits_at": False}
         done: dict[int, FitResult] = {}
 
@@ -914,7 +944,8 @@ def no_rate_load(r: FitResult) -> FieldError:
 
 
 def rate_layout_seconds(model: ModelSpec | str, hardware: str | Device | Instance, count: int | None, rate: float,
-                        workload: dict[str, Any], kw: dict[str, Any]) -> dict[int, float] | None:
+                        workload: dict[str, Any], kw: dict[str, Any],
+                        climbs: dict[int, dict[int, FitResult]] | None = None) -> dict[int, float] | None:
     """At a request rate with no degree given, each tensor-parallel layout within one machine
     (``tensor_parallel_options``) timed at its own answer: the fit pinned to it at the rate (its least fixed point of
     eq. Q10c, ``rate_fixed_point``, and the wait for admission, eq. Q13) and that answer's mean request seconds
@@ -926,28 +957,33 @@ def rate_layout_seconds(model: ModelSpec | str, hardware: str | Device | Instanc
     fp8, 8 x H100, 32k, 1 request/s took TP 4 x 2 at 5 in flight, 75.3 tokens/s per user, where TP 4 x 2 pinned
     holds at 4, 97.3). Every layout infinite: the rate is refused on each, and ``fit`` answers the refusal on the one
     that carries the most (``most_carried``). None where there is no choice (one degree within a machine, a llama.cpp
-    split, one device)."""
+    split, one device).
+    ``climbs``: a caller's dict that gets, where every degree of ``tensor_parallel_options`` is within a machine,
+    each degree's pinned fits at the rate (``fit``'s ``iterates``: C in flight -> the fit at C)."""
     device, n, _, instance = target_and_count(hardware, count, kw.get("hardware_files", ()), instances=True)
     if n < 2:
         return None
     spec = spec_of(model)
-    try:  # the engine fit takes (its memory stage at one request: checks, engine rule)
-        eng = fit_memory(spec, hardware, count, **{k: v for k, v in kw.items() if k != "fits_at"}, concurrency=1,
-                         request_rate=rate, **workload).result(False).engine
-    except InputError:
+    eng = _rate_engine(spec, hardware, count, rate, workload, kw)
+    if eng is None:
         return None  # (the climb below refuses it with its own line)
     per_node = serving_machine_size(instance, workload.get("gpus_per_node"), n)
     layout = serving_layout(eng, device, n, per_node)
     if layout.split:
         return None
-    within = [t for t in layout.tensor_parallel_options(spec, n, per_node) if t <= per_node]
+    options = layout.tensor_parallel_options(spec, n, per_node)
+    within = [t for t in options if t <= per_node]
     if len(within) < 2:
         return None
+    every = len(within) == len(options)  # (fit's climb takes a degree across machines only where none within fits)
     seconds: dict[int, float] = {}
     for t in within:
+        its: dict[int, FitResult] = {}
+        if climbs is not None and every:
+            climbs[t] = its
         try:
             r = fit(spec, hardware, count, **{**kw, "tensor_parallel": t, "fits_at": False}, request_rate=rate,
-                    refusal_only=True, **workload)
+                    refusal_only=True, iterates=its, **workload)
         except (RateOverloadError, RateMissCertain):
             seconds[t] = math.inf
             continue
@@ -958,7 +994,8 @@ def rate_layout_seconds(model: ModelSpec | str, hardware: str | Device | Instanc
 
 
 def most_carried(model: ModelSpec | str, hardware: str | Device | Instance, count: int | None, rate: float,
-                 workload: dict[str, Any], kw: dict[str, Any], layouts: dict[int, float]) -> FitResult:
+                 workload: dict[str, Any], kw: dict[str, Any], layouts: dict[int, float],
+                 climbs: dict[int, dict[int, FitResult]] | None = None) -> FitResult:
     """``fit``'s answer at a rate that every layout within a machine refuses (``rate_layout_seconds`` all infinite):
     the refusal on the layout whose capacity (the least of its ceilings, rate_capacity.py ``over_capacity``) is the
     most, a tie to the smaller degree, as ``fit --tp`` answers for that layout, its degree stated as chosen. Taking
@@ -968,10 +1005,13 @@ def most_carried(model: ModelSpec | str, hardware: str | Device | Instance, coun
     so the layout is the one ``fit`` takes without a rate (``fit_memory``: none fits, the largest degree, the least
     memory each device holds), as ``fit --tp`` answers for it at the rate; the tie to the smaller degree took TP 1,
     the furthest from fitting (review30 D1: llama-3.1-405b on aws-p5.48xlarge at 1 request/s answered TP 1 x 8, over
-    by 689.57 GiB, where the rate-less fit and ``--tp 8`` are over by 28.53 GiB)."""
+    by 689.57 GiB, where the rate-less fit and ``--tp 8`` are over by 28.53 GiB).
+    ``climbs``: each layout's pinned fits at the rate that ``rate_layout_seconds`` made (the same fits, pinned to that
+    layout with ``fits_at`` False: its refusal-only climb differs only in where it stops), handed to that layout's
+    fit here (``fit``'s ``iterates``) so that it climbs them again without making them anew."""
     pinned = {**kw, "fits_at": False}
-    answers = {t: fit(model, hardware, count, **{**pinned, "tensor_parallel": t}, request_rate=rate, **workload)
-               for t in sorted(layouts)}
+    answers = {t: fit(model, hardware, count, **{**pinned, "tensor_parallel": t}, request_rate=rate,
+                      iterates=dict((climbs or {}).get(t, {})), **workload) for t in sorted(layouts)}
 
     def carried(t: int) -> float:
         cap = answers[t].details.get("rate_capacity")
@@ -1002,6 +1042,85 @@ def most_carried(model: ModelSpec | str, hardware: str | Device | Instance, coun
 def count_of(r: FitResult) -> int:
     """The devices of ``r``'s deployment (its replicas x tensor-parallel degree)."""
     return r.replicas * r.tensor_parallel
+
+
+def _rate_engine(spec: ModelSpec, hardware: str | Device | Instance, count: int | None, rate: float,
+                 workload: dict[str, Any], kw: dict[str, Any]) -> str | None:
+    """The engine ``fit`` at ``rate`` takes (its memory stage at one request, ``fit_memory``: its checks and engine
+    rule), None where that stage refuses (InputError). The rate reaches that stage only through the layouts' ranking
+    (``rate_seconds``, which answers any InputError of the rate as infinite seconds) and the assumption naming it, so
+    the engine and the refusal are the same at every rate: kept per (model, hardware, count, fields) for the process
+    (``_RATE_ENGINE``, cleared by ``clear_caches``), one stage for the rates a copies search asks of one deployment
+    (recommend's ``_rate_copies``: 414 stages -> 79 at 20/s on the bench)."""
+    args = {k: v for k, v in kw.items() if k != "fits_at"}
+    key: tuple[Any, ...] | None
+    try:
+        key = (id(spec), hardware if isinstance(hardware, str) else id(hardware), count, tuple(args.items()),
+               tuple(map(type, args.values())), tuple(workload.items()), tuple(map(type, workload.values())))
+        hit = _RATE_ENGINE.get(key)
+    except TypeError:  # an unhashable field: no memo
+        key, hit = None, None
+    if hit is not None and hit[0] is spec and (hit[1] is hardware or isinstance(hardware, str)):
+        return hit[2]
+    try:
+        eng: str | None = fit_memory(spec, hardware, count, **args, concurrency=1, request_rate=rate,
+                                     **workload).result(False).engine
+    except InputError:
+        eng = None
+    if key is not None:
+        if len(_RATE_ENGINE) > 4096:
+            _RATE_ENGINE.clear()
+        _RATE_ENGINE[key] = (spec, hardware, eng)
+    return eng
+
+
+# ``_rate_engine``'s answers (the spec and hardware kept alive and compared by identity)
+_RATE_ENGINE: dict[tuple[Any, ...], tuple[ModelSpec, Any, str | None]] = {}
+
+
+def _refused_on_every_layout(firsts: dict[int, FitResult], rate: float) -> RateOverloadError | None:
+    """The refusal by the admitted sequences (eq. Q13) that ``fit`` at ``rate`` with no degree given is certain to
+    end in, where every layout was refused pinned (``rate_layout_seconds`` all infinite) and ``firsts`` holds each layout's
+    first iterate (every degree fit may take: all within one machine); None where it is not certain. The unpinned
+    climb takes at each C some degree t, whose fit at C has t's replicas R_t, admitted count A_t and X(k) grid as
+    t's first iterate has them (``_admission_certain`` 1.: none of them reads C). It ends in one of:
+
+    1. a refusal at an iterate (eq. Q10a's server capacity, or no fixed point: the decode's capacity), or
+    2. ``admission_queued`` on its answer r* (degree t*): eq. Q13 at r*'s share rate / R_t* on the grid of t* (the
+       wait on r*) or, past A_t*, of the degree t' the fit at A_t* R_t* takes (``admission_wait``; a pool of none,
+       ``_holds_none``, needs an A of 0, which no first iterate here has).
+
+    Where ``admission_over_capacity`` (the very test ``admission_queue`` makes) refuses the share rate / R_a on the
+    grid of b for every pair of degrees (a, b), case 2 is refused whatever t* and t' are, and case 1 is a refusal:
+    every iterate of the climb is redundant. Under vLLM the pairs with b <= a suffice: each degree refuses its own
+    share (b = a), so at every C each layout's mean request seconds (``rate_seconds``: eq. Q13 on its grid at its
+    share) is infinite, fit_memory ranks them smallest degree first (``quickest_first``'s tie) and takes the
+    smallest that fits at C (the largest, ``within[0]``, where none does); t* fits at A_t* R_t* (its share there is
+    A_t* = min(cap, room): eq. 3, ``vllm_fits_at``) unless it is the largest, so t' <= t*. The refusal returned is
+    raised only where the caller reads a refusal only as one (``refusal_only``: its text unread); otherwise ``fit``
+    answers with ``most_carried``, as after the climb's refusal (each layout's pinned answer: no climb read). This replaces the climb ratecut2 left running
+    after every pinned layout was refused (tests/estimate/test_unpinned_rate_climb.py: the full climb's outcome)."""
+    if not firsts:
+        return None
+    grids: dict[int, tuple[FitResult, int, list[list[float]]]] = {}
+    for t, r in firsts.items():
+        if r.engine in SLOTS_FROM_CONCURRENCY or r.speed is None or not r.speed.load or not r.fits:
+            return None
+        admitted, closed = _admission_bound(r), r.speed.load.get("closed_throughputs")
+        if admitted is None or not closed:
+            return None
+        grids[t] = (r, admitted, closed)
+    lower = all(r.engine == "vllm" for r in firsts.values())  # (the pairs b <= a suffice: the ranking above)
+    refusal: RateOverloadError | None = None
+    for a, first in firsts.items():
+        for b, (r, admitted, closed) in grids.items():
+            if lower and b > a:
+                continue
+            over = admission_over_capacity(closed, rate / first.replicas)
+            if over is None:
+                return None
+            refusal = refusal or admission_refusal(r, admitted, over)
+    return refusal
 
 
 def admission_queued(r: FitResult, rate: float, run: Callable[..., FitResult]) -> FitResult:
