@@ -26,6 +26,8 @@ torch = pytest.importorskip("torch")
 dist = pytest.importorskip("torch.distributed")
 transformers = pytest.importorskip("transformers")
 
+from test_transformers_tp_plan import _one_per_type  # noqa: E402
+
 from llmsizer.catalog.hardware import builtin_catalog  # noqa: E402
 from llmsizer.catalog.models import entries, find  # noqa: E402
 from llmsizer.estimate import efficiency as E  # noqa: E402
@@ -138,14 +140,7 @@ _GATHERING = {"colwise_gather_output", "colwise_rep", "embedding_colwise"}
 _VISION = re.compile(r"vision|visual|multi_modal_projector|patch_embed")
 
 
-def _one_per_type() -> dict[str, str]:
-    out: dict[str, str] = {}
-    for name, e in entries().items():
-        out.setdefault(str(e.config.get("model_type")), name)
-    return out
-
-
-MODELS = _one_per_type()
+MODELS = _one_per_type()  # one catalog model per model_type, as test_transformers_tp_plan reads them
 
 
 def _plan_collectives(model_name: str) -> collections.Counter[tuple[int, str, int]]:

@@ -19,25 +19,14 @@ import yaml
 
 from cli_capture import run
 
+from .test_slurm_export_utc import booked
+
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE_INVENTORY = ROOT / "examples" / "provider" / "inventory.yaml"
 A40 = ROOT / "tests" / "fixtures" / "real_outputs" / "scontrol-show-node" / "a40-1gpu-slinky-k8s.txt"
 
 
-def _booked(tmp_path: Path) -> tuple[Path, str, str]:
-    pytest.importorskip("sqlalchemy")
-    inv = tmp_path / "inv.yaml"
-    inv.write_text("sites: [{id: s1}]\nstorage: [{id: fs, site: s1, capacity: 1 PB}]\n"
-                   "nodes: [{id: n1, site: s1, device: h100-sxm, devices: 8, pools: [training]}]\n")
-    req = tmp_path / "req.yaml"
-    req.write_text("version: 1\ntitle: t\njobs:\n  - name: ft\n    kind: training\n    model: {name: qwen2.5-0.5b}\n"
-                   "    method: full\n    purpose: style\n    baseline_tried: true\n    start: 2030-01-10\n"
-                   "    dataset: {tokens: 10M tokens, sensitivity: internal}\n"
-                   "    resources: {device: h100-sxm, count: 1}\n")
-    db = str(tmp_path / "b.db")
-    code, out, err = run("capacity", "book", str(req), "--inventory", str(inv), "--db", db, "--now", "2030-01-01")
-    assert code == 0, err
-    return inv, db, out.split("booked ")[1].split(":")[0]
+_booked = booked  # the booking the UTC export test makes
 
 
 def _scontrol_words(text: str) -> dict[str, str]:

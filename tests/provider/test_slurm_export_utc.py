@@ -85,13 +85,9 @@ def test_the_line_without_tz_would_be_read_an_hour_early_in_berlin() -> None:
     assert calendar.timegm(dt.datetime(2027, 1, 10).timetuple()) - got == 3600
 
 
-def test_cli_and_web_export_the_same_utc_line(tmp_path: Path) -> None:
+def booked(tmp_path: Path) -> tuple[Path, str, str]:
+    """A one-node inventory, a request of one training job on it, booked: (inventory, store, reservation id)."""
     pytest.importorskip("sqlalchemy")
-    pytest.importorskip("fastapi")
-    from fastapi.testclient import TestClient
-
-    from llmsizer.web.api_capacity import ProviderConfig
-    from llmsizer.web.app import create_app
     inv = tmp_path / "inv.yaml"
     inv.write_text("sites: [{id: s1}]\nstorage: [{id: fs, site: s1, capacity: 1 PB}]\n"
                    "nodes: [{id: n1, site: s1, device: h100-sxm, devices: 8, pools: [training]}]\n")
@@ -101,9 +97,19 @@ def test_cli_and_web_export_the_same_utc_line(tmp_path: Path) -> None:
                    "    dataset: {tokens: 10M tokens, sensitivity: internal}\n"
                    "    resources: {device: h100-sxm, count: 1}\n")
     db = str(tmp_path / "b.db")
-    code, out, _ = run("capacity", "book", str(req), "--inventory", str(inv), "--db", db, "--now", "2030-01-01")
-    assert code == 0
-    rid = out.split("booked ")[1].split(":")[0]
+    code, out, err = run("capacity", "book", str(req), "--inventory", str(inv), "--db", db, "--now", "2030-01-01")
+    assert code == 0, err
+    return inv, db, out.split("booked ")[1].split(":")[0]
+
+
+def test_cli_and_web_export_the_same_utc_line(tmp_path: Path) -> None:
+    pytest.importorskip("sqlalchemy")
+    pytest.importorskip("fastapi")
+    from fastapi.testclient import TestClient
+
+    from llmsizer.web.api_capacity import ProviderConfig
+    from llmsizer.web.app import create_app
+    inv, db, rid = booked(tmp_path)
     code, text, _ = run("capacity", "export", rid, "--format", "slurm", "--db", db, "--user", "ft")
     assert code == 0
     with TestClient(create_app(provider=ProviderConfig(inventory=str(inv), db=db))) as c:
