@@ -73,20 +73,12 @@ def _answers(refusal_only: bool, **kw: Any) -> tuple[tuple[Any, ...], tuple[Any,
         seen["fits"] += 1
         return fit_at(*a, **k)
 
-    def answer() -> tuple[Any, ...]:
-        try:
-            return ("answer", fit(refusal_only=refusal_only, fits_at=False, **kw).to_dict())
-        except RateOverloadError:
-            return ("refused",)
-        except InputError as e:
-            return (type(e).__name__, str(e))
-
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(F, "_fit_at", fits)
-        handed = answer()
+        handed = _outcome(refusal_only, **kw)
         seen["handed fits"], seen["fits"] = seen["fits"], 0
         mp.setattr(F, "rate_layout_seconds", lambda *a: layouts(*a[:6]))
-        full = answer()
+        full = _outcome(refusal_only, **kw)
     return handed, full, seen
 
 

@@ -18,6 +18,7 @@ other tensor whole (``TRANSFORMERS_SPLIT``, per model type); a model type withou
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
@@ -757,16 +758,23 @@ def _matrix_share(spec: ModelSpec, wb: WeightBytes, engine: str | None, other_by
     if wb.format != "file":
         return replicated_matrix_bytes(spec, engine, wb.format, group_size, other_bytes, fused_experts)
     n = spec.num_layers
-    numel = [0] * n
-    rep = [0] * n
-    for t in model_tensors(spec):
-        if 0 <= t.layer < n:
-            numel[t.layer] += t.numel
-            if _sized_whole(engine, t, spec.model_type):
-                rep[t.layer] += t.numel
+    numel, rep = _layer_elements(spec, lambda t: t.numel if _sized_whole(engine, t, spec.model_type) else 0)
     per = wb.layer_bytes if len(wb.layer_bytes) == n else (0,) * n
     layers = tuple(int(r * b / e) if e else 0 for r, b, e in zip(rep, per, numel, strict=True))
     return layers, {"layers_and_other": sum(layers)} if sum(layers) else {}
+
+
+def _layer_elements(spec: ModelSpec, part: Callable[[Tensor], float]) -> tuple[list[int], list[float]]:
+    """Per decoder layer: its tensors' elements, and the sum of ``part`` over them (the elements a rule picks out;
+    ints stay ints)."""
+    n = spec.num_layers
+    numel: list[int] = [0] * n
+    picked: list[float] = [0] * n
+    for t in model_tensors(spec):
+        if 0 <= t.layer < n:
+            numel[t.layer] += t.numel
+            picked[t.layer] += part(t)
+    return numel, picked
 
 
 def _replica_share(spec: ModelSpec, wb: WeightBytes, engine: str | None, other_bytes: int, group_size: int,
@@ -780,13 +788,7 @@ def _replica_share(spec: ModelSpec, wb: WeightBytes, engine: str | None, other_b
     if wb.format != "file":
         return head_replica_bytes(spec, engine, wb.format, group_size, other_bytes, fused_experts, tp)
     n = spec.num_layers
-    numel = [0] * n
-    kv = [0.0] * n
-    for t in model_tensors(spec):
-        if 0 <= t.layer < n:
-            numel[t.layer] += t.numel
-            if t.role in shares:
-                kv[t.layer] += t.numel * shares[t.role]
+    numel, kv = _layer_elements(spec, lambda t: t.numel * shares.get(t.role, 0.0))
     per = wb.layer_bytes if len(wb.layer_bytes) == n else (0,) * n
     layers = tuple(k * b / e if e else 0.0 for k, b, e in zip(kv, per, numel, strict=True))
     extra = sum(layers)
