@@ -112,6 +112,24 @@ def test_recurrent_state_text_shows_the_tp_shard(capsys) -> None:
     assert page >= shard and item["bytes"] == 36 * page
 
 
+def test_recurrent_state_text_adds_up_with_replicated_groups(capsys) -> None:
+    """review31 D1: a Mamba-2 model with one B/C group at TP 4 carries 3 replicated groups per shard (vLLM
+    extra_groups_for_head_shards); the printed terms must multiply and add up to the stated shard."""
+    item = _item(["infer", "granite-4.0-h-tiny", "--engine", "vllm", "--tp", "4"], "recurrent_state", capsys)
+    text = item["formula"]
+    m = re.search(r"\(conv (\d+) ch \(incl\. (\d+) replicated group channels, eq\. 4\) x (\d+) x ([\d.]+) B "
+                  r"\(\w+\) \+ ssm (\d+) x (\d+) x ([\d.]+) B \(\w+\)\) / (\d+) \(TP shard", text)
+    assert m, text
+    ch, rep, klen, cb, d_inner, d_state, sb, tp = (float(g) for g in m.groups())
+    # granite-4.0-h-tiny config.json: hidden 1536 x mamba_expand 2 = d_inner 3072, mamba_d_state 128, mamba_n_groups 1,
+    # mamba_d_conv 4 (3 cached), bf16; TP 4 adds 4 - 1 = 3 groups of B and C: 2 x 3 x 128 = 768 channels
+    assert (ch, rep, klen, d_inner, d_state, tp) == (3072 + 2 * 128 + 768, 768, 3, 3072, 128, 4), text
+    shard = (ch * klen * cb + d_inner * d_state * sb) / tp
+    stated = _sizes(text.split("/ 4 (TP shard", 1)[1])[0]
+    assert abs(stated - shard) < 0.01 * 2**10, (stated, shard)
+    assert abs(shard - ((3328 + 768) * 3 * 2 + 3072 * 128 * 2) / 4) < 1e-9
+
+
 def test_size_limit_is_stated_in_a_unit_the_parser_reads(capsys) -> None:
     code, _, err = run(["infer", "llama-3.1-8b", "--memory", "1025PiB"], capsys)
     line = one_line(err)

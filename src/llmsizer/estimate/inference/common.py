@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...formulas.kv_cache import KV_DTYPE_HEAD_SCALE_BYTES, kv_cache, kv_dtype_bytes, kv_dtype_name
-from ...formulas.recurrent_state import RecurrentState, layer_state_bytes_per_device, recurrent_state
+from ...formulas.recurrent_state import RecurrentState, extra_groups, layer_state_bytes_per_device, recurrent_state
 from ...formulas.tensor_parallel import activation_split, kv_fraction_per_device, per_device
 from ...formulas.weight_formats import WeightBytes
 from ...result import Item, Location, Notes
@@ -162,7 +162,13 @@ def state_item(ctx: Context, seqs: int, location: Location, *, page_per_device: 
         raise ValueError(f"{ctx.spec.name} has no recurrent layers")
     conv, ssm = state_dtypes(ctx)
     tp = ctx.w.tensor_parallel
-    per_layer = f"(conv {r.conv_channels} ch x {st.conv_len} x {kv_dtype_bytes(conv):g} B ({conv}) + ssm {r.d_inner} x " \
+    # eq. (4): a sharded Mamba-2 layer carries 2 x extra_groups x d_state replicated B/C channels (one rule:
+    # formulas/recurrent_state.py extra_groups), so the printed channels add up to the shard's bytes
+    extra = (2 * extra_groups(r.n_groups, tp, ctx.spec.name) * r.d_state
+             if page_per_device is not None and r.kind == "mamba2" else 0)
+    channels = (f"{r.conv_channels + extra} ch (incl. {extra} replicated group channels, eq. 4)" if extra
+                else f"{r.conv_channels} ch")
+    per_layer = f"(conv {channels} x {st.conv_len} x {kv_dtype_bytes(conv):g} B ({conv}) + ssm {r.d_inner} x " \
                 f"{r.d_state} x {kv_dtype_bytes(ssm):g} B ({ssm}))"
     if page_per_device is not None:
         nbytes = page_per_device * st.layers * seqs
