@@ -240,3 +240,18 @@ def test_the_2048_fallback_is_for_configs_without_a_length_key_only():
     assert sglang_window(load_model("mamba-codestral-7b-v0.1"))[0] == 2048  # type: ignore[index]
     hand = dataclasses.replace(load_model("llama-3.1-8b"), max_position_embeddings=None)
     assert sglang_window(hand) is None
+
+
+def test_mamba_pool_per_request_carries_the_replicated_groups_under_tp():
+    """review31 D2: SGLang shards a one-group Mamba-2 layer's conv with its replicated groups. sglang 0.5.6
+    srt/configs/mamba_utils.py:100-107 (Mamba2StateShape.create): n_groups 1 % tp 4 != 0 -> n_groups += 3
+    (extra_groups_for_head_shards), conv_dim = intermediate_size + 2 x n_groups x state_size, conv shape
+    (divide(conv_dim, tp), conv_kernel - 1), temporal (divide(num_heads, tp), head_dim, state_size);
+    mamba_cache_per_req (:62-71) = (conv numel x conv itemsize + temporal numel x temporal itemsize) x layers."""
+    # granite-4.0-h-tiny config.json: hidden_size 1536 x mamba_expand 2 = intermediate 3072, mamba_n_heads 48,
+    # mamba_d_head 64, mamba_d_state 128, mamba_n_groups 1, mamba_d_conv 4; 36 of its 40 layers are 'mamba'
+    conv_dim = 3072 + 2 * (1 + 3) * 128  # 4096
+    conv = conv_dim // 4 * (4 - 1) * 2  # bf16: 6,144 B (3328 channels without the extra groups: 4,992 B)
+    ssm = 48 // 4 * 64 * 128 * 4  # float32
+    est = llmsizer.estimate_inference("granite-4.0-h-tiny", engine="sglang", memory=H200, tensor_parallel=4)
+    assert est.details["mamba_cache_per_req"] == (conv + ssm) * 36

@@ -25,7 +25,7 @@ from ..formulas.kv_cache import cross_attention_kv, kv_cache
 from ..formulas.launch_overhead import BNB_SERVING_RELEASE, DECODE_LOOP_KERNELS, host_seconds
 from ..formulas.launch_overhead import INFERENCE_SOURCE as LAUNCH_INFERENCE_SOURCE
 from ..formulas.params import count_params, routed_share
-from ..formulas.recurrent_state import recurrent_state
+from ..formulas.recurrent_state import layer_state_bytes_per_device, recurrent_state
 from ..formulas.speed import (
     METAL_SIMDGROUP_MATMUL_CYCLES,
     PhaseTime,
@@ -51,6 +51,7 @@ from ..formulas.speed import (
     unfused_attention_time,
 )
 from ..formulas.tensor_parallel import (
+    HEAD_REPLICATING_ENGINES,
     activation_split,
     kv_fraction_per_device,
     plan_collective_seconds,
@@ -1042,7 +1043,11 @@ def speed_model(spec: ModelSpec, device: Any, *, weights_format: str = "bf16", p
             if spec.recurrent is None or not spec.recurrent_layer_count:
                 return 0.0  # recurrent_state's 0 bytes, / tp
             conv_b, ssm_b = (DTYPE_BYTES[d] for d in state_dtypes)
-            return recurrent_state(spec, batch, conv_b, ssm_b).total_bytes / split.ways("mixer", tp)
+            ways = split.ways("mixer", tp)
+            if engine in HEAD_REPLICATING_ENGINES and ways > 1:  # vLLM / SGLang: each shard with its replicated
+                # Mamba-2 groups (formulas/recurrent_state.py eq. 4, the one rule extra_groups)
+                return batch * spec.recurrent_layer_count * layer_state_bytes_per_device(spec, ways, conv_b, ssm_b)
+            return recurrent_state(spec, batch, conv_b, ssm_b).total_bytes / ways
 
         if not decode_only:  # fit's ranking times the decode alone
             p_attn = _attention_flops_step(spec, width, prompt_tokens, 0)

@@ -160,10 +160,12 @@ to the fraction's remainder instead of being measured and subtracted.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from ...errors import FieldError
-from ...formulas.kv_cache import kv_cache
+from ...formulas.kv_cache import kv_cache, kv_dtype_bytes
+from ...formulas.recurrent_state import layer_state_bytes_per_device
 from ...formulas.swa_pool import (
     hybrid_swa_admitted,
     hybrid_swa_pool_tokens,
@@ -178,7 +180,7 @@ from .. import engines as E
 from ..allocator import context_span, device_context
 from ..context_window import engine_window
 from ..verdict import MAMBA_POOL, SWA_POOL
-from .common import Context, kv_item, running_sequences, state_of, weights_item
+from .common import Context, kv_item, running_sequences, state_dtypes, weights_item
 
 
 def prefill_graph_sizes(max_bs: int) -> list[int]:
@@ -644,7 +646,12 @@ def _mamba_pool(ctx: Context, rest: int) -> tuple[int, int, int, str, int] | Non
     if not ctx.spec.recurrent_layer_count or rest <= 0:
         return None
     tp = w.tensor_parallel
-    per_req = per_device(state_of(ctx, 1).total_bytes, 1 / tp if tp > 1 else 1.0)
+    # mamba_cache_per_req (srt/configs/mamba_utils.py:62-71 @sglang 0.5.6): each layer's TP shard, a Mamba-2 conv
+    # with its replicated groups (:100-107 extends n_groups by extra_groups_for_head_shards before divide(conv_dim,
+    # tp)): formulas/recurrent_state.py eq. (4), the one rule extra_groups that vLLM's page also takes
+    conv, ssm = state_dtypes(ctx)
+    per_req = math.ceil(ctx.spec.recurrent_layer_count * layer_state_bytes_per_device(
+        ctx.spec, tp, kv_dtype_bytes(conv), kv_dtype_bytes(ssm), ctx.profile.conv_state_window))
     if per_req <= 0:
         return None
     if w.max_mamba_cache_size is not None:  # eq. (2b'): the stated size, no split (kv_cache_configurator.py:3303-3307)
