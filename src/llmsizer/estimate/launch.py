@@ -143,13 +143,20 @@ def megatron_step_layer_kernels(spec: ModelSpec, w: TrainingWorkload
 
 def megatron_step_kernels(spec: ModelSpec, w: TrainingWorkload, head: int) -> int:
     """Kernels of one micro-step of a Megatron TE run on one device, whole model (eqs. K11/K12 per layer, eq. K9 per
-    MoE block, ``head`` outside the layers): each layer's forward and backward, the forward again where it is
+    MoE block, ``head`` outside the layers, with eq. K12h's adds of the parameters outside them): each layer's forward and backward, the forward again where it is
     recomputed (full recomputation: the whole layer; selective: ``megatron_recompute_kernels``, and 'moe' the MoE
     block)."""
     kinds, (mf, mb) = megatron_step_layer_kernels(spec, w)
     modules = tuple(w.recompute_modules or ()) if w.grad_checkpointing == "selective" else ()
     full = w.grad_checkpointing == "full"
-    total = float(head)
+    # eq. K12h outside the layers: the word embedding (a VocabParallelEmbedding, no wgrad GEMM to fuse), a learned
+    # position table and the final norm always add into main_grad; the untied output layer's weight only without the
+    # fusion (Megatron-LM @d7288711 gpt_model.py lines 244-260: a ColumnParallelLinear whose fused wgrad accumulates
+    # into main_grad and sets grad_added_to_main_grad, tensor_parallel/layers.py lines 553-600); a tied one is the
+    # embedding's parameter, added once
+    fused = w.gradient_accumulation_fusion is not False
+    total = float(head + megatron_hook_adds(norms=1, biases=0, others=1 + int(spec.position_embeddings > 0),
+                                            weights=0 if spec.tie_word_embeddings else 1, accumulation_fusion=fused))
     for key in zip(moe_kinds(spec), spec.rotary_layers, strict=True):
         fg, fo, bg, bo = kinds[key]
         f = fg + fo + (mf if key[0] else 0.0)

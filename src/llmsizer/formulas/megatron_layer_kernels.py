@@ -78,6 +78,11 @@ its norms' weights, the linears' biases (returned as gradients; GroupedLinear's 
 
     + n_hook backward kernels, one per such parameter                                                      (K12h)
 
+Outside the layers the same hook adds the word embedding's weight (a VocabParallelEmbedding: no wgrad GEMM to fuse),
+a learned position table's and the final norm's, whatever the fusion, and the untied output layer's weight without it
+(gpt_model.py lines 244-260: a ColumnParallelLinear, whose fused wgrad sets ``grad_added_to_main_grad``,
+tensor_parallel/layers.py lines 553-600; a tied output layer uses the embedding's parameter, added once).
+
 Not counted: a tensor-parallel run's collectives (all-gathers, reduce-scatters, the amax all-reduce of a
 sequence-parallel input: communication kernels, as eqs. K2/K3 leave them out); the expert GEMMs' FP8 casts (eq. K9
 counts the expert GEMMs); the fused attention's backward counted as one launch (FlashAttention-style backwards
