@@ -59,6 +59,7 @@ from .estimate.fit import (
     instances_for,
     not_whole_instances,
     per_replica,
+    rate_needs_continuous_batching,
     read_request_rate,
     serving_machine_size,
     target_and_count,
@@ -804,9 +805,7 @@ def engine_serves_no_rate(engine: str) -> FieldError | None:
     server time is a continuous batcher's)."""
     if engine in ENG.PREFILL_SCHEDULING:
         return None
-    return FieldError("request_rate", f"request_rate needs an engine that batches continuously "
-                      f"({', '.join(ENG.PREFILL_SCHEDULING)}) with a prefill and decode estimate; {engine}, the engine "
-                      "given, serves no request rate")
+    return rate_needs_continuous_batching(f"{engine}, the engine given, serves no request rate")
 
 
 def rate_past_every_copy(rate: float, devices: int) -> FieldError | None:

@@ -939,8 +939,15 @@ def no_rate_load(r: FitResult) -> FieldError:
         return FieldError("request_rate", "request_rate needs the decode speed, and this llama.cpp layout (layers "
                           "or experts on the CPU) has none without the host's memory bandwidth: give host_device "
                           "(a CPU from the catalog, whose memory bandwidth times those layers)", ("host_device",))
-    return FieldError("request_rate", f"request_rate needs an engine that batches continuously (vllm, sglang, "
-                      f"llamacpp) with a prefill and decode estimate; this answer runs {r.engine}")
+    return rate_needs_continuous_batching(f"this answer runs {r.engine}")
+
+
+def rate_needs_continuous_batching(why: str) -> FieldError:
+    """The one wording of a request rate refused on an engine that does not batch continuously (not in
+    ``ENG.PREFILL_SCHEDULING``, read here so an engine added there is named by every surface): ``fit``'s
+    (:func:`no_rate_load`) and recommend's (``engine_serves_no_rate``), ``why`` the answer's own words."""
+    return FieldError("request_rate", f"request_rate needs an engine that batches continuously "
+                      f"({', '.join(ENG.PREFILL_SCHEDULING)}) with a prefill and decode estimate; {why}")
 
 
 def rate_layout_seconds(model: ModelSpec | str, hardware: str | Device | Instance, count: int | None, rate: float,
