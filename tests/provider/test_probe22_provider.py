@@ -86,3 +86,24 @@ def test_the_request_template_names_pools_of_the_example_inventory(tmp_path: Pat
     code, out, err = run("capacity", "check", str(req), "--inventory", str(EXAMPLE_INVENTORY), "--db",
                          str(tmp_path / "none.db"))
     assert "[pool]" not in out, out
+
+
+@pytest.mark.parametrize("fmt", ["kueue", "blazar"])
+def test_an_account_on_a_format_without_one_is_refused(tmp_path: Path, fmt: str) -> None:
+    """review31 N5: a Kueue or Blazar export has no Accounts= field: --account there is refused in one line (exit 2),
+    not silently dropped; the web answers 400 with the same line."""
+    flag = "--account"
+    inv, db, rid = _booked(tmp_path)
+    code, out, err = run("capacity", "export", rid, "--format", fmt, "--db", db, flag, "ml-team")
+    lines = err.strip().splitlines()
+    assert code == 2 and not out and len(lines) == 1, (code, out, err)
+    assert flag in lines[0] and f"a {fmt} export has no such field" in lines[0], lines
+
+    pytest.importorskip("fastapi")
+    from fastapi.testclient import TestClient
+
+    from llmsizer.web.api_capacity import ProviderConfig
+    from llmsizer.web.app import create_app
+    with TestClient(create_app(provider=ProviderConfig(inventory=str(inv), db=db))) as c:
+        web = c.get(f"/api/v1/capacity/export/{rid}", params={"format": fmt, flag.removeprefix("--"): "ml-team"})
+    assert web.status_code == 400 and web.json()["detail"] == lines[0].removeprefix("llmsizer: error: ")

@@ -248,8 +248,9 @@ def export_answer(args: argparse.Namespace) -> tuple[str, int, str]:
     """(the scheduler's input, exit code, the message on refusal): 0 with the text; 1 when the booking is not
     confirmed or active (answered: nothing to hand over); an unknown id raises (exit 2)."""
     from ..provider.quota import USAGE
-    from ..provider.scheduler_export import Handover, render
+    from ..provider.scheduler_export import Handover, refuse_unused_principals, render
     _authorize(args, "export")
+    refuse_unused_principals(args.format, args.account)  # bad input before the store is read
     store = _store(args, readonly=True)
     try:
         rows = {r["id"]: r for r in (store.reservations() if store else [])}

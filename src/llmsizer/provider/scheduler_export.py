@@ -14,7 +14,8 @@
   with none of Users, Groups, AllowedPartitions, QOS or Accounts ("Either Users/Groups, AllowedPartitions, QOS and/or
   Accounts must be specified.  No reservation created.": ``validate_resv_create_desc``, SchedMD/slurm
   src/common/slurm_protocol_defs.c:6919-6927 @284c3b95, called by src/scontrol/create_res.c:422), so the export
-  needs ``--user`` (Users=) or ``--account`` (Accounts=) and refuses neither (:func:`slurm_principals`).
+  needs ``--user`` (Users=) or ``--account`` (Accounts=) and refuses neither (:func:`slurm_principals`); the other
+  formats have no Accounts= and refuse ``--account`` (:func:`refuse_unused_principals`).
 * Kueue: a ResourceFlavor for the device type, a ClusterQueue whose ``nominalQuota`` of ``nvidia.com/gpu`` is the
   booked count, and a LocalQueue in the team's namespace (kueue.x-k8s.io/v1beta1; kubernetes-sigs/kueue
   site/content/en/docs/concepts/cluster_queue.md, resource_flavor.md, local_queue.md). Kueue has no calendar: the
@@ -166,5 +167,16 @@ def blazar(h: Handover) -> str:
             f"{arg(h.name)}\n")
 
 
+def refuse_unused_principals(fmt: str, account: str | None) -> None:
+    """--account names a Slurm reservation's users by account (Accounts=, :func:`slurm_principals`); the Kueue and
+    Blazar exports have no such field (a LocalQueue admits its namespace, a lease its project), so given there it is
+    refused in one line rather than silently dropped. (--user stays accepted by every format, as before: callers pass
+    one user to every export; it is written as Slurm's Users= only.)"""
+    if fmt != "slurm" and account:
+        raise InputError(f"--account names a Slurm reservation's users (Accounts=); a {fmt} export has no such "
+                         "field: leave it out")
+
+
 def render(h: Handover, fmt: str) -> str:
+    refuse_unused_principals(fmt, h.account)
     return {"slurm": slurm, "kueue": kueue, "blazar": blazar}[fmt](h)
