@@ -55,10 +55,15 @@ def _bnb_split(cfg: dict[str, Any], totals: dict[str, int] | None = None) -> tup
     model = build(cfg, dtype=torch.bfloat16)
     q = Bnb4BitHfQuantizer(BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4",
                                               bnb_4bit_use_double_quant=True))
+    # the model class's own fp32 parameters, read before the quantizer swaps in its Linear4bit modules
+    fp32 = {name for name, p in model.named_parameters() if p.dtype == torch.float32}
     q._process_model_before_weight_loading(model, device_map=None)
     quantized = kept = 0
     if totals is not None:
         totals["all"] = sum(p.numel() for p in model.parameters())
+    if totals is not None:  # what transformers keeps in fp32 (``_keep_in_fp32_modules_strict``: routers), unquantized
+        totals["fp32"] = sum(p.numel() for name, p in model.named_parameters()
+                             if name in fp32 and not q.param_needs_quantization(model, name))
     for name, p in model.named_parameters():
         if q.param_needs_quantization(model, name):
             quantized += p.numel()
@@ -101,14 +106,18 @@ def test_weight_bytes_keep_fused_experts_in_base_dtype() -> None:
 
 @pytest.mark.parametrize(("label", "cfg"), CASES, ids=[c[0] for c in CASES])
 def test_transformers_serving_quantizes_what_transformers_quantizes(label: str, cfg: dict[str, Any]) -> None:
-    """``infer --engine transformers --weights nf4-dq``: the elements its weights hold in bf16 are exactly those
-    transformers' quantizer leaves unquantized (every parameter but the ones ``param_needs_quantization`` names), and
+    """``infer --engine transformers --weights nf4-dq``: the elements its weights hold in bf16 / fp32 are exactly those
+    transformers' quantizer leaves unquantized (every parameter but the ones ``param_needs_quantization`` names), in
+    the dtype the real model class holds them (its ``_keep_in_fp32_modules_strict`` routers in fp32), and
     its prefill dequantization buffer is the largest parameter that quantizer takes, in bf16."""
     totals: dict[str, int] = {}
     real_q, _ = _bnb_split(cfg, totals)
     est = estimate_inference(spec_from_config(cfg, name="tiny"), engine="transformers", weights="nf4-dq",
                              dtype="bf16", context=64, output_tokens=1)
-    assert est.details["weights_by_storage"]["bf16/fp16"] == 2 * (totals["all"] - real_q), label
+    # the rest in bf16, but the modules the real model class holds in fp32 (its routers), 4 B each
+    fp32 = totals["fp32"]
+    assert est.details["weights_by_storage"]["bf16/fp16"] == 2 * (totals["all"] - real_q - fp32), label
+    assert est.details["weights_by_storage"].get("fp32", 0) == 4 * fp32, label
     # prefill dequantizes one Linear4bit weight at a time (hf_transformers.py): the largest the quantizer made
     assert est.item("dequant_buffer").bytes == 2 * totals["largest"], label
     assert any(a.name == "fused_experts" and a.value == "bf16" for a in est.assumptions), label
