@@ -12,6 +12,7 @@ import pytest
 
 from cli_capture import run
 from llmsizer.estimate.device import MEMORY_ABOVE_DEVICE_TOLERANCE
+from web_capture import post_api
 
 H100_NOMINAL_GIB = 80  # NVIDIA H100 SXM5 datasheet: 80 GB HBM3 (binary capacity)
 
@@ -57,19 +58,12 @@ def test_no_device_or_a_device_kind_says_nothing() -> None:
 
 
 def test_the_web_api_says_it_too() -> None:
-    pytest.importorskip("fastapi")
-    pytest.importorskip("httpx")
-    from fastapi.testclient import TestClient
-
-    from llmsizer.web.app import create_app
-
-    with TestClient(create_app(), raise_server_exceptions=False) as client:
-        r = client.post("/api/v1/fit", json={"model": "qwen3-8b", "device": "h100", "memory": "200GiB"})
-        assert r.status_code == 200, r.text
-        body: Any = r.json()
-        assert len(said(body["warnings"])) == 1
-        code, out, _ = run("fit", "qwen3-8b", "--device", "h100", "--memory", "200GiB", "--json")
-        assert code == 0 and body == json.loads(out)
+    r = post_api("/api/v1/fit", {"model": "qwen3-8b", "device": "h100", "memory": "200GiB"})
+    assert r.status_code == 200, r.text
+    body: Any = r.json()
+    assert len(said(body["warnings"])) == 1
+    code, out, _ = run("fit", "qwen3-8b", "--device", "h100", "--memory", "200GiB", "--json")
+    assert code == 0 and body == json.loads(out)
 
 
 # One question that draws four warnings on infer and fit alike: a memory given far above a V100 32 GB (the device's

@@ -7,14 +7,13 @@ where tp does not divide them) written out here; Nemotron-H-56B's and Mamba-Code
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
 
+from cli_capture import run_cli
 from llmsizer.errors import InputError
 from llmsizer.formulas.recurrent_state import extra_groups, mamba2_groups_refusal
 from llmsizer.formulas.vllm_mixer_profile import vllm_mamba2_profile_bytes, vllm_mamba2_step_bytes
+from web_capture import post_api
 
 
 @pytest.mark.parametrize(("groups", "tp", "extra"), [(8, 1, 0), (8, 2, 0), (8, 8, 0), (1, 1, 0), (1, 4, 3),
@@ -33,16 +32,12 @@ def test_extra_groups_is_the_engines_rule(groups: int, tp: int, extra: int | Non
         assert extra_groups(groups, tp) == extra
 
 
-def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "llmsizer", *args], capture_output=True, text=True, timeout=300)
-
-
 @pytest.mark.parametrize(("model", "engine"), [("nemotron-h-56b-base-8k", "vllm"),
                                                ("nemotron-h-56b-base-8k", "sglang"),
                                                ("mamba-codestral-7b-v0.1", "vllm")])
 def test_the_cli_refuses_tp_16_over_8_groups_in_one_line(model: str, engine: str) -> None:
     """Before, ``infer nemotron-h-56b-base-8k --engine vllm --tp 16`` answered "fits: yes" sized with 16 groups."""
-    done = _cli("infer", model, "--engine", engine, "--tp", "16")
+    done = run_cli("infer", model, "--engine", engine, "--tp", "16")
     lines = done.stderr.strip().splitlines()
     assert done.returncode == 2 and len(lines) == 1, done.stderr
     assert "--tp 16 does not divide the 8 Mamba-2 groups" in lines[0]
@@ -50,7 +45,7 @@ def test_the_cli_refuses_tp_16_over_8_groups_in_one_line(model: str, engine: str
 
 def test_a_dividing_layout_and_transformers_are_not_refused() -> None:
     """TP 8 divides the 8 groups; transformers' plan leaves the Mamba mixer whole (no group rule)."""
-    assert _cli("infer", "nemotron-h-56b-base-8k", "--engine", "vllm", "--tp", "8").returncode == 0
+    assert run_cli("infer", "nemotron-h-56b-base-8k", "--engine", "vllm", "--tp", "8").returncode == 0
     assert mamba2_groups_refusal(8, 16) is not None
     from llmsizer.formulas.tensor_parallel import mamba2_layout_refusal
     from llmsizer.models import load_model
@@ -60,14 +55,8 @@ def test_a_dividing_layout_and_transformers_are_not_refused() -> None:
 
 
 def test_the_web_api_refuses_it_with_the_clis_line() -> None:
-    pytest.importorskip("httpx")
-    pytest.importorskip("fastapi")
-    from fastapi.testclient import TestClient
-
-    from llmsizer.web.app import create_app
-    with TestClient(create_app(), raise_server_exceptions=False) as c:
-        r = c.post("/api/v1/infer", json={"model": "nemotron-h-56b-base-8k", "engine": "vllm", "tensor_parallel": "16"})
+    r = post_api("/api/v1/infer", {"model": "nemotron-h-56b-base-8k", "engine": "vllm", "tensor_parallel": "16"})
     assert r.status_code == 400, r.text
-    line = _cli("infer", "nemotron-h-56b-base-8k", "--engine", "vllm", "--tp", "16").stderr.strip()
+    line = run_cli("infer", "nemotron-h-56b-base-8k", "--engine", "vllm", "--tp", "16").stderr.strip()
     assert r.json()["field"] == "tensor_parallel"
     assert r.json()["detail"] == line.removeprefix("llmsizer: error: ").removesuffix(" (see --help)")
