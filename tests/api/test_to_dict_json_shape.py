@@ -19,8 +19,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import llmsizer
+from cli_capture import run
 from llmsizer.result import KindedWarning, json_data
-from tests.cli_capture import run
 
 ROOT = Path(__file__).resolve().parents[2]
 TODAY = "2026-01-05"

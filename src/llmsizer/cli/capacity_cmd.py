@@ -157,8 +157,10 @@ def register(sub: Any) -> None:
                                      "Kueue YAML (ResourceFlavor, ClusterQueue, LocalQueue) or a Blazar lease command")
     q.add_argument("id", metavar="ID", help="reservation id (see `capacity show`)")
     q.add_argument("--format", required=True, choices=("slurm", "kueue", "blazar"))
-    q.add_argument("--user", help="Slurm user(s) the reservation is for (Users=); slurm needs it or --account")
-    q.add_argument("--account", help="Slurm account(s) the reservation is for (Accounts=); slurm needs it or --user")
+    q.add_argument("--user", help="Slurm user(s) the reservation is for (Users=); slurm needs it or --account "
+                                  "(kueue, blazar: no such field, refused)")
+    q.add_argument("--account", help="Slurm account(s) the reservation is for (Accounts=); slurm needs it or --user "
+                                     "(kueue, blazar: no such field, refused)")
     q.add_argument("--db", metavar="URL", help="reservation store (default llmsizer-bookings.db)")
     auth(q)
     q.set_defaults(func=cmd_export)
@@ -252,7 +254,7 @@ def export_answer(args: argparse.Namespace) -> tuple[str, int, str]:
     from ..provider.quota import USAGE
     from ..provider.scheduler_export import Handover, refuse_unused_principals, render
     _authorize(args, "export")
-    refuse_unused_principals(args.format, args.account)  # bad input before the store is read
+    refuse_unused_principals(args.format, args.account, args.user)  # bad input before the store is read
     store = _store(args, readonly=True)
     try:
         rows = {r["id"]: r for r in (store.reservations() if store else [])}
