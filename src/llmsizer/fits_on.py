@@ -27,6 +27,7 @@ from .estimate.formats import format_quality
 from .formulas.params import count_params
 from .formulas.weight_formats import stored_format
 from .recommend import Constraints, Option, best_option_on, experts_in_host, reading_floor_unchecked
+from .result import json_data
 from .specs import InferenceWorkload, normalize_engine
 
 # The order of ``models --fits-on``'s rows (CLI table, JSON ``models``, the web page and ``models_that_fit`` alike:
@@ -61,7 +62,7 @@ class ModelsThatFit:
         return str(self.answer["devices_text"])
 
     def to_dict(self) -> dict[str, Any]:
-        return dict(self.answer)
+        return json_data(dict(self.answer))
 
     def __str__(self) -> str:
         from .render.fits_on_text import fits_on_text

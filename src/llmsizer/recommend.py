@@ -113,7 +113,7 @@ from .formulas.weight_formats import normalize_format
 from .frozen import fast_init
 from .models import spec_of
 from .numbers import BUDGET, KWH_PRICE, TIME_LIMIT, TOKEN_RATE, TRAIN_TOKENS, Range, check_number
-from .result import Assumption, Notes
+from .result import Assumption, Notes, json_data
 from .specs import InferenceWorkload, ModelSpec, TrainingWorkload
 from .specs.training import layout_devices, recomputes_whole_layer
 from .specs.workload import implied_engine, normalize_engine, read_number
@@ -317,11 +317,11 @@ class Recommendation:
         return self.options[0] if self.options else None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"schema_version": 1, "kind": f"recommend-{self.kind}", "model": self.model, "workload": self.workload,
+        return json_data({"schema_version": 1, "kind": f"recommend-{self.kind}", "model": self.model, "workload": self.workload,
                 "constraints": self.constraints.to_dict(), "chosen": self.chosen.to_dict() if self.chosen else None,
                 "options": [o.to_dict() for o in self.options], "rejected": [o.to_dict() for o in self.rejected],
                 "advice": list(self.advice), "quantization": list(self.quantization),
-                "assumptions": [a.to_dict() for a in self.assumptions], "warnings": list(self.warnings)}
+                "assumptions": [a.to_dict() for a in self.assumptions], "warnings": list(self.warnings)})
 
     def __str__(self) -> str:
         from .render.notebook import recommendation_text

@@ -6,6 +6,7 @@ JSON structure (``schema_version`` bumps on incompatible changes).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -13,11 +14,45 @@ from typing import Any, Literal
 from .frozen import fast_init
 
 Location = Literal["device", "host"]
+
 SCHEMA_VERSION = 1
 
 # details key: how many devices the "device" items are summed over (a llama.cpp split over N GPUs); absent: the
 # device items are one device's (one device, or each of N identical tensor/pipeline/data-parallel shards)
 DEVICES_SUMMED = "devices_summed"
+
+
+def json_data(data: Any) -> Any:
+    """``data`` as JSON holds it: what ``json.loads(json.dumps(data, default=str))`` returns (the text every
+    ``--json`` and the web API print, ``cli/common.py`` ``json_text``), built without the text. Tuples become lists;
+    a key that is not a string becomes the name ``json.dumps`` writes for it (``0`` -> ``"0"``, ``True`` ->
+    ``"true"``, ``None`` -> ``"null"``); a str/int/float subclass its plain value; any other value ``str(value)``
+    (``default=str``). Every public result's ``to_dict()`` returns it (the one home of that shape), so
+    ``obj.to_dict() == json.loads(cli --json output)`` without a round trip (tests/api/test_to_dict_json_shape.py)."""
+    t = type(data)
+    if t is str or t is int or t is float or t is bool or data is None:
+        return data
+    if isinstance(data, dict):
+        return {k if type(k) is str else _json_key(k): json_data(v) for k, v in data.items()}
+    if isinstance(data, (list, tuple)):
+        return [json_data(v) for v in data]
+    if isinstance(data, str):  # a subclass (KindedWarning, a str Enum): its text, as json writes it
+        return str.__str__(data)
+    if isinstance(data, int):  # a subclass (IntEnum): json writes int.__repr__
+        return int(data)
+    if isinstance(data, float):
+        return float(data)
+    return str(data)
+
+
+def _json_key(key: Any) -> str:
+    """The object key ``json.dumps`` writes for ``key`` (str, int, float, bool, None; it refuses other keys, which
+    are shown as ``str(key)`` here)."""
+    if isinstance(key, str):
+        return str.__str__(key)
+    if key is None or isinstance(key, (int, float)):
+        return json.dumps(key)
+    return str(key)
 
 
 class KindedWarning(str):
@@ -72,7 +107,7 @@ class Assumption:
     why: str = ""
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "value": self.value, "default": self.default, "why": self.why}
+        return {"name": self.name, "value": json_data(self.value), "default": self.default, "why": self.why}
 
     @property
     def mark(self) -> str:
@@ -202,12 +237,12 @@ class Estimate:
             lo, mid, hi = self.total(loc)  # type: ignore[arg-type]
             if any(it.location == loc for it in self.items):
                 totals[loc] = {"low": lo, "bytes": mid, "high": hi, "scope": self.total_label(loc)}  # type: ignore[arg-type]
-        return {
+        return json_data({
             "schema_version": SCHEMA_VERSION, "kind": self.kind, "model": self.model,
             "totals": totals, "items": [i.to_dict() for i in self.items],
             "assumptions": [a.to_dict() for a in self.assumptions],
             "warnings": list(self.warnings), "details": self.details,
-        }
+        })
 
     def __str__(self) -> str:
         """The table ``llmsizer infer`` (or ``train``) prints for this estimate."""

@@ -47,6 +47,8 @@ allow, e.g. confirming a released booking, or it no longer fits: the request was
 
 #: how the auth file is named in a refusal answered over HTTP (the server's path is not the caller's business)
 WEB_AUTH_SOURCE = "the provider's auth file"
+#: how the reservation store is named in a refusal answered over HTTP (fixed by `serve --db`; its path not shown)
+WEB_DB_SOURCE = "this server's --db"
 
 #: the pools `capacity import` puts every node in: both, so an imported cluster takes training jobs and services
 #: alike (placement keeps one node from hosting both at once); an operator who reserves nodes for one kind says so
@@ -155,8 +157,10 @@ def register(sub: Any) -> None:
                                      "Kueue YAML (ResourceFlavor, ClusterQueue, LocalQueue) or a Blazar lease command")
     q.add_argument("id", metavar="ID", help="reservation id (see `capacity show`)")
     q.add_argument("--format", required=True, choices=("slurm", "kueue", "blazar"))
-    q.add_argument("--user", help="Slurm user(s) the reservation is for (Users=); slurm needs it or --account")
-    q.add_argument("--account", help="Slurm account(s) the reservation is for (Accounts=); slurm needs it or --user")
+    q.add_argument("--user", help="Slurm user(s) the reservation is for (Users=); slurm needs it or --account "
+                                  "(kueue, blazar: no such field, refused)")
+    q.add_argument("--account", help="Slurm account(s) the reservation is for (Accounts=); slurm needs it or --user "
+                                     "(kueue, blazar: no such field, refused)")
     q.add_argument("--db", metavar="URL", help="reservation store (default llmsizer-bookings.db)")
     auth(q)
     q.set_defaults(func=cmd_export)
@@ -250,7 +254,7 @@ def export_answer(args: argparse.Namespace) -> tuple[str, int, str]:
     from ..provider.quota import USAGE
     from ..provider.scheduler_export import Handover, refuse_unused_principals, render
     _authorize(args, "export")
-    refuse_unused_principals(args.format, args.account)  # bad input before the store is read
+    refuse_unused_principals(args.format, args.account, args.user)  # bad input before the store is read
     store = _store(args, readonly=True)
     try:
         rows = {r["id"]: r for r in (store.reservations() if store else [])}
@@ -683,11 +687,24 @@ STATE_ACTIONS = {"held": "hold", "confirmed": "confirm", "active": "activate", "
                  "released": "release", "expired": "expire"}
 
 
-def state_answer(args: argparse.Namespace, *, existing_store: bool = False) -> tuple[list[dict[str, Any]], int]:
+def no_store_refusal(args: argparse.Namespace) -> str | None:
+    """The one refusal of a step that changes bookings in a store that is not there (`confirm`, `release`, ...,
+    `re-place`; the web's routes for them): None when the store exists. Nothing is created: the ids asked for are in
+    no store, and creating an empty one for them was "bad input wrote a file" (probe22 C7). The command line names
+    its --db path (a mistyped one is the likely cause); over HTTP the server's store is named without its path
+    (``over_http``: WEB_DB_SOURCE), in the same words."""
+    from ..provider.store import Store, db_url, sqlite_path
+    if Store.exists(args.db):
+        return None
+    where = WEB_DB_SOURCE if over_http(args) else f"--db {sqlite_path(db_url(args.db))}"
+    return f"{where}: no reservation store there (`llmsizer capacity book` creates it); nothing was changed"
+
+
+def state_answer(args: argparse.Namespace) -> tuple[list[dict[str, Any]], int]:
     """One entry per id: ``{id, before, after}`` when changed, ``{id, refused}`` when the lifecycle or the capacity
-    says no. Exit code 0 when every change was made, 1 when one was refused, invalid input raises (exit 2).
-    ``existing_store`` (the command line, whose --db may be mistyped): a SQLite store that is not there is an error,
-    not created (the server's store is its own, fixed by `serve --db`)."""
+    says no. Exit code 0 when every change was made, 1 when one was refused, invalid input raises (exit 2). A
+    SQLite store that is not there is an error (``no_store_refusal``), not created, on the command line and the web
+    alike; `expire` with no ids has nothing due there."""
     from ..provider.store import HOLDING
     _authorize(args, STATE_ACTIONS[args.state])
     if args.state == "released" and not args.ids and not getattr(args, "orphans", False):
@@ -703,12 +720,11 @@ def state_answer(args: argparse.Namespace, *, existing_store: bool = False) -> t
         from ..provider.placement import capacities
         inv = load_inventory(args.inventory, hardware_files=args.hardware_file)
         cap, quotas = capacities(inv), inv.quotas
-    from ..provider.store import Store, db_url, sqlite_path
-    if existing_store and not Store.exists(args.db):  # before: an empty store was created, then "no reservation"
+    missing = no_store_refusal(args)  # before: an empty store was created, then "no reservation"
+    if missing is not None:
         if args.state == "expired" and not args.ids:
             return [], 0  # nothing booked, nothing due
-        raise InputError(f"--db {sqlite_path(db_url(args.db))}: no reservation store there (`llmsizer capacity book` creates "
-                         "it); nothing was changed")
+        raise InputError(missing)
     store = _store(args)
     try:
         if getattr(args, "orphans", False):
@@ -762,7 +778,7 @@ def _transitions(args: argparse.Namespace, store: Any, cap: dict[str, float] | N
 def cmd_state(args: argparse.Namespace) -> int:
     """Exit 0 when every change was made, 1 when one was refused (a transition the lifecycle does not allow, or
     it no longer fits), 2 on invalid input (unknown id, missing --inventory)."""
-    out, status = state_answer(args, existing_store=True)
+    out, status = state_answer(args)
     if getattr(args, "json", False):
         emit_json(out)
         return status
@@ -787,12 +803,12 @@ def replace_answer(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
     from ..provider.inventory import load_inventory
     from ..provider.placement import capacities
     from ..provider.replace import plan_moves
-    from ..provider.store import BookingConflict, Store, db_url, orphaned, sqlite_path
+    from ..provider.store import BookingConflict, orphaned
     _authorize(args, "re-place")
     inv = load_inventory(args.inventory, hardware_files=args.hardware_file)
-    if not Store.exists(args.db):
-        raise InputError(f"--db {sqlite_path(db_url(args.db))}: no reservation store there (`llmsizer capacity book` "
-                         "creates it); nothing was changed")
+    missing = no_store_refusal(args)
+    if missing is not None:
+        raise InputError(missing)
     store = _store(args)
     try:
         live = store.bookings(requested=True)

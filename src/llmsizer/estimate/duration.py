@@ -166,7 +166,7 @@ from ..formulas.weight_formats import weight_bytes
 from ..frozen import fast_init
 from ..numbers import TRAIN_TOKENS, UTILIZATION, check_number
 from ..request.quantities import parse_network
-from ..result import Assumption
+from ..result import Assumption, json_data
 from ..specs import ModelSpec, TrainingWorkload
 from ..specs.training import MEGATRON_PRECISIONS, normalize_targets, recomputes_whole_layer
 from ..specs.workload import read_number
@@ -982,7 +982,7 @@ class Duration:
         return device_hours(self.seconds, self.devices) if self.seconds is not None else None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"tokens": self.tokens, "devices": self.devices, "flops_per_token": self.flops_per_token,
+        return json_data({"tokens": self.tokens, "devices": self.devices, "flops_per_token": self.flops_per_token,
                 "flops_formula": self.flops_formula, "flops_source": self.flops.source,
                 "peak_flops": self.peak_flops, "peak_key": self.peak_key, "peak_name": self.peak_name,
                 "gemm_dtype": self.gemm_dtype, "utilization": self.utilization,
@@ -995,7 +995,7 @@ class Duration:
                 "calibrated_seconds_range_coverage": self.seconds_range_coverage,
                 "step": self.step.to_dict() if self.step is not None else None,
                 "assumptions": [a.to_dict() for a in self.assumptions],
-                "warnings": list(self.warnings)}
+                "warnings": list(self.warnings)})
 
 
 @fast_init
@@ -1061,7 +1061,7 @@ class StepTime:
     model_parallel: ModelParallelStep | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"compute_seconds": self.compute_seconds, "comm_seconds": self.comm_seconds,
+        return json_data({"compute_seconds": self.compute_seconds, "comm_seconds": self.comm_seconds,
                 "paging_seconds": self.paging_seconds, "micro_steps": self.micro_steps,
                 "tokens_per_second": self.tokens_per_second, "comm_bytes": self.comm_bytes,
                 "topology": self.topology, "shape_efficiency": self.shape_efficiency,
@@ -1073,7 +1073,7 @@ class StepTime:
                 "grad_sync": self.grad_sync, "comm_seconds_per_step": self.comm_seconds_per_step,
                 "comm_bytes_per_step": self.comm_bytes_per_step, "step_seconds": self.step_seconds,
                 "bus_bandwidth": self.bus_bandwidth, "attention_seconds": self.attention_seconds,
-                "model_parallel": self.model_parallel._asdict() if self.model_parallel is not None else None}
+                "model_parallel": self.model_parallel._asdict() if self.model_parallel is not None else None})
 
 
 def _base_weight_bytes(w: TrainingWorkload, spec: ModelSpec) -> int:

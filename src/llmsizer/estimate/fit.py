@@ -28,7 +28,7 @@ from ..frozen import fast_init
 from ..models import spec_of
 from ..numbers import CONCURRENCY, COUNT, KWH_PRICE, LLAMACPP_GPUS, MACHINE_GPUS, REQUEST_RATE, check_number
 from ..request.quantities import parse_money
-from ..result import Assumption, Estimate, Notes, merged_assumptions
+from ..result import Assumption, Estimate, Notes, json_data, merged_assumptions
 from ..specs import InferenceWorkload, ModelSpec, TrainingWorkload
 from ..specs.training import check_whole_machines, llamacpp_split_gpus, tensor_split_refusal
 from ..specs.workload import DEFAULT_ATTENTION, INFERENCE_NUMBERS, normalize_engine, prompt_and_output, read_number
@@ -425,7 +425,7 @@ class FitResult:
         return self.budget_left_bytes
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        return json_data({
             "schema_version": 1, "kind": f"fit-{self.kind}", "model": self.model, "target": self.target,
             "device": self.device, "count": self.count, "instances": self.instances,
             "devices_text": self.devices_text, "tensor_parallel": self.tensor_parallel,
@@ -447,7 +447,7 @@ class FitResult:
                 "fits_if_changed_text": self._fits_if_changed_text()} if self.kind == "training" else {}),
             "cost": self.cost,
             **({"running_sequences": self.details.get("running_sequences")} if self.kind == "inference" else {}),
-        }
+        })
 
     def _fits_if_changed_text(self) -> list[str]:
         from ..render.fit_text import fits_if_changed_lines

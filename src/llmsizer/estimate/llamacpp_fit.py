@@ -41,7 +41,7 @@ from ..catalog.hardware import Device
 from ..errors import InputError
 from ..models import spec_of
 from ..numbers import DEVICE_MEMORY, MAX_GPUS
-from ..result import Assumption, Estimate, merged_assumptions
+from ..result import Assumption, Estimate, json_data, merged_assumptions
 from ..specs import ModelSpec
 from ..specs.workload import read_number
 from ..units import comma_values, format_bytes
@@ -152,14 +152,14 @@ class LlamaCppFit:
         return merged_assumptions(self.assumptions, self.estimate.assumptions)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"schema_version": 1, "kind": "llamacpp-fit", "model": self.model, "fits": self.fits,
+        return json_data({"schema_version": 1, "kind": "llamacpp-fit", "model": self.model, "fits": self.fits,
                 "full_offload": self.full_offload, "flags": self.flags(), "command": " ".join(self.flags()),
                 "context": self.context, "n_gpu_layers": self.n_gpu_layers, "tensor_split": list(self.tensor_split),
                 "n_cpu_moe": self.n_cpu_moe, "margin": list(self.margins), "free": list(self.free),
                 "host_memory": self.host_memory, "devices": self.devices(), "steps": list(self.steps),
                 "assumptions": [a.to_dict() for a in self.assumptions], "warnings": list(self.warnings),
                 "memory": self.estimate.to_dict(), "details": self.details, "fits_at": self.fits_at,
-                "speed": self.speed}
+                "speed": self.speed})
 
     def __str__(self) -> str:
         from ..render.fit_text import render_llamacpp_fit

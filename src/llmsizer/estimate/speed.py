@@ -70,7 +70,7 @@ from ..formulas.weight_formats import (
 )
 from ..frozen import fast_init, replace_fields
 from ..inputs import short
-from ..result import Assumption
+from ..result import Assumption, json_data
 from ..specs import ModelSpec
 from . import efficiency as E
 from . import engines as ENG
@@ -312,7 +312,7 @@ class SpeedEstimate:
                 "decode_tokens_per_second": decode, "tokens_per_second": decode}
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        return json_data({
             "kind": "speed", "model": self.model, "device": self.device, "count": self.count,
             "tensor_parallel": self.tensor_parallel, "weights_format": self.weights_format,
             "compute_dtype": self.compute_dtype, "prompt_tokens": self.prompt_tokens,
@@ -335,7 +335,7 @@ class SpeedEstimate:
                                   "coverage": self.range_coverage,
                                   "source": "estimate/ranges.py: the band of this engine's validation rows; "
                                             "coverage: the share of measured runs it holds, against its target"},
-        }
+        })
 
 
 def _attended_all_layers(spec: ModelSpec, tokens: int, past: int) -> float:

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..estimate.fit import devices_text, worst_copy_machines
-from ..result import Assumption, Estimate
+from ..result import Assumption, Estimate, json_data
 
 SCHEMA_VERSION = 1
 SEVERITIES = ("error", "warning", "info")
@@ -223,13 +223,13 @@ class JobPlan:
         return self.section(section).value(key, default)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "kind": self.kind, "model": self.model, "summary": self.summary,
+        return json_data({"name": self.name, "kind": self.kind, "model": self.model, "summary": self.summary,
                 "hardware": self.hardware.to_dict(), "sections": [s.to_dict() for s in self.sections],
                 "memory_estimate": self.estimate.to_dict() if self.estimate else None,
                 "speed_estimate": self.speed.to_dict() if self.speed is not None else None,
                 "assumptions": [a.to_dict() for a in self.assumptions], "warnings": list(self.warnings),
                 "notes": list(self.notes), "charts": [c.to_dict() for c in self.charts],
-                "options": list(self.options), "facts": dict(self.facts)}
+                "options": list(self.options), "facts": dict(self.facts)})
 
 
 @dataclass(frozen=True)
@@ -262,11 +262,11 @@ class Plan:
 
     def to_dict(self) -> dict[str, Any]:
         counts = {s: len(self.checks_of(s)) for s in SEVERITIES}
-        return {"schema_version": SCHEMA_VERSION, "kind": "plan", "title": self.title, "source": self.source,
+        return json_data({"schema_version": SCHEMA_VERSION, "kind": "plan", "title": self.title, "source": self.source,
                 "ok": self.ok, "check_counts": counts, "checks": [c.to_dict() for c in self.checks],
                 "totals": self.totals.to_dict(), "jobs": [j.to_dict() for j in self.jobs],
                 "charts": [c.to_dict() for c in self.charts], "notes": list(self.notes),
-                "assumptions": [a.to_dict() for a in self.assumptions], "request": self.request}
+                "assumptions": [a.to_dict() for a in self.assumptions], "request": self.request})
 
     def __str__(self) -> str:
         """The summary ``llmsizer plan`` prints: checks, each job's figures, totals."""

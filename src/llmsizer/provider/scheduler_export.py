@@ -15,7 +15,7 @@
   Accounts must be specified.  No reservation created.": ``validate_resv_create_desc``, SchedMD/slurm
   src/common/slurm_protocol_defs.c:6919-6927 @284c3b95, called by src/scontrol/create_res.c:422), so the export
   needs ``--user`` (Users=) or ``--account`` (Accounts=) and refuses neither (:func:`slurm_principals`); the other
-  formats have no Accounts= and refuse ``--account`` (:func:`refuse_unused_principals`).
+  formats have neither field and refuse both (:func:`refuse_unused_principals`).
 * Kueue: a ResourceFlavor for the device type, a ClusterQueue whose ``nominalQuota`` of ``nvidia.com/gpu`` is the
   booked count, and a LocalQueue in the team's namespace (kueue.x-k8s.io/v1beta1; kubernetes-sigs/kueue
   site/content/en/docs/concepts/cluster_queue.md, resource_flavor.md, local_queue.md). Kueue has no calendar: the
@@ -167,16 +167,24 @@ def blazar(h: Handover) -> str:
             f"{arg(h.name)}\n")
 
 
-def refuse_unused_principals(fmt: str, account: str | None) -> None:
-    """--account names a Slurm reservation's users by account (Accounts=, :func:`slurm_principals`); the Kueue and
-    Blazar exports have no such field (a LocalQueue admits its namespace, a lease its project), so given there it is
-    refused in one line rather than silently dropped. (--user stays accepted by every format, as before: callers pass
-    one user to every export; it is written as Slurm's Users= only.)"""
-    if fmt != "slurm" and account:
-        raise InputError(f"--account names a Slurm reservation's users (Accounts=); a {fmt} export has no such "
-                         "field: leave it out")
+def refuse_unused_principals(fmt: str, account: str | None, user: str | None = None) -> None:
+    """--user and --account name a Slurm reservation's users (Users=, Accounts=: :func:`slurm_principals`); the Kueue
+    and Blazar exports have no such field, so either given there is refused in one line rather than silently dropped
+    (review31 N5, fixes23). Kueue admits by namespace, not by user: a ClusterQueue's ``namespaceSelector`` and the
+    LocalQueue's namespace (kubernetes-sigs/kueue site/content/en/docs/concepts/cluster_queue.md "Namespace
+    selector", local_queue.md). A Blazar lease belongs to the project of the token that creates it: ``openstack
+    reservation lease create`` takes the name, --start-date, --end-date, --before-end-date, --reservation, --event
+    and --physical-reservation, no user or account (openstack/python-blazarclient
+    blazarclient/v1/shell_commands/leases.py:109-156, 299-320 @2ecdfac8)."""
+    given = [(flag, field) for flag, field, value in (("--user", "Users=", user), ("--account", "Accounts=", account))
+             if value]
+    if fmt != "slurm" and given:
+        flags, fields = " and ".join(f for f, _ in given), ", ".join(f for _, f in given)
+        verb, them = ("name", "them") if len(given) > 1 else ("names", "it")
+        raise InputError(f"{flags} {verb} a Slurm reservation's users ({fields}); a {fmt} export has no such "
+                         f"field: leave {them} out")
 
 
 def render(h: Handover, fmt: str) -> str:
-    refuse_unused_principals(fmt, h.account)
+    refuse_unused_principals(fmt, h.account, h.user)
     return {"slurm": slurm, "kueue": kueue, "blazar": blazar}[fmt](h)
