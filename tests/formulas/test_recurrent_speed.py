@@ -46,7 +46,8 @@ def test_tp_decode_reads_each_shard_with_its_replicated_groups(engine):
     (extra_groups_for_head_shards(1, 4) = 3), conv_dim = intermediate 3072 + 2 x 4 x state 128 = 4096, conv state
     (conv_dim / tp, d_conv - 1) = (1024, 3), temporal (num_heads / tp, head_dim, state) = (12, 64, 128); the same in
     vllm 0.19.1 model_executor/layers/mamba/mamba_utils.py:127-151 (MambaStateShapeCalculator.mamba2_state_shape).
-    granite-4.0-h-tiny config.json: hidden 1536, mamba_expand 2, mamba_n_heads 48, mamba_d_head 64, mamba_d_state 128, mamba_n_groups 1, mamba_d_conv 4; 36 'mamba' layers of 40."""
+    granite-4.0-h-tiny config.json: hidden 1536, mamba_expand 2, mamba_n_heads 48, mamba_d_head 64, mamba_d_state 128,
+    mamba_n_groups 1, mamba_d_conv 4; 36 'mamba' layers of 40."""
     from llmsizer.models import load_model
 
     spec = load_model("granite-4.0-h-tiny")
