@@ -28,7 +28,14 @@ from .params import count_params
 from .recurrent_state import extra_groups, mamba2_groups_refusal
 from .speed import allgather_time, allreduce_time
 from .tensors import Tensor, model_tensors
-from .weight_formats import GROUP_SIZE_DEFAULT, WeightBytes, engine_tensor_bytes, normalize_format, tensor_bytes
+from .weight_formats import (
+    GROUP_SIZE_DEFAULT,
+    WeightBytes,
+    correction_bias_bytes,
+    engine_tensor_bytes,
+    normalize_format,
+    tensor_bytes,
+)
 
 
 def check_tensor_parallel(spec: ModelSpec, tp: int) -> None:
@@ -117,9 +124,10 @@ def replicated_elements(spec: ModelSpec, engine: str | None = None) -> int:
 #   Not as vLLM: nemotron_h.py builds no latent projections (0.5.6 has no latent MoE), gemma3n_causal.py:144-205,
 #   :548-560 shards its AltUp, LAuReL and per-layer-input linears (Column/RowParallelLinear), and there is no Gemma 4.
 # Both shard the rest: q_b/kv_b/q column-parallel, o_proj row-parallel, the fused experts and shared experts over
-# the intermediate size, the vocabulary-parallel embedding and lm_head. Every 1-D tensor (norms,
-# e_score_correction_bias) is replicated everywhere (``replicated_elements``). transformers' TP plans have their own
-# table below (``TRANSFORMERS_SPLIT``).
+# the intermediate size, the vocabulary-parallel embedding and lm_head. Every 1-D tensor (norms) is replicated
+# everywhere (``replicated_elements``), and so is the router's fp32 e_score_correction_bias, which is not in the
+# inventory (``replicated_matrix_bytes`` adds weight_formats.py ``correction_bias_bytes``). transformers' TP plans
+# have their own table below (``TRANSFORMERS_SPLIT``).
 #
 # Training frameworks (the keys ``training_tp_framework`` names), the same roles without the DSA indexer (neither
 # framework's DeepSeek model here builds one):
@@ -704,6 +712,12 @@ def replicated_matrix_bytes(spec: ModelSpec, engine: str, fmt: str, group_size: 
             if 0 <= t.layer < spec.num_layers:
                 layers[t.layer] += b
             comps[t.component] = comps.get(t.component, 0) + b
+    bias = correction_bias_bytes(spec, engine)  # the router's fp32 buffer, whole on every rank (weight_formats.py)
+    if bias:
+        for i, moe in enumerate(spec.moe_layers):
+            if moe:
+                layers[i] += bias
+                comps["router"] = comps.get("router", 0) + bias
     return tuple(layers), comps
 
 

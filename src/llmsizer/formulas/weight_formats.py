@@ -269,9 +269,8 @@ ENGINE_TENSOR_BYTES: dict[str, dict[str, int | None]] = {
 #   vllm 0.19.1 (PyPI wheel) vllm/model_executor/models/glm4_moe.py:143-148 ``self.gate = nn.Linear(hidden_size,
 #     n_routed_experts, bias=False, dtype=torch.float32)``: fp32 whatever the checkpoint's dtype or quantization
 #     (no quant_config; the forward casts the hidden states to fp32, :208); every rank holds it whole
-#     (``REPLICATED_MATRICES``). Its ``e_score_correction_bias`` (:149-151, fp32 [n_routed_experts]) is a buffer
-#     in transformers' definition and not in llmsizer's parameter inventory (formulas/tensors.py): 160 x 4 B x 89
-#     MoE layers = 56,960 B for GLM-4.5, not counted.
+#     (``REPLICATED_MATRICES``). Its ``e_score_correction_bias`` (:149-151, fp32 [n_routed_experts]): not in the
+#     parameter inventory, counted by ``correction_bias_bytes`` below.
 #   Not on the other engines or families read (the router in the model dtype): sglang 0.5.6 models/glm4_moe.py:332-337
 #   ``Glm4MoeGate.weight = nn.Parameter(torch.empty((n_routed_experts, hidden)))`` in the default (model) dtype;
 #   vllm 0.19.1 deepseek_v2.py:263-267 ``GateLinear`` with no params_dtype (the model dtype; DeepSeek-V2/V3, Kimi-K2,
@@ -286,13 +285,49 @@ ENGINE_TENSOR_BYTES: dict[str, dict[str, int | None]] = {
 #   ``gate_proj``); the routers are TopkRouter ``nn.Parameter``s, no Linear a quantizer replaces. ["gate.weight"]
 #   in deepseek_v2/modeling_deepseek_v2.py:483, ["e_score_correction_bias", "gate.weight"] in
 #   deepseek_v3/modeling_deepseek_v3.py:551, deepseek_v32/modeling_deepseek_v32.py:664,
-#   glm4_moe/modeling_glm4_moe.py:460, nemotron_h/modeling_nemotron_h.py:1012 (the bias a buffer, not counted, as
-#   above). At fp32 the rule is moot (4 bytes either way).
+#   glm4_moe/modeling_glm4_moe.py:460, nemotron_h/modeling_nemotron_h.py:1012 (the bias a buffer:
+#   ``correction_bias_bytes``). At fp32 the rule is moot (4 bytes either way).
 _TRANSFORMERS_FP32_ROUTER: dict[str, int | None] = {"ffn_gate_inp": 4}
 ENGINE_MODEL_TENSOR_BYTES: dict[tuple[str, str], dict[str, int | None]] = {
     ("vllm", "glm4_moe"): {"ffn_gate_inp": 4},
     **{("transformers", t): _TRANSFORMERS_FP32_ROUTER
        for t in ("deepseek_v2", "deepseek_v3", "deepseek_v32", "glm4_moe", "nemotron_h")}}
+
+
+# The router's score-correction bias (``MoESpec.score_correction_bias``: DeepSeek-V3's auxiliary-loss-free balancing,
+# arXiv 2412.19437 section 2.1.2 eq. 16, a bias per routed expert added to its affinity for the top-k choice): a
+# buffer in transformers, so not in the tensor inventory (formulas/tensors.py) or the parameter count, but allocated
+# beside the weights, fp32 [n_routed_experts] in each MoE layer, whole on every rank (no engine shards it):
+#   transformers 5.24.0 (.venv): ``self.e_score_correction_bias = nn.Buffer(torch.zeros(self.num_experts,
+#     dtype=torch.float32))`` (persistent) in deepseek_v3/modeling_deepseek_v3.py:131, deepseek_v32/
+#     modeling_deepseek_v32.py:509, glm4_moe/modeling_glm4_moe.py:280, nemotron_h/modeling_nemotron_h.py:770,
+#     whatever the config's topk_method, kept fp32 at a bf16/fp16 load by ``_keep_in_fp32_modules_strict`` (:551,
+#     :664, :460, :1012); not in deepseek_v2 (its router has no bias);
+#   vllm 0.19.1 (PyPI wheel) models/deepseek_v2.py:268-273 ``self.gate.e_score_correction_bias = nn.Parameter(
+#     torch.empty(config.n_routed_experts, dtype=torch.float32))`` only where ``topk_method == "noaux_tc"`` (else
+#     None; DeepSeek-V2/V3/V3.2, Kimi-K2), glm4_moe.py:149-151 and nemotron_h.py:159-161 always, fp32;
+#   sglang 0.5.6 (PyPI wheel) models/deepseek_v2.py:526-538 (``MoEGate``: only where ``topk_method == "noaux_tc"``,
+#     fp32; bf16 for a modelopt_fp4 checkpoint on the flashinfer-trtllm MoE runner, a format not modelled here),
+#     glm4_moe.py:335-337 (``Glm4MoeGate``) and nemotron_h.py:149-151 always, fp32.
+#   llama.cpp keeps the GGUF's ``exp_probs_b`` F32 tensor (a file's bytes hold it); from a config it is not counted.
+CORRECTION_BIAS_BYTES = 4  # fp32 on every engine above
+_CORRECTION_BIAS_TYPES: dict[str, frozenset[str]] = {
+    "transformers": frozenset({"deepseek_v3", "deepseek_v32", "glm4_moe", "nemotron_h"}),
+    "vllm": frozenset({"deepseek_v2", "deepseek_v3", "deepseek_v32", "glm4_moe", "nemotron_h"}),
+    "sglang": frozenset({"deepseek_v2", "deepseek_v3", "deepseek_v32", "glm4_moe", "nemotron_h"})}
+
+
+def correction_bias_bytes(spec: ModelSpec, engine: str | None) -> int:
+    """Bytes of the router's score-correction bias ``engine`` allocates in each MoE layer of ``spec`` (0: none; the
+    sources above): transformers by the model class alone (the buffer is built whatever the routing), vLLM and SGLang
+    where the config routes with it (``MoESpec.score_correction_bias``). DeepSeek-V3 (256 routed experts, 58 MoE
+    layers): 4 x 256 = 1,024 B a layer, 59,392 B a model; GLM-4.5 (160 experts, 89 MoE layers): 56,960 B."""
+    moe = spec.moe
+    if moe is None or spec.model_type not in _CORRECTION_BIAS_TYPES.get(engine or "", frozenset()):
+        return 0
+    if engine != "transformers" and not moe.score_correction_bias:
+        return 0
+    return CORRECTION_BIAS_BYTES * moe.num_experts
 
 
 def engine_tensor_bytes(engine: str | None, model_type: str) -> dict[str, int | None]:
@@ -586,6 +621,12 @@ def weight_bytes(spec: ModelSpec, fmt: str, group_size: int = GROUP_SIZE_DEFAULT
             by_comp[comp] = by_comp.get(comp, 0) + b * len(blocks)
         for label, b in stores.items():
             by_store[label] = by_store.get(label, 0) + b * len(blocks)
+    bias = correction_bias_bytes(spec, engine)  # beside the parameters: the router's fp32 buffer per MoE layer
+    if bias:
+        for i, moe in enumerate(spec.moe_layers):
+            if moe:
+                layers[i] += bias
+                add("router", _STORAGE_LABEL[CORRECTION_BIAS_BYTES], bias)
     notes: list[str] = []
     if fmt.startswith("gguf:") and spec.vision is not None:
         notes.append("GGUF keeps the vision encoder in a separate mmproj file; counted here at F16")
