@@ -276,8 +276,8 @@ ENGINE_TENSOR_BYTES: dict[str, dict[str, int | None]] = {
 #   vllm 0.19.1 deepseek_v2.py:263-267 ``GateLinear`` with no params_dtype (the model dtype; DeepSeek-V2/V3, Kimi-K2,
 #   DeepSeek-V3.2), qwen3_moe.py:176, qwen2_moe.py:135, qwen3_next.py:118, mixtral.py:120 ReplicatedLinear, gpt_oss.py:177
 #   GateLinear (model dtype). vLLM's nemotron_h.py:151-157 ``GateLinear(..., force_fp32_compute=True)`` stores fp32
-#   only on a GPU without its specialized router kernels (layers/fused_moe/router/gate_linear.py:45-55: not SM 9.0
-#   or 10.x), a device rule the weights here do not take (bf16 counted).
+#   only on a device without its specialized router kernels: a device rule (``VLLM_FP32_GATE``,
+#   ``vllm_gate_fp32``).
 # transformers 5.24.0 (PyPI wheel) keeps the router in fp32 for the families whose PreTrainedModel names it in
 #   ``_keep_in_fp32_modules_strict``: modeling_utils.py:3854-3856 ``_get_dtype_plan`` maps each entry to float32 when
 #   the load dtype is fp16 or bf16, and core_model_loading.py:1879-1922 casts every checkpoint tensor whose name
@@ -330,25 +330,55 @@ def correction_bias_bytes(spec: ModelSpec, engine: str | None) -> int:
     return CORRECTION_BIAS_BYTES * moe.num_experts
 
 
-def engine_tensor_bytes(engine: str | None, model_type: str) -> dict[str, int | None]:
+# vLLM's GateLinear with ``force_fp32_compute`` (vllm 0.19.1 layers/fused_moe/router/gate_linear.py:45-55):
+# ``is_hopper_or_blackwell = current_platform.is_device_capability((9, 0)) or
+# current_platform.is_device_capability_family(100)`` (compute capability 9.0 exactly, or any 10.x: platforms/
+# interface.py:337-349 compares major x 10 // 10); ``can_use_specialized_kernels = current_platform.is_cuda() and
+# is_hopper_or_blackwell and not bias``; ``if force_fp32_compute and not can_use_specialized_kernels: params_dtype =
+# torch.float32``. Nemotron-H's router is that gate (models/nemotron_h.py:151-157, bias False): fp32 on an A100
+# (8.0), an L40S (8.9), an RTX 5090 (12.0), a GPU without CUDA (ROCm) or a CPU; the model dtype on an H100/H200
+# (9.0) or a B200/GB200/B300 (10.x).
+VLLM_FP32_GATE: dict[str, str] = {"nemotron_h": "ffn_gate_inp"}  # model_type -> the router role of that gate
+VLLM_ROUTER_KERNEL_CAPABILITY, VLLM_ROUTER_KERNEL_FAMILY = 90, 10  # SM 9.0 exactly, SM 10.x
+
+
+def vllm_gate_fp32(capability: int | None) -> bool | None:
+    """Whether vLLM stores a ``force_fp32_compute`` gate in fp32 on a device of CUDA compute ``capability`` (major
+    x 10 + minor; 0: a device vLLM runs without CUDA): True without its specialized router kernels (not SM 9.0 or
+    10.x), False with them; None when the capability is not known.
+
+    >>> vllm_gate_fp32(80), vllm_gate_fp32(90), vllm_gate_fp32(103), vllm_gate_fp32(120), vllm_gate_fp32(0)
+    (True, False, False, True, True)
+    """
+    if capability is None:
+        return None
+    return not (capability == VLLM_ROUTER_KERNEL_CAPABILITY or capability // 10 == VLLM_ROUTER_KERNEL_FAMILY)
+
+
+def engine_tensor_bytes(engine: str | None, model_type: str, capability: int | None = None) -> dict[str, int | None]:
     """The roles ``engine`` builds in a dtype of its own for ``model_type`` (``ENGINE_TENSOR_BYTES`` and
-    ``ENGINE_MODEL_TENSOR_BYTES``): role -> bytes per element (None: the compute dtype)."""
+    ``ENGINE_MODEL_TENSOR_BYTES``): role -> bytes per element (None: the compute dtype); ``capability``: the device's
+    CUDA compute capability (0: no CUDA; None: unknown), for vLLM's device rule (``vllm_gate_fp32``: its fp32 gate
+    where the device has no specialized router kernels; unknown, the model dtype as on Hopper)."""
     own = ENGINE_TENSOR_BYTES.get(engine or "", {})
     extra = ENGINE_MODEL_TENSOR_BYTES.get((engine or "", model_type))
+    if engine == "vllm" and model_type in VLLM_FP32_GATE and vllm_gate_fp32(capability):
+        extra = {**(extra or {}), VLLM_FP32_GATE[model_type]: 4}
     return {**own, **extra} if extra else own
 _STORAGE_LABEL = {2: "bf16/fp16", 4: "fp32"}
 
 
 def tensor_bytes(spec: ModelSpec, fmt: str, t: Tensor, group_size: int = GROUP_SIZE_DEFAULT,
                  other_bytes: int = OTHER_BYTES_DEFAULT, fused_experts: bool = False,
-                 engine: str | None = None) -> tuple[int, str]:
+                 engine: str | None = None, capability: int | None = None) -> tuple[int, str]:
     """(bytes, storage label) of tensor group ``t`` of ``spec`` in the normalized format ``fmt`` (a GGUF type by
     llama-quant.cpp's rules, else the module table's); the one per-tensor rule ``weight_bytes`` sums. ``engine``:
-    the serving engine that builds it, whose own dtype for the role (``engine_tensor_bytes``) wins."""
+    the serving engine that builds it, whose own dtype for the role (``engine_tensor_bytes``, on a device of CUDA
+    compute ``capability``) wins."""
     if fmt.startswith("gguf:"):
         gtype = gguf_tensor_type(spec, fmt[5:], t)
         return ggml_tensor_bytes(gtype, t.numel // t.count) * t.count, gtype
-    own = engine_tensor_bytes(engine, spec.model_type)
+    own = engine_tensor_bytes(engine, spec.model_type, capability)
     if t.role in own:
         per = own[t.role] or other_bytes
         return t.numel * per, _STORAGE_LABEL.get(per, "other")
@@ -507,13 +537,14 @@ def gguf_tensor_type(spec: ModelSpec, ftype: str, t: Tensor) -> str:
 @lru_cache(maxsize=512)
 def weight_bytes(spec: ModelSpec, fmt: str, group_size: int = GROUP_SIZE_DEFAULT,
                  other_bytes: int = OTHER_BYTES_DEFAULT, fused_experts: bool = False,
-                 engine: str | None = None) -> WeightBytes:
+                 engine: str | None = None, capability: int | None = None) -> WeightBytes:
     """Weight memory of ``spec`` stored in format ``fmt`` (see the module table for each rule).
 
     ``other_bytes`` is the element size of the tensors a quantized format leaves unquantized (embeddings,
     lm_head, norms, router): 2 when loaded in bf16/fp16, 4 when loaded without a torch_dtype (fp32).
     ``fused_experts``: bitsandbytes formats leave routed experts and router unquantized (``bnb_quantizes``).
-    ``engine``: the serving engine, whose own dtype for some roles wins (``ENGINE_TENSOR_BYTES``).
+    ``engine``: the serving engine, whose own dtype for some roles wins (``ENGINE_TENSOR_BYTES``); ``capability``:
+    the device's CUDA compute capability where that dtype depends on it (``engine_tensor_bytes``; None: unknown).
     ``fmt`` "file": the bytes stored in the model file the spec was read from (``file_weight_bytes``).
     """
     if fmt == "file":
@@ -539,7 +570,7 @@ def weight_bytes(spec: ModelSpec, fmt: str, group_size: int = GROUP_SIZE_DEFAULT
         key = (role, shape, count, comp, cls if role in layer_dependent else None)
         hit = memo.get(key)
         if hit is None:
-            hit = memo[key] = tensor_bytes(spec, fmt, t, group_size, other_bytes, fused_experts, engine)
+            hit = memo[key] = tensor_bytes(spec, fmt, t, group_size, other_bytes, fused_experts, engine, capability)
         return hit
 
     def add(comp: str, label: str, b: int) -> None:
