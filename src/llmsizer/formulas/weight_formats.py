@@ -288,8 +288,12 @@ ENGINE_TENSOR_BYTES: dict[str, dict[str, int | None]] = {
 #   glm4_moe/modeling_glm4_moe.py:460, nemotron_h/modeling_nemotron_h.py:1012 (the bias a buffer:
 #   ``correction_bias_bytes``). At fp32 the rule is moot (4 bytes either way).
 _TRANSFORMERS_FP32_ROUTER: dict[str, int | None] = {"ffn_gate_inp": 4}
+# Nemotron-H's router on SGLang: sglang 0.5.6 (PyPI wheel) models/nemotron_h.py:141-148 ``self.gate =
+#   ReplicatedLinear(hidden_size, n_routed_experts, bias=False, params_dtype=torch.float32, quant_config=None)``: fp32
+#   on every device (vLLM's is device-dependent: ``vllm_gate_fp32`` below).
 ENGINE_MODEL_TENSOR_BYTES: dict[tuple[str, str], dict[str, int | None]] = {
     ("vllm", "glm4_moe"): {"ffn_gate_inp": 4},
+    ("sglang", "nemotron_h"): {"ffn_gate_inp": 4},
     **{("transformers", t): _TRANSFORMERS_FP32_ROUTER
        for t in ("deepseek_v2", "deepseek_v3", "deepseek_v32", "glm4_moe", "nemotron_h")}}
 
