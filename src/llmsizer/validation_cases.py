@@ -1355,7 +1355,11 @@ _MB = dict(method="full", precision="megatron-bf16", optimizer="adamw", zero=1, 
 # Bridge's float8 recipes set fp8_param_gather (training/mixed_precision.py @f9b6319e lines 223, 294), which
 # Megatron-LM's own flag leaves off: stated, as the recipes run it
 _MB_F8 = dict(_MB, float8=True, float8_recipe="transformer-engine-current", fp8_param_gather=True)
-_MB_GPT_OSS = dict(_MB, seq_len=4096, etp=1, grad_checkpointing="selective", recompute_modules=("layernorm", "moe_act"))
+# Bridge's GPT-OSS and Qwen3 performance configs turn moe_router_fusion on over the recipes' False (NVIDIA-NeMo/
+# Megatron-Bridge @f9b6319e scripts/performance/configs/gpt_oss/gpt_oss_llm_pretrain.py line 34, configs/qwen/
+# qwen3_llm_pretrain.py line 36), where Megatron-Core's TransformerConfig leaves it off: stated, as the runs set it
+_MB_GPT_OSS = dict(_MB, seq_len=4096, etp=1, grad_checkpointing="selective", recompute_modules=("layernorm", "moe_act"),
+                   moe_router_fusion=True)
 # Nemotron 3 Nano's H100 recipe (nemotron_3_workload_base_configs.py lines 31-40, 70-87 @f9b6319e) captures its Mamba
 # layers in Transformer Engine CUDA graphs (cuda_graph_impl 'transformer_engine', scope ['mamba']): graphs remove the
 # host's kernel launches. Its MoE layers' flex dispatch blocks the host in the forward and, recomputed, in the
@@ -1382,11 +1386,11 @@ MEGATRON_BRIDGE_RUNS: dict[str, tuple[str, str, dict[str, Any], str]] = {
                     network=MEGATRON_BRIDGE_DGX_NETWORK), ""),
     "PM1362": ("qwen3-30b-a3b", "h100-sxm",
                dict(_MB_F8, gpus=16, seq_len=4096, ep=16, etp=1, moe_dispatcher="flex", grad_accumulation=64,
-                    network=MEGATRON_BRIDGE_DGX_NETWORK), ""),
+                    moe_router_fusion=True, network=MEGATRON_BRIDGE_DGX_NETWORK), ""),
     "PM1363": ("qwen3-235b-a22b", "h100-sxm",
                dict(_MB_F8, gpus=256, seq_len=4096, tp=2, pp=8, virtual_stages=4, sequence_parallel=True, ep=32,
                     etp=1, moe_dispatcher="alltoall", ep_comm_overlap=True, grad_accumulation=512,
-                    network=MEGATRON_BRIDGE_DGX_NETWORK), ""),
+                    moe_router_fusion=True, network=MEGATRON_BRIDGE_DGX_NETWORK), ""),
     "PM1364": ("gpt-oss-120b", "b200",
                dict(_MB_GPT_OSS, gpus=64, micro_batch=4, ep=8, moe_dispatcher="flex", grad_accumulation=5,
                     network=MEGATRON_BRIDGE_DGX_NETWORK), ""),

@@ -36,3 +36,26 @@ def test_a_model_without_recurrent_layers_moves_no_state():
     sp = estimate_speed(spec_from_config(llama, name="l"), builtin_catalog().devices["h100-sxm"],
                         weights_format="bf16", concurrency=8)
     assert "recurrent_state_bytes_per_decode_step" not in sp.details
+
+
+@pytest.mark.parametrize("engine", ["sglang", "vllm"])
+def test_tp_decode_reads_each_shard_with_its_replicated_groups(engine):
+    """review31 D2's speed side: a vLLM / SGLang rank of granite-4.0-h-tiny at TP 4 holds its Mamba-2 state shard with
+    the groups replicated for the head shards, and a decode step reads and writes it. Bytes from sglang 0.5.6
+    srt/configs/mamba_utils.py:100-107 (Mamba2StateShape.create): n_groups 1 % tp 4 != 0 -> n_groups += 3
+    (extra_groups_for_head_shards(1, 4) = 3), conv_dim = intermediate 3072 + 2 x 4 x state 128 = 4096, conv state
+    (conv_dim / tp, d_conv - 1) = (1024, 3), temporal (num_heads / tp, head_dim, state) = (12, 64, 128); the same in
+    vllm 0.19.1 model_executor/layers/mamba/mamba_utils.py:127-151 (MambaStateShapeCalculator.mamba2_state_shape).
+    granite-4.0-h-tiny config.json: hidden 1536, mamba_expand 2, mamba_n_heads 48, mamba_d_head 64, mamba_d_state 128,
+    mamba_n_groups 1, mamba_d_conv 4; 36 'mamba' layers of 40."""
+    from llmsizer.models import load_model
+
+    spec = load_model("granite-4.0-h-tiny")
+    conv = (3072 + 2 * (1 + 3) * 128) // 4 * (4 - 1) * 2  # bf16 conv state, 6,144 B (4,992 B without the extra groups)
+    ssm = 48 // 4 * 64 * 128 * 4  # fp32 temporal state
+    sp = estimate_speed(spec, builtin_catalog().devices["h100-sxm"], 4, weights_format="bf16", concurrency=8,
+                        tensor_parallel=4, engine=engine, state_dtypes=("bf16", "fp32"))
+    assert sp.details["recurrent_state_bytes_per_decode_step"] == 2 * 8 * 36 * (conv + ssm)
+    # not the whole state / 4: that would drop the 3 replicated groups' conv channels (768 / 4 per rank)
+    whole = 36 * ((3072 + 2 * 128) * 3 * 2 + 48 * 64 * 128 * 4)
+    assert sp.details["recurrent_state_bytes_per_decode_step"] - 2 * 8 * whole / 4 == 2 * 8 * 36 * 3 * 2 * 768 / 4

@@ -32,7 +32,12 @@ extended rows (vLLM layers/mamba/mamba_mixer2.py:293-300, :332-348; SGLang layer
 a rank holds 2 x (tp - n_groups) x d_state / tp rows of each beyond 1 / tp of the checkpoint's.
 
 GLM-4.5's router on vLLM is an fp32 ``nn.Linear`` (vLLM glm4_moe.py:143-148, ``dtype=torch.float32``): 4 bytes per
-element there, 2 (bf16, the model dtype) on SGLang (glm4_moe.py:332-334) and for every other parameter here.
+element there, 2 (bf16, the model dtype) on SGLang (glm4_moe.py:332-334) and for every other parameter here but the
+router's score-correction bias: transformers' ``e_score_correction_bias`` buffer, which both engines build as an fp32
+parameter [n_routed_experts] whole on every rank where the config routes with it (vLLM deepseek_v2.py:268-273,
+``topk_method == "noaux_tc"``; glm4_moe.py:149-151, nemotron_h.py:159-161 always; SGLang deepseek_v2.py:526-538,
+glm4_moe.py:335-337, nemotron_h.py:149-151) and read by every decode step (added to the scores, vLLM
+fused_moe/router/grouped_topk_router.py:90-97).
 
 Every other matrix is split evenly tp ways (Column/RowParallelLinear, the Gated DeltaNet's in_proj_qkvz / in_proj_ba /
 conv1d, vLLM layers/mamba/gdn_linear_attn.py:265-318; Mamba-2's in_proj / out_proj; FusedMoE over the intermediate
@@ -74,7 +79,11 @@ MAMBA2_GROUPED = (".mamba.in_proj.weight", ".mamba.conv1d.weight")
 
 
 def _bytes_per_element(model_type: str, engine: str, name: str) -> int:
-    """GLM-4.5's fp32 router on vLLM (module docstring); bf16 for the rest."""
+    """GLM-4.5's fp32 router on vLLM and the fp32 score-correction bias (module docstring); bf16 for the rest."""
+    if name.endswith("e_score_correction_bias"):
+        return 4
+    if (engine, model_type) == ("sglang", "nemotron_h") and ".mixer.gate.weight" in name:
+        return 4  # sglang 0.5.6 nemotron_h.py:141-148 ReplicatedLinear(params_dtype=torch.float32)
     return 4 if (engine, model_type) == ("vllm", "glm4_moe") and ".mlp.gate.weight" in name else 2
 
 
@@ -94,7 +103,9 @@ def _rank(model_name: str, engine: str, tp: int) -> tuple[float, float, float, f
     # Mamba-2's B/C rows of the groups added so that each rank holds one (n_groups % tp != 0), / tp
     group_rows = 2 * (tp - groups) * text["mamba_d_state"] / tp if groups and groups % tp else 0.0
     held = read = head = held_b = read_b = 0.0
-    for name, p in model.named_parameters():  # a tied lm_head once (none of these ties)
+    routes = text["model_type"] in ("glm4_moe", "nemotron_h") or text.get("topk_method") == "noaux_tc"
+    bias = [(n, b) for n, b in model.named_buffers() if n.endswith("e_score_correction_bias") and routes]
+    for name, p in [*model.named_parameters(), *bias]:  # a tied lm_head once (none of these ties)
         if _whole(engine, name, p.dim()):
             n = float(p.numel())
         elif any(s in name for s in KV_PROJ):
@@ -107,7 +118,9 @@ def _rank(model_name: str, engine: str, tp: int) -> tuple[float, float, float, f
         comp = component_of(name)
         held += n
         held_b += n * size
-        if comp != "embedding":
+        if name.endswith("e_score_correction_bias"):  # read each decode step (added to the scores), no product
+            read_b += n * size
+        elif comp != "embedding":
             r = n * (k / e if comp == "experts" else 1.0)
             read += r
             read_b += r * size
@@ -160,9 +173,9 @@ def test_deepseek_v3_vllm_tp8_by_hand_from_config():
     dense, q_lora_rank 1536, kv_lora_rank 512 + qk_rope_head_dim 64, 256 routed experts): each rank holds and
     multiplies whole, per layer, q_a_proj [1536, 7168] and kv_a_proj_with_mqa [576, 7168] with their norms
     [1536], [512], the two layer norms [7168] and, in the 58 MoE layers, the router [256, 7168]; plus the final
-    norm [7168]. (The router's e_score_correction_bias [256], a buffer in transformers' definition, is not in
-    llmsizer's parameter inventory: 14,848 elements.) Everything else splits 8 ways, so a rank's prefill FLOPs are
-    (TP 1's - 2 W P) / 8 + 2 W P and a decode step's bf16 bytes (TP 1's - 2 W) / 8 + 2 W."""
+    norm [7168]; and, not multiplied, the routers' fp32 e_score_correction_bias [256] (vLLM deepseek_v2.py:268-273:
+    topk_method 'noaux_tc'), B = 58 x 256 x 4 bytes read each decode step. Everything else splits 8 ways, so a rank's
+    prefill FLOPs are (TP 1's - 2 W P) / 8 + 2 W P and a decode step's bytes (TP 1's - 2 W - B) / 8 + 2 W + B."""
     cfg = entries()["deepseek-v3"].config
     h, layers, dense = cfg["hidden_size"], cfg["num_hidden_layers"], cfg["first_k_dense_replace"]
     q, kv = cfg["q_lora_rank"], cfg["kv_lora_rank"] + cfg["qk_rope_head_dim"]
@@ -175,7 +188,8 @@ def test_deepseek_v3_vllm_tp8_by_hand_from_config():
                                  prompt_tokens=PROMPT, output_tokens=64).details for t in (1, 8))
     flops = (one["prefill_flops_per_device"] - 2 * whole * PROMPT) / 8 + 2 * whole * PROMPT
     assert eight["prefill_flops_per_device"] == pytest.approx(flops, rel=1e-9)
-    read = (one["weight_bytes_per_decode_step"] - 2 * whole) / 8 + 2 * whole
+    bias = (layers - dense) * e * 4
+    read = (one["weight_bytes_per_decode_step"] - 2 * whole - bias) / 8 + 2 * whole + bias
     assert eight["weight_bytes_per_decode_step"] == pytest.approx(read, rel=1e-9)
     # what dividing every matrix by 8 gave: 13 % fewer FLOPs and 22 % fewer bytes read per rank
     assert one["prefill_flops_per_device"] / 8 < 0.9 * flops

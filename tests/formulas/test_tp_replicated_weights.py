@@ -14,6 +14,11 @@ name, as the engines' model code builds it (vllm 0.19.1 and sglang 0.5.6 PyPI wh
 - everything else split tp ways (column/row-parallel linears, FusedMoE over the intermediate size, the
   vocabulary-parallel embedding and lm_head).
 
+Beside the parameters, the router's score-correction bias (transformers' ``e_score_correction_bias`` buffer), which
+both engines build as an fp32 parameter [n_routed_experts], whole on every rank, where the config routes with it (vLLM
+deepseek_v2.py:268-273 and SGLang deepseek_v2.py:526-538: ``topk_method == "noaux_tc"``, DeepSeek-V3 and V3.2): 4
+bytes per element (``_with_bias``).
+
 Bytes per parameter in the checkpoint's format, written out here from the format's definition: DeepSeek-V3's FP8
 checkpoint (config.json quantization_config: fp8 e4m3, weight_block_size [128, 128]) stores every linear of the decoder
 layers but the router as one byte per element plus one fp32 scale per 128 x 128 block (per expert for the fused
@@ -45,13 +50,24 @@ def _fp8_block_bytes(name: str, shape: tuple[int, ...]) -> int:
     return n + 4 * experts * math.ceil(out_f / 128) * math.ceil(in_f / 128)
 
 
+def _with_bias(cfg, model):  # type: ignore[no-untyped-def]
+    """The model's parameters and, where the config routes with it (module docstring), the fp32 bias buffers."""
+    routes = cfg.get("topk_method") == "noaux_tc"
+    return [*model.named_parameters(),
+            *((n, b) for n, b in model.named_buffers() if routes and n.endswith("e_score_correction_bias"))]
+
+
+def _bytes(name: str, shape: tuple[int, ...], bytes_of) -> float:  # type: ignore[no-untyped-def]
+    return 4 * math.prod(shape) if name.endswith("e_score_correction_bias") else bytes_of(name, shape)
+
+
 def _per_gpu(model_name: str, tp: int, bytes_of) -> float:  # type: ignore[no-untyped-def]
     cfg = entries()[model_name].config
     model = build(cfg)
     kv = cfg["num_key_value_heads"]
     total = 0.0
-    for name, p in model.named_parameters():
-        b = bytes_of(name, tuple(p.shape))
+    for name, p in _with_bias(cfg, model):
+        b = _bytes(name, tuple(p.shape), bytes_of)
         whole = p.dim() == 1 or any(r in name for r in REPLICATED)
         # QKVParallelLinear (vLLM layers/linear.py:1010-1027, SGLang layers/linear.py:817-834): one whole KV head per
         # rank where tp > the KV heads (Qwen3-235B-A22B: 4 KV heads at TP 8)
@@ -98,11 +114,12 @@ def test_deepseek_v32_fp8_tp8_indexer_whole_and_weights_proj_in_the_engines_dtyp
             return 4 * math.prod(shape)
         return _fp8_block_bytes(name, shape)
 
-    model = build(entries()["deepseek-v3.2"].config)
+    cfg = entries()["deepseek-v3.2"].config
+    model = build(cfg)
     expected = 0.0
     weights_proj = 0
-    for name, p in model.named_parameters():
-        b = bytes_of(name, tuple(p.shape))
+    for name, p in _with_bias(cfg, model):
+        b = _bytes(name, tuple(p.shape), bytes_of)
         whole = p.dim() == 1 or any(r in name for r in REPLICATED + INDEXER)
         expected += b if whole else b / 8
         weights_proj += p.numel() if ".indexer.weights_proj." in name else 0

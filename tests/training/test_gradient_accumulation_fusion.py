@@ -140,3 +140,26 @@ def test_the_field_is_megatron_only() -> None:
     assert plain.step.accumulation_seconds * rate == pytest.approx(LLAMA31_8B_PARAMS * accumulation_bytes(4.0),
                                                                    rel=1e-12)
     assert "gradient_accumulation_fusion" not in {a.name for a in plain.assumptions}
+
+
+def test_gpt_oss_20b_unfused_launches_are_the_hooks_of_its_weights() -> None:
+    """Eq. K12h's count, exact (not only positive): gpt-oss-20b under Bridge's gpt-oss recipe fields on 8 x H100 at
+    EP 8, one micro-batch after another. Unfused, Megatron-Core's DDP backward hook runs one ``param.main_grad.add_(
+    param.grad.data)`` per trained parameter (NVIDIA/Megatron-LM @d7288711 megatron/core/distributed/
+    distributed_data_parallel.py lines 441-444); fused, the wgrad-fused linears mark ``grad_added_to_main_grad`` and are
+    skipped (TransformerEngine linear.py lines 1287-1289, grouped_linear.py lines 1237-1239). So the fusion removes,
+    per micro-step, one launch per linear weight: in each of gpt-oss-20b's 24 layers (config.json num_hidden_layers 24)
+    ``linear_qkv`` and ``linear_proj`` (Megatron's fused q/k/v) and, in its GroupedLinear experts, ``weight{i}`` of fc1
+    and of fc2 per local expert (grouped_linear.py line 1453: num_local_experts 32 / EP 8 = 4 each); + 1 for the output
+    layer's own weight (tie_word_embeddings false; gpt_model.py lines 244-260). The norms, biases, router and sinks
+    add either way: not in the difference."""
+    spec, dev = load_model("gpt-oss-20b"), builtin_catalog().devices["h100-sxm"]
+    kw = {k: v for k, v in MEGATRON_BRIDGE_RUNS["PM1361"][2].items()
+          if k not in ("network", "gpus", "pp", "grad_accumulation")}
+    fields = dict(kw, ep=8, grad_accumulation=4)
+    on = training_duration_for(spec, dev, 8, 1e9, fields)
+    off = training_duration_for(spec, dev, 8, 1e9, dict(fields, gradient_accumulation_fusion=False))
+    assert on.step is not None and off.step is not None
+    layers, local = 24, 32 // 8
+    assert (spec.num_layers, spec.moe.num_experts if spec.moe else 0, spec.tie_word_embeddings) == (layers, 32, False)
+    _removes_exactly_the_passes(on, off, 4, hook_launches=layers * (2 + 2 * local) + 1)

@@ -82,7 +82,8 @@ def infer_answer(spec: ModelSpec, args: argparse.Namespace) -> tuple[dict[str, A
         memory: Any = workload.memory  # None: the reverse questions say a budget is needed
         # the device's kind and the engine as the estimate decided them (a named device's memory is in `memory`)
         rest = {k: v for k, v in fields.items() if k != "memory"}
-        rest.update(device=workload.device, gpu_runtime=workload.gpu_runtime, engine=workload.engine)
+        rest.update(device=workload.device, gpu_runtime=workload.gpu_runtime, gpu_capability=workload.gpu_capability,
+                    engine=workload.engine)
         if args.max_context:
             reverse["max_context"] = max_context(spec, memory, **{k: v for k, v in rest.items() if k != "context"})
         if args.max_concurrency:

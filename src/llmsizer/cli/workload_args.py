@@ -478,6 +478,11 @@ def add_training_args(p: argparse.ArgumentParser, *, attention: bool = True,
                         "no separate accumulation pass; --no-gradient-accumulation-fusion: Megatron's DDP hook adds "
                         "each micro-batch's gradient (default: on under the megatron precisions, Megatron-LM's and "
                         "Megatron-Bridge's default)")
+    g.add_argument("--moe-router-fusion", action=argparse.BooleanOptionalAction, default=None,
+                   help="Megatron-Core moe_router_fusion: the MoE router's top-k and score function in TE's fused "
+                        "kernels; --no-moe-router-fusion: its unfused torch ops, more launches and traffic (default: "
+                        "off, Megatron-Core's TransformerConfig default; Megatron-Bridge's GPT-OSS and Qwen3 "
+                        "performance configs turn it on)")
     g.add_argument("--sequence-parallel", action=argparse.BooleanOptionalAction, default=None,
                    help="Megatron sequence parallelism (needs --tp; default off; recommend's training scale-out "
                         "search chooses it under a megatron precision when neither is given, "
@@ -562,7 +567,7 @@ def add_framework_args(g: argparse._ArgumentGroup) -> None:
 TRAINING_FIELDS = ("method", "rank", "alpha", "targets", "modules_to_save", "adapter_dtype", "base_dtype", "optimizer",
                    "optimizer_state_dtype", "optimizer_impl", "precision", "tf32", "micro_batch", "seq_len",
                    "target_len", "grad_accumulation", "grad_checkpointing", "checkpoint_every", "recompute_modules", "attention", "attention_kernel", "packing", "doc_len", "loss_chunks", "loss", "layernorm", "train_metric_passes", "framework", "checkpoint_offload", "checkpoint_impl", "kernels", "mamba_path", "nf4_quantizer", "lora_dropout", "nf4_format", "loop_keeps_graph", "deepspeed_gather", "zero_grad",
-                   "optimizer_in_backward", "gpus", "zero", "fsdp", "tp", "pp", "virtual_stages", "pipeline_split", "tp_comm_overlap", "tp_backward_overlap", "ep", "etp", "moe_dispatcher", "ep_comm_overlap", "overlap_grad_reduce", "overlap_param_gather", "gradient_accumulation_fusion", "sequence_parallel",
+                   "optimizer_in_backward", "gpus", "zero", "fsdp", "tp", "pp", "virtual_stages", "pipeline_split", "tp_comm_overlap", "tp_backward_overlap", "ep", "etp", "moe_dispatcher", "ep_comm_overlap", "overlap_grad_reduce", "overlap_param_gather", "gradient_accumulation_fusion", "moe_router_fusion", "sequence_parallel",
                    "offload", "gpus_per_node", "network", "grad_sync", "metric", "fsdp_version", "fsdp2_units",
                    "fsdp1_lora_wrap", "context_parallel",
                    "activation_offload", "float8", "float8_recipe", "fp8_param_gather", "compile", "compile_scope",

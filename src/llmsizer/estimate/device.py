@@ -527,6 +527,13 @@ def training_device_fields(device: Device) -> dict[str, Any]:
             "gpu_capability": cuda_capability(device)}
 
 
+def inference_device_fields(device: Device) -> dict[str, Any]:
+    """:func:`device_fields` for an inference workload, with ``gpu_capability`` (:func:`cuda_capability`): every
+    caller that puts a serving workload on a named device (infer --device, fit, the web's answers through them) sets
+    them through this."""
+    return {**device_fields(device), "gpu_capability": cuda_capability(device)}
+
+
 def cuda_capability(device: Device) -> int | None:
     """The compute capability (major x 10 + minor) of a CUDA GPU, from its catalog row's ``compute_capability`` (else
     its ``architecture``'s first: ``Device.capability``); None for any other device (ROCm, Apple, a TPU, a CPU)."""
@@ -811,8 +818,9 @@ def workload_on_device(fields: dict[str, Any], asker: str, hardware_files: Seque
     usable, notes = target_memory(device, instance, fields.get("memory"))
     # the runtime a caller already decided (a named device resolved to its kind 'gpu' before) stays: 'gpu' itself
     # says none
-    decided = training_device_fields(device) if asker == "estimate_training" else device_fields(device)
-    out = {**decided, **{k: v for k, v in fields.items() if v is not None or k != "gpu_runtime"},
+    decided = training_device_fields(device) if asker == "estimate_training" else inference_device_fields(device)
+    out = {**decided, **{k: v for k, v in fields.items()
+                         if v is not None or k not in ("gpu_runtime", "gpu_capability")},
            "device": workload_device_kind(device)}
     if usable is not None:
         out["memory"] = usable

@@ -120,6 +120,7 @@ from ..formulas.launch_overhead import (
 from ..formulas.launch_overhead import SOURCE as LAUNCH_SOURCE
 from ..formulas.lora import AdaptedModule, adapted_layout, adapted_roles, expert_adapter_work, lora_params
 from ..formulas.model_parallel_time import ModelParallelStep
+from ..formulas.moe_router import unfused_routing_extra
 from ..formulas.network import device_share_of_node_bandwidth, ring_bus_bandwidth
 from ..formulas.optimizer_step import (
     accumulation_bytes,
@@ -193,8 +194,10 @@ from .device import (
 from .fit import hourly_price, link_bandwidth_for, vm_share_device
 from .framework import with_framework
 from .launch import (
+    MEGATRON_ROUTER_LOGIT_BYTES,
     kernel_linears,
     layer_code,
+    megatron_router_unfused,
     megatron_step_kernels,
     megatron_step_layer_kernels,
     megatron_te_layers,
@@ -579,7 +582,36 @@ def elementwise_bytes_per_token(spec: ModelSpec, w: TrainingWorkload) -> float:
         heads = -(-spec.num_heads // tp)
         total += sum(eager_attention_bytes_per_token(heads, w.seq_len, c, EAGER_ATTENTION_DROPOUT, i in again)
                      for i in range(spec.num_layers) if spec.layer_types[i] != "none")
+    if megatron_router_unfused(spec, w):  # formulas/moe_router.py eq. E19: the unfused router's ops over [T, E]
+        total += unfused_router_bytes_per_token(spec, w)
     return total
+
+
+def unfused_router_bytes_per_token(spec: ModelSpec, w: TrainingWorkload) -> float:
+    """Eq. (E19)'s bytes (formulas/moe_router.py ``unfused_routing_extra``) per token of the micro-step over every
+    MoE layer of a run whose router is unfused (launch.py ``megatron_router_unfused``): forward and backward in each
+    MoE layer, the forward again where its MoE block is recomputed (a checkpointed layer under full recomputation,
+    every layer under Megatron's selective 'moe' module), on 1/tp of the tokens under sequence parallelism (the router
+    runs on the rank's sequence shard, before the dispatch)."""
+    m = spec.moe
+    if m is None:
+        return 0.0
+    _, _, bf, bb = unfused_routing_extra(m.num_experts, m.experts_per_token, MEGATRON_ROUTER_LOGIT_BYTES)
+    full = recompute_mode(w.grad_checkpointing) == "full"
+    again = set(checkpointed_layers(spec.num_layers, w.checkpoint_every)) if full else set()
+    if "moe" in recomputed_matmul_modules(w):
+        again = set(range(spec.num_layers))
+    total = sum(bf + bb + (bf if i in again else 0.0) for i, moe in enumerate(moe_kinds(spec)) if moe)
+    return total / (w.tp if w.sequence_parallel and w.tp > 1 else 1)
+
+
+MOE_ROUTER_FUSION_WHY = (
+    "Megatron-Core's TransformerConfig default moe_router_fusion False (NVIDIA/Megatron-LM @d7288711 megatron/core/"
+    "transformer/transformer_config.py line 792): the router's top-k, softmax and scatters run as separate torch ops "
+    "(formulas/moe_router.py eq. E19, no aux loss: Megatron's default coefficient 0, line 734) in place of TE's fused "
+    "top-k (eq. K9); Megatron-Bridge's GPT-OSS and Qwen3 performance configs turn it on (NVIDIA-NeMo/Megatron-Bridge "
+    "@f9b6319e scripts/performance/configs/gpt_oss/gpt_oss_llm_pretrain.py line 34, configs/qwen/"
+    "qwen3_llm_pretrain.py line 36): give moe_router_fusion")
 
 
 def megatron_moe_permute(spec: ModelSpec, w: TrainingWorkload) -> str:
@@ -1679,6 +1711,18 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
     if bw_mem and device.kind in ("gpu", "cpu", "apple"):
         per_token = elementwise_bytes_per_token(spec, w)
         t_ew = elementwise_seconds(tokens * per_token, bw_mem, eta.expected)
+        if spec.moe is not None and megatron_te_layers(spec, w):  # the router the launches and traffic count
+            fused = bool(w.moe_router_fusion)
+            notes.append(Assumption(
+                "moe_router_fusion", fused, w.moe_router_fusion is None,
+                ("given: TE's fused top-k and score function (eq. K9)" if fused
+                 else "given" if w.moe_router_fusion is not None else MOE_ROUTER_FUSION_WHY)
+                + ("" if fused or megatron_router_unfused(spec, w) else
+                   "; not modelled for this model's sigmoid router with an expert bias (eq. E19 is the softmax "
+                   "top-k): counted as eq. K9's fused router")
+                + (f"; eq. E19 adds {unfused_router_bytes_per_token(spec, w):.4g} B per token and "
+                   "formulas/moe_router.py unfused_routing_extra's launches per MoE layer"
+                   if megatron_router_unfused(spec, w) else "")))
         notes.append(Assumption("elementwise_bytes_per_token", round(per_token), True,
                                 "formulas/elementwise_traffic.py eq. (E7): norms, rotary, activation, residual "
                                 "and loss kernels, forward, backward and recomputed forward, "

@@ -43,13 +43,13 @@ from .device import (
     apple_host_memory,
     check_engine_on_device,
     detected_machine,
-    device_fields,
     engine_assumption,
     gpu_runtime,
     hardware_decides,
     host_holds_weights,
     host_link,
     host_part,
+    inference_device_fields,
     is_apple_own_host,
     named_device_notes,
     numa_assumption,
@@ -1367,7 +1367,7 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
     if engine is None:
         est_notes.assumptions.append(engine_note)
     on_cpu = workload_device_kind(device) == "cpu"
-    dev = device_fields(device)
+    dev = inference_device_fields(device)
 
     def sharded(t: int) -> dict[str, Any]:
         """The degree the fit chose, passed only when it shards (the estimate names a tensor_parallel it is given
@@ -1382,7 +1382,7 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
         return with_serving_notes(estimate_inference(
             spec, **{**given, **({"concurrency": per} if "concurrency" in given else {})}, output_tokens=output_tokens,
             weights=weights, engine=eng, device=dev["device"], gpu_runtime=dev["gpu_runtime"],
-            **sharded(t),
+            gpu_capability=dev["gpu_capability"], **sharded(t),
             kv_dtype=kv_dtype, memory=usable, headroom=headroom, **workload), est_notes)
 
     models: dict[tuple[Any, ...], SpeedLayout] = {}  # speed.speed_model per workload (the same at every t)

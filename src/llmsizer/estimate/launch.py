@@ -24,6 +24,7 @@ from ..formulas.launch_overhead import (
     nf4_linear_kernels,
 )
 from ..formulas.megatron_layer_kernels import megatron_hook_adds, megatron_layer_kernels, megatron_recompute_kernels
+from ..formulas.moe_router import unfused_routing_extra
 from ..formulas.selective_checkpointing import layer_matmul_shapes
 from ..formulas.training_activations import ActivationSetup
 from ..specs import ModelSpec, TrainingWorkload
@@ -96,6 +97,21 @@ def moe_block_kernels(spec: ModelSpec, implementation: str, tokens: float, ep: i
     return f - af, b - ab
 
 
+# The router logits' element size under the megatron precisions: Megatron-Core's default moe_router_dtype None keeps
+# them in the layer input's dtype (bf16 / fp16: 2 B; formulas/expert_parallel_time.py, moe_utils.py line 936)
+MEGATRON_ROUTER_LOGIT_BYTES = 2.0
+
+
+def megatron_router_unfused(spec: ModelSpec, w: TrainingWorkload) -> bool:
+    """Whether ``w``'s MoE router is charged as Megatron-Core's unfused router (formulas/moe_router.py eq. E19
+    over eq. K9's fused one): a Megatron TE run (:func:`megatron_te_layers`) of an MoE model with
+    ``moe_router_fusion`` not on (None: off, Megatron-Core's TransformerConfig default) whose router is eq. E19's
+    softmax top-k; a sigmoid router with an expert bias (``MoESpec.score_correction_bias``: GLM-4.5) is not modelled
+    by eq. E19 and keeps eq. K9's count."""
+    return (spec.moe is not None and not w.moe_router_fusion and megatron_te_layers(spec, w)
+            and not spec.moe.score_correction_bias)
+
+
 def megatron_te_layers(spec: ModelSpec, w: TrainingWorkload) -> bool:
     """Whether ``w``'s decoder layers are counted as a Megatron-Core TE layer launches them (formulas/
     megatron_layer_kernels.py eqs. K11/K12) rather than as transformers' eager layer (eqs. K2/K3): a Megatron run
@@ -111,7 +127,8 @@ def megatron_step_layer_kernels(spec: ModelSpec, w: TrainingWorkload
     """Eqs. K11/K12 for ``w``'s layers (:func:`megatron_te_layers`): per (MoE layer, rotary) kind its (forward
     GEMMs, forward others, backward GEMMs, backward others) without the MoE block, the backward with eq. K12h's
     gradient-accumulation adds (norm weights, biases, router, sinks; a local expert's biases each), and the MoE block's (forward,
-    backward) of eq. K9 whole ('megatron-te', the tokens one device's layer sees per micro-step; (0, 0) for a dense
+    backward) of eq. K9 whole (with eq. E19's unfused routing in place of its fused top-k where
+    :func:`megatron_router_unfused`) ('megatron-te', the tokens one device's layer sees per micro-step; (0, 0) for a dense
     model)."""
     float8 = w.float8 and w.float8_recipe == "transformer-engine-current"
     qk = spec.qk_norm != "none"
@@ -138,7 +155,11 @@ def megatron_step_layer_kernels(spec: ModelSpec, w: TrainingWorkload
     if m is None:
         return kinds, (0.0, 0.0)
     tokens = w.micro_batch * w.seq_len / max(1, w.context_parallel)
-    return kinds, moe_layer_kernels("megatron-te", m.num_experts, m.experts_per_token, tokens, max(1, w.ep))
+    mf, mb = moe_layer_kernels("megatron-te", m.num_experts, m.experts_per_token, tokens, max(1, w.ep))
+    if megatron_router_unfused(spec, w):  # eq. E19's routing ops in place of eq. K9's fused top-k, each way
+        rf, rb, _, _ = unfused_routing_extra(m.num_experts, m.experts_per_token, MEGATRON_ROUTER_LOGIT_BYTES)
+        mf, mb = mf + rf, mb + rb
+    return kinds, (mf, mb)
 
 
 def megatron_step_kernels(spec: ModelSpec, w: TrainingWorkload, head: int) -> int:

@@ -240,11 +240,11 @@ dispatch and combine kernels (token_dispatcher.py ``_HybridEPManager.get_permute
 the dispatched tensor as it is, lines 1083-1087): communication kernels, not counted here; DeepEP's separate
 permute (lines 1287-1332) and 'allgather''s permute of the gathered tokens (lines 280-328) are not modelled. Not
 counted either: the all-to-alls (communication,
-formulas/expert_parallel_time.py), the router's unfused softmax / top-k / scatter and aux-loss ops over [T, E]
-(formulas/moe_router.py eq. E19: Megatron-Core's default, but Megatron-Bridge's GPT-OSS and Qwen3 performance
-configs turn ``moe_router_fusion`` on over their recipes' False, scripts/performance/configs/gpt_oss/
-gpt_oss_llm_pretrain.py line 34, configs/qwen/qwen3_llm_pretrain.py line 36 @f9b6319e), and the probabilities'
-reads in the weighted SwiGLU.
+formulas/expert_parallel_time.py), the router's ops over [T, E] (the unfused router's, formulas/moe_router.py eq.
+E19, are added apart where the workload's ``moe_router_fusion`` is off, Megatron-Core's default:
+estimate/duration.py ``unfused_router_bytes_per_token``; Megatron-Bridge's GPT-OSS and Qwen3 performance configs
+turn it on, scripts/performance/configs/gpt_oss/gpt_oss_llm_pretrain.py line 34, configs/qwen/qwen3_llm_pretrain.py
+line 36 @f9b6319e), and the probabilities' reads in the weighted SwiGLU.
 
 **Inference** (eq. E13, ``inference_forward_bytes_per_token``): an eager transformers forward without autograd runs
 the same forward ops (E1) in every layer, plus the DynamicCache append of the new keys and values, the embedding

@@ -35,9 +35,14 @@ indices (8 B), int32 (4 B) and bool (1 B) maps; each term's kernels and bytes re
 (tests/formulas/test_moe_router.py runs these lines of Megatron-Core on CPU tensors under ``TorchDispatchMode`` and
 sums each op's bytes.) Qwen3-30B-A3B's router (E 128, k 8, bf16 logits) moves 9.9 KB per token forward and 3.7 KB
 backward with the aux loss (22 and 13 kernels), 4.1 KB and 1.1 KB without (10 and 6 kernels). Not here: the sigmoid score function with an expert bias, group-limited top-k and the sequence-level aux
-loss (Nemotron 3 Nano's router), the aux-loss all-reduce of the token counts, and how a run says its router is
-unfused: no workload field states ``moe_router_fusion`` yet, so the duration takes every Megatron run's router as
-fused (eq. K9).
+loss (Nemotron 3 Nano's router), the aux-loss all-reduce of the token counts.
+
+**Against the fused router** (``unfused_routing_extra``): eq. K9 (formulas/launch_overhead.py ``MEGATRON_MOE_FIXED``)
+counts TE's fused top-k with its score function as one kernel forward and one backward (``FUSED_TOPK_KERNELS``) and
+its aux-loss kernels apart. Unfused (the workload's ``moe_router_fusion`` off, Megatron-Core's default), the routing
+terms above without the aux loss take the place of those two kernels; eq. K9's aux-loss kernels stay as counted (the
+run's aux-loss coefficient is not a workload field). Their bytes are added to the memory-bound traffic; the fused
+kernel's own traffic is not counted (as before).
 
 **Forced load balancing** (``moe_router_force_load_balancing``, every Megatron-Bridge MoE benchmark row): the logits
 are replaced by random ones before the routing (router.py lines 697-699, moe_utils.py lines 1203-1229 ``RandomSTE``:
@@ -101,3 +106,24 @@ def forced_balance_terms(experts: int, logit_bytes: float = 2.0) -> tuple[int, f
     if experts < 1 or logit_bytes <= 0:
         raise InputError("a router needs experts and a positive element size")
     return 2, 3.0 * experts * logit_bytes
+
+
+# eq. K9's fused top-k + score function (formulas/launch_overhead.py MEGATRON_MOE_FIXED: "the fused top-k + score
+# function, 1" forward; "the top-k's ... backward", 1): (forward, backward) kernels
+FUSED_TOPK_KERNELS = (1, 1)
+
+
+def unfused_routing_extra(experts: int, top_k: int, logit_bytes: float = 2.0) -> tuple[int, int, float, float]:
+    """(forward kernels, backward kernels, forward bytes per token, backward bytes per token) Megatron-Core's unfused
+    router adds to eq. K9's fused one in one MoE layer: eq. (E19)'s routing terms without the aux loss, less
+    ``FUSED_TOPK_KERNELS``; bytes of eq. (E19) whole.
+
+    >>> unfused_routing_extra(128, 8, 2.0)
+    (9, 5, 4096.0, 1136.0)
+    """
+    terms = unfused_router_terms(experts, top_k, logit_bytes, aux_loss=False)
+    kf = sum(k for p, k, _ in terms.values() if p == "forward") - FUSED_TOPK_KERNELS[0]
+    kb = sum(k for p, k, _ in terms.values() if p == "backward") - FUSED_TOPK_KERNELS[1]
+    bf = sum(b for p, _, b in terms.values() if p == "forward")
+    bb = sum(b for p, _, b in terms.values() if p == "backward")
+    return kf, kb, bf, bb

@@ -28,7 +28,14 @@ from .params import count_params
 from .recurrent_state import extra_groups, mamba2_groups_refusal
 from .speed import allgather_time, allreduce_time
 from .tensors import Tensor, model_tensors
-from .weight_formats import GROUP_SIZE_DEFAULT, WeightBytes, engine_tensor_bytes, normalize_format, tensor_bytes
+from .weight_formats import (
+    GROUP_SIZE_DEFAULT,
+    WeightBytes,
+    correction_bias_bytes,
+    engine_tensor_bytes,
+    normalize_format,
+    tensor_bytes,
+)
 
 
 def check_tensor_parallel(spec: ModelSpec, tp: int) -> None:
@@ -117,9 +124,10 @@ def replicated_elements(spec: ModelSpec, engine: str | None = None) -> int:
 #   Not as vLLM: nemotron_h.py builds no latent projections (0.5.6 has no latent MoE), gemma3n_causal.py:144-205,
 #   :548-560 shards its AltUp, LAuReL and per-layer-input linears (Column/RowParallelLinear), and there is no Gemma 4.
 # Both shard the rest: q_b/kv_b/q column-parallel, o_proj row-parallel, the fused experts and shared experts over
-# the intermediate size, the vocabulary-parallel embedding and lm_head. Every 1-D tensor (norms,
-# e_score_correction_bias) is replicated everywhere (``replicated_elements``). transformers' TP plans have their own
-# table below (``TRANSFORMERS_SPLIT``).
+# the intermediate size, the vocabulary-parallel embedding and lm_head. Every 1-D tensor (norms) is replicated
+# everywhere (``replicated_elements``), and so is the router's fp32 e_score_correction_bias, which is not in the
+# inventory (``replicated_matrix_bytes`` adds weight_formats.py ``correction_bias_bytes``). transformers' TP plans
+# have their own table below (``TRANSFORMERS_SPLIT``).
 #
 # Training frameworks (the keys ``training_tp_framework`` names), the same roles without the DSA indexer (neither
 # framework's DeepSeek model here builds one):
@@ -691,7 +699,8 @@ def _sized_whole(engine: str | None, t: Tensor, model_type: str) -> bool:
 
 @lru_cache(maxsize=256)  # per spec and format, like weight_bytes
 def replicated_matrix_bytes(spec: ModelSpec, engine: str, fmt: str, group_size: int, other_bytes: int,
-                            fused_experts: bool) -> tuple[tuple[int, ...], dict[str, int]]:
+                            fused_experts: bool, capability: int | None = None
+                            ) -> tuple[tuple[int, ...], dict[str, int]]:
     """Bytes of the 2-D tensors ``engine`` replicates (``replicated_matrix``) and of the 1-D ones it builds in a dtype
     of its own (``_sized_whole``) in format ``fmt``, per decoder layer and per component: each tensor's own bytes by
     ``weight_formats.tensor_bytes``, the rule ``weight_bytes`` sums."""
@@ -700,33 +709,40 @@ def replicated_matrix_bytes(spec: ModelSpec, engine: str, fmt: str, group_size: 
     comps: dict[str, int] = {}
     for t in model_tensors(spec):
         if _sized_whole(engine, t, spec.model_type):
-            b = tensor_bytes(spec, fmt, t, group_size, other_bytes, fused_experts, engine)[0]
+            b = tensor_bytes(spec, fmt, t, group_size, other_bytes, fused_experts, engine, capability)[0]
             if 0 <= t.layer < spec.num_layers:
                 layers[t.layer] += b
             comps[t.component] = comps.get(t.component, 0) + b
+    bias = correction_bias_bytes(spec, engine)  # the router's fp32 buffer, whole on every rank (weight_formats.py)
+    if bias:
+        for i, moe in enumerate(spec.moe_layers):
+            if moe:
+                layers[i] += bias
+                comps["router"] = comps.get("router", 0) + bias
     return tuple(layers), comps
 
 
 def shard_weights(spec: ModelSpec, wb: WeightBytes, tp: int, bytes_per_replicated: float = 4.0,
                   engine: str | None = None, group_size: int = GROUP_SIZE_DEFAULT,
-                  fused_experts: bool = False, other_bytes: int | None = None) -> WeightBytes:
+                  fused_experts: bool = False, other_bytes: int | None = None,
+                  capability: int | None = None) -> WeightBytes:
     """Per-device weights: (total - replicated) / tp + replicated. ``bytes_per_replicated`` = 4 (F32 in GGUF) or
     the compute dtype's size, the size of the 1-D tensors and of an unquantized replicated matrix; ``engine``: the
     serving engine whose replicated matrices (``REPLICATED_MATRICES``) stay whole too, in ``wb``'s format at
     ``group_size`` (``fused_experts`` and ``other_bytes``, default ``bytes_per_replicated``, as ``weight_bytes``
-    took them); a file's own bytes ("file") count them at
-    their layer's bytes per element."""
+    took them, and ``capability``, the device's CUDA compute capability where the engine's dtype depends on it); a
+    file's own bytes ("file") count them at their layer's bytes per element."""
     if tp == 1:
         return wb
     # memoized on the spec and weight objects themselves (both treated as immutable, as weight_bytes' cache
     # already does) and the numbers with their types
     key = (id(spec), id(wb), tp, bytes_per_replicated, type(tp), type(bytes_per_replicated), engine, group_size,
-           fused_experts, other_bytes)
+           fused_experts, other_bytes, capability)
     hit = _SHARD_MEMO.get(key)
     if hit is not None and hit[0] is spec and hit[1] is wb:
         return hit[2]
     other = int(bytes_per_replicated) if other_bytes is None else other_bytes
-    out = _shard_weights(spec, wb, tp, bytes_per_replicated, engine, group_size, fused_experts, other)
+    out = _shard_weights(spec, wb, tp, bytes_per_replicated, engine, group_size, fused_experts, other, capability)
     if len(_SHARD_MEMO) >= 2048:
         _SHARD_MEMO.clear()
     _SHARD_MEMO[key] = (spec, wb, out)
@@ -750,13 +766,13 @@ def replicated_by_place(spec: ModelSpec, engine: str | None = None) -> tuple[tup
 
 
 def _matrix_share(spec: ModelSpec, wb: WeightBytes, engine: str | None, other_bytes: int, group_size: int,
-                  fused_experts: bool) -> tuple[tuple[int, ...], dict[str, int]]:
+                  fused_experts: bool, capability: int | None = None) -> tuple[tuple[int, ...], dict[str, int]]:
     """The replicated matrices' bytes per layer and component in ``wb``'s format (``replicated_matrix_bytes``); for
     a file's own bytes, their elements at their layer's bytes per element (a file gives no per-tensor split)."""
     if engine is None or not replicates_matrices(engine):
         return (0,) * spec.num_layers, {}
     if wb.format != "file":
-        return replicated_matrix_bytes(spec, engine, wb.format, group_size, other_bytes, fused_experts)
+        return replicated_matrix_bytes(spec, engine, wb.format, group_size, other_bytes, fused_experts, capability)
     n = spec.num_layers
     numel, rep = _layer_elements(spec, lambda t: t.numel if _sized_whole(engine, t, spec.model_type) else 0)
     per = wb.layer_bytes if len(wb.layer_bytes) == n else (0,) * n
@@ -800,8 +816,9 @@ def _replica_share(spec: ModelSpec, wb: WeightBytes, engine: str | None, other_b
 
 
 def _shard_weights(spec: ModelSpec, wb: WeightBytes, tp: int, bytes_per_replicated: float, engine: str | None,
-                   group_size: int, fused_experts: bool, other_bytes: int) -> WeightBytes:
-    mat_layers, mat_comp = _matrix_share(spec, wb, engine, other_bytes, group_size, fused_experts)
+                   group_size: int, fused_experts: bool, other_bytes: int,
+                   capability: int | None = None) -> WeightBytes:
+    mat_layers, mat_comp = _matrix_share(spec, wb, engine, other_bytes, group_size, fused_experts, capability)
     kv_layers, kv_comp, kv_store = _replica_share(spec, wb, engine, other_bytes, group_size, fused_experts, tp)
     rep = int(replicated_elements(spec, engine) * bytes_per_replicated) + sum(mat_comp.values())
     rep = min(rep, wb.total)

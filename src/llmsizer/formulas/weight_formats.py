@@ -269,16 +269,15 @@ ENGINE_TENSOR_BYTES: dict[str, dict[str, int | None]] = {
 #   vllm 0.19.1 (PyPI wheel) vllm/model_executor/models/glm4_moe.py:143-148 ``self.gate = nn.Linear(hidden_size,
 #     n_routed_experts, bias=False, dtype=torch.float32)``: fp32 whatever the checkpoint's dtype or quantization
 #     (no quant_config; the forward casts the hidden states to fp32, :208); every rank holds it whole
-#     (``REPLICATED_MATRICES``). Its ``e_score_correction_bias`` (:149-151, fp32 [n_routed_experts]) is a buffer
-#     in transformers' definition and not in llmsizer's parameter inventory (formulas/tensors.py): 160 x 4 B x 89
-#     MoE layers = 56,960 B for GLM-4.5, not counted.
+#     (``REPLICATED_MATRICES``). Its ``e_score_correction_bias`` (:149-151, fp32 [n_routed_experts]): not in the
+#     parameter inventory, counted by ``correction_bias_bytes`` below.
 #   Not on the other engines or families read (the router in the model dtype): sglang 0.5.6 models/glm4_moe.py:332-337
 #   ``Glm4MoeGate.weight = nn.Parameter(torch.empty((n_routed_experts, hidden)))`` in the default (model) dtype;
 #   vllm 0.19.1 deepseek_v2.py:263-267 ``GateLinear`` with no params_dtype (the model dtype; DeepSeek-V2/V3, Kimi-K2,
 #   DeepSeek-V3.2), qwen3_moe.py:176, qwen2_moe.py:135, qwen3_next.py:118, mixtral.py:120 ReplicatedLinear, gpt_oss.py:177
 #   GateLinear (model dtype). vLLM's nemotron_h.py:151-157 ``GateLinear(..., force_fp32_compute=True)`` stores fp32
-#   only on a GPU without its specialized router kernels (layers/fused_moe/router/gate_linear.py:45-55: not SM 9.0
-#   or 10.x), a device rule the weights here do not take (bf16 counted).
+#   only on a device without its specialized router kernels: a device rule (``VLLM_FP32_GATE``,
+#   ``vllm_gate_fp32``).
 # transformers 5.24.0 (PyPI wheel) keeps the router in fp32 for the families whose PreTrainedModel names it in
 #   ``_keep_in_fp32_modules_strict``: modeling_utils.py:3854-3856 ``_get_dtype_plan`` maps each entry to float32 when
 #   the load dtype is fp16 or bf16, and core_model_loading.py:1879-1922 casts every checkpoint tensor whose name
@@ -286,34 +285,104 @@ ENGINE_TENSOR_BYTES: dict[str, dict[str, int | None]] = {
 #   ``gate_proj``); the routers are TopkRouter ``nn.Parameter``s, no Linear a quantizer replaces. ["gate.weight"]
 #   in deepseek_v2/modeling_deepseek_v2.py:483, ["e_score_correction_bias", "gate.weight"] in
 #   deepseek_v3/modeling_deepseek_v3.py:551, deepseek_v32/modeling_deepseek_v32.py:664,
-#   glm4_moe/modeling_glm4_moe.py:460, nemotron_h/modeling_nemotron_h.py:1012 (the bias a buffer, not counted, as
-#   above). At fp32 the rule is moot (4 bytes either way).
+#   glm4_moe/modeling_glm4_moe.py:460, nemotron_h/modeling_nemotron_h.py:1012 (the bias a buffer:
+#   ``correction_bias_bytes``). At fp32 the rule is moot (4 bytes either way).
 _TRANSFORMERS_FP32_ROUTER: dict[str, int | None] = {"ffn_gate_inp": 4}
+# Nemotron-H's router on SGLang: sglang 0.5.6 (PyPI wheel) models/nemotron_h.py:141-148 ``self.gate =
+#   ReplicatedLinear(hidden_size, n_routed_experts, bias=False, params_dtype=torch.float32, quant_config=None)``: fp32
+#   on every device (vLLM's is device-dependent: ``vllm_gate_fp32`` below).
 ENGINE_MODEL_TENSOR_BYTES: dict[tuple[str, str], dict[str, int | None]] = {
     ("vllm", "glm4_moe"): {"ffn_gate_inp": 4},
+    ("sglang", "nemotron_h"): {"ffn_gate_inp": 4},
     **{("transformers", t): _TRANSFORMERS_FP32_ROUTER
        for t in ("deepseek_v2", "deepseek_v3", "deepseek_v32", "glm4_moe", "nemotron_h")}}
 
 
-def engine_tensor_bytes(engine: str | None, model_type: str) -> dict[str, int | None]:
+# The router's score-correction bias (``MoESpec.score_correction_bias``: DeepSeek-V3's auxiliary-loss-free balancing,
+# arXiv 2412.19437 section 2.1.2 eq. 16, a bias per routed expert added to its affinity for the top-k choice): a
+# buffer in transformers, so not in the tensor inventory (formulas/tensors.py) or the parameter count, but allocated
+# beside the weights, fp32 [n_routed_experts] in each MoE layer, whole on every rank (no engine shards it):
+#   transformers 5.24.0 (.venv): ``self.e_score_correction_bias = nn.Buffer(torch.zeros(self.num_experts,
+#     dtype=torch.float32))`` (persistent) in deepseek_v3/modeling_deepseek_v3.py:131, deepseek_v32/
+#     modeling_deepseek_v32.py:509, glm4_moe/modeling_glm4_moe.py:280, nemotron_h/modeling_nemotron_h.py:770,
+#     whatever the config's topk_method, kept fp32 at a bf16/fp16 load by ``_keep_in_fp32_modules_strict`` (:551,
+#     :664, :460, :1012); not in deepseek_v2 (its router has no bias);
+#   vllm 0.19.1 (PyPI wheel) models/deepseek_v2.py:268-273 ``self.gate.e_score_correction_bias = nn.Parameter(
+#     torch.empty(config.n_routed_experts, dtype=torch.float32))`` only where ``topk_method == "noaux_tc"`` (else
+#     None; DeepSeek-V2/V3/V3.2, Kimi-K2), glm4_moe.py:149-151 and nemotron_h.py:159-161 always, fp32;
+#   sglang 0.5.6 (PyPI wheel) models/deepseek_v2.py:526-538 (``MoEGate``: only where ``topk_method == "noaux_tc"``,
+#     fp32; bf16 for a modelopt_fp4 checkpoint on the flashinfer-trtllm MoE runner, a format not modelled here),
+#     glm4_moe.py:335-337 (``Glm4MoeGate``) and nemotron_h.py:149-151 always, fp32.
+#   llama.cpp keeps the GGUF's ``exp_probs_b`` F32 tensor (a file's bytes hold it); from a config it is not counted.
+CORRECTION_BIAS_BYTES = 4  # fp32 on every engine above
+_CORRECTION_BIAS_TYPES: dict[str, frozenset[str]] = {
+    "transformers": frozenset({"deepseek_v3", "deepseek_v32", "glm4_moe", "nemotron_h"}),
+    "vllm": frozenset({"deepseek_v2", "deepseek_v3", "deepseek_v32", "glm4_moe", "nemotron_h"}),
+    "sglang": frozenset({"deepseek_v2", "deepseek_v3", "deepseek_v32", "glm4_moe", "nemotron_h"})}
+
+
+def correction_bias_bytes(spec: ModelSpec, engine: str | None) -> int:
+    """Bytes of the router's score-correction bias ``engine`` allocates in each MoE layer of ``spec`` (0: none; the
+    sources above): transformers by the model class alone (the buffer is built whatever the routing), vLLM and SGLang
+    where the config routes with it (``MoESpec.score_correction_bias``). DeepSeek-V3 (256 routed experts, 58 MoE
+    layers): 4 x 256 = 1,024 B a layer, 59,392 B a model; GLM-4.5 (160 experts, 89 MoE layers): 56,960 B."""
+    moe = spec.moe
+    if moe is None or spec.model_type not in _CORRECTION_BIAS_TYPES.get(engine or "", frozenset()):
+        return 0
+    if engine != "transformers" and not moe.score_correction_bias:
+        return 0
+    return CORRECTION_BIAS_BYTES * moe.num_experts
+
+
+# vLLM's GateLinear with ``force_fp32_compute`` (vllm 0.19.1 layers/fused_moe/router/gate_linear.py:45-55):
+# ``is_hopper_or_blackwell = current_platform.is_device_capability((9, 0)) or
+# current_platform.is_device_capability_family(100)`` (compute capability 9.0 exactly, or any 10.x: platforms/
+# interface.py:337-349 compares major x 10 // 10); ``can_use_specialized_kernels = current_platform.is_cuda() and
+# is_hopper_or_blackwell and not bias``; ``if force_fp32_compute and not can_use_specialized_kernels: params_dtype =
+# torch.float32``. Nemotron-H's router is that gate (models/nemotron_h.py:151-157, bias False): fp32 on an A100
+# (8.0), an L40S (8.9), an RTX 5090 (12.0), a GPU without CUDA (ROCm) or a CPU; the model dtype on an H100/H200
+# (9.0) or a B200/GB200/B300 (10.x).
+VLLM_FP32_GATE: dict[str, str] = {"nemotron_h": "ffn_gate_inp"}  # model_type -> the router role of that gate
+VLLM_ROUTER_KERNEL_CAPABILITY, VLLM_ROUTER_KERNEL_FAMILY = 90, 10  # SM 9.0 exactly, SM 10.x
+
+
+def vllm_gate_fp32(capability: int | None) -> bool | None:
+    """Whether vLLM stores a ``force_fp32_compute`` gate in fp32 on a device of CUDA compute ``capability`` (major
+    x 10 + minor; 0: a device vLLM runs without CUDA): True without its specialized router kernels (not SM 9.0 or
+    10.x), False with them; None when the capability is not known.
+
+    >>> vllm_gate_fp32(80), vllm_gate_fp32(90), vllm_gate_fp32(103), vllm_gate_fp32(120), vllm_gate_fp32(0)
+    (True, False, False, True, True)
+    """
+    if capability is None:
+        return None
+    return not (capability == VLLM_ROUTER_KERNEL_CAPABILITY or capability // 10 == VLLM_ROUTER_KERNEL_FAMILY)
+
+
+def engine_tensor_bytes(engine: str | None, model_type: str, capability: int | None = None) -> dict[str, int | None]:
     """The roles ``engine`` builds in a dtype of its own for ``model_type`` (``ENGINE_TENSOR_BYTES`` and
-    ``ENGINE_MODEL_TENSOR_BYTES``): role -> bytes per element (None: the compute dtype)."""
+    ``ENGINE_MODEL_TENSOR_BYTES``): role -> bytes per element (None: the compute dtype); ``capability``: the device's
+    CUDA compute capability (0: no CUDA; None: unknown), for vLLM's device rule (``vllm_gate_fp32``: its fp32 gate
+    where the device has no specialized router kernels; unknown, the model dtype as on Hopper)."""
     own = ENGINE_TENSOR_BYTES.get(engine or "", {})
     extra = ENGINE_MODEL_TENSOR_BYTES.get((engine or "", model_type))
+    if engine == "vllm" and model_type in VLLM_FP32_GATE and vllm_gate_fp32(capability):
+        extra = {**(extra or {}), VLLM_FP32_GATE[model_type]: 4}
     return {**own, **extra} if extra else own
 _STORAGE_LABEL = {2: "bf16/fp16", 4: "fp32"}
 
 
 def tensor_bytes(spec: ModelSpec, fmt: str, t: Tensor, group_size: int = GROUP_SIZE_DEFAULT,
                  other_bytes: int = OTHER_BYTES_DEFAULT, fused_experts: bool = False,
-                 engine: str | None = None) -> tuple[int, str]:
+                 engine: str | None = None, capability: int | None = None) -> tuple[int, str]:
     """(bytes, storage label) of tensor group ``t`` of ``spec`` in the normalized format ``fmt`` (a GGUF type by
     llama-quant.cpp's rules, else the module table's); the one per-tensor rule ``weight_bytes`` sums. ``engine``:
-    the serving engine that builds it, whose own dtype for the role (``engine_tensor_bytes``) wins."""
+    the serving engine that builds it, whose own dtype for the role (``engine_tensor_bytes``, on a device of CUDA
+    compute ``capability``) wins."""
     if fmt.startswith("gguf:"):
         gtype = gguf_tensor_type(spec, fmt[5:], t)
         return ggml_tensor_bytes(gtype, t.numel // t.count) * t.count, gtype
-    own = engine_tensor_bytes(engine, spec.model_type)
+    own = engine_tensor_bytes(engine, spec.model_type, capability)
     if t.role in own:
         per = own[t.role] or other_bytes
         return t.numel * per, _STORAGE_LABEL.get(per, "other")
@@ -472,13 +541,14 @@ def gguf_tensor_type(spec: ModelSpec, ftype: str, t: Tensor) -> str:
 @lru_cache(maxsize=512)
 def weight_bytes(spec: ModelSpec, fmt: str, group_size: int = GROUP_SIZE_DEFAULT,
                  other_bytes: int = OTHER_BYTES_DEFAULT, fused_experts: bool = False,
-                 engine: str | None = None) -> WeightBytes:
+                 engine: str | None = None, capability: int | None = None) -> WeightBytes:
     """Weight memory of ``spec`` stored in format ``fmt`` (see the module table for each rule).
 
     ``other_bytes`` is the element size of the tensors a quantized format leaves unquantized (embeddings,
     lm_head, norms, router): 2 when loaded in bf16/fp16, 4 when loaded without a torch_dtype (fp32).
     ``fused_experts``: bitsandbytes formats leave routed experts and router unquantized (``bnb_quantizes``).
-    ``engine``: the serving engine, whose own dtype for some roles wins (``ENGINE_TENSOR_BYTES``).
+    ``engine``: the serving engine, whose own dtype for some roles wins (``ENGINE_TENSOR_BYTES``); ``capability``:
+    the device's CUDA compute capability where that dtype depends on it (``engine_tensor_bytes``; None: unknown).
     ``fmt`` "file": the bytes stored in the model file the spec was read from (``file_weight_bytes``).
     """
     if fmt == "file":
@@ -504,7 +574,7 @@ def weight_bytes(spec: ModelSpec, fmt: str, group_size: int = GROUP_SIZE_DEFAULT
         key = (role, shape, count, comp, cls if role in layer_dependent else None)
         hit = memo.get(key)
         if hit is None:
-            hit = memo[key] = tensor_bytes(spec, fmt, t, group_size, other_bytes, fused_experts, engine)
+            hit = memo[key] = tensor_bytes(spec, fmt, t, group_size, other_bytes, fused_experts, engine, capability)
         return hit
 
     def add(comp: str, label: str, b: int) -> None:
@@ -586,6 +656,12 @@ def weight_bytes(spec: ModelSpec, fmt: str, group_size: int = GROUP_SIZE_DEFAULT
             by_comp[comp] = by_comp.get(comp, 0) + b * len(blocks)
         for label, b in stores.items():
             by_store[label] = by_store.get(label, 0) + b * len(blocks)
+    bias = correction_bias_bytes(spec, engine)  # beside the parameters: the router's fp32 buffer per MoE layer
+    if bias:
+        for i, moe in enumerate(spec.moe_layers):
+            if moe:
+                layers[i] += bias
+                add("router", _STORAGE_LABEL[CORRECTION_BIAS_BYTES], bias)
     notes: list[str] = []
     if fmt.startswith("gguf:") and spec.vision is not None:
         notes.append("GGUF keeps the vision encoder in a separate mmproj file; counted here at F16")

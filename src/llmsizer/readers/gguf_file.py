@@ -257,6 +257,7 @@ def _moe(meta: _Meta, t: _Table, n_layers: int, notes: list[str]) -> tuple[MoESp
         router_bias=t.has(b + "ffn_gate_inp.bias"),
         expert_bias=t.has(b + "ffn_up_exps.bias") or t.has(b + "ffn_down_exps.bias"),
         expert_gated=t.has(b + "ffn_gate_exps") or t.has(b + "ffn_gate_up_exps"),
+        score_correction_bias=t.has(b + "exp_probs_b.bias"),  # the converted e_score_correction_bias
     )
     return moe, layers
 

@@ -395,8 +395,11 @@ def _moe(c: _Cfg, n_layers: int, hidden: int) -> tuple[MoESpec | None, tuple[boo
         shared = (c.get("n_shared_experts") or 0) * moe_inter
         # the TopkRouter upcasts its input: F.linear(hidden_states.type(torch.float32), ...) (modeling_deepseek_v2.py
         # line 100, modeling_deepseek_v3.py line 135, modeling_deepseek_v32.py line 513, modeling_glm4_moe.py line 284)
+        # the score-correction bias: GLM-4.5's router always (modeling_glm4_moe.py line 280), DeepSeek's where the
+        # config routes with it (topk_method 'noaux_tc': DeepSeek-V3, V3.2, R1, Kimi-K2; DeepSeek-V2's 'greedy')
         moe = MoESpec(n_exp, c.req("num_experts_per_tok"), moe_inter, shared_intermediate_size=shared,
-                      router_fp32=True)
+                      router_fp32=True,
+                      score_correction_bias=mt == "glm4_moe" or c.get("topk_method") == "noaux_tc")
         return moe, layers
     return None, (False,) * n_layers
 

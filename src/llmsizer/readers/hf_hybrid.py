@@ -113,7 +113,9 @@ def hybrid_spec(cfg: dict[str, Any], mt: str, *, name: str, where: str, source: 
                           shared_intermediate_size=c.get("moe_shared_expert_intermediate_size") or 0,
                           expert_gated=False, shared_expert_gated=False,
                           latent_size=c.get("moe_latent_size") or 0,
-                          router_fp32=True)  # NemotronHTopkRouter.forward (modeling_nemotron_h.py line 774)
+                          # NemotronHTopkRouter.forward (modeling_nemotron_h.py line 774); its
+                          # e_score_correction_bias always (line 770)
+                          router_fp32=True, score_correction_bias=True)
         fields.update(
             num_heads=heads, num_kv_heads=c.get("num_key_value_heads") or heads, head_dim=c.req("head_dim"),
             intermediate_size=c.get("intermediate_size") or 0, mlp_gated=False, mlp_bias=bool(c.get("mlp_bias")),

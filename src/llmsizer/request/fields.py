@@ -361,6 +361,10 @@ TRAINING = (
             "--[no-]gradient-accumulation-fusion`): TE's wgrad GEMMs accumulate into the fp32 main_grad, no separate "
             "accumulation pass; default on under megatron precisions (Megatron-LM's and Megatron-Bridge's), true "
             "needs one", template=False),
+          F("moe_router_fusion", "bool", "Megatron-Core moe_router_fusion (`train --[no-]moe-router-fusion`): the MoE "
+            "router's top-k and score function in TE's fused kernels; default off (Megatron-Core's TransformerConfig "
+            "default; Megatron-Bridge's GPT-OSS and Qwen3 performance configs turn it on), true needs a megatron "
+            "precision", template=False),
           F("sequence_parallel", "bool", "with tp: Megatron sequence parallelism (`train --sequence-parallel`)",
             template=False),
           F("offload", "enum", "ZeRO-Offload to host memory", template=False, choices=_OFFLOAD),

@@ -122,6 +122,7 @@ class TrainingSettings:
     overlap_grad_reduce: bool | None = None
     overlap_param_gather: bool | None = None
     gradient_accumulation_fusion: bool | None = None
+    moe_router_fusion: bool | None = None
     sequence_parallel: bool | None = None
     offload: str | None = None
     fsdp_version: int | None = None

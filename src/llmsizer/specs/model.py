@@ -75,6 +75,12 @@ class MoESpec:
     # ``F.linear(hidden_states.type(torch.float32), self.weight.type(torch.float32))``), so a trained router keeps
     # an fp32 copy of the layer input for its weight gradient
     router_fp32: bool = False
+    # the router adds a learned per-expert bias to its scores for the top-k choice only (DeepSeek-V3's auxiliary-
+    # loss-free balancing, arXiv 2412.19437 section 2.1.2 eq. 16): the config's topk_method 'noaux_tc' (DeepSeek-V3,
+    # V3.2, R1, Kimi-K2), GLM-4.5's and Nemotron-H's routers always, a GGUF's ``exp_probs_b``. Not a parameter in
+    # transformers (a buffer, ``e_score_correction_bias``); the bytes each engine allocates for it:
+    # formulas/weight_formats.py ``correction_bias_bytes``
+    score_correction_bias: bool = False
 
 
 @dataclass(frozen=True)

@@ -693,6 +693,12 @@ class TrainingWorkload:
         runs (formulas/optimizer_step.py eq. (O3) not timed); False: the DDP hook's ``main_grad.add_(grad)`` runs
         (eq. (O3)). None: on under Megatron precision (Megatron-LM's and Megatron-Bridge's default, a named
         assumption); True needs a Megatron precision.
+    moe_router_fusion: under Megatron precision, Megatron-Core's ``moe_router_fusion``: the MoE router's top-k and
+        score function in TransformerEngine's fused kernels (formulas/launch_overhead.py eq. K9's router); False: its
+        unfused torch ops over the [T, E] logits (formulas/moe_router.py eq. E19: more launches and memory traffic).
+        None: off, Megatron-Core's TransformerConfig default (NVIDIA/Megatron-LM @d7288711
+        megatron/core/transformer/transformer_config.py line 792), a named assumption; Megatron-Bridge's GPT-OSS and
+        Qwen3 performance configs set it True. True needs a Megatron precision.
     tp_backward_overlap: with tp > 1, Megatron-LM's backward overlap of each column-parallel linear's
         input-gradient all-reduce (or, under sequence parallelism, the re-gather of its input and the reduce-scatter
         of its input gradient) with its own GEMMs (``LinearWithGradAccumulationAndAsyncCommunication``: on by default
@@ -856,6 +862,8 @@ class TrainingWorkload:
     overlap_param_gather: bool = False
     # Megatron gradient_accumulation_fusion (wgrad GEMMs accumulate into main_grad); None: on under Megatron precision
     gradient_accumulation_fusion: bool | None = None
+    # Megatron-Core moe_router_fusion (TE's fused top-k + score function); None: off, TransformerConfig's default
+    moe_router_fusion: bool | None = None
     sequence_parallel: bool = False
     offload: str = "none"
     gpus_per_node: int = 8
@@ -1156,6 +1164,14 @@ class TrainingWorkload:
                 # and DeepSpeed accumulate into .grad with a separate add (eq. (O3))
                 raise FieldError("gradient_accumulation_fusion", "gradient_accumulation_fusion is Megatron's (TE "
                                  "fuse_wgrad_accumulation into main_grad); it needs precision megatron-bf16 or "
+                                 f"megatron-fp16, not {self.precision!r}")
+        if self.moe_router_fusion is not None:
+            if not isinstance(self.moe_router_fusion, bool):
+                raise InputError(f"moe_router_fusion: {not_true_or_false(self.moe_router_fusion)}")
+            if self.moe_router_fusion and self.precision not in MEGATRON_PRECISIONS:
+                # Megatron-Core's router (moe/router.py): transformers' and torchtitan's routers are their own ops
+                raise FieldError("moe_router_fusion", "moe_router_fusion is Megatron-Core's (TE's fused top-k and "
+                                 "score function in its MoE router); it needs precision megatron-bf16 or "
                                  f"megatron-fp16, not {self.precision!r}")
         if self.virtual_stages > 1 and self.pp == 1:
             raise InputError("virtual_stages (interleaved pipeline schedule) needs pipeline parallelism (pp > 1)")

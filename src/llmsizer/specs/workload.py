@@ -345,7 +345,7 @@ INFERENCE_NUMBERS: tuple[tuple[str, Range], ...] = (
     ("group_size", GROUP_SIZE), ("paged_block_size", COUNT), ("max_num_seqs", CONCURRENCY), ("max_num_batched_tokens", TOKENS),
     ("n_gpu_layers", GPU_LAYERS), ("n_ubatch", TOKENS), ("tensor_parallel", COUNT), ("gpus", LLAMACPP_GPUS),
     ("n_cpu_moe", CPU_MOE_LAYERS), ("fit_target", SIZE), ("max_mamba_cache_size", COUNT),
-    ("mamba_full_memory_ratio", MEMORY_RATIO))
+    ("mamba_full_memory_ratio", MEMORY_RATIO), ("gpu_capability", COUNT))
 
 
 @tracks_given
@@ -399,6 +399,10 @@ class InferenceWorkload:
         (VLLM_ALLOW_LONG_MAX_MODEL_LEN=1, SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1), so a context past the
         window is estimated with a warning instead of refused (estimate/context_window.py); llama.cpp and
         transformers refuse none and need no override. False by default.
+    gpu_capability: the CUDA GPU's compute capability (major x 10 + minor: 80 on an A100, 90 on an H100), set from
+        the named device (estimate/device.py ``inference_device_fields``); None where not known or not a CUDA GPU.
+        What reads it: vLLM's fp32 router gate off Hopper and Blackwell (formulas/weight_formats.py
+        ``vllm_gate_fp32``: Nemotron-H), sized as on Hopper when None on a CUDA GPU.
     given: the names of the fields the caller passed (set by the constructor, specs/given.py).
     """
 
@@ -463,6 +467,7 @@ class InferenceWorkload:
     video_frames: int = 0
     video_size: tuple[int, int] | None = None
     pan_and_scan: bool = False
+    gpu_capability: int | None = None  # estimate/device.py inference_device_fields
     # the fields the caller gave (specs/given.py): what the assumptions mark as given rather than "(default)"
     given: frozenset[str] | None = field(default=None, repr=False)
 

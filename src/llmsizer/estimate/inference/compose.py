@@ -24,7 +24,7 @@ from ...formulas.tensor_parallel import (
     transformers_tensor_parallel_refusal,
 )
 from ...formulas.vllm_mixer_profile import vllm_profile_mixer_modelled
-from ...formulas.weight_formats import GROUP_SIZE_DEFAULT, weight_bytes
+from ...formulas.weight_formats import GROUP_SIZE_DEFAULT, VLLM_FP32_GATE, vllm_gate_fp32, weight_bytes
 from ...result import Assumption, Estimate, Location, Notes
 from ...specs import InferenceWorkload, ModelSpec
 from ...specs.training import default_mamba_path
@@ -81,6 +81,25 @@ from ..verdict import (
 )
 from .common import Acc, Context, running_and_queued, running_sequences, state_dtypes, state_of
 from .media import media_in_context
+
+
+def _router_capability(spec: ModelSpec, w: InferenceWorkload, fmt: str, acc: Acc) -> int | None:
+    """The device's CUDA compute capability as the weights' dtype rules read it (formulas/weight_formats.py
+    ``engine_tensor_bytes``): 0 on a device the engine runs without CUDA (a CPU, ROCm, Metal), else the workload's
+    ``gpu_capability`` (None: not known). Where it decides a router's dtype (vLLM's fp32 gate, ``vllm_gate_fp32``),
+    the dtype is recorded as an assumption."""
+    capability = 0 if w.device == "cpu" or w.gpu_runtime != "cuda" else w.gpu_capability
+    if w.engine == "vllm" and spec.model_type in VLLM_FP32_GATE and spec.moe is not None and fmt != "file":
+        fp32 = vllm_gate_fp32(capability)
+        where = ("no CUDA" if capability == 0 else "compute capability not known: sized as on Hopper"
+                 if capability is None else f"compute capability {capability // 10}.{capability % 10}")
+        acc.assumptions.append(Assumption(
+            "router_dtype", "fp32" if fp32 else "model dtype", "gpu_capability" not in (w.given or ()),
+            f"vLLM builds {spec.model_type}'s router as GateLinear(force_fp32_compute=True) (vllm 0.19.1 models/"
+            "nemotron_h.py:151-157), stored in fp32 unless the GPU has its specialized router kernels, CUDA "
+            "compute capability 9.0 or 10.x (layers/fused_moe/router/gate_linear.py:45-55): "
+            f"{where}"))
+    return capability
 
 
 def _resolve_weights(spec: ModelSpec, w: InferenceWorkload, acc: Acc) -> tuple[str, int]:
@@ -428,7 +447,8 @@ def _estimate(spec: ModelSpec, w: InferenceWorkload) -> Estimate:
     kv_shared_note = kv_shared_weights_assumption(spec, served, str(w.engine))
     if kv_shared_note is not None:
         acc.assumptions.append(kv_shared_note)
-    wb = weight_bytes(served, fmt, group, act_bytes, fused, str(w.engine))  # "file": the file's exact bytes
+    capability = _router_capability(spec, w, fmt, acc)  # vLLM's fp32 router gate off Hopper / Blackwell
+    wb = weight_bytes(served, fmt, group, act_bytes, fused, str(w.engine), capability)  # "file": the file's bytes
     wb, stored_head = resident_file_weights(spec, wb, str(w.engine))  # a tied model's stored lm_head: not kept
     if stored_head is not None:
         acc.assumptions.append(stored_head)
@@ -450,7 +470,8 @@ def _estimate(spec: ModelSpec, w: InferenceWorkload) -> Estimate:
                              "splits layers (or rows) over the GPUs of one machine rather than tensor-parallel shards, "
                              "the machines replicas (specs/training.py llamacpp_split_gpus); use gpus N, one "
                              "machine's, with split_mode layer|row", also=("gpus", "split_mode"))
-        wb = shard_weights(served, wb, w.tensor_parallel, act_bytes, str(w.engine), group, fused)
+        wb = shard_weights(served, wb, w.tensor_parallel, act_bytes, str(w.engine), group, fused,
+                           capability=capability)
         acc.warnings.append(f"memory is per device, for each of {w.tensor_parallel} tensor-parallel devices")
     kvd = _kv_dtype(w, profile, dtype, acc, spec)
     window = engine_window(spec, str(w.engine))
