@@ -18,8 +18,9 @@ section 2.1, as formulas/gemm_shapes.py ``training_gemms``) in three variants:
 - ``dense-same-flops``: one GEMM with the group's FLOPs, the G experts' rows stacked in the token dimension (what a
   dense GEMM of that work would reach; timed by the dense rule, eqs. (2)-(3)).
 
-and, as the reference the calibrated u stands for, the dense GEMMs of one Llama 3.1 8B decoder layer and its lm_head
-at the tokens of torchtitan's FSDP row PM0501 (validation_cases.TORCHTITAN_FSDP: local batch 2 x 8192), on which
+then ``sweep-4-streams``: the ``te-4-streams`` group of PM1362's Qwen3-30B-A3B experts and of PM1361's gpt-oss ones
+at M_e 256-8192 (the rate against the rows per expert); and, as the reference the calibrated u stands for, the
+dense GEMMs of one Llama 3.1 8B decoder layer and its lm_head at the tokens of torchtitan's FSDP row PM0501 (validation_cases.TORCHTITAN_FSDP: local batch 2 x 8192), on which
 Hopper's u (efficiency.TRAINING_UTILIZATION_BY_ARCH['hopper']) and its FP8 share rho8 (PM0503,
 efficiency.FLOAT8_GEMM_SHARE) were fitted (``calibration-dense``).
 
@@ -134,16 +135,28 @@ def row_workload(rid: str) -> tuple[Any, TrainingWorkload, float]:
     return spec, w, float(w.micro_batch * local_tokens(w.seq_len, w.context_parallel))
 
 
-def expert_cases(rid: str, tokens: float | None = None) -> list[Case]:
-    """The three variants of one MoE row's expert GEMMs (``tokens``: override the micro-batch's, for the smoke run)."""
+def row_experts(rid: str, tokens: float | None = None) -> ExpertGemms:
+    """The core's grouped expert GEMMs of a row (``tokens``: override the micro-batch's, for the smoke run)."""
     spec, w, t = row_workload(rid)
     g = megatron_expert_gemms(spec, w, tokens or t)
     if g is None:
         raise SystemExit(f"{rid}: the core does not time its experts as Megatron-Core's grouped GEMMs")
+    return g
+
+
+def grouped_gemms(g: ExpertGemms) -> tuple[Gemm, ...]:
+    """The six training GEMMs of each of the ``g.launched`` experts, M_ne = ``g.launched_rows`` rows each."""
+    rows = round(g.launched_rows)
+    return tuple(Gemm(r, m, n, k, g.launched, True) for r, (m, n, k) in zip(
+        ROLES, training_gemms(rows, [(g.x, g.fc1_width, True), (g.width, g.x, True)]), strict=True))
+
+
+def expert_cases(rid: str, tokens: float | None = None) -> list[Case]:
+    """The three variants of one MoE row's expert GEMMs (``tokens``: override the micro-batch's, for the smoke run)."""
+    g = row_experts(rid, tokens)
     rows, n_exp = round(g.launched_rows), g.launched
-    shapes = [(r, m, n, k) for (r, (m, n, k)) in zip(ROLES, training_gemms(rows, [(g.x, g.fc1_width, True),
-                                                                                   (g.width, g.x, True)]), strict=True)]
-    grouped = tuple(Gemm(r, m, n, k, n_exp, True) for r, m, n, k in shapes)
+    grouped = grouped_gemms(g)
+    shapes = [(q.role, q.m, q.n, q.k) for q in grouped]
     # the same FLOPs as one GEMM: the experts' rows stacked in the token dimension (M of fwd/dgrad, K of wgrad)
     dense = tuple(Gemm(r, m * n_exp, n, k) if not r.endswith("wgrad") else Gemm(r, m, n, k * n_exp)
                   for r, m, n, k in shapes)
@@ -168,12 +181,33 @@ def calibration_case() -> Case:
                 "calibration-dense", gemms)
 
 
+# the rate against M_e (TE's per-expert GEMMs over 4 streams), for the smallest and the widest expert of the rows:
+# Qwen3-30B-A3B (x 2048, I 768: PM1362's local experts) and gpt-oss (x 2880, I 2880: PM1361's), their rows' own M_e
+# left out (timed above); M_e from 256 (a short micro-batch or a wide EP) to 8192
+SWEEP_ROWS, SWEEP_M = ("PM1362", "PM1361"), (256, 512, 1024, 2048, 4096, 8192)
+
+
+def sweep_cases() -> list[Case]:
+    """Each SWEEP_ROWS row's local experts at each SWEEP_M rows (M_e >= 16: every local expert gets rows, eq. (8))."""
+    out = []
+    for rid in SWEEP_ROWS:
+        g = row_experts(rid)
+        for m in SWEEP_M:
+            if m == round(g.rows):
+                continue
+            s = replace(g, rows=float(m), launched=g.local, launched_rows=float(m))
+            out.append(Case(f"{rid} {MEGATRON_BRIDGE_RUNS[rid][0]} experts G={s.local} M_e={m} x={g.x} I={g.width} "
+                            "(sweep)", rid, "sweep-4-streams", grouped_gemms(s), STREAMS, s))
+    return out
+
+
 def plan(smoke: bool) -> list[Case]:
-    """The set's cases, most informative first; the smoke run: one tiny case (two variants)."""
+    """The set's cases, most informative first (the budget cuts from the end); the smoke run: one tiny case (two
+    variants)."""
     if smoke:
         return [c for c in expert_cases("PM1362", tokens=16.0) if c.variant != "1-stream"]
     first, *rest = (expert_cases(rid) for rid in MOE_ROWS)  # the reference right after the largest miss
-    return [*first, calibration_case(), *(c for cases in rest for c in cases)]
+    return [*first, calibration_case(), *(c for cases in rest for c in cases), *sweep_cases()]
 
 
 @dataclass(frozen=True)

@@ -73,8 +73,25 @@ def test_the_prediction_is_the_cores_and_matches_a_hand_count() -> None:
     for case in b.plan(False):
         for dtype in ("bf16", "fp8"):
             core = b.core_check_seconds(case, dtype, r)
-            if case.variant == "te-4-streams":
+            if case.variant in ("te-4-streams", "1-stream", "sweep-4-streams"):
                 assert core == pytest.approx(sum(b.predicted_seconds(q, dtype, r) for q in case.gemms), rel=1e-12)
+            else:
+                assert core is None
+
+
+def test_the_sweep_varies_only_the_rows_per_expert() -> None:
+    """The M_e sweep: PM1362's 8 local Qwen3-30B-A3B experts and PM1361's 16 gpt-oss ones at 256-8192 rows each, the
+    rows' own M_e (4096, 1024) left out, over 4 streams."""
+    sweep = _bench().sweep_cases()
+    got: dict[str, list[int]] = {}
+    for c in sweep:
+        assert c.variant == "sweep-4-streams" and c.streams == 4
+        g, _, x, i, fc1 = HAND[c.row]
+        m = c.gemms[0].m
+        assert [(q.m, q.n, q.k, q.count) for q in c.gemms] == [
+            (m, fc1, x, g), (m, x, fc1, g), (fc1, x, m, g), (m, x, i, g), (m, i, x, g), (x, i, m, g)]
+        got.setdefault(c.row, []).append(m)
+    assert got == {"PM1362": [256, 512, 1024, 2048, 8192], "PM1361": [256, 512, 2048, 4096, 8192]}
 
 
 def test_the_reference_is_the_calibration_rows_dense_layer() -> None:
