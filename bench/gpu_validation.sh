@@ -19,8 +19,8 @@
 # over 4 CUDA streams, as TransformerEngine's grouped GEMM runs them; the same FLOPs as one dense GEMM; the dense layer
 # GEMMs of the row Hopper's u was fitted on), BF16 and, where the GPU has them, FP8 with per-tensor scales, in plain
 # torch, beside llmsizer's predicted seconds for the same GEMMs, into validation/measured/gemm/gpu-<device>-<date>-
-# moegemm.jsonl (a folder `llmsizer validate` does not read); about 3 minutes on an H100 (LLMSIZER_GPU_TOTAL caps it);
-# needs torch alone, so no pinned package is installed; `--smoke` runs one tiny case of it on the CPU).
+# moegemm.jsonl (a folder `llmsizer validate` does not read); under 3 minutes on an H100 (LLMSIZER_GPU_TOTAL caps it);
+# needs torch alone, so no pinned package is checked or installed; `--smoke` runs one tiny case of it on the CPU).
 #
 # Robustness: each case runs in its own process (`python -m llmsizer.cli.main measure ...`, which itself measures in a
 # child process) under a timeout; a case that fails, runs out of memory or times out is recorded as such and the
@@ -99,11 +99,12 @@ if ! has_torch "$PY"; then
 fi
 MISSING=()
 for pin in "${PINS[@]}"; do
+  [ "$GPU_SET" = moegemm ] && break  # the moegemm set needs torch alone
   mod="${pin%%==*}"; mod="${mod//-/_}"; [ "$mod" = "nvidia_ml_py" ] && mod="pynvml"
   "$PY" -c "import $mod" >/dev/null 2>&1 || MISSING+=("$pin")
 done
-if [ "$SMOKE" = 1 ] || [ "$GPU_SET" = moegemm ]; then
-  [ "${#MISSING[@]}" -gt 0 ] && log "smoke run or the moegemm set (torch alone): not installing ${MISSING[*]}"
+if [ "$SMOKE" = 1 ]; then
+  [ "${#MISSING[@]}" -gt 0 ] && log "smoke run: not installing ${MISSING[*]}"
 elif [ "${#MISSING[@]}" -gt 0 ]; then  # one pip call for all of them: an offline machine pays one timeout
   if pip_try "${MISSING[@]}"; then log "installed ${MISSING[*]}"
   else log "could not install ${MISSING[*]} (offline?); using what is there; cases needing them will fail"; fi
@@ -149,8 +150,8 @@ log "results -> $OUTFILE (set-up took ${SETUP_SECONDS}s; ${BUDGET}s left for the
 
 # 3b. The moegemm set: bench/gpu_moe_gemm.py, its own budget (what set-up left), under a timeout 30 s past it.
 if [ "$GPU_SET" = moegemm ]; then
-  SMOKE_ARG=(); [ "$SMOKE" = 1 ] && SMOKE_ARG=(--smoke)
-  timeout $(( BUDGET + 30 )) "$PY" "$ROOT/bench/gpu_moe_gemm.py" --out "$OUTFILE" --budget "$BUDGET" "${SMOKE_ARG[@]}"
+  SMOKE_ARG=""; [ "$SMOKE" = 1 ] && SMOKE_ARG=--smoke
+  timeout $(( BUDGET + 30 )) "$PY" "$ROOT/bench/gpu_moe_gemm.py" --out "$OUTFILE" --budget "$BUDGET" $SMOKE_ARG
   rc=$?; [ "$rc" = 0 ] || log "gpu_moe_gemm.py failed (rc $rc)"; exit "$rc"
 fi
 
