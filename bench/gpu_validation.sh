@@ -14,7 +14,13 @@
 # instead of 32, into gpu-<device>-<date>-decode.jsonl: 32 steps timed once left the 7-8B decode rows contradicting
 # each other, validation/measured/README.md; 'hosttrain': the small-model training cases only (Qwen2.5-0.5B and
 # 1.5B), 8 timed steps each, into gpu-<device>-<date>-hosttrain.jsonl: their step times, two timed steps right after
-# the tracked ones, ran at 0.38-0.46 of the predicted rate, validation/measured/README.md).
+# the tracked ones, ran at 0.38-0.46 of the predicted rate, validation/measured/README.md; 'moegemm': no `measure`
+# cases: bench/gpu_moe_gemm.py times the Megatron-Bridge MoE rows' per-expert GEMMs (one cuBLAS GEMM per local expert
+# over 4 CUDA streams, as TransformerEngine's grouped GEMM runs them; the same FLOPs as one dense GEMM; the dense layer
+# GEMMs of the row Hopper's u was fitted on), BF16 and, where the GPU has them, FP8 with per-tensor scales, in plain
+# torch, beside llmsizer's predicted seconds for the same GEMMs, into validation/measured/gemm/gpu-<device>-<date>-
+# moegemm.jsonl (a folder `llmsizer validate` does not read); under 3 minutes on an H100 (LLMSIZER_GPU_TOTAL caps it);
+# needs torch alone, so no pinned package is checked or installed; `--smoke` runs one tiny case of it on the CPU).
 #
 # Robustness: each case runs in its own process (`python -m llmsizer.cli.main measure ...`, which itself measures in a
 # child process) under a timeout; a case that fails, runs out of memory or times out is recorded as such and the
@@ -26,6 +32,9 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 SMOKE=0
 [ "${1:-}" = "--smoke" ] && SMOKE=1
+GPU_SET="${LLMSIZER_GPU_SET:-all}"
+case "$GPU_SET" in all|decode|hosttrain|moegemm) ;;
+  *) printf "LLMSIZER_GPU_SET must be 'all', 'decode', 'hosttrain' or 'moegemm', not '%s'\n" "$GPU_SET" >&2; exit 2 ;; esac
 if [ "${1:-}" = "--wheels" ]; then  # run here, before a device call that carries .whl (python 3.12, x86-64 manylinux)
   EXCLUDE="$(git rev-parse --git-path info/exclude)"; mkdir -p "$ROOT/.whl" "$(dirname "$EXCLUDE")"
   grep -qx '/.whl/' "$EXCLUDE" 2>/dev/null || echo /.whl/ >>"$EXCLUDE"  # never committed, yet carried by `carry`
@@ -45,7 +54,8 @@ T0=$(date +%s)
 # e.g. the project's .venv); second pass: any torch.
 has_torch() { "$1" -c "import torch" >/dev/null 2>&1; }
 fits_run() {
-  if [ "$SMOKE" = 1 ]; then "$1" -c "import torch, transformers, peft" >/dev/null 2>&1
+  if [ "$SMOKE" = 1 ] && [ "$GPU_SET" = moegemm ]; then "$1" -c "import torch" >/dev/null 2>&1  # torch alone
+  elif [ "$SMOKE" = 1 ]; then "$1" -c "import torch, transformers, peft" >/dev/null 2>&1
   else "$1" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" >/dev/null 2>&1; fi
 }
 CANDS=("${PYTHON:-}" "$VENV/bin/python" "$ROOT/.venv/bin/python" python3 python)
@@ -89,6 +99,7 @@ if ! has_torch "$PY"; then
 fi
 MISSING=()
 for pin in "${PINS[@]}"; do
+  [ "$GPU_SET" = moegemm ] && break  # the moegemm set needs torch alone
   mod="${pin%%==*}"; mod="${mod//-/_}"; [ "$mod" = "nvidia_ml_py" ] && mod="pynvml"
   "$PY" -c "import $mod" >/dev/null 2>&1 || MISSING+=("$pin")
 done
@@ -99,9 +110,9 @@ elif [ "${#MISSING[@]}" -gt 0 ]; then  # one pip call for all of them: an offlin
   else log "could not install ${MISSING[*]} (offline?); using what is there; cases needing them will fail"; fi
 fi
 export PYTHONPATH="$ROOT/src${PYTHONPATH:+:$PYTHONPATH}"
-"$PY" - <<'EOF' >&2
-import importlib
-for m in ("torch", "transformers", "peft", "bitsandbytes", "pynvml"):
+GPU_SET="$GPU_SET" "$PY" - <<'EOF' >&2
+import importlib, os
+for m in ("torch",) if os.environ["GPU_SET"] == "moegemm" else ("torch", "transformers", "peft", "bitsandbytes", "pynvml"):
     try:
         mod = importlib.import_module(m)
         print(f"  {m:13s} {getattr(mod, '__version__', '?')}")
@@ -125,9 +136,8 @@ fi
 mkdir -p "$DEST_DIR"
 OUTFILE="$DEST_DIR/gpu-$DEVICE_SLUG-$(date -u +%Y-%m-%d).jsonl"
 [ "$SMOKE" = 1 ] && OUTFILE="$DEST_DIR/smoke-$(date -u +%Y-%m-%d).jsonl"
-GPU_SET="${LLMSIZER_GPU_SET:-all}"
 case "$GPU_SET" in all) ;; decode|hosttrain) OUTFILE="${OUTFILE%.jsonl}-$GPU_SET.jsonl" ;;
-  *) log "LLMSIZER_GPU_SET must be 'all', 'decode' or 'hosttrain', not '$GPU_SET'"; exit 2 ;; esac
+  moegemm) mkdir -p "$DEST_DIR/gemm"; OUTFILE="$DEST_DIR/gemm/$(basename "${OUTFILE%.jsonl}")-moegemm.jsonl" ;; esac
 # 3a. The eager loss's hole in the caching allocator's pool (formulas/loss_allocations.py, bench/gpu_loss_hole.py):
 # torchtitan's loss lines under expandable segments, max reserved - max allocated beside llmsizer's replay; < 30 s,
 # before the matrix, so its time comes off the matrix's budget.
@@ -137,6 +147,13 @@ fi
 SETUP_SECONDS=$(( $(date +%s) - T0 ))
 BUDGET=$(( TOTAL - SETUP_SECONDS ))
 log "results -> $OUTFILE (set-up took ${SETUP_SECONDS}s; ${BUDGET}s left for the matrix, ${CASE_TIMEOUT}s per case)"
+
+# 3b. The moegemm set: bench/gpu_moe_gemm.py, its own budget (what set-up left), under a timeout 30 s past it.
+if [ "$GPU_SET" = moegemm ]; then
+  SMOKE_ARG=""; [ "$SMOKE" = 1 ] && SMOKE_ARG=--smoke
+  timeout $(( BUDGET + 30 )) "$PY" "$ROOT/bench/gpu_moe_gemm.py" --out "$OUTFILE" --budget "$BUDGET" $SMOKE_ARG
+  rc=$?; [ "$rc" = 0 ] || log "gpu_moe_gemm.py failed (rc $rc)"; exit "$rc"
+fi
 
 # 4. The matrix (most informative first; the budget cuts from the end).
 export OUTFILE BUDGET CASE_TIMEOUT SMOKE SETUP_SECONDS GPU_SET
