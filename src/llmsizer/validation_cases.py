@@ -2100,8 +2100,9 @@ def serving_load_cases(data: str | Path | None = None) -> list[Case]:
 
 
 # -- serving at a request rate: validation/serving_rate.csv (published OPEN-loop runs: requests sent at a rate, a
-# Poisson process, the requests in flight an output) against estimate/serving_load.py under_rate (formulas/
-# serving_queue.py eq. Q10), the speed re-estimated at the requests in flight it derives. Held out: no constant is
+# Poisson process, the requests in flight an output) through fit's rate path, the one `fit --request-rate` users get
+# (estimate/fit.py, formulas/serving_queue.py eq. Q10: the speed re-estimated at the requests in flight it derives;
+# serving_load.under_rate, its core, gives SR01 the same figure: tests/validation/test_serving_rate_rows.py). Held out: no constant is
 # fitted on them (H is SL01's). Compared under the kind "serving TTFT under load" (a mean TTFT).
 SERVING_RATE_FILE = "serving_rate.csv"
 
@@ -2111,9 +2112,7 @@ def serving_rate_cases(data: str | Path | None = None) -> list[Case]:
     from .catalog.hardware import builtin_catalog
     from .catalog.models import find
     from .estimate.engines import CURRENT_VERSION
-    from .estimate.inference.vllm import vllm_batch_defaults
-    from .estimate.serving_load import under_rate
-    from .estimate.speed import estimate_speed
+    from .estimate.fit import RateOverloadError, fit
     from .specs.workload import ENGINE_NAMES
 
     out = []
@@ -2121,15 +2120,12 @@ def serving_rate_cases(data: str | Path | None = None) -> list[Case]:
         dev = builtin_catalog().devices[r["device"]]
         spec, n, prompt, gen, rate = (find(r["catalog_model"]).spec(), int(r["gpus"]), int(r["prompt"]),
                                       int(r["generated"]), float(r["request_rate"]))
-        chunk = vllm_batch_defaults(dev.memory_bytes)[1] if r["engine"] == "vllm" else None
-
-        def speed_at(c: int, r: dict[str, str] = r, spec: Any = spec, dev: Any = dev, n: int = n,
-                     prompt: int = prompt, gen: int = gen) -> Any:
-            return estimate_speed(spec, dev, n, weights_format=r["dtype"], prompt_tokens=prompt, output_tokens=gen,
-                                  concurrency=c, kv_dtype=r["dtype"], engine=r["engine"],
-                                  engine_version=r["engine_version"] if r["engine"] in CURRENT_VERSION else None)
-
-        s = under_rate(speed_at, r["engine"], rate, chunk)
+        try:  # fit at the row's rate (its engine's chunk default for the row's GPU), as `fit --request-rate`
+            s = fit(spec, dev, n, engine=r["engine"], weights=r["dtype"], kv_dtype=r["dtype"], context=prompt + gen,
+                    output_tokens=gen, request_rate=rate,
+                    engine_version=r["engine_version"] if r["engine"] in CURRENT_VERSION else None).speed
+        except RateOverloadError:  # the hardware does not carry the rate: no figure
+            s = None
         load = (s.load if s is not None else None) or {}
         pred = s.ttft_seconds if s is not None else None
         value = float(r["value"]) * {"ms": 1e-3, "s": 1.0}[r["unit"]]

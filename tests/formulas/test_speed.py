@@ -12,7 +12,7 @@ from llmsizer.formulas.speed import (
     attention_flops,
     batched_decode_time,
     compute_time,
-    decode_flops_per_token,
+    decode_flops,
     memory_time,
     moe_expert_fraction,
     phase_time,
@@ -55,14 +55,22 @@ def test_batched_decode_adds_the_extra_columns_to_the_weight_stream() -> None:
         batched_decode_time(-1.0, 273e9, 0.923, 0.0, 250e12, 0.157, 0.0, 125e12, 0.4)
 
 
-def test_prefill_flops_textbook_case() -> None:
-    # N = 7e9, T = 1000 tokens, L = 32, d = 4096
-    # linear: 2 x 7e9 x 1000 = 1.4e13
+def test_prefill_flops_head_on_the_last_token() -> None:
+    # eq. (2'): N_mm = 7e9 of which the head H = 5e8, T = 1000 tokens, L = 32, d = 4096
+    # layer stack: 2 x 6.5e9 x 1000 = 1.3e13; head once: 2 x 5e8 = 1e9
     # attention: 4 x 32 x 4096 x (1000 x 1001 / 2) = 524288 x 500500 = 2.62406144e11
-    f = prefill_flops(7e9, 1000, 32, 4096)
-    assert f == pytest.approx(1.4e13 + 2.62406144e11)
-    # on one A100 (312e12 dense BF16) at 50 %: 1.4262406144e13 / 1.56e14 = 0.091426 s
-    assert compute_time(f, 312e12, 0.5) == pytest.approx(0.0914256804, rel=1e-6)
+    attn = attention_flops(32, 4096, 1000)
+    assert attn == 2.62406144e11
+    f = prefill_flops(7e9, 5e8, 1000, attn)
+    assert f == pytest.approx(1.3e13 + 1e9 + 2.62406144e11)
+    # the textbook eq. (2) (head on every token) counts 999 more head products: 2 x 5e8 x 999 = 9.99e11
+    assert prefill_flops(7e9, 5e8, 1000, attn, logit_tokens=1000) - f == pytest.approx(9.99e11)
+    # the layer stack's products alone: no head, no attention
+    assert prefill_flops(7e9, 5e8, 1000, logit_tokens=0) == 1.3e13
+    # on one A100 (312e12 dense BF16) at 50 %: 1.3263406144e13 / 1.56e14 = 0.085022 s
+    assert compute_time(f, 312e12, 0.5) == pytest.approx(0.0850218342564, rel=1e-9)
+    with pytest.raises(InputError):
+        prefill_flops(7e9, 5e8, -1)
 
 
 def test_attention_flops_with_past_and_window() -> None:
@@ -78,9 +86,14 @@ def test_attention_flops_with_past_and_window() -> None:
     assert attention_flops(2, 8, 10) == 3520
 
 
-def test_decode_flops_per_token() -> None:
-    # 2 x 8e9 + 4 x 32 x 4096 x 1000 = 1.6e10 + 5.24288e8
-    assert decode_flops_per_token(8e9, 32, 4096, 1000) == pytest.approx(1.6524288e10)
+def test_decode_flops_every_sequence_sampled() -> None:
+    # eq. (1'): 4 sequences x 2 x 8e9 + the attention of 4 x 4 x 32 x 4096 x 1000 = 6.4e10 + 2.097152e9
+    attn = 4 * attention_flops(32, 4096, 1, 999)   # one new token after 999 cached: attends 1000
+    assert attn == 4 * 4 * 32 * 4096 * 1000
+    assert decode_flops(8e9, 4, attn) == pytest.approx(6.4e10 + 2.097152e9)
+    assert decode_flops(8e9, 0) == 0.0
+    with pytest.raises(InputError):
+        decode_flops(8e9, -1)
 
 
 def test_roofline_ridge_point() -> None:

@@ -5,7 +5,8 @@
    device is never dropped in silence: `check` and `book` refuse (exit 2, naming the node and the booking ids),
    `show` flags it, and `release --orphans` is the explicit lever;
 2. `capacity import` puts nodes in both pools by default, says so, and a [pool] refusal names `--pools`;
-9. a refusal that waiting cannot lift does not end with "no window found within two years";
+9. a refusal that waiting cannot lift does not end with "no window found within 2.0 years (at most 400 later
+   starts tried ...)" (placement.NO_WINDOW, which names the search's EARLIEST_HORIZON and MAX_TRIES);
 10. impossible inventory values (cpus 0, ram 0, negative counts) are one-line errors naming node and field; a GPU
     node with less RAM than its GPUs' memory is a warning.
 """
@@ -23,7 +24,7 @@ import pytest
 pytest.importorskip("sqlalchemy")
 from llmsizer.cli.main import main  # noqa: E402
 from llmsizer.provider.inventory import InventoryError, parse_inventory  # noqa: E402
-from llmsizer.provider.placement import Item, Placement  # noqa: E402
+from llmsizer.provider.placement import NO_WINDOW, Item, Placement  # noqa: E402
 from llmsizer.provider.store import Store, orphaned  # noqa: E402
 
 
@@ -189,7 +190,8 @@ def test_refusals_waiting_cannot_lift_say_so(tmp_path, capsys, edit, binding):
     assert run("capacity", "check", str(req), "--inventory", str(inv), "--no-db", *NOW) == 1
     out = capsys.readouterr().out
     assert binding in out
-    assert "no window found within two years" not in out
+    assert "no window found" not in out
+    assert NO_WINDOW.startswith("no window found within 2.0 years (at most 400 later starts tried")
     assert "no later window searched: this constraint does not change with time" in out
 
 

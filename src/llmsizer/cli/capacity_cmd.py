@@ -473,6 +473,8 @@ def _fmt(t: _dt.datetime) -> str:
 
 
 def render_checks(checks: list[Any], inv: Any = None, now: _dt.datetime | None = None) -> str:
+    from ..provider.placement import NO_WINDOW
+
     out = [f"warning: {w}" for w in (inv.warnings if inv is not None else ())]
     for c in checks:
         n = c.need
@@ -500,7 +502,7 @@ def render_checks(checks: list[Any], inv: Any = None, now: _dt.datetime | None =
             for a in c.alternatives:
                 out.append(f"  - {a}")
             if p is None:
-                out.append("  no window found within two years" if c.waits else
+                out.append(f"  {NO_WINDOW}" if c.waits else
                            "  no later window searched: this constraint does not change with time")
     return "\n".join(out)
 
@@ -612,7 +614,7 @@ class _FirstChangeStore:
 def _book(args: argparse.Namespace, inv: Any, needs: list[Any], now: _dt.datetime, state: str,
           cap: dict[str, float], keys: dict[str, str], store: _FirstChangeStore
           ) -> tuple[list[dict[str, Any]], int, list[str]]:
-    from ..provider.placement import check_needs
+    from ..provider.placement import NO_WINDOW, check_needs
     from ..provider.store import BookingConflict, Submitted, refuse_orphans
     found = already_booked(store.read, keys)
     done_before = [Submitted(found[n.name][0], n.name, True, found[n.name][1]) for n in needs if n.name in found]
@@ -627,7 +629,8 @@ def _book(args: argparse.Namespace, inv: Any, needs: list[Any], now: _dt.datetim
         checks = check_needs(needs, inv, held)
         missing = [c for c in checks if c.placement is None or (not c.fits and not args.earliest)]
         for c in missing:
-            notes.append(f"{c.need.name}: not booked: [{c.binding}] {c.reason}")
+            notes.append(f"{c.need.name}: not booked: [{c.binding}] {c.reason}"
+                         + (f"; {NO_WINDOW}" if c.placement is None and c.waits else ""))
         if missing:
             if len(checks) > 1:
                 notes.append("nothing of this request was booked (all or none)")

@@ -34,6 +34,7 @@ from ..formulas.speed import (
     attended_tokens,
     batched_decode_time,
     chunked_attended_tokens,
+    decode_flops,
     dequantize_time,
     gemm_time,
     host_overlapped_step,
@@ -44,6 +45,7 @@ from ..formulas.speed import (
     moe_expert_tiles,
     phase_roofline,
     phase_time,
+    prefill_flops,
     row_split_decode_time,
     split_decode_time,
     split_prefill_time,
@@ -961,8 +963,7 @@ def speed_model(spec: ModelSpec, device: Any, *, weights_format: str = "bf16", p
             a plan (eq. TP1) the rank's matmul parameters, its heads' attention and its share of the encoder."""
             if rank is None:
                 return (flops + enc) / tp
-            return (2.0 * (rank_matmul - head) * tokens + 2.0 * head + attn / attn_ways
-                    + enc * rank.get("vision", 1.0))
+            return prefill_flops(rank_matmul, head, tokens, attn / attn_ways) + enc * rank.get("vision", 1.0)
         kv_read: dict[int, float] = {}  # KV cache bytes one decode step of b sequences reads, by b
         weights_read: dict[int, float] = {}  # weight bytes one device reads in a decode step of b sequences, by b
         # the bandwidth the all-reduces reach: the one rule training's collectives read (device.nvlink_link_bandwidth,
@@ -1051,7 +1052,7 @@ def speed_model(spec: ModelSpec, device: Any, *, weights_format: str = "bf16", p
 
         if not decode_only:  # fit's ranking times the decode alone
             p_attn = _attention_flops_step(spec, width, prompt_tokens, 0)
-            p_flops = 2.0 * (matmul_params - head_params) * prompt_tokens + 2.0 * head_params + p_attn
+            p_flops = prefill_flops(matmul_params, head_params, prompt_tokens, p_attn)  # eq. (2'): head on the last
             if t5 is not None:  # eq. (S7): the encoder over the source, the cross k/v projections, the first
                 # target token
                 p_flops = ED.encoder_flops(spec, 1, prompt_tokens) + ED.decode_step_flops(spec, 1, prompt_tokens, 1)
@@ -1096,8 +1097,8 @@ def speed_model(spec: ModelSpec, device: Any, *, weights_format: str = "bf16", p
                     f"timed at the {peak_key} FMA peak, {peak / 1e12:.3g} TFLOP/s ({kernel_src})"))
             elif llamacpp and device.kind == "apple" and peak is not None \
                     and compute_efficiency is None:
-                ce_p = _metal_prefill_efficiency(spec, fmt, ce, p_flops,
-                                                 2.0 * (matmul_params - head_params) * prompt_tokens, assumptions)
+                ce_p = _metal_prefill_efficiency(spec, fmt, ce, p_flops, prefill_flops(
+                    matmul_params, head_params, prompt_tokens, logit_tokens=0), assumptions)
 
             kv_p = kv_cache(spec, prompt_tokens, 1, kv_dtype, mla_mode=mla_mode, window_extra=0,
                             repeated_kv=repeated_kv).total_bytes * kv_share
@@ -1182,7 +1183,7 @@ def speed_model(spec: ModelSpec, device: Any, *, weights_format: str = "bf16", p
                         " routings (formulas/speed.py eq. 11; " + E.LLAMACPP_IDENTICAL_ROUTINGS_SCALE.source + ")"))
                 g = E.LLAMACPP_GRAPHS_OFF_OVERHEAD_GPU
                 assumptions.append(Assumption(g.name, g.expected, True, g.source))
-            extra = 2.0 * matmul_params * (batch - 1) / tp
+            extra = decode_flops(matmul_params, batch - 1) / tp  # eq. (1') beyond the first column
             # b >= 2: no CUDA graph, no single-column fusion (efficiency.LLAMACPP_GRAPHS_OFF_OVERHEAD_GPU)
             graphs_off = step_overhead(spec.num_layers, E.LLAMACPP_GRAPHS_OFF_OVERHEAD_GPU.expected)
             share = E.LLAMACPP_FA_STREAM_SHARE.expected if kernel is not None else 1.0
@@ -1246,7 +1247,8 @@ def speed_model(spec: ModelSpec, device: Any, *, weights_format: str = "bf16", p
             attn = batch * _attention_flops_step(spec, width, 1, ctx) / attn_ways
             if llamacpp:
                 attn *= cells_at(batch).cross_sequence_attention
-            flops = (batch * 2.0 * matmul_params / tp if rank is None else batch * 2.0 * rank_matmul) + attn
+            flops = decode_flops(matmul_params, batch) / tp + attn if rank is None else decode_flops(  # eq. (1')
+                rank_matmul, batch, attn)
             w = float(read_bytes)
             if spec.moe is not None and expert_bytes:
                 # distinct sequences: b routings (eq. 5); identical ones: one routing, except in llama.cpp's batched

@@ -18,6 +18,24 @@ token t = 1..T::
 
     F_prefill = 2 N_active T + 4 L d_attn (T P + T (T + 1) / 2)                         (2)
 
+Eqs. (1) and (2) are the textbook count, the LM head on every token. A serving engine asks the head for the logits
+of each sequence's last scheduled token only (vLLM v1 ``gpu_model_runner.py`` ``_prepare_inputs``
+``logits_indices = query_start_loc[1:] - 1`` L2047 and ``sample_hidden_states = hidden_states[logits_indices]`` ->
+``compute_logits`` L4069-4070, vllm 0.19.1; llama.cpp ``llama_batch_allocr::init`` "return the output only for the
+last token" where the batch marks none, src/llama-batch.cpp L121-129 @21e9bbe2, and its examples set
+``batch.logits[batch.n_tokens - 1] = true``; transformers ``generate`` sets ``logits_to_keep = 1``,
+generation/utils.py L2952-2956, which ``LlamaForCausalLM.forward`` applies before ``lm_head``,
+models/llama/modeling_llama.py L470, transformers 5.24.0). The embedding is a row lookup, not a product (N_mm: the
+parameters a token multiplies, embedding excluded unless tied, where it is the head H). What runs::
+
+    F_prefill = 2 (N_mm - H) T + 2 H + F_attn                                          (2')
+    F_step = b (2 N_mm) + F_attn                                                        (1')
+
+with F_attn the context term of (2) (``attention_flops``), over the T prompt tokens or the b one-token sequences
+of a decode step (each of which is sampled, so each gets the head). llama.cpp also drops the non-output rows
+before its last layer's feed-forward (``inp_out_ids``, ``ggml_get_rows`` at ``il == n_layer - 1``): 1 / L of the
+feed-forward's T - 1 rows, not counted here.
+
 Time of a phase on a device with peak rate R [FLOP/s] and bandwidth B [B/s], at efficiencies e_c, e_m (the
 roofline model, Williams, Waterman & Patterson 2009, CACM 52(4), "Roofline: an insightful visual performance
 model")::
@@ -355,14 +373,33 @@ def attention_flops(num_layers: int, attn_width: int, tokens: int, past_tokens: 
     return 4.0 * num_layers * attn_width * attended_tokens(tokens, past_tokens, window)
 
 
-def prefill_flops(params_active: float, tokens: int, num_layers: int, attn_width: int, past_tokens: int = 0) -> float:
-    """Eq. (2): FLOPs to process a prompt of ``tokens`` tokens [FLOP]."""
-    return 2.0 * params_active * tokens + attention_flops(num_layers, attn_width, tokens, past_tokens)
+def prefill_flops(matmul_params: float, head_params: float, tokens: int, attn_flops: float = 0.0,
+                  logit_tokens: int = 1) -> float:
+    """Eq. (2'): FLOPs of a prefill of ``tokens`` prompt tokens as engines run it [FLOP]: the ``matmul_params``
+    parameters a token multiplies (embedding excluded unless tied), less the LM head's ``head_params``, on every
+    token; the head on the ``logit_tokens`` tokens whose logits are kept (1: the last, vLLM ``logits_indices``,
+    llama.cpp ``batch.logits``, transformers ``logits_to_keep``; 0: the layer stack's products alone); plus the
+    attention's ``attn_flops`` (eq. 2's context term, ``attention_flops``).
+
+    >>> prefill_flops(7e9, 5e8, 1000, 2.62406144e11)   # 2 x 6.5e9 x 1000 + 2 x 5e8 + attention
+    13263406144000.0
+    """
+    if tokens < 0 or logit_tokens < 0:
+        raise InputError("tokens and logit_tokens must not be negative")
+    return 2.0 * (matmul_params - head_params) * tokens + 2.0 * head_params * logit_tokens + attn_flops
 
 
-def decode_flops_per_token(params_active: float, num_layers: int, attn_width: int, context: int) -> float:
-    """Eq. (1): FLOPs to generate one token that attends ``context`` tokens [FLOP]."""
-    return 2.0 * params_active + 4.0 * num_layers * attn_width * context
+def decode_flops(matmul_params: float, sequences: int, attn_flops: float = 0.0) -> float:
+    """Eq. (1'): FLOPs of a decode step of ``sequences`` sequences, one new token each [FLOP]: the ``matmul_params``
+    parameters a token multiplies, LM head included (every token of the step is sampled), once per sequence, plus
+    the attention's ``attn_flops`` (eq. 1's context term over the step's sequences).
+
+    >>> decode_flops(8e9, 4, 1e9)   # 4 x 2 x 8e9 + 1e9
+    65000000000.0
+    """
+    if sequences < 0:
+        raise InputError(f"sequences must not be negative, got {sequences}")
+    return sequences * 2.0 * matmul_params + attn_flops
 
 
 def compute_time(flops: float, peak_flops: float, efficiency: float) -> float:

@@ -1198,12 +1198,23 @@ def reentrant_recompute_bytes(spec: ModelSpec, st: ActivationSetup) -> int:
 
 
 def layer_backward_transient(spec: ModelSpec, layer: int, st: ActivationSetup) -> int:
-    """Peak gradient tensors alive inside one layer's backward (a named transient, approximate).
+    """Eq. (A3): the gradient tensors alive inside one layer's backward beyond its saved activations [B] (a named
+    transient, approximate: the larger of the MLP's and the attention's moment, each counted from the ops' backward
+    formulas, not a traced peak)::
 
-    MLP backward: the gradients of the act output, up output and act input coexist (3 c t I; MoE: over the
-    t k routed copies in the weight dtype) plus the incoming and outgoing residual gradients (2 r t h).
-    Attention backward: dq, dk, dv and d(out) (c t (2 q_w + 2 kv_w)), plus 2 fp32 score-sized tensors for
-    eager attention (softmax backward).
+        mlp  = 3 c t I                       (MoE: 3 t k I_e e + 3 t I_s c, the routed copies in the expert dtype)
+        attn = c t (q_w + k_w + v_w + o_w)   (+ 2 x 4 b n_h s^2 under eager attention)
+        transient = max(mlp, attn) + 2 r t h                                                      (A3)
+
+    MLP (transformers 5.24.0 models/llama/modeling_llama.py L164, ``down_proj(act_fn(gate_proj(x)) * up_proj(x))``):
+    down_proj's ``mm`` backward returns d(act * up) [t, I] (torch 2.13 tools/autograd/derivatives.yaml L1218-1220,
+    ``mm_mat1_backward``); ``mul.Tensor``'s backward (L1231-1233) makes d(act) and d(up) from it, and ``silu``'s
+    (L2123-2124, ``silu_backward``) d(gate) from d(act): three [t, I] gradients coexist. Attention (modeling_llama.py
+    ``eager_attention_forward`` L193-199): the input gradients of the q/k/v/o projections, dq, dk, dv and d(out);
+    eager attention's softmax runs in fp32 (L197), and ``_softmax``'s backward (derivatives.yaml L2224-2225,
+    ``_softmax_backward_data``) takes the fp32 gradient of the probabilities to the fp32 gradient of the scores: two
+    fp32 [b, n_h, s, s] tensors. 2 r t h: the gradient arriving at the layer's output and the one leaving its input
+    (the residual stream). The weight gradients and the saved activations are counted apart.
     """
     t, c, r = st.tokens, st.compute, st.residual
     q_w, k_w, v_w, o_w = (_div(x, st.tp) for x in _head_dims(spec, layer))

@@ -24,8 +24,16 @@ from .result import Check, JobPlan
 
 SENSITIVE = ("confidential", "restricted")
 LONG_SERVICE_SECONDS = 30 * 86400  # a service running a month or more needs agreed maintenance windows
+# Warning thresholds of the checks below: named thresholds, not measurements (each check is a warning or a
+# stated rule, never a change to the estimate).
+# model.size is a rounded, published size ("8B" for Llama-3.1-8B's counted 8.03B, "70B" for 70.6B, "7B" for
+# Mistral-7B's 7.24B); more than this fraction from the counted parameters is another model or a typo, not rounding.
 MODEL_SIZE_TOLERANCE = 0.15
+# communication the compute does not hide taking more than half of each step: the interconnect, not the devices,
+# sets the step time (more than the compute and memory terms together), so it is named as the bound.
 NETWORK_BOUND_SHARE = 0.5
+# a training run without checkpoints, or an interval between them, longer than this loses more than half a working
+# day's device time to one interruption: an error (no checkpoints) or a warning (a longer interval).
 LONG_INTERVAL_SECONDS = 4 * 3600
 
 

@@ -59,6 +59,11 @@ class _Skip(Exception):
 LORA_DTYPE_BYTES = 2  # vLLM allocates LoRA buffers in the model dtype (bf16/fp16)
 VLLM_DEFAULT_MAX_LORAS = 1  # vLLM EngineArgs --max-loras default
 VLLM_DEFAULT_MAX_LORA_RANK = 16  # vLLM EngineArgs --max-lora-rank default
+# Request logs kept when operations.logs.retention is not given: a named planning default, not a measurement (the
+# storage line sized from it is an assumption the plan states, and the request's own retention replaces it).
+DEFAULT_LOG_RETENTION = 30 * 86400.0
+DEFAULT_LOG_RETENTION_REASON = ("a month of request logs, the span a monthly bill or usage review looks back over; "
+                                "state operations.logs.retention for the real policy")
 
 
 def _fit(spec: ModelSpec, target: Any, count: int | None, job: InferenceJob, fmt: str | None, engine: str | None,
@@ -990,9 +995,10 @@ def _storage(job: InferenceJob, spec: ModelSpec, fmt: str, adapters: dict[str, A
         parts["merged_copies"] = extra
     rate = notes.facts.get("requests_per_second")
     lg = job.operations.logs
-    retention = lg.retention if lg.retention is not None else 30 * 86400.0
+    retention = lg.retention if lg.retention is not None else DEFAULT_LOG_RETENTION
     if lg.retention is None:
-        notes.assumptions.append(Assumption("operations.logs.retention", "30 days", True, "no retention given"))
+        notes.assumptions.append(Assumption("operations.logs.retention", f"{DEFAULT_LOG_RETENTION / 86400:.0f} days", True,
+                                            "no retention given: " + DEFAULT_LOG_RETENTION_REASON))
     hours = P.service_hours_per_month(job.service.hours_per_day or 24, job.service.days_per_week or 7)
     busy = hours / HOURS_PER_MONTH
     per_req = S.REQUEST_LOG_BYTES

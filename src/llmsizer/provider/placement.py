@@ -43,7 +43,15 @@ SERVICE_HORIZON = 365 * 86400.0  # the span of a timeline when every booking is 
 #: its holds end at this moment, so no later booking can take them
 ONGOING_END = _dt.datetime(9999, 1, 1)
 MAX_STORAGE_STEPS = 20
+# How far ahead ``earliest`` looks for a start, and how many candidate starts it tries. Search bounds, not
+# measurements: a start more than two years out is no window a capacity plan acts on (twice SERVICE_HORIZON, the
+# span of a timeline of open-ended bookings), and each candidate places the job once (``try_window``), so MAX_TRIES
+# bounds the time one answer takes. Both are said where no window is found (NO_WINDOW: `capacity check`'s
+# text and `capacity book`'s refusal).
+EARLIEST_HORIZON = 2 * 365 * 86400.0
 MAX_TRIES = 400
+NO_WINDOW = (f"no window found within {format_seconds(EARLIEST_HORIZON)} (at most {MAX_TRIES} later starts tried: "
+             "the moments a hold or maintenance window ends)")
 
 
 def format_amount(resource: str, amount: float) -> str:
@@ -870,7 +878,7 @@ def _node_items(need: JobNeed, n: Node, start: _dt.datetime, end: _dt.datetime) 
 # ------------------------------------------------------------------------------------------ search
 
 def earliest(need: JobNeed, inv: Inventory, bookings: Sequence[Booking] | Held,
-             horizon: float = 2 * 365 * 86400.0) -> tuple[Placement | None, NoFit | None]:
+             horizon: float = EARLIEST_HORIZON) -> tuple[Placement | None, NoFit | None]:
     """The earliest placement from ``need.start`` on: tries the requested start, then every moment within
     ``horizon`` seconds when a hold on a resource the job could use, or a maintenance window, ends (a start can
     become possible only when something ends), at most ``MAX_TRIES`` of them."""
