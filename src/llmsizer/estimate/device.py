@@ -530,7 +530,8 @@ def training_device_fields(device: Device) -> dict[str, Any]:
 def inference_device_fields(device: Device) -> dict[str, Any]:
     """:func:`device_fields` for an inference workload, with ``gpu_capability`` (:func:`cuda_capability`): every
     caller that puts a serving workload on a named device (infer --device, fit, the web's answers through them) sets
-    them through this."""
+    them through this, and every sizing of its weights outside the estimate reads them through
+    :func:`device_weights_capability`."""
     return {**device_fields(device), "gpu_capability": cuda_capability(device)}
 
 
