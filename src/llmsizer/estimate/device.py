@@ -530,8 +530,27 @@ def training_device_fields(device: Device) -> dict[str, Any]:
 def inference_device_fields(device: Device) -> dict[str, Any]:
     """:func:`device_fields` for an inference workload, with ``gpu_capability`` (:func:`cuda_capability`): every
     caller that puts a serving workload on a named device (infer --device, fit, the web's answers through them) sets
-    them through this."""
+    them through this, and every sizing of its weights outside the estimate reads them through
+    :func:`device_weights_capability`."""
     return {**device_fields(device), "gpu_capability": cuda_capability(device)}
+
+
+def weights_capability(device: str, runtime: str, capability: int | None) -> int | None:
+    """The one rule of the CUDA compute capability the weights' dtype rules read (formulas/weight_formats.py
+    ``engine_tensor_bytes``: vLLM's fp32 gate, ``vllm_gate_fp32``) for a workload on device kind ``device`` ('gpu',
+    'cpu') of runtime ``runtime`` (``gpu_runtime``) and capability ``capability`` (``gpu_capability``): 0 where the
+    engine runs without CUDA (a CPU, ROCm, Metal, a TPU: vLLM's ``current_platform.is_cuda()`` False), else the
+    GPU's (None: not known, sized as on Hopper). The estimate (inference/compose.py) reads it from the workload,
+    every other sizing of the same weights (the format ladder's weights-alone check, the speed model's weight
+    reads, plan's need) from the Device through :func:`device_weights_capability`, so one device gives one dtype."""
+    return 0 if device == "cpu" or runtime != "cuda" else capability
+
+
+def device_weights_capability(device: Device) -> int | None:
+    """:func:`weights_capability` of the workload fields a named ``device`` decides (:func:`inference_device_fields`,
+    the fields `infer --device`, fit and the web put in the workload): the same capability the estimate reads."""
+    f = inference_device_fields(device)
+    return weights_capability(f["device"], f["gpu_runtime"], f["gpu_capability"])
 
 
 def cuda_capability(device: Device) -> int | None:

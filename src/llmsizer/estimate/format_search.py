@@ -39,6 +39,7 @@ from . import efficiency as E
 from .device import (
     check_engine_on_device,
     default_engine,
+    device_weights_capability,
     fp8_tensor_cores,
     host_part,
     instance_memory,
@@ -329,7 +330,9 @@ def pick_format(spec: ModelSpec, device: Device, count: int, instance: Instance 
         if asked is None:
             asked = InferenceWorkload.group_size  # what the estimate takes when none is passed
         try:
-            wb = rung_bytes(spec, fmt, group, eng)  # the experts a bitsandbytes format keeps on eng, as fit counts
+            # the experts a bitsandbytes format keeps on eng, as fit counts; the device's dtype of an engine's
+            # tensor (vLLM's fp32 gate) as fit's estimate reads it
+            wb = rung_bytes(spec, fmt, group, eng, device_weights_capability(dev))
         except InputError:
             continue
         try:  # the margin fit keeps for this rung's engine (a rung may name another engine)

@@ -649,7 +649,8 @@ def format_ladder(spec: ModelSpec, engine: str, weights: str | None = None, fp8:
     return (first.fmt, *(f for f in rungs if f != first.fmt and rung_bytes(spec, f, engine=engine) < top))
 
 
-def rung_bytes(spec: ModelSpec, fmt: str, group_size: int = GROUP_SIZE_DEFAULT, engine: str | None = None) -> int:
+def rung_bytes(spec: ModelSpec, fmt: str, group_size: int = GROUP_SIZE_DEFAULT, engine: str | None = None,
+               capability: int | None = None) -> int:
     """The weight bytes a format is ranked by in a search (``format_ladder``, recommend's weights-alone check):
     ``weight_bytes`` at the format catalog's defaults (formulas/weight_formats.py ``GROUP_SIZE_DEFAULT``, unless a
     group size is known; ``OTHER_BYTES_DEFAULT``), what an estimate of that format with no group size or compute
@@ -658,9 +659,11 @@ def rung_bytes(spec: ModelSpec, fmt: str, group_size: int = GROUP_SIZE_DEFAULT, 
     and whose own dtype for some tensors wins (formulas/weight_formats.py ``ENGINE_TENSOR_BYTES``: SGLang's fp32 DSA
     indexer ``weights_proj``), as the estimate's weights count them (inference/compose.py passes the engine to
     ``weight_bytes``); None: experts quantized, no engine's own dtype (a bound that rejects nothing an engine could
-    fit)."""
+    fit). ``capability``: the device's, where the engine's own dtype depends on it (vLLM's fp32 gate): estimate/
+    device.py ``device_weights_capability``, the estimate's rule; None: not known (sized as on Hopper)."""
     kept = engine is not None and serving_fused_experts(spec, engine, fmt)
-    return weight_bytes(spec, fmt, group_size, OTHER_BYTES_DEFAULT, fused_experts=kept, engine=engine).total
+    return weight_bytes(spec, fmt, group_size, OTHER_BYTES_DEFAULT, fused_experts=kept, engine=engine,
+                        capability=capability).total
 
 
 # Engines that keep one copy of a tied embedding however many names the checkpoint stores it under: transformers

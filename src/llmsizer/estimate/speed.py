@@ -79,6 +79,7 @@ from . import engines as ENG
 from . import ranges as R
 from .device import (
     TF32_DEFAULT_WHY,
+    device_weights_capability,
     fp8_peak,
     fp8_tensor_cores,
     fp32_matmul_peak,
@@ -827,8 +828,11 @@ def speed_model(spec: ModelSpec, device: Any, *, weights_format: str = "bf16", p
     pc = count_params(spec)
     # the bytes held, as the memory estimate sizes them (transformers keeps fused experts unquantized under
     # bitsandbytes: formats.serving_fused_experts)
+    # at the device's CUDA capability where the engine's dtype of a tensor depends on it (vLLM's fp32 gate): the
+    # estimate's rule (estimate/device.py device_weights_capability), so a step reads the bytes the device holds
+    capability = device_weights_capability(device)
     wb = file_weight_bytes(spec) if weights_format == "file" else weight_bytes(
-        spec, bytes_fmt, group_size, other_bytes, serving_fused_experts(spec, engine, bytes_fmt), engine)
+        spec, bytes_fmt, group_size, other_bytes, serving_fused_experts(spec, engine, bytes_fmt), engine, capability)
     emb_params = pc.by_component.get("embedding", 0)
     emb_bytes = wb.by_component.get("embedding", 0)
     # decode reads the embedding row only; a tied embedding is read in full as the lm_head. A vision tower
@@ -941,7 +945,7 @@ def speed_model(spec: ModelSpec, device: Any, *, weights_format: str = "bf16", p
                 "eq. 5)"))
         assumptions += post
         wb_dev = shard_weights(spec, wb, tp, act_bytes, engine, group_size,
-                               serving_fused_experts(spec, engine, bytes_fmt), other_bytes)
+                               serving_fused_experts(spec, engine, bytes_fmt), other_bytes, capability)
         shard = wb_dev.total / wb.total if wb.total else 1.0
         kv_share = kv_fraction_per_device(spec, tp, mla_mode == "latent", engine)
         split = activation_split(engine, spec.model_type)  # what the engine's TP splits (transformers: its plan)

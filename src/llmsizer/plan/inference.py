@@ -13,7 +13,13 @@ from typing import Any, NamedTuple
 
 from ..catalog.hardware import Device
 from ..errors import FieldError, InputError, LlmsizerError
-from ..estimate.device import default_engine, engine_assumption, generic_device
+from ..estimate.device import (
+    default_engine,
+    device_weights_capability,
+    engine_assumption,
+    generic_device,
+    inference_device_fields,
+)
 from ..estimate.engines import llamacpp_layer_split, step_host
 from ..estimate.fit import (
     FitResult,
@@ -501,7 +507,7 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
     # calibrated range, as `fit --json` gives them); sized without a device only where there is no fit (no hardware)
     need_est = (None if unfitted else
                 f_peak.estimate if f_peak is not None and f_peak.estimate is not None else
-                _need(spec, engine, fmt_used, ctx_peak, per_rep_peak, out_peak, tp, job, on_cpu, batch))
+                _need(spec, engine, fmt_used, ctx_peak, per_rep_peak, out_peak, tp, job, on_cpu, batch, device))
     if need_est is not None and f_peak is not None:  # its degree and load share are fit's, named so (not as given)
         need_est = as_fit_chose(need_est, job.tensor_parallel is not None, conc_peak, replicas)
     # what fit's verdict compares (estimate/fit.py verdict_need): a pool engine's workload share of its pool
@@ -534,7 +540,7 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
     typ_est = f_typ.estimate if f_typ is not None and f_typ.estimate is not None else None
     need_typ_est = None if unfitted else typ_est or _need(spec, engine, fmt_used, ctx_typ,
                                                           per_replica(conc_typ, replicas), out_typ, tp, job, on_cpu,
-                                                          batch)
+                                                          batch, device)
     need_typ = _verdict_need(need_typ_est, on_cpu)
     per_rep_typ = per_replica(conc_typ, replicas)
     mem.add("need_typical", f"{need_words} at typical load ({per_rep_typ} x {_tokens_words(ctx_typ, media_tokens)}"
@@ -685,12 +691,13 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
     ops = _operations(job)
 
     charts = _charts(job, spec, engine, fmt_used, tp, ctx_peak, conc_peak, out_peak, budget_dev, on_cpu, hw, cost,
-                     options, batch)
+                     options, batch, device)
     media = _media_figures(job, need_est,
                            ctx_peak, mem)
     summary = (f"serving {spec.name} ({format_count(pc.total)} params, {fmt_used}, {engine}) on {hw.label}; peak "
                f"{conc_peak} requests x {media or f'{ctx_peak} tokens'}")
-    _advice(job, spec, src, adapters, fmt_used, engine, cost, notes, owned=owned_hardware(hw, job.resources))
+    _advice(job, spec, src, adapters, fmt_used, engine, cost, notes, owned=owned_hardware(hw, job.resources),
+            device=device)
     # the plan's own assumptions, then every one of fit's (its own, its memory estimate's and its speed estimate's:
     # FitResult.all_assumptions, as `fit` prints them), each name once: what the request gives (context, ...) is said
     # by the plan; the engine the settings imply is said once, as implied
@@ -814,15 +821,20 @@ def _in_service(f: FitResult | None, concurrency: int) -> int:
 
 
 def _need(spec: ModelSpec, engine: str, fmt: str, context: int, concurrency: int, output: int, tp: int,
-          job: InferenceJob, on_cpu: bool, batch: dict[str, Any] | None = None) -> Estimate | None:
+          job: InferenceJob, on_cpu: bool, batch: dict[str, Any] | None = None,
+          device: Device | None = None) -> Estimate | None:
     """What the workload needs on one device of a replica (no memory budget, so vLLM reports its need).
     ``batch``: vLLM's max_num_seqs / max_num_batched_tokens as the fit on the device applied them (vLLM's defaults
-    depend on the GPU's memory, which this estimate is not given)."""
+    depend on the GPU's memory, which this estimate is not given); ``device``: the GPU the replica runs on, whose
+    runtime and CUDA capability the workload takes as `infer --device` puts them there (estimate/device.py
+    ``inference_device_fields``: vLLM's router dtype), its memory not."""
+    gpu = ({k: v for k, v in inference_device_fields(device).items() if k in ("gpu_runtime", "gpu_capability")}
+           if device is not None and not on_cpu else {})
     try:
         return estimate_inference(spec, engine=engine, weights=fmt, context=context, concurrency=max(1, concurrency),
                                   output_tokens=output, **split_or_tp(engine, tp, on_cpu),
                                   kv_dtype=job.kv_cache_dtype, dtype=job.precision, device="cpu" if on_cpu else "gpu",
-                                  **job.media.fields(), **{**engine_settings(job, engine), **(batch or {})})
+                                  **gpu, **job.media.fields(), **{**engine_settings(job, engine), **(batch or {})})
     except InputError:
         return None
 
@@ -1089,7 +1101,8 @@ def _operations(job: InferenceJob) -> Sec:
 
 def _charts(job: InferenceJob, spec: ModelSpec, engine: str, fmt: str, tp: int, ctx_peak: int, conc_peak: int,
             out_peak: int, budget_dev: int | None, on_cpu: bool, hw: Hardware, cost: Sec,
-            options: list[dict[str, Any]], batch: dict[str, Any] | None = None) -> tuple[Chart, ...]:
+            options: list[dict[str, Any]], batch: dict[str, Any] | None = None,
+            device: Device | None = None) -> tuple[Chart, ...]:
     markers = (("device budget", float(budget_dev)),) if budget_dev else ()
     charts: list[Chart] = []
     top = max(2 * ctx_peak, 4096)
@@ -1098,7 +1111,7 @@ def _charts(job: InferenceJob, spec: ModelSpec, engine: str, fmt: str, tp: int, 
     per_rep = per_replica(conc_peak, hw.replicas)
     pts = []
     for c in geometric_points(512, top, ctx_peak, 8):
-        e = _need(spec, engine, fmt, c, per_rep, min(out_peak, c // 2), tp, job, on_cpu, batch)
+        e = _need(spec, engine, fmt, c, per_rep, min(out_peak, c // 2), tp, job, on_cpu, batch, device)
         if e is not None:
             pts.append((float(c), float(need_per_device(e, on_cpu)[0])))
     charts.append(Chart(f"{job.name}-memory-context", f"{job.name}: memory per device vs context", "lines",
@@ -1107,7 +1120,7 @@ def _charts(job: InferenceJob, spec: ModelSpec, engine: str, fmt: str, tp: int, 
                         job=job.name, note=f"{engine}, {fmt}; peak context {ctx_peak}"))
     pts = []
     for n in geometric_points(1, max(2 * per_rep, 8), per_rep, 8):
-        e = _need(spec, engine, fmt, ctx_peak, n, out_peak, tp, job, on_cpu, batch)
+        e = _need(spec, engine, fmt, ctx_peak, n, out_peak, tp, job, on_cpu, batch, device)
         if e is not None:
             pts.append((float(n), float(need_per_device(e, on_cpu)[0])))
     charts.append(Chart(f"{job.name}-memory-concurrency", f"{job.name}: memory per device vs concurrency", "lines",
@@ -1137,9 +1150,10 @@ def _charts(job: InferenceJob, spec: ModelSpec, engine: str, fmt: str, tp: int, 
 
 
 def _advice(job: InferenceJob, spec: ModelSpec, src: TrainingJob | None, adapters: dict[str, Any], fmt: str,
-            engine: str, cost: Sec, notes: JobNotes, owned: bool = False) -> None:
-    if adapters["mode"] is not None:  # the weights as the option's engine holds them (``_smaller``'s measure)
-        w = rung_bytes(spec, fmt, rung_group_size(spec, fmt, None), engine)
+            engine: str, cost: Sec, notes: JobNotes, owned: bool = False, device: Device | None = None) -> None:
+    if adapters["mode"] is not None:  # the weights as the option's engine holds them on the device (``_smaller``'s
+        w = rung_bytes(spec, fmt, rung_group_size(spec, fmt, None), engine,  # measure, at its CUDA capability)
+                       None if device is None else device_weights_capability(device))
         n = adapters["count"]
         per = adapters["per_adapter_dynamic"]
         origin = f"the adapter from training job '{src.name}'" if src is not None else "the LoRA adapters"

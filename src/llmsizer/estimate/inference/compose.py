@@ -56,6 +56,7 @@ from ..device import (
     engine_assumption,
     generic_device,
     refuse_tensor_parallel_apart,
+    weights_capability,
     workload_on_device,
 )
 from ..formats import (
@@ -88,7 +89,7 @@ def _router_capability(spec: ModelSpec, w: InferenceWorkload, fmt: str, acc: Acc
     ``engine_tensor_bytes``): 0 on a device the engine runs without CUDA (a CPU, ROCm, Metal), else the workload's
     ``gpu_capability`` (None: not known). Where it decides a router's dtype (vLLM's fp32 gate, ``vllm_gate_fp32``),
     the dtype is recorded as an assumption."""
-    capability = 0 if w.device == "cpu" or w.gpu_runtime != "cuda" else w.gpu_capability
+    capability = weights_capability(w.device, w.gpu_runtime, w.gpu_capability)
     if w.engine == "vllm" and spec.model_type in VLLM_FP32_GATE and spec.moe is not None and fmt != "file":
         fp32 = vllm_gate_fp32(capability)
         where = ("no CUDA" if capability == 0 else "compute capability not known: sized as on Hopper"

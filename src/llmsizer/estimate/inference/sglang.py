@@ -759,9 +759,12 @@ def _compare_vllm(ctx: Context, sglang_tokens: int) -> None:
     # the group as the user gave it (none given: the rule of estimate/formats.py engine_weights, as SGLang's own)
     group: dict[str, Any] = {"group_size": w.group_size} if "group_size" in (w.given or ()) else {}
     try:
+        # on the same device: its kind, runtime and CUDA capability (vLLM's router dtype: estimate/device.py
+        # weights_capability), as the workload holds them
         v = estimate_inference(ctx.spec, engine="vllm", weights=w.weights, kv_dtype=w.kv_dtype, context=w.context,
                                concurrency=w.concurrency, memory=w.memory, tensor_parallel=w.tensor_parallel,
-                               dtype=w.dtype, **group)
+                               dtype=w.dtype, device=w.device, gpu_runtime=w.gpu_runtime,
+                               gpu_capability=w.gpu_capability, **group)
     except FieldError as e:  # a KV dtype vLLM stores only as the model's own (engines.py kv_dtypes_model_only)
         if e.field != "kv_dtype":
             raise
