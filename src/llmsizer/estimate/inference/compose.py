@@ -546,8 +546,11 @@ def _compose(spec: ModelSpec, w: InferenceWorkload, key: tuple[Any, ...] | None)
     if key is not None and ctx.load is not None:
         if len(_SIZED) >= _MEMO_SIZE:
             _SIZED.clear()
-        _SIZED[key] = (spec, ctx, tuple(acc.items), tuple(acc.assumptions), tuple(acc.warnings), dict(ctx.details),
-                       at)
+        try:
+            _SIZED[key] = (spec, ctx, tuple(acc.items), tuple(acc.assumptions), tuple(acc.warnings),
+                           dict(ctx.details), at)
+        except TypeError:  # an unhashable value: not kept
+            pass
     return ctx
 
 
@@ -616,16 +619,11 @@ def _finish(spec: ModelSpec, ctx: Context) -> Estimate:
 def _sized_key(spec: ModelSpec, w: InferenceWorkload) -> tuple[Any, ...] | None:
     """``_SIZED``'s key of ``w``: every field but the concurrency (``_workload_key``'s, by value and type); None
     where no engine composition re-derives its figures at another concurrency (vLLM with a memory given:
-    vllm.py ``vllm_at_concurrency``) or a value is unhashable."""
+    vllm.py ``vllm_at_concurrency``). (A key with an unhashable value finds nothing and is not kept.)"""
     if w.engine != "vllm" or w.memory is None:
         return None
     vals = tuple(v for k, v in w.__dict__.items() if k != "concurrency")
-    key = (id(spec), vals, tuple(map(type, vals)))
-    try:
-        hash(key)
-    except TypeError:
-        return None
-    return key
+    return (id(spec), vals, tuple(map(type, vals)))
 
 
 def _resized(spec: ModelSpec, w: InferenceWorkload, key: tuple[Any, ...]) -> Context | None:
@@ -633,7 +631,10 @@ def _resized(spec: ModelSpec, w: InferenceWorkload, key: tuple[Any, ...]) -> Con
     kept): its items, assumptions (the concurrency's named anew, ``_sizing_assumption``), warnings and details, with
     the figures that read the concurrency re-derived by the engine (vllm.py ``vllm_at_concurrency``). The rest of
     ``_compose`` reads no concurrency (the checks and refusals too, so a workload kept composed without raising)."""
-    hit = _SIZED.get(key)
+    try:
+        hit = _SIZED.get(key)
+    except TypeError:  # an unhashable value: not kept (_compose)
+        return None
     if hit is None or hit[0] is not spec:
         return None
     _, kept, items, assumptions, warnings, details, at = hit
