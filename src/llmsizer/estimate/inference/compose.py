@@ -554,7 +554,6 @@ def _compose(spec: ModelSpec, w: InferenceWorkload, key: tuple[Any, ...] | None)
     return ctx
 
 
-
 def _finish(spec: ModelSpec, ctx: Context) -> Estimate:
     """The estimate of the engine's composition ``ctx`` (``_compose``, ``_resized``): the sequences run and queued,
     the metric, the details every surface reads and the verdict."""
@@ -655,7 +654,6 @@ def _resized(spec: ModelSpec, w: InferenceWorkload, key: tuple[Any, ...]) -> Con
 # assumptions, warnings and details, the index of the concurrency's assumption), for the concurrencies a rate's
 # climb asks of one layout (cleared by ``clear_caches``)
 _SIZED: dict[tuple[Any, ...], tuple[Any, ...]] = {}
-
 
 
 def _window_notes(spec: ModelSpec, w: InferenceWorkload, window: Window | None, acc: Acc) -> str | None:
