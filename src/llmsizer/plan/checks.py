@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from ..errors import InputError
+from ..estimate.duration import COMM_BOUND_REMEDY
 from ..estimate.inference.compose import check_engine_kv_dtype
 from ..recommend import PRACTICAL_TRAINING_SECONDS
 from ..request.spec import InferenceJob, Job, Request, TrainingJob
@@ -25,7 +26,6 @@ from .result import Check, JobPlan
 SENSITIVE = ("confidential", "restricted")
 LONG_SERVICE_SECONDS = 30 * 86400  # a service running a month or more needs agreed maintenance windows
 MODEL_SIZE_TOLERANCE = 0.15
-NETWORK_BOUND_SHARE = 0.5
 LONG_INTERVAL_SECONDS = 4 * 3600
 
 
@@ -440,13 +440,10 @@ def run_risks(c: _Ctx) -> Iterator[Check]:
             yield c.check("dataset-size-missing", "error", "Dataset size missing",
                           "no dataset.tokens, size or examples: duration, storage and cost cannot be estimated", j,
                           "dataset")
-        share = f.get("comm_share")
-        if share is not None and share > NETWORK_BOUND_SHARE:
-            yield c.check("network-bound", "warning", "Communication-bound",
-                          f"communication that compute does not hide takes {share:.0%} of each step: the "
-                          "interconnect between devices "
-                          "limits training speed", j, "resources", "faster interconnect, fewer machines, ZeRO stage "
-                          "with less traffic, or larger gradient accumulation")
+        bound = f.get("comm_bound")  # the duration's own warning (estimate/duration.py comm_bound_warning)
+        if bound:
+            yield c.check("network-bound", "warning", "Communication-bound", bound, j, "resources",
+                          COMM_BOUND_REMEDY)
         if f.get("network_unknown"):
             yield c.check("network-unknown", "warning", "Interconnect bandwidth unknown",
                           f"no bandwidth for {', '.join(f['network_unknown'])}: communication time not estimated", j,

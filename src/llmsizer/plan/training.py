@@ -14,7 +14,7 @@ from typing import Any
 from ..catalog.hardware import Device, Instance
 from ..errors import InputError, LlmsizerError
 from ..estimate.device import target_memory, training_device_fields
-from ..estimate.duration import Duration, training_duration_for
+from ..estimate.duration import Duration, comm_bound_message, comm_bound_warning, training_duration_for
 from ..estimate.fit import (
     FitResult,
     fit_training,
@@ -302,7 +302,10 @@ def plan_training(job: TrainingJob, req: Request, ctx: PlanContext) -> JobPlan:
                                   s.utilization, instance, ctx.hardware_files, hw.link_bandwidth)
         util, secs = d.utilization, d.seconds
         notes.assumptions.extend(d.assumptions)
-        notes.warnings.extend(d.warnings)
+        # the duration's communication-bound warning is the plan's 'network-bound' check (plan/checks.py), said once
+        bound = comm_bound_warning(d.step)
+        notes.warnings.extend(w for w in d.warnings if w != bound)
+        notes.facts["comm_bound"] = comm_bound_message(d.step)
         dur.add("flops_per_token", "FLOPs per token", d.flops_per_token, "FLOP", d.flops_formula, d.flops.source)
     dur.add("seconds", "wall-clock (estimated)", secs, "s", f"tokens x FLOPs/token / ({gpus} devices x peak x "
             f"{util if util is not None else 'default'} utilization)", "formulas/training_time.py eq. (3)")
