@@ -925,9 +925,9 @@ def _network(job: InferenceJob, sp_typ: Any, sp_peak: Any, conc_typ: int, conc_p
         net.add(f"ingress_{level}", f"traffic in, {level}",
                 N.ingress_bytes_per_second(rate, prompt, media_bytes=media_bytes)
                 if rate and media_bytes is not None else None,
-                "B/s", f"rate x ({prompt} prompt tokens x {N.TEXT_BYTES_PER_TOKEN:g} B{media_words} + "
+                "B/s", f"rate x ({prompt} prompt tokens x {S.TEXT_BYTES_PER_TOKEN:g} B{media_words} + "
                 f"{N.REQUEST_OVERHEAD_BYTES} B envelope)", "formulas/network.py eqs. (10), (10')")
-        per_tok = N.STREAM_BYTES_PER_TOKEN if stream else N.TEXT_BYTES_PER_TOKEN
+        per_tok = N.STREAM_BYTES_PER_TOKEN if stream else S.TEXT_BYTES_PER_TOKEN
         net.add(f"egress_{level}", f"traffic out, {level}",
                 N.egress_bytes_per_second(rate, out, stream) if rate else None, "B/s",
                 f"rate x ({out} tokens x {per_tok:g} B{' per streamed chunk' if stream else ''} + "

@@ -33,9 +33,10 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
+from ..request.fields import SENSITIVITY
 from ..request.windows import Agreement
 from ..units import format_bytes, format_seconds
-from .inventory import SENSITIVITY, SERVING, TRAINING, Inventory, Node, Site
+from .inventory import SERVING, TRAINING, Inventory, Node, Site
 from .quota import USAGE, check_quota, usage_resource
 
 SERVICE_HORIZON = 365 * 86400.0  # the span of a timeline when every booking is open-ended
