@@ -46,7 +46,7 @@ from ..request.spec import Request, TrainingJob
 from ..result import Assumption, Estimate
 from ..specs import ModelSpec, TrainingWorkload
 from ..specs.training import uneven_machines
-from ..units import format_bytes, format_count
+from ..units import format_bits, format_bytes, format_count
 from . import pricing as P
 from .common import JobNotes, Sec, deadline_seconds, geometric_points
 from .hardware import PlanContext, from_option, none_hardware, option_dict, requested
@@ -297,7 +297,7 @@ def plan_training(job: TrainingJob, req: Request, ctx: PlanContext) -> JobPlan:
         if hw.nodes > 1 and job.resources.network and "network" not in fields:  # as fit --network reads it
             fields = dict(fields, network=job.resources.network)
         elif hw.nodes > 1 and hw.node_bandwidth and "network" not in fields:  # the instance's, per machine
-            fields = dict(fields, network=f"{hw.node_bandwidth * 8 / 1e9:g} Gb/s")
+            fields = dict(fields, network=format_bits(hw.node_bandwidth, "Gb/s"))
         d = training_duration_for(spec, vm_share_device(device, instance), gpus, tokens, fields,  # the one duration rule
                                   s.utilization, instance, ctx.hardware_files, hw.link_bandwidth)
         util, secs = d.utilization, d.seconds
