@@ -932,7 +932,7 @@ def _network(job: InferenceJob, sp_typ: Any, sp_peak: Any, conc_typ: int, conc_p
                 N.egress_bytes_per_second(rate, out, stream) if rate else None, "B/s",
                 f"rate x ({out} tokens x {per_tok:g} B{' per streamed chunk' if stream else ''} + "
                 f"{N.RESPONSE_OVERHEAD_BYTES} B envelope)", "formulas/network.py eq. (10)")
-    hours = P.service_hours_per_month(job.service.hours_per_day or 24, job.service.days_per_week or 7)
+    hours = P.service_hours_per_month(*job.service.hours_up)
     r = rates["typical"]
     if r:
         month_in = (N.ingress_bytes_per_second(r, max(0, ctx_typ - out_typ), media_bytes=media_bytes) * hours * 3600
@@ -993,7 +993,7 @@ def _storage(job: InferenceJob, spec: ModelSpec, fmt: str, adapters: dict[str, A
     retention = lg.retention if lg.retention is not None else 30 * 86400.0
     if lg.retention is None:
         notes.assumptions.append(Assumption("operations.logs.retention", "30 days", True, "no retention given"))
-    hours = P.service_hours_per_month(job.service.hours_per_day or 24, job.service.days_per_week or 7)
+    hours = P.service_hours_per_month(*job.service.hours_up)
     busy = hours / HOURS_PER_MONTH
     per_req = S.REQUEST_LOG_BYTES
     how = f"{S.REQUEST_LOG_BYTES} B metadata per request"
@@ -1027,7 +1027,7 @@ def _cost(job: InferenceJob, req: Request, hw: Hardware, tps_total: float | None
     cost = Sec("cost", "Cost")
     price = hw.price_per_hour
     cost.add("price_per_hour", "price per hour", price, "USD/h", hw.price_basis)
-    hpd, dpw = job.service.hours_per_day or 24, job.service.days_per_week or 7
+    hpd, dpw = job.service.hours_up
     hours = P.service_hours_per_month(hpd, dpw)
     cost.add("service_hours_month", "service hours per month", hours, "count",
              f"730 x {hpd:g} h/day x {dpw:g} days/week / 168", "plan/pricing.py eq. (5)")
@@ -1066,7 +1066,7 @@ def _operations(job: InferenceJob) -> Sec:
     sv, op = job.service, job.operations
     ops.add("duration", "service duration", sv.duration, "s", "service.duration")
     ops.add("ongoing", "ongoing", sv.ongoing, "bool")
-    ops.add("hours", "hours", f"{sv.hours_per_day or 24:g} h/day, {sv.days_per_week or 7:g} days/week", "text")
+    ops.add("hours", "hours", "{:g} h/day, {:g} days/week".format(*sv.hours_up), "text")
     ops.add("availability", "availability target", sv.availability, "text")
     ops.add("interruptible", "interruptible periods", "; ".join(sv.interruptible) if sv.interruptible else None,
             "text")

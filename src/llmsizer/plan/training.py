@@ -29,7 +29,7 @@ from ..estimate.inference import inference_sized
 from ..estimate.training.compose import INFERENCE_SIZED, training_workload
 from ..estimate.training.levers import inference_comparable, memory_levers
 from ..estimate.training.setup import refuse_attention_kernel
-from ..estimate.verdict import DEFAULT_HEADROOM, high_end
+from ..estimate.verdict import check_headroom, high_end
 from ..formulas import network as N
 from ..formulas import storage as S
 from ..formulas.cost import run_cost
@@ -238,7 +238,11 @@ def plan_training(job: TrainingJob, req: Request, ctx: PlanContext) -> JobPlan:
             "estimate/verdict.py high_end")
     mem.add("need_items_high", "  the items' summed ranges, high", items_hi, "B", "upper end of the items' ranges")
     budget_dev = est.details.get("memory_budget") if usable else None
-    headroom = est.details.get("headroom", DEFAULT_HEADROOM)
+    # the verdict's headroom; with no memory known (no verdict), the core's rule for the request's own (review32 N3:
+    # before, DEFAULT_HEADROOM here, whatever resources.headroom said)
+    headroom = est.details.get("headroom")
+    if headroom is None:
+        headroom = check_headroom(job.resources.headroom)
     mem.add("usable", "memory of one device", usable, "B",
             "resources.memory" if job.resources.memory else
             "catalog: driver-reported size where sourced, else the vendor figure read as binary (MEMORY_CONVENTION)")
@@ -305,7 +309,8 @@ def plan_training(job: TrainingJob, req: Request, ctx: PlanContext) -> JobPlan:
         # the duration's communication-bound warning is the plan's 'network-bound' check (plan/checks.py), said once
         bound = comm_bound_warning(d.step)
         notes.warnings.extend(w for w in d.warnings if w != bound)
-        notes.facts["comm_bound"] = comm_bound_message(d.step)
+        if bound:
+            notes.facts["comm_bound"] = comm_bound_message(d.step)
         dur.add("flops_per_token", "FLOPs per token", d.flops_per_token, "FLOP", d.flops_formula, d.flops.source)
     dur.add("seconds", "wall-clock (estimated)", secs, "s", f"tokens x FLOPs/token / ({gpus} devices x peak x "
             f"{util if util is not None else 'default'} utilization)", "formulas/training_time.py eq. (3)")
