@@ -112,6 +112,11 @@ MACHINE_GPUS = Range(1, 72, True, "devices of one machine; the largest single NV
 ZERO_STAGE = Range(0, 3, True, "DeepSpeed ZeRO stages are 0, 1, 2 and 3")
 FSDP_VERSION = Range(1, 2, True, "PyTorch FSDP1 (FullyShardedDataParallel) or FSDP2 (fully_shard)")
 SEED = Range(0, 2**32 - 1, True, "a 32-bit random seed")
+# how long a requested or held booking lasts unconfirmed (`capacity book --hold-hours`, the web's ``hold_hours``,
+# provider/store.py DEFAULT_HOLD), one home for its range and its default: a policy of this tool, not a measurement
+# (a day to confirm; at most a year, past which a tentative hold is a confirmed booking by another name)
+HOLD_HOURS = Range(0, 24 * 366, False, "hours a requested or held booking lasts unconfirmed; at most a year")
+DEFAULT_HOLD_HOURS = 24.0
 TOP = Range(1, 10_000, True, "rows shown")
 
 # model-description fields that may be 0 (absent block / first layer index) and image sizes (readers, #15)

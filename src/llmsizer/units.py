@@ -306,6 +306,23 @@ def format_bytes(n: float, *, binary: bool = True) -> str:
     return f"{sign}{x:.2f} {units[i]}"
 
 
+_BIT_UNITS = {"Tb/s": 1e12, "Gb/s": 1e9, "Mb/s": 1e6, "kb/s": 1e3}
+
+
+def format_bits(bytes_per_second: float, unit: str | None = None) -> str:
+    """A network rate given in bytes per second [B/s], said in bits per second (8 bits a byte; networks are rated in
+    bits, SI prefixes): by default 3 significant digits in the largest unit it reaches after rounding (999,920 b/s
+    is '1 Mb/s', not '1e+03 kb/s'); ``unit`` ('Gb/s'...): in that unit, ``:g`` (a fabric's '3200 Gb/s' as its
+    inventory states it). The one formatter of bit rates: the plan renderers, the provider's placement messages."""
+    if unit is not None:
+        return f"{bytes_per_second * 8 / _BIT_UNITS[unit]:g} {unit}"
+    bits = float(f"{bytes_per_second * 8:.3g}")
+    for name, size in _BIT_UNITS.items():
+        if bits >= size:
+            return f"{bits / size:.3g} {name}"
+    return f"{bits:.3g} b/s"
+
+
 def _seconds_unit(seconds: float) -> tuple[float, str, int]:
     """The unit ``format_seconds`` says ``seconds`` in: (seconds per unit, its name, decimals)."""
     s = float(seconds)

@@ -32,6 +32,13 @@ JOB = """  - name: {name}
     start: {start}
 """
 
+# a requested booking whose hold must outlast this test's `capacity hold` (made at the real clock): booked today,
+# for a window a month on, held the longest `--hold-hours` takes (numbers.HOLD_HOURS: a year)
+_today = dt.datetime.now(dt.timezone.utc).date()
+TODAY = ("--now", _today.isoformat())
+LATER = (_today + dt.timedelta(days=30)).isoformat()
+HOLD = "8784"
+
 
 def _json(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, object]:
     capsys.readouterr()
@@ -40,19 +47,20 @@ def _json(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, object]:
     return code, json.loads(out) if out.strip() else None
 
 
-def _book(tmp_path: Path, capsys: pytest.CaptureFixture[str], jobs: str, *extra: str) -> tuple[Path, str, list]:
+def _book(tmp_path: Path, capsys: pytest.CaptureFixture[str], jobs: str, *extra: str,
+          now: tuple[str, str] = NOW) -> tuple[Path, str, list]:
     inv = _inv(tmp_path, "inv.yaml", "gpu-07")
     req = tmp_path / "req.yaml"
     req.write_text("version: 1\njobs:\n" + jobs)
     db = str(tmp_path / "b.db")
-    code, booked = _json(capsys, "capacity", "book", str(req), "--inventory", str(inv), "--db", db, *NOW, *extra)
+    code, booked = _json(capsys, "capacity", "book", str(req), "--inventory", str(inv), "--db", db, *now, *extra)
     assert code == 0 and all(b["nodes"] == ["gpu-07"] for b in booked)  # type: ignore[union-attr]
     return inv, db, booked  # type: ignore[return-value]
 
 
 def test_a_requested_booking_on_a_renamed_node_is_reached(tmp_path, capsys):
-    job = JOB.format(name="tune-r", count=1, start="2026-02-01")
-    _, db, (b,) = _book(tmp_path, capsys, job, "--state", "requested", "--hold-hours", "100000")
+    job = JOB.format(name="tune-r", count=1, start=LATER)
+    _, db, (b,) = _book(tmp_path, capsys, job, "--state", "requested", "--hold-hours", HOLD, now=TODAY)
     rid = b["id"]
     s = Store(db)
     before = s.holds_of(rid)
@@ -64,7 +72,7 @@ def test_a_requested_booking_on_a_renamed_node_is_reached(tmp_path, capsys):
     err = capsys.readouterr().err
     assert f"capacity re-place {rid} --inventory" in err, err
     # re-place as the refusal says: moved, state kept (before: "not an orphaned booking", exit 2)
-    code, out = _json(capsys, "capacity", "re-place", rid, "--inventory", str(renamed), "--db", db, *NOW)
+    code, out = _json(capsys, "capacity", "re-place", rid, "--inventory", str(renamed), "--db", db, *TODAY)
     assert code == 0 and out["written"] and [m["to"] for m in out["moved"]] == [["gpu-7"]], out  # type: ignore[index]
     s = Store(db)
     assert sorted(s.holds_of(rid), key=repr) == _renamed(before, "gpu-07", "gpu-7")
@@ -75,10 +83,10 @@ def test_a_requested_booking_on_a_renamed_node_is_reached(tmp_path, capsys):
 
 
 def test_without_ids_a_requested_orphan_is_moved_and_release_orphans_reaches_one(tmp_path, capsys):
-    job = JOB.format(name="tune-r", count=1, start="2026-02-01")
-    _, db, (b,) = _book(tmp_path, capsys, job, "--state", "requested", "--hold-hours", "100000")
+    job = JOB.format(name="tune-r", count=1, start=LATER)
+    _, db, (b,) = _book(tmp_path, capsys, job, "--state", "requested", "--hold-hours", HOLD, now=TODAY)
     renamed = _inv(tmp_path, "renamed.yaml", "gpu-7")
-    code, out = _json(capsys, "capacity", "re-place", "--inventory", str(renamed), "--db", db, *NOW)
+    code, out = _json(capsys, "capacity", "re-place", "--inventory", str(renamed), "--db", db, *TODAY)
     assert code == 0 and [m["id"] for m in out["moved"]] == [b["id"]]  # type: ignore[index]
     # release --orphans: a requested booking on a node the inventory has not (before: nothing released)
     gone = _inv(tmp_path, "gone.yaml", "gpu-99", device="l40s")

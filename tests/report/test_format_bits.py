@@ -1,4 +1,4 @@
-"""Network rates in bits per second (plan renderers, render/markdown.py format_bits): three significant digits in
+"""Network rates in bits per second (units.py format_bits: the plan renderers and the provider's placement messages): three significant digits in
 the largest unit the rounded rate reaches -- a rate just under a unit boundary rounds up into the next unit instead
 of printing an exponent (a plan printed 'in 124.99 KB/s (1e+03 kb/s)')."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from llmsizer.render.markdown import format_bits
+from llmsizer.units import format_bits
 
 
 @pytest.mark.parametrize(("bytes_per_second", "text"), [
@@ -24,3 +24,14 @@ def test_no_rate_prints_an_exponent() -> None:
     for exp in range(0, 13):
         for mantissa in (0.99951, 0.9994, 1.0, 9.996, 99.96, 124.99):
             assert "e" not in format_bits(mantissa * 10 ** exp / 8).split()[0]
+
+
+@pytest.mark.parametrize(("bytes_per_second", "text"), [
+    (400e9 / 8, "400 Gb/s"),      # an inventory fabric as written: 400 Gb/s
+    (3200e9 / 8, "3200 Gb/s"),    # an EFA instance network, kept in Gb/s (not 3.2 Tb/s) where the unit is fixed
+    (12.5e9 / 8, "12.5 Gb/s"),
+    (0, "0 Gb/s"),
+])
+def test_a_fixed_unit_is_said_in_that_unit(bytes_per_second: float, text: str) -> None:
+    """``unit``: the placement messages' form (provider/placement.py, before: ``* 8 / 1e9:g Gb/s`` inline)."""
+    assert format_bits(bytes_per_second, "Gb/s") == text

@@ -13,10 +13,11 @@ from typing import Any, NamedTuple
 
 from ..errors import InputError
 from ..inputs import regular_file
+from ..numbers import DEFAULT_HOLD_HOURS, HOLD_HOURS
 from ..render.safe import say
 from ..units import format_bytes, format_seconds
 from .commands import COMMAND_HELP
-from .common import add_force, check_output_file, emit_json, needs_subcommand
+from .common import add_force, check_output_file, emit_json, float_arg, needs_subcommand
 
 EPILOG = """examples:
   llmsizer capacity check examples/pretraining-multinode.yaml --inventory examples/provider/inventory.yaml
@@ -99,8 +100,9 @@ def register(sub: Any) -> None:
                                                                      "default: confirmed)")
             q.add_argument("--state", choices=("requested", "held", "confirmed"),
                            help="state of the new booking (default confirmed; --tentative = held)")
-            q.add_argument("--hold-hours", type=float, default=24.0, metavar="H",
-                           help="a requested/held booking expires after H hours unless confirmed (default 24)")
+            q.add_argument("--hold-hours", type=float_arg(HOLD_HOURS), default=DEFAULT_HOLD_HOURS, metavar="H",
+                           help="a requested/held booking expires after H hours unless confirmed "
+                                f"(default {DEFAULT_HOLD_HOURS:g})")
             actor(q)
         q.set_defaults(func=cmd_check if name == "check" else cmd_book)
     for name, state, helptext in (

@@ -36,7 +36,7 @@ stderr, with "did you mean" when a known name is close, and exits 2. A request p
 
 
 _INVALID_CHOICE = re.compile(r"invalid choice: (?P<value>'[^']*'|\"[^\"]*\") \(choose from (?P<choices>.*)\)$")
-_UNRECOGNIZED = "unrecognized arguments: "
+UNRECOGNIZED = "unrecognized arguments: "  # argparse's words (parse_args); web/bridge.py reads them
 UNKNOWN_SHOWN = 3  # unknown options an error line names (and says how many more): 50,000 unknown web fields made a
 # 209 KB "one line" and 50,000 did-you-mean searches (probe13 D3)
 ECHO_CHARS = 40  # characters of one unknown word echoed (a 900 kB value is not repeated back)
@@ -53,9 +53,9 @@ def bounded_unrecognized(words: Sequence[str]) -> str:
             options += 1
             if options > UNKNOWN_SHOWN:
                 more = sum(1 for x in words[i:] if x.startswith("-"))
-                return _UNRECOGNIZED + " ".join(shown) + f" (and {more:,} more)"
+                return UNRECOGNIZED + " ".join(shown) + f" (and {more:,} more)"
         shown.append(w if len(w) <= ECHO_CHARS else w[:ECHO_CHARS - 3] + "...")
-    return _UNRECOGNIZED + " ".join(shown)
+    return UNRECOGNIZED + " ".join(shown)
 
 
 def _option_strings(parser: argparse.ArgumentParser) -> list[str]:
@@ -101,12 +101,12 @@ def _with_suggestion(parser: argparse.ArgumentParser, message: str) -> str:
             return message
         head = message[:m.end("value")]
         return head + did_you_mean(str(value), choices) + message[m.end("value"):]
-    if message.startswith(_UNRECOGNIZED):
-        message = bounded_unrecognized(message[len(_UNRECOGNIZED):].split(" "))
+    if message.startswith(UNRECOGNIZED):
+        message = bounded_unrecognized(message[len(UNRECOGNIZED):].split(" "))
         argv = getattr(parser, "argv", None)
         invoked = _invoked(parser, argv)
         options = _option_strings(invoked)
-        words = [w.split("=", 1)[0] for w in message[len(_UNRECOGNIZED):].split() if w.startswith("--")]
+        words = [w.split("=", 1)[0] for w in message[len(UNRECOGNIZED):].split() if w.startswith("--")]
         training = _training_words(words) if _serving(invoked, argv) else []
         if training:  # `infer --method lora`: not a misspelt serving option but another question's (no "--metric")
             more = training[1:]

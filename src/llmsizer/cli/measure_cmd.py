@@ -8,8 +8,8 @@ from typing import Any
 
 from ..numbers import CONCURRENCY, COUNT, LORA_RANK, SECONDS, SEED, WIDTH
 from ..render.safe import say
-from ..specs.training import OPTIMIZERS
-from ..specs.workload import OUTPUT_TOKENS
+from ..specs.training import METHODS, OPTIMIZER_IMPLS, OPTIMIZERS
+from ..specs.workload import DTYPES, OUTPUT_TOKENS
 from .commands import COMMAND_HELP
 from .common import bytes_arg, count_in, emit_json, int_arg, needs_subcommand, seconds_arg, tokens_arg, tokens_in
 
@@ -61,13 +61,13 @@ def register(sub: Any) -> None:
     pi.add_argument("--concurrency", type=count_in(CONCURRENCY), default=1, help="sequences at once (default 1)")
     pi.add_argument("--output-tokens", type=tokens_in(OUTPUT_TOKENS), default=16,
                     help="tokens decoded per sequence (default 16); 0: prefill only, as infer's (no decode timed)")
-    pi.add_argument("--dtype", choices=("bf16", "fp16", "fp32"), help="default: bf16 on CUDA, fp32 on CPU")
+    pi.add_argument("--dtype", choices=DTYPES, help="default: bf16 on CUDA, fp32 on CPU")
     pi.add_argument("--weights", choices=("nf4", "nf4-dq"), help="bitsandbytes 4-bit weights (CUDA)")
     pi.set_defaults(func=cmd_measure, kind="inference")
     pt = msub.add_parser("train", help="optimizer steps: full, LoRA, DoRA or QLoRA",
                          epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     _common(pt)
-    pt.add_argument("--method", choices=("full", "lora", "dora", "qlora"), default="full")
+    pt.add_argument("--method", choices=METHODS, default="full")
     pt.add_argument("--rank", type=int_arg(LORA_RANK), default=16, help="LoRA rank (default 16)")
     pt.add_argument("--alpha", type=int_arg(WIDTH), help="LoRA alpha (default 2 x rank)")
     pt.add_argument("--targets", default="all-linear",
@@ -77,9 +77,9 @@ def register(sub: Any) -> None:
                     choices=OPTIMIZERS)
     pt.add_argument("--precision", choices=("fp32", "bf16-mixed", "fp16-mixed", "bf16", "fp16"),
                     help="default: bf16-mixed on CUDA (bf16 for QLoRA), fp32 on CPU")
-    pt.add_argument("--optimizer-impl", choices=("fused", "foreach", "for-loop"),
+    pt.add_argument("--optimizer-impl", choices=OPTIMIZER_IMPLS,
                     help="torch optimizer implementation (default: torch's, foreach on CUDA)")
-    pt.add_argument("--base-dtype", choices=("bf16", "fp16", "fp32"),
+    pt.add_argument("--base-dtype", choices=DTYPES,
                     help="frozen base dtype for lora/dora/qlora (default bf16; fp32 with --precision fp32)")
     pt.add_argument("--micro-batch", type=int_arg(COUNT), default=1, help="sequences per step (default 1)")
     pt.add_argument("--seq-len", type=tokens_arg, default=512, help="tokens per sequence (default 512)")

@@ -9,7 +9,7 @@ from ..errors import InputError
 from ..estimate.fit import rate_and_concurrency
 from ..numbers import BUDGET, KWH_PRICE, REQUEST_RATE, TOKEN_RATE, TOP
 from ..recommend import Constraints, Recommendation, recommend_inference, recommend_training
-from ..render.recommend_text import render_recommendation
+from ..render.recommend_text import DEFAULT_TOP, render_recommendation
 from ..render.safe import say
 from ..specs import InferenceWorkload, ModelSpec, normalize_engine
 from .commands import COMMAND_HELP
@@ -81,7 +81,8 @@ def register(sub: Any) -> None:
     p.add_argument("--hardware-file", action="append", default=[], metavar="FILE",
                    help="extra hardware (JSON/YAML); its devices marked owned (`hardware detect` writes them) are "
                         "your hardware: answered first, the catalog's local cards then ones to buy")
-    p.add_argument("--top", type=int_arg(TOP), default=8, help="options and rejections to show (default 8)")
+    p.add_argument("--top", type=int_arg(TOP), default=DEFAULT_TOP, help=f"options and rejections to show (default "
+                   f"{DEFAULT_TOP})")
     p.add_argument("--json", action="store_true", help="machine-readable output (everything)")
     p.set_defaults(func=cmd_recommend)
 

@@ -22,6 +22,10 @@ from .common import int_arg
 PORT = Range(1, 65535, True, "a TCP port")
 WORKERS = Range(1, 64, True, "a number of worker processes")
 ANSWERS = Range(0, 1_000_000, True, "a number of answers")
+# estimate answers each worker remembers by default (--answer-cache; web/answer_cache.py ENTRIES reads it): one home
+ANSWER_CACHE_ENTRIES = 4096
+DEFAULT_PORT = 8000
+DEFAULT_HOST = "127.0.0.1"
 MAX_DEFAULT_WORKERS = 4
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 INSTALL_HINT = "pip install 'llmsizer[web]'"
@@ -42,15 +46,15 @@ def register(sub: Any) -> None:
                        description="Serve the web app (calculator, compare, request pages) and the JSON API "
                                    "(/api/v1) on this machine. Every number is the CLI's for the same input.",
                        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")
-    p.add_argument("--port", type=int_arg(PORT), default=8000, help="TCP port (default 8000)")
+    p.add_argument("--host", default=DEFAULT_HOST, help=f"address to listen on (default {DEFAULT_HOST}: this machine only)")
+    p.add_argument("--port", type=int_arg(PORT), default=DEFAULT_PORT, help=f"TCP port (default {DEFAULT_PORT})")
     p.add_argument("--workers", type=int_arg(WORKERS), default=None,
                    help=f"worker processes answering on the one port (default: the CPU cores this process may use, "
                         f"at most {MAX_DEFAULT_WORKERS}); uploaded model-file headers and console sign-ins hold "
                         "on every worker")
     p.add_argument("--answer-cache", type=int_arg(ANSWERS), default=None, metavar="N",
                    help="estimate answers each worker remembers (an estimate is a pure function of the request; "
-                        "default 4096; 0: compute every answer)")
+                        f"default {ANSWER_CACHE_ENTRIES}; 0: compute every answer)")
     p.add_argument("--inventory", metavar="FILE", help="the provider's inventory (YAML): serves /api/v1/capacity "
                                                        "and the console (/console); default $LLMSIZER_INVENTORY")
     p.add_argument("--db", metavar="URL", help="reservation store: SQLite file or postgresql:// URL (default "
@@ -102,7 +106,6 @@ def cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from .._version import __version__
-    from ..web.answer_cache import ENTRIES
     from ..web.app import WORKER_ENV, app_from_env
     from ..web.sessions import SECRET_ENV
     workers = args.workers or default_workers()
@@ -121,7 +124,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         "inventory": provider.inventory if provider else None, "db": provider.db if provider else None,
         "auth": provider.auth if provider else None, "uploads_folder": folder, "parent": os.getpid() if workers > 1
         else None,
-        "answer_cache": ENTRIES if args.answer_cache is None else args.answer_cache})
+        "answer_cache": ANSWER_CACHE_ENTRIES if args.answer_cache is None else args.answer_cache})
     try:
         if provider is not None and provider.auth is None:
             print("llmsizer: warning: no --auth file: every capacity call (book, confirm, release) is allowed to "

@@ -13,7 +13,13 @@ from typing import Any
 
 from ..catalog.frameworks import framework_profiles
 from ..errors import InputError
-from ..estimate.engines import CURRENT_VERSION
+from ..estimate.engines import (
+    CURRENT_VERSION,
+    LLAMACPP_N_UBATCH,
+    SGLANG_MAMBA_FULL_MEMORY_RATIO,
+    VLLM,
+    VLLM_GPU_MEMORY_UTILIZATION,
+)
 from ..estimate.verdict import DEFAULT_HEADROOM, LLAMACPP_FIT_TARGET
 from ..formulas.kv_cache import kv_dtype_name
 from ..formulas.weight_formats import normalize_format
@@ -207,9 +213,9 @@ def add_inference_args(p: argparse.ArgumentParser, *, engine: bool = True, tenso
         add_attention_arg(g, serving_only=True)
     g.add_argument("--dtype", choices=DTYPES, help="compute dtype for activations and unquantized tensors")
     g.add_argument("--group-size", type=int_arg(GROUP_SIZE), help=f"GPTQ/AWQ group size (default {IW.group_size})")
-    g.add_argument("--block-size", type=int_arg(COUNT), dest="paged_block_size", help="paged KV block (vLLM default 16)")
+    g.add_argument("--block-size", type=int_arg(COUNT), dest="paged_block_size", help=f"paged KV block (vLLM default {VLLM.block_size})")
     g.add_argument("--gpu-memory-utilization", type=share_arg,
-                   help="vLLM, 0.9 or 90%% (default 0.9, or 1 - --headroom)")
+                   help=f"vLLM, 0.9 or 90%% (default {VLLM_GPU_MEMORY_UTILIZATION:g}, or 1 - --headroom)")
     g.add_argument("--max-num-seqs", "--max-running-requests", type=int_arg(CONCURRENCY), dest="max_num_seqs",
                    help="vLLM max_num_seqs / SGLang max_running_requests (default: the engine's; see the assumptions)")
     g.add_argument("--max-num-batched-tokens", "--chunked-prefill-size", type=tokens_in(TOKENS),
@@ -224,7 +230,7 @@ def add_inference_args(p: argparse.ArgumentParser, *, engine: bool = True, tenso
                         "instead of --mamba-full-memory-ratio's split (default: SGLang's split)")
     g.add_argument("--mamba-full-memory-ratio", type=float_arg(MEMORY_RATIO),
                    help="SGLang, hybrid models: the recurrent-state pool gets r / (1 + r) of the memory after the "
-                        "weights (default: SGLang's 0.9)")
+                        f"weights (default: SGLang's {SGLANG_MAMBA_FULL_MEMORY_RATIO:g})")
     g.add_argument("--mamba-radix-cache-strategy", choices=MAMBA_RADIX_CACHE_STRATEGIES,
                    help="SGLang, hybrid models: recurrent-state slots each running request holds: no_buffer 3 "
                         "(with --disable-overlap-schedule), extra_buffer 5, extra_buffer_lazy 4 (default: "
@@ -244,7 +250,7 @@ def add_inference_args(p: argparse.ArgumentParser, *, engine: bool = True, tenso
                        help=f"tensor-parallel devices per replica; memory is per device (default {IW.tensor_parallel})")
     g.add_argument("--n-gpu-layers", "-ngl", type=int_arg(GPU_LAYERS),
                    help="llama.cpp layers offloaded, the output layer counting as the last (default: all)")
-    g.add_argument("--ubatch", type=tokens_in(TOKENS), dest="n_ubatch", help="llama.cpp n_ubatch (default 512)")
+    g.add_argument("--ubatch", type=tokens_in(TOKENS), dest="n_ubatch", help=f"llama.cpp n_ubatch (default {LLAMACPP_N_UBATCH})")
     add_kv_unified_arg(g)
     add_allow_long_context_arg(g)
     if speed:
@@ -349,7 +355,7 @@ def add_training_args(p: argparse.ArgumentParser, *, attention: bool = True,
                    help="activation checkpointing; selective-op: torchtitan's op-level policy (default none; "
                    "full for --method qlora, as peft's prepare_model_for_kbit_training)")
     g.add_argument("--checkpoint-every", type=int_arg(COUNT), help="checkpoint only every N-th layer (full or "
-                   "selective-op; torchtitan selective_ac_option N; default 1)")
+                   f"selective-op; torchtitan selective_ac_option N; default {TW.checkpoint_every})")
     g.add_argument("--recompute-modules", dest="recompute_modules",
                    help="with --grad-checkpointing selective and --precision megatron-*: Megatron-Core's "
                    "--recompute-modules, comma-separated: core_attn, mla_up_proj, moe_act, layernorm, mlp, moe (mlp: dense "
@@ -369,7 +375,7 @@ def add_training_args(p: argparse.ArgumentParser, *, attention: bool = True,
                    help="with --packing, tokens per packed document: attention masked per document (flash-attn "
                         "varlen, torchtune's FlexAttention) is timed over documents of this length (default: one "
                         "document fills the row)")
-    g.add_argument("--loss-chunks", type=int_arg(COUNT), help="cross-entropy chunks (torchtune: 8; default 1)")
+    g.add_argument("--loss-chunks", type=int_arg(COUNT), help=f"cross-entropy chunks (torchtune: 8; default {TW.loss_chunks})")
     g.add_argument("--loss", choices=LOSSES, help="ce: the model returns the logits (transformers; torchtune "
                    "CEWithChunkedOutputLoss with --loss-chunks 8); linear-ce: lm_head inside the loss per chunk "
                    "(torchtune LinearCrossEntropyLoss, with --loss-chunks 8); cut-ce: no logits tensor at all (Cut "
@@ -431,17 +437,18 @@ def add_training_args(p: argparse.ArgumentParser, *, attention: bool = True,
                         "use_gradient_checkpointing='unsloth')")
     g.add_argument("--optimizer-in-backward", action="store_true", default=None,
                    help="update each parameter during backward")
-    g.add_argument("--gpus", type=int_arg(COUNT), help="devices in total (default 1; fit/recommend: the devices they place)")
-    g.add_argument("--zero", type=int_arg(ZERO_STAGE), help="DeepSpeed ZeRO stage 0-3 (default 0; with a memory "
+    g.add_argument("--gpus", type=int_arg(COUNT), help=f"devices in total (default {TW.gpus}; fit/recommend: the devices they "
+                   "place)")
+    g.add_argument("--zero", type=int_arg(ZERO_STAGE), help=f"DeepSpeed ZeRO stage 0-3 (default {TW.zero}; with a memory "
                    f"budget, {budget}, on several devices, or on one under --offload optimizer: the least-sharded "
                    "stage that fits, from ZeRO-1 under that offload; none on an Apple GPU)")
     g.add_argument("--fsdp", choices=FSDP_MODES, help="PyTorch FSDP sharding strategy")
     g.add_argument("--tp", "--tensor-parallel", type=int_arg(COUNT), dest="tp",
-                   help="tensor-parallel degree (default 1; fit sizing serving: the degree of each replica, default "
+                   help=f"tensor-parallel degree (default {TW.tp}; fit sizing serving: the degree of each replica, default "
                         "fit's choice)")
-    g.add_argument("--pp", type=int_arg(COUNT), help="pipeline-parallel stages (default 1)")
+    g.add_argument("--pp", type=int_arg(COUNT), help=f"pipeline-parallel stages (default {TW.pp})")
     g.add_argument("--virtual-stages", type=int_arg(COUNT), help="with --pp: model chunks per device of Megatron's "
-                   "interleaved schedule, for the duration's pipeline bubble (default 1: plain 1F1B)")
+                   f"interleaved schedule, for the duration's pipeline bubble (default {TW.virtual_stages}: plain 1F1B)")
     g.add_argument("--pipeline-split", choices=PIPELINE_SPLITS, help="with --pp: how the layers are split over the "
                    "stages: even (Megatron, DeepSpeed uniform: the remainder on the first stages), torchtitan-9dec370 "
                    "or torchtitan (its generated split points) (default even)")
@@ -452,7 +459,7 @@ def add_training_args(p: argparse.ArgumentParser, *, attention: bool = True,
                    help="with --tp: Megatron-LM's backward overlap of each column-parallel linear's input-gradient "
                         "all-reduce (reduce-scatter and input re-gather under --sequence-parallel) with its GEMMs, on "
                         "in Megatron since 2021-09, for the duration (default: off, PyTorch tensor parallelism)")
-    g.add_argument("--ep", type=int_arg(COUNT), help="expert-parallel degree, MoE (default 1)")
+    g.add_argument("--ep", type=int_arg(COUNT), help=f"expert-parallel degree, MoE (default {TW.ep})")
     g.add_argument("--etp", type=int_arg(COUNT),
                    help="with a Megatron precision, MoE: the experts' tensor-parallel size, Megatron "
                         "expert_tensor_parallel_size (Megatron-Bridge MoE recipes: 1); --etp x --ep x --pp must "
@@ -529,7 +536,7 @@ def add_framework_args(g: argparse._ArgumentGroup) -> None:
                         f"(default {TW.fsdp1_lora_wrap})")
     g.add_argument("--context-parallel", "--cp", type=int_arg(COUNT), dest="context_parallel",
                    help="context-parallel degree: each sequence split over N devices, ring attention: torchtitan's "
-                        "(needs --fsdp) or, under a megatron precision, Megatron-Core's (default 1)")
+                        f"(needs --fsdp) or, under a megatron precision, Megatron-Core's (default {TW.context_parallel})")
     g.add_argument("--activation-offload", action="store_true", default=None,
                    help="saved activations offloaded to host memory (torchtune enable_activation_offloading)")
     g.add_argument("--float8", action="store_true", default=None,

@@ -2672,10 +2672,40 @@ def training_duration(spec: ModelSpec, device: Device, devices: int, tokens: flo
         offloaded_bytes = offloaded_activation_bytes(spec, w) if w.activation_offload else 0.0
     st = step_time(spec, device, w, fl, peak, u, link_bandwidth, paged_bytes, notes, warnings, network,
                    paged_free_bytes, offloaded_bytes)
+    comm_bound = comm_bound_warning(st)
+    if comm_bound:
+        warnings.append(comm_bound)
     secs = tokens / st.tokens_per_second
     gemm = key if device.kind == "cpu" or key in ("fp32", "tf32") else "fp16" if "fp16" in w.precision else "bf16"
     return Duration(tokens, devices, fl, peak, key, u, u_source, secs, tuple(notes), tuple(warnings), st, w.micro_batch,
                     no_band, mfl.effective_per_token(w.micro_batch), mfl.formula, gemm)
+
+
+# Warn when communication that compute does not hide takes more than this share of each optimizer step
+# (StepTime.comm_share: formulas/training_time.py eqs. (8'), (8''); a model-parallel run's formulas/model_parallel_time.py
+# eq. (P6)): the interconnect then sets the run's speed, the devices wait on it for most of the wall clock (and of the
+# price). A threshold for a warning, not a fitted constant (as engines.PREFILL_SHARE_WARN). train, fit --train,
+# recommend --train and plan all say it (comm_bound_warning); the plan as its 'network-bound' check (review32 D2).
+COMM_BOUND_SHARE = 0.5
+COMM_BOUND_REMEDY = "faster interconnect, fewer machines, ZeRO stage with less traffic, or larger gradient accumulation"
+COMM_BOUND_HEAD = "communication-bound: "
+
+
+def comm_bound_message(step: StepTime | None) -> str | None:
+    """What a step past COMM_BOUND_SHARE of exposed communication means, in words (None below it): the plan's
+    'network-bound' check's message, with COMM_BOUND_REMEDY its remedy."""
+    share = step.comm_share if step is not None else 0.0
+    if not share > COMM_BOUND_SHARE:
+        return None
+    return (f"communication that compute does not hide takes {share:.0%} of each step: the interconnect between "
+            "devices limits training speed")
+
+
+def comm_bound_warning(step: StepTime | None) -> str | None:
+    """The duration's warning of a communication-bound step (``comm_bound_message`` with its remedy), None below
+    COMM_BOUND_SHARE: one home for train, fit --train, recommend --train and the plan."""
+    message = comm_bound_message(step)
+    return None if message is None else f"{COMM_BOUND_HEAD}{message} ({COMM_BOUND_REMEDY})"
 
 
 # A training run with no deadline given is judged against a practical limit: an option that would take longer is

@@ -184,6 +184,12 @@ class SpeedEstimate:
         chunks where the load is modelled (formulas/serving_queue.py eq. Q5), else one per decode step."""
         if self.load is not None:  # a prefill-only load (output 0) has no step: no per-user rate
             return 1.0 / self.load["step_seconds"] if self.load["step_seconds"] else None
+        return self.decode_tokens_per_second_per_user
+
+    @property
+    def decode_tokens_per_second_per_user(self) -> float | None:
+        """Output tokens/s one user sees with no prompt competing, 1 / t_d [tokens/s]: one token per decode step
+        (formulas/speed.py eq. 4's step); ``tokens_per_second_per_user`` where no load is modelled."""
         return 1.0 / self.decode.seconds if self.decode else None
 
     @property

@@ -111,8 +111,7 @@ from __future__ import annotations
 import math
 
 from ..errors import InputError
-
-TEXT_BYTES_PER_TOKEN = 4.0  # OpenAI help: 1 token ~= 4 characters of English text
+from .storage import TEXT_BYTES_PER_TOKEN  # one home: OpenAI help, 1 token ~= 4 characters of English text
 
 # One OpenAI-compatible streaming chunk (the chat.completion.chunk object; vLLM's server sends the same shape).
 SSE_CHUNK_EXAMPLE = (

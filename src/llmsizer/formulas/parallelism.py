@@ -135,10 +135,6 @@ def zero_bytes_per_param(stage: int, group: int, weight_b: float = 2, grad_b: fl
     return weight_b / w + grad_b / g + k / o
 
 
-# how the decoder layers are split over pipeline stages (``pipeline_stage_layers``)
-PIPELINE_SPLITS = ("even", "torchtitan-9dec370", "torchtitan")
-
-
 def torchtitan_stage_layer_counts(num_layers: int, stages: int, rule: str = "torchtitan") -> list[int]:
     """Decoder layers of each of ``stages`` pipeline stages as torchtitan splits them when no split points are given.
 

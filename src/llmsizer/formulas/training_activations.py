@@ -190,6 +190,7 @@ from .encoder_decoder_activations import (
 )
 from .expert_parallel_time import routed_probs_bytes
 from .mamba_activations import jamba_mamba_saved_terms, mamba2_saved_terms
+from .recurrent_activations import GDN_CHUNK
 from .sdpa_dispatch import sdpa_backend
 
 ATTN_INPUTS = ("attn_q", "attn_k", "attn_v")
@@ -1077,7 +1078,8 @@ def _gated_deltanet_layer(spec: ModelSpec, layer: int) -> bool:
             and spec.layer_types[layer] == "none")
 
 
-GDN_CHUNK = 64  # chunk_size of torch_chunk_gated_delta_rule and of fla's chunk_gated_delta_rule (BT)
+# GDN_CHUNK (recurrent_activations.py, its one home): chunk_size of torch_chunk_gated_delta_rule and of fla's
+# chunk_gated_delta_rule (BT)
 
 
 def gated_deltanet_saved_terms(spec: ModelSpec, st: ActivationSetup) -> list[Term]:

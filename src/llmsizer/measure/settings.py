@@ -14,25 +14,25 @@ from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
 from ..errors import InputError, LlmsizerError
+from ..formulas.hf_cache_traffic import ATTENTION  # transformers attn_implementation names, one home
 from ..formulas.training_states import BNB_OPTIMIZERS  # the bitsandbytes ones: one field of each optimizer's record
 from ..specs.training import (  # every one of them runs: torch or bitsandbytes (workloads.py)
+    METHODS,
+    OPTIMIZER_IMPLS,
     OPTIMIZERS,
     MethodDefault,
     default_grad_checkpointing,
     paged_off_cuda,
 )
 from ..specs.training import normalize_targets as estimate_targets
+from ..specs.workload import DTYPES
 from ..suggest import unknown_choice
 
 KINDS = ("inference", "training")
 DEVICES = ("auto", "cpu", "cuda")
-DTYPES = ("bf16", "fp16", "fp32")
 INFER_WEIGHTS = ("nf4", "nf4-dq")  # besides the compute dtype itself: bitsandbytes 4-bit (CUDA)
-ATTENTION = ("sdpa", "eager", "flash")
-METHODS = ("full", "lora", "dora", "qlora")
 PRECISIONS = ("fp32", "bf16-mixed", "fp16-mixed", "bf16", "fp16")
 GRAD_CHECKPOINTING = ("none", "full")
-OPTIMIZER_IMPLS = ("fused", "foreach", "for-loop")
 # PEFT's own shorthand, passed to it as is (every nn.Linear but the output head: peft tuners/tuners_utils.py
 # ``_maybe_include_all_linear_layers``): the rule the estimate follows for 'all-linear' (specs/training.py ALL_LINEAR)
 ALL_LINEAR = ("all-linear",)

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from ..errors import InputError
+from ..estimate.duration import COMM_BOUND_REMEDY
 from ..estimate.inference.compose import check_engine_kv_dtype
 from ..recommend import PRACTICAL_TRAINING_SECONDS
 from ..request.spec import InferenceJob, Job, Request, TrainingJob
@@ -29,9 +30,6 @@ LONG_SERVICE_SECONDS = 30 * 86400  # a service running a month or more needs agr
 # model.size is a rounded, published size ("8B" for Llama-3.1-8B's counted 8.03B, "70B" for 70.6B, "7B" for
 # Mistral-7B's 7.24B); more than this fraction from the counted parameters is another model or a typo, not rounding.
 MODEL_SIZE_TOLERANCE = 0.15
-# communication the compute does not hide taking more than half of each step: the interconnect, not the devices,
-# sets the step time (more than the compute and memory terms together), so it is named as the bound.
-NETWORK_BOUND_SHARE = 0.5
 # a training run without checkpoints, or an interval between them, longer than this loses more than half a working
 # day's device time to one interruption: an error (no checkpoints) or a warning (a longer interval).
 LONG_INTERVAL_SECONDS = 4 * 3600
@@ -448,13 +446,10 @@ def run_risks(c: _Ctx) -> Iterator[Check]:
             yield c.check("dataset-size-missing", "error", "Dataset size missing",
                           "no dataset.tokens, size or examples: duration, storage and cost cannot be estimated", j,
                           "dataset")
-        share = f.get("comm_share")
-        if share is not None and share > NETWORK_BOUND_SHARE:
-            yield c.check("network-bound", "warning", "Communication-bound",
-                          f"communication that compute does not hide takes {share:.0%} of each step: the "
-                          "interconnect between devices "
-                          "limits training speed", j, "resources", "faster interconnect, fewer machines, ZeRO stage "
-                          "with less traffic, or larger gradient accumulation")
+        bound = f.get("comm_bound")  # the duration's own warning (estimate/duration.py comm_bound_warning)
+        if bound:
+            yield c.check("network-bound", "warning", "Communication-bound", bound, j, "resources",
+                          COMM_BOUND_REMEDY)
         if f.get("network_unknown"):
             yield c.check("network-unknown", "warning", "Interconnect bandwidth unknown",
                           f"no bandwidth for {', '.join(f['network_unknown'])}: communication time not estimated", j,

@@ -942,14 +942,14 @@ def _network(job: InferenceJob, sp_typ: Any, sp_peak: Any, conc_typ: int, conc_p
         net.add(f"ingress_{level}", f"traffic in, {level}",
                 N.ingress_bytes_per_second(rate, prompt, media_bytes=media_bytes)
                 if rate and media_bytes is not None else None,
-                "B/s", f"rate x ({prompt} prompt tokens x {N.TEXT_BYTES_PER_TOKEN:g} B{media_words} + "
+                "B/s", f"rate x ({prompt} prompt tokens x {S.TEXT_BYTES_PER_TOKEN:g} B{media_words} + "
                 f"{N.REQUEST_OVERHEAD_BYTES} B envelope)", "formulas/network.py eqs. (10), (10')")
-        per_tok = N.STREAM_BYTES_PER_TOKEN if stream else N.TEXT_BYTES_PER_TOKEN
+        per_tok = N.STREAM_BYTES_PER_TOKEN if stream else S.TEXT_BYTES_PER_TOKEN
         net.add(f"egress_{level}", f"traffic out, {level}",
                 N.egress_bytes_per_second(rate, out, stream) if rate else None, "B/s",
                 f"rate x ({out} tokens x {per_tok:g} B{' per streamed chunk' if stream else ''} + "
                 f"{N.RESPONSE_OVERHEAD_BYTES} B envelope)", "formulas/network.py eq. (10)")
-    hours = P.service_hours_per_month(job.service.hours_per_day or 24, job.service.days_per_week or 7)
+    hours = P.service_hours_per_month(*job.service.hours_up)
     r = rates["typical"]
     if r:
         month_in = (N.ingress_bytes_per_second(r, max(0, ctx_typ - out_typ), media_bytes=media_bytes) * hours * 3600
@@ -1011,7 +1011,7 @@ def _storage(job: InferenceJob, spec: ModelSpec, fmt: str, adapters: dict[str, A
     if lg.retention is None:
         notes.assumptions.append(Assumption("operations.logs.retention", f"{DEFAULT_LOG_RETENTION / 86400:.0f} days", True,
                                             "no retention given: " + DEFAULT_LOG_RETENTION_REASON))
-    hours = P.service_hours_per_month(job.service.hours_per_day or 24, job.service.days_per_week or 7)
+    hours = P.service_hours_per_month(*job.service.hours_up)
     busy = hours / HOURS_PER_MONTH
     per_req = S.REQUEST_LOG_BYTES
     how = f"{S.REQUEST_LOG_BYTES} B metadata per request"
@@ -1045,7 +1045,7 @@ def _cost(job: InferenceJob, req: Request, hw: Hardware, tps_total: float | None
     cost = Sec("cost", "Cost")
     price = hw.price_per_hour
     cost.add("price_per_hour", "price per hour", price, "USD/h", hw.price_basis)
-    hpd, dpw = job.service.hours_per_day or 24, job.service.days_per_week or 7
+    hpd, dpw = job.service.hours_up
     hours = P.service_hours_per_month(hpd, dpw)
     cost.add("service_hours_month", "service hours per month", hours, "count",
              f"730 x {hpd:g} h/day x {dpw:g} days/week / 168", "plan/pricing.py eq. (5)")
@@ -1084,7 +1084,7 @@ def _operations(job: InferenceJob) -> Sec:
     sv, op = job.service, job.operations
     ops.add("duration", "service duration", sv.duration, "s", "service.duration")
     ops.add("ongoing", "ongoing", sv.ongoing, "bool")
-    ops.add("hours", "hours", f"{sv.hours_per_day or 24:g} h/day, {sv.days_per_week or 7:g} days/week", "text")
+    ops.add("hours", "hours", "{:g} h/day, {:g} days/week".format(*sv.hours_up), "text")
     ops.add("availability", "availability target", sv.availability, "text")
     ops.add("interruptible", "interruptible periods", "; ".join(sv.interruptible) if sv.interruptible else None,
             "text")

@@ -14,7 +14,7 @@ from typing import Any
 from ..catalog.hardware import Device, Instance
 from ..errors import InputError, LlmsizerError
 from ..estimate.device import target_memory, training_device_fields
-from ..estimate.duration import Duration, training_duration_for
+from ..estimate.duration import Duration, comm_bound_message, comm_bound_warning, training_duration_for
 from ..estimate.fit import (
     FitResult,
     fit_training,
@@ -29,7 +29,7 @@ from ..estimate.inference import inference_sized
 from ..estimate.training.compose import INFERENCE_SIZED, training_workload
 from ..estimate.training.levers import inference_comparable, memory_levers
 from ..estimate.training.setup import refuse_attention_kernel
-from ..estimate.verdict import DEFAULT_HEADROOM, high_end
+from ..estimate.verdict import check_headroom, high_end
 from ..formulas import network as N
 from ..formulas import storage as S
 from ..formulas.cost import run_cost
@@ -46,7 +46,7 @@ from ..request.spec import Request, TrainingJob
 from ..result import Assumption, Estimate
 from ..specs import ModelSpec, TrainingWorkload
 from ..specs.training import uneven_machines
-from ..units import format_bytes, format_count
+from ..units import format_bits, format_bytes, format_count
 from . import pricing as P
 from .common import JobNotes, Sec, deadline_seconds, geometric_points
 from .hardware import PlanContext, from_option, none_hardware, option_dict, requested
@@ -238,7 +238,11 @@ def plan_training(job: TrainingJob, req: Request, ctx: PlanContext) -> JobPlan:
             "estimate/verdict.py high_end")
     mem.add("need_items_high", "  the items' summed ranges, high", items_hi, "B", "upper end of the items' ranges")
     budget_dev = est.details.get("memory_budget") if usable else None
-    headroom = est.details.get("headroom", DEFAULT_HEADROOM)
+    # the verdict's headroom; with no memory known (no verdict), the core's rule for the request's own (review32 N3:
+    # before, DEFAULT_HEADROOM here, whatever resources.headroom said)
+    headroom = est.details.get("headroom")
+    if headroom is None:
+        headroom = check_headroom(job.resources.headroom)
     mem.add("usable", "memory of one device", usable, "B",
             "resources.memory" if job.resources.memory else
             "catalog: driver-reported size where sourced, else the vendor figure read as binary (MEMORY_CONVENTION)")
@@ -297,12 +301,16 @@ def plan_training(job: TrainingJob, req: Request, ctx: PlanContext) -> JobPlan:
         if hw.nodes > 1 and job.resources.network and "network" not in fields:  # as fit --network reads it
             fields = dict(fields, network=job.resources.network)
         elif hw.nodes > 1 and hw.node_bandwidth and "network" not in fields:  # the instance's, per machine
-            fields = dict(fields, network=f"{hw.node_bandwidth * 8 / 1e9:g} Gb/s")
+            fields = dict(fields, network=format_bits(hw.node_bandwidth, "Gb/s"))
         d = training_duration_for(spec, vm_share_device(device, instance), gpus, tokens, fields,  # the one duration rule
                                   s.utilization, instance, ctx.hardware_files, hw.link_bandwidth)
         util, secs = d.utilization, d.seconds
         notes.assumptions.extend(d.assumptions)
-        notes.warnings.extend(d.warnings)
+        # the duration's communication-bound warning is the plan's 'network-bound' check (plan/checks.py), said once
+        bound = comm_bound_warning(d.step)
+        notes.warnings.extend(w for w in d.warnings if w != bound)
+        if bound:
+            notes.facts["comm_bound"] = comm_bound_message(d.step)
         dur.add("flops_per_token", "FLOPs per token", d.flops_per_token, "FLOP", d.flops_formula, d.flops.source)
     dur.add("seconds", "wall-clock (estimated)", secs, "s", f"tokens x FLOPs/token / ({gpus} devices x peak x "
             f"{util if util is not None else 'default'} utilization)", "formulas/training_time.py eq. (3)")

@@ -39,6 +39,7 @@ from ..errors import InputError, LlmsizerError
 from ..inputs import foreign_tag, read_small_text, short, yaml_problem
 from ..numbers import Range, check_number
 from ..request import quantities as Q
+from ..request.fields import SENSITIVITY  # the request's dataset.sensitivity, one home
 from ..suggest import did_you_mean
 from ..units import format_bytes
 
@@ -62,7 +63,6 @@ class Fabric:
 
 
 OPERATORS = ("provider", "partner")
-SENSITIVITY = ("public", "internal", "confidential", "restricted")  # as in the request's dataset.sensitivity
 
 
 @dataclass(frozen=True)

@@ -33,9 +33,10 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
+from ..request.fields import SENSITIVITY
 from ..request.windows import Agreement
-from ..units import format_bytes, format_seconds
-from .inventory import SENSITIVITY, SERVING, TRAINING, Inventory, Node, Site
+from ..units import format_bits, format_bytes, format_seconds
+from .inventory import SERVING, TRAINING, Inventory, Node, Site
 from .quota import USAGE, check_quota, usage_resource
 
 SERVICE_HORIZON = 365 * 86400.0  # the span of a timeline when every booking is open-ended
@@ -584,8 +585,8 @@ def suitable(need: JobNeed, inv: Inventory) -> list[Node]:
                 and fabrics[n.fabric].bandwidth is not None}
         fast = [n for n in big if n.fabric not in slow]
         if not fast:
-            have = ", ".join(f"{f} {(fabrics[f].bandwidth or 0) * 8 / 1e9:g} Gb/s" for f in sorted(slow))
-            raise NoFit("fabric", f"a {need.nodes}-node job needs {need.network * 8 / 1e9:g} Gb/s per node between "
+            have = ", ".join(f"{f} {format_bits(fabrics[f].bandwidth or 0, 'Gb/s')}" for f in sorted(slow))
+            raise NoFit("fabric", f"a {need.nodes}-node job needs {format_bits(need.network, 'Gb/s')} per node between "
                         f"its nodes (the network its plan assumes); the fabrics of the suitable nodes give less "
                         f"({have})", waits=False)
         big = fast
@@ -706,7 +707,7 @@ def timing_note(need: JobNeed, placed: JobNeed, inv: Inventory, p: Placement | N
         return ""
     if placed.timed_on_fabric:
         return (f"the request states no network between machines (resources.network), so the run is timed on fabric "
-                f"{placed.timed_on_fabric}'s {(placed.network or 0) * 8 / 1e9:g} Gb/s per node, where it is placed: "
+                f"{placed.timed_on_fabric}'s {format_bits(placed.network or 0, 'Gb/s')} per node, where it is placed: "
                 f"{format_seconds(placed.seconds)} (estimate/duration.py), not the plan's "
                 f"{format_seconds(need.seconds)}, which times its data-parallel traffic over one machine's link")
     fabric = inv.node(p.nodes[0]).fabric if p.nodes else None

@@ -53,6 +53,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError, LlmsizerError
+from ..numbers import DEFAULT_HOLD_HOURS
 from ..request.windows import Agreement
 from .inventory import Inventory, Quota
 from .placement import Booking, Item, Placement, format_amount, overflow
@@ -92,7 +93,7 @@ TRANSITIONS: dict[str | None, tuple[str, ...]] = {
     "expired": (),
 }
 ALIASES = {"tentative": "held"}  # schema 1 and ``--tentative``
-DEFAULT_HOLD = _dt.timedelta(hours=24)
+DEFAULT_HOLD = _dt.timedelta(hours=DEFAULT_HOLD_HOURS)  # numbers.DEFAULT_HOLD_HOURS: one home
 
 
 class StoreError(LlmsizerError, RuntimeError):

@@ -391,7 +391,7 @@ def speed_rows(s: SpeedEstimate, queued: bool = False) -> list[list[str]]:
         rows.append([f"decode x{s.concurrency}" + (" only (no prompts)" if load else ""),
                      f"{s.decode.seconds * 1e3:.1f} ms/step",
                      f"{format_rate(s.decode_tokens_per_second or 0.0)} tokens/s{_range(s.decode_range, format_rate)} "
-                     f"({format_rate(1.0 / s.decode.seconds)} per user)",
+                     f"({format_rate(s.decode_tokens_per_second_per_user or 0.0)} per user)",
                      s.decode.bound, _roof(s.roofline_decode)])
     if load:  # what the users see at this concurrency (estimate/serving_load.py: formulas/serving_queue.py Q4-Q9)
         # the total is requests/s x output tokens (eq. Q7): each request's TTFT included, so one request's total is

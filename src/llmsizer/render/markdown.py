@@ -6,20 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 from ..plan.result import Chart, Check, Figure, JobPlan, Plan, Section
-from ..units import format_bytes, format_count, format_seconds, format_usd
+from ..units import format_bits, format_bytes, format_count, format_seconds, format_usd
 from .safe import md_text
 
 SEVERITY_LABEL = {"error": "ERROR", "warning": "WARNING", "info": "NOTE"}
 
-
-def format_bits(bytes_per_second: float) -> str:
-    """Bits per second to 3 significant digits in the largest unit it reaches after rounding (999,920 b/s is
-    '1 Mb/s', not '1e+03 kb/s')."""
-    bits = float(f"{bytes_per_second * 8:.3g}")
-    for unit, size in (("Tb/s", 1e12), ("Gb/s", 1e9), ("Mb/s", 1e6), ("kb/s", 1e3)):
-        if bits >= size:
-            return f"{bits / size:.3g} {unit}"
-    return f"{bits:.3g} b/s"
 
 
 def format_value(value: Any, unit: str) -> str:

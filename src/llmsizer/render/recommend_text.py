@@ -21,7 +21,11 @@ def option_name(o: Option) -> str:
     return f"{o.target} ({o.ownership})" if o.ownership else o.target
 
 
-def option_rows(rec: Recommendation, top: int = 8) -> tuple[list[list[str]], list[str]]:
+# options and rejections a recommendation's text shows (recommend --top's default, one home)
+DEFAULT_TOP = 8
+
+
+def option_rows(rec: Recommendation, top: int = DEFAULT_TOP) -> tuple[list[list[str]], list[str]]:
     """The options table (rows, header) the terminal and the notebook HTML both show."""
     def hw(o: Option) -> str:
         return o.devices_text
@@ -55,7 +59,7 @@ def workload_line(rec: Recommendation) -> str:
             f"= {wl['total_flops']:.3g} FLOP")
 
 
-def render_recommendation(rec: Recommendation, top: int = 8) -> str:
+def render_recommendation(rec: Recommendation, top: int = DEFAULT_TOP) -> str:
     out = [f"{rec.model}: {rec.kind} options ({len(rec.options)} meet the constraints, {len(rec.rejected)} rejected)"]
     rows, header = option_rows(rec, top)
     if rec.kind != "inference":

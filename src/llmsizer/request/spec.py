@@ -256,6 +256,12 @@ class Latency:
     tokens_per_second_per_user: float | None = None
 
 
+# a service that states no hours_per_day / days_per_week runs around the clock, every day: the one home of that
+# default (the plan's cost, its network and storage per month and its operations section read ``hours_up``)
+ALL_DAY_HOURS = 24.0
+ALL_WEEK_DAYS = 7.0
+
+
 @dataclass(frozen=True)
 class Service:
     duration: float | None = None  # seconds
@@ -265,6 +271,12 @@ class Service:
     interruptible: tuple[str, ...] | None = None
     maintenance_windows: tuple[str, ...] | None = None
     availability: str | None = None
+
+    @property
+    def hours_up(self) -> tuple[float, float]:
+        """(hours per day, days per week) the service runs: as given, around the clock where not given (0 read as
+        not given, as the plan has always read it)."""
+        return self.hours_per_day or ALL_DAY_HOURS, self.days_per_week or ALL_WEEK_DAYS
 
 
 @dataclass(frozen=True)

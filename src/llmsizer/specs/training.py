@@ -284,7 +284,7 @@ BATCH_SHAPES = ("variable", "fixed")
 POOL_METRICS = ("reserved", "nvidia-smi")
 # how FSDP2 units are laid out and resharded (formulas/fsdp2_units.py FSDP2_UNITS)
 FSDP2_UNITS = ("largest-two", "torchtitan", "torchtitan-resharded", "torchtune")
-# how the decoder layers are split over pipeline stages (formulas/parallelism.py PIPELINE_SPLITS)
+# how the decoder layers are split over pipeline stages (formulas/parallelism.py pipeline_stage_layers takes one)
 PIPELINE_SPLITS = ("even", "torchtitan-9dec370", "torchtitan")
 # the MoE token dispatchers timed (formulas/expert_parallel_time.py DISPATCHERS imports this one: Megatron-Core
 # moe_token_dispatcher_type)

@@ -27,11 +27,12 @@ from starlette.requests import Request as StarletteRequest
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from ..cli.serve_cmd import ANSWER_CACHE_ENTRIES
 from .guards import replay_first
 from .problems import Problem
 
 PATHS = frozenset(f"/api/v1/{r}" for r in ("infer", "train", "fit", "recommend", "inspect"))
-ENTRIES = 4096
+ENTRIES = ANSWER_CACHE_ENTRIES  # serve --answer-cache's default, one home (cli/serve_cmd.py)
 MAX_BYTES = 64 << 20
 MAX_ANSWER_BYTES = 1 << 20
 MAX_DEPTH = 32  # a body nested deeper is answered (and refused) by the route, not remembered

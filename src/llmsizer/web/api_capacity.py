@@ -21,7 +21,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
-from ..numbers import Range
+from ..numbers import DEFAULT_HOLD_HOURS, HOLD_HOURS, not_a_boolean
 from ..provider.store import LOGIN_FAILURES, LOGIN_WINDOW
 from ..render.safe import term
 from . import sessions
@@ -32,7 +32,6 @@ router = APIRouter(prefix=f"{PREFIX}/capacity")
 NOTES_HEADER = "X-Llmsizer-Notes"
 WEB_ACTOR = "web"  # the audit log's actor of a call refused before anyone was identified (the role's name after)
 
-HOLD_HOURS = Range(0, 24 * 366, False, "hours a requested or held booking lasts unconfirmed; at most a year")
 
 #: the lifecycle routes: action -> the state it moves to (the CLI's ``capacity ACTION ID...``)
 STATES = {"hold": "held", "confirm": "confirmed", "activate": "active", "finish": "finished",
@@ -117,6 +116,26 @@ def _text(fields: dict[str, Any], name: str, default: str | None = None) -> str 
     raise Problem(400, f"field '{name}': expected a string", name)
 
 
+def _hold_hours(fields: dict[str, Any]) -> float:
+    """``hold_hours`` read by `capacity book --hold-hours`'s own reader (the CLI parser's type: numbers.HOLD_HOURS,
+    its range, its words), so a bad value is the CLI's line: before, the CLI took any float (-5: a hold already
+    lapsed; nan, 1e9: a traceback) while the web checked a range of its own (review32 D1)."""
+    value = fields.get("hold_hours")
+    if value is None:
+        return DEFAULT_HOLD_HOURS
+    if isinstance(value, bool):
+        raise Problem(400, f"field 'hold_hours': {not_a_boolean(value, HOLD_HOURS)}", "hold_hours")
+    if not isinstance(value, (int, float, str)):
+        raise Problem(400, f"field 'hold_hours': expected {HOLD_HOURS.describe()}", "hold_hours")
+    from .bridge import subparser
+    read: Callable[[str], float] = next(a.type for a in subparser(("capacity", "book"))._actions  # type: ignore[assignment]
+                                        if "--hold-hours" in a.option_strings)
+    try:
+        return float(read(str(value)))
+    except argparse.ArgumentTypeError as e:
+        raise Problem(400, f"argument --hold-hours: {e}", "hold_hours") from None
+
+
 def _only(fields: dict[str, Any], allowed: tuple[str, ...]) -> None:
     for k in fields:
         if k not in allowed:
@@ -162,7 +181,6 @@ _BOOK_FIELDS = (*_CHECK_FIELDS, "job", "earliest", "tentative", "state", "hold_h
              responses={**_ERRORS})
 async def book(request: Request) -> Response:
     from ..cli.capacity_cmd import book_answer
-    from ..numbers import check_number
     cfg = config_of(request)
     fields = await body_of(request)
     _only(fields, _BOOK_FIELDS)
@@ -174,10 +192,9 @@ async def book(request: Request) -> Response:
     state = _text(fields, "state")
     if state not in (None, "requested", "held", "confirmed"):
         raise Problem(400, f"field 'state': one of requested, held, confirmed, not {str(state)[:40]!r}", "state")
-    hours = fields.get("hold_hours", 24.0)
+    h = _hold_hours(fields)
 
     def work() -> Response:
-        h = check_number(hours, "hold_hours", HOLD_HOURS)
         args = _request_args(request, cfg, fields, job=jobs, earliest=_flag(fields, "earliest"),
                              tentative=_flag(fields, "tentative"), state=state, hold_hours=h)
         booked, code, notes = book_answer(args)

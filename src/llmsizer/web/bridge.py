@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, NoReturn
 
 from ..catalog.hardware import names_detected
-from ..cli.main import UNKNOWN_SHOWN, _Parser, bounded_unrecognized, build_parser, usage_line
+from ..cli.main import UNKNOWN_SHOWN, UNRECOGNIZED, _Parser, bounded_unrecognized, build_parser, usage_line
 from ..errors import FieldError
 from ..inputs import not_true_or_false, short
 from ..numbers import not_a_boolean
@@ -56,17 +56,16 @@ class _WebParser(_Parser):
         raise _UsageError(usage_line(self, _as_typed(message)))
 
 
-_UNRECOGNIZED = "unrecognized arguments: "
 
 
 def _as_typed(message: str) -> str:
     """argparse's message with the unknown options as the command line types them: the API hands argparse each field
     as one word, ``--rank=8`` (``_words``), which argparse echoes; the CLI's line for the same input says
     ``--rank 8`` (API.md "Errors": the detail is the CLI's line)."""
-    if not message.startswith(_UNRECOGNIZED):
+    if not message.startswith(UNRECOGNIZED):
         return message
-    words = message[len(_UNRECOGNIZED):].split(" ")
-    return _UNRECOGNIZED + " ".join(w.replace("=", " ", 1) if w.startswith("--") else w for w in words)
+    words = message[len(UNRECOGNIZED):].split(" ")
+    return UNRECOGNIZED + " ".join(w.replace("=", " ", 1) if w.startswith("--") else w for w in words)
 
     def exit(self, status: int = 0, message: str | None = None) -> NoReturn:
         raise _UsageError((message or "").strip() or "not a request the API answers")
