@@ -40,3 +40,10 @@ def test_request_and_inventory_say_the_same_line() -> None:
         with pytest.raises(Exception) as e:
             parse(broken)
         assert said in str(e.value)
+
+
+def test_a_json_file_is_named_json() -> None:
+    # probe23 C1: a truncated request.json is read by the same parser (JSON is YAML's subset) but is a JSON file
+    line, said = yaml_problem("bad.json", _error('{"title": "x", "jobs": ['), "a request is at most a few levels deep")
+    assert line == 1 and said.startswith("bad.json:1: not valid JSON: ")
+    assert "YAML" not in said

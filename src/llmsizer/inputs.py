@@ -94,14 +94,17 @@ def yaml_problem(source: str, error: Exception, depth_hint: str) -> tuple[int, s
     """(line, one line) for a YAML file PyYAML could not read: ``SOURCE:LINE: not valid YAML: PROBLEM`` where the
     error marks a place (``yaml.MarkedYAMLError``), ``SOURCE: not valid YAML: ...`` otherwise, and ``TOO_DEEP`` with
     ``depth_hint`` (what such a file holds) for a ``RecursionError``. Line 0: no line known. The request and
-    inventory readers both say it this way."""
+    inventory readers both say it this way. A ``.json`` file (JSON is YAML 1.2's subset, read by the same parser) is
+    named "not valid JSON" (probe23 C1: a truncated bad.json was called YAML)."""
     if isinstance(error, RecursionError):
         return 0, f"{source}: {TOO_DEEP}; {depth_hint}"
+    what = "JSON" if str(source).lower().endswith(".json") else "YAML"
     if hasattr(error, "problem_mark"):  # yaml.MarkedYAMLError (yaml is imported by the readers, not here)
         mark = error.problem_mark or getattr(error, "context_mark", None)
         line = mark.line + 1 if mark is not None else 0
-        return line, f"{source}:{line}: not valid YAML: {getattr(error, 'problem', None) or getattr(error, 'context', None)}"
-    return 0, f"{source}: not valid YAML: {str(error).splitlines()[0]}"
+        return line, (f"{source}:{line}: not valid {what}: "
+                      f"{getattr(error, 'problem', None) or getattr(error, 'context', None)}")
+    return 0, f"{source}: not valid {what}: {str(error).splitlines()[0]}"
 
 
 def check_output(path: str | Path, inputs: Iterable[str | Path | None] = ()) -> Path:

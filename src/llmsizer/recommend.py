@@ -584,7 +584,9 @@ def recommend_inference(model: ModelSpec | str, *, context: int = InferenceWorkl
     headroom, ``device=`` and ``memory=`` are each candidate's and refused (``_search_constraints``).
     ``request_rate`` [requests/s]: requests arriving at random at that rate (open arrivals, formulas/serving_queue.py
     eq. Q10) in place of ``concurrency``: each option is the fewest copies of a candidate whose each copy, at its
-    equal share of the rate, fits and meets the limits (``_rate_copies``; fit's rate path, the in flight derived)."""
+    equal share of the rate, fits and meets the limits (``_rate_copies``; fit's rate path, the in flight derived),
+    answered as ``fit`` answers those copies' devices at the whole rate (``_deployment_copies``: the busiest replica
+    timed; one more copy where it misses)."""
     spec = spec_of(model)
     refuse_unmodelled(spec, training=False, search=True)  # one line for the model, not one rejection per candidate
     media = dict(media or {})
@@ -690,9 +692,10 @@ def recommend_inference(model: ModelSpec | str, *, context: int = InferenceWorkl
                    Assumption("context", context, False, "tokens per sequence (prompt + output)"),
                    Assumption("concurrency", concurrency, False, "sequences served at once") if request_rate is None
                    else Assumption("request_rate", f"{request_rate:g} requests/s", False,
-                                   "requests arriving at random (a Poisson process), each option's copies an equal "
-                                   "share; the requests in flight derived per copy (Little's law, "
-                                   "formulas/serving_queue.py eq. Q10c), as `fit --request-rate`")]
+                                   "requests arriving at random (a Poisson process) over each option's copies; "
+                                   "the requests in flight derived (Little's law, formulas/serving_queue.py eq. "
+                                   "Q10c) and split over the replicas, the busiest timed, as `fit --count N "
+                                   "--request-rate` answers the option's devices")]
     if implied is not None:
         assumptions.append(Assumption("engine", implied[0], True, implied[1]))
     if per_node is not None:
@@ -871,7 +874,40 @@ def _rate_copies(spec: ModelSpec, cand: _Candidate, rate: float, context: int, o
     while high - low > 1:
         mid = (low + high) // 2
         low, high = (low, mid) if at(mid).status == "meets" else (mid, high)
-    return _option_from_pick(cand, at(high)), at(high).warnings, high
+    if high == 1:
+        return _option_from_pick(cand, at(high)), at(high).warnings, high
+    return _deployment_copies(spec, cand, rate, at(high), high, context, output_tokens, c, hr, hardware_files,
+                              fields)
+
+
+def _deployment_copies(spec: ModelSpec, cand: _Candidate, rate: float, share: FormatPick, k: int, context: int,
+                       output_tokens: int | None, c: Constraints, hr: float | None,
+                       hardware_files: Sequence[str | Path],
+                       fields: Mapping[str, Any]) -> tuple[Option, tuple[str, ...], int]:
+    """The option of ``k`` copies of ``cand`` (and more, one at a time, where it misses) as ``fit`` answers that
+    deployment at the whole ``rate``: its layout (the format, engine and tensor-parallel degree of ``share``, one
+    copy's pick at rate / k) over k x the candidate's devices, timed as fit times it, on its busiest replica (fit
+    splits the requests in flight over the replicas, the busiest taking the rounded-up share: it can run one more
+    than a copy alone at rate / k) with ``running_sequences`` over every replica (probe23 D1: recommend's option
+    and `fit --count` for the same deployment differed). The option is given per copy (count, instances, replicas
+    and tokens/s divided by the copies, which ``_priced`` multiplies back); its speed and queue are fit's."""
+    pick = share
+    # bare devices: each copy a machine of the candidate's devices (fit's --gpus-per-node), unless a size was given
+    per_node = {} if cand.instance is not None or "gpus_per_node" in fields else {"gpus_per_node": cand.count}
+    for copies in range(k, MAX_REPLICAS + 1):
+        pick = pick_format(spec, cand.device, cand.count * copies, cand.instance, cand.memory, context=context,
+                           concurrency=1, output_tokens=output_tokens, weights=share.weights_format,
+                           limits=c.latency(), headroom=hr, hardware_files=hardware_files,
+                           engine_given=share.engine, request_rate=rate,
+                           fields={**fields, **per_node, "tensor_parallel": share.tensor_parallel})
+        if pick.status == "meets" and pick.fit is not None:
+            r = pick.fit
+            opt = _option_from_pick(cand, pick)
+            per_copy = r.replicas // copies if r.replicas % copies == 0 else share.fit.replicas if share.fit else 1
+            return (_replace(opt, count=cand.count, instances=instances_for(cand.count, cand.instance),
+                             replicas=per_copy, tokens_per_second=None if opt.tokens_per_second is None
+                             else opt.tokens_per_second / copies), pick.warnings, copies)
+    return _option_from_pick(cand, pick), (), 1
 
 
 def _option_from_pick(cand: _Candidate, pick: FormatPick) -> Option:

@@ -313,6 +313,32 @@ A10G_LLAMACPP_KNOWN_MISSES = {
     "PW02": ("Qwen2.5-0.5B Q8_0 decode on the A10G at 1.40x the predicted rate: the 24 x 88.5 us per-layer overhead "
              "(2.12 of the 3.08 ms step) against 51.7 us per layer implied, 83.0 us on the same card's 4096-wide "
              "Mistral-7B row; width-dependent or lower in current builds, not established"),
+    # PX rows (the same project's later b11447 records): nothing fitted on them, each miss named here
+    "PX01": ("Llama-3.1-8B Q8_0 pp512 on the A10G at 2.15x the predicted rate: 0.40 of the derived INT8 peak, as "
+             "PW03 (LLAMACPP_MMQ prices 0.2323, fitted on DGX Spark); the A10G's MMQ share is not established"),
+    "PX09": ("Qwen3-30B-A3B Q4_K_M pp512 on the A10G at 2.92x the predicted rate: the MoE prefill (MMQ_ID, fitted on "
+             "DGX Spark) at 0.14 of the derived INT8 peak; the A10G's MMQ share (PW03) and the expert grouping's "
+             "efficiency at 512 tokens x 8 of 128 experts are not established"),
+    "PX13": ("SmolLM2-135M Q8_0 pp512 on the A10G at 0.31x the predicted rate (predicted 3.2x too fast): a 576-wide, "
+             "30-layer prompt of 512 tokens is 0.06 of the INT8 peak, bound by per-kernel launch and fixed costs the "
+             "prefill rule does not count (under-filled MMQ tiles at width 576), not established"),
+    **{rid: (f"{name} pp512 on the A10G at {ratio} the predicted rate: the dense MMQ prefill above LLAMACPP_MMQ's "
+             "0.2323 share of the derived 140 TOPS INT8 peak (fitted on DGX Spark), as PW03 and PX01; the A10G's "
+             "MMQ share, or its INT8 rate (the datasheet's INT8 line not read), is not established")
+       for rid, name, ratio in (("PX31", "DeepSeek-R1-Distill-Llama-8B Q8_0 (Llama-3.1-8B shapes)", "2.15x"),
+                                ("PX32", "DeepSeek-R1-Distill-Qwen-7B Q8_0 (Qwen2.5-7B shapes)", "2.13x"),
+                                ("PX33", "DeepSeek-R1-Distill-Qwen-14B Q4_K_M (Qwen2.5-14B shapes)", "2.04x"),
+                                ("PX34", "Phi-4 Q4_K_M", "2.32x"),
+                                ("PX35", "Mistral-Small-3.2-24B Q4_K_M (2501's shapes)", "2.36x"))},
+    "PX36": ("Qwen3-Coder-30B-A3B Q4_K_M pp512 on the A10G at 2.88x the predicted rate: the MoE prefill (MMQ_ID, "
+             "fitted on DGX Spark), as PX09 (the same shapes at 2.92x); the A10G's MMQ share (PW03) and the expert "
+             "grouping's efficiency at 512 tokens x 8 of 128 experts are not established"),
+    "PX39": ("gpt-oss-20b MXFP4 pp512 on the A10G at 2.46x the predicted rate: the MoE prefill (MMQ_ID on MXFP4 "
+             "experts, fitted on DGX Spark) at 512 tokens x 4 of 32 experts, as PX09; the A10G's MMQ share (PW03) and "
+             "the expert grouping's efficiency are not established"),
+    "PX14": ("SmolLM2-135M Q8_0 decode on the A10G at 1.92x the predicted rate: the 30 x 88.5 us per-layer overhead "
+             "(2.66 of the 2.93 ms step) against 41.8 us per layer implied (PW02: 51.7 us at width 896); the "
+             "overhead looks width-dependent, not established"),
 }
 KNOWN_MISSES = {**QWEN25_PAGE_KNOWN_MISSES, **H200_TRAINING_KNOWN_MISSES, **A10G_LLAMACPP_KNOWN_MISSES}
 
@@ -1663,8 +1689,10 @@ BENCH_INT8_MMQ = False
 # Rows of llama.cpp builds after both switches, by id prefix: the int8 MMQ path (LLAMACPP_INT8_MMQ_SINCE) and
 # llama-bench's flash-attention default 'auto' (cmd_params_defaults in tools/llama-bench/llama-bench.cpp,
 # ggml-org/llama.cpp @0104b151), which turns it on for a CUDA device whose kernels take the model's head size. PW:
-# pantheonworkloads' A10G record, llama.cpp b11447 (each row's notes).
-BENCH_CURRENT_BUILD_ROWS = ("PW",)
+# pantheonworkloads' A10G record, llama.cpp b11447 (each row's notes); PX: the same project's later A10G and L40S
+# records of b11447 (docs/results.md, one bench/<workload>/*.json record each; held out). Their A10G pp512 rows run
+# 1.14x-2.92x the estimate (SmolLM2-135M 0.31x), the A10G MMQ share of PW03; those beyond tolerance are KNOWN_MISSES.
+BENCH_CURRENT_BUILD_ROWS = ("PW", "PX")
 
 
 # The December 2023 tables are not llama-bench runs: their notebooks run ``./main`` (builds 1671-1691, 2023-12-21/22)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -562,3 +563,24 @@ def test_a_cpu_slice_gets_its_own_cores_peaks_as_the_catalog_instance_of_that_sl
     assert got.peak_flops("fp32")[0] == pytest.approx(8 * part.clock.base * cpu_fp32_flop_per_cycle("golden-cove-server"))
     assert got.peak_flops("bf16")[0] == pytest.approx(8 * part.clock.base * 1024)  # AMX: 16x32x16 per 16 cycles
     assert got.peak_flops("bf16")[0] == pytest.approx(26.2144e12)  # the m7i.4xlarge row's 8-core bf16 (26.2)
+
+
+def test_every_output_read_is_a_source_and_named_by_what_it_holds(tmp_path: Path) -> None:
+    # probe23 C2: a `sysctl -a machdep.cpu` capture (brand string, no hw.memsize) beside both system_profiler outputs
+    # of one M1: every output read is in `sources` (the device note cites SPDisplaysDataType), and the sysctl file is
+    # named by the keys it holds, not by a command that was not run
+    for name, rel in (("sysctl-macos", "sysctl-macos/apple-m1-machdep-cpu-glpi.txt"),
+                      ("system_profiler-SPHardwareDataType",
+                       "system_profiler-SPHardwareDataType/apple-m1-macbookair-glpi.txt"),
+                      ("system_profiler-SPDisplaysDataType",
+                       "system_profiler-SPDisplaysDataType/apple-m1-8c-macbookair-glpi.txt")):
+        (tmp_path / f"{name}.txt").write_text(text(rel), "utf-8")
+    assert "hw.memsize" not in text("sysctl-macos/apple-m1-machdep-cpu-glpi.txt")
+    det = detect(read_outputs(tmp_path))
+    sources = det.document["sources"]
+    assert set(sources) == {"detected:sysctl-macos", "detected:system_profiler-SPHardwareDataType",
+                            "detected:system_profiler-SPDisplaysDataType"}
+    assert sources["detected:sysctl-macos"]["command"] == "sysctl machdep.cpu.brand_string"
+    note = det.document["devices"][0]["note"]
+    cited = set(re.findall(r"detected:[\w.-]+", note))
+    assert cited == {"detected:system_profiler-SPDisplaysDataType"} and cited <= set(sources)

@@ -195,3 +195,18 @@ def test_a_state_change_on_a_mistyped_db_creates_nothing(tmp_path):
     assert err.getvalue() == (f"llmsizer: error: --db {db}: no reservation store there (`llmsizer capacity book` "
                               "creates it); nothing was changed\n")
     assert run("capacity", "expire", "--db", str(db)) == 0 and not db.exists()
+
+
+def test_a_db_in_a_missing_folder_is_said_and_never_created(tmp_path, capsys):
+    """probe23 C5: `check --db /missing/x.db` said "`capacity book` creates it", and book then failed with
+    "(sqlite3.OperationalError) unable to open database file". Now the note says the folder is missing and book stops
+    in one line (exit 2) naming it; no folder or file is made."""
+    db = tmp_path / "missing" / "x.db"
+    assert run("capacity", "check", PRE, "--inventory", INV, "--db", str(db)) == 0
+    err = capsys.readouterr().err
+    assert f"its folder {db.parent} does not exist either" in err and "create the folder first" in err
+    assert run("capacity", "book", PRE, "--inventory", INV, "--db", str(db), *NOW) == 2
+    assert not db.parent.exists()
+    from llmsizer.provider.store import Store, StoreError
+    with pytest.raises(StoreError, match=f"its folder {db.parent} does not exist"):
+        Store(str(db))

@@ -113,6 +113,20 @@ def test_ongoing_booking_exports():
     assert "nominalQuota: 8" in kueue(h) and "until released" in kueue(h)
 
 
+def test_blazar_end_rounds_up_to_the_minute():
+    # probe23 C4: a booking ending 01:50:26 must not get a lease ending 01:50 (26 s early); Slurm's Duration rounds
+    # its minutes up the same way
+    start, end = dt.datetime(2026, 12, 6, 18, 7, 0), dt.datetime(2026, 12, 8, 1, 50, 26)
+    h = Handover("abc", "svc", start, end, ("n1",), 8, "h100-sxm", None, "svc")
+    assert "--end-date '2026-12-08 01:51'" in blazar(h)
+    assert "Duration=1904 " in slurm(h)  # 1903 min 26 s -> 1904
+    on_the_minute = Handover("abc", "svc", start, dt.datetime(2026, 12, 8, 1, 50), ("n1",), 8, "h100-sxm", None, "svc")
+    assert "--end-date '2026-12-08 01:50'" in blazar(on_the_minute)
+    at_hour_end = Handover("abc", "svc", start, dt.datetime(2026, 12, 31, 23, 59, 0, 1), ("n1",), 8, "h100-sxm",
+                           None, "svc")
+    assert "--end-date '2027-01-01 00:00'" in blazar(at_hour_end)
+
+
 # ------------------------------------------------------------------------------------ kubectl get nodes -o json
 KUBE = Path(__file__).resolve().parents[1] / "fixtures" / "real_outputs" / "kubectl-get-nodes-json"
 A16 = KUBE / "rke2-1node-a16-4q-vgpu.json"  # one RKE2 node, NVIDIA A16-4Q vGPU, GPU operator v24.9.2 labels

@@ -216,6 +216,11 @@ def _saved_command(name: str, argv: tuple[str, ...], text: str, path: Path) -> s
     elif name == "nvidia-smi-query-gpu" and text.strip():
         header = [re.sub(r"\s*\[[^]]*\]$", "", f.strip()) for f in text.strip().splitlines()[0].split(",")]
         command = f"nvidia-smi --query-gpu={','.join(header)} --format=csv"
+    elif name == "sysctl-macos":
+        # the keys the saved output holds of those read (a `sysctl -a machdep.cpu` capture has no hw.memsize): the
+        # text names what was read, not a command that was not run (probe23 C2)
+        keys = [k for k in argv[1:] if re.search(rf"^{re.escape(k)}\s*[:=]", text, re.M)]
+        command = " ".join((argv[0], *keys)) if keys else command
     m = re.search(r"--query-gpu=(\S+)", command)
     if m and m.group(1).count(",") >= _SHOWN_FIELDS:
         fields = m.group(1).split(",")
@@ -731,10 +736,11 @@ def detect(outputs: list[Output], skipped: list[str] | None = None,
                               + ("" if o.origin == "this machine" else f", output read from {o.origin}"),
                               "command": o.command, "url": "",
                               "date": o.date, "date_kind": "detected"} for o in outputs}
-    used_src = {s for d in devices for s in _sources_of(d)}
+    # every output read is a source (one_machine and the builders read each: a note may cite one no field does,
+    # e.g. SPDisplaysDataType's GPU-core count; probe23 C2)
     det.document = {"note": "written by `llmsizer hardware detect`: the devices of one machine; detected values "
                             "cite the command they came from, catalog values keep their catalog source",
-                    "sources": {k: v for k, v in sources.items() if k in used_src}, "devices": devices}
+                    "sources": sources, "devices": devices}
     return det
 
 
@@ -775,15 +781,6 @@ def _same(what: str, said: list[tuple[Output, str]]) -> None:
             raise InputError(f"hardware detect: the outputs name different {what}: {a.origin} says {x!r}, "
                              f"{b.origin} says {y!r}; they are of different machines (--from reads one machine's "
                              "outputs: keep the files of one)")
-
-
-def _sources_of(obj: Any) -> set[str]:
-    if isinstance(obj, dict):
-        out = {obj["source"]} if isinstance(obj.get("source"), str) else set()
-        for v in obj.values():
-            out |= _sources_of(v)
-        return out
-    return set()
 
 
 def detect_machine(from_dir: str | Path | None = None, numa: str = "off") -> Detection:

@@ -537,9 +537,10 @@ def store_not_created(db: str | None) -> str | None:
 
 
 def _say_store_not_created(path: str | None) -> None:
+    from ..provider.store import creation_hint
     if path is not None:
-        say(f"note: --db {path} does not exist yet: read as a store with no reservations (`llmsizer capacity "
-            "book` creates it)", file=sys.stderr)
+        say(f"note: --db {path} does not exist yet: read as a store with no reservations ({creation_hint(path)})",
+            file=sys.stderr)
 
 
 def cmd_check(args: argparse.Namespace) -> int:
@@ -696,11 +697,13 @@ def no_store_refusal(args: argparse.Namespace) -> str | None:
     no store, and creating an empty one for them was "bad input wrote a file" (probe22 C7). The command line names
     its --db path (a mistyped one is the likely cause); over HTTP the server's store is named without its path
     (``over_http``: WEB_DB_SOURCE), in the same words."""
-    from ..provider.store import Store, db_url, sqlite_path
+    from ..provider.store import Store, creation_hint, db_url, sqlite_path
     if Store.exists(args.db):
         return None
-    where = WEB_DB_SOURCE if over_http(args) else f"--db {sqlite_path(db_url(args.db))}"
-    return f"{where}: no reservation store there (`llmsizer capacity book` creates it); nothing was changed"
+    path = sqlite_path(db_url(args.db))
+    if over_http(args) or path is None:
+        return f"{WEB_DB_SOURCE}: no reservation store there (`llmsizer capacity book` creates it); nothing was changed"
+    return f"--db {path}: no reservation store there ({creation_hint(path)}); nothing was changed"
 
 
 def state_answer(args: argparse.Namespace) -> tuple[list[dict[str, Any]], int]:

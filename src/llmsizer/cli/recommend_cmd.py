@@ -58,9 +58,9 @@ def register(sub: Any) -> None:
     add_training_args(p, budget="each option's device")
     p.add_argument("--request-rate", type=float_arg(REQUEST_RATE),
                    help="requests arriving per second at random (a Poisson process, as `fit --request-rate`) instead "
-                        "of --concurrency: each option is the fewest copies of a candidate whose each copy, at its "
-                        "equal share of the rate, is below its capacity and meets the limits (formulas/"
-                        "serving_queue.py eq. Q10)")
+                        "of --concurrency: each option is the fewest copies of a candidate that carry the rate below "
+                        "their capacity and within the limits, as `fit --count` of them answers it (its busiest "
+                        "replica timed; formulas/serving_queue.py eq. Q10)")
     c = p.add_argument_group("constraints")
     c.add_argument("--max-cost-per-hour", type=money_arg(BUDGET, "h"),
                    help="budget in USD per hour ('2', '$2/h')")

@@ -35,7 +35,7 @@ def clear_caches(estimates_only: bool = False) -> None:
 
     for memo in (fit._SPEED_MEMO, fit._SPEED_MODELS, fit._DEVICE_SPEED_KEYS, fit._CLOSED_MEMO, fit._GRID_MEMO, fit._RATE_SECONDS_MEMO, fit._RATE_ENGINE,
                  fit._TRAINING_CACHE,
-                 inference_compose._MEMO, training_compose._MEMO, training_compose._MEASURED,
+                 inference_compose._MEMO, inference_compose._SIZED, training_compose._MEMO, training_compose._MEASURED,
                  training_compose._ITEMS, training_compose._CONTEXTS, training_compose._STAGE_STATES,
                  training_compose._WORKLOADS, training_gather_units._UNITS):
         memo.clear()

@@ -21,7 +21,11 @@ transformers memory rows set it to 1.000..1.080 and left 5 of the other 11 rows 
 "Distribution-Free Prediction Sets for Two-Layer Hierarchical Models", JASA 118 (2023) 2491-2502, doi
 10.1080/01621459.2022.2060112 (arXiv 1809.07441): their "CDF pooling". The count the finite-sample rules use is
 Kish's effective sample size n = (sum w)^2 / sum w^2 (``effective_rows``): equal weights (one row per setup, or every
-row from one setup) give n and the unweighted rule below exactly.
+row from one setup) give n and the unweighted rule below exactly. The stated band (``band_around_expected``) is the
+wider of this setup-weighted band and the same rule with each row its own unit, so that it also holds 90 % of the
+measured rows themselves (issue #12: "at least 90 % of measured values inside, per kind and engine"): a setup of
+many rows that all miss one way (the 16 A10G llama-bench pp512 rows, PX) weighs as one setup in the first and as its
+rows in the second, and widens the band rather than leaving its rows outside.
 
 What the coverage is of (``Band.coverage_of``): a new run of one of the band's setups, each equally likely -- the
 target the weighted rows represent. It is not a finite-sample claim for a run of a new setup: that would need the
@@ -245,6 +249,12 @@ def band_around_expected(ratios: list[float], setups: list[str] | None = None) -
     outside would contradict the estimate it ranges. Reaching to 1 only widens the band, so its coverage stays >= the
     target. Where this applies, the rows say the model is biased for that scope (docs/accuracy.md lists the bands)."""
     lo, hi = band(ratios, setups=setups)
+    if setups is not None:
+        # the setup-weighted band covers a new setup; the same rule with each row its own unit covers a new row of the
+        # setups measured (the issue's "90 % of measured values inside, per kind and engine"): the band states both,
+        # so a setup of many rows that the weighting treats as one (16 A10G llama-bench prefill rows) widens it
+        row_lo, row_hi = band(ratios)
+        lo, hi = min(lo, row_lo), max(hi, row_hi)
     return min(lo, 1.0), max(hi, 1.0)
 
 
@@ -526,24 +536,24 @@ def _add(kind: str, engine: str, low: float, high: float, rows: int, setups: int
 
 
 _add("batched decode throughput", "llama.cpp", 0.9409, 1.0727, 57, 1, 0.965, None)
-_add("batched decode throughput", "serving engines (pooled)", 0.7470, 1.1851, 16, 3, 1.000, 0.889,
+_add("batched decode throughput", "serving engines (pooled)", 0.7470, 1.1971, 16, 3, 1.000, 0.889,
      ('a100-sxm-80gb', 'h100-sxm'))
 _add("batched decode throughput", "transformers", 0.4477, 1.5225, 6, 1, 1.000, None)
 _add("batched decode throughput", "vllm 0.8-0.13", 0.9301, 1.0330, 3, 1, 1.000, None, ('h100-sxm',))
 _add("batched decode throughput", "vllm < 0.6", 0.7470, 1.2488, 12, 2, 1.000, 0.917, ('a100-sxm-80gb',))
-_add("decode throughput", "llama.cpp", 0.8752, 1.1366, 156, 34, 0.940, 0.916)
-_add("decode throughput", "llama.cpp on CUDA", 0.8886, 1.4028, 88, 10, 0.976, 0.907)
-_add("decode throughput", "llama.cpp on Metal", 0.8724, 1.1366, 68, 24, 0.964, 0.908)
+_add("decode throughput", "llama.cpp", 0.8758, 1.1369, 176, 36, 0.930, 0.903)
+_add("decode throughput", "llama.cpp on CUDA", 0.9085, 1.4028, 108, 12, 0.967, 0.918)
+_add("decode throughput", "llama.cpp on Metal", 0.8210, 1.1366, 68, 24, 0.969, 0.950)
 _add("decode throughput", "serving engines (pooled)", 0.8452, 1.0478, 34, 2, 1.000, 0.786, ('a100-sxm-80gb', 'a10g'))
 _add("decode throughput", "sglang 0.4 on h20", 0.3572, 1.4182, 7, 1, 1.000, None, ('h20',))
 _add("decode throughput", "sglang >= 0.5", 0.9031, 1.0742, 7, 1, 1.000, None, ('a10g',))
-_add("decode throughput", "transformers", 0.5177, 1.3817, 21, 2, 0.969, 1.000)
+_add("decode throughput", "transformers", 0.4926, 1.3817, 21, 2, 1.000, 1.000)
 _add("decode throughput", "vllm 0.6-0.7", 0.8452, 1.0478, 21, 1, 1.000, None, ('a100-sxm-80gb',))
 _add("decode throughput", "vllm >= 0.14", 0.9098, 1.0560, 6, 1, 1.000, None, ('a10g',))
-_add("inference memory", "transformers", 0.9702, 1.0414, 120, 4, 0.993, 0.766)
-_add("inference memory", "vllm", 0.9622, 1.0546, 13, 2, 0.950, 0.900)
-_add("prefill throughput", "llama.cpp", 0.7640, 1.1904, 79, 35, 0.948, 0.905)
-_add("prefill throughput", "llama.cpp on CUDA", 0.6257, 2.1614, 23, 10, 1.000, 0.950)
+_add("inference memory", "transformers", 0.9702, 1.0414, 120, 4, 0.993, 0.803)
+_add("inference memory", "vllm", 0.9622, 1.0931, 13, 2, 1.000, 0.900)
+_add("prefill throughput", "llama.cpp", 0.7727, 2.3238, 99, 37, 0.956, 0.939)
+_add("prefill throughput", "llama.cpp on CUDA", 0.6257, 2.8749, 43, 12, 0.990, 0.941)
 _add("prefill throughput", "llama.cpp on Metal", 0.8199, 1.1904, 56, 25, 0.960, 0.920)
 _add("prefill throughput", "transformers", 0.7607, 1.0000, 11, 1, 1.000, None)
 _add("training memory", "pytorch training", 0.9085, 1.0873, 34, 7, 1.000, 0.914)

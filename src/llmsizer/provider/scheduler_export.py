@@ -151,6 +151,14 @@ spec:
 """
 
 
+def end_minute(end: _dt.datetime) -> _dt.datetime:
+    """``end`` rounded up to the whole minute Blazar's ``--end-date`` takes (``%Y-%m-%d %H:%M``), so a lease never
+    ends before its booking does (as the Slurm export's Duration rounds its minutes up; probe23 C4: 01:50:26 was
+    written 01:50, 26 s early)."""
+    down = end.replace(second=0, microsecond=0)
+    return down if down == end else moment_after(down, 60.0, _dt.datetime.max.replace(second=0, microsecond=0))
+
+
 def blazar(h: Handover) -> str:
     hosts = ", ".join(json.dumps(n) for n in h.nodes)
     props = f'["in", "$hypervisor_hostname", {hosts}]'
@@ -163,7 +171,7 @@ def blazar(h: Handover) -> str:
     n = len(h.nodes)
     reservation = f"resource_type=physical:host,min={n},max={n},hypervisor_properties={props}"
     return (h.span_note + note + f"openstack reservation lease create --reservation {arg(reservation)} "
-            f"--start-date {arg(f'{h.start:%Y-%m-%d %H:%M}')} --end-date {arg(f'{end:%Y-%m-%d %H:%M}')} "
+            f"--start-date {arg(f'{h.start:%Y-%m-%d %H:%M}')} --end-date {arg(f'{end_minute(end):%Y-%m-%d %H:%M}')} "
             f"{arg(h.name)}\n")
 
 

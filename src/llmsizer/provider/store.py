@@ -150,6 +150,16 @@ def sqlite_path(url: str) -> str | None:
     return path if path and path != ":memory:" else None
 
 
+def creation_hint(path: str) -> str:
+    """What creates the SQLite store file ``path`` that is not there: the first ``capacity book`` creates the file,
+    not a missing folder above it (SQLite opens no file in a folder that does not exist; probe23 C5)."""
+    parent = Path(path).expanduser().parent
+    if parent.is_dir():
+        return "`llmsizer capacity book` creates it"
+    return (f"its folder {parent} does not exist either, and `llmsizer capacity book` creates the file, not the "
+            "folder: create the folder first")
+
+
 def state_name(state: str) -> str:
     s = ALIASES.get(state, state)
     if s not in STATES:
@@ -172,6 +182,12 @@ class Store:
         try:
             if self.sqlite:
                 path = sqlite_path(self.url)
+                if not readonly and path is not None and not Path(path).expanduser().parent.is_dir():
+                    # creating the file would fail inside SQLite ("unable to open database file"): said in one
+                    # line, nothing created (probe23 C5)
+                    raise StoreError(f"cannot create the reservation store {path}: its folder "
+                                     f"{Path(path).expanduser().parent} does not exist (the store is created as a "
+                                     "file, not its folder): create the folder first; nothing was written")
                 if readonly and path is not None:
                     if not Path(path).exists():
                         raise StoreError(f"no reservation store at {path}")

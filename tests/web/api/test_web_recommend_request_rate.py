@@ -1,7 +1,7 @@
 """recommend at a request rate (open arrivals, formulas/serving_queue.py eq. Q10): each option is the fewest copies
 of a candidate whose each copy carries an equal share of the rate below its capacity and within the limits, each copy
 answered by fit's rate path. Checked by hand against the API server's capacity 1 / H = 44.5/s a copy and what the
-sequences the engine admits serve (test_copies_by_hand); the option's TTFT is `fit --request-rate`'s on that copy; the web's body is the CLI's; a rate with a concurrency or
+sequences the engine admits serve (test_copies_by_hand); the option's TTFT is `fit --count K --request-rate`'s for its K copies (probe23 D1); the web's body is the CLI's; a rate with a concurrency or
 a tokens/s target is one line, exit 2."""
 
 from __future__ import annotations
@@ -43,7 +43,10 @@ def test_copies_by_hand() -> None:
     one = fit("qwen3-0.6b", TARGET, request_rate=100 / copies, **kw)
     assert one.speed is not None and one.speed.load is not None and one.speed.load["in_flight"] <= admitted
     assert (opt.count, opt.instances, opt.replicas) == (copies, copies, copies)
-    assert opt.ttft_seconds == one.speed.ttft_seconds
+    # the option is fit's answer for those copies at the whole rate, its busiest replica timed (probe23 D1)
+    whole = fit("qwen3-0.6b", TARGET, copies, request_rate=100, tensor_parallel=1, **kw)
+    assert whole.speed is not None and opt.ttft_seconds == whole.speed.ttft_seconds
+    assert opt.running_sequences == whole.details["running_sequences"]
     assert opt.tokens_per_second == pytest.approx(100 * 128, rel=1e-9)  # every request's output, all copies
     assert opt.price_per_hour == pytest.approx(copies * next(
         o for o in recommend_inference("qwen3-0.6b", context=640, output_tokens=128, engine="vllm",

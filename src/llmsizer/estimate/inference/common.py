@@ -45,6 +45,11 @@ class Context:
     # the KV cache grows by concatenation (transformers' DynamicCache, allocator.py ConcatGrowth): read by the
     # metric's reserve (allocator.py apply_metric); None: a cache that does not, or outside eq. C1''s regime
     kv_growth: Any = None
+    # the weights' quantization group (a grouped format's, compose.py ``_resolve_weights``), which the details record
+    group: int | None = None
+    # what an engine's composition sized that its figures at the concurrency read, where it can re-derive them at
+    # another concurrency (vllm.py ``vllm_at_concurrency``: its sizing and admitted sequences); None: it cannot
+    load: Any = None
 
 
 def running_sequences(w: InferenceWorkload, cap: int | None, admits: int | None = None) -> int:

@@ -81,7 +81,7 @@ from ..verdict import (
     pool_admits,
 )
 from .common import Acc, Context, running_and_queued, running_sequences, state_dtypes, state_of
-from .media import media_in_context
+from .media import Media, media_in_context
 
 
 def _router_capability(spec: ModelSpec, w: InferenceWorkload, fmt: str, acc: Acc) -> int | None:
@@ -422,20 +422,46 @@ def _estimate(spec: ModelSpec, w: InferenceWorkload) -> Estimate:
         return Estimate("inference", spec.name, items, base.assumptions + tuple(acc.assumptions),
                         tuple(acc.warnings), details)
     check_engine_on_device(str(w.engine), generic_device(w.device))  # known by its kind here; Apple: estimate_inference
+    key = _sized_key(spec, w)
+    ctx = _resized(spec, w, key) if key is not None else None
+    if ctx is None:
+        ctx = _compose(spec, w, key)
+    return _finish(spec, ctx)
+
+
+# the concurrency's assumption: what it is, given or InferenceWorkload's default (every input that sizes the KV cache
+# and activations is named, _compose)
+_SIZING_WHY = (("context", "tokens per sequence, prompt + output (InferenceWorkload's default)"),
+               ("concurrency", "sequences at once (InferenceWorkload's default)"))
+
+
+def _sizing_assumption(acc: Acc, w: InferenceWorkload, name: str, why: str) -> None:
+    """Name ``w``'s ``name`` (context, concurrency) in ``acc``: as given, or the default."""
+    acc.assume(name, getattr(w, name), getattr(w, name) if name in (w.given or ()) else None, why)
+
+
+def _with_media(w: InferenceWorkload, media: Media | None) -> InferenceWorkload:
+    """``w`` with its image/video tokens in the context: they occupy it like text (KV cache, prefill, admission)."""
+    return w if media is None else dataclasses.replace(w, context=w.context + media.tokens)
+
+
+def _compose(spec: ModelSpec, w: InferenceWorkload, key: tuple[Any, ...] | None) -> Context:
+    """The engine's composition of ``w`` (its items, assumptions, warnings and details), before ``_finish``; with
+    ``key`` (``_sized_key``), kept for ``_resized`` where the engine can re-derive its figures at another
+    concurrency (``Context.load``)."""
     acc = Acc()
     profile = E.PROFILES[str(w.engine)]
     acc.assumptions.append(Assumption("engine", w.engine, "engine" not in (w.given or ()), profile.description))
     given = w.given or ()
     # every input that sizes the KV cache and activations is named: given (as given) or the default
-    for name, why in (("context", "tokens per sequence, prompt + output (InferenceWorkload's default)"),
-                      ("concurrency", "sequences at once (InferenceWorkload's default)")):
-        acc.assume(name, getattr(w, name), getattr(w, name) if name in given else None, why)
+    at = len(acc.assumptions) + 1  # where the concurrency's assumption goes (after the context's)
+    for name, why in _SIZING_WHY:
+        _sizing_assumption(acc, w, name, why)
     if w.tensor_parallel > 1 or "tensor_parallel" in given:  # the devices the weights and KV heads are split over
         acc.assume("tensor_parallel", 1, w.tensor_parallel if "tensor_parallel" in given else None,
                    "one device per replica (InferenceWorkload's default)")
     media = media_in_context(spec, w, acc)
-    if media is not None:  # image/video tokens occupy the context like text (KV cache, prefill, admission)
-        w = dataclasses.replace(w, context=w.context + media.tokens)
+    w = _with_media(w, media)
     acc.assumptions.extend(model_note_assumptions(spec))  # config values the model reader defaulted or derived
     acc.assumptions.extend(mtp_assumptions(spec, training=False))  # stored MTP layers: not loaded (formulas/mtp.py)
     acc.warnings.extend(model_warnings(spec, training=False, engine=str(w.engine)))
@@ -517,7 +543,7 @@ def _estimate(spec: ModelSpec, w: InferenceWorkload) -> Estimate:
     if spec.is_moe:
         acc.warnings.append("MoE: every expert must be resident in memory; only compute scales with active parameters")
     ctx = Context(spec=spec, w=w, wb=wb, fmt=fmt, kv_dtype=kvd, act_bytes=act_bytes, profile=profile, acc=acc,
-                  dtype=dtype, media=media)
+                  dtype=dtype, media=media, group=group)
     if media is not None:
         ctx.details.update(media.details)
     if window is not None:
@@ -539,6 +565,22 @@ def _estimate(spec: ModelSpec, w: InferenceWorkload) -> Estimate:
         compose_transformers(ctx)
     # the sequences run at once (common.py eq. R1, set by the engine's composition: min(concurrency, its cap, its
     # pool's room)); an engine without a cap runs every one; the rest of the concurrency wait in its queue
+    if key is not None and ctx.load is not None:
+        if len(_SIZED) >= _MEMO_SIZE:
+            _SIZED.clear()
+        try:
+            _SIZED[key] = (spec, ctx, tuple(acc.items), tuple(acc.assumptions), tuple(acc.warnings),
+                           dict(ctx.details), at)
+        except TypeError:  # an unhashable value: not kept
+            pass
+    return ctx
+
+
+def _finish(spec: ModelSpec, ctx: Context) -> Estimate:
+    """The estimate of the engine's composition ``ctx`` (``_compose``, ``_resized``): the sequences run and queued,
+    the metric, the details every surface reads and the verdict."""
+    w, acc, fmt, wb, kvd, profile, act_bytes, group = (ctx.w, ctx.acc, ctx.fmt, ctx.wb, ctx.kv_dtype, ctx.profile,
+                                                        ctx.act_bytes, ctx.group)
     ctx.details.setdefault("running_sequences", w.concurrency)
     cap = ctx.details.get("running_cap")
     running, queued = running_and_queued(w.concurrency, int(ctx.details["running_sequences"]))
@@ -593,6 +635,47 @@ def _estimate(spec: ModelSpec, w: InferenceWorkload) -> Estimate:
         _check_fit(est, w, acc)
         est = Estimate("inference", spec.name, tuple(acc.items), tuple(acc.assumptions), tuple(acc.warnings), details)
     return est
+
+
+def _sized_key(spec: ModelSpec, w: InferenceWorkload) -> tuple[Any, ...] | None:
+    """``_SIZED``'s key of ``w``: every field but the concurrency (``_workload_key``'s, by value and type); None
+    where no engine composition re-derives its figures at another concurrency (vLLM with a memory given:
+    vllm.py ``vllm_at_concurrency``). (A key with an unhashable value finds nothing and is not kept.)"""
+    if w.engine != "vllm" or w.memory is None:
+        return None
+    vals = tuple(v for k, v in w.__dict__.items() if k != "concurrency")
+    return (id(spec), vals, tuple(map(type, vals)))
+
+
+def _resized(spec: ModelSpec, w: InferenceWorkload, key: tuple[Any, ...]) -> Context | None:
+    """The composition of ``w`` from ``_SIZED``'s of the same workload at another concurrency (None where none is
+    kept): its items, assumptions (the concurrency's named anew, ``_sizing_assumption``), warnings and details, with
+    the figures that read the concurrency re-derived by the engine (vllm.py ``vllm_at_concurrency``). The rest of
+    ``_compose`` reads no concurrency (the checks and refusals too, so a workload kept composed without raising)."""
+    try:
+        hit = _SIZED.get(key)
+    except TypeError:  # an unhashable value: not kept (_compose)
+        return None
+    if hit is None or hit[0] is not spec:
+        return None
+    _, kept, items, assumptions, warnings, details, at = hit
+    acc = Acc()
+    acc.items.extend(items)
+    acc.assumptions.extend(assumptions)
+    acc.warnings.extend(warnings)
+    named = Acc()
+    _sizing_assumption(named, w, *_SIZING_WHY[1])
+    acc.assumptions[at] = named.assumptions[0]
+    ctx = dataclasses.replace(kept, w=_with_media(w, kept.media), acc=acc, details=dict(details))
+    from .vllm import vllm_at_concurrency
+    vllm_at_concurrency(ctx)
+    return ctx
+
+
+# ``_compose``'s vLLM compositions with a memory, by ``_sized_key``: (the spec, the composition, its items,
+# assumptions, warnings and details, the index of the concurrency's assumption), for the concurrencies a rate's
+# climb asks of one layout (cleared by ``clear_caches``)
+_SIZED: dict[tuple[Any, ...], tuple[Any, ...]] = {}
 
 
 def _window_notes(spec: ModelSpec, w: InferenceWorkload, window: Window | None, acc: Acc) -> str | None:

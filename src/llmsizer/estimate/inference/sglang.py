@@ -13,6 +13,10 @@ Rules read in SGLang 0.5.23 (the PyPI wheel; line numbers of that release):
 
     The prefill graph sizes are the capture list of cuda_graph_hook.py:480-497 up to chunked_prefill_size (the
     breakable prefill graph is the CUDA default, model_executor/cuda_graph_config.py:119-123).
+(1v) A multimodal model (``is_vlm``, memory_hook.py:281-337) gets that default times SGLang's vision-encoder
+    factor, formulas/vlm_memory_fraction.py eqs. (V1)-(V3): 0.95 x clamp(1 - 0.1 (L_vit H_vit^2 / (24 x 1024^2) - 1),
+    0.8, 1.05), with the ``num_hidden_layers`` and ``hidden_size`` SGLang reads from the vision config
+    (``sglang_vlm_shape``); only where no --mem-fraction-static is given.
 (2) Token pool (mem_cache/kv_cache_configurator.py:2990-3060): with ``pre`` the free memory before the weights
     are loaded (total - CUDA context - with TP NCCL's buffers: distributed/bootstrap.py:193-216 measures it after
     the parallel groups are set up), ``rest = (pre - weights) - pre x (1 - mem_fraction_static)``, i.e.
@@ -173,6 +177,7 @@ from ...formulas.swa_pool import (
     swa_tokens_held,
 )
 from ...formulas.tensor_parallel import kv_fraction_per_device, per_device
+from ...formulas.vlm_memory_fraction import vlm_fraction_factor, vlm_mem_fraction_static
 from ...result import Assumption, Item
 from ...specs import ModelSpec
 from ...units import MiB, format_bytes
@@ -207,6 +212,27 @@ def default_mem_fraction_static(total_bytes: int, tp: int = 1, mla: bool = False
     return round((gpu_mem - reserved) / gpu_mem, 3), {
         "gpu_mem_mib": gpu_mem, "chunked_prefill_size": chunked, "decode_graph_max_bs": max_bs,
         "reserved_mib": reserved, "activation_mib": activation, "graphs_mib": graphs}
+
+
+def sglang_vlm_shape(spec: ModelSpec) -> tuple[int, int, str] | None:
+    """Eq. (1v)'s vision encoder as SGLang 0.5.23 reads it: (num_hidden_layers, hidden_size, why), or None where
+    SGLang makes no multimodal reduction (a text-only model; Gemma 3 and Llama 4, whose multimodal input SGLang turns
+    off by default: configs/model_config.py:690-702 mm_disabled_models, so ``is_multimodal`` is False)."""
+    if spec.gemma4 is not None and spec.gemma4.vision is not None:
+        t = spec.gemma4.vision  # Gemma4VisionConfig names num_hidden_layers (transformers 5.19.0 L275)
+        return t.num_layers, t.hidden_size, "the vision config's num_hidden_layers and hidden_size"
+    v = spec.vision
+    if v is None or v.encoder in ("siglip", "llama4"):
+        return None
+    if v.encoder in ("qwen2_5_vl", "qwen3_vl"):
+        # the Qwen VL vision configs name their depth ``depth``, with no num_hidden_layers alias in transformers
+        # 5.19.0, SGLang 0.5.23's pin (Qwen2_5_VLVisionConfig / Qwen3VLVisionConfig attribute_map holds only
+        # num_attention_heads): getattr's default 24 is read (memory_hook.py:440)
+        return (24, v.hidden_size, f"the vision config has depth {v.num_layers} but no num_hidden_layers, so SGLang "
+                "reads its default 24 (memory_hook.py:440)")
+    # Gemma 4's and mllama's vision configs name num_hidden_layers (mllama's: the local encoder; its global layers
+    # are not read)
+    return v.num_layers, v.hidden_size, "the vision config's num_hidden_layers and hidden_size"
 
 
 # Which KV pool SGLang 0.5.23 gives each family with sliding-window layers (by the config's model_type): "hybrid"
@@ -448,9 +474,21 @@ def compose_sglang(ctx: Context) -> None:
             "reserved_bytes": w.memory})  # what SGLang would hold: the whole device (it does not start)
         _engine_notes(acc, w, sized=False)
         return
-    mfs = float(acc.assume("mem_fraction_static", default, w.mem_fraction_static,
-                           f"SGLang default for {parts['gpu_mem_mib']:.0f} MiB, TP {tp}: (M - reserved {parts['reserved_mib']:.0f} "
-                           "MiB) / M (memory_hook.py:289-339)"))
+    why = (f"SGLang default for {parts['gpu_mem_mib']:.0f} MiB, TP {tp}: (M - reserved {parts['reserved_mib']:.0f} "
+           "MiB) / M (memory_hook.py:289-339)")
+    vlm = sglang_vlm_shape(spec) if w.mem_fraction_static is None else None
+    if vlm is not None:  # eq. (1v): SGLang keeps more back for the vision encoder of a multimodal model
+        factor = vlm_fraction_factor(vlm[0], vlm[1])
+        acc.assumptions.append(Assumption(
+            "sglang_vlm_mem_fraction_factor", round(factor, 6), True,
+            f"a multimodal model: SGLang multiplies its default mem_fraction_static {default} by 0.95 x clamp(1 - 0.1 x "
+            f"({vlm[0]} x {vlm[1]}^2 / (24 x 1024^2) - 1), 0.8, 1.05) = {factor:.4f}; {vlm[2]} (adjust_mem_fraction_"
+            "for_vlm, memory_hook.py:417-462; formulas/vlm_memory_fraction.py V1-V3; not with --language-only or "
+            "SGLANG_ENABLE_POST_CAPTURE_KV_SIZING, whose 8 GiB rule is not modelled)"))
+        why += f" x {factor:.4f} for the vision encoder (eq. 1v)"
+        # SGLang does not round it again; 6 digits keep the shown share short (< 1e-6 of the memory)
+        default = round(vlm_mem_fraction_static(default, vlm[0], vlm[1]), 6)
+    mfs = float(acc.assume("mem_fraction_static", default, w.mem_fraction_static, why))
     acc.assume("chunked_prefill_size", parts["chunked_prefill_size"], w.max_num_batched_tokens,
                "SGLang memory-tier default (memory_hook.py:90-160)")
     # measured after the parallel groups exist (distributed/bootstrap.py measure_pre_model_load_memory: "Call after

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from typing import NamedTuple
 
 from ...formulas.activations import prefill_activation_bytes
 from ...formulas.kv_cache import KVCache, kv_cache, kv_dtype_bytes
@@ -109,7 +110,6 @@ def compose_vllm(ctx: Context) -> None:
     # vLLM's default is capped at max_num_batched_tokens (EngineArgs._set_default_args: min(table, mnbt))
     mns = acc.assume("max_num_seqs", min(seqs_default, mnbt), w.max_num_seqs,
                      why + ("" if seqs_default <= mnbt else f"; min(its {seqs_default}, max_num_batched_tokens)"))
-    running = running_sequences(w, mns)  # what the scheduler runs at once with room for it (common.py eq. R1)
     block = acc.assume("block_size", 16, w.paged_block_size, "vLLM default KV block (tokens)")
     tp = w.tensor_parallel
     page = None  # a recurrent layer's state page per sequence and GPU (padded to the attention page in a hybrid)
@@ -176,10 +176,8 @@ def compose_vllm(ctx: Context) -> None:
     pad_kv_dev = per_device(math.ceil(pad_kv), share)
     pad_state_dev = pads["recurrent"] * page if page is not None else 0
     one_seq = per_device(kvc.total_bytes + _sliding_spare_block(ctx, slide_block), share) + pad_kv_dev
-    need = _padded(kv_item(ctx, w.context, running, "device", block=block, window_extra=extra,
-                           sliding_block=slide_block), pad_kv_dev, running, pads, ("full", "sliding"))
-    state = (_padded(state_item(ctx, running, "device", page_per_device=page), pad_state_dev, running, pads,
-                     ("recurrent",)) if page is not None else None)
+    sizing = VllmSizing(mns, block, extra, slide_block, pads, pad_kv_dev, page, pad_state_dev, fixed)
+    running, need, state = _at_load(ctx, sizing)
     state_one = state_item(ctx, 1, "device", page_per_device=page).bytes + pad_state_dev if page is not None else 0
     one_seq += state_one
     ctx.details.update({"kv_needed_bytes": need.bytes, "kv_bytes_per_sequence": one_seq, "running_cap": mns,
@@ -200,8 +198,7 @@ def compose_vllm(ctx: Context) -> None:
         device_context(acc.items, acc.assumptions, w.gpu_runtime, formula="CUDA context, outside the vLLM pool")
         return
     # what this workload occupies of the pool (+ the context): the need plan and fit report beside the reservation
-    ctx.details["workload_bytes"] = int(fixed + need.bytes + (state.bytes if state is not None else 0)
-                                        + context_span(w.gpu_runtime).expected)
+    ctx.details["workload_bytes"] = _workload_bytes(ctx, sizing, need, state)
     pool = int(util * w.memory)
     # what workload_bytes is compared with: the pool (gpu_memory_utilization x memory, eq. 1) + the CUDA context
     # outside it; the rest of the device is left free by vLLM whatever the load
@@ -219,6 +216,9 @@ def compose_vllm(ctx: Context) -> None:
                         "max_concurrency_at_context": int(admitted),
                         "admitted_sequences": int(min(admitted, mns)),
                         "running_sequences": running_sequences(w, mns, int(admitted))})
+    # the figures above that read the concurrency, which ``vllm_at_concurrency`` re-derives at another one (not with a
+    # recurrent state: the pool's item below quotes the running sequences' state)
+    ctx.load = (sizing, int(admitted)) if state is None else None
     if not spec.kv_cache_layers:  # attention-free: the pool is whole-request state pages, not token blocks
         ctx.details["recurrent_state_pages"] = int(admitted)
     pool_what = f"{int(blocks)} blocks of {block} tokens" if spec.kv_cache_layers else "recurrent state pages"
@@ -249,6 +249,59 @@ def compose_vllm(ctx: Context) -> None:
         acc.warnings.append(f"the {runtime} context (~{format_bytes(context)}) may not fit the {1 - util:.0%} left "
                             "outside the vLLM pool")
     _unprofiled_scan(ctx, mnbt, act, fwd.residual_bytes, w.memory - pool - context)
+
+
+class VllmSizing(NamedTuple):
+    """What ``compose_vllm`` sized that its figures at the workload's concurrency read (none of them reads the
+    concurrency): max_num_seqs, the KV block, a sliding layer's extra tokens and block, the KV cache groups' padding
+    slots and their bytes per sequence, a recurrent layer's state page and its padding, and the fixed bytes of eq. (1)
+    (weights, profiled activations, non-torch, CUDA graphs)."""
+
+    mns: int
+    block: int
+    extra: int
+    slide_block: int
+    pads: dict[str, int]
+    pad_kv_dev: int
+    page: int | None
+    pad_state_dev: int
+    fixed: float
+
+
+def _at_load(ctx: Context, s: VllmSizing) -> tuple[int, Item, Item | None]:
+    """The sequences vLLM runs at once of ``ctx.w.concurrency`` (common.py eq. R1 at max_num_seqs: what the
+    scheduler runs with room for it) and the KV cache (and recurrent state) they need, the KV cache groups' empty
+    slots included (formulas/kv_groups.py eq. 3)."""
+    w = ctx.w
+    running = running_sequences(w, s.mns)
+    need = _padded(kv_item(ctx, w.context, running, "device", block=s.block, window_extra=s.extra,
+                           sliding_block=s.slide_block), s.pad_kv_dev, running, s.pads, ("full", "sliding"))
+    state = (_padded(state_item(ctx, running, "device", page_per_device=s.page), s.pad_state_dev, running, s.pads,
+                     ("recurrent",)) if s.page is not None else None)
+    return running, need, state
+
+
+def _workload_bytes(ctx: Context, s: VllmSizing, need: Item, state: Item | None) -> int:
+    """What the workload occupies of vLLM's pool, and the CUDA context outside it: eq. (1)'s fixed bytes and what
+    the running sequences need."""
+    return int(s.fixed + need.bytes + (state.bytes if state is not None else 0)
+               + context_span(ctx.w.gpu_runtime).expected)
+
+
+def vllm_at_concurrency(ctx: Context) -> None:
+    """``compose_vllm``'s figures that read the concurrency, at ``ctx.w.concurrency``, written over those of a
+    composition of the same workload at another concurrency (its details, items, assumptions and warnings copied
+    into ``ctx``, with its ``ctx.load``): with a memory given and no recurrent state, compose_vllm reads the
+    concurrency only in the sequences it runs (``_at_load``), what they need and occupy (``kv_needed_bytes``,
+    ``workload_bytes``) and the sequences it runs within its pool (``running_sequences``, eq. R1 with the pool's
+    room); its items, assumptions and warnings read none (a recurrent state's would: the pool's item quotes the
+    running sequences' state, so no load is kept there). compose.py ``_estimate`` so composes a layout once for the
+    concurrencies a rate's climb asks of it."""
+    sizing, admitted = ctx.load
+    _, need, state = _at_load(ctx, sizing)  # (no recurrent state: compose_vllm keeps no load with one)
+    ctx.details["kv_needed_bytes"] = need.bytes
+    ctx.details["workload_bytes"] = _workload_bytes(ctx, sizing, need, state)
+    ctx.details["running_sequences"] = running_sequences(ctx.w, sizing.mns, admitted)
 
 
 def _unprofiled_scan(ctx: Context, mnbt: int, act: int, residual: int, margin: int) -> None:
