@@ -123,3 +123,22 @@ def test_every_module_has_a_row_in_the_architecture_doc() -> None:
     assert rows.keys() - modules == set(), f"rows for modules that do not exist: {sorted(rows.keys() - modules)}"
     empty = sorted(name for name, line in rows.items() if not line)
     assert not empty, f"rows without a description: {empty}"
+
+
+def test_every_path_the_architecture_doc_names_exists() -> None:
+    """Each backticked path in docs/architecture.md (``estimate/fit.py``, ``estimate/fit.py:fit_memory``,
+    ``tests/validation``, ``catalog/data/``) names a file or folder under src/llmsizer/ or the repository root, so
+    a moved module or a short relative name (``store.py`` for ``provider/store.py``) fails here."""
+    import re
+
+    root = SRC.parents[1]
+    doc = (root / "docs" / "architecture.md").read_text("utf-8")
+    pathlike = re.compile(r"^[a-z_][\w.-]*(/[\w.-]+)*(\.(py|json|md|csv|js|html|css|sh)|/)$|^[a-z_]+(/[\w.-]+)+$")
+    missing = set()
+    for token in re.findall(r"`([^`\n]+)`", doc):
+        path = token.split(":")[0]
+        if " " in path or not pathlike.match(path):
+            continue
+        if not any((base / path.rstrip("/")).exists() for base in (SRC, root)):
+            missing.add(token)
+    assert not missing, f"docs/architecture.md names paths that do not exist: {sorted(missing)}"

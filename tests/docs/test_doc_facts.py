@@ -78,8 +78,8 @@ def test_architecture_constants_exist() -> None:
     """Every backticked CONSTANT (or module.CONSTANT) docs/architecture.md names is defined in src/, tests/ or
     scripts/ (before: `SETTINGS_TO_WORKLOAD`, renamed away)."""
     code = "\n".join(p.read_text("utf-8") for d in ("src", "tests", "scripts") for p in (ROOT / d).rglob("*.py"))
-    names = set(re.findall(r"`(?:[a-z_]+\.)?([A-Z][A-Z0-9_]{3,})`", _read("docs/architecture.md")))
-    assert len(names) > 40
+    names = set(re.findall(r"`(?:[\w/]+\.py:|[a-z_]+\.)?([A-Z][A-Z0-9_]{3,})`", _read("docs/architecture.md")))
+    assert len(names) > 20  # the regex still finds the doc's constants (27 since its rule table became rule -> home)
     missing = [n for n in sorted(names) if not re.search(rf"^\s*(?:class\s+)?{n}\b\s*(?:[:=(]|$)", code, re.M)]
     assert missing == []
 

@@ -6,6 +6,18 @@ time too. ``under_load`` applies formulas/serving_queue.py eqs. Q4-Q9 with the e
 (estimate/engines.py PREFILL_SCHEDULING: whether a prefill chunk shares one forward with the decode tokens, and its
 chunk budget), so the estimate's TTFT and per-user rate are the loaded ones, and warns when the prompts take a large
 share of device time (PREFILL_SHARE_WARN).
+
+What the module holds: the TTFT, per-user rate and requests/s at C requests in flight (every prompt's prefill
+competing with the decode): ``formulas/serving_queue.py`` eqs. Q4-Q9 with the engine's scheduling, and the
+prefill-bound warning; a burst of more requests than the engine admits passing through its slots (eq. Q14,
+``burst_over_pool``, which fit's ``burst_figure`` reports beside a pool that does not hold the stated concurrency at
+once and the validation's burst rows are judged by); at a request rate (open arrivals, eq. Q10: ``at_rate``,
+``under_rate``, the requests in flight derived by ``rate_fixed_point``, which fit's ``request_rate`` uses too, its
+refusal past the decode's capacity, ``sustained_rate``, llama.cpp's slots at the tail, ``slots_for``, and the wait for
+the c sequences a pool engine admits, the replica a load-dependent server, eq. Q13: ``admission_wait``,
+``closed_throughputs``, ``ADMISSION_WAIT_FLOOR``, which ``fit.admission_queued`` applies and ``fit.rate_seconds``
+ranks layouts by; eq. Q12's Erlang C its upper bound); ``q5_inputs``, the engine's inputs to eqs. Q5-Q10 both loads
+share.
 """
 
 from __future__ import annotations

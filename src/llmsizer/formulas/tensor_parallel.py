@@ -13,6 +13,18 @@ role): MLA's down-projections, the DSA indexer's projections, the MoE router and
 transformers' own tensor parallelism (``tp_plan="auto"``) splits only what the model's plan names and keeps every
 other tensor whole (``TRANSFORMERS_SPLIT``, per model type); a model type without a plan it refuses
 (``transformers_tensor_parallel_refusal``). ``replicated_matrix`` is the one rule for both.
+
+What the module holds: per-device shares under tensor parallelism (Megatron-LM), and the degrees vLLM refuses; the
+weights a serving engine keeps whole on every rank (``REPLICATED_MATRICES``, per engine and tensor role: MLA q_a/kv_a,
+the DSA indexer, MoE routers, Qwen's shared-expert gate, vLLM's Nemotron latent and Gemma per-layer-input projections,
+read from vLLM/SGLang model code) and the 1-D ones they split (``SPLIT_VECTORS``: column-parallel biases, sinks);
+transformers' own plan (``TRANSFORMERS_SPLIT``); ``kept_whole``, the one rule of both: which activations a rank holds
+whole (``activation_split``) and the share of each component's parameters a rank multiplies and reads
+(``plan_rank_shares``, eq. TP1: the speed's per-rank FLOPs and decode weight bytes on transformers, vLLM and SGLang
+alike); the collectives transformers' plan runs in a forward and their seconds (``transformers_plan_collectives``,
+``plan_collective_seconds``, eq. TP2); what vLLM/SGLang ranks hold beyond 1/tp where they copy heads or groups
+(``replica_shares``: one whole KV head's K/V projections when tp > KV heads, eq. TP3; Mamba-2's one B/C group, eq.
+TP4), in the weights and in eq. TP1.
 """
 
 from __future__ import annotations

@@ -1,4 +1,9 @@
-"""Plain-text tables for the terminal."""
+"""Plain-text tables for the terminal.
+
+The lines under an estimate (its calibrated range with the coverage and warning: ``estimate_facts``,
+``coverage_lines``) have one copy on the web: the calculator writes them from the answer's JSON
+(web/static/js/estimate_text.js, Python's number formats in web/static/js/pyformat.js), compared word for word with
+this module's text on real answers by tests/web/test_estimate_text_js.py."""
 
 from __future__ import annotations
 
