@@ -87,9 +87,10 @@ from .media import Media, media_in_context
 def _router_capability(spec: ModelSpec, w: InferenceWorkload, fmt: str, acc: Acc) -> int | None:
     """The device's CUDA compute capability as the weights' dtype rules read it (formulas/weight_formats.py
     ``engine_tensor_bytes``): 0 on a device the engine runs without CUDA (a CPU, ROCm, Metal), else the workload's
-    ``gpu_capability`` (None: not known). Where it decides a router's dtype (vLLM's fp32 gate, ``vllm_gate_fp32``),
+    ``gpu_capability`` (None: not known), for a model whose router dtype the device decides on this engine, else None
+    (``weights_capability``: one cache entry per model, not per device). Where it decides a router's dtype (vLLM's fp32 gate, ``vllm_gate_fp32``),
     the dtype is recorded as an assumption."""
-    capability = weights_capability(w.device, w.gpu_runtime, w.gpu_capability)
+    capability = weights_capability(w.device, w.gpu_runtime, w.gpu_capability, w.engine, spec.model_type)
     if w.engine == "vllm" and spec.model_type in VLLM_FP32_GATE and spec.moe is not None and fmt != "file":
         fp32 = vllm_gate_fp32(capability)
         where = ("no CUDA" if capability == 0 else "compute capability not known: sized as on Hopper"
