@@ -95,8 +95,12 @@ def _router_capability(spec: ModelSpec, w: InferenceWorkload, fmt: str, acc: Acc
         fp32 = vllm_gate_fp32(capability)
         where = ("no CUDA" if capability == 0 else "compute capability not known: sized as on Hopper"
                  if capability is None else f"compute capability {capability // 10}.{capability % 10}")
+        # a default on every device (review33 N1): no surface takes a router dtype or a capability from the user
+        # (the CLI, request files and the web take a device, whose catalog row gives the capability:
+        # inference_device_fields; fit and plan pass that capability on), so ``gpu_capability`` in ``given`` says
+        # how the caller built the workload, not that the user stated it (A100 and MI300X alike: the device decided)
         acc.assumptions.append(Assumption(
-            "router_dtype", "fp32" if fp32 else "model dtype", "gpu_capability" not in (w.given or ()),
+            "router_dtype", "fp32" if fp32 else "model dtype", True,
             f"vLLM builds {spec.model_type}'s router as GateLinear(force_fp32_compute=True) (vllm 0.19.1 models/"
             "nemotron_h.py:151-157), stored in fp32 unless the GPU has its specialized router kernels, CUDA "
             "compute capability 9.0 or 10.x (layers/fused_moe/router/gate_linear.py:45-55): "
