@@ -34,7 +34,9 @@ and on in both gradients (TransformerEngine @d0067d0d transformer_engine/common/
 How: CUDA events after warm-up calls. Each GEMM set is timed twice: ``eager`` (issued from this Python loop, the host
 free to fall behind) and ``device`` (the same calls queued behind a ``torch.cuda._sleep`` longer than the host takes
 to issue them, so the events bracket device time alone; ``queue_prefilled`` says whether the host did finish
-issuing before the sleep ended). The comparison is ``device``.
+issuing before the sleep ended, by events: the sleep's measured length ``sleep_seconds`` against the host's
+``issue_seconds``; the sleep's rate is calibrated after a warm-up that raises the clocks, and a sleep the host outran
+is recalibrated from its own length and timed again once: ``Timer``). The comparison is ``device``.
 
 What it predicts, for the device measured (catalog/detect.py ``catalog_gpu`` of the driver's name, or
 ``--device-id``): llmsizer's seconds for the same GEMMs, F / (R u e_g) (BF16: R the dense BF16 peak,
@@ -50,7 +52,11 @@ F / (t R e_g), beside the calibrated u.
 Writes one JSON record per (case, variant, dtype) to ``--out`` (bench/gpu_validation.sh puts it under
 validation/measured/gemm/, which ``llmsizer validate`` does not read: not ``measure`` records), the first record the
 device, versions and prediction inputs. ``--smoke``: one tiny case on the CPU in fp32 (PM1362's experts at 16
-tokens, two variants), to check the plumbing anywhere.
+tokens, two variants) and a tinier FP8 one through the CPU's ``torch._scaled_mm`` (``fp8_smoke_case``), to check the
+plumbing anywhere. The budget (``--budget``, default 170 s) is what bench/gpu_validation.sh passes: its moegemm set's
+total (LLMSIZER_GPU_TOTAL, default 180 s) less its set-up. The device command (15-minute budget):
+``export PYTHONUNBUFFERED=1 LLMSIZER_GPU_SET=moegemm LLMSIZER_GPU_TOTAL=240; timeout 300 bash bench/gpu_validation.sh``
+with the device call's ``timeout_s`` >= 300 (validation/measured/README.md).
 """
 
 from __future__ import annotations
@@ -210,6 +216,15 @@ def plan(smoke: bool) -> list[Case]:
     return [*first, calibration_case(), *(c for cases in rest for c in cases), *sweep_cases()]
 
 
+def fp8_smoke_case() -> Case:
+    """The FP8 path's smoke case, small enough for the CPU's ``torch._scaled_mm`` (the same schema as CUDA's) in
+    seconds: PM1362's three fc1 roles as two experts of m 32, n 48, k 64 (n and k multiples of 16, torch's FP8 shape
+    rule), so ``operands``' TN layouts, the E4M3 forward and E5M2 gradient operands (and the both-E4M3 fallback
+    where E5M2 x E4M3 is refused) and the record's fields are run anywhere."""
+    gemms = tuple(Gemm(f"fc1.{role}", 32, 48, 64, 2, True) for role in ("fwd", "dgrad", "wgrad"))
+    return Case("PM1362 experts G=2 m=32 n=48 k=64 (fp8 smoke)", "PM1362", "te-4-streams", gemms, STREAMS)
+
+
 @dataclass(frozen=True)
 class Rates:
     """The prediction inputs of one device: R (BF16 and FP8 dense peaks), u, rho8, memory bandwidth, SMs, the GEMMs'
@@ -273,19 +288,43 @@ def core_check_seconds(case: Case, dtype: str, r: Rates) -> float | None:
 
 
 class Timer:
-    """CUDA-event timing after warm-up (perf_counter on the CPU)."""
+    """CUDA-event timing after warm-up (perf_counter on the CPU). The sleep that holds the queue is sized in clock
+    cycles (``torch.cuda._sleep``), calibrated after the GPU was warmed (an idle GPU's SM clock can sit at a fraction
+    of its clock under load, so a rate calibrated idle makes the later sleeps up to that much shorter), and each timed
+    sleep is checked by events: its measured length against the host's issue time (``queue_prefilled``); a sleep the
+    host outran is recalibrated from its own measured length and the timing redone once."""
+
+    WARM_SECONDS = 1.0  # back-to-back 4096^3 BF16 GEMMs before the calibration: the clocks up
 
     def __init__(self, torch: Any, cuda: bool) -> None:
         self.torch, self.cuda = torch, cuda
         self.cycles_per_s = 0.0
+        self.warm_seconds = 0.0
+        self.calibrated_cycles_per_s = 0.0
         if cuda and hasattr(torch.cuda, "_sleep"):
-            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            torch.cuda._sleep(1000)
-            a.record()
-            torch.cuda._sleep(20_000_000)
-            b.record()
+            self.warm_seconds = self.warm_up(self.WARM_SECONDS)
+            self.cycles_per_s = self.calibrated_cycles_per_s = self.calibrate()
+
+    def warm_up(self, seconds: float) -> float:
+        torch = self.torch
+        x = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
+        t0 = time.perf_counter()
+        while time.perf_counter() - t0 < seconds:
+            for _ in range(8):
+                torch.mm(x, x)
             torch.cuda.synchronize()
-            self.cycles_per_s = 20_000_000 / (a.elapsed_time(b) / 1e3)
+        del x
+        return time.perf_counter() - t0
+
+    def calibrate(self) -> float:
+        torch = self.torch
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        torch.cuda._sleep(1000)
+        a.record()
+        torch.cuda._sleep(20_000_000)
+        b.record()
+        torch.cuda.synchronize()
+        return 20_000_000 / (a.elapsed_time(b) / 1e3)
 
     def time(self, fn: Callable[[], None], target_s: float, max_calls: int) -> dict[str, Any]:
         torch = self.torch
@@ -301,7 +340,8 @@ class Timer:
                 fn()
             s = (time.perf_counter() - t0) / reps
             return {"reps": reps, "device_seconds": s, "eager_seconds": s, "host_issue_seconds": s,
-                    "queue_prefilled": None}
+                    "queue_prefilled": None, "sleep_target_seconds": None, "sleep_seconds": None,
+                    "issue_seconds": None, "sleep_tries": 0}
         a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         torch.cuda.synchronize()
         a.record()
@@ -319,24 +359,37 @@ class Timer:
         host = (time.perf_counter() - h0) / reps
         torch.cuda.synchronize()
         eager = a.elapsed_time(b) / 1e3 / reps
-        # device: queued behind a sleep longer than the host takes to issue them
-        prefilled = None
+        # device: queued behind a sleep longer than the host takes to issue them; s0 before the sleep, a after it,
+        # so s0 -> a is the sleep's real length, which the host's issue time must stay under
+        prefilled, sleep_s, slept, issued, tries = None, None, None, None, 0
+        device = eager
         if self.cycles_per_s:
+            s0 = torch.cuda.Event(enable_timing=True)
             sleep_s = min(0.5, 1.5 * host * reps + 0.005)
-            torch.cuda._sleep(int(self.cycles_per_s * sleep_s))
-            h0 = time.perf_counter()
-            a.record()
-            for _ in range(reps):
-                fn()
-            b.record()
-            issued = time.perf_counter() - h0
-            torch.cuda.synchronize()
-            device = a.elapsed_time(b) / 1e3 / reps
-            prefilled = issued < sleep_s
-        else:
-            device = eager
+            while tries < 2:
+                tries += 1
+                s0.record()
+                torch.cuda._sleep(int(self.cycles_per_s * sleep_s))
+                h0 = time.perf_counter()
+                a.record()
+                for _ in range(reps):
+                    fn()
+                b.record()
+                issued = time.perf_counter() - h0
+                torch.cuda.synchronize()
+                slept = s0.elapsed_time(a) / 1e3
+                device = a.elapsed_time(b) / 1e3 / reps
+                prefilled = issued < slept
+                if prefilled:
+                    break
+                # the host outran the sleep: the clock rose since the calibration (the cycles last less) or the
+                # host was slower than in the eager pass; recalibrate from this sleep and size the next by ``issued``
+                self.cycles_per_s = int(self.cycles_per_s * sleep_s) / max(slept, 1e-6)
+                if tries < 2:
+                    sleep_s = min(0.5, 1.5 * issued + 0.005)
         return {"reps": reps, "device_seconds": device, "eager_seconds": eager, "host_issue_seconds": host,
-                "queue_prefilled": prefilled}
+                "queue_prefilled": prefilled, "sleep_target_seconds": sleep_s, "sleep_seconds": slept,
+                "issue_seconds": issued, "sleep_tries": tries}
 
 
 def operands(torch: Any, g: Gemm, dtype: str, dev: Any) -> tuple[list[tuple[Any, Any]], Callable[[Any, Any], Any],
@@ -434,7 +487,9 @@ def measure_case(torch: Any, timer: Timer, case: Case, dtype: str, r: Rates, dev
             "gemms": gemms, "notes": notes,
             "total": {"flops": f, "device_seconds": s, "eager_seconds": sum(g["eager_seconds"] for g in gemms),
                       "tflops": f / s / 1e12, "predicted_seconds": pred, "predicted_tflops": f / pred / 1e12,
-                      "measured_over_predicted": s / pred, "core_check_seconds": core}}
+                      "measured_over_predicted": s / pred, "core_check_seconds": core,
+                      # the GEMM sets whose device time may hold host gaps (the sleep ended before the host issued)
+                      "not_prefilled": [g["role"] for g in gemms if g["queue_prefilled"] is False]}}
 
 
 def versions(torch: Any) -> dict[str, Any]:
@@ -481,7 +536,12 @@ def main(argv: list[str] | None = None) -> int:
     fp8 = bool(cuda and cap is not None and cap >= (8, 9) and hasattr(torch, "_scaled_mm") and r.peak8)
     dtypes = ["fp32"] if args.smoke else ["bf16", *(["fp8"] if fp8 else [])]
     cases = plan(args.smoke)
+    runs = [(c, d) for c in cases for d in dtypes]
+    if args.smoke and hasattr(torch, "_scaled_mm"):
+        runs.append((fp8_smoke_case(), "fp8"))  # the FP8 path's plumbing (fp8_smoke_case), not a measurement
     stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    torch.manual_seed(0)
+    timer = Timer(torch, cuda)  # warmed and calibrated before the first case (Timer)
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     head = {"schema": "moegemm-1", "date": stamp, "kind": "gemm-set", "smoke": args.smoke,
             "device": {"catalog_id": device.id, "name": torch.cuda.get_device_name(0) if cuda else "cpu",
@@ -492,12 +552,11 @@ def main(argv: list[str] | None = None) -> int:
                            "memory_bandwidth": r.bandwidth, "sms": r.sms, "operand_bytes": r.elem,
                            "source": "formulas/gemm_shapes.py eqs. (2)-(4), (6)-(8) via estimate/duration.py; "
                                      "efficiency.training_utilization, efficiency.float8_gemm_share"},
-            "dtypes": dtypes, "fp8_note": None if fp8 or args.smoke else "no FP8 tensor cores or torch._scaled_mm"}
+            "dtypes": dtypes, "fp8_note": None if fp8 or args.smoke else "no FP8 tensor cores or torch._scaled_mm",
+            "fp8_smoke": any(d == "fp8" for _, d in runs) if args.smoke else None,
+            "timer": {"warm_seconds": timer.warm_seconds, "cycles_per_s": timer.calibrated_cycles_per_s or None}}
     with open(args.out, "a") as f:
         f.write(json.dumps(head) + "\n")
-    torch.manual_seed(0)
-    timer = Timer(torch, cuda)
-    runs = [(c, d) for c in cases for d in dtypes]
     for i, (case, dtype) in enumerate(runs, 1):
         elapsed = time.monotonic() - t_start
         base = {"schema": "moegemm-1", "date": stamp, "kind": "gemm", "smoke": args.smoke, "device": device.id}
@@ -519,7 +578,9 @@ def main(argv: list[str] | None = None) -> int:
         tot = rec.get("total")
         print(f"[{i:2d}/{len(runs)}] {rec['status']:7s} {case.row} {case.variant:17s} {dtype:4s} "
               + (f"{tot['tflops']:7.1f} TFLOP/s measured, {tot['predicted_tflops']:7.1f} predicted, "
-                 f"measured/predicted time {tot['measured_over_predicted']:.3f}" if tot else str(rec.get("error"))),
+                 f"measured/predicted time {tot['measured_over_predicted']:.3f}"
+                 + (f"; queue NOT prefilled: {', '.join(tot['not_prefilled'])}" if tot['not_prefilled'] else "")
+                 if tot else str(rec.get("error"))),
               file=sys.stderr, flush=True)
     print(f"gpu_moe_gemm: {len(runs)} runs in {time.monotonic() - t_start:.0f} s; records in {args.out}")
     print(f"implied u (the u at which eq. (4) meets the device time: u x predicted / measured; calibrated u {r.u:g}):")

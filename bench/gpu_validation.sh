@@ -8,7 +8,7 @@
 #   bash bench/gpu_validation.sh --wheels   # here, before a device call: the wheels its offline image lacks, into .whl/
 #
 # Environment: PYTHON (interpreter to start from), LLMSIZER_GPU_VENV (default .venv-gpu), LLMSIZER_GPU_TOTAL
-# (seconds for set-up + matrix, default 450), LLMSIZER_CASE_TIMEOUT (seconds per case, default 150), LLMSIZER_GPU_FROM
+# (seconds for set-up + matrix, default 450; 180 for LLMSIZER_GPU_SET=moegemm), LLMSIZER_CASE_TIMEOUT (seconds per case, default 150), LLMSIZER_GPU_FROM
 # (first case to run, default 1: a second device call resumes the matrix where the first call's budget ran out),
 # LLMSIZER_GPU_SET (default 'all'; 'decode': the inference cases only, each timing 128 decode steps in 2 timed passes
 # instead of 32, into gpu-<device>-<date>-decode.jsonl: 32 steps timed once left the 7-8B decode rows contradicting
@@ -19,8 +19,12 @@
 # over 4 CUDA streams, as TransformerEngine's grouped GEMM runs them; the same FLOPs as one dense GEMM; the dense layer
 # GEMMs of the row Hopper's u was fitted on), BF16 and, where the GPU has them, FP8 with per-tensor scales, in plain
 # torch, beside llmsizer's predicted seconds for the same GEMMs, into validation/measured/gemm/gpu-<device>-<date>-
-# moegemm.jsonl (a folder `llmsizer validate` does not read); under 3 minutes on an H100 (LLMSIZER_GPU_TOTAL caps it);
-# needs torch alone, so no pinned package is checked or installed; `--smoke` runs one tiny case of it on the CPU).
+# moegemm.jsonl (a folder `llmsizer validate` does not read); under 3 minutes on an H100 (LLMSIZER_GPU_TOTAL caps it,
+# default 180 for this set); needs torch alone, so no pinned package is checked or installed; `--smoke` runs one tiny
+# case of it on the CPU, fp32, and a tinier FP8 one through torch._scaled_mm). The device command (15-minute budget):
+#   export PYTHONUNBUFFERED=1 LLMSIZER_GPU_SET=moegemm LLMSIZER_GPU_TOTAL=240; timeout 300 bash bench/gpu_validation.sh
+# with the device call's timeout_s >= 300 (330: the script stops its sweep at the 240 s budget, the set ordered so
+# that the budget cuts the sweep first).
 #
 # Robustness: each case runs in its own process (`python -m llmsizer.cli.main measure ...`, which itself measures in a
 # child process) under a timeout; a case that fails, runs out of memory or times out is recorded as such and the
@@ -42,7 +46,8 @@ if [ "${1:-}" = "--wheels" ]; then  # run here, before a device call that carrie
     --platform manylinux_2_28_x86_64 --platform manylinux_2_24_x86_64 --platform manylinux_2_17_x86_64 \
     -d "$ROOT/.whl" "bitsandbytes==0.50.2"
 fi
-TOTAL="${LLMSIZER_GPU_TOTAL:-450}"
+DEFAULT_TOTAL=450; [ "$GPU_SET" = moegemm ] && DEFAULT_TOTAL=180  # the moegemm set: its own ~3 minutes
+TOTAL="${LLMSIZER_GPU_TOTAL:-$DEFAULT_TOTAL}"
 CASE_TIMEOUT="${LLMSIZER_CASE_TIMEOUT:-150}"
 VENV="${LLMSIZER_GPU_VENV:-$ROOT/.venv-gpu}"
 PINS=("transformers==5.24.0" "peft==0.21.2" "bitsandbytes==0.50.2" "nvidia-ml-py==13.615.71")

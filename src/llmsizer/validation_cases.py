@@ -1383,7 +1383,10 @@ _MB = dict(method="full", precision="megatron-bf16", optimizer="adamw", zero=1, 
 _MB_F8 = dict(_MB, float8=True, float8_recipe="transformer-engine-current", fp8_param_gather=True)
 # Bridge's GPT-OSS and Qwen3 performance configs turn moe_router_fusion on over the recipes' False (NVIDIA-NeMo/
 # Megatron-Bridge @f9b6319e scripts/performance/configs/gpt_oss/gpt_oss_llm_pretrain.py line 34, configs/qwen/
-# qwen3_llm_pretrain.py line 36), where Megatron-Core's TransformerConfig leaves it off: stated, as the runs set it
+# qwen3_llm_pretrain.py line 36; its DeepSeek, Kimi and Qwen-VL performance configs too: deepseek/
+# deepseek_llm_pretrain.py line 38, kimi/kimi_llm_pretrain.py line 46, qwen_vl/qwen3_vl_pretrain.py line 62,
+# qwen_vl/qwen35_vl_pretrain.py line 40; every src/megatron/bridge/recipes/* sets it False), where Megatron-Core's
+# TransformerConfig leaves it off: stated, as the runs set it
 _MB_GPT_OSS = dict(_MB, seq_len=4096, etp=1, grad_checkpointing="selective", recompute_modules=("layernorm", "moe_act"),
                    moe_router_fusion=True)
 # Nemotron 3 Nano's H100 recipe (nemotron_3_workload_base_configs.py lines 31-40, 70-87 @f9b6319e) captures its Mamba

@@ -80,7 +80,7 @@ def test_recommend_and_fits_on_give_fits_answer(infer: dict[tuple[str, int], int
     spec = load_model(MODEL)
     dev = builtin_catalog().devices[device]
     assert rung_bytes(spec, "bf16", rung_group_size(spec, "bf16", None), "vllm",
-                      device_weights_capability(dev)) == infer[device, 1]
+                      device_weights_capability(dev, "vllm", spec.model_type)) == infer[device, 1]
     target = ONE_CARD[device]
     rec = _json("recommend", MODEL, "--engine", "vllm", "--top", "200")
     opt = next(o for o in rec["options"] if o["target"] == target)

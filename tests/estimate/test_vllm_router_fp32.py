@@ -83,3 +83,13 @@ def test_other_engines_and_families_do_not_take_it() -> None:
         assert not any(x.name == "router_dtype" for x in a.assumptions)
     a, h = (estimate_inference("deepseek-v2-lite", engine="vllm", device=d) for d in ("a100-sxm-80gb", "h100-sxm"))
     assert next(i.bytes for i in a.items if i.name == "weights") == next(i.bytes for i in h.items if i.name == "weights")
+
+
+@pytest.mark.parametrize("device", ["a100-sxm-80gb", "h100-sxm", "l40s", "mi300x", None])
+def test_the_router_dtype_is_a_default_on_every_device(device: str | None) -> None:
+    """No surface takes a router dtype or a capability from the user (the device decides it): the assumption is a
+    default on a CUDA GPU whose capability the catalog gives (A100, H100, L40S) as on ROCm (MI300X, no capability)
+    and with no device (review33 N1: before, False on the first three and True on the last two)."""
+    est = estimate_inference(MODEL, engine="vllm", **({"device": device} if device else {}))
+    router = next(a for a in est.assumptions if a.name == "router_dtype")
+    assert router.default is True

@@ -52,6 +52,9 @@ def test_smoke_moegemm_set_writes_gemm_records_beside_the_cores_prediction(tmp_p
     assert len(files) == 1
     head, *records = [json.loads(line) for line in files[0].read_text().splitlines()]
     assert head["kind"] == "gemm-set" and head["dtypes"] == ["fp32"] and head["device"]["catalog_id"] == "h100-sxm"
+    fp8 = [r for r in records if r["dtype"] == "fp8"]  # the FP8 path's tiny case (fp8_smoke_case), where torch has it
+    records = [r for r in records if r["dtype"] == "fp32"]
+    assert head["fp8_smoke"] == bool(fp8) and all(r["status"] == "ok" for r in fp8)
     assert [(r["status"], r["variant"]) for r in records] == [("ok", "te-4-streams"), ("ok", "dense-same-flops")]
     for r in records:
         assert [g["role"] for g in r["gemms"]] == ["fc1.fwd", "fc1.dgrad", "fc1.wgrad", "fc2.fwd", "fc2.dgrad",

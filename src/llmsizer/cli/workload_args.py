@@ -488,8 +488,9 @@ def add_training_args(p: argparse.ArgumentParser, *, attention: bool = True,
     g.add_argument("--moe-router-fusion", action=argparse.BooleanOptionalAction, default=None,
                    help="Megatron-Core moe_router_fusion: the MoE router's top-k and score function in TE's fused "
                         "kernels; --no-moe-router-fusion: its unfused torch ops, more launches and traffic (default: "
-                        "off, Megatron-Core's TransformerConfig default; Megatron-Bridge's GPT-OSS and Qwen3 "
-                        "performance configs turn it on)")
+                        "off, Megatron-Core's TransformerConfig default and Megatron-Bridge's recipes'; Megatron-"
+                        "Bridge's performance configs of GPT-OSS, Qwen3, DeepSeek, Kimi and Qwen-VL turn it on: give "
+                        "it for their runs; needs an MoE model and a megatron precision)")
     g.add_argument("--sequence-parallel", action=argparse.BooleanOptionalAction, default=None,
                    help="Megatron sequence parallelism (needs --tp; default off; recommend's training scale-out "
                         "search chooses it under a megatron precision when neither is given, "

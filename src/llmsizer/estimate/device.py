@@ -19,7 +19,7 @@ from typing import Any
 from ..catalog.hardware import GENERIC_DEVICES, Device, Instance, load_catalog, names_detected
 from ..errors import FieldError, InputError, UnknownNameError
 from ..formulas.network import nccl_nvlink_share
-from ..formulas.weight_formats import normalize_format
+from ..formulas.weight_formats import VLLM_FP32_GATE, normalize_format
 from ..inputs import short
 from ..numbers import DEVICE_MEMORY
 from ..result import Assumption, Notes
@@ -535,22 +535,30 @@ def inference_device_fields(device: Device) -> dict[str, Any]:
     return {**device_fields(device), "gpu_capability": cuda_capability(device)}
 
 
-def weights_capability(device: str, runtime: str, capability: int | None) -> int | None:
+def weights_capability(device: str, runtime: str, capability: int | None, engine: str | None,
+                       model_type: str) -> int | None:
     """The one rule of the CUDA compute capability the weights' dtype rules read (formulas/weight_formats.py
-    ``engine_tensor_bytes``: vLLM's fp32 gate, ``vllm_gate_fp32``) for a workload on device kind ``device`` ('gpu',
-    'cpu') of runtime ``runtime`` (``gpu_runtime``) and capability ``capability`` (``gpu_capability``): 0 where the
-    engine runs without CUDA (a CPU, ROCm, Metal, a TPU: vLLM's ``current_platform.is_cuda()`` False), else the
-    GPU's (None: not known, sized as on Hopper). The estimate (inference/compose.py) reads it from the workload,
-    every other sizing of the same weights (the format ladder's weights-alone check, the speed model's weight
-    reads, plan's need) from the Device through :func:`device_weights_capability`, so one device gives one dtype."""
+    ``engine_tensor_bytes``: vLLM's fp32 gate, ``vllm_gate_fp32``) for model type ``model_type`` served by ``engine``
+    on device kind ``device`` ('gpu', 'cpu') of runtime ``runtime`` (``gpu_runtime``) and capability ``capability``
+    (``gpu_capability``): None (the weights are the same on every device) unless the model has a router whose dtype
+    the device decides on this engine (``engine == 'vllm'`` and ``model_type`` in ``VLLM_FP32_GATE``: the only
+    reader of the capability), so the weight caches (``weight_bytes``, ``replicated_matrix_bytes``) hold one entry
+    per model, not one per device; for such a model 0 where the engine runs without CUDA (a CPU, ROCm, Metal, a TPU:
+    vLLM's ``current_platform.is_cuda()`` False), else the GPU's (None: not known, sized as on Hopper). The estimate
+    (inference/compose.py) reads it from the workload, every other sizing of the same weights (the format ladder's
+    weights-alone check, the speed model's weight reads, plan's need) from the Device through
+    :func:`device_weights_capability`, so one device gives one dtype."""
+    if engine != "vllm" or model_type not in VLLM_FP32_GATE:
+        return None
     return 0 if device == "cpu" or runtime != "cuda" else capability
 
 
-def device_weights_capability(device: Device) -> int | None:
+def device_weights_capability(device: Device, engine: str | None, model_type: str) -> int | None:
     """:func:`weights_capability` of the workload fields a named ``device`` decides (:func:`inference_device_fields`,
-    the fields `infer --device`, fit and the web put in the workload): the same capability the estimate reads."""
+    the fields `infer --device`, fit and the web put in the workload), for ``model_type`` on ``engine``: the same
+    capability the estimate reads."""
     f = inference_device_fields(device)
-    return weights_capability(f["device"], f["gpu_runtime"], f["gpu_capability"])
+    return weights_capability(f["device"], f["gpu_runtime"], f["gpu_capability"], engine, model_type)
 
 
 def cuda_capability(device: Device) -> int | None:

@@ -609,9 +609,12 @@ MOE_ROUTER_FUSION_WHY = (
     "Megatron-Core's TransformerConfig default moe_router_fusion False (NVIDIA/Megatron-LM @d7288711 megatron/core/"
     "transformer/transformer_config.py line 792): the router's top-k, softmax and scatters run as separate torch ops "
     "(formulas/moe_router.py eq. E19, no aux loss: Megatron's default coefficient 0, line 734) in place of TE's fused "
-    "top-k (eq. K9); Megatron-Bridge's GPT-OSS and Qwen3 performance configs turn it on (NVIDIA-NeMo/Megatron-Bridge "
-    "@f9b6319e scripts/performance/configs/gpt_oss/gpt_oss_llm_pretrain.py line 34, configs/qwen/"
-    "qwen3_llm_pretrain.py line 36): give moe_router_fusion")
+    "top-k (eq. K9); Megatron-Bridge's recipes leave it off too (NVIDIA-NeMo/Megatron-Bridge @f9b6319e src/megatron/"
+    "bridge/recipes/*: moe_router_fusion = False), while its performance configs turn it on: GPT-OSS, Qwen3, "
+    "DeepSeek, Kimi and Qwen-VL (scripts/performance/configs/gpt_oss/gpt_oss_llm_pretrain.py line 34, qwen/"
+    "qwen3_llm_pretrain.py line 36, deepseek/deepseek_llm_pretrain.py line 38, kimi/kimi_llm_pretrain.py line 46, "
+    "qwen_vl/qwen3_vl_pretrain.py line 62, qwen_vl/qwen35_vl_pretrain.py line 40): give moe_router_fusion true "
+    "for a run of those configs")
 
 
 def megatron_moe_permute(spec: ModelSpec, w: TrainingWorkload) -> str:

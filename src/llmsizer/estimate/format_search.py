@@ -332,7 +332,7 @@ def pick_format(spec: ModelSpec, device: Device, count: int, instance: Instance 
         try:
             # the experts a bitsandbytes format keeps on eng, as fit counts; the device's dtype of an engine's
             # tensor (vLLM's fp32 gate) as fit's estimate reads it
-            wb = rung_bytes(spec, fmt, group, eng, device_weights_capability(dev))
+            wb = rung_bytes(spec, fmt, group, eng, device_weights_capability(dev, eng, spec.model_type))
         except InputError:
             continue
         try:  # the margin fit keeps for this rung's engine (a rung may name another engine)

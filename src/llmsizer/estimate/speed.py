@@ -836,7 +836,7 @@ def speed_model(spec: ModelSpec, device: Any, *, weights_format: str = "bf16", p
     # bitsandbytes: formats.serving_fused_experts)
     # at the device's CUDA capability where the engine's dtype of a tensor depends on it (vLLM's fp32 gate): the
     # estimate's rule (estimate/device.py device_weights_capability), so a step reads the bytes the device holds
-    capability = device_weights_capability(device)
+    capability = device_weights_capability(device, engine, spec.model_type)
     wb = file_weight_bytes(spec) if weights_format == "file" else weight_bytes(
         spec, bytes_fmt, group_size, other_bytes, serving_fused_experts(spec, engine, bytes_fmt), engine, capability)
     emb_params = pc.by_component.get("embedding", 0)

@@ -314,6 +314,12 @@ ENGINE_MODEL_TENSOR_BYTES: dict[tuple[str, str], dict[str, int | None]] = {
 #     fp32; bf16 for a modelopt_fp4 checkpoint on the flashinfer-trtllm MoE runner, a format not modelled here),
 #     glm4_moe.py:335-337 (``Glm4MoeGate``) and nemotron_h.py:149-151 always, fp32.
 #   llama.cpp keeps the GGUF's ``exp_probs_b`` F32 tensor (a file's bytes hold it); from a config it is not counted.
+# Families vLLM 0.19.1 also builds the bias for, none in the catalog today (a config of these model types read with
+# --engine vllm gets 0 bytes here; add the type above with its dtype when one is catalogued), models/: fp32 in
+# AXK1.py:127, ernie45_moe.py:172, ernie45_vl_moe.py:226 ([2, E]), exaone_moe.py:95, lfm2_moe.py:142,
+# minimax_m2.py:90, openpangu.py:169, sarvam.py:311; the default dtype in dots1.py:141, kimi_linear.py:133; the
+# router's dtype in longcat_flash.py:259 (fp32 where the config says router_dtype float32, :284-286) and mimo_v2_flash.py:156;
+# afmoe.py:143, bailing_moe.py:299 and step3p5.py:388 pass a bias parameter of their own to the router.
 CORRECTION_BIAS_BYTES = 4  # fp32 on every engine above
 _CORRECTION_BIAS_TYPES: dict[str, frozenset[str]] = {
     "transformers": frozenset({"deepseek_v3", "deepseek_v32", "glm4_moe", "nemotron_h"}),

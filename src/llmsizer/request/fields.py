@@ -363,8 +363,9 @@ TRAINING = (
             "needs one", template=False),
           F("moe_router_fusion", "bool", "Megatron-Core moe_router_fusion (`train --[no-]moe-router-fusion`): the MoE "
             "router's top-k and score function in TE's fused kernels; default off (Megatron-Core's TransformerConfig "
-            "default; Megatron-Bridge's GPT-OSS and Qwen3 performance configs turn it on), true needs a megatron "
-            "precision", template=False),
+            "default and Megatron-Bridge's recipes'; Megatron-Bridge's performance configs of GPT-OSS, Qwen3, "
+            "DeepSeek, Kimi and Qwen-VL turn it on), true needs an MoE model and a megatron precision",
+            template=False),
           F("sequence_parallel", "bool", "with tp: Megatron sequence parallelism (`train --sequence-parallel`)",
             template=False),
           F("offload", "enum", "ZeRO-Offload to host memory", template=False, choices=_OFFLOAD),

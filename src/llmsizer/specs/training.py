@@ -697,8 +697,10 @@ class TrainingWorkload:
         score function in TransformerEngine's fused kernels (formulas/launch_overhead.py eq. K9's router); False: its
         unfused torch ops over the [T, E] logits (formulas/moe_router.py eq. E19: more launches and memory traffic).
         None: off, Megatron-Core's TransformerConfig default (NVIDIA/Megatron-LM @d7288711
-        megatron/core/transformer/transformer_config.py line 792), a named assumption; Megatron-Bridge's GPT-OSS and
-        Qwen3 performance configs set it True. True needs a Megatron precision.
+        megatron/core/transformer/transformer_config.py line 792), a named assumption; Megatron-Bridge's recipes set
+        it False, its performance configs of GPT-OSS, Qwen3, DeepSeek, Kimi and Qwen-VL True (@f9b6319e
+        scripts/performance/configs/*: estimate/duration.py ``MOE_ROUTER_FUSION_WHY``). True needs a Megatron
+        precision and an MoE model (estimate/training/compose.py refuses it on a dense one).
     tp_backward_overlap: with tp > 1, Megatron-LM's backward overlap of each column-parallel linear's
         input-gradient all-reduce (or, under sequence parallelism, the re-gather of its input and the reduce-scatter
         of its input gradient) with its own GEMMs (``LinearWithGradAccumulationAndAsyncCommunication``: on by default

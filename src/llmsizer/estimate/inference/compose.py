@@ -87,15 +87,20 @@ from .media import Media, media_in_context
 def _router_capability(spec: ModelSpec, w: InferenceWorkload, fmt: str, acc: Acc) -> int | None:
     """The device's CUDA compute capability as the weights' dtype rules read it (formulas/weight_formats.py
     ``engine_tensor_bytes``): 0 on a device the engine runs without CUDA (a CPU, ROCm, Metal), else the workload's
-    ``gpu_capability`` (None: not known). Where it decides a router's dtype (vLLM's fp32 gate, ``vllm_gate_fp32``),
+    ``gpu_capability`` (None: not known), for a model whose router dtype the device decides on this engine, else None
+    (``weights_capability``: one cache entry per model, not per device). Where it decides a router's dtype (vLLM's fp32 gate, ``vllm_gate_fp32``),
     the dtype is recorded as an assumption."""
-    capability = weights_capability(w.device, w.gpu_runtime, w.gpu_capability)
+    capability = weights_capability(w.device, w.gpu_runtime, w.gpu_capability, w.engine, spec.model_type)
     if w.engine == "vllm" and spec.model_type in VLLM_FP32_GATE and spec.moe is not None and fmt != "file":
         fp32 = vllm_gate_fp32(capability)
         where = ("no CUDA" if capability == 0 else "compute capability not known: sized as on Hopper"
                  if capability is None else f"compute capability {capability // 10}.{capability % 10}")
+        # a default on every device (review33 N1): no surface takes a router dtype or a capability from the user
+        # (the CLI, request files and the web take a device, whose catalog row gives the capability:
+        # inference_device_fields; fit and plan pass that capability on), so ``gpu_capability`` in ``given`` says
+        # how the caller built the workload, not that the user stated it (A100 and MI300X alike: the device decided)
         acc.assumptions.append(Assumption(
-            "router_dtype", "fp32" if fp32 else "model dtype", "gpu_capability" not in (w.given or ()),
+            "router_dtype", "fp32" if fp32 else "model dtype", True,
             f"vLLM builds {spec.model_type}'s router as GateLinear(force_fp32_compute=True) (vllm 0.19.1 models/"
             "nemotron_h.py:151-157), stored in fp32 unless the GPU has its specialized router kernels, CUDA "
             "compute capability 9.0 or 10.x (layers/fused_moe/router/gate_linear.py:45-55): "

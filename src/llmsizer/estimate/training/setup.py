@@ -598,6 +598,9 @@ def resolve(spec: ModelSpec, w: TrainingWorkload, acc: Acc) -> TrainingContext:
             raise InputError(f"expert parallelism (ep={w.ep}) needs a mixture-of-experts model; {spec.name} is dense")
         if spec.moe.num_experts % w.ep:
             raise InputError(f"ep {w.ep} does not divide the {spec.moe.num_experts} routed experts of {spec.name}")
+    if w.moe_router_fusion and (not spec.is_moe or spec.moe is None):  # a dense model has no router to fuse
+        raise FieldError("moe_router_fusion", f"moe_router_fusion is Megatron-Core's MoE router's (TE's fused top-k "
+                         f"and score function); {spec.name} is dense: it has no router")
     check_framework_layout(spec, w)
     if w.ep > 1 and w.zero == 3 and w.fsdp is None:  # (tp 1: check_framework_layout refuses tp > 1 here)
         acc.assumptions.append(Assumption("expert_layer", "AutoEP", True, AUTOEP_WHY))
