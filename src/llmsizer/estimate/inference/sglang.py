@@ -3,7 +3,8 @@
 Rules read in SGLang 0.5.23 (the PyPI wheel; line numbers of that release):
 
 (1) ``mem_fraction_static`` default (sglang/srt/arg_groups/memory_hook.py:90-160, 289-339). From the GPU's total
-    memory ``M`` [MiB]: the tier gives ``chunked_prefill_size`` and the decode CUDA-graph ``max_bs``
+    memory ``M`` [MiB] (nvidia-smi's memory.total: srt/utils/common.py get_nvgpu_memory_capacity, the catalog's
+    memory, not CUDA's total): the tier gives ``chunked_prefill_size`` and the decode CUDA-graph ``max_bs``
     (engines.SGLANG_TIERS); then
 
         reserved = 512 + 1.5 x max(chunked_prefill_size, 2048) + tp x pp / 8 x 1024
@@ -14,8 +15,9 @@ Rules read in SGLang 0.5.23 (the PyPI wheel; line numbers of that release):
     The prefill graph sizes are the capture list of cuda_graph_hook.py:480-497 up to chunked_prefill_size (the
     breakable prefill graph is the CUDA default, model_executor/cuda_graph_config.py:119-123).
 (2) Token pool (mem_cache/kv_cache_configurator.py:2990-3060): with ``pre`` the free memory before the weights
-    are loaded (total - CUDA context - with TP NCCL's buffers: distributed/bootstrap.py:193-216 measures it after
-    the parallel groups are set up), ``rest = (pre - weights) - pre x (1 - mem_fraction_static)``, i.e.
+    are loaded (CUDA's total - CUDA context - with TP NCCL's buffers: distributed/bootstrap.py:193-216 measures it
+    after the parallel groups are set up; torch.cuda.mem_get_info's free, so of CUDA's total, below the nvidia-smi
+    memory.total eq. (1)'s M is: the workload's ``cuda_memory``, common.py ``cuda_total``), ``rest = (pre - weights) - pre x (1 - mem_fraction_static)``, i.e.
 
         kv_pool = mem_fraction_static x pre - weights                                                (2)
 
@@ -180,7 +182,7 @@ from .. import engines as E
 from ..allocator import context_span, device_context
 from ..context_window import engine_window
 from ..verdict import MAMBA_POOL, SWA_POOL
-from .common import Context, kv_item, running_sequences, state_dtypes, weights_item
+from .common import Context, cuda_total, kv_item, running_sequences, state_dtypes, weights_item
 
 
 def prefill_graph_sizes(max_bs: int) -> list[int]:
@@ -456,7 +458,11 @@ def compose_sglang(ctx: Context) -> None:
     # measured after the parallel groups exist (distributed/bootstrap.py measure_pre_model_load_memory: "Call after
     # parallel initialization"): with TP, NCCL's communicator buffers are already allocated
     comm = E.VLLM_NON_TORCH_TP.expected if tp > 1 else 0
-    pre = w.memory - context_span(w.gpu_runtime).expected - comm
+    # the free memory torch reports (sglang 0.5.6 srt/utils/common.py:491-518 get_available_gpu_memory:
+    # torch.cuda.mem_get_info's free) is of CUDA's total, below nvidia-smi's memory.total, which eq. (1)'s M reads
+    # (srt/utils/common.py:1610 get_nvgpu_memory_capacity: nvidia-smi --query-gpu=memory.total)
+    pre = cuda_total(acc, w, "SGLang's pool, mem_fraction_static x the free memory before the weights,") \
+        - context_span(w.gpu_runtime).expected - comm
     pool = max(int(mfs * pre) - ctx.wb.total, 0)
     mamba = _mamba_pool(ctx, pool)
     if mamba is not None:
@@ -760,7 +766,8 @@ def _compare_vllm(ctx: Context, sglang_tokens: int) -> None:
     group: dict[str, Any] = {"group_size": w.group_size} if "group_size" in (w.given or ()) else {}
     try:
         v = estimate_inference(ctx.spec, engine="vllm", weights=w.weights, kv_dtype=w.kv_dtype, context=w.context,
-                               concurrency=w.concurrency, memory=w.memory, tensor_parallel=w.tensor_parallel,
+                               concurrency=w.concurrency, memory=w.memory, cuda_memory=w.cuda_memory,
+                               tensor_parallel=w.tensor_parallel,
                                dtype=w.dtype, **group)
     except FieldError as e:  # a KV dtype vLLM stores only as the model's own (engines.py kv_dtypes_model_only)
         if e.field != "kv_dtype":

@@ -4,6 +4,9 @@ vLLM (``v1/worker/gpu_worker.py`` ``determine_available_memory``) sizes the KV p
 
     kv_pool = gpu_memory_utilization x total_memory - weights - peak_activation - non_torch - cudagraph   (1)
 
+where ``total_memory`` is CUDA's total (``MemorySnapshot.total_memory``, torch.cuda.mem_get_info's: nvidia-smi's
+memory.total less the driver's reserve; the workload's ``cuda_memory``, else its ``memory``, common.py ``cuda_total``)
+
 where ``peak_activation`` is the torch peak of a profile run: one forward over ``max_num_batched_tokens``
 tokens and a dummy sampler over ``max_num_seqs`` sequences (``gpu_model_runner.profile_run``). The CUDA
 context itself is outside the pool, in the (1 - utilization) headroom. Blocks of ``block_size`` tokens
@@ -51,7 +54,7 @@ from ...specs.model import ModelSpec
 from ...units import format_bytes
 from .. import engines as E
 from ..allocator import context_span, device_context
-from .common import Context, kv_item, running_sequences, state_dtypes, state_item, weights_item
+from .common import Context, cuda_total, kv_item, running_sequences, state_dtypes, state_item, weights_item
 from .media import Media, largest_image
 
 
@@ -202,7 +205,11 @@ def compose_vllm(ctx: Context) -> None:
     # what this workload occupies of the pool (+ the context): the need plan and fit report beside the reservation
     ctx.details["workload_bytes"] = int(fixed + need.bytes + (state.bytes if state is not None else 0)
                                         + context_span(w.gpu_runtime).expected)
-    pool = int(util * w.memory)
+    # vLLM's requested memory: gpu_memory_utilization x CUDA's total (vllm 0.19.1 vllm/v1/worker/utils.py:408-410
+    # request_memory, MemorySnapshot.total_memory = torch.cuda.mem_get_info's total, vllm/utils/mem_utils.py:104),
+    # below nvidia-smi's memory.total by the driver's reserve (common.py cuda_total)
+    total = cuda_total(acc, w, "vLLM's pool, gpu_memory_utilization x MemorySnapshot.total_memory,")
+    pool = int(util * total)
     # what workload_bytes is compared with: the pool (gpu_memory_utilization x memory, eq. 1) + the CUDA context
     # outside it; the rest of the device is left free by vLLM whatever the load
     ctx.details["workload_budget_bytes"] = pool + context_span(w.gpu_runtime).expected
@@ -226,8 +233,8 @@ def compose_vllm(ctx: Context) -> None:
         pool_what += f", incl. the recurrent state of the {int(admitted)} admitted sequences " \
                      f"({format_bytes(state_one)} each: {state.formula})"
     acc.items.append(Item("kv_cache", max(kv_avail, 0), "device",
-                          formula=f"{util} x {format_bytes(w.memory)} - weights - activations - non_torch - "
-                                  f"cuda_graphs = {pool_what}",
+                          formula=f"{util} x {format_bytes(total)} (CUDA's total) - weights - activations - "
+                                  f"non_torch - cuda_graphs = {pool_what}",
                           source="vLLM gpu_worker.determine_available_memory (eq. 1 of estimate/inference/vllm.py)"))
     device_context(acc.items, acc.assumptions, w.gpu_runtime, formula="CUDA context, outside the vLLM pool")
     if kv_avail <= 0:  # no KV pool: vLLM raises at start-up (compose.py's verdict says it, as SGLang's no pool)
@@ -235,7 +242,7 @@ def compose_vllm(ctx: Context) -> None:
         ctx.details["vllm_no_pool"] = (
             f"vLLM would fail at start-up: weights {format_bytes(ctx.wb.total)} + profiled activations "
             f"{format_bytes(act)} + non-torch and CUDA graphs {format_bytes(non_torch + E.VLLM_CUDA_GRAPHS.expected)} "
-            f"= {format_bytes(fixed)} exceed its pool, gpu_memory_utilization {util:.2f} x {format_bytes(w.memory)} = "
+            f"= {format_bytes(fixed)} exceed its pool, gpu_memory_utilization {util:.2f} x {format_bytes(total)} = "
             f"{format_bytes(pool)}, by {format_bytes(-kv_avail)}, leaving no memory for KV blocks (\"No available "
             "memory for the cache blocks\": vllm/v1/core/kv_cache_utils.py _check_enough_kv_cache_memory @001cabc, "
             "on the KV memory gpu_worker.determine_available_memory leaves); use a smaller weight format, more "
@@ -244,11 +251,11 @@ def compose_vllm(ctx: Context) -> None:
         acc.warnings.append(f"vLLM would refuse to start: one sequence of {w.context} tokens needs "
                             f"{format_bytes(one_seq)} of KV but the pool holds {format_bytes(kv_avail)}")
     context = context_span(w.gpu_runtime).expected
-    if context > w.memory - pool:
+    if context > total - pool:
         runtime = "CUDA" if w.gpu_runtime == "cuda" else f"{w.gpu_runtime} runtime"
         acc.warnings.append(f"the {runtime} context (~{format_bytes(context)}) may not fit the {1 - util:.0%} left "
                             "outside the vLLM pool")
-    _unprofiled_scan(ctx, mnbt, act, fwd.residual_bytes, w.memory - pool - context)
+    _unprofiled_scan(ctx, mnbt, act, fwd.residual_bytes, total - pool - context)
 
 
 def _unprofiled_scan(ctx: Context, mnbt: int, act: int, residual: int, margin: int) -> None:
