@@ -49,6 +49,7 @@ from ...formulas.kv_groups import (
 from ...formulas.recurrent_state import layer_state_bytes_per_device
 from ...formulas.tensor_parallel import kv_fraction_per_device, per_device
 from ...formulas.vllm_mixer_profile import vllm_mamba2_step_bytes
+from ...formulas.vllm_mxfp4 import vllm_triton_mxfp4_extra_bytes
 from ...result import Assumption, Item
 from ...specs.model import ModelSpec
 from ...units import format_bytes
@@ -100,8 +101,34 @@ def vllm_profile_images(ctx: Context, mnbt: int, mns: int) -> tuple[Media, int, 
                       "whatever the requests send)")
 
 
+# which MoE backend vLLM picks for MXFP4 depends on the GPU (vllm 0.14.1 quantization/mxfp4.py get_mxfp4_backend:
+# Triton matmul_ogs on Hopper, FlashInfer on Blackwell, Marlin on Ampere / Ada), which the workload does not carry:
+# the Hopper one, that the published load logs ran, is taken on every GPU and named
+VLLM_MXFP4_BACKEND_WHY = ("vLLM's MXFP4 MoE backend on Hopper (SM90): Triton matmul_ogs, whose swizzled scales sit "
+                          "beside the loaded ones, with float32 biases (formulas/vllm_mxfp4.py eq. X1); taken on "
+                          "every GPU: Blackwell's FlashInfer and Ampere/Ada's Marlin backends pad and lay out the "
+                          "experts differently (not modelled)")
+
+
+def _triton_mxfp4(ctx: Context) -> None:
+    """The bytes vLLM's Triton MXFP4 MoE holds beyond the checkpoint's experts (formulas/vllm_mxfp4.py eq. X1), added
+    to the weights this engine keeps resident (``ctx.wb``; the decode's bytes read, compose's weights_bytes, stay the
+    checkpoint's)."""
+    spec, moe = ctx.spec, ctx.spec.moe
+    if ctx.fmt != "mxfp4" or moe is None or not moe.num_experts:
+        return
+    layers = sum(1 for m in spec.moe_layers if m)
+    extra = vllm_triton_mxfp4_extra_bytes(layers, moe.num_experts, spec.hidden_size,
+                                          moe.expert_intermediate_size // ctx.w.tensor_parallel, moe.expert_bias)
+    ctx.acc.assumptions.append(Assumption("vllm_mxfp4_backend", "triton", True, VLLM_MXFP4_BACKEND_WHY))
+    storage = dict(ctx.wb.by_storage)
+    storage["vLLM Triton swizzled scales + fp32 biases (eq. X1)"] = extra
+    ctx.wb = replace(ctx.wb, total=ctx.wb.total + extra, by_storage=storage)
+
+
 def compose_vllm(ctx: Context) -> None:
     spec, w, acc = ctx.spec, ctx.w, ctx.acc
+    _triton_mxfp4(ctx)
     seqs_default, tokens_default = vllm_batch_defaults(w.memory)
     why = ("vllm serve default on GPUs with >= 70 GiB (EngineArgs batch defaults; vLLM gives an A100 the smaller "
            "pair, which the memory alone does not tell: give --max-num-seqs 256 --max-num-batched-tokens 2048 there)"
