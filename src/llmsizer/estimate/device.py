@@ -834,8 +834,8 @@ def workload_on_device(fields: dict[str, Any], asker: str, hardware_files: Seque
            "device": workload_device_kind(device)}
     if usable is not None:
         out["memory"] = usable
-        cuda = cuda_memory(device, fields.get("memory"))
-        if cuda is not None and out.get("cuda_memory") is None:  # CUDA's total of the catalog's memory
+        cuda = cuda_memory(device, fields.get("memory")) if asker != "estimate_training" else None
+        if cuda is not None and out.get("cuda_memory") is None:  # CUDA's total of the catalog's memory (serving)
             out["cuda_memory"] = cuda
     elif device.origin != "generic":  # a named device of no sourced memory: the estimate stands, no verdict (fit refuses)
         notes.warnings.append(no_memory_checked(device))
