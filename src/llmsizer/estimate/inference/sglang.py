@@ -447,7 +447,8 @@ def compose_sglang(ctx: Context) -> None:
             "sglang_reserved_mib": parts["reserved_mib"], "kv_needed_bytes": need.bytes,
             "workload_bytes": ctx.wb.total + need.bytes + context_span(w.gpu_runtime).expected,
             "workload_budget_bytes": 0,  # the reserve takes the whole device: nothing is left for the workload
-            "reserved_bytes": w.memory})  # what SGLang would hold: the whole device (it does not start)
+            # what SGLang would hold: the whole device CUDA sees (it does not start)
+            "reserved_bytes": w.memory if w.cuda_memory is None else w.cuda_memory})
         _engine_notes(acc, w, sized=False)
         return
     mfs = float(acc.assume("mem_fraction_static", default, w.mem_fraction_static,
@@ -461,8 +462,8 @@ def compose_sglang(ctx: Context) -> None:
     # the free memory torch reports (sglang 0.5.6 srt/utils/common.py:491-518 get_available_gpu_memory:
     # torch.cuda.mem_get_info's free) is of CUDA's total, below nvidia-smi's memory.total, which eq. (1)'s M reads
     # (srt/utils/common.py:1610 get_nvgpu_memory_capacity: nvidia-smi --query-gpu=memory.total)
-    pre = cuda_total(acc, w, "SGLang's pool, mem_fraction_static x the free memory before the weights,") \
-        - context_span(w.gpu_runtime).expected - comm
+    total = cuda_total(acc, w, "SGLang's pool, mem_fraction_static x the free memory before the weights,")
+    pre = total - context_span(w.gpu_runtime).expected - comm
     pool = max(int(mfs * pre) - ctx.wb.total, 0)
     mamba = _mamba_pool(ctx, pool)
     if mamba is not None:
@@ -607,11 +608,12 @@ def compose_sglang(ctx: Context) -> None:
                           + mamba_need,
         # workload_bytes <= memory exactly when the need fits the token pool and the MambaPool (eq. 2b's fixed split:
         # a short MambaPool counts the token pool whole beside its own need)
-        "workload_budget_bytes": w.memory,
+        "workload_budget_bytes": total,
         # what SGLang holds once started: mem_fraction_static x pre (weights + pool) + its reserve + the context and
-        # communicators measured before it = the device; the device total exceeds it only with no pool (no start);
-        # with no attention layer the rest the MambaPool leaves is not allocated (eq. 3m)
-        "reserved_bytes": w.memory - (pool if no_kv else 0),
+        # communicators measured before it = CUDA's total of the device (common.py cuda_total); the device total
+        # exceeds it only with no pool (no start); with no attention layer the rest the MambaPool leaves is not
+        # allocated (eq. 3m)
+        "reserved_bytes": total - (pool if no_kv else 0),
         "kv_needed_bytes": need.bytes})
     if pool <= 0:  # no pool: SGLang refuses to start, nothing is served whatever the cap (compose.py's verdict says it)
         # by how much the weights (and the recurrent-state pool) exceed mem_fraction_static x pre (eq. 2)
