@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from cli_capture import run, run_json
 from llmsizer.catalog.hardware import builtin_catalog, load_catalog
 from llmsizer.cli.main import main
+from llmsizer.estimate.device import cuda_memory
 from llmsizer.estimate.duration import training_duration, training_duration_for
 from llmsizer.estimate.efficiency import READING_RATE_TOKENS_PER_SECOND
 from llmsizer.estimate.fit import fit, fit_training, vm_share_device
@@ -48,9 +49,10 @@ def test_infer_with_the_devices_memory_is_fit(model: str, device: str, engine: s
                                                concurrency: int) -> None:
     weights = "q4_k_m" if engine == "llamacpp" else None
     r = fit(model, device, 1, engine=engine, weights=weights, context=context, concurrency=concurrency, speed=False)
-    memory = builtin_catalog().devices[device].memory_bytes
+    dev = builtin_catalog().devices[device]
+    # the device's memory and, where the catalog sources it, CUDA's total of it (what vLLM's pool reads: probe23 D2)
     est = estimate_inference(model, engine=engine, weights=weights, context=context, concurrency=concurrency,
-                             memory=memory)
+                             memory=dev.memory_bytes, cuda_memory=cuda_memory(dev, None))
     assert r.fits == est.details["fits"]
     assert r.budget_per_device == est.details["memory_budget"]
     assert r.memory_per_device == est.total("device")[1]

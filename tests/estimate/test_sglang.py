@@ -161,7 +161,8 @@ def test_the_vs_vllm_line_names_the_reserve_the_table_shows(capsys):
     from llmsizer.units import format_bytes
 
     args = ["gpt-oss-120b", "--engine", "sglang", "--device", "h100-sxm", "--context", "32k", "--concurrency", "16"]
-    est = llmsizer.estimate_inference("gpt-oss-120b", engine="sglang", memory="81559MiB", context=32768,
+    # the device's own answer (its pool is of CUDA's total, the catalog's memory_cuda, below the 81,559 MiB)
+    est = llmsizer.estimate_inference("gpt-oss-120b", engine="sglang", device="h100-sxm", context=32768,
                                       concurrency=16)
     reserve = next(i.bytes for i in est.items if i.name == "runtime_reserve")
     default_rule = format_bytes(est.details["sglang_reserved_mib"] * 2**20)

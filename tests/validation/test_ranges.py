@@ -397,10 +397,13 @@ def test_the_printed_ranges_carry_their_bands_coverage(cases) -> None:
     inside, loso = _by_hand(rows[(DECODE, R.SERVING_POOLED)])
     assert (dec["in_sample"], dec["leave_one_setup_out"], dec["setups"]) == (inside, loso, 2)
     assert dec["warning"] is not None and ">= 90 %" not in speed["source"]
-    # vLLM inference memory: leave one setup out at the target exactly, so no warning
+    # vLLM inference memory: leave one setup out at or above the target (95.0% since probe23 D3's MXFP4 bytes),
+    # so no warning
+    _, loso = _by_hand(rows[(INFERENCE_MEMORY, "vllm")])
+    assert loso is not None and loso >= 0.9
     code, text, _ = run("infer", "qwen2.5-7b", "--device", "h100-sxm", "--engine", "vllm")
     line = next(x for x in text.splitlines() if x.startswith("  coverage:"))
-    assert "leave one setup out 90.0%" in line and not any(x.startswith("  warning:") for x in text.splitlines())
+    assert f"leave one setup out {loso:.1%}" in line and not any(x.startswith("  warning:") for x in text.splitlines())
     # one setup: no leave-one-setup-out figure, and the words say there is no such check
     from llmsizer.render.text import coverage_lines
 

@@ -464,8 +464,8 @@ def _all_sockets(entry: dict[str, Any], sockets: int, catalog_id: str, numa: str
 # parser's bookkeeping. Every other field is copied, so the detected copy times exactly as the card (probe18 D1b: a
 # detected H100 that lost sm_count skipped llama.cpp's SM stream cap and decoded 34 % faster than the catalog H100;
 # tests/catalog/test_detect_timing.py compares fit on both ids for every engine).
-NOT_FROM_CATALOG = frozenset({"id", "name", "kind", "aliases", "memory", "memory_usable", "launch_price", "price",
-                              "missing", "owned", "origin", "chip"})
+NOT_FROM_CATALOG = frozenset({"id", "name", "kind", "aliases", "memory", "memory_usable", "memory_cuda", "launch_price",
+                              "price", "missing", "owned", "origin", "chip"})
 _STRING_FIELDS = frozenset({"vendor", "form_factor", "architecture", "interconnect", "pcie", "host_interconnect",
                             "microarchitecture"})
 

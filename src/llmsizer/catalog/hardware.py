@@ -74,7 +74,8 @@ QUANTITY_RANGES: dict[str, Range] = {
     "frequency": CLOCK,
 }
 _FIELD_QUANTITY = {
-    "memory": "capacity", "memory_usable": "capacity", "memory_options": "capacity", "memory_bandwidth": "bandwidth",
+    "memory": "capacity", "memory_usable": "capacity", "memory_cuda": "capacity", "memory_options": "capacity",
+    "memory_bandwidth": "bandwidth",
     "interconnect_bandwidth": "bandwidth", "tdp": "power", "launch_price": "price", "memory_channels": "count",
     "cores": "count", "price": "price", "vcpus": "count", "local_disk": "memory", "network": "bandwidth",
     "bandwidth": "bandwidth", "threads_per_core": "count", "sm_count": "count", "fp32_cores": "count",
@@ -171,6 +172,11 @@ class Device:
     aliases: tuple[str, ...] = ()
     memory: Value | None = None
     memory_usable: Value | None = None
+    # the total CUDA reports for the device (cudaMemGetInfo's total: torch.cuda.mem_get_info()[1], which vLLM's
+    # MemorySnapshot.total_memory and SGLang's free-memory reading are of), below nvidia-smi's memory.total by the
+    # memory the driver reserves for itself (nvidia-smi -q 'FB Memory Usage / Reserved'); None: not sourced
+    # (estimate/device.py cuda_memory, the one reader)
+    memory_cuda: Value | None = None
     memory_bandwidth: Value | None = None
     flops: dict[str, Value] = field(default_factory=dict)
     flops_sparse: dict[str, Value] = field(default_factory=dict)
@@ -284,8 +290,8 @@ class Device:
     def values(self) -> dict[str, Value]:
         """Every sourced value of the entry, by dotted field name."""
         out: dict[str, Value] = {}
-        for name in ("memory", "memory_usable", "memory_bandwidth", "tdp", "interconnect_bandwidth", "launch_price",
-                     "price", "memory_channels", "cores", "sm_count", "fp32_cores", "compute_capability",
+        for name in ("memory", "memory_usable", "memory_cuda", "memory_bandwidth", "tdp", "interconnect_bandwidth",
+                     "launch_price", "price", "memory_channels", "cores", "sm_count", "fp32_cores", "compute_capability",
                      "peer_to_peer", "clock"):
             v = getattr(self, name)
             if v is not None:
@@ -591,7 +597,7 @@ def _flag(raw: Any, where: str, ctx: _Ctx, missing: dict[str, str]) -> Value | N
     return val
 
 
-_DEVICE_FIELDS = {"id", "name", "aliases", "vendor", "kind", "form_factor", "memory", "memory_usable",
+_DEVICE_FIELDS = {"id", "name", "aliases", "vendor", "kind", "form_factor", "memory", "memory_usable", "memory_cuda",
                   "memory_options", "memory_bandwidth", "flops", "flops_sparse", "tdp", "interconnect",
                   "interconnect_bandwidth", "launch_price", "price", "memory_channels", "cores", "isa", "owned", "pcie",
                   "host_interconnect", "note", "notes", "architecture", "sm_count", "fp32_cores", "compute_capability", "peer_to_peer",
@@ -692,15 +698,15 @@ def _device(raw: dict[str, Any], where: str, ctx: _Ctx) -> list[Device]:
         raise ctx.fail(f"{where}.form_factor", unknown_choice("form_factor", ff, FORM_FACTORS))
     missing: dict[str, str] = {}
     vals: dict[str, Any] = {}
-    for name in ("memory", "memory_usable", "memory_bandwidth", "tdp", "interconnect_bandwidth", "launch_price",
-                 "price", "memory_channels", "cores", "memory_options", "sm_count", "fp32_cores",
+    for name in ("memory", "memory_usable", "memory_cuda", "memory_bandwidth", "tdp", "interconnect_bandwidth",
+                 "launch_price", "price", "memory_channels", "cores", "memory_options", "sm_count", "fp32_cores",
                  "compute_capability", "clock"):
         if name in raw:
             v, why = _parse_value(raw[name], _FIELD_QUANTITY[name], f"{where}.{name}", ctx)
             if v is None:
                 missing[name] = why
             vals[name] = v
-    for name in ("memory", "memory_usable"):  # a device's memory in the range every estimate reads it in
+    for name in ("memory", "memory_usable", "memory_cuda"):  # a device's memory in the range every estimate reads it in
         v = vals.get(name)  # (estimate/device.py usable_memory): '1KiB' refused here, naming the file and field,
         if v is not None and isinstance(v.base, (int, float)) and not isinstance(v.base, bool):  # not later as a
             try:  # bare "memory: 1024 is out of range" (probe13 D8)
@@ -730,7 +736,8 @@ def _device(raw: dict[str, Any], where: str, ctx: _Ctx) -> list[Device]:
     base = Device(id=str(raw["id"]).lower(), name=str(raw["name"]), kind=raw["kind"], vendor=str(raw.get("vendor", "")),
                   form_factor=ff, aliases=tuple(str(a) for a in raw.get("aliases", ())),
                   memory=vals.get("memory"), memory_usable=vals.get("memory_usable"),
-                  memory_bandwidth=vals.get("memory_bandwidth"), flops=flops, flops_sparse=sparse, tdp=vals.get("tdp"),
+                  memory_cuda=vals.get("memory_cuda"), memory_bandwidth=vals.get("memory_bandwidth"), flops=flops,
+                  flops_sparse=sparse, tdp=vals.get("tdp"),
                   interconnect=raw.get("interconnect"), interconnect_bandwidth=vals.get("interconnect_bandwidth"),
                   launch_price=vals.get("launch_price"), price=vals.get("price"),
                   memory_channels=vals.get("memory_channels"), cores=vals.get("cores"), isa=isa, missing=missing,
@@ -938,6 +945,8 @@ def _merge_raw(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
     merged.update(new)
     if "memory" in new and "memory_usable" not in new:
         merged.pop("memory_usable", None)
+    if ("memory" in new or "memory_usable" in new) and "memory_cuda" not in new:  # CUDA's total of the old size
+        merged.pop("memory_cuda", None)
     return merged
 
 

@@ -710,6 +710,24 @@ def apple_host_memory(device: Device, memory: int | str | None = None) -> tuple[
                             "processes included, so an upper bound)")
 
 
+def cuda_memory(device: Device, memory: int | str | None) -> int | None:
+    """The total CUDA reports for one ``device`` (cudaMemGetInfo's total: nvidia-smi's memory.total less what the
+    driver reserves for itself, nvidia-smi -q 'FB Memory Usage / Reserved'), the workload's ``cuda_memory``: the
+    catalog's sourced ``memory_cuda`` when the memory sized against is the catalog's own (``memory`` None); None
+    otherwise (no sourced figure, or a memory given, which is taken as what the engine reads).
+
+    vLLM sizes its pool from it: requested_memory = ceil(MemorySnapshot.total_memory x gpu_memory_utilization)
+    (vllm 0.19.1 vllm/v1/worker/utils.py:408-410 ``request_memory``; total_memory from
+    current_platform.mem_get_info, vllm/utils/mem_utils.py:104, which the platform forwards to torch.cuda.mem_get_info,
+    vllm/platforms/interface.py:643-655); SGLang its token pool from the free memory before the weights load
+    (sglang 0.5.6 srt/utils/common.py:491-518 ``get_available_gpu_memory``: torch.cuda.mem_get_info's free), while
+    its default mem_fraction_static reads nvidia-smi's memory.total (srt/utils/common.py:1610
+    ``get_nvgpu_memory_capacity``), the catalog's memory."""
+    if memory is not None or device.memory_cuda is None or not device.memory_cuda.base:
+        return None
+    return int(device.memory_cuda.base)
+
+
 # A given --memory above what the device can hold is most likely a typo or another device (a "200GiB" H100), but
 # a device's memory is also written by its nominal figure: 80 GiB for an H100 whose driver reports 79.65 GiB, 24 GiB
 # for an A10 whose driver reports 22.49 GiB (the largest nominal/driver ratio in the catalog, 1.072, is the B300's
@@ -851,6 +869,9 @@ def workload_on_device(fields: dict[str, Any], asker: str, hardware_files: Seque
            "device": workload_device_kind(device)}
     if usable is not None:
         out["memory"] = usable
+        cuda = cuda_memory(device, fields.get("memory")) if asker != "estimate_training" else None
+        if cuda is not None and out.get("cuda_memory") is None:  # CUDA's total of the catalog's memory (serving)
+            out["cuda_memory"] = cuda
     elif device.origin != "generic":  # a named device of no sourced memory: the estimate stands, no verdict (fit refuses)
         notes.warnings.append(no_memory_checked(device))
     return out, device, target, named_device_notes(device, notes, hardware)

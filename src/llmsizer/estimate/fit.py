@@ -42,6 +42,7 @@ from .device import (
     APPLE_OWN_HOST_WARNING,
     apple_host_memory,
     check_engine_on_device,
+    cuda_memory,
     detected_machine,
     engine_assumption,
     gpu_runtime,
@@ -1357,6 +1358,9 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
     if usable is None:
         raise InputError(f"{device.id} has no sourced memory size; give one with --memory (e.g. 64GiB; "
                          "memory= in Python, resources.memory in a request file)")
+    cuda = cuda_memory(device, memory)  # CUDA's total of the catalog's memory, as estimate_inference(device=) reads
+    if cuda is not None and workload.get("cuda_memory") is None:
+        workload["cuda_memory"] = cuda
     if host_memory is None and eng == "llamacpp":  # on an Apple chip the CPU part's memory is the unified memory
         host_memory, apple_note = apple_host_memory(device, memory)  # outside the working set, as fit --auto
         if apple_note is not None:                                    # checks it (llamacpp_fit.py fit_llamacpp)

@@ -265,7 +265,8 @@ def prompt_and_output(context: int, output_tokens: int | None) -> tuple[int, int
 # memory="24GiB", context="128K", headroom="10%" are the numbers --memory 24GiB, --context 128K, --headroom 10% are;
 # every other numeric field is a count (parse_count: "32k", "8")
 TEXT_READERS: dict[str, Callable[[str, str, Range], float | int]] = {
-    **dict.fromkeys(("memory", "fit_target", "free", "host_memory"), lambda t, n, r: parse_bytes(t, what=n, rng=r)),
+    **dict.fromkeys(("memory", "cuda_memory", "fit_target", "free", "host_memory"),
+                    lambda t, n, r: parse_bytes(t, what=n, rng=r)),
     **dict.fromkeys(("context", "output_tokens", "max_num_batched_tokens", "n_ubatch", "seq_len", "target_len",
                      "doc_len"),
                     lambda t, n, r: parse_tokens(t, what=n, rng=r)),
@@ -341,8 +342,9 @@ def check_memory_target(memory: int | None, headroom: float | None, metric: str 
 # the numeric fields of InferenceWorkload and their ranges (the CLI flags' and request fields' ranges)
 INFERENCE_NUMBERS: tuple[tuple[str, Range], ...] = (
     ("context", TOKENS), ("concurrency", CONCURRENCY), ("output_tokens", OUTPUT_TOKENS), ("memory", DEVICE_MEMORY),
-    ("headroom", HEADROOM), ("gpu_memory_utilization", UTILIZATION), ("mem_fraction_static", UTILIZATION),
-    ("group_size", GROUP_SIZE), ("paged_block_size", COUNT), ("max_num_seqs", CONCURRENCY), ("max_num_batched_tokens", TOKENS),
+    ("cuda_memory", DEVICE_MEMORY), ("headroom", HEADROOM), ("gpu_memory_utilization", UTILIZATION),
+    ("mem_fraction_static", UTILIZATION), ("group_size", GROUP_SIZE), ("paged_block_size", COUNT),
+    ("max_num_seqs", CONCURRENCY), ("max_num_batched_tokens", TOKENS),
     ("n_gpu_layers", GPU_LAYERS), ("n_ubatch", TOKENS), ("tensor_parallel", COUNT), ("gpus", LLAMACPP_GPUS),
     ("n_cpu_moe", CPU_MOE_LAYERS), ("fit_target", SIZE), ("max_mamba_cache_size", COUNT),
     ("mamba_full_memory_ratio", MEMORY_RATIO), ("gpu_capability", COUNT))
@@ -361,6 +363,10 @@ class InferenceWorkload:
     weights: weight format (see ``llmsizer formats``); None: the checkpoint's stored format.
     kv_dtype: KV cache dtype; None: the engine default.
     memory: device memory [bytes] (GPU memory, or RAM for device='cpu'); None: not checked.
+    cuda_memory: the total CUDA reports for the device [bytes] (cudaMemGetInfo's total, torch.cuda.mem_get_info()[1]:
+        nvidia-smi's memory.total less what the driver reserves), which vLLM's pool (gpu_memory_utilization x it) and
+        SGLang's pre-load free memory are read from; set from the catalog for a named device of a sourced figure
+        (estimate/device.py ``cuda_memory``); None: ``memory`` is taken as it.
     headroom: share of ``memory`` kept free (estimate/verdict.py eq. 1); None: the engine's own margin
         (estimate/verdict.py ``margin_rule``): llama.cpp on a GPU LLAMACPP_FIT_TARGET bytes (eq. 1'), vLLM
         1 - gpu_memory_utilization, the others DEFAULT_HEADROOM.
@@ -431,6 +437,7 @@ class InferenceWorkload:
     engine: str | None = None  # None: the default for the device (estimate/device.py engine_rule)
     engine_version: str | None = None  # vllm/sglang release (estimate/engines.py step_host); None: the current one
     memory: int | None = None
+    cuda_memory: int | None = None  # CUDA's total for the device (docstring); None: memory
     headroom: float | None = None
     fit_target: int | None = None  # llama.cpp --fit-target: bytes kept free per GPU (estimate/verdict.py eq. 1')
     metric: str | None = None  # 'allocated' | 'reserved' | 'nvidia-smi' (estimate/allocator.py); None: device total

@@ -10,7 +10,7 @@ from ...formulas.kv_cache import KV_DTYPE_HEAD_SCALE_BYTES, kv_cache, kv_dtype_b
 from ...formulas.recurrent_state import RecurrentState, extra_groups, layer_state_bytes_per_device, recurrent_state
 from ...formulas.tensor_parallel import activation_split, kv_fraction_per_device, per_device
 from ...formulas.weight_formats import WeightBytes
-from ...result import Item, Location, Notes
+from ...result import Assumption, Item, Location, Notes
 from ...specs import InferenceWorkload, ModelSpec
 from ...units import format_bytes
 from .. import engines as E
@@ -27,6 +27,34 @@ class Acc(Notes):
     def span(self, name: str, span: E.Span, location: Location = "device", formula: str = "") -> None:
         self.items.append(Item(name, span.expected, location, span.low, span.high,
                                formula or "named constant (estimate/engines.py)", span.source))
+
+
+# The driver's reserve one published nvidia-smi -q shows (H100 80GB HBM3, driver 590.48.01: FB Memory Usage Total
+# 81559 MiB, Reserved 479 MiB; shared/fixtures/real_outputs/nvidia-smi-q/h100-80gb-hbm3.txt), named where a device
+# has no sourced CUDA total: what its memory is then taken too large by, at most of this order (L40S 609 MiB, RTX 4080
+# SUPER 434 MiB, the same captures; H200 615 MiB, validation/measured/gpu-h200-2026-12-04.jsonl)
+CUDA_RESERVE_EXAMPLE = "479 MiB on an H100 80GB HBM3 with driver 590.48.01, 609 MiB on an L40S with 595.80"
+
+
+def cuda_total(acc: Acc, w: InferenceWorkload, reader: str) -> int:
+    """The device total ``reader`` (an engine's rule) reads from CUDA, torch.cuda.mem_get_info's total: the
+    workload's ``cuda_memory`` (the catalog's sourced figure, estimate/device.py ``cuda_memory``), else its
+    ``memory`` taken as it; the assumption names which. Only with a memory (``w.memory`` not None)."""
+    memory = int(w.memory or 0)
+    if w.cuda_memory is not None:
+        acc.assumptions.append(Assumption(
+            "cuda_total_memory", format_bytes(w.cuda_memory), True,
+            f"{reader} reads CUDA's total (torch.cuda.mem_get_info), {format_bytes(memory - w.cuda_memory)} below "
+            f"the device's {format_bytes(memory)}: what the driver reserves for itself (nvidia-smi -q 'FB Memory "
+            "Usage / Reserved'); the device's memory_cuda in the catalog, with its source (hardware show)"))
+        return int(w.cuda_memory)
+    acc.assumptions.append(Assumption(
+        "cuda_total_memory", format_bytes(memory), True,
+        f"{reader} reads CUDA's total (torch.cuda.mem_get_info), taken as the memory: no CUDA total is sourced for "
+        "this device, or the memory was given. Where it is nvidia-smi's memory.total, CUDA's is smaller by what the "
+        f"driver reserves ({CUDA_RESERVE_EXAMPLE}; nvidia-smi -q 'FB Memory Usage / Reserved'): give --memory as "
+        "CUDA's total (torch.cuda.mem_get_info()[1]) for the exact pool"))
+    return memory
 
 
 @dataclass

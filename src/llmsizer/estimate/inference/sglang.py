@@ -3,7 +3,8 @@
 Rules read in SGLang 0.5.23 (the PyPI wheel; line numbers of that release):
 
 (1) ``mem_fraction_static`` default (sglang/srt/arg_groups/memory_hook.py:90-160, 289-339). From the GPU's total
-    memory ``M`` [MiB]: the tier gives ``chunked_prefill_size`` and the decode CUDA-graph ``max_bs``
+    memory ``M`` [MiB] (nvidia-smi's memory.total: srt/utils/common.py get_nvgpu_memory_capacity, the catalog's
+    memory, not CUDA's total): the tier gives ``chunked_prefill_size`` and the decode CUDA-graph ``max_bs``
     (engines.SGLANG_TIERS); then
 
         reserved = 512 + 1.5 x max(chunked_prefill_size, 2048) + tp x pp / 8 x 1024
@@ -18,8 +19,9 @@ Rules read in SGLang 0.5.23 (the PyPI wheel; line numbers of that release):
     0.8, 1.05), with the ``num_hidden_layers`` and ``hidden_size`` SGLang reads from the vision config
     (``sglang_vlm_shape``); only where no --mem-fraction-static is given.
 (2) Token pool (mem_cache/kv_cache_configurator.py:2990-3060): with ``pre`` the free memory before the weights
-    are loaded (total - CUDA context - with TP NCCL's buffers: distributed/bootstrap.py:193-216 measures it after
-    the parallel groups are set up), ``rest = (pre - weights) - pre x (1 - mem_fraction_static)``, i.e.
+    are loaded (CUDA's total - CUDA context - with TP NCCL's buffers: distributed/bootstrap.py:193-216 measures it
+    after the parallel groups are set up; torch.cuda.mem_get_info's free, so of CUDA's total, below the nvidia-smi
+    memory.total eq. (1)'s M is: the workload's ``cuda_memory``, common.py ``cuda_total``), ``rest = (pre - weights) - pre x (1 - mem_fraction_static)``, i.e.
 
         kv_pool = mem_fraction_static x pre - weights                                                (2)
 
@@ -185,7 +187,7 @@ from .. import engines as E
 from ..allocator import context_span, device_context
 from ..context_window import engine_window
 from ..verdict import MAMBA_POOL, SWA_POOL
-from .common import Context, kv_item, running_sequences, state_dtypes, weights_item
+from .common import Context, cuda_total, kv_item, running_sequences, state_dtypes, weights_item
 
 
 def prefill_graph_sizes(max_bs: int) -> list[int]:
@@ -471,7 +473,8 @@ def compose_sglang(ctx: Context) -> None:
             "sglang_reserved_mib": parts["reserved_mib"], "kv_needed_bytes": need.bytes,
             "workload_bytes": ctx.wb.total + need.bytes + context_span(w.gpu_runtime).expected,
             "workload_budget_bytes": 0,  # the reserve takes the whole device: nothing is left for the workload
-            "reserved_bytes": w.memory})  # what SGLang would hold: the whole device (it does not start)
+            # what SGLang would hold: the whole device CUDA sees (it does not start)
+            "reserved_bytes": w.memory if w.cuda_memory is None else w.cuda_memory})
         _engine_notes(acc, w, sized=False)
         return
     why = (f"SGLang default for {parts['gpu_mem_mib']:.0f} MiB, TP {tp}: (M - reserved {parts['reserved_mib']:.0f} "
@@ -494,7 +497,11 @@ def compose_sglang(ctx: Context) -> None:
     # measured after the parallel groups exist (distributed/bootstrap.py measure_pre_model_load_memory: "Call after
     # parallel initialization"): with TP, NCCL's communicator buffers are already allocated
     comm = E.VLLM_NON_TORCH_TP.expected if tp > 1 else 0
-    pre = w.memory - context_span(w.gpu_runtime).expected - comm
+    # the free memory torch reports (sglang 0.5.6 srt/utils/common.py:491-518 get_available_gpu_memory:
+    # torch.cuda.mem_get_info's free) is of CUDA's total, below nvidia-smi's memory.total, which eq. (1)'s M reads
+    # (srt/utils/common.py:1610 get_nvgpu_memory_capacity: nvidia-smi --query-gpu=memory.total)
+    total = cuda_total(acc, w, "SGLang's pool, mem_fraction_static x the free memory before the weights,")
+    pre = total - context_span(w.gpu_runtime).expected - comm
     pool = max(int(mfs * pre) - ctx.wb.total, 0)
     mamba = _mamba_pool(ctx, pool)
     if mamba is not None:
@@ -639,11 +646,12 @@ def compose_sglang(ctx: Context) -> None:
                           + mamba_need,
         # workload_bytes <= memory exactly when the need fits the token pool and the MambaPool (eq. 2b's fixed split:
         # a short MambaPool counts the token pool whole beside its own need)
-        "workload_budget_bytes": w.memory,
+        "workload_budget_bytes": total,
         # what SGLang holds once started: mem_fraction_static x pre (weights + pool) + its reserve + the context and
-        # communicators measured before it = the device; the device total exceeds it only with no pool (no start);
-        # with no attention layer the rest the MambaPool leaves is not allocated (eq. 3m)
-        "reserved_bytes": w.memory - (pool if no_kv else 0),
+        # communicators measured before it = CUDA's total of the device (common.py cuda_total); the device total
+        # exceeds it only with no pool (no start); with no attention layer the rest the MambaPool leaves is not
+        # allocated (eq. 3m)
+        "reserved_bytes": total - (pool if no_kv else 0),
         "kv_needed_bytes": need.bytes})
     if pool <= 0:  # no pool: SGLang refuses to start, nothing is served whatever the cap (compose.py's verdict says it)
         # by how much the weights (and the recurrent-state pool) exceed mem_fraction_static x pre (eq. 2)
@@ -800,7 +808,8 @@ def _compare_vllm(ctx: Context, sglang_tokens: int) -> None:
         # on the same device: its kind, runtime and CUDA capability (vLLM's router dtype: estimate/device.py
         # weights_capability), as the workload holds them
         v = estimate_inference(ctx.spec, engine="vllm", weights=w.weights, kv_dtype=w.kv_dtype, context=w.context,
-                               concurrency=w.concurrency, memory=w.memory, tensor_parallel=w.tensor_parallel,
+                               concurrency=w.concurrency, memory=w.memory, cuda_memory=w.cuda_memory,
+                               tensor_parallel=w.tensor_parallel,
                                dtype=w.dtype, device=w.device, gpu_runtime=w.gpu_runtime,
                                gpu_capability=w.gpu_capability, **group)
     except FieldError as e:  # a KV dtype vLLM stores only as the model's own (engines.py kv_dtypes_model_only)

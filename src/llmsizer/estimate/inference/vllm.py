@@ -4,6 +4,9 @@ vLLM (``v1/worker/gpu_worker.py`` ``determine_available_memory``) sizes the KV p
 
     kv_pool = gpu_memory_utilization x total_memory - weights - peak_activation - non_torch - cudagraph   (1)
 
+where ``total_memory`` is CUDA's total (``MemorySnapshot.total_memory``, torch.cuda.mem_get_info's: nvidia-smi's
+memory.total less the driver's reserve; the workload's ``cuda_memory``, else its ``memory``, common.py ``cuda_total``)
+
 where ``peak_activation`` is the torch peak of a profile run: one forward over ``max_num_batched_tokens``
 tokens and a dummy sampler over ``max_num_seqs`` sequences (``gpu_model_runner.profile_run``). The CUDA
 context itself is outside the pool, in the (1 - utilization) headroom. Blocks of ``block_size`` tokens
@@ -47,12 +50,13 @@ from ...formulas.kv_groups import (
 from ...formulas.recurrent_state import layer_state_bytes_per_device
 from ...formulas.tensor_parallel import kv_fraction_per_device, per_device
 from ...formulas.vllm_mixer_profile import vllm_mamba2_step_bytes
+from ...formulas.vllm_mxfp4 import vllm_triton_mxfp4_extra_bytes
 from ...result import Assumption, Item
 from ...specs.model import ModelSpec
 from ...units import format_bytes
 from .. import engines as E
 from ..allocator import context_span, device_context
-from .common import Context, kv_item, running_sequences, state_dtypes, state_item, weights_item
+from .common import Context, cuda_total, kv_item, running_sequences, state_dtypes, state_item, weights_item
 from .media import Media, largest_image
 
 
@@ -98,8 +102,34 @@ def vllm_profile_images(ctx: Context, mnbt: int, mns: int) -> tuple[Media, int, 
                       "whatever the requests send)")
 
 
+# which MoE backend vLLM picks for MXFP4 depends on the GPU (vllm 0.14.1 quantization/mxfp4.py get_mxfp4_backend:
+# Triton matmul_ogs on Hopper, FlashInfer on Blackwell, Marlin on Ampere / Ada), which the workload does not carry:
+# the Hopper one, that the published load logs ran, is taken on every GPU and named
+VLLM_MXFP4_BACKEND_WHY = ("vLLM's MXFP4 MoE backend on Hopper (SM90): Triton matmul_ogs, whose swizzled scales sit "
+                          "beside the loaded ones, with float32 biases (formulas/vllm_mxfp4.py eq. X1); taken on "
+                          "every GPU: Blackwell's FlashInfer and Ampere/Ada's Marlin backends pad and lay out the "
+                          "experts differently (not modelled)")
+
+
+def _triton_mxfp4(ctx: Context) -> None:
+    """The bytes vLLM's Triton MXFP4 MoE holds beyond the checkpoint's experts (formulas/vllm_mxfp4.py eq. X1), added
+    to the weights this engine keeps resident (``ctx.wb``; the decode's bytes read, compose's weights_bytes, stay the
+    checkpoint's)."""
+    spec, moe = ctx.spec, ctx.spec.moe
+    if ctx.fmt != "mxfp4" or moe is None or not moe.num_experts:
+        return
+    layers = sum(1 for m in spec.moe_layers if m)
+    extra = vllm_triton_mxfp4_extra_bytes(layers, moe.num_experts, spec.hidden_size,
+                                          moe.expert_intermediate_size // ctx.w.tensor_parallel, moe.expert_bias)
+    ctx.acc.assumptions.append(Assumption("vllm_mxfp4_backend", "triton", True, VLLM_MXFP4_BACKEND_WHY))
+    storage = dict(ctx.wb.by_storage)
+    storage["vLLM Triton swizzled scales + fp32 biases (eq. X1)"] = extra
+    ctx.wb = replace(ctx.wb, total=ctx.wb.total + extra, by_storage=storage)
+
+
 def compose_vllm(ctx: Context) -> None:
     spec, w, acc = ctx.spec, ctx.w, ctx.acc
+    _triton_mxfp4(ctx)
     seqs_default, tokens_default = vllm_batch_defaults(w.memory)
     why = ("vllm serve default on GPUs with >= 70 GiB (EngineArgs batch defaults; vLLM gives an A100 the smaller "
            "pair, which the memory alone does not tell: give --max-num-seqs 256 --max-num-batched-tokens 2048 there)"
@@ -199,7 +229,11 @@ def compose_vllm(ctx: Context) -> None:
         return
     # what this workload occupies of the pool (+ the context): the need plan and fit report beside the reservation
     ctx.details["workload_bytes"] = _workload_bytes(ctx, sizing, need, state)
-    pool = int(util * w.memory)
+    # vLLM's requested memory: gpu_memory_utilization x CUDA's total (vllm 0.19.1 vllm/v1/worker/utils.py:408-410
+    # request_memory, MemorySnapshot.total_memory = torch.cuda.mem_get_info's total, vllm/utils/mem_utils.py:104),
+    # below nvidia-smi's memory.total by the driver's reserve (common.py cuda_total)
+    total = cuda_total(acc, w, "vLLM's pool, gpu_memory_utilization x MemorySnapshot.total_memory,")
+    pool = int(util * total)
     # what workload_bytes is compared with: the pool (gpu_memory_utilization x memory, eq. 1) + the CUDA context
     # outside it; the rest of the device is left free by vLLM whatever the load
     ctx.details["workload_budget_bytes"] = pool + context_span(w.gpu_runtime).expected
@@ -226,8 +260,8 @@ def compose_vllm(ctx: Context) -> None:
         pool_what += f", incl. the recurrent state of the {int(admitted)} admitted sequences " \
                      f"({format_bytes(state_one)} each: {state.formula})"
     acc.items.append(Item("kv_cache", max(kv_avail, 0), "device",
-                          formula=f"{util} x {format_bytes(w.memory)} - weights - activations - non_torch - "
-                                  f"cuda_graphs = {pool_what}",
+                          formula=f"{util} x {format_bytes(total)} (CUDA's total) - weights - activations - "
+                                  f"non_torch - cuda_graphs = {pool_what}",
                           source="vLLM gpu_worker.determine_available_memory (eq. 1 of estimate/inference/vllm.py)"))
     device_context(acc.items, acc.assumptions, w.gpu_runtime, formula="CUDA context, outside the vLLM pool")
     if kv_avail <= 0:  # no KV pool: vLLM raises at start-up (compose.py's verdict says it, as SGLang's no pool)
@@ -235,7 +269,7 @@ def compose_vllm(ctx: Context) -> None:
         ctx.details["vllm_no_pool"] = (
             f"vLLM would fail at start-up: weights {format_bytes(ctx.wb.total)} + profiled activations "
             f"{format_bytes(act)} + non-torch and CUDA graphs {format_bytes(non_torch + E.VLLM_CUDA_GRAPHS.expected)} "
-            f"= {format_bytes(fixed)} exceed its pool, gpu_memory_utilization {util:.2f} x {format_bytes(w.memory)} = "
+            f"= {format_bytes(fixed)} exceed its pool, gpu_memory_utilization {util:.2f} x {format_bytes(total)} = "
             f"{format_bytes(pool)}, by {format_bytes(-kv_avail)}, leaving no memory for KV blocks (\"No available "
             "memory for the cache blocks\": vllm/v1/core/kv_cache_utils.py _check_enough_kv_cache_memory @001cabc, "
             "on the KV memory gpu_worker.determine_available_memory leaves); use a smaller weight format, more "
@@ -244,11 +278,11 @@ def compose_vllm(ctx: Context) -> None:
         acc.warnings.append(f"vLLM would refuse to start: one sequence of {w.context} tokens needs "
                             f"{format_bytes(one_seq)} of KV but the pool holds {format_bytes(kv_avail)}")
     context = context_span(w.gpu_runtime).expected
-    if context > w.memory - pool:
+    if context > total - pool:
         runtime = "CUDA" if w.gpu_runtime == "cuda" else f"{w.gpu_runtime} runtime"
         acc.warnings.append(f"the {runtime} context (~{format_bytes(context)}) may not fit the {1 - util:.0%} left "
                             "outside the vLLM pool")
-    _unprofiled_scan(ctx, mnbt, act, fwd.residual_bytes, w.memory - pool - context)
+    _unprofiled_scan(ctx, mnbt, act, fwd.residual_bytes, total - pool - context)
 
 
 class VllmSizing(NamedTuple):
