@@ -724,3 +724,18 @@ def test_the_tensor_parallel_training_warning_says_which_recipes_have_a_publishe
     assert tp_warnings(float8_recipe="torchao") == []
     (bf16,) = tp_warnings(float8=False, float8_recipe="torchao")
     assert ", ".join(R.TENSOR_PARALLEL_TRAINING_MEASURED["bf16"][2]) in bf16
+
+
+def test_a_band_holds_90_percent_of_rows_as_well_as_of_setups() -> None:
+    """The stated band is the wider of the setup-weighted band and the row-wise one (ranges.band_around_expected): 40
+    setups of one row each about 1, and one setup of 16 rows that all read 2x (as the A10G llama-bench prefill rows),
+    weighs as one setup of 41 in the first, which then ends at 1.19 and leaves those 16 of the 56 rows outside; the
+    row-wise rule brings them in (to 2.14), so at least 90 % of the rows lie inside, and the band is never narrower
+    than the weighted one."""
+    ratios = [0.8 + 0.01 * i for i in range(40)] + [2.0 + 0.01 * i for i in range(16)]
+    setups = [f"s{i}" for i in range(40)] + ["a10g"] * 16
+    weighted = R.band(ratios, setups=setups)
+    lo, hi = R.band_around_expected(ratios, setups)
+    assert sum(weighted[0] <= r <= weighted[1] for r in ratios) < 0.9 * len(ratios)  # the weighted band alone fails
+    assert lo <= min(weighted[0], 1.0) and hi >= max(weighted[1], 1.0)
+    assert sum(lo <= r <= hi for r in ratios) >= 0.9 * len(ratios)
