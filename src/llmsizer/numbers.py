@@ -80,6 +80,10 @@ REQUEST_RATE = Range(0, 1e9, False, "requests per second, more than 0; 10^9 is p
 # a time limit the user sets (recommend --max-ttft, --deadline): 0 would rule out everything, so more than 0
 TIME_LIMIT = Range(0, 3.2e10, False, "seconds, more than 0; 3.2 x 10^10 s is about 1,000 years", low_open=True)
 BANDWIDTH = Range(0, 1e15, False, "bytes per second; 1 PB/s is past any network or disk")
+# a service's hours per day / days per week up (a request file's service.hours_per_day / days_per_week): a service
+# never up is no service, so more than 0 (0 was read as not given, around the clock: r32surf report)
+HOURS_PER_DAY = Range(0, 24, False, "hours a day the service is up, more than 0; a day has 24", low_open=True)
+DAYS_PER_WEEK = Range(0, 7, False, "days a week the service is up, more than 0; a week has 7", low_open=True)
 # a CPU's clock in Hz (a hardware file's ``clock``): shipping server and desktop cores run 1-6 GHz; outside 0.1-10 GHz
 # is a unit slip (lscpu's 'CPU max MHz: 5000' written as a bare 5000), review21 D7
 CLOCK = Range(1e8, 1e10, False, "Hz, a CPU core clock of 0.1 to 10 GHz; give its unit, e.g. '3.7 GHz' or '5000 MHz'")

@@ -311,6 +311,9 @@ class Recommendation:
     quantization: tuple[str, ...] = ()
     assumptions: tuple[Assumption, ...] = ()
     warnings: tuple[str, ...] = ()
+    # why the search answered with no candidate sized (a request rate past every candidate's ceiling,
+    # ``rate_past_every_copy``): a constraint that fails, exit 1 as a search with no option; None otherwise
+    refusal: str | None = None
 
     @property
     def chosen(self) -> Option | None:
@@ -321,7 +324,8 @@ class Recommendation:
                 "constraints": self.constraints.to_dict(), "chosen": self.chosen.to_dict() if self.chosen else None,
                 "options": [o.to_dict() for o in self.options], "rejected": [o.to_dict() for o in self.rejected],
                 "advice": list(self.advice), "quantization": list(self.quantization),
-                "assumptions": [a.to_dict() for a in self.assumptions], "warnings": list(self.warnings)})
+                "assumptions": [a.to_dict() for a in self.assumptions], "warnings": list(self.warnings),
+                **({"refusal": self.refusal} if self.refusal is not None else {})})
 
     def __str__(self) -> str:
         from .render.notebook import recommendation_text
@@ -633,8 +637,10 @@ def recommend_inference(model: ModelSpec | str, *, context: int = InferenceWorkl
     if request_rate is not None and cands:  # refused before any candidate is sized when none could carry it
         most = max(max(cand.count for cand in cands), serving_machine_size(None, per_node))  # (_fewest_cards' too)
         refused = rate_past_every_copy(request_rate, most)
-        if refused is not None:
-            raise refused
+        if refused is not None:  # a constraint no candidate meets: answered with no option (exit 1), not bad input
+            return Recommendation("inference", spec.name, {"context": context, "concurrency": concurrency,
+                                  "request_rate": request_rate, "output_tokens": output_tokens, "weights": weights},
+                                  c, (), (), refusal=str(refused))
     meets: list[Option] = []
     memo: dict[tuple[Any, ...], tuple[Option, tuple[str, ...], int]] = {}  # (option, fit's warnings, copies)
     said: dict[int, tuple[str, ...]] = {}  # a meeting option (by id) -> the warnings of the fit behind it
@@ -814,7 +820,9 @@ def engine_serves_no_rate(engine: str) -> FieldError | None:
 def rate_past_every_copy(rate: float, devices: int) -> FieldError | None:
     """The refusal of a ``rate`` at or above ``rate_ceiling`` of the search's largest candidate (``devices``): every
     candidate's every count of copies (``_rate_copies``, up to MAX_REPLICAS) is past the server's capacity, so the
-    search answers at once instead of sizing each (probe22 C8: 1e9 requests/s took 24 s of the web's 30)."""
+    search answers at once instead of sizing each (probe22 C8: 1e9 requests/s took 24 s of the web's 30), with no
+    option and this line as its ``Recommendation.refusal`` (exit 1: a constraint that fails, as ``fit`` answers a
+    rate its deployment cannot carry; probe23 C3)."""
     ceiling = rate_ceiling(devices)
     if rate < ceiling * (1 + _ROUNDING):
         return None

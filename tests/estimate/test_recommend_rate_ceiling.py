@@ -1,4 +1,4 @@
-"""recommend at a request rate refuses at once (one line on request_rate, no candidate sized) a rate at or above
+"""recommend at a request rate answers at once with no option (one line, exit 1, no candidate sized) a rate at or above
 ``rate_ceiling`` of its largest candidate: MAX_REPLICAS copies, each device at most one replica, each replica at most
 eq. Q10a's capacity with eq. Q11, 1 / max(D, s H) <= 1 / (s H). That it is an upper bound is checked against fit's
 own refusals (the capacity each states, the least of its ceilings, at every layout), not against the bound's own
@@ -32,13 +32,16 @@ def test_the_ceiling_bounds_fits_capacity(model: str, device: str, count: int, t
     assert copy == pytest.approx(count * least, rel=1e-12)
 
 
-def test_a_rate_past_every_candidate_is_refused_before_any_is_sized(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_rate_past_every_candidate_is_answered_with_no_option_before_any_is_sized(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A rate no candidate carries is a constraint that fails (exit 1, as fit's answer at that rate), not bad input:
+    no option, no rejection, the reason in one line (probe23 C3), and no candidate sized."""
     asked: list[Any] = []
     monkeypatch.setattr(R, "pick_format", lambda *a, **kw: asked.append(kw) or None)
-    with pytest.raises(FieldError) as e:
-        R.recommend_inference("llama-3.1-8b", request_rate=1e9)
-    assert e.value.field == "request_rate" and "\n" not in str(e.value)
-    assert "past what any candidate carries" in str(e.value) and not asked
+    rec = R.recommend_inference("llama-3.1-8b", request_rate=1e9)
+    assert rec.chosen is None and not rec.options and not rec.rejected and not asked
+    assert rec.refusal is not None and "\n" not in rec.refusal and "past what any candidate carries" in rec.refusal
+    assert rec.to_dict()["refusal"] == rec.refusal and "no option: " + rec.refusal in str(rec)
 
 
 def test_the_refusal_starts_at_the_ceiling() -> None:

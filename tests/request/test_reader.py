@@ -254,7 +254,7 @@ INFERENCE_CASES = [
     ("kv_cache_dtype", "kv_cache_dtype: fp3  #<", "fp3"),
     ("latency.ttft", "latency: {ttft: fast}  #<", "duration"),
     ("latency.tokens_per_second_per_user", "latency: {tokens_per_second_per_user: -5}  #<", "expected a number in [0, "),
-    ("service.hours_per_day", "service: {hours_per_day: 25}  #<", "expected a number in [0, 24]"),
+    ("service.hours_per_day", "service: {hours_per_day: 25}  #<", "expected a number in (0, 24]"),
     ("service.duration", "service: {duration: forever}  #<", "duration"),
     ("service.ongoing", "service: {duration: 1 year, ongoing: true}  #<", "not both"),
     ("service.maintenance_windows", "service:\n      maintenance_windows: {sunday: 2}  #<", "not a mapping"),

@@ -74,6 +74,8 @@ def _errors(value, schema, root, path="$"):
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         if "minimum" in schema and value < schema["minimum"]:
             out.append(f"{path}: below minimum")
+        if "exclusiveMinimum" in schema and value <= schema["exclusiveMinimum"]:
+            out.append(f"{path}: not above exclusiveMinimum")
         if "maximum" in schema and value > schema["maximum"]:
             out.append(f"{path}: above maximum")
     if isinstance(value, str):

@@ -399,6 +399,9 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
     except LlmsizerError as e:
         notes.warnings.append(f"no alternatives searched: {e}")
         notes.facts["search_error"] = str(e)  # the reason "no hardware" gives when none is named
+    if rec is not None and rec.refusal is not None:  # answered with no candidate sized (a rate past every one's)
+        notes.warnings.append(f"no alternatives searched: {rec.refusal}")
+        notes.facts["search_error"] = rec.refusal
     options = [option_dict(o, "on-demand price x service hours") for o in (rec.options[:6] if rec else ())]
     if hw is None and rec is not None and rec.chosen is not None:
         hw, device, instance = from_option(rec.chosen, job.resources, ctx)

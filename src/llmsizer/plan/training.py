@@ -296,7 +296,6 @@ def plan_training(job: TrainingJob, req: Request, ctx: PlanContext) -> JobPlan:
     dur.add("tokens", "tokens to train on", tokens, "tokens", tokens_how)
     secs = None
     d: Duration | None = None
-    util = s.utilization
     if tokens and device is not None:
         if hw.nodes > 1 and job.resources.network and "network" not in fields:  # as fit --network reads it
             fields = dict(fields, network=job.resources.network)
@@ -304,7 +303,7 @@ def plan_training(job: TrainingJob, req: Request, ctx: PlanContext) -> JobPlan:
             fields = dict(fields, network=format_bits(hw.node_bandwidth, "Gb/s"))
         d = training_duration_for(spec, vm_share_device(device, instance), gpus, tokens, fields,  # the one duration rule
                                   s.utilization, instance, ctx.hardware_files, hw.link_bandwidth)
-        util, secs = d.utilization, d.seconds
+        secs = d.seconds
         notes.assumptions.extend(d.assumptions)
         # the duration's communication-bound warning is the plan's 'network-bound' check (plan/checks.py), said once
         bound = comm_bound_warning(d.step)
@@ -312,8 +311,7 @@ def plan_training(job: TrainingJob, req: Request, ctx: PlanContext) -> JobPlan:
         if bound:
             notes.facts["comm_bound"] = comm_bound_message(d.step)
         dur.add("flops_per_token", "FLOPs per token", d.flops_per_token, "FLOP", d.flops_formula, d.flops.source)
-    dur.add("seconds", "wall-clock (estimated)", secs, "s", f"tokens x FLOPs/token / ({gpus} devices x peak x "
-            f"{util if util is not None else 'default'} utilization)", "formulas/training_time.py eq. (3)")
+    dur.add("seconds", "wall-clock (estimated)", secs, "s", *wall_clock_how(d, gpus))
     steps = math.ceil(tokens / tokens_per_step) if tokens else None
     dur.add("tokens_per_step", "tokens per optimizer step", tokens_per_step, "tokens",
             f"micro_batch {micro} x seq_len {seq_len} x grad_accumulation {accum} x data-parallel {dp}")
@@ -783,3 +781,32 @@ def _advice(job: TrainingJob, spec: ModelSpec, inf_need: int | None, need: int, 
     if job.purpose in why:
         line += " " + why[job.purpose]
     notes.advice.append(line)
+
+
+def wall_clock_how(d: Duration | None, gpus: int) -> tuple[str, str]:
+    """(how, source) of the plan's training wall clock, ``Duration.seconds``: tokens over the step's tokens/s, each
+    optimizer step what ``step_time`` sums (its ``StepTime`` read, nothing recomputed): the micro-steps' compute (the
+    GEMMs at the utilization of the peak, eq. (6), with the memory-bound kernels, attention and the kernel launches)
+    and the communication it does not hide (eqs. (8'), (8'')), or a model-parallel step (eq. (P6)); then
+    the optimizer update, the gradient accumulation and any paging (review32 N3: the text said tokens x F / (n R u),
+    eq. (3), which leaves out all but the GEMMs)."""
+    source = "estimate/duration.py step_time; formulas/training_time.py eqs. (6), (8'), (8'')"
+    st = d.step if d is not None else None
+    if d is None or st is None:
+        return "not estimated (no device, no tokens, or no sourced peak)", source
+    k = st.micro_steps
+    mp = st.model_parallel
+    parts = ([f"model-parallel step {mp.step_seconds:.3g} s (the stages' compute, tensor-parallel and point-to-point "
+              "communication, the bubble, the data-parallel reduction not hidden; formulas/model_parallel_time.py "
+              "eq. (P6))"] if mp is not None else
+             [f"{k} micro-step{'s' if k != 1 else ''} x (compute {st.compute_seconds:.3g} s"
+              + (f" + communication not hidden {st.exposed_comm_seconds:.3g} s" if st.exposed_comm_seconds else "")
+              + ")"])
+    parts += [f"{what} {t:.3g} s" for what, t in (
+        ("optimizer update", st.optimizer_seconds), ("gradient accumulation", (k - 1) * st.accumulation_seconds),
+        ("paging", st.paging_seconds)) if t]
+    return (f"tokens / {st.tokens_per_second:,.0f} tokens/s on {gpus} device{'s' if gpus != 1 else ''}: per "
+            f"optimizer step of {st.step_seconds:.3g} s, " + " + ".join(parts) + "; compute is the GEMMs at "
+            f"{d.utilization:g} utilization of the {d.peak_name} with the memory-bound kernels, attention and kernel "
+            "launches"), source
+

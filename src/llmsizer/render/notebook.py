@@ -146,6 +146,8 @@ def recommendation_html(rec: Recommendation, top: int = 8) -> str:
                             table_class="options"))
     if len(rec.options) > top:
         parts.append(_lines([f"... {len(rec.options) - top} more options (to_dict() has all)"]))
+    if rec.refusal is not None:
+        parts.append(_lines(["no option: " + rec.refusal]))
     if rec.chosen is not None:
         parts.append(_lines(["chosen: " + option_name(rec.chosen) + " - " + "; ".join(rec.chosen.reasons)]))
     parts.append(_lines([*("advice: " + a for a in rec.advice), *("quantization: " + q for q in rec.quantization)]))

@@ -66,6 +66,8 @@ def render_recommendation(rec: Recommendation, top: int = DEFAULT_TOP) -> str:
         out.append(workload_line(rec))
     if rows:
         out.append(table(rows, header))
+    if rec.refusal is not None:
+        out.append("no option: " + rec.refusal)
     if rec.chosen is not None:
         c = rec.chosen
         queue = (f"; {c.running_sequences:,} run at once, the other requests wait {c.queue_wait_seconds:.2f} s for a "

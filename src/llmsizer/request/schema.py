@@ -62,7 +62,7 @@ def _field_schema(f: Field) -> dict[str, Any]:
     else:
         s = dict(_SCALAR[f.type])
         if f.minimum is not None and f.type in ("int", "number", "share"):  # a share's bounds bind its number form
-            s["minimum"] = f.minimum
+            s["exclusiveMinimum" if f.bounds is not None and f.bounds.low_open else "minimum"] = f.minimum
         if f.maximum is not None and f.type in ("int", "number", "share"):
             s["maximum"] = f.maximum
     s = {"description": doc, **s}

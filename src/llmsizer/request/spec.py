@@ -274,9 +274,10 @@ class Service:
 
     @property
     def hours_up(self) -> tuple[float, float]:
-        """(hours per day, days per week) the service runs: as given, around the clock where not given (0 read as
-        not given, as the plan has always read it)."""
-        return self.hours_per_day or ALL_DAY_HOURS, self.days_per_week or ALL_WEEK_DAYS
+        """(hours per day, days per week) the service runs: as given, around the clock where not given (the reader
+        refuses 0, request/fields.py ``HOURS_PER_DAY`` / ``DAYS_PER_WEEK``: a service never up is bad input)."""
+        return (ALL_DAY_HOURS if self.hours_per_day is None else self.hours_per_day,
+                ALL_WEEK_DAYS if self.days_per_week is None else self.days_per_week)
 
 
 @dataclass(frozen=True)

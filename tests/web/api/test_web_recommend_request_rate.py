@@ -2,7 +2,7 @@
 of a candidate whose each copy carries an equal share of the rate below its capacity and within the limits, each copy
 answered by fit's rate path. Checked by hand against the API server's capacity 1 / H = 44.5/s a copy and what the
 sequences the engine admits serve (test_copies_by_hand); the option's TTFT is `fit --count K --request-rate`'s for its K copies (probe23 D1); the web's body is the CLI's; a rate with a concurrency or
-a tokens/s target is one line, exit 2."""
+a tokens/s target is one line, exit 2; a rate no candidate carries is answered with no option, exit 1."""
 
 from __future__ import annotations
 
@@ -75,14 +75,25 @@ def test_refusals(extra, words) -> None:
     assert fit_line is None or fit_line == line
 
 
-def test_a_rate_no_candidate_carries_is_one_line_at_once(client) -> None:
+def test_a_rate_no_candidate_carries_is_answered_with_no_option_at_once(client) -> None:
     """Past what MAX_REPLICAS copies of the largest candidate could carry (recommend.py ``rate_ceiling``), the CLI and
-    the web refuse with the same line before sizing any candidate (probe22 C8: 1e9 requests/s took 24 s)."""
+    the web answer with no option and the reason before sizing any candidate (probe22 C8: 1e9 requests/s took 24 s):
+    a constraint that fails, exit 1 as fit's answer at that rate (probe23 C3), the web's 200 with the exit code in
+    its header, the CLI's JSON body."""
     argv = ("recommend", "llama-3.1-8b", "--request-rate", "1000000000")
-    line = cli_error_line(*argv)
-    assert "--request-rate" in line and "past what any candidate carries" in line
+    fit_cli = run_cli("fit", "llama-3.1-8b", "--device", "h100-sxm", "--request-rate", "1000000000")
+    assert fit_cli.returncode == 1, fit_cli.stderr
+    text = run_cli(*argv)
+    assert text.returncode == 1 and not text.stderr.strip(), text.stderr
+    assert "no option: request_rate: 1e+09 requests/s is past what any candidate carries" in text.stdout
+    cli = run_cli(*argv, "--json")
+    assert cli.returncode == 1, cli.stderr
+    data = json.loads(cli.stdout)
+    assert data["chosen"] is None and data["options"] == [] == data["rejected"]
+    assert "past what any candidate carries" in data["refusal"]
     web = client.post("/api/v1/recommend", json={"model": "llama-3.1-8b", "request_rate": "1000000000"})
-    assert 400 <= web.status_code < 500 and "past what any candidate carries" in web.text
+    assert web.status_code == 200 and web.headers["X-Llmsizer-Exit-Code"] == "1", web.text
+    assert json.loads(web.text) == data
 
 
 @pytest.mark.parametrize("rate", ["5", "1000000000"])

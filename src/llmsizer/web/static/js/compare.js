@@ -68,7 +68,8 @@ function render(rec, top) {
       train ? el("span", { class: "sub" }, `${formatSeconds(c.training_seconds)} wall clock, ${formatFigureCount(c.device_hours)} device-hours`)
         : el("span", { class: "sub" }, `${formatRate(c.tokens_per_second)} tokens/s in total incl. TTFT; at the requested concurrency decoding at ${formatRate(c.tokens_per_second_per_user)} per user, TTFT ${formatSeconds(c.ttft_seconds)}${c.ttft_idle_seconds != null && c.ttft_idle_seconds !== c.ttft_seconds ? ` (idle ${formatSeconds(c.ttft_idle_seconds)})` : ""}`),
       el("span", { class: "sub" }, `${c.weights_format || "-"}${c.engine ? ` on ${c.engine}` : ""}, ${formatBytes(c.memory_per_device)} of ${formatBytes(c.budget_per_device)} per device`)),
-    reasons(c)] : [el("p", { class: "problem" }, "No option fits and meets every constraint: see the rejections below.")]));
+    reasons(c)] : [el("p", { class: "problem" }, rec.refusal ? `No option: ${rec.refusal}`
+      : "No option fits and meets every constraint: see the rejections below.")]));
 
   $("advice").replaceChildren(...rec.advice.map((a) => el("p", { class: "advice" }, a)),
     ...(rec.quantization.length ? [el("div", { class: "card" }, el("h3", {}, "Which card at which format"), el("ul", { class: "notes" }, rec.quantization.map((q) => el("li", {}, q))))] : []));
