@@ -245,8 +245,10 @@ class Option:
     device_hours: float | None = None
     run_cost: float | None = None
     ttft_idle_seconds: float | None = None  # one prompt's prefill on an idle replica, beside the loaded TTFT
-    # serving: the sequences run at once (the rest wait in the engine's queue: estimate/inference/common.py eq. R1)
-    # and a queued request's mean wait before its prefill (formulas/serving_queue.py eq. Q3), as fit gives them
+    # serving: the sequences run at once over every replica of the option (the sum of each replica's: the rest wait in
+    # the engine's queue, estimate/inference/common.py eq. R1; fit's top-level figure for the same deployment, not one
+    # copy's as before p23fix) and a queued request's mean wait before its prefill (formulas/serving_queue.py eq. Q3),
+    # as fit gives them
     running_sequences: int | None = None
     queue_wait_seconds: float | None = None
     # at a request rate the wait is for admission (formulas/serving_queue.py eq. Q12) and the TTFT already holds it
@@ -936,16 +938,26 @@ def _first_token_seconds(o: Option) -> float | None:
 
 
 def slow_first_token_warning(meets: Sequence[Option], c: Constraints) -> str | None:
-    """When no latency limit was given (``max_ttft``) and the chosen option (``meets[0]``) keeps a user waiting longer
-    than ``efficiency.ATTENTION_LIMIT_SECONDS`` for the first token, say so, with the cheapest meeting option that
-    answers within it (none: said). Not a constraint: the choice stands, the user decides with ``--max-ttft``."""
+    """When no latency limit was given (``max_ttft``), the one line of the search's options whose first token comes
+    after ``efficiency.ATTENTION_LIMIT_SECONDS``: the chosen option (``meets[0]``), with the cheapest meeting option
+    that answers within it (none: said), and how many of the other meeting options do (review34 N4: `recommend
+    --request-rate 20` listed L4 and T4 options answering after 9.4 and 3.7 min as "meets" with no line saying so; each
+    option's reasons already said it, ``_option_from_fit``, but the table shows no reasons). Not a constraint: the
+    choice stands, the user decides with ``--max-ttft``."""
     if c.max_ttft is not None or not meets:
         return None
-    first = _first_token_seconds(meets[0])
     limit = E.ATTENTION_LIMIT_SECONDS
-    past = E.past_attention_limit(first)
-    if past is None:
-        return None
+    first = _first_token_seconds(meets[0])
+    slow = [(o, s) for o in meets[1:] if (s := _first_token_seconds(o)) is not None and s > limit]
+    others = ""
+    if slow:
+        worst, worst_s = max(slow, key=lambda p: p[1])
+        others = (f"{len(slow)} of the other {len(meets) - 1} options that meet the constraints answer a request's "
+                  f"first token after more than the {limit:g} s attention limit (the "
+                  f"slowest, {worst.target}, after {format_seconds(worst_s)}), meeting only the limits given")
+    if E.past_attention_limit(first) is None:
+        return (f"{others}: no latency limit was given (--max-ttft), so none was applied; give --max-ttft "
+                f"{limit:g} to rule them out") if others else None
     quick = next((o for o in meets[1:] if (s := _first_token_seconds(o)) is not None and s <= limit), None)
     alt = (f"the cheapest option within {limit:g} s: {quick.target} ({_price_text(quick.price_per_hour, quick.cost_basis)}, "
            f"first token in {format_seconds(_first_token_seconds(quick) or 0.0)})" if quick is not None
@@ -953,7 +965,8 @@ def slow_first_token_warning(meets: Sequence[Option], c: Constraints) -> str | N
     # the first token past the limit is the chosen fit's own warning, said above it (estimate/fit.py
     # slow_first_token, rate_capacity.py rate_warnings): this line adds the search's part only
     return (f"the chosen {meets[0].target} answers a request's first token after {format_seconds(first or 0.0)} "
-            f"(above): no latency limit was given (--max-ttft), so none was applied; {alt}")
+            f"(above): no latency limit was given (--max-ttft), so none was applied; {alt}"
+            + (f"; {others}" if others else ""))
 
 
 def _option_from_fit(stub: dict[str, Any], r: FitResult, status: str, reasons: list[str]) -> Option:

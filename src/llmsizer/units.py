@@ -214,6 +214,16 @@ def parse_count(text: str | int | float, *, what: str = "count", rng: Range = AM
     return _checked(_as_typed(m.group(1)) * _COUNT_SUFFIX[m.group(2)], what, rng, scaled=bool(m.group(2)))
 
 
+def parse_plain_number(text: str, *, what: str = "", rng: Range) -> float:
+    """Parse a plain number ('24', '1.5', '1e2', '1,000') in ``rng``, no decimal suffix: a quantity with a unit of
+    its own (``capacity book --hold-hours``: hours are not counts, so '1k' hours is refused and the message offers
+    no "'7B' = 7 x 10^9" hint, review34 N3)."""
+    s = plain_digits(str(text))
+    if not re.fullmatch(_NUM, s):
+        raise InputError(f"{_head(what)}{unreadable(short(text), rng)}")
+    return float(check_number(float(s), what, rng))
+
+
 def parse_tokens(text: str | int | float, *, what: str = "context", rng: Range = TOKENS) -> int:
     """Parse a context length. Context sizes are quoted in binary thousands by model publishers
     ("8k" = 8192, "128K" = 131072 tokens, e.g. Llama 3.1's 131072 max_position_embeddings), so k/K here

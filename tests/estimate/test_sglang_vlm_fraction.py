@@ -63,6 +63,10 @@ def test_qwen25_vl_7b_at_24_gib_has_no_token_pool() -> None:
     assert d["mem_fraction_static"] == pytest.approx(expected, abs=1e-6)
     factors = [a for a in est.assumptions if a.name == "sglang_vlm_mem_fraction_factor"]
     assert len(factors) == 1 and factors[0].value == pytest.approx(factor, abs=1e-6)
+    # the 24 holds under SGLang 0.5.23's transformers pin (5.19.0: Qwen2_5_VLVisionConfig.attribute_map has only
+    # num_attention_heads; 5.24.0 adds "num_hidden_layers": "depth", and 32 is read): the text names the version it
+    # assumes (review34 N2)
+    assert "transformers 5.19.0" in factors[0].why and "reads depth 32" in factors[0].why, factors[0].why
     # 0.63118 x (24 GiB - the CUDA context) < the 15.45 GiB of bf16 weights: SGLang refuses to start
     weights = est.item("weights").bytes
     assert expected * 24 * GiB < weights

@@ -59,18 +59,26 @@ def test_fit_sizes_the_device_it_is_given_as_infer_does() -> None:
     assert next(i.bytes for i in est.items if i.name == "weights") == _weights("a100-sxm-80gb")[0]
 
 
-def test_sglang_holds_nemotron_h_router_in_fp32_on_every_device() -> None:
-    """sglang 0.5.6 models/nemotron_h.py:141-148: ``ReplicatedLinear(hidden_size, n_routed_experts, bias=False,
-    params_dtype=torch.float32, quant_config=None)``, and :149-151 the fp32 e_score_correction_bias: the router
-    component is 23 x 128 x (2688 + 1) x 4 B, whole on each of 2 TP ranks."""
+def test_sglang_holds_nemotron_h_router_in_the_model_dtype() -> None:
+    """sglang 0.5.23 (the release the SGLang profile follows) models/nemotron_h.py:265-271: ``ReplicatedLinear(
+    hidden_size, n_routed_experts, bias=False, quant_config=None)``, no params_dtype, so the model dtype
+    (layers/linear.py:264-265 ``torch.get_default_dtype()``; 0.5.6's :141-148 passed ``params_dtype=torch.float32``),
+    plus :272-274 the fp32 e_score_correction_bias. From config.json (torch_dtype bfloat16, 2 B): the router component
+    is E-layers x n_routed_experts x (hidden_size x 2 + 4) B, whole on each of 2 TP ranks (review34 D1: before,
+    hidden_size x 4)."""
     from llmsizer.formulas.tensor_parallel import shard_weights
     from llmsizer.formulas.weight_formats import weight_bytes
     from llmsizer.models import load_model
 
+    cfg = entries()[MODEL].config
+    assert cfg["torch_dtype"] == "bfloat16"
+    layers, experts, hidden = cfg["hybrid_override_pattern"].count("E"), cfg["n_routed_experts"], cfg["hidden_size"]
+    want = layers * experts * (hidden * 2 + 4)
+    assert want == 23 * 128 * (2688 * 2 + 4)
     spec = load_model(MODEL)
     wb = weight_bytes(spec, "bf16", 128, 2, False, "sglang")
-    assert wb.by_component["router"] == 23 * 128 * (2688 + 1) * 4
-    assert shard_weights(spec, wb, 2, 2, "sglang", 128, False).by_component["router"] == 23 * 128 * (2688 + 1) * 4
+    assert wb.by_component["router"] == want
+    assert shard_weights(spec, wb, 2, 2, "sglang", 128, False).by_component["router"] == want
 
 
 def test_other_engines_and_families_do_not_take_it() -> None:

@@ -82,8 +82,8 @@ def _bytes_per_element(model_type: str, engine: str, name: str) -> int:
     """GLM-4.5's fp32 router on vLLM and the fp32 score-correction bias (module docstring); bf16 for the rest."""
     if name.endswith("e_score_correction_bias"):
         return 4
-    if (engine, model_type) == ("sglang", "nemotron_h") and ".mixer.gate.weight" in name:
-        return 4  # sglang 0.5.6 nemotron_h.py:141-148 ReplicatedLinear(params_dtype=torch.float32)
+    # Nemotron-H's router on SGLang: the model dtype (sglang 0.5.23 nemotron_h.py:265-271, no params_dtype; the
+    # fp32 of 0.5.6's :141-148 is gone), so bf16 as the rest.
     return 4 if (engine, model_type) == ("vllm", "glm4_moe") and ".mlp.gate.weight" in name else 2
 
 

@@ -17,7 +17,7 @@ from ..numbers import DEFAULT_HOLD_HOURS, HOLD_HOURS
 from ..render.safe import say
 from ..units import format_bytes, format_seconds
 from .commands import COMMAND_HELP
-from .common import add_force, check_output_file, emit_json, float_arg, needs_subcommand
+from .common import add_force, check_output_file, emit_json, needs_subcommand, plain_float_arg
 
 EPILOG = """examples:
   llmsizer capacity check examples/pretraining-multinode.yaml --inventory examples/provider/inventory.yaml
@@ -100,7 +100,7 @@ def register(sub: Any) -> None:
                                                                      "default: confirmed)")
             q.add_argument("--state", choices=("requested", "held", "confirmed"),
                            help="state of the new booking (default confirmed; --tentative = held)")
-            q.add_argument("--hold-hours", type=float_arg(HOLD_HOURS), default=DEFAULT_HOLD_HOURS, metavar="H",
+            q.add_argument("--hold-hours", type=plain_float_arg(HOLD_HOURS), default=DEFAULT_HOLD_HOURS, metavar="H",
                            help="a requested/held booking expires after H hours unless confirmed "
                                 f"(default {DEFAULT_HOLD_HOURS:g})")
             actor(q)

@@ -28,7 +28,7 @@ from ..numbers import (
     check_number,
 )
 from ..specs import ENGINES, ModelSpec, normalize_engine
-from ..units import comma_values, parse_bytes, parse_count, parse_tokens
+from ..units import comma_values, parse_bytes, parse_count, parse_plain_number, parse_tokens
 from .json_out import dumps_indent2
 
 # Every numeric flag goes through the one validation layer (numbers.check_number, issue #15): argparse names the
@@ -66,6 +66,13 @@ def float_arg(rng: Range) -> Callable[[str], float]:
     and the Python API read the same text (units.parse_count: '1.5k' = 1500; a fraction kept)."""
     assert not rng.integral
     return _argtype(lambda t: float(parse_count(t, what="", rng=rng)), "float", rng)
+
+
+def plain_float_arg(rng: Range) -> Callable[[str], float]:
+    """argparse type: a plain number in ``rng`` with no decimal suffix (``--hold-hours``: hours are not counts;
+    units.parse_plain_number)."""
+    assert not rng.integral
+    return _argtype(lambda t: parse_plain_number(t, rng=rng), "float", rng)
 
 
 def money_arg(rng: Range, period: str | None = None, rates: str = "") -> Callable[[str], float]:

@@ -288,12 +288,17 @@ ENGINE_TENSOR_BYTES: dict[str, dict[str, int | None]] = {
 #   glm4_moe/modeling_glm4_moe.py:460, nemotron_h/modeling_nemotron_h.py:1012 (the bias a buffer:
 #   ``correction_bias_bytes``). At fp32 the rule is moot (4 bytes either way).
 _TRANSFORMERS_FP32_ROUTER: dict[str, int | None] = {"ffn_gate_inp": 4}
-# Nemotron-H's router on SGLang: sglang 0.5.6 (PyPI wheel) models/nemotron_h.py:141-148 ``self.gate =
-#   ReplicatedLinear(hidden_size, n_routed_experts, bias=False, params_dtype=torch.float32, quant_config=None)``: fp32
-#   on every device (vLLM's is device-dependent: ``vllm_gate_fp32`` below).
+# Nemotron-H's router on SGLang: the model dtype, as SGLang 0.5.23 stores it, the release the SGLang profile follows
+#   (estimate/engines.py ``CURRENT_VERSION``): sglang 0.5.23 (PyPI wheel, sha256 00b3cd5b...) models/nemotron_h.py:265-271
+#   ``self.gate = ReplicatedLinear(config.hidden_size, config.n_routed_experts, bias=False, quant_config=None)``, no
+#   params_dtype, so layers/linear.py:264-265 ``params_dtype = torch.get_default_dtype()`` (the model dtype); fp32 is
+#   only the matmul's output (``out_dtype=torch.float32``, nemotron_h.py:390, :422, :447). Older: sglang 0.5.6 (PyPI
+#   wheel) models/nemotron_h.py:141-148 built it with ``params_dtype=torch.float32`` (fp32 on every device). Not
+#   selected by engine_version: a version resolves to (major, minor) (engines.py ``release``), and both are 0.5, so
+#   every 0.5.x takes the 0.5.23 rule (an SGLang 0.5.6 user's router is 23 x 128 x 2688 x 2 B more for Nemotron 3
+#   Nano). vLLM's is device-dependent: ``vllm_gate_fp32`` below.
 ENGINE_MODEL_TENSOR_BYTES: dict[tuple[str, str], dict[str, int | None]] = {
     ("vllm", "glm4_moe"): {"ffn_gate_inp": 4},
-    ("sglang", "nemotron_h"): {"ffn_gate_inp": 4},
     **{("transformers", t): _TRANSFORMERS_FP32_ROUTER
        for t in ("deepseek_v2", "deepseek_v3", "deepseek_v32", "glm4_moe", "nemotron_h")}}
 

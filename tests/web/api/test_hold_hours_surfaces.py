@@ -43,6 +43,19 @@ def test_a_bad_hold_is_one_line_on_the_cli_and_the_same_400_on_the_web(tmp_path,
         assert r.json()["field"] == "hold_hours", r.text
 
 
+@pytest.mark.parametrize("value", ["1k", "abc", "24h"])
+def test_hours_are_no_count_so_no_suffix_is_read_or_offered(tmp_path, client, value):
+    """Hours are not counts: '1k' is no way to write 1,000 hours, and the message offers no "'7B' = 7 x 10^9" hint
+    (review34 N3: before, '1k' booked a 1,000-hour hold and 'abc' was told that decimal suffixes are read)."""
+    line = cli_error_line("capacity", "book", str(REQUEST), "--inventory", str(INVENTORY), "--db",
+                          f"sqlite:///{tmp_path / 'cli.db'}", "--tentative", f"--hold-hours={value}")
+    assert line.startswith(f"argument --hold-hours: cannot read '{value}' as a number; "), line
+    assert "suffix" not in line and "10^9" not in line, line
+    body = json.dumps({"request": REQUEST.read_text(), "tentative": True, "hold_hours": value})
+    r = client.post("/api/v1/capacity/book", content=body, headers={"Content-Type": "application/json"})
+    assert r.status_code == 400 and r.json()["detail"] == line, r.text
+
+
 def test_the_default_hold_is_one_value_on_every_surface(tmp_path):
     from llmsizer.cli.main import build_parser
     from llmsizer.numbers import DEFAULT_HOLD_HOURS, HOLD_HOURS

@@ -230,8 +230,11 @@ def sglang_vlm_shape(spec: ModelSpec) -> tuple[int, int, str] | None:
         # the Qwen VL vision configs name their depth ``depth``, with no num_hidden_layers alias in transformers
         # 5.19.0, SGLang 0.5.23's pin (Qwen2_5_VLVisionConfig / Qwen3VLVisionConfig attribute_map holds only
         # num_attention_heads): getattr's default 24 is read (memory_hook.py:440)
-        return (24, v.hidden_size, f"the vision config has depth {v.num_layers} but no num_hidden_layers, so SGLang "
-                "reads its default 24 (memory_hook.py:440)")
+        # transformers >= 5.24 adds the alias (review34 N2: depth is then read, a smaller factor), so the text names
+        # the version this default assumes
+        return (24, v.hidden_size, f"the vision config has depth {v.num_layers} but no num_hidden_layers under "
+                "transformers 5.19.0 (SGLang 0.5.23's pin, assumed; transformers 5.24 adds the alias, and SGLang then "
+                f"reads depth {v.num_layers}), so SGLang reads its default 24 (memory_hook.py:440)")
     # Gemma 4's and mllama's vision configs name num_hidden_layers (mllama's: the local encoder; its global layers
     # are not read)
     return v.num_layers, v.hidden_size, "the vision config's num_hidden_layers and hidden_size"
