@@ -546,7 +546,7 @@ _add("prefill throughput", "llama.cpp", 0.7640, 1.1904, 79, 35, 0.948, 0.905)
 _add("prefill throughput", "llama.cpp on CUDA", 0.6257, 2.1614, 23, 10, 1.000, 0.950)
 _add("prefill throughput", "llama.cpp on Metal", 0.8199, 1.1904, 56, 25, 0.960, 0.920)
 _add("prefill throughput", "transformers", 0.7607, 1.0000, 11, 1, 1.000, None)
-_add("training memory", "pytorch training", 0.9085, 1.0873, 34, 7, 1.000, 0.914)
+_add("training memory", "pytorch training", 0.9085, 1.0921, 34, 7, 1.000, 0.914)
 _add("training throughput", "pytorch training", 0.5763, 1.1563, 261, 15, 0.951, 0.884)
 
 
