@@ -1560,8 +1560,8 @@ def accumulate_grad_transient_bytes(new_grad: int, grads_persist: bool) -> int:
 def layer_fresh_gradient_bytes(spec: ModelSpec, st: ActivationSetup, grad_bytes: int) -> int:
     """A dense layer's backward at its MLP down projection when its ``.grad`` persists (eq. A1 applied to a layer),
     weights in the compute dtype (no autocast copy): the new [h, I] weight gradient beside the kept one
-    (``grad_bytes`` per element), the input gradient [t, I] and the residual gradients (2 r t h, as
-    :func:`layer_backward_transient`). The layer's saved activations are counted apart. Measured to the byte on an
+    (``grad_bytes`` per element), the input gradient [t, I] and two [t, h] residual-width gradients (2 r t h;
+    eq. A3 holds one, its moment being before any [t, h] is made). The layer's saved activations are counted apart. Measured to the byte on an
     fp32 MLP's live-tensor trace (tests/formulas/test_tied_embedding_grad.py). Under autocast (the copy's gradient,
     then its cast, while the copies are being freed) the moment differs and is not modeled here.
 
