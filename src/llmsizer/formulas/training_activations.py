@@ -1210,7 +1210,8 @@ def layer_backward_transient(spec: ModelSpec, layer: int, st: ActivationSetup) -
                (MoE: 3 t k I_e e + 3 t I_s c, the routed copies in the expert dtype; not traced)
         eager = max(c P + 2 c t o_w, 8 P + c t o_w, 2 c P + c t o_w + c, c P + c t (o_w + 2 q_w)),  P = b n_h s^2
         fused = c t (o_w + q_w + k_w + v_w) [+ 2 c t q_w under GQA] + 4 b n_h S (D + 1)
-                (S = s rounded up to 128, D = the q/k head dim rounded up to 32; flash kernel, not traced)
+                (S = s rounded up to 128, D = the q/k head dim rounded up to 32, to 64 above 128; flash kernel,
+                not traced)
         transient = max(mlp, attn) + r t h                                                        (A3)
 
     MLP (transformers 5.24.0 models/llama/modeling_llama.py L164, ``down_proj(act_fn(gate_proj(x)) * up_proj(x))``),
@@ -1229,11 +1230,11 @@ def layer_backward_transient(spec: ModelSpec, layer: int, st: ActivationSetup) -
     c P + c t (o_w + 2 q_w). These are measured to the byte (tests/formulas/test_layer_backward_transient.py: MHA and
     GQA, fp32 and bf16, CPU allocator); the RoPE and projection phases after them hold a few [t, q_w] and are below
     the score phases whenever s >= the head dim. Fused attention (SDPA on GPU, flash-attention): the flash kernel's
-    backward, flash-attn csrc/flash_attn/flash_api.cpp ``mha_bwd`` (Dao-AILab/flash-attention @ 765fbd9; torch's
-    ``_scaled_dot_product_flash_attention_backward`` runs its vendored copy of this function), allocates dq, dk, dv
-    like q, k, v, the fp32 ``softmax_d`` [b, n_h, S] and the fp32 ``dq_accum`` [b, n_h, S, D], and under GQA
-    ``dk_expanded``/``dv_expanded`` [b, s, n_h, d], while the gradient of its output d(out) is held: that is the
-    fused term. It is NOT traced here (the tests run on CPU, whose SDPA math kernel is a different algorithm and
+    backward, flash-attn csrc/flash_attn/flash_api.cpp ``mha_bwd`` (Dao-AILab/flash-attention @ 0251105a, L801;
+    torch's ``_scaled_dot_product_flash_attention_backward`` runs its vendored copy of this function, not read
+    here), allocates dq, dk, dv like q, k, v (L895, L904, L913), the fp32 ``softmax_d`` [b, n_h, S] (L921), the
+    fp32 ``dq_accum`` [b, S, n_h, D] (L926; D from L872) and under GQA ``dk_expanded``/``dv_expanded``
+    [b, s, n_h, d] (L937-938), while the gradient of its output d(out) is held: that is the fused term. It is NOT traced here (the tests run on CPU, whose SDPA math kernel is a different algorithm and
     holds more; the memory-efficient kernel is not modelled). The weight gradients and the saved activations are
     counted apart.
     """
@@ -1254,7 +1255,7 @@ def layer_backward_transient(spec: ModelSpec, layer: int, st: ActivationSetup) -
     else:
         qk_dim = q_w // heads if heads else 0
         attn = c * t * (o_w + q_w + k_w + v_w) + (2 * c * t * q_w if k_w < q_w else 0)
-        attn += 4 * st.batch * heads * _round_up(st.seq, 128) * (_round_up(qk_dim, 32) + 1)
+        attn += 4 * st.batch * heads * _round_up(st.seq, 128) * (_round_up(qk_dim, 32 if qk_dim <= 128 else 64) + 1)
     return max(mlp, attn) + t * h * r
 
 
