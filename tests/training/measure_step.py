@@ -206,6 +206,7 @@ class AllocatorBytes:
         nodes.sort(key=lambda n: (n.start_time_ns, n.extra_fields.alloc_size < 0))
         self.levels: list[int] = []  # live bytes after each allocation or free
         self.marks: list[int] = []  # index into levels of each mark
+        self.events: list[tuple[int, int]] = []  # (address, signed size) of each counted allocation or free
         live: dict[int, int] = {}
         cur = 0
         for n in nodes:
@@ -221,6 +222,7 @@ class AllocatorBytes:
             else:
                 continue  # a block allocated before the context (or the sentinel's free)
             self.levels.append(cur)
+            self.events.append((ptr, size))
 
     def level(self, mark: int) -> int:
         i = self.marks[mark]
@@ -232,6 +234,20 @@ class AllocatorBytes:
             return max([0, *self.levels])
         end = None if until is None else self.marks[until]
         return max([self.level(since), *self.levels[self.marks[since]:end]])
+
+    def fresh_peak(self, since: int) -> int:
+        """The highest live bytes of the blocks allocated from mark ``since`` on (a free of an older block, e.g. a
+        saved activation the backward releases, is left out): what the code after the mark makes and holds."""
+        live: dict[int, int] = {}
+        cur = best = 0
+        for ptr, size in self.events[self.marks[since]:]:
+            if size > 0:
+                live[ptr] = size
+                cur += size
+                best = max(best, cur)
+            elif ptr in live:
+                cur -= live.pop(ptr)
+        return best
 
 
 def main(case: dict[str, Any]) -> dict[str, Any]:

@@ -7,9 +7,12 @@ the estimate: a tiny Llama with grouped K/V (8 query heads, 2 K/V heads of 32) a
 The forward moment is not bounded by the backward ones: for grouped K/V the forward's whole-q merge (t o (16 + c))
 outgrows the backward's ring extra (t q 4 + (cp + 1) t (k + v) c + ..., e.g. Llama-3.1-8B's widths at cp 4: 90,112
 B against 73,728 B per token), so only the layer's plain backward transient can cover it, and a narrow-MLP model
-with one K/V head peaks in the forward (the last test)."""
+with one K/V head peaked in the forward (the last test; a strict xfail since review33 A3 counts the flash
+backward's own buffers: see its reason)."""
 
 from __future__ import annotations
+
+import pytest
 
 from llmsizer.estimate.training.compose import estimate_training, training_context
 from llmsizer.estimate.training.states import stage_states
@@ -53,6 +56,11 @@ def test_absent_without_context_parallelism() -> None:
     assert all("ring_attention_forward" not in p for p in _phases(1).values())
 
 
+@pytest.mark.xfail(strict=True, reason="review33 A3: the fused term now counts the flash backward's GQA dk/dv_expanded "
+                   "and fp32 dq_accum (flash-attn mha_bwd @ 0251105a L926, L937-938); this shape's backward layer 1 "
+                   "(169,270,805 B; transient 53,477,376 -> 86,638,592 B) now outgrows the forward moment "
+                   "(138,462,485 B), and no Llama shape tried (1-2 layers, 32/64 heads of 128/256, one K/V head, cp 4/8, "
+                   "h 128/256) peaks in the forward; reported to the lead, not tuned")
 def test_it_can_be_the_peak() -> None:
     """One K/V head under 32 query heads of 128 (o = 16 x h), a small head (cut-ce), no checkpointing: the ring
     forward's whole-q merge (t o 18 B) outgrows the last layer's backward transient with its ring buffers, so the

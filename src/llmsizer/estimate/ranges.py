@@ -556,7 +556,7 @@ _add("prefill throughput", "llama.cpp", 0.7727, 2.3238, 99, 37, 0.956, 0.939)
 _add("prefill throughput", "llama.cpp on CUDA", 0.6257, 2.8749, 43, 12, 0.990, 0.941)
 _add("prefill throughput", "llama.cpp on Metal", 0.8199, 1.1904, 56, 25, 0.960, 0.920)
 _add("prefill throughput", "transformers", 0.7607, 1.0000, 11, 1, 1.000, None)
-_add("training memory", "pytorch training", 0.9085, 1.0873, 34, 7, 1.000, 0.914)
+_add("training memory", "pytorch training", 0.9085, 1.0921, 34, 7, 1.000, 0.914)
 _add("training throughput", "pytorch training", 0.5763, 1.1563, 261, 15, 0.951, 0.884)
 
 

@@ -360,7 +360,8 @@ def float8_layer_backward_peak(spec: ModelSpec, tokens: int, compute_bytes: int,
                                tp: int = 1, compiled: bool = True, weight_gathered_fp8: bool = False,
                                grad_weight_fp8: bool = True) -> int:
     """Peak bytes of a dense decoder layer's backward inside its Float8Linears [bytes]: the incoming and outgoing
-    residual gradients (2 t h r, as in ``layer_backward_transient``), the linear's bf16 grad_output (c t o) and
+    residual gradients (2 t h r; ``layer_backward_transient``'s MLP moment, before any [t, h] gradient is made, holds
+    one), the linear's bf16 grad_output (c t o) and
     :func:`float8_backward_bytes`, for the linear where that is largest.
 
     A Float8Linear's backward runs after the elementwise backward that made its grad_output has freed its own

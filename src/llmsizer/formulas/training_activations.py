@@ -1199,36 +1199,66 @@ def reentrant_recompute_bytes(spec: ModelSpec, st: ActivationSetup) -> int:
     return checkpoint_input_bytes(spec, st)
 
 
+def _round_up(x: int, m: int) -> int:
+    return -(-x // m) * m
+
+
 def layer_backward_transient(spec: ModelSpec, layer: int, st: ActivationSetup) -> int:
-    """Eq. (A3): the gradient tensors alive inside one layer's backward beyond its saved activations [B] (a named
-    transient, approximate: the larger of the MLP's and the attention's moment, each counted from the ops' backward
-    formulas, not a traced peak)::
+    """Eq. (A3): the gradient tensors alive inside one layer's backward beyond its saved activations [B]: the most
+    that coexist at any moment of the backward, taken over its phases in autograd's order, plus the gradient that
+    arrives at the layer's output (held for the residual add, or its sum with the MLP branch's, throughout)::
 
-        mlp  = 3 c t I                       (MoE: 3 t k I_e e + 3 t I_s c, the routed copies in the expert dtype)
-        attn = c t (q_w + k_w + v_w + o_w)   (+ 2 x 4 b n_h s^2 under eager attention)
-        transient = max(mlp, attn) + 2 r t h                                                      (A3)
+        mlp  = max(3 c t I, 2 c t I + c t h, c t I + 2 c t h, 3 c t h)
+               (MoE: 3 t k I_e e + 3 t I_s c, the routed copies in the expert dtype; not traced)
+        eager = max(c P + 2 c t o_w, 8 P + c t o_w, 2 c P + c t o_w + c, c P + c t (o_w + 2 q_w)),  P = b n_h s^2
+        fused = c t (o_w + q_w + k_w + v_w) [+ 2 c t q_w under GQA] + 4 b n_h S (D + 1)
+                (S = s rounded up to 128, D = the q/k head dim rounded up to 32, to 64 above 128; flash kernel,
+                not traced)
+        transient = max(mlp, attn) + r t h                                                        (A3)
 
-    MLP (transformers 5.24.0 models/llama/modeling_llama.py L164, ``down_proj(act_fn(gate_proj(x)) * up_proj(x))``):
-    down_proj's ``mm`` backward returns d(act * up) [t, I] (torch 2.13 tools/autograd/derivatives.yaml L1218-1220,
-    ``mm_mat1_backward``); ``mul.Tensor``'s backward (L1231-1233) makes d(act) and d(up) from it, and ``silu``'s
-    (L2123-2124, ``silu_backward``) d(gate) from d(act): three [t, I] gradients coexist. Attention (modeling_llama.py
-    ``eager_attention_forward`` L193-199): the input gradients of the q/k/v/o projections, dq, dk, dv and d(out);
-    eager attention's softmax runs in fp32 (L197), and ``_softmax``'s backward (derivatives.yaml L2224-2225,
-    ``_softmax_backward_data``) takes the fp32 gradient of the probabilities to the fp32 gradient of the scores: two
-    fp32 [b, n_h, s, s] tensors. 2 r t h: the gradient arriving at the layer's output and the one leaving its input
-    (the residual stream). The weight gradients and the saved activations are counted apart.
+    MLP (transformers 5.24.0 models/llama/modeling_llama.py L164, ``down_proj(act_fn(gate_proj(x)) * up_proj(x))``),
+    phase by phase (torch 2.13 tools/autograd/derivatives.yaml): down_proj's ``mm`` backward (L1218-1220) makes
+    d(act * up) [t, I]; ``mul.Tensor``'s backward (L1231-1233) makes d(act) and d(up) from it, then frees it: three
+    [t, I] (3 c t I); up_proj's ``mm`` makes its [t, h] input gradient and frees d(up); ``silu``'s backward
+    (L2123-2124) makes d(gate) while d(act) lives (2 c t I + c t h); gate_proj's ``mm`` makes the second [t, h]
+    (c t I + 2 c t h) and their sum the third (3 c t h). The [t, h] gradient leaving the MLP is not made until the
+    three [t, I] are consumed. Eager attention (modeling_llama.py ``eager_attention_forward`` L193-199, softmax in
+    fp32, L197), after o_proj's ``mm`` made d(out) [t, o_w]: the probabilities' ``bmm`` backward makes d(probs) (c P)
+    and the value gradient over every query head (repeat_kv's copy, c t o_w; its node runs last, so it lives
+    through the scores' phases), then frees d(out): c P + 2 c t o_w; below 4-byte compute the ``.to`` backward
+    casts d(probs) to fp32 and ``_softmax``'s backward (L2224-2225, ``_softmax_backward_data``) makes the fp32 score
+    gradient from the fp32 probability gradient: 8 P + c t o_w; the cast back and the scaling's ``mul`` (the scalar
+    as a 0-dim tensor of c bytes): 2 c P + c t o_w + c; the scores' ``bmm`` makes dq and dk over every query head:
+    c P + c t (o_w + 2 q_w). These are measured to the byte (tests/formulas/test_layer_backward_transient.py: MHA and
+    GQA, fp32 and bf16, CPU allocator); the RoPE and projection phases after them hold a few [t, q_w] and are below
+    the score phases whenever s >= the head dim. Fused attention (SDPA on GPU, flash-attention): the flash kernel's
+    backward, flash-attn csrc/flash_attn/flash_api.cpp ``mha_bwd`` (Dao-AILab/flash-attention @ 0251105a, L801;
+    torch's ``_scaled_dot_product_flash_attention_backward`` runs its vendored copy of this function, not read
+    here), allocates dq, dk, dv like q, k, v (L895, L904, L913), the fp32 ``softmax_d`` [b, n_h, S] (L921), the
+    fp32 ``dq_accum`` [b, S, n_h, D] (L926; D from L872) and under GQA ``dk_expanded``/``dv_expanded``
+    [b, s, n_h, d] (L937-938), while the gradient of its output d(out) is held: that is the fused term. It is NOT traced here (the tests run on CPU, whose SDPA math kernel is a different algorithm and
+    holds more; the memory-efficient kernel is not modelled). The weight gradients and the saved activations are
+    counted apart.
     """
     t, c, r = st.tokens, st.compute, st.residual
+    h = spec.hidden_size
     q_w, k_w, v_w, o_w = (_div(x, st.tp) for x in _head_dims(spec, layer))
     if spec.moe_layers[layer] and spec.moe is not None:
         mlp = 3 * t * spec.moe.experts_per_token * _div(spec.moe.expert_intermediate_size, st.tp) * st.expert
         mlp += 3 * t * _div(spec.moe.shared_intermediate_size, st.tp) * c
     else:
-        mlp = 3 * t * _div(spec.intermediate_size, st.tp) * c
-    attn = t * (q_w + k_w + v_w + o_w) * c
+        inter = _div(spec.intermediate_size, st.tp)
+        mlp = max(3 * c * t * inter, 2 * c * t * inter + c * t * h, c * t * inter + 2 * c * t * h, 3 * c * t * h)
+    heads = _div(spec.num_heads, st.tp)
     if st.attention == "eager":
-        attn += 2 * st.batch * _div(spec.num_heads, st.tp) * st.seq * st.seq * 4
-    return max(mlp, attn) + 2 * t * spec.hidden_size * r
+        p = st.batch * heads * st.seq * st.seq
+        attn = max(c * p + 2 * c * t * o_w, 8 * p + c * t * o_w, 2 * c * p + c * t * o_w + c,
+                   c * p + c * t * (o_w + 2 * q_w))
+    else:
+        qk_dim = q_w // heads if heads else 0
+        attn = c * t * (o_w + q_w + k_w + v_w) + (2 * c * t * q_w if k_w < q_w else 0)
+        attn += 4 * st.batch * heads * _round_up(st.seq, 128) * (_round_up(qk_dim, 32 if qk_dim <= 128 else 64) + 1)
+    return max(mlp, attn) + t * h * r
 
 
 @dataclass(frozen=True)
@@ -1533,8 +1563,8 @@ def accumulate_grad_transient_bytes(new_grad: int, grads_persist: bool) -> int:
 def layer_fresh_gradient_bytes(spec: ModelSpec, st: ActivationSetup, grad_bytes: int) -> int:
     """A dense layer's backward at its MLP down projection when its ``.grad`` persists (eq. A1 applied to a layer),
     weights in the compute dtype (no autocast copy): the new [h, I] weight gradient beside the kept one
-    (``grad_bytes`` per element), the input gradient [t, I] and the residual gradients (2 r t h, as
-    :func:`layer_backward_transient`). The layer's saved activations are counted apart. Measured to the byte on an
+    (``grad_bytes`` per element), the input gradient [t, I] and two [t, h] residual-width gradients (2 r t h;
+    eq. A3 holds one, its moment being before any [t, h] is made). The layer's saved activations are counted apart. Measured to the byte on an
     fp32 MLP's live-tensor trace (tests/formulas/test_tied_embedding_grad.py). Under autocast (the copy's gradient,
     then its cast, while the copies are being freed) the moment differs and is not modeled here.
 
