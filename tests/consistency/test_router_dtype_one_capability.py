@@ -21,11 +21,7 @@ import pytest
 
 from cli_capture import run_json
 from llmsizer.catalog.models import entries
-
-MODEL = "nvidia-nemotron-3-nano-30b-a3b-bf16"
-A100, H100 = "a100-sxm-80gb", "h100-sxm"
-# recommend's one-device options on each card (catalog instances of 1 x that GPU)
-ONE_CARD = {A100: "gcp-a2-ultragpu-1g", H100: "gcp-a3-highgpu-1g"}
+from router_dtype_case import A100, H100, MODEL, ONE_CARD, REQUEST
 
 
 def _router_extra_bytes() -> int:
@@ -97,21 +93,6 @@ def test_recommend_and_fits_on_give_fits_answer(infer: dict[tuple[str, int], int
     assert row["tokens_per_second_per_user"] == f1["speed"]["tokens_per_second_per_user"]
 
 
-REQUEST = """\
-version: 1
-title: router
-jobs:
-  - name: chat
-    kind: inference
-    model: {{name: {model}}}
-    engine: vllm
-    start: 2027-01-04
-    traffic:
-      concurrency: {{typical: 1, peak: 2}}
-      context: {{typical: 4096, peak: 4096}}
-    service: {{duration: 1 month}}
-    resources: {{device: {device}, count: 1}}
-"""
 
 
 def test_plan_service_holds_infers_weights(infer: dict[tuple[str, int], int], tmp_path: Path) -> None:

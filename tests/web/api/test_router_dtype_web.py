@@ -10,28 +10,12 @@ from typing import Any
 import pytest
 
 from cli_capture import run_json
+from router_dtype_case import MODEL, ONE_CARD, REQUEST
 
 pytest.importorskip("httpx")
 pytest.importorskip("fastapi")
 
-MODEL = "nvidia-nemotron-3-nano-30b-a3b-bf16"
 ROUTER_FP32_EXTRA = 23 * 128 * 2688 * (4 - 2)
-ONE_CARD = {"a100-sxm-80gb": "gcp-a2-ultragpu-1g", "h100-sxm": "gcp-a3-highgpu-1g"}
-REQUEST = """\
-version: 1
-title: router
-jobs:
-  - name: chat
-    kind: inference
-    model: {{name: {model}}}
-    engine: vllm
-    start: 2027-01-04
-    traffic:
-      concurrency: {{typical: 1, peak: 2}}
-      context: {{typical: 4096, peak: 4096}}
-    service: {{duration: 1 month}}
-    resources: {{device: {device}, count: 1}}
-"""
 
 
 def _ok(r: Any) -> Any:
