@@ -202,6 +202,11 @@ def fits_at_line(at: dict[str, Any] | None, rerun: bool = True) -> str | None:
     ``rerun``: end with the flags to rerun with (the CLI); False: without (a plan says its request keys)."""
     if not at:
         return None
+    keep = _engine_settings_words(at.get("engine_settings") or [], rerun)
+    if keep:  # engine settings that fit with the weights kept (estimate/fit.py engine_settings_fit), the format after
+        rest = {k: v for k, v in at.items() if k != "engine_settings"}
+        after = fits_at_line(rest, rerun) if rest.get("weights") else None
+        return keep + ("; else " + after.removeprefix("hint: ") if after else "")
     mem = (f" ({format_bytes(at['memory_per_device'])} per device of a {format_bytes(at['budget_per_device'])} "
            "budget)" if at.get("memory_per_device") and at.get("budget_per_device") else "")
     if "window" in at:  # the engine refuses the context past the model's window (context_window.window_fits_at)
@@ -226,6 +231,21 @@ def fits_at_line(at: dict[str, Any] | None, rerun: bool = True) -> str | None:
             f"{mem}{_rung_speed(at)}, the best format on {at['engine']}'s ladder that does{_reading_words(at)}"
             + (f" (rerun with --engine {at['engine']} --weights {fmt})" if rerun else ""))
 
+
+
+def _engine_settings_words(keep: list[dict[str, Any]], rerun: bool) -> str:
+    """The hint's first part: each engine setting that fits keeping the weights (``fits_at['engine_settings']``)."""
+    said = []
+    for k in keep:
+        flags = " ".join(f"--{n.replace('_', '-')} {v}" for n, v in k["changes"].items())
+        mem = (f" ({format_bytes(k['memory_per_device'])} per device of a {format_bytes(k['budget_per_device'])} "
+               "budget)" if k.get("memory_per_device") and k.get("budget_per_device") else "")
+        said.append(flags + mem)
+    if not said:
+        return ""
+    return ("hint: it fits with the weights kept at " + " or at ".join(said) + ", engine settings only"
+            + (" (rerun with " + " or ".join(f"{' '.join(f'--{n.replace(chr(95), chr(45))} {v}' for n, v in k['changes'].items())}"
+                                          for k in keep) + ")" if rerun else ""))
 
 
 def _rung_speed(at: dict[str, Any]) -> str:
