@@ -259,6 +259,21 @@ def verdict_need(est: Estimate, on_cpu: bool = False) -> tuple[int, int]:
     return need_per_device(est, on_cpu)[0], int(d["memory_budget"])
 
 
+def hint_memory(r: FitResult) -> dict[str, int | None]:
+    """The memory a hint (``FitResult.fits_at``) quotes for the run it names: ``memory_per_device`` and
+    ``budget_per_device`` (the answer's own keys), and under a pool engine (vLLM, SGLang: the verdict compares the
+    workload's share with what the pool offers, ``verdict_need``) what the verdict compared and the pool reserved,
+    so the line says the need against what the pool offers, as fit's memory line does (probe24 C1: the hint quoted
+    the reserved pool against the device memory)."""
+    out: dict[str, int | None] = {"memory_per_device": r.memory_per_device, "budget_per_device": r.budget_per_device}
+    est = r.estimate
+    if est is not None and str(est.details.get("verdict_basis", "")).endswith("-admission") \
+            and "workload_budget_bytes" in est.details:
+        need, offered = verdict_need(est)
+        out.update({"verdict_need_per_device": need, "verdict_budget_per_device": offered, **pool_reserved(est)})
+    return out
+
+
 def pool_reserved(est: Estimate) -> dict[str, int]:
     """What a pool engine (vLLM, SGLang) holds per device once started and, where it does not start, by how much its
     weights, activations and overhead exceed its pool (``reserved_bytes``, ``pool_shortfall_bytes``:
@@ -1297,8 +1312,7 @@ def engine_settings_fit(spec: ModelSpec, hardware: str | Device | Instance, coun
     out: list[dict[str, Any]] = []
 
     def said(change: dict[str, Any], f: FitResult) -> None:
-        out.append({"changes": change, "memory_per_device": f.memory_per_device,
-                    "budget_per_device": f.budget_per_device})
+        out.append({"changes": change, **hint_memory(f)})
 
     seqs = _assumed(r, "max_num_seqs")
     seq_fit: tuple[dict[str, Any], FitResult] | None = None

@@ -207,8 +207,7 @@ def fits_at_line(at: dict[str, Any] | None, rerun: bool = True) -> str | None:
         rest = {k: v for k, v in at.items() if k != "engine_settings"}
         after = fits_at_line(rest, rerun) if rest.get("weights") else None
         return keep + ("; else " + after.removeprefix("hint: ") if after else "")
-    mem = (f" ({format_bytes(at['memory_per_device'])} per device of a {format_bytes(at['budget_per_device'])} "
-           "budget)" if at.get("memory_per_device") and at.get("budget_per_device") else "")
+    mem = _hint_memory_words(at)
     if "window" in at:  # the engine refuses the context past the model's window (context_window.window_fits_at)
         win = at["window"]
         name = ENGINE_NAMES.get(win["engine"], win["engine"])
@@ -233,14 +232,23 @@ def fits_at_line(at: dict[str, Any] | None, rerun: bool = True) -> str | None:
 
 
 
+def _hint_memory_words(at: dict[str, Any]) -> str:
+    """A hint's memory: under a pool engine what the workload needs of what the pool offers and the pool reserved
+    (estimate/fit.py ``hint_memory``, as fit's own memory line says it), else the memory per device of the budget."""
+    need, offered = at.get("verdict_need_per_device"), at.get("verdict_budget_per_device")
+    if need and offered:
+        return (f" (needs {format_bytes(need)} of the {format_bytes(offered)} its pool offers per device, "
+                f"{format_bytes(at.get('reserved_per_device') or at['memory_per_device'])} reserved)")
+    return (f" ({format_bytes(at['memory_per_device'])} per device of a {format_bytes(at['budget_per_device'])} "
+            "budget)" if at.get("memory_per_device") and at.get("budget_per_device") else "")
+
+
 def _engine_settings_words(keep: list[dict[str, Any]], rerun: bool) -> str:
     """The hint's first part: each engine setting that fits keeping the weights (``fits_at['engine_settings']``)."""
     said = []
     for k in keep:
         flags = " ".join(f"--{n.replace('_', '-')} {v}" for n, v in k["changes"].items())
-        mem = (f" ({format_bytes(k['memory_per_device'])} per device of a {format_bytes(k['budget_per_device'])} "
-               "budget)" if k.get("memory_per_device") and k.get("budget_per_device") else "")
-        said.append(flags + mem)
+        said.append(flags + _hint_memory_words(k))
     if not said:
         return ""
     return ("hint: it fits with the weights kept at " + " or at ".join(said) + ", engine settings only"
