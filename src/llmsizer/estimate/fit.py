@@ -2098,8 +2098,8 @@ def _split_speed(spec: ModelSpec, est: Estimate, device: Device, host_device: st
         return sp
     host = host_device if isinstance(host_device, Device) else None  # resolved and checked by fit
     if host is None and host_holds:
-        warnings.append("layers or experts run on the CPU: give --host-device (a CPU from the catalog) for the "
-                        "decode speed of the split")
+        warnings.append("layers or experts run on the CPU: give --host-device (a CPU from the catalog: `llmsizer "
+                        "hardware list --kind cpu`) for the decode speed of the split")
     if host_holds and is_apple_own_host(host):
         bw = host.bandwidth if host is not None else None
         warnings.append(APPLE_OWN_HOST_WARNING.format(chip=device.id, bw=f"{bw / 1e9:.4g} GB/s" if bw else "unknown"))
