@@ -619,10 +619,11 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
         # the engine refuses the context: the fix is said once, as the service-does-not-fit check's advice
         # (plan/checks.py _does_not_fit_remedy, the same window_remedy), not again as the job's hint
         if "window" not in f_peak.fits_at:
-            notes.advice.append(f"{fits_at_line(f_peak.fits_at, rerun=False)}; in the request: quantization: "
-                                f"{f_peak.fits_at['weights'].removeprefix('gguf:')}"
-                                + (f", engine: {f_peak.fits_at['engine']}" if not f_peak.fits_at["same_engine"]
-                                   else ""))
+            # (only engine settings fit, no format: estimate/fit.py engine_settings_fit, the hint's flags alone)
+            notes.advice.append(f"{fits_at_line(f_peak.fits_at, rerun=False)}" + (
+                f"; in the request: quantization: {f_peak.fits_at['weights'].removeprefix('gguf:')}"
+                + (f", engine: {f_peak.fits_at['engine']}" if not f_peak.fits_at["same_engine"] else "")
+                if "weights" in f_peak.fits_at else ""))
 
     # ---- speed ----
     spd = Sec("speed", "Speed")
