@@ -21,12 +21,19 @@ def test_hint_names_engine_settings_before_requantizing() -> None:
     for k in at["engine_settings"]:  # each named change fits, the weights kept
         again = fit("gpt-oss-120b", "h100-sxm", **RUN, **k["changes"], speed=False)
         assert again.fits and again.weights_format == "mxfp4", k
+        # C1: the hint quotes what that run's verdict compared (the workload's need of what vLLM's pool offers)
+        assert again.estimate is not None
+        d = again.estimate.details
+        assert (k["verdict_need_per_device"], k["verdict_budget_per_device"]) == (d["workload_bytes"],
+                                                                                  d["workload_budget_bytes"])
+        assert k["verdict_need_per_device"] <= k["verdict_budget_per_device"]
     seqs = next(k["changes"]["max_num_seqs"] for k in at["engine_settings"] if "max_num_seqs" in k["changes"])
     assert seqs >= RUN["concurrency"]
     assert not fit("gpt-oss-120b", "h100-sxm", **RUN, max_num_seqs=2 * seqs, speed=False).fits  # the least change
     line = fits_at_line(at) or ""
     assert line.startswith(f"hint: it fits with the weights kept at --max-num-seqs {seqs}")
-    assert line.index("--max-num-seqs") < line.index("--weights awq-int4")  # the format only after, as the fallback
+    assert line.index("--max-num-seqs") < line.index("--weights awq-int4")
+    assert "its pool offers per device" in line and "per device of a 79.65 GiB budget" not in line  # the format only after, as the fallback
 
 
 def test_no_engine_settings_when_weights_alone_exceed_the_device() -> None:
