@@ -86,6 +86,7 @@ from .estimate.format_search import reading_floor_unchecked as reading_floor_unc
 from .estimate.formats import (
     engine_weights,
     format_ladder,
+    format_quality,
     gguf_file_skipped,
     given_format_why,
     rung_bytes,
@@ -109,7 +110,7 @@ from .estimate.verdict import check_headroom, margin_rule, search_margin_assumpt
 from .formulas.cost import cost_per_million_tokens
 from .formulas.params import count_params
 from .formulas.training_time import device_hours
-from .formulas.weight_formats import normalize_format
+from .formulas.weight_formats import normalize_format, stored_format
 from .frozen import fast_init
 from .models import spec_of
 from .numbers import BUDGET, KWH_PRICE, TIME_LIMIT, TOKEN_RATE, TRAIN_TOKENS, Range, check_number
@@ -267,6 +268,10 @@ class Option:
     # ``duration.flops_per_token``: the work each tensor-parallel rank repeats depends on the TP, EP and sequence
     # parallelism the option runs, the scale-out search's where it chose them)
     flops_per_token: float | None = None
+    # serving: the quality cost of ``weights_format`` as ``models --fits-on``'s quality column states it
+    # (``estimate.formats.format_quality``, its one home: '+0.66 ppl (below Q4_0)', 'unquantized', 'not rated
+    # (re-quantized from mxfp4)'), so that a cheapest option in a lossy format is not read as free (probe24 D3)
+    quality: str | None = None
 
     @property
     def is_cpu(self) -> bool:
@@ -742,6 +747,7 @@ def recommend_inference(model: ModelSpec | str, *, context: int = InferenceWorkl
     newer = newer_release_note(normalize_engine(engine), fields.get("engine_version")) if engine else None
     if newer:  # fit's warning for a release newer than the data: every option was timed by the newest rule
         warnings.append(newer)
+    meets, rejected = _with_quality(spec, meets), _with_quality(spec, rejected)
     return Recommendation("inference", spec.name, {"context": context, "concurrency": concurrency,
                           **({"request_rate": request_rate} if request_rate is not None else {}),
                           "output_tokens": output_tokens, "weights": weights}, c, tuple(meets), tuple(rejected),
@@ -762,6 +768,15 @@ def unpriced_yours(options: Sequence[Option], c: Constraints) -> str | None:
                 "the catalog's options")
     return (f"{YOURS} ({', '.join(names)}) has no power figure (tdp) to price it by at ${c.kwh_price:g}/kWh: add its "
             "tdp to the hardware file")
+
+
+def _with_quality(spec: ModelSpec, options: Sequence[Option]) -> list[Option]:
+    """``options`` each with its weight format's quality (``format_quality`` of the format against the model's
+    stored one, as ``models --fits-on`` rates it); an option with no format (a rejection before any rung) keeps None."""
+    stored = stored_format(spec)[0]
+    rated: dict[str, str] = {}
+    return [_replace(o, quality=rated.setdefault(o.weights_format, format_quality(o.weights_format, stored)))
+            if o.weights_format and o.weights_format != "file" else o for o in options]
 
 
 def _replace(o: Option, **kw: Any) -> Option:

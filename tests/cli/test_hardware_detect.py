@@ -142,3 +142,16 @@ def test_detect_does_not_overwrite_a_hardware_file_without_force(h100_server: Pa
     r = run_cli("hardware", "detect", "--from", str(h100_server), "-o", str(f), "--force")
     assert r.returncode == 0, r.stderr
     assert "detected-h100-sxm" in load_catalog([f]).devices
+
+
+def test_detection_to_dict_is_the_cli_json(h100_server: Path, tmp_path: Path) -> None:
+    # README: every --json equals the Python object's to_dict() (probe24 D6: Detection had none); with -o too
+    from llmsizer import detect_hardware
+
+    r = run_cli("hardware", "detect", "--from", str(h100_server), "--json")
+    assert r.returncode == 0, r.stderr
+    assert detect_hardware(h100_server).to_dict() == json.loads(r.stdout)
+    f = tmp_path / "hw.json"
+    r = run_cli("hardware", "detect", "--from", str(h100_server), "--json", "-o", str(f))
+    assert r.returncode == 0, r.stderr
+    assert detect_hardware(h100_server).to_dict(str(f)) == json.loads(r.stdout)

@@ -40,6 +40,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..readers import system_outputs as so
+from ..result import json_data
 from ..units import format_bytes
 from .hardware import DETECTED, Device, HardwareCatalog, HardwareText, Instance, Value, builtin_catalog, names_detected
 
@@ -115,6 +116,15 @@ class Detection:
         """The device a question about "this machine" is answered for: the first detected (its GPUs, else its CPU
         or Apple chip: ``detect`` lists GPUs first), the one ``hardware detect -o`` suggests to ``fit``."""
         return self.devices[0]
+
+    def to_dict(self, written: str | None = None) -> dict[str, Any]:
+        """What ``hardware detect --json`` prints (``written``: the file ``-o`` wrote, None: none), in the shape every
+        ``--json`` has (``result.json_data``, its one home): the hardware file, the outputs read, what was skipped
+        and the warnings, so ``detect_hardware(...).to_dict() == json.loads(cli --json)`` (probe24 D6)."""
+        return json_data({"written": written, "hardware_file": self.document,
+                          "read": [{"output": o.name, "command": o.command, "from": o.origin, "date": o.date}
+                                   for o in self.outputs],
+                          "skipped": self.skipped, "warnings": self.warnings})
 
     def hardware_text(self) -> HardwareText:
         """The hardware file (``document``) as the text of a hardware file named ``detected.json`` dated today:

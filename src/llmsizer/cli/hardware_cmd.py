@@ -237,10 +237,7 @@ def cmd_detect(args: argparse.Namespace) -> int:
     if args.output:
         write_atomic(Path(args.output), text, force=args.force, why=why)
     if args.json:
-        emit_json({"written": args.output, "hardware_file": det.document,
-                   "read": [{"output": o.name, "command": o.command, "from": o.origin, "date": o.date}
-                            for o in det.outputs],
-                   "skipped": det.skipped, "warnings": det.warnings})
+        emit_json(det.to_dict(args.output))  # the object's own shape (Detection.to_dict), one home
         return 0
     rows = [[d.id, d.kind, str(d.count), format_bytes(d.memory_bytes) if d.memory_bytes else "unknown",
              d.catalog_id or (f"one of {len(d.candidates)} (see the warning)" if d.candidates else "not in catalog"),

@@ -31,7 +31,14 @@ from ..request.quantities import parse_money
 from ..result import Assumption, Estimate, Notes, json_data, merged_assumptions
 from ..specs import InferenceWorkload, ModelSpec, TrainingWorkload
 from ..specs.training import check_whole_machines, llamacpp_split_gpus, tensor_split_refusal
-from ..specs.workload import DEFAULT_ATTENTION, INFERENCE_NUMBERS, normalize_engine, prompt_and_output, read_number
+from ..specs.workload import (
+    DEFAULT_ATTENTION,
+    ENGINE_SETTINGS,
+    INFERENCE_NUMBERS,
+    normalize_engine,
+    prompt_and_output,
+    read_number,
+)
 from ..units import format_bytes
 from . import efficiency as E
 from . import engines as ENG
@@ -250,6 +257,21 @@ def verdict_need(est: Estimate, on_cpu: bool = False) -> tuple[int, int]:
     if str(d.get("verdict_basis", "")).endswith("-admission") and "workload_budget_bytes" in d:
         return int(d["workload_bytes"]), int(d["workload_budget_bytes"])
     return need_per_device(est, on_cpu)[0], int(d["memory_budget"])
+
+
+def hint_memory(r: FitResult) -> dict[str, int | None]:
+    """The memory a hint (``FitResult.fits_at``) quotes for the run it names: ``memory_per_device`` and
+    ``budget_per_device`` (the answer's own keys), and under a pool engine (vLLM, SGLang: the verdict compares the
+    workload's share with what the pool offers, ``verdict_need``) what the verdict compared and the pool reserved,
+    so the line says the need against what the pool offers, as fit's memory line does (probe24 C1: the hint quoted
+    the reserved pool against the device memory)."""
+    out: dict[str, int | None] = {"memory_per_device": r.memory_per_device, "budget_per_device": r.budget_per_device}
+    est = r.estimate
+    if est is not None and str(est.details.get("verdict_basis", "")).endswith("-admission") \
+            and "workload_budget_bytes" in est.details:
+        need, offered = verdict_need(est)
+        out.update({"verdict_need_per_device": need, "verdict_budget_per_device": offered, **pool_reserved(est)})
+    return out
 
 
 def pool_reserved(est: Estimate) -> dict[str, int]:
@@ -1240,11 +1262,81 @@ def _fit_at(model: ModelSpec | str, hardware: str | Device | Instance, count: in
         return replace(r, fits_at=window)
     from .format_search import fits_at as format_fits_at  # the ladder search sizes each rung by this module's fit
     spec = spec_of(model)
-    return replace(r, fits_at=format_fits_at(
+    at = format_fits_at(
         spec, hardware, count, headroom=headroom, engine=engine, context=context, concurrency=concurrency,
         output_tokens=output_tokens, memory=memory, kv_dtype=kv_dtype, hardware_files=hardware_files,
         engine_version=engine_version, host_device=host_device,
-        **({"host_memory": host_memory} if host_memory is not None else {}), **workload))
+        **({"host_memory": host_memory} if host_memory is not None else {}), **workload)
+    if request_rate is None and weights is None and tensor_parallel is None:
+        keep = engine_settings_fit(spec, hardware, count, r, concurrency, workload, dict(
+            headroom=headroom, engine=engine, context=context, output_tokens=output_tokens, memory=memory,
+            kv_dtype=kv_dtype, hardware_files=hardware_files, engine_version=engine_version, host_device=host_device,
+            host_memory=host_memory))
+        if keep:  # settings of the engine that fit with the weights kept come first; the format search's answer after
+            at = {**(at or {}), "engine_settings": keep}
+    return replace(r, fits_at=at)
+
+
+def _assumed(r: FitResult, name: str) -> Any:
+    """The value fit's answer ``r`` took for setting ``name`` (its assumption), None where it states none."""
+    return next((a.value for a in r.all_assumptions if a.name == name), None)
+
+
+def engine_settings_fit(spec: ModelSpec, hardware: str | Device | Instance, count: int | None, r: FitResult,
+                        concurrency: int | None, workload: dict[str, Any], kw: dict[str, Any]) -> list[dict[str, Any]]:
+    """The engine settings that make a serving answer ``r`` that does not fit fit while its weights stay as they are
+    (probe24 D4: gpt-oss-120b, released in MXFP4, on one H100 under vLLM at 8k x 8 was told to re-quantize to awq-int4,
+    while 7.46 GiB of vLLM's pool is its sampler profile for ``max_num_seqs`` 1,024 sequences, vllm/v1/worker/
+    gpu_model_runner.py ``_dummy_sampler_run``, and a KV cache in fp8 halves each token's bytes). Each candidate is
+    this module's own ``fit_memory`` verdict with one setting changed, the weights unchanged: ``max_num_seqs`` (an
+    engine that reads it, ``specs.workload.ENGINE_SETTINGS``), the largest power of two below the value ``r`` took
+    that fits and still admits ``concurrency`` sequences (the least change: no sequence the workload runs is refused);
+    ``kv_dtype`` fp8 where ``r``'s KV cache is wider (the weights kept, the KV cache's own precision halved: vLLM's
+    ``--kv-cache-dtype fp8``); both together only where neither fits alone. Each with the memory and budget per
+    device of its fit; an empty list where none fits, or the engine takes neither setting (llama.cpp, transformers).
+    """
+    if r.engine not in ENGINE_SETTINGS.get("max_num_seqs", ()) or r.estimate is None:
+        return []
+    args = {k: v for k, v in kw.items() if v is not None or k == "engine"}
+    args["engine"] = r.engine
+    need = max(1, concurrency or 1)
+
+    def fits(change: dict[str, Any]) -> FitResult | None:
+        try:
+            f = fit_memory(spec, hardware, count, concurrency=concurrency, weights=r.weights_format,
+                           tensor_parallel=r.tensor_parallel, **{**args, **workload, **change}).result(False)
+        except InputError:  # a setting the engine or device refuses: not a hint
+            return None
+        return f if f.fits else None
+
+    out: list[dict[str, Any]] = []
+
+    def said(change: dict[str, Any], f: FitResult) -> None:
+        out.append({"changes": change, **hint_memory(f)})
+
+    seqs = _assumed(r, "max_num_seqs")
+    seq_fit: tuple[dict[str, Any], FitResult] | None = None
+    if isinstance(seqs, int) and seqs > need:
+        n = 1 << ((seqs - 1).bit_length() - 1)  # the largest power of two below the value taken
+        while n >= need and seq_fit is None:
+            f = fits({"max_num_seqs": n})
+            seq_fit = ({"max_num_seqs": n}, f) if f is not None else None
+            n //= 2
+        if seq_fit is None and need < seqs:  # the workload's own concurrency, the smallest that admits it
+            f = fits({"max_num_seqs": need})
+            seq_fit = ({"max_num_seqs": need}, f) if f is not None else None
+    if seq_fit is not None:
+        said(*seq_fit)
+    kv = str(_assumed(r, "kv_dtype") or "")
+    if kv and not kv.startswith("fp8"):
+        f = fits({"kv_dtype": "fp8"})
+        if f is not None:
+            said({"kv_dtype": "fp8"}, f)
+        elif not out and isinstance(seqs, int) and seqs > need:
+            f = fits({"kv_dtype": "fp8", "max_num_seqs": need})
+            if f is not None:
+                said({"max_num_seqs": need, "kv_dtype": "fp8"}, f)
+    return out
 
 
 class MemoryFit(NamedTuple):
@@ -2006,8 +2098,8 @@ def _split_speed(spec: ModelSpec, est: Estimate, device: Device, host_device: st
         return sp
     host = host_device if isinstance(host_device, Device) else None  # resolved and checked by fit
     if host is None and host_holds:
-        warnings.append("layers or experts run on the CPU: give --host-device (a CPU from the catalog) for the "
-                        "decode speed of the split")
+        warnings.append("layers or experts run on the CPU: give --host-device (a CPU from the catalog: `llmsizer "
+                        "hardware list --kind cpu`) for the decode speed of the split")
     if host_holds and is_apple_own_host(host):
         bw = host.bandwidth if host is not None else None
         warnings.append(APPLE_OWN_HOST_WARNING.format(chip=device.id, bw=f"{bw / 1e9:.4g} GB/s" if bw else "unknown"))

@@ -55,6 +55,7 @@ from .fit import (
     first_token_seconds,
     fit,
     fit_memory,
+    hint_memory,
     llamacpp_copy,
     per_replica,
     serving_layout,
@@ -720,5 +721,5 @@ def _fits_at_dict(pick: FormatPick, same_engine: bool) -> dict[str, Any]:
     """``fits_at``'s answer for a met rung: its format, engine and fit's memory and budget per device."""
     r = pick.fit
     return {"weights": pick.weights_format, "engine": pick.engine, "same_engine": same_engine,
-            "memory_per_device": r.memory_per_device if r is not None else pick.memory_per_device,
-            "budget_per_device": r.budget_per_device if r is not None else pick.budget_per_device}
+            **(hint_memory(r) if r is not None else {"memory_per_device": pick.memory_per_device,
+                                                     "budget_per_device": pick.budget_per_device})}

@@ -1488,7 +1488,7 @@ def split_decode(spec: ModelSpec, split: dict[str, Any], gpu: Any, host: Any | N
             eff = cap / bw  # formulas/speed.py eq. (12)
         if bw is None:
             warnings.append(f"{d['device']}: no memory bandwidth"
-                            + (" (give --host-device, a CPU from the catalog)" if is_host else ""))
+                            + (" (give --host-device, a CPU from the catalog: `llmsizer hardware list --kind cpu`)" if is_host else ""))
             return {"seconds": None, "warnings": warnings}
         parts.append((read, float(bw), eff))
         if row and not is_host:  # its row share of every split matrix (norms, hidden x 4 B a layer, with them)

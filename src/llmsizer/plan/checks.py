@@ -407,7 +407,9 @@ def budget(c: _Ctx) -> Iterator[Check]:
         if b.total is not None and cost is not None and cost > b.total:
             yield c.check("budget-exceeded", "error", "Over budget",
                           f"estimated {format_usd(cost)} against a budget of {format_usd(b.total)}", j, "budget.total",
-                          "a cheaper option (see the cost per option), fewer tokens, or a larger budget")
+                          "a cheaper option (see the cost per option), "
+                          + ("fewer tokens" if j.kind == "training" else "fewer service hours or a lower peak load")
+                          + ", or a larger budget")
         if b.per_month is not None and month is not None and month > b.per_month:
             yield c.check("budget-exceeded", "error", "Over the monthly budget",
                           f"estimated {format_usd(month)} per month against {format_usd(b.per_month)}", j, "budget.per_month")

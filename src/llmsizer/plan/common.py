@@ -79,3 +79,8 @@ def geometric_points(low: int, high: int, also: int | None = None, n_max: int = 
             keep.add(also)
         pts = sorted(keep)
     return pts
+
+
+# the cost-per-option chart's mark on the request's own option where the plan's memory check says it does not fit
+# (its section memory's 'fits' False): a price of hardware the job does not run on is no real option (probe24 D5)
+NOT_FITTING = ", does not fit"

@@ -53,7 +53,7 @@ from ..specs.training import DECODER_LINEAR
 from ..specs.workload import ENGINE_NAMES, LLAMACPP_SPLIT_FIELDS, implied_engine, prompt_and_output, setting_engines
 from ..units import format_bytes, format_count
 from . import pricing as P
-from .common import JobNotes, Sec, deadline_seconds, geometric_points
+from .common import NOT_FITTING, JobNotes, Sec, deadline_seconds, geometric_points
 from .hardware import PlanContext, from_option, none_hardware, option_dict, owned_hardware, requested
 from .result import Chart, Hardware, JobPlan, Series
 
@@ -622,10 +622,11 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
         # the engine refuses the context: the fix is said once, as the service-does-not-fit check's advice
         # (plan/checks.py _does_not_fit_remedy, the same window_remedy), not again as the job's hint
         if "window" not in f_peak.fits_at:
-            notes.advice.append(f"{fits_at_line(f_peak.fits_at, rerun=False)}; in the request: quantization: "
-                                f"{f_peak.fits_at['weights'].removeprefix('gguf:')}"
-                                + (f", engine: {f_peak.fits_at['engine']}" if not f_peak.fits_at["same_engine"]
-                                   else ""))
+            # (only engine settings fit, no format: estimate/fit.py engine_settings_fit, the hint's flags alone)
+            notes.advice.append(f"{fits_at_line(f_peak.fits_at, rerun=False)}" + (
+                f"; in the request: quantization: {f_peak.fits_at['weights'].removeprefix('gguf:')}"
+                + (f", engine: {f_peak.fits_at['engine']}" if not f_peak.fits_at["same_engine"] else "")
+                if "weights" in f_peak.fits_at else ""))
 
     # ---- speed ----
     spd = Sec("speed", "Speed")
@@ -694,7 +695,7 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
     ops = _operations(job)
 
     charts = _charts(job, spec, engine, fmt_used, tp, ctx_peak, conc_peak, out_peak, budget_dev, on_cpu, hw, cost,
-                     options, batch, device)
+                     options, batch, device, fits)
     media = _media_figures(job, need_est,
                            ctx_peak, mem)
     summary = (f"serving {spec.name} ({format_count(pc.total)} params, {fmt_used}, {engine}) on {hw.label}; peak "
@@ -1105,7 +1106,7 @@ def _operations(job: InferenceJob) -> Sec:
 def _charts(job: InferenceJob, spec: ModelSpec, engine: str, fmt: str, tp: int, ctx_peak: int, conc_peak: int,
             out_peak: int, budget_dev: int | None, on_cpu: bool, hw: Hardware, cost: Sec,
             options: list[dict[str, Any]], batch: dict[str, Any] | None = None,
-            device: Device | None = None) -> tuple[Chart, ...]:
+            device: Device | None = None, fits: bool | None = None) -> tuple[Chart, ...]:
     markers = (("device budget", float(budget_dev)),) if budget_dev else ()
     charts: list[Chart] = []
     top = max(2 * ctx_peak, 4096)
@@ -1133,11 +1134,12 @@ def _charts(job: InferenceJob, spec: ModelSpec, engine: str, fmt: str, tp: int, 
     cats, vals = [], []
     monthly = cost.value("monthly_hourly")
     hours = cost.value("service_hours_month", HOURS_PER_MONTH)
+    nofit = NOT_FITTING if fits is False else ""  # the plan's memory check (section memory, 'fits'), not redone here
     if monthly is not None:
-        cats.append(f"request: {hw.label} (hourly)")
+        cats.append(f"request: {hw.label} (hourly{nofit})")
         vals.append(float(monthly))
     if cost.value("monthly_reserved") is not None:
-        cats.append(f"request: {hw.label} (reserved)")
+        cats.append(f"request: {hw.label} (reserved{nofit})")
         vals.append(float(cost.value("monthly_reserved")))
     for o in options:
         if o.get("price_per_hour") is not None:

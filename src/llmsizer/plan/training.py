@@ -48,7 +48,7 @@ from ..specs import ModelSpec, TrainingWorkload
 from ..specs.training import uneven_machines
 from ..units import format_bits, format_bytes, format_count
 from . import pricing as P
-from .common import JobNotes, Sec, deadline_seconds, geometric_points
+from .common import NOT_FITTING, JobNotes, Sec, deadline_seconds, geometric_points
 from .hardware import PlanContext, from_option, none_hardware, option_dict, requested
 from .result import Chart, Hardware, JobPlan, Series
 
@@ -365,7 +365,7 @@ def plan_training(job: TrainingJob, req: Request, ctx: PlanContext) -> JobPlan:
     # ---- cost ----
     cost = _cost(job, req, hw, secs, notes)
 
-    charts = _charts(job, spec, fields, seq_len, budget_dev, series, st, hw, cost, options)
+    charts = _charts(job, spec, fields, seq_len, budget_dev, series, st, hw, cost, options, fits)
     sections = (mem.build(), st.build(), net.build(), dur.build(), cost.build())
     summary = (f"{job.method} {'training' if job.method == 'full' else 'fine-tuning'} of {spec.name} "
                f"({format_count(pc.total)} params) on {hw.label}")
@@ -711,7 +711,8 @@ def _cost(job: TrainingJob, req: Request, hw: Hardware, secs: float | None, note
 
 
 def _charts(job: TrainingJob, spec: ModelSpec, fields: dict[str, Any], seq_len: int, budget_dev: int | None,
-            series: list[Series], st: Sec, hw: Hardware, cost: Sec, options: list[dict[str, Any]]) -> tuple[Chart, ...]:
+            series: list[Series], st: Sec, hw: Hardware, cost: Sec, options: list[dict[str, Any]],
+            fits: bool | None = None) -> tuple[Chart, ...]:
     charts: list[Chart] = []
     pts = []
     top = max(2 * seq_len, 4096)
@@ -739,13 +740,14 @@ def _charts(job: TrainingJob, spec: ModelSpec, fields: dict[str, Any], seq_len: 
                             "disk used", "B_disk", tuple(series), "h", markers=tuple(caps), job=job.name,
                             note="datasets, base model, logs and final files, plus the checkpoints on disk"))
     cats, vals = [], []
+    nofit = NOT_FITTING if fits is False else ""  # the plan's memory check (section memory, 'fits'), not redone here
     price_run = next((f.value for f in cost.figures if f.key == "hourly_total"), None)
     if price_run:
-        cats.append(f"request: {hw.label} (hourly)")
+        cats.append(f"request: {hw.label} (hourly{nofit})")
         vals.append(float(price_run))
     reserved = next((f.value for f in cost.figures if f.key == "reserved_total"), None)
     if reserved:
-        cats.append(f"request: {hw.label} (reserved)")
+        cats.append(f"request: {hw.label} (reserved{nofit})")
         vals.append(float(reserved))
     for o in options:
         if o.get("run_cost") is not None:

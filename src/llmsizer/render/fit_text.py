@@ -202,8 +202,12 @@ def fits_at_line(at: dict[str, Any] | None, rerun: bool = True) -> str | None:
     ``rerun``: end with the flags to rerun with (the CLI); False: without (a plan says its request keys)."""
     if not at:
         return None
-    mem = (f" ({format_bytes(at['memory_per_device'])} per device of a {format_bytes(at['budget_per_device'])} "
-           "budget)" if at.get("memory_per_device") and at.get("budget_per_device") else "")
+    keep = _engine_settings_words(at.get("engine_settings") or [], rerun)
+    if keep:  # engine settings that fit with the weights kept (estimate/fit.py engine_settings_fit), the format after
+        rest = {k: v for k, v in at.items() if k != "engine_settings"}
+        after = fits_at_line(rest, rerun) if rest.get("weights") else None
+        return keep + ("; else " + after.removeprefix("hint: ") if after else "")
+    mem = _hint_memory_words(at)
     if "window" in at:  # the engine refuses the context past the model's window (context_window.window_fits_at)
         win = at["window"]
         name = ENGINE_NAMES.get(win["engine"], win["engine"])
@@ -226,6 +230,30 @@ def fits_at_line(at: dict[str, Any] | None, rerun: bool = True) -> str | None:
             f"{mem}{_rung_speed(at)}, the best format on {at['engine']}'s ladder that does{_reading_words(at)}"
             + (f" (rerun with --engine {at['engine']} --weights {fmt})" if rerun else ""))
 
+
+
+def _hint_memory_words(at: dict[str, Any]) -> str:
+    """A hint's memory: under a pool engine what the workload needs of what the pool offers and the pool reserved
+    (estimate/fit.py ``hint_memory``, as fit's own memory line says it), else the memory per device of the budget."""
+    need, offered = at.get("verdict_need_per_device"), at.get("verdict_budget_per_device")
+    if need and offered:
+        return (f" (needs {format_bytes(need)} of the {format_bytes(offered)} its pool offers per device, "
+                f"{format_bytes(at.get('reserved_per_device') or at['memory_per_device'])} reserved)")
+    return (f" ({format_bytes(at['memory_per_device'])} per device of a {format_bytes(at['budget_per_device'])} "
+            "budget)" if at.get("memory_per_device") and at.get("budget_per_device") else "")
+
+
+def _engine_settings_words(keep: list[dict[str, Any]], rerun: bool) -> str:
+    """The hint's first part: each engine setting that fits keeping the weights (``fits_at['engine_settings']``)."""
+    said = []
+    for k in keep:
+        flags = " ".join(f"--{n.replace('_', '-')} {v}" for n, v in k["changes"].items())
+        said.append(flags + _hint_memory_words(k))
+    if not said:
+        return ""
+    return ("hint: it fits with the weights kept at " + " or at ".join(said) + ", engine settings only"
+            + (" (rerun with " + " or ".join(f"{' '.join(f'--{n.replace(chr(95), chr(45))} {v}' for n, v in k['changes'].items())}"
+                                          for k in keep) + ")" if rerun else ""))
 
 
 def _rung_speed(at: dict[str, Any]) -> str:

@@ -82,7 +82,7 @@ def _job_lines(j: JobPlan) -> list[str]:
             out.append(f"  memory    at peak: {_v(j, 'memory', 'need_peak')} per device, budget "
                        f"{_v(j, 'memory', 'budget')} ({verdict}{_budget_is(j)}){sequences}")
         out.append(f"  speed     TTFT {_v(j, 'speed', 'ttft_typical')} typical / {_v(j, 'speed', 'ttft_peak')} peak; "
-                   f"{_v(j, 'speed', 'tps_user_typical')} / {_v(j, 'speed', 'tps_user_peak')} per user"
+                   f"{_v(j, 'speed', 'tps_user_typical')} typical / {_v(j, 'speed', 'tps_user_peak')} peak per user"
                    + (f"; at peak, requests above the engine's running cap wait {_v(j, 'speed', 'queue_wait_peak')} "
                       "for a slot" if j.section("speed").get("queue_wait_peak") is not None else "")
                    + _host_step(j))

@@ -73,7 +73,9 @@ def render_recommendation(rec: Recommendation, top: int = DEFAULT_TOP) -> str:
         queue = (f"; {c.running_sequences:,} run at once, the other requests wait {c.queue_wait_seconds:.2f} s for a "
                  "slot on average (formulas/serving_queue.py eq. Q3)" if c.queue_wait_seconds and c.running_sequences
                  and not c.queue_wait_in_ttft else "")
-        out.append("chosen: " + option_name(c) + " - " + "; ".join(c.reasons) + queue)
+        quality = (f"; weights {c.weights_format.removeprefix('gguf:')}: quality {c.quality} (models --fits-on's rating)"
+                   if c.quality else "")
+        out.append("chosen: " + option_name(c) + " - " + "; ".join(c.reasons) + queue + quality)
     for a in rec.advice:
         out.append("advice: " + a)
     for q in rec.quantization:

@@ -370,6 +370,12 @@ function cliLines(lines) {
 export function fitsAtText(at) {
   if (at.window) return `${at.window.engine} refuses a context past the model's ${at.window.tokens}-token window`;
   if (at.changes) return `fits with ${Object.entries(at.changes).map(([k, v]) => (v === null ? `no ${k.replace(/_/g, " ")}` : `${k.replace(/_/g, " ")} ${v}`)).join(", ")}`;
+  if (at.engine_settings && at.engine_settings.length) {  // engine settings that keep the weights (fit.engine_settings_fit)
+    const kept = at.engine_settings.map((k) => fitsAtText({ changes: k.changes }).replace(/^fits with /, "")).join(" or ");
+    const rest = { ...at };
+    delete rest.engine_settings;
+    return `fits with the weights kept at ${kept}` + (rest.weights ? `; else ${fitsAtText(rest)}` : "");
+  }
   const fmt = at.weights.replace(/^gguf:/, "");
   if (at.experts_in_host) return `fits on llama.cpp at ${fmt} with experts in host memory (--n-cpu-moe ${at.experts_in_host.n_cpu_moe})`;
   return at.same_engine === false ? `fits on ${at.engine} at ${fmt}` : `fits at ${fmt}`;
