@@ -19,6 +19,7 @@ OTHER_TOOLS = {
     ("train", "--nf4-format", "--quantize"), ("fit", "--nf4-format", "--quantize"),
     ("recommend", "--nf4-format", "--quantize"),  # HF Trainer --bf16, litgpt --quantize
     ("train", "--device", "--train"),  # "as in `fit --train`": another llmsizer command
+    ("recommend", "--request-rate", "--count"),  # "as `fit --count` of them answers it": another llmsizer command
     ("capacity import", "--scontrol", "--oneliner"),  # `scontrol show node --oneliner`
     *((cmd, "--moe-dispatcher", "--moe-token-dispatcher-type") for cmd in ("train", "fit", "recommend")),
     *((cmd, "--ep-comm-overlap", "--overlap-moe-expert-parallel-comm")  # Megatron-LM's own flags

@@ -53,7 +53,7 @@ def test_cli_numbers_are_refused_with_the_flag_and_range(argv, flag, fragment, c
 @pytest.mark.parametrize("old, new, field, fragment", [
     ("users: 25", "users: .nan", "traffic.users", "finite"),
     ("typical: 2, peak: 6", "typical: .inf, peak: 6", "traffic.concurrency.typical", "finite"),
-    ("hours_per_day: 11", "hours_per_day: 1" + "0" * 400, "service.hours_per_day", "[0, 24]"),
+    ("hours_per_day: 11", "hours_per_day: 1" + "0" * 400, "service.hours_per_day", "(0, 24]"),
     ("count: 1\n", "count: 1" + "0" * 400 + "\n", "resources.count", "out of range"),
     ("peak: 4k}", "peak: 1e30}", "traffic.context.peak", "[1, 2,147,483,648]"),
     ("count: 1\n", "count: true\n", "resources.count", "got the boolean true"),
