@@ -275,6 +275,9 @@ def test_decode_reads_the_whole_cache_and_state_the_plan_keeps(model_name, key):
     assert two == one > 0
 
 
+ROUTER_BIAS = "router score-correction bias"
+
+
 def _rank_shards(model_name: str, tp: int) -> dict[str, tuple[str, int, int]]:
     """{parameter: (component, rank 0's elements, bytes per element as loaded, ``_load_size``)} once transformers
     applied its plan on a fake ``tp``-rank group (tied tensors once; ``component_of``: the module names of the
@@ -293,6 +296,11 @@ def _rank_shards(model_name: str, tp: int) -> dict[str, tuple[str, int, int]]:
     for n in names:
         p = model.get_parameter(n)
         out[n] = (component_of(n), (p.to_local() if isinstance(p, DTensor) else p).numel(), _load_size(model, n))
+    # the router's score-correction bias: a saved buffer, not a parameter, that each rank holds whole (the plan names
+    # no buffer) in fp32 and its router reads every token (as tests/formulas/test_tp_replicated_weights.py counts it)
+    for n, b in model.named_buffers():
+        if n.endswith("e_score_correction_bias"):
+            out[n] = (ROUTER_BIAS, b.numel(), 4)
     return out
 
 
@@ -310,7 +318,8 @@ def _decode_parts(model_name: str, tp: int) -> tuple[float, float, float]:
     if "experts" in comps:
         k, e = experts_per_token(cfg)
         routed = k / e
-    total = sum(n * (routed if c == "experts" else 1.0) for c, n, _ in shards.values() if c not in skip)
+    # elements multiplied: the bias is added to the router's scores, not multiplied (bytes read only)
+    total = sum(n * (routed if c == "experts" else 1.0) for c, n, _ in shards.values() if c not in skip | {ROUTER_BIAS})
     read = sum(n * b * (routed if c == "experts" else 1.0) for c, n, b in shards.values() if c not in skip)
     head = sum(n for c, n, _ in shards.values() if c == ("embedding" if tied else "lm_head"))
     return total, head, read
