@@ -35,6 +35,7 @@ from ..catalog.hardware import Device
 from ..errors import FieldError, InputError
 from ..formulas.nf4_quantization import fused_experts_kept
 from ..formulas.params import count_params
+from ..formulas.vllm_mxfp4 import vllm_mxfp4_resident_extra
 from ..formulas.weight_formats import (
     GGUF_FTYPES,
     GROUP_SIZE_DEFAULT,
@@ -662,8 +663,10 @@ def rung_bytes(spec: ModelSpec, fmt: str, group_size: int = GROUP_SIZE_DEFAULT, 
     fit). ``capability``: the device's, where the engine's own dtype depends on it (vLLM's fp32 gate): estimate/
     device.py ``device_weights_capability``, the estimate's rule; None: not known (sized as on Hopper)."""
     kept = engine is not None and serving_fused_experts(spec, engine, fmt)
+    # vLLM's MXFP4 MoE keeps its swizzled scales beside the loaded ones (eq. X1), as its estimate's weights hold them
+    extra = vllm_mxfp4_resident_extra(spec, fmt) if engine == "vllm" else 0
     return weight_bytes(spec, fmt, group_size, OTHER_BYTES_DEFAULT, fused_experts=kept, engine=engine,
-                        capability=capability).total
+                        capability=capability).total + extra
 
 
 # Engines that keep one copy of a tied embedding however many names the checkpoint stores it under: transformers

@@ -31,6 +31,8 @@ H100 (llm-d empirical-vllm-memory-results.md, validation/vllm_startup_logs.csv V
 
 from __future__ import annotations
 
+from ..specs import ModelSpec
+
 # num_warps of _swizzle_mxfp4 without a batched MoE all-to-all (pplx / DeepEP low-latency): vllm 0.14.1
 # quantization/mxfp4.py:760-764 ("num_warps = 8"; 4 or 8 by VLLM_MOE_DP_CHUNK_SIZE only with a batched format)
 TRITON_SWIZZLE_NUM_WARPS = 8
@@ -56,3 +58,16 @@ def vllm_triton_mxfp4_extra_bytes(moe_layers: int, experts: int, hidden: int, in
     padding = 2 * pad * (hidden // 2 + hidden // 32 + b) + hidden * (pad // 2 + pad // 32)
     bias_bytes = b * (2 * ip + hidden)
     return moe_layers * experts * (swizzled + bias_bytes + padding)
+
+
+def vllm_mxfp4_resident_extra(spec: ModelSpec, fmt: str, tensor_parallel: int = 1) -> int:
+    """Eq. (X1) for a model: the bytes vLLM's Triton MXFP4 MoE holds per device beyond the checkpoint's experts, at
+    ``tensor_parallel`` (each rank's intermediate size I / TP); 0 unless the format is MXFP4 and the model has routed
+    experts. The one rule estimate/inference/vllm.py adds to the weights it keeps resident and estimate/formats.py
+    ``rung_bytes`` ranks a vLLM rung by (whole model: TP 1)."""
+    moe = spec.moe
+    if fmt != "mxfp4" or moe is None or not moe.num_experts:
+        return 0
+    layers = sum(1 for m in spec.moe_layers if m)
+    return vllm_triton_mxfp4_extra_bytes(layers, moe.num_experts, spec.hidden_size,
+                                         moe.expert_intermediate_size // tensor_parallel, moe.expert_bias)

@@ -50,7 +50,7 @@ from ...formulas.kv_groups import (
 from ...formulas.recurrent_state import layer_state_bytes_per_device
 from ...formulas.tensor_parallel import kv_fraction_per_device, per_device
 from ...formulas.vllm_mixer_profile import vllm_mamba2_step_bytes
-from ...formulas.vllm_mxfp4 import vllm_triton_mxfp4_extra_bytes
+from ...formulas.vllm_mxfp4 import vllm_mxfp4_resident_extra
 from ...result import Assumption, Item
 from ...specs.model import ModelSpec
 from ...units import format_bytes
@@ -115,12 +115,9 @@ def _triton_mxfp4(ctx: Context) -> None:
     """The bytes vLLM's Triton MXFP4 MoE holds beyond the checkpoint's experts (formulas/vllm_mxfp4.py eq. X1), added
     to the weights this engine keeps resident (``ctx.wb``; the decode's bytes read, compose's weights_bytes, stay the
     checkpoint's)."""
-    spec, moe = ctx.spec, ctx.spec.moe
-    if ctx.fmt != "mxfp4" or moe is None or not moe.num_experts:
+    extra = vllm_mxfp4_resident_extra(ctx.spec, ctx.fmt, ctx.w.tensor_parallel)
+    if not extra:
         return
-    layers = sum(1 for m in spec.moe_layers if m)
-    extra = vllm_triton_mxfp4_extra_bytes(layers, moe.num_experts, spec.hidden_size,
-                                          moe.expert_intermediate_size // ctx.w.tensor_parallel, moe.expert_bias)
     ctx.acc.assumptions.append(Assumption("vllm_mxfp4_backend", "triton", True, VLLM_MXFP4_BACKEND_WHY))
     storage = dict(ctx.wb.by_storage)
     storage["vLLM Triton swizzled scales + fp32 biases (eq. X1)"] = extra
