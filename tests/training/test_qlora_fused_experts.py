@@ -61,6 +61,9 @@ def _bnb_split(cfg: dict[str, Any], totals: dict[str, int] | None = None) -> tup
     quantized = kept = 0
     if totals is not None:
         totals["all"] = sum(p.numel() for p in model.parameters())
+    if totals is not None:  # the router's score-correction bias: a saved buffer, in the dtype the real class holds it
+        totals["fp32_buffers"] = sum(b.numel() for name, b in model.named_buffers()
+                                     if name.endswith("e_score_correction_bias") and b.dtype == torch.float32)
     if totals is not None:  # what transformers keeps in fp32 (``_keep_in_fp32_modules_strict``: routers), unquantized
         totals["fp32"] = sum(p.numel() for name, p in model.named_parameters()
                              if name in fp32 and not q.param_needs_quantization(model, name))
@@ -117,7 +120,8 @@ def test_transformers_serving_quantizes_what_transformers_quantizes(label: str, 
     # the rest in bf16, but the modules the real model class holds in fp32 (its routers), 4 B each
     fp32 = totals["fp32"]
     assert est.details["weights_by_storage"]["bf16/fp16"] == 2 * (totals["all"] - real_q - fp32), label
-    assert est.details["weights_by_storage"].get("fp32", 0) == 4 * fp32, label
+    # + the routers' score-correction bias buffers (DeepSeek-V3, Nemotron-H: fp32, counted since moeparams)
+    assert est.details["weights_by_storage"].get("fp32", 0) == 4 * (fp32 + totals["fp32_buffers"]), label
     # prefill dequantizes one Linear4bit weight at a time (hf_transformers.py): the largest the quantizer made
     assert est.item("dequant_buffer").bytes == 2 * totals["largest"], label
     assert any(a.name == "fused_experts" and a.value == "bf16" for a in est.assumptions), label
