@@ -181,6 +181,7 @@ from dataclasses import dataclass, field, replace
 
 from ..frozen import fast_init
 from ..specs import ModelSpec
+from .alignment import round_up
 from .attention_mask import FLEX_BLOCK
 from .encoder_decoder_activations import (
     t5_block_saved_bytes,
@@ -1199,10 +1200,6 @@ def reentrant_recompute_bytes(spec: ModelSpec, st: ActivationSetup) -> int:
     return checkpoint_input_bytes(spec, st)
 
 
-def _round_up(x: int, m: int) -> int:
-    return -(-x // m) * m
-
-
 def layer_backward_transient(spec: ModelSpec, layer: int, st: ActivationSetup) -> int:
     """Eq. (A3): the gradient tensors alive inside one layer's backward beyond its saved activations [B]: the most
     that coexist at any moment of the backward, taken over its phases in autograd's order, plus the gradient that
@@ -1257,7 +1254,7 @@ def layer_backward_transient(spec: ModelSpec, layer: int, st: ActivationSetup) -
     else:
         qk_dim = q_w // heads if heads else 0
         attn = c * t * (o_w + q_w + k_w + v_w) + (2 * c * t * q_w if k_w < q_w else 0)
-        attn += 4 * st.batch * heads * _round_up(st.seq, 128) * (_round_up(qk_dim, 32 if qk_dim <= 128 else 64) + 1)
+        attn += 4 * st.batch * heads * round_up(st.seq, 128) * (round_up(qk_dim, 32 if qk_dim <= 128 else 64) + 1)
     return max(mlp, attn) + t * h * r
 
 

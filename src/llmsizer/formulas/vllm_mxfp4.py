@@ -32,16 +32,13 @@ H100 (llm-d empirical-vllm-memory-results.md, validation/vllm_startup_logs.csv V
 from __future__ import annotations
 
 from ..specs import ModelSpec
+from .alignment import round_up
 
 # num_warps of _swizzle_mxfp4 without a batched MoE all-to-all (pplx / DeepEP low-latency): vllm 0.14.1
 # quantization/mxfp4.py:760-764 ("num_warps = 8"; 4 or 8 by VLLM_MOE_DP_CHUNK_SIZE only with a batched format)
 TRITON_SWIZZLE_NUM_WARPS = 8
 # the intermediate size per partition after vLLM's padding for the Triton backend (round_up(I, 64))
 TRITON_INTERMEDIATE_ALIGN = 64
-
-
-def round_up(x: int, multiple: int) -> int:
-    return -(-x // multiple) * multiple
 
 
 def vllm_triton_mxfp4_extra_bytes(moe_layers: int, experts: int, hidden: int, intermediate: int, bias: bool = True,
