@@ -47,7 +47,7 @@ def test_slurm_export_needs_users_or_accounts(tmp_path: Path) -> None:
     words = _scontrol_words(out)
     assert code == 0 and words["Users"] == "alice" and "Accounts" not in words, words
     # Kueue and Blazar name no principal: unchanged
-    assert run("capacity", "export", rid, "--format", "kueue", "--db", db)[0] == 0
+    assert run("capacity", "export", rid, "--format", "kueue", "--db", db, "--inventory", str(inv))[0] == 0
 
     pytest.importorskip("fastapi")
     from fastapi.testclient import TestClient

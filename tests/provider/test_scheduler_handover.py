@@ -5,6 +5,7 @@ YAML and a Blazar lease command."""
 
 from __future__ import annotations
 
+import argparse
 import datetime as dt
 from decimal import Decimal
 from pathlib import Path
@@ -12,6 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from llmsizer.cli.capacity_cmd import export_answer
 from llmsizer.errors import InputError
 from llmsizer.provider.placement import ONGOING_END
 from llmsizer.provider.scheduler_export import Handover, blazar, kueue, slurm
@@ -88,11 +90,25 @@ def test_import_book_export_round_trip(tmp_path, capsys):
         f"TZ=UTC0 scontrol create reservation ReservationName=llmsizer-chat-{rid} StartTime=2026-02-01T00:00:00 "
         "Duration=10080 Nodes=gpunode-1 Users=chat",
         f"sbatch --reservation=llmsizer-chat-{rid} --nodes=1 --gres=gpu:1 JOB_SCRIPT"]
-    assert run("capacity", "export", rid, "--format", "kueue", "--db", db) == 0
+    # Kueue: without the inventory the ClusterQueue's cpu and memory quota is unknown: one line, exit 2, no YAML
+    with pytest.raises(InputError, match=r"give --inventory with the booked nodes' cpus and ram \(gpunode-1\)"):
+        export_answer(argparse.Namespace(id=rid, format="kueue", db=db, user=None, account=None, inventory=None,
+                                         hardware_file=[], auth=None, token_file=None))
+    assert not capsys.readouterr().out
+    assert run("capacity", "export", rid, "--format", "kueue", "--db", db, "--inventory", str(inv)) == 0
     docs = list(yaml.safe_load_all(capsys.readouterr().out))
     assert [d["kind"] for d in docs] == ["ResourceFlavor", "ClusterQueue", "LocalQueue"]
-    assert docs[1]["spec"]["resourceGroups"][0]["flavors"][0]["resources"] == [
+    # probe25 D6: a pod requesting cpu or memory (every vLLM pod) is admitted only if the ClusterQueue covers them
+    # (Kueue flavorassigner.go findFlavorForPodSetResource: "resource cpu unavailable in ClusterQueue"): the quota is
+    # the booked node's, as the fixture prints it: CPUEfctv=11, RealMemory=245760 (MiB)
+    group = docs[1]["spec"]["resourceGroups"][0]
+    assert group["coveredResources"] == ["cpu", "memory", "nvidia.com/gpu"]
+    assert group["flavors"][0]["resources"] == [
+        {"name": "cpu", "nominalQuota": 11}, {"name": "memory", "nominalQuota": 245760 * 2**20},
         {"name": "nvidia.com/gpu", "nominalQuota": 1}]
+    # only the team's namespace may use it (an empty selector matches every namespace); Kubernetes labels every
+    # namespace kubernetes.io/metadata.name=<its name>
+    assert docs[1]["spec"]["namespaceSelector"] == {"matchLabels": {"kubernetes.io/metadata.name": "chat-team"}}
     assert docs[2]["metadata"]["namespace"] == "chat-team" and docs[2]["spec"]["clusterQueue"] == \
         docs[1]["metadata"]["name"]
     assert run("capacity", "export", rid, "--format", "blazar", "--db", db) == 0
@@ -107,7 +123,8 @@ def test_import_book_export_round_trip(tmp_path, capsys):
 
 
 def test_ongoing_booking_exports():
-    h = Handover("abc", "svc", dt.datetime(2026, 1, 1), ONGOING_END, ("n1", "n2"), 4, "h100-sxm", "ML team", "svc")
+    h = Handover("abc", "svc", dt.datetime(2026, 1, 1), ONGOING_END, ("n1", "n2"), 4, "h100-sxm", "ML team", "svc",
+                 cpus=2 * 96, ram=2 * 2**40)
     assert "Duration=UNLIMITED Nodes=n1,n2" in slurm(h) and "--gres=gpu:4" in slurm(h)
     assert "--end-date '2027-01-01 00:00'" in blazar(h) and "--prolong-for" in blazar(h)
     assert "nominalQuota: 8" in kueue(h) and "until released" in kueue(h)
@@ -208,9 +225,12 @@ def test_kubectl_import_check_book_export_round_trip(tmp_path, capsys):
     assert "FITS     at lab (provider): nori" in capsys.readouterr().out
     assert run("capacity", "book", str(req), *common, "--db", db) == 0
     rid = capsys.readouterr().out.split("booked ")[1].split(":")[0]
-    assert run("capacity", "export", rid, "--format", "kueue", "--db", db) == 0
+    assert run("capacity", "export", rid, "--format", "kueue", "--db", db, "--inventory", str(inv),
+               "--hardware-file", str(hw)) == 0
     docs = list(yaml.safe_load_all(capsys.readouterr().out))
+    # the node's capacity as the fixture prints it: cpu "2", memory "16367668Ki" (15984 MiB as imported)
     assert docs[1]["spec"]["resourceGroups"][0]["flavors"][0]["resources"] == [
+        {"name": "cpu", "nominalQuota": 2}, {"name": "memory", "nominalQuota": 15984 * 2**20},
         {"name": "nvidia.com/gpu", "nominalQuota": 1}]
     assert run("capacity", "export", rid, "--format", "slurm", "--db", db, "--account", "ml") == 0
     assert "Nodes=nori" in capsys.readouterr().out

@@ -194,6 +194,8 @@ def test_show_and_export_say_how_many_machines_a_copy_spans(tmp_path: Path) -> N
             assert "one copy spans 2 machines" in line, line
             for fmt in ("slurm", "kueue", "blazar"):
                 who = ["--user", "svc"] if fmt == "slurm" else []  # kueue/blazar have no user field: refused there
+                if fmt == "kueue":  # the ClusterQueue covers the booked nodes' cpu and memory: the inventory's
+                    who = ["--inventory", str(tmp_path / "inv.yaml")]
                 code, exported, err = run("capacity", "export", rec["id"], "--format", fmt, "--db", db, *who)
                 assert code == 0, err
                 assert exported.startswith("# one copy of the model spans 2 machines"), exported

@@ -90,7 +90,7 @@ def booked(tmp_path: Path) -> tuple[Path, str, str]:
     pytest.importorskip("sqlalchemy")
     inv = tmp_path / "inv.yaml"
     inv.write_text("sites: [{id: s1}]\nstorage: [{id: fs, site: s1, capacity: 1 PB}]\n"
-                   "nodes: [{id: n1, site: s1, device: h100-sxm, devices: 8, pools: [training]}]\n")
+                   "nodes: [{id: n1, site: s1, device: h100-sxm, devices: 8, cpus: 224, ram: 2 TiB, pools: [training]}]\n")
     req = tmp_path / "req.yaml"
     req.write_text("version: 1\ntitle: t\njobs:\n  - name: ft\n    kind: training\n    model: {name: qwen2.5-0.5b}\n"
                    "    method: full\n    purpose: style\n    baseline_tried: true\n    start: 2030-01-10\n"

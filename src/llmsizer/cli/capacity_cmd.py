@@ -164,6 +164,10 @@ def register(sub: Any) -> None:
     q.add_argument("--account", help="Slurm account(s) the reservation is for (Accounts=); slurm needs it or --user "
                                      "(kueue, blazar: no such field, refused)")
     q.add_argument("--db", metavar="URL", help="reservation store (default llmsizer-bookings.db)")
+    q.add_argument("--inventory", metavar="FILE", help="inventory file (YAML): kueue needs it, for the cpu and memory "
+                                                       "quota of the booked nodes")
+    q.add_argument("--hardware-file", action="append", default=[], metavar="FILE",
+                   help="extra hardware file the inventory's devices may name (repeatable)")
     auth(q)
     q.set_defaults(func=cmd_export)
     q = cs.add_parser("import", help="write an inventory from `scontrol show node` output (either form) or a "
@@ -274,9 +278,24 @@ def export_answer(args: argparse.Namespace) -> tuple[str, int, str]:
     per = int(max((i.amount for i in items if i.resource.startswith("node:")), default=0))
     usage = next((i.resource[len(USAGE):] for i in items if i.resource.startswith(USAGE)), None)
     team, device = usage.rsplit(":", 1) if usage else (None, "gpu")
+    cpus, ram = _booked_host(args, nodes) if args.format == "kueue" else (0, 0)
     return render(Handover(args.id, str(row["job"]), row["start"], row["end"], nodes, per, device, team, args.user,
-                           row.get("copy_nodes"), args.account),
+                           row.get("copy_nodes"), args.account, cpus, ram),
                   args.format), 0, ""
+
+
+def _booked_host(args: argparse.Namespace, nodes: tuple[str, ...]) -> tuple[int, int]:
+    """The booked nodes' cpus and host RAM [bytes], summed from --inventory ((0, 0) without one: the Kueue export then
+    says what it needs); a booked node the inventory no longer has is one line naming it."""
+    if not getattr(args, "inventory", None):
+        return 0, 0
+    from ..provider.inventory import load_inventory
+    inv = load_inventory(args.inventory, hardware_files=getattr(args, "hardware_file", None) or [])
+    known = {n.id: n for n in inv.nodes}
+    gone = [n for n in nodes if n not in known]
+    if gone:
+        raise InputError(f"{args.inventory}: the booked node(s) {', '.join(gone)} are not in this inventory")
+    return sum(known[n].cpus for n in nodes), sum(known[n].ram for n in nodes)
 
 
 def cmd_export(args: argparse.Namespace) -> int:

@@ -19,7 +19,14 @@
 * Kueue: a ResourceFlavor for the device type, a ClusterQueue whose ``nominalQuota`` of ``nvidia.com/gpu`` is the
   booked count, and a LocalQueue in the team's namespace (kueue.x-k8s.io/v1beta1; kubernetes-sigs/kueue
   site/content/en/docs/concepts/cluster_queue.md, resource_flavor.md, local_queue.md). Kueue has no calendar: the
-  queue admits from when it exists, so create it at the booking's start and delete it at its end.
+  queue admits from when it exists, so create it at the booking's start and delete it at its end. The ClusterQueue
+  covers ``cpu`` and ``memory`` too, at the booked nodes' cpus and RAM from the inventory: Kueue leaves a pod that
+  requests a resource no resource group covers pending ("resource cpu unavailable in ClusterQueue",
+  ``findFlavorForPodSetResource``, kubernetes-sigs/kueue pkg/scheduler/flavorassigner/flavorassigner.go), and every
+  serving or training pod requests cpu and memory. Its ``namespaceSelector`` admits the team's namespace only, by the
+  ``kubernetes.io/metadata.name`` label the control plane sets on every namespace (Kubernetes "Well-Known Labels,
+  Annotations and Taints"; GA in 1.22): an empty selector (``{}``) would let every namespace's LocalQueue use the
+  booked devices (cluster_queue.md "Namespace selector").
 * OpenStack Blazar: a host lease on the booked hosts for the window (``openstack reservation lease create
   --reservation resource_type=physical:host,min=N,max=N,hypervisor_properties=... --start-date "YYYY-MM-DD HH:MM"
   --end-date ... NAME``; Blazar "Host Reservation", https://docs.openstack.org/blazar/latest/cli/host-reservation.html;
@@ -56,6 +63,8 @@ class Handover:
     user: str | None = None
     copy_nodes: int | None = None  # the machines one copy of the model spans (store schema 6; None: before it)
     account: str | None = None  # Slurm Accounts= (the reservation's users by account; Users= by name: ``user``)
+    cpus: int = 0  # the booked nodes' cpus, summed (the inventory's; 0: not known)
+    ram: int = 0  # the booked nodes' host RAM [bytes], summed (the inventory's; 0: not known)
 
     @property
     def span_note(self) -> str:
@@ -110,7 +119,24 @@ def slurm(h: Handover) -> str:
             f"{arg(f'--gres=gpu:{h.devices_per_node}')} JOB_SCRIPT\n")
 
 
+#: Kubernetes sets this label on every namespace to the namespace's name (module docstring)
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
+
+
+def kueue_host_quota(h: Handover) -> tuple[int, int]:
+    """(cpu, memory bytes) the ClusterQueue covers beside the GPUs: the booked nodes' (module docstring); one line
+    naming the flag when the inventory does not say them."""
+    if h.cpus <= 0 or h.ram <= 0:
+        missing = " and ".join(w for w, v in (("cpus", h.cpus), ("ram", h.ram)) if v <= 0)
+        raise InputError(f"a Kueue ClusterQueue must cover the cpu and memory its pods request (Kueue leaves a pod "
+                         f"asking for a resource it does not cover pending: \"resource cpu unavailable in "
+                         f"ClusterQueue\"): give --inventory with the booked nodes' {missing} "
+                         f"({', '.join(h.nodes)})")
+    return h.cpus, h.ram
+
+
 def kueue(h: Handover) -> str:
+    cpus, ram = kueue_host_quota(h)
     flavor = _slug(h.device)
     queue = _slug(h.name)
     ns = _slug(h.team or "default")
@@ -132,12 +158,18 @@ kind: ClusterQueue
 metadata:
   name: {queue}
 spec:
-  namespaceSelector: {{}}
+  namespaceSelector:
+    matchLabels:
+      {NAMESPACE_NAME_LABEL}: {ns}
   resourceGroups:
-  - coveredResources: ["nvidia.com/gpu"]
+  - coveredResources: ["cpu", "memory", "nvidia.com/gpu"]
     flavors:
     - name: {flavor}
       resources:
+      - name: "cpu"
+        nominalQuota: {cpus}
+      - name: "memory"
+        nominalQuota: {ram}
       - name: "nvidia.com/gpu"
         nominalQuota: {total}
 ---

@@ -18,7 +18,8 @@ LORA = (ROOT / "examples" / "lora-finetune-and-chat.yaml").read_text()
 NOW = "2025-09-01"
 INVENTORY = ("sites: [{id: s1, public_addresses: 8, isolated_segments: 8}]\n"
              "storage: [{id: fs, site: s1, capacity: 1 PB}]\n"
-             "nodes: [{id: serve-01, site: s1, device: a100-pcie-80gb, devices: 4, pools: [serving, serving-cluster]}]\n")
+             "nodes: [{id: serve-01, site: s1, device: a100-pcie-80gb, devices: 4, cpus: 64, ram: 512 GiB, "
+             "pools: [serving, serving-cluster]}]\n")
 OPERATOR, REQUESTER = "op-token-0123456789abcdef", "rq-token-0123456789abcdef"
 MUTATING = ("hold", "confirm", "activate", "finish", "release", "expire")
 
@@ -127,7 +128,7 @@ def test_book_lifecycle_show_export_match_the_cli(provider):
     for fmt in ("slurm", "kueue", "blazar"):
         who = {"user": "chat"} if fmt == "slurm" else {}  # kueue/blazar have no user field: refused there
         r = c.get(f"/api/v1/capacity/export/{b['id']}", params={"format": fmt, **who}, headers=bearer(OPERATOR))
-        out = cli(tmp, OPERATOR, "export", b["id"], "--format", fmt, "--db", cfg.db,
+        out = cli(tmp, OPERATOR, "export", b["id"], "--format", fmt, "--db", cfg.db, "--inventory", cfg.inventory,
                   *(f"--{k}={v}" for k, v in who.items()))
         assert r.status_code == 200 and r.text == out.stdout and out.returncode == 0
     r = c.post("/api/v1/capacity/release", json={"ids": [b["id"]]}, headers=bearer(OPERATOR))
