@@ -170,3 +170,20 @@ def test_a_network_inside_a_machine_is_refused_with_the_field() -> None:
         method: full
         resources: {device: h100-sxm, count: 8, nodes: 2, network: nvlink4}
         """)
+
+
+def test_plan_shows_the_context_parallel_ring(capsys: pytest.CaptureFixture[str]) -> None:
+    """probe25 D3: context parallelism's ring attention exchange is in the Network section, the same bytes and time as
+    `train --tokens` reports. Qwen2.5-0.5B: 24 layers, 2 KV heads x 64 = 128-wide K and V; 8192 tokens split 4 ways =
+    2048 per rank, 3 peers: 3 x 2048 x 256 = 1,572,864 K/V elements per layer, sent bf16 in the forward, the recomputed
+    forward and the backward (2 B each) plus fp32 dK/dV (4 B): x 10 B x 24 layers, per micro-batch (eq. CP1)."""
+    j = _plan_job("""\
+    method: full
+    settings: {micro_batch: 1, seq_len: 8192, context_parallel: 4, grad_checkpointing: full, fsdp: full, fsdp_version: 2}
+    resources: {device: h100-sxm, count: 4}
+    """)
+    net, dur = j.section("network"), j.section("duration")
+    d = _train(["--device", "h100-sxm", "--gpus", "4", "--seq", "8192", "--context-parallel", "4",
+                "--grad-checkpointing", "full", "--fsdp", "full"], dur.value("tokens"), capsys)
+    assert net.value("cp_ring_bytes") == 3 * 2048 * 256 * 10 * 24 == d["step"]["ring_bytes"]
+    assert net.value("cp_ring_seconds") == pytest.approx(d["step"]["ring_seconds"], rel=1e-12)

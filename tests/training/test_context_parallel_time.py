@@ -35,6 +35,24 @@ def test_duration_counts_the_share_and_the_exchange() -> None:
     assert cp8.step.tokens_per_device_micro == 2 * 4096 / 8  # the rank's 1/cp share of each sequence
     a = {x.name: x.value for x in cp8.assumptions}
     assert a["ring_attention_exchange_bytes"] == 939_524_096 + 3_758_096_384
+    # probe25 D3: the step itself carries the exchange (the plan's network section and both duration texts read it),
+    # apart from the data-parallel collectives' comm_bytes, which do not move with the sequence split
+    assert cp8.step.ring_bytes == 939_524_096 + 3_758_096_384 and none.step.ring_bytes == 0
+    assert cp8.step.ring_exposed_seconds == a["ring_attention_exposed_seconds"]
+    assert cp8.step.ring_seconds > 0 and cp8.step.comm_bytes == none.step.comm_bytes
     # 512-token GEMMs run less efficiently than 4096-token ones: the same tokens take longer than without CP
     assert cp8.tokens_per_second < none.tokens_per_second
     assert cp8.step.compute_seconds < none.step.compute_seconds / 4  # but each micro-step is 1/8 of the work
+
+
+def test_ring_exchange_in_the_texts_and_the_plan_network() -> None:
+    """The ring's bytes reach what users read (probe25 D3: a 16-way CP run at 128k printed only the data-parallel
+    58 GB, as if CP sent nothing): `train --tokens`'s duration line and the plan's network section. 8192 tokens per
+    rank, 15 peers, K and V 1024 wide each: 15 x 8192 x 2048 = 251,658,240 elements per layer; per layer bf16 forward +
+    recomputed forward + backward (2 B each) and fp32 dK/dV (4 B): x (3 x 2 + 4) B, x 32 layers = 80,530,636,800 B."""
+    from llmsizer.cli.train_cmd import render_duration
+    spec, h100 = load_model("llama-3.1-8b"), builtin_catalog().devices["h100-sxm"]
+    d = training_duration_for(spec, h100, 16, 1e9, dict(seq_len=131072, micro_batch=1, grad_checkpointing="full",
+                                                       fsdp="full", context_parallel=16))
+    assert d.step is not None and d.step.ring_bytes == 15 * 8192 * 2048 * (3 * 2 + 4) * 32 == 80_530_636_800
+    assert "ring attention 75.00 GiB K/V exchange per micro-step" in render_duration(d)

@@ -24,7 +24,7 @@ pytestmark = pytest.mark.skipif(shutil.which("node") is None, reason="node is no
 
 JS = Path(__file__).resolve().parents[2] / "src" / "llmsizer" / "web" / "static" / "js" / "estimate_text.js"
 
-# each branch of render_duration: one GPU with its memory-bound kernels and attention; QLoRA's dequantization; a
+# each branch of render_duration (context parallelism included): one GPU with its memory-bound kernels and attention; QLoRA's dequantization; a
 # data-parallel run over several nodes; tensor + pipeline parallelism; FSDP with parameters offloaded; eager
 # attention; probe17 F3's run at a given utilisation (the MFU it implies below it); a catalog CPU (timed, no
 # calibrated range); two runs that cannot be timed (no sourced peak FLOP/s): the cpu kind (one warning) and the gpu
@@ -40,6 +40,9 @@ TRAIN_RUNS = [
     "qwen2.5-0.5b --method full --attention eager --batch 2 --seq 1024 --device l4 --tokens 10M",
     "llama-3.1-8b --method full --batch 1 --seq 4096 --grad-checkpointing none --device h100-sxm --tokens 1B "
     "--utilization 0.4",
+    # context parallelism across machines: ring attention's exchange (probe25 D3)
+    "llama-3.1-8b --method full --gpus 16 --gpus-per-node 8 --network ib-ndr --fsdp full --precision fsdp-bf16-mixed "
+    "--context-parallel 16 --grad-checkpointing full --batch 1 --seq 131072 --device h100-sxm --count 16 --tokens 1B",
     "qwen2.5-0.5b --method lora --batch 1 --seq 512 --device amd-epyc-9654 --memory 64GiB --tokens 1M",
     "qwen2.5-0.5b --method lora --batch 1 --seq 512 --device cpu --count 1 --tokens 1M",
     "qwen2.5-0.5b --method lora --batch 1 --seq 512 --device gpu --memory 24GiB --tokens 1M",
@@ -81,6 +84,7 @@ def test_duration_card_says_the_cli_duration() -> None:
     # the branches the runs are there for are met: the shape efficiency, a calibrated range, none on the CPU
     assert " x GEMM shape efficiency " in said[0][0] and "calibrated range)" in said[0][0]
     assert "tensor-parallel" in said[3][0] and "dequantization" in said[2][0]
+    assert ", ring attention 75.00 GiB K/V exchange per micro-step (" in said[7][0]
     # the MFU the answer carries (Duration.mfu; tests/training/test_mfu_line.py checks it against PaLM's count) on
     # every timed run, the card reading it rather than computing it; none on an untimed one
     assert all("; MFU " in lines[0] and " on the GEMMs" in lines[0] for lines in said[:-UNTIMED])

@@ -17,7 +17,7 @@ from ..render.text import coverage_lines, render_estimate
 from ..result import Estimate
 from ..specs import ModelSpec
 from ..specs.training import TrainingWorkload, check_whole_machines
-from ..units import format_count, format_seconds, format_seconds_range, format_usd
+from ..units import format_bytes, format_count, format_seconds, format_seconds_range, format_usd
 from .commands import COMMAND_HELP
 from .common import add_model_args, bytes_arg, emit_json, exit_code, int_arg, resolve_model
 from .workload_args import (
@@ -230,6 +230,9 @@ def render_duration(d: Duration) -> str:
                        f"({mp.dp_exposed_seconds:.3g} s not hidden by compute)" if mp.fsdp
                        else f"{mp.dp_seconds:.3g} s gradient all-reduce per step")
                     if (mp := st.model_parallel) is not None else "")
+                 + (f", ring attention {format_bytes(st.ring_bytes)} K/V exchange per micro-step "
+                    f"({st.ring_seconds:.3g} s, {st.ring_exposed_seconds:.3g} s not hidden by the attention, in the "
+                    "compute)" if st.ring_bytes else "")
                  + "".join(f" over {a.why.split(':')[0]}" for a in d.assumptions if a.name == "inter_node_network")
                  + (f", {st.paging_seconds:.3g} s optimizer paging per step" if st.paging_seconds else "")
                  + (f", {st.optimizer_seconds:.3g} s optimizer update per step"

@@ -1062,6 +1062,12 @@ class StepTime:
     grad_sync: str = ""  # 'optimizer-step' | 'micro-step': when the gradients are reduced ('' none)
     # per micro-step, the fused attention kernel timed apart (formulas/training_time.py eq. (10)), inside compute
     attention_seconds: float = 0.0
+    # context parallelism, per device per micro-step: ring attention's K/V (and dK/dV) exchange (formulas/
+    # context_parallel.py eqs. (CP1)/(CP3)), its traffic time, and the part of it the attention does not hide
+    # (eq. (CP2): inside compute_seconds); none of it is in comm_bytes / comm_seconds, the data-parallel collectives
+    ring_bytes: float = 0.0
+    ring_seconds: float = 0.0
+    ring_exposed_seconds: float = 0.0
 
     @property
     def comm_seconds_per_step(self) -> float:
@@ -1108,6 +1114,8 @@ class StepTime:
                 "grad_sync": self.grad_sync, "comm_seconds_per_step": self.comm_seconds_per_step,
                 "comm_bytes_per_step": self.comm_bytes_per_step, "step_seconds": self.step_seconds,
                 "bus_bandwidth": self.bus_bandwidth, "attention_seconds": self.attention_seconds,
+                "ring_bytes": self.ring_bytes, "ring_seconds": self.ring_seconds,
+                "ring_exposed_seconds": self.ring_exposed_seconds,
                 "model_parallel": self.model_parallel._asdict() if self.model_parallel is not None else None})
 
 
@@ -1941,9 +1949,10 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
                                   fl.forward_share, share, tau.expected, syncs, notes)
         else:
             t_c = overlapped_seconds(t_c, t_launch)
+    cp_ring = (0.0, 0.0, 0.0)
     if w.context_parallel > 1:
-        t_c += _ring_exchange_seconds(spec, w, int(tokens), t_attn / tp_div * share, link_bandwidth, network, notes,
-                                      warnings)
+        cp_ring = _ring_exchange(spec, w, int(tokens), t_attn / tp_div * share, link_bandwidth, network, notes, warnings)
+        t_c += cp_ring[2]
     if spec.moe is not None and w.ep > 1 and n > 1:
         t_c += _ep_exchange_seconds(spec, w, tokens, link_bandwidth, network, notes, warnings, t_c, fl)
     if offloaded_bytes and device.kind == "gpu":
@@ -2082,20 +2091,22 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
         return StepTime(t_c, t_m, t_p, k, tps, comm_b, topology, e, t_dq, t_ew, t_opt, t_acc, t_f8, exposed,
                         t_launch, attention_seconds=t_attn / tp_div * share,
                         tokens_per_device_micro=tokens / (w.tp * w.pp), devices=n, bus_bandwidth=mp.dp_bandwidth,
-                        model_parallel=mp)
+                        ring_bytes=cp_ring[0], ring_seconds=cp_ring[1], ring_exposed_seconds=cp_ring[2], model_parallel=mp)
     t_steps = optimizer_step_seconds(t_c, phi, comm, k)
     tps = step_tokens_per_second(n, tokens, k, t_steps, t_p, t_opt + (k - 1) * t_acc)
     mode = sharding_mode(w) if comm is not None else ""
     return StepTime(t_c, t_m, t_p, k, tps, comm_b, topology, e, t_dq, t_ew, t_opt, t_acc,
                     t_f8, t_steps / k - t_c, t_launch, mode, grad_sync_of(w, mode) if mode else "",
                     attention_seconds=t_attn, tokens_per_device_micro=tokens, devices=n,
-                    bus_bandwidth=comm.bus_bandwidth if comm is not None else 0.0)
+                    bus_bandwidth=comm.bus_bandwidth if comm is not None else 0.0, ring_bytes=cp_ring[0],
+                    ring_seconds=cp_ring[1], ring_exposed_seconds=cp_ring[2])
 
 
-def _ring_exchange_seconds(spec: ModelSpec, w: TrainingWorkload, tokens: int, t_attn: float,
-                           link_bandwidth: float | None, network: Network | None, notes: list[Assumption],
-                           warnings: list[str]) -> float:
-    """Ring attention's K/V exchange a context-parallel rank does not hide behind its attention, per micro-step
+def _ring_exchange(spec: ModelSpec, w: TrainingWorkload, tokens: int, t_attn: float, link_bandwidth: float | None,
+                   network: Network | None, notes: list[Assumption], warnings: list[str]
+                   ) -> tuple[float, float, float]:
+    """Ring attention's K/V exchange of a context-parallel rank per micro-step: (bytes, traffic seconds, the seconds
+    its attention does not hide)
     (formulas/context_parallel.py eqs. (CP1)-(CP3), by ``w.cp_ring``: torch's ring attention or TransformerEngine's
     P2P ring), over the devices' link, or each device's share of its machine's network (formulas/network.py eq. (8))
     where a CP group spans machines: both frameworks place a CP group's ranks tp apart (Megatron-Core's order
@@ -2104,7 +2115,7 @@ def _ring_exchange_seconds(spec: ModelSpec, w: TrainingWorkload, tokens: int, t_
     if not link_bandwidth:
         warnings.append(f"no interconnect bandwidth for context parallelism {w.context_parallel}: ring attention's "
                         "K/V exchange is not timed")
-        return 0.0
+        return 0.0, 0.0, 0.0
     q_w, k_w, v_w, _ = (-(-x // w.tp) for x in _head_dims(spec))
     if spec.kv_expanded_in_attention:  # the ring runs on the K/V the module expanded to every query head
         k_w = v_w = q_w
@@ -2151,7 +2162,7 @@ def _ring_exchange_seconds(spec: ModelSpec, w: TrainingWorkload, tokens: int, t_
                                "machines" if across and network is not None else "the link inside a machine")
                             + f") against {t_attn:.3g} s of attention per micro-step, overlapped with the attention "
                             "kernels only (each step's transfer posted before its block attention, waited after)"))
-    return exposed
+    return v_f + v_b, t_x, exposed
 
 
 def _ep_exchange_seconds(spec: ModelSpec, w: TrainingWorkload, tokens: float, link_bandwidth: float | None,

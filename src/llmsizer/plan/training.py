@@ -663,6 +663,15 @@ def _network(job: TrainingJob, spec: ModelSpec, hw: Hardware, gpus: int, d: Dura
                 "share", "tensor-parallel + point-to-point + data-parallel time not hidden / step time (the step "
                 "estimate's comm_share)", "formulas/model_parallel_time.py eq. (P6)")
         notes.facts["comm_share"] = st.comm_share
+    if st is not None and st.ring_bytes:
+        net.add("cp_ring_bytes", "context-parallel ring attention exchange per step and device",
+                st.ring_bytes * st.micro_steps, "B_disk",
+                f"{st.micro_steps} micro-batches x each layer's K/V (and dK/dV) passed around the ring",
+                "formulas/context_parallel.py eqs. (CP1)/(CP3)")
+        net.add("cp_ring_seconds", "ring attention exchange time per step (overlapped with the attention)",
+                st.ring_seconds * st.micro_steps, "s",
+                f"{st.ring_exposed_seconds * st.micro_steps:.3g} s of it not hidden, counted in the compute",
+                "formulas/context_parallel.py eq. (CP2)")
     if tp > hw.per_node >= 1:
         notes.warnings.append(f"tensor parallelism {tp} spans machines ({hw.per_node} devices each): keep TP "
                               "within one machine's fast links")

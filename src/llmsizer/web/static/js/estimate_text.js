@@ -61,6 +61,10 @@ function stepText(du, st) {
       + (mp.fsdp ? `${g3(mp.dp_seconds)} s FSDP all-gathers + reduce-scatters per step (${g3(mp.dp_exposed_seconds)} s `
         + "not hidden by compute)" : `${g3(mp.dp_seconds)} s gradient all-reduce per step`);
   }
+  if (st.ring_bytes) {
+    text += `, ring attention ${formatBytes(st.ring_bytes)} K/V exchange per micro-step (${g3(st.ring_seconds)} s, `
+      + `${g3(st.ring_exposed_seconds)} s not hidden by the attention, in the compute)`;
+  }
   text += du.assumptions.filter((a) => a.name === "inter_node_network").map((a) => ` over ${a.why.split(":")[0]}`).join("");
   if (st.paging_seconds) text += `, ${g3(st.paging_seconds)} s optimizer paging per step`;
   if (st.optimizer_seconds) {
