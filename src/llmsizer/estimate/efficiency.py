@@ -233,6 +233,20 @@ LLAMACPP_MMQ = Factor(
     "calibrated: llama-bench pp2048 on DGX Spark, build 6918: Qwen2.5-7B Q8_0 + Gemma-3-4B Q4_0 (dense, weights read "
     "once per 128-column tile, formulas/speed.py eq. 9'') with Qwen3-30B-A3B Q8_0 (MoE); "
     "share of the int8 tensor peak (ggml-cuda mmq.cu ggml_cuda_should_use_mmq)")
+# One share for every NVIDIA architecture: ggml-cuda runs one MMQ kernel configuration on all of them (read for #12).
+# ggml-org/llama.cpp @0c1e57098 (vendored in llama-cpp-python 0.3.36) ggml/src/ggml-cuda/mmq.cuh
+# ggml_cuda_mmq_get_config L249-258 sends every compute capability >= Volta to mmq-config-ampere.cuh, whose 353 cases
+# are all 256 threads, occupancy 1 (mul_mat_q __launch_bounds__, L962), 128-row tiles, 8..128 columns, stream-k;
+# mmq-config-blackwell.cuh (L1-37) differs only for MXFP4/NVFP4 weights with Q4 activations (native FP4); the stream-k
+# launch is one block per SM unless the tiles fill >= 90 % of a whole wave (mmq.cuh L1447-1452). The older layout
+# (@00cd2085 get_mmq_x_max_host, get_mmq_y_host, mmq_get_nwarps_host) is likewise 128 x 128, 8 warps, NVIDIA >= 7.5.
+# So the kernel gives no per-architecture share. Measured against it (useful dense-product int8 work per second over
+# the catalog peak, from this model's own split of the time): the held-out discrete-GPU rows (llama.cpp b11447, pp512)
+# reach 0.21 on L40S (PX15/17/28: 430 int8 ops per SM per clock at 2.52 GHz) and 0.39-0.48 on A10G (PX01, PX31-35,
+# PW03: 404-492 per SM-clock at 1.71 GHz), the same per-SM rate at twice the share of the A10G's derived INT8 peak
+# (1,024 per SM-clock, catalog a10g flops.int8, confidence low); the DGX Spark calibration rows (build 6918, pp2048,
+# 16 tile passes at 273 GB/s) reach 0.12-0.15 (275-340 per SM-clock at the measured 2.25 GHz). Not fitted apart: no
+# mechanism for the GB10 / discrete-GPU split was found in the kernel source, and none is tuned to those rows.
 # The per-column MMQ rate of a batched decode step (formulas/speed.py eq. 10: the products' columns beyond the first,
 # b <= 32 columns, one column tile, so no tile re-reads of eq. 9''): the MMQ share the same two dense DGX Spark rows
 # give when every second of their products is counted as arithmetic (no tile-read term; LLAMACPP_MMQ_TILE_COLUMNS = 0
