@@ -2701,7 +2701,8 @@ def training_duration(spec: ModelSpec, device: Device, devices: int, tokens: flo
 # price). A threshold for a warning, not a fitted constant (as engines.PREFILL_SHARE_WARN). train, fit --train,
 # recommend --train and plan all say it (comm_bound_warning); the plan as its 'network-bound' check (review32 D2).
 COMM_BOUND_SHARE = 0.5
-COMM_BOUND_REMEDY = "faster interconnect, fewer machines, ZeRO stage with less traffic, or larger gradient accumulation"
+COMM_BOUND_REMEDY = "faster interconnect, ZeRO stage with less traffic, or larger gradient accumulation"
+COMM_BOUND_ACROSS = "fewer machines, "  # said only where the step's collectives cross machines (probe25 C5)
 COMM_BOUND_HEAD = "communication-bound: "
 
 
@@ -2715,11 +2716,18 @@ def comm_bound_message(step: StepTime | None) -> str | None:
             "devices limits training speed")
 
 
+def comm_bound_remedy(step: StepTime | None) -> str:
+    """COMM_BOUND_REMEDY, with fewer machines first where the step's collectives cross machines (topology
+    'multi-node'); a run inside one machine (2 x RTX 4090 over PCIe) has no machine to drop."""
+    across = step is not None and step.topology == "multi-node"
+    return (COMM_BOUND_ACROSS if across else "") + COMM_BOUND_REMEDY
+
+
 def comm_bound_warning(step: StepTime | None) -> str | None:
     """The duration's warning of a communication-bound step (``comm_bound_message`` with its remedy), None below
     COMM_BOUND_SHARE: one home for train, fit --train, recommend --train and the plan."""
     message = comm_bound_message(step)
-    return None if message is None else f"{COMM_BOUND_HEAD}{message} ({COMM_BOUND_REMEDY})"
+    return None if message is None else f"{COMM_BOUND_HEAD}{message} ({comm_bound_remedy(step)})"
 
 
 # A training run with no deadline given is judged against a practical limit: an option that would take longer is

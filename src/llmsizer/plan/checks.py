@@ -15,7 +15,6 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from ..errors import InputError
-from ..estimate.duration import COMM_BOUND_REMEDY
 from ..estimate.inference.compose import check_engine_kv_dtype
 from ..recommend import PRACTICAL_TRAINING_SECONDS
 from ..request.spec import InferenceJob, Job, Request, TrainingJob
@@ -451,7 +450,7 @@ def run_risks(c: _Ctx) -> Iterator[Check]:
         bound = f.get("comm_bound")  # the duration's own warning (estimate/duration.py comm_bound_warning)
         if bound:
             yield c.check("network-bound", "warning", "Communication-bound", bound, j, "resources",
-                          COMM_BOUND_REMEDY)
+                          f["comm_bound_remedy"])
         if f.get("network_unknown"):
             yield c.check("network-unknown", "warning", "Interconnect bandwidth unknown",
                           f"no bandwidth for {', '.join(f['network_unknown'])}: communication time not estimated", j,

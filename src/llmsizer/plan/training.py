@@ -14,7 +14,13 @@ from typing import Any
 from ..catalog.hardware import Device, Instance
 from ..errors import InputError, LlmsizerError
 from ..estimate.device import target_memory, training_device_fields
-from ..estimate.duration import Duration, comm_bound_message, comm_bound_warning, training_duration_for
+from ..estimate.duration import (
+    Duration,
+    comm_bound_message,
+    comm_bound_remedy,
+    comm_bound_warning,
+    training_duration_for,
+)
 from ..estimate.fit import (
     FitResult,
     fit_training,
@@ -310,6 +316,7 @@ def plan_training(job: TrainingJob, req: Request, ctx: PlanContext) -> JobPlan:
         notes.warnings.extend(w for w in d.warnings if w != bound)
         if bound:
             notes.facts["comm_bound"] = comm_bound_message(d.step)
+            notes.facts["comm_bound_remedy"] = comm_bound_remedy(d.step)
         dur.add("flops_per_token", "FLOPs per token", d.flops_per_token, "FLOP", d.flops_formula, d.flops.source)
     dur.add("seconds", "wall-clock (estimated)", secs, "s", *wall_clock_how(d, gpus))
     steps = math.ceil(tokens / tokens_per_step) if tokens else None
