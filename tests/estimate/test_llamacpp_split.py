@@ -226,7 +226,7 @@ def test_n_cpu_moe_past_the_last_layer_is_every_layer():
     all48 = estimate_inference("qwen3-30b-a3b", n_cpu_moe=48, **kw).details["split"]
     big = estimate_inference("qwen3-30b-a3b", n_cpu_moe=1000, **kw).details["split"]
     assert big["devices"] == all48["devices"] and big["n_cpu_moe"] == 48
-    assert big["devices"][-1]["layers"] == "token embd, experts 0-47"
+    assert big["devices"][-1]["layers"] == "token embd, the experts of layers 0-47"
     # the assumption names the value llama.cpp acts on, and what was given (before: n_cpu_moe=1000, echoed)
     est = estimate_inference("qwen3-30b-a3b", n_cpu_moe=1000, **kw)
     a = next(a for a in est.assumptions if a.name == "n_cpu_moe")

@@ -357,7 +357,7 @@ def host_memory_verdict(host_bytes: int, host_memory: int, held: str,
     (3), (4) and (6)-(7): token embeddings, the layers not offloaded with ``-ngl``, the experts ``--n-cpu-moe`` keeps
     there, their KV cells and compute buffer, the host runtime). It fits when it leaves HOST_FIT_TARGET of the RAM
     free (eq. 1'', above: llama.cpp's own margin on a host-only run). ``held``: the placement's words for what the
-    host holds ('token embd, layers 0-12, experts 0-3', estimate/inference/llamacpp.py ``_split_details``). The one
+    host holds ('token embd, layers 0-12, the experts of layers 0-3', estimate/inference/llamacpp.py ``_split_details``). The one
     check of ``fit --auto`` (estimate/llamacpp_fit.py) and of ``fit`` with the flags given (estimate/fit.py); a
     training run's host part (what offload= keeps in pinned host RAM, per machine) against an instance's RAM is
     checked by the same rule (estimate/fit.py ``training_host``), ``rest`` its words for what else is there."""

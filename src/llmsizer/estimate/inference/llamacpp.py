@@ -267,7 +267,7 @@ def _split_details(parts: list[DevicePart], mode: str, shares: list[float], ngl:
         holds = p.layer_range()
         if not gpu:
             holds = "token embd" + ("" if not (p.layers or p.output) else ", " + holds) \
-                + (f", experts 0-{n_cpu_moe - 1}" if n_cpu_moe else "")
+                + (f", the experts of layers 0-{n_cpu_moe - 1}" if n_cpu_moe else "")
         devices.append({"device": p.name, "layers": holds, "n_layers": len(p.layers) + int(p.output),
                         "weights": p.weights, "experts": p.experts, "kv_cache": p.kv, "compute_buffer": p.compute,
                         "runtime": fixed, "total": p.total + fixed, "total_high": p.weights + p.kv + 2 * p.compute
