@@ -536,7 +536,7 @@ def inference_device_fields(device: Device) -> dict[str, Any]:
 
 
 def weights_capability(device: str, runtime: str, capability: int | None, engine: str | None,
-                       model_type: str) -> int | None:
+                       model_type: str, fmt: str | None = None) -> int | None:
     """The one rule of the CUDA compute capability the weights' dtype rules read (formulas/weight_formats.py
     ``engine_tensor_bytes``: vLLM's fp32 gate, ``vllm_gate_fp32``) for model type ``model_type`` served by ``engine``
     on device kind ``device`` ('gpu', 'cpu') of runtime ``runtime`` (``gpu_runtime``) and capability ``capability``
@@ -547,18 +547,21 @@ def weights_capability(device: str, runtime: str, capability: int | None, engine
     vLLM's ``current_platform.is_cuda()`` False), else the GPU's (None: not known, sized as on Hopper). The estimate
     (inference/compose.py) reads it from the workload, every other sizing of the same weights (the format ladder's
     weights-alone check, the speed model's weight reads, plan's need) from the Device through
-    :func:`device_weights_capability`, so one device gives one dtype."""
-    if engine != "vllm" or model_type not in VLLM_FP32_GATE:
+    :func:`device_weights_capability`, so one device gives one dtype. The same capability picks vLLM's MXFP4 MoE
+    backend (formulas/vllm_mxfp4.py ``vllm_mxfp4_backend``: what the experts keep resident), so on vLLM it is also
+    returned for any model at format ``fmt`` 'mxfp4' (None elsewhere: a weight cache entry per device only there)."""
+    if engine != "vllm" or (model_type not in VLLM_FP32_GATE and fmt != "mxfp4"):
         return None
     return 0 if device == "cpu" or runtime != "cuda" else capability
 
 
-def device_weights_capability(device: Device, engine: str | None, model_type: str) -> int | None:
+def device_weights_capability(device: Device, engine: str | None, model_type: str,
+                              fmt: str | None = None) -> int | None:
     """:func:`weights_capability` of the workload fields a named ``device`` decides (:func:`inference_device_fields`,
-    the fields `infer --device`, fit and the web put in the workload), for ``model_type`` on ``engine``: the same
-    capability the estimate reads."""
+    the fields `infer --device`, fit and the web put in the workload), for ``model_type`` at format ``fmt`` on
+    ``engine``: the same capability the estimate reads."""
     f = inference_device_fields(device)
-    return weights_capability(f["device"], f["gpu_runtime"], f["gpu_capability"], engine, model_type)
+    return weights_capability(f["device"], f["gpu_runtime"], f["gpu_capability"], engine, model_type, fmt)
 
 
 def cuda_capability(device: Device) -> int | None:

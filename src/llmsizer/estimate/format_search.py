@@ -332,8 +332,8 @@ def pick_format(spec: ModelSpec, device: Device, count: int, instance: Instance 
             asked = InferenceWorkload.group_size  # what the estimate takes when none is passed
         try:
             # the experts a bitsandbytes format keeps on eng, as fit counts; the device's dtype of an engine's
-            # tensor (vLLM's fp32 gate) as fit's estimate reads it
-            wb = rung_bytes(spec, fmt, group, eng, device_weights_capability(dev, eng, spec.model_type))
+            # tensor (vLLM's fp32 gate) and vLLM's MXFP4 backend as fit's estimate reads them
+            wb = rung_bytes(spec, fmt, group, eng, device_weights_capability(dev, eng, spec.model_type, fmt))
         except InputError:
             continue
         try:  # the margin fit keeps for this rung's engine (a rung may name another engine)

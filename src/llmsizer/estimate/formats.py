@@ -660,11 +660,13 @@ def rung_bytes(spec: ModelSpec, fmt: str, group_size: int = GROUP_SIZE_DEFAULT, 
     and whose own dtype for some tensors wins (formulas/weight_formats.py ``ENGINE_TENSOR_BYTES``: SGLang's fp32 DSA
     indexer ``weights_proj``), as the estimate's weights count them (inference/compose.py passes the engine to
     ``weight_bytes``); None: experts quantized, no engine's own dtype (a bound that rejects nothing an engine could
-    fit). ``capability``: the device's, where the engine's own dtype depends on it (vLLM's fp32 gate): estimate/
-    device.py ``device_weights_capability``, the estimate's rule; None: not known (sized as on Hopper)."""
+    fit). ``capability``: the device's, where the engine's own dtype or layout depends on it (vLLM's fp32 gate; the
+    MXFP4 MoE backend vLLM selects, formulas/vllm_mxfp4.py): estimate/device.py ``device_weights_capability`` at
+    this ``fmt``, the estimate's rule; None: not known (sized as on Hopper)."""
     kept = engine is not None and serving_fused_experts(spec, engine, fmt)
-    # vLLM's MXFP4 MoE keeps its swizzled scales beside the loaded ones (eq. X1), as its estimate's weights hold them
-    extra = vllm_mxfp4_resident_extra(spec, fmt) if engine == "vllm" else 0
+    # vLLM's MXFP4 MoE holds more than the checkpoint's experts on the backend the GPU selects (eq. X1-X3: Hopper's
+    # swizzled scales, Marlin's / FlashInfer's padding, float32 biases), as its estimate's weights hold them
+    extra = vllm_mxfp4_resident_extra(spec, fmt, capability=capability) if engine == "vllm" else 0
     return weight_bytes(spec, fmt, group_size, OTHER_BYTES_DEFAULT, fused_experts=kept, engine=engine,
                         capability=capability).total + extra
 

@@ -1159,7 +1159,7 @@ def _advice(job: InferenceJob, spec: ModelSpec, src: TrainingJob | None, adapter
     if adapters["mode"] is not None:  # the weights as the option's engine holds them on the device (``_smaller``'s
         w = rung_bytes(spec, fmt, rung_group_size(spec, fmt, None), engine,  # measure, at its CUDA capability)
                        None if device is None else device_weights_capability(device, engine,
-                                                                                spec.model_type))
+                                                                                spec.model_type, fmt))
         n = adapters["count"]
         per = adapters["per_adapter_dynamic"]
         origin = f"the adapter from training job '{src.name}'" if src is not None else "the LoRA adapters"

@@ -50,12 +50,13 @@ from ...formulas.kv_groups import (
 from ...formulas.recurrent_state import layer_state_bytes_per_device
 from ...formulas.tensor_parallel import kv_fraction_per_device, per_device
 from ...formulas.vllm_mixer_profile import vllm_mamba2_step_bytes
-from ...formulas.vllm_mxfp4 import vllm_mxfp4_resident_extra
+from ...formulas.vllm_mxfp4 import vllm_mxfp4_backend, vllm_mxfp4_resident_extra
 from ...result import Assumption, Item
 from ...specs.model import ModelSpec
 from ...units import format_bytes
 from .. import engines as E
 from ..allocator import context_span, device_context
+from ..device import weights_capability
 from .common import Context, cuda_total, kv_item, running_sequences, state_dtypes, state_item, weights_item
 from .media import Media, largest_image
 
@@ -102,31 +103,51 @@ def vllm_profile_images(ctx: Context, mnbt: int, mns: int) -> tuple[Media, int, 
                       "whatever the requests send)")
 
 
-# which MoE backend vLLM picks for MXFP4 depends on the GPU (vllm 0.14.1 quantization/mxfp4.py get_mxfp4_backend:
-# Triton matmul_ogs on Hopper, FlashInfer on Blackwell, Marlin on Ampere / Ada), which the workload does not carry:
-# the Hopper one, that the published load logs ran, is taken on every GPU and named
-VLLM_MXFP4_BACKEND_WHY = ("vLLM's MXFP4 MoE backend on Hopper (SM90): Triton matmul_ogs, whose swizzled scales sit "
-                          "beside the loaded ones, with float32 biases (formulas/vllm_mxfp4.py eq. X1); taken on "
-                          "every GPU: Blackwell's FlashInfer and Ampere/Ada's Marlin backends pad and lay out the "
-                          "experts differently (not modelled)")
+# vLLM's MXFP4 MoE backend by the GPU's CUDA compute capability (vllm 0.19.1 fused_moe/oracle/mxfp4.py
+# select_mxfp4_moe_backend: formulas/vllm_mxfp4.py vllm_mxfp4_backend), each with what it keeps resident
+VLLM_MXFP4_BACKEND_WHY = {
+    "triton": ("Triton matmul_ogs, vLLM's MXFP4 MoE backend on Hopper (compute capability 9.x): swizzled scales "
+               "beside the loaded ones, float32 biases, I padded to 64 (formulas/vllm_mxfp4.py eq. X1)"),
+    "marlin": ("Marlin, vLLM's MXFP4 MoE backend on Ampere / Ada (8.x) and on 11.0 and above (consumer Blackwell "
+               "12.x): the experts repacked at H padded to 256 and I to 128, bf16 biases (formulas/vllm_mxfp4.py "
+               "eq. X2)"),
+    "flashinfer_trtllm": ("FlashInfer TRT-LLM, vLLM's MXFP4 MoE backend on the SM100 family (10.x: B200, B300): "
+                          "the experts shuffled at H and I padded to 256, float32 biases (formulas/vllm_mxfp4.py "
+                          "eq. X3)"),
+}
+VLLM_MXFP4_STORAGE = {
+    "triton": "vLLM Triton swizzled scales + fp32 biases (eq. X1)",
+    "marlin": "vLLM Marlin padding of the experts (eq. X2)",
+    "flashinfer_trtllm": "vLLM FlashInfer TRT-LLM padding + fp32 biases (eq. X3)",
+}
 
 
-def _triton_mxfp4(ctx: Context) -> None:
-    """The bytes vLLM's Triton MXFP4 MoE holds beyond the checkpoint's experts (formulas/vllm_mxfp4.py eq. X1), added
-    to the weights this engine keeps resident (``ctx.wb``; the decode's bytes read, compose's weights_bytes, stay the
-    checkpoint's)."""
-    extra = vllm_mxfp4_resident_extra(ctx.spec, ctx.fmt, ctx.w.tensor_parallel)
+def _mxfp4_experts(ctx: Context) -> None:
+    """The bytes vLLM's MXFP4 MoE holds beyond the checkpoint's experts on the backend the device's CUDA compute
+    capability selects (formulas/vllm_mxfp4.py eq. X1-X3; the capability: estimate/device.py weights_capability),
+    added to the weights this engine keeps resident (``ctx.wb``; the decode's bytes read, compose's weights_bytes,
+    stay the checkpoint's). The backend is named as an assumption: where the capability is not known (no device
+    named) or the device runs without CUDA, Hopper's Triton backend is taken and said."""
+    w = ctx.w
+    capability = weights_capability(w.device, w.gpu_runtime, w.gpu_capability, w.engine, ctx.spec.model_type,
+                                    ctx.fmt)
+    extra = vllm_mxfp4_resident_extra(ctx.spec, ctx.fmt, w.tensor_parallel, capability)
     if not extra:
         return
-    ctx.acc.assumptions.append(Assumption("vllm_mxfp4_backend", "triton", True, VLLM_MXFP4_BACKEND_WHY))
+    backend = vllm_mxfp4_backend(capability)
+    where = ("compute capability not known: sized as on Hopper" if capability is None
+             else "no CUDA (ROCm's CK / Triton, XPU not modelled): sized as on Hopper" if capability == 0
+             else f"compute capability {capability // 10}.{capability % 10}")
+    ctx.acc.assumptions.append(Assumption("vllm_mxfp4_backend", backend, True,
+                                          f"{VLLM_MXFP4_BACKEND_WHY[backend]}; {where}"))
     storage = dict(ctx.wb.by_storage)
-    storage["vLLM Triton swizzled scales + fp32 biases (eq. X1)"] = extra
+    storage[VLLM_MXFP4_STORAGE[backend]] = extra
     ctx.wb = replace(ctx.wb, total=ctx.wb.total + extra, by_storage=storage)
 
 
 def compose_vllm(ctx: Context) -> None:
     spec, w, acc = ctx.spec, ctx.w, ctx.acc
-    _triton_mxfp4(ctx)
+    _mxfp4_experts(ctx)
     seqs_default, tokens_default = vllm_batch_defaults(w.memory)
     why = ("vllm serve default on GPUs with >= 70 GiB (EngineArgs batch defaults; vLLM gives an A100 the smaller "
            "pair, which the memory alone does not tell: give --max-num-seqs 256 --max-num-batched-tokens 2048 there)"
