@@ -125,8 +125,8 @@ VLLM_MXFP4_STORAGE = {
 def _mxfp4_experts(ctx: Context) -> None:
     """The bytes vLLM's MXFP4 MoE holds beyond the checkpoint's experts on the backend the device's CUDA compute
     capability selects (formulas/vllm_mxfp4.py eq. X1-X3; the capability: estimate/device.py weights_capability),
-    added to the weights this engine keeps resident (``ctx.wb``; the decode's bytes read, compose's weights_bytes,
-    stay the checkpoint's). The backend is named as an assumption: where the capability is not known (no device
+    added to the weights this engine keeps resident (``ctx.wb``: compose's weights item and ``weights_bytes`` include
+    them; the decode's bytes read stay the checkpoint's, review35 D4). The backend is named as an assumption: where the capability is not known (no device
     named) or the device runs without CUDA, Hopper's Triton backend is taken and said."""
     w = ctx.w
     capability = weights_capability(w.device, w.gpu_runtime, w.gpu_capability, w.engine, ctx.spec.model_type,
