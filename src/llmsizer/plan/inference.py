@@ -459,11 +459,11 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
                 # max_num_seqs then kv_dtype fp8, before a format change): the plan takes its first, as it takes
                 # the format below, and names it; one rule for `fit`'s hint and the plan
                 kept_job, said = settings_kept(job, at["engine_settings"][0]["changes"], f_peak, hw.label)
-                kept = _fit(spec, fit_target, fit_count, kept_job, fmt, kept_job.engine, ctx_peak, conc_peak,
-                            out_peak, ctx.hardware_files, job.resources.memory, per_node=fit_per_node)
-                if kept.fits:
+                kept_fit = _fit(spec, fit_target, fit_count, kept_job, fmt, kept_job.engine, ctx_peak, conc_peak,
+                                out_peak, ctx.hardware_files, job.resources.memory, per_node=fit_per_node)
+                if kept_fit.fits:
                     notes.assumptions.append(said)
-                    f_peak, job, at = kept, kept_job, None
+                    f_peak, job, at = kept_fit, kept_job, None
             if pinned is None and not f_peak.fits and at and "weights" in at and at["same_engine"] \
                     and "experts_in_host" not in at:
                 # no quantization key: the plan takes the format fit's one format rule picks on these devices
