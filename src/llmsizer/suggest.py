@@ -4,11 +4,16 @@ Similarity is :func:`difflib.get_close_matches` (Ratcliff/Obershelp ratio of mat
 case-insensitively; the original spelling of each option is returned. A name the serving engines or training
 frameworks give one of our keys (``OTHER_PROGRAMS_NAMES``: vLLM's ``tensor_parallel_size`` for ``tp``) is offered that
 key first, however unlike the spellings look.
+
+A search of a catalog by name (``models QUERY``, ``hardware list QUERY``, their web calls and Python functions) asks
+:func:`matches_name`, the one rule of what a query matches: whole name words, not any run of letters.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
+from functools import lru_cache
 
 MAX_SUGGESTIONS = 3  # names offered at most in one "did you mean"
 SUGGESTION_CUTOFF = 0.6  # difflib ratio below which a name is not offered (difflib's own default)
@@ -105,3 +110,41 @@ def unknown_choice(what: str, value: object, options: Iterable[str]) -> str:
     vllm, ...)"``. Every face asks this, so a Python caller's typo gets the suggestion the CLI's gets."""
     names = [str(o) for o in options]
     return f"unknown {what} {value!r}{did_you_mean(str(value), names)} (choose one of: {', '.join(names)})"
+
+
+# The one wording of the rule, in the commands' help and the web calls' descriptions
+NAME_QUERY_HELP = ("words to find in ids, names and aliases, the last one a word's beginning: '7b' finds "
+                   "qwen2.5-7b, not gemma-2-27b; 'qwen' finds qwen2.5-7b; an exact id finds itself (default: all)")
+
+# A name's words: runs of letters and digits, parted by '-', '_', '.', '/', spaces or any other sign; a decimal
+# number is one word ('1.7b' in Qwen3-1.7B, '3.1' in Llama-3.1-8B), so '7b' is not found in it.
+_WORD = re.compile(r"(?<![^\W_])\d+(?:\.\d+)+[^\W_]*|[^\W_]+")
+
+
+@lru_cache(maxsize=8192)
+def name_words(text: str) -> tuple[str, ...]:
+    """``text``'s words, lower case: ``'Qwen/Qwen2.5-7B'`` -> ``('qwen', 'qwen2', '5', '7b')``,
+    ``'Qwen3-1.7B'`` -> ``('qwen3', '1.7b')``."""
+    return tuple(_WORD.findall(text.lower()))
+
+
+def matches_name(query: str, names: Iterable[str]) -> bool:
+    """Whether a search ``query`` matches one of ``names`` (an entry's id, name and aliases): the query's words are
+    consecutive words of the name, the last a word's beginning, the others whole words, case and separators aside.
+    So ``'7b'`` matches ``qwen2.5-7b`` and ``llama-2-7b-hf`` but not ``gemma-2-27b``; ``'m3'`` matches
+    ``apple-m3-max`` but not a name holding ``HBM3``; ``'qwen'`` matches ``qwen2.5-7b`` (a word's beginning) and
+    ``'llama 3.1'`` matches ``llama-3.1-8b``; an exact id matches itself. A blank query matches every name; a query
+    with no letter or digit matches none."""
+    if not query.strip():
+        return True
+    q = name_words(query)
+    if not q:
+        return False
+    *whole, start = q
+    n = len(q)
+    for name in names:
+        w = name_words(name)
+        for i in range(len(w) - n + 1):
+            if w[i + n - 1].startswith(start) and list(w[i:i + n - 1]) == whole:
+                return True
+    return False

@@ -86,3 +86,27 @@ def test_assumption_values_as_the_cli_text_writes_them() -> None:
     assert True in values or False in values  # the premise: booleans among them
     got = _node("format.js", "assumptionValue", f"{json.dumps(values)}.map(assumptionValue)")
     assert got == [str(v) for v in values]
+
+
+def test_the_apis_line_in_the_forms_words() -> None:
+    """The API's detail names the body field ("field 'context': ...", probe24 C4); the form says it as it said the
+    CLI's "argument --context: ...": the control's label, the flag after it, the CLI's reason word for word."""
+    pytest.importorskip("fastapi")
+    from web_capture import post_api
+
+    cases = [({"context": "abc"}, ("--context", "abc"), "Context (--context): "),
+             ({"tp": 0}, ("--tp", "0"), "Tensor parallel (--tp): "),
+             ({"tensor_parallel": 0}, ("--tensor-parallel", "0"), "Tensor parallel (--tp): ")]
+    details, reasons = [], []
+    for body, flags, _ in cases:
+        r = post_api("/api/v1/infer", {"model": "llama-3.1-8b", **body})
+        key = next(iter(body))
+        assert r.status_code == 400 and r.json()["field"] == key
+        details.append(r.json()["detail"])
+        line = _line("infer", "llama-3.1-8b", *flags).removesuffix(" (see --help)")
+        reasons.append(line.split(": ", 1)[1])
+        assert details[-1] == f"field '{key}': {reasons[-1]}"
+    # the serving tab's control tensor_parallel has the flag --tp (calculator.js passes the control's flag)
+    said = _node("problems.js", "formMessage", f"{json.dumps(details)}.map((l, i) => formMessage(l, "
+                 f"{json.dumps(LABELS)}, i === 2 ? '--tp' : null))")
+    assert said == [prefix + reason for (_, _, prefix), reason in zip(cases, reasons, strict=True)]

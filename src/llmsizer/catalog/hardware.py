@@ -36,7 +36,7 @@ from ..formulas.cpu_peak import cpu_peak_flops, fma_width, matrix_tile_width
 from ..frozen import fast_init
 from ..inputs import not_true_or_false, short
 from ..numbers import BANDWIDTH, BYTES, CLOCK, DEVICE_MEMORY, MONEY, POSITIVE, SIZE, NumberError, Range, check_number
-from ..suggest import unknown_choice
+from ..suggest import matches_name, unknown_choice
 from ..units import GiB
 
 KINDS = ("gpu", "tpu", "accelerator", "apple", "cpu")
@@ -1032,16 +1032,16 @@ def find_hardware(name: str, hardware_files: Sequence[str | Path] = ()) -> Devic
 
 
 def search(text: str = "", kinds: Iterable[str] = (), hardware_files: Sequence[str | Path] = ()) -> list[Device | Instance]:
-    """Devices and instances whose id or name contains ``text``; ``kinds`` filters (gpu, apple, cpu, instance...)."""
+    """Devices and instances whose id, name or an alias ``text`` matches by words (``suggest.matches_name``: ``'m3'`` finds
+    the Apple M3 chips, not a name holding 'HBM3'; all when empty); ``kinds`` filters (gpu, apple, cpu, instance...)."""
     cat = load_catalog(hardware_files)
-    t = text.lower()
     ks = set(kinds)
     out: list[Device | Instance] = []
     for d in cat.devices.values():
-        if (not ks or d.kind in ks) and (not t or t in d.id or t in d.name.lower()):
+        if (not ks or d.kind in ks) and matches_name(text, (d.id, d.name, *d.aliases)):
             out.append(d)
     for i in cat.instances.values():
-        if (not ks or "instance" in ks or i.provider in ks) and (not t or t in i.id or t in i.name.lower()):
+        if (not ks or "instance" in ks or i.provider in ks) and matches_name(text, (i.id, i.name)):
             out.append(i)
     return out
 

@@ -27,7 +27,7 @@ from ..errors import InputError, ModelFileError, UnknownNameError
 from ..inputs import shown_model_name
 from ..readers.hf_config import spec_from_config
 from ..specs import ModelSpec
-from ..suggest import did_you_mean
+from ..suggest import did_you_mean, matches_name
 
 MODEL_SUGGESTION_CUTOFF = 0.5
 _FILE_STEM = re.compile(r"[a-z0-9][a-z0-9._-]*")  # what a catalog file may be named (its entry's name)  # looser than the default: model names share long prefixes ("qwen2.5-", "llama-3.")
@@ -222,10 +222,9 @@ def _spec(name: str) -> ModelSpec:
 
 
 def search(text: str = "") -> list[CatalogEntry]:
-    """Entries whose id, name or alias contains ``text`` (all when empty)."""
-    t = text.lower()
-    return [e for e in entries().values()
-            if not t or t in e.id.lower() or t in e.name or any(t in a.lower() for a in e.aliases)]
+    """Entries whose id, name or an alias ``text`` matches by words (``suggest.matches_name``: ``'7b'`` finds
+    qwen2.5-7b, not gemma-2-27b); all when empty."""
+    return [e for e in entries().values() if matches_name(text, (e.id, e.name, *e.aliases))]
 
 
 def search_some(text: str | None) -> list[CatalogEntry]:

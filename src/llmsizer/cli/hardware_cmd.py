@@ -14,6 +14,7 @@ from ..errors import InputError
 from ..estimate.device import host_link, target_memory
 from ..render.safe import say
 from ..render.text import table
+from ..suggest import NAME_QUERY_HELP
 from ..units import format_bytes
 from .commands import COMMAND_HELP
 from .common import check_output_file, emit_json, write_atomic
@@ -56,7 +57,7 @@ def register(sub: Any) -> None:
     hs = p.add_subparsers(dest="hw_command", metavar="{list,show,detect}")
     lp = hs.add_parser("list", help="list devices and instances", epilog=EPILOG,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
-    lp.add_argument("query", nargs="?", default="", help="text to search in ids and names")
+    lp.add_argument("query", nargs="?", default="", help=NAME_QUERY_HELP)
     _common(lp)
     lp.add_argument("--kind", choices=KIND_CHOICES, help="only this kind")
     lp.add_argument("--provider", help="only instances of this provider (aws, gcp, azure); with --kind, those whose "

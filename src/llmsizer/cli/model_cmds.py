@@ -17,6 +17,7 @@ from ..render.safe import say
 from ..render.text import table
 from ..specs import ENGINES, InferenceWorkload, ModelSpec, TrainingWorkload
 from ..specs.workload import OUTPUT_TOKENS, engine_rule_text
+from ..suggest import NAME_QUERY_HELP
 from ..units import bytes_text, format_bytes, format_count
 from .commands import COMMAND_HELP
 from .common import (
@@ -60,7 +61,7 @@ def register(sub: Any) -> None:
                               "cpu, a detected machine)\nis judged on memory only, its speed 'unknown' and the reason "
                               "stated; exit code 0 when at least\none model fits, 1 when none does.",
                        formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("query", nargs="?", default="", help="text to search in ids and names")
+    p.add_argument("query", nargs="?", default="", help=NAME_QUERY_HELP)
     p.add_argument("--fits-on", metavar="DEVICE", help="a device or instance: which models fit it, at which format "
                    "and speed; 'detected': this machine, detected as `hardware detect` reads it (its GPUs, else its "
                    "CPU), no file written")

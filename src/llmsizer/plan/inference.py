@@ -160,6 +160,24 @@ def job_engine(job: InferenceJob, spec: ModelSpec, device: Device | None, hw: Ha
     return default_engine(device, hw.per_node, fmt, spec, job.engine_settings.fields())
 
 
+def settings_kept(job: InferenceJob, changes: dict[str, Any], f: FitResult, where: str) -> tuple[InferenceJob,
+                                                                                                   Assumption]:
+    """The job with the engine settings of fit's hint (``FitResult.fits_at["engine_settings"]``, estimate/fit.py
+    ``engine_settings_fit``: ``max_num_seqs``, ``kv_dtype``) on the engine ``f`` ran (the job's, else its devices'
+    default, named so the setting reaches it), and the assumption that says so: the request's key for each."""
+    settings = {k: v for k, v in changes.items() if k != "kv_dtype"}
+    kept = replace(job, engine=job.engine or f.engine, kv_cache_dtype=changes.get("kv_dtype", job.kv_cache_dtype),
+                   engine_settings=replace(job.engine_settings, **settings))
+    keys = ", ".join(f"{'kv_cache_dtype' if k == 'kv_dtype' else 'engine_settings.' + k}: {v}"
+                     for k, v in changes.items())
+    said = Assumption("engine_settings", keys, True,
+                      f"not given: {f.weights_format} on {f.engine} does not fit {where} at the peak load with the "
+                      f"engine's defaults, and does with {keys}, the weights kept (`fit`'s hint, estimate/fit.py "
+                      "engine_settings_fit: the engine's settings before a format change); give them, or "
+                      "quantization, to pin")
+    return kept, said
+
+
 def engine_settings(job: InferenceJob, engine: str | None) -> dict[str, Any]:
     """The job's engine_settings, engine_version and ``resources.fit_target`` (llama.cpp's margin, as `fit
     --fit-target`) when ``engine`` is the job's own engine (the reader refuses a setting of another engine); none
@@ -436,6 +454,16 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
                           out_peak, ctx.hardware_files, job.resources.memory, fits_at=pinned is None,
                           rate=("peak", rates[1]) if rates else None, per_node=fit_per_node)
             at = f_peak.fits_at
+            if pinned is None and not f_peak.fits and at and at.get("engine_settings"):
+                # fit's hint keeps the weights first (estimate/fit.py engine_settings_fit: the engine's own settings,
+                # max_num_seqs then kv_dtype fp8, before a format change): the plan takes its first, as it takes
+                # the format below, and names it; one rule for `fit`'s hint and the plan
+                kept_job, said = settings_kept(job, at["engine_settings"][0]["changes"], f_peak, hw.label)
+                kept_fit = _fit(spec, fit_target, fit_count, kept_job, fmt, kept_job.engine, ctx_peak, conc_peak,
+                                out_peak, ctx.hardware_files, job.resources.memory, per_node=fit_per_node)
+                if kept_fit.fits:
+                    notes.assumptions.append(said)
+                    f_peak, job, at = kept_fit, kept_job, None
             if pinned is None and not f_peak.fits and at and "weights" in at and at["same_engine"] \
                     and "experts_in_host" not in at:
                 # no quantization key: the plan takes the format fit's one format rule picks on these devices

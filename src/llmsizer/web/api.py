@@ -20,6 +20,7 @@ from ..errors import FieldError, InputError, LlmsizerError
 from ..models import names_only
 from ..readers.safe_io import loads_bounded
 from ..request import RequestError
+from ..suggest import NAME_QUERY_HELP
 from . import bridge
 from .guards import BODY_LIMIT, REPORT_CSP, internal_error
 from .problems import PROBLEM_JSON, PROBLEM_SCHEMA, Problem, from_error
@@ -152,7 +153,7 @@ def index(request: Request) -> dict[str, Any]:
 
 
 @router.get("/models", summary="list or search the model catalog (models --json)", responses={200: _ANSWER, **_ERRORS})
-async def models(request: Request, query: str | None = Query(None, description="text to search in ids and names"),
+async def models(request: Request, query: str | None = Query(None, description=NAME_QUERY_HELP),
                  fits_on: str | None = Query(None, description="a device or instance: which models fit it"),
                  count: str | None = None, context: str | None = None, concurrency: str | None = None,
                  output_tokens: str | None = None, kv_dtype: str | None = None,
@@ -176,7 +177,7 @@ async def models(request: Request, query: str | None = Query(None, description="
             responses={200: _ANSWER, **_ERRORS})
 async def models_fits_on(request: Request,
                          fits_on: str = Query(description="a device or instance (hardware list): which models fit it"),
-                         query: str | None = Query(None, description="text to search in ids and names"),
+                         query: str | None = Query(None, description=NAME_QUERY_HELP),
                          count: str | None = None, context: str | None = None,
                          concurrency: str | None = None, output_tokens: str | None = None,
                          kv_dtype: str | None = None, engine: str | None = None,
@@ -276,7 +277,7 @@ async def formats(request: Request) -> Response:
 
 
 @router.get("/hardware", summary="the hardware catalog (hardware list --json)", responses={200: _ANSWER, **_ERRORS})
-async def hardware(request: Request, query: str | None = Query(None, description="text to search in ids and names"),
+async def hardware(request: Request, query: str | None = Query(None, description=NAME_QUERY_HELP),
                    kind: str | None = Query(None, description="gpu, tpu, accelerator, apple, cpu, instance"),
                    provider: str | None = Query(None, description="aws, gcp, azure")) -> Response:
     from ..cli.hardware_cmd import list_answer

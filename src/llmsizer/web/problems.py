@@ -26,7 +26,8 @@ PROBLEM_SCHEMA: dict[str, Any] = {
         "title": {"type": "string", "description": "the HTTP status phrase"},
         "status": {"type": "integer"},
         "detail": {"type": "string", "description": "the one line the CLI prints after 'llmsizer: error: ' for the "
-                                                    "same input"},
+                                                    "same input, its where-prefix 'argument --FLAG: ' written "
+                                                    "'field 'FIELD': ' (the field the request gave)"},
         "field": {"type": "string", "description": "the input at fault, on every 4xx: the body field or query "
                                                    "parameter (request for a request file's text), a path parameter "
                                                    "(model, name, rid), or the part of the HTTP request: body (not "
@@ -40,11 +41,27 @@ PROBLEM_SCHEMA: dict[str, Any] = {
 }
 
 
+# argparse's where-prefix of a usage error: 'argument --memory: ', 'argument --tp/--tensor-parallel: '
+_WHERE = re.compile(r"argument (-{1,2}[\w-]+(?:/-{1,2}[\w-]+)*): ")
+
+
+def web_detail(detail: str, field: str | None) -> str:
+    """The CLI's line as the web says it: where it begins with argparse's ``argument --memory: `` (the flag the
+    command line typed) and ``field`` is that option's field, the web names the field the request gave, ``field
+    'memory': `` (the wording of the web's own refusals, ``field 'x': ...``); the reason after it is the CLI's word
+    for word (probe24 C4). Any other line is the CLI's unchanged. The one home of a web error's where-prefix."""
+    m = _WHERE.match(detail)
+    if m is None or not field or "--" + field.replace("_", "-") not in m.group(1).split("/"):
+        return detail
+    return f"field '{field}': {detail[m.end():]}"
+
+
 class Problem(Exception):
-    """An answer that is an error: status, the one-line detail, the field at fault."""
+    """An answer that is an error: status, the one-line detail (``web_detail``), the field at fault."""
 
     def __init__(self, status: int, detail: str, field: str | None, errors: list[str] | None = None,
                  headers: dict[str, str] | None = None) -> None:
+        detail = web_detail(detail, field)
         super().__init__(detail)
         self.status, self.detail, self.field, self.errors, self.headers = status, detail, field, errors, headers
 
@@ -55,9 +72,10 @@ class Problem(Exception):
 def problem_response(status: int, detail: str, field: str | None, errors: list[str] | None = None,
                      headers: dict[str, str] | None = None) -> Response:
     """The problem+json answer. ``field`` is required of every caller (None only for a 5xx, which is the server's
-    fault, not an input's): every 4xx names the input at fault (PROBLEM_SCHEMA's ``field``)."""
+    fault, not an input's): every 4xx names the input at fault (PROBLEM_SCHEMA's ``field``), in ``detail`` too
+    (``web_detail``)."""
     body: dict[str, Any] = {"type": "about:blank", "title": HTTPStatus(status).phrase, "status": status,
-                            "detail": detail}
+                            "detail": web_detail(detail, field)}
     if field:
         body["field"] = field
     if errors:

@@ -5,7 +5,7 @@ CLI's first line."""
 from __future__ import annotations
 
 import pytest
-from web_api_helpers import cli_error_line, run_cli
+from web_api_helpers import cli_error_line, run_cli, web_line
 
 from llmsizer.inputs import SHOWN_MODEL_NAME
 
@@ -16,7 +16,7 @@ def test_a_long_unknown_model_name_is_cut_in_the_error(client, name) -> None:
     # before: the 2,000-character name echoed whole (a 2,069-byte line)
     assert line.startswith("unknown model ") and "..." in line and len(line) < SHOWN_MODEL_NAME + 120
     r = client.post("/api/v1/infer", json={"model": name})
-    assert r.status_code == 400 and r.json()["detail"] == line
+    assert r.status_code == 400 and r.json()["detail"] == web_line(line, r.json()["field"])
 
 
 def test_a_short_unknown_model_name_is_shown_whole(client) -> None:
@@ -30,7 +30,7 @@ def test_tensor_split_error_names_the_flag(client) -> None:
     # before: "tensor_split: expected ..." (the Python name, not the flag the user typed)
     assert line.startswith("--tensor-split: expected non-negative proportions"), line
     r = client.post("/api/v1/infer", json={"model": "llama-3.1-8b", "tensor_split": "0"})
-    assert r.status_code == 400 and r.json()["detail"] == line
+    assert r.status_code == 400 and r.json()["detail"] == web_line(line, r.json()["field"])
 
 
 MANY_ERRORS = """\

@@ -8,7 +8,7 @@ Before: `recommend --kwh-price 0` was refused "out of range ... (US dollars, mor
 from __future__ import annotations
 
 import pytest
-from web_api_helpers import cli_error_line, run_cli, run_cli_json
+from web_api_helpers import cli_error_line, run_cli, run_cli_json, web_line
 
 import llmsizer
 from llmsizer.errors import FieldError, InputError
@@ -77,4 +77,4 @@ def test_the_web_takes_and_refuses_a_kwh_price_as_the_cli_does(client):
     for command, body in (("fit", {"device": "rtx-4090"}), ("recommend", {"train": True, "tokens": "1B"})):
         r = client.post(f"/api/v1/{command}", json={"model": "llama-3.2-1b", **body, "kwh_price": -1})
         assert r.status_code == 400 and r.json()["field"] == "kwh_price", r.text
-        assert r.json()["detail"] == cli_error_line(*FIT, "--kwh-price", "-1"), r.text
+        assert r.json()["detail"] == web_line(cli_error_line(*FIT, "--kwh-price", "-1"), "kwh_price"), r.text

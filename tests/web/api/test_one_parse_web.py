@@ -6,7 +6,7 @@ modelled for (an encoder-decoder on SGLang) names the body's field ``engine`` (n
 from __future__ import annotations
 
 import pytest
-from web_api_helpers import cli_error_line
+from web_api_helpers import cli_error_line, web_line
 
 from llmsizer import TrainingWorkload, estimate_inference
 from llmsizer.errors import FieldError
@@ -29,7 +29,7 @@ def test_a_suffix_on_the_web_is_the_number_python_reads(client) -> None:
 def test_a_word_for_an_integer_is_the_clis_message(client) -> None:
     r = client.post("/api/v1/train", json={"model": MODEL, "grad_accumulation": "yes"})
     assert r.status_code == 400 and r.json()["field"] == "grad_accumulation", r.text
-    assert r.json()["detail"] == cli_error_line("train", MODEL, "--grad-accumulation", "yes")
+    assert r.json()["detail"] == web_line(cli_error_line("train", MODEL, "--grad-accumulation", "yes"), r.json()["field"])
 
 
 def test_the_engine_refusal_names_the_bodys_field(client) -> None:

@@ -5,7 +5,7 @@ inside a formula). Each case failed on at least one surface before its fix."""
 from __future__ import annotations
 
 import pytest
-from web_api_helpers import cli_error_line, run_cli
+from web_api_helpers import cli_error_line, run_cli, web_line
 
 import llmsizer
 from llmsizer.errors import InputError
@@ -24,7 +24,7 @@ def test_a_gpu_serving_engine_on_apple_is_refused_by_infer_as_by_fit(client) -> 
     for route in ("infer", "fit"):
         r = client.post(f"/api/v1/{route}", json={"model": "llama-3.1-8b", "engine": "vllm",
                                                    "device": "apple-m3-max-64gb"})
-        assert r.status_code == 400 and r.json()["detail"] == line
+        assert r.status_code == 400 and r.json()["detail"] == web_line(line, r.json()["field"])
     with pytest.raises(InputError) as e:
         llmsizer.estimate_inference("llama-3.1-8b", engine="vllm", device="apple-m3-max-64gb")
     assert str(e.value) == line
@@ -51,7 +51,7 @@ def test_a_bad_duration_names_its_flag(flag: str, value: str, words: str, client
     line = cli_error_line("recommend", "llama-3.1-8b", flag, value)
     assert line.startswith(f"argument {flag}: ") and words in line
     r = client.post("/api/v1/recommend", json={"model": "llama-3.1-8b", flag[2:].replace("-", "_"): value})
-    assert r.status_code == 400 and r.json()["detail"] == line
+    assert r.status_code == 400 and r.json()["detail"] == web_line(line, r.json()["field"])
 
 
 @pytest.mark.parametrize("call,field", [

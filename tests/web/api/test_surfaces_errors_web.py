@@ -5,7 +5,7 @@ webwords: one rule for every error, API.md "Errors"; surfaces had the web write 
 from __future__ import annotations
 
 import pytest
-from web_api_helpers import cli_error_line
+from web_api_helpers import cli_error_line, web_line
 
 pytest.importorskip("httpx")
 pytest.importorskip("fastapi")
@@ -18,7 +18,7 @@ def test_a_money_reader_says_the_clis_line(client) -> None:
     assert "(the hourly limit is --max-cost-per-hour)" in line
     r = client.post("/api/v1/recommend", json={"model": "qwen2.5-0.5b", "max_cost": "$5/h"})
     assert r.status_code == 400 and r.json()["field"] == "max_cost"
-    assert r.json()["detail"] == line
+    assert r.json()["detail"] == web_line(line, r.json()["field"])
 
 
 @pytest.mark.parametrize("path, extra", [("/api/v1/infer", ()), ("/api/v1/recommend", ())])
@@ -27,7 +27,7 @@ def test_a_setting_two_engines_read_says_the_clis_line(client, path, extra) -> N
     line = cli_error_line(command, "llama-3.1-8b", "--max-num-seqs", "64", *extra)
     r = client.post(path, json={"model": "llama-3.1-8b", "max_num_seqs": 64})
     assert r.status_code == 400 and r.json()["field"] == "max_num_seqs"
-    assert r.json()["detail"] == line and "give --engine vllm or --engine sglang" in line
+    assert r.json()["detail"] == web_line(line, r.json()["field"]) and "give --engine vllm or --engine sglang" in line
 
 
 def _kv_request(engine: str) -> str:

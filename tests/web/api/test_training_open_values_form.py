@@ -14,7 +14,7 @@ import argparse
 from typing import Any
 
 import pytest
-from web_api_helpers import TrainPanelParser, cli_error_line, command_flags, fed_page, run_cli_json
+from web_api_helpers import TrainPanelParser, cli_error_line, command_flags, fed_page, run_cli_json, web_line
 
 from llmsizer.cli.main import build_parser
 
@@ -198,6 +198,6 @@ def test_a_bad_open_value_is_the_clis_line(client, body: dict[str, Any], flags: 
     r = client.post("/api/v1/train", json={"model": "qwen2.5-0.5b", **body})
     assert r.status_code == 400, r.text
     problem = r.json()
-    assert problem["detail"] == line
+    assert problem["detail"] == web_line(line, problem["field"])
     bad = next(k for k in body if k in NAMED)
     assert problem["field"] == bad, (problem["field"], line)

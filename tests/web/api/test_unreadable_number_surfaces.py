@@ -14,7 +14,7 @@ from __future__ import annotations
 import sys
 
 import pytest
-from web_api_helpers import ROOT, cli_error_line
+from web_api_helpers import ROOT, cli_error_line, web_line
 
 import llmsizer
 from llmsizer.errors import InputError
@@ -53,7 +53,7 @@ def test_a_word_for_the_zero_stage_is_one_message_on_every_surface(client, tmp_p
     assert str(e.value) == f"zero: {said}"
     r = client.post("/api/v1/train", json={"model": "qwen2.5-0.5b", "zero": "yes"})
     assert r.status_code == 400 and r.json()["field"] == "zero", r.text
-    assert r.json()["detail"] == _cli_line("--zero", "yes"), r.text
+    assert r.json()["detail"] == web_line(_cli_line("--zero", "yes"), r.json()["field"]), r.text
 
 
 def test_an_out_of_range_micro_batch_names_one_reason_on_every_surface(client, tmp_path) -> None:
@@ -65,7 +65,7 @@ def test_an_out_of_range_micro_batch_names_one_reason_on_every_surface(client, t
     assert str(e.value) == f"micro_batch: {said}"
     r = client.post("/api/v1/train", json={"model": "qwen2.5-0.5b", "micro_batch": -2})
     assert r.status_code == 400 and r.json()["field"] == "micro_batch", r.text
-    assert r.json()["detail"] == _cli_line("--micro-batch", "-2"), r.text
+    assert r.json()["detail"] == web_line(_cli_line("--micro-batch", "-2"), r.json()["field"]), r.text
 
 
 def test_a_count_that_takes_suffixes_says_so_and_reads_them(tmp_path) -> None:

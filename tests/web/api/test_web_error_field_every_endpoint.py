@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from web_api_helpers import ROOT, cli_error_line, run_cli
+from web_api_helpers import ROOT, cli_error_line, run_cli, web_line
 
 pytest.importorskip("httpx")
 pytest.importorskip("fastapi")
@@ -119,7 +119,7 @@ def test_every_4xx_names_its_field_and_says_the_clis_line(client, tmp_path, meth
     assert p.get("field") == field, p
     if cli is not None:
         text = body.get("request") if isinstance(body, dict) else None
-        assert p["detail"] == cli_line(cli, tmp_path, text if isinstance(text, str) else None), p
+        assert p["detail"] == web_line(cli_line(cli, tmp_path, text if isinstance(text, str) else None), p["field"]), p
 
 
 def test_the_table_drives_every_route(app) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 from test_engine_settings_form import _form
-from web_api_helpers import cli_error_line, run_cli, run_cli_json
+from web_api_helpers import cli_error_line, run_cli, run_cli_json, web_line
 
 from llmsizer.specs import ENGINES
 
@@ -70,7 +70,7 @@ def test_a_bad_degree_is_refused_with_the_clis_line_at_its_field(client, key: st
     assert r.status_code == 400, r.text
     p = r.json()
     assert p["field"] == key
-    assert p["detail"] == cli_error_line("infer", MODEL, "--engine", "vllm", "--tp", value)
+    assert p["detail"] == web_line(cli_error_line("infer", MODEL, "--engine", "vllm", "--tp", value), p["field"])
 
 
 @pytest.mark.parametrize("key", ["tensor_parallel", "tp"])
@@ -81,7 +81,7 @@ def test_a_degree_the_model_refuses_is_refused_as_infer_refuses_it(client, key: 
     assert r.status_code == 400, r.text
     line = cli_error_line("infer", MODEL, "--engine", "vllm", "--tp", "3")
     assert line.startswith("--tp 3 does not divide the 14 attention heads"), line
-    assert r.json()["field"] == key and r.json()["detail"] == line
+    assert r.json()["field"] == key and r.json()["detail"] == web_line(line, r.json()["field"])
 
 
 def test_llamacpp_refuses_tp_naming_the_tp_field_on_every_surface(client) -> None:

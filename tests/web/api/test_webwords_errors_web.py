@@ -1,6 +1,7 @@
 """The web's errors (task `webwords`): one rule for every 400, whatever raised it (argparse, a value's reader, a
 FieldError, an error found after parsing): ``detail`` is exactly the CLI's line for the same input, options named
-as the CLI names them, and ``field`` is the body's key for the input at fault (API.md "Errors"). Before, a
+as the CLI names them (but argparse's where-prefix "argument --context: ", which the web writes "field 'context': ",
+probe24 C4), and ``field`` is the body's key for the input at fault (API.md "Errors"). Before, a
 FieldError's flag was written as the body's key (``n_gpu_layers applies ...``) while every other error kept the
 CLI's flags (``--tp 2 does not divide``, ``give it with --memory``, ``argument --context:``): two rules at once.
 The request endpoints answer every error of the file with ``errors``, one line or several."""
@@ -8,7 +9,7 @@ The request endpoints answer every error of the file with ``errors``, one line o
 from __future__ import annotations
 
 import pytest
-from web_api_helpers import cli_error_line
+from web_api_helpers import cli_error_line, web_line
 
 pytest.importorskip("httpx")
 pytest.importorskip("fastapi")
@@ -42,7 +43,7 @@ def test_every_web_error_is_the_clis_line(client, route, body, field, argv) -> N
     assert r.status_code == 400, r.text
     problem = r.json()
     assert problem["field"] == field, problem
-    assert problem["detail"] == cli_error_line(route, M, *argv), problem
+    assert problem["detail"] == web_line(cli_error_line(route, M, *argv), field), problem  # the where-prefix names the field
 
 
 def test_a_training_hint_keeps_the_clis_options(client) -> None:

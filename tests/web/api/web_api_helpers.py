@@ -32,6 +32,19 @@ def cli_error_line(*args: str) -> str:
     return lines[0].removeprefix("llmsizer: error: ").removesuffix(" (see --help)")  # the web says no --help
 
 
+def web_line(line: str, field: str) -> str:
+    """The web's ``detail`` for the CLI's ``line`` (probe24 C4): argparse's where-prefix ``argument --FLAG: `` (every
+    spelling of the option, ``--tp/--tensor-parallel``) becomes ``field 'FIELD': ``, the field the request gave; the
+    reason after it is the CLI's word for word; a line without that prefix, or whose option is not the field's, is
+    the CLI's."""
+    if not line.startswith("argument --") or not field:
+        return line
+    where, reason = line.split(": ", 1)
+    if "--" + field.replace("_", "-") not in where.removeprefix("argument ").split("/"):
+        return line
+    return f"field '{field}': {reason}"
+
+
 def command_flags(command: str) -> list:
     """The flag actions of ``llmsizer COMMAND`` as the CLI parses them (the whole CLI's parser)."""
     import argparse

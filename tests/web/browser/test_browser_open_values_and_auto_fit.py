@@ -54,7 +54,8 @@ def test_a_bad_open_value_is_shown_at_its_box(page: Page) -> None:
     page.locator("#train-advanced summary").click()
     page.get_by_label("--context-parallel", exact=True).fill("x")
     page.wait_for_selector("#problem:not([hidden])")
-    assert "argument --context-parallel/--cp: cannot read 'x' as a number" in page.locator("#problem").inner_text()
+    # the API names the field the form sent (the CLI says "argument --context-parallel/--cp: ", web_detail)
+    assert "field 'context_parallel': cannot read 'x' as a number" in page.locator("#problem").inner_text()
     assert page.get_by_label("--context-parallel", exact=True).get_attribute("aria-invalid") == "true"
 
 

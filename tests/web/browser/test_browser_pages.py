@@ -207,7 +207,8 @@ def test_bad_input_shows_the_cli_message_at_its_field_and_the_yaml_is_a_valid_re
     assert r.returncode == 2
     message = r.stderr.strip().removeprefix("llmsizer: error: ").removesuffix(" (see --help)")
     page.wait_for_selector("#problem:not([hidden])")
-    assert page.locator("#problem").inner_text() == message
+    assert message.startswith("argument --context: ")  # the CLI names the flag; the web the field (web_detail)
+    assert page.locator("#problem").inner_text() == "field 'context': " + message.removeprefix("argument --context: ")
     assert page.get_by_label("Context", exact=True).get_attribute("aria-invalid") == "true"
     page.get_by_label("Context", exact=True).fill("16k")
     page.wait_for_selector("#problem", state="hidden")

@@ -52,7 +52,8 @@ def test_vllm_tp2_typed_on_the_form_is_infers_answer_per_gpu(page: Page) -> None
     # a bad degree: the CLI's line, at the control
     tp.fill("0")
     page.wait_for_selector("#problem:not([hidden])")
-    assert "argument --tp/--tensor-parallel: 0 is out of range" in page.locator("#problem").inner_text()
+    # the API names the field the form sent, tp (the CLI says "argument --tp/--tensor-parallel: ", web_detail)
+    assert "field 'tp': 0 is out of range" in page.locator("#problem").inner_text()
     assert tp.get_attribute("aria-invalid") == "true"
     tp.fill("2")
     page.wait_for_selector("#problem[hidden]", state="attached")

@@ -173,8 +173,9 @@ function controlsSent() {
   return { names, flags, labels };
 }
 
-/** A 400: the CLI's line in the box above the results (the same line `llmsizer` prints), and the form's wording of
- * it at the field the API names (problems.js), or the box alone when the form has no such field. */
+/** A 400: the API's line in the box above the results (the line `llmsizer` prints, its "argument --FLAG:" written
+ * "field 'FIELD':"), and the form's wording of it at the field the API names (problems.js), or the box alone when
+ * the form has no such field. */
 function showProblem(e) {
   const p = $("problem");
   $("results").classList.toggle("stale", Boolean(e)); // the numbers below answer the previous input
@@ -184,7 +185,7 @@ function showProblem(e) {
   p.textContent = e.message;
   const { names, flags, labels } = controlsSent();
   const name = controlOf(e.field, names, FORM_NAMES[tab], flags);
-  if (name) showAtField(form.elements.namedItem(name), formMessage(e.message, labels));
+  if (name) showAtField(form.elements.namedItem(name), formMessage(e.message, labels, flags[name]));
 }
 
 let deviceKinds = []; // the serving tab's devices known by their kind only (gpu, cpu: no memory of their own)

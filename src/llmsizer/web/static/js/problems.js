@@ -1,10 +1,12 @@
 // The web error renderer: the one place a form turns the API's 400 (the CLI's one-line message and the field at
 // fault, web/problems.py) into a message at that field. The message keeps the CLI's text; only the flags the form
-// has a control for are named by the control's label, the flag kept after it ("argument --context: ..." ->
-// "Context (--context): ..."), and the CLI's "(see --help)" is left out (the field's own hint is beside it).
+// has a control for are named by the control's label, the flag kept after it ("argument --context: ..." or the
+// API's "field 'context': ..." -> "Context (--context): ..."), and the CLI's "(see --help)" is left out (the field's own hint is beside it).
 
-/** The CLI's message as the form says it. ``labels``: flag -> the label of the form control that gives it. */
-export function formMessage(detail, labels) {
+/** The CLI's message as the form says it. ``labels``: flag -> the label of the form control that gives it;
+ * ``fieldFlag``: the flag of the control the API's ``field`` names (controlOf), when the form's name for it is not
+ * its flag's (the serving tab's tensor_parallel is --tp). */
+export function formMessage(detail, labels, fieldFlag = null) {
   const named = (flag) => (labels[flag] ? `${labels[flag]} (${flag})` : flag);
   return String(detail)
     .replace(/\s*\(see --help\)/g, "")
@@ -12,6 +14,11 @@ export function formMessage(detail, labels) {
     .replace(/\bargument ((?:-{1,2}[\w-]+)(?:\/-{1,2}[\w-]+)*):/g, (all, flags) => {
       const known = flags.split("/").find((f) => labels[f]);
       return known ? `${named(known)}:` : all;
+    })
+    // the API's where-prefix names the body field ("field 'context': ...", web/problems.py web_detail): its control
+    .replace(/^field '(\w+)':/, (all, field) => {
+      const flag = labels[fieldFlag] ? fieldFlag : `--${field.replaceAll("_", "-")}`;
+      return labels[flag] ? `${named(flag)}:` : all;
     })
     .replace(/(^|[^\w(/-])(--[a-z][\w-]*)/g, (all, before, flag) => (labels[flag] ? `${before}${named(flag)}` : all));
 }
