@@ -104,6 +104,7 @@ def test_type_a_model_change_the_context_and_equal_the_api_and_the_cli(page: Pag
     model = page.get_by_label("Model", exact=True)
     model.fill("")
     model.press_sequentially("qwen2.5-7b")
+    page.locator("#memory").fill("24GiB")  # empty by default (probe26 D1)
     page.get_by_label("Context", exact=True).fill("4k")
     args = ["--memory", "24GiB", "--max-context", "--max-concurrency"]
     at4k = cli("infer", "qwen2.5-7b", "--context", "4k", *args)

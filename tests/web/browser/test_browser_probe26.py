@@ -1,0 +1,68 @@
+"""probe26's web defects, each in real Chromium against a real server, checked against the CLI's own answer (a
+separate ``llmsizer`` process) for the same input:
+
+- D1: the Memory field is empty by default, so a chosen device's own memory is the budget (as ``infer --device
+  h100``); a memory typed beside the device is named as overriding the device's in the assumptions.
+- D6: a CPU's whole answer is in host RAM: the headline is the host total (``TOTAL host``), not 0 B.
+- D5: llama.cpp's auto-fit with the Device left at its placeholder sends infer's default device, so its command is
+  one ``fit`` answers (fit requires --device).
+- D3: at a 375 px viewport no page scrolls sideways (the top nav wraps).
+- D4: Escape in the Model box leaves the model (it closes the suggestions only).
+- D7: a /compare 400 is marked at its field, the CLI's line beside it.
+(D2, the plan's JSON download = the bytes of ``plan -o report.json``: test_browser_pages.py
+test_open_the_report_and_download_it.)
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from browser_helpers import CHROMIUM, ROOT, SKIP, cli_env
+from playwright.sync_api import Browser, Page
+
+sys.path.insert(0, str(Path(__file__).parent))
+from test_browser_pages import cli, ready, wait_attr  # noqa: E402
+
+pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason=SKIP)
+
+MODEL = "llama-3.1-8b"
+
+
+def _assumption_row(page: Page, name: str) -> str:
+    row = page.locator("#assumptions tbody tr", has=page.locator(f"code:text-is('{name}')"))
+    return row.inner_text()
+
+
+def test_a_chosen_device_is_sized_by_its_own_memory_unless_one_is_typed(page: Page) -> None:
+    ready(page, "/")
+    memory = page.locator("#memory")
+    assert memory.input_value() == ""  # no default memory: it would override any device chosen
+    assert "24GiB" in (memory.get_attribute("placeholder") or "")  # an example, not a value
+    want = cli("infer", MODEL, "--device", "h100", "--max-context", "--max-concurrency")
+    own = cli("hardware", "show", "h100-sxm")["memory_bytes"]  # the catalog's figure for the device
+    assert want["details"]["device_memory"] == own
+    page.get_by_label("Device", exact=True).fill("h100")
+    wait_attr(page, "#total", "bytes", want["totals"]["device"]["bytes"], "infer --device h100")
+    assert "given" not in _assumption_row(page, "device_memory")
+
+    # a memory typed beside the device: the answer of infer --device h100 --memory 24GiB, which says it overrides
+    typed = cli("infer", MODEL, "--device", "h100", "--memory", "24GiB", "--max-context", "--max-concurrency")
+    assert typed["totals"] != want["totals"]
+    memory.fill("24GiB")
+    wait_attr(page, "#total", "bytes", typed["totals"]["device"]["bytes"], "infer --device h100 --memory 24GiB")
+    row = _assumption_row(page, "device_memory")
+    assert "overrides h100-sxm's own" in row, row
+
+    # the training tab: the device's memory is the budget, as train --device h100
+    memory.fill("")
+    page.get_by_role("tab", name="Training").click()
+    page.get_by_label("Device or instance").fill("h100")
+    trained = cli("train", MODEL, "--device", "h100", "--max-batch", "--max-seq")
+    wait_attr(page, "#total", "bytes", trained["totals"]["device"]["bytes"], "train --device h100")
+    assert page.locator("#verdict-text").inner_text() == trained["details"]["verdict"]
+    assert "24.00 GiB" not in page.locator("#verdict-text").inner_text()
