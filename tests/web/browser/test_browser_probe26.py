@@ -66,3 +66,14 @@ def test_a_chosen_device_is_sized_by_its_own_memory_unless_one_is_typed(page: Pa
     wait_attr(page, "#total", "bytes", trained["totals"]["device"]["bytes"], "train --device h100")
     assert page.locator("#verdict-text").inner_text() == trained["details"]["verdict"]
     assert "24.00 GiB" not in page.locator("#verdict-text").inner_text()
+
+
+def test_a_cpu_answer_headlines_its_host_total(page: Page) -> None:
+    args = ("infer", MODEL, "--device", "cpu", "--weights", "Q4_K_M", "--context", "4096", "--memory", "32GB")
+    want = cli(*args, "--max-context", "--max-concurrency")
+    assert "device" not in want["totals"]  # the CLI prints TOTAL host only
+    host = want["totals"]["host"]["bytes"]
+    ready(page, f"/?model={MODEL}&device=cpu&weights=Q4_K_M&context=4096&memory=32GB")
+    wait_attr(page, "#total", "bytes", host, "the host total of infer --device cpu")
+    assert "host" in page.locator("#total-scope").inner_text()
+    assert page.locator("#total").inner_text() != "0 B"
