@@ -77,3 +77,16 @@ def test_a_cpu_answer_headlines_its_host_total(page: Page) -> None:
     wait_attr(page, "#total", "bytes", host, "the host total of infer --device cpu")
     assert "host" in page.locator("#total-scope").inner_text()
     assert page.locator("#total").inner_text() != "0 B"
+
+
+def test_the_auto_fit_with_the_device_at_its_placeholder_is_a_command_fit_answers(page: Page) -> None:
+    ready(page, "/?model=qwen3-30b-a3b&engine=llamacpp&weights=Q4_K_M&context=16384&memory=12GiB&fit_auto=1")
+    assert page.get_by_label("Device", exact=True).input_value() == ""
+    page.wait_for_selector("#auto-fit[data-flags]")
+    assert page.locator("#auto-fit-problem").count() == 0
+    command = page.locator("#auto-fit").get_attribute("data-command") or ""
+    assert "--device gpu" in command, command
+    r = subprocess.run([sys.executable, "-m", "llmsizer.cli.main", *shlex.split(command)[1:], "--json"],
+                       env=cli_env(), cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert r.returncode in (0, 1), r.stderr  # a runnable command (before: exit 2, --device required)
+    assert page.locator("#auto-fit").get_attribute("data-flags") == json.loads(r.stdout)["command"]

@@ -338,6 +338,9 @@ async function autoFit() {
   const { fields, common } = workload();
   const f = { ...apiFields(typed(fields), ENGINE_FLAGS), ...common, ...formValues(form, AUTO_MORE) };
   if (f.gpus) { f.count = f.gpus; delete f.gpus; }
+  // fit names its hardware (fit --device is required): the Device left at its placeholder is infer's default
+  // (/pages/choices.json defaults.device, "gpu"), sent and shown in the command as fit needs it
+  if (!f.device && defaults.device) f.device = defaults.device;
   const cmd = cliCommand("fit", picker.label() || "MODEL", { ...formValues(form, ["hub"]), ...f }, ["--auto"], ENGINE_FLAGS);
   card.hidden = false;
   card.dataset.command = cmd;
