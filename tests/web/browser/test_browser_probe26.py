@@ -90,3 +90,19 @@ def test_the_auto_fit_with_the_device_at_its_placeholder_is_a_command_fit_answer
                        env=cli_env(), cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert r.returncode in (0, 1), r.stderr  # a runnable command (before: exit 2, --device required)
     assert page.locator("#auto-fit").get_attribute("data-flags") == json.loads(r.stdout)["command"]
+
+
+@pytest.mark.parametrize("path", ["/", "/fits", "/compare", "/request", "/console"])
+def test_no_page_scrolls_sideways_at_375_px(browser: Browser, server: str, path: str) -> None:
+    ctx = browser.new_context(viewport={"width": 375, "height": 800}, base_url=server)
+    try:
+        pg = ctx.new_page()
+        pg.goto(path)
+        pg.wait_for_load_state("networkidle")
+        nav = pg.locator("header.top nav")
+        right = nav.evaluate("n => Math.max(...[...n.querySelectorAll('a')].map((a) => a.getBoundingClientRect().right))")
+        assert right <= 375, f"{path}: the nav's last link ends at {right} px"
+        width = pg.evaluate("document.documentElement.scrollWidth")
+        assert width <= 375, f"{path}: the page is {width} px wide at a 375 px viewport"
+    finally:
+        ctx.close()
