@@ -106,3 +106,14 @@ def test_no_page_scrolls_sideways_at_375_px(browser: Browser, server: str, path:
         assert width <= 375, f"{path}: the page is {width} px wide at a 375 px viewport"
     finally:
         ctx.close()
+
+
+def test_escape_in_the_model_box_keeps_the_model(page: Page) -> None:
+    ready(page, "/?model=llama-3.1-8b&tab=train&method=lora&memory=24GiB")
+    model = page.get_by_label("Model", exact=True)
+    model.fill("")
+    model.press_sequentially("qwen2.5-7b-instruct")
+    model.press("Escape")
+    assert model.input_value() == "qwen2.5-7b-instruct"
+    want = cli("train", "qwen2.5-7b-instruct", "--method", "lora", "--memory", "24GiB", "--max-batch", "--max-seq")
+    wait_attr(page, "#total", "bytes", want["totals"]["device"]["bytes"], "the model kept after Escape")
