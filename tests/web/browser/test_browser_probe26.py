@@ -117,3 +117,23 @@ def test_escape_in_the_model_box_keeps_the_model(page: Page) -> None:
     assert model.input_value() == "qwen2.5-7b-instruct"
     want = cli("train", "qwen2.5-7b-instruct", "--method", "lora", "--memory", "24GiB", "--max-batch", "--max-seq")
     wait_attr(page, "#total", "bytes", want["totals"]["device"]["bytes"], "the model kept after Escape")
+
+
+def test_a_compare_error_is_marked_at_its_field(page: Page) -> None:
+    page.goto("/compare?model=llama-3.1-8b&context=8k&concurrency=8&top=12")
+    page.wait_for_selector("#chosen-title")
+    r = subprocess.run([sys.executable, "-m", "llmsizer.cli.main", "recommend", MODEL, "--context", "8k",
+                        "--concurrency", "8", "--max-cost-per-hour", "-3"],
+                       env=cli_env(), cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2
+    line = r.stderr.strip().removeprefix("llmsizer: error: ").removesuffix(" (see --help)")
+    box = page.get_by_label("Max $ per hour")
+    box.fill("-3")
+    page.wait_for_selector("#max_cost_per_hour[aria-invalid='true']")
+    assert page.locator("#problem").inner_text().startswith(line)
+    beside = page.locator("#max_cost_per_hour-error")
+    assert beside.inner_text() == page.locator("#problem").inner_text()
+    assert "max_cost_per_hour-error" in (box.get_attribute("aria-describedby") or "")
+    box.fill("")  # a good value again: the mark goes
+    page.wait_for_selector("#max_cost_per_hour:not([aria-invalid])")
+    assert page.locator("#max_cost_per_hour-error").count() == 0
