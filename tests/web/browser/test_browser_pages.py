@@ -433,6 +433,7 @@ def test_open_the_report_and_download_it(page: Page, server: str, shots: Path, t
     for button, ext in (("Report as HTML", "html"), ("as Markdown", "md"), ("as JSON", "json")):
         with page.expect_download() as dl:
             page.get_by_role("button", name=button, exact=True).click()
+        assert dl.value.suggested_filename == f"request-report.{ext}"  # one name per format (probe26 C7)
         got = Path(dl.value.path()).read_text()
         # the bytes of `plan -o report.EXT`, JSON too (probe26 D2: a re-serialised 730.0 was 730)
         assert got == want[ext], f"report.{ext} differs from the CLI's"

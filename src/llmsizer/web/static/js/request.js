@@ -122,7 +122,7 @@ async function downloadReport(format) {
     if (format === "json") {
       // the server's bytes, those of `plan -o report.json` (parsed and re-serialised, 730.0 would be 730)
       const body = await postText("/plan", planBody("json"));
-      download(`${base}-plan.json`, body, "application/json");
+      download(`${base}-report.json`, body, "application/json");
     } else {
       const body = await postText("/plan", planBody(format));
       download(`${base}-report.${format}`, body, format === "html" ? "text/html" : "text/markdown");
