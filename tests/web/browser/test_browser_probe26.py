@@ -137,3 +137,27 @@ def test_a_compare_error_is_marked_at_its_field(page: Page) -> None:
     box.fill("")  # a good value again: the mark goes
     page.wait_for_selector("#max_cost_per_hour:not([aria-invalid])")
     assert page.locator("#max_cost_per_hour-error").count() == 0
+
+
+def test_a_refused_value_leaves_no_verdict_badge_on_the_previous_answer(page: Page) -> None:
+    """C5: after a value the CLI refuses, the previous answer stays dimmed, without its fits badge (it is not the
+    verdict of what the form now says); the next good value brings the badge back."""
+    ready(page, f"/?model={MODEL}&context=8k&memory=24GiB")
+    page.wait_for_selector("#fits")
+    assert page.locator("#fits").is_visible()
+    page.locator("#memory").fill("24 parsecs")
+    page.wait_for_selector("#problem:not([hidden])")
+    assert not page.locator("#fits").is_visible()
+    page.locator("#memory").fill("24GiB")
+    page.wait_for_selector("#problem", state="hidden")
+    assert page.locator("#fits").is_visible()
+
+
+def test_compare_dims_the_previous_options_while_it_searches(page: Page) -> None:
+    """C5: the options on show answer the previous input while the catalog is searched for the new one."""
+    page.goto("/compare?model=llama-3.1-8b&context=8k&concurrency=8&top=12")
+    page.wait_for_selector("#chosen-title")
+    page.wait_for_selector("#results:not(.stale)")
+    page.get_by_label("Concurrency").fill("4")
+    page.wait_for_selector("#results.stale", state="attached")
+    page.wait_for_selector("#results:not(.stale)", timeout=60_000)

@@ -40,6 +40,7 @@ async function compute() {
   if (current) current.abort();
   current = new AbortController();
   status("searching the catalog…", true);
+  $("results").classList.add("stale"); // the options on show answer the previous input until this one is answered
   try {
     const rec = await post("/recommend", body, current.signal);
     showProblem(null);
@@ -57,6 +58,7 @@ async function compute() {
  * alone when this tab has no such control (a hidden tab's, or the input as a whole). */
 function showProblem(e) {
   const p = $("problem");
+  $("results").classList.toggle("stale", Boolean(e)); // the options below answer the previous input
   clearAtFields(form);
   if (!e) { p.hidden = true; p.textContent = ""; return; }
   p.hidden = false;
