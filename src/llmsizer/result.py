@@ -116,12 +116,16 @@ class Assumption:
         given ``auto`` or alias resolved to ``value`` (its ``why`` begins 'auto -> ' or 'alias '), that: ' (auto ->
         fp16: the model's ...)', ' (alias 'int4' -> gptq-int4: ...)'; a given value the engine takes as ``value``
         (its ``why`` begins 'given as '), that without its source: ' (given as 100; the model has 48 layers)'; a
+        given value that overrides the device's (its ``why`` begins 'given; overrides '): ' (overrides h100-sxm's own
+        79.65 GiB)'; a
         framework profile's default (its ``why`` begins 'from framework profile NAME (source...)'), the profile
         without its source: ' (from framework profile torchtune)'; a value computed from the others rather than
         given or defaulted (its ``why`` begins 'derived: '): ' (derived)'."""
         if not self.default:
             if self.why.startswith("given as "):
                 return f" ({self.why.split(' (', 1)[0]})"
+            if self.why.startswith("given; overrides "):  # a memory given beside a device (device.memory_given_source)
+                return f" ({self.why.removeprefix('given; ').split(' (', 1)[0]})"
             return f" ({self.why})" if self.why.startswith(("auto -> ", "alias ")) else ""
         if self.why.startswith("derived: "):
             return " (derived)"

@@ -670,7 +670,7 @@ def usable_memory(device: Device, memory: int | None = None, source: str = "give
     if memory is not None:
         memory = int(read_number(memory, "memory", DEVICE_MEMORY))  # a Python caller's "24GiB": one line naming it
         if record:
-            notes.append(Assumption("device_memory", format_bytes(memory), source != "given", source))
+            notes.append(Assumption("device_memory", format_bytes(memory), not source.startswith("given"), source))
         base = memory
     else:
         base_opt = device.memory_bytes
@@ -766,6 +766,20 @@ def instance_memory(device: Device, instance: Instance | None, memory: int | Non
     return memory
 
 
+def memory_given_source(device: Device, memory: int | str | None) -> str:
+    """The source of a ``memory`` given beside a named ``device`` whose own memory is known and differs: the
+    given memory overrides the device's (``given; overrides h100-sxm's 79.65 GiB ...``), said in the
+    device_memory assumption so no answer silently sizes a chosen device by another figure; plain ``given``
+    otherwise (no memory, a device known by its kind only, or the same figure)."""
+    own = device.memory_bytes
+    if memory is None or own is None or device.origin == "generic":
+        return "given"
+    if int(read_number(memory, "memory", DEVICE_MEMORY)) == own:
+        return "given"
+    return (f"given; overrides {device.id}'s own {format_bytes(own)} (leave the memory out for the device's; give "
+            "it for what is free on yours)")
+
+
 def target_memory(device: Device, instance: Instance | None, memory: int | None) -> tuple[int | None, Notes]:
     """``usable_memory`` of a device or instance: ``memory`` when given, else a CPU instance's RAM (named as its
     source), else the catalog's device memory; with the notes behind it: the assumptions naming where the memory
@@ -779,7 +793,7 @@ def target_memory(device: Device, instance: Instance | None, memory: int | None)
         usable, notes.assumptions = usable_memory(
             device, mem, f"{instance.id} RAM: {instance.memory.describe()} [{instance.memory.source}]")
         return usable, notes
-    usable, notes.assumptions = usable_memory(device, mem)
+    usable, notes.assumptions = usable_memory(device, mem, memory_given_source(device, memory))
     over = memory_above_device(device, memory)
     if over is not None:
         notes.warnings.append(over)

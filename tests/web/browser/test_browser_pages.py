@@ -104,6 +104,7 @@ def test_type_a_model_change_the_context_and_equal_the_api_and_the_cli(page: Pag
     model = page.get_by_label("Model", exact=True)
     model.fill("")
     model.press_sequentially("qwen2.5-7b")
+    page.locator("#memory").fill("24GiB")  # empty by default (probe26 D1)
     page.get_by_label("Context", exact=True).fill("4k")
     args = ["--memory", "24GiB", "--max-context", "--max-concurrency"]
     at4k = cli("infer", "qwen2.5-7b", "--context", "4k", *args)
@@ -422,21 +423,21 @@ def test_open_the_report_and_download_it(page: Page, server: str, shots: Path, t
     req = tmp_path / "request.yaml"
     req.write_text(text)
     want = {}
-    for ext, extra in (("html", ["--json"]), ("md", ["--quiet"])):
+    for ext, extra in (("html", ["--json"]), ("md", ["--quiet"]), ("json", ["--quiet"])):
         r = subprocess.run([sys.executable, "-m", "llmsizer.cli.main", "plan", "request.yaml", "-o", f"report.{ext}",
                             *extra], env=cli_env(), cwd=tmp_path, capture_output=True, text=True, timeout=60)
         assert r.returncode in (0, 1), r.stderr
         want[ext] = (tmp_path / f"report.{ext}").read_text()
         if ext == "html":
-            want["json"] = r.stdout
+            printed = r.stdout  # --json beside -o: the plan
+    assert json.loads(want["json"]) == json.loads(printed)  # -o report.json writes the plan --json prints
     for button, ext in (("Report as HTML", "html"), ("as Markdown", "md"), ("as JSON", "json")):
         with page.expect_download() as dl:
             page.get_by_role("button", name=button, exact=True).click()
+        assert dl.value.suggested_filename == f"request-report.{ext}"  # one name per format (probe26 C7)
         got = Path(dl.value.path()).read_text()
-        if ext == "json":
-            assert json.loads(got) == json.loads(want["json"])
-        else:
-            assert got == want[ext], f"report.{ext} differs from the CLI's"
+        # the bytes of `plan -o report.EXT`, JSON too (probe26 D2: a re-serialised 730.0 was 730)
+        assert got == want[ext], f"report.{ext} differs from the CLI's"
 
 
 # ---------------------------------------------------------------------------------------------- compare

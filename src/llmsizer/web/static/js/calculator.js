@@ -228,10 +228,13 @@ let answered = {}; // the engine and weight format of the answer on show (its as
 function render(d) {
   answered = Object.fromEntries((d.assumptions || []).filter((a) => a.name === "engine" || a.name === "weights")
     .map((a) => [a.name, String(a.value)]));
-  const dev = d.totals.device || { bytes: 0, low: 0, high: 0 };
+  // the headline: the device total; where nothing is on a device (a CPU: the whole model in host RAM), the host
+  // total, as the CLI's only TOTAL line ("TOTAL host")
+  const dev = d.totals.device || d.totals.host || { bytes: 0, low: 0, high: 0 };
   const total = $("total");
   total.textContent = formatBytes(dev.bytes);
   total.dataset.bytes = String(dev.bytes);
+  $("total-scope").textContent = d.totals.device || !d.totals.host ? "per device, expected" : "host RAM, expected";
   $("total-range").textContent = `range ${formatBytes(dev.low)} – ${formatBytes(dev.high)}`;
   const fits = d.details.fits;
   $("verdict").replaceChildren(fits === undefined || fits === null ? "" :
@@ -336,6 +339,9 @@ async function autoFit() {
   const { fields, common } = workload();
   const f = { ...apiFields(typed(fields), ENGINE_FLAGS), ...common, ...formValues(form, AUTO_MORE) };
   if (f.gpus) { f.count = f.gpus; delete f.gpus; }
+  // fit names its hardware (fit --device is required): the Device left at its placeholder is infer's default
+  // (/pages/choices.json defaults.device, "gpu"), sent and shown in the command as fit needs it
+  if (!f.device && defaults.device) f.device = defaults.device;
   const cmd = cliCommand("fit", picker.label() || "MODEL", { ...formValues(form, ["hub"]), ...f }, ["--auto"], ENGINE_FLAGS);
   card.hidden = false;
   card.dataset.command = cmd;

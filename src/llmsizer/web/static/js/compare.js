@@ -5,6 +5,7 @@ import { ApiError, debounce, get, post } from "./api.js";
 import { costSpeed } from "./charts.js";
 import { el, formatBytes, formatFigureCount, formatRate, formatSeconds, formatTick, formatUsd } from "./format.js";
 import { modelPicker } from "./model-picker.js";
+import { clearAtFields, showAtField } from "./problems.js";
 import { cliCommand, formValues, loadFromUrl, saveToUrl } from "./state.js";
 import { copyButton, fillChoices, setupTabs } from "./ui.js";
 
@@ -39,17 +40,32 @@ async function compute() {
   if (current) current.abort();
   current = new AbortController();
   status("searching the catalog…", true);
+  $("results").classList.add("stale"); // the options on show answer the previous input until this one is answered
   try {
     const rec = await post("/recommend", body, current.signal);
-    $("problem").hidden = true;
+    showProblem(null);
     render(rec, Number(f.top || 12));
     status(`${rec.options.length} options fit, ${rec.rejected.length} rejected — ${command()}`);
   } catch (e) {
     if (e.name === "AbortError") return;
-    $("problem").hidden = false;
-    $("problem").textContent = e instanceof ApiError ? e.message : `the server did not answer (${e.message})`;
+    showProblem(e instanceof ApiError ? e : new Error(`the server did not answer (${e.message})`));
     status("");
   }
+}
+
+/** A 400: the CLI's line in the box above the results, and the same line at the field the API names (its
+ * ``field``, problems.js showAtField: aria-invalid, described by the message), as the calculator does; the box
+ * alone when this tab has no such control (a hidden tab's, or the input as a whole). */
+function showProblem(e) {
+  const p = $("problem");
+  $("results").classList.toggle("stale", Boolean(e)); // the options below answer the previous input
+  clearAtFields(form);
+  if (!e) { p.hidden = true; p.textContent = ""; return; }
+  p.hidden = false;
+  p.textContent = e.message;
+  const sent = [...MODEL, ...COMMON, ...(tab === "train" ? TRAIN : INFER)];
+  const control = e.field && sent.includes(e.field) ? form.elements.namedItem(e.field) : null;
+  if (control && control.id) showAtField(control, e.message);
 }
 
 // the option's hardware as the core names it (recommend.Option.devices_text: count, device, instances), verbatim,

@@ -120,8 +120,9 @@ async function downloadReport(format) {
   const base = filename.replace(/\.(ya?ml|json)$/i, "");
   try {
     if (format === "json") {
-      const data = await post("/plan", planBody("json"));
-      download(`${base}-plan.json`, `${JSON.stringify(data, null, 2)}\n`, "application/json");
+      // the server's bytes, those of `plan -o report.json` (parsed and re-serialised, 730.0 would be 730)
+      const body = await postText("/plan", planBody("json"));
+      download(`${base}-report.json`, body, "application/json");
     } else {
       const body = await postText("/plan", planBody(format));
       download(`${base}-report.${format}`, body, format === "html" ? "text/html" : "text/markdown");
