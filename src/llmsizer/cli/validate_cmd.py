@@ -222,7 +222,7 @@ def render_markdown(g: dict[str, Any], command: str = GENERATOR) -> str:
               "its own devices; elsewhere the pooled serving-engine band, named in the estimate's assumptions; "
               "for llama.cpp prefill and one-sequence decode: of its device's backend, `llama.cpp on CUDA` / "
               "`Metal` / `CPU` (`ranges.llamacpp_band`, each row feeding its backend's band and the engine-wide "
-              "one), where that band's rows measured at least two setups, else the engine-wide `llama.cpp` band, "
+              "one, but a known miss of a backend with a band of its own that band alone), where that band's rows measured at least two setups, else the engine-wide `llama.cpp` band, "
               "named in the estimate's assumptions) "
               "(`src/llmsizer/estimate/ranges.py`, written from these rows by `scripts/rederive_bands.py`, which "
               "`scripts/gen_docs.py` runs, and re-derived by `tests/validation/test_ranges.py`). Each setup weighs "
