@@ -25,7 +25,8 @@ row from one setup) give n and the unweighted rule below exactly. The stated ban
 wider of this setup-weighted band and the same rule with each row its own unit, so that it also holds 90 % of the
 measured rows themselves (issue #12: "at least 90 % of measured values inside, per kind and engine"): a setup of
 many rows that all miss one way (the 16 A10G llama-bench pp512 rows, PX) weighs as one setup in the first and as its
-rows in the second, and widens the band rather than leaving its rows outside.
+rows in the second, and widens the band rather than leaving its rows outside (llama.cpp on CUDA's; those of its rows
+that are known misses stay out of the engine-wide band that backends without a band inherit: below).
 
 What the coverage is of (``Band.coverage_of``): a new run of one of the band's setups, each equally likely -- the
 target the weighted rows represent. It is not a finite-sample claim for a run of a new setup: that would need the
