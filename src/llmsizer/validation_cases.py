@@ -3416,8 +3416,11 @@ def band_rows(cases: Iterable[Case]) -> dict[tuple[str, str], list[Case]]:
     """The summarised rows (no calibration, assumed-settings or lower-bound rows) by (kind, band: ``band_keys``),
     where there are enough of them for a band (``ranges.MIN_BAND_ROWS``). CPU training rows (CPU_TRAINING_DEVICE)
     are summarised but feed no band: a CPU duration carries no calibrated range (estimate/duration.py
-    Duration.seconds_range), and the GPU runs' band is not theirs."""
-    from .estimate.ranges import MIN_BAND_ROWS
+    Duration.seconds_range), and the GPU runs' band is not theirs. A llama.cpp known miss (``KNOWN_MISSES``) of a
+    kind keyed by backend feeds its backend's band, and the engine-wide one only where that backend has no band of
+    its own (``ranges.has_own_llamacpp_band``): the engine-wide band is applied only to backends without a band, and
+    another backend's unexplained kernel gap is not theirs (ranges.py, llama.cpp section)."""
+    from .estimate.ranges import LLAMACPP_BACKEND_KINDS, MIN_BAND_ROWS, has_own_llamacpp_band
 
     out: dict[tuple[str, str], list[Case]] = {}
     for c in cases:
@@ -3425,6 +3428,12 @@ def band_rows(cases: Iterable[Case]) -> dict[tuple[str, str], list[Case]]:
             continue
         for key in band_keys(c):
             out.setdefault((c.kind, key), []).append(c)
+    for kind in LLAMACPP_BACKEND_KINDS:
+        own = {e for (k, e), rows in out.items() if k == kind and e.startswith(f"{LLAMACPP} on ")
+               and len(rows) >= MIN_BAND_ROWS and has_own_llamacpp_band(len({setup_of(c) for c in rows}))}
+        if (kind, LLAMACPP) in out:
+            out[(kind, LLAMACPP)] = [c for c in out[(kind, LLAMACPP)]
+                                     if not (c.id in KNOWN_MISSES and set(band_keys(c)) & own)]
     return {k: rows for k, rows in sorted(out.items()) if len(rows) >= MIN_BAND_ROWS}
 
 

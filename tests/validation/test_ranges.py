@@ -537,26 +537,65 @@ def _vendor(case) -> str:
 
 
 def test_llamacpp_rows_feed_their_devices_backends_band(cases) -> None:
-    """Each summarised llama.cpp prefill and one-sequence decode row feeds the engine-wide band and the band of its
-    device's backend: an Apple chip's rows (Metal) the Metal band, an NVIDIA GPU's (CUDA) the CUDA band, no row
-    lost and none in two backends. Discussion 4167's 50 Apple pp512 rows (AP01-AP50) are all Metal, so the CUDA
-    prefill band is the one the NVIDIA rows give alone: the Apple rows cannot move it (they moved the engine-wide
-    low end 0.6257 -> 0.7952)."""
+    """Each summarised llama.cpp prefill and one-sequence decode row feeds the band of its device's backend (an Apple
+    chip's rows (Metal) the Metal band, an NVIDIA GPU's (CUDA) the CUDA band, no row lost and none in two backends)
+    and the engine-wide band, but a known miss of a backend with a band of its own that band alone (the next test).
+    Discussion 4167's 50 Apple pp512 rows (AP01-AP50) are all Metal, so the CUDA prefill band is the one the NVIDIA
+    rows give alone: the Apple rows cannot move it (they moved the engine-wide low end 0.6257 -> 0.7952)."""
     from llmsizer.validation_cases import PREFILL
 
     rows = band_rows(cases)
     for kind in (PREFILL, DECODE):
         engine_wide = rows[(kind, R.LLAMACPP)]
         cuda, metal = rows[(kind, "llama.cpp on CUDA")], rows[(kind, "llama.cpp on Metal")]
-        assert {c.id for c in cuda} | {c.id for c in metal} == {c.id for c in engine_wide}, kind
+        assert {c.id for c in cuda} | {c.id for c in metal} == {c.id for c in engine_wide} | (
+            {c.id for c in cuda + metal} & set(KNOWN_MISSES)), kind
         assert not {c.id for c in cuda} & {c.id for c in metal}, kind
         assert {_vendor(c) for c in cuda} == {"NVIDIA"} and {_vendor(c) for c in metal} == {"Apple"}, kind
         assert not any(k == kind and e == "llama.cpp on CPU" for k, e in rows)  # no published CPU row (yet)
     ap = [c for c in rows[(PREFILL, R.LLAMACPP)] if c.id.startswith("AP")]
     assert len(ap) == 50 and all(band_keys(c) == (R.LLAMACPP, "llama.cpp on Metal") for c in ap)
-    nvidia = [c for c in rows[(PREFILL, R.LLAMACPP)] if _vendor(c) == "NVIDIA"]
+    nvidia = [c for c in cases if c.id in {r.id for r in rows[(PREFILL, "llama.cpp on CUDA")]}]
+    assert {_vendor(c) for c in nvidia} == {"NVIDIA"} and not any(c.id.startswith("AP") for c in nvidia)
     b = R.band_for(PREFILL, "llama.cpp on CUDA")
     assert b is not None and (b.low, b.high) == band_of(nvidia) and b.setups == len({setup_of(c) for c in nvidia})
+
+
+def test_one_backends_known_misses_stay_out_of_the_band_other_backends_inherit(cases) -> None:
+    """review35 D2: the A10G's MMQ prefill misses (KNOWN_MISSES PW03, PX01, ..., 2.0-2.9x, a CUDA-kernel gap) feed
+    the CUDA band -- which they widen, and keep: dropping them there would claim a coverage CUDA does not have -- but
+    not the engine-wide band that CPU and ROCm estimates inherit (ranges.has_own_llamacpp_band: CUDA has its own).
+    The inherited prefill band is the band of every other llama.cpp row, so no CUDA miss can set its ends (it was
+    0.7727..2.3238 with them, the row-unit rule bringing in the A10G's 2.0-2.9x rows); a backend without a band of
+    its own (here CUDA cut to the A10G setup alone) keeps its known misses in the engine-wide band it inherits."""
+    from llmsizer.validation_cases import PREFILL
+
+    rows = band_rows(cases)
+    for kind in (PREFILL, DECODE):
+        cuda = rows[(kind, "llama.cpp on CUDA")]
+        misses = {c.id for c in cuda if c.id in KNOWN_MISSES}
+        assert misses and R.has_own_llamacpp_band(len({setup_of(c) for c in cuda})), kind
+        engine_wide = rows[(kind, R.LLAMACPP)]
+        assert not misses & {c.id for c in engine_wide}, kind
+        assert (R.BANDS[(kind, R.LLAMACPP)].low, R.BANDS[(kind, R.LLAMACPP)].high) == band_of(
+            [c for c in cuda + rows[(kind, "llama.cpp on Metal")] if c.id not in KNOWN_MISSES]), kind
+    # the CUDA prefill band keeps the A10G rows, one of which sets its high end (PX36, 2.875 x)
+    high = R.BANDS[(PREFILL, "llama.cpp on CUDA")].high
+    assert any(c.id in KNOWN_MISSES and math.ceil(c.measured / c.predicted * 1e4) / 1e4 == high
+               for c in rows[(PREFILL, "llama.cpp on CUDA")] if c.predicted)
+    # the band CPU and ROCm estimates take is set by no known miss: none of its rows is one, and it is narrower than
+    # the one that imported them
+    for backend in ("cpu", "rocm", None):
+        b, why = R.llamacpp_band(PREFILL, backend)
+        assert b is R.BANDS[(PREFILL, R.LLAMACPP)] and "known misses" in why, backend
+    assert R.BANDS[(PREFILL, R.LLAMACPP)].high < 2.0
+    # a backend with one setup has no band of its own: its known misses stay in the engine-wide band it inherits
+    a10g = {setup_of(c) for c in rows[(PREFILL, "llama.cpp on CUDA")] if c.id == "PX01"}
+    cut = band_rows([c for c in cases if not (c.id in {r.id for r in rows[(PREFILL, "llama.cpp on CUDA")]}
+                                                 and setup_of(c) not in a10g)])
+    assert not R.has_own_llamacpp_band(len({setup_of(c) for c in cut[(PREFILL, "llama.cpp on CUDA")]}))
+    kept = {c.id for c in cut[(PREFILL, R.LLAMACPP)]} & set(KNOWN_MISSES)
+    assert {"PX01", "PX09", "PX36"} <= kept
 
 
 def test_an_estimate_takes_its_backends_llamacpp_band_or_the_engine_wide_one_named(cases) -> None:
