@@ -1,13 +1,13 @@
-"""The default training estimate's ``allocator_reserve`` range (estimate/training/compose.py: low 0, high the
-activations item at the peak) against llmsizer's own measured reserve of every training row of
-validation/allocator_pairs.csv (GPnn = validation/measured/gpu-h200-2026-12-04.jsonl line nn): reserved - allocated
-read from the record, not from an estimate.
+"""The default training estimate's ``allocator_reserve`` range (estimate/allocator.py ``training_default_reserve``,
+eq. 2h: low 0, high the calibrated training reserve's high end, dynamic bytes x (RESERVE[TRAINING].high - 1)) against
+llmsizer's own measured reserve of every training row of validation/allocator_pairs.csv (GPnn =
+validation/measured/gpu-h200-2026-12-04.jsonl line nn): reserved - allocated read from the record, not from an
+estimate. None of these rows calibrates RESERVE[TRAINING] (AL03-AL07 do), so each is evidence.
 
-Without recomputation the range holds the measured reserve (by 3-16x: the high end is every activation byte). With
-full recomputation the activations at the peak are a few hundred MB and the measured reserve (1.5-4.4 GB) is above
-the high end: those rows are strict xfails, so a mechanism that bounds the reserve (report trrange) turns them into
-passes and must keep the others. The "optimizer states created in step 1" the item's text names do not bound it
-either: the LoRA rows keep 1.5-2.8 GB reserved with 0.07-0.34 GB of states (GP06-09, 20, 23)."""
+The former high end, the activations at the peak, held the rows without recomputation but not the seven with full
+recomputation (GP05, 07, 09, 17, 19, 20, 23: activations at the peak 0-1.07 GB against a measured 1.5-4.4 GB; report
+trrange); every row must now lie inside, strictly (no xfail). The "optimizer states created in step 1" do not bound
+it either: the LoRA rows keep 1.5-2.8 GB reserved with 0.07-0.34 GB of states (GP06-09, 20, 23)."""
 
 from __future__ import annotations
 
@@ -19,8 +19,8 @@ import pytest
 from llmsizer.estimate.training import estimate_training
 
 RECORDS = Path(__file__).resolve().parents[2] / "validation" / "measured" / "gpu-h200-2026-12-04.jsonl"
-# full recomputation: the measured reserve is above the default item's high end (the activations at the peak)
-ABOVE_HIGH = {"GP05", "GP07", "GP09", "GP17", "GP19", "GP20", "GP23"}
+# rows whose measured reserve is above the default item's high end: none since eq. 2h (report trres)
+ABOVE_HIGH: set[str] = set()
 
 
 def _training_rows() -> list[tuple[str, dict[str, object]]]:
@@ -42,3 +42,14 @@ def test_default_training_reserve_range_holds_the_measured_reserve(rid: str, rec
     fields = {k: v for k, v in training_fields(rec["settings"]).items() if k != "batch_shapes"}  # type: ignore[arg-type]
     item = estimate_training(spec_of(rec), **fields).item("allocator_reserve")  # type: ignore[arg-type]
     assert item.low <= measured <= item.high, (rid, item.low, measured, item.high)
+
+
+def test_the_default_high_end_is_the_reserved_metrics() -> None:
+    """One home for the ratio: the default item's high end is the high end of the reserve metric 'reserved' adds
+    (reserve_item under RESERVE[TRAINING]), and its text names the rows that calibrate it."""
+    kw = dict(method="full", gpus=64, fsdp="full", device="h100-sxm", seq_len=4096, micro_batch=2)
+    default = estimate_training("llama-2-7b-hf", **kw).item("allocator_reserve")  # type: ignore[arg-type]
+    reserved = estimate_training("llama-2-7b-hf", metric="reserved", **kw).item("allocator_reserve")  # type: ignore[arg-type]
+    assert (default.low, default.bytes) == (0, 0)
+    assert default.high == reserved.high > 0
+    assert "AL03, AL04, AL05, AL06, AL07" in default.formula

@@ -7,17 +7,17 @@ the estimate: a tiny Llama with grouped K/V (8 query heads, 2 K/V heads of 32) a
 The forward moment is not bounded by the backward ones: for grouped K/V the forward's whole-q merge (t o (16 + c))
 outgrows the backward's ring extra (t q 4 + (cp + 1) t (k + v) c + ..., e.g. Llama-3.1-8B's widths at cp 4: 90,112
 B against 73,728 B per token), so only the layer's plain backward transient can cover it, and a narrow-MLP model
-with one K/V head peaked in the forward (the last test; a strict xfail since review33 A3 counts the flash
-backward's own buffers: see its reason)."""
+with one K/V head peaked in the forward until review33 A3 counted the flash backward's own buffers (fp32 dq_accum,
+expanded dk/dv): since then torch's ring peaks in the backward for every shape tried (the last test). Megatron-Core's
+P2P ring can peak in the forward, on a real catalog model at its own context (test_it_can_be_the_peak_under_...):
+its forward keeps the whole sequence's K/V, which does not shrink with cp as the rest of a rank's bytes do."""
 
 from __future__ import annotations
-
-import pytest
 
 from llmsizer.estimate.training.compose import estimate_training, training_context
 from llmsizer.estimate.training.states import stage_states
 from llmsizer.estimate.training.timeline import stage_timeline
-from llmsizer.formulas.context_parallel import ring_attention_forward_bytes
+from llmsizer.formulas.context_parallel import p2p_ring_forward_bytes, ring_attention_forward_bytes
 from llmsizer.readers.hf_config import spec_from_config
 from llmsizer.specs.training import TrainingWorkload
 
@@ -56,18 +56,44 @@ def test_absent_without_context_parallelism() -> None:
     assert all("ring_attention_forward" not in p for p in _phases(1).values())
 
 
-@pytest.mark.xfail(strict=True, reason="review33 A3: the fused term now counts the flash backward's GQA dk/dv_expanded "
-                   "and fp32 dq_accum (flash-attn mha_bwd @ 0251105a L926, L937-938); this shape's backward layer 1 "
-                   "(169,270,805 B; transient 53,477,376 -> 86,638,592 B) now outgrows the forward moment "
-                   "(138,462,485 B), and no Llama shape tried (1-2 layers, 32/64 heads of 128/256, one K/V head, cp 4/8, "
-                   "h 128/256) peaks in the forward; reported to the lead, not tuned")
-def test_it_can_be_the_peak() -> None:
-    """One K/V head under 32 query heads of 128 (o = 16 x h), a small head (cut-ce), no checkpointing: the ring
-    forward's whole-q merge (t o 18 B) outgrows the last layer's backward transient with its ring buffers, so the
-    step peaks in the forward and the estimate reports the part (a shape chosen to show the moment can matter: the
-    backward's ring buffers do not bound the forward's)."""
-    mqa = {**TINY, "num_attention_heads": 32, "num_key_value_heads": 1, "head_dim": 128, "intermediate_size": 128}
-    est = estimate_training(spec_from_config(mqa, name="tiny-mqa"), gpus=4, context_parallel=4,
-                            **{**KW, "grad_checkpointing": "none"})  # type: ignore[arg-type]
+# microsoft/Phi-3.5-mini-instruct's config.json (catalog/data/models/phi-3.5-mini-instruct.json): 32 query and 32 K/V
+# heads (MHA) of hidden_size 3072 / 32 = 96, max_position_embeddings 131072
+PHI35_WIDTH = 32 * 96
+MEGATRON = dict(method="full", precision="megatron-bf16", micro_batch=1, seq_len=131072, grad_checkpointing="full")
+
+
+def test_it_can_be_the_peak_under_megatron_cores_p2p_ring() -> None:
+    """A real catalog model at its own context: Phi-3.5-mini (MHA, 128k), Megatron-Core context parallelism
+    (TransformerEngine's P2P ring, eq. CP4), full recomputation, 32 ranks. The P2P forward keeps every rank's
+    received K/V to the end of the layer's attention, cp x t x (k + v) x c = seq x (k + v) x c: the whole sequence's
+    K/V, the same bytes at any cp, while every other buffer of a rank (its activations, the layer's backward
+    transient, the backward's P2P buffers 4 t (k + v) c + t q c, eq. CP5) holds its seq / cp tokens. So above some
+    cp the forward moment outgrows every backward moment: at cp 32 it is the step's peak, at cp 16 it is not."""
+    t = 131072 // 32  # a rank's tokens
+    est = estimate_training("phi-3.5-mini-instruct", gpus=32, context_parallel=32, **MEGATRON)  # type: ignore[arg-type]
     assert est.details["peak_phase"] == "forward, last layer attention"
-    assert est.item("ring_attention_forward").bytes == ring_attention_forward_bytes(SEQ // 4, 128, 128, 4096, 4, 2)
+    ring = p2p_ring_forward_bytes(t, PHI35_WIDTH, PHI35_WIDTH, 32, 2)
+    assert ring == 131072 * 2 * PHI35_WIDTH * 2  # the whole sequence's K/V in bf16, 1.5 GiB
+    assert est.item("ring_attention_forward").bytes == ring
+    half = estimate_training("phi-3.5-mini-instruct", gpus=16, context_parallel=16, **MEGATRON)  # type: ignore[arg-type]
+    assert p2p_ring_forward_bytes(2 * t, PHI35_WIDTH, PHI35_WIDTH, 16, 2) == ring  # the same bytes at cp 16 ...
+    assert half.details["peak_phase"] != "forward, last layer attention"  # ... under twice the seq / cp rest
+
+
+def test_torchs_ring_peaks_in_the_backward() -> None:
+    """torch's ring (torchtitan) on the same shapes: its backward holds the gathered K/V too ((cp + 1) t (k + v) c
+    against the forward's cp t (k + v) c, eq. of ring_attention_backward_bytes), so the K/V never make the forward
+    the larger; and the forward's whole-q merge (t o (16 + c)) stays under the last layer's backward, which holds
+    the fp32 dq accumulator and flash's own fp32 dq_accum and expanded dk/dv (flash-attn mha_bwd @ 0251105a L926,
+    L937-938, review33 A3). No catalog shape tried peaks in the forward under it (report trres: every catalog decoder at cp 2 and 8,
+    seq 8k and 64k, no or full recomputation; three at cp 16 and 32, seq 128k); for the narrow-MLP one-K/V-head shape built to favour the forward, the step's largest
+    backward moment is above the forward one."""
+    mqa = {**TINY, "num_attention_heads": 32, "num_key_value_heads": 1, "head_dim": 128, "intermediate_size": 128}
+    spec = spec_from_config(mqa, name="tiny-mqa")
+    ctx = training_context(spec, TrainingWorkload(**{**KW, "grad_checkpointing": "none", "gpus": 4,  # type: ignore[arg-type]
+                                                     "context_parallel": 4}))
+    phases = {p.name: p.total for p in stage_timeline(ctx, stage_states(ctx, 0)).phases}
+    fwd = phases.pop("forward, last layer attention")
+    assert max(v for k, v in phases.items() if k.startswith("backward layer")) > fwd
+    est = estimate_training(spec, gpus=4, context_parallel=4, **{**KW, "grad_checkpointing": "none"})  # type: ignore[arg-type]
+    assert est.details["peak_phase"] != "forward, last layer attention"

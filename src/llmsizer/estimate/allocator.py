@@ -40,8 +40,9 @@ calibrated. transformers inference on a GPU expects the calibrated reserve of eq
 ``nvidia-smi``: every CUDA run llmsizer measured kept 0.16-4.1 GiB reserved beyond its allocated peak
 (validation/measured/gpu-h200-2026-12-04.jsonl, 23 of 23, even with the same shapes every step), and an
 out-of-memory error is decided by what the allocator can reserve, not by the live tensors, so a device total
-without it is below every measured one. PyTorch training keeps 0 expected with up to one more activation peak at
-the high end (the training ratio does not hold checkpointed and other runs alike: ``RESERVE``'s comment); vLLM
+without it is below every measured one. PyTorch training keeps 0 expected, with eq. (2)'s calibrated high end,
+``training_default_reserve`` (eq. 2h: the training ratio does not hold checkpointed and other runs alike, so no
+expected value: ``RESERVE``'s comment; on Metal, uncalibrated, up to one more activation peak); vLLM
 and SGLang (KV pool sized at start-up from the memory budget) and llama.cpp (ggml buffers: reserved = allocated)
 keep their own totals. Recorded as the ``metric`` assumption.
 
@@ -166,7 +167,8 @@ RESERVE = {
 # cannot hold both: with them the median falls 1.4659 -> 1.2521 and the independent Unsloth max-context rows
 # (tests/validation/test_unsloth_context.py, nvidia-smi) overshoot by 12-22 %; without them the non-checkpointed
 # runs' device totals would be 21-33 % high. So the default expects no training reserve (below) until the reserve
-# of recomputation is modelled. A fixed-shape step on one GPU (the measured runs' own shapes) gets eq. (R1) + (R2)
+# of recomputation is modelled; its high end is the training ratio's (eq. 2h, ``training_default_reserve``), which
+# holds every measured training run's reserved - allocated (tests/training/test_allocator_reserve_pairs.py). A fixed-shape step on one GPU (the measured runs' own shapes) gets eq. (R1) + (R2)
 # instead (``FIXED_STEP_RESERVE`` below), by recomputation.
 
 # Eq. (R2): a fixed-shape training step on one GPU (no FSDP, no side streams) keeps more reserved than eq. (R1)'s
@@ -512,12 +514,14 @@ def apply_metric(items: list[Item], metric: str | None, phase: str, pytorch: boo
     releases them (``ConcatGrowth``). Returns the assumption."""
     had_context = any(i.name == CONTEXT_ITEM and i.location == "device" for i in items)
     if check_metric(metric) is None:
-        if had_context and pytorch and not kv_pool and phase == INFERENCE:  # the calibrated reserve (module docstring)
+        if had_context and pytorch and not kv_pool:  # the calibrated reserve (module docstring)
             at = next((n for n, i in enumerate(items) if i.location == "device" and i.name in ALLOCATOR_ITEMS), None)
             if at is not None:
                 once = sum(i.bytes for i in items if i.location == "device" and i.name in PERSISTENT)
                 tensors = tensor_bytes(items)
-                item = reserve_item(tensors - once, phase, pytorch, max(0, floor - tensors))
+                rest = max(0, floor - tensors)
+                item = (training_default_reserve(tensors - once, rest) if phase == TRAINING else
+                        reserve_item(tensors - once, phase, pytorch, rest))
                 items[at] = Item(items[at].name, item.bytes, "device", item.low, item.high, item.formula, item.source)
         return Assumption("metric", default_metric_text(device, engine, phase), True, METRIC_WHY)
     keep = [i for i in items if i.location != "device" or i.name not in NOT_TENSORS
@@ -557,6 +561,30 @@ def reserve_item(tensors: int, phase: str, pytorch: bool = True, floor: int = 0,
                         "fragmentation from variable shapes at the high end; 512 B / 2 MiB / 20 MiB block "
                         "rounding (formulas/caching_allocator.py) included" + kept,
                 source=f"{PAIRS_FILE}; PyTorch c10/cuda/CUDACachingAllocator.cpp (round_size, get_allocation_size)")
+
+
+def training_default_reserve(dynamic: int, floor: int = 0) -> Item:
+    """The default metric's training reserve over ``dynamic`` live bytes (not ``PERSISTENT``): 0 low and expected (no
+    training ratio holds checkpointed and other runs alike: ``RESERVE``'s comment), high the high end of the item
+    metric 'reserved' adds (``reserve_item`` under ``RESERVE[TRAINING]``, at least ``floor``):
+
+        high = max(floor, dynamic x (rho_high - 1)),  rho_high = RESERVE[TRAINING].high                       (2h)
+
+    the most any calibrating training run kept. Not the activations at the peak: with full recomputation they are a
+    few hundred MB and every measured recomputed run kept more (validation/allocator_pairs.csv GP05, 07, 09, 17, 19,
+    20, 23: 1.5-4.4 GB; tests/training/test_allocator_reserve_pairs.py)."""
+    r = RESERVE[TRAINING]
+    high = reserve_item(dynamic, TRAINING, True, floor).high or 0
+    kept = (f"; at least {format_bytes(floor)}: the segments reserved while the model was built stay reserved (no "
+            "empty_cache)") if floor and floor >= int(dynamic * (r.high - 1)) else ""
+    return Item("allocator_reserve", 0, "device", 0, high,
+                formula="reserved - allocated of a training step: none expected (no training ratio holds runs with "
+                        "and without recomputation alike); high: the calibrated training reserve's high end (metric "
+                        f"reserved), {format_bytes(dynamic)} dynamic (not weights or optimizer states) x "
+                        f"(reserved/allocated {r.high:g} - 1), the most of {len(r.rows)} measured training runs "
+                        f"({', '.join(r.rows)}): fragmentation from variable shapes" + kept,
+                source=f"{PAIRS_FILE} (eq. 2h); PyTorch c10/cuda/CUDACachingAllocator.cpp (round_size, "
+                       "get_allocation_size)")
 
 
 def concat_reserve_item(tensors: int, phase: str, growth: ConcatGrowth, floor: int = 0) -> Item:

@@ -995,12 +995,15 @@ def _items(ctx: TrainingContext, st: StageStates, tl: StageTimeline, acc: Acc) -
                                      "_adafactor.py)"))
     if w.device == "gpu":
         device_context(acc.items, acc.assumptions, w.gpu_runtime, phase=TRAINING)
+        # on a device with a CUDA context (or its stand-in) every metric rewrites this item (estimate/allocator.py
+        # ``apply_metric``: the default's eq. 2h, the calibrated training ratio's high end); it stays as is only on
+        # Metal, whose allocator no run measured
         acc.items.append(Item("allocator_reserve", 0, "device", 0, parts.get("activations", 0),
-                              formula="first-step allocator behaviour: reserved - allocated; the optimizer states "
-                                      "created in step 1 may not fit the blocks the backward freed, so reserved can "
-                                      "grow by up to the freed activation blocks",
-                              source="PyTorch docs 'CUDA semantics: memory management' (caching allocator, "
-                                     "expandable_segments)"))
+                              formula="reserved - allocated: 0 expected, up to one more activation peak cached (no "
+                                      "measured run of this device's allocator: the calibrated training reserve, "
+                                      "estimate/allocator.py RESERVE, is CUDA's)",
+                              source="PyTorch docs 'CUDA semantics: memory management' (caching allocator keeps "
+                                     "freed blocks)"))
     # on a CPU the step's tensors and the process's own runtime share one memory, the RAM being checked
     acc.span("host_runtime", E.TORCH_HOST_RUNTIME, "host" if w.device == "gpu" else "device")
     if st.paged_optimizer:
