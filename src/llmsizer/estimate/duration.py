@@ -2366,10 +2366,7 @@ def _host_step_seconds(spec: ModelSpec, w: TrainingWorkload, trained: int, notes
         warnings.append("FSDP CPU offload with gradient accumulation: from the second micro-step FSDP2 adds each "
                         "gradient on the host and copies it synchronously (_fsdp_collectives.py foreach_reduce lines "
                         "711-750); the addition is timed (eq. O3 at the host bandwidth), the lost copy overlap is not")
-    if w.fsdp is not None and w.offload == "optimizer":
-        warnings.append("offload optimizer with FSDP: FSDP has no optimizer-only offload (FSDP2 CPUOffloadPolicy and "
-                        "FSDP1 CPUOffload(offload_params=True) move parameters, gradients and optimizer states "
-                        "together: --offload params); the host optimizer step is timed, the copies are not")
+    # (offload optimizer with FSDP is refused by TrainingWorkload: FSDP has no optimizer-only offload)
     if w.fsdp is None:
         warnings.append(f"offload {w.offload} with DeepSpeed ZeRO: the host optimizer step is timed "
                         "(formulas/cpu_offload_time.py eq. (H4), its bytes per element as torch's fused AdamW's, not "
