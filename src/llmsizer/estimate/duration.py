@@ -2661,7 +2661,9 @@ def training_duration(spec: ModelSpec, device: Device, devices: int, tokens: flo
         peak, key = None, "tf32"
     if peak is None:
         warnings.append(f"{device.id} has no sourced {key} peak FLOP/s: duration not estimated"
-                        + (f" (give a catalog CPU with --device, e.g. {', '.join(CPU_EXAMPLES)}, or a --hardware-file "
+                        + (f" (give a catalog CPU with --device and the machine's RAM with --memory, which a catalog "
+                           f"CPU does not state, e.g. --device {CPU_EXAMPLES[0]} --memory 256GiB (or "
+                           f"{', '.join(CPU_EXAMPLES[1:])}), or a --hardware-file "
                            "CPU entry with flops.fp32, and flops.bf16 for an AMX part: cores x all-core clock x FLOP "
                            "per cycle)" if device.kind == "cpu" else ""))
         return Duration(tokens, devices, fl, None, key, u, u_source, None, tuple(notes), tuple(warnings),
