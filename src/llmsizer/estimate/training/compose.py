@@ -1197,7 +1197,7 @@ def _warnings(ctx: TrainingContext, st: StageStates, tl: StageTimeline, acc: Acc
             f"sized with inference numbers (estimate_inference: bf16, {w.micro_batch} sequence(s) of {w.seq_len} "
             f"tokens) this would be {format_bytes(inf)}; training needs {format_bytes(peak)} per device "
             f"({peak / max(inf, 1):.2f}x)", INFERENCE_SIZED))
-    if ctx.optimizer.paged:
+    if ctx.optimizer.paged and st.paged_optimizer:  # offloaded (--offload), they are pinned host items instead
         acc.warnings.append("paged optimizer states are in CUDA unified memory: listed as a host item; they occupy "
                             "GPU memory when it is free and torch.cuda.max_memory_allocated does not count them")
     if w.pp > 1:  # the schedule the timeline modelled (estimate/training/timeline.py stage_timeline)
