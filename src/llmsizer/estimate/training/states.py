@@ -82,6 +82,8 @@ class StageStates:
     optimizer: int = 0
     paged_optimizer: int = 0
     trained_elements: int = 0  # on this device, before ZeRO sharding
+    save_elements: int = 0  # of them, PEFT modules_to_save copies (weights, grads and states in save_bytes)
+    save_bytes: int = 0
     # the routed experts' share of trained_elements under EP (0 without): sharded over the expert data-parallel
     # ranks (formulas/parallelism.py expert_shard_group), the rest over the dense ones
     expert_elements: int = 0
@@ -230,6 +232,7 @@ def stage_states(ctx: TrainingContext, stage: int) -> StageStates:
     save_b = _save_bytes(ctx)
     trained_elems = sum(per_layer_elems.values()) + head_elems + embed_elems
     st.trained_elements = trained_elems
+    st.save_elements, st.save_bytes = save_elems, save_b
     grad_b = ctx.adapter_bytes if w.adapters else rec.grad_bytes
 
     # ---- ZeRO / FSDP shards ----
