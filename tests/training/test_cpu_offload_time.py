@@ -182,7 +182,9 @@ def test_formula_examples_run() -> None:
     assert doctest.testmod(cpu_offload_time).failed == 0
 
 
-def test_fsdp_optimizer_only_offload_says_it_is_not_fsdps() -> None:
+def test_fsdp_optimizer_only_offload_is_refused() -> None:
+    # was sized with a warning; FSDP has no optimizer-only offload, so the workload refuses it (probe25 D5;
+    # tests/training/test_fsdp_offload_optimizer_refused.py)
     spec, f = _pm0705()
-    d = training_duration_for(spec, builtin_catalog().devices[A100], 8, 1e6, dict(f, offload="optimizer"))
-    assert any("no optimizer-only offload" in w for w in d.warnings)
+    with pytest.raises(InputError, match="offload params"):
+        training_duration_for(spec, builtin_catalog().devices[A100], 8, 1e6, dict(f, offload="optimizer"))

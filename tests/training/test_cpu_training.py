@@ -144,7 +144,13 @@ def test_device_cpu_is_a_generic_cpu_host_for_train_and_fit() -> None:
     assert code == 0 and "cuda_context" not in out.getvalue()
     assert "cpu has no sourced fp32 peak FLOP/s: duration not estimated" in out.getvalue()
     # the message names what to pass: a catalog CPU that exists, or a hardware-file entry with a peak
-    assert "--device, e.g. intel-xeon-platinum-8488c" in out.getvalue() and "--hardware-file" in out.getvalue()
+    assert "--device intel-xeon-platinum-8488c --memory 256GiB" in out.getvalue() and "--hardware-file" in out.getvalue()
+    # the advised command runs and times (probe25 C3: without --memory a catalog CPU exits 2, no memory size)
+    out2 = io.StringIO()
+    with contextlib.redirect_stdout(out2), contextlib.redirect_stderr(io.StringIO()):
+        code = main(["train", "qwen2.5-0.5b", "--device", "intel-xeon-platinum-8488c", "--memory", "256GiB",
+                     "--method", "lora", "--tokens", "10M"])
+    assert code == 0 and "duration not estimated" not in out2.getvalue()
     from llmsizer.estimate.duration import CPU_EXAMPLES
 
     for ex in CPU_EXAMPLES:  # each named example is a catalog CPU with a peak to time on

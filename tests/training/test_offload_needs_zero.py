@@ -31,9 +31,11 @@ def test_offload_optimizer_runs_at_deepspeeds_stages_only(stage: int):
     assert e.value.field == "offload" and "zero" in e.value.fields and "ZeRO stage 1, 2 or 3" in str(e.value)
 
 
-def test_offload_optimizer_under_fsdp_still_sized():
-    # FSDP is sharded (stage 2 or 3 equivalent): its own offload rule is the duration's warning, not this refusal
-    estimate_training("llama-3.2-1b", offload="optimizer", fsdp="full", gpus=2)
+def test_offload_optimizer_under_fsdp_is_refused_as_fsdps_own():
+    # FSDP offloads parameters, gradients and states together: not ZeRO's refusal, FSDP's (probe25 D5)
+    with pytest.raises(FieldError) as e:
+        estimate_training("llama-3.2-1b", offload="optimizer", fsdp="full", gpus=2)
+    assert e.value.field == "offload" and "fsdp" in e.value.fields and "offload params" in str(e.value)
 
 
 @pytest.mark.parametrize("gpus", [1, 2])

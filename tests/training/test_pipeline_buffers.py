@@ -127,4 +127,4 @@ def test_which_runs_are_torch_pipelining() -> None:
     assert _estimate_buffers(precision="bf16", gpus=4, pp=2, grad_accumulation=4, zero=1)[1] == 0
     # torchtitan's split with DDP over the other ranks, or with the optimizer offloaded: torch's stages still
     assert _estimate_buffers(precision="bf16", gpus=4, pp=2, grad_accumulation=4, pipeline_split="torchtitan")[1] > 0
-    assert _estimate_buffers(**common, offload="optimizer")[1] > 0
+    assert _estimate_buffers(**common, offload="params")[1] > 0

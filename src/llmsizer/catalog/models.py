@@ -60,6 +60,9 @@ class CatalogEntry:
     preprocessor: dict[str, Any] = field(default_factory=dict)
     # the video processor's file (video_preprocessor_config.json), where the family publishes one (Qwen3-VL)
     video_preprocessor: dict[str, Any] = field(default_factory=dict)
+    # a ModelOpt release's hf_quant_config.json (its quantization recipe, beside a config.json without
+    # quantization_config): the config's quantization_config, as vLLM makes it (``_spec``)
+    hf_quant_config: dict[str, Any] = field(default_factory=dict)
 
     def spec(self) -> ModelSpec:
         return _spec(self.name)
@@ -120,6 +123,7 @@ def _entry(stem: str) -> CatalogEntry | None:
             source=d["source"], retrieved=d["retrieved"], config=d["config"],
             preprocessor=d.get("preprocessor_config") or {},
             video_preprocessor=d.get("video_preprocessor_config") or {},
+            hf_quant_config=d.get("hf_quant_config") or {},
         )
     except (KeyError, json.JSONDecodeError) as exc:
         raise ModelFileError(f"catalog file {f.name}: malformed ({exc})") from None
@@ -213,6 +217,10 @@ def _spec(name: str) -> ModelSpec:
         cfg["preprocessor_config"] = e.preprocessor
     if e.video_preprocessor:
         cfg["video_preprocessor_config"] = e.video_preprocessor
+    if e.hf_quant_config and not cfg.get("quantization_config"):
+        # vllm 0.34.0 (PyPI wheel) transformers_utils/config.py:996-1009 ``get_config``: a config.json without
+        # quantization_config takes hf_quant_config.json's content as it (ModelOpt <= 0.29 checkpoints)
+        cfg["quantization_config"] = e.hf_quant_config
     spec = spec_from_config(cfg, name=e.id, source=f"catalog: {e.public_source} (retrieved {e.retrieved})",
                             published_params=e.published_params,
                             published_active_params=e.published_active_params)

@@ -2377,10 +2377,7 @@ def _host_step_seconds(spec: ModelSpec, w: TrainingWorkload, trained: int, notes
         warnings.append("FSDP CPU offload with gradient accumulation: from the second micro-step FSDP2 adds each "
                         "gradient on the host and copies it synchronously (_fsdp_collectives.py foreach_reduce lines "
                         "711-750); the addition is timed (eq. O3 at the host bandwidth), the lost copy overlap is not")
-    if w.fsdp is not None and w.offload == "optimizer":
-        warnings.append("offload optimizer with FSDP: FSDP has no optimizer-only offload (FSDP2 CPUOffloadPolicy and "
-                        "FSDP1 CPUOffload(offload_params=True) move parameters, gradients and optimizer states "
-                        "together: --offload params); the host optimizer step is timed, the copies are not")
+    # (offload optimizer with FSDP is refused by TrainingWorkload: FSDP has no optimizer-only offload)
     if w.fsdp is None:
         warnings.append(f"offload {w.offload} with DeepSpeed ZeRO: the host optimizer step is timed "
                         "(formulas/cpu_offload_time.py eq. (H4), its bytes per element as torch's fused AdamW's, not "
@@ -2675,7 +2672,9 @@ def training_duration(spec: ModelSpec, device: Device, devices: int, tokens: flo
         peak, key = None, "tf32"
     if peak is None:
         warnings.append(f"{device.id} has no sourced {key} peak FLOP/s: duration not estimated"
-                        + (f" (give a catalog CPU with --device, e.g. {', '.join(CPU_EXAMPLES)}, or a --hardware-file "
+                        + (f" (give a catalog CPU with --device and the machine's RAM with --memory, which a catalog "
+                           f"CPU does not state, e.g. --device {CPU_EXAMPLES[0]} --memory 256GiB (or "
+                           f"{', '.join(CPU_EXAMPLES[1:])}), or a --hardware-file "
                            "CPU entry with flops.fp32, and flops.bf16 for an AMX part: cores x all-core clock x FLOP "
                            "per cycle)" if device.kind == "cpu" else ""))
         return Duration(tokens, devices, fl, None, key, u, u_source, None, tuple(notes), tuple(warnings),

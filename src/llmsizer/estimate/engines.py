@@ -96,6 +96,9 @@ class EngineProfile:
     # DSA indexer key cache (DeepSeek-V3.2): 'kv' at the KV dtype, 'fp8_scaled' FP8 + fp32 scale per 128
     # (formulas/kv_cache.py eq. 3)
     dsa_indexer_cache: str = "kv"
+    # a DSA model's quantized latent (formulas/kv_cache.py eq. 7): 'plain' = eq. (2) at the KV dtype, 'fp8_ds_mla' =
+    # vLLM's 656-B FP8-with-scale row for DeepSeek-V3.2
+    dsa_latent_cache: str = "plain"
     # recurrent (Mamba / Gated DeltaNet) state, formulas/recurrent_state.py: conv columns kept beyond d_conv - 1, the
     # conv and SSM state dtypes ("model": the activation / model dtype) and where the rule is read
     conv_state_window: int = 0
@@ -196,7 +199,7 @@ def transformers_kv_backend(kv_dtype: str) -> str:
 
 VLLM = EngineProfile(
     name="vllm", mla_mode="latent", window_extra=-1, block_size=16, kv_dtype_default="model",
-    dsa_indexer_cache="fp8_scaled",
+    dsa_indexer_cache="fp8_scaled", dsa_latent_cache="fp8_ds_mla",
     # fp32, fp16: as 'auto' only (below); int8 left CacheDType: its 8-bit integer cache is int8_per_token_head, with a
     # float32 scale per token and KV head (formulas/kv_cache.py eq. 5); fp8_per_token_head likewise
     kv_dtypes=("bf16", "fp8", "fp8_e4m3", "fp8_e5m2", "int8_per_token_head", "fp8_per_token_head"),

@@ -25,6 +25,20 @@ vLLM and SGLang store them as FP8 with one fp32 scale per 128 values, index_head
 bytes of uint8 whatever the KV dtype (vLLM ``DeepseekV32IndexerCache`` head_size, SGLang ``NSATokenToKVPool``
 index_k_with_scale_buffer): ``indexer_cache="fp8_scaled"``.
 
+vLLM stores a quantized KV cache of a DSA model (any dtype but bf16/fp16: fp8, fp8_e4m3, ...) in DeepSeek's
+"FP8 with scale" layout, ``fp8_ds_mla``, not as eq. (2) at one byte: the latent's NoPE part as e4m3 with one fp32
+scale per 128 values, the RoPE part left in bf16 (``latent_cache="fp8_ds_mla"``):
+
+    ds_mla_bytes_per_token_layer = kv_lora_rank * 1 + kv_lora_rank / 128 * 4 + qk_rope_head_dim * 2         (7)
+
+DeepSeek-V3.2: 512 + 16 + 128 = 656 B, + the 132-B indexer key of eq. (3) = 788 B per token and layer. (vllm 0.34.0
+PyPI wheel: model_executor/layers/attention/mla_attention.py:367-383 ``_canonicalize_sparse_mla_kv_cache_dtype``
+serves every quantized dtype but nvfp4_ds_mla as "fp8_ds_mla" on the FLASHMLA_SPARSE backend, whose
+``supported_kv_cache_dtypes`` list "fp8" as its alias, v1/attention/backends/mla/flashmla_sparse.py:155-162; the
+layout, flashmla_sparse.py:86-94; the row size ``get_fp8_ds_mla_row_bytes`` -> 656, v1/attention/backend.py:1017-1018,
+given to the page size as ``state_content_bytes``, mla_attention.py:1581-1585. Earlier vLLM did the mapping in
+model_executor/models/config.py ``DeepseekV32ForCausalLM`` @1936cf38.)
+
 A sliding-window layer holds at most ``window + window_extra`` tokens per sequence (Beltagy et al. 2020,
 Longformer; Jiang et al. 2023, Mistral 7B, section 2); each engine's extra is in its profile
 (``estimate/engines.py``): transformers' storage holds ``window`` tokens while decoding, vLLM
@@ -116,6 +130,11 @@ KV_DTYPE_HEAD_SCALE_BYTES: dict[str, float] = {"int8_per_token_head": 4.0, "fp8_
 # FP8 plus one fp32 scale per 128 values (vLLM, SGLang)
 INDEXER_CACHE_KINDS = ("kv", "fp8_scaled")
 INDEXER_FP8_SCALE_BLOCK = 128
+# eq. (7): how a DSA model's quantized latent is laid out; 'plain' = eq. (2) at the KV dtype's bytes, 'fp8_ds_mla' =
+# vLLM's 656-B row for V3.2 (e4m3 NoPE + one fp32 scale per DS_MLA_SCALE_BLOCK + bf16 RoPE)
+LATENT_CACHE_KINDS = ("plain", "fp8_ds_mla")
+DS_MLA_SCALE_BLOCK = 128  # flashmla_sparse.py:90-91: "4 `float32` values ... the scale for the first 128"
+DS_MLA_ROPE_BYTES = 2  # flashmla_sparse.py:93-94: "64 `bfloat16` values ... not quantized"
 
 
 # the KV cache in the model's own (activation) dtype: vLLM vllm/utils/torch_utils.py kv_cache_dtype_str_to_dtype
@@ -186,6 +205,18 @@ def indexer_bytes_per_token_layer(spec: ModelSpec, kv_dtype: str, indexer_cache:
     return m.index_head_dim * kv_dtype_bytes(kv_dtype)
 
 
+def ds_mla_bytes_per_token_layer(spec: ModelSpec, kv_dtype: str, latent_cache: str = "plain") -> float | None:
+    """Bytes of one token's latent in one layer in vLLM's ``fp8_ds_mla`` layout (eq. 7), or None where eq. (2)
+    applies: no DSA indexer, a 16/32-bit KV dtype, or ``latent_cache`` 'plain'."""
+    if latent_cache not in LATENT_CACHE_KINDS:
+        raise InputError(f"unknown latent cache {latent_cache!r}; known: {', '.join(LATENT_CACHE_KINDS)}")
+    m = spec.mla
+    if latent_cache == "plain" or m is None or not m.index_head_dim or kv_dtype_name(kv_dtype) in DTYPE_BYTES:
+        return None
+    return float(m.kv_lora_rank + math.ceil(m.kv_lora_rank / DS_MLA_SCALE_BLOCK) * 4
+                 + m.qk_rope_head_dim * DS_MLA_ROPE_BYTES)
+
+
 def sliding_tokens(tokens: int, window: int, window_extra: int) -> int:
     """Tokens a sliding-window layer keeps for a sequence of ``tokens``: min(tokens, window + extra)."""
     return min(tokens, max(window + window_extra, 1))
@@ -216,12 +247,13 @@ def kv_cache(spec: ModelSpec, tokens: int, sequences: int = 1, kv_dtype: str = "
              mla_mode: str = "latent", window_extra: int = -1, block_size: int | None = None,
              indexer_cache: str = "kv", repeated_kv: bool = False, q_group_size: int = 0,
              group_param_bytes: float = 0.0, residual_tokens: int = 0, residual_bytes: float = 0.0,
-             sliding_block_size: int | None = None) -> KVCache:
+             sliding_block_size: int | None = None, latent_cache: str = "plain") -> KVCache:
     """KV cache of ``sequences`` sequences of ``tokens`` tokens each (module docstring, eqs. 1-3, 5; eq. 6 with
     ``q_group_size`` > 0: each group of that many elements carries ``group_param_bytes``, and up to
     ``residual_tokens`` of each sequence's tokens are held at ``residual_bytes`` per element instead).
     ``bytes_per_token`` is the quantized rate (one more token past the residual). ``sliding_block_size``: the
-    tokens of a sliding layer's block where it differs from ``block_size`` (None: the same)."""
+    tokens of a sliding layer's block where it differs from ``block_size`` (None: the same). ``latent_cache``: a DSA
+    model's quantized latent layout (eq. 7, ``LATENT_CACHE_KINDS``)."""
     if not (type(tokens) is int and type(sequences) is int and 0 <= tokens <= TOKENS_OR_ZERO.high
             and 0 <= sequences <= SEQUENCES_OR_ZERO.high):  # the estimates' case answered without a call
         # a Python caller's NaN, inf, None, -1 or "8k": one FieldError naming the argument (the workloads' entry
@@ -229,9 +261,12 @@ def kv_cache(spec: ModelSpec, tokens: int, sequences: int = 1, kv_dtype: str = "
         tokens = int(read_field(tokens, "tokens", TOKENS_OR_ZERO))
         sequences = int(read_field(sequences, "sequences", SEQUENCES_OR_ZERO))
     per_elem = kv_dtype_bytes(kv_dtype) + (group_param_bytes / q_group_size if q_group_size > 0 else 0.0)
+    ds_mla = ds_mla_bytes_per_token_layer(spec, kv_dtype, latent_cache) if mla_mode == "latent" else None
 
     def rate(kind: str) -> tuple[int, float]:  # (elements, bytes) of one token in one layer of that kind
         elems = kv_elements_per_token_layer(spec, mla_mode, repeated_kv, kind)
+        if ds_mla is not None:  # eq. (7) + the indexer key of eq. (3)
+            return elems, ds_mla + indexer_bytes_per_token_layer(spec, kv_dtype, indexer_cache)
         scale_heads = 1 if spec.mla is not None else elems // (2 * max(spec.kv_head_dim(kind), 1))  # eq. (5)
         return elems, (elems * per_elem + 2 * scale_heads * KV_DTYPE_HEAD_SCALE_BYTES.get(kv_dtype_name(kv_dtype), 0.0)
                        + indexer_bytes_per_token_layer(spec, kv_dtype, indexer_cache))

@@ -715,6 +715,22 @@ def file_weight_bytes(spec: ModelSpec) -> WeightBytes:
                        fw.layer_matrix_bytes or tuple([0] * n))
 
 
+def modelopt_quant_algo(q: dict[str, Any]) -> str | None:
+    """The ``quant_algo`` (upper case) of an NVIDIA ModelOpt quantization config, None for any other config.
+
+    ModelOpt writes it in two shapes (vllm 0.34.0 PyPI wheel, model_executor/layers/quantization/modelopt.py:292-309
+    ``_extract_modelopt_quant_algo`` and :331-350 ``from_config``): ``{"quantization": {"quant_algo": ...}}``, the
+    file ``hf_quant_config.json`` that ModelOpt <= 0.29 writes beside config.json and that vLLM makes the config's
+    ``quantization_config`` when config.json has none (transformers_utils/config.py:996-1009 ``get_config``); or,
+    ModelOpt >= 0.31, ``{"quant_method": "modelopt", "quant_algo": ...}`` inside config.json."""
+    inner = q.get("quantization")
+    if isinstance(inner, dict) and "quant_algo" in inner:
+        return str(inner["quant_algo"]).upper()
+    if str(q.get("quant_method", "")).lower() == "modelopt" and "quant_algo" in q:
+        return str(q["quant_algo"]).upper()
+    return None
+
+
 def stored_format(spec: ModelSpec) -> tuple[str, int, str]:
     """The format a checkpoint is published in, from its quantization_config / torch_dtype.
 
@@ -722,6 +738,11 @@ def stored_format(spec: ModelSpec) -> tuple[str, int, str]:
     """
     q = spec.quantization_config
     method = str(q.get("quant_method", "")).lower()
+    algo = modelopt_quant_algo(q)
+    if algo == "FP8":  # vLLM ModelOptFp8Config: per-tensor PerTensorScaleParameter weight scales, as our fp8
+        return "fp8", GROUP_SIZE_DEFAULT, "quantization_config ModelOpt quant_algo FP8 (per-tensor scales)"
+    if algo is not None:
+        raise InputError(f"{spec.name}: ModelOpt quant_algo {algo!r} is not supported (ModelOpt FP8 only)")
     if method == "fp8":
         if q.get("weight_block_size"):
             return "fp8-block", GROUP_SIZE_DEFAULT, f"quantization_config fp8 with weight_block_size {q['weight_block_size']}"

@@ -1202,6 +1202,14 @@ class TrainingWorkload:
         if self.precision == "fsdp-bf16-mixed" and self.fsdp is None:
             raise InputError("precision 'fsdp-bf16-mixed' is FSDP's MixedPrecisionPolicy; give fsdp (full, grad_op or "
                              "hybrid)")
+        if self.offload == "optimizer" and self.fsdp is not None:
+            # torch FSDP has no states-only offload: FSDP2's CPUOffloadPolicy "offloads parameters, gradients, and
+            # optimizer states to CPU" (torch 2.13.0 distributed/fsdp/_fully_shard/_fsdp_api.py lines 183-189), FSDP1's
+            # CPUOffload(offload_params=True) likewise; offload 'optimizer' is DeepSpeed's offload_optimizer
+            raise FieldError("offload", also=("fsdp",), message=(
+                "offload 'optimizer' is DeepSpeed ZeRO-Offload's (states only); torch FSDP offloads parameters, "
+                "gradients and optimizer states together (FSDP2 CPUOffloadPolicy, FSDP1 CPUOffload): with fsdp give "
+                "offload params"))
         if self.offload == "params" and 0 < self.shard_stage < 3:  # a stage named below 3; stage 0 may be the
             # default a memory budget replaces (estimate/training/compose.py ``sharded_workload``): checked on the
             # workload sized (``offload_without_zero``)

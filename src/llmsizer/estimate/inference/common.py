@@ -6,7 +6,13 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...formulas.kv_cache import KV_DTYPE_HEAD_SCALE_BYTES, kv_cache, kv_dtype_bytes, kv_dtype_name
+from ...formulas.kv_cache import (
+    KV_DTYPE_HEAD_SCALE_BYTES,
+    ds_mla_bytes_per_token_layer,
+    kv_cache,
+    kv_dtype_bytes,
+    kv_dtype_name,
+)
 from ...formulas.recurrent_state import RecurrentState, extra_groups, layer_state_bytes_per_device, recurrent_state
 from ...formulas.tensor_parallel import activation_split, kv_fraction_per_device, per_device
 from ...formulas.weight_formats import WeightBytes
@@ -130,7 +136,7 @@ def kv_item(ctx: Context, tokens: int, seqs: int, location: Location, *, block: 
     layout = E.kv_layout(prof.name, kv_dtype_name(ctx.kv_dtype), ctx.act_bytes)  # eq. (6): transformers' groups
     kv = kv_cache(spec, tokens, seqs, ctx.kv_dtype, mla_mode=prof.mla_mode, window_extra=extra, block_size=block,
                   indexer_cache=prof.dsa_indexer_cache, repeated_kv=prof.caches_repeated_kv,
-                  sliding_block_size=sliding_block, **layout)
+                  sliding_block_size=sliding_block, latent_cache=prof.dsa_latent_cache, **layout)
     tp = ctx.w.tensor_parallel
     share = kv_fraction_per_device(spec, tp, prof.mla_mode == "latent", prof.name)
     layers = f"{kv.full_layers} full layers x {kv.tokens_full} tokens"
@@ -141,6 +147,8 @@ def kv_item(ctx: Context, tokens: int, seqs: int, location: Location, *, block: 
                   f"{kv.sliding_layers} sliding layers x {kv.tokens_sliding} tokens x {spec.head_dim} head_dim")
     if spec.mla is not None:
         per = "(kv_lora_rank + qk_rope_head_dim)" if prof.mla_mode == "latent" else "expanded MLA K and V"
+        if prof.mla_mode == "latent" and ds_mla_bytes_per_token_layer(spec, ctx.kv_dtype, prof.dsa_latent_cache):
+            per = "fp8_ds_mla row (kv_lora_rank e4m3 + fp32 scale per 128 + qk_rope_head_dim bf16, eq. 7)"
         if spec.mla.index_head_dim:
             per += f" + DSA indexer key ({prof.dsa_indexer_cache}, eq. 3)"
     elif prof.caches_repeated_kv and spec.kv_repeated_in_transformers:

@@ -610,6 +610,7 @@ def _finish(spec: ModelSpec, ctx: Context) -> Estimate:
         "weights_bytes": wb.total, "weights_by_storage": dict(wb.by_storage), "kv_dtype": kvd,
         "kv_bytes_per_token": kv_cache(spec, 1, 1, kvd, mla_mode=profile.mla_mode,
                                        indexer_cache=profile.dsa_indexer_cache,
+                                       latent_cache=profile.dsa_latent_cache,
                                        repeated_kv=profile.caches_repeated_kv,
                                        **E.kv_layout(profile.name, kv_dtype_name(kvd), act_bytes)).bytes_per_token,
         "attention": spec.attention_kind,

@@ -215,6 +215,7 @@ def compose_vllm(ctx: Context) -> None:
     extra = mnbt if spec.chunked_attention else mnbt - 1
     slide_block = _unified_sliding_block(ctx, block)
     kvc = kv_cache(spec, w.context, 1, ctx.kv_dtype, mla_mode="latent", indexer_cache=E.VLLM.dsa_indexer_cache,
+                   latent_cache=E.VLLM.dsa_latent_cache,
                    window_extra=extra, block_size=block, sliding_block_size=slide_block)
     pads = _group_padding(ctx)
     # the empty slots of vLLM's KV cache groups (formulas/kv_groups.py eq. 3): one layer's worth of each kind per slot
@@ -486,7 +487,8 @@ def _sliding_spare_block(ctx: Context, block: int) -> int:
     n_sliding = ctx.spec.kv_cache_layer_types.count("sliding")
     if not n_sliding or ctx.spec.chunked_attention:
         return 0
-    kvc = kv_cache(ctx.spec, 1, 1, ctx.kv_dtype, mla_mode="latent", indexer_cache=E.VLLM.dsa_indexer_cache)
+    kvc = kv_cache(ctx.spec, 1, 1, ctx.kv_dtype, mla_mode="latent", indexer_cache=E.VLLM.dsa_indexer_cache,
+                   latent_cache=E.VLLM.dsa_latent_cache)
     per_layer_token = (kvc.layer_bytes_per_token_sliding if ctx.spec.full_head_dim  # Gemma 4: the sliding layers' own
                        else kvc.bytes_per_token / ctx.spec.kv_cache_layers)
     return math.ceil(n_sliding * block * per_layer_token)
@@ -512,7 +514,8 @@ def _unified_sliding_block(ctx: Context, block: int) -> int:
     own = spec.kv_cache_layer_types
     if not spec.full_head_dim or spec.mla is not None or "sliding" not in own or "full" not in own:
         return block
-    kvc = kv_cache(spec, 1, 1, ctx.kv_dtype, mla_mode="latent", indexer_cache=E.VLLM.dsa_indexer_cache)
+    kvc = kv_cache(spec, 1, 1, ctx.kv_dtype, mla_mode="latent", indexer_cache=E.VLLM.dsa_indexer_cache,
+                   latent_cache=E.VLLM.dsa_latent_cache)
     full, slide = kvc.layer_bytes_per_token_full, kvc.layer_bytes_per_token_sliding
     if full == slide:
         return block

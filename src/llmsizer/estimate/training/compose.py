@@ -855,7 +855,10 @@ def _items(ctx: TrainingContext, st: StageStates, tl: StageTimeline, acc: Acc) -
                  "8-bit block absmax, quantization maps and tensors under 1e5 elements")
     acc.items.append(Item("optimizer_states", parts.get("optimizer_states", 0), "device",
                           formula=f"{opt.name}: {state_bytes_per_param(opt.name, ctx.state_bytes):g} B per trained "
-                                  f"param ({opt.description}){where}",
+                                  f"param ({opt.description})"
+                                  + (f"; the {format_count(st.save_elements)} modules_to_save params' states at "
+                                     f"{state_bytes_per_param(opt.name, st.save_bytes):g} B (the copies' dtype, torch "
+                                     "optimizers' zeros_like)" if st.save_elements else "") + where,
                           source="formulas/training_states.py optimizer table; " + opt.source))
     for name in ("activations", "autocast_weight_copies", "fp8_weight_copies", "head_activations", "logits_and_loss", "kept_logits",
                  "kept_graph_inputs", "rotary_and_masks", "backward_transient", "ring_attention_forward",
@@ -1041,6 +1044,9 @@ def _grads_text(st: StageStates, w: TrainingWorkload, grad_b: int, main_grads: b
     _, g_ways, o_ways = model_state_ways(w, w.shard_group)
     _, ge_ways, oe_ways = model_state_ways(w, expert_group(w))
     flat_units = w.fsdp is not None and w.fsdp_version == 1 and w.adapters and w.fsdp1_lora_wrap == "with-layers"
+    if st.save_elements and not flat_units and g_ways == ge_ways == 1 and not main_grads:  # modules_to_save copies
+        return (f"{format_count(st.trained_elements - st.save_elements)} adapter x {grad_b} B + "
+                f"{format_count(st.save_elements)} modules_to_save x {st.save_bytes} B")
     if flat_units or (g_ways == ge_ways == 1 and (not main_grads or o_ways == oe_ways == 1)):
         return (f"{format_count(st.trained_elements)} trained x {grad_b} B"
                 + (" + 4 B fp32 main grads" if main_grads else ""))
@@ -1200,7 +1206,7 @@ def _warnings(ctx: TrainingContext, st: StageStates, tl: StageTimeline, acc: Acc
             f"sized with inference numbers (estimate_inference: bf16, {w.micro_batch} sequence(s) of {w.seq_len} "
             f"tokens) this would be {format_bytes(inf)}; training needs {format_bytes(peak)} per device "
             f"({peak / max(inf, 1):.2f}x)", INFERENCE_SIZED))
-    if ctx.optimizer.paged:
+    if ctx.optimizer.paged and st.paged_optimizer:  # offloaded (--offload), they are pinned host items instead
         acc.warnings.append("paged optimizer states are in CUDA unified memory: listed as a host item; they occupy "
                             "GPU memory when it is free and torch.cuda.max_memory_allocated does not count them")
     if w.pp > 1:  # the schedule the timeline modelled (estimate/training/timeline.py stage_timeline)

@@ -82,6 +82,8 @@ class StageStates:
     optimizer: int = 0
     paged_optimizer: int = 0
     trained_elements: int = 0  # on this device, before ZeRO sharding
+    save_elements: int = 0  # of them, PEFT modules_to_save copies (weights, grads and states in save_bytes)
+    save_bytes: int = 0
     # the routed experts' share of trained_elements under EP (0 without): sharded over the expert data-parallel
     # ranks (formulas/parallelism.py expert_shard_group), the rest over the dense ones
     expert_elements: int = 0
@@ -230,6 +232,7 @@ def stage_states(ctx: TrainingContext, stage: int) -> StageStates:
     save_b = _save_bytes(ctx)
     trained_elems = sum(per_layer_elems.values()) + head_elems + embed_elems
     st.trained_elements = trained_elems
+    st.save_elements, st.save_bytes = save_elems, save_b
     grad_b = ctx.adapter_bytes if w.adapters else rec.grad_bytes
 
     # ---- ZeRO / FSDP shards ----
@@ -325,8 +328,15 @@ def stage_states(ctx: TrainingContext, stage: int) -> StageStates:
         st.host["optimizer_states"] = st.optimizer + st.paged_optimizer
         st.host["master_weights"] = st.master
         st.host["gradients"] = st.grads + st.main_grads
-        # the gradient shards live on the host too: DeepSpeed allocates grad_partitions_flat_buffer on the offload
-        # device (deepspeed/runtime/zero/stage3.py lines 742-746, pinned); FSDP CPUOffload(offload_params=True)
+        if w.zero:  # DeepSpeed: the optimizer steps on an fp32 gradient of its fp32 partition, on the host
+            st.host["gradients"] = (st.grads if w.zero == 3 else 0) + split(n_dense * 4, n_exp * 4, o_shard, oe_shard)
+        # the gradient shards live on the host too. DeepSpeed 0.19.8 (PyPI sdist): ZeRO-3 keeps two host buffers,
+        # grad_partitions_flat_buffer in the gradient-accumulation dtype (the model dtype unless grad_accum_dtype
+        # says fp32; deepspeed/runtime/zero/stage3.py lines 791-795, device = cpu with offload_optimizer, line 333)
+        # and each subgroup's fp32 gradient, ``torch.zeros(num_elements, dtype=gradient_dtype)`` with gradient_dtype
+        # the fp32 partition's (lines 1305, 1337-1342); ZeRO-1/2 only the fp32 one (stage_1_and_2.py lines 937-941,
+        # ``single_grad_partition`` in the fp32 partition's dtype). Its own estimator counts 4 B of the 18 B/param
+        # (stage3.py estimate_zero3_model_states_mem_needs line 4034). FSDP CPUOffload(offload_params=True)
         # "offloads gradients to CPU as well" (torch.distributed.fsdp CPUOffload docs; FSDP2 CPUOffloadPolicy, which
         # torchtune's fsdp_cpu_offload uses: recipes/full_finetune_distributed.py @ bd2a0fc lines 145, 689 ->
         # torchtune/training/_distributed.py line 681 "offload parameters, gradients, and optimizer states to CPU").
