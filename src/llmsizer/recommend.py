@@ -891,7 +891,12 @@ def _rate_copies(spec: ModelSpec, cand: _Candidate, rate: float, context: int, o
         pick = at(k)
         alone = pick.fit is not None and serves_alone(pick.fit)
         if k == MAX_REPLICAS or not pick.past_capacity and (pick.fit is None or alone):
-            why = (f"even {MAX_REPLICAS} copies at {rate / k:.3g} requests/s each: {pick.reasons[0]}"
+            # the most copies tried and still refused: the row says so, and that its figures and price are one
+            # copy's at that share (the deployment it stands for is refused; review35 N4)
+            why = (f"refused at {rate:g} requests/s: even {MAX_REPLICAS} copies (the most tried, "
+                   f"{MAX_REPLICAS * cand.count} devices) at {rate / k:.3g} requests/s each do not carry it: "
+                   f"{pick.reasons[0]}; the figures and price shown are one copy's ({cand.count} device"
+                   f"{'s' if cand.count != 1 else ''}) at that share"
                    if k == MAX_REPLICAS and k > 1 else pick.reasons[0])
             return _option_from_pick(cand, dataclasses.replace(pick, reasons=(why, *pick.reasons[1:]))), (), 1
         k = min(2 * k, MAX_REPLICAS)
