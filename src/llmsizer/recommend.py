@@ -122,7 +122,7 @@ from .suggest import did_you_mean
 from .units import format_bytes, format_count, format_rate, format_seconds, format_usd
 
 MAX_REPLICAS = 64
-MAX_NODES = 512
+MAX_SEARCH_NODES = 512  # the most machines the training scale-out search grows a layout to
 # the words an option on the user's hardware and one on a catalog card the user would buy are labelled with
 # (``Option.ownership``): the CLI table, the JSON and the web's compare page show them verbatim
 YOURS = "your hardware"
@@ -1477,7 +1477,7 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
                                        reasons=(f"{format_seconds(one)} on {cand.count} devices (--gpus) misses the "
                                                 + missed,)))
                 return
-            if nodes > MAX_NODES or cand.instance is None:
+            if nodes > MAX_SEARCH_NODES or cand.instance is None:
                 rejected.append(Option(**stub, replicas=1, status="rejected", training_seconds=one, reasons=(
                     f"{format_seconds(one)} on one {'instance' if cand.instance else 'device'} misses the "
                     + missed + ("" if cand.instance else " (local hardware does not scale out)"),)))
@@ -1489,9 +1489,9 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
                                     hardware_files=hardware_files, tokens=tokens, utilization=utilization,
                                     fits_at=False, **{k: v for k, v in (tf or {}).items() if k != "gpus"})
                 secs = float(many.duration.seconds or 0.0) if many.duration is not None else one / nodes
-                if secs <= limit or nodes >= MAX_NODES or not many.fits:
+                if secs <= limit or nodes >= MAX_SEARCH_NODES or not many.fits:
                     break
-                nodes = min(MAX_NODES, max(nodes + 1, math.ceil(nodes * secs / limit)))
+                nodes = min(MAX_SEARCH_NODES, max(nodes + 1, math.ceil(nodes * secs / limit)))
             if not many.fits or secs > limit:
                 rejected.append(Option(**{**stub, "count": many.count, "instances": many.instances},
                                        replicas=many.replicas, status="rejected",
