@@ -16,6 +16,27 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "llmsizer"
 INDEPENDENT = {"SCHEMA_VERSION", "_MEMO"}
 
 
+# one UPPER name with other values in several modules, each a different thing (review35 N1: a name that means one
+# thing holds one value in one home; these hold different things under a name local to each module's own topic)
+DIFFERENT_MEANINGS = {
+    "ADAPTER_FIELDS": "the LoRA fields the training composition records vs the ones measure/compare.py compares",
+    "ALL_LINEAR": "PEFT's 'all-linear' shorthand the harness passes as is vs the module list it stands for (specs)",
+    "COMMANDS": "the probe commands catalog/detect.py runs vs cli/commands.py's command -> module table",
+    "CSP": "the Content-Security-Policy of a standalone HTML report vs the web server's",
+    "EPILOG": "each CLI command's own --help examples",
+    "FORMATS": "plan's output file suffixes vs the scheduler export formats",
+    "FULL_EVERY": "each Gemma reader's own interleave of full-attention layers (3n: 5, Gemma 4: 6)",
+    "INSTALL_HINT": "each optional extra's own pip line (web, hub)",
+    "KINDS": "device kinds (catalog) vs measurement kinds (measure/settings) vs model file kinds (web/sources)",
+    "SCHEMA_VERSION": "each stored document's own schema version",
+    "SOURCE": "each formula module's own citation",
+    "STATES": "the reservation states (provider/store.py) vs the web's action -> state table",
+    "_LAZY": "each package's own lazy attribute table",
+    "_NUM": "the request reader's number pattern (digit groups) vs units.py's (signed)",
+    "_SCALAR": "GGUF value-type struct codes vs the request schema's scalar types",
+}
+
+
 def _literal_constants() -> dict[tuple[str, str], list[str]]:
     homes: dict[tuple[str, str], list[str]] = defaultdict(list)
     for f in sorted(SRC.rglob("*.py")):
@@ -52,3 +73,19 @@ def test_the_readers_read_the_home() -> None:
     assert inventory.SENSITIVITY is fields.SENSITIVITY
     assert settings.METHODS is training.METHODS and settings.OPTIMIZER_IMPLS is training.OPTIMIZER_IMPLS
     assert settings.DTYPES is workload.DTYPES
+
+
+def test_one_name_one_value() -> None:
+    """review35 N1: the test above keys on (name, value), so a name two modules gave different values passed (measure/
+    settings.py's PRECISIONS, GRAD_CHECKPOINTING, DEVICES beside specs'; MAX_NODES 100000 in provider/scheduler_import.py
+    and 512 in recommend.py). Those are renamed to say what they hold (MEASURED_PRECISIONS,
+    MEASURED_GRAD_CHECKPOINTING, TORCH_DEVICES, MAX_IMPORTED_NODES, MAX_SEARCH_NODES); any other name with two values
+    is one of DIFFERENT_MEANINGS, each with its reason."""
+    values: dict[str, set[str]] = defaultdict(set)
+    for name, value in _literal_constants():
+        values[name].add(value)
+    apart = {n for n, v in values.items() if len(v) > 1}
+    assert apart <= DIFFERENT_MEANINGS.keys(), sorted(apart - DIFFERENT_MEANINGS.keys())
+    assert DIFFERENT_MEANINGS.keys() <= apart, sorted(DIFFERENT_MEANINGS.keys() - apart)  # (no stale entry)
+    for old in ("PRECISIONS", "GRAD_CHECKPOINTING", "DEVICES", "MAX_NODES"):
+        assert old not in apart

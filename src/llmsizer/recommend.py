@@ -122,7 +122,7 @@ from .suggest import did_you_mean
 from .units import format_bytes, format_count, format_rate, format_seconds, format_usd
 
 MAX_REPLICAS = 64
-MAX_NODES = 512
+MAX_SEARCH_NODES = 512  # the most machines the training scale-out search grows a layout to
 # the words an option on the user's hardware and one on a catalog card the user would buy are labelled with
 # (``Option.ownership``): the CLI table, the JSON and the web's compare page show them verbatim
 YOURS = "your hardware"
@@ -891,7 +891,12 @@ def _rate_copies(spec: ModelSpec, cand: _Candidate, rate: float, context: int, o
         pick = at(k)
         alone = pick.fit is not None and serves_alone(pick.fit)
         if k == MAX_REPLICAS or not pick.past_capacity and (pick.fit is None or alone):
-            why = (f"even {MAX_REPLICAS} copies at {rate / k:.3g} requests/s each: {pick.reasons[0]}"
+            # the most copies tried and still refused: the row says so, and that its figures and price are one
+            # copy's at that share (the deployment it stands for is refused; review35 N4)
+            why = (f"refused at {rate:g} requests/s: even {MAX_REPLICAS} copies (the most tried, "
+                   f"{MAX_REPLICAS * cand.count} devices) at {rate / k:.3g} requests/s each do not carry it: "
+                   f"{pick.reasons[0]}; the figures and price shown are one copy's ({cand.count} device"
+                   f"{'s' if cand.count != 1 else ''}) at that share"
                    if k == MAX_REPLICAS and k > 1 else pick.reasons[0])
             return _option_from_pick(cand, dataclasses.replace(pick, reasons=(why, *pick.reasons[1:]))), (), 1
         k = min(2 * k, MAX_REPLICAS)
@@ -1472,7 +1477,7 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
                                        reasons=(f"{format_seconds(one)} on {cand.count} devices (--gpus) misses the "
                                                 + missed,)))
                 return
-            if nodes > MAX_NODES or cand.instance is None:
+            if nodes > MAX_SEARCH_NODES or cand.instance is None:
                 rejected.append(Option(**stub, replicas=1, status="rejected", training_seconds=one, reasons=(
                     f"{format_seconds(one)} on one {'instance' if cand.instance else 'device'} misses the "
                     + missed + ("" if cand.instance else " (local hardware does not scale out)"),)))
@@ -1484,9 +1489,9 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
                                     hardware_files=hardware_files, tokens=tokens, utilization=utilization,
                                     fits_at=False, **{k: v for k, v in (tf or {}).items() if k != "gpus"})
                 secs = float(many.duration.seconds or 0.0) if many.duration is not None else one / nodes
-                if secs <= limit or nodes >= MAX_NODES or not many.fits:
+                if secs <= limit or nodes >= MAX_SEARCH_NODES or not many.fits:
                     break
-                nodes = min(MAX_NODES, max(nodes + 1, math.ceil(nodes * secs / limit)))
+                nodes = min(MAX_SEARCH_NODES, max(nodes + 1, math.ceil(nodes * secs / limit)))
             if not many.fits or secs > limit:
                 rejected.append(Option(**{**stub, "count": many.count, "instances": many.instances},
                                        replicas=many.replicas, status="rejected",

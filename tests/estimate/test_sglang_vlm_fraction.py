@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 import llmsizer
+from llmsizer.errors import InputError
 from llmsizer.formulas.vlm_memory_fraction import vlm_fraction_factor, vlm_mem_fraction_static
 from llmsizer.units import GiB
 
@@ -37,7 +38,7 @@ def test_formula_baseline_and_clamps() -> None:
     assert vlm_fraction_factor(24, 4096) == pytest.approx(0.95 * 0.8)  # ratio 16: 1 - 1.5 -> clamped to 0.8
     assert vlm_fraction_factor(6, 512) == pytest.approx(0.95 * 1.05)  # ratio 1/16: 1.09375 -> clamped to 1.05
     assert vlm_fraction_factor(48, 1024) == pytest.approx(0.95 * 0.9)  # ratio 2: 1 - 0.1
-    with pytest.raises(ValueError):
+    with pytest.raises(InputError):  # the library's error (a ValueError too), as formulas/moe_router.py raises
         vlm_fraction_factor(0, 1024)
 
 

@@ -881,6 +881,8 @@ def workload_on_device(fields: dict[str, Any], asker: str, hardware_files: Seque
     # the runtime a caller already decided (a named device resolved to its kind 'gpu' before) stays: 'gpu' itself
     # says none
     decided = training_device_fields(device) if asker == "estimate_training" else inference_device_fields(device)
+    if device.origin != "generic":  # a named device decides its runtime and capability: one answer (review35 D6)
+        device_decides(device, decided, fields)
     out = {**decided, **{k: v for k, v in fields.items()
                          if v is not None or k not in ("gpu_runtime", "gpu_capability")},
            "device": workload_device_kind(device)}
@@ -892,6 +894,21 @@ def workload_on_device(fields: dict[str, Any], asker: str, hardware_files: Seque
     elif device.origin != "generic":  # a named device of no sourced memory: the estimate stands, no verdict (fit refuses)
         notes.warnings.append(no_memory_checked(device))
     return out, device, target, named_device_notes(device, notes, hardware)
+
+
+def device_decides(device: Device, decided: dict[str, Any], fields: dict[str, Any]) -> None:
+    """Refuse a ``gpu_runtime`` or ``gpu_capability`` given beside a named ``device`` that differs from the one the
+    device decides (``decided``: ``inference_device_fields`` / ``training_device_fields``); the same value passes. The
+    given one used to win in the estimate (``estimate_inference(..., device='h100-sxm', gpu_capability=80)`` sized
+    vLLM's router weights as on an A100: 63,171,713,408 B vs 63,155,886,464 B for nemotron-3-nano-30b-a3b bf16) while
+    the speed model and the format search read the device's, two answers for one device (review35 D6); a device
+    known only by its kind (``gpu``, ``cpu``: origin 'generic') takes the fields given. ``fit``'s rule is
+    :func:`hardware_decides`."""
+    for k in ("gpu_runtime", "gpu_capability"):
+        given, own = fields.get(k), decided.get(k)
+        if k in decided and given is not None and given != own:
+            raise InputError(f"{k} {given!r}: the device {device.id} decides it ({k} {own!r}), so the estimate "
+                             f"and its speed read one device; drop {k}= or name a device that has it")
 
 
 def alias_why(typed: object, device: Device) -> str:

@@ -986,8 +986,13 @@ def rate_layout_seconds(model: ModelSpec | str, hardware: str | Device | Instanc
     through other layouts' iterates and stop above the taken layout's least fixed point (probe15 D4: Qwen3-235B-A22B
     fp8, 8 x H100, 32k, 1 request/s took TP 4 x 2 at 5 in flight, 75.3 tokens/s per user, where TP 4 x 2 pinned
     holds at 4, 97.3). Every layout infinite: the rate is refused on each, and ``fit`` answers the refusal on the one
-    that carries the most (``most_carried``). None where there is no choice (one degree within a machine, a llama.cpp
-    split, one device).
+    that carries the most (``most_carried``). The layouts are those within a machine even where only one is (N
+    one-device instances: N replicas, review35 D1), so a degree across machines is taken only where every layout
+    within refuses the rate (the unpinned climb, or ``most_carried``'s rate-less choice): the unpinned climb took TP 2..8 across the instances
+    at each iterate where TP 1 did not fit there, and answered with an in-flight count from that other layout
+    (llama-3.1-8b fp8, 8 x aws-g6e.xlarge, 20 requests/s: DOES NOT FIT, "concurrency given as 472", where TP 1 x 8
+    fits at 340), so recommend's copies of one instance (``_rate_copies``) and ``fit --count N`` on them answered
+    two layouts. None where there is no choice (one degree at all, a llama.cpp split, one device).
     ``climbs``: a caller's dict that gets, where every degree of ``tensor_parallel_options`` is within a machine,
     each degree's pinned fits at the rate (``fit``'s ``iterates``: C in flight -> the fit at C)."""
     device, n, _, instance = target_and_count(hardware, count, kw.get("hardware_files", ()), instances=True)
@@ -1003,7 +1008,7 @@ def rate_layout_seconds(model: ModelSpec | str, hardware: str | Device | Instanc
         return None
     options = layout.tensor_parallel_options(spec, n, per_node)
     within = [t for t in options if t <= per_node]
-    if len(within) < 2:
+    if len(options) < 2:
         return None
     every = len(within) == len(options)  # (fit's climb takes a degree across machines only where none within fits)
     seconds: dict[int, float] = {}
@@ -1053,7 +1058,10 @@ def most_carried(model: ModelSpec | str, hardware: str | Device | Instance, coun
         others = "; ".join(f"TP {t} x {n // t}: " + (f"{carried(t):.3g}" if carried(t) >= 0 else "unknown")
                            for t in sorted(answers, key=lambda t: (-carried(t), t)) if t != tp)
         how = (f"TP {tp} x {n // tp}: carries the most of the layouts, about {carried(tp):.3g} requests/s, though "
-               f"not {rate:g} (every layout refuses it; each one's capacity, requests/s: {others}); ")
+               f"not {rate:g} (every layout refuses it; each one's capacity, requests/s: {others}); ") if others else (
+               f"TP {tp} x {n // tp}: the one layout within a machine, about {carried(tp):.3g} requests/s, not "
+               f"{rate:g} (at a rate fit takes the layouts within a machine; a degree across machines only where "
+               "every layout within refuses the rate); ")
     else:  # fits on no layout: fit's rate-less choice of layout (its memory verdict alone decides)
         free = fit(model, hardware, count, **pinned, **workload)
         tp = free.tensor_parallel
@@ -2010,6 +2018,11 @@ def rate_layout_why(tp: int, count: int, per_node: int, rate: float, seconds: di
         return (f"TP {t} x {count // t}: " + (f"{w:.3g} s a request" if math.isfinite(w) else "past its capacity")
                 + (", fits" if fits.get(t) else ", does not fit" if t in fits else ", not sized"))
     others = "; ".join(said(t) for t in quickest_first(seconds) if t != tp)
+    if not others:  # one degree within a machine (one-device instances): no degree across machines at a rate
+        return (f"TP {tp} x {count // tp}: {seconds[tp]:.3g} s a request at {rate:g} requests/s, the one layout "
+                f"within a machine of {per_node} (at a rate fit takes the layouts within a machine, each at its own "
+                f"answer, ``rate_layout_seconds``: a degree across machines only where every layout within refuses the "
+                f"rate)")
     return (f"TP {tp} x {count // tp}: {seconds[tp]:.3g} s a request at {rate:g} requests/s, the quickest that fits "
             f"within a machine of {per_node} (the rule at a rate: every stable layout puts out the rate's tokens/s, so "
             f"the least mean request time, TTFT + the wait for admission + the output's steps, each replica at its "

@@ -106,10 +106,11 @@ def megatron_router_unfused(spec: ModelSpec, w: TrainingWorkload) -> bool:
     """Whether ``w``'s MoE router is charged as Megatron-Core's unfused router (formulas/moe_router.py eq. E19
     over eq. K9's fused one): a Megatron TE run (:func:`megatron_te_layers`) of an MoE model with
     ``moe_router_fusion`` not on (None: off, Megatron-Core's TransformerConfig default) whose router is eq. E19's
-    softmax top-k; a sigmoid router with an expert bias (``MoESpec.score_correction_bias``: GLM-4.5) is not modelled
-    by eq. E19 and keeps eq. K9's count."""
+    softmax top-k (``MoESpec.router_score`` 'softmax'); a sigmoid router (DeepSeek-V3, GLM-4.5 with an expert bias;
+    Llama 4's top-1 with none) is not modelled by eq. E19 and keeps eq. K9's count. Keyed on the score function, not
+    on the bias: Llama 4's bias-free sigmoid router was charged eq. E19's softmax kernels (review35 N2)."""
     return (spec.moe is not None and not w.moe_router_fusion and megatron_te_layers(spec, w)
-            and not spec.moe.score_correction_bias)
+            and spec.moe.router_score == "softmax")
 
 
 def megatron_te_layers(spec: ModelSpec, w: TrainingWorkload) -> bool:

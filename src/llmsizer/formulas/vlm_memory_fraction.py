@@ -23,6 +23,8 @@ dynamic = 0.94375, factor = 0.8965625.
 
 from __future__ import annotations
 
+from ..errors import InputError
+
 VLM_BASE_FACTOR = 0.95  # base_mem_fraction_reduction_ratio, memory_hook.py L438
 VLM_BASELINE_LAYERS = 24  # baseline_vit_layers (ViT-L/14), L444; also getattr's default layers, L440
 VLM_BASELINE_HIDDEN = 1024  # baseline_vit_hidden_size, L445; also getattr's default hidden size, L441
@@ -36,7 +38,7 @@ def vlm_fraction_factor(vit_layers: int, vit_hidden_size: int) -> float:
     ``vit_layers``: the vision config's ``num_hidden_layers`` as SGLang reads it (24 where absent);
     ``vit_hidden_size``: its ``hidden_size`` (1024 where absent)."""
     if vit_layers <= 0 or vit_hidden_size <= 0:
-        raise ValueError(f"vision encoder layers and hidden size must be positive, got {vit_layers}, {vit_hidden_size}")
+        raise InputError(f"vision encoder layers and hidden size must be positive, got {vit_layers}, {vit_hidden_size}")
     ratio = vit_layers * vit_hidden_size ** 2 / (VLM_BASELINE_LAYERS * VLM_BASELINE_HIDDEN ** 2)
     low, high = VLM_DYNAMIC_BOUNDS
     dynamic = max(low, min(high, 1.0 - VLM_SENSITIVITY * (ratio - 1.0)))

@@ -29,10 +29,12 @@ from ..specs.workload import DTYPES
 from ..suggest import unknown_choice
 
 KINDS = ("inference", "training")
-DEVICES = ("auto", "cpu", "cuda")
+TORCH_DEVICES = ("auto", "cpu", "cuda")  # the torch device a measurement runs on (not specs' workload kinds)
 INFER_WEIGHTS = ("nf4", "nf4-dq")  # besides the compute dtype itself: bitsandbytes 4-bit (CUDA)
-PRECISIONS = ("fp32", "bf16-mixed", "fp16-mixed", "bf16", "fp16")
-GRAD_CHECKPOINTING = ("none", "full")
+# the training precisions and checkpointing the harness runs: a subset of specs/training.py PRECISIONS and
+# GRAD_CHECKPOINTING (no FSDP, Megatron or selective recompute here), named apart so the two never read as one
+MEASURED_PRECISIONS = ("fp32", "bf16-mixed", "fp16-mixed", "bf16", "fp16")
+MEASURED_GRAD_CHECKPOINTING = ("none", "full")
 # PEFT's own shorthand, passed to it as is (every nn.Linear but the output head: peft tuners/tuners_utils.py
 # ``_maybe_include_all_linear_layers``): the rule the estimate follows for 'all-linear' (specs/training.py ALL_LINEAR)
 ALL_LINEAR = ("all-linear",)
@@ -104,10 +106,10 @@ class MeasureSettings:
     def __post_init__(self) -> None:
         if self.grad_checkpointing is None or type(self.grad_checkpointing) is MethodDefault:
             object.__setattr__(self, "grad_checkpointing", default_grad_checkpointing(self.method))
-        closed = (("kind", self.kind, KINDS), ("device", self.device, DEVICES),
+        closed = (("kind", self.kind, KINDS), ("device", self.device, TORCH_DEVICES),
                   ("attention", self.attention, ATTENTION), ("method", self.method, METHODS),
                   ("optimizer", self.optimizer, OPTIMIZERS),
-                  ("grad_checkpointing", self.grad_checkpointing, GRAD_CHECKPOINTING))
+                  ("grad_checkpointing", self.grad_checkpointing, MEASURED_GRAD_CHECKPOINTING))
         for name, value, allowed in closed:
             if value not in allowed:
                 raise InputError(unknown_choice(name, value, allowed))
@@ -120,9 +122,9 @@ class MeasureSettings:
         if self.base_dtype is not None and self.method == "full":
             raise InputError("base_dtype applies to lora/dora/qlora (a frozen base); full training stores weights "
                              "in the precision's dtype")
-        if self.precision is not None and self.precision not in PRECISIONS:
+        if self.precision is not None and self.precision not in MEASURED_PRECISIONS:
             raise InputError(f"measure runs precision {self.precision!r} only through its own framework; choose one "
-                             f"of: {', '.join(PRECISIONS)}")
+                             f"of: {', '.join(MEASURED_PRECISIONS)}")
         if self.weights is not None and self.weights not in (*DTYPES, *INFER_WEIGHTS):
             raise InputError(f"measure loads weights as {', '.join((*DTYPES, *INFER_WEIGHTS))}; got {self.weights!r}")
         for name in ("context", "concurrency", "micro_batch", "seq_len", "rank"):

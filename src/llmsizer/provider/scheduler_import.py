@@ -57,7 +57,7 @@ UNAVAILABLE = {
 
 _KEY = re.compile(r"(?:^|\s)([A-Za-z][A-Za-z_/]*)=")
 _GPU = re.compile(r"(?:^|,)gpu:(?:([A-Za-z0-9_.\-]+):)?(\d+)")
-MAX_NODES = 100_000
+MAX_IMPORTED_NODES = 100_000  # the most nodes one scheduler listing may hold (a bound on input read)
 
 
 @dataclass(frozen=True)
@@ -109,8 +109,8 @@ def parse_scontrol_nodes(text: str, source: str = "<scontrol>") -> list[SlurmNod
             raise InputError(f"{source}: this looks like `sinfo` output, which has no memory or CPU count per node: "
                              f"save `scontrol show node` (or `scontrol show node --oneliner`) and import that")
         raise InputError(f"{source}: no 'NodeName=' record: not `scontrol show node` output")
-    if len(starts) > MAX_NODES:
-        raise InputError(f"{source}: {len(starts):,} nodes; at most {MAX_NODES:,}")
+    if len(starts) > MAX_IMPORTED_NODES:
+        raise InputError(f"{source}: {len(starts):,} nodes; at most {MAX_IMPORTED_NODES:,}")
     out = []
     for k, s in enumerate(starts):
         f = _fields(text[s:starts[k + 1] if k + 1 < len(starts) else len(text)])
@@ -335,8 +335,8 @@ def parse_kubectl_nodes(text: str, source: str = "<kubectl>") -> list[K8sNode]:
     items = [doc] if doc["kind"] == "Node" else doc.get("items")
     if not isinstance(items, list):
         raise InputError(f"{source}: \"items\" is not a list")
-    if len(items) > MAX_NODES:
-        raise InputError(f"{source}: {len(items):,} nodes; at most {MAX_NODES:,}")
+    if len(items) > MAX_IMPORTED_NODES:
+        raise InputError(f"{source}: {len(items):,} nodes; at most {MAX_IMPORTED_NODES:,}")
     out = []
     for k, item in enumerate(items):
         where = f"{source}: items[{k}]"

@@ -258,6 +258,9 @@ def _moe(meta: _Meta, t: _Table, n_layers: int, notes: list[str]) -> tuple[MoESp
         expert_bias=t.has(b + "ffn_up_exps.bias") or t.has(b + "ffn_down_exps.bias"),
         expert_gated=t.has(b + "ffn_gate_exps") or t.has(b + "ffn_gate_up_exps"),
         score_correction_bias=t.has(b + "exp_probs_b.bias"),  # the converted e_score_correction_bias
+        # LLAMA_EXPERT_GATING_FUNC_TYPE_SIGMOID (2) of llama-hparams.h; a converted correction bias routes a sigmoid
+        router_score="sigmoid" if meta.int_("{arch}.expert_gating_func") == 2 or t.has(b + "exp_probs_b.bias")
+        else "softmax",
     )
     return moe, layers
 

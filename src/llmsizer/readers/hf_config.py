@@ -399,7 +399,12 @@ def _moe(c: _Cfg, n_layers: int, hidden: int) -> tuple[MoESpec | None, tuple[boo
         # config routes with it (topk_method 'noaux_tc': DeepSeek-V3, V3.2, R1, Kimi-K2; DeepSeek-V2's 'greedy')
         moe = MoESpec(n_exp, c.req("num_experts_per_tok"), moe_inter, shared_intermediate_size=shared,
                       router_fp32=True,
-                      score_correction_bias=mt == "glm4_moe" or c.get("topk_method") == "noaux_tc")
+                      score_correction_bias=mt == "glm4_moe" or c.get("topk_method") == "noaux_tc",
+                      # transformers scores DeepSeek-V3/V3.2's and GLM-4.5's routers with a sigmoid whatever the
+                      # config's scoring_func (modeling_deepseek_v3.py L136, modeling_deepseek_v32.py L514,
+                      # modeling_glm4_moe.py L285), DeepSeek-V2's with a softmax (modeling_deepseek_v2.py L101;
+                      # transformers @5.24.0)
+                      router_score="softmax" if mt == "deepseek_v2" else "sigmoid")
         return moe, layers
     return None, (False,) * n_layers
 

@@ -115,7 +115,8 @@ def hybrid_spec(cfg: dict[str, Any], mt: str, *, name: str, where: str, source: 
                           latent_size=c.get("moe_latent_size") or 0,
                           # NemotronHTopkRouter.forward (modeling_nemotron_h.py line 774); its
                           # e_score_correction_bias always (line 770)
-                          router_fp32=True, score_correction_bias=True)
+                          router_fp32=True, score_correction_bias=True,
+                          router_score="sigmoid")  # scores = router_logits.sigmoid() (line 775 @5.24.0)
         fields.update(
             num_heads=heads, num_kv_heads=c.get("num_key_value_heads") or heads, head_dim=c.req("head_dim"),
             intermediate_size=c.get("intermediate_size") or 0, mlp_gated=False, mlp_bias=bool(c.get("mlp_bias")),
@@ -278,7 +279,9 @@ def _llama4_text(c: _Cfg, n_layers: int, hidden: int) -> dict[str, Any]:
         kinds = ["chunked_attention" if r and chunk is not None else "full_attention" for r in rope]
     n_exp = c.req("num_local_experts")
     inter = c.req("intermediate_size")
-    moe = MoESpec(n_exp, c.req("num_experts_per_tok"), inter, shared_intermediate_size=inter)
+    # Llama4Router: top-k of the logits, then a sigmoid of them (no bias; modeling_llama4.py L141-152, the sigmoid
+    # L151, transformers @5.24.0)
+    moe = MoESpec(n_exp, c.req("num_experts_per_tok"), inter, shared_intermediate_size=inter, router_score="sigmoid")
     bias = bool(c.get("attention_bias", False))
     layer_types = tuple("sliding" if k == "chunked_attention" else "full" for k in kinds)
     return dict(num_heads=heads, num_kv_heads=c.get("num_key_value_heads") or heads,

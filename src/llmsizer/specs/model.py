@@ -37,6 +37,8 @@ VISION_TOKEN_RULES: tuple[VisionTokenRule, ...] = ("fixed", "qwen2_vl", "qwen3_v
 ALIBI_MODEL_TYPES = ("bloom", "mpt")
 VisionEncoder = Literal["siglip", "qwen2_5_vl", "qwen3_vl", "mllama", "llama4"]
 NormKind = Literal["rmsnorm", "layernorm"]
+RouterScore = Literal["softmax", "sigmoid"]
+ROUTER_SCORES: tuple[RouterScore, ...] = ("softmax", "sigmoid")  # MoESpec.router_score
 LayerKey = tuple[bool, bool, bool, bool, bool, bool, int, int]  # ModelSpec.layer_key / layer_keys
 
 
@@ -81,6 +83,16 @@ class MoESpec:
     # transformers (a buffer, ``e_score_correction_bias``); the bytes each engine allocates for it:
     # formulas/weight_formats.py ``correction_bias_bytes``
     score_correction_bias: bool = False
+    # the function the router turns its top-k logits into weights with (ROUTER_SCORES): 'softmax' (Mixtral, Qwen-MoE,
+    # gpt-oss, DeepSeek-V2: modeling_deepseek_v2.py L101) or 'sigmoid' (DeepSeek-V3/V3.2, Kimi-K2, GLM-4.5,
+    # Nemotron-H: ``router_logits.sigmoid()``, modeling_deepseek_v3.py L136, modeling_deepseek_v32.py L514,
+    # modeling_glm4_moe.py L285, modeling_nemotron_h.py L775; Llama 4's top-1 router with no bias:
+    # Llama4Router.forward, modeling_llama4.py L151; all transformers @5.24.0), a GGUF's ``expert_gating_func`` 2
+    router_score: RouterScore = "softmax"
+
+    def __post_init__(self) -> None:
+        if self.router_score not in ROUTER_SCORES:
+            raise InputError(unknown_choice("router_score", self.router_score, ROUTER_SCORES))
 
 
 @dataclass(frozen=True)
