@@ -768,33 +768,11 @@ def _llamacpp_cells_read(s: SpeedSetup, batch: int) -> tuple[str | None, int, in
     return kernel, per_stream, streams, sliding
 
 
-def speed_model(spec: ModelSpec, device: Any, *, weights_format: str = "bf16", prompt_tokens: int = 1024,
-                output_tokens: int = 256, kv_dtype: str = "bf16", mla_mode: str = "latent",
-                compute_efficiency: float | None = None, bandwidth_efficiency: float | None = None,
-                layer_overhead: float | None = None, identical_sequences: bool = False,
-                state_dtypes: tuple[str, str] = ("fp32", "fp32"), ubatch: int | None = None,
-                flash_attention: bool = True, kv_unified: bool | None = None,
-                engine_step_seconds: float | None = None, engine: str | None = None,
-                engine_version: str | None = None, allreduce_latency: float | None = None,
-                llamacpp_int8_mmq: bool = True, group_size: int = GROUP_SIZE_DEFAULT,
-                other_bytes: int = OTHER_BYTES_DEFAULT, encoder_flops: float = 0.0,
-                decode_loop: str = "generate", attention: str = "sdpa") -> SpeedLayout:
-    """``estimate_speed`` in two stages: what no layout changes (the weight format's kernels and bytes, the
-    device's peak, bandwidth and efficiencies, the engine's step, the model's parameters and bytes), computed once
-    here; then the returned ``layout(count, tensor_parallel, concurrency, link_bandwidth, nvlink_mesh,
-    decode_only)``, ``estimate_speed``'s answer for one layout (the same arguments, the same numbers). fit ranks
-    its tensor-parallel degrees with ``decode_only`` True: the decode at ``concurrency`` only (no prefill, no
-    single-stream decode, no roofline's details or ranges: their ``SpeedEstimate`` has ``decode`` alone), the
-    same ``decode`` the full answer carries."""
-    if prompt_tokens < 1 or output_tokens < 0:
-        raise InputError("count, concurrency and prompt_tokens must be >= 1; output_tokens >= 0")
-    if decode_loop not in DECODE_LOOP_KERNELS:
-        raise InputError(f"decode_loop must be one of {', '.join(DECODE_LOOP_KERNELS)}, got {decode_loop!r}")
-    if encoder_flops < 0:
-        raise InputError(f"encoder_flops must not be negative, got {encoder_flops}")
-    if attention not in HC.ATTENTION:
-        raise InputError(f"attention must be one of {', '.join(HC.ATTENTION)}, got {attention!r}")
-    assumptions: list[Assumption] = []  # those before the load's identical_sequences
+def kernels_and_peak(spec: ModelSpec, device: Any, weights_format: str, engine: str | None,
+                     assumptions: list[Assumption]) -> tuple[str, str, str, int, float | None, str]:
+    """The kernels a decode runs and the bytes they read: (the format whose kernels run, the format whose bytes are
+    read, the compute dtype, its bytes, the device's peak FLOP/s at it, the peak's key); the assumptions they
+    take are appended to ``assumptions``."""
     # a model file: exact bytes, kernels of its dominant type
     fmt, why = file_kernel_format(spec) if weights_format == "file" else (normalize_format(weights_format), "")
     bytes_fmt = fmt  # the format whose bytes are read; fmt: the one whose kernels run them
@@ -804,7 +782,6 @@ def speed_model(spec: ModelSpec, device: Any, *, weights_format: str = "bf16", p
         why = f"{why}: {runs}" if why else runs
     if why:  # one assumption per name: the kernels that run, with every step of the reason
         assumptions.append(Assumption("kernel_format", fmt, True, why))
-    warnings: list[str] = []
     # FP8 GEMMs where the hardware runs them (device.fp8_tensor_cores), not where the catalog happens to list a rate
     dtype = compute_dtype_for(fmt, device.kind, fp8_tensor_cores(device))
     act_bytes = DTYPE_BYTES.get(dtype, 2)
@@ -823,19 +800,14 @@ def speed_model(spec: ModelSpec, device: Any, *, weights_format: str = "bf16", p
         assumptions.append(Assumption("peak_dtype", peak_key, True,
                                       f"{device.id} lists no {dtype} rate; the {peak_key} tensor rate is used "
                                       "(equal on Ampere and later, NVIDIA Ampere whitepaper)"))
-    bw = device.bandwidth
-    numa = numa_assumption(device)  # a detected machine of several sockets: its bandwidth and compute sockets
-    if numa is not None and bw is not None:
-        assumptions.append(numa)
-    if peak is None:
-        warnings.append(f"{device.id}: no sourced {dtype} peak FLOP/s; prefill/TTFT cannot be estimated")
-    if bw is None:
-        warnings.append(f"{device.id}: no sourced memory bandwidth; decode speed cannot be estimated")
-    ce = compute_efficiency if compute_efficiency is not None else E.COMPUTE.expected
-    bw_factor = E.decode_bandwidth_factor(device.kind, fmt, engine)
-    be = bandwidth_efficiency if bandwidth_efficiency is not None else bw_factor.expected
-    assumptions.append(Assumption("compute_efficiency", ce, compute_efficiency is None, E.COMPUTE.source))
-    assumptions.append(Assumption("bandwidth_efficiency", be, bandwidth_efficiency is None, bw_factor.source))
+    return fmt, bytes_fmt, dtype, act_bytes, peak, peak_key
+
+
+def sm_stream_capped_efficiency(device: Any, fmt: str, engine: str | None, engine_version: str | None,
+                                bw: float | None, be: float, bandwidth_efficiency: float | None,
+                                assumptions: list[Assumption], warnings: list[str]) -> float:
+    """The bandwidth efficiency ``be`` after llama.cpp's and the serving engine's SM stream caps (formulas/speed.py
+    eq. 12), where the SMs, not the DRAM, bound the stream."""
     cap = E.llamacpp_stream_cap(fmt, device.kind, device.vendor, device.sm_cycles_per_second)
     if cap is None and bw and bandwidth_efficiency is None and device.sm_cycles_per_second is None \
             and E.llamacpp_gemm_path(fmt, device.kind, device.vendor) is not None:
@@ -859,23 +831,14 @@ def speed_model(spec: ModelSpec, device: Any, *, weights_format: str = "bf16", p
             f"formulas/speed.py eq. (12): {device.id}'s SMs x clock x {scap[1].expected} B per SM-cycle "
             f"({device.architecture}, a release of estimate/engines.py STREAM_LIMITED) stream less than the memory "
             f"delivers at the engine's share; {scap[1].source}"))
-    ov_factor = E.decode_layer_overhead(device.kind, fmt)
-    tau = layer_overhead if layer_overhead is not None else (ov_factor.expected if ov_factor else 0.0)
-    if ov_factor is not None or layer_overhead is not None:
-        assumptions.append(Assumption("decode_overhead_per_layer_seconds", tau, layer_overhead is None,
-                                      ov_factor.source if ov_factor and layer_overhead is None else "given"))
-    # eq. (15): the layers' chains of latency-bound kernels, a roof of the serving engine's decode step
-    floor_factor = E.layer_kernel_floor(engine, device.kind, spec.mla is not None, spec.moe is not None)
-    kernel_floor = step_overhead(spec.num_layers, floor_factor.expected) if floor_factor is not None else 0.0
-    if floor_factor is not None:
-        assumptions.append(Assumption(
-            floor_factor.name, floor_factor.expected, True,
-            f"formulas/speed.py eq. (15): a decode step takes at least {spec.num_layers} layers x "
-            f"{floor_factor.expected * 1e6:.1f} us ({kernel_floor * 1e3:.2f} ms) of latency-bound kernels, whatever "
-            f"its bytes; {floor_factor.source}"))
-    pre = tuple(assumptions)  # the load's identical_sequences goes between pre and post (estimate_speed's order)
-    assumptions = []
-    step_fixed = step_overhead(spec.num_layers, tau)
+    return be
+
+
+def engine_step_seconds_of(engine: str | None, engine_version: str | None, engine_step_seconds: float | None,
+                           step_fixed: float, assumptions: list[Assumption],
+                           warnings: list[str]) -> tuple[float, float]:
+    """(a decode step's fixed seconds, the engine's host step it overlaps): ``step_fixed`` plus the engine's
+    serial host step (eq. 7), or its overlapped one (eq. 14), from the engine's rule or as given."""
     host_step = 0.0  # the engine's host step when it overlaps the device's (eq. 14)
     if engine is None and engine_version is not None:
         raise InputError(f"an engine version ({engine_version}) needs its engine (vllm or sglang)")
@@ -905,6 +868,73 @@ def speed_model(spec: ModelSpec, device: Any, *, weights_format: str = "bf16", p
             step_fixed += float(rule.seconds or 0.0)
         else:
             host_step = float(rule.seconds or 0.0)
+    return step_fixed, host_step
+
+
+def speed_model(spec: ModelSpec, device: Any, *, weights_format: str = "bf16", prompt_tokens: int = 1024,
+                output_tokens: int = 256, kv_dtype: str = "bf16", mla_mode: str = "latent",
+                compute_efficiency: float | None = None, bandwidth_efficiency: float | None = None,
+                layer_overhead: float | None = None, identical_sequences: bool = False,
+                state_dtypes: tuple[str, str] = ("fp32", "fp32"), ubatch: int | None = None,
+                flash_attention: bool = True, kv_unified: bool | None = None,
+                engine_step_seconds: float | None = None, engine: str | None = None,
+                engine_version: str | None = None, allreduce_latency: float | None = None,
+                llamacpp_int8_mmq: bool = True, group_size: int = GROUP_SIZE_DEFAULT,
+                other_bytes: int = OTHER_BYTES_DEFAULT, encoder_flops: float = 0.0,
+                decode_loop: str = "generate", attention: str = "sdpa") -> SpeedLayout:
+    """``estimate_speed`` in two stages: what no layout changes (the weight format's kernels and bytes, the
+    device's peak, bandwidth and efficiencies, the engine's step, the model's parameters and bytes), computed once
+    here; then the returned ``layout(count, tensor_parallel, concurrency, link_bandwidth, nvlink_mesh,
+    decode_only)``, ``estimate_speed``'s answer for one layout (the same arguments, the same numbers). fit ranks
+    its tensor-parallel degrees with ``decode_only`` True: the decode at ``concurrency`` only (no prefill, no
+    single-stream decode, no roofline's details or ranges: their ``SpeedEstimate`` has ``decode`` alone), the
+    same ``decode`` the full answer carries."""
+    if prompt_tokens < 1 or output_tokens < 0:
+        raise InputError("count, concurrency and prompt_tokens must be >= 1; output_tokens >= 0")
+    if decode_loop not in DECODE_LOOP_KERNELS:
+        raise InputError(f"decode_loop must be one of {', '.join(DECODE_LOOP_KERNELS)}, got {decode_loop!r}")
+    if encoder_flops < 0:
+        raise InputError(f"encoder_flops must not be negative, got {encoder_flops}")
+    if attention not in HC.ATTENTION:
+        raise InputError(f"attention must be one of {', '.join(HC.ATTENTION)}, got {attention!r}")
+    assumptions: list[Assumption] = []  # those before the load's identical_sequences
+    warnings: list[str] = []
+    fmt, bytes_fmt, dtype, act_bytes, peak, peak_key = kernels_and_peak(spec, device, weights_format, engine,
+                                                                        assumptions)
+    bw = device.bandwidth
+    numa = numa_assumption(device)  # a detected machine of several sockets: its bandwidth and compute sockets
+    if numa is not None and bw is not None:
+        assumptions.append(numa)
+    if peak is None:
+        warnings.append(f"{device.id}: no sourced {dtype} peak FLOP/s; prefill/TTFT cannot be estimated")
+    if bw is None:
+        warnings.append(f"{device.id}: no sourced memory bandwidth; decode speed cannot be estimated")
+    ce = compute_efficiency if compute_efficiency is not None else E.COMPUTE.expected
+    bw_factor = E.decode_bandwidth_factor(device.kind, fmt, engine)
+    be = bandwidth_efficiency if bandwidth_efficiency is not None else bw_factor.expected
+    assumptions.append(Assumption("compute_efficiency", ce, compute_efficiency is None, E.COMPUTE.source))
+    assumptions.append(Assumption("bandwidth_efficiency", be, bandwidth_efficiency is None, bw_factor.source))
+    be = sm_stream_capped_efficiency(device, fmt, engine, engine_version, bw, be, bandwidth_efficiency, assumptions,
+                                     warnings)
+    ov_factor = E.decode_layer_overhead(device.kind, fmt)
+    tau = layer_overhead if layer_overhead is not None else (ov_factor.expected if ov_factor else 0.0)
+    if ov_factor is not None or layer_overhead is not None:
+        assumptions.append(Assumption("decode_overhead_per_layer_seconds", tau, layer_overhead is None,
+                                      ov_factor.source if ov_factor and layer_overhead is None else "given"))
+    # eq. (15): the layers' chains of latency-bound kernels, a roof of the serving engine's decode step
+    floor_factor = E.layer_kernel_floor(engine, device.kind, spec.mla is not None, spec.moe is not None)
+    kernel_floor = step_overhead(spec.num_layers, floor_factor.expected) if floor_factor is not None else 0.0
+    if floor_factor is not None:
+        assumptions.append(Assumption(
+            floor_factor.name, floor_factor.expected, True,
+            f"formulas/speed.py eq. (15): a decode step takes at least {spec.num_layers} layers x "
+            f"{floor_factor.expected * 1e6:.1f} us ({kernel_floor * 1e3:.2f} ms) of latency-bound kernels, whatever "
+            f"its bytes; {floor_factor.source}"))
+    pre = tuple(assumptions)  # the load's identical_sequences goes between pre and post (estimate_speed's order)
+    assumptions = []
+    step_fixed = step_overhead(spec.num_layers, tau)
+    step_fixed, host_step = engine_step_seconds_of(engine, engine_version, engine_step_seconds, step_fixed,
+                                                   assumptions, warnings)
 
     # eager transformers launches every kernel of a step from Python: a step takes max(device, kernels x tau_host)
     # (formulas/launch_overhead.py eqs. K1, K4), a decode step and the prefill step (its forward and the loop's own
