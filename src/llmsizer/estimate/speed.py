@@ -884,11 +884,11 @@ def speed_model(spec: ModelSpec, device: Any, *, weights_format: str = "bf16", p
                 decode_loop: str = "generate", attention: str = "sdpa") -> SpeedLayout:
     """``estimate_speed`` in two stages: what no layout changes (the weight format's kernels and bytes, the
     device's peak, bandwidth and efficiencies, the engine's step, the model's parameters and bytes), computed once
-    here; then the returned ``layout(count, tensor_parallel, concurrency, link_bandwidth, nvlink_mesh,
-    decode_only)``, ``estimate_speed``'s answer for one layout (the same arguments, the same numbers). fit ranks
-    its tensor-parallel degrees with ``decode_only`` True: the decode at ``concurrency`` only (no prefill, no
-    single-stream decode, no roofline's details or ranges: their ``SpeedEstimate`` has ``decode`` alone), the
-    same ``decode`` the full answer carries."""
+    here into a ``SpeedSetup``; then the returned ``layout_speed`` bound to it, ``(count, tensor_parallel,
+    concurrency, link_bandwidth, nvlink_mesh, decode_only)``, ``estimate_speed``'s answer for one layout (the
+    same arguments, the same numbers). fit ranks its tensor-parallel degrees with ``decode_only`` True: the
+    decode at ``concurrency`` only (no prefill, no single-stream decode, no roofline's details or ranges: their
+    ``SpeedEstimate`` has ``decode`` alone), the same ``decode`` the full answer carries."""
     if prompt_tokens < 1 or output_tokens < 0:
         raise InputError("count, concurrency and prompt_tokens must be >= 1; output_tokens >= 0")
     if decode_loop not in DECODE_LOOP_KERNELS:
@@ -1047,8 +1047,6 @@ def speed_model(spec: ModelSpec, device: Any, *, weights_format: str = "bf16", p
             "each decode step reads them back (formulas/kv_cache.py repeated_kv, the memory estimate's rule)"))
     post = tuple(assumptions)
     settled = tuple(warnings)
-    # the decode at a layout's load: (decode, its roofline, the KV and weight bytes it reads), by (count, tp, concurrency,
-    # link, nvlink_mesh), everything else being this model's
     decoded: dict[tuple[Any, ...], tuple[PhaseTime | None, Roofline | None, float | None, float | None]] = {}
 
     path = E.llamacpp_gemm_path(fmt, device.kind, device.vendor)
@@ -1077,6 +1075,71 @@ def speed_model(spec: ModelSpec, device: Any, *, weights_format: str = "bf16", p
                        unified=unified, ub=ub, repeats=repeats, eager_scores=eager_scores, score_layers=score_layers,
                        decode_loop_kernels=decode_loop_kernels, engine_host=engine_host)
     return functools.partial(layout_speed, setup)
+
+
+def llamacpp_unfused_attention(device: Any, fmt: str, concurrency: int, assumptions: list[Assumption],
+                               warnings: list[str]) -> tuple[E.Factor | None, float | None]:
+    """llama.cpp without flash attention: the factor and the peak FLOP/s of a single-token step's KQ/KQV products
+    (formulas/speed.py eq. 13), (None, None) where the backend has none or the device no sourced rate."""
+    unfused: E.Factor | None = None
+    unfused_peak: float | None = None
+    found = E.llamacpp_unfused_attention(fmt, device.kind, device.vendor)
+    if found is not None:
+        unfused, rate_key = found
+        unfused_peak, used_key = device.peak_flops(rate_key)
+        sync = E.llamacpp_sync_mma_share(device.architecture) if rate_key == "fp16_acc16" else None
+        if unfused_peak is not None and sync is not None:  # the same warp-level kernels as cuBLAS prefill
+            unfused_peak *= sync.expected
+        if unfused_peak is None:
+            unfused = None
+            warnings.append(f"{device.id}: no sourced {rate_key} peak; the single-token attention without "
+                            "flash attention is timed as its cache read only (formulas/speed.py eq. 13 not "
+                            "applied)")
+        else:  # the one-sequence step (the decode at b = 1, and the single-stream figure at any concurrency)
+            assumptions.append(Assumption(
+                unfused.name, unfused.expected, True,
+                "formulas/speed.py eq. (13), the one-sequence step"
+                + (" (the single-stream figure; the step of several sequences does not use it)"
+                   if concurrency > 1 else "")
+                + ": without flash attention the one-token KQ/KQV products take "
+                f"{unfused.expected} x their FLOPs at the {used_key} peak"
+                + (f" x {sync.expected} ({sync.name})" if sync is not None else "") + f"; {unfused.source}"))
+    return unfused, unfused_peak
+
+
+def range_band_assumptions(spec: ModelSpec, device: Any, engine: str | None, engine_version: str | None,
+                           llamacpp: bool, launch_host: float, tp: int, concurrency: int,
+                           prefill: PhaseTime | None, decode: PhaseTime | None, details: dict[str, Any],
+                           assumptions: list[Assumption], warnings: list[str]) -> str | None:
+    """Which validation rows calibrate the prefill and decode ranges, and why (estimate/ranges.py): appended to
+    ``assumptions``, the keys the bands read written to ``details``; returns the serving engine (None: none)."""
+    serving = engine if engine in R.SERVING_ENGINES else None
+    if llamacpp and serving is None and not launch_host:  # which llama.cpp band calibrates each range, and why
+        backend = llamacpp_backend(device)
+        details["llamacpp_backend"] = backend
+        for name, kind, value in (("prefill_range_band", R.PREFILL, prefill),
+                                  ("decode_range_band", R.BATCHED if concurrency > 1 else R.DECODE, decode)):
+            if value is not None:
+                b, why = R.llamacpp_band(kind, backend)
+                assumptions.append(Assumption(name, b.engine if b else "none", True, why))
+    if serving is not None and decode is not None:  # which validation rows calibrate the decode range, and why
+        kind = R.BATCHED if concurrency > 1 else R.DECODE
+        if spec.mla is not None and spec.moe is not None:  # ranges.MLA_MOE_MULTI_GPU_NO_BAND reads it
+            details["mla_moe"] = True
+            if decode.bound == "kernel latency":  # eq. 15 decides the step (ranges.MLA_MOE_FLOOR_NO_BAND)
+                details["kernel_floor_bound"] = True
+        b, why = R.serving_band(kind, serving, engine_version, device.id, tp, bool(details.get("mla_moe")),
+                                bool(details.get("kernel_floor_bound")))
+        assumptions.append(Assumption("decode_range_band", b.engine if b else "none", True, why))
+        if tp > 1 and concurrency == 1 and decode.bound == "host":  # eq. (14): the host floor sets the step
+            warnings.append(
+                f"decode of one sequence on {tp} GPUs is host-bound: the engine's host step "
+                f"({decode.seconds * 1e3:.2f} ms, estimate/engines.py STEP_HOST) decides it, above the modelled "
+                f"device step ({max(decode.compute_seconds, decode.memory_seconds) * 1e3:.2f} ms of weights and KV "
+                f"+ {decode.comm_seconds * 1e3:.2f} ms of all-reduces); the per-layer latency-bound kernels of a "
+                "tensor-parallel step are counted for MLA + MoE layers only (formulas/speed.py eq. 15), so the "
+                "step may be slower: no calibrated range")
+    return serving
 
 
 def layout_speed(s: SpeedSetup, count: int, tensor_parallel: int | None, concurrency: int,
@@ -1385,27 +1448,7 @@ def layout_speed(s: SpeedSetup, count: int, tensor_parallel: int | None, concurr
     unfused: E.Factor | None = None
     unfused_peak: float | None = None
     if llamacpp and not flash_attention:
-        found = E.llamacpp_unfused_attention(fmt, device.kind, device.vendor)
-        if found is not None:
-            unfused, rate_key = found
-            unfused_peak, used_key = device.peak_flops(rate_key)
-            sync = E.llamacpp_sync_mma_share(device.architecture) if rate_key == "fp16_acc16" else None
-            if unfused_peak is not None and sync is not None:  # the same warp-level kernels as cuBLAS prefill
-                unfused_peak *= sync.expected
-            if unfused_peak is None:
-                unfused = None
-                warnings.append(f"{device.id}: no sourced {rate_key} peak; the single-token attention without "
-                                "flash attention is timed as its cache read only (formulas/speed.py eq. 13 not "
-                                "applied)")
-            else:  # the one-sequence step (the decode at b = 1, and the single-stream figure at any concurrency)
-                assumptions.append(Assumption(
-                    unfused.name, unfused.expected, True,
-                    "formulas/speed.py eq. (13), the one-sequence step"
-                    + (" (the single-stream figure; the step of several sequences does not use it)"
-                       if concurrency > 1 else "")
-                    + ": without flash attention the one-token KQ/KQV products take "
-                    f"{unfused.expected} x their FLOPs at the {used_key} peak"
-                    + (f" x {sync.expected} ({sync.name})" if sync is not None else "") + f"; {unfused.source}"))
+        unfused, unfused_peak = llamacpp_unfused_attention(device, fmt, concurrency, assumptions, warnings)
 
     def decode_at(batch: int) -> tuple[PhaseTime | None, Roofline | None]:
         ctx = prompt_tokens + output_tokens // 2
@@ -1542,32 +1585,8 @@ def layout_speed(s: SpeedSetup, count: int, tensor_parallel: int | None, concurr
     if spec.recurrent_layer_count:
         details["recurrent_state_bytes_per_decode_step"] = 2 * state_bytes(concurrency)
         details["state_dtypes"] = list(state_dtypes)
-    serving = engine if engine in R.SERVING_ENGINES else None
-    if llamacpp and serving is None and not launch_host:  # which llama.cpp band calibrates each range, and why
-        backend = llamacpp_backend(device)
-        details["llamacpp_backend"] = backend
-        for name, kind, value in (("prefill_range_band", R.PREFILL, prefill),
-                                  ("decode_range_band", R.BATCHED if concurrency > 1 else R.DECODE, decode)):
-            if value is not None:
-                b, why = R.llamacpp_band(kind, backend)
-                assumptions.append(Assumption(name, b.engine if b else "none", True, why))
-    if serving is not None and decode is not None:  # which validation rows calibrate the decode range, and why
-        kind = R.BATCHED if concurrency > 1 else R.DECODE
-        if spec.mla is not None and spec.moe is not None:  # ranges.MLA_MOE_MULTI_GPU_NO_BAND reads it
-            details["mla_moe"] = True
-            if decode.bound == "kernel latency":  # eq. 15 decides the step (ranges.MLA_MOE_FLOOR_NO_BAND)
-                details["kernel_floor_bound"] = True
-        b, why = R.serving_band(kind, serving, engine_version, device.id, tp, bool(details.get("mla_moe")),
-                                bool(details.get("kernel_floor_bound")))
-        assumptions.append(Assumption("decode_range_band", b.engine if b else "none", True, why))
-        if tp > 1 and concurrency == 1 and decode.bound == "host":  # eq. (14): the host floor sets the step
-            warnings.append(
-                f"decode of one sequence on {tp} GPUs is host-bound: the engine's host step "
-                f"({decode.seconds * 1e3:.2f} ms, estimate/engines.py STEP_HOST) decides it, above the modelled "
-                f"device step ({max(decode.compute_seconds, decode.memory_seconds) * 1e3:.2f} ms of weights and KV "
-                f"+ {decode.comm_seconds * 1e3:.2f} ms of all-reduces); the per-layer latency-bound kernels of a "
-                "tensor-parallel step are counted for MLA + MoE layers only (formulas/speed.py eq. 15), so the "
-                "step may be slower: no calibrated range")
+    serving = range_band_assumptions(spec, device, engine, engine_version, llamacpp, launch_host, tp, concurrency,
+                                     prefill, decode, details, assumptions, warnings)
     return SpeedEstimate(spec.name, device.id, count, tp, bytes_fmt, dtype, prompt_tokens, output_tokens,
                          concurrency, prefill, decode, single, roof_p, roof_d, tuple(assumptions), tuple(warnings),
                          details, serving, engine_version, R.TRANSFORMERS if launch_host else None,
