@@ -608,6 +608,7 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int | None = None, *, we
 SpeedLayout = Callable[[int, int | None, int, float | None, bool | None, bool], SpeedEstimate]
 
 
+@fast_init
 @dataclass(frozen=True)
 class SpeedSetup:
     """What no layout changes, computed once by ``speed_model``: the workload's arguments, the weight format's
