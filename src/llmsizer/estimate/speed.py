@@ -9,9 +9,9 @@ transformers the collectives its tensor-parallel plan runs instead (formulas/ten
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from types import MethodType
 from typing import Any
 
 from ..catalog.hardware import Device, Instance
@@ -608,12 +608,14 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int | None = None, *, we
 SpeedLayout = Callable[[int, int | None, int, float | None, bool | None, bool], SpeedEstimate]
 
 
-@fast_init
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class SpeedSetup:
     """What no layout changes, computed once by ``speed_model``: the workload's arguments, the weight format's
     kernels and bytes, the device's peak, bandwidth and efficiencies, the engine's step, the model's parameters and
-    bytes; ``layout_speed`` reads it for every (count, tensor_parallel, concurrency, link) it is asked."""
+    bytes; ``layout_speed`` reads it for every (count, tensor_parallel, concurrency, link) it is asked. Written once,
+    by ``speed_model``, never assigned after (only its ``decoded`` and ``layouts`` memos fill). Slots, not frozen:
+    a frozen class stores each field through object.__setattr__, and a dict-backed one (frozen.fast_init) builds
+    63 fields in ~1.7 us against ~0.5 us here, once per estimate (the branch speedsplit2's report)."""
     spec: ModelSpec
     device: Any
     prompt_tokens: int
@@ -1059,23 +1061,17 @@ def speed_model(spec: ModelSpec, device: Any, *, weights_format: str = "bf16", p
     unified = ENG.LLAMACPP_KV_UNIFIED if kv_unified is None else kv_unified
     ub = ubatch or ENG.LLAMACPP_N_UBATCH
 
-    setup = SpeedSetup(spec=spec, device=device, prompt_tokens=prompt_tokens, output_tokens=output_tokens,
-                       kv_dtype=kv_dtype, mla_mode=mla_mode, compute_efficiency=compute_efficiency,
-                       identical_sequences=identical_sequences, state_dtypes=state_dtypes, ubatch=ubatch,
-                       flash_attention=flash_attention, kv_unified=kv_unified, engine=engine,
-                       engine_version=engine_version, allreduce_latency=allreduce_latency,
-                       llamacpp_int8_mmq=llamacpp_int8_mmq, group_size=group_size, other_bytes=other_bytes,
-                       encoder_flops=encoder_flops, fmt=fmt, bytes_fmt=bytes_fmt, dtype=dtype, act_bytes=act_bytes,
-                       peak=peak, peak_key=peak_key, bw=bw, ce=ce, be=be, bw_factor=bw_factor,
-                       kernel_floor=kernel_floor, step_fixed=step_fixed, host_step=host_step, launch_host=launch_host,
-                       prefill_host=prefill_host, eager_traffic=eager_traffic, hf_cache=hf_cache,
-                       capability=capability, pc=pc, wb=wb, matmul_params=matmul_params, read_bytes=read_bytes,
-                       matmul_parts=matmul_parts, unread=unread, t5=t5, expert_bytes=expert_bytes,
-                       head_component=head_component, head_params=head_params, width=width, repeated_kv=repeated_kv,
-                       pre=pre, post=post, settled=settled, decoded=decoded, path=path, llamacpp=llamacpp,
-                       unified=unified, ub=ub, repeats=repeats, eager_scores=eager_scores, score_layers=score_layers,
-                       decode_loop_kernels=decode_loop_kernels, engine_host=engine_host)
-    return functools.partial(layout_speed, setup)
+    # positional, in SpeedSetup's field order: 62 keywords cost ~5 us of name matching per call
+    # (tests/estimate/test_speed_model.py test_speed_setup_built_in_field_order checks the order)
+    setup = SpeedSetup(spec, device, prompt_tokens, output_tokens, kv_dtype, mla_mode, compute_efficiency,
+                       identical_sequences, state_dtypes, ubatch, flash_attention, kv_unified, engine, engine_version,
+                       allreduce_latency, llamacpp_int8_mmq, group_size, other_bytes, encoder_flops, fmt, bytes_fmt,
+                       dtype, act_bytes, peak, peak_key, bw, ce, be, bw_factor, kernel_floor, step_fixed, host_step,
+                       launch_host, prefill_host, eager_traffic, hf_cache, capability, pc, wb, matmul_params,
+                       read_bytes, matmul_parts, unread, t5, expert_bytes, head_component, head_params, width,
+                       repeated_kv, pre, post, settled, decoded, path, llamacpp, unified, ub, repeats, eager_scores,
+                       score_layers, decode_loop_kernels, engine_host)
+    return MethodType(layout_speed, setup)  # a bound method: its call costs less than a partial's (~20 ns)
 
 
 def llamacpp_unfused_attention(device: Any, fmt: str, concurrency: int, assumptions: list[Assumption],
@@ -1146,48 +1142,36 @@ def range_band_assumptions(spec: ModelSpec, device: Any, engine: str | None, eng
 def layout_speed(s: SpeedSetup, count: int, tensor_parallel: int | None, concurrency: int,
                  link_bandwidth: float | None, nvlink_mesh: bool | None, decode_only: bool = False) -> SpeedEstimate:
     """``estimate_speed``'s answer for one layout of the model ``s`` (``speed_model``'s second stage)."""
-    (spec, device, prompt_tokens, output_tokens, kv_dtype, mla_mode, compute_efficiency, identical_sequences,
-     state_dtypes, ubatch, flash_attention, kv_unified, engine, engine_version, allreduce_latency, llamacpp_int8_mmq,
-     group_size, other_bytes, encoder_flops, fmt, bytes_fmt, dtype, act_bytes, peak, peak_key, bw, ce, be, bw_factor,
-     kernel_floor, step_fixed, host_step, launch_host, prefill_host, eager_traffic, hf_cache, capability, pc, wb,
-     matmul_params, read_bytes, matmul_parts, unread, t5, expert_bytes, head_component, head_params, width,
-     repeated_kv, pre, post, settled, decoded, path, llamacpp, unified, ub) = (
-        s.spec, s.device, s.prompt_tokens, s.output_tokens, s.kv_dtype, s.mla_mode, s.compute_efficiency,
-        s.identical_sequences, s.state_dtypes, s.ubatch, s.flash_attention, s.kv_unified, s.engine, s.engine_version,
-        s.allreduce_latency, s.llamacpp_int8_mmq, s.group_size, s.other_bytes, s.encoder_flops, s.fmt, s.bytes_fmt,
-        s.dtype, s.act_bytes, s.peak, s.peak_key, s.bw, s.ce, s.be, s.bw_factor, s.kernel_floor, s.step_fixed,
-        s.host_step, s.launch_host, s.prefill_host, s.eager_traffic, s.hf_cache, s.capability, s.pc, s.wb,
-        s.matmul_params, s.read_bytes, s.matmul_parts, s.unread, s.t5, s.expert_bytes, s.head_component,
-        s.head_params, s.width, s.repeated_kv, s.pre, s.post, s.settled, s.decoded, s.path, s.llamacpp, s.unified,
-        s.ub)
+    spec, device, bw, peak, prompt_tokens = s.spec, s.device, s.bw, s.peak, s.prompt_tokens
     if count < 1 or concurrency < 1:
         raise InputError("count, concurrency and prompt_tokens must be >= 1; output_tokens >= 0")
     tp = tensor_parallel or count
-    assumptions = list(pre)
-    warnings = list(settled)
-    if spec.moe is not None and (identical_sequences or concurrency > 1):
+    assumptions = list(s.pre)
+    warnings = list(s.settled)
+    if spec.moe is not None and (s.identical_sequences or concurrency > 1):
         assumptions.append(Assumption(
-            "identical_sequences", identical_sequences, not identical_sequences,
+            "identical_sequences", s.identical_sequences, not s.identical_sequences,
             ("every sequence carries the same tokens: one routing, or those of eq. (11) in llama.cpp's batched "
-             "step (formulas/speed.py)") if identical_sequences else
+             "step (formulas/speed.py)") if s.identical_sequences else
             "distinct prompts: a decode step reads the experts of b independent routings (formulas/speed.py "
             "eq. 5)"))
-    assumptions += post
-    wb_dev = shard_weights(spec, wb, tp, act_bytes, engine, group_size,
-                           serving_fused_experts(spec, engine, bytes_fmt), other_bytes, capability)
-    shard = wb_dev.total / wb.total if wb.total else 1.0
-    kv_share = kv_fraction_per_device(spec, tp, mla_mode == "latent", engine)
-    split = activation_split(engine, spec.model_type)  # what the engine's TP splits (transformers: its plan)
+    assumptions += s.post
+    wb_dev = shard_weights(spec, s.wb, tp, s.act_bytes, s.engine, s.group_size,
+                           serving_fused_experts(spec, s.engine, s.bytes_fmt), s.other_bytes, s.capability)
+    shard = wb_dev.total / s.wb.total if s.wb.total else 1.0
+    kv_share = kv_fraction_per_device(spec, tp, s.mla_mode == "latent", s.engine)
+    split = activation_split(s.engine, spec.model_type)  # what the engine's TP splits (transformers: its plan)
     attn_ways = split.ways("attention", tp)
     # eq. (TP1): transformers' plan, vLLM's and SGLang's replicated linears keep matrices whole on every rank,
     # which each rank multiplies in full and reads whole (formulas/tensor_parallel.py plan_rank_shares); None:
     # every matrix split tp ways (llama.cpp)
-    rank = plan_rank_shares(spec, engine, tp) if t5 is None and wb.by_component else None
+    rank = plan_rank_shares(spec, s.engine, tp) if s.t5 is None and s.wb.by_component else None
     rank_matmul = rank_head = rank_read = rank_experts = 0.0
     if rank is not None:
-        rank_matmul = sum(n * rank[c] for c, n in matmul_parts.items())
-        rank_head = head_params * rank.get(head_component, 1.0)
+        rank_matmul = sum(n * rank[c] for c, n in s.matmul_parts.items())
+        rank_head = s.head_params * rank.get(s.head_component, 1.0)
         comp = wb_dev.by_component  # the rank's bytes of each component (shard_weights: the plan's shards)
+        unread = s.unread  # a local: the generator reads it per component
         rank_read = float(sum(b for c, b in comp.items() if c not in unread))
         rank_experts = float(comp.get("experts", 0))
 
@@ -1208,25 +1192,25 @@ def layout_speed(s: SpeedSetup, count: int, tensor_parallel: int | None, concurr
 
     # the all-reduce kernel of a decode step of one sequence (engines.tp_allreduce): 2 per layer (row-parallel
     # o_proj and down_proj) and, in vLLM / SGLang, one for the vocabulary-parallel embedding
-    if nvlink_mesh is None and tp > 1 and engine in ENG.ALLREDUCE_ENGINES + ENG.NCCL_ONLY_ENGINES:
+    if nvlink_mesh is None and tp > 1 and s.engine in ENG.ALLREDUCE_ENGINES + ENG.NCCL_ONLY_ENGINES:
         nvlink_mesh = nvlink_mesh_for(device, None, tp)  # the device's own link (fit passes an instance's)
     p2p = peer_to_peer(device)
     library = "RCCL" if device.vendor == "AMD" else "NCCL"  # ROCm's torch.distributed "nccl" backend is RCCL
-    ar_path = ENG.tp_allreduce(engine, tp, concurrency * spec.hidden_size * act_bytes, nvlink_mesh, p2p, library)
-    if allreduce_latency is not None and allreduce_latency < 0:
+    ar_path = ENG.tp_allreduce(s.engine, tp, concurrency * spec.hidden_size * s.act_bytes, nvlink_mesh, p2p, library)
+    if s.allreduce_latency is not None and s.allreduce_latency < 0:
         raise InputError("allreduce_latency must not be negative")
-    alpha = allreduce_latency if allreduce_latency is not None else (ar_path.latency.expected if ar_path else 0.0)
+    alpha = s.allreduce_latency if s.allreduce_latency is not None else (ar_path.latency.expected if ar_path else 0.0)
     reductions = 2 * spec.num_layers + (1 if ar_path is not None else 0)
     # transformers (tp_plan "auto"): the collectives its plan's styles run, not two all-reduces per layer
     # (formulas/tensor_parallel.py transformers_plan_collectives, eq. TP2)
-    plan_comm = transformers_plan_collectives(spec) if engine == "transformers" and tp > 1 else None
+    plan_comm = transformers_plan_collectives(spec) if s.engine == "transformers" and tp > 1 else None
     if plan_comm is not None and link and not decode_only:
         n_ar = sum(c.kind == "all_reduce" for c in plan_comm)
         sites = sorted({c.site for c in plan_comm if c.layer >= 0})
         assumptions.append(Assumption(
             "tp_allreduce", f"{n_ar} all-reduce{'s' * (n_ar != 1)} + {len(plan_comm) - n_ar} all-gather"
             f"{'s' * (len(plan_comm) - n_ar != 1)} per forward ({library}: "
-            f"{alpha * 1e6:.2f} us + bytes / {link / 1e9:.4g} GB/s each)", allreduce_latency is None,
+            f"{alpha * 1e6:.2f} us + bytes / {link / 1e9:.4g} GB/s each)", s.allreduce_latency is None,
             "transformers' tensor-parallel plan (formulas/tensor_parallel.py transformers_plan_collectives, eq. "
             "TP2; transformers 5.24 distributed/tensor_parallel.py): the embedding's all-reduce, per layer one "
             "per row-parallel linear and split experts module"
@@ -1238,18 +1222,18 @@ def layout_speed(s: SpeedSetup, count: int, tensor_parallel: int | None, concurr
             + (f"link: {nvlink_link_why(device, link_bandwidth, link_share)}; " if link_share is not None
                and link_bandwidth else "")
             + (f"{ar_path.why}; {ar_path.latency.name} {ar_path.latency.source}"
-               if ar_path and allreduce_latency is None else "latency given")))
-    elif tp > 1 and link and (ar_path is not None or allreduce_latency is not None) and not decode_only:
+               if ar_path and s.allreduce_latency is None else "latency given")))
+    elif tp > 1 and link and (ar_path is not None or s.allreduce_latency is not None) and not decode_only:
         lat = ar_path.latency if ar_path else None
         assumptions.append(Assumption(
             "tp_allreduce", f"{reductions} x ({ar_path.kernel if ar_path else 'given'}: {alpha * 1e6:.2f} us + "
-            f"bytes / {link / 1e9:.4g} GB/s) per step", allreduce_latency is None,
+            f"bytes / {link / 1e9:.4g} GB/s) per step", s.allreduce_latency is None,
             "formulas/speed.py eq. (6) (eq. (6') for the custom one-stage kernel: each GPU reads the whole "
             "message from every peer): 2 all-reduces per layer + 1 for the vocabulary-parallel embedding (a "
             "decode step of the sequences; a prefill's or another batch's larger message picks its own kernel); "
             + (f"link: {nvlink_link_why(device, link_bandwidth, link_share)} (NCCL's figure, taken for the custom "
                "kernel's peer loads too); " if link_share is not None and link_bandwidth else "")
-            + (f"{ar_path.why}; {lat.name} {lat.source}" if ar_path and lat and allreduce_latency is None
+            + (f"{ar_path.why}; {lat.name} {lat.source}" if ar_path and lat and s.allreduce_latency is None
                else "latency given")
             + (f"; {peer_to_peer_why(device)}" if ar_path is not None
                and (ar_path.kernel.startswith("custom") or not p2p) else "")))
@@ -1259,12 +1243,12 @@ def layout_speed(s: SpeedSetup, count: int, tensor_parallel: int | None, concurr
         if tp <= 1 or not link:
             return 0.0
         if plan_comm is not None:
-            return plan_collective_seconds(plan_comm, tokens, head_tokens, act_bytes, tp, link, alpha)
-        per_layer = tokens * spec.hidden_size * act_bytes
+            return plan_collective_seconds(plan_comm, tokens, head_tokens, s.act_bytes, tp, link, alpha)
+        per_layer = tokens * spec.hidden_size * s.act_bytes
         a, path = alpha, ar_path
         if ar_path is not None and tokens != concurrency:  # the engine's kernel for this message's size
-            path = ENG.tp_allreduce(engine, tp, per_layer, nvlink_mesh, p2p, library)
-            if allreduce_latency is None:
+            path = ENG.tp_allreduce(s.engine, tp, per_layer, nvlink_mesh, p2p, library)
+            if s.allreduce_latency is None:
                 a = path.latency.expected if path else 0.0
         one = path is not None and path.kernel == "custom one-stage"
         return reductions * allreduce_time(per_layer, tp, link, a, one_stage=one)
@@ -1276,100 +1260,100 @@ def layout_speed(s: SpeedSetup, count: int, tensor_parallel: int | None, concurr
         engine splits the mixer: ``activation_split``)."""
         if spec.recurrent is None or not spec.recurrent_layer_count:
             return 0.0  # recurrent_state's 0 bytes, / tp
-        conv_b, ssm_b = (DTYPE_BYTES[d] for d in state_dtypes)
+        conv_b, ssm_b = (DTYPE_BYTES[d] for d in s.state_dtypes)
         ways = split.ways("mixer", tp)
-        if engine in HEAD_REPLICATING_ENGINES and ways > 1:  # vLLM / SGLang: each shard with its replicated
+        if s.engine in HEAD_REPLICATING_ENGINES and ways > 1:  # vLLM / SGLang: each shard with its replicated
             # Mamba-2 groups (formulas/recurrent_state.py eq. 4, the one rule extra_groups)
             return batch * spec.recurrent_layer_count * layer_state_bytes_per_device(spec, ways, conv_b, ssm_b)
         return recurrent_state(spec, batch, conv_b, ssm_b).total_bytes / ways
 
     if not decode_only:  # fit's ranking times the decode alone
-        p_attn = _attention_flops_step(spec, width, prompt_tokens, 0)
-        p_flops = prefill_flops(matmul_params, head_params, prompt_tokens, p_attn)  # eq. (2'): head on the last
-        if t5 is not None:  # eq. (S7): the encoder over the source, the cross k/v projections, the first
+        p_attn = _attention_flops_step(spec, s.width, prompt_tokens, 0)
+        p_flops = prefill_flops(s.matmul_params, s.head_params, prompt_tokens, p_attn)  # eq. (2'): head on the last
+        if s.t5 is not None:  # eq. (S7): the encoder over the source, the cross k/v projections, the first
             # target token
             p_flops = ED.encoder_flops(spec, 1, prompt_tokens) + ED.decode_step_flops(spec, 1, prompt_tokens, 1)
-        prefill_path = E.llamacpp_gemm_path(fmt, device.kind, device.vendor, llamacpp_int8_mmq,
+        prefill_path = E.llamacpp_gemm_path(s.fmt, device.kind, device.vendor, s.llamacpp_int8_mmq,
                                             device.capability / 10 if device.capability is not None else None)
-        ce_p = ce
-        if prefill_path is not None and peak is not None and compute_efficiency is None:
-            head_bytes = wb.by_component.get("embedding" if spec.tie_word_embeddings else "lm_head", 0)
-            gemm_params = matmul_params - head_params
-            if prefill_path != path and llamacpp_int8_mmq:  # Volta: no INT8 MMA (efficiency._TURING_CAPABILITY)
+        ce_p = s.ce
+        if prefill_path is not None and peak is not None and s.compute_efficiency is None:
+            head_bytes = s.wb.by_component.get("embedding" if spec.tie_word_embeddings else "lm_head", 0)
+            gemm_params = s.matmul_params - s.head_params
+            if prefill_path != s.path and s.llamacpp_int8_mmq:  # Volta: no INT8 MMA (efficiency._TURING_CAPABILITY)
                 assumptions.append(Assumption(
                     "llamacpp_prefill_path", prefill_path, True,
                     f"{device.id} (compute capability {device.capability / 10 if device.capability else 0:.1f}) "
                     "has FP16 tensor cores and no INT8 MMA: ggml_cuda_should_use_mmq runs a quantized product "
                     "of 64 columns or more through F16 cuBLAS (ggml-org/llama.cpp ggml/src/ggml-cuda/mmq.cu "
                     "@027ef876 L295-309)"))
-            elif prefill_path != path:
+            elif prefill_path != s.path:
                 assumptions.append(Assumption(
                     "llamacpp_int8_mmq", False, False, "given: a llama.cpp build from before "
                     + E.LLAMACPP_INT8_MMQ_SINCE + " (quantized prefill products dequantized to F16 for cuBLAS)"))
-            ce_p = _llamacpp_prefill_efficiency(spec, device, prefill_path, pc, gemm_params, prompt_tokens,
-                                              ubatch or ENG.LLAMACPP_N_UBATCH, p_flops, p_attn, peak, assumptions,
-                                              flash_attention=flash_attention,
-                                              quantized_bytes=read_bytes - head_bytes,
-                                              expert_quantized_bytes=float(expert_bytes)
+            ce_p = _llamacpp_prefill_efficiency(spec, device, prefill_path, s.pc, gemm_params, prompt_tokens,
+                                              s.ubatch or ENG.LLAMACPP_N_UBATCH, p_flops, p_attn, peak, assumptions,
+                                              flash_attention=s.flash_attention,
+                                              quantized_bytes=s.read_bytes - head_bytes,
+                                              expert_quantized_bytes=float(s.expert_bytes)
                                               if spec.moe is not None else 0.0,
-                                              stream_rate=bw * be if bw else None)
-            moe_ub = ubatch or ENG.LLAMACPP_N_UBATCH
+                                              stream_rate=bw * s.be if bw else None)
+            moe_ub = s.ubatch or ENG.LLAMACPP_N_UBATCH
             # the largest ubatch llama.cpp runs at its default n_batch: it takes n_ubatch = min(n_batch,
             # n_ubatch) (src/llama-context.cpp, llama_context's constructor), n_batch 2048 by default (review22 D4)
             one = min(prompt_tokens, ENG.LLAMACPP_N_BATCH)
             if spec.moe is not None and prefill_path == E.MMQ_PATH and moe_ub < one:
                 _moe_ubatch_note(moe_ub, ce_p, _llamacpp_prefill_efficiency(
-                    spec, device, prefill_path, pc, gemm_params, prompt_tokens, one, p_flops, p_attn,
-                    peak, [], flash_attention=flash_attention, quantized_bytes=read_bytes - head_bytes,
-                    expert_quantized_bytes=float(expert_bytes), stream_rate=bw * be if bw else None),
+                    spec, device, prefill_path, s.pc, gemm_params, prompt_tokens, one, p_flops, p_attn,
+                    peak, [], flash_attention=s.flash_attention, quantized_bytes=s.read_bytes - head_bytes,
+                    expert_quantized_bytes=float(s.expert_bytes), stream_rate=bw * s.be if bw else None),
                     prompt_tokens, one, p_flops / peak, assumptions, warnings)
-        elif llamacpp and device.kind == "cpu" and peak is not None:
-            kernel, kernel_src = E.llamacpp_cpu_kernel(fmt)
+        elif s.llamacpp and device.kind == "cpu" and peak is not None:
+            kernel, kernel_src = E.llamacpp_cpu_kernel(s.fmt)
             assumptions.append(Assumption(
                 "llamacpp_cpu_kernel", kernel, True,
-                f"timed at the {peak_key} FMA peak, {peak / 1e12:.3g} TFLOP/s ({kernel_src})"))
-        elif llamacpp and device.kind == "apple" and peak is not None \
-                and compute_efficiency is None:
-            ce_p = _metal_prefill_efficiency(spec, fmt, ce, p_flops, prefill_flops(
-                matmul_params, head_params, prompt_tokens, logit_tokens=0), assumptions)
+                f"timed at the {s.peak_key} FMA peak, {peak / 1e12:.3g} TFLOP/s ({kernel_src})"))
+        elif s.llamacpp and device.kind == "apple" and peak is not None \
+                and s.compute_efficiency is None:
+            ce_p = _metal_prefill_efficiency(spec, s.fmt, s.ce, p_flops, prefill_flops(
+                s.matmul_params, s.head_params, prompt_tokens, logit_tokens=0), assumptions)
 
-        kv_p = kv_cache(spec, prompt_tokens, 1, kv_dtype, mla_mode=mla_mode, window_extra=0,
-                        repeated_kv=repeated_kv).total_bytes * kv_share
-        p_bytes = (read_bytes * shard if rank is None else rank_read) + kv_p + state_bytes(1)
-        if t5 is not None:  # every weight once, and the cross K/V written
-            p_bytes = wb.total + cross_attention_kv(spec, prompt_tokens, 1, kv_dtype)
+        kv_p = kv_cache(spec, prompt_tokens, 1, s.kv_dtype, mla_mode=s.mla_mode, window_extra=0,
+                        repeated_kv=s.repeated_kv).total_bytes * kv_share
+        p_bytes = (s.read_bytes * shard if rank is None else rank_read) + kv_p + state_bytes(1)
+        if s.t5 is not None:  # every weight once, and the cross K/V written
+            p_bytes = s.wb.total + cross_attention_kv(spec, prompt_tokens, 1, s.kv_dtype)
         # the vision encoder runs first, its products at the compute efficiency of the dtype's peak (ce), not a
         # llama.cpp quantized-kernel rate (ce_p): its FLOPs enter eq. (3) scaled to take ce's time at ce_p, and
         # its weights (left out of read_bytes) are read once
-        enc_flops = encoder_flops * ce_p / ce if encoder_flops else 0.0
-        if encoder_flops:
-            p_bytes += wb.by_component.get("vision", 0) * shard if rank is None else wb_dev.by_component.get(
+        enc_flops = s.encoder_flops * ce_p / s.ce if s.encoder_flops else 0.0
+        if s.encoder_flops:
+            p_bytes += s.wb.by_component.get("vision", 0) * shard if rank is None else wb_dev.by_component.get(
                 "vision", 0)
             assumptions.append(Assumption(
-                "vision_encoder_flops", f"{encoder_flops:.3g}", False,
+                "vision_encoder_flops", f"{s.encoder_flops:.3g}", False,
                 "the vision encoder over one prompt's images/video, before the language model's prefill and "
-                f"part of the TTFT, at compute efficiency {ce:g} (formulas/vision_compute.py eqs. V1-V4)"))
+                f"part of the TTFT, at compute efficiency {s.ce:g} (formulas/vision_compute.py eqs. V1-V4)"))
         t_ew = 0.0
-        if eager_traffic is not None and t5 is None and bw:
+        if s.eager_traffic is not None and s.t5 is None and bw:
             # eq. E13: eager transformers runs the norms, rotary, SwiGLU, residual adds and the cache append as
             # kernels of their own between the GEMMs; the append writes the prompt's K/V (out of p_bytes)
-            per_token = inference_forward_bytes_per_token(spec, act_bytes, tp, split)
+            per_token = inference_forward_bytes_per_token(spec, s.act_bytes, tp, split)
             scores = _hf_prefill_bytes(s, kv_p, attn_ways)  # eager attention only (eqs. H2, H3)
-            t_ew = elementwise_seconds(prompt_tokens * per_token + scores, bw, eager_traffic.expected)
+            t_ew = elementwise_seconds(prompt_tokens * per_token + scores, bw, s.eager_traffic.expected)
             p_bytes -= kv_p
             assumptions.append(Assumption(
                 "prefill_elementwise_bytes_per_token", round(per_token), True,
                 f"formulas/elementwise_traffic.py eq. (E13): the eager forward's norms (fp32), rotary, activation, "
                 f"residual adds, cache append, embedding and final norm, {t_ew * 1e3:.2f} ms a prompt at "
-                f"{eager_traffic.expected} of the memory bandwidth ({eager_traffic.name}), after the GEMMs "
+                f"{s.eager_traffic.expected} of the memory bandwidth ({s.eager_traffic.name}), after the GEMMs "
                 f"(formulas/speed.py eq. 3'); {SOURCE_EAGER}"))
         if peak is not None or bw is not None:
             prefill = phase_time(rank_flops(p_flops, p_attn, rank_head, prompt_tokens, enc_flops), p_bytes, peak,
-                                 bw, ce_p, be, comm(prompt_tokens, 1), elementwise_seconds=t_ew)
-            if prefill_host:  # eq. K1: the forward's launches overlap its device work
-                prefill = host_overlapped_step(prefill, prefill_host)
+                                 bw, ce_p, s.be, comm(prompt_tokens, 1), elementwise_seconds=t_ew)
+            if s.prefill_host:  # eq. K1: the forward's launches overlap its device work
+                prefill = host_overlapped_step(prefill, s.prefill_host)
             if peak and bw:
-                roof_p = phase_roofline(rank_flops(p_flops, p_attn, rank_head, prompt_tokens, encoder_flops),
+                roof_p = phase_roofline(rank_flops(p_flops, p_attn, rank_head, prompt_tokens, s.encoder_flops),
                                         p_bytes, prefill, peak, bw)
 
     def _fattn_assumptions(kernel: str, batch: int, unified: bool) -> None:
@@ -1387,7 +1371,7 @@ def layout_speed(s: SpeedSetup, count: int, tensor_parallel: int | None, concurr
     def _llamacpp_batched(batch: int, attn: float, nbytes: float, kv: float, kernel: str | None) -> PhaseTime:
         """Eq. (10) of formulas/speed.py: llama.cpp on an NVIDIA GPU decoding ``batch`` sequences at once; ``kv`` of
         ``nbytes`` are the K/V cells, streamed by the flash-attention ``kernel`` (None: no flash attention)."""
-        mmq = path == E.MMQ_PATH
+        mmq = s.path == E.MMQ_PATH
         factor = E.LLAMACPP_MMQ_STEP if mmq else E.LLAMACPP_CUBLAS
         # device.int8_peak: the one INT8 rule (its stand-in named by the prefill)
         gemm_peak, gemm_key = (int8_peak(device)[0], "int8") if mmq else device.peak_flops("fp16_acc16")
@@ -1400,14 +1384,14 @@ def layout_speed(s: SpeedSetup, count: int, tensor_parallel: int | None, concurr
         if batch == concurrency:
             assumptions.append(Assumption(
                 "llamacpp_batched_decode", f"{batch} sequences: weights once, every sequence's KV, products at "
-                f"{path} ({gemm_key} peak x {factor.expected}) beyond the first column, attention at the FP16 rate"
-                + (" over the whole unified buffer" if unified else "")
+                f"{s.path} ({gemm_key} peak x {factor.expected}) beyond the first column, attention at the FP16 rate"
+                + (" over the whole unified buffer" if s.unified else "")
                 + (f"; both rates x {sync.expected} ({sync.name})" if sync is not None else ""),
                 True, "formulas/speed.py eq. (10): ggml-cuda mmvq.cu/mmq.cu, "
                 + ("one unified KV stream: each query computes over every sequence's cells (llama.cpp PR "
                    "#14363; no published -kvu measurement checks this case yet)"
-                   if unified else "one KV stream per sequence (llama.cpp PR #14363)") + "; " + factor.source))
-            if spec.moe is not None and identical_sequences:
+                   if s.unified else "one KV stream per sequence (llama.cpp PR #14363)") + "; " + factor.source))
+            if spec.moe is not None and s.identical_sequences:
                 assumptions.append(Assumption(
                     "identical_sequences_routing", round(llamacpp_identical_routings(batch), 2), True,
                     f"identical prompts diverge in llama.cpp's batched step: {batch} sequences read the experts of "
@@ -1416,28 +1400,28 @@ def layout_speed(s: SpeedSetup, count: int, tensor_parallel: int | None, concurr
                     " routings (formulas/speed.py eq. 11; " + E.LLAMACPP_IDENTICAL_ROUTINGS_SCALE.source + ")"))
             g = E.LLAMACPP_GRAPHS_OFF_OVERHEAD_GPU
             assumptions.append(Assumption(g.name, g.expected, True, g.source))
-        extra = decode_flops(matmul_params, batch - 1) / tp  # eq. (1') beyond the first column
+        extra = decode_flops(s.matmul_params, batch - 1) / tp  # eq. (1') beyond the first column
         # b >= 2: no CUDA graph, no single-column fusion (efficiency.LLAMACPP_GRAPHS_OFF_OVERHEAD_GPU)
         graphs_off = step_overhead(spec.num_layers, E.LLAMACPP_GRAPHS_OFF_OVERHEAD_GPU.expected)
         share = E.LLAMACPP_FA_STREAM_SHARE.expected if kernel is not None else 1.0
         assert gemm_peak is not None and fp16_peak is not None  # float(None) failed here before: no new case
-        return batched_decode_time(nbytes, float(bw), be, extra, float(gemm_peak), factor.expected, attn,
+        return batched_decode_time(nbytes, float(bw), s.be, extra, float(gemm_peak), factor.expected, attn,
                                    float(fp16_peak), E.LLAMACPP_CUBLAS.expected, comm(batch, batch),
-                                   step_fixed + graphs_off,
+                                   s.step_fixed + graphs_off,
                                    kv_bytes=kv if kernel is not None else 0.0, kv_share=share)
 
-    if llamacpp:
+    if s.llamacpp:
         lay = _llamacpp_cells_at(s, concurrency)
-        assumptions.append(Assumption("kv_unified", unified, kv_unified is None, ENG.LLAMACPP_KV_UNIFIED_SOURCE))
+        assumptions.append(Assumption("kv_unified", s.unified, s.kv_unified is None, ENG.LLAMACPP_KV_UNIFIED_SOURCE))
         if spec.sliding_window:
-            scan = lay.ring and flash_attention and not unified and concurrency > 1
+            scan = lay.ring and s.flash_attention and not s.unified and concurrency > 1
             fa_kernel, _, _, ring_read = _llamacpp_cells_read(s, concurrency)
-            shown = ring_read if lay.ring else lay.sliding_read(ub, prompt_tokens, output_tokens // 2,
-                                                                flash_attention)
+            shown = ring_read if lay.ring else lay.sliding_read(s.ub, prompt_tokens, s.output_tokens // 2,
+                                                                s.flash_attention)
             assumptions.append(Assumption(
                 "llamacpp_sliding_cells_read", shown, True,
                 "llama.cpp iSWA cache, cells a decode step reads per " + ("unified stream: min(context x n_seq, "
-                "pad256(n_swa x n_seq + n_ubatch))" if unified else "sequence's stream: min(context, pad256(n_swa "
+                "pad256(n_swa x n_seq + n_ubatch))" if s.unified else "sequence's stream: min(context, pad256(n_swa "
                 "+ n_ubatch))") + " (src/llama-kv-cache-iswa.cpp:69-73 size_swa; engines.llamacpp_kv_cells)"
                 + ("; ggml-cuda's flash attention reads the view padded to 256 cells (src/llama-kv-cache.cpp "
                    "get_n_kv)" if fa_kernel is not None else "")
@@ -1448,120 +1432,120 @@ def layout_speed(s: SpeedSetup, count: int, tensor_parallel: int | None, concurr
     # llama.cpp without flash attention: a single-token step's KQ/KQV products (formulas/speed.py eq. 13)
     unfused: E.Factor | None = None
     unfused_peak: float | None = None
-    if llamacpp and not flash_attention:
-        unfused, unfused_peak = llamacpp_unfused_attention(device, fmt, concurrency, assumptions, warnings)
+    if s.llamacpp and not s.flash_attention:
+        unfused, unfused_peak = llamacpp_unfused_attention(device, s.fmt, concurrency, assumptions, warnings)
 
     def decode_at(batch: int) -> tuple[PhaseTime | None, Roofline | None]:
-        ctx = prompt_tokens + output_tokens // 2
-        if t5 is not None:  # eq. (S7) mid-generation: target/2 tokens of self K/V, the source's cross K/V
+        ctx = prompt_tokens + s.output_tokens // 2
+        if s.t5 is not None:  # eq. (S7) mid-generation: target/2 tokens of self K/V, the source's cross K/V
             return _t5_decode(batch)
         # one unified llama.cpp stream: each query's attention runs over every sequence's cells (masked, not
         # skipped)
-        attn = batch * _attention_flops_step(spec, width, 1, ctx) / attn_ways
-        if llamacpp:
+        attn = batch * _attention_flops_step(spec, s.width, 1, ctx) / attn_ways
+        if s.llamacpp:
             attn *= _llamacpp_cells_at(s, batch).cross_sequence_attention
-        flops = decode_flops(matmul_params, batch) / tp + attn if rank is None else decode_flops(  # eq. (1')
+        flops = decode_flops(s.matmul_params, batch) / tp + attn if rank is None else decode_flops(  # eq. (1')
             rank_matmul, batch, attn)
-        w = float(read_bytes)
-        if spec.moe is not None and expert_bytes:
+        w = float(s.read_bytes)
+        if spec.moe is not None and s.expert_bytes:
             # distinct sequences: b routings (eq. 5); identical ones: one routing, except in llama.cpp's batched
             # step, where they diverge to the routings of eq. (11)
             routings: float = float(batch)
-            if identical_sequences:
-                routings = llamacpp_identical_routings(batch) if path is not None and batch > 1 else 1.0
+            if s.identical_sequences:
+                routings = llamacpp_identical_routings(batch) if s.path is not None and batch > 1 else 1.0
             frac = moe_expert_fraction(spec.moe.experts_per_token, spec.moe.num_experts, routings)
-            w = read_bytes - expert_bytes + expert_bytes * frac
+            w = s.read_bytes - s.expert_bytes + s.expert_bytes * frac
             if rank is not None:  # the rank's shards (eq. TP1), its routed experts' share read
                 w = rank_read - rank_experts + rank_experts * frac
         elif rank is not None:
             w = rank_read
         kernel = None
-        if llamacpp:
+        if s.llamacpp:
             lay = _llamacpp_cells_at(s, batch)
             kernel, per_stream, streams, sliding = _llamacpp_cells_read(s, batch)
             if kernel is not None and batch == concurrency:
-                _fattn_assumptions(kernel, batch, unified)
+                _fattn_assumptions(kernel, batch, s.unified)
             extra = lay.window_extra
             if lay.ring:  # the ring's cells a step reads (the flash-attention mask scan with several streams)
                 extra = sliding - lay.window
-            kv = kv_cache(spec, per_stream, streams, kv_dtype, mla_mode=mla_mode,
-                          window_extra=extra, repeated_kv=repeated_kv).total_bytes * kv_share
+            kv = kv_cache(spec, per_stream, streams, s.kv_dtype, mla_mode=s.mla_mode,
+                          window_extra=extra, repeated_kv=s.repeated_kv).total_bytes * kv_share
         else:
-            kv = kv_cache(spec, ctx, batch, kv_dtype, mla_mode=mla_mode, window_extra=0,
-                          repeated_kv=repeated_kv).total_bytes * kv_share
+            kv = kv_cache(spec, ctx, batch, s.kv_dtype, mla_mode=s.mla_mode, window_extra=0,
+                          repeated_kv=s.repeated_kv).total_bytes * kv_share
         kv_read[batch] = kv
         w_dev = w * shard if rank is None else w
         weights_read[batch] = w_dev
-        hf = _hf_step_bytes(s, batch, ctx, kv, attn_ways) if hf_cache else 0.0
+        hf = _hf_step_bytes(s, batch, ctx, kv, attn_ways) if s.hf_cache else 0.0
         # a recurrent layer reads its state and writes it back once per token (Gu & Dao 2023, section 3.3)
         nbytes = w_dev + kv + 2 * state_bytes(batch) + hf
         if peak is None and bw is None:
             return None, None
-        if path is not None and batch > 1 and bw and peak and compute_efficiency is None:
+        if s.path is not None and batch > 1 and bw and peak and s.compute_efficiency is None:
             tb = _llamacpp_batched(batch, attn, nbytes, kv, kernel)
             return tb, phase_roofline(flops, nbytes, tb, peak, bw)
         t_attn = 0.0
         if kernel is not None and bw:
             # eq. F1: the flash-attention kernel streams the K/V cells at a share of the weight stream's rate
             # (efficiency.LLAMACPP_FA_STREAM_SHARE), after the weight products
-            t_attn = FA.fattn_stream_seconds(kv, float(bw), be, E.LLAMACPP_FA_STREAM_SHARE.expected)
+            t_attn = FA.fattn_stream_seconds(kv, float(bw), s.be, E.LLAMACPP_FA_STREAM_SHARE.expected)
             nbytes -= kv
         elif unfused is not None and batch == 1 and bw and unfused_peak:
             # eq. (13): without flash attention the one-token KQ/KQV products read the cache inside kernels whose
             # cost follows their arithmetic (efficiency.LLAMACPP_UNFUSED_ATTENTION_WORK_*)
-            t_attn = unfused_attention_time(kv, float(bw), be, attn, unfused_peak, unfused.expected)
+            t_attn = unfused_attention_time(kv, float(bw), s.be, attn, unfused_peak, unfused.expected)
             nbytes -= kv
-        t = phase_time(flops, nbytes, peak, bw, ce, be, comm(batch, batch), step_fixed, attention_seconds=t_attn,
-                       floor_seconds=kernel_floor)
-        hs = _transformers_decode_host(s, batch) if s.decode_loop_kernels is not None else host_step
+        t = phase_time(flops, nbytes, peak, bw, s.ce, s.be, comm(batch, batch), s.step_fixed, attention_seconds=t_attn,
+                       floor_seconds=s.kernel_floor)
+        hs = _transformers_decode_host(s, batch) if s.decode_loop_kernels is not None else s.host_step
         if hs:  # eq. (14): the engine's host step overlaps the device's
             t = host_overlapped_step(t, hs)
         r = phase_roofline(flops, nbytes + (kv if t_attn else 0.0), t, peak, bw) if peak and bw else None
         return t, r
 
     def _t5_decode(batch: int) -> tuple[PhaseTime | None, Roofline | None]:
-        target = output_tokens // 2
+        target = s.output_tokens // 2
         flops = ED.decode_step_flops(spec, batch, prompt_tokens, target)
-        kv = (kv_cache(spec, target, batch, kv_dtype).total_bytes
-              + cross_attention_kv(spec, prompt_tokens, batch, kv_dtype))
+        kv = (kv_cache(spec, target, batch, s.kv_dtype).total_bytes
+              + cross_attention_kv(spec, prompt_tokens, batch, s.kv_dtype))
         kv_read[batch] = kv
-        nbytes = read_bytes + kv
+        nbytes = s.read_bytes + kv
         if peak is None and bw is None:
             return None, None
-        t = phase_time(flops, nbytes, peak, bw, ce, be, 0.0, step_fixed)
-        if host_step:
-            t = host_overlapped_step(t, host_step)
+        t = phase_time(flops, nbytes, peak, bw, s.ce, s.be, 0.0, s.step_fixed)
+        if s.host_step:
+            t = host_overlapped_step(t, s.host_step)
         return t, (phase_roofline(flops, nbytes, t, peak, bw) if peak and bw else None)
 
     # fit's ranking decoded this layout already (one speed_model per fit; not llama.cpp, whose decode_at also
     # writes assumptions)
     key = (count, tp, concurrency, link_bandwidth, nvlink_mesh)
-    done = decoded.get(key) if not llamacpp else None
+    done = s.decoded.get(key) if not s.llamacpp else None
     if done is None:
         done = (*decode_at(concurrency), kv_read.get(concurrency), weights_read.get(concurrency))
-        if not llamacpp:
-            decoded[key] = done
+        if not s.llamacpp:
+            s.decoded[key] = done
     else:
         if done[2] is not None:
             kv_read[concurrency] = done[2]
         if done[3] is not None:
             weights_read[concurrency] = done[3]
     decode, roof_d = done[0], done[1]
-    if launch_host and tp > 1:
+    if s.launch_host and tp > 1:
         warnings.append(f"transformers tensor parallel ({tp} devices): each device launches the same kernels (eq. "
                         "K4 counts one device's) plus the launches of its tensor-parallel plan's collectives (the "
                         "all-reduces and all-gathers the tp_allreduce assumption times), which the count leaves "
                         "out: the host time per step is under-stated")
-    if launch_host and output_tokens and decode is not None and decode.bound == "host":  # only when decoding
+    if s.launch_host and s.output_tokens and decode is not None and decode.bound == "host":  # only when decoding
         warnings.append(f"decode is host-bound: eager transformers launches each decode step's kernels from "
-                        f"Python ({launch_host * 1e3:.1f} ms a step against {decode.compute_seconds * 1e3:.2f} / "
+                        f"Python ({s.launch_host * 1e3:.1f} ms a step against {decode.compute_seconds * 1e3:.2f} / "
                         f"{decode.memory_seconds * 1e3:.2f} ms of device compute / memory time; "
                         "formulas/launch_overhead.py eqs. K1, K4); CUDA graphs (a static cache with "
                         "torch.compile) or a serving engine remove most of it")
-    if output_tokens == 0:  # prefill only (embeddings, scoring): no token is decoded, no decode step is timed
+    if s.output_tokens == 0:  # prefill only (embeddings, scoring): no token is decoded, no decode step is timed
         decode = roof_d = None
     if decode_only:  # the same decode as the full answer's, nothing else
-        return SpeedEstimate(spec.name, device.id, count, tp, bytes_fmt, dtype, prompt_tokens, output_tokens,
+        return SpeedEstimate(spec.name, device.id, count, tp, s.bytes_fmt, s.dtype, prompt_tokens, s.output_tokens,
                              concurrency, None, decode if bw is not None else None, None, None, None)
     single, _ = decode_at(1) if concurrency > 1 and decode is not None else (decode, roof_d)
     if bw is None:  # a compute-only decode time would be wildly optimistic
@@ -1570,28 +1554,28 @@ def layout_speed(s: SpeedSetup, count: int, tensor_parallel: int | None, concurr
     if peak is None:
         prefill = None
         roof_p = None
-    details = {"params_active": pc.active, "matmul_params": matmul_params, "weights_bytes": wb.total,
-               "weights_bytes_per_device": wb_dev.total, "attention_width": width, "peak_flops": peak,
-               "peak_key": peak_key, "bandwidth": bw, "prefill_flops": p_flops,
-               "bandwidth_factor": bw_factor.name, "link_bandwidth": link_bandwidth, "allreduce_bandwidth": link,
-               "decode_overhead_seconds": step_fixed, "host_step_seconds": host_step,
+    details = {"params_active": s.pc.active, "matmul_params": s.matmul_params, "weights_bytes": s.wb.total,
+               "weights_bytes_per_device": wb_dev.total, "attention_width": s.width, "peak_flops": peak,
+               "peak_key": s.peak_key, "bandwidth": bw, "prefill_flops": p_flops,
+               "bandwidth_factor": s.bw_factor.name, "link_bandwidth": link_bandwidth, "allreduce_bandwidth": link,
+               "decode_overhead_seconds": s.step_fixed, "host_step_seconds": s.host_step,
                "kv_bytes_per_decode_step": kv_read.get(concurrency),
                "weight_bytes_per_decode_step": weights_read.get(concurrency),
-               "prefill_flops_per_device": rank_flops(p_flops, p_attn, rank_head, prompt_tokens, encoder_flops)}
-    if t5 is not None:
-        details["decode_read_weight_bytes"] = read_bytes
+               "prefill_flops_per_device": rank_flops(p_flops, p_attn, rank_head, prompt_tokens, s.encoder_flops)}
+    if s.t5 is not None:
+        details["decode_read_weight_bytes"] = s.read_bytes
     if plan_comm is not None:  # eq. TP2's collectives per forward (their seconds: each phase's comm_seconds)
         details["tp_plan_collectives"] = {k: sum(c.kind == k for c in plan_comm) for k in ("all_reduce",
                                                                                            "all_gather")}
     if spec.recurrent_layer_count:
         details["recurrent_state_bytes_per_decode_step"] = 2 * state_bytes(concurrency)
-        details["state_dtypes"] = list(state_dtypes)
-    serving = range_band_assumptions(spec, device, engine, engine_version, llamacpp, launch_host, tp, concurrency,
+        details["state_dtypes"] = list(s.state_dtypes)
+    serving = range_band_assumptions(spec, device, s.engine, s.engine_version, s.llamacpp, s.launch_host, tp, concurrency,
                                      prefill, decode, details, assumptions, warnings)
-    return SpeedEstimate(spec.name, device.id, count, tp, bytes_fmt, dtype, prompt_tokens, output_tokens,
+    return SpeedEstimate(spec.name, device.id, count, tp, s.bytes_fmt, s.dtype, prompt_tokens, s.output_tokens,
                          concurrency, prefill, decode, single, roof_p, roof_d, tuple(assumptions), tuple(warnings),
-                         details, serving, engine_version, R.TRANSFORMERS if launch_host else None,
-                         engine == "transformers")
+                         details, serving, s.engine_version, R.TRANSFORMERS if s.launch_host else None,
+                         s.engine == "transformers")
 
 
 
