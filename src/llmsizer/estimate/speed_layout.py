@@ -81,7 +81,7 @@ class SpeedSetup:
     bytes; ``layout_speed`` reads it for every (count, tensor_parallel, concurrency, link) it is asked. Written once,
     by ``speed_model``, never assigned after (only its ``decoded`` and ``layouts`` memos fill). Slots, not frozen:
     a frozen class stores each field through object.__setattr__, and a dict-backed one (frozen.fast_init) builds
-    63 fields in ~1.7 us against ~0.5 us here, once per estimate (the branch speedsplit2's report)."""
+    63 fields in ~1.7 us against ~0.5 us here, once per estimate."""
     spec: ModelSpec
     device: Any
     prompt_tokens: int
@@ -304,7 +304,8 @@ def range_band_assumptions(spec: ModelSpec, device: Any, engine: str | None, eng
 
 def layout_speed(s: SpeedSetup, count: int, tensor_parallel: int | None, concurrency: int,
                  link_bandwidth: float | None, nvlink_mesh: bool | None, decode_only: bool = False) -> SpeedEstimate:
-    """``estimate_speed``'s answer for one layout of the model ``s`` (``speed_model``'s second stage)."""
+    """``estimate_speed``'s answer for one layout of the model ``s`` (``speed_model``'s second stage). The setup's
+    fields are read where used (``s.<field>``); spec, device, bw, peak and prompt_tokens, read throughout, as locals."""
     spec, device, bw, peak, prompt_tokens = s.spec, s.device, s.bw, s.peak, s.prompt_tokens
     if count < 1 or concurrency < 1:
         raise InputError("count, concurrency and prompt_tokens must be >= 1; output_tokens >= 0")
