@@ -1845,7 +1845,7 @@ class EngineRun:
     batch: int  # the row's batch (static batch) or concurrency (serving) column
     prompt: int
     generated: int
-    speed: Any  # estimate/speed.py SpeedEstimate
+    speed: Any  # estimate/speed_result.py SpeedEstimate
 
 
 def engine_runs(data: str | Path | None, file: str, batch_column: str,

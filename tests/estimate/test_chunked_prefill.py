@@ -17,7 +17,7 @@ def test_prefill_chunked_layers_attend_within_their_chunk(past: int, tokens: int
     transformers' chunked causal mask, not a sliding window of the chunk's size."""
     from transformers.masking_utils import chunked_causal_mask_function
 
-    from llmsizer.estimate.speed import _attended_all_layers
+    from llmsizer.estimate.speed_prefill import attended_all_layers
     from llmsizer.formulas.speed import attended_tokens, chunked_attended_tokens
 
     fn = chunked_causal_mask_function(chunk, torch.zeros(1, dtype=torch.long))
@@ -28,4 +28,4 @@ def test_prefill_chunked_layers_attend_within_their_chunk(past: int, tokens: int
     scout = load_model("llama-4-scout-17b-16e-instruct")
     assert scout.chunked_attention and scout.sliding_window == 8192
     n = 20000
-    assert _attended_all_layers(scout, n, 0) == (12 * attended_tokens(n, 0) + 36 * chunked_attended_tokens(n, 0, 8192))
+    assert attended_all_layers(scout, n, 0) == (12 * attended_tokens(n, 0) + 36 * chunked_attended_tokens(n, 0, 8192))

@@ -71,3 +71,22 @@ def test_decode_only_is_the_full_answers_decode() -> None:
             assert only.prefill is None and only.decode_single is None and only.assumptions == ()
             assert only.decode == full.decode, (name, tp, conc)
             assert only.tokens_per_second == full.tokens_per_second
+
+
+def test_speed_setup_built_in_field_order() -> None:
+    """speed_model builds its SpeedSetup positionally (62 keywords cost ~5 us of name matching per call): each
+    argument is the local of the field's own name, in the order ``dataclasses.fields`` gives (the truth), so no two
+    fields can be swapped."""
+    import ast
+    import dataclasses
+    import inspect
+
+    from llmsizer.estimate import speed
+
+    calls = [n for n in ast.walk(ast.parse(inspect.getsource(speed))) if isinstance(n, ast.Call)
+             and isinstance(n.func, ast.Name) and n.func.id == "SpeedSetup"]
+    assert len(calls) == 1 and not calls[0].keywords
+    names = [a.id if isinstance(a, ast.Name) else ast.dump(a) for a in calls[0].args]
+    wanted = [f.name for f in dataclasses.fields(speed.SpeedSetup)
+              if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
+    assert names == wanted

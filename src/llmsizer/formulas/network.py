@@ -73,10 +73,10 @@ system, so with C requests in flight each taking W seconds::
     lambda = C / W,   W = max(TTFT + O / r_user, T_prefill(C))                            (9)
 
 The C requests in service are also prefilled, together: T_prefill(C) = max(C t_c, t_m) + C t_comm + t_overhead
-(eq. 3 of formulas/speed.py over C prompts; estimate/speed.py SpeedEstimate.prefill_batch_seconds, eq. P1), so a
+(eq. 3 of formulas/speed.py over C prompts; estimate/speed_result.py SpeedEstimate.prefill_batch_seconds, eq. P1), so a
 replica serves them no faster than that (lambda <= its prefill tokens/s / P; compute-bound, lambda <= 1 / t_c). A
 request that generates no token (embeddings, scoring, prefill-only, O = 0) is in service for that batch prefill
-alone, not for one prompt's TTFT on an idle replica. (estimate/speed.py SpeedEstimate.request_seconds.) Under a
+alone, not for one prompt's TTFT on an idle replica. (estimate/speed_result.py SpeedEstimate.request_seconds.) Under a
 modelled load TTFT and r_user are formulas/serving_queue.py's (eqs. Q5-Q9), so W is that model's R = TTFT + O t_step
 (eqs. Q7, Q10c) but for the prefill floor T_prefill(C), which only binds for prefill-only or prompt-heavy loads; a
 stated rate is compared with a stated concurrency at the serving model's own R (plan/inference.py ``_network``),

@@ -204,8 +204,8 @@ class JobPlan:
     facts: dict[str, Any] = field(default_factory=dict)
     # warnings this plan's figures already state (decided in plan/): the text face leaves them out, the JSON keeps them
     said_in_figures: tuple[str, ...] = ()
-    # a service's speed estimate at peak: fit's own (estimate/speed.py SpeedEstimate), its assumptions and calibrated
-    # ranges with their coverage; None for training (its duration is a section) or where there is no fit
+    # a service's speed estimate at peak: fit's own (estimate/speed_result.py SpeedEstimate), its assumptions and
+    # calibrated ranges with their coverage; None for training (its duration is a section) or where there is no fit
     speed: Any = None
 
     def __post_init__(self) -> None:
