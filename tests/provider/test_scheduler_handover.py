@@ -91,7 +91,7 @@ def test_import_book_export_round_trip(tmp_path, capsys):
         "Duration=10080 Nodes=gpunode-1 Users=chat",
         f"sbatch --reservation=llmsizer-chat-{rid} --nodes=1 --gres=gpu:1 JOB_SCRIPT"]
     # Kueue: without the inventory the ClusterQueue's cpu and memory quota is unknown: one line, exit 2, no YAML
-    with pytest.raises(InputError, match=r"give --inventory with the booked nodes' cpus and ram \(gpunode-1\)"):
+    with pytest.raises(InputError, match=r"a Kueue export needs --inventory"):
         export_answer(argparse.Namespace(id=rid, format="kueue", db=db, user=None, account=None, inventory=None,
                                          hardware_file=[], auth=None, token_file=None))
     assert not capsys.readouterr().out
@@ -281,3 +281,12 @@ def test_shared_gpus_count_whole_devices():
     text, _ = kubectl_inventory_yaml([n], site="s", device_map={}, pools=("serving",), catalog=builtin_catalog())
     assert yaml.safe_load(text)["nodes"] == [{"id": "g5", "site": "s", "device": "a10g", "devices": 1, "cpus": 8,
                                               "ram": "32768 MiB", "pools": ["serving"]}]
+
+
+def test_kueue_names_the_inventory_keys_it_lacks() -> None:
+    """review36 D2: an inventory without a booked node's cpus or ram is named as such (the web's inventory is the
+    server's, so the line cannot send a web caller to a CLI flag)."""
+    h = Handover("abc", "svc", dt.datetime(2026, 1, 1), dt.datetime(2026, 1, 2), ("n1",), 8, "h100-sxm", "ML team",
+                 ram=2**40)
+    with pytest.raises(InputError, match=r"the inventory gives no cpus for the booked node\(s\) n1; add them"):
+        kueue(h)

@@ -285,10 +285,11 @@ def export_answer(args: argparse.Namespace) -> tuple[str, int, str]:
 
 
 def _booked_host(args: argparse.Namespace, nodes: tuple[str, ...]) -> tuple[int, int]:
-    """The booked nodes' cpus and host RAM [bytes], summed from --inventory ((0, 0) without one: the Kueue export then
-    says what it needs); a booked node the inventory no longer has is one line naming it."""
+    """The booked nodes' cpus and host RAM [bytes], summed from --inventory (the web: the server's); without one, one
+    line naming the flag; a booked node the inventory no longer has is one line naming it."""
     if not getattr(args, "inventory", None):
-        return 0, 0
+        raise InputError("a Kueue export needs --inventory: its ClusterQueue covers the booked nodes' cpu and memory "
+                         "(their cpus and ram in the inventory) beside the GPUs")
     from ..provider.inventory import load_inventory
     inv = load_inventory(args.inventory, hardware_files=getattr(args, "hardware_file", None) or [])
     known = {n.id: n for n in inv.nodes}

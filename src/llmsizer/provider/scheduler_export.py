@@ -125,13 +125,14 @@ NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 
 def kueue_host_quota(h: Handover) -> tuple[int, int]:
     """(cpu, memory bytes) the ClusterQueue covers beside the GPUs: the booked nodes' (module docstring); one line
-    naming the flag when the inventory does not say them."""
+    naming the inventory keys when the inventory does not give them (the CLI refuses a missing --inventory before:
+    capacity_cmd._booked_host)."""
     if h.cpus <= 0 or h.ram <= 0:
         missing = " and ".join(w for w, v in (("cpus", h.cpus), ("ram", h.ram)) if v <= 0)
         raise InputError(f"a Kueue ClusterQueue must cover the cpu and memory its pods request (Kueue leaves a pod "
                          f"asking for a resource it does not cover pending: \"resource cpu unavailable in "
-                         f"ClusterQueue\"): give --inventory with the booked nodes' {missing} "
-                         f"({', '.join(h.nodes)})")
+                         f"ClusterQueue\"): the inventory gives no {missing} for the booked node(s) "
+                         f"{', '.join(h.nodes)}; add them to its nodes")
     return h.cpus, h.ram
 
 
