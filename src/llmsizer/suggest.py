@@ -119,6 +119,10 @@ NAME_QUERY_HELP = ("words to find in ids, names and aliases, the last one a word
 # A name's words: runs of letters and digits, parted by '-', '_', '.', '/', spaces or any other sign; a decimal
 # number is one word ('1.7b' in Qwen3-1.7B, '3.1' in Llama-3.1-8B), so '7b' is not found in it.
 _WORD = re.compile(r"(?<![^\W_])\d+(?:\.\d+)+[^\W_]*|[^\W_]+")
+# The same name read with letters and the number after them parted ('Qwen2.5' -> 'qwen', '2.5'; 'h100' -> 'h', '100';
+# 'DeepSeek-V3.1' -> 'deepseek', 'v', '3.1'), a number keeping what follows it ('8x7b', '7b', '5.48xlarge'): a query
+# matches a name read either way, so 'qwen 2.5' and '2.5' find Qwen2.5 as '48xlarge' finds p5.48xlarge (review36 D3)
+_SPLIT_WORD = re.compile(r"\d+(?:\.\d+)*(?:[^\W\d_]+\d+)*[^\W\d_]*|[^\W\d_]+")
 
 
 @lru_cache(maxsize=8192)
@@ -128,23 +132,30 @@ def name_words(text: str) -> tuple[str, ...]:
     return tuple(_WORD.findall(text.lower()))
 
 
+@lru_cache(maxsize=8192)
+def split_name_words(text: str) -> tuple[str, ...]:
+    """``text``'s words with letters and the number after them parted: ``'Qwen/Qwen2.5-7B'`` -> ``('qwen', 'qwen',
+    '2.5', '7b')``, ``'h100-sxm'`` -> ``('h', '100', 'sxm')``."""
+    return tuple(_SPLIT_WORD.findall(text.lower()))
+
+
+def _words_match(q: tuple[str, ...], w: tuple[str, ...]) -> bool:
+    """Whether ``q``'s words are consecutive words of ``w``, the last one a word's beginning."""
+    *whole, start = q
+    n = len(q)
+    return any(w[i + n - 1].startswith(start) and list(w[i:i + n - 1]) == whole for i in range(len(w) - n + 1))
+
+
 def matches_name(query: str, names: Iterable[str]) -> bool:
     """Whether a search ``query`` matches one of ``names`` (an entry's id, name and aliases): the query's words are
     consecutive words of the name, the last a word's beginning, the others whole words, case and separators aside.
     So ``'7b'`` matches ``qwen2.5-7b`` and ``llama-2-7b-hf`` but not ``gemma-2-27b``; ``'m3'`` matches
     ``apple-m3-max`` but not a name holding ``HBM3``; ``'qwen'`` matches ``qwen2.5-7b`` (a word's beginning) and
-    ``'llama 3.1'`` matches ``llama-3.1-8b``; an exact id matches itself. A blank query matches every name; a query
-    with no letter or digit matches none."""
+    ``'llama 3.1'`` matches ``llama-3.1-8b``; an exact id matches itself. Query and name are read both ways
+    (``name_words``, ``split_name_words``): ``'2.5'`` and ``'qwen 2.5'`` match ``qwen2.5-7b``. A blank query matches
+    every name; a query with no letter or digit matches none."""
     if not query.strip():
         return True
-    q = name_words(query)
-    if not q:
-        return False
-    *whole, start = q
-    n = len(q)
-    for name in names:
-        w = name_words(name)
-        for i in range(len(w) - n + 1):
-            if w[i + n - 1].startswith(start) and list(w[i:i + n - 1]) == whole:
-                return True
-    return False
+    readings = [(q, words) for q, words in ((name_words(query), name_words), (split_name_words(query),
+                                                                             split_name_words)) if q]
+    return any(_words_match(q, words(name)) for name in names for q, words in readings)

@@ -11,7 +11,7 @@ import pytest
 
 from llmsizer.catalog import hardware, models
 from llmsizer.cli.main import main
-from llmsizer.suggest import matches_name, name_words
+from llmsizer.suggest import matches_name, name_words, split_name_words
 
 
 @pytest.mark.parametrize(("query", "name", "hit"), [
@@ -38,6 +38,16 @@ from llmsizer.suggest import matches_name, name_words
     ("", "anything", True),  # blank: every name
     ("  ", "anything", True),
     ("--", "a-b", False),  # no letter or digit: no name
+    # review36 D3: a version number after letters is found by itself and beside the family's name
+    ("2.5", "Qwen/Qwen2.5-7B", True),
+    ("qwen 2.5", "Qwen/Qwen2.5-7B", True),
+    ("qwen2.5", "Qwen/Qwen2.5-7B", True),
+    ("3.1", "deepseek-ai/DeepSeek-V3.1", True),
+    ("2.5", "Qwen/Qwen3-1.7B", False),
+    ("h100", "azure-standard_nd96isr_h100_v5", True),
+    ("100", "NVIDIA H100 SXM5 80GB", True),
+    ("b200", "NVIDIA GB200", False),  # gb200 is another word either way
+    ("m3", "NVIDIA GH200 (96 GB HBM3)", False),  # hbm is not m, read either way
 ])
 def test_matches_name(query: str, name: str, hit: bool) -> None:
     assert matches_name(query, (name,)) is hit
@@ -48,6 +58,9 @@ def test_words() -> None:
     assert name_words("meta-llama/Llama-3.1-8B") == ("meta", "llama", "llama", "3.1", "8b")
     assert name_words("Qwen/Qwen2.5-7B") == ("qwen", "qwen2", "5", "7b")
     assert name_words("azure-standard_nd96isr_h100_v5") == ("azure", "standard", "nd96isr", "h100", "v5")
+    assert split_name_words("Qwen/Qwen2.5-7B") == ("qwen", "qwen", "2.5", "7b")
+    assert split_name_words("aws-p5.48xlarge") == ("aws", "p", "5.48xlarge")
+    assert split_name_words("mistralai/Mixtral-8x7B-v0.1") == ("mistralai", "mixtral", "8x7b", "v", "0.1")
 
 
 def test_models_7b_lists_7b_models_only() -> None:
