@@ -1004,7 +1004,7 @@ def _items(ctx: TrainingContext, st: StageStates, tl: StageTimeline, acc: Acc) -
         acc.items.append(Item("allocator_reserve", 0, "device", 0, parts.get("activations", 0),
                               formula="reserved - allocated: 0 expected, up to one more activation peak cached (no "
                                       "measured run of this device's allocator: the calibrated training reserve, "
-                                      "estimate/allocator.py RESERVE, is CUDA's)",
+                                      "estimate/allocator.py RESERVE, is fitted on NVIDIA GPU runs)",
                               source="PyTorch docs 'CUDA semantics: memory management' (caching allocator keeps "
                                      "freed blocks)"))
     # on a CPU the step's tensors and the process's own runtime share one memory, the RAM being checked
