@@ -7,7 +7,7 @@ where the answer depends on driver/allocator behaviour we cannot see from a conf
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..errors import InputError
 from ..formulas.speed import sm_streaming_bandwidth
@@ -97,7 +97,8 @@ class EngineProfile:
     # (formulas/kv_cache.py eq. 3)
     dsa_indexer_cache: str = "kv"
     # a DSA model's quantized latent (formulas/kv_cache.py eq. 7): 'plain' = eq. (2) at the KV dtype, 'fp8_ds_mla' =
-    # vLLM's 656-B FP8-with-scale row for DeepSeek-V3.2
+    # vLLM's 656-B FP8-with-scale row for DeepSeek-V3.2 (SGLang's too under its flashmla_kv backend: by device,
+    # sglang_dsa_latent_cache)
     dsa_latent_cache: str = "plain"
     # recurrent (Mamba / Gated DeltaNet) state, formulas/recurrent_state.py: conv columns kept beyond d_conv - 1, the
     # conv and SSM state dtypes ("model": the activation / model dtype) and where the rule is read
@@ -248,7 +249,7 @@ LLAMACPP = EngineProfile(
 )
 SGLANG = EngineProfile(
     name="sglang", mla_mode="latent", window_extra=-1, block_size=1, kv_dtype_default="model",
-    dsa_indexer_cache="fp8_scaled",
+    dsa_indexer_cache="fp8_scaled", dsa_latent_cache="fp8_ds_mla",  # on CUDA below 10.0: serving_profile
     # recurrent state (MambaPool): conv_kernel - 1 columns in bf16 (CONV_DTYPE), the SSM / delta-rule state in
     # float32 unless the config's mamba_ssm_dtype or SGLANG_MAMBA_SSM_DTYPE says otherwise
     conv_state_window=0, state_dtypes=("bf16", "fp32"),
@@ -277,6 +278,41 @@ SGLANG = EngineProfile(
            "model_executor/pool_configurator.py (line numbers in estimate/inference/sglang.py)",
 )
 PROFILES = {p.name: p for p in (TRANSFORMERS, VLLM, LLAMACPP, SGLANG)}
+
+
+# SGLang's layout of a DSA model's fp8_e4m3 latent (formulas/kv_cache.py eq. 7) follows the attention backend the
+# device gets, not the dtype alone (sglang 0.5.23 PyPI wheel): mem_cache/kv_cache_configurator.py:3412-3475
+# ``calculate_mla_kv_cache_dim`` gives the DSATokenToKVPool (mem_cache/memory_pool.py:5279-5323) a row of kv_lora_rank
+# + kv_lora_rank // 128 * 4 + qk_rope_head_dim * 2 (bf16 ``rope_storage_dtype``, :5282) = 656 B for a
+# float8_e4m3fn cache (:3464-3473), but the raw kv_lora_rank + qk_rope_head_dim row when a DSA backend is trtllm
+# (:3425-3440) or, on ROCm, tilelang / triton / aiter (:3442-3448); MLATokenToKVPool stores that row per token and
+# layer (memory_pool.py:4786-4796, buffers :4863-4868). Unless given, the backends are trtllm on compute capability
+# >= 10 and flashmla_kv below it (arg_groups/overrides.py:714-720), triton on ROCm (:709-713).
+SGLANG_DSA_LATENT_SOURCE = ("sglang 0.5.23 mem_cache/kv_cache_configurator.py:3412-3475 calculate_mla_kv_cache_dim "
+                            "(656-B scaled row for fp8_e4m3, raw row under trtllm or ROCm's kernels), "
+                            "arg_groups/overrides.py:709-720 (default DSA backends: trtllm at compute capability >= "
+                            "10, flashmla_kv below, triton on ROCm)")
+
+
+def sglang_dsa_latent_cache(device: str, runtime: str, capability: int | None) -> str:
+    """SGLang's ``dsa_latent_cache`` (formulas/kv_cache.py LATENT_CACHE_KINDS) on a device of kind ``device``
+    ('gpu', 'cpu'), runtime ``runtime`` and CUDA compute capability ``capability`` (major x 10 + minor; None: not
+    known, taken as Hopper's, as estimate/device.py does for vLLM's gate): 'fp8_ds_mla' under the default
+    flashmla_kv backend (CUDA below 10.0), 'plain' under trtllm (10.0 and up) or off CUDA (SGLANG_DSA_LATENT_SOURCE).
+    """
+    if device == "cpu" or runtime != "cuda" or (capability is not None and capability >= 100):
+        return "plain"
+    return "fp8_ds_mla"
+
+
+def serving_profile(engine: str, device: str = "gpu", runtime: str = "cuda",
+                    capability: int | None = None) -> EngineProfile:
+    """The profile ``engine`` serves with on the given device (the estimate's one lookup): ``PROFILES[engine]``,
+    SGLang's with the DSA latent layout of that device (``sglang_dsa_latent_cache``)."""
+    profile = PROFILES[engine]
+    if engine != "sglang":
+        return profile
+    return replace(profile, dsa_latent_cache=sglang_dsa_latent_cache(device, runtime, capability))
 
 
 # -- host time between decode steps, per engine version ----------------------------------------------------------

@@ -37,7 +37,11 @@ serves every quantized dtype but nvfp4_ds_mla as "fp8_ds_mla" on the FLASHMLA_SP
 ``supported_kv_cache_dtypes`` list "fp8" as its alias, v1/attention/backends/mla/flashmla_sparse.py:155-162; the
 layout, flashmla_sparse.py:86-94; the row size ``get_fp8_ds_mla_row_bytes`` -> 656, v1/attention/backend.py:1017-1018,
 given to the page size as ``state_content_bytes``, mla_attention.py:1581-1585. Earlier vLLM did the mapping in
-model_executor/models/config.py ``DeepseekV32ForCausalLM`` @1936cf38.)
+model_executor/models/config.py ``DeepseekV32ForCausalLM`` @1936cf38.) SGLang stores an fp8_e4m3 cache of a DSA model in
+the same 656-B row when its attention backend reads the scaled layout (flashmla_kv, its default below compute
+capability 10.0) and as eq. (2) at one byte under trtllm (its default from 10.0) or on ROCm (sglang 0.5.23
+mem_cache/kv_cache_configurator.py:3412-3475 ``calculate_mla_kv_cache_dim``; which engine and device takes which
+layout: estimate/engines.py ``serving_profile``).
 
 A sliding-window layer holds at most ``window + window_extra`` tokens per sequence (Beltagy et al. 2020,
 Longformer; Jiang et al. 2023, Mistral 7B, section 2); each engine's extra is in its profile
@@ -131,7 +135,7 @@ KV_DTYPE_HEAD_SCALE_BYTES: dict[str, float] = {"int8_per_token_head": 4.0, "fp8_
 INDEXER_CACHE_KINDS = ("kv", "fp8_scaled")
 INDEXER_FP8_SCALE_BLOCK = 128
 # eq. (7): how a DSA model's quantized latent is laid out; 'plain' = eq. (2) at the KV dtype's bytes, 'fp8_ds_mla' =
-# vLLM's 656-B row for V3.2 (e4m3 NoPE + one fp32 scale per DS_MLA_SCALE_BLOCK + bf16 RoPE)
+# the 656-B row of vLLM and SGLang for V3.2 (e4m3 NoPE + one fp32 scale per DS_MLA_SCALE_BLOCK + bf16 RoPE)
 LATENT_CACHE_KINDS = ("plain", "fp8_ds_mla")
 DS_MLA_SCALE_BLOCK = 128  # flashmla_sparse.py:90-91: "4 `float32` values ... the scale for the first 128"
 DS_MLA_ROPE_BYTES = 2  # flashmla_sparse.py:93-94: "64 `bfloat16` values ... not quantized"
@@ -206,7 +210,7 @@ def indexer_bytes_per_token_layer(spec: ModelSpec, kv_dtype: str, indexer_cache:
 
 
 def ds_mla_bytes_per_token_layer(spec: ModelSpec, kv_dtype: str, latent_cache: str = "plain") -> float | None:
-    """Bytes of one token's latent in one layer in vLLM's ``fp8_ds_mla`` layout (eq. 7), or None where eq. (2)
+    """Bytes of one token's latent in one layer in the ``fp8_ds_mla`` layout (eq. 7), or None where eq. (2)
     applies: no DSA indexer, a 16/32-bit KV dtype, or ``latent_cache`` 'plain'."""
     if latent_cache not in LATENT_CACHE_KINDS:
         raise InputError(f"unknown latent cache {latent_cache!r}; known: {', '.join(LATENT_CACHE_KINDS)}")

@@ -455,7 +455,7 @@ def _compose(spec: ModelSpec, w: InferenceWorkload, key: tuple[Any, ...] | None)
     ``key`` (``_sized_key``), kept for ``_resized`` where the engine can re-derive its figures at another
     concurrency (``Context.load``)."""
     acc = Acc()
-    profile = E.PROFILES[str(w.engine)]
+    profile = E.serving_profile(str(w.engine), w.device, w.gpu_runtime, w.gpu_capability)  # SGLang's DSA row by GPU
     acc.assumptions.append(Assumption("engine", w.engine, "engine" not in (w.given or ()), profile.description))
     given = w.given or ()
     # every input that sizes the KV cache and activations is named: given (as given) or the default

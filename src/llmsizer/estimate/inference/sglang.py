@@ -170,7 +170,7 @@ import math
 from typing import Any
 
 from ...errors import FieldError
-from ...formulas.kv_cache import kv_cache, kv_dtype_bytes
+from ...formulas.kv_cache import ds_mla_bytes_per_token_layer, indexer_bytes_per_token_layer, kv_cache, kv_dtype_bytes
 from ...formulas.recurrent_state import layer_state_bytes_per_device
 from ...formulas.swa_pool import (
     hybrid_swa_admitted,
@@ -387,7 +387,21 @@ def compose_sglang(ctx: Context) -> None:
     tp = w.tensor_parallel
     mla = spec.mla is not None
     share = kv_fraction_per_device(spec, tp, mla_latent=True)
-    one_token = kv_cache(spec, 1, 1, ctx.kv_dtype, mla_mode="latent", indexer_cache=E.SGLANG.dsa_indexer_cache)
+    one_token = kv_cache(spec, 1, 1, ctx.kv_dtype, mla_mode="latent", indexer_cache=ctx.profile.dsa_indexer_cache,
+                         latent_cache=ctx.profile.dsa_latent_cache)  # the device's DSA row (E.serving_profile)
+    ds_row = ds_mla_bytes_per_token_layer(spec, ctx.kv_dtype, "fp8_ds_mla")
+    if ds_row is not None:  # a DSA model's quantized latent: which row the device's default backend reads
+        scaled = ctx.profile.dsa_latent_cache == "fp8_ds_mla"
+        acc.assumptions.append(Assumption(
+            "dsa_kv_layout", "fp8_ds_mla" if scaled else "raw fp8 MLA", True,
+            (f"{ds_row:g}-B scaled row (kv_lora_rank e4m3 + fp32 scale per 128 + bf16 rope, kv_cache.py eq. 7) under "
+             "SGLang's default DSA backend flashmla_kv below compute capability 10.0"
+             + (" (capability not known: sized as on Hopper)" if w.gpu_capability is None else "") if scaled else
+             "raw kv_lora_rank + qk_rope_head_dim row at 1 B (eq. 2) under SGLang's trtllm (compute capability >= "
+             "10.0) or ROCm DSA backends")
+            + f"; the indexer key beside it at "
+              f"{indexer_bytes_per_token_layer(spec, ctx.kv_dtype, ctx.profile.dsa_indexer_cache):g} B; "
+              + E.SGLANG_DSA_LATENT_SOURCE))
     cell = per_device(int(one_token.bytes_per_token), share)
     pool_kind = swa_kv_pool(spec)
     page = 1  # SGLang's default page_size on CUDA (arg_groups/overrides.py:1341-1363 _page_size_default)
