@@ -30,7 +30,12 @@ from ..numbers import CONCURRENCY, COUNT, KWH_PRICE, LLAMACPP_GPUS, MACHINE_GPUS
 from ..request.quantities import parse_money
 from ..result import Assumption, Estimate, Notes, json_data, merged_assumptions
 from ..specs import InferenceWorkload, ModelSpec, TrainingWorkload
-from ..specs.training import check_whole_machines, llamacpp_split_gpus, tensor_split_refusal
+from ..specs.training import (
+    check_whole_machines,
+    default_grad_checkpointing,
+    llamacpp_split_gpus,
+    tensor_split_refusal,
+)
 from ..specs.workload import (
     DEFAULT_ATTENTION,
     ENGINE_SETTINGS,
@@ -2437,11 +2442,24 @@ TRAINING_LADDER: tuple[dict[str, str], ...] = (
 )
 
 
+def _in_effect(fields: dict[str, Any], key: str) -> Any:
+    """The value of training field ``key`` a run of ``fields`` has: the one given, else TrainingWorkload's default
+    (grad_checkpointing's from the method in effect: ``default_grad_checkpointing``, 'full' for QLoRA)."""
+    if fields.get(key) is not None:
+        return fields[key]
+    if key == "grad_checkpointing":
+        return default_grad_checkpointing(str(_in_effect(fields, "method")))
+    return getattr(TrainingWorkload, key, None)
+
+
 def _step_changes(training_fields: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
-    """``changes`` (a ``TRAINING_LADDER`` step) with what it makes meaningless dropped (value None): a step that sets
-    grad_checkpointing other than 'selective' drops a given ``recompute_modules``, Megatron-Core's list of what
-    selective recompute recomputes (TrainingWorkload refuses it under any other mode), so the step is tried, not
-    refused."""
+    """``changes`` (a ``TRAINING_LADDER`` step) less the settings already in effect in the run the step's other
+    changes make (``_in_effect``: a hint never names a setting the run has, as QLoRA's default 'full'
+    checkpointing), with what the step makes meaningless dropped (value None): a step that sets grad_checkpointing
+    other than 'selective' drops a given ``recompute_modules``, Megatron-Core's list of what selective recompute
+    recomputes (TrainingWorkload refuses it under any other mode), so the step is tried, not refused."""
+    changes = {k: v for k, v in changes.items()
+               if v != _in_effect({**training_fields, **{j: u for j, u in changes.items() if j != k}}, k)}
     if (changes.get("grad_checkpointing") not in (None, "selective")
             and training_fields.get("recompute_modules") is not None):
         return {**changes, "recompute_modules": None}
