@@ -118,20 +118,22 @@ def load_auth(path: str | Path) -> AuthConfig:
     return parse_auth(read_small_text(Path(path), "auth file", MAX_AUTH_BYTES), str(path))
 
 
-def authorize(token: str | None, action: str, config: AuthConfig) -> Role:
-    """The role ``token`` holds when it may do ``action``; else :class:`Forbidden` with one line."""
+def authorize(token: str | None, action: str, config: AuthConfig, said: str | None = None) -> Role:
+    """The role ``token`` holds when it may do ``action``; else :class:`Forbidden` with one line, which begins with
+    ``said`` where given (the web's sign-in checks a token for ``show`` but is no ``show`` call), else ``action``."""
     need = ACTIONS.get(action)
     if need is None:
         raise InputError(f"unknown action {action!r}; one of {', '.join(ACTIONS)}")
+    what = said or action
     if not token:
-        raise Forbidden(f"{action}: needs {_article(need)} {need} token: set LLMSIZER_TOKEN or give --token-file")
+        raise Forbidden(f"{what}: needs {_article(need)} {need} token: set LLMSIZER_TOKEN or give --token-file")
     who = None
     for e in config.tokens:
         if hmac.compare_digest(hashlib.scrypt(token.encode(), salt=e.salt, **SCRYPT), e.key):
             who = e
             break
     if who is None:
-        raise Forbidden(f"{action}: the token is not one of {config.source}'s")
+        raise Forbidden(f"{what}: the token is not one of {config.source}'s")
     return allow(Role(who.name, who.role), action)
 
 

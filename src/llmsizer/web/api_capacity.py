@@ -373,7 +373,7 @@ async def login(request: Request) -> Response:
                 log_denied(argparse.Namespace(db=cfg.db, actor=WEB_ACTOR), "login", message)
                 raise Problem(429, message, "token", headers={"Retry-After": str(max(1, int(wait + 0.999)))})
             try:
-                who = authorize(token, "show", replace(load_auth(auth_path), source=WEB_AUTH_SOURCE))
+                who = authorize(token, "show", replace(load_auth(auth_path), source=WEB_AUTH_SOURCE), said="sign-in")
             except Forbidden as e:
                 store.login_failed(client)
                 log_denied(argparse.Namespace(db=cfg.db, actor=WEB_ACTOR), "login", str(e))

@@ -194,6 +194,8 @@ def test_console_sign_in_session_and_csrf(provider):
     (b,) = book(c, 4).json()
     r = c.post("/api/v1/capacity/login", json={"token": "wrong"})
     assert r.status_code == 403 and "llmsizer_session" not in r.cookies
+    # worded for the sign-in, not for the action the token is checked for (probe26 C3: "show: the token ...")
+    assert r.json()["detail"] == "sign-in: the token is not one of the provider's auth file's"
     r = c.post("/api/v1/capacity/login", json={"token": OPERATOR})
     assert r.status_code == 200 and r.json()["role"] == "operator"
     cookie = r.headers["set-cookie"].lower()

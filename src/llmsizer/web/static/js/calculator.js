@@ -10,7 +10,7 @@ import { modelPicker } from "./model-picker.js";
 import { clearAtFields, controlOf, formMessage, showAtField } from "./problems.js";
 import { COMMON_FIELDS, FORM_NAMES, INFER_FIELDS, MEDIA_FIELDS, TRAIN_FIELDS, apiFields, cliCommand, download, flagOf,
   formValues, loadFromUrl, requestYaml, saveToUrl } from "./state.js";
-import { copyButton, fillChoices, setupTabs } from "./ui.js";
+import { copyButton, fillChoices, needsModel, setupTabs } from "./ui.js";
 
 // the fits-on grid: common devices of each class (consumer card, inference cards, training cards, AMD)
 export const GRID_DEVICES = ["rtx-4090", "l4", "a10g", "l40s", "a100-sxm-80gb", "h100-sxm", "h200", "mi300x"];
@@ -94,12 +94,13 @@ let current = null; // AbortController of the request in flight
 let gridCurrent = null;
 let seq = 0;
 
+let heldProblem = false; // a model's 400 held back while its name is being typed (probe26 C4)
 const picker = modelPicker(() => {
   // another model: no image inputs until its estimate is answered and its vision check says so (a text-only model
   // refuses --images, so the inputs of the previous one must not go with its first estimate)
   if (JSON.stringify(picker.fields()) !== visionFor) showVision(false);
   changed();
-});
+}, () => { if (heldProblem) { heldProblem = false; computeSoon(); } }); // the name is settled: its answer stands
 
 /** Show the image and video inputs when the model has a vision encoder (POST /inspect: params.by_component.vision);
  * whether that changed what the form sends. Asked once per model, and only once an estimate of that model has been
@@ -208,6 +209,7 @@ async function compute() {
   try {
     const data = await post(tab === "train" ? "/train" : "/infer", body, current.signal);
     if (mine !== seq) return;
+    heldProblem = false;
     showProblem(null);
     render(data);
     autoFit();
@@ -216,6 +218,15 @@ async function compute() {
     status(`answered in the same way as: ${command()}`);
   } catch (e) {
     if (e.name === "AbortError") return;
+    // a prefix of a name the suggestions may still complete ("unknown model 'qwen2.'"): not said mid-typing; said
+    // once the box is left or its words name no catalog model (the picker's onSettle asks again)
+    if (e instanceof ApiError && e.field === "model" && picker.typing()) {
+      heldProblem = true;
+      $("results").classList.add("stale");
+      status("");
+      return;
+    }
+    heldProblem = false;
     showProblem(e instanceof ApiError ? e : new Error(`the server did not answer (${e.message})`));
     if (autoCurrent) autoCurrent.abort();
     $("auto-fit").hidden = true; // the auto-fit on show answered the previous input
@@ -433,6 +444,9 @@ async function grid() {
       if (r.tokens_per_second_total != null) cell.dataset.tokensPerSecond = String(r.tokens_per_second_total);
       const lines = [el("b", {}, r.fits ? "fits" : "does not fit"),
         `${formatBytes(r.memory_per_device)} of ${formatBytes(r.budget_per_device)}`];
+      // why not, as fit says it (its reasons): "22.26 GiB of 23.99 GiB" alone reads as fitting where the engine's
+      // pool is what does not (vLLM's KV pool admits 4 of 16 sequences), probe26 C2
+      if (!r.fits && r.reasons?.length) lines.push(el("br"), el("span", { class: "reason" }, r.reasons.join("; ")));
       if (!r.fits && r.fits_at) lines.push(el("br"), fitsAtText(r.fits_at));
       // training with nothing that keeps the settings fitting: each alternative (fit's fits_if_changed) in the
       // form's field words, as fits_at above (fits_if_changed_text is the CLI's flag wording), with what it
@@ -481,7 +495,8 @@ function command() {
   const { fields, common } = workload();
   const f = { ...(formValues(form, ["hub"])), ...typed(fields), ...common };
   const sw = reverseAsked(fields, common) ? (tab === "train" ? ["--max-batch", "--max-seq"] : ["--max-context", "--max-concurrency"]) : [];
-  return cliCommand(tab === "train" ? "train" : "infer", picker.label() || "MODEL", f, sw, ENGINE_FLAGS);
+  if (!picker.label()) return null; // no model, no command (a placeholder MODEL would be "unknown model")
+  return cliCommand(tab === "train" ? "train" : "infer", picker.label(), f, sw, ENGINE_FLAGS);
 }
 
 copyButton($("copy-cli"), $("action-status"), command);
@@ -490,7 +505,8 @@ $("download-yaml").addEventListener("click", () => {
   const { fields, common } = workload();
   const engine = { fields: typed(formValues(form, tab === "train" ? [] : engineSent())), flags: ENGINE_FLAGS,
     taken: requestEngineSettings };
-  const text = requestYaml(tab, picker.label() || "MODEL", fields, common, defaults, tab === "train" ? {} : answered,
+  if (!picker.label()) return; // disabled: no model to request
+  const text = requestYaml(tab, picker.label(), fields, common, defaults, tab === "train" ? {} : answered,
     requestSettings, engine, requestPeft);
   download("request.yaml", text, "application/yaml");
   $("action-status").textContent = "request.yaml downloaded: check it on the Request page";
@@ -538,6 +554,7 @@ function changed() {
   countEngineSettings();
   delete $("fits-grid").dataset.answered; // the grid on show answers the previous input until it is asked again
   saveToUrl(state());
+  needsModel(Boolean(picker.label()), $("action-status"), $("copy-cli"), $("download-yaml"));
   computeSoon();
 }
 

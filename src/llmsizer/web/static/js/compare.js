@@ -7,7 +7,7 @@ import { el, formatBytes, formatFigureCount, formatRate, formatSeconds, formatTi
 import { modelPicker } from "./model-picker.js";
 import { clearAtFields, showAtField } from "./problems.js";
 import { cliCommand, formValues, loadFromUrl, saveToUrl } from "./state.js";
-import { copyButton, fillChoices, setupTabs } from "./ui.js";
+import { copyButton, fillChoices, needsModel, setupTabs } from "./ui.js";
 
 const INFER = ["context", "concurrency", "output_tokens", "weights", "tokens_per_second", "user_tokens_per_second", "max_ttft"];
 const TRAIN = ["tokens", "method", "micro_batch", "seq_len", "grad_checkpointing", "deadline", "max_cost"];
@@ -28,7 +28,8 @@ function fields() {
 function command() {
   const f = fields();
   const flat = { ...f, ...(f.provider ? { provider: f.provider[0] } : {}) };
-  return cliCommand("recommend", picker.label() || "MODEL", flat, [tab === "train" ? "--train" : "--infer"]);
+  if (!picker.label()) return null; // no model, no command
+  return cliCommand("recommend", picker.label(), flat, [tab === "train" ? "--train" : "--infer"]);
 }
 
 function status(text, busy = false) { const s = $("status"); s.textContent = text; s.classList.toggle("busy", busy); }
@@ -37,6 +38,7 @@ async function compute() {
   const f = fields();
   const body = { ...picker.fields(), ...f, [tab === "train" ? "train" : "infer"]: true };
   saveToUrl({ tab, ...(picker.file ? {} : formValues(form, MODEL)), ...formValues(form, [...COMMON, ...INFER, ...TRAIN]) });
+  needsModel(Boolean(picker.label()), $("action-status"), $("copy-cli"));
   if (current) current.abort();
   current = new AbortController();
   status("searching the catalog…", true);

@@ -1,15 +1,24 @@
-// The model: a catalog name or Hub id typed (with the catalog as suggestions), or a dropped file whose header
-// is read here (headers.js) and sent in place of a name.
+// The model: a catalog name or Hub id typed (with the catalog models its words name as suggestions), or a dropped
+// file whose header is read here (headers.js) and sent in place of a name.
+//
+// The suggestions are the API's answer to GET /models?query= (suggest.matches_name, the one name rule of the CLI's
+// `llmsizer models QUERY` and Python's), shown as they come: not a <datalist>, which the browser filters again by
+// substring ('7b' would offer gemma-2-27b; 'qwen 2.5' would hide every Qwen2.5), review36 N1.
 
-import { get, uploadHeader } from "./api.js";
+import { debounce, get, uploadHeader } from "./api.js";
 import { el, formatBytes, formatCount, formatInt } from "./format.js";
 import { HeaderError, configText, ggufHeader, safetensorsHeader } from "./headers.js";
 
+const MAX_SHOWN = 12; // suggestions listed at once (the catalog's answer may be longer: keep typing)
+
 /**
- * Wire the model field, the catalog suggestions and the drop zone. ``onChange`` runs when the model changes.
- * Returns {fields(): the API's model fields, label(): a name for the CLI command and the request YAML, file}.
+ * Wire the model field, the catalog suggestions and the drop zone. ``onChange`` runs when the model changes;
+ * ``onSettle`` when the name typed is settled (the box left, or its words name no catalog model), so that an error
+ * held back while typing (``typing()``) may be shown.
+ * Returns {fields(): the API's model fields, label(): a name for the CLI command and the request YAML, file,
+ * typing(): whether the box has focus with a name that its suggestions may still complete}.
  */
-export function modelPicker(onChange) {
+export function modelPicker(onChange, onSettle = () => {}) {
   const input = document.getElementById("model");
   const hub = document.getElementById("hub");
   const fileInput = document.getElementById("model-file");
@@ -18,9 +27,62 @@ export function modelPicker(onChange) {
   const list = document.getElementById("model-options");
   let uploaded = null; // {name, fields, summary}
 
-  get("/models").then((models) => {
-    list.replaceChildren(...models.map((m) => el("option", { value: m.id }, `${m.name} (${formatCount(m.params)})`)));
-  }).catch(() => {});
+  let asked = 0; // suggestion queries sent: only the last one's answer is shown
+  let matches = null; // the last answer's models for the text now in the box; null while it is asked
+  let active = -1; // the option chosen with the arrow keys
+
+  const exact = (v) => (matches || []).some((m) => [m.name, m.id, ...(m.aliases || [])]
+    .some((n) => n.toLowerCase() === v.toLowerCase()));
+  function show(models) {
+    active = -1;
+    input.removeAttribute("aria-activedescendant");
+    const v = input.value.trim();
+    const open = document.activeElement === input && models.length > 0 && !exact(v);
+    list.replaceChildren(...(open ? models.slice(0, MAX_SHOWN) : []).map((m, i) => el("li", {
+      role: "option", id: `model-option-${i}`, "data-value": m.name, "aria-selected": "false",
+      onmousedown: (e) => { e.preventDefault(); pick(m.name); } }, `${m.name} (${formatCount(m.params)})`)));
+    list.hidden = !open;
+    input.setAttribute("aria-expanded", String(open));
+  }
+  function hide() { list.hidden = true; list.replaceChildren(); input.setAttribute("aria-expanded", "false"); }
+  function pick(name) {
+    input.value = name;
+    hide();
+    if (uploaded) clearFile();
+    onChange();
+  }
+  const suggest = debounce(async () => {
+    const v = input.value.trim();
+    const mine = ++asked;
+    if (!v) { matches = []; hide(); return; }
+    let models = [];
+    try { models = await get(`/models?query=${encodeURIComponent(v)}`); } catch { models = []; } // none match: a 400
+    if (mine !== asked) return;
+    matches = models;
+    show(models);
+    if (!models.length) onSettle(); // nothing to complete: the model's error stands
+  }, 150);
+  input.setAttribute("role", "combobox");
+  input.setAttribute("aria-autocomplete", "list");
+  input.setAttribute("aria-controls", list.id);
+  input.setAttribute("aria-expanded", "false");
+  input.addEventListener("input", () => { matches = null; suggest(); });
+  input.addEventListener("focus", () => { if (matches && input.value.trim()) show(matches); });
+  input.addEventListener("blur", () => { hide(); onSettle(); });
+  input.addEventListener("keydown", (e) => {
+    const items = [...list.children];
+    if (e.key === "Escape") { if (!list.hidden) e.preventDefault(); hide(); return; } // closes the list only (D4)
+    if (!items.length || list.hidden) return;
+    if (e.key === "ArrowDown" || e.key === "ArrowUp") {
+      e.preventDefault();
+      active = (active + (e.key === "ArrowDown" ? 1 : items.length - 1)) % items.length;
+      items.forEach((o, i) => o.setAttribute("aria-selected", String(i === active)));
+      input.setAttribute("aria-activedescendant", items[active].id);
+    } else if (e.key === "Enter" && active >= 0) {
+      e.preventDefault();
+      pick(items[active].dataset.value);
+    }
+  });
 
   get("").then((info) => { // the server says whether it can reach the Hub (the hub extra)
     if (info.hub === false) {
@@ -58,6 +120,9 @@ export function modelPicker(onChange) {
     fields: () => (uploaded ? uploaded.fields : { model: input.value.trim(), ...(hub.checked ? { hub: true } : {}) }),
     label: () => (uploaded ? uploaded.name : input.value.trim()),
     get file() { return uploaded; },
+    // the box has focus and the name in it is not settled: its suggestions are asked, or offer more than it
+    typing: () => !uploaded && document.activeElement === input && input.value.trim() !== ""
+      && (matches === null || (matches.length > 0 && !exact(input.value.trim()))),
   };
 }
 

@@ -62,8 +62,19 @@ export function setupTabs(list, onSelect) {
 export function copyButton(button, status, command) {
   button.addEventListener("click", async () => {
     const text = command();
+    if (!text) { delete status.dataset.command; status.textContent = NO_MODEL; return; } // no model: no command
     status.dataset.command = text;
     status.textContent = text;
     try { await navigator.clipboard.writeText(text); status.textContent = `copied: ${text}`; } catch { /* shown to copy by hand */ }
   });
+}
+
+const NO_MODEL = "give a model first: the command names one";
+
+/** With no model (an empty box, no file) there is no command and no request to copy or download (a placeholder
+ * such as MODEL is no model: the CLI answers it "unknown model"): the buttons are disabled and the status says so. */
+export function needsModel(named, status, ...buttons) {
+  for (const b of buttons) { b.disabled = !named; b.title = named ? "" : NO_MODEL; }
+  if (!named) { delete status.dataset.command; status.textContent = NO_MODEL; }
+  else if (status.textContent === NO_MODEL) status.textContent = "";
 }
