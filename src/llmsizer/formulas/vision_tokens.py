@@ -47,11 +47,33 @@ Rules (``VisionSpec.token_rule``):
   processor pads every image to ``max_image_tiles`` tiles: ``mllama/image_processing_mllama.py``; the model
   reshapes the vision output to [images x tiles x 1601, hidden]: ``mllama/modeling_mllama.py`` L1355-1357), held
   as K/V by every cross-attention layer.
+
+Engines that run their own preprocessing (``ImageRules``; vLLM, SGLang and transformers call the transformers
+processor, so ``TRANSFORMERS_PROCESSOR``). llama.cpp's mtmd (``LLAMACPP_MTMD``; ggml-org/llama.cpp @ 0c1e5709,
+the copy vendored in llama-cpp-python 0.3.36, paths under ``tools/mtmd/``) departs from it:
+
+- Qwen2-VL / Qwen2.5-VL / Qwen3-VL: ``clip.cpp`` L1668-1678 ``set_limit_image_tokens(8, 4096)`` replaces the
+  processor's min/max_pixels with 8 .. 4096 merged tokens x (patch x merge)^2 pixels (``clip-model.h`` L192-196),
+  and ``mtmd-image.cpp`` L772-787 (``mtmd_image_preprocessor_dyn_size``) resizes with ``calc_size_preserved_ratio``
+  (L122-157): ``smart_resize`` in float32 with C++ ``std::round`` (half away from zero, where Python's ``round`` takes
+  half to even); tokens = (W / patch / 2) x (H / patch / 2) (``clip.cpp`` L4190-4206), between <|vision_start|> and
+  <|vision_end|> (``mtmd.cpp`` L694-704). So a 4000x3000 image is 4,015 + 2 tokens, not the processor's 15,301 + 2.
+- Llama 4: ``clip.cpp`` L1788-1794 ``set_llava_uhd_res_candidates(model, 3)`` (L3962-3975: every x x y canvas of
+  336-px tiles, x, y in 1..3, but 1x1) and ``mtmd.cpp`` L767-776 ``mtmd_image_preprocessor_llava_uhd``: an image
+  with no side over 336 px is one 336x336 tile; a larger one is resized onto the candidate that keeps the most of
+  its pixels (least waste on a tie: ``mtmd-image.cpp`` L669-690 ``select_best_resolution``, float32 scales), cut
+  into its tiles, and the 336x336 overview goes last (L508-560); each tile or overview is 144 tokens
+  (``clip.cpp`` L4213-4224: (336 / 14)^2 / 2^2); the tokens between them (``tok_sli_img_*``, ``tok_row_end``) are
+  not set for Llama 4 at this commit, so only <|image_start|> and <|image_end|> (``mtmd.cpp`` L1360-1362,
+  L1410-1482, L1556) are added: 144 x (tiles + 1) + 2.
+- Gemma 3: ``mtmd.cpp`` L738-745 ``mtmd_image_preprocessor_fixed_size`` (``mtmd-image.cpp`` L756-766): one
+  896x896 image, 256 tokens between <start_of_image> and <end_of_image>, as the processor; no pan-and-scan.
 """
 
 from __future__ import annotations
 
 import math
+import struct
 from dataclasses import dataclass
 
 from ..errors import InputError
@@ -74,6 +96,76 @@ class MediaTokens:
     encoder_patches: int
     detail: str
     encoder_grid: tuple[int, int] = (0, 0)  # rows x columns of patches of each sequence (Qwen rules; (0, 0) else)
+
+
+@dataclass(frozen=True)
+class ImageRules:
+    """How an engine turns one image into tokens where it runs its own preprocessing (module docstring):
+    ``qwen_tokens``: (min, max) merged tokens that replace the processor's min/max_pixels, resized in float32 with
+    C++ rounding (llama.cpp ``calc_size_preserved_ratio``), None: the processor's ``smart_resize``; ``llama4_grid``:
+    tiles per side of llava-uhd tiling (no separators), 0: the processor's ``get_best_fit``; ``pan_and_scan``:
+    whether Gemma 3's crops exist; ``source``: who says so, for the assumption."""
+
+    source: str
+    qwen_tokens: tuple[int, int] | None = None
+    llama4_grid: int = 0
+    pan_and_scan: bool = True
+
+
+TRANSFORMERS_PROCESSOR = ImageRules("the transformers processor")
+LLAMACPP_MTMD = ImageRules("llama.cpp's mtmd preprocessing (tools/mtmd/clip.cpp, mtmd-image.cpp @ 0c1e5709)",
+                           qwen_tokens=(8, 4096), llama4_grid=3, pan_and_scan=False)
+
+
+def _f32(x: float) -> float:
+    """``x`` rounded to an IEEE float32, as a C++ ``float`` holds it (each step below is one float operation: the
+    double result of one +, -, x, / or sqrt of float32 inputs, rounded once to float32, is the float32 result)."""
+    return float(struct.unpack("f", struct.pack("f", x))[0])
+
+
+def _c_round(x: float) -> int:
+    """C++ ``std::round`` of a non-negative value: halves away from zero."""
+    lo = math.floor(x)
+    return lo + (1 if x - lo >= 0.5 else 0)
+
+
+def llamacpp_resize(height: int, width: int, align: int, min_pixels: int, max_pixels: int) -> tuple[int, int]:
+    """(height, width) after llama.cpp's ``img_tool::calc_size_preserved_ratio`` (tools/mtmd/mtmd-image.cpp
+    L122-157 @ 0c1e5709): the ``smart_resize`` steps in float32 with ``std::round``."""
+    fa = float(align)
+    w_bar = max(align, _c_round(_f32(width / fa)) * align)
+    h_bar = max(align, _c_round(_f32(height / fa)) * align)
+    if h_bar * w_bar > max_pixels:
+        beta = _f32(math.sqrt(_f32(_f32(float(height) * width) / max_pixels)))
+        h_bar = max(align, math.floor(_f32(_f32(height / beta) / fa)) * align)
+        w_bar = max(align, math.floor(_f32(_f32(width / beta) / fa)) * align)
+    elif h_bar * w_bar < min_pixels:
+        beta = _f32(math.sqrt(_f32(min_pixels / _f32(float(height) * width))))
+        h_bar = math.ceil(_f32(_f32(height * beta) / fa)) * align
+        w_bar = math.ceil(_f32(_f32(width * beta) / fa)) * align
+    return h_bar, w_bar
+
+
+def llava_uhd_grid(width: int, height: int, tile: int, max_side: int) -> tuple[int, int]:
+    """(columns, rows) of ``tile``-px tiles llama.cpp cuts a ``width`` x ``height`` image into
+    (tools/mtmd/mtmd-image.cpp L508-560 ``get_slice_instructions``, L669-690 ``select_best_resolution`` over
+    clip.cpp L3962-3975's candidates): (0, 0) when no side exceeds ``tile``; else the candidate canvas whose
+    aspect-kept resize keeps the most pixels (capped at the image's own), the least wasted area on a tie, the
+    first in candidate order (x outer, y inner) on a full tie."""
+    if width <= tile and height <= tile:
+        return 0, 0
+    best, best_eff, best_waste = (0, 0), 0, None
+    for x in range(1, max_side + 1):
+        for y in range(1, max_side + 1):
+            if x == 1 and y == 1:
+                continue
+            cw, ch = x * tile, y * tile
+            scale = min(_f32(cw / width), _f32(ch / height))
+            eff = min(int(_f32(width * scale)) * int(_f32(height * scale)), width * height)
+            waste = cw * ch - eff
+            if eff > best_eff or (eff == best_eff and best_waste is not None and waste < best_waste):
+                best, best_eff, best_waste = (x, y), eff, waste
+    return best
 
 
 def smart_resize(height: int, width: int, factor: int, min_pixels: int, max_pixels: int) -> tuple[int, int]:
@@ -187,12 +279,15 @@ def pan_and_scan_crops(width: int, height: int, min_crop: int = PAN_AND_SCAN_MIN
     return n_w * n_h
 
 
-def image_tokens(v: VisionSpec, width: int, height: int, pan_and_scan: bool = False) -> MediaTokens:
-    """Context tokens of one ``width`` x ``height`` image under ``v``'s rule (see the module docstring);
-    ``pan_and_scan``: Gemma 3's crops as well (the processor's do_pan_and_scan)."""
+def image_tokens(v: VisionSpec, width: int, height: int, pan_and_scan: bool = False,
+                 rules: ImageRules = TRANSFORMERS_PROCESSOR) -> MediaTokens:
+    """Context tokens of one ``width`` x ``height`` image under ``v``'s rule (see the module docstring), as
+    ``rules``' engine preprocesses it; ``pan_and_scan``: Gemma 3's crops as well (the processor's do_pan_and_scan)."""
     rule = v.token_rule
     if pan_and_scan and not v.pan_and_scan:
         raise InputError("this model's processor has no pan-and-scan")
+    if pan_and_scan and not rules.pan_and_scan:
+        raise InputError(f"{rules.source} has no pan-and-scan")
     if rule == "fixed":
         n = v.tokens_per_image
         crops = pan_and_scan_crops(width, height) if pan_and_scan else 0
@@ -202,11 +297,23 @@ def image_tokens(v: VisionSpec, width: int, height: int, pan_and_scan: bool = Fa
                            + (f" + {crops} pan-and-scan crops of {n} each" if crops else ""))
     if rule in ("qwen2_vl", "qwen3_vl"):
         m = v.spatial_merge_size
-        h, w = smart_resize(height, width, v.patch_size * m, v.min_pixels, v.max_pixels)
+        if rules.qwen_tokens is not None:  # llama.cpp: token bounds x (patch x merge)^2 pixels (clip-model.h L192-196)
+            area = (v.patch_size * m) ** 2
+            h, w = llamacpp_resize(height, width, v.patch_size * m, rules.qwen_tokens[0] * area,
+                                   rules.qwen_tokens[1] * area)
+        else:
+            h, w = smart_resize(height, width, v.patch_size * m, v.min_pixels, v.max_pixels)
         grid = (h // v.patch_size) * (w // v.patch_size)
         return MediaTokens(grid // (m * m) + DELIMITERS[rule], 0, 1, grid,
                            f"resized to {w}x{h}: {w // v.patch_size}x{h // v.patch_size} patches / {m}x{m} merge "
                            f"= {grid // (m * m)} tokens", (h // v.patch_size, w // v.patch_size))
+    if rule == "llama4" and rules.llama4_grid:  # llama.cpp: llava-uhd tiles, the overview last, no separators
+        per_tile = (v.image_size // v.patch_size) ** 2 // (v.spatial_merge_size ** 2)
+        cols, rows = llava_uhd_grid(width, height, v.image_size, rules.llama4_grid)
+        encoded = rows * cols + 1  # the tiles + the overview (an image within one tile: the overview alone)
+        return MediaTokens(per_tile * encoded + 2, 0, encoded, (v.image_size // v.patch_size) ** 2,
+                           (f"{rows}x{cols} tiles of {v.image_size} + 1 overview" if rows else
+                            f"1 tile of {v.image_size}") + f", {per_tile} tokens each (llama.cpp llava-uhd tiling)")
     if rule == "llama4":
         rows, cols = llama4_canvas(height, width, v.image_size, v.max_tiles)
         tiles = rows * cols

@@ -18,10 +18,28 @@ from ...formulas.vision_activations import (
     qwen_encoder_activation_bytes,
 )
 from ...formulas.vision_compute import media_encoder_flops
-from ...formulas.vision_tokens import DELIMITERS, QWEN3_VL_VIDEO_FPS, MediaTokens, image_tokens, video_tokens
+from ...formulas.vision_tokens import (
+    DELIMITERS,
+    LLAMACPP_MTMD,
+    QWEN3_VL_VIDEO_FPS,
+    TRANSFORMERS_PROCESSOR,
+    ImageRules,
+    MediaTokens,
+    image_tokens,
+    video_tokens,
+)
 from ...numbers import TOKENS
 from ...result import Assumption, Notes
 from ...specs import InferenceWorkload, ModelSpec
+
+# the engines that preprocess images themselves (formulas/vision_tokens.py ImageRules); vLLM, SGLang and transformers
+# run the transformers processor
+_OWN_IMAGE_RULES = {"llamacpp": LLAMACPP_MTMD}
+
+
+def image_rules(engine: str | None) -> ImageRules:
+    """How ``engine`` turns an image into tokens: its own preprocessing, else the transformers processor's."""
+    return _OWN_IMAGE_RULES.get(str(engine), TRANSFORMERS_PROCESSOR)
 
 
 @dataclass(frozen=True)
@@ -76,23 +94,28 @@ def media_in_context(spec: ModelSpec, w: InferenceWorkload, notes: Notes) -> Med
         raise InputError(f"model {spec.name!r} has no vision encoder (text only): images and video do not apply")
     tokens, sequences, patches, cross, enc_tokens = 0, 0, 0, 0, 0
     details: dict[str, float] = {}
-    parts: list[tuple[str, int, MediaTokens]] = []
+    parts: list[tuple[str, int, MediaTokens, str]] = []  # + whose rules made the tokens
+    rules = image_rules(w.engine)
     if w.images:
         iw, ih = _size(spec, w.image_size, "image", "--image-size", notes)
         if w.pan_and_scan and not v.pan_and_scan:
             raise InputError(f"model {spec.name!r}: its image processor has no pan-and-scan")
-        per = image_tokens(v, iw, ih, w.pan_and_scan)
+        if w.pan_and_scan and not rules.pan_and_scan:  # llama.cpp: one 896x896 image (vision_tokens.py)
+            raise FieldError("pan_and_scan", f"pan_and_scan on engine {w.engine}: {rules.source} has no "
+                             "pan-and-scan (every image is resized to the encoder's square): drop pan_and_scan or "
+                             "use another engine", also=("engine",))
+        per = image_tokens(v, iw, ih, w.pan_and_scan, rules)
         if per.cross_tokens and w.engine != "transformers":
             raise InputError(f"model {spec.name!r}: its images enter through cross-attention layers, whose image "
                              f"K/V is modelled for the transformers engine only (not {w.engine})")
-        parts.append((f"{w.images} image(s) of {iw}x{ih}", w.images, per))
+        parts.append((f"{w.images} image(s) of {iw}x{ih}", w.images, per, rules.source))
         details.update({"image_tokens_each": per.tokens, "image_width": iw, "image_height": ih})
     if w.video_frames:
         if not v.video_max_pixels:
             raise InputError(f"model {spec.name!r} takes no video input (its processor has no video rule)")
         fw, fh = _size(spec, w.video_size, "video", "--video-size", notes)
         per = video_tokens(v, w.video_frames, fw, fh)
-        parts.append((f"1 video of {w.video_frames} frames of {fw}x{fh}", 1, per))
+        parts.append((f"1 video of {w.video_frames} frames of {fw}x{fh}", 1, per, TRANSFORMERS_PROCESSOR.source))
         if v.token_rule == "qwen3_vl":
             notes.assumptions.append(Assumption(
                 "video_fps", QWEN3_VL_VIDEO_FPS, True, "frames taken as sampled at the video processor's rate "
@@ -100,7 +123,7 @@ def media_in_context(spec: ModelSpec, w: InferenceWorkload, notes: Notes) -> Med
                 "(formulas/vision_tokens.py qwen3_vl_timestamps)"))
         details["video_tokens"] = per.tokens
     flops = 0.0
-    for label, count, per in parts:
+    for label, count, per, source in parts:
         flops += count * media_encoder_flops(v, per)  # the tower's work on them (formulas/vision_compute.py)
         tokens += count * per.tokens
         cross += count * per.cross_tokens
@@ -109,7 +132,7 @@ def media_in_context(spec: ModelSpec, w: InferenceWorkload, notes: Notes) -> Med
         patches = max(patches, per.encoder_patches)
         notes.assumptions.append(Assumption(
             "media", label, False, f"{per.detail}; {per.tokens} context tokens each with the delimiter tokens "
-            "(formulas/vision_tokens.py, from the transformers processor)"))
+            f"(formulas/vision_tokens.py, from {source})"))
     if w.context + tokens > TOKENS.high:  # the sum is the context the KV cache holds: the same limit as --context
         raise InputError(f"context {w.context:,} + {tokens:,} image/video tokens = {w.context + tokens:,} tokens per "
                          f"sequence, more than the {int(TOKENS.high):,} a context may hold ({TOKENS.why}): lower the "
