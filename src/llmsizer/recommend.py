@@ -94,7 +94,7 @@ from .estimate.formats import (
 )
 from .estimate.framework import with_framework
 from .estimate.inference.common import running_and_queued
-from .estimate.inference.media import media_in_context
+from .estimate.inference.media import Media, media_in_context
 from .estimate.model_warnings import refuse_engine, refuse_unmodelled
 from .estimate.recommend_layout import (
     EP_PRUNE,
@@ -578,6 +578,15 @@ def _price_text(p: float | None, basis: str) -> str:
     return f"${p:.2f}/h" + (" (power)" if basis == "power" else "")
 
 
+def _llamacpp_media(spec: ModelSpec, w: InferenceWorkload) -> Media | None:
+    """The media of ``w`` as llama.cpp's own preprocessing sizes them, for recommend's assumption when no engine is
+    stated (None where llama.cpp refuses the model's images: its options are rejected with that reason)."""
+    try:
+        return media_in_context(spec, dataclasses.replace(w, engine="llamacpp"), Notes())
+    except InputError:
+        return None
+
+
 def recommend_inference(model: ModelSpec | str, *, context: int = InferenceWorkload.context,
                         concurrency: int = InferenceWorkload.concurrency,
                         output_tokens: int | None = None, weights: str | None = None,
@@ -718,8 +727,13 @@ def recommend_inference(model: ModelSpec | str, *, context: int = InferenceWorkl
     if weights is not None:  # a given format, and the alias it resolved from ('int4' -> gptq-int4)
         assumptions.append(Assumption("weights", normalize_format(weights), False, given_format_why(weights)))
     if found is not None:
+        # each engine's own image rules (estimate/inference/media.py image_rules): llama.cpp's options may differ
+        own = _llamacpp_media(spec, w) if w.engine is None and not w.pan_and_scan else None
+        differs = own is not None and own.tokens != found.tokens
         assumptions.append(Assumption("media_tokens", found.tokens, False, "image/video tokens per sequence, added "
-                                      "to the context and the prompt (estimate/inference/media.py)"))
+                                      "to the context and the prompt (estimate/inference/media.py)"
+                                      + (f"; {own.tokens} on llama.cpp, whose own preprocessing sizes images "
+                                         "(formulas/vision_tokens.py LLAMACPP_MTMD)" if differs and own else "")))
     if output_tokens == 0 and not c.max_ttft:
         assumptions.append(Assumption(
             "user_tokens_per_second", "none (prefill only)", True, "output_tokens 0 (prefill only): no token is read, so no reading-"

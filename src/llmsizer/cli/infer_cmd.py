@@ -86,6 +86,8 @@ def infer_answer(spec: ModelSpec, args: argparse.Namespace) -> tuple[dict[str, A
                     engine=workload.engine)
         if args.max_context:
             reverse["max_context"] = max_context(spec, memory, **{k: v for k, v in rest.items() if k != "context"})
+            if "media_tokens" in est.details:  # text tokens above; each sequence holds its images' too (media.py)
+                reverse["max_context_media_tokens"] = int(est.details["media_tokens"])
         if args.max_concurrency:
             reverse["max_concurrency"] = max_concurrency(spec, memory,
                                                          **{k: v for k, v in rest.items() if k != "concurrency"})
@@ -110,7 +112,9 @@ def cmd_infer(args: argparse.Namespace) -> int:
     if "max_context" in reverse:
         # the exact count, as `train --max-seq` says it: "40.19K" (decimal) read back as --context 40k (= 40,960:
         # k is 1024 for tokens) would not fit
-        say(f"largest context that fits: {reverse['max_context']:,} tokens at concurrency {workload.concurrency}"
+        media = reverse.get("max_context_media_tokens")
+        plus = f" text tokens + {media:,} {_media_words(workload)} tokens per sequence" if media else " tokens"
+        say(f"largest context that fits: {reverse['max_context']:,}{plus} at concurrency {workload.concurrency}"
             if reverse["max_context"] else
             f"no context fits: even {max(1, workload.output_tokens or 0):,} token(s) (the shortest context, which "
             f"holds the output) at concurrency {workload.concurrency} do not")
@@ -121,3 +125,8 @@ def cmd_infer(args: argparse.Namespace) -> int:
     for note in data.get("reverse_notes", ()):  # the core's (estimate/inference/reverse.py reverse_notes)
         say(f"note: {note}")
     return code
+
+
+def _media_words(w: InferenceWorkload) -> str:
+    """What the media tokens of ``w`` are: image, video or image and video."""
+    return " and ".join(k for k, n in (("image", w.images), ("video", w.video_frames)) if n)
