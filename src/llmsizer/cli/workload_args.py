@@ -178,7 +178,8 @@ def add_media_args(g: argparse.ArgumentParser | Any) -> None:
                    help=f"sampled frames of one video in each prompt (default {IW.video_frames}: no video)")
     g.add_argument("--video-size", type=image_size_arg, metavar="WxH", help="width x height of each video frame")
     g.add_argument("--pan-and-scan", action="store_true", default=None,
-                   help="Gemma 3: the processor also crops wide/tall images, each crop more tokens (default off)")
+                   help="Gemma 3: the processor also crops wide/tall images, each crop more tokens (default off; "
+                        "llama.cpp has no pan-and-scan: refused there)")
 
 
 MEDIA_FIELDS = ("images", "image_size", "video_frames", "video_size", "pan_and_scan")
