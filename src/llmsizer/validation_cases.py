@@ -3041,7 +3041,54 @@ for _rid, (_m, _meth, _mb, _ad, _x) in _LIT_ROWS.items():
 # litgpt never ties the lm_head to the embedding: its GPT has its own lm_head Linear (litgpt/model.py @ 00af8b0d line
 # 25) and convert_hf_checkpoint copies a tied checkpoint's embedding into it (scripts/convert_hf_checkpoint.py lines
 # 206-207, 281-282): every litgpt row holds both matrices (Gemma's and Llama 3.2's tied checkpoints among them)
-TRAINING_UNTIED = frozenset(_LIT_ROWS)
+# lit-gpt's resource table (PM1380-PM1391, tutorials/resource-tables.md @ 0cc02afa, 2023-10-27): one A100-SXM4-40GB,
+# finetune/lora.py at lit-gpt 8641822 (the page: Lightning 2.1.0.rc0, bitsandbytes 0.41.1, bf16-true), Alpaca with
+# its longest sample stated per tokenizer (Llama 2 1304 tokens, StableLM Alpha 1034). Every setting is stated by the
+# page and the script, so the rows are summarised: LoRA r8, alpha 16, dropout 0.05 on query and value (lora.py @
+# 8641822 lines 46-54; the table's trainable parameters are 2 x 8 x (d + d) per layer), torch AdamW (bitsandbytes
+# PagedAdamW under --quantize, lines 138-143), no activation checkpointing (strategy 'auto' on one device, line 91),
+# the row's micro batch and 128 // micro batch micro-batches per step (line 42). The peak is the first iteration:
+# get_batch puts the longest sample first (line 212, ix[0] = longest_seq_ix line 292) and pads the batch to its
+# longest sample (line 298), so it runs micro batch x the longest length. The QLoRA rows hold no earlier graph there
+# (loop_keeps_graph False): the loop's kept loss and logits (lines 216-220) carry the previous iteration's MatMul4Bit
+# inputs into the next forward (formulas/nf4_quantization.py eq. 4, eq. G1), but the first iteration has none before
+# it (the sanity validate() at line 182 runs under torch.inference_mode, line 257) and the later micro-batches are
+# random Alpaca samples (median 110 tokens: tutorials/oom.md @ 8641822 line 35), far below the first one's length.
+# lit-gpt's modules at 8641822 are litgpt_attention_layout's (the same CausalSelfAttention: V a view of the fused
+# qkv for MHA, lit_gpt/model.py lines 202, 215; the head-major output copy, lines 229, 254; LoRAQKVLinear.zero_pad,
+# lit_gpt/lora.py line 256) except RMSNorm, which computes in the input dtype with no fp32 weight copy
+# (lit_gpt/rmsnorm.py lines 17-21): norm_fp32_normalised False (LITGPT_8641822_ROWS; the estimate's RMSNorm still
+# counts the transformers layout's fp32 input). The page's OOM rows (Llama 2 7B micro batch 4, 13B micro batch 2 and
+# 4 on 40 GB) and phi-1.5 (not in the catalog) are not copied.
+_LIT23 = dict(_LIT, rank=8, targets="q,v", lora_dropout="fused-qkv")
+_LIT23_QLORA = dict(nf4_quantizer="lightning-bnb-0.42", loop_keeps_graph=False, optimizer="paged-adamw")
+# row -> (model, method, micro batch, longest sample, nf4 format)
+_LIT23_ROWS: dict[str, tuple[str, str, int, int, str]] = {
+    "PM1380": ("stablelm-base-alpha-3b", "lora", 1, 1034, ""),
+    "PM1381": ("stablelm-base-alpha-3b", "qlora", 1, 1034, "nf4"),
+    "PM1382": ("stablelm-base-alpha-3b", "qlora", 1, 1034, "nf4-dq"),
+    "PM1383": ("stablelm-base-alpha-3b", "lora", 2, 1034, ""),
+    "PM1384": ("stablelm-base-alpha-3b", "lora", 4, 1034, ""),
+    "PM1385": ("llama-2-7b-hf", "lora", 1, 1304, ""),
+    "PM1386": ("llama-2-7b-hf", "qlora", 1, 1304, "nf4"),
+    "PM1387": ("llama-2-7b-hf", "qlora", 1, 1304, "nf4-dq"),
+    "PM1388": ("llama-2-7b-hf", "lora", 2, 1304, ""),
+    "PM1389": ("llama-2-13b-hf", "lora", 1, 1304, ""),
+    "PM1390": ("llama-2-13b-hf", "qlora", 1, 1304, "nf4"),
+    "PM1391": ("llama-2-13b-hf", "qlora", 1, 1304, "nf4-dq"),
+}
+_LIT23_NOTE = ("lit-gpt 8641822 finetune/lora.py on one A100 40GB: bf16-true, LoRA r8 on query + value, no "
+               "activation checkpointing; the first micro-batch at the longest Alpaca sample ({} tokens); "
+               "litgpt_attention_layout with lit-gpt 8641822's bf16 RMSNorm")
+for _rid, (_m, _meth, _mb, _seq, _fmt) in _LIT23_ROWS.items():
+    _q = dict(_LIT23_QLORA, nf4_format=_fmt) if _meth == "qlora" else {}
+    TRAINING_ROWS[_rid] = (_m, dict(_LIT23, seq_len=_seq, method=_meth, micro_batch=_mb,
+                                    grad_accumulation=128 // _mb, **_q),
+                           _LIT23_NOTE.format(_seq) + ("; QLoRA: Lightning BitsandbytesPrecision, PagedAdamW, the "
+                                                      "first iteration holds no earlier graph" if _q else ""),
+                           True, "peak")
+LITGPT_8641822_ROWS = frozenset(_LIT23_ROWS)
+TRAINING_UNTIED = frozenset(_LIT_ROWS) | LITGPT_8641822_ROWS
 _LIT_STATES = ("the stated settings cannot have run: bf16-true weights, gradients and AdamW's two bf16 states alone "
                "are {:.1f} GB ({:.2f}e9 parameters x 8 B) against {} GB measured")
 TRAINING_NOT_EXPRESSED_ROWS.update({
@@ -3093,6 +3140,10 @@ def training_prediction(row_id: str) -> int:
         spec = replace(spec, tie_word_embeddings=False)
     if row_id in TRAINING_UNTIED:  # the litgpt rows: litgpt's own modules
         spec = litgpt_attention_layout(spec)
+    if row_id in LITGPT_8641822_ROWS:  # lit-gpt 8641822's RMSNorm: the input dtype, no fp32 copies
+        from dataclasses import replace
+
+        spec = replace(spec, norm_fp32_normalised=False)
     if row_id in TORCHTITAN_9DEC370_ROWS:  # torchtitan's own Llama: K/V repeated before SDPA (its profile)
         fields = dict(fields, framework="torchtitan")
     if row_id in TORCHTUNE_ATTENTION_ROWS:  # torchtune's MultiHeadAttention: K/V expanded before SDPA (its profile)
