@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from llmsizer import estimate_inference
-from llmsizer.errors import FieldError
+from llmsizer.errors import DeviceCannotRunError, FieldError
 from llmsizer.estimate.engines import checkpoint_kv_fp8, sglang_auto_kv_dtype, sglang_page_size
 from llmsizer.models import load_model
 
@@ -120,6 +120,8 @@ def test_fp8_e5m2_refused_where_sglang_refuses(model: str, device: str) -> None:
         estimate_inference(model, device=device, tensor_parallel=8, engine="sglang", kv_dtype="fp8_e5m2")
     assert e.value.field == "kv_dtype"
     assert ("overrides.py:539-544" if model == "deepseek-v3.2" else "overrides.py:1204-1217") in str(e.value)
+    # trtllm_mla is the default on compute capability 10.x only: a rejected option where a search tries many devices
+    assert isinstance(e.value, DeviceCannotRunError) == (model != "deepseek-v3.2")
 
 
 def test_fp8_e5m2_taken_where_sglang_takes_it() -> None:

@@ -388,21 +388,22 @@ def sglang_auto_kv_dtype(spec: ModelSpec, device: str, runtime: str, capability:
 
 
 def sglang_kv_dtype_refusal(spec: ModelSpec, kv_dtype: str, device: str, runtime: str,
-                            capability: int | None) -> str | None:
-    """Why SGLang refuses to start with KV cache dtype ``kv_dtype`` (canonical name) for ``spec`` on the device, or
-    None: fp8_e5m2 on a DeepSeek DSA model on a CUDA or ROCm GPU (overrides.py:539-544 asserts bfloat16 or fp8_e4m3)
-    and on DeepseekV3ForCausalLM under trtllm_mla (overrides.py:1204-1217: fp8_e4m3, bf16 or auto only)."""
+                            capability: int | None) -> tuple[str, bool] | None:
+    """(why, by_device) where SGLang refuses to start with KV cache dtype ``kv_dtype`` (canonical name) for ``spec`` on
+    the device, else None: fp8_e5m2 on a DeepSeek DSA model on any CUDA or ROCm GPU (overrides.py:539-544 asserts
+    bfloat16 or fp8_e4m3; by_device False) and on DeepseekV3ForCausalLM under trtllm_mla, its default on compute
+    capability 10.x only (overrides.py:1204-1217: fp8_e4m3, bf16 or auto; by_device True)."""
     if kv_dtype != "fp8_e5m2":
         return None
     if _is_dsa(spec) and device == "gpu" and runtime in ("cuda", "rocm"):
         return (f"SGLang refuses an fp8_e5m2 KV cache for {spec.name}, a DeepSeek DSA model: its DSA KV dtype must be "
                 "bfloat16 or fp8_e4m3 (sglang 0.5.23 arg_groups/overrides.py:539-544); give kv_dtype fp8_e4m3, bf16 "
-                "or auto")
+                "or auto"), False
     if _sglang_trtllm_mla(spec, device, runtime, capability):
         return (f"SGLang refuses an fp8_e5m2 KV cache for {spec.name} on this compute capability 10.x GPU: it serves "
                 "DeepseekV3ForCausalLM there with the trtllm_mla backend (sglang 0.5.23 arg_groups/model_overrides/"
                 "deepseek_v2.py:177-187), which takes kv-cache-dtype fp8_e4m3, bf16 or auto only (arg_groups/"
-                "overrides.py:1204-1217); give kv_dtype fp8_e4m3, bf16 or auto")
+                "overrides.py:1204-1217); give kv_dtype fp8_e4m3, bf16 or auto"), True
     return None
 
 

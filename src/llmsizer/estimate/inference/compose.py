@@ -11,7 +11,7 @@ import dataclasses
 from typing import Any
 
 from ...catalog.hardware import Device
-from ...errors import FieldError, InputError
+from ...errors import DeviceCannotRunError, FieldError, InputError
 from ...formulas.dtypes import DTYPE_BYTES
 from ...formulas.kv_cache import KV_DTYPE_AUTO, KV_DTYPE_NAMES, kv_cache, kv_dtype_name, resolve_kv_dtype
 from ...formulas.nf4_quantization import FUSED_EXPERTS_WHY
@@ -225,8 +225,8 @@ def _kv_dtype(w: InferenceWorkload, profile: E.EngineProfile, dtype: str, acc: A
     check_engine_kv_dtype(profile.name, kvd, dtype)
     refusal = (E.sglang_kv_dtype_refusal(spec, kv_dtype_name(kvd), w.device, w.gpu_runtime, w.gpu_capability)
                if profile.name == "sglang" else None)
-    if refusal is not None:
-        raise FieldError("kv_dtype", refusal)
+    if refusal is not None:  # a refusal of this device only: a rejected option in a search (recommend)
+        raise (DeviceCannotRunError if refusal[1] else FieldError)("kv_dtype", refusal[0])
     check_quantized_cache_layers(profile.name, kvd, spec)
     if w.kv_dtype is not None and kv_dtype_name(w.kv_dtype) in profile.kv_dtypes_model_only:
         acc.assumptions.append(Assumption(f"{profile.name}_kv_cache_dtype", KV_DTYPE_AUTO, False,
