@@ -206,7 +206,8 @@ def add_inference_args(p: argparse.ArgumentParser, *, engine: bool = True, tenso
                    help="tokens generated per sequence (part of --context); 0: prefill only (embeddings, scoring)")
     g.add_argument("--kv-dtype", type=kv_dtype_arg, help="KV cache dtype: bf16, fp16, fp8_e4m3 (vLLM, SGLang, transformers), "
                    "fp8 (vLLM, transformers), int8 (transformers), int8_per_token_head, fp8_per_token_head (vLLM), q8_0, q4_0, ... "
-                   "(llama.cpp), auto (the model's dtype; llama.cpp, which has none: its f16) (default: the engine's)")
+                   "(llama.cpp), auto (the model's dtype; SGLang's own fp8_e4m3 for a DSA model on compute capability >= 10 or a "
+                   "checkpoint whose quant config says an FP8 KV cache; llama.cpp, which has none: its f16) (default: the engine's)")
     if engine:
         g.add_argument("--engine", choices=ENGINES, help=f"serving engine ({engine_default})")
     add_engine_version_arg(g)

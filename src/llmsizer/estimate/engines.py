@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError
 from ..formulas.speed import sm_streaming_bandwidth
@@ -15,6 +16,9 @@ from ..frozen import fast_init
 from ..specs.workload import parse_engine_version
 from ..units import GiB, MiB
 from . import efficiency as E
+
+if TYPE_CHECKING:
+    from ..specs.model import ModelSpec
 
 
 @dataclass(frozen=True)
@@ -313,6 +317,108 @@ def serving_profile(engine: str, device: str = "gpu", runtime: str = "cuda",
     if engine != "sglang":
         return profile
     return replace(profile, dsa_latent_cache=sglang_dsa_latent_cache(device, runtime, capability))
+
+
+# -- SGLang's per-model, per-device defaults that change what is sized (sglang 0.5.23 PyPI wheel) --------------------
+# SGLang's ``--kv-cache-dtype auto`` is the model dtype (mem_cache/kv_cache_dtype.py:49-59 configure_kv_cache_dtype)
+# except where its own code picks FP8:
+# (a) a DeepSeek DSA model (configs/model_config.py:191-211 is_deepseek_dsa: a DSA architecture with index_topk; here
+#     an MLA model with a lightning indexer) on a CUDA or ROCm GPU (arg_groups/model_hook.py:301-343 runs the pass):
+#     arg_groups/overrides.py:532-536 ``_dsa_kv_cache_dtype_default`` takes fp8_e4m3 at compute capability major >= 10
+#     (torch.cuda.get_device_capability, :524) unless the config has learnable attention sinks, bfloat16 below. ROCm's
+#     torch reports major 9 on MI300 / MI355 (gfx94x / gfx950): bfloat16.
+# (b) a checkpoint whose quantization config says kv_cache_quant_algo FP8 (kv_cache_dtype.py:50-57: float8_e4m3fn;
+#     read by layers/quantization/modelopt_quant.py:478-499 from the flat config.json form, where a kv_cache_scheme
+#     of type float, 8 bits means FP8, or the nested hf_quant_config.json 'quantization' section; fp8.py:366-367).
+# DeepSeek-V4, MiniMax-M3 and Muse Spark also default to fp8_e4m3 (overrides.py:892-911, model_overrides/
+# minimax_m3.py:116-117, overrides.py:318-320): no reader here builds those models.
+SGLANG_DSA_KV_AUTO_SOURCE = ("sglang 0.5.23 arg_groups/overrides.py:491-546 _dsa_kv_cache_dtype_default: auto -> "
+                             "fp8_e4m3 for a DeepSeek DSA model at compute capability major >= 10 without learnable "
+                             "attention sinks, bfloat16 below (run on CUDA and ROCm GPUs, model_hook.py:301-343)")
+SGLANG_CHECKPOINT_KV_SOURCE = ("sglang 0.5.23 mem_cache/kv_cache_dtype.py:49-57 configure_kv_cache_dtype: auto -> "
+                               "float8_e4m3fn where the quant config's kv_cache_quant_algo is FP8 (layers/quantization/"
+                               "modelopt_quant.py:478-499, fp8.py:366-367)")
+# DeepSeek's DeepseekV3ForCausalLM (model_type deepseek_v3; Kimi-K2's kimi_k2) without DSA gets attention backend
+# trtllm_mla on sm100 (compute capability major 10: utils/common.py:309-313 is_sm100_supported) unless one is given
+# (arg_groups/model_overrides/deepseek_v2.py:177-187)
+SGLANG_TRTLLM_MLA_MODEL_TYPES = ("deepseek_v3", "kimi_k2")
+
+
+def _is_dsa(spec: ModelSpec) -> bool:
+    return spec.mla is not None and spec.mla.index_head_dim > 0
+
+
+def _cuda_major(device: str, runtime: str, capability: int | None) -> int | None:
+    """The CUDA compute capability's major (None: not a CUDA GPU, or not known)."""
+    if device != "gpu" or runtime != "cuda" or capability is None:
+        return None
+    return capability // 10
+
+
+def _sglang_trtllm_mla(spec: ModelSpec, device: str, runtime: str, capability: int | None) -> bool:
+    """SGLang picks trtllm_mla for this model on this device (SGLANG_TRTLLM_MLA_MODEL_TYPES)."""
+    return (spec.mla is not None and not _is_dsa(spec) and spec.model_type in SGLANG_TRTLLM_MLA_MODEL_TYPES
+            and _cuda_major(device, runtime, capability) == 10)
+
+
+def checkpoint_kv_fp8(quant: dict[str, Any]) -> bool:
+    """The checkpoint's quantization config names an FP8 KV cache the way SGLang reads it
+    (SGLANG_CHECKPOINT_KV_SOURCE): the nested hf_quant_config.json 'quantization' section's kv_cache_quant_algo, or
+    the flat form's (ModelOpt: a quant_algo key) kv_cache_scheme {type float, num_bits 8} or kv_cache_quant_algo."""
+    nested = quant.get("quantization")
+    q = nested if isinstance(nested, dict) else quant
+    scheme = q.get("kv_cache_scheme")
+    if "quant_algo" in q and nested is None and isinstance(scheme, dict):
+        return scheme.get("type") == "float" and scheme.get("num_bits") == 8
+    algo = q.get("kv_cache_quant_algo")
+    return isinstance(algo, str) and algo.upper() == "FP8"
+
+
+def sglang_auto_kv_dtype(spec: ModelSpec, device: str, runtime: str, capability: int | None) -> tuple[str, str] | None:
+    """(dtype, why) where SGLang's own ``--kv-cache-dtype auto`` (its default) is not the model dtype for ``spec`` on
+    the device (kind ``device``, runtime ``runtime``, CUDA compute capability ``capability``, None: not known, sized
+    as on Hopper as for SGLang's DSA row); None where it is the model dtype."""
+    if _is_dsa(spec) and capability is not None and (_cuda_major(device, runtime, capability) or 0) >= 10 \
+            and not spec.attention_sinks:
+        return "fp8_e4m3", (f"SGLang's default for a DeepSeek DSA model at compute capability {capability // 10}."
+                            f"{capability % 10} ({SGLANG_DSA_KV_AUTO_SOURCE})")
+    if checkpoint_kv_fp8(spec.quantization_config):
+        return "fp8_e4m3", f"the checkpoint's quantization config says kv_cache_quant_algo FP8 ({SGLANG_CHECKPOINT_KV_SOURCE})"
+    return None
+
+
+def sglang_kv_dtype_refusal(spec: ModelSpec, kv_dtype: str, device: str, runtime: str,
+                            capability: int | None) -> tuple[str, bool] | None:
+    """(why, by_device) where SGLang refuses to start with KV cache dtype ``kv_dtype`` (canonical name) for ``spec`` on
+    the device, else None: fp8_e5m2 on a DeepSeek DSA model on any CUDA or ROCm GPU (overrides.py:539-544 asserts
+    bfloat16 or fp8_e4m3; by_device False) and on DeepseekV3ForCausalLM under trtllm_mla, its default on compute
+    capability 10.x only (overrides.py:1204-1217: fp8_e4m3, bf16 or auto; by_device True)."""
+    if kv_dtype != "fp8_e5m2":
+        return None
+    if _is_dsa(spec) and device == "gpu" and runtime in ("cuda", "rocm"):
+        return (f"SGLang refuses an fp8_e5m2 KV cache for {spec.name}, a DeepSeek DSA model: its DSA KV dtype must be "
+                "bfloat16 or fp8_e4m3 (sglang 0.5.23 arg_groups/overrides.py:539-544); give kv_dtype fp8_e4m3, bf16 "
+                "or auto"), False
+    if _sglang_trtllm_mla(spec, device, runtime, capability):
+        return (f"SGLang refuses an fp8_e5m2 KV cache for {spec.name} on this compute capability 10.x GPU: it serves "
+                "DeepseekV3ForCausalLM there with the trtllm_mla backend (sglang 0.5.23 arg_groups/model_overrides/"
+                "deepseek_v2.py:177-187), which takes kv-cache-dtype fp8_e4m3, bf16 or auto only (arg_groups/"
+                "overrides.py:1204-1217); give kv_dtype fp8_e4m3, bf16 or auto"), True
+    return None
+
+
+def sglang_page_size(spec: ModelSpec, device: str, runtime: str, capability: int | None) -> tuple[int, str]:
+    """(page_size, why): the KV page SGLang forces for ``spec`` on the device, else its default 1 on CUDA
+    (arg_groups/overrides.py:1341-1363 _page_size_default). Each request holds whole pages (utils/common.py:4859-4861
+    get_num_new_pages: ceil(seq_len / page_size)); the pool is whole pages (pool_configurator.py:646, 652)."""
+    if _is_dsa(spec) and device == "gpu" and runtime == "cuda":
+        return 64, ("SGLang sets page_size 64 x index_kpool (1: the config has none) for a DeepSeek DSA model on "
+                    "CUDA (sglang 0.5.23 arg_groups/model_overrides/deepseek_v2.py:161-173; DSATokenToKVPool asserts "
+                    "64, mem_cache/memory_pool.py:5370-5374)")
+    if _sglang_trtllm_mla(spec, device, runtime, capability):
+        return 64, ("SGLang's default trtllm_mla backend on compute capability 10.x (arg_groups/model_overrides/"
+                    "deepseek_v2.py:177-187) takes page_size 32 or 64 and sets 64 (arg_groups/overrides.py:1155-1163)")
+    return 1, "SGLang's default page_size on CUDA (arg_groups/overrides.py:1341-1363 _page_size_default)"
 
 
 # -- host time between decode steps, per engine version ----------------------------------------------------------

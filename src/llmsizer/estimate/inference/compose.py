@@ -11,7 +11,7 @@ import dataclasses
 from typing import Any
 
 from ...catalog.hardware import Device
-from ...errors import FieldError, InputError
+from ...errors import DeviceCannotRunError, FieldError, InputError
 from ...formulas.dtypes import DTYPE_BYTES
 from ...formulas.kv_cache import KV_DTYPE_AUTO, KV_DTYPE_NAMES, kv_cache, kv_dtype_name, resolve_kv_dtype
 from ...formulas.nf4_quantization import FUSED_EXPERTS_WHY
@@ -205,16 +205,28 @@ def _kv_dtype(w: InferenceWorkload, profile: E.EngineProfile, dtype: str, acc: A
     model's activation dtype ``dtype`` (formulas/kv_cache.py KV_DTYPE_AUTO: vLLM, SGLang), or, for an engine with no
     'auto' (llama.cpp), its default (E.EngineProfile.kv_dtype_auto_why says why), said in the assumption."""
     default = dtype if profile.kv_dtype_default == "model" else profile.kv_dtype_default
+    # SGLang's own 'auto' (its default) where it is FP8 for this model on this device (E.sglang_auto_kv_dtype)
+    engine_auto = (E.sglang_auto_kv_dtype(spec, w.device, w.gpu_runtime, w.gpu_capability)
+                   if profile.name == "sglang" else None)
     if w.kv_dtype is not None and kv_dtype_name(w.kv_dtype) == KV_DTYPE_AUTO:
-        if profile.kv_dtype_auto_why is None:
+        if engine_auto is not None:
+            kvd, why = engine_auto[0], f"auto -> {engine_auto[0]}: {engine_auto[1]}"
+        elif profile.kv_dtype_auto_why is None:
             kvd = resolve_kv_dtype(w.kv_dtype, dtype)
             why = f"auto -> {kvd}: the model's dtype, as vLLM's and SGLang's kv_cache_dtype=auto"
         else:
             kvd, why = default, f"auto -> {default}: {profile.kv_dtype_auto_why}"
         acc.assumptions.append(Assumption("kv_dtype", kvd, False, why))
+    elif engine_auto is not None:
+        kvd = str(acc.assume("kv_dtype", engine_auto[0], w.kv_dtype,
+                             f"{profile.name} default KV cache dtype (kv_cache_dtype auto): {engine_auto[1]}"))
     else:
         kvd = str(acc.assume("kv_dtype", default, w.kv_dtype, f"{profile.name} default KV cache dtype"))
     check_engine_kv_dtype(profile.name, kvd, dtype)
+    refusal = (E.sglang_kv_dtype_refusal(spec, kv_dtype_name(kvd), w.device, w.gpu_runtime, w.gpu_capability)
+               if profile.name == "sglang" else None)
+    if refusal is not None:  # a refusal of this device only: a rejected option in a search (recommend)
+        raise (DeviceCannotRunError if refusal[1] else FieldError)("kv_dtype", refusal[0])
     check_quantized_cache_layers(profile.name, kvd, spec)
     if w.kv_dtype is not None and kv_dtype_name(w.kv_dtype) in profile.kv_dtypes_model_only:
         acc.assumptions.append(Assumption(f"{profile.name}_kv_cache_dtype", KV_DTYPE_AUTO, False,

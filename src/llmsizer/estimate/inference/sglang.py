@@ -27,7 +27,9 @@ Rules read in SGLang 0.5.23 (the PyPI wheel; line numbers of that release):
 
 (3) ``max_total_num_tokens = kv_pool // cell_size // page_size x page_size`` (model_executor/pool_configurator.py:
     636-647) with ``cell_size = kv_heads per rank x (head_dim + v_head_dim) x layers x dtype bytes``
-    (pool_configurator.py:492-498), the MLA latent for DeepSeek-style models; page_size 1.
+    (pool_configurator.py:492-498), the MLA latent for DeepSeek-style models; page_size 1, but 64 for a DeepSeek DSA
+    model on CUDA and for DeepSeek-V3 under trtllm_mla on compute capability 10.x (engines.py sglang_page_size), each
+    request then holding ceil(tokens / page_size) pages (utils/common.py:4859-4861).
 (4) ``max_running_requests = min(max(min(tokens / context_len x 512, 4096), 2048), tokens // 2)``
     (kv_cache_configurator.py:3119-3132), context_len = the model's context length.
 (4b) Hybrid models (Mamba / Gated DeltaNet layers; mem_cache/kv_cache_configurator.py:3039-3040 calls
@@ -74,7 +76,7 @@ Rules read in SGLang 0.5.23 (the PyPI wheel; line numbers of that release):
     With the radix cache off (``disable_radix_cache``) no strategy is resolved (overrides.py:473-474) nor buffer kept
     (model_override_base.py:260-265) and s = 1 (kv_cache_configurator.py:3063-3064); a strategy given with it is
     refused (not read). Not modelled: pipeline parallelism (which turns the overlap scheduler off after the strategy
-    is resolved: arg_groups/pipeline.py:302, s = 4), page_size > 1 (sm100 backends), SGLANG_OPT_MAMBA_SKIP_DECODE_LOCK
+    is resolved: arg_groups/pipeline.py:302, s = 4), page_size > 1 of a Mamba hybrid (sm100 backends), SGLANG_OPT_MAMBA_SKIP_DECODE_LOCK
     (base 2, :3066-3068).
     ``--max-mamba-cache-size`` K (arg_groups/fields/schedule.py:216-219, an int, unset by default) replaces the
     split: ``if max_mamba_cache_size is not None`` (:3303-3307) takes K as it is and the ratio is not read (its
@@ -170,7 +172,13 @@ import math
 from typing import Any
 
 from ...errors import FieldError
-from ...formulas.kv_cache import ds_mla_bytes_per_token_layer, indexer_bytes_per_token_layer, kv_cache, kv_dtype_bytes
+from ...formulas.kv_cache import (
+    ds_mla_bytes_per_token_layer,
+    indexer_bytes_per_token_layer,
+    kv_cache,
+    kv_dtype_bytes,
+    paged_tokens,
+)
 from ...formulas.recurrent_state import layer_state_bytes_per_device
 from ...formulas.swa_pool import (
     hybrid_swa_admitted,
@@ -404,7 +412,15 @@ def compose_sglang(ctx: Context) -> None:
               + E.SGLANG_DSA_LATENT_SOURCE))
     cell = per_device(int(one_token.bytes_per_token), share)
     pool_kind = swa_kv_pool(spec)
-    page = 1  # SGLang's default page_size on CUDA (arg_groups/overrides.py:1341-1363 _page_size_default)
+    # SGLang's default page_size on CUDA is 1 (arg_groups/overrides.py:1341-1363 _page_size_default); a DSA model and
+    # DeepSeek-V3 under trtllm_mla get 64 (E.sglang_page_size): the pool is whole pages (eq. 3) and each request holds
+    # ceil(tokens / page) of them (utils/common.py:4859-4861 get_num_new_pages)
+    page, page_why = E.sglang_page_size(spec, w.device, w.gpu_runtime, w.gpu_capability)
+    if page != 1:
+        acc.assumptions.append(Assumption(
+            "sglang_page_size", page, True,
+            page_why + f"; the token pool is whole pages (pool_configurator.py:646, 652) and each request holds "
+                       f"ceil(tokens / {page}) of them (utils/common.py:4859-4861 get_num_new_pages)"))
     swa: tuple[int, int, float] | None = None  # eq. (3s): (B_full, B_swa, swa_full_tokens_ratio) per device
     # the need's sliding-layer tokens: eq. (S4)'s in the hybrid pool; in the one pool every token (extra = context)
     need_extra = w.context
@@ -466,7 +482,8 @@ def compose_sglang(ctx: Context) -> None:
     acc.items.append(weights_item(ctx.wb, "device"))
     ctx.details.update({"kv_cell_bytes": cell})
     # without a memory SGLang's default max_running_requests (eq. 4, from the pool) is unknown: a stated one caps
-    need = kv_item(ctx, w.context, running_sequences(w, w.max_num_seqs), "device", block=1, window_extra=need_extra)
+    need = kv_item(ctx, w.context, running_sequences(w, w.max_num_seqs), "device", block=page,
+                   window_extra=need_extra)
     ctx.details.update({"running_cap": w.max_num_seqs, "running_cap_name": "max_running_requests",
                         "running_sequences": running_sequences(w, w.max_num_seqs)})
     if w.memory is None:
@@ -570,7 +587,8 @@ def compose_sglang(ctx: Context) -> None:
     fits_one = (0 if swa_no_start else
                 min(tokens // w.context, swa_room) if swa_room is not None else
                 hybrid_swa_admitted(tokens, swa_tokens, w.context, sglang_swa_window(spec),
-                                    E.SGLANG_SWA_EVICTION_INTERVAL, page) if swa is not None else tokens // w.context)
+                                    E.SGLANG_SWA_EVICTION_INTERVAL, page) if swa is not None
+                else tokens // paged_tokens(w.context, page))
     bounds = [(fits_one, SWA_POOL if swa_room is not None and swa_room < tokens // w.context else "token pool"),
               (tokens // 2, "token pool (max_total_num_tokens // 2)")]
     if mamba_room is not None:
@@ -578,7 +596,7 @@ def compose_sglang(ctx: Context) -> None:
     admits, admits_by = min(bounds, key=lambda b: b[0])
     admitted = min(admits, cap)
     if cap != w.max_num_seqs:  # eq. (4)'s default cap: the need is for what it would run with room (common.py eq. R1)
-        need = kv_item(ctx, w.context, running_sequences(w, cap), "device", block=1, window_extra=need_extra)
+        need = kv_item(ctx, w.context, running_sequences(w, cap), "device", block=page, window_extra=need_extra)
     # the MambaPool's share of the need: the state slots those sequences take (s each + the padding slot), the pool's
     # own size where that is more (it is preallocated whole: eq. 2b)
     need_seqs = running_sequences(w, cap)
@@ -842,4 +860,7 @@ def _compare_vllm(ctx: Context, sglang_tokens: int) -> None:
         f"{format_bytes(ctx.details['runtime_reserve_bytes'])} (runtime_reserve), for activations and CUDA graphs; "
         f"vLLM: gpu_memory_utilization "
         f"{v.details.get('gpu_memory_utilization')} x memory - weights - profiled activations, non-torch and CUDA "
-        f"graphs ({format_bytes(measured)}) = {vt:,} tokens")
+        f"graphs ({format_bytes(measured)}) = {vt:,} tokens"
+        # SGLang's auto is FP8 for some models and devices (E.sglang_auto_kv_dtype): tokens of other sizes
+        + next((f"; KV cache: SGLang {ctx.kv_dtype}, vLLM {a.value}" for a in v.assumptions
+                if a.name == "kv_dtype" and a.value != ctx.kv_dtype), ""))
