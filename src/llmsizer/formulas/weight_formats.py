@@ -222,8 +222,10 @@ def bnb4_matrix_bytes(numel: int, fmt: str) -> int:
 # ``swizzle_blockscale`` :272-310, ``pad_nvfp4_weight_for_cutlass`` :323-357), replacing the loaded tensors; on
 # Marlin (below 10.0) they are repacked at the same sizes (marlin_utils_fp4.py ``prepare_fp4_layer_for_marlin``
 # :206-281); the two fp32 scalars become four (alpha, the global scales and an inverse: modelopt.py:1153-1176).
-# Eq. N1 leaves these out: the padding is zero when each rank's N is a multiple of 128 and K a multiple of 64
-# (every catalogued NVFP4 release's shapes), and the scalars differ by a few bytes per layer.
+# Eq. N1 leaves these out: that padding is zero when each rank's N is a multiple of 128 and K a multiple of 64 (the
+# catalogued Qwen3-235B-A22B NVFP4 release at tensor parallel 1-8; at 16 its experts' 2 I / 16 = 192 rows are not,
+# and the MoE kernels' own re-layout, fused_moe/oracle/nvfp4.py ``convert_to_nvfp4_moe_kernel_format`` :266-, was
+# not read for padding), and the scalars differ by a few bytes per layer.
 NVFP4_GROUP_SIZE = 16
 NVFP4_SCALAR_BYTES = 2 * 4  # input_scale + weight_scale_2, fp32, per matrix
 
