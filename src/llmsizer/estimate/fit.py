@@ -76,7 +76,7 @@ from .device import (
     workload_device_kind,
 )
 from .engines import LLAMACPP_N_UBATCH, llamacpp_layer_split
-from .formats import check_engine_runs, engine_dtype_note
+from .formats import check_engine_runs, engine_dtype_note, nvfp4_kernel_note
 from .inference import estimate_inference
 from .inference.common import running_and_queued
 from .inference.compose import vllm_fits_at, with_serving_notes
@@ -1749,6 +1749,9 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
                            f"{n} devices are {machines}, each a replica, not one split; {rpc}")
     if dtype_note is not None:  # last, where estimate_inference(device=) says it (it was sized on the device's kind)
         est = est.but(warnings=(*est.warnings, dtype_note))
+    nvfp4_note = nvfp4_kernel_note(eng, fmt, device)
+    if nvfp4_note is not None:  # the same place, the same order
+        est = est.but(warnings=(*est.warnings, nvfp4_note))
     # (the device's warnings, which the estimate says first, are said above already)
     warnings.extend(filterfalse(_PER_DEVICE_NOTE, est.warnings[len(est_notes.warnings):]))
 

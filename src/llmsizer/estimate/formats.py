@@ -63,12 +63,16 @@ GGUF_LADDER = ("gguf:f16", "gguf:q8_0", "gguf:q6_k", "gguf:q5_k_m", "gguf:q4_k_m
 # (quantization/awq.py, "The AWQ kernel only supports Turing or newer GPUs"), Fp8Config 75 (quantization/fp8.py
 # L147-149; FP8-block is the same config with weight_block_size), Mxfp4Config 80 (quantization/mxfp4.py). The
 # vLLM issues vllm#1488 and vllm#4202 show the refusal on a V100 (capability 70).
-VLLM_MIN_CAPABILITY = {"awq-int4": 75, "fp8": 75, "fp8-block": 75, "mxfp4": 80}
+# ModelOpt NVFP4: ModelOptNvFp4Config.get_min_capability 75 (vllm 0.19.1 PyPI wheel,
+# model_executor/layers/quantization/modelopt.py:1012-1014).
+VLLM_MIN_CAPABILITY = {"awq-int4": 75, "fp8": 75, "fp8-block": 75, "mxfp4": 80, "nvfp4": 75}
 # SGLang has the same gate (python/sglang/srt/model_loader/loader.py ``_get_quantization_config`` @ 4632493: "The
 # quantization method {q} is not supported for the current GPU. Minimum capability: ..." when the capability is below
 # ``quant_config.get_min_capability()``), and its AWQConfig asks for Turing: ``get_min_capability`` returns 75 ("The
 # AWQ kernel only supports Turing or newer GPUs", python/sglang/srt/layers/quantization/awq.py @ 0149944).
-SGLANG_MIN_CAPABILITY = {"awq-int4": 75}
+# SGLang 0.5.23's ModelOptFp4Config (NVFP4) asks for Ampere: ``get_min_capability`` returns 80 (PyPI wheel,
+# sglang/srt/layers/quantization/modelopt_quant.py:1548-1550).
+SGLANG_MIN_CAPABILITY = {"awq-int4": 75, "nvfp4": 80}
 _MIN_CAPABILITY = {"vllm": ("vLLM", VLLM_MIN_CAPABILITY), "sglang": ("SGLang", SGLANG_MIN_CAPABILITY)}
 # The device's compute capability is Device.capability (catalog/hardware.py: the row's sourced compute_capability,
 # else ARCHITECTURE_CAPABILITY of its architecture), the one home of that reading.
@@ -209,6 +213,44 @@ MXFP4_EXPERTS_ONLY = ("MXFP4 quantizes only MoE experts (vLLM quantization/mxfp4
                       "linear layers fall back to UnquantizedLinearMethod)")
 
 
+# Pre-quantized ModelOpt NVFP4 checkpoints load on vLLM and SGLang only. transformers 5.24.0 (PyPI wheel) has no
+# quantizer for quant_method "modelopt" (quantizers/auto.py AUTO_QUANTIZER_MAPPING, L77-) and its own NVFP4 quantizer
+# quantizes a 16-bit checkpoint on load, refusing a pre-quantized one (quantizers/quantizer_nvfp4.py:52-54: "Loading
+# pre-quantized NVFP4 checkpoints is not supported yet."); llama.cpp runs GGUF files (its refusal of a non-GGUF
+# format is ``engine_weights``'s).
+NVFP4_ENGINES = ("vllm", "sglang")
+
+
+def nvfp4_refused(engine: str, fmt: str) -> str | None:
+    """Why ``engine`` does not load NVFP4 weights: transformers (see :data:`NVFP4_ENGINES`); None otherwise (llama.cpp
+    is refused by ``engine_weights``'s GGUF rule). Asked by ``engine_weights`` and ``engine_refuses``."""
+    if fmt != "nvfp4" or engine != "transformers":
+        return None
+    return ("transformers does not load a pre-quantized NVFP4 checkpoint (5.24.0 quantizers/quantizer_nvfp4.py:52-54; "
+            "no 'modelopt' quantizer in quantizers/auto.py): serve it with vLLM or SGLang")
+
+
+# Below compute capability 10.0 (no FP4 tensor cores) both engines run NVFP4 as weight-only FP4 Marlin, the weights
+# unchanged in size: vLLM 0.19.1 quantization/utils/nvfp4_utils.py:39-66 ``select_nvfp4_linear_backend``
+# (FlashInfer CUTLASS at has_device_capability(100), vLLM's CUTLASS where its fp4 kernels are built for the GPU,
+# else Marlin, logged at :143-149 "Your GPU does not have native support for FP4 computation ... Weight-only FP4
+# compression will be used leveraging the Marlin kernel"), fused_moe/oracle/nvfp4.py ``select_nvfp4_moe_backend``
+# :129- (Marlin last); SGLang 0.5.23 layers/quantization/fp4_utils.py:154-158 (auto: "marlin" for
+# 8.0 <= capability < 10.0) and modelopt_quant.py:2377-2386 (MoE: Marlin fallback on 8.0-10.0).
+NVFP4_NATIVE_CAPABILITY = 100
+
+
+def nvfp4_kernel_note(engine: str, fmt: str, device: Device) -> str | None:
+    """A warning when ``engine`` (vLLM, SGLang) runs NVFP4 weights on a GPU below compute capability 10.0: weight-only
+    FP4 Marlin (:data:`NVFP4_NATIVE_CAPABILITY`); None otherwise or where the capability is not known."""
+    have = device.capability
+    if fmt != "nvfp4" or engine not in NVFP4_ENGINES or have is None or have >= NVFP4_NATIVE_CAPABILITY:
+        return None
+    name = {"vllm": "vLLM", "sglang": "SGLang"}[engine]
+    return (f"{name} runs NVFP4 on {device.id} (compute capability {have / 10:.1f}, no FP4 tensor cores below "
+            f"{NVFP4_NATIVE_CAPABILITY / 10:.1f}) as weight-only FP4 Marlin: the same weight bytes, 16-bit matmuls")
+
+
 def mxfp4_dense_refused(fmt: str, spec: ModelSpec | None) -> str | None:
     """Why weights ``fmt`` are refused for ``spec``: mxfp4 on a model with no routed experts (MXFP4_EXPERTS_ONLY),
     on every engine; None otherwise. Asked by ``engine_weights`` and ``engine_refuses``."""
@@ -283,7 +325,7 @@ def engine_refuses(engine: str, fmt: str, device: Device | None, spec: ModelSpec
     ``fmt`` "file" with ``spec`` a .gguf file: the same GGUF checks, over the file's own tensor types. The one home
     of these checks: ``check_engine_runs`` (fit, estimate_inference), the engine rule and recommend's ladder ask it
     with their device; ``engine_weights`` with ``device`` None, the GGUF types alone, which need no device."""
-    bnb_moe = bnb_moe_refused(engine, fmt, spec) or mxfp4_dense_refused(fmt, spec)
+    bnb_moe = bnb_moe_refused(engine, fmt, spec) or mxfp4_dense_refused(fmt, spec) or nvfp4_refused(engine, fmt)
     if bnb_moe is not None:  # on any device
         return bnb_moe
     name, gate = _MIN_CAPABILITY.get(engine, ("", {}))
@@ -518,6 +560,9 @@ def engine_weights(spec: ModelSpec, engine: str, weights: str | None, group_size
     dense_mxfp4 = mxfp4_dense_refused(fmt, spec)
     if dense_mxfp4 is not None:
         raise FieldError("weights", f"{dense_mxfp4}; give other weights (e.g. fp8, awq-int4, q4_k_m)")
+    no_nvfp4 = nvfp4_refused(engine, fmt)
+    if no_nvfp4 is not None:
+        raise FieldError("weights", f"{no_nvfp4}; give other weights or another engine", also=("engine",))
     if fmt.startswith("gguf:") and engine in GGUF_ENGINES:
         _refuse_gguf_types(engine, fmt, spec)
         out.assumptions.append(Assumption(

@@ -67,6 +67,7 @@ from typing import Literal
 
 from ..specs import ModelSpec
 from .alignment import round_up
+from .weight_formats import ggml_types
 
 Mxfp4Backend = Literal["triton", "marlin", "flashinfer_trtllm"]
 
@@ -87,7 +88,12 @@ BIAS_BYTES: dict[str, int] = {"triton": 4, "marlin": 2, "flashinfer_trtllm": 4}
 # float32 [E] tensors TrtLlmMxfp4ExpertsBase holds per layer: gemm1_alpha, gemm1_beta, gemm1_clamp_limit
 TRTLLM_PER_EXPERT_SCALARS = 3
 CHECKPOINT_BIAS_BYTES = 2  # bf16 biases in the checkpoint and as created (quantization/mxfp4.py:208-229)
-MXFP4_BLOCK = 32
+
+
+def mxfp4_block() -> int:
+    """Elements per MXFP4 scale block (32: OCP MX v1.0), from its one home, the GGML type table
+    (catalog/data/ggml_types.json ``MXFP4``: 32 elements in 17 B)."""
+    return int(ggml_types()["MXFP4"]["block"])
 
 
 def vllm_mxfp4_backend(capability: int | None) -> Mxfp4Backend:
@@ -112,15 +118,15 @@ def _expert_bytes(hidden: int, intermediate: int, bias_bytes: int) -> int:
     """R(H, I, b): one expert's MXFP4 values (1/2 B), E8M0 scales (1 B per 32) and biases (b B) of w13 [2I, H] and
     w2 [H, I]."""
     elements = 3 * hidden * intermediate
-    return elements // 2 + elements // MXFP4_BLOCK + bias_bytes * (2 * intermediate + hidden)
+    return elements // 2 + elements // mxfp4_block() + bias_bytes * (2 * intermediate + hidden)
 
 
 def triton_swizzled_scale_bytes(hidden: int, intermediate: int, num_warps: int = TRITON_SWIZZLE_NUM_WARPS) -> int:
     """S: one expert's Hopper-swizzled scales of w13 [2 I, H / 32] and w2 [H, I / 32] (rows to 32 num_warps, groups
     to 2)."""
     rows = 32 * num_warps  # 2 x num_warps x 2 x 8
-    return (round_up(2 * intermediate, rows) * round_up(hidden // MXFP4_BLOCK, 2)
-            + round_up(hidden, rows) * round_up(intermediate // MXFP4_BLOCK, 2))
+    return (round_up(2 * intermediate, rows) * round_up(hidden // mxfp4_block(), 2)
+            + round_up(hidden, rows) * round_up(intermediate // mxfp4_block(), 2))
 
 
 def vllm_mxfp4_extra_bytes(backend: str, moe_layers: int, experts: int, hidden: int, intermediate: int,

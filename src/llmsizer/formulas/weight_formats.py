@@ -30,6 +30,9 @@ nf4/fp4 (-dq)     bitsandbytes ``Linear4bit``: 0.5 B/elem + fp32 absmax per 64-e
                   ``nf4_quantization.fused_experts_kept`` alone (QLoRA bases, serving on transformers).
 mxfp4             OCP MX FP4: 32 elements share an E8M0 scale, 17 B/32 elem (gpt-oss ``modules_to_not_convert``:
                   attention, router, embeddings, lm_head stay bf16; experts only).
+nvfp4             NVIDIA ModelOpt NVFP4 (quant_algo NVFP4): packed E2M1 values (0.5 B/elem), one fp8 E4M3 scale per
+                  16 elements of a row, two fp32 scalars per matrix (``nvfp4_matrix_bytes``, eq. N1); the
+                  attention/MLP/expert matrices, as fp8; embeddings, lm_head, router and norms stay 16-bit.
 gguf:<ftype>      llama.cpp file types (q8_0, q6_k, q5_k_m, q4_k_m, q4_0, q3_k_m, q2_k, iq4_xs, ...): the
                   per-tensor type chosen by ``llama_tensor_get_type_impl`` in ``src/llama-quant.cpp``
                   (mixtures, ``use_more_bits``, output/tied-embedding rule, shape fallbacks), block sizes
@@ -43,6 +46,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
@@ -82,7 +86,7 @@ OTHER_BYTES_DEFAULT = DTYPE_BYTES["bf16"]
 
 FORMAT_BITS_HINT = {  # nominal bits per quantized weight, for ordering formats by precision
     "fp32": 32, "fp16": 16, "bf16": 16, "fp8": 8, "fp8-block": 8, "int8": 8, "llm.int8": 8, "gptq-int8": 8,
-    "gptq-int4": 4, "awq-int4": 4, "nf4": 4, "nf4-dq": 4, "fp4": 4, "fp4-dq": 4, "mxfp4": 4,
+    "gptq-int4": 4, "awq-int4": 4, "nf4": 4, "nf4-dq": 4, "fp4": 4, "fp4-dq": 4, "mxfp4": 4, "nvfp4": 4,
 }
 
 
@@ -108,7 +112,8 @@ def format_names() -> list[str]:
 # (estimate/formats.py engine_weights: "alias 'int4' -> gptq-int4"), since 'int4' could as well mean AWQ or nf4
 FORMAT_ALIASES = {"float32": "fp32", "float16": "fp16", "half": "fp16", "bfloat16": "bf16", "int4": "gptq-int4",
                   "gptq": "gptq-int4", "awq": "awq-int4", "bnb-nf4": "nf4", "bnb-4bit": "nf4", "qlora": "nf4-dq",
-                  "bnb-8bit": "llm.int8", "llm-int8": "llm.int8", "fp8-e4m3": "fp8", "e4m3": "fp8", "int8-wo": "int8"}
+                  "bnb-8bit": "llm.int8", "llm-int8": "llm.int8", "fp8-e4m3": "fp8", "e4m3": "fp8", "int8-wo": "int8",
+                  "modelopt-fp4": "nvfp4"}
 
 
 def _spelling(name: str) -> str:
@@ -195,6 +200,44 @@ def bnb4_matrix_bytes(numel: int, fmt: str) -> int:
     return _bnb4(numel, fmt.endswith("-dq"))
 
 
+# NVFP4 (NVIDIA ModelOpt quant_algo "NVFP4"): the tensors an NVFP4 linear of N outputs and K inputs holds, as vLLM
+# 0.19.1 creates them (PyPI wheel, sha256 71a87f46..., vllm/model_executor/layers/quantization/modelopt.py
+# ``ModelOptNvFp4LinearMethod.create_weights`` :1079-1151): ``weight`` uint8 [N, K / 2] (two E2M1 values per byte,
+# :1109-1120), ``input_scale`` and ``weight_scale_2`` fp32 [one per fused shard] (:1123-1133: one each per checkpoint
+# matrix), ``weight_scale`` float8_e4m3fn [N, K / group_size] (:1136-1147); K must be a multiple of 16 (:1101-1104).
+# The fused MoE method holds the same per expert matrix (``ModelOptNvFp4FusedMoE.create_weights`` :1227-1341:
+# w13_weight [E, 2 I, H / 2], w2_weight [E, H, I / 2] uint8; w13_weight_scale [E, 2 I, H / gs], w2_weight_scale
+# [E, H, I / gs] fp8; w13_weight_scale_2 / w13_input_scale [E, 2], w2_weight_scale_2 / w2_input_scale [E] fp32).
+# SGLang 0.5.23 creates the same tensors (PyPI wheel, sha256 00b3cd5b..., sglang/srt/layers/quantization/
+# modelopt_quant.py ``ModelOptFp4LinearMethod.create_weights`` :1796-1884, ``ModelOptNvFp4FusedMoEMethod.
+# create_weights`` :2467-2620). So per matrix of N x K, the group g = 16:
+#
+#     B_nvfp4(N, K) = N * K / 2  +  N * K / g  +  2 * 4                                          (N1)
+#
+# i.e. 4.5 bits per weight plus 8 B. The group is NVFP4's 16-element block (the OCP/NVIDIA NVFP4 layout; vLLM's
+# default, modelopt.py:1040-1041; SGLang's Marlin path refuses any other, modelopt_quant.py:1920-1923), so a
+# checkpoint stating another is refused (``stored_format``). After loading, the kernels re-lay the same bytes: on
+# CUTLASS/FlashInfer (compute capability 10.x/12.x) the scales are swizzled into [round_up(N, 128),
+# round_up(K / g, 4)] and the values padded to N, K multiples of 32 (quantization/utils/nvfp4_utils.py
+# ``swizzle_blockscale`` :272-310, ``pad_nvfp4_weight_for_cutlass`` :323-357), replacing the loaded tensors; on
+# Marlin (below 10.0) they are repacked at the same sizes (marlin_utils_fp4.py ``prepare_fp4_layer_for_marlin``
+# :206-281); the two fp32 scalars become four (alpha, the global scales and an inverse: modelopt.py:1153-1176).
+# Eq. N1 leaves these out: that padding is zero when each rank's N is a multiple of 128 and K a multiple of 64 (the
+# catalogued Qwen3-235B-A22B NVFP4 release at tensor parallel 1-8; at 16 its experts' 2 I / 16 = 192 rows are not,
+# and the MoE kernels' own re-layout, fused_moe/oracle/nvfp4.py ``convert_to_nvfp4_moe_kernel_format`` :266-, was
+# not read for padding), and the scalars differ by a few bytes per layer.
+NVFP4_GROUP_SIZE = 16
+NVFP4_SCALAR_BYTES = 2 * 4  # input_scale + weight_scale_2, fp32, per matrix
+
+
+def nvfp4_matrix_bytes(out_features: int, in_features: int, group_size: int = NVFP4_GROUP_SIZE) -> int:
+    """Bytes of one NVFP4 matrix of ``out_features`` x ``in_features`` (eq. N1 above): packed E2M1 values, an fp8
+    E4M3 scale per ``group_size`` inputs of a row, and the two fp32 per-tensor scales. Example: a 4096 x 4096
+    projection, 4096 * 2048 + 4096 * 256 + 8 = 9,437,192 B (4.5 bits per weight)."""
+    return (out_features * math.ceil(in_features / 2) + out_features * math.ceil(in_features / group_size)
+            + NVFP4_SCALAR_BYTES)
+
+
 BNB_FORMATS = ("llm.int8", "nf4", "nf4-dq", "fp4", "fp4-dq")  # bitsandbytes Linear8bitLt / Linear4bit
 BNB_KEPT = frozenset({"embedding", "lm_head", "per_layer_embedding"})  # get_keys_to_not_convert; not nn.Linear
 FUSED_KEPT = frozenset({"experts", "router"})  # transformers 5 nn.Parameters (formulas/nf4_quantization.py)
@@ -245,6 +288,8 @@ def _tensor_bytes_simple(fmt: str, t: Tensor, group_size: int, other_bytes: int 
         return _bnb4(per, fmt.endswith("-dq")) * t.count, fmt.split("-")[0]
     if fmt == "mxfp4":
         return ggml_tensor_bytes("MXFP4", per) * t.count, "mxfp4"
+    if fmt == "nvfp4":
+        return nvfp4_matrix_bytes(out_f, in_f) * t.count, "nvfp4"
     raise InputError(f"unknown weight format {fmt!r}")
 
 
@@ -731,6 +776,43 @@ def modelopt_quant_algo(q: dict[str, Any]) -> str | None:
     return None
 
 
+# The exclude_modules / ignore entries of a ModelOpt NVFP4 config that name a module eq. N1's rule keeps 16-bit anyway
+# (not a matrix of QUANT_COMPONENTS): the lm_head, the token embedding, an MoE router (``mlp.gate``,
+# ``block_sparse_moe.gate``, ``mixer.gate``; dense MLPs name theirs ``gate_proj``), Qwen's 1-row
+# ``shared_expert_gate``, a Mamba ``conv1d`` and a vision tower (vLLM keeps ``vision_tower`` / ``vision_model``
+# unquantized whatever the list says: modelopt.py:195-201). An entry is read as vLLM matches it (modelopt.py:144-181:
+# exact, substring, then fnmatch wildcard): its last dotted name, a trailing '*' dropped.
+_NVFP4_KEPT_ANYWAY = re.compile(r"(^|\.)(lm_head|embed_tokens|gate|shared_expert_gate|conv1d)$"
+                                r"|(^|\.)(vision_tower|vision_model|embed_vision|multi_modal_projector)(\.|$)")
+
+
+def modelopt_nvfp4_check(name: str, q: dict[str, Any]) -> None:
+    """Refuse (InputError, one line) a ModelOpt NVFP4 quantization config eq. N1 would not size as published:
+
+    - the hf_quant_config.json shape (``{"quantization": {...}}``) without ``group_size``, ``kv_cache_quant_algo`` or
+      ``exclude_modules``, which vLLM refuses to load (vllm 0.19.1 modelopt.py:1043-1054 ``ModelOptNvFp4Config.
+      _from_config``: "NVFP4 quantization requires the following fields in hf_quant_config.json");
+    - a group size other than NVFP4's 16 (``NVFP4_GROUP_SIZE``);
+    - an ``exclude_modules`` (or config.json ``ignore``) entry that keeps a matrix the rule quantizes in 16-bit
+      (a per-layer exclusion, e.g. Nemotron-3 Nano's attention and Mamba projections): not modelled, so refused
+      rather than sized low."""
+    inner = q.get("quantization")
+    section = inner if isinstance(inner, dict) else q
+    if isinstance(inner, dict):
+        missing = [k for k in ("group_size", "kv_cache_quant_algo", "exclude_modules") if k not in inner]
+        if missing:
+            raise InputError(f"{name}: its NVFP4 hf_quant_config.json lacks {', '.join(missing)}, which vLLM requires "
+                             "(vllm 0.19.1 modelopt.py:1043-1054); give the release's full hf_quant_config.json")
+    group = section.get("group_size", NVFP4_GROUP_SIZE)
+    if group is not None and int(group) != NVFP4_GROUP_SIZE:
+        raise InputError(f"{name}: NVFP4 group_size {group} is not NVFP4's {NVFP4_GROUP_SIZE}: not supported")
+    excluded = section.get("exclude_modules") if isinstance(inner, dict) else q.get("ignore")
+    for entry in excluded or []:
+        if not _NVFP4_KEPT_ANYWAY.search(str(entry).rstrip("*").rstrip(".")):
+            raise InputError(f"{name}: NVFP4 exclude_modules entry {entry!r} keeps a quantizable layer 16-bit; "
+                             "per-layer exclusions are not modelled (give --weights to size one format throughout)")
+
+
 def stored_format(spec: ModelSpec) -> tuple[str, int, str]:
     """The format a checkpoint is published in, from its quantization_config / torch_dtype.
 
@@ -741,8 +823,12 @@ def stored_format(spec: ModelSpec) -> tuple[str, int, str]:
     algo = modelopt_quant_algo(q)
     if algo == "FP8":  # vLLM ModelOptFp8Config: per-tensor PerTensorScaleParameter weight scales, as our fp8
         return "fp8", GROUP_SIZE_DEFAULT, "quantization_config ModelOpt quant_algo FP8 (per-tensor scales)"
+    if algo == "NVFP4":
+        modelopt_nvfp4_check(spec.name, q)
+        return "nvfp4", NVFP4_GROUP_SIZE, ("quantization_config ModelOpt quant_algo NVFP4 (group 16 fp8 scales; "
+                                           "exclude_modules all kept 16-bit by the format's rule)")
     if algo is not None:
-        raise InputError(f"{spec.name}: ModelOpt quant_algo {algo!r} is not supported (ModelOpt FP8 only)")
+        raise InputError(f"{spec.name}: ModelOpt quant_algo {algo!r} is not supported (ModelOpt FP8 and NVFP4 only)")
     if method == "fp8":
         if q.get("weight_block_size"):
             return "fp8-block", GROUP_SIZE_DEFAULT, f"quantization_config fp8 with weight_block_size {q['weight_block_size']}"

@@ -65,6 +65,7 @@ from ..formats import (
     engine_dtype_note,
     engine_weights,
     kv_shared_weights_assumption,
+    nvfp4_kernel_note,
     resident_file_weights,
     serving_fused_experts,
     serving_weight_spec,
@@ -291,8 +292,9 @@ def estimate_inference(model: ModelSpec | str, workload: InferenceWorkload | Non
         if newer is not None:
             est = Estimate(est.kind, est.model, est.items, est.assumptions, (*est.warnings, newer), est.details)
     # last, as fit says it (its estimate is on the device's kind; fit adds this note for the device itself)
-    note = engine_dtype_note(str(w.engine), fmt, _assumed(est, "dtype"), device)
-    if note is not None:
+    notes_here = (engine_dtype_note(str(w.engine), fmt, _assumed(est, "dtype"), device),
+                  nvfp4_kernel_note(str(w.engine), fmt, device))
+    for note in filter(None, notes_here):
         est = Estimate(est.kind, est.model, est.items, est.assumptions, (*est.warnings, note), est.details)
     if key:
         if len(_MEMO) >= _MEMO_SIZE:
