@@ -239,13 +239,13 @@ let answered = {}; // the engine and weight format of the answer on show (its as
 function render(d) {
   answered = Object.fromEntries((d.assumptions || []).filter((a) => a.name === "engine" || a.name === "weights")
     .map((a) => [a.name, String(a.value)]));
-  // the headline: the device total; where nothing is on a device (a CPU: the whole model in host RAM), the host
-  // total, as the CLI's only TOTAL line ("TOTAL host")
-  const dev = d.totals.device || d.totals.host || { bytes: 0, low: 0, high: 0 };
+  // the headline the core chose (Estimate.headline: the device total, or on a CPU the host total), with its scope
+  // as the CLI's first TOTAL row words it ("TOTAL per device", "TOTAL host")
+  const dev = d.headline;
   const total = $("total");
   total.textContent = formatBytes(dev.bytes);
   total.dataset.bytes = String(dev.bytes);
-  $("total-scope").textContent = d.totals.device || !d.totals.host ? "per device, expected" : "host RAM, expected";
+  $("total-scope").textContent = `${dev.scope}, expected`;
   $("total-range").textContent = `range ${formatBytes(dev.low)} – ${formatBytes(dev.high)}`;
   const fits = d.details.fits;
   $("verdict").replaceChildren(fits === undefined || fits === null ? "" :
