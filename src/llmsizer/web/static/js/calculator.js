@@ -7,7 +7,7 @@ import { calibratedLines, durationLines } from "./estimate_text.js";
 import { assumptionValue, el, formatBytes, formatCount, formatInt, formatRate, formatSeconds, formatSecondsRange,
   formatUsd } from "./format.js";
 import { modelPicker } from "./model-picker.js";
-import { clearAtFields, controlOf, formMessage, showAtField } from "./problems.js";
+import { controlOf, formMessage, showProblem as showBoxAndField } from "./problems.js";
 import { COMMON_FIELDS, FORM_NAMES, INFER_FIELDS, MEDIA_FIELDS, TRAIN_FIELDS, apiFields, cliCommand, download, flagOf,
   formValues, loadFromUrl, requestYaml, saveToUrl } from "./state.js";
 import { copyButton, fillChoices, needsModel, setupTabs } from "./ui.js";
@@ -178,15 +178,11 @@ function controlsSent() {
  * "field 'FIELD':"), and the form's wording of it at the field the API names (problems.js), or the box alone when
  * the form has no such field. */
 function showProblem(e) {
-  const p = $("problem");
-  $("results").classList.toggle("stale", Boolean(e)); // the numbers below answer the previous input
-  clearAtFields(form);
-  if (!e) { p.hidden = true; p.textContent = ""; return; }
-  p.hidden = false;
-  p.textContent = e.message;
-  const { names, flags, labels } = controlsSent();
-  const name = controlOf(e.field, names, FORM_NAMES[tab], flags);
-  if (name) showAtField(form.elements.namedItem(name), formMessage(e.message, labels, flags[name]));
+  showBoxAndField(form, e, (err) => {
+    const { names, flags, labels } = controlsSent();
+    const name = controlOf(err.field, names, FORM_NAMES[tab], flags);
+    return name ? [form.elements.namedItem(name), formMessage(err.message, labels, flags[name])] : null;
+  });
 }
 
 let deviceKinds = []; // the serving tab's devices known by their kind only (gpu, cpu: no memory of their own)
