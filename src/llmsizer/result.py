@@ -229,6 +229,14 @@ class Estimate:
         n = int(self.details.get(DEVICES_SUMMED, 1))
         return "per device" if n <= 1 else f"all {n} devices"
 
+    def headline(self) -> tuple[Location, str, tuple[int, int, int]]:
+        """The one total a surface shows first: (location, its ``total_label``, its (low, expected, high) bytes) at
+        the ``primary_location`` (the device total; on a CPU, where nothing sits on a device, the host total). It is
+        the first TOTAL row ``render_estimate`` prints (device before host) and ``--json``'s ``headline``, which the
+        web calculator's big number renders (review36 N2: the page picked it itself)."""
+        loc = self.primary_location
+        return loc, self.total_label(loc), self.total(loc)
+
     def item(self, name: str) -> Item:
         for it in self.items:
             if it.name == name:
@@ -241,9 +249,12 @@ class Estimate:
             lo, mid, hi = self.total(loc)  # type: ignore[arg-type]
             if any(it.location == loc for it in self.items):
                 totals[loc] = {"low": lo, "bytes": mid, "high": hi, "scope": self.total_label(loc)}  # type: ignore[arg-type]
+        hloc, hscope, (hlo, hmid, hhi) = self.headline()
         return json_data({
             "schema_version": SCHEMA_VERSION, "kind": self.kind, "model": self.model,
-            "totals": totals, "items": [i.to_dict() for i in self.items],
+            "totals": totals,
+            "headline": {"location": hloc, "scope": hscope, "low": hlo, "bytes": hmid, "high": hhi},
+            "items": [i.to_dict() for i in self.items],
             "assumptions": [a.to_dict() for a in self.assumptions],
             "warnings": list(self.warnings), "details": self.details,
         })

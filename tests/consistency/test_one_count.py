@@ -33,6 +33,8 @@ ROW = next(r for r in json.loads((ROOT / "src" / "llmsizer" / "catalog" / "data"
                                   "instances_aws.json").read_text())["instances"] if r["id"] == INSTANCE)
 N = 16
 MODEL = "llama-3.1-70b"
+# the query also matches llama-3.1-70b-instruct (probe25 C4: the base is its own entry): the base's row is read
+MODEL_ID = "meta-llama/Llama-3.1-70B"
 TRAIN = ["--train", "--method", "lora", "--tokens", "1B"]
 SERVE = ["--concurrency", "64", "--engine", "vllm", "--weights", "bf16"]
 FIELDS = ("count", "instances", "tensor_parallel", "replicas", "price_per_hour")
@@ -101,7 +103,7 @@ def test_serving_on_two_instances_is_one_answer() -> None:
     rec = cli_json("recommend", MODEL, *SERVE, "--tokens-per-second", "2000", "--provider", "aws", "--top", "300")
     # fits-on takes no --weights: it picks the best format that fits, bf16 (the checkpoint's) here
     fits_on = cli_json("models", MODEL, "--fits-on", INSTANCE, "--count", str(N), *SERVE[:4])
-    (fo,) = fits_on["models"]
+    (fo,) = [m for m in fits_on["models"] if m["id"] == MODEL_ID]
     assert (fo["engine"], fo["weights_format"]) == ("vllm", "bf16")
     f = cli_json("fit", MODEL, "--device", INSTANCE, "--count", str(N), *SERVE)
     tp = f["tensor_parallel"]
@@ -148,7 +150,7 @@ def test_web_answers_the_same_counts() -> None:
         r = client.get("/api/v1/models/fits-on", params={"fits_on": INSTANCE, "count": str(N), "query": MODEL,
                                                           "concurrency": "64", "engine": "vllm"})
         assert r.status_code == 200, r.text
-        (fo,) = r.json()["models"]
+        (fo,) = [m for m in r.json()["models"] if m["id"] == MODEL_ID]
         got = [of_option(option(post("/recommend", {**serve, "tokens_per_second": 2000, "provider": ["aws"],
                                                       "top": 300}))), of_option(fo), of_fit(f)]
         assert got == [by_hand(f["tensor_parallel"])] * 3

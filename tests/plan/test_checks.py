@@ -247,3 +247,25 @@ def test_no_hardware_names_the_practical_limit_and_no_duration_shows_no_question
     assert "practical limit" in nh.message and "90.0 days" in nh.message
     nc = next(c for c in checks if c.id == "no-checkpoints")
     assert "?" not in nc.message and "at any point" in nc.message
+
+
+def test_network_bound_without_its_remedy_fact_takes_the_durations_rule():
+    """review36 N6: the check reads ``comm_bound_remedy`` safely: a plan whose facts carry the warning without the
+    remedy (a job planned by other code than plan/training.py) gets duration.comm_bound_remedy's words for an
+    unknown step, not a KeyError."""
+    from llmsizer.estimate.duration import COMM_BOUND_REMEDY
+    from llmsizer.plan import run_checks
+
+    job = edit(TRN, method="full", resources={"device": "h100-sxm", "count": 8, "nodes": 2, "network": "1 Gb/s",
+                                              "storage": "1 TB", "price_per_hour": "$32/h"},
+               checkpoints__storage="100 GB")
+    req = parse_request(request(job), source="r.yaml")
+    plan = make_plan(req)
+    plans = {p.name: p for p in plan.jobs}
+    facts = plans[job["name"]].facts
+    assert facts["comm_bound"] and facts["comm_bound_remedy"].startswith("fewer machines, ")  # 2 machines
+    with_fact = [c for c in run_checks(req, plans) if c.id == "network-bound"]
+    assert [c.advice for c in with_fact] == [facts["comm_bound_remedy"]]
+    del facts["comm_bound_remedy"]
+    without = [c for c in run_checks(req, plans) if c.id == "network-bound"]
+    assert [c.advice for c in without] == [COMM_BOUND_REMEDY]

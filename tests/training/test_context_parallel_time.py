@@ -10,6 +10,7 @@ from llmsizer.catalog.hardware import builtin_catalog
 from llmsizer.estimate.duration import training_duration_for
 from llmsizer.formulas.context_parallel import ring_exchange_bytes, ring_exposed_seconds
 from llmsizer.models import load_model
+from llmsizer.units import format_bytes
 
 RUN = dict(seq_len=4096, micro_batch=2, grad_checkpointing="full", fsdp="full")
 
@@ -55,4 +56,40 @@ def test_ring_exchange_in_the_texts_and_the_plan_network() -> None:
     d = training_duration_for(spec, h100, 16, 1e9, dict(seq_len=131072, micro_batch=1, grad_checkpointing="full",
                                                        fsdp="full", context_parallel=16))
     assert d.step is not None and d.step.ring_bytes == 15 * 8192 * 2048 * (3 * 2 + 4) * 32 == 80_530_636_800
-    assert "ring attention 75.00 GiB K/V exchange per micro-step" in render_duration(d)
+    # review36 N3: transfer bytes decimal, as the plan's network rows (B_disk) write them: 80,530,636,800 B is
+    # 80.53 GB in both (it was 75.00 GiB in this line and 80.53 GB in the plan's cp_ring_bytes)
+    assert "ring attention 80.53 GB K/V exchange per micro-step" in render_duration(d)
+    assert format_bytes(d.step.ring_bytes, binary=False) == "80.53 GB"
+
+
+def test_the_plans_ring_row_is_the_train_lines_number() -> None:
+    """One micro-batch per step: the plan's cp_ring_bytes (per step) is the train line's per-micro-step bytes, and
+    both surfaces print it the same way (render/markdown.py writes B_disk rows decimal)."""
+    from llmsizer.cli.train_cmd import render_duration
+    from llmsizer.plan import make_plan
+    from llmsizer.render.markdown import format_value
+    from llmsizer.request import parse_request
+
+    text = """\
+version: 1
+jobs:
+  - name: cp
+    kind: training
+    model: {name: llama-3.1-8b}
+    method: full
+    purpose: knowledge
+    baseline_tried: true
+    settings: {micro_batch: 1, seq_len: 131072, context_parallel: 16, grad_checkpointing: full, fsdp: full,
+               train_tokens: 1B tokens}
+    dataset: {tokens: 1B tokens}
+    resources: {device: h100-sxm, count: 16, nodes: 2, network: ib-ndr}
+"""
+    (job,) = make_plan(parse_request(text, source="cp.yaml")).jobs
+    net = job.section("network")
+    row = net.value("cp_ring_bytes")
+    spec, h100 = load_model("llama-3.1-8b"), builtin_catalog().devices["h100-sxm"]
+    d = training_duration_for(spec, h100, 16, 1e9, dict(seq_len=131072, micro_batch=1, grad_checkpointing="full",
+                                                       fsdp="full", context_parallel=16))
+    assert d.step is not None and d.step.micro_steps == 1 and row == d.step.ring_bytes == 80_530_636_800
+    shown = format_value(row, "B_disk")
+    assert shown == "80.53 GB" and f"ring attention {shown} K/V exchange per micro-step" in render_duration(d)

@@ -165,6 +165,9 @@ def _variant_index() -> dict[str, str]:
     for e in entries().values():
         for key in (e.name, e.id, *e.aliases):
             idx.setdefault(variant_base(key), e.name)
+    for e in entries().values():  # an entry that is the base itself (llama-3.1-70b) before a release of it that
+        if variant_base(e.name) == e.name:  # sorts first (llama-3.1-70b-instruct): 'Llama-3.1-70B-Base' -> the base
+            idx[e.name] = e.name
     return idx
 
 

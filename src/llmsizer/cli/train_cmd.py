@@ -230,7 +230,9 @@ def render_duration(d: Duration) -> str:
                        f"({mp.dp_exposed_seconds:.3g} s not hidden by compute)" if mp.fsdp
                        else f"{mp.dp_seconds:.3g} s gradient all-reduce per step")
                     if (mp := st.model_parallel) is not None else "")
-                 + (f", ring attention {format_bytes(st.ring_bytes)} K/V exchange per micro-step "
+                 # transfer bytes decimal, as the plan's network rows (cp_ring_bytes, dp/tp/pp: plan/result.py
+                 # B_disk) write them: one number, one convention (review36 N3: 75.00 GiB here, 80.53 GB there)
+                 + (f", ring attention {format_bytes(st.ring_bytes, binary=False)} K/V exchange per micro-step "
                     f"({st.ring_seconds:.3g} s, {st.ring_exposed_seconds:.3g} s not hidden by the attention, in the "
                     "compute)" if st.ring_bytes else "")
                  + "".join(f" over {a.why.split(':')[0]}" for a in d.assumptions if a.name == "inter_node_network")

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from ..errors import InputError
+from ..estimate.duration import comm_bound_remedy
 from ..estimate.inference.compose import check_engine_kv_dtype
 from ..recommend import PRACTICAL_TRAINING_SECONDS
 from ..request.spec import InferenceJob, Job, Request, TrainingJob
@@ -448,9 +449,9 @@ def run_risks(c: _Ctx) -> Iterator[Check]:
                           "no dataset.tokens, size or examples: duration, storage and cost cannot be estimated", j,
                           "dataset")
         bound = f.get("comm_bound")  # the duration's own warning (estimate/duration.py comm_bound_warning)
-        if bound:
+        if bound:  # its remedy as plan/training.py set it beside it; else the duration's rule for an unknown step
             yield c.check("network-bound", "warning", "Communication-bound", bound, j, "resources",
-                          f["comm_bound_remedy"])
+                          f.get("comm_bound_remedy") or comm_bound_remedy(None))
         if f.get("network_unknown"):
             yield c.check("network-unknown", "warning", "Interconnect bandwidth unknown",
                           f"no bandwidth for {', '.join(f['network_unknown'])}: communication time not estimated", j,

@@ -55,7 +55,7 @@ def render_estimate(est: Estimate, *, verbose: bool = False) -> str:
         lo, mid, hi = it.range
         rng = "" if lo == mid == hi else f"{format_bytes(lo)} - {format_bytes(hi)}"
         rows.append([it.name, it.location, format_bytes(mid), rng, it.formula if verbose else _short(it.formula)])
-    for loc in ("device", "host"):
+    for loc in ("device", "host"):  # the first TOTAL row is est.headline()'s (device when any, else host)
         if any(i.location == loc for i in est.items):
             lo, mid, hi = est.total(loc)  # type: ignore[arg-type]
             rows.append([f"TOTAL {est.total_label(loc)}", loc, format_bytes(mid), f"{format_bytes(lo)} - {format_bytes(hi)}", ""])

@@ -3,7 +3,8 @@ separate ``llmsizer`` process) for the same input:
 
 - D1: the Memory field is empty by default, so a chosen device's own memory is the budget (as ``infer --device
   h100``); a memory typed beside the device is named as overriding the device's in the assumptions.
-- D6: a CPU's whole answer is in host RAM: the headline is the host total (``TOTAL host``), not 0 B.
+- D6: a CPU's whole answer is in host RAM: the headline is the host total (``TOTAL host``), not 0 B; the page
+  renders the core's ``headline`` (review36 N2), the CLI's first TOTAL row, on a CPU and on a GPU.
 - D5: llama.cpp's auto-fit with the Device left at its placeholder sends infer's default device, so its command is
   one ``fit`` answers (fit requires --device).
 - D3: at a 375 px viewport no page scrolls sideways (the top nav wraps).
@@ -16,6 +17,7 @@ test_open_the_report_and_download_it.)
 from __future__ import annotations
 
 import json
+import re
 import shlex
 import subprocess
 import sys
@@ -68,15 +70,33 @@ def test_a_chosen_device_is_sized_by_its_own_memory_unless_one_is_typed(page: Pa
     assert "24.00 GiB" not in page.locator("#verdict-text").inner_text()
 
 
-def test_a_cpu_answer_headlines_its_host_total(page: Page) -> None:
-    args = ("infer", MODEL, "--device", "cpu", "--weights", "Q4_K_M", "--context", "4096", "--memory", "32GB")
-    want = cli(*args, "--max-context", "--max-concurrency")
-    assert "device" not in want["totals"]  # the CLI prints TOTAL host only
-    host = want["totals"]["host"]["bytes"]
-    ready(page, f"/?model={MODEL}&device=cpu&weights=Q4_K_M&context=4096&memory=32GB")
-    wait_attr(page, "#total", "bytes", host, "the host total of infer --device cpu")
-    assert "host" in page.locator("#total-scope").inner_text()
-    assert page.locator("#total").inner_text() != "0 B"
+HEADLINES = [  # (the CLI's options, the page's link): a CPU (host only) and llama.cpp on a GPU (device + host)
+    (("--device", "cpu", "--weights", "Q4_K_M", "--context", "4096", "--memory", "32GB"),
+     "device=cpu&weights=Q4_K_M&context=4096&memory=32GB"),
+    (("--device", "rtx-4090", "--engine", "llama.cpp", "--weights", "Q4_K_M"),
+     "device=rtx-4090&engine=llamacpp&weights=Q4_K_M"),
+]
+
+
+@pytest.mark.parametrize(("opts", "link"), HEADLINES, ids=["cpu", "gpu-llamacpp"])
+def test_the_headline_is_the_clis_first_total_row(page: Page, opts: tuple[str, ...], link: str) -> None:
+    """review36 N2: the big number is the core's ``headline`` (Estimate.headline), rendered as is: the CLI's first
+    TOTAL row (its words, expected bytes and range), the host total on a CPU (D6: not 0 B), the device total on a GPU
+    even where llama.cpp keeps some bytes on the host."""
+    args = ("infer", MODEL, *opts, "--max-context", "--max-concurrency")
+    text = cli(*args, json_out=False)
+    row = next(line for line in text.splitlines() if line.startswith("TOTAL "))
+    m = re.fullmatch(r"TOTAL (.+?)\s{2,}(device|host)\s+(\S+ \S+)\s+(\S+ \S+ - \S+ \S+)", row)
+    assert m is not None, row
+    scope, loc, expected, rng = m.groups()
+    want = cli(*args)
+    same = {k: want["totals"][loc][k] for k in ("low", "bytes", "high")}
+    assert want["headline"] == {"location": loc, "scope": scope, **same}
+    ready(page, f"/?model={MODEL}&{link}")
+    wait_attr(page, "#total", "bytes", want["headline"]["bytes"], f"the first TOTAL row of {' '.join(args)}")
+    assert page.locator("#total").inner_text() == expected
+    assert page.locator("#total-scope").inner_text() == f"{scope}, expected"
+    assert page.locator("#total-range").inner_text() == f"range {rng.replace(' - ', ' – ')}"
 
 
 def test_the_auto_fit_with_the_device_at_its_placeholder_is_a_command_fit_answers(page: Page) -> None:

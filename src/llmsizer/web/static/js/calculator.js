@@ -7,7 +7,7 @@ import { calibratedLines, durationLines } from "./estimate_text.js";
 import { assumptionValue, el, formatBytes, formatCount, formatInt, formatRate, formatSeconds, formatSecondsRange,
   formatUsd } from "./format.js";
 import { modelPicker } from "./model-picker.js";
-import { clearAtFields, controlOf, formMessage, showAtField } from "./problems.js";
+import { controlOf, formMessage, showProblem as showBoxAndField } from "./problems.js";
 import { COMMON_FIELDS, FORM_NAMES, INFER_FIELDS, MEDIA_FIELDS, TRAIN_FIELDS, apiFields, cliCommand, download, flagOf,
   formValues, loadFromUrl, requestYaml, saveToUrl } from "./state.js";
 import { copyButton, fillChoices, needsModel, setupTabs } from "./ui.js";
@@ -178,15 +178,11 @@ function controlsSent() {
  * "field 'FIELD':"), and the form's wording of it at the field the API names (problems.js), or the box alone when
  * the form has no such field. */
 function showProblem(e) {
-  const p = $("problem");
-  $("results").classList.toggle("stale", Boolean(e)); // the numbers below answer the previous input
-  clearAtFields(form);
-  if (!e) { p.hidden = true; p.textContent = ""; return; }
-  p.hidden = false;
-  p.textContent = e.message;
-  const { names, flags, labels } = controlsSent();
-  const name = controlOf(e.field, names, FORM_NAMES[tab], flags);
-  if (name) showAtField(form.elements.namedItem(name), formMessage(e.message, labels, flags[name]));
+  showBoxAndField(form, e, (err) => {
+    const { names, flags, labels } = controlsSent();
+    const name = controlOf(err.field, names, FORM_NAMES[tab], flags);
+    return name ? [form.elements.namedItem(name), formMessage(err.message, labels, flags[name])] : null;
+  });
 }
 
 let deviceKinds = []; // the serving tab's devices known by their kind only (gpu, cpu: no memory of their own)
@@ -239,13 +235,13 @@ let answered = {}; // the engine and weight format of the answer on show (its as
 function render(d) {
   answered = Object.fromEntries((d.assumptions || []).filter((a) => a.name === "engine" || a.name === "weights")
     .map((a) => [a.name, String(a.value)]));
-  // the headline: the device total; where nothing is on a device (a CPU: the whole model in host RAM), the host
-  // total, as the CLI's only TOTAL line ("TOTAL host")
-  const dev = d.totals.device || d.totals.host || { bytes: 0, low: 0, high: 0 };
+  // the headline the core chose (Estimate.headline: the device total, or on a CPU the host total), with its scope
+  // as the CLI's first TOTAL row words it ("TOTAL per device", "TOTAL host")
+  const dev = d.headline;
   const total = $("total");
   total.textContent = formatBytes(dev.bytes);
   total.dataset.bytes = String(dev.bytes);
-  $("total-scope").textContent = d.totals.device || !d.totals.host ? "per device, expected" : "host RAM, expected";
+  $("total-scope").textContent = `${dev.scope}, expected`;
   $("total-range").textContent = `range ${formatBytes(dev.low)} – ${formatBytes(dev.high)}`;
   const fits = d.details.fits;
   $("verdict").replaceChildren(fits === undefined || fits === null ? "" :

@@ -5,7 +5,7 @@ import { ApiError, debounce, get, post } from "./api.js";
 import { costSpeed } from "./charts.js";
 import { el, formatBytes, formatFigureCount, formatRate, formatSeconds, formatTick, formatUsd } from "./format.js";
 import { modelPicker } from "./model-picker.js";
-import { clearAtFields, showAtField } from "./problems.js";
+import { showProblem as showBoxAndField } from "./problems.js";
 import { cliCommand, formValues, loadFromUrl, saveToUrl } from "./state.js";
 import { copyButton, fillChoices, needsModel, setupTabs } from "./ui.js";
 
@@ -56,18 +56,13 @@ async function compute() {
 }
 
 /** A 400: the CLI's line in the box above the results, and the same line at the field the API names (its
- * ``field``, problems.js showAtField: aria-invalid, described by the message), as the calculator does; the box
- * alone when this tab has no such control (a hidden tab's, or the input as a whole). */
+ * ``field``, problems.js showProblem / showAtField: aria-invalid, described by the message), as the calculator does;
+ * the box alone when this tab has no such control (a hidden tab's, or the input as a whole). */
 function showProblem(e) {
-  const p = $("problem");
-  $("results").classList.toggle("stale", Boolean(e)); // the options below answer the previous input
-  clearAtFields(form);
-  if (!e) { p.hidden = true; p.textContent = ""; return; }
-  p.hidden = false;
-  p.textContent = e.message;
-  const sent = [...MODEL, ...COMMON, ...(tab === "train" ? TRAIN : INFER)];
-  const control = e.field && sent.includes(e.field) ? form.elements.namedItem(e.field) : null;
-  if (control && control.id) showAtField(control, e.message);
+  showBoxAndField(form, e, (err) => {
+    const sent = [...MODEL, ...COMMON, ...(tab === "train" ? TRAIN : INFER)];
+    return err.field && sent.includes(err.field) ? [form.elements.namedItem(err.field), err.message] : null;
+  });
 }
 
 // the option's hardware as the core names it (recommend.Option.devices_text: count, device, instances), verbatim,

@@ -62,7 +62,8 @@ function stepText(du, st) {
         + "not hidden by compute)" : `${g3(mp.dp_seconds)} s gradient all-reduce per step`);
   }
   if (st.ring_bytes) {
-    text += `, ring attention ${formatBytes(st.ring_bytes)} K/V exchange per micro-step (${g3(st.ring_seconds)} s, `
+    // decimal, as the CLI and the plan's network rows write transfer bytes
+    text += `, ring attention ${formatBytes(st.ring_bytes, false)} K/V exchange per micro-step (${g3(st.ring_seconds)} s, `
       + `${g3(st.ring_exposed_seconds)} s not hidden by the attention, in the compute)`;
   }
   text += du.assumptions.filter((a) => a.name === "inter_node_network").map((a) => ` over ${a.why.split(":")[0]}`).join("");

@@ -67,3 +67,18 @@ export function clearAtFields(form) {
     delete c.dataset.describedby;
   }
 }
+
+/** A page's 400 (``e``, an ApiError or an Error; null: none): the API's line (the CLI's) in the page's #problem box
+ * above its #results, which are marked stale (they answer the previous input), and the message at the control
+ * ``at(e)`` names as ``[control, message]`` (null, or a control with no id: the box alone). The calculator and the
+ * compare page both show their 400s this way; each says which control its form has for the API's ``field``. */
+export function showProblem(form, e, at = () => null) {
+  const p = document.getElementById("problem");
+  document.getElementById("results").classList.toggle("stale", Boolean(e));
+  clearAtFields(form);
+  if (!e) { p.hidden = true; p.textContent = ""; return; }
+  p.hidden = false;
+  p.textContent = e.message;
+  const [control, message] = at(e) || [];
+  if (control && control.id) showAtField(control, message);
+}
