@@ -58,8 +58,10 @@ from .device import (
     resolve_target,
 )
 from .formats import engine_kernel_format, file_kernel_format, serving_fused_experts
-from .speed_layout import SpeedSetup, layout_speed, transformers_step_kernels
+from .speed_decode import transformers_step_kernels
+from .speed_layout import layout_speed
 from .speed_result import SpeedEstimate
+from .speed_setup import SpeedSetup
 
 
 def compute_dtype_for(fmt: str, device_kind: str, has_fp8: bool) -> str:
